@@ -1,0 +1,23 @@
+# Thin driver over CMake: `make` builds build/verlc, `make test` runs the test suite,
+# `make asan` builds and tests with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/.
+JOBS ?= $(shell nproc)
+MAKEFLAGS += --no-print-directory
+.PHONY: all deps test asan clean
+
+all: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build -j$(JOBS)
+
+deps:
+	@bash scripts/deps.sh
+
+test: all
+	@cd build && ctest --output-on-failure -j$(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVC_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 VERLC_SANITIZE=1 ctest --output-on-failure -j$(JOBS)
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,139 @@
+/* Logging, allocation and file helpers. */
+#define _GNU_SOURCE
+#include "verlc/core.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_level(void) {
+    static int level = -1;
+    if (level < 0) {
+        const char *s = getenv("VERLC_LOG");
+        level = VC_LOG_INFO;
+        if (s && !strcmp(s, "error")) level = VC_LOG_ERROR;
+        else if (s && !strcmp(s, "warn")) level = VC_LOG_WARN;
+        else if (s && !strcmp(s, "debug")) level = VC_LOG_DEBUG;
+    }
+    return level;
+}
+
+void vc_log(int level, const char *fmt, ...) {
+    if (level > log_level()) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void *vc_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) vc_fail(VC_ERR_NOMEM, "cannot allocate %zu bytes", n);
+    return p;
+}
+
+void *vc_calloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) vc_fail(VC_ERR_NOMEM, "cannot allocate %zu x %zu bytes", count, size);
+    return p;
+}
+
+void *vc_aligned_alloc(size_t n) {
+    size_t r = (n + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, r ? r : 64);
+    if (!p) { vc_fail(VC_ERR_NOMEM, "cannot allocate %zu bytes", n); return NULL; }
+    memset(p, 0, r ? r : 64);
+    return p;
+}
+
+void vc_aligned_free(void *p) { free(p); }
+
+char *vc_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = vc_malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+vc_status vc_read_file(const char *path, char **out, size_t *len) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return vc_fail(VC_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)st.st_size;
+    char *buf = vc_malloc(n + 1);
+    if (!buf) { fclose(f); return VC_ERR_NOMEM; }
+    if (n && fread(buf, 1, n, f) != n) {
+        free(buf);
+        fclose(f);
+        return vc_fail(VC_ERR_IO, "%s: short read", path);
+    }
+    fclose(f);
+    buf[n] = 0;
+    *out = buf;
+    if (len) *len = n;
+    return VC_OK;
+}
+
+vc_status vc_write_file_atomic(const char *path, const void *data, size_t len) {
+    size_t n = strlen(path) + 32;
+    char *tmp = vc_malloc(n);
+    if (!tmp) return VC_ERR_NOMEM;
+    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        vc_status st = vc_fail(VC_ERR_IO, "%s: %s", tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            vc_status st = vc_fail(VC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+            close(fd); unlink(tmp); free(tmp);
+            return st;
+        }
+        p += w; left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        vc_status st = vc_fail(VC_ERR_IO, "%s: cannot commit: %s", path, strerror(errno));
+        unlink(tmp); free(tmp);
+        return st;
+    }
+    free(tmp);
+    return VC_OK;
+}
+
+char *vc_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *s = vc_malloc(a + b + 2);
+    if (!s) return NULL;
+    memcpy(s, dir, a);
+    size_t k = a;
+    if (a && dir[a - 1] != '/') s[k++] = '/';
+    memcpy(s + k, name, b + 1);
+    return s;
+}
+
+int vc_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+double vc_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}

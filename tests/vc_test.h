@@ -1,0 +1,34 @@
+/* Tiny assertion header for verlc's C tests. Each test program exits non-zero on any failure and
+ * ends with the plain line "N passed, N failed". */
+#ifndef VC_TEST_H
+#define VC_TEST_H
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int vc_t_pass, vc_t_fail;
+
+#define CHECK(cond) do { if (cond) vc_t_pass++; else { vc_t_fail++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_MSG(cond, ...) do { if (cond) vc_t_pass++; else { vc_t_fail++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (a), _b = (b); \
+    if (fabs(_a - _b) <= (tol) && !isnan(_a) && !isnan(_b)) vc_t_pass++; else { vc_t_fail++; \
+    fprintf(stderr, "%s:%d: |%s - %s| = |%.9g - %.9g| > %g\n", __FILE__, __LINE__, #a, #b, _a, _b, \
+            (double)(tol)); } } while (0)
+#define CHECK_OK(expr) do { vc_status _s = (expr); if (_s == VC_OK) vc_t_pass++; else { vc_t_fail++; \
+    fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, vc_last_error()); } } while (0)
+
+/* Path of the shared reference folder: $VERLC_SHARED or ../shared. */
+static inline const char *vc_test_shared(void) {
+    const char *s = getenv("VERLC_SHARED");
+    return s && *s ? s : "../shared";
+}
+
+static inline int vc_test_done(void) {
+    printf("%d passed, %d failed\n", vc_t_pass, vc_t_fail);
+    return vc_t_fail ? 1 : 0;
+}
+#endif

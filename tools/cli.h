@@ -1,0 +1,21 @@
+/* Subcommand entry points of the verlc program; each lives in tools/cmd_<name>.c. */
+#ifndef VC_CLI_H
+#define VC_CLI_H
+#define VC_CMD(fn) int fn(int argc, char **argv) __attribute__((weak))
+VC_CMD(vc_cmd_check);
+VC_CMD(vc_cmd_inspect);
+VC_CMD(vc_cmd_init);
+VC_CMD(vc_cmd_bench);
+VC_CMD(vc_cmd_tokenize);
+VC_CMD(vc_cmd_detokenize);
+VC_CMD(vc_cmd_chat_template);
+VC_CMD(vc_cmd_algos);
+VC_CMD(vc_cmd_generate);
+VC_CMD(vc_cmd_sft);
+VC_CMD(vc_cmd_export);
+VC_CMD(vc_cmd_train);
+VC_CMD(vc_cmd_data);
+VC_CMD(vc_cmd_report);
+VC_CMD(vc_cmd_demo);
+#undef VC_CMD
+#endif
