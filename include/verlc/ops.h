@@ -1,0 +1,47 @@
+/* The op set. Each op computes eagerly on the active backend and, when the graph records gradients
+ * and an input requires them, pushes a tape node with its backward rule. NULL inputs propagate (an
+ * earlier allocation failed; the graph's status says why). Shapes are in comments: [T, H] etc. */
+#ifndef VERLC_OPS_H
+#define VERLC_OPS_H
+#include "verlc/tensor.h"
+
+struct vc_attn_desc;
+struct vc_route_desc;
+
+/* [T, H] rows of W [V, H] at ids */
+vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_t T);
+/* y [.., N] = x [.., K] W^T (W [N, K]) + b [N] */
+vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
+vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b);
+vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b);
+vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s);
+/* x [R, C] * s [R] (one factor per row) */
+vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s);
+/* normalise each row of the last `cols` elements; w may be NULL; y = x * rstd * (w + w_offset) */
+vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset);
+vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps);
+/* RoPE on x [T, nh, hd] (first `rot` dims), cos/sin tables [T, rot/2] (constant) */
+vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
+                      int interleaved);
+/* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
+vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d);
+vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
+vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind);
+/* columns [c0, c1) of x viewed as [R, C] (C = last dim) -> [R, c1 - c0] */
+vc_tensor *vc_op_slice_cols(vc_graph *g, vc_tensor *x, int64_t C, int64_t c0, int64_t c1);
+/* per row concat of a [R, Ca] and b [R, Cb]; b may have R / rep rows, each reused rep times in a row
+ * (broadcast over heads) */
+vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b, int64_t Cb, int64_t rep);
+vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap);
+/* each row divided by max(||row||, 1e-12) (Baichuan NormHead) */
+vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W);
+/* sum_i x_i * w_i with constant weights -> scalar [1] */
+vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w);
+/* fused LM head: per token log p(target) and entropy (both [T]); W [V, H], b [V] or NULL */
+vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, const int32_t *target, float softcap,
+                        vc_tensor **logp, vc_tensor **entropy);
+/* MoE: route [T, E] logits to top-k experts and run them: y [T, H] = sum_k w_tk * expert_k(x_t).
+ * gate/up [E, I, H], down [E, H, I] stacked expert weights. */
+vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
+                     vc_tensor *down, int act, const struct vc_route_desc *rd);
+#endif

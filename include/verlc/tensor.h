@@ -1,0 +1,69 @@
+/* Tensors, the step arena and the autograd tape.
+ *
+ * Compute tensors are contiguous f32 views: `data` points into an arena (activations) or into a
+ * model's weight storage (parameters); a tensor never owns its memory. When gradients are on, each op
+ * pushes a node onto the graph's tape; vc_graph_backward walks the tape in reverse. */
+#ifndef VERLC_TENSOR_H
+#define VERLC_TENSOR_H
+#include "verlc/core.h"
+#include <stdint.h>
+
+#define VC_MAX_DIMS 4
+
+typedef struct vc_tensor {
+    float *data;
+    float *grad;       /* NULL until a gradient flows here; parameters own a persistent buffer */
+    int64_t shape[VC_MAX_DIMS];
+    int64_t n;         /* number of elements */
+    int ndim;
+    uint8_t requires_grad;
+    uint8_t is_param;  /* grad buffer is persistent and accumulates across backward calls */
+} vc_tensor;
+
+typedef struct vc_graph vc_graph;
+struct vc_node;
+typedef void (*vc_backward_fn)(vc_graph *g, struct vc_node *n);
+
+typedef struct vc_node {
+    vc_backward_fn backward;
+    vc_tensor *out;
+    vc_tensor *in[6];
+    void *saved;        /* op-specific, arena memory */
+    const void *ptr[4]; /* op-specific pointers to constant data (ids, indices, sequence layout) */
+    double f[4];
+    int64_t i[8];
+} vc_node;
+
+/* Graph: an arena for the tensors of one step plus the tape. */
+vc_graph *vc_graph_new(void);
+void vc_graph_free(vc_graph *g);
+void vc_graph_reset(vc_graph *g);                /* O(1): forgets all tensors and nodes */
+void vc_graph_set_grad(vc_graph *g, int enabled); /* record the tape? */
+int vc_graph_grad_enabled(const vc_graph *g);
+size_t vc_graph_peak_bytes(const vc_graph *g);
+size_t vc_graph_used_bytes(const vc_graph *g);
+/* Backward from a scalar (n == 1) tensor with seed gradient `seed` (usually 1). Gradients
+ * accumulate into parameters' persistent grad buffers. */
+vc_status vc_graph_backward(vc_graph *g, vc_tensor *loss, float seed);
+/* Backward from a tensor whose gradient the caller has filled (out->grad set via vc_tensor_grad). */
+vc_status vc_graph_backward_from(vc_graph *g);
+/* Status of the first failed allocation or op since the last reset (VC_OK if none). */
+vc_status vc_graph_status(const vc_graph *g);
+
+/* Arena allocation from the graph (64-byte aligned; zeroed when `zero`). NULL on failure, and the
+ * graph's status is set. */
+void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero);
+vc_tensor *vc_tensor_new(vc_graph *g, int ndim, const int64_t *shape, int zero);
+vc_tensor *vc_tensor_2d(vc_graph *g, int64_t a, int64_t b, int zero);
+/* A tensor header (in the arena) over existing memory, e.g. a parameter or a caller's buffer. */
+vc_tensor *vc_tensor_wrap(vc_graph *g, float *data, int ndim, const int64_t *shape);
+/* Same data, new shape (element count must match); gradients flow through. */
+vc_tensor *vc_reshape(vc_graph *g, vc_tensor *x, int ndim, const int64_t *shape);
+/* Gradient buffer of t, allocated zeroed in the arena when first needed. */
+float *vc_tensor_grad(vc_graph *g, vc_tensor *t);
+/* Initialise a free-standing parameter tensor header (memory owned by the caller). */
+void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64_t *shape);
+
+/* Pushes a node if gradients are enabled and any input requires them; returns the node or NULL. */
+vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in);
+#endif

@@ -1,0 +1,130 @@
+/* CPU attention over packed sequences: per (sequence, head, block of queries) the scores against the
+ * visible keys are one GEMM, softmax runs per row, and the output is a second GEMM. Backward recomputes
+ * the probabilities from the saved log-sum-exp (no [T x T] matrix is kept). Blocks are processed in a
+ * fixed order so the key/value gradient sums are deterministic. */
+#include "cpu.h"
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#define QBLK 128
+
+/* visible key range [*j0, *j1) for query positions p0..p1 (inclusive) */
+static void key_range(const vc_attn_desc *d, int64_t kvl, int64_t p0, int64_t p1, int64_t *j0, int64_t *j1) {
+    *j1 = d->causal ? p1 + 1 : kvl;
+    if (*j1 > kvl) *j1 = kvl;
+    *j0 = (d->window > 0 && d->causal) ? p0 - d->window + 1 : 0;
+    if (*j0 < 0) *j0 = 0;
+}
+
+static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
+    if (d->causal && j > p) return 0;
+    if (d->window > 0 && p - j >= d->window) return 0;
+    return 1;
+}
+
+/* scores S[r, j - j0] for queries rows q0..q0+nr of head h; applies scale, soft-cap and the mask */
+static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, const float *K, int64_t j0,
+                   int64_t nj, int64_t pos0, const vc_attn_desc *d) {
+    int64_t qstride = (int64_t)d->n_head * d->head_dim;
+    int kvh = h / (d->n_head / d->n_kv_head);
+    vc_cpu_gemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
+                K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
+    for (int64_t r = 0; r < nr; r++) {
+        float *s = S + r * nj;
+        for (int64_t j = 0; j < nj; j++) {
+            if (!visible(d, pos0 + r, j0 + j)) s[j] = -INFINITY;
+            else if (d->softcap > 0) s[j] = d->softcap * tanhf(s[j] / d->softcap);
+        }
+    }
+}
+
+void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
+    int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
+    int64_t maxkv = 0;
+    for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
+    float *S = vc_malloc((size_t)QBLK * (size_t)(maxkv ? maxkv : 1) * sizeof(float));
+    if (!S) return;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
+        for (int h = 0; h < d->n_head; h++) {
+            int kvh = h / (d->n_head / d->n_kv_head);
+            for (int64_t b = 0; b < ql; b += QBLK) {
+                int64_t nr = ql - b < QBLK ? ql - b : QBLK, pos0 = kvl - ql + b, j0, j1;
+                key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
+                int64_t nj = j1 - j0;
+                scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d);
+                for (int64_t r = 0; r < nr; r++) {
+                    float *p = S + r * nj, m = -INFINITY, sum = 0;
+                    for (int64_t j = 0; j < nj; j++) m = p[j] > m ? p[j] : m;
+                    for (int64_t j = 0; j < nj; j++) {
+                        p[j] = expf(p[j] - m);
+                        sum += p[j];
+                    }
+                    float inv = 1.0f / sum;
+                    for (int64_t j = 0; j < nj; j++) p[j] *= inv;
+                    if (lse) lse[(qa + b + r) * d->n_head + h] = m + logf(sum);
+                }
+                vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
+                            d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f,
+                            o + (qa + b) * ostride + (int64_t)h * d->v_head_dim, ostride);
+            }
+        }
+    }
+    free(S);
+}
+
+void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
+                     const vc_attn_desc *d) {
+    int64_t ostride = (int64_t)d->n_head * d->v_head_dim, qstride = (int64_t)d->n_head * d->head_dim;
+    int64_t maxkv = 0;
+    for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
+    size_t blk = (size_t)QBLK * (size_t)(maxkv ? maxkv : 1);
+    float *S = vc_malloc(blk * sizeof(float)), *dP = vc_malloc(blk * sizeof(float));
+    if (!S || !dP) goto out;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
+        for (int h = 0; h < d->n_head; h++) {
+            int kvh = h / (d->n_head / d->n_kv_head);
+            const float *V = d->v_seq[s] + (int64_t)kvh * d->v_head_dim;
+            const float *K = d->k_seq[s] + (int64_t)kvh * d->head_dim;
+            for (int64_t b = 0; b < ql; b += QBLK) {
+                int64_t nr = ql - b < QBLK ? ql - b : QBLK, pos0 = kvl - ql + b, j0, j1;
+                key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
+                int64_t nj = j1 - j0;
+                const float *dO = dout + (qa + b) * ostride + (int64_t)h * d->v_head_dim;
+                const float *O = o + (qa + b) * ostride + (int64_t)h * d->v_head_dim;
+                scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d); /* capped scores */
+                /* dP = dO V^T */
+                vc_cpu_gemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
+                            0.0f, dP, nj);
+                for (int64_t r = 0; r < nr; r++) {
+                    float L = lse[(qa + b + r) * d->n_head + h], D = 0;
+                    for (int i = 0; i < d->v_head_dim; i++) D += dO[r * ostride + i] * O[r * ostride + i];
+                    float *p = S + r * nj, *dp = dP + r * nj;
+                    for (int64_t j = 0; j < nj; j++) {
+                        float sc = p[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
+                        float ds = pj * (dp[j] - D);
+                        if (d->softcap > 0) {
+                            float t = sc / d->softcap;
+                            ds *= 1.0f - t * t;
+                        }
+                        p[j] = pj;   /* S now holds P */
+                        dp[j] = ds;  /* dP now holds dS (w.r.t. the scaled, uncapped score) */
+                    }
+                }
+                /* dV += P^T dO ; dK += scale dS^T Q ; dQ += scale dS K */
+                vc_cpu_gemm(1, 0, nj, d->v_head_dim, nr, 1.0f, S, nj, dO, ostride, 1.0f,
+                            d->dv_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride);
+                vc_cpu_gemm(1, 0, nj, d->head_dim, nr, d->scale, dP, nj,
+                            q + (qa + b) * qstride + (int64_t)h * d->head_dim, qstride, 1.0f,
+                            d->dk_seq[s] + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride);
+                vc_cpu_gemm(0, 0, nr, d->head_dim, nj, d->scale, dP, nj, K + j0 * d->k_stride, d->k_stride, 1.0f,
+                            dq + (qa + b) * qstride + (int64_t)h * d->head_dim, qstride);
+            }
+        }
+    }
+out:
+    free(S);
+    free(dP);
+}

@@ -1,0 +1,273 @@
+/* CPU kernels: GEMM (OpenBLAS), norms, activations, RoPE. Row-parallel kernels split rows into fixed
+ * blocks, and parameter-gradient sums add per-block partials in block order, so results do not depend
+ * on the number of threads. */
+#include "cpu.h"
+#include "verlc/pool.h"
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define ROW_BLOCK 32
+
+void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M,
+                (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+/* ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * (w + w_offset) ---- */
+typedef struct {
+    float *y, *rstd, *dx, *dw_part;
+    const float *x, *w, *dy, *rs;
+    int64_t rows, cols;
+    float eps, off;
+    const float *mean; float *mean_out; const float *b; float *db_part;
+} norm_ctx;
+
+static void rms_fwd_task(void *p, int64_t blk) {
+    norm_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROW_BLOCK < c->rows ? (blk + 1) * ROW_BLOCK : c->rows;
+    for (int64_t r = blk * ROW_BLOCK; r < r1; r++) {
+        const float *x = c->x + r * c->cols;
+        float *y = c->y + r * c->cols;
+        float ss = 0;
+        for (int64_t i = 0; i < c->cols; i++) ss += x[i] * x[i];
+        float rs = 1.0f / sqrtf(ss / (float)c->cols + c->eps);
+        if (c->rstd) c->rstd[r] = rs;
+        for (int64_t i = 0; i < c->cols; i++) y[i] = x[i] * rs * (c->w ? c->w[i] + c->off : 1.0f);
+    }
+}
+
+static void vc_cpu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
+                               float eps, float w_offset) {
+    norm_ctx c = { .y = y, .rstd = rstd, .x = x, .w = w, .rows = rows, .cols = cols, .eps = eps, .off = w_offset };
+    vc_parallel((rows + ROW_BLOCK - 1) / ROW_BLOCK, rms_fwd_task, &c);
+}
+
+static void rms_bwd_task(void *p, int64_t blk) {
+    norm_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROW_BLOCK < c->rows ? (blk + 1) * ROW_BLOCK : c->rows;
+    float *dwp = c->dw_part ? c->dw_part + blk * c->cols : NULL;
+    for (int64_t r = blk * ROW_BLOCK; r < r1; r++) {
+        const float *x = c->x + r * c->cols, *dy = c->dy + r * c->cols;
+        float rs = c->rs[r], dot = 0;
+        for (int64_t i = 0; i < c->cols; i++) dot += dy[i] * (c->w ? c->w[i] + c->off : 1.0f) * x[i];
+        float k = dot * rs * rs * rs / (float)c->cols;
+        if (c->dx) {
+            float *dx = c->dx + r * c->cols;
+            for (int64_t i = 0; i < c->cols; i++)
+                dx[i] += rs * dy[i] * (c->w ? c->w[i] + c->off : 1.0f) - k * x[i];
+        }
+        if (dwp)
+            for (int64_t i = 0; i < c->cols; i++) dwp[i] += dy[i] * x[i] * rs;
+    }
+}
+
+/* Sums per-block partials into dst in block order. */
+static void sum_partials(float *dst, const float *part, int64_t nblk, int64_t cols) {
+    for (int64_t b = 0; b < nblk; b++)
+        for (int64_t i = 0; i < cols; i++) dst[i] += part[b * cols + i];
+}
+
+static void vc_cpu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                               const float *rstd, int64_t rows, int64_t cols, float w_offset) {
+    int64_t nblk = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+    float *part = dw ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
+    norm_ctx c = { .dx = dx, .dw_part = part, .dy = dy, .x = x, .w = w, .rs = rstd, .rows = rows, .cols = cols,
+                   .off = w_offset };
+    vc_parallel(nblk, rms_bwd_task, &c);
+    if (part) {
+        sum_partials(dw, part, nblk, cols);
+        free(part);
+    }
+}
+
+/* ---- LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b ---- */
+static void ln_fwd_task(void *p, int64_t blk) {
+    norm_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROW_BLOCK < c->rows ? (blk + 1) * ROW_BLOCK : c->rows;
+    for (int64_t r = blk * ROW_BLOCK; r < r1; r++) {
+        const float *x = c->x + r * c->cols;
+        float *y = c->y + r * c->cols;
+        float mu = 0, var = 0;
+        for (int64_t i = 0; i < c->cols; i++) mu += x[i];
+        mu /= (float)c->cols;
+        for (int64_t i = 0; i < c->cols; i++) var += (x[i] - mu) * (x[i] - mu);
+        float rs = 1.0f / sqrtf(var / (float)c->cols + c->eps);
+        c->mean_out[r] = mu;
+        c->rstd[r] = rs;
+        for (int64_t i = 0; i < c->cols; i++)
+            y[i] = (x[i] - mu) * rs * (c->w ? c->w[i] : 1.0f) + (c->b ? c->b[i] : 0.0f);
+    }
+}
+
+static void vc_cpu_layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                                 int64_t rows, int64_t cols, float eps) {
+    norm_ctx c = { .y = y, .rstd = rstd, .mean_out = mean, .x = x, .w = w, .b = b, .rows = rows, .cols = cols,
+                   .eps = eps };
+    vc_parallel((rows + ROW_BLOCK - 1) / ROW_BLOCK, ln_fwd_task, &c);
+}
+
+static void ln_bwd_task(void *p, int64_t blk) {
+    norm_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROW_BLOCK < c->rows ? (blk + 1) * ROW_BLOCK : c->rows;
+    float *dwp = c->dw_part ? c->dw_part + blk * c->cols : NULL;
+    float *dbp = c->db_part ? c->db_part + blk * c->cols : NULL;
+    for (int64_t r = blk * ROW_BLOCK; r < r1; r++) {
+        const float *x = c->x + r * c->cols, *dy = c->dy + r * c->cols;
+        float mu = c->mean[r], rs = c->rs[r], mg = 0, mgx = 0;
+        for (int64_t i = 0; i < c->cols; i++) {
+            float g = dy[i] * (c->w ? c->w[i] : 1.0f), xh = (x[i] - mu) * rs;
+            mg += g;
+            mgx += g * xh;
+        }
+        mg /= (float)c->cols;
+        mgx /= (float)c->cols;
+        for (int64_t i = 0; i < c->cols; i++) {
+            float g = dy[i] * (c->w ? c->w[i] : 1.0f), xh = (x[i] - mu) * rs;
+            if (c->dx) c->dx[r * c->cols + i] += rs * (g - mg - xh * mgx);
+            if (dwp) dwp[i] += dy[i] * xh;
+            if (dbp) dbp[i] += dy[i];
+        }
+    }
+}
+
+static void vc_cpu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                 const float *mean, const float *rstd, int64_t rows, int64_t cols) {
+    int64_t nblk = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
+    float *pw = dw ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
+    float *pb = db ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
+    norm_ctx c = { .dx = dx, .dw_part = pw, .db_part = pb, .dy = dy, .x = x, .w = w, .mean = mean, .rs = rstd,
+                   .rows = rows, .cols = cols };
+    vc_parallel(nblk, ln_bwd_task, &c);
+    if (pw) { sum_partials(dw, pw, nblk, cols); free(pw); }
+    if (pb) { sum_partials(db, pb, nblk, cols); free(pb); }
+}
+
+/* ---- activations ---- */
+#define SQRT_2_OVER_PI 0.7978845608028654f
+static inline float act_f(float x, int kind) {
+    switch (kind) {
+    case VC_ACT_SILU: return x / (1.0f + expf(-x));
+    case VC_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+    case VC_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case VC_ACT_RELU: return x > 0 ? x : 0;
+    case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    default: return x;
+    }
+}
+
+static inline float act_d(float x, int kind) {
+    switch (kind) {
+    case VC_ACT_SILU: {
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+    }
+    case VC_ACT_GELU_TANH: {
+        float u = SQRT_2_OVER_PI * (x + 0.044715f * x * x * x), t = tanhf(u);
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+    }
+    case VC_ACT_GELU_ERF:
+        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.3989422804014327f * expf(-0.5f * x * x);
+    case VC_ACT_RELU: return x > 0 ? 1.0f : 0.0f;
+    case VC_ACT_SIGMOID: {
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f - s);
+    }
+    default: return 1.0f;
+    }
+}
+
+typedef struct {
+    float *y, *dx, *dg, *du;
+    const float *x, *g, *u, *dy;
+    int64_t n;
+    int kind;
+} act_ctx;
+#define EW_BLOCK 16384
+
+static void act_fwd_task(void *p, int64_t b) {
+    act_ctx *c = p;
+    int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
+    for (int64_t i = b * EW_BLOCK; i < i1; i++) {
+        if (c->u) c->y[i] = act_f(c->g[i], c->kind) * c->u[i];
+        else c->y[i] = act_f(c->x[i], c->kind);
+    }
+}
+
+static void act_bwd_task(void *p, int64_t b) {
+    act_ctx *c = p;
+    int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
+    for (int64_t i = b * EW_BLOCK; i < i1; i++) {
+        if (c->u) {
+            if (c->dg) c->dg[i] += c->dy[i] * c->u[i] * act_d(c->g[i], c->kind);
+            if (c->du) c->du[i] += c->dy[i] * act_f(c->g[i], c->kind);
+        } else c->dx[i] += c->dy[i] * act_d(c->x[i], c->kind);
+    }
+}
+
+static void vc_cpu_act_fwd(float *y, const float *x, int64_t n, int kind) {
+    act_ctx c = { .y = y, .x = x, .n = n, .kind = kind };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+}
+static void vc_cpu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind) {
+    act_ctx c = { .dx = dx, .dy = dy, .x = x, .n = n, .kind = kind };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_bwd_task, &c);
+}
+static void vc_cpu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
+    act_ctx c = { .y = y, .g = g, .u = u, .n = n, .kind = kind };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+}
+static void vc_cpu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
+                               int kind) {
+    act_ctx c = { .dg = dg, .du = du, .dy = dy, .g = g, .u = u, .n = n, .kind = kind };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_bwd_task, &c);
+}
+
+/* ---- RoPE on x[T, nh, hd]: the first `rot` dims of each head rotate; pairs are (i, i + rot/2)
+ * (GPT-NeoX style) or (2i, 2i + 1) (GPT-J / GLM style). */
+static void vc_cpu_rope(float *x, const float *cs, const float *sn, int64_t T, int nh, int hd, int rot,
+                        int interleaved, int sign) {
+    int half = rot / 2;
+    for (int64_t t = 0; t < T; t++) {
+        const float *c = cs + t * half, *s = sn + t * half;
+        for (int h = 0; h < nh; h++) {
+            float *v = x + (t * nh + h) * hd;
+            for (int i = 0; i < half; i++) {
+                int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+                float x1 = v[a], x2 = v[b], si = sign * s[i];
+                v[a] = x1 * c[i] - x2 * si;
+                v[b] = x2 * c[i] + x1 * si;
+            }
+        }
+    }
+}
+
+static const vc_backend CPU = {
+    .name = "cpu",
+    .gemm = vc_cpu_gemm,
+    .rmsnorm_fwd = vc_cpu_rmsnorm_fwd,
+    .rmsnorm_bwd = vc_cpu_rmsnorm_bwd,
+    .layernorm_fwd = vc_cpu_layernorm_fwd,
+    .layernorm_bwd = vc_cpu_layernorm_bwd,
+    .rope = vc_cpu_rope,
+    .attn_fwd = vc_cpu_attn_fwd,
+    .attn_bwd = vc_cpu_attn_bwd,
+    .act_fwd = vc_cpu_act_fwd,
+    .act_bwd = vc_cpu_act_bwd,
+    .act_mul_fwd = vc_cpu_act_mul_fwd,
+    .act_mul_bwd = vc_cpu_act_mul_bwd,
+    .lm_head_fwd = vc_cpu_lm_head_fwd,
+    .lm_head_bwd = vc_cpu_lm_head_bwd,
+    .route_fwd = vc_cpu_route_fwd,
+    .route_bwd = vc_cpu_route_bwd,
+};
+
+const vc_backend *vc_backend_cpu(void) { return &CPU; }
+const vc_backend *vc_be(void) { return &CPU; }

@@ -1,0 +1,191 @@
+/* The step arena and the tape. The arena is a list of large chunks; reset keeps the chunks and
+ * rewinds, so steady-state steps allocate nothing from the system. */
+#include "verlc/tensor.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MIN ((size_t)64 << 20)
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t size, used;
+    char *mem;
+} chunk;
+
+struct vc_graph {
+    chunk *head, *cur;
+    size_t used, peak;
+    vc_node *nodes;
+    int64_t n_nodes, cap_nodes;
+    int grad;
+    vc_status status;
+};
+
+vc_graph *vc_graph_new(void) {
+    vc_graph *g = vc_calloc(1, sizeof *g);
+    if (g) g->grad = 1;
+    return g;
+}
+
+void vc_graph_free(vc_graph *g) {
+    if (!g) return;
+    for (chunk *c = g->head, *n; c; c = n) {
+        n = c->next;
+        vc_aligned_free(c->mem);
+        free(c);
+    }
+    free(g->nodes);
+    free(g);
+}
+
+void vc_graph_reset(vc_graph *g) {
+    for (chunk *c = g->head; c; c = c->next) c->used = 0;
+    g->cur = g->head;
+    g->used = 0;
+    g->n_nodes = 0;
+    g->status = VC_OK;
+}
+
+void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
+int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
+size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
+size_t vc_graph_used_bytes(const vc_graph *g) { return g->used; }
+vc_status vc_graph_status(const vc_graph *g) { return g->status; }
+
+void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero) {
+    bytes = (bytes + 63) & ~(size_t)63;
+    if (!bytes) bytes = 64;
+    chunk *c = g->cur;
+    while (c && c->used + bytes > c->size) c = c->next;
+    if (!c) {
+        c = vc_calloc(1, sizeof *c);
+        if (!c) goto oom;
+        c->size = bytes > CHUNK_MIN ? bytes : CHUNK_MIN;
+        c->mem = aligned_alloc(64, c->size);
+        if (!c->mem) { free(c); goto oom; }
+        /* append at the end of the list so earlier chunks are reused first after a reset */
+        if (!g->head) g->head = c;
+        else {
+            chunk *t = g->head;
+            while (t->next) t = t->next;
+            t->next = c;
+        }
+    }
+    g->cur = c;
+    void *p = c->mem + c->used;
+    c->used += bytes;
+    g->used += bytes;
+    if (g->used > g->peak) g->peak = g->used;
+    if (zero) memset(p, 0, bytes);
+    return p;
+oom:
+    if (g->status == VC_OK)
+        g->status = vc_fail(VC_ERR_NOMEM, "step arena: cannot allocate %zu bytes (%zu in use)", bytes, g->used);
+    return NULL;
+}
+
+vc_tensor *vc_tensor_wrap(vc_graph *g, float *data, int ndim, const int64_t *shape) {
+    vc_tensor *t = vc_graph_alloc(g, sizeof *t, 1);
+    if (!t) return NULL;
+    t->ndim = ndim;
+    t->n = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->n *= shape[i];
+    }
+    t->data = data;
+    return t;
+}
+
+vc_tensor *vc_tensor_new(vc_graph *g, int ndim, const int64_t *shape, int zero) {
+    vc_tensor *t = vc_tensor_wrap(g, NULL, ndim, shape);
+    if (!t) return NULL;
+    t->data = vc_graph_alloc(g, (size_t)t->n * sizeof(float), zero);
+    return t->data ? t : NULL;
+}
+
+vc_tensor *vc_tensor_2d(vc_graph *g, int64_t a, int64_t b, int zero) {
+    int64_t s[2] = { a, b };
+    return vc_tensor_new(g, 2, s, zero);
+}
+
+void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64_t *shape) {
+    memset(t, 0, sizeof *t);
+    t->ndim = ndim;
+    t->n = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->n *= shape[i];
+    }
+    t->data = data;
+    t->grad = grad;
+    t->is_param = 1;
+    t->requires_grad = grad != NULL;
+}
+
+float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {
+    if (!t->grad) t->grad = vc_graph_alloc(g, (size_t)t->n * sizeof(float), 1);
+    return t->grad;
+}
+
+vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in) {
+    if (!g->grad) return NULL;
+    int need = 0;
+    for (int i = 0; i < n_in; i++) need |= in[i] && in[i]->requires_grad;
+    if (!need) return NULL;
+    if (g->n_nodes == g->cap_nodes) {
+        int64_t cap = g->cap_nodes ? g->cap_nodes * 2 : 1024;
+        vc_node *nn = realloc(g->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) {
+            if (g->status == VC_OK) g->status = vc_fail(VC_ERR_NOMEM, "tape: cannot grow to %lld nodes", (long long)cap);
+            return NULL;
+        }
+        g->nodes = nn;
+        g->cap_nodes = cap;
+    }
+    vc_node *n = &g->nodes[g->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->backward = fn;
+    n->out = out;
+    for (int i = 0; i < n_in; i++) n->in[i] = in[i];
+    out->requires_grad = 1;
+    return n;
+}
+
+static void reshape_backward(vc_graph *g, vc_node *n) {
+    float *gx = vc_tensor_grad(g, n->in[0]);
+    const float *gy = n->out->grad;
+    if (!gx) return;
+    for (int64_t i = 0; i < n->out->n; i++) gx[i] += gy[i];
+}
+
+vc_tensor *vc_reshape(vc_graph *g, vc_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    vc_tensor *t = vc_tensor_wrap(g, x->data, ndim, shape);
+    if (!t) return NULL;
+    if (t->n != x->n) {
+        g->status = vc_fail(VC_ERR_INTERNAL, "reshape: %lld elements into %lld", (long long)x->n, (long long)t->n);
+        return NULL;
+    }
+    vc_tape_push(g, reshape_backward, t, 1, &x);
+    return t;
+}
+
+vc_status vc_graph_backward_from(vc_graph *g) {
+    if (g->status != VC_OK) return g->status;
+    for (int64_t i = g->n_nodes - 1; i >= 0; i--) {
+        vc_node *n = &g->nodes[i];
+        if (!n->out->grad) continue; /* no gradient reached this node */
+        n->backward(g, n);
+        if (g->status != VC_OK) return g->status;
+    }
+    return VC_OK;
+}
+
+vc_status vc_graph_backward(vc_graph *g, vc_tensor *loss, float seed) {
+    if (!loss || loss->n != 1) return vc_fail(VC_ERR_INTERNAL, "backward needs a scalar loss");
+    float *gl = vc_tensor_grad(g, loss);
+    if (!gl) return g->status;
+    gl[0] += seed;
+    return vc_graph_backward_from(g);
+}

@@ -1,0 +1,336 @@
+/* Elementwise, linear and layout ops with their backward rules. */
+#include "tensor/backend.h"
+#include "verlc/ops.h"
+#include <math.h>
+#include <string.h>
+
+#define GUARD1(a) if (!(a)) return NULL
+#define GUARD2(a, b) if (!(a) || !(b)) return NULL
+
+static vc_tensor *like(vc_graph *g, const vc_tensor *x) { return vc_tensor_new(g, x->ndim, x->shape, 0); }
+
+/* ---- embedding ---- */
+static void embedding_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *W = n->in[0];
+    float *gw = vc_tensor_grad(g, W);
+    const int32_t *ids = n->ptr[0];
+    int64_t T = n->i[0], H = W->shape[1];
+    if (!gw) return;
+    for (int64_t t = 0; t < T; t++) /* sequential: duplicate ids accumulate in a fixed order */
+        for (int64_t i = 0; i < H; i++) gw[ids[t] * H + i] += n->out->grad[t * H + i];
+}
+
+vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_t T) {
+    GUARD1(W);
+    int64_t H = W->shape[1];
+    vc_tensor *y = vc_tensor_2d(g, T, H, 0);
+    GUARD1(y);
+    for (int64_t t = 0; t < T; t++) memcpy(y->data + t * H, W->data + (int64_t)ids[t] * H, (size_t)H * 4);
+    vc_node *n = vc_tape_push(g, embedding_bw, y, 1, &W);
+    if (n) {
+        int32_t *c = vc_graph_alloc(g, (size_t)T * 4, 0);
+        if (!c) return NULL;
+        memcpy(c, ids, (size_t)T * 4);
+        n->ptr[0] = c;
+        n->i[0] = T;
+    }
+    return y;
+}
+
+/* ---- linear: y = x W^T + b ---- */
+static void linear_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *W = n->in[1], *b = n->in[2];
+    int64_t N = W->shape[0], K = W->shape[1], M = x->n / K;
+    const float *dy = n->out->grad;
+    const vc_backend *B = vc_be();
+    if (x->requires_grad) {
+        float *dx = vc_tensor_grad(g, x);
+        if (dx) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, dx, K);
+    }
+    if (W->requires_grad) {
+        float *dW = vc_tensor_grad(g, W);
+        if (dW) B->gemm(1, 0, N, K, M, 1.0f, dy, N, x->data, K, 1.0f, dW, K);
+    }
+    if (b && b->requires_grad) {
+        float *db = vc_tensor_grad(g, b);
+        if (db)
+            for (int64_t r = 0; r < M; r++)
+                for (int64_t j = 0; j < N; j++) db[j] += dy[r * N + j];
+    }
+}
+
+vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {
+    GUARD2(x, W);
+    int64_t N = W->shape[0], K = W->shape[1], M = x->n / K;
+    int64_t shape[VC_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = N;
+    vc_tensor *y = vc_tensor_new(g, x->ndim, shape, 0);
+    GUARD1(y);
+    if (b)
+        for (int64_t r = 0; r < M; r++) memcpy(y->data + r * N, b->data, (size_t)N * 4);
+    vc_be()->gemm(0, 1, M, N, K, 1.0f, x->data, K, W->data, K, b ? 1.0f : 0.0f, y->data, N);
+    vc_tensor *in[3] = { x, W, b };
+    vc_tape_push(g, linear_bw, y, 3, in);
+    return y;
+}
+
+/* ---- add / mul / scale ---- */
+static void add_bw(vc_graph *g, vc_node *n) {
+    for (int k = 0; k < 2; k++) {
+        if (!n->in[k]->requires_grad) continue;
+        float *d = vc_tensor_grad(g, n->in[k]);
+        if (d)
+            for (int64_t i = 0; i < n->out->n; i++) d[i] += n->out->grad[i];
+    }
+}
+
+vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b) {
+    GUARD2(a, b);
+    vc_tensor *y = like(g, a);
+    GUARD1(y);
+    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] + b->data[i];
+    vc_tensor *in[2] = { a, b };
+    vc_tape_push(g, add_bw, y, 2, in);
+    return y;
+}
+
+static void mul_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *a = n->in[0], *b = n->in[1];
+    const float *dy = n->out->grad;
+    if (a->requires_grad) {
+        float *d = vc_tensor_grad(g, a);
+        if (d)
+            for (int64_t i = 0; i < a->n; i++) d[i] += dy[i] * b->data[i];
+    }
+    if (b->requires_grad) {
+        float *d = vc_tensor_grad(g, b);
+        if (d)
+            for (int64_t i = 0; i < b->n; i++) d[i] += dy[i] * a->data[i];
+    }
+}
+
+vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b) {
+    GUARD2(a, b);
+    vc_tensor *y = like(g, a);
+    GUARD1(y);
+    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] * b->data[i];
+    vc_tensor *in[2] = { a, b };
+    vc_tape_push(g, mul_bw, y, 2, in);
+    return y;
+}
+
+static void scale_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    float s = (float)n->f[0];
+    if (d)
+        for (int64_t i = 0; i < n->out->n; i++) d[i] += n->out->grad[i] * s;
+}
+
+vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s) {
+    GUARD1(a);
+    vc_tensor *y = like(g, a);
+    GUARD1(y);
+    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] * s;
+    vc_node *n = vc_tape_push(g, scale_bw, y, 1, &a);
+    if (n) n->f[0] = s;
+    return y;
+}
+
+static void mul_rows_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *s = n->in[1];
+    int64_t R = s->n, C = x->n / R;
+    const float *dy = n->out->grad;
+    float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
+    float *ds = s->requires_grad ? vc_tensor_grad(g, s) : NULL;
+    for (int64_t r = 0; r < R; r++) {
+        float acc = 0;
+        for (int64_t c = 0; c < C; c++) {
+            if (dx) dx[r * C + c] += dy[r * C + c] * s->data[r];
+            acc += dy[r * C + c] * x->data[r * C + c];
+        }
+        if (ds) ds[r] += acc;
+    }
+}
+
+vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s) {
+    GUARD2(x, s);
+    int64_t R = s->n, C = x->n / R;
+    vc_tensor *y = like(g, x);
+    GUARD1(y);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) y->data[r * C + c] = x->data[r * C + c] * s->data[r];
+    vc_tensor *in[2] = { x, s };
+    vc_tape_push(g, mul_rows_bw, y, 2, in);
+    return y;
+}
+
+/* ---- activations ---- */
+static void act_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    if (d) vc_be()->act_bwd(d, n->out->grad, n->in[0]->data, n->out->n, (int)n->i[0]);
+}
+
+vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind) {
+    GUARD1(x);
+    vc_tensor *y = like(g, x);
+    GUARD1(y);
+    vc_be()->act_fwd(y->data, x->data, x->n, kind);
+    vc_node *n = vc_tape_push(g, act_bw, y, 1, &x);
+    if (n) n->i[0] = kind;
+    return y;
+}
+
+static void act_mul_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *a = n->in[0], *b = n->in[1];
+    float *da = a->requires_grad ? vc_tensor_grad(g, a) : NULL;
+    float *db = b->requires_grad ? vc_tensor_grad(g, b) : NULL;
+    vc_be()->act_mul_bwd(da, db, n->out->grad, a->data, b->data, a->n, (int)n->i[0]);
+}
+
+vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind) {
+    GUARD2(gate, up);
+    vc_tensor *y = like(g, gate);
+    GUARD1(y);
+    vc_be()->act_mul_fwd(y->data, gate->data, up->data, gate->n, kind);
+    vc_tensor *in[2] = { gate, up };
+    vc_node *n = vc_tape_push(g, act_mul_bw, y, 2, in);
+    if (n) n->i[0] = kind;
+    return y;
+}
+
+/* ---- layout ---- */
+static void slice_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    int64_t C = n->i[0], c0 = n->i[1], w = n->i[2], R = n->in[0]->n / C;
+    if (!d) return;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < w; c++) d[r * C + c0 + c] += n->out->grad[r * w + c];
+}
+
+vc_tensor *vc_op_slice_cols(vc_graph *g, vc_tensor *x, int64_t C, int64_t c0, int64_t c1) {
+    GUARD1(x);
+    int64_t R = x->n / C, w = c1 - c0;
+    vc_tensor *y = vc_tensor_2d(g, R, w, 0);
+    GUARD1(y);
+    for (int64_t r = 0; r < R; r++) memcpy(y->data + r * w, x->data + r * C + c0, (size_t)w * 4);
+    vc_node *n = vc_tape_push(g, slice_bw, y, 1, &x);
+    if (n) {
+        n->i[0] = C;
+        n->i[1] = c0;
+        n->i[2] = w;
+    }
+    return y;
+}
+
+static void concat_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *a = n->in[0], *b = n->in[1];
+    int64_t Ca = n->i[0], Cb = n->i[1], rep = n->i[2], R = a->n / Ca, W = Ca + Cb;
+    const float *dy = n->out->grad;
+    float *da = a->requires_grad ? vc_tensor_grad(g, a) : NULL;
+    float *db = b->requires_grad ? vc_tensor_grad(g, b) : NULL;
+    for (int64_t r = 0; r < R; r++) {
+        if (da)
+            for (int64_t c = 0; c < Ca; c++) da[r * Ca + c] += dy[r * W + c];
+        if (db)
+            for (int64_t c = 0; c < Cb; c++) db[(r / rep) * Cb + c] += dy[r * W + Ca + c];
+    }
+}
+
+vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b, int64_t Cb, int64_t rep) {
+    GUARD2(a, b);
+    int64_t R = a->n / Ca, W = Ca + Cb;
+    vc_tensor *y = vc_tensor_2d(g, R, W, 0);
+    GUARD1(y);
+    for (int64_t r = 0; r < R; r++) {
+        memcpy(y->data + r * W, a->data + r * Ca, (size_t)Ca * 4);
+        memcpy(y->data + r * W + Ca, b->data + (r / rep) * Cb, (size_t)Cb * 4);
+    }
+    vc_tensor *in[2] = { a, b };
+    vc_node *n = vc_tape_push(g, concat_bw, y, 2, in);
+    if (n) {
+        n->i[0] = Ca;
+        n->i[1] = Cb;
+        n->i[2] = rep;
+    }
+    return y;
+}
+
+static void softcap_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    float cap = (float)n->f[0];
+    if (!d) return;
+    for (int64_t i = 0; i < n->out->n; i++) {
+        float t = n->out->data[i] / cap;
+        d[i] += n->out->grad[i] * (1.0f - t * t);
+    }
+}
+
+vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap) {
+    GUARD1(x);
+    vc_tensor *y = like(g, x);
+    GUARD1(y);
+    for (int64_t i = 0; i < x->n; i++) y->data[i] = cap * tanhf(x->data[i] / cap);
+    vc_node *n = vc_tape_push(g, softcap_bw, y, 1, &x);
+    if (n) n->f[0] = cap;
+    return y;
+}
+
+/* y = w / max(||w||, 1e-12); dy/dw = (dy - y (y . dy)) / norm when norm > eps */
+static void rownorm_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *W = n->in[0];
+    int64_t R = W->shape[0], C = W->n / R;
+    float *d = vc_tensor_grad(g, W);
+    const float *nrm = n->saved;
+    if (!d) return;
+    for (int64_t r = 0; r < R; r++) {
+        const float *y = n->out->data + r * C, *dy = n->out->grad + r * C;
+        float dot = 0;
+        for (int64_t c = 0; c < C; c++) dot += y[c] * dy[c];
+        int clamped = nrm[r] <= 1e-12f;
+        for (int64_t c = 0; c < C; c++) d[r * C + c] += clamped ? dy[c] / 1e-12f : (dy[c] - y[c] * dot) / nrm[r];
+    }
+}
+
+vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W) {
+    GUARD1(W);
+    int64_t R = W->shape[0], C = W->n / R;
+    vc_tensor *y = like(g, W);
+    float *nrm = vc_graph_alloc(g, (size_t)R * 4, 0);
+    if (!y || !nrm) return NULL;
+    for (int64_t r = 0; r < R; r++) {
+        float ss = 0;
+        for (int64_t c = 0; c < C; c++) ss += W->data[r * C + c] * W->data[r * C + c];
+        nrm[r] = sqrtf(ss);
+        float den = nrm[r] > 1e-12f ? nrm[r] : 1e-12f;
+        for (int64_t c = 0; c < C; c++) y->data[r * C + c] = W->data[r * C + c] / den;
+    }
+    vc_node *n = vc_tape_push(g, rownorm_bw, y, 1, &W);
+    if (n) n->saved = nrm;
+    return y;
+}
+
+static void dot_const_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    const float *w = n->ptr[0];
+    if (d)
+        for (int64_t i = 0; i < n->in[0]->n; i++) d[i] += n->out->grad[0] * w[i];
+}
+
+vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w) {
+    GUARD1(x);
+    int64_t one = 1;
+    vc_tensor *y = vc_tensor_new(g, 1, &one, 0);
+    GUARD1(y);
+    double acc = 0;
+    for (int64_t i = 0; i < x->n; i++) acc += (double)x->data[i] * w[i];
+    y->data[0] = (float)acc;
+    vc_node *n = vc_tape_push(g, dot_const_bw, y, 1, &x);
+    if (n) {
+        float *c = vc_graph_alloc(g, (size_t)x->n * 4, 0);
+        if (!c) return NULL;
+        memcpy(c, w, (size_t)x->n * 4);
+        n->ptr[0] = c;
+    }
+    return y;
+}

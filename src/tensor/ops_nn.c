@@ -1,0 +1,200 @@
+/* Norms, RoPE, attention, the fused LM head and mixture-of-experts, with their backward rules. The
+ * heavy lifting is in the backend's kernels. */
+#include "tensor/backend.h"
+#include "verlc/ops.h"
+#include <math.h>
+#include <string.h>
+
+static vc_tensor *like(vc_graph *g, const vc_tensor *x) { return vc_tensor_new(g, x->ndim, x->shape, 0); }
+
+/* ---- RMSNorm ---- */
+static void rmsnorm_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *w = n->in[1];
+    int64_t C = n->i[0];
+    float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
+    float *dw = w && w->requires_grad ? vc_tensor_grad(g, w) : NULL;
+    vc_be()->rmsnorm_bwd(dx, dw, n->out->grad, x->data, w ? w->data : NULL, n->saved, x->n / C, C, (float)n->f[0]);
+}
+
+vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset) {
+    if (!x) return NULL;
+    int64_t R = x->n / cols;
+    vc_tensor *y = like(g, x);
+    float *rstd = vc_graph_alloc(g, (size_t)R * 4, 0);
+    if (!y || !rstd) return NULL;
+    vc_be()->rmsnorm_fwd(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
+    vc_tensor *in[2] = { x, w };
+    vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
+    if (n) {
+        n->saved = rstd;
+        n->i[0] = cols;
+        n->f[0] = w_offset;
+    }
+    return y;
+}
+
+/* ---- LayerNorm ---- */
+static void layernorm_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int64_t C = x->shape[x->ndim - 1], R = x->n / C;
+    float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
+    float *dw = w && w->requires_grad ? vc_tensor_grad(g, w) : NULL;
+    float *db = b && b->requires_grad ? vc_tensor_grad(g, b) : NULL;
+    const float *mean = n->saved, *rstd = mean + R;
+    vc_be()->layernorm_bwd(dx, dw, db, n->out->grad, x->data, w ? w->data : NULL, mean, rstd, R, C);
+}
+
+vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps) {
+    if (!x) return NULL;
+    int64_t C = x->shape[x->ndim - 1], R = x->n / C;
+    vc_tensor *y = like(g, x);
+    float *st = vc_graph_alloc(g, (size_t)R * 8, 0);
+    if (!y || !st) return NULL;
+    vc_be()->layernorm_fwd(y->data, st, st + R, x->data, w ? w->data : NULL, b ? b->data : NULL, R, C, eps);
+    vc_tensor *in[3] = { x, w, b };
+    vc_node *n = vc_tape_push(g, layernorm_bw, y, 3, in);
+    if (n) n->saved = st;
+    return y;
+}
+
+/* ---- RoPE: a rotation (times the attention scaling baked into cos/sin); backward applies the
+ * transposed rotation. ---- */
+static void rope_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0];
+    float *dx = vc_tensor_grad(g, x);
+    float *tmp = vc_graph_alloc(g, (size_t)x->n * 4, 0);
+    if (!dx || !tmp) return;
+    memcpy(tmp, n->out->grad, (size_t)x->n * 4);
+    int nh = (int)n->i[0], hd = (int)n->i[1];
+    vc_be()->rope(tmp, n->ptr[0], n->ptr[1], x->n / ((int64_t)nh * hd), nh, hd, (int)n->i[2], (int)n->i[3], -1);
+    for (int64_t i = 0; i < x->n; i++) dx[i] += tmp[i];
+}
+
+vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
+                      int interleaved) {
+    if (!x) return NULL;
+    vc_tensor *y = like(g, x);
+    if (!y) return NULL;
+    memcpy(y->data, x->data, (size_t)x->n * 4);
+    vc_be()->rope(y->data, cos, sin, x->n / ((int64_t)nh * hd), nh, hd, rot, interleaved, 1);
+    vc_node *n = vc_tape_push(g, rope_bw, y, 1, &x);
+    if (n) {
+        n->ptr[0] = cos;
+        n->ptr[1] = sin;
+        n->i[0] = nh;
+        n->i[1] = hd;
+        n->i[2] = rot;
+        n->i[3] = interleaved;
+    }
+    return y;
+}
+
+/* ---- attention ---- */
+typedef struct {
+    vc_attn_desc d;
+    float *lse;
+} attn_saved;
+
+static void attn_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
+    attn_saved *s = n->saved;
+    vc_attn_desc d = s->d;
+    float *dq = vc_tensor_grad(g, q), *dk = vc_tensor_grad(g, k), *dv = vc_tensor_grad(g, v);
+    float **dks = vc_graph_alloc(g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
+    if (!dq || !dk || !dv || !dks) return;
+    float **dvs = dks + d.n_seq;
+    for (int i = 0; i < d.n_seq; i++) {
+        dks[i] = dk + d.q_start[i] * d.k_stride;
+        dvs[i] = dv + d.q_start[i] * d.v_stride;
+    }
+    d.dk_seq = dks;
+    d.dv_seq = dvs;
+    vc_be()->attn_bwd(dq, n->out->grad, n->out->data, s->lse, q->data, &d);
+}
+
+vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const vc_attn_desc *desc) {
+    if (!q || !k || !v) return NULL;
+    int64_t T = q->n / ((int64_t)desc->n_head * desc->head_dim);
+    int64_t shape[3] = { T, desc->n_head, desc->v_head_dim };
+    vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
+    attn_saved *s = vc_graph_alloc(g, sizeof *s, 1);
+    const float **ptrs = vc_graph_alloc(g, sizeof(float *) * (size_t)desc->n_seq * 2, 0);
+    int64_t *qs = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(2 * desc->n_seq + 1), 0);
+    if (!o || !s || !ptrs || !qs) return NULL;
+    s->d = *desc;
+    memcpy(qs, desc->q_start, sizeof(int64_t) * (size_t)(desc->n_seq + 1));
+    s->d.q_start = qs;
+    int64_t *kvl = qs + desc->n_seq + 1;
+    s->d.k_stride = (int64_t)desc->n_kv_head * desc->head_dim;
+    s->d.v_stride = (int64_t)desc->n_kv_head * desc->v_head_dim;
+    for (int i = 0; i < desc->n_seq; i++) {
+        kvl[i] = qs[i + 1] - qs[i];
+        ptrs[i] = k->data + qs[i] * s->d.k_stride;
+        ptrs[desc->n_seq + i] = v->data + qs[i] * s->d.v_stride;
+    }
+    s->d.kv_len = kvl;
+    s->d.k_seq = ptrs;
+    s->d.v_seq = ptrs + desc->n_seq;
+    int need_grad = vc_graph_grad_enabled(g) && (q->requires_grad || k->requires_grad || v->requires_grad);
+    s->lse = vc_graph_alloc(g, sizeof(float) * (size_t)(T * desc->n_head), 0);
+    if (!s->lse) return NULL;
+    vc_be()->attn_fwd(o->data, s->lse, q->data, &s->d);
+    if (need_grad) {
+        vc_tensor *in[3] = { q, k, v };
+        vc_node *n = vc_tape_push(g, attn_bw, o, 3, in);
+        if (n) n->saved = s;
+    }
+    return o;
+}
+
+/* ---- fused LM head ---- */
+typedef struct {
+    float *lse;
+    const int32_t *target;
+    vc_tensor *ent;
+    float cap;
+} head_saved;
+
+static void head_bw(vc_graph *g, vc_node *n);
+
+vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, const int32_t *target, float softcap,
+                        vc_tensor **logp, vc_tensor **entropy) {
+    *logp = NULL;
+    if (entropy) *entropy = NULL;
+    if (!h || !W) return vc_graph_status(g);
+    int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
+    vc_tensor *lp = vc_tensor_new(g, 1, &T, 0), *en = vc_tensor_new(g, 1, &T, 0);
+    head_saved *s = vc_graph_alloc(g, sizeof *s, 1);
+    int32_t *tg = vc_graph_alloc(g, (size_t)T * 4, 0);
+    if (!lp || !en || !s || !tg) return vc_graph_status(g);
+    s->lse = vc_graph_alloc(g, (size_t)T * 4, 0);
+    if (!s->lse) return vc_graph_status(g);
+    memcpy(tg, target, (size_t)T * 4);
+    s->target = tg;
+    s->cap = softcap;
+    s->ent = en;
+    vc_be()->lm_head_fwd(lp->data, en->data, s->lse, h->data, W->data, b ? b->data : NULL, tg, T, H, V, softcap);
+    vc_tensor *in[3] = { h, W, b };
+    /* one node serves both outputs: its gradient buffer for logp is allocated now so the node runs
+     * even when only the entropy receives a gradient */
+    vc_node *n = vc_tape_push(g, head_bw, lp, 3, in);
+    if (n) {
+        n->saved = s;
+        en->requires_grad = 1;
+        if (!vc_tensor_grad(g, lp)) return vc_graph_status(g);
+    }
+    *logp = lp;
+    if (entropy) *entropy = en;
+    return VC_OK;
+}
+
+static void head_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *h = n->in[0], *W = n->in[1], *b = n->in[2];
+    head_saved *s = n->saved;
+    int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
+    float *dh = h->requires_grad ? vc_tensor_grad(g, h) : NULL;
+    float *dW = W->requires_grad ? vc_tensor_grad(g, W) : NULL;
+    float *db = b && b->requires_grad ? vc_tensor_grad(g, b) : NULL;
+    vc_be()->lm_head_bwd(dh, dW, db, n->out->grad, s->ent->grad, s->lse, s->ent->data, h->data, W->data,
+                         b ? b->data : NULL, s->target, T, H, V, s->cap);
+}

@@ -1,0 +1,184 @@
+/* Finite-difference gradient checks for every op: loss = sum(y * r) with fixed random r; each input
+ * element is nudged by +-eps and the central difference compared with the tape's gradient. */
+#include "tensor/backend.h"
+#include "verlc/ops.h"
+#include "verlc/pool.h"
+#include "vc_test.h"
+
+#define MAXIN 5
+typedef vc_tensor *(*build_fn)(vc_graph *g, vc_tensor **in);
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static vc_tensor params[MAXIN];
+static float *pdata[MAXIN], *pgrad[MAXIN];
+
+static void make(int i, int ndim, int64_t a, int64_t b, int64_t c, float scale) {
+    int64_t s[3] = { a, b, c };
+    int64_t n = a * (ndim > 1 ? b : 1) * (ndim > 2 ? c : 1);
+    pdata[i] = calloc((size_t)n, 4);
+    pgrad[i] = calloc((size_t)n, 4);
+    for (int64_t k = 0; k < n; k++) pdata[i][k] = frand() * scale;
+    vc_param_init(&params[i], pdata[i], pgrad[i], ndim, s);
+}
+
+static double eval(vc_graph *g, build_fn f, int nin, const float *r) {
+    vc_graph_reset(g);
+    vc_graph_set_grad(g, 0);
+    vc_tensor *in[MAXIN];
+    for (int i = 0; i < nin; i++) in[i] = &params[i];
+    vc_tensor *y = f(g, in);
+    double acc = 0;
+    for (int64_t k = 0; k < y->n; k++) acc += (double)y->data[k] * r[k];
+    return acc;
+}
+
+static void check_op(const char *name, build_fn f, int nin, float eps, float tol) {
+    vc_graph *g = vc_graph_new();
+    vc_tensor *in[MAXIN];
+    for (int i = 0; i < nin; i++) {
+        in[i] = &params[i];
+        memset(pgrad[i], 0, (size_t)params[i].n * 4);
+    }
+    vc_graph_set_grad(g, 1);
+    vc_tensor *y = f(g, in);
+    float *r = malloc((size_t)y->n * 4);
+    for (int64_t k = 0; k < y->n; k++) r[k] = frand();
+    vc_tensor *loss = vc_op_dot_const(g, y, r);
+    CHECK_OK(vc_graph_backward(g, loss, 1.0f));
+    double worst = 0;
+    for (int i = 0; i < nin; i++) {
+        if (!params[i].requires_grad) continue;
+        for (int64_t k = 0; k < params[i].n; k++) {
+            float keep = pdata[i][k];
+            pdata[i][k] = keep + eps;
+            double up = eval(g, f, nin, r);
+            pdata[i][k] = keep - eps;
+            double dn = eval(g, f, nin, r);
+            pdata[i][k] = keep;
+            double fd = (up - dn) / (2 * eps), an = pgrad[i][k];
+            double err = fabs(fd - an) / (fabs(fd) + fabs(an) + 1e-2);
+            if (err > worst) worst = err;
+        }
+    }
+    CHECK_MSG(worst < tol, "%s: worst relative gradient error %.3g", name, worst);
+    printf("%-16s worst rel err %.2e\n", name, worst);
+    free(r);
+    vc_graph_free(g);
+    for (int i = 0; i < nin; i++) { free(pdata[i]); free(pgrad[i]); }
+}
+
+/* ---- builders ---- */
+static vc_tensor *b_linear(vc_graph *g, vc_tensor **in) { return vc_op_linear(g, in[0], in[1], in[2]); }
+static vc_tensor *b_mul(vc_graph *g, vc_tensor **in) { return vc_op_mul(g, vc_op_add(g, in[0], in[1]), in[1]); }
+static vc_tensor *b_mulrows(vc_graph *g, vc_tensor **in) { return vc_op_mul_rows(g, in[0], in[1]); }
+static vc_tensor *b_rms(vc_graph *g, vc_tensor **in) { return vc_op_rmsnorm(g, in[0], in[1], 8, 1e-6f, 0.0f); }
+static vc_tensor *b_rms1p(vc_graph *g, vc_tensor **in) { return vc_op_rmsnorm(g, in[0], in[1], 8, 1e-6f, 1.0f); }
+static vc_tensor *b_ln(vc_graph *g, vc_tensor **in) { return vc_op_layernorm(g, in[0], in[1], in[2], 1e-5f); }
+static int act_kind;
+static vc_tensor *b_act(vc_graph *g, vc_tensor **in) { return vc_op_act(g, in[0], act_kind); }
+static vc_tensor *b_actmul(vc_graph *g, vc_tensor **in) { return vc_op_act_mul(g, in[0], in[1], act_kind); }
+static vc_tensor *b_slicecat(vc_graph *g, vc_tensor **in) {
+    vc_tensor *a = vc_op_slice_cols(g, in[0], 6, 1, 4);      /* [8, 3] */
+    return vc_op_concat_cols(g, a, 3, in[1], 2, 2);         /* b [4, 2] broadcast over pairs of rows */
+}
+static vc_tensor *b_softcap(vc_graph *g, vc_tensor **in) { return vc_op_softcap(g, in[0], 2.0f); }
+static vc_tensor *b_rownorm(vc_graph *g, vc_tensor **in) { return vc_op_row_normalize(g, in[0]); }
+static int32_t ids[7] = { 3, 1, 3, 0, 4, 1, 1 };
+static vc_tensor *b_embed(vc_graph *g, vc_tensor **in) { return vc_op_embedding(g, in[0], ids, 7); }
+
+static float rc[7 * 4], rs[7 * 4];
+static int rope_inter;
+static vc_tensor *b_rope(vc_graph *g, vc_tensor **in) { return vc_op_rope(g, in[0], rc, rs, 3, 10, 8, rope_inter); }
+
+static vc_attn_desc ad;
+static int64_t qstart[3] = { 0, 5, 12 };
+static vc_tensor *b_attn(vc_graph *g, vc_tensor **in) { return vc_op_attention(g, in[0], in[1], in[2], &ad); }
+
+static int32_t targets[6] = { 2, 9, 0, 4, -1, 7 };
+static float head_cap;
+static vc_tensor *b_head(vc_graph *g, vc_tensor **in) {
+    vc_tensor *lp, *en;
+    vc_op_lm_head(g, in[0], in[1], in[2], targets, head_cap, &lp, &en);
+    /* mix both outputs so each gradient path is exercised */
+    return vc_op_add(g, lp, vc_op_scale(g, en, 0.7f));
+}
+
+static vc_route_desc rdesc;
+static vc_tensor *b_moe(vc_graph *g, vc_tensor **in) {
+    return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc);
+}
+
+int main(void) {
+    vc_set_threads(2);
+    make(0, 2, 5, 6, 0, 1); make(1, 2, 4, 6, 0, 1); make(2, 1, 4, 0, 0, 1);
+    check_op("linear+bias", b_linear, 3, 1e-2f, 2e-3f);
+    make(0, 2, 3, 4, 0, 1); make(1, 2, 3, 4, 0, 1);
+    check_op("add/mul", b_mul, 2, 1e-2f, 2e-3f);
+    make(0, 2, 5, 3, 0, 1); make(1, 1, 5, 0, 0, 1);
+    check_op("mul_rows", b_mulrows, 2, 1e-2f, 2e-3f);
+    make(0, 2, 6, 8, 0, 1); make(1, 1, 8, 0, 0, 1);
+    check_op("rmsnorm", b_rms, 2, 1e-3f, 5e-3f);
+    make(0, 2, 6, 8, 0, 1); make(1, 1, 8, 0, 0, 0.2f);
+    check_op("rmsnorm(1+w)", b_rms1p, 2, 1e-3f, 5e-3f);
+    make(0, 2, 5, 7, 0, 1); make(1, 1, 7, 0, 0, 1); make(2, 1, 7, 0, 0, 1);
+    check_op("layernorm", b_ln, 3, 4e-3f, 5e-3f);
+    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid" };
+    for (act_kind = 0; act_kind < 5; act_kind++) {
+        char nm[64];
+        make(0, 2, 4, 5, 0, 2);
+        snprintf(nm, sizeof nm, "act %s", acts[act_kind]);
+        check_op(nm, b_act, 1, 1e-3f, 5e-3f);
+        make(0, 2, 4, 5, 0, 2); make(1, 2, 4, 5, 0, 2);
+        snprintf(nm, sizeof nm, "act_mul %s", acts[act_kind]);
+        check_op(nm, b_actmul, 2, 1e-3f, 5e-3f);
+    }
+    make(0, 2, 8, 6, 0, 1); make(1, 2, 4, 2, 0, 1);
+    check_op("slice/concat", b_slicecat, 2, 1e-2f, 2e-3f);
+    make(0, 2, 4, 5, 0, 4);
+    check_op("softcap", b_softcap, 1, 1e-3f, 5e-3f);
+    make(0, 2, 4, 5, 0, 1);
+    check_op("row_normalize", b_rownorm, 1, 1e-3f, 5e-3f);
+    make(0, 2, 5, 4, 0, 1);
+    check_op("embedding", b_embed, 1, 1e-2f, 2e-3f);
+    for (int i = 0; i < 28; i++) {
+        float ang = 0.3f * (i / 4) * (1.0f + i % 4);
+        rc[i] = 1.1f * cosf(ang);
+        rs[i] = 1.1f * sinf(ang);
+    }
+    for (rope_inter = 0; rope_inter < 2; rope_inter++) {
+        make(0, 3, 7, 3, 10, 1);
+        check_op(rope_inter ? "rope interleaved" : "rope neox", b_rope, 1, 1e-2f, 2e-3f);
+    }
+    /* attention: 2 packed sequences (5 and 7 tokens), 4 query heads over 2 kv heads */
+    struct { int window; float cap; const char *name; } cases[] = {
+        { 0, 0, "attn causal gqa" }, { 3, 0, "attn window 3" }, { 0, 1.5f, "attn softcap" } };
+    for (int c = 0; c < 3; c++) {
+        memset(&ad, 0, sizeof ad);
+        ad.n_seq = 2; ad.q_start = qstart; ad.n_head = 4; ad.n_kv_head = 2; ad.head_dim = 6; ad.v_head_dim = 5;
+        ad.scale = 0.4f; ad.causal = 1; ad.window = cases[c].window; ad.softcap = cases[c].cap;
+        make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1);
+        check_op(cases[c].name, b_attn, 3, 1e-2f, 5e-3f);
+    }
+    for (int c = 0; c < 2; c++) {
+        head_cap = c ? 3.0f : 0.0f;
+        make(0, 2, 6, 8, 0, 1); make(1, 2, 11, 8, 0, 1); make(2, 1, 11, 0, 0, 1);
+        check_op(c ? "lm_head softcap" : "lm_head", b_head, 3, 1e-2f, 5e-3f);
+    }
+    /* MoE: softmax top-2 renormalised; sigmoid grouped (DeepSeek-V3 style) */
+    for (int c = 0; c < 3; c++) {
+        memset(&rdesc, 0, sizeof rdesc);
+        rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f;
+        if (c == 0) rdesc.norm_topk = 1;
+        if (c == 2) { rdesc.sigmoid = 1; rdesc.norm_topk = 1; rdesc.scaling = 2.5f; rdesc.n_group = 2; rdesc.topk_group = 1; rdesc.group_top2_sum = 1; }
+        make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+        make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+        const char *nm[] = { "moe softmax norm", "moe softmax", "moe sigmoid group" };
+        check_op(nm[c], b_moe, 5, 1e-3f, 2e-2f);
+    }
+    return vc_test_done();
+}
