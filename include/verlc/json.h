@@ -1,0 +1,28 @@
+/* JSON helpers over cJSON: file loading with positioned syntax errors, typed getters with defaults. */
+#ifndef VERLC_JSON_H
+#define VERLC_JSON_H
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include "verlc/core.h"
+
+/* Parses a whole JSON file. A syntax error reads "PATH: JSON syntax error at byte N (line L, column C)". */
+vc_status vc_json_load_file(const char *path, cJSON **out);
+/* Parses len bytes of text; `what` names the source in error messages. */
+vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out);
+
+/* Typed getters on an object member. An absent or null member yields the default; a member of the wrong
+ * type fails with VC_ERR_FORMAT naming `ctx` (usually the file path) and the key. The _req variants fail with
+ * VC_ERR_MISSING when the member is absent or null. Integers accept integral JSON numbers only. */
+vc_status vc_json_get_int(const cJSON *obj, const char *key, int64_t def, int64_t *out, const char *ctx);
+vc_status vc_json_get_num(const cJSON *obj, const char *key, double def, double *out, const char *ctx);
+vc_status vc_json_get_bool(const cJSON *obj, const char *key, int def, int *out, const char *ctx);
+/* The returned string points into the cJSON tree. */
+vc_status vc_json_get_str(const cJSON *obj, const char *key, const char *def, const char **out, const char *ctx);
+vc_status vc_json_req_int(const cJSON *obj, const char *key, int64_t *out, const char *ctx);
+vc_status vc_json_req_num(const cJSON *obj, const char *key, double *out, const char *ctx);
+vc_status vc_json_req_str(const cJSON *obj, const char *key, const char **out, const char *ctx);
+/* Member that is present and not null, or NULL. */
+const cJSON *vc_json_member(const cJSON *obj, const char *key);
+/* Short name of a JSON value's type ("string", "number", ...). */
+const char *vc_json_type_name(const cJSON *v);
+#endif

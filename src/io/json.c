@@ -1,0 +1,125 @@
+/* JSON helpers: positioned syntax errors and typed getters that name the key at fault. */
+#include "verlc/json.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out) {
+    *out = NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        size_t off = end && end >= text ? (size_t)(end - text) : 0;
+        const char *err = cJSON_GetErrorPtr();
+        if (err && err >= text && err <= text + len) off = (size_t)(err - text);
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < off && i < len; i++) {
+            if (text[i] == '\n') { line++; col = 1; } else col++;
+        }
+        return vc_fail(VC_ERR_FORMAT, "%s: JSON syntax error at byte %zu (line %zu, column %zu)", what, off,
+                       line, col);
+    }
+    /* only whitespace may follow the value */
+    size_t off = (size_t)(end - text);
+    for (size_t i = off; i < len; i++) {
+        char c = text[i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != 0) {
+            cJSON_Delete(root);
+            return vc_fail(VC_ERR_FORMAT, "%s: JSON syntax error at byte %zu: trailing characters after the value",
+                           what, i);
+        }
+    }
+    *out = root;
+    return VC_OK;
+}
+
+vc_status vc_json_load_file(const char *path, cJSON **out) {
+    char *buf = NULL;
+    size_t len = 0;
+    *out = NULL;
+    vc_status st = vc_read_file(path, &buf, &len);
+    if (st != VC_OK) return st;
+    st = vc_json_parse(buf, len, path, out);
+    free(buf);
+    return st;
+}
+
+const char *vc_json_type_name(const cJSON *v) {
+    if (!v) return "nothing";
+    if (cJSON_IsString(v)) return "string";
+    if (cJSON_IsNumber(v)) return "number";
+    if (cJSON_IsBool(v)) return "boolean";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsArray(v)) return "array";
+    if (cJSON_IsObject(v)) return "object";
+    return "invalid";
+}
+
+const cJSON *vc_json_member(const cJSON *obj, const char *key) {
+    if (!obj || !cJSON_IsObject(obj)) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static vc_status wrong_type(const char *ctx, const char *key, const char *want, const cJSON *v) {
+    return vc_fail(VC_ERR_FORMAT, "%s: key '%s': expected %s, got %s", ctx ? ctx : "JSON", key, want,
+                   vc_json_type_name(v));
+}
+
+static vc_status absent(const char *ctx, const char *key) {
+    return vc_fail(VC_ERR_MISSING, "%s: required key '%s' is missing", ctx ? ctx : "JSON", key);
+}
+
+vc_status vc_json_get_int(const cJSON *obj, const char *key, int64_t def, int64_t *out, const char *ctx) {
+    const cJSON *v = vc_json_member(obj, key);
+    *out = def;
+    if (!v) return VC_OK;
+    if (!cJSON_IsNumber(v)) return wrong_type(ctx, key, "an integer", v);
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
+        return vc_fail(VC_ERR_FORMAT, "%s: key '%s': expected an integer, got %.17g", ctx ? ctx : "JSON", key, d);
+    *out = (int64_t)d;
+    return VC_OK;
+}
+
+vc_status vc_json_get_num(const cJSON *obj, const char *key, double def, double *out, const char *ctx) {
+    const cJSON *v = vc_json_member(obj, key);
+    *out = def;
+    if (!v) return VC_OK;
+    if (!cJSON_IsNumber(v)) return wrong_type(ctx, key, "a number", v);
+    *out = v->valuedouble;
+    return VC_OK;
+}
+
+vc_status vc_json_get_bool(const cJSON *obj, const char *key, int def, int *out, const char *ctx) {
+    const cJSON *v = vc_json_member(obj, key);
+    *out = def;
+    if (!v) return VC_OK;
+    if (!cJSON_IsBool(v)) return wrong_type(ctx, key, "a boolean", v);
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return VC_OK;
+}
+
+vc_status vc_json_get_str(const cJSON *obj, const char *key, const char *def, const char **out, const char *ctx) {
+    const cJSON *v = vc_json_member(obj, key);
+    *out = def;
+    if (!v) return VC_OK;
+    if (!cJSON_IsString(v)) return wrong_type(ctx, key, "a string", v);
+    *out = v->valuestring;
+    return VC_OK;
+}
+
+vc_status vc_json_req_int(const cJSON *obj, const char *key, int64_t *out, const char *ctx) {
+    if (!vc_json_member(obj, key)) return absent(ctx, key);
+    return vc_json_get_int(obj, key, 0, out, ctx);
+}
+
+vc_status vc_json_req_num(const cJSON *obj, const char *key, double *out, const char *ctx) {
+    if (!vc_json_member(obj, key)) return absent(ctx, key);
+    return vc_json_get_num(obj, key, 0, out, ctx);
+}
+
+vc_status vc_json_req_str(const cJSON *obj, const char *key, const char **out, const char *ctx) {
+    if (!vc_json_member(obj, key)) return absent(ctx, key);
+    return vc_json_get_str(obj, key, NULL, out, ctx);
+}

@@ -1,0 +1,61 @@
+/* JSON helpers: positioned syntax errors, typed getters with defaults and key-naming errors. */
+#include "io_helpers.h"
+#include "vc_test.h"
+#include "verlc/json.h"
+
+int main(void) {
+    char *T = tmp_dir();
+    char *p = join2(T, "c.json");
+    const char *txt = "{\n  \"a\": 3,\n  \"b\": 2.5,\n  \"s\": \"x\",\n  \"t\": true,\n  \"n\": null,\n  \"big\": 1e300\n}\n";
+    CHECK(write_bytes(p, txt, strlen(txt)) == 0);
+    cJSON *j = NULL;
+    CHECK_OK(vc_json_load_file(p, &j));
+    int64_t i = 0;
+    double d = 0;
+    int b = 0;
+    const char *s = NULL;
+    CHECK_OK(vc_json_get_int(j, "a", 7, &i, p));
+    CHECK(i == 3);
+    CHECK_OK(vc_json_get_int(j, "zz", 7, &i, p));
+    CHECK(i == 7);
+    CHECK_OK(vc_json_get_int(j, "n", 8, &i, p));
+    CHECK(i == 8); /* null counts as absent */
+    CHECK(vc_json_get_int(j, "b", 0, &i, p) == VC_ERR_FORMAT && strstr(vc_last_error(), "'b'"));
+    CHECK(vc_json_get_int(j, "big", 0, &i, p) == VC_ERR_FORMAT);
+    CHECK(vc_json_get_int(j, "s", 0, &i, p) == VC_ERR_FORMAT && strstr(vc_last_error(), p) &&
+          strstr(vc_last_error(), "got string"));
+    CHECK_OK(vc_json_get_num(j, "a", 0, &d, p));
+    CHECK(d == 3.0);
+    CHECK_OK(vc_json_get_num(j, "b", 0, &d, p));
+    CHECK(d == 2.5);
+    CHECK(vc_json_get_num(j, "t", 0, &d, p) == VC_ERR_FORMAT && strstr(vc_last_error(), "'t'"));
+    CHECK_OK(vc_json_get_bool(j, "t", 0, &b, p));
+    CHECK(b == 1);
+    CHECK(vc_json_get_bool(j, "a", 0, &b, p) == VC_ERR_FORMAT);
+    CHECK_OK(vc_json_get_str(j, "s", "d", &s, p));
+    CHECK(s && !strcmp(s, "x"));
+    CHECK_OK(vc_json_get_str(j, "q", "d", &s, p));
+    CHECK(s && !strcmp(s, "d"));
+    CHECK(vc_json_req_str(j, "q", &s, p) == VC_ERR_MISSING && strstr(vc_last_error(), "'q'"));
+    CHECK(vc_json_req_num(j, "n", &d, p) == VC_ERR_MISSING);
+    CHECK(vc_json_req_int(j, "s", &i, p) == VC_ERR_FORMAT);
+    CHECK_OK(vc_json_req_int(j, "a", &i, p));
+    CHECK(vc_json_member(j, "n") == NULL && vc_json_member(j, "a") != NULL);
+    cJSON_Delete(j);
+    /* syntax errors name the file, the byte offset, line and column */
+    const char *bad = "{\n  \"a\": 3,\n  \"b\": tru\n}";
+    CHECK(write_bytes(p, bad, strlen(bad)) == 0);
+    CHECK(vc_json_load_file(p, &j) == VC_ERR_FORMAT && j == NULL);
+    CHECK(strstr(vc_last_error(), p) && strstr(vc_last_error(), "byte 19") && strstr(vc_last_error(), "line 3"));
+    CHECK(vc_json_parse("{} x", 4, "inline", &j) == VC_ERR_FORMAT && strstr(vc_last_error(), "inline"));
+    CHECK_OK(vc_json_parse("[1] \n", 5, "inline", &j));
+    cJSON_Delete(j);
+    CHECK(vc_json_parse("", 0, "empty", &j) == VC_ERR_FORMAT);
+    char *missing = join2(T, "nope.json");
+    CHECK(vc_json_load_file(missing, &j) == VC_ERR_IO && strstr(vc_last_error(), missing));
+    free(missing);
+    rm_tree(T);
+    free(p);
+    free(T);
+    return vc_test_done();
+}
