@@ -1,0 +1,109 @@
+/* Models: Hugging Face causal LMs described as data, one decoder for all of them. */
+#ifndef VERLC_MODEL_H
+#define VERLC_MODEL_H
+#include "verlc/core.h"
+#include "verlc/dtype.h"
+#include "verlc/rope.h"
+#include "verlc/tensor.h"
+
+#define VC_MAX_LAYERS 1024
+#define VC_MAX_EOS 8
+
+enum vc_norm_kind { VC_NORM_RMS, VC_NORM_LAYER };
+enum vc_mlp_kind { VC_MLP_GATED, VC_MLP_PLAIN };
+
+typedef struct vc_model_config {
+    char model_type[64];
+    const struct vc_arch *arch;   /* descriptor (src/model/arch.c) */
+    vc_dtype dtype;               /* checkpoint dtype */
+    int64_t vocab, hidden, n_layer, n_head, n_kv_head, head_dim, inter;
+    int64_t max_pos;
+    float norm_eps;
+    int norm_kind;                /* vc_norm_kind */
+    float norm_offset;            /* 1 for Gemma's (1 + w) RMSNorm */
+    int act;                      /* enum vc_act */
+    int mlp_kind;                 /* vc_mlp_kind */
+    int tied;                     /* lm_head shares the embedding */
+    int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
+    int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
+    int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
+    int norm_head;                /* row-normalised LM head (Baichuan 2) */
+    float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
+    float attn_scale;             /* softmax scale on q.k */
+    float attn_softcap, final_softcap;
+    int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
+    /* rope */
+    vc_rope rope;
+    int rot_dim;                  /* rotated dims of each head (partial rotary) */
+    int rope_interleaved;         /* GPT-J / GLM pairs (2i, 2i+1) instead of (i, i + rot/2) */
+    /* attention biases (from config; the loader also accepts them when present) */
+    int qkv_bias, o_bias, mlp_bias, head_bias;
+    /* mixture of experts */
+    int64_t n_expert, top_k, moe_inter, shared_inter;
+    int shared_gate;              /* sigmoid-gated shared expert (Qwen2-MoE) */
+    int norm_topk, router_sigmoid, group_top2, n_group, topk_group;
+    float routed_scaling;
+    uint8_t is_moe[VC_MAX_LAYERS];
+    /* multi-head latent attention (DeepSeek V2/V3) */
+    int mla;
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+    /* special tokens from config.json / generation_config.json */
+    int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
+} vc_model_config;
+
+/* Reads DIR/config.json (and generation_config.json when present). Errors name the file and key. */
+vc_status vc_config_load_model(const char *dir, vc_model_config *cfg);
+vc_status vc_config_parse_model(const cJSON *root, const char *path, vc_model_config *cfg);
+
+typedef struct vc_model vc_model;
+
+/* Loads a Hugging Face model directory; every checkpoint tensor is used, deliberately ignored, or an
+ * error naming it. Weights are held as f32. */
+vc_status vc_model_load(const char *dir, vc_model **out);
+/* A model with random weights for a config.json (std 0.02 normal, norms 1), seeded. */
+vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out);
+void vc_model_free(vc_model *m);
+const vc_model_config *vc_model_cfg(const vc_model *m);
+int64_t vc_model_param_count(const vc_model *m);
+
+/* Parameters, for optimisers and checkpoints: name is the internal slot name. */
+int vc_model_n_params(const vc_model *m);
+vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay);
+/* Allocates (once) and zeroes persistent gradient buffers for every parameter. */
+vc_status vc_model_enable_grad(vc_model *m);
+void vc_model_zero_grad(vc_model *m);
+
+/* Gradient of a Hugging Face tensor name, in the checkpoint's layout (fused tensors re-fused), as f32;
+ * *n receives the element count. Caller frees. */
+vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, int64_t *n);
+/* Writes the weights back in the checkpoint's layout and names: DIR/model.safetensors (+ config.json). */
+vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype);
+/* Lists the checkpoint mapping (for `verlc inspect`): one line per tensor. */
+vc_status vc_model_describe(const vc_model *m, FILE *f);
+
+/* A packed batch: n_seq sequences concatenated; positions restart at 0 for each (or continue after a
+ * cache's current length). */
+typedef struct vc_batch {
+    int n_seq;
+    const int64_t *cu_seqlens; /* [n_seq + 1] */
+    const int32_t *ids;        /* [cu_seqlens[n_seq]] */
+} vc_batch;
+
+/* Per-sequence contiguous KV cache used by decoding. */
+typedef struct vc_kv_cache vc_kv_cache;
+vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_cache **out);
+void vc_kv_cache_free(vc_kv_cache *c);
+int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq);
+void vc_kv_cache_reset(vc_kv_cache *c);
+
+/* Decoder forward: final normed hidden states [T, hidden]. With a cache, the batch's sequence i
+ * continues cache sequence i (n_seq must match) and its keys/values are appended; no gradients. */
+vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache);
+/* Full logits [T, vocab] (soft-capped as the model does). */
+vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);
+/* Per-token log p(target) and entropy [T] through the fused chunked head; target < 0 gives 0. */
+vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
+                            vc_tensor **entropy);
+/* Recompute each decoder layer in backward instead of keeping its activations. */
+void vc_model_set_checkpointing(vc_model *m, int on);
+#endif

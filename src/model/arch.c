@@ -1,0 +1,235 @@
+/* Architecture descriptors and their tensor tables. Adding an architecture: a descriptor row, its
+ * rule tables (sharing the common ones), config keys in config.c when the family names them its own way. */
+#include "arch.h"
+#include <string.h>
+
+#define L "model.layers.%d."
+
+static const vc_tensor_rule HF_GLOBAL[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD },
+    { "model.norm.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { 0 } };
+
+static const vc_tensor_rule HF_NORMS[] = {
+    { L "input_layernorm.weight", VC_W_ATTN_NORM },
+    { L "post_attention_layernorm.weight", VC_W_FFN_NORM },
+    { 0 } };
+
+static const vc_tensor_rule HF_ATTN[] = {
+    { L "self_attn.q_proj.weight", VC_W_Q }, { L "self_attn.q_proj.bias", VC_W_Q_B },
+    { L "self_attn.k_proj.weight", VC_W_K }, { L "self_attn.k_proj.bias", VC_W_K_B },
+    { L "self_attn.v_proj.weight", VC_W_V }, { L "self_attn.v_proj.bias", VC_W_V_B },
+    { L "self_attn.o_proj.weight", VC_W_O }, { L "self_attn.o_proj.bias", VC_W_O_B },
+    { L "self_attn.q_norm.weight", VC_W_Q_NORM }, { L "self_attn.k_norm.weight", VC_W_K_NORM },
+    { L "self_attn.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
+    { 0 } };
+
+static const vc_tensor_rule HF_MLP[] = {
+    { L "mlp.gate_proj.weight", VC_W_GATE }, { L "mlp.up_proj.weight", VC_W_UP },
+    { L "mlp.down_proj.weight", VC_W_DOWN },
+    { L "mlp.gate_proj.bias", VC_W_GATE_B }, { L "mlp.up_proj.bias", VC_W_UP_B },
+    { L "mlp.down_proj.bias", VC_W_DOWN_B },
+    { 0 } };
+
+/* Qwen2/3-MoE and DeepSeek experts, shared experts and router */
+static const vc_tensor_rule HF_MOE[] = {
+    { L "mlp.gate.weight", VC_W_ROUTER },
+    { L "mlp.gate.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { L "mlp.experts.%d.gate_proj.weight", VC_W_EXP_GATE, VC_TR_EXPERT },
+    { L "mlp.experts.%d.up_proj.weight", VC_W_EXP_UP, VC_TR_EXPERT },
+    { L "mlp.experts.%d.down_proj.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { L "mlp.shared_expert.gate_proj.weight", VC_W_SH_GATE }, { L "mlp.shared_expert.up_proj.weight", VC_W_SH_UP },
+    { L "mlp.shared_expert.down_proj.weight", VC_W_SH_DOWN },
+    { L "mlp.shared_expert_gate.weight", VC_W_SH_GATE_PROJ },
+    { L "mlp.shared_experts.gate_proj.weight", VC_W_SH_GATE },
+    { L "mlp.shared_experts.up_proj.weight", VC_W_SH_UP },
+    { L "mlp.shared_experts.down_proj.weight", VC_W_SH_DOWN },
+    { 0 } };
+
+static const vc_tensor_rule MIXTRAL_MOE[] = {
+    { L "block_sparse_moe.gate.weight", VC_W_ROUTER },
+    { L "block_sparse_moe.experts.%d.w1.weight", VC_W_EXP_GATE, VC_TR_EXPERT },
+    { L "block_sparse_moe.experts.%d.w3.weight", VC_W_EXP_UP, VC_TR_EXPERT },
+    { L "block_sparse_moe.experts.%d.w2.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { 0 } };
+
+static const vc_tensor_rule MLA_ATTN[] = {
+    { L "self_attn.q_proj.weight", VC_W_Q },
+    { L "self_attn.q_a_proj.weight", VC_W_Q_A }, { L "self_attn.q_a_layernorm.weight", VC_W_Q_A_NORM },
+    { L "self_attn.q_b_proj.weight", VC_W_Q_BPROJ },
+    { L "self_attn.kv_a_proj_with_mqa.weight", VC_W_KV_A }, { L "self_attn.kv_a_layernorm.weight", VC_W_KV_A_NORM },
+    { L "self_attn.kv_b_proj.weight", VC_W_KV_B },
+    { L "self_attn.o_proj.weight", VC_W_O },
+    { 0 } };
+
+static const vc_tensor_rule GEMMA2_NORMS[] = {
+    { L "input_layernorm.weight", VC_W_ATTN_NORM },
+    { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
+    { L "pre_feedforward_layernorm.weight", VC_W_FFN_NORM },
+    { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
+static const vc_tensor_rule PHI3_FUSED[] = {
+    { L "self_attn.qkv_proj.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { L "self_attn.o_proj.weight", VC_W_O },
+    { L "mlp.gate_up_proj.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
+    { L "mlp.down_proj.weight", VC_W_DOWN },
+    { 0 } };
+
+static const vc_tensor_rule GLM_MLP[] = {
+    { L "mlp.gate_up_proj.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
+    { L "mlp.down_proj.weight", VC_W_DOWN },
+    { 0 } };
+
+static const vc_tensor_rule PHI2[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD },
+    { "model.final_layernorm.weight", VC_W_OUT_NORM }, { "model.final_layernorm.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD }, { "lm_head.bias", VC_W_LM_HEAD_B },
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { L "self_attn.dense.weight", VC_W_O }, { L "self_attn.dense.bias", VC_W_O_B },
+    { L "mlp.fc1.weight", VC_W_UP }, { L "mlp.fc1.bias", VC_W_UP_B },
+    { L "mlp.fc2.weight", VC_W_DOWN }, { L "mlp.fc2.bias", VC_W_DOWN_B },
+    { 0 } };
+
+static const vc_tensor_rule BAICHUAN[] = {
+    { L "self_attn.W_pack.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { L "self_attn.o_proj.weight", VC_W_O },
+    { 0 } };
+
+#define QW "transformer.h.%d."
+static const vc_tensor_rule QWEN1[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { QW "ln_1.weight", VC_W_ATTN_NORM }, { QW "ln_2.weight", VC_W_FFN_NORM },
+    { QW "attn.c_attn.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { QW "attn.c_attn.bias", VC_W_Q_B, VC_TR_SPLIT_ROWS, VC_W_K_B, VC_W_V_B },
+    { QW "attn.c_proj.weight", VC_W_O },
+    { QW "mlp.w2.weight", VC_W_GATE }, { QW "mlp.w1.weight", VC_W_UP }, { QW "mlp.c_proj.weight", VC_W_DOWN },
+    { "transformer.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
+    { 0 } };
+
+#define CG "transformer.encoder.layers.%d."
+static const vc_tensor_rule CHATGLM[] = {
+    { "transformer.embedding.word_embeddings.weight", VC_W_TOK_EMBD },
+    { "transformer.encoder.final_layernorm.weight", VC_W_OUT_NORM },
+    { "transformer.output_layer.weight", VC_W_LM_HEAD },
+    { "transformer.rotary_pos_emb.inv_freq", 0, VC_TR_IGNORE },
+    { CG "input_layernorm.weight", VC_W_ATTN_NORM }, { CG "post_attention_layernorm.weight", VC_W_FFN_NORM },
+    { CG "self_attention.query_key_value.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { CG "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_SPLIT_ROWS, VC_W_K_B, VC_W_V_B },
+    { CG "self_attention.dense.weight", VC_W_O },
+    { CG "mlp.dense_h_to_4h.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
+    { CG "mlp.dense_4h_to_h.weight", VC_W_DOWN },
+    { 0 } };
+
+static const vc_tensor_rule INTERNLM2[] = {
+    { "model.tok_embeddings.weight", VC_W_TOK_EMBD }, { "model.norm.weight", VC_W_OUT_NORM },
+    { "output.weight", VC_W_LM_HEAD },
+    { L "attention_norm.weight", VC_W_ATTN_NORM }, { L "ffn_norm.weight", VC_W_FFN_NORM },
+    { L "attention.wqkv.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { L "attention.wo.weight", VC_W_O },
+    { L "feed_forward.w1.weight", VC_W_GATE }, { L "feed_forward.w3.weight", VC_W_UP },
+    { L "feed_forward.w2.weight", VC_W_DOWN },
+    { 0 } };
+
+#define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, NULL }
+static const vc_arch ARCHS[] = {
+    { "llama", "llama mistral qwen2 qwen3 gemma olmo2 yi deepseek starcoder2 granite", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
+    { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
+    { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
+    { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
+    { "phi", "phi", T(PHI2, HF_ATTN) },
+    { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
+    { "qwen", "qwen", T(QWEN1) },
+    { "chatglm", "chatglm", T(CHATGLM) },
+    { "internlm2", "internlm2", T(INTERNLM2) },
+};
+
+const vc_arch *vc_arch_find(const char *model_type) {
+    size_t n = strlen(model_type);
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++) {
+        const char *p = ARCHS[i].model_types;
+        while ((p = strstr(p, model_type))) {
+            int start = p == ARCHS[i].model_types || p[-1] == ' ';
+            if (start && (p[n] == 0 || p[n] == ' ')) return &ARCHS[i];
+            p += n;
+        }
+    }
+    return NULL;
+}
+
+static const char *const SLOT_NAMES[VC_W_COUNT] = {
+    [VC_W_TOK_EMBD] = "tok_embd", [VC_W_OUT_NORM] = "out_norm", [VC_W_OUT_NORM_B] = "out_norm.bias",
+    [VC_W_LM_HEAD] = "lm_head", [VC_W_LM_HEAD_B] = "lm_head.bias", [VC_W_ATTN_NORM] = "attn_norm",
+    [VC_W_ATTN_NORM_B] = "attn_norm.bias", [VC_W_Q] = "q", [VC_W_Q_B] = "q.bias", [VC_W_K] = "k",
+    [VC_W_K_B] = "k.bias", [VC_W_V] = "v", [VC_W_V_B] = "v.bias", [VC_W_O] = "o", [VC_W_O_B] = "o.bias",
+    [VC_W_Q_NORM] = "q_norm", [VC_W_K_NORM] = "k_norm", [VC_W_Q_A] = "q_a", [VC_W_Q_A_NORM] = "q_a_norm",
+    [VC_W_Q_BPROJ] = "q_b", [VC_W_KV_A] = "kv_a", [VC_W_KV_A_NORM] = "kv_a_norm", [VC_W_KV_B] = "kv_b",
+    [VC_W_POST_ATTN_NORM] = "post_attn_norm", [VC_W_FFN_NORM] = "ffn_norm", [VC_W_FFN_NORM_B] = "ffn_norm.bias",
+    [VC_W_POST_FFN_NORM] = "post_ffn_norm", [VC_W_GATE] = "gate", [VC_W_GATE_B] = "gate.bias", [VC_W_UP] = "up",
+    [VC_W_UP_B] = "up.bias", [VC_W_DOWN] = "down", [VC_W_DOWN_B] = "down.bias", [VC_W_ROUTER] = "router",
+    [VC_W_ROUTER_BIAS] = "router.score_bias", [VC_W_EXP_GATE] = "experts.gate", [VC_W_EXP_UP] = "experts.up",
+    [VC_W_EXP_DOWN] = "experts.down", [VC_W_SH_GATE] = "shared.gate", [VC_W_SH_UP] = "shared.up",
+    [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj",
+};
+
+const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
+
+int vc_slot_is_global(int slot) { return slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B; }
+
+static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
+    s[0] = a;
+    s[1] = b;
+    s[2] = c;
+    return c ? 3 : b ? 2 : 1;
+}
+
+int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
+    int64_t H = c->hidden, hd = c->head_dim, nq = c->n_head * hd, nkv = c->n_kv_head * hd;
+    int ln = c->norm_kind == VC_NORM_LAYER, moe = layer >= 0 && c->is_moe[layer];
+    int64_t qk = c->qk_nope_dim + c->qk_rope_dim;
+    *optional = 0;
+    switch (slot) {
+    case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
+    case VC_W_OUT_NORM: return set(s, H, 0, 0);
+    case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;
+    case VC_W_LM_HEAD: return c->tied ? 0 : set(s, c->vocab, H, 0);
+    case VC_W_LM_HEAD_B: *optional = 1; return c->tied ? 0 : set(s, c->vocab, 0, 0);
+    case VC_W_ATTN_NORM: return set(s, H, 0, 0);
+    case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
+    case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
+    case VC_W_K: case VC_W_V: return c->mla ? 0 : set(s, nkv, H, 0);
+    case VC_W_Q_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nq, 0, 0);
+    case VC_W_K_B: case VC_W_V_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nkv, 0, 0);
+    case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
+    case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
+    case VC_W_Q_NORM: case VC_W_K_NORM: return c->qk_norm ? set(s, hd, 0, 0) : 0;
+    case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
+    case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
+    case VC_W_Q_BPROJ: return c->mla && c->q_lora_rank ? set(s, c->n_head * qk, c->q_lora_rank, 0) : 0;
+    case VC_W_KV_A: return c->mla ? set(s, c->kv_lora_rank + c->qk_rope_dim, H, 0) : 0;
+    case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
+    case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
+    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm ? set(s, H, 0, 0) : 0;
+    case VC_W_FFN_NORM: return c->parallel_block ? 0 : set(s, H, 0, 0);
+    case VC_W_FFN_NORM_B: return ln && !c->parallel_block ? set(s, H, 0, 0) : 0;
+    case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
+    case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);
+    case VC_W_DOWN: return moe ? 0 : set(s, H, c->inter, 0);
+    case VC_W_GATE_B: *optional = !c->mlp_bias; return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, 0, 0);
+    case VC_W_UP_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, c->inter, 0, 0);
+    case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, H, 0, 0);
+    case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
+    case VC_W_ROUTER_BIAS: return moe && c->router_sigmoid ? set(s, c->n_expert, 0, 0) : 0;
+    case VC_W_EXP_GATE: case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
+    case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, H, c->moe_inter) : 0;
+    case VC_W_SH_GATE: case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
+    case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
+    case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
+    }
+    return 0;
+}

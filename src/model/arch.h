@@ -1,0 +1,50 @@
+/* Architecture descriptors: which blocks a family uses and how Hugging Face tensor names map onto the
+ * decoder's slots. Internal to src/model. */
+#ifndef VC_ARCH_H
+#define VC_ARCH_H
+#include "verlc/model.h"
+
+/* Parameter slots. Global slots are used with layer -1. */
+enum vc_slot {
+    VC_W_NONE = 0,
+    VC_W_TOK_EMBD, VC_W_OUT_NORM, VC_W_OUT_NORM_B, VC_W_LM_HEAD, VC_W_LM_HEAD_B,
+    VC_W_ATTN_NORM, VC_W_ATTN_NORM_B,
+    VC_W_Q, VC_W_Q_B, VC_W_K, VC_W_K_B, VC_W_V, VC_W_V_B, VC_W_O, VC_W_O_B,
+    VC_W_Q_NORM, VC_W_K_NORM,
+    VC_W_Q_A, VC_W_Q_A_NORM, VC_W_Q_BPROJ, VC_W_KV_A, VC_W_KV_A_NORM, VC_W_KV_B, /* MLA */
+    VC_W_POST_ATTN_NORM, VC_W_FFN_NORM, VC_W_FFN_NORM_B, VC_W_POST_FFN_NORM,
+    VC_W_GATE, VC_W_GATE_B, VC_W_UP, VC_W_UP_B, VC_W_DOWN, VC_W_DOWN_B,
+    VC_W_ROUTER, VC_W_ROUTER_BIAS,
+    VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN, /* stacked [E, ...] */
+    VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN, VC_W_SH_GATE_PROJ,
+    VC_W_COUNT
+};
+
+enum vc_transform {
+    VC_TR_NONE = 0,
+    VC_TR_SPLIT_ROWS,  /* one tensor = rows of slots[0..n) stacked (qkv, gate_up) */
+    VC_TR_GQA_QKV,     /* InternLM2 wqkv: per KV group [q x group, k, v] rows of head_dim */
+    VC_TR_EXPERT,      /* per-expert tensor into row block e of a stacked slot; name has two %d */
+    VC_TR_IGNORE,      /* known tensor that carries nothing the model needs (e.g. cached inv_freq) */
+};
+
+typedef struct vc_tensor_rule {
+    const char *name;  /* printf-style: %d = layer (then expert) */
+    int slot;          /* destination (first destination for SPLIT_ROWS / GQA_QKV) */
+    int transform;
+    int slot2, slot3;  /* further destinations of fused tensors */
+} vc_tensor_rule;
+
+typedef struct vc_arch {
+    const char *name;
+    const char *model_types;              /* space-separated model_type values */
+    const vc_tensor_rule *const *tables;  /* NULL-terminated list of rule tables */
+} vc_arch;
+
+const vc_arch *vc_arch_find(const char *model_type);
+const char *vc_slot_name(int slot);
+int vc_slot_is_global(int slot);
+/* The slot's shape for this config and layer; returns the number of dims, 0 if the slot does not
+ * exist there. *optional is set for biases that only exist when the checkpoint carries them. */
+int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *shape, int *optional);
+#endif

@@ -1,0 +1,293 @@
+/* config.json -> vc_model_config, for both config styles and each family's own key names. */
+#include "arch.h"
+#include "tensor/backend.h"
+#include "verlc/json.h"
+#include <math.h>
+#include <string.h>
+
+/* first present integer among space-separated keys */
+static vc_status get_int_any(const cJSON *o, const char *keys, int64_t def, int64_t *out, const char *path) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", keys);
+    for (char *k = strtok(buf, " "); k; k = strtok(NULL, " "))
+        if (vc_json_member(o, k)) return vc_json_get_int(o, k, def, out, path);
+    *out = def;
+    return VC_OK;
+}
+
+static vc_status get_num_any(const cJSON *o, const char *keys, double def, double *out, const char *path) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", keys);
+    for (char *k = strtok(buf, " "); k; k = strtok(NULL, " "))
+        if (vc_json_member(o, k)) return vc_json_get_num(o, k, def, out, path);
+    *out = def;
+    return VC_OK;
+}
+
+static int flag(const cJSON *o, const char *key, int def) {
+    const cJSON *v = vc_json_member(o, key);
+    if (!v) return def;
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
+    if (cJSON_IsNumber(v)) return v->valuedouble != 0;
+    return def;
+}
+
+static int is(const vc_model_config *c, const char *t) { return !strcmp(c->model_type, t); }
+
+static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c) {
+    const char *a = NULL;
+    vc_status st = vc_json_get_str(o, "hidden_activation", NULL, &a, path);
+    if (st == VC_OK && !a) st = vc_json_get_str(o, "hidden_act", "silu", &a, path);
+    if (st != VC_OK) return st;
+    static const struct { const char *name; int act; } A[] = {
+        { "silu", VC_ACT_SILU }, { "swish", VC_ACT_SILU }, { "gelu", VC_ACT_GELU_ERF },
+        { "gelu_new", VC_ACT_GELU_TANH }, { "gelu_pytorch_tanh", VC_ACT_GELU_TANH }, { "gelu_fast", VC_ACT_GELU_TANH },
+        { "relu", VC_ACT_RELU } };
+    for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+        if (!strcmp(a, A[i].name)) {
+            c->act = A[i].act;
+            return VC_OK;
+        }
+    return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", path, a);
+}
+
+/* sliding windows: layer_types (transformers 5), Gemma 2's alternation, Qwen2's max_window_layers */
+static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config *c) {
+    int64_t w = 0;
+    const cJSON *sw = vc_json_member(o, "sliding_window");
+    if (sw && cJSON_IsNumber(sw)) w = (int64_t)sw->valuedouble;
+    const cJSON *types = vc_json_member(o, "layer_types");
+    int use = w > 0;
+    if (vc_json_member(o, "use_sliding_window")) use = use && flag(o, "use_sliding_window", 0);
+    int64_t mwl = 0;
+    vc_status st = vc_json_get_int(o, "max_window_layers", 0, &mwl, path);
+    if (st != VC_OK) return st;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        int slide = 0;
+        if (types && cJSON_IsArray(types)) {
+            const cJSON *t = cJSON_GetArrayItem(types, (int)l);
+            if (!t || !cJSON_IsString(t))
+                return vc_fail(VC_ERR_FORMAT, "%s: layer_types has no string for layer %lld", path, (long long)l);
+            slide = !strcmp(t->valuestring, "sliding_attention");
+        } else if (is(c, "gemma2")) slide = l % 2 == 0;
+        else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
+            slide = use && l >= mwl;
+        else slide = use;
+        c->window[l] = slide && w > 0 ? (int)w : 0;
+    }
+    return VC_OK;
+}
+
+static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t v;
+    if ((st = get_int_any(o, "num_experts num_local_experts n_routed_experts", 0, &c->n_expert, path))) return st;
+    if ((st = get_int_any(o, "num_experts_per_tok", 0, &c->top_k, path))) return st;
+    if ((st = get_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
+    if (c->n_expert <= 0) return VC_OK;
+    if (c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)
+        return vc_fail(VC_ERR_FORMAT, "%s: %lld experts with %lld per token is not a valid routing", path,
+                       (long long)c->n_expert, (long long)c->top_k);
+    c->routed_scaling = 1.0f;
+    c->norm_topk = flag(o, "norm_topk_prob", 0);
+    if (is(c, "mixtral")) c->norm_topk = 1;
+    if ((st = get_int_any(o, "shared_expert_intermediate_size", 0, &c->shared_inter, path))) return st;
+    c->shared_gate = c->shared_inter > 0;
+    int64_t step = 1, first_dense = 0, freq = 1;
+    if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
+    if (!strncmp(c->model_type, "deepseek", 8)) {
+        if ((st = get_int_any(o, "n_shared_experts", 0, &v, path))) return st;
+        c->shared_inter = v * c->moe_inter;
+        double s;
+        if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &s, path))) return st;
+        c->routed_scaling = (float)s;
+        if ((st = get_int_any(o, "first_k_dense_replace", 0, &first_dense, path))) return st;
+        if ((st = get_int_any(o, "moe_layer_freq", 1, &freq, path))) return st;
+        int64_t ng = 1, tg = 1;
+        if ((st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)))
+            return st;
+        const char *method = NULL, *scoring = NULL;
+        if ((st = vc_json_get_str(o, "topk_method", is(c, "deepseek_v3") ? "noaux_tc" : "greedy", &method, path)))
+            return st;
+        if ((st = vc_json_get_str(o, "scoring_func", is(c, "deepseek_v3") ? "sigmoid" : "softmax", &scoring, path)))
+            return st;
+        c->router_sigmoid = !strcmp(scoring, "sigmoid");
+        if (is(c, "deepseek_v2")) c->norm_topk = 0; /* transformers' V2 router never renormalises */
+        if (!strcmp(method, "group_limited_greedy") || !strcmp(method, "noaux_tc")) {
+            c->n_group = (int)ng;
+            c->topk_group = (int)tg;
+            c->group_top2 = !strcmp(method, "noaux_tc");
+            if (ng < 1 || c->n_expert % ng || tg > ng)
+                return vc_fail(VC_ERR_FORMAT, "%s: n_group %lld / topk_group %lld do not divide %lld experts", path,
+                               (long long)ng, (long long)tg, (long long)c->n_expert);
+        } else if (strcmp(method, "greedy"))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: topk_method '%s' is not supported", path, method);
+    }
+    const cJSON *only = vc_json_member(o, "mlp_only_layers");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        int moe = (l + 1) % (step > 0 ? step : 1) == 0 && l >= first_dense && l % (freq > 0 ? freq : 1) == 0;
+        if (only && cJSON_IsArray(only)) {
+            const cJSON *e;
+            cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && (int64_t)e->valuedouble == l) moe = 0;
+        }
+        c->is_moe[l] = (uint8_t)moe;
+    }
+    return VC_OK;
+}
+
+static vc_status parse_mla(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    c->mla = 1;
+    if ((st = get_int_any(o, "q_lora_rank", 0, &c->q_lora_rank, path)) ||
+        (st = vc_json_req_int(o, "kv_lora_rank", &c->kv_lora_rank, path)) ||
+        (st = vc_json_req_int(o, "qk_nope_head_dim", &c->qk_nope_dim, path)) ||
+        (st = vc_json_req_int(o, "qk_rope_head_dim", &c->qk_rope_dim, path)) ||
+        (st = vc_json_req_int(o, "v_head_dim", &c->v_head_dim, path)))
+        return st;
+    c->n_kv_head = c->n_head;
+    c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
+    c->rot_dim = (int)c->qk_rope_dim;
+    c->rope_interleaved = flag(o, "rope_interleave", 1);
+    double ms = is(c, "deepseek_v3") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
+    c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim) * ms);
+    return VC_OK;
+}
+
+/* family-specific keys and flags */
+static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st = VC_OK;
+    c->qkv_bias = flag(o, "attention_bias", 0) || is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen") ||
+                  flag(o, "add_qkv_bias", 0) || flag(o, "bias", 0);
+    c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0));
+    c->mlp_bias = flag(o, "mlp_bias", 0);
+    if (is(c, "qwen3") || is(c, "qwen3_moe")) c->qk_norm = 1;
+    if (is(c, "gemma") || is(c, "gemma2")) {
+        c->norm_offset = 1.0f;
+        c->emb_scale = sqrtf((float)c->hidden);
+    }
+    if (is(c, "gemma2")) {
+        double qs, a, f;
+        c->sandwich_norm = 1;
+        if ((st = get_num_any(o, "query_pre_attn_scalar", (double)c->head_dim, &qs, path)) ||
+            (st = get_num_any(o, "attn_logit_softcapping", 0, &a, path)) ||
+            (st = get_num_any(o, "final_logit_softcapping", 0, &f, path)))
+            return st;
+        c->attn_scale = (float)(1.0 / sqrt(qs));
+        c->attn_softcap = (float)a;
+        c->final_softcap = (float)f;
+    }
+    if (is(c, "glm")) c->rope_interleaved = 1;
+    if (is(c, "phi")) {
+        if (flag(o, "qk_layernorm", 0)) return vc_fail(VC_ERR_UNSUPPORTED, "%s: qk_layernorm=true is not supported", path);
+        c->parallel_block = 1;
+        c->norm_kind = VC_NORM_LAYER;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->qkv_bias = c->o_bias = c->mlp_bias = c->head_bias = 1;
+    }
+    if (is(c, "baichuan")) c->norm_head = 1;
+    if (is(c, "qwen")) {
+        c->inter /= 2; /* Qwen(1) writes twice the MLP width */
+        double base, pct;
+        if ((st = get_num_any(o, "rotary_emb_base", 10000, &base, path)) ||
+            (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
+            return st;
+        c->rope.theta = base;
+        c->rot_dim = (int)(c->head_dim * pct);
+    }
+    if (is(c, "chatglm")) {
+        double ratio;
+        if (!flag(o, "post_layer_norm", 1) || flag(o, "apply_residual_connection_post_layernorm", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: this ChatGLM layer-norm arrangement is not supported", path);
+        if (!flag(o, "rmsnorm", 1)) c->norm_kind = VC_NORM_LAYER;
+        if ((st = get_num_any(o, "rope_ratio", 1.0, &ratio, path))) return st;
+        if (!c->rope.theta_given) c->rope.theta = 10000.0 * ratio;
+        c->rot_dim = (int)(c->head_dim / 2);
+        c->rope_interleaved = 1;
+        int64_t g = c->n_head;
+        if (flag(o, "multi_query_attention", 0) && (st = get_int_any(o, "multi_query_group_num", 1, &g, path))) return st;
+        c->n_kv_head = g;
+    }
+    if (!strncmp(c->model_type, "deepseek_v", 10) && (st = parse_mla(o, path, c))) return st;
+    return parse_moe(o, path, c);
+}
+
+static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model_config *c) {
+    int64_t v;
+    vc_status st;
+    if ((st = get_int_any(o, "bos_token_id", -1, &v, path))) return st;
+    if (v >= 0) c->bos_id = (int)v;
+    if ((st = get_int_any(o, "pad_token_id", -1, &v, path))) return st;
+    if (v >= 0) c->pad_id = (int)v;
+    const cJSON *e = vc_json_member(o, "eos_token_id");
+    if (e && cJSON_IsNumber(e)) {
+        c->n_eos = 1;
+        c->eos_ids[0] = (int)e->valuedouble;
+    } else if (e && cJSON_IsArray(e)) {
+        const cJSON *x;
+        c->n_eos = 0;
+        cJSON_ArrayForEach(x, e) if (cJSON_IsNumber(x) && c->n_eos < VC_MAX_EOS) c->eos_ids[c->n_eos++] = (int)x->valuedouble;
+    }
+    return VC_OK;
+}
+
+vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_config *c) {
+    memset(c, 0, sizeof *c);
+    c->bos_id = c->pad_id = -1;
+    const char *mt = NULL;
+    vc_status st = vc_json_req_str(o, "model_type", &mt, path);
+    if (st) return st;
+    snprintf(c->model_type, sizeof c->model_type, "%s", mt);
+    c->arch = vc_arch_find(mt);
+    if (!c->arch) return vc_fail(VC_ERR_UNSUPPORTED, "%s: model_type '%s' is not a supported architecture", path, mt);
+    const char *dt = NULL;
+    if ((st = vc_json_get_str(o, "torch_dtype", NULL, &dt, path))) return st;
+    if (!dt && (st = vc_json_get_str(o, "dtype", "float32", &dt, path))) return st;
+    if (vc_dtype_from_name(dt, &c->dtype) || (c->dtype != VC_F32 && c->dtype != VC_BF16 && c->dtype != VC_F16))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: dtype '%s' is not supported", path, dt);
+    double eps;
+    if ((st = get_int_any(o, "vocab_size padded_vocab_size", 0, &c->vocab, path)) ||
+        (st = get_int_any(o, "hidden_size n_embd", 0, &c->hidden, path)) ||
+        (st = get_int_any(o, "num_hidden_layers num_layers n_layer", 0, &c->n_layer, path)) ||
+        (st = get_int_any(o, "num_attention_heads n_head", 0, &c->n_head, path)) ||
+        (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
+        (st = get_int_any(o, "max_position_embeddings seq_length n_positions", 4096, &c->max_pos, path)) ||
+        (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps", 1e-6, &eps, path)))
+        return st;
+    if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
+        return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
+    if (c->n_layer > VC_MAX_LAYERS) return vc_fail(VC_ERR_UNSUPPORTED, "%s: more than %d layers", path, VC_MAX_LAYERS);
+    if ((st = get_int_any(o, "num_key_value_heads", c->n_head, &c->n_kv_head, path)) ||
+        (st = get_int_any(o, "head_dim kv_channels", c->hidden / c->n_head, &c->head_dim, path)))
+        return st;
+    if (c->n_kv_head <= 0 || c->n_head % c->n_kv_head)
+        return vc_fail(VC_ERR_FORMAT, "%s: num_key_value_heads %lld does not divide num_attention_heads %lld", path,
+                       (long long)c->n_kv_head, (long long)c->n_head);
+    c->norm_eps = (float)eps;
+    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2"));
+    if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
+    c->rot_dim = (int)(c->head_dim * c->rope.partial_rotary_factor);
+    c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
+    if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_special_tokens(o, path, c)))
+        return st;
+    if (c->rot_dim % 2 || c->rot_dim > c->head_dim)
+        return vc_fail(VC_ERR_FORMAT, "%s: rotary dimension %d does not fit head_dim %lld", path, c->rot_dim,
+                       (long long)c->head_dim);
+    return VC_OK;
+}
+
+vc_status vc_config_load_model(const char *dir, vc_model_config *cfg) {
+    char *path = vc_path_join(dir, "config.json");
+    cJSON *root = NULL, *gen = NULL;
+    vc_status st = path ? vc_json_load_file(path, &root) : VC_ERR_NOMEM;
+    if (st == VC_OK) st = vc_config_parse_model(root, path, cfg);
+    free(path);
+    path = st == VC_OK ? vc_path_join(dir, "generation_config.json") : NULL;
+    if (path && vc_file_exists(path)) {
+        st = vc_json_load_file(path, &gen);
+        if (st == VC_OK) st = parse_special_tokens(gen, path, cfg);
+    }
+    free(path);
+    cJSON_Delete(root);
+    cJSON_Delete(gen);
+    return st;
+}

@@ -1,0 +1,46 @@
+/* The model struct, shared by the loader, the decoder and export. */
+#ifndef VC_MODEL_INTERNAL_H
+#define VC_MODEL_INTERNAL_H
+#include "arch.h"
+
+typedef struct vc_param {
+    vc_tensor t;
+    int layer, slot; /* layer -1 for global slots */
+    char name[48];   /* internal name, e.g. "layers.3.q" */
+    int decay;       /* weight decay applies (matrices, not norms or biases) */
+} vc_param;
+
+/* One Hugging Face tensor of the source layout: which rule produced it, for export and gradients. */
+typedef struct vc_source {
+    char *name;
+    const vc_tensor_rule *rule;
+    int layer, expert;
+    int ndim;
+    int64_t shape[4];
+} vc_source;
+
+struct vc_model {
+    vc_model_config cfg;
+    char *dir;
+    vc_param *params;
+    int n_params;
+    vc_tensor **slots;   /* [(n_layer + 1) * VC_W_COUNT]; globals in row n_layer */
+    float *storage, *grad_storage;
+    int64_t n_floats;
+    vc_source *src;
+    int n_src;
+    char **ignored;      /* checkpoint tensors deliberately not used, with the reason */
+    int n_ignored;
+    int checkpointing;
+};
+
+static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
+    int row = layer < 0 ? (int)m->cfg.n_layer : layer;
+    return m->slots[(size_t)row * VC_W_COUNT + slot];
+}
+
+/* rows of each destination slot of a fused rule (up to 3), for this layer */
+int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts);
+/* copies between a source tensor in the checkpoint layout (f32) and the slots; dir 0: load, 1: store */
+void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
+#endif
