@@ -26,7 +26,8 @@ typedef struct vc_rope {
     int has_factor;
     /* llama3 */
     double low_freq_factor, high_freq_factor;
-    /* llama3 / yarn / longrope: original_max_position_embeddings, 0 when absent */
+    /* original_max_position_embeddings, 0 when absent: from the rope dict for llama3 and yarn, from the
+     * config's top level for longrope (as transformers reads them) */
     int64_t original_max_pos;
     /* yarn */
     double attention_factor;  /* used when has_attention_factor (yarn, longrope) */

@@ -39,8 +39,8 @@ static vc_status type_from_name(const char *s, const char *ctx, const char *key,
                    ctx, key, s);
 }
 
-/* Type-specific keys of one parameter dict p (NULL = default rope); ctx names the dict in errors. */
-static vc_status parse_params(const cJSON *config, const cJSON *p, const char *ctx, vc_rope *r) {
+/* Type-specific keys of one parameter dict p; ctx names the dict in errors, path the file. */
+static vc_status parse_params(const cJSON *config, const char *path, const cJSON *p, const char *ctx, vc_rope *r) {
     const char *ts = NULL, *key = "rope_type";
     vc_status st = vc_json_get_str(p, "rope_type", NULL, &ts, ctx);
     if (st == VC_OK && !ts) { key = "type"; st = vc_json_get_str(p, "type", "default", &ts, ctx); }
@@ -78,11 +78,10 @@ static vc_status parse_params(const cJSON *config, const cJSON *p, const char *c
     case VC_ROPE_LONGROPE: {
         if ((st = read_factors(p, "short_factor", ctx, r->short_factor, &r->n_short)) != VC_OK) return st;
         if ((st = read_factors(p, "long_factor", ctx, r->long_factor, &r->n_long)) != VC_OK) return st;
-        /* Phi-3 keeps original_max_position_embeddings at the top level; transformers reads it there */
-        int64_t top = 0;
-        if ((st = vc_json_get_int(config, "original_max_position_embeddings", 0, &top, "config")) != VC_OK)
+        /* transformers reads longrope's original_max_position_embeddings from the config's top level only
+         * (Phi-3 keeps it there); a copy inside the rope dict is ignored, as transformers does */
+        if ((st = vc_json_get_int(config, "original_max_position_embeddings", 0, &r->original_max_pos, path)) != VC_OK)
             return st;
-        if (top) r->original_max_pos = top;
         break;
     }
     default:
@@ -146,7 +145,7 @@ vc_status vc_rope_parse_layer(const cJSON *config, const char *config_path, cons
         (st = vc_json_get_num(p, "partial_rotary_factor", 1.0, &r->partial_rotary_factor, ctx)) != VC_OK)
         return st;
     if (r->theta <= 0) return vc_fail(VC_ERR_ARG, "%s: rope_theta must be positive, got %g", path, r->theta);
-    return p ? parse_params(config, p, ctx, r) : VC_OK;
+    return p ? parse_params(config, path, p, ctx, r) : VC_OK;
 }
 
 vc_status vc_rope_parse(const cJSON *config, const char *config_path, vc_rope *out) {

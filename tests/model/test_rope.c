@@ -211,6 +211,16 @@ static void test_real_shapes(void) {
     CHECK_OK(parse_text("{\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e6,\"partial_rotary_factor\":0.25}}",
                         NULL, &r));
     CHECK(r.partial_rotary_factor == 0.25 && r.theta == 1e6);
+    /* longrope without a top-level original: factor from the dict, threshold max_position_embeddings */
+    static const double sf[4] = { 1, 2, 3, 4 }, lf2[4] = { 5, 6, 7, 8 };
+    CHECK_OK(parse_text("{\"max_position_embeddings\":100,\"rope_scaling\":{\"type\":\"longrope\",\"factor\":4.0,"
+                        "\"short_factor\":[1,2,3,4],\"long_factor\":[5,6,7,8]}}", NULL, &r));
+    CHECK(r.original_max_pos == 0);
+    CHECK_OK(vc_rope_inv_freq(&r, 8, 100, 0, f, &attn));
+    CHECK_NEAR(f[3], pow(10000, -6.0 / 8) / sf[3], 1e-6 * f[3]);
+    CHECK_NEAR(attn, sqrt(1 + log(4.0) / log(100.0)), 1e-6);
+    CHECK_OK(vc_rope_inv_freq(&r, 8, 101, 0, f, &attn));
+    CHECK_NEAR(f[3], pow(10000, -6.0 / 8) / lf2[3], 1e-6 * f[3]);
     /* no rope keys at all: default with base 10000, flagged as not given */
     CHECK_OK(parse_text("{}", NULL, &r));
     CHECK(r.type == VC_ROPE_DEFAULT && r.theta == 10000 && !r.theta_given);
