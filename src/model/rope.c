@@ -32,12 +32,10 @@ static double correction_dim(double rotations, int dim, double base, double max_
 }
 
 static float yarn_freqs(const vc_rope *r, int dim, int max_pos, float *inv) {
+    /* The explicit factor wins over max_pos / original (transformers PR #40320, in v5; 4.x used the ratio,
+     * which equals the factor in well-formed configs); the original context bounds the correction range. */
     double factor = r->factor;
-    double orig = (double)max_pos;
-    if (r->original_max_pos > 0) { /* DeepSeek-V3 style: the factor is the context ratio */
-        orig = (double)r->original_max_pos;
-        factor = (double)max_pos / orig;
-    }
+    double orig = r->original_max_pos > 0 ? (double)r->original_max_pos : (double)max_pos;
     double attn = r->attention_factor;
     if (!r->has_attention_factor) {
         if (r->mscale != 0 && r->mscale_all_dim != 0)

@@ -38,7 +38,7 @@ static double ref_freqs(const ref_params *p, int d, double seq, double maxp, dou
         }
     }
     if (p->type == VC_ROPE_YARN) {
-        double f = p->orig > 0 ? maxp / p->orig : p->factor, o = p->orig > 0 ? p->orig : maxp;
+        double f = p->factor, o = p->orig > 0 ? p->orig : maxp;
         double lo = ref_corr(p->beta_fast, d, p->theta, o), hi = ref_corr(p->beta_slow, d, p->theta, o);
         if (p->truncate) { lo = floor(lo); hi = ceil(hi); }
         lo = fmax(lo, 0);
@@ -200,6 +200,12 @@ static void test_real_shapes(void) {
     ref_params y2 = { .type = VC_ROPE_YARN, .theta = 10000, .factor = 16, .beta_fast = 32, .beta_slow = 1,
                       .mscale = 0.707, .mscale_all = 1.0 };
     compare("yarn-untruncated", f, want, 32, attn, ref_freqs(&y2, 64, 10, 4096, want));
+    /* the explicit factor wins over max_position_embeddings / original (transformers 5) */
+    CHECK_OK(parse_text("{\"rope_theta\":10000,\"max_position_embeddings\":256,\"rope_scaling\":{\"type\":\"yarn\","
+                        "\"factor\":4.0,\"original_max_position_embeddings\":32}}", NULL, &r));
+    CHECK_OK(vc_rope_inv_freq(&r, 16, 10, 0, f, &attn));
+    CHECK_NEAR(attn, 0.1 * log(4.0) + 1, 1e-6);
+    CHECK_NEAR(f[7], pow(10000, -14.0 / 16) / 4, 1e-6 * f[7]);
     /* explicit attention_factor wins */
     CHECK_OK(parse_text("{\"rope_scaling\":{\"rope_type\":\"yarn\",\"factor\":4.0,\"attention_factor\":0.5}}", NULL, &r));
     CHECK_OK(vc_rope_inv_freq(&r, 64, 10, 2048, f, &attn));
