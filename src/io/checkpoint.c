@@ -36,7 +36,7 @@ void vc_ckpt_close(vc_checkpoint *ck) {
 
 /* Sorts tensors and metadata; two tensors with one name are an error naming both files. */
 static vc_status finish(vc_checkpoint *ck) {
-    qsort(ck->l.t, (size_t)ck->l.n, sizeof *ck->l.t, tensor_cmp);
+    if (ck->l.n) qsort(ck->l.t, (size_t)ck->l.n, sizeof *ck->l.t, tensor_cmp);
     if (ck->l.nmeta) qsort(ck->l.meta, (size_t)ck->l.nmeta, sizeof *ck->l.meta, kv_cmp);
     for (int i = 1; i < ck->l.n; i++)
         if (!strcmp(ck->l.t[i - 1].name, ck->l.t[i].name))
