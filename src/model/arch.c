@@ -45,6 +45,8 @@ static const vc_tensor_rule HF_MOE[] = {
     { L "mlp.shared_experts.gate_proj.weight", VC_W_SH_GATE },
     { L "mlp.shared_experts.up_proj.weight", VC_W_SH_UP },
     { L "mlp.shared_experts.down_proj.weight", VC_W_SH_DOWN },
+    { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN },
     { 0 } };
 
 static const vc_tensor_rule MIXTRAL_MOE[] = {
@@ -52,6 +54,9 @@ static const vc_tensor_rule MIXTRAL_MOE[] = {
     { L "block_sparse_moe.experts.%d.w1.weight", VC_W_EXP_GATE, VC_TR_EXPERT },
     { L "block_sparse_moe.experts.%d.w3.weight", VC_W_EXP_UP, VC_TR_EXPERT },
     { L "block_sparse_moe.experts.%d.w2.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { L "mlp.gate.weight", VC_W_ROUTER },
+    { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN },
     { 0 } };
 
 static const vc_tensor_rule MLA_ATTN[] = {

@@ -25,6 +25,7 @@ enum vc_transform {
     VC_TR_SPLIT_ROWS,  /* one tensor = rows of slots[0..n) stacked (qkv, gate_up) */
     VC_TR_GQA_QKV,     /* InternLM2 wqkv: per KV group [q x group, k, v] rows of head_dim */
     VC_TR_EXPERT,      /* per-expert tensor into row block e of a stacked slot; name has two %d */
+    VC_TR_EXPERT_GATE_UP, /* transformers-5 fused experts: [E, 2I, H] = per expert [gate; up] */
     VC_TR_IGNORE,      /* known tensor that carries nothing the model needs (e.g. cached inv_freq) */
 };
 

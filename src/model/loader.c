@@ -1,0 +1,375 @@
+/* Loading a Hugging Face checkpoint into slots. Every rule of the architecture is tried at every layer
+ * (and expert) where its destination slots exist; each checkpoint tensor must be claimed by a rule,
+ * be known to be ignorable, or the load fails naming it. */
+#include "model_internal.h"
+#include "verlc/json.h"
+#include "verlc/safetensors.h"
+#include <string.h>
+
+static int n_placeholders(const char *pat) {
+    int n = 0;
+    for (const char *p = pat; (p = strstr(p, "%d")); p += 2) n++;
+    return n;
+}
+
+/* does `name` match `pat` with its %d fields? */
+static int match(const char *pat, const char *name, int *a, int *b) {
+    int vals[2] = { -1, -1 }, k = 0;
+    while (*pat) {
+        if (pat[0] == '%' && pat[1] == 'd') {
+            if (*name < '0' || *name > '9') return 0;
+            long v = 0;
+            while (*name >= '0' && *name <= '9' && v < 1000000) v = v * 10 + (*name++ - '0');
+            if (k < 2) vals[k++] = (int)v;
+            pat += 2;
+        } else if (*pat++ != *name++) return 0;
+    }
+    if (*name) return 0;
+    *a = vals[0];
+    *b = vals[1];
+    return 1;
+}
+
+static void slot_index(const vc_model *m, int layer, int slot, size_t *i) {
+    *i = (size_t)(layer < 0 ? m->cfg.n_layer : layer) * VC_W_COUNT + (size_t)slot;
+}
+
+int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts) {
+    int ids[3] = { r->slot, r->slot2, r->slot3 }, n = 0;
+    for (int i = 0; i < 3 && ids[i]; i++) parts[n++] = vc_w(m, layer, ids[i]);
+    return n;
+}
+
+/* expected checkpoint shape of a source */
+static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
+    vc_tensor *p[3];
+    int n = vc_rule_parts(m, s->rule, s->layer, p);
+    for (int i = 0; i < n; i++)
+        if (!p[i]) return 0;
+    switch (s->rule->transform) {
+    case VC_TR_EXPERT:
+        for (int d = 1; d < p[0]->ndim; d++) shape[d - 1] = p[0]->shape[d];
+        return p[0]->ndim - 1;
+    case VC_TR_EXPERT_GATE_UP:
+        shape[0] = p[0]->shape[0];
+        shape[1] = p[0]->shape[1] + p[1]->shape[1];
+        shape[2] = p[0]->shape[2];
+        return 3;
+    default:
+        for (int d = 0; d < p[0]->ndim; d++) shape[d] = p[0]->shape[d];
+        for (int i = 1; i < n; i++) shape[0] += p[i]->shape[0];
+        return p[0]->ndim;
+    }
+}
+
+void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
+    vc_tensor *p[3];
+    int n = vc_rule_parts(m, s->rule, s->layer, p);
+    const int grad = store == 2; /* 2: store gradients instead of weights */
+#define DATA(t) (grad ? (t)->grad : (t)->data)
+#define MOVE(dst_slot, src_buf, cnt) \
+    do { if (store) memcpy(src_buf, dst_slot, (size_t)(cnt) * 4); else memcpy(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
+    switch (s->rule->transform) {
+    case VC_TR_EXPERT: {
+        int64_t per = p[0]->n / p[0]->shape[0];
+        MOVE(DATA(p[0]) + (int64_t)s->expert * per, buf, per);
+        break;
+    }
+    case VC_TR_EXPERT_GATE_UP: {
+        int64_t E = p[0]->shape[0], g = p[0]->n / E, u = p[1]->n / E;
+        for (int64_t e = 0; e < E; e++) {
+            MOVE(DATA(p[0]) + e * g, buf + e * (g + u), g);
+            MOVE(DATA(p[1]) + e * u, buf + e * (g + u) + g, u);
+        }
+        break;
+    }
+    case VC_TR_GQA_QKV: {
+        const vc_model_config *c = &m->cfg;
+        int64_t hd = c->head_dim, rep = c->n_head / c->n_kv_head, cols = p[0]->ndim > 1 ? p[0]->shape[1] : 1;
+        float *b = buf;
+        for (int64_t g = 0; g < c->n_kv_head; g++) {
+            MOVE(DATA(p[0]) + g * rep * hd * cols, b, rep * hd * cols);
+            b += rep * hd * cols;
+            MOVE(DATA(p[1]) + g * hd * cols, b, hd * cols);
+            b += hd * cols;
+            MOVE(DATA(p[2]) + g * hd * cols, b, hd * cols);
+            b += hd * cols;
+        }
+        break;
+    }
+    default: {
+        float *b = buf;
+        for (int i = 0; i < n; i++) {
+            MOVE(DATA(p[i]), b, p[i]->n);
+            b += p[i]->n;
+        }
+    }
+    }
+#undef MOVE
+#undef DATA
+}
+
+typedef struct {
+    vc_model *m;
+    vc_checkpoint *ck;
+    uint8_t *claimed;  /* per checkpoint tensor */
+    uint8_t *provided; /* per slot instance */
+    uint8_t *present;  /* optional slot instance found in the checkpoint */
+} load_ctx;
+
+static vc_status add_source(vc_model *m, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+    if (m->n_src % 64 == 0) {
+        vc_source *ns = realloc(m->src, sizeof *ns * (size_t)(m->n_src + 64));
+        if (!ns) return vc_fail(VC_ERR_NOMEM, "model: out of memory");
+        m->src = ns;
+    }
+    vc_source *s = &m->src[m->n_src];
+    memset(s, 0, sizeof *s);
+    s->name = vc_strdup(name);
+    if (!s->name) return VC_ERR_NOMEM;
+    s->rule = r;
+    s->layer = layer;
+    s->expert = expert;
+    m->n_src++;
+    return VC_OK;
+}
+
+/* Calls fn for every (rule, layer, expert) whose destination slots exist in this config. */
+typedef vc_status (*visit_fn)(void *ctx, const vc_tensor_rule *r, int layer, int expert, const char *name);
+static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
+    char name[256];
+    for (const vc_tensor_rule *const *t = c->arch->tables; *t; t++)
+        for (const vc_tensor_rule *r = *t; r->name; r++) {
+            if (r->transform == VC_TR_IGNORE) continue;
+            int ph = n_placeholders(r->name);
+            for (int l = ph ? 0 : -1; l < (ph ? (int)c->n_layer : 0); l++) {
+                int64_t sh[4];
+                int opt, ok = 1, ids[3] = { r->slot, r->slot2, r->slot3 };
+                for (int i = 0; i < 3 && ids[i]; i++) ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
+                if (!ok) continue;
+                int ne = ph == 2 ? (int)c->n_expert : 1;
+                for (int e = 0; e < ne; e++) {
+                    snprintf(name, sizeof name, r->name, l, e);
+                    vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, name);
+                    if (st) return st;
+                }
+            }
+        }
+    return VC_OK;
+}
+
+static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+    load_ctx *x = p;
+    const vc_st_tensor *t = vc_ckpt_find(x->ck, name);
+    if (!t) return VC_OK;
+    int idx = (int)(t - vc_ckpt_at(x->ck, 0));
+    if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
+    x->claimed[idx] = 1;
+    int ids[3] = { r->slot, r->slot2, r->slot3 };
+    for (int i = 0; i < 3 && ids[i]; i++) {
+        size_t si;
+        slot_index(x->m, layer, ids[i], &si);
+        x->present[si] = 1;
+    }
+    (void)expert;
+    return add_source(x->m, r, layer, expert, name);
+}
+
+/* allocates every required slot and every optional slot the checkpoint provides (or, with no
+ * checkpoint, those the config asks for) */
+static vc_status allocate_slots(vc_model *m, const uint8_t *present) {
+    const vc_model_config *c = &m->cfg;
+    size_t n_slots = (size_t)(c->n_layer + 1) * VC_W_COUNT;
+    m->slots = vc_calloc(n_slots, sizeof *m->slots);
+    m->params = vc_calloc(n_slots, sizeof *m->params);
+    if (!m->slots || !m->params) return VC_ERR_NOMEM;
+    int64_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t off = 0;
+        m->n_params = 0;
+        for (int l = -1; l < c->n_layer; l++)
+            for (int s = 1; s < VC_W_COUNT; s++) {
+                if (vc_slot_is_global(s) != (l < 0)) continue;
+                int64_t sh[4];
+                int opt, nd = vc_slot_shape(c, l, s, sh, &opt);
+                size_t si;
+                slot_index(m, l, s, &si);
+                if (!nd || (opt && !(present && present[si]))) continue;
+                int64_t n = 1;
+                for (int d = 0; d < nd; d++) n *= sh[d];
+                if (pass == 1) {
+                    vc_param *p = &m->params[m->n_params];
+                    vc_param_init(&p->t, m->storage + off, NULL, nd, sh);
+                    p->layer = l;
+                    p->slot = s;
+                    p->decay = nd >= 2;
+                    if (l < 0) snprintf(p->name, sizeof p->name, "%s", vc_slot_name(s));
+                    else snprintf(p->name, sizeof p->name, "layers.%d.%s", l, vc_slot_name(s));
+                    m->slots[si] = &p->t;
+                }
+                m->n_params++;
+                off += (n + 15) & ~(int64_t)15; /* keep each tensor 64-byte aligned */
+            }
+        if (pass == 0) {
+            total = off;
+            m->storage = vc_aligned_alloc((size_t)total * sizeof(float));
+            if (!m->storage) return vc_fail(VC_ERR_NOMEM, "model: cannot allocate %.1f MB of weights", total * 4e-6);
+        }
+    }
+    m->n_floats = total;
+    return VC_OK;
+}
+
+static vc_status check_provided(vc_model *m, const uint8_t *present) {
+    const vc_model_config *c = &m->cfg;
+    for (int l = -1; l < c->n_layer; l++)
+        for (int s = 1; s < VC_W_COUNT; s++) {
+            if (vc_slot_is_global(s) != (l < 0)) continue;
+            int64_t sh[4];
+            int opt;
+            size_t si;
+            slot_index(m, l, s, &si);
+            if (!vc_slot_shape(c, l, s, sh, &opt) || opt || present[si]) continue;
+            /* name the first rule that would have provided it */
+            for (const vc_tensor_rule *const *t = c->arch->tables; *t; t++)
+                for (const vc_tensor_rule *r = *t; r->name; r++)
+                    if (r->slot == s || r->slot2 == s || r->slot3 == s) {
+                        char name[256];
+                        snprintf(name, sizeof name, r->name, l, 0);
+                        return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' is missing from the checkpoint", m->dir, name);
+                    }
+            return vc_fail(VC_ERR_MISSING, "%s: no tensor provides %s of layer %d", m->dir, vc_slot_name(s), l);
+        }
+    return VC_OK;
+}
+
+/* checkpoint tensors no rule claimed: known-ignorable ones are listed, anything else is an error */
+static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *claimed) {
+    const vc_model_config *c = &m->cfg;
+    for (int i = 0; i < vc_ckpt_count(ck); i++) {
+        if (claimed[i]) continue;
+        const char *name = vc_ckpt_at(ck, i)->name, *why = NULL;
+        int a, b;
+        for (const vc_tensor_rule *const *t = c->arch->tables; *t && !why; t++)
+            for (const vc_tensor_rule *r = *t; r->name && !why; r++)
+                if (r->transform == VC_TR_IGNORE && match(r->name, name, &a, &b)) why = "rotary cache, recomputed";
+        if (!why && c->tied && (!strcmp(name, "lm_head.weight") || !strcmp(name, "output.weight")))
+            why = "tied to the embedding";
+        if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)
+            why = "multi-token-prediction layer, not used for training";
+        if (!why)
+            return vc_fail(VC_ERR_FORMAT, "%s: tensor '%s' is not used by architecture %s (%s)", m->dir, name,
+                           c->arch->name, c->model_type);
+        char line[512];
+        snprintf(line, sizeof line, "%s (%s)", name, why);
+        char **ni = realloc(m->ignored, sizeof *ni * (size_t)(m->n_ignored + 1));
+        if (!ni) return VC_ERR_NOMEM;
+        m->ignored = ni;
+        if (!(m->ignored[m->n_ignored++] = vc_strdup(line))) return VC_ERR_NOMEM;
+    }
+    return VC_OK;
+}
+
+static vc_status fill(vc_model *m, vc_checkpoint *ck) {
+    for (int i = 0; i < m->n_src; i++) {
+        vc_source *s = &m->src[i];
+        const vc_st_tensor *t = vc_ckpt_find(ck, s->name);
+        int64_t want[4], n = 1;
+        int nd = source_shape(m, s, want);
+        if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
+        int ok = t->ndim == nd;
+        for (int d = 0; d < nd && ok; d++) ok = t->shape[d] == want[d];
+        if (!ok) {
+            char a[96] = "", b[96] = "";
+            for (int d = 0; d < t->ndim; d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)t->shape[d]);
+            for (int d = 0; d < nd; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)want[d]);
+            return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has shape [%s], config.json implies [%s]", m->dir, s->name, a, b);
+        }
+        if (t->dtype != VC_F32 && t->dtype != VC_BF16 && t->dtype != VC_F16 && t->dtype != VC_F8E4M3)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s", m->dir, s->name, vc_dtype_name(t->dtype));
+        s->ndim = nd;
+        for (int d = 0; d < nd; d++) n *= (s->shape[d] = want[d]);
+        float *buf = vc_malloc((size_t)n * 4);
+        if (!buf) return VC_ERR_NOMEM;
+        vc_st_tensor_to_f32(t, buf);
+        vc_rule_transfer(m, s, buf, 0);
+        free(buf);
+    }
+    return VC_OK;
+}
+
+vc_status vc_model_load(const char *dir, vc_model **out) {
+    *out = NULL;
+    vc_model *m = vc_calloc(1, sizeof *m);
+    load_ctx x = { .m = m };
+    vc_status st = m ? VC_OK : VC_ERR_NOMEM;
+    if (st == VC_OK) st = (m->dir = vc_strdup(dir)) ? VC_OK : VC_ERR_NOMEM;
+    if (st == VC_OK) st = vc_config_load_model(dir, &m->cfg);
+    if (st == VC_OK) st = vc_ckpt_open(dir, &x.ck);
+    if (st) goto out;
+    size_t n_slots = (size_t)(m->cfg.n_layer + 1) * VC_W_COUNT;
+    x.claimed = vc_calloc((size_t)vc_ckpt_count(x.ck) + 1, 1);
+    x.present = vc_calloc(n_slots, 1);
+    if (!x.claimed || !x.present) { st = VC_ERR_NOMEM; goto out; }
+    if ((st = visit_rules(&m->cfg, visit_find, &x)) || (st = check_unclaimed(m, x.ck, x.claimed)) ||
+        (st = allocate_slots(m, x.present)) || (st = check_provided(m, x.present)) || (st = fill(m, x.ck)))
+        goto out;
+out:
+    free(x.claimed);
+    free(x.present);
+    vc_ckpt_close(x.ck);
+    if (st) {
+        vc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return VC_OK;
+}
+
+/* sources for a model that has no checkpoint: the first rule that provides each slot instance */
+typedef struct { vc_model *m; uint8_t *done; } synth_ctx;
+static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+    synth_ctx *x = p;
+    size_t si;
+    slot_index(x->m, layer, r->slot, &si);
+    int key = expert < 0 ? 0 : expert;
+    if (x->done[si] == 2 || (x->done[si] == 1 && r->transform != VC_TR_EXPERT) || !x->m->slots[si]) return VC_OK;
+    if (r->transform == VC_TR_EXPERT && key == (int)x->m->cfg.n_expert - 1) x->done[si] = 2;
+    else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;
+    else x->done[si] = 2;
+    int ids[3] = { r->slot2, r->slot3, 0 };
+    for (int i = 0; i < 2 && ids[i]; i++) {
+        size_t sj;
+        slot_index(x->m, layer, ids[i], &sj);
+        x->done[sj] = 2;
+    }
+    vc_status st = add_source(x->m, r, layer, expert, name);
+    if (st == VC_OK) x->m->src[x->m->n_src - 1].ndim = source_shape(x->m, &x->m->src[x->m->n_src - 1], x->m->src[x->m->n_src - 1].shape);
+    return st;
+}
+
+vc_status vc_model_synthesize_sources(vc_model *m) {
+    synth_ctx x = { m, vc_calloc((size_t)(m->cfg.n_layer + 1) * VC_W_COUNT, 1) };
+    if (!x.done) return VC_ERR_NOMEM;
+    vc_status st = visit_rules(&m->cfg, visit_synth, &x);
+    free(x.done);
+    return st;
+}
+
+vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present) {
+    return allocate_slots(m, optional_present);
+}
+
+void vc_model_free(vc_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_src; i++) free(m->src[i].name);
+    for (int i = 0; i < m->n_ignored; i++) free(m->ignored[i]);
+    free(m->ignored);
+    free(m->src);
+    free(m->slots);
+    free(m->params);
+    vc_aligned_free(m->storage);
+    vc_aligned_free(m->grad_storage);
+    free(m->dir);
+    free(m);
+}
