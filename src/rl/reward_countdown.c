@@ -110,6 +110,7 @@ vc_status vc_arith_eval(const char *s, double *out) {
     skip_ws(&ps);
     if (!ps.err && *ps.p) ps.err = VC_ERR_FORMAT;
     if (ps.err) return vc_fail(ps.err, ps.err == VC_ERR_NUMERIC ? "division by zero" : "syntax error in equation");
+    if (!isfinite(v)) return vc_fail(VC_ERR_NUMERIC, "equation overflows"); /* Python: OverflowError */
     *out = v;
     return VC_OK;
 }
