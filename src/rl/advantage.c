@@ -1,4 +1,5 @@
 /* Advantage estimators (verl/trainer/ppo/core_algos.py compute_*_advantage*). */
+#define _GNU_SOURCE /* qsort_r */
 #include "verlc/rl.h"
 #include <math.h>
 #include <stdlib.h>
@@ -10,10 +11,10 @@ static vc_status check_shape(const char *fn, int B, int T) {
 }
 
 /* Sort helper: row numbers ordered by their index string (stable by row). */
-static const char *const *g_sort_index;
-static int cmp_rows(const void *a, const void *b) {
+static int cmp_rows(const void *a, const void *b, void *ctx) {
+    const char *const *index = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(g_sort_index[x], g_sort_index[y]);
+    int c = strcmp(index[x], index[y]);
     return c ? c : (x > y) - (x < y);
 }
 
@@ -25,8 +26,7 @@ vc_status vc_group_ids(const char *const *index, int B, int *gid, int *n_groups)
     int *first = vc_malloc(sizeof(int) * (size_t)(B ? B : 1));
     if (!order || !first) { free(order); free(first); return VC_ERR_NOMEM; }
     for (int i = 0; i < B; i++) order[i] = i;
-    g_sort_index = index; /* qsort has no context argument; the sort is short and not reentrant-critical */
-    qsort(order, (size_t)B, sizeof(int), cmp_rows);
+    qsort_r(order, (size_t)B, sizeof(int), cmp_rows, (void *)index);
     /* first[r] = smallest row with the same string; groups numbered by first appearance */
     for (int k = 0; k < B; k++) {
         int r = order[k];
