@@ -1,0 +1,60 @@
+/* verlc reward: verl's rule-based reward functions (verl/utils/reward_score) and custom reward programs.
+ * Strings are UTF-8; "characters" below are code points, as in Python. */
+#ifndef VERLC_REWARD_H
+#define VERLC_REWARD_H
+#include "verlc/core.h"
+
+/* GSM8K (verl gsm8k.py): looks at the last 300 characters; strict takes the last "#### <number>"
+ * (commas and '$' removed), flexible the last number. Returns 0 when no answer is found, `score` on an
+ * exact string match with ground_truth, else `format_score`. verl's defaults: strict, 0.0, 1.0. */
+double vc_reward_gsm8k(const char *solution, const char *ground_truth, int flexible, double format_score,
+                       double score);
+/* Extracted answer (malloc'd) or NULL when none. */
+char *vc_gsm8k_extract(const char *solution, int flexible);
+
+/* MATH (verl math_reward.py, from lm-evaluation-harness): last \boxed{...} (or "\boxed " / \fbox),
+ * strip_string normalisation and string equality. Returns 1.0 or 0.0. */
+double vc_reward_math(const char *solution, const char *ground_truth);
+char *vc_math_last_boxed(const char *s);  /* malloc'd, or NULL */
+/* strip_string; returns NULL where Python raises (callers then compare the raw strings, as is_equiv does). */
+char *vc_math_strip_string(const char *s);
+int vc_math_is_equiv(const char *a, const char *b);
+
+/* Countdown (TinyZero): equation in the last <answer>...</answer> of the last line must use each of
+ * `numbers` exactly once and evaluate (Python arithmetic, no eval) to target within 1e-5:
+ * `score`; a malformed or wrong equation: `format_score`; no answer: 0. Defaults 0.1 / 1.0. */
+double vc_reward_countdown(const char *solution, double target, const double *numbers, int n_numbers,
+                           double format_score, double score);
+/* Evaluates +, -, *, /, //, **, unary signs and parentheses on decimal numbers as Python would;
+ * VC_ERR_FORMAT for syntax errors and characters outside [0-9+-*().\s/], VC_ERR_NUMERIC for division by zero. */
+vc_status vc_arith_eval(const char *expr, double *out);
+
+/* verl's default_compute_score: chooses the scorer by data_source
+ *   openai/gsm8k -> gsm8k; lighteval/MATH, DigitalLearningGmbH/MATH-lighteval, DigitalLearningGmbH/MATH-lvl5,
+ *   HuggingFaceH4/MATH-500 -> math; countdown (and countdown*) -> countdown.
+ * ground_truth: a JSON value (a JSON string is decoded; countdown wants {"target", "numbers"}) or plain
+ * text (used as is). extra_info_json may be NULL. Unknown data_source: VC_ERR_UNSUPPORTED naming it. */
+vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,
+                            const char *extra_info_json, double *score);
+
+/* ---------------------------------------------------------------- custom reward programs
+ * A child process started once and kept alive; one JSON line per row on its stdin
+ *   {"data_source": ..., "solution_str": ..., "ground_truth": ..., "extra_info": ...}
+ * and one line {"score": x} on its stdout. Each call has a deadline of timeout_ms.
+ * Statuses of vc_reward_proc_score:
+ *   VC_OK
+ *   VC_ERR_TIMEOUT  failed row: the program hung, crashed, closed its output or wrote a line that is not
+ *                   JSON; it was killed (whole process group) and is restarted on the next call; *score = 0
+ *                   and the failure is counted. Training may go on.
+ *   VC_ERR_FORMAT   the answer was JSON but its score is missing or not a number (the message names the row).
+ *   other           fatal: the program cannot be (re)started, out of memory. */
+typedef struct vc_reward_proc vc_reward_proc;
+vc_status vc_reward_proc_start(char *const *argv, int timeout_ms, vc_reward_proc **proc);
+vc_status vc_reward_proc_score(vc_reward_proc *proc, const char *data_source, const char *solution,
+                               const char *ground_truth, const char *extra_info_json, double *score);
+#define vc_reward_row_failed(st) ((st) == VC_ERR_TIMEOUT)
+long vc_reward_proc_failures(const vc_reward_proc *proc); /* rows failed so far */
+long vc_reward_proc_restarts(const vc_reward_proc *proc); /* times the program was started again */
+void vc_reward_proc_close(vc_reward_proc *proc);
+
+#endif

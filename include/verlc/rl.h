@@ -1,0 +1,162 @@
+/* verlc rl: verl's core algorithms (verl/trainer/ppo/core_algos.py, verl/utils/torch_functional.py)
+ * over plain float arrays.
+ *
+ * Conventions: every [B,T] array is row-major (B responses, T response positions) in float32;
+ * `mask` is the response mask (1 for response tokens, 0 for padding; values are used as weights
+ * exactly as verl's masked_sum does). Reductions accumulate in double so that results agree with
+ * torch's float32 results to ~1e-6. Outputs may alias inputs of the same shape unless noted.
+ * Functions return VC_OK or a status with vc_last_error() naming the problem (e.g. masked_var's
+ * "mask sum is 1" error, which verl raises as ValueError). */
+#ifndef VERLC_RL_H
+#define VERLC_RL_H
+#include "verlc/core.h"
+#include <stddef.h>
+
+/* ---------------------------------------------------------------- masked statistics */
+/* sum(x * mask) over mask != 0 (NaNs outside the mask are ignored, as in verl's masked_sum). */
+double vc_masked_sum(const float *x, const float *mask, size_t n);
+/* masked_sum / (sum(mask) + 1e-8) */
+double vc_masked_mean(const float *x, const float *mask, size_t n);
+/* Masked variance; unbiased applies the Bessel correction n/(n-1) with n = sum(mask) and fails with
+ * VC_ERR_ARG when that sum is 0 or 1 (verl raises ValueError there). */
+vc_status vc_masked_var(const float *x, const float *mask, size_t n, int unbiased, double *var);
+/* out = (x - mean) * rsqrt(var + 1e-8) [+ mean when !shift_mean]; unbiased variance as in verl. */
+vc_status vc_masked_whiten(const float *x, const float *mask, size_t n, int shift_mean, float *out);
+
+/* ---------------------------------------------------------------- loss aggregation */
+typedef enum vc_agg_mode {
+    VC_AGG_TOKEN_MEAN,              /* "token-mean" */
+    VC_AGG_SEQ_MEAN_TOKEN_SUM,      /* "seq-mean-token-sum" */
+    VC_AGG_SEQ_MEAN_TOKEN_MEAN,     /* "seq-mean-token-mean" */
+    VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM, /* "seq-mean-token-sum-norm" */
+} vc_agg_mode;
+vc_status vc_agg_mode_parse(const char *name, vc_agg_mode *mode);
+const char *vc_agg_mode_name(vc_agg_mode mode);
+
+/* Global normalisers of verl's agg_loss (config.global_batch_info), so that a mini-batch split into
+ * micro-batches aggregates as one batch: sum the micro-batch losses computed with the mini-batch's
+ * batch_num_tokens / global_batch_size. A value <= 0 means verl's default (None): the mask sum of this
+ * call, the number of non-empty rows of this call, T, and dp_size 1. NULL means all defaults. */
+typedef struct vc_agg_norm {
+    double dp_size;           /* multiplies token-mean and seq-mean results */
+    double batch_num_tokens;  /* token-mean denominator */
+    double global_batch_size; /* seq-mean-* denominator */
+    double loss_scale_factor; /* seq-mean-token-sum-norm denominator */
+} vc_agg_norm;
+
+/* loss = agg(loss_mat, mask) as verl's agg_loss; when dloss != NULL it receives d loss / d loss_mat
+ * [B,T] (the weight of each element). */
+vc_status vc_agg_loss(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode,
+                      const vc_agg_norm *norm, double *loss, float *dloss);
+
+/* ---------------------------------------------------------------- advantage estimators */
+/* Every estimator takes token-level rewards [B,T] and writes advantages and returns [B,T].
+ * `index` holds B group ids (the prompt uid of each response); singleton groups get mean 0, std 1. */
+
+/* GAE: delta_t = r_t + gamma V_{t+1} - V_t, A_t = delta_t + gamma lam A_{t+1}, skipping masked
+ * positions; returns = A + V; advantages are then masked-whitened. */
+vc_status vc_adv_gae(const float *rewards, const float *values, const float *mask, int B, int T,
+                     float gamma, float lam, float *adv, float *ret);
+/* GRPO: s_i = sum_t r; A_i = (s_i - mean_g) / (std_g + eps) (or s_i - mean_g); adv = ret = A_i * mask. */
+vc_status vc_adv_grpo(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                      int norm_by_std, float eps, float *adv, float *ret);
+/* RLOO: A_i = n/(n-1) (s_i - mean_g) for groups of n > 1, s_i for singletons. */
+vc_status vc_adv_rloo(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                      float *adv, float *ret);
+/* OPO: A_i = s_i - sum_g(len * s) / sum_g(len), len = response length. */
+vc_status vc_adv_opo(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                     float *adv, float *ret);
+/* GPG: A_i = alpha (s_i - mean_g) / f_norm with alpha = B / max(1, #nonzero scores). */
+vc_status vc_adv_gpg(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                     float f_norm, float *adv, float *ret);
+/* REINFORCE++: G_t = r_t + gamma G_{t+1} (reset after EOS); adv = whiten(G) * mask, ret = G. */
+vc_status vc_adv_reinforce_pp(const float *rewards, const float *mask, int B, int T, float gamma,
+                              float *adv, float *ret);
+/* REINFORCE++ with baseline: (s_i - mean_g) broadcast over tokens, then masked-whitened. */
+vc_status vc_adv_reinforce_pp_baseline(const float *rewards, const float *mask, const char *const *index,
+                                       int B, int T, float *adv, float *ret);
+/* ReMax: ret_t = sum_{t'>=t} r mask; adv = ret - baseline_i * mask. baselines: [B]. */
+vc_status vc_adv_remax(const float *rewards, const float *baselines, const float *mask, int B, int T,
+                       float *adv, float *ret);
+/* Group ids from index strings, numbered in order of first appearance; gid: [B]. */
+vc_status vc_group_ids(const char *const *index, int B, int *gid, int *n_groups);
+
+/* ---------------------------------------------------------------- policy losses */
+typedef struct vc_pg_config {
+    double clip_ratio;      /* PPO epsilon */
+    double clip_ratio_low;  /* < 0 (or NaN): clip_ratio */
+    double clip_ratio_high; /* < 0 (or NaN): clip_ratio */
+    double clip_ratio_c;    /* dual-clip lower bound, must be > 1 (verl default 3.0) */
+    vc_agg_mode agg;
+    vc_agg_norm norm;       /* zeroes: verl defaults */
+} vc_pg_config;
+void vc_pg_config_default(vc_pg_config *cfg); /* clip 0.2, c 3.0, token-mean */
+
+/* verl's metric dict: actor/pg_clipfrac, actor/ppo_kl, actor/pg_clipfrac_lower */
+typedef struct vc_pg_metrics {
+    double pg_clipfrac, ppo_kl, pg_clipfrac_lower;
+} vc_pg_metrics;
+
+typedef enum vc_pg_mode { VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO } vc_pg_mode;
+vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
+
+/* Policy loss of the given mode (verl's compute_policy_loss_<mode>). is_weights: optional [B,T]
+ * rollout correction weights (NULL: none). dlogp: optional [B,T] output d loss / d log_prob, for
+ * back-propagation through the model (old_log_prob, advantages and weights are constants).
+ * vanilla: L = max(-A r, -A clip(r, 1-lo, 1+hi)), and min(that, -A c) where A < 0; r = exp(lp - old).
+ * gspo:    the same clip on s = exp(mean_t(lp - old)) with per-token straight-through gradient; always
+ *          aggregated seq-mean-token-mean.
+ * cispo:   L = -sg(clip(r)) A lp. */
+vc_status vc_policy_loss(vc_pg_mode mode, const float *old_logp, const float *logp, const float *adv,
+                         const float *mask, int B, int T, const vc_pg_config *cfg, const float *is_weights,
+                         double *loss, vc_pg_metrics *metrics, float *dlogp);
+
+/* ---------------------------------------------------------------- value, entropy, KL */
+/* vf_loss = 0.5 agg(max((v - R)^2, (clip(v, V - c, V + c) - R)^2)); vf_clipfrac = masked_mean(l2 > l1).
+ * dvpreds: optional [B,T] d vf_loss / d vpreds. */
+vc_status vc_value_loss(const float *vpreds, const float *returns, const float *values, const float *mask,
+                        int B, int T, float cliprange_value, vc_agg_mode agg, const vc_agg_norm *norm,
+                        double *vf_loss, double *vf_clipfrac, float *dvpreds);
+
+/* H = logsumexp(z) - sum softmax(z) z over the last axis; logits [N,V] -> out [N]. */
+void vc_entropy_from_logits(const float *logits, size_t N, size_t V, float *out);
+/* dlogits[n,v] = dH[n] * (-p_v (z_v - E_p[z])); the backward of vc_entropy_from_logits. */
+void vc_entropy_backward(const float *logits, size_t N, size_t V, const float *dH, float *dlogits);
+/* entropy_loss = agg(entropy_from_logits(logits), mask); logits [B,T,V]. */
+vc_status vc_entropy_loss(const float *logits, const float *mask, int B, int T, int V, vc_agg_mode agg,
+                          const vc_agg_norm *norm, double *loss);
+
+typedef enum vc_kl_type {
+    VC_KL_K1,  /* "kl", "k1": lp - ref */
+    VC_KL_ABS, /* "abs": |lp - ref| */
+    VC_KL_K2,  /* "mse", "k2": 0.5 (lp - ref)^2 */
+    VC_KL_K3,  /* "low_var_kl", "k3": clamp(exp(d) - d - 1, -10, 10), d = clamp(ref - lp, -20, 20) */
+} vc_kl_type;
+typedef struct vc_kl_spec {
+    vc_kl_type type;
+    int straight_through; /* "+" suffix: value of `type`, gradient of k2 */
+} vc_kl_spec;
+vc_status vc_kl_parse(const char *name, vc_kl_spec *spec);
+/* kl[i] and optionally dkl[i] = d kl / d logprob[i] over n elements. */
+void vc_kl_penalty(vc_kl_spec spec, const float *logp, const float *ref_logp, size_t n, float *kl, float *dkl);
+/* verl's compute_rewards: scores - kl_ratio * (old_logp - ref_logp). */
+void vc_kl_rewards(const float *scores, const float *old_logp, const float *ref_logp, size_t n,
+                   float kl_ratio, float *out);
+
+/* KL controllers (verl's FixedKLController / AdaptiveKLController). */
+typedef struct vc_kl_ctrl {
+    int adaptive;
+    double value, target, horizon;
+} vc_kl_ctrl;
+void vc_kl_ctrl_fixed(vc_kl_ctrl *c, double kl_coef);
+vc_status vc_kl_ctrl_adaptive(vc_kl_ctrl *c, double init_kl_coef, double target_kl, double horizon);
+/* adaptive: value *= 1 + clip(kl / target - 1, -0.2, 0.2) * n_steps / horizon; fixed: no-op. */
+void vc_kl_ctrl_update(vc_kl_ctrl *c, double current_kl, double n_steps);
+/* verl's apply_kl_penalty: rewards = scores - beta * kl(old, ref) * mask with beta = ctrl->value;
+ * current_kl = mean over rows of the masked token mean; then the controller is updated with n_steps = B.
+ * Outputs verl's metrics actor/reward_kl_penalty (current_kl) and actor/reward_kl_penalty_coeff (beta). */
+vc_status vc_apply_kl_penalty(const float *scores, const float *old_logp, const float *ref_logp,
+                              const float *mask, int B, int T, vc_kl_spec spec, vc_kl_ctrl *ctrl,
+                              float *rewards, double *current_kl, double *beta);
+
+#endif

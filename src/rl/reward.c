@@ -1,0 +1,63 @@
+/* verl's default_compute_score: the built-in scorer chosen by data_source. */
+#include "verlc/reward.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const MATH_SOURCES[] = { "lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval",
+                                            "DigitalLearningGmbH/MATH-lvl5", "HuggingFaceH4/MATH-500" };
+
+/* A JSON string is decoded; anything else is used as written. */
+static char *gt_text(const char *gt) {
+    const char *p = gt;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (*p == '"') {
+        cJSON *j = cJSON_Parse(p);
+        char *s = cJSON_IsString(j) ? vc_strdup(j->valuestring) : NULL;
+        cJSON_Delete(j);
+        if (s) return s;
+    }
+    return vc_strdup(gt);
+}
+
+static vc_status countdown(const char *solution, const char *gt, double *score) {
+    cJSON *j = cJSON_Parse(gt);
+    if (cJSON_IsString(j)) { /* a JSON-encoded object inside a string */
+        cJSON *k = cJSON_Parse(j->valuestring);
+        cJSON_Delete(j);
+        j = k;
+    }
+    cJSON *target = cJSON_GetObjectItemCaseSensitive(j, "target");
+    cJSON *nums = cJSON_GetObjectItemCaseSensitive(j, "numbers");
+    vc_status st = VC_OK;
+    if (!cJSON_IsNumber(target) || !cJSON_IsArray(nums)) {
+        st = vc_fail(VC_ERR_FORMAT, "countdown: ground_truth needs {\"target\": number, \"numbers\": [...]}");
+        goto out;
+    }
+    int n = cJSON_GetArraySize(nums), i = 0;
+    double *v = vc_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!v) { st = VC_ERR_NOMEM; goto out; }
+    for (cJSON *e = nums->child; e; e = e->next) v[i++] = e->valuedouble;
+    *score = vc_reward_countdown(solution, target->valuedouble, v, n, 0.1, 1.0);
+    free(v);
+out:
+    cJSON_Delete(j);
+    return st;
+}
+
+vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,
+                            const char *extra_info_json, double *score) {
+    (void)extra_info_json; /* none of the built-in scorers reads it */
+    if (!data_source || !solution_str || !ground_truth)
+        return vc_fail(VC_ERR_MISSING, "reward: data_source, solution_str and ground_truth are required");
+    if (!strncmp(data_source, "countdown", 9)) return countdown(solution_str, ground_truth, score);
+    int is_math = 0;
+    for (size_t i = 0; i < sizeof MATH_SOURCES / sizeof MATH_SOURCES[0]; i++) is_math |= !strcmp(data_source, MATH_SOURCES[i]);
+    if (!is_math && strcmp(data_source, "openai/gsm8k"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'", data_source);
+    char *gt = gt_text(ground_truth);
+    if (!gt) return VC_ERR_NOMEM;
+    *score = is_math ? vc_reward_math(solution_str, gt) : vc_reward_gsm8k(solution_str, gt, 0, 0.0, 1.0);
+    free(gt);
+    return VC_OK;
+}

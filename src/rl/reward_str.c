@@ -1,0 +1,63 @@
+/* String helpers with Python str semantics for the reward functions. */
+#include "rl/reward_str.h"
+#include "verlc/core.h"
+#include <stdlib.h>
+#include <string.h>
+
+size_t vc_rs_count(const char *s, const char *sep) {
+    size_t n = 0, k = strlen(sep);
+    if (!k) return 0;
+    for (const char *p = strstr(s, sep); p; p = strstr(p + k, sep)) n++;
+    return n;
+}
+
+char *vc_rs_replace(const char *s, const char *old, const char *rep) {
+    size_t k = strlen(old), r = strlen(rep), n = vc_rs_count(s, old), len = strlen(s);
+    char *out = vc_malloc(len + n * r + 1), *o = out;
+    if (!out) return NULL;
+    const char *p = s, *q;
+    while (k && (q = strstr(p, old))) {
+        memcpy(o, p, (size_t)(q - p)); o += q - p;
+        memcpy(o, rep, r); o += r;
+        p = q + k;
+    }
+    strcpy(o, p);
+    return out;
+}
+
+size_t vc_rs_u8len(const char *s) {
+    unsigned char c = (unsigned char)*s;
+    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    for (size_t i = 1; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) return 1;
+    return n;
+}
+
+size_t vc_rs_cp_count(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i += vc_rs_u8len(s + i)) c++;
+    return c;
+}
+
+char *vc_rs_ndup(const char *s, size_t n) {
+    char *d = vc_malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f) {
+    const char *v[6] = { a, b, c, d, e, f };
+    size_t n = 0;
+    for (int i = 0; i < 6; i++) n += v[i] ? strlen(v[i]) : 0;
+    char *out = vc_malloc(n + 1), *o = out;
+    if (!out) return NULL;
+    for (int i = 0; i < 6; i++) {
+        size_t k = v[i] ? strlen(v[i]) : 0;
+        if (k) memcpy(o, v[i], k);
+        o += k;
+    }
+    *o = 0;
+    return out;
+}
