@@ -1,0 +1,282 @@
+/* The one decoder. Every architecture runs through these functions; the branches read descriptor
+ * fields of vc_model_config, never the architecture's name. */
+#include "model_internal.h"
+#include "tensor/backend.h"
+#include "verlc/ops.h"
+#include <math.h>
+#include <string.h>
+
+struct vc_kv_cache {
+    int n_seq, n_layer;
+    int64_t max_len, k_width, v_width;
+    int64_t *len;
+    float *mem; /* [layer][seq][max_len][k_width + v_width] */
+};
+
+typedef struct {
+    vc_model *m;
+    vc_graph *g;
+    const vc_batch *b;
+    vc_kv_cache *cache;
+    int64_t T;
+    const float *cos, *sin; /* [T, rot/2] */
+    int64_t *pos;           /* [T] */
+} fwd_ctx;
+
+static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_tensor *w = vc_w(f->m, layer, w_slot);
+    if (c->norm_kind == VC_NORM_LAYER) return vc_op_layernorm(f->g, x, w, b_slot ? vc_w(f->m, layer, b_slot) : NULL, c->norm_eps);
+    return vc_op_rmsnorm(f->g, x, w, x->shape[x->ndim - 1], c->norm_eps, c->norm_offset);
+}
+
+static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int64_t c) {
+    int64_t s[3] = { a, b, c };
+    return vc_reshape(g, x, 3, s);
+}
+
+/* rope tables for this batch: positions continue after the cache */
+static vc_status rope_tables(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    int half = c->rot_dim / 2;
+    f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
+    float *cs = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2, 0);
+    float inv[1024], scale = 1.0f;
+    if (!f->pos || !cs) return vc_graph_status(f->g);
+    int64_t maxpos = 0;
+    for (int s = 0; s < f->b->n_seq; s++) {
+        int64_t base = f->cache ? vc_kv_cache_len(f->cache, s) : 0;
+        for (int64_t t = f->b->cu_seqlens[s]; t < f->b->cu_seqlens[s + 1]; t++) {
+            f->pos[t] = base + t - f->b->cu_seqlens[s];
+            if (f->pos[t] + 1 > maxpos) maxpos = f->pos[t] + 1;
+        }
+    }
+    f->cos = cs;
+    f->sin = cs + f->T * half;
+    if (!half) return VC_OK;
+    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
+    vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, &scale);
+    if (st) return st;
+    for (int64_t t = 0; t < f->T; t++)
+        for (int i = 0; i < half; i++) {
+            float ang = (float)f->pos[t] * inv[i];
+            cs[t * half + i] = cosf(ang) * scale;
+            cs[f->T * half + t * half + i] = sinf(ang) * scale;
+        }
+    return VC_OK;
+}
+
+/* attention over the batch, or over the cache after appending the new keys and values */
+static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_tensor *v, int nkv, int hd, int hdv) {
+    const vc_model_config *c = &f->m->cfg;
+    if (!q || !k || !v) return NULL;
+    vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
+                       .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
+                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1 };
+    if (!f->cache) return vc_op_attention(f->g, q, k, v, &d);
+    vc_kv_cache *kc = f->cache;
+    const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
+    int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
+    int64_t shape[3] = { f->T, c->n_head, hdv };
+    vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
+    float *lse = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * c->n_head), 0);
+    if (!ptr || !kvl || !o || !lse) return NULL;
+    int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width;
+    for (int s = 0; s < d.n_seq; s++) {
+        float *base = kc->mem + ((size_t)layer * kc->n_seq + s) * (size_t)(kc->max_len * row);
+        int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kc->len[s];
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(base + (at + i) * row, k->data + (t0 + i) * kw, (size_t)kw * 4);
+            memcpy(base + (at + i) * row + kw, v->data + (t0 + i) * vw, (size_t)vw * 4);
+        }
+        ptr[s] = base;
+        ptr[d.n_seq + s] = base + kw;
+        kvl[s] = at + n;
+    }
+    d.k_seq = ptr;
+    d.v_seq = ptr + d.n_seq;
+    d.kv_len = kvl;
+    d.k_stride = d.v_stride = row;
+    vc_be()->attn_fwd(o->data, lse, q->data, &d);
+    return o;
+}
+
+static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t T = f->T, nh = c->n_head, nkv = c->n_kv_head, hd = c->head_dim;
+    vc_tensor *q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), vc_w(m, l, VC_W_Q_B));
+    vc_tensor *k = vc_op_linear(g, h, vc_w(m, l, VC_W_K), vc_w(m, l, VC_W_K_B));
+    vc_tensor *v = vc_op_linear(g, h, vc_w(m, l, VC_W_V), vc_w(m, l, VC_W_V_B));
+    if (c->qk_norm) {
+        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
+        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
+    }
+    q = vc_op_rope(g, reshape3(g, q, T, nh, hd), f->cos, f->sin, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
+    k = vc_op_rope(g, reshape3(g, k, T, nkv, hd), f->cos, f->sin, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
+    if (!o) return NULL;
+    return vc_op_linear(g, reshape3(g, o, T, 1, nh * hd), vc_w(m, l, VC_W_O), vc_w(m, l, VC_W_O_B));
+}
+
+/* multi-head latent attention: low-rank q and kv, a decoupled rotary part shared by all heads */
+static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t T = f->T, nh = c->n_head, dn = c->qk_nope_dim, dr = c->qk_rope_dim, dv = c->v_head_dim;
+    vc_tensor *q;
+    if (c->q_lora_rank) {
+        q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q_A), NULL);
+        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, c->norm_eps, 0);
+        q = vc_op_linear(g, q, vc_w(m, l, VC_W_Q_BPROJ), NULL);
+    } else q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), NULL);
+    vc_tensor *ckv = vc_op_linear(g, h, vc_w(m, l, VC_W_KV_A), NULL); /* [T, rank + dr] */
+    vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
+    vc_tensor *kpe = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, c->kv_lora_rank, c->kv_lora_rank + dr);
+    lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, c->norm_eps, 0);
+    vc_tensor *kv = vc_op_linear(g, lat, vc_w(m, l, VC_W_KV_B), NULL); /* [T, nh * (dn + dv)] */
+    vc_tensor *knope = vc_op_slice_cols(g, kv, dn + dv, 0, dn);          /* [T * nh, dn] */
+    vc_tensor *v = vc_op_slice_cols(g, kv, dn + dv, dn, dn + dv);        /* [T * nh, dv] */
+    vc_tensor *qnope = vc_op_slice_cols(g, q, dn + dr, 0, dn);
+    vc_tensor *qpe = vc_op_slice_cols(g, q, dn + dr, dn, dn + dr);
+    qpe = vc_op_rope(g, qpe, f->cos, f->sin, (int)nh, (int)dr, (int)dr, c->rope_interleaved);
+    kpe = vc_op_rope(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
+    vc_tensor *qq = vc_op_concat_cols(g, qnope, dn, qpe, dr, 1);
+    vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
+    vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
+    if (!o) return NULL;
+    return vc_op_linear(g, reshape3(g, o, T, 1, nh * dv), vc_w(m, l, VC_W_O), NULL);
+}
+
+static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_tensor *u = vc_op_linear(f->g, h, vc_w(m, l, up), up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
+    vc_tensor *a;
+    if (gate && vc_w(m, l, gate))
+        a = vc_op_act_mul(f->g, vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL), u, c->act);
+    else a = vc_op_act(f->g, u, c->act);
+    return vc_op_linear(f->g, a, vc_w(m, l, down), down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL);
+}
+
+static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_route_desc rd = { .n_expert = (int)c->n_expert, .top_k = (int)c->top_k, .sigmoid = c->router_sigmoid,
+                         .norm_topk = c->norm_topk, .scaling = c->routed_scaling, .n_group = c->n_group,
+                         .topk_group = c->topk_group, .group_top2_sum = c->group_top2 };
+    vc_tensor *bias = vc_w(m, l, VC_W_ROUTER_BIAS);
+    rd.bias = bias ? bias->data : NULL;
+    vc_tensor *logits = vc_op_linear(f->g, h, vc_w(m, l, VC_W_ROUTER), NULL);
+    vc_tensor *y = vc_op_moe(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
+                             vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd);
+    if (!c->shared_inter) return y;
+    vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
+    if (c->shared_gate) {
+        vc_tensor *gt = vc_op_act(f->g, vc_op_linear(f->g, h, vc_w(m, l, VC_W_SH_GATE_PROJ), NULL), VC_ACT_SIGMOID);
+        s = vc_op_mul_rows(f->g, s, gt ? vc_reshape(f->g, gt, 1, &f->T) : NULL);
+    }
+    return vc_op_add(f->g, y, s);
+}
+
+static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_tensor *h = norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
+    vc_tensor *a = c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
+    if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
+    if (c->parallel_block) {
+        vc_tensor *mo = mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+        return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
+    }
+    x = vc_op_add(f->g, x, a);
+    h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+    vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+    if (c->sandwich_norm) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
+    return vc_op_add(f->g, x, mo);
+}
+
+vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache) {
+    const vc_model_config *c = &m->cfg;
+    fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .T = b->cu_seqlens[b->n_seq] };
+    for (int64_t t = 0; t < f.T; t++)
+        if (b->ids[t] < 0 || b->ids[t] >= c->vocab) {
+            vc_fail(VC_ERR_ARG, "token id %d at position %lld is outside the vocabulary (%lld)", b->ids[t], (long long)t,
+                    (long long)c->vocab);
+            return NULL;
+        }
+    if (cache && (cache->n_seq != b->n_seq)) {
+        vc_fail(VC_ERR_ARG, "kv cache holds %d sequences, batch has %d", cache->n_seq, b->n_seq);
+        return NULL;
+    }
+    if (cache)
+        for (int s = 0; s < b->n_seq; s++)
+            if (cache->len[s] + b->cu_seqlens[s + 1] - b->cu_seqlens[s] > cache->max_len) {
+                vc_fail(VC_ERR_ARG, "sequence %d would exceed the kv cache length %lld", s, (long long)cache->max_len);
+                return NULL;
+            }
+    int grad = vc_graph_grad_enabled(g);
+    if (cache) vc_graph_set_grad(g, 0);
+    vc_tensor *x = NULL;
+    if (rope_tables(&f) == VC_OK) {
+        x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
+        if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
+        for (int l = 0; l < c->n_layer && x; l++) x = layer_forward(&f, l, x);
+        x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
+    }
+    if (cache) {
+        vc_graph_set_grad(g, grad);
+        if (x)
+            for (int s = 0; s < b->n_seq; s++) cache->len[s] += b->cu_seqlens[s + 1] - b->cu_seqlens[s];
+    }
+    if (!x && vc_graph_status(g)) vc_fail(vc_graph_status(g), "%s", vc_last_error());
+    return x;
+}
+
+static vc_tensor *head_weight(vc_model *m, vc_graph *g) {
+    vc_tensor *W = m->cfg.tied ? vc_w(m, -1, VC_W_TOK_EMBD) : vc_w(m, -1, VC_W_LM_HEAD);
+    return m->cfg.norm_head ? vc_op_row_normalize(g, W) : W;
+}
+
+vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden) {
+    vc_tensor *z = vc_op_linear(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B));
+    return m->cfg.final_softcap > 0 ? vc_op_softcap(g, z, m->cfg.final_softcap) : z;
+}
+
+vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
+                            vc_tensor **entropy) {
+    return vc_op_lm_head(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B), target,
+                         m->cfg.final_softcap, logp, entropy);
+}
+
+/* ---- KV cache ---- */
+vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_cache **out) {
+    const vc_model_config *c = &m->cfg;
+    vc_kv_cache *k = vc_calloc(1, sizeof *k);
+    if (!k) return VC_ERR_NOMEM;
+    k->n_seq = n_seq;
+    k->n_layer = (int)c->n_layer;
+    k->max_len = max_len;
+    k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : c->n_kv_head * c->head_dim;
+    k->v_width = c->mla ? c->n_head * c->v_head_dim : c->n_kv_head * c->head_dim;
+    size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width) * 4;
+    k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
+    k->mem = vc_aligned_alloc(bytes);
+    if (!k->len || !k->mem) {
+        vc_kv_cache_free(k);
+        return vc_fail(VC_ERR_NOMEM, "kv cache: cannot allocate %.1f MB", bytes / 1e6);
+    }
+    *out = k;
+    return VC_OK;
+}
+
+void vc_kv_cache_free(vc_kv_cache *c) {
+    if (!c) return;
+    free(c->len);
+    vc_aligned_free(c->mem);
+    free(c);
+}
+
+int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq) { return c->len[seq]; }
+void vc_kv_cache_reset(vc_kv_cache *c) { memset(c->len, 0, sizeof(int64_t) * (size_t)c->n_seq); }
