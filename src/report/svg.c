@@ -68,7 +68,8 @@ static void fmt_tick(char *out, size_t cap, double v, double step) {
     if (fabs(v) < step * 1e-9) v = 0;
     double a = fabs(v);
     if (a != 0 && (a >= 1e6 || a < 1e-3)) {
-        snprintf(out, cap, "%.2g", v);
+        int sig = (int)floor(log10(a)) - (int)floor(log10(step)) + 1; /* enough digits to tell ticks apart */
+        snprintf(out, cap, "%.*g", sig < 1 ? 1 : sig > 6 ? 6 : sig, v);
         return;
     }
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
