@@ -1,0 +1,134 @@
+/* verlc data: JSONL datasets in verl's row schema, dataset conversion, epoch iteration, micro-batching. */
+#ifndef VERLC_DATA_H
+#define VERLC_DATA_H
+#include "verlc/core.h"
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+/* ---- JSONL ---------------------------------------------------------------------------------- */
+enum {
+    VC_JSONL_STRICT = 0,            /* the first malformed line fails the read with VC_ERR_FORMAT */
+    VC_JSONL_SKIP_BAD = 1,          /* malformed lines are skipped, counted and their messages kept */
+    VC_JSONL_NONFINITE_AS_NULL = 2, /* accept Python's bare NaN / Infinity / -Infinity as null */
+};
+#define VC_JSONL_MAX_BAD 64 /* messages kept for skipped lines (the count has no limit) */
+
+typedef struct vc_jsonl_bad {
+    int64_t line;  /* 1-based */
+    char *message; /* "path:line: what at column N" */
+} vc_jsonl_bad;
+
+typedef struct vc_jsonl {
+    char *path;            /* as given (used in messages) */
+    size_t n_rows;
+    struct cJSON **rows;   /* every row is a JSON object */
+    int64_t *lines;        /* 1-based source line of each row */
+    size_t n_skipped;      /* malformed lines skipped under VC_JSONL_SKIP_BAD */
+    size_t n_bad;          /* messages kept in bad[] (at most VC_JSONL_MAX_BAD) */
+    vc_jsonl_bad *bad;
+    size_t cap;
+} vc_jsonl;
+
+/* Reads every non-empty line of a JSONL file as a JSON object (a UTF-8 BOM and CRLF endings are
+ * accepted). A malformed line is reported as "train.jsonl:17: expected ',' or '}' at column 33". */
+vc_status vc_jsonl_read(const char *path, int policy, vc_jsonl **out);
+/* Same over text in memory; `name` stands for the path in messages. */
+vc_status vc_jsonl_parse(const char *name, const char *text, size_t len, int policy, vc_jsonl **out);
+void vc_jsonl_free(vc_jsonl *d);
+
+/* Strict JSON syntax check of one value (RFC 8259). Returns 1 when valid; otherwise 0 and writes
+ * "expected ... at column N" (column in characters, 1-based) into msg. `allow_nonfinite` accepts
+ * NaN, Infinity and -Infinity as numbers. */
+int vc_json_diagnose(const char *s, size_t len, int allow_nonfinite, char *msg, size_t cap);
+
+/* Field of row `i` by dotted path ("reward_model.ground_truth"). VC_ERR_MISSING names file:line and
+ * the path when absent; VC_ERR_FORMAT when present with the wrong type (string accessor). */
+vc_status vc_jsonl_field(const vc_jsonl *d, size_t i, const char *path, const struct cJSON **out);
+vc_status vc_jsonl_string(const vc_jsonl *d, size_t i, const char *path, const char **out);
+
+/* ---- verl row schema ---------------------------------------------------------------------------
+ * {"data_source": str, "prompt": [{"role": str, "content": str}, ...], "ability": str,
+ *  "reward_model": {"style": str, "ground_truth": ...}, "extra_info": {...}} */
+typedef struct vc_chat_message {
+    const char *role;
+    const char *content;
+} vc_chat_message;
+
+typedef struct vc_verl_row {
+    const char *data_source;
+    vc_chat_message *prompt; /* owned array; strings point into the dataset */
+    size_t n_prompt;
+    const char *ability;      /* NULL when absent */
+    const char *reward_style; /* NULL when absent */
+    const char *ground_truth; /* text of reward_model.ground_truth (numbers and lists printed); NULL when absent */
+    const struct cJSON *ground_truth_json;
+    const struct cJSON *extra_info; /* NULL when absent */
+    int64_t line;
+    char *owned; /* printed ground truth when it is not a string */
+} vc_verl_row;
+
+/* Fills `row` from row i; data_source and a non-empty prompt of {role, content} strings are required. */
+vc_status vc_verl_row_get(const vc_jsonl *d, size_t i, vc_verl_row *row);
+void vc_verl_row_clear(vc_verl_row *row);
+/* Checks every row; with need_ground_truth, reward_model.ground_truth must be present too. */
+vc_status vc_verl_check(const vc_jsonl *d, int need_ground_truth);
+
+/* ---- GSM8K conversion (verl examples/data_preprocess/gsm8k.py) -------------------------------- */
+#define VC_GSM8K_INSTRUCTION "Let's think step by step and output the final answer after \"####\"."
+/* The answer after "#### " as verl's extract_solution gives it (regex "#### (\-?[0-9\.\,]+)",
+ * commas removed). Returns 0 when the text has no such answer. */
+int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap);
+/* One raw {"question","answer"} object to a verl row (a new cJSON object). */
+vc_status vc_gsm8k_make_row(const struct cJSON *raw, const char *split, int64_t index, struct cJSON **out);
+/* Converts in_path (raw GSM8K JSONL) to out_path (verl-schema JSONL); *n_rows gets the row count. */
+vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows);
+
+/* ---- epoch iteration ---------------------------------------------------------------------------- */
+typedef struct vc_epoch_iter {
+    size_t n_rows, batch_size;
+    int shuffle, drop_last;
+    uint64_t seed;
+    int64_t epoch;   /* current epoch */
+    size_t batch;    /* index of the next batch within the epoch */
+    uint32_t *order; /* [n_rows] row order of the current epoch */
+} vc_epoch_iter;
+
+vc_status vc_epoch_iter_init(vc_epoch_iter *it, size_t n_rows, size_t batch_size, int shuffle, int drop_last,
+                             uint64_t seed);
+/* Batches per epoch: n/bs with drop_last, ceil(n/bs) without. */
+size_t vc_epoch_iter_batches(const vc_epoch_iter *it);
+/* Moves to (epoch, batch); the order is a pure function of (seed, epoch), so a resumed run continues
+ * with exactly the batches it would have seen. */
+void vc_epoch_iter_seek(vc_epoch_iter *it, int64_t epoch, size_t batch);
+/* Next batch of row indices: returns its size and points *idx into the iterator; at the end of an
+ * epoch it moves to the next epoch, reshuffles and continues, so it never returns 0 for n_rows > 0
+ * (unless drop_last leaves no full batch). */
+size_t vc_epoch_iter_next(vc_epoch_iter *it, const uint32_t **idx);
+void vc_epoch_iter_free(vc_epoch_iter *it);
+
+/* ---- partitions and micro-batches ------------------------------------------------------------ */
+/* k groups of item indices: group g is items[offsets[g] .. offsets[g+1]), ascending within a group. */
+typedef struct vc_partition {
+    size_t n_groups, n_items;
+    size_t *offsets; /* [n_groups + 1] */
+    uint32_t *items; /* [n_items] */
+} vc_partition;
+
+void vc_partition_free(vc_partition *p);
+int64_t vc_partition_sum(const vc_partition *p, size_t g, const int64_t *lens);
+
+/* Karmarkar-Karp (largest differencing) k-way balanced partition, as verl's
+ * get_seqlen_balanced_partitions (same tie-breaking and output order). With equal_size, every
+ * group gets n/k items (n % k must be 0). */
+vc_status vc_partition_balanced(const int64_t *lens, size_t n, size_t k, int equal_size, vc_partition *out);
+/* Token-budget micro-batches (verl's rearrange_micro_batches): the fewest balanced groups, starting
+ * from ceil(total / max_tokens) (at least min_groups), whose token sums never exceed max_tokens.
+ * A single sequence longer than max_tokens is VC_ERR_ARG naming it. */
+vc_status vc_micro_batches_by_tokens(const int64_t *lens, size_t n, int64_t max_tokens, size_t min_groups,
+                                     vc_partition *out);
+/* Consecutive micro-batches of `micro_bs` items (the last one may be smaller). */
+vc_status vc_micro_batches_by_count(size_t n, size_t micro_bs, vc_partition *out);
+
+#endif

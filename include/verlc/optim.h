@@ -1,0 +1,95 @@
+/* verlc optimiser: AdamW as torch.optim.AdamW, global-norm gradient clipping as
+ * torch.nn.utils.clip_grad_norm_, and verl's learning-rate schedules. */
+#ifndef VERLC_OPTIM_H
+#define VERLC_OPTIM_H
+#include "verlc/core.h"
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct vc_adamw_config {
+    double lr;           /* base learning rate (a schedule passes the current one to each step) */
+    double beta1, beta2; /* 0.9, 0.999 */
+    double eps;          /* 1e-8 */
+    double weight_decay; /* decoupled; 0.01 as torch's AdamW default */
+} vc_adamw_config;
+
+void vc_adamw_config_default(vc_adamw_config *c);
+
+/* One parameter tensor: f32 weights updated in place, its gradient, and whether weight decay
+ * applies (the caller turns it off for norms and biases). */
+typedef struct vc_optim_param {
+    float *w;
+    const float *g;
+    size_t n;
+    int decay;
+} vc_optim_param;
+
+typedef struct vc_adamw {
+    vc_adamw_config cfg;
+    size_t n_params;
+    vc_optim_param *params; /* copy of the descriptors; g pointers may be changed between steps */
+    float **m, **v;         /* first and second moments, owned */
+    int64_t step;           /* steps taken (torch's state["step"]) */
+} vc_adamw;
+
+vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params);
+/* One AdamW step with learning rate `lr`, per torch's _single_tensor_adam(decoupled_weight_decay=True)
+ * in float32: t += 1; w *= 1 - lr*wd; m = lerp(m, g, 1-b1); v = v*b2 + (1-b2)*g*g;
+ * w += (-lr/(1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps). */
+vc_status vc_adamw_step(vc_adamw *opt, double lr);
+void vc_adamw_free(vc_adamw *opt);
+
+/* Optimiser state (step and moments, not the weights) as bytes, for checkpoints. The layout is
+ * "VCADAMW1", param count, step, then per param its size and m, v in little-endian f32. */
+size_t vc_adamw_state_size(const vc_adamw *opt);
+vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len);
+/* Fails with VC_ERR_FORMAT / VC_ERR_SHAPE when the buffer does not match this optimiser's params. */
+vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
+
+/* Global L2 norm of all gradients (double, fixed order). When finite and
+ * max_norm / (norm + 1e-6) < 1, every gradient is multiplied by that coefficient (in float), as
+ * clip_grad_norm_ does. Returns 1 when the norm is finite; 0 means skip the step (grads untouched).
+ * max_norm <= 0 only measures. */
+int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm);
+double vc_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors);
+
+/* ---- learning-rate schedules (verl/utils/torch_functional.py) -------------------------------- */
+typedef enum vc_lr_kind {
+    VC_LR_CONSTANT, /* get_constant_schedule_with_warmup */
+    VC_LR_COSINE,   /* get_cosine_schedule_with_warmup (min_lr_ratio, num_cycles, init_lr_ratio) */
+    VC_LR_LINEAR,   /* linear warmup, then linear decay to min_lr_ratio at total_steps (Megatron's "linear") */
+    VC_LR_WSD,      /* get_wsd_schedule_with_warmup (stable_ratio) */
+} vc_lr_kind;
+
+typedef struct vc_lr_schedule {
+    vc_lr_kind kind;
+    double base_lr;
+    int64_t warmup_steps; /* resolved */
+    int64_t total_steps;
+    double min_lr_ratio;  /* 0 */
+    double num_cycles;    /* 0.5 */
+    double init_lr_ratio; /* 0: warmup starts from init_lr_ratio * base_lr */
+    double stable_ratio;  /* 0.9 (wsd) */
+} vc_lr_schedule;
+
+/* verl's optimizer keys: lr_scheduler_type ("constant", "cosine", also "linear", "wsd") or the
+ * deprecated warmup_style (wins when set, as in verl); lr_warmup_steps > 0 is used as is, otherwise
+ * warmup = int(lr_warmup_steps_ratio * total_steps). */
+typedef struct vc_lr_config {
+    const char *lr_scheduler_type; /* NULL: constant */
+    const char *warmup_style;      /* NULL unless set */
+    double lr;
+    int64_t total_training_steps;
+    int64_t lr_warmup_steps;       /* -1 */
+    double lr_warmup_steps_ratio;  /* 0 */
+    double min_lr_ratio;           /* 0 */
+    double num_cycles;             /* 0.5 */
+} vc_lr_config;
+
+void vc_lr_config_default(vc_lr_config *c);
+vc_status vc_lr_schedule_init(vc_lr_schedule *s, const vc_lr_config *c);
+/* Learning rate for optimiser step `step` (0-based: the first step uses vc_lr_at(s, 0), as torch's
+ * LambdaLR before its first scheduler.step()). */
+double vc_lr_at(const vc_lr_schedule *s, int64_t step);
+
+#endif

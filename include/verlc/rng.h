@@ -1,0 +1,32 @@
+/* Counter-based random numbers: Philox4x32-10 (Salmon et al., "Parallel Random Numbers: As Easy as
+ * 1, 2, 3", SC'11), the generator behind cuRAND's and JAX's counter-based streams.
+ * A value is a pure function of (seed, a, b, c), typically (seed, step, sequence, position), so a sample
+ * does not depend on batch composition, thread count or call order. */
+#ifndef VERLC_RNG_H
+#define VERLC_RNG_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* One Philox4x32-10 block. Key words: k0 = low 32 bits of key, k1 = high 32 bits. Counter words:
+ * c0 = low(counter_lo), c1 = high(counter_lo), c2 = low(counter_hi), c3 = high(counter_hi).
+ * With that mapping the Random123 known-answer vectors apply directly. */
+void vc_philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+/* Four raw 32-bit words for (seed, a, b, c). Mapping: key = seed, counter_hi = a,
+ * counter_lo = (b << 32) | (c & 0xffffffff); the high 32 bits of b and c are folded into the key,
+ * so inputs that differ anywhere give different streams (b and c below 2^32 never collide). */
+void vc_rng_block(uint64_t seed, uint64_t a, uint64_t b, uint64_t c, uint32_t out[4]);
+uint32_t vc_rng_u32(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+uint64_t vc_rng_u64(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+/* Uniform float in [0, 1) with 24-bit resolution: (word0 >> 8) * 2^-24. */
+float vc_rng_uniform(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+/* Standard normal by Box-Muller on words 0 and 1 (u1 in (0,1], u2 in [0,1)), computed in double. */
+float vc_rng_normal(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+/* Uniform integer in [0, bound) (bound > 0) by 64-bit multiply-shift; bias below 2^-32 for bound < 2^32. */
+uint64_t vc_rng_below(uint64_t bound, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+/* In-place Fisher-Yates shuffle of idx[0..n), a pure function of (contents, seed, epoch). */
+void vc_shuffle_u32(uint32_t *idx, size_t n, uint64_t seed, uint64_t epoch);
+
+#endif

@@ -1,0 +1,130 @@
+/* GSM8K to verl's row schema, as verl's examples/data_preprocess/gsm8k.py does it. */
+#include "verlc/data.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int solution_char(char ch) { return (ch >= '0' && ch <= '9') || ch == '.' || ch == ','; }
+
+/* First match of the regex "#### (\-?[0-9\.\,]+)"; the capture is greedy. */
+int vc_gsm8k_extract_solution(const char *answer, char *out, size_t cap) {
+    for (const char *p = strstr(answer, "#### "); p; p = strstr(p + 1, "#### ")) {
+        const char *q = p + 5, *start = q;
+        if (*q == '-') q++;
+        const char *digits = q;
+        while (solution_char(*q)) q++;
+        if (q == digits) continue;
+        size_t n = 0;
+        for (const char *r = start; r < q; r++)
+            if (*r != ',') {
+                if (n + 1 >= cap) return 0;
+                out[n++] = *r;
+            }
+        out[n] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static cJSON *build_row(const char *question, const char *answer, const char *solution, const char *split,
+                        int64_t index) {
+    size_t qn = strlen(question), in = strlen(VC_GSM8K_INSTRUCTION);
+    char *content = malloc(qn + in + 2);
+    if (!content) return NULL;
+    memcpy(content, question, qn);
+    content[qn] = ' ';
+    memcpy(content + qn + 1, VC_GSM8K_INSTRUCTION, in + 1);
+
+    cJSON *row = cJSON_CreateObject(); /* keys in the order verl writes them */
+    cJSON_AddStringToObject(row, "data_source", "openai/gsm8k");
+    cJSON *prompt = cJSON_AddArrayToObject(row, "prompt");
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddItemToArray(prompt, msg);
+    cJSON_AddStringToObject(msg, "role", "user");
+    cJSON_AddStringToObject(msg, "content", content);
+    free(content);
+    cJSON_AddStringToObject(row, "ability", "math");
+    cJSON *rm = cJSON_AddObjectToObject(row, "reward_model");
+    cJSON_AddStringToObject(rm, "style", "rule");
+    cJSON_AddStringToObject(rm, "ground_truth", solution);
+    cJSON *extra = cJSON_AddObjectToObject(row, "extra_info");
+    cJSON_AddStringToObject(extra, "split", split);
+    cJSON_AddNumberToObject(extra, "index", (double)index);
+    cJSON_AddStringToObject(extra, "answer", answer);
+    cJSON_AddStringToObject(extra, "question", question);
+    if (!cJSON_GetObjectItemCaseSensitive(extra, "question")) {
+        cJSON_Delete(row);
+        return NULL;
+    }
+    return row;
+}
+
+vc_status vc_gsm8k_make_row(const cJSON *raw, const char *split, int64_t index, cJSON **out) {
+    *out = NULL;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(raw, "question");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(raw, "answer");
+    if (!cJSON_IsString(q)) return vc_fail(VC_ERR_MISSING, "missing field question");
+    if (!cJSON_IsString(a)) return vc_fail(VC_ERR_MISSING, "missing field answer");
+    size_t cap = strlen(a->valuestring) + 1;
+    char *sol = vc_malloc(cap);
+    if (!sol) return VC_ERR_NOMEM;
+    vc_status st = VC_OK;
+    if (!vc_gsm8k_extract_solution(a->valuestring, sol, cap)) {
+        st = vc_fail(VC_ERR_FORMAT, "answer has no final \"#### <number>\"");
+        goto out;
+    }
+    *out = build_row(q->valuestring, a->valuestring, sol, split, index);
+    if (!*out) st = vc_fail(VC_ERR_NOMEM, "out of memory building a row");
+out:
+    free(sol);
+    return st;
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static int sbuf_put(sbuf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 1 << 16);
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return 0;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 1;
+}
+
+vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char *split, size_t *n_rows) {
+    vc_jsonl *d = NULL;
+    sbuf b = { 0 };
+    if (n_rows) *n_rows = 0;
+    vc_status st = vc_jsonl_read(in_path, VC_JSONL_STRICT, &d);
+    if (st) return st;
+    for (size_t i = 0; i < d->n_rows; i++) {
+        cJSON *row;
+        st = vc_gsm8k_make_row(d->rows[i], split, (int64_t)i, &row);
+        if (st) {
+            vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
+            goto out;
+        }
+        char *text = cJSON_PrintUnformatted(row);
+        cJSON_Delete(row);
+        int ok = text && sbuf_put(&b, text, strlen(text)) && sbuf_put(&b, "\n", 1);
+        free(text);
+        if (!ok) {
+            st = vc_fail(VC_ERR_NOMEM, "%s: out of memory writing row %zu", out_path, i);
+            goto out;
+        }
+    }
+    st = vc_write_file_atomic(out_path, b.p ? b.p : "", b.n);
+    if (!st && n_rows) *n_rows = d->n_rows;
+out:
+    free(b.p);
+    vc_jsonl_free(d);
+    return st;
+}

@@ -1,0 +1,128 @@
+#include "verlc/core.h"
+#include "verlc/data.h"
+#include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <unistd.h>
+
+static void test_extract(void) {
+    char out[64];
+    struct { const char *in, *want; } ok[] = {
+        { "so 5+5=10\n#### 10", "10" },
+        { "#### 1,000,000", "1000000" },
+        { "#### -3.5 dollars", "-3.5" },
+        { "#### x\n#### 7", "7" },       /* first place where the pattern matches */
+        { "a #### 12.\n", "12." },       /* '.' belongs to the character class */
+        { "#### 4,5 #### 6", "45" },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int r = vc_gsm8k_extract_solution(ok[i].in, out, sizeof out);
+        CHECK_MSG(r && !strcmp(out, ok[i].want), "'%s' -> '%s'", ok[i].in, r ? out : "(none)");
+    }
+    CHECK(!vc_gsm8k_extract_solution("no answer", out, sizeof out));
+    CHECK(!vc_gsm8k_extract_solution("####  5", out, sizeof out)); /* two spaces: no match */
+    CHECK(!vc_gsm8k_extract_solution("#### -", out, sizeof out));
+}
+
+static void test_convert(void) {
+    char in[512], dir[] = "/tmp/vc_gsm8k_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char *out = vc_path_join(dir, "train.jsonl");
+    snprintf(in, sizeof in, "%s/data/gsm8k/train.jsonl", vc_test_shared());
+    size_t n = 0;
+    CHECK_OK(vc_gsm8k_convert(in, out, "train", &n));
+    CHECK(n == 7473);
+    vc_jsonl *d = NULL;
+    CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT, &d));
+    CHECK(d && d->n_rows == 7473);
+    CHECK_OK(vc_verl_check(d, 1));
+    vc_verl_row row;
+    CHECK_OK(vc_verl_row_get(d, 0, &row));
+    CHECK(!strcmp(row.data_source, "openai/gsm8k") && !strcmp(row.ability, "math"));
+    CHECK(!strcmp(row.reward_style, "rule") && !strcmp(row.ground_truth, "72"));
+    CHECK(row.n_prompt == 1 && !strcmp(row.prompt[0].role, "user"));
+    CHECK(!strcmp(row.prompt[0].content,
+                  "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+                  "How many clips did Natalia sell altogether in April and May? Let's think step by step and output "
+                  "the final answer after \"####\"."));
+    CHECK(!strcmp(cJSON_GetObjectItem(row.extra_info, "split")->valuestring, "train"));
+    vc_verl_row_clear(&row);
+    /* every row: index matches, ground truth has no commas and is the text after "#### " */
+    size_t good = 0;
+    for (size_t i = 0; d && i < d->n_rows; i++) {
+        vc_verl_row r;
+        if (vc_verl_row_get(d, i, &r)) continue;
+        const cJSON *idx = cJSON_GetObjectItem(r.extra_info, "index");
+        const char *ans = cJSON_GetObjectItem(r.extra_info, "answer")->valuestring;
+        const char *tail = strstr(ans, "#### ");
+        good += idx && idx->valueint == (int)i && !strchr(r.ground_truth, ',') && tail &&
+                strlen(r.ground_truth) > 0 && strstr(r.prompt[0].content, VC_GSM8K_INSTRUCTION);
+        vc_verl_row_clear(&r);
+    }
+    CHECK_MSG(good == 7473, "%zu/7473 rows well-formed", good);
+    /* a known row with a thousands separator: "#### 1,000"-style answers lose their commas */
+    int seen_comma = 0;
+    for (size_t i = 0; d && i < d->n_rows && !seen_comma; i++) {
+        const char *ans = cJSON_GetObjectItem(cJSON_GetObjectItem(d->rows[i], "extra_info"), "answer")->valuestring;
+        const char *t = strstr(ans, "#### ");
+        if (t && strchr(t, ',')) {
+            seen_comma = 1;
+            vc_verl_row r;
+            CHECK_OK(vc_verl_row_get(d, i, &r));
+            char want[64];
+            vc_gsm8k_extract_solution(ans, want, sizeof want);
+            CHECK(!strcmp(r.ground_truth, want) && !strchr(want, ','));
+            vc_verl_row_clear(&r);
+        }
+    }
+    CHECK(seen_comma);
+    vc_jsonl_free(d);
+    unlink(out);
+
+    /* a raw row without an answer is reported with file and line */
+    char *bad = vc_path_join(dir, "bad.jsonl");
+    FILE *f = fopen(bad, "w");
+    fprintf(f, "{\"question\": \"q\", \"answer\": \"#### 1\"}\n\n{\"question\": \"q\"}\n");
+    fclose(f);
+    CHECK(vc_gsm8k_convert(bad, out, "train", &n) == VC_ERR_MISSING);
+    CHECK_MSG(strstr(vc_last_error(), "bad.jsonl:3: missing field answer") != NULL, "%s", vc_last_error());
+    f = fopen(bad, "w");
+    fprintf(f, "{\"question\": \"q\", \"answer\": \"no final answer\"}\n");
+    fclose(f);
+    CHECK(vc_gsm8k_convert(bad, out, "train", &n) == VC_ERR_FORMAT);
+    CHECK(strstr(vc_last_error(), "bad.jsonl:1: answer has no final") != NULL);
+    unlink(bad);
+    free(bad);
+
+    /* the CLI converts both splits */
+    const char *bin = getenv("VERLC_BIN");
+    if (bin) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "%s data gsm8k --input %s/data/gsm8k --out %s/cli > /dev/null", bin,
+                 vc_test_shared(), dir);
+        CHECK(system(cmd) == 0);
+        snprintf(cmd, sizeof cmd, "%s/cli/test.jsonl", dir);
+        CHECK_OK(vc_jsonl_read(cmd, 0, &d));
+        CHECK(d && d->n_rows == 1319);
+        if (d) {
+            const char *split = NULL;
+            CHECK_OK(vc_jsonl_string(d, 0, "extra_info.split", &split));
+            CHECK(split && !strcmp(split, "test"));
+        }
+        vc_jsonl_free(d);
+        unlink(cmd);
+        snprintf(cmd, sizeof cmd, "%s/cli/train.jsonl", dir);
+        unlink(cmd);
+        snprintf(cmd, sizeof cmd, "%s/cli", dir);
+        rmdir(cmd);
+        snprintf(cmd, sizeof cmd, "%s data nosuch 2>/dev/null", bin);
+        CHECK(system(cmd) != 0);
+    }
+    free(out);
+    rmdir(dir);
+}
+
+int main(void) {
+    test_extract();
+    test_convert();
+    return vc_test_done();
+}

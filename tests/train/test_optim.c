@@ -1,0 +1,255 @@
+#pragma GCC optimize("fp-contract=off")
+#include "verlc/core.h"
+#include "verlc/optim.h"
+#include "vc_test.h"
+#include <float.h>
+
+/* Reference AdamW step written from torch's _single_tensor_adam (decoupled weight decay): every float32
+ * operation is done in double and rounded to float, which gives the correctly rounded float result
+ * for +, -, *, / and sqrt; the first moment uses the fused multiply-add of torch's vectorised lerp. */
+static float rf(double x) { return (float)x; }
+
+static void ref_step(float *w, const float *g, float *m, float *v, size_t n, int t, double lr, double b1, double b2,
+                     double eps, double wd) {
+    double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+    float step_neg = rf(-(lr / bc1)), bc2s = rf(sqrt(bc2));
+    float wdm = rf(1.0 - lr * wd), lw = rf(1.0 - b1), b2f = rf(b2), omb2 = rf(1.0 - b2), epsf = rf(eps);
+    for (size_t i = 0; i < n; i++) {
+        float p = w[i];
+        if (wd != 0) p = rf((double)p * wdm);
+        float d = rf((double)g[i] - m[i]);
+        m[i] = rf(fma((double)lw, (double)d, (double)m[i]));
+        float vv = rf((double)v[i] * b2f);
+        float gg = rf(rf((double)omb2 * g[i]) * (double)g[i]);
+        v[i] = rf((double)vv + gg);
+        float den = rf(rf(sqrt((double)v[i])) / (double)bc2s);
+        den = rf((double)den + epsf);
+        float upd = rf(rf((double)step_neg * m[i]) / (double)den);
+        w[i] = rf((double)p + upd);
+    }
+}
+
+enum { NA = 37, NB = 5 };
+
+static void fill(float *w, float *ga, size_t n, int step, float scale) {
+    for (size_t i = 0; i < n; i++) {
+        if (w) w[i] = scale * sinf(0.37f * (float)i + 1.0f);
+        ga[i] = scale * cosf(0.91f * (float)i + 0.5f * (float)step) * (i % 3 ? 1.0f : 1e-3f);
+    }
+}
+
+static void test_adamw_matches_reference(void) {
+    float wa[NA], wb[NB], ga[NA], gb[NB], ra[NA], rb[NB];
+    float ma[NA] = { 0 }, va[NA] = { 0 }, mb[NB] = { 0 }, vb[NB] = { 0 };
+    fill(wa, ga, NA, 0, 0.5f);
+    fill(wb, gb, NB, 0, 2.0f);
+    memcpy(ra, wa, sizeof wa);
+    memcpy(rb, wb, sizeof wb);
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    cfg.weight_decay = 0.1;
+    vc_optim_param params[2] = { { wa, ga, NA, 1 }, { wb, gb, NB, 0 } };
+    vc_adamw opt;
+    CHECK_OK(vc_adamw_init(&opt, &cfg, params, 2));
+    int mismatches = 0;
+    for (int t = 1; t <= 6; t++) {
+        double lr = 1e-3 * t / 3.0;
+        fill(NULL, ga, NA, t, 0.5f);
+        fill(NULL, gb, NB, t, 2.0f);
+        CHECK_OK(vc_adamw_step(&opt, lr));
+        ref_step(ra, ga, ma, va, NA, t, lr, 0.9, 0.999, 1e-8, 0.1);
+        ref_step(rb, gb, mb, vb, NB, t, lr, 0.9, 0.999, 1e-8, 0.0); /* decay off for this tensor */
+        for (int i = 0; i < NA; i++) mismatches += wa[i] != ra[i] || opt.m[0][i] != ma[i] || opt.v[0][i] != va[i];
+        for (int i = 0; i < NB; i++) mismatches += wb[i] != rb[i] || opt.m[1][i] != mb[i] || opt.v[1][i] != vb[i];
+    }
+    CHECK_MSG(mismatches == 0, "%d float mismatches against the reference", mismatches);
+    CHECK(opt.step == 6);
+    vc_adamw_free(&opt);
+}
+
+/* Step 1 from zero moments moves each weight by lr * sign(g) (up to eps), after decay. */
+static void test_adamw_first_step(void) {
+    float w[4] = { 1.0f, -2.0f, 0.5f, 3.0f }, g[4] = { 0.3f, -0.01f, 5.0f, -1.0f };
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    cfg.lr = 0.01;
+    cfg.weight_decay = 0.5;
+    vc_optim_param p = { w, g, 4, 1 };
+    vc_adamw opt;
+    CHECK_OK(vc_adamw_init(&opt, &cfg, &p, 1));
+    CHECK_OK(vc_adamw_step(&opt, cfg.lr));
+    const double w0[4] = { 1.0, -2.0, 0.5, 3.0 }, s[4] = { 1, -1, 1, -1 };
+    for (int i = 0; i < 4; i++) CHECK_NEAR(w[i], w0[i] * (1 - 0.005) - 0.01 * s[i], 2e-6);
+    CHECK_NEAR(opt.m[0][2], 0.5, 1e-6);
+    CHECK_NEAR(opt.v[0][2], 0.025, 1e-7);
+    vc_adamw_free(&opt);
+    /* decay flag off: no shrink */
+    float w2[1] = { 1.0f }, g2[1] = { 1.0f };
+    vc_optim_param p2 = { w2, g2, 1, 0 };
+    CHECK_OK(vc_adamw_init(&opt, &cfg, &p2, 1));
+    CHECK_OK(vc_adamw_step(&opt, cfg.lr));
+    CHECK_NEAR(w2[0], 0.99, 1e-6);
+    CHECK(vc_adamw_step(&opt, NAN) == VC_ERR_ARG);
+    vc_adamw_free(&opt);
+    vc_adamw_config bad = cfg;
+    bad.beta1 = 1.0;
+    CHECK(vc_adamw_init(&opt, &bad, &p2, 1) == VC_ERR_ARG);
+}
+
+static void test_adamw_state(void) {
+    float w1[NA], g[NA], w2[NA], wb[NB], gb[NB], wb2[NB];
+    fill(w1, g, NA, 0, 1.0f);
+    fill(wb, gb, NB, 0, 1.0f);
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    vc_optim_param p[2] = { { w1, g, NA, 1 }, { wb, gb, NB, 0 } };
+    vc_adamw a, b;
+    CHECK_OK(vc_adamw_init(&a, &cfg, p, 2));
+    for (int t = 0; t < 3; t++) {
+        fill(NULL, g, NA, t, 1.0f);
+        CHECK_OK(vc_adamw_step(&a, 1e-3));
+    }
+    size_t len = vc_adamw_state_size(&a);
+    CHECK(len == 24 + 2 * 8 + 2 * 4 * (NA + NB));
+    unsigned char *buf = malloc(len);
+    CHECK_OK(vc_adamw_state_save(&a, buf, len));
+    memcpy(w2, w1, sizeof w1);
+    memcpy(wb2, wb, sizeof wb);
+    vc_optim_param q[2] = { { w2, g, NA, 1 }, { wb2, gb, NB, 0 } };
+    CHECK_OK(vc_adamw_init(&b, &cfg, q, 2));
+    CHECK_OK(vc_adamw_state_load(&b, buf, len));
+    CHECK(b.step == 3);
+    for (int t = 3; t < 5; t++) {
+        fill(NULL, g, NA, t, 1.0f);
+        CHECK_OK(vc_adamw_step(&a, 1e-3));
+        CHECK_OK(vc_adamw_step(&b, 1e-3));
+    }
+    CHECK(!memcmp(w1, w2, sizeof w1) && !memcmp(wb, wb2, sizeof wb)); /* resumed run is bit-identical */
+    CHECK(vc_adamw_state_load(&b, buf, len - 1) == VC_ERR_FORMAT);
+    buf[0] = 'X';
+    CHECK(vc_adamw_state_load(&b, buf, len) == VC_ERR_FORMAT);
+    buf[0] = 'V';
+    vc_adamw c;
+    vc_optim_param r[2] = { { w2, g, NA - 1, 1 }, { wb2, gb, NB, 0 } };
+    CHECK_OK(vc_adamw_init(&c, &cfg, r, 2));
+    CHECK(vc_adamw_state_load(&c, buf, len) == VC_ERR_SHAPE);
+    CHECK(strstr(vc_last_error(), "tensor 0 has 37 elements saved, 36 expected") != NULL);
+    vc_adamw_free(&c);
+    CHECK_OK(vc_adamw_init(&c, &cfg, r, 1));
+    CHECK(vc_adamw_state_load(&c, buf, len) == VC_ERR_SHAPE);
+    vc_adamw_free(&c);
+    free(buf);
+    vc_adamw_free(&a);
+    vc_adamw_free(&b);
+}
+
+static void test_clip(void) {
+    float a[3] = { 3.0f, 0.0f, 4.0f }, b[2] = { 0.0f, 12.0f };
+    float *gr[2] = { a, b };
+    size_t n[2] = { 3, 2 };
+    double norm;
+    CHECK(vc_clip_grad_norm(gr, n, 2, 100.0, &norm) == 1);
+    CHECK_NEAR(norm, 13.0, 1e-12);
+    CHECK(a[0] == 3.0f && b[1] == 12.0f); /* under the limit: untouched */
+    CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 1);
+    CHECK_NEAR(norm, 13.0, 1e-12);
+    float c = (float)(1.0 / (13.0 + 1e-6));
+    CHECK(a[0] == 3.0f * c && a[2] == 4.0f * c && b[1] == 12.0f * c);
+    CHECK_NEAR(vc_grad_norm((const float *const *)gr, n, 2), 1.0, 1e-6);
+    a[1] = NAN;
+    b[1] = 5.0f;
+    CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 0);
+    CHECK(isnan(norm) && b[1] == 5.0f); /* non-finite: grads untouched, caller skips the step */
+    a[1] = INFINITY;
+    CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 0 && b[1] == 5.0f);
+    /* large tensors: norm in double is exact enough and deterministic */
+    enum { BIG = 100003 };
+    float *big = malloc(BIG * sizeof *big);
+    for (int i = 0; i < BIG; i++) big[i] = 1e-3f;
+    float *gb[1] = { big };
+    size_t nb[1] = { BIG };
+    CHECK(vc_clip_grad_norm(gb, nb, 1, 0.0, &norm) == 1);
+    CHECK_NEAR(norm, sqrt(BIG * (double)1e-3f * (double)1e-3f), 1e-12);
+    free(big);
+}
+
+static void test_schedules(void) {
+    vc_lr_config c;
+    vc_lr_schedule s;
+    vc_lr_config_default(&c);
+    c.lr = 1e-3;
+    c.lr_warmup_steps = 10;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK(s.kind == VC_LR_CONSTANT && s.warmup_steps == 10);
+    CHECK_NEAR(vc_lr_at(&s, 0), 0.0, 0);
+    CHECK_NEAR(vc_lr_at(&s, 5), 0.5e-3, 1e-18);
+    CHECK_NEAR(vc_lr_at(&s, 10), 1e-3, 1e-18);
+    CHECK_NEAR(vc_lr_at(&s, 1000), 1e-3, 1e-18);
+
+    c.lr_scheduler_type = "cosine";
+    c.total_training_steps = 110;
+    c.min_lr_ratio = 0.1;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK_NEAR(vc_lr_at(&s, 4), 0.4e-3, 1e-18);
+    CHECK_NEAR(vc_lr_at(&s, 10), 1e-3, 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 60), 0.55e-3, 1e-15);                            /* cos(pi/2) = 0 */
+    CHECK_NEAR(vc_lr_at(&s, 35), 1e-3 * (0.45 * cos(M_PI * 0.25) + 0.55), 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 110), 0.1e-3, 1e-15);                            /* floor at min_lr_ratio */
+    c.min_lr_ratio = 0.0;
+    c.num_cycles = 1.0;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK_NEAR(vc_lr_at(&s, 60), 0.0, 1e-15); /* full cycle: lowest mid-way */
+
+    /* warmup as a ratio of total steps: int(0.1 * 55) = 5 */
+    vc_lr_config_default(&c);
+    c.lr = 2.0;
+    c.lr_scheduler_type = "cosine";
+    c.total_training_steps = 55;
+    c.lr_warmup_steps_ratio = 0.1;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK(s.warmup_steps == 5);
+    CHECK_NEAR(vc_lr_at(&s, 1), 0.4, 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 30), 1.0, 1e-12); /* progress 25/50 */
+    c.lr_warmup_steps = 0;                    /* 0 also delegates to the ratio */
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK(s.warmup_steps == 5);
+
+    /* deprecated warmup_style wins over lr_scheduler_type */
+    c.warmup_style = "constant";
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK(s.kind == VC_LR_CONSTANT && vc_lr_at(&s, 30) == 2.0);
+    c.warmup_style = NULL;
+
+    c.lr_scheduler_type = "linear";
+    c.lr_warmup_steps = 10;
+    c.total_training_steps = 110;
+    c.min_lr_ratio = 0.2;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK_NEAR(vc_lr_at(&s, 5), 1.0, 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 60), 2.0 * (0.2 + 0.5 * 0.8), 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 110), 0.4, 1e-15);
+    CHECK_NEAR(vc_lr_at(&s, 500), 0.4, 1e-15);
+
+    c.lr_scheduler_type = "wsd";
+    c.min_lr_ratio = 0.0;
+    CHECK_OK(vc_lr_schedule_init(&s, &c));
+    CHECK_NEAR(vc_lr_at(&s, 50), 2.0, 1e-15);  /* stable: 90 of the 100 post-warmup steps */
+    CHECK_NEAR(vc_lr_at(&s, 105), 1.0, 1e-12); /* decay half-way */
+    CHECK_NEAR(vc_lr_at(&s, 110), 0.0, 1e-15);
+
+    c.lr_scheduler_type = "exponential";
+    CHECK(vc_lr_schedule_init(&s, &c) == VC_ERR_ARG);
+    CHECK(strstr(vc_last_error(), "exponential") != NULL);
+    c.lr_scheduler_type = "cosine";
+    c.total_training_steps = -1;
+    CHECK(vc_lr_schedule_init(&s, &c) == VC_ERR_ARG);
+}
+
+int main(void) {
+    test_adamw_matches_reference();
+    test_adamw_first_step();
+    test_adamw_state();
+    test_clip();
+    test_schedules();
+    return vc_test_done();
+}

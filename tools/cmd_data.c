@@ -1,0 +1,57 @@
+/* verlc data: dataset conversion. */
+#include "cli.h"
+#include "verlc/core.h"
+#include "verlc/data.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int usage(void) {
+    fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR\n"
+                    "  converts GSM8K train.jsonl/test.jsonl ({question, answer}) into verl's row schema\n"
+                    "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl\n");
+    return 2;
+}
+
+static int cmd_gsm8k(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage();
+        else {
+            fprintf(stderr, "verlc data gsm8k: unknown argument '%s'\n", argv[i]);
+            return usage();
+        }
+    }
+    if (!in || !out) return usage();
+    if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "verlc data gsm8k: %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    const char *splits[2] = { "train", "test" };
+    for (int s = 0; s < 2; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s.jsonl", splits[s]);
+        char *src = vc_path_join(in, name), *dst = vc_path_join(out, name);
+        size_t n = 0;
+        vc_status st = src && dst ? vc_gsm8k_convert(src, dst, splits[s], &n) : VC_ERR_NOMEM;
+        if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
+        free(src);
+        free(dst);
+        if (st) {
+            fprintf(stderr, "verlc data gsm8k: %s\n", vc_last_error());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int vc_cmd_data(int argc, char **argv) {
+    if (argc < 2) return usage();
+    if (!strcmp(argv[1], "gsm8k")) return cmd_gsm8k(argc - 1, argv + 1);
+    fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);
+    return usage();
+}
