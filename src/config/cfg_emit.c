@@ -36,6 +36,20 @@ static void emit_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* A resolved string holding a literal "${" is written as "\\${" so that it reads back literal. */
+static void emit_lit(FILE *f, const char *s) {
+    size_t cap = strlen(s) * 2 + 1, o = 0;
+    char *buf = malloc(cap);
+    if (!buf) { emit_str(f, s); return; }
+    for (; *s; s++) {
+        if (s[0] == '$' && s[1] == '{') buf[o++] = '\\';
+        buf[o++] = *s;
+    }
+    buf[o] = 0;
+    emit_str(f, buf);
+    free(buf);
+}
+
 static void emit_scalar(FILE *f, const vc_cfg_node *n) {
     char buf[64];
     switch (n->kind) {
@@ -44,7 +58,10 @@ static void emit_scalar(FILE *f, const vc_cfg_node *n) {
     case VC_CFG_BOOL: fputs(n->b ? "true" : "false", f); break;
     case VC_CFG_INT: fprintf(f, "%lld", (long long)n->i); break;
     case VC_CFG_FLOAT: vc_cfg_format_float(n->f, buf, sizeof buf); fputs(buf, f); break;
-    case VC_CFG_STR: emit_str(f, n->s); break;
+    case VC_CFG_STR:
+        if (n->lit && vc_cfg_is_interp(n->s)) emit_lit(f, n->s);
+        else emit_str(f, n->s);
+        break;
     case VC_CFG_MAP: fputs("{}", f); break;
     case VC_CFG_LIST: fputs("[]", f); break;
     default: break;

@@ -20,7 +20,7 @@ static vc_status get_node(const vc_config *cfg, const char *path, int allow_null
     if (!n) return vc_fail(VC_ERR_MISSING, "config: no key '%s'", path);
     if (n->kind == VC_CFG_MISSING) return vc_fail(VC_ERR_MISSING, "config: '%s' must be set (it is ?\?\?)", path);
     if (n->kind == VC_CFG_NULL && !allow_null) return vc_fail(VC_ERR_MISSING, "config: '%s' is null", path);
-    if (n->kind == VC_CFG_STR && vc_cfg_is_interp(n->s))
+    if (vc_cfg_node_is_interp(n))
         return vc_fail(VC_ERR_ARG, "config: '%s' is an unresolved interpolation '%s' (call vc_config_resolve)", path, n->s);
     return VC_OK;
 }

@@ -14,6 +14,7 @@ typedef struct vc_cfg_node {
     int line;     /* 1-based source line, 0 if unknown */
     int open;     /* MAP: accepts keys the defaults do not have */
     int resolving;/* cycle guard during interpolation */
+    int lit;      /* STR: resolved text; a "${" in it is literal (came from "\\${") */
     int b;        /* BOOL */
     int64_t i;    /* INT */
     double f;     /* FLOAT */
@@ -61,6 +62,8 @@ vc_cfg_node *vc_cfg_scalar_yaml(const char *s, size_t len);
 /* Hydra override value grammar. On error returns NULL and sets the message. */
 vc_cfg_node *vc_cfg_parse_value(const char *s);
 int vc_cfg_is_interp(const char *s);
+/* A string node that still holds an interpolation. */
+int vc_cfg_node_is_interp(const vc_cfg_node *n);
 /* 1 if the string would be read back as something other than this string by the YAML resolver. */
 int vc_cfg_str_needs_quote(const char *s);
 void vc_cfg_format_float(double f, char *buf, size_t n);
@@ -69,10 +72,12 @@ void vc_cfg_format_float(double f, char *buf, size_t n);
 vc_status vc_cfg_yaml_parse(const char *text, size_t len, const char *name, vc_cfg_node **out);
 
 /* cfg_notice.c */
-/* If `path` (set to `val` by the user) names Python-only machinery, records a notice; *ignore is set
- * when the key should be dropped rather than stored (e.g. _target_). Returns 1 when the key may be
- * accepted even though the defaults lack it. */
-int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int *ignore);
+/* Does `path` name Python-only machinery? *ignore is set when the key should be dropped rather than
+ * stored (e.g. _target_). Returns 1 when the key may be accepted even though the defaults lack it.
+ * With emit, records (and prints) the notice for the value `val` the user set. */
+int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int *ignore);
+/* Dotted-path glob: `*` one segment, `**` any number (also none). */
+int vc_cfg_path_match(const char *pat, const char *path);
 void vc_cfg_add_notice(vc_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* cfg_load.c */

@@ -31,6 +31,54 @@ vc_status vc_config_parse_yaml(const char *text, size_t len, const char *name, v
     return config_wrap(root, 0, out);
 }
 
+/* Keys whose default is an interpolation (critic.ppo_micro_batch_size_per_gpu: ${oc.select:...}) get
+ * the type of what the default resolves to, so that `key=abc` is still caught. */
+static void type_interpolated(vc_cfg_node *decl, const vc_cfg_node *resolved) {
+    if (vc_cfg_node_is_interp(decl)) {
+        int k = resolved->kind;
+        if (k != VC_CFG_NULL && k != VC_CFG_MISSING) decl->decl = k == VC_CFG_MAP && resolved->n == 0 ? VC_DECL_ANY : k;
+        return;
+    }
+    if (decl->kind != resolved->kind || decl->n != resolved->n) return;
+    for (size_t i = 0; i < decl->n; i++) type_interpolated(decl->items[i], resolved->items[i]);
+}
+
+/* Types of keys whose verl default is null (verl's dataclasses declare them). */
+static const struct { const char *pattern; int kind; } NULL_TYPES[] = {
+    { "**.ppo_micro_batch_size", VC_CFG_INT },
+    { "**.ppo_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "**.log_prob_micro_batch_size", VC_CFG_INT },
+    { "**.log_prob_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "**.forward_micro_batch_size", VC_CFG_INT },
+    { "**.forward_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "reward_model.micro_batch_size", VC_CFG_INT },
+    { "reward_model.micro_batch_size_per_gpu", VC_CFG_INT },
+    { "reward_model.max_length", VC_CFG_INT },
+    { "data.val_batch_size", VC_CFG_INT },
+    { "data.seed", VC_CFG_INT },
+    { "trainer.total_training_steps", VC_CFG_INT },
+    { "trainer.max_actor_ckpt_to_keep", VC_CFG_INT },
+    { "trainer.max_critic_ckpt_to_keep", VC_CFG_INT },
+    { "**.max_model_len", VC_CFG_INT },
+    { "**.loss_scale_factor", VC_CFG_FLOAT },
+    { "critic.enable", VC_CFG_BOOL },
+};
+
+static void type_nulls(vc_cfg_node *n, char *path, size_t plen, size_t cap) {
+    for (size_t i = 0; n->kind == VC_CFG_MAP && i < n->n; i++) {
+        size_t kl = strlen(n->keys[i]);
+        if (plen + kl + 2 > cap) continue;
+        size_t l = plen;
+        if (l) path[l++] = '.';
+        memcpy(path + l, n->keys[i], kl + 1);
+        vc_cfg_node *c = n->items[i];
+        for (size_t r = 0; c->decl == VC_DECL_ANY && r < sizeof NULL_TYPES / sizeof NULL_TYPES[0]; r++)
+            if (vc_cfg_path_match(NULL_TYPES[r].pattern, path)) c->decl = NULL_TYPES[r].kind;
+        type_nulls(c, path, l + kl, cap);
+        path[plen] = 0;
+    }
+}
+
 vc_status vc_config_defaults(vc_config **out) {
     vc_cfg_node *root;
     *out = NULL;
@@ -38,6 +86,12 @@ vc_status vc_config_defaults(vc_config **out) {
     if (st != VC_OK) return vc_fail_ctx(VC_ERR_INTERNAL, "embedded defaults");
     vc_cfg_mark_schema(root);
     root->open = 0;
+    vc_config tmp = { .root = vc_cfg_node_copy(root) };
+    if (!tmp.root) { vc_cfg_node_free(root); return VC_ERR_NOMEM; }
+    if (vc_config_resolve(&tmp) == VC_OK) type_interpolated(root, tmp.root);
+    vc_cfg_node_free(tmp.root);
+    char path[1024] = "";
+    type_nulls(root, path, 0, sizeof path);
     return config_wrap(root, 1, out);
 }
 
@@ -88,7 +142,7 @@ static int is_scalar(const vc_cfg_node *v) {
 static vc_status check_fit(const char *where, const char *key, int decl, vc_cfg_node *v) {
     int ok = 1;
     if (decl == VC_DECL_ANY || v->kind == VC_CFG_NULL || v->kind == VC_CFG_MISSING) return VC_OK;
-    if (v->kind == VC_CFG_STR && vc_cfg_is_interp(v->s)) return VC_OK; /* checked by type when read */
+    if (vc_cfg_node_is_interp(v)) return VC_OK; /* checked by type when read */
     switch (decl) {
     case VC_CFG_BOOL: ok = v->kind == VC_CFG_BOOL || (v->kind == VC_CFG_INT && (v->i == 0 || v->i == 1)); break;
     case VC_CFG_INT:
@@ -138,29 +192,30 @@ static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *
     char where[1200];
     int ignore = 0;
     if (v->line > 0) snprintf(where, sizeof where, "%s:%d: ", m->file, v->line);
-    else snprintf(where, sizeof where, "%s: ", m->file);
+    else snprintf(where, sizeof where, "%s", m->file); /* an override: the prefix ends in ": " already */
     vc_cfg_node *d = vc_cfg_map_get(dst, key);
     int into = d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP;
-    int accept = into ? 0 : vc_cfg_notice_check(m->cfg, m->path, v, &ignore);
-    if (ignore) return VC_OK;
-    if (into) return merge_map(m, d, v, strlen(m->path));
+    int accept = into ? 0 : vc_cfg_notice_check(m->cfg, m->path, v, 0, &ignore);
+    if (ignore) return vc_cfg_notice_check(m->cfg, m->path, v, 1, &ignore), VC_OK;
+    if (into) return merge_map(m, d, v, plen);
     vc_cfg_node *c = vc_cfg_node_copy(v);
     if (!c) return VC_ERR_NOMEM;
+    vc_status st = VC_OK;
     if (!d) {
         if (m->cfg->schema && !dst->open && !accept) {
             vc_cfg_node_free(c);
             return unknown_key(m->cfg, where, m->path);
         }
         if (c->kind == VC_CFG_MAP) c->open = 1;
-        return vc_cfg_map_put(dst, key, c);
+        st = vc_cfg_map_put(dst, key, c);
+    } else {
+        if (m->cfg->schema && (st = check_fit(where, m->path, d->decl, c)) != VC_OK) { vc_cfg_node_free(c); return st; }
+        int open = d->open;
+        vc_cfg_node_assign(d, c);
+        d->open = open || d->kind == VC_CFG_MAP;
     }
-    vc_status st = m->cfg->schema ? check_fit(where, m->path, d->decl, c) : VC_OK;
-    if (st != VC_OK) { vc_cfg_node_free(c); return st; }
-    int open = d->open;
-    vc_cfg_node_assign(d, c);
-    d->open = open || d->kind == VC_CFG_MAP;
-    (void)plen;
-    return VC_OK;
+    if (st == VC_OK) vc_cfg_notice_check(m->cfg, m->path, v, 1, &ignore);
+    return st;
 }
 
 static vc_status merge_map(struct merge_ctx *m, vc_cfg_node *dst, vc_cfg_node *src, size_t plen) {

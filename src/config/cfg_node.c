@@ -110,6 +110,7 @@ vc_cfg_node *vc_cfg_node_copy(const vc_cfg_node *src) {
     n->decl = src->decl;
     n->line = src->line;
     n->open = src->open;
+    n->lit = src->lit;
     n->b = src->b;
     n->i = src->i;
     n->f = src->f;
@@ -155,7 +156,7 @@ int vc_cfg_node_equal(const vc_cfg_node *a, const vc_cfg_node *b) {
 void vc_cfg_mark_schema(vc_cfg_node *n) {
     n->decl = n->kind;
     if (n->kind == VC_CFG_NULL || n->kind == VC_CFG_MISSING) n->decl = VC_DECL_ANY;
-    if (n->kind == VC_CFG_STR && vc_cfg_is_interp(n->s)) n->decl = VC_DECL_ANY;
+    if (vc_cfg_node_is_interp(n)) n->decl = VC_DECL_ANY;
     if (n->kind == VC_CFG_MAP && n->n == 0) n->open = 1;
     for (size_t i = 0; i < n->n; i++) vc_cfg_mark_schema(n->items[i]);
 }
@@ -172,7 +173,6 @@ int vc_cfg_path_split(const char *path, char *buf, char **segs, int max_segs) {
             segs[n++] = buf + o;
         } else if (*p == ']') {
             if (p[1] && p[1] != '.' && p[1] != '[') return -1;
-            if (p[1] == '.') p++;
         } else {
             buf[o++] = *p;
         }

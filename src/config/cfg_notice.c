@@ -88,13 +88,13 @@ static const struct notice_rule RULES[] = {
 };
 
 /* Matches dotted segments; `**` eats zero or more segments, `*` exactly one. */
-static int match(const char *pat, const char *path) {
+int vc_cfg_path_match(const char *pat, const char *path) {
     if (!*pat) return !*path;
     if (!strncmp(pat, "**", 2)) {
         const char *prest = pat[2] == '.' ? pat + 3 : pat + 2;
-        if (match(prest, path)) return 1;
+        if (vc_cfg_path_match(prest, path)) return 1;
         for (const char *p = path; *p; p++)
-            if (*p == '.' && match(prest, p + 1)) return 1;
+            if (*p == '.' && vc_cfg_path_match(prest, p + 1)) return 1;
         return !*prest && *path;
     }
     size_t pl = strcspn(pat, "."), sl = strcspn(path, ".");
@@ -104,7 +104,7 @@ static int match(const char *pat, const char *path) {
     path += sl;
     if (!*path) return !*pat || !strcmp(pat, ".**");
     if (!*pat) return 0;
-    return match(pat + 1, path + 1);
+    return vc_cfg_path_match(pat + 1, path + 1);
 }
 
 void vc_cfg_add_notice(vc_config *cfg, const char *fmt, ...) {
@@ -150,13 +150,13 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
     }
 }
 
-int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int *ignore) {
+int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int *ignore) {
     *ignore = 0;
     for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
         const struct notice_rule *rule = &RULES[r];
-        if (!match(rule->pattern, path)) continue;
+        if (!vc_cfg_path_match(rule->pattern, path)) continue;
         *ignore = !!(rule->flags & N_DROP);
-        if (rule->flags & N_SILENT) return 1;
+        if ((rule->flags & N_SILENT) || !emit) return !!(rule->flags & N_ACCEPT_UNKNOWN);
         char buf[64];
         if (val && val->kind == VC_CFG_LIST && rule->quiet) { /* e.g. trainer.logger=[console,wandb] */
             for (size_t i = 0; i < val->n; i++) {

@@ -241,6 +241,7 @@ static vc_status resolve_string(struct chain *c, vc_cfg_node *node) {
     if (st == VC_OK) {
         free(node->s);
         node->s = buf ? buf : vc_strdup("");
+        node->lit = 1;
         return node->s ? VC_OK : VC_ERR_NOMEM;
     }
     free(buf);
@@ -251,7 +252,7 @@ static vc_status resolve_string(struct chain *c, vc_cfg_node *node) {
 static vc_status resolve_node(struct chain *c) {
     vc_cfg_node *node = c->n[c->len - 1];
     char p[256];
-    if (node->kind != VC_CFG_STR || !vc_cfg_is_interp(node->s)) return VC_OK;
+    if (!vc_cfg_node_is_interp(node)) return VC_OK;
     if (node->resolving)
         return vc_fail(VC_ERR_ARG, "config: %s: interpolation cycle through '%s'", chain_path(c, p, sizeof p), node->s);
     node->resolving = 1;

@@ -120,6 +120,10 @@ vc_cfg_node *vc_cfg_scalar_yaml(const char *s, size_t len) { return typed_scalar
 
 int vc_cfg_is_interp(const char *s) { return s && strstr(s, "${") != NULL; }
 
+int vc_cfg_node_is_interp(const vc_cfg_node *n) {
+    return n->kind == VC_CFG_STR && !n->lit && vc_cfg_is_interp(n->s);
+}
+
 /* ---- Hydra override values --------------------------------------------------------------------- */
 
 struct vparser {

@@ -55,42 +55,61 @@ static vc_status scalar_node(struct yparser *y, yaml_event_t *ev, vc_cfg_node **
     return *out ? VC_OK : VC_ERR_NOMEM;
 }
 
-static vc_status mapping_node(struct yparser *y, vc_cfg_node *map) {
-    for (;;) {
-        yaml_event_t kev, vev;
-        vc_status st = next_event(y, &kev);
+/* Applies YAML merge keys (<<: *base or <<: [*a, *b]): entries the mapping does not set itself. */
+static vc_status apply_merge(vc_cfg_node *map, const vc_cfg_node *src) {
+    if (src->kind == VC_CFG_LIST) {
+        for (size_t i = 0; i < src->n; i++) {
+            vc_status st = apply_merge(map, src->items[i]);
+            if (st != VC_OK) return st;
+        }
+        return VC_OK;
+    }
+    for (size_t i = 0; src->kind == VC_CFG_MAP && i < src->n; i++) {
+        if (vc_cfg_map_get(map, src->keys[i])) continue;
+        vc_cfg_node *c = vc_cfg_node_copy(src->items[i]);
+        vc_status st = c ? vc_cfg_map_put(map, src->keys[i], c) : VC_ERR_NOMEM;
         if (st != VC_OK) return st;
-        if (kev.type == YAML_MAPPING_END_EVENT) { yaml_event_delete(&kev); return VC_OK; }
+    }
+    return VC_OK;
+}
+
+static vc_status mapping_node(struct yparser *y, vc_cfg_node *map) {
+    vc_cfg_node *merges = vc_cfg_node_new(VC_CFG_LIST);
+    vc_status st = merges ? VC_OK : VC_ERR_NOMEM;
+    while (st == VC_OK) {
+        yaml_event_t kev, vev;
+        if ((st = next_event(y, &kev)) != VC_OK) break;
+        if (kev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&kev);
+            st = apply_merge(map, merges);
+            break;
+        }
         size_t line = kev.start_mark.line + 1;
         if (kev.type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&kev);
-            return vc_fail(VC_ERR_FORMAT, "%s:%zu: mapping keys must be plain strings", y->name, line);
+            st = vc_fail(VC_ERR_FORMAT, "%s:%zu: mapping keys must be plain strings", y->name, line);
+            break;
         }
         char *key = vc_strdup((const char *)kev.data.scalar.value);
         yaml_event_delete(&kev);
-        if (!key) return VC_ERR_NOMEM;
+        if (!key) { st = VC_ERR_NOMEM; break; }
         if (vc_cfg_map_get(map, key)) {
             st = vc_fail(VC_ERR_FORMAT, "%s:%zu: duplicate key '%s'", y->name, line, key);
             free(key);
-            return st;
+            break;
         }
         vc_cfg_node *val = NULL;
         if ((st = next_event(y, &vev)) == VC_OK) st = parse_node(y, &vev, &val);
         if (st == VC_OK && !strcmp(key, "<<")) {
-            /* merge key: copy the referenced map's entries that are not already set */
-            for (size_t i = 0; val && val->kind == VC_CFG_MAP && i < val->n && st == VC_OK; i++) {
-                if (vc_cfg_map_get(map, val->keys[i])) continue;
-                vc_cfg_node *c = vc_cfg_node_copy(val->items[i]);
-                st = c ? vc_cfg_map_put(map, val->keys[i], c) : VC_ERR_NOMEM;
-            }
-            vc_cfg_node_free(val);
+            st = vc_cfg_list_push(merges, val);
         } else if (st == VC_OK) {
             val->line = (int)line;
             st = vc_cfg_map_put(map, key, val);
         }
         free(key);
-        if (st != VC_OK) return st;
     }
+    vc_cfg_node_free(merges);
+    return st;
 }
 
 static vc_status sequence_node(struct yparser *y, vc_cfg_node *list) {
