@@ -1,5 +1,6 @@
 /* Scalars: YAML plain-scalar typing (as OmegaConf's loader does it), the Hydra override value grammar,
  * and the reverse direction (when a string must be quoted, how a float is printed). */
+#define _GNU_SOURCE /* memmem */
 #include "config/cfg_internal.h"
 #include <ctype.h>
 #include <errno.h>
@@ -176,7 +177,7 @@ static vc_cfg_node *parse_primitive(struct vparser *v, int nested) {
     const char *s = v->p;
     v->p += len;
     while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
-    if (!nested && memchr(s, ',', len) && !vc_cfg_is_interp(s)) {
+    if (!nested && memchr(s, ',', len) && !memmem(s, len, "${", 2)) {
         vc_fail(VC_ERR_ARG, "ambiguous value '%s': quote it ('a,b') or write a list [a,b]", v->whole);
         return NULL;
     }
@@ -188,6 +189,7 @@ static vc_cfg_node *parse_primitive(struct vparser *v, int nested) {
         if (s[i] == '\\' && i + 1 < len && strchr("\\,[]{}()=: '\"", s[i + 1])) i++;
         buf[o++] = s[i];
     }
+    buf[o] = 0;
     vc_cfg_node *n = vc_cfg_is_interp(buf) ? vc_cfg_scalar_str(buf, o) : typed_scalar(buf, o, 1);
     free(buf);
     return n;

@@ -297,11 +297,57 @@ static void test_delete_and_add(void) {
     vc_config_free(c);
 }
 
+/* Truncated and corrupted YAML and override text: an error or a tree, never a crash (ASan checks). */
+static void test_corrupt_inputs(void) {
+    vc_config *d, *c;
+    CHECK_OK(vc_config_defaults(&d));
+    char *y = d ? vc_config_to_yaml(d, NULL) : NULL;
+    CHECK(y != NULL);
+    size_t len = y ? strlen(y) : 0;
+    int ok = 0, failed = 0;
+    for (size_t cut = 0; cut < len; cut += 61) {
+        if (vc_config_parse_yaml(y, cut, "cut.yaml", &c) == VC_OK) { ok++; vc_config_free(c); }
+        else failed++;
+    }
+    CHECK(ok > 0 && failed > 0);
+    uint32_t rng = 12345;
+    for (int k = 0; k < 200 && y; k++) { /* flip a few bytes to YAML punctuation */
+        char *m = vc_strdup(y);
+        for (int f = 0; f < 3; f++) {
+            rng = rng * 1103515245u + 12345u;
+            m[(rng >> 8) % len] = ":-[]{}'\"&*!|>%@#\n\t "[(rng >> 3) % 18];
+        }
+        if (vc_config_parse_yaml(m, len, "flip.yaml", &c) == VC_OK) {
+            vc_config_set_quiet(c, 1);
+            vc_config_resolve(c);
+            char *e = vc_config_to_yaml(c, NULL);
+            free(e);
+            vc_config_free(c);
+        } else {
+            CHECK(strstr(vc_last_error(), "flip.yaml") != NULL);
+        }
+        free(m);
+    }
+    const char *vals[] = { "[", "]", "{", "}", "[[[", "{a:", "{a: [1, {b: }]}", "'", "\"", "${", "${a", "x${y}z${",
+                           "[a,,b]", "{:}", ",", "a b, c", "\\", "[1,2]x", "${oc.select:}", "~", "??", "-", ".", "e5", "1e", "0x" };
+    int rejected = 0;
+    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
+        vc_status st = vc_config_set(d, "trainer.experiment_name", vals[k]);
+        rejected += st != VC_OK;
+        if (st != VC_OK) CHECK(strstr(vc_last_error(), "trainer.experiment_name") != NULL);
+        if (st == VC_OK) (void)vc_config_resolve(d); /* may fail on a half interpolation; must not crash */
+    }
+    CHECK(rejected >= 10);
+    free(y);
+    vc_config_free(d);
+}
+
 int main(void) {
     test_hydra_values();
     test_yaml_scalars();
     test_interpolation();
     test_emit_round_trip();
     test_delete_and_add();
+    test_corrupt_inputs();
     return vc_test_done();
 }
