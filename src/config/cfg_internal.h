@@ -27,6 +27,7 @@ typedef struct vc_cfg_node {
 struct vc_config {
     vc_cfg_node *root;
     int schema;       /* 1: keys must exist and values fit declared types (built from defaults) */
+    vc_cfg_node *resolved_defaults; /* the defaults with interpolations resolved (NULL without schema) */
     int quiet;
     char **notices;
     size_t n_notices, cap_notices;
@@ -74,10 +75,14 @@ vc_status vc_cfg_yaml_parse(const char *text, size_t len, const char *name, vc_c
 /* cfg_notice.c */
 /* Does `path` name Python-only machinery? *ignore is set when the key should be dropped rather than
  * stored (e.g. _target_). Returns 1 when the key may be accepted even though the defaults lack it.
- * With emit, records (and prints) the notice for the value `val` the user set. */
-int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int *ignore);
+ * With emit, records (and prints) the notice for the value `val` the user set; `changed` says whether
+ * it differs from what was there (re-stating a default needs no notice, except for value-specific
+ * rules such as trainer.logger=[console,wandb]). */
+int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore);
 /* Dotted-path glob: `*` one segment, `**` any number (also none). */
 int vc_cfg_path_match(const char *pat, const char *path);
+/* 1 if v differs from both the current value at path and verl's (resolved) default there. */
+int vc_cfg_value_changed(const vc_config *cfg, const char *path, const vc_cfg_node *v);
 void vc_cfg_add_notice(vc_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* cfg_load.c */

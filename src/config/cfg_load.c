@@ -89,15 +89,18 @@ vc_status vc_config_defaults(vc_config **out) {
     vc_config tmp = { .root = vc_cfg_node_copy(root) };
     if (!tmp.root) { vc_cfg_node_free(root); return VC_ERR_NOMEM; }
     if (vc_config_resolve(&tmp) == VC_OK) type_interpolated(root, tmp.root);
-    vc_cfg_node_free(tmp.root);
     char path[1024] = "";
     type_nulls(root, path, 0, sizeof path);
-    return config_wrap(root, 1, out);
+    vc_status st2 = config_wrap(root, 1, out);
+    if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); return st2; }
+    (*out)->resolved_defaults = tmp.root;
+    return VC_OK;
 }
 
 void vc_config_free(vc_config *cfg) {
     if (!cfg) return;
     vc_cfg_node_free(cfg->root);
+    vc_cfg_node_free(cfg->resolved_defaults);
     for (size_t i = 0; i < cfg->n_notices; i++) free(cfg->notices[i]);
     free(cfg->notices);
     free(cfg);
@@ -109,6 +112,12 @@ void vc_config_set_quiet(vc_config *cfg, int quiet) { cfg->quiet = quiet; }
 
 const char *vc_config_suggest(const vc_config *cfg, const char *key) {
     return vc_cfg_suggest(cfg->root, key, (char *)cfg->suggest_buf, sizeof cfg->suggest_buf);
+}
+
+int vc_cfg_value_changed(const vc_config *cfg, const char *path, const vc_cfg_node *v) {
+    const vc_cfg_node *cur = vc_cfg_lookup(cfg->root, path);
+    const vc_cfg_node *def = cfg->resolved_defaults ? vc_cfg_lookup(cfg->resolved_defaults, path) : NULL;
+    return !(cur && vc_cfg_node_equal(cur, v)) && !(def && vc_cfg_node_equal(def, v));
 }
 
 /* ---- checks ------------------------------------------------------------------------------------ */
@@ -195,8 +204,9 @@ static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *
     else snprintf(where, sizeof where, "%s", m->file); /* an override: the prefix ends in ": " already */
     vc_cfg_node *d = vc_cfg_map_get(dst, key);
     int into = d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP;
-    int accept = into ? 0 : vc_cfg_notice_check(m->cfg, m->path, v, 0, &ignore);
-    if (ignore) return vc_cfg_notice_check(m->cfg, m->path, v, 1, &ignore), VC_OK;
+    int accept = into ? 0 : vc_cfg_notice_check(m->cfg, m->path, v, 0, 1, &ignore);
+    int changed = !d || vc_cfg_value_changed(m->cfg, m->path, v);
+    if (ignore) return vc_cfg_notice_check(m->cfg, m->path, v, 1, 1, &ignore), VC_OK;
     if (into) return merge_map(m, d, v, plen);
     vc_cfg_node *c = vc_cfg_node_copy(v);
     if (!c) return VC_ERR_NOMEM;
@@ -214,7 +224,7 @@ static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *
         vc_cfg_node_assign(d, c);
         d->open = open || d->kind == VC_CFG_MAP;
     }
-    if (st == VC_OK) vc_cfg_notice_check(m->cfg, m->path, v, 1, &ignore);
+    if (st == VC_OK) vc_cfg_notice_check(m->cfg, m->path, v, 1, changed, &ignore);
     return st;
 }
 

@@ -150,13 +150,13 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
     }
 }
 
-int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int *ignore) {
+int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore) {
     *ignore = 0;
     for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
         const struct notice_rule *rule = &RULES[r];
         if (!vc_cfg_path_match(rule->pattern, path)) continue;
         *ignore = !!(rule->flags & N_DROP);
-        if ((rule->flags & N_SILENT) || !emit) return !!(rule->flags & N_ACCEPT_UNKNOWN);
+        if ((rule->flags & N_SILENT) || !emit || (!changed && !rule->quiet)) return !!(rule->flags & N_ACCEPT_UNKNOWN);
         char buf[64];
         if (val && val->kind == VC_CFG_LIST && rule->quiet) { /* e.g. trainer.logger=[console,wandb] */
             for (size_t i = 0; i < val->n; i++) {

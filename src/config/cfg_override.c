@@ -129,10 +129,11 @@ static vc_status apply(vc_config *cfg, const char *arg, const char *rawkey, size
     vc_cfg_node *v = vc_cfg_parse_value(value);
     if (!v) { st = vc_fail_ctx(VC_ERR_ARG, "override '%s'", arg); goto out; }
     vc_cfg_node *shown = vc_cfg_node_copy(v); /* do_put consumes v; the notice names the value */
-    int ignore = 0, accept = vc_cfg_notice_check(cfg, key, v, 0, &ignore);
+    int ignore = 0, accept = vc_cfg_notice_check(cfg, key, v, 0, 1, &ignore);
+    int changed = vc_cfg_value_changed(cfg, key, v);
     if (!shown) { vc_cfg_node_free(v); st = VC_ERR_NOMEM; goto out; }
     st = ignore ? (vc_cfg_node_free(v), VC_OK) : do_put(&o, v, accept);
-    if (st == VC_OK) vc_cfg_notice_check(cfg, key, shown, 1, &ignore);
+    if (st == VC_OK) vc_cfg_notice_check(cfg, key, shown, 1, changed, &ignore);
     vc_cfg_node_free(shown);
 out:
     free(key);
