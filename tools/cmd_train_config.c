@@ -1,5 +1,10 @@
 /* `verlc train --print-config`: the configuration a training run would use, as YAML (verl's
- * `--cfg job`). vc_cmd_train (elsewhere) calls this when it sees --print-config. */
+ * `--cfg job`). vc_cmd_train (elsewhere) calls this when it sees --print-config; for a real run it
+ * builds its config the same way:
+ *     int print; vc_config *cfg;
+ *     if (vc_config_load_argv(argc - 1, argv + 1, &print, &cfg) != VC_OK) -> report vc_last_error(), exit 2
+ * (argv[0] is the subcommand name; the arguments are --config FILE / --config-path D --config-name N,
+ * --print-config, and verl's key=value overrides). */
 #include "verlc/config.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -158,11 +158,18 @@ static vc_status check_fit(const char *where, const char *key, int decl, vc_cfg_
         if (v->kind == VC_CFG_FLOAT && v->f == floor(v->f) && fabs(v->f) < 9e15) {
             v->kind = VC_CFG_INT;
             v->i = (int64_t)v->f;
+            free(v->s); /* "256.0" would no longer be this value's text */
+            v->s = NULL;
         }
         ok = v->kind == VC_CFG_INT;
         break;
     case VC_CFG_FLOAT:
-        if (v->kind == VC_CFG_INT) { v->kind = VC_CFG_FLOAT; v->f = (double)v->i; }
+        if (v->kind == VC_CFG_INT) {
+            v->kind = VC_CFG_FLOAT;
+            v->f = (double)v->i;
+            free(v->s);
+            v->s = NULL;
+        }
         ok = v->kind == VC_CFG_FLOAT;
         break;
     case VC_CFG_STR:

@@ -124,7 +124,7 @@ void vc_cfg_add_notice(vc_config *cfg, const char *fmt, ...) {
     }
     if (!(cfg->notices[cfg->n_notices] = vc_strdup(buf))) return;
     cfg->n_notices++;
-    if (!cfg->quiet) fprintf(stderr, "verlc: note: %s\n", buf);
+    if (!cfg->quiet) vc_info("verlc: note: %s", buf); /* VERLC_LOG=warn silences notices */
 }
 
 static int is_quiet_value(const char *quiet, const char *v) {

@@ -338,6 +338,8 @@ static void test_errors(void) {
     CHECK_OK(vc_config_load(NULL, (int)(sizeof good / sizeof good[0]), good, &c));
     if (c) {
         CHECK(vc_config_kind(c, "data.train_batch_size") == VC_CFG_INT);
+        CHECK(str_is(c, "data.train_batch_size", "256"));
+        CHECK(str_is(c, "actor_rollout_ref.actor.optim.lr", "1.0"));
         CHECK(vc_config_kind(c, "actor_rollout_ref.actor.optim.lr") == VC_CFG_FLOAT);
         CHECK(getb(c, "trainer.val_before_train") == 0);
         CHECK(vc_config_kind(c, "actor_rollout_ref.rollout.prompt_length") == VC_CFG_NULL);
