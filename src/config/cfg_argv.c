@@ -1,0 +1,68 @@
+/* verl-style command lines: `[--config FILE.yaml] [--print-config] key=value ...`, plus Hydra's
+ * `--config-path DIR --config-name NAME` spelling of the same file. */
+#include "config/cfg_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Value of "--opt VALUE" or "--opt=VALUE"; advances *i past a separate value. NULL if argv[*i] is not opt. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt, vc_status *st) {
+    size_t ol = strlen(opt);
+    const char *a = argv[*i];
+    if (strncmp(a, opt, ol)) return NULL;
+    if (a[ol] == '=') return a + ol + 1;
+    if (a[ol]) return NULL;
+    if (*i + 1 >= argc) { *st = vc_fail(VC_ERR_ARG, "%s needs a value", opt); return NULL; }
+    return argv[++*i];
+}
+
+static vc_status hydra_file(const char *dir, const char *name, char **out) {
+    *out = NULL;
+    if (!name) return dir ? vc_fail(VC_ERR_ARG, "--config-path needs --config-name") : VC_OK;
+    size_t nl = strlen(name);
+    int has_ext = nl > 5 && !strcmp(name + nl - 5, ".yaml");
+    char *file = malloc(nl + 6);
+    if (!file) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    memcpy(file, name, nl + 1);
+    if (!has_ext) memcpy(file + nl, ".yaml", 6);
+    *out = dir ? vc_path_join(dir, file) : NULL;
+    if (*out && vc_file_exists(*out)) { free(file); return VC_OK; }
+    free(*out);
+    *out = NULL;
+    int builtin = !strcmp(file, "ppo_trainer.yaml");
+    free(file);
+    if (builtin) return VC_OK; /* verl's own defaults are the embedded ones */
+    return vc_fail(VC_ERR_IO, "--config-name %s: no such file in %s", name, dir ? dir : "(no --config-path)");
+}
+
+vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
+    const char *file = NULL, *cpath = NULL, *cname = NULL;
+    char **ov = calloc(argc > 0 ? (size_t)argc : 1, sizeof *ov);
+    int n = 0;
+    vc_status st = VC_OK;
+    char *hfile = NULL;
+    *out = NULL;
+    if (print_config) *print_config = 0;
+    if (!ov) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < argc && st == VC_OK; i++) {
+        const char *v;
+        if ((v = opt_value(argc, argv, &i, "--config", &st))) file = v;
+        else if ((v = opt_value(argc, argv, &i, "--config-path", &st))) cpath = v;
+        else if ((v = opt_value(argc, argv, &i, "--config-name", &st))) cname = v;
+        else if (st != VC_OK) break;
+        else if (!strcmp(argv[i], "--print-config") || !strcmp(argv[i], "--cfg=job") || !strcmp(argv[i], "--cfg"))
+            { if (print_config) *print_config = 1; if (!strcmp(argv[i], "--cfg") && i + 1 < argc) i++; }
+        else if (argv[i][0] == '-' && argv[i][1] == '-') st = vc_fail(VC_ERR_ARG, "unknown option '%s'", argv[i]);
+        else if (!strchr(argv[i], '=') && argv[i][0] != '~')
+            st = vc_fail(VC_ERR_ARG, "'%s' is not a key=value override", argv[i]);
+        else ov[n++] = argv[i];
+    }
+    if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");
+    if (st == VC_OK && !file) {
+        st = hydra_file(cpath, cname, &hfile);
+        file = hfile;
+    }
+    if (st == VC_OK) st = vc_config_load(file, n, ov, out);
+    free(hfile);
+    free(ov);
+    return st;
+}

@@ -1,0 +1,295 @@
+/* Building a config: embedded defaults, YAML files merged on top, Hydra overrides, with the key and
+ * type checks that OmegaConf's struct mode gives verl (unknown keys fail, with a suggestion). */
+#include "config/cfg_internal.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vc_status config_wrap(vc_cfg_node *root, int schema, vc_config **out) {
+    vc_config *cfg = vc_calloc(1, sizeof *cfg);
+    if (!cfg) { vc_cfg_node_free(root); return VC_ERR_NOMEM; }
+    cfg->root = root;
+    cfg->schema = schema;
+    *out = cfg;
+    return VC_OK;
+}
+
+vc_status vc_config_new(vc_config **out) {
+    *out = NULL;
+    vc_cfg_node *root = vc_cfg_node_new(VC_CFG_MAP);
+    if (!root) return VC_ERR_NOMEM;
+    root->open = 1;
+    return config_wrap(root, 0, out);
+}
+
+vc_status vc_config_parse_yaml(const char *text, size_t len, const char *name, vc_config **out) {
+    vc_cfg_node *root;
+    *out = NULL;
+    vc_status st = vc_cfg_yaml_parse(text, len, name, &root);
+    if (st != VC_OK) return st;
+    root->open = 1;
+    return config_wrap(root, 0, out);
+}
+
+/* Keys whose default is an interpolation (critic.ppo_micro_batch_size_per_gpu: ${oc.select:...}) get
+ * the type of what the default resolves to, so that `key=abc` is still caught. */
+static void type_interpolated(vc_cfg_node *decl, const vc_cfg_node *resolved) {
+    if (vc_cfg_node_is_interp(decl)) {
+        int k = resolved->kind;
+        if (k != VC_CFG_NULL && k != VC_CFG_MISSING) decl->decl = k == VC_CFG_MAP && resolved->n == 0 ? VC_DECL_ANY : k;
+        return;
+    }
+    if (decl->kind != resolved->kind || decl->n != resolved->n) return;
+    for (size_t i = 0; i < decl->n; i++) type_interpolated(decl->items[i], resolved->items[i]);
+}
+
+/* Types of keys whose verl default is null (verl's dataclasses declare them). */
+static const struct { const char *pattern; int kind; } NULL_TYPES[] = {
+    { "**.ppo_micro_batch_size", VC_CFG_INT },
+    { "**.ppo_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "**.log_prob_micro_batch_size", VC_CFG_INT },
+    { "**.log_prob_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "**.forward_micro_batch_size", VC_CFG_INT },
+    { "**.forward_micro_batch_size_per_gpu", VC_CFG_INT },
+    { "reward_model.micro_batch_size", VC_CFG_INT },
+    { "reward_model.micro_batch_size_per_gpu", VC_CFG_INT },
+    { "reward_model.max_length", VC_CFG_INT },
+    { "data.val_batch_size", VC_CFG_INT },
+    { "data.seed", VC_CFG_INT },
+    { "trainer.total_training_steps", VC_CFG_INT },
+    { "trainer.max_actor_ckpt_to_keep", VC_CFG_INT },
+    { "trainer.max_critic_ckpt_to_keep", VC_CFG_INT },
+    { "**.max_model_len", VC_CFG_INT },
+    { "**.loss_scale_factor", VC_CFG_FLOAT },
+    { "critic.enable", VC_CFG_BOOL },
+};
+
+static void type_nulls(vc_cfg_node *n, char *path, size_t plen, size_t cap) {
+    for (size_t i = 0; n->kind == VC_CFG_MAP && i < n->n; i++) {
+        size_t kl = strlen(n->keys[i]);
+        if (plen + kl + 2 > cap) continue;
+        size_t l = plen;
+        if (l) path[l++] = '.';
+        memcpy(path + l, n->keys[i], kl + 1);
+        vc_cfg_node *c = n->items[i];
+        for (size_t r = 0; c->decl == VC_DECL_ANY && r < sizeof NULL_TYPES / sizeof NULL_TYPES[0]; r++)
+            if (vc_cfg_path_match(NULL_TYPES[r].pattern, path)) c->decl = NULL_TYPES[r].kind;
+        type_nulls(c, path, l + kl, cap);
+        path[plen] = 0;
+    }
+}
+
+vc_status vc_config_defaults(vc_config **out) {
+    vc_cfg_node *root;
+    *out = NULL;
+    vc_status st = vc_cfg_yaml_parse(vc_cfg_ppo_defaults_yaml, strlen(vc_cfg_ppo_defaults_yaml), "<verl defaults>", &root);
+    if (st != VC_OK) return vc_fail_ctx(VC_ERR_INTERNAL, "embedded defaults");
+    vc_cfg_mark_schema(root);
+    root->open = 0;
+    vc_config tmp = { .root = vc_cfg_node_copy(root) };
+    if (!tmp.root) { vc_cfg_node_free(root); return VC_ERR_NOMEM; }
+    if (vc_config_resolve(&tmp) == VC_OK) type_interpolated(root, tmp.root);
+    char path[1024] = "";
+    type_nulls(root, path, 0, sizeof path);
+    vc_status st2 = config_wrap(root, 1, out);
+    if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); return st2; }
+    (*out)->resolved_defaults = tmp.root;
+    return VC_OK;
+}
+
+void vc_config_free(vc_config *cfg) {
+    if (!cfg) return;
+    vc_cfg_node_free(cfg->root);
+    vc_cfg_node_free(cfg->resolved_defaults);
+    for (size_t i = 0; i < cfg->n_notices; i++) free(cfg->notices[i]);
+    free(cfg->notices);
+    free(cfg);
+}
+
+size_t vc_config_notice_count(const vc_config *cfg) { return cfg->n_notices; }
+const char *vc_config_notice(const vc_config *cfg, size_t i) { return i < cfg->n_notices ? cfg->notices[i] : NULL; }
+void vc_config_set_quiet(vc_config *cfg, int quiet) { cfg->quiet = quiet; }
+
+const char *vc_config_suggest(const vc_config *cfg, const char *key) {
+    return vc_cfg_suggest(cfg->root, key, (char *)cfg->suggest_buf, sizeof cfg->suggest_buf);
+}
+
+int vc_cfg_value_changed(const vc_config *cfg, const char *path, const vc_cfg_node *v) {
+    const vc_cfg_node *cur = vc_cfg_lookup(cfg->root, path);
+    const vc_cfg_node *def = cfg->resolved_defaults ? vc_cfg_lookup(cfg->resolved_defaults, path) : NULL;
+    return !(cur && vc_cfg_node_equal(cur, v)) && !(def && vc_cfg_node_equal(def, v));
+}
+
+/* ---- checks ------------------------------------------------------------------------------------ */
+
+static const char *decl_name(int decl) {
+    switch (decl) {
+    case VC_CFG_BOOL: return "a boolean (true/false)";
+    case VC_CFG_INT: return "an integer";
+    case VC_CFG_FLOAT: return "a number";
+    case VC_CFG_STR: return "a string (or a list of strings)";
+    case VC_CFG_LIST: return "a list";
+    case VC_CFG_MAP: return "a mapping";
+    default: return "a value";
+    }
+}
+
+static const char *kind_text(const vc_cfg_node *v) {
+    switch (v->kind) {
+    case VC_CFG_LIST: return "a list";
+    case VC_CFG_MAP: return "a mapping";
+    default: return v->s ? v->s : "?";
+    }
+}
+
+static int is_scalar(const vc_cfg_node *v) {
+    return v->kind == VC_CFG_BOOL || v->kind == VC_CFG_INT || v->kind == VC_CFG_FLOAT || v->kind == VC_CFG_STR;
+}
+
+/* Does v fit a key declared as `decl`? Converts int <-> float where the declaration asks for it.
+ * `where` prefixes the message ("file.yaml:3: " or "override 'k=v': "). */
+static vc_status check_fit(const char *where, const char *key, int decl, vc_cfg_node *v) {
+    int ok = 1;
+    if (decl == VC_DECL_ANY || v->kind == VC_CFG_NULL || v->kind == VC_CFG_MISSING) return VC_OK;
+    if (vc_cfg_node_is_interp(v)) return VC_OK; /* checked by type when read */
+    switch (decl) {
+    case VC_CFG_BOOL: ok = v->kind == VC_CFG_BOOL || (v->kind == VC_CFG_INT && (v->i == 0 || v->i == 1)); break;
+    case VC_CFG_INT:
+        if (v->kind == VC_CFG_FLOAT && v->f == floor(v->f) && fabs(v->f) < 9e15) {
+            v->kind = VC_CFG_INT;
+            v->i = (int64_t)v->f;
+            free(v->s); /* "256.0" would no longer be this value's text */
+            v->s = NULL;
+        }
+        ok = v->kind == VC_CFG_INT;
+        break;
+    case VC_CFG_FLOAT:
+        if (v->kind == VC_CFG_INT) {
+            v->kind = VC_CFG_FLOAT;
+            v->f = (double)v->i;
+            free(v->s);
+            v->s = NULL;
+        }
+        ok = v->kind == VC_CFG_FLOAT;
+        break;
+    case VC_CFG_STR:
+        ok = is_scalar(v);
+        if (v->kind == VC_CFG_LIST) {
+            ok = 1;
+            for (size_t i = 0; i < v->n; i++) ok &= is_scalar(v->items[i]) || v->items[i]->kind == VC_CFG_NULL;
+        }
+        break;
+    case VC_CFG_LIST: ok = v->kind == VC_CFG_LIST || is_scalar(v); break;
+    case VC_CFG_MAP: ok = v->kind == VC_CFG_MAP; break;
+    default: break;
+    }
+    if (ok) return VC_OK;
+    return vc_fail(VC_ERR_ARG, "%s%s expects %s, got '%s'", where, key, decl_name(decl), kind_text(v));
+}
+
+static vc_status unknown_key(vc_config *cfg, const char *where, const char *key) {
+    char buf[512];
+    const char *s = vc_cfg_suggest(cfg->root, key, buf, sizeof buf);
+    if (s) return vc_fail(VC_ERR_ARG, "%sunknown key '%s' (did you mean '%s'?)", where, key, s);
+    return vc_fail(VC_ERR_ARG, "%sunknown key '%s' (use +%s=VALUE to add a new key)", where, key, key);
+}
+
+/* ---- merging YAML ------------------------------------------------------------------------------ */
+
+struct merge_ctx {
+    vc_config *cfg;
+    const char *file;
+    char path[1024];
+};
+
+static vc_status merge_map(struct merge_ctx *m, vc_cfg_node *dst, vc_cfg_node *src, size_t plen);
+
+static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *key, vc_cfg_node *v, size_t plen) {
+    char where[1200];
+    int ignore = 0;
+    if (v->line > 0) snprintf(where, sizeof where, "%s:%d: ", m->file, v->line);
+    else snprintf(where, sizeof where, "%s", m->file); /* an override: the prefix ends in ": " already */
+    vc_cfg_node *d = vc_cfg_map_get(dst, key);
+    int into = d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP;
+    int accept = into ? 0 : vc_cfg_notice_check(m->cfg, m->path, v, 0, 1, &ignore);
+    int changed = !d || vc_cfg_value_changed(m->cfg, m->path, v);
+    if (ignore) return vc_cfg_notice_check(m->cfg, m->path, v, 1, 1, &ignore), VC_OK;
+    if (into) return merge_map(m, d, v, plen);
+    vc_cfg_node *c = vc_cfg_node_copy(v);
+    if (!c) return VC_ERR_NOMEM;
+    vc_status st = VC_OK;
+    if (!d) {
+        if (m->cfg->schema && !dst->open && !accept) {
+            vc_cfg_node_free(c);
+            return unknown_key(m->cfg, where, m->path);
+        }
+        if (c->kind == VC_CFG_MAP) c->open = 1;
+        st = vc_cfg_map_put(dst, key, c);
+    } else {
+        if (m->cfg->schema && (st = check_fit(where, m->path, d->decl, c)) != VC_OK) { vc_cfg_node_free(c); return st; }
+        int open = d->open;
+        vc_cfg_node_assign(d, c);
+        d->open = open || d->kind == VC_CFG_MAP;
+    }
+    if (st == VC_OK) vc_cfg_notice_check(m->cfg, m->path, v, 1, changed, &ignore);
+    return st;
+}
+
+static vc_status merge_map(struct merge_ctx *m, vc_cfg_node *dst, vc_cfg_node *src, size_t plen) {
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < src->n && st == VC_OK; i++) {
+        size_t kl = strlen(src->keys[i]);
+        if (plen + kl + 2 > sizeof m->path) return vc_fail(VC_ERR_ARG, "%s: key path too long", m->file);
+        size_t l = plen;
+        if (l) m->path[l++] = '.';
+        memcpy(m->path + l, src->keys[i], kl + 1);
+        st = merge_entry(m, dst, src->keys[i], src->items[i], l + kl);
+        m->path[plen] = 0;
+    }
+    return st;
+}
+
+vc_status vc_config_merge_yaml(vc_config *cfg, const char *text, size_t len, const char *name) {
+    vc_cfg_node *src;
+    vc_status st = vc_cfg_yaml_parse(text, len, name, &src);
+    if (st != VC_OK) return st;
+    struct merge_ctx m = { .cfg = cfg, .file = name ? name : "<yaml>" };
+    st = merge_map(&m, cfg->root, src, 0);
+    vc_cfg_node_free(src);
+    return st;
+}
+
+vc_status vc_config_merge_file(vc_config *cfg, const char *path) {
+    char *text;
+    size_t len;
+    vc_status st = vc_read_file(path, &text, &len);
+    if (st != VC_OK) return st;
+    st = vc_config_merge_yaml(cfg, text, len, path);
+    free(text);
+    return st;
+}
+
+/* ---- the whole pipeline ------------------------------------------------------------------------ */
+
+vc_status vc_config_load(const char *yaml_path, int n_overrides, char **overrides, vc_config **out) {
+    vc_config *cfg = NULL;
+    *out = NULL;
+    vc_status st = vc_config_defaults(&cfg);
+    if (st == VC_OK && yaml_path) st = vc_config_merge_file(cfg, yaml_path);
+    for (int i = 0; i < n_overrides && st == VC_OK; i++) st = vc_config_override(cfg, overrides[i]);
+    if (st == VC_OK) st = vc_config_resolve(cfg);
+    if (st != VC_OK) { vc_config_free(cfg); return st; }
+    *out = cfg;
+    return VC_OK;
+}
+
+/* Exposed for cfg_override.c */
+vc_status vc_cfg_check_fit(const char *where, const char *key, int decl, vc_cfg_node *v) {
+    return check_fit(where, key, decl, v);
+}
+vc_status vc_cfg_unknown_key(vc_config *cfg, const char *where, const char *key) { return unknown_key(cfg, where, key); }
+vc_status vc_cfg_merge_at(vc_config *cfg, vc_cfg_node *dst, vc_cfg_node *src, const char *path, const char *where) {
+    struct merge_ctx m = { .cfg = cfg, .file = where };
+    snprintf(m.path, sizeof m.path, "%s", path);
+    return merge_map(&m, dst, src, strlen(m.path));
+}

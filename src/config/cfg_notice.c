@@ -1,0 +1,175 @@
+/* Keys that name Python-only machinery in verl (Ray, FSDP/Megatron, vLLM/SGLang, torch profilers...).
+ * verlc accepts them so that verl command lines run unchanged, and says once per key that they have no
+ * effect. Patterns are dotted paths where `*` matches one segment and `**` any number (also none). */
+#include "config/cfg_internal.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum {
+    N_ACCEPT_UNKNOWN = 1, /* accept the key even if verl's defaults (as embedded) lack it */
+    N_DROP = 2,           /* do not store the value */
+    N_SILENT = 4,         /* no notice */
+};
+
+struct notice_rule {
+    const char *pattern;
+    const char *quiet;  /* comma-separated values that need no notice (verlc's own behaviour) */
+    int flags;
+    const char *reason;
+};
+
+static const char R_ENGINE[] = "verlc generates with its built-in engine (paged KV cache, shared weights), not vLLM/SGLang";
+static const char R_FSDP[] = "verlc shards with its own data-parallel trainer (MPI/NCCL), not FSDP/Megatron";
+static const char R_RAY[] = "verlc runs without Ray";
+static const char R_TORCH[] = "verlc uses its own fused kernels; torch.compile/Liger/flash-attn options do not apply";
+static const char R_PROF[] = "Python profilers are not available; verlc reports its own timing/* metrics";
+static const char R_PY[] = "a Python data-loader option";
+
+static const struct notice_rule RULES[] = {
+    { "**._target_", NULL, N_ACCEPT_UNKNOWN | N_DROP | N_SILENT, "" },
+    { "defaults", NULL, N_ACCEPT_UNKNOWN | N_DROP, "Hydra defaults lists are not composed; verlc starts from verl's ppo_trainer defaults" },
+    { "hydra.**", NULL, N_ACCEPT_UNKNOWN | N_DROP, "Hydra runtime settings do not apply" },
+    { "actor_rollout_ref.rollout.name", "verlc,native,hf", 0, R_ENGINE },
+    { "reward_model.rollout.name", "verlc,native,hf", 0, R_ENGINE },
+    { "actor_rollout_ref.rollout.mode", "async,sync", 0, R_ENGINE },
+    { "**.engine_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_ENGINE },
+    { "**.rollout.enforce_eager", NULL, 0, R_ENGINE },
+    { "**.rollout.free_cache_engine", NULL, 0, R_ENGINE },
+    { "**.rollout.load_format", NULL, 0, R_ENGINE },
+    { "**.rollout.cudagraph_capture_sizes", NULL, 0, R_ENGINE },
+    { "**.rollout.disable_log_stats", NULL, 0, R_ENGINE },
+    { "**.rollout.skip_tokenizer_init", NULL, 0, R_ENGINE },
+    { "**.rollout.layered_summon", NULL, 0, R_ENGINE },
+    { "**.rollout.multi_stage_wake_up", NULL, 0, R_ENGINE },
+    { "**.rollout.enable_chunked_prefill", NULL, 0, R_ENGINE },
+    { "**.rollout.logprobs_mode", NULL, 0, R_ENGINE },
+    { "**.rollout.scheduling_policy", NULL, 0, R_ENGINE },
+    { "**.rollout.agent.**", NULL, 0, "agent loops run in Python; verlc does single-turn rollouts" },
+    { "**.rollout.checkpoint_engine.**", NULL, 0, "verlc shares weight buffers between trainer and rollout; no weight sync" },
+    { "**.rollout.prometheus.**", NULL, 0, R_RAY },
+    { "**.rollout.trace.**", NULL, 0, R_RAY },
+    { "*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
+    { "*.*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
+    { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    { "ray_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
+    { "ray_init.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
+    { "transfer_queue.**", NULL, 0, R_RAY },
+    { "trainer.ray_wait_register_center_timeout", NULL, 0, R_RAY },
+    { "trainer.use_legacy_worker_impl", NULL, 0, R_RAY },
+    { "trainer.default_hdfs_dir", NULL, 0, "HDFS upload is not built in; checkpoints stay in trainer.default_local_dir" },
+    { "trainer.esi_redundant_time", NULL, 0, R_RAY },
+    { "trainer.device", "cuda,cpu,auto", 0, "verlc runs on cuda or cpu" },
+    { "actor_rollout_ref.hybrid_engine", "true", 0, "verlc always shares actor and rollout weights" },
+    { "trainer.logger", "console,file", 0, "only the console and file (JSONL) loggers are built in" },
+    { "**.use_remove_padding", NULL, 0, "verlc always packs sequences without padding" },
+    { "**.use_torch_compile", NULL, 0, R_TORCH },
+    { "**.use_liger", NULL, 0, R_TORCH },
+    { "**.use_fused_kernels", NULL, 0, R_TORCH },
+    { "**.fused_kernel_options.**", NULL, 0, R_TORCH },
+    { "**.entropy_from_logits_with_chunking", NULL, 0, R_TORCH },
+    { "**.entropy_checkpointing", NULL, 0, R_TORCH },
+    { "**.ulysses_sequence_parallel_size", "1", 0, "sequence parallelism is not implemented" },
+    { "**.enable_activation_offload", "false", 0, "activation offload is not implemented" },
+    { "**.use_shm", "false", 0, R_PY },
+    { "**.trust_remote_code", NULL, 0, "verlc reads remote-code layouts natively and never runs model Python code" },
+    { "**.external_lib", NULL, 0, "no Python libraries are imported" },
+    { "data.dataloader_num_workers", NULL, 0, R_PY },
+    { "data.filter_overlong_prompts_workers", NULL, 0, R_PY },
+    { "data.custom_cls.**", NULL, 0, "custom Python dataset classes cannot be loaded" },
+    { "data.sampler.**", NULL, 0, "custom Python samplers cannot be loaded" },
+    { "data.datagen.**", NULL, 0, "custom Python data generators cannot be loaded" },
+    { "**.profiler.**", NULL, 0, R_PROF },
+    { "global_profiler.**", NULL, 0, R_PROF },
+    { "**.nccl_timeout", NULL, 0, R_RAY },
+};
+
+/* Matches dotted segments; `**` eats zero or more segments, `*` exactly one. */
+int vc_cfg_path_match(const char *pat, const char *path) {
+    if (!*pat) return !*path;
+    if (!strncmp(pat, "**", 2)) {
+        const char *prest = pat[2] == '.' ? pat + 3 : pat + 2;
+        if (vc_cfg_path_match(prest, path)) return 1;
+        for (const char *p = path; *p; p++)
+            if (*p == '.' && vc_cfg_path_match(prest, p + 1)) return 1;
+        return !*prest && *path;
+    }
+    size_t pl = strcspn(pat, "."), sl = strcspn(path, ".");
+    if (!(pl == 1 && pat[0] == '*') && (pl != sl || strncmp(pat, path, pl))) return 0;
+    if (!sl) return 0;
+    pat += pl;
+    path += sl;
+    if (!*path) return !*pat || !strcmp(pat, ".**");
+    if (!*pat) return 0;
+    return vc_cfg_path_match(pat + 1, path + 1);
+}
+
+void vc_cfg_add_notice(vc_config *cfg, const char *fmt, ...) {
+    char buf[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < cfg->n_notices; i++)
+        if (!strcmp(cfg->notices[i], buf)) return;
+    if (cfg->n_notices == cfg->cap_notices) {
+        size_t cap = cfg->cap_notices ? cfg->cap_notices * 2 : 8;
+        char **n = realloc(cfg->notices, cap * sizeof *n);
+        if (!n) return;
+        cfg->notices = n;
+        cfg->cap_notices = cap;
+    }
+    if (!(cfg->notices[cfg->n_notices] = vc_strdup(buf))) return;
+    cfg->n_notices++;
+    if (!cfg->quiet) vc_info("verlc: note: %s", buf); /* VERLC_LOG=warn silences notices */
+}
+
+static int is_quiet_value(const char *quiet, const char *v) {
+    size_t vl = strlen(v);
+    for (const char *q = quiet; q && *q;) {
+        size_t ql = strcspn(q, ",");
+        if (ql == vl && !strncasecmp(q, v, ql)) return 1;
+        q += ql + (q[ql] == ',');
+    }
+    return 0;
+}
+
+static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
+    switch (v->kind) {
+    case VC_CFG_NULL: return "null";
+    case VC_CFG_BOOL: return v->b ? "true" : "false";
+    case VC_CFG_INT: snprintf(buf, n, "%lld", (long long)v->i); return buf;
+    case VC_CFG_FLOAT: vc_cfg_format_float(v->f, buf, n); return buf;
+    case VC_CFG_STR: return v->s;
+    case VC_CFG_LIST: return "[...]";
+    case VC_CFG_MAP: return "{...}";
+    default: return "???";
+    }
+}
+
+int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore) {
+    *ignore = 0;
+    for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
+        const struct notice_rule *rule = &RULES[r];
+        if (!vc_cfg_path_match(rule->pattern, path)) continue;
+        *ignore = !!(rule->flags & N_DROP);
+        if ((rule->flags & N_SILENT) || !emit || (!changed && !rule->quiet)) return !!(rule->flags & N_ACCEPT_UNKNOWN);
+        char buf[64];
+        if (val && val->kind == VC_CFG_LIST && rule->quiet) { /* e.g. trainer.logger=[console,wandb] */
+            for (size_t i = 0; i < val->n; i++) {
+                const char *t = scalar_text(val->items[i], buf, sizeof buf);
+                if (!is_quiet_value(rule->quiet, t))
+                    vc_cfg_add_notice(cfg, "%s: '%s' is ignored: %s", path, t, rule->reason);
+            }
+        } else {
+            const char *t = val ? scalar_text(val, buf, sizeof buf) : "null";
+            if (val && val->kind != VC_CFG_NULL && !is_quiet_value(rule->quiet, t))
+                vc_cfg_add_notice(cfg, "%s=%s is ignored: %s", path, t, rule->reason);
+        }
+        return !!(rule->flags & N_ACCEPT_UNKNOWN);
+    }
+    return 0;
+}

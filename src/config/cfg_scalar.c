@@ -1,0 +1,318 @@
+/* Scalars: YAML plain-scalar typing (as OmegaConf's loader does it), the Hydra override value grammar,
+ * and the reverse direction (when a string must be quoted, how a float is printed). */
+#define _GNU_SOURCE /* memmem */
+#include "config/cfg_internal.h"
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int str_in(const char *s, size_t len, const char *const *list) {
+    for (; *list; list++)
+        if (strlen(*list) == len && !memcmp(s, *list, len)) return 1;
+    return 0;
+}
+
+static const char *const NULLS[] = { "~", "null", "Null", "NULL", NULL };
+static const char *const TRUES[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", NULL };
+static const char *const FALSES[] = { "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", NULL };
+
+/* Copies s without '_' separators into buf; 0 if it does not fit. */
+static int strip_underscores(const char *s, size_t len, char *buf, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '_') continue;
+        if (o + 1 >= n) return 0;
+        buf[o++] = s[i];
+    }
+    buf[o] = 0;
+    return 1;
+}
+
+/* [-+]?(0|[1-9][0-9_]*) or [-+]?0x[0-9a-fA-F_]+ */
+static int parse_int(const char *s, size_t len, int64_t *out) {
+    size_t i = 0;
+    char buf[80];
+    if (len && (s[0] == '-' || s[0] == '+')) i++;
+    if (i >= len) return 0;
+    int hex = len - i > 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X');
+    for (size_t j = i + (hex ? 2 : 0); j < len; j++) {
+        int ok = hex ? isxdigit((unsigned char)s[j]) : isdigit((unsigned char)s[j]);
+        if (!ok && s[j] != '_') return 0;
+    }
+    if (!isdigit((unsigned char)s[i]) || s[len - 1] == '_') return 0;
+    if (!strip_underscores(s, len, buf, sizeof buf)) return 0;
+    errno = 0;
+    char *end;
+    long long v = strtoll(buf, &end, hex ? 16 : 10);
+    if (errno || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+/* digits ('.' digits?)? ([eE] [-+]? digits)? with a '.' or an exponent, or .5, or inf/nan forms. */
+static int parse_float(const char *s, size_t len, int hydra, double *out) {
+    size_t i = 0;
+    int neg = 0;
+    if (len && (s[0] == '-' || s[0] == '+')) neg = s[i++] == '-';
+    const char *r = s + i;
+    size_t rl = len - i;
+    static const char *const INF[] = { ".inf", ".Inf", ".INF", NULL };
+    static const char *const NAN_[] = { ".nan", ".NaN", ".NAN", NULL };
+    if (str_in(r, rl, INF) || (hydra && rl == 3 && !strncasecmp(r, "inf", 3))) { *out = neg ? -INFINITY : INFINITY; return 1; }
+    if ((i == 0 && str_in(r, rl, NAN_)) || (hydra && rl == 3 && !strncasecmp(r, "nan", 3))) { *out = NAN; return 1; }
+    size_t digits = 0, j = i;
+    int dot = 0, ex = 0;
+    while (j < len && (isdigit((unsigned char)s[j]) || s[j] == '_')) digits += s[j++] != '_';
+    if (j < len && s[j] == '.') {
+        dot = 1;
+        j++;
+        while (j < len && (isdigit((unsigned char)s[j]) || s[j] == '_')) digits += s[j++] != '_';
+    }
+    if (!digits) return 0;
+    if (j < len && (s[j] == 'e' || s[j] == 'E')) {
+        ex = 1;
+        j++;
+        if (j < len && (s[j] == '-' || s[j] == '+')) j++;
+        size_t e0 = j;
+        while (j < len && isdigit((unsigned char)s[j])) j++;
+        if (j == e0) return 0;
+    }
+    if (j != len || (!dot && !ex)) return 0;
+    char buf[128];
+    if (!strip_underscores(s, len, buf, sizeof buf)) return 0;
+    *out = strtod(buf, NULL);
+    return 1;
+}
+
+static vc_cfg_node *typed_scalar(const char *s, size_t len, int hydra) {
+    vc_cfg_node *n = NULL;
+    int64_t iv;
+    double fv;
+    if (hydra ? (len == 4 && !strncasecmp(s, "null", 4)) : (len == 0 || str_in(s, len, NULLS))) {
+        n = vc_cfg_node_new(VC_CFG_NULL);
+    } else if (len == 3 && !memcmp(s, "???", 3)) {
+        n = vc_cfg_node_new(VC_CFG_MISSING);
+    } else if (hydra ? (len == 4 && !strncasecmp(s, "true", 4)) : str_in(s, len, TRUES)) {
+        if ((n = vc_cfg_node_new(VC_CFG_BOOL))) n->b = 1;
+    } else if (hydra ? (len == 5 && !strncasecmp(s, "false", 5)) : str_in(s, len, FALSES)) {
+        if ((n = vc_cfg_node_new(VC_CFG_BOOL))) n->b = 0;
+    } else if (parse_int(s, len, &iv)) {
+        if ((n = vc_cfg_node_new(VC_CFG_INT))) n->i = iv;
+    } else if (parse_float(s, len, hydra, &fv)) {
+        if ((n = vc_cfg_node_new(VC_CFG_FLOAT))) n->f = fv;
+    } else {
+        return vc_cfg_scalar_str(s, len);
+    }
+    if (!n) return NULL;
+    if (n->kind != VC_CFG_NULL && n->kind != VC_CFG_MISSING) {
+        n->s = vc_malloc(len + 1);
+        if (!n->s) { vc_cfg_node_free(n); return NULL; }
+        memcpy(n->s, s, len);
+        n->s[len] = 0;
+    }
+    return n;
+}
+
+vc_cfg_node *vc_cfg_scalar_yaml(const char *s, size_t len) { return typed_scalar(s, len, 0); }
+
+int vc_cfg_is_interp(const char *s) { return s && strstr(s, "${") != NULL; }
+
+int vc_cfg_node_is_interp(const vc_cfg_node *n) {
+    return n->kind == VC_CFG_STR && !n->lit && vc_cfg_is_interp(n->s);
+}
+
+/* ---- Hydra override values --------------------------------------------------------------------- */
+
+struct vparser {
+    const char *s, *p, *whole;
+};
+
+static void skip_ws(struct vparser *v) {
+    while (*v->p == ' ' || *v->p == '\t') v->p++;
+}
+
+static vc_cfg_node *parse_element(struct vparser *v, int nested);
+
+static vc_cfg_node *parse_quoted(struct vparser *v) {
+    char q = *v->p++;
+    size_t cap = strlen(v->p) + 1, o = 0;
+    char *buf = vc_malloc(cap);
+    if (!buf) return NULL;
+    while (*v->p && *v->p != q) {
+        if (*v->p == '\\' && (v->p[1] == q || v->p[1] == '\\')) v->p++;
+        buf[o++] = *v->p++;
+    }
+    if (*v->p != q) {
+        free(buf);
+        vc_fail(VC_ERR_ARG, "unterminated %c-quoted string in '%s'", q, v->whole);
+        return NULL;
+    }
+    v->p++;
+    vc_cfg_node *n = vc_cfg_scalar_str(buf, o);
+    free(buf);
+    return n;
+}
+
+/* Scans an unquoted primitive; inside [..] / {..} it stops at , ] } (and : for map keys). */
+static size_t scan_primitive(struct vparser *v, int nested, int key) {
+    const char *p = v->p;
+    int depth = 0;
+    while (*p) {
+        if (p[0] == '$' && p[1] == '{') { depth++; p += 2; continue; }
+        if (*p == '}' && depth > 0) { depth--; p++; continue; }
+        if (depth == 0 && nested && (*p == ',' || *p == ']' || *p == '}')) break;
+        if (depth == 0 && key && *p == ':') break;
+        if (*p == '\\' && p[1]) p++;
+        p++;
+    }
+    return (size_t)(p - v->p);
+}
+
+static vc_cfg_node *parse_primitive(struct vparser *v, int nested) {
+    size_t len = scan_primitive(v, nested, 0);
+    const char *s = v->p;
+    v->p += len;
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+    if (!nested && memchr(s, ',', len) && !memmem(s, len, "${", 2)) {
+        vc_fail(VC_ERR_ARG, "ambiguous value '%s': quote it ('a,b') or write a list [a,b]", v->whole);
+        return NULL;
+    }
+    /* unescape \x -> x outside interpolations */
+    char *buf = vc_malloc(len + 1);
+    if (!buf) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\\' && i + 1 < len && strchr("\\,[]{}()=: '\"", s[i + 1])) i++;
+        buf[o++] = s[i];
+    }
+    buf[o] = 0;
+    vc_cfg_node *n = vc_cfg_is_interp(buf) ? vc_cfg_scalar_str(buf, o) : typed_scalar(buf, o, 1);
+    free(buf);
+    return n;
+}
+
+static vc_cfg_node *parse_list(struct vparser *v) {
+    vc_cfg_node *list = vc_cfg_node_new(VC_CFG_LIST);
+    if (!list) return NULL;
+    v->p++;
+    skip_ws(v);
+    if (*v->p == ']') { v->p++; return list; }
+    for (;;) {
+        vc_cfg_node *e = parse_element(v, 1);
+        if (!e || vc_cfg_list_push(list, e) != VC_OK) goto fail;
+        skip_ws(v);
+        if (*v->p == ',') { v->p++; continue; }
+        if (*v->p == ']') { v->p++; return list; }
+        vc_fail(VC_ERR_ARG, "expected ',' or ']' at offset %d in '%s'", (int)(v->p - v->s), v->whole);
+        goto fail;
+    }
+fail:
+    vc_cfg_node_free(list);
+    return NULL;
+}
+
+static vc_cfg_node *parse_dict(struct vparser *v) {
+    vc_cfg_node *map = vc_cfg_node_new(VC_CFG_MAP);
+    if (!map) return NULL;
+    v->p++;
+    skip_ws(v);
+    if (*v->p == '}') { v->p++; return map; }
+    for (;;) {
+        skip_ws(v);
+        size_t len = scan_primitive(v, 1, 1);
+        const char *k = v->p;
+        v->p += len;
+        while (len && (k[len - 1] == ' ' || k[len - 1] == '\t')) len--;
+        if (!len || *v->p != ':') {
+            vc_fail(VC_ERR_ARG, "expected 'key: value' at offset %d in '%s'", (int)(k - v->s), v->whole);
+            goto fail;
+        }
+        v->p++;
+        char *key = vc_malloc(len + 1);
+        if (!key) goto fail;
+        memcpy(key, k, len);
+        key[len] = 0;
+        vc_cfg_node *e = parse_element(v, 1);
+        vc_status st = e ? vc_cfg_map_put(map, key, e) : VC_ERR_ARG;
+        free(key);
+        if (st != VC_OK) goto fail;
+        skip_ws(v);
+        if (*v->p == ',') { v->p++; continue; }
+        if (*v->p == '}') { v->p++; return map; }
+        vc_fail(VC_ERR_ARG, "expected ',' or '}' at offset %d in '%s'", (int)(v->p - v->s), v->whole);
+        goto fail;
+    }
+fail:
+    vc_cfg_node_free(map);
+    return NULL;
+}
+
+static vc_cfg_node *parse_element(struct vparser *v, int nested) {
+    skip_ws(v);
+    if (*v->p == '[') return parse_list(v);
+    if (*v->p == '{') return parse_dict(v);
+    if (*v->p == '\'' || *v->p == '"') {
+        vc_cfg_node *n = parse_quoted(v);
+        /* 'a''b' style concatenation is rare; text after a closing quote is an error */
+        return n;
+    }
+    return parse_primitive(v, nested);
+}
+
+vc_cfg_node *vc_cfg_parse_value(const char *s) {
+    struct vparser v = { s, s, s };
+    vc_cfg_node *n = parse_element(&v, 0);
+    if (!n) return NULL;
+    skip_ws(&v);
+    if (*v.p) {
+        vc_cfg_node_free(n);
+        vc_fail(VC_ERR_ARG, "unexpected text '%s' after the value in '%s'", v.p, s);
+        return NULL;
+    }
+    return n;
+}
+
+/* ---- emitting ---------------------------------------------------------------------------------- */
+
+int vc_cfg_str_needs_quote(const char *s) {
+    size_t len = strlen(s);
+    if (!len) return 1;
+    vc_cfg_node *t = typed_scalar(s, len, 0);
+    int typed = !t || t->kind != VC_CFG_STR;
+    vc_cfg_node_free(t);
+    if (typed) return 1;
+    if (strchr("-?:,[]{}#&*!|>'\"%@` \t", s[0])) {
+        /* "-x" and ":x" style starts are fine in YAML only when followed by a non-space; keep it simple */
+        return 1;
+    }
+    if (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == ':') return 1;
+    if (strstr(s, ": ") || strstr(s, " #") || strstr(s, ":\t")) return 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return 1;
+    return 0;
+}
+
+void vc_cfg_format_float(double f, char *buf, size_t n) {
+    if (isnan(f)) { snprintf(buf, n, ".nan"); return; }
+    if (isinf(f)) { snprintf(buf, n, f < 0 ? "-.inf" : ".inf"); return; }
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, f);
+        if (strtod(buf, NULL) == f) break;
+    }
+    if (!strpbrk(buf, ".eE")) {
+        size_t l = strlen(buf);
+        if (l + 3 <= n) memcpy(buf + l, ".0", 3);
+    } else if (!strchr(buf, '.')) {
+        /* 1e-06 -> 1.0e-06: both read back as floats; keep verl's look */
+        char *e = strpbrk(buf, "eE");
+        char tail[32];
+        snprintf(tail, sizeof tail, "%s", e);
+        *e = 0;
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, ".0%s", tail);
+    }
+}
