@@ -1,5 +1,6 @@
 /* config.json -> vc_model_config, for both config styles and each family's own key names. */
 #include "arch.h"
+#include <stdlib.h>
 #include "tensor/backend.h"
 #include "verlc/json.h"
 #include <math.h>

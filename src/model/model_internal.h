@@ -2,6 +2,7 @@
 #ifndef VC_MODEL_INTERNAL_H
 #define VC_MODEL_INTERNAL_H
 #include "arch.h"
+#include <stdlib.h>
 
 typedef struct vc_param {
     vc_tensor t;

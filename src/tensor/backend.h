@@ -71,4 +71,5 @@ typedef struct vc_backend {
 
 const vc_backend *vc_backend_cpu(void);
 const vc_backend *vc_be(void); /* the active backend */
+void vc_set_backend(const vc_backend *b); /* NULL: the CPU backend */
 #endif

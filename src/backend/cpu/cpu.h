@@ -18,4 +18,6 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
 void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
 void vc_cpu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                       const vc_route_desc *d);
+/* top-k indices with torch.topk's CPU tie-breaking (order as torch returns them unsorted) */
+void vc_topk_torch(const float *v, int n, int k, int32_t *idx);
 #endif

@@ -270,4 +270,6 @@ static const vc_backend CPU = {
 };
 
 const vc_backend *vc_backend_cpu(void) { return &CPU; }
-const vc_backend *vc_be(void) { return &CPU; }
+static const vc_backend *active = &CPU;
+const vc_backend *vc_be(void) { return active; }
+void vc_set_backend(const vc_backend *b) { active = b ? b : &CPU; }

@@ -16,19 +16,10 @@ static void scores_of(float *s, const float *z, int E, int sigmoid) {
     for (int e = 0; e < E; e++) s[e] /= sum;
 }
 
-/* index of the largest value among allowed entries; ties go to the lower index (as torch.topk) */
-static int argmax_allowed(const float *v, const unsigned char *ok, int n) {
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (ok[i] && (best < 0 || v[i] > v[best])) best = i;
-    return best;
-}
-
-/* Group-limited routing keeps the topk_group best groups and, as transformers does, sets the other
- * experts' choice scores to 0 (not -inf) before the final top-k. */
+/* Group-limited routing keeps the topk_group best groups and, as transformers 5 does, masks the
+ * other experts' choice scores with -inf before the final top-k; ties break as torch's do. */
 static void select_experts(int32_t *idx, float *choice, const vc_route_desc *d) {
     int E = d->n_expert;
-    unsigned char ok[1024];
     if (d->n_group > 1 && d->topk_group < d->n_group) {
         int per = E / d->n_group;
         float gs[256];
@@ -41,23 +32,14 @@ static void select_experts(int32_t *idx, float *choice, const vc_route_desc *d) 
             }
             gs[g] = d->group_top2_sum ? (per > 1 ? a + b : a) : a;
         }
-        unsigned char gok[256], gsel[256];
-        memset(gok, 1, (size_t)d->n_group);
-        memset(gsel, 0, (size_t)d->n_group);
-        for (int k = 0; k < d->topk_group; k++) {
-            int g = argmax_allowed(gs, gok, d->n_group);
-            gok[g] = 0;
-            gsel[g] = 1;
-        }
+        int32_t gi[256];
+        unsigned char gsel[256] = { 0 };
+        vc_topk_torch(gs, d->n_group, d->topk_group, gi);
+        for (int k = 0; k < d->topk_group; k++) gsel[gi[k]] = 1;
         for (int e = 0; e < E; e++)
-            if (!gsel[e / per]) choice[e] = 0.0f;
+            if (!gsel[e / per]) choice[e] = -INFINITY;
     }
-    memset(ok, 1, (size_t)E);
-    for (int k = 0; k < d->top_k; k++) {
-        int e = argmax_allowed(choice, ok, E);
-        idx[k] = e;
-        ok[e] = 0;
-    }
+    vc_topk_torch(choice, E, d->top_k, idx);
 }
 
 void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d) {

@@ -1,0 +1,246 @@
+/* `verlc check`: forward, per-token log-probs, entropy, loss, every gradient and greedy decoding
+ * against transformers' outputs stored beside the checkpoint. */
+#include "verlc/check.h"
+#include "model_internal.h"
+#include "verlc/ops.h"
+#include "verlc/safetensors.h"
+#include <math.h>
+#include <string.h>
+
+static const char *NAMES[VC_CHECK_COUNT] = { "logits", "logprobs", "entropy", "loss", "grads", "greedy", "packed" };
+const char *vc_check_name(int i) { return i >= 0 && i < VC_CHECK_COUNT ? NAMES[i] : "?"; }
+
+typedef struct {
+    int B, L;
+    int32_t ids[64 * 64];
+    int64_t cu[65];
+    int len[64];
+} ref_batch;
+
+static vc_status read_ints(const vc_checkpoint *ck, const char *name, int32_t *out, int64_t *n, int64_t *shape) {
+    const vc_st_tensor *t = vc_ckpt_find(ck, name);
+    if (!t || (t->dtype != VC_I64 && t->dtype != VC_I32) || t->ndim != 2 || t->shape[0] * t->shape[1] > 64 * 64)
+        return vc_fail(VC_ERR_FORMAT, "reference.safetensors: '%s' is missing or not a small 2-d integer tensor", name);
+    *n = t->shape[0] * t->shape[1];
+    shape[0] = t->shape[0];
+    shape[1] = t->shape[1];
+    for (int64_t i = 0; i < *n; i++)
+        out[i] = t->dtype == VC_I64 ? (int32_t)((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+    return VC_OK;
+}
+
+static float *ref_f32(const vc_checkpoint *ck, const char *name, int64_t *n) {
+    const vc_st_tensor *t = vc_ckpt_find(ck, name);
+    if (!t) return NULL;
+    *n = vc_st_tensor_numel(t);
+    float *b = vc_malloc((size_t)*n * 4);
+    if (b) vc_st_tensor_to_f32(t, b);
+    return b;
+}
+
+static void item(vc_check_result *r, int k, double err, double tol, const char *detail) {
+    vc_check_item *it = &r->item[k];
+    it->ran = 1;
+    it->max_abs_err = err;
+    it->tol = tol;
+    it->ok = err <= tol && !isnan(err);
+    if (detail) snprintf(it->detail, sizeof it->detail, "%s", detail);
+}
+
+/* logits, log-probs, entropy, loss and gradients on the reference batch (packed: pad tokens are
+ * never computed) */
+static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_result *r) {
+    int32_t ids[4096], mask[4096];
+    int64_t n, shape[2], n2, s2[2];
+    vc_status st = read_ints(ck, "input_ids", ids, &n, shape);
+    if (!st) st = read_ints(ck, "attention_mask", mask, &n2, s2);
+    if (st) return st;
+    int B = (int)shape[0], L = (int)shape[1];
+    int64_t cu[65] = { 0 };
+    int32_t packed[4096], target[4096];
+    if (B > 64) return vc_fail(VC_ERR_FORMAT, "reference batch too large");
+    for (int b = 0; b < B; b++) {
+        int len = 0;
+        while (len < L && mask[b * L + len]) len++;
+        for (int t = 0; t < len; t++) {
+            packed[cu[b] + t] = ids[b * L + t];
+            target[cu[b] + t] = t + 1 < len ? ids[b * L + t + 1] : -1;
+        }
+        cu[b + 1] = cu[b] + len;
+    }
+    vc_batch batch = { B, cu, packed };
+    int64_t T = cu[B], V = m->cfg.vocab, nl, nlp, nen, nloss;
+    float *rl = ref_f32(ck, "logits", &nl), *rlp = ref_f32(ck, "token_logprobs", &nlp);
+    float *ren = ref_f32(ck, "token_entropy", &nen), *rloss = ref_f32(ck, "loss", &nloss);
+    float *w = vc_calloc((size_t)T, 4);
+    vc_graph *g = vc_graph_new();
+    st = rl && rlp && ren && rloss && w && g ? VC_OK : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
+    if (st) goto out;
+    if ((st = vc_model_enable_grad(m))) goto out;
+    vc_tensor *h = vc_model_forward(m, g, &batch, NULL);
+    vc_tensor *z = h ? vc_model_logits(m, g, h) : NULL, *lp = NULL, *en = NULL;
+    if (!z || (st = vc_model_logprobs(m, g, h, target, &lp, &en))) {
+        st = st ? st : vc_fail(VC_ERR_INTERNAL, "forward failed: %s", vc_last_error());
+        goto out;
+    }
+    double el = 0, elp = 0, een = 0;
+    int count = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < cu[b + 1] - cu[b]; t++) {
+            int64_t row = cu[b] + t;
+            for (int64_t v = 0; v < V; v++) el = fmax(el, fabs(z->data[row * V + v] - rl[((int64_t)b * L + t) * V + v]));
+            if (t < L - 1) een = fmax(een, fabs(en->data[row] - ren[b * (L - 1) + t]));
+            if (target[row] >= 0) {
+                elp = fmax(elp, fabs(lp->data[row] - rlp[b * (L - 1) + t]));
+                count++;
+            }
+        }
+    for (int64_t t = 0; t < T; t++) w[t] = target[t] >= 0 ? -1.0f / (float)count : 0.0f;
+    vc_tensor *loss = vc_op_dot_const(g, lp, w);
+    item(r, VC_CHECK_LOGITS, el, 1e-3, NULL);
+    item(r, VC_CHECK_LOGPROBS, elp, 1e-3, NULL);
+    item(r, VC_CHECK_ENTROPY, een, 1e-3, NULL);
+    double lerr = fabs(loss->data[0] - rloss[0]);
+    item(r, VC_CHECK_LOSS, lerr, 1e-4 * fabs(rloss[0]), NULL);
+    if ((st = vc_graph_backward(g, loss, 1.0f))) goto out;
+    /* gradients: each within 1e-3 of that tensor's largest reference magnitude */
+    double worst = 0, worst_rel = 0;
+    char detail[160] = "";
+    int n_grads = 0;
+    for (int i = 0; i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        if (strncmp(t->name, "grad.", 5)) continue;
+        float *mine = NULL;
+        int64_t nm, nr;
+        float *ref = ref_f32(ck, t->name, &nr);
+        vc_status gs = vc_model_hf_grad(m, t->name + 5, &mine, &nm);
+        if (gs || !ref || nm != nr) {
+            snprintf(detail, sizeof detail, "%s: %s", t->name + 5, gs ? vc_last_error() : "size differs");
+            worst_rel = INFINITY;
+            free(mine);
+            free(ref);
+            continue;
+        }
+        double mx = 0, err = 0;
+        for (int64_t k = 0; k < nr; k++) {
+            mx = fmax(mx, fabs(ref[k]));
+            err = fmax(err, fabs(mine[k] - ref[k]));
+        }
+        double rel = err / (mx > 0 ? mx : 1);
+        if (rel > worst_rel) {
+            worst_rel = rel;
+            snprintf(detail, sizeof detail, "%s", t->name + 5);
+        }
+        worst = fmax(worst, err);
+        n_grads++;
+        free(mine);
+        free(ref);
+    }
+    item(r, VC_CHECK_GRADS, worst_rel, 1e-3, detail);
+    r->item[VC_CHECK_GRADS].max_abs_err = isinf(worst_rel) ? INFINITY : worst;
+    r->item[VC_CHECK_GRADS].ok = worst_rel <= 1e-3 && n_grads > 0;
+    /* padded vs packed: the same sequences one at a time give the same log-probs */
+    double ep = 0;
+    for (int b = 0; b < B; b++) {
+        int64_t one[2] = { 0, cu[b + 1] - cu[b] };
+        vc_batch sb = { 1, one, packed + cu[b] };
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        vc_tensor *h1 = vc_model_forward(m, g, &sb, NULL), *lp1 = NULL;
+        if (!h1 || vc_model_logprobs(m, g, h1, target + cu[b], &lp1, NULL)) { ep = INFINITY; break; }
+        for (int64_t t = 0; t < one[1]; t++) ep = fmax(ep, fabs(lp1->data[t] - lp->data[cu[b] + t]));
+    }
+    item(r, VC_CHECK_PACKED, ep, 1e-5, NULL);
+out:
+    vc_graph_free(g);
+    free(rl); free(rlp); free(ren); free(rloss); free(w);
+    return st;
+}
+
+/* greedy decoding with the KV cache */
+static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, int32_t *out) {
+    vc_kv_cache *kc = NULL;
+    vc_graph *g = vc_graph_new();
+    vc_status st = g ? vc_kv_cache_new(m, 1, np + n_new, &kc) : VC_ERR_NOMEM;
+    if (st) goto out;
+    vc_graph_set_grad(g, 0);
+    int32_t cur[4096];
+    memcpy(cur, prompt, (size_t)np * 4);
+    int64_t cu[2] = { 0, np };
+    const int32_t *feed = cur;
+    for (int step = 0; step < n_new; step++) {
+        vc_graph_reset(g);
+        vc_batch b = { 1, cu, feed };
+        vc_tensor *h = vc_model_forward(m, g, &b, kc);
+        if (!h) { st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_ARG; goto out; }
+        int64_t H = m->cfg.hidden, last = cu[1] - 1;
+        vc_tensor *hl = vc_tensor_wrap(g, h->data + last * H, 2, (int64_t[]){ 1, H });
+        vc_tensor *z = vc_model_logits(m, g, hl);
+        if (!z) { st = vc_graph_status(g); goto out; }
+        int best = 0;
+        for (int64_t v = 1; v < m->cfg.vocab; v++)
+            if (z->data[v] > z->data[best]) best = (int)v;
+        out[step] = best;
+        cur[np + step] = best;
+        feed = cur + np + step;
+        cu[1] = 1;
+    }
+out:
+    vc_kv_cache_free(kc);
+    vc_graph_free(g);
+    return st;
+}
+
+static vc_status check_greedy(vc_model *m, const vc_checkpoint *ck, vc_check_result *r) {
+    int32_t prompt[4096], want[4096], got[4096];
+    int64_t np, nw, sp[2], sw[2];
+    if (!vc_ckpt_find(ck, "greedy_prompt")) return VC_OK; /* dynamic-rope fixtures carry none */
+    vc_status st = read_ints(ck, "greedy_prompt", prompt, &np, sp);
+    if (!st) st = read_ints(ck, "greedy_output", want, &nw, sw);
+    if (st) return st;
+    int n_new = (int)(nw - np);
+    if ((st = greedy(m, prompt, (int)np, n_new, got))) return st;
+    int diff = 0;
+    for (int i = 0; i < n_new; i++) diff += got[i] != want[np + i];
+    char d[160];
+    snprintf(d, sizeof d, "%d/%d tokens differ", diff, n_new);
+    item(r, VC_CHECK_GREEDY, diff, 0, d);
+    return VC_OK;
+}
+
+vc_status vc_check_model(const char *dir, vc_check_result *r) {
+    memset(r, 0, sizeof *r);
+    double t0 = vc_now();
+    vc_model *m = NULL;
+    vc_checkpoint *ck = NULL;
+    vc_status st = vc_model_load(dir, &m);
+    if (st) return st;
+    const vc_model_config *c = &m->cfg;
+    snprintf(r->arch, sizeof r->arch, "%s", c->arch->name);
+    snprintf(r->model_type, sizeof r->model_type, "%s", c->model_type);
+    snprintf(r->dtype, sizeof r->dtype, "%s", vc_dtype_name(c->dtype));
+    r->params = vc_model_param_count(m);
+    char *ref = vc_path_join(dir, "reference.safetensors");
+    if (ref && vc_file_exists(ref)) {
+        r->has_reference = 1;
+        st = vc_ckpt_open(ref, &ck);
+        if (!st) st = check_forward(m, ck, r);
+        if (!st) st = check_greedy(m, ck, r);
+    } else {
+        /* no reference: a forward and a short greedy generation must run */
+        int32_t prompt[4] = { 1 % (int)c->vocab, 2 % (int)c->vocab, 3 % (int)c->vocab, 4 % (int)c->vocab }, got[8];
+        st = greedy(m, prompt, 4, 8, got);
+        if (!st) {
+            int k = 0;
+            for (int i = 0; i < 8; i++) k += snprintf(r->smoke + k, sizeof r->smoke - (size_t)k, "%s%d", i ? " " : "", got[i]);
+        }
+    }
+    free(ref);
+    vc_ckpt_close(ck);
+    vc_model_free(m);
+    r->ok = st == VC_OK;
+    for (int i = 0; i < VC_CHECK_COUNT; i++)
+        if (r->item[i].ran && !r->item[i].ok) r->ok = 0;
+    r->seconds = vc_now() - t0;
+    return st;
+}

@@ -1,0 +1,116 @@
+/* Model accessors: parameters, gradients, the checkpoint mapping. */
+#include "model_internal.h"
+#include <string.h>
+
+const vc_model_config *vc_model_cfg(const vc_model *m) { return &m->cfg; }
+
+int64_t vc_model_param_count(const vc_model *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->n_params; i++) n += m->params[i].t.n;
+    return n;
+}
+
+int vc_model_n_params(const vc_model *m) { return m->n_params; }
+
+vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay) {
+    if (i < 0 || i >= m->n_params) return NULL;
+    if (name) *name = m->params[i].name;
+    if (decay) *decay = m->params[i].decay;
+    return &m->params[i].t;
+}
+
+vc_status vc_model_enable_grad(vc_model *m) {
+    if (!m->grad_storage) {
+        m->grad_storage = vc_aligned_alloc((size_t)m->n_floats * sizeof(float));
+        if (!m->grad_storage) return vc_fail(VC_ERR_NOMEM, "cannot allocate %.1f MB of gradients", m->n_floats * 4e-6);
+        for (int i = 0; i < m->n_params; i++) {
+            vc_tensor *t = &m->params[i].t;
+            t->grad = m->grad_storage + (t->data - m->storage);
+            t->requires_grad = 1;
+        }
+    }
+    vc_model_zero_grad(m);
+    return VC_OK;
+}
+
+void vc_model_zero_grad(vc_model *m) {
+    if (m->grad_storage) memset(m->grad_storage, 0, (size_t)m->n_floats * sizeof(float));
+}
+
+void vc_model_set_checkpointing(vc_model *m, int on) { m->checkpointing = on; }
+
+static const vc_source *find_source(const vc_model *m, const char *hf_name) {
+    for (int i = 0; i < m->n_src; i++)
+        if (!strcmp(m->src[i].name, hf_name)) return &m->src[i];
+    return NULL;
+}
+
+/* transformers-5 fused expert names (mlp.experts.gate_up_proj / down_proj, mlp.gate.weight for
+ * Mixtral) address the same slots as the per-expert hub names */
+static vc_status fused_alias(const vc_model *m, const char *hf_name, vc_source *tmp) {
+    static const vc_tensor_rule GU = { "", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP };
+    static const vc_tensor_rule DN = { "", VC_W_EXP_DOWN, VC_TR_NONE };
+    static const vc_tensor_rule RT = { "", VC_W_ROUTER, VC_TR_NONE };
+    int layer, k = 0;
+    char rest[128];
+    if (sscanf(hf_name, "model.layers.%d.%127s%n", &layer, rest, &k) != 2 || layer < 0 || layer >= m->cfg.n_layer)
+        return VC_ERR_MISSING;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->layer = layer;
+    if (!strcmp(rest, "mlp.experts.gate_up_proj")) tmp->rule = &GU;
+    else if (!strcmp(rest, "mlp.experts.down_proj")) tmp->rule = &DN;
+    else if (!strcmp(rest, "mlp.gate.weight")) tmp->rule = &RT;
+    else return VC_ERR_MISSING;
+    vc_tensor *p[3];
+    int n = vc_rule_parts(m, tmp->rule, layer, p);
+    for (int i = 0; i < n; i++)
+        if (!p[i]) return VC_ERR_MISSING;
+    return VC_OK;
+}
+
+vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, int64_t *n) {
+    *out = NULL;
+    if (!m->grad_storage) return vc_fail(VC_ERR_ARG, "gradients are not enabled");
+    vc_source tmp;
+    const vc_source *s = find_source(m, hf_name);
+    if (!s && fused_alias(m, hf_name, &tmp) == VC_OK) s = &tmp;
+    if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);
+    vc_tensor *p[3];
+    int np = vc_rule_parts(m, s->rule, s->layer, p);
+    int64_t total = 0;
+    for (int i = 0; i < np; i++) total += p[i]->n;
+    if (s->rule->transform == VC_TR_EXPERT) total /= p[0]->shape[0];
+    float *buf = vc_malloc((size_t)total * 4);
+    if (!buf) return VC_ERR_NOMEM;
+    vc_rule_transfer(m, s, buf, 2);
+    *out = buf;
+    *n = total;
+    return VC_OK;
+}
+
+vc_status vc_model_describe(const vc_model *m, FILE *f) {
+    const vc_model_config *c = &m->cfg;
+    fprintf(f, "model %s: architecture %s (model_type %s), %lld parameters\n", m->dir ? m->dir : "(random)",
+            c->arch->name, c->model_type, (long long)vc_model_param_count(m));
+    for (int i = 0; i < m->n_src; i++) {
+        const vc_source *s = &m->src[i];
+        char shape[96] = "";
+        for (int d = 0; d < s->ndim; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)s->shape[d]);
+        char slots[160] = "";
+        int ids[3] = { s->rule->slot, s->rule->slot2, s->rule->slot3 };
+        for (int k = 0; k < 3 && ids[k]; k++)
+            snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s", k ? " + " : "", vc_slot_name(ids[k]));
+        const char *how = s->rule->transform == VC_TR_SPLIT_ROWS ? " (split rows)"
+                          : s->rule->transform == VC_TR_GQA_QKV ? " (per-KV-group q/k/v)"
+                          : s->rule->transform == VC_TR_EXPERT ? " (expert slice)"
+                          : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)" : "";
+        if (s->layer >= 0 && s->expert >= 0)
+            fprintf(f, "  %-60s [%s] -> layer %d %s[expert %d]%s\n", s->name, shape, s->layer, slots, s->expert, how);
+        else if (s->layer >= 0) fprintf(f, "  %-60s [%s] -> layer %d %s%s\n", s->name, shape, s->layer, slots, how);
+        else fprintf(f, "  %-60s [%s] -> %s%s\n", s->name, shape, slots, how);
+    }
+    for (int i = 0; i < m->n_ignored; i++) fprintf(f, "  ignored: %s\n", m->ignored[i]);
+    if (c->tied) fprintf(f, "  lm_head: tied to the token embedding\n");
+    return VC_OK;
+}
