@@ -57,6 +57,11 @@ static vc_status rope_tables(fwd_ctx *f) {
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
     vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, &scale);
     if (st) return st;
+    /* transformers casts the inv_freq buffer with the model to its dtype (bf16/f16 checkpoints) before
+     * math runs in f32, so the frequencies carry that rounding */
+    if (c->dtype == VC_BF16 || c->dtype == VC_F16)
+        for (int i = 0; i < half; i++)
+            inv[i] = c->dtype == VC_BF16 ? vc_bf16_to_f32(vc_f32_to_bf16(inv[i])) : vc_f16_to_f32(vc_f32_to_f16(inv[i]));
     for (int64_t t = 0; t < f->T; t++)
         for (int i = 0; i < half; i++) {
             float ang = (float)f->pos[t] * inv[i];
