@@ -66,7 +66,8 @@ void vc_model_free(vc_model *m);
 const vc_model_config *vc_model_cfg(const vc_model *m);
 int64_t vc_model_param_count(const vc_model *m);
 
-/* Parameters, for optimisers and checkpoints: name is the internal slot name. */
+/* Parameters, for optimisers and checkpoints: name is the internal slot name. Buffers that are not
+ * trained (DeepSeek-V3's e_score_correction_bias) have no grad (t->grad stays NULL). */
 int vc_model_n_params(const vc_model *m);
 vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay);
 /* Allocates (once) and zeroes persistent gradient buffers for every parameter. */

@@ -202,6 +202,53 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     return vc_op_add(f->g, x, mo);
 }
 
+/* Gradient checkpointing: the layer runs without a tape; its node re-runs it on a scratch graph in
+ * backward and back-propagates the incoming gradient through that recomputation. */
+typedef struct {
+    fwd_ctx f;
+    int layer;
+} ckpt_saved;
+
+static void ckpt_bw(vc_graph *g, vc_node *n) {
+    ckpt_saved *s = n->saved;
+    vc_graph *sub = vc_graph_new();
+    float *gx = vc_tensor_grad(g, n->in[0]);
+    if (!sub || !gx) {
+        vc_graph_free(sub);
+        return;
+    }
+    vc_tensor *x = vc_tensor_wrap(sub, n->in[0]->data, n->in[0]->ndim, n->in[0]->shape);
+    x->requires_grad = 1;
+    fwd_ctx f = s->f;
+    f.g = sub;
+    vc_tensor *y = layer_forward(&f, s->layer, x);
+    float *gy = y ? vc_tensor_grad(sub, y) : NULL;
+    if (gy) {
+        memcpy(gy, n->out->grad, (size_t)y->n * 4);
+        vc_graph_backward_from(sub);
+        if (x->grad)
+            for (int64_t i = 0; i < x->n; i++) gx[i] += x->grad[i];
+    }
+    vc_graph_free(sub);
+}
+
+static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
+    vc_graph_set_grad(f->g, 0);
+    vc_tensor *y = layer_forward(f, l, x);
+    vc_graph_set_grad(f->g, 1);
+    if (!y) return NULL;
+    vc_node *n = vc_tape_push(f->g, ckpt_bw, y, 1, &x);
+    if (n) {
+        ckpt_saved *s = vc_graph_alloc(f->g, sizeof *s, 0);
+        if (!s) return NULL;
+        s->f = *f;
+        s->layer = l;
+        n->saved = s;
+        y->requires_grad = 1;
+    }
+    return y;
+}
+
 vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache) {
     const vc_model_config *c = &m->cfg;
     fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .T = b->cu_seqlens[b->n_seq] };
@@ -227,7 +274,8 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
     if (rope_tables(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
-        for (int l = 0; l < c->n_layer && x; l++) x = layer_forward(&f, l, x);
+        int ckpt = m->checkpointing && !cache && vc_graph_grad_enabled(g);
+        for (int l = 0; l < c->n_layer && x; l++) x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
         x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
     }
     if (cache) {

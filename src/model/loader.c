@@ -305,6 +305,11 @@ vc_status vc_model_load(const char *dir, vc_model **out) {
     vc_status st = m ? VC_OK : VC_ERR_NOMEM;
     if (st == VC_OK) st = (m->dir = vc_strdup(dir)) ? VC_OK : VC_ERR_NOMEM;
     if (st == VC_OK) st = vc_config_load_model(dir, &m->cfg);
+    if (st == VC_OK) {
+        char *cp = vc_path_join(dir, "config.json");
+        st = cp ? vc_read_file(cp, &m->config_text, NULL) : VC_ERR_NOMEM;
+        free(cp);
+    }
     if (st == VC_OK) st = vc_ckpt_open(dir, &x.ck);
     if (st) goto out;
     size_t n_slots = (size_t)(m->cfg.n_layer + 1) * VC_W_COUNT;
@@ -371,5 +376,6 @@ void vc_model_free(vc_model *m) {
     vc_aligned_free(m->storage);
     vc_aligned_free(m->grad_storage);
     free(m->dir);
+    free(m->config_text);
     free(m);
 }

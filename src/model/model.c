@@ -25,6 +25,7 @@ vc_status vc_model_enable_grad(vc_model *m) {
         if (!m->grad_storage) return vc_fail(VC_ERR_NOMEM, "cannot allocate %.1f MB of gradients", m->n_floats * 4e-6);
         for (int i = 0; i < m->n_params; i++) {
             vc_tensor *t = &m->params[i].t;
+            if (m->params[i].slot == VC_W_ROUTER_BIAS) continue; /* a buffer: selection only, not trained */
             t->grad = m->grad_storage + (t->data - m->storage);
             t->requires_grad = 1;
         }

@@ -33,6 +33,7 @@ struct vc_model {
     char **ignored;      /* checkpoint tensors deliberately not used, with the reason */
     int n_ignored;
     int checkpointing;
+    char *config_text;   /* config.json as read, for export */
 };
 
 static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
@@ -44,4 +45,6 @@ static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
 int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts);
 /* copies between a source tensor in the checkpoint layout (f32) and the slots; dir 0: load, 1: store */
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
+vc_status vc_model_synthesize_sources(vc_model *m);
+vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present);
 #endif

@@ -1,0 +1,118 @@
+/* Random initialisation from a config.json, and export back to a Hugging Face directory in the
+ * checkpoint's own layout and names. */
+#include "model_internal.h"
+#include "verlc/json.h"
+#include "verlc/rng.h"
+#include "verlc/safetensors.h"
+#include <string.h>
+#include <sys/stat.h>
+
+static int is_norm(int slot) {
+    return slot == VC_W_OUT_NORM || slot == VC_W_ATTN_NORM || slot == VC_W_FFN_NORM || slot == VC_W_Q_NORM ||
+           slot == VC_W_K_NORM || slot == VC_W_Q_A_NORM || slot == VC_W_KV_A_NORM || slot == VC_W_POST_ATTN_NORM ||
+           slot == VC_W_POST_FFN_NORM;
+}
+
+static int is_bias(int slot) {
+    return slot == VC_W_OUT_NORM_B || slot == VC_W_LM_HEAD_B || slot == VC_W_ATTN_NORM_B || slot == VC_W_Q_B ||
+           slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
+           slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS;
+}
+
+vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out) {
+    *out = NULL;
+    vc_model *m = vc_calloc(1, sizeof *m);
+    cJSON *root = NULL;
+    vc_status st = m ? vc_read_file(config_path, &m->config_text, NULL) : VC_ERR_NOMEM;
+    if (!st) st = vc_json_parse(m->config_text, strlen(m->config_text), config_path, &root);
+    if (!st) st = vc_config_parse_model(root, config_path, &m->cfg);
+    cJSON_Delete(root);
+    if (!st) st = vc_model_alloc_from_config(m, NULL);
+    if (!st) st = vc_model_synthesize_sources(m);
+    if (st) {
+        vc_model_free(m);
+        return st;
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        vc_param *p = &m->params[i];
+        float *w = p->t.data;
+        if (is_norm(p->slot)) {
+            float v = m->cfg.norm_offset != 0 ? 0.0f : 1.0f; /* (1 + w) norms start at w = 0 */
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = v;
+        } else if (is_bias(p->slot)) memset(w, 0, (size_t)p->t.n * 4);
+        else
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = 0.02f * vc_rng_normal(seed, (uint64_t)i, (uint64_t)k >> 32, (uint64_t)k & 0xffffffffu);
+    }
+    *out = m;
+    return VC_OK;
+}
+
+/* config.json with the dtype keys set to what was written */
+static vc_status write_config(const vc_model *m, const char *dir, vc_dtype dtype) {
+    cJSON *root = NULL;
+    vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), "config.json", &root);
+    if (st) return st;
+    const char *name = dtype == VC_BF16 ? "bfloat16" : dtype == VC_F16 ? "float16" : "float32";
+    const char *key = cJSON_GetObjectItem(root, "dtype") ? "dtype" : "torch_dtype";
+    cJSON_DeleteItemFromObject(root, key);
+    cJSON_AddStringToObject(root, key, name);
+    char *text = cJSON_Print(root);
+    char *path = vc_path_join(dir, "config.json");
+    st = text && path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
+    free(text);
+    free(path);
+    cJSON_Delete(root);
+    return st;
+}
+
+/* tokenizer and generation files travel with the weights */
+static vc_status copy_side_files(const vc_model *m, const char *dir) {
+    static const char *FILES[] = { "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
+                                   "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json" };
+    if (!m->dir) return VC_OK;
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+        char *src = vc_path_join(m->dir, FILES[i]), *dst = vc_path_join(dir, FILES[i]), *buf = NULL;
+        size_t n = 0;
+        vc_status st = VC_OK;
+        if (src && dst && vc_file_exists(src)) {
+            st = vc_read_file(src, &buf, &n);
+            if (!st) st = vc_write_file_atomic(dst, buf, n);
+        }
+        free(src);
+        free(dst);
+        free(buf);
+        if (st) return st;
+    }
+    return VC_OK;
+}
+
+vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
+    if (dtype != VC_F32 && dtype != VC_BF16 && dtype != VC_F16)
+        return vc_fail(VC_ERR_ARG, "export dtype must be f32, bf16 or f16");
+    if (mkdir(dir, 0755) != 0 && !vc_file_exists(dir)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", dir);
+    vc_st_writer *w = NULL;
+    vc_status st = vc_st_writer_new(&w);
+    for (int i = 0; i < m->n_src && !st; i++) {
+        const vc_source *s = &m->src[i];
+        int64_t n = 1;
+        for (int d = 0; d < s->ndim; d++) n *= s->shape[d];
+        float *buf = vc_malloc((size_t)n * 4);
+        void *out = buf ? vc_malloc((size_t)n * vc_dtype_size(dtype)) : NULL;
+        if (!out) {
+            free(buf);
+            st = VC_ERR_NOMEM;
+            break;
+        }
+        vc_rule_transfer(m, s, buf, 1);
+        vc_convert_from_f32(out, dtype, buf, (size_t)n);
+        st = vc_st_writer_add(w, s->name, dtype, s->ndim, s->shape, out, 1);
+        free(buf);
+        free(out);
+    }
+    if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
+    if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
+    vc_st_writer_free(w);
+    if (!st) st = write_config(m, dir, dtype);
+    if (!st) st = copy_side_files(m, dir);
+    return st;
+}

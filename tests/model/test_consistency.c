@@ -1,0 +1,198 @@
+/* Models of other shapes than the fixtures (random weights from configs written here): packed vs
+ * one-at-a-time log-probs, KV-cache decoding vs full recompute, finite-difference gradients, thread
+ * count and gradient checkpointing leave every bit unchanged. */
+#include "verlc/model.h"
+#include "verlc/ops.h"
+#include "verlc/pool.h"
+#include "vc_test.h"
+#include <unistd.h>
+
+static const char *CONFIGS[] = {
+    "{\"model_type\":\"llama\",\"vocab_size\":97,\"hidden_size\":48,\"num_hidden_layers\":3,\"num_attention_heads\":6,"
+    "\"num_key_value_heads\":3,\"intermediate_size\":80,\"rms_norm_eps\":1e-5,\"rope_theta\":500000,"
+    "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+    "\"original_max_position_embeddings\":8},\"tie_word_embeddings\":true}",
+    "{\"model_type\":\"qwen3_moe\",\"vocab_size\":131,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":1,\"head_dim\":12,\"intermediate_size\":40,\"moe_intermediate_size\":24,\"num_experts\":8,"
+    "\"num_experts_per_tok\":3,\"norm_topk_prob\":true,\"mlp_only_layers\":[1],\"rms_norm_eps\":1e-6,\"rope_theta\":1e6}",
+    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":77,\"hidden_size\":40,\"num_hidden_layers\":3,\"num_attention_heads\":3,"
+    "\"num_key_value_heads\":3,\"q_lora_rank\":24,\"kv_lora_rank\":12,\"qk_nope_head_dim\":6,\"qk_rope_head_dim\":4,"
+    "\"v_head_dim\":10,\"intermediate_size\":56,\"moe_intermediate_size\":20,\"n_routed_experts\":8,\"n_shared_experts\":2,"
+    "\"num_experts_per_tok\":3,\"n_group\":4,\"topk_group\":2,\"norm_topk_prob\":true,\"routed_scaling_factor\":1.5,"
+    "\"first_k_dense_replace\":1,\"rms_norm_eps\":1e-6,\"rope_theta\":10000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":2.0,"
+    "\"original_max_position_embeddings\":8,\"mscale\":0.707,\"mscale_all_dim\":0.707,\"beta_fast\":32,\"beta_slow\":1}}",
+    "{\"model_type\":\"gemma2\",\"vocab_size\":90,\"hidden_size\":32,\"num_hidden_layers\":4,\"num_attention_heads\":2,"
+    "\"num_key_value_heads\":1,\"head_dim\":20,\"intermediate_size\":48,\"hidden_activation\":\"gelu_pytorch_tanh\","
+    "\"query_pre_attn_scalar\":24,\"attn_logit_softcapping\":20.0,\"final_logit_softcapping\":10.0,\"sliding_window\":3,"
+    "\"rms_norm_eps\":1e-6,\"rope_theta\":10000}",
+    "{\"model_type\":\"phi\",\"vocab_size\":71,\"hidden_size\":36,\"num_hidden_layers\":2,\"num_attention_heads\":3,"
+    "\"intermediate_size\":50,\"hidden_act\":\"gelu_new\",\"partial_rotary_factor\":0.34,\"layer_norm_eps\":1e-5,\"rope_theta\":10000}",
+    "{\"model_type\":\"chatglm\",\"padded_vocab_size\":66,\"hidden_size\":48,\"num_layers\":2,\"num_attention_heads\":6,"
+    "\"kv_channels\":8,\"multi_query_attention\":true,\"multi_query_group_num\":3,\"ffn_hidden_size\":40,\"add_qkv_bias\":true,"
+    "\"layernorm_epsilon\":1e-5,\"rmsnorm\":true,\"seq_length\":64}",
+    "{\"model_type\":\"internlm2\",\"vocab_size\":88,\"hidden_size\":48,\"num_hidden_layers\":2,\"num_attention_heads\":6,"
+    "\"num_key_value_heads\":2,\"intermediate_size\":36,\"rms_norm_eps\":1e-6,\"rope_theta\":10000}",
+    "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
+};
+
+static vc_model *make(const char *json, int k) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/verlc_cons_%d_%d.json", (int)getpid(), k);
+    FILE *f = fopen(path, "w");
+    fputs(json, f);
+    fclose(f);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(path, 1234 + k, &m));
+    unlink(path);
+    if (!m) return NULL;
+    /* fixture-like magnitudes so that gradients and greedy margins are well above float noise */
+    for (int i = 0; i < vc_model_n_params(m); i++) {
+        int decay;
+        vc_tensor *t = vc_model_param(m, i, NULL, &decay);
+        if (decay)
+            for (int64_t j = 0; j < t->n; j++) t->data[j] *= 6.0f;
+    }
+    return m;
+}
+
+static const int32_t IDS[] = { 5, 17, 3, 44, 9, 28, 11, 2, 39, 7, 21, 30, 6, 13, 50, 8, 1, 19 };
+static const int64_t CU[] = { 0, 11, 18 };
+
+/* loss over the 2-sequence packed batch; fills logp (18) */
+static float loss_of(vc_model *m, vc_graph *g, float *logp, int backward) {
+    int32_t tgt[18];
+    float w[18];
+    for (int s = 0; s < 2; s++)
+        for (int64_t t = CU[s]; t < CU[s + 1]; t++) tgt[t] = t + 1 < CU[s + 1] ? IDS[t + 1] : -1;
+    for (int t = 0; t < 18; t++) w[t] = tgt[t] >= 0 ? -1.0f / 16 : 0;
+    vc_graph_reset(g);
+    vc_graph_set_grad(g, backward);
+    vc_batch b = { 2, CU, IDS };
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
+    if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) return NAN;
+    if (logp) memcpy(logp, lp->data, sizeof(float) * 18);
+    vc_tensor *L = vc_op_dot_const(g, lp, w);
+    if (backward) vc_graph_backward(g, L, 1.0f);
+    return L->data[0];
+}
+
+static int argmax_last(vc_model *m, vc_graph *g, vc_tensor *h) {
+    int64_t H = vc_model_cfg(m)->hidden, T = h->n / H;
+    vc_tensor *hl = vc_tensor_wrap(g, h->data + (T - 1) * H, 2, (int64_t[]){ 1, H });
+    vc_tensor *z = vc_model_logits(m, g, hl);
+    int best = 0;
+    for (int64_t v = 1; v < z->n; v++)
+        if (z->data[v] > z->data[best]) best = (int)v;
+    return best;
+}
+
+static void check_model(vc_model *m, int k) {
+    const vc_model_config *c = vc_model_cfg(m);
+    vc_graph *g = vc_graph_new();
+    float packed[18], single[18];
+    /* packed vs one sequence at a time */
+    loss_of(m, g, packed, 0);
+    double e = 0;
+    for (int s = 0; s < 2; s++) {
+        int64_t cu[2] = { 0, CU[s + 1] - CU[s] };
+        int32_t tgt[18];
+        for (int64_t t = 0; t < cu[1]; t++) tgt[t] = t + 1 < cu[1] ? IDS[CU[s] + t + 1] : -1;
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        vc_batch b = { 1, cu, IDS + CU[s] };
+        vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp;
+        vc_model_logprobs(m, g, h, tgt, &lp, NULL);
+        for (int64_t t = 0; t < cu[1]; t++) single[CU[s] + t] = lp->data[t];
+    }
+    for (int t = 0; t < 18; t++) e = fmax(e, fabs(packed[t] - single[t]));
+    CHECK_MSG(e < 1e-5, "config %d (%s): packed vs single log-probs differ by %g", k, c->model_type, e);
+    /* KV-cache greedy vs full recompute */
+    vc_kv_cache *kc;
+    CHECK_OK(vc_kv_cache_new(m, 1, 32, &kc));
+    int32_t seq[32];
+    memcpy(seq, IDS, 5 * 4);
+    int n = 5, ok = 1;
+    int64_t cu[2] = { 0, 5 };
+    const int32_t *feed = seq;
+    for (int step = 0; step < 6; step++) {
+        vc_graph_reset(g);
+        vc_batch b = { 1, cu, feed };
+        int cached = argmax_last(m, g, vc_model_forward(m, g, &b, kc));
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        int64_t full_cu[2] = { 0, n };
+        vc_batch fb = { 1, full_cu, seq };
+        int full = argmax_last(m, g, vc_model_forward(m, g, &fb, NULL));
+        ok &= cached == full;
+        seq[n++] = full;
+        feed = seq + n - 1;
+        cu[1] = 1;
+    }
+    vc_kv_cache_free(kc);
+    CHECK_MSG(ok, "config %d (%s): KV-cache decoding differs from recompute", k, c->model_type);
+    /* gradients: finite differences on a few elements of each parameter */
+    CHECK_OK(vc_model_enable_grad(m));
+    loss_of(m, g, NULL, 1);
+    double worst = 0;
+    for (int i = 0; i < vc_model_n_params(m); i++) {
+        const char *name;
+        vc_tensor *t = vc_model_param(m, i, &name, NULL);
+        for (int r = 0; r < 2 && t->grad; r++) {
+            int64_t j = (int64_t)((i * 7919 + r * 104729) % t->n);
+            float keep = t->data[j], an = t->grad[j], h = 2e-3f;
+            t->data[j] = keep + h;
+            float up = loss_of(m, g, NULL, 0);
+            t->data[j] = keep - h;
+            float dn = loss_of(m, g, NULL, 0);
+            t->data[j] = keep;
+            double fd = (up - dn) / (2 * h), err = fabs(fd - an) / (fabs(fd) + fabs(an) + 2e-2);
+            if (err > worst) worst = err;
+            if (err > 0.05) fprintf(stderr, "  %s %s[%lld]: fd %g analytic %g\n", c->model_type, name, (long long)j, fd, an);
+        }
+    }
+    CHECK_MSG(worst < 0.05, "config %d (%s): worst FD gradient error %g", k, c->model_type, worst);
+    /* gradient checkpointing and thread count give the same bits */
+    int64_t np = vc_model_param_count(m);
+    (void)np;
+    float ref[18], other[18];
+    vc_model_zero_grad(m);
+    loss_of(m, g, ref, 1);
+    int nparams = vc_model_n_params(m);
+    float **g0 = calloc((size_t)nparams, sizeof *g0);
+    for (int i = 0; i < nparams; i++) {
+        vc_tensor *t = vc_model_param(m, i, NULL, NULL);
+        g0[i] = calloc((size_t)t->n, 4);
+        if (t->grad) memcpy(g0[i], t->grad, (size_t)t->n * 4);
+    }
+    for (int mode = 0; mode < 2; mode++) {
+        vc_model_zero_grad(m);
+        if (mode == 0) vc_model_set_checkpointing(m, 1);
+        else vc_set_threads(1);
+        loss_of(m, g, other, 1);
+        vc_model_set_checkpointing(m, 0);
+        vc_set_threads(2);
+        int same = !memcmp(ref, other, sizeof ref);
+        for (int i = 0; i < nparams; i++) {
+            vc_tensor *t = vc_model_param(m, i, NULL, NULL);
+            if (t->grad) same &= !memcmp(g0[i], t->grad, (size_t)t->n * 4);
+        }
+        CHECK_MSG(same, "config %d (%s): %s changed log-probs or gradients", k, c->model_type,
+                  mode ? "1 thread instead of 2" : "gradient checkpointing");
+    }
+    for (int i = 0; i < nparams; i++) free(g0[i]);
+    free(g0);
+    vc_graph_free(g);
+}
+
+int main(void) {
+    vc_set_threads(2);
+    for (int k = 0; k < (int)(sizeof CONFIGS / sizeof CONFIGS[0]); k++) {
+        vc_model *m = make(CONFIGS[k], k);
+        if (!m) continue;
+        check_model(m, k);
+        printf("%-12s %lld params ok\n", vc_model_cfg(m)->model_type, (long long)vc_model_param_count(m));
+        vc_model_free(m);
+    }
+    return vc_test_done();
+}
