@@ -10,7 +10,9 @@ static int is_word_cp(int32_t cp) {
 /* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1. */
 static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized) {
     int best = -1;
-    for (int k = 0; k < t->n_added; k++) {
+    unsigned c0 = (unsigned char)s[i];
+    for (int q = t->added_off[c0]; q < t->added_off[c0 + 1]; q++) {
+        int k = t->added_idx[q];
         const tk_added *a = &t->added[k];
         if (a->normalized != normalized || !a->len || a->len > n - i || (unsigned char)a->s[0] != (unsigned char)s[i]) continue;
         if (memcmp(s + i, a->s, a->len)) continue;

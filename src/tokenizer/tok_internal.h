@@ -132,6 +132,7 @@ struct vc_tokenizer {
     /* added tokens: sorted by length desc for matching; lookup map by content */
     tk_added *added; int n_added;
     tk_smap added_map;
+    int *added_idx; int added_off[257];          /* added token indices grouped by first byte */
     /* pipeline */
     tk_norm *norm; tk_pretok *pre; tk_dec *dec;
     tk_tmpl_item *tmpl; int n_tmpl; int has_post;

@@ -7,6 +7,11 @@
 /* Applies a utf8proc mapping to the valid UTF-8 runs of s; invalid bytes are copied unchanged. */
 static int norm_utf8proc(const char *s, size_t len, tk_buf *out, utf8proc_option_t opt) {
     const unsigned char *u = (const unsigned char *)s;
+    /* fast path: text below U+0300 (lead bytes < 0xCC) is NFC/NFD-stable; ASCII is stable under all forms */
+    unsigned char limit = (opt & UTF8PROC_COMPAT) || (opt & UTF8PROC_DECOMPOSE) ? 0x80 : 0xCC;
+    size_t q = 0;
+    while (q < len && u[q] < limit) q++;
+    if (q == len) return tk_buf_put(out, s, len);
     size_t i = 0;
     while (i < len) {
         size_t j = i;

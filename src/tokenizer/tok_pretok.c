@@ -54,8 +54,8 @@ static int spans_add(spans *m, size_t b, size_t e) {
 /* Regex matches over the valid UTF-8 runs of s (each invalid byte stands alone, unmatched). */
 static int find_regex(regex_t *re, const char *s, size_t n, spans *m) {
     const unsigned char *u = (const unsigned char *)s;
-    OnigRegion *reg = onig_region_new();
-    if (!reg) return -1;
+    OnigRegion region, *reg = &region;
+    onig_region_init(reg);
     size_t i = 0;
     while (i < n) {
         size_t j = i;
@@ -68,12 +68,12 @@ static int find_regex(regex_t *re, const char *s, size_t n, spans *m) {
             if (r < 0) break;
             size_t b = (size_t)reg->beg[0], e = (size_t)reg->end[0];
             if (e == b) { int l = tk_utf8_next(st + b, rl - b, &cp); at = b + (size_t)l; continue; }
-            if (spans_add(m, i + b, i + e)) { onig_region_free(reg, 1); return -1; }
+            if (spans_add(m, i + b, i + e)) { onig_region_free(reg, 0); return -1; }
             at = e;
         }
         i = j < n ? j + 1 : j;
     }
-    onig_region_free(reg, 1);
+    onig_region_free(reg, 0);
     return 0;
 }
 
@@ -109,12 +109,16 @@ static int find_chars(int pred, const char *lit, size_t lit_len, const char *s, 
     return 0;
 }
 
+#define SMALL 64
 /* Turns matches into pieces per HF SplitDelimiterBehavior. */
 static int split_emit(const char *s, size_t n, uint8_t flag, const spans *m, int behavior, int invert,
                       tk_pieces *out) {
     size_t cap = m->n + 2, k = 0;
-    size_t *b = malloc(cap * sizeof *b), *e = malloc(cap * sizeof *e);
-    uint8_t *is = malloc(cap);
+    size_t sb[SMALL], se[SMALL], sob[SMALL], soe[SMALL];
+    uint8_t sis[SMALL];
+    int small = cap <= SMALL;
+    size_t *b = small ? sb : malloc(cap * sizeof *b), *e = small ? se : malloc(cap * sizeof *e);
+    uint8_t *is = small ? sis : malloc(cap);
     int rc = -1;
     if (!b || !e || !is) goto out;
     size_t prev = 0;
@@ -128,14 +132,13 @@ static int split_emit(const char *s, size_t n, uint8_t flag, const spans *m, int
     size_t w = 0;
     int prev_match = 0;
     /* generic fold into (b,e,keep) lists */
-    size_t *ob = malloc((k + 1) * sizeof *ob), *oe = malloc((k + 1) * sizeof *oe);
-    uint8_t *keep = malloc(k + 1);
-    if (!ob || !oe || !keep) { free(ob); free(oe); free(keep); goto out; }
+    size_t *ob = small ? sob : malloc((k + 1) * sizeof *ob), *oe = small ? soe : malloc((k + 1) * sizeof *oe);
+    if (!ob || !oe) { if (!small) { free(ob); free(oe); } goto out; }
     prev_match = 0;
     if (behavior == TK_B_MERGED_NEXT) {
         for (size_t ii = k; ii-- > 0;) {
             if (is[ii] && !prev_match && w) ob[w - 1] = b[ii];
-            else { ob[w] = b[ii]; oe[w] = e[ii]; keep[w++] = 1; }
+            else { ob[w] = b[ii]; oe[w] = e[ii]; w++; }
             prev_match = is[ii];
         }
         for (size_t i = 0; i < w / 2; i++) {
@@ -144,20 +147,20 @@ static int split_emit(const char *s, size_t n, uint8_t flag, const spans *m, int
         }
     } else {
         for (size_t i = 0; i < k; i++) {
-            if (behavior == TK_B_REMOVED) { if (!is[i]) { ob[w] = b[i]; oe[w] = e[i]; keep[w++] = 1; } continue; }
-            if (behavior == TK_B_ISOLATED) { ob[w] = b[i]; oe[w] = e[i]; keep[w++] = 1; continue; }
+            if (behavior == TK_B_REMOVED) { if (!is[i]) { ob[w] = b[i]; oe[w] = e[i]; w++; } continue; }
+            if (behavior == TK_B_ISOLATED) { ob[w] = b[i]; oe[w] = e[i]; w++; continue; }
             int merge = behavior == TK_B_MERGED_PREV ? (is[i] && !prev_match) : (is[i] == prev_match);
             if (merge && w) oe[w - 1] = e[i];
-            else { ob[w] = b[i]; oe[w] = e[i]; keep[w++] = 1; }
+            else { ob[w] = b[i]; oe[w] = e[i]; w++; }
             prev_match = is[i];
         }
     }
     rc = 0;
     for (size_t i = 0; i < w && !rc; i++)
         if (oe[i] > ob[i]) rc = tk_pieces_add(out, s + ob[i], oe[i] - ob[i], (uint8_t)(ob[i] == 0 ? flag : 0));
-    free(ob); free(oe); free(keep);
+    if (!small) { free(ob); free(oe); }
 out:
-    free(b); free(e); free(is);
+    if (!small) { free(b); free(e); free(is); }
     return rc;
 }
 
@@ -170,27 +173,57 @@ static int split_piece(const tk_pretok *p, int pred, regex_t *re, int behavior, 
     return rc;
 }
 
-static int bytelevel_piece(const tk_pretok *p, const char *s, size_t n, uint8_t flag, tk_pieces *out) {
-    tk_buf pre = {0};
-    int rc = 0;
-    if (p->add_prefix_space && (n == 0 || s[0] != ' ')) {
-        if (tk_buf_putc(&pre, ' ') || tk_buf_put(&pre, s, n)) { tk_buf_free(&pre); return -1; }
-        s = pre.p; n = pre.n;
+/* Adds s as one piece with every byte replaced by its byte-level char (at most 2 UTF-8 bytes each). */
+static int add_mapped(tk_pieces *out, const char *pre, size_t pl, const char *s, size_t n, uint8_t flag) {
+    if (!pl && !n) return 0;
+    if (tk_pieces_add(out, "", 0, flag)) return -1;
+    tk_buf *b = &out->buf;
+    if (b->n + 2 * (pl + n) + 1 > b->cap && tk_buf_put(b, NULL, 0) == 0) {
+        size_t need = b->n + 2 * (pl + n) + 1, cap = b->cap ? b->cap : 64;
+        while (cap < need) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p; b->cap = cap;
     }
-    tk_pieces parts = {0};
-    if (p->use_regex) rc = split_piece(p, 0, p->re, TK_B_ISOLATED, 0, s, n, flag, &parts);
-    else rc = tk_pieces_add(&parts, s, n, flag);
-    tk_buf m = {0};
-    for (size_t i = 0; i < parts.n && !rc; i++) {
-        m.n = 0;
-        const unsigned char *u = (const unsigned char *)TK_PIECE(&parts, i);
-        for (size_t j = 0; j < parts.len[i] && !rc; j++) {
+    char *w = b->p + b->n;
+    for (int part = 0; part < 2; part++) {
+        const unsigned char *u = (const unsigned char *)(part ? s : pre);
+        size_t m = part ? n : pl;
+        for (size_t j = 0; j < m; j++) {
             const char *c = tk_bytelevel_char[u[j]];
-            rc = tk_buf_put(&m, c, strlen(c));
+            *w++ = c[0];
+            if (c[1]) *w++ = c[1];
         }
-        if (!rc && m.n) rc = tk_pieces_add(out, m.p, m.n, parts.flag[i]);
     }
-    tk_buf_free(&m); tk_buf_free(&pre); tk_pieces_free(&parts);
+    out->len[out->n - 1] = (size_t)(w - (b->p + b->n));
+    b->n = (size_t)(w - b->p);
+    b->p[b->n] = 0;
+    return 0;
+}
+
+static int bytelevel_piece(const tk_pretok *p, const char *s, size_t n, uint8_t flag, tk_pieces *out) {
+    const char *pre = p->add_prefix_space && (n == 0 || s[0] != ' ') ? " " : "";
+    size_t pl = strlen(pre);
+    if (!p->use_regex) return add_mapped(out, pre, pl, s, n, flag);
+    if (pl) { /* the regex must see the prefix space */
+        char *tmp = malloc(n + 1);
+        if (!tmp) return -1;
+        tmp[0] = ' '; memcpy(tmp + 1, s, n);
+        tk_pretok q = *p; q.add_prefix_space = 0;
+        int rc = bytelevel_piece(&q, tmp, n + 1, flag, out);
+        free(tmp);
+        return rc;
+    }
+    spans m = {0};
+    int rc = find_regex(p->re, s, n, &m);
+    size_t prev = 0;
+    for (size_t i = 0; i < m.n && !rc; i += 2) {
+        if (m.v[i] > prev) rc = add_mapped(out, "", 0, s + prev, m.v[i] - prev, prev == 0 ? flag : 0);
+        if (!rc) rc = add_mapped(out, "", 0, s + m.v[i], m.v[i + 1] - m.v[i], m.v[i] == 0 ? flag : 0);
+        prev = m.v[i + 1];
+    }
+    if (!rc && n > prev) rc = add_mapped(out, "", 0, s + prev, n - prev, prev == 0 ? flag : 0);
+    free(m.v);
     return rc;
 }
 

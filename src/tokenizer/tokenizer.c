@@ -60,6 +60,18 @@ static vc_status load_config(vc_tokenizer *t, const char *path) {
     return VC_OK;
 }
 
+/* Groups added tokens by first byte so matching looks only at candidates. */
+static vc_status index_added(vc_tokenizer *t) {
+    t->added_idx = malloc(((size_t)t->n_added + 1) * sizeof *t->added_idx);
+    if (!t->added_idx) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    int cnt[257] = {0};
+    for (int i = 0; i < t->n_added; i++) if (t->added[i].len) cnt[(unsigned char)t->added[i].s[0] + 1]++;
+    for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+    memcpy(t->added_off, cnt, sizeof cnt);
+    for (int i = 0; i < t->n_added; i++) if (t->added[i].len) t->added_idx[cnt[(unsigned char)t->added[i].s[0]]++] = i;
+    return VC_OK;
+}
+
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcmp(s + a - b, suf);
@@ -91,6 +103,7 @@ vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
     else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json or tokenizer.model", dir); goto out; }
     if (st) goto out;
     for (int i = 0; i < t->n_added; i++) if (t->added[i].special) t->is_special[t->added[i].id] = 1;
+    if ((st = index_added(t))) goto out;
     /* byte-fallback pieces <0xNN> */
     if (t->src == TK_SRC_JSON)
         for (int b = 0; b < 256; b++) { char nm[8]; snprintf(nm, sizeof nm, "<0x%02X>", b); t->byte_ids[b] = tk_smap_get(&t->vocab, nm, 6); }
@@ -115,7 +128,7 @@ void vc_tokenizer_free(vc_tokenizer *t) {
     free(t->cont_prefix); free(t->eow_suffix); free(t->score); free(t->ptype); free(t->unk_surface);
     tk_charsmap_free(t->spm_cm);
     for (int i = 0; i < t->n_added; i++) free(t->added[i].s);
-    free(t->added);
+    free(t->added); free(t->added_idx);
     tk_norm_free(t->norm); tk_pretok_free(t->pre); tk_dec_free(t->dec);
     free(t->tmpl);
     tk_cache_free(t);
