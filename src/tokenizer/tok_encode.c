@@ -125,6 +125,25 @@ static int dec_bytefallback(tk_pieces *in, tk_pieces *out) {
     return rc;
 }
 
+/* tokenizers' decoders::wordpiece::cleanup, applied in the same order */
+static int wordpiece_cleanup(tk_buf *m) {
+    static const char *rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                                     {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    tk_buf o = {0};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        size_t fl = strlen(rules[r][0]), tl = strlen(rules[r][1]);
+        o.n = 0;
+        if (tk_buf_put(&o, "", 0)) return -1;
+        for (size_t j = 0; j < m->n;) {
+            if (j + fl <= m->n && !memcmp(m->p + j, rules[r][0], fl)) { if (tk_buf_put(&o, rules[r][1], tl)) { tk_buf_free(&o); return -1; } j += fl; }
+            else if (tk_buf_putc(&o, m->p[j++])) { tk_buf_free(&o); return -1; }
+        }
+        tk_buf t = *m; *m = o; o = t;
+    }
+    tk_buf_free(&o);
+    return 0;
+}
+
 static int dec_step(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
     tk_buf m = {0};
     int rc = 0;
@@ -159,6 +178,7 @@ static int dec_step(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
                 else rc = tk_buf_putc(&m, ' ');
             }
             if (!rc) rc = tk_buf_put(&m, p, n);
+            if (!rc && d->cleanup) rc = wordpiece_cleanup(&m);
         } else rc = tk_buf_put(&m, p, n);
         if (!rc) rc = tk_pieces_add(out, m.p ? m.p : "", m.n, 0);
     }

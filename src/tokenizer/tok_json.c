@@ -100,6 +100,7 @@ static int scheme_parse(const cJSON *j) {
     return jbool(j, "add_prefix_space", 1) ? TK_PS_ALWAYS : TK_PS_NEVER;
 }
 
+static const char WS_RE[] = "\\w+|[^\\w\\s]+";
 static const char GPT2_RE[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out) {
@@ -133,7 +134,7 @@ static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out)
         p->split = jbool(j, "split", 1);
     } else if (!strcmp(type, "Whitespace")) {
         p->type = TK_P_WHITESPACE;
-        if (!(p->re = tk_regex_new("\\w+|[^\\w\\s]+", 14, err, sizeof err))) st = vc_fail(VC_ERR_INTERNAL, "%s", err);
+        if (!(p->re = tk_regex_new(WS_RE, strlen(WS_RE), err, sizeof err))) st = vc_fail(VC_ERR_INTERNAL, "%s", err);
     } else if (!strcmp(type, "WhitespaceSplit")) p->type = TK_P_WSSPLIT;
     else if (!strcmp(type, "BertPreTokenizer")) p->type = TK_P_BERT;
     else if (!strcmp(type, "Punctuation")) {
@@ -264,7 +265,10 @@ static vc_status merges_parse(vc_tokenizer *t, const cJSON *merges, const char *
         } else { st = vc_fail(VC_ERR_FORMAT, "%s: bad merges entry %d", path, rank); break; }
         int32_t ia = tk_smap_get(&t->vocab, a, al), ib = tk_smap_get(&t->vocab, b, bl);
         cat.n = 0;
-        if (tk_buf_put(&cat, a, al) || tk_buf_put(&cat, b, bl)) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); break; }
+        /* as tokenizers does: the merged token drops the continuing-subword prefix length from b */
+        size_t cut = t->cont_prefix ? strlen(t->cont_prefix) : 0;
+        if (cut > bl) cut = bl;
+        if (tk_buf_put(&cat, a, al) || tk_buf_put(&cat, b + cut, bl - cut)) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); break; }
         int32_t io = tk_smap_get(&t->vocab, cat.p, cat.n);
         if (ia < 0 || ib < 0 || io < 0) { st = vc_fail(VC_ERR_FORMAT, "%s: bad merges entry %d: `%.*s` `%.*s` not in vocab", path, rank, (int)al, a, (int)bl, b); break; }
         if (tk_pmap_put(&t->merges, ia, ib, rank, io)) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); break; }

@@ -231,7 +231,7 @@ static int metaspace_piece(const tk_pretok *p, const char *s, size_t n, uint8_t 
     tk_buf m = {0};
     size_t rl = strlen(p->repl);
     int rc = 0;
-    int starts = n >= rl && (!memcmp(s, p->repl, rl) || s[0] == ' ');
+    int starts = n && (s[0] == ' ' || (n >= rl && !memcmp(s, p->repl, rl)));
     if (!starts && (p->prepend_scheme == TK_PS_ALWAYS || (p->prepend_scheme == TK_PS_FIRST && (flag & 1))))
         rc = tk_buf_put(&m, p->repl, rl);
     for (size_t i = 0; i < n && !rc; i++) rc = s[i] == ' ' ? tk_buf_put(&m, p->repl, rl) : tk_buf_putc(&m, s[i]);
