@@ -67,6 +67,24 @@ static char *tokenize_row(const vc_tokenizer *t, const cJSON *row, int add, cons
     return out;
 }
 
+/* {"text": "..."} with JSON escaping; embedded NUL bytes survive as \u0000. */
+static char *json_text_row(const char *s, size_t n) {
+    char *out = malloc(16 + 6 * n), *w = out;
+    if (!out) return NULL;
+    w += sprintf(w, "{\"text\": \"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') { *w++ = '\\'; *w++ = (char)c; }
+        else if (c == '\n') { *w++ = '\\'; *w++ = 'n'; }
+        else if (c == '\t') { *w++ = '\\'; *w++ = 't'; }
+        else if (c == '\r') { *w++ = '\\'; *w++ = 'r'; }
+        else if (c < 0x20 || c == 0x7F) w += sprintf(w, "\\u%04x", c);
+        else *w++ = (char)c;
+    }
+    strcpy(w, "\"}");
+    return out;
+}
+
 static char *detokenize_row(const vc_tokenizer *t, const cJSON *row, int skip, const char **err) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(row, "ids"), *e;
     if (!cJSON_IsArray(arr)) { *err = "row has no array field \"ids\""; return NULL; }
@@ -80,11 +98,8 @@ static char *detokenize_row(const vc_tokenizer *t, const cJSON *row, int skip, c
     char *text = NULL; size_t len = 0;
     if (vc_tokenizer_decode(t, ids, n, skip, &text, &len)) { *err = vc_last_error(); free(ids); return NULL; }
     free(ids);
-    cJSON *o = cJSON_CreateObject();
-    char *out = NULL;
-    if (o && cJSON_AddStringToObject(o, "text", text)) out = cJSON_PrintUnformatted(o);
+    char *out = json_text_row(text, len);
     if (!out) *err = "out of memory";
-    cJSON_Delete(o);
     free(text);
     return out;
 }

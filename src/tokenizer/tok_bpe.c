@@ -163,7 +163,7 @@ int tk_unigram_word(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out)
     if (!best || !from || !bid) goto out;
     for (size_t i = 0; i <= n; i++) { from[i] = -1; best[i] = 0; bid[i] = -1; }
     from[0] = 0;
-    double unk_score = (double)t->min_score - 10.0;
+    double unk_score = t->ptype ? (double)(t->min_score - 10.0f) : (double)t->min_score - 10.0;
     for (size_t st = 0; st < n;) {
         int32_t cp;
         size_t mblen = (size_t)tk_utf8_next(u + st, n - st, &cp);
@@ -179,14 +179,16 @@ int tk_unigram_word(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out)
             if (t->ptype) {
                 if (t->ptype[id] == TK_SP_UNUSED || t->ptype[id] == TK_SP_CONTROL || t->ptype[id] == TK_SP_UNKNOWN ||
                     t->ptype[id] == TK_SP_BYTE) continue;
-                sc = t->ptype[id] == TK_SP_USER ? (double)(end - st) * t->max_score - 0.1 : t->score[id];
+                sc = t->ptype[id] == TK_SP_USER ? (float)((double)(end - st) * t->max_score - 0.1) : t->score[id];
             } else sc = t->score[id];
             double cand = best[st] + sc;
+            if (t->ptype) cand = (float)cand; /* sentencepiece accumulates path scores in float */
             if (from[end] < 0 || cand > best[end]) { best[end] = cand; from[end] = (int32_t)st; bid[end] = id; }
             if (end - st == mblen) single = 1;
         }
         if (!single) {
             double cand = best[st] + unk_score;
+            if (t->ptype) cand = (float)cand;
             if (from[st + mblen] < 0 || cand > best[st + mblen]) { best[st + mblen] = cand; from[st + mblen] = (int32_t)st; bid[st + mblen] = t->unk_id; }
         }
         st += mblen;

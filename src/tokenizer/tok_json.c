@@ -100,7 +100,9 @@ static int scheme_parse(const cJSON *j) {
     return jbool(j, "add_prefix_space", 1) ? TK_PS_ALWAYS : TK_PS_NEVER;
 }
 
-static const char WS_RE[] = "\\w+|[^\\w\\s]+";
+/* tokenizers' Whitespace uses the Rust regex crate: \w = Alphabetic, M, Nd, Pc, Join_Control; \s = White_Space */
+static const char WS_RE[] = "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}]+|"
+                            "[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}\\p{White_Space}]+";
 static const char GPT2_RE[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out) {

@@ -307,7 +307,7 @@ int tk_spm_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip,
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_tok || !t->tok[id]) continue;
         int ty = t->ptype[id];
-        if (ty == TK_SP_BYTE) { rc = tk_buf_putc(&bytes, (char)(hexv_spm(t->tok[id]))); continue; }
+        if (ty == TK_SP_BYTE) { rc = tk_buf_putc(&bytes, (char)(hexv_spm(t->tok[id]))); bos_ws = 0; continue; }
         if ((rc = flush_spm_bytes(&bytes, out))) break;
         if (ty == TK_SP_CONTROL) continue;
         if (ty == TK_SP_UNKNOWN) { rc = tk_buf_put(out, t->unk_surface, strlen(t->unk_surface)); bos_ws = 0; continue; }
