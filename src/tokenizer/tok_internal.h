@@ -123,7 +123,8 @@ struct vc_tokenizer {
     int byte_fallback, fuse_unk, ignore_merges;
     char *cont_prefix, *eow_suffix;
     /* Unigram / SentencePiece */
-    float *score; uint8_t *ptype; int max_piece_len; float min_score, max_score;
+    float *score; uint8_t *ptype; int n_pieces; int max_piece_len; float min_score, max_score;
+    int32_t *user_ids; int n_user;              /* SentencePiece user-defined symbols */
     int add_dummy_prefix, remove_extra_ws, escape_ws, treat_ws_suffix;
     char *unk_surface;
     tk_charsmap *spm_cm;

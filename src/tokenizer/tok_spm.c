@@ -130,6 +130,10 @@ vc_status tk_load_spm(vc_tokenizer *t, const char *path) {
     }
     if (st) goto out;
     if (t->min_score > t->max_score) t->min_score = t->max_score = 0;
+    t->n_pieces = id;
+    t->user_ids = malloc(((size_t)id + 1) * sizeof *t->user_ids);
+    if (!t->user_ids) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
+    for (int i = 0; i < id; i++) if (t->ptype[i] == TK_SP_USER && t->tok_len[i]) t->user_ids[t->n_user++] = i;
     if (t->unk_id < 0) { st = vc_fail(VC_ERR_MISSING, "%s: SentencePiece model has no unknown piece", path); goto out; }
     if (!t->unk_surface) t->unk_surface = vc_strdup(" \xE2\x81\x87 ");
     if (t->bos_id >= t->n_tok) t->bos_id = -1;
@@ -143,8 +147,9 @@ out:
 /* ---- normalization (sentencepiece Normalizer::Normalize) ---- */
 static size_t user_prefix(const vc_tokenizer *t, const char *s, size_t n) {
     size_t best = 0;
-    for (int i = 0; i < t->n_tok; i++) {
-        if (t->ptype[i] != TK_SP_USER || t->tok_len[i] > n || t->tok_len[i] <= best) continue;
+    for (int k = 0; k < t->n_user; k++) {
+        int i = t->user_ids[k];
+        if (t->tok_len[i] > n || t->tok_len[i] <= best) continue;
         if (!memcmp(s, t->tok[i], t->tok_len[i])) best = t->tok_len[i];
     }
     return best;
@@ -166,8 +171,7 @@ static size_t norm_prefix(const vc_tokenizer *t, int has_user, const char *s, si
 static int spm_normalize(const vc_tokenizer *t, const char *s, size_t n, tk_buf *out) {
     const char *ws = t->escape_ws ? "\xE2\x96\x81" : " ";
     size_t wl = strlen(ws);
-    int has_user = 0;
-    for (int i = 0; i < t->n_tok && !has_user; i++) has_user = t->ptype[i] == TK_SP_USER;
+    int has_user = t->n_user > 0;
     const char *rep; size_t rl;
     if (t->remove_extra_ws)
         while (n) {
@@ -235,8 +239,7 @@ static int piece_id(const vc_tokenizer *t, const char *s, size_t n) {
 }
 
 int tk_spm_bpe(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
-    int has_user = 0;
-    for (int i = 0; i < t->n_tok && !has_user; i++) has_user = t->ptype[i] == TK_SP_USER;
+    int has_user = t->n_user > 0;
     ssym *y = malloc((n + 1) * sizeof *y);
     spair *h = NULL; size_t hn = 0, hc = 0;
     int k = 0, rc = -1;
@@ -305,7 +308,7 @@ int tk_spm_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip,
     int strip = !t->treat_ws_suffix && (t->add_dummy_prefix || t->remove_extra_ws);
     for (size_t i = 0; i < n && !rc; i++) {
         int32_t id = ids[i];
-        if (id < 0 || id >= t->n_tok || !t->tok[id]) continue;
+        if (id < 0 || id >= t->n_pieces || !t->tok[id]) continue;
         int ty = t->ptype[id];
         if (ty == TK_SP_BYTE) { rc = tk_buf_putc(&bytes, (char)(hexv_spm(t->tok[id]))); bos_ws = 0; continue; }
         if ((rc = flush_spm_bytes(&bytes, out))) break;

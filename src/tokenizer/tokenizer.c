@@ -125,7 +125,7 @@ void vc_tokenizer_free(vc_tokenizer *t) {
     for (int i = 0; i < t->n_tok; i++) free(t->tok[i]);
     free(t->tok); free(t->tok_len); free(t->is_special);
     tk_smap_free(&t->vocab); tk_smap_free(&t->added_map); tk_pmap_free(&t->merges);
-    free(t->cont_prefix); free(t->eow_suffix); free(t->score); free(t->ptype); free(t->unk_surface);
+    free(t->cont_prefix); free(t->eow_suffix); free(t->score); free(t->ptype); free(t->user_ids); free(t->unk_surface);
     tk_charsmap_free(t->spm_cm);
     for (int i = 0; i < t->n_added; i++) free(t->added[i].s);
     free(t->added); free(t->added_idx);
