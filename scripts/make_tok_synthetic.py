@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Builds the small synthetic tokenizer.json files under tests/tokenizer/data/ with the Python `tokenizers`
+library and records its encodings (encode_reference.jsonl: text, ids, ids_with_special, decoded), so the C
+tests cover models and components that the real fixtures do not use (WordPiece, Unigram, Metaspace,
+Digits, Punctuation, Split behaviours, Replace/Strip/Lowercase/NFKC, TemplateProcessing, BertProcessing).
+usage: scripts/make_tok_synthetic.py  (run from the repo root; needs `pip install tokenizers`)"""
+import json, os
+from tokenizers import Tokenizer, Regex, models, normalizers as N, pre_tokenizers as P, decoders as D, processors, trainers
+
+OUT = "tests/tokenizer/data"
+CORPUS = [l for r in map(json.loads, open("../shared/data/gsm8k/test.jsonl", encoding="utf-8")) for l in (r["question"], r["answer"])][:400]
+TEXTS = ["", " ", "Hello World", "  Hello   World  ", "HELLO, world! It's 12345 o'clock.", "naïve café ÅÅ ﬁ ２３",
+         "a-b_c  d\te\nf", "$18.50 + 25% = ?", "<<16-3-4=9>>9 eggs", "[CLS] hi [SEP]", "unknown ☃ snowman",
+         "The answer is #### 42", "tab\tand\nnewline\r\nend   ", "x" * 60, "mixed中English"] + CORPUS[:30]
+
+def save(name, tok, texts=TEXTS):
+    d = os.path.join(OUT, name); os.makedirs(d, exist_ok=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, "encode_reference.jsonl"), "w", encoding="utf-8") as f:
+        for t in texts:
+            ids = tok.encode(t, add_special_tokens=False).ids
+            f.write(json.dumps({"text": t, "ids": ids, "ids_with_special": tok.encode(t).ids,
+                                "decoded": tok.decode(ids, skip_special_tokens=False)}, ensure_ascii=False) + "\n")
+
+# WordPiece, BERT-style pipeline without BertNormalizer
+wp = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=20))
+wp.normalizer = N.Sequence([N.NFKC(), N.Lowercase(), N.Strip()])
+wp.pre_tokenizer = P.BertPreTokenizer()
+wp.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]", "[CLS]", "[SEP]", "[PAD]"]))
+wp.post_processor = processors.BertProcessing(("[SEP]", wp.token_to_id("[SEP]")), ("[CLS]", wp.token_to_id("[CLS]")))
+wp.decoder = D.WordPiece()
+save("wordpiece", wp)
+
+# Unigram with Metaspace (prepend first, split) and individual digits
+ug = Tokenizer(models.Unigram())
+ug.normalizer = N.Sequence([N.NFKC(), N.Replace(Regex(r"\s+"), " ")])
+ug.pre_tokenizer = P.Sequence([P.Digits(individual_digits=True), P.Metaspace(replacement="▁", prepend_scheme="first", split=True)])
+ug.train_from_iterator(CORPUS, trainers.UnigramTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"], unk_token="<unk>"))
+ug.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+ug.decoder = D.Metaspace(replacement="▁", prepend_scheme="first")
+ug.add_tokens(["####"])
+save("unigram_metaspace", ug)
+
+# BPE with Split behaviours, Punctuation, Contiguous digits, lowercase, suffix-free merges
+bp = Tokenizer(models.BPE(unk_token="[UNK]", continuing_subword_prefix="##"))
+bp.normalizer = N.Sequence([N.Lowercase(), N.Replace("  ", " ")])
+bp.pre_tokenizer = P.Sequence([P.WhitespaceSplit(), P.Split(Regex(r"[0-9]+"), behavior="merged_with_previous"),
+                               P.Punctuation(behavior="isolated"), P.Split("-", behavior="removed", invert=False)])
+bp.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]", "<bos>"], continuing_subword_prefix="##"))
+bp.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
+bp.decoder = D.WordPiece(prefix="##")
+bp.add_special_tokens(["<tool>"])
+save("bpe_split", bp, TEXTS + ["call <tool> now", "<tool><tool>x"])
+
+# WordPiece with Whitespace pre-tokenizer, Split invert + merged_with_next, Strip decoder chain
+w2 = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+w2.pre_tokenizer = P.Sequence([P.Split(Regex(r"\s+"), behavior="merged_with_next", invert=False), P.Whitespace(),
+                               P.Digits(individual_digits=False)])
+w2.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=250, special_tokens=["[UNK]"]))
+w2.decoder = D.Sequence([D.WordPiece(), D.Strip(" ", 1, 1)])
+save("wordpiece_ws", w2)
+print("ok")

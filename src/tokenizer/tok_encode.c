@@ -1,0 +1,223 @@
+/* tokenizer.json pipeline: added tokens, normalizer, pre-tokenizer, model, post-processor; decoders. */
+#include <stdlib.h>
+#include <string.h>
+#include "tokenizer/tok_internal.h"
+
+static int is_word_cp(int32_t cp) {
+    return cp >= 0 && (cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp > 127);
+}
+
+/* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1. */
+static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized) {
+    int best = -1;
+    unsigned c0 = (unsigned char)s[i];
+    for (int q = t->added_off[c0]; q < t->added_off[c0 + 1]; q++) {
+        int k = t->added_idx[q];
+        const tk_added *a = &t->added[k];
+        if (a->normalized != normalized || !a->len || a->len > n - i || (unsigned char)a->s[0] != (unsigned char)s[i]) continue;
+        if (memcmp(s + i, a->s, a->len)) continue;
+        if (best >= 0 && t->added[best].len >= a->len) continue;
+        if (a->single_word) {
+            int32_t cp = -1;
+            if (i > 0) { size_t k2 = i - 1; while (k2 > 0 && ((unsigned char)s[k2] & 0xC0) == 0x80) k2--; tk_utf8_next((const unsigned char *)s + k2, n - k2, &cp); if (is_word_cp(cp)) continue; }
+            if (i + a->len < n) { tk_utf8_next((const unsigned char *)s + i + a->len, n - i - a->len, &cp); if (is_word_cp(cp)) continue; }
+        }
+        best = k;
+    }
+    return best;
+}
+
+typedef int (*seg_fn)(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out);
+
+/* Splits s around added tokens of one kind: tokens go to `out` as ids, the text between goes to `fn`. */
+static int split_added(const vc_tokenizer *t, const char *s, size_t n, int normalized, uint8_t flag, seg_fn fn, tk_ids *out) {
+    size_t start = 0, i = 0;
+    while (i < n) {
+        int k = t->n_added ? added_at(t, s, n, i, normalized) : -1;
+        if (k < 0) { i++; continue; }
+        const tk_added *a = &t->added[k];
+        size_t b = i, e = i + a->len;
+        if (a->lstrip) while (b > start && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r')) b--;
+        if (a->rstrip) while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
+        if (b > start && fn(t, s + start, b - start, start == 0 ? flag : 0, out)) return -1;
+        if (tk_ids_push(out, a->id)) return -1;
+        start = i = e;
+    }
+    if (n > start) return fn(t, s + start, n - start, start == 0 ? flag : 0, out);
+    return 0;
+}
+
+static int model_words(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out) {
+    tk_pieces ps = {0}, tmp = {0};
+    int rc = tk_pieces_add(&ps, s, n, flag);
+    if (!rc) rc = tk_pretok_apply(t->pre, &ps, &tmp);
+    for (size_t i = 0; i < ps.n && !rc; i++) {
+        const char *w = TK_PIECE(&ps, i);
+        if (t->model == TK_M_BPE) rc = tk_bpe_word(t, w, ps.len[i], out);
+        else if (t->model == TK_M_UNIGRAM) rc = tk_unigram_word(t, w, ps.len[i], out);
+        else rc = tk_wordpiece_word(t, w, ps.len[i], out);
+    }
+    tk_pieces_free(&ps); tk_pieces_free(&tmp);
+    return rc;
+}
+
+static int normalized_segment(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out) {
+    tk_buf nb = {0};
+    int rc = tk_norm_apply(t->norm, s, n, &nb);
+    if (!rc) rc = split_added(t, nb.p, nb.n, 1, flag, model_words, out);
+    tk_buf_free(&nb);
+    return rc;
+}
+
+int tk_json_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
+    return split_added(t, s, n, 0, 1, normalized_segment, out);
+}
+
+/* ---- decoders: each step maps a list of token strings to a new list ---- */
+static int dec_bytelevel(tk_pieces *in, tk_pieces *out) {
+    tk_buf raw = {0}, res = {0};
+    int rc = 0;
+    for (size_t i = 0; i < in->n && !rc; i++) {
+        const unsigned char *u = (const unsigned char *)TK_PIECE(in, i);
+        size_t n = in->len[i], start = raw.n;
+        int ok = 1;
+        for (size_t j = 0; j < n && ok && !rc;) {
+            int32_t cp; int l = tk_utf8_next(u + j, n - j, &cp);
+            int b = tk_bytelevel_byte(cp);
+            if (b < 0) ok = 0; else rc = tk_buf_putc(&raw, (char)b);
+            j += (size_t)l;
+        }
+        if (!ok) { raw.n = start; rc = tk_buf_put(&raw, u, n); }
+    }
+    if (!rc) rc = tk_utf8_lossy(&res, raw.p ? raw.p : "", raw.n);
+    if (!rc) rc = tk_pieces_add(out, res.p ? res.p : "", res.n, 0);
+    tk_buf_free(&raw); tk_buf_free(&res);
+    return rc;
+}
+
+static int hexv(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+
+static int flush_bytes(tk_buf *bytes, tk_pieces *out) {
+    int rc = 0;
+    if (!bytes->n) return 0;
+    int valid = 1;
+    for (size_t j = 0; j < bytes->n && valid;) { int32_t cp; int l = tk_utf8_next((unsigned char *)bytes->p + j, bytes->n - j, &cp); valid = cp >= 0; j += (size_t)l; }
+    if (valid) rc = tk_pieces_add(out, bytes->p, bytes->n, 0);
+    else for (size_t j = 0; j < bytes->n && !rc; j++) rc = tk_pieces_add(out, "\xEF\xBF\xBD", 3, 0);
+    bytes->n = 0;
+    return rc;
+}
+
+static int dec_bytefallback(tk_pieces *in, tk_pieces *out) {
+    tk_buf bytes = {0};
+    int rc = 0;
+    for (size_t i = 0; i < in->n && !rc; i++) {
+        const char *p = TK_PIECE(in, i);
+        if (in->len[i] == 6 && !memcmp(p, "<0x", 3) && p[5] == '>' && hexv(p[3]) >= 0 && hexv(p[4]) >= 0) {
+            rc = tk_buf_putc(&bytes, (char)(hexv(p[3]) * 16 + hexv(p[4])));
+            continue;
+        }
+        rc = flush_bytes(&bytes, out);
+        if (!rc) rc = tk_pieces_add(out, p, in->len[i], 0);
+    }
+    if (!rc) rc = flush_bytes(&bytes, out);
+    tk_buf_free(&bytes);
+    return rc;
+}
+
+/* tokenizers' decoders::wordpiece::cleanup, applied in the same order */
+static int wordpiece_cleanup(tk_buf *m) {
+    static const char *rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                                     {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    tk_buf o = {0};
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        size_t fl = strlen(rules[r][0]), tl = strlen(rules[r][1]);
+        o.n = 0;
+        if (tk_buf_put(&o, "", 0)) return -1;
+        for (size_t j = 0; j < m->n;) {
+            if (j + fl <= m->n && !memcmp(m->p + j, rules[r][0], fl)) { if (tk_buf_put(&o, rules[r][1], tl)) { tk_buf_free(&o); return -1; } j += fl; }
+            else if (tk_buf_putc(&o, m->p[j++])) { tk_buf_free(&o); return -1; }
+        }
+        tk_buf t = *m; *m = o; o = t;
+    }
+    tk_buf_free(&o);
+    return 0;
+}
+
+static int dec_step(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
+    tk_buf m = {0};
+    int rc = 0;
+    if (d->type == TK_D_BYTELEVEL) return dec_bytelevel(in, out);
+    if (d->type == TK_D_BYTEFALLBACK) return dec_bytefallback(in, out);
+    if (d->type == TK_D_FUSE) {
+        for (size_t i = 0; i < in->n && !rc; i++) rc = tk_buf_put(&m, TK_PIECE(in, i), in->len[i]);
+        if (!rc) rc = tk_pieces_add(out, m.p ? m.p : "", m.n, 0);
+        tk_buf_free(&m);
+        return rc;
+    }
+    size_t al = d->a ? strlen(d->a) : 0;
+    for (size_t i = 0; i < in->n && !rc; i++) {
+        const char *p = TK_PIECE(in, i);
+        size_t n = in->len[i];
+        m.n = 0;
+        if (d->type == TK_D_REPLACE || d->type == TK_D_METASPACE) {
+            const char *to = d->type == TK_D_REPLACE ? d->b : " ";
+            int drop = d->type == TK_D_METASPACE && i == 0 && d->prepend_scheme != TK_PS_NEVER;
+            for (size_t j = 0; j < n && !rc;) {
+                if (al && j + al <= n && !memcmp(p + j, d->a, al)) { if (!drop) rc = tk_buf_put(&m, to, strlen(to)); j += al; }
+                else rc = tk_buf_putc(&m, p[j++]);
+            }
+        } else if (d->type == TK_D_STRIP) {
+            size_t b = 0, e = n;
+            for (int k = 0; k < d->start && al && b + al <= e && !memcmp(p + b, d->a, al); k++) b += al;
+            for (int k = 0; k < d->stop && al && e >= b + al && !memcmp(p + e - al, d->a, al); k++) e -= al;
+            rc = tk_buf_put(&m, p + b, e - b);
+        } else if (d->type == TK_D_WORDPIECE) {
+            if (i > 0) {
+                if (n >= al && !memcmp(p, d->a, al)) { p += al; n -= al; }
+                else rc = tk_buf_putc(&m, ' ');
+            }
+            if (!rc) rc = tk_buf_put(&m, p, n);
+            if (!rc && d->cleanup) rc = wordpiece_cleanup(&m);
+        } else rc = tk_buf_put(&m, p, n);
+        if (!rc) rc = tk_pieces_add(out, m.p ? m.p : "", m.n, 0);
+    }
+    tk_buf_free(&m);
+    return rc;
+}
+
+static int dec_apply(const tk_dec *d, tk_pieces *cur, tk_pieces *tmp) {
+    if (d->type == TK_D_SEQ) {
+        for (int i = 0; i < d->n_kids; i++) if (dec_apply(d->kids[i], cur, tmp)) return -1;
+        return 0;
+    }
+    tk_pieces_clear(tmp);
+    if (dec_step(d, cur, tmp)) return -1;
+    tk_pieces t = *cur; *cur = *tmp; *tmp = t;
+    return 0;
+}
+
+int tk_json_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip, tk_buf *out) {
+    tk_pieces cur = {0}, tmp = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= t->n_tok || !t->tok[id]) continue;
+        if (skip && t->is_special[id]) continue;
+        rc = tk_pieces_add(&cur, t->tok[id], t->tok_len[id], 0);
+    }
+    if (!rc && t->dec) rc = dec_apply(t->dec, &cur, &tmp);
+    for (size_t i = 0; i < cur.n && !rc; i++) {
+        if (!t->dec && i > 0) rc = tk_buf_putc(out, ' ');
+        if (!rc) rc = tk_buf_put(out, TK_PIECE(&cur, i), cur.len[i]);
+    }
+    if (!rc) rc = tk_buf_put(out, "", 0);
+    tk_pieces_free(&cur); tk_pieces_free(&tmp);
+    return rc;
+}
+
+void tk_dec_free(tk_dec *d) {
+    if (!d) return;
+    for (int i = 0; i < d->n_kids; i++) tk_dec_free(d->kids[i]);
+    free(d->kids); free(d->a); free(d->b); free(d);
+}
