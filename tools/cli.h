@@ -17,5 +17,14 @@ VC_CMD(vc_cmd_train);
 VC_CMD(vc_cmd_data);
 VC_CMD(vc_cmd_report);
 VC_CMD(vc_cmd_demo);
+/* `verlc bench <name>` entry points (tools/bench_<name>.c) */
+VC_CMD(vc_bench_forward);
+VC_CMD(vc_bench_train);
+VC_CMD(vc_bench_generate);
+VC_CMD(vc_bench_tokenize);
+VC_CMD(vc_bench_allreduce);
+VC_CMD(vc_bench_logprob);
+/* the config printer used by `verlc train --print-config` */
+VC_CMD(vc_train_print_config);
 #undef VC_CMD
 #endif
