@@ -1,0 +1,63 @@
+/* Rollout engine: batched generation on the model's own weights (the trainer's buffers), paged KV
+ * cache, n samples per prompt sharing the prompt's pages, reproducible sampling.
+ * (Contract fixed by the lead; implemented in src/infer/.) */
+#ifndef VERLC_ROLLOUT_H
+#define VERLC_ROLLOUT_H
+#include "verlc/model.h"
+
+struct vc_tokenizer;
+
+typedef struct vc_sampling {
+    int greedy;             /* argmax; ignores the rest of the sampling knobs */
+    float temperature;      /* > 0 */
+    int top_k;              /* <= 0: off */
+    float top_p;            /* 1: off */
+    float min_p;            /* 0: off */
+    int max_new_tokens;
+    const int32_t *eos_ids; /* generation stops after emitting one of these */
+    int n_eos;
+    const char *const *stop; /* stop strings (need a tokenizer in the options) */
+    int n_stop;
+    uint64_t seed;
+} vc_sampling;
+
+typedef struct vc_rollout_opts {
+    double kv_budget_bytes;    /* KV pool size in bytes; 0: use kv_fraction of free memory */
+    double kv_fraction;        /* verl's gpu_memory_utilization analogue (default 0.3) */
+    int page_tokens;           /* tokens per KV page (default 16) */
+    int max_batch;             /* sequences decoded together (default 64) */
+    int prefill_chunk;         /* max prompt tokens computed per step (default 512) */
+    const struct vc_tokenizer *tokenizer; /* for stop strings */
+    void (*progress)(void *ctx, int done, int total, double tokens_per_s);
+    void *progress_ctx;
+} vc_rollout_opts;
+
+typedef struct vc_rollout_request {
+    const int32_t *prompt;
+    int64_t prompt_len;
+    int n_samples;          /* GRPO group size (verl's rollout.n) */
+    uint64_t prompt_index;  /* keys the random stream: (seed, prompt_index, sample, position) */
+} vc_rollout_request;
+
+enum { VC_FINISH_EOS, VC_FINISH_LENGTH, VC_FINISH_STOP };
+
+typedef struct vc_rollout_sample {
+    int request, sample;    /* which request and which of its n samples */
+    int32_t *tokens;        /* response tokens (prompt excluded) */
+    int64_t n_tokens;
+    float *logp;            /* log p of each token under the model before temperature (what training recomputes) */
+    float *logp_sampled;    /* ... and under the distribution actually sampled from */
+    int finish;             /* VC_FINISH_* */
+    double seconds;
+} vc_rollout_sample;
+
+typedef struct vc_rollout_engine vc_rollout_engine;
+
+vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);
+void vc_rollout_free(vc_rollout_engine *e);
+/* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
+ * (request, sample). Results do not depend on max_batch, thread count or request order. */
+vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
+                              vc_rollout_sample **out, int *n_out);
+void vc_rollout_samples_free(vc_rollout_sample *s, int n);
+#endif
