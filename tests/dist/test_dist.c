@@ -472,17 +472,15 @@ static void test_mpi_runs(void) {
     if (!mpirun || !*mpirun) mpirun = "mpirun";
     if (!vc_comm_available("mpi")) { printf("MPI runs skipped: this build has no MPI\n"); return; }
     if (!on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
-    char dir[] = "/tmp/vc_dist_test_XXXXXX", log[PATH_MAX], supp[PATH_MAX], lsan[2 * PATH_MAX];
+    char dir[] = "/tmp/vc_dist_test_XXXXXX", log[PATH_MAX], lsan[PATH_MAX];
     if (!mkdtemp(dir)) { CHECK(0); return; }
     snprintf(log, sizeof log, "%s/out.txt", dir);
-    /* under LeakSanitizer, MPI's own start-up allocations are not ours to report */
-    if (realpath("tests/dist/lsan_mpi.supp", supp)) {
-        const char *old = getenv("LSAN_OPTIONS");
-        snprintf(lsan, sizeof lsan, "%s%ssuppressions=%s:print_suppressions=0", old ? old : "", old ? ":" : "", supp);
-        setenv("LSAN_OPTIONS", lsan, 1);
-    } else if (!getenv("LSAN_OPTIONS")) {
-        setenv("LSAN_OPTIONS", "", 1);
-    }
+    /* Open MPI leaks at exit from plugins it has unloaded, which LeakSanitizer cannot name (so cannot
+     * suppress): leak detection is off in the MPI children (AddressSanitizer's other checks stay on); the
+     * leak check of the communicator front end is the single-process part above. */
+    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL;
+    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
+    setenv("LSAN_OPTIONS", lsan, 1);
     setenv("VERLC_DIST_SEGMENT", "100000", 1); /* several rounds for the large reductions */
     setenv("VERLC_DIST_TIMEOUT", "20", 1);
     double secs = 0;
@@ -506,6 +504,9 @@ static void test_mpi_runs(void) {
     printf("dead rank 1: the job ended with status %d in %.1f s %s\n", rc, secs, ok ? "(pass)" : "(FAIL)");
     unsetenv("VERLC_DIST_TIMEOUT");
     unsetenv("VERLC_DIST_SEGMENT");
+    if (old) setenv("LSAN_OPTIONS", old, 1);
+    else unsetenv("LSAN_OPTIONS");
+    free(old);
     unlink(log);
     rmdir(dir);
 }
