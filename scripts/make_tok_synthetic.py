@@ -59,4 +59,18 @@ w2.pre_tokenizer = P.Sequence([P.Split(Regex(r"\s+"), behavior="merged_with_next
 w2.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=250, special_tokens=["[UNK]"]))
 w2.decoder = D.Sequence([D.WordPiece(), D.Strip(" ", 1, 1)])
 save("wordpiece_ws", w2)
+# BERT: BertNormalizer (clean text, CJK padding, accents stripped, lowercase), StripAccents in a sequence
+bt = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+bt.normalizer = N.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+bt.pre_tokenizer = P.BertPreTokenizer()
+bt.train_from_iterator(CORPUS + ["中文 naïve café 日本"], trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]", "[CLS]", "[SEP]"]))
+bt.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+bt.decoder = D.WordPiece()
+save("bert", bt, TEXTS + ["ctrl\x07chars\u200b here\ufffd", "中文字 naïve ÉCOLE"])
+
+sa = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+sa.normalizer = N.Sequence([N.NFD(), N.StripAccents(), N.NFC()])
+sa.pre_tokenizer = P.WhitespaceSplit()
+sa.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]"]))
+save("strip_accents", sa)
 print("ok")

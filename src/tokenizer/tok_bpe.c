@@ -114,7 +114,7 @@ int tk_bpe_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *out) {
     size_t start = out->n;
     rc = 0;
     for (size_t i = 0; i < k && !rc; i++) if (sym[i].len) rc = tk_ids_push(out, sym[i].id);
-    if (!rc) tk_cache_put(t, w, n, out->v + start, out->n - start);
+    if (!rc) tk_cache_put(t, w, n, out->n > start ? out->v + start : NULL, out->n - start);
 out:
     if (sym != sbuf) free(sym);
     if (heap != hbuf) free(heap);

@@ -45,12 +45,13 @@ void tk_pmap_free(tk_pmap *m);
 
 /* ---- normalizers (tok_norm.c) ---- */
 enum { TK_N_NFC = 1, TK_N_NFKC, TK_N_NFD, TK_N_NFKD, TK_N_LOWER, TK_N_PREPEND, TK_N_REPLACE, TK_N_STRIP,
-       TK_N_SEQ, TK_N_PRECOMPILED };
+       TK_N_SEQ, TK_N_PRECOMPILED, TK_N_STRIP_ACCENTS, TK_N_BERT };
 typedef struct tk_norm {
     int type;
     char *a, *b;        /* Prepend: a; Replace: pattern a (literal) -> b */
     regex_t *re;        /* Replace with a Regex pattern */
-    int left, right;    /* Strip */
+    int left, right;    /* Strip; BertNormalizer: left = clean_text, right = handle_chinese_chars */
+    int strip_accents, lowercase; /* BertNormalizer */
     struct tk_charsmap *cm;
     struct tk_norm **kids;
     int n_kids;

@@ -50,6 +50,12 @@ static vc_status norm_parse(const cJSON *j, const char *path, tk_norm **out) {
         st = pattern_parse(cJSON_GetObjectItemCaseSensitive(j, "pattern"), path, "Replace normalizer", &n->re, &n->a);
     } else if (!strcmp(type, "Strip")) {
         n->type = TK_N_STRIP; n->left = jbool(j, "strip_left", 1); n->right = jbool(j, "strip_right", 1);
+    } else if (!strcmp(type, "StripAccents")) n->type = TK_N_STRIP_ACCENTS;
+    else if (!strcmp(type, "BertNormalizer")) {
+        n->type = TK_N_BERT;
+        n->left = jbool(j, "clean_text", 1); n->right = jbool(j, "handle_chinese_chars", 1);
+        n->lowercase = jbool(j, "lowercase", 1);
+        n->strip_accents = jbool(j, "strip_accents", n->lowercase); /* null follows lowercase */
     } else if (!strcmp(type, "Precompiled")) {
         n->type = TK_N_PRECOMPILED;
         /* the charsmap is base64 in tokenizer.json; an empty or absent one is the identity */

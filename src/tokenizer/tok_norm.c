@@ -97,6 +97,58 @@ static int norm_precompiled(const tk_charsmap *cm, const char *s, size_t len, tk
     return 0;
 }
 
+/* Drops nonspacing marks (category Mn). */
+static int norm_strip_accents(const char *s, size_t len, tk_buf *out) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        int32_t cp;
+        int l = tk_utf8_next(u + i, len - i, &cp);
+        if (cp < 0 || utf8proc_category(cp) != UTF8PROC_CATEGORY_MN)
+            if (tk_buf_put(out, s + i, (size_t)l)) return -1;
+        i += (size_t)l;
+    }
+    return 0;
+}
+
+static int is_cjk(int32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* tokenizers' BertNormalizer: clean_text, handle_chinese_chars, strip_accents (NFD + drop Mn), lowercase. */
+static int norm_bert(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
+    const unsigned char *u = (const unsigned char *)s;
+    tk_buf a = {0}, b = {0};
+    int rc = tk_buf_put(&a, "", 0);
+    for (size_t i = 0; i < len && !rc;) {
+        int32_t cp;
+        int l = tk_utf8_next(u + i, len - i, &cp);
+        i += (size_t)l;
+        if (cp < 0) { rc = tk_buf_put(&a, u + i - l, (size_t)l); continue; }
+        if (n->left) {
+            if (cp == 0 || cp == 0xFFFD) continue;
+            utf8proc_category_t k = utf8proc_category(cp);
+            int ws = cp == '\t' || cp == '\n' || cp == '\r' || tk_is_space_cp(cp);
+            if (!ws && (k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CS ||
+                        k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CN)) continue;
+            if (ws) cp = ' ';
+        }
+        char c[4];
+        int cl = tk_utf8_encode((uint32_t)cp, c);
+        if (n->right && is_cjk(cp)) rc = tk_buf_putc(&a, ' ') || tk_buf_put(&a, c, (size_t)cl) || tk_buf_putc(&a, ' ');
+        else rc = tk_buf_put(&a, c, (size_t)cl);
+    }
+    if (!rc && n->strip_accents) {
+        rc = norm_utf8proc(a.p, a.n, &b, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
+        a.n = 0;
+        if (!rc) rc = tk_buf_put(&a, "", 0) || norm_strip_accents(b.p ? b.p : "", b.n, &a);
+    }
+    if (!rc) rc = n->lowercase ? norm_lower(a.p, a.n, out) : tk_buf_put(out, a.p, a.n);
+    tk_buf_free(&a); tk_buf_free(&b);
+    return rc;
+}
+
 int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
     out->n = 0;
     if (tk_buf_put(out, "", 0)) return -1;
@@ -113,6 +165,8 @@ int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
     case TK_N_REPLACE: return norm_replace(n, s, len, out);
     case TK_N_STRIP: return norm_strip(n, s, len, out);
     case TK_N_PRECOMPILED: return norm_precompiled(n->cm, s, len, out);
+    case TK_N_STRIP_ACCENTS: return norm_strip_accents(s, len, out);
+    case TK_N_BERT: return norm_bert(n, s, len, out);
     case TK_N_SEQ: {
         tk_buf cur = {0};
         if (tk_buf_put(&cur, s, len)) return -1;
