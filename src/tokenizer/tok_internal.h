@@ -134,7 +134,11 @@ struct vc_tokenizer {
     /* added tokens: sorted by length desc for matching; lookup map by content */
     tk_added *added; int n_added;
     tk_smap added_map;
-    int *added_idx; int added_off[257];          /* added token indices grouped by first byte */
+    /* added-token matching, per kind (0: matched on raw text, 1: on normalized text): content -> index,
+     * distinct lengths in decreasing order, and which bytes can start a token */
+    tk_smap added_kind[2];
+    uint32_t *added_lens[2]; int n_added_lens[2];
+    uint8_t added_first[2][256];
     /* pipeline */
     tk_norm *norm; tk_pretok *pre; tk_dec *dec;
     tk_tmpl_item *tmpl; int n_tmpl; int has_post;
