@@ -40,7 +40,8 @@ static int split_added(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
         size_t b = i, e = i + a->len;
         if (a->lstrip) while (b > start && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r')) b--;
         if (a->rstrip) while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
-        if (b > start && fn(t, c, s + start, b - start, start == 0 ? flag : 0)) return -1;
+        int r = b > start ? fn(t, c, s + start, b - start, start == 0 ? flag : 0) : 0;
+        if (r) return r;
         if (tk_ids_push(out, a->id)) return -1;
         start = i = e;
     }

@@ -173,7 +173,11 @@ vc_status vc_tokenizer_encode(const vc_tokenizer *t, const char *text, size_t le
         free(body.v);
         body = all;
     }
-    if (rc) { free(body.v); return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory"); }
+    if (rc) {
+        free(body.v);
+        if (rc == -2) return vc_fail(VC_ERR_MISSING, "tokenizer encode: text has a piece with no token and the model has no unk token");
+        return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory");
+    }
     if (!body.v) body.v = malloc(sizeof(int32_t));
     if (!body.v) return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory");
     *ids = body.v; *n_ids = body.n;
