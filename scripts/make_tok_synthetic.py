@@ -73,4 +73,46 @@ sa.normalizer = N.Sequence([N.NFD(), N.StripAccents(), N.NFC()])
 sa.pre_tokenizer = P.WhitespaceSplit()
 sa.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]"]))
 save("strip_accents", sa)
+# Unigram tokenizer.json converted from the shared SentencePiece unigram model, as transformers converts
+# T5/ALBERT-style models: Precompiled normalizer (the model's nmt_nfkc charsmap), WhitespaceSplit + Metaspace
+import base64
+def pb_fields(b):
+    i = 0
+    while i < len(b):
+        key = 0; sh = 0
+        while True:
+            c = b[i]; i += 1; key |= (c & 0x7F) << sh; sh += 7
+            if c < 0x80: break
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v = 0; sh = 0
+            while True:
+                c = b[i]; i += 1; v |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80: break
+            yield num, v
+        elif wt == 2:
+            n = 0; sh = 0
+            while True:
+                c = b[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80: break
+            yield num, b[i:i + n]; i += n
+        elif wt == 5: yield num, b[i:i + 4]; i += 4
+        elif wt == 1: yield num, b[i:i + 8]; i += 8
+import struct
+raw = open("../shared/fixtures/tokenizers/spm_unigram_nfkc/tokenizer.model", "rb").read()
+vocab, charsmap, unk = [], b"", 0
+for num, v in pb_fields(raw):
+    if num == 1:
+        f = dict(pb_fields(v)); vocab.append([f[1].decode(), struct.unpack("<f", f.get(2, b"\0\0\0\0"))[0]])
+        if f.get(3) == 2: unk = len(vocab) - 1
+    if num == 3: charsmap = dict(pb_fields(v)).get(2, b"")
+j = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+     "normalizer": {"type": "Sequence", "normalizers": [
+         {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()},
+         {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+     "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+     "post_processor": None, "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+     "model": {"type": "Unigram", "unk_id": unk, "vocab": vocab, "byte_fallback": False}}
+pc = Tokenizer.from_str(json.dumps(j))
+save("unigram_precompiled", pc, TEXTS + ["ｆｕｌｌ　ｗｉｄｔｈ ①②③ ﬁ ㍻ ½", "e\u0301 a\u030a Å K"])
 print("ok")

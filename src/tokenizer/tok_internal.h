@@ -64,6 +64,8 @@ typedef struct tk_charsmap { uint32_t *units; size_t n_units; const char *norm; 
 vc_status tk_charsmap_load(const char *data, size_t len, tk_charsmap **out, const char *what);
 /* Longest match at s: returns consumed bytes (0 if none) and sets *rep and *rep_len to the replacement. */
 size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len);
+/* The shortest match instead (what tokenizers' Precompiled uses); the same return convention. */
+size_t tk_charsmap_first(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len);
 void tk_charsmap_free(tk_charsmap *cm);
 
 /* ---- pre-tokenizers (tok_pretok.c) ---- */

@@ -84,15 +84,28 @@ static int norm_strip(const tk_norm *n, const char *s, size_t len, tk_buf *out) 
     return tk_buf_put(out, s + b, e - b);
 }
 
+/* tokenizers' Precompiled: per extended grapheme cluster, a grapheme under 6 bytes with a trie match at its
+ * start is replaced whole by the shortest match's replacement; otherwise each char is mapped on its own. */
 static int norm_precompiled(const tk_charsmap *cm, const char *s, size_t len, tk_buf *out) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
+        int32_t cp, prev;
+        size_t g = (size_t)tk_utf8_next(u + i, len - i, &prev);
+        utf8proc_int32_t state = 0;
+        while (i + g < len) { /* extend the grapheme */
+            int l = tk_utf8_next(u + i + g, len - i - g, &cp);
+            if (cp < 0 || prev < 0 || utf8proc_grapheme_break_stateful(prev, cp, &state)) break;
+            g += (size_t)l; prev = cp;
+        }
         const char *rep; size_t rl;
-        size_t m = tk_charsmap_match(cm, s + i, len - i, &rep, &rl);
-        if (m) { if (tk_buf_put(out, rep, rl)) return -1; i += m; continue; }
-        int32_t cp; int l = tk_utf8_next(u + i, len - i, &cp);
-        if (tk_buf_put(out, s + i, (size_t)l)) return -1;
-        i += (size_t)l;
+        if (g < 6 && tk_charsmap_first(cm, s + i, g, &rep, &rl)) { if (tk_buf_put(out, rep, rl)) return -1; i += g; continue; }
+        for (size_t j = i; j < i + g;) {
+            int l = tk_utf8_next(u + j, i + g - j, &cp);
+            if (tk_charsmap_first(cm, s + j, (size_t)l, &rep, &rl)) { if (tk_buf_put(out, rep, rl)) return -1; }
+            else if (tk_buf_put(out, s + j, (size_t)l)) return -1;
+            j += (size_t)l;
+        }
+        i += g;
     }
     return 0;
 }
@@ -222,7 +235,15 @@ vc_status tk_charsmap_load(const char *data, size_t len, tk_charsmap **out, cons
 
 static inline uint32_t du_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
 
+static size_t charsmap_search(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len, int first);
 size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len) {
+    return charsmap_search(cm, s, n, rep, rep_len, 0);
+}
+size_t tk_charsmap_first(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len) {
+    return charsmap_search(cm, s, n, rep, rep_len, 1);
+}
+
+static size_t charsmap_search(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len, int first) {
     if (!cm) return 0;
     size_t best = 0;
     uint32_t pos = 0, best_val = 0;
@@ -236,7 +257,10 @@ size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const c
         if ((unit & ((1u << 31) | 0xFF)) != c) break;
         pos ^= du_offset(unit);
         if (pos >= cm->n_units) break;
-        if ((unit >> 8) & 1) { best = i + 1; best_val = cm->units[pos] & ((1u << 31) - 1); }
+        if ((unit >> 8) & 1) {
+            best = i + 1; best_val = cm->units[pos] & ((1u << 31) - 1);
+            if (first) break;
+        }
     }
     if (!best || best_val >= cm->norm_len) return 0;
     *rep = cm->norm + best_val;
