@@ -115,4 +115,15 @@ j = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
      "model": {"type": "Unigram", "unk_id": unk, "vocab": vocab, "byte_fallback": False}}
 pc = Tokenizer.from_str(json.dumps(j))
 save("unigram_precompiled", pc, TEXTS + ["ｆｕｌｌ　ｗｉｄｔｈ ①②③ ﬁ ㍻ ½", "e\u0301 a\u030a Å K"])
+# GPT-2 / RoBERTa style: ByteLevel pre-tokenizer with add_prefix_space and its own regex, RobertaProcessing,
+# an added special token in the middle of words, a normalized added token
+gp = Tokenizer(models.BPE())
+gp.pre_tokenizer = P.ByteLevel(add_prefix_space=True, use_regex=True)
+gp.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=500, special_tokens=["<s>", "</s>", "<pad>"],
+                                                   initial_alphabet=P.ByteLevel.alphabet()))
+gp.post_processor = processors.RobertaProcessing(("</s>", 1), ("<s>", 0), add_prefix_space=True)
+gp.decoder = D.ByteLevel()
+gp.add_special_tokens(["<|endoftext|>"])
+gp.add_tokens([" dozen"])
+save("gpt2_style", gp, TEXTS + ["Hello<|endoftext|>world", "a dozen eggs, two dozen", "<|endoftext|> lead", "tail <|endoftext|>"])
 print("ok")
