@@ -78,6 +78,7 @@ typedef struct tk_pretok {
     regex_t *re;           /* Split regex, ByteLevel use_regex, Whitespace */
     char *lit; size_t lit_len; /* Split with a String pattern */
     int behavior, invert;
+    int fast;              /* TK_FAST_* for `re` */
     int add_prefix_space, use_regex, individual_digits, prepend_scheme, split;
     char *repl;            /* Metaspace replacement */
     struct tk_pretok **kids;
@@ -89,6 +90,13 @@ regex_t *tk_regex_new(const char *pat, size_t len, char *err, size_t errlen);
 extern const char *tk_bytelevel_char[256]; /* UTF-8 of the char each byte maps to */
 int tk_bytelevel_init(void);
 int tk_bytelevel_byte(int32_t cp); /* byte for a byte-level char, -1 if none */
+
+/* ---- fast ASCII paths of common pre-tokenizer regexes (tok_fastre.c) ---- */
+enum { TK_FAST_NONE, TK_FAST_LLAMA3, TK_FAST_QWEN2, TK_FAST_GPT2 };
+int tk_fastre_kind(const char *pat, size_t len);
+int tk_fastre_spans(int kind, const char *s, size_t n, size_t base, int (*add)(void *, size_t, size_t), void *arg);
+/* Match spans (start, end pairs) of a regex over s, with the fast path `fast` for ASCII runs (0: none). */
+int tk_regex_spans(regex_t *re, int fast, const char *s, size_t n, size_t **v, size_t *nv);
 
 /* ---- decoders (tok_decode.c) ---- */
 enum { TK_D_BYTELEVEL = 1, TK_D_REPLACE, TK_D_BYTEFALLBACK, TK_D_FUSE, TK_D_STRIP, TK_D_METASPACE, TK_D_SEQ,
