@@ -50,7 +50,8 @@ bp.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=400, special_token
 bp.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
 bp.decoder = D.WordPiece(prefix="##")
 bp.add_special_tokens(["<tool>"])
-save("bpe_split", bp, TEXTS + ["call <tool> now", "<tool><tool>x"])
+bp.add_tokens(["HeLLo"])  # normalized (non-special): matched as "hello" after Lowercase
+save("bpe_split", bp, TEXTS + ["call <tool> now", "<tool><tool>x", "say HELLO or hello or HeLLo"])
 
 # WordPiece with Whitespace pre-tokenizer, Split invert + merged_with_next, Strip decoder chain
 w2 = Tokenizer(models.WordPiece(unk_token="[UNK]"))

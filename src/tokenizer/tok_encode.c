@@ -7,8 +7,9 @@ static int is_word_cp(int32_t cp) {
     return cp >= 0 && (cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp > 127);
 }
 
-/* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1. */
-static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized) {
+/* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1 and sets
+ * *matched to the matched length (the normalized content's length for normalized tokens). */
+static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized, size_t *matched) {
     if (!t->added_first[normalized][(unsigned char)s[i]]) return -1;
     for (int q = 0; q < t->n_added_lens[normalized]; q++) {
         size_t len = t->added_lens[normalized][q];
@@ -20,6 +21,7 @@ static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, in
             if (i > 0) { size_t k2 = i - 1; while (k2 > 0 && ((unsigned char)s[k2] & 0xC0) == 0x80) k2--; tk_utf8_next((const unsigned char *)s + k2, n - k2, &cp); if (is_word_cp(cp)) continue; }
             if (i + len < n) { tk_utf8_next((const unsigned char *)s + i + len, n - i - len, &cp); if (is_word_cp(cp)) continue; }
         }
+        *matched = len;
         return k;
     }
     return -1;
@@ -34,10 +36,11 @@ static int split_added(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
     tk_ids *out = c->out;
     size_t start = 0, i = 0;
     while (i < n) {
-        int k = t->n_added ? added_at(t, s, n, i, normalized) : -1;
+        size_t matched = 0;
+        int k = t->n_added ? added_at(t, s, n, i, normalized, &matched) : -1;
         if (k < 0) { i++; continue; }
         const tk_added *a = &t->added[k];
-        size_t b = i, e = i + a->len;
+        size_t b = i, e = i + matched;
         if (a->lstrip) while (b > start && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r')) b--;
         if (a->rstrip) while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
         int r = b > start ? fn(t, c, s + start, b - start, start == 0 ? flag : 0) : 0;

@@ -60,6 +60,21 @@ static vc_status load_config(vc_tokenizer *t, const char *path) {
     return VC_OK;
 }
 
+static vc_status index_one(vc_tokenizer *t, int kind, const char *c, size_t cl, int i) {
+    if (!cl) return VC_OK;
+    /* the first entry for a content wins, as a later duplicate maps to the same string */
+    if (tk_smap_get(&t->added_kind[kind], c, cl) < 0 && tk_smap_put(&t->added_kind[kind], c, cl, i))
+        return vc_fail(VC_ERR_NOMEM, "out of memory");
+    t->added_first[kind][(unsigned char)c[0]] = 1;
+    int k = 0;
+    while (k < t->n_added_lens[kind] && t->added_lens[kind][k] > cl) k++;
+    if (k < t->n_added_lens[kind] && t->added_lens[kind][k] == cl) return VC_OK;
+    memmove(t->added_lens[kind] + k + 1, t->added_lens[kind] + k, (size_t)(t->n_added_lens[kind] - k) * sizeof(uint32_t));
+    t->added_lens[kind][k] = (uint32_t)cl;
+    t->n_added_lens[kind]++;
+    return VC_OK;
+}
+
 /* Indexes added tokens for matching: per kind, a content map, the distinct lengths and the first bytes. */
 static vc_status index_added(vc_tokenizer *t) {
     for (int kind = 0; kind < 2; kind++) {
@@ -69,17 +84,21 @@ static vc_status index_added(vc_tokenizer *t) {
     for (int i = 0; i < t->n_added; i++) {
         const tk_added *a = &t->added[i];
         int kind = a->normalized ? 1 : 0;
-        if (!a->len) continue;
-        /* the first entry for a content wins, as a later duplicate maps to the same string */
-        if (tk_smap_get(&t->added_kind[kind], a->s, a->len) < 0 && tk_smap_put(&t->added_kind[kind], a->s, a->len, i))
-            return vc_fail(VC_ERR_NOMEM, "out of memory");
-        t->added_first[kind][(unsigned char)a->s[0]] = 1;
-        int k = 0;
-        while (k < t->n_added_lens[kind] && t->added_lens[kind][k] > a->len) k++;
-        if (k < t->n_added_lens[kind] && t->added_lens[kind][k] == a->len) continue;
-        memmove(t->added_lens[kind] + k + 1, t->added_lens[kind] + k, (size_t)(t->n_added_lens[kind] - k) * sizeof(uint32_t));
-        t->added_lens[kind][k] = (uint32_t)a->len;
-        t->n_added_lens[kind]++;
+        /* tokens matched on normalized text are themselves normalized first, as tokenizers does */
+        tk_buf nb = {0};
+        const char *c = a->s; size_t cl = a->len;
+        if (kind && t->norm) {
+            if (tk_norm_apply(t->norm, a->s, a->len, &nb)) { tk_buf_free(&nb); return vc_fail(VC_ERR_NOMEM, "out of memory"); }
+            c = nb.p ? nb.p : ""; cl = nb.n;
+            /* tokenizers then maps the id back to the normalized content (decode, id_to_token) */
+            char *dup = malloc(cl + 1);
+            if (!dup) { tk_buf_free(&nb); return vc_fail(VC_ERR_NOMEM, "out of memory"); }
+            memcpy(dup, c, cl); dup[cl] = 0;
+            free(t->tok[a->id]); t->tok[a->id] = dup; t->tok_len[a->id] = (uint32_t)cl;
+        }
+        vc_status st = index_one(t, kind, c, cl, i);
+        tk_buf_free(&nb);
+        if (st) return st;
     }
     return VC_OK;
 }
