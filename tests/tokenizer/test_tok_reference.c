@@ -116,8 +116,10 @@ int main(void) {
         CHECK(rows > 0);
         snprintf(path, sizeof path, "%s/chat_reference.jsonl", dir);
         int crows = run_file(t, path, 1, &cok, &bad);
-        if (crows >= 0) printf("%s: %d/%d encode rows, %d/%d chat rows%s\n", names[i], ok, rows, cok, crows,
-                                 bad ? " (plus chat rows whose reference ids do not decode to their own text: skipped)" : "");
+        if (crows >= 0 && bad)
+            printf("%s: %d/%d encode rows, %d/%d chat rows (%d more chat rows skipped: their reference ids do not "
+                   "decode to their own text)\n", names[i], ok, rows, cok, crows, bad);
+        else if (crows >= 0) printf("%s: %d/%d encode rows, %d/%d chat rows\n", names[i], ok, rows, cok, crows);
         else printf("%s: %d/%d encode rows\n", names[i][0] == '@' ? names[i] + 1 : names[i], ok, rows);
         vc_tokenizer_free(t);
     }
