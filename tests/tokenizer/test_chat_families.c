@@ -327,7 +327,35 @@ static void test_cli(void) {
     unlink(outp);
 }
 
+/* one template rendered from several threads at once gives identical text */
+#include <pthread.h>
+static vc_chat_template *g_tmpl;
+static void *render_many(void *arg) {
+    cJSON *m = cJSON_Parse("[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":\"U\"}]");
+    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1 };
+    int *bad = arg;
+    for (int i = 0; i < 200; i++) {
+        char *out = NULL;
+        if (vc_chat_template_render(g_tmpl, m, &o, &out) || strcmp(out, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n")) (*bad)++;
+        free(out);
+    }
+    cJSON_Delete(m);
+    return NULL;
+}
+static void test_threads(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());
+    CHECK_OK(vc_chat_template_load(dir, &g_tmpl));
+    if (!g_tmpl) return;
+    pthread_t th[4];
+    int bad[4] = { 0 };
+    for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, render_many, &bad[i]);
+    for (int i = 0; i < 4; i++) { pthread_join(th[i], NULL); CHECK(bad[i] == 0); }
+    vc_chat_template_free(g_tmpl);
+}
+
 int main(void) {
+    test_threads();
     test_families();
     test_qwen25();
     test_llama31();
