@@ -53,6 +53,18 @@ typedef struct vc_rollout_sample {
 
 typedef struct vc_rollout_engine vc_rollout_engine;
 
+/* What the last vc_rollout_generate did (for tests, logs and benchmarks). */
+typedef struct vc_rollout_stats {
+    int64_t pool_pages, page_tokens, page_bytes; /* KV pool as allocated for the call */
+    int64_t peak_pages;      /* most pages in use at once */
+    int64_t preemptions;     /* sequences whose pages were freed to make room (recomputed later) */
+    int64_t steps;           /* forward passes */
+    int64_t prefill_tokens;  /* tokens computed that were not the single next token of a decode step */
+    int64_t decode_tokens;   /* single-token decode rows computed */
+    int64_t generated;       /* tokens sampled */
+    double seconds;
+} vc_rollout_stats;
+
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);
 void vc_rollout_free(vc_rollout_engine *e);
 /* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
@@ -60,4 +72,7 @@ void vc_rollout_free(vc_rollout_engine *e);
 vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                               vc_rollout_sample **out, int *n_out);
 void vc_rollout_samples_free(vc_rollout_sample *s, int n);
+void vc_rollout_last_stats(const vc_rollout_engine *e, vc_rollout_stats *out);
+/* Pages of the pool the options give for this model (before capping to what a call needs). */
+int64_t vc_rollout_budget_pages(const vc_rollout_engine *e);
 #endif
