@@ -62,6 +62,8 @@ typedef struct vc_rollout_stats {
     int64_t prefill_tokens;  /* tokens computed that were not the single next token of a decode step */
     int64_t decode_tokens;   /* single-token decode rows computed */
     int64_t generated;       /* tokens sampled */
+    int64_t decode_only_tokens; /* rows of steps that computed no prefill tokens ... */
+    double decode_only_seconds; /* ... and the time those steps took (decode throughput) */
     double seconds;
 } vc_rollout_stats;
 

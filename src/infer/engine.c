@@ -400,7 +400,13 @@ vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *re
     vc_set_backend(vc_infer_backend());
     vc_graph_set_grad(g, 0);
     while (R.prompts_done < n_req) {
+        int64_t pre = e->stats.prefill_tokens, dec = e->stats.decode_tokens;
+        double t0 = vc_now();
         if ((st = step(&R, g, &b, smp, n_smp))) break;
+        if (e->stats.prefill_tokens == pre) {
+            e->stats.decode_only_tokens += e->stats.decode_tokens - dec;
+            e->stats.decode_only_seconds += vc_now() - t0;
+        }
         if (e->o.progress) {
             double dt = vc_now() - R.t_start;
             e->o.progress(e->o.progress_ctx, R.prompts_done, n_req, dt > 0 ? e->stats.generated / dt : 0);
