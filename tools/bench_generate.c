@@ -24,12 +24,20 @@ static void stream_task(void *p, int64_t t) {
         for (int64_t i = i0; i < i1; i++) s->a[i] = s->b[i] + 3.0f * s->c[i];
     else if (s->kind == 0)
         for (int64_t i = i0; i < i1; i++) s->a[i] = s->b[i];
-    else {
-        float acc[16] = { 0 };
-        for (int64_t i = i0; i + 16 <= i1; i += 16)
-            for (int l = 0; l < 16; l++) acc[l] += s->b[i + l];
+    else { /* four independent 8-wide sums (GNU vector extension) so the loop is load-bound */
+        typedef float v8 __attribute__((vector_size(32)));
+        v8 acc[4] = { { 0 } };
+        int64_t i = i0;
+        for (; i + 32 <= i1; i += 32)
+            for (int l = 0; l < 4; l++) {
+                v8 x;
+                memcpy(&x, s->b + i + 8 * l, sizeof x);
+                acc[l] += x;
+            }
+        v8 tot = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         float sum = 0;
-        for (int l = 0; l < 16; l++) sum += acc[l];
+        for (int l = 0; l < 8; l++) sum += tot[l];
+        for (; i < i1; i++) sum += s->b[i];
         s->part[t % 4096] = sum; /* keeps the loads alive */
     }
 }
