@@ -70,7 +70,12 @@ typedef struct vc_rollout_stats {
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);
 void vc_rollout_free(vc_rollout_engine *e);
 /* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
- * (request, sample). Results do not depend on max_batch, thread count or request order. */
+ * (request, sample). Results do not depend on max_batch, thread count, request order, prefill chunking,
+ * page size or preemption: the call installs a row-invariant op table (vc_set_backend) for its duration,
+ * so it must not overlap a training step in another thread. (Length-dependent ropes (dynamic NTK,
+ * longrope) recompute their frequencies per sequence length as transformers does, so a preempted
+ * sequence of such a model may differ after recomputation.) A request whose prompt + max_new_tokens
+ * cannot fit in the KV pool alone is VC_ERR_ARG with the numbers. */
 vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                               vc_rollout_sample **out, int *n_out);
 void vc_rollout_samples_free(vc_rollout_sample *s, int n);
