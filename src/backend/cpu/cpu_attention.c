@@ -3,6 +3,7 @@
  * the probabilities from the saved log-sum-exp (no [T x T] matrix is kept). Blocks are processed in a
  * fixed order so the key/value gradient sums are deterministic. */
 #include "cpu.h"
+#include "verlc/pool.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -39,7 +40,71 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     }
 }
 
+/* ---- paged forward: one query row at a time, a fixed summation order per row ---- */
+static float dot_fixed(const float *a, const float *b, int n) {
+    float acc[8] = { 0 };
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+typedef struct {
+    float *o, *lse;
+    const float *q;
+    const vc_attn_desc *d;
+} paged_ctx;
+
+static inline const float *page_row(const float *const *pages, int64_t P, int64_t stride, int64_t j) {
+    return pages[j / P] + (j % P) * stride;
+}
+
+/* task = (sequence, head) */
+static void paged_task(void *p, int64_t task) {
+    paged_ctx *c = p;
+    const vc_attn_desc *d = c->d;
+    int s = (int)(task / d->n_head), h = (int)(task % d->n_head);
+    int kvh = h / (d->n_head / d->n_kv_head);
+    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s], P = d->page_tokens;
+    int64_t qstride = (int64_t)d->n_head * d->head_dim, ostride = (int64_t)d->n_head * d->v_head_dim;
+    float *S = vc_malloc((size_t)(kvl ? kvl : 1) * sizeof(float));
+    if (!S) return;
+    for (int64_t r = 0; r < ql; r++) {
+        int64_t pos = kvl - ql + r, j0, j1;
+        key_range(d, kvl, pos, pos, &j0, &j1);
+        const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
+        float m = -INFINITY, sum = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            const float *k = page_row(d->k_pages[s], P, d->k_stride, j) + (int64_t)kvh * d->head_dim;
+            float sc = d->scale * dot_fixed(qr, k, d->head_dim);
+            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
+            S[j - j0] = sc;
+            m = sc > m ? sc : m;
+        }
+        for (int64_t j = 0; j < j1 - j0; j++) {
+            S[j] = expf(S[j] - m);
+            sum += S[j];
+        }
+        float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
+        for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            const float *v = page_row(d->v_pages[s], P, d->v_stride, j) + (int64_t)kvh * d->v_head_dim;
+            float pj = S[j - j0] * inv;
+            for (int i = 0; i < d->v_head_dim; i++) orow[i] += pj * v[i];
+        }
+        if (c->lse) c->lse[(qa + r) * d->n_head + h] = m + logf(sum);
+    }
+    free(S);
+}
+
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
+    if (d->page_tokens > 0) {
+        paged_ctx c = { o, lse, q, d };
+        vc_parallel((int64_t)d->n_seq * d->n_head, paged_task, &c);
+        return;
+    }
     int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
     int64_t maxkv = 0;
     for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
