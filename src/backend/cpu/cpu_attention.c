@@ -24,6 +24,66 @@ static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
     return 1;
 }
 
+/* Row-wise work between the GEMMs (mask, soft-cap, softmax, dS) runs on the pool in blocks of rows;
+ * each row's arithmetic is the same whichever thread runs it. */
+#define ROWS 8
+typedef struct {
+    float *S, *dP, *lse_out;
+    const float *lse, *dO, *O;
+    int64_t nj, j0, pos0, nr, ostride, lse_base;
+    int h;
+    const vc_attn_desc *d;
+} rows_ctx;
+
+static void mask_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float *s = c->S + r * c->nj;
+        for (int64_t j = 0; j < c->nj; j++) {
+            if (!visible(c->d, c->pos0 + r, c->j0 + j)) s[j] = -INFINITY;
+            else if (c->d->softcap > 0) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
+        }
+    }
+}
+
+static void softmax_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float *pr = c->S + r * c->nj, m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < c->nj; j++) m = pr[j] > m ? pr[j] : m;
+        for (int64_t j = 0; j < c->nj; j++) {
+            pr[j] = expf(pr[j] - m);
+            sum += pr[j];
+        }
+        float inv = 1.0f / sum;
+        for (int64_t j = 0; j < c->nj; j++) pr[j] *= inv;
+        if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
+    }
+}
+
+static void dscore_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    const vc_attn_desc *d = c->d;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float L = c->lse[(c->lse_base + r) * d->n_head + c->h], D = 0;
+        for (int i = 0; i < d->v_head_dim; i++) D += c->dO[r * c->ostride + i] * c->O[r * c->ostride + i];
+        float *pr = c->S + r * c->nj, *dp = c->dP + r * c->nj;
+        for (int64_t j = 0; j < c->nj; j++) {
+            float sc = pr[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
+            float ds = pj * (dp[j] - D);
+            if (d->softcap > 0) {
+                float t = sc / d->softcap;
+                ds *= 1.0f - t * t;
+            }
+            pr[j] = pj; /* S now holds P */
+            dp[j] = ds; /* dP now holds dS (w.r.t. the scaled, uncapped score) */
+        }
+    }
+}
+
 /* scores S[r, j - j0] for queries rows q0..q0+nr of head h; applies scale, soft-cap and the mask */
 static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, const float *K, int64_t j0,
                    int64_t nj, int64_t pos0, const vc_attn_desc *d) {
@@ -31,13 +91,8 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     int kvh = h / (d->n_head / d->n_kv_head);
     vc_cpu_gemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
                 K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
-    for (int64_t r = 0; r < nr; r++) {
-        float *s = S + r * nj;
-        for (int64_t j = 0; j < nj; j++) {
-            if (!visible(d, pos0 + r, j0 + j)) s[j] = -INFINITY;
-            else if (d->softcap > 0) s[j] = d->softcap * tanhf(s[j] / d->softcap);
-        }
-    }
+    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr };
+    vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
 }
 
 /* ---- paged forward: one query row at a time, a fixed summation order per row ---- */
@@ -119,17 +174,8 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
                 key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
                 int64_t nj = j1 - j0;
                 scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d);
-                for (int64_t r = 0; r < nr; r++) {
-                    float *p = S + r * nj, m = -INFINITY, sum = 0;
-                    for (int64_t j = 0; j < nj; j++) m = p[j] > m ? p[j] : m;
-                    for (int64_t j = 0; j < nj; j++) {
-                        p[j] = expf(p[j] - m);
-                        sum += p[j];
-                    }
-                    float inv = 1.0f / sum;
-                    for (int64_t j = 0; j < nj; j++) p[j] *= inv;
-                    if (lse) lse[(qa + b + r) * d->n_head + h] = m + logf(sum);
-                }
+                rows_ctx rc = { .S = S, .lse_out = lse, .nj = nj, .nr = nr, .lse_base = qa + b, .h = h, .d = d };
+                vc_parallel((nr + ROWS - 1) / ROWS, softmax_rows, &rc);
                 vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
                             d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f,
                             o + (qa + b) * ostride + (int64_t)h * d->v_head_dim, ostride);
@@ -163,21 +209,9 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
                 /* dP = dO V^T */
                 vc_cpu_gemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
                             0.0f, dP, nj);
-                for (int64_t r = 0; r < nr; r++) {
-                    float L = lse[(qa + b + r) * d->n_head + h], D = 0;
-                    for (int i = 0; i < d->v_head_dim; i++) D += dO[r * ostride + i] * O[r * ostride + i];
-                    float *p = S + r * nj, *dp = dP + r * nj;
-                    for (int64_t j = 0; j < nj; j++) {
-                        float sc = p[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
-                        float ds = pj * (dp[j] - D);
-                        if (d->softcap > 0) {
-                            float t = sc / d->softcap;
-                            ds *= 1.0f - t * t;
-                        }
-                        p[j] = pj;   /* S now holds P */
-                        dp[j] = ds;  /* dP now holds dS (w.r.t. the scaled, uncapped score) */
-                    }
-                }
+                rows_ctx rc = { .S = S, .dP = dP, .lse = lse, .dO = dO, .O = O, .nj = nj, .nr = nr, .ostride = ostride,
+                                .lse_base = qa + b, .h = h, .d = d };
+                vc_parallel((nr + ROWS - 1) / ROWS, dscore_rows, &rc);
                 /* dV += P^T dO ; dK += scale dS^T Q ; dQ += scale dS K */
                 vc_cpu_gemm(1, 0, nj, d->v_head_dim, nr, 1.0f, S, nj, dO, ostride, 1.0f,
                             d->dv_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride);
