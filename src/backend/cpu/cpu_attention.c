@@ -3,6 +3,7 @@
  * the probabilities from the saved log-sum-exp (no [T x T] matrix is kept). Blocks are processed in a
  * fixed order so the key/value gradient sums are deterministic. */
 #include "cpu.h"
+#include "core/vmath.h"
 #include "verlc/pool.h"
 #include <float.h>
 #include <math.h>
@@ -53,10 +54,8 @@ static void softmax_rows(void *p, int64_t blk) {
     for (int64_t r = blk * ROWS; r < r1; r++) {
         float *pr = c->S + r * c->nj, m = -INFINITY, sum = 0;
         for (int64_t j = 0; j < c->nj; j++) m = pr[j] > m ? pr[j] : m;
-        for (int64_t j = 0; j < c->nj; j++) {
-            pr[j] = expf(pr[j] - m);
-            sum += pr[j];
-        }
+        vc_exp_shift(pr, pr, c->nj, m);
+        sum = (float)vc_sum_f64(pr, c->nj);
         float inv = 1.0f / sum;
         for (int64_t j = 0; j < c->nj; j++) pr[j] *= inv;
         if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
@@ -72,7 +71,7 @@ static void dscore_rows(void *p, int64_t blk) {
         for (int i = 0; i < d->v_head_dim; i++) D += c->dO[r * c->ostride + i] * c->O[r * c->ostride + i];
         float *pr = c->S + r * c->nj, *dp = c->dP + r * c->nj;
         for (int64_t j = 0; j < c->nj; j++) {
-            float sc = pr[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
+            float sc = pr[j], pj = vc_expf(sc - L); /* exp(-inf) = 0 for masked keys */
             float ds = pj * (dp[j] - D);
             if (d->softcap > 0) {
                 float t = sc / d->softcap;

@@ -3,6 +3,7 @@
  * are merged across slices, so a [tokens x vocabulary] matrix never exists and the weight matrix is
  * read once per pass. Backward recomputes each slice's logits. */
 #include "cpu.h"
+#include "core/vmath.h"
 #include "verlc/pool.h"
 #include <math.h>
 #include <string.h>
@@ -36,19 +37,18 @@ static void bias_cap(float *z, const float *b, int64_t n, float cap) {
 static void fwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
     int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
+    float *d = vc_malloc((size_t)c->nv * sizeof(float));
+    if (!d) return;
     for (int64_t t = blk * 16; t < t1; t++) {
         float *z = c->Z + t * c->nv;
         bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
         float mx = -INFINITY;
         for (int64_t v = 0; v < c->nv; v++) mx = z[v] > mx ? z[v] : mx;
-        double s = 0, a = 0;
-        for (int64_t v = 0; v < c->nv; v++) {
-            double d = (double)(z[v] - mx), e = exp(d);
-            s += e;
-            a += e * d;
-        }
         int32_t y = c->target ? c->target[t] : -1;
         if (y >= c->v0 && y < c->v0 + c->nv) c->logp[t] = z[y - c->v0]; /* raw logit; lse subtracted at the end */
+        for (int64_t v = 0; v < c->nv; v++) d[v] = z[v] - mx;
+        vc_exp_shift(z, d, c->nv, 0.0f);
+        double s = vc_sum_f64(z, c->nv), a = vc_dot_f64(z, d, c->nv);
         /* merge (mx, s, a) into the running statistics */
         double M = c->m[t], m2 = mx;
         if (M == -INFINITY) {
@@ -62,6 +62,7 @@ static void fwd_rows(void *p, int64_t blk) {
             c->m[t] = nm;
         }
     }
+    free(d);
 }
 
 void vc_cpu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
@@ -106,7 +107,7 @@ static void bwd_rows(void *p, int64_t blk) {
         int32_t y = c->target ? c->target[t] : -1;
         if (y < 0) gl = 0;
         for (int64_t v = 0; v < c->nv; v++) {
-            float pv = expf(z[v] - L);
+            float pv = vc_expf(z[v] - L);
             float dz = -gl * pv - ge * pv * (z[v] - Ez);
             if (v + c->v0 == y) dz += gl;
             if (c->cap > 0) {
