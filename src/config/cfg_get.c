@@ -74,25 +74,25 @@ static vc_status node_str(const char *path, const vc_cfg_node *n, const char **o
 }
 
 vc_status vc_config_get_int(const vc_config *cfg, const char *path, int64_t *out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = get_node(cfg, path, 0, &n);
     return st != VC_OK ? st : node_int(path, n, out);
 }
 
 vc_status vc_config_get_double(const vc_config *cfg, const char *path, double *out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = get_node(cfg, path, 0, &n);
     return st != VC_OK ? st : node_double(path, n, out);
 }
 
 vc_status vc_config_get_bool(const vc_config *cfg, const char *path, int *out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = get_node(cfg, path, 0, &n);
     return st != VC_OK ? st : node_bool(path, n, out);
 }
 
 vc_status vc_config_get_str(const vc_config *cfg, const char *path, const char **out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = get_node(cfg, path, 1, &n);
     return st != VC_OK ? st : node_str(path, n, out);
 }
@@ -145,13 +145,13 @@ static vc_status list_item(const vc_config *cfg, const char *path, size_t i, con
 }
 
 vc_status vc_config_list_str(const vc_config *cfg, const char *path, size_t i, const char **out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = list_item(cfg, path, i, &n);
     return st != VC_OK ? st : node_str(path, n, out);
 }
 
 vc_status vc_config_list_double(const vc_config *cfg, const char *path, size_t i, double *out) {
-    const vc_cfg_node *n;
+    const vc_cfg_node *n = NULL;
     vc_status st = list_item(cfg, path, i, &n);
     return st != VC_OK ? st : node_double(path, n, out);
 }
@@ -167,7 +167,7 @@ vc_status vc_config_map_len(const vc_config *cfg, const char *path, size_t *n) {
 }
 
 vc_status vc_config_map_key(const vc_config *cfg, const char *path, size_t i, const char **out) {
-    size_t n;
+    size_t n = 0;
     vc_status st = vc_config_map_len(cfg, path, &n);
     if (st != VC_OK) return st;
     if (i >= n) return vc_fail(VC_ERR_ARG, "config: '%s' has %zu keys, no key %zu", path, n, i);

@@ -128,7 +128,7 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M == 0 || N == 0) return;
-    int64_t la, lb;
+    int64_t la = 0, lb = 0;
     /* C = op(A) op(B): rows of op(A) are A's rows unless transposed; B is used as B^T rows */
     float *Ar = as_rows(ta, A, lda, M, K, &la), *Br = as_rows(!tb, B, ldb, N, K, &lb);
     if (Ar && Br) {

@@ -27,7 +27,7 @@ static vc_status compile(const char *tmpl, vc_chat_template **out) {
 vc_status vc_chat_template_from_string(const char *tmpl, const char *bos, const char *eos, vc_chat_template **out) {
     *out = NULL;
     if (!tmpl) return vc_fail(VC_ERR_ARG, "chat template: NULL template");
-    vc_chat_template *t;
+    vc_chat_template *t = NULL;
     vc_status st = compile(tmpl, &t);
     if (st) return st;
     if ((bos && !(t->tokens[0] = strdup(bos))) || (eos && !(t->tokens[1] = strdup(eos)))) {

@@ -86,7 +86,12 @@ static char *path2(const char *a, const char *b) {
     static char buf[4][1024];
     static int k;
     k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", a, b);
+    size_t la = strlen(a);
+    if (la > 1000) la = 1000;
+    memcpy(buf[k], a, la);
+    buf[k][la] = 0;
+    strncat(buf[k], "/", sizeof buf[k] - la - 1);
+    strncat(buf[k], b, sizeof buf[k] - la - 2);
     return buf[k];
 }
 
