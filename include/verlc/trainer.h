@@ -1,0 +1,68 @@
+/* verlc trainer: verl's PPO/GRPO loop (verl/trainer/ppo/ray_trainer.py RayPPOTrainer.fit) in one
+ * process: rollout -> rewards -> old/ref log-probs -> values -> KL-in-reward -> advantages ->
+ * critic and actor updates -> metrics, validation and checkpoints. Configured with verl's keys
+ * (include/verlc/config.h). The actor and the rollout share one vc_model. */
+#ifndef VERLC_TRAINER_H
+#define VERLC_TRAINER_H
+#include "verlc/config.h"
+#include "verlc/core.h"
+#include <stddef.h>
+#include <stdint.h>
+
+struct vc_tokenizer;
+struct vc_chat_template;
+struct vc_jsonl;
+
+/* ---- prompt datasets (verl's RLHFDataset) -------------------------------------------------------- */
+typedef struct vc_rl_prompt {
+    int32_t *ids;              /* chat-template-rendered, tokenized prompt */
+    int64_t len;
+    const char *data_source;   /* points into the dataset */
+    const char *ground_truth;  /* text of reward_model.ground_truth, NULL when absent */
+    char *extra_info;          /* JSON text of extra_info or NULL */
+    int64_t line;              /* source line */
+} vc_rl_prompt;
+
+typedef struct vc_rl_dataset {
+    struct vc_jsonl *rows;
+    size_t n;
+    vc_rl_prompt *p;
+    size_t n_filtered;         /* prompts dropped by filter_overlong_prompts */
+    size_t n_truncated;
+} vc_rl_dataset;
+
+typedef struct vc_rl_data_opts {
+    const char *prompt_key;     /* "prompt" */
+    int64_t max_prompt_length;  /* tokens */
+    int filter_overlong;        /* drop longer prompts (counted) */
+    const char *truncation;     /* "error", "left", "right", "middle" */
+    int64_t max_samples;        /* < 0: all */
+    int need_ground_truth;      /* rows without reward_model.ground_truth are an error */
+} vc_rl_data_opts;
+
+/* Reads a JSONL file in verl's row schema; errors name file:line and the key. */
+vc_status vc_rl_dataset_load(const char *path, const struct vc_tokenizer *tok, const struct vc_chat_template *tmpl,
+                             const vc_rl_data_opts *opts, vc_rl_dataset **out);
+void vc_rl_dataset_free(vc_rl_dataset *d);
+
+/* ---- the trainer -------------------------------------------------------------------------------- */
+typedef struct vc_trainer vc_trainer;
+
+/* Loads model(s), tokenizer, datasets and the reward function from the config; resumes from the
+ * latest checkpoint in trainer.default_local_dir when trainer.resume_mode is auto. */
+vc_status vc_trainer_new(const vc_config *cfg, vc_trainer **out);
+/* Runs validation (when configured), the training steps, checkpoints and the final export. */
+vc_status vc_trainer_fit(vc_trainer *t);
+/* One validation pass; its metrics are returned by vc_trainer_metric afterwards. */
+vc_status vc_trainer_validate(vc_trainer *t);
+/* Latest value of a metric ("val-core/openai/gsm8k/acc/mean@1", "critic/score/mean", ...). */
+int vc_trainer_metric(const vc_trainer *t, const char *name, double *value);
+int64_t vc_trainer_step(const vc_trainer *t); /* global steps done */
+/* Console output: 0 quiet, 1 one line per step (default). */
+void vc_trainer_set_verbose(vc_trainer *t, int verbose);
+void vc_trainer_free(vc_trainer *t);
+
+/* new + fit + free */
+vc_status vc_train_run(const vc_config *cfg);
+
+#endif
