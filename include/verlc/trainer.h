@@ -65,4 +65,24 @@ void vc_trainer_free(vc_trainer *t);
 /* new + fit + free */
 vc_status vc_train_run(const vc_config *cfg);
 
+/* ---- `verlc demo`: RL that runs anywhere in minutes -------------------------------------------- */
+typedef struct vc_demo_opts {
+    uint64_t seed;       /* everything (data, init, sampling) derives from it */
+    int steps;           /* GRPO steps */
+    const char *out_dir; /* run directory */
+    int verbose;
+    int n_overrides;     /* extra verl key=value overrides for the GRPO run (after the demo's own) */
+    char **overrides;
+} vc_demo_opts;
+
+typedef struct vc_demo_result {
+    double sft_acc;      /* greedy validation accuracy after the warm-up */
+    double acc_before;   /* val-core/verlc/addition/acc/mean@1 before GRPO (trainer's own validation) */
+    double acc_after;    /* ... after the last GRPO step */
+    int sft_steps;
+    double sft_seconds, rl_seconds;
+} vc_demo_result;
+
+vc_status vc_demo_run(const vc_demo_opts *o, vc_demo_result *r);
+
 #endif
