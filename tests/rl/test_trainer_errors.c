@@ -124,6 +124,23 @@ int main(void) {
     expect("data.max_prompt_length=3|data.filter_overlong_prompts=true", VC_ERR_ARG, "4 filtered", NULL);
     /* truncation keeps the run going */
     CHECK_OK(run("data.max_prompt_length=4|data.truncation=left", NULL));
+    /* every estimator, loss mode and KL option runs a step */
+    static const char *OK_RUNS[] = {
+        "algorithm.adv_estimator=rloo", "algorithm.adv_estimator=reinforce_plus_plus",
+        "algorithm.adv_estimator=reinforce_plus_plus_baseline", "algorithm.adv_estimator=remax",
+        "algorithm.adv_estimator=opo", "algorithm.adv_estimator=gpg", "algorithm.norm_adv_by_std_in_grpo=false",
+        "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.actor.kl_loss_type=k2",
+        "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+        "actor_rollout_ref.actor.entropy_coeff=0.01|actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.ppo_mini_batch_size=1",
+        "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
+        "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
+        "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model", NULL };
+    for (int i = 0; OK_RUNS[i]; i++) {
+        snprintf(e, sizeof e, OK_RUNS[i], dir);
+        vc_status s2 = run(e, NULL);
+        CHECK_MSG(s2 == VC_OK, "[%s] %s", OK_RUNS[i], vc_last_error());
+    }
     expect("actor_rollout_ref.model.path=/nonexistent/model", VC_ERR_IO, "/nonexistent/model", NULL);
     if (!vc_t_fail) {
         char cmd[300];
