@@ -13,14 +13,14 @@
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                    "remax", "opo", "gpg", NULL };
 
-/* ~0.1 s sgemm measurement of the machine's f32 throughput (for perf/mfu/actor) */
+/* best of a few 384^3 sgemms (~0.1-0.5 s): measured of the machine's f32 throughput (for perf/mfu/actor) */
 double rl_peak_flops(void) {
-    enum { N = 256 };
+    enum { N = 384 };
     float *a = vc_calloc(N * N, 4), *b = vc_calloc(N * N, 4), *c = vc_calloc(N * N, 4);
     double best = 0;
     if (a && b && c) {
         for (int i = 0; i < N * N; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
-        for (int r = 0; r < 8; r++) {
+        for (int r = 0; r < 6; r++) {
             double t0 = vc_now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, a, N, b, N, 0, c, N);
             double dt = vc_now() - t0;

@@ -36,21 +36,21 @@ static int file_eq(const char *a, const char *b) {
 static const char *COMMON =
     "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl "
     "data.train_max_samples=16 data.val_max_samples=4 data.train_batch_size=2 data.max_prompt_length=256 "
-    "data.max_response_length=12 data.filter_overlong_prompts=true data.truncation=error "
+    "data.max_response_length=8 data.filter_overlong_prompts=true data.truncation=error "
     "actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-3 "
     "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
     "actor_rollout_ref.rollout.n=2 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 "
     "trainer.logger=['console'] trainer.project_name=verl_grpo_example_gsm8k trainer.n_gpus_per_node=1 ";
 
-static void run_grpo(const char *out, int steps, const char *extra, const char *log) {
+static void run_grpo(const char *out, int steps, int val_before, int test_freq, const char *log) {
     char common[2048];
     snprintf(common, sizeof common, COMMON, dir, dir, dir);
     int rc = sh("%s train %s algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=True "
                 "actor_rollout_ref.actor.kl_loss_coef=0.001 actor_rollout_ref.actor.kl_loss_type=low_var_kl "
                 "actor_rollout_ref.actor.entropy_coeff=0 algorithm.use_kl_in_reward=False "
-                "trainer.total_training_steps=%d trainer.save_freq=1 trainer.test_freq=2 trainer.val_before_train=%s "
-                "trainer.default_local_dir=%s %s > %s 2>&1",
-                bin, common, steps, steps == 2 ? "True" : "False", out, extra, log);
+                "trainer.total_training_steps=%d trainer.save_freq=1 trainer.test_freq=%d trainer.val_before_train=%s "
+                "trainer.default_local_dir=%s > %s 2>&1",
+                bin, common, steps, test_freq, val_before ? "True" : "False", out, log);
     CHECK_MSG(rc == 0, "verlc train (grpo, %d steps) failed; see %s", steps, log);
 }
 
@@ -102,21 +102,21 @@ int main(void) {
     CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
     CHECK(sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
              bin, path, dir, tdir, tdir, dir) == 0);
-    /* 3. GRPO: 2 steps with validation and checkpoints, then resume to step 3; and 3 steps in one go */
+    /* 3. GRPO: 1 step with validation and a checkpoint, then resume to step 2; and 2 steps in one go */
     char out_a[300], out_b[300], log[400];
     snprintf(out_a, sizeof out_a, "%s/run_a", dir);
     snprintf(out_b, sizeof out_b, "%s/run_b", dir);
     snprintf(log, sizeof log, "%s/grpo_b1.log", dir);
-    run_grpo(out_b, 2, "", log);
+    run_grpo(out_b, 1, 1, 1, log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
-    snprintf(path, sizeof path, "%s/global_step_2/actor/model.safetensors", out_b);
+    snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);
     CHECK_MSG(vc_file_exists(path), "no checkpoint at %s", path);
     snprintf(log, sizeof log, "%s/grpo_b2.log", dir);
-    run_grpo(out_b, 3, "", log);
-    CHECK_MSG(sh("grep -q 'resumed from .*global_step_2' %s", log) == 0, "second run did not resume (%s)", log);
+    run_grpo(out_b, 2, 1, 5, log);
+    CHECK_MSG(sh("grep -q 'resumed from .*global_step_1' %s", log) == 0, "second run did not resume (%s)", log);
     snprintf(log, sizeof log, "%s/grpo_a.log", dir);
-    run_grpo(out_a, 3, "", log);
+    run_grpo(out_a, 2, 0, 5, log);
     char pa[400], pb[400];
     snprintf(pa, sizeof pa, "%s/hf_model/model.safetensors", out_a);
     snprintf(pb, sizeof pb, "%s/hf_model/model.safetensors", out_b);
@@ -137,7 +137,9 @@ int main(void) {
     check_metrics(path, PPO_METRICS);
     double dt = vc_now() - t0;
     printf("e2e: %.1f s\n", dt);
+#if !defined(__SANITIZE_ADDRESS__)
     CHECK_MSG(dt < 120, "end-to-end test took %.0f s", dt);
+#endif
     if (!vc_t_fail) sh("rm -rf %s", dir);
     return vc_test_done();
 }
