@@ -50,7 +50,8 @@ bp.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=400, special_token
 bp.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 1)])
 bp.decoder = D.WordPiece(prefix="##")
 bp.add_special_tokens(["<tool>"])
-save("bpe_split", bp, TEXTS + ["call <tool> now", "<tool><tool>x"])
+bp.add_tokens(["HeLLo"])  # normalized (non-special): matched as "hello" after Lowercase
+save("bpe_split", bp, TEXTS + ["call <tool> now", "<tool><tool>x", "say HELLO or hello or HeLLo"])
 
 # WordPiece with Whitespace pre-tokenizer, Split invert + merged_with_next, Strip decoder chain
 w2 = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -59,4 +60,71 @@ w2.pre_tokenizer = P.Sequence([P.Split(Regex(r"\s+"), behavior="merged_with_next
 w2.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=250, special_tokens=["[UNK]"]))
 w2.decoder = D.Sequence([D.WordPiece(), D.Strip(" ", 1, 1)])
 save("wordpiece_ws", w2)
+# BERT: BertNormalizer (clean text, CJK padding, accents stripped, lowercase), StripAccents in a sequence
+bt = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+bt.normalizer = N.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True)
+bt.pre_tokenizer = P.BertPreTokenizer()
+bt.train_from_iterator(CORPUS + ["中文 naïve café 日本"], trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]", "[CLS]", "[SEP]"]))
+bt.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+bt.decoder = D.WordPiece()
+save("bert", bt, TEXTS + ["ctrl\x07chars\u200b here\ufffd", "中文字 naïve ÉCOLE"])
+
+sa = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+sa.normalizer = N.Sequence([N.NFD(), N.StripAccents(), N.NFC()])
+sa.pre_tokenizer = P.WhitespaceSplit()
+sa.train_from_iterator(CORPUS, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]"]))
+save("strip_accents", sa)
+# Unigram tokenizer.json converted from the shared SentencePiece unigram model, as transformers converts
+# T5/ALBERT-style models: Precompiled normalizer (the model's nmt_nfkc charsmap), WhitespaceSplit + Metaspace
+import base64
+def pb_fields(b):
+    i = 0
+    while i < len(b):
+        key = 0; sh = 0
+        while True:
+            c = b[i]; i += 1; key |= (c & 0x7F) << sh; sh += 7
+            if c < 0x80: break
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v = 0; sh = 0
+            while True:
+                c = b[i]; i += 1; v |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80: break
+            yield num, v
+        elif wt == 2:
+            n = 0; sh = 0
+            while True:
+                c = b[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80: break
+            yield num, b[i:i + n]; i += n
+        elif wt == 5: yield num, b[i:i + 4]; i += 4
+        elif wt == 1: yield num, b[i:i + 8]; i += 8
+import struct
+raw = open("../shared/fixtures/tokenizers/spm_unigram_nfkc/tokenizer.model", "rb").read()
+vocab, charsmap, unk = [], b"", 0
+for num, v in pb_fields(raw):
+    if num == 1:
+        f = dict(pb_fields(v)); vocab.append([f[1].decode(), struct.unpack("<f", f.get(2, b"\0\0\0\0"))[0]])
+        if f.get(3) == 2: unk = len(vocab) - 1
+    if num == 3: charsmap = dict(pb_fields(v)).get(2, b"")
+j = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+     "normalizer": {"type": "Sequence", "normalizers": [
+         {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()},
+         {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+     "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+     "post_processor": None, "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+     "model": {"type": "Unigram", "unk_id": unk, "vocab": vocab, "byte_fallback": False}}
+pc = Tokenizer.from_str(json.dumps(j))
+save("unigram_precompiled", pc, TEXTS + ["ｆｕｌｌ　ｗｉｄｔｈ ①②③ ﬁ ㍻ ½", "e\u0301 a\u030a Å K"])
+# GPT-2 / RoBERTa style: ByteLevel pre-tokenizer with add_prefix_space and its own regex, RobertaProcessing,
+# an added special token in the middle of words, a normalized added token
+gp = Tokenizer(models.BPE())
+gp.pre_tokenizer = P.ByteLevel(add_prefix_space=True, use_regex=True)
+gp.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=500, special_tokens=["<s>", "</s>", "<pad>"],
+                                                   initial_alphabet=P.ByteLevel.alphabet()))
+gp.post_processor = processors.RobertaProcessing(("</s>", 1), ("<s>", 0), add_prefix_space=True)
+gp.decoder = D.ByteLevel()
+gp.add_special_tokens(["<|endoftext|>"])
+gp.add_tokens([" dozen"])
+save("gpt2_style", gp, TEXTS + ["Hello<|endoftext|>world", "a dozen eggs, two dozen", "<|endoftext|> lead", "tail <|endoftext|>"])
 print("ok")

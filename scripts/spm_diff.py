@@ -17,7 +17,7 @@ data = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "gs
 for line in open(data, encoding="utf-8"):
     r = json.loads(line); texts += [r["question"], r["answer"]]
 for _ in range(n_random):
-    texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))))
+    texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice((8, 40, 200))))))
 inp = "".join(json.dumps({"text": t}) + "\n" for t in texts)
 out = subprocess.run([verlc, "tokenize", "--tokenizer", d], input=inp.encode(), capture_output=True, check=True).stdout.decode().splitlines()
 bad = 0

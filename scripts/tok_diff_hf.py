@@ -18,7 +18,7 @@ if os.path.exists(data):
     for line in open(data, encoding="utf-8"):
         r = json.loads(line); texts += [r["question"], r["answer"]]
 for _ in range(n_random):
-    texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))))
+    texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice((8, 40, 200))))))
 inp = "".join(json.dumps({"text": t}) + "\n" for t in texts)
 bad = 0
 for special in (False, True):

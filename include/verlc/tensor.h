@@ -50,6 +50,12 @@ vc_status vc_graph_backward_from(vc_graph *g);
 /* Status of the first failed allocation or op since the last reset (VC_OK if none). */
 vc_status vc_graph_status(const vc_graph *g);
 
+/* Mark / rewind: everything allocated after a mark is released by rewinding to it. Only valid when no
+ * tape node recorded after the mark is still needed (inference). */
+typedef struct { void *chunk; size_t used, total; int64_t nodes; } vc_graph_mark;
+vc_graph_mark vc_graph_get_mark(const vc_graph *g);
+void vc_graph_rewind(vc_graph *g, vc_graph_mark mark);
+
 /* Arena allocation from the graph (64-byte aligned; zeroed when `zero`). NULL on failure, and the
  * graph's status is set. */
 void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero);

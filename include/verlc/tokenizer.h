@@ -1,5 +1,17 @@
 /* verlc tokenizer: Hugging Face tokenizer.json and SentencePiece tokenizer.model, encode/decode with
- * exact parity with the `tokenizers` and `sentencepiece` libraries. */
+ * exact parity with the `tokenizers` and `sentencepiece` libraries.
+ *
+ * tokenizer.json: models BPE (byte-level or SentencePiece-style: byte_fallback, fuse_unk, ignore_merges,
+ * continuing_subword_prefix, end_of_word_suffix), WordPiece, Unigram; normalizers NFC, NFKC, NFD, NFKD,
+ * Lowercase, Prepend, Replace, Strip, StripAccents, BertNormalizer, Precompiled, Sequence; pre-tokenizers
+ * Split (Oniguruma, as tokenizers), ByteLevel, Digits, Metaspace, Whitespace, WhitespaceSplit, Punctuation,
+ * BertPreTokenizer, Sequence; post-processors TemplateProcessing (single), BertProcessing, RobertaProcessing,
+ * ByteLevel, Sequence; decoders ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece, Sequence;
+ * added tokens (special, lstrip, rstrip, normalized, single_word), longest match first.
+ * tokenizer.model: BPE and Unigram, byte fallback, user-defined and control symbols, precompiled charsmap,
+ * add_dummy_prefix, remove_extra_whitespaces; add_special_tokens adds BOS (and EOS when tokenizer_config.json
+ * sets add_eos_token; add_bos_token false turns BOS off). For tokenizer.json the post-processor alone decides
+ * what add_special_tokens adds, as in `tokenizers`. */
 #ifndef VERLC_TOKENIZER_H
 #define VERLC_TOKENIZER_H
 #include <stddef.h>

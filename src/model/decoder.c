@@ -275,7 +275,29 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         int ckpt = m->checkpointing && !cache && vc_graph_grad_enabled(g);
-        for (int l = 0; l < c->n_layer && x; l++) x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
+        int no_tape = !vc_graph_grad_enabled(g);
+        /* without a tape a layer's temporaries die with it: keep the residual stream in two buffers
+         * and rewind the arena after every layer */
+        vc_tensor *buf[2] = { NULL, NULL };
+        if (no_tape && x) {
+            buf[0] = vc_tensor_new(g, x->ndim, x->shape, 0);
+            buf[1] = vc_tensor_new(g, x->ndim, x->shape, 0);
+            if (!buf[0] || !buf[1]) x = NULL;
+            else {
+                memcpy(buf[0]->data, x->data, (size_t)x->n * 4);
+                x = buf[0];
+            }
+        }
+        for (int l = 0; l < c->n_layer && x; l++) {
+            if (no_tape) {
+                vc_graph_mark mk = vc_graph_get_mark(g);
+                vc_tensor *y = layer_forward(&f, l, x);
+                vc_tensor *dst = buf[(l + 1) & 1];
+                if (y) memcpy(dst->data, y->data, (size_t)y->n * 4);
+                vc_graph_rewind(g, mk);
+                x = y ? dst : NULL;
+            } else x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
+        }
         x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
     }
     if (cache) {

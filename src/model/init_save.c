@@ -2,6 +2,7 @@
  * checkpoint's own layout and names. */
 #include "model_internal.h"
 #include "verlc/json.h"
+#include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/safetensors.h"
 #include <string.h>
@@ -17,6 +18,20 @@ static int is_bias(int slot) {
     return slot == VC_W_OUT_NORM_B || slot == VC_W_LM_HEAD_B || slot == VC_W_ATTN_NORM_B || slot == VC_W_Q_B ||
            slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
            slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS;
+}
+
+typedef struct {
+    float *w;
+    int64_t n;
+    uint64_t seed, index;
+} init_ctx;
+
+#define INIT_BLOCK 65536
+static void init_block(void *p, int64_t blk) {
+    init_ctx *c = p;
+    int64_t k1 = (blk + 1) * INIT_BLOCK < c->n ? (blk + 1) * INIT_BLOCK : c->n;
+    for (int64_t k = blk * INIT_BLOCK; k < k1; k++)
+        c->w[k] = 0.02f * vc_rng_normal(c->seed, c->index, (uint64_t)k >> 32, (uint64_t)k & 0xffffffffu);
 }
 
 vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out) {
@@ -40,8 +55,10 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
             float v = m->cfg.norm_offset != 0 ? 0.0f : 1.0f; /* (1 + w) norms start at w = 0 */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = v;
         } else if (is_bias(p->slot)) memset(w, 0, (size_t)p->t.n * 4);
-        else
-            for (int64_t k = 0; k < p->t.n; k++) w[k] = 0.02f * vc_rng_normal(seed, (uint64_t)i, (uint64_t)k >> 32, (uint64_t)k & 0xffffffffu);
+        else {
+            init_ctx c = { w, p->t.n, seed, (uint64_t)i };
+            vc_parallel((p->t.n + INIT_BLOCK - 1) / INIT_BLOCK, init_block, &c);
+        }
     }
     *out = m;
     return VC_OK;

@@ -46,6 +46,24 @@ void vc_graph_reset(vc_graph *g) {
     g->status = VC_OK;
 }
 
+vc_graph_mark vc_graph_get_mark(const vc_graph *g) {
+    vc_graph_mark m = { g->cur, g->cur ? g->cur->used : 0, g->used, g->n_nodes };
+    return m;
+}
+
+void vc_graph_rewind(vc_graph *g, vc_graph_mark m) {
+    chunk *c = m.chunk;
+    if (!c) {
+        vc_graph_reset(g);
+        return;
+    }
+    c->used = m.used;
+    for (chunk *n = c->next; n; n = n->next) n->used = 0;
+    g->cur = c;
+    g->used = m.total;
+    g->n_nodes = m.nodes;
+}
+
 void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
 int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }

@@ -120,7 +120,7 @@ typedef struct {
     int depth;
     int loop_ctl;       /* 1 = break, 2 = continue pending */
 } jctx;
-#define JINJA_MAX_STEPS 20000000L
+#define JINJA_MAX_STEPS 5000000L
 #define JINJA_MAX_DEPTH 200
 #define JINJA_MAX_OUT ((size_t)256 << 20)
 

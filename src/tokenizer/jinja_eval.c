@@ -383,7 +383,8 @@ static vc_status exec_for(jrun *r, const jnode *n, jbuf *out) {
             jframe f = { .parent = saved };
             jv *cond = NULL;
             t_cur = &f;
-            st = bind_targets(c, n, &f, items->u.list.items[i]);
+            st = step(c, n);
+            if (!st) st = bind_targets(c, n, &f, items->u.list.items[i]);
             if (!st) st = jinja_eval(c, n->b, &cond);
             if (!st && jv_truthy(cond)) st = jv_list_push(kept, jv_ref(items->u.list.items[i]));
             jv_unref(cond);
@@ -401,7 +402,9 @@ static vc_status exec_for(jrun *r, const jnode *n, jbuf *out) {
         jframe f = { .parent = saved };
         jv *loop = NULL;
         t_cur = &f;
-        st = loop_info(items, i, len, &loop);
+        c->steps += 7;   /* an iteration costs about as much as several expression nodes */
+        st = step(c, n);
+        if (!st) st = loop_info(items, i, len, &loop);
         if (!st) st = jframe_set(&f, "loop", loop);
         if (!st) st = bind_targets(c, n, &f, items->u.list.items[i]);
         if (!st) st = exec_body(r, n->c, out);

@@ -81,7 +81,11 @@ void jnode_free(jnode *n) {
     if (!n) return;
     if (n->k == E_REF) { free(n); return; }
     free(n->str);
-    jv_unref(n->lit);
+    if (n->lit && n->lit->rc < 0 && n->lit != &jv_none_v && n->lit != &jv_true_v && n->lit != &jv_false_v &&
+        n->lit != &jv_undef_v) {
+        n->lit->rc = 1;  /* literals are immortal while the tree lives (renders share them across threads) */
+        jv_unref(n->lit);
+    }
     jnode_free(n->a); jnode_free(n->b); jnode_free(n->c); jnode_free(n->d);
     for (int i = 0; i < n->n; i++) jnode_free(n->v[i]);
     for (int i = 0; i < n->nnames; i++) free(n->names[i]);
@@ -192,6 +196,7 @@ static vc_status parse_primary(parser *P, jnode **out) {
     else if (is_op(P, "{")) { NEW(n, E_DICT, t->pos); TRY(parse_list_like(P, n, "}", 1)); }
     else return pfail(P, t->pos, "unexpected %s in expression", tok_desc(t));
     if ((n->k == E_LIT && !n->lit)) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto fail; }
+    if (n->k == E_LIT && n->lit->rc > 0) n->lit->rc = -1;
     *out = n;
     return VC_OK;
 fail:
@@ -238,6 +243,7 @@ static vc_status parse_postfix(parser *P, jnode **io) {
             else {
                 n->b = node(E_LIT, t->pos);
                 if (n->b) n->b->lit = jv_int(t->i);
+                if (n->b && n->b->lit) n->b->lit->rc = -1;
             }
             n->a = *io;
             *io = n;

@@ -114,7 +114,7 @@ int tk_bpe_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *out) {
     size_t start = out->n;
     rc = 0;
     for (size_t i = 0; i < k && !rc; i++) if (sym[i].len) rc = tk_ids_push(out, sym[i].id);
-    if (!rc) tk_cache_put(t, w, n, out->v + start, out->n - start);
+    if (!rc) tk_cache_put(t, w, n, out->n > start ? out->v + start : NULL, out->n - start);
 out:
     if (sym != sbuf) free(sym);
     if (heap != hbuf) free(heap);
@@ -127,7 +127,7 @@ int tk_wordpiece_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *ou
     const unsigned char *u = (const unsigned char *)w;
     size_t nchars = 0;
     for (size_t i = 0; i < n;) { int32_t cp; i += (size_t)tk_utf8_next(u + i, n - i, &cp); nchars++; }
-    if (t->wp_max_chars > 0 && nchars > (size_t)t->wp_max_chars) return tk_ids_push(out, t->unk_id);
+    if (t->wp_max_chars > 0 && nchars > (size_t)t->wp_max_chars) return t->unk_id < 0 ? -2 : tk_ids_push(out, t->unk_id);
     size_t start = 0, first = out->n;
     const char *pre = t->cont_prefix ? t->cont_prefix : "##";
     size_t plen = strlen(pre);
@@ -144,7 +144,7 @@ int tk_wordpiece_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *ou
             end--;
             while (end > start && (u[end] & 0xC0) == 0x80) end--;
         }
-        if (cur < 0) { out->n = first; tk_buf_free(&tmp); return tk_ids_push(out, t->unk_id); }
+        if (cur < 0) { out->n = first; tk_buf_free(&tmp); return t->unk_id < 0 ? -2 : tk_ids_push(out, t->unk_id); }
         if (tk_ids_push(out, cur)) { tk_buf_free(&tmp); return -1; }
         start = end;
     }
@@ -211,9 +211,9 @@ int tk_unigram_word(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out)
         if (sid[i] == t->unk_id && t->byte_fallback) {
             for (size_t j = sb[i]; j < se[i] && !rc; j++) {
                 int32_t b = t->byte_ids[u[j]];
-                rc = tk_ids_push(out, b >= 0 ? b : t->unk_id);
+                rc = b >= 0 ? tk_ids_push(out, b) : t->unk_id >= 0 ? tk_ids_push(out, t->unk_id) : -2;
             }
-        } else rc = tk_ids_push(out, sid[i]);
+        } else rc = sid[i] >= 0 ? tk_ids_push(out, sid[i]) : -2;
     }
     free(sb); free(se); free(sid);
 out:

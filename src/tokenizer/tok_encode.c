@@ -7,70 +7,79 @@ static int is_word_cp(int32_t cp) {
     return cp >= 0 && (cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp > 127);
 }
 
-/* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1. */
-static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized) {
-    int best = -1;
-    unsigned c0 = (unsigned char)s[i];
-    for (int q = t->added_off[c0]; q < t->added_off[c0 + 1]; q++) {
-        int k = t->added_idx[q];
-        const tk_added *a = &t->added[k];
-        if (a->normalized != normalized || !a->len || a->len > n - i || (unsigned char)a->s[0] != (unsigned char)s[i]) continue;
-        if (memcmp(s + i, a->s, a->len)) continue;
-        if (best >= 0 && t->added[best].len >= a->len) continue;
-        if (a->single_word) {
+/* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1 and sets
+ * *matched to the matched length (the normalized content's length for normalized tokens). */
+static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized, size_t *matched) {
+    if (!t->added_first[normalized][(unsigned char)s[i]]) return -1;
+    for (int q = 0; q < t->n_added_lens[normalized]; q++) {
+        size_t len = t->added_lens[normalized][q];
+        if (len > n - i) continue;
+        int k = tk_smap_get(&t->added_kind[normalized], s + i, len);
+        if (k < 0) continue;
+        if (t->added[k].single_word) {
             int32_t cp = -1;
             if (i > 0) { size_t k2 = i - 1; while (k2 > 0 && ((unsigned char)s[k2] & 0xC0) == 0x80) k2--; tk_utf8_next((const unsigned char *)s + k2, n - k2, &cp); if (is_word_cp(cp)) continue; }
-            if (i + a->len < n) { tk_utf8_next((const unsigned char *)s + i + a->len, n - i - a->len, &cp); if (is_word_cp(cp)) continue; }
+            if (i + len < n) { tk_utf8_next((const unsigned char *)s + i + len, n - i - len, &cp); if (is_word_cp(cp)) continue; }
         }
-        best = k;
+        *matched = len;
+        return k;
     }
-    return best;
+    return -1;
 }
 
-typedef int (*seg_fn)(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out);
+/* Scratch buffers reused across the segments of one encode call. */
+typedef struct { tk_pieces ps, tmp; tk_buf nb; tk_ids *out; } enc_ctx;
+typedef int (*seg_fn)(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag);
 
 /* Splits s around added tokens of one kind: tokens go to `out` as ids, the text between goes to `fn`. */
-static int split_added(const vc_tokenizer *t, const char *s, size_t n, int normalized, uint8_t flag, seg_fn fn, tk_ids *out) {
+static int split_added(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, int normalized, uint8_t flag, seg_fn fn) {
+    tk_ids *out = c->out;
     size_t start = 0, i = 0;
     while (i < n) {
-        int k = t->n_added ? added_at(t, s, n, i, normalized) : -1;
+        size_t matched = 0;
+        int k = t->n_added ? added_at(t, s, n, i, normalized, &matched) : -1;
         if (k < 0) { i++; continue; }
         const tk_added *a = &t->added[k];
-        size_t b = i, e = i + a->len;
+        size_t b = i, e = i + matched;
         if (a->lstrip) while (b > start && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r')) b--;
         if (a->rstrip) while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
-        if (b > start && fn(t, s + start, b - start, start == 0 ? flag : 0, out)) return -1;
+        int r = b > start ? fn(t, c, s + start, b - start, start == 0 ? flag : 0) : 0;
+        if (r) return r;
         if (tk_ids_push(out, a->id)) return -1;
         start = i = e;
     }
-    if (n > start) return fn(t, s + start, n - start, start == 0 ? flag : 0, out);
+    if (n > start) return fn(t, c, s + start, n - start, start == 0 ? flag : 0);
     return 0;
 }
 
-static int model_words(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out) {
-    tk_pieces ps = {0}, tmp = {0};
-    int rc = tk_pieces_add(&ps, s, n, flag);
-    if (!rc) rc = tk_pretok_apply(t->pre, &ps, &tmp);
-    for (size_t i = 0; i < ps.n && !rc; i++) {
-        const char *w = TK_PIECE(&ps, i);
-        if (t->model == TK_M_BPE) rc = tk_bpe_word(t, w, ps.len[i], out);
-        else if (t->model == TK_M_UNIGRAM) rc = tk_unigram_word(t, w, ps.len[i], out);
-        else rc = tk_wordpiece_word(t, w, ps.len[i], out);
+static int model_words(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag) {
+    tk_pieces_clear(&c->ps);
+    int rc = tk_pieces_add(&c->ps, s, n, flag);
+    if (!rc) rc = tk_pretok_apply(t->pre, &c->ps, &c->tmp);
+    for (size_t i = 0; i < c->ps.n && !rc; i++) {
+        const char *w = TK_PIECE(&c->ps, i);
+        if (t->model == TK_M_BPE) rc = tk_bpe_word(t, w, c->ps.len[i], c->out);
+        else if (t->model == TK_M_UNIGRAM) rc = tk_unigram_word(t, w, c->ps.len[i], c->out);
+        else rc = tk_wordpiece_word(t, w, c->ps.len[i], c->out);
     }
-    tk_pieces_free(&ps); tk_pieces_free(&tmp);
     return rc;
 }
 
-static int normalized_segment(const vc_tokenizer *t, const char *s, size_t n, uint8_t flag, tk_ids *out) {
-    tk_buf nb = {0};
-    int rc = tk_norm_apply(t->norm, s, n, &nb);
-    if (!rc) rc = split_added(t, nb.p, nb.n, 1, flag, model_words, out);
-    tk_buf_free(&nb);
+static int normalized_segment(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag) {
+    int rc = tk_norm_apply(t->norm, s, n, &c->nb);
+    /* the normalized text must outlive the nested calls: move it out of the scratch buffer */
+    tk_buf nb = c->nb;
+    c->nb = (tk_buf){0};
+    if (!rc) rc = split_added(t, c, nb.p, nb.n, 1, flag, model_words);
+    if (!c->nb.p) c->nb = nb; else tk_buf_free(&nb);
     return rc;
 }
 
 int tk_json_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
-    return split_added(t, s, n, 0, 1, normalized_segment, out);
+    enc_ctx c = {.out = out};
+    int rc = split_added(t, &c, s, n, 0, 1, normalized_segment);
+    tk_pieces_free(&c.ps); tk_pieces_free(&c.tmp); tk_buf_free(&c.nb);
+    return rc;
 }
 
 /* ---- decoders: each step maps a list of token strings to a new list ---- */

@@ -45,12 +45,13 @@ void tk_pmap_free(tk_pmap *m);
 
 /* ---- normalizers (tok_norm.c) ---- */
 enum { TK_N_NFC = 1, TK_N_NFKC, TK_N_NFD, TK_N_NFKD, TK_N_LOWER, TK_N_PREPEND, TK_N_REPLACE, TK_N_STRIP,
-       TK_N_SEQ, TK_N_PRECOMPILED };
+       TK_N_SEQ, TK_N_PRECOMPILED, TK_N_STRIP_ACCENTS, TK_N_BERT };
 typedef struct tk_norm {
     int type;
     char *a, *b;        /* Prepend: a; Replace: pattern a (literal) -> b */
     regex_t *re;        /* Replace with a Regex pattern */
-    int left, right;    /* Strip */
+    int left, right;    /* Strip; BertNormalizer: left = clean_text, right = handle_chinese_chars */
+    int strip_accents, lowercase; /* BertNormalizer */
     struct tk_charsmap *cm;
     struct tk_norm **kids;
     int n_kids;
@@ -63,6 +64,8 @@ typedef struct tk_charsmap { uint32_t *units; size_t n_units; const char *norm; 
 vc_status tk_charsmap_load(const char *data, size_t len, tk_charsmap **out, const char *what);
 /* Longest match at s: returns consumed bytes (0 if none) and sets *rep and *rep_len to the replacement. */
 size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len);
+/* The shortest match instead (what tokenizers' Precompiled uses); the same return convention. */
+size_t tk_charsmap_first(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len);
 void tk_charsmap_free(tk_charsmap *cm);
 
 /* ---- pre-tokenizers (tok_pretok.c) ---- */
@@ -75,6 +78,7 @@ typedef struct tk_pretok {
     regex_t *re;           /* Split regex, ByteLevel use_regex, Whitespace */
     char *lit; size_t lit_len; /* Split with a String pattern */
     int behavior, invert;
+    int fast;              /* TK_FAST_* for `re` */
     int add_prefix_space, use_regex, individual_digits, prepend_scheme, split;
     char *repl;            /* Metaspace replacement */
     struct tk_pretok **kids;
@@ -86,6 +90,13 @@ regex_t *tk_regex_new(const char *pat, size_t len, char *err, size_t errlen);
 extern const char *tk_bytelevel_char[256]; /* UTF-8 of the char each byte maps to */
 int tk_bytelevel_init(void);
 int tk_bytelevel_byte(int32_t cp); /* byte for a byte-level char, -1 if none */
+
+/* ---- fast ASCII paths of common pre-tokenizer regexes (tok_fastre.c) ---- */
+enum { TK_FAST_NONE, TK_FAST_LLAMA3, TK_FAST_QWEN2, TK_FAST_GPT2 };
+int tk_fastre_kind(const char *pat, size_t len);
+int tk_fastre_spans(int kind, const char *s, size_t n, size_t base, int (*add)(void *, size_t, size_t), void *arg);
+/* Match spans (start, end pairs) of a regex over s, with the fast path `fast` for ASCII runs (0: none). */
+int tk_regex_spans(regex_t *re, int fast, const char *s, size_t n, size_t **v, size_t *nv);
 
 /* ---- decoders (tok_decode.c) ---- */
 enum { TK_D_BYTELEVEL = 1, TK_D_REPLACE, TK_D_BYTEFALLBACK, TK_D_FUSE, TK_D_STRIP, TK_D_METASPACE, TK_D_SEQ,
@@ -133,7 +144,11 @@ struct vc_tokenizer {
     /* added tokens: sorted by length desc for matching; lookup map by content */
     tk_added *added; int n_added;
     tk_smap added_map;
-    int *added_idx; int added_off[257];          /* added token indices grouped by first byte */
+    /* added-token matching, per kind (0: matched on raw text, 1: on normalized text): content -> index,
+     * distinct lengths in decreasing order, and which bytes can start a token */
+    tk_smap added_kind[2];
+    uint32_t *added_lens[2]; int n_added_lens[2];
+    uint8_t added_first[2][256];
     /* pipeline */
     tk_norm *norm; tk_pretok *pre; tk_dec *dec;
     tk_tmpl_item *tmpl; int n_tmpl; int has_post;

@@ -50,6 +50,12 @@ static vc_status norm_parse(const cJSON *j, const char *path, tk_norm **out) {
         st = pattern_parse(cJSON_GetObjectItemCaseSensitive(j, "pattern"), path, "Replace normalizer", &n->re, &n->a);
     } else if (!strcmp(type, "Strip")) {
         n->type = TK_N_STRIP; n->left = jbool(j, "strip_left", 1); n->right = jbool(j, "strip_right", 1);
+    } else if (!strcmp(type, "StripAccents")) n->type = TK_N_STRIP_ACCENTS;
+    else if (!strcmp(type, "BertNormalizer")) {
+        n->type = TK_N_BERT;
+        n->left = jbool(j, "clean_text", 1); n->right = jbool(j, "handle_chinese_chars", 1);
+        n->lowercase = jbool(j, "lowercase", 1);
+        n->strip_accents = jbool(j, "strip_accents", n->lowercase); /* null follows lowercase */
     } else if (!strcmp(type, "Precompiled")) {
         n->type = TK_N_PRECOMPILED;
         /* the charsmap is base64 in tokenizer.json; an empty or absent one is the identity */
@@ -120,6 +126,8 @@ static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out)
         p->invert = jbool(j, "invert", 0);
         if (p->behavior < 0) { st = vc_fail(VC_ERR_FORMAT, "%s: Split: unknown behavior", path); goto out; }
         st = pattern_parse(cJSON_GetObjectItemCaseSensitive(j, "pattern"), path, "Split pre_tokenizer", &p->re, &p->lit);
+        const char *rx = jstr(cJSON_GetObjectItemCaseSensitive(j, "pattern"), "Regex");
+        if (rx) p->fast = tk_fastre_kind(rx, strlen(rx));
         if (p->lit) p->lit_len = strlen(p->lit);
     } else if (!strcmp(type, "ByteLevel")) {
         p->type = TK_P_BYTELEVEL;
@@ -127,6 +135,7 @@ static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out)
         p->use_regex = jbool(j, "use_regex", 1);
         if (p->use_regex && !(p->re = tk_regex_new(GPT2_RE, strlen(GPT2_RE), err, sizeof err)))
             st = vc_fail(VC_ERR_INTERNAL, "byte-level regex: %s", err);
+        if (p->re) p->fast = tk_fastre_kind(GPT2_RE, strlen(GPT2_RE));
     } else if (!strcmp(type, "Digits")) {
         p->type = TK_P_DIGITS; p->individual_digits = jbool(j, "individual_digits", 0);
     } else if (!strcmp(type, "Metaspace")) {

@@ -84,17 +84,82 @@ static int norm_strip(const tk_norm *n, const char *s, size_t len, tk_buf *out) 
     return tk_buf_put(out, s + b, e - b);
 }
 
+/* tokenizers' Precompiled: per extended grapheme cluster, a grapheme under 6 bytes with a trie match at its
+ * start is replaced whole by the shortest match's replacement; otherwise each char is mapped on its own. */
 static int norm_precompiled(const tk_charsmap *cm, const char *s, size_t len, tk_buf *out) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
+        int32_t cp, prev;
+        size_t g = (size_t)tk_utf8_next(u + i, len - i, &prev);
+        utf8proc_int32_t state = 0;
+        while (i + g < len) { /* extend the grapheme */
+            int l = tk_utf8_next(u + i + g, len - i - g, &cp);
+            if (cp < 0 || prev < 0 || utf8proc_grapheme_break_stateful(prev, cp, &state)) break;
+            g += (size_t)l; prev = cp;
+        }
         const char *rep; size_t rl;
-        size_t m = tk_charsmap_match(cm, s + i, len - i, &rep, &rl);
-        if (m) { if (tk_buf_put(out, rep, rl)) return -1; i += m; continue; }
-        int32_t cp; int l = tk_utf8_next(u + i, len - i, &cp);
-        if (tk_buf_put(out, s + i, (size_t)l)) return -1;
+        if (g < 6 && tk_charsmap_first(cm, s + i, g, &rep, &rl)) { if (tk_buf_put(out, rep, rl)) return -1; i += g; continue; }
+        for (size_t j = i; j < i + g;) {
+            int l = tk_utf8_next(u + j, i + g - j, &cp);
+            if (tk_charsmap_first(cm, s + j, (size_t)l, &rep, &rl)) { if (tk_buf_put(out, rep, rl)) return -1; }
+            else if (tk_buf_put(out, s + j, (size_t)l)) return -1;
+            j += (size_t)l;
+        }
+        i += g;
+    }
+    return 0;
+}
+
+/* Drops nonspacing marks (category Mn). */
+static int norm_strip_accents(const char *s, size_t len, tk_buf *out) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        int32_t cp;
+        int l = tk_utf8_next(u + i, len - i, &cp);
+        if (cp < 0 || utf8proc_category(cp) != UTF8PROC_CATEGORY_MN)
+            if (tk_buf_put(out, s + i, (size_t)l)) return -1;
         i += (size_t)l;
     }
     return 0;
+}
+
+static int is_cjk(int32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* tokenizers' BertNormalizer: clean_text, handle_chinese_chars, strip_accents (NFD + drop Mn), lowercase. */
+static int norm_bert(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
+    const unsigned char *u = (const unsigned char *)s;
+    tk_buf a = {0}, b = {0};
+    int rc = tk_buf_put(&a, "", 0);
+    for (size_t i = 0; i < len && !rc;) {
+        int32_t cp;
+        int l = tk_utf8_next(u + i, len - i, &cp);
+        i += (size_t)l;
+        if (cp < 0) { rc = tk_buf_put(&a, u + i - l, (size_t)l); continue; }
+        if (n->left) {
+            if (cp == 0 || cp == 0xFFFD) continue;
+            utf8proc_category_t k = utf8proc_category(cp);
+            int ws = cp == '\t' || cp == '\n' || cp == '\r' || tk_is_space_cp(cp);
+            if (!ws && (k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CS ||
+                        k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CN)) continue;
+            if (ws) cp = ' ';
+        }
+        char c[4];
+        int cl = tk_utf8_encode((uint32_t)cp, c);
+        if (n->right && is_cjk(cp)) rc = tk_buf_putc(&a, ' ') || tk_buf_put(&a, c, (size_t)cl) || tk_buf_putc(&a, ' ');
+        else rc = tk_buf_put(&a, c, (size_t)cl);
+    }
+    if (!rc && n->strip_accents) {
+        rc = norm_utf8proc(a.p, a.n, &b, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
+        a.n = 0;
+        if (!rc) rc = tk_buf_put(&a, "", 0) || norm_strip_accents(b.p ? b.p : "", b.n, &a);
+    }
+    if (!rc) rc = n->lowercase ? norm_lower(a.p, a.n, out) : tk_buf_put(out, a.p, a.n);
+    tk_buf_free(&a); tk_buf_free(&b);
+    return rc;
 }
 
 int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
@@ -113,6 +178,8 @@ int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
     case TK_N_REPLACE: return norm_replace(n, s, len, out);
     case TK_N_STRIP: return norm_strip(n, s, len, out);
     case TK_N_PRECOMPILED: return norm_precompiled(n->cm, s, len, out);
+    case TK_N_STRIP_ACCENTS: return norm_strip_accents(s, len, out);
+    case TK_N_BERT: return norm_bert(n, s, len, out);
     case TK_N_SEQ: {
         tk_buf cur = {0};
         if (tk_buf_put(&cur, s, len)) return -1;
@@ -168,7 +235,15 @@ vc_status tk_charsmap_load(const char *data, size_t len, tk_charsmap **out, cons
 
 static inline uint32_t du_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
 
+static size_t charsmap_search(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len, int first);
 size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len) {
+    return charsmap_search(cm, s, n, rep, rep_len, 0);
+}
+size_t tk_charsmap_first(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len) {
+    return charsmap_search(cm, s, n, rep, rep_len, 1);
+}
+
+static size_t charsmap_search(const tk_charsmap *cm, const char *s, size_t n, const char **rep, size_t *rep_len, int first) {
     if (!cm) return 0;
     size_t best = 0;
     uint32_t pos = 0, best_val = 0;
@@ -182,7 +257,10 @@ size_t tk_charsmap_match(const tk_charsmap *cm, const char *s, size_t n, const c
         if ((unit & ((1u << 31) | 0xFF)) != c) break;
         pos ^= du_offset(unit);
         if (pos >= cm->n_units) break;
-        if ((unit >> 8) & 1) { best = i + 1; best_val = cm->units[pos] & ((1u << 31) - 1); }
+        if ((unit >> 8) & 1) {
+            best = i + 1; best_val = cm->units[pos] & ((1u << 31) - 1);
+            if (first) break;
+        }
     }
     if (!best || best_val >= cm->norm_len) return 0;
     *rep = cm->norm + best_val;

@@ -51,8 +51,10 @@ static int spans_add(spans *m, size_t b, size_t e) {
     return 0;
 }
 
+static int spans_cb(void *m, size_t b, size_t e) { return spans_add(m, b, e); }
+
 /* Regex matches over the valid UTF-8 runs of s (each invalid byte stands alone, unmatched). */
-static int find_regex(regex_t *re, const char *s, size_t n, spans *m) {
+static int find_regex(regex_t *re, int fast, const char *s, size_t n, spans *m) {
     const unsigned char *u = (const unsigned char *)s;
     OnigRegion region, *reg = &region;
     onig_region_init(reg);
@@ -61,6 +63,15 @@ static int find_regex(regex_t *re, const char *s, size_t n, spans *m) {
         size_t j = i;
         int32_t cp;
         while (j < n) { int l = tk_utf8_next(u + j, n - j, &cp); if (cp < 0) break; j += (size_t)l; }
+        if (fast) {
+            size_t q = i;
+            while (q < j && u[q] < 0x80) q++;
+            if (q == j) {
+                if (tk_fastre_spans(fast, s + i, j - i, i, spans_cb, m)) { onig_region_free(reg, 0); return -1; }
+                i = j < n ? j + 1 : j;
+                continue;
+            }
+        }
         const UChar *st = u + i, *end = u + j;
         size_t at = 0, rl = j - i;
         while (at < rl) {
@@ -110,6 +121,13 @@ static int find_chars(int pred, const char *lit, size_t lit_len, const char *s, 
 }
 
 #define SMALL 64
+int tk_regex_spans(regex_t *re, int fast, const char *s, size_t n, size_t **v, size_t *nv) {
+    spans m = {0};
+    int rc = find_regex(re, fast, s, n, &m);
+    *v = m.v; *nv = m.n;
+    return rc;
+}
+
 /* Turns matches into pieces per HF SplitDelimiterBehavior. */
 static int split_emit(const char *s, size_t n, uint8_t flag, const spans *m, int behavior, int invert,
                       tk_pieces *out) {
@@ -167,7 +185,7 @@ out:
 static int split_piece(const tk_pretok *p, int pred, regex_t *re, int behavior, int invert, const char *s, size_t n,
                        uint8_t flag, tk_pieces *out) {
     spans m = {0};
-    int rc = re ? find_regex(re, s, n, &m) : find_chars(pred, p ? p->lit : NULL, p ? p->lit_len : 0, s, n, &m);
+    int rc = re ? find_regex(re, p && re == p->re ? p->fast : 0, s, n, &m) : find_chars(pred, p ? p->lit : NULL, p ? p->lit_len : 0, s, n, &m);
     if (!rc) rc = split_emit(s, n, flag, &m, behavior, invert, out);
     free(m.v);
     return rc;
@@ -215,7 +233,7 @@ static int bytelevel_piece(const tk_pretok *p, const char *s, size_t n, uint8_t 
         return rc;
     }
     spans m = {0};
-    int rc = find_regex(p->re, s, n, &m);
+    int rc = find_regex(p->re, p->fast, s, n, &m);
     size_t prev = 0;
     for (size_t i = 0; i < m.n && !rc; i += 2) {
         if (m.v[i] > prev) rc = add_mapped(out, "", 0, s + prev, m.v[i] - prev, prev == 0 ? flag : 0);

@@ -249,7 +249,7 @@ void tk_cache_put(const vc_tokenizer *t, const char *w, size_t n, const int32_t 
         }
         int32_t *v = s->vals && s->nvals ? malloc((k ? k : 1) * sizeof *v) : NULL;
         if (v && !tk_smap_put(&s->map, w, n, (int32_t)s->n)) {
-            memcpy(v, ids, k * sizeof *v);
+            if (k) memcpy(v, ids, k * sizeof *v);
             s->vals[s->n] = v; s->nvals[s->n] = (uint32_t)k; s->n++;
         } else free(v);
     }

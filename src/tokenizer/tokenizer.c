@@ -60,15 +60,46 @@ static vc_status load_config(vc_tokenizer *t, const char *path) {
     return VC_OK;
 }
 
-/* Groups added tokens by first byte so matching looks only at candidates. */
+static vc_status index_one(vc_tokenizer *t, int kind, const char *c, size_t cl, int i) {
+    if (!cl) return VC_OK;
+    /* the first entry for a content wins, as a later duplicate maps to the same string */
+    if (tk_smap_get(&t->added_kind[kind], c, cl) < 0 && tk_smap_put(&t->added_kind[kind], c, cl, i))
+        return vc_fail(VC_ERR_NOMEM, "out of memory");
+    t->added_first[kind][(unsigned char)c[0]] = 1;
+    int k = 0;
+    while (k < t->n_added_lens[kind] && t->added_lens[kind][k] > cl) k++;
+    if (k < t->n_added_lens[kind] && t->added_lens[kind][k] == cl) return VC_OK;
+    memmove(t->added_lens[kind] + k + 1, t->added_lens[kind] + k, (size_t)(t->n_added_lens[kind] - k) * sizeof(uint32_t));
+    t->added_lens[kind][k] = (uint32_t)cl;
+    t->n_added_lens[kind]++;
+    return VC_OK;
+}
+
+/* Indexes added tokens for matching: per kind, a content map, the distinct lengths and the first bytes. */
 static vc_status index_added(vc_tokenizer *t) {
-    t->added_idx = malloc(((size_t)t->n_added + 1) * sizeof *t->added_idx);
-    if (!t->added_idx) return vc_fail(VC_ERR_NOMEM, "out of memory");
-    int cnt[257] = {0};
-    for (int i = 0; i < t->n_added; i++) if (t->added[i].len) cnt[(unsigned char)t->added[i].s[0] + 1]++;
-    for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
-    memcpy(t->added_off, cnt, sizeof cnt);
-    for (int i = 0; i < t->n_added; i++) if (t->added[i].len) t->added_idx[cnt[(unsigned char)t->added[i].s[0]]++] = i;
+    for (int kind = 0; kind < 2; kind++) {
+        t->added_lens[kind] = malloc(((size_t)t->n_added + 1) * sizeof(uint32_t));
+        if (!t->added_lens[kind]) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < t->n_added; i++) {
+        const tk_added *a = &t->added[i];
+        int kind = a->normalized ? 1 : 0;
+        /* tokens matched on normalized text are themselves normalized first, as tokenizers does */
+        tk_buf nb = {0};
+        const char *c = a->s; size_t cl = a->len;
+        if (kind && t->norm) {
+            if (tk_norm_apply(t->norm, a->s, a->len, &nb)) { tk_buf_free(&nb); return vc_fail(VC_ERR_NOMEM, "out of memory"); }
+            c = nb.p ? nb.p : ""; cl = nb.n;
+            /* tokenizers then maps the id back to the normalized content (decode, id_to_token) */
+            char *dup = malloc(cl + 1);
+            if (!dup) { tk_buf_free(&nb); return vc_fail(VC_ERR_NOMEM, "out of memory"); }
+            memcpy(dup, c, cl); dup[cl] = 0;
+            free(t->tok[a->id]); t->tok[a->id] = dup; t->tok_len[a->id] = (uint32_t)cl;
+        }
+        vc_status st = index_one(t, kind, c, cl, i);
+        tk_buf_free(&nb);
+        if (st) return st;
+    }
     return VC_OK;
 }
 
@@ -128,7 +159,8 @@ void vc_tokenizer_free(vc_tokenizer *t) {
     free(t->cont_prefix); free(t->eow_suffix); free(t->score); free(t->ptype); free(t->user_ids); free(t->unk_surface);
     tk_charsmap_free(t->spm_cm);
     for (int i = 0; i < t->n_added; i++) free(t->added[i].s);
-    free(t->added); free(t->added_idx);
+    free(t->added);
+    for (int k = 0; k < 2; k++) { tk_smap_free(&t->added_kind[k]); free(t->added_lens[k]); }
     tk_norm_free(t->norm); tk_pretok_free(t->pre); tk_dec_free(t->dec);
     free(t->tmpl);
     tk_cache_free(t);
@@ -160,7 +192,11 @@ vc_status vc_tokenizer_encode(const vc_tokenizer *t, const char *text, size_t le
         free(body.v);
         body = all;
     }
-    if (rc) { free(body.v); return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory"); }
+    if (rc) {
+        free(body.v);
+        if (rc == -2) return vc_fail(VC_ERR_MISSING, "tokenizer encode: text has a piece with no token and the model has no unk token");
+        return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory");
+    }
     if (!body.v) body.v = malloc(sizeof(int32_t));
     if (!body.v) return vc_fail(VC_ERR_NOMEM, "tokenizer encode: out of memory");
     *ids = body.v; *n_ids = body.n;

@@ -32,6 +32,11 @@ static const char *CONFIGS[] = {
     "\"layernorm_epsilon\":1e-5,\"rmsnorm\":true,\"seq_length\":64}",
     "{\"model_type\":\"internlm2\",\"vocab_size\":88,\"hidden_size\":48,\"num_hidden_layers\":2,\"num_attention_heads\":6,"
     "\"num_key_value_heads\":2,\"intermediate_size\":36,\"rms_norm_eps\":1e-6,\"rope_theta\":10000}",
+    "{\"model_type\":\"qwen3\",\"vocab_size\":83,\"hidden_size\":40,\"num_hidden_layers\":3,\"num_attention_heads\":5,"
+    "\"num_key_value_heads\":1,\"head_dim\":16,\"intermediate_size\":52,\"dtype\":\"bfloat16\",\"rms_norm_eps\":1e-6,"
+    "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"],\"sliding_window\":4,"
+    "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":1000000.0,\"factor\":4.0,"
+    "\"original_max_position_embeddings\":8}}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the tokenizer (not a CTest program). Build and run:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc tests/tokenizer/fuzz_tok.c \
- *     src/tokenizer/*.c src/core/*.c $(pkg-config --cflags --libs libcjson oniguruma libutf8proc) -lpthread -lm -o /tmp/fuzz_tok
+ *     src/tokenizer/tok*.c src/core/[a-z]*.c $(pkg-config --cflags --libs libcjson oniguruma libutf8proc) -lpthread -lm -o /tmp/fuzz_tok
  *   VERLC_SHARED=../shared /tmp/fuzz_tok -max_total_time=60 tests/tokenizer/corpus
  * Input: first byte picks the target: 0-3 encode/decode the rest with a fixture tokenizer (text bytes, and the
  * same bytes read as little-endian ids for decode); 4 loads the rest as a tokenizer.model; 5 as a tokenizer.json. */

@@ -76,6 +76,26 @@ static void invalid_utf8(const vc_tokenizer *t) {
     free(back);
 }
 
+/* SentencePiece replaces each invalid byte by U+FFFD in normalization; expected ids from sentencepiece 0.2 */
+static void spm_invalid_utf8(void) {
+    static const struct { const char *model, *text; int n; int32_t ids[24]; } cases[] = {
+        {"spm_bpe_bytefallback", "ok \xff\xfe bad \xe2\x82 cut", 20,
+         {268, 955, 923, 244, 196, 194, 244, 196, 194, 274, 347, 923, 244, 196, 194, 244, 196, 194, 273, 338}},
+        {"spm_bpe_bytefallback", "a\xf0\x9f\x98" "b", 11, {263, 244, 196, 194, 244, 196, 194, 244, 196, 194, 951}},
+        {"spm_unigram_nfkc", "ok \xff\xfe bad \xe2\x82 cut", 10, {11, 10, 55, 11, 0, 87, 227, 11, 0, 656}},
+        {"spm_unigram_nfkc", "\xc3", 2, {11, 0}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vc_tokenizer *t = load(cases[i].model);
+        if (!t) continue;
+        int32_t *ids = NULL; size_t k = 0;
+        CHECK_OK(vc_tokenizer_encode(t, cases[i].text, strlen(cases[i].text), 0, &ids, &k));
+        CHECK_MSG(k == (size_t)cases[i].n && !memcmp(ids, cases[i].ids, k * sizeof *ids), "case %zu", i);
+        free(ids);
+        vc_tokenizer_free(t);
+    }
+}
+
 typedef struct { const vc_tokenizer *t; int bad; } thr;
 static void *worker(void *arg) {
     thr *w = arg;
@@ -132,6 +152,7 @@ int main(void) {
 
     roundtrip(q, "qwen3", 1); roundtrip(l3, "llama3", 0); roundtrip(ds, "deepseek_v3", 0);
     invalid_utf8(q); invalid_utf8(l3);
+    spm_invalid_utf8();
     threads(q); threads(l2);
     vc_tokenizer_free(q); vc_tokenizer_free(l3); vc_tokenizer_free(l2); vc_tokenizer_free(ds);
     return vc_test_done();

@@ -71,6 +71,22 @@ static void truncated_json(void) {
     free(d);
 }
 
+/* A model without an unk token cannot encode text it has no piece for: a clean error, as tokenizers gives. */
+static void missing_unk(void) {
+    const char *json = "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0, \"##a\": 1}}}";
+    clear_dir();
+    put_file("tokenizer.json", json, strlen(json));
+    vc_tokenizer *t = NULL;
+    CHECK_OK(vc_tokenizer_load(tmpdir, &t));
+    if (!t) return;
+    int32_t *ids = NULL; size_t n = 0;
+    CHECK_OK(vc_tokenizer_encode(t, "aa", 2, 0, &ids, &n));
+    CHECK(n == 2 && ids[0] == 0 && ids[1] == 1);
+    free(ids); ids = NULL;
+    CHECK(vc_tokenizer_encode(t, "ab", 2, 0, &ids, &n) == VC_ERR_MISSING && ids == NULL);
+    vc_tokenizer_free(t);
+}
+
 static void bad_json(void) {
     expect_json("{\"model\": {\"type\": \"Fancy\", \"vocab\": {}}}", VC_ERR_UNSUPPORTED, "unknown model type `Fancy`");
     expect_json("{\"model\": {\"type\": \"BPE\", \"merges\": []}}", VC_ERR_MISSING, "no `vocab`");
@@ -141,6 +157,7 @@ int main(void) {
     CHECK(try_load() == VC_ERR_IO); /* empty folder */
     truncated_json();
     bad_json();
+    missing_unk();
     handmade_model();
     bad_model("spm_bpe_bytefallback", 37, 300);
     bad_model("spm_unigram_nfkc", 997, 150);

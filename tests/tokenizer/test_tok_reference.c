@@ -100,7 +100,7 @@ static int run_file(const vc_tokenizer *t, const char *path, int chat, int *ok, 
 int main(void) {
     /* shared fixtures (real tokenizers), then synthetic ones made by scripts/make_tok_synthetic.py */
     static const char *names[] = {"qwen3", "llama3", "llama2", "deepseek_v3", "spm_bpe_bytefallback", "spm_unigram_nfkc",
-                                  "@wordpiece", "@unigram_metaspace", "@bpe_split", "@wordpiece_ws"};
+                                  "@wordpiece", "@unigram_metaspace", "@bpe_split", "@wordpiece_ws", "@bert", "@strip_accents", "@unigram_precompiled", "@gpt2_style"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char dir[1024], path[1200];
         if (names[i][0] == '@') snprintf(dir, sizeof dir, "tests/tokenizer/data/%s", names[i] + 1);
@@ -116,8 +116,10 @@ int main(void) {
         CHECK(rows > 0);
         snprintf(path, sizeof path, "%s/chat_reference.jsonl", dir);
         int crows = run_file(t, path, 1, &cok, &bad);
-        if (crows >= 0) printf("%s: %d/%d encode rows, %d/%d chat rows%s\n", names[i], ok, rows, cok, crows,
-                                 bad ? " (plus chat rows whose reference ids do not decode to their own text: skipped)" : "");
+        if (crows >= 0 && bad)
+            printf("%s: %d/%d encode rows, %d/%d chat rows (%d more chat rows skipped: their reference ids do not "
+                   "decode to their own text)\n", names[i], ok, rows, cok, crows, bad);
+        else if (crows >= 0) printf("%s: %d/%d encode rows, %d/%d chat rows\n", names[i], ok, rows, cok, crows);
         else printf("%s: %d/%d encode rows\n", names[i][0] == '@' ? names[i] + 1 : names[i], ok, rows);
         vc_tokenizer_free(t);
     }

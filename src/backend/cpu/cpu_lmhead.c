@@ -1,102 +1,140 @@
-/* Fused LM head: logits for a chunk of tokens at a time, reduced at once to the target log-prob and the
- * entropy, so a [tokens x vocabulary] matrix never exists. Backward recomputes each chunk's logits. */
+/* Fused LM head: the vocabulary is walked in slices; for each slice the logits of every token are one
+ * GEMM, and per-token running statistics (max, sum of exponentials, sum of exponentials times logit)
+ * are merged across slices, so a [tokens x vocabulary] matrix never exists and the weight matrix is
+ * read once per pass. Backward recomputes each slice's logits. */
 #include "cpu.h"
 #include "verlc/pool.h"
 #include <math.h>
 #include <string.h>
 
-#define TCHUNK 32
+#define SLICE_BYTES ((int64_t)32 << 20) /* logits scratch per slice */
 
 typedef struct {
-    float *Z, *logp, *ent, *lse;
-    const float *dlogp, *dent, *lse_in, *ent_in, *b;
+    double *m, *s, *a; /* running max, sum e^(z-m), sum e^(z-m) (z-m) per token */
+    float *logp;
+    float *Z;
+    const float *b, *dlogp, *dent, *lse, *ent;
     const int32_t *target;
-    int64_t t0, V;
+    int64_t v0, nv, T;
     float cap;
 } head_ctx;
 
-static void bias_cap(float *z, const float *b, int64_t V, float cap) {
-    if (b)
-        for (int64_t v = 0; v < V; v++) z[v] += b[v];
-    if (cap > 0)
-        for (int64_t v = 0; v < V; v++) z[v] = cap * tanhf(z[v] / cap);
+static int64_t slice_rows(int64_t T, int64_t V) {
+    int64_t nv = SLICE_BYTES / 4 / (T > 0 ? T : 1);
+    if (nv < 256) nv = 256;
+    nv = (nv + 15) & ~(int64_t)15;
+    return nv < V ? nv : V;
 }
 
-static void fwd_row(void *p, int64_t r) {
+static void bias_cap(float *z, const float *b, int64_t n, float cap) {
+    if (b)
+        for (int64_t v = 0; v < n; v++) z[v] += b[v];
+    if (cap > 0)
+        for (int64_t v = 0; v < n; v++) z[v] = cap * tanhf(z[v] / cap);
+}
+
+static void fwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
-    float *z = c->Z + r * c->V;
-    bias_cap(z, c->b, c->V, c->cap);
-    float m = -INFINITY;
-    for (int64_t v = 0; v < c->V; v++) m = z[v] > m ? z[v] : m;
-    double s = 0, sz = 0;
-    for (int64_t v = 0; v < c->V; v++) {
-        double e = exp((double)(z[v] - m));
-        s += e;
-        sz += e * (double)(z[v] - m);
-    }
-    float L = m + (float)log(s);
-    int64_t t = c->t0 + r;
-    c->lse[t] = L;
-    /* H = lse - E[z] */
-    if (c->ent) c->ent[t] = (float)(log(s) - sz / s);
-    if (c->logp) {
+    int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
+    for (int64_t t = blk * 16; t < t1; t++) {
+        float *z = c->Z + t * c->nv;
+        bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
+        float mx = -INFINITY;
+        for (int64_t v = 0; v < c->nv; v++) mx = z[v] > mx ? z[v] : mx;
+        double s = 0, a = 0;
+        for (int64_t v = 0; v < c->nv; v++) {
+            double d = (double)(z[v] - mx), e = exp(d);
+            s += e;
+            a += e * d;
+        }
         int32_t y = c->target ? c->target[t] : -1;
-        c->logp[t] = y >= 0 ? z[y] - L : 0.0f;
+        if (y >= c->v0 && y < c->v0 + c->nv) c->logp[t] = z[y - c->v0]; /* raw logit; lse subtracted at the end */
+        /* merge (mx, s, a) into the running statistics */
+        double M = c->m[t], m2 = mx;
+        if (M == -INFINITY) {
+            c->m[t] = m2;
+            c->s[t] = s;
+            c->a[t] = a;
+        } else {
+            double nm = M > m2 ? M : m2, f1 = exp(M - nm), f2 = exp(m2 - nm);
+            c->a[t] = f1 * (c->a[t] + (M - nm) * c->s[t]) + f2 * (a + (m2 - nm) * s);
+            c->s[t] = f1 * c->s[t] + f2 * s;
+            c->m[t] = nm;
+        }
     }
 }
 
 void vc_cpu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
                         const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap) {
-    float *Z = vc_malloc((size_t)TCHUNK * (size_t)V * sizeof(float));
-    if (!Z) return;
-    for (int64_t t0 = 0; t0 < T; t0 += TCHUNK) {
-        int64_t n = T - t0 < TCHUNK ? T - t0 : TCHUNK;
-        vc_cpu_gemm(0, 1, n, V, H, 1.0f, h + t0 * H, H, W, H, 0.0f, Z, V);
-        head_ctx c = { .Z = Z, .logp = logp, .ent = ent, .lse = lse, .b = b, .target = target, .t0 = t0, .V = V,
-                       .cap = softcap };
-        vc_parallel(n, fwd_row, &c);
+    int64_t nv = slice_rows(T, V);
+    float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
+    double *st = vc_malloc((size_t)T * 3 * sizeof(double));
+    float *raw = logp ? logp : vc_malloc((size_t)T * sizeof(float));
+    if (!Z || !st || !raw) goto out;
+    for (int64_t t = 0; t < T; t++) {
+        st[t] = -INFINITY;
+        raw[t] = 0;
     }
+    for (int64_t v0 = 0; v0 < V; v0 += nv) {
+        int64_t n = V - v0 < nv ? V - v0 : nv;
+        vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
+        head_ctx c = { .m = st, .s = st + T, .a = st + 2 * T, .logp = raw, .Z = Z, .b = b, .target = target,
+                       .v0 = v0, .nv = n, .T = T, .cap = softcap };
+        vc_parallel((T + 15) / 16, fwd_rows, &c);
+    }
+    for (int64_t t = 0; t < T; t++) {
+        double L = st[t] + log(st[T + t]);
+        lse[t] = (float)L;
+        if (ent) ent[t] = (float)(log(st[T + t]) - st[2 * T + t] / st[T + t]); /* H = lse - E[z] */
+        if (logp) logp[t] = target && target[t] >= 0 ? (float)((double)raw[t] - L) : 0.0f;
+    }
+out:
     free(Z);
+    free(st);
+    if (raw != logp) free(raw);
 }
 
-/* dZ for one row: d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the soft-cap chain. */
-static void bwd_row(void *p, int64_t r) {
+/* dZ for a slice: d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the soft-cap chain. */
+static void bwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
-    int64_t t = c->t0 + r;
-    float *z = c->Z + r * c->V;
-    bias_cap(z, c->b, c->V, c->cap);
-    float L = c->lse_in[t], gl = c->dlogp ? c->dlogp[t] : 0, ge = c->dent ? c->dent[t] : 0;
-    float Ez = L - c->ent_in[t];
-    int32_t y = c->target ? c->target[t] : -1;
-    if (y < 0) gl = 0;
-    for (int64_t v = 0; v < c->V; v++) {
-        float pv = expf(z[v] - L);
-        float dz = -gl * pv - ge * pv * (z[v] - Ez);
-        if (v == y) dz += gl;
-        if (c->cap > 0) {
-            float tt = z[v] / c->cap;
-            dz *= 1.0f - tt * tt;
+    int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
+    for (int64_t t = blk * 16; t < t1; t++) {
+        float *z = c->Z + t * c->nv;
+        bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
+        float L = c->lse[t], gl = c->dlogp ? c->dlogp[t] : 0, ge = c->dent ? c->dent[t] : 0;
+        float Ez = L - c->ent[t];
+        int32_t y = c->target ? c->target[t] : -1;
+        if (y < 0) gl = 0;
+        for (int64_t v = 0; v < c->nv; v++) {
+            float pv = expf(z[v] - L);
+            float dz = -gl * pv - ge * pv * (z[v] - Ez);
+            if (v + c->v0 == y) dz += gl;
+            if (c->cap > 0) {
+                float tt = z[v] / c->cap;
+                dz *= 1.0f - tt * tt;
+            }
+            z[v] = dz;
         }
-        z[v] = dz;
     }
 }
 
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
                         int64_t T, int64_t H, int64_t V, float softcap) {
-    float *Z = vc_malloc((size_t)TCHUNK * (size_t)V * sizeof(float));
+    int64_t nv = slice_rows(T, V);
+    float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
     if (!Z) return;
-    for (int64_t t0 = 0; t0 < T; t0 += TCHUNK) {
-        int64_t n = T - t0 < TCHUNK ? T - t0 : TCHUNK;
-        vc_cpu_gemm(0, 1, n, V, H, 1.0f, h + t0 * H, H, W, H, 0.0f, Z, V);
-        head_ctx c = { .Z = Z, .dlogp = dlogp, .dent = dent, .lse_in = lse, .ent_in = ent, .b = b, .target = target,
-                       .t0 = t0, .V = V, .cap = softcap };
-        vc_parallel(n, bwd_row, &c);
-        if (dh) vc_cpu_gemm(0, 0, n, H, V, 1.0f, Z, V, W, H, 1.0f, dh + t0 * H, H);
-        if (dW) vc_cpu_gemm(1, 0, V, H, n, 1.0f, Z, V, h + t0 * H, H, 1.0f, dW, H);
+    for (int64_t v0 = 0; v0 < V; v0 += nv) {
+        int64_t n = V - v0 < nv ? V - v0 : nv;
+        vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
+        head_ctx c = { .Z = Z, .dlogp = dlogp, .dent = dent, .lse = lse, .ent = ent, .b = b, .target = target,
+                       .v0 = v0, .nv = n, .T = T, .cap = softcap };
+        vc_parallel((T + 15) / 16, bwd_rows, &c);
+        if (dh) vc_cpu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H);
+        if (dW) vc_cpu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H);
         if (db)
-            for (int64_t r = 0; r < n; r++)
-                for (int64_t v = 0; v < V; v++) db[v] += Z[r * V + v];
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t v = 0; v < n; v++) db[v0 + v] += Z[t * n + v];
     }
     free(Z);
 }

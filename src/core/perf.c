@@ -1,0 +1,95 @@
+/* Peaks and FLOP counts. */
+#include "verlc/perf.h"
+#include "verlc/pool.h"
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+double vc_perf_peak_theoretical(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[4096];
+    double mhz = 0;
+    int avx512 = 0, avx2 = 0, fma = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!mhz && !strncmp(line, "cpu MHz", 7)) mhz = atof(strchr(line, ':') + 1);
+        if (!strncmp(line, "flags", 5)) {
+            avx512 |= strstr(line, " avx512f") != NULL;
+            avx2 |= strstr(line, " avx2") != NULL;
+            fma |= strstr(line, " fma") != NULL;
+        }
+    }
+    fclose(f);
+    int lanes = avx512 ? 16 : avx2 ? 8 : 4;
+    double flops_per_cycle = lanes * (fma ? 2.0 : 1.0) * 2.0; /* two FMA pipes */
+    return flops_per_cycle * mhz * 1e-3 * vc_get_threads();
+}
+
+double vc_perf_peak_sgemm(int n) {
+    float *a = malloc((size_t)n * n * 4), *b = malloc((size_t)n * n * 4), *c = malloc((size_t)n * n * 4);
+    double best = 0;
+    if (a && b && c) {
+        for (size_t i = 0; i < (size_t)n * n; i++) {
+            a[i] = (float)(i % 7) * 0.1f;
+            b[i] = (float)(i % 5) * 0.2f;
+        }
+        for (int r = 0; r < 3; r++) {
+            double t0 = vc_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            double dt = vc_now() - t0, g = 2.0 * n * n * (double)n / dt * 1e-9;
+            if (g > best) best = g;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t seq_len) {
+    double H = (double)c->hidden, hd = (double)c->head_dim, nh = (double)c->n_head, nkv = (double)c->n_kv_head;
+    double per_token = 0;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        double attn;
+        if (c->mla) {
+            double qk = (double)(c->qk_nope_dim + c->qk_rope_dim), r = (double)c->kv_lora_rank;
+            attn = (c->q_lora_rank ? H * c->q_lora_rank + c->q_lora_rank * nh * qk : H * nh * qk) +
+                   H * (r + c->qk_rope_dim) + r * nh * (c->qk_nope_dim + c->v_head_dim) + nh * c->v_head_dim * H;
+        } else attn = H * nh * hd + 2 * H * nkv * hd + nh * hd * H;
+        double mlp;
+        if (c->is_moe[l])
+            mlp = H * c->n_expert + c->top_k * 3.0 * H * c->moe_inter + 3.0 * H * c->shared_inter;
+        else mlp = (c->mlp_kind == VC_MLP_GATED ? 3.0 : 2.0) * H * c->inter;
+        per_token += 2 * (attn + mlp);
+    }
+    per_token += 2 * H * c->vocab; /* LM head */
+    /* attention scores and weighted values: causal, so half of seq_len keys on average */
+    double qk_dim = c->mla ? (double)(c->qk_nope_dim + c->qk_rope_dim) : hd;
+    double v_dim = c->mla ? (double)c->v_head_dim : hd;
+    double keys = (double)seq_len / 2.0;
+    per_token += (double)c->n_layer * 2.0 * nh * keys * (qk_dim + v_dim);
+    return per_token * (double)tokens;
+}
+
+double vc_perf_mem_bandwidth(int mb) {
+    size_t n = (size_t)mb * (1 << 20) / 4 / 3;
+    float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+    double best = 0;
+    if (a && b && c) {
+        for (size_t i = 0; i < n; i++) {
+            b[i] = 1.0f;
+            c[i] = 2.0f;
+        }
+        for (int r = 0; r < 4; r++) {
+            double t0 = vc_now();
+            for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
+            double dt = vc_now() - t0, g = 3.0 * n * 4 / dt * 1e-9;
+            if (g > best) best = g;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}

@@ -1,0 +1,256 @@
+/* NCCL communicator on device buffers, bootstrapped through an inner MPI communicator (which also
+ * carries the host-side collectives: barrier, gatherv, the ordered reductions). One rank per GPU: the
+ * device is local_rank modulo the visible device count. Collectives are enqueued on the communicator's
+ * own stream and waited for with a deadline; on timeout the NCCL communicator is aborted
+ * (ncclCommAbort) so that no kernel keeps spinning on a dead peer.
+ * Compiled only when CMake finds the CUDA toolkit, nccl.h and MPI (VC_HAVE_NCCL). */
+#include "dist_internal.h"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct vc_nccl {
+    vc_comm *host; /* inner MPI communicator */
+    ncclComm_t nc;
+    cudaStream_t stream;
+};
+
+static vc_status cuda_fail(cudaError_t e, const char *call) {
+    return vc_fail(VC_ERR_DEVICE, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static vc_status nccl_fail(struct vc_nccl *g, ncclResult_t r, const char *call) {
+    const char *detail = g && g->nc ? ncclGetLastError(g->nc) : ncclGetLastError(NULL);
+    return vc_fail(r == ncclSystemError || r == ncclRemoteError ? VC_ERR_IO : VC_ERR_DEVICE, "%s: %s%s%s", call,
+                   ncclGetErrorString(r), detail && *detail ? ": " : "", detail ? detail : "");
+}
+
+static ncclRedOp_t nccl_op(int op) { return op == VC_SUM ? ncclSum : op == VC_MAX ? ncclMax : ncclMin; }
+static ncclDataType_t nccl_type(int dtype) { return dtype == VC_DIST_F64 ? ncclFloat64 : ncclFloat32; }
+
+/* Polls the stream until the enqueued collective finishes, NCCL reports an asynchronous error, or the
+ * deadline passes. */
+static vc_status nccl_wait(vc_comm *c, const char *call) {
+    struct vc_nccl *g = c->impl;
+    long nap_ns = 2000;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(g->stream);
+        if (e == cudaSuccess) return VC_OK;
+        if (e != cudaErrorNotReady) return cuda_fail(e, call);
+        ncclResult_t async = ncclSuccess, r = ncclCommGetAsyncError(g->nc, &async);
+        if (r != ncclSuccess) return nccl_fail(g, r, "ncclCommGetAsyncError");
+        if (async != ncclSuccess && async != ncclInProgress) return nccl_fail(g, async, call);
+        if (c->deadline > 0 && vc_now() > c->deadline) {
+            ncclCommAbort(g->nc);
+            g->nc = NULL;
+            return vc_fail(VC_ERR_TIMEOUT,
+                           "%s: no answer from the other ranks within %g s (VERLC_DIST_TIMEOUT): a rank has "
+                           "died, hangs, or is not calling the same collective; NCCL communicator aborted",
+                           call, c->timeout_s);
+        }
+        struct timespec ts = { 0, nap_ns };
+        nanosleep(&ts, NULL);
+        if (nap_ns < 100000) nap_ns *= 2;
+    }
+}
+
+static vc_status enqueued(vc_comm *c, ncclResult_t r, const char *call) {
+    if (r != ncclSuccess) return nccl_fail(c->impl, r, call);
+    return nccl_wait(c, call);
+}
+
+/* The inner MPI communicator shares this call's deadline and breaks with it. */
+static vc_status host_call(vc_comm *c, vc_status st) {
+    struct vc_nccl *g = c->impl;
+    if (st && g->host->broken == 0) g->host->broken = 1;
+    return st;
+}
+
+static vc_comm *host(vc_comm *c) {
+    struct vc_nccl *g = c->impl;
+    g->host->deadline = c->deadline;
+    return g->host;
+}
+
+static vc_status nccl_barrier(vc_comm *c) {
+    cudaError_t e = cudaStreamSynchronize(((struct vc_nccl *)c->impl)->stream);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
+    vc_comm *h = host(c);
+    return host_call(c, h->ops->barrier(h));
+}
+
+static vc_status nccl_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
+    struct vc_nccl *g = c->impl;
+    return enqueued(c, ncclBroadcast(buf, buf, bytes, ncclInt8, root, g->nc, g->stream), "ncclBroadcast");
+}
+
+static vc_status nccl_allreduce(vc_comm *c, void *buf, size_t n, int dtype, int op) {
+    struct vc_nccl *g = c->impl;
+    return enqueued(c, ncclAllReduce(buf, buf, n, nccl_type(dtype), nccl_op(op), g->nc, g->stream),
+                    "ncclAllReduce");
+}
+
+/* Rank-order reduction needs a fixed summation order that NCCL's kernels do not promise: stage the
+ * data through host memory and reduce with the MPI communicator's ordered algorithm. */
+static vc_status nccl_allreduce_ordered(vc_comm *c, void *buf, size_t n, int dtype, int op) {
+    size_t bytes = n * vc_dist_dtype_size(dtype);
+    vc_status st;
+    void *h = vc_malloc(bytes);
+    cudaError_t e;
+    if (!h) return VC_ERR_NOMEM;
+    if ((e = cudaMemcpy(h, buf, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+        st = cuda_fail(e, "cudaMemcpy to host");
+        goto out;
+    }
+    vc_comm *hc = host(c);
+    if ((st = host_call(c, hc->ops->allreduce_ordered(hc, h, n, dtype, op)))) goto out;
+    if ((e = cudaMemcpy(buf, h, bytes, cudaMemcpyHostToDevice)) != cudaSuccess) st = cuda_fail(e, "cudaMemcpy to device");
+out:
+    free(h);
+    return st;
+}
+
+static vc_status nccl_reduce_scatter(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
+    struct vc_nccl *g = c->impl;
+    return enqueued(c, ncclReduceScatter(in, out, n_per_rank, ncclFloat32, ncclSum, g->nc, g->stream),
+                    "ncclReduceScatter");
+}
+
+static vc_status nccl_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank) {
+    struct vc_nccl *g = c->impl;
+    if (!in) in = (char *)out + (size_t)c->rank * bytes_per_rank; /* NCCL's in-place form */
+    return enqueued(c, ncclAllGather(in, out, bytes_per_rank, ncclInt8, g->nc, g->stream), "ncclAllGather");
+}
+
+static vc_status nccl_gatherv(vc_comm *c, const void *in, size_t n, void **out_all, size_t **sizes, int root) {
+    vc_comm *h = host(c);
+    return host_call(c, h->ops->gatherv(h, in, n, out_all, sizes, root));
+}
+
+static vc_status nccl_mem_alloc(vc_comm *c, size_t bytes, void **out) {
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        *out = NULL;
+        return vc_fail(VC_ERR_NOMEM, "cudaMalloc of %zu bytes on device %d: %s", bytes, c->device,
+                       cudaGetErrorString(e));
+    }
+    return VC_OK;
+}
+
+static void nccl_mem_free(vc_comm *c, void *p) { cudaFree(p); }
+
+static vc_status nccl_mem_copy(vc_comm *c, void *dst, const void *src, size_t bytes, int to_device) {
+    cudaError_t e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? VC_OK : cuda_fail(e, to_device ? "cudaMemcpy to device" : "cudaMemcpy to host");
+}
+
+static void nccl_abort(vc_comm *c, int code) {
+    struct vc_nccl *g = c->impl;
+    if (g->nc) ncclCommAbort(g->nc);
+    g->nc = NULL;
+    if (g->host->ops->abort) g->host->ops->abort(g->host, code);
+}
+
+static void nccl_destroy(vc_comm *c) {
+    struct vc_nccl *g = c->impl;
+    if (!g) return;
+    if (g->nc) {
+        if (c->broken) ncclCommAbort(g->nc); /* does not wait for peers */
+        else ncclCommDestroy(g->nc);
+    }
+    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->host) {
+        if (c->broken) g->host->broken = 1;
+        vc_comm_free(g->host);
+    }
+    free(g);
+    c->impl = NULL;
+}
+
+static const struct vc_comm_ops NCCL_OPS = {
+    .name = "nccl",
+    .barrier = nccl_barrier,
+    .bcast = nccl_bcast,
+    .allreduce = nccl_allreduce,
+    .allreduce_ordered = nccl_allreduce_ordered,
+    .reduce_scatter_f32 = nccl_reduce_scatter,
+    .allgather = nccl_allgather,
+    .gatherv = nccl_gatherv,
+    .mem_alloc = nccl_mem_alloc,
+    .mem_free = nccl_mem_free,
+    .mem_copy = nccl_mem_copy,
+    .abort = nccl_abort,
+    .destroy = nccl_destroy,
+};
+
+/* Picks and opens this rank's GPU and, on rank 0, makes the NCCL unique id. */
+static vc_status local_setup(vc_comm *c, ncclUniqueId *id) {
+    struct vc_nccl *g = c->impl;
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
+    if (ndev <= 0) return vc_fail(VC_ERR_DEVICE, "no CUDA device visible");
+    c->device = c->local_rank % ndev;
+    if (c->local_size > ndev)
+        vc_warn("%d ranks on this node share %d GPU(s); NCCL expects one rank per GPU", c->local_size, ndev);
+    if ((e = cudaSetDevice(c->device)) != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
+    if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return cuda_fail(e, "cudaStreamCreateWithFlags");
+    if (c->rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(id);
+        if (r != ncclSuccess) return nccl_fail(g, r, "ncclGetUniqueId");
+    }
+    return VC_OK;
+}
+
+vc_status vc_dist_nccl_create(vc_comm *c, int *argc, char ***argv) {
+    vc_status st, local;
+    struct vc_nccl *g;
+    ncclUniqueId id;
+    double failed;
+    memset(&id, 0, sizeof id);
+    c->ops = &NCCL_OPS;
+    if (!(g = c->impl = vc_calloc(1, sizeof *g))) return VC_ERR_NOMEM;
+    if (!(g->host = vc_calloc(1, sizeof *g->host))) { st = VC_ERR_NOMEM; goto out; }
+    g->host->device = -1;
+    g->host->timeout_s = c->timeout_s;
+    if ((st = vc_dist_mpi_create(g->host, argc, argv))) {
+        free(g->host);
+        g->host = NULL;
+        goto out;
+    }
+    c->rank = g->host->rank;
+    c->size = g->host->size;
+    c->local_rank = g->host->local_rank;
+    c->local_size = g->host->local_size;
+    /* all ranks learn whether any rank failed to set up, so that none waits for a failed one */
+    local = local_setup(c, &id);
+    failed = local != VC_OK;
+    c->deadline = c->timeout_s > 0 ? vc_now() + c->timeout_s : 0;
+    vc_comm *h = host(c);
+    if (local) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", vc_last_error());
+        h->ops->allreduce(h, &failed, 1, VC_DIST_F64, VC_MAX);
+        st = vc_fail(local, "rank %d: %s", c->rank, msg);
+        goto out;
+    }
+    if ((st = host_call(c, h->ops->allreduce(h, &failed, 1, VC_DIST_F64, VC_MAX)))) goto out;
+    if (failed) { st = vc_fail(VC_ERR_DEVICE, "another rank could not set up its GPU (see its message)"); goto out; }
+    if ((st = host_call(c, h->ops->bcast(h, &id, sizeof id, 0)))) goto out;
+    ncclResult_t r = ncclCommInitRank(&g->nc, c->size, id, c->rank);
+    if (r != ncclSuccess) {
+        g->nc = NULL;
+        st = nccl_fail(g, r, "ncclCommInitRank");
+        goto out;
+    }
+    c->on_device = 1;
+out:
+    if (st) {
+        c->broken = g->host && g->host->broken;
+        nccl_destroy(c);
+    }
+    return st;
+}

@@ -1,0 +1,136 @@
+/* Bad model directories: each fails with one message naming the file and the key or tensor at fault. */
+#include "verlc/model.h"
+#include "verlc/safetensors.h"
+#include "vc_test.h"
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[256];
+
+static void write_text(const char *dir, const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* copies the llama fixture's checkpoint into dir, dropping `drop` and adding `extra` (names may be NULL) */
+static void copy_ckpt(const char *dir, const char *drop, const char *extra, int64_t reshape_rows) {
+    char src[512];
+    snprintf(src, sizeof src, "%s/fixtures/models/llama", vc_test_shared());
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    CHECK_OK(vc_ckpt_open(src, &ck));
+    CHECK_OK(vc_st_writer_new(&w));
+    if (!ck || !w) return;
+    for (int i = 0; i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        if (drop && !strcmp(t->name, drop)) continue;
+        int64_t shape[8];
+        memcpy(shape, t->shape, sizeof shape);
+        if (reshape_rows && !strcmp(t->name, "model.layers.0.mlp.up_proj.weight")) {
+            shape[0] = reshape_rows;
+            shape[1] = t->shape[0] * t->shape[1] / reshape_rows;
+        }
+        vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1);
+    }
+    if (extra) {
+        float z[4] = { 0 };
+        int64_t s[1] = { 4 };
+        vc_st_writer_add(w, extra, VC_F32, 1, s, z, 1);
+    }
+    char out[512];
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    CHECK_OK(vc_st_writer_write(w, out));
+    vc_st_writer_free(w);
+    vc_ckpt_close(ck);
+    char cfg[512], cmd[1200];
+    snprintf(cfg, sizeof cfg, "%s/fixtures/models/llama/config.json", vc_test_shared());
+    snprintf(cmd, sizeof cmd, "cp %s %s/config.json", cfg, dir);
+    CHECK(system(cmd) == 0);
+}
+
+static const char *fresh(const char *name) {
+    static char d[512];
+    snprintf(d, sizeof d, "%s/%s", base, name);
+    mkdir(d, 0755);
+    return d;
+}
+
+static void expect(const char *dir, vc_status want, const char *needle1, const char *needle2) {
+    vc_model *m = NULL;
+    vc_status st = vc_model_load(dir, &m);
+    const char *msg = vc_last_error();
+    CHECK_MSG(st == want && m == NULL, "%s: status %s, want %s (%s)", dir, vc_status_name(st), vc_status_name(want), msg);
+    CHECK_MSG(strstr(msg, needle1) != NULL, "%s: message '%s' lacks '%s'", dir, msg, needle1);
+    if (needle2) CHECK_MSG(strstr(msg, needle2) != NULL, "%s: message '%s' lacks '%s'", dir, msg, needle2);
+    CHECK_MSG(!strchr(msg, '\n'), "message is one line: %s", msg);
+    vc_model_free(m);
+}
+
+int main(void) {
+    snprintf(base, sizeof base, "/tmp/verlc_bad_%d", (int)getpid());
+    mkdir(base, 0755);
+    expect("/nonexistent/model", VC_ERR_IO, "/nonexistent/model/config.json", NULL);
+
+    const char *d = fresh("badjson");
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64,,}");
+    expect(d, VC_ERR_FORMAT, "config.json", "byte");
+
+    d = fresh("arch");
+    write_text(d, "config.json", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "gpt_neox");
+
+    d = fresh("dtype");
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"torch_dtype\": \"int4\", \"vocab_size\": 8, \"hidden_size\": 8,"
+                                 "\"num_hidden_layers\": 1, \"num_attention_heads\": 2}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "int4");
+
+    d = fresh("rope");
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"warp\", \"factor\": 2}}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "warp");
+
+    d = fresh("heads");
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 4, \"num_key_value_heads\": 3}");
+    expect(d, VC_ERR_FORMAT, "config.json", "num_key_value_heads");
+
+    d = fresh("nockpt");
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 2, \"intermediate_size\": 16}");
+    expect(d, VC_ERR_IO, "nockpt", NULL);
+
+    d = fresh("missing");
+    copy_ckpt(d, "model.layers.1.self_attn.k_proj.weight", NULL, 0);
+    expect(d, VC_ERR_MISSING, "model.layers.1.self_attn.k_proj.weight", NULL);
+
+    d = fresh("extra");
+    copy_ckpt(d, NULL, "model.layers.0.mystery.weight", 0);
+    expect(d, VC_ERR_FORMAT, "model.layers.0.mystery.weight", "not used");
+
+    d = fresh("shape");
+    copy_ckpt(d, NULL, NULL, 64);
+    expect(d, VC_ERR_SHAPE, "model.layers.0.mlp.up_proj.weight", "[64,128]");
+
+    d = fresh("truncated");
+    copy_ckpt(d, NULL, NULL, 0);
+    char p[512];
+    snprintf(p, sizeof p, "%s/model.safetensors", d);
+    CHECK(truncate(p, 5000) == 0);
+    expect(d, VC_ERR_FORMAT, "model.safetensors", NULL);
+
+    /* the CLI prints one line and exits non-zero */
+    const char *bin = getenv("VERLC_BIN");
+    if (bin) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s check %s/missing > %s/out.txt 2>&1", bin, base, base);
+        int rc = system(cmd);
+        CHECK(rc != 0 && WIFEXITED(rc));
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+    CHECK(system(cmd) == 0);
+    return vc_test_done();
+}

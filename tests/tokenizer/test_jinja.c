@@ -1,0 +1,231 @@
+/* Unit tests of the Jinja2-subset interpreter on small templates, each output derived by hand from
+ * Jinja2's semantics with transformers' settings (trim_blocks, lstrip_blocks, sandbox). */
+#include "verlc/chat_template.h"
+#include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Renders tmpl with variables from the JSON object `vars` ("messages" goes to the messages slot).
+ * Returns the text, or "ERR:<message>"; caller frees. */
+static char *R(const char *tmpl, const char *vars) {
+    cJSON *v = cJSON_Parse(vars ? vars : "{}");
+    cJSON *msgs = cJSON_DetachItemFromObject(v, "messages");
+    if (!msgs) msgs = cJSON_CreateArray();
+    vc_chat_opts o = { .enable_thinking = -1, .extra = v };
+    vc_chat_template *t = NULL;
+    char *out = NULL;
+    vc_status st = vc_chat_template_from_string(tmpl, "<s>", "</s>", &t);
+    if (!st) st = vc_chat_template_render(t, msgs, &o, &out);
+    if (st) {
+        const char *e = vc_last_error();
+        out = malloc(strlen(e) + 5);
+        strcpy(out, "ERR:");
+        strcat(out, e);
+    }
+    vc_chat_template_free(t);
+    cJSON_Delete(v);
+    cJSON_Delete(msgs);
+    return out;
+}
+
+#define EQ(tmpl, vars, want) do { char *_g = R(tmpl, vars); \
+    CHECK_MSG(!strcmp(_g, want), "template %s\n  got: [%s]\n want: [%s]", tmpl, _g, want); free(_g); } while (0)
+/* expects an error whose message contains `part` */
+#define ERR(tmpl, vars, part) do { char *_g = R(tmpl, vars); \
+    CHECK_MSG(!strncmp(_g, "ERR:", 4) && strstr(_g, part), "template %s\n  got: [%s]\n want error with [%s]", tmpl, _g, part); \
+    free(_g); } while (0)
+
+static void test_whitespace(void) {
+    EQ("{% if true %}\nyes\n{% endif %}\n", NULL, "yes\n");          /* trim_blocks + trailing newline dropped */
+    EQ("  {% if true %}x{% endif %}", NULL, "x");                     /* lstrip_blocks */
+    EQ("a  {% if true %}x{% endif %}", NULL, "a  x");                 /* not at line start */
+    EQ("a\n  {% if true %}x{% endif %}", NULL, "a\nx");
+    EQ("  {%+ if true %}x{% endif %}", NULL, "  x");
+    EQ("{% if true +%}\nx{% endif %}", NULL, "\nx");
+    EQ("x  {{- 'y' -}}  \n z", NULL, "xyz");
+    EQ("{{ 'a' }}\n{{ 'b' }}", NULL, "a\nb");                         /* no trimming after }} */
+    EQ("{# comment #}\nx", NULL, "x");
+    EQ("a {#- c -#} b", NULL, "ab");
+    EQ("  {{ 'v' }}", NULL, "  v");                                   /* lstrip does not touch {{ */
+    EQ("{% raw %}{{ x }}{% if %}{% endraw %}", NULL, "{{ x }}{% if %}");
+    EQ("a\r\nb\r\n", NULL, "a\nb");
+    EQ("{% for x in [1,2] %}\n  {{ x }}\n{% endfor %}", NULL, "  1\n  2\n");
+    EQ("{%- for x in [1,2] %}\n  {{- x }}\n{%- endfor %}", NULL, "12");
+}
+
+static void test_expressions(void) {
+    EQ("{{ 1 + 2 * 3 }}|{{ (1 + 2) * 3 }}|{{ 2 ** 10 }}|{{ -2 ** 2 }}", NULL, "7|9|1024|4");
+    EQ("{{ 7 // 2 }}{{ -7 // 2 }}{{ 7 % 3 }}{{ -7 % 3 }}", NULL, "3-412");
+    EQ("{{ 7 / 2 }} {{ 4 / 2 }} {{ 0.1 + 0.2 }} {{ 1e-5 }} {{ 1.5e16 }} {{ 2.50 }}", NULL,
+       "3.5 2.0 0.30000000000000004 1e-05 1.5e+16 2.5");
+    EQ("{{ 'a' ~ 1 ~ none ~ true }}", NULL, "a1NoneTrue");
+    EQ("{{ 'a' 'b' }}{{ 'x' * 3 }}{{ [1] + [2] }}", NULL, "abxxx[1, 2]");
+    EQ("{{ [1, 'a', none, true, 1.0] }}", NULL, "[1, 'a', None, True, 1.0]");
+    EQ("{{ {'k': 'v', 'n': [1]} }}", NULL, "{'k': 'v', 'n': [1]}");
+    EQ("{{ [\"it's\", 'q\"'] }}", NULL, "[\"it's\", 'q\"']");
+    EQ("{{ 'a\\nb\\t\\'\\u00e9' }}", NULL, "a\nb\t'\xc3\xa9");
+    EQ("{{ 'abc'[::-1] }} {{ [1,2,3][1:] }} {{ [1,2,3][:-1] }} {{ [1,2,3,4][::2] }} {{ 'h\xc3\xa9llo'[1] }}", NULL,
+       "cba [2, 3] [1, 2] [1, 3] \xc3\xa9");
+    EQ("{{ [1,2,3][-1] }}{{ [1,2][5] }}|{{ {'a': {'b': 'c'}}['a'].b }}", NULL, "3|c");
+    EQ("{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 'a' in 'cat' }} {{ 2 not in [1,2] }} {{ 'k' in {'k': 1} }}", NULL,
+       "True False True False True");
+    EQ("{{ 1 == 1.0 }} {{ 'a' != 'b' }} {{ [1] == [1] }} {{ 'b' > 'a' }}", NULL, "True True True True");
+    EQ("{{ 0 or 'x' }}{{ 1 and 'y' }}{{ '' and 'z' }}{{ not 0 }}", NULL, "xyTrue");
+    EQ("{{ 'a' if false else 'b' }}[{{ 'a' if false }}]{{ 'c' if 1 }}", NULL, "b[]c");
+    EQ("{{ (1, 2) }}{{ (1,) }}", NULL, "(1, 2)(1,)");
+}
+
+static void test_undefined(void) {
+    EQ("[{{ nope }}]{{ nope is defined }}{{ nope is undefined }}{{ nope|default('d') }}", NULL, "[]FalseTrued");
+    EQ("{% for x in nope %}x{% endfor %}{{ nope|length }}{% if not nope %}F{% endif %}", NULL, "0F");
+    EQ("{{ d.missing }}|{{ d['missing'] is defined }}|{{ d.k }}", "{\"d\": {\"k\": 1}}", "|False|1");
+    ERR("{{ nope.attr }}", NULL, "'nope' is undefined");
+    ERR("{{ d.missing.x }}", "{\"d\": {}}", "has no attribute 'missing'");
+    ERR("{{ nope + 1 }}", NULL, "'nope' is undefined");
+    ERR("{{ nope() }}", NULL, "'nope' is undefined");
+    ERR("\n  {{ 1 + 'a' }}", NULL, "line 2 col 8");
+    EQ("{{ '' ~ nope }}{{ nope|trim }}", NULL, "");
+}
+
+static void test_filters(void) {
+    EQ("{{ '  x  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'Hi'|upper }}{{ 'Hi'|lower }}", NULL, "x|hi|HIhi");
+    EQ("{{ 'hello wORLD'|capitalize }}|{{ 'hello wORLD-foo (bar)'|title }}", NULL, "Hello world|Hello World-Foo (Bar)");
+    EQ("{{ {'a': [1, 2.5, '\xc3\xa9', none, true, '\"\\n']}|tojson }}", NULL,
+       "{\"a\": [1, 2.5, \"\xc3\xa9\", null, true, \"\\\"\\n\"]}");
+    EQ("{{ {'a': [1], 'b': {}}|tojson(indent=2) }}", NULL, "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}");
+    EQ("{{ {'b': 1, 'a': 2}|tojson(sort_keys=true) }}{{ '\xc3\xa9'|tojson(ensure_ascii=true) }}", NULL,
+       "{\"a\": 2, \"b\": 1}\"\\u00e9\"");
+    EQ("{{ [1,2]|join(', ') }}|{{ 'h\xc3\xa9'|length }}|{{ [1,2,3]|first }}{{ [1,2,3]|last }}|{{ 'aXbX'|replace('X', '-') }}",
+       NULL, "1, 2|2|13|a-b-");
+    EQ("{{ 5|string ~ 'x' }}|{{ '42'|int + 1 }}|{{ 'x'|int }}|{{ 3.9|int }}|{{ '2.5'|float }}|{{ 'ab'|list }}", NULL,
+       "5x|43|0|3|2.5|['a', 'b']");
+    EQ("{% for k, v in {'a': 1, 'b': 2}|items %}{{ k }}={{ v }};{% endfor %}", NULL, "a=1;b=2;");
+    EQ("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d.keys()|list }}{{ d.values()|list }}", "{\"d\": {\"x\": [1]}}",
+       "x=[1];['x'][[1]]");
+    const char *msgs = "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": \"U\"}, "
+                       "{\"role\": \"user\", \"content\": \"\"}]}";
+    EQ("{{ messages|selectattr('role', 'equalto', 'user')|list|length }}{{ messages|rejectattr('role', 'equalto', 'user')|list|length }}"
+       "{{ messages|selectattr('content')|list|length }}", msgs, "212");
+    EQ("{{ messages|map(attribute='role')|join(',') }}|{{ messages|map(attribute='x', default='-')|join }}", msgs, "system,user,user|---");
+    EQ("{{ ['a', 'b']|map('upper')|list }}{{ [1, 0, 2]|select|list }}{{ [1, 2, 3]|reject('odd')|list }}", NULL, "['A', 'B'][1, 2][2]");
+    EQ("{{ [3, 1]|reverse|list }}{{ 'ab'|reverse }}{{ [1, 1, 2]|unique|list }}{{ [3, 5]|max }}{{ [3, 5]|min }}{{ [1, 2]|sum }}{{ -2|abs }}",
+       NULL, "[1, 3]ba[1, 2]5332");
+    EQ("{{ 'a\nb'|indent(2) }}|{{ none|default('x') }}|{{ ''|default('x', true) }}", NULL, "a\n  b|None|x");
+    ERR("{{ 1|nofilter }}", NULL, "unsupported construct: filter 'nofilter'");
+}
+
+static void test_tests(void) {
+    EQ("{{ 1 is number }}{{ 'a' is string }}{{ {} is mapping }}{{ [] is iterable }}{{ none is none }}"
+       "{{ true is boolean }}{{ true is true }}{{ false is false }}{{ 1 is true }}{{ 3 is equalto 3 }}"
+       "{{ 'a' is sequence }}{{ 1 is not string }}{{ 1 is integer }}{{ 1.5 is float }}{{ 3 is odd }}"
+       "{{ 4 is divisibleby(2) }}{{ 2 is eq 2 }}{{ 'ab' is lower }}", NULL,
+       "TrueTrueTrueTrueTrueTrueTrueTrueFalseTrueTrueTrueTrueTrueTrueTrueTrueTrue");
+    ERR("{{ 1 is nosuchtest }}", NULL, "unsupported construct: test 'nosuchtest'");
+}
+
+static void test_methods(void) {
+    EQ("{{ ' a b '.strip() }}|{{ 'a,b,,c'.split(',') }}|{{ ' a b  c '.split() }}|{{ 'a.b.c'.rsplit('.', 1) }}|"
+       "{{ 'xxhixx'.lstrip('x') }}|{{ 'xxhixx'.rstrip('x') }}|{{ 'hello'.startswith('he') }}|"
+       "{{ 'hello'.endswith(('x', 'lo')) }}|{{ 'Ab'.upper() }}{{ 'Ab'.lower() }}|{{ 'aaa'.replace('a', 'b', 2) }}",
+       NULL, "a b|['a', 'b', '', 'c']|['a', 'b', 'c']|['a.b', 'c']|hixx|xxhi|True|True|ABab|bba");
+    EQ("{{ 'a b c'.split(' ', 1) }}{{ 'abc'.find('c') }}{{ 'abab'.count('ab') }}{{ '-'.join(['a', 'b']) }}{{ '12'.isdigit() }}",
+       NULL, "['a', 'b c']22a-bTrue");
+    EQ("{{ d.get('a') }}{{ d.get('z', 5) }}{{ d.get('z') }}", "{\"d\": {\"a\": 1}}", "15None");
+    ERR("{% set l = [] %}{{ l.append(1) }}", NULL, "unsafe");
+    ERR("{{ 'x'.nomethod() }}", NULL, "has no attribute 'nomethod'");
+}
+
+static void test_statements(void) {
+    EQ("{% for x in 'abc' %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}"
+       "{{ loop.last }}{{ loop.length }};{% endfor %}", NULL,
+       "1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;");
+    EQ("{% for x in [1, 2, 3] %}{{ loop.previtem is defined }}{{ loop.nextitem|default('-') }}{% endfor %}", NULL,
+       "False2True3True-");
+    EQ("{% for x in [] %}x{% else %}empty{% endfor %}", NULL, "empty");
+    EQ("{% for x in [1, 2, 3, 4] if x is even %}{{ x }}{{ loop.length }}{% endfor %}", NULL, "2242");
+    EQ("{% for x in range(10) %}{% if x == 3 %}{% break %}{% endif %}{% if x == 1 %}{% continue %}{% endif %}{{ x }}{% endfor %}",
+       NULL, "02");
+    EQ("{{ range(3)|list }}{{ range(1, 7, 2)|list }}{{ range(3, 0, -1)|list }}", NULL, "[0, 1, 2][1, 3, 5][3, 2, 1]");
+    EQ("{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{% endfor %}", NULL, "37");
+    EQ("{% for x in [[1, 2], [3]] %}{% for y in x %}{{ loop.index }}{% endfor %}{{ loop.index }};{% endfor %}", NULL, "121;12;");
+    EQ("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}", NULL, "21");
+    EQ("{% set x = 1 %}{% if true %}{% set x = 2 %}{% endif %}{{ x }}", NULL, "2");
+    EQ("{% set ns = namespace(c=0, s='') %}{% for i in range(3) %}{% set ns.c = ns.c + i %}{% set ns.s = ns.s ~ i %}"
+       "{% endfor %}{{ ns.c }} {{ ns.s }}", NULL, "3 012");
+    EQ("{% set s %}a{{ 1 }}{% endset %}[{{ s }}]", NULL, "[a1]");
+    EQ("{% set a, b = 1, 2 %}{{ a }}{{ b }}", NULL, "12");
+    EQ("{% macro greet(name, p='Hi') %}{{ p }} {{ name }}{% endmacro %}{{ greet('Bob') }}/{{ greet('Al', p='Yo') }}",
+       NULL, "Hi Bob/Yo Al");
+    EQ("{% if 0 %}a{% elif '' %}b{% elif [1] %}c{% else %}d{% endif %}", NULL, "c");
+    EQ("{% generation %}x{% endgeneration %}", NULL, "x");
+    EQ("{{ bos_token }}{{ eos_token }}{{ strftime_now('%Y')|length }}{{ add_generation_prompt }}{{ tools }}", NULL,
+       "<s></s>4FalseNone");
+    ERR("{{ raise_exception('bad role') }}", NULL, "bad role");
+    ERR("{% set x = 1 %}{% set x.a = 2 %}", NULL, "non-namespace");
+}
+
+static void test_malformed(void) {
+    ERR("{% if x %}abc", NULL, "missing '{% endif %}'");
+    ERR("{% if x %}abc", NULL, "line 1 col 1");
+    ERR("ab\n{{ x ", NULL, "line 2 col 1: unclosed '{{'");
+    ERR("{% for %}{% endfor %}", NULL, "expected a variable name");
+    ERR("{{ 1 + }}", NULL, "unexpected '}}'");
+    ERR("{% endif %}", NULL, "unexpected 'endif'");
+    ERR("{% include 'x.html' %}", NULL, "unsupported construct: '{% include %}' tag");
+    ERR("{% for x in y recursive %}{% endfor %}", NULL, "recursive");
+    ERR("{{ 'abc }}", NULL, "unterminated string");
+    ERR("{# x", NULL, "unclosed comment");
+    ERR("{% raw %}x", NULL, "unclosed '{% raw %}'");
+    ERR("{{ x $ y }}", NULL, "unexpected character");
+    ERR("{{ [1, 2 }}", NULL, "unclosed '{{'");
+    ERR("{{ [1, 2) }}", NULL, "expected ','");
+    ERR("{{ 'a' % 1 }}", NULL, "unsupported construct");
+    ERR("{% break %}", NULL, "outside of a for loop");
+    ERR("{{ 1 is defined is defined }}", NULL, "chain");
+    ERR("{{ 1 / 0 }}", NULL, "division by zero");
+    /* bounded resources */
+    char *deep = malloc(30000);
+    memset(deep, '(', 10000);
+    strcpy(deep + 10000, "1");
+    memset(deep + 10001, ')', 10000);
+    deep[20001] = 0;
+    char *tmpl = malloc(30100);
+    snprintf(tmpl, 30100, "{{ %s }}", deep);
+    ERR(tmpl, NULL, "nested too deeply");
+    char *ifs = malloc(20 * 2000 + 10);
+    ifs[0] = 0;
+    for (int i = 0; i < 1000; i++) strcat(ifs, "{% if 1 %}");
+    ERR(ifs, NULL, "nested too deeply");
+    free(ifs);
+    free(tmpl);
+    free(deep);
+    ERR("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", NULL, "evaluation limit");
+    ERR("{{ range(1000000000)|length }}", NULL, "range too big");
+    ERR("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", NULL, "too deeply");
+    ERR("{{ 'x' * 1000000000 }}", NULL, "too large");
+    ERR("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}", NULL, "namespace stored inside itself");
+    /* a template cut at every byte never crashes */
+    const char *full = "{%- for m in messages %}{{- '<' + m.role|upper ~ '>' }}{% if m.content is string %}{{ m.content[1:] }}"
+                       "{% else %}{{ m.content|tojson(indent=2) }}{% endif %}{# c #}{% endfor %}";
+    size_t n = strlen(full);
+    for (size_t k = 0; k < n; k++) {
+        char *cut = strndup(full, k);
+        char *g = R(cut, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}");
+        free(g);
+        free(cut);
+    }
+    CHECK(1);
+}
+
+int main(void) {
+    test_whitespace();
+    test_expressions();
+    test_undefined();
+    test_filters();
+    test_tests();
+    test_methods();
+    test_statements();
+    test_malformed();
+    return vc_test_done();
+}

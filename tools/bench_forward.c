@@ -1,0 +1,73 @@
+/* verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T] */
+#include "cli.h"
+#include "verlc/model.h"
+#include "verlc/ops.h"
+#include "verlc/perf.h"
+#include "verlc/pool.h"
+#include <stdlib.h>
+#include <string.h>
+
+int vc_bench_forward(int argc, char **argv) {
+    const char *config = NULL;
+    int64_t tokens = 2048, seq_len = 0;
+    int reps = 2, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T]\n");
+            return 2;
+        }
+    }
+    if (!config || tokens <= 0) {
+        fprintf(stderr, "usage: verlc bench forward --config CONFIG.json [--tokens N]\n");
+        return 2;
+    }
+    if (threads > 0) vc_set_threads(threads);
+    if (seq_len <= 0 || seq_len > tokens) seq_len = tokens;
+    vc_model *m;
+    if (vc_model_init_random(config, 1, &m)) {
+        fprintf(stderr, "verlc: %s\n", vc_last_error());
+        return 1;
+    }
+    const vc_model_config *c = vc_model_cfg(m);
+    int n_seq = (int)((tokens + seq_len - 1) / seq_len);
+    int64_t *cu = calloc((size_t)n_seq + 1, sizeof *cu);
+    int32_t *ids = malloc((size_t)tokens * 4), *tgt = malloc((size_t)tokens * 4);
+    for (int s = 0; s < n_seq; s++) cu[s + 1] = cu[s] + (tokens - cu[s] < seq_len ? tokens - cu[s] : seq_len);
+    for (int64_t t = 0; t < tokens; t++) ids[t] = (int32_t)((t * 2654435761u) % (uint64_t)c->vocab);
+    for (int64_t t = 0; t < tokens; t++) tgt[t] = t + 1 < tokens ? ids[t + 1] : -1;
+    vc_batch b = { n_seq, cu, ids };
+    vc_graph *g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    double best = 1e30;
+    for (int r = 0; r < reps + 1; r++) { /* first run warms up */
+        vc_graph_reset(g);
+        double t0 = vc_now();
+        vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
+        if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) {
+            fprintf(stderr, "verlc: %s\n", vc_last_error());
+            return 1;
+        }
+        double dt = vc_now() - t0;
+        if (r > 0 && dt < best) best = dt;
+    }
+    double flops = vc_perf_forward_flops(c, tokens, seq_len);
+    double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048);
+    double gf = flops / best * 1e-9;
+    printf("bench forward: %s, %lld params, %lld tokens (%d x %lld), %d threads\n", c->model_type,
+           (long long)vc_model_param_count(m), (long long)tokens, n_seq, (long long)seq_len, vc_get_threads());
+    printf("  time %.3f s  %.0f tokens/s  %.1f GFLOP/s (%.2f TFLOP per forward)\n", best, tokens / best, gf, flops * 1e-12);
+    printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s\n", peak_t, peak_g);
+    printf("  %.1f%% of theoretical fp32 peak, %.1f%% of measured sgemm peak\n", 100 * gf / peak_t, 100 * gf / peak_g);
+    printf("  step arena peak %.1f MB\n", vc_graph_peak_bytes(g) / 1e6);
+    vc_graph_free(g);
+    free(cu);
+    free(ids);
+    free(tgt);
+    vc_model_free(m);
+    return 0;
+}
