@@ -97,9 +97,24 @@ void vc_kv_cache_free(vc_kv_cache *c);
 int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq);
 void vc_kv_cache_reset(vc_kv_cache *c);
 
+/* Paged KV cache (the rollout engine's): a pool of pages of page_tokens tokens for every layer. Token i
+ * of page p in layer l is at pool + ((p * n_layer + l) * page_tokens + i) * vc_kv_row_floats(m) floats,
+ * keys first, then values. */
+typedef struct vc_kv_pages {
+    float *pool;
+    int64_t page_tokens;
+    const int32_t *const *table; /* [n_seq]: page ids covering len[s] + the sequence's new tokens */
+    const int64_t *len;          /* [n_seq]: tokens already cached (the caller advances it) */
+} vc_kv_pages;
+int64_t vc_kv_row_floats(const vc_model *m);
+
 /* Decoder forward: final normed hidden states [T, hidden]. With a cache, the batch's sequence i
  * continues cache sequence i (n_seq must match) and its keys/values are appended; no gradients. */
 vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache);
+/* Forward over a paged cache: sequence s continues after kv->len[s] cached tokens; its new keys and
+ * values are written into its pages (which must not be shared). No gradients. Every row is computed
+ * independently of the other rows of the batch (given a row-invariant GEMM in the active backend). */
+vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv);
 /* Full logits [T, vocab] (soft-capped as the model does). */
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);
 /* Per-token log p(target) and entropy [T] through the fused chunked head; target < 0 gives 0. */

@@ -53,11 +53,33 @@ typedef struct vc_rollout_sample {
 
 typedef struct vc_rollout_engine vc_rollout_engine;
 
+/* What the last vc_rollout_generate did (for tests, logs and benchmarks). */
+typedef struct vc_rollout_stats {
+    int64_t pool_pages, page_tokens, page_bytes; /* KV pool as allocated for the call */
+    int64_t peak_pages;      /* most pages in use at once */
+    int64_t preemptions;     /* sequences whose pages were freed to make room (recomputed later) */
+    int64_t steps;           /* forward passes */
+    int64_t prefill_tokens;  /* tokens computed that were not the single next token of a decode step */
+    int64_t decode_tokens;   /* single-token decode rows computed */
+    int64_t generated;       /* tokens sampled */
+    int64_t decode_only_tokens; /* rows of steps that computed no prefill tokens ... */
+    double decode_only_seconds; /* ... and the time those steps took (decode throughput) */
+    double seconds;
+} vc_rollout_stats;
+
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);
 void vc_rollout_free(vc_rollout_engine *e);
 /* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
- * (request, sample). Results do not depend on max_batch, thread count or request order. */
+ * (request, sample). Results do not depend on max_batch, thread count, request order, prefill chunking,
+ * page size or preemption: the call installs a row-invariant op table (vc_set_backend) for its duration,
+ * so it must not overlap a training step in another thread. (Length-dependent ropes (dynamic NTK,
+ * longrope) recompute their frequencies per sequence length as transformers does, so a preempted
+ * sequence of such a model may differ after recomputation.) A request whose prompt + max_new_tokens
+ * cannot fit in the KV pool alone is VC_ERR_ARG with the numbers. */
 vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                               vc_rollout_sample **out, int *n_out);
 void vc_rollout_samples_free(vc_rollout_sample *s, int n);
+void vc_rollout_last_stats(const vc_rollout_engine *e, vc_rollout_stats *out);
+/* Pages of the pool the options give for this model (before capping to what a call needs). */
+int64_t vc_rollout_budget_pages(const vc_rollout_engine *e);
 #endif

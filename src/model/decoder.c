@@ -18,6 +18,7 @@ typedef struct {
     vc_graph *g;
     const vc_batch *b;
     vc_kv_cache *cache;
+    const vc_kv_pages *paged;
     int64_t T;
     const float *cos, *sin; /* [T, rot/2] */
     int64_t *pos;           /* [T] */
@@ -35,6 +36,41 @@ static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int6
     return vc_reshape(g, x, 3, s);
 }
 
+/* inv_freq as the model holds it (rounded to a bf16/f16 checkpoint dtype) for sequences up to maxpos */
+static vc_status inv_freq(const vc_model_config *c, int64_t maxpos, float *inv, float *scale) {
+    int half = c->rot_dim / 2;
+    vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, scale);
+    if (st) return st;
+    if (c->dtype == VC_BF16 || c->dtype == VC_F16)
+        for (int i = 0; i < half; i++)
+            inv[i] = c->dtype == VC_BF16 ? vc_bf16_to_f32(vc_f32_to_bf16(inv[i])) : vc_f16_to_f32(vc_f32_to_f16(inv[i]));
+    return VC_OK;
+}
+
+/* paged batches: each sequence's tables depend only on that sequence (length-dependent ropes use its
+ * own length), so a row does not depend on the rest of the batch */
+static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
+    const vc_model_config *c = &f->m->cfg;
+    float inv[1024], scale = 1.0f;
+    f->cos = cs;
+    f->sin = cs + f->T * half;
+    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
+    for (int s = 0; s < f->b->n_seq; s++) {
+        int64_t t0 = f->b->cu_seqlens[s], t1 = f->b->cu_seqlens[s + 1], base = f->paged->len[s];
+        for (int64_t t = t0; t < t1; t++) f->pos[t] = base + t - t0;
+        if (!half || t1 == t0) continue;
+        vc_status st = inv_freq(c, base + t1 - t0, inv, &scale);
+        if (st) return st;
+        for (int64_t t = t0; t < t1; t++)
+            for (int i = 0; i < half; i++) {
+                float ang = (float)f->pos[t] * inv[i];
+                cs[t * half + i] = cosf(ang) * scale;
+                cs[f->T * half + t * half + i] = sinf(ang) * scale;
+            }
+    }
+    return VC_OK;
+}
+
 /* rope tables for this batch: positions continue after the cache */
 static vc_status rope_tables(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
@@ -44,6 +80,7 @@ static vc_status rope_tables(fwd_ctx *f) {
     float inv[1024], scale = 1.0f;
     if (!f->pos || !cs) return vc_graph_status(f->g);
     int64_t maxpos = 0;
+    if (f->paged) return rope_tables_paged(f, cs, half);
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t base = f->cache ? vc_kv_cache_len(f->cache, s) : 0;
         for (int64_t t = f->b->cu_seqlens[s]; t < f->b->cu_seqlens[s + 1]; t++) {
@@ -71,6 +108,43 @@ static vc_status rope_tables(fwd_ctx *f) {
     return VC_OK;
 }
 
+/* paged cache: write the new keys/values into the sequences' pages, then attend over the pages */
+static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor *q, vc_tensor *k, vc_tensor *v) {
+    const vc_kv_pages *kv = f->paged;
+    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
+    int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
+    int64_t shape[3] = { f->T, d->n_head, d->v_head_dim };
+    vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
+    int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d->n_seq, 0);
+    const float *const **pp = vc_graph_alloc(f->g, sizeof(void *) * (size_t)d->n_seq * 2, 0);
+    if (!o || !kvl || !pp) return NULL;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kv->len[s];
+        int64_t npg = (at + n + P - 1) / P;
+        const float **kp = vc_graph_alloc(f->g, sizeof(float *) * (size_t)(npg ? npg : 1) * 2, 0);
+        if (!kp) return NULL;
+        for (int64_t i = 0; i < npg; i++) {
+            kp[i] = kv->pool + ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
+            kp[npg + i] = kp[i] + kw;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float *dst = (float *)kp[(at + i) / P] + ((at + i) % P) * row;
+            memcpy(dst, k->data + (t0 + i) * kw, (size_t)kw * 4);
+            memcpy(dst + kw, v->data + (t0 + i) * vw, (size_t)vw * 4);
+        }
+        pp[s] = kp;
+        pp[d->n_seq + s] = kp + npg;
+        kvl[s] = at + n;
+    }
+    d->k_pages = pp;
+    d->v_pages = pp + d->n_seq;
+    d->page_tokens = P;
+    d->kv_len = kvl;
+    d->k_stride = d->v_stride = row;
+    vc_be()->attn_fwd(o->data, NULL, q->data, d);
+    return o;
+}
+
 /* attention over the batch, or over the cache after appending the new keys and values */
 static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_tensor *v, int nkv, int hd, int hdv) {
     const vc_model_config *c = &f->m->cfg;
@@ -78,6 +152,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1 };
+    if (f->paged) return attend_paged(f, layer, &d, q, k, v);
     if (!f->cache) return vc_op_attention(f->g, q, k, v, &d);
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
@@ -249,9 +324,23 @@ static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
     return y;
 }
 
+static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged);
+
 vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache) {
+    return forward(m, g, b, cache, NULL);
+}
+
+vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv) {
+    int grad = vc_graph_grad_enabled(g);
+    vc_graph_set_grad(g, 0);
+    vc_tensor *x = forward(m, g, b, NULL, kv);
+    vc_graph_set_grad(g, grad);
+    return x;
+}
+
+static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
-    fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .T = b->cu_seqlens[b->n_seq] };
+    fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .paged = paged, .T = b->cu_seqlens[b->n_seq] };
     for (int64_t t = 0; t < f.T; t++)
         if (b->ids[t] < 0 || b->ids[t] >= c->vocab) {
             vc_fail(VC_ERR_ARG, "token id %d at position %lld is outside the vocabulary (%lld)", b->ids[t], (long long)t,
@@ -274,7 +363,7 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
     if (rope_tables(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
-        int ckpt = m->checkpointing && !cache && vc_graph_grad_enabled(g);
+        int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);
         /* without a tape a layer's temporaries die with it: keep the residual stream in two buffers
          * and rewind the arena after every layer */
@@ -354,4 +443,9 @@ void vc_kv_cache_free(vc_kv_cache *c) {
 }
 
 int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq) { return c->len[seq]; }
+
+int64_t vc_kv_row_floats(const vc_model *m) {
+    const vc_model_config *c = &m->cfg;
+    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : 2 * c->n_kv_head * c->head_dim;
+}
 void vc_kv_cache_reset(vc_kv_cache *c) { memset(c->len, 0, sizeof(int64_t) * (size_t)c->n_seq); }

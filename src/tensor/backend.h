@@ -21,6 +21,11 @@ typedef struct vc_attn_desc {
     float softcap; /* 0: none; else s = softcap * tanh(s / softcap) */
     int window;    /* 0: none; else key j visible from query position p when p - j < window */
     int causal;
+    /* paged keys/values (page_tokens > 0; forward only): key j of sequence s is at
+     * k_pages[s][j / page_tokens] + (j % page_tokens) * k_stride (values likewise); k_seq/v_seq unused.
+     * Each query row is then computed on its own, so its output does not depend on the other rows. */
+    const float *const *const *k_pages, *const *const *v_pages;
+    int64_t page_tokens;
 } vc_attn_desc;
 
 typedef struct vc_route_desc {

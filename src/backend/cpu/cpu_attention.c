@@ -3,6 +3,7 @@
  * the probabilities from the saved log-sum-exp (no [T x T] matrix is kept). Blocks are processed in a
  * fixed order so the key/value gradient sums are deterministic. */
 #include "cpu.h"
+#include "verlc/pool.h"
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -23,6 +24,66 @@ static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
     return 1;
 }
 
+/* Row-wise work between the GEMMs (mask, soft-cap, softmax, dS) runs on the pool in blocks of rows;
+ * each row's arithmetic is the same whichever thread runs it. */
+#define ROWS 8
+typedef struct {
+    float *S, *dP, *lse_out;
+    const float *lse, *dO, *O;
+    int64_t nj, j0, pos0, nr, ostride, lse_base;
+    int h;
+    const vc_attn_desc *d;
+} rows_ctx;
+
+static void mask_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float *s = c->S + r * c->nj;
+        for (int64_t j = 0; j < c->nj; j++) {
+            if (!visible(c->d, c->pos0 + r, c->j0 + j)) s[j] = -INFINITY;
+            else if (c->d->softcap > 0) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
+        }
+    }
+}
+
+static void softmax_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float *pr = c->S + r * c->nj, m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < c->nj; j++) m = pr[j] > m ? pr[j] : m;
+        for (int64_t j = 0; j < c->nj; j++) {
+            pr[j] = expf(pr[j] - m);
+            sum += pr[j];
+        }
+        float inv = 1.0f / sum;
+        for (int64_t j = 0; j < c->nj; j++) pr[j] *= inv;
+        if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
+    }
+}
+
+static void dscore_rows(void *p, int64_t blk) {
+    rows_ctx *c = p;
+    const vc_attn_desc *d = c->d;
+    int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
+    for (int64_t r = blk * ROWS; r < r1; r++) {
+        float L = c->lse[(c->lse_base + r) * d->n_head + c->h], D = 0;
+        for (int i = 0; i < d->v_head_dim; i++) D += c->dO[r * c->ostride + i] * c->O[r * c->ostride + i];
+        float *pr = c->S + r * c->nj, *dp = c->dP + r * c->nj;
+        for (int64_t j = 0; j < c->nj; j++) {
+            float sc = pr[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
+            float ds = pj * (dp[j] - D);
+            if (d->softcap > 0) {
+                float t = sc / d->softcap;
+                ds *= 1.0f - t * t;
+            }
+            pr[j] = pj; /* S now holds P */
+            dp[j] = ds; /* dP now holds dS (w.r.t. the scaled, uncapped score) */
+        }
+    }
+}
+
 /* scores S[r, j - j0] for queries rows q0..q0+nr of head h; applies scale, soft-cap and the mask */
 static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, const float *K, int64_t j0,
                    int64_t nj, int64_t pos0, const vc_attn_desc *d) {
@@ -30,16 +91,75 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     int kvh = h / (d->n_head / d->n_kv_head);
     vc_cpu_gemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
                 K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
-    for (int64_t r = 0; r < nr; r++) {
-        float *s = S + r * nj;
-        for (int64_t j = 0; j < nj; j++) {
-            if (!visible(d, pos0 + r, j0 + j)) s[j] = -INFINITY;
-            else if (d->softcap > 0) s[j] = d->softcap * tanhf(s[j] / d->softcap);
+    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr };
+    vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
+}
+
+/* ---- paged forward: one query row at a time, a fixed summation order per row ---- */
+static float dot_fixed(const float *a, const float *b, int n) {
+    float acc[8] = { 0 };
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+typedef struct {
+    float *o, *lse;
+    const float *q;
+    const vc_attn_desc *d;
+} paged_ctx;
+
+static inline const float *page_row(const float *const *pages, int64_t P, int64_t stride, int64_t j) {
+    return pages[j / P] + (j % P) * stride;
+}
+
+/* task = (sequence, head) */
+static void paged_task(void *p, int64_t task) {
+    paged_ctx *c = p;
+    const vc_attn_desc *d = c->d;
+    int s = (int)(task / d->n_head), h = (int)(task % d->n_head);
+    int kvh = h / (d->n_head / d->n_kv_head);
+    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s], P = d->page_tokens;
+    int64_t qstride = (int64_t)d->n_head * d->head_dim, ostride = (int64_t)d->n_head * d->v_head_dim;
+    float *S = vc_malloc((size_t)(kvl ? kvl : 1) * sizeof(float));
+    if (!S) return;
+    for (int64_t r = 0; r < ql; r++) {
+        int64_t pos = kvl - ql + r, j0, j1;
+        key_range(d, kvl, pos, pos, &j0, &j1);
+        const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
+        float m = -INFINITY, sum = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            const float *k = page_row(d->k_pages[s], P, d->k_stride, j) + (int64_t)kvh * d->head_dim;
+            float sc = d->scale * dot_fixed(qr, k, d->head_dim);
+            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
+            S[j - j0] = sc;
+            m = sc > m ? sc : m;
         }
+        for (int64_t j = 0; j < j1 - j0; j++) {
+            S[j] = expf(S[j] - m);
+            sum += S[j];
+        }
+        float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
+        for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
+        for (int64_t j = j0; j < j1; j++) {
+            const float *v = page_row(d->v_pages[s], P, d->v_stride, j) + (int64_t)kvh * d->v_head_dim;
+            float pj = S[j - j0] * inv;
+            for (int i = 0; i < d->v_head_dim; i++) orow[i] += pj * v[i];
+        }
+        if (c->lse) c->lse[(qa + r) * d->n_head + h] = m + logf(sum);
     }
+    free(S);
 }
 
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
+    if (d->page_tokens > 0) {
+        paged_ctx c = { o, lse, q, d };
+        vc_parallel((int64_t)d->n_seq * d->n_head, paged_task, &c);
+        return;
+    }
     int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
     int64_t maxkv = 0;
     for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
@@ -54,17 +174,8 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
                 key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
                 int64_t nj = j1 - j0;
                 scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d);
-                for (int64_t r = 0; r < nr; r++) {
-                    float *p = S + r * nj, m = -INFINITY, sum = 0;
-                    for (int64_t j = 0; j < nj; j++) m = p[j] > m ? p[j] : m;
-                    for (int64_t j = 0; j < nj; j++) {
-                        p[j] = expf(p[j] - m);
-                        sum += p[j];
-                    }
-                    float inv = 1.0f / sum;
-                    for (int64_t j = 0; j < nj; j++) p[j] *= inv;
-                    if (lse) lse[(qa + b + r) * d->n_head + h] = m + logf(sum);
-                }
+                rows_ctx rc = { .S = S, .lse_out = lse, .nj = nj, .nr = nr, .lse_base = qa + b, .h = h, .d = d };
+                vc_parallel((nr + ROWS - 1) / ROWS, softmax_rows, &rc);
                 vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
                             d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f,
                             o + (qa + b) * ostride + (int64_t)h * d->v_head_dim, ostride);
@@ -98,21 +209,9 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
                 /* dP = dO V^T */
                 vc_cpu_gemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
                             0.0f, dP, nj);
-                for (int64_t r = 0; r < nr; r++) {
-                    float L = lse[(qa + b + r) * d->n_head + h], D = 0;
-                    for (int i = 0; i < d->v_head_dim; i++) D += dO[r * ostride + i] * O[r * ostride + i];
-                    float *p = S + r * nj, *dp = dP + r * nj;
-                    for (int64_t j = 0; j < nj; j++) {
-                        float sc = p[j], pj = expf(sc - L); /* exp(-inf) = 0 for masked keys */
-                        float ds = pj * (dp[j] - D);
-                        if (d->softcap > 0) {
-                            float t = sc / d->softcap;
-                            ds *= 1.0f - t * t;
-                        }
-                        p[j] = pj;   /* S now holds P */
-                        dp[j] = ds;  /* dP now holds dS (w.r.t. the scaled, uncapped score) */
-                    }
-                }
+                rows_ctx rc = { .S = S, .dP = dP, .lse = lse, .dO = dO, .O = O, .nj = nj, .nr = nr, .ostride = ostride,
+                                .lse_base = qa + b, .h = h, .d = d };
+                vc_parallel((nr + ROWS - 1) / ROWS, dscore_rows, &rc);
                 /* dV += P^T dO ; dK += scale dS^T Q ; dQ += scale dS K */
                 vc_cpu_gemm(1, 0, nj, d->v_head_dim, nr, 1.0f, S, nj, dO, ostride, 1.0f,
                             d->dv_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride);

@@ -1,0 +1,199 @@
+/* verlc training core: one optimiser step over a mini-batch of packed sequences (micro-batches,
+ * gradient accumulation, verl's loss aggregation with global normalisers, clipping, AdamW, LR
+ * schedule), a memory plan, checkpoints that resume bit-identically, and SFT on top of them.
+ *
+ * Token alignment: a sequence of tokens x_0..x_{L-1} is scored at positions 0..L-2; position t holds
+ * log p(x_{t+1} | x_0..x_t). Masks given by callers are token-aligned (mask[k] = 1: token k is a loss
+ * target, as verl's response_mask); micro-batches hand them to loss callbacks position-aligned. */
+#ifndef VERLC_TRAIN_H
+#define VERLC_TRAIN_H
+#include "verlc/core.h"
+#include "verlc/data.h"
+#include "verlc/model.h"
+#include "verlc/optim.h"
+#include "verlc/rl.h"
+#include "verlc/tensor.h"
+
+/* ---- mini-batches and micro-batches ------------------------------------------------------------ */
+typedef struct vc_minibatch {
+    int n_seq;
+    const int64_t *cu_seqlens; /* [n_seq + 1] */
+    const int32_t *ids;        /* [cu_seqlens[n_seq]] */
+    const float *mask;         /* [same] token-aligned loss mask (the first token of a sequence is ignored); NULL = all */
+} vc_minibatch;
+
+/* One micro-batch as a loss callback sees it. Arrays are position-aligned and packed. */
+typedef struct vc_micro_batch {
+    int index, count;          /* this micro-batch and how many the mini-batch has */
+    int n_seq;
+    const int64_t *cu_seqlens; /* [n_seq + 1] */
+    const int32_t *ids;        /* [T] */
+    const int32_t *target;     /* [T] ids[t + 1] inside a sequence, -1 at its last position */
+    const float *mask;         /* [T] mask of the target token */
+    const float *weight;       /* [T] d loss / d token_loss[t] under loss_agg_mode with mini-batch normalisers */
+    const uint32_t *seq;       /* [n_seq] index of each sequence in the mini-batch */
+    const int64_t *src;        /* [T] index of position t in the mini-batch's token arrays (target: src[t] + 1) */
+    int64_t n_tokens;          /* T */
+} vc_micro_batch;
+
+/* Mini-batch normalisers, known before the micro-batches run (verl's global_batch_info). */
+typedef struct vc_loss_norm {
+    double n_tokens;          /* masked target tokens in the mini-batch */
+    double n_seqs;            /* sequences with at least one masked token */
+    double loss_scale_factor; /* seq-mean-token-sum-norm denominator */
+} vc_loss_norm;
+
+/* Custom loss: receives the micro-batch's per-position log-probs (and entropies when the trainer was
+ * configured with need_entropy, else NULL) and returns the scalar loss tensor [1] to back-propagate,
+ * already normalised for the whole mini-batch (sum over micro-batches = mini-batch loss), e.g.
+ * vc_op_dot_const(g, logp, dloss_dlogp) with mb->weight folded in. *value may be set to a metric the
+ * caller wants summed (or left alone). */
+typedef vc_status (*vc_token_loss_fn)(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *logp,
+                                      vc_tensor *entropy, vc_tensor **loss);
+
+/* Splits a mini-batch into micro-batches: by count (micro_bs sequences, in order) or, when
+ * max_tokens > 0, verl's token-budget balanced partition (use_dynamic_bsz). */
+vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out);
+/* Mini-batch normalisers; loss_scale_factor <= 0 takes the longest sequence's masked token count. */
+void vc_train_loss_norm(const vc_minibatch *b, double loss_scale_factor, vc_loss_norm *n);
+/* Per-position weights of `count` tokens of one sequence (position-aligned mask) under `mode`. */
+vc_status vc_train_token_weights(const float *mask, int64_t count, vc_agg_mode mode, const vc_loss_norm *n,
+                                 float *weight);
+
+/* ---- the trainer ---------------------------------------------------------------------------------- */
+typedef struct vc_trainer_config {
+    vc_adamw_config adamw;
+    vc_lr_schedule sched;    /* resolved (vc_lr_schedule_init) */
+    double grad_clip;        /* <= 0: measure only */
+    vc_agg_mode agg;
+    double loss_scale_factor;/* seq-mean-token-sum-norm; <= 0: longest sequence's target count */
+    int micro_bs;            /* sequences per micro-batch when max_tokens <= 0 */
+    int64_t max_tokens;      /* token budget per micro-batch (use_dynamic_bsz); <= 0: by count */
+    int need_entropy;
+    int checkpointing;       /* recompute layers in backward */
+} vc_trainer_config;
+
+void vc_trainer_config_default(vc_trainer_config *c);
+
+typedef struct vc_step_stats {
+    double loss;             /* sum of the micro-batch losses = aggregated mini-batch loss */
+    double grad_norm;        /* before clipping */
+    double lr;
+    int skipped;             /* non-finite loss or gradient norm: no update */
+    int n_micro;
+    int64_t n_tokens;        /* tokens forwarded */
+    int64_t n_loss_tokens;   /* masked targets */
+    double seconds;
+} vc_step_stats;
+
+typedef struct vc_trainer {
+    vc_model *model;
+    vc_trainer_config cfg;
+    vc_adamw opt;
+    vc_graph *g;
+    int n_params;            /* trained tensors (grad != NULL) */
+    float **grads;
+    size_t *sizes;
+    int64_t step;            /* trainer steps taken (skipped ones included: the LR schedule position) */
+    int64_t n_skipped;
+} vc_trainer;
+
+/* Parameter groups from the model (buffers without grad are skipped; decay as the model says),
+ * gradient buffers, AdamW state over the model's f32 weights (the master weights). */
+vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg);
+void vc_trainer_free(vc_trainer *t);
+/* One optimiser step over mini-batch b. fn == NULL: negative log-likelihood of the masked targets.
+ * A non-finite loss or gradient norm skips the update (counted in n_skipped); the step still counts. */
+vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st);
+/* Accumulates gradients of b into the model's grad buffers without stepping (for tests and custom loops). */
+vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
+                                vc_step_stats *st);
+/* Forward only: sum of NLL over the masked targets and their count (validation loss = sum / count). */
+vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok);
+
+/* ---- memory plan ---------------------------------------------------------------------------------- */
+typedef struct vc_mem_plan {
+    size_t weights, grads, optim, activations, total;
+    size_t available;        /* MemAvailable at planning time (0 when unknown) */
+    size_t limit;            /* the limit applied (0: none) */
+} vc_mem_plan;
+
+/* Parses "24G", "512M", "1.5GiB", plain bytes. */
+vc_status vc_parse_bytes(const char *s, size_t *out);
+size_t vc_mem_available(void);
+/* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
+ * afterwards), fills the plan and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
+ * numbers when total exceeds max_bytes (> 0), or when max_bytes == 0 and grads + optimiser +
+ * activations exceed MemAvailable. */
+vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
+
+/* ---- checkpoints ---------------------------------------------------------------------------------- */
+#define VC_TRAIN_CKPT_FORMAT "verlc-train-checkpoint-1"
+
+/* Everything besides weights and optimiser state that a resumed run needs. */
+typedef struct vc_train_state {
+    int64_t step, n_skipped;
+    int64_t epoch;           /* data cursor */
+    int64_t batch;
+    uint64_t seed;           /* shuffle and RNG seed (the RNG is counter-based: seed + step is its state) */
+    char model_dir[4096];    /* the base Hugging Face directory (absolute) */
+    char tokenizer_dir[4096];/* where tokenizer files come from on export ("" = model_dir) */
+    char *config_json;       /* the run's configuration as JSON text (owned; may be NULL) */
+} vc_train_state;
+
+void vc_train_state_clear(vc_train_state *s);
+/* Writes RUN_DIR/step_N atomically (RUN_DIR/.tmp_step_N, fsync, rename), updates
+ * RUN_DIR/latest_checkpointed_iteration.txt and keeps the newest keep_last (> 0) checkpoints.
+ * *path (may be NULL) receives the directory written (caller frees). */
+vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
+                             char **path);
+/* The newest step_N in run_dir (by N); VC_ERR_MISSING when there is none. */
+vc_status vc_train_ckpt_latest(const char *run_dir, char **path);
+/* A checkpoint dir, or a run dir (its latest checkpoint). */
+vc_status vc_train_ckpt_resolve(const char *path, char **ckpt_dir);
+vc_status vc_train_ckpt_read_state(const char *ckpt_dir, vc_train_state *s);
+/* Overwrites the model's parameters with the checkpoint's (names and shapes must match exactly). */
+vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m);
+/* Weights, optimiser state, step and skip count into a trainer built on the same model. */
+vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state *s);
+/* Hugging Face directory from a checkpoint (or run dir): base structure from the recorded model dir
+ * (or the checkpoint's model_config.json), trained weights, vc_model_save_hf. dtype VC_UNKNOWN-like
+ * values (< 0) mean the base checkpoint's dtype. */
+vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtype);
+
+/* ---- SFT ------------------------------------------------------------------------------------------ */
+typedef struct vc_sft_config {
+    const char *model_dir, *tokenizer_dir, *train_path, *val_path, *out_dir;
+    const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
+    const char *truncation;  /* "error" | "left" | "right" */
+    const char *resume;      /* NULL, "latest"/"auto" or a checkpoint dir */
+    int64_t max_length;      /* 1024 */
+    int64_t train_batch_size;/* 32 sequences per optimiser step */
+    int micro_batch_size;    /* 4 */
+    int use_dynamic_bsz;     /* 0 */
+    int64_t max_token_len;   /* token budget per micro-batch when use_dynamic_bsz (default max_length * micro) */
+    int epochs;              /* 1 */
+    int64_t total_steps;     /* 0: epochs * batches per epoch */
+    int64_t max_steps;       /* stop after this step (the schedule still uses total_steps); 0 = no limit */
+    int shuffle;             /* 1 */
+    uint64_t seed;           /* 1 */
+    double lr, weight_decay, beta1, beta2, eps, grad_clip, warmup_ratio, min_lr_ratio;
+    int64_t warmup_steps;
+    const char *lr_scheduler;/* "cosine" */
+    const char *loss_agg_mode; /* "token-mean" */
+    int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
+    int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
+    int checkpointing;
+    int threads;             /* 0: default */
+    size_t max_memory;       /* 0: MemAvailable */
+    int quiet;
+} vc_sft_config;
+
+void vc_sft_config_default(vc_sft_config *c);
+/* Sets one key=value (verl-style dotted keys and short names); VC_ERR_ARG names an unknown key. */
+vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value);
+/* Prints the keys with defaults and meanings. */
+void vc_sft_config_help(FILE *f);
+vc_status vc_sft_run(const vc_sft_config *c);
+
+#endif

@@ -1,0 +1,449 @@
+/* The rollout engine: batched, paged, reproducible generation on the model's own weights.
+ * Each step: plan (sched.c), one forward over the packed rows with the paged cache, logits for the
+ * sequences whose pending tokens are all computed, sampling keyed by (seed, prompt, sample, position),
+ * bookkeeping (forks of a prompt into its n samples, finished samples leave). The forward runs on a
+ * row-invariant backend, so a token's logits are the same bits whatever the batch looks like. */
+#include "infer/sched.h"
+#include "verlc/pool.h"
+#include "verlc/rng.h"
+#include "verlc/tokenizer.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out) {
+    *out = NULL;
+    if (!m) return vc_fail(VC_ERR_ARG, "rollout: no model");
+    vc_rollout_engine *e = vc_calloc(1, sizeof *e);
+    if (!e) return VC_ERR_NOMEM;
+    e->m = m;
+    if (opts) e->o = *opts;
+    if (e->o.kv_fraction <= 0) e->o.kv_fraction = 0.3;
+    if (e->o.page_tokens <= 0) e->o.page_tokens = 16;
+    if (e->o.max_batch <= 0) e->o.max_batch = 64;
+    if (e->o.prefill_chunk <= 0) e->o.prefill_chunk = 512;
+    if (e->o.kv_fraction > 1) {
+        double f = e->o.kv_fraction;
+        free(e);
+        return vc_fail(VC_ERR_ARG, "rollout: kv_fraction %g must be in (0, 1]", f);
+    }
+    e->row = vc_kv_row_floats(m);
+    *out = e;
+    return VC_OK;
+}
+
+void vc_rollout_free(vc_rollout_engine *e) { free(e); }
+
+void vc_rollout_last_stats(const vc_rollout_engine *e, vc_rollout_stats *out) { *out = e->stats; }
+
+static double available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    if (kb > 0) return kb * 1024.0;
+    return (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+}
+
+static size_t page_bytes(const vc_rollout_engine *e) {
+    return vc_kv_page_bytes(e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row);
+}
+
+int64_t vc_rollout_budget_pages(const vc_rollout_engine *e) {
+    double bytes = e->o.kv_budget_bytes > 0 ? e->o.kv_budget_bytes : e->o.kv_fraction * available_bytes();
+    return (int64_t)(bytes / (double)page_bytes(e));
+}
+
+static int64_t pages_for(const vc_rollout_engine *e, int64_t tokens) {
+    return (tokens + e->o.page_tokens - 1) / e->o.page_tokens;
+}
+
+static vc_status check_inputs(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
+                              int64_t budget_pages) {
+    const vc_model_config *c = vc_model_cfg(e->m);
+    if (n_req < 0 || (n_req && !reqs) || !s) return vc_fail(VC_ERR_ARG, "rollout: no requests or sampling options");
+    if (s->max_new_tokens < 0) return vc_fail(VC_ERR_ARG, "rollout: max_new_tokens %d < 0", s->max_new_tokens);
+    if (!s->greedy && !(s->temperature > 0))
+        return vc_fail(VC_ERR_ARG, "rollout: temperature %g must be > 0 (or use greedy)", s->temperature);
+    if (!s->greedy && !(s->top_p > 0 && s->top_p <= 1)) return vc_fail(VC_ERR_ARG, "rollout: top_p %g must be in (0, 1]", s->top_p);
+    if (!s->greedy && !(s->min_p >= 0 && s->min_p < 1)) return vc_fail(VC_ERR_ARG, "rollout: min_p %g must be in [0, 1)", s->min_p);
+    if (s->n_stop > 0 && !e->o.tokenizer) return vc_fail(VC_ERR_ARG, "rollout: stop strings need a tokenizer in the options");
+    for (int i = 0; i < s->n_stop; i++)
+        if (!s->stop[i] || !s->stop[i][0]) return vc_fail(VC_ERR_ARG, "rollout: stop string %d is empty", i);
+    for (int r = 0; r < n_req; r++) {
+        const vc_rollout_request *q = &reqs[r];
+        if (q->n_samples < 1 || q->n_samples >= (1 << 20) - 1)
+            return vc_fail(VC_ERR_ARG, "rollout: request %d asks for %d samples", r, q->n_samples);
+        if (q->prompt_len < 1 || !q->prompt) return vc_fail(VC_ERR_ARG, "rollout: request %d has an empty prompt", r);
+        for (int64_t t = 0; t < q->prompt_len; t++)
+            if (q->prompt[t] < 0 || q->prompt[t] >= c->vocab)
+                return vc_fail(VC_ERR_ARG, "rollout: request %d: token %d at position %lld is outside the vocabulary (%lld)",
+                               r, q->prompt[t], (long long)t, (long long)c->vocab);
+        int64_t need = pages_for(e, q->prompt_len + s->max_new_tokens);
+        if (need > budget_pages)
+            return vc_fail(VC_ERR_ARG,
+                           "rollout: request %d (prompt %lld tokens + max_new_tokens %d) needs %lld KV pages of %d tokens "
+                           "(%.2f MB) but the KV pool holds %lld pages (%.2f MB); raise the KV budget or shorten it",
+                           r, (long long)q->prompt_len, s->max_new_tokens, (long long)need, e->o.page_tokens,
+                           need * (double)page_bytes(e) / 1e6, (long long)budget_pages,
+                           budget_pages * (double)page_bytes(e) / 1e6);
+    }
+    return VC_OK;
+}
+
+/* ---- finishing ---- */
+static int stop_hit(const vc_run *R, const vc_seq *s) {
+    const vc_sampling *sp = R->sp;
+    if (sp->n_stop <= 0) return 0;
+    size_t longest = 0;
+    for (int i = 0; i < sp->n_stop; i++) longest = strlen(sp->stop[i]) > longest ? strlen(sp->stop[i]) : longest;
+    int64_t gen = s->n_tok - s->n_prompt, w = (int64_t)longest + 8;
+    if (w > gen) w = gen;
+    char *text = NULL;
+    size_t len = 0;
+    if (vc_tokenizer_decode(R->e->o.tokenizer, s->tok + s->n_tok - w, (size_t)w, 1, &text, &len)) return 0;
+    int hit = 0;
+    for (int i = 0; i < sp->n_stop && !hit; i++) hit = strstr(text, sp->stop[i]) != NULL;
+    free(text);
+    return hit;
+}
+
+/* finish reason after the token just appended, or -1 to continue */
+static int finish_reason(const vc_run *R, const vc_seq *s) {
+    int32_t t = s->tok[s->n_tok - 1];
+    for (int i = 0; i < R->sp->n_eos; i++)
+        if (R->sp->eos_ids[i] == t) return VC_FINISH_EOS;
+    if (stop_hit(R, s)) return VC_FINISH_STOP;
+    if (s->n_tok - s->n_prompt >= R->sp->max_new_tokens) return VC_FINISH_LENGTH;
+    return -1;
+}
+
+static void request_sample_done(vc_run *R, int req) {
+    if (--R->left[req] == 0) R->prompts_done++;
+}
+
+/* hands the sample's arrays over to the output and frees the sequence */
+static void finalize(vc_run *R, vc_seq *s, int finish) {
+    vc_rollout_sample *o = &R->out[R->base[s->req] + s->sample];
+    int64_t n = s->n_tok - s->n_prompt;
+    o->tokens = vc_malloc((size_t)(n ? n : 1) * sizeof *o->tokens);
+    if (o->tokens) memcpy(o->tokens, s->tok + s->n_prompt, (size_t)n * sizeof *o->tokens);
+    o->n_tokens = n;
+    o->logp = s->logp;
+    o->logp_sampled = s->logp_s;
+    s->logp = s->logp_s = NULL;
+    o->finish = finish;
+    o->seconds = vc_now() - s->t0;
+    if (s->state == S_RUN) vc_run_remove(R, s);
+    vc_seq_free(R, s);
+    request_sample_done(R, o->request);
+}
+
+/* ---- one step ---- */
+typedef struct {
+    vc_run *R;
+    const float *Z;
+    int64_t V;
+    int n_rows, n_smp;
+    vc_seq **rows;
+    const int *off;
+    int32_t *tok;
+    float *lp, *lps;
+    vc_sampler **smp;
+} samp_ctx;
+
+static void sample_task(void *p, int64_t t) {
+    samp_ctx *c = p;
+    const vc_sampling *sp = c->R->sp;
+    for (int r = (int)t; r < c->n_rows; r += c->n_smp) {
+        const vc_seq *s = c->rows[r];
+        const vc_rollout_request *q = &c->R->reqs[s->req];
+        vc_sampler_prepare(c->smp[t], c->Z + (int64_t)r * c->V, sp);
+        int nd = s->sample < 0 ? q->n_samples : 1;
+        uint64_t pos = (uint64_t)(s->n_tok - s->n_prompt);
+        for (int d = 0; d < nd; d++) {
+            uint64_t smpl = (uint64_t)(s->sample < 0 ? d : s->sample);
+            float u = vc_rng_uniform(sp->seed, q->prompt_index, smpl, pos);
+            int k = c->off[r] + d;
+            c->tok[k] = vc_sampler_draw(c->smp[t], u, &c->lp[k], &c->lps[k]);
+        }
+    }
+}
+
+static void append(vc_seq *s, int32_t tok, float lp, float lps) {
+    int64_t gen = s->n_tok - s->n_prompt;
+    s->logp[gen] = lp;
+    s->logp_s[gen] = lps;
+    s->tok[s->n_tok++] = tok;
+}
+
+static void admit_or_wait(vc_run *R, vc_seq *c) {
+    if (R->n_run < R->max_seqs) {
+        c->state = S_RUN;
+        R->run[R->n_run++] = c;
+    } else vc_wait_insert(R, c);
+}
+
+/* a finished prompt prefill becomes its n samples, sharing its pages */
+static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const float *lp, const float *lps) {
+    int n = R->reqs[p->req].n_samples;
+    vc_run_remove(R, p);
+    for (int i = 0; i < n; i++) {
+        vc_seq *c = vc_seq_fork(R, p, i);
+        if (!c) {
+            vc_seq_free(R, p);
+            return VC_ERR_NOMEM;
+        }
+        append(c, tok[i], lp[i], lps[i]);
+        int f = finish_reason(R, c);
+        if (f >= 0) finalize(R, c, f);
+        else admit_or_wait(R, c);
+    }
+    vc_seq_free(R, p);
+    return VC_OK;
+}
+
+static vc_status bookkeeping(vc_run *R, samp_ctx *c) {
+    for (int r = 0; r < c->n_rows; r++) {
+        vc_seq *s = c->rows[r];
+        int k = c->off[r];
+        R->e->stats.generated += s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+        if (s->sample < 0) {
+            vc_status st = fork_prompt(R, s, c->tok + k, c->lp + k, c->lps + k);
+            if (st) return st;
+            continue;
+        }
+        append(s, c->tok[k], c->lp[k], c->lps[k]);
+        int f = finish_reason(R, s);
+        if (f >= 0) finalize(R, s, f);
+    }
+    return VC_OK;
+}
+
+typedef struct {
+    int64_t *cu, *len;
+    int32_t *ids;
+    const int32_t **table;
+    vc_seq **rows;
+    int *off;
+    int64_t *at;
+    int32_t *tok;
+    float *lp, *lps;
+    int64_t cap_tokens, cap_draws;
+} step_buf;
+
+static vc_status step(vc_run *R, vc_graph *g, step_buf *b, vc_sampler **smp, int n_smp) {
+    vc_model *m = R->e->m;
+    const vc_model_config *cfg = vc_model_cfg(m);
+    vc_status st = vc_sched_plan(R);
+    if (st) return st;
+    if (R->n_plan == 0) return vc_fail(VC_ERR_INTERNAL, "rollout: no sequence could be scheduled (KV pool of %lld pages)",
+                                       (long long)R->pool.n_pages);
+    int64_t T = 0;
+    b->cu[0] = 0;
+    for (int i = 0; i < R->n_plan; i++) {
+        vc_seq *s = R->plan[i];
+        if (T + s->plan_n > b->cap_tokens) return vc_fail(VC_ERR_INTERNAL, "rollout: step buffer overflow");
+        memcpy(b->ids + T, s->tok + s->n_cached, (size_t)s->plan_n * sizeof *b->ids);
+        T += s->plan_n;
+        b->cu[i + 1] = T;
+        b->len[i] = s->n_cached;
+        b->table[i] = s->pages;
+    }
+    vc_graph_reset(g);
+    vc_batch batch = { R->n_plan, b->cu, b->ids };
+    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len };
+    vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    R->e->stats.steps++;
+    int n_rows = 0, n_draw = 0;
+    int64_t H = cfg->hidden;
+    for (int i = 0; i < R->n_plan; i++) {
+        vc_seq *s = R->plan[i];
+        if (s->n_tok - s->n_cached == 1 && s->plan_n == 1) R->e->stats.decode_tokens++;
+        else R->e->stats.prefill_tokens += s->plan_n;
+        s->n_cached += s->plan_n;
+        if (s->n_cached < s->n_tok) continue;
+        b->rows[n_rows] = s;
+        b->off[n_rows] = n_draw;
+        b->at[n_rows] = b->cu[i + 1] - 1;
+        n_draw += s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+        n_rows++;
+    }
+    if (n_rows == 0) return VC_OK;
+    if (n_draw > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
+    vc_tensor *hs = vc_tensor_2d(g, n_rows, H, 0);
+    if (!hs) return vc_graph_status(g);
+    for (int r = 0; r < n_rows; r++) memcpy(hs->data + r * H, h->data + b->at[r] * H, (size_t)H * sizeof(float));
+    vc_tensor *z = vc_model_logits(m, g, hs);
+    if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    samp_ctx c = { .R = R, .Z = z->data, .V = cfg->vocab, .n_rows = n_rows, .n_smp = n_smp, .rows = b->rows,
+                   .off = b->off, .tok = b->tok, .lp = b->lp, .lps = b->lps, .smp = smp };
+    vc_parallel(n_smp < n_rows ? n_smp : n_rows, sample_task, &c);
+    return bookkeeping(R, &c);
+}
+
+/* ---- the call ---- */
+static void step_buf_free(step_buf *b) {
+    free(b->cu);
+    free(b->len);
+    free(b->ids);
+    free(b->table);
+    free(b->rows);
+    free(b->off);
+    free(b->at);
+    free(b->tok);
+    free(b->lp);
+    free(b->lps);
+}
+
+static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_t draws) {
+    memset(b, 0, sizeof *b);
+    size_t n = (size_t)max_seqs + 1;
+    b->cap_tokens = tokens;
+    b->cap_draws = draws;
+    b->cu = vc_malloc((n + 1) * sizeof *b->cu);
+    b->len = vc_malloc(n * sizeof *b->len);
+    b->ids = vc_malloc((size_t)tokens * sizeof *b->ids);
+    b->table = vc_malloc(n * sizeof *b->table);
+    b->rows = vc_malloc(n * sizeof *b->rows);
+    b->off = vc_malloc(n * sizeof *b->off);
+    b->at = vc_malloc(n * sizeof *b->at);
+    b->tok = vc_malloc((size_t)draws * sizeof *b->tok);
+    b->lp = vc_malloc((size_t)draws * sizeof *b->lp);
+    b->lps = vc_malloc((size_t)draws * sizeof *b->lps);
+    if (!b->cu || !b->len || !b->ids || !b->table || !b->rows || !b->off || !b->at || !b->tok || !b->lp || !b->lps)
+        return VC_ERR_NOMEM;
+    return VC_OK;
+}
+
+static vc_status alloc_outputs(vc_run *R, int64_t total) {
+    R->out = vc_calloc((size_t)(total ? total : 1), sizeof *R->out);
+    R->base = vc_calloc((size_t)R->n_req + 1, sizeof *R->base);
+    R->left = vc_calloc((size_t)R->n_req + 1, sizeof *R->left);
+    if (!R->out || !R->base || !R->left) return VC_ERR_NOMEM;
+    for (int r = 0; r < R->n_req; r++) {
+        R->base[r + 1] = R->base[r] + R->reqs[r].n_samples;
+        R->left[r] = R->reqs[r].n_samples;
+        for (int i = 0; i < R->reqs[r].n_samples; i++) {
+            R->out[R->base[r] + i].request = r;
+            R->out[R->base[r] + i].sample = i;
+        }
+    }
+    return VC_OK;
+}
+
+/* pool pages: the budget, capped at what this call could ever hold at once */
+static int64_t pool_pages(const vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, int max_new) {
+    int64_t most = 0;
+    for (int r = 0; r < n_req; r++)
+        most += pages_for(e, reqs[r].prompt_len) + reqs[r].n_samples * pages_for(e, reqs[r].prompt_len + max_new);
+    int64_t b = vc_rollout_budget_pages(e);
+    return b < most ? b : most;
+}
+
+static void empty_outputs(vc_run *R, int64_t total) {
+    for (int64_t i = 0; i < total; i++) {
+        R->out[i].tokens = vc_calloc(1, sizeof(int32_t));
+        R->out[i].logp = vc_calloc(1, sizeof(float));
+        R->out[i].logp_sampled = vc_calloc(1, sizeof(float));
+        R->out[i].finish = VC_FINISH_LENGTH;
+    }
+    R->prompts_done = R->n_req;
+}
+
+vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
+                              vc_rollout_sample **out, int *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    int64_t budget = vc_rollout_budget_pages(e);
+    vc_status st = check_inputs(e, reqs, n_req, s, budget);
+    if (st) return st;
+    memset(&e->stats, 0, sizeof e->stats);
+    vc_run R = { .e = e, .reqs = reqs, .n_req = n_req, .sp = s, .max_seqs = e->o.max_batch, .t_start = vc_now() };
+    int64_t total = 0, max_n = 1;
+    for (int r = 0; r < n_req; r++) {
+        total += reqs[r].n_samples;
+        max_n = reqs[r].n_samples > max_n ? reqs[r].n_samples : max_n;
+    }
+    int n_smp = vc_get_threads() > 0 ? vc_get_threads() : 1;
+    vc_sampler **smp = vc_calloc((size_t)n_smp, sizeof *smp);
+    vc_graph *g = vc_graph_new();
+    step_buf b;
+    const vc_backend *prev = vc_be();
+    st = step_buf_init(&b, e->o.max_batch, (int64_t)e->o.max_batch + 2 + e->o.prefill_chunk,
+                       (int64_t)(e->o.max_batch + 1) * max_n);
+    if (!st) st = alloc_outputs(&R, total);
+    if (!st && (!smp || !g)) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n_smp; i++)
+        if (!(smp[i] = vc_sampler_new(vc_model_cfg(e->m)->vocab))) st = VC_ERR_NOMEM;
+    if (st) goto out;
+    R.run = vc_calloc((size_t)e->o.max_batch + 2, sizeof *R.run);
+    R.plan = vc_calloc((size_t)e->o.max_batch + 2, sizeof *R.plan);
+    R.wait = vc_calloc((size_t)(total + n_req + 1), sizeof *R.wait);
+    if (!R.run || !R.plan || !R.wait) {
+        st = VC_ERR_NOMEM;
+        goto out;
+    }
+    if (s->max_new_tokens == 0) {
+        empty_outputs(&R, total);
+        goto out;
+    }
+    int64_t np = pool_pages(e, reqs, n_req, s->max_new_tokens);
+    if ((st = vc_kv_pool_init(&R.pool, np, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row))) goto out;
+    e->stats.pool_pages = np;
+    e->stats.page_tokens = e->o.page_tokens;
+    e->stats.page_bytes = (int64_t)page_bytes(e);
+    vc_set_backend(vc_infer_backend());
+    vc_graph_set_grad(g, 0);
+    while (R.prompts_done < n_req) {
+        int64_t pre = e->stats.prefill_tokens, dec = e->stats.decode_tokens;
+        double t0 = vc_now();
+        if ((st = step(&R, g, &b, smp, n_smp))) break;
+        if (e->stats.prefill_tokens == pre) {
+            e->stats.decode_only_tokens += e->stats.decode_tokens - dec;
+            e->stats.decode_only_seconds += vc_now() - t0;
+        }
+        if (e->o.progress) {
+            double dt = vc_now() - R.t_start;
+            e->o.progress(e->o.progress_ctx, R.prompts_done, n_req, dt > 0 ? e->stats.generated / dt : 0);
+        }
+    }
+    vc_set_backend(prev);
+out:
+    e->stats.peak_pages = R.pool.peak_used;
+    e->stats.seconds = vc_now() - R.t_start;
+    for (int i = 0; i < R.n_run; i++) vc_seq_free(&R, R.run[i]);
+    for (int i = 0; i < R.n_wait; i++) vc_seq_free(&R, R.wait[i]);
+    vc_kv_pool_release(&R.pool);
+    free(R.run);
+    free(R.plan);
+    free(R.wait);
+    free(R.base);
+    free(R.left);
+    for (int i = 0; smp && i < n_smp; i++) vc_sampler_free(smp[i]);
+    free(smp);
+    vc_graph_free(g);
+    step_buf_free(&b);
+    if (st) {
+        if (st == VC_ERR_NOMEM && !vc_last_error()[0]) vc_fail(st, "rollout: out of memory");
+        vc_rollout_samples_free(R.out, (int)total);
+        return st;
+    }
+    *out = R.out;
+    *n_out = (int)total;
+    return VC_OK;
+}
+
+void vc_rollout_samples_free(vc_rollout_sample *s, int n) {
+    if (!s) return;
+    for (int i = 0; i < n; i++) {
+        free(s[i].tokens);
+        free(s[i].logp);
+        free(s[i].logp_sampled);
+    }
+    free(s);
+}

@@ -1,0 +1,155 @@
+/* A row-invariant GEMM for generation: every element of C = A B^T is a dot product computed by one
+ * fixed sequence of operations (8-wide FMA accumulation over k, a fixed horizontal sum, a scalar tail),
+ * whatever the number of rows, the tile an element falls in, or the thread count. A token's logits
+ * therefore do not depend on what else is in the batch, or on whether it was computed in a prefill
+ * chunk or a decode step. OpenBLAS gives no such promise (its kernels and blocking change with M). */
+#include "infer/infer.h"
+#include "verlc/pool.h"
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#define MB 30 /* rows per task (a multiple of the 3-row tile) */
+#define NB 48 /* columns per task (a multiple of 3 and 8) */
+
+typedef struct {
+    const float *A, *B;
+    float *C;
+    int64_t M, N, K, lda, ldb, ldc, nmb;
+    float alpha, beta;
+} gemm_ctx;
+
+static inline float finish(float s, float alpha, float beta, const float *c) {
+    float r = alpha * s;
+    return beta != 0.0f ? fmaf(beta, *c, r) : r;
+}
+
+/* ---- AVX2 + FMA ---- */
+#define AVX __attribute__((target("avx2,fma")))
+
+AVX static inline float hsum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
+}
+
+/* MR x NR tile: acc[i][j] over k, then the same per-element tail */
+#define TILE(MR, NR)                                                                                              \
+    AVX static void tile_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                              \
+        __m256 acc[MR][NR];                                                                                     \
+        for (int i = 0; i < MR; i++)                                                                            \
+            for (int j = 0; j < NR; j++) acc[i][j] = _mm256_setzero_ps();                                       \
+        const float *a[MR], *b[NR];                                                                             \
+        for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
+        for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
+        int64_t k = 0;                                                                                          \
+        for (; k + 8 <= c->K; k += 8) {                                                                         \
+            __m256 av[MR];                                                                                      \
+            for (int i = 0; i < MR; i++) av[i] = _mm256_loadu_ps(a[i] + k);                                     \
+            for (int j = 0; j < NR; j++) {                                                                      \
+                __m256 bv = _mm256_loadu_ps(b[j] + k);                                                          \
+                for (int i = 0; i < MR; i++) acc[i][j] = _mm256_fmadd_ps(av[i], bv, acc[i][j]);                 \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int i = 0; i < MR; i++)                                                                            \
+            for (int j = 0; j < NR; j++) {                                                                      \
+                float s = hsum8(acc[i][j]);                                                                     \
+                for (int64_t kk = k; kk < c->K; kk++) s = fmaf(a[i][kk], b[j][kk], s);                         \
+                float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
+                *out = finish(s, c->alpha, c->beta, out);                                                       \
+            }                                                                                                   \
+    }
+#pragma GCC push_options
+#pragma GCC optimize("unroll-loops")
+TILE(3, 3)
+TILE(1, 8)
+TILE(1, 1)
+#pragma GCC pop_options
+
+AVX static void task_avx(void *p, int64_t t) {
+    const gemm_ctx *c = p;
+    int64_t i0 = (t % c->nmb) * MB, j0 = (t / c->nmb) * NB;
+    int64_t i1 = i0 + MB < c->M ? i0 + MB : c->M, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    int64_t i = i0;
+    for (; i + 3 <= i1; i += 3) {
+        int64_t j = j0;
+        for (; j + 3 <= j1; j += 3) tile_3x3(c, i, j);
+        for (int r = 0; r < 3; r++)
+            for (int64_t jj = j; jj < j1; jj++) tile_1x1(c, i + r, jj);
+    }
+    for (; i < i1; i++) {
+        int64_t j = j0;
+        for (; j + 8 <= j1; j += 8) tile_1x8(c, i, j);
+        for (; j < j1; j++) tile_1x1(c, i, j);
+    }
+}
+
+/* ---- portable fallback (the same invariance, its own rounding) ---- */
+static void task_scalar(void *p, int64_t t) {
+    const gemm_ctx *c = p;
+    int64_t i0 = (t % c->nmb) * MB, j0 = (t / c->nmb) * NB;
+    int64_t i1 = i0 + MB < c->M ? i0 + MB : c->M, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+            const float *a = c->A + i * c->lda, *b = c->B + j * c->ldb;
+            float acc[8] = { 0 };
+            int64_t k = 0;
+            for (; k + 8 <= c->K; k += 8)
+                for (int l = 0; l < 8; l++) acc[l] += a[k + l] * b[k + l];
+            float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            for (; k < c->K; k++) s += a[k] * b[k];
+            float r = c->alpha * s;
+            c->C[i * c->ldc + j] = c->beta != 0.0f ? r + c->beta * c->C[i * c->ldc + j] : r;
+        }
+}
+
+static int have_avx2(void) {
+    static int v = -1;
+    if (v < 0) v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return v;
+}
+
+/* op(X) as a row-major [rows, K] matrix: a copy when X is transposed */
+static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int64_t *ld_out) {
+    if (!trans) {
+        *ld_out = ld;
+        return (float *)X;
+    }
+    float *T = vc_malloc((size_t)(rows * K > 0 ? rows * K : 1) * sizeof(float));
+    if (!T) return NULL;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t r = 0; r < rows; r++) T[r * K + k] = X[k * ld + r];
+    *ld_out = K;
+    return T;
+}
+
+void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    int64_t la, lb;
+    /* C = op(A) op(B): rows of op(A) are A's rows unless transposed; B is used as B^T rows */
+    float *Ar = as_rows(ta, A, lda, M, K, &la), *Br = as_rows(!tb, B, ldb, N, K, &lb);
+    if (Ar && Br) {
+        gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
+                       .nmb = (M + MB - 1) / MB, .alpha = alpha, .beta = beta };
+        vc_parallel(c.nmb * ((N + NB - 1) / NB), have_avx2() ? task_avx : task_scalar, &c);
+    }
+    if (Ar != A) free(Ar);
+    if (Br != B) free(Br);
+}
+
+static vc_backend INV;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init_backend(void) {
+    INV = *vc_backend_cpu();
+    INV.name = "cpu-rowinvariant";
+    INV.gemm = vc_infer_gemm;
+}
+
+const vc_backend *vc_infer_backend(void) {
+    pthread_once(&once, init_backend);
+    return &INV;
+}

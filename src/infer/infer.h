@@ -1,0 +1,43 @@
+/* Rollout engine internals: the row-invariant backend, the KV page pool and the sampler. */
+#ifndef VC_INFER_H
+#define VC_INFER_H
+#include "tensor/backend.h"
+#include "verlc/core.h"
+#include "verlc/rollout.h"
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The CPU op table with a row-invariant GEMM (gemm_inv.c). */
+const vc_backend *vc_infer_backend(void);
+void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* ---- KV page pool (kv_pool.c): reference-counted pages, each holding page_tokens tokens of every layer ---- */
+typedef struct vc_kv_pool {
+    float *mem;
+    int64_t n_pages, page_tokens, n_layer, row; /* row: floats per token per layer */
+    int32_t *refc, *free_list;
+    int64_t n_free;
+    int64_t peak_used;
+} vc_kv_pool;
+
+vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, int64_t n_layer, int64_t row);
+void vc_kv_pool_release(vc_kv_pool *p);
+size_t vc_kv_page_bytes(int64_t page_tokens, int64_t n_layer, int64_t row);
+int32_t vc_kv_page_alloc(vc_kv_pool *p); /* -1 when the pool is full */
+void vc_kv_page_ref(vc_kv_pool *p, int32_t page);
+void vc_kv_page_unref(vc_kv_pool *p, int32_t page);
+/* copies the first n_tokens tokens of every layer of page src into page dst (copy-on-write) */
+void vc_kv_page_copy(vc_kv_pool *p, int32_t dst, int32_t src, int64_t n_tokens);
+int64_t vc_kv_pool_used(const vc_kv_pool *p);
+
+/* ---- sampler (sampler.c) ---- */
+typedef struct vc_sampler vc_sampler; /* per-thread scratch */
+vc_sampler *vc_sampler_new(int64_t vocab);
+void vc_sampler_free(vc_sampler *s);
+/* Prepares the distribution of one logits row z[vocab] under the sampling knobs. */
+void vc_sampler_prepare(vc_sampler *s, const float *z, const vc_sampling *sp);
+/* Draws with uniform u in [0, 1): token, its log-prob under softmax(z) (before temperature) and under the
+ * distribution sampled from. */
+int32_t vc_sampler_draw(const vc_sampler *s, float u, float *logp, float *logp_sampled);
+#endif

@@ -1,0 +1,185 @@
+/* Sampling one token from a logits row: greedy, or temperature then top-k, top-p (nucleus over the
+ * top-k renormalised distribution) and min-p, by inverse CDF with a caller-supplied uniform. The kept
+ * tokens are visited in a fixed order (probability descending, id ascending when sorted; id order
+ * otherwise), so a draw is a pure function of (logits, knobs, u). */
+#include "infer/infer.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vc_sampler {
+    int64_t V;
+    float *x;       /* z / temperature */
+    double *w;      /* exp(x - xmax) of kept tokens, in visiting order */
+    int32_t *idx;   /* kept tokens, in visiting order */
+    int64_t n_keep;
+    double total;   /* sum of w over kept tokens */
+    float lse;      /* log-sum-exp of the raw logits */
+    const float *z;
+    int greedy;
+    int32_t argmax;
+};
+
+vc_sampler *vc_sampler_new(int64_t vocab) {
+    vc_sampler *s = vc_calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->V = vocab;
+    s->x = vc_malloc((size_t)vocab * sizeof *s->x);
+    s->w = vc_malloc((size_t)vocab * sizeof *s->w);
+    s->idx = vc_malloc((size_t)vocab * sizeof *s->idx);
+    if (!s->x || !s->w || !s->idx) {
+        vc_sampler_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void vc_sampler_free(vc_sampler *s) {
+    if (!s) return;
+    free(s->x);
+    free(s->w);
+    free(s->idx);
+    free(s);
+}
+
+/* the same reduction as the training path's LM head: float max, double sum of exp, L = m + log(s) */
+static float log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
+    float m = -INFINITY;
+    int32_t best = 0;
+    for (int64_t v = 0; v < V; v++)
+        if (z[v] > m) {
+            m = z[v];
+            best = (int32_t)v;
+        }
+    double s = 0;
+    for (int64_t v = 0; v < V; v++) s += exp((double)(z[v] - m));
+    *argmax = best;
+    return m + (float)log(s);
+}
+
+static _Thread_local const float *t_key; /* qsort has no context argument */
+
+static int by_value_desc(const void *a, const void *b) {
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    float x = t_key[i], y = t_key[j];
+    if (x != y) return x > y ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* min-heap on (value, -id) used to select the k best tokens */
+static int worse(const float *x, int32_t a, int32_t b) { return x[a] < x[b] || (x[a] == x[b] && a > b); }
+
+static void sift_down(int32_t *h, int64_t n, int64_t i, const float *x) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && worse(x, h[l], h[m])) m = l;
+        if (r < n && worse(x, h[r], h[m])) m = r;
+        if (m == i) return;
+        int32_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static int64_t select_top_k(vc_sampler *s, int64_t k) {
+    int32_t *h = s->idx;
+    for (int64_t v = 0; v < k; v++) h[v] = (int32_t)v;
+    for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i, s->x);
+    for (int64_t v = k; v < s->V; v++)
+        if (worse(s->x, h[0], (int32_t)v)) {
+            h[0] = (int32_t)v;
+            sift_down(h, k, 0, s->x);
+        }
+    return k;
+}
+
+/* tokens sorted by value; with top-p only, a prefilter keeps the tokens whose weight is at least tau
+ * when they already hold top_p of the mass (the nucleus is then inside them) */
+static int64_t sorted_candidates(vc_sampler *s, const vc_sampling *sp, float xmax) {
+    int64_t n = 0;
+    if (sp->top_k > 0 && sp->top_k < s->V) n = select_top_k(s, sp->top_k);
+    else {
+        const double tau = 1e-7;
+        double all = 0, above = 0;
+        for (int64_t v = 0; v < s->V; v++) {
+            double w = exp((double)(s->x[v] - xmax));
+            all += w;
+            if (w >= tau) {
+                above += w;
+                s->idx[n++] = (int32_t)v;
+            }
+        }
+        if (above < (double)sp->top_p * all) {
+            n = s->V;
+            for (int64_t v = 0; v < n; v++) s->idx[v] = (int32_t)v;
+        }
+    }
+    t_key = s->x;
+    qsort(s->idx, (size_t)n, sizeof *s->idx, by_value_desc);
+    return n;
+}
+
+void vc_sampler_prepare(vc_sampler *s, const float *z, const vc_sampling *sp) {
+    s->z = z;
+    s->lse = log_sum_exp(z, s->V, &s->argmax);
+    s->greedy = sp->greedy;
+    if (sp->greedy) return;
+    float T = sp->temperature > 0 ? sp->temperature : 1.0f, xmax = -INFINITY;
+    for (int64_t v = 0; v < s->V; v++) {
+        s->x[v] = z[v] / T;
+        xmax = s->x[v] > xmax ? s->x[v] : xmax;
+    }
+    int sorted = (sp->top_k > 0 && sp->top_k < s->V) || (sp->top_p > 0 && sp->top_p < 1);
+    int64_t n = s->V;
+    if (sorted) n = sorted_candidates(s, sp, xmax);
+    else
+        for (int64_t v = 0; v < n; v++) s->idx[v] = (int32_t)v;
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) total += s->w[i] = exp((double)(s->x[s->idx[i]] - xmax));
+    if (sp->top_p > 0 && sp->top_p < 1) { /* smallest prefix holding top_p of the mass, at least one */
+        double cum = 0, goal = (double)sp->top_p * total;
+        int64_t keep = n;
+        for (int64_t i = 0; i < n; i++) {
+            cum += s->w[i];
+            if (cum >= goal) {
+                keep = i + 1;
+                break;
+            }
+        }
+        n = keep;
+        total = cum;
+    }
+    if (sp->min_p > 0) { /* weights are relative to the most likely token (weight 1) */
+        int64_t k = 0;
+        total = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (s->w[i] >= (double)sp->min_p) {
+                s->idx[k] = s->idx[i];
+                total += s->w[k] = s->w[i];
+                k++;
+            }
+        n = k;
+    }
+    s->n_keep = n;
+    s->total = total;
+}
+
+int32_t vc_sampler_draw(const vc_sampler *s, float u, float *logp, float *logp_sampled) {
+    int32_t tok;
+    if (s->greedy || s->n_keep == 0) {
+        tok = s->argmax;
+        *logp_sampled = 0.0f;
+    } else {
+        double goal = (double)u * s->total, cum = 0;
+        int64_t i = 0;
+        for (; i < s->n_keep - 1; i++) {
+            cum += s->w[i];
+            if (cum > goal) break;
+        }
+        tok = s->idx[i];
+        *logp_sampled = (float)log(s->w[i] / s->total);
+    }
+    *logp = s->z[tok] - s->lse;
+    return tok;
+}

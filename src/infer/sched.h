@@ -1,0 +1,58 @@
+/* Rollout scheduler state shared by sched.c (pages, preemption, step planning) and engine.c (the loop,
+ * sampling, results). */
+#ifndef VC_INFER_SCHED_H
+#define VC_INFER_SCHED_H
+#include "infer/infer.h"
+#include "verlc/model.h"
+
+enum { S_WAIT, S_RUN };
+
+typedef struct vc_seq {
+    int req, sample;        /* sample -1: the prompt's shared prefill, forked into n samples */
+    int32_t *tok;           /* prompt + generated */
+    int64_t n_tok, cap, n_prompt;
+    int64_t n_cached;       /* tokens whose keys/values are in the pages */
+    int32_t *pages;
+    int64_t n_pg;
+    float *logp, *logp_s;   /* per generated token */
+    int64_t order;          /* priority: lower is older; the newest are preempted first */
+    int state, planned;
+    int64_t plan_n;         /* tokens computed this step */
+    double t0;
+} vc_seq;
+
+struct vc_rollout_engine {
+    vc_model *m;
+    vc_rollout_opts o;
+    int64_t row;            /* KV floats per token per layer */
+    vc_rollout_stats stats;
+};
+
+typedef struct vc_run {
+    vc_rollout_engine *e;
+    const vc_rollout_request *reqs;
+    int n_req;
+    const vc_sampling *sp;
+    vc_kv_pool pool;
+    vc_seq **run, **wait;   /* running (any order) and waiting (sorted by order) */
+    int n_run, n_wait, max_seqs;
+    int next_req;
+    vc_seq **plan;
+    int n_plan;
+    vc_rollout_sample *out;
+    int64_t *base;          /* first output index of each request */
+    int *left;              /* samples still running per request */
+    int prompts_done;
+    double t_start;
+} vc_run;
+
+vc_seq *vc_seq_new(vc_run *R, int req);
+vc_seq *vc_seq_fork(vc_run *R, const vc_seq *parent, int sample);
+void vc_seq_free(vc_run *R, vc_seq *s);
+void vc_seq_drop_cache(vc_run *R, vc_seq *s);
+void vc_run_remove(vc_run *R, vc_seq *s);       /* from the running set */
+void vc_wait_insert(vc_run *R, vc_seq *s);
+/* Chooses this step's sequences and token counts (R->plan), preempting the newest sequences when the
+ * pool runs out; returns the number planned. */
+vc_status vc_sched_plan(vc_run *R);
+#endif

@@ -1,0 +1,95 @@
+/* Memory plan before the first step: weights, gradients, optimiser state and the activations of the
+ * largest micro-batch (measured from the graph arena's peak in one trial step). */
+#include "verlc/train.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+vc_status vc_parse_bytes(const char *s, size_t *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0)) return vc_fail(VC_ERR_ARG, "'%s' is not a byte size (e.g. 24G, 512M)", s);
+    while (*end == ' ') end++;
+    double mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mul = 1024.0; break;
+    case 'M': mul = 1024.0 * 1024; break;
+    case 'G': mul = 1024.0 * 1024 * 1024; break;
+    case 'T': mul = 1024.0 * 1024 * 1024 * 1024; break;
+    case 0: break;
+    default: return vc_fail(VC_ERR_ARG, "'%s': unknown size suffix (use K, M, G or T)", s);
+    }
+    if (*end) {
+        end++;
+        if (toupper((unsigned char)*end) == 'I') end++;
+        if (toupper((unsigned char)*end) == 'B') end++;
+        if (*end) return vc_fail(VC_ERR_ARG, "'%s': unknown size suffix (use K, M, G or T)", s);
+    }
+    *out = (size_t)(v * mul);
+    return VC_OK;
+}
+
+size_t vc_mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static double gib(size_t b) { return b / 1073741824.0; }
+
+vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan) {
+    memset(plan, 0, sizeof *plan);
+    size_t trained = 0;
+    for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
+    plan->weights = (size_t)vc_model_param_count(t->model) * 4;
+    plan->grads = trained * 4;
+    plan->optim = trained * 8;
+    plan->available = vc_mem_available();
+    plan->limit = max_bytes;
+    if (max_micro_tokens < 2) max_micro_tokens = 2;
+    int32_t *ids = vc_malloc(sizeof *ids * (size_t)max_micro_tokens);
+    if (!ids) return VC_ERR_NOMEM;
+    int64_t V = vc_model_cfg(t->model)->vocab;
+    for (int64_t k = 0; k < max_micro_tokens; k++) ids[k] = (int32_t)((k * 7919) % V);
+    int64_t cu[2] = { 0, max_micro_tokens };
+    vc_minibatch b = { 1, cu, ids, NULL };
+    vc_trainer_config saved = t->cfg;
+    t->cfg.micro_bs = 1;
+    t->cfg.max_tokens = 0;
+    vc_step_stats st;
+    vc_model_zero_grad(t->model);
+    vc_status s = vc_trainer_accumulate(t, &b, NULL, NULL, &st);
+    t->cfg = saved;
+    vc_model_zero_grad(t->model);
+    free(ids);
+    if (s) return vc_fail_ctx(s, "memory plan trial step of %lld tokens", (long long)max_micro_tokens);
+    plan->activations = vc_graph_peak_bytes(t->g);
+    plan->total = plan->weights + plan->grads + plan->optim + plan->activations;
+    if (log)
+        fprintf(log,
+                "memory plan: weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "
+                "(micro-batch of %lld tokens) = %.3f GiB; %s %.3f GiB\n",
+                gib(plan->weights), gib(plan->grads), gib(plan->optim), gib(plan->activations),
+                (long long)max_micro_tokens, gib(plan->total), max_bytes ? "limit" : "available",
+                gib(max_bytes ? max_bytes : plan->available));
+    if (max_bytes && plan->total > max_bytes)
+        return vc_fail(VC_ERR_NOMEM,
+                       "memory plan %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f) exceeds "
+                       "the limit of %.3f GiB",
+                       gib(plan->total), gib(plan->weights), gib(plan->grads), gib(plan->optim),
+                       gib(plan->activations), gib(max_bytes));
+    /* weights and gradients are resident already; optimiser moments are touched at the first step */
+    if (!max_bytes && plan->available && plan->optim + plan->activations > plan->available)
+        return vc_fail(VC_ERR_NOMEM,
+                       "memory plan needs %.3f GiB more (AdamW %.3f + activations %.3f) but only %.3f GiB is "
+                       "available (MemAvailable)",
+                       gib(plan->optim + plan->activations), gib(plan->optim), gib(plan->activations),
+                       gib(plan->available));
+    return VC_OK;
+}

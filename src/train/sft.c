@@ -1,0 +1,287 @@
+/* verlc sft: supervised fine-tuning on prompt/response or messages rows (verl's fsdp_sft_trainer). */
+#define _DEFAULT_SOURCE
+#include "sft_internal.h"
+#include "verlc/pool.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct sft_run {
+    const vc_sft_config *c;
+    vc_tokenizer *tok;
+    vc_chat_template *tmpl;
+    vc_model *model;
+    sft_data train, val;
+    vc_trainer tr;
+    vc_epoch_iter it;
+    vc_train_state state;
+    int64_t total_steps;
+    FILE *metrics;
+    /* mini-batch buffers */
+    int64_t *cu;
+    int32_t *ids;
+    float *mask;
+} sft_run;
+
+static vc_status load_inputs(sft_run *r) {
+    const vc_sft_config *c = r->c;
+    const char *tdir = c->tokenizer_dir ? c->tokenizer_dir : c->model_dir;
+    vc_status st = vc_tokenizer_load(tdir, &r->tok);
+    if (st) return vc_fail_ctx(st, "tokenizer %s", tdir);
+    st = vc_chat_template_load(tdir, &r->tmpl);
+    if (st == VC_ERR_MISSING) {
+        vc_info("sft: %s has no chat template; prompts are used as plain text", tdir);
+        r->tmpl = NULL;
+        st = VC_OK;
+    }
+    if (st) return st;
+    if ((st = vc_model_load(c->model_dir, &r->model))) return st;
+    const vc_model_config *mc = vc_model_cfg(r->model);
+    sft_tok tk = { r->tok, r->tmpl, vc_tokenizer_eos_id(r->tok) };
+    if (tk.eos < 0 && mc->n_eos > 0) tk.eos = mc->eos_ids[0];
+    if ((st = sft_data_load(c, c->train_path, &tk, &r->train))) return st;
+    if (c->val_path && (st = sft_data_load(c, c->val_path, &tk, &r->val))) return st;
+    int32_t top = r->train.max_id > r->val.max_id ? r->train.max_id : r->val.max_id;
+    if (top >= mc->vocab)
+        return vc_fail(VC_ERR_ARG, "token id %d from tokenizer %s is outside the model's vocab_size %lld", top, tdir,
+                       (long long)mc->vocab);
+    vc_info("sft: %zu train rows (%zu truncated, %zu without targets, %zu bad rows, %zu bad lines), %zu val rows",
+            r->train.n, r->train.n_truncated, r->train.n_no_target, r->train.n_bad_rows, r->train.n_bad_lines,
+            r->val.n);
+    return VC_OK;
+}
+
+static vc_status make_trainer(sft_run *r) {
+    const vc_sft_config *c = r->c;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    tc.adamw = (vc_adamw_config){ c->lr, c->beta1, c->beta2, c->eps, c->weight_decay };
+    vc_lr_config lc;
+    vc_lr_config_default(&lc);
+    lc.lr_scheduler_type = c->lr_scheduler;
+    lc.lr = c->lr;
+    lc.total_training_steps = r->total_steps;
+    lc.lr_warmup_steps = c->warmup_steps;
+    lc.lr_warmup_steps_ratio = c->warmup_ratio;
+    lc.min_lr_ratio = c->min_lr_ratio;
+    vc_status st = vc_lr_schedule_init(&tc.sched, &lc);
+    if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
+    if (st) return st;
+    tc.grad_clip = c->grad_clip;
+    tc.micro_bs = c->micro_batch_size;
+    tc.max_tokens = c->use_dynamic_bsz ? (c->max_token_len > 0 ? c->max_token_len : c->max_length * c->micro_batch_size) : 0;
+    tc.checkpointing = c->checkpointing;
+    if ((st = vc_trainer_init(&r->tr, r->model, &tc))) return st;
+    /* the largest micro-batch: the token budget, or the micro_batch_size longest rows */
+    int64_t most = tc.max_tokens;
+    if (most <= 0) most = r->train.longest * (int64_t)c->micro_batch_size;
+    vc_mem_plan plan;
+    return vc_trainer_plan(&r->tr, most, c->max_memory, stderr, &plan);
+}
+
+static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
+    size_t tot = 0;
+    for (size_t i = 0; i < n; i++) tot += (size_t)(d->cu[idx[i] + 1] - d->cu[idx[i]]);
+    free(r->cu); free(r->ids); free(r->mask);
+    r->cu = vc_malloc((n + 1) * sizeof *r->cu);
+    r->ids = vc_malloc((tot + 1) * sizeof *r->ids);
+    r->mask = vc_malloc((tot + 1) * sizeof *r->mask);
+    if (!r->cu || !r->ids || !r->mask) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    r->cu[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = d->cu[idx[i]], L = d->cu[idx[i] + 1] - a;
+        memcpy(r->ids + r->cu[i], d->ids + a, (size_t)L * sizeof *r->ids);
+        memcpy(r->mask + r->cu[i], d->mask + a, (size_t)L * sizeof *r->mask);
+        r->cu[i + 1] = r->cu[i] + L;
+    }
+    *b = (vc_minibatch){ (int)n, r->cu, r->ids, r->mask };
+    return VC_OK;
+}
+
+static vc_status validate(sft_run *r, double *loss) {
+    double sum = 0, cnt = 0;
+    size_t bs = (size_t)r->c->train_batch_size;
+    uint32_t *idx = vc_malloc(bs * sizeof *idx);
+    if (!idx) return VC_ERR_NOMEM;
+    vc_status st = VC_OK;
+    for (size_t a = 0; a < r->val.n && !st; a += bs) {
+        size_t n = r->val.n - a < bs ? r->val.n - a : bs;
+        for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)(a + i);
+        vc_minibatch b;
+        double s, k;
+        st = gather(r, &r->val, idx, n, &b);
+        if (!st) st = vc_trainer_eval_nll(&r->tr, &b, &s, &k);
+        sum += s;
+        cnt += k;
+    }
+    free(idx);
+    *loss = cnt > 0 ? sum / cnt : NAN;
+    return st;
+}
+
+static void fmt_eta(double s, char *buf, size_t cap) {
+    if (!isfinite(s) || s < 0) s = 0;
+    long t = (long)s;
+    if (t >= 3600) snprintf(buf, cap, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
+}
+
+static vc_status save(sft_run *r) {
+    r->state.epoch = r->it.epoch;
+    r->state.batch = (int64_t)r->it.batch;
+    char *p = NULL;
+    vc_status st = vc_train_ckpt_save(r->c->out_dir, &r->tr, &r->state, r->c->keep_last, &p);
+    if (!st) vc_info("sft: saved %s", p);
+    free(p);
+    return st;
+}
+
+static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double elapsed, int64_t done) {
+    int64_t step = r->tr.step;
+    double tps = s->seconds > 0 ? s->n_tokens / s->seconds : 0;
+    if (s->skipped)
+        vc_warn("sft: step %lld: non-finite %s (loss %g, grad_norm %g): update skipped (%lld so far)", (long long)step,
+                isfinite(s->loss) ? "gradient norm" : "loss", s->loss, s->grad_norm, (long long)r->tr.n_skipped);
+    if (!r->c->quiet) {
+        char eta[32];
+        fmt_eta(done > 0 ? elapsed / done * (double)(r->total_steps - step) : 0, eta, sizeof eta);
+        printf("step %lld/%lld | loss %.4f | lr %.3e | grad_norm %.3f | %.0f tok/s | ETA %s", (long long)step,
+               (long long)r->total_steps, s->loss, s->lr, s->grad_norm, tps, eta);
+        if (isfinite(val)) printf(" | val/loss %.4f", val);
+        printf("\n");
+        fflush(stdout);
+    }
+    fprintf(r->metrics,
+            "{\"step\": %lld, \"epoch\": %lld, \"train/loss\": %.9g, \"train/lr\": %.9g, \"train/grad_norm\": %.9g, "
+            "\"train/skipped\": %d, \"train/n_tokens\": %lld, \"perf/throughput\": %.6g, \"perf/step_time\": %.6g",
+            (long long)step, (long long)r->it.epoch, isfinite(s->loss) ? s->loss : 0.0, s->lr,
+            isfinite(s->grad_norm) ? s->grad_norm : 0.0, s->skipped, (long long)s->n_tokens, tps, s->seconds);
+    if (isfinite(val)) fprintf(r->metrics, ", \"val/loss\": %.9g", val);
+    fprintf(r->metrics, "}\n");
+    fflush(r->metrics);
+    return ferror(r->metrics) ? vc_fail(VC_ERR_IO, "%s/metrics.jsonl: write failed", r->c->out_dir) : VC_OK;
+}
+
+static vc_status resume(sft_run *r) {
+    const char *res = r->c->resume;
+    if (!res || !*res) return VC_OK;
+    char *dir = NULL;
+    vc_status st;
+    if (!strcmp(res, "latest") || !strcmp(res, "auto")) {
+        st = vc_train_ckpt_latest(r->c->out_dir, &dir);
+        if (st == VC_ERR_MISSING || st == VC_ERR_IO) {
+            if (!strcmp(res, "latest")) return st;
+            vc_info("sft: no checkpoint in %s: starting fresh", r->c->out_dir);
+            return VC_OK;
+        }
+    } else {
+        st = vc_train_ckpt_resolve(res, &dir);
+    }
+    vc_train_state s;
+    memset(&s, 0, sizeof s);
+    if (!st) st = vc_train_ckpt_load(dir, &r->tr, &s);
+    if (!st && s.seed != r->c->seed)
+        st = vc_fail(VC_ERR_ARG, "%s: checkpoint was made with seed %llu, this run has %llu", dir,
+                     (unsigned long long)s.seed, (unsigned long long)r->c->seed);
+    if (!st) {
+        vc_epoch_iter_seek(&r->it, s.epoch, (size_t)s.batch);
+        vc_info("sft: resumed from %s (step %lld, epoch %lld, batch %lld)", dir, (long long)s.step,
+                (long long)s.epoch, (long long)s.batch);
+    }
+    vc_train_state_clear(&s);
+    free(dir);
+    return st;
+}
+
+static vc_status check_config(const vc_sft_config *c) {
+    if (!c->model_dir || !c->train_path || !c->out_dir) return vc_fail(VC_ERR_ARG, "sft needs --model, --train and --out");
+    if (strcmp(c->truncation, "error") && strcmp(c->truncation, "left") && strcmp(c->truncation, "right"))
+        return vc_fail(VC_ERR_ARG, "truncation=%s: expected error, left or right", c->truncation);
+    if (c->max_length < 2 || c->train_batch_size < 1 || c->micro_batch_size < 1 || c->epochs < 1)
+        return vc_fail(VC_ERR_ARG, "max_length >= 2, train_batch_size, micro_batch_size and epochs >= 1 required");
+    return VC_OK;
+}
+
+static vc_status run_loop(sft_run *r) {
+    const vc_sft_config *c = r->c;
+    double t0 = vc_now();
+    int64_t done = 0, last_saved = -1;
+    vc_status st = VC_OK;
+    int64_t stop = c->max_steps > 0 && c->max_steps < r->total_steps ? c->max_steps : r->total_steps;
+    while (r->tr.step < stop && !st) {
+        const uint32_t *idx;
+        size_t n = vc_epoch_iter_next(&r->it, &idx);
+        vc_minibatch b;
+        vc_step_stats s;
+        if ((st = gather(r, &r->train, idx, n, &b))) break;
+        if ((st = vc_trainer_step(&r->tr, &b, NULL, NULL, &s))) break;
+        done++;
+        int64_t step = r->tr.step;
+        double val = NAN;
+        int last = step >= stop;
+        if (r->val.n && ((c->test_freq > 0 && step % c->test_freq == 0) || last) && (st = validate(r, &val))) break;
+        if ((st = log_step(r, &s, val, vc_now() - t0, done))) break;
+        if ((c->save_freq > 0 && step % c->save_freq == 0) || last) {
+            st = save(r);
+            last_saved = step;
+        }
+    }
+    (void)last_saved;
+    return st;
+}
+
+vc_status vc_sft_run(const vc_sft_config *c) {
+    sft_run r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    vc_status st = check_config(c);
+    if (st) return st;
+    if (c->threads > 0) vc_set_threads(c->threads);
+    if (mkdir(c->out_dir, 0755) != 0 && errno != EEXIST) return vc_fail(VC_ERR_IO, "%s: cannot create", c->out_dir);
+    if ((st = load_inputs(&r))) goto out;
+    int drop_last = r.train.n >= (size_t)c->train_batch_size;
+    if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->seed)))
+        goto out;
+    r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
+    if ((st = make_trainer(&r))) goto out;
+    r.state.seed = c->seed;
+    if (!realpath(c->model_dir, r.state.model_dir)) snprintf(r.state.model_dir, sizeof r.state.model_dir, "%s", c->model_dir);
+    if (c->tokenizer_dir && !realpath(c->tokenizer_dir, r.state.tokenizer_dir))
+        snprintf(r.state.tokenizer_dir, sizeof r.state.tokenizer_dir, "%s", c->tokenizer_dir);
+    r.state.config_json = vc_sft_config_json(c);
+    if ((st = resume(&r))) goto out;
+    char *mp = vc_path_join(c->out_dir, "metrics.jsonl");
+    r.metrics = mp ? fopen(mp, r.tr.step > 0 ? "a" : "w") : NULL;
+    free(mp);
+    if (!r.metrics) {
+        st = vc_fail(VC_ERR_IO, "%s/metrics.jsonl: cannot open", c->out_dir);
+        goto out;
+    }
+    vc_info("sft: %lld steps (%zu batches/epoch x %d epochs), batch %lld, micro-batch %s %lld", (long long)r.total_steps,
+            vc_epoch_iter_batches(&r.it), c->epochs, (long long)c->train_batch_size,
+            r.tr.cfg.max_tokens > 0 ? "token budget" : "rows",
+            (long long)(r.tr.cfg.max_tokens > 0 ? r.tr.cfg.max_tokens : c->micro_batch_size));
+    if (r.val.n && r.tr.step == 0) {
+        double v;
+        if ((st = validate(&r, &v))) goto out;
+        vc_info("sft: initial val/loss %.4f", v);
+        fprintf(r.metrics, "{\"step\": 0, \"val/loss\": %.9g}\n", v);
+    }
+    st = run_loop(&r);
+    if (!st && r.tr.n_skipped) vc_warn("sft: %lld steps skipped for non-finite loss or gradients", (long long)r.tr.n_skipped);
+out:
+    if (r.metrics) fclose(r.metrics);
+    free(r.cu); free(r.ids); free(r.mask);
+    vc_epoch_iter_free(&r.it);
+    if (r.tr.g) vc_trainer_free(&r.tr);
+    vc_train_state_clear(&r.state);
+    sft_data_free(&r.train);
+    sft_data_free(&r.val);
+    vc_model_free(r.model);
+    vc_chat_template_free(r.tmpl);
+    vc_tokenizer_free(r.tok);
+    return st;
+}

@@ -1,0 +1,186 @@
+/* SFT configuration: defaults (verl's sft_trainer.yaml where it has the key), key=value setting, help. */
+#define _DEFAULT_SOURCE
+#include "verlc/train.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void vc_sft_config_default(vc_sft_config *c) {
+    memset(c, 0, sizeof *c);
+    c->prompt_key = "prompt";
+    c->response_key = "response";
+    c->messages_key = "messages";
+    c->truncation = "error";
+    c->max_length = 1024;
+    c->train_batch_size = 32;
+    c->micro_batch_size = 4;
+    c->epochs = 1;
+    c->shuffle = 1;
+    c->seed = 1;
+    c->lr = 1e-5;
+    c->weight_decay = 0.01;
+    c->beta1 = 0.9;
+    c->beta2 = 0.95;
+    c->eps = 1e-8;
+    c->grad_clip = 1.0;
+    c->warmup_ratio = 0.1;
+    c->warmup_steps = -1;
+    c->lr_scheduler = "cosine";
+    c->loss_agg_mode = "token-mean";
+    c->keep_last = 0;
+    c->skip_bad_lines = 1;
+}
+
+enum kind { K_STR, K_I64, K_INT, K_F64, K_U64, K_BOOL, K_BYTES, K_BETAS };
+
+typedef struct key_def {
+    const char *name, *alias;
+    enum kind kind;
+    size_t off;
+    const char *help;
+} key_def;
+
+#define F(x) offsetof(vc_sft_config, x)
+static const key_def KEYS[] = {
+    { "data.train_files", "train", K_STR, F(train_path), "training JSONL" },
+    { "data.val_files", "val", K_STR, F(val_path), "validation JSONL (optional)" },
+    { "data.prompt_key", "prompt_key", K_STR, F(prompt_key), "prompt field: a string or a list of messages" },
+    { "data.response_key", "response_key", K_STR, F(response_key), "response field (EOS is appended)" },
+    { "data.messages_key", "messages_key", K_STR, F(messages_key), "multi-turn field (loss on assistant turns)" },
+    { "data.max_length", "max_length", K_I64, F(max_length), "tokens per row after truncation" },
+    { "data.truncation", "truncation", K_STR, F(truncation), "over-long rows: error | left | right" },
+    { "data.train_batch_size", "train_batch_size", K_I64, F(train_batch_size), "rows per optimiser step" },
+    { "data.micro_batch_size_per_gpu", "micro_batch_size", K_INT, F(micro_batch_size), "rows per micro-batch" },
+    { "data.use_dynamic_bsz", "use_dynamic_bsz", K_BOOL, F(use_dynamic_bsz), "micro-batches by token budget (packing)" },
+    { "data.max_token_len_per_gpu", "max_token_len", K_I64, F(max_token_len),
+      "token budget per micro-batch (default max_length * micro_batch_size)" },
+    { "data.shuffle", "shuffle", K_BOOL, F(shuffle), "shuffle rows each epoch" },
+    { "data.seed", "seed", K_U64, F(seed), "shuffle seed" },
+    { "data.skip_bad_lines", "skip_bad_lines", K_BOOL, F(skip_bad_lines), "skip malformed JSONL lines/rows (else stop)" },
+    { "optim.lr", "lr", K_F64, F(lr), "peak learning rate" },
+    { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (matrices only)" },
+    { "optim.betas", "betas", K_BETAS, F(beta1), "AdamW betas, e.g. [0.9,0.95]" },
+    { "optim.beta1", "beta1", K_F64, F(beta1), "AdamW beta1" },
+    { "optim.beta2", "beta2", K_F64, F(beta2), "AdamW beta2" },
+    { "optim.eps", "eps", K_F64, F(eps), "AdamW epsilon" },
+    { "optim.clip_grad", "grad_clip", K_F64, F(grad_clip), "global grad-norm clip (<= 0: off)" },
+    { "optim.lr_warmup_steps_ratio", "warmup_ratio", K_F64, F(warmup_ratio), "warmup = ratio * total steps" },
+    { "optim.lr_warmup_steps", "warmup_steps", K_I64, F(warmup_steps), "warmup steps (> 0 wins over the ratio)" },
+    { "optim.lr_scheduler", "lr_scheduler", K_STR, F(lr_scheduler), "constant | cosine | linear | wsd" },
+    { "optim.min_lr_ratio", "min_lr_ratio", K_F64, F(min_lr_ratio), "final lr / peak lr" },
+    { "trainer.loss_agg_mode", "loss_agg_mode", K_STR, F(loss_agg_mode),
+      "token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm" },
+    { "trainer.total_epochs", "epochs", K_INT, F(epochs), "epochs over the training rows" },
+    { "trainer.total_training_steps", "total_steps", K_I64, F(total_steps), "steps (0: epochs * batches)" },
+    { "trainer.max_steps", "max_steps", K_I64, F(max_steps), "stop after this step (schedule unchanged)" },
+    { "trainer.test_freq", "test_freq", K_INT, F(test_freq), "validate every N steps (0: at the end)" },
+    { "trainer.save_freq", "save_freq", K_INT, F(save_freq), "checkpoint every N steps (0: at the end)" },
+    { "trainer.max_ckpt_to_keep", "keep_last", K_INT, F(keep_last), "checkpoints kept (0: all)" },
+    { "trainer.default_local_dir", "out", K_STR, F(out_dir), "run directory" },
+    { "trainer.resume_from_path", "resume", K_STR, F(resume), "latest | auto | a step_N directory" },
+    { "model.partial_pretrain", "model", K_STR, F(model_dir), "Hugging Face model directory" },
+    { "model.tokenizer_path", "tokenizer", K_STR, F(tokenizer_dir), "tokenizer directory (default: model)" },
+    { "model.enable_gradient_checkpointing", "checkpointing", K_BOOL, F(checkpointing), "recompute layers" },
+    { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
+    { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
+    { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },
+};
+#undef F
+#define N_KEYS (sizeof KEYS / sizeof KEYS[0])
+
+static vc_status parse_num(const char *key, const char *v, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(*out)) return vc_fail(VC_ERR_ARG, "%s=%s: not a number", key, v);
+    return VC_OK;
+}
+
+static vc_status set_key(vc_sft_config *c, const key_def *k, const char *key, const char *v) {
+    char *p = (char *)c + k->off;
+    double d = 0;
+    vc_status st = VC_OK;
+    switch (k->kind) {
+    case K_STR: *(const char **)p = v; return VC_OK;
+    case K_BYTES: return vc_parse_bytes(v, (size_t *)p);
+    case K_BOOL:
+        if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes")) *(int *)p = 1;
+        else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no")) *(int *)p = 0;
+        else return vc_fail(VC_ERR_ARG, "%s=%s: expected true or false", key, v);
+        return VC_OK;
+    case K_BETAS: {
+        double b1, b2;
+        if (sscanf(v, " [ %lf , %lf ]", &b1, &b2) != 2 && sscanf(v, "%lf,%lf", &b1, &b2) != 2)
+            return vc_fail(VC_ERR_ARG, "%s=%s: expected [beta1,beta2]", key, v);
+        c->beta1 = b1;
+        c->beta2 = b2;
+        return VC_OK;
+    }
+    default: break;
+    }
+    if ((st = parse_num(key, v, &d))) return st;
+    if (k->kind != K_F64 && d != floor(d)) return vc_fail(VC_ERR_ARG, "%s=%s: expected an integer", key, v);
+    if (k->kind == K_I64) *(int64_t *)p = (int64_t)d;
+    else if (k->kind == K_INT) *(int *)p = (int)d;
+    else if (k->kind == K_U64) *(uint64_t *)p = strtoull(v, NULL, 10);
+    else *(double *)p = d;
+    return VC_OK;
+}
+
+vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (!strcmp(key, KEYS[i].name) || !strcmp(key, KEYS[i].alias)) return set_key(c, &KEYS[i], key, value);
+    return vc_fail(VC_ERR_ARG, "unknown SFT key '%s' (see verlc sft --help)", key);
+}
+
+static void print_default(FILE *f, const vc_sft_config *d, const key_def *k) {
+    const char *p = (const char *)d + k->off;
+    switch (k->kind) {
+    case K_STR: fprintf(f, "%s", *(const char *const *)p ? *(const char *const *)p : "-"); break;
+    case K_I64: fprintf(f, "%lld", (long long)*(const int64_t *)p); break;
+    case K_INT: case K_BOOL: fprintf(f, "%d", *(const int *)p); break;
+    case K_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case K_F64: fprintf(f, "%g", *(const double *)p); break;
+    case K_BYTES: fprintf(f, "%zu", *(const size_t *)p); break;
+    case K_BETAS: fprintf(f, "[%g,%g]", d->beta1, d->beta2); break;
+    }
+}
+
+void vc_sft_config_help(FILE *f) {
+    vc_sft_config d;
+    vc_sft_config_default(&d);
+    fprintf(f, "keys (KEY=VALUE or --ALIAS VALUE; verl name / alias = default: meaning):\n");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        fprintf(f, "  %-36s %-16s = ", KEYS[i].name, KEYS[i].alias);
+        print_default(f, &d, &KEYS[i]);
+        fprintf(f, ": %s\n", KEYS[i].help);
+    }
+}
+
+/* The configuration as JSON (recorded in checkpoints). */
+char *vc_sft_config_json(const vc_sft_config *c) {
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *p = (const char *)c + KEYS[i].off;
+        const char *name = KEYS[i].name;
+        switch (KEYS[i].kind) {
+        case K_STR:
+            if (*(const char *const *)p) cJSON_AddStringToObject(o, name, *(const char *const *)p);
+            else cJSON_AddNullToObject(o, name);
+            break;
+        case K_I64: cJSON_AddNumberToObject(o, name, (double)*(const int64_t *)p); break;
+        case K_INT: case K_BOOL: cJSON_AddNumberToObject(o, name, *(const int *)p); break;
+        case K_U64: cJSON_AddNumberToObject(o, name, (double)*(const uint64_t *)p); break;
+        case K_F64: cJSON_AddNumberToObject(o, name, *(const double *)p); break;
+        case K_BYTES: cJSON_AddNumberToObject(o, name, (double)*(const size_t *)p); break;
+        case K_BETAS: break;
+        }
+    }
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}

@@ -1,0 +1,224 @@
+/* SFT rows -> token ids and loss masks: prompt/response rows (verl's SFTDataset: chat-templated prompt,
+ * response + EOS, loss on the response) and multi-turn `messages` rows (verl's MultiTurnSFTDataset:
+ * the conversation rendered incrementally, loss on assistant turns only). */
+#include "sft_internal.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct row_buf {
+    int32_t *ids;
+    float *mask;
+    size_t n, cap;
+} row_buf;
+
+static vc_status row_push(row_buf *r, const int32_t *ids, size_t n, float m) {
+    if (r->n + n > r->cap) {
+        size_t cap = (r->n + n) * 2 + 64;
+        int32_t *a = realloc(r->ids, cap * sizeof *a);
+        if (a) r->ids = a;
+        float *b = a ? realloc(r->mask, cap * sizeof *b) : NULL;
+        if (!a || !b) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        r->mask = b;
+        r->cap = cap;
+    }
+    memcpy(r->ids + r->n, ids, n * sizeof *ids);
+    for (size_t i = 0; i < n; i++) r->mask[r->n + i] = m;
+    r->n += n;
+    return VC_OK;
+}
+
+static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size_t len, float m) {
+    if (!len) return VC_OK;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    vc_status st = vc_tokenizer_encode(tk->tok, text, len, 0, &ids, &n);
+    if (!st) st = row_push(r, ids, n, m);
+    free(ids);
+    return st;
+}
+
+static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, char **out) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_Duplicate(cJSON_GetArrayItem(msgs, i), 1));
+    vc_chat_opts o = { gen, -1, NULL, NULL };
+    vc_status st = vc_chat_template_render(tk->tmpl, arr, &o, out);
+    cJSON_Delete(arr);
+    return st;
+}
+
+static size_t lcp(const char *a, const char *b) {
+    size_t i = 0;
+    while (a[i] && a[i] == b[i]) i++;
+    return i;
+}
+
+/* end of message i's text inside the full rendering F, given its own rendering R (messages 0..i) */
+static size_t message_end(const char *F, size_t from, const char *R, const char *content) {
+    size_t b = lcp(F, R);
+    if (!R[b] || !content || !*content) return b;
+    /* the template renders a turn differently once it is history (e.g. Qwen3 drops empty <think>):
+     * locate the content itself and match the turn's closing text after it */
+    const char *q = strstr(F + from, content), *r = strstr(R, content);
+    if (!q || !r) return b;
+    size_t L = strlen(content);
+    size_t e = (size_t)(q - F) + L;
+    return e + lcp(F + e, r + L);
+}
+
+static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, row_buf *r) {
+    int n = cJSON_GetArraySize(msgs);
+    char *F = NULL, *R = NULL, *G = NULL;
+    if (!tk->tmpl) return vc_fail(VC_ERR_MISSING, "a messages row needs a chat template (tokenizer_config.json)");
+    if (n == 0) return vc_fail(VC_ERR_FORMAT, "empty messages list");
+    vc_status st = render(tk, msgs, n, 0, &F);
+    size_t prev = 0, flen = F ? strlen(F) : 0;
+    for (int i = 0; i < n && !st; i++) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsString(role)) {
+            st = vc_fail(VC_ERR_FORMAT, "message %d has no string role", i);
+            break;
+        }
+        if ((st = render(tk, msgs, i + 1, 0, &R))) break;
+        size_t end = i + 1 == n ? flen : message_end(F, prev, R, cJSON_IsString(content) ? content->valuestring : NULL);
+        if (end < prev) end = prev;
+        size_t start = prev;
+        if (!strcmp(role->valuestring, "assistant")) {
+            if ((st = render(tk, msgs, i, 1, &G))) break;
+            size_t g = lcp(F, G);
+            if (g > prev && g <= end) start = g;
+            free(G);
+            G = NULL;
+        }
+        st = push_text(tk, r, F + prev, start - prev, 0.0f);
+        if (!st) st = push_text(tk, r, F + start, end - start, !strcmp(role->valuestring, "assistant") ? 1.0f : 0.0f);
+        prev = end;
+        free(R);
+        R = NULL;
+    }
+    if (!st && prev < flen) st = push_text(tk, r, F + prev, flen - prev, 0.0f);
+    free(F);
+    free(R);
+    free(G);
+    return st;
+}
+
+static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, const cJSON *row, row_buf *r) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(row, c->prompt_key);
+    const cJSON *resp = cJSON_GetObjectItemCaseSensitive(row, c->response_key);
+    if (!p || !resp)
+        return vc_fail(VC_ERR_MISSING, "row has neither '%s' nor '%s'/'%s'", c->messages_key, c->prompt_key,
+                       c->response_key);
+    if (!cJSON_IsString(resp)) return vc_fail(VC_ERR_FORMAT, "'%s' is not a string", c->response_key);
+    char *text = NULL;
+    vc_status st = VC_OK;
+    if (cJSON_IsArray(p)) {
+        if (!tk->tmpl) return vc_fail(VC_ERR_MISSING, "a message-list prompt needs a chat template");
+        st = render(tk, p, cJSON_GetArraySize(p), 1, &text);
+    } else if (cJSON_IsString(p)) {
+        if (tk->tmpl) {
+            cJSON *msgs = cJSON_CreateArray(), *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "role", "user");
+            cJSON_AddStringToObject(m, "content", p->valuestring);
+            cJSON_AddItemToArray(msgs, m);
+            st = render(tk, msgs, 1, 1, &text);
+            cJSON_Delete(msgs);
+        } else {
+            text = vc_strdup(p->valuestring);
+        }
+    } else {
+        return vc_fail(VC_ERR_FORMAT, "'%s' is neither a string nor a list of messages", c->prompt_key);
+    }
+    if (!st && !text) st = VC_ERR_NOMEM;
+    if (!st) st = push_text(tk, r, text, strlen(text), 0.0f);
+    if (!st) st = push_text(tk, r, resp->valuestring, strlen(resp->valuestring), 1.0f);
+    if (!st && tk->eos >= 0) st = row_push(r, &tk->eos, 1, 1.0f);
+    free(text);
+    return st;
+}
+
+static vc_status data_append(sft_data *d, const row_buf *r, size_t off, size_t n) {
+    if (d->n + 2 > d->cap_rows) {
+        d->cap_rows = d->cap_rows * 2 + 64;
+        int64_t *cu = realloc(d->cu, d->cap_rows * sizeof *cu);
+        if (!cu) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        d->cu = cu;
+    }
+    size_t tot = d->n ? (size_t)d->cu[d->n] : 0;
+    if (!d->n) d->cu[0] = 0;
+    if (tot + n > d->cap_tok) {
+        d->cap_tok = (tot + n) * 2 + 1024;
+        int32_t *a = realloc(d->ids, d->cap_tok * sizeof *a);
+        if (a) d->ids = a;
+        float *b = a ? realloc(d->mask, d->cap_tok * sizeof *b) : NULL;
+        if (!a || !b) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        d->mask = b;
+    }
+    memcpy(d->ids + tot, r->ids + off, n * sizeof *d->ids);
+    memcpy(d->mask + tot, r->mask + off, n * sizeof *d->mask);
+    for (size_t i = 0; i < n; i++)
+        if (r->ids[off + i] > d->max_id) d->max_id = r->ids[off + i];
+    if ((int64_t)n > d->longest) d->longest = (int64_t)n;
+    d->cu[++d->n] = (int64_t)(tot + n);
+    return VC_OK;
+}
+
+/* truncation and the "has a target" check for one tokenised row */
+static vc_status finish_row(const vc_sft_config *c, const char *path, int64_t line, const row_buf *r, sft_data *d) {
+    size_t off = 0, n = r->n;
+    if ((int64_t)n > c->max_length) {
+        if (!strcmp(c->truncation, "left")) off = n - (size_t)c->max_length;
+        else if (strcmp(c->truncation, "right"))
+            return vc_fail(VC_ERR_ARG, "%s:%lld: %zu tokens exceed max_length %lld (truncation=error; use left or right)",
+                           path, (long long)line, n, (long long)c->max_length);
+        n = (size_t)c->max_length;
+        d->n_truncated++;
+    }
+    double targets = 0;
+    for (size_t i = off + 1; i < off + n; i++) targets += r->mask[i];
+    if (targets <= 0) {
+        d->n_no_target++;
+        return VC_OK;
+    }
+    return data_append(d, r, off, n);
+}
+
+vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok *tk, sft_data *d) {
+    memset(d, 0, sizeof *d);
+    vc_jsonl *j = NULL;
+    vc_status st = vc_jsonl_read(path, c->skip_bad_lines ? VC_JSONL_SKIP_BAD : VC_JSONL_STRICT, &j);
+    if (st) return st;
+    d->n_bad_lines = j->n_skipped;
+    for (size_t i = 0; i < j->n_bad; i++) vc_warn("skipped malformed line: %s", j->bad[i].message);
+    row_buf r = { 0 };
+    for (size_t i = 0; i < j->n_rows && !st; i++) {
+        r.n = 0;
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j->rows[i], c->messages_key);
+        st = cJSON_IsArray(msgs) ? messages_row(tk, msgs, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+        if (st && st != VC_ERR_NOMEM && c->skip_bad_lines) {
+            if (d->n_bad_rows++ < 8) vc_warn("%s:%lld: skipped row: %s", path, (long long)j->lines[i], vc_last_error());
+            st = VC_OK;
+            continue;
+        }
+        if (st) {
+            vc_fail_ctx(st, "%s:%lld", path, (long long)j->lines[i]);
+            break;
+        }
+        st = finish_row(c, path, j->lines[i], &r, d);
+    }
+    free(r.ids);
+    free(r.mask);
+    vc_jsonl_free(j);
+    if (!st && d->n == 0) st = vc_fail(VC_ERR_ARG, "%s: no usable rows", path);
+    if (st) sft_data_free(d);
+    return st;
+}
+
+void sft_data_free(sft_data *d) {
+    free(d->cu);
+    free(d->ids);
+    free(d->mask);
+    memset(d, 0, sizeof *d);
+}

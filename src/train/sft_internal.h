@@ -1,0 +1,30 @@
+/* SFT internals shared by sft_data.c and sft.c. */
+#ifndef VC_SFT_INTERNAL_H
+#define VC_SFT_INTERNAL_H
+#include "verlc/chat_template.h"
+#include "verlc/data.h"
+#include "verlc/tokenizer.h"
+#include "verlc/train.h"
+
+/* Tokenised rows: row i is ids[cu[i] .. cu[i+1]) with token-aligned loss mask. */
+typedef struct sft_data {
+    size_t n;
+    int64_t *cu;
+    int32_t *ids;
+    float *mask;
+    size_t cap_rows, cap_tok;
+    size_t n_truncated, n_no_target, n_bad_rows, n_bad_lines;
+    int32_t max_id;
+    int64_t longest;
+} sft_data;
+
+typedef struct sft_tok {
+    const vc_tokenizer *tok;
+    const vc_chat_template *tmpl; /* may be NULL: prompts are used as plain text */
+    int32_t eos;
+} sft_tok;
+
+vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok *tk, sft_data *out);
+void sft_data_free(sft_data *d);
+char *vc_sft_config_json(const vc_sft_config *c);
+#endif

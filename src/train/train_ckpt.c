@@ -1,0 +1,350 @@
+/* Training checkpoints: RUN_DIR/step_N/{model.safetensors (internal names, f32), optim.bin,
+ * trainer_state.json, run_config.json, model_config.json}, written atomically and rotated. */
+#define _XOPEN_SOURCE 700
+#include "verlc/train.h"
+#include "verlc/safetensors.h"
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void vc_train_state_clear(vc_train_state *s) {
+    free(s->config_json);
+    memset(s, 0, sizeof *s);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static vc_status rm_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return VC_OK;
+    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) return vc_fail(VC_ERR_IO, "%s: cannot remove", path);
+    return VC_OK;
+}
+
+static vc_status fsync_dir(const char *path) {
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return vc_fail(VC_ERR_IO, "%s: cannot open directory", path);
+    int rc = fsync(fd);
+    close(fd);
+    return rc == 0 || errno == EINVAL ? VC_OK : vc_fail(VC_ERR_IO, "%s: fsync failed", path);
+}
+
+static vc_status write_weights(const vc_model *mc, const char *path) {
+    vc_model *m = (vc_model *)mc; /* vc_model_param is not const; nothing is modified */
+    vc_st_writer *w = NULL;
+    vc_status st = vc_st_writer_new(&w);
+    for (int i = 0; i < vc_model_n_params(m) && !st; i++) {
+        const char *name;
+        vc_tensor *t = vc_model_param(m, i, &name, NULL);
+        st = vc_st_writer_add(w, name, VC_F32, t->ndim, t->shape, t->data, 0);
+    }
+    if (!st) st = vc_st_writer_set_metadata(w, "format", VC_TRAIN_CKPT_FORMAT);
+    if (!st) st = vc_st_writer_write(w, path);
+    vc_st_writer_free(w);
+    return st;
+}
+
+static vc_status write_text(const char *dir, const char *name, const char *text) {
+    char *p = vc_path_join(dir, name);
+    if (!p) return VC_ERR_NOMEM;
+    vc_status st = vc_write_file_atomic(p, text, strlen(text));
+    free(p);
+    return st;
+}
+
+static vc_status write_state(const char *dir, const vc_trainer *t, const vc_train_state *s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "format", VC_TRAIN_CKPT_FORMAT);
+    cJSON_AddNumberToObject(o, "step", (double)t->step);
+    cJSON_AddNumberToObject(o, "optimizer_steps", (double)t->opt.step);
+    cJSON_AddNumberToObject(o, "skipped_steps", (double)t->n_skipped);
+    cJSON_AddNumberToObject(o, "epoch", (double)s->epoch);
+    cJSON_AddNumberToObject(o, "batch", (double)s->batch);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
+    cJSON_AddStringToObject(o, "seed", seed);
+    cJSON_AddStringToObject(o, "rng", "philox4x32-10 (counter-based: state = seed, step)");
+    cJSON_AddStringToObject(o, "model_dir", s->model_dir);
+    cJSON_AddStringToObject(o, "tokenizer_dir", s->tokenizer_dir);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return vc_fail(VC_ERR_NOMEM, "checkpoint state: out of memory");
+    vc_status st = write_text(dir, "trainer_state.json", text);
+    free(text);
+    return st;
+}
+
+static vc_status copy_file(const char *src, const char *dst) {
+    char *buf = NULL;
+    size_t n = 0;
+    vc_status st = vc_read_file(src, &buf, &n);
+    if (!st) st = vc_write_file_atomic(dst, buf, n);
+    free(buf);
+    return st;
+}
+
+static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_train_state *s) {
+    char *p = vc_path_join(tmp, "model.safetensors");
+    vc_status st = p ? write_weights(t->model, p) : VC_ERR_NOMEM;
+    free(p);
+    if (st) return st;
+    size_t n = vc_adamw_state_size(&t->opt);
+    void *buf = vc_malloc(n ? n : 1);
+    if (!buf) return VC_ERR_NOMEM;
+    st = vc_adamw_state_save(&t->opt, buf, n);
+    p = vc_path_join(tmp, "optim.bin");
+    if (!st) st = p ? vc_write_file_atomic(p, buf, n) : VC_ERR_NOMEM;
+    free(p);
+    free(buf);
+    if (!st) st = write_state(tmp, t, s);
+    if (!st && s->config_json) st = write_text(tmp, "run_config.json", s->config_json);
+    char *src = s->model_dir[0] ? vc_path_join(s->model_dir, "config.json") : NULL;
+    if (!st && src && vc_file_exists(src)) {
+        char *dst = vc_path_join(tmp, "model_config.json");
+        st = dst ? copy_file(src, dst) : VC_ERR_NOMEM;
+        free(dst);
+    }
+    free(src);
+    return st;
+}
+
+/* step numbers of the step_N directories of run_dir, ascending */
+static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(run_dir);
+    if (!d) return vc_fail(VC_ERR_IO, "%s: cannot open directory", run_dir);
+    size_t cap = 0;
+    struct dirent *e;
+    vc_status st = VC_OK;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, "step_", 5)) continue;
+        long long v = strtoll(e->d_name + 5, &end, 10);
+        if (end == e->d_name + 5 || *end || v < 0) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int64_t *g = realloc(*steps, cap * sizeof **steps);
+            if (!g) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); break; }
+            *steps = g;
+        }
+        (*steps)[(*n)++] = v;
+    }
+    closedir(d);
+    for (size_t i = 1; i < *n; i++)
+        for (size_t j = i; j > 0 && (*steps)[j - 1] > (*steps)[j]; j--) {
+            int64_t x = (*steps)[j]; (*steps)[j] = (*steps)[j - 1]; (*steps)[j - 1] = x;
+        }
+    return st;
+}
+
+static char *step_path(const char *run_dir, const char *prefix, int64_t step) {
+    size_t n = strlen(run_dir) + strlen(prefix) + 32;
+    char *p = vc_malloc(n);
+    if (p) snprintf(p, n, "%s/%s%lld", run_dir, prefix, (long long)step);
+    return p;
+}
+
+static vc_status rotate(const char *run_dir, int keep_last) {
+    int64_t *steps;
+    size_t n;
+    vc_status st = list_steps(run_dir, &steps, &n);
+    for (size_t i = 0; !st && keep_last > 0 && i + (size_t)keep_last < n; i++) {
+        char *p = step_path(run_dir, "step_", steps[i]);
+        st = p ? rm_tree(p) : VC_ERR_NOMEM;
+        free(p);
+    }
+    free(steps);
+    return st;
+}
+
+vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
+                             char **path) {
+    if (mkdir(run_dir, 0755) != 0 && errno != EEXIST) return vc_fail(VC_ERR_IO, "%s: cannot create", run_dir);
+    char *tmp = step_path(run_dir, ".tmp_step_", t->step), *fin = step_path(run_dir, "step_", t->step);
+    char *old = step_path(run_dir, ".old_step_", t->step);
+    vc_status st = tmp && fin && old ? VC_OK : VC_ERR_NOMEM;
+    if (!st) st = rm_tree(tmp);
+    if (!st && mkdir(tmp, 0755) != 0) st = vc_fail(VC_ERR_IO, "%s: cannot create", tmp);
+    if (!st) st = write_contents(tmp, t, s);
+    if (!st) st = fsync_dir(tmp);
+    if (st) {
+        vc_fail_ctx(st, "checkpoint %s", fin ? fin : run_dir);
+        rm_tree(tmp);
+        goto out;
+    }
+    /* an existing step_N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
+    if (vc_file_exists(fin) && ((st = rm_tree(old)) || rename(fin, old) != 0)) {
+        st = st ? st : vc_fail(VC_ERR_IO, "%s: cannot move aside", fin);
+        goto out;
+    }
+    if (rename(tmp, fin) != 0) {
+        st = vc_fail(VC_ERR_IO, "%s: cannot rename to %s", tmp, fin);
+        goto out;
+    }
+    rm_tree(old);
+    if ((st = fsync_dir(run_dir))) goto out;
+    char num[32];
+    snprintf(num, sizeof num, "%lld\n", (long long)t->step);
+    if ((st = write_text(run_dir, "latest_checkpointed_iteration.txt", num))) goto out;
+    st = rotate(run_dir, keep_last);
+    if (!st && path) {
+        *path = fin;
+        fin = NULL;
+    }
+out:
+    free(tmp);
+    free(fin);
+    free(old);
+    return st;
+}
+
+static int is_ckpt(const char *dir) {
+    char *p = vc_path_join(dir, "trainer_state.json");
+    int ok = p && vc_file_exists(p);
+    free(p);
+    return ok;
+}
+
+vc_status vc_train_ckpt_latest(const char *run_dir, char **path) {
+    int64_t *steps;
+    size_t n;
+    *path = NULL;
+    vc_status st = list_steps(run_dir, &steps, &n);
+    for (size_t i = n; !st && i-- > 0;) {
+        char *p = step_path(run_dir, "step_", steps[i]);
+        if (p && is_ckpt(p)) {
+            *path = p;
+            break;
+        }
+        free(p);
+    }
+    free(steps);
+    if (!st && !*path) st = vc_fail(VC_ERR_MISSING, "%s: no checkpoint (step_N/trainer_state.json)", run_dir);
+    return st;
+}
+
+vc_status vc_train_ckpt_resolve(const char *path, char **ckpt_dir) {
+    if (is_ckpt(path)) {
+        *ckpt_dir = vc_strdup(path);
+        return *ckpt_dir ? VC_OK : VC_ERR_NOMEM;
+    }
+    return vc_train_ckpt_latest(path, ckpt_dir);
+}
+
+static int64_t num_field(const cJSON *o, const char *key, int *ok) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) {
+        *ok = 0;
+        return 0;
+    }
+    return (int64_t)v->valuedouble;
+}
+
+static void str_field(const cJSON *o, const char *key, char *dst, size_t cap) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    dst[0] = 0;
+    if (cJSON_IsString(v)) snprintf(dst, cap, "%s", v->valuestring);
+}
+
+vc_status vc_train_ckpt_read_state(const char *ckpt_dir, vc_train_state *s) {
+    memset(s, 0, sizeof *s);
+    char *p = vc_path_join(ckpt_dir, "trainer_state.json"), *text = NULL;
+    size_t n;
+    vc_status st = p ? vc_read_file(p, &text, &n) : VC_ERR_NOMEM;
+    cJSON *o = NULL;
+    if (st) {
+        st = vc_fail(st, "%s: not a verlc training checkpoint (no readable trainer_state.json)", ckpt_dir);
+        goto out;
+    }
+    o = cJSON_Parse(text);
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+    if (!cJSON_IsObject(o) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, VC_TRAIN_CKPT_FORMAT)) {
+        st = vc_fail(VC_ERR_FORMAT, "%s: not a verlc training checkpoint (format is not \"%s\")", p,
+                     VC_TRAIN_CKPT_FORMAT);
+        goto out;
+    }
+    int ok = 1;
+    s->step = num_field(o, "step", &ok);
+    s->n_skipped = num_field(o, "skipped_steps", &ok);
+    s->epoch = num_field(o, "epoch", &ok);
+    s->batch = num_field(o, "batch", &ok);
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+    if (!ok || !cJSON_IsString(seed) || s->step < 0 || s->epoch < 0 || s->batch < 0) {
+        st = vc_fail(VC_ERR_FORMAT, "%s: missing or invalid step/epoch/batch/seed", p);
+        goto out;
+    }
+    s->seed = strtoull(seed->valuestring, NULL, 10);
+    str_field(o, "model_dir", s->model_dir, sizeof s->model_dir);
+    str_field(o, "tokenizer_dir", s->tokenizer_dir, sizeof s->tokenizer_dir);
+    char *cp = vc_path_join(ckpt_dir, "run_config.json");
+    if (cp && vc_file_exists(cp)) st = vc_read_file(cp, &s->config_json, &n);
+    free(cp);
+out:
+    cJSON_Delete(o);
+    free(text);
+    free(p);
+    return st;
+}
+
+vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m) {
+    char *p = vc_path_join(ckpt_dir, "model.safetensors");
+    vc_checkpoint *ck = NULL;
+    vc_status st = p ? vc_ckpt_open(p, &ck) : VC_ERR_NOMEM;
+    if (st) goto out;
+    const char *fmt = vc_ckpt_metadata(ck, "format");
+    if (!fmt || strcmp(fmt, VC_TRAIN_CKPT_FORMAT)) {
+        st = vc_fail(VC_ERR_FORMAT, "%s: not verlc training weights (metadata format is not \"%s\")", p,
+                     VC_TRAIN_CKPT_FORMAT);
+        goto out;
+    }
+    int np = vc_model_n_params(m);
+    if (vc_ckpt_count(ck) != np) {
+        st = vc_fail(VC_ERR_SHAPE, "%s: %d tensors, the model has %d parameters (a checkpoint of another model?)", p,
+                     vc_ckpt_count(ck), np);
+        goto out;
+    }
+    for (int i = 0; i < np && !st; i++) {
+        const char *name;
+        vc_tensor *t = vc_model_param(m, i, &name, NULL);
+        const vc_st_tensor *s = vc_ckpt_find(ck, name);
+        int same = s && s->dtype == VC_F32 && s->ndim == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
+        if (!same)
+            st = vc_fail(s ? VC_ERR_SHAPE : VC_ERR_MISSING, "%s: tensor %s %s (a checkpoint of another model?)", p,
+                         name, s ? "has another dtype or shape than the model's" : "is missing");
+        else
+            vc_st_tensor_to_f32(s, t->data);
+    }
+out:
+    vc_ckpt_close(ck);
+    free(p);
+    return st;
+}
+
+vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state *s) {
+    vc_status st = vc_train_ckpt_read_state(ckpt_dir, s);
+    if (!st) st = vc_train_ckpt_load_weights(ckpt_dir, t->model);
+    if (st) return st;
+    char *p = vc_path_join(ckpt_dir, "optim.bin"), *buf = NULL;
+    size_t n = 0;
+    st = p ? vc_read_file(p, &buf, &n) : VC_ERR_NOMEM;
+    if (!st) st = vc_adamw_state_load(&t->opt, buf, n);
+    if (st) vc_fail_ctx(st, "%s", p ? p : ckpt_dir);
+    free(p);
+    free(buf);
+    if (!st) {
+        t->step = s->step;
+        t->n_skipped = s->n_skipped;
+    }
+    return st;
+}

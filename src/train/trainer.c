@@ -1,0 +1,263 @@
+/* The trainer step: micro-batches, gradient accumulation with mini-batch normalisers, clipping, AdamW. */
+#include "verlc/train.h"
+#include "verlc/data.h"
+#include "verlc/ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vc_trainer_config_default(vc_trainer_config *c) {
+    memset(c, 0, sizeof *c);
+    vc_adamw_config_default(&c->adamw);
+    c->sched.kind = VC_LR_CONSTANT;
+    c->sched.base_lr = c->adamw.lr;
+    c->sched.num_cycles = 0.5;
+    c->grad_clip = 1.0;
+    c->agg = VC_AGG_TOKEN_MEAN;
+    c->micro_bs = 1;
+}
+
+vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out) {
+    memset(out, 0, sizeof *out);
+    if (b->n_seq <= 0) return vc_fail(VC_ERR_ARG, "empty mini-batch");
+    if (max_tokens <= 0) {
+        if (micro_bs <= 0) return vc_fail(VC_ERR_ARG, "micro batch size must be positive (got %d)", micro_bs);
+        return vc_micro_batches_by_count((size_t)b->n_seq, (size_t)micro_bs, out);
+    }
+    int64_t *lens = vc_malloc(sizeof *lens * (size_t)b->n_seq);
+    if (!lens) return VC_ERR_NOMEM;
+    for (int i = 0; i < b->n_seq; i++) lens[i] = b->cu_seqlens[i + 1] - b->cu_seqlens[i];
+    vc_status st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, 1, out);
+    free(lens);
+    return st;
+}
+
+static double seq_targets(const vc_minibatch *b, int i) {
+    double s = 0;
+    for (int64_t k = b->cu_seqlens[i] + 1; k < b->cu_seqlens[i + 1]; k++) s += b->mask ? b->mask[k] : 1.0;
+    return s;
+}
+
+void vc_train_loss_norm(const vc_minibatch *b, double loss_scale_factor, vc_loss_norm *n) {
+    memset(n, 0, sizeof *n);
+    double longest = 0;
+    for (int i = 0; i < b->n_seq; i++) {
+        double s = seq_targets(b, i);
+        n->n_tokens += s;
+        if (s > 0) n->n_seqs += 1;
+        if (s > longest) longest = s;
+    }
+    n->loss_scale_factor = loss_scale_factor > 0 ? loss_scale_factor : longest;
+}
+
+/* The weights of verl's agg_loss (rl/stats.c vc_agg_loss) with the mini-batch's normalisers: the
+ * per-sequence terms are linear, so summing micro-batches gives the mini-batch loss. */
+vc_status vc_train_token_weights(const float *mask, int64_t count, vc_agg_mode mode, const vc_loss_norm *n,
+                                 float *weight) {
+    double denom;
+    switch (mode) {
+    case VC_AGG_TOKEN_MEAN: denom = n->n_tokens; break;
+    case VC_AGG_SEQ_MEAN_TOKEN_SUM:
+    case VC_AGG_SEQ_MEAN_TOKEN_MEAN: denom = n->n_seqs; break;
+    case VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM: denom = n->loss_scale_factor; break;
+    default: return vc_fail(VC_ERR_ARG, "invalid loss_agg_mode %d", (int)mode);
+    }
+    double ms = 0, w = denom != 0 ? 1.0 / denom : 0.0;
+    for (int64_t t = 0; t < count; t++) ms += mask[t];
+    if (mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN) w = ms > 0 ? w / (ms + 1e-8) : 0.0;
+    for (int64_t t = 0; t < count; t++) weight[t] = mask[t] != 0.0f ? (float)(w * mask[t]) : 0.0f;
+    return VC_OK;
+}
+
+vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg) {
+    memset(t, 0, sizeof *t);
+    t->model = m;
+    t->cfg = *cfg;
+    vc_status st = vc_model_enable_grad(m);
+    if (st) return st;
+    vc_model_set_checkpointing(m, cfg->checkpointing);
+    int np = vc_model_n_params(m);
+    vc_optim_param *op = vc_calloc((size_t)np + 1, sizeof *op);
+    t->grads = vc_calloc((size_t)np + 1, sizeof *t->grads);
+    t->sizes = vc_calloc((size_t)np + 1, sizeof *t->sizes);
+    t->g = vc_graph_new();
+    if (!op || !t->grads || !t->sizes || !t->g) {
+        st = vc_fail(VC_ERR_NOMEM, "trainer: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < np; i++) {
+        int decay = 0;
+        vc_tensor *p = vc_model_param(m, i, NULL, &decay);
+        if (!p->grad) continue; /* a buffer */
+        op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, decay };
+        t->grads[t->n_params] = p->grad;
+        t->sizes[t->n_params] = (size_t)p->n;
+        t->n_params++;
+    }
+    st = vc_adamw_init(&t->opt, &cfg->adamw, op, (size_t)t->n_params);
+out:
+    free(op);
+    if (st) vc_trainer_free(t);
+    return st;
+}
+
+void vc_trainer_free(vc_trainer *t) {
+    if (t->opt.params) vc_adamw_free(&t->opt);
+    vc_graph_free(t->g);
+    free(t->grads);
+    free(t->sizes);
+    memset(t, 0, sizeof *t);
+}
+
+/* Buffers of one micro-batch, sized for the largest group. */
+typedef struct mb_buf {
+    vc_micro_batch mb;
+    int64_t *cu, *src;
+    int32_t *ids, *target;
+    float *mask, *weight, *negw;
+    uint32_t *seq;
+} mb_buf;
+
+static void mb_free(mb_buf *m) {
+    free(m->cu); free(m->src); free(m->ids); free(m->target);
+    free(m->mask); free(m->weight); free(m->negw); free(m->seq);
+}
+
+static vc_status mb_alloc(mb_buf *m, const vc_minibatch *b, const vc_partition *p) {
+    memset(m, 0, sizeof *m);
+    int64_t most = 1;
+    for (size_t g = 0; g < p->n_groups; g++) {
+        int64_t s = 0;
+        for (size_t k = p->offsets[g]; k < p->offsets[g + 1]; k++)
+            s += b->cu_seqlens[p->items[k] + 1] - b->cu_seqlens[p->items[k]];
+        if (s > most) most = s;
+    }
+    size_t n = (size_t)most, ns = (size_t)b->n_seq + 1;
+    m->cu = vc_malloc(ns * 8); m->seq = vc_malloc(ns * 4);
+    m->src = vc_malloc(n * 8); m->ids = vc_malloc(n * 4); m->target = vc_malloc(n * 4);
+    m->mask = vc_malloc(n * 4); m->weight = vc_malloc(n * 4); m->negw = vc_malloc(n * 4);
+    if (!m->cu || !m->seq || !m->src || !m->ids || !m->target || !m->mask || !m->weight || !m->negw) {
+        mb_free(m);
+        return vc_fail(VC_ERR_NOMEM, "trainer: cannot allocate micro-batch buffers");
+    }
+    return VC_OK;
+}
+
+static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p, size_t g, vc_agg_mode mode,
+                         const vc_loss_norm *norm) {
+    vc_micro_batch *mb = &m->mb;
+    int64_t T = 0;
+    int ns = 0;
+    m->cu[0] = 0;
+    for (size_t k = p->offsets[g]; k < p->offsets[g + 1]; k++) {
+        uint32_t s = p->items[k];
+        int64_t a = b->cu_seqlens[s], L = b->cu_seqlens[s + 1] - a;
+        for (int64_t j = 0; j < L; j++) {
+            m->ids[T + j] = b->ids[a + j];
+            m->src[T + j] = a + j;
+            int last = j + 1 >= L;
+            m->target[T + j] = last ? -1 : b->ids[a + j + 1];
+            m->mask[T + j] = last ? 0.0f : (b->mask ? b->mask[a + j + 1] : 1.0f);
+        }
+        vc_status st = vc_train_token_weights(m->mask + T, L, mode, norm, m->weight + T);
+        if (st) return st;
+        for (int64_t j = 0; j < L; j++) m->negw[T + j] = -m->weight[T + j];
+        T += L;
+        m->seq[ns++] = s;
+        m->cu[ns] = T;
+    }
+    *mb = (vc_micro_batch){ (int)g, (int)p->n_groups, ns, m->cu, m->ids, m->target, m->mask, m->weight, m->seq,
+                            m->src, T };
+    return VC_OK;
+}
+
+/* Forward + loss (+ backward when grad) of one micro-batch; *loss gets its value. */
+static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx, int grad, double *loss) {
+    vc_graph *g = t->g;
+    const vc_micro_batch *mb = &m->mb;
+    vc_graph_reset(g);
+    vc_graph_set_grad(g, grad);
+    vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids };
+    vc_tensor *h = vc_model_forward(t->model, g, &batch, NULL), *logp = NULL, *ent = NULL, *L = NULL;
+    vc_status st = h ? VC_OK : vc_graph_status(g);
+    if (!st) st = vc_model_logprobs(t->model, g, h, mb->target, &logp, t->cfg.need_entropy ? &ent : NULL);
+    if (!st) st = fn ? fn(ctx, g, mb, logp, ent, &L) : ((L = vc_op_dot_const(g, logp, m->negw)) ? VC_OK
+                                                                                                 : vc_graph_status(g));
+    if (!st && !L) st = vc_fail(VC_ERR_INTERNAL, "loss callback returned no tensor");
+    if (st) return st;
+    *loss = L->data[0];
+    if (grad && isfinite(*loss)) st = vc_graph_backward(g, L, 1.0f);
+    if (!st) st = vc_graph_status(g);
+    return st;
+}
+
+vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
+                                vc_step_stats *stats) {
+    vc_partition p;
+    vc_loss_norm norm;
+    mb_buf m;
+    memset(stats, 0, sizeof *stats);
+    double t0 = vc_now();
+    vc_status st = vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
+    if (st) return st;
+    vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
+    if ((st = mb_alloc(&m, b, &p))) goto out_p;
+    for (size_t gi = 0; gi < p.n_groups && !st; gi++) {
+        double l = 0;
+        st = mb_fill(&m, b, &p, gi, t->cfg.agg, &norm);
+        if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
+        stats->loss += l;
+        stats->n_tokens += m.mb.n_tokens;
+    }
+    stats->n_micro = (int)p.n_groups;
+    stats->n_loss_tokens = (int64_t)norm.n_tokens;
+    stats->seconds = vc_now() - t0;
+    vc_graph_reset(t->g);
+    mb_free(&m);
+out_p:
+    vc_partition_free(&p);
+    return st;
+}
+
+vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st) {
+    double t0 = vc_now();
+    vc_model_zero_grad(t->model);
+    vc_status s = vc_trainer_accumulate(t, b, fn, ctx, st);
+    if (s) return s;
+    st->lr = vc_lr_at(&t->cfg.sched, t->step);
+    int finite = vc_clip_grad_norm(t->grads, t->sizes, (size_t)t->n_params, t->cfg.grad_clip, &st->grad_norm);
+    if (!finite || !isfinite(st->loss)) {
+        st->skipped = 1;
+        t->n_skipped++;
+    } else if ((s = vc_adamw_step(&t->opt, st->lr))) {
+        return s;
+    }
+    t->step++;
+    st->seconds = vc_now() - t0;
+    return VC_OK;
+}
+
+vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok) {
+    vc_partition p;
+    vc_loss_norm norm;
+    mb_buf m;
+    *nll_sum = *n_tok = 0;
+    vc_status st = vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
+    if (st) return st;
+    vc_train_loss_norm(b, 0, &norm);
+    /* token-sum weights: n_tokens = 1 turns token-mean into a plain sum */
+    norm.n_tokens = 1;
+    if ((st = mb_alloc(&m, b, &p))) goto out_p;
+    for (size_t gi = 0; gi < p.n_groups && !st; gi++) {
+        double l = 0;
+        st = mb_fill(&m, b, &p, gi, VC_AGG_TOKEN_MEAN, &norm);
+        if (!st) st = mb_run(t, &m, NULL, NULL, 0, &l);
+        *nll_sum += l;
+        for (int64_t k = 0; k < m.mb.n_tokens; k++) *n_tok += m.mask[k];
+    }
+    vc_graph_reset(t->g);
+    mb_free(&m);
+out_p:
+    vc_partition_free(&p);
+    return st;
+}

@@ -1,0 +1,96 @@
+/* `verlc generate`: chat-template and raw prompts, n samples, identical output across --max-batch and
+ * --threads, overlong prompts skipped / truncated / rejected with the row named. */
+#include "vc_test.h"
+#include <unistd.h>
+
+static char tmp[256], bin[1024];
+
+static int sh(const char *fmt, const char *extra) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, fmt, bin, tmp, tmp, tmp, extra);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static char *slurp(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return strdup(buf);
+}
+
+static void put(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static int count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+int main(void) {
+    const char *b = getenv("VERLC_BIN");
+    snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
+    snprintf(tmp, sizeof tmp, "/tmp/vc_gen_cliXXXXXX");
+    CHECK(mkdtemp(tmp) != NULL);
+    put("cfg.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 32,"
+                    " \"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                    " \"num_key_value_heads\": 2, \"vocab_size\": 32000, \"max_position_embeddings\": 64,"
+                    " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"tie_word_embeddings\": false,"
+                    " \"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}");
+    put("tok_config.json", "{\"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"chat_template\": \"{% for m in messages %}"
+                           "<|{{ m['role'] }}|>{{ m['content'] }}\\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}\"}");
+    put("in.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"What is 2+3?\"}]}\n"
+                    "{\"prompt\": \"The quick brown fox\"}\n"
+                    "{\"prompt\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"data_source\": \"x\"}\n"
+                    "{\"prompt\": \"one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\"}\n");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/tok && cp %s/fixtures/tokenizers/llama2/tokenizer.json %s/tok/ && cp %s/tok_config.json "
+             "%s/tok/tokenizer_config.json && %s init --config %s/cfg.json --out %s/model >/dev/null",
+             tmp, vc_test_shared(), tmp, tmp, tmp, bin, tmp, tmp);
+    CHECK(system(cmd) == 0);
+    const char *run = "%s generate --model %s/model --tokenizer %s/tok --input %s/in.jsonl %s";
+    CHECK(sh(run, "--output /tmp/x.jsonl --n 2 --max-new-tokens 6 --seed 4 2>/dev/null") == 0);
+    char extra[1024];
+    snprintf(extra, sizeof extra, "--output %s/a.jsonl --n 3 --max-new-tokens 6 --seed 4 --max-prompt-len 24 --overlong skip 2>%s/a.err", tmp, tmp);
+    CHECK(sh(run, extra) == 0);
+    snprintf(extra, sizeof extra, "--output %s/b.jsonl --n 3 --max-new-tokens 6 --seed 4 --max-prompt-len 24 --overlong skip --max-batch 1 --threads 1 2>/dev/null", tmp);
+    CHECK(sh(run, extra) == 0);
+    char *a = slurp("a.jsonl"), *bb = slurp("b.jsonl"), *err = slurp("a.err");
+    CHECK(a && bb && !strcmp(a, bb));
+    CHECK(count(a, "\"index\":") == 9); /* rows 0..2 kept, row 3 skipped */
+    CHECK(count(a, "\"index\":3") == 0);
+    CHECK(count(a, "\"prompt\":\"<|user|>What is 2+3?\\n<|assistant|>\"") == 3);
+    CHECK(count(a, "\"finish_reason\":\"length\"") + count(a, "\"finish_reason\":\"eos\"") == 9);
+    CHECK(count(a, "\"logprobs\":[") == 9 && count(a, "\"response_ids\":[") == 9 && count(a, "\"sample\":2") == 3);
+    CHECK_MSG(err && strstr(err, "in.jsonl:4: prompt has") && strstr(err, "skipped"), "%s", err ? err : "");
+    free(a);
+    free(bb);
+    free(err);
+    snprintf(extra, sizeof extra, "--output %s/c.jsonl --max-new-tokens 6 --max-prompt-len 24 2>%s/c.err", tmp, tmp);
+    CHECK(sh(run, extra) != 0);
+    err = slurp("c.err");
+    CHECK_MSG(err && strstr(err, "in.jsonl:4: prompt has"), "%s", err ? err : "");
+    free(err);
+    snprintf(extra, sizeof extra, "--output %s/d.jsonl --max-new-tokens 6 --max-prompt-len 24 --overlong truncate --greedy 2>/dev/null", tmp);
+    CHECK(sh(run, extra) == 0);
+    a = slurp("d.jsonl");
+    CHECK(a && count(a, "\"index\":3") == 1);
+    free(a);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    CHECK(system(cmd) == 0);
+    return vc_test_done();
+}

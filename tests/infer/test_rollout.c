@@ -1,0 +1,247 @@
+/* Rollout engine: reproducibility across batch size / threads / request order / preemption, prompt page
+ * sharing, rollout vs training log-probs, row invariance of the GEMM and of the paged forward, errors. */
+#include "infer/infer.h"
+#include "vc_test.h"
+#include "verlc/pool.h"
+#include "verlc/rng.h"
+#include "verlc/rollout.h"
+#include <unistd.h>
+
+static const char *CONFIG =
+    "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
+    " \"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2,"
+    " \"torch_dtype\": \"float32\"}";
+
+#define NP 6
+static int32_t prompts[NP][80];
+static const int plen[NP] = { 5, 17, 1, 33, 70, 9 };
+
+static vc_model *make_model(void) {
+    char path[] = "/tmp/vc_rollout_cfgXXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    (void)!write(fd, CONFIG, strlen(CONFIG));
+    close(fd);
+    vc_model *m = NULL;
+    vc_status st = vc_model_init_random(path, 7, &m);
+    unlink(path);
+    if (st) fprintf(stderr, "init: %s\n", vc_last_error());
+    return m;
+}
+
+typedef struct {
+    int max_batch, threads, reverse, chunk, page;
+    double budget;
+} run_cfg;
+
+static vc_rollout_sample *generate(vc_model *m, const vc_sampling *sp, run_cfg rc, int n, int *n_out,
+                                   vc_rollout_stats *stats) {
+    vc_rollout_opts o = { .kv_budget_bytes = rc.budget ? rc.budget : 64e6, .page_tokens = rc.page ? rc.page : 16,
+                          .max_batch = rc.max_batch, .prefill_chunk = rc.chunk ? rc.chunk : 512 };
+    vc_rollout_request rq[NP];
+    for (int i = 0; i < NP; i++) {
+        int k = rc.reverse ? NP - 1 - i : i;
+        rq[i] = (vc_rollout_request){ prompts[k], plen[k], n, (uint64_t)k };
+    }
+    vc_set_threads(rc.threads);
+    vc_rollout_engine *e = NULL;
+    vc_rollout_sample *out = NULL;
+    CHECK_OK(vc_rollout_new(m, &o, &e));
+    CHECK_OK(vc_rollout_generate(e, rq, NP, sp, &out, n_out));
+    if (stats) vc_rollout_last_stats(e, stats);
+    vc_rollout_free(e);
+    if (rc.reverse && out) { /* back to prompt order */
+        vc_rollout_sample *r = calloc((size_t)*n_out, sizeof *r);
+        for (int i = 0; i < NP; i++)
+            for (int j = 0; j < n; j++) {
+                r[(NP - 1 - i) * n + j] = out[i * n + j];
+                r[(NP - 1 - i) * n + j].request = NP - 1 - i;
+            }
+        free(out);
+        out = r;
+    }
+    return out;
+}
+
+static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
+    for (int i = 0; i < n; i++) {
+        if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
+        if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;
+        if (memcmp(a[i].logp, b[i].logp, (size_t)a[i].n_tokens * 4)) return 0;
+        if (memcmp(a[i].logp_sampled, b[i].logp_sampled, (size_t)a[i].n_tokens * 4)) return 0;
+    }
+    return 1;
+}
+
+/* the training path: one packed forward without cache, fused head log-probs */
+static void compare_train_logprobs(vc_model *m, const vc_rollout_sample *s, int n, double *mean, double *max) {
+    vc_graph *g = vc_graph_new();
+    double sum = 0, mx = 0;
+    int64_t cnt = 0;
+    for (int i = 0; i < n; i++) {
+        int r = s[i].request, L = plen[r] + (int)s[i].n_tokens;
+        int32_t ids[256], tgt[256];
+        memcpy(ids, prompts[r], (size_t)plen[r] * 4);
+        memcpy(ids + plen[r], s[i].tokens, (size_t)s[i].n_tokens * 4);
+        for (int t = 0; t < L; t++) tgt[t] = t + 1 < L && t + 1 >= plen[r] ? ids[t + 1] : -1;
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        int64_t cu[2] = { 0, L };
+        vc_batch b = { 1, cu, ids };
+        vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL, *ent = NULL;
+        CHECK(h != NULL);
+        if (!h) continue;
+        CHECK_OK(vc_model_logprobs(m, g, h, tgt, &lp, &ent));
+        for (int64_t t = 0; t < s[i].n_tokens; t++) {
+            double d = fabs((double)lp->data[plen[r] - 1 + t] - s[i].logp[t]);
+            sum += d;
+            mx = d > mx ? d : mx;
+            cnt++;
+        }
+    }
+    vc_graph_free(g);
+    *mean = cnt ? sum / (double)cnt : 0;
+    *max = mx;
+}
+
+static void test_gemm_row_invariance(void) {
+    int64_t M = 37, N = 53, K = 203;
+    float *A = malloc(M * K * 4), *B = malloc(N * K * 4), *C = malloc(M * N * 4), *c1 = malloc(N * 4);
+    for (int64_t i = 0; i < M * K; i++) A[i] = vc_rng_normal(1, 0, 0, (uint64_t)i);
+    for (int64_t i = 0; i < N * K; i++) B[i] = vc_rng_normal(2, 0, 0, (uint64_t)i);
+    int bad = 0;
+    for (int th = 1; th <= 2; th++) {
+        vc_set_threads(th);
+        vc_infer_gemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        for (int64_t r = 0; r < M; r++)
+            for (int64_t m = 1; m <= 4; m++) { /* row r alone, and as the first of m rows */
+                if (r + m > M) break;
+                float *cm = malloc(m * N * 4);
+                vc_infer_gemm(0, 1, m, N, K, 1.0f, A + r * K, K, B, K, 0.0f, cm, N);
+                bad += memcmp(cm, C + r * N, (size_t)N * 4) != 0;
+                free(cm);
+            }
+        /* transposed operands give the same bits */
+        float *Bt = malloc(N * K * 4), *C2 = malloc(M * N * 4);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t k = 0; k < K; k++) Bt[k * N + n] = B[n * K + k];
+        vc_infer_gemm(0, 0, M, N, K, 1.0f, A, K, Bt, N, 0.0f, C2, N);
+        bad += memcmp(C2, C, (size_t)(M * N) * 4) != 0;
+        free(Bt);
+        free(C2);
+    }
+    double err = 0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double ref = 0;
+            for (int64_t k = 0; k < K; k++) ref += (double)A[i * K + k] * B[j * K + k];
+            err = fmax(err, fabs(ref - C[i * N + j]));
+        }
+    CHECK_MSG(bad == 0, "%d row-invariance mismatches", bad);
+    CHECK(err < 1e-3);
+    free(A);
+    free(B);
+    free(C);
+    free(c1);
+}
+
+/* hidden states of prompt 4 computed alone in one chunk == computed in 3 chunks batched with prompt 3 */
+static void test_forward_invariance(vc_model *m) {
+    const vc_backend *prev = vc_be();
+    vc_set_backend(vc_infer_backend()); /* with OpenBLAS's sgemm the chunks below differ in their last bits */
+    vc_kv_pool pool;
+    CHECK_OK(vc_kv_pool_init(&pool, 64, 8, 2, vc_kv_row_floats(m)));
+    int32_t pa[10], pb[10];
+    for (int i = 0; i < 10; i++) pa[i] = i, pb[i] = 10 + i;
+    const int32_t *tab[2] = { pa, pb };
+    vc_graph *g = vc_graph_new();
+    int64_t H = vc_model_cfg(m)->hidden, L = plen[4];
+    float *alone = malloc((size_t)(L * H) * 4);
+    int64_t cu[3] = { 0, L }, len[2] = { 0, 0 };
+    vc_batch b = { 1, cu, prompts[4] };
+    vc_kv_pages kv = { pool.mem, 8, tab, len };
+    vc_tensor *h = vc_model_forward_paged(m, g, &b, &kv);
+    CHECK(h != NULL);
+    if (h) memcpy(alone, h->data, (size_t)(L * H) * 4);
+    int bad = 0;
+    int64_t cuts[4] = { 0, 1, 40, L };
+    for (int c = 0; c < 3 && h; c++) { /* prompt 3 (33 tokens) first, then the chunk of prompt 4 */
+        int64_t n4 = cuts[c + 1] - cuts[c], n3 = c == 0 ? plen[3] : 1;
+        int32_t ids[128];
+        memcpy(ids, prompts[3], (size_t)n3 * 4);
+        memcpy(ids + n3, prompts[4] + cuts[c], (size_t)n4 * 4);
+        int64_t cu2[3] = { 0, n3, n3 + n4 }, len2[2] = { c == 0 ? 0 : plen[3] + c - 1, cuts[c] };
+        const int32_t *tab2[2] = { pb, pa };
+        vc_graph_reset(g);
+        vc_batch b2 = { 2, cu2, ids };
+        vc_kv_pages kv2 = { pool.mem, 8, tab2, len2 };
+        vc_tensor *h2 = vc_model_forward_paged(m, g, &b2, &kv2);
+        CHECK(h2 != NULL);
+        if (h2) bad += memcmp(h2->data + n3 * H, alone + cuts[c] * H, (size_t)(n4 * H) * 4) != 0;
+    }
+    CHECK_MSG(bad == 0, "%d chunks differ from the unbatched forward", bad);
+    free(alone);
+    vc_graph_free(g);
+    vc_kv_pool_release(&pool);
+    vc_set_backend(prev);
+}
+
+int main(void) {
+    for (int i = 0; i < NP; i++)
+        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 99, (uint64_t)i, 0, (uint64_t)t);
+    test_gemm_row_invariance();
+    vc_model *m = make_model();
+    CHECK(m != NULL);
+    if (!m) return vc_test_done();
+    test_forward_invariance(m);
+    int32_t eos[1] = { 2 };
+    vc_sampling sp = { .temperature = 0.9f, .top_k = 50, .top_p = 0.95f, .min_p = 0.0f, .max_new_tokens = 12,
+                       .eos_ids = eos, .n_eos = 1, .seed = 1234 };
+    int n = 3, nr = 0, n2 = 0;
+    vc_rollout_stats st;
+    vc_rollout_sample *ref = generate(m, &sp, (run_cfg){ 64, 1, 0, 0, 0, 0 }, n, &nr, &st);
+    CHECK(nr == NP * n && ref);
+    if (!ref) return vc_test_done();
+    /* batch sizes, threads, request order, prefill chunking, page size */
+    run_cfg cfgs[] = { { 1, 1, 0, 0, 0, 0 }, { 7, 2, 0, 0, 0, 0 }, { 64, 2, 1, 0, 0, 0 }, { 7, 1, 1, 5, 4, 0 },
+                       { 64, 2, 0, 3, 8, 0 } };
+    for (int c = 0; c < (int)(sizeof cfgs / sizeof *cfgs); c++) {
+        vc_rollout_sample *o = generate(m, &sp, cfgs[c], n, &n2, NULL);
+        CHECK_MSG(o && n2 == nr && same_samples(ref, o, nr), "config %d (max_batch %d threads %d reverse %d) differs", c,
+                  cfgs[c].max_batch, cfgs[c].threads, cfgs[c].reverse);
+        vc_rollout_samples_free(o, n2);
+    }
+    /* forced preemption: a pool of a few pages */
+    vc_rollout_stats ps;
+    size_t pb = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m));
+    vc_rollout_sample *o = generate(m, &sp, (run_cfg){ 64, 2, 0, 7, 4, 22.0 * (double)pb }, n, &n2, &ps);
+    CHECK_MSG(o && same_samples(ref, o, nr), "preempted run differs");
+    CHECK_MSG(ps.preemptions > 0, "no preemption with a %lld-page pool", (long long)ps.pool_pages);
+    printf("preemption: %lld pages of 4 tokens, %lld preemptions, %lld steps\n", (long long)ps.pool_pages,
+           (long long)ps.preemptions, (long long)ps.steps);
+    vc_rollout_samples_free(o, n2);
+    /* rollout log-probs against the training path */
+    double mean, max;
+    compare_train_logprobs(m, ref, nr, &mean, &max);
+    printf("train/rollout log-prob mismatch: mean %.3g max %.3g over %d samples\n", mean, max, nr);
+    CHECK(max <= 1e-5);
+    int finished_eos = 0;
+    for (int i = 0; i < nr; i++) {
+        CHECK(ref[i].request == i / n && ref[i].sample == i % n);
+        CHECK(ref[i].n_tokens >= 1 && ref[i].n_tokens <= 12);
+        finished_eos += ref[i].finish == VC_FINISH_EOS;
+        CHECK(ref[i].finish == VC_FINISH_EOS || ref[i].n_tokens == 12);
+        for (int64_t t = 0; t < ref[i].n_tokens; t++) CHECK(ref[i].logp_sampled[t] <= 0 && ref[i].logp[t] <= 0);
+    }
+    /* samples of a prompt differ (different random streams) */
+    int distinct = 0;
+    for (int r = 0; r < NP; r++)
+        distinct += ref[r * n].n_tokens != ref[r * n + 1].n_tokens ||
+                    memcmp(ref[r * n].tokens, ref[r * n + 1].tokens, (size_t)ref[r * n].n_tokens * 4);
+    CHECK(distinct >= NP / 2);
+    vc_rollout_samples_free(ref, nr);
+    vc_model_free(m);
+    return vc_test_done();
+}

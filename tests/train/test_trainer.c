@@ -1,0 +1,207 @@
+/* Trainer step: gradient accumulation over micro-batches (by count, by token budget) equals one big
+ * batch for every loss_agg_mode; loss equals verl's agg_loss on the whole mini-batch; custom loss
+ * callbacks; non-finite skip; clipping reports the pre-clip norm; memory plan. */
+#include "verlc/ops.h"
+#include "verlc/rng.h"
+#include "verlc/train.h"
+#include "vc_test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NSEQ 6
+static int64_t CU[NSEQ + 1];
+static int32_t IDS[256];
+static float MASK[256];
+
+static void make_batch(vc_minibatch *b) {
+    CU[0] = 0;
+    for (int s = 0; s < NSEQ; s++) {
+        int64_t L = 5 + vc_rng_below(16, 7, s, 0, 0), prompt = 1 + vc_rng_below(4, 7, s, 1, 0);
+        for (int64_t j = 0; j < L; j++) {
+            IDS[CU[s] + j] = (int32_t)vc_rng_below(256, 7, s, 2, (uint64_t)j);
+            MASK[CU[s] + j] = j >= prompt ? 1.0f : 0.0f;
+        }
+        CU[s + 1] = CU[s] + L;
+    }
+    *b = (vc_minibatch){ NSEQ, CU, IDS, MASK };
+}
+
+static vc_model *load(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/fixtures/models/qwen3", vc_test_shared());
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(path, &m));
+    return m;
+}
+
+static float *grads_of(vc_trainer *t, const vc_minibatch *b, int micro, int64_t tokens, vc_agg_mode mode,
+                       vc_token_loss_fn fn, double *loss) {
+    size_t total = 0;
+    for (int i = 0; i < t->n_params; i++) total += t->sizes[i];
+    float *g = malloc(total * sizeof *g);
+    t->cfg.micro_bs = micro;
+    t->cfg.max_tokens = tokens;
+    t->cfg.agg = mode;
+    vc_step_stats st;
+    vc_model_zero_grad(t->model);
+    CHECK_OK(vc_trainer_accumulate(t, b, fn, NULL, &st));
+    *loss = st.loss;
+    size_t o = 0;
+    for (int i = 0; i < t->n_params; i++) {
+        memcpy(g + o, t->grads[i], t->sizes[i] * sizeof *g);
+        o += t->sizes[i];
+    }
+    return g;
+}
+
+static double rel_diff(const float *a, const float *b, size_t n) {
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        s += (double)a[i] * a[i];
+    }
+    return sqrt(d / (s > 0 ? s : 1));
+}
+
+/* the loss through the callback interface: the same NLL, built from mb->weight */
+static vc_status nll_cb(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *logp, vc_tensor *ent,
+                        vc_tensor **loss) {
+    (void)ctx; (void)ent;
+    float *w = vc_graph_alloc(g, sizeof(float) * (size_t)mb->n_tokens, 0);
+    if (!w) return VC_ERR_NOMEM;
+    for (int64_t t = 0; t < mb->n_tokens; t++) {
+        w[t] = -mb->weight[t];
+        if (mb->target[t] >= 0 && mb->target[t] != mb->ids[t + 1]) return vc_fail(VC_ERR_INTERNAL, "target");
+    }
+    *loss = vc_op_dot_const(g, logp, w);
+    return VC_OK;
+}
+
+static vc_status nan_cb(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *logp, vc_tensor *ent,
+                        vc_tensor **loss) {
+    vc_status st = nll_cb(ctx, g, mb, logp, ent, loss);
+    if (!st && mb->index == mb->count - 1) *loss = vc_op_scale(g, *loss, NAN);
+    return st;
+}
+
+/* verl's agg_loss over the whole mini-batch as a padded [B, T] matrix */
+static double reference_loss(vc_trainer *t, const vc_minibatch *b, vc_agg_mode mode) {
+    enum { TM = 32 };
+    float lm[NSEQ * TM] = { 0 }, mk[NSEQ * TM] = { 0 };
+    vc_graph *g = vc_graph_new();
+    for (int s = 0; s < b->n_seq; s++) {
+        int64_t L = b->cu_seqlens[s + 1] - b->cu_seqlens[s], cu[2] = { 0, L };
+        int32_t tgt[TM];
+        for (int64_t j = 0; j < L; j++) tgt[j] = j + 1 < L ? b->ids[b->cu_seqlens[s] + j + 1] : -1;
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        vc_batch bb = { 1, cu, b->ids + b->cu_seqlens[s] };
+        vc_tensor *h = vc_model_forward(t->model, g, &bb, NULL), *lp;
+        vc_model_logprobs(t->model, g, h, tgt, &lp, NULL);
+        for (int64_t j = 0; j + 1 < L; j++) {
+            lm[s * TM + j] = -lp->data[j];
+            mk[s * TM + j] = b->mask[b->cu_seqlens[s] + j + 1];
+        }
+    }
+    vc_graph_free(g);
+    vc_loss_norm n;
+    vc_train_loss_norm(b, 0, &n);
+    vc_agg_norm an = { 1, 0, 0, n.loss_scale_factor };
+    double loss;
+    vc_agg_loss(lm, mk, NSEQ, TM, mode, &an, &loss, NULL);
+    return loss;
+}
+
+static void test_accumulation(void) {
+    vc_model *m = load();
+    vc_trainer t;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    vc_minibatch b;
+    make_batch(&b);
+    size_t total = 0;
+    for (int i = 0; i < t.n_params; i++) total += t.sizes[i];
+    for (int mode = 0; mode < 4; mode++) {
+        double l_big, l_cnt, l_tok, l_cb;
+        float *big = grads_of(&t, &b, NSEQ, 0, (vc_agg_mode)mode, NULL, &l_big);
+        float *cnt = grads_of(&t, &b, 2, 0, (vc_agg_mode)mode, NULL, &l_cnt);
+        float *tok = grads_of(&t, &b, 1, 30, (vc_agg_mode)mode, NULL, &l_tok);
+        float *cb = grads_of(&t, &b, 2, 0, (vc_agg_mode)mode, nll_cb, &l_cb);
+        double rc = rel_diff(big, cnt, total), rt = rel_diff(big, tok, total);
+        CHECK_MSG(rc < 1e-6 && rt < 1e-6, "%s: grads by count %.3g, by tokens %.3g relative to one batch",
+                  vc_agg_mode_name((vc_agg_mode)mode), rc, rt);
+        CHECK_MSG(memcmp(cnt, cb, total * 4) == 0, "%s: callback NLL differs from built-in", vc_agg_mode_name((vc_agg_mode)mode));
+        double ref = reference_loss(&t, &b, (vc_agg_mode)mode);
+        CHECK_NEAR(l_big, ref, 1e-5 * fabs(ref));
+        CHECK_NEAR(l_cnt, ref, 1e-5 * fabs(ref));
+        CHECK_NEAR(l_tok, ref, 1e-5 * fabs(ref));
+        free(big); free(cnt); free(tok); free(cb);
+    }
+    /* token budget partition respects the budget */
+    vc_partition p;
+    CHECK_OK(vc_train_micro_partition(&b, 1, 30, &p));
+    for (size_t g = 0; g < p.n_groups; g++) {
+        int64_t s = 0;
+        for (size_t k = p.offsets[g]; k < p.offsets[g + 1]; k++) s += CU[p.items[k] + 1] - CU[p.items[k]];
+        CHECK(s <= 30);
+    }
+    vc_partition_free(&p);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+}
+
+static void test_step_skip_clip(void) {
+    vc_model *m = load();
+    vc_trainer t;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    tc.micro_bs = 2;
+    tc.grad_clip = 1e-3; /* always clips */
+    tc.sched.base_lr = 1e-3;
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    vc_minibatch b;
+    make_batch(&b);
+    vc_step_stats st;
+    size_t n0 = t.sizes[0];
+    float *w0 = malloc(n0 * 4);
+    memcpy(w0, t.opt.params[0].w, n0 * 4);
+    /* NaN loss: no update, counted, the schedule still advances */
+    CHECK_OK(vc_trainer_step(&t, &b, nan_cb, NULL, &st));
+    CHECK(st.skipped == 1 && t.n_skipped == 1 && t.step == 1 && t.opt.step == 0);
+    CHECK(memcmp(w0, t.opt.params[0].w, n0 * 4) == 0);
+    /* pre-clip norm reported; after clipping the gradients have norm max_norm */
+    vc_step_stats acc;
+    vc_model_zero_grad(m);
+    CHECK_OK(vc_trainer_accumulate(&t, &b, NULL, NULL, &acc));
+    double pre = vc_grad_norm((const float *const *)t.grads, t.sizes, (size_t)t.n_params);
+    CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+    CHECK_NEAR(st.grad_norm, pre, 1e-9 * pre);
+    double post = vc_grad_norm((const float *const *)t.grads, t.sizes, (size_t)t.n_params);
+    CHECK_NEAR(post, 1e-3, 1e-6);
+    CHECK(st.skipped == 0 && t.opt.step == 1 && t.step == 2);
+    CHECK(memcmp(w0, t.opt.params[0].w, n0 * 4) != 0);
+    CHECK(st.n_micro == 3 && st.n_tokens == CU[NSEQ]);
+    /* memory plan: numbers filled, a tiny limit refuses with VC_ERR_NOMEM */
+    vc_mem_plan plan;
+    CHECK_OK(vc_trainer_plan(&t, 64, 0, NULL, &plan));
+    CHECK(plan.weights > 0 && plan.grads == plan.optim / 2 && plan.activations > 0);
+    CHECK(vc_trainer_plan(&t, 64, 1024, NULL, &plan) == VC_ERR_NOMEM);
+    CHECK(strstr(vc_last_error(), "exceeds") != NULL);
+    size_t bytes;
+    CHECK_OK(vc_parse_bytes("1.5G", &bytes));
+    CHECK(bytes == (size_t)(1.5 * 1073741824.0));
+    CHECK_OK(vc_parse_bytes("512MiB", &bytes));
+    CHECK(bytes == 512u << 20);
+    CHECK(vc_parse_bytes("12X", &bytes) == VC_ERR_ARG);
+    free(w0);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+}
+
+int main(void) {
+    test_accumulation();
+    test_step_skip_clip();
+    return vc_test_done();
+}

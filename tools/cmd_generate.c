@@ -1,0 +1,267 @@
+/* verlc generate --model DIR --input prompts.jsonl --output out.jsonl [options]: batched sampling with the
+ * rollout engine. Rows carry `messages` (rendered with the chat template and a generation prompt) or
+ * `prompt` (raw text, or a list of messages as in verl's schema). One output row per sample. */
+#include "verlc/chat_template.h"
+#include "verlc/data.h"
+#include "verlc/pool.h"
+#include "verlc/rollout.h"
+#include "verlc/tokenizer.h"
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
+
+typedef struct {
+    const char *model, *input, *output, *tok_dir;
+    int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop;
+    uint64_t seed;
+    float temperature, top_p, min_p;
+    double kv_budget, kv_fraction;
+    const char *stop[16];
+} gen_args;
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: verlc generate --model DIR --input prompts.jsonl --output out.jsonl [--tokenizer DIR]\n"
+            "  [--n N] [--seed S] [--temperature T] [--top-p P] [--top-k K] [--min-p M] [--max-new-tokens N]\n"
+            "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B] [--threads N]\n"
+            "  [--max-prompt-len N --overlong skip|truncate|error]\n");
+    return 2;
+}
+
+static double parse_bytes(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1e3; break;
+    case 'm': case 'M': v *= 1e6; break;
+    case 'g': case 'G': v *= 1e9; break;
+    default: break;
+    }
+    return v;
+}
+
+static int parse_args(int argc, char **argv, gen_args *a) {
+    *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 64, .overlong = OVER_ERROR };
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--greedy")) { a->greedy = 1; continue; }
+        if (!v) { fprintf(stderr, "verlc: generate: '%s' needs a value (or is unknown)\n", k); return 0; }
+        i++;
+        if (!strcmp(k, "--model")) a->model = v;
+        else if (!strcmp(k, "--input")) a->input = v;
+        else if (!strcmp(k, "--output")) a->output = v;
+        else if (!strcmp(k, "--tokenizer")) a->tok_dir = v;
+        else if (!strcmp(k, "--n")) a->n = atoi(v);
+        else if (!strcmp(k, "--seed")) a->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--temperature")) a->temperature = strtof(v, NULL);
+        else if (!strcmp(k, "--top-p")) a->top_p = strtof(v, NULL);
+        else if (!strcmp(k, "--top-k")) a->top_k = atoi(v);
+        else if (!strcmp(k, "--min-p")) a->min_p = strtof(v, NULL);
+        else if (!strcmp(k, "--max-new-tokens")) a->max_new = atoi(v);
+        else if (!strcmp(k, "--kv-budget")) a->kv_budget = parse_bytes(v);
+        else if (!strcmp(k, "--kv-fraction")) a->kv_fraction = strtod(v, NULL);
+        else if (!strcmp(k, "--max-batch")) a->max_batch = atoi(v);
+        else if (!strcmp(k, "--threads")) a->threads = atoi(v);
+        else if (!strcmp(k, "--max-prompt-len")) a->max_prompt = atoi(v);
+        else if (!strcmp(k, "--stop") && a->n_stop < 16) a->stop[a->n_stop++] = v;
+        else if (!strcmp(k, "--overlong")) {
+            if (!strcmp(v, "skip")) a->overlong = OVER_SKIP;
+            else if (!strcmp(v, "truncate")) a->overlong = OVER_TRUNCATE;
+            else if (!strcmp(v, "error")) a->overlong = OVER_ERROR;
+            else { fprintf(stderr, "verlc: generate: --overlong takes skip, truncate or error, not '%s'\n", v); return 0; }
+        } else { fprintf(stderr, "verlc: generate: unknown argument '%s'\n", k); return 0; }
+    }
+    if (!a->model || !a->input || !a->output) return 0;
+    if (!a->tok_dir) a->tok_dir = a->model;
+    if (a->n < 1) { fprintf(stderr, "verlc: generate: --n must be >= 1\n"); return 0; }
+    return 1;
+}
+
+/* ---- progress ---- */
+typedef struct {
+    int tty;
+    double t0, last;
+} progress;
+
+static void fmt_time(char *b, size_t n, double s) {
+    if (s < 0 || s > 1e7) snprintf(b, n, "?");
+    else if (s >= 3600) snprintf(b, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else snprintf(b, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+}
+
+static void on_progress(void *ctx, int done, int total, double tps) {
+    progress *p = ctx;
+    double now = vc_now(), el = now - p->t0;
+    if (now - p->last < (p->tty ? 0.2 : 10.0) && done < total) return;
+    p->last = now;
+    char eta[32];
+    fmt_time(eta, sizeof eta, done ? el / done * (total - done) : -1);
+    if (p->tty) {
+        int w = 30, f = total ? (int)((double)done / total * w) : w;
+        char bar[64];
+        for (int i = 0; i < w; i++) bar[i] = i < f ? '#' : '.';
+        bar[w] = 0;
+        fprintf(stderr, "\r[%s] %d/%d prompts  %.1f tok/s  ETA %s ", bar, done, total, tps, eta);
+        if (done == total) fputc('\n', stderr);
+    } else
+        fprintf(stderr, "generate: %d/%d prompts, %.1f tok/s, ETA %s\n", done, total, tps, eta);
+    fflush(stderr);
+}
+
+/* ---- prompts ---- */
+typedef struct {
+    int64_t index;   /* row in the input */
+    char *text;      /* rendered prompt */
+    int32_t *ids;
+    size_t n_ids;
+} prompt_row;
+
+static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk, vc_chat_template **tmpl,
+                            const char *tok_dir, prompt_row *r) {
+    const cJSON *row = d->rows[i], *msgs = cJSON_GetObjectItemCaseSensitive(row, "messages");
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(row, "prompt");
+    if (!msgs && cJSON_IsArray(pr)) msgs = pr;
+    int special = 1;
+    if (msgs) {
+        if (!cJSON_IsArray(msgs))
+            return vc_fail(VC_ERR_FORMAT, "%s:%lld: 'messages' must be a list of {role, content}", d->path, (long long)d->lines[i]);
+        if (!*tmpl) {
+            vc_status st = vc_chat_template_load(tok_dir, tmpl);
+            if (st) return st;
+        }
+        vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1 };
+        vc_status st = vc_chat_template_render(*tmpl, msgs, &o, &r->text);
+        if (st) return vc_fail(st, "%s:%lld: %s", d->path, (long long)d->lines[i], vc_last_error());
+        special = 0; /* the template writes the special tokens itself */
+    } else if (cJSON_IsString(pr)) {
+        r->text = strdup(pr->valuestring);
+        if (!r->text) return VC_ERR_NOMEM;
+    } else
+        return vc_fail(VC_ERR_MISSING, "%s:%lld: row has neither 'messages' nor a 'prompt' string or list", d->path,
+                       (long long)d->lines[i]);
+    return vc_tokenizer_encode(tk, r->text, strlen(r->text), special, &r->ids, &r->n_ids);
+}
+
+/* applies the length limit; returns 0 to keep the row, 1 to skip it, -1 on error */
+static int check_length(const gen_args *a, const vc_jsonl *d, size_t i, prompt_row *r, int64_t limit, const char *why) {
+    if ((int64_t)r->n_ids <= limit) return 0;
+    const char *act = a->overlong == OVER_SKIP ? "skipped" : a->overlong == OVER_TRUNCATE ? "truncated (kept the end)" : "";
+    fprintf(stderr, "verlc: %s:%lld: prompt has %zu tokens, over the limit of %lld (%s)%s%s\n", d->path,
+            (long long)d->lines[i], r->n_ids, (long long)limit, why, *act ? "; " : "", act);
+    if (a->overlong == OVER_ERROR) return -1;
+    if (a->overlong == OVER_SKIP) return 1;
+    memmove(r->ids, r->ids + (r->n_ids - (size_t)limit), (size_t)limit * sizeof *r->ids);
+    r->n_ids = (size_t)limit;
+    return 0;
+}
+
+static const char *FINISH[] = { "eos", "length", "stop" };
+
+static vc_status write_output(const gen_args *a, const vc_tokenizer *tk, const prompt_row *rows,
+                              const vc_rollout_sample *s, int n) {
+    FILE *f = fopen(a->output, "w");
+    if (!f) return vc_fail(VC_ERR_IO, "%s: cannot open for writing", a->output);
+    vc_status st = VC_OK;
+    for (int i = 0; i < n && !st; i++) {
+        const prompt_row *r = &rows[s[i].request];
+        char *resp = NULL;
+        size_t rl;
+        if ((st = vc_tokenizer_decode(tk, s[i].tokens, (size_t)s[i].n_tokens, 1, &resp, &rl))) break;
+        cJSON *o = cJSON_CreateObject(), *ids = cJSON_CreateArray(), *lp = cJSON_CreateArray();
+        cJSON_AddNumberToObject(o, "index", (double)r->index);
+        cJSON_AddNumberToObject(o, "sample", s[i].sample);
+        cJSON_AddStringToObject(o, "prompt", r->text);
+        cJSON_AddStringToObject(o, "response", resp);
+        for (int64_t t = 0; t < s[i].n_tokens; t++) {
+            cJSON_AddItemToArray(ids, cJSON_CreateNumber(s[i].tokens[t]));
+            cJSON_AddItemToArray(lp, cJSON_CreateNumber(s[i].logp[t]));
+        }
+        cJSON_AddItemToObject(o, "response_ids", ids);
+        cJSON_AddItemToObject(o, "logprobs", lp);
+        cJSON_AddStringToObject(o, "finish_reason", FINISH[s[i].finish]);
+        char *line = cJSON_PrintUnformatted(o);
+        if (!line || fprintf(f, "%s\n", line) < 0) st = vc_fail(VC_ERR_IO, "%s: write failed", a->output);
+        free(line);
+        cJSON_Delete(o);
+        free(resp);
+    }
+    if (fclose(f) && !st) st = vc_fail(VC_ERR_IO, "%s: write failed", a->output);
+    return st;
+}
+
+int vc_cmd_generate(int argc, char **argv) {
+    gen_args a;
+    if (!parse_args(argc, argv, &a)) return usage();
+    if (a.threads > 0) vc_set_threads(a.threads);
+    int rc = 1, n_rows = 0, n_out = 0;
+    vc_model *m = NULL;
+    vc_tokenizer *tk = NULL;
+    vc_chat_template *tmpl = NULL;
+    vc_jsonl *d = NULL;
+    vc_rollout_engine *e = NULL;
+    vc_rollout_sample *out = NULL;
+    prompt_row *rows = NULL;
+    vc_rollout_request *rq = NULL;
+    vc_status st;
+    if ((st = vc_model_load(a.model, &m)) || (st = vc_tokenizer_load(a.tok_dir, &tk)) ||
+        (st = vc_jsonl_read(a.input, VC_JSONL_STRICT, &d)))
+        goto out;
+    const vc_model_config *c = vc_model_cfg(m);
+    rows = calloc(d->n_rows + 1, sizeof *rows);
+    rq = calloc(d->n_rows + 1, sizeof *rq);
+    if (!rows || !rq) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
+    int64_t limit = c->max_pos > a.max_new ? c->max_pos - a.max_new : c->max_pos;
+    const char *why = "context length minus --max-new-tokens";
+    if (a.max_prompt > 0 && a.max_prompt < limit) { limit = a.max_prompt; why = "--max-prompt-len"; }
+    for (size_t i = 0; i < d->n_rows; i++) {
+        prompt_row *r = &rows[n_rows];
+        r->index = (int64_t)i;
+        if ((st = render_row(d, i, tk, &tmpl, a.tok_dir, r))) { n_rows++; goto out; }
+        int k = check_length(&a, d, i, r, limit, why);
+        if (k < 0) { n_rows++; st = VC_ERR_ARG; vc_fail(st, "prompt too long (use --overlong skip|truncate)"); goto out; }
+        if (k > 0) { free(r->text); free(r->ids); memset(r, 0, sizeof *r); continue; }
+        rq[n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a.n, (uint64_t)i };
+        n_rows++;
+    }
+    int32_t eos[VC_MAX_EOS + 1];
+    int n_eos = 0;
+    for (int i = 0; i < c->n_eos; i++) eos[n_eos++] = c->eos_ids[i];
+    int te = vc_tokenizer_eos_id(tk), have = 0;
+    for (int i = 0; i < n_eos; i++) have |= eos[i] == te;
+    if (te >= 0 && !have) eos[n_eos++] = te;
+    vc_sampling sp = { .greedy = a.greedy, .temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p,
+                       .min_p = a.min_p, .max_new_tokens = a.max_new, .eos_ids = eos, .n_eos = n_eos,
+                       .stop = a.stop, .n_stop = a.n_stop, .seed = a.seed };
+    progress pg = { .tty = isatty(2), .t0 = vc_now() };
+    vc_rollout_opts o = { .kv_budget_bytes = a.kv_budget, .kv_fraction = a.kv_fraction, .max_batch = a.max_batch,
+                          .tokenizer = tk, .progress = on_progress, .progress_ctx = &pg };
+    if ((st = vc_rollout_new(m, &o, &e)) || (st = vc_rollout_generate(e, rq, n_rows, &sp, &out, &n_out))) goto out;
+    if ((st = write_output(&a, tk, rows, out, n_out))) goto out;
+    vc_rollout_stats s;
+    vc_rollout_last_stats(e, &s);
+    fprintf(stderr, "generate: %d prompts, %d samples, %lld tokens in %.1f s (%.1f tok/s); %lld steps, %lld preemptions, "
+                    "KV pages peak %lld of %lld (%lld tokens each)\n",
+            n_rows, n_out, (long long)s.generated, s.seconds, s.seconds > 0 ? s.generated / s.seconds : 0.0,
+            (long long)s.steps, (long long)s.preemptions, (long long)s.peak_pages, (long long)s.pool_pages,
+            (long long)s.page_tokens);
+    rc = 0;
+out:
+    if (st) fprintf(stderr, "verlc: %s\n", vc_last_error());
+    vc_rollout_samples_free(out, n_out);
+    vc_rollout_free(e);
+    for (int i = 0; rows && i < n_rows; i++) {
+        free(rows[i].text);
+        free(rows[i].ids);
+    }
+    free(rows);
+    free(rq);
+    vc_jsonl_free(d);
+    vc_chat_template_free(tmpl);
+    vc_tokenizer_free(tk);
+    vc_model_free(m);
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR [key=value...] */
+#include "cli.h"
+#include "verlc/train.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR\n"
+            "                 [--resume latest|auto|CKPT_DIR] [KEY=VALUE ...] [--ALIAS VALUE ...]\n"
+            "Supervised fine-tuning (verl's fsdp_sft_trainer). Rows hold either `messages` (chat template,\n"
+            "loss on assistant turns) or prompt/response fields (loss on the response + EOS); for raw GSM8K\n"
+            "use --prompt-key question --response-key answer. Malformed JSONL lines are reported as file:line\n"
+            "and skipped (skip_bad_lines=false stops instead). Progress goes to the console and\n"
+            "RUN_DIR/metrics.jsonl; checkpoints to RUN_DIR/step_N (save_freq, keep_last); `verlc export`\n"
+            "turns one into a Hugging Face directory.\n\n");
+    vc_sft_config_help(f);
+}
+
+int vc_cmd_sft(int argc, char **argv) {
+    vc_sft_config c;
+    vc_sft_config_default(&c);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        vc_status st;
+        const char *eq = strchr(a, '=');
+        if (a[0] == '-' && a[1] == '-') {
+            char key[128];
+            const char *val;
+            if (eq) {
+                snprintf(key, sizeof key, "%.*s", (int)(eq - a - 2), a + 2);
+                val = eq + 1;
+            } else if (i + 1 < argc) {
+                snprintf(key, sizeof key, "%s", a + 2);
+                val = argv[++i];
+            } else {
+                fprintf(stderr, "verlc sft: %s needs a value\n", a);
+                return 2;
+            }
+            for (char *p = key; *p; p++)
+                if (*p == '-') *p = '_';
+            st = vc_sft_config_set(&c, key, val);
+        } else if (eq) {
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - a), a);
+            st = vc_sft_config_set(&c, key, eq + 1);
+        } else {
+            fprintf(stderr, "verlc sft: unexpected argument '%s' (see verlc sft --help)\n", a);
+            return 2;
+        }
+        if (st) {
+            fprintf(stderr, "verlc sft: %s\n", vc_last_error());
+            return 2;
+        }
+    }
+    if (!c.model_dir || !c.train_path || !c.out_dir) {
+        usage(stderr);
+        return 2;
+    }
+    if (vc_sft_run(&c)) {
+        fprintf(stderr, "verlc sft: %s\n", vc_last_error());
+        return 1;
+    }
+    return 0;
+}
