@@ -21,7 +21,7 @@ int vc_cmd_train(int argc, char **argv) {
         fprintf(stderr, "verlc train: %s\n", vc_last_error());
         return 2;
     }
-    vc_status st = vc_train_run(cfg);
+    vc_status st = vc_rl_train_run(cfg);
     if (st) fprintf(stderr, "verlc train: %s\n", vc_last_error());
     vc_config_free(cfg);
     return st ? 1 : 0;

@@ -46,24 +46,24 @@ vc_status vc_rl_dataset_load(const char *path, const struct vc_tokenizer *tok, c
 void vc_rl_dataset_free(vc_rl_dataset *d);
 
 /* ---- the trainer -------------------------------------------------------------------------------- */
-typedef struct vc_trainer vc_trainer;
+typedef struct vc_rl_trainer vc_rl_trainer;
 
 /* Loads model(s), tokenizer, datasets and the reward function from the config; resumes from the
  * latest checkpoint in trainer.default_local_dir when trainer.resume_mode is auto. */
-vc_status vc_trainer_new(const vc_config *cfg, vc_trainer **out);
+vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out);
 /* Runs validation (when configured), the training steps, checkpoints and the final export. */
-vc_status vc_trainer_fit(vc_trainer *t);
-/* One validation pass; its metrics are returned by vc_trainer_metric afterwards. */
-vc_status vc_trainer_validate(vc_trainer *t);
+vc_status vc_rl_trainer_fit(vc_rl_trainer *t);
+/* One validation pass; its metrics are returned by vc_rl_trainer_metric afterwards. */
+vc_status vc_rl_trainer_validate(vc_rl_trainer *t);
 /* Latest value of a metric ("val-core/openai/gsm8k/acc/mean@1", "critic/score/mean", ...). */
-int vc_trainer_metric(const vc_trainer *t, const char *name, double *value);
-int64_t vc_trainer_step(const vc_trainer *t); /* global steps done */
+int vc_rl_trainer_metric(const vc_rl_trainer *t, const char *name, double *value);
+int64_t vc_rl_trainer_step(const vc_rl_trainer *t); /* global steps done */
 /* Console output: 0 quiet, 1 one line per step (default). */
-void vc_trainer_set_verbose(vc_trainer *t, int verbose);
-void vc_trainer_free(vc_trainer *t);
+void vc_rl_trainer_set_verbose(vc_rl_trainer *t, int verbose);
+void vc_rl_trainer_free(vc_rl_trainer *t);
 
 /* new + fit + free */
-vc_status vc_train_run(const vc_config *cfg);
+vc_status vc_rl_train_run(const vc_config *cfg);
 
 /* ---- `verlc demo`: RL that runs anywhere in minutes -------------------------------------------- */
 typedef struct vc_demo_opts {

@@ -1,6 +1,6 @@
 /* `verlc demo`: RL on a fresh machine with no download. A tiny llama-style model with a character-level
  * tokenizer (written as tokenizer.json) learns 2-digit addition ("37+45=" -> "82"): a short supervised
- * warm-up leaves it imperfect, then GRPO through the real trainer (vc_trainer_*) raises its validation
+ * warm-up leaves it imperfect, then GRPO through the real trainer (vc_rl_trainer_*) raises its validation
  * accuracy. Writes RUN_DIR with the SFT model, datasets, metrics.jsonl and report.html. */
 #include "demo_internal.h"
 #include "verlc/ops.h"

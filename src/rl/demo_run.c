@@ -75,14 +75,14 @@ static vc_status run_grpo(const vc_demo_opts *o, const char *model_dir, const ch
     for (int i = 0; i < n; i++) argv[i] = ov[i];
     for (int i = 0; i < o->n_overrides; i++) argv[n++] = o->overrides[i];
     vc_config *cfg = NULL;
-    vc_trainer *t = NULL;
+    vc_rl_trainer *t = NULL;
     vc_status st = vc_config_load(NULL, n, argv, &cfg);
-    if (!st) st = vc_trainer_new(cfg, &t);
-    if (!st) vc_trainer_set_verbose(t, o->verbose);
+    if (!st) st = vc_rl_trainer_new(cfg, &t);
+    if (!st) vc_rl_trainer_set_verbose(t, o->verbose);
     double t0 = vc_now();
-    if (!st) st = vc_trainer_fit(t);
+    if (!st) st = vc_rl_trainer_fit(t);
     r->rl_seconds = vc_now() - t0;
-    if (!st && !vc_trainer_metric(t, "val-core/verlc/addition/acc/mean@1", &r->acc_after))
+    if (!st && !vc_rl_trainer_metric(t, "val-core/verlc/addition/acc/mean@1", &r->acc_after))
         st = vc_fail(VC_ERR_INTERNAL, "demo: no validation accuracy");
     if (!st) {
         /* the config the run used, for the report */
@@ -91,7 +91,7 @@ static vc_status run_grpo(const vc_demo_opts *o, const char *model_dir, const ch
         free(yaml);
         free(p);
     }
-    vc_trainer_free(t);
+    vc_rl_trainer_free(t);
     vc_config_free(cfg);
     free(argv);
     return st;

@@ -37,7 +37,7 @@ double rl_peak_flops(void) {
 
 static vc_status get_int(const vc_config *c, const char *k, int64_t def, int64_t *v) { return vc_config_get_int_or(c, k, def, v); }
 
-static vc_status read_rollout(vc_trainer *t, const vc_config *c) {
+static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     int64_t n = 1, bs = 0, maxr = 0, topk = -1, vn = 1, fwd = 0;
     double temp = 1, topp = 1, vtemp = 0, vtopp = 1;
@@ -72,7 +72,7 @@ static vc_status read_rollout(vc_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-static vc_status read_actor(vc_trainer *t, const vc_config *c) {
+static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *P = "actor_rollout_ref.actor.";
     char k[160];
@@ -120,7 +120,7 @@ static vc_status read_actor(vc_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-static vc_status read_critic(vc_trainer *t, const vc_config *c) {
+static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     rl_critic_cfg *a = &t->ccfg;
     const char *agg = "token-mean";
@@ -143,7 +143,7 @@ static vc_status read_critic(vc_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-static vc_status read_algorithm(vc_trainer *t, const vc_config *c) {
+static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *adv = "gae", *klp = "kl", *ctrl = "fixed";
     double coef = 0.001, target = 0.1, horizon = 10000;
@@ -173,7 +173,7 @@ static vc_status read_algorithm(vc_trainer *t, const vc_config *c) {
     return st;
 }
 
-static vc_status read_trainer(vc_trainer *t, const vc_config *c) {
+static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     int64_t seed = 1;
     TRY(get_int(c, "trainer.test_freq", -1, &t->test_freq));
@@ -205,7 +205,7 @@ static vc_status mkdirs(const char *path) {
     return VC_OK;
 }
 
-static vc_status load_text(vc_trainer *t, const vc_config *c) {
+static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
     const char *tp = NULL;
     vc_status st = vc_config_get_str_or(c, "data.tokenizer", NULL, &tp);
     if (!st && !tp) st = vc_config_get_str_or(c, "actor_rollout_ref.model.tokenizer_path", NULL, &tp);
@@ -222,7 +222,7 @@ static vc_status load_text(vc_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-static vc_status load_data(vc_trainer *t, const vc_config *c) {
+static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     vc_rl_data_opts o = { 0 };
     const char *train = NULL, *val = NULL;
     int64_t tms = -1, vms = -1;
@@ -256,7 +256,7 @@ static vc_status load_data(vc_trainer *t, const vc_config *c) {
                               t->seed);
 }
 
-static vc_status set_total_steps(vc_trainer *t, const vc_config *c) {
+static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {
     int64_t epochs = 1, total = -1;
     vc_status st = get_int(c, "trainer.total_epochs", 1, &epochs);
     if (!st) st = get_int(c, "trainer.total_training_steps", -1, &total);
@@ -267,9 +267,9 @@ static vc_status set_total_steps(vc_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-vc_status vc_trainer_new(const vc_config *cfg, vc_trainer **out) {
+vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     *out = NULL;
-    vc_trainer *t = vc_calloc(1, sizeof *t);
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
     if (!t) return VC_ERR_NOMEM;
     t->cfg = cfg;
     t->verbose = 1;
@@ -318,7 +318,7 @@ vc_status vc_trainer_new(const vc_config *cfg, vc_trainer **out) {
     if (!st && !ckpt) remove(t->metrics_path);
     free(ckpt);
     if (st) {
-        vc_trainer_free(t);
+        vc_rl_trainer_free(t);
         return st;
     }
     t->n_params = vc_model_param_count(t->actor);
@@ -327,7 +327,7 @@ vc_status vc_trainer_new(const vc_config *cfg, vc_trainer **out) {
     return VC_OK;
 }
 
-void vc_trainer_free(vc_trainer *t) {
+void vc_rl_trainer_free(vc_rl_trainer *t) {
     if (!t) return;
     vc_model_free(t->actor);
     vc_model_free(t->ref);
@@ -347,18 +347,18 @@ void vc_trainer_free(vc_trainer *t) {
     free(t);
 }
 
-void vc_trainer_set_verbose(vc_trainer *t, int verbose) { t->verbose = verbose; }
-int64_t vc_trainer_step(const vc_trainer *t) { return t->step; }
+void vc_rl_trainer_set_verbose(vc_rl_trainer *t, int verbose) { t->verbose = verbose; }
+int64_t vc_rl_trainer_step(const vc_rl_trainer *t) { return t->step; }
 
-int vc_trainer_metric(const vc_trainer *t, const char *name, double *value) { return rl_metrics_get(&t->last, name, value); }
+int vc_rl_trainer_metric(const vc_rl_trainer *t, const char *name, double *value) { return rl_metrics_get(&t->last, name, value); }
 
-static vc_status log_step(vc_trainer *t) {
+static vc_status log_step(vc_rl_trainer *t) {
     for (int i = 0; i < t->met.n; i++) rl_metrics_set(&t->last, t->met.name[i], t->met.value[i]);
     if (t->verbose) rl_metrics_console(&t->met, t->step, t->total_steps, stdout);
     return rl_metrics_append_jsonl(&t->met, t->step, t->metrics_path);
 }
 
-vc_status vc_trainer_validate(vc_trainer *t) {
+vc_status vc_rl_trainer_validate(vc_rl_trainer *t) {
     rl_metrics_clear(&t->met);
     vc_status st = rl_validate(t, &t->met);
     if (!st)
@@ -366,7 +366,7 @@ vc_status vc_trainer_validate(vc_trainer *t) {
     return st;
 }
 
-vc_status vc_trainer_fit(vc_trainer *t) {
+vc_status vc_rl_trainer_fit(vc_rl_trainer *t) {
     vc_status st = VC_OK;
     if (t->val && t->val_before_train && t->step == 0) {
         rl_metrics_clear(&t->met);
@@ -390,10 +390,10 @@ vc_status vc_trainer_fit(vc_trainer *t) {
     return st;
 }
 
-vc_status vc_train_run(const vc_config *cfg) {
-    vc_trainer *t = NULL;
-    vc_status st = vc_trainer_new(cfg, &t);
-    if (!st) st = vc_trainer_fit(t);
-    vc_trainer_free(t);
+vc_status vc_rl_train_run(const vc_config *cfg) {
+    vc_rl_trainer *t = NULL;
+    vc_status st = vc_rl_trainer_new(cfg, &t);
+    if (!st) st = vc_rl_trainer_fit(t);
+    vc_rl_trainer_free(t);
     return st;
 }

@@ -43,7 +43,7 @@ static char *step_dir(const char *out, int64_t step) {
     return vc_path_join(out, name);
 }
 
-static vc_status write_state(vc_trainer *t, const char *dir) {
+static vc_status write_state(vc_rl_trainer *t, const char *dir) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return VC_ERR_NOMEM;
     cJSON_AddNumberToObject(j, "global_step", (double)t->step);
@@ -60,7 +60,7 @@ static vc_status write_state(vc_trainer *t, const char *dir) {
     return st;
 }
 
-static vc_status save_critic(vc_trainer *t, const char *dir) {
+static vc_status save_critic(vc_rl_trainer *t, const char *dir) {
     vc_status st = vc_model_save_hf(t->critic.m, dir, VC_F32);
     if (!st) st = save_optim(&t->copt, dir);
     char *p = vc_path_join(dir, "value_head.bin");
@@ -70,7 +70,7 @@ static vc_status save_critic(vc_trainer *t, const char *dir) {
     return st;
 }
 
-vc_status rl_ckpt_save(vc_trainer *t) {
+vc_status rl_ckpt_save(vc_rl_trainer *t) {
     char *dir = step_dir(t->out_dir, t->step), *actor = NULL, *critic = NULL, *latest = NULL;
     vc_status st = dir ? VC_OK : VC_ERR_NOMEM;
     if (!st && mkdir(dir, 0755) && !vc_file_exists(dir)) st = vc_fail(VC_ERR_IO, "%s: cannot create directory", dir);
@@ -129,7 +129,7 @@ vc_status rl_ckpt_find(const vc_config *cfg, const char *out_dir, char **dir) {
     return st;
 }
 
-static vc_status load_critic_extra(vc_trainer *t, const char *dir) {
+static vc_status load_critic_extra(vc_rl_trainer *t, const char *dir) {
     char *cdir = vc_path_join(dir, "critic"), *p = cdir ? vc_path_join(cdir, "value_head.bin") : NULL, *buf = NULL;
     size_t n = 0;
     int64_t H = vc_model_cfg(t->critic.m)->hidden;
@@ -143,7 +143,7 @@ static vc_status load_critic_extra(vc_trainer *t, const char *dir) {
     return st;
 }
 
-vc_status rl_ckpt_load_state(vc_trainer *t, const char *dir) {
+vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir) {
     char *sp = vc_path_join(dir, "trainer_state.json"), *actor = vc_path_join(dir, "actor");
     cJSON *j = NULL;
     vc_status st = sp && actor ? vc_json_load_file(sp, &j) : VC_ERR_NOMEM;
@@ -171,7 +171,7 @@ vc_status rl_ckpt_load_state(vc_trainer *t, const char *dir) {
     return st ? vc_fail_ctx(st, "resume from %s", dir) : VC_OK;
 }
 
-vc_status rl_export_hf(vc_trainer *t, const char *dir) {
+vc_status rl_export_hf(vc_rl_trainer *t, const char *dir) {
     vc_status st = vc_model_save_hf(t->actor, dir, VC_F32);
     return st ? vc_fail_ctx(st, "export to %s", dir) : VC_OK;
 }

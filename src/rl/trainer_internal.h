@@ -6,7 +6,7 @@
 
 #define RL_MAX_EOS 8
 
-struct vc_trainer {
+struct vc_rl_trainer {
     const vc_config *cfg;
     vc_model *actor, *ref;
     rl_critic critic;
@@ -51,31 +51,31 @@ struct vc_trainer {
 };
 
 /* trainer_reward.c: scores[i] for responses (text, prompt p) */
-vc_status rl_reward_open(vc_trainer *t);
-vc_status rl_reward_score(vc_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
-void rl_reward_close(vc_trainer *t);
+vc_status rl_reward_open(vc_rl_trainer *t);
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
+void rl_reward_close(vc_rl_trainer *t);
 
 /* trainer_rollout.c: generates a batch for prompts idx[0..n) of dataset d */
-vc_status rl_rollout_batch(vc_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
+vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* scores of a generated batch (token scores at the last response token) */
-vc_status rl_score_batch(vc_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met);
+vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met);
 
 /* trainer_step.c */
-vc_status rl_train_step(vc_trainer *t, rl_metrics *met);
-vc_status rl_compute_advantages(vc_trainer *t, rl_batch *b, const float *baselines);
-void rl_data_metrics(vc_trainer *t, const rl_batch *b, rl_metrics *met);
+vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met);
+vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines);
+void rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met);
 
 /* trainer_ckpt.c */
-vc_status rl_ckpt_save(vc_trainer *t);
+vc_status rl_ckpt_save(vc_rl_trainer *t);
 /* finds the latest checkpoint (trainer.resume_mode auto / resume_path) and sets *dir (malloc'd) or NULL */
 vc_status rl_ckpt_find(const vc_config *cfg, const char *out_dir, char **dir);
-vc_status rl_ckpt_load_state(vc_trainer *t, const char *dir);
-vc_status rl_export_hf(vc_trainer *t, const char *dir);
+vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir);
+vc_status rl_export_hf(vc_rl_trainer *t, const char *dir);
 vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir);
 
 /* trainer_val.c */
-vc_status rl_validate(vc_trainer *t, rl_metrics *met);
+vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met);
 
 double rl_peak_flops(void);
 #endif

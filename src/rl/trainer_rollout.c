@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* ---- rewards ---- */
-vc_status rl_reward_open(vc_trainer *t) {
+vc_status rl_reward_open(vc_rl_trainer *t) {
     if (!t->reward_cmd) return VC_OK;
     size_t n = strlen(t->reward_cmd) + 8;
     char *cmd = vc_malloc(n);
@@ -22,7 +22,7 @@ vc_status rl_reward_open(vc_trainer *t) {
     return st ? vc_fail_ctx(st, "custom_reward_function.path (%s)", t->reward_cmd) : VC_OK;
 }
 
-void rl_reward_close(vc_trainer *t) {
+void rl_reward_close(vc_rl_trainer *t) {
     if (t->proc) vc_reward_proc_close(t->proc);
     t->proc = NULL;
 }
@@ -37,7 +37,7 @@ static double exact_match(const char *a, const char *b) {
     return na == nb && !memcmp(a, b, na) ? 1.0 : 0.0;
 }
 
-vc_status rl_reward_score(vc_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed) {
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed) {
     *failed = 0;
     *score = 0;
     if (t->proc) {
@@ -61,7 +61,7 @@ vc_status rl_reward_score(vc_trainer *t, const vc_rl_prompt *p, const char *text
     return VC_OK;
 }
 
-vc_status rl_score_batch(vc_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
+vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
     int n_failed = 0;
     char first_err[512] = "";
     for (int i = 0; i < b->B; i++) {
@@ -88,14 +88,14 @@ vc_status rl_score_batch(vc_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_
 }
 
 /* ---- generation ---- */
-static vc_status generate(vc_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
+static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out) {
     return vc_rl_tmp_generate(t->actor, r, n, s, out, n_out);
 }
 
 static void samples_free(vc_rollout_sample *s, int n) { vc_rl_tmp_samples_free(s, n); }
 
-static vc_status fill_batch(vc_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, const vc_rollout_sample *smp,
+static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, const vc_rollout_sample *smp,
                             int ns, uint64_t step_key, rl_batch *b) {
     int64_t tot = 0, T = 1;
     for (int i = 0; i < ns; i++) {
@@ -126,7 +126,7 @@ static vc_status fill_batch(vc_trainer *t, const vc_rl_dataset *d, const uint32_
     return st;
 }
 
-vc_status rl_rollout_batch(vc_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
+vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b) {
     memset(b, 0, sizeof *b);
     vc_rollout_request *r = vc_calloc((size_t)n, sizeof *r);

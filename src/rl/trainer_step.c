@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-vc_status rl_compute_advantages(vc_trainer *t, rl_batch *b, const float *baselines) {
+vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
     const char *a = t->adv;
     int B = b->B, T = b->T;
     const char *const *uid = (const char *const *)b->uid;
@@ -45,7 +45,7 @@ static void seq_stat(rl_metrics *m, const char *name, const rl_batch *b, const f
     stats3(m, name, s, n, mx, mn, 1);
 }
 
-void rl_data_metrics(vc_trainer *t, const rl_batch *b, rl_metrics *met) {
+void rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
     seq_stat(met, "critic/score", b, b->token_scores, 0);
     seq_stat(met, "critic/rewards", b, b->rewards, 0);
     seq_stat(met, "critic/advantages", b, b->adv, 1);
@@ -71,7 +71,7 @@ void rl_data_metrics(vc_trainer *t, const rl_batch *b, rl_metrics *met) {
 }
 
 /* ReMax: the greedy response's score is each prompt's baseline */
-static vc_status remax_baselines(vc_trainer *t, const uint32_t *idx, int n, rl_batch *b, float **out) {
+static vc_status remax_baselines(vc_rl_trainer *t, const uint32_t *idx, int n, rl_batch *b, float **out) {
     rl_batch g;
     vc_sampling s = t->samp;
     s.greedy = 1;
@@ -100,7 +100,7 @@ static void probs_diff(const rl_batch *b, const float *lp, rl_metrics *met) {
 
 static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 
-vc_status rl_train_step(vc_trainer *t, rl_metrics *met) {
+vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     double t_step = vc_now(), t0;
     const uint32_t *idx = NULL;
     size_t n = vc_epoch_iter_next(&t->it, &idx);

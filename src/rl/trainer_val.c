@@ -18,7 +18,7 @@ static ds_acc *ds_find(ds_acc *a, int *na, const char *name) {
     return &a[(*na)++];
 }
 
-vc_status rl_validate(vc_trainer *t, rl_metrics *met) {
+vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     const vc_rl_dataset *d = t->val;
     if (!d) return VC_OK;
     double t0 = vc_now();

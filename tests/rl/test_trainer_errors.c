@@ -38,13 +38,13 @@ static vc_status run(const char *extra, double *seconds) {
     vc_status st = vc_config_load(NULL, n, argv, &cfg);
     if (!st) {
         vc_config_set_quiet(cfg, 1);
-        vc_trainer *t = NULL;
-        st = vc_trainer_new(cfg, &t);
+        vc_rl_trainer *t = NULL;
+        st = vc_rl_trainer_new(cfg, &t);
         if (!st) {
-            vc_trainer_set_verbose(t, 0);
-            st = vc_trainer_fit(t);
+            vc_rl_trainer_set_verbose(t, 0);
+            st = vc_rl_trainer_fit(t);
         }
-        vc_trainer_free(t);
+        vc_rl_trainer_free(t);
     }
     vc_config_free(cfg);
     if (seconds) *seconds = vc_now() - t0;
