@@ -1,0 +1,121 @@
+/* Prompt datasets for RL (verl's RLHFDataset): JSONL rows in verl's schema, prompts rendered with the
+ * tokenizer's chat template (add_generation_prompt) and tokenized without special tokens, overlong
+ * prompts filtered (counted) or truncated per data.truncation. */
+#include "verlc/chat_template.h"
+#include "verlc/data.h"
+#include "verlc/tokenizer.h"
+#include "verlc/trainer.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vc_rl_dataset_free(vc_rl_dataset *d) {
+    if (!d) return;
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->p[i].ids);
+        free(d->p[i].extra_info);
+    }
+    free(d->p);
+    vc_jsonl_free(d->rows);
+    free(d);
+}
+
+/* keeps max tokens of ids per data.truncation; VC_ERR_ARG for "error" */
+static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, int64_t max, vc_rl_prompt *p) {
+    int64_t n = p->len;
+    if (!mode || !strcmp(mode, "error"))
+        return vc_fail(VC_ERR_ARG,
+                       "%s:%lld: prompt is %lld tokens, longer than data.max_prompt_length=%lld "
+                       "(set data.filter_overlong_prompts=true or data.truncation=left|right|middle)",
+                       j->path, (long long)j->lines[i], (long long)n, (long long)max);
+    if (!strcmp(mode, "left")) memmove(p->ids, p->ids + (n - max), sizeof(int32_t) * (size_t)max);
+    else if (!strcmp(mode, "middle")) {
+        int64_t left = max / 2, right = max - left;
+        memmove(p->ids + left, p->ids + (n - right), sizeof(int32_t) * (size_t)right);
+    } else if (strcmp(mode, "right"))
+        return vc_fail(VC_ERR_ARG, "data.truncation: unknown mode `%s` (error, left, right, middle)", mode);
+    p->len = max;
+    return VC_OK;
+}
+
+static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, const vc_chat_template *tmpl,
+                            const char *key, vc_rl_prompt *p) {
+    const cJSON *msgs = NULL;
+    vc_status st = vc_jsonl_field(j, i, key, &msgs);
+    if (st) return st;
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
+        return vc_fail(VC_ERR_FORMAT, "%s:%lld: %s must be a non-empty list of {role, content} messages", j->path,
+                       (long long)j->lines[i], key);
+    char *text = NULL;
+    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1 };
+    st = vc_chat_template_render(tmpl, msgs, &o, &text);
+    if (st) return vc_fail_ctx(st, "%s:%lld: chat template", j->path, (long long)j->lines[i]);
+    size_t n = 0;
+    st = vc_tokenizer_encode(tok, text, strlen(text), 0, &p->ids, &n);
+    free(text);
+    p->len = (int64_t)n;
+    return st;
+}
+
+static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, const vc_chat_template *tmpl,
+                          const vc_rl_data_opts *o, vc_rl_prompt *p) {
+    vc_verl_row row;
+    vc_status st = vc_verl_row_get(j, i, &row);
+    if (st) return st;
+    p->data_source = row.data_source;
+    p->line = row.line;
+    p->ground_truth = NULL;
+    if (row.ground_truth) {
+        /* a printed (non-string) ground truth lives in row.owned: keep it alive in the JSON tree */
+        if (row.owned) {
+            cJSON *gt = cJSON_CreateString(row.owned);
+            cJSON *rm = cJSON_GetObjectItemCaseSensitive(j->rows[i], "reward_model");
+            if (!gt) st = VC_ERR_NOMEM;
+            else cJSON_AddItemToObject(rm, "_verlc_ground_truth_text", gt), p->ground_truth = gt->valuestring;
+        } else p->ground_truth = row.ground_truth;
+    } else if (o->need_ground_truth)
+        st = vc_fail(VC_ERR_MISSING, "%s:%lld: missing field reward_model.ground_truth", j->path, (long long)row.line);
+    if (!st && row.extra_info && !(p->extra_info = cJSON_PrintUnformatted(row.extra_info))) st = VC_ERR_NOMEM;
+    vc_verl_row_clear(&row);
+    if (!st) st = render_row(j, i, tok, tmpl, o->prompt_key ? o->prompt_key : "prompt", p);
+    return st;
+}
+
+vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc_chat_template *tmpl,
+                             const vc_rl_data_opts *o, vc_rl_dataset **out) {
+    *out = NULL;
+    if (!path) return vc_fail(VC_ERR_ARG, "dataset: no file given");
+    if (!vc_file_exists(path)) return vc_fail(VC_ERR_IO, "%s: dataset file not found", path);
+    vc_rl_dataset *d = vc_calloc(1, sizeof *d);
+    if (!d) return VC_ERR_NOMEM;
+    vc_status st = vc_jsonl_read(path, VC_JSONL_STRICT, &d->rows);
+    if (!st && d->rows->n_rows == 0) st = vc_fail(VC_ERR_FORMAT, "%s: dataset has no rows", path);
+    size_t n = st ? 0 : d->rows->n_rows;
+    if (o->max_samples >= 0 && (size_t)o->max_samples < n) n = (size_t)o->max_samples;
+    if (!st && !(d->p = vc_calloc(n, sizeof *d->p))) st = VC_ERR_NOMEM;
+    for (size_t i = 0; !st && i < n; i++) {
+        vc_rl_prompt *p = &d->p[d->n];
+        st = load_row(d->rows, i, tok, tmpl, o, p);
+        d->n++;
+        if (st || p->len <= o->max_prompt_length || o->max_prompt_length <= 0) continue;
+        if (o->filter_overlong) {
+            free(p->ids);
+            free(p->extra_info);
+            memset(p, 0, sizeof *p);
+            d->n--;
+            d->n_filtered++;
+        } else {
+            st = truncate_prompt(d->rows, i, o->truncation, o->max_prompt_length, p);
+            d->n_truncated += !st;
+        }
+    }
+    if (!st && d->n == 0)
+        st = vc_fail(VC_ERR_ARG, "%s: every prompt is longer than data.max_prompt_length=%lld (%zu filtered)", path,
+                     (long long)o->max_prompt_length, d->n_filtered);
+    if (st) {
+        vc_rl_dataset_free(d);
+        return st;
+    }
+    *out = d;
+    return VC_OK;
+}

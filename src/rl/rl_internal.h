@@ -1,0 +1,131 @@
+/* Internal interfaces of the RL trainer (src/rl/trainer*.c, dataset.c, tmp_generate.c). */
+#ifndef VC_RL_INTERNAL_H
+#define VC_RL_INTERNAL_H
+#include "verlc/config.h"
+#include "verlc/model.h"
+#include "verlc/optim.h"
+#include "verlc/rl.h"
+#include "verlc/rollout.h"
+#include "verlc/trainer.h"
+#include <stdint.h>
+
+struct cJSON;
+struct vc_tokenizer;
+struct vc_chat_template;
+struct vc_reward_proc;
+
+/* ---- temporary generator (tmp_generate.c; replaced by vc_rollout_* when src/infer lands) ---- */
+vc_status vc_rl_tmp_generate(vc_model *m, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
+                             vc_rollout_sample **out, int *n_out);
+void vc_rl_tmp_samples_free(vc_rollout_sample *s, int n);
+
+/* ---- metrics: an ordered list of (name, value) for one step ---- */
+typedef struct rl_metrics {
+    int n, cap;
+    char **name;
+    double *value;
+} rl_metrics;
+void rl_metrics_set(rl_metrics *m, const char *name, double v);
+void rl_metrics_setf(rl_metrics *m, double v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int rl_metrics_get(const rl_metrics *m, const char *name, double *v);
+void rl_metrics_clear(rl_metrics *m);
+void rl_metrics_free(rl_metrics *m);
+/* one JSON object line {"step": N, name: value, ...} appended to path */
+vc_status rl_metrics_append_jsonl(const rl_metrics *m, int64_t step, const char *path);
+void rl_metrics_console(const rl_metrics *m, int64_t step, int64_t total, FILE *f);
+
+/* ---- the rollout batch: B responses, [B,T] arrays with T = longest response ---- */
+typedef struct rl_batch {
+    int B, T;
+    int64_t *cu;          /* [B+1] offsets of prompt+response sequences in ids */
+    int32_t *ids;         /* packed prompt+response tokens */
+    int64_t *plen, *rlen; /* [B] */
+    int *prompt;          /* [B] dataset prompt index */
+    char **uid;           /* [B] group id (one per prompt) */
+    int *finish;          /* [B] */
+    char **text;          /* [B] decoded response */
+    float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */
+    float *score;         /* [B] sequence score */
+    int have_old, have_ref, have_values;
+} rl_batch;
+vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);
+void rl_batch_free(rl_batch *b);
+
+/* a packed micro-batch of whole rows (graph arena memory) */
+typedef struct rl_mb {
+    int n;
+    const int *rows;
+    int64_t *cu;
+    int32_t *ids, *tgt;
+    vc_batch batch;
+} rl_mb;
+vc_status rl_mb_build(vc_graph *g, const rl_batch *b, const int *rows, int n, rl_mb *mb);
+void rl_mb_gather(const rl_batch *b, const rl_mb *mb, const float *src, float *dst, int to_batch);
+float *rl_mb_scatter(vc_graph *g, const rl_batch *b, const rl_mb *mb, const float *w);
+/* splits rows into consecutive groups (starts[0..k], starts[k] = n) by a token budget and/or a row count */
+int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int max_rows, int *starts);
+
+/* log-probs (and entropies) of the response tokens of rows [r0, r1) of the batch under m, no grad,
+ * written into out[B,T] rows (entropy may be NULL); max_tokens bounds one forward's packed tokens. */
+vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out, float *entropy);
+
+/* ---- critic: backbone + scalar value head ---- */
+typedef struct rl_critic {
+    vc_model *m;
+    float *w, *gw;        /* value head [hidden + 1] (last element is the bias) and its gradient */
+    vc_tensor head_w, head_b;
+} rl_critic;
+vc_status rl_critic_load(const char *path, rl_critic *c);
+void rl_critic_free(rl_critic *c);
+vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);
+vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
+
+/* ---- optimiser over a model (plus extra tensors): the trainer's view of the training core ---- */
+typedef struct rl_optim {
+    vc_adamw opt;
+    vc_lr_schedule sched;
+    size_t n;
+    float **grads;
+    size_t *sizes;
+    double clip;
+    int64_t steps;
+} rl_optim;
+/* prefix: "actor_rollout_ref.actor" or "critic" (reads optim.* and grad_clip) */
+vc_status rl_optim_init(rl_optim *o, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
+                        const char *prefix, int64_t total_steps);
+/* clip, step with the scheduled lr, zero grads; *grad_norm and *lr for metrics; skipped when the norm
+ * is not finite (returns VC_OK, *stepped = 0). */
+vc_status rl_optim_step(rl_optim *o, double *grad_norm, double *lr, int *stepped);
+void rl_optim_zero(rl_optim *o);
+void rl_optim_free(rl_optim *o);
+
+/* ---- updates (trainer_update.c) ---- */
+typedef struct rl_actor_cfg {
+    vc_pg_mode mode;
+    vc_pg_config pg;
+    double entropy_coeff;
+    int use_kl_loss;
+    double kl_coef;
+    vc_kl_spec kl_spec;
+    int ppo_epochs, mini_rows, micro_rows; /* micro_rows 0: by tokens only */
+    int64_t max_tokens;                    /* 0: no token budget */
+    int shuffle;
+    uint64_t seed;
+} rl_actor_cfg;
+
+typedef struct rl_critic_cfg {
+    double cliprange_value;
+    vc_agg_mode agg;
+    int ppo_epochs, mini_rows, micro_rows;
+    int64_t max_tokens;
+    int shuffle;
+    uint64_t seed;
+} rl_critic_cfg;
+
+/* on_policy: old log-probs are the current ones (verl's shortcut for one epoch and one mini-batch) */
+vc_status rl_update_actor(vc_model *m, vc_graph *g, rl_optim *o, rl_batch *b, const rl_actor_cfg *c, int on_policy,
+                          rl_metrics *met);
+vc_status rl_update_critic(rl_critic *cr, vc_graph *g, rl_optim *o, rl_batch *b, const rl_critic_cfg *c,
+                           rl_metrics *met);
+
+#endif

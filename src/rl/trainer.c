@@ -1,0 +1,399 @@
+/* The trainer: configuration (verl's keys), set-up of models, tokenizer, datasets and reward, and the
+ * fit loop (verl's RayPPOTrainer.fit). */
+#include "trainer_internal.h"
+#include "verlc/chat_template.h"
+#include "verlc/reward.h"
+#include "verlc/tokenizer.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
+                                   "remax", "opo", "gpg", NULL };
+
+/* best of a few 384^3 sgemms (~0.1-0.5 s): measured of the machine's f32 throughput (for perf/mfu/actor) */
+double rl_peak_flops(void) {
+    enum { N = 384 };
+    float *a = vc_calloc(N * N, 4), *b = vc_calloc(N * N, 4), *c = vc_calloc(N * N, 4);
+    double best = 0;
+    if (a && b && c) {
+        for (int i = 0; i < N * N; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
+        for (int r = 0; r < 6; r++) {
+            double t0 = vc_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, a, N, b, N, 0, c, N);
+            double dt = vc_now() - t0;
+            if (dt > 0 && 2.0 * N * N * N / dt > best) best = 2.0 * N * N * N / dt;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best > 0 ? best : 1e10;
+}
+
+#define TRY(x) do { if (!st) st = (x); } while (0)
+
+static vc_status get_int(const vc_config *c, const char *k, int64_t def, int64_t *v) { return vc_config_get_int_or(c, k, def, v); }
+
+static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = VC_OK;
+    int64_t n = 1, bs = 0, maxr = 0, topk = -1, vn = 1, fwd = 0;
+    double temp = 1, topp = 1, vtemp = 0, vtopp = 1;
+    int64_t vtopk = -1;
+    int vsample = 0;
+    TRY(get_int(c, "actor_rollout_ref.rollout.n", 1, &n));
+    TRY(get_int(c, "data.train_batch_size", 8, &bs));
+    TRY(get_int(c, "data.max_response_length", 512, &maxr));
+    TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.temperature", 1.0, &temp));
+    TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.top_p", 1.0, &topp));
+    TRY(get_int(c, "actor_rollout_ref.rollout.top_k", -1, &topk));
+    TRY(vc_config_get_bool_or(c, "actor_rollout_ref.rollout.val_kwargs.do_sample", 0, &vsample));
+    TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.val_kwargs.temperature", 0, &vtemp));
+    TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.val_kwargs.top_p", 1, &vtopp));
+    TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.top_k", -1, &vtopk));
+    TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.n", 1, &vn));
+    TRY(get_int(c, "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 16384, &fwd));
+    if (st) return st;
+    if (n < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.n must be >= 1 (got %lld)", (long long)n);
+    if (bs < 1) return vc_fail(VC_ERR_ARG, "data.train_batch_size must be >= 1 (got %lld)", (long long)bs);
+    if (maxr < 1) return vc_fail(VC_ERR_ARG, "data.max_response_length must be >= 1 (got %lld)", (long long)maxr);
+    if (temp < 0) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.temperature must be >= 0");
+    t->n = (int)n;
+    t->batch_prompts = (int)bs;
+    t->max_resp = maxr;
+    t->fwd_tokens = fwd;
+    t->samp = (vc_sampling){ .greedy = temp == 0, .temperature = (float)(temp > 0 ? temp : 1), .top_k = (int)topk,
+                             .top_p = (float)topp, .max_new_tokens = (int)maxr, .eos_ids = t->eos };
+    t->val_samp = (vc_sampling){ .greedy = !vsample || vtemp == 0, .temperature = (float)(vtemp > 0 ? vtemp : 1),
+                                 .top_k = (int)vtopk, .top_p = (float)vtopp, .max_new_tokens = (int)maxr, .eos_ids = t->eos };
+    t->val_n = vsample ? (int)vn : 1;
+    return VC_OK;
+}
+
+static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = VC_OK;
+    const char *P = "actor_rollout_ref.actor.";
+    char k[160];
+#define K(x) (snprintf(k, sizeof k, "%s%s", P, x), k)
+    rl_actor_cfg *a = &t->acfg;
+    vc_pg_config_default(&a->pg);
+    const char *agg = "token-mean", *mode = "vanilla", *klt = "low_var_kl";
+    int64_t mini = 256, micro = 0, epochs = 1, maxtok = 16384, seed = 42;
+    int dyn = 0, shuffle = 0;
+    double lo = NAN, hi = NAN;
+    TRY(vc_config_get_double_or(c, K("clip_ratio"), 0.2, &a->pg.clip_ratio));
+    TRY(vc_config_get_double_or(c, K("clip_ratio_low"), NAN, &lo));
+    TRY(vc_config_get_double_or(c, K("clip_ratio_high"), NAN, &hi));
+    TRY(vc_config_get_double_or(c, K("clip_ratio_c"), 3.0, &a->pg.clip_ratio_c));
+    TRY(vc_config_get_str_or(c, K("loss_agg_mode"), "token-mean", &agg));
+    TRY(vc_config_get_str_or(c, K("policy_loss.loss_mode"), "vanilla", &mode));
+    TRY(vc_config_get_double_or(c, K("entropy_coeff"), 0, &a->entropy_coeff));
+    TRY(vc_config_get_bool_or(c, K("use_kl_loss"), 0, &a->use_kl_loss));
+    TRY(vc_config_get_double_or(c, K("kl_loss_coef"), 0.001, &a->kl_coef));
+    TRY(vc_config_get_str_or(c, K("kl_loss_type"), "low_var_kl", &klt));
+    TRY(get_int(c, K("ppo_mini_batch_size"), 256, &mini));
+    TRY(get_int(c, K("ppo_micro_batch_size_per_gpu"), 0, &micro));
+    if (!st && micro <= 0) TRY(get_int(c, K("ppo_micro_batch_size"), 0, &micro));
+    TRY(get_int(c, K("ppo_epochs"), 1, &epochs));
+    TRY(vc_config_get_bool_or(c, K("use_dynamic_bsz"), 0, &dyn));
+    TRY(get_int(c, K("ppo_max_token_len_per_gpu"), 16384, &maxtok));
+    TRY(vc_config_get_bool_or(c, K("shuffle"), 0, &shuffle));
+    TRY(get_int(c, K("data_loader_seed"), 42, &seed));
+#undef K
+    if (st) return st;
+    if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");
+    if ((st = vc_pg_mode_parse(mode, &a->mode))) return vc_fail_ctx(st, "actor_rollout_ref.actor.policy_loss.loss_mode");
+    if ((st = vc_kl_parse(klt, &a->kl_spec))) return vc_fail_ctx(st, "actor_rollout_ref.actor.kl_loss_type");
+    a->pg.clip_ratio_low = isnan(lo) ? -1 : lo;
+    a->pg.clip_ratio_high = isnan(hi) ? -1 : hi;
+    if (epochs < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.ppo_epochs must be >= 1");
+    if (mini < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.ppo_mini_batch_size must be >= 1");
+    /* verl: ppo_mini_batch_size counts prompts; each brings rollout.n responses */
+    a->mini_rows = (int)(mini * t->n);
+    a->micro_rows = dyn ? 0 : (int)micro;
+    a->max_tokens = dyn ? maxtok : 0;
+    a->ppo_epochs = (int)epochs;
+    a->shuffle = shuffle;
+    a->seed = (uint64_t)seed;
+    return VC_OK;
+}
+
+static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = VC_OK;
+    rl_critic_cfg *a = &t->ccfg;
+    const char *agg = "token-mean";
+    int64_t mini = 256, micro = 0, epochs = 1, maxtok = 32768;
+    int dyn = 0;
+    TRY(vc_config_get_double_or(c, "critic.cliprange_value", 0.5, &a->cliprange_value));
+    TRY(vc_config_get_str_or(c, "critic.loss_agg_mode", "token-mean", &agg));
+    TRY(get_int(c, "critic.ppo_mini_batch_size", 256, &mini));
+    TRY(get_int(c, "critic.ppo_micro_batch_size_per_gpu", 0, &micro));
+    TRY(get_int(c, "critic.ppo_epochs", 1, &epochs));
+    TRY(vc_config_get_bool_or(c, "critic.use_dynamic_bsz", 0, &dyn));
+    TRY(get_int(c, "critic.ppo_max_token_len_per_gpu", 32768, &maxtok));
+    if (st) return st;
+    if ((st = vc_agg_mode_parse(agg, &a->agg))) return vc_fail_ctx(st, "critic.loss_agg_mode");
+    a->mini_rows = (int)(mini * t->n);
+    a->micro_rows = dyn ? 0 : (int)micro;
+    a->max_tokens = dyn ? maxtok : 0;
+    a->ppo_epochs = epochs > 0 ? (int)epochs : 1;
+    a->seed = t->acfg.seed;
+    return VC_OK;
+}
+
+static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = VC_OK;
+    const char *adv = "gae", *klp = "kl", *ctrl = "fixed";
+    double coef = 0.001, target = 0.1, horizon = 10000;
+    TRY(vc_config_get_str_or(c, "algorithm.adv_estimator", "gae", &adv));
+    TRY(vc_config_get_bool_or(c, "algorithm.norm_adv_by_std_in_grpo", 1, &t->norm_adv));
+    TRY(vc_config_get_double_or(c, "algorithm.gamma", 1.0, &t->gamma));
+    TRY(vc_config_get_double_or(c, "algorithm.lam", 1.0, &t->lam));
+    TRY(vc_config_get_bool_or(c, "algorithm.use_kl_in_reward", 0, &t->use_kl_in_reward));
+    TRY(vc_config_get_str_or(c, "algorithm.kl_penalty", "kl", &klp));
+    TRY(vc_config_get_str_or(c, "algorithm.kl_ctrl.type", "fixed", &ctrl));
+    TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.kl_coef", 0.001, &coef));
+    TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.target_kl", 0.1, &target));
+    TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.horizon", 10000, &horizon));
+    if (st) return st;
+    int known = 0;
+    for (int i = 0; ADV_NAMES[i]; i++) known |= !strcmp(adv, ADV_NAMES[i]);
+    if (!known)
+        return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown estimator `%s` (gae, grpo, rloo, reinforce_plus_plus, "
+                                   "reinforce_plus_plus_baseline, remax, opo, gpg)", adv);
+    snprintf(t->adv, sizeof t->adv, "%s", adv);
+    if ((st = vc_kl_parse(klp, &t->kl_reward_spec))) return vc_fail_ctx(st, "algorithm.kl_penalty");
+    if (!strcmp(ctrl, "adaptive")) st = vc_kl_ctrl_adaptive(&t->kl_ctrl, coef, target, horizon);
+    else if (!strcmp(ctrl, "fixed")) vc_kl_ctrl_fixed(&t->kl_ctrl, coef);
+    else st = vc_fail(VC_ERR_ARG, "algorithm.kl_ctrl.type: `%s` is not fixed or adaptive", ctrl);
+    t->use_critic = !strcmp(adv, "gae");
+    t->need_ref = t->acfg.use_kl_loss || t->use_kl_in_reward;
+    return st;
+}
+
+static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = VC_OK;
+    int64_t seed = 1;
+    TRY(get_int(c, "trainer.test_freq", -1, &t->test_freq));
+    TRY(get_int(c, "trainer.save_freq", -1, &t->save_freq));
+    TRY(get_int(c, "trainer.critic_warmup", 0, &t->critic_warmup));
+    TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
+    TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
+    TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));
+    TRY(get_int(c, "trainer.max_actor_ckpt_to_keep", 0, &t->max_ckpt_keep));
+    TRY(vc_config_get_str_or(c, "custom_reward_function.path", NULL, &t->reward_cmd));
+    double tmo = 60;
+    TRY(vc_config_get_double_or(c, "custom_reward_function.timeout_s", 60, &tmo));
+    TRY(get_int(c, "data.seed", 1, &seed));
+    t->reward_timeout_ms = (int)(tmo * 1000);
+    t->seed = (uint64_t)seed;
+    return st;
+}
+
+static vc_status mkdirs(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    if (mkdir(buf, 0755) && !vc_file_exists(buf)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", path);
+    return VC_OK;
+}
+
+static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
+    const char *tp = NULL;
+    vc_status st = vc_config_get_str_or(c, "data.tokenizer", NULL, &tp);
+    if (!st && !tp) st = vc_config_get_str_or(c, "actor_rollout_ref.model.tokenizer_path", NULL, &tp);
+    if (st) return st;
+    if (!tp) tp = t->model_path;
+    if ((st = vc_tokenizer_load(tp, &t->tok))) return vc_fail_ctx(st, "tokenizer (%s)", tp);
+    if ((st = vc_chat_template_load(tp, &t->tmpl))) return vc_fail_ctx(st, "chat template (%s)", tp);
+    const vc_model_config *mc = vc_model_cfg(t->actor);
+    for (int i = 0; i < mc->n_eos && t->n_eos < RL_MAX_EOS; i++) t->eos[t->n_eos++] = mc->eos_ids[i];
+    int te = vc_tokenizer_eos_id(t->tok), dup = 0;
+    for (int i = 0; i < t->n_eos; i++) dup |= t->eos[i] == te;
+    if (te >= 0 && !dup && t->n_eos < RL_MAX_EOS) t->eos[t->n_eos++] = te;
+    t->samp.n_eos = t->val_samp.n_eos = t->n_eos;
+    return VC_OK;
+}
+
+static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
+    vc_rl_data_opts o = { 0 };
+    const char *train = NULL, *val = NULL;
+    int64_t tms = -1, vms = -1;
+    size_t nv = 0;
+    vc_status st = VC_OK;
+    TRY(vc_config_get_str_or(c, "data.prompt_key", "prompt", &o.prompt_key));
+    TRY(get_int(c, "data.max_prompt_length", 512, &o.max_prompt_length));
+    TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
+    TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
+    TRY(get_int(c, "data.train_max_samples", -1, &tms));
+    TRY(get_int(c, "data.val_max_samples", -1, &vms));
+    TRY(vc_config_list_str(c, "data.train_files", 0, &train));
+    TRY(vc_config_list_len(c, "data.val_files", &nv));
+    if (!st && nv) st = vc_config_list_str(c, "data.val_files", 0, &val);
+    if (st) return st;
+    o.need_ground_truth = t->reward_cmd == NULL;
+    o.max_samples = tms;
+    if ((st = vc_rl_dataset_load(train, t->tok, t->tmpl, &o, &t->train))) return vc_fail_ctx(st, "data.train_files");
+    o.max_samples = vms;
+    if (val && (st = vc_rl_dataset_load(val, t->tok, t->tmpl, &o, &t->val))) return vc_fail_ctx(st, "data.val_files");
+    if (t->train->n_filtered || (t->val && t->val->n_filtered))
+        vc_info("filter_overlong_prompts: dropped %zu train and %zu val prompts longer than %lld tokens",
+                t->train->n_filtered, t->val ? t->val->n_filtered : 0, (long long)o.max_prompt_length);
+    int shuffle = 1;
+    if ((st = vc_config_get_bool_or(c, "data.shuffle", 1, &shuffle))) return st;
+    int drop_last = t->train->n >= (size_t)t->batch_prompts;
+    if (!drop_last)
+        vc_warn("data.train_batch_size=%d is larger than the %zu training prompts: using all of them per step",
+                t->batch_prompts, t->train->n);
+    return vc_epoch_iter_init(&t->it, t->train->n, drop_last ? (size_t)t->batch_prompts : t->train->n, shuffle, 1,
+                              t->seed);
+}
+
+static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {
+    int64_t epochs = 1, total = -1;
+    vc_status st = get_int(c, "trainer.total_epochs", 1, &epochs);
+    if (!st) st = get_int(c, "trainer.total_training_steps", -1, &total);
+    if (st) return st;
+    int64_t per = (int64_t)vc_epoch_iter_batches(&t->it);
+    t->total_steps = total > 0 ? total : per * epochs;
+    if (t->total_steps < 1) return vc_fail(VC_ERR_ARG, "no training steps (trainer.total_epochs=%lld)", (long long)epochs);
+    return VC_OK;
+}
+
+vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
+    *out = NULL;
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    if (!t) return VC_ERR_NOMEM;
+    t->cfg = cfg;
+    t->verbose = 1;
+    char *ckpt = NULL;
+    vc_status st = VC_OK;
+    TRY(vc_config_get_str(cfg, "actor_rollout_ref.model.path", &t->model_path));
+    if (!st && !t->model_path) st = vc_fail(VC_ERR_MISSING, "actor_rollout_ref.model.path is not set");
+    TRY(read_rollout(t, cfg));
+    TRY(read_actor(t, cfg));
+    TRY(read_critic(t, cfg));
+    TRY(read_algorithm(t, cfg));
+    TRY(read_trainer(t, cfg));
+    TRY(mkdirs(t->out_dir));
+    TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
+    if (!st) {
+        char *actor_dir = ckpt ? vc_path_join(ckpt, "actor") : NULL;
+        const char *from = actor_dir ? actor_dir : t->model_path;
+        st = vc_model_load(from, &t->actor);
+        if (st) st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", from);
+        free(actor_dir);
+    }
+    if (!st && t->need_ref) {
+        const char *rp = t->model_path;
+        if (vc_config_has(cfg, "actor_rollout_ref.ref.model.path")) st = vc_config_get_str_or(cfg, "actor_rollout_ref.ref.model.path", rp, &rp);
+        if (!st && (st = vc_model_load(rp, &t->ref))) st = vc_fail_ctx(st, "reference model (%s)", rp);
+    }
+    if (!st && t->use_critic) {
+        const char *cp = t->model_path;
+        TRY(vc_config_get_str_or(cfg, "critic.model.path", t->model_path, &cp));
+        char *cdir = ckpt ? vc_path_join(ckpt, "critic") : NULL;
+        TRY(rl_critic_load(cdir ? cdir : cp, &t->critic));
+        free(cdir);
+    }
+    TRY(load_text(t, cfg));
+    TRY(rl_reward_open(t));
+    TRY(load_data(t, cfg));
+    TRY(set_total_steps(t, cfg));
+    TRY(rl_optim_init(&t->aopt, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps));
+    if (!st && t->use_critic) {
+        vc_tensor *extra[2] = { &t->critic.head_w, &t->critic.head_b };
+        st = rl_optim_init(&t->copt, t->critic.m, extra, 2, cfg, "critic", t->total_steps);
+    }
+    if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;
+    if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
+    if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
+    if (!st && !ckpt) remove(t->metrics_path);
+    free(ckpt);
+    if (st) {
+        vc_rl_trainer_free(t);
+        return st;
+    }
+    t->n_params = vc_model_param_count(t->actor);
+    t->peak_flops = rl_peak_flops();
+    *out = t;
+    return VC_OK;
+}
+
+void vc_rl_trainer_free(vc_rl_trainer *t) {
+    if (!t) return;
+    vc_model_free(t->actor);
+    vc_model_free(t->ref);
+    if (t->use_critic) rl_critic_free(&t->critic);
+    vc_tokenizer_free(t->tok);
+    vc_chat_template_free(t->tmpl);
+    vc_rl_dataset_free(t->train);
+    vc_rl_dataset_free(t->val);
+    vc_epoch_iter_free(&t->it);
+    rl_optim_free(&t->aopt);
+    if (t->use_critic) rl_optim_free(&t->copt);
+    vc_graph_free(t->g);
+    rl_reward_close(t);
+    rl_metrics_free(&t->met);
+    rl_metrics_free(&t->last);
+    free(t->metrics_path);
+    free(t);
+}
+
+void vc_rl_trainer_set_verbose(vc_rl_trainer *t, int verbose) { t->verbose = verbose; }
+int64_t vc_rl_trainer_step(const vc_rl_trainer *t) { return t->step; }
+
+int vc_rl_trainer_metric(const vc_rl_trainer *t, const char *name, double *value) { return rl_metrics_get(&t->last, name, value); }
+
+static vc_status log_step(vc_rl_trainer *t) {
+    for (int i = 0; i < t->met.n; i++) rl_metrics_set(&t->last, t->met.name[i], t->met.value[i]);
+    if (t->verbose) rl_metrics_console(&t->met, t->step, t->total_steps, stdout);
+    return rl_metrics_append_jsonl(&t->met, t->step, t->metrics_path);
+}
+
+vc_status vc_rl_trainer_validate(vc_rl_trainer *t) {
+    rl_metrics_clear(&t->met);
+    vc_status st = rl_validate(t, &t->met);
+    if (!st)
+        for (int i = 0; i < t->met.n; i++) rl_metrics_set(&t->last, t->met.name[i], t->met.value[i]);
+    return st;
+}
+
+vc_status vc_rl_trainer_fit(vc_rl_trainer *t) {
+    vc_status st = VC_OK;
+    if (t->val && t->val_before_train && t->step == 0) {
+        rl_metrics_clear(&t->met);
+        if (!(st = rl_validate(t, &t->met))) st = log_step(t);
+        if (st || t->val_only) return st;
+    }
+    while (!st && t->step < t->total_steps) {
+        rl_metrics_clear(&t->met);
+        t->step++;
+        st = rl_train_step(t, &t->met);
+        int last = t->step == t->total_steps;
+        if (!st && t->val && t->test_freq > 0 && (t->step % t->test_freq == 0 || last)) st = rl_validate(t, &t->met);
+        if (!st && t->save_freq > 0 && (t->step % t->save_freq == 0 || last)) st = rl_ckpt_save(t);
+        if (!st) st = log_step(t);
+    }
+    if (st) return st;
+    char *dir = vc_path_join(t->out_dir, "hf_model");
+    st = dir ? rl_export_hf(t, dir) : VC_ERR_NOMEM;
+    if (!st && t->verbose) printf("final actor exported to %s\n", dir);
+    free(dir);
+    return st;
+}
+
+vc_status vc_rl_train_run(const vc_config *cfg) {
+    vc_rl_trainer *t = NULL;
+    vc_status st = vc_rl_trainer_new(cfg, &t);
+    if (!st) st = vc_rl_trainer_fit(t);
+    vc_rl_trainer_free(t);
+    return st;
+}

@@ -1,0 +1,197 @@
+/* The trainer's rollout batch and the no-grad passes over it: old / reference log-probs and critic
+ * values, computed over packed micro-batches of whole sequences (prompt + response). The log-prob of
+ * response token j is read at packed position plen - 1 + j (the position that predicts it). */
+#include "rl_internal.h"
+#include "verlc/ops.h"
+#include <stdlib.h>
+#include <string.h>
+
+vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
+    memset(b, 0, sizeof *b);
+    b->B = B;
+    b->T = T > 0 ? T : 1;
+    size_t bt = (size_t)B * (size_t)b->T;
+    b->cu = vc_calloc((size_t)B + 1, sizeof(int64_t));
+    b->ids = vc_calloc((size_t)n_tokens + 1, sizeof(int32_t));
+    b->plen = vc_calloc((size_t)B, sizeof(int64_t));
+    b->rlen = vc_calloc((size_t)B, sizeof(int64_t));
+    b->prompt = vc_calloc((size_t)B, sizeof(int));
+    b->uid = vc_calloc((size_t)B, sizeof(char *));
+    b->finish = vc_calloc((size_t)B, sizeof(int));
+    b->text = vc_calloc((size_t)B, sizeof(char *));
+    b->score = vc_calloc((size_t)B, sizeof(float));
+    float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
+                    &b->token_scores, &b->rewards, &b->adv, &b->ret };
+    int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->score;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
+    if (!ok) {
+        rl_batch_free(b);
+        return VC_ERR_NOMEM;
+    }
+    return VC_OK;
+}
+
+void rl_batch_free(rl_batch *b) {
+    for (int i = 0; b->uid && i < b->B; i++) free(b->uid[i]);
+    for (int i = 0; b->text && i < b->B; i++) free(b->text[i]);
+    free(b->uid);
+    free(b->text);
+    free(b->cu);
+    free(b->ids);
+    free(b->plen);
+    free(b->rlen);
+    free(b->prompt);
+    free(b->finish);
+    free(b->score);
+    float *f[] = { b->mask, b->rollout_logp, b->old_logp, b->ref_logp, b->values,
+                   b->token_scores, b->rewards, b->adv, b->ret };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    memset(b, 0, sizeof *b);
+}
+
+/* Packs rows[0..n) into a vc_batch in the graph's arena with next-token targets on response
+ * positions (-1 elsewhere). */
+vc_status rl_mb_build(vc_graph *g, const rl_batch *b, const int *rows, int n, rl_mb *mb) {
+    memset(mb, 0, sizeof *mb);
+    int64_t tot = 0;
+    for (int i = 0; i < n; i++) tot += b->cu[rows[i] + 1] - b->cu[rows[i]];
+    mb->cu = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n + 1), 1);
+    mb->ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)tot, 0);
+    mb->tgt = vc_graph_alloc(g, sizeof(int32_t) * (size_t)tot, 0);
+    if (!mb->cu || !mb->ids || !mb->tgt) return vc_fail(VC_ERR_NOMEM, "micro-batch of %lld tokens", (long long)tot);
+    for (int i = 0; i < n; i++) {
+        int r = rows[i];
+        int64_t len = b->cu[r + 1] - b->cu[r], o = mb->cu[i];
+        memcpy(mb->ids + o, b->ids + b->cu[r], sizeof(int32_t) * (size_t)len);
+        for (int64_t t = 0; t < len; t++) mb->tgt[o + t] = -1;
+        for (int64_t j = 0; j < b->rlen[r]; j++) mb->tgt[o + b->plen[r] - 1 + j] = b->ids[b->cu[r] + b->plen[r] + j];
+        mb->cu[i + 1] = o + len;
+    }
+    mb->rows = rows;
+    mb->n = n;
+    mb->batch = (vc_batch){ n, mb->cu, mb->ids };
+    return VC_OK;
+}
+
+/* token values src (packed) -> dst rows [n, T] in the micro-batch's row order (dst row i <- rows[i]),
+ * or, with to_batch, straight into the [B,T] batch array. */
+void rl_mb_gather(const rl_batch *b, const rl_mb *mb, const float *src, float *dst, int to_batch) {
+    for (int i = 0; i < mb->n; i++) {
+        int r = mb->rows[i];
+        float *d = dst + (size_t)(to_batch ? r : i) * b->T;
+        const float *s = src + mb->cu[i] + b->plen[r] - 1;
+        for (int64_t j = 0; j < b->T; j++) d[j] = j < b->rlen[r] ? s[j] : 0.0f;
+    }
+}
+
+/* [n, T] row weights -> packed token weights (arena) */
+float *rl_mb_scatter(vc_graph *g, const rl_batch *b, const rl_mb *mb, const float *w) {
+    float *out = vc_graph_alloc(g, sizeof(float) * (size_t)mb->cu[mb->n], 1);
+    if (!out) return NULL;
+    for (int i = 0; i < mb->n; i++) {
+        int r = mb->rows[i];
+        for (int64_t j = 0; j < b->rlen[r]; j++) out[mb->cu[i] + b->plen[r] - 1 + j] = w[(size_t)i * b->T + j];
+    }
+    return out;
+}
+
+/* Consecutive groups of rows whose packed length stays within max_tokens (at least one row each). */
+int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int max_rows, int *starts) {
+    int k = 0;
+    int64_t acc = 0;
+    int cnt = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t len = b->cu[rows[i] + 1] - b->cu[rows[i]];
+        if (i == 0 || (max_tokens > 0 && acc + len > max_tokens) || (max_rows > 0 && cnt >= max_rows)) {
+            starts[k++] = i;
+            acc = 0;
+            cnt = 0;
+        }
+        acc += len;
+        cnt++;
+    }
+    starts[k] = n;
+    return k;
+}
+
+static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, void *ctx,
+                           vc_status (*fn)(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb)) {
+    int *rows = vc_malloc(sizeof(int) * (size_t)b->B), *starts = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
+    vc_status st = rows && starts ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; rows && i < b->B; i++) rows[i] = i;
+    int k = st ? 0 : rl_split_rows(b, rows, b->B, max_tokens, 0, starts);
+    for (int s = 0; !st && s < k; s++) {
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        rl_mb mb;
+        st = rl_mb_build(g, b, rows + starts[s], starts[s + 1] - starts[s], &mb);
+        if (!st) st = fn(ctx, m, g, b, &mb);
+    }
+    free(rows);
+    free(starts);
+    return st;
+}
+
+typedef struct { float *out, *ent; } lp_ctx;
+
+static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
+    lp_ctx *c = ctx;
+    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL), *lp = NULL, *ent = NULL;
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    vc_status st = vc_model_logprobs(m, g, h, mb->tgt, &lp, c->ent ? &ent : NULL);
+    if (st) return st;
+    rl_mb_gather(b, mb, lp->data, c->out, 1);
+    if (c->ent) rl_mb_gather(b, mb, ent->data, c->ent, 1);
+    return VC_OK;
+}
+
+vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out, float *entropy) {
+    lp_ctx c = { out, entropy };
+    return pass_rows(m, g, b, max_tokens, &c, lp_fn);
+}
+
+/* ---- critic ---- */
+vc_status rl_critic_load(const char *path, rl_critic *c) {
+    memset(c, 0, sizeof *c);
+    vc_status st = vc_model_load(path, &c->m);
+    if (st) return vc_fail_ctx(st, "critic.model.path");
+    int64_t H = vc_model_cfg(c->m)->hidden;
+    c->w = vc_calloc((size_t)H + 1, sizeof(float));
+    c->gw = vc_calloc((size_t)H + 1, sizeof(float));
+    if (!c->w || !c->gw) {
+        rl_critic_free(c);
+        return VC_ERR_NOMEM;
+    }
+    /* a value head that starts at 0 everywhere (small init keeps early value losses bounded) */
+    vc_param_init(&c->head_w, c->w, c->gw, 2, (int64_t[]){ 1, H });
+    vc_param_init(&c->head_b, c->w + H, c->gw + H, 1, (int64_t[]){ 1 });
+    return vc_model_enable_grad(c->m);
+}
+
+void rl_critic_free(rl_critic *c) {
+    vc_model_free(c->m);
+    free(c->w);
+    free(c->gw);
+    memset(c, 0, sizeof *c);
+}
+
+/* value of every packed token [T_packed] */
+vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb) {
+    vc_tensor *h = vc_model_forward(c->m, g, &mb->batch, NULL);
+    vc_tensor *v = vc_op_linear(g, h, &c->head_w, &c->head_b);
+    return v ? vc_reshape(g, v, 1, (int64_t[]){ v->n }) : NULL;
+}
+
+static vc_status val_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
+    (void)m;
+    void **cc = ctx;
+    vc_tensor *v = rl_critic_forward(cc[0], g, mb);
+    if (!v) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    rl_mb_gather(b, mb, v->data, cc[1], 1);
+    return VC_OK;
+}
+
+vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out) {
+    void *cc[2] = { c, out };
+    return pass_rows(c->m, g, b, max_tokens, cc, val_fn);
+}

@@ -1,0 +1,81 @@
+/* The trainer's state, shared by src/rl/trainer*.c. */
+#ifndef VC_TRAINER_INTERNAL_H
+#define VC_TRAINER_INTERNAL_H
+#include "rl_internal.h"
+#include "verlc/data.h"
+
+#define RL_MAX_EOS 8
+
+struct vc_rl_trainer {
+    const vc_config *cfg;
+    vc_model *actor, *ref;
+    rl_critic critic;
+    int use_critic;
+    struct vc_tokenizer *tok;
+    struct vc_chat_template *tmpl;
+    vc_rl_dataset *train, *val;
+    vc_epoch_iter it;
+    rl_optim aopt, copt;
+    vc_graph *g;
+    rl_actor_cfg acfg;
+    rl_critic_cfg ccfg;
+    /* data and rollout */
+    int batch_prompts, n;
+    int64_t max_resp, fwd_tokens;
+    vc_sampling samp, val_samp;
+    int val_n;
+    int32_t eos[RL_MAX_EOS];
+    int n_eos;
+    uint64_t seed;
+    /* algorithm */
+    char adv[48];
+    int norm_adv;
+    double gamma, lam;
+    int use_kl_in_reward, need_ref;
+    vc_kl_spec kl_reward_spec;
+    vc_kl_ctrl kl_ctrl;
+    /* trainer */
+    int64_t total_steps, step, test_freq, save_freq, critic_warmup, max_ckpt_keep;
+    int val_before_train, val_only;
+    const char *out_dir, *model_path;
+    char *metrics_path;
+    /* reward */
+    struct vc_reward_proc *proc;
+    const char *reward_cmd;
+    int reward_timeout_ms;
+    rl_metrics met;   /* this step */
+    rl_metrics last;  /* latest value of every metric */
+    int verbose;
+    double peak_flops;
+    int64_t n_params;
+};
+
+/* trainer_reward.c: scores[i] for responses (text, prompt p) */
+vc_status rl_reward_open(vc_rl_trainer *t);
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
+void rl_reward_close(vc_rl_trainer *t);
+
+/* trainer_rollout.c: generates a batch for prompts idx[0..n) of dataset d */
+vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
+                           int n_samples, uint64_t step_key, rl_batch *b);
+/* scores of a generated batch (token scores at the last response token) */
+vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met);
+
+/* trainer_step.c */
+vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met);
+vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines);
+void rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met);
+
+/* trainer_ckpt.c */
+vc_status rl_ckpt_save(vc_rl_trainer *t);
+/* finds the latest checkpoint (trainer.resume_mode auto / resume_path) and sets *dir (malloc'd) or NULL */
+vc_status rl_ckpt_find(const vc_config *cfg, const char *out_dir, char **dir);
+vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir);
+vc_status rl_export_hf(vc_rl_trainer *t, const char *dir);
+vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir);
+
+/* trainer_val.c */
+vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met);
+
+double rl_peak_flops(void);
+#endif

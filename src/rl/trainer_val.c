@@ -1,0 +1,54 @@
+/* Validation (verl's _validate): generate for every val prompt with val_kwargs (greedy by default),
+ * score, and report the mean per data source: val-core/<data_source>/acc/mean@<n>. */
+#include "trainer_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define VAL_CHUNK 64
+
+typedef struct ds_acc {
+    const char *name;
+    double sum, n, len;
+} ds_acc;
+
+static ds_acc *ds_find(ds_acc *a, int *na, const char *name) {
+    for (int i = 0; i < *na; i++)
+        if (!strcmp(a[i].name, name)) return &a[i];
+    a[*na] = (ds_acc){ name, 0, 0, 0 };
+    return &a[(*na)++];
+}
+
+vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
+    const vc_rl_dataset *d = t->val;
+    if (!d) return VC_OK;
+    double t0 = vc_now();
+    ds_acc *acc = vc_calloc(d->n, sizeof *acc);
+    uint32_t *idx = vc_calloc(VAL_CHUNK, sizeof *idx);
+    vc_status st = acc && idx ? VC_OK : VC_ERR_NOMEM;
+    int na = 0;
+    for (size_t s = 0; !st && s < d->n; s += VAL_CHUNK) {
+        int n = (int)(d->n - s < VAL_CHUNK ? d->n - s : VAL_CHUNK);
+        for (int i = 0; i < n; i++) idx[i] = (uint32_t)(s + i);
+        rl_batch b;
+        /* validation streams are keyed apart from training steps */
+        st = rl_rollout_batch(t, d, idx, n, &t->val_samp, t->val_n, 0xFFFFFFFF00000000ull + (uint64_t)t->step, &b);
+        if (st) break;
+        st = rl_score_batch(t, d, &b, NULL);
+        for (int i = 0; !st && i < b.B; i++) {
+            ds_acc *a = ds_find(acc, &na, d->p[b.prompt[i]].data_source);
+            a->sum += b.score[i];
+            a->n += 1;
+            a->len += (double)b.rlen[i];
+        }
+        rl_batch_free(&b);
+    }
+    for (int i = 0; !st && i < na; i++) {
+        rl_metrics_setf(met, acc[i].sum / acc[i].n, "val-core/%s/acc/mean@%d", acc[i].name, t->val_n);
+        rl_metrics_setf(met, acc[i].sum / acc[i].n, "val-aux/%s/reward/mean@%d", acc[i].name, t->val_n);
+        rl_metrics_setf(met, acc[i].len / acc[i].n, "val-aux/%s/response_length/mean", acc[i].name);
+    }
+    rl_metrics_set(met, "timing_s/testing", vc_now() - t0);
+    free(acc);
+    free(idx);
+    return st ? vc_fail_ctx(st, "validation") : VC_OK;
+}

@@ -1,0 +1,151 @@
+/* Bad inputs to the trainer: missing dataset, rows without ground truth, malformed rows, unknown
+ * data sources, reward programs that crash, hang or answer with a non-number, bad config values.
+ * Each must fail fast with a message naming the file:line, key or program; none may hang. */
+#include "../../src/rl/demo_internal.h"
+#include "verlc/trainer.h"
+#include "vc_test.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static void put(const char *name, const char *text, int exec) {
+    char *p = vc_path_join(dir, name);
+    CHECK_OK(vc_write_file_atomic(p, text, strlen(text)));
+    if (exec) chmod(p, 0755);
+    free(p);
+}
+
+static const char *ROW = "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"12+34=\"}],"
+                         "\"reward_model\":{\"style\":\"rule\",\"ground_truth\":\"46\"}}\n";
+
+/* builds a config from the base overrides plus extra ones ("|"-separated) and runs new + fit */
+static vc_status run(const char *extra, double *seconds) {
+    char buf[4096], *argv[64];
+    int n = 0;
+    snprintf(buf, sizeof buf,
+             "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
+             "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|actor_rollout_ref.rollout.n=2|"
+             "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.ppo_mini_batch_size=2|trainer.total_training_steps=1|"
+             "trainer.default_local_dir=%s/run|trainer.resume_mode=disable|%s",
+             dir, dir, dir, extra);
+    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
+    vc_config *cfg = NULL;
+    double t0 = vc_now();
+    vc_status st = vc_config_load(NULL, n, argv, &cfg);
+    if (!st) {
+        vc_config_set_quiet(cfg, 1);
+        vc_rl_trainer *t = NULL;
+        st = vc_rl_trainer_new(cfg, &t);
+        if (!st) {
+            vc_rl_trainer_set_verbose(t, 0);
+            st = vc_rl_trainer_fit(t);
+        }
+        vc_rl_trainer_free(t);
+    }
+    vc_config_free(cfg);
+    if (seconds) *seconds = vc_now() - t0;
+    return st;
+}
+
+static void expect(const char *extra, vc_status want, const char *needle1, const char *needle2) {
+    double s = 0;
+    vc_status st = run(extra, &s);
+    const char *msg = vc_last_error();
+    CHECK_MSG(st == want, "[%s] status %s, want %s (%s)", extra, vc_status_name(st), vc_status_name(want), msg);
+    if (needle1) CHECK_MSG(strstr(msg, needle1) != NULL, "[%s] message lacks `%s`: %s", extra, needle1, msg);
+    if (needle2) CHECK_MSG(strstr(msg, needle2) != NULL, "[%s] message lacks `%s`: %s", extra, needle2, msg);
+    CHECK_MSG(s < 20, "[%s] took %.1f s", extra, s);
+    printf("  %-70.70s -> %s\n", extra, msg);
+}
+
+static void setup(void) {
+    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
+    mkdir(dir, 0755);
+    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cp, 3, &m));
+    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
+    CHECK_OK(demo_write_tokenizer(md));
+    vc_model_free(m);
+    free(md);
+    free(cp);
+    char rows[2048] = "";
+    for (int i = 0; i < 4; i++) strcat(rows, ROW);
+    put("train.jsonl", rows, 0);
+    put("nogt.jsonl",
+        "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+        "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+3=\"}],\"reward_model\":{\"style\":\"rule\"}}\n",
+        0);
+    put("broken.jsonl", "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+                        "\n{\"data_source\": \"x\", \"prompt\": [}\n", 0);
+    put("unknown_ds.jsonl", "{\"data_source\":\"acme/secret\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+                            "{\"data_source\":\"acme/secret\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+3=\"}],\"reward_model\":{\"ground_truth\":\"4\"}}\n", 0);
+    put("crash.sh", "#!/bin/sh\nread line\nexit 3\n", 1);
+    put("hang.sh", "#!/bin/sh\nexec sleep 60\n", 1);
+    put("nonnum.sh", "#!/bin/sh\nwhile read line; do echo '{\"score\": \"high\"}'; done\n", 1);
+    put("good.sh", "#!/bin/sh\nwhile read line; do echo '{\"score\": 0.5}'; done\n", 1);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/verlc_terr_%d", (int)getpid());
+    setup();
+    char e[1024];
+    /* a healthy run first, so that every failure below is caused by its one bad input */
+    CHECK_OK(run("", NULL));
+    snprintf(e, sizeof e, "data.train_files=%s/nope.jsonl", dir);
+    expect(e, VC_ERR_IO, "nope.jsonl", "not found");
+    snprintf(e, sizeof e, "data.train_files=%s/nogt.jsonl", dir);
+    expect(e, VC_ERR_MISSING, "nogt.jsonl:2", "reward_model.ground_truth");
+    snprintf(e, sizeof e, "data.train_files=%s/broken.jsonl", dir);
+    expect(e, VC_ERR_FORMAT, "broken.jsonl:3", NULL);
+    snprintf(e, sizeof e, "data.train_files=%s/unknown_ds.jsonl", dir);
+    expect(e, VC_ERR_UNSUPPORTED, "acme/secret", "custom_reward_function.path");
+    snprintf(e, sizeof e, "custom_reward_function.path=%s/crash.sh", dir);
+    expect(e, VC_ERR_TIMEOUT, "crash.sh", "failed on");
+    snprintf(e, sizeof e, "custom_reward_function.path=%s/hang.sh|+custom_reward_function.timeout_s=0.3", dir);
+    expect(e, VC_ERR_TIMEOUT, "hang.sh", "failed on");
+    snprintf(e, sizeof e, "custom_reward_function.path=%s/nonnum.sh", dir);
+    expect(e, VC_ERR_FORMAT, "nonnum.sh", "score");
+    snprintf(e, sizeof e, "custom_reward_function.path=%s/nope_program", dir);
+    vc_status st = run(e, NULL);
+    CHECK_MSG(st != VC_OK, "a missing reward program must fail");
+    /* a custom reward program needs no ground truth */
+    snprintf(e, sizeof e, "custom_reward_function.path=%s/good.sh|data.train_files=%s/nogt.jsonl", dir, dir);
+    CHECK_OK(run(e, NULL));
+    expect("algorithm.adv_estimator=ppo2", VC_ERR_ARG, "algorithm.adv_estimator", "ppo2");
+    expect("actor_rollout_ref.rollout.n=0", VC_ERR_ARG, "actor_rollout_ref.rollout.n", NULL);
+    expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
+    expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
+    /* overlong prompts filtered with a count: all of them here, which is an error naming the count */
+    expect("data.max_prompt_length=3|data.filter_overlong_prompts=true", VC_ERR_ARG, "4 filtered", NULL);
+    /* truncation keeps the run going */
+    CHECK_OK(run("data.max_prompt_length=4|data.truncation=left", NULL));
+    /* every estimator, loss mode and KL option runs a step */
+    static const char *OK_RUNS[] = {
+        "algorithm.adv_estimator=rloo", "algorithm.adv_estimator=reinforce_plus_plus",
+        "algorithm.adv_estimator=reinforce_plus_plus_baseline", "algorithm.adv_estimator=remax",
+        "algorithm.adv_estimator=opo", "algorithm.adv_estimator=gpg", "algorithm.norm_adv_by_std_in_grpo=false",
+        "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.actor.kl_loss_type=k2",
+        "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+        "actor_rollout_ref.actor.entropy_coeff=0.01|actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.ppo_mini_batch_size=1",
+        "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
+        "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
+        "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model", NULL };
+    for (int i = 0; OK_RUNS[i]; i++) {
+        snprintf(e, sizeof e, OK_RUNS[i], dir);
+        vc_status s2 = run(e, NULL);
+        CHECK_MSG(s2 == VC_OK, "[%s] %s", OK_RUNS[i], vc_last_error());
+    }
+    expect("actor_rollout_ref.model.path=/nonexistent/model", VC_ERR_IO, "/nonexistent/model", NULL);
+    if (!vc_t_fail) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd)) fprintf(stderr, "cleanup failed\n");
+    }
+    return vc_test_done();
+}
