@@ -72,7 +72,7 @@ void vc_set_threads(int n) {
         P.started++;
     }
     P.n_threads = n;
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1); /* GEMMs are split over this pool instead (backend/cpu) */
     pthread_mutex_unlock(&run_mu);
 }
 

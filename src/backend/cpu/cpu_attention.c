@@ -36,15 +36,27 @@ typedef struct {
     const vc_attn_desc *d;
 } rows_ctx;
 
+/* visible keys of row r form one interval [lo, hi] (causal upper bound, window lower bound) */
+static void visible_span(const rows_ctx *c, int64_t r, int64_t *lo, int64_t *hi) {
+    const vc_attn_desc *d = c->d;
+    int64_t p = c->pos0 + r;
+    *hi = d->causal ? p - c->j0 : c->nj - 1;
+    if (*hi > c->nj - 1) *hi = c->nj - 1;
+    *lo = d->window > 0 ? p - d->window + 1 - c->j0 : 0;
+    if (*lo < 0) *lo = 0;
+}
+
 static void mask_rows(void *p, int64_t blk) {
     rows_ctx *c = p;
     int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
     for (int64_t r = blk * ROWS; r < r1; r++) {
         float *s = c->S + r * c->nj;
-        for (int64_t j = 0; j < c->nj; j++) {
-            if (!visible(c->d, c->pos0 + r, c->j0 + j)) s[j] = -INFINITY;
-            else if (c->d->softcap > 0) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
-        }
+        int64_t lo, hi;
+        visible_span(c, r, &lo, &hi);
+        for (int64_t j = 0; j < lo; j++) s[j] = -INFINITY;
+        for (int64_t j = hi + 1; j < c->nj; j++) s[j] = -INFINITY;
+        if (c->d->softcap > 0)
+            for (int64_t j = lo; j <= hi; j++) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
     }
 }
 
@@ -53,11 +65,15 @@ static void softmax_rows(void *p, int64_t blk) {
     int64_t r1 = (blk + 1) * ROWS < c->nr ? (blk + 1) * ROWS : c->nr;
     for (int64_t r = blk * ROWS; r < r1; r++) {
         float *pr = c->S + r * c->nj, m = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < c->nj; j++) m = pr[j] > m ? pr[j] : m;
-        vc_exp_shift(pr, pr, c->nj, m);
-        sum = (float)vc_sum_f64(pr, c->nj);
+        int64_t lo, hi;
+        visible_span(c, r, &lo, &hi);
+        for (int64_t j = lo; j <= hi; j++) m = pr[j] > m ? pr[j] : m;
+        for (int64_t j = 0; j < lo; j++) pr[j] = 0;
+        for (int64_t j = hi + 1; j < c->nj; j++) pr[j] = 0;
+        vc_exp_shift(pr + lo, pr + lo, hi - lo + 1, m);
+        sum = (float)vc_sum_f64(pr + lo, hi - lo + 1);
         float inv = 1.0f / sum;
-        for (int64_t j = 0; j < c->nj; j++) pr[j] *= inv;
+        for (int64_t j = lo; j <= hi; j++) pr[j] *= inv;
         if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
     }
 }
@@ -173,7 +189,8 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
                 key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
                 int64_t nj = j1 - j0;
                 scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d);
-                rows_ctx rc = { .S = S, .lse_out = lse, .nj = nj, .nr = nr, .lse_base = qa + b, .h = h, .d = d };
+                rows_ctx rc = { .S = S, .lse_out = lse, .nj = nj, .j0 = j0, .pos0 = pos0, .nr = nr, .lse_base = qa + b,
+                                .h = h, .d = d };
                 vc_parallel((nr + ROWS - 1) / ROWS, softmax_rows, &rc);
                 vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
                             d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f,
@@ -208,7 +225,8 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
                 /* dP = dO V^T */
                 vc_cpu_gemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
                             0.0f, dP, nj);
-                rows_ctx rc = { .S = S, .dP = dP, .lse = lse, .dO = dO, .O = O, .nj = nj, .nr = nr, .ostride = ostride,
+                rows_ctx rc = { .S = S, .dP = dP, .lse = lse, .dO = dO, .O = O, .nj = nj, .j0 = j0, .pos0 = pos0, .nr = nr,
+                                .ostride = ostride,
                                 .lse_base = qa + b, .h = h, .d = d };
                 vc_parallel((nr + ROWS - 1) / ROWS, dscore_rows, &rc);
                 /* dV += P^T dO ; dK += scale dS^T Q ; dQ += scale dS K */

@@ -9,6 +9,40 @@
 
 #define ROW_BLOCK 32
 
+/* GEMM: OpenBLAS runs single-threaded (its idle threads would spin against the pool's); large products
+ * are split into fixed blocks of C's rows or columns, one single-threaded sgemm per block on the pool.
+ * The blocking depends only on the shapes, so the bits do not depend on the thread count. */
+#define GEMM_BLOCK 256
+#define GEMM_SPLIT_FLOPS (1 << 22)
+
+typedef struct {
+    int ta, tb, by_rows;
+    int64_t M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+} gemm_ctx;
+
+static void sgemm1(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M,
+                (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+static void gemm_block(void *p, int64_t blk) {
+    gemm_ctx *c = p;
+    int64_t o = blk * GEMM_BLOCK;
+    if (c->by_rows) {
+        int64_t m = c->M - o < GEMM_BLOCK ? c->M - o : GEMM_BLOCK;
+        const float *A = c->ta ? c->A + o : c->A + o * c->lda;
+        sgemm1(c->ta, c->tb, m, c->N, c->K, c->alpha, A, c->lda, c->B, c->ldb, c->beta, c->C + o * c->ldc, c->ldc);
+    } else {
+        int64_t n = c->N - o < GEMM_BLOCK ? c->N - o : GEMM_BLOCK;
+        const float *B = c->tb ? c->B + o * c->ldb : c->B + o;
+        sgemm1(c->ta, c->tb, c->M, n, c->K, c->alpha, c->A, c->lda, B, c->ldb, c->beta, c->C + o, c->ldc);
+    }
+}
+
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M == 0 || N == 0) return;
@@ -17,8 +51,13 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
             for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M,
-                (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+    if ((double)M * N * K < GEMM_SPLIT_FLOPS || (M <= GEMM_BLOCK && N <= GEMM_BLOCK)) {
+        sgemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    gemm_ctx c = { ta, tb, M > N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C };
+    int64_t len = c.by_rows ? M : N;
+    vc_parallel((len + GEMM_BLOCK - 1) / GEMM_BLOCK, gemm_block, &c);
 }
 
 /* ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * (w + w_offset) ---- */
