@@ -15,7 +15,7 @@ static cublasHandle_t g_blas;
 static cudaMemPool_t g_pool;
 static vc_status g_err = VC_OK;
 static char g_msg[512];
-static const char *g_last_op = "init";
+static const char *g_last_op = NULL; /* last kernel launched since the last successful wait */
 
 cudaStream_t vc_cu_stream(void) { return g_stream; }
 cublasHandle_t vc_cu_blas(void) { return g_blas; }
@@ -159,20 +159,27 @@ int vc_cu_begin(const char *op) {
         vc_fail(g_err, "%s (earlier error; %s skipped)", g_msg, op);
         return 0;
     }
-    g_last_op = op;
     return 1;
 }
 
 int vc_cu_end(const char *op) {
+    g_last_op = op;
     if (!vc_cu_ok(cudaGetLastError(), op)) return 0;
     if (g_sync_each && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return 0;
+    return 1;
+}
+
+/* waits for the stream; a fault is named after the last kernel launched (VERLC_CUDA_SYNC=1 pins it) */
+static int wait_stream(const char *op) {
+    if (!vc_cu_ok(cudaStreamSynchronize(g_stream), g_last_op ? g_last_op : op)) return 0;
+    g_last_op = NULL;
     return 1;
 }
 
 vc_status vc_cuda_sync(void) {
     if (!g_ready) return vc_cuda_init(-1);
     if (g_err != VC_OK) return vc_cuda_error();
-    if (!vc_cu_ok(cudaStreamSynchronize(g_stream), g_last_op)) return vc_cuda_error();
+    if (!wait_stream("sync")) return vc_cuda_error();
     return VC_OK;
 }
 
@@ -225,7 +232,7 @@ static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind k
     if (!vc_cu_begin(op)) return vc_cuda_error();
     if (!bytes) return VC_OK;
     if (!vc_cu_ok(cudaMemcpyAsync(dst, src, bytes, kind, g_stream), op)) return vc_cuda_error();
-    if (wait && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return vc_cuda_error();
+    if (wait && !wait_stream(op)) return vc_cuda_error();
     return VC_OK;
 }
 
