@@ -157,6 +157,37 @@ static void decode_case(const char *name, int nh, int nkv, int hd, int dv, int w
     release_all();
 }
 
+/* timing only (no reference): one 4096-token sequence, GQA 14/2, head dim 128 */
+static void attn_timing(void) {
+    int64_t T = 4096, qs[2] = { 0, T }, kvl[1] = { T };
+    int nh = 14, nkv = 2, hd = 128;
+    size_t nq = (size_t)(T * nh * hd), nk = (size_t)(T * nkv * hd);
+    float *q = dup_f(hrand(nq, 1), nq), *k = dup_f(hrand(nk, 1), nk), *v = dup_f(hrand(nk, 1), nk);
+    float *o = dalloc(nq * 4), *lse = dalloc((size_t)(T * nh) * 4), *dq = dalloc(nq * 4);
+    float *dk = dalloc(nk * 4), *dv = dalloc(nk * 4), *dout = dup_f(hrand(nq, 1), nq);
+    vc_cuda_memset0(dq, nq * 4);
+    vc_cuda_memset0(dk, nk * 4);
+    vc_cuda_memset0(dv, nk * 4);
+    const float *ks[1] = { k }, *vs[1] = { v };
+    float *dks[1] = { dk }, *dvs[1] = { dv };
+    vc_attn_desc d = { .n_seq = 1, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks, .dv_seq = dvs,
+                       .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv, .head_dim = hd,
+                       .v_head_dim = hd, .scale = 0.08838834764f, .causal = 1 };
+    G->attn_fwd(o, lse, q, &d); /* warm-up */
+    vc_cuda_sync();
+    double t0 = vc_now();
+    G->attn_fwd(o, lse, q, &d);
+    vc_cuda_sync();
+    double t1 = vc_now();
+    G->attn_bwd(dq, dout, o, lse, q, &d);
+    vc_cuda_sync();
+    double t2 = vc_now(), fl = 2.0 * (double)T * T * hd * nh; /* causal: half of 4 T^2 hd per head */
+    printf("timing: attention T=%lld GQA 14/2 hd 128 causal: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms (%.1f TFLOP/s)\n",
+           (long long)T, (t1 - t0) * 1e3, fl / (t1 - t0) / 1e12, (t2 - t1) * 1e3, 2.5 * fl / (t2 - t1) / 1e12);
+    check_sticky("timing");
+    release_all();
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     C = vc_backend_cpu();
@@ -176,5 +207,6 @@ int main(void) {
     decode_case("GQA 14/2 hd 64", 14, 2, 64, 64, 0, 0);
     decode_case("GQA 8/2 hd 128, window 40, softcap 30", 8, 2, 128, 128, 40, 30.0f);
     decode_case("MHA 4/4 dims 192/128", 4, 4, 192, 128, 0, 0);
+    attn_timing();
     return vc_test_done();
 }

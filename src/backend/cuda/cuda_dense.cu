@@ -5,7 +5,7 @@
 #include "cuda_internal.h"
 
 #define NORM_THREADS 256
-#define ROWS 64 /* rows per parameter-gradient partial */
+#define ROWS 64 /* rows per parameter-gradient partial (doubled past 65535 blocks) */
 
 /* ---- RMSNorm ---- */
 __global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t cols, float eps, float off) {
@@ -44,10 +44,10 @@ __global__ void k_rms_bwd_dx(float *dx, const float *dy, const float *x, const f
 
 /* part[blk, c] = sum over rows of block blk of dy * x * rstd (rms) or dy * xhat and dy (layer norm) */
 __global__ void k_norm_dparam_part(float *pw, float *pb, const float *dy, const float *x, const float *mean,
-                                   const float *rstd, int64_t rows, int64_t cols) {
+                                   const float *rstd, int64_t rows, int64_t cols, int64_t rpb) {
     int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (c >= cols) return;
-    int64_t r0 = (int64_t)blockIdx.y * ROWS, r1 = r0 + ROWS < rows ? r0 + ROWS : rows;
+    int64_t r0 = (int64_t)blockIdx.y * rpb, r1 = r0 + rpb < rows ? r0 + rpb : rows;
     float aw = 0, ab = 0;
     for (int64_t r = r0; r < r1; r++) {
         float g = dy[r * cols + c];
@@ -70,13 +70,15 @@ __global__ void k_sum_parts(float *dst, const float *part, int64_t nblk, int64_t
 /* dw (and db) += column sums in fixed block order */
 static void norm_dparams(float *dw, float *db, const float *dy, const float *x, const float *mean, const float *rstd,
                          int64_t rows, int64_t cols, const char *op) {
-    int64_t nblk = (rows + ROWS - 1) / ROWS;
+    int64_t rpb = ROWS; /* grid.y is at most 65535 */
+    while ((rows + rpb - 1) / rpb > 65535) rpb *= 2;
+    int64_t nblk = (rows + rpb - 1) / rpb;
     float *pw = dw ? (float *)vc_cu_scratch((size_t)(nblk * cols) * sizeof(float), op) : NULL;
     float *pb = db ? (float *)vc_cu_scratch((size_t)(nblk * cols) * sizeof(float), op) : NULL;
     if ((dw && !pw) || (db && !pb)) goto out;
     {
         dim3 grid((unsigned)((cols + 255) / 256), (unsigned)nblk);
-        k_norm_dparam_part<<<grid, 256, 0, vc_cu_stream()>>>(pw, pb, dy, x, mean, rstd, rows, cols);
+        k_norm_dparam_part<<<grid, 256, 0, vc_cu_stream()>>>(pw, pb, dy, x, mean, rstd, rows, cols, rpb);
         unsigned g1 = (unsigned)((cols + 255) / 256);
         if (dw) k_sum_parts<<<g1, 256, 0, vc_cu_stream()>>>(dw, pw, nblk, cols);
         if (db) k_sum_parts<<<g1, 256, 0, vc_cu_stream()>>>(db, pb, nblk, cols);
