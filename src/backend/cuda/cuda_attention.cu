@@ -8,6 +8,7 @@
  * Head dims are padded to a bucket (64, 128, 256) with zeros. Threads form a 16 x 16 grid; a thread
  * owns rows tr + 16 i and columns tc + 16 j of each tile, so row reductions are half-warp shuffles. */
 #include "cuda_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 struct seq_meta {
@@ -397,8 +398,10 @@ static int attn_check(const vc_attn_desc *d, const char *op) {
     else if (d->head_dim > 256 || d->v_head_dim > 256 || d->head_dim <= 0 || d->v_head_dim <= 0)
         why = "head_dim and v_head_dim must be in 1..256";
     if (!why) return 1;
-    vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s: %s (%d heads, %d kv heads, dims %d/%d)", op, why, d->n_head, d->n_kv_head,
-            d->head_dim, d->v_head_dim);
+    char what[200];
+    snprintf(what, sizeof what, "%s (%d heads, %d kv heads, dims %d/%d)", why, d->n_head, d->n_kv_head, d->head_dim,
+             d->v_head_dim);
+    vc_cu_fail(VC_ERR_UNSUPPORTED, op, what);
     return 0;
 }
 
@@ -413,7 +416,7 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     size_t meta_bytes = (size_t)d->n_seq * sizeof(seq_meta), bytes = meta_bytes + (size_t)nb * sizeof(int2);
     char *h = (char *)malloc(bytes ? bytes : 1);
     if (!h) {
-        vc_fail(VC_ERR_NOMEM, "cuda: %s: cannot allocate block table", op);
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host block table");
         return NULL;
     }
     seq_meta *sm = (seq_meta *)h;

@@ -22,6 +22,8 @@ int vc_cu_end(const char *op);
 /* Records a failed CUDA / cuBLAS status as the sticky error; returns 0 when e is a failure. */
 int vc_cu_ok(cudaError_t e, const char *op);
 int vc_cu_blas_ok(cublasStatus_t s, const char *op);
+/* Records an argument / support error of a void table entry as the sticky error "cuda: <op>: <what>" */
+vc_status vc_cu_fail(vc_status st, const char *op, const char *what);
 /* stream-ordered scratch; NULL (sticky VC_ERR_NOMEM) on failure */
 void *vc_cu_scratch(size_t bytes, const char *op);
 void vc_cu_scratch_free(void *p);

@@ -5,6 +5,7 @@
  * the same, only the order of the k slots may differ (it does not change the MoE output). */
 #include "cuda_internal.h"
 #include <limits.h>
+#include <stdio.h>
 
 #define RW 4 /* warps (tokens) per block */
 
@@ -138,8 +139,10 @@ __global__ void k_route_bwd(float *dlogits, const float *dw, const float *logits
 static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, const char *op) {
     if (d->n_expert <= 0 || d->n_expert > 1024 || d->top_k <= 0 || d->top_k > d->n_expert ||
         (d->n_group > 1 && (d->n_group > 32 || d->n_expert % d->n_group || d->topk_group <= 0))) {
-        vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s: %d experts, top %d, %d groups (top %d) not supported", op, d->n_expert,
-                d->top_k, d->n_group, d->topk_group);
+        char what[160];
+        snprintf(what, sizeof what, "%d experts, top %d, %d groups (top %d) not supported", d->n_expert, d->top_k,
+                 d->n_group, d->topk_group);
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, what);
         return 0;
     }
     *p = route_params{ d->n_expert, d->top_k, d->sigmoid, d->norm_topk, d->n_group, d->topk_group, d->group_top2_sum,

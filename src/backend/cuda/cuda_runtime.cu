@@ -32,6 +32,8 @@ static vc_status set_sticky(vc_status st, const char *op, const char *what) {
     return vc_fail(st, "cuda: %s: %s", op, what);
 }
 
+vc_status vc_cu_fail(vc_status st, const char *op, const char *what) { return set_sticky(st, op, what); }
+
 int vc_cu_ok(cudaError_t e, const char *op) {
     if (e == cudaSuccess) return 1;
     set_sticky(e == cudaErrorMemoryAllocation ? VC_ERR_NOMEM : VC_ERR_DEVICE, op, cudaGetErrorString(e));
