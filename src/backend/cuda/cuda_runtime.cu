@@ -161,6 +161,12 @@ int vc_cu_begin(const char *op) {
         vc_fail(g_err, "%s (earlier error; %s skipped)", g_msg, op);
         return 0;
     }
+    /* the current device is per host thread: select ours in threads other than the initialising one */
+    static thread_local int t_device = -1;
+    if (t_device != g_device) {
+        if (!vc_cu_ok(cudaSetDevice(g_device), op)) return 0;
+        t_device = g_device;
+    }
     return 1;
 }
 
