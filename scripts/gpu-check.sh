@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# verlc GPU check: builds with the CUDA backend (-DVC_CUDA=ON, sm_90 SASS + PTX) and runs the GPU tests
+# (every op of the CUDA table against the CPU backend, paged decode, AdamW, grad norm, error path),
+# then the attention/op tests once more under compute-sanitizer memcheck when it is installed.
+# Writes one summary file: $OUT/gpu-check.txt when $OUT is set, else ./gpu-check.txt. Exit status 0
+# when every step passed. Fits in about 8 minutes on one H200 node (16 cores).
+#   usage: scripts/gpu-check.sh            (from the repository root)
+set -u
+cd "$(dirname "$0")/.."
+OUTDIR=${OUT:-.}
+mkdir -p "$OUTDIR"
+SUM="$OUTDIR/gpu-check.txt"
+LOG="$OUTDIR/gpu-check-build.log"
+BUILD=${VC_GPU_BUILD:-build-gpu}
+JOBS=$(nproc 2>/dev/null || echo 8)
+export PATH="$PATH:/usr/local/cuda/bin"
+fail=0
+t0=$(date +%s)
+: >"$SUM"
+say() { echo "$@" | tee -a "$SUM"; }
+step() { # name, timeout seconds, command...
+    local name=$1 lim=$2
+    shift 2
+    local s=$(date +%s)
+    say "== $name"
+    timeout "$lim" "$@" >"$OUTDIR/.step.log" 2>&1
+    local rc=$?
+    cat "$OUTDIR/.step.log" >>"$SUM"
+    tail -n 5 "$OUTDIR/.step.log"
+    say "-- $name: rc=$rc ($(($(date +%s) - s)) s)$([ $rc = 124 ] && echo ' TIMEOUT')"
+    [ $rc = 0 ] || fail=1
+    rm -f "$OUTDIR/.step.log"
+    return $rc
+}
+
+say "verlc gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+step "nvidia-smi" 30 nvidia-smi
+step "nvcc" 10 nvcc --version
+# Prebuilt test programs (e.g. carried from a CPU machine's build/tests) are used when the
+# configure or build here fails, say for missing Debian packages (scripts/deps.sh installs them).
+PREBUILT=${VC_GPU_PREBUILT:-build/tests}
+TESTS="$BUILD/tests"
+built=0
+if step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON; then
+    say "== build (log: $LOG)"
+    s=$(date +%s)
+    timeout 300 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin cuda_test_cuda_ops cuda_test_cuda_attn >"$LOG" 2>&1
+    rc=$?
+    grep -E "error|warning:" "$LOG" | head -n 40 >>"$SUM"
+    say "-- build: rc=$rc ($(($(date +%s) - s)) s)"
+    if [ $rc = 0 ]; then built=1; else tail -n 40 "$LOG" >>"$SUM"; fail=1; fi
+fi
+if [ $built = 0 ]; then
+    if [ -x "$PREBUILT/cuda_test_cuda_ops" ] && [ -x "$PREBUILT/cuda_test_cuda_attn" ]; then
+        say "== build failed here: running the prebuilt tests in $PREBUILT"
+        TESTS=$PREBUILT
+    else
+        say "RESULT: FAIL (configure/build; no prebuilt tests in $PREBUILT)"
+        exit 1
+    fi
+fi
+export VERLC_SHARED=${VERLC_SHARED:-$(pwd)/../shared}
+step "test_cuda_ops" 150 "$TESTS/cuda_test_cuda_ops"
+step "test_cuda_attn" 150 "$TESTS/cuda_test_cuda_attn"
+step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 100 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+left=$((450 - ($(date +%s) - t0)))
+if [ -n "$CS" ] && [ $left -gt 60 ]; then
+    step "memcheck test_cuda_attn" $((left / 2)) "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_attn"
+    left=$((450 - ($(date +%s) - t0)))
+    [ $left -gt 30 ] && step "memcheck test_cuda_ops (no fault test)" "$left" env VC_CUDA_TEST_NO_FAULT=1 \
+        "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_ops"
+else
+    say "== memcheck skipped (compute-sanitizer ${CS:-not found}, ${left} s left)"
+fi
+say "== failures"
+grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
+cat "$SUM.tmp" >>"$SUM" 2>/dev/null
+rm -f "$SUM.tmp"
+say "total $(($(date +%s) - t0)) s"
+if [ $fail = 0 ]; then say "RESULT: PASS"; else say "RESULT: FAIL"; fi
+exit $fail

@@ -1,0 +1,257 @@
+/* CUDA kernels: RMSNorm / LayerNorm forward and backward, RoPE, activations. Norms run one block per
+ * row with warp reductions; parameter gradients are summed per fixed block of ROWS rows into partials
+ * (one thread per column walks its rows in order), then the partials are added in block order, so the
+ * results are the same bits run to run. */
+#include "cuda_internal.h"
+
+#define NORM_THREADS 256
+#define ROWS 64 /* rows per parameter-gradient partial (doubled past 65535 blocks) */
+
+/* ---- RMSNorm ---- */
+__global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t cols, float eps, float off) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *xr = x + r * cols;
+    float ss = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = vc_block_sum(ss, sh);
+    float rs = 1.0f / sqrtf(ss / (float)cols + eps);
+    if (rstd && threadIdx.x == 0) rstd[r] = rs;
+    float *yr = y + r * cols;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = xr[i] * rs * (w ? w[i] + off : 1.0f);
+}
+
+void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
+                       float w_offset) {
+    const char *op = "rmsnorm forward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset);
+    vc_cu_end(op);
+}
+
+__global__ void k_rms_bwd_dx(float *dx, const float *dy, const float *x, const float *w, const float *rstd,
+                             int64_t cols, float off) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *xr = x + r * cols, *dyr = dy + r * cols;
+    float rs = rstd[r], dot = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) dot += dyr[i] * (w ? w[i] + off : 1.0f) * xr[i];
+    dot = vc_block_sum(dot, sh);
+    float k = dot * rs * rs * rs / (float)cols;
+    float *dxr = dx + r * cols;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) dxr[i] += rs * dyr[i] * (w ? w[i] + off : 1.0f) - k * xr[i];
+}
+
+/* part[blk, c] = sum over rows of block blk of dy * x * rstd (rms) or dy * xhat and dy (layer norm) */
+__global__ void k_norm_dparam_part(float *pw, float *pb, const float *dy, const float *x, const float *mean,
+                                   const float *rstd, int64_t rows, int64_t cols, int64_t rpb) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    int64_t r0 = (int64_t)blockIdx.y * rpb, r1 = r0 + rpb < rows ? r0 + rpb : rows;
+    float aw = 0, ab = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        float g = dy[r * cols + c];
+        float xh = mean ? (x[r * cols + c] - mean[r]) * rstd[r] : x[r * cols + c] * rstd[r];
+        aw += g * xh;
+        ab += g;
+    }
+    if (pw) pw[blockIdx.y * cols + c] = aw;
+    if (pb) pb[blockIdx.y * cols + c] = ab;
+}
+
+__global__ void k_sum_parts(float *dst, const float *part, int64_t nblk, int64_t cols) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    float s = dst[c];
+    for (int64_t b = 0; b < nblk; b++) s += part[b * cols + c];
+    dst[c] = s;
+}
+
+/* dw (and db) += column sums in fixed block order */
+static void norm_dparams(float *dw, float *db, const float *dy, const float *x, const float *mean, const float *rstd,
+                         int64_t rows, int64_t cols, const char *op) {
+    int64_t rpb = ROWS; /* grid.y is at most 65535 */
+    while ((rows + rpb - 1) / rpb > 65535) rpb *= 2;
+    int64_t nblk = (rows + rpb - 1) / rpb;
+    float *pw = dw ? (float *)vc_cu_scratch((size_t)(nblk * cols) * sizeof(float), op) : NULL;
+    float *pb = db ? (float *)vc_cu_scratch((size_t)(nblk * cols) * sizeof(float), op) : NULL;
+    if ((dw && !pw) || (db && !pb)) goto out;
+    {
+        dim3 grid((unsigned)((cols + 255) / 256), (unsigned)nblk);
+        k_norm_dparam_part<<<grid, 256, 0, vc_cu_stream()>>>(pw, pb, dy, x, mean, rstd, rows, cols, rpb);
+        unsigned g1 = (unsigned)((cols + 255) / 256);
+        if (dw) k_sum_parts<<<g1, 256, 0, vc_cu_stream()>>>(dw, pw, nblk, cols);
+        if (db) k_sum_parts<<<g1, 256, 0, vc_cu_stream()>>>(db, pb, nblk, cols);
+        vc_cu_end(op);
+    }
+out:
+    vc_cu_scratch_free(pw);
+    vc_cu_scratch_free(pb);
+}
+
+void vc_cu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
+                       int64_t rows, int64_t cols, float w_offset) {
+    const char *op = "rmsnorm backward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    if (dx) k_rms_bwd_dx<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(dx, dy, x, w, rstd, cols, w_offset);
+    if (!vc_cu_end(op)) return;
+    if (dw) norm_dparams(dw, NULL, dy, x, NULL, rstd, rows, cols, op);
+}
+
+/* ---- LayerNorm ---- */
+__global__ void k_ln_fwd(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                         int64_t cols, float eps) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *xr = x + r * cols;
+    float s = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += xr[i];
+    float mu = vc_block_sum(s, sh) / (float)cols, v = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) v += (xr[i] - mu) * (xr[i] - mu);
+    float rs = 1.0f / sqrtf(vc_block_sum(v, sh) / (float)cols + eps);
+    if (threadIdx.x == 0) {
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+    float *yr = y + r * cols;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+        yr[i] = (xr[i] - mu) * rs * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+}
+
+void vc_cu_layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                         int64_t rows, int64_t cols, float eps) {
+    const char *op = "layernorm forward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    k_ln_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, mean, rstd, x, w, b, cols, eps);
+    vc_cu_end(op);
+}
+
+__global__ void k_ln_bwd_dx(float *dx, const float *dy, const float *x, const float *w, const float *mean,
+                            const float *rstd, int64_t cols) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *xr = x + r * cols, *dyr = dy + r * cols;
+    float mu = mean[r], rs = rstd[r], mg = 0, mgx = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+        float g = dyr[i] * (w ? w[i] : 1.0f), xh = (xr[i] - mu) * rs;
+        mg += g;
+        mgx += g * xh;
+    }
+    mg = vc_block_sum(mg, sh) / (float)cols;
+    mgx = vc_block_sum(mgx, sh) / (float)cols;
+    float *dxr = dx + r * cols;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+        float g = dyr[i] * (w ? w[i] : 1.0f), xh = (xr[i] - mu) * rs;
+        dxr[i] += rs * (g - mg - xh * mgx);
+    }
+}
+
+void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                         const float *mean, const float *rstd, int64_t rows, int64_t cols) {
+    const char *op = "layernorm backward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    if (dx) k_ln_bwd_dx<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(dx, dy, x, w, mean, rstd, cols);
+    if (!vc_cu_end(op)) return;
+    if (dw || db) norm_dparams(dw, db, dy, x, mean, rstd, rows, cols, op);
+}
+
+/* ---- RoPE: one thread per rotated pair ---- */
+__global__ void k_rope(float *x, const float *cs, const float *sn, int64_t T, int nh, int hd, int rot, int inter,
+                       float sign) {
+    int half = rot / 2;
+    int64_t n = T * nh * half;
+    for (int64_t id = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; id < n; id += (int64_t)gridDim.x * blockDim.x) {
+        int i = (int)(id % half);
+        int64_t th = id / half, t = th / nh;
+        float *v = x + th * hd;
+        int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
+        float c = cs[t * half + i], s = sign * sn[t * half + i];
+        float x1 = v[a], x2 = v[b];
+        v[a] = x1 * c - x2 * s;
+        v[b] = x2 * c + x1 * s;
+    }
+}
+
+void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh, int hd, int rot, int interleaved,
+                int sign) {
+    const char *op = "rope";
+    if (!vc_cu_begin(op) || T == 0 || rot < 2) return;
+    k_rope<<<vc_cu_blocks(T * nh * (rot / 2), 256), 256, 0, vc_cu_stream()>>>(x, cos, sin, T, nh, hd, rot,
+                                                                               interleaved, (float)sign);
+    vc_cu_end(op);
+}
+
+/* ---- activations (same formulas as the CPU backend) ---- */
+#define SQRT_2_OVER_PI 0.7978845608028654f
+__device__ __forceinline__ float act_f(float x, int kind) {
+    switch (kind) {
+    case VC_ACT_SILU: return x / (1.0f + expf(-x));
+    case VC_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
+    case VC_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case VC_ACT_RELU: return x > 0 ? x : 0;
+    case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    default: return x;
+    }
+}
+
+__device__ __forceinline__ float act_d(float x, int kind) {
+    switch (kind) {
+    case VC_ACT_SILU: {
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f + x * (1.0f - s));
+    }
+    case VC_ACT_GELU_TANH: {
+        float u = SQRT_2_OVER_PI * (x + 0.044715f * x * x * x), t = tanhf(u);
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+    }
+    case VC_ACT_GELU_ERF:
+        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.3989422804014327f * expf(-0.5f * x * x);
+    case VC_ACT_RELU: return x > 0 ? 1.0f : 0.0f;
+    case VC_ACT_SIGMOID: {
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f - s);
+    }
+    default: return 1.0f;
+    }
+}
+
+#define GRID_LOOP(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+__global__ void k_act_fwd(float *y, const float *x, int64_t n, int kind) {
+    GRID_LOOP(i, n) y[i] = act_f(x[i], kind);
+}
+__global__ void k_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind) {
+    GRID_LOOP(i, n) dx[i] += dy[i] * act_d(x[i], kind);
+}
+__global__ void k_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
+    GRID_LOOP(i, n) y[i] = act_f(g[i], kind) * u[i];
+}
+__global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
+                              int kind) {
+    GRID_LOOP(i, n) {
+        if (dg) dg[i] += dy[i] * u[i] * act_d(g[i], kind);
+        if (du) du[i] += dy[i] * act_f(g[i], kind);
+    }
+}
+
+void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind) {
+    if (!vc_cu_begin("activation forward") || n == 0) return;
+    k_act_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, x, n, kind);
+    vc_cu_end("activation forward");
+}
+void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind) {
+    if (!vc_cu_begin("activation backward") || n == 0) return;
+    k_act_bwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(dx, dy, x, n, kind);
+    vc_cu_end("activation backward");
+}
+void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
+    if (!vc_cu_begin("gated activation forward") || n == 0) return;
+    k_act_mul_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, g, u, n, kind);
+    vc_cu_end("gated activation forward");
+}
+void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind) {
+    if (!vc_cu_begin("gated activation backward") || n == 0) return;
+    k_act_mul_bwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(dg, du, dy, g, u, n, kind);
+    vc_cu_end("gated activation backward");
+}

@@ -1,0 +1,112 @@
+/* CUDA backend internals shared by the .cu files (C++ only). */
+#ifndef VC_CUDA_INTERNAL_H
+#define VC_CUDA_INTERNAL_H
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+extern "C" {
+#include "tensor/backend.h"
+#include "verlc/core.h"
+#include "verlc/cuda.h"
+}
+
+/* the process-wide device context (src/backend/cuda/cuda_runtime.cu) */
+cudaStream_t vc_cu_stream(void);
+cublasHandle_t vc_cu_blas(void);
+/* Ensures the device is initialised and no sticky error is pending; returns 0 (and the op must do
+ * nothing) otherwise. `op` names the op for messages. */
+int vc_cu_begin(const char *op);
+/* After launches: records a launch error (or, with VERLC_CUDA_SYNC=1, any fault) as the sticky error
+ * "cuda: <op>: <cuda message>". Returns 0 on error. */
+int vc_cu_end(const char *op);
+/* Records a failed CUDA / cuBLAS status as the sticky error; returns 0 when e is a failure. */
+int vc_cu_ok(cudaError_t e, const char *op);
+int vc_cu_blas_ok(cublasStatus_t s, const char *op);
+/* Records an argument / support error of a void table entry as the sticky error "cuda: <op>: <what>" */
+vc_status vc_cu_fail(vc_status st, const char *op, const char *what);
+/* stream-ordered scratch; NULL (sticky VC_ERR_NOMEM) on failure */
+void *vc_cu_scratch(size_t bytes, const char *op);
+void vc_cu_scratch_free(void *p);
+/* uploads a host buffer into new scratch memory */
+void *vc_cu_upload(const void *src, size_t bytes, const char *op);
+
+/* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */
+int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op);
+
+/* table entries defined in the kernel files */
+void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
+                       float w_offset);
+void vc_cu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
+                       int64_t rows, int64_t cols, float w_offset);
+void vc_cu_layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                         int64_t rows, int64_t cols, float eps);
+void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                         const float *mean, const float *rstd, int64_t rows, int64_t cols);
+void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh, int hd, int rot, int interleaved,
+                int sign);
+void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind);
+void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind);
+void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
+void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
+                    const vc_attn_desc *d);
+void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
+                       const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap);
+void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
+                       const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
+                       int64_t T, int64_t H, int64_t V, float softcap);
+void vc_cu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
+void vc_cu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
+                     const vc_route_desc *d);
+
+static inline unsigned vc_cu_blocks(int64_t n, int threads) {
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));
+}
+
+/* warp reductions over all 32 lanes */
+__device__ __forceinline__ float vc_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ double vc_warp_sum_d(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float vc_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+/* Block-wide sum (blockDim.x a multiple of 32, <= 1024); every thread gets the result. Fixed order. */
+__device__ __forceinline__ float vc_block_sum(float v, float *sh /* [32] */) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = vc_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float t = lane < nw ? sh[lane] : 0.0f;
+    return vc_warp_sum(t);
+}
+__device__ __forceinline__ double vc_block_sum_d(double v, double *sh /* [32] */) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = vc_warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    double t = lane < nw ? sh[lane] : 0.0;
+    return vc_warp_sum_d(t);
+}
+__device__ __forceinline__ float vc_block_max(float v, float *sh) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = vc_warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    float t = lane < nw ? sh[lane] : -INFINITY;
+    return vc_warp_max(t);
+}
+#endif

@@ -1,0 +1,160 @@
+/* Fused LM head on the GPU: the vocabulary is walked in slices; each slice's logits for all tokens are
+ * one cuBLAS GEMM into a scratch buffer, then one block per token folds the slice into running
+ * statistics (max, sum of exponentials, sum of exponentials times (logit - max), in double as the CPU
+ * backend keeps them). Backward recomputes each slice's logits, turns them into dZ in place, and adds
+ * dh += dZ W, dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
+#include "cuda_internal.h"
+#include <stdlib.h>
+
+#define SLICE_BYTES ((int64_t)256 << 20)
+#define HT 256
+
+/* vocabulary rows per slice; $VERLC_CUDA_HEAD_SLICE (rows) overrides, for tests of the slice merge */
+static int64_t slice_rows(int64_t T, int64_t V) {
+    const char *env = getenv("VERLC_CUDA_HEAD_SLICE");
+    if (env && atoll(env) > 0) return atoll(env) < V ? atoll(env) : V;
+    int64_t nv = SLICE_BYTES / 4 / (T > 0 ? T : 1);
+    if (nv < 256) nv = 256;
+    nv = (nv + 15) & ~(int64_t)15;
+    return nv < V ? nv : V;
+}
+
+__device__ __forceinline__ float bias_cap(float z, const float *b, int64_t v, float cap) {
+    if (b) z += b[v];
+    return cap > 0 ? cap * tanhf(z / cap) : z;
+}
+
+__global__ void k_head_init(double *st, float *raw, int64_t T) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < T; t += (int64_t)gridDim.x * blockDim.x) {
+        st[t] = -INFINITY;
+        st[T + t] = 0;
+        st[2 * T + t] = 0;
+        raw[t] = 0;
+    }
+}
+
+/* one block per token: bias, cap, slice statistics, merge into (m, s, a) */
+__global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, const int32_t *target,
+                                double *st, float *raw, int64_t T) {
+    __shared__ float shf[32];
+    __shared__ double shd[32];
+    int64_t t = blockIdx.x;
+    float *z = Z + t * nv;
+    float mx = -INFINITY;
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        float x = bias_cap(z[v], b, v0 + v, cap);
+        z[v] = x;
+        mx = fmaxf(mx, x);
+    }
+    mx = vc_block_max(mx, shf);
+    double s = 0, a = 0;
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        double d = (double)(z[v] - mx), e = exp(d);
+        s += e;
+        a += e * d;
+    }
+    s = vc_block_sum_d(s, shd);
+    a = vc_block_sum_d(a, shd);
+    if (threadIdx.x) return;
+    int32_t y = target ? target[t] : -1;
+    if (y >= v0 && y < v0 + nv) raw[t] = z[y - v0];
+    double M = st[t], m2 = mx;
+    if (M == -INFINITY) {
+        st[t] = m2;
+        st[T + t] = s;
+        st[2 * T + t] = a;
+    } else {
+        double nm = M > m2 ? M : m2, f1 = exp(M - nm), f2 = exp(m2 - nm);
+        st[2 * T + t] = f1 * (st[2 * T + t] + (M - nm) * st[T + t]) + f2 * (a + (m2 - nm) * s);
+        st[T + t] = f1 * st[T + t] + f2 * s;
+        st[t] = nm;
+    }
+}
+
+__global__ void k_head_final(float *logp, float *ent, float *lse, const double *st, const float *raw,
+                             const int32_t *target, int64_t T) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < T; t += (int64_t)gridDim.x * blockDim.x) {
+        double L = st[t] + log(st[T + t]);
+        lse[t] = (float)L;
+        if (ent) ent[t] = (float)(log(st[T + t]) - st[2 * T + t] / st[T + t]);
+        if (logp) logp[t] = target && target[t] >= 0 ? (float)((double)raw[t] - L) : 0.0f;
+    }
+}
+
+void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
+                       const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap) {
+    const char *op = "lm head forward";
+    if (!vc_cu_begin(op) || T == 0) return;
+    cudaStream_t st = vc_cu_stream();
+    int64_t nv = slice_rows(T, V);
+    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
+    double *stat = (double *)vc_cu_scratch((size_t)T * 3 * sizeof(double), op);
+    float *raw = (float *)vc_cu_scratch((size_t)T * sizeof(float), op);
+    if (!Z || !stat || !raw) goto out;
+    k_head_init<<<vc_cu_blocks(T, 256), 256, 0, st>>>(stat, raw, T);
+    for (int64_t v0 = 0; v0 < V; v0 += nv) {
+        int64_t n = V - v0 < nv ? V - v0 : nv;
+        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto out;
+        k_head_fwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, softcap, target, stat, raw, T);
+        if (!vc_cu_end(op)) goto out;
+    }
+    k_head_final<<<vc_cu_blocks(T, 256), 256, 0, st>>>(logp, ent, lse, stat, raw, target, T);
+    vc_cu_end(op);
+out:
+    vc_cu_scratch_free(Z);
+    vc_cu_scratch_free(stat);
+    vc_cu_scratch_free(raw);
+}
+
+/* dZ in place: d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the soft-cap chain */
+__global__ void k_head_bwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, const int32_t *target,
+                                const float *dlogp, const float *dent, const float *lse, const float *ent) {
+    int64_t t = blockIdx.x;
+    float *z = Z + t * nv;
+    float L = lse[t], gl = dlogp ? dlogp[t] : 0, ge = dent ? dent[t] : 0, Ez = L - ent[t];
+    int32_t y = target ? target[t] : -1;
+    if (y < 0) gl = 0;
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        float zv = bias_cap(z[v], b, v0 + v, cap);
+        float pv = expf(zv - L);
+        float dz = -gl * pv - ge * pv * (zv - Ez);
+        if (v + v0 == y) dz += gl;
+        if (cap > 0) {
+            float tt = zv / cap;
+            dz *= 1.0f - tt * tt;
+        }
+        z[v] = dz;
+    }
+}
+
+__global__ void k_colsum(float *db, const float *Z, int64_t T, int64_t nv) {
+    int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (v >= nv) return;
+    float s = db[v];
+    for (int64_t t = 0; t < T; t++) s += Z[t * nv + v];
+    db[v] = s;
+}
+
+void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
+                       const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
+                       int64_t T, int64_t H, int64_t V, float softcap) {
+    const char *op = "lm head backward";
+    if (!vc_cu_begin(op) || T == 0) return;
+    cudaStream_t st = vc_cu_stream();
+    int64_t nv = slice_rows(T, V);
+    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
+    if (!Z) return;
+    for (int64_t v0 = 0; v0 < V; v0 += nv) {
+        int64_t n = V - v0 < nv ? V - v0 : nv;
+        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) break;
+        k_head_bwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, softcap, target, dlogp, dent, lse, ent);
+        if (!vc_cu_end(op)) break;
+        if (dh && !vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) break;
+        if (dW && !vc_cu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H, op)) break;
+        if (db) {
+            k_colsum<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(db + v0, Z, T, n);
+            if (!vc_cu_end(op)) break;
+        }
+    }
+    vc_cu_scratch_free(Z);
+}

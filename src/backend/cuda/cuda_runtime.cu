@@ -1,0 +1,358 @@
+/* CUDA device context: device selection, the one verlc stream, cuBLAS handle, stream-ordered pool
+ * memory, copies, sticky error reporting, the f32 / bf16 GEMMs and the op table. */
+#include "cuda_internal.h"
+#include <cuda_bf16.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_ready = 0, g_device = -1, g_sync_each = 0;
+static cudaStream_t g_stream;
+static cublasHandle_t g_blas;
+static cudaMemPool_t g_pool;
+static vc_status g_err = VC_OK;
+static char g_msg[512];
+static const char *g_last_op = NULL; /* last kernel launched since the last successful wait */
+
+cudaStream_t vc_cu_stream(void) { return g_stream; }
+cublasHandle_t vc_cu_blas(void) { return g_blas; }
+void *vc_cuda_stream(void) { return (void *)g_stream; }
+int vc_cuda_ready(void) { return g_ready; }
+
+static vc_status set_sticky(vc_status st, const char *op, const char *what) {
+    pthread_mutex_lock(&g_lock);
+    if (g_err == VC_OK) {
+        g_err = st;
+        snprintf(g_msg, sizeof g_msg, "cuda: %s: %s", op, what);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return vc_fail(st, "cuda: %s: %s", op, what);
+}
+
+vc_status vc_cu_fail(vc_status st, const char *op, const char *what) { return set_sticky(st, op, what); }
+
+int vc_cu_ok(cudaError_t e, const char *op) {
+    if (e == cudaSuccess) return 1;
+    set_sticky(e == cudaErrorMemoryAllocation ? VC_ERR_NOMEM : VC_ERR_DEVICE, op, cudaGetErrorString(e));
+    return 0;
+}
+
+int vc_cu_blas_ok(cublasStatus_t s, const char *op) {
+    if (s == CUBLAS_STATUS_SUCCESS) return 1;
+    char what[128];
+    snprintf(what, sizeof what, "cuBLAS %s", cublasGetStatusString(s));
+    set_sticky(s == CUBLAS_STATUS_ALLOC_FAILED ? VC_ERR_NOMEM : VC_ERR_DEVICE, op, what);
+    return 0;
+}
+
+vc_status vc_cuda_error(void) {
+    if (g_err != VC_OK) vc_fail(g_err, "%s", g_msg);
+    return g_err;
+}
+
+void vc_cuda_clear_error(void) {
+    pthread_mutex_lock(&g_lock);
+    g_err = VC_OK;
+    g_msg[0] = 0;
+    pthread_mutex_unlock(&g_lock);
+    cudaGetLastError();
+}
+
+int vc_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+static vc_status no_device(cudaError_t e) {
+    cudaGetLastError();
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    char why[160];
+    if (e == cudaErrorInsufficientDriver)
+        snprintf(why, sizeof why, "no NVIDIA driver, or one older than CUDA %d.%d", rt / 1000, rt % 1000 / 10);
+    else if (e == cudaSuccess || e == cudaErrorNoDevice) snprintf(why, sizeof why, "no CUDA-capable GPU found");
+    else snprintf(why, sizeof why, "%s", cudaGetErrorString(e));
+    return vc_fail(VC_ERR_DEVICE, "cuda: no usable CUDA device (%s); use --device cpu to run on the CPU", why);
+}
+
+static vc_status init_locked(int device) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) return no_device(e);
+    if (device < 0) {
+        const char *env = getenv("VERLC_CUDA_DEVICE");
+        device = env && *env ? atoi(env) : 0;
+    }
+    if (device >= n)
+        return vc_fail(VC_ERR_ARG, "cuda: device %d requested, %d present (VERLC_CUDA_DEVICE / --device cuda:N)",
+                       device, n);
+    if (g_ready) {
+        if (device == g_device) return VC_OK;
+        return vc_fail(VC_ERR_ARG, "cuda: already initialised on device %d, cannot switch to %d", g_device, device);
+    }
+    const char *op = "device init";
+    if (!vc_cu_ok(cudaSetDevice(device), op)) return vc_cuda_error();
+    if (!vc_cu_ok(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking), op)) return vc_cuda_error();
+    if (!vc_cu_blas_ok(cublasCreate(&g_blas), op)) return vc_cuda_error();
+    const char *tf32 = getenv("VERLC_CUDA_TF32");
+    cublasSetMathMode(g_blas, tf32 && atoi(tf32) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    cublasSetStream(g_blas, g_stream);
+    if (!vc_cu_ok(cudaDeviceGetDefaultMemPool(&g_pool, device), op)) return vc_cuda_error();
+    uint64_t keep = UINT64_MAX; /* freed blocks stay in the pool */
+    cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    const char *sy = getenv("VERLC_CUDA_SYNC");
+    g_sync_each = sy && atoi(sy);
+    g_device = device;
+    g_ready = 1;
+    return VC_OK;
+}
+
+vc_status vc_cuda_init(int device) {
+    pthread_mutex_lock(&g_lock);
+    vc_status st = init_locked(device);
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+void vc_cuda_shutdown(void) {
+    pthread_mutex_lock(&g_lock);
+    if (g_ready) {
+        cudaStreamSynchronize(g_stream);
+        cublasDestroy(g_blas);
+        cudaStreamDestroy(g_stream);
+        cudaMemPoolTrimTo(g_pool, 0);
+        g_ready = 0;
+        g_device = -1;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+vc_status vc_cuda_device_name(char *buf, size_t len) {
+    if (!g_ready && vc_cuda_init(-1) != VC_OK) return VC_ERR_DEVICE;
+    cudaDeviceProp p;
+    int drv = 0;
+    if (!vc_cu_ok(cudaGetDeviceProperties(&p, g_device), "device query")) return vc_cuda_error();
+    cudaDriverGetVersion(&drv);
+    snprintf(buf, len, "%s (sm_%d%d, %.1f GiB, %d SMs, driver %d.%d)", p.name, p.major, p.minor,
+             (double)p.totalGlobalMem / (1024.0 * 1024 * 1024), p.multiProcessorCount, drv / 1000, drv % 1000 / 10);
+    return VC_OK;
+}
+
+int vc_cu_begin(const char *op) {
+    if (!g_ready) {
+        if (vc_cuda_init(-1) != VC_OK) {
+            pthread_mutex_lock(&g_lock);
+            if (g_err == VC_OK) {
+                g_err = VC_ERR_DEVICE;
+                snprintf(g_msg, sizeof g_msg, "%s", vc_last_error());
+            }
+            pthread_mutex_unlock(&g_lock);
+            return 0;
+        }
+    }
+    if (g_err != VC_OK) {
+        vc_fail(g_err, "%s (earlier error; %s skipped)", g_msg, op);
+        return 0;
+    }
+    /* the current device is per host thread: select ours in threads other than the initialising one */
+    static thread_local int t_device = -1;
+    if (t_device != g_device) {
+        if (!vc_cu_ok(cudaSetDevice(g_device), op)) return 0;
+        t_device = g_device;
+    }
+    return 1;
+}
+
+int vc_cu_end(const char *op) {
+    g_last_op = op;
+    if (!vc_cu_ok(cudaGetLastError(), op)) return 0;
+    if (g_sync_each && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return 0;
+    return 1;
+}
+
+/* waits for the stream; a fault is named after the last kernel launched (VERLC_CUDA_SYNC=1 pins it) */
+static int wait_stream(const char *op) {
+    if (!vc_cu_ok(cudaStreamSynchronize(g_stream), g_last_op ? g_last_op : op)) return 0;
+    g_last_op = NULL;
+    return 1;
+}
+
+vc_status vc_cuda_sync(void) {
+    if (!g_ready) return vc_cuda_init(-1);
+    if (g_err != VC_OK) return vc_cuda_error();
+    if (!wait_stream("sync")) return vc_cuda_error();
+    return VC_OK;
+}
+
+/* ---- memory ---- */
+void *vc_cu_scratch(size_t bytes, const char *op) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 256, g_stream);
+    if (e != cudaSuccess) {
+        char what[160];
+        snprintf(what, sizeof what, "out of device memory allocating %.1f MiB (%s)", bytes / 1048576.0,
+                 cudaGetErrorString(e));
+        cudaGetLastError();
+        set_sticky(VC_ERR_NOMEM, op, what);
+        return NULL;
+    }
+    return p;
+}
+
+void vc_cu_scratch_free(void *p) {
+    if (p) cudaFreeAsync(p, g_stream);
+}
+
+void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
+    void *p = vc_cu_scratch(bytes, op);
+    if (!p) return NULL;
+    /* pageable source: the driver stages it before returning, so the host buffer may go away */
+    if (!vc_cu_ok(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, g_stream), op)) {
+        vc_cu_scratch_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void *vc_cuda_malloc(size_t bytes) {
+    if (!vc_cu_begin("malloc")) return NULL;
+    return vc_cu_scratch(bytes, "malloc");
+}
+
+void vc_cuda_free(void *p) {
+    if (p && g_ready) cudaFreeAsync(p, g_stream);
+}
+
+vc_status vc_cuda_memset0(void *dst, size_t bytes) {
+    if (!vc_cu_begin("memset")) return vc_cuda_error();
+    if (!vc_cu_ok(cudaMemsetAsync(dst, 0, bytes, g_stream), "memset")) return vc_cuda_error();
+    return VC_OK;
+}
+
+static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *op, int wait) {
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (!bytes) return VC_OK;
+    if (!vc_cu_ok(cudaMemcpyAsync(dst, src, bytes, kind, g_stream), op)) return vc_cuda_error();
+    if (wait && !wait_stream(op)) return vc_cuda_error();
+    return VC_OK;
+}
+
+vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes) {
+    return copy(dst, src, bytes, cudaMemcpyHostToDevice, "host-to-device copy", 1);
+}
+vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) {
+    return copy(dst, src, bytes, cudaMemcpyDeviceToHost, "device-to-host copy", 1);
+}
+vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes) {
+    return copy(dst, src, bytes, cudaMemcpyDeviceToDevice, "device-to-device copy", 0);
+}
+
+vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
+    if (!vc_cu_begin("memory query")) return vc_cuda_error();
+    uint64_t u = 0;
+    size_t f = 0, t = 0;
+    cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrUsedMemCurrent, &u);
+    if (!vc_cu_ok(cudaMemGetInfo(&f, &t), "memory query")) return vc_cuda_error();
+    if (used) *used = (size_t)u;
+    if (free_bytes) *free_bytes = f;
+    if (total) *total = t;
+    return VC_OK;
+}
+
+/* ---- GEMM ---- */
+__global__ void k_scale_rows(float *C, int64_t M, int64_t N, int64_t ldc, float beta) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    for (; i < M * N; i += (int64_t)gridDim.x * blockDim.x) {
+        float *c = C + (i / N) * ldc + i % N;
+        *c = beta == 0.0f ? 0.0f : beta * *c;
+    }
+}
+
+static int dims_ok(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc, const char *op) {
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX) {
+        set_sticky(VC_ERR_UNSUPPORTED, op, "GEMM dimension over 2^31");
+        return 0;
+    }
+    return 1;
+}
+
+/* Row-major C = A B is column-major C^T = B^T A^T: swap the operands and M/N. */
+int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+               const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op) {
+    if (M == 0 || N == 0) return 1;
+    if (K == 0) {
+        k_scale_rows<<<vc_cu_blocks(M * N, 256), 256, 0, g_stream>>>(C, M, N, ldc, beta);
+        return vc_cu_end(op);
+    }
+    if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return 0;
+    cublasStatus_t s = cublasSgemm(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
+                                   (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc);
+    return vc_cu_blas_ok(s, op) && vc_cu_end(op);
+}
+
+void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (!vc_cu_begin("gemm")) return;
+    vc_cu_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, "gemm");
+}
+
+vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                            int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    const char *op = "gemm bf16";
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (M == 0 || N == 0) return VC_OK;
+    if (K == 0) {
+        k_scale_rows<<<vc_cu_blocks(M * N, 256), 256, 0, g_stream>>>(C, M, N, ldc, beta);
+        return vc_cu_end(op) ? VC_OK : vc_cuda_error();
+    }
+    if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return vc_cuda_error();
+    cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
+                                    (int)M, (int)K, &alpha, B, CUDA_R_16BF, (int)ldb, A, CUDA_R_16BF, (int)lda, &beta,
+                                    C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return vc_cu_blas_ok(s, op) && vc_cu_end(op) ? VC_OK : vc_cuda_error();
+}
+
+__global__ void k_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        __nv_bfloat16 b = __float2bfloat16_rn(src[i]);
+        dst[i] = *(uint16_t *)&b;
+    }
+}
+
+vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
+    const char *op = "f32 to bf16";
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (!n) return VC_OK;
+    k_f32_to_bf16<<<vc_cu_blocks((int64_t)n, 256), 256, 0, g_stream>>>(dst, src, n);
+    return vc_cu_end(op) ? VC_OK : vc_cuda_error();
+}
+
+/* ---- the op table ---- */
+static const vc_backend CUDA_BACKEND = {
+    "cuda",
+    vc_cu_gemm_entry,
+    vc_cu_rmsnorm_fwd,
+    vc_cu_rmsnorm_bwd,
+    vc_cu_layernorm_fwd,
+    vc_cu_layernorm_bwd,
+    vc_cu_rope,
+    vc_cu_attn_fwd,
+    vc_cu_attn_bwd,
+    vc_cu_act_fwd,
+    vc_cu_act_bwd,
+    vc_cu_act_mul_fwd,
+    vc_cu_act_mul_bwd,
+    vc_cu_lm_head_fwd,
+    vc_cu_lm_head_bwd,
+    vc_cu_route_fwd,
+    vc_cu_route_bwd,
+};
+
+extern "C" const vc_backend *vc_backend_cuda(void) { return &CUDA_BACKEND; }
