@@ -27,6 +27,19 @@ static inline const char *vc_test_shared(void) {
     return s && *s ? s : "../shared";
 }
 
+/* Records a failure (instead of crashing later) when the shared reference folder is absent. */
+static inline int vc_test_have_shared(void) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/fixtures", vc_test_shared());
+    FILE *f = fopen(p, "r");
+    if (f) fclose(f);
+    else {
+        vc_t_fail++;
+        fprintf(stderr, "shared reference folder %s is missing (set VERLC_SHARED)\n", p);
+    }
+    return f != NULL;
+}
+
 static inline int vc_test_done(void) {
     printf("%d passed, %d failed\n", vc_t_pass, vc_t_fail);
     return vc_t_fail ? 1 : 0;

@@ -122,6 +122,7 @@ static void test_convert(void) {
 }
 
 int main(void) {
+    if (!vc_test_have_shared()) return vc_test_done();
     test_extract();
     test_convert();
     return vc_test_done();
