@@ -155,7 +155,7 @@ typedef struct vc_mem_plan {
 vc_status vc_parse_bytes(const char *s, size_t *out);
 size_t vc_mem_available(void);
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
- * afterwards), fills the plan and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
+ * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1) and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
  * numbers when total exceeds max_bytes (> 0), or when max_bytes == 0 and grads + optimiser +
  * activations exceed MemAvailable. */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
