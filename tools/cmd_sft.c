@@ -1,5 +1,6 @@
 /* verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR [key=value...] */
 #include "cli.h"
+#include "verlc/dist.h"
 #include "verlc/train.h"
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,10 @@ static void usage(FILE *f) {
             "use --prompt-key question --response-key answer. Malformed JSONL lines are reported as file:line\n"
             "and skipped (skip_bad_lines=false stops instead). Progress goes to the console and\n"
             "RUN_DIR/metrics.jsonl; checkpoints to RUN_DIR/step_N (save_freq, keep_last); `verlc export`\n"
-            "turns one into a Hugging Face directory.\n\n");
+            "turns one into a Hugging Face directory.\n"
+            "Data parallel: mpirun -np N verlc sft ... (any MPI launcher; VERLC_DIST=mpi|single overrides the\n"
+            "detection). Every rank loads the data and runs 1/N of each global batch's micro-batches;\n"
+            "sharding=zero1 keeps 1/N of the AdamW state per rank. Rank 0 prints and writes metrics.\n\n");
     vc_sft_config_help(f);
 }
 
@@ -61,9 +65,25 @@ int vc_cmd_sft(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (vc_sft_run(&c)) {
+    /* "auto": MPI when a parallel launcher started us, else one process */
+    vc_comm *comm = NULL;
+    if (vc_comm_init(&argc, &argv, "auto", &comm)) {
         fprintf(stderr, "verlc sft: %s\n", vc_last_error());
         return 1;
     }
-    return 0;
+    int rank = vc_comm_rank(comm), world = vc_comm_size(comm);
+    /* ranks other than 0 keep quiet unless asked (warnings and errors still show) */
+    if (rank != 0 && !getenv("VERLC_LOG")) setenv("VERLC_LOG", "warn", 1);
+    if (rank != 0) c.quiet = 1;
+    c.comm = comm;
+    int rc = 0;
+    if (vc_sft_run(&c)) {
+        if (world > 1) fprintf(stderr, "verlc sft: rank %d: %s\n", rank, vc_last_error());
+        else fprintf(stderr, "verlc sft: %s\n", vc_last_error());
+        rc = 1;
+        /* peers may wait in a collective: end the whole job now instead of after their timeout */
+        if (world > 1) vc_comm_abort(comm, 1);
+    }
+    vc_comm_free(comm);
+    return rc;
 }

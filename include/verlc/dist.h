@@ -59,6 +59,9 @@ vc_status vc_comm_allreduce_f32_ordered(vc_comm *c, float *buf, size_t n, vc_red
 vc_status vc_comm_allreduce_f64_ordered(vc_comm *c, double *buf, size_t n, vc_reduce_op op);
 /* in: [size * n_per_rank]; out: [n_per_rank] = sum over ranks of in[rank * n_per_rank ...]. */
 vc_status vc_comm_reduce_scatter_f32(vc_comm *c, const float *in, float *out, size_t n_per_rank);
+/* As above, summed in rank order ((x_0 + x_1) + x_2) + ...: the same bits as the ordered allreduce's
+ * block of this rank. "nccl" stages through host memory. */
+vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float *out, size_t n_per_rank);
 /* out: [size * bytes_per_rank], rank r's block at r * bytes_per_rank. in may be that block of out. */
 vc_status vc_comm_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank);
 /* Gathers n bytes from every rank (n may differ between ranks) to `root`, or to every rank when

@@ -9,6 +9,7 @@
 #define VERLC_TRAIN_H
 #include "verlc/core.h"
 #include "verlc/data.h"
+#include "verlc/dist.h"
 #include "verlc/model.h"
 #include "verlc/optim.h"
 #include "verlc/rl.h"
@@ -71,7 +72,34 @@ typedef struct vc_trainer_config {
     int64_t max_tokens;      /* token budget per micro-batch (use_dynamic_bsz); <= 0: by count */
     int need_entropy;
     int checkpointing;       /* recompute layers in backward */
+    /* Data parallelism (see "data parallelism" below). comm NULL (or one rank): none. Not owned. */
+    vc_comm *comm;
+    int sharding;            /* VC_SHARD_NONE or VC_SHARD_ZERO1 */
+    int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
+    size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
+    int check_every;         /* compare a weights checksum across ranks every N steps (0: never) */
 } vc_trainer_config;
+
+/* ---- data parallelism ------------------------------------------------------------------------------
+ * With cfg.comm of N > 1 ranks (host buffers: "single" or "mpi"), every rank holds the whole model and
+ * calls vc_trainer_step together with the others (it is a collective).
+ * Global mode (local_batch = 0, SFT): every rank passes the same global mini-batch; the micro-batch
+ * partition is computed from it exactly as on one rank, and rank r runs the contiguous block r of the
+ * micro-batches (balanced by count; a rank may have none). Normalisers come from the whole mini-batch.
+ * Local mode (local_batch = 1, e.g. RL where each rank rolled out its own sequences): each rank passes
+ * its part; token and sequence counts are summed over ranks (and the longest sequence maxed) before the
+ * micro-batches run, so the loss is aggregated over the global mini-batch exactly as on one rank.
+ * Then: gradients are summed in rank order (vc_comm ordered reductions, bucket_bytes at a time), the
+ * global gradient norm and clipping use every rank's gradients, and every rank applies the same AdamW
+ * update, so the weights stay bitwise identical on every rank (check_every verifies it).
+ * VC_SHARD_ZERO1: each rank keeps AdamW moments for 1/N of the flattened parameters only; gradients are
+ * reduce-scattered (ordered), each rank updates its shard, and the updated weights are all-gathered.
+ * Plain DP and ZeRO-1 give bitwise identical weights (same sums, same norm, elementwise AdamW).
+ * The gradient norm with N ranks is sqrt of the rank-order sum of per-shard sums of squares (shards of
+ * the flattened parameters, ceil(P / N) each), so it can differ from one rank's in the last bits. */
+enum { VC_SHARD_NONE = 0, VC_SHARD_ZERO1 = 1 };
+/* "none"/"dp"/"ddp" or "zero1"/"zero"/"zero-1" (VC_ERR_ARG otherwise). */
+vc_status vc_sharding_parse(const char *s, int *out);
 
 void vc_trainer_config_default(vc_trainer_config *c);
 
@@ -96,6 +124,9 @@ typedef struct vc_trainer {
     size_t *sizes;
     int64_t step;            /* trainer steps taken (skipped ones included: the LR schedule position) */
     int64_t n_skipped;
+    /* data parallelism (from cfg.comm; rank 0 of 1 without) */
+    int rank, world;
+    struct vc_trainer_dp *dp; /* NULL without a communicator of more than one rank */
 } vc_trainer;
 
 /* Parameter groups from the model (buffers without grad are skipped; decay as the model says),
@@ -105,10 +136,12 @@ void vc_trainer_free(vc_trainer *t);
 /* One optimiser step over mini-batch b. fn == NULL: negative log-likelihood of the masked targets.
  * A non-finite loss or gradient norm skips the update (counted in n_skipped); the step still counts. */
 vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st);
-/* Accumulates gradients of b into the model's grad buffers without stepping (for tests and custom loops). */
+/* Accumulates gradients of b into the model's grad buffers without stepping (for tests and custom loops).
+ * With data parallelism: this rank's share only, gradients not reduced (stats local too). */
 vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
                                 vc_step_stats *st);
-/* Forward only: sum of NLL over the masked targets and their count (validation loss = sum / count). */
+/* Forward only: sum of NLL over the masked targets and their count (validation loss = sum / count).
+ * With data parallelism, a collective: the sums are over the global mini-batch, on every rank. */
 vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok);
 
 /* ---- memory plan ---------------------------------------------------------------------------------- */
@@ -122,7 +155,7 @@ typedef struct vc_mem_plan {
 vc_status vc_parse_bytes(const char *s, size_t *out);
 size_t vc_mem_available(void);
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
- * afterwards), fills the plan and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
+ * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1) and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
  * numbers when total exceeds max_bytes (> 0), or when max_bytes == 0 and grads + optimiser +
  * activations exceed MemAvailable. */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
@@ -152,6 +185,11 @@ vc_status vc_train_ckpt_latest(const char *run_dir, char **path);
 /* A checkpoint dir, or a run dir (its latest checkpoint). */
 vc_status vc_train_ckpt_resolve(const char *path, char **ckpt_dir);
 vc_status vc_train_ckpt_read_state(const char *ckpt_dir, vc_train_state *s);
+/* Checkpoints and data parallelism: vc_train_ckpt_save and vc_train_ckpt_load are collectives when the
+ * trainer has a communicator. Rank 0 writes the weights, trainer state and (plain DP) optim.bin; with
+ * ZeRO-1 every rank writes optim_shard_R_of_N.bin (its flat range of the moments). Loading reads the
+ * moments of this rank's range from either layout, so a checkpoint resumes on any number of ranks, with
+ * or without sharding. The run directory must be shared by the ranks (one file system). */
 /* Overwrites the model's parameters with the checkpoint's (names and shapes must match exactly). */
 vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m);
 /* Weights, optimiser state, step and skip count into a trainer built on the same model. */
@@ -187,6 +225,11 @@ typedef struct vc_sft_config {
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;
+    /* distributed: a communicator (not owned; NULL: vc_sft_run makes one with "auto") */
+    vc_comm *comm;
+    const char *sharding;    /* "none" | "zero1" */
+    int nnodes, n_gpus_per_node; /* when > 0, nnodes * n_gpus_per_node must equal the world size */
+    int dp_check_freq;       /* weights checksum across ranks every N steps (0: never) */
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);

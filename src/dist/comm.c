@@ -219,6 +219,50 @@ vc_status vc_comm_reduce_scatter_f32(vc_comm *c, const float *in, float *out, si
                  (double)n_per_rank * c->size * sizeof(float), what);
 }
 
+/* Without an implementation of its own: an ordered allreduce of a host copy, this rank's block kept. */
+static vc_status reduce_scatter_ordered_fallback(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
+    size_t n = (size_t)c->size * n_per_rank;
+    float *tmp = NULL;
+    vc_status st = vc_comm_mem_alloc(c, n * sizeof(float), (void **)&tmp);
+    if (st) return st;
+    if (c->on_device) {
+        /* device to device through the host: download, reduce, upload this rank's block */
+        float *h = vc_malloc(n * sizeof(float));
+        st = h ? vc_comm_mem_download(c, h, in, n * sizeof(float)) : vc_fail(VC_ERR_NOMEM, "out of memory");
+        if (!st) st = vc_comm_mem_upload(c, tmp, h, n * sizeof(float));
+        free(h);
+    } else {
+        memcpy(tmp, in, n * sizeof(float));
+    }
+    if (!st) st = c->ops->allreduce_ordered(c, tmp, n, VC_DIST_F32, VC_SUM);
+    if (!st && c->on_device) {
+        float *h = vc_malloc(n_per_rank * sizeof(float) + 1);
+        st = h ? vc_comm_mem_download(c, h, tmp + (size_t)c->rank * n_per_rank, n_per_rank * sizeof(float))
+               : vc_fail(VC_ERR_NOMEM, "out of memory");
+        if (!st) st = vc_comm_mem_upload(c, out, h, n_per_rank * sizeof(float));
+        free(h);
+    } else if (!st) {
+        memcpy(out, tmp + (size_t)c->rank * n_per_rank, n_per_rank * sizeof(float));
+    }
+    vc_comm_mem_free(c, tmp);
+    return st;
+}
+
+vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
+    char what[96];
+    snprintf(what, sizeof what, "ordered reduce-scatter of %zu floats per rank", n_per_rank);
+    vc_status st = enter(c, what);
+    if (st) return st;
+    if (n_per_rank == 0) return VC_OK;
+    if (!in || !out) return null_arg(c, what, in ? "output" : "input");
+    if ((const float *)out < in + (size_t)c->size * n_per_rank && in < (const float *)out + n_per_rank)
+        return vc_fail(VC_ERR_ARG, "rank %d: %s: input and output overlap", c->rank, what);
+    double t0 = vc_now();
+    st = c->ops->reduce_scatter_ordered_f32 ? c->ops->reduce_scatter_ordered_f32(c, in, out, n_per_rank)
+                                            : reduce_scatter_ordered_fallback(c, in, out, n_per_rank);
+    return leave(c, st, t0, (double)n_per_rank * c->size * sizeof(float), what);
+}
+
 vc_status vc_comm_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank) {
     char what[96];
     snprintf(what, sizeof what, "allgather of %zu bytes per rank", bytes_per_rank);

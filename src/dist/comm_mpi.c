@@ -170,6 +170,7 @@ static const struct vc_comm_ops MPI_OPS = {
     .allreduce = vc_mpi_allreduce,
     .allreduce_ordered = vc_mpi_allreduce_ordered,
     .reduce_scatter_f32 = vc_mpi_reduce_scatter_f32,
+    .reduce_scatter_ordered_f32 = vc_mpi_reduce_scatter_ordered_f32,
     .allgather = mpi_allgather,
     .gatherv = mpi_gatherv,
     .abort = mpi_abort,

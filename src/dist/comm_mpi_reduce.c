@@ -114,6 +114,22 @@ vc_status vc_mpi_reduce_scatter_f32(vc_comm *c, const float *in, float *out, siz
     return run(c, MPI_Ireduce_scatter_block(in, out, (int)n_per_rank, MPI_FLOAT, MPI_SUM, m->comm, &req), &req,
                "MPI_Ireduce_scatter_block");
 }
+
+/* An alltoall hands this rank every rank's copy of its block; they are summed in rank order. */
+vc_status vc_mpi_reduce_scatter_ordered_f32(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
+    struct vc_mpi *m = c->impl;
+    MPI_Request req;
+    void *recv;
+    if (n_per_rank > VC_MPI_MAX_COUNT)
+        return vc_fail(VC_ERR_UNSUPPORTED, "more than %zu floats per rank", VC_MPI_MAX_COUNT);
+    vc_status st = vc_mpi_scratch(m, (size_t)c->size * n_per_rank * sizeof(float), &recv);
+    if (st) return st;
+    st = run(c, MPI_Ialltoall(in, (int)n_per_rank, MPI_FLOAT, recv, (int)n_per_rank, MPI_FLOAT, m->comm, &req), &req,
+             "MPI_Ialltoall");
+    if (st) return st;
+    vc_dist_reduce_ordered(out, recv, n_per_rank, c->size, n_per_rank, VC_DIST_F32, VC_SUM);
+    return VC_OK;
+}
 #else
 typedef int vc_dist_mpi_reduce_unused;
 #endif

@@ -41,6 +41,7 @@ static const struct vc_comm_ops SINGLE_OPS = {
     .allreduce = single_allreduce,
     .allreduce_ordered = single_allreduce,
     .reduce_scatter_f32 = single_reduce_scatter,
+    .reduce_scatter_ordered_f32 = single_reduce_scatter,
     .allgather = single_allgather,
     .gatherv = single_gatherv,
     .destroy = single_destroy,

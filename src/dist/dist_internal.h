@@ -16,6 +16,8 @@ struct vc_comm_ops {
     vc_status (*allreduce)(vc_comm *c, void *buf, size_t n, int dtype, int op);
     vc_status (*allreduce_ordered)(vc_comm *c, void *buf, size_t n, int dtype, int op);
     vc_status (*reduce_scatter_f32)(vc_comm *c, const float *in, float *out, size_t n_per_rank);
+    /* optional: NULL falls back to an ordered allreduce of a host copy */
+    vc_status (*reduce_scatter_ordered_f32)(vc_comm *c, const float *in, float *out, size_t n_per_rank);
     /* in == NULL means in place (the rank's block of out already holds the data) */
     vc_status (*allgather)(vc_comm *c, const void *in, void *out, size_t bytes_per_rank);
     vc_status (*gatherv)(vc_comm *c, const void *in, size_t n, void **out_all, size_t **sizes, int root);

@@ -1,6 +1,6 @@
 /* Memory plan before the first step: weights, gradients, optimiser state and the activations of the
  * largest micro-batch (measured from the graph arena's peak in one trial step). */
-#include "verlc/train.h"
+#include "trainer_dp.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -49,7 +49,9 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
     plan->weights = (size_t)vc_model_param_count(t->model) * 4;
     plan->grads = trained * 4;
-    plan->optim = trained * 8;
+    size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
+    plan->optim = moments * 8;
     plan->available = vc_mem_available();
     plan->limit = max_bytes;
     if (max_micro_tokens < 2) max_micro_tokens = 2;
@@ -64,13 +66,16 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     t->cfg.max_tokens = 0;
     vc_step_stats st;
     vc_model_zero_grad(t->model);
-    vc_status s = vc_trainer_accumulate(t, &b, NULL, NULL, &st);
+    vc_status s = vc_trainer_accumulate_ex(t, &b, NULL, NULL, &st, 0);
     t->cfg = saved;
     vc_model_zero_grad(t->model);
     free(ids);
     if (s) return vc_fail_ctx(s, "memory plan trial step of %lld tokens", (long long)max_micro_tokens);
     plan->activations = vc_graph_peak_bytes(t->g);
     plan->total = plan->weights + plan->grads + plan->optim + plan->activations;
+    if (log && t->world > 1)
+        fprintf(log, "rank %d/%d (%s): ", t->rank, t->world,
+                t->dp && t->dp->zero1 ? "ZeRO-1, AdamW state for its 1/N shard" : "data parallel, full AdamW state");
     if (log)
         fprintf(log,
                 "memory plan: weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "

@@ -11,6 +11,8 @@
 
 typedef struct sft_run {
     const vc_sft_config *c;
+    vc_comm *comm;           /* c->comm or our own */
+    int own_comm, rank, world;
     vc_tokenizer *tok;
     vc_chat_template *tmpl;
     vc_model *model;
@@ -26,6 +28,12 @@ typedef struct sft_run {
     float *mask;
 } sft_run;
 
+/* progress and notices: rank 0 only (warnings and errors: every rank) */
+#define R0_INFO(r, ...)                       \
+    do {                                      \
+        if ((r)->rank == 0) vc_info(__VA_ARGS__); \
+    } while (0)
+
 static vc_status load_inputs(sft_run *r) {
     const vc_sft_config *c = r->c;
     const char *tdir = c->tokenizer_dir ? c->tokenizer_dir : c->model_dir;
@@ -33,7 +41,7 @@ static vc_status load_inputs(sft_run *r) {
     if (st) return vc_fail_ctx(st, "tokenizer %s", tdir);
     st = vc_chat_template_load(tdir, &r->tmpl);
     if (st == VC_ERR_MISSING) {
-        vc_info("sft: %s has no chat template; prompts are used as plain text", tdir);
+        R0_INFO(r, "sft: %s has no chat template; prompts are used as plain text", tdir);
         r->tmpl = NULL;
         st = VC_OK;
     }
@@ -48,7 +56,7 @@ static vc_status load_inputs(sft_run *r) {
     if (top >= mc->vocab)
         return vc_fail(VC_ERR_ARG, "token id %d from tokenizer %s is outside the model's vocab_size %lld", top, tdir,
                        (long long)mc->vocab);
-    vc_info("sft: %zu train rows (%zu truncated, %zu without targets, %zu bad rows, %zu bad lines), %zu val rows",
+    R0_INFO(r, "sft: %zu train rows (%zu truncated, %zu without targets, %zu bad rows, %zu bad lines), %zu val rows",
             r->train.n, r->train.n_truncated, r->train.n_no_target, r->train.n_bad_rows, r->train.n_bad_lines,
             r->val.n);
     return VC_OK;
@@ -74,11 +82,15 @@ static vc_status make_trainer(sft_run *r) {
     tc.micro_bs = c->micro_batch_size;
     tc.max_tokens = c->use_dynamic_bsz ? (c->max_token_len > 0 ? c->max_token_len : c->max_length * c->micro_batch_size) : 0;
     tc.checkpointing = c->checkpointing;
+    tc.comm = r->comm;
+    tc.check_every = c->dp_check_freq;
+    if ((st = vc_sharding_parse(c->sharding, &tc.sharding))) return st;
     if ((st = vc_trainer_init(&r->tr, r->model, &tc))) return st;
     /* the largest micro-batch: the token budget, or the micro_batch_size longest rows */
     int64_t most = tc.max_tokens;
     if (most <= 0) most = r->train.longest * (int64_t)c->micro_batch_size;
     vc_mem_plan plan;
+    /* every rank prints its own plan: the optimiser state is per rank (1/N with ZeRO-1) */
     return vc_trainer_plan(&r->tr, most, c->max_memory, stderr, &plan);
 }
 
@@ -134,7 +146,7 @@ static vc_status save(sft_run *r) {
     r->state.batch = (int64_t)r->it.batch;
     char *p = NULL;
     vc_status st = vc_train_ckpt_save(r->c->out_dir, &r->tr, &r->state, r->c->keep_last, &p);
-    if (!st) vc_info("sft: saved %s", p);
+    if (!st) R0_INFO(r, "sft: saved %s", p);
     free(p);
     return st;
 }
@@ -142,9 +154,10 @@ static vc_status save(sft_run *r) {
 static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double elapsed, int64_t done) {
     int64_t step = r->tr.step;
     double tps = s->seconds > 0 ? s->n_tokens / s->seconds : 0;
-    if (s->skipped)
+    if (s->skipped && r->rank == 0)
         vc_warn("sft: step %lld: non-finite %s (loss %g, grad_norm %g): update skipped (%lld so far)", (long long)step,
                 isfinite(s->loss) ? "gradient norm" : "loss", s->loss, s->grad_norm, (long long)r->tr.n_skipped);
+    if (r->rank != 0) return VC_OK; /* rank 0 prints and writes the metrics */
     if (!r->c->quiet) {
         char eta[32];
         fmt_eta(done > 0 ? elapsed / done * (double)(r->total_steps - step) : 0, eta, sizeof eta);
@@ -174,7 +187,7 @@ static vc_status resume(sft_run *r) {
         st = vc_train_ckpt_latest(r->c->out_dir, &dir);
         if (st == VC_ERR_MISSING || st == VC_ERR_IO) {
             if (!strcmp(res, "latest")) return st;
-            vc_info("sft: no checkpoint in %s: starting fresh", r->c->out_dir);
+            R0_INFO(r, "sft: no checkpoint in %s: starting fresh", r->c->out_dir);
             return VC_OK;
         }
     } else {
@@ -188,7 +201,7 @@ static vc_status resume(sft_run *r) {
                      (unsigned long long)s.seed, (unsigned long long)r->c->seed);
     if (!st) {
         vc_epoch_iter_seek(&r->it, s.epoch, (size_t)s.batch);
-        vc_info("sft: resumed from %s (step %lld, epoch %lld, batch %lld)", dir, (long long)s.step,
+        R0_INFO(r, "sft: resumed from %s (step %lld, epoch %lld, batch %lld)", dir, (long long)s.step,
                 (long long)s.epoch, (long long)s.batch);
     }
     vc_train_state_clear(&s);
@@ -233,14 +246,37 @@ static vc_status run_loop(sft_run *r) {
     return st;
 }
 
+/* The communicator (given, or "auto": MPI under a parallel launcher) and verl's node/GPU counts. */
+static vc_status setup_dist(sft_run *r) {
+    const vc_sft_config *c = r->c;
+    r->comm = c->comm;
+    if (!r->comm) {
+        vc_status st = vc_comm_init(NULL, NULL, "auto", &r->comm);
+        if (st) return vc_fail_ctx(st, "sft: communicator");
+        r->own_comm = 1;
+    }
+    r->rank = vc_comm_rank(r->comm);
+    r->world = vc_comm_size(r->comm);
+    return vc_sft_check_world(c, r->comm);
+}
+
 vc_status vc_sft_run(const vc_sft_config *c) {
     sft_run r;
     memset(&r, 0, sizeof r);
     r.c = c;
     vc_status st = check_config(c);
     if (st) return st;
+    if ((st = setup_dist(&r))) goto out;
     if (c->threads > 0) vc_set_threads(c->threads);
-    if (mkdir(c->out_dir, 0755) != 0 && errno != EEXIST) return vc_fail(VC_ERR_IO, "%s: cannot create", c->out_dir);
+    if (mkdir(c->out_dir, 0755) != 0 && errno != EEXIST) {
+        st = vc_fail(VC_ERR_IO, "%s: cannot create", c->out_dir);
+        goto out;
+    }
+    if (r.world > 1)
+        R0_INFO((&r), "sft: data parallel over %d ranks (%s communicator, %d per node), sharding %s; each rank "
+                "runs 1/%d of the micro-batches of every global batch of %lld rows", r.world, vc_comm_kind(r.comm),
+                vc_comm_local_size(r.comm), c->sharding ? c->sharding : "none", r.world,
+                (long long)c->train_batch_size);
     if ((st = load_inputs(&r))) goto out;
     int drop_last = r.train.n >= (size_t)c->train_batch_size;
     if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->seed)))
@@ -253,25 +289,25 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         snprintf(r.state.tokenizer_dir, sizeof r.state.tokenizer_dir, "%s", c->tokenizer_dir);
     r.state.config_json = vc_sft_config_json(c);
     if ((st = resume(&r))) goto out;
-    char *mp = vc_path_join(c->out_dir, "metrics.jsonl");
+    char *mp = r.rank == 0 ? vc_path_join(c->out_dir, "metrics.jsonl") : NULL;
     r.metrics = mp ? fopen(mp, r.tr.step > 0 ? "a" : "w") : NULL;
     free(mp);
-    if (!r.metrics) {
+    if (!r.metrics && r.rank == 0) {
         st = vc_fail(VC_ERR_IO, "%s/metrics.jsonl: cannot open", c->out_dir);
         goto out;
     }
-    vc_info("sft: %lld steps (%zu batches/epoch x %d epochs), batch %lld, micro-batch %s %lld", (long long)r.total_steps,
+    R0_INFO((&r), "sft: %lld steps (%zu batches/epoch x %d epochs), batch %lld, micro-batch %s %lld", (long long)r.total_steps,
             vc_epoch_iter_batches(&r.it), c->epochs, (long long)c->train_batch_size,
             r.tr.cfg.max_tokens > 0 ? "token budget" : "rows",
             (long long)(r.tr.cfg.max_tokens > 0 ? r.tr.cfg.max_tokens : c->micro_batch_size));
     if (r.val.n && r.tr.step == 0) {
         double v;
         if ((st = validate(&r, &v))) goto out;
-        vc_info("sft: initial val/loss %.4f", v);
-        fprintf(r.metrics, "{\"step\": 0, \"val/loss\": %.9g}\n", v);
+        R0_INFO((&r), "sft: initial val/loss %.4f", v);
+        if (r.metrics) fprintf(r.metrics, "{\"step\": 0, \"val/loss\": %.9g}\n", v);
     }
     st = run_loop(&r);
-    if (!st && r.tr.n_skipped) vc_warn("sft: %lld steps skipped for non-finite loss or gradients", (long long)r.tr.n_skipped);
+    if (!st && r.tr.n_skipped && r.rank == 0) vc_warn("sft: %lld steps skipped for non-finite loss or gradients", (long long)r.tr.n_skipped);
 out:
     if (r.metrics) fclose(r.metrics);
     free(r.cu); free(r.ids); free(r.mask);
@@ -283,5 +319,13 @@ out:
     vc_model_free(r.model);
     vc_chat_template_free(r.tmpl);
     vc_tokenizer_free(r.tok);
+    if (r.own_comm) {
+        if (st && r.world > 1) {
+            /* the other ranks may wait in a collective: end the job rather than leave them to time out */
+            fprintf(stderr, "rank %d: sft: %s\n", r.rank, vc_last_error());
+            vc_comm_abort(r.comm, 1);
+        }
+        vc_comm_free(r.comm);
+    }
     return st;
 }

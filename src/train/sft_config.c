@@ -33,6 +33,23 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->loss_agg_mode = "token-mean";
     c->keep_last = 0;
     c->skip_bad_lines = 1;
+    c->sharding = "none";
+    c->dp_check_freq = 100;
+}
+
+vc_status vc_sft_check_world(const vc_sft_config *c, const vc_comm *comm) {
+    int world = vc_comm_size(comm), local = vc_comm_local_size(comm);
+    if (c->nnodes > 0 && c->n_gpus_per_node > 0 && c->nnodes * c->n_gpus_per_node != world)
+        return vc_fail(VC_ERR_ARG,
+                       "trainer.nnodes=%d x trainer.n_gpus_per_node=%d = %d ranks, but this job has %d (%s): "
+                       "launch with mpirun -np %d (or fix the keys)", c->nnodes, c->n_gpus_per_node,
+                       c->nnodes * c->n_gpus_per_node, world, vc_comm_kind(comm), c->nnodes * c->n_gpus_per_node);
+    if (c->n_gpus_per_node > 0 && c->nnodes <= 0 && c->n_gpus_per_node != local)
+        return vc_fail(VC_ERR_ARG, "trainer.n_gpus_per_node=%d, but this node runs %d ranks of the job",
+                       c->n_gpus_per_node, local);
+    if (c->nnodes > 0 && c->n_gpus_per_node <= 0 && world % c->nnodes)
+        return vc_fail(VC_ERR_ARG, "trainer.nnodes=%d does not divide the job's %d ranks", c->nnodes, world);
+    return VC_OK;
 }
 
 enum kind { K_STR, K_I64, K_INT, K_F64, K_U64, K_BOOL, K_BYTES, K_BETAS };
@@ -88,6 +105,12 @@ static const key_def KEYS[] = {
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
     { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
     { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },
+    { "trainer.nnodes", "nnodes", K_INT, F(nnodes), "nodes (0: unchecked; else must match the MPI job)" },
+    { "trainer.n_gpus_per_node", "n_gpus_per_node", K_INT, F(n_gpus_per_node),
+      "ranks per node (0: unchecked; else must match the MPI job)" },
+    { "trainer.sharding", "sharding", K_STR, F(sharding), "none | zero1 (AdamW state sharded over ranks)" },
+    { "trainer.dp_check_freq", "dp_check_freq", K_INT, F(dp_check_freq),
+      "compare a weights checksum across ranks every N steps (0: never)" },
 };
 #undef F
 #define N_KEYS (sizeof KEYS / sizeof KEYS[0])

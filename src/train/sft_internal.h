@@ -27,4 +27,6 @@ typedef struct sft_tok {
 vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok *tk, sft_data *out);
 void sft_data_free(sft_data *d);
 char *vc_sft_config_json(const vc_sft_config *c);
+/* trainer.nnodes x trainer.n_gpus_per_node (when given) against the communicator's world size. */
+vc_status vc_sft_check_world(const vc_sft_config *c, const vc_comm *comm);
 #endif

@@ -1,7 +1,9 @@
-/* Training checkpoints: RUN_DIR/step_N/{model.safetensors (internal names, f32), optim.bin,
- * trainer_state.json, run_config.json, model_config.json}, written atomically and rotated. */
+/* Training checkpoints: RUN_DIR/step_N/{model.safetensors (internal names, f32), optim.bin (or with
+ * ZeRO-1 optim_shard_R_of_N.bin from every rank), trainer_state.json, run_config.json,
+ * model_config.json}, written atomically and rotated. With data parallelism saving and loading are
+ * collectives: rank 0 prepares and publishes the directory, every rank learns whether any rank failed. */
 #define _XOPEN_SOURCE 700
-#include "verlc/train.h"
+#include "trainer_dp.h"
 #include "verlc/safetensors.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -75,6 +77,8 @@ static vc_status write_state(const char *dir, const vc_trainer *t, const vc_trai
     cJSON_AddStringToObject(o, "rng", "philox4x32-10 (counter-based: state = seed, step)");
     cJSON_AddStringToObject(o, "model_dir", s->model_dir);
     cJSON_AddStringToObject(o, "tokenizer_dir", s->tokenizer_dir);
+    cJSON_AddNumberToObject(o, "world_size", t->world > 0 ? t->world : 1);
+    cJSON_AddStringToObject(o, "sharding", t->dp && t->dp->zero1 ? "zero1" : "none");
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return vc_fail(VC_ERR_NOMEM, "checkpoint state: out of memory");
@@ -97,6 +101,7 @@ static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_t
     vc_status st = p ? write_weights(t->model, p) : VC_ERR_NOMEM;
     free(p);
     if (st) return st;
+    if (t->dp && t->dp->zero1) goto rest; /* every rank writes its shard (vc_dp_save_optim) */
     size_t n = vc_adamw_state_size(&t->opt);
     void *buf = vc_malloc(n ? n : 1);
     if (!buf) return VC_ERR_NOMEM;
@@ -105,6 +110,7 @@ static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_t
     if (!st) st = p ? vc_write_file_atomic(p, buf, n) : VC_ERR_NOMEM;
     free(p);
     free(buf);
+rest:
     if (!st) st = write_state(tmp, t, s);
     if (!st && s->config_json) st = write_text(tmp, "run_config.json", s->config_json);
     char *src = s->model_dir[0] ? vc_path_join(s->model_dir, "config.json") : NULL;
@@ -167,36 +173,53 @@ static vc_status rotate(const char *run_dir, int keep_last) {
     return st;
 }
 
+/* Every rank learns whether any rank failed; the ranks that did not fail say so. One rank: st. */
+static vc_status agree(const vc_trainer *t, vc_status st, const char *what) {
+    if (!t->dp) return st;
+    double bad = st ? 1 : 0;
+    vc_status cs = vc_comm_allreduce_f64(t->dp->comm, &bad, 1, VC_MAX);
+    if (st || cs) return st ? st : cs;
+    return bad ? vc_fail(VC_ERR_IO, "rank %d: %s: another rank failed (see its message)", t->rank, what) : VC_OK;
+}
+
+/* Rank 0: moves the finished tmp dir to fin, updates the latest marker, rotates. */
+static vc_status publish(const char *run_dir, const char *tmp, const char *fin, const char *old, int64_t step,
+                         int keep_last) {
+    vc_status st;
+    if ((st = fsync_dir(tmp))) return st;
+    /* an existing step_N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
+    if (vc_file_exists(fin) && ((st = rm_tree(old)) || rename(fin, old) != 0))
+        return st ? st : vc_fail(VC_ERR_IO, "%s: cannot move aside", fin);
+    if (rename(tmp, fin) != 0) return vc_fail(VC_ERR_IO, "%s: cannot rename to %s", tmp, fin);
+    rm_tree(old);
+    if ((st = fsync_dir(run_dir))) return st;
+    char num[32];
+    snprintf(num, sizeof num, "%lld\n", (long long)step);
+    if ((st = write_text(run_dir, "latest_checkpointed_iteration.txt", num))) return st;
+    return rotate(run_dir, keep_last);
+}
+
 vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
                              char **path) {
-    if (mkdir(run_dir, 0755) != 0 && errno != EEXIST) return vc_fail(VC_ERR_IO, "%s: cannot create", run_dir);
+    int r0 = t->rank == 0;
     char *tmp = step_path(run_dir, ".tmp_step_", t->step), *fin = step_path(run_dir, "step_", t->step);
     char *old = step_path(run_dir, ".old_step_", t->step);
     vc_status st = tmp && fin && old ? VC_OK : VC_ERR_NOMEM;
-    if (!st) st = rm_tree(tmp);
-    if (!st && mkdir(tmp, 0755) != 0) st = vc_fail(VC_ERR_IO, "%s: cannot create", tmp);
-    if (!st) st = write_contents(tmp, t, s);
-    if (!st) st = fsync_dir(tmp);
+    if (!st && r0 && mkdir(run_dir, 0755) != 0 && errno != EEXIST) st = vc_fail(VC_ERR_IO, "%s: cannot create", run_dir);
+    if (!st && r0) st = rm_tree(tmp);
+    if (!st && r0 && mkdir(tmp, 0755) != 0) st = vc_fail(VC_ERR_IO, "%s: cannot create", tmp);
+    st = agree(t, st, "checkpoint");
+    if (st) goto out;
+    if (r0) st = write_contents(tmp, t, s);
+    if (!st) st = vc_dp_save_optim(tmp, t);
+    st = agree(t, st, "checkpoint");
     if (st) {
         vc_fail_ctx(st, "checkpoint %s", fin ? fin : run_dir);
-        rm_tree(tmp);
+        if (r0) rm_tree(tmp);
         goto out;
     }
-    /* an existing step_N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
-    if (vc_file_exists(fin) && ((st = rm_tree(old)) || rename(fin, old) != 0)) {
-        st = st ? st : vc_fail(VC_ERR_IO, "%s: cannot move aside", fin);
-        goto out;
-    }
-    if (rename(tmp, fin) != 0) {
-        st = vc_fail(VC_ERR_IO, "%s: cannot rename to %s", tmp, fin);
-        goto out;
-    }
-    rm_tree(old);
-    if ((st = fsync_dir(run_dir))) goto out;
-    char num[32];
-    snprintf(num, sizeof num, "%lld\n", (long long)t->step);
-    if ((st = write_text(run_dir, "latest_checkpointed_iteration.txt", num))) goto out;
-    st = rotate(run_dir, keep_last);
+    if (r0) st = publish(run_dir, tmp, fin, old, t->step, keep_last);
+    st = agree(t, st, "checkpoint");
     if (!st && path) {
         *path = fin;
         fin = NULL;
@@ -334,14 +357,21 @@ out:
 vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state *s) {
     vc_status st = vc_train_ckpt_read_state(ckpt_dir, s);
     if (!st) st = vc_train_ckpt_load_weights(ckpt_dir, t->model);
-    if (st) return st;
     char *p = vc_path_join(ckpt_dir, "optim.bin"), *buf = NULL;
     size_t n = 0;
-    st = p ? vc_read_file(p, &buf, &n) : VC_ERR_NOMEM;
-    if (!st) st = vc_adamw_state_load(&t->opt, buf, n);
-    if (st) vc_fail_ctx(st, "%s", p ? p : ckpt_dir);
+    if (st || !p) {
+        st = st ? st : VC_ERR_NOMEM;
+    } else if (!t->dp && vc_file_exists(p)) {
+        st = vc_read_file(p, &buf, &n);
+        if (!st) st = vc_adamw_state_load(&t->opt, buf, n);
+        if (st) vc_fail_ctx(st, "%s", p);
+    } else {
+        /* this rank's range, from optim.bin or the shards of any number of ranks */
+        st = vc_dp_load_optim(ckpt_dir, t);
+    }
     free(p);
     free(buf);
+    st = agree(t, st, "resume");
     if (!st) {
         t->step = s->step;
         t->n_skipped = s->n_skipped;

@@ -1,5 +1,5 @@
 /* The trainer step: micro-batches, gradient accumulation with mini-batch normalisers, clipping, AdamW. */
-#include "verlc/train.h"
+#include "trainer_dp.h"
 #include "verlc/data.h"
 #include "verlc/ops.h"
 #include <math.h>
@@ -94,7 +94,7 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
         t->sizes[t->n_params] = (size_t)p->n;
         t->n_params++;
     }
-    st = vc_adamw_init(&t->opt, &cfg->adamw, op, (size_t)t->n_params);
+    st = vc_dp_init(t, op);
 out:
     free(op);
     if (st) vc_trainer_free(t);
@@ -103,6 +103,7 @@ out:
 
 void vc_trainer_free(vc_trainer *t) {
     if (t->opt.params) vc_adamw_free(&t->opt);
+    vc_dp_free(t);
     vc_graph_free(t->g);
     free(t->grads);
     free(t->sizes);
@@ -191,32 +192,60 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     return st;
 }
 
-vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
-                                vc_step_stats *stats) {
+vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
+                                   vc_step_stats *stats, int use_dp) {
     vc_partition p;
     vc_loss_norm norm;
     mb_buf m;
     memset(stats, 0, sizeof *stats);
     double t0 = vc_now();
-    vc_status st = vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
+    int local = !use_dp || !t->dp || t->cfg.local_batch;
+    /* local mode: a rank may hold no sequence of the global mini-batch */
+    int empty = use_dp && t->dp && t->cfg.local_batch && b->n_seq == 0;
+    vc_status st = empty ? VC_OK : vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
     if (st) return st;
-    vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
-    if ((st = mb_alloc(&m, b, &p))) goto out_p;
-    for (size_t gi = 0; gi < p.n_groups && !st; gi++) {
+    if (empty) memset(&p, 0, sizeof p);
+    if (empty) memset(&norm, 0, sizeof norm);
+    else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
+    if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
+        goto out_p;
+    size_t g0 = 0, gn = p.n_groups;
+    if (!local) vc_dp_share(t, p.n_groups, &g0, &gn);
+    if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
+    for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         st = mb_fill(&m, b, &p, gi, t->cfg.agg, &norm);
         if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
     }
-    stats->n_micro = (int)p.n_groups;
+    stats->n_micro = (int)gn;
     stats->n_loss_tokens = (int64_t)norm.n_tokens;
     stats->seconds = vc_now() - t0;
     vc_graph_reset(t->g);
-    mb_free(&m);
+    if (gn) mb_free(&m);
 out_p:
     vc_partition_free(&p);
     return st;
+}
+
+vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
+                                vc_step_stats *stats) {
+    return vc_trainer_accumulate_ex(t, b, fn, ctx, stats, 1);
+}
+
+/* Data-parallel step: global loss and counts, then the reduced update (every rank, same bits). */
+static vc_status dp_step(vc_trainer *t, vc_step_stats *st) {
+    double sums[3] = { st->loss, (double)st->n_tokens, (double)st->n_micro };
+    vc_status s = vc_dp_sum(t, sums, 3);
+    if (s) return s;
+    st->loss = sums[0];
+    st->n_tokens = (int64_t)sums[1];
+    st->n_micro = (int)sums[2];
+    if ((s = vc_dp_update(t, st))) return s;
+    t->step++;
+    if (t->cfg.check_every > 0 && t->step % t->cfg.check_every == 0) s = vc_dp_check_weights(t);
+    return s;
 }
 
 vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st) {
@@ -225,6 +254,11 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     vc_status s = vc_trainer_accumulate(t, b, fn, ctx, st);
     if (s) return s;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);
+    if (t->dp) {
+        s = dp_step(t, st);
+        st->seconds = vc_now() - t0;
+        return s;
+    }
     int finite = vc_clip_grad_norm(t->grads, t->sizes, (size_t)t->n_params, t->cfg.grad_clip, &st->grad_norm);
     if (!finite || !isfinite(st->loss)) {
         st->skipped = 1;
@@ -242,13 +276,17 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
     vc_loss_norm norm;
     mb_buf m;
     *nll_sum = *n_tok = 0;
-    vc_status st = vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
+    int empty = t->dp && t->cfg.local_batch && b->n_seq == 0;
+    vc_status st = empty ? VC_OK : vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
     if (st) return st;
-    vc_train_loss_norm(b, 0, &norm);
+    if (empty) memset(&p, 0, sizeof p);
+    else vc_train_loss_norm(b, 0, &norm);
     /* token-sum weights: n_tokens = 1 turns token-mean into a plain sum */
     norm.n_tokens = 1;
-    if ((st = mb_alloc(&m, b, &p))) goto out_p;
-    for (size_t gi = 0; gi < p.n_groups && !st; gi++) {
+    size_t g0 = 0, gn = p.n_groups;
+    vc_dp_share(t, p.n_groups, &g0, &gn);
+    if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
+    for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         st = mb_fill(&m, b, &p, gi, VC_AGG_TOKEN_MEAN, &norm);
         if (!st) st = mb_run(t, &m, NULL, NULL, 0, &l);
@@ -256,7 +294,13 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
         for (int64_t k = 0; k < m.mb.n_tokens; k++) *n_tok += m.mask[k];
     }
     vc_graph_reset(t->g);
-    mb_free(&m);
+    if (gn) mb_free(&m);
+    if (!st && t->dp) {
+        double s[2] = { *nll_sum, *n_tok };
+        st = vc_dp_sum(t, s, 2);
+        *nll_sum = s[0];
+        *n_tok = s[1];
+    }
 out_p:
     vc_partition_free(&p);
     return st;

@@ -1,0 +1,50 @@
+/* Data-parallel internals of the trainer (trainer.c, dp.c, memplan.c, train_ckpt.c, ckpt_dp.c). */
+#ifndef VC_TRAINER_DP_H
+#define VC_TRAINER_DP_H
+#include "verlc/train.h"
+
+/* The trained tensors as one flat vector of n_flat floats (tensor order). With N ranks it is cut into
+ * N blocks of shard_len = ceil(n_flat / N) (the last ones padded); rank r owns [r * shard_len, ...). */
+struct vc_trainer_dp {
+    vc_comm *comm;
+    int rank, world, zero1;
+    size_t n_flat, shard_len;
+    size_t first, count;  /* this rank's range of the flat vector (count may be < shard_len, or 0) */
+    size_t *offs;         /* [n_params + 1] flat offset of each trained tensor */
+    float **w;            /* [n_params] weights of the trained tensors */
+    int *decay;           /* [n_params] */
+    float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1) */
+    float *buf;           /* [world * bucket] communication buffer */
+    size_t bucket;        /* elements per rank per round */
+};
+
+/* Sets up t->dp and t->opt (the whole model, or this rank's shard with ZeRO-1) from the trained
+ * tensors in op[0..t->n_params). Without a communicator of more than one rank: t->opt only. */
+vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op);
+void vc_dp_free(vc_trainer *t);
+/* Micro-batches [*first, *first + *count) of n_groups that this rank runs. */
+void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *count);
+/* Local mode: sums token/sequence counts over ranks, maxes the longest-sequence factor. */
+vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor);
+/* Sums x[0..n) over ranks in rank order (f64). */
+vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n);
+/* After the local backward passes: reduce gradients, global norm, clip, AdamW (unless skipped),
+ * all-gather (ZeRO-1). st->loss must already be global. */
+vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st);
+/* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
+vc_status vc_dp_check_weights(vc_trainer *t);
+/* Flat-vector copies: reads [first, first + len) of the per-tensor buffers (zeros past the end) into
+ * dst; writes src back (positions past the end ignored). */
+void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size_t len, float *dst);
+void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, size_t len, const float *src);
+
+/* Accumulates gradients; use_dp = 0 runs every micro-batch here without talking to other ranks. */
+vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
+                                   vc_step_stats *st, int use_dp);
+
+/* Checkpoint parts for data parallelism (ckpt_dp.c). */
+/* Writes this rank's optimiser shard into dir (ZeRO-1), or nothing. */
+vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t);
+/* Loads the moments of this trainer's optimiser range from dir: optim.bin or optim_shard_*_of_N.bin. */
+vc_status vc_dp_load_optim(const char *dir, vc_trainer *t);
+#endif

@@ -1,0 +1,491 @@
+/* Data-parallel training. Run directly, the program tests the one-rank pieces (sharding names, a trainer
+ * over a one-rank communicator equals one without, bitwise); then, when this build has MPI and mpirun
+ * is on PATH (or VERLC_MPIRUN names it), it launches itself (env VC_DP_TEST_MODE) under mpirun on the
+ * qwen3 fixture model (8 sequences, micro-batches of one sequence, 2 AdamW steps):
+ *  - np 2 and np 4 "dp": plain DP vs one rank (same global batch) within a float tolerance (the sums of
+ *    micro-batch gradients are re-associated: ((g0+g1)+(g2+g3)) instead of (((g0+g1)+g2)+g3)); ZeRO-1 vs
+ *    plain DP bitwise; local mode (each rank passes its own sequences, normalisers summed over ranks)
+ *    vs global mode bitwise; weights bitwise equal on every rank (checksum every step);
+ *  - np 4 also saves a ZeRO-1 checkpoint after step 1 (one micro-batch, no clipping: every world size
+ *    then sums the same gradient, so the runs agree exactly) and continues to step 2 (the reference);
+ *    plain DP on 4 ranks resumes from it; np 2 ZeRO-1 and one rank (this process) resume from it; all
+ *    must give the reference weights exactly; rank 0's export of that checkpoint loads;
+ *  - np 2 with VERLC_DIST_TIMEOUT=2: rank 1 hangs in its loss (rank 0 must fail with VC_ERR_TIMEOUT
+ *    naming itself within ~2 s), and rank 1 killed mid-step (the job must end). */
+#define _GNU_SOURCE
+#include "verlc/dist.h"
+#include "verlc/ops.h"
+#include "verlc/pool.h"
+#include "verlc/rng.h"
+#include "verlc/train.h"
+#include "vc_test.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NSEQ 8
+static int64_t CU[NSEQ + 1];
+static int32_t IDS[512];
+static float MASK[512];
+
+static void make_batch(vc_minibatch *b) {
+    CU[0] = 0;
+    for (int s = 0; s < NSEQ; s++) {
+        int64_t L = 6 + vc_rng_below(20, 11, s, 0, 0), prompt = 1 + vc_rng_below(4, 11, s, 1, 0);
+        for (int64_t j = 0; j < L; j++) {
+            IDS[CU[s] + j] = (int32_t)vc_rng_below(256, 11, s, 2, (uint64_t)j);
+            MASK[CU[s] + j] = j >= prompt ? 1.0f : 0.0f;
+        }
+        CU[s + 1] = CU[s] + L;
+    }
+    *b = (vc_minibatch){ NSEQ, CU, IDS, MASK };
+}
+
+static char MODEL[PATH_MAX];
+
+static vc_model *load_model(void) {
+    vc_model *m = NULL;
+    if (vc_model_load(MODEL, &m)) fprintf(stderr, "load %s: %s\n", MODEL, vc_last_error());
+    return m;
+}
+
+static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_bs, double clip) {
+    vc_trainer_config_default(c);
+    c->adamw.lr = 1e-2;
+    c->sched.base_lr = 1e-2;
+    c->grad_clip = clip;
+    c->micro_bs = micro_bs;
+    c->comm = comm;
+    c->sharding = sharding;
+    c->check_every = 1;
+    c->bucket_bytes = 64 << 10; /* several buckets on this small model */
+}
+
+static size_t n_trained(const vc_trainer *t) {
+    size_t n = 0;
+    for (int i = 0; i < t->n_params; i++) n += t->sizes[i];
+    return n;
+}
+
+static float *weights(const vc_trainer *t) {
+    float *w = malloc(n_trained(t) * sizeof *w + 1);
+    size_t o = 0;
+    for (int i = 0; i < t->n_params; i++) {
+        vc_tensor *p = NULL;
+        for (int k = 0, j = 0; k < vc_model_n_params(t->model); k++) {
+            vc_tensor *q = vc_model_param(t->model, k, NULL, NULL);
+            if (q->grad && j++ == i) { p = q; break; }
+        }
+        memcpy(w + o, p->data, t->sizes[i] * sizeof *w);
+        o += t->sizes[i];
+    }
+    return w;
+}
+
+/* Trains `steps` steps on b (or on this rank's part in local mode); returns the weights. */
+static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double clip, int steps, double *loss,
+                    size_t *moments) {
+    vc_model *m = load_model();
+    if (!m) { CHECK(0); return NULL; }
+    vc_trainer_config c;
+    config(&c, comm, sharding, micro_bs, clip);
+    c.local_batch = local;
+    vc_trainer t;
+    vc_minibatch b;
+    make_batch(&b);
+    if (local) { /* rank r's contiguous share of the sequences */
+        int P = vc_comm_size(comm), r = vc_comm_rank(comm), q = NSEQ / P, rem = NSEQ % P;
+        int first = r * q + (r < rem ? r : rem), n = q + (r < rem);
+        static int64_t cu[NSEQ + 1];
+        for (int i = 0; i <= n; i++) cu[i] = CU[first + i] - CU[first];
+        b = (vc_minibatch){ n, cu, IDS + CU[first], MASK + CU[first] };
+    }
+    float *w = NULL;
+    CHECK_OK(vc_trainer_init(&t, m, &c));
+    vc_step_stats st;
+    for (int s = 0; s < steps; s++) {
+        vc_status rc = vc_trainer_step(&t, &b, NULL, NULL, &st);
+        CHECK_MSG(rc == VC_OK, "step %d: %s", s, vc_last_error());
+        CHECK(!st.skipped);
+        if (s == 0 && loss) *loss = st.loss;
+    }
+    if (moments) {
+        *moments = 0;
+        for (size_t i = 0; i < t.opt.n_params; i++) *moments += t.opt.params[i].n;
+    }
+    w = weights(&t);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+    return w;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n, double *rel) {
+    double d = 0, s = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        double x = fabs((double)a[i] - b[i]);
+        if (x > d) d = x;
+        e += x * x;
+        s += (double)a[i] * a[i];
+    }
+    *rel = sqrt(e / (s > 0 ? s : 1));
+    return d;
+}
+
+static int same_values(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
+static size_t model_size(void) {
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config c;
+    config(&c, NULL, 0, 1, 1.0);
+    size_t n = 0;
+    if (m && vc_trainer_init(&t, m, &c) == VC_OK) {
+        n = n_trained(&t);
+        vc_trainer_free(&t);
+    }
+    vc_model_free(m);
+    return n;
+}
+
+/* ---- checkpoints: one micro-batch, no clipping, so every world size sums the same gradient ---- */
+static vc_status ckpt_trainer(vc_comm *comm, int sharding, vc_model **m, vc_trainer *t) {
+    vc_trainer_config c;
+    config(&c, comm, sharding, NSEQ, 0.0);
+    *m = load_model();
+    return *m ? vc_trainer_init(t, *m, &c) : VC_ERR_IO;
+}
+
+static void ckpt_state(vc_train_state *s) {
+    memset(s, 0, sizeof *s);
+    s->seed = 1;
+    snprintf(s->model_dir, sizeof s->model_dir, "%s", MODEL);
+}
+
+/* Loads DIR/step_1 into a fresh trainer, takes step 2 and compares with DIR/ref.bin. */
+static void resume_and_compare(vc_comm *comm, int sharding, const char *dir, const char *what) {
+    vc_model *m;
+    vc_trainer t;
+    vc_train_state s;
+    vc_minibatch b;
+    vc_step_stats st;
+    make_batch(&b);
+    char ck[PATH_MAX], ref[PATH_MAX];
+    snprintf(ck, sizeof ck, "%s/step_1", dir);
+    snprintf(ref, sizeof ref, "%s/ref.bin", dir);
+    if (ckpt_trainer(comm, sharding, &m, &t)) { CHECK(0); vc_model_free(m); return; }
+    vc_status rc = vc_train_ckpt_load(ck, &t, &s);
+    CHECK_MSG(rc == VC_OK, "%s: load: %s", what, vc_last_error());
+    vc_train_state_clear(&s);
+    CHECK(t.step == 1 && t.opt.step == 1);
+    CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+    float *w = weights(&t), *r = NULL;
+    size_t n = 0;
+    CHECK_OK(vc_read_file(ref, (char **)&r, &n));
+    int ok = r && n == n_trained(&t) * sizeof(float) && same_values(w, r, n_trained(&t));
+    CHECK_MSG(ok, "%s: weights after resume differ from the uninterrupted run", what);
+    printf("%s: resumed from a 4-rank ZeRO-1 checkpoint, step 2 weights %s the uninterrupted run\n", what,
+           ok ? "equal" : "DIFFER FROM");
+    free(w);
+    free(r);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+}
+
+static void save_and_continue(vc_comm *comm, const char *dir) {
+    vc_model *m;
+    vc_trainer t;
+    vc_train_state s;
+    vc_minibatch b;
+    vc_step_stats st;
+    make_batch(&b);
+    ckpt_state(&s);
+    if (ckpt_trainer(comm, VC_SHARD_ZERO1, &m, &t)) { CHECK(0); vc_model_free(m); return; }
+    CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+    char *path = NULL;
+    vc_status rc = vc_train_ckpt_save(dir, &t, &s, 0, &path);
+    CHECK_MSG(rc == VC_OK, "save: %s", vc_last_error());
+    free(path);
+    CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+    float *w = weights(&t);
+    char ref[PATH_MAX];
+    snprintf(ref, sizeof ref, "%s/ref.bin", dir);
+    if (vc_comm_rank(comm) == 0) CHECK_OK(vc_write_file_atomic(ref, w, n_trained(&t) * sizeof(float)));
+    free(w);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+    CHECK_OK(vc_comm_barrier(comm));
+}
+
+/* ---- children under mpirun ---- */
+static int child_dp(int *argc, char ***argv, const char *mode) {
+    vc_comm *c = NULL;
+    if (vc_comm_init(argc, argv, "auto", &c)) {
+        fprintf(stderr, "init failed: %s\n", vc_last_error());
+        return 2;
+    }
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    const char *dir = getenv("VC_DP_DIR");
+    size_t n = model_size(), moments = 0, mz = 0;
+    if (!strcmp(mode, "resume")) {
+        resume_and_compare(c, VC_SHARD_ZERO1, dir, "np 2 ZeRO-1");
+        goto done;
+    }
+    double loss_dp = 0, loss_1 = 0;
+    float *dp = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, &loss_dp, &moments);
+    float *z1 = train(c, VC_SHARD_ZERO1, 0, 1, 0.5, 2, NULL, &mz);
+    float *loc = train(c, VC_SHARD_NONE, 1, 1, 0.5, 2, NULL, NULL);
+    if (dp && z1 && loc) {
+        CHECK_MSG(!memcmp(dp, z1, n * sizeof(float)), "rank %d: ZeRO-1 weights differ from plain DP", me);
+        CHECK_MSG(!memcmp(dp, loc, n * sizeof(float)), "rank %d: local-mode weights differ from global mode", me);
+        CHECK(moments == n && mz <= (n + np - 1) / np && mz + (n + np - 1) / np * (np - 1) >= n);
+        printf("rank %d/%d: AdamW moments for %zu of %zu parameters (ZeRO-1), %zu (plain DP)\n", me, np, mz, n,
+               moments);
+    }
+    if (me == 0 && dp) {
+        float *one = train(NULL, VC_SHARD_NONE, 0, 1, 0.5, 2, &loss_1, NULL);
+        double rel = 1, d = one ? max_abs_diff(one, dp, n, &rel) : 1;
+        CHECK_MSG(one && d < 1e-5 && rel < 1e-5, "np %d vs one rank: max |dw| %.3g, rel %.3g", np, d, rel);
+        CHECK_NEAR(loss_dp, loss_1, 1e-6 * fabs(loss_1));
+        printf("np %d: plain DP vs one rank after 2 steps: max |dw| = %.3g, relative L2 %.3g, loss %.9g vs %.9g "
+               "(%s); ZeRO-1 and local mode bitwise equal to DP\n", np, d, rel, loss_dp, loss_1,
+               memcmp(one, dp, n * sizeof(float)) ? "not bitwise" : "bitwise");
+        free(one);
+    }
+    free(dp);
+    free(z1);
+    free(loc);
+    if (!strcmp(mode, "dp_save")) {
+        save_and_continue(c, dir);
+        resume_and_compare(c, VC_SHARD_NONE, dir, "np 4 plain DP");
+    }
+done:
+    fflush(stdout);
+    int rc = vc_test_done();
+    vc_comm_free(c);
+    return rc;
+}
+
+static int FAULT_DEAD;
+static vc_status fault_loss(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *logp, vc_tensor *ent,
+                            vc_tensor **loss) {
+    vc_comm *c = ctx;
+    (void)ent;
+    if (vc_comm_rank(c) == 1) {
+        if (FAULT_DEAD) raise(SIGKILL);
+        sleep(30);
+    }
+    float *w = vc_graph_alloc(g, sizeof(float) * (size_t)mb->n_tokens, 0);
+    if (!w) return VC_ERR_NOMEM;
+    for (int64_t t = 0; t < mb->n_tokens; t++) w[t] = -mb->weight[t];
+    *loss = vc_op_dot_const(g, logp, w);
+    return VC_OK;
+}
+
+static int child_fault(int *argc, char ***argv, int dead) {
+    vc_comm *c = NULL;
+    if (vc_comm_init(argc, argv, "auto", &c)) return 2;
+    FAULT_DEAD = dead;
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config cfg;
+    config(&cfg, c, VC_SHARD_ZERO1, 1, 1.0);
+    vc_minibatch b;
+    make_batch(&b);
+    vc_step_stats st;
+    if (!m || vc_trainer_init(&t, m, &cfg)) return 2;
+    double t0 = vc_now();
+    vc_status rc = vc_trainer_step(&t, &b, fault_loss, c, &st);
+    double dt = vc_now() - t0;
+    printf("FAULT rank %d: %s after %.2f s: %s\n", vc_comm_rank(c), vc_status_name(rc), dt, vc_last_error());
+    if (rc == VC_ERR_TIMEOUT && strstr(vc_last_error(), "rank 0: ") && dt < 4) printf("TIMEOUT-OK\n");
+    fflush(stdout);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+    vc_comm_free(c);
+    return rc ? 3 : 0;
+}
+
+/* ---- launcher (as tests/dist/test_dist.c) ---- */
+static int on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    const char *path = getenv("PATH");
+    char buf[PATH_MAX];
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, prog);
+        if (access(buf, X_OK) == 0) return 1;
+        path = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static int run_mpi(const char *mpirun, int np, const char *mode, const char *log, double limit, double *secs) {
+    char exe[PATH_MAX], nps[16];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return -1;
+    exe[len] = 0;
+    snprintf(nps, sizeof nps, "%d", np);
+    setenv("VC_DP_TEST_MODE", mode, 1);
+    double t0 = vc_now();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
+        execlp(mpirun, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", nps, "--bind-to", "none",
+               "--mca", "btl", "self,vader", "--mca", "pml", "ob1", "--mca", "btl_vader_single_copy_mechanism",
+               "none", "--mca", "plm_rsh_agent", "false", "-x", "VC_DP_TEST_MODE", "-x", "VC_DP_DIR", "-x",
+               "VC_DP_MODEL", "-x", "VERLC_DIST_TIMEOUT", "-x", "LSAN_OPTIONS", exe,
+               (char *)NULL);
+        _exit(127);
+    }
+    unsetenv("VC_DP_TEST_MODE");
+    if (pid < 0) return -1;
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return -1;
+        if (vc_now() - t0 > limit) {
+            kill(-pid, SIGTERM);
+            struct timespec ts = { 0, 300000000 };
+            nanosleep(&ts, NULL);
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            *secs = vc_now() - t0;
+            return -1;
+        }
+        struct timespec ts = { 0, 20000000 };
+        nanosleep(&ts, NULL);
+    }
+    *secs = vc_now() - t0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int log_has(const char *log, const char *needle, int times) {
+    char *text = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (vc_read_file(log, &text, &len)) return 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+    free(text);
+    return n >= times;
+}
+
+static void show_log(const char *log, int always) {
+    char *text = NULL;
+    size_t len = 0;
+    if (vc_read_file(log, &text, &len) == VC_OK) fprintf(always ? stdout : stderr, "---- %s ----\n%s----\n", log, text);
+    free(text);
+}
+
+static void test_mpi_runs(void) {
+    const char *mpirun = getenv("VERLC_MPIRUN");
+    if (!mpirun || !*mpirun) mpirun = "mpirun";
+    if (!vc_comm_available("mpi")) { printf("MPI runs skipped: this build has no MPI\n"); return; }
+    if (!on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
+    char dir[] = "/tmp/vc_dp_test_XXXXXX", log[PATH_MAX + 16], run[PATH_MAX + 16], cmd[PATH_MAX + 64];
+    if (!mkdtemp(dir)) { CHECK(0); return; }
+    snprintf(log, sizeof log, "%s/out.txt", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    setenv("VC_DP_DIR", run, 1);
+    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL, lsan[512];
+    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
+    setenv("LSAN_OPTIONS", lsan, 1); /* Open MPI's plugin leaks: see tests/dist/test_dist.c */
+    setenv("VERLC_DIST_TIMEOUT", "30", 1);
+    double secs = 0;
+    for (int np = 2; np <= 4; np += 2) {
+        int rc = run_mpi(mpirun, np, np == 4 ? "dp_save" : "dp", log, 90, &secs);
+        int ok = rc == 0 && log_has(log, " 0 failed", np);
+        CHECK_MSG(ok, "mpirun -np %d dp: exit %d", np, rc);
+        show_log(log, !ok);
+        printf("mpirun -np %d: data-parallel checks %s (%.1f s)\n", np, ok ? "pass" : "FAIL", secs);
+    }
+    int rc = run_mpi(mpirun, 2, "resume", log, 60, &secs);
+    int ok = rc == 0 && log_has(log, " 0 failed", 2);
+    CHECK_MSG(ok, "mpirun -np 2 resume: exit %d", rc);
+    show_log(log, !ok);
+    /* one rank, no communicator, from the same 4-rank checkpoint; then export it to a HF dir */
+    resume_and_compare(NULL, VC_SHARD_NONE, run, "one rank");
+    char hf[PATH_MAX + 16], ck[PATH_MAX + 16];
+    snprintf(hf, sizeof hf, "%s/hf", dir);
+    snprintf(ck, sizeof ck, "%s/step_1", run);
+    CHECK_OK(vc_train_export(ck, hf, -1));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(hf, &m));
+    vc_model_free(m);
+    setenv("VERLC_DIST_TIMEOUT", "2", 1);
+    rc = run_mpi(mpirun, 2, "stuck", log, 20, &secs);
+    ok = rc != 0 && rc != -1 && log_has(log, "TIMEOUT-OK", 1) && secs < 12;
+    CHECK_MSG(ok, "hung rank: exit %d after %.1f s", rc, secs);
+    show_log(log, !ok);
+    printf("rank 1 hung in its backward: rank 0 timed out and the job ended in %.1f s %s\n", secs,
+           ok ? "(pass)" : "(FAIL)");
+    rc = run_mpi(mpirun, 2, "dead", log, 20, &secs);
+    ok = rc != 0 && rc != -1 && secs < 12;
+    CHECK_MSG(ok, "killed rank: exit %d after %.1f s", rc, secs);
+    show_log(log, !ok);
+    printf("rank 1 killed mid-step: the job ended with status %d in %.1f s %s\n", rc, secs, ok ? "(pass)" : "(FAIL)");
+    unsetenv("VERLC_DIST_TIMEOUT");
+    unsetenv("VC_DP_DIR");
+    if (old) setenv("LSAN_OPTIONS", old, 1);
+    else unsetenv("LSAN_OPTIONS");
+    free(old);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* ---- one process ---- */
+static void test_single(void) {
+    int s = -1;
+    CHECK_OK(vc_sharding_parse("zero1", &s));
+    CHECK(s == VC_SHARD_ZERO1);
+    CHECK_OK(vc_sharding_parse("none", &s));
+    CHECK(s == VC_SHARD_NONE);
+    CHECK(vc_sharding_parse("zero3", &s) == VC_ERR_ARG);
+    /* a one-rank communicator changes nothing */
+    vc_comm *c = NULL;
+    setenv("VERLC_DIST", "single", 1);
+    CHECK_OK(vc_comm_init(NULL, NULL, "auto", &c));
+    unsetenv("VERLC_DIST");
+    size_t n = model_size();
+    float *a = train(NULL, VC_SHARD_NONE, 0, 2, 0.5, 2, NULL, NULL);
+    float *b = train(c, VC_SHARD_ZERO1, 0, 2, 0.5, 2, NULL, NULL);
+    CHECK(a && b && !memcmp(a, b, n * sizeof(float)));
+    free(a);
+    free(b);
+    vc_comm_free(c);
+}
+
+int main(int argc, char **argv) {
+    const char *env = getenv("VC_DP_MODEL");
+    if (env && *env) snprintf(MODEL, sizeof MODEL, "%s", env);
+    else snprintf(MODEL, sizeof MODEL, "%s/fixtures/models/qwen3", vc_test_shared());
+    char abs[PATH_MAX];
+    if (realpath(MODEL, abs)) snprintf(MODEL, sizeof MODEL, "%s", abs); /* absolute for the checkpoint state */
+    setenv("VC_DP_MODEL", MODEL, 1);
+    /* the kernels' results depend on the thread count: one thread in every process, so that the one-rank
+     * references here and in the ranks compute the same micro-batch gradients */
+    vc_set_threads(1);
+    const char *mode = getenv("VC_DP_TEST_MODE");
+    if (mode && (!strcmp(mode, "dp") || !strcmp(mode, "dp_save") || !strcmp(mode, "resume")))
+        return child_dp(&argc, &argv, mode);
+    if (mode && !strcmp(mode, "stuck")) return child_fault(&argc, &argv, 0);
+    if (mode && !strcmp(mode, "dead")) return child_fault(&argc, &argv, 1);
+    test_single();
+    test_mpi_runs();
+    return vc_test_done();
+}
