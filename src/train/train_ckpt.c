@@ -117,8 +117,12 @@ static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_t
     return st;
 }
 
-/* step numbers of the step_N directories of run_dir, ascending */
-static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
+vc_status vc_train_ckpt_write(const char *dir, const vc_trainer *t, const vc_train_state *s) {
+    return write_contents(dir, t, s);
+}
+
+/* step numbers of the <prefix>N directories of run_dir, ascending */
+static vc_status list_steps_of(const char *run_dir, const char *prefix, int64_t **steps, size_t *n) {
     *steps = NULL;
     *n = 0;
     DIR *d = opendir(run_dir);
@@ -128,9 +132,10 @@ static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
     vc_status st = VC_OK;
     while ((e = readdir(d))) {
         char *end;
-        if (strncmp(e->d_name, "step_", 5)) continue;
-        long long v = strtoll(e->d_name + 5, &end, 10);
-        if (end == e->d_name + 5 || *end || v < 0) continue;
+        size_t pl = strlen(prefix);
+        if (strncmp(e->d_name, prefix, pl)) continue;
+        long long v = strtoll(e->d_name + pl, &end, 10);
+        if (end == e->d_name + pl || *end || v < 0) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             int64_t *g = realloc(*steps, cap * sizeof **steps);
@@ -147,6 +152,10 @@ static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
     return st;
 }
 
+static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
+    return list_steps_of(run_dir, "step_", steps, n);
+}
+
 static char *step_path(const char *run_dir, const char *prefix, int64_t step) {
     size_t n = strlen(run_dir) + strlen(prefix) + 32;
     char *p = vc_malloc(n);
@@ -154,12 +163,12 @@ static char *step_path(const char *run_dir, const char *prefix, int64_t step) {
     return p;
 }
 
-static vc_status rotate(const char *run_dir, int keep_last) {
+static vc_status rotate(const char *run_dir, const char *prefix, int keep_last) {
     int64_t *steps;
     size_t n;
-    vc_status st = list_steps(run_dir, &steps, &n);
+    vc_status st = list_steps_of(run_dir, prefix, &steps, &n);
     for (size_t i = 0; !st && keep_last > 0 && i + (size_t)keep_last < n; i++) {
-        char *p = step_path(run_dir, "step_", steps[i]);
+        char *p = step_path(run_dir, prefix, steps[i]);
         st = p ? rm_tree(p) : VC_ERR_NOMEM;
         free(p);
     }
@@ -167,22 +176,42 @@ static vc_status rotate(const char *run_dir, int keep_last) {
     return st;
 }
 
+typedef struct save_ctx {
+    const vc_trainer *t;
+    const vc_train_state *s;
+} save_ctx;
+
+static vc_status fill_trainer(void *ctx, const char *tmp) {
+    const save_ctx *c = ctx;
+    return write_contents(tmp, c->t, c->s);
+}
+
 vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
                              char **path) {
+    save_ctx c = { t, s };
+    return vc_train_ckpt_save_as(run_dir, "step_", t->step, fill_trainer, &c, keep_last, path);
+}
+
+vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
+                                vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                char **path) {
     if (mkdir(run_dir, 0755) != 0 && errno != EEXIST) return vc_fail(VC_ERR_IO, "%s: cannot create", run_dir);
-    char *tmp = step_path(run_dir, ".tmp_step_", t->step), *fin = step_path(run_dir, "step_", t->step);
-    char *old = step_path(run_dir, ".old_step_", t->step);
+    char tp[64], op[64];
+    snprintf(tp, sizeof tp, ".tmp_%s", prefix);
+    snprintf(op, sizeof op, ".old_%s", prefix);
+    char *tmp = step_path(run_dir, tp, step), *fin = step_path(run_dir, prefix, step);
+    char *old = step_path(run_dir, op, step);
     vc_status st = tmp && fin && old ? VC_OK : VC_ERR_NOMEM;
     if (!st) st = rm_tree(tmp);
     if (!st && mkdir(tmp, 0755) != 0) st = vc_fail(VC_ERR_IO, "%s: cannot create", tmp);
-    if (!st) st = write_contents(tmp, t, s);
+    if (!st) st = fill(ctx, tmp);
     if (!st) st = fsync_dir(tmp);
     if (st) {
         vc_fail_ctx(st, "checkpoint %s", fin ? fin : run_dir);
         rm_tree(tmp);
         goto out;
     }
-    /* an existing step_N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
+    /* an existing <prefix>N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
     if (vc_file_exists(fin) && ((st = rm_tree(old)) || rename(fin, old) != 0)) {
         st = st ? st : vc_fail(VC_ERR_IO, "%s: cannot move aside", fin);
         goto out;
@@ -194,9 +223,9 @@ vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_
     rm_tree(old);
     if ((st = fsync_dir(run_dir))) goto out;
     char num[32];
-    snprintf(num, sizeof num, "%lld\n", (long long)t->step);
+    snprintf(num, sizeof num, "%lld\n", (long long)step);
     if ((st = write_text(run_dir, "latest_checkpointed_iteration.txt", num))) goto out;
-    st = rotate(run_dir, keep_last);
+    st = rotate(run_dir, prefix, keep_last);
     if (!st && path) {
         *path = fin;
         fin = NULL;
