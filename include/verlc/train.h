@@ -78,6 +78,10 @@ typedef struct vc_trainer_config {
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
     int check_every;         /* compare a weights checksum across ranks every N steps (0: never) */
+    /* hooks for trainers with their own heads (the RL critic's value head) */
+    vc_tensor *const *extra_params; /* trained tensors outside the model (decayed; the array must outlive the trainer) */
+    int n_extra_params;
+    int loss_on_hidden;      /* the loss callback gets the final hidden states [T, hidden] as `logp` (no LM head, no entropy) */
 } vc_trainer_config;
 
 /* ---- data parallelism ------------------------------------------------------------------------------
@@ -180,6 +184,16 @@ void vc_train_state_clear(vc_train_state *s);
  * *path (may be NULL) receives the directory written (caller frees). */
 vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
                              char **path);
+/* Writes a trainer's checkpoint contents (model.safetensors, optim.bin, trainer_state.json, ...) into an
+ * existing directory: for runs that keep several trainers in one checkpoint (the RL actor and critic).
+ * Extra parameters (cfg.extra_params) are in optim.bin but not in model.safetensors: the caller saves them. */
+vc_status vc_train_ckpt_write(const char *dir, const vc_trainer *t, const vc_train_state *s);
+/* The atomic save of vc_train_ckpt_save for any contents: fill(ctx, tmp) writes into RUN_DIR/.tmp_<prefix>N,
+ * which is fsynced and renamed to RUN_DIR/<prefix>N; latest_checkpointed_iteration.txt gets N and only the
+ * newest keep_last (> 0) <prefix>M directories are kept. */
+vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
+                                vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                char **path);
 /* The newest step_N in run_dir (by N); VC_ERR_MISSING when there is none. */
 vc_status vc_train_ckpt_latest(const char *run_dir, char **path);
 /* A checkpoint dir, or a run dir (its latest checkpoint). */

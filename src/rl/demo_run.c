@@ -62,6 +62,7 @@ static vc_status run_grpo(const vc_demo_opts *o, const char *model_dir, const ch
     OV("actor_rollout_ref.actor.optim.weight_decay=0.0");
     OV("actor_rollout_ref.actor.use_kl_loss=false");
     OV("actor_rollout_ref.actor.entropy_coeff=0.0");
+    OV("actor_rollout_ref.model.enable_gradient_checkpointing=false"); /* verl's default; a tiny model needs no recompute */
     OV("trainer.total_training_steps=%d", o->steps);
     OV("trainer.test_freq=%d", o->steps >= 4 ? o->steps / 4 : 1);
     OV("trainer.save_freq=%d", o->steps);

@@ -1,5 +1,6 @@
-/* The demo's supervised warm-up: teacher-forced next-token loss on "a+b=" -> "c<eos>" with AdamW,
- * stopped as soon as greedy accuracy reaches the target, so GRPO starts from an imperfect model. */
+/* The demo's supervised warm-up on the training core (train.h: vc_trainer_step with its default
+ * next-token loss on "a+b=" -> "c<eos>", AdamW), stopped as soon as greedy accuracy (measured with the
+ * rollout engine) reaches the target, so GRPO starts from an imperfect model. */
 #include "demo_internal.h"
 #include "verlc/ops.h"
 #include <stdio.h>
@@ -28,8 +29,12 @@ vc_status demo_eval(vc_model *m, uint64_t seed, int n, double *acc, char *exampl
     int32_t eos = 1;
     vc_sampling s = { .greedy = 1, .temperature = 1, .top_p = 1, .max_new_tokens = 4, .eos_ids = &eos, .n_eos = 1 };
     vc_rollout_sample *out = NULL;
+    vc_rollout_engine *e = NULL;
+    vc_rollout_opts ro = { .max_batch = 256 };
     int no = 0;
-    vc_status st = vc_rl_tmp_generate(m, r, n, &s, &out, &no);
+    vc_status st = vc_rollout_new(m, &ro, &e);
+    if (!st) st = vc_rollout_generate(e, r, n, &s, &out, &no);
+    vc_rollout_free(e);
     int ok = 0;
     size_t used = 0;
     if (examples && cap) examples[0] = 0;
@@ -44,17 +49,14 @@ vc_status demo_eval(vc_model *m, uint64_t seed, int n, double *acc, char *exampl
             used += (size_t)snprintf(examples + used, cap - used, "    %s%-4s %s\n", prompt, txt, good ? "ok" : "wrong");
     }
     *acc = no ? (double)ok / no : 0;
-    vc_rl_tmp_samples_free(out, no);
+    vc_rollout_samples_free(out, no);
     free(r), free(ids), free(ans);
     return st;
 }
 
-/* one batch of SFT sequences starting at problem k0 */
-static vc_status sft_batch(vc_model *m, vc_graph *g, uint64_t seed, int n_train, int k0, double *loss) {
-    int32_t ids[SFT_BATCH * 12], tgt[SFT_BATCH * 12];
-    int64_t cu[SFT_BATCH + 1] = { 0 };
-    float w[SFT_BATCH * 12];
-    int n_tgt = 0;
+/* one mini-batch of SFT sequences starting at problem k0; loss on the answer and <eos> tokens */
+static void sft_batch(uint64_t seed, int n_train, int k0, int32_t *ids, int64_t *cu, float *mask) {
+    cu[0] = 0;
     for (int i = 0; i < SFT_BATCH; i++) {
         int a, b;
         char txt[24];
@@ -64,47 +66,40 @@ static vc_status sft_batch(vc_model *m, vc_graph *g, uint64_t seed, int n_train,
         int64_t o = cu[i];
         int n = demo_encode(txt, ids + o);
         ids[o + n++] = 1; /* eos */
-        for (int t = 0; t < n; t++) {
-            tgt[o + t] = t >= pl - 1 && t + 1 < n ? ids[o + t + 1] : -1;
-            n_tgt += tgt[o + t] >= 0;
-        }
+        for (int t = 0; t < n; t++) mask[o + t] = t >= pl ? 1.0f : 0.0f;
         cu[i + 1] = o + n;
     }
-    for (int64_t t = 0; t < cu[SFT_BATCH]; t++) w[t] = tgt[t] >= 0 ? -1.0f / n_tgt : 0;
-    vc_graph_reset(g);
-    vc_graph_set_grad(g, 1);
-    vc_batch bt = { SFT_BATCH, cu, ids };
-    vc_tensor *h = vc_model_forward(m, g, &bt, NULL), *lp = NULL;
-    if (!h) return vc_graph_status(g);
-    vc_status st = vc_model_logprobs(m, g, h, tgt, &lp, NULL);
-    vc_tensor *L = st ? NULL : vc_op_dot_const(g, lp, w);
-    if (!st && !L) st = vc_graph_status(g);
-    if (!st) st = vc_graph_backward(g, L, 1.0f);
-    if (!st) *loss = L->data[0];
-    return st;
 }
 
 vc_status demo_sft(vc_model *m, uint64_t seed, int n_train, int max_steps, double target, int verbose, double *acc,
                    int *steps_done) {
-    vc_config *cfg = NULL;
-    char *ov[] = { "actor_rollout_ref.actor.optim.lr=3e-3", "actor_rollout_ref.actor.optim.weight_decay=0.0" };
-    vc_status st = vc_config_load(NULL, 2, ov, &cfg);
-    rl_optim o;
-    int have_opt = 0;
-    if (!st && !(st = rl_optim_init(&o, m, NULL, 0, cfg, "actor_rollout_ref.actor", max_steps))) have_opt = 1;
-    vc_graph *g = vc_graph_new();
-    if (!st && !g) st = VC_ERR_NOMEM;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    vc_lr_config lc;
+    vc_lr_config_default(&lc);
+    lc.lr = 3e-3;
+    lc.total_training_steps = max_steps;
+    tc.adamw.lr = lc.lr;
+    tc.adamw.weight_decay = 0;
+    tc.micro_bs = SFT_BATCH;
+    vc_trainer tr;
+    int have = 0;
+    vc_status st = vc_lr_schedule_init(&tc.sched, &lc);
+    if (!st && !(st = vc_trainer_init(&tr, m, &tc))) have = 1;
+    int32_t ids[SFT_BATCH * 12];
+    int64_t cu[SFT_BATCH + 1];
+    float mask[SFT_BATCH * 12];
     *acc = 0;
-    double t0 = vc_now(), loss = 0;
+    double t0 = vc_now();
     int step = 0;
     for (; !st && step < max_steps; step++) {
-        double gn, lr;
-        int stepped;
-        st = sft_batch(m, g, seed, n_train, step * SFT_BATCH, &loss);
-        if (!st) st = rl_optim_step(&o, &gn, &lr, &stepped);
+        sft_batch(seed, n_train, step * SFT_BATCH, ids, cu, mask);
+        vc_minibatch b = { SFT_BATCH, cu, ids, mask };
+        vc_step_stats ss;
+        st = vc_trainer_step(&tr, &b, NULL, NULL, &ss);
         if (!st && (step + 1) % 50 == 0) {
             st = demo_eval(m, seed, SFT_EVAL_N, acc, NULL, 0, 0);
-            if (verbose) printf("  sft step %4d  loss %.3f  greedy accuracy %5.1f%%  (%.0f s)\n", step + 1, loss, 100 * *acc, vc_now() - t0);
+            if (verbose) printf("  sft step %4d  loss %.3f  greedy accuracy %5.1f%%  (%.0f s)\n", step + 1, ss.loss, 100 * *acc, vc_now() - t0);
             fflush(stdout);
             if (*acc >= target) {
                 step++;
@@ -113,8 +108,6 @@ vc_status demo_sft(vc_model *m, uint64_t seed, int n_train, int max_steps, doubl
         }
     }
     *steps_done = step;
-    if (have_opt) rl_optim_free(&o);
-    vc_graph_free(g);
-    vc_config_free(cfg);
+    if (have) vc_trainer_free(&tr);
     return st;
 }

@@ -1,4 +1,4 @@
-/* Internal interfaces of the RL trainer (src/rl/trainer*.c, dataset.c, tmp_generate.c). */
+/* Internal interfaces of the RL trainer (src/rl/trainer*.c, dataset.c, demo*.c). */
 #ifndef VC_RL_INTERNAL_H
 #define VC_RL_INTERNAL_H
 #include "verlc/config.h"
@@ -6,6 +6,7 @@
 #include "verlc/optim.h"
 #include "verlc/rl.h"
 #include "verlc/rollout.h"
+#include "verlc/train.h"
 #include "verlc/trainer.h"
 #include <stdint.h>
 
@@ -13,11 +14,6 @@ struct cJSON;
 struct vc_tokenizer;
 struct vc_chat_template;
 struct vc_reward_proc;
-
-/* ---- temporary generator (tmp_generate.c; replaced by vc_rollout_* when src/infer lands) ---- */
-vc_status vc_rl_tmp_generate(vc_model *m, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
-                             vc_rollout_sample **out, int *n_out);
-void vc_rl_tmp_samples_free(vc_rollout_sample *s, int n);
 
 /* ---- metrics: an ordered list of (name, value) for one step ---- */
 typedef struct rl_metrics {
@@ -74,30 +70,18 @@ typedef struct rl_critic {
     vc_model *m;
     float *w, *gw;        /* value head [hidden + 1] (last element is the bias) and its gradient */
     vc_tensor head_w, head_b;
+    vc_tensor *head[2];   /* &head_w, &head_b: the trainer's extra parameters */
 } rl_critic;
 vc_status rl_critic_load(const char *path, rl_critic *c);
 void rl_critic_free(rl_critic *c);
 vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
 
-/* ---- optimiser over a model (plus extra tensors): the trainer's view of the training core ---- */
-typedef struct rl_optim {
-    vc_adamw opt;
-    vc_lr_schedule sched;
-    size_t n;
-    float **grads;
-    size_t *sizes;
-    double clip;
-    int64_t steps;
-} rl_optim;
-/* prefix: "actor_rollout_ref.actor" or "critic" (reads optim.* and grad_clip) */
-vc_status rl_optim_init(rl_optim *o, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
-                        const char *prefix, int64_t total_steps);
-/* clip, step with the scheduled lr, zero grads; *grad_norm and *lr for metrics; skipped when the norm
- * is not finite (returns VC_OK, *stepped = 0). */
-vc_status rl_optim_step(rl_optim *o, double *grad_norm, double *lr, int *stepped);
-void rl_optim_zero(rl_optim *o);
-void rl_optim_free(rl_optim *o);
+/* ---- the training core (train.h's vc_trainer) configured with verl's keys ---- */
+/* prefix: "actor_rollout_ref.actor" or "critic" (reads optim.* and grad_clip); extra: trained tensors
+ * outside the model (the critic's value head, which also needs loss_on_hidden). */
+vc_status rl_trainer_init(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
+                          const char *prefix, int64_t total_steps, int loss_on_hidden);
 
 /* ---- updates (trainer_update.c) ---- */
 typedef struct rl_actor_cfg {
@@ -122,10 +106,10 @@ typedef struct rl_critic_cfg {
     uint64_t seed;
 } rl_critic_cfg;
 
-/* on_policy: old log-probs are the current ones (verl's shortcut for one epoch and one mini-batch) */
-vc_status rl_update_actor(vc_model *m, vc_graph *g, rl_optim *o, rl_batch *b, const rl_actor_cfg *c, int on_policy,
-                          rl_metrics *met);
-vc_status rl_update_critic(rl_critic *cr, vc_graph *g, rl_optim *o, rl_batch *b, const rl_critic_cfg *c,
-                           rl_metrics *met);
+/* ppo_epochs x mini-batches, one vc_trainer_step each (micro-batching, clipping, AdamW, schedule in
+ * src/train/); the PPO losses enter through the step's loss callback. on_policy: old log-probs are the
+ * current ones (verl's shortcut for one epoch and one mini-batch). */
+vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, rl_metrics *met);
+vc_status rl_update_critic(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, rl_metrics *met);
 
 #endif

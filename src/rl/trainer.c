@@ -41,11 +41,15 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     int64_t n = 1, bs = 0, maxr = 0, topk = -1, vn = 1, fwd = 0;
     double temp = 1, topp = 1, vtemp = 0, vtopp = 1;
-    int64_t vtopk = -1;
-    int vsample = 0;
+    int64_t vtopk = -1, max_seqs = 0;
+    int vsample = 0, sample = 1;
     TRY(get_int(c, "actor_rollout_ref.rollout.n", 1, &n));
     TRY(get_int(c, "data.train_batch_size", 8, &bs));
     TRY(get_int(c, "data.max_response_length", 512, &maxr));
+    TRY(get_int(c, "actor_rollout_ref.rollout.response_length", maxr, &maxr));
+    TRY(vc_config_get_bool_or(c, "actor_rollout_ref.rollout.do_sample", 1, &sample));
+    TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.gpu_memory_utilization", 0.3, &t->kv_fraction));
+    TRY(get_int(c, "actor_rollout_ref.rollout.max_num_seqs", 0, &max_seqs));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.temperature", 1.0, &temp));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.top_p", 1.0, &topp));
     TRY(get_int(c, "actor_rollout_ref.rollout.top_k", -1, &topk));
@@ -60,11 +64,15 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     if (bs < 1) return vc_fail(VC_ERR_ARG, "data.train_batch_size must be >= 1 (got %lld)", (long long)bs);
     if (maxr < 1) return vc_fail(VC_ERR_ARG, "data.max_response_length must be >= 1 (got %lld)", (long long)maxr);
     if (temp < 0) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.temperature must be >= 0");
+    if (!(t->kv_fraction > 0 && t->kv_fraction <= 1))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1] (got %g)",
+                       t->kv_fraction);
+    t->max_seqs = max_seqs > 0 && max_seqs < 1 << 20 ? (int)max_seqs : 0;
     t->n = (int)n;
     t->batch_prompts = (int)bs;
     t->max_resp = maxr;
     t->fwd_tokens = fwd;
-    t->samp = (vc_sampling){ .greedy = temp == 0, .temperature = (float)(temp > 0 ? temp : 1), .top_k = (int)topk,
+    t->samp = (vc_sampling){ .greedy = temp == 0 || !sample, .temperature = (float)(temp > 0 ? temp : 1), .top_k = (int)topk,
                              .top_p = (float)topp, .max_new_tokens = (int)maxr, .eos_ids = t->eos };
     t->val_samp = (vc_sampling){ .greedy = !vsample || vtemp == 0, .temperature = (float)(vtemp > 0 ? vtemp : 1),
                                  .top_k = (int)vtopk, .top_p = (float)vtopp, .max_new_tokens = (int)maxr, .eos_ids = t->eos };
@@ -284,13 +292,9 @@ vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     TRY(read_trainer(t, cfg));
     TRY(mkdirs(t->out_dir));
     TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
-    if (!st) {
-        char *actor_dir = ckpt ? vc_path_join(ckpt, "actor") : NULL;
-        const char *from = actor_dir ? actor_dir : t->model_path;
-        st = vc_model_load(from, &t->actor);
-        if (st) st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", from);
-        free(actor_dir);
-    }
+    /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
+    if (!st && (st = vc_model_load(t->model_path, &t->actor)))
+        st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
     if (!st && t->need_ref) {
         const char *rp = t->model_path;
         if (vc_config_has(cfg, "actor_rollout_ref.ref.model.path")) st = vc_config_get_str_or(cfg, "actor_rollout_ref.ref.model.path", rp, &rp);
@@ -299,18 +303,17 @@ vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     if (!st && t->use_critic) {
         const char *cp = t->model_path;
         TRY(vc_config_get_str_or(cfg, "critic.model.path", t->model_path, &cp));
-        char *cdir = ckpt ? vc_path_join(ckpt, "critic") : NULL;
-        TRY(rl_critic_load(cdir ? cdir : cp, &t->critic));
-        free(cdir);
+        TRY(rl_critic_load(cp, &t->critic));
     }
     TRY(load_text(t, cfg));
     TRY(rl_reward_open(t));
     TRY(load_data(t, cfg));
     TRY(set_total_steps(t, cfg));
-    TRY(rl_optim_init(&t->aopt, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps));
-    if (!st && t->use_critic) {
-        vc_tensor *extra[2] = { &t->critic.head_w, &t->critic.head_b };
-        st = rl_optim_init(&t->copt, t->critic.m, extra, 2, cfg, "critic", t->total_steps);
+    TRY(rl_trainer_init(&t->atr, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps, 0));
+    if (!st && t->use_critic) st = rl_trainer_init(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1);
+    if (!st) {
+        vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok };
+        st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
     if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
@@ -337,8 +340,9 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_rl_dataset_free(t->train);
     vc_rl_dataset_free(t->val);
     vc_epoch_iter_free(&t->it);
-    rl_optim_free(&t->aopt);
-    if (t->use_critic) rl_optim_free(&t->copt);
+    vc_trainer_free(&t->atr);
+    vc_trainer_free(&t->ctr);
+    vc_rollout_free(t->eng);
     vc_graph_free(t->g);
     rl_reward_close(t);
     rl_metrics_free(&t->met);

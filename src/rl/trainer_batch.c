@@ -165,6 +165,8 @@ vc_status rl_critic_load(const char *path, rl_critic *c) {
     /* a value head that starts at 0 everywhere (small init keeps early value losses bounded) */
     vc_param_init(&c->head_w, c->w, c->gw, 2, (int64_t[]){ 1, H });
     vc_param_init(&c->head_b, c->w + H, c->gw + H, 1, (int64_t[]){ 1 });
+    c->head[0] = &c->head_w;
+    c->head[1] = &c->head_b;
     return vc_model_enable_grad(c->m);
 }
 

@@ -1,41 +1,22 @@
-/* Checkpoints with exact resume, in verl's layout:
- *   DIR/global_step_N/actor/      weights (f32, Hugging Face layout) + optim.bin (AdamW moments)
- *   DIR/global_step_N/critic/     the same + value_head.bin (critic runs only)
- *   DIR/global_step_N/trainer_state.json   step, data position, KL controller, scheduler steps
+/* Checkpoints with exact resume in verl's layout, written by the training core (train.h):
+ *   DIR/global_step_N/actor/      the actor's vc_train checkpoint (f32 weights, AdamW state, trainer_state.json)
+ *   DIR/global_step_N/critic/     the critic's, plus value_head.bin (critic runs only)
+ *   DIR/global_step_N/rl_state.json   the RL loop's state: global step, data cursor, KL controller, seed
  *   DIR/latest_checkpointed_iteration.txt  N
- * f32 weights and optimiser moments, the data iterator's (epoch, batch) and per-step random streams
- * make a resumed run continue bit-identically. */
+ * The step directory is filled under DIR/.tmp_global_step_N and renamed (vc_train_ckpt_save_as), and
+ * only the newest trainer.max_actor_ckpt_to_keep are kept. f32 weights and optimiser moments, the data
+ * iterator's (epoch, batch) and the counter-based random streams (keyed by seed and step) make a
+ * resumed run continue bit-identically. */
+#define _XOPEN_SOURCE 700
 #include "trainer_internal.h"
 #include "verlc/json.h"
 #include <cjson/cJSON.h>
-#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static vc_status save_optim(const rl_optim *o, const char *dir) {
-    size_t n = vc_adamw_state_size(&o->opt);
-    void *buf = vc_malloc(n);
-    char *path = vc_path_join(dir, "optim.bin");
-    vc_status st = buf && path ? vc_adamw_state_save(&o->opt, buf, n) : VC_ERR_NOMEM;
-    if (!st) st = vc_write_file_atomic(path, buf, n);
-    free(buf);
-    free(path);
-    return st;
-}
-
-static vc_status load_optim(rl_optim *o, const char *dir) {
-    char *path = vc_path_join(dir, "optim.bin"), *buf = NULL;
-    size_t n = 0;
-    vc_status st = path ? vc_read_file(path, &buf, &n) : VC_ERR_NOMEM;
-    if (!st) st = vc_adamw_state_load(&o->opt, buf, n);
-    if (st) st = vc_fail_ctx(st, "%s", path ? path : dir);
-    free(buf);
-    free(path);
-    return st;
-}
 
 static char *step_dir(const char *out, int64_t step) {
     char name[64];
@@ -43,16 +24,19 @@ static char *step_dir(const char *out, int64_t step) {
     return vc_path_join(out, name);
 }
 
-static vc_status write_state(vc_rl_trainer *t, const char *dir) {
+static vc_status write_rl_state(vc_rl_trainer *t, const char *dir) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return VC_ERR_NOMEM;
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)t->seed);
+    cJSON_AddStringToObject(j, "format", "verlc-rl-state-1");
     cJSON_AddNumberToObject(j, "global_step", (double)t->step);
     cJSON_AddNumberToObject(j, "epoch", (double)t->it.epoch);
     cJSON_AddNumberToObject(j, "batch", (double)t->it.batch);
     cJSON_AddNumberToObject(j, "kl_ctrl_value", t->kl_ctrl.value);
-    cJSON_AddNumberToObject(j, "actor_optim_steps", (double)t->aopt.steps);
-    cJSON_AddNumberToObject(j, "critic_optim_steps", (double)t->copt.steps);
-    char *text = cJSON_Print(j), *path = vc_path_join(dir, "trainer_state.json");
+    cJSON_AddStringToObject(j, "seed", seed);
+    cJSON_AddStringToObject(j, "rng", "philox4x32-10 keyed by (data.seed, global step)");
+    char *text = cJSON_Print(j), *path = vc_path_join(dir, "rl_state.json");
     vc_status st = text && path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
     free(text);
     free(path);
@@ -60,37 +44,46 @@ static vc_status write_state(vc_rl_trainer *t, const char *dir) {
     return st;
 }
 
-static vc_status save_critic(vc_rl_trainer *t, const char *dir) {
-    vc_status st = vc_model_save_hf(t->critic.m, dir, VC_F32);
-    if (!st) st = save_optim(&t->copt, dir);
-    char *p = vc_path_join(dir, "value_head.bin");
-    int64_t H = vc_model_cfg(t->critic.m)->hidden;
-    if (!st) st = p ? vc_write_file_atomic(p, t->critic.w, sizeof(float) * (size_t)(H + 1)) : VC_ERR_NOMEM;
-    free(p);
+/* one trainer's checkpoint in dir/name */
+static vc_status save_one(vc_rl_trainer *t, const char *dir, const char *name, const vc_trainer *tr, const char *base,
+                          char **sub) {
+    vc_train_state s;
+    memset(&s, 0, sizeof s);
+    s.epoch = (int64_t)t->it.epoch;
+    s.batch = (int64_t)t->it.batch;
+    s.seed = t->seed;
+    if (!realpath(base, s.model_dir)) snprintf(s.model_dir, sizeof s.model_dir, "%s", base);
+    *sub = vc_path_join(dir, name);
+    if (!*sub) return VC_ERR_NOMEM;
+    if (mkdir(*sub, 0755) && !vc_file_exists(*sub)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", *sub);
+    return vc_train_ckpt_write(*sub, tr, &s);
+}
+
+static vc_status fill_step(void *ctx, const char *dir) {
+    vc_rl_trainer *t = ctx;
+    char *actor = NULL, *critic = NULL;
+    vc_status st = save_one(t, dir, "actor", &t->atr, t->model_path, &actor);
+    if (!st && t->use_critic) {
+        const char *cp = t->model_path;
+        st = vc_config_get_str_or(t->cfg, "critic.model.path", t->model_path, &cp);
+        if (!st) st = save_one(t, dir, "critic", &t->ctr, cp, &critic);
+        char *p = st ? NULL : vc_path_join(critic, "value_head.bin");
+        int64_t H = vc_model_cfg(t->critic.m)->hidden;
+        if (!st) st = p ? vc_write_file_atomic(p, t->critic.w, sizeof(float) * (size_t)(H + 1)) : VC_ERR_NOMEM;
+        free(p);
+    }
+    if (!st) st = write_rl_state(t, dir);
+    free(actor);
+    free(critic);
     return st;
 }
 
 vc_status rl_ckpt_save(vc_rl_trainer *t) {
-    char *dir = step_dir(t->out_dir, t->step), *actor = NULL, *critic = NULL, *latest = NULL;
-    vc_status st = dir ? VC_OK : VC_ERR_NOMEM;
-    if (!st && mkdir(dir, 0755) && !vc_file_exists(dir)) st = vc_fail(VC_ERR_IO, "%s: cannot create directory", dir);
-    if (!st && (!(actor = vc_path_join(dir, "actor")) || !(critic = vc_path_join(dir, "critic")))) st = VC_ERR_NOMEM;
-    if (!st) st = vc_model_save_hf(t->actor, actor, VC_F32);
-    if (!st) st = save_optim(&t->aopt, actor);
-    if (!st && t->use_critic) st = save_critic(t, critic);
-    if (!st) st = write_state(t, dir);
-    if (!st && !(latest = vc_path_join(t->out_dir, "latest_checkpointed_iteration.txt"))) st = VC_ERR_NOMEM;
-    if (!st) {
-        char num[32];
-        int n = snprintf(num, sizeof num, "%lld", (long long)t->step);
-        st = vc_write_file_atomic(latest, num, (size_t)n);
-    }
-    if (!st && t->verbose) printf("checkpoint saved to %s\n", dir);
-    if (st) st = vc_fail_ctx(st, "checkpoint %s", dir ? dir : "");
-    free(dir);
-    free(actor);
-    free(critic);
-    free(latest);
+    char *path = NULL;
+    int keep = t->max_ckpt_keep > 0 && t->max_ckpt_keep < INT_MAX ? (int)t->max_ckpt_keep : 0;
+    vc_status st = vc_train_ckpt_save_as(t->out_dir, "global_step_", t->step, fill_step, t, keep, &path);
+    if (!st && t->verbose) printf("checkpoint saved to %s\n", path);
+    free(path);
     return st;
 }
 
@@ -129,14 +122,18 @@ vc_status rl_ckpt_find(const vc_config *cfg, const char *out_dir, char **dir) {
     return st;
 }
 
-static vc_status load_critic_extra(vc_rl_trainer *t, const char *dir) {
+static vc_status load_critic(vc_rl_trainer *t, const char *dir) {
     char *cdir = vc_path_join(dir, "critic"), *p = cdir ? vc_path_join(cdir, "value_head.bin") : NULL, *buf = NULL;
     size_t n = 0;
     int64_t H = vc_model_cfg(t->critic.m)->hidden;
-    vc_status st = p ? vc_read_file(p, &buf, &n) : VC_ERR_NOMEM;
-    if (!st && n != sizeof(float) * (size_t)(H + 1)) st = vc_fail(VC_ERR_SHAPE, "%s: %zu bytes, expected %zu", p, n, sizeof(float) * (size_t)(H + 1));
+    vc_train_state s;
+    memset(&s, 0, sizeof s);
+    vc_status st = p ? vc_train_ckpt_load(cdir, &t->ctr, &s) : VC_ERR_NOMEM;
+    if (!st) st = vc_read_file(p, &buf, &n);
+    if (!st && n != sizeof(float) * (size_t)(H + 1))
+        st = vc_fail(VC_ERR_SHAPE, "%s: %zu bytes, expected %zu", p, n, sizeof(float) * (size_t)(H + 1));
     if (!st) memcpy(t->critic.w, buf, n);
-    if (!st) st = load_optim(&t->copt, cdir);
+    vc_train_state_clear(&s);
     free(buf);
     free(p);
     free(cdir);
@@ -144,25 +141,25 @@ static vc_status load_critic_extra(vc_rl_trainer *t, const char *dir) {
 }
 
 vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir) {
-    char *sp = vc_path_join(dir, "trainer_state.json"), *actor = vc_path_join(dir, "actor");
+    char *sp = vc_path_join(dir, "rl_state.json"), *actor = vc_path_join(dir, "actor");
     cJSON *j = NULL;
     vc_status st = sp && actor ? vc_json_load_file(sp, &j) : VC_ERR_NOMEM;
-    int64_t step = 0, epoch = 0, batch = 0, as = 0, cs = 0;
+    int64_t step = 0, epoch = 0, batch = 0;
     double klv = t->kl_ctrl.value;
     if (!st) st = vc_json_req_int(j, "global_step", &step, sp);
     if (!st) st = vc_json_req_int(j, "epoch", &epoch, sp);
     if (!st) st = vc_json_req_int(j, "batch", &batch, sp);
     if (!st) st = vc_json_get_num(j, "kl_ctrl_value", klv, &klv, sp);
-    if (!st) st = vc_json_get_int(j, "actor_optim_steps", 0, &as, sp);
-    if (!st) st = vc_json_get_int(j, "critic_optim_steps", 0, &cs, sp);
-    if (!st) st = load_optim(&t->aopt, actor);
-    if (!st && t->use_critic) st = load_critic_extra(t, dir);
+    if (!st && (step < 0 || epoch < 0 || batch < 0)) st = vc_fail(VC_ERR_FORMAT, "%s: negative step, epoch or batch", sp);
+    vc_train_state s;
+    memset(&s, 0, sizeof s);
+    if (!st) st = vc_train_ckpt_load(actor, &t->atr, &s);
+    vc_train_state_clear(&s);
+    if (!st && t->use_critic) st = load_critic(t, dir);
     if (!st) {
         t->step = step;
         vc_epoch_iter_seek(&t->it, epoch, (size_t)batch);
         t->kl_ctrl.value = klv;
-        t->aopt.steps = as;
-        t->copt.steps = cs;
         if (t->verbose) printf("resumed from %s (step %lld)\n", dir, (long long)step);
     }
     cJSON_Delete(j);

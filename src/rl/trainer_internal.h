@@ -15,7 +15,8 @@ struct vc_rl_trainer {
     struct vc_chat_template *tmpl;
     vc_rl_dataset *train, *val;
     vc_epoch_iter it;
-    rl_optim aopt, copt;
+    vc_trainer atr, ctr;        /* training cores of the actor and the critic */
+    vc_rollout_engine *eng;     /* generation on the actor's weights */
     vc_graph *g;
     rl_actor_cfg acfg;
     rl_critic_cfg ccfg;
@@ -24,6 +25,8 @@ struct vc_rl_trainer {
     int64_t max_resp, fwd_tokens;
     vc_sampling samp, val_samp;
     int val_n;
+    double kv_fraction;         /* rollout.gpu_memory_utilization */
+    int max_seqs;               /* rollout.max_num_seqs (0: the engine's default) */
     int32_t eos[RL_MAX_EOS];
     int n_eos;
     uint64_t seed;

@@ -90,10 +90,10 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
 /* ---- generation ---- */
 static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out) {
-    return vc_rl_tmp_generate(t->actor, r, n, s, out, n_out);
+    return vc_rollout_generate(t->eng, r, n, s, out, n_out);
 }
 
-static void samples_free(vc_rollout_sample *s, int n) { vc_rl_tmp_samples_free(s, n); }
+static void samples_free(vc_rollout_sample *s, int n) { vc_rollout_samples_free(s, n); }
 
 static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, const vc_rollout_sample *smp,
                             int ns, uint64_t step_key, rl_batch *b) {

@@ -147,12 +147,12 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
     if (!st && t->use_critic) {
         t0 = vc_now();
-        st = rl_update_critic(&t->critic, t->g, &t->copt, &b, &t->ccfg, met);
+        st = rl_update_critic(&t->ctr, &t->critic, &b, &t->ccfg, met);
         rl_metrics_set(met, "timing_s/update_critic", vc_now() - t0);
     }
     if (!st && t->step >= t->critic_warmup) { /* verl: critic_warmup <= global_steps */
         t0 = vc_now();
-        st = rl_update_actor(t->actor, t->g, &t->aopt, &b, &t->acfg, on_policy && !b.have_old, met);
+        st = rl_update_actor(&t->atr, &b, &t->acfg, on_policy && !b.have_old, met);
         double dt = vc_now() - t0;
         rl_metrics_set(met, "timing_s/update_actor", dt);
         /* forward + backward ~ 6 N flops per token and epoch */

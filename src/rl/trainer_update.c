@@ -1,9 +1,11 @@
-/* Actor and critic updates (verl's DataParallelPPOActor.update_policy / DataParallelPPOCritic.update_critic):
- * ppo_epochs x mini-batches x micro-batches; each micro-batch's loss is aggregated with the
- * mini-batch's global normalisers (token count, row count), so the summed micro-batch gradients equal
- * the mini-batch gradient; d loss / d log-prob (from rl.h) is pushed into the model through the fused
- * LM head as a dot product with constant per-token weights. The optimiser is this file's small
- * interface to the training core (AdamW, clipping, schedule). */
+/* Actor and critic updates (verl's DataParallelPPOActor.update_policy / DataParallelPPOCritic.update_critic)
+ * on the training core: ppo_epochs x mini-batches, each one vc_trainer_step (train.h: micro-batches by
+ * count or token budget, gradient accumulation, clipping, skip on non-finite, AdamW, LR schedule). The
+ * PPO losses enter through the step's loss callback: each micro-batch's rows are gathered into [n, T]
+ * response arrays, rl.h's losses (aggregated with the mini-batch's global normalisers, so the summed
+ * micro-batch gradients equal the mini-batch gradient) give d loss / d log-prob (and d / d entropy),
+ * applied as constant per-token weights on the log-prob and entropy tensors (dot products). The critic
+ * gets the final hidden states (loss_on_hidden) and applies its value head in the callback. */
 #include "rl_internal.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
@@ -40,58 +42,23 @@ static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t t
     return vc_lr_schedule_init(s, &lc);
 }
 
-vc_status rl_optim_init(rl_optim *o, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
-                        const char *prefix, int64_t total_steps) {
-    memset(o, 0, sizeof *o);
-    vc_adamw_config ac;
-    vc_adamw_config_default(&ac);
-    vc_status st = lr_from_cfg(cfg, prefix, total_steps, &o->sched, &ac.weight_decay, &ac.beta1, &ac.beta2, &o->clip);
+vc_status rl_trainer_init(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
+                          const char *prefix, int64_t total_steps, int loss_on_hidden) {
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    vc_status st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1,
+                               &tc.adamw.beta2, &tc.grad_clip);
+    char k[160];
+    snprintf(k, sizeof k, "%s.enable_gradient_checkpointing",
+             strcmp(prefix, "critic") ? "actor_rollout_ref.model" : "critic.model");
+    if (!st) st = vc_config_get_bool_or(cfg, k, 0, &tc.checkpointing);
     if (st) return st;
-    ac.lr = o->sched.base_lr;
-    if ((st = vc_model_enable_grad(m))) return st;
-    int np = vc_model_n_params(m);
-    vc_optim_param *p = vc_calloc((size_t)(np + n_extra), sizeof *p);
-    o->grads = vc_calloc((size_t)(np + n_extra), sizeof(float *));
-    o->sizes = vc_calloc((size_t)(np + n_extra), sizeof(size_t));
-    if (!p || !o->grads || !o->sizes) {
-        free(p);
-        return VC_ERR_NOMEM;
-    }
-    for (int i = 0; i < np + n_extra; i++) {
-        int decay = 0;
-        vc_tensor *t = i < np ? vc_model_param(m, i, NULL, &decay) : extra[i - np];
-        if (!t->grad) continue;
-        p[o->n] = (vc_optim_param){ t->data, t->grad, (size_t)t->n, i < np ? decay : 1 };
-        o->grads[o->n] = t->grad;
-        o->sizes[o->n] = (size_t)t->n;
-        o->n++;
-    }
-    st = vc_adamw_init(&o->opt, &ac, p, o->n);
-    free(p);
-    rl_optim_zero(o);
-    return st;
-}
-
-void rl_optim_zero(rl_optim *o) {
-    for (size_t i = 0; i < o->n; i++) memset(o->grads[i], 0, sizeof(float) * o->sizes[i]);
-}
-
-vc_status rl_optim_step(rl_optim *o, double *grad_norm, double *lr, int *stepped) {
-    *lr = vc_lr_at(&o->sched, o->steps);
-    *stepped = vc_clip_grad_norm(o->grads, o->sizes, o->n, o->clip, grad_norm);
-    vc_status st = VC_OK;
-    if (*stepped) st = vc_adamw_step(&o->opt, *lr);
-    else vc_warn("grad_norm is not finite (%g): optimizer step skipped", *grad_norm);
-    o->steps++;
-    rl_optim_zero(o);
-    return st;
-}
-
-void rl_optim_free(rl_optim *o) {
-    vc_adamw_free(&o->opt);
-    free(o->grads);
-    free(o->sizes);
-    memset(o, 0, sizeof *o);
+    tc.adamw.lr = tc.sched.base_lr;
+    tc.need_entropy = !loss_on_hidden;
+    tc.extra_params = extra;
+    tc.n_extra_params = n_extra;
+    tc.loss_on_hidden = loss_on_hidden;
+    return vc_trainer_init(tr, m, &tc);
 }
 
 /* ---- shared mini-batch loop ---- */
@@ -117,7 +84,7 @@ static void copy_rows(const rl_batch *b, const float *src, const int *rows, int 
     for (int i = 0; i < n; i++) memcpy(dst + (size_t)i * b->T, src + (size_t)rows[i] * b->T, sizeof(float) * b->T);
 }
 
-/* ---- actor ---- */
+/* [rows, T] scratch of the losses */
 typedef struct mb_buf {
     float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp;
 } mb_buf;
@@ -134,55 +101,165 @@ static void mb_buf_free(mb_buf *m) {
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
 }
 
-enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_GN, A_LR, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
+/* ---- mini-batches as train.h sees them ---- */
+typedef struct mini {
+    vc_minibatch mb;
+    int64_t *cu;
+    int32_t *ids;
+    float *mask;
+} mini;
 
-/* one micro-batch: forward with grad, losses, backward */
-static vc_status actor_micro(vc_model *m, vc_graph *g, rl_batch *b, const rl_actor_cfg *c, int on_policy,
-                             const int *rows, int n, const vc_agg_norm *norm, mb_buf *w, acc *a, int first_epoch) {
-    vc_graph_reset(g);
-    vc_graph_set_grad(g, 1);
+static vc_status mini_alloc(mini *m, const rl_batch *b) {
+    m->cu = vc_malloc(sizeof(int64_t) * ((size_t)b->B + 1));
+    m->ids = vc_malloc(sizeof(int32_t) * ((size_t)b->cu[b->B] + 1));
+    m->mask = vc_malloc(sizeof(float) * ((size_t)b->cu[b->B] + 1));
+    return m->cu && m->ids && m->mask ? VC_OK : VC_ERR_NOMEM;
+}
+
+static void mini_free(mini *m) {
+    free(m->cu);
+    free(m->ids);
+    free(m->mask);
+}
+
+/* rows[0..n) packed (prompt + response) with a token-aligned mask on the response tokens */
+static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
+    m->cu[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int r = rows[i];
+        int64_t len = b->cu[r + 1] - b->cu[r], o = m->cu[i];
+        memcpy(m->ids + o, b->ids + b->cu[r], sizeof(int32_t) * (size_t)len);
+        for (int64_t k = 0; k < len; k++) {
+            int64_t j = k - b->plen[r];
+            m->mask[o + k] = j >= 0 && j < b->rlen[r] ? b->mask[(size_t)r * b->T + j] : 0.0f;
+        }
+        m->cu[i + 1] = o + len;
+    }
+    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask };
+}
+
+/* the micro-batch's rows as an rl_mb view (for rl_mb_gather / rl_mb_scatter) */
+static vc_status mb_view(vc_graph *g, const vc_micro_batch *mb, const int *rows, rl_mb *v) {
+    memset(v, 0, sizeof *v);
+    int *r = vc_graph_alloc(g, sizeof(int) * (size_t)mb->n_seq, 0);
+    if (!r) return vc_fail(VC_ERR_NOMEM, "micro-batch of %d rows", mb->n_seq);
+    for (int i = 0; i < mb->n_seq; i++) r[i] = rows[mb->seq[i]];
+    v->n = mb->n_seq;
+    v->rows = r;
+    v->cu = (int64_t *)mb->cu_seqlens;
+    return VC_OK;
+}
+
+static vc_status graph_err(vc_graph *g) { return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM; }
+
+/* the mini-batch loop shared by actor and critic: one trainer step per mini-batch */
+typedef struct loop {
+    int ppo_epochs, mini_rows, micro_rows, shuffle;
+    int64_t max_tokens;
+    uint64_t seed;
+    const char *who;
+} loop;
+
+typedef struct step_ctx {
+    rl_batch *b;
+    const int *rows;  /* the mini-batch's rows */
+    vc_agg_norm norm; /* its normalisers */
+    int first_epoch;
+    mb_buf w;
+    acc a;
+    const void *cfg;
+    int on_policy;
+    rl_critic *cr;
+} step_ctx;
+
+static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_loss_fn fn, step_ctx *x, double *gn_sum,
+                          double *lr, int *n_steps) {
+    int B = b->B, mb_rows = l->mini_rows > 0 && l->mini_rows < B ? l->mini_rows : B;
+    int *order = vc_malloc(sizeof(int) * (size_t)B);
+    mini mn = { 0 };
+    vc_status st = order ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
+    if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
+    for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
+        minibatch_order(order, B, l->shuffle, l->seed, ep);
+        for (int m0 = 0; !st && m0 < B; m0 += mb_rows) {
+            int nm = B - m0 < mb_rows ? B - m0 : mb_rows;
+            mini_build(&mn, b, order + m0, nm);
+            x->rows = order + m0;
+            x->norm = (vc_agg_norm){ 1, mask_sum_rows(b, order + m0, nm), nm, 0 };
+            x->first_epoch = ep == 0;
+            tr->cfg.micro_bs = l->micro_rows > 0 ? l->micro_rows : nm;
+            tr->cfg.max_tokens = l->max_tokens;
+            vc_step_stats ss;
+            st = vc_trainer_step(tr, &mn.mb, fn, x, &ss);
+            if (!st && ss.skipped)
+                vc_warn("%s update: loss %g or grad_norm %g is not finite: optimizer step skipped", l->who, ss.loss,
+                        ss.grad_norm);
+            *gn_sum += ss.grad_norm;
+            *lr = ss.lr;
+            (*n_steps)++;
+        }
+    }
+    free(order);
+    mini_free(&mn);
+    mb_buf_free(&x->w);
+    return st;
+}
+
+/* ---- actor ---- */
+enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
+
+static void probs_diff_acc(const rl_batch *b, const int *rows, int n, mb_buf *w, acc *a) {
+    size_t nt = (size_t)n * b->T;
+    copy_rows(b, b->rollout_logp, rows, n, w->tmp);
+    for (size_t i = 0; i < nt; i++)
+        if (w->mask[i] > 0) {
+            double dlt = fabs(exp(w->logp[i]) - exp(w->tmp[i]));
+            a->sum[A_DIFF_SUM] += dlt;
+            a->sum[A_DIFF_N] += 1;
+            if (dlt > a->sum[A_DIFF_MAX]) a->sum[A_DIFF_MAX] = dlt;
+        }
+}
+
+/* vc_token_loss_fn: policy loss (+ KL loss, - entropy bonus) of one micro-batch */
+static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, vc_tensor *lp, vc_tensor *ent,
+                            vc_tensor **loss) {
+    step_ctx *x = ctx;
+    const rl_actor_cfg *c = x->cfg;
+    rl_batch *b = x->b;
+    mb_buf *w = &x->w;
     rl_mb mb;
-    vc_status st = rl_mb_build(g, b, rows, n, &mb);
+    vc_status st = mb_view(g, mbt, x->rows, &mb);
     if (st) return st;
-    vc_tensor *h = vc_model_forward(m, g, &mb.batch, NULL), *lp = NULL, *ent = NULL;
-    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    if ((st = vc_model_logprobs(m, g, h, mb.tgt, &lp, &ent))) return st;
+    int n = mb.n;
+    const int *rows = mb.rows;
     size_t nt = (size_t)n * b->T;
     rl_mb_gather(b, &mb, lp->data, w->logp, 0);
     rl_mb_gather(b, &mb, ent->data, w->ent, 0);
     copy_rows(b, b->adv, rows, n, w->adv);
     copy_rows(b, b->mask, rows, n, w->mask);
-    if (on_policy) memcpy(w->old, w->logp, sizeof(float) * nt);
+    if (x->on_policy) memcpy(w->old, w->logp, sizeof(float) * nt);
     else copy_rows(b, b->old_logp, rows, n, w->old);
-    if (on_policy && first_epoch) {
-        copy_rows(b, b->rollout_logp, rows, n, w->tmp);
-        for (size_t i = 0; i < nt; i++)
-            if (w->mask[i] > 0) {
-                double dlt = fabs(exp(w->logp[i]) - exp(w->tmp[i]));
-                a->sum[A_DIFF_SUM] += dlt;
-                a->sum[A_DIFF_N] += 1;
-                if (dlt > a->sum[A_DIFF_MAX]) a->sum[A_DIFF_MAX] = dlt;
-            }
-    }
+    if (x->on_policy && x->first_epoch) probs_diff_acc(b, rows, n, w, &x->a);
     vc_pg_config pg = c->pg;
-    pg.norm = *norm;
+    pg.norm = x->norm;
     double pg_loss = 0, ent_loss = 0, kl_loss = 0;
     vc_pg_metrics pm;
     st = vc_policy_loss(c->mode, w->old, w->logp, w->adv, w->mask, n, b->T, &pg, NULL, &pg_loss, &pm, w->d);
-    if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, norm, &ent_loss, w->dent);
+    if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_loss, w->dent);
     if (st) return st;
     if (c->use_kl_loss) {
         copy_rows(b, b->ref_logp, rows, n, w->ref);
         vc_kl_penalty(c->kl_spec, w->logp, w->ref, nt, w->kl, w->dkl);
-        if ((st = vc_agg_loss(w->kl, w->mask, n, b->T, c->pg.agg, norm, &kl_loss, w->tmp))) return st;
+        if ((st = vc_agg_loss(w->kl, w->mask, n, b->T, c->pg.agg, &x->norm, &kl_loss, w->tmp))) return st;
         for (size_t i = 0; i < nt; i++) w->d[i] += (float)(c->kl_coef * w->tmp[i] * w->dkl[i]);
     }
     for (size_t i = 0; i < nt; i++) w->dent[i] *= (float)-c->entropy_coeff;
     float *wl = rl_mb_scatter(g, b, &mb, w->d), *we = c->entropy_coeff ? rl_mb_scatter(g, b, &mb, w->dent) : NULL;
+    if (!wl || (c->entropy_coeff && !we)) return graph_err(g);
     vc_tensor *L = vc_op_dot_const(g, lp, wl);
     if (c->entropy_coeff) L = vc_op_add(g, L, vc_op_dot_const(g, ent, we));
-    if (!L) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
-    if ((st = vc_graph_backward(g, L, 1.0f))) return st;
+    if (!L) return graph_err(g);
+    acc *a = &x->a;
     a->sum[A_PG] += pg_loss;
     a->sum[A_ENT] += ent_loss;
     a->sum[A_KL] += kl_loss;
@@ -190,120 +267,86 @@ static vc_status actor_micro(vc_model *m, vc_graph *g, rl_batch *b, const rl_act
     a->sum[A_CLIP] += pm.pg_clipfrac;
     a->sum[A_CLIPLO] += pm.pg_clipfrac_lower;
     a->n++;
+    *loss = L;
     return VC_OK;
 }
 
-vc_status rl_update_actor(vc_model *m, vc_graph *g, rl_optim *o, rl_batch *b, const rl_actor_cfg *c, int on_policy,
-                          rl_metrics *met) {
-    int B = b->B, mini = c->mini_rows > 0 && c->mini_rows < B ? c->mini_rows : B;
-    int *order = vc_malloc(sizeof(int) * (size_t)B), *starts = vc_malloc(sizeof(int) * (size_t)(B + 1));
-    mb_buf w = { 0 };
-    vc_status st = order && starts ? mb_buf_alloc(&w, (size_t)B * b->T) : VC_ERR_NOMEM;
-    acc a = { { 0 }, 0 };
+vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, rl_metrics *met) {
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor" };
+    step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy };
+    double gn = 0, lr = 0;
     int n_steps = 0;
-    for (int ep = 0; !st && ep < c->ppo_epochs; ep++) {
-        minibatch_order(order, B, c->shuffle, c->seed, ep);
-        for (int m0 = 0; !st && m0 < B; m0 += mini) {
-            int nm = B - m0 < mini ? B - m0 : mini;
-            const int *rows = order + m0;
-            vc_agg_norm norm = { 1, mask_sum_rows(b, rows, nm), nm, 0 };
-            int k = rl_split_rows(b, rows, nm, c->max_tokens, c->micro_rows, starts);
-            for (int s = 0; !st && s < k; s++)
-                st = actor_micro(m, g, b, c, on_policy, rows + starts[s], starts[s + 1] - starts[s], &norm, &w, &a, ep == 0);
-            double gn = 0, lr = 0;
-            int stepped;
-            if (!st) st = rl_optim_step(o, &gn, &lr, &stepped);
-            a.sum[A_GN] += gn;
-            a.sum[A_LR] = lr;
-            n_steps++;
-        }
-    }
-    if (!st && a.n) {
+    tr->cfg.agg = c->pg.agg;
+    vc_status st = run_loop(tr, b, &l, actor_loss, &x, &gn, &lr, &n_steps);
+    const acc *a = &x.a;
+    if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */
         double per = (double)n_steps;
-        rl_metrics_set(met, "actor/pg_loss", a.sum[A_PG] / per);
-        rl_metrics_set(met, "actor/entropy", a.sum[A_ENT] / per);
-        if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a.sum[A_KL] / per);
+        rl_metrics_set(met, "actor/pg_loss", a->sum[A_PG] / per);
+        rl_metrics_set(met, "actor/entropy", a->sum[A_ENT] / per);
+        if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a->sum[A_KL] / per);
         rl_metrics_set(met, "actor/kl_coef", c->use_kl_loss ? c->kl_coef : 0);
-        rl_metrics_set(met, "actor/ppo_kl", a.sum[A_PPOKL] / a.n);
-        rl_metrics_set(met, "actor/pg_clipfrac", a.sum[A_CLIP] / a.n);
-        rl_metrics_set(met, "actor/pg_clipfrac_lower", a.sum[A_CLIPLO] / a.n);
-        rl_metrics_set(met, "actor/grad_norm", a.sum[A_GN] / per);
-        rl_metrics_set(met, "actor/lr", a.sum[A_LR]);
-        if (on_policy && a.sum[A_DIFF_N] > 0) {
-            rl_metrics_set(met, "training/rollout_probs_diff_mean", a.sum[A_DIFF_SUM] / a.sum[A_DIFF_N]);
-            rl_metrics_set(met, "training/rollout_probs_diff_max", a.sum[A_DIFF_MAX]);
+        rl_metrics_set(met, "actor/ppo_kl", a->sum[A_PPOKL] / a->n);
+        rl_metrics_set(met, "actor/pg_clipfrac", a->sum[A_CLIP] / a->n);
+        rl_metrics_set(met, "actor/pg_clipfrac_lower", a->sum[A_CLIPLO] / a->n);
+        rl_metrics_set(met, "actor/grad_norm", gn / per);
+        rl_metrics_set(met, "actor/lr", lr);
+        if (on_policy && a->sum[A_DIFF_N] > 0) {
+            rl_metrics_set(met, "training/rollout_probs_diff_mean", a->sum[A_DIFF_SUM] / a->sum[A_DIFF_N]);
+            rl_metrics_set(met, "training/rollout_probs_diff_max", a->sum[A_DIFF_MAX]);
         }
     }
-    free(order);
-    free(starts);
-    mb_buf_free(&w);
     return st;
 }
 
 /* ---- critic ---- */
-static vc_status critic_micro(rl_critic *cr, vc_graph *g, rl_batch *b, const rl_critic_cfg *c, const int *rows, int n,
-                              const vc_agg_norm *norm, mb_buf *w, acc *a) {
-    vc_graph_reset(g);
-    vc_graph_set_grad(g, 1);
+/* vc_token_loss_fn with loss_on_hidden: value head on the hidden states, clipped value loss */
+static vc_status critic_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, vc_tensor *h, vc_tensor *ent,
+                             vc_tensor **loss) {
+    (void)ent;
+    step_ctx *x = ctx;
+    const rl_critic_cfg *c = x->cfg;
+    rl_batch *b = x->b;
+    mb_buf *w = &x->w;
     rl_mb mb;
-    vc_status st = rl_mb_build(g, b, rows, n, &mb);
+    vc_status st = mb_view(g, mbt, x->rows, &mb);
     if (st) return st;
-    vc_tensor *v = rl_critic_forward(cr, g, &mb);
-    if (!v) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    int n = mb.n;
+    vc_tensor *v = vc_op_linear(g, h, &x->cr->head_w, &x->cr->head_b);
+    if (v) v = vc_reshape(g, v, 1, (int64_t[]){ v->n });
+    if (!v) return graph_err(g);
     rl_mb_gather(b, &mb, v->data, w->logp, 0);
-    copy_rows(b, b->ret, rows, n, w->adv);
-    copy_rows(b, b->values, rows, n, w->old);
-    copy_rows(b, b->mask, rows, n, w->mask);
+    copy_rows(b, b->ret, mb.rows, n, w->adv);
+    copy_rows(b, b->values, mb.rows, n, w->old);
+    copy_rows(b, b->mask, mb.rows, n, w->mask);
     double vf = 0, clipfrac = 0;
-    st = vc_value_loss(w->logp, w->adv, w->old, w->mask, n, b->T, (float)c->cliprange_value, c->agg, norm, &vf,
+    st = vc_value_loss(w->logp, w->adv, w->old, w->mask, n, b->T, (float)c->cliprange_value, c->agg, &x->norm, &vf,
                        &clipfrac, w->d);
     if (st) return st;
     float *wv = rl_mb_scatter(g, b, &mb, w->d);
-    vc_tensor *L = vc_op_dot_const(g, v, wv);
-    if (!L) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
-    if ((st = vc_graph_backward(g, L, 1.0f))) return st;
-    a->sum[0] += vf;
-    a->sum[1] += clipfrac;
-    a->sum[2] += vc_masked_mean(w->logp, w->mask, (size_t)n * b->T);
-    a->n++;
+    vc_tensor *L = wv ? vc_op_dot_const(g, v, wv) : NULL;
+    if (!L) return graph_err(g);
+    x->a.sum[0] += vf;
+    x->a.sum[1] += clipfrac;
+    x->a.sum[2] += vc_masked_mean(w->logp, w->mask, (size_t)n * b->T);
+    x->a.n++;
+    *loss = L;
     return VC_OK;
 }
 
-vc_status rl_update_critic(rl_critic *cr, vc_graph *g, rl_optim *o, rl_batch *b, const rl_critic_cfg *c,
-                           rl_metrics *met) {
-    int B = b->B, mini = c->mini_rows > 0 && c->mini_rows < B ? c->mini_rows : B;
-    int *order = vc_malloc(sizeof(int) * (size_t)B), *starts = vc_malloc(sizeof(int) * (size_t)(B + 1));
-    mb_buf w = { 0 };
-    vc_status st = order && starts ? mb_buf_alloc(&w, (size_t)B * b->T) : VC_ERR_NOMEM;
-    acc a = { { 0 }, 0 };
-    double gn_sum = 0, lr = 0;
+vc_status rl_update_critic(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, rl_metrics *met) {
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "critic" };
+    step_ctx x = { .b = b, .cfg = c, .cr = cr };
+    double gn = 0, lr = 0;
     int n_steps = 0;
-    for (int ep = 0; !st && ep < c->ppo_epochs; ep++) {
-        minibatch_order(order, B, c->shuffle, c->seed, ep);
-        for (int m0 = 0; !st && m0 < B; m0 += mini) {
-            int nm = B - m0 < mini ? B - m0 : mini;
-            const int *rows = order + m0;
-            vc_agg_norm norm = { 1, mask_sum_rows(b, rows, nm), nm, 0 };
-            int k = rl_split_rows(b, rows, nm, c->max_tokens, c->micro_rows, starts);
-            for (int s = 0; !st && s < k; s++)
-                st = critic_micro(cr, g, b, c, rows + starts[s], starts[s + 1] - starts[s], &norm, &w, &a);
-            double gn = 0;
-            int stepped;
-            if (!st) st = rl_optim_step(o, &gn, &lr, &stepped);
-            gn_sum += gn;
-            n_steps++;
-        }
-    }
-    if (!st && a.n) {
-        rl_metrics_set(met, "critic/vf_loss", a.sum[0] / n_steps);
-        rl_metrics_set(met, "critic/vf_clipfrac", a.sum[1] / a.n);
-        rl_metrics_set(met, "critic/vpred_mean", a.sum[2] / a.n);
-        rl_metrics_set(met, "critic/grad_norm", gn_sum / n_steps);
+    tr->cfg.agg = c->agg;
+    vc_status st = run_loop(tr, b, &l, critic_loss, &x, &gn, &lr, &n_steps);
+    if (!st && x.a.n) {
+        rl_metrics_set(met, "critic/vf_loss", x.a.sum[0] / n_steps);
+        rl_metrics_set(met, "critic/vf_clipfrac", x.a.sum[1] / x.a.n);
+        rl_metrics_set(met, "critic/vpred_mean", x.a.sum[2] / x.a.n);
+        rl_metrics_set(met, "critic/grad_norm", gn / n_steps);
         rl_metrics_set(met, "critic/lr", lr);
     }
-    free(order);
-    free(starts);
-    mb_buf_free(&w);
     return st;
 }

@@ -123,8 +123,12 @@ rest:
     return st;
 }
 
-/* step numbers of the step_N directories of run_dir, ascending */
-static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
+vc_status vc_train_ckpt_write(const char *dir, const vc_trainer *t, const vc_train_state *s) {
+    return write_contents(dir, t, s);
+}
+
+/* step numbers of the <prefix>N directories of run_dir, ascending */
+static vc_status list_steps_of(const char *run_dir, const char *prefix, int64_t **steps, size_t *n) {
     *steps = NULL;
     *n = 0;
     DIR *d = opendir(run_dir);
@@ -134,9 +138,10 @@ static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
     vc_status st = VC_OK;
     while ((e = readdir(d))) {
         char *end;
-        if (strncmp(e->d_name, "step_", 5)) continue;
-        long long v = strtoll(e->d_name + 5, &end, 10);
-        if (end == e->d_name + 5 || *end || v < 0) continue;
+        size_t pl = strlen(prefix);
+        if (strncmp(e->d_name, prefix, pl)) continue;
+        long long v = strtoll(e->d_name + pl, &end, 10);
+        if (end == e->d_name + pl || *end || v < 0) continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             int64_t *g = realloc(*steps, cap * sizeof **steps);
@@ -153,6 +158,10 @@ static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
     return st;
 }
 
+static vc_status list_steps(const char *run_dir, int64_t **steps, size_t *n) {
+    return list_steps_of(run_dir, "step_", steps, n);
+}
+
 static char *step_path(const char *run_dir, const char *prefix, int64_t step) {
     size_t n = strlen(run_dir) + strlen(prefix) + 32;
     char *p = vc_malloc(n);
@@ -160,12 +169,12 @@ static char *step_path(const char *run_dir, const char *prefix, int64_t step) {
     return p;
 }
 
-static vc_status rotate(const char *run_dir, int keep_last) {
+static vc_status rotate(const char *run_dir, const char *prefix, int keep_last) {
     int64_t *steps;
     size_t n;
-    vc_status st = list_steps(run_dir, &steps, &n);
+    vc_status st = list_steps_of(run_dir, prefix, &steps, &n);
     for (size_t i = 0; !st && keep_last > 0 && i + (size_t)keep_last < n; i++) {
-        char *p = step_path(run_dir, "step_", steps[i]);
+        char *p = step_path(run_dir, prefix, steps[i]);
         st = p ? rm_tree(p) : VC_ERR_NOMEM;
         free(p);
     }
@@ -175,7 +184,7 @@ static vc_status rotate(const char *run_dir, int keep_last) {
 
 /* Every rank learns whether any rank failed; the ranks that did not fail say so. One rank: st. */
 static vc_status agree(const vc_trainer *t, vc_status st, const char *what) {
-    if (!t->dp) return st;
+    if (!t || !t->dp) return st;
     double bad = st ? 1 : 0;
     vc_status cs = vc_comm_allreduce_f64(t->dp->comm, &bad, 1, VC_MAX);
     if (st || cs) return st ? st : cs;
@@ -183,11 +192,11 @@ static vc_status agree(const vc_trainer *t, vc_status st, const char *what) {
 }
 
 /* Rank 0: moves the finished tmp dir to fin, updates the latest marker, rotates. */
-static vc_status publish(const char *run_dir, const char *tmp, const char *fin, const char *old, int64_t step,
-                         int keep_last) {
+static vc_status publish(const char *run_dir, const char *prefix, const char *tmp, const char *fin, const char *old,
+                         int64_t step, int keep_last) {
     vc_status st;
     if ((st = fsync_dir(tmp))) return st;
-    /* an existing step_N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
+    /* an existing <prefix>N (a re-run of the same step) is moved aside first: rename cannot replace a folder */
     if (vc_file_exists(fin) && ((st = rm_tree(old)) || rename(fin, old) != 0))
         return st ? st : vc_fail(VC_ERR_IO, "%s: cannot move aside", fin);
     if (rename(tmp, fin) != 0) return vc_fail(VC_ERR_IO, "%s: cannot rename to %s", tmp, fin);
@@ -196,29 +205,32 @@ static vc_status publish(const char *run_dir, const char *tmp, const char *fin, 
     char num[32];
     snprintf(num, sizeof num, "%lld\n", (long long)step);
     if ((st = write_text(run_dir, "latest_checkpointed_iteration.txt", num))) return st;
-    return rotate(run_dir, keep_last);
+    return rotate(run_dir, prefix, keep_last);
 }
 
-vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
-                             char **path) {
-    int r0 = t->rank == 0;
-    char *tmp = step_path(run_dir, ".tmp_step_", t->step), *fin = step_path(run_dir, "step_", t->step);
-    char *old = step_path(run_dir, ".old_step_", t->step);
+/* Writes run_dir/<prefix>N atomically: rank 0 makes a temporary folder, `fill` runs on every rank
+ * (each writes what it owns), rank 0 renames it into place. t == NULL: a single process. */
+static vc_status save_dir(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
+                          vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last, char **path) {
+    int r0 = !t || t->rank == 0;
+    char tp[64], op[64];
+    snprintf(tp, sizeof tp, ".tmp_%s", prefix);
+    snprintf(op, sizeof op, ".old_%s", prefix);
+    char *tmp = step_path(run_dir, tp, step), *fin = step_path(run_dir, prefix, step);
+    char *old = step_path(run_dir, op, step);
     vc_status st = tmp && fin && old ? VC_OK : VC_ERR_NOMEM;
     if (!st && r0 && mkdir(run_dir, 0755) != 0 && errno != EEXIST) st = vc_fail(VC_ERR_IO, "%s: cannot create", run_dir);
     if (!st && r0) st = rm_tree(tmp);
     if (!st && r0 && mkdir(tmp, 0755) != 0) st = vc_fail(VC_ERR_IO, "%s: cannot create", tmp);
     st = agree(t, st, "checkpoint");
     if (st) goto out;
-    if (r0) st = write_contents(tmp, t, s);
-    if (!st) st = vc_dp_save_optim(tmp, t);
-    st = agree(t, st, "checkpoint");
+    st = agree(t, fill(ctx, tmp), "checkpoint");
     if (st) {
         vc_fail_ctx(st, "checkpoint %s", fin ? fin : run_dir);
         if (r0) rm_tree(tmp);
         goto out;
     }
-    if (r0) st = publish(run_dir, tmp, fin, old, t->step, keep_last);
+    if (r0) st = publish(run_dir, prefix, tmp, fin, old, step, keep_last);
     st = agree(t, st, "checkpoint");
     if (!st && path) {
         *path = fin;
@@ -229,6 +241,30 @@ out:
     free(fin);
     free(old);
     return st;
+}
+
+typedef struct save_ctx {
+    const vc_trainer *t;
+    const vc_train_state *s;
+} save_ctx;
+
+/* rank 0 writes weights, shared optimiser state and the state files; with ZeRO-1 every rank its shard */
+static vc_status fill_trainer(void *ctx, const char *tmp) {
+    const save_ctx *c = ctx;
+    vc_status st = c->t->rank == 0 ? write_contents(tmp, c->t, c->s) : VC_OK;
+    return st ? st : vc_dp_save_optim(tmp, c->t);
+}
+
+vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
+                             char **path) {
+    save_ctx c = { t, s };
+    return save_dir(run_dir, "step_", t->step, t, fill_trainer, &c, keep_last, path);
+}
+
+vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
+                                vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                char **path) {
+    return save_dir(run_dir, prefix, step, NULL, fill, ctx, keep_last, path);
 }
 
 static int is_ckpt(const char *dir) {

@@ -77,9 +77,10 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
     if (st) return st;
     vc_model_set_checkpointing(m, cfg->checkpointing);
     int np = vc_model_n_params(m);
-    vc_optim_param *op = vc_calloc((size_t)np + 1, sizeof *op);
-    t->grads = vc_calloc((size_t)np + 1, sizeof *t->grads);
-    t->sizes = vc_calloc((size_t)np + 1, sizeof *t->sizes);
+    int ne = cfg->extra_params ? cfg->n_extra_params : 0;
+    vc_optim_param *op = vc_calloc((size_t)(np + ne) + 1, sizeof *op);
+    t->grads = vc_calloc((size_t)(np + ne) + 1, sizeof *t->grads);
+    t->sizes = vc_calloc((size_t)(np + ne) + 1, sizeof *t->sizes);
     t->g = vc_graph_new();
     if (!op || !t->grads || !t->sizes || !t->g) {
         st = vc_fail(VC_ERR_NOMEM, "trainer: out of memory");
@@ -90,6 +91,17 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
         vc_tensor *p = vc_model_param(m, i, NULL, &decay);
         if (!p->grad) continue; /* a buffer */
         op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, decay };
+        t->grads[t->n_params] = p->grad;
+        t->sizes[t->n_params] = (size_t)p->n;
+        t->n_params++;
+    }
+    for (int i = 0; i < ne; i++) {
+        vc_tensor *p = cfg->extra_params[i];
+        if (!p || !p->grad) {
+            st = vc_fail(VC_ERR_ARG, "trainer: extra parameter %d has no gradient buffer", i);
+            goto out;
+        }
+        op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, 1 };
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;
         t->n_params++;
@@ -181,7 +193,10 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids };
     vc_tensor *h = vc_model_forward(t->model, g, &batch, NULL), *logp = NULL, *ent = NULL, *L = NULL;
     vc_status st = h ? VC_OK : vc_graph_status(g);
-    if (!st) st = vc_model_logprobs(t->model, g, h, mb->target, &logp, t->cfg.need_entropy ? &ent : NULL);
+    if (!st && t->cfg.loss_on_hidden) {
+        if (!fn) return vc_fail(VC_ERR_ARG, "trainer: loss_on_hidden needs a loss callback");
+        logp = h;
+    } else if (!st) st = vc_model_logprobs(t->model, g, h, mb->target, &logp, t->cfg.need_entropy ? &ent : NULL);
     if (!st) st = fn ? fn(ctx, g, mb, logp, ent, &L) : ((L = vc_op_dot_const(g, logp, m->negw)) ? VC_OK
                                                                                                  : vc_graph_status(g));
     if (!st && !L) st = vc_fail(VC_ERR_INTERNAL, "loss callback returned no tensor");
@@ -251,6 +266,8 @@ static vc_status dp_step(vc_trainer *t, vc_step_stats *st) {
 vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st) {
     double t0 = vc_now();
     vc_model_zero_grad(t->model);
+    for (int i = 0; t->cfg.extra_params && i < t->cfg.n_extra_params; i++)
+        memset(t->cfg.extra_params[i]->grad, 0, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
     vc_status s = vc_trainer_accumulate(t, b, fn, ctx, st);
     if (s) return s;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);

@@ -1,7 +1,9 @@
-/* The actor update's gradient accumulation: a mini-batch split into micro-batches (by count or by token
- * budget) must give the same loss and gradient norm as one micro-batch, for every loss aggregation mode
- * (verl's global-batch normalisers); the policy loss must fall after an update; the critic's value
- * head learns returns. Packed positions of response log-probs are checked against a one-row forward. */
+/* The actor and critic updates on the shared training core (train.h's vc_trainer with the PPO loss
+ * callbacks): a mini-batch split into micro-batches (by count or by token budget) must give the same
+ * loss and gradient norm as one micro-batch, for every loss aggregation mode (verl's global-batch
+ * normalisers); the policy loss must fall after an update; the critic's value head learns returns.
+ * Packed positions of response log-probs are checked against a one-row forward, and the rollout
+ * engine's log-probs against the trainer's recomputation. */
 #include "../../src/rl/demo_internal.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
@@ -46,24 +48,22 @@ static void run_update(vc_agg_mode agg, int micro_rows, int64_t max_tokens, doub
     vc_config *cfg = NULL;
     char *ov[] = { "actor_rollout_ref.actor.optim.lr=1e-2" };
     CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
-    rl_optim o;
-    CHECK_OK(rl_optim_init(&o, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10));
+    vc_trainer tr;
+    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
     rl_batch b;
     make_batch(&b);
-    vc_graph *g = vc_graph_new();
     rl_actor_cfg c = { .ppo_epochs = 1, .mini_rows = 5, .micro_rows = micro_rows, .max_tokens = max_tokens,
                        .entropy_coeff = 0.01, .use_kl_loss = 0 };
     vc_pg_config_default(&c.pg);
     c.pg.agg = agg;
     rl_metrics met = { 0 };
-    CHECK_OK(rl_update_actor(m, g, &o, &b, &c, 1, &met));
+    CHECK_OK(rl_update_actor(&tr, &b, &c, 1, &met));
     CHECK(rl_metrics_get(&met, "actor/pg_loss", loss));
     CHECK(rl_metrics_get(&met, "actor/grad_norm", gn));
-    /* after the step, the same advantages with the pre-update log-probs as "old": loss must drop */
+    CHECK(tr.step == 1);
     rl_metrics_free(&met);
     rl_batch_free(&b);
-    vc_graph_free(g);
-    rl_optim_free(&o);
+    vc_trainer_free(&tr);
     vc_config_free(cfg);
     vc_model_free(m);
 }
@@ -87,8 +87,8 @@ static void test_descent(void) {
     vc_config *cfg = NULL;
     char *ov[] = { "actor_rollout_ref.actor.optim.lr=3e-3" };
     CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
-    rl_optim o;
-    CHECK_OK(rl_optim_init(&o, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10));
+    vc_trainer tr;
+    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
     rl_batch b;
     make_batch(&b);
     vc_graph *g = vc_graph_new();
@@ -109,22 +109,117 @@ static void test_descent(void) {
     vc_pg_metrics pm;
     CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp, b.old_logp, b.adv, b.mask, 5, 4, &c.pg, NULL, &before, &pm, NULL));
     rl_metrics met = { 0 };
-    CHECK_OK(rl_update_actor(m, g, &o, &b, &c, 0, &met));
+    CHECK_OK(rl_update_actor(&tr, &b, &c, 0, &met));
+    CHECK(tr.step == 3);
     float lp[20];
     CHECK_OK(rl_batch_logprobs(m, g, &b, 0, lp, NULL));
     CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp, lp, b.adv, b.mask, 5, 4, &c.pg, NULL, &after, &pm, NULL));
     CHECK_MSG(after < before - 1e-3, "policy loss did not fall: %g -> %g", before, after);
-    /* the critic: value loss falls */
     rl_metrics_free(&met);
     rl_batch_free(&b);
     vc_graph_free(g);
-    rl_optim_free(&o);
+    vc_trainer_free(&tr);
     vc_config_free(cfg);
+    vc_model_free(m);
+}
+
+/* a critic on the demo backbone with a zero value head (as rl_critic_load builds it) */
+static void make_critic(rl_critic *cr) {
+    memset(cr, 0, sizeof *cr);
+    cr->m = make_model("c");
+    int64_t H = vc_model_cfg(cr->m)->hidden;
+    cr->w = vc_calloc((size_t)H + 1, sizeof(float));
+    cr->gw = vc_calloc((size_t)H + 1, sizeof(float));
+    vc_param_init(&cr->head_w, cr->w, cr->gw, 2, (int64_t[]){ 1, H });
+    vc_param_init(&cr->head_b, cr->w + H, cr->gw + H, 1, (int64_t[]){ 1 });
+    cr->head[0] = &cr->head_w;
+    cr->head[1] = &cr->head_b;
+}
+
+static void run_critic(int micro_rows, int64_t max_tokens, int steps, double *vf0, double *vf_last, double *gn0) {
+    rl_critic cr;
+    make_critic(&cr);
+    vc_config *cfg = NULL;
+    char *ov[] = { "critic.optim.lr=1e-2" };
+    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
+    vc_trainer tr;
+    CHECK_OK(rl_trainer_init(&tr, cr.m, cr.head, 2, cfg, "critic", 10, 1));
+    CHECK(tr.n_params == vc_model_n_params(cr.m) + 2);
+    rl_batch b;
+    make_batch(&b);
+    rl_critic_cfg c = { .cliprange_value = 0.5, .agg = VC_AGG_TOKEN_MEAN, .ppo_epochs = 1, .mini_rows = 5,
+                        .micro_rows = micro_rows, .max_tokens = max_tokens };
+    for (int s = 0; s < steps; s++) {
+        rl_metrics met = { 0 };
+        CHECK_OK(rl_update_critic(&tr, &cr, &b, &c, &met));
+        double vf = 0;
+        CHECK(rl_metrics_get(&met, "critic/vf_loss", &vf));
+        if (s == 0) {
+            *vf0 = vf;
+            CHECK(rl_metrics_get(&met, "critic/grad_norm", gn0));
+        }
+        *vf_last = vf;
+        rl_metrics_free(&met);
+    }
+    CHECK_MSG(cr.w[vc_model_cfg(cr.m)->hidden] != 0.0f, "value head bias did not move");
+    rl_batch_free(&b);
+    vc_trainer_free(&tr);
+    vc_config_free(cfg);
+    rl_critic_free(&cr);
+}
+
+static void test_critic(void) {
+    double a0, a1, ga, b0, b1, gb, c0, c1, gc;
+    run_critic(0, 0, 1, &a0, &a1, &ga);
+    run_critic(2, 0, 1, &b0, &b1, &gb);
+    run_critic(0, 12, 1, &c0, &c1, &gc);
+    CHECK_MSG(fabs(a0 - b0) < 1e-5 && fabs(a0 - c0) < 1e-5, "vf_loss %g / %g / %g", a0, b0, c0);
+    CHECK_MSG(fabs(ga - gb) < 1e-4 * (1 + ga) && fabs(ga - gc) < 1e-4 * (1 + ga), "critic grad_norm %g / %g / %g", ga, gb, gc);
+    run_critic(0, 0, 8, &a0, &a1, &ga);
+    CHECK_MSG(a1 < 0.7 * a0, "value loss did not fall: %g -> %g", a0, a1);
+}
+
+/* the rollout engine's log-probs (pre-temperature) against the trainer's recomputation */
+static void test_rollout_logprobs(void) {
+    vc_model *m = make_model("d");
+    vc_rollout_engine *e = NULL;
+    CHECK_OK(vc_rollout_new(m, NULL, &e));
+    int32_t p0[] = { 3, 4, 5, 6, 12 }, p1[] = { 7, 8, 13 };
+    vc_rollout_request r[2] = { { p0, 5, 3, 0 }, { p1, 3, 2, 1 } };
+    vc_sampling s = { .temperature = 0.7f, .top_p = 1, .max_new_tokens = 6, .seed = 5 };
+    vc_rollout_sample *out = NULL;
+    int n = 0;
+    CHECK_OK(vc_rollout_generate(e, r, 2, &s, &out, &n));
+    CHECK(n == 5);
+    rl_batch b;
+    int64_t tot = 0;
+    for (int i = 0; i < n; i++) tot += r[out[i].request].prompt_len + out[i].n_tokens;
+    CHECK_OK(rl_batch_alloc(&b, n, 6, tot));
+    for (int i = 0; i < n; i++) {
+        const vc_rollout_request *q = &r[out[i].request];
+        memcpy(b.ids + b.cu[i], q->prompt, sizeof(int32_t) * (size_t)q->prompt_len);
+        memcpy(b.ids + b.cu[i] + q->prompt_len, out[i].tokens, sizeof(int32_t) * (size_t)out[i].n_tokens);
+        b.cu[i + 1] = b.cu[i] + q->prompt_len + out[i].n_tokens;
+        b.plen[i] = q->prompt_len;
+        b.rlen[i] = out[i].n_tokens;
+    }
+    vc_graph *g = vc_graph_new();
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, b.old_logp, NULL));
+    double mx = 0;
+    for (int i = 0; i < n; i++)
+        for (int64_t j = 0; j < out[i].n_tokens; j++) mx = fmax(mx, fabs(out[i].logp[j] - b.old_logp[i * 6 + j]));
+    CHECK_MSG(mx < 1e-4, "rollout vs trainer log-prob max diff %g", mx);
+    vc_graph_free(g);
+    rl_batch_free(&b);
+    vc_rollout_samples_free(out, n);
+    vc_rollout_free(e);
     vc_model_free(m);
 }
 
 int main(void) {
     test_accumulation();
     test_descent();
+    test_critic();
+    test_rollout_logprobs();
     return vc_test_done();
 }

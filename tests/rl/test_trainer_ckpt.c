@@ -1,0 +1,140 @@
+/* The RL trainer's checkpoints through the training core (vc_train_ckpt_save_as): verl's layout
+ * (global_step_N/{actor,critic}/, rl_state.json, latest_checkpointed_iteration.txt), rotation by
+ * trainer.max_actor_ckpt_to_keep, no temporary directories left, exact resume of a PPO run with a
+ * critic (actor, critic, value head and optimiser state byte-identical to an uninterrupted run, across
+ * an epoch boundary), and a corrupt checkpoint failing with the file named. */
+#include "../../src/rl/demo_internal.h"
+#include "verlc/trainer.h"
+#include "vc_test.h"
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static const char *ROWS[] = { "12+34=", "40+2=", "7+8=", "19+19=" };
+
+static vc_status run(const char *out, int steps, const char *extra) {
+    char buf[4096], *argv[64];
+    int n = 0;
+    snprintf(buf, sizeof buf,
+             "actor_rollout_ref.model.path=%s/model|critic.model.path=%s/model|data.train_files=%s/train.jsonl|"
+             "data.val_files=null|data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
+             "actor_rollout_ref.rollout.n=2|algorithm.adv_estimator=gae|actor_rollout_ref.actor.ppo_mini_batch_size=1|"
+             "actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.optim.lr=1e-2|critic.optim.lr=1e-2|"
+             "critic.ppo_micro_batch_size_per_gpu=1|algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive|"
+             "trainer.total_training_steps=%d|trainer.save_freq=1|trainer.max_actor_ckpt_to_keep=2|"
+             "trainer.default_local_dir=%s/%s|%s",
+             dir, dir, dir, steps, dir, out, extra);
+    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
+    vc_config *cfg = NULL;
+    vc_status st = vc_config_load(NULL, n, argv, &cfg);
+    if (!st) {
+        vc_config_set_quiet(cfg, 1);
+        vc_rl_trainer *t = NULL;
+        st = vc_rl_trainer_new(cfg, &t);
+        if (!st) {
+            vc_rl_trainer_set_verbose(t, 0);
+            st = vc_rl_trainer_fit(t);
+        }
+        if (!st) CHECK(vc_rl_trainer_step(t) == steps);
+        vc_rl_trainer_free(t);
+    }
+    vc_config_free(cfg);
+    return st;
+}
+
+static int same_file(const char *a_run, const char *b_run, const char *rel) {
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/%s/%s", dir, a_run, rel);
+    snprintf(pb, sizeof pb, "%s/%s/%s", dir, b_run, rel);
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int eq = !vc_read_file(pa, &x, &nx) && !vc_read_file(pb, &y, &ny) && nx == ny && !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    CHECK_MSG(eq, "%s differs between %s and %s", rel, a_run, b_run);
+    return eq;
+}
+
+static int exists(const char *run_dir, const char *rel) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s/%s", dir, run_dir, rel);
+    return vc_file_exists(p);
+}
+
+static void setup(void) {
+    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
+    mkdir(dir, 0755);
+    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cp, 5, &m));
+    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
+    CHECK_OK(demo_write_tokenizer(md));
+    vc_model_free(m);
+    char rows[2048] = "", *p = rows;
+    for (int i = 0; i < 4; i++) {
+        int a, b;
+        sscanf(ROWS[i], "%d+%d=", &a, &b);
+        p += sprintf(p, "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"%s\"}],"
+                        "\"reward_model\":{\"style\":\"rule\",\"ground_truth\":\"%d\"}}\n", ROWS[i], a + b);
+    }
+    char *tp = vc_path_join(dir, "train.jsonl");
+    CHECK_OK(vc_write_file_atomic(tp, rows, strlen(rows)));
+    free(tp);
+    free(md);
+    free(cp);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
+    setup();
+    /* 3 steps straight (2 batches per epoch: the third starts epoch 1) vs 2 steps then resume to 3 */
+    CHECK_OK(run("a", 3, ""));
+    CHECK_OK(run("b", 2, ""));
+    CHECK(exists("b", "global_step_2/rl_state.json") && exists("b", "global_step_2/critic/value_head.bin"));
+    CHECK_OK(run("b", 3, ""));
+    /* layout and rotation (keep 2) */
+    CHECK_MSG(!exists("a", "global_step_1"), "global_step_1 was not rotated away");
+    CHECK(exists("a", "global_step_2/actor/model.safetensors") && exists("a", "global_step_3/actor/optim.bin"));
+    CHECK(exists("a", "global_step_3/actor/trainer_state.json") && exists("a", "global_step_3/critic/optim.bin"));
+    CHECK(exists("a", "global_step_3/rl_state.json") && exists("a", "hf_model/config.json"));
+    DIR *d = NULL;
+    char rd[400];
+    snprintf(rd, sizeof rd, "%s/a", dir);
+    if ((d = opendir(rd))) {
+        struct dirent *e;
+        while ((e = readdir(d))) CHECK_MSG(e->d_name[0] != '.' || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."),
+                                           "left behind: %s", e->d_name);
+        closedir(d);
+    }
+    char *text = NULL;
+    size_t n = 0;
+    snprintf(rd, sizeof rd, "%s/a/latest_checkpointed_iteration.txt", dir);
+    CHECK_OK(vc_read_file(rd, &text, &n));
+    CHECK(text && atoi(text) == 3);
+    free(text);
+    /* exact resume */
+    same_file("a", "b", "hf_model/model.safetensors");
+    same_file("a", "b", "global_step_3/actor/optim.bin");
+    same_file("a", "b", "global_step_3/critic/model.safetensors");
+    same_file("a", "b", "global_step_3/critic/optim.bin");
+    same_file("a", "b", "global_step_3/critic/value_head.bin");
+    same_file("a", "b", "global_step_3/rl_state.json");
+    /* a corrupt optimiser state is an error naming the file, not a silent fresh start */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp -r %s/b %s/c && head -c 100 %s/b/global_step_3/actor/optim.bin > %s/c/global_step_3/actor/optim.bin",
+             dir, dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    vc_status st = run("c", 4, "");
+    CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "optim.bin"), "corrupt optim.bin: %s", vc_last_error());
+    st = run("d", 1, "actor_rollout_ref.rollout.gpu_memory_utilization=1.5");
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "gpu_memory_utilization"), "%s", vc_last_error());
+    if (!vc_t_fail) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd)) fprintf(stderr, "cleanup failed\n");
+    }
+    return vc_test_done();
+}
