@@ -29,7 +29,7 @@ static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
  * each row's arithmetic is the same whichever thread runs it. */
 #define ROWS 8
 typedef struct {
-    float *S, *dP, *lse_out;
+    float *S, *dP, *lse_out, *inv_sum;
     const float *lse, *dO, *O;
     int64_t nj, j0, pos0, nr, ostride, lse_base;
     int h;
@@ -72,8 +72,7 @@ static void softmax_rows(void *p, int64_t blk) {
         for (int64_t j = hi + 1; j < c->nj; j++) pr[j] = 0;
         vc_exp_shift(pr + lo, pr + lo, hi - lo + 1, m);
         sum = (float)vc_sum_f64(pr + lo, hi - lo + 1);
-        float inv = 1.0f / sum;
-        for (int64_t j = lo; j <= hi; j++) pr[j] *= inv;
+        c->inv_sum[r] = 1.0f / sum; /* applied to the output rows after the PV product */
         if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
     }
 }
@@ -178,7 +177,7 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
     int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
     int64_t maxkv = 0;
     for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
-    float *S = vc_malloc((size_t)QBLK * (size_t)(maxkv ? maxkv : 1) * sizeof(float));
+    float *S = vc_malloc((size_t)QBLK * (size_t)(maxkv ? maxkv : 1) * sizeof(float)), inv_sum[QBLK];
     if (!S) return;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
@@ -189,12 +188,15 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
                 key_range(d, kvl, pos0, pos0 + nr - 1, &j0, &j1);
                 int64_t nj = j1 - j0;
                 scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d);
-                rows_ctx rc = { .S = S, .lse_out = lse, .nj = nj, .j0 = j0, .pos0 = pos0, .nr = nr, .lse_base = qa + b,
-                                .h = h, .d = d };
+                rows_ctx rc = { .S = S, .lse_out = lse, .inv_sum = inv_sum, .nj = nj, .j0 = j0, .pos0 = pos0, .nr = nr,
+                                .lse_base = qa + b, .h = h, .d = d };
                 vc_parallel((nr + ROWS - 1) / ROWS, softmax_rows, &rc);
+                float *orow = o + (qa + b) * ostride + (int64_t)h * d->v_head_dim;
                 vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
-                            d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f,
-                            o + (qa + b) * ostride + (int64_t)h * d->v_head_dim, ostride);
+                            d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f, orow,
+                            ostride);
+                for (int64_t r = 0; r < nr; r++)
+                    for (int i = 0; i < d->v_head_dim; i++) orow[r * ostride + i] *= inv_sum[r];
             }
         }
     }
