@@ -2,6 +2,7 @@
  * blocks, and parameter-gradient sums add per-block partials in block order, so results do not depend
  * on the number of threads. */
 #include "cpu.h"
+#include "backend/act_math.h"
 #include "verlc/pool.h"
 #include <cblas.h>
 #include <math.h>
@@ -189,40 +190,7 @@ static void vc_cpu_layernorm_bwd(float *dx, float *dw, float *db, const float *d
     if (pb) { sum_partials(db, pb, nblk, cols); free(pb); }
 }
 
-/* ---- activations ---- */
-#define SQRT_2_OVER_PI 0.7978845608028654f
-static inline float act_f(float x, int kind) {
-    switch (kind) {
-    case VC_ACT_SILU: return x / (1.0f + expf(-x));
-    case VC_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
-    case VC_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case VC_ACT_RELU: return x > 0 ? x : 0;
-    case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    default: return x;
-    }
-}
-
-static inline float act_d(float x, int kind) {
-    switch (kind) {
-    case VC_ACT_SILU: {
-        float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f + x * (1.0f - s));
-    }
-    case VC_ACT_GELU_TANH: {
-        float u = SQRT_2_OVER_PI * (x + 0.044715f * x * x * x), t = tanhf(u);
-        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
-    }
-    case VC_ACT_GELU_ERF:
-        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.3989422804014327f * expf(-0.5f * x * x);
-    case VC_ACT_RELU: return x > 0 ? 1.0f : 0.0f;
-    case VC_ACT_SIGMOID: {
-        float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f - s);
-    }
-    default: return 1.0f;
-    }
-}
-
+/* ---- activations (formulas in backend/act_math.h) ---- */
 typedef struct {
     float *y, *dx, *dg, *du;
     const float *x, *g, *u, *dy;
@@ -235,8 +203,8 @@ static void act_fwd_task(void *p, int64_t b) {
     act_ctx *c = p;
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
-        if (c->u) c->y[i] = act_f(c->g[i], c->kind) * c->u[i];
-        else c->y[i] = act_f(c->x[i], c->kind);
+        if (c->u) c->y[i] = vc_act_f(c->g[i], c->kind) * c->u[i];
+        else c->y[i] = vc_act_f(c->x[i], c->kind);
     }
 }
 
@@ -245,9 +213,9 @@ static void act_bwd_task(void *p, int64_t b) {
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
         if (c->u) {
-            if (c->dg) c->dg[i] += c->dy[i] * c->u[i] * act_d(c->g[i], c->kind);
-            if (c->du) c->du[i] += c->dy[i] * act_f(c->g[i], c->kind);
-        } else c->dx[i] += c->dy[i] * act_d(c->x[i], c->kind);
+            if (c->dg) c->dg[i] += c->dy[i] * c->u[i] * vc_act_d(c->g[i], c->kind);
+            if (c->du) c->du[i] += c->dy[i] * vc_act_f(c->g[i], c->kind);
+        } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], c->kind);
     }
 }
 

@@ -3,6 +3,7 @@
  * (one thread per column walks its rows in order), then the partials are added in block order, so the
  * results are the same bits run to run. */
 #include "cuda_internal.h"
+#include "backend/act_math.h"
 
 #define NORM_THREADS 256
 #define ROWS 64 /* rows per parameter-gradient partial (doubled past 65535 blocks) */
@@ -181,57 +182,24 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
     vc_cu_end(op);
 }
 
-/* ---- activations (same formulas as the CPU backend) ---- */
-#define SQRT_2_OVER_PI 0.7978845608028654f
-__device__ __forceinline__ float act_f(float x, int kind) {
-    switch (kind) {
-    case VC_ACT_SILU: return x / (1.0f + expf(-x));
-    case VC_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(SQRT_2_OVER_PI * (x + 0.044715f * x * x * x)));
-    case VC_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case VC_ACT_RELU: return x > 0 ? x : 0;
-    case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    default: return x;
-    }
-}
-
-__device__ __forceinline__ float act_d(float x, int kind) {
-    switch (kind) {
-    case VC_ACT_SILU: {
-        float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f + x * (1.0f - s));
-    }
-    case VC_ACT_GELU_TANH: {
-        float u = SQRT_2_OVER_PI * (x + 0.044715f * x * x * x), t = tanhf(u);
-        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
-    }
-    case VC_ACT_GELU_ERF:
-        return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.3989422804014327f * expf(-0.5f * x * x);
-    case VC_ACT_RELU: return x > 0 ? 1.0f : 0.0f;
-    case VC_ACT_SIGMOID: {
-        float s = 1.0f / (1.0f + expf(-x));
-        return s * (1.0f - s);
-    }
-    default: return 1.0f;
-    }
-}
-
+/* ---- activations (formulas shared with the CPU backend: backend/act_math.h) ---- */
 #define GRID_LOOP(i, n) \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void k_act_fwd(float *y, const float *x, int64_t n, int kind) {
-    GRID_LOOP(i, n) y[i] = act_f(x[i], kind);
+    GRID_LOOP(i, n) y[i] = vc_act_f(x[i], kind);
 }
 __global__ void k_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind) {
-    GRID_LOOP(i, n) dx[i] += dy[i] * act_d(x[i], kind);
+    GRID_LOOP(i, n) dx[i] += dy[i] * vc_act_d(x[i], kind);
 }
 __global__ void k_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
-    GRID_LOOP(i, n) y[i] = act_f(g[i], kind) * u[i];
+    GRID_LOOP(i, n) y[i] = vc_act_f(g[i], kind) * u[i];
 }
 __global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                               int kind) {
     GRID_LOOP(i, n) {
-        if (dg) dg[i] += dy[i] * u[i] * act_d(g[i], kind);
-        if (du) du[i] += dy[i] * act_f(g[i], kind);
+        if (dg) dg[i] += dy[i] * u[i] * vc_act_d(g[i], kind);
+        if (du) du[i] += dy[i] * vc_act_f(g[i], kind);
     }
 }
 
