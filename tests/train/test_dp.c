@@ -19,6 +19,7 @@
 #include "verlc/rng.h"
 #include "verlc/train.h"
 #include "vc_test.h"
+#include "mpi_launch.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -317,62 +318,11 @@ static int child_fault(int *argc, char ***argv, int dead) {
 }
 
 /* ---- launcher (as tests/dist/test_dist.c) ---- */
-static int on_path(const char *prog) {
-    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
-    const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-    while (path && *path) {
-        const char *end = strchr(path, ':');
-        size_t len = end ? (size_t)(end - path) : strlen(path);
-        snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, prog);
-        if (access(buf, X_OK) == 0) return 1;
-        path = end ? end + 1 : NULL;
-    }
-    return 0;
-}
+static int on_path(const char *prog) { return vc_test_on_path(prog); }
 
 static int run_mpi(const char *mpirun, int np, const char *mode, const char *log, double limit, double *secs) {
-    char exe[PATH_MAX], nps[16];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return -1;
-    exe[len] = 0;
-    snprintf(nps, sizeof nps, "%d", np);
-    setenv("VC_DP_TEST_MODE", mode, 1);
-    double t0 = vc_now();
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
-        execlp(mpirun, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", nps, "--bind-to", "none",
-               "--mca", "btl", "self,vader", "--mca", "pml", "ob1", "--mca", "btl_vader_single_copy_mechanism",
-               "none", "--mca", "plm_rsh_agent", "false", "-x", "VC_DP_TEST_MODE", "-x", "VC_DP_DIR", "-x",
-               "VC_DP_MODEL", "-x", "VERLC_DIST_TIMEOUT", "-x", "LSAN_OPTIONS", exe,
-               (char *)NULL);
-        _exit(127);
-    }
-    unsetenv("VC_DP_TEST_MODE");
-    if (pid < 0) return -1;
-    int status = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) return -1;
-        if (vc_now() - t0 > limit) {
-            kill(-pid, SIGTERM);
-            struct timespec ts = { 0, 300000000 };
-            nanosleep(&ts, NULL);
-            kill(-pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            *secs = vc_now() - t0;
-            return -1;
-        }
-        struct timespec ts = { 0, 20000000 };
-        nanosleep(&ts, NULL);
-    }
-    *secs = vc_now() - t0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    static const char *const env[] = { "VC_DP_DIR", "VC_DP_MODEL", "VERLC_DIST_TIMEOUT", NULL };
+    return vc_test_run_mpi(mpirun, np, "VC_DP_TEST_MODE", mode, env, log, limit, secs);
 }
 
 static int log_has(const char *log, const char *needle, int times) {
