@@ -9,7 +9,7 @@ vc_status rl_dist_reduce(vc_rl_trainer *t, double *v, int n, vc_reduce_op op) {
     /* rank-ordered sums: the same bits on every rank and in every run */
     vc_status st = op == VC_SUM ? vc_comm_allreduce_f64_ordered(t->comm, v, (size_t)n, op)
                                 : vc_comm_allreduce_f64(t->comm, v, (size_t)n, op);
-    return st ? vc_fail_ctx(st, "rank %d: reduction of %d metrics", t->rank, n) : VC_OK;
+    return st ? vc_fail_ctx(st, "reduction of %d metrics", n) : VC_OK;
 }
 
 void rl_dist_block(const vc_rl_trainer *t, int n, int *lo, int *hi) {
