@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
+static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
     const char *a = t->adv;
     int B = b->B, T = b->T;
     const char *const *uid = (const char *const *)b->uid;
@@ -19,6 +19,70 @@ vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *base
         return vc_adv_reinforce_pp_baseline(b->rewards, b->mask, uid, B, T, b->adv, b->ret);
     if (!strcmp(a, "remax")) return vc_adv_remax(b->rewards, baselines, b->mask, B, T, b->adv, b->ret);
     return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown `%s`", a);
+}
+
+/* verl's masked_whiten over the global batch (mean, unbiased variance summed over ranks): x -> out */
+static vc_status dp_whiten(vc_rl_trainer *t, const rl_batch *b, const float *x, float *out) {
+    size_t n = (size_t)b->B * b->T;
+    double v[2] = { 0, 0 }, s = 0;
+    for (size_t k = 0; k < n; k++) v[0] += (double)x[k] * b->mask[k], v[1] += b->mask[k];
+    vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
+    if (st) return st;
+    double m = v[1], mean = v[0] / (m + 1e-8);
+    if (m <= 1.0) return vc_fail(VC_ERR_ARG, "masked_whiten: the global batch has %g response tokens", m);
+    for (size_t k = 0; k < n; k++)
+        if (b->mask[k] != 0.0f) s += ((double)x[k] - mean) * ((double)x[k] - mean) * b->mask[k];
+    if ((st = rl_dist_reduce(t, &s, 1, VC_SUM))) return st;
+    double var = s / (m + 1e-8) * (m / (m - 1.0)), r = 1.0 / sqrt(var + 1e-8);
+    for (size_t k = 0; k < n; k++) out[k] = (float)(((double)x[k] - mean) * r);
+    return VC_OK;
+}
+
+/* Estimators with batch-wide statistics, redone over the global batch when data parallel: GAE and
+ * REINFORCE++ (with baseline) whiten over the batch; GPG scales by B / (rows with a reward). The
+ * others are per row or per group (groups are whole on one rank). */
+static vc_status dp_advantages(vc_rl_trainer *t, rl_batch *b) {
+    const char *a = t->adv;
+    size_t n = (size_t)b->B * b->T;
+    vc_status st = VC_OK;
+    if (!strcmp(a, "gae")) {
+        for (size_t k = 0; k < n; k++) b->adv[k] = b->ret[k] - b->values[k]; /* returns = A + V */
+        return dp_whiten(t, b, b->adv, b->adv);
+    }
+    if (!strcmp(a, "reinforce_plus_plus")) {
+        st = dp_whiten(t, b, b->ret, b->adv);
+        for (size_t k = 0; !st && k < n; k++) b->adv[k] *= b->mask[k];
+        return st;
+    }
+    if (!strcmp(a, "reinforce_plus_plus_baseline")) {
+        /* the raw (s_i - group mean) * mask is GRPO's unnormalised advantage */
+        const char *const *uid = (const char *const *)b->uid;
+        st = vc_adv_grpo(b->rewards, b->mask, uid, b->B, b->T, 0, 1e-6f, b->adv, b->ret);
+        if (!st) st = dp_whiten(t, b, b->adv, b->adv);
+        for (size_t k = 0; !st && k < n; k++) b->ret[k] = b->adv[k] *= b->mask[k];
+        return st;
+    }
+    if (!strcmp(a, "gpg")) {
+        double c[2] = { b->B, 0 };
+        for (int i = 0; i < b->B; i++) {
+            double s = 0;
+            for (int j = 0; j < b->T; j++) s += b->rewards[(size_t)i * b->T + j];
+            c[1] += (float)s != 0.0f;
+        }
+        double local = (double)(float)(c[0] / (c[1] > 0 ? c[1] : 1));
+        if ((st = rl_dist_reduce(t, c, 2, VC_SUM))) return st;
+        double global = (double)(float)(c[0] / (c[1] > 0 ? c[1] : 1));
+        for (size_t k = 0; k < n; k++) b->adv[k] = b->ret[k] = (float)(b->adv[k] / local * global);
+    }
+    return st;
+}
+
+vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
+    vc_status st = local_advantages(t, b, baselines);
+    /* a rank's own part may be too small to whiten alone: the global statistics decide */
+    if (t->world > 1 && st == VC_ERR_ARG && strstr(vc_last_error(), "masked_var")) st = VC_OK;
+    if (!st && t->world > 1) st = dp_advantages(t, b);
+    return st;
 }
 
 /* verl's compute_data_metrics over the rows of every rank: sequence scores/rewards, token
