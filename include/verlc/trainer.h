@@ -12,6 +12,7 @@
 struct vc_tokenizer;
 struct vc_chat_template;
 struct vc_jsonl;
+struct vc_comm;
 
 /* ---- prompt datasets (verl's RLHFDataset) -------------------------------------------------------- */
 typedef struct vc_rl_prompt {
@@ -64,6 +65,26 @@ void vc_rl_trainer_free(vc_rl_trainer *t);
 
 /* new + fit + free */
 vc_status vc_rl_train_run(const vc_config *cfg);
+
+/* ---- data parallelism ----------------------------------------------------------------------------
+ * With a communicator of N > 1 ranks (include/verlc/dist.h, host buffers; not owned) every rank runs
+ * the same loop and the calls above become collectives (call them on every rank, in the same order):
+ *   - trainer.nnodes x trainer.n_gpus_per_node must equal N (one process ignores them);
+ *   - each step's prompts are split into N contiguous blocks (rank r: prompts [r*P/N, (r+1)*P/N)) with
+ *     all rollout.n samples of a prompt on its rank, so GRPO/RLOO groups are local; sampling is keyed
+ *     by the global prompt index, so the samples are those of one rank; rewards, reference/old
+ *     log-probs, values and advantages are computed where the samples are;
+ *   - actor and critic updates run the training core in local-batch mode (train.h): every global
+ *     mini-batch (the one-rank composition, shuffled by the same seed) is the union of the ranks'
+ *     rows of it; loss normalisers are summed over ranks; gradients are reduced in rank order;
+ *   - validation prompts are split the same way and the accuracy sums reduced;
+ *   - scalar metrics are reduced (sums in rank order, max, min); only rank 0 prints, writes
+ *     metrics.jsonl, checkpoints (the weights and optimiser state are the same on every rank) and
+ *     the export; the others learn whether rank 0 succeeded.
+ * The KL-in-reward controller is updated with the global batch's KL. timing_s/ and perf/mfu figures are
+ * rank 0's own. */
+vc_status vc_rl_trainer_new_dp(const vc_config *cfg, struct vc_comm *comm, vc_rl_trainer **out);
+vc_status vc_rl_train_run_dp(const vc_config *cfg, struct vc_comm *comm);
 
 /* ---- `verlc demo`: RL that runs anywhere in minutes -------------------------------------------- */
 typedef struct vc_demo_opts {

@@ -275,12 +275,17 @@ static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
+vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) { return vc_rl_trainer_new_dp(cfg, NULL, out); }
+
+vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_trainer **out) {
     *out = NULL;
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
     if (!t) return VC_ERR_NOMEM;
     t->cfg = cfg;
-    t->verbose = 1;
+    t->comm = comm;
+    t->rank = comm ? vc_comm_rank(comm) : 0;
+    t->world = comm ? vc_comm_size(comm) : 1;
+    t->verbose = t->rank == 0; /* rank 0 prints */
     char *ckpt = NULL;
     vc_status st = VC_OK;
     TRY(vc_config_get_str(cfg, "actor_rollout_ref.model.path", &t->model_path));
@@ -290,6 +295,7 @@ vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     TRY(read_critic(t, cfg));
     TRY(read_algorithm(t, cfg));
     TRY(read_trainer(t, cfg));
+    TRY(rl_dist_check_world(t, cfg));
     TRY(mkdirs(t->out_dir));
     TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
@@ -309,8 +315,10 @@ vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     TRY(rl_reward_open(t));
     TRY(load_data(t, cfg));
     TRY(set_total_steps(t, cfg));
-    TRY(rl_trainer_init(&t->atr, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps, 0));
-    if (!st && t->use_critic) st = rl_trainer_init(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1);
+    vc_comm *dp = t->world > 1 ? t->comm : NULL;
+    TRY(rl_trainer_init_dp(&t->atr, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
+    if (!st && t->use_critic)
+        st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1, dp);
     if (!st) {
         vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok };
         st = vc_rollout_new(t->actor, &ro, &t->eng);
@@ -318,7 +326,7 @@ vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) {
     if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
     if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
-    if (!st && !ckpt) remove(t->metrics_path);
+    if (!st && !ckpt && t->rank == 0) remove(t->metrics_path);
     free(ckpt);
     if (st) {
         vc_rl_trainer_free(t);
@@ -335,6 +343,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_model_free(t->actor);
     vc_model_free(t->ref);
     if (t->use_critic) rl_critic_free(&t->critic);
+    if (t->own_comm) vc_comm_free(t->comm);
     vc_tokenizer_free(t->tok);
     vc_chat_template_free(t->tmpl);
     vc_rl_dataset_free(t->train);
@@ -351,13 +360,14 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     free(t);
 }
 
-void vc_rl_trainer_set_verbose(vc_rl_trainer *t, int verbose) { t->verbose = verbose; }
+void vc_rl_trainer_set_verbose(vc_rl_trainer *t, int verbose) { t->verbose = t->rank == 0 ? verbose : 0; }
 int64_t vc_rl_trainer_step(const vc_rl_trainer *t) { return t->step; }
 
 int vc_rl_trainer_metric(const vc_rl_trainer *t, const char *name, double *value) { return rl_metrics_get(&t->last, name, value); }
 
 static vc_status log_step(vc_rl_trainer *t) {
     for (int i = 0; i < t->met.n; i++) rl_metrics_set(&t->last, t->met.name[i], t->met.value[i]);
+    if (t->rank != 0) return VC_OK; /* rank 0 prints and writes the metrics */
     if (t->verbose) rl_metrics_console(&t->met, t->step, t->total_steps, stdout);
     return rl_metrics_append_jsonl(&t->met, t->step, t->metrics_path);
 }
@@ -388,15 +398,19 @@ vc_status vc_rl_trainer_fit(vc_rl_trainer *t) {
     }
     if (st) return st;
     char *dir = vc_path_join(t->out_dir, "hf_model");
-    st = dir ? rl_export_hf(t, dir) : VC_ERR_NOMEM;
+    /* the weights are the same on every rank: rank 0 exports, the others learn whether it worked */
+    st = !dir ? VC_ERR_NOMEM : t->rank == 0 ? rl_export_hf(t, dir) : VC_OK;
+    st = rl_dist_agree(t, st, "export");
     if (!st && t->verbose) printf("final actor exported to %s\n", dir);
     free(dir);
     return st;
 }
 
-vc_status vc_rl_train_run(const vc_config *cfg) {
+vc_status vc_rl_train_run(const vc_config *cfg) { return vc_rl_train_run_dp(cfg, NULL); }
+
+vc_status vc_rl_train_run_dp(const vc_config *cfg, vc_comm *comm) {
     vc_rl_trainer *t = NULL;
-    vc_status st = vc_rl_trainer_new(cfg, &t);
+    vc_status st = vc_rl_trainer_new_dp(cfg, comm, &t);
     if (!st) st = vc_rl_trainer_fit(t);
     vc_rl_trainer_free(t);
     return st;

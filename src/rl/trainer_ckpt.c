@@ -81,7 +81,11 @@ static vc_status fill_step(void *ctx, const char *dir) {
 vc_status rl_ckpt_save(vc_rl_trainer *t) {
     char *path = NULL;
     int keep = t->max_ckpt_keep > 0 && t->max_ckpt_keep < INT_MAX ? (int)t->max_ckpt_keep : 0;
-    vc_status st = vc_train_ckpt_save_as(t->out_dir, "global_step_", t->step, fill_step, t, keep, &path);
+    /* plain data parallelism: every rank holds the same weights and optimiser state, so rank 0 writes the
+     * whole checkpoint and every rank learns whether it worked (a collective) */
+    vc_status st = t->rank == 0 ? vc_train_ckpt_save_as(t->out_dir, "global_step_", t->step, fill_step, t, keep, &path)
+                                : VC_OK;
+    st = rl_dist_agree(t, st, "checkpoint");
     if (!st && t->verbose) printf("checkpoint saved to %s\n", path);
     free(path);
     return st;

@@ -3,6 +3,7 @@
 #define VC_TRAINER_INTERNAL_H
 #include "rl_internal.h"
 #include "verlc/data.h"
+#include "verlc/dist.h"
 
 #define RL_MAX_EOS 8
 
@@ -51,7 +52,34 @@ struct vc_rl_trainer {
     int verbose;
     double peak_flops;
     int64_t n_params;
+    /* data parallelism: comm NULL or one rank = none (not owned unless own_comm) */
+    vc_comm *comm;
+    int own_comm, rank, world;
 };
+
+/* Where this rank's rows sit in the step's global batch (trainer_update.c). NULL: one rank. */
+typedef struct rl_dp {
+    vc_comm *comm;
+    int world;
+    int g_off, g_B; /* first global row of this rank, rows of the global batch */
+    int g_T;        /* longest response of the global batch (seq-mean-token-sum-norm's default factor) */
+} rl_dp;
+
+/* trainer_update.c: the training cores with data parallelism (local_batch = 1 over comm) */
+vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
+                             const char *prefix, int64_t total_steps, int loss_on_hidden, vc_comm *comm);
+vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
+                             rl_metrics *met);
+vc_status rl_update_critic_dp(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, const rl_dp *dp,
+                              rl_metrics *met);
+
+/* trainer_dist.c: reductions over the trainer's ranks (no-ops on one rank) */
+vc_status rl_dist_reduce(vc_rl_trainer *t, double *v, int n, vc_reduce_op op);
+/* this rank's contiguous block [*lo, *hi) of n items */
+void rl_dist_block(const vc_rl_trainer *t, int n, int *lo, int *hi);
+/* every rank learns whether any failed (st of this rank, or VC_ERR_IO naming the peer failure) */
+vc_status rl_dist_agree(vc_rl_trainer *t, vc_status st, const char *what);
+vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg);
 
 /* trainer_reward.c: scores[i] for responses (text, prompt p) */
 vc_status rl_reward_open(vc_rl_trainer *t);
@@ -67,7 +95,7 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
 /* trainer_step.c */
 vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met);
 vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines);
-void rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met);
+vc_status rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met);
 
 /* trainer_ckpt.c */
 vc_status rl_ckpt_save(vc_rl_trainer *t);

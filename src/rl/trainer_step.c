@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
+static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
     const char *a = t->adv;
     int B = b->B, T = b->T;
     const char *const *uid = (const char *const *)b->uid;
@@ -21,53 +21,134 @@ vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *base
     return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown `%s`", a);
 }
 
-static void stats3(rl_metrics *m, const char *name, double sum, double n, double mx, double mn, int with_minmax) {
-    rl_metrics_setf(m, n > 0 ? sum / n : 0, "%s/mean", name);
-    if (!with_minmax) return;
-    rl_metrics_setf(m, n > 0 ? mx : 0, "%s/max", name);
-    rl_metrics_setf(m, n > 0 ? mn : 0, "%s/min", name);
+/* verl's masked_whiten over the global batch (mean, unbiased variance summed over ranks): x -> out */
+static vc_status dp_whiten(vc_rl_trainer *t, const rl_batch *b, const float *x, float *out) {
+    size_t n = (size_t)b->B * b->T;
+    double v[2] = { 0, 0 }, s = 0;
+    for (size_t k = 0; k < n; k++) v[0] += (double)x[k] * b->mask[k], v[1] += b->mask[k];
+    vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
+    if (st) return st;
+    double m = v[1], mean = v[0] / (m + 1e-8);
+    if (m <= 1.0) return vc_fail(VC_ERR_ARG, "masked_whiten: the global batch has %g response tokens", m);
+    for (size_t k = 0; k < n; k++)
+        if (b->mask[k] != 0.0f) s += ((double)x[k] - mean) * ((double)x[k] - mean) * b->mask[k];
+    if ((st = rl_dist_reduce(t, &s, 1, VC_SUM))) return st;
+    double var = s / (m + 1e-8) * (m / (m - 1.0)), r = 1.0 / sqrt(var + 1e-8);
+    for (size_t k = 0; k < n; k++) out[k] = (float)(((double)x[k] - mean) * r);
+    return VC_OK;
 }
 
-/* verl's compute_data_metrics over the rows: sequence scores/rewards, token advantages/returns/values */
-static void seq_stat(rl_metrics *m, const char *name, const rl_batch *b, const float *tok, int per_token) {
-    double s = 0, n = 0, mx = -INFINITY, mn = INFINITY;
+/* Estimators with batch-wide statistics, redone over the global batch when data parallel: GAE and
+ * REINFORCE++ (with baseline) whiten over the batch; GPG scales by B / (rows with a reward). The
+ * others are per row or per group (groups are whole on one rank). */
+static vc_status dp_advantages(vc_rl_trainer *t, rl_batch *b) {
+    const char *a = t->adv;
+    size_t n = (size_t)b->B * b->T;
+    vc_status st = VC_OK;
+    if (!strcmp(a, "gae")) {
+        for (size_t k = 0; k < n; k++) b->adv[k] = b->ret[k] - b->values[k]; /* returns = A + V */
+        return dp_whiten(t, b, b->adv, b->adv);
+    }
+    if (!strcmp(a, "reinforce_plus_plus")) {
+        st = dp_whiten(t, b, b->ret, b->adv);
+        for (size_t k = 0; !st && k < n; k++) b->adv[k] *= b->mask[k];
+        return st;
+    }
+    if (!strcmp(a, "reinforce_plus_plus_baseline")) {
+        /* the raw (s_i - group mean) * mask is GRPO's unnormalised advantage */
+        const char *const *uid = (const char *const *)b->uid;
+        st = vc_adv_grpo(b->rewards, b->mask, uid, b->B, b->T, 0, 1e-6f, b->adv, b->ret);
+        if (!st) st = dp_whiten(t, b, b->adv, b->adv);
+        for (size_t k = 0; !st && k < n; k++) b->ret[k] = b->adv[k] *= b->mask[k];
+        return st;
+    }
+    if (!strcmp(a, "gpg")) {
+        double c[2] = { b->B, 0 };
+        for (int i = 0; i < b->B; i++) {
+            double s = 0;
+            for (int j = 0; j < b->T; j++) s += b->rewards[(size_t)i * b->T + j];
+            c[1] += (float)s != 0.0f;
+        }
+        double local = (double)(float)(c[0] / (c[1] > 0 ? c[1] : 1));
+        if ((st = rl_dist_reduce(t, c, 2, VC_SUM))) return st;
+        double global = (double)(float)(c[0] / (c[1] > 0 ? c[1] : 1));
+        for (size_t k = 0; k < n; k++) b->adv[k] = b->ret[k] = (float)(b->adv[k] / local * global);
+    }
+    return st;
+}
+
+vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
+    vc_status st = local_advantages(t, b, baselines);
+    /* a rank's own part may be too small to whiten alone: the global statistics decide */
+    if (t->world > 1 && st == VC_ERR_ARG && strstr(vc_last_error(), "masked_var")) st = VC_OK;
+    if (!st && t->world > 1) st = dp_advantages(t, b);
+    return st;
+}
+
+/* verl's compute_data_metrics over the rows of every rank: sequence scores/rewards, token
+ * advantages/returns/values, lengths. Sums and counts are reduced in rank order, extremes by max/min. */
+enum { S_SCORE, S_REW, S_ADV, S_RET, S_VAL, S_RLEN, S_PLEN, NS };
+
+typedef struct mstat {
+    double s[2 * NS + 1]; /* sum, count per stat; the clipped responses */
+    double mx[NS], mn[NS];
+} mstat;
+
+static void add(mstat *m, int k, double v) {
+    m->s[2 * k] += v;
+    m->s[2 * k + 1] += 1;
+    m->mx[k] = fmax(m->mx[k], v);
+    m->mn[k] = fmin(m->mn[k], v);
+}
+
+static void seq_acc(mstat *m, int k, const rl_batch *b, const float *tok, int per_token) {
     for (int i = 0; i < b->B; i++) {
         double row = 0;
         for (int j = 0; j < b->T; j++) {
-            size_t k = (size_t)i * b->T + j;
-            if (b->mask[k] <= 0) continue;
-            if (per_token) {
-                s += tok[k], n += 1, mx = fmax(mx, tok[k]), mn = fmin(mn, tok[k]);
-            } else row += tok[k];
+            size_t q = (size_t)i * b->T + j;
+            if (b->mask[q] <= 0) continue;
+            if (per_token) add(m, k, tok[q]);
+            else row += tok[q];
         }
-        if (!per_token) s += row, n += 1, mx = fmax(mx, row), mn = fmin(mn, row);
+        if (!per_token) add(m, k, row);
     }
-    stats3(m, name, s, n, mx, mn, 1);
 }
 
-void rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
-    seq_stat(met, "critic/score", b, b->token_scores, 0);
-    seq_stat(met, "critic/rewards", b, b->rewards, 0);
-    seq_stat(met, "critic/advantages", b, b->adv, 1);
-    seq_stat(met, "critic/returns", b, b->ret, 1);
-    if (b->have_values) seq_stat(met, "critic/values", b, b->values, 1);
-    double rs = 0, rmx = 0, rmn = INFINITY, clip = 0, ps = 0, pmx = 0, pmn = INFINITY;
+static void stat_set(rl_metrics *met, const mstat *m, int k, const char *name) {
+    double n = m->s[2 * k + 1];
+    rl_metrics_setf(met, n > 0 ? m->s[2 * k] / n : 0, "%s/mean", name);
+    rl_metrics_setf(met, n > 0 ? m->mx[k] : 0, "%s/max", name);
+    rl_metrics_setf(met, n > 0 ? m->mn[k] : 0, "%s/min", name);
+}
+
+vc_status rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
+    mstat m;
+    memset(&m, 0, sizeof m);
+    for (int k = 0; k < NS; k++) m.mx[k] = -INFINITY, m.mn[k] = INFINITY;
+    seq_acc(&m, S_SCORE, b, b->token_scores, 0);
+    seq_acc(&m, S_REW, b, b->rewards, 0);
+    seq_acc(&m, S_ADV, b, b->adv, 1);
+    seq_acc(&m, S_RET, b, b->ret, 1);
+    if (b->have_values) seq_acc(&m, S_VAL, b, b->values, 1);
     for (int i = 0; i < b->B; i++) {
-        rs += (double)b->rlen[i];
-        rmx = fmax(rmx, (double)b->rlen[i]);
-        rmn = fmin(rmn, (double)b->rlen[i]);
-        clip += b->rlen[i] >= t->max_resp;
-        ps += (double)b->plen[i];
-        pmx = fmax(pmx, (double)b->plen[i]);
-        pmn = fmin(pmn, (double)b->plen[i]);
+        add(&m, S_RLEN, (double)b->rlen[i]);
+        add(&m, S_PLEN, (double)b->plen[i]);
+        m.s[2 * NS] += b->rlen[i] >= t->max_resp;
     }
-    rl_metrics_set(met, "response_length/mean", rs / b->B);
-    rl_metrics_set(met, "response_length/max", rmx);
-    rl_metrics_set(met, "response_length/min", rmn);
-    rl_metrics_set(met, "response_length/clip_ratio", clip / b->B);
-    rl_metrics_set(met, "prompt_length/mean", ps / b->B);
-    rl_metrics_set(met, "prompt_length/max", pmx);
-    rl_metrics_set(met, "prompt_length/min", pmn);
+    vc_status st = rl_dist_reduce(t, m.s, 2 * NS + 1, VC_SUM);
+    if (!st) st = rl_dist_reduce(t, m.mx, NS, VC_MAX);
+    if (!st) st = rl_dist_reduce(t, m.mn, NS, VC_MIN);
+    if (st) return st;
+    stat_set(met, &m, S_SCORE, "critic/score");
+    stat_set(met, &m, S_REW, "critic/rewards");
+    stat_set(met, &m, S_ADV, "critic/advantages");
+    stat_set(met, &m, S_RET, "critic/returns");
+    if (b->have_values) stat_set(met, &m, S_VAL, "critic/values");
+    stat_set(met, &m, S_RLEN, "response_length");
+    double nr = m.s[2 * S_RLEN + 1];
+    rl_metrics_set(met, "response_length/clip_ratio", nr > 0 ? m.s[2 * NS] / nr : 0);
+    stat_set(met, &m, S_PLEN, "prompt_length");
+    return VC_OK;
 }
 
 /* ReMax: the greedy response's score is each prompt's baseline */
@@ -87,15 +168,35 @@ static vc_status remax_baselines(vc_rl_trainer *t, const uint32_t *idx, int n, r
     return st;
 }
 
-static void probs_diff(const rl_batch *b, const float *lp, rl_metrics *met) {
-    double s = 0, n = 0, mx = 0;
+static vc_status probs_diff(vc_rl_trainer *t, const rl_batch *b, const float *lp, rl_metrics *met) {
+    double v[2] = { 0, 0 }, mx = 0;
     for (size_t k = 0; k < (size_t)b->B * b->T; k++)
         if (b->mask[k] > 0) {
             double d = fabs(exp(lp[k]) - exp(b->rollout_logp[k]));
-            s += d, n += 1, mx = fmax(mx, d);
+            v[0] += d, v[1] += 1, mx = fmax(mx, d);
         }
-    rl_metrics_set(met, "training/rollout_probs_diff_mean", n > 0 ? s / n : 0);
+    vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
+    if (!st) st = rl_dist_reduce(t, &mx, 1, VC_MAX);
+    rl_metrics_set(met, "training/rollout_probs_diff_mean", v[1] > 0 ? v[0] / v[1] : 0);
     rl_metrics_set(met, "training/rollout_probs_diff_max", mx);
+    return st;
+}
+
+/* this rank's block of the step's prompts; the global batch's rows, offset and longest response */
+static vc_status dp_layout(vc_rl_trainer *t, const rl_batch *b, int n_prompts, int lo, rl_dp *dp) {
+    double T = b->T;
+    vc_status st = rl_dist_reduce(t, &T, 1, VC_MAX);
+    *dp = (rl_dp){ t->comm, t->world > 1 ? t->world : 1, lo * t->n, n_prompts * t->n, (int)T };
+    return st;
+}
+
+/* a metric set by this rank's part of the work, summed over the ranks */
+static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name) {
+    double v = 0;
+    rl_metrics_get(met, name, &v);
+    vc_status st = rl_dist_reduce(t, &v, 1, VC_SUM);
+    if (!st) rl_metrics_set(met, name, v);
+    return st;
 }
 
 static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
@@ -105,22 +206,32 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     const uint32_t *idx = NULL;
     size_t n = vc_epoch_iter_next(&t->it, &idx);
     rl_batch b;
+    rl_dp dp;
     float *baselines = NULL;
+    /* data parallel: rank r rolls out the contiguous block r of the prompts (all n samples of each, so
+     * group statistics stay local); sampling is keyed by the global prompt index */
+    if (t->world > 1 && (int)n < t->world)
+        return vc_fail(VC_ERR_ARG, "step %lld: %zu prompts cannot be divided over %d ranks (data.train_batch_size)",
+                       (long long)t->step, n, t->world);
+    int lo = 0, hi = (int)n;
+    rl_dist_block(t, (int)n, &lo, &hi);
     t0 = vc_now();
-    vc_status st = rl_rollout_batch(t, t->train, idx, (int)n, &t->samp, t->n, (uint64_t)t->step, &b);
+    vc_status st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, (uint64_t)t->step, &b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
     t0 = vc_now();
-    st = rl_score_batch(t, t->train, &b, met);
-    if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx, (int)n, &b, &baselines);
+    st = dp_layout(t, &b, (int)n, lo, &dp);
+    if (!st) st = rl_score_batch(t, t->train, &b, met);
+    if (!st) st = sum_metric(t, met, "reward/failed_rows");
+    if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, &b, &baselines);
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);
     /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
-    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= b.B && !t->use_kl_in_reward;
+    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward;
     if (!st && !on_policy) {
         t0 = vc_now();
         st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, b.old_logp, NULL);
         b.have_old = !st;
-        if (!st) probs_diff(&b, b.old_logp, met);
+        if (!st) st = probs_diff(t, &b, b.old_logp, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
     }
     if (!st && t->need_ref) {
@@ -138,8 +249,17 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     t0 = vc_now();
     if (!st && t->use_kl_in_reward) {
         double kl = 0, beta = 0;
+        vc_kl_ctrl before = t->kl_ctrl;
         st = vc_apply_kl_penalty(b.token_scores, b.old_logp, b.ref_logp, b.mask, b.B, b.T, t->kl_reward_spec,
                                  &t->kl_ctrl, b.rewards, &kl, &beta);
+        if (!st && t->world > 1) {
+            /* the global batch's mean over rows, and the controller updated with it as on one rank */
+            double v[2] = { kl * b.B, b.B };
+            st = rl_dist_reduce(t, v, 2, VC_SUM);
+            kl = v[1] > 0 ? v[0] / v[1] : 0;
+            t->kl_ctrl = before;
+            vc_kl_ctrl_update(&t->kl_ctrl, kl, v[1]);
+        }
         rl_metrics_set(met, "actor/reward_kl_penalty", kl);
         rl_metrics_set(met, "actor/reward_kl_penalty_coeff", beta);
     } else if (!st) memcpy(b.rewards, b.token_scores, sizeof(float) * (size_t)b.B * b.T);
@@ -147,23 +267,25 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
     if (!st && t->use_critic) {
         t0 = vc_now();
-        st = rl_update_critic(&t->ctr, &t->critic, &b, &t->ccfg, met);
+        st = rl_update_critic_dp(&t->ctr, &t->critic, &b, &t->ccfg, &dp, met);
         rl_metrics_set(met, "timing_s/update_critic", vc_now() - t0);
     }
     if (!st && t->step >= t->critic_warmup) { /* verl: critic_warmup <= global_steps */
         t0 = vc_now();
-        st = rl_update_actor(&t->atr, &b, &t->acfg, on_policy && !b.have_old, met);
+        st = rl_update_actor_dp(&t->atr, &b, &t->acfg, on_policy && !b.have_old, &dp, met);
         double dt = vc_now() - t0;
         rl_metrics_set(met, "timing_s/update_actor", dt);
-        /* forward + backward ~ 6 N flops per token and epoch */
+        /* forward + backward ~ 6 N flops per token and epoch (this rank's tokens: a per-device figure) */
         double flops = 6.0 * (double)t->n_params * tokens_of(&b) * t->acfg.ppo_epochs;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
     }
-    if (!st) rl_data_metrics(t, &b, met);
+    if (!st) st = rl_data_metrics(t, &b, met);
+    double tokens = tokens_of(&b);
+    if (!st) st = rl_dist_reduce(t, &tokens, 1, VC_SUM);
     double step_s = vc_now() - t_step;
     rl_metrics_set(met, "timing_s/step", step_s);
-    rl_metrics_set(met, "perf/total_num_tokens", tokens_of(&b));
-    rl_metrics_set(met, "perf/throughput", step_s > 0 ? tokens_of(&b) / step_s : 0);
+    rl_metrics_set(met, "perf/total_num_tokens", tokens);
+    rl_metrics_set(met, "perf/throughput", step_s > 0 ? tokens / step_s / (t->world > 1 ? t->world : 1) : 0);
     rl_metrics_set(met, "training/epoch", (double)t->it.epoch);
     free(baselines);
     rl_batch_free(&b);

@@ -6,7 +6,7 @@
  * micro-batch gradients equal the mini-batch gradient) give d loss / d log-prob (and d / d entropy),
  * applied as constant per-token weights on the log-prob and entropy tensors (dot products). The critic
  * gets the final hidden states (loss_on_hidden) and applies its value head in the callback. */
-#include "rl_internal.h"
+#include "trainer_internal.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
 #include <math.h>
@@ -44,6 +44,11 @@ static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t t
 
 vc_status rl_trainer_init(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
                           const char *prefix, int64_t total_steps, int loss_on_hidden) {
+    return rl_trainer_init_dp(tr, m, extra, n_extra, cfg, prefix, total_steps, loss_on_hidden, NULL);
+}
+
+vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
+                             const char *prefix, int64_t total_steps, int loss_on_hidden, vc_comm *comm) {
     vc_trainer_config tc;
     vc_trainer_config_default(&tc);
     vc_status st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1,
@@ -58,6 +63,9 @@ vc_status rl_trainer_init(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, 
     tc.extra_params = extra;
     tc.n_extra_params = n_extra;
     tc.loss_on_hidden = loss_on_hidden;
+    /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
+    tc.comm = comm;
+    tc.local_batch = 1;
     return vc_trainer_init(tr, m, &tc);
 }
 
@@ -172,22 +180,36 @@ typedef struct step_ctx {
     rl_critic *cr;
 } step_ctx;
 
-static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_loss_fn fn, step_ctx *x, double *gn_sum,
-                          double *lr, int *n_steps) {
-    int B = b->B, mb_rows = l->mini_rows > 0 && l->mini_rows < B ? l->mini_rows : B;
-    int *order = vc_malloc(sizeof(int) * (size_t)B);
+/* The rows of global mini-batch order[0..nm) held by this rank (global rows [off, off + B)), as local
+ * rows in the global order: every rank contributes its share, the union is one rank's mini-batch. */
+static int local_rows(const int *order, int nm, int off, int B, int *out) {
+    int k = 0;
+    for (int i = 0; i < nm; i++)
+        if (order[i] >= off && order[i] < off + B) out[k++] = order[i] - off;
+    return k;
+}
+
+static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_loss_fn fn, step_ctx *x,
+                          const rl_dp *dp, double *gn_sum, double *lr, int *n_steps) {
+    int B = b->B, GB = dp ? dp->g_B : B, off = dp ? dp->g_off : 0;
+    int mb_rows = l->mini_rows > 0 && l->mini_rows < GB ? l->mini_rows : GB;
+    int *order = vc_malloc(sizeof(int) * (size_t)GB), *rows = vc_malloc(sizeof(int) * ((size_t)B + 1));
     mini mn = { 0 };
-    vc_status st = order ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
+    vc_status st = order && rows ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
     if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
     for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
-        minibatch_order(order, B, l->shuffle, l->seed, ep);
-        for (int m0 = 0; !st && m0 < B; m0 += mb_rows) {
-            int nm = B - m0 < mb_rows ? B - m0 : mb_rows;
-            mini_build(&mn, b, order + m0, nm);
-            x->rows = order + m0;
-            x->norm = (vc_agg_norm){ 1, mask_sum_rows(b, order + m0, nm), nm, 0 };
+        minibatch_order(order, GB, l->shuffle, l->seed, ep);
+        for (int m0 = 0; !st && m0 < GB; m0 += mb_rows) {
+            int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows;
+            int nm = local_rows(order + m0, gm, off, B, rows);
+            mini_build(&mn, b, rows, nm);
+            x->rows = rows;
+            /* the global mini-batch's normalisers (summed over ranks in rank order) */
+            double cnt[2] = { mask_sum_rows(b, rows, nm), nm };
+            if (dp && dp->world > 1 && (st = vc_comm_allreduce_f64_ordered(dp->comm, cnt, 2, VC_SUM))) break;
+            x->norm = (vc_agg_norm){ 1, cnt[0], cnt[1], dp ? dp->g_T : 0 };
             x->first_epoch = ep == 0;
-            tr->cfg.micro_bs = l->micro_rows > 0 ? l->micro_rows : nm;
+            tr->cfg.micro_bs = l->micro_rows > 0 ? l->micro_rows : (nm > 0 ? nm : 1);
             tr->cfg.max_tokens = l->max_tokens;
             vc_step_stats ss;
             st = vc_trainer_step(tr, &mn.mb, fn, x, &ss);
@@ -200,9 +222,25 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
         }
     }
     free(order);
+    free(rows);
     mini_free(&mn);
     mb_buf_free(&x->w);
     return st;
+}
+
+/* sums of the callbacks' metric accumulators over the ranks */
+static vc_status acc_reduce(const rl_dp *dp, acc *a, int n_sum, int i_max) {
+    if (!dp || dp->world <= 1) return VC_OK;
+    double v[17];
+    for (int i = 0; i < n_sum; i++) v[i] = a->sum[i];
+    v[n_sum] = a->n;
+    vc_status st = vc_comm_allreduce_f64_ordered(dp->comm, v, (size_t)n_sum + 1, VC_SUM);
+    if (!st && i_max >= 0) st = vc_comm_allreduce_f64(dp->comm, &a->sum[i_max], 1, VC_MAX);
+    if (st) return st;
+    for (int i = 0; i < n_sum; i++)
+        if (i != i_max) a->sum[i] = v[i];
+    a->n = (int)v[n_sum];
+    return VC_OK;
 }
 
 /* ---- actor ---- */
@@ -272,12 +310,18 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
 }
 
 vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, rl_metrics *met) {
+    return rl_update_actor_dp(tr, b, c, on_policy, NULL, met);
+}
+
+vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
+                             rl_metrics *met) {
     loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor" };
     step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy };
     double gn = 0, lr = 0;
     int n_steps = 0;
     tr->cfg.agg = c->pg.agg;
-    vc_status st = run_loop(tr, b, &l, actor_loss, &x, &gn, &lr, &n_steps);
+    vc_status st = run_loop(tr, b, &l, actor_loss, &x, dp, &gn, &lr, &n_steps);
+    if (!st) st = acc_reduce(dp, &x.a, A_DIFF_MAX + 1, A_DIFF_MAX);
     const acc *a = &x.a;
     if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */
@@ -335,12 +379,18 @@ static vc_status critic_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, 
 }
 
 vc_status rl_update_critic(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, rl_metrics *met) {
+    return rl_update_critic_dp(tr, cr, b, c, NULL, met);
+}
+
+vc_status rl_update_critic_dp(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, const rl_dp *dp,
+                              rl_metrics *met) {
     loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "critic" };
     step_ctx x = { .b = b, .cfg = c, .cr = cr };
     double gn = 0, lr = 0;
     int n_steps = 0;
     tr->cfg.agg = c->agg;
-    vc_status st = run_loop(tr, b, &l, critic_loss, &x, &gn, &lr, &n_steps);
+    vc_status st = run_loop(tr, b, &l, critic_loss, &x, dp, &gn, &lr, &n_steps);
+    if (!st) st = acc_reduce(dp, &x.a, 3, -1);
     if (!st && x.a.n) {
         rl_metrics_set(met, "critic/vf_loss", x.a.sum[0] / n_steps);
         rl_metrics_set(met, "critic/vf_clipfrac", x.a.sum[1] / x.a.n);

@@ -1,0 +1,51 @@
+/* Data parallelism of the RL trainer: reductions of metrics and counts over the ranks, the fixed split
+ * of a step's prompts (contiguous blocks), the failure agreement of collective saves, and the check of
+ * trainer.nnodes x trainer.n_gpus_per_node against the job's ranks. */
+#include "trainer_internal.h"
+#include <string.h>
+
+vc_status rl_dist_reduce(vc_rl_trainer *t, double *v, int n, vc_reduce_op op) {
+    if (!t->comm || t->world <= 1 || n <= 0) return VC_OK;
+    /* rank-ordered sums: the same bits on every rank and in every run */
+    vc_status st = op == VC_SUM ? vc_comm_allreduce_f64_ordered(t->comm, v, (size_t)n, op)
+                                : vc_comm_allreduce_f64(t->comm, v, (size_t)n, op);
+    return st ? vc_fail_ctx(st, "reduction of %d metrics", n) : VC_OK;
+}
+
+void rl_dist_block(const vc_rl_trainer *t, int n, int *lo, int *hi) {
+    int w = t->world > 1 ? t->world : 1, r = t->world > 1 ? t->rank : 0;
+    *lo = (int)((int64_t)n * r / w);
+    *hi = (int)((int64_t)n * (r + 1) / w);
+}
+
+vc_status rl_dist_agree(vc_rl_trainer *t, vc_status st, const char *what) {
+    if (!t->comm || t->world <= 1) return st;
+    double bad = st ? 1 : 0;
+    vc_status cs = vc_comm_allreduce_f64(t->comm, &bad, 1, VC_MAX);
+    if (st || cs) return st ? st : cs;
+    return bad ? vc_fail(VC_ERR_IO, "rank %d: %s: another rank failed (see its message)", t->rank, what) : VC_OK;
+}
+
+/* verl's defaults are nnodes=1, n_gpus_per_node=8: one process runs anyway (with a notice); a job of
+ * several ranks must match the keys exactly. */
+vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg) {
+    int64_t nn = 1, ng = 1;
+    vc_status st = vc_config_get_int_or(cfg, "trainer.nnodes", 1, &nn);
+    if (!st) st = vc_config_get_int_or(cfg, "trainer.n_gpus_per_node", 1, &ng);
+    if (st) return st;
+    if (nn < 1) nn = 1;
+    if (ng < 1) ng = 1;
+    if (t->world <= 1) {
+        if (nn * ng > 1 && t->verbose)
+            vc_info("trainer.nnodes=%lld x trainer.n_gpus_per_node=%lld, but one process runs: launch with "
+                    "mpirun -np %lld verlc train ... for data parallelism", (long long)nn, (long long)ng,
+                    (long long)(nn * ng));
+        return VC_OK;
+    }
+    if (nn * ng != t->world)
+        return vc_fail(VC_ERR_ARG,
+                       "trainer.nnodes=%lld x trainer.n_gpus_per_node=%lld = %lld ranks, but this job has %d (%s): "
+                       "launch with mpirun -np %lld (or fix the keys)", (long long)nn, (long long)ng,
+                       (long long)(nn * ng), t->world, vc_comm_kind(t->comm), (long long)(nn * ng));
+    return VC_OK;
+}

@@ -1,0 +1,279 @@
+/* Data-parallel `verlc train` (VERLC_BIN) under mpirun: one GRPO step (tiny Qwen3 with the real
+ * tokenizer's vocabulary, GSM8K rows as tests/rl/test_trainer_e2e.c builds them) on 2 ranks gives the
+ * exported weights of 1 rank within a float tolerance and the same step-1 score metrics and validation
+ * accuracy; the global mini-batches are the one-rank ones even where a rank holds none of a mini-batch's
+ * rows; a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
+ * dies mid-step (in its reward program) makes the job fail within VERLC_DIST_TIMEOUT. Skips the MPI part
+ * cleanly when mpirun (VERLC_MPIRUN) is missing or the build has no MPI. */
+#include "verlc/dist.h"
+#include "verlc/model.h"
+#include "verlc/report.h"
+#include "verlc/tokenizer.h"
+#include "vc_test.h"
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* 1 vs 2 ranks: same samples and rewards; the loss sums and gradient reductions run in another order
+ * (per-rank micro-batches, rank-ordered gradient sums), so weights agree to float rounding after Adam */
+#define WEIGHT_TOL 1e-5
+#define METRIC_TOL 1e-6
+
+static char dir[256], bin[512], shared[512];
+static const char *mpirun = "mpirun";
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static int on_path(const char *prog) {
+    if (strchr(prog, '/')) return access(prog, X_OK) == 0;
+    return sh("command -v '%s' >/dev/null 2>&1", prog) == 0;
+}
+
+/* MCA settings of tests/train/test_dp.c: shared memory only, no rsh agent */
+static const char *MPI_FLAGS = "--allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 "
+                               "--mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent false "
+                               "-x VERLC_DIST_TIMEOUT -x LSAN_OPTIONS -x VC_RLDP_MODE";
+
+/* 4 prompts x 2 samples per step; mini-batches of 2 prompts, so on 2 ranks the first global mini-batch
+ * is all rank 0's rows and the second all rank 1's */
+static const char *COMMON =
+    "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl "
+    "data.train_max_samples=8 data.val_max_samples=4 data.train_batch_size=4 data.max_prompt_length=256 "
+    "data.max_response_length=8 data.filter_overlong_prompts=true data.truncation=error data.shuffle=False "
+    "actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-3 "
+    "actor_rollout_ref.actor.ppo_mini_batch_size=%d actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
+    "actor_rollout_ref.rollout.n=2 algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=True "
+    "actor_rollout_ref.actor.kl_loss_coef=0.001 trainer.total_training_steps=1 trainer.val_before_train=False "
+    "trainer.test_freq=1 trainer.save_freq=1 trainer.nnodes=1 ";
+
+/* runs verlc train on np ranks (np 0: without mpirun); returns the exit status */
+static int train(int np, int ngpu, int mini, const char *out, const char *extra, const char *log) {
+    char common[2048];
+    snprintf(common, sizeof common, COMMON, dir, dir, dir, mini);
+    char launch[1024] = "";
+    if (np > 0) snprintf(launch, sizeof launch, "timeout 60 %s %s -np %d ", mpirun, MPI_FLAGS, np);
+    return sh("%s%s train %s trainer.n_gpus_per_node=%d trainer.default_local_dir=%s %s > %s 2>&1", launch, bin,
+              common, ngpu, out, extra ? extra : "", log);
+}
+
+static double max_weight_diff(const char *a, const char *b) {
+    vc_model *x = NULL, *y = NULL;
+    double d = INFINITY;
+    CHECK_OK(vc_model_load(a, &x));
+    CHECK_OK(vc_model_load(b, &y));
+    if (x && y && vc_model_n_params(x) == vc_model_n_params(y)) {
+        d = 0;
+        for (int i = 0; i < vc_model_n_params(x); i++) {
+            const char *nx = NULL, *ny = NULL;
+            vc_tensor *tx = vc_model_param(x, i, &nx, NULL), *ty = vc_model_param(y, i, &ny, NULL);
+            if (!tx || !ty || strcmp(nx, ny) || tx->n != ty->n) {
+                d = INFINITY;
+                break;
+            }
+            for (int64_t k = 0; k < tx->n; k++) d = fmax(d, fabs((double)tx->data[k] - ty->data[k]));
+        }
+    }
+    vc_model_free(x);
+    vc_model_free(y);
+    return d;
+}
+
+static double metric(const char *run, const char *name) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", run);
+    vc_metrics *m = NULL;
+    double v = NAN;
+    if (vc_metrics_read(p, &m)) return NAN;
+    const vc_metric_series *s = vc_metrics_find(m, name);
+    if (s && s->n) v = s->y[s->n - 1];
+    vc_metrics_free(m);
+    return v;
+}
+
+static int file_has(const char *path, const char *needle) {
+    char *text = NULL;
+    size_t n = 0;
+    int has = !vc_read_file(path, &text, &n) && strstr(text, needle);
+    free(text);
+    return has;
+}
+
+static void setup(void) {
+    CHECK(sh("mkdir -p %s/model", dir) == 0);
+    CHECK(sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
+    char tdir[600], cfg[1024], path[600];
+    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
+    vc_tokenizer *tok = NULL;
+    CHECK_OK(vc_tokenizer_load(tdir, &tok));
+    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
+    vc_tokenizer_free(tok);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":32,"
+             "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"
+             "\"intermediate_size\":64,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
+             "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
+             "\"torch_dtype\":\"float32\"}", vocab);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
+    CHECK(sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
+             bin, path, dir, tdir, tdir, dir) == 0);
+}
+
+static const char *SCORES[] = { "critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean",
+                                "critic/advantages/mean", "critic/advantages/max", "critic/advantages/min",
+                                "response_length/mean", "response_length/max", "response_length/min",
+                                "prompt_length/mean", "perf/total_num_tokens", "val-core/openai/gsm8k/acc/mean@1",
+                                "val-aux/openai/gsm8k/response_length/mean", NULL };
+
+/* a reward program whose scores vary with the response (two digits of its JSON line's CRC), so GRPO groups
+ * have non-zero advantages; the same text scores the same on any rank */
+static void write_scorer(char *extra, size_t n) {
+    char prog[400];
+    snprintf(prog, sizeof prog, "%s/score.sh", dir);
+    FILE *f = fopen(prog, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "#!/bin/sh\n"
+               "while read -r line; do\n"
+               "  c=$(printf %%s \"$line\" | cksum | cut -d' ' -f1)\n"
+               "  echo \"{\\\"score\\\": 0.$(( c %% 9 ))$(( c / 9 %% 10 ))}\"\n"
+               "done\n");
+    fclose(f);
+    chmod(prog, 0755);
+    snprintf(extra, n, "custom_reward_function.path=%s", prog);
+}
+
+/* mini: prompts per mini-batch; 2: two mini-batches, each all on one rank (the other contributes none);
+ * 4: one mini-batch split over the ranks */
+static void test_one_vs_two(int mini) {
+    char r1[400], r2[400], log[500], a[500], b[500], extra[500] = "";
+    write_scorer(extra, sizeof extra);
+    snprintf(r1, sizeof r1, "%s/run_1_%d", dir, mini);
+    snprintf(r2, sizeof r2, "%s/run_2_%d", dir, mini);
+    snprintf(log, sizeof log, "%s/one_%d.log", dir, mini);
+    int rc = train(0, 1, mini, r1, extra, log);
+    CHECK_MSG(rc == 0, "verlc train on one process failed (%d); see %s", rc, log);
+    snprintf(log, sizeof log, "%s/two_%d.log", dir, mini);
+    double t0 = vc_now();
+    rc = train(2, 2, mini, r2, extra, log);
+    CHECK_MSG(rc == 0, "mpirun -np 2 verlc train failed (%d); see %s", rc, log);
+    if (rc) sh("cat %s >&2", log);
+    printf("2 ranks: %.1f s\n", vc_now() - t0);
+    /* only rank 0 prints: one step line, one export notice */
+    CHECK_MSG(sh("test $(grep -c 'final actor exported' %s) -eq 1", log) == 0, "export notice not printed once (%s)", log);
+    snprintf(a, sizeof a, "%s/hf_model", r1);
+    snprintf(b, sizeof b, "%s/hf_model", r2);
+    double d = max_weight_diff(a, b);
+    printf("mini-batch of %d prompts: max |w(1 rank) - w(2 ranks)| over the exported weights: %.3g (tolerance %g)\n",
+           mini, d, WEIGHT_TOL);
+    CHECK_MSG(d <= WEIGHT_TOL, "exported weights differ by %g", d);
+    /* the step changed the weights at all (else the comparison says nothing) */
+    snprintf(a, sizeof a, "%s/model", dir);
+    double moved = max_weight_diff(a, b);
+    printf("max |w(2 ranks) - w(initial)|: %.3g\n", moved);
+    CHECK_MSG(moved > 100 * WEIGHT_TOL, "the step barely moved the weights (%g)", moved);
+    for (int i = 0; SCORES[i]; i++) {
+        double x = metric(r1, SCORES[i]), y = metric(r2, SCORES[i]);
+        CHECK_MSG(!isnan(x) && fabs(x - y) <= METRIC_TOL * fmax(1, fabs(x)), "%s: 1 rank %.9g, 2 ranks %.9g",
+                  SCORES[i], x, y);
+    }
+    double g1 = metric(r1, "actor/grad_norm"), g2 = metric(r2, "actor/grad_norm");
+    printf("actor/grad_norm: 1 rank %.9g, 2 ranks %.9g; critic/score/mean %.4f\n", g1, g2,
+           metric(r2, "critic/score/mean"));
+    CHECK_MSG(fabs(g1 - g2) <= 1e-4 * fmax(1, fabs(g1)), "grad_norm 1 rank %g vs 2 ranks %g", g1, g2);
+    /* checkpoint and resume-ready layout written once, by rank 0 */
+    snprintf(a, sizeof a, "%s/global_step_1/actor/model.safetensors", r2);
+    CHECK_MSG(vc_file_exists(a), "no checkpoint at %s", a);
+    snprintf(a, sizeof a, "%s/latest_checkpointed_iteration.txt", r2);
+    CHECK_MSG(file_has(a, "1"), "%s missing", a);
+}
+
+static void test_world_mismatch(void) {
+    char r[400], log[500];
+    snprintf(r, sizeof r, "%s/run_bad", dir);
+    snprintf(log, sizeof log, "%s/bad.log", dir);
+    int rc = train(2, 4, 2, r, NULL, log);
+    CHECK_MSG(rc != 0 && file_has(log, "n_gpus_per_node=4") && file_has(log, "this job has 2"),
+              "a 2-rank job with trainer.n_gpus_per_node=4 was not refused (%d, %s)", rc, log);
+}
+
+/* rank 1's reward program hangs (or kills rank 1) while step 1 scores its samples */
+static void test_fault(const char *mode) {
+    char r[400], log[500], prog[500], extra[700];
+    snprintf(r, sizeof r, "%s/run_%s", dir, mode);
+    snprintf(log, sizeof log, "%s/%s.log", dir, mode);
+    snprintf(prog, sizeof prog, "%s/reward_%s.sh", dir, mode);
+    FILE *f = fopen(prog, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "#!/bin/sh\n"
+               "if [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 1 ]; then\n"
+               "  if [ \"$VC_RLDP_MODE\" = kill ]; then kill -9 $PPID; fi\n"
+               "  exec sleep 20\n"
+               "fi\n"
+               "while read line; do echo '{\"score\": 0.5}'; done\n");
+    fclose(f);
+    chmod(prog, 0755);
+    setenv("VC_RLDP_MODE", mode, 1);
+    snprintf(extra, sizeof extra, "custom_reward_function.path=%s +custom_reward_function.timeout_s=100", prog);
+    double t0 = vc_now();
+    int rc = train(2, 2, 2, r, extra, log);
+    double secs = vc_now() - t0;
+    setenv("VC_RLDP_MODE", "none", 1);
+    int ok = rc != 0 && rc != 124 && secs < 25;
+    CHECK_MSG(ok, "rank 1 %s mid-step: exit %d after %.1f s (see %s)", mode, rc, secs, log);
+    if (!strcmp(mode, "hang"))
+        CHECK_MSG(file_has(log, "rank 0") && file_has(log, "VERLC_DIST_TIMEOUT"),
+                  "rank 0 did not report the timeout (%s)", log);
+    printf("rank 1 %s in its reward program: job ended with status %d in %.1f s %s\n",
+           !strcmp(mode, "hang") ? "hung" : "killed", rc, secs, ok ? "(pass)" : "(FAIL)");
+}
+
+int main(void) {
+    const char *b = getenv("VERLC_BIN");
+    snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
+    snprintf(shared, sizeof shared, "%s", vc_test_shared());
+    const char *m = getenv("VERLC_MPIRUN");
+    if (m && *m) mpirun = m;
+    if (!vc_comm_available("mpi")) {
+        printf("skipped: this build has no MPI\n");
+        return vc_test_done();
+    }
+    if (!on_path(mpirun)) {
+        printf("skipped: %s not found\n", mpirun);
+        return vc_test_done();
+    }
+    snprintf(dir, sizeof dir, "/tmp/verlc_rldp_%d", (int)getpid());
+    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL, lsan[512];
+    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
+    setenv("LSAN_OPTIONS", lsan, 1); /* Open MPI's plugins leak (tests/dist/test_dist.c) */
+    setenv("VERLC_DIST_TIMEOUT", "30", 1);
+    setenv("VC_RLDP_MODE", "none", 1);
+    double t0 = vc_now();
+    setup();
+    test_one_vs_two(2);
+    test_one_vs_two(4);
+    test_world_mismatch();
+    setenv("VERLC_DIST_TIMEOUT", "3", 1);
+    test_fault("hang");
+    test_fault("kill");
+    printf("rl dp: %.1f s\n", vc_now() - t0);
+    if (old) setenv("LSAN_OPTIONS", old, 1);
+    else unsetenv("LSAN_OPTIONS");
+    free(old);
+    if (!vc_t_fail && !getenv("VC_RLDP_KEEP")) sh("rm -rf %s", dir);
+    return vc_test_done();
+}
