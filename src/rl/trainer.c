@@ -4,33 +4,21 @@
 #include "verlc/chat_template.h"
 #include "verlc/reward.h"
 #include "verlc/tokenizer.h"
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
+#include "verlc/perf.h"
 #include <string.h>
 #include <sys/stat.h>
 
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                    "remax", "opo", "gpg", NULL };
 
-/* best of a few 384^3 sgemms (~0.1-0.5 s): measured of the machine's f32 throughput (for perf/mfu/actor) */
+/* the machine's fp32 peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak
+ * (vector width x FMA pipes x cores x clock); a measured GEMM peak when the CPU cannot be identified */
 double rl_peak_flops(void) {
-    enum { N = 384 };
-    float *a = vc_calloc(N * N, 4), *b = vc_calloc(N * N, 4), *c = vc_calloc(N * N, 4);
-    double best = 0;
-    if (a && b && c) {
-        for (int i = 0; i < N * N; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
-        for (int r = 0; r < 6; r++) {
-            double t0 = vc_now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, a, N, b, N, 0, c, N);
-            double dt = vc_now() - t0;
-            if (dt > 0 && 2.0 * N * N * N / dt > best) best = 2.0 * N * N * N / dt;
-        }
-    }
-    free(a);
-    free(b);
-    free(c);
-    return best > 0 ? best : 1e10;
+    double g = vc_perf_peak_theoretical();
+    if (g <= 0) g = vc_perf_peak_sgemm(512);
+    return g > 0 ? g * 1e9 : 1e10;
 }
 
 #define TRY(x) do { if (!st) st = (x); } while (0)
