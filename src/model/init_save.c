@@ -82,16 +82,14 @@ static vc_status write_config(const vc_model *m, const char *dir, vc_dtype dtype
     return st;
 }
 
-/* tokenizer and generation files travel with the weights */
-static vc_status copy_side_files(const vc_model *m, const char *dir) {
+vc_status vc_model_copy_side_files(const char *from, const char *to, int overwrite) {
     static const char *FILES[] = { "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                                    "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json" };
-    if (!m->dir) return VC_OK;
     for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
-        char *src = vc_path_join(m->dir, FILES[i]), *dst = vc_path_join(dir, FILES[i]), *buf = NULL;
+        char *src = vc_path_join(from, FILES[i]), *dst = vc_path_join(to, FILES[i]), *buf = NULL;
         size_t n = 0;
-        vc_status st = VC_OK;
-        if (src && dst && vc_file_exists(src)) {
+        vc_status st = src && dst ? VC_OK : VC_ERR_NOMEM;
+        if (!st && vc_file_exists(src) && (overwrite || !vc_file_exists(dst))) {
             st = vc_read_file(src, &buf, &n);
             if (!st) st = vc_write_file_atomic(dst, buf, n);
         }
@@ -130,6 +128,6 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
     vc_st_writer_free(w);
     if (!st) st = write_config(m, dir, dtype);
-    if (!st) st = copy_side_files(m, dir);
+    if (!st && m->dir) st = vc_model_copy_side_files(m->dir, dir, 1);
     return st;
 }

@@ -24,25 +24,6 @@ static vc_status load_base(const char *ckpt, const vc_train_state *s, vc_model *
     return st;
 }
 
-static vc_status copy_tokenizer(const char *from, const char *dir) {
-    static const char *FILES[] = { "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
-                                   "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json" };
-    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
-        char *src = vc_path_join(from, FILES[i]), *dst = vc_path_join(dir, FILES[i]), *buf = NULL;
-        size_t n = 0;
-        vc_status st = src && dst ? VC_OK : VC_ERR_NOMEM;
-        if (!st && vc_file_exists(src) && !vc_file_exists(dst)) {
-            st = vc_read_file(src, &buf, &n);
-            if (!st) st = vc_write_file_atomic(dst, buf, n);
-        }
-        free(src);
-        free(dst);
-        free(buf);
-        if (st) return st;
-    }
-    return VC_OK;
-}
-
 vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtype) {
     char *ckpt = NULL;
     vc_train_state s;
@@ -59,7 +40,7 @@ vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtyp
         if (dt != VC_BF16 && dt != VC_F16) dt = VC_F32;
     }
     st = vc_model_save_hf(m, out_dir, dt);
-    if (!st && s.tokenizer_dir[0]) st = copy_tokenizer(s.tokenizer_dir, out_dir);
+    if (!st && s.tokenizer_dir[0]) st = vc_model_copy_side_files(s.tokenizer_dir, out_dir, 0);
 out:
     vc_model_free(m);
     vc_train_state_clear(&s);
