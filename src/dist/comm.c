@@ -205,15 +205,24 @@ vc_status vc_comm_allreduce_f64_ordered(vc_comm *c, double *buf, size_t n, vc_re
     return allreduce(c, buf, n, VC_DIST_F64, op, 1);
 }
 
+/* Entry checks shared by both reduce-scatters; *skip is set when there is nothing to do. */
+static vc_status reduce_scatter_enter(vc_comm *c, const char *what, const float *in, const float *out,
+                                      size_t n_per_rank, int *skip) {
+    vc_status st = enter(c, what);
+    *skip = st == VC_OK && n_per_rank == 0;
+    if (st || *skip) return st;
+    if (!in || !out) return null_arg(c, what, in ? "output" : "input");
+    if (out < in + (size_t)c->size * n_per_rank && in < out + n_per_rank)
+        return vc_fail(VC_ERR_ARG, "rank %d: %s: input and output overlap", c->rank, what);
+    return VC_OK;
+}
+
 vc_status vc_comm_reduce_scatter_f32(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
     char what[96];
+    int skip;
     snprintf(what, sizeof what, "reduce-scatter of %zu floats per rank", n_per_rank);
-    vc_status st = enter(c, what);
-    if (st) return st;
-    if (n_per_rank == 0) return VC_OK;
-    if (!in || !out) return null_arg(c, what, in ? "output" : "input");
-    if ((const float *)out < in + (size_t)c->size * n_per_rank && in < (const float *)out + n_per_rank)
-        return vc_fail(VC_ERR_ARG, "rank %d: %s: input and output overlap", c->rank, what);
+    vc_status st = reduce_scatter_enter(c, what, in, out, n_per_rank, &skip);
+    if (st || skip) return st;
     double t0 = vc_now();
     return leave(c, c->ops->reduce_scatter_f32(c, in, out, n_per_rank), t0,
                  (double)n_per_rank * c->size * sizeof(float), what);
@@ -250,13 +259,10 @@ static vc_status reduce_scatter_ordered_fallback(vc_comm *c, const float *in, fl
 
 vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
     char what[96];
+    int skip;
     snprintf(what, sizeof what, "ordered reduce-scatter of %zu floats per rank", n_per_rank);
-    vc_status st = enter(c, what);
-    if (st) return st;
-    if (n_per_rank == 0) return VC_OK;
-    if (!in || !out) return null_arg(c, what, in ? "output" : "input");
-    if ((const float *)out < in + (size_t)c->size * n_per_rank && in < (const float *)out + n_per_rank)
-        return vc_fail(VC_ERR_ARG, "rank %d: %s: input and output overlap", c->rank, what);
+    vc_status st = reduce_scatter_enter(c, what, in, out, n_per_rank, &skip);
+    if (st || skip) return st;
     double t0 = vc_now();
     st = c->ops->reduce_scatter_ordered_f32 ? c->ops->reduce_scatter_ordered_f32(c, in, out, n_per_rank)
                                             : reduce_scatter_ordered_fallback(c, in, out, n_per_rank);
