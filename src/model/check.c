@@ -10,13 +10,6 @@
 static const char *NAMES[VC_CHECK_COUNT] = { "logits", "logprobs", "entropy", "loss", "grads", "greedy", "packed" };
 const char *vc_check_name(int i) { return i >= 0 && i < VC_CHECK_COUNT ? NAMES[i] : "?"; }
 
-typedef struct {
-    int B, L;
-    int32_t ids[64 * 64];
-    int64_t cu[65];
-    int len[64];
-} ref_batch;
-
 static vc_status read_ints(const vc_checkpoint *ck, const char *name, int32_t *out, int64_t *n, int64_t *shape) {
     const vc_st_tensor *t = vc_ckpt_find(ck, name);
     if (!t || (t->dtype != VC_I64 && t->dtype != VC_I32) || t->ndim != 2 || t->shape[0] * t->shape[1] > 64 * 64)

@@ -158,8 +158,6 @@ static void check_model(vc_model *m, int k) {
     }
     CHECK_MSG(worst < 0.05, "config %d (%s): worst FD gradient error %g", k, c->model_type, worst);
     /* gradient checkpointing and thread count give the same bits */
-    int64_t np = vc_model_param_count(m);
-    (void)np;
     float ref[18], other[18];
     vc_model_zero_grad(m);
     loss_of(m, g, ref, 1);
