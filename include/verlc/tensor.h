@@ -11,8 +11,8 @@
 #define VC_MAX_DIMS 4
 
 typedef struct vc_tensor {
-    float *data;
-    float *grad;       /* NULL until a gradient flows here; parameters own a persistent buffer */
+    float *data;       /* backend memory (device memory on a GPU) */
+    float *grad;       /* backend memory; NULL until a gradient flows here; parameters own a persistent buffer */
     int64_t shape[VC_MAX_DIMS];
     int64_t n;         /* number of elements */
     int ndim;
@@ -52,13 +52,27 @@ vc_status vc_graph_status(const vc_graph *g);
 
 /* Mark / rewind: everything allocated after a mark is released by rewinding to it. Only valid when no
  * tape node recorded after the mark is still needed (inference). */
-typedef struct { void *chunk; size_t used, total; int64_t nodes; } vc_graph_mark;
+typedef struct {
+    void *chunk;
+    size_t used, total;
+    int64_t nodes;
+    void *dchunk;
+    size_t dused, dtotal;
+} vc_graph_mark;
 vc_graph_mark vc_graph_get_mark(const vc_graph *g);
 void vc_graph_rewind(vc_graph *g, vc_graph_mark mark);
 
 /* Arena allocation from the graph (64-byte aligned; zeroed when `zero`). NULL on failure, and the
- * graph's status is set. */
+ * graph's status is set. vc_graph_alloc gives HOST memory (tensor headers, saved host metadata);
+ * vc_graph_dalloc gives BACKEND memory (tensor data and gradients, anything a backend entry reads or
+ * writes), from the active backend's allocator: device memory on a GPU. See src/tensor/backend.h. */
 void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero);
+void *vc_graph_dalloc(vc_graph *g, size_t bytes, int zero);
+/* Copies a host array into new backend memory of the graph (ids, targets, rope tables, weights). */
+void *vc_graph_upload(vc_graph *g, const void *src, size_t bytes);
+/* Copies t's data (or its gradient) to the host array dst (t->n floats). */
+vc_status vc_tensor_read(const vc_tensor *t, float *dst);
+vc_status vc_tensor_read_grad(const vc_tensor *t, float *dst);
 vc_tensor *vc_tensor_new(vc_graph *g, int ndim, const int64_t *shape, int zero);
 vc_tensor *vc_tensor_2d(vc_graph *g, int64_t a, int64_t b, int zero);
 /* A tensor header (in the arena) over existing memory, e.g. a parameter or a caller's buffer. */

@@ -2,6 +2,8 @@
  * functions. The CPU backend fills it in src/backend/cpu/; a CUDA backend fills the same table. */
 #ifndef VC_BACKEND_H
 #define VC_BACKEND_H
+#include "verlc/core.h"
+#include <stddef.h>
 #include <stdint.h>
 
 enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_NONE };
@@ -38,8 +40,29 @@ typedef struct vc_route_desc {
     const float *bias;    /* e_score_correction_bias: affects selection only */
 } vc_route_desc;
 
+struct vc_optim_param;
+struct vc_adamw_config;
+
+/* Memory model. Every float / int32 pointer an entry takes is BACKEND memory (from `alloc`), except
+ * where a comment says "host": the descriptor structs (vc_attn_desc, vc_route_desc) and their arrays
+ * q_start, kv_len, k_seq, v_seq, dk_seq, dv_seq, k_pages, v_pages are host memory whose pointer
+ * elements point into backend memory. For the CPU backend backend memory is host memory
+ * (host_visible = 1); for CUDA it is device memory; the "sim" backend (src/backend/sim) hands out host
+ * memory behind pointers that crash when the host dereferences them, so CPU tests prove that nothing
+ * outside the backend touches backend memory.
+ * Errors inside void entries are sticky: `sync` returns the first one (naming the op) and clears
+ * nothing; the CPU backend never fails after allocation. Accumulating entries say "+=". */
 typedef struct vc_backend {
     const char *name;
+    int host_visible;                      /* 1: backend memory may be read and written by the host */
+    /* ---- memory ---- */
+    void *(*alloc)(size_t bytes);          /* NULL (and vc_fail VC_ERR_NOMEM naming the size) on failure */
+    void (*free)(void *p);                 /* NULL is fine */
+    void (*h2d)(void *dst, const void *src, size_t bytes); /* host src may be reused on return */
+    void (*d2h)(void *dst, const void *src, size_t bytes); /* waits: host dst holds the data on return */
+    void (*d2d)(void *dst, const void *src, size_t bytes);
+    void (*zero)(void *dst, size_t bytes);
+    vc_status (*sync)(void);               /* waits for queued work; the first error since start, or VC_OK */
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major */
     void (*gemm)(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
@@ -72,9 +95,66 @@ typedef struct vc_backend {
     void (*route_fwd)(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
     void (*route_bwd)(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                       const vc_route_desc *d);
+    /* ---- elementwise and layout (n elements; y may alias x only where noted) ---- */
+    void (*fill)(float *y, float v, int64_t n);
+    void (*axpy)(float *y, float a, const float *x, int64_t n);                 /* y += a x (aliasing: no) */
+    void (*add)(float *y, const float *a, const float *b, int64_t n);           /* y = a + b */
+    void (*mul)(float *y, const float *a, const float *b, int64_t n);           /* y = a * b */
+    void (*mul_acc)(float *y, const float *a, const float *b, int64_t n);       /* y += a * b */
+    void (*scale)(float *y, const float *x, float s, int64_t n);                /* y = s x (y may be x) */
+    /* y[r, c] = x[r, c] * s[r];  backward: dx += dy * s[r] (dx may be NULL), ds[r] += sum_c dy x (ds may be NULL) */
+    void (*mul_rows_fwd)(float *y, const float *x, const float *s, int64_t R, int64_t C);
+    void (*mul_rows_bwd)(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
+    /* row copy: for r in [0, R): dst[r*dld + c] (= or += when acc) src[(r / rep)*sld + c], c in [0, C);
+     * rep >= 1 repeats each source row rep times (sld = 0 broadcasts one row) */
+    void (*rows_copy)(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                      int acc);
+    /* row sums: for i in [0, R / rep): dst[i*dld + c] += sum_{j < rep} src[(i*rep + j)*sld + c], j ascending */
+    void (*rows_sum)(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
+    /* db[c] += sum_r dy[r*C + c], r ascending (bias gradient) */
+    void (*col_sum)(float *db, const float *dy, int64_t R, int64_t C);
+    void (*softcap_fwd)(float *y, const float *x, float cap, int64_t n);        /* y = cap tanh(x / cap) */
+    void (*softcap_bwd)(float *dx, const float *dy, const float *y, float cap, int64_t n); /* dx += */
+    /* y[r] = W[r] / max(||W[r]||, 1e-12), nrm[r] = ||W[r]||;  backward dW += */
+    void (*rownorm_fwd)(float *y, float *nrm, const float *W, int64_t R, int64_t C);
+    void (*rownorm_bwd)(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);
+    /* out[0] = sum_i x[i] w[i] (double accumulation, fixed order);  backward dx += dout[0] * w */
+    void (*dot_fwd)(float *out, const float *x, const float *w, int64_t n);
+    void (*dot_bwd)(float *dx, const float *dout, const float *w, int64_t n);
+    /* embedding rows: y[t] = W[ids[t]];  backward dW[ids[t]] += dy[t], t ascending per row (ids backend memory) */
+    void (*embed_fwd)(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H);
+    void (*embed_bwd)(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
+    /* row gather: dst[r] = src[idx[r]], r in [0, R), rows of H (idx backend memory, int64) */
+    void (*gather_rows)(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+    /* MoE combine with inv[t*K + k] = grouped row of token t's k-th choice:
+     * fwd y[t] = sum_k w[t*K+k] Y[inv[t*K+k]] (k ascending);  bwd dY[inv] = w dy[t], dw[t*K+k] = dy[t].Y[inv];
+     * scatter dx[t] += sum_k dX[inv[t*K+k]] (k ascending) */
+    void (*moe_combine_fwd)(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                            int64_t H);
+    void (*moe_combine_bwd)(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
+                            int64_t T, int64_t K, int64_t H);
+    void (*moe_scatter_add)(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+    /* ---- optimiser (vc_optim_param.w / .g, m[i], v[i] are backend memory; the arrays are host) ---- */
+    /* one AdamW step, same float32 formula as vc_adamw_step; step counts this step (1 for the first) */
+    vc_status (*adamw)(const struct vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
+                       const struct vc_adamw_config *cfg, int64_t step, double lr);
+    /* sum of squares of every gradient in double, fixed order (host result) */
+    vc_status (*sumsq)(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
 } vc_backend;
 
+/* Matmul precision of the gemm / lm_head / moe GEMMs (process-wide; set before the first step).
+ * VC_PREC_F32: exact f32 products. VC_PREC_BF16: both inputs rounded to bf16 (nearest even), products
+ * accumulated in f32, outputs kept in f32 (PyTorch autocast-bf16 matmul numerics up to the rounding of
+ * the output); the CPU backend emulates it, CUDA runs bf16 tensor-core GEMMs. */
+enum vc_precision { VC_PREC_F32, VC_PREC_BF16 };
+void vc_set_matmul_precision(int prec);
+int vc_matmul_precision(void);
+
 const vc_backend *vc_backend_cpu(void);
+/* The CPU backend behind poisoned pointers (tests): every backend pointer is host memory + an offset
+ * that makes it non-canonical, so a host dereference faults at once; entries translate and call the
+ * CPU kernels. */
+const vc_backend *vc_backend_sim(void);
 const vc_backend *vc_be(void); /* the active backend */
 void vc_set_backend(const vc_backend *b); /* NULL: the CPU backend */
 #endif

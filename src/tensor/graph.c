@@ -1,6 +1,7 @@
 /* The step arena and the tape. The arena is a list of large chunks; reset keeps the chunks and
  * rewinds, so steady-state steps allocate nothing from the system. */
 #include "verlc/tensor.h"
+#include "tensor/backend.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,11 +11,17 @@ typedef struct chunk {
     struct chunk *next;
     size_t size, used;
     char *mem;
+    const vc_backend *be; /* backend memory: the backend that allocated it; NULL: host */
 } chunk;
 
-struct vc_graph {
+typedef struct arena {
     chunk *head, *cur;
-    size_t used, peak;
+    size_t used;
+} arena;
+
+struct vc_graph {
+    arena host, data; /* host: headers and metadata; data: backend memory (tensor data, gradients) */
+    size_t peak;
     vc_node *nodes;
     int64_t n_nodes, cap_nodes;
     int grad;
@@ -27,79 +34,133 @@ vc_graph *vc_graph_new(void) {
     return g;
 }
 
-void vc_graph_free(vc_graph *g) {
-    if (!g) return;
-    for (chunk *c = g->head, *n; c; c = n) {
+static void arena_free(arena *a) {
+    for (chunk *c = a->head, *n; c; c = n) {
         n = c->next;
-        vc_aligned_free(c->mem);
+        if (c->be) c->be->free(c->mem);
+        else vc_aligned_free(c->mem);
         free(c);
     }
+}
+
+void vc_graph_free(vc_graph *g) {
+    if (!g) return;
+    arena_free(&g->host);
+    arena_free(&g->data);
     free(g->nodes);
     free(g);
 }
 
+static void arena_reset(arena *a) {
+    for (chunk *c = a->head; c; c = c->next) c->used = 0;
+    a->cur = a->head;
+    a->used = 0;
+}
+
 void vc_graph_reset(vc_graph *g) {
-    for (chunk *c = g->head; c; c = c->next) c->used = 0;
-    g->cur = g->head;
-    g->used = 0;
+    arena_reset(&g->host);
+    arena_reset(&g->data);
     g->n_nodes = 0;
     g->status = VC_OK;
 }
 
 vc_graph_mark vc_graph_get_mark(const vc_graph *g) {
-    vc_graph_mark m = { g->cur, g->cur ? g->cur->used : 0, g->used, g->n_nodes };
+    vc_graph_mark m = { g->host.cur, g->host.cur ? g->host.cur->used : 0, g->host.used, g->n_nodes,
+                        g->data.cur, g->data.cur ? g->data.cur->used : 0, g->data.used };
     return m;
 }
 
-void vc_graph_rewind(vc_graph *g, vc_graph_mark m) {
-    chunk *c = m.chunk;
+static void arena_rewind(arena *a, void *cp, size_t used, size_t total) {
+    chunk *c = cp;
     if (!c) {
-        vc_graph_reset(g);
+        arena_reset(a);
         return;
     }
-    c->used = m.used;
+    c->used = used;
     for (chunk *n = c->next; n; n = n->next) n->used = 0;
-    g->cur = c;
-    g->used = m.total;
+    a->cur = c;
+    a->used = total;
+}
+
+void vc_graph_rewind(vc_graph *g, vc_graph_mark m) {
+    arena_rewind(&g->host, m.chunk, m.used, m.total);
+    arena_rewind(&g->data, m.dchunk, m.dused, m.dtotal);
     g->n_nodes = m.nodes;
 }
 
 void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
 int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
-size_t vc_graph_used_bytes(const vc_graph *g) { return g->used; }
+size_t vc_graph_used_bytes(const vc_graph *g) { return g->host.used + g->data.used; }
 vc_status vc_graph_status(const vc_graph *g) { return g->status; }
 
-void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero) {
+/* the backend memory of a chunk comes from the backend active when it was made; a chunk made by a
+ * backend with another memory kind (a different allocator) is not reused */
+static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *be) {
     bytes = (bytes + 63) & ~(size_t)63;
     if (!bytes) bytes = 64;
-    chunk *c = g->cur;
-    while (c && c->used + bytes > c->size) c = c->next;
+    chunk *c = a->cur;
+    while (c && (c->used + bytes > c->size || (be && c->be->alloc != be->alloc))) c = c->next;
     if (!c) {
         c = vc_calloc(1, sizeof *c);
         if (!c) goto oom;
         c->size = bytes > CHUNK_MIN ? bytes : CHUNK_MIN;
-        c->mem = aligned_alloc(64, c->size);
-        if (!c->mem) { free(c); goto oom; }
+        c->be = be;
+        c->mem = be ? be->alloc(c->size) : aligned_alloc(64, c->size);
+        if (!c->mem) {
+            free(c);
+            goto oom;
+        }
         /* append at the end of the list so earlier chunks are reused first after a reset */
-        if (!g->head) g->head = c;
+        if (!a->head) a->head = c;
         else {
-            chunk *t = g->head;
+            chunk *t = a->head;
             while (t->next) t = t->next;
             t->next = c;
         }
     }
-    g->cur = c;
+    a->cur = c;
     void *p = c->mem + c->used;
     c->used += bytes;
-    g->used += bytes;
-    if (g->used > g->peak) g->peak = g->used;
-    if (zero) memset(p, 0, bytes);
+    a->used += bytes;
+    if (g->host.used + g->data.used > g->peak) g->peak = g->host.used + g->data.used;
     return p;
 oom:
     if (g->status == VC_OK)
-        g->status = vc_fail(VC_ERR_NOMEM, "step arena: cannot allocate %zu bytes (%zu in use)", bytes, g->used);
+        g->status = vc_fail(VC_ERR_NOMEM, "step arena: cannot allocate %zu bytes of %s memory (%zu in use)", bytes,
+                            be ? be->name : "host", a->used);
     return NULL;
+}
+
+void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero) {
+    void *p = arena_alloc(g, &g->host, bytes, NULL);
+    if (p && zero) memset(p, 0, bytes);
+    return p;
+}
+
+void *vc_graph_dalloc(vc_graph *g, size_t bytes, int zero) {
+    const vc_backend *be = vc_be();
+    void *p = arena_alloc(g, &g->data, bytes, be);
+    if (p && zero) be->zero(p, bytes);
+    return p;
+}
+
+void *vc_graph_upload(vc_graph *g, const void *src, size_t bytes) {
+    void *p = vc_graph_dalloc(g, bytes, 0);
+    if (p && bytes) vc_be()->h2d(p, src, bytes);
+    return p;
+}
+
+vc_status vc_tensor_read(const vc_tensor *t, float *dst) {
+    if (!t || !t->data) return vc_fail(VC_ERR_INTERNAL, "tensor read: no data");
+    vc_be()->d2h(dst, t->data, (size_t)t->n * sizeof(float));
+    return vc_be()->sync();
+}
+
+vc_status vc_tensor_read_grad(const vc_tensor *t, float *dst) {
+    if (!t || !t->grad) return vc_fail(VC_ERR_INTERNAL, "tensor read: no gradient");
+    vc_be()->d2h(dst, t->grad, (size_t)t->n * sizeof(float));
+    return vc_be()->sync();
 }
 
 vc_tensor *vc_tensor_wrap(vc_graph *g, float *data, int ndim, const int64_t *shape) {
@@ -118,7 +179,7 @@ vc_tensor *vc_tensor_wrap(vc_graph *g, float *data, int ndim, const int64_t *sha
 vc_tensor *vc_tensor_new(vc_graph *g, int ndim, const int64_t *shape, int zero) {
     vc_tensor *t = vc_tensor_wrap(g, NULL, ndim, shape);
     if (!t) return NULL;
-    t->data = vc_graph_alloc(g, (size_t)t->n * sizeof(float), zero);
+    t->data = vc_graph_dalloc(g, (size_t)t->n * sizeof(float), zero);
     return t->data ? t : NULL;
 }
 
@@ -142,7 +203,7 @@ void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64
 }
 
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {
-    if (!t->grad) t->grad = vc_graph_alloc(g, (size_t)t->n * sizeof(float), 1);
+    if (!t->grad) t->grad = vc_graph_dalloc(g, (size_t)t->n * sizeof(float), 1);
     return t->grad;
 }
 

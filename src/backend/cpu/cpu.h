@@ -5,6 +5,11 @@
 #include "verlc/core.h"
 #include <stdlib.h>
 
+void *vc_cpu_alloc(size_t bytes);
+void vc_cpu_free(void *p);
+void vc_cpu_copy(void *dst, const void *src, size_t bytes);
+void vc_cpu_zero(void *dst, size_t bytes);
+vc_status vc_cpu_sync(void);
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);

@@ -258,6 +258,14 @@ static void vc_cpu_rope(float *x, const float *cs, const float *sn, int64_t T, i
 
 static const vc_backend CPU = {
     .name = "cpu",
+    .host_visible = 1,
+    .alloc = vc_cpu_alloc,
+    .free = vc_cpu_free,
+    .h2d = vc_cpu_copy,
+    .d2h = vc_cpu_copy,
+    .d2d = vc_cpu_copy,
+    .zero = vc_cpu_zero,
+    .sync = vc_cpu_sync,
     .gemm = vc_cpu_gemm,
     .rmsnorm_fwd = vc_cpu_rmsnorm_fwd,
     .rmsnorm_bwd = vc_cpu_rmsnorm_bwd,
@@ -280,3 +288,6 @@ const vc_backend *vc_backend_cpu(void) { return &CPU; }
 static const vc_backend *active = &CPU;
 const vc_backend *vc_be(void) { return active; }
 void vc_set_backend(const vc_backend *b) { active = b ? b : &CPU; }
+static int matmul_prec = VC_PREC_F32;
+void vc_set_matmul_precision(int prec) { matmul_prec = prec; }
+int vc_matmul_precision(void) { return matmul_prec; }

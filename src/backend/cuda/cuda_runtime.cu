@@ -335,24 +335,28 @@ vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
 }
 
 /* ---- the op table ---- */
-static const vc_backend CUDA_BACKEND = {
-    "cuda",
-    vc_cu_gemm_entry,
-    vc_cu_rmsnorm_fwd,
-    vc_cu_rmsnorm_bwd,
-    vc_cu_layernorm_fwd,
-    vc_cu_layernorm_bwd,
-    vc_cu_rope,
-    vc_cu_attn_fwd,
-    vc_cu_attn_bwd,
-    vc_cu_act_fwd,
-    vc_cu_act_bwd,
-    vc_cu_act_mul_fwd,
-    vc_cu_act_mul_bwd,
-    vc_cu_lm_head_fwd,
-    vc_cu_lm_head_bwd,
-    vc_cu_route_fwd,
-    vc_cu_route_bwd,
-};
+static vc_backend make_cuda_backend(void) {
+    vc_backend b = {};
+    b.name = "cuda";
+    b.host_visible = 0;
+    b.gemm = vc_cu_gemm_entry;
+    b.rmsnorm_fwd = vc_cu_rmsnorm_fwd;
+    b.rmsnorm_bwd = vc_cu_rmsnorm_bwd;
+    b.layernorm_fwd = vc_cu_layernorm_fwd;
+    b.layernorm_bwd = vc_cu_layernorm_bwd;
+    b.rope = vc_cu_rope;
+    b.attn_fwd = vc_cu_attn_fwd;
+    b.attn_bwd = vc_cu_attn_bwd;
+    b.act_fwd = vc_cu_act_fwd;
+    b.act_bwd = vc_cu_act_bwd;
+    b.act_mul_fwd = vc_cu_act_mul_fwd;
+    b.act_mul_bwd = vc_cu_act_mul_bwd;
+    b.lm_head_fwd = vc_cu_lm_head_fwd;
+    b.lm_head_bwd = vc_cu_lm_head_bwd;
+    b.route_fwd = vc_cu_route_fwd;
+    b.route_bwd = vc_cu_route_bwd;
+    return b;
+}
+static const vc_backend CUDA_BACKEND = make_cuda_backend();
 
 extern "C" const vc_backend *vc_backend_cuda(void) { return &CUDA_BACKEND; }
