@@ -474,6 +474,10 @@ static void launch_fwd(float *o, float *lse, const float *q, const vc_attn_desc 
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
     const char *op = "attention forward";
     if (!vc_cu_begin(op) || !attn_check(d, op) || d->n_seq <= 0) return;
+    if (d->page_tokens > 0) {
+        vc_cu_attn_fwd_paged(o, lse, q, d, "paged attention forward");
+        return;
+    }
     switch (bucket(d)) {
     case 64: launch_fwd<64, 64, 64>(o, lse, q, d, op); break;
     case 128: launch_fwd<128, 64, 64>(o, lse, q, d, op); break;
@@ -517,6 +521,10 @@ void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *l
                     const vc_attn_desc *d) {
     const char *op = "attention backward";
     if (!vc_cu_begin(op) || !attn_check(d, op) || d->n_seq <= 0) return;
+    if (d->page_tokens > 0) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "paged keys/values are forward only");
+        return;
+    }
     int64_t rows = d->q_start[d->n_seq] - d->q_start[0], base = d->q_start[0];
     float *Dfull = (float *)vc_cu_scratch((size_t)(d->q_start[d->n_seq] * d->n_head) * sizeof(float), op);
     if (!Dfull) return;

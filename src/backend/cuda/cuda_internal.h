@@ -63,6 +63,38 @@ void vc_cu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, con
 void vc_cu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                      const vc_route_desc *d);
 
+/* elementwise and layout entries (cuda_elem.cu) */
+void vc_cu_fill(float *y, float v, int64_t n);
+void vc_cu_axpy(float *y, float a, const float *x, int64_t n);
+void vc_cu_add(float *y, const float *a, const float *b, int64_t n);
+void vc_cu_mul(float *y, const float *a, const float *b, int64_t n);
+void vc_cu_mul_acc(float *y, const float *a, const float *b, int64_t n);
+void vc_cu_scale(float *y, const float *x, float s, int64_t n);
+void vc_cu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C);
+void vc_cu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
+void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                     int acc);
+void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
+void vc_cu_col_sum(float *db, const float *dy, int64_t R, int64_t C);
+void vc_cu_softcap_fwd(float *y, const float *x, float cap, int64_t n);
+void vc_cu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n);
+void vc_cu_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C);
+void vc_cu_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);
+void vc_cu_dot_fwd(float *out, const float *x, const float *w, int64_t n);
+void vc_cu_dot_bwd(float *dx, const float *dout, const float *w, int64_t n);
+void vc_cu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H);
+void vc_cu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
+void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+void vc_cu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                           int64_t H);
+void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
+                           int64_t T, int64_t K, int64_t H);
+void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+/* optimiser entries (cuda_optim.cu): sum of squares in double, fixed order, host result */
+vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+/* paged attention forward (cuda_paged.cu), called by vc_cu_attn_fwd when d->page_tokens > 0 */
+void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+
 static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));

@@ -81,8 +81,9 @@ __global__ void k_scale(float *g, size_t n, float c) {
         g[i] *= c;
 }
 
-vc_status vc_cuda_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors, double *norm) {
-    const char *op = "grad norm";
+/* sum of squares of every tensor: fixed chunk partials in tensor order, then one fixed block tree */
+vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out) {
+    const char *op = "sum of squares";
     if (!vc_cu_begin(op)) return vc_cuda_error();
     size_t np = 0;
     for (size_t t = 0; t < n_tensors; t++) np += (sizes[t] + CHUNK - 1) / CHUNK;
@@ -91,14 +92,21 @@ vc_status vc_cuda_grad_norm(const float *const *grads, const size_t *sizes, size
     size_t at = 0;
     for (size_t t = 0; t < n_tensors; t++) {
         size_t nb = (sizes[t] + CHUNK - 1) / CHUNK;
-        if (nb) k_sumsq_chunks<<<(unsigned)nb, NT, 0, vc_cu_stream()>>>(part + at, grads[t], sizes[t]);
+        if (nb) k_sumsq_chunks<<<(unsigned)nb, NT, 0, vc_cu_stream()>>>(part + at, x[t], sizes[t]);
         at += nb;
     }
     k_sum_partials<<<1, 1024, 0, vc_cu_stream()>>>(part + np, part, np);
     vc_status st = vc_cu_end(op) ? VC_OK : vc_cuda_error();
     if (st == VC_OK) st = vc_cuda_d2h(&total, part + np, sizeof total);
     vc_cu_scratch_free(part);
-    if (st == VC_OK) *norm = sqrt(total);
+    if (st == VC_OK) *out = total;
+    return st;
+}
+
+vc_status vc_cuda_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors, double *norm) {
+    double ss = 0;
+    vc_status st = vc_cu_sumsq(grads, sizes, n_tensors, &ss);
+    if (st == VC_OK) *norm = sqrt(ss);
     return st;
 }
 

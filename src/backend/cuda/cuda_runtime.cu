@@ -221,9 +221,21 @@ void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
     return p;
 }
 
+/* An allocation failure is reported to the caller (NULL, VC_ERR_NOMEM naming the size) but is not a
+ * sticky device error: the stream is fine, and the caller may free memory and try again. */
 void *vc_cuda_malloc(size_t bytes) {
     if (!vc_cu_begin("malloc")) return NULL;
-    return vc_cu_scratch(bytes, "malloc");
+    void *p = NULL;
+    cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 256, g_stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t f = 0, t = 0;
+        cudaMemGetInfo(&f, &t);
+        vc_fail(VC_ERR_NOMEM, "cuda: out of device memory allocating %.1f MiB (%.1f MiB free of %.1f MiB: %s)",
+                bytes / 1048576.0, f / 1048576.0, t / 1048576.0, cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
 }
 
 void vc_cuda_free(void *p) {
@@ -283,6 +295,35 @@ static int dims_ok(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, in
     return 1;
 }
 
+/* dst[r * cols + c] = bf16(src[r * ld + c]): the used part of a strided operand, packed */
+__global__ void k_pack_bf16(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[(i / cols) * ld + i % cols]);
+}
+
+/* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch, then a bf16 x bf16
+ * GEMM with f32 accumulation and an f32 C (alpha and beta applied in f32), as torch autocast does. */
+static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op) {
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    __nv_bfloat16 *a16 = (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
+    __nv_bfloat16 *b16 = a16 ? (__nv_bfloat16 *)vc_cu_scratch((size_t)(br * bc) * 2, op) : NULL;
+    int ok = 0;
+    if (a16 && b16) {
+        k_pack_bf16<<<vc_cu_blocks(ar * ac, 256), 256, 0, g_stream>>>(a16, A, ar, ac, lda);
+        k_pack_bf16<<<vc_cu_blocks(br * bc, 256), 256, 0, g_stream>>>(b16, B, br, bc, ldb);
+        cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        (int)N, (int)M, (int)K, &alpha, b16, CUDA_R_16BF, (int)bc, a16, CUDA_R_16BF,
+                                        (int)ac, &beta, C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
+        ok = vc_cu_blas_ok(s, op) && vc_cu_end(op);
+    }
+    vc_cu_scratch_free(a16);
+    vc_cu_scratch_free(b16);
+    return ok;
+}
+
 /* Row-major C = A B is column-major C^T = B^T A^T: swap the operands and M/N. */
 int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op) {
@@ -292,6 +333,7 @@ int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
         return vc_cu_end(op);
     }
     if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return 0;
+    if (vc_matmul_precision() == VC_PREC_BF16) return gemm_bf16_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, op);
     cublasStatus_t s = cublasSgemm(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                                    (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc);
     return vc_cu_blas_ok(s, op) && vc_cu_end(op);
@@ -335,10 +377,25 @@ vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
 }
 
 /* ---- the op table ---- */
+static void be_free(void *p) { vc_cuda_free(p); }
+static void be_h2d(void *dst, const void *src, size_t bytes) { vc_cuda_h2d(dst, src, bytes); }
+static void be_d2h(void *dst, const void *src, size_t bytes) { vc_cuda_d2h(dst, src, bytes); }
+static void be_d2d(void *dst, const void *src, size_t bytes) { vc_cuda_d2d(dst, src, bytes); }
+static void be_zero(void *dst, size_t bytes) {
+    if (bytes) vc_cuda_memset0(dst, bytes);
+}
+
 static vc_backend make_cuda_backend(void) {
     vc_backend b = {};
     b.name = "cuda";
     b.host_visible = 0;
+    b.alloc = vc_cuda_malloc;
+    b.free = be_free;
+    b.h2d = be_h2d;
+    b.d2h = be_d2h;
+    b.d2d = be_d2d;
+    b.zero = be_zero;
+    b.sync = vc_cuda_sync;
     b.gemm = vc_cu_gemm_entry;
     b.rmsnorm_fwd = vc_cu_rmsnorm_fwd;
     b.rmsnorm_bwd = vc_cu_rmsnorm_bwd;
@@ -355,6 +412,31 @@ static vc_backend make_cuda_backend(void) {
     b.lm_head_bwd = vc_cu_lm_head_bwd;
     b.route_fwd = vc_cu_route_fwd;
     b.route_bwd = vc_cu_route_bwd;
+    b.fill = vc_cu_fill;
+    b.axpy = vc_cu_axpy;
+    b.add = vc_cu_add;
+    b.mul = vc_cu_mul;
+    b.mul_acc = vc_cu_mul_acc;
+    b.scale = vc_cu_scale;
+    b.mul_rows_fwd = vc_cu_mul_rows_fwd;
+    b.mul_rows_bwd = vc_cu_mul_rows_bwd;
+    b.rows_copy = vc_cu_rows_copy;
+    b.rows_sum = vc_cu_rows_sum;
+    b.col_sum = vc_cu_col_sum;
+    b.softcap_fwd = vc_cu_softcap_fwd;
+    b.softcap_bwd = vc_cu_softcap_bwd;
+    b.rownorm_fwd = vc_cu_rownorm_fwd;
+    b.rownorm_bwd = vc_cu_rownorm_bwd;
+    b.dot_fwd = vc_cu_dot_fwd;
+    b.dot_bwd = vc_cu_dot_bwd;
+    b.embed_fwd = vc_cu_embed_fwd;
+    b.embed_bwd = vc_cu_embed_bwd;
+    b.gather_rows = vc_cu_gather_rows;
+    b.moe_combine_fwd = vc_cu_moe_combine_fwd;
+    b.moe_combine_bwd = vc_cu_moe_combine_bwd;
+    b.moe_scatter_add = vc_cu_moe_scatter_add;
+    b.adamw = vc_cuda_adamw_step;
+    b.sumsq = vc_cu_sumsq;
     return b;
 }
 static const vc_backend CUDA_BACKEND = make_cuda_backend();

@@ -1,0 +1,354 @@
+/* CUDA elementwise and layout entries of the op table: fill, axpy, add, mul, scale, row scaling, row
+ * copies and sums, column sums, soft-cap, row normalisation, dot, embedding, row gather and the MoE
+ * combine / scatter. No float atomics: every output element is written by one thread, and sums that
+ * the table specifies in a fixed order ("r ascending", "k ascending", "t ascending per row") are
+ * accumulated by that thread into the destination in that order, as the CPU loops do. Reductions
+ * inside one row (ds of mul_rows, rownorm, the MoE weight gradient) use a fixed block/warp tree: the
+ * same bits run to run, within rounding of the CPU's sequential sums. */
+#include "cuda_internal.h"
+
+#define ET 256 /* threads per block of the elementwise kernels */
+#define GRID_LOOP(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define LAUNCH(n) vc_cu_blocks((n), ET), ET, 0, vc_cu_stream()
+
+/* ---- plain elementwise ---- */
+__global__ void k_fill(float *y, float v, int64_t n) { GRID_LOOP(i, n) y[i] = v; }
+__global__ void k_axpy(float *y, float a, const float *x, int64_t n) { GRID_LOOP(i, n) y[i] += a * x[i]; }
+__global__ void k_add(float *y, const float *a, const float *b, int64_t n) { GRID_LOOP(i, n) y[i] = a[i] + b[i]; }
+__global__ void k_mul(float *y, const float *a, const float *b, int64_t n) { GRID_LOOP(i, n) y[i] = a[i] * b[i]; }
+__global__ void k_mul_acc(float *y, const float *a, const float *b, int64_t n) { GRID_LOOP(i, n) y[i] += a[i] * b[i]; }
+__global__ void k_scale_x(float *y, const float *x, float s, int64_t n) { GRID_LOOP(i, n) y[i] = s * x[i]; }
+
+void vc_cu_fill(float *y, float v, int64_t n) {
+    if (!vc_cu_begin("fill") || n <= 0) return;
+    k_fill<<<LAUNCH(n)>>>(y, v, n);
+    vc_cu_end("fill");
+}
+void vc_cu_axpy(float *y, float a, const float *x, int64_t n) {
+    if (!vc_cu_begin("axpy") || n <= 0) return;
+    k_axpy<<<LAUNCH(n)>>>(y, a, x, n);
+    vc_cu_end("axpy");
+}
+void vc_cu_add(float *y, const float *a, const float *b, int64_t n) {
+    if (!vc_cu_begin("add") || n <= 0) return;
+    k_add<<<LAUNCH(n)>>>(y, a, b, n);
+    vc_cu_end("add");
+}
+void vc_cu_mul(float *y, const float *a, const float *b, int64_t n) {
+    if (!vc_cu_begin("mul") || n <= 0) return;
+    k_mul<<<LAUNCH(n)>>>(y, a, b, n);
+    vc_cu_end("mul");
+}
+void vc_cu_mul_acc(float *y, const float *a, const float *b, int64_t n) {
+    if (!vc_cu_begin("mul_acc") || n <= 0) return;
+    k_mul_acc<<<LAUNCH(n)>>>(y, a, b, n);
+    vc_cu_end("mul_acc");
+}
+void vc_cu_scale(float *y, const float *x, float s, int64_t n) {
+    if (!vc_cu_begin("scale") || n <= 0) return;
+    k_scale_x<<<LAUNCH(n)>>>(y, x, s, n);
+    vc_cu_end("scale");
+}
+
+/* ---- row scaling: y[r, c] = x[r, c] s[r] ---- */
+__global__ void k_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
+    GRID_LOOP(i, R * C) y[i] = x[i] * s[i / C];
+}
+__global__ void k_mul_rows_dx(float *dx, const float *dy, const float *s, int64_t R, int64_t C) {
+    GRID_LOOP(i, R * C) dx[i] += dy[i] * s[i / C];
+}
+/* one block per row: ds[r] += sum_c dy x (block tree, fixed) */
+__global__ void k_mul_rows_ds(float *ds, const float *dy, const float *x, int64_t C) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *a = dy + r * C, *b = x + r * C;
+    float acc = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) acc += a[c] * b[c];
+    acc = vc_block_sum(acc, sh);
+    if (threadIdx.x == 0) ds[r] += acc;
+}
+
+void vc_cu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
+    if (!vc_cu_begin("mul_rows forward") || R <= 0 || C <= 0) return;
+    k_mul_rows_fwd<<<LAUNCH(R * C)>>>(y, x, s, R, C);
+    vc_cu_end("mul_rows forward");
+}
+void vc_cu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C) {
+    const char *op = "mul_rows backward";
+    if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
+    if (dx) k_mul_rows_dx<<<LAUNCH(R * C)>>>(dx, dy, s, R, C);
+    if (ds) k_mul_rows_ds<<<(unsigned)R, ET, 0, vc_cu_stream()>>>(ds, dy, x, C);
+    vc_cu_end(op);
+}
+
+/* ---- row copies and sums ---- */
+__global__ void k_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                            int acc) {
+    GRID_LOOP(i, R * C) {
+        int64_t r = i / C, c = i % C;
+        float v = src[(r / rep) * sld + c];
+        float *d = dst + r * dld + c;
+        *d = acc ? *d + v : v;
+    }
+}
+/* dst[i, c] += src[i*rep + j, c] for j ascending, one thread per (i, c) */
+__global__ void k_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t n_out, int64_t C,
+                           int64_t rep) {
+    GRID_LOOP(e, n_out * C) {
+        int64_t i = e / C, c = e % C;
+        float a = dst[i * dld + c];
+        const float *s = src + i * rep * sld + c;
+        for (int64_t j = 0; j < rep; j++) a += s[j * sld];
+        dst[i * dld + c] = a;
+    }
+}
+/* db[c] += dy[r, c] for r ascending, one thread per column (coalesced across the warp) */
+__global__ void k_col_sum(float *db, const float *dy, int64_t R, int64_t C) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float a = db[c];
+    for (int64_t r = 0; r < R; r++) a += dy[r * C + c];
+    db[c] = a;
+}
+
+void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                     int acc) {
+    const char *op = "rows_copy";
+    if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
+    if (rep < 1) {
+        vc_cu_fail(VC_ERR_ARG, op, "repeat count below 1");
+        return;
+    }
+    k_rows_copy<<<LAUNCH(R * C)>>>(dst, dld, src, sld, R, C, rep, acc);
+    vc_cu_end(op);
+}
+void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep) {
+    const char *op = "rows_sum";
+    if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
+    if (rep < 1) {
+        vc_cu_fail(VC_ERR_ARG, op, "repeat count below 1");
+        return;
+    }
+    int64_t n_out = R / rep;
+    if (n_out <= 0) return;
+    k_rows_sum<<<LAUNCH(n_out * C)>>>(dst, dld, src, sld, n_out, C, rep);
+    vc_cu_end(op);
+}
+void vc_cu_col_sum(float *db, const float *dy, int64_t R, int64_t C) {
+    if (!vc_cu_begin("col_sum") || R <= 0 || C <= 0) return;
+    k_col_sum<<<(unsigned)((C + ET - 1) / ET), ET, 0, vc_cu_stream()>>>(db, dy, R, C);
+    vc_cu_end("col_sum");
+}
+
+/* ---- soft-cap: y = cap tanh(x / cap);  dx += dy (1 - (y / cap)^2) ---- */
+__global__ void k_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
+    GRID_LOOP(i, n) y[i] = cap * tanhf(x[i] / cap);
+}
+__global__ void k_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n) {
+    GRID_LOOP(i, n) {
+        float t = y[i] / cap;
+        dx[i] += dy[i] * (1.0f - t * t);
+    }
+}
+void vc_cu_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
+    if (!vc_cu_begin("softcap forward") || n <= 0) return;
+    k_softcap_fwd<<<LAUNCH(n)>>>(y, x, cap, n);
+    vc_cu_end("softcap forward");
+}
+void vc_cu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n) {
+    if (!vc_cu_begin("softcap backward") || n <= 0) return;
+    k_softcap_bwd<<<LAUNCH(n)>>>(dx, dy, y, cap, n);
+    vc_cu_end("softcap backward");
+}
+
+/* ---- row normalisation (F.normalize): y = W / max(||W||, 1e-12), one block per row ----
+ * backward: dW += (dy - y (y . dy)) / ||W|| where the norm exceeds the clamp, else dy / 1e-12 */
+#define RN_EPS 1e-12f
+__global__ void k_rownorm_fwd(float *y, float *nrm, const float *W, int64_t C) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *w = W + r * C;
+    float ss = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) ss += w[c] * w[c];
+    float n = sqrtf(vc_block_sum(ss, sh));
+    if (nrm && threadIdx.x == 0) nrm[r] = n;
+    float d = fmaxf(n, RN_EPS);
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) y[r * C + c] = w[c] / d;
+}
+__global__ void k_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t C) {
+    __shared__ float sh[32];
+    int64_t r = blockIdx.x;
+    const float *g = dy + r * C, *yr = y + r * C;
+    float n = nrm[r];
+    if (n > RN_EPS) {
+        float dot = 0;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dot += yr[c] * g[c];
+        dot = vc_block_sum(dot, sh);
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dW[r * C + c] += (g[c] - yr[c] * dot) / n;
+    } else {
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dW[r * C + c] += g[c] / RN_EPS;
+    }
+}
+void vc_cu_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C) {
+    if (!vc_cu_begin("rownorm forward") || R <= 0 || C <= 0) return;
+    k_rownorm_fwd<<<(unsigned)R, ET, 0, vc_cu_stream()>>>(y, nrm, W, C);
+    vc_cu_end("rownorm forward");
+}
+void vc_cu_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C) {
+    if (!vc_cu_begin("rownorm backward") || R <= 0 || C <= 0) return;
+    k_rownorm_bwd<<<(unsigned)R, ET, 0, vc_cu_stream()>>>(dW, dy, y, nrm, C);
+    vc_cu_end("rownorm backward");
+}
+
+/* ---- dot: out[0] = sum x w in double over fixed chunks, then the partials in one fixed tree ---- */
+#define DOT_CHUNK 16384
+__global__ void k_dot_chunks(double *part, const float *x, const float *w, int64_t n) {
+    __shared__ double sh[32];
+    int64_t c0 = (int64_t)blockIdx.x * DOT_CHUNK, c1 = c0 + DOT_CHUNK < n ? c0 + DOT_CHUNK : n;
+    double acc = 0;
+    for (int64_t i = c0 + threadIdx.x; i < c1; i += blockDim.x) acc += (double)x[i] * (double)w[i];
+    acc = vc_block_sum_d(acc, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+__global__ void k_dot_final(float *out, const double *part, int64_t np) {
+    __shared__ double sh[32];
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < np; i += blockDim.x) acc += part[i];
+    acc = vc_block_sum_d(acc, sh);
+    if (threadIdx.x == 0) out[0] = (float)acc;
+}
+__global__ void k_dot_bwd(float *dx, const float *dout, const float *w, int64_t n) {
+    float g = dout[0];
+    GRID_LOOP(i, n) dx[i] += g * w[i];
+}
+void vc_cu_dot_fwd(float *out, const float *x, const float *w, int64_t n) {
+    const char *op = "dot forward";
+    if (!vc_cu_begin(op)) return;
+    if (n <= 0) {
+        k_fill<<<1, 32, 0, vc_cu_stream()>>>(out, 0.0f, 1);
+        vc_cu_end(op);
+        return;
+    }
+    int64_t np = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+    double *part = (double *)vc_cu_scratch((size_t)np * sizeof(double), op);
+    if (!part) return;
+    k_dot_chunks<<<(unsigned)np, ET, 0, vc_cu_stream()>>>(part, x, w, n);
+    k_dot_final<<<1, 1024, 0, vc_cu_stream()>>>(out, part, np);
+    vc_cu_end(op);
+    vc_cu_scratch_free(part);
+}
+void vc_cu_dot_bwd(float *dx, const float *dout, const float *w, int64_t n) {
+    if (!vc_cu_begin("dot backward") || n <= 0) return;
+    k_dot_bwd<<<LAUNCH(n)>>>(dx, dout, w, n);
+    vc_cu_end("dot backward");
+}
+
+/* ---- embedding ---- */
+__global__ void k_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H) {
+    GRID_LOOP(i, T * H) y[i] = W[(int64_t)ids[i / H] * H + i % H];
+}
+/* Backward without atomics: block (x, g) owns columns x*ET .. x*ET + ET - 1 of the rows whose id % EG == g
+ * and walks the tokens in ascending order (ids staged in shared memory), so every dW element is
+ * accumulated by one thread, t ascending, as the CPU loop does. */
+#define EG 64
+#define ETILE 2048
+__global__ void k_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H) {
+    __shared__ int32_t sid[ETILE];
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int g = blockIdx.y;
+    for (int64_t t0 = 0; t0 < T; t0 += ETILE) {
+        int n = (int)(T - t0 < ETILE ? T - t0 : ETILE);
+        __syncthreads();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) sid[i] = ids[t0 + i];
+        __syncthreads();
+        if (c >= H) continue;
+        for (int i = 0; i < n; i++) {
+            int32_t id = sid[i];
+            if (id < 0 || id % EG != g) continue;
+            float *d = dW + (int64_t)id * H + c;
+            *d += dy[(t0 + i) * H + c];
+        }
+    }
+}
+void vc_cu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H) {
+    if (!vc_cu_begin("embedding forward") || T <= 0 || H <= 0) return;
+    k_embed_fwd<<<LAUNCH(T * H)>>>(y, W, ids, T, H);
+    vc_cu_end("embedding forward");
+}
+void vc_cu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H) {
+    if (!vc_cu_begin("embedding backward") || T <= 0 || H <= 0) return;
+    dim3 grid((unsigned)((H + ET - 1) / ET), EG);
+    k_embed_bwd<<<grid, ET, 0, vc_cu_stream()>>>(dW, dy, ids, T, H);
+    vc_cu_end("embedding backward");
+}
+
+/* ---- row gather ---- */
+__global__ void k_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    GRID_LOOP(i, R * H) dst[i] = src[idx[i / H] * H + i % H];
+}
+void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    if (!vc_cu_begin("gather_rows") || R <= 0 || H <= 0) return;
+    k_gather_rows<<<LAUNCH(R * H)>>>(dst, src, idx, R, H);
+    vc_cu_end("gather_rows");
+}
+
+/* ---- MoE combine / scatter (inv[t*K + k]: grouped row of token t's k-th choice) ---- */
+__global__ void k_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                                  int64_t H) {
+    GRID_LOOP(i, T * H) {
+        int64_t t = i / H, c = i % H;
+        float a = 0;
+        for (int64_t k = 0; k < K; k++) a += w[t * K + k] * Y[inv[t * K + k] * H + c];
+        y[i] = a;
+    }
+}
+/* dY[inv[t*K+k]] = w[t*K+k] dy[t] */
+__global__ void k_moe_combine_dY(float *dY, const float *dy, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                                 int64_t H) {
+    GRID_LOOP(i, T * K * H) {
+        int64_t tk = i / H, c = i % H;
+        dY[inv[tk] * H + c] = w[tk] * dy[(tk / K) * H + c];
+    }
+}
+/* dw[t*K+k] = dy[t] . Y[inv[t*K+k]], one warp per (t, k) */
+__global__ void k_moe_combine_dw(float *dw, const float *dy, const float *Y, const int64_t *inv, int64_t T, int64_t K,
+                                 int64_t H) {
+    int lane = threadIdx.x & 31;
+    int64_t nw = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t tk = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; tk < T * K; tk += nw) {
+        const float *a = dy + (tk / K) * H, *b = Y + inv[tk] * H;
+        float s = 0;
+        for (int64_t c = lane; c < H; c += 32) s += a[c] * b[c];
+        s = vc_warp_sum(s);
+        if (lane == 0) dw[tk] = s;
+    }
+}
+/* dx[t] += dX[inv[t*K+k]] for k ascending */
+__global__ void k_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
+    GRID_LOOP(i, T * H) {
+        int64_t t = i / H, c = i % H;
+        float a = dx[i];
+        for (int64_t k = 0; k < K; k++) a += dX[inv[t * K + k] * H + c];
+        dx[i] = a;
+    }
+}
+void vc_cu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                           int64_t H) {
+    if (!vc_cu_begin("moe combine forward") || T <= 0 || H <= 0) return;
+    k_moe_combine_fwd<<<LAUNCH(T * H)>>>(y, Y, w, inv, T, K, H);
+    vc_cu_end("moe combine forward");
+}
+void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
+                           int64_t T, int64_t K, int64_t H) {
+    const char *op = "moe combine backward";
+    if (!vc_cu_begin(op) || T <= 0 || K <= 0 || H <= 0) return;
+    if (dY) k_moe_combine_dY<<<LAUNCH(T * K * H)>>>(dY, dy, w, inv, T, K, H);
+    if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
+    vc_cu_end(op);
+}
+void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
+    if (!vc_cu_begin("moe scatter add") || T <= 0 || K <= 0 || H <= 0) return;
+    k_moe_scatter_add<<<LAUNCH(T * H)>>>(dx, dX, inv, T, K, H);
+    vc_cu_end("moe scatter add");
+}

@@ -1,0 +1,130 @@
+/* Attention forward over paged keys/values (vc_attn_desc.page_tokens > 0; the rollout engine's decode
+ * and chunked prefill): key j of sequence s sits at k_pages[s][j / P] + (j % P) * k_stride. The host
+ * page-pointer arrays are flattened into one table and uploaded with a per-sequence table and a
+ * row -> sequence map. One block of PW warps per (query row, head): warp w takes keys j0 + w,
+ * j0 + w + PW, ... with its own online softmax (lanes split the head dimension), and the warps' partials
+ * are merged in warp order, so a row's output depends only on that row, never on the batch around it. */
+#include "cuda_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PW 4
+
+struct pseq {
+    int64_t q0, qlen, kvlen, pg; /* pg: first entry of the sequence's pages in the pointer tables */
+};
+
+struct paged_params {
+    const pseq *seq;
+    const int32_t *row_seq; /* [rows] */
+    const float *const *kp, *const *vp;
+    int64_t row0, P, kstride, vstride;
+    int nh, nkv, hd, dv, window, causal;
+    float scale, cap;
+};
+
+__global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, const float *q, paged_params p) {
+    __shared__ float qs[256];
+    __shared__ float wm[PW], wl[PW], wacc[PW][256];
+    const int64_t row = p.row0 + blockIdx.x;
+    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const pseq sq = p.seq[p.row_seq[blockIdx.x]];
+    for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[c] = q[(row * p.nh + h) * p.hd + c];
+    __syncthreads();
+    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
+    int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
+    int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
+    float m = -INFINITY, l = 0, acc[8];
+    for (int c = 0; c < 8; c++) acc[c] = 0;
+    for (int64_t j = j0 + warp; j < j1; j += PW) {
+        const float *k = p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
+        const float *v = p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
+        float dot = 0;
+        for (int c = lane; c < p.hd; c += 32) dot += qs[c] * k[c];
+        dot = vc_warp_sum(dot);
+        float x = p.scale * dot;
+        if (p.cap > 0) x = p.cap * tanhf(x / p.cap);
+        float mn = fmaxf(m, x), corr = expf(m - mn), e = expf(x - mn);
+        l = l * corr + e;
+        for (int c = 0; c < 8; c++) {
+            int col = lane + 32 * c;
+            acc[c] = acc[c] * corr + (col < p.dv ? e * v[col] : 0.0f);
+        }
+        m = mn;
+    }
+    if (lane == 0) {
+        wm[warp] = m;
+        wl[warp] = l;
+    }
+    for (int c = 0; c < 8; c++) wacc[warp][lane + 32 * c] = acc[c];
+    __syncthreads();
+    float M = -INFINITY, L = 0, f[PW];
+    for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w]);
+    for (int w = 0; w < PW; w++) {
+        f[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - M);
+        L += wl[w] * f[w];
+    }
+    float inv = L > 0 ? 1.0f / L : 0.0f;
+    for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
+        float a = 0;
+        for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
+        o[(row * p.nh + h) * p.dv + c] = a * inv;
+    }
+    if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+}
+
+/* host tables: [pseq x n_seq][k pointers][v pointers][row -> sequence] in one upload */
+void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
+    if (rows <= 0) return;
+    if (rows > 0x7fffffff) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "over 2^31 query rows");
+        return;
+    }
+    int64_t npg = 0;
+    for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
+    size_t seq_b = (size_t)d->n_seq * sizeof(pseq), ptr_b = (size_t)npg * sizeof(float *);
+    size_t bytes = seq_b + 2 * ptr_b + (size_t)rows * sizeof(int32_t);
+    char *h = (char *)malloc(bytes);
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host page table");
+        return;
+    }
+    pseq *sq = (pseq *)h;
+    const float **kp = (const float **)(h + seq_b), **vp = (const float **)(h + seq_b + ptr_b);
+    int32_t *rs = (int32_t *)(h + seq_b + 2 * ptr_b);
+    int64_t at = 0;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t n = (d->kv_len[s] + P - 1) / P;
+        sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
+        for (int64_t i = 0; i < n; i++) {
+            kp[at + i] = d->k_pages[s][i];
+            vp[at + i] = d->v_pages[s][i];
+        }
+        at += n;
+        for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
+    }
+    char *dev = (char *)vc_cu_upload(h, bytes, op);
+    free(h);
+    if (!dev) return;
+    paged_params p;
+    p.seq = (const pseq *)dev;
+    p.kp = (const float *const *)(dev + seq_b);
+    p.vp = (const float *const *)(dev + seq_b + ptr_b);
+    p.row_seq = (const int32_t *)(dev + seq_b + 2 * ptr_b);
+    p.row0 = row0;
+    p.P = P;
+    p.kstride = d->k_stride;
+    p.vstride = d->v_stride;
+    p.nh = d->n_head;
+    p.nkv = d->n_kv_head;
+    p.hd = d->head_dim;
+    p.dv = d->v_head_dim;
+    p.window = d->window;
+    p.causal = d->causal;
+    p.scale = d->scale;
+    p.cap = d->softcap;
+    k_attn_paged<<<dim3((unsigned)rows, (unsigned)d->n_head), PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p);
+    vc_cu_end(op);
+    vc_cu_scratch_free(dev);
+}

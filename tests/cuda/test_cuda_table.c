@@ -1,0 +1,570 @@
+/* The CUDA op table's memory, elementwise/layout and optimiser entries, the bf16 matmul precision and
+ * the paged attention forward, each against the CPU backend's entry (or, where this build's CPU table
+ * lacks one, a sequential reference loop written from the formula in src/tensor/backend.h).
+ * Tolerances: 0 (bitwise) for copies, gathers and single roundings; 1e-6 relative for sums that both
+ * sides add in the same order (only fused multiply-adds can differ); 1e-5 where a side reduces in a
+ * tree or uses a different tanhf. Lines say "bits identical" when the results agree exactly.
+ * Without a GPU: "no CUDA device: skipped", exit 0. */
+#include "cuda_test_util.h"
+#include "verlc/optim.h"
+
+static const vc_backend *C, *G;
+
+/* ---- sequential references (used when the CPU table has no entry) ---- */
+static void ref_fill(float *y, float v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+}
+static void ref_axpy(float *y, float a, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+static void ref_add(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+static void ref_mul(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+static void ref_mul_acc(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] += a[i] * b[i];
+}
+static void ref_scale(float *y, const float *x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
+}
+static void ref_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t Cc) {
+    for (int64_t i = 0; i < R * Cc; i++) y[i] = x[i] * s[i / Cc];
+}
+static void ref_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R,
+                             int64_t Cc) {
+    for (int64_t r = 0; r < R; r++) {
+        float acc = 0;
+        for (int64_t c = 0; c < Cc; c++) {
+            if (dx) dx[r * Cc + c] += dy[r * Cc + c] * s[r];
+            acc += dy[r * Cc + c] * x[r * Cc + c];
+        }
+        if (ds) ds[r] += acc;
+    }
+}
+static void ref_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t Cc, int64_t rep,
+                          int acc) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < Cc; c++) {
+            float v = src[(r / rep) * sld + c];
+            dst[r * dld + c] = acc ? dst[r * dld + c] + v : v;
+        }
+}
+static void ref_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t Cc, int64_t rep) {
+    for (int64_t i = 0; i < R / rep; i++)
+        for (int64_t j = 0; j < rep; j++)
+            for (int64_t c = 0; c < Cc; c++) dst[i * dld + c] += src[(i * rep + j) * sld + c];
+}
+static void ref_col_sum(float *db, const float *dy, int64_t R, int64_t Cc) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < Cc; c++) db[c] += dy[r * Cc + c];
+}
+static void ref_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = cap * tanhf(x[i] / cap);
+}
+static void ref_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float t = y[i] / cap;
+        dx[i] += dy[i] * (1.0f - t * t);
+    }
+}
+static void ref_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t Cc) {
+    for (int64_t r = 0; r < R; r++) {
+        double ss = 0;
+        for (int64_t c = 0; c < Cc; c++) ss += (double)W[r * Cc + c] * W[r * Cc + c];
+        float n = (float)sqrt(ss), d = n > 1e-12f ? n : 1e-12f;
+        nrm[r] = n;
+        for (int64_t c = 0; c < Cc; c++) y[r * Cc + c] = W[r * Cc + c] / d;
+    }
+}
+static void ref_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t Cc) {
+    for (int64_t r = 0; r < R; r++) {
+        const float *g = dy + r * Cc, *yr = y + r * Cc;
+        if (nrm[r] > 1e-12f) {
+            double dot = 0;
+            for (int64_t c = 0; c < Cc; c++) dot += (double)yr[c] * g[c];
+            for (int64_t c = 0; c < Cc; c++) dW[r * Cc + c] += (g[c] - yr[c] * (float)dot) / nrm[r];
+        } else {
+            for (int64_t c = 0; c < Cc; c++) dW[r * Cc + c] += g[c] / 1e-12f;
+        }
+    }
+}
+static void ref_dot_fwd(float *out, const float *x, const float *w, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)x[i] * w[i];
+    out[0] = (float)s;
+}
+static void ref_dot_bwd(float *dx, const float *dout, const float *w, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dx[i] += dout[0] * w[i];
+}
+static void ref_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H) {
+    for (int64_t t = 0; t < T; t++) memcpy(y + t * H, W + (int64_t)ids[t] * H, (size_t)H * 4);
+}
+static void ref_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H) {
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < H; c++) dW[(int64_t)ids[t] * H + c] += dy[t * H + c];
+}
+static void ref_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    for (int64_t r = 0; r < R; r++) memcpy(dst + r * H, src + idx[r] * H, (size_t)H * 4);
+}
+static void ref_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                                int64_t H) {
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t c = 0; c < H; c++) {
+            float a = 0;
+            for (int64_t k = 0; k < K; k++) a += w[t * K + k] * Y[inv[t * K + k] * H + c];
+            y[t * H + c] = a;
+        }
+}
+static void ref_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w,
+                                const int64_t *inv, int64_t T, int64_t K, int64_t H) {
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t k = 0; k < K; k++) {
+            const float *yr = Y + inv[t * K + k] * H;
+            float s = 0;
+            for (int64_t c = 0; c < H; c++) {
+                if (dY) dY[inv[t * K + k] * H + c] = w[t * K + k] * dy[t * H + c];
+                s += dy[t * H + c] * yr[c];
+            }
+            if (dw) dw[t * K + k] = s;
+        }
+}
+static void ref_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t c = 0; c < H; c++) dx[t * H + c] += dX[inv[t * K + k] * H + c];
+}
+#define PICK(f) (C->f ? C->f : ref_##f)
+
+/* compares and says whether the bits agree */
+static void cmpb(const char *name, const float *dev, const float *ref, size_t n, double tol) {
+    float *g = fetch(dev, n);
+    int same = memcmp(g, ref, n * sizeof(float)) == 0;
+    char nm[128];
+    snprintf(nm, sizeof nm, "%s%s", name, same ? " [bits identical]" : "");
+    cmp_host(nm, g, ref, n, tol);
+}
+
+static void test_table_complete(void) {
+    printf("op table\n");
+#define HAS(f) CHECK_MSG(G->f != NULL, "cuda table lacks " #f)
+    HAS(alloc); HAS(free); HAS(h2d); HAS(d2h); HAS(d2d); HAS(zero); HAS(sync); HAS(gemm);
+    HAS(rmsnorm_fwd); HAS(rmsnorm_bwd); HAS(layernorm_fwd); HAS(layernorm_bwd); HAS(rope);
+    HAS(attn_fwd); HAS(attn_bwd); HAS(act_fwd); HAS(act_bwd); HAS(act_mul_fwd); HAS(act_mul_bwd);
+    HAS(lm_head_fwd); HAS(lm_head_bwd); HAS(route_fwd); HAS(route_bwd); HAS(fill); HAS(axpy); HAS(add);
+    HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
+    HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
+    HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
+    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq);
+#undef HAS
+    CHECK(G->host_visible == 0);
+}
+
+static void test_memory(void) {
+    printf("memory entries\n");
+    size_t n = 100003;
+    float *h = hrand(n, 1), *back = hbuf(n);
+    float *a = G->alloc(n * 4), *b = G->alloc(n * 4);
+    CHECK(a && b);
+    G->h2d(a, h, n * 4);
+    G->d2d(b, a, n * 4);
+    G->zero(a + 10, 100 * 4);
+    CHECK_OK(G->sync());
+    G->d2h(back, b, n * 4);
+    CHECK_MSG(!memcmp(back, h, n * 4), "h2d / d2d / d2h round trip differs");
+    G->d2h(back, a, n * 4);
+    int z = 1;
+    for (size_t i = 0; i < n; i++) z &= back[i] == (i >= 10 && i < 110 ? 0.0f : h[i]);
+    CHECK_MSG(z, "zero cleared the wrong range");
+    G->free(a);
+    G->free(b);
+    G->free(NULL);
+    void *huge = G->alloc((size_t)1 << 50); /* 1 PiB: NULL, VC_ERR_NOMEM, and no sticky error */
+    printf("  huge alloc: %s\n", huge ? "succeeded?" : vc_last_error());
+    CHECK(huge == NULL && strstr(vc_last_error(), "out of device memory") && vc_cuda_error() == VC_OK);
+    CHECK_OK(G->sync());
+}
+
+static void test_elementwise(void) {
+    printf("elementwise\n");
+    int64_t n = 300007;
+    float *a = hrand((size_t)n, 3), *b = hrand((size_t)n, 3), *y = hrand((size_t)n, 1);
+    float *ga = dup_f(a, n), *gb = dup_f(b, n), *gy = dup_f(y, n);
+    PICK(fill)(y, 0.375f, n);
+    G->fill(gy, 0.375f, n);
+    cmpb("fill", gy, y, (size_t)n, 0);
+    PICK(axpy)(y, -1.5f, a, n);
+    G->axpy(gy, -1.5f, ga, n);
+    cmpb("axpy", gy, y, (size_t)n, 1e-6);
+    PICK(add)(y, a, b, n);
+    G->add(gy, ga, gb, n);
+    cmpb("add", gy, y, (size_t)n, 0);
+    PICK(mul)(y, a, b, n);
+    G->mul(gy, ga, gb, n);
+    cmpb("mul", gy, y, (size_t)n, 0);
+    PICK(mul_acc)(y, a, b, n);
+    G->mul_acc(gy, ga, gb, n);
+    cmpb("mul_acc", gy, y, (size_t)n, 1e-6);
+    PICK(scale)(y, y, 0.3f, n); /* in place */
+    G->scale(gy, gy, 0.3f, n);
+    cmpb("scale (in place)", gy, y, (size_t)n, 0);
+    PICK(softcap_fwd)(y, a, 2.0f, n);
+    G->softcap_fwd(gy, ga, 2.0f, n);
+    cmpb("softcap fwd", gy, y, (size_t)n, 1e-5);
+    float *dx = hrand((size_t)n, 1), *gdx = dup_f(dx, n), *gyc = dup_f(y, n);
+    PICK(softcap_bwd)(dx, b, y, 2.0f, n);
+    G->softcap_bwd(gdx, gb, gyc, 2.0f, n);
+    cmpb("softcap bwd (accumulated)", gdx, dx, (size_t)n, 1e-6);
+    float out = 0, *gout = dalloc(4);
+    PICK(dot_fwd)(&out, a, b, n);
+    G->dot_fwd(gout, ga, gb, n);
+    cmpb("dot fwd (double accumulation)", gout, &out, 1, 1e-6);
+    float *gout2 = dalloc(4);
+    G->dot_fwd(gout2, ga, gb, n);
+    same_bits("dot fwd", gout, gout2, 1);
+    float g1 = -0.75f, *gg1 = dup_f(&g1, 1);
+    PICK(dot_bwd)(dx, &g1, b, n);
+    G->dot_bwd(gdx, gg1, gb, n);
+    cmpb("dot bwd (dout read from device memory)", gdx, dx, (size_t)n, 1e-6);
+    check_sticky("elementwise");
+    release_all();
+}
+
+static void test_rows(void) {
+    printf("rows and columns\n");
+    int64_t R = 301, Cc = 777, n = R * Cc;
+    float *x = hrand((size_t)n, 2), *s = hrand((size_t)R, 2), *y = hbuf((size_t)n), *dy = hrand((size_t)n, 1);
+    float *gx = dup_f(x, n), *gs = dup_f(s, R), *gy = dup_f(y, n), *gdy = dup_f(dy, n);
+    PICK(mul_rows_fwd)(y, x, s, R, Cc);
+    G->mul_rows_fwd(gy, gx, gs, R, Cc);
+    cmpb("mul_rows fwd", gy, y, (size_t)n, 0);
+    float *dx = hrand((size_t)n, 1), *ds = hrand((size_t)R, 1), *gdx = dup_f(dx, n), *gds = dup_f(ds, R);
+    PICK(mul_rows_bwd)(dx, ds, dy, x, s, R, Cc);
+    G->mul_rows_bwd(gdx, gds, gdy, gx, gs, R, Cc);
+    cmpb("mul_rows bwd dx", gdx, dx, (size_t)n, 1e-6);
+    cmpb("mul_rows bwd ds (row sums)", gds, ds, (size_t)R, 1e-5);
+    PICK(mul_rows_bwd)(NULL, ds, dy, x, s, R, Cc);
+    G->mul_rows_bwd(NULL, gds, gdy, gx, gs, R, Cc);
+    cmpb("mul_rows bwd ds only", gds, ds, (size_t)R, 1e-5);
+    /* rows_copy into a strided destination: plain, repeated (rep 3), broadcast (sld 0), accumulated */
+    int64_t dld = Cc + 5, cols = 300;
+    static const int64_t reps[] = { 1, 3, 1 }, slds[] = { 777, 777, 0 };
+    for (int v = 0; v < 6; v++) {
+        int64_t rep = reps[v % 3], sld = slds[v % 3], rows = v % 3 == 1 ? 300 : 100;
+        int acc = v >= 3;
+        float *d = hrand((size_t)(rows * dld), 1), *gd = dup_f(d, rows * dld);
+        PICK(rows_copy)(d, dld, x, sld, rows, cols, rep, acc);
+        G->rows_copy(gd, dld, gx, sld, rows, cols, rep, acc);
+        char nm[96];
+        snprintf(nm, sizeof nm, "rows_copy rep=%lld sld=%lld acc=%d", (long long)rep, (long long)sld, acc);
+        cmpb(nm, gd, d, (size_t)(rows * dld), 0);
+    }
+    for (int rep = 1; rep <= 4; rep += 3) {
+        int64_t rows = 300, nout = rows / rep;
+        float *d = hrand((size_t)(nout * dld), 1), *gd = dup_f(d, nout * dld);
+        PICK(rows_sum)(d, dld, x, Cc, rows, cols, rep);
+        G->rows_sum(gd, dld, gx, Cc, rows, cols, rep);
+        char nm[96];
+        snprintf(nm, sizeof nm, "rows_sum rep=%d (accumulated, j ascending)", rep);
+        cmpb(nm, gd, d, (size_t)(nout * dld), 1e-6);
+    }
+    float *db = hrand((size_t)Cc, 1), *gdb = dup_f(db, Cc);
+    PICK(col_sum)(db, dy, R, Cc);
+    G->col_sum(gdb, gdy, R, Cc);
+    cmpb("col_sum (accumulated, r ascending)", gdb, db, (size_t)Cc, 1e-6);
+    /* rownorm, including a zero row (clamped norm) */
+    int64_t RR = 97, CC = 513;
+    float *W = hrand((size_t)(RR * CC), 1);
+    memset(W + 5 * CC, 0, (size_t)CC * 4);
+    float *yn = hbuf((size_t)(RR * CC)), *nrm = hbuf((size_t)RR), *gW = dup_f(W, RR * CC);
+    float *gyn = dalloc((size_t)(RR * CC) * 4), *gnrm = dalloc((size_t)RR * 4);
+    PICK(rownorm_fwd)(yn, nrm, W, RR, CC);
+    G->rownorm_fwd(gyn, gnrm, gW, RR, CC);
+    cmpb("rownorm fwd y", gyn, yn, (size_t)(RR * CC), 1e-5);
+    cmpb("rownorm fwd norm", gnrm, nrm, (size_t)RR, 1e-5);
+    float *dyn = hrand((size_t)(RR * CC), 1e-13f), *dW = hrand((size_t)(RR * CC), 1);
+    float *gdyn = dup_f(dyn, RR * CC), *gdW = dup_f(dW, RR * CC), *gyc = dup_f(yn, RR * CC), *gnc = dup_f(nrm, RR);
+    PICK(rownorm_bwd)(dW, dyn, yn, nrm, RR, CC);
+    G->rownorm_bwd(gdW, gdyn, gyc, gnc, RR, CC);
+    cmpb("rownorm bwd (accumulated)", gdW, dW, (size_t)(RR * CC), 1e-5);
+    check_sticky("rows");
+    release_all();
+}
+
+static void test_embed_moe(void) {
+    printf("embedding, gather, MoE combine / scatter\n");
+    int64_t V = 1000, H = 600, T = 5000;
+    float *W = hrand((size_t)(V * H), 1), *dy = hrand((size_t)(T * H), 1);
+    int32_t *ids = (int32_t *)hbuf((size_t)T);
+    for (int64_t t = 0; t < T; t++) ids[t] = (int32_t)(t % 5 == 0 ? 7 : (t * 7919) % V); /* many repeats */
+    float *y = hbuf((size_t)(T * H)), *gW = dup_f(W, V * H), *gy = dalloc((size_t)(T * H) * 4);
+    int32_t *gids = dcopy(ids, (size_t)T * 4);
+    PICK(embed_fwd)(y, W, ids, T, H);
+    G->embed_fwd(gy, gW, gids, T, H);
+    cmpb("embedding fwd", gy, y, (size_t)(T * H), 0);
+    float *dW = hrand((size_t)(V * H), 1), *gdW = dup_f(dW, V * H), *gdW2 = dup_f(dW, V * H), *gdy = dup_f(dy, T * H);
+    PICK(embed_bwd)(dW, dy, ids, T, H);
+    G->embed_bwd(gdW, gdy, gids, T, H);
+    G->embed_bwd(gdW2, gdy, gids, T, H);
+    cmpb("embedding bwd (accumulated, t ascending per row)", gdW, dW, (size_t)(V * H), 1e-6);
+    same_bits("embedding bwd", gdW, gdW2, (size_t)(V * H));
+    /* MoE: K choices per token, inv a permutation of the T*K grouped rows */
+    int64_t Tm = 700, K = 4, Hm = 320, G_ = Tm * K;
+    int64_t *inv = (int64_t *)calloc((size_t)G_, 8);
+    for (int64_t i = 0; i < G_; i++) inv[i] = i;
+    for (int64_t i = G_ - 1; i > 0; i--) {
+        int64_t j = (int64_t)((urand() + 1.0f) * 0.5f * (float)(i + 1));
+        if (j > i) j = i;
+        int64_t t = inv[i];
+        inv[i] = inv[j];
+        inv[j] = t;
+    }
+    int64_t *ginv = dcopy(inv, (size_t)G_ * 8);
+    float *Y = hrand((size_t)(G_ * Hm), 1), *w = hrand((size_t)G_, 1), *gY = dup_f(Y, G_ * Hm), *gw = dup_f(w, G_);
+    float *src = hrand((size_t)(G_ * Hm), 1), *gsrc = dup_f(src, G_ * Hm);
+    float *gat = hbuf((size_t)(G_ * Hm)), *ggat = dalloc((size_t)(G_ * Hm) * 4);
+    PICK(gather_rows)(gat, src, inv, G_, Hm);
+    G->gather_rows(ggat, gsrc, ginv, G_, Hm);
+    cmpb("gather_rows (int64 index)", ggat, gat, (size_t)(G_ * Hm), 0);
+    float *ym = hbuf((size_t)(Tm * Hm)), *gym = dalloc((size_t)(Tm * Hm) * 4);
+    PICK(moe_combine_fwd)(ym, Y, w, inv, Tm, K, Hm);
+    G->moe_combine_fwd(gym, gY, gw, ginv, Tm, K, Hm);
+    cmpb("moe combine fwd (k ascending)", gym, ym, (size_t)(Tm * Hm), 1e-6);
+    float *dym = hrand((size_t)(Tm * Hm), 1), *gdym = dup_f(dym, Tm * Hm);
+    float *dYm = hbuf((size_t)(G_ * Hm)), *dwm = hbuf((size_t)G_);
+    float *gdYm = dalloc((size_t)(G_ * Hm) * 4), *gdwm = dalloc((size_t)G_ * 4);
+    PICK(moe_combine_bwd)(dYm, dwm, dym, Y, w, inv, Tm, K, Hm);
+    G->moe_combine_bwd(gdYm, gdwm, gdym, gY, gw, ginv, Tm, K, Hm);
+    cmpb("moe combine bwd dY", gdYm, dYm, (size_t)(G_ * Hm), 0);
+    cmpb("moe combine bwd dw (row dots)", gdwm, dwm, (size_t)G_, 1e-5);
+    float *dx = hrand((size_t)(Tm * Hm), 1), *gdx = dup_f(dx, Tm * Hm);
+    PICK(moe_scatter_add)(dx, src, inv, Tm, K, Hm);
+    G->moe_scatter_add(gdx, gsrc, ginv, Tm, K, Hm);
+    cmpb("moe scatter add (accumulated, k ascending)", gdx, dx, (size_t)(Tm * Hm), 1e-6);
+    free(inv);
+    check_sticky("embedding / moe");
+    release_all();
+}
+
+static void test_optim_entries(void) {
+    printf("optimiser entries\n");
+    enum { NP = 3 };
+    size_t sizes[NP] = { 70000, 1, 16385 };
+    const float *gx[NP];
+    double ref = 0, got = 0, got2 = 0;
+    for (int i = 0; i < NP; i++) {
+        float *h = hrand(sizes[i], 2);
+        for (size_t j = 0; j < sizes[i]; j++) ref += (double)h[j] * h[j];
+        gx[i] = dup_f(h, sizes[i]);
+    }
+    CHECK_OK(G->sumsq(gx, sizes, NP, &got));
+    CHECK_OK(G->sumsq(gx, sizes, NP, &got2));
+    printf("  %-44s ref %.15g gpu %.15g rel %.2e; rerun %s\n", "sumsq", ref, got, fabs(got - ref) / ref,
+           got == got2 ? "identical" : "DIFFERENT  FAIL");
+    CHECK(fabs(got - ref) <= 1e-12 * ref && got == got2);
+    /* adamw through the table: bit-exact against vc_adamw_step on host memory */
+    vc_optim_param cp[NP], gp[NP];
+    float *gm[NP], *gv[NP];
+    for (int i = 0; i < NP; i++) {
+        float *w = hrand(sizes[i], 1), *g = hrand(sizes[i], 1);
+        cp[i] = (vc_optim_param){ .w = w, .g = g, .n = sizes[i], .decay = i != 1 };
+        gp[i] = (vc_optim_param){ .w = dup_f(w, sizes[i]), .g = dup_f(g, sizes[i]), .n = sizes[i], .decay = i != 1 };
+        gm[i] = dalloc(sizes[i] * 4);
+        gv[i] = dalloc(sizes[i] * 4);
+        G->zero(gm[i], sizes[i] * 4);
+        G->zero(gv[i], sizes[i] * 4);
+    }
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    vc_adamw opt;
+    const vc_backend *prev = vc_be();
+    vc_set_backend(C);
+    CHECK_OK(vc_adamw_init(&opt, &cfg, cp, NP));
+    for (int step = 1; step <= 2; step++) {
+        CHECK_OK(vc_adamw_step(&opt, 2e-3));
+        CHECK_OK(G->adamw(gp, gm, gv, NP, &cfg, step, 2e-3));
+    }
+    vc_set_backend(prev);
+    for (int i = 0; i < NP; i++) {
+        /* after the ops refactor the host optimiser's weights live in CPU-backend memory = host memory */
+        float *w = fetch(gp[i].w, sizes[i]);
+        char nm[64];
+        snprintf(nm, sizeof nm, "adamw entry 2 steps tensor %d", i);
+        cmp_host(nm, w, cp[i].w, sizes[i], 0);
+    }
+    vc_adamw_free(&opt);
+    check_sticky("optimiser");
+    release_all();
+}
+
+/* ---- bf16 matmul precision ---- */
+static float bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void test_gemm_bf16(void) {
+    printf("gemm with VC_PREC_BF16 (reference: naive f32/double product of bf16-rounded inputs)\n");
+    static const int64_t shapes[][3] = { { 96, 200, 512 }, { 33, 65, 100 }, { 1, 896, 896 } };
+    for (int s = 0; s < 3; s++)
+        for (int v = 0; v < 4; v++) {
+            int ta = v & 1, tb = v >> 1;
+            int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2, ra = ta ? K : M, rb = tb ? N : K;
+            float *A = hrand((size_t)(ra * lda), 1), *B = hrand((size_t)(rb * ldb), 1), *Cm = hrand((size_t)(M * ldc), 1);
+            /* padding columns hold NaN: the bf16 packing must not read them into the product */
+            for (int64_t r = 0; r < ra; r++) A[r * lda + lda - 1] = NAN;
+            float *gA = dup_f(A, ra * lda), *gB = dup_f(B, rb * ldb), *gC = dup_f(Cm, M * ldc);
+            float *ref = clone(Cm, (size_t)(M * ldc)), *exact = clone(Cm, (size_t)(M * ldc));
+            float alpha = 0.7f, beta = v == 1 ? 0.0f : 0.5f;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double acc = 0, ex = 0;
+                    for (int64_t k = 0; k < K; k++) {
+                        float a = ta ? A[k * lda + i] : A[i * lda + k], b = tb ? B[j * ldb + k] : B[k * ldb + j];
+                        acc += (double)bf16_round(a) * bf16_round(b);
+                        ex += (double)a * b;
+                    }
+                    float c0 = Cm[i * ldc + j];
+                    ref[i * ldc + j] = (float)(alpha * acc + (beta == 0 ? 0 : beta * c0));
+                    exact[i * ldc + j] = (float)(alpha * ex + (beta == 0 ? 0 : beta * c0));
+                }
+            vc_set_matmul_precision(VC_PREC_BF16);
+            G->gemm(ta, tb, M, N, K, alpha, gA, lda, gB, ldb, beta, gC, ldc);
+            vc_set_matmul_precision(VC_PREC_F32);
+            char nm[96];
+            snprintf(nm, sizeof nm, "bf16 gemm %lldx%lldx%lld ta=%d tb=%d", (long long)M, (long long)N, (long long)K, ta,
+                     tb);
+            float *got = fetch(gC, (size_t)(M * ldc));
+            /* C's padding columns are not part of the product: compare them too (must be untouched) */
+            cmp_host(nm, got, ref, (size_t)(M * ldc), 1e-5);
+            double dmax = 0, rmax = 0;
+            for (int64_t i = 0; i < M * ldc; i++) {
+                dmax = fmax(dmax, fabs((double)got[i] - exact[i]));
+                rmax = fmax(rmax, fabs((double)exact[i]));
+            }
+            printf("    differs from the exact f32 product by rel %.2e (bf16 rounding visible)\n", dmax / rmax);
+            CHECK_MSG(dmax / rmax > 1e-5, "%s: result looks like an f32 GEMM", nm);
+        }
+    /* the LM head's GEMMs follow the precision: GPU bf16 on raw inputs == CPU f32 on pre-rounded inputs */
+    int64_t T = 40, H = 128, V = 3001;
+    float *h = hrand((size_t)(T * H), 1), *W = hrand((size_t)(V * H), 0.2f);
+    int32_t *tg = (int32_t *)hbuf((size_t)T);
+    for (int64_t t = 0; t < T; t++) tg[t] = (int32_t)((t * 7919) % V);
+    float *gh = dup_f(h, T * H), *gW = dup_f(W, V * H), *glogp = dalloc((size_t)T * 4), *gent = dalloc((size_t)T * 4);
+    float *glse = dalloc((size_t)T * 4);
+    int32_t *gtg = dcopy(tg, (size_t)T * 4);
+    for (int64_t i = 0; i < T * H; i++) h[i] = bf16_round(h[i]);
+    for (int64_t i = 0; i < V * H; i++) W[i] = bf16_round(W[i]);
+    float *logp = hbuf((size_t)T), *ent = hbuf((size_t)T), *lse = hbuf((size_t)T);
+    C->lm_head_fwd(logp, ent, lse, h, W, NULL, tg, T, H, V, 0.0f);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    G->lm_head_fwd(glogp, gent, glse, gh, gW, NULL, gtg, T, H, V, 0.0f);
+    vc_set_matmul_precision(VC_PREC_F32);
+    cmp("lm head fwd bf16 logp", glogp, logp, (size_t)T, 1e-5);
+    cmp("lm head fwd bf16 entropy", gent, ent, (size_t)T, 1e-5);
+    check_sticky("bf16");
+    release_all();
+}
+
+/* ---- paged attention forward ---- */
+typedef struct {
+    const char *name;
+    int nh, nkv, hd, dv, window, P, nseq;
+    float cap;
+    int64_t qlen[4], kvlen[4];
+} pcase;
+
+static void paged_case(const pcase *a) {
+    printf("paged attention: %s (heads %d/%d, dims %d/%d, window %d, softcap %g, page %d)\n", a->name, a->nh, a->nkv,
+           a->hd, a->dv, a->window, a->cap, a->P);
+    int64_t kw = (int64_t)a->nkv * a->hd, vw = (int64_t)a->nkv * a->dv, row = kw + vw, P = a->P;
+    int64_t qs[5] = { 0 }, kvl[4], npg = 0, pg0[4];
+    for (int s = 0; s < a->nseq; s++) {
+        qs[s + 1] = qs[s] + a->qlen[s];
+        kvl[s] = a->kvlen[s];
+        pg0[s] = npg;
+        npg += (kvl[s] + P - 1) / P;
+    }
+    int64_t Tq = qs[a->nseq], pool_n = (npg + 2) * P * row;
+    float *pool = hrand((size_t)pool_n, 1), *gpool = dup_f(pool, pool_n);
+    /* pages in reverse order in the pool, so page order != address order */
+    const float **hk = calloc((size_t)npg * 4, sizeof(float *)), **dk = hk + npg, **hv = dk + npg, **dv = hv + npg;
+    const float *const *hks[4], *const *hvs[4], *const *dks[4], *const *dvs[4];
+    for (int64_t i = 0; i < npg; i++) {
+        int64_t off = (npg - i) * P * row;
+        hk[i] = pool + off;
+        hv[i] = pool + off + kw;
+        dk[i] = gpool + off;
+        dv[i] = gpool + off + kw;
+    }
+    for (int s = 0; s < a->nseq; s++) {
+        hks[s] = hk + pg0[s];
+        hvs[s] = hv + pg0[s];
+        dks[s] = dk + pg0[s];
+        dvs[s] = dv + pg0[s];
+    }
+    size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
+    float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl), *gq = dup_f(q, nq);
+    float *go = dalloc(no * 4), *glse = dalloc(nl * 4);
+    vc_attn_desc d = { .n_seq = a->nseq, .q_start = qs, .kv_len = kvl, .k_stride = row, .v_stride = row,
+                       .n_head = a->nh, .n_kv_head = a->nkv, .head_dim = a->hd, .v_head_dim = a->dv,
+                       .scale = 1.0f / sqrtf((float)a->hd), .softcap = a->cap, .window = a->window, .causal = 1,
+                       .k_pages = hks, .v_pages = hvs, .page_tokens = P };
+    vc_attn_desc gd = d;
+    gd.k_pages = dks;
+    gd.v_pages = dvs;
+    C->attn_fwd(o, lse, q, &d);
+    G->attn_fwd(go, glse, gq, &gd);
+    cmp("paged fwd output", go, o, no, 1e-4);
+    cmp("paged fwd lse", glse, lse, nl, 1e-4);
+    /* batch invariance: the last sequence alone gives the same bits as inside the batch */
+    int last = a->nseq - 1;
+    int64_t qs1[2] = { qs[last], qs[last + 1] };
+    vc_attn_desc g1 = gd;
+    g1.n_seq = 1;
+    g1.q_start = qs1;
+    g1.kv_len = kvl + last;
+    g1.k_pages = dks + last;
+    g1.v_pages = dvs + last;
+    float *go1 = dalloc(no * 4);
+    G->fill(go1, 0.0f, (int64_t)no);
+    G->attn_fwd(go1, NULL, gq, &g1);
+    size_t o0 = (size_t)(qs[last] * a->nh * a->dv), on = (size_t)(a->qlen[last] * a->nh * a->dv);
+    same_bits("paged fwd: last sequence alone vs in the batch", go1 + o0, go + o0, on);
+    free(hk);
+    check_sticky(a->name);
+    release_all();
+}
+
+static void test_paged(void) {
+    static const pcase cases[] = {
+        { "decode, GQA 14/2 hd 64", 14, 2, 64, 64, 0, 16, 4, 0, { 1, 1, 1, 1 }, { 1, 17, 64, 300 } },
+        { "chunked prefill, GQA 8/2 hd 128, window 40, softcap 30", 8, 2, 128, 128, 40, 16, 3, 30.0f, { 20, 1, 64 },
+          { 150, 33, 64 } },
+        { "MLA-like dims 192/128, page 32", 4, 4, 192, 128, 0, 32, 2, 0, { 5, 70 }, { 100, 70 } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
+}
+
+int main(void) {
+    if (gpu_skip()) return 0;
+    C = vc_backend_cpu();
+    G = vc_backend_cuda();
+    CHECK(G != NULL);
+    test_table_complete();
+    test_memory();
+    test_elementwise();
+    test_rows();
+    test_embed_moe();
+    test_optim_entries();
+    test_gemm_bf16();
+    test_paged();
+    release_all();
+    return vc_test_done();
+}
