@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # verlc GPU check: builds with the CUDA backend (-DVC_CUDA=ON, sm_90 SASS + PTX) and runs the GPU tests
-# (every op of the CUDA table against the CPU backend, paged decode, AdamW, grad norm, error path),
-# then the attention/op tests once more under compute-sanitizer memcheck when it is installed.
+# (every op of the CUDA table against the CPU backend, memory entries, bf16 GEMMs, paged attention,
+# AdamW, sums of squares, error path), then, when build-gpu/verlc was built, `verlc check --device cuda`
+# over the fixture models and short `verlc bench ... --device cuda` runs on the Qwen2.5-0.5B shape,
+# then the attention/op tests once more under compute-sanitizer memcheck with the time left.
 # Writes one summary file: $OUT/gpu-check.txt when $OUT is set, else ./gpu-check.txt. Exit status 0
-# when every step passed. Fits in about 8 minutes on one H200 node (16 cores).
+# when every step passed. Every step's timeout is cut to the time left of one budget, so the whole
+# script ends within VC_GPU_BUDGET seconds (default 450: under 8 minutes on one H200 node).
 #   usage: scripts/gpu-check.sh            (from the repository root)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUTDIR=${OUT:-.}
 mkdir -p "$OUTDIR"
 SUM="$OUTDIR/gpu-check.txt"
@@ -16,12 +19,20 @@ JOBS=$(nproc 2>/dev/null || echo 8)
 export PATH="$PATH:/usr/local/cuda/bin"
 fail=0
 t0=$(date +%s)
+BUDGET=${VC_GPU_BUDGET:-450}
+left() { echo $((BUDGET - ($(date +%s) - t0))); }
 : >"$SUM"
 say() { echo "$@" | tee -a "$SUM"; }
-step() { # name, timeout seconds, command...
+step() { # name, timeout seconds (cut to the budget left), command...
     local name=$1 lim=$2
     shift 2
-    local s=$(date +%s)
+    local s=$(date +%s) rest=$(($(left) - 5))
+    [ $lim -gt $rest ] && lim=$rest
+    if [ $lim -lt 5 ]; then
+        say "== $name: skipped (budget of $BUDGET s spent)"
+        fail=1
+        return 124
+    fi
     say "== $name"
     timeout "$lim" "$@" >"$OUTDIR/.step.log" 2>&1
     local rc=$?
@@ -44,14 +55,16 @@ built=0
 if step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON; then
     say "== build (log: $LOG)"
     s=$(date +%s)
-    timeout 300 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin cuda_test_cuda_ops cuda_test_cuda_attn >"$LOG" 2>&1
+    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin cuda_test_cuda_ops cuda_test_cuda_table \
+        cuda_test_cuda_attn >"$LOG" 2>&1
     rc=$?
     grep -E "error|warning:" "$LOG" | head -n 40 >>"$SUM"
     say "-- build: rc=$rc ($(($(date +%s) - s)) s)"
     if [ $rc = 0 ]; then built=1; else tail -n 40 "$LOG" >>"$SUM"; fail=1; fi
 fi
 if [ $built = 0 ]; then
-    if [ -x "$PREBUILT/cuda_test_cuda_ops" ] && [ -x "$PREBUILT/cuda_test_cuda_attn" ]; then
+    if [ -x "$PREBUILT/cuda_test_cuda_ops" ] && [ -x "$PREBUILT/cuda_test_cuda_table" ] &&
+        [ -x "$PREBUILT/cuda_test_cuda_attn" ]; then
         say "== build failed here: running the prebuilt tests in $PREBUILT"
         TESTS=$PREBUILT
     else
@@ -60,18 +73,53 @@ if [ $built = 0 ]; then
     fi
 fi
 export VERLC_SHARED=${VERLC_SHARED:-$(pwd)/../shared}
-step "test_cuda_ops" 150 "$TESTS/cuda_test_cuda_ops"
-step "test_cuda_attn" 150 "$TESTS/cuda_test_cuda_attn"
-step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 100 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
+step "test_cuda_ops" 120 "$TESTS/cuda_test_cuda_ops"
+step "test_cuda_table" 90 "$TESTS/cuda_test_cuda_table"
+step "test_cuda_attn" 120 "$TESTS/cuda_test_cuda_attn"
+step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
+# The CLI on the GPU: fixture check and short benches, each only when its --help offers --device.
+BIN="$BUILD/verlc"
+has_device() { "$BIN" "$@" --help 2>&1 | grep -q -- "--device"; }
+if [ $built = 1 ] && [ -x "$BIN" ]; then
+    MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null)
+    if ! has_device check; then
+        say "== verlc check --device cuda: skipped (verlc check --help does not mention --device)"
+    elif [ -z "$MODELS" ]; then
+        say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
+    else
+        # shellcheck disable=SC2086
+        step "verlc check --device cuda (fixture models)" 90 "$BIN" check --device cuda $MODELS
+    fi
+    CFG="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
+    if [ ! -f "$CFG" ]; then
+        say "== verlc bench --device cuda: skipped (no $CFG)"
+    else
+        for b in forward train logprob generate; do
+            if ! has_device bench "$b"; then
+                say "== verlc bench $b --device cuda: skipped (its --help does not mention --device)"
+                continue
+            fi
+            case $b in
+            forward | logprob) args="--tokens 2048 --reps 3" ;;
+            train) args="--tokens 2048 --iters 3" ;;
+            generate) args="--batch 1,16 --prompt 128 --new 32" ;;
+            esac
+            # shellcheck disable=SC2086
+            step "verlc bench $b --device cuda (qwen2.5-0.5b)" 60 "$BIN" bench "$b" --config "$CFG" $args --device cuda
+        done
+    fi
+else
+    say "== verlc CLI on the GPU: skipped (no $BIN built here)"
+fi
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-left=$((450 - ($(date +%s) - t0)))
-if [ -n "$CS" ] && [ $left -gt 60 ]; then
-    step "memcheck test_cuda_attn" $((left / 2)) "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_attn"
-    left=$((450 - ($(date +%s) - t0)))
-    [ $left -gt 30 ] && step "memcheck test_cuda_ops (no fault test)" "$left" env VC_CUDA_TEST_NO_FAULT=1 \
+if [ -n "$CS" ] && [ "$(left)" -gt 60 ]; then
+    step "memcheck test_cuda_attn" $(($(left) / 2)) "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_attn"
+    [ "$(left)" -gt 40 ] && step "memcheck test_cuda_table" $(($(left) / 2)) "$CS" --tool memcheck \
+        --error-exitcode 9 "$TESTS/cuda_test_cuda_table"
+    [ "$(left)" -gt 30 ] && step "memcheck test_cuda_ops (no fault test)" "$(left)" env VC_CUDA_TEST_NO_FAULT=1 \
         "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_ops"
 else
-    say "== memcheck skipped (compute-sanitizer ${CS:-not found}, ${left} s left)"
+    say "== memcheck skipped (compute-sanitizer ${CS:-not found}, $(left) s left)"
 fi
 say "== failures"
 grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
