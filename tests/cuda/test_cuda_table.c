@@ -177,6 +177,16 @@ static void test_memory(void) {
     int z = 1;
     for (size_t i = 0; i < n; i++) z &= back[i] == (i >= 10 && i < 110 ? 0.0f : h[i]);
     CHECK_MSG(z, "zero cleared the wrong range");
+    /* overlapping d2d moves as memmove does: b[1000 ..] = old b[0 ..] and back */
+    float *ref = clone(h, n);
+    memmove(ref + 1000, ref, (n - 1000) * 4);
+    G->d2d(b + 1000, b, (n - 1000) * 4);
+    G->d2h(back, b, n * 4);
+    CHECK_MSG(!memcmp(back, ref, n * 4), "overlapping d2d (forward) differs from memmove");
+    memmove(ref, ref + 7, (n - 7) * 4);
+    G->d2d(b, b + 7, (n - 7) * 4);
+    G->d2h(back, b, n * 4);
+    CHECK_MSG(!memcmp(back, ref, n * 4), "overlapping d2d (backward) differs from memmove");
     G->free(a);
     G->free(b);
     G->free(NULL);
@@ -283,7 +293,8 @@ static void test_rows(void) {
     G->rownorm_fwd(gyn, gnrm, gW, RR, CC);
     cmpb("rownorm fwd y", gyn, yn, (size_t)(RR * CC), 1e-5);
     cmpb("rownorm fwd norm", gnrm, nrm, (size_t)RR, 1e-5);
-    float *dyn = hrand((size_t)(RR * CC), 1e-13f), *dW = hrand((size_t)(RR * CC), 1);
+    float *dyn = hrand((size_t)(RR * CC), 1), *dW = hrand((size_t)(RR * CC), 1);
+    for (int64_t c = 0; c < CC; c++) dyn[5 * CC + c] *= 1e-13f; /* the clamped row: dW += dy / 1e-12 */
     float *gdyn = dup_f(dyn, RR * CC), *gdW = dup_f(dW, RR * CC), *gyc = dup_f(yn, RR * CC), *gnc = dup_f(nrm, RR);
     PICK(rownorm_bwd)(dW, dyn, yn, nrm, RR, CC);
     G->rownorm_bwd(gdW, gdyn, gyc, gnc, RR, CC);

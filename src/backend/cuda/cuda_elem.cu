@@ -116,20 +116,13 @@ void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int
                      int acc) {
     const char *op = "rows_copy";
     if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
-    if (rep < 1) {
-        vc_cu_fail(VC_ERR_ARG, op, "repeat count below 1");
-        return;
-    }
+    if (rep < 1) rep = 1; /* as the CPU entry */
     k_rows_copy<<<LAUNCH(R * C)>>>(dst, dld, src, sld, R, C, rep, acc);
     vc_cu_end(op);
 }
 void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep) {
     const char *op = "rows_sum";
-    if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
-    if (rep < 1) {
-        vc_cu_fail(VC_ERR_ARG, op, "repeat count below 1");
-        return;
-    }
+    if (!vc_cu_begin(op) || R <= 0 || C <= 0 || rep < 1) return;
     int64_t n_out = R / rep;
     if (n_out <= 0) return;
     k_rows_sum<<<LAUNCH(n_out * C)>>>(dst, dld, src, sld, n_out, C, rep);

@@ -380,7 +380,21 @@ vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
 static void be_free(void *p) { vc_cuda_free(p); }
 static void be_h2d(void *dst, const void *src, size_t bytes) { vc_cuda_h2d(dst, src, bytes); }
 static void be_d2h(void *dst, const void *src, size_t bytes) { vc_cuda_d2h(dst, src, bytes); }
-static void be_d2d(void *dst, const void *src, size_t bytes) { vc_cuda_d2d(dst, src, bytes); }
+/* memmove semantics, as the CPU backend's copy: overlapping ranges go through scratch (cudaMemcpy
+ * leaves overlap undefined) */
+static void be_d2d(void *dst, const void *src, size_t bytes) {
+    const char *d = (const char *)dst, *s = (const char *)src;
+    if (!bytes || d == s) return;
+    if (d + bytes <= s || s + bytes <= d) {
+        vc_cuda_d2d(dst, src, bytes);
+        return;
+    }
+    if (!vc_cu_begin("device-to-device copy")) return;
+    void *tmp = vc_cu_scratch(bytes, "device-to-device copy");
+    if (!tmp) return;
+    if (vc_cuda_d2d(tmp, src, bytes) == VC_OK) vc_cuda_d2d(dst, tmp, bytes);
+    vc_cu_scratch_free(tmp);
+}
 static void be_zero(void *dst, size_t bytes) {
     if (bytes) vc_cuda_memset0(dst, bytes);
 }
