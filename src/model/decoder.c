@@ -14,22 +14,10 @@ struct vc_kv_cache {
     float *mem;               /* backend memory: [layer][seq][max_len][k_width + v_width] */
 };
 
-/* Data movement in backend memory (never dereferenced here): rows of C floats,
- * dst[r * dld + c] = src[r * sld + c] for r < R (KV appends, row moves) */
+/* KV appends and row moves in backend memory (never dereferenced here): rows of C floats,
+ * dst[r * dld + c] = src[r * sld + c] for r < R */
 static void copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C) {
-    const vc_backend *be = vc_be();
-    if (R <= 0 || C <= 0) return;
-    if (be->rows_copy) be->rows_copy(dst, dld, src, sld, R, C, 1, 0);
-    else
-        for (int64_t r = 0; r < R; r++) be->d2d(dst + r * dld, src + r * sld, (size_t)C * sizeof(float));
-}
-
-/* y += x (n floats of backend memory) */
-static void add_into(float *y, const float *x, int64_t n) {
-    const vc_backend *be = vc_be();
-    if (be->axpy) be->axpy(y, 1.0f, x, n);
-    else if (be->host_visible)
-        for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    if (R > 0 && C > 0) vc_be()->rows_copy(dst, dld, src, sld, R, C, 1, 0);
 }
 
 typedef struct {
@@ -330,7 +318,7 @@ static void ckpt_bw(vc_graph *g, vc_node *n) {
     if (gy) {
         vc_be()->d2d(gy, n->out->grad, (size_t)y->n * sizeof(float));
         vc_graph_backward_from(sub);
-        if (x->grad) add_into(gx, x->grad, x->n);
+        if (x->grad) vc_be()->axpy(gx, 1.0f, x->grad, x->n);
     }
     vc_graph_free(sub);
 }
