@@ -40,6 +40,20 @@ static int count(const char *s, const char *what) {
     return n;
 }
 
+/* the response_ids arrays of an output file, concatenated */
+static void response_ids(const char *text, char *out, size_t cap) {
+    size_t k = 0;
+    out[0] = 0;
+    for (const char *p = text; p && (p = strstr(p, "\"response_ids\":[")); p++) {
+        const char *e = strchr(p, ']');
+        if (!e || k + (size_t)(e - p) + 2 >= cap) break;
+        memcpy(out + k, p, (size_t)(e - p));
+        k += (size_t)(e - p);
+        out[k++] = ';';
+        out[k] = 0;
+    }
+}
+
 int main(void) {
     const char *b = getenv("VERLC_BIN");
     snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
@@ -89,7 +103,21 @@ int main(void) {
     CHECK(sh(run, extra) == 0);
     a = slurp("d.jsonl");
     CHECK(a && count(a, "\"index\":3") == 1);
+    /* the same greedy run on the sim device (backend memory behind poisoned pointers) gives the same tokens */
+    snprintf(extra, sizeof extra, "--output %s/e.jsonl --max-new-tokens 6 --max-prompt-len 24 --overlong truncate --greedy --device sim 2>/dev/null", tmp);
+    CHECK(sh(run, extra) == 0);
+    bb = slurp("e.jsonl");
+    static char ra[8192], rb[8192];
+    response_ids(a, ra, sizeof ra);
+    response_ids(bb, rb, sizeof rb);
+    CHECK_MSG(ra[0] && !strcmp(ra, rb), "greedy tokens differ between cpu and sim:\n%s\n%s", ra, rb);
     free(a);
+    free(bb);
+    snprintf(extra, sizeof extra, "--output %s/f.jsonl --device tpu 2>%s/f.err", tmp, tmp);
+    CHECK(sh(run, extra) == 2);
+    err = slurp("f.err");
+    CHECK_MSG(err && strstr(err, "--device tpu: unknown device"), "%s", err ? err : "");
+    free(err);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);
     return vc_test_done();
