@@ -23,6 +23,40 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
 void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
 void vc_cpu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                       const vc_route_desc *d);
+/* f32 GEMM whatever the matmul precision (attention) */
+void vc_cpu_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* elementwise and layout entries (cpu_elem.c), semantics in src/tensor/backend.h */
+void vc_cpu_fill(float *y, float v, int64_t n);
+void vc_cpu_axpy(float *y, float a, const float *x, int64_t n);
+void vc_cpu_add(float *y, const float *a, const float *b, int64_t n);
+void vc_cpu_mul(float *y, const float *a, const float *b, int64_t n);
+void vc_cpu_mul_acc(float *y, const float *a, const float *b, int64_t n);
+void vc_cpu_scale(float *y, const float *x, float s, int64_t n);
+void vc_cpu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C);
+void vc_cpu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
+void vc_cpu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                      int acc);
+void vc_cpu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
+void vc_cpu_col_sum(float *db, const float *dy, int64_t R, int64_t C);
+void vc_cpu_softcap_fwd(float *y, const float *x, float cap, int64_t n);
+void vc_cpu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n);
+void vc_cpu_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C);
+void vc_cpu_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);
+void vc_cpu_dot_fwd(float *out, const float *x, const float *w, int64_t n);
+void vc_cpu_dot_bwd(float *dx, const float *dout, const float *w, int64_t n);
+void vc_cpu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H);
+void vc_cpu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
+void vc_cpu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+void vc_cpu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                            int64_t H);
+void vc_cpu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
+                            int64_t T, int64_t K, int64_t H);
+void vc_cpu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+/* optimiser entries (cpu_optim.c) */
+vc_status vc_cpu_adamw(const struct vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
+                       const struct vc_adamw_config *cfg, int64_t step, double lr);
+vc_status vc_cpu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
 /* top-k indices with torch.topk's CPU tie-breaking (order as torch returns them unsorted) */
 void vc_topk_torch(const float *v, int n, int k, int32_t *idx);
 #endif

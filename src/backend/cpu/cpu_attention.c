@@ -103,7 +103,7 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
                    int64_t nj, int64_t pos0, const vc_attn_desc *d) {
     int64_t qstride = (int64_t)d->n_head * d->head_dim;
     int kvh = h / (d->n_head / d->n_kv_head);
-    vc_cpu_gemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
+    vc_cpu_sgemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
                 K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
     rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr };
     vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
@@ -192,7 +192,7 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
                                 .lse_base = qa + b, .h = h, .d = d };
                 vc_parallel((nr + ROWS - 1) / ROWS, softmax_rows, &rc);
                 float *orow = o + (qa + b) * ostride + (int64_t)h * d->v_head_dim;
-                vc_cpu_gemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
+                vc_cpu_sgemm(0, 0, nr, d->v_head_dim, nj, 1.0f, S, nj,
                             d->v_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride, 0.0f, orow,
                             ostride);
                 for (int64_t r = 0; r < nr; r++)
@@ -225,19 +225,19 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
                 const float *O = o + (qa + b) * ostride + (int64_t)h * d->v_head_dim;
                 scores(S, q, qa + b, nr, h, d->k_seq[s], j0, nj, pos0, d); /* capped scores */
                 /* dP = dO V^T */
-                vc_cpu_gemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
+                vc_cpu_sgemm(0, 1, nr, nj, d->v_head_dim, 1.0f, dO, ostride, V + j0 * d->v_stride, d->v_stride,
                             0.0f, dP, nj);
                 rows_ctx rc = { .S = S, .dP = dP, .lse = lse, .dO = dO, .O = O, .nj = nj, .j0 = j0, .pos0 = pos0, .nr = nr,
                                 .ostride = ostride,
                                 .lse_base = qa + b, .h = h, .d = d };
                 vc_parallel((nr + ROWS - 1) / ROWS, dscore_rows, &rc);
                 /* dV += P^T dO ; dK += scale dS^T Q ; dQ += scale dS K */
-                vc_cpu_gemm(1, 0, nj, d->v_head_dim, nr, 1.0f, S, nj, dO, ostride, 1.0f,
+                vc_cpu_sgemm(1, 0, nj, d->v_head_dim, nr, 1.0f, S, nj, dO, ostride, 1.0f,
                             d->dv_seq[s] + j0 * d->v_stride + (int64_t)kvh * d->v_head_dim, d->v_stride);
-                vc_cpu_gemm(1, 0, nj, d->head_dim, nr, d->scale, dP, nj,
+                vc_cpu_sgemm(1, 0, nj, d->head_dim, nr, d->scale, dP, nj,
                             q + (qa + b) * qstride + (int64_t)h * d->head_dim, qstride, 1.0f,
                             d->dk_seq[s] + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride);
-                vc_cpu_gemm(0, 0, nr, d->head_dim, nj, d->scale, dP, nj, K + j0 * d->k_stride, d->k_stride, 1.0f,
+                vc_cpu_sgemm(0, 0, nr, d->head_dim, nj, d->scale, dP, nj, K + j0 * d->k_stride, d->k_stride, 1.0f,
                             dq + (qa + b) * qstride + (int64_t)h * d->head_dim, qstride);
             }
         }

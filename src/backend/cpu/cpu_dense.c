@@ -3,6 +3,7 @@
  * on the number of threads. */
 #include "cpu.h"
 #include "backend/act_math.h"
+#include "verlc/dtype.h"
 #include "verlc/pool.h"
 #include <cblas.h>
 #include <math.h>
@@ -44,8 +45,8 @@ static void gemm_block(void *p, int64_t blk) {
     }
 }
 
-void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+void vc_cpu_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M == 0 || N == 0) return;
     if (K == 0) {
         for (int64_t i = 0; i < M; i++)
@@ -59,6 +60,32 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
     gemm_ctx c = { ta, tb, M > N, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C };
     int64_t len = c.by_rows ? M : N;
     vc_parallel((len + GEMM_BLOCK - 1) / GEMM_BLOCK, gemm_block, &c);
+}
+
+/* rows x cols stored with stride ld, rounded to bf16 (nearest even) into a packed copy */
+static float *bf16_copy(const float *X, int64_t rows, int64_t cols, int64_t ld) {
+    float *Y = vc_malloc((size_t)(rows * cols) * sizeof(float));
+    if (!Y) return NULL;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) Y[r * cols + c] = vc_bf16_to_f32(vc_f32_to_bf16(X[r * ld + c]));
+    return Y;
+}
+
+/* The gemm entry: with VC_PREC_BF16 both inputs are rounded to bf16 first (their products are then
+ * exact in f32) and accumulated in f32, emulating a tensor-core bf16 GEMM with f32 accumulation. If the
+ * scratch copies cannot be allocated the product runs in f32. */
+void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (vc_matmul_precision() != VC_PREC_BF16 || M == 0 || N == 0 || K == 0) {
+        vc_cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *Ab = bf16_copy(A, ar, ac, lda), *Bb = Ab ? bf16_copy(B, br, bc, ldb) : NULL;
+    if (Ab && Bb) vc_cpu_sgemm(ta, tb, M, N, K, alpha, Ab, ac, Bb, bc, beta, C, ldc);
+    else vc_cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    free(Ab);
+    free(Bb);
 }
 
 /* ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * (w + w_offset) ---- */
@@ -282,6 +309,31 @@ static const vc_backend CPU = {
     .lm_head_bwd = vc_cpu_lm_head_bwd,
     .route_fwd = vc_cpu_route_fwd,
     .route_bwd = vc_cpu_route_bwd,
+    .fill = vc_cpu_fill,
+    .axpy = vc_cpu_axpy,
+    .add = vc_cpu_add,
+    .mul = vc_cpu_mul,
+    .mul_acc = vc_cpu_mul_acc,
+    .scale = vc_cpu_scale,
+    .mul_rows_fwd = vc_cpu_mul_rows_fwd,
+    .mul_rows_bwd = vc_cpu_mul_rows_bwd,
+    .rows_copy = vc_cpu_rows_copy,
+    .rows_sum = vc_cpu_rows_sum,
+    .col_sum = vc_cpu_col_sum,
+    .softcap_fwd = vc_cpu_softcap_fwd,
+    .softcap_bwd = vc_cpu_softcap_bwd,
+    .rownorm_fwd = vc_cpu_rownorm_fwd,
+    .rownorm_bwd = vc_cpu_rownorm_bwd,
+    .dot_fwd = vc_cpu_dot_fwd,
+    .dot_bwd = vc_cpu_dot_bwd,
+    .embed_fwd = vc_cpu_embed_fwd,
+    .embed_bwd = vc_cpu_embed_bwd,
+    .gather_rows = vc_cpu_gather_rows,
+    .moe_combine_fwd = vc_cpu_moe_combine_fwd,
+    .moe_combine_bwd = vc_cpu_moe_combine_bwd,
+    .moe_scatter_add = vc_cpu_moe_scatter_add,
+    .adamw = vc_cpu_adamw,
+    .sumsq = vc_cpu_sumsq,
 };
 
 const vc_backend *vc_backend_cpu(void) { return &CPU; }

@@ -1,0 +1,91 @@
+/* CPU optimiser entries: one AdamW step (torch.optim.AdamW, float32, bit for bit) and the sum of
+ * squares behind the global gradient norm. */
+/* torch's CPU kernels round every product and sum separately except where they call fmadd (lerp);
+ * keep the compiler from fusing the others so the results match bit for bit. */
+#pragma GCC optimize("fp-contract=off")
+#include "cpu.h"
+#include "verlc/optim.h"
+#include "verlc/pool.h"
+#include <math.h>
+
+#define BLK 16384
+
+/* Scalars as torch derives them: Python doubles, converted to float where they meet a tensor. */
+typedef struct adamw_scalars {
+    float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+} adamw_scalars;
+
+typedef struct {
+    float *w, *m, *v;
+    const float *g;
+    size_t n;
+    const adamw_scalars *s;
+    int decay;
+} adamw_ctx;
+
+static void adamw_task(void *p, int64_t blk) {
+    const adamw_ctx *c = p;
+    const adamw_scalars *s = c->s;
+    const int small = s->lerp_w < 0.5f;
+    const float coeff = small ? s->lerp_w : s->lerp_w - 1.0f;
+    size_t i1 = (size_t)(blk + 1) * BLK < c->n ? (size_t)(blk + 1) * BLK : c->n;
+    float *w = c->w, *m = c->m, *v = c->v;
+    const float *g = c->g;
+    for (size_t i = (size_t)blk * BLK; i < i1; i++) {
+        float wi = w[i];
+        if (c->decay) wi = wi * s->decay_mul;        /* param.mul_(1 - lr * wd) */
+        float gi = g[i], mi = m[i];
+        mi = fmaf(coeff, gi - mi, small ? mi : gi);  /* exp_avg.lerp_(grad, 1 - beta1): vectorised lerp uses fmadd */
+        float vi = v[i] * s->beta2;                  /* exp_avg_sq.mul_(beta2) */
+        vi = vi + s->one_minus_beta2 * gi * gi;      /* .addcmul_(grad, grad, value=1 - beta2) */
+        float denom = sqrtf(vi) / s->bc2_sqrt + s->eps;
+        wi = wi + s->neg_step_size * mi / denom;     /* param.addcdiv_(exp_avg, denom, value=-step_size) */
+        m[i] = mi;
+        v[i] = vi;
+        w[i] = wi;
+    }
+}
+
+vc_status vc_cpu_adamw(const vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
+                       const vc_adamw_config *c, int64_t step, double lr) {
+    if (!(lr >= 0) || !isfinite(lr)) return vc_fail(VC_ERR_ARG, "cpu: adamw: learning rate %g", lr);
+    if (step < 1) return vc_fail(VC_ERR_ARG, "cpu: adamw: step %lld (the first step is 1)", (long long)step);
+    double t = (double)step;
+    double bc1 = 1.0 - pow(c->beta1, t), bc2 = 1.0 - pow(c->beta2, t);
+    adamw_scalars s = {
+        .decay_mul = (float)(1.0 - lr * c->weight_decay),
+        .lerp_w = (float)(1.0 - c->beta1),
+        .beta2 = (float)c->beta2,
+        .one_minus_beta2 = (float)(1.0 - c->beta2),
+        .bc2_sqrt = (float)sqrt(bc2),
+        .eps = (float)c->eps,
+        .neg_step_size = (float)(-(lr / bc1)),
+    };
+    for (size_t i = 0; i < n_params; i++) {
+        const vc_optim_param *p = &params[i];
+        if (!p->n) continue;
+        if (!p->w || !p->g || !m[i] || !v[i])
+            return vc_fail(VC_ERR_ARG, "cpu: adamw: parameter %zu has no weight, gradient or moment buffer", i);
+        adamw_ctx x = { p->w, m[i], v[i], p->g, p->n, &s, p->decay && c->weight_decay != 0 };
+        int64_t nblk = (int64_t)((p->n + BLK - 1) / BLK);
+        if (nblk == 1) adamw_task(&x, 0);
+        else vc_parallel(nblk, adamw_task, &x);
+    }
+    return VC_OK;
+}
+
+/* per tensor four interleaved double accumulators, combined (0 + 1) + (2 + 3); tensors in order */
+vc_status vc_cpu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out) {
+    double total = 0.0;
+    for (size_t t = 0; t < n_tensors; t++) {
+        const float *g = x[t];
+        double acc[4] = { 0, 0, 0, 0 };
+        size_t n = sizes[t], i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (int k = 0; k < 4; k++) acc[k] += (double)g[i + k] * g[i + k];
+        for (; i < n; i++) acc[0] += (double)g[i] * g[i];
+        total += (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+    *out = total;
+    return VC_OK;
+}

@@ -1,0 +1,52 @@
+/* The sim backend's internals shared between its files (see sim.c). */
+#ifndef VC_SIM_H
+#define VC_SIM_H
+#include "tensor/backend.h"
+#include <stdint.h>
+#include <stdlib.h>
+
+/* added to every host address the sim backend hands out: bit 62 set makes it non-canonical on
+ * x86-64 (user addresses are below 2^47), so any host load or store through it faults */
+#define SIM_OFF ((uintptr_t)0x4000000000000000ull)
+
+static inline int vc_sim_is_device(const void *p) { return ((uintptr_t)p >> 62) == 1; }
+/* the host address behind sim pointer p (NULL stays NULL); anything else sets *bad and the sticky error */
+void *vc_sim_tr(const void *p, int *bad, const char *op);
+void vc_sim_error(const char *op, const char *what);
+
+/* SIM_BEGIN("op"); T *a = D(x); ...; SIM_END; translates each argument and returns early (the op
+ * skipped, the error sticky) when one is not sim memory */
+#define SIM_BEGIN(op) int sim_bad_ = 0; const char *sim_op_ = (op)
+#define D(p) vc_sim_tr((p), &sim_bad_, sim_op_)
+#define SIM_END if (sim_bad_) return
+
+void vc_sim_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
+void vc_sim_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
+                     const vc_attn_desc *d);
+void vc_sim_fill(float *y, float v, int64_t n);
+void vc_sim_axpy(float *y, float a, const float *x, int64_t n);
+void vc_sim_add(float *y, const float *a, const float *b, int64_t n);
+void vc_sim_mul(float *y, const float *a, const float *b, int64_t n);
+void vc_sim_mul_acc(float *y, const float *a, const float *b, int64_t n);
+void vc_sim_scale(float *y, const float *x, float s, int64_t n);
+void vc_sim_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C);
+void vc_sim_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
+void vc_sim_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
+                      int acc);
+void vc_sim_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
+void vc_sim_col_sum(float *db, const float *dy, int64_t R, int64_t C);
+void vc_sim_softcap_fwd(float *y, const float *x, float cap, int64_t n);
+void vc_sim_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n);
+void vc_sim_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C);
+void vc_sim_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);
+void vc_sim_dot_fwd(float *out, const float *x, const float *w, int64_t n);
+void vc_sim_dot_bwd(float *dx, const float *dout, const float *w, int64_t n);
+void vc_sim_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H);
+void vc_sim_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
+void vc_sim_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+void vc_sim_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
+                            int64_t H);
+void vc_sim_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
+                            int64_t T, int64_t K, int64_t H);
+void vc_sim_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+#endif
