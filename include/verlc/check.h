@@ -24,7 +24,11 @@ typedef struct vc_check_result {
 } vc_check_result;
 
 const char *vc_check_name(int i);
-/* Loads DIR, runs forward/backward/greedy and compares with DIR/reference.safetensors when present.
+/* One line stating the tolerances vc_check_model applies under the current matmul precision
+ * (vc_set_matmul_precision: f32, or bf16 with wider, stated tolerances). */
+const char *vc_check_tolerances(void);
+/* Loads DIR on the active device (vc_device_select), runs forward/backward/greedy and compares with
+ * DIR/reference.safetensors when present (greedy is teacher-forced on the reference tokens).
  * A non-OK status means the model could not be checked at all (load failure). */
 vc_status vc_check_model(const char *dir, vc_check_result *r);
 #endif

@@ -58,7 +58,9 @@ vc_status vc_config_parse_model(const cJSON *root, const char *path, vc_model_co
 typedef struct vc_model vc_model;
 
 /* Loads a Hugging Face model directory; every checkpoint tensor is used, deliberately ignored, or an
- * error naming it. Weights are held as f32. */
+ * error naming it. Weights are held as f32 in the memory of the backend active at load time (device
+ * memory on a GPU: see include/verlc/device.h); each tensor is converted on the host and uploaded. The
+ * model keeps that backend and frees its memory with it. */
 vc_status vc_model_load(const char *dir, vc_model **out);
 /* A model with random weights for a config.json (std 0.02 normal, norms 1), seeded. */
 vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model **out);
@@ -70,7 +72,14 @@ int64_t vc_model_param_count(const vc_model *m);
  * trained (DeepSeek-V3's e_score_correction_bias) have no grad (t->grad stays NULL). */
 int vc_model_n_params(const vc_model *m);
 vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay);
-/* Allocates (once) and zeroes persistent gradient buffers for every parameter. */
+/* Host copies of parameter i's weights (grad 0) or gradient (grad 1), t->n floats; and an upload of
+ * new weights from the host. Parameter data and grad pointers are backend memory: never dereference
+ * them on the host. */
+struct vc_backend;
+const struct vc_backend *vc_model_backend(const vc_model *m); /* the backend holding its memory */
+vc_status vc_model_param_read(const vc_model *m, int i, int grad, float *dst);
+vc_status vc_model_param_write(vc_model *m, int i, const float *src);
+/* Allocates (once, in the model's backend memory) and zeroes persistent gradient buffers. */
 vc_status vc_model_enable_grad(vc_model *m);
 void vc_model_zero_grad(vc_model *m);
 

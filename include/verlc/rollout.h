@@ -71,8 +71,10 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
 void vc_rollout_free(vc_rollout_engine *e);
 /* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
  * (request, sample). Results do not depend on max_batch, thread count, request order, prefill chunking,
- * page size or preemption: the call installs a row-invariant op table (vc_set_backend) for its duration,
- * so it must not overlap a training step in another thread. (Length-dependent ropes (dynamic NTK,
+ * page size or preemption: on the CPU backend the call installs a row-invariant op table (vc_set_backend)
+ * for its duration, so it must not overlap a training step in another thread; on other backends
+ * (cuda, sim) it runs on the active backend, whose GEMMs decide row invariance. The KV pool is
+ * backend memory; each step's logits rows are read back to the host for sampling. (Length-dependent ropes (dynamic NTK,
  * longrope) recompute their frequencies per sequence length as transformers does, so a preempted
  * sequence of such a model may differ after recomputation.) A request whose prompt + max_new_tokens
  * cannot fit in the KV pool alone is VC_ERR_ARG with the numbers. */

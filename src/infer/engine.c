@@ -4,6 +4,7 @@
  * bookkeeping (forks of a prompt into its n samples, finished samples leave). The forward runs on a
  * row-invariant backend, so a token's logits are the same bits whatever the batch looks like. */
 #include "infer/sched.h"
+#include "verlc/cuda.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/tokenizer.h"
@@ -37,7 +38,11 @@ void vc_rollout_free(vc_rollout_engine *e) { free(e); }
 
 void vc_rollout_last_stats(const vc_rollout_engine *e, vc_rollout_stats *out) { *out = e->stats; }
 
+/* memory the KV pool may take a fraction of: free device memory on a GPU, else available host memory */
 static double available_bytes(void) {
+    size_t used, free_dev, total;
+    if (vc_backend_cuda() && vc_be() == vc_backend_cuda() && vc_cuda_mem_info(&used, &free_dev, &total) == VC_OK)
+        return (double)free_dev;
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
     double kb = 0;
@@ -275,12 +280,16 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b, vc_sampler **smp, int
     }
     if (n_rows == 0) return VC_OK;
     if (n_draw > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
+    /* the rows that sample: their hidden states, their logits, read back for the host sampler */
     vc_tensor *hs = vc_tensor_2d(g, n_rows, H, 0);
     if (!hs) return vc_graph_status(g);
-    for (int r = 0; r < n_rows; r++) memcpy(hs->data + r * H, h->data + b->at[r] * H, (size_t)H * sizeof(float));
+    for (int r = 0; r < n_rows; r++)
+        vc_be()->d2d(hs->data + r * H, h->data + b->at[r] * H, (size_t)H * sizeof(float));
     vc_tensor *z = vc_model_logits(m, g, hs);
-    if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    samp_ctx c = { .R = R, .Z = z->data, .V = cfg->vocab, .n_rows = n_rows, .n_smp = n_smp, .rows = b->rows,
+    float *zh = z ? vc_graph_alloc(g, (size_t)z->n * sizeof(float), 0) : NULL;
+    if (!zh) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    if ((st = vc_tensor_read(z, zh))) return st;
+    samp_ctx c = { .R = R, .Z = zh, .V = cfg->vocab, .n_rows = n_rows, .n_smp = n_smp, .rows = b->rows,
                    .off = b->off, .tok = b->tok, .lp = b->lp, .lps = b->lps, .smp = smp };
     vc_parallel(n_smp < n_rows ? n_smp : n_rows, sample_task, &c);
     return bookkeeping(R, &c);
@@ -393,11 +402,16 @@ vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *re
         goto out;
     }
     int64_t np = pool_pages(e, reqs, n_req, s->max_new_tokens);
+    if (vc_model_backend(e->m)->alloc != prev->alloc) {
+        st = vc_fail(VC_ERR_ARG, "rollout: the model's weights are in %s memory but the active backend is %s",
+                     vc_model_backend(e->m)->name, prev->name);
+        goto out;
+    }
     if ((st = vc_kv_pool_init(&R.pool, np, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row))) goto out;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;
     e->stats.page_bytes = (int64_t)page_bytes(e);
-    vc_set_backend(vc_infer_backend());
+    vc_set_backend(vc_infer_backend_for(prev));
     vc_graph_set_grad(g, 0);
     while (R.prompts_done < n_req) {
         int64_t pre = e->stats.prefill_tokens, dec = e->stats.decode_tokens;

@@ -153,3 +153,7 @@ const vc_backend *vc_infer_backend(void) {
     pthread_once(&once, init_backend);
     return &INV;
 }
+
+const vc_backend *vc_infer_backend_for(const vc_backend *active) {
+    return active == vc_backend_cpu() ? vc_infer_backend() : active;
+}

@@ -9,12 +9,16 @@
 
 /* The CPU op table with a row-invariant GEMM (gemm_inv.c). */
 const vc_backend *vc_infer_backend(void);
+/* What generation runs on: the row-invariant table when the active backend is the CPU backend,
+ * otherwise the active backend itself (whose memory holds the weights). */
+const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ---- KV page pool (kv_pool.c): reference-counted pages, each holding page_tokens tokens of every layer ---- */
 typedef struct vc_kv_pool {
-    float *mem;
+    const vc_backend *be; /* owner of mem (the backend active at init) */
+    float *mem;           /* backend memory */
     int64_t n_pages, page_tokens, n_layer, row; /* row: floats per token per layer */
     int32_t *refc, *free_list;
     int64_t n_free;

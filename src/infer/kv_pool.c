@@ -14,7 +14,9 @@ vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, i
     p->n_layer = n_layer;
     p->row = row;
     size_t bytes = vc_kv_page_bytes(page_tokens, n_layer, row) * (size_t)n_pages;
-    p->mem = vc_calloc(bytes ? bytes : 64, 1); /* calloc: untouched pages cost nothing */
+    /* not zeroed: attention reads only the tokens written (and untouched host pages cost nothing) */
+    p->be = vc_be();
+    p->mem = p->be->alloc(bytes ? bytes : 64);
     p->refc = vc_calloc((size_t)n_pages + 1, sizeof *p->refc);
     p->free_list = vc_malloc(((size_t)n_pages + 1) * sizeof *p->free_list);
     if (!p->mem || !p->refc || !p->free_list) {
@@ -28,7 +30,7 @@ vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, i
 }
 
 void vc_kv_pool_release(vc_kv_pool *p) {
-    free(p->mem);
+    if (p->mem) p->be->free(p->mem);
     free(p->refc);
     free(p->free_list);
     memset(p, 0, sizeof *p);
@@ -51,7 +53,7 @@ void vc_kv_page_unref(vc_kv_pool *p, int32_t page) {
 void vc_kv_page_copy(vc_kv_pool *p, int32_t dst, int32_t src, int64_t n_tokens) {
     size_t layer = (size_t)(p->page_tokens * p->row);
     for (int64_t l = 0; l < p->n_layer; l++)
-        memcpy(p->mem + ((size_t)dst * (size_t)p->n_layer + (size_t)l) * layer,
+        p->be->d2d(p->mem + ((size_t)dst * (size_t)p->n_layer + (size_t)l) * layer,
                p->mem + ((size_t)src * (size_t)p->n_layer + (size_t)l) * layer, (size_t)(n_tokens * p->row) * sizeof(float));
 }
 

@@ -4,6 +4,7 @@
 #include "model_internal.h"
 #include "verlc/ops.h"
 #include "verlc/safetensors.h"
+#include "tensor/backend.h"
 #include <math.h>
 #include <string.h>
 
@@ -28,6 +29,39 @@ static float *ref_f32(const vc_checkpoint *ck, const char *name, int64_t *n) {
     *n = vc_st_tensor_numel(t);
     float *b = vc_malloc((size_t)*n * 4);
     if (b) vc_st_tensor_to_f32(t, b);
+    return b;
+}
+
+/* Tolerances per matmul precision. f32: what float32 reassociation gives. bf16 (GEMM inputs rounded to
+ * bf16, f32 accumulation): each input carries a relative rounding error up to 2^-9, so logits move by
+ * about 2^-9 * sqrt(K) * |x||w| per product chain; the figures are ~3x the largest errors a
+ * bf16-emulated CPU run shows over the 29 fixtures (measured: see tests/model/test_check_device.c). */
+typedef struct {
+    double logits, logprobs, entropy, loss_rel, grads_rel, packed;
+} check_tol;
+static const check_tol TOL_F32 = { 1e-3, 1e-3, 1e-3, 1e-4, 1e-3, 1e-5 };
+static const check_tol TOL_BF16 = { 1.5e-1, 1.5e-1, 1e-1, 2e-2, 1.5e-1, 1.5e-1 };
+
+static const check_tol *tolerances(void) { return vc_matmul_precision() == VC_PREC_BF16 ? &TOL_BF16 : &TOL_F32; }
+
+const char *vc_check_tolerances(void) {
+    static char line[320];
+    const check_tol *t = tolerances();
+    snprintf(line, sizeof line,
+             "%s matmul: logits %.3g, logprobs %.3g, entropy %.3g (max abs), loss %.3g x |loss|, grads %.3g x "
+             "max|ref| per tensor, packed %.3g, greedy: %s",
+             t == &TOL_BF16 ? "bf16" : "f32", t->logits, t->logprobs, t->entropy, t->loss_rel, t->grads_rel, t->packed,
+             t == &TOL_BF16 ? "a flip only where the reference top-2 margin < 2 x the logits tolerance" : "exact");
+    return line;
+}
+
+/* backend tensor -> new host array (NULL and the message set on failure) */
+static float *host_copy(const vc_tensor *t) {
+    float *b = t ? vc_malloc((size_t)(t->n ? t->n : 1) * sizeof(float)) : NULL;
+    if (b && vc_tensor_read(t, b)) {
+        free(b);
+        b = NULL;
+    }
     return b;
 }
 
@@ -65,7 +99,8 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
     int64_t T = cu[B], V = m->cfg.vocab, nl, nlp, nen, nloss;
     float *rl = ref_f32(ck, "logits", &nl), *rlp = ref_f32(ck, "token_logprobs", &nlp);
     float *ren = ref_f32(ck, "token_entropy", &nen), *rloss = ref_f32(ck, "loss", &nloss);
-    float *w = vc_calloc((size_t)T, 4);
+    float *w = vc_calloc((size_t)T, 4), *hz = NULL, *hlp = NULL, *hen = NULL, *hlp1 = NULL;
+    const check_tol *tol = tolerances();
     vc_graph *g = vc_graph_new();
     st = rl && rlp && ren && rloss && w && g ? VC_OK : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
     if (st) goto out;
@@ -76,25 +111,34 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
         st = st ? st : vc_fail(VC_ERR_INTERNAL, "forward failed: %s", vc_last_error());
         goto out;
     }
+    if (!(hz = host_copy(z)) || !(hlp = host_copy(lp)) || !(hen = host_copy(en))) {
+        st = vc_fail(VC_ERR_INTERNAL, "reading results back: %s", vc_last_error());
+        goto out;
+    }
     double el = 0, elp = 0, een = 0;
     int count = 0;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < cu[b + 1] - cu[b]; t++) {
             int64_t row = cu[b] + t;
-            for (int64_t v = 0; v < V; v++) el = fmax(el, fabs(z->data[row * V + v] - rl[((int64_t)b * L + t) * V + v]));
-            if (t < L - 1) een = fmax(een, fabs(en->data[row] - ren[b * (L - 1) + t]));
+            for (int64_t v = 0; v < V; v++) el = fmax(el, fabs(hz[row * V + v] - rl[((int64_t)b * L + t) * V + v]));
+            if (t < L - 1) een = fmax(een, fabs(hen[row] - ren[b * (L - 1) + t]));
             if (target[row] >= 0) {
-                elp = fmax(elp, fabs(lp->data[row] - rlp[b * (L - 1) + t]));
+                elp = fmax(elp, fabs(hlp[row] - rlp[b * (L - 1) + t]));
                 count++;
             }
         }
     for (int64_t t = 0; t < T; t++) w[t] = target[t] >= 0 ? -1.0f / (float)count : 0.0f;
     vc_tensor *loss = vc_op_dot_const(g, lp, w);
-    item(r, VC_CHECK_LOGITS, el, 1e-3, NULL);
-    item(r, VC_CHECK_LOGPROBS, elp, 1e-3, NULL);
-    item(r, VC_CHECK_ENTROPY, een, 1e-3, NULL);
-    double lerr = fabs(loss->data[0] - rloss[0]);
-    item(r, VC_CHECK_LOSS, lerr, 1e-4 * fabs(rloss[0]), NULL);
+    float lv = NAN;
+    if (!loss || (st = vc_tensor_read(loss, &lv))) {
+        st = st ? st : vc_fail(VC_ERR_INTERNAL, "loss failed: %s", vc_last_error());
+        goto out;
+    }
+    item(r, VC_CHECK_LOGITS, el, tol->logits, NULL);
+    item(r, VC_CHECK_LOGPROBS, elp, tol->logprobs, NULL);
+    item(r, VC_CHECK_ENTROPY, een, tol->entropy, NULL);
+    double lerr = fabs(lv - rloss[0]);
+    item(r, VC_CHECK_LOSS, lerr, tol->loss_rel * fabs(rloss[0]), NULL);
     if ((st = vc_graph_backward(g, loss, 1.0f))) goto out;
     /* gradients: each within 1e-3 of that tensor's largest reference magnitude */
     double worst = 0, worst_rel = 0;
@@ -129,9 +173,9 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
         free(mine);
         free(ref);
     }
-    item(r, VC_CHECK_GRADS, worst_rel, 1e-3, detail);
+    item(r, VC_CHECK_GRADS, worst_rel, tol->grads_rel, detail);
     r->item[VC_CHECK_GRADS].max_abs_err = isinf(worst_rel) ? INFINITY : worst;
-    r->item[VC_CHECK_GRADS].ok = worst_rel <= 1e-3 && n_grads > 0;
+    r->item[VC_CHECK_GRADS].ok = worst_rel <= tol->grads_rel && n_grads > 0;
     /* padded vs packed: the same sequences one at a time give the same log-probs (not for rope types
      * whose frequencies depend on the batch's longest sequence) */
     double ep = 0;
@@ -142,21 +186,32 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
         vc_graph_reset(g);
         vc_graph_set_grad(g, 0);
         vc_tensor *h1 = vc_model_forward(m, g, &sb, NULL), *lp1 = NULL;
-        if (!h1 || vc_model_logprobs(m, g, h1, target + cu[b], &lp1, NULL)) { ep = INFINITY; break; }
-        for (int64_t t = 0; t < one[1]; t++) ep = fmax(ep, fabs(lp1->data[t] - lp->data[cu[b] + t]));
+        free(hlp1);
+        if (!h1 || vc_model_logprobs(m, g, h1, target + cu[b], &lp1, NULL) || !(hlp1 = host_copy(lp1))) {
+            ep = INFINITY;
+            break;
+        }
+        for (int64_t t = 0; t < one[1]; t++) ep = fmax(ep, fabs(hlp1[t] - hlp[cu[b] + t]));
     }
-    if (!len_dependent) item(r, VC_CHECK_PACKED, ep, 1e-5, NULL);
+    if (!len_dependent) item(r, VC_CHECK_PACKED, ep, tol->packed, NULL);
 out:
+    free(hz);
+    free(hlp);
+    free(hen);
+    free(hlp1);
     vc_graph_free(g);
     free(rl); free(rlp); free(ren); free(rloss); free(w);
     return st;
 }
 
-/* greedy decoding with the KV cache */
-static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, int32_t *out) {
+/* greedy decoding with the KV cache; with `force` the next input is force[step] (teacher forcing) instead
+ * of the token just chosen, so one near-tie flip does not derail the rest of the comparison */
+static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, const int32_t *force, int32_t *out) {
+    int64_t V = m->cfg.vocab;
+    float *zh = vc_malloc((size_t)V * sizeof(float));
     vc_kv_cache *kc = NULL;
     vc_graph *g = vc_graph_new();
-    vc_status st = g ? vc_kv_cache_new(m, 1, np + n_new, &kc) : VC_ERR_NOMEM;
+    vc_status st = g && zh ? vc_kv_cache_new(m, 1, np + n_new, &kc) : VC_ERR_NOMEM;
     if (st) goto out;
     vc_graph_set_grad(g, 0);
     int32_t cur[4096];
@@ -172,15 +227,17 @@ static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, i
         vc_tensor *hl = vc_tensor_wrap(g, h->data + last * H, 2, (int64_t[]){ 1, H });
         vc_tensor *z = vc_model_logits(m, g, hl);
         if (!z) { st = vc_graph_status(g); goto out; }
+        if ((st = vc_tensor_read(z, zh))) goto out;
         int best = 0;
-        for (int64_t v = 1; v < m->cfg.vocab; v++)
-            if (z->data[v] > z->data[best]) best = (int)v;
+        for (int64_t v = 1; v < V; v++)
+            if (zh[v] > zh[best]) best = (int)v;
         out[step] = best;
-        cur[np + step] = best;
+        cur[np + step] = force ? force[step] : best;
         feed = cur + np + step;
         cu[1] = 1;
     }
 out:
+    free(zh);
     vc_kv_cache_free(kc);
     vc_graph_free(g);
     return st;
@@ -194,11 +251,21 @@ static vc_status check_greedy(vc_model *m, const vc_checkpoint *ck, vc_check_res
     if (!st) st = read_ints(ck, "greedy_output", want, &nw, sw);
     if (st) return st;
     int n_new = (int)(nw - np);
-    if ((st = greedy(m, prompt, (int)np, n_new, got))) return st;
-    int diff = 0;
-    for (int i = 0; i < n_new; i++) diff += got[i] != want[np + i];
+    if (n_new <= 0 || n_new > 1024) return vc_fail(VC_ERR_FORMAT, "reference.safetensors: greedy_output is not longer than greedy_prompt");
+    if ((st = greedy(m, prompt, (int)np, n_new, want + np, got))) return st;
+    /* a flip is explained by the logits tolerance only where the reference top-2 margin is below twice it */
+    int64_t nm = 0;
+    float *margin = tolerances() == &TOL_BF16 ? ref_f32(ck, "greedy_margins", &nm) : NULL;
+    int diff = 0, tied = 0;
+    for (int i = 0; i < n_new; i++) {
+        if (got[i] == want[np + i]) continue;
+        if (margin && i < nm && margin[i] < 2 * tolerances()->logits) tied++;
+        else diff++;
+    }
+    free(margin);
     char d[160];
-    snprintf(d, sizeof d, "%d/%d tokens differ", diff, n_new);
+    if (tied) snprintf(d, sizeof d, "%d/%d tokens differ (+%d near-tie flips within tolerance)", diff, n_new, tied);
+    else snprintf(d, sizeof d, "%d/%d tokens differ", diff, n_new);
     item(r, VC_CHECK_GREEDY, diff, 0, d);
     return VC_OK;
 }
@@ -224,7 +291,7 @@ vc_status vc_check_model(const char *dir, vc_check_result *r) {
     } else {
         /* no reference: a forward and a short greedy generation must run */
         int32_t prompt[4] = { 1 % (int)c->vocab, 2 % (int)c->vocab, 3 % (int)c->vocab, 4 % (int)c->vocab }, got[8];
-        st = greedy(m, prompt, 4, 8, got);
+        st = greedy(m, prompt, 4, 8, NULL, got);
         if (!st) {
             int k = 0;
             for (int i = 0; i < 8; i++) k += snprintf(r->smoke + k, sizeof r->smoke - (size_t)k, "%s%d", i ? " " : "", got[i]);

@@ -9,9 +9,28 @@
 struct vc_kv_cache {
     int n_seq, n_layer;
     int64_t max_len, k_width, v_width;
-    int64_t *len;
-    float *mem; /* [layer][seq][max_len][k_width + v_width] */
+    int64_t *len;             /* host */
+    const vc_backend *be;     /* owner of mem */
+    float *mem;               /* backend memory: [layer][seq][max_len][k_width + v_width] */
 };
+
+/* Data movement in backend memory (never dereferenced here): rows of C floats,
+ * dst[r * dld + c] = src[r * sld + c] for r < R (KV appends, row moves) */
+static void copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C) {
+    const vc_backend *be = vc_be();
+    if (R <= 0 || C <= 0) return;
+    if (be->rows_copy) be->rows_copy(dst, dld, src, sld, R, C, 1, 0);
+    else
+        for (int64_t r = 0; r < R; r++) be->d2d(dst + r * dld, src + r * sld, (size_t)C * sizeof(float));
+}
+
+/* y += x (n floats of backend memory) */
+static void add_into(float *y, const float *x, int64_t n) {
+    const vc_backend *be = vc_be();
+    if (be->axpy) be->axpy(y, 1.0f, x, n);
+    else if (be->host_visible)
+        for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
 
 typedef struct {
     vc_model *m;
@@ -20,8 +39,8 @@ typedef struct {
     vc_kv_cache *cache;
     const vc_kv_pages *paged;
     int64_t T;
-    const float *cos, *sin; /* [T, rot/2] */
-    int64_t *pos;           /* [T] */
+    const float *cos, *sin; /* [T, rot/2], backend memory */
+    int64_t *pos;           /* [T], host */
 } fwd_ctx;
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
@@ -52,8 +71,6 @@ static vc_status inv_freq(const vc_model_config *c, int64_t maxpos, float *inv, 
 static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
     const vc_model_config *c = &f->m->cfg;
     float inv[1024], scale = 1.0f;
-    f->cos = cs;
-    f->sin = cs + f->T * half;
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t t0 = f->b->cu_seqlens[s], t1 = f->b->cu_seqlens[s + 1], base = f->paged->len[s];
@@ -71,16 +88,29 @@ static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
     return VC_OK;
 }
 
-/* rope tables for this batch: positions continue after the cache */
+static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half);
+
+/* rope tables for this batch, computed on the host and uploaded (the rope op reads backend memory) */
 static vc_status rope_tables(fwd_ctx *f) {
-    const vc_model_config *c = &f->m->cfg;
-    int half = c->rot_dim / 2;
+    int half = f->m->cfg.rot_dim / 2;
+    size_t bytes = sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2;
     f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
-    float *cs = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2, 0);
-    float inv[1024], scale = 1.0f;
+    float *cs = vc_graph_alloc(f->g, bytes, 1);
     if (!f->pos || !cs) return vc_graph_status(f->g);
+    vc_status st = f->paged ? rope_tables_paged(f, cs, half) : rope_tables_host(f, cs, half);
+    if (st) return st;
+    float *dev = vc_graph_upload(f->g, cs, bytes);
+    if (!dev) return vc_graph_status(f->g);
+    f->cos = dev;
+    f->sin = dev + f->T * half;
+    return VC_OK;
+}
+
+/* positions continue after the cache */
+static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half) {
+    const vc_model_config *c = &f->m->cfg;
+    float inv[1024], scale = 1.0f;
     int64_t maxpos = 0;
-    if (f->paged) return rope_tables_paged(f, cs, half);
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t base = f->cache ? vc_kv_cache_len(f->cache, s) : 0;
         for (int64_t t = f->b->cu_seqlens[s]; t < f->b->cu_seqlens[s + 1]; t++) {
@@ -88,8 +118,6 @@ static vc_status rope_tables(fwd_ctx *f) {
             if (f->pos[t] + 1 > maxpos) maxpos = f->pos[t] + 1;
         }
     }
-    f->cos = cs;
-    f->sin = cs + f->T * half;
     if (!half) return VC_OK;
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
     vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, &scale);
@@ -127,10 +155,13 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
             kp[i] = kv->pool + ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
             kp[npg + i] = kp[i] + kw;
         }
-        for (int64_t i = 0; i < n; i++) {
-            float *dst = (float *)kp[(at + i) / P] + ((at + i) % P) * row;
-            memcpy(dst, k->data + (t0 + i) * kw, (size_t)kw * 4);
-            memcpy(dst + kw, v->data + (t0 + i) * vw, (size_t)vw * 4);
+        /* the new tokens, one run of consecutive rows per page they fall in */
+        for (int64_t i = 0, run; i < n; i += run) {
+            int64_t in_page = (at + i) % P;
+            run = P - in_page < n - i ? P - in_page : n - i;
+            float *dst = (float *)kp[(at + i) / P] + in_page * row;
+            copy_rows(dst, row, k->data + (t0 + i) * kw, kw, run, kw);
+            copy_rows(dst + kw, row, v->data + (t0 + i) * vw, vw, run, vw);
         }
         pp[s] = kp;
         pp[d->n_seq + s] = kp + npg;
@@ -159,16 +190,14 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
     int64_t shape[3] = { f->T, c->n_head, hdv };
     vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
-    float *lse = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * c->n_head), 0);
+    float *lse = vc_graph_dalloc(f->g, sizeof(float) * (size_t)(f->T * c->n_head), 0);
     if (!ptr || !kvl || !o || !lse) return NULL;
     int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width;
     for (int s = 0; s < d.n_seq; s++) {
         float *base = kc->mem + ((size_t)layer * kc->n_seq + s) * (size_t)(kc->max_len * row);
         int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kc->len[s];
-        for (int64_t i = 0; i < n; i++) {
-            memcpy(base + (at + i) * row, k->data + (t0 + i) * kw, (size_t)kw * 4);
-            memcpy(base + (at + i) * row + kw, v->data + (t0 + i) * vw, (size_t)vw * 4);
-        }
+        copy_rows(base + at * row, row, k->data + t0 * kw, kw, n, kw);
+        copy_rows(base + at * row + kw, row, v->data + t0 * vw, vw, n, vw);
         ptr[s] = base;
         ptr[d.n_seq + s] = base + kw;
         kvl[s] = at + n;
@@ -299,10 +328,9 @@ static void ckpt_bw(vc_graph *g, vc_node *n) {
     vc_tensor *y = layer_forward(&f, s->layer, x);
     float *gy = y ? vc_tensor_grad(sub, y) : NULL;
     if (gy) {
-        memcpy(gy, n->out->grad, (size_t)y->n * 4);
+        vc_be()->d2d(gy, n->out->grad, (size_t)y->n * sizeof(float));
         vc_graph_backward_from(sub);
-        if (x->grad)
-            for (int64_t i = 0; i < x->n; i++) gx[i] += x->grad[i];
+        if (x->grad) add_into(gx, x->grad, x->n);
     }
     vc_graph_free(sub);
 }
@@ -341,6 +369,11 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
     fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .paged = paged, .T = b->cu_seqlens[b->n_seq] };
+    if (m->be->alloc != vc_be()->alloc || (cache && cache->be->alloc != vc_be()->alloc)) {
+        vc_fail(VC_ERR_ARG, "model forward: the weights%s are in %s memory but the active backend is %s (select the "
+                "device before loading the model)", cache ? " or kv cache" : "", m->be->name, vc_be()->name);
+        return NULL;
+    }
     for (int64_t t = 0; t < f.T; t++)
         if (b->ids[t] < 0 || b->ids[t] >= c->vocab) {
             vc_fail(VC_ERR_ARG, "token id %d at position %lld is outside the vocabulary (%lld)", b->ids[t], (long long)t,
@@ -373,7 +406,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
             buf[1] = vc_tensor_new(g, x->ndim, x->shape, 0);
             if (!buf[0] || !buf[1]) x = NULL;
             else {
-                memcpy(buf[0]->data, x->data, (size_t)x->n * 4);
+                vc_be()->d2d(buf[0]->data, x->data, (size_t)x->n * sizeof(float));
                 x = buf[0];
             }
         }
@@ -382,7 +415,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 vc_graph_mark mk = vc_graph_get_mark(g);
                 vc_tensor *y = layer_forward(&f, l, x);
                 vc_tensor *dst = buf[(l + 1) & 1];
-                if (y) memcpy(dst->data, y->data, (size_t)y->n * 4);
+                if (y) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
                 vc_graph_rewind(g, mk);
                 x = y ? dst : NULL;
             } else x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
@@ -426,7 +459,8 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
     k->v_width = c->mla ? c->n_head * c->v_head_dim : c->n_kv_head * c->head_dim;
     size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width) * 4;
     k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
-    k->mem = vc_aligned_alloc(bytes);
+    k->be = vc_be();
+    k->mem = k->be->alloc(bytes ? bytes : 64);
     if (!k->len || !k->mem) {
         vc_kv_cache_free(k);
         return vc_fail(VC_ERR_NOMEM, "kv cache: cannot allocate %.1f MB", bytes / 1e6);
@@ -438,7 +472,7 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
 void vc_kv_cache_free(vc_kv_cache *c) {
     if (!c) return;
     free(c->len);
-    vc_aligned_free(c->mem);
+    if (c->mem) c->be->free(c->mem);
     free(c);
 }
 

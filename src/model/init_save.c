@@ -48,9 +48,16 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
         vc_model_free(m);
         return st;
     }
+    /* each tensor is drawn on the host (staging buffer) and uploaded */
+    int64_t most = 1;
+    for (int i = 0; i < m->n_params; i++) most = m->params[i].t.n > most ? m->params[i].t.n : most;
+    float *w = vc_malloc((size_t)most * sizeof(float));
+    if (!w) {
+        vc_model_free(m);
+        return VC_ERR_NOMEM;
+    }
     for (int i = 0; i < m->n_params; i++) {
         vc_param *p = &m->params[i];
-        float *w = p->t.data;
         if (is_norm(p->slot)) {
             float v = m->cfg.norm_offset != 0 ? 0.0f : 1.0f; /* (1 + w) norms start at w = 0 */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = v;
@@ -59,6 +66,12 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
             init_ctx c = { w, p->t.n, seed, (uint64_t)i };
             vc_parallel((p->t.n + INIT_BLOCK - 1) / INIT_BLOCK, init_block, &c);
         }
+        m->be->h2d(p->t.data, w, (size_t)p->t.n * sizeof(float));
+    }
+    free(w);
+    if ((st = m->be->sync())) {
+        vc_model_free(m);
+        return st;
     }
     *out = m;
     return VC_OK;
@@ -118,7 +131,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
             st = VC_ERR_NOMEM;
             break;
         }
-        vc_rule_transfer(m, s, buf, 1);
+        vc_rule_transfer(m, s, buf, 1); /* d2h: the host holds buf on return */
         vc_convert_from_f32(out, dtype, buf, (size_t)n);
         st = vc_st_writer_add(w, s->name, dtype, s->ndim, s->shape, out, 1);
         free(buf);

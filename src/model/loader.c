@@ -67,8 +67,9 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
     int n = vc_rule_parts(m, s->rule, s->layer, p);
     const int grad = store == 2; /* 2: store gradients instead of weights */
 #define DATA(t) (grad ? (t)->grad : (t)->data)
+    const vc_backend *be = m->be;
 #define MOVE(dst_slot, src_buf, cnt) \
-    do { if (store) memcpy(src_buf, dst_slot, (size_t)(cnt) * 4); else memcpy(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
+    do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];
@@ -212,8 +213,11 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present) {
             }
         if (pass == 0) {
             total = off;
-            m->storage = vc_aligned_alloc((size_t)total * sizeof(float));
-            if (!m->storage) return vc_fail(VC_ERR_NOMEM, "model: cannot allocate %.1f MB of weights", total * 4e-6);
+            m->be = vc_be();
+            m->storage = m->be->alloc((size_t)(total ? total : 1) * sizeof(float));
+            if (!m->storage)
+                return vc_fail(VC_ERR_NOMEM, "model: cannot allocate %.1f MB of weights in %s memory", total * 4e-6,
+                               m->be->name);
         }
     }
     m->n_floats = total;
@@ -295,7 +299,7 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         vc_rule_transfer(m, s, buf, 0);
         free(buf);
     }
-    return VC_OK;
+    return m->be->sync();
 }
 
 vc_status vc_model_load(const char *dir, vc_model **out) {
@@ -373,8 +377,10 @@ void vc_model_free(vc_model *m) {
     free(m->src);
     free(m->slots);
     free(m->params);
-    vc_aligned_free(m->storage);
-    vc_aligned_free(m->grad_storage);
+    if (m->be) {
+        m->be->free(m->storage);
+        m->be->free(m->grad_storage);
+    }
     free(m->dir);
     free(m->config_text);
     free(m);

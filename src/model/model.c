@@ -21,8 +21,10 @@ vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay) {
 
 vc_status vc_model_enable_grad(vc_model *m) {
     if (!m->grad_storage) {
-        m->grad_storage = vc_aligned_alloc((size_t)m->n_floats * sizeof(float));
-        if (!m->grad_storage) return vc_fail(VC_ERR_NOMEM, "cannot allocate %.1f MB of gradients", m->n_floats * 4e-6);
+        m->grad_storage = m->be->alloc((size_t)(m->n_floats ? m->n_floats : 1) * sizeof(float));
+        if (!m->grad_storage)
+            return vc_fail(VC_ERR_NOMEM, "cannot allocate %.1f MB of gradients in %s memory", m->n_floats * 4e-6,
+                           m->be->name);
         for (int i = 0; i < m->n_params; i++) {
             vc_tensor *t = &m->params[i].t;
             if (m->params[i].slot == VC_W_ROUTER_BIAS) continue; /* a buffer: selection only, not trained */
@@ -35,7 +37,24 @@ vc_status vc_model_enable_grad(vc_model *m) {
 }
 
 void vc_model_zero_grad(vc_model *m) {
-    if (m->grad_storage) memset(m->grad_storage, 0, (size_t)m->n_floats * sizeof(float));
+    if (m->grad_storage) m->be->zero(m->grad_storage, (size_t)m->n_floats * sizeof(float));
+}
+
+const vc_backend *vc_model_backend(const vc_model *m) { return m->be; }
+
+vc_status vc_model_param_read(const vc_model *m, int i, int grad, float *dst) {
+    if (i < 0 || i >= m->n_params) return vc_fail(VC_ERR_ARG, "model: no parameter %d", i);
+    const vc_param *p = &m->params[i];
+    const float *src = grad ? p->t.grad : p->t.data;
+    if (!src) return vc_fail(VC_ERR_ARG, "model: parameter %s has no gradient buffer", p->name);
+    m->be->d2h(dst, src, (size_t)p->t.n * sizeof(float));
+    return m->be->sync();
+}
+
+vc_status vc_model_param_write(vc_model *m, int i, const float *src) {
+    if (i < 0 || i >= m->n_params) return vc_fail(VC_ERR_ARG, "model: no parameter %d", i);
+    m->be->h2d(m->params[i].t.data, src, (size_t)m->params[i].t.n * sizeof(float));
+    return m->be->sync();
 }
 
 void vc_model_set_checkpointing(vc_model *m, int on) { m->checkpointing = on; }
@@ -84,6 +103,11 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
     float *buf = vc_malloc((size_t)total * 4);
     if (!buf) return VC_ERR_NOMEM;
     vc_rule_transfer(m, s, buf, 2);
+    vc_status st = m->be->sync();
+    if (st) {
+        free(buf);
+        return st;
+    }
     *out = buf;
     *n = total;
     return VC_OK;

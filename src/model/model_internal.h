@@ -2,6 +2,7 @@
 #ifndef VC_MODEL_INTERNAL_H
 #define VC_MODEL_INTERNAL_H
 #include "arch.h"
+#include "tensor/backend.h"
 #include <stdlib.h>
 
 typedef struct vc_param {
@@ -26,7 +27,8 @@ struct vc_model {
     vc_param *params;
     int n_params;
     vc_tensor **slots;   /* [(n_layer + 1) * VC_W_COUNT]; globals in row n_layer */
-    float *storage, *grad_storage;
+    const vc_backend *be; /* the backend whose memory holds storage and grad_storage (freed with it) */
+    float *storage, *grad_storage; /* backend memory */
     int64_t n_floats;
     vc_source *src;
     int n_src;
@@ -43,7 +45,8 @@ static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
 
 /* rows of each destination slot of a fused rule (up to 3), for this layer */
 int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts);
-/* copies between a source tensor in the checkpoint layout (f32) and the slots; dir 0: load, 1: store */
+/* copies between a source tensor in the checkpoint layout (f32 host buffer) and the slots' backend
+ * memory; store 0: load weights (h2d), 1: store weights, 2: store gradients (d2h) */
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
 vc_status vc_model_synthesize_sources(vc_model *m);
 vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present);
