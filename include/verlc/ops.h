@@ -8,7 +8,7 @@
 struct vc_attn_desc;
 struct vc_route_desc;
 
-/* [T, H] rows of W [V, H] at ids */
+/* [T, H] rows of W [V, H] at ids (host array, uploaded; may be reused on return) */
 vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_t T);
 /* y [.., N] = x [.., K] W^T (W [N, K]) + b [N] */
 vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
@@ -20,7 +20,8 @@ vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s);
 /* normalise each row of the last `cols` elements; w may be NULL; y = x * rstd * (w + w_offset) */
 vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset);
 vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps);
-/* RoPE on x [T, nh, hd] (first `rot` dims), cos/sin tables [T, rot/2] (constant) */
+/* RoPE on x [T, nh, hd] (first `rot` dims), cos/sin tables [T, rot/2] in BACKEND memory (e.g. from
+ * vc_graph_upload or a model's backend buffers); they must stay valid until backward has run */
 vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
                       int interleaved);
 /* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
@@ -35,9 +36,10 @@ vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b
 vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap);
 /* each row divided by max(||row||, 1e-12) (Baichuan NormHead) */
 vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W);
-/* sum_i x_i * w_i with constant weights -> scalar [1] */
+/* sum_i x_i * w_i with constant weights (host array, uploaded) -> scalar [1] */
 vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w);
-/* fused LM head: per token log p(target) and entropy (both [T]); W [V, H], b [V] or NULL */
+/* fused LM head: per token log p(target) and entropy (both [T]); W [V, H], b [V] or NULL; target is a
+ * host array (uploaded; NULL: no targets, logp 0) */
 vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, const int32_t *target, float softcap,
                         vc_tensor **logp, vc_tensor **entropy);
 /* MoE: route [T, E] logits to top-k experts and run them: y [T, H] = sum_k w_tk * expert_k(x_t).

@@ -2,6 +2,7 @@
  * rewinds, so steady-state steps allocate nothing from the system. */
 #include "verlc/tensor.h"
 #include "tensor/backend.h"
+#include "tensor/graph_priv.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,9 @@ int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
 size_t vc_graph_used_bytes(const vc_graph *g) { return g->host.used + g->data.used; }
 vc_status vc_graph_status(const vc_graph *g) { return g->status; }
+void vc_graph_fail(vc_graph *g, vc_status st) {
+    if (g->status == VC_OK) g->status = st;
+}
 
 /* the backend memory of a chunk comes from the backend active when it was made; a chunk made by a
  * backend with another memory kind (a different allocator) is not reused */
@@ -233,9 +237,7 @@ vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, 
 
 static void reshape_backward(vc_graph *g, vc_node *n) {
     float *gx = vc_tensor_grad(g, n->in[0]);
-    const float *gy = n->out->grad;
-    if (!gx) return;
-    for (int64_t i = 0; i < n->out->n; i++) gx[i] += gy[i];
+    if (gx) vc_be()->axpy(gx, 1.0f, n->out->grad, n->out->n);
 }
 
 vc_tensor *vc_reshape(vc_graph *g, vc_tensor *x, int ndim, const int64_t *shape) {
@@ -264,7 +266,8 @@ vc_status vc_graph_backward_from(vc_graph *g) {
 vc_status vc_graph_backward(vc_graph *g, vc_tensor *loss, float seed) {
     if (!loss || loss->n != 1) return vc_fail(VC_ERR_INTERNAL, "backward needs a scalar loss");
     float *gl = vc_tensor_grad(g, loss);
-    if (!gl) return g->status;
-    gl[0] += seed;
+    float *sd = vc_graph_upload(g, &seed, sizeof seed);
+    if (!gl || !sd) return g->status;
+    vc_be()->axpy(gl, 1.0f, sd, 1); /* gl += seed, in backend memory */
     return vc_graph_backward_from(g);
 }

@@ -1,7 +1,8 @@
-/* Elementwise, linear and layout ops with their backward rules. */
+/* Elementwise, linear and layout ops with their backward rules. Tensor data and gradients are backend
+ * memory: every loop over them is a backend entry (src/tensor/backend.h); host-given arrays the
+ * kernels read (embedding ids, dot weights) are uploaded into the graph. */
 #include "tensor/backend.h"
 #include "verlc/ops.h"
-#include <math.h>
 #include <string.h>
 
 #define GUARD1(a) if (!(a)) return NULL
@@ -13,25 +14,19 @@ static vc_tensor *like(vc_graph *g, const vc_tensor *x) { return vc_tensor_new(g
 static void embedding_bw(vc_graph *g, vc_node *n) {
     vc_tensor *W = n->in[0];
     float *gw = vc_tensor_grad(g, W);
-    const int32_t *ids = n->ptr[0];
-    int64_t T = n->i[0], H = W->shape[1];
-    if (!gw) return;
-    for (int64_t t = 0; t < T; t++) /* sequential: duplicate ids accumulate in a fixed order */
-        for (int64_t i = 0; i < H; i++) gw[ids[t] * H + i] += n->out->grad[t * H + i];
+    if (gw) vc_be()->embed_bwd(gw, n->out->grad, n->ptr[0], n->i[0], W->shape[1]);
 }
 
 vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_t T) {
     GUARD1(W);
     int64_t H = W->shape[1];
     vc_tensor *y = vc_tensor_2d(g, T, H, 0);
-    GUARD1(y);
-    for (int64_t t = 0; t < T; t++) memcpy(y->data + t * H, W->data + (int64_t)ids[t] * H, (size_t)H * 4);
+    int32_t *dids = vc_graph_upload(g, ids, (size_t)T * 4);
+    if (!y || !dids) return NULL;
+    vc_be()->embed_fwd(y->data, W->data, dids, T, H);
     vc_node *n = vc_tape_push(g, embedding_bw, y, 1, &W);
     if (n) {
-        int32_t *c = vc_graph_alloc(g, (size_t)T * 4, 0);
-        if (!c) return NULL;
-        memcpy(c, ids, (size_t)T * 4);
-        n->ptr[0] = c;
+        n->ptr[0] = dids;
         n->i[0] = T;
     }
     return y;
@@ -53,9 +48,7 @@ static void linear_bw(vc_graph *g, vc_node *n) {
     }
     if (b && b->requires_grad) {
         float *db = vc_tensor_grad(g, b);
-        if (db)
-            for (int64_t r = 0; r < M; r++)
-                for (int64_t j = 0; j < N; j++) db[j] += dy[r * N + j];
+        if (db) B->col_sum(db, dy, M, N);
     }
 }
 
@@ -67,8 +60,7 @@ vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {
     shape[x->ndim - 1] = N;
     vc_tensor *y = vc_tensor_new(g, x->ndim, shape, 0);
     GUARD1(y);
-    if (b)
-        for (int64_t r = 0; r < M; r++) memcpy(y->data + r * N, b->data, (size_t)N * 4);
+    if (b) vc_be()->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
     vc_be()->gemm(0, 1, M, N, K, 1.0f, x->data, K, W->data, K, b ? 1.0f : 0.0f, y->data, N);
     vc_tensor *in[3] = { x, W, b };
     vc_tape_push(g, linear_bw, y, 3, in);
@@ -80,8 +72,7 @@ static void add_bw(vc_graph *g, vc_node *n) {
     for (int k = 0; k < 2; k++) {
         if (!n->in[k]->requires_grad) continue;
         float *d = vc_tensor_grad(g, n->in[k]);
-        if (d)
-            for (int64_t i = 0; i < n->out->n; i++) d[i] += n->out->grad[i];
+        if (d) vc_be()->axpy(d, 1.0f, n->out->grad, n->out->n);
     }
 }
 
@@ -89,7 +80,7 @@ vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b) {
     GUARD2(a, b);
     vc_tensor *y = like(g, a);
     GUARD1(y);
-    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] + b->data[i];
+    vc_be()->add(y->data, a->data, b->data, a->n);
     vc_tensor *in[2] = { a, b };
     vc_tape_push(g, add_bw, y, 2, in);
     return y;
@@ -100,13 +91,11 @@ static void mul_bw(vc_graph *g, vc_node *n) {
     const float *dy = n->out->grad;
     if (a->requires_grad) {
         float *d = vc_tensor_grad(g, a);
-        if (d)
-            for (int64_t i = 0; i < a->n; i++) d[i] += dy[i] * b->data[i];
+        if (d) vc_be()->mul_acc(d, dy, b->data, a->n);
     }
     if (b->requires_grad) {
         float *d = vc_tensor_grad(g, b);
-        if (d)
-            for (int64_t i = 0; i < b->n; i++) d[i] += dy[i] * a->data[i];
+        if (d) vc_be()->mul_acc(d, dy, a->data, b->n);
     }
 }
 
@@ -114,7 +103,7 @@ vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b) {
     GUARD2(a, b);
     vc_tensor *y = like(g, a);
     GUARD1(y);
-    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] * b->data[i];
+    vc_be()->mul(y->data, a->data, b->data, a->n);
     vc_tensor *in[2] = { a, b };
     vc_tape_push(g, mul_bw, y, 2, in);
     return y;
@@ -123,15 +112,14 @@ vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b) {
 static void scale_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);
     float s = (float)n->f[0];
-    if (d)
-        for (int64_t i = 0; i < n->out->n; i++) d[i] += n->out->grad[i] * s;
+    if (d) vc_be()->axpy(d, s, n->out->grad, n->out->n);
 }
 
 vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s) {
     GUARD1(a);
     vc_tensor *y = like(g, a);
     GUARD1(y);
-    for (int64_t i = 0; i < a->n; i++) y->data[i] = a->data[i] * s;
+    vc_be()->scale(y->data, a->data, s, a->n);
     vc_node *n = vc_tape_push(g, scale_bw, y, 1, &a);
     if (n) n->f[0] = s;
     return y;
@@ -143,14 +131,7 @@ static void mul_rows_bw(vc_graph *g, vc_node *n) {
     const float *dy = n->out->grad;
     float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
     float *ds = s->requires_grad ? vc_tensor_grad(g, s) : NULL;
-    for (int64_t r = 0; r < R; r++) {
-        float acc = 0;
-        for (int64_t c = 0; c < C; c++) {
-            if (dx) dx[r * C + c] += dy[r * C + c] * s->data[r];
-            acc += dy[r * C + c] * x->data[r * C + c];
-        }
-        if (ds) ds[r] += acc;
-    }
+    if (dx || ds) vc_be()->mul_rows_bwd(dx, ds, dy, x->data, s->data, R, C);
 }
 
 vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s) {
@@ -158,8 +139,7 @@ vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s) {
     int64_t R = s->n, C = x->n / R;
     vc_tensor *y = like(g, x);
     GUARD1(y);
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t c = 0; c < C; c++) y->data[r * C + c] = x->data[r * C + c] * s->data[r];
+    vc_be()->mul_rows_fwd(y->data, x->data, s->data, R, C);
     vc_tensor *in[2] = { x, s };
     vc_tape_push(g, mul_rows_bw, y, 2, in);
     return y;
@@ -203,9 +183,7 @@ vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind) 
 static void slice_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);
     int64_t C = n->i[0], c0 = n->i[1], w = n->i[2], R = n->in[0]->n / C;
-    if (!d) return;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t c = 0; c < w; c++) d[r * C + c0 + c] += n->out->grad[r * w + c];
+    if (d) vc_be()->rows_copy(d + c0, C, n->out->grad, w, R, w, 1, 1);
 }
 
 vc_tensor *vc_op_slice_cols(vc_graph *g, vc_tensor *x, int64_t C, int64_t c0, int64_t c1) {
@@ -213,7 +191,7 @@ vc_tensor *vc_op_slice_cols(vc_graph *g, vc_tensor *x, int64_t C, int64_t c0, in
     int64_t R = x->n / C, w = c1 - c0;
     vc_tensor *y = vc_tensor_2d(g, R, w, 0);
     GUARD1(y);
-    for (int64_t r = 0; r < R; r++) memcpy(y->data + r * w, x->data + r * C + c0, (size_t)w * 4);
+    vc_be()->rows_copy(y->data, w, x->data + c0, C, R, w, 1, 0);
     vc_node *n = vc_tape_push(g, slice_bw, y, 1, &x);
     if (n) {
         n->i[0] = C;
@@ -229,12 +207,8 @@ static void concat_bw(vc_graph *g, vc_node *n) {
     const float *dy = n->out->grad;
     float *da = a->requires_grad ? vc_tensor_grad(g, a) : NULL;
     float *db = b->requires_grad ? vc_tensor_grad(g, b) : NULL;
-    for (int64_t r = 0; r < R; r++) {
-        if (da)
-            for (int64_t c = 0; c < Ca; c++) da[r * Ca + c] += dy[r * W + c];
-        if (db)
-            for (int64_t c = 0; c < Cb; c++) db[(r / rep) * Cb + c] += dy[r * W + Ca + c];
-    }
+    if (da) vc_be()->rows_copy(da, Ca, dy, W, R, Ca, 1, 1);
+    if (db) vc_be()->rows_sum(db, Cb, dy + Ca, W, R, Cb, rep);
 }
 
 vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b, int64_t Cb, int64_t rep) {
@@ -242,10 +216,8 @@ vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b
     int64_t R = a->n / Ca, W = Ca + Cb;
     vc_tensor *y = vc_tensor_2d(g, R, W, 0);
     GUARD1(y);
-    for (int64_t r = 0; r < R; r++) {
-        memcpy(y->data + r * W, a->data + r * Ca, (size_t)Ca * 4);
-        memcpy(y->data + r * W + Ca, b->data + (r / rep) * Cb, (size_t)Cb * 4);
-    }
+    vc_be()->rows_copy(y->data, W, a->data, Ca, R, Ca, 1, 0);
+    vc_be()->rows_copy(y->data + Ca, W, b->data, Cb, R, Cb, rep, 0);
     vc_tensor *in[2] = { a, b };
     vc_node *n = vc_tape_push(g, concat_bw, y, 2, in);
     if (n) {
@@ -259,18 +231,14 @@ vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b
 static void softcap_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);
     float cap = (float)n->f[0];
-    if (!d) return;
-    for (int64_t i = 0; i < n->out->n; i++) {
-        float t = n->out->data[i] / cap;
-        d[i] += n->out->grad[i] * (1.0f - t * t);
-    }
+    if (d) vc_be()->softcap_bwd(d, n->out->grad, n->out->data, cap, n->out->n);
 }
 
 vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap) {
     GUARD1(x);
     vc_tensor *y = like(g, x);
     GUARD1(y);
-    for (int64_t i = 0; i < x->n; i++) y->data[i] = cap * tanhf(x->data[i] / cap);
+    vc_be()->softcap_fwd(y->data, x->data, cap, x->n);
     vc_node *n = vc_tape_push(g, softcap_bw, y, 1, &x);
     if (n) n->f[0] = cap;
     return y;
@@ -281,30 +249,16 @@ static void rownorm_bw(vc_graph *g, vc_node *n) {
     vc_tensor *W = n->in[0];
     int64_t R = W->shape[0], C = W->n / R;
     float *d = vc_tensor_grad(g, W);
-    const float *nrm = n->saved;
-    if (!d) return;
-    for (int64_t r = 0; r < R; r++) {
-        const float *y = n->out->data + r * C, *dy = n->out->grad + r * C;
-        float dot = 0;
-        for (int64_t c = 0; c < C; c++) dot += y[c] * dy[c];
-        int clamped = nrm[r] <= 1e-12f;
-        for (int64_t c = 0; c < C; c++) d[r * C + c] += clamped ? dy[c] / 1e-12f : (dy[c] - y[c] * dot) / nrm[r];
-    }
+    if (d) vc_be()->rownorm_bwd(d, n->out->grad, n->out->data, n->saved, R, C);
 }
 
 vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W) {
     GUARD1(W);
     int64_t R = W->shape[0], C = W->n / R;
     vc_tensor *y = like(g, W);
-    float *nrm = vc_graph_alloc(g, (size_t)R * 4, 0);
+    float *nrm = vc_graph_dalloc(g, (size_t)R * 4, 0);
     if (!y || !nrm) return NULL;
-    for (int64_t r = 0; r < R; r++) {
-        float ss = 0;
-        for (int64_t c = 0; c < C; c++) ss += W->data[r * C + c] * W->data[r * C + c];
-        nrm[r] = sqrtf(ss);
-        float den = nrm[r] > 1e-12f ? nrm[r] : 1e-12f;
-        for (int64_t c = 0; c < C; c++) y->data[r * C + c] = W->data[r * C + c] / den;
-    }
+    vc_be()->rownorm_fwd(y->data, nrm, W->data, R, C);
     vc_node *n = vc_tape_push(g, rownorm_bw, y, 1, &W);
     if (n) n->saved = nrm;
     return y;
@@ -312,25 +266,17 @@ vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W) {
 
 static void dot_const_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);
-    const float *w = n->ptr[0];
-    if (d)
-        for (int64_t i = 0; i < n->in[0]->n; i++) d[i] += n->out->grad[0] * w[i];
+    if (d) vc_be()->dot_bwd(d, n->out->grad, n->ptr[0], n->in[0]->n);
 }
 
 vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w) {
     GUARD1(x);
     int64_t one = 1;
     vc_tensor *y = vc_tensor_new(g, 1, &one, 0);
-    GUARD1(y);
-    double acc = 0;
-    for (int64_t i = 0; i < x->n; i++) acc += (double)x->data[i] * w[i];
-    y->data[0] = (float)acc;
+    float *dw = vc_graph_upload(g, w, (size_t)x->n * 4);
+    if (!y || !dw) return NULL;
+    vc_be()->dot_fwd(y->data, x->data, dw, x->n);
     vc_node *n = vc_tape_push(g, dot_const_bw, y, 1, &x);
-    if (n) {
-        float *c = vc_graph_alloc(g, (size_t)x->n * 4, 0);
-        if (!c) return NULL;
-        memcpy(c, w, (size_t)x->n * 4);
-        n->ptr[0] = c;
-    }
+    if (n) n->ptr[0] = dw;
     return y;
 }

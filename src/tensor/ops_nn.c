@@ -1,5 +1,6 @@
 /* Norms, RoPE, attention, the fused LM head and mixture-of-experts, with their backward rules. The
- * heavy lifting is in the backend's kernels. */
+ * heavy lifting is in the backend's kernels; saved kernel buffers (rstd, mean, lse) are backend
+ * memory, the attention descriptors and their pointer arrays host memory. */
 #include "tensor/backend.h"
 #include "verlc/ops.h"
 #include <math.h>
@@ -20,7 +21,7 @@ vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, 
     if (!x) return NULL;
     int64_t R = x->n / cols;
     vc_tensor *y = like(g, x);
-    float *rstd = vc_graph_alloc(g, (size_t)R * 4, 0);
+    float *rstd = vc_graph_dalloc(g, (size_t)R * 4, 0);
     if (!y || !rstd) return NULL;
     vc_be()->rmsnorm_fwd(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
     vc_tensor *in[2] = { x, w };
@@ -48,7 +49,7 @@ vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b
     if (!x) return NULL;
     int64_t C = x->shape[x->ndim - 1], R = x->n / C;
     vc_tensor *y = like(g, x);
-    float *st = vc_graph_alloc(g, (size_t)R * 8, 0);
+    float *st = vc_graph_dalloc(g, (size_t)R * 8, 0);
     if (!y || !st) return NULL;
     vc_be()->layernorm_fwd(y->data, st, st + R, x->data, w ? w->data : NULL, b ? b->data : NULL, R, C, eps);
     vc_tensor *in[3] = { x, w, b };
@@ -62,12 +63,13 @@ vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b
 static void rope_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0];
     float *dx = vc_tensor_grad(g, x);
-    float *tmp = vc_graph_alloc(g, (size_t)x->n * 4, 0);
+    float *tmp = vc_graph_dalloc(g, (size_t)x->n * 4, 0);
     if (!dx || !tmp) return;
-    memcpy(tmp, n->out->grad, (size_t)x->n * 4);
+    const vc_backend *B = vc_be();
+    B->d2d(tmp, n->out->grad, (size_t)x->n * 4);
     int nh = (int)n->i[0], hd = (int)n->i[1];
-    vc_be()->rope(tmp, n->ptr[0], n->ptr[1], x->n / ((int64_t)nh * hd), nh, hd, (int)n->i[2], (int)n->i[3], -1);
-    for (int64_t i = 0; i < x->n; i++) dx[i] += tmp[i];
+    B->rope(tmp, n->ptr[0], n->ptr[1], x->n / ((int64_t)nh * hd), nh, hd, (int)n->i[2], (int)n->i[3], -1);
+    B->axpy(dx, 1.0f, tmp, x->n);
 }
 
 vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
@@ -75,7 +77,7 @@ vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *
     if (!x) return NULL;
     vc_tensor *y = like(g, x);
     if (!y) return NULL;
-    memcpy(y->data, x->data, (size_t)x->n * 4);
+    vc_be()->d2d(y->data, x->data, (size_t)x->n * 4);
     vc_be()->rope(y->data, cos, sin, x->n / ((int64_t)nh * hd), nh, hd, rot, interleaved, 1);
     vc_node *n = vc_tape_push(g, rope_bw, y, 1, &x);
     if (n) {
@@ -136,7 +138,7 @@ vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v
     s->d.k_seq = ptrs;
     s->d.v_seq = ptrs + desc->n_seq;
     int need_grad = vc_graph_grad_enabled(g) && (q->requires_grad || k->requires_grad || v->requires_grad);
-    s->lse = vc_graph_alloc(g, sizeof(float) * (size_t)(T * desc->n_head), 0);
+    s->lse = vc_graph_dalloc(g, sizeof(float) * (size_t)(T * desc->n_head), 0);
     if (!s->lse) return NULL;
     vc_be()->attn_fwd(o->data, s->lse, q->data, &s->d);
     if (need_grad) {
@@ -165,11 +167,10 @@ vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, c
     int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
     vc_tensor *lp = vc_tensor_new(g, 1, &T, 0), *en = vc_tensor_new(g, 1, &T, 0);
     head_saved *s = vc_graph_alloc(g, sizeof *s, 1);
-    int32_t *tg = vc_graph_alloc(g, (size_t)T * 4, 0);
-    if (!lp || !en || !s || !tg) return vc_graph_status(g);
-    s->lse = vc_graph_alloc(g, (size_t)T * 4, 0);
+    int32_t *tg = target ? vc_graph_upload(g, target, (size_t)T * 4) : NULL;
+    if (!lp || !en || !s || (target && !tg)) return vc_graph_status(g);
+    s->lse = vc_graph_dalloc(g, (size_t)T * 4, 0);
     if (!s->lse) return vc_graph_status(g);
-    memcpy(tg, target, (size_t)T * 4);
     s->target = tg;
     s->cap = softcap;
     s->ent = en;

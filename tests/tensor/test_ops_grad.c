@@ -1,5 +1,7 @@
 /* Finite-difference gradient checks for every op: loss = sum(y * r) with fixed random r; each input
- * element is nudged by +-eps and the central difference compared with the tape's gradient. */
+ * element is nudged by +-eps and the central difference compared with the tape's gradient. The whole
+ * set runs on the CPU backend and on the sim backend (backend memory behind poisoned pointers), so
+ * values are only ever moved with h2d / d2h / vc_tensor_read. */
 #include "tensor/backend.h"
 #include "verlc/ops.h"
 #include "verlc/pool.h"
@@ -15,16 +17,26 @@ static float frand(void) {
 }
 
 static vc_tensor params[MAXIN];
-static float *pdata[MAXIN], *pgrad[MAXIN];
+static float *pdata[MAXIN];          /* host copies of the parameters */
+static float *ddata[MAXIN], *dgrad[MAXIN]; /* backend memory */
+
+static float *dev_upload(const float *h, int64_t n) {
+    float *d = vc_be()->alloc((size_t)n * 4);
+    vc_be()->h2d(d, h, (size_t)n * 4);
+    return d;
+}
 
 static void make(int i, int ndim, int64_t a, int64_t b, int64_t c, float scale) {
     int64_t s[3] = { a, b, c };
     int64_t n = a * (ndim > 1 ? b : 1) * (ndim > 2 ? c : 1);
     pdata[i] = calloc((size_t)n, 4);
-    pgrad[i] = calloc((size_t)n, 4);
     for (int64_t k = 0; k < n; k++) pdata[i][k] = frand() * scale;
-    vc_param_init(&params[i], pdata[i], pgrad[i], ndim, s);
+    ddata[i] = dev_upload(pdata[i], n);
+    dgrad[i] = vc_be()->alloc((size_t)n * 4);
+    vc_param_init(&params[i], ddata[i], dgrad[i], ndim, s);
 }
+
+static void set_elem(int i, int64_t k, float v) { vc_be()->h2d(ddata[i] + k, &v, 4); }
 
 static double eval(vc_graph *g, build_fn f, int nin, const float *r) {
     vc_graph_reset(g);
@@ -32,8 +44,11 @@ static double eval(vc_graph *g, build_fn f, int nin, const float *r) {
     vc_tensor *in[MAXIN];
     for (int i = 0; i < nin; i++) in[i] = &params[i];
     vc_tensor *y = f(g, in);
+    float *h = malloc((size_t)y->n * 4);
+    CHECK_OK(vc_tensor_read(y, h));
     double acc = 0;
-    for (int64_t k = 0; k < y->n; k++) acc += (double)y->data[k] * r[k];
+    for (int64_t k = 0; k < y->n; k++) acc += (double)h[k] * r[k];
+    free(h);
     return acc;
 }
 
@@ -42,7 +57,7 @@ static void check_op(const char *name, build_fn f, int nin, float eps, float tol
     vc_tensor *in[MAXIN];
     for (int i = 0; i < nin; i++) {
         in[i] = &params[i];
-        memset(pgrad[i], 0, (size_t)params[i].n * 4);
+        vc_be()->zero(dgrad[i], (size_t)params[i].n * 4);
     }
     vc_graph_set_grad(g, 1);
     vc_tensor *y = f(g, in);
@@ -53,23 +68,30 @@ static void check_op(const char *name, build_fn f, int nin, float eps, float tol
     double worst = 0;
     for (int i = 0; i < nin; i++) {
         if (!params[i].requires_grad) continue;
+        float *grad = malloc((size_t)params[i].n * 4);
+        CHECK_OK(vc_tensor_read_grad(&params[i], grad));
         for (int64_t k = 0; k < params[i].n; k++) {
             float keep = pdata[i][k];
-            pdata[i][k] = keep + eps;
+            set_elem(i, k, keep + eps);
             double up = eval(g, f, nin, r);
-            pdata[i][k] = keep - eps;
+            set_elem(i, k, keep - eps);
             double dn = eval(g, f, nin, r);
-            pdata[i][k] = keep;
-            double fd = (up - dn) / (2 * eps), an = pgrad[i][k];
+            set_elem(i, k, keep);
+            double fd = (up - dn) / (2 * eps), an = grad[k];
             double err = fabs(fd - an) / (fabs(fd) + fabs(an) + 1e-2);
             if (err > worst) worst = err;
         }
+        free(grad);
     }
     CHECK_MSG(worst < tol, "%s: worst relative gradient error %.3g", name, worst);
-    printf("%-16s worst rel err %.2e\n", name, worst);
+    printf("%-4s %-18s worst rel err %.2e\n", vc_be()->name, name, worst);
     free(r);
     vc_graph_free(g);
-    for (int i = 0; i < nin; i++) { free(pdata[i]); free(pgrad[i]); }
+    for (int i = 0; i < nin; i++) {
+        free(pdata[i]);
+        vc_be()->free(ddata[i]);
+        vc_be()->free(dgrad[i]);
+    }
 }
 
 /* ---- builders ---- */
@@ -91,9 +113,9 @@ static vc_tensor *b_rownorm(vc_graph *g, vc_tensor **in) { return vc_op_row_norm
 static int32_t ids[7] = { 3, 1, 3, 0, 4, 1, 1 };
 static vc_tensor *b_embed(vc_graph *g, vc_tensor **in) { return vc_op_embedding(g, in[0], ids, 7); }
 
-static float rc[7 * 4], rs[7 * 4];
+static float rc[7 * 4], rs[7 * 4], *drc, *drs; /* host tables and their backend copies */
 static int rope_inter;
-static vc_tensor *b_rope(vc_graph *g, vc_tensor **in) { return vc_op_rope(g, in[0], rc, rs, 3, 10, 8, rope_inter); }
+static vc_tensor *b_rope(vc_graph *g, vc_tensor **in) { return vc_op_rope(g, in[0], drc, drs, 3, 10, 8, rope_inter); }
 
 static vc_attn_desc ad;
 static int64_t qstart[3] = { 0, 5, 12 };
@@ -113,8 +135,7 @@ static vc_tensor *b_moe(vc_graph *g, vc_tensor **in) {
     return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc);
 }
 
-int main(void) {
-    vc_set_threads(2);
+static void run_all(void) {
     make(0, 2, 5, 6, 0, 1); make(1, 2, 4, 6, 0, 1); make(2, 1, 4, 0, 0, 1);
     check_op("linear+bias", b_linear, 3, 1e-2f, 2e-3f);
     make(0, 2, 3, 4, 0, 1); make(1, 2, 3, 4, 0, 1);
@@ -150,10 +171,14 @@ int main(void) {
         rc[i] = 1.1f * cosf(ang);
         rs[i] = 1.1f * sinf(ang);
     }
+    drc = dev_upload(rc, 28);
+    drs = dev_upload(rs, 28);
     for (rope_inter = 0; rope_inter < 2; rope_inter++) {
         make(0, 3, 7, 3, 10, 1);
         check_op(rope_inter ? "rope interleaved" : "rope neox", b_rope, 1, 1e-2f, 2e-3f);
     }
+    vc_be()->free(drc);
+    vc_be()->free(drs);
     /* attention: 2 packed sequences (5 and 7 tokens), 4 query heads over 2 kv heads */
     struct { int window; float cap; const char *name; } cases[] = {
         { 0, 0, "attn causal gqa" }, { 3, 0, "attn window 3" }, { 0, 1.5f, "attn softcap" } };
@@ -180,5 +205,17 @@ int main(void) {
         const char *nm[] = { "moe softmax norm", "moe softmax", "moe sigmoid group" };
         check_op(nm[c], b_moe, 5, 1e-3f, 2e-2f);
     }
+}
+
+int main(void) {
+    vc_set_threads(2);
+    const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
+    for (int b = 0; b < 2; b++) {
+        rng = 88172645463325252ull; /* the same data on both backends */
+        vc_set_backend(bes[b]);
+        run_all();
+        CHECK_OK(vc_be()->sync());
+    }
+    vc_set_backend(NULL);
     return vc_test_done();
 }
