@@ -1,5 +1,7 @@
-/* verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T] */
+/* verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T]
+ *   [--device D] [--precision f32|bf16] */
 #include "cli.h"
+#include "device_args.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "verlc/perf.h"
@@ -7,8 +9,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* GFLOP/s of the active backend's GEMM on n x n x n (device memory; waits for the queue) */
+static double backend_sgemm_gflops(int n) {
+    const vc_backend *be = vc_be();
+    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
+    float *a = be->alloc(bytes), *b = be->alloc(bytes), *c = be->alloc(bytes);
+    double best = 0;
+    if (a && b && c) {
+        be->zero(a, bytes);
+        be->zero(b, bytes);
+        for (int r = 0; r < 4; r++) {
+            double t0 = vc_now();
+            be->gemm(0, 1, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            if (be->sync()) break;
+            double g = 2.0 * n * n * (double)n / (vc_now() - t0) * 1e-9;
+            if (r > 0 && g > best) best = g; /* the first call warms up */
+        }
+    }
+    be->free(a);
+    be->free(b);
+    be->free(c);
+    return best;
+}
+
+#define FWD_USAGE "usage: verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T] " \
+                  VC_DEVICE_USAGE "\n"
+
 int vc_bench_forward(int argc, char **argv) {
-    const char *config = NULL;
+    const char *config = NULL, *device = NULL, *precision = NULL;
     int64_t tokens = 2048, seq_len = 0;
     int reps = 2, threads = 0;
     for (int i = 1; i < argc; i++) {
@@ -17,16 +45,20 @@ int vc_bench_forward(int argc, char **argv) {
         else if (!strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
         else {
-            fprintf(stderr, "usage: verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T]\n");
+            fprintf(stderr, FWD_USAGE);
             return 2;
         }
     }
     if (!config || tokens <= 0) {
-        fprintf(stderr, "usage: verlc bench forward --config CONFIG.json [--tokens N]\n");
+        fprintf(stderr, FWD_USAGE);
         return 2;
     }
     if (threads > 0) vc_set_threads(threads);
+    int rc = vc_cli_device_apply("bench forward", device, precision);
+    if (rc) return rc;
     if (seq_len <= 0 || seq_len > tokens) seq_len = tokens;
     vc_model *m;
     if (vc_model_init_random(config, 1, &m)) {
@@ -48,7 +80,7 @@ int vc_bench_forward(int argc, char **argv) {
         vc_graph_reset(g);
         double t0 = vc_now();
         vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
-        if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) {
+        if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL) || vc_be()->sync()) {
             fprintf(stderr, "verlc: %s\n", vc_last_error());
             return 1;
         }
@@ -56,13 +88,21 @@ int vc_bench_forward(int argc, char **argv) {
         if (r > 0 && dt < best) best = dt;
     }
     double flops = vc_perf_forward_flops(c, tokens, seq_len);
-    double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048);
     double gf = flops / best * 1e-9;
-    printf("bench forward: %s, %lld params, %lld tokens (%d x %lld), %d threads\n", c->model_type,
-           (long long)vc_model_param_count(m), (long long)tokens, n_seq, (long long)seq_len, vc_get_threads());
+    printf("bench forward: %s, %lld params, %lld tokens (%d x %lld), device %s, %s matmul, %d threads\n",
+           c->model_type, (long long)vc_model_param_count(m), (long long)tokens, n_seq, (long long)seq_len,
+           vc_device_name(), vc_cli_precision_name(), vc_get_threads());
     printf("  time %.3f s  %.0f tokens/s  %.1f GFLOP/s (%.2f TFLOP per forward)\n", best, tokens / best, gf, flops * 1e-12);
-    printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s\n", peak_t, peak_g);
-    printf("  %.1f%% of theoretical fp32 peak, %.1f%% of measured sgemm peak\n", 100 * gf / peak_t, 100 * gf / peak_g);
+    if (vc_be()->host_visible) {
+        double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048);
+        printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s\n", peak_t, peak_g);
+        printf("  %.1f%% of theoretical fp32 peak, %.1f%% of measured sgemm peak\n", 100 * gf / peak_t, 100 * gf / peak_g);
+    } else {
+        /* the CPU peaks say nothing about a device: measure its own GEMM at this precision */
+        double peak_d = backend_sgemm_gflops(4096);
+        printf("  peak: %s GEMM 4096^3 (%s) %.1f GFLOP/s; %.1f%% of it\n", vc_device_name(), vc_cli_precision_name(),
+               peak_d, peak_d > 0 ? 100 * gf / peak_d : 0.0);
+    }
     printf("  step arena peak %.1f MB\n", vc_graph_peak_bytes(g) / 1e6);
     vc_graph_free(g);
     free(cu);

@@ -3,6 +3,7 @@
  * bandwidth roofline of this machine: a decode step must read every weight once (plus the KV cache), so
  * roofline tokens/s = bandwidth / bytes_per_step * batch. The bandwidth is measured here with a
  * STREAM-like copy and triad over the thread pool. */
+#include "device_args.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
@@ -64,14 +65,34 @@ out:
     free(s.c);
 }
 
+/* device memory bandwidth: a d2d copy of a large buffer counts 2 bytes moved per byte (as STREAM copy) */
+static void measure_device_bandwidth(double bw[3]) {
+    const vc_backend *be = vc_be();
+    size_t bytes = (size_t)1 << 30;
+    void *a = be->alloc(bytes), *b = be->alloc(bytes);
+    bw[0] = bw[1] = bw[2] = 0;
+    if (a && b) {
+        be->zero(b, bytes);
+        for (int rep = 0; rep < 5; rep++) {
+            double t0 = vc_now();
+            be->d2d(a, b, bytes);
+            if (be->sync()) break;
+            double v = 2.0 * (double)bytes / (vc_now() - t0);
+            if (rep > 0 && v > bw[0]) bw[0] = v;
+        }
+    }
+    be->free(a);
+    be->free(b);
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: verlc bench generate --config CONFIG.json [--batch 1,16,64] [--prompt 128] [--new 128] "
-                    "[--threads N]\n");
+                    "[--threads N] " VC_DEVICE_USAGE "\n");
     return 2;
 }
 
 int vc_bench_generate(int argc, char **argv) {
-    const char *config = NULL, *batches = "1,16,64";
+    const char *config = NULL, *batches = "1,16,64", *device = NULL, *precision = NULL;
     int prompt = 128, n_new = 128;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,15 +103,25 @@ int vc_bench_generate(int argc, char **argv) {
         else if (!strcmp(k, "--prompt")) prompt = atoi(v);
         else if (!strcmp(k, "--new")) n_new = atoi(v);
         else if (!strcmp(k, "--threads")) vc_set_threads(atoi(v));
+        else if (!strcmp(k, "--device")) device = v;
+        else if (!strcmp(k, "--precision")) precision = v;
         else return usage();
     }
     if (!config || prompt < 1 || n_new < 2) return usage();
+    int rc = vc_cli_device_apply("bench generate", device, precision);
+    if (rc) return rc;
     double bw[3];
-    measure_bandwidth(bw);
+    if (vc_device_is_gpu()) measure_device_bandwidth(bw);
+    else measure_bandwidth(bw);
     double peak = bw[0] > bw[1] ? bw[0] : bw[1];
     peak = bw[2] > peak ? bw[2] : peak;
-    printf("memory bandwidth (%d threads): copy %.1f GB/s, triad %.1f GB/s, read %.1f GB/s; roofline uses the best, "
-           "%.1f GB/s\n", vc_get_threads(), bw[0] / 1e9, bw[1] / 1e9, bw[2] / 1e9, peak / 1e9);
+    if (vc_device_is_gpu())
+        printf("device %s, %s matmul: memory bandwidth (device copy) %.1f GB/s; roofline uses it\n", vc_device_name(),
+               vc_cli_precision_name(), peak / 1e9);
+    else
+        printf("device %s, %s matmul: memory bandwidth (%d threads): copy %.1f GB/s, triad %.1f GB/s, read %.1f GB/s; "
+               "roofline uses the best, %.1f GB/s\n", vc_device_name(), vc_cli_precision_name(), vc_get_threads(),
+               bw[0] / 1e9, bw[1] / 1e9, bw[2] / 1e9, peak / 1e9);
     vc_model *m = NULL;
     double t0 = vc_now();
     if (vc_model_init_random(config, 1, &m)) {
@@ -105,7 +136,6 @@ int vc_bench_generate(int argc, char **argv) {
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
     printf("%6s %12s %14s %14s %8s\n", "batch", "decode tok/s", "roofline tok/s", "bytes/step", "ratio");
     char *list = strdup(batches);
-    int rc = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int B = atoi(tok);
         if (B < 1) continue;

@@ -1,5 +1,6 @@
-/* verlc check MODEL_DIR... [--json] */
+/* verlc check MODEL_DIR... [--json] [--device cpu|cuda[:N]|auto|sim] [--precision f32|bf16] */
 #include "cli.h"
+#include "device_args.h"
 #include "verlc/check.h"
 #include <cjson/cJSON.h>
 #include <libgen.h>
@@ -13,6 +14,8 @@ static void print_json(const char *dir, const vc_check_result *r, const char *er
     cJSON_AddStringToObject(o, "model_type", r->model_type);
     cJSON_AddNumberToObject(o, "params", (double)r->params);
     cJSON_AddStringToObject(o, "dtype", r->dtype);
+    cJSON_AddStringToObject(o, "device", vc_device_name());
+    cJSON_AddStringToObject(o, "precision", vc_cli_precision_name());
     cJSON_AddBoolToObject(o, "ok", r->ok && !err);
     if (err) cJSON_AddStringToObject(o, "error", err);
     for (int i = 0; i < VC_CHECK_COUNT; i++) {
@@ -29,13 +32,17 @@ static void print_json(const char *dir, const vc_check_result *r, const char *er
     cJSON_Delete(o);
 }
 
+#define CHECK_USAGE "usage: verlc check MODEL_DIR... [--json] " VC_DEVICE_USAGE "\n"
+
 int vc_cmd_check(int argc, char **argv) {
     int json = 0, n_dirs = 0, fails = 0;
-    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    const char **dirs = calloc((size_t)argc, sizeof *dirs), *device = NULL, *precision = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: verlc check MODEL_DIR... [--json]\n");
+            printf(CHECK_USAGE);
             free(dirs);
             return 0;
         } else if (argv[i][0] == '-') {
@@ -45,11 +52,17 @@ int vc_cmd_check(int argc, char **argv) {
         } else dirs[n_dirs++] = argv[i];
     }
     if (!n_dirs) {
-        fprintf(stderr, "usage: verlc check MODEL_DIR... [--json]\n");
+        fprintf(stderr, CHECK_USAGE);
         free(dirs);
         return 2;
     }
+    int rc = vc_cli_device_apply("check", device, precision);
+    if (rc) {
+        free(dirs);
+        return rc;
+    }
     if (!json) {
+        printf("device %s, tolerances for %s\n", vc_device_name(), vc_check_tolerances());
         printf("%-20s %-12s %10s %-5s", "model", "arch", "params", "dtype");
         for (int i = 0; i < VC_CHECK_COUNT; i++) printf(" %-14s", vc_check_name(i));
         printf("\n");

@@ -1,6 +1,7 @@
 /* verlc generate --model DIR --input prompts.jsonl --output out.jsonl [options]: batched sampling with the
  * rollout engine. Rows carry `messages` (rendered with the chat template and a generation prompt) or
  * `prompt` (raw text, or a list of messages as in verl's schema). One output row per sample. */
+#include "device_args.h"
 #include "verlc/chat_template.h"
 #include "verlc/data.h"
 #include "verlc/pool.h"
@@ -15,7 +16,7 @@
 enum { OVER_ERROR, OVER_SKIP, OVER_TRUNCATE };
 
 typedef struct {
-    const char *model, *input, *output, *tok_dir;
+    const char *model, *input, *output, *tok_dir, *device, *precision;
     int n, top_k, max_new, greedy, max_batch, max_prompt, overlong, threads, n_stop;
     uint64_t seed;
     float temperature, top_p, min_p;
@@ -28,7 +29,7 @@ static int usage(void) {
             "usage: verlc generate --model DIR --input prompts.jsonl --output out.jsonl [--tokenizer DIR]\n"
             "  [--n N] [--seed S] [--temperature T] [--top-p P] [--top-k K] [--min-p M] [--max-new-tokens N]\n"
             "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B] [--threads N]\n"
-            "  [--max-prompt-len N --overlong skip|truncate|error]\n");
+            "  [--max-prompt-len N --overlong skip|truncate|error] " VC_DEVICE_USAGE "\n");
     return 2;
 }
 
@@ -55,6 +56,8 @@ static int parse_args(int argc, char **argv, gen_args *a) {
         else if (!strcmp(k, "--input")) a->input = v;
         else if (!strcmp(k, "--output")) a->output = v;
         else if (!strcmp(k, "--tokenizer")) a->tok_dir = v;
+        else if (!strcmp(k, "--device")) a->device = v;
+        else if (!strcmp(k, "--precision")) a->precision = v;
         else if (!strcmp(k, "--n")) a->n = atoi(v);
         else if (!strcmp(k, "--seed")) a->seed = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--temperature")) a->temperature = strtof(v, NULL);
@@ -197,7 +200,10 @@ int vc_cmd_generate(int argc, char **argv) {
     gen_args a;
     if (!parse_args(argc, argv, &a)) return usage();
     if (a.threads > 0) vc_set_threads(a.threads);
-    int rc = 1, n_rows = 0, n_out = 0;
+    int rc = vc_cli_device_apply("generate", a.device, a.precision);
+    if (rc) return rc;
+    rc = 1;
+    int n_rows = 0, n_out = 0;
     vc_model *m = NULL;
     vc_tokenizer *tk = NULL;
     vc_chat_template *tmpl = NULL;
@@ -243,9 +249,9 @@ int vc_cmd_generate(int argc, char **argv) {
     if ((st = write_output(&a, tk, rows, out, n_out))) goto out;
     vc_rollout_stats s;
     vc_rollout_last_stats(e, &s);
-    fprintf(stderr, "generate: %d prompts, %d samples, %lld tokens in %.1f s (%.1f tok/s); %lld steps, %lld preemptions, "
-                    "KV pages peak %lld of %lld (%lld tokens each)\n",
-            n_rows, n_out, (long long)s.generated, s.seconds, s.seconds > 0 ? s.generated / s.seconds : 0.0,
+    fprintf(stderr, "generate (%s, %s): %d prompts, %d samples, %lld tokens in %.1f s (%.1f tok/s); %lld steps, "
+                    "%lld preemptions, KV pages peak %lld of %lld (%lld tokens each)\n",
+            vc_device_name(), vc_cli_precision_name(), n_rows, n_out, (long long)s.generated, s.seconds, s.seconds > 0 ? s.generated / s.seconds : 0.0,
             (long long)s.steps, (long long)s.preemptions, (long long)s.peak_pages, (long long)s.pool_pages,
             (long long)s.page_tokens);
     rc = 0;

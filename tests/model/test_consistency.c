@@ -1,6 +1,10 @@
 /* Models of other shapes than the fixtures (random weights from configs written here): packed vs
  * one-at-a-time log-probs, KV-cache decoding vs full recompute, finite-difference gradients, thread
- * count and gradient checkpointing leave every bit unchanged. */
+ * count and gradient checkpointing leave every bit unchanged; on the cpu device and on the sim device
+ * (backend memory behind poisoned pointers: results are only read through vc_tensor_read and the
+ * model's host read-back), where every figure must equal the cpu one bit for bit. */
+#include "tensor/backend.h"
+#include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "verlc/pool.h"
@@ -55,10 +59,29 @@ static vc_model *make(const char *json, int k) {
     for (int i = 0; i < vc_model_n_params(m); i++) {
         int decay;
         vc_tensor *t = vc_model_param(m, i, NULL, &decay);
-        if (decay)
-            for (int64_t j = 0; j < t->n; j++) t->data[j] *= 6.0f;
+        float *w = malloc((size_t)t->n * 4);
+        if (decay && w && !vc_model_param_read(m, i, 0, w)) {
+            for (int64_t j = 0; j < t->n; j++) w[j] *= 6.0f;
+            CHECK_OK(vc_model_param_write(m, i, w));
+        }
+        free(w);
     }
     return m;
+}
+
+/* one element of parameter i (backend memory): read, or set and return the old value */
+static float param_elem(vc_model *m, int i, int64_t j, int grad, const float *set) {
+    vc_tensor *t = vc_model_param(m, i, NULL, NULL);
+    float *w = malloc((size_t)t->n * 4), v = NAN;
+    if (w && !vc_model_param_read(m, i, grad, w)) {
+        v = w[j];
+        if (set) {
+            w[j] = *set;
+            CHECK_OK(vc_model_param_write(m, i, w));
+        }
+    }
+    free(w);
+    return v;
 }
 
 static const int32_t IDS[] = { 5, 17, 3, 44, 9, 28, 11, 2, 39, 7, 21, 30, 6, 13, 50, 8, 1, 19 };
@@ -76,23 +99,33 @@ static float loss_of(vc_model *m, vc_graph *g, float *logp, int backward) {
     vc_batch b = { 2, CU, IDS };
     vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
     if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) return NAN;
-    if (logp) memcpy(logp, lp->data, sizeof(float) * 18);
+    if (logp) CHECK_OK(vc_tensor_read(lp, logp));
     vc_tensor *L = vc_op_dot_const(g, lp, w);
-    if (backward) vc_graph_backward(g, L, 1.0f);
-    return L->data[0];
+    float v = NAN;
+    if (backward) CHECK_OK(vc_graph_backward(g, L, 1.0f));
+    if (!L || vc_tensor_read(L, &v)) return NAN;
+    return v;
 }
 
 static int argmax_last(vc_model *m, vc_graph *g, vc_tensor *h) {
     int64_t H = vc_model_cfg(m)->hidden, T = h->n / H;
     vc_tensor *hl = vc_tensor_wrap(g, h->data + (T - 1) * H, 2, (int64_t[]){ 1, H });
     vc_tensor *z = vc_model_logits(m, g, hl);
+    float zh[256];
+    if (!z || z->n > 256 || vc_tensor_read(z, zh)) return -1;
     int best = 0;
     for (int64_t v = 1; v < z->n; v++)
-        if (z->data[v] > z->data[best]) best = (int)v;
+        if (zh[v] > zh[best]) best = (int)v;
     return best;
 }
 
-static void check_model(vc_model *m, int k) {
+/* the figures of one config, compared across devices */
+typedef struct {
+    float packed[18], ref[18];
+    int greedy[6];
+} figures;
+
+static void check_model(vc_model *m, int k, figures *fig) {
     const vc_model_config *c = vc_model_cfg(m);
     vc_graph *g = vc_graph_new();
     float packed[18], single[18];
@@ -107,8 +140,10 @@ static void check_model(vc_model *m, int k) {
         vc_graph_set_grad(g, 0);
         vc_batch b = { 1, cu, IDS + CU[s] };
         vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp;
-        vc_model_logprobs(m, g, h, tgt, &lp, NULL);
-        for (int64_t t = 0; t < cu[1]; t++) single[CU[s] + t] = lp->data[t];
+        float one[18];
+        CHECK_OK(vc_model_logprobs(m, g, h, tgt, &lp, NULL));
+        CHECK_OK(vc_tensor_read(lp, one));
+        for (int64_t t = 0; t < cu[1]; t++) single[CU[s] + t] = one[t];
     }
     for (int t = 0; t < 18; t++) e = fmax(e, fabs(packed[t] - single[t]));
     CHECK_MSG(e < 1e-5, "config %d (%s): packed vs single log-probs differ by %g", k, c->model_type, e);
@@ -129,7 +164,8 @@ static void check_model(vc_model *m, int k) {
         int64_t full_cu[2] = { 0, n };
         vc_batch fb = { 1, full_cu, seq };
         int full = argmax_last(m, g, vc_model_forward(m, g, &fb, NULL));
-        ok &= cached == full;
+        ok &= cached == full && full >= 0;
+        fig->greedy[step] = full;
         seq[n++] = full;
         feed = seq + n - 1;
         cu[1] = 1;
@@ -145,12 +181,14 @@ static void check_model(vc_model *m, int k) {
         vc_tensor *t = vc_model_param(m, i, &name, NULL);
         for (int r = 0; r < 2 && t->grad; r++) {
             int64_t j = (int64_t)((i * 7919 + r * 104729) % t->n);
-            float keep = t->data[j], an = t->grad[j], h = 2e-3f;
-            t->data[j] = keep + h;
+            float keep = param_elem(m, i, j, 0, NULL), an = param_elem(m, i, j, 1, NULL), h = 2e-3f;
+            float x = keep + h;
+            param_elem(m, i, j, 0, &x);
             float up = loss_of(m, g, NULL, 0);
-            t->data[j] = keep - h;
+            x = keep - h;
+            param_elem(m, i, j, 0, &x);
             float dn = loss_of(m, g, NULL, 0);
-            t->data[j] = keep;
+            param_elem(m, i, j, 0, &keep);
             double fd = (up - dn) / (2 * h), err = fabs(fd - an) / (fabs(fd) + fabs(an) + 2e-2);
             if (err > worst) worst = err;
             if (err > 0.05) fprintf(stderr, "  %s %s[%lld]: fd %g analytic %g\n", c->model_type, name, (long long)j, fd, an);
@@ -166,8 +204,9 @@ static void check_model(vc_model *m, int k) {
     for (int i = 0; i < nparams; i++) {
         vc_tensor *t = vc_model_param(m, i, NULL, NULL);
         g0[i] = calloc((size_t)t->n, 4);
-        if (t->grad) memcpy(g0[i], t->grad, (size_t)t->n * 4);
+        if (t->grad) CHECK_OK(vc_model_param_read(m, i, 1, g0[i]));
     }
+    float *gi = NULL;
     for (int mode = 0; mode < 2; mode++) {
         vc_model_zero_grad(m);
         if (mode == 0) vc_model_set_checkpointing(m, 1);
@@ -178,24 +217,43 @@ static void check_model(vc_model *m, int k) {
         int same = !memcmp(ref, other, sizeof ref);
         for (int i = 0; i < nparams; i++) {
             vc_tensor *t = vc_model_param(m, i, NULL, NULL);
-            if (t->grad) same &= !memcmp(g0[i], t->grad, (size_t)t->n * 4);
+            if (!t->grad) continue;
+            free(gi);
+            gi = malloc((size_t)t->n * 4);
+            same &= gi && !vc_model_param_read(m, i, 1, gi) && !memcmp(g0[i], gi, (size_t)t->n * 4);
         }
         CHECK_MSG(same, "config %d (%s): %s changed log-probs or gradients", k, c->model_type,
                   mode ? "1 thread instead of 2" : "gradient checkpointing");
     }
+    memcpy(fig->packed, packed, sizeof packed);
+    memcpy(fig->ref, ref, sizeof ref);
+    free(gi);
     for (int i = 0; i < nparams; i++) free(g0[i]);
     free(g0);
     vc_graph_free(g);
 }
 
+#define N_CONFIGS ((int)(sizeof CONFIGS / sizeof CONFIGS[0]))
+
 int main(void) {
+    static const char *DEVICES[] = { "cpu", "sim" };
+    static figures fig[2][N_CONFIGS];
     vc_set_threads(2);
-    for (int k = 0; k < (int)(sizeof CONFIGS / sizeof CONFIGS[0]); k++) {
-        vc_model *m = make(CONFIGS[k], k);
-        if (!m) continue;
-        check_model(m, k);
-        printf("%-12s %lld params ok\n", vc_model_cfg(m)->model_type, (long long)vc_model_param_count(m));
-        vc_model_free(m);
+    CHECK(vc_backend_sim() != NULL); /* a strong reference links the sim backend in */
+    for (int d = 0; d < 2; d++) {
+        CHECK_OK(vc_device_select(DEVICES[d], "test"));
+        for (int k = 0; k < N_CONFIGS; k++) {
+            vc_model *m = make(CONFIGS[k], k);
+            if (!m) continue;
+            check_model(m, k, &fig[d][k]);
+            printf("%-4s %-12s %lld params ok\n", DEVICES[d], vc_model_cfg(m)->model_type,
+                   (long long)vc_model_param_count(m));
+            vc_model_free(m);
+            if (d == 1)
+                CHECK_MSG(!memcmp(&fig[0][k], &fig[1][k], sizeof(figures)),
+                          "config %d: log-probs or greedy tokens differ between the cpu and sim devices", k);
+        }
     }
+    CHECK_OK(vc_device_select("cpu", "test"));
     return vc_test_done();
 }
