@@ -16,7 +16,8 @@ typedef struct vc_adamw_config {
 void vc_adamw_config_default(vc_adamw_config *c);
 
 /* One parameter tensor: f32 weights updated in place, its gradient, and whether weight decay
- * applies (the caller turns it off for norms and biases). */
+ * applies (the caller turns it off for norms and biases). w and g are BACKEND memory (the active
+ * backend's, src/tensor/backend.h: device memory on a GPU); the descriptor itself is host memory. */
 typedef struct vc_optim_param {
     float *w;
     const float *g;
@@ -28,10 +29,13 @@ typedef struct vc_adamw {
     vc_adamw_config cfg;
     size_t n_params;
     vc_optim_param *params; /* copy of the descriptors; g pointers may be changed between steps */
-    float **m, **v;         /* first and second moments, owned */
+    float **m, **v;         /* first and second moments, owned: BACKEND memory (host array of pointers);
+                               read them with the backend's d2h, never on the host */
     int64_t step;           /* steps taken (torch's state["step"]) */
+    const struct vc_backend *be; /* the backend active at init: owns m and v and runs the steps */
 } vc_adamw;
 
+/* Moments are allocated zeroed on the active backend; init, step and free must see the same one. */
 vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params);
 /* One AdamW step with learning rate `lr`, per torch's _single_tensor_adam(decoupled_weight_decay=True)
  * in float32: t += 1; w *= 1 - lr*wd; m = lerp(m, g, 1-b1); v = v*b2 + (1-b2)*g*g;
@@ -39,14 +43,16 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
 vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
 
-/* Optimiser state (step and moments, not the weights) as bytes, for checkpoints. The layout is
+/* Optimiser state (step and moments, not the weights) as bytes in HOST memory (copied from / to the
+ * backend's moments), for checkpoints. The layout is
  * "VCADAMW1", param count, step, then per param its size and m, v in little-endian f32. */
 size_t vc_adamw_state_size(const vc_adamw *opt);
 vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len);
 /* Fails with VC_ERR_FORMAT / VC_ERR_SHAPE when the buffer does not match this optimiser's params. */
 vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
 
-/* Global L2 norm of all gradients (double, fixed order). When finite and
+/* Global L2 norm of all gradients (double, fixed order); grads are BACKEND memory of the active
+ * backend (host array of pointers), the norm a host double (NaN when the backend fails). When finite and
  * max_norm / (norm + 1e-6) < 1, every gradient is multiplied by that coefficient (in float), as
  * clip_grad_norm_ does. Returns 1 when the norm is finite; 0 means skip the step (grads untouched).
  * max_norm <= 0 only measures. */

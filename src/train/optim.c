@@ -1,8 +1,7 @@
-/* AdamW (torch.optim.AdamW semantics, float32) and global-norm gradient clipping. */
-/* torch's CPU kernels round every product and sum separately except where they call fmadd (lerp);
- * keep the compiler from fusing the others so the results match bit for bit. */
-#pragma GCC optimize("fp-contract=off")
+/* AdamW (torch.optim.AdamW semantics, float32) and global-norm gradient clipping over backend memory:
+ * the update, the norm and the scaling run as backend entries (src/tensor/backend.h). */
 #include "verlc/optim.h"
+#include "tensor/backend.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,8 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
     if (!(cfg->eps >= 0) || !(cfg->weight_decay >= 0) || !(cfg->lr >= 0))
         return vc_fail(VC_ERR_ARG, "adamw: lr %g, eps %g and weight_decay %g must be non-negative", cfg->lr, cfg->eps,
                        cfg->weight_decay);
+    const vc_backend *B = vc_be();
+    opt->be = B;
     opt->cfg = *cfg;
     opt->n_params = n_params;
     opt->params = vc_calloc(n_params, sizeof *opt->params);
@@ -29,10 +30,13 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
     opt->v = vc_calloc(n_params, sizeof *opt->v);
     if (!opt->params || !opt->m || !opt->v) goto nomem;
     for (size_t i = 0; i < n_params; i++) {
+        size_t bytes = params[i].n * sizeof(float);
         opt->params[i] = params[i];
-        opt->m[i] = vc_aligned_alloc(params[i].n * sizeof(float));
-        opt->v[i] = vc_aligned_alloc(params[i].n * sizeof(float));
+        opt->m[i] = B->alloc(bytes);
+        opt->v[i] = B->alloc(bytes);
         if (!opt->m[i] || !opt->v[i]) goto nomem;
+        B->zero(opt->m[i], bytes);
+        B->zero(opt->v[i], bytes);
     }
     return VC_OK;
 nomem:
@@ -41,9 +45,10 @@ nomem:
 }
 
 void vc_adamw_free(vc_adamw *opt) {
+    const vc_backend *B = opt->be ? opt->be : vc_be();
     for (size_t i = 0; i < opt->n_params; i++) {
-        if (opt->m) vc_aligned_free(opt->m[i]);
-        if (opt->v) vc_aligned_free(opt->v[i]);
+        if (opt->m) B->free(opt->m[i]);
+        if (opt->v) B->free(opt->v[i]);
     }
     free(opt->m);
     free(opt->v);
@@ -51,51 +56,16 @@ void vc_adamw_free(vc_adamw *opt) {
     memset(opt, 0, sizeof *opt);
 }
 
-/* Scalars as torch derives them: Python doubles, converted to float where they meet a tensor. */
-typedef struct adamw_scalars {
-    float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
-} adamw_scalars;
-
-static void update_tensor(const vc_optim_param *p, float *m, float *v, const adamw_scalars *s, int decay) {
-    float *w = p->w;
-    const float *g = p->g;
-    const int small = s->lerp_w < 0.5f;
-    const float coeff = small ? s->lerp_w : s->lerp_w - 1.0f;
-    for (size_t i = 0; i < p->n; i++) {
-        float wi = w[i];
-        if (decay) wi = wi * s->decay_mul;           /* param.mul_(1 - lr * wd) */
-        float gi = g[i], mi = m[i];
-        mi = fmaf(coeff, gi - mi, small ? mi : gi);  /* exp_avg.lerp_(grad, 1 - beta1): vectorised lerp uses fmadd */
-        float vi = v[i] * s->beta2;                  /* exp_avg_sq.mul_(beta2) */
-        vi = vi + s->one_minus_beta2 * gi * gi;      /* .addcmul_(grad, grad, value=1 - beta2) */
-        float denom = sqrtf(vi) / s->bc2_sqrt + s->eps;
-        wi = wi + s->neg_step_size * mi / denom;     /* param.addcdiv_(exp_avg, denom, value=-step_size) */
-        m[i] = mi;
-        v[i] = vi;
-        w[i] = wi;
-    }
-}
-
+/* the backend entry computes the same float32 formula as torch (src/backend/cpu/cpu_optim.c) */
 vc_status vc_adamw_step(vc_adamw *opt, double lr) {
     if (!(lr >= 0) || !isfinite(lr)) return vc_fail(VC_ERR_ARG, "adamw: learning rate %g", lr);
     for (size_t i = 0; i < opt->n_params; i++)
         if (opt->params[i].n && (!opt->params[i].w || !opt->params[i].g))
             return vc_fail(VC_ERR_ARG, "adamw: parameter %zu has no weight or gradient buffer", i);
-    const vc_adamw_config *c = &opt->cfg;
+    const vc_backend *B = opt->be;
+    vc_status st = B->adamw(opt->params, opt->m, opt->v, opt->n_params, &opt->cfg, opt->step + 1, lr);
+    if (st) return st;
     opt->step++;
-    double t = (double)opt->step;
-    double bc1 = 1.0 - pow(c->beta1, t), bc2 = 1.0 - pow(c->beta2, t);
-    adamw_scalars s = {
-        .decay_mul = (float)(1.0 - lr * c->weight_decay),
-        .lerp_w = (float)(1.0 - c->beta1),
-        .beta2 = (float)c->beta2,
-        .one_minus_beta2 = (float)(1.0 - c->beta2),
-        .bc2_sqrt = (float)sqrt(bc2),
-        .eps = (float)c->eps,
-        .neg_step_size = (float)(-(lr / bc1)),
-    };
-    for (size_t i = 0; i < opt->n_params; i++)
-        update_tensor(&opt->params[i], opt->m[i], opt->v[i], &s, opt->params[i].decay && c->weight_decay != 0);
     return VC_OK;
 }
 
@@ -125,10 +95,12 @@ vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len) {
     for (size_t i = 0; i < opt->n_params; i++) {
         uint64_t n = opt->params[i].n;
         p = put(p, &n, 8);
-        p = put(p, opt->m[i], n * sizeof(float));
-        p = put(p, opt->v[i], n * sizeof(float));
+        opt->be->d2h(p, opt->m[i], n * sizeof(float));
+        p += n * sizeof(float);
+        opt->be->d2h(p, opt->v[i], n * sizeof(float));
+        p += n * sizeof(float);
     }
-    return VC_OK;
+    return opt->be->sync();
 }
 
 vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len) {
@@ -165,26 +137,22 @@ vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len) {
     at = 24;
     for (size_t i = 0; i < opt->n_params; i++) {
         size_t bytes = opt->params[i].n * sizeof(float);
-        memcpy(opt->m[i], p + at + 8, bytes);
-        memcpy(opt->v[i], p + at + 8 + bytes, bytes);
+        opt->be->h2d(opt->m[i], p + at + 8, bytes);
+        opt->be->h2d(opt->v[i], p + at + 8 + bytes, bytes);
         at += 8 + 2 * bytes;
     }
+    vc_status st = opt->be->sync();
+    if (st) return st;
     opt->step = step;
     return VC_OK;
 }
 
 /* ---- clipping ---- */
+/* the sum of squares runs on the backend (fixed order: four interleaved double accumulators per
+ * tensor); a backend failure reads as a non-finite norm (NaN) */
 double vc_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors) {
     double total = 0.0;
-    for (size_t t = 0; t < n_tensors; t++) {
-        const float *g = grads[t];
-        double acc[4] = { 0, 0, 0, 0 };
-        size_t n = sizes[t], i = 0;
-        for (; i + 4 <= n; i += 4)
-            for (int k = 0; k < 4; k++) acc[k] += (double)g[i + k] * g[i + k];
-        for (; i < n; i++) acc[0] += (double)g[i] * g[i];
-        total += (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    }
+    if (vc_be()->sumsq(grads, sizes, n_tensors, &total)) return NAN;
     return sqrt(total);
 }
 
@@ -196,8 +164,7 @@ int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors
     double coef = max_norm / (nrm + 1e-6);
     if (coef < 1.0) {
         float c = (float)coef;
-        for (size_t t = 0; t < n_tensors; t++)
-            for (size_t i = 0; i < sizes[t]; i++) grads[t][i] *= c;
+        for (size_t t = 0; t < n_tensors; t++) vc_be()->scale(grads[t], grads[t], c, (int64_t)sizes[t]);
     }
     return 1;
 }

@@ -1,7 +1,28 @@
 #pragma GCC optimize("fp-contract=off")
 #include "verlc/core.h"
 #include "verlc/optim.h"
+#include "tensor/backend.h"
 #include "vc_test.h"
+
+/* Weights, gradients and moments are backend memory: the tests run on the CPU backend and on the sim
+ * backend (poisoned pointers) and move values only with h2d / d2h. */
+static float *dev(const float *h, size_t n) {
+    float *d = vc_be()->alloc(n * sizeof(float));
+    if (h) vc_be()->h2d(d, h, n * sizeof(float));
+    else vc_be()->zero(d, n * sizeof(float));
+    return d;
+}
+static void push(float *d, const float *h, size_t n) { vc_be()->h2d(d, h, n * sizeof(float)); }
+static void pull(float *h, const float *d, size_t n) {
+    vc_be()->d2h(h, d, n * sizeof(float));
+    CHECK_OK(vc_be()->sync());
+}
+static float one(const float *d, size_t i) {
+    float x;
+    pull(&x, d + i, 1);
+    return x;
+}
+static void dfree(float *d) { vc_be()->free(d); }
 #include <float.h>
 
 /* Reference AdamW step written from torch's _single_tensor_adam (decoupled weight decay): every float32
@@ -48,23 +69,34 @@ static void test_adamw_matches_reference(void) {
     vc_adamw_config cfg;
     vc_adamw_config_default(&cfg);
     cfg.weight_decay = 0.1;
-    vc_optim_param params[2] = { { wa, ga, NA, 1 }, { wb, gb, NB, 0 } };
+    float *dwa = dev(wa, NA), *dga = dev(ga, NA), *dwb = dev(wb, NB), *dgb = dev(gb, NB);
+    vc_optim_param params[2] = { { dwa, dga, NA, 1 }, { dwb, dgb, NB, 0 } };
     vc_adamw opt;
     CHECK_OK(vc_adamw_init(&opt, &cfg, params, 2));
     int mismatches = 0;
+    float om[2][NA], ov[2][NA];
     for (int t = 1; t <= 6; t++) {
         double lr = 1e-3 * t / 3.0;
         fill(NULL, ga, NA, t, 0.5f);
         fill(NULL, gb, NB, t, 2.0f);
+        push(dga, ga, NA);
+        push(dgb, gb, NB);
         CHECK_OK(vc_adamw_step(&opt, lr));
+        pull(wa, dwa, NA);
+        pull(wb, dwb, NB);
+        pull(om[0], opt.m[0], NA);
+        pull(ov[0], opt.v[0], NA);
+        pull(om[1], opt.m[1], NB);
+        pull(ov[1], opt.v[1], NB);
         ref_step(ra, ga, ma, va, NA, t, lr, 0.9, 0.999, 1e-8, 0.1);
         ref_step(rb, gb, mb, vb, NB, t, lr, 0.9, 0.999, 1e-8, 0.0); /* decay off for this tensor */
-        for (int i = 0; i < NA; i++) mismatches += wa[i] != ra[i] || opt.m[0][i] != ma[i] || opt.v[0][i] != va[i];
-        for (int i = 0; i < NB; i++) mismatches += wb[i] != rb[i] || opt.m[1][i] != mb[i] || opt.v[1][i] != vb[i];
+        for (int i = 0; i < NA; i++) mismatches += wa[i] != ra[i] || om[0][i] != ma[i] || ov[0][i] != va[i];
+        for (int i = 0; i < NB; i++) mismatches += wb[i] != rb[i] || om[1][i] != mb[i] || ov[1][i] != vb[i];
     }
-    CHECK_MSG(mismatches == 0, "%d float mismatches against the reference", mismatches);
+    CHECK_MSG(mismatches == 0, "%s: %d float mismatches against the reference", vc_be()->name, mismatches);
     CHECK(opt.step == 6);
     vc_adamw_free(&opt);
+    dfree(dwa); dfree(dga); dfree(dwb); dfree(dgb);
 }
 
 /* Step 1 from zero moments moves each weight by lr * sign(g) (up to eps), after decay. */
@@ -74,26 +106,30 @@ static void test_adamw_first_step(void) {
     vc_adamw_config_default(&cfg);
     cfg.lr = 0.01;
     cfg.weight_decay = 0.5;
-    vc_optim_param p = { w, g, 4, 1 };
+    float *dw = dev(w, 4), *dg = dev(g, 4);
+    vc_optim_param p = { dw, dg, 4, 1 };
     vc_adamw opt;
     CHECK_OK(vc_adamw_init(&opt, &cfg, &p, 1));
     CHECK_OK(vc_adamw_step(&opt, cfg.lr));
+    pull(w, dw, 4);
     const double w0[4] = { 1.0, -2.0, 0.5, 3.0 }, s[4] = { 1, -1, 1, -1 };
     for (int i = 0; i < 4; i++) CHECK_NEAR(w[i], w0[i] * (1 - 0.005) - 0.01 * s[i], 2e-6);
-    CHECK_NEAR(opt.m[0][2], 0.5, 1e-6);
-    CHECK_NEAR(opt.v[0][2], 0.025, 1e-7);
+    CHECK_NEAR(one(opt.m[0], 2), 0.5, 1e-6);
+    CHECK_NEAR(one(opt.v[0], 2), 0.025, 1e-7);
     vc_adamw_free(&opt);
     /* decay flag off: no shrink */
     float w2[1] = { 1.0f }, g2[1] = { 1.0f };
-    vc_optim_param p2 = { w2, g2, 1, 0 };
+    float *dw2 = dev(w2, 1), *dg2 = dev(g2, 1);
+    vc_optim_param p2 = { dw2, dg2, 1, 0 };
     CHECK_OK(vc_adamw_init(&opt, &cfg, &p2, 1));
     CHECK_OK(vc_adamw_step(&opt, cfg.lr));
-    CHECK_NEAR(w2[0], 0.99, 1e-6);
+    CHECK_NEAR(one(dw2, 0), 0.99, 1e-6);
     CHECK(vc_adamw_step(&opt, NAN) == VC_ERR_ARG);
     vc_adamw_free(&opt);
     vc_adamw_config bad = cfg;
     bad.beta1 = 1.0;
     CHECK(vc_adamw_init(&opt, &bad, &p2, 1) == VC_ERR_ARG);
+    dfree(dw); dfree(dg); dfree(dw2); dfree(dg2);
 }
 
 static void test_adamw_state(void) {
@@ -102,35 +138,43 @@ static void test_adamw_state(void) {
     fill(wb, gb, NB, 0, 1.0f);
     vc_adamw_config cfg;
     vc_adamw_config_default(&cfg);
-    vc_optim_param p[2] = { { w1, g, NA, 1 }, { wb, gb, NB, 0 } };
+    float *dw1 = dev(w1, NA), *dg = dev(g, NA), *dwb = dev(wb, NB), *dgb = dev(gb, NB);
+    vc_optim_param p[2] = { { dw1, dg, NA, 1 }, { dwb, dgb, NB, 0 } };
     vc_adamw a, b;
     CHECK_OK(vc_adamw_init(&a, &cfg, p, 2));
     for (int t = 0; t < 3; t++) {
         fill(NULL, g, NA, t, 1.0f);
+        push(dg, g, NA);
         CHECK_OK(vc_adamw_step(&a, 1e-3));
     }
+    pull(w1, dw1, NA);
+    pull(wb, dwb, NB);
     size_t len = vc_adamw_state_size(&a);
     CHECK(len == 24 + 2 * 8 + 2 * 4 * (NA + NB));
     unsigned char *buf = malloc(len);
     CHECK_OK(vc_adamw_state_save(&a, buf, len));
-    memcpy(w2, w1, sizeof w1);
-    memcpy(wb2, wb, sizeof wb);
-    vc_optim_param q[2] = { { w2, g, NA, 1 }, { wb2, gb, NB, 0 } };
+    float *dw2 = dev(w1, NA), *dwb2 = dev(wb, NB);
+    vc_optim_param q[2] = { { dw2, dg, NA, 1 }, { dwb2, dgb, NB, 0 } };
     CHECK_OK(vc_adamw_init(&b, &cfg, q, 2));
     CHECK_OK(vc_adamw_state_load(&b, buf, len));
     CHECK(b.step == 3);
     for (int t = 3; t < 5; t++) {
         fill(NULL, g, NA, t, 1.0f);
+        push(dg, g, NA);
         CHECK_OK(vc_adamw_step(&a, 1e-3));
         CHECK_OK(vc_adamw_step(&b, 1e-3));
     }
+    pull(w1, dw1, NA);
+    pull(wb, dwb, NB);
+    pull(w2, dw2, NA);
+    pull(wb2, dwb2, NB);
     CHECK(!memcmp(w1, w2, sizeof w1) && !memcmp(wb, wb2, sizeof wb)); /* resumed run is bit-identical */
     CHECK(vc_adamw_state_load(&b, buf, len - 1) == VC_ERR_FORMAT);
     buf[0] = 'X';
     CHECK(vc_adamw_state_load(&b, buf, len) == VC_ERR_FORMAT);
     buf[0] = 'V';
     vc_adamw c;
-    vc_optim_param r[2] = { { w2, g, NA - 1, 1 }, { wb2, gb, NB, 0 } };
+    vc_optim_param r[2] = { { dw2, dg, NA - 1, 1 }, { dwb2, dgb, NB, 0 } };
     CHECK_OK(vc_adamw_init(&c, &cfg, r, 2));
     CHECK(vc_adamw_state_load(&c, buf, len) == VC_ERR_SHAPE);
     CHECK(strstr(vc_last_error(), "tensor 0 has 37 elements saved, 36 expected") != NULL);
@@ -141,36 +185,47 @@ static void test_adamw_state(void) {
     free(buf);
     vc_adamw_free(&a);
     vc_adamw_free(&b);
+    dfree(dw1); dfree(dg); dfree(dwb); dfree(dgb); dfree(dw2); dfree(dwb2);
 }
 
 static void test_clip(void) {
     float a[3] = { 3.0f, 0.0f, 4.0f }, b[2] = { 0.0f, 12.0f };
-    float *gr[2] = { a, b };
+    float *da = dev(a, 3), *db = dev(b, 2);
+    float *gr[2] = { da, db };
     size_t n[2] = { 3, 2 };
     double norm;
     CHECK(vc_clip_grad_norm(gr, n, 2, 100.0, &norm) == 1);
     CHECK_NEAR(norm, 13.0, 1e-12);
-    CHECK(a[0] == 3.0f && b[1] == 12.0f); /* under the limit: untouched */
+    CHECK(one(da, 0) == 3.0f && one(db, 1) == 12.0f); /* under the limit: untouched */
     CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 1);
     CHECK_NEAR(norm, 13.0, 1e-12);
     float c = (float)(1.0 / (13.0 + 1e-6));
+    pull(a, da, 3);
+    pull(b, db, 2);
     CHECK(a[0] == 3.0f * c && a[2] == 4.0f * c && b[1] == 12.0f * c);
     CHECK_NEAR(vc_grad_norm((const float *const *)gr, n, 2), 1.0, 1e-6);
     a[1] = NAN;
     b[1] = 5.0f;
+    push(da, a, 3);
+    push(db, b, 2);
     CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 0);
-    CHECK(isnan(norm) && b[1] == 5.0f); /* non-finite: grads untouched, caller skips the step */
+    CHECK(isnan(norm) && one(db, 1) == 5.0f); /* non-finite: grads untouched, caller skips the step */
     a[1] = INFINITY;
-    CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 0 && b[1] == 5.0f);
+    push(da, a, 3);
+    CHECK(vc_clip_grad_norm(gr, n, 2, 1.0, &norm) == 0 && one(db, 1) == 5.0f);
+    dfree(da);
+    dfree(db);
     /* large tensors: norm in double is exact enough and deterministic */
     enum { BIG = 100003 };
     float *big = malloc(BIG * sizeof *big);
     for (int i = 0; i < BIG; i++) big[i] = 1e-3f;
-    float *gb[1] = { big };
+    float *dbig = dev(big, BIG);
+    float *gb[1] = { dbig };
     size_t nb[1] = { BIG };
     CHECK(vc_clip_grad_norm(gb, nb, 1, 0.0, &norm) == 1);
     CHECK_NEAR(norm, sqrt(BIG * (double)1e-3f * (double)1e-3f), 1e-12);
     free(big);
+    dfree(dbig);
 }
 
 static void test_schedules(void) {
@@ -246,10 +301,16 @@ static void test_schedules(void) {
 }
 
 int main(void) {
-    test_adamw_matches_reference();
-    test_adamw_first_step();
-    test_adamw_state();
-    test_clip();
+    const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
+    for (int b = 0; b < 2; b++) {
+        vc_set_backend(bes[b]);
+        test_adamw_matches_reference();
+        test_adamw_first_step();
+        test_adamw_state();
+        test_clip();
+        CHECK_OK(vc_be()->sync());
+    }
+    vc_set_backend(NULL);
     test_schedules();
     return vc_test_done();
 }
