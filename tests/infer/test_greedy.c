@@ -1,5 +1,8 @@
 /* Greedy decoding through the rollout engine reproduces every fixture's transformers greedy_output,
- * alone and batched with other prompts of different lengths (small pages, chunked prefill). */
+ * alone and batched with other prompts of different lengths (small pages, chunked prefill), on the cpu
+ * device and on the sim device (weights, KV pages and activations behind poisoned pointers). */
+#include "tensor/backend.h"
+#include "verlc/device.h"
 #include "vc_test.h"
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
@@ -53,12 +56,13 @@ static int run(vc_model *m, const int32_t *prompt, int64_t np, const int32_t *wa
     return ok;
 }
 
-int main(void) {
+static void run_device(const char *device) {
     char root[1024];
     snprintf(root, sizeof root, "%s/fixtures/models", vc_test_shared());
     DIR *d = opendir(root);
     CHECK(d != NULL);
-    if (!d) return vc_test_done();
+    if (!d) return;
+    CHECK_OK(vc_device_select(device, "test"));
     int total = 0, alone = 0, batched = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -86,7 +90,15 @@ int main(void) {
         vc_ckpt_close(ck);
     }
     closedir(d);
-    printf("greedy through the engine: %d/%d fixtures match alone, %d/%d batched\n", alone, total, batched, total);
+    printf("greedy through the engine (%s): %d/%d fixtures match alone, %d/%d batched\n", device, alone, total, batched,
+           total);
     CHECK(total >= 20);
+    CHECK_OK(vc_device_select("cpu", "test"));
+}
+
+int main(void) {
+    CHECK(vc_backend_sim() != NULL); /* a strong reference links the sim backend in */
+    run_device("cpu");
+    run_device("sim");
     return vc_test_done();
 }
