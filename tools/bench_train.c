@@ -12,22 +12,32 @@ typedef struct bench_args {
     const char *config;
     int64_t tokens;
     int seqs, iters, threads;
+    const char *device, *precision;
 } bench_args;
 
 static int parse(int argc, char **argv, bench_args *a, const char *name) {
-    *a = (bench_args){ NULL, 2048, 1, 3, 0 };
+    *a = (bench_args){ NULL, 2048, 1, 3, 0, "auto", "fp32" };
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--config") && i + 1 < argc) a->config = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) a->tokens = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seqs") && i + 1 < argc) a->seqs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) a->iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) a->threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) a->device = argv[++i];
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) a->precision = argv[++i];
         else a->config = NULL, i = argc;
     }
     if (!a->config || a->tokens < 2 || a->seqs < 1 || a->seqs > a->tokens / 2 || a->iters < 1) {
         fprintf(stderr, "usage: verlc bench %s --config CONFIG.json [--tokens 2048] [--seqs 1] [--iters 3] [--threads N]\n"
+                        "       [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16]\n"
                         "Random weights; --seqs packs the tokens as that many equal sequences.\n", name);
         return 2;
+    }
+    vc_train_device d = { .device = a->device, .param_dtype = a->precision, .device_key = "--device",
+                          .precision_key = "--precision" };
+    if (vc_train_setup_device(&d, stdout)) {
+        fprintf(stderr, "verlc bench %s: %s\n", name, vc_last_error());
+        return 1;
     }
     if (a->threads > 0) vc_set_threads(a->threads);
     return 0;
@@ -60,7 +70,8 @@ static int setup(const bench_args *a, vc_model **m, int64_t **cu, int32_t **ids)
 
 int vc_bench_train(int argc, char **argv) {
     bench_args a;
-    if (parse(argc, argv, &a, "train")) return 2;
+    int prc = parse(argc, argv, &a, "train");
+    if (prc) return prc;
     vc_model *m = NULL;
     int64_t *cu = NULL;
     int32_t *ids = NULL;

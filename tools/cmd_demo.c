@@ -1,4 +1,4 @@
-/* `verlc demo [--seed N] [--steps N] [--out DIR] [--threads N]`: RL working end to end in minutes, no
+/* `verlc demo [--seed N] [--steps N] [--out DIR] [--threads N] [--device D] [--precision P]`: RL working end to end in minutes, no
  * download. The model is tiny (hidden 64): one thread is fastest (thread hand-offs cost more than the
  * GEMMs) and makes the run's figures the same on every machine, so it is the default unless --threads
  * or VERLC_THREADS says otherwise. */
@@ -18,6 +18,8 @@ int vc_cmd_demo(int argc, char **argv) {
         else if (!strcmp(a, "--steps") && v) o.steps = atoi(argv[++i]);
         else if (!strcmp(a, "--out") && v) o.out_dir = argv[++i];
         else if (!strcmp(a, "--threads") && v) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--device") && v) o.device = argv[++i];
+        else if (!strcmp(a, "--precision") && v) o.precision = argv[++i];
         else if (!strcmp(a, "--quiet")) o.verbose = 0;
         else if (strchr(a, '=') && a[0] != '-') {
             char **nv = realloc(o.overrides, sizeof(char *) * (size_t)(o.n_overrides + 1));
@@ -26,8 +28,8 @@ int vc_cmd_demo(int argc, char **argv) {
             o.overrides[o.n_overrides++] = argv[i];
         }
         else {
-            fprintf(stderr, "usage: verlc demo [--seed N] [--steps N] [--out DIR] [--threads N (default 1)] [--quiet] "
-                            "[key=value...]\n");
+            fprintf(stderr, "usage: verlc demo [--seed N] [--steps N] [--out DIR] [--threads N (default 1)] [--quiet]\n"
+                            "                  [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16] [key=value...]\n");
             return !strcmp(a, "-h") || !strcmp(a, "--help") ? 0 : 2;
         }
     }

@@ -1,4 +1,4 @@
-/* verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR [key=value...] */
+/* verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR [--device D] [--precision P] [key=value...] */
 #include "cli.h"
 #include "verlc/dist.h"
 #include "verlc/train.h"
@@ -17,7 +17,10 @@ static void usage(FILE *f) {
             "turns one into a Hugging Face directory.\n"
             "Data parallel: mpirun -np N verlc sft ... (any MPI launcher; VERLC_DIST=mpi|single overrides the\n"
             "detection). Every rank loads the data and runs 1/N of each global batch's micro-batches;\n"
-            "sharding=zero1 keeps 1/N of the AdamW state per rank. Rank 0 prints and writes metrics.\n\n");
+            "sharding=zero1 keeps 1/N of the AdamW state per rank. Rank 0 prints and writes metrics.\n"
+            "Device and precision: --device auto|cpu|cuda|cuda:N (trainer.device; auto = cuda when a GPU is\n"
+            "usable) and --precision fp32|bf16 (model.fsdp_config.mixed_precision.param_dtype; bf16 rounds\n"
+            "GEMM inputs to bf16 with f32 accumulation, weights/gradients/AdamW state stay fp32).\n\n");
     vc_sft_config_help(f);
 }
 

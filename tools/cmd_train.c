@@ -1,4 +1,4 @@
-/* `verlc train [--config FILE.yaml] key=value...`: verl's PPO/GRPO trainer (include/verlc/trainer.h).
+/* `verlc train [--config FILE.yaml] [--device D] [--precision P] key=value...`: verl's PPO/GRPO trainer (include/verlc/trainer.h).
  * Under mpirun (or any MPI launcher) every rank runs it data-parallel; rank 0 prints and writes. */
 #include "cli.h"
 #include "verlc/config.h"
@@ -7,6 +7,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define PARAM_DTYPE "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype"
+
+static void free_args(char **a, int n) {
+    for (int i = 0; a && i < n; i++) free(a[i]);
+    free(a);
+}
+
+/* argv[1..] with --device D / --precision P turned into trainer.device=D / ...param_dtype=P overrides */
+static int device_args(int argc, char **argv, char ***out, int *n) {
+    char **a = calloc((size_t)argc + 1, sizeof *a);
+    if (!a) return 1;
+    *n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *key = !strcmp(argv[i], "--device") ? "trainer.device" : !strcmp(argv[i], "--precision") ? PARAM_DTYPE : NULL;
+        if (!key) {
+            if (!(a[*n] = strdup(argv[i]))) {
+                free_args(a, *n);
+                return 1;
+            }
+            (*n)++;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "verlc train: %s needs a value\n", argv[i]);
+            free_args(a, *n);
+            return 1;
+        }
+        size_t len = strlen(key) + strlen(argv[i + 1]) + 2;
+        char *kv = malloc(len);
+        if (!kv) {
+            free_args(a, *n);
+            return 1;
+        }
+        snprintf(kv, len, "%s=%s", key, argv[++i]);
+        a[(*n)++] = kv;
+    }
+    *out = a;
+    return 0;
+}
 
 int vc_cmd_train(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
@@ -18,12 +58,19 @@ int vc_cmd_train(int argc, char **argv) {
                    "  algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=4 trainer.total_training_steps=10\n"
                    "Data parallel: mpirun -np N verlc train ... trainer.nnodes=1 trainer.n_gpus_per_node=N\n"
                    "  (VERLC_DIST=mpi|single overrides the launcher detection). Each rank rolls out a contiguous\n"
-                   "  block of every step's prompts; updates use the global mini-batch; rank 0 prints and writes.\n");
+                   "  block of every step's prompts; updates use the global mini-batch; rank 0 prints and writes.\n"
+                   "Device: --device auto|cpu|cuda|cuda:N (trainer.device; auto = cuda when a GPU is usable) and\n"
+                   "  --precision fp32|bf16 (actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype).\n");
             return 0;
         }
     }
     vc_config *cfg = NULL;
-    if (vc_config_load_argv(argc - 1, argv + 1, NULL, &cfg) != VC_OK) {
+    char **args = NULL;
+    int n_args = 0;
+    if (device_args(argc, argv, &args, &n_args)) return 2;
+    vc_status lst = vc_config_load_argv(n_args, args, NULL, &cfg);
+    free_args(args, n_args);
+    if (lst != VC_OK) {
         fprintf(stderr, "verlc train: %s\n", vc_last_error());
         return 2;
     }

@@ -148,20 +148,56 @@ vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_l
  * With data parallelism, a collective: the sums are over the global mini-batch, on every rank. */
 vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok);
 
+/* ---- parameters across the device boundary (src/train/param_io.c) ---------------------------------
+ * Tensor data and gradients live in backend memory (device memory on a GPU, see include/verlc/device.h);
+ * these copy a parameter (p->n floats) to or from host floats and wait for the copy. */
+vc_status vc_train_param_read(const vc_tensor *p, float *dst);
+vc_status vc_train_param_write(vc_tensor *p, const float *src);
+/* A new host copy of p (caller frees). */
+vc_status vc_train_param_host(const vc_tensor *p, float **out);
+/* Zeroed backend memory of n floats from the active backend (NULL on failure, message set), and its free:
+ * for trained tensors outside the model (the critic's value head). */
+float *vc_train_backend_alloc(size_t n_floats);
+void vc_train_backend_free(float *p);
+
+/* ---- device and precision (src/train/device_setup.c) ---------------------------------------------
+ * verl's trainer.device ("auto": cuda:0 when a GPU is usable, else cpu; "cpu", "cuda", "cuda:N", "sim")
+ * and fsdp_config.mixed_precision: param_dtype fp32 | bf16 (bf16: GEMM inputs rounded to bf16 with f32
+ * accumulation, PyTorch autocast numerics; master weights, gradients, AdamW state and reductions stay
+ * f32); reduce_dtype and buffer_dtype must be fp32. Process-wide: call before loading a model. */
+typedef struct vc_train_device {
+    const char *device;        /* NULL/"" = "auto" */
+    const char *param_dtype, *reduce_dtype, *buffer_dtype; /* NULL = fp32 */
+    const char *device_key, *precision_key, *reduce_key, *buffer_key; /* option names for messages */
+} vc_train_device;
+/* Validates the dtypes, selects the device (vc_device_select), sets the matmul precision and prints
+ * "verlc: device cpu (trainer.device=auto), matmul precision f32" to log (may be NULL). */
+vc_status vc_train_setup_device(const vc_train_device *d, FILE *log);
+/* "f32"/"fp32"/"float32" -> 0 (VC_PREC_F32), "bf16"/"bfloat16" -> 1 (VC_PREC_BF16); fp16 is unsupported. */
+vc_status vc_train_precision_parse(const char *s, const char *who, int *prec);
+const char *vc_train_precision_name(int prec);
+
 /* ---- memory plan ---------------------------------------------------------------------------------- */
+/* weights, grads, optim, activations and total are BACKEND memory (device memory on a GPU; host memory
+ * on the cpu device): the model's f32 weights, the trained tensors' gradients, this rank's AdamW moments
+ * and the step arena's peak (measured; it includes the arena's small host part: tensor headers and tape).
+ * host: the trainer's host staging of the largest micro-batch (ids, targets, masks, loss weights). */
 typedef struct vc_mem_plan {
     size_t weights, grads, optim, activations, total;
-    size_t available;        /* MemAvailable at planning time (0 when unknown) */
-    size_t limit;            /* the limit applied (0: none) */
+    size_t host;
+    size_t available;        /* free device memory on a GPU, else MemAvailable, at planning time (0 when unknown) */
+    size_t limit;            /* the limit applied to total (0: none) */
+    int on_gpu;              /* available is the GPU's free memory */
 } vc_mem_plan;
 
 /* Parses "24G", "512M", "1.5GiB", plain bytes. */
 vc_status vc_parse_bytes(const char *s, size_t *out);
 size_t vc_mem_available(void);
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
- * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1) and prints it to `log` (may be NULL). Fails with VC_ERR_NOMEM and the
- * numbers when total exceeds max_bytes (> 0), or when max_bytes == 0 and grads + optimiser +
- * activations exceed MemAvailable. */
+ * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1)
+ * and prints it to `log` (may be NULL), naming the device. Fails with VC_ERR_NOMEM and the numbers when
+ * total exceeds max_bytes (> 0), or when max_bytes == 0 and optimiser + activations exceed the memory
+ * available (the GPU's free memory on a GPU, else MemAvailable; weights and gradients are resident). */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
 
 /* ---- checkpoints ---------------------------------------------------------------------------------- */
@@ -244,6 +280,9 @@ typedef struct vc_sft_config {
     const char *sharding;    /* "none" | "zero1" */
     int nnodes, n_gpus_per_node; /* when > 0, nnodes * n_gpus_per_node must equal the world size */
     int dp_check_freq;       /* weights checksum across ranks every N steps (0: never) */
+    /* device and precision (see vc_train_setup_device) */
+    const char *device;      /* trainer.device: "auto" */
+    const char *param_dtype, *reduce_dtype, *buffer_dtype; /* model.fsdp_config.mixed_precision.*: "fp32" */
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);

@@ -94,6 +94,8 @@ typedef struct vc_demo_opts {
     int verbose;
     int n_overrides;     /* extra verl key=value overrides for the GRPO run (after the demo's own) */
     char **overrides;
+    const char *device;    /* trainer.device for the warm-up and GRPO (NULL: "auto") */
+    const char *precision; /* matmul precision: "fp32" (NULL) or "bf16" */
 } vc_demo_opts;
 
 typedef struct vc_demo_result {

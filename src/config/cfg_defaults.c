@@ -3,6 +3,10 @@
  * sub-configs), embedded as data. Differences from verl, on purpose:
  *  - `_target_` entries (Python class names) are dropped; user files that carry them are accepted.
  *  - rollout.name is `verlc` (verl leaves it mandatory, `???`); vllm/sglang are accepted with a notice.
+ *  - trainer.device defaults to `auto` (cuda:0 when a GPU is usable, else cpu) instead of cuda.
+ *  - actor_rollout_ref.actor.fsdp_config.mixed_precision is spelled out with fp32 everywhere (verl, when
+ *    the mapping is absent, uses param_dtype bf16, reduce/buffer fp32): verlc runs reproduce exact f32
+ *    unless param_dtype=bf16 asks for bf16 GEMMs (f32 accumulation; weights, gradients and AdamW f32).
  *  - defaults written as integers that verl treats as floats (entropy_coeff, top_p, temperature,
  *    over_sample_rate, esi_redundant_time) are written as floats so that type checks accept fractions. */
 #include "config/cfg_internal.h"
@@ -36,6 +40,10 @@ const char vc_cfg_ppo_defaults_yaml[] =
     "      reshard_after_forward: true\n"
     "      fsdp_size: -1\n"
     "      forward_prefetch: false\n"
+    "      mixed_precision:\n"
+    "        param_dtype: fp32\n"
+    "        reduce_dtype: fp32\n"
+    "        buffer_dtype: fp32\n"
     "      model_dtype: fp32\n"
     "      use_orig_params: false\n"
     "      seed: 42\n"
@@ -574,7 +582,7 @@ const char vc_cfg_ppo_defaults_yaml[] =
     "  max_actor_ckpt_to_keep: null\n"
     "  max_critic_ckpt_to_keep: null\n"
     "  ray_wait_register_center_timeout: 300\n"
-    "  device: cuda\n"
+    "  device: auto\n"
     "  use_legacy_worker_impl: auto\n"
     "global_profiler:\n"
     "  tool: null\n"

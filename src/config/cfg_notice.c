@@ -53,6 +53,7 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.trace.**", NULL, 0, R_RAY },
     { "*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
     { "*.*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
+    { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     { "ray_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
@@ -62,7 +63,6 @@ static const struct notice_rule RULES[] = {
     { "trainer.use_legacy_worker_impl", NULL, 0, R_RAY },
     { "trainer.default_hdfs_dir", NULL, 0, "HDFS upload is not built in; checkpoints stay in trainer.default_local_dir" },
     { "trainer.esi_redundant_time", NULL, 0, R_RAY },
-    { "trainer.device", "cuda,cpu,auto", 0, "verlc runs on cuda or cpu" },
     { "actor_rollout_ref.hybrid_engine", "true", 0, "verlc always shares actor and rollout weights" },
     { "trainer.logger", "console,file", 0, "only the console and file (JSONL) loggers are built in" },
     { "**.use_remove_padding", NULL, 0, "verlc always packs sequences without padding" },

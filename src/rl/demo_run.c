@@ -70,6 +70,8 @@ static vc_status run_grpo(const vc_demo_opts *o, const char *model_dir, const ch
     OV("trainer.resume_mode=disable");
     OV("trainer.default_local_dir=%s", o->out_dir);
     OV("trainer.experiment_name=verlc_demo");
+    OV("trainer.device=%s", o->device ? o->device : "auto");
+    OV("actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=%s", o->precision ? o->precision : "fp32");
 #undef OV
     char **argv = vc_calloc((size_t)(n + o->n_overrides), sizeof(char *));
     if (!argv) return VC_ERR_NOMEM;
@@ -118,6 +120,9 @@ vc_status vc_demo_run(const vc_demo_opts *o, vc_demo_result *r) {
     char *train = data ? vc_path_join(data, "train.jsonl") : NULL, *val = data ? vc_path_join(data, "val.jsonl") : NULL;
     vc_status st = model_dir && train && val ? mkdir_p(o->out_dir) : VC_ERR_NOMEM;
     if (!st) st = mkdir_p(data);
+    /* the warm-up model loads on the chosen device; the GRPO run selects the same one from its config */
+    vc_train_device dev = { .device = o->device, .param_dtype = o->precision, .device_key = "--device" };
+    if (!st) st = vc_train_setup_device(&dev, o->verbose ? stdout : NULL);
     if (!st) st = demo_write_dataset(train, o->seed, 0, DEMO_TRAIN_N);
     if (!st) st = demo_write_dataset(val, o->seed, 1, DEMO_VAL_N);
     if (!st) st = make_sft_model(o, model_dir, r);

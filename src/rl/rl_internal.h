@@ -57,6 +57,8 @@ typedef struct rl_mb {
 } rl_mb;
 vc_status rl_mb_build(vc_graph *g, const rl_batch *b, const int *rows, int n, rl_mb *mb);
 void rl_mb_gather(const rl_batch *b, const rl_mb *mb, const float *src, float *dst, int to_batch);
+/* t's data (backend memory) copied into host memory of g's arena (*out) */
+vc_status rl_host_copy(vc_graph *g, const vc_tensor *t, float **out);
 float *rl_mb_scatter(vc_graph *g, const rl_batch *b, const rl_mb *mb, const float *w);
 /* splits rows into consecutive groups (starts[0..k], starts[k] = n) by a token budget and/or a row count */
 int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int max_rows, int *starts);
@@ -68,7 +70,7 @@ vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_t
 /* ---- critic: backbone + scalar value head ---- */
 typedef struct rl_critic {
     vc_model *m;
-    float *w, *gw;        /* value head [hidden + 1] (last element is the bias) and its gradient */
+    float *w, *gw;        /* value head [hidden + 1] (last element is the bias) and its gradient: backend memory */
     vc_tensor head_w, head_b;
     vc_tensor *head[2];   /* &head_w, &head_b: the trainer's extra parameters */
 } rl_critic;

@@ -263,6 +263,33 @@ static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+#define MP "actor_rollout_ref.actor.fsdp_config.mixed_precision."
+#define CMP "critic.model.fsdp_config.mixed_precision."
+
+/* trainer.device and the actor's mixed_precision (the matmul precision is process-wide: the critic's
+ * param_dtype, when set, must agree), applied before any model loads */
+static vc_status setup_device(vc_rl_trainer *t, const vc_config *c) {
+    vc_train_device d = { .device_key = "trainer.device", .precision_key = MP "param_dtype",
+                          .reduce_key = MP "reduce_dtype", .buffer_key = MP "buffer_dtype" };
+    vc_status st = VC_OK;
+    TRY(vc_config_get_str_or(c, "trainer.device", "auto", &d.device));
+    TRY(vc_config_get_str_or(c, MP "param_dtype", "fp32", &d.param_dtype));
+    TRY(vc_config_get_str_or(c, MP "reduce_dtype", "fp32", &d.reduce_dtype));
+    TRY(vc_config_get_str_or(c, MP "buffer_dtype", "fp32", &d.buffer_dtype));
+    if (!st && t->use_critic && vc_config_has(c, CMP "param_dtype")) {
+        const char *cp = NULL;
+        int a = 0, b = 0;
+        TRY(vc_config_get_str_or(c, CMP "param_dtype", "fp32", &cp));
+        TRY(vc_train_precision_parse(cp, CMP "param_dtype", &b));
+        TRY(vc_train_precision_parse(d.param_dtype, MP "param_dtype", &a));
+        if (!st && cp && a != b)
+            st = vc_fail(VC_ERR_UNSUPPORTED, CMP "param_dtype=%s differs from " MP "param_dtype=%s: verlc's matmul "
+                         "precision is one per process", cp, d.param_dtype);
+    }
+    TRY(vc_train_setup_device(&d, t->verbose ? stdout : NULL));
+    return st;
+}
+
 vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) { return vc_rl_trainer_new_dp(cfg, NULL, out); }
 
 vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_trainer **out) {
@@ -284,6 +311,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(read_algorithm(t, cfg));
     TRY(read_trainer(t, cfg));
     TRY(rl_dist_check_world(t, cfg));
+    TRY(setup_device(t, cfg));
     TRY(mkdirs(t->out_dir));
     TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */

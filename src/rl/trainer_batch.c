@@ -132,6 +132,17 @@ static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_to
     return st;
 }
 
+/* t's data copied to host memory of the graph's arena */
+vc_status rl_host_copy(vc_graph *g, const vc_tensor *t, float **out) {
+    *out = NULL;
+    if (!t) return vc_fail(VC_ERR_INTERNAL, "host copy: no tensor");
+    float *h = vc_graph_alloc(g, sizeof(float) * (size_t)(t->n ? t->n : 1), 0);
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    vc_status st = vc_tensor_read(t, h);
+    if (!st) *out = h;
+    return st;
+}
+
 typedef struct { float *out, *ent; } lp_ctx;
 
 static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
@@ -140,8 +151,13 @@ static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     vc_status st = vc_model_logprobs(m, g, h, mb->tgt, &lp, c->ent ? &ent : NULL);
     if (st) return st;
-    rl_mb_gather(b, mb, lp->data, c->out, 1);
-    if (c->ent) rl_mb_gather(b, mb, ent->data, c->ent, 1);
+    /* log-probs and entropies live in backend memory: read them back, then gather on the host */
+    float *hl = NULL, *he = NULL;
+    st = rl_host_copy(g, lp, &hl);
+    if (!st && c->ent) st = rl_host_copy(g, ent, &he);
+    if (st) return st;
+    rl_mb_gather(b, mb, hl, c->out, 1);
+    if (c->ent) rl_mb_gather(b, mb, he, c->ent, 1);
     return VC_OK;
 }
 
@@ -156,11 +172,12 @@ vc_status rl_critic_load(const char *path, rl_critic *c) {
     vc_status st = vc_model_load(path, &c->m);
     if (st) return vc_fail_ctx(st, "critic.model.path");
     int64_t H = vc_model_cfg(c->m)->hidden;
-    c->w = vc_calloc((size_t)H + 1, sizeof(float));
-    c->gw = vc_calloc((size_t)H + 1, sizeof(float));
+    /* the value head is a trained tensor: backend memory, zeroed */
+    c->w = vc_train_backend_alloc((size_t)H + 1);
+    c->gw = vc_train_backend_alloc((size_t)H + 1);
     if (!c->w || !c->gw) {
         rl_critic_free(c);
-        return VC_ERR_NOMEM;
+        return vc_fail(VC_ERR_NOMEM, "critic value head of %lld floats", (long long)H + 1);
     }
     /* a value head that starts at 0 everywhere (small init keeps early value losses bounded) */
     vc_param_init(&c->head_w, c->w, c->gw, 2, (int64_t[]){ 1, H });
@@ -172,8 +189,8 @@ vc_status rl_critic_load(const char *path, rl_critic *c) {
 
 void rl_critic_free(rl_critic *c) {
     vc_model_free(c->m);
-    free(c->w);
-    free(c->gw);
+    vc_train_backend_free(c->w);
+    vc_train_backend_free(c->gw);
     memset(c, 0, sizeof *c);
 }
 
@@ -189,7 +206,10 @@ static vc_status val_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb 
     void **cc = ctx;
     vc_tensor *v = rl_critic_forward(cc[0], g, mb);
     if (!v) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    rl_mb_gather(b, mb, v->data, cc[1], 1);
+    float *hv = NULL;
+    vc_status st = rl_host_copy(g, v, &hv);
+    if (st) return st;
+    rl_mb_gather(b, mb, hv, cc[1], 1);
     return VC_OK;
 }
 

@@ -69,7 +69,13 @@ static vc_status fill_step(void *ctx, const char *dir) {
         if (!st) st = save_one(t, dir, "critic", &t->ctr, cp, &critic);
         char *p = st ? NULL : vc_path_join(critic, "value_head.bin");
         int64_t H = vc_model_cfg(t->critic.m)->hidden;
-        if (!st) st = p ? vc_write_file_atomic(p, t->critic.w, sizeof(float) * (size_t)(H + 1)) : VC_ERR_NOMEM;
+        vc_tensor whole; /* the value head [H + 1] lives in backend memory: one host copy */
+        vc_param_init(&whole, t->critic.w, NULL, 1, (int64_t[]){ H + 1 });
+        float *hw = NULL;
+        if (!st && !p) st = VC_ERR_NOMEM;
+        if (!st) st = vc_train_param_host(&whole, &hw);
+        if (!st) st = vc_write_file_atomic(p, hw, sizeof(float) * (size_t)(H + 1));
+        free(hw);
         free(p);
     }
     if (!st) st = write_rl_state(t, dir);
@@ -136,7 +142,9 @@ static vc_status load_critic(vc_rl_trainer *t, const char *dir) {
     if (!st) st = vc_read_file(p, &buf, &n);
     if (!st && n != sizeof(float) * (size_t)(H + 1))
         st = vc_fail(VC_ERR_SHAPE, "%s: %zu bytes, expected %zu", p, n, sizeof(float) * (size_t)(H + 1));
-    if (!st) memcpy(t->critic.w, buf, n);
+    vc_tensor whole;
+    vc_param_init(&whole, t->critic.w, NULL, 1, (int64_t[]){ H + 1 });
+    if (!st) st = vc_train_param_write(&whole, (const float *)buf);
     vc_train_state_clear(&s);
     free(buf);
     free(p);

@@ -271,8 +271,11 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     int n = mb.n;
     const int *rows = mb.rows;
     size_t nt = (size_t)n * b->T;
-    rl_mb_gather(b, &mb, lp->data, w->logp, 0);
-    rl_mb_gather(b, &mb, ent->data, w->ent, 0);
+    /* log-probs and entropies live in backend memory: host copies feed the host-side loss */
+    float *hl = NULL, *he = NULL;
+    if ((st = rl_host_copy(g, lp, &hl)) || (st = rl_host_copy(g, ent, &he))) return st;
+    rl_mb_gather(b, &mb, hl, w->logp, 0);
+    rl_mb_gather(b, &mb, he, w->ent, 0);
     copy_rows(b, b->adv, rows, n, w->adv);
     copy_rows(b, b->mask, rows, n, w->mask);
     if (x->on_policy) memcpy(w->old, w->logp, sizeof(float) * nt);
@@ -359,7 +362,9 @@ static vc_status critic_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, 
     vc_tensor *v = vc_op_linear(g, h, &x->cr->head_w, &x->cr->head_b);
     if (v) v = vc_reshape(g, v, 1, (int64_t[]){ v->n });
     if (!v) return graph_err(g);
-    rl_mb_gather(b, &mb, v->data, w->logp, 0);
+    float *hv = NULL;
+    if ((st = rl_host_copy(g, v, &hv))) return st;
+    rl_mb_gather(b, &mb, hv, w->logp, 0);
     copy_rows(b, b->ret, mb.rows, n, w->adv);
     copy_rows(b, b->values, mb.rows, n, w->old);
     copy_rows(b, b->mask, mb.rows, n, w->mask);

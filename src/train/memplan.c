@@ -1,6 +1,8 @@
 /* Memory plan before the first step: weights, gradients, optimiser state and the activations of the
  * largest micro-batch (measured from the graph arena's peak in one trial step). */
 #include "trainer_dp.h"
+#include "verlc/cuda.h"
+#include "verlc/device.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -52,7 +54,12 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
     plan->optim = moments * 8;
-    plan->available = vc_mem_available();
+    plan->on_gpu = vc_device_is_gpu();
+    size_t used = 0, gfree = 0, gtotal = 0;
+    if (plan->on_gpu && vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK) plan->available = gfree;
+    else plan->available = plan->on_gpu ? 0 : vc_mem_available();
+    /* host staging of one micro-batch: src (8) + ids, targets, masks, weights, -weights (4 each) per token */
+    plan->host = (size_t)(max_micro_tokens > 2 ? max_micro_tokens : 2) * 28 + 64;
     plan->limit = max_bytes;
     if (max_micro_tokens < 2) max_micro_tokens = 2;
     int32_t *ids = vc_malloc(sizeof *ids * (size_t)max_micro_tokens);
@@ -78,11 +85,12 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
                 t->dp && t->dp->zero1 ? "ZeRO-1, AdamW state for its 1/N shard" : "data parallel, full AdamW state");
     if (log)
         fprintf(log,
-                "memory plan: weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "
-                "(micro-batch of %lld tokens) = %.3f GiB; %s %.3f GiB\n",
-                gib(plan->weights), gib(plan->grads), gib(plan->optim), gib(plan->activations),
-                (long long)max_micro_tokens, gib(plan->total), max_bytes ? "limit" : "available",
-                gib(max_bytes ? max_bytes : plan->available));
+                "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "
+                "(micro-batch of %lld tokens) = %.3f GiB of %s memory; %s %.3f GiB; host staging %.3f MiB\n",
+                vc_device_name(), gib(plan->weights), gib(plan->grads), gib(plan->optim), gib(plan->activations),
+                (long long)max_micro_tokens, gib(plan->total), plan->on_gpu ? "device" : "backend",
+                max_bytes ? "limit" : plan->on_gpu ? "free on the GPU" : "available", gib(max_bytes ? max_bytes : plan->available),
+                plan->host / 1048576.0);
     if (max_bytes && plan->total > max_bytes)
         return vc_fail(VC_ERR_NOMEM,
                        "memory plan %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f) exceeds "
@@ -93,8 +101,8 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     if (!max_bytes && plan->available && plan->optim + plan->activations > plan->available)
         return vc_fail(VC_ERR_NOMEM,
                        "memory plan needs %.3f GiB more (AdamW %.3f + activations %.3f) but only %.3f GiB is "
-                       "available (MemAvailable)",
+                       "available (%s)",
                        gib(plan->optim + plan->activations), gib(plan->optim), gib(plan->activations),
-                       gib(plan->available));
+                       gib(plan->available), plan->on_gpu ? "free memory of the GPU" : "MemAvailable");
     return VC_OK;
 }

@@ -260,6 +260,16 @@ static vc_status setup_dist(sft_run *r) {
     return vc_sft_check_world(c, r->comm);
 }
 
+/* trainer.device and mixed_precision, before the model loads (rank 0 prints the choice) */
+static vc_status setup_device(sft_run *r) {
+    const vc_sft_config *c = r->c;
+    vc_train_device d = { c->device, c->param_dtype, c->reduce_dtype, c->buffer_dtype, "trainer.device",
+                          "model.fsdp_config.mixed_precision.param_dtype",
+                          "model.fsdp_config.mixed_precision.reduce_dtype",
+                          "model.fsdp_config.mixed_precision.buffer_dtype" };
+    return vc_train_setup_device(&d, r->rank == 0 && !c->quiet ? stderr : NULL);
+}
+
 vc_status vc_sft_run(const vc_sft_config *c) {
     sft_run r;
     memset(&r, 0, sizeof r);
@@ -277,6 +287,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
                 "runs 1/%d of the micro-batches of every global batch of %lld rows", r.world, vc_comm_kind(r.comm),
                 vc_comm_local_size(r.comm), c->sharding ? c->sharding : "none", r.world,
                 (long long)c->train_batch_size);
+    if ((st = setup_device(&r))) goto out;
     if ((st = load_inputs(&r))) goto out;
     int drop_last = r.train.n >= (size_t)c->train_batch_size;
     if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->seed)))

@@ -35,6 +35,10 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->skip_bad_lines = 1;
     c->sharding = "none";
     c->dp_check_freq = 100;
+    c->device = "auto";
+    c->param_dtype = "fp32";
+    c->reduce_dtype = "fp32";
+    c->buffer_dtype = "fp32";
 }
 
 vc_status vc_sft_check_world(const vc_sft_config *c, const vc_comm *comm) {
@@ -111,6 +115,12 @@ static const key_def KEYS[] = {
     { "trainer.sharding", "sharding", K_STR, F(sharding), "none | zero1 (AdamW state sharded over ranks)" },
     { "trainer.dp_check_freq", "dp_check_freq", K_INT, F(dp_check_freq),
       "compare a weights checksum across ranks every N steps (0: never)" },
+    { "trainer.device", "device", K_STR, F(device), "auto | cpu | cuda | cuda:N | sim (auto: cuda when a GPU is usable)" },
+    { "model.fsdp_config.mixed_precision.param_dtype", "precision", K_STR, F(param_dtype),
+      "fp32 | bf16: matmul inputs (bf16: f32 accumulation; weights, grads, AdamW stay fp32)" },
+    { "model.fsdp_config.mixed_precision.reduce_dtype", "reduce_dtype", K_STR, F(reduce_dtype),
+      "gradient reductions: fp32 only" },
+    { "model.fsdp_config.mixed_precision.buffer_dtype", "buffer_dtype", K_STR, F(buffer_dtype), "buffers: fp32 only" },
 };
 #undef F
 #define N_KEYS (sizeof KEYS / sizeof KEYS[0])

@@ -47,7 +47,11 @@ static vc_status write_weights(const vc_model *mc, const char *path) {
     for (int i = 0; i < vc_model_n_params(m) && !st; i++) {
         const char *name;
         vc_tensor *t = vc_model_param(m, i, &name, NULL);
-        st = vc_st_writer_add(w, name, VC_F32, t->ndim, t->shape, t->data, 0);
+        /* weights live in backend memory: one host copy at a time, copied by the writer */
+        float *host = vc_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1));
+        st = host ? vc_model_param_read(m, i, 0, host) : vc_fail(VC_ERR_NOMEM, "%s: cannot stage %s", path, name);
+        if (!st) st = vc_st_writer_add(w, name, VC_F32, t->ndim, t->shape, host, 1);
+        free(host);
     }
     if (!st) st = vc_st_writer_set_metadata(w, "format", VC_TRAIN_CKPT_FORMAT);
     if (!st) st = vc_st_writer_write(w, path);
@@ -355,6 +359,17 @@ out:
     return st;
 }
 
+/* checkpoint tensor -> host floats -> the parameter's backend memory */
+static vc_status load_param(const vc_st_tensor *s, vc_model *m, int i, const char *path, const char *name) {
+    int64_t n = vc_model_param(m, i, NULL, NULL)->n;
+    float *host = vc_malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!host) return vc_fail(VC_ERR_NOMEM, "%s: cannot stage tensor %s", path, name);
+    vc_st_tensor_to_f32(s, host);
+    vc_status st = vc_model_param_write(m, i, host);
+    free(host);
+    return st ? vc_fail_ctx(st, "%s: tensor %s", path, name) : VC_OK;
+}
+
 vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m) {
     char *p = vc_path_join(ckpt_dir, "model.safetensors");
     vc_checkpoint *ck = NULL;
@@ -382,7 +397,7 @@ vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m) {
             st = vc_fail(s ? VC_ERR_SHAPE : VC_ERR_MISSING, "%s: tensor %s %s (a checkpoint of another model?)", p,
                          name, s ? "has another dtype or shape than the model's" : "is missing");
         else
-            vc_st_tensor_to_f32(s, t->data);
+            st = load_param(s, m, i, p, name);
     }
 out:
     vc_ckpt_close(ck);

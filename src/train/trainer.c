@@ -1,5 +1,6 @@
 /* The trainer step: micro-batches, gradient accumulation with mini-batch normalisers, clipping, AdamW. */
 #include "trainer_dp.h"
+#include "tensor/backend.h"
 #include "verlc/data.h"
 #include "verlc/ops.h"
 #include <math.h>
@@ -200,8 +201,10 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st) st = fn ? fn(ctx, g, mb, logp, ent, &L) : ((L = vc_op_dot_const(g, logp, m->negw)) ? VC_OK
                                                                                                  : vc_graph_status(g));
     if (!st && !L) st = vc_fail(VC_ERR_INTERNAL, "loss callback returned no tensor");
+    float lv = 0; /* the loss lives in backend memory */
+    if (!st) st = vc_tensor_read(L, &lv);
     if (st) return st;
-    *loss = L->data[0];
+    *loss = lv;
     if (grad && isfinite(*loss)) st = vc_graph_backward(g, L, 1.0f);
     if (!st) st = vc_graph_status(g);
     return st;
@@ -267,7 +270,7 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     double t0 = vc_now();
     vc_model_zero_grad(t->model);
     for (int i = 0; t->cfg.extra_params && i < t->cfg.n_extra_params; i++)
-        memset(t->cfg.extra_params[i]->grad, 0, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
+        vc_be()->zero(t->cfg.extra_params[i]->grad, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
     vc_status s = vc_trainer_accumulate(t, b, fn, ctx, st);
     if (s) return s;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);

@@ -129,7 +129,7 @@ static void test_defaults(void) {
     CHECK(getb(c, "trainer.val_before_train") == 1);
     CHECK(str_is(c, "trainer.resume_mode", "auto"));
     CHECK(geti(c, "trainer.critic_warmup") == 0);
-    CHECK(str_is(c, "trainer.device", "cuda"));
+    CHECK(str_is(c, "trainer.device", "auto")); /* verlc's default: cuda when a GPU is usable, else cpu */
     /* interpolations in verl's defaults */
     CHECK(str_is(c, "trainer.default_local_dir", "checkpoints/verl_examples/gsm8k"));
     CHECK(geti(c, "actor_rollout_ref.rollout.prompt_length") == 512);
