@@ -50,9 +50,6 @@ vc_status vc_train_setup_device(const vc_train_device *d, FILE *log) {
     if (!st) st = check_f32(d->buffer_dtype, bw);
     if (st) return st;
     const char *spec = d->device && *d->device ? d->device : "auto";
-    /* vc_device_select reaches the sim backend through a weak symbol, which does not pull src/backend/sim
-     * out of the static library; this strong reference does, for every program that trains */
-    if (!strcmp(spec, "sim") && !vc_backend_sim()) return vc_fail(VC_ERR_UNSUPPORTED, "%s sim: not built", dw);
     if ((st = vc_device_select(spec, dw))) return st;
     vc_set_matmul_precision(prec);
     if (log)
