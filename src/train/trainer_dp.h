@@ -8,13 +8,14 @@
 struct vc_trainer_dp {
     vc_comm *comm;
     int rank, world, zero1;
+    int dev_comm;         /* the communicator takes device buffers (NCCL): buf is device memory */
     size_t n_flat, shard_len;
     size_t first, count;  /* this rank's range of the flat vector (count may be < shard_len, or 0) */
     size_t *offs;         /* [n_params + 1] flat offset of each trained tensor */
-    float **w;            /* [n_params] weights of the trained tensors */
+    float **w;            /* [n_params] weights of the trained tensors (backend memory) */
     int *decay;           /* [n_params] */
-    float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1) */
-    float *buf;           /* [world * bucket] communication buffer */
+    float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1; backend memory) */
+    float *buf;           /* [(world + 1) * bucket] communication buffer (vc_comm_mem_alloc: host for MPI) */
     size_t bucket;        /* elements per rank per round */
 };
 
@@ -33,8 +34,9 @@ vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n);
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st);
 /* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
 vc_status vc_dp_check_weights(vc_trainer *t);
-/* Flat-vector copies: reads [first, first + len) of the per-tensor buffers (zeros past the end) into
- * dst; writes src back (positions past the end ignored). */
+/* Flat-vector copies between per-tensor buffers (backend memory) and communication memory (host for
+ * MPI, device for NCCL): reads [first, first + len) (zeros past the end) into dst; writes src back
+ * (positions past the end ignored). Only vc_be() copies touch the tensors. */
 void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size_t len, float *dst);
 void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, size_t len, const float *src);
 
