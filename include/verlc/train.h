@@ -163,6 +163,9 @@ size_t vc_mem_available(void);
  * numbers when total exceeds max_bytes (> 0), or when max_bytes == 0 and grads + optimiser +
  * activations exceed MemAvailable. */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
+/* One line per rank with data parallelism: `who` (e.g. "actor"), the sharding, and this rank's bytes of
+ * weights, gradients and AdamW state (1/N with ZeRO-1). Prints nothing without data parallelism. */
+void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log);
 
 /* ---- checkpoints ---------------------------------------------------------------------------------- */
 #define VC_TRAIN_CKPT_FORMAT "verlc-train-checkpoint-1"
@@ -194,6 +197,17 @@ vc_status vc_train_ckpt_write(const char *dir, const vc_trainer *t, const vc_tra
 vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
                                 vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
                                 char **path);
+/* The same for data-parallel trainers with sharded optimiser state: a collective over t's ranks; `fill` runs
+ * on every rank (rank 0 writes the shared contents, every rank its own shard, e.g. with
+ * vc_train_ckpt_write_shard) before rank 0 publishes the directory. */
+vc_status vc_train_ckpt_save_as_dp(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
+                                   vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                   char **path);
+/* Writes this rank's optimiser shard (optim_shard_R_of_N.bin) into dir when t is sharded (ZeRO-1), else nothing.
+ * vc_train_ckpt_write writes everything else (rank 0). */
+vc_status vc_train_ckpt_write_shard(const char *dir, const vc_trainer *t);
+/* Whether t keeps only its shard of the optimiser state (every rank must then write its own). */
+int vc_trainer_sharded(const vc_trainer *t);
 /* The newest step_N in run_dir (by N); VC_ERR_MISSING when there is none. */
 vc_status vc_train_ckpt_latest(const char *run_dir, char **path);
 /* A checkpoint dir, or a run dir (its latest checkpoint). */

@@ -172,3 +172,7 @@ vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
     free(full);
     return st;
 }
+
+vc_status vc_train_ckpt_write_shard(const char *dir, const vc_trainer *t) { return vc_dp_save_optim(dir, t); }
+
+int vc_trainer_sharded(const vc_trainer *t) { return t->dp && t->dp->zero1; }

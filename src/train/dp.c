@@ -356,3 +356,17 @@ vc_status vc_dp_check_weights(vc_trainer *t) {
     free(all);
     return st;
 }
+
+static double mib(size_t floats) { return floats * 4.0 / 1048576.0; }
+
+void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
+    const struct vc_trainer_dp *d = t->dp;
+    if (!d || !log) return;
+    size_t moments = 0;
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
+    fprintf(log, "rank %d/%d %s (%s): trained weights %.3f MiB + grads %.3f MiB + AdamW %.3f MiB "
+                 "(%zu of %zu parameters' moments)\n",
+            d->rank, d->world, who ? who : "trainer",
+            d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard" : "data parallel, full AdamW state", mib(d->n_flat),
+            mib(d->n_flat + (d->zero1 ? d->shard_len : 0)), mib(2 * moments), moments, d->n_flat);
+}
