@@ -77,6 +77,7 @@ typedef struct vc_trainer_config {
     int sharding;            /* VC_SHARD_NONE or VC_SHARD_ZERO1 */
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
+    int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward */
     int check_every;         /* compare a weights checksum across ranks every N steps (0: never) */
     /* hooks for trainers with their own heads (the RL critic's value head) */
     vc_tensor *const *extra_params; /* trained tensors outside the model (decayed; the array must outlive the trainer) */
@@ -116,6 +117,9 @@ typedef struct vc_step_stats {
     int64_t n_tokens;        /* tokens forwarded */
     int64_t n_loss_tokens;   /* masked targets */
     double seconds;
+    /* data parallelism: gradient buckets reduced, and how many of them were final before the last
+     * backward ended, so the communication thread could reduce them during it (overlap_grad_reduce; 0 otherwise) */
+    int n_buckets, n_buckets_early;
 } vc_step_stats;
 
 typedef struct vc_trainer {

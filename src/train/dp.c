@@ -157,6 +157,7 @@ void vc_dp_free(vc_trainer *t) {
     free(d->offs);
     free(d->w);
     free(d->decay);
+    vc_dp_overlap_free(t);
     vc_be()->free(d->shard_grad);
     vc_comm_mem_free(d->comm, d->buf);
     free(d);
@@ -190,28 +191,52 @@ vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor) {
 }
 
 /* ---- gradients ---- */
-static vc_status reduce_grads(vc_trainer *t) {
-    struct vc_trainer_dp *d = t->dp;
-    vc_status st = VC_OK;
-    if (!d->zero1) {
+size_t vc_dp_n_buckets(const vc_trainer *t) {
+    const struct vc_trainer_dp *d = t->dp;
+    size_t unit = d->zero1 ? d->bucket : d->bucket * (size_t)d->world, n = d->zero1 ? d->shard_len : d->n_flat;
+    return (n + unit - 1) / unit;
+}
+
+void vc_dp_bucket_ranges(const vc_trainer *t, size_t b, size_t *start, size_t *len) {
+    const struct vc_trainer_dp *d = t->dp;
+    if (!d->zero1) { /* one range of the flat vector */
         size_t chunk = d->bucket * (size_t)d->world;
-        for (size_t k = 0; k < d->n_flat && !st; k += chunk) {
-            size_t len = min_sz(chunk, d->n_flat - k);
-            vc_dp_flat_read(t, t->grads, k, len, d->buf);
-            st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
-            if (!st) vc_dp_flat_write(t, t->grads, k, len, d->buf);
-        }
+        *start = b * chunk;
+        *len = min_sz(chunk, d->n_flat - *start);
+        return;
+    }
+    *start = b * d->bucket; /* the same offset in every rank's block */
+    *len = min_sz(d->bucket, d->shard_len - *start);
+}
+
+/* Reduces bucket b of the gradients: the ordered all-reduce of one range of the flat vector, or (ZeRO-1)
+ * the ordered reduce-scatter of one bucket of every rank's block into this rank's shard. Each element's
+ * sum is the rank-order sum whatever the bucketing, so bucket sizes and order never change the bits. */
+vc_status vc_dp_reduce_bucket(vc_trainer *t, size_t b) {
+    struct vc_trainer_dp *d = t->dp;
+    size_t k, len;
+    vc_dp_bucket_ranges(t, b, &k, &len);
+    vc_status st;
+    if (!d->zero1) {
+        vc_dp_flat_read(t, t->grads, k, len, d->buf);
+        st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
+        if (!st) vc_dp_flat_write(t, t->grads, k, len, d->buf);
         return st;
     }
-    for (size_t k = 0; k < d->shard_len && !st; k += d->bucket) {
-        size_t len = min_sz(d->bucket, d->shard_len - k);
-        for (int r = 0; r < d->world; r++)
-            vc_dp_flat_read(t, t->grads, (size_t)r * d->shard_len + k, len, d->buf + (size_t)r * len);
-        /* a device communicator writes the shard itself; a host one a staging block, then uploaded */
-        float *out = d->dev_comm ? d->shard_grad + k : d->buf + (size_t)d->world * len;
-        st = vc_comm_reduce_scatter_f32_ordered(d->comm, d->buf, out, len);
-        if (!st && !d->dev_comm) vc_be()->h2d(d->shard_grad + k, out, len * sizeof(float));
-    }
+    for (int r = 0; r < d->world; r++)
+        vc_dp_flat_read(t, t->grads, (size_t)r * d->shard_len + k, len, d->buf + (size_t)r * len);
+    /* a device communicator writes the shard itself; a host one a staging block, then uploaded */
+    float *out = d->dev_comm ? d->shard_grad + k : d->buf + (size_t)d->world * len;
+    st = vc_comm_reduce_scatter_f32_ordered(d->comm, d->buf, out, len);
+    if (!st && !d->dev_comm) vc_be()->h2d(d->shard_grad + k, out, len * sizeof(float));
+    return st;
+}
+
+/* all buckets, in the order the overlapped path issues them when it is on (every rank the same order) */
+static vc_status reduce_grads(vc_trainer *t) {
+    size_t n = vc_dp_n_buckets(t);
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < n && !st; i++) st = vc_dp_reduce_bucket(t, t->cfg.overlap_grad_reduce ? n - 1 - i : i);
     return st;
 }
 
@@ -302,7 +327,10 @@ static vc_status gather_weights(vc_trainer *t) {
 
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
     struct vc_trainer_dp *d = t->dp;
-    vc_status s = reduce_grads(t);
+    vc_status s = d->reduced ? VC_OK : reduce_grads(t); /* reduced: overlapped with backward (dp_overlap.c) */
+    st->n_buckets = (int)vc_dp_n_buckets(t);
+    st->n_buckets_early = d->reduced ? d->early : 0;
+    d->reduced = 0;
     if (!s) s = global_norm(t, &st->grad_norm);
     if (s) return s;
     if (!isfinite(st->grad_norm) || !isfinite(st->loss)) {

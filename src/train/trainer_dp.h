@@ -17,7 +17,16 @@ struct vc_trainer_dp {
     float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1; backend memory) */
     float *buf;           /* [(world + 1) * bucket] communication buffer (vc_comm_mem_alloc: host for MPI) */
     size_t bucket;        /* elements per rank per round */
+    /* overlapped reduction (cfg.overlap_grad_reduce, dp_overlap.c) */
+    struct vc_dp_overlap *ov;
+    int armed;            /* the micro-batch running now is this rank's last of the step */
+    int reduced;          /* the gradients of this step are reduced already */
+    int early;            /* of them, buckets final before the end of backward (could start during it) */
 };
+
+/* vc_trainer_accumulate_ex's use_dp for vc_trainer_step: data parallel, and the reduction may start
+ * during the last backward (overlap_grad_reduce) */
+#define VC_DP_STEP 2
 
 /* Sets up t->dp and t->opt (the whole model, or this rank's shard with ZeRO-1) from the trained
  * tensors in op[0..t->n_params). Without a communicator of more than one rank: t->opt only. */
@@ -32,6 +41,21 @@ vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n);
 /* After the local backward passes: reduce gradients, global norm, clip, AdamW (unless skipped),
  * all-gather (ZeRO-1). st->loss must already be global. */
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st);
+/* Gradient buckets: their number, the flat range of bucket b (ZeRO-1: the offset inside every rank's
+ * block), and the reduction of one bucket (a collective; every rank must reduce the same buckets in the
+ * same order). */
+size_t vc_dp_n_buckets(const vc_trainer *t);
+void vc_dp_bucket_ranges(const vc_trainer *t, size_t b, size_t *start, size_t *len);
+vc_status vc_dp_reduce_bucket(vc_trainer *t, size_t b);
+/* Overlap (dp_overlap.c). begin: after the last micro-batch's forward and loss, before its backward;
+ * finds for each bucket the earliest tape node that writes one of its gradients, hooks the backward and
+ * starts a communication thread that reduces the buckets (last to first) as soon as backward has passed
+ * their earliest writer. end: after that backward (or instead of it): lets the thread finish every
+ * bucket, joins it and marks the gradients reduced. Bits equal the non-overlapped reduce_grads'. */
+vc_status vc_dp_overlap_begin(vc_trainer *t);
+vc_status vc_dp_overlap_end(vc_trainer *t);
+void vc_dp_overlap_free(vc_trainer *t);
+
 /* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
 vc_status vc_dp_check_weights(vc_trainer *t);
 /* Flat-vector copies between per-tensor buffers (backend memory) and communication memory (host for
