@@ -262,6 +262,7 @@ typedef struct vc_sft_config {
     const char *sharding;    /* "none" | "zero1" */
     int nnodes, n_gpus_per_node; /* when > 0, nnodes * n_gpus_per_node must equal the world size */
     int dp_check_freq;       /* weights checksum across ranks every N steps (0: never) */
+    int overlap_grad_reduce; /* gradient reduction overlapped with the last backward (same bits) */
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);

@@ -54,11 +54,13 @@ vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg) {
     return VC_OK;
 }
 
-vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *sharding) {
+vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *sharding, int *overlap) {
     char k[160];
     int64_t z = 0;
+    snprintf(k, sizeof k, "%s.overlap_grad_reduce", prefix);
+    vc_status st = vc_config_get_bool_or(cfg, k, 0, overlap);
     snprintf(k, sizeof k, "%s.zero_stage", prefix);
-    vc_status st = vc_config_get_int_or(cfg, k, 0, &z);
+    if (!st) st = vc_config_get_int_or(cfg, k, 0, &z);
     if (st) return st;
     if (z < 0 || z > 1)
         return vc_fail(VC_ERR_ARG, "%s=%lld: expected 0 (plain data parallelism) or 1 (ZeRO-1: optimiser state "

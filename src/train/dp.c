@@ -175,16 +175,33 @@ void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *co
     *first = r * q + (r < rem ? r : rem);
 }
 
+/* Collectives on small host arrays (counts, losses, norms, checksums). A device communicator (NCCL)
+ * takes device buffers only: the array is staged through communicator memory. kind: 0 ordered f64
+ * allreduce, 1 f64 allreduce, 2 allgather of `bytes` per rank (x holds every rank's block). */
+static vc_status host_coll(struct vc_trainer_dp *d, int kind, void *x, size_t n, vc_reduce_op op) {
+    size_t bytes = kind == 2 ? n * (size_t)d->world : n * sizeof(double);
+    void *dev = NULL;
+    vc_status st = VC_OK;
+    if (d->dev_comm && !(st = vc_comm_mem_alloc(d->comm, bytes, &dev))) st = vc_comm_mem_upload(d->comm, dev, x, bytes);
+    void *buf = d->dev_comm ? dev : x;
+    if (!st && kind == 0) st = vc_comm_allreduce_f64_ordered(d->comm, buf, n, op);
+    else if (!st && kind == 1) st = vc_comm_allreduce_f64(d->comm, buf, n, op);
+    else if (!st) st = vc_comm_allgather(d->comm, (char *)buf + (size_t)d->rank * n, buf, n);
+    if (!st && d->dev_comm) st = vc_comm_mem_download(d->comm, x, dev, bytes);
+    vc_comm_mem_free(d->comm, dev);
+    return st;
+}
+
 vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n) {
     if (!t->dp) return VC_OK;
-    return vc_comm_allreduce_f64_ordered(t->dp->comm, x, n, VC_SUM);
+    return host_coll(t->dp, 0, x, n, VC_SUM);
 }
 
 vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor) {
     if (!t->dp) return VC_OK;
     double s[2] = { n->n_tokens, n->n_seqs };
-    vc_status st = vc_comm_allreduce_f64_ordered(t->dp->comm, s, 2, VC_SUM);
-    if (!st && !fixed_factor) st = vc_comm_allreduce_f64(t->dp->comm, &n->loss_scale_factor, 1, VC_MAX);
+    vc_status st = host_coll(t->dp, 0, s, 2, VC_SUM);
+    if (!st && !fixed_factor) st = host_coll(t->dp, 1, &n->loss_scale_factor, 1, VC_MAX);
     n->n_tokens = s[0];
     n->n_seqs = s[1];
     return st;
@@ -288,7 +305,7 @@ static vc_status global_norm(vc_trainer *t, double *norm) {
     vc_status st = VC_OK;
     if (d->zero1) {
         st = sumsq_range(t, d->first, d->first + d->count, d->shard_grad, part + d->rank);
-        if (!st) st = vc_comm_allgather(d->comm, part + d->rank, part, sizeof *part);
+        if (!st) st = host_coll(d, 2, part, sizeof *part, VC_SUM);
     } else {
         for (int r = 0; r < d->world && !st; r++) {
             size_t a = min_sz((size_t)r * d->shard_len, d->n_flat);
@@ -322,6 +339,13 @@ static vc_status gather_weights(vc_trainer *t) {
         for (int r = 0; r < d->world && !st; r++)
             if (r != d->rank) vc_dp_flat_write(t, d->w, (size_t)r * d->shard_len + k, len, d->buf + (size_t)r * len);
     }
+    return st;
+}
+
+vc_status vc_dp_reduce_all(vc_trainer *t) {
+    vc_status st = reduce_grads(t);
+    if (!st) t->dp->reduced = 1;
+    t->dp->early = 0;
     return st;
 }
 
@@ -375,7 +399,7 @@ vc_status vc_dp_check_weights(vc_trainer *t) {
     uint64_t *all = vc_calloc((size_t)d->world, sizeof *all);
     if (!all) return VC_ERR_NOMEM;
     vc_status st = weights_hash(t, all + d->rank);
-    if (!st) st = vc_comm_allgather(d->comm, all + d->rank, all, sizeof *all);
+    if (!st) st = host_coll(d, 2, all, sizeof *all, VC_SUM);
     for (int r = 1; r < d->world && !st; r++)
         if (all[r] != all[0])
             st = vc_fail(VC_ERR_INTERNAL, "rank %d: after step %lld the weights of rank %d differ from rank 0's "

@@ -111,6 +111,8 @@ static const key_def KEYS[] = {
     { "trainer.sharding", "sharding", K_STR, F(sharding), "none | zero1 (AdamW state sharded over ranks)" },
     { "trainer.dp_check_freq", "dp_check_freq", K_INT, F(dp_check_freq),
       "compare a weights checksum across ranks every N steps (0: never)" },
+    { "trainer.overlap_grad_reduce", "overlap_grad_reduce", K_BOOL, F(overlap_grad_reduce),
+      "reduce gradient buckets on a communication thread during the last backward" },
 };
 #undef F
 #define N_KEYS (sizeof KEYS / sizeof KEYS[0])

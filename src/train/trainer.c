@@ -244,6 +244,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         stats->n_tokens += m.mb.n_tokens;
     }
     if (overlap) t->dp->armed = 0;
+    if (overlap && !st && !gn) st = vc_dp_reduce_all(t); /* no backward here: reduce where the others do */
     stats->n_micro = (int)gn;
     stats->n_loss_tokens = (int64_t)norm.n_tokens;
     stats->seconds = vc_now() - t0;

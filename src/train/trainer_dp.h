@@ -52,6 +52,9 @@ vc_status vc_dp_reduce_bucket(vc_trainer *t, size_t b);
  * starts a communication thread that reduces the buckets (last to first) as soon as backward has passed
  * their earliest writer. end: after that backward (or instead of it): lets the thread finish every
  * bucket, joins it and marks the gradients reduced. Bits equal the non-overlapped reduce_grads'. */
+/* With overlap on, a rank without micro-batches reduces at the point where the others finish their last
+ * backward (before the step's loss sums), so that every rank issues the collectives in the same order. */
+vc_status vc_dp_reduce_all(vc_trainer *t);
 vc_status vc_dp_overlap_begin(vc_trainer *t);
 vc_status vc_dp_overlap_end(vc_trainer *t);
 void vc_dp_overlap_free(vc_trainer *t);

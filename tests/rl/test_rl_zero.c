@@ -1,4 +1,5 @@
-/* Data-parallel `verlc train` at 4 ranks and with ZeRO-1 (actor_rollout_ref.actor.zero_stage=1), under
+/* Data-parallel `verlc train` at 4 ranks with ZeRO-1 (actor_rollout_ref.actor.zero_stage=1) and gradient
+ * reduction overlapped with backward (actor_rollout_ref.actor.overlap_grad_reduce=true), under
  * mpirun: two GRPO steps on 4 ranks with a sharded optimiser give the exported weights of one process
  * within a float tolerance; every rank prints its memory line with 1/4 of the AdamW moments; the step-1
  * checkpoint holds one optimiser shard per rank (no optim.bin); resuming it on 2 ranks (re-sharded
@@ -63,7 +64,8 @@ static void test_zero_resume(void) {
     snprintf(log, sizeof log, "%s/one.log", dir);
     int rc = train(0, 1, 2, r1, x, log);
     CHECK_MSG(rc == 0, "one process failed (%d); see %s", rc, log);
-    snprintf(x, sizeof x, "%s trainer.total_training_steps=2 actor_rollout_ref.actor.zero_stage=1", extra);
+    snprintf(x, sizeof x, "%s trainer.total_training_steps=2 actor_rollout_ref.actor.zero_stage=1 "
+             "actor_rollout_ref.actor.overlap_grad_reduce=true", extra);
     snprintf(log, sizeof log, "%s/zero4.log", dir);
     double t0 = vc_now();
     rc = train(4, 4, 2, z4, x, log);
