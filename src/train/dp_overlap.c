@@ -5,7 +5,9 @@
  * earliest (lowest-index) node writing any of them. A communication thread reduces the buckets in a fixed
  * order (last bucket first, the same on every rank, so collectives match) as soon as each is final, while
  * backward continues on the main thread; the main thread makes no collective call until it joins the
- * thread. Each bucket's reduction is the one the non-overlapped path runs, so the bits are the same. */
+ * thread. Each bucket's reduction is the one the non-overlapped path runs, so the bits are the same.
+ * Gradient checkpointing hides the recomputed layers' weight writers inside one node: then nothing
+ * overlaps (the thread starts when backward ends). */
 #include "trainer_dp.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -142,6 +144,9 @@ vc_status vc_dp_overlap_begin(vc_trainer *t) {
     }
     vc_status st = bucket_writers(t, o);
     if (st) return st;
+    /* gradient checkpointing: a recomputed layer's node writes its weights' gradients from a scratch graph,
+     * which the tape does not show, so every bucket waits for the end of backward (no overlap) */
+    for (size_t b = 0; b < o->n_buckets && t->cfg.checkpointing; b++) o->first[b] = INT64_MIN;
     int64_t n_nodes = 0;
     vc_graph_tape(t->g, &n_nodes);
     o->done = n_nodes;
