@@ -57,7 +57,7 @@ static int train(int np, int ngpu, int mini, const char *out, const char *extra,
     char common[2048];
     snprintf(common, sizeof common, COMMON, dir, dir, dir, mini);
     char launch[1024] = "";
-    if (np > 0) snprintf(launch, sizeof launch, "timeout 60 %s %s -np %d ", mpirun, MPI_FLAGS, np);
+    if (np > 0) snprintf(launch, sizeof launch, "timeout 300 %s %s -np %d ", mpirun, MPI_FLAGS, np);
     return sh("%s%s train %s trainer.n_gpus_per_node=%d trainer.default_local_dir=%s %s > %s 2>&1", launch, bin,
               common, ngpu, out, extra ? extra : "", log);
 }
