@@ -84,6 +84,12 @@ float *vc_tensor_grad(vc_graph *g, vc_tensor *t);
 /* Initialise a free-standing parameter tensor header (memory owned by the caller). */
 void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64_t *shape);
 
+/* The tape recorded so far: *n nodes in push order (backward visits them in reverse). */
+const vc_node *vc_graph_tape(const vc_graph *g, int64_t *n);
+/* fn(ctx, i) runs after backward has processed (or skipped) tape node i, for i = n - 1 down to 0; NULL
+ * removes it. Data-parallel training uses it to start gradient reductions while backward continues. */
+void vc_graph_set_backward_hook(vc_graph *g, void (*fn)(void *ctx, int64_t node), void *ctx);
+
 /* Pushes a node if gradients are enabled and any input requires them; returns the node or NULL. */
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in);
 #endif

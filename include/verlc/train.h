@@ -77,6 +77,7 @@ typedef struct vc_trainer_config {
     int sharding;            /* VC_SHARD_NONE or VC_SHARD_ZERO1 */
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
+    int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward */
     int check_every;         /* compare a weights checksum across ranks every N steps (0: never) */
     /* hooks for trainers with their own heads (the RL critic's value head) */
     vc_tensor *const *extra_params; /* trained tensors outside the model (decayed; the array must outlive the trainer) */
@@ -116,6 +117,9 @@ typedef struct vc_step_stats {
     int64_t n_tokens;        /* tokens forwarded */
     int64_t n_loss_tokens;   /* masked targets */
     double seconds;
+    /* data parallelism: gradient buckets reduced, and how many of them were final before the last
+     * backward ended, so the communication thread could reduce them during it (overlap_grad_reduce; 0 otherwise) */
+    int n_buckets, n_buckets_early;
 } vc_step_stats;
 
 typedef struct vc_trainer {
@@ -199,6 +203,9 @@ size_t vc_mem_available(void);
  * total exceeds max_bytes (> 0), or when max_bytes == 0 and optimiser + activations exceed the memory
  * available (the GPU's free memory on a GPU, else MemAvailable; weights and gradients are resident). */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
+/* One line per rank with data parallelism: `who` (e.g. "actor"), the sharding, and this rank's bytes of
+ * weights, gradients and AdamW state (1/N with ZeRO-1). Prints nothing without data parallelism. */
+void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log);
 
 /* ---- checkpoints ---------------------------------------------------------------------------------- */
 #define VC_TRAIN_CKPT_FORMAT "verlc-train-checkpoint-1"
@@ -230,6 +237,17 @@ vc_status vc_train_ckpt_write(const char *dir, const vc_trainer *t, const vc_tra
 vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
                                 vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
                                 char **path);
+/* The same for data-parallel trainers with sharded optimiser state: a collective over t's ranks; `fill` runs
+ * on every rank (rank 0 writes the shared contents, every rank its own shard, e.g. with
+ * vc_train_ckpt_write_shard) before rank 0 publishes the directory. */
+vc_status vc_train_ckpt_save_as_dp(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
+                                   vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                   char **path);
+/* Writes this rank's optimiser shard (optim_shard_R_of_N.bin) into dir when t is sharded (ZeRO-1), else nothing.
+ * vc_train_ckpt_write writes everything else (rank 0). */
+vc_status vc_train_ckpt_write_shard(const char *dir, const vc_trainer *t);
+/* Whether t keeps only its shard of the optimiser state (every rank must then write its own). */
+int vc_trainer_sharded(const vc_trainer *t);
 /* The newest step_N in run_dir (by N); VC_ERR_MISSING when there is none. */
 vc_status vc_train_ckpt_latest(const char *run_dir, char **path);
 /* A checkpoint dir, or a run dir (its latest checkpoint). */
@@ -283,6 +301,7 @@ typedef struct vc_sft_config {
     /* device and precision (see vc_train_setup_device) */
     const char *device;      /* trainer.device: "auto" */
     const char *param_dtype, *reduce_dtype, *buffer_dtype; /* model.fsdp_config.mixed_precision.*: "fp32" */
+    int overlap_grad_reduce; /* gradient reduction overlapped with the last backward (same bits) */
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);

@@ -56,6 +56,11 @@ static const struct notice_rule RULES[] = {
     { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    /* verlc's own data-parallel sharding of the actor / critic optimiser state (src/rl/trainer_dist.c) */
+    { "actor_rollout_ref.actor.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
+    { "critic.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
+    { "actor_rollout_ref.actor.overlap_grad_reduce", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
+    { "critic.overlap_grad_reduce", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
     { "ray_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "ray_init.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "transfer_queue.**", NULL, 0, R_RAY },

@@ -84,13 +84,19 @@ static vc_status fill_step(void *ctx, const char *dir) {
     return st;
 }
 
+static vc_status fill_sharded(void *ctx, const char *dir) { return rl_dist_fill_sharded(ctx, dir, fill_step); }
+
 vc_status rl_ckpt_save(vc_rl_trainer *t) {
     char *path = NULL;
     int keep = t->max_ckpt_keep > 0 && t->max_ckpt_keep < INT_MAX ? (int)t->max_ckpt_keep : 0;
     /* plain data parallelism: every rank holds the same weights and optimiser state, so rank 0 writes the
      * whole checkpoint and every rank learns whether it worked (a collective) */
-    vc_status st = t->rank == 0 ? vc_train_ckpt_save_as(t->out_dir, "global_step_", t->step, fill_step, t, keep, &path)
-                                : VC_OK;
+    vc_status st;
+    if (rl_dist_sharded(t)) /* scale-out hook: ZeRO-1, every rank writes its optimiser shards (collective) */
+        st = vc_train_ckpt_save_as_dp(t->out_dir, "global_step_", t->step, &t->atr, fill_sharded, t, keep, &path);
+    else
+        st = t->rank == 0 ? vc_train_ckpt_save_as(t->out_dir, "global_step_", t->step, fill_step, t, keep, &path)
+                          : VC_OK;
     st = rl_dist_agree(t, st, "checkpoint");
     if (!st && t->verbose) printf("checkpoint saved to %s\n", path);
     free(path);

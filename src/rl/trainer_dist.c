@@ -1,8 +1,12 @@
 /* Data parallelism of the RL trainer: reductions of metrics and counts over the ranks, the fixed split
  * of a step's prompts (contiguous blocks), the failure agreement of collective saves, and the check of
- * trainer.nnodes x trainer.n_gpus_per_node against the job's ranks. */
+ * trainer.nnodes x trainer.n_gpus_per_node against the job's ranks, ZeRO-1 sharding of the actor and
+ * critic optimiser state (<prefix>.zero_stage) and its checkpoints (every rank writes its shard). */
 #include "trainer_internal.h"
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 vc_status rl_dist_reduce(vc_rl_trainer *t, double *v, int n, vc_reduce_op op) {
     if (!t->comm || t->world <= 1 || n <= 0) return VC_OK;
@@ -48,4 +52,41 @@ vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg) {
                        "launch with mpirun -np %lld (or fix the keys)", (long long)nn, (long long)ng,
                        (long long)(nn * ng), t->world, vc_comm_kind(t->comm), (long long)(nn * ng));
     return VC_OK;
+}
+
+vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *sharding, int *overlap) {
+    char k[160];
+    int64_t z = 0;
+    snprintf(k, sizeof k, "%s.overlap_grad_reduce", prefix);
+    vc_status st = vc_config_get_bool_or(cfg, k, 0, overlap);
+    snprintf(k, sizeof k, "%s.zero_stage", prefix);
+    if (!st) st = vc_config_get_int_or(cfg, k, 0, &z);
+    if (st) return st;
+    if (z < 0 || z > 1)
+        return vc_fail(VC_ERR_ARG, "%s=%lld: expected 0 (plain data parallelism) or 1 (ZeRO-1: optimiser state "
+                       "sharded over the ranks); ZeRO-2/3 are not implemented", k, (long long)z);
+    *sharding = z == 1 ? VC_SHARD_ZERO1 : VC_SHARD_NONE;
+    return VC_OK;
+}
+
+int rl_dist_sharded(const vc_rl_trainer *t) {
+    return vc_trainer_sharded(&t->atr) || (t->use_critic && vc_trainer_sharded(&t->ctr));
+}
+
+/* every rank: dir/name/optim_shard_R_of_N.bin of one trainer */
+static vc_status write_shard(const char *dir, const char *name, const vc_trainer *tr) {
+    if (!vc_trainer_sharded(tr)) return VC_OK;
+    char *sub = vc_path_join(dir, name);
+    if (!sub) return VC_ERR_NOMEM;
+    vc_status st = mkdir(sub, 0755) != 0 && errno != EEXIST ? vc_fail(VC_ERR_IO, "%s: cannot create directory", sub)
+                                                             : vc_train_ckpt_write_shard(sub, tr);
+    free(sub);
+    return st;
+}
+
+vc_status rl_dist_fill_sharded(vc_rl_trainer *t, const char *dir, vc_status (*fill)(void *ctx, const char *dir)) {
+    vc_status st = t->rank == 0 ? fill(t, dir) : VC_OK;
+    if (!st) st = write_shard(dir, "actor", &t->atr);
+    if (!st && t->use_critic) st = write_shard(dir, "critic", &t->ctr);
+    return st;
 }

@@ -80,6 +80,13 @@ void rl_dist_block(const vc_rl_trainer *t, int n, int *lo, int *hi);
 /* every rank learns whether any failed (st of this rank, or VC_ERR_IO naming the peer failure) */
 vc_status rl_dist_agree(vc_rl_trainer *t, vc_status st, const char *what);
 vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg);
+/* <prefix>.zero_stage: 0 (plain data parallelism) or 1 (ZeRO-1) into *sharding (VC_SHARD_*);
+ * <prefix>.overlap_grad_reduce (bool) into *overlap. */
+vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *sharding, int *overlap);
+/* Checkpoint contents of every rank into dir: rank 0 everything (fill), every rank its optimiser shards. */
+vc_status rl_dist_fill_sharded(vc_rl_trainer *t, const char *dir, vc_status (*fill)(void *ctx, const char *dir));
+/* Whether the actor's or the critic's optimiser state is sharded. */
+int rl_dist_sharded(const vc_rl_trainer *t);
 
 /* trainer_reward.c: scores[i] for responses (text, prompt p) */
 vc_status rl_reward_open(vc_rl_trainer *t);

@@ -27,6 +27,9 @@ struct vc_graph {
     int64_t n_nodes, cap_nodes;
     int grad;
     vc_status status;
+    /* scale-out hook (train/dp_overlap.c): runs after each tape node during backward */
+    void (*hook)(void *ctx, int64_t node);
+    void *hook_ctx;
 };
 
 vc_graph *vc_graph_new(void) {
@@ -256,11 +259,21 @@ vc_status vc_graph_backward_from(vc_graph *g) {
     if (g->status != VC_OK) return g->status;
     for (int64_t i = g->n_nodes - 1; i >= 0; i--) {
         vc_node *n = &g->nodes[i];
-        if (!n->out->grad) continue; /* no gradient reached this node */
-        n->backward(g, n);
+        if (n->out->grad) n->backward(g, n); /* else no gradient reached this node */
         if (g->status != VC_OK) return g->status;
+        if (g->hook) g->hook(g->hook_ctx, i);
     }
     return VC_OK;
+}
+
+void vc_graph_set_backward_hook(vc_graph *g, void (*fn)(void *ctx, int64_t node), void *ctx) {
+    g->hook = fn;
+    g->hook_ctx = ctx;
+}
+
+const vc_node *vc_graph_tape(const vc_graph *g, int64_t *n) {
+    *n = g->n_nodes;
+    return g->nodes;
 }
 
 vc_status vc_graph_backward(vc_graph *g, vc_tensor *loss, float seed) {

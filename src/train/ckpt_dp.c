@@ -2,9 +2,11 @@
  * optim_shard_R_of_N.bin: "VCZERO01", u64 world, rank, n_flat, first, count, i64 step, then m[count] and
  * v[count] (little-endian f32) of its range [first, first + count) of the flattened trained tensors.
  * Loading reads the moments of this trainer's range from those shards or from a whole-model optim.bin
- * (vc_adamw_state_save's layout), whatever the number of ranks that wrote them: re-sharding on load. */
+ * (vc_adamw_state_save's layout), whatever the number of ranks that wrote them: re-sharding on load.
+ * The moments live in backend memory: they are staged through host buffers with vc_be()->d2h / h2d. */
 #define _DEFAULT_SOURCE
 #include "trainer_dp.h"
+#include "tensor/backend.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +35,9 @@ vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t) {
     memcpy(buf + 8, h, sizeof h);
     float *m = (float *)(buf + ZHEADER), *v = m + count;
     for (size_t i = 0, at = 0; i < t->opt.n_params; at += t->opt.params[i].n, i++) {
-        memcpy(m + at, t->opt.m[i], t->opt.params[i].n * sizeof(float));
-        memcpy(v + at, t->opt.v[i], t->opt.params[i].n * sizeof(float));
+        /* the moments are backend memory */
+        vc_be()->d2h(m + at, t->opt.m[i], t->opt.params[i].n * sizeof(float));
+        vc_be()->d2h(v + at, t->opt.v[i], t->opt.params[i].n * sizeof(float));
     }
     char name[64];
     snprintf(name, sizeof name, "optim_shard_%d_of_%d.bin", d->rank, d->world);
@@ -159,8 +162,8 @@ vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
     if (!st && step < 0) st = vc_fail(VC_ERR_FORMAT, "%s: negative optimiser step", dir);
     if (!st) {
         for (size_t i = 0, at = 0; i < t->opt.n_params; at += t->opt.params[i].n, i++) {
-            memcpy(t->opt.m[i], m + at, t->opt.params[i].n * sizeof(float));
-            memcpy(t->opt.v[i], v + at, t->opt.params[i].n * sizeof(float));
+            vc_be()->h2d(t->opt.m[i], m + at, t->opt.params[i].n * sizeof(float));
+            vc_be()->h2d(t->opt.v[i], v + at, t->opt.params[i].n * sizeof(float));
         }
         t->opt.step = step;
     }
@@ -169,3 +172,7 @@ vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
     free(full);
     return st;
 }
+
+vc_status vc_train_ckpt_write_shard(const char *dir, const vc_trainer *t) { return vc_dp_save_optim(dir, t); }
+
+int vc_trainer_sharded(const vc_trainer *t) { return t->dp && t->dp->zero1; }

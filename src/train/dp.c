@@ -2,6 +2,7 @@
  * gradient norm, clipping, AdamW on the whole model or on this rank's ZeRO-1 shard, weight all-gather,
  * and a cross-rank weights checksum. See the "data parallelism" notes in include/verlc/train.h. */
 #include "trainer_dp.h"
+#include "tensor/backend.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,17 +34,34 @@ static int tensor_at(const struct vc_trainer_dp *d, int n, size_t pos) {
     return lo;
 }
 
+/* Moves between backend memory (the tensors) and the communication buffer: device-to-device when the
+ * communicator takes device buffers (NCCL), else through the backend's d2h / h2d (a copy on the CPU). */
+static void to_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
+    if (d->dev_comm) vc_be()->d2d(dst, src, n * sizeof(float));
+    else vc_be()->d2h(dst, src, n * sizeof(float));
+}
+
+static void from_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
+    if (d->dev_comm) vc_be()->d2d(dst, src, n * sizeof(float));
+    else vc_be()->h2d(dst, src, n * sizeof(float));
+}
+
+static void zero_comm(const struct vc_trainer_dp *d, float *dst, size_t n) {
+    if (d->dev_comm) vc_be()->zero(dst, n * sizeof(float));
+    else memset(dst, 0, n * sizeof(float));
+}
+
 void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size_t len, float *dst) {
     const struct vc_trainer_dp *d = t->dp;
     size_t end = first + len, pos = first;
     if (pos < d->n_flat) {
         for (int i = tensor_at(d, t->n_params, pos); pos < end && i < t->n_params; i++) {
             size_t stop = min_sz(end, d->offs[i + 1]);
-            if (stop > pos) memcpy(dst + (pos - first), bufs[i] + (pos - d->offs[i]), (stop - pos) * sizeof(float));
+            if (stop > pos) to_comm(d, dst + (pos - first), bufs[i] + (pos - d->offs[i]), stop - pos);
             if (stop > pos) pos = stop;
         }
     }
-    if (pos < end) memset(dst + (pos - first), 0, (end - pos) * sizeof(float));
+    if (pos < end) zero_comm(d, dst + (pos - first), end - pos);
 }
 
 void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, size_t len, const float *src) {
@@ -52,7 +70,7 @@ void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, siz
     if (pos >= end) return;
     for (int i = tensor_at(d, t->n_params, pos); pos < end && i < t->n_params; i++) {
         size_t stop = min_sz(end, d->offs[i + 1]);
-        if (stop > pos) memcpy(bufs[i] + (pos - d->offs[i]), src + (pos - first), (stop - pos) * sizeof(float));
+        if (stop > pos) from_comm(d, bufs[i] + (pos - d->offs[i]), src + (pos - first), stop - pos);
         if (stop > pos) pos = stop;
     }
 }
@@ -76,21 +94,42 @@ static vc_status make_opt(vc_trainer *t, const vc_optim_param *op, size_t first,
     return st;
 }
 
+/* A communicator that takes device buffers (NCCL) needs the tensors in device memory; a host one (MPI,
+ * single) works with any backend through staging copies. */
+static vc_status check_comm(vc_comm *c) {
+    if (!vc_comm_on_device(c) || !vc_be()->host_visible) return VC_OK;
+    return vc_fail(VC_ERR_UNSUPPORTED,
+                   "trainer: the %s communicator takes device buffers, but the %s backend keeps tensors in host "
+                   "memory (use VERLC_DIST=mpi, or a GPU device)", vc_comm_kind(c), vc_be()->name);
+}
+
+static vc_status alloc_buffers(vc_trainer *t, struct vc_trainer_dp *d) {
+    size_t bytes = t->cfg.bucket_bytes ? t->cfg.bucket_bytes : DEFAULT_BUCKET_BYTES;
+    d->bucket = bytes / sizeof(float) / (size_t)d->world;
+    if (d->bucket < 1024) d->bucket = 1024;
+    d->bucket = min_sz(d->bucket, d->shard_len ? d->shard_len : 1);
+    /* world blocks to send plus one block that receives this rank's reduced block */
+    vc_status st = vc_comm_mem_alloc(d->comm, ((size_t)d->world + 1) * d->bucket * sizeof(float), (void **)&d->buf);
+    if (st) return vc_fail_ctx(st, "trainer: the communication bucket");
+    if (!d->zero1) return VC_OK;
+    d->shard_grad = vc_be()->alloc((d->shard_len ? d->shard_len : 1) * sizeof(float));
+    return d->shard_grad ? VC_OK : vc_fail_ctx(VC_ERR_NOMEM, "trainer: the gradient shard");
+}
+
 vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op) {
     vc_comm *c = t->cfg.comm;
     t->rank = c ? vc_comm_rank(c) : 0;
     t->world = c ? vc_comm_size(c) : 1;
     if (t->world <= 1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
-    if (vc_comm_on_device(c))
-        return vc_fail(VC_ERR_UNSUPPORTED,
-                       "trainer: the %s communicator takes device buffers; the CPU trainer needs a host one "
-                       "(VERLC_DIST=mpi)", vc_comm_kind(c));
+    vc_status st = check_comm(c);
+    if (st) return st;
     if (t->cfg.sharding != VC_SHARD_NONE && t->cfg.sharding != VC_SHARD_ZERO1)
         return vc_fail(VC_ERR_ARG, "trainer: unknown sharding %d", t->cfg.sharding);
     struct vc_trainer_dp *d = vc_calloc(1, sizeof *d);
     if (!d) return VC_ERR_NOMEM;
     t->dp = d;
     d->comm = c;
+    d->dev_comm = vc_comm_on_device(c);
     d->rank = t->rank;
     d->world = t->world;
     d->zero1 = t->cfg.sharding == VC_SHARD_ZERO1;
@@ -107,15 +146,8 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op) {
     d->shard_len = (d->n_flat + (size_t)d->world - 1) / (size_t)d->world;
     d->first = min_sz((size_t)d->rank * d->shard_len, d->n_flat);
     d->count = min_sz(d->shard_len, d->n_flat - d->first);
-    size_t bytes = t->cfg.bucket_bytes ? t->cfg.bucket_bytes : DEFAULT_BUCKET_BYTES;
-    d->bucket = bytes / sizeof(float) / (size_t)d->world;
-    if (d->bucket < 1024) d->bucket = 1024;
-    d->bucket = min_sz(d->bucket, d->shard_len ? d->shard_len : 1);
-    d->buf = vc_aligned_alloc((size_t)d->world * d->bucket * sizeof(float));
-    if (!d->buf) return vc_fail(VC_ERR_NOMEM, "trainer: cannot allocate the communication bucket");
+    if ((st = alloc_buffers(t, d))) return st;
     if (!d->zero1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
-    d->shard_grad = vc_aligned_alloc((d->shard_len ? d->shard_len : 1) * sizeof(float));
-    if (!d->shard_grad) return vc_fail(VC_ERR_NOMEM, "trainer: cannot allocate the gradient shard");
     return make_opt(t, op, d->first, d->count, d->shard_grad);
 }
 
@@ -125,8 +157,9 @@ void vc_dp_free(vc_trainer *t) {
     free(d->offs);
     free(d->w);
     free(d->decay);
-    vc_aligned_free(d->shard_grad);
-    vc_aligned_free(d->buf);
+    vc_dp_overlap_free(t);
+    vc_be()->free(d->shard_grad);
+    vc_comm_mem_free(d->comm, d->buf);
     free(d);
     t->dp = NULL;
 }
@@ -142,63 +175,114 @@ void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *co
     *first = r * q + (r < rem ? r : rem);
 }
 
+/* Collectives on small host arrays (counts, losses, norms, checksums). A device communicator (NCCL)
+ * takes device buffers only: the array is staged through communicator memory. kind: 0 ordered f64
+ * allreduce, 1 f64 allreduce, 2 allgather of `bytes` per rank (x holds every rank's block). */
+static vc_status host_coll(struct vc_trainer_dp *d, int kind, void *x, size_t n, vc_reduce_op op) {
+    size_t bytes = kind == 2 ? n * (size_t)d->world : n * sizeof(double);
+    void *dev = NULL;
+    vc_status st = VC_OK;
+    if (d->dev_comm && !(st = vc_comm_mem_alloc(d->comm, bytes, &dev))) st = vc_comm_mem_upload(d->comm, dev, x, bytes);
+    void *buf = d->dev_comm ? dev : x;
+    if (!st && kind == 0) st = vc_comm_allreduce_f64_ordered(d->comm, buf, n, op);
+    else if (!st && kind == 1) st = vc_comm_allreduce_f64(d->comm, buf, n, op);
+    else if (!st) st = vc_comm_allgather(d->comm, (char *)buf + (size_t)d->rank * n, buf, n);
+    if (!st && d->dev_comm) st = vc_comm_mem_download(d->comm, x, dev, bytes);
+    vc_comm_mem_free(d->comm, dev);
+    return st;
+}
+
 vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n) {
     if (!t->dp) return VC_OK;
-    return vc_comm_allreduce_f64_ordered(t->dp->comm, x, n, VC_SUM);
+    return host_coll(t->dp, 0, x, n, VC_SUM);
 }
 
 vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor) {
     if (!t->dp) return VC_OK;
     double s[2] = { n->n_tokens, n->n_seqs };
-    vc_status st = vc_comm_allreduce_f64_ordered(t->dp->comm, s, 2, VC_SUM);
-    if (!st && !fixed_factor) st = vc_comm_allreduce_f64(t->dp->comm, &n->loss_scale_factor, 1, VC_MAX);
+    vc_status st = host_coll(t->dp, 0, s, 2, VC_SUM);
+    if (!st && !fixed_factor) st = host_coll(t->dp, 1, &n->loss_scale_factor, 1, VC_MAX);
     n->n_tokens = s[0];
     n->n_seqs = s[1];
     return st;
 }
 
 /* ---- gradients ---- */
-static vc_status reduce_grads(vc_trainer *t) {
-    struct vc_trainer_dp *d = t->dp;
-    vc_status st = VC_OK;
-    if (!d->zero1) {
+size_t vc_dp_n_buckets(const vc_trainer *t) {
+    const struct vc_trainer_dp *d = t->dp;
+    size_t unit = d->zero1 ? d->bucket : d->bucket * (size_t)d->world, n = d->zero1 ? d->shard_len : d->n_flat;
+    return (n + unit - 1) / unit;
+}
+
+void vc_dp_bucket_ranges(const vc_trainer *t, size_t b, size_t *start, size_t *len) {
+    const struct vc_trainer_dp *d = t->dp;
+    if (!d->zero1) { /* one range of the flat vector */
         size_t chunk = d->bucket * (size_t)d->world;
-        for (size_t k = 0; k < d->n_flat && !st; k += chunk) {
-            size_t len = min_sz(chunk, d->n_flat - k);
-            vc_dp_flat_read(t, t->grads, k, len, d->buf);
-            st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
-            if (!st) vc_dp_flat_write(t, t->grads, k, len, d->buf);
-        }
+        *start = b * chunk;
+        *len = min_sz(chunk, d->n_flat - *start);
+        return;
+    }
+    *start = b * d->bucket; /* the same offset in every rank's block */
+    *len = min_sz(d->bucket, d->shard_len - *start);
+}
+
+/* Reduces bucket b of the gradients: the ordered all-reduce of one range of the flat vector, or (ZeRO-1)
+ * the ordered reduce-scatter of one bucket of every rank's block into this rank's shard. Each element's
+ * sum is the rank-order sum whatever the bucketing, so bucket sizes and order never change the bits. */
+vc_status vc_dp_reduce_bucket(vc_trainer *t, size_t b) {
+    struct vc_trainer_dp *d = t->dp;
+    size_t k, len;
+    vc_dp_bucket_ranges(t, b, &k, &len);
+    vc_status st;
+    if (!d->zero1) {
+        vc_dp_flat_read(t, t->grads, k, len, d->buf);
+        st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
+        if (!st) vc_dp_flat_write(t, t->grads, k, len, d->buf);
         return st;
     }
-    for (size_t k = 0; k < d->shard_len && !st; k += d->bucket) {
-        size_t len = min_sz(d->bucket, d->shard_len - k);
-        for (int r = 0; r < d->world; r++)
-            vc_dp_flat_read(t, t->grads, (size_t)r * d->shard_len + k, len, d->buf + (size_t)r * len);
-        st = vc_comm_reduce_scatter_f32_ordered(d->comm, d->buf, d->shard_grad + k, len);
-    }
+    for (int r = 0; r < d->world; r++)
+        vc_dp_flat_read(t, t->grads, (size_t)r * d->shard_len + k, len, d->buf + (size_t)r * len);
+    /* a device communicator writes the shard itself; a host one a staging block, then uploaded */
+    float *out = d->dev_comm ? d->shard_grad + k : d->buf + (size_t)d->world * len;
+    st = vc_comm_reduce_scatter_f32_ordered(d->comm, d->buf, out, len);
+    if (!st && !d->dev_comm) vc_be()->h2d(d->shard_grad + k, out, len * sizeof(float));
     return st;
 }
 
-/* Sum of squares over [a, b) of the flat gradient, tensor piece by tensor piece (the pieces and their
- * 4-way accumulation as vc_grad_norm's), from the tensors or from this rank's shard. */
-static double sumsq_range(const vc_trainer *t, size_t a, size_t b, const float *shard) {
+/* all buckets, in the order the overlapped path issues them when it is on (every rank the same order) */
+static vc_status reduce_grads(vc_trainer *t) {
+    size_t n = vc_dp_n_buckets(t);
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < n && !st; i++) st = vc_dp_reduce_bucket(t, t->cfg.overlap_grad_reduce ? n - 1 - i : i);
+    return st;
+}
+
+/* Sum of squares of n pieces of backend memory (the backend's fixed-order entry). */
+static vc_status sumsq_pieces(const float *const *x, const size_t *len, size_t n, double *out) {
+    *out = 0.0;
+    return n ? vc_be()->sumsq(x, len, n, out) : VC_OK;
+}
+
+/* Sum of squares over [a, b) of the flat gradient, tensor piece by tensor piece, from the tensors or
+ * from this rank's shard (backend memory either way). */
+static vc_status sumsq_range(const vc_trainer *t, size_t a, size_t b, const float *shard, double *out) {
     const struct vc_trainer_dp *d = t->dp;
-    double total = 0.0;
-    if (a >= b) return 0.0;
-    for (int i = tensor_at(d, t->n_params, a); i < t->n_params && a < b; i++) {
+    *out = 0.0;
+    if (a >= b) return VC_OK;
+    const float **x = vc_calloc((size_t)t->n_params + 1, sizeof *x);
+    size_t *len = vc_calloc((size_t)t->n_params + 1, sizeof *len), n = 0;
+    vc_status st = x && len ? VC_OK : VC_ERR_NOMEM;
+    for (int i = tensor_at(d, t->n_params, a); !st && i < t->n_params && a < b; i++) {
         size_t e = min_sz(b, d->offs[i + 1]);
         if (e <= a) continue;
-        const float *g = shard ? shard + (a - d->first) : t->grads[i] + (a - d->offs[i]);
-        size_t n = e - a, j = 0;
-        double acc[4] = { 0, 0, 0, 0 };
-        for (; j + 4 <= n; j += 4)
-            for (int k = 0; k < 4; k++) acc[k] += (double)g[j + k] * g[j + k];
-        for (; j < n; j++) acc[0] += (double)g[j] * g[j];
-        total += (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        x[n] = shard ? shard + (a - d->first) : t->grads[i] + (a - d->offs[i]);
+        len[n++] = e - a;
         a = e;
     }
-    return total;
+    if (!st) st = sumsq_pieces(x, len, n, out);
+    free(x);
+    free(len);
+    return st;
 }
 
 static vc_status global_norm(vc_trainer *t, double *norm) {
@@ -207,12 +291,12 @@ static vc_status global_norm(vc_trainer *t, double *norm) {
     if (!part) return VC_ERR_NOMEM;
     vc_status st = VC_OK;
     if (d->zero1) {
-        part[d->rank] = sumsq_range(t, d->first, d->first + d->count, d->shard_grad);
-        st = vc_comm_allgather(d->comm, part + d->rank, part, sizeof *part);
+        st = sumsq_range(t, d->first, d->first + d->count, d->shard_grad, part + d->rank);
+        if (!st) st = host_coll(d, 2, part, sizeof *part, VC_SUM);
     } else {
-        for (int r = 0; r < d->world; r++) {
+        for (int r = 0; r < d->world && !st; r++) {
             size_t a = min_sz((size_t)r * d->shard_len, d->n_flat);
-            part[r] = sumsq_range(t, a, min_sz(a + d->shard_len, d->n_flat), NULL);
+            st = sumsq_range(t, a, min_sz(a + d->shard_len, d->n_flat), NULL, part + r);
         }
     }
     double total = 0.0;
@@ -222,9 +306,8 @@ static vc_status global_norm(vc_trainer *t, double *norm) {
     return st;
 }
 
-static void scale(float *x, size_t n, float c) {
-    for (size_t i = 0; i < n; i++) x[i] *= c;
-}
+/* x *= c in backend memory */
+static void scale(float *x, size_t n, float c) { vc_be()->scale(x, x, c, (int64_t)n); }
 
 static vc_status gather_weights(vc_trainer *t) {
     struct vc_trainer_dp *d = t->dp;
@@ -240,9 +323,19 @@ static vc_status gather_weights(vc_trainer *t) {
     return st;
 }
 
+vc_status vc_dp_reduce_all(vc_trainer *t) {
+    vc_status st = reduce_grads(t);
+    if (!st) t->dp->reduced = 1;
+    t->dp->early = 0;
+    return st;
+}
+
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
     struct vc_trainer_dp *d = t->dp;
-    vc_status s = reduce_grads(t);
+    vc_status s = d->reduced ? VC_OK : reduce_grads(t); /* reduced: overlapped with backward (dp_overlap.c) */
+    st->n_buckets = (int)vc_dp_n_buckets(t);
+    st->n_buckets_early = d->reduced ? d->early : 0;
+    d->reduced = 0;
     if (!s) s = global_norm(t, &st->grad_norm);
     if (s) return s;
     if (!isfinite(st->grad_norm) || !isfinite(st->loss)) {
@@ -261,13 +354,22 @@ vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
 }
 
 /* ---- consistency ---- */
-static uint64_t weights_hash(const vc_trainer *t) {
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < t->n_params; i++) {
-        const uint32_t *u = (const uint32_t *)t->dp->w[i];
-        for (size_t j = 0; j < t->sizes[i]; j++) h = (h ^ u[j]) * 1099511628211ull;
-    }
-    return h;
+/* FNV-1a over the weights' bits, read back to the host a bucket at a time */
+static vc_status weights_hash(const vc_trainer *t, uint64_t *out) {
+    const struct vc_trainer_dp *d = t->dp;
+    size_t cap = d->bucket * (size_t)d->world;
+    uint32_t *h = vc_malloc(cap * sizeof *h);
+    if (!h) return VC_ERR_NOMEM;
+    uint64_t x = 1469598103934665603ull;
+    for (int i = 0; i < t->n_params; i++)
+        for (size_t k = 0; k < t->sizes[i]; k += cap) {
+            size_t n = min_sz(cap, t->sizes[i] - k);
+            vc_be()->d2h(h, d->w[i] + k, n * sizeof(float));
+            for (size_t j = 0; j < n; j++) x = (x ^ h[j]) * 1099511628211ull;
+        }
+    free(h);
+    *out = x;
+    return VC_OK;
 }
 
 vc_status vc_dp_check_weights(vc_trainer *t) {
@@ -275,8 +377,8 @@ vc_status vc_dp_check_weights(vc_trainer *t) {
     if (!d) return VC_OK;
     uint64_t *all = vc_calloc((size_t)d->world, sizeof *all);
     if (!all) return VC_ERR_NOMEM;
-    all[d->rank] = weights_hash(t);
-    vc_status st = vc_comm_allgather(d->comm, all + d->rank, all, sizeof *all);
+    vc_status st = weights_hash(t, all + d->rank);
+    if (!st) st = host_coll(d, 2, all, sizeof *all, VC_SUM);
     for (int r = 1; r < d->world && !st; r++)
         if (all[r] != all[0])
             st = vc_fail(VC_ERR_INTERNAL, "rank %d: after step %lld the weights of rank %d differ from rank 0's "
@@ -284,4 +386,18 @@ vc_status vc_dp_check_weights(vc_trainer *t) {
                          (unsigned long long)all[r], (unsigned long long)all[0]);
     free(all);
     return st;
+}
+
+static double mib(size_t floats) { return floats * 4.0 / 1048576.0; }
+
+void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
+    const struct vc_trainer_dp *d = t->dp;
+    if (!d || !log) return;
+    size_t moments = 0;
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
+    fprintf(log, "rank %d/%d %s (%s): trained weights %.3f MiB + grads %.3f MiB + AdamW %.3f MiB "
+                 "(%zu of %zu parameters' moments)\n",
+            d->rank, d->world, who ? who : "trainer",
+            d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard" : "data parallel, full AdamW state", mib(d->n_flat),
+            mib(d->n_flat + (d->zero1 ? d->shard_len : 0)), mib(2 * moments), moments, d->n_flat);
 }

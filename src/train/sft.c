@@ -84,6 +84,7 @@ static vc_status make_trainer(sft_run *r) {
     tc.checkpointing = c->checkpointing;
     tc.comm = r->comm;
     tc.check_every = c->dp_check_freq;
+    tc.overlap_grad_reduce = c->overlap_grad_reduce;
     if ((st = vc_sharding_parse(c->sharding, &tc.sharding))) return st;
     if ((st = vc_trainer_init(&r->tr, r->model, &tc))) return st;
     /* the largest micro-batch: the token budget, or the micro_batch_size longest rows */

@@ -121,6 +121,8 @@ static const key_def KEYS[] = {
     { "model.fsdp_config.mixed_precision.reduce_dtype", "reduce_dtype", K_STR, F(reduce_dtype),
       "gradient reductions: fp32 only" },
     { "model.fsdp_config.mixed_precision.buffer_dtype", "buffer_dtype", K_STR, F(buffer_dtype), "buffers: fp32 only" },
+    { "trainer.overlap_grad_reduce", "overlap_grad_reduce", K_BOOL, F(overlap_grad_reduce),
+      "reduce gradient buckets on a communication thread during the last backward" },
 };
 #undef F
 #define N_KEYS (sizeof KEYS / sizeof KEYS[0])

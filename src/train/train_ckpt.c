@@ -271,6 +271,13 @@ vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t
     return save_dir(run_dir, prefix, step, NULL, fill, ctx, keep_last, path);
 }
 
+/* data-parallel hook (scale-out): save_dir with the trainer's communicator, for sharded RL checkpoints */
+vc_status vc_train_ckpt_save_as_dp(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
+                                   vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
+                                   char **path) {
+    return save_dir(run_dir, prefix, step, t, fill, ctx, keep_last, path);
+}
+
 static int is_ckpt(const char *dir) {
     char *p = vc_path_join(dir, "trainer_state.json");
     int ok = p && vc_file_exists(p);

@@ -205,8 +205,15 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st) st = vc_tensor_read(L, &lv);
     if (st) return st;
     *loss = lv;
+    /* scale-out hook: the last micro-batch's gradient buckets are reduced while backward runs */
+    int overlap = grad && t->dp && t->dp->armed;
+    if (overlap && (st = vc_dp_overlap_begin(t))) return st;
     if (grad && isfinite(*loss)) st = vc_graph_backward(g, L, 1.0f);
     if (!st) st = vc_graph_status(g);
+    if (overlap) {
+        vc_status e = vc_dp_overlap_end(t);
+        if (!st) st = e;
+    }
     return st;
 }
 
@@ -230,13 +237,17 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     size_t g0 = 0, gn = p.n_groups;
     if (!local) vc_dp_share(t, p.n_groups, &g0, &gn);
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
+    int overlap = use_dp == VC_DP_STEP && t->dp && t->cfg.overlap_grad_reduce;
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
+        if (overlap) t->dp->armed = gi + 1 == g0 + gn; /* scale-out hook: reduce during the last backward */
         st = mb_fill(&m, b, &p, gi, t->cfg.agg, &norm);
         if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
     }
+    if (overlap) t->dp->armed = 0;
+    if (overlap && !st && !gn) st = vc_dp_reduce_all(t); /* no backward here: reduce where the others do */
     stats->n_micro = (int)gn;
     stats->n_loss_tokens = (int64_t)norm.n_tokens;
     stats->seconds = vc_now() - t0;
@@ -271,7 +282,8 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     vc_model_zero_grad(t->model);
     for (int i = 0; t->cfg.extra_params && i < t->cfg.n_extra_params; i++)
         vc_be()->zero(t->cfg.extra_params[i]->grad, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
-    vc_status s = vc_trainer_accumulate(t, b, fn, ctx, st);
+    if (t->dp) t->dp->reduced = 0;
+    vc_status s = vc_trainer_accumulate_ex(t, b, fn, ctx, st, VC_DP_STEP);
     if (s) return s;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);
     if (t->dp) {

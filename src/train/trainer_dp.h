@@ -8,15 +8,25 @@
 struct vc_trainer_dp {
     vc_comm *comm;
     int rank, world, zero1;
+    int dev_comm;         /* the communicator takes device buffers (NCCL): buf is device memory */
     size_t n_flat, shard_len;
     size_t first, count;  /* this rank's range of the flat vector (count may be < shard_len, or 0) */
     size_t *offs;         /* [n_params + 1] flat offset of each trained tensor */
-    float **w;            /* [n_params] weights of the trained tensors */
+    float **w;            /* [n_params] weights of the trained tensors (backend memory) */
     int *decay;           /* [n_params] */
-    float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1) */
-    float *buf;           /* [world * bucket] communication buffer */
+    float *shard_grad;    /* [shard_len] reduced gradient of this rank's range (ZeRO-1; backend memory) */
+    float *buf;           /* [(world + 1) * bucket] communication buffer (vc_comm_mem_alloc: host for MPI) */
     size_t bucket;        /* elements per rank per round */
+    /* overlapped reduction (cfg.overlap_grad_reduce, dp_overlap.c) */
+    struct vc_dp_overlap *ov;
+    int armed;            /* the micro-batch running now is this rank's last of the step */
+    int reduced;          /* the gradients of this step are reduced already */
+    int early;            /* of them, buckets final before the end of backward (could start during it) */
 };
+
+/* vc_trainer_accumulate_ex's use_dp for vc_trainer_step: data parallel, and the reduction may start
+ * during the last backward (overlap_grad_reduce) */
+#define VC_DP_STEP 2
 
 /* Sets up t->dp and t->opt (the whole model, or this rank's shard with ZeRO-1) from the trained
  * tensors in op[0..t->n_params). Without a communicator of more than one rank: t->opt only. */
@@ -31,10 +41,29 @@ vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n);
 /* After the local backward passes: reduce gradients, global norm, clip, AdamW (unless skipped),
  * all-gather (ZeRO-1). st->loss must already be global. */
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st);
+/* Gradient buckets: their number, the flat range of bucket b (ZeRO-1: the offset inside every rank's
+ * block), and the reduction of one bucket (a collective; every rank must reduce the same buckets in the
+ * same order). */
+size_t vc_dp_n_buckets(const vc_trainer *t);
+void vc_dp_bucket_ranges(const vc_trainer *t, size_t b, size_t *start, size_t *len);
+vc_status vc_dp_reduce_bucket(vc_trainer *t, size_t b);
+/* Overlap (dp_overlap.c). begin: after the last micro-batch's forward and loss, before its backward;
+ * finds for each bucket the earliest tape node that writes one of its gradients, hooks the backward and
+ * starts a communication thread that reduces the buckets (last to first) as soon as backward has passed
+ * their earliest writer. end: after that backward (or instead of it): lets the thread finish every
+ * bucket, joins it and marks the gradients reduced. Bits equal the non-overlapped reduce_grads'. */
+/* With overlap on, a rank without micro-batches reduces at the point where the others finish their last
+ * backward (before the step's loss sums), so that every rank issues the collectives in the same order. */
+vc_status vc_dp_reduce_all(vc_trainer *t);
+vc_status vc_dp_overlap_begin(vc_trainer *t);
+vc_status vc_dp_overlap_end(vc_trainer *t);
+void vc_dp_overlap_free(vc_trainer *t);
+
 /* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
 vc_status vc_dp_check_weights(vc_trainer *t);
-/* Flat-vector copies: reads [first, first + len) of the per-tensor buffers (zeros past the end) into
- * dst; writes src back (positions past the end ignored). */
+/* Flat-vector copies between per-tensor buffers (backend memory) and communication memory (host for
+ * MPI, device for NCCL): reads [first, first + len) (zeros past the end) into dst; writes src back
+ * (positions past the end ignored). Only vc_be() copies touch the tensors. */
 void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size_t len, float *dst);
 void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, size_t len, const float *src);
 
