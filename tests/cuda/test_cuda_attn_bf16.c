@@ -115,6 +115,50 @@ static void bf16_case(const bcase *a) {
     release_all();
 }
 
+
+/* timing only: 16 causal sequences of 1024 tokens (Qwen2.5 shapes), bf16 tensor cores vs the f32 kernels */
+static void timing(int nh, int nkv, int hd) {
+    enum { NS = 16, T = 1024 };
+    int64_t qs[NS + 1], kvl[NS], Tq = (int64_t)NS * T;
+    size_t nq = (size_t)(Tq * nh * hd), nk = (size_t)(Tq * nkv * hd);
+    float *q = dup_f(hrand(nq, 1), nq), *k = dup_f(hrand(nk, 1), nk), *v = dup_f(hrand(nk, 1), nk);
+    float *o = dalloc(nq * 4), *lse = dalloc((size_t)(Tq * nh) * 4), *dq = dalloc(nq * 4);
+    float *dk = dalloc(nk * 4), *dv = dalloc(nk * 4), *dout = dup_f(hrand(nq, 1), nq);
+    const float *ks[NS], *vs[NS];
+    float *dks[NS], *dvs[NS];
+    for (int s = 0; s <= NS; s++) qs[s] = (int64_t)s * T;
+    for (int s = 0; s < NS; s++) {
+        kvl[s] = T;
+        ks[s] = k + (size_t)s * T * nkv * hd;
+        vs[s] = v + (size_t)s * T * nkv * hd;
+        dks[s] = dk + (size_t)s * T * nkv * hd;
+        dvs[s] = dv + (size_t)s * T * nkv * hd;
+    }
+    vc_attn_desc d = { .n_seq = NS, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks,
+                       .dv_seq = dvs, .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv,
+                       .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
+    double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
+    for (int f32 = 0; f32 < 2; f32++) {
+        setenv("VERLC_CUDA_ATTN_F32", f32 ? "1" : "0", 1);
+        G->attn_fwd(o, lse, q, &d); /* warm-up */
+        G->attn_bwd(dq, dout, o, lse, q, &d);
+        vc_cuda_sync();
+        double t0 = vc_now();
+        G->attn_fwd(o, lse, q, &d);
+        vc_cuda_sync();
+        double t1 = vc_now();
+        G->attn_bwd(dq, dout, o, lse, q, &d);
+        vc_cuda_sync();
+        double t2 = vc_now();
+        printf("timing: %s 16 x 1024 causal, heads %d/%d hd %d: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms "
+               "(%.1f TFLOP/s)\n", f32 ? "f32 kernels " : "bf16 tensor cores", nh, nkv, hd, (t1 - t0) * 1e3,
+               fl / (t1 - t0) / 1e12, (t2 - t1) * 1e3, 2.5 * fl / (t2 - t1) / 1e12);
+    }
+    unsetenv("VERLC_CUDA_ATTN_F32");
+    check_sticky("timing");
+    release_all();
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     C = vc_backend_cpu();
@@ -137,6 +181,8 @@ int main(void) {
         { "f32 fallback: GQA 6/2 hd 80", 6, 2, 80, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
+    timing(12, 2, 128); /* Qwen2.5-1.5B */
+    timing(14, 2, 64);  /* Qwen2.5-0.5B */
     vc_set_matmul_precision(VC_PREC_F32);
     return vc_test_done();
 }

@@ -142,6 +142,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
     const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
     tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
     for (int idx = threadIdx.x; idx < TB * L::LO; idx += NTH) Os[idx] = 0.0f;
+    __syncthreads(); /* Q and the zeroed O rows are seen by every warp, even with no key tile */
     int64_t j0, j1;
     tc_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     /* lane pair (2 lanes per row): row r = 16 warp + lane / 2; the pair interleaves the columns
