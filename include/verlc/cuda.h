@@ -34,9 +34,12 @@ vc_status vc_cuda_device_name(char *buf, size_t len);
 void *vc_cuda_malloc(size_t bytes);
 void vc_cuda_free(void *p);
 vc_status vc_cuda_memset0(void *dst, size_t bytes);
-/* Host -> device: the host buffer may be reused as soon as this returns. */
+/* Host -> device: the host buffer may be reused as soon as this returns. The bytes are copied into a
+ * pinned staging ring (4 chunks of 2 MiB, larger copies in pieces) and the DMA is queued on the
+ * stream: the call waits only for the ring chunk it reuses, never for the whole stream. */
 vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes);
-/* Device -> host: waits for the stream, so the data (and any earlier fault) is there on return. */
+/* Device -> host: waits for the stream, so the data (and any earlier fault) is there on return. Goes
+ * through the same pinned ring, copying each piece out while the next ones are in flight. */
 vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes);
 vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes);
 void *vc_cuda_stream(void);    /* the cudaStream_t all verlc kernels run on */

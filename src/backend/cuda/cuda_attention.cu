@@ -478,6 +478,10 @@ void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d)
         vc_cu_attn_fwd_paged(o, lse, q, d, "paged attention forward");
         return;
     }
+    if (vc_cu_attn_tc_eligible(d)) {
+        vc_cu_attn_fwd_tc(o, lse, q, d, op);
+        return;
+    }
     switch (bucket(d)) {
     case 64: launch_fwd<64, 64, 64>(o, lse, q, d, op); break;
     case 128: launch_fwd<128, 64, 64>(o, lse, q, d, op); break;
@@ -536,6 +540,10 @@ void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *l
             rows, d->n_head, d->v_head_dim);
         if (!vc_cu_end(op)) goto out;
         int need_kv = d->dk_seq && d->dv_seq;
+        if (vc_cu_attn_tc_eligible(d)) {
+            vc_cu_attn_bwd_tc(dq, dout, lse, q, d, Dfull, op);
+            goto out;
+        }
         switch (bucket(d)) {
         case 64:
             if (dq) launch_dq<64, 64, 64>(dq, dout, lse, q, d, Dfull, op);

@@ -95,6 +95,14 @@ vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tenso
 /* paged attention forward (cuda_paged.cu), called by vc_cu_attn_fwd when d->page_tokens > 0 */
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 
+/* bf16 tensor-core flash attention (cuda_attn_tc.cu): eligible when the matmul precision is bf16,
+ * keys are not paged and head_dim == v_head_dim in {64, 128} (VERLC_CUDA_ATTN_F32=1 turns it off);
+ * the backward takes D = rowsum(dO * O) [Tq, n_head] computed by the caller */
+int vc_cu_attn_tc_eligible(const vc_attn_desc *d);
+void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
+                       const float *D, const char *op);
+
 static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));

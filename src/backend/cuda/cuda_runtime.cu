@@ -16,6 +16,9 @@ static cudaMemPool_t g_pool;
 static vc_status g_err = VC_OK;
 static char g_msg[512];
 static const char *g_last_op = NULL; /* last kernel launched since the last successful wait */
+static char *g_stage; /* pinned staging ring (below) */
+static void stage_init(void);
+static void stage_free(void);
 
 cudaStream_t vc_cu_stream(void) { return g_stream; }
 cublasHandle_t vc_cu_blas(void) { return g_blas; }
@@ -109,6 +112,7 @@ static vc_status init_locked(int device) {
     cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep);
     const char *sy = getenv("VERLC_CUDA_SYNC");
     g_sync_each = sy && atoi(sy);
+    stage_init();
     g_device = device;
     g_ready = 1;
     return VC_OK;
@@ -125,6 +129,7 @@ void vc_cuda_shutdown(void) {
     pthread_mutex_lock(&g_lock);
     if (g_ready) {
         cudaStreamSynchronize(g_stream);
+        stage_free();
         cublasDestroy(g_blas);
         cudaStreamDestroy(g_stream);
         cudaMemPoolTrimTo(g_pool, 0);
@@ -210,11 +215,18 @@ void vc_cu_scratch_free(void *p) {
     if (p) cudaFreeAsync(p, g_stream);
 }
 
+static vc_status stage_h2d(char *dst, const char *src, size_t bytes, const char *op);
+static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *op, int wait);
+
 void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
     void *p = vc_cu_scratch(bytes, op);
     if (!p) return NULL;
-    /* pageable source: the driver stages it before returning, so the host buffer may go away */
-    if (!vc_cu_ok(cudaMemcpyAsync(p, src, bytes, cudaMemcpyHostToDevice, g_stream), op)) {
+    /* through the pinned ring when there is one; else a pageable cudaMemcpyAsync (the driver stages the
+     * source before returning, so the host buffer may go away) */
+    vc_status st = !bytes ? VC_OK
+                   : g_stage ? stage_h2d((char *)p, (const char *)src, bytes, op)
+                             : copy(p, src, bytes, cudaMemcpyHostToDevice, op, 0);
+    if (st != VC_OK) {
         vc_cu_scratch_free(p);
         return NULL;
     }
@@ -256,11 +268,124 @@ static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind k
     return VC_OK;
 }
 
+/* ---- pinned staging ring for host <-> device copies ----
+ * STAGE_N chunks of STAGE_CHUNK bytes of page-locked memory, each with an event recorded after the
+ * last copy that used it. h2d copies a piece of the pageable source into a free chunk (waiting only
+ * for that chunk's previous copy, not for the stream) and queues the DMA, so it returns as soon as the
+ * source has been read. d2h queues up to STAGE_N pieces ahead and copies each one out to the pageable
+ * destination once its event has fired, so the host copy-out overlaps the DMA of the next pieces.
+ * Without pinned memory (cudaHostAlloc failed) copies fall back to cudaMemcpyAsync plus a stream wait. */
+#define STAGE_N 4
+#define STAGE_CHUNK ((size_t)2 << 20)
+static pthread_mutex_t g_stage_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaEvent_t g_stage_ev[STAGE_N];
+static int g_stage_next = 0;
+
+/* called with g_lock held from init_locked; a failure only disables the ring */
+static void stage_init(void) {
+    void *p = NULL;
+    if (cudaHostAlloc(&p, STAGE_N * STAGE_CHUNK, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    for (int i = 0; i < STAGE_N; i++) {
+        if (cudaEventCreateWithFlags(&g_stage_ev[i], cudaEventDisableTiming) != cudaSuccess) {
+            cudaGetLastError();
+            for (int j = 0; j < i; j++) cudaEventDestroy(g_stage_ev[j]);
+            cudaFreeHost(p);
+            return;
+        }
+    }
+    g_stage = (char *)p;
+    g_stage_next = 0;
+}
+
+static void stage_free(void) {
+    if (!g_stage) return;
+    for (int i = 0; i < STAGE_N; i++) cudaEventDestroy(g_stage_ev[i]);
+    cudaFreeHost(g_stage);
+    g_stage = NULL;
+}
+
+/* waits until chunk i's previous copy is done; a fault is named after the last kernel launched */
+static int stage_wait(int i, const char *op) {
+    return vc_cu_ok(cudaEventSynchronize(g_stage_ev[i]), g_last_op ? g_last_op : op);
+}
+
+static vc_status stage_h2d(char *dst, const char *src, size_t bytes, const char *op) {
+    vc_status st = VC_OK;
+    pthread_mutex_lock(&g_stage_lock);
+    for (size_t off = 0; off < bytes; off += STAGE_CHUNK) {
+        size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
+        int i = g_stage_next;
+        g_stage_next = (i + 1) % STAGE_N;
+        char *buf = g_stage + (size_t)i * STAGE_CHUNK;
+        if (!stage_wait(i, op)) goto fail;
+        memcpy(buf, src + off, n);
+        if (!vc_cu_ok(cudaMemcpyAsync(dst + off, buf, n, cudaMemcpyHostToDevice, g_stream), op)) goto fail;
+        if (!vc_cu_ok(cudaEventRecord(g_stage_ev[i], g_stream), op)) goto fail;
+    }
+    goto out;
+fail:
+    st = vc_cuda_error();
+out:
+    pthread_mutex_unlock(&g_stage_lock);
+    if (st == VC_OK && g_sync_each && !wait_stream(op)) st = vc_cuda_error();
+    return st;
+}
+
+static vc_status stage_d2h(char *dst, const char *src, size_t bytes, const char *op) {
+    vc_status st = VC_OK;
+    size_t pend_off[STAGE_N], pend_n[STAGE_N];
+    int pend[STAGE_N] = { 0 };
+    pthread_mutex_lock(&g_stage_lock);
+    /* chunk i of this call is (first + k) % STAGE_N for the k-th piece: pieces drain in order */
+    int first = g_stage_next, k = 0;
+    for (size_t off = 0; off < bytes; off += STAGE_CHUNK, k++) {
+        size_t n = bytes - off < STAGE_CHUNK ? bytes - off : STAGE_CHUNK;
+        int i = (first + k) % STAGE_N;
+        char *buf = g_stage + (size_t)i * STAGE_CHUNK;
+        if (!stage_wait(i, op)) goto fail;
+        if (pend[i]) { /* an earlier piece of this copy sits in the chunk: copy it out first */
+            memcpy(dst + pend_off[i], buf, pend_n[i]);
+            pend[i] = 0;
+        }
+        if (!vc_cu_ok(cudaMemcpyAsync(buf, src + off, n, cudaMemcpyDeviceToHost, g_stream), op)) goto fail;
+        if (!vc_cu_ok(cudaEventRecord(g_stage_ev[i], g_stream), op)) goto fail;
+        pend[i] = 1;
+        pend_off[i] = off;
+        pend_n[i] = n;
+    }
+    for (int j = 0; j < STAGE_N; j++) { /* the last pieces, oldest first */
+        int i = (first + k + j) % STAGE_N;
+        if (!pend[i]) continue;
+        if (!stage_wait(i, op)) goto fail;
+        memcpy(dst + pend_off[i], g_stage + (size_t)i * STAGE_CHUNK, pend_n[i]);
+        pend[i] = 0;
+    }
+    g_stage_next = (first + k) % STAGE_N;
+    g_last_op = NULL; /* the stream has run everything queued before the last piece */
+    goto out;
+fail:
+    g_stage_next = (first + k + 1) % STAGE_N;
+    st = vc_cuda_error();
+out:
+    pthread_mutex_unlock(&g_stage_lock);
+    return st;
+}
+
 vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes) {
-    return copy(dst, src, bytes, cudaMemcpyHostToDevice, "host-to-device copy", 1);
+    const char *op = "host-to-device copy";
+    if (!g_stage) return copy(dst, src, bytes, cudaMemcpyHostToDevice, op, 1);
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    return bytes ? stage_h2d((char *)dst, (const char *)src, bytes, op) : VC_OK;
 }
 vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) {
-    return copy(dst, src, bytes, cudaMemcpyDeviceToHost, "device-to-host copy", 1);
+    const char *op = "device-to-host copy";
+    if (!g_stage) return copy(dst, src, bytes, cudaMemcpyDeviceToHost, op, 1);
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (!bytes) return wait_stream(op) ? VC_OK : vc_cuda_error();
+    return stage_d2h((char *)dst, (const char *)src, bytes, op);
 }
 vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes) {
     return copy(dst, src, bytes, cudaMemcpyDeviceToDevice, "device-to-device copy", 0);

@@ -1,0 +1,533 @@
+/* bf16 tensor-core flash attention (used when the matmul precision is VC_PREC_BF16 and head_dim /
+ * v_head_dim are 64 or 128). q, k, v, o, dO stay f32 in memory; each tile is rounded to bf16 (nearest
+ * even) when it is copied to shared memory, products run on nvcuda::wmma 16x16x16 bf16 fragments with
+ * f32 accumulators, and the softmax statistics are f32: the numerics of PyTorch's bf16 SDPA on f32
+ * activations under autocast.
+ * Forward: one block of 4 warps per (sequence, head, 64 queries); warp w owns query rows 16w..16w+15.
+ * Per key tile of 64: S = Q K^T (f32, to shared), the warp's online softmax on its rows (m, l in f32,
+ * two lanes per row), P rounded to bf16, O (f32 in shared) rescaled and O += P V on tensor cores.
+ * Saves lse = m + log l like the f32 kernel.
+ * Backward (FA2): D = rowsum(dO * O) comes from the caller. dK/dV kernel: one block per (sequence,
+ * kv head, 64 keys), warp w owns keys 16w..; it loops over the group's heads and the query tiles that
+ * can see its keys, recomputes S^T = K Q^T and dP^T = V dO^T, P^T = exp(S^T - lse), dS^T = P^T (dP^T - D)
+ * (times 1 - tanh^2 under soft-cap), and accumulates dV += P^T dO and dK += dS^T Q in fragments that
+ * stay in registers. dQ kernel: one block per (sequence, head, 64 queries) accumulates dQ += dS K over
+ * the key tiles. Every output element is owned by one block and summed in a fixed order: no atomics,
+ * the same bits run to run. */
+#include "cuda_internal.h"
+#include <cuda_bf16.h>
+#include <mma.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+using namespace nvcuda;
+typedef __nv_bfloat16 bf16;
+
+namespace {
+
+struct tc_seq {
+    int64_t q0, qlen, kvlen;
+    const float *k, *v;
+    float *dk, *dv;
+};
+
+struct tc_params {
+    const tc_seq *seq;
+    const int2 *blk; /* per thread block: sequence, first row (query or key) */
+    const float *D;  /* backward: rowsum(dO * O) [Tq, nh] */
+    int nh, nkv;
+    int64_t kstride, vstride;
+    float scale, cap;
+    int window, causal;
+};
+
+constexpr int TB = 64;       /* query and key tile */
+constexpr int NW = 4;        /* warps per block; warp w owns rows 16w .. 16w + 15 of a tile */
+constexpr int NTH = NW * 32;
+constexpr int PADH = 8;      /* bf16 row padding (ldm must be a multiple of 8 halves) */
+constexpr int PADF = 4;      /* f32 row padding (multiple of 4 floats) */
+
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> frag_a;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b_row;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_b_col;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
+
+__device__ __forceinline__ bool tc_visible(const tc_params &p, int64_t pos, int64_t key, int64_t kvlen) {
+    if (key < 0 || key >= kvlen) return false;
+    if (p.causal && key > pos) return false;
+    if (p.window > 0 && pos - key >= p.window) return false;
+    return true;
+}
+
+__device__ __forceinline__ float tc_score(const tc_params &p, float dot) {
+    float x = p.scale * dot;
+    return p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
+}
+
+/* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
+__device__ __forceinline__ void tc_key_range(const tc_params &p, int64_t kvlen, int64_t pos0, int64_t nr,
+                                             int64_t *j0, int64_t *j1) {
+    *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
+    *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
+}
+
+/* dst[r][c] (row pitch D + PADH, bf16) = bf16(src[r * stride + c]) for r < rows; zero rows after.
+ * float4 loads when the rows are 16-byte aligned. Whole block. */
+template <int D>
+__device__ __forceinline__ void tc_load(bf16 *dst, const float *src, int64_t stride, int rows) {
+    constexpr int LD = D + PADH;
+    bool vec = ((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0;
+    if (vec) {
+        for (int idx = threadIdx.x; idx < TB * (D / 4); idx += NTH) {
+            int r = idx / (D / 4), c = (idx % (D / 4)) * 4;
+            float4 x = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
+            __nv_bfloat162 *o = reinterpret_cast<__nv_bfloat162 *>(dst + r * LD + c);
+            o[0] = __floats2bfloat162_rn(x.x, x.y);
+            o[1] = __floats2bfloat162_rn(x.z, x.w);
+        }
+    } else {
+        for (int idx = threadIdx.x; idx < TB * D; idx += NTH) {
+            int r = idx / D, c = idx % D;
+            dst[r * LD + c] = __float2bfloat16_rn(r < rows ? src[r * stride + c] : 0.0f);
+        }
+    }
+}
+
+/* C[16 x 16 * NT] (f32, row pitch ldc) = A[16 x K] B: A row-major bf16 (pitch lda); B is K x (16 NT)
+ * given as rows of the second operand: col_major (B[k][n] = Bm[n][k], pitch ldb) when TRANS_B. */
+template <int K, int NT, bool TRANS_B>
+__device__ __forceinline__ void tc_mm_store(float *C, int ldc, const bf16 *A, int lda, const bf16 *B, int ldb) {
+    #pragma unroll
+    for (int n = 0; n < NT; n++) {
+        frag_c acc;
+        wmma::fill_fragment(acc, 0.0f);
+        #pragma unroll
+        for (int k = 0; k < K; k += 16) {
+            frag_a a;
+            wmma::load_matrix_sync(a, A + k, lda);
+            if (TRANS_B) {
+                frag_b_col b;
+                wmma::load_matrix_sync(b, B + (n * 16) * ldb + k, ldb);
+                wmma::mma_sync(acc, a, b, acc);
+            } else {
+                frag_b_row b;
+                wmma::load_matrix_sync(b, B + k * ldb + n * 16, ldb);
+                wmma::mma_sync(acc, a, b, acc);
+            }
+        }
+        wmma::store_matrix_sync(C + n * 16, acc, ldc, wmma::mem_row_major);
+    }
+}
+
+/* ---------------- forward ---------------- */
+template <int D, int DV>
+struct fwd_smem {
+    static constexpr int LQ = D + PADH, LV = DV + PADH, LS = TB + PADF, LP = TB + PADH, LO = DV + PADF;
+    static constexpr size_t bytes =
+        (size_t)TB * LQ * 2 * 2 + (size_t)TB * LV * 2 + (size_t)TB * LS * 4 + (size_t)TB * LP * 2 + (size_t)TB * LO * 4;
+};
+
+template <int D, int DV>
+__global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const float *q, tc_params p) {
+    typedef fwd_smem<D, DV> L;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TB * L::LQ, *Vs = Ks + TB * L::LQ;
+    float *Ss = reinterpret_cast<float *>(Vs + TB * L::LV);
+    bf16 *Ps = reinterpret_cast<bf16 *>(Ss + TB * L::LS);
+    float *Os = reinterpret_cast<float *>(Ps + TB * L::LP);
+    const int2 bi = p.blk[blockIdx.x];
+    const tc_seq sm = p.seq[bi.x];
+    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t qb = bi.y, nr = sm.qlen - qb < TB ? sm.qlen - qb : TB, pos0 = sm.kvlen - sm.qlen + qb;
+    const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
+    tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
+    for (int idx = threadIdx.x; idx < TB * L::LO; idx += NTH) Os[idx] = 0.0f;
+    __syncthreads(); /* Q and the zeroed O rows are seen by every warp, even with no key tile */
+    int64_t j0, j1;
+    tc_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    /* lane pair (2 lanes per row): row r = 16 warp + lane / 2; the pair interleaves the columns
+     * (lane half takes columns 2 j + half, j rotated by the row) so the 32 lanes hit 32 banks */
+    const int r = warp * 16 + lane / 2, half = lane & 1;
+    const int64_t pos = pos0 + r;
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t kb = j0; kb < j1; kb += TB) {
+        int nk = (int)(j1 - kb < TB ? j1 - kb : TB);
+        __syncthreads(); /* the previous tile's K / V are no longer read */
+        tc_load<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+        tc_load<DV>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
+        __syncthreads();
+        tc_mm_store<D, TB / 16, true>(Ss + warp * 16 * L::LS, L::LS, Qs + warp * 16 * L::LQ, L::LQ, Ks, L::LQ);
+        __syncwarp();
+        float *srow = Ss + r * L::LS;
+        float mx = -INFINITY;
+        for (int c = 0; c < TB / 2; c++) {
+            int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
+            int64_t key = kb + col;
+            float s = (r < nr && key < j1 && tc_visible(p, pos, key, sm.kvlen)) ? tc_score(p, srow[col]) : -INFINITY;
+            srow[col] = s;
+            mx = fmaxf(mx, s);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        float mn = fmaxf(m, mx), sum = 0.0f;
+        float corr = mn == -INFINITY ? 1.0f : expf(m - mn);
+        bf16 *prow = Ps + r * L::LP;
+        for (int c = 0; c < TB / 2; c++) {
+            int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
+            float e = mn == -INFINITY ? 0.0f : expf(srow[col] - mn);
+            sum += e;
+            prow[col] = __float2bfloat16_rn(e);
+        }
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        l = l * corr + sum;
+        m = mn;
+        float *orow = Os + r * L::LO;
+        for (int c = 0; c < DV / 2; c++) orow[2 * ((c + r) & (DV / 2 - 1)) + half] *= corr;
+        __syncwarp();
+        /* O[16 rows of the warp] += P V */
+        #pragma unroll
+        for (int n = 0; n < DV / 16; n++) {
+            frag_c acc;
+            float *ot = Os + warp * 16 * L::LO + n * 16;
+            wmma::load_matrix_sync(acc, ot, L::LO, wmma::mem_row_major);
+            #pragma unroll
+            for (int k = 0; k < TB; k += 16) {
+                frag_a a;
+                frag_b_row b;
+                wmma::load_matrix_sync(a, Ps + warp * 16 * L::LP + k, L::LP);
+                wmma::load_matrix_sync(b, Vs + k * L::LV + n * 16, L::LV);
+                wmma::mma_sync(acc, a, b, acc);
+            }
+            wmma::store_matrix_sync(ot, acc, L::LO, wmma::mem_row_major);
+        }
+        __syncwarp();
+    }
+    /* 1 / l per row into the (no longer used) S rows of the warp, then coalesced row writes */
+    if (half == 0) {
+        Ss[r * L::LS] = l > 0 ? 1.0f / l : 0.0f;
+        if (lse && r < nr) lse[(sm.q0 + qb + r) * p.nh + h] = l > 0 ? m + logf(l) : -INFINITY;
+    }
+    __syncwarp();
+    for (int e = lane; e < 16 * DV; e += 32) {
+        int rr = warp * 16 + e / DV, c = e % DV;
+        if (rr < nr) o[(sm.q0 + qb + rr) * ostride + (int64_t)h * DV + c] = Os[rr * L::LO + c] * Ss[rr * L::LS];
+    }
+}
+
+/* P and dS of one element from the recomputed score and dP (softmax backward, soft-cap chain rule) */
+__device__ __forceinline__ void tc_p_ds(const tc_params &p, float dot, float dp, float L, float Dr, float *P,
+                                        float *ds) {
+    float sc = tc_score(p, dot);
+    *P = expf(sc - L);
+    float g = *P * (dp - Dr);
+    if (p.cap > 0) {
+        float t = sc / p.cap;
+        g *= 1.0f - t * t;
+    }
+    *ds = g;
+}
+
+/* ---------------- backward: dK, dV ---------------- */
+template <int D, int DV>
+struct dkdv_smem {
+    static constexpr int LQ = D + PADH, LV = DV + PADH, LS = TB + PADF, LP = TB + PADH;
+    static constexpr size_t tiles = (size_t)TB * LQ * 2 * 2 + (size_t)TB * LV * 2 * 2; /* K, Q, V, dO */
+    static constexpr size_t f32 = (size_t)TB * LS * 4 * 2;                            /* S^T, dP^T */
+    static constexpr size_t out = (size_t)TB * ((D > DV ? D : DV) + PADF) * 4;         /* staging */
+    static constexpr size_t bytes = tiles + (f32 > out ? f32 : out) + (size_t)TB * LP * 2 * 2 + TB * 4 * 2;
+};
+
+template <int D, int DV>
+__global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, const float *lse, const float *q,
+                                                          tc_params p) {
+    typedef dkdv_smem<D, DV> L;
+    constexpr int LQ = L::LQ, LV = L::LV, LS = L::LS, LP = L::LP;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Ks = reinterpret_cast<bf16 *>(smem_raw), *Qs = Ks + TB * LQ, *Vs = Qs + TB * LQ, *dOs = Vs + TB * LV;
+    float *ST = reinterpret_cast<float *>(dOs + TB * LV), *dPT = ST + TB * LS;
+    unsigned char *after = reinterpret_cast<unsigned char *>(ST) + (L::f32 > L::out ? L::f32 : L::out);
+    bf16 *PT = reinterpret_cast<bf16 *>(after), *dST = PT + TB * LP;
+    float *Ls = reinterpret_cast<float *>(dST + TB * LP), *Dd = Ls + TB;
+    const int2 bi = p.blk[blockIdx.x];
+    const tc_seq sm = p.seq[bi.x];
+    const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t kb = bi.y, nk = sm.kvlen - kb < TB ? sm.kvlen - kb : TB, off = sm.kvlen - sm.qlen;
+    const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
+    /* queries that can see a key of this block: causal pos >= kb; window pos < kb + nk - 1 + window */
+    int64_t i0 = p.causal ? kb - off : 0, i1 = p.window > 0 ? kb + nk - 1 + p.window - off : sm.qlen;
+    if (i0 < 0) i0 = 0;
+    if (i1 > sm.qlen) i1 = sm.qlen;
+    if (i0 >= i1) return; /* no query sees these keys: their gradients get nothing (+= 0) */
+    tc_load<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, (int)nk);
+    tc_load<DV>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, (int)nk);
+    frag_c dk[D / 16], dv[DV / 16];
+    #pragma unroll
+    for (int c = 0; c < D / 16; c++) wmma::fill_fragment(dk[c], 0.0f);
+    #pragma unroll
+    for (int c = 0; c < DV / 16; c++) wmma::fill_fragment(dv[c], 0.0f);
+    const int rw = warp * 16; /* the warp's first key row */
+    for (int g = 0; g < grp; g++) {
+        const int h = kvh * grp + g;
+        for (int64_t qb = i0; qb < i1; qb += TB) {
+            int nq = (int)(i1 - qb < TB ? i1 - qb : TB);
+            __syncthreads(); /* the previous Q / dO / L / D are no longer read */
+            tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, nq);
+            tc_load<DV>(dOs, dout + (sm.q0 + qb) * ostride + (int64_t)h * DV, ostride, nq);
+            for (int i = threadIdx.x; i < TB; i += NTH) {
+                Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+                Dd[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+            }
+            __syncthreads();
+            /* S^T = K Q^T and dP^T = V dO^T for the warp's 16 keys */
+            tc_mm_store<D, TB / 16, true>(ST + rw * LS, LS, Ks + rw * LQ, LQ, Qs, LQ);
+            tc_mm_store<DV, TB / 16, true>(dPT + rw * LS, LS, Vs + rw * LV, LV, dOs, LV);
+            __syncwarp();
+            for (int e = lane; e < 16 * TB; e += 32) {
+                int kr = rw + e / TB, qc = e % TB;
+                int64_t key = kb + kr;
+                float P = 0.0f, ds = 0.0f;
+                if (qc < nq && kr < nk && tc_visible(p, off + qb + qc, key, sm.kvlen))
+                    tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds);
+                PT[kr * LP + qc] = __float2bfloat16_rn(P);
+                dST[kr * LP + qc] = __float2bfloat16_rn(ds);
+            }
+            __syncwarp();
+            /* dV += P^T dO, dK += dS^T Q (k dimension: the 64 queries) */
+            #pragma unroll
+            for (int k = 0; k < TB; k += 16) {
+                frag_a a;
+                wmma::load_matrix_sync(a, PT + rw * LP + k, LP);
+                #pragma unroll
+                for (int c = 0; c < DV / 16; c++) {
+                    frag_b_row b;
+                    wmma::load_matrix_sync(b, dOs + k * LV + c * 16, LV);
+                    wmma::mma_sync(dv[c], a, b, dv[c]);
+                }
+                wmma::load_matrix_sync(a, dST + rw * LP + k, LP);
+                #pragma unroll
+                for (int c = 0; c < D / 16; c++) {
+                    frag_b_row b;
+                    wmma::load_matrix_sync(b, Qs + k * LQ + c * 16, LQ);
+                    wmma::mma_sync(dk[c], a, b, dk[c]);
+                }
+            }
+        }
+    }
+    /* out: stage each fragment row block in shared memory, then dK += scale dK, dV += dV */
+    __syncthreads(); /* every warp is done with S^T / dP^T: the staging area reuses them */
+    float *St = ST;
+    constexpr int LO = (D > DV ? D : DV) + PADF;
+    #pragma unroll
+    for (int c = 0; c < D / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dk[c], LO, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = lane; e < 16 * D; e += 32) {
+        int kr = rw + e / D, c = e % D;
+        if (kr < nk) sm.dk[(kb + kr) * p.kstride + (int64_t)kvh * D + c] += p.scale * St[kr * LO + c];
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int c = 0; c < DV / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dv[c], LO, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = lane; e < 16 * DV; e += 32) {
+        int kr = rw + e / DV, c = e % DV;
+        if (kr < nk) sm.dv[(kb + kr) * p.vstride + (int64_t)kvh * DV + c] += St[kr * LO + c];
+    }
+}
+
+/* ---------------- backward: dQ ---------------- */
+template <int D, int DV>
+struct dq_smem {
+    static constexpr int LQ = D + PADH, LV = DV + PADH, LS = TB + PADF, LP = TB + PADH;
+    static constexpr size_t tiles = (size_t)TB * LQ * 2 * 2 + (size_t)TB * LV * 2 * 2; /* Q, K, dO, V */
+    static constexpr size_t f32 = (size_t)TB * LS * 4 * 2;                            /* S, dP */
+    static constexpr size_t out = (size_t)TB * (D + PADF) * 4;
+    static constexpr size_t bytes = tiles + (f32 > out ? f32 : out) + (size_t)TB * LP * 2 + TB * 4 * 2;
+};
+
+template <int D, int DV>
+__global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *dout, const float *lse,
+                                                        const float *q, tc_params p) {
+    typedef dq_smem<D, DV> L;
+    constexpr int LQ = L::LQ, LV = L::LV, LS = L::LS, LP = L::LP;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TB * LQ, *dOs = Ks + TB * LQ, *Vs = dOs + TB * LV;
+    float *Ss = reinterpret_cast<float *>(Vs + TB * LV), *dPs = Ss + TB * LS;
+    unsigned char *after = reinterpret_cast<unsigned char *>(Ss) + (L::f32 > L::out ? L::f32 : L::out);
+    bf16 *dSs = reinterpret_cast<bf16 *>(after);
+    float *Ls = reinterpret_cast<float *>(dSs + TB * LP), *Dd = Ls + TB;
+    const int2 bi = p.blk[blockIdx.x];
+    const tc_seq sm = p.seq[bi.x];
+    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t qb = bi.y, nr = sm.qlen - qb < TB ? sm.qlen - qb : TB, pos0 = sm.kvlen - sm.qlen + qb;
+    const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
+    tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
+    tc_load<DV>(dOs, dout + (sm.q0 + qb) * ostride + (int64_t)h * DV, ostride, (int)nr);
+    for (int i = threadIdx.x; i < TB; i += NTH) {
+        Ls[i] = i < nr ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+        Dd[i] = i < nr ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+    }
+    int64_t j0, j1;
+    tc_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    frag_c acc[D / 16];
+    #pragma unroll
+    for (int c = 0; c < D / 16; c++) wmma::fill_fragment(acc[c], 0.0f);
+    const int rw = warp * 16;
+    for (int64_t kb = j0; kb < j1; kb += TB) {
+        int nk = (int)(j1 - kb < TB ? j1 - kb : TB);
+        __syncthreads();
+        tc_load<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+        tc_load<DV>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
+        __syncthreads();
+        tc_mm_store<D, TB / 16, true>(Ss + rw * LS, LS, Qs + rw * LQ, LQ, Ks, LQ);
+        tc_mm_store<DV, TB / 16, true>(dPs + rw * LS, LS, dOs + rw * LV, LV, Vs, LV);
+        __syncwarp();
+        for (int e = lane; e < 16 * TB; e += 32) {
+            int r = rw + e / TB, kc = e % TB;
+            int64_t key = kb + kc;
+            float P = 0.0f, ds = 0.0f;
+            if (r < nr && key < j1 && tc_visible(p, pos0 + r, key, sm.kvlen))
+                tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds);
+            dSs[r * LP + kc] = __float2bfloat16_rn(ds);
+        }
+        __syncwarp();
+        #pragma unroll
+        for (int k = 0; k < TB; k += 16) {
+            frag_a a;
+            wmma::load_matrix_sync(a, dSs + rw * LP + k, LP);
+            #pragma unroll
+            for (int c = 0; c < D / 16; c++) {
+                frag_b_row b;
+                wmma::load_matrix_sync(b, Ks + k * LQ + c * 16, LQ);
+                wmma::mma_sync(acc[c], a, b, acc[c]);
+            }
+        }
+    }
+    __syncthreads(); /* S / dP are no longer read by any warp: the staging area reuses them */
+    constexpr int LO = D + PADF;
+    float *St = Ss;
+    #pragma unroll
+    for (int c = 0; c < D / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, acc[c], LO, wmma::mem_row_major);
+    __syncwarp();
+    for (int e = lane; e < 16 * D; e += 32) {
+        int r = rw + e / D, c = e % D;
+        if (r < nr) dq[(sm.q0 + qb + r) * qstride + (int64_t)h * D + c] += p.scale * St[r * LO + c];
+    }
+}
+
+/* ---------------- host side ---------------- */
+/* per-sequence table and thread-block list (tiles of TB queries, or keys when by_keys) in one scratch
+ * buffer; *nblk receives the block count */
+void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, const char *op) {
+    int64_t nb = 0;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t n = by_keys ? d->kv_len[s] : d->q_start[s + 1] - d->q_start[s];
+        nb += (n + TB - 1) / TB;
+    }
+    size_t meta_bytes = (size_t)d->n_seq * sizeof(tc_seq), bytes = meta_bytes + (size_t)nb * sizeof(int2);
+    char *hbuf = (char *)malloc(bytes ? bytes : 1);
+    if (!hbuf) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host block table");
+        return NULL;
+    }
+    tc_seq *sm = (tc_seq *)hbuf;
+    int2 *bl = (int2 *)(hbuf + meta_bytes);
+    int64_t b = 0;
+    for (int s = 0; s < d->n_seq; s++) {
+        sm[s].q0 = d->q_start[s];
+        sm[s].qlen = d->q_start[s + 1] - d->q_start[s];
+        sm[s].kvlen = d->kv_len[s];
+        sm[s].k = d->k_seq[s];
+        sm[s].v = d->v_seq[s];
+        sm[s].dk = d->dk_seq ? d->dk_seq[s] : NULL;
+        sm[s].dv = d->dv_seq ? d->dv_seq[s] : NULL;
+        int64_t n = by_keys ? sm[s].kvlen : sm[s].qlen;
+        for (int64_t r = 0; r < n; r += TB) bl[b++] = make_int2(s, (int)r);
+    }
+    char *dev = (char *)vc_cu_upload(hbuf, bytes, op);
+    free(hbuf);
+    if (!dev) return NULL;
+    p->seq = (const tc_seq *)dev;
+    p->blk = (const int2 *)(dev + meta_bytes);
+    p->D = NULL;
+    p->nh = d->n_head;
+    p->nkv = d->n_kv_head;
+    p->kstride = d->k_stride;
+    p->vstride = d->v_stride;
+    p->scale = d->scale;
+    p->cap = d->softcap;
+    p->window = d->window;
+    p->causal = d->causal;
+    *nblk = nb;
+    return dev;
+}
+
+template <int D, int DV>
+void tc_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    tc_params p;
+    int64_t nb;
+    void *meta = tc_meta(d, 0, &p, &nb, op);
+    if (!meta) return;
+    size_t sh = fwd_smem<D, DV>::bytes;
+    if (vc_cu_ok(cudaFuncSetAttribute(k_attn_fwd_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh),
+                 op) &&
+        nb > 0) {
+        k_attn_fwd_tc<D, DV><<<dim3((unsigned)nb, d->n_head), NTH, sh, vc_cu_stream()>>>(o, lse, q, p);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(meta);
+}
+
+template <int D, int DV>
+void tc_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
+            const char *op) {
+    tc_params p;
+    int64_t nb;
+    if (dq) {
+        void *meta = tc_meta(d, 0, &p, &nb, op);
+        if (!meta) return;
+        p.D = Dd;
+        size_t sh = dq_smem<D, DV>::bytes;
+        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dq_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)sh),
+                     op) &&
+            nb > 0) {
+            k_attn_bwd_dq_tc<D, DV><<<dim3((unsigned)nb, d->n_head), NTH, sh, vc_cu_stream()>>>(dq, dout, lse, q, p);
+            vc_cu_end(op);
+        }
+        vc_cu_scratch_free(meta);
+    }
+    if (d->dk_seq && d->dv_seq) {
+        void *meta = tc_meta(d, 1, &p, &nb, op);
+        if (!meta) return;
+        p.D = Dd;
+        size_t sh = dkdv_smem<D, DV>::bytes;
+        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dkdv_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)sh),
+                     op) &&
+            nb > 0) {
+            k_attn_bwd_dkdv_tc<D, DV><<<dim3((unsigned)nb, d->n_kv_head), NTH, sh, vc_cu_stream()>>>(dout, lse, q,
+                                                                                                    p);
+            vc_cu_end(op);
+        }
+        vc_cu_scratch_free(meta);
+    }
+}
+
+} // namespace
+
+int vc_cu_attn_tc_eligible(const vc_attn_desc *d) {
+    if (vc_matmul_precision() != VC_PREC_BF16 || d->page_tokens > 0) return 0;
+    const char *env = getenv("VERLC_CUDA_ATTN_F32");
+    if (env && atoi(env)) return 0;
+    return (d->head_dim == 64 && d->v_head_dim == 64) || (d->head_dim == 128 && d->v_head_dim == 128);
+}
+
+void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    if (d->head_dim == 64) tc_fwd<64, 64>(o, lse, q, d, op);
+    else tc_fwd<128, 128>(o, lse, q, d, op);
+}
+
+void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
+                       const float *D, const char *op) {
+    if (d->head_dim == 64) tc_bwd<64, 64>(dq, dout, lse, q, d, D, op);
+    else tc_bwd<128, 128>(dq, dout, lse, q, d, D, op);
+}

@@ -1,0 +1,188 @@
+/* bf16 tensor-core flash attention (VC_PREC_BF16, head dims 64 / 128) vs the CPU attention run on the
+ * same inputs rounded to bf16 (q, k, v, and dO for the backward): packed sequences of unequal lengths,
+ * GQA, MQA, MHA, sliding window, soft-cap, chunked prefill, keys and values inside fused rows.
+ * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
+ * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
+ * rounded to bf16). Backward results must be the same bits run to run. A head dim of 80 under bf16
+ * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
+#include "cuda_test_util.h"
+#include "verlc/dtype.h"
+
+static const vc_backend *C, *G;
+
+typedef struct {
+    const char *name;
+    int nh, nkv, hd, causal, window;
+    float cap;
+    int nseq;
+    int64_t qlen[6], kvlen[6];
+    int fused;
+    double tol_o, tol_lse, tol_bwd;
+} bcase;
+
+static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
+    float *p = hrand(n, scale);
+    for (size_t i = 0; i < n; i++) p[i] = vc_bf16_to_f32(vc_f32_to_bf16(p[i]));
+    return p;
+}
+
+static void bf16_case(const bcase *a) {
+    printf("bf16 attention: %s (heads %d/%d, dim %d, causal %d, window %d, softcap %g, %d sequences)\n", a->name,
+           a->nh, a->nkv, a->hd, a->causal, a->window, a->cap, a->nseq);
+    int64_t qs[7] = { 0 }, kvl[6];
+    const float *ks[6], *vs[6], *gks[6], *gvs[6];
+    float *dks[6], *dvs[6], *gdks[6], *gdvs[6], *gdks2[6], *gdvs2[6], *dkv[6], *inits[6];
+    size_t kvn[6];
+    int64_t kst = (int64_t)a->nkv * a->hd;
+    for (int s = 0; s < a->nseq; s++) qs[s + 1] = qs[s] + a->qlen[s];
+    int64_t Tq = qs[a->nseq];
+    for (int s = 0; s < a->nseq; s++) {
+        kvl[s] = a->kvlen[s];
+        kvn[s] = (size_t)(a->kvlen[s] * 2 * kst);
+        float *kv = hround(kvn[s], 1), *init = hrand(kvn[s], 1);
+        float *gkv = dup_f(kv, kvn[s]), *g1 = dup_f(init, kvn[s]), *g2 = dup_f(init, kvn[s]);
+        dkv[s] = clone(init, kvn[s]);
+        inits[s] = init;
+        int64_t voff = a->fused ? kst : a->kvlen[s] * kst;
+        ks[s] = kv;
+        vs[s] = kv + voff;
+        gks[s] = gkv;
+        gvs[s] = gkv + voff;
+        dks[s] = dkv[s];
+        dvs[s] = dkv[s] + voff;
+        gdks[s] = g1;
+        gdvs[s] = g1 + voff;
+        gdks2[s] = g2;
+        gdvs2[s] = g2 + voff;
+    }
+    int64_t stride = a->fused ? 2 * kst : kst;
+    vc_attn_desc d = { .n_seq = a->nseq, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks,
+                       .dv_seq = dvs, .k_stride = stride, .v_stride = stride, .n_head = a->nh,
+                       .n_kv_head = a->nkv, .head_dim = a->hd, .v_head_dim = a->hd,
+                       .scale = 1.0f / sqrtf((float)a->hd), .softcap = a->cap, .window = a->window,
+                       .causal = a->causal };
+    vc_attn_desc gd = d, gd2 = d;
+    gd.k_seq = gks;
+    gd.v_seq = gvs;
+    gd.dk_seq = gdks;
+    gd.dv_seq = gdvs;
+    gd2.k_seq = gks;
+    gd2.v_seq = gvs;
+    gd2.dk_seq = gdks2;
+    gd2.dv_seq = gdvs2;
+    size_t nq = (size_t)(Tq * a->nh * a->hd), nl = (size_t)(Tq * a->nh);
+    float *q = hround(nq, 3), *o = hbuf(nq), *lse = hbuf(nl);
+    float *gq = dup_f(q, nq), *go = dup_f(o, nq), *glse = dup_f(lse, nl), *go2 = dup_f(o, nq);
+    C->attn_fwd(o, lse, q, &d);
+    G->attn_fwd(go, glse, gq, &gd);
+    G->attn_fwd(go2, NULL, gq, &gd);
+    cmp("fwd output", go, o, nq, a->tol_o);
+    cmp("fwd lse", glse, lse, nl, a->tol_lse);
+    same_bits("fwd output (lse NULL)", go, go2, nq);
+    float *dout = hround(nq, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
+    float *gdout = dup_f(dout, nq), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
+    float *go_c = dup_f(o, nq), *glse_c = dup_f(lse, nl);
+    C->attn_bwd(dq, dout, o, lse, q, &d);
+    G->attn_bwd(gdq, gdout, go_c, glse_c, gq, &gd);
+    G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, &gd2);
+    /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
+    float *gq_h = fetch(gdq, nq);
+    for (size_t i = 0; i < nq; i++) {
+        gq_h[i] -= dq0[i];
+        dq[i] -= dq0[i];
+    }
+    cmp_host("bwd dq increment", gq_h, dq, nq, a->tol_bwd);
+    size_t tot = 0;
+    for (int s = 0; s < a->nseq; s++) tot += kvn[s];
+    float *ref = hbuf(tot), *got = hbuf(tot), *got2 = hbuf(tot);
+    size_t at = 0;
+    for (int s = 0; s < a->nseq; s++) {
+        vc_cuda_d2h(got + at, gdks[s], kvn[s] * 4);
+        vc_cuda_d2h(got2 + at, gdks2[s], kvn[s] * 4);
+        for (size_t i = 0; i < kvn[s]; i++) { /* increments over the initial values */
+            ref[at + i] = dkv[s][i] - inits[s][i];
+            got[at + i] -= inits[s][i];
+            got2[at + i] -= inits[s][i];
+        }
+        at += kvn[s];
+    }
+    same_bits("bwd dq", gdq, gdq2, nq);
+    int same = !memcmp(got, got2, tot * 4);
+    printf("  %-44s %s\n", "bwd dk, dv", same ? "identical bits run to run" : "DIFFERENT bits  FAIL");
+    CHECK_MSG(same, "%s: dk/dv not deterministic", a->name);
+    cmp_host("bwd dk and dv increments", got, ref, tot, a->tol_bwd);
+    check_sticky(a->name);
+    release_all();
+}
+
+
+/* timing only: 16 causal sequences of 1024 tokens (Qwen2.5 shapes), bf16 tensor cores vs the f32 kernels */
+static void timing(int nh, int nkv, int hd) {
+    enum { NS = 16, T = 1024 };
+    int64_t qs[NS + 1], kvl[NS], Tq = (int64_t)NS * T;
+    size_t nq = (size_t)(Tq * nh * hd), nk = (size_t)(Tq * nkv * hd);
+    float *q = dup_f(hrand(nq, 1), nq), *k = dup_f(hrand(nk, 1), nk), *v = dup_f(hrand(nk, 1), nk);
+    float *o = dalloc(nq * 4), *lse = dalloc((size_t)(Tq * nh) * 4), *dq = dalloc(nq * 4);
+    float *dk = dalloc(nk * 4), *dv = dalloc(nk * 4), *dout = dup_f(hrand(nq, 1), nq);
+    const float *ks[NS], *vs[NS];
+    float *dks[NS], *dvs[NS];
+    for (int s = 0; s <= NS; s++) qs[s] = (int64_t)s * T;
+    for (int s = 0; s < NS; s++) {
+        kvl[s] = T;
+        ks[s] = k + (size_t)s * T * nkv * hd;
+        vs[s] = v + (size_t)s * T * nkv * hd;
+        dks[s] = dk + (size_t)s * T * nkv * hd;
+        dvs[s] = dv + (size_t)s * T * nkv * hd;
+    }
+    vc_attn_desc d = { .n_seq = NS, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks,
+                       .dv_seq = dvs, .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv,
+                       .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
+    double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
+    for (int f32 = 0; f32 < 2; f32++) {
+        setenv("VERLC_CUDA_ATTN_F32", f32 ? "1" : "0", 1);
+        G->attn_fwd(o, lse, q, &d); /* warm-up */
+        G->attn_bwd(dq, dout, o, lse, q, &d);
+        vc_cuda_sync();
+        double t0 = vc_now();
+        G->attn_fwd(o, lse, q, &d);
+        vc_cuda_sync();
+        double t1 = vc_now();
+        G->attn_bwd(dq, dout, o, lse, q, &d);
+        vc_cuda_sync();
+        double t2 = vc_now();
+        printf("timing: %s 16 x 1024 causal, heads %d/%d hd %d: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms "
+               "(%.1f TFLOP/s)\n", f32 ? "f32 kernels " : "bf16 tensor cores", nh, nkv, hd, (t1 - t0) * 1e3,
+               fl / (t1 - t0) / 1e12, (t2 - t1) * 1e3, 2.5 * fl / (t2 - t1) / 1e12);
+    }
+    unsetenv("VERLC_CUDA_ATTN_F32");
+    check_sticky("timing");
+    release_all();
+}
+
+int main(void) {
+    if (gpu_skip()) return 0;
+    C = vc_backend_cpu();
+    G = vc_backend_cuda();
+    vc_set_matmul_precision(VC_PREC_BF16);
+    static const bcase cases[] = {
+        { "GQA 14/2 hd 64, packed prefill", 14, 2, 64, 1, 0, 0, 4, { 37, 128, 5, 200 }, { 37, 128, 5, 200 }, 0,
+          1e-2, 2e-4, 2e-2 },
+        { "GQA 12/2 hd 128, fused kv rows", 12, 2, 128, 1, 0, 0, 3, { 100, 64, 65 }, { 100, 64, 65 }, 1, 1e-2, 2e-4,
+          2e-2 },
+        { "MHA 8/8 hd 128, window 32, softcap 30", 8, 8, 128, 1, 32, 30.0f, 3, { 100, 64, 300 }, { 100, 64, 300 }, 0,
+          1e-2, 2e-4, 2e-2 },
+        { "MQA 4/1 hd 64, chunked prefill", 4, 1, 64, 1, 0, 0, 3, { 20, 1, 70 }, { 150, 33, 70 }, 0, 1e-2, 2e-4,
+          2e-2 },
+        { "non-causal 2/1 hd 64, window 16, softcap 20", 2, 1, 64, 0, 16, 20.0f, 2, { 40, 77 }, { 40, 77 }, 1, 1e-2,
+          2e-4, 2e-2 },
+        { "GQA 16/2 hd 128, 512 tokens x 3", 16, 2, 128, 1, 0, 0, 3, { 512, 511, 130 }, { 512, 511, 130 }, 0, 1e-2,
+          2e-4, 2e-2 },
+        /* not eligible (hd 80): the f32 kernels, f32 tolerances */
+        { "f32 fallback: GQA 6/2 hd 80", 6, 2, 80, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
+    timing(12, 2, 128); /* Qwen2.5-1.5B */
+    timing(14, 2, 64);  /* Qwen2.5-0.5B */
+    vc_set_matmul_precision(VC_PREC_F32);
+    return vc_test_done();
+}
