@@ -11,11 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct seq_meta {
-    int64_t q0, qlen, kvlen;
-    const float *k, *v;
-    float *dk, *dv;
-};
+typedef vc_cu_attn_seq seq_meta;
 
 struct attn_params {
     const seq_meta *seq;
@@ -405,21 +401,20 @@ static int attn_check(const vc_attn_desc *d, const char *op) {
     return 0;
 }
 
-/* Uploads the per-sequence table and the thread-block list (blocks of `rows` queries, or keys when
- * by_keys) into one scratch buffer; *nblk receives the block count. */
-static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_params *p, int64_t *nblk, const char *op) {
+void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_attn_seq **seq, const int2 **blk,
+                      int64_t *nblk, const char *op) {
     int64_t nb = 0;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = by_keys ? d->kv_len[s] : d->q_start[s + 1] - d->q_start[s];
         nb += (n + rows - 1) / rows;
     }
-    size_t meta_bytes = (size_t)d->n_seq * sizeof(seq_meta), bytes = meta_bytes + (size_t)nb * sizeof(int2);
+    size_t meta_bytes = (size_t)d->n_seq * sizeof(vc_cu_attn_seq), bytes = meta_bytes + (size_t)nb * sizeof(int2);
     char *h = (char *)malloc(bytes ? bytes : 1);
     if (!h) {
         vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host block table");
         return NULL;
     }
-    seq_meta *sm = (seq_meta *)h;
+    vc_cu_attn_seq *sm = (vc_cu_attn_seq *)h;
     int2 *bl = (int2 *)(h + meta_bytes);
     int64_t b = 0;
     for (int s = 0; s < d->n_seq; s++) {
@@ -436,8 +431,16 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     char *dev = (char *)vc_cu_upload(h, bytes, op);
     free(h);
     if (!dev) return NULL;
-    p->seq = (const seq_meta *)dev;
-    p->blk = (const int2 *)(dev + meta_bytes);
+    *seq = (const vc_cu_attn_seq *)dev;
+    *blk = (const int2 *)(dev + meta_bytes);
+    *nblk = nb;
+    return dev;
+}
+
+/* the launch metadata (vc_cu_attn_meta) and the scalar parameters */
+static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_params *p, int64_t *nblk, const char *op) {
+    void *dev = vc_cu_attn_meta(d, rows, by_keys, &p->seq, &p->blk, nblk, op);
+    if (!dev) return NULL;
     p->nh = d->n_head;
     p->nkv = d->n_kv_head;
     p->hd = d->head_dim;
@@ -449,7 +452,6 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     p->window = d->window;
     p->causal = d->causal;
     p->D = NULL;
-    *nblk = nb;
     return dev;
 }
 

@@ -25,11 +25,7 @@ typedef __nv_bfloat16 bf16;
 
 namespace {
 
-struct tc_seq {
-    int64_t q0, qlen, kvlen;
-    const float *k, *v;
-    float *dk, *dv;
-};
+typedef vc_cu_attn_seq tc_seq;
 
 struct tc_params {
     const tc_seq *seq;
@@ -417,36 +413,8 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
 /* per-sequence table and thread-block list (tiles of TB queries, or keys when by_keys) in one scratch
  * buffer; *nblk receives the block count */
 void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, const char *op) {
-    int64_t nb = 0;
-    for (int s = 0; s < d->n_seq; s++) {
-        int64_t n = by_keys ? d->kv_len[s] : d->q_start[s + 1] - d->q_start[s];
-        nb += (n + TB - 1) / TB;
-    }
-    size_t meta_bytes = (size_t)d->n_seq * sizeof(tc_seq), bytes = meta_bytes + (size_t)nb * sizeof(int2);
-    char *hbuf = (char *)malloc(bytes ? bytes : 1);
-    if (!hbuf) {
-        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host block table");
-        return NULL;
-    }
-    tc_seq *sm = (tc_seq *)hbuf;
-    int2 *bl = (int2 *)(hbuf + meta_bytes);
-    int64_t b = 0;
-    for (int s = 0; s < d->n_seq; s++) {
-        sm[s].q0 = d->q_start[s];
-        sm[s].qlen = d->q_start[s + 1] - d->q_start[s];
-        sm[s].kvlen = d->kv_len[s];
-        sm[s].k = d->k_seq[s];
-        sm[s].v = d->v_seq[s];
-        sm[s].dk = d->dk_seq ? d->dk_seq[s] : NULL;
-        sm[s].dv = d->dv_seq ? d->dv_seq[s] : NULL;
-        int64_t n = by_keys ? sm[s].kvlen : sm[s].qlen;
-        for (int64_t r = 0; r < n; r += TB) bl[b++] = make_int2(s, (int)r);
-    }
-    char *dev = (char *)vc_cu_upload(hbuf, bytes, op);
-    free(hbuf);
+    void *dev = vc_cu_attn_meta(d, TB, by_keys, &p->seq, &p->blk, nblk, op);
     if (!dev) return NULL;
-    p->seq = (const tc_seq *)dev;
-    p->blk = (const int2 *)(dev + meta_bytes);
     p->D = NULL;
     p->nh = d->n_head;
     p->nkv = d->n_kv_head;
@@ -456,7 +424,6 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->cap = d->softcap;
     p->window = d->window;
     p->causal = d->causal;
-    *nblk = nb;
     return dev;
 }
 

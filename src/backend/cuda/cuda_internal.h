@@ -30,6 +30,17 @@ void vc_cu_scratch_free(void *p);
 /* uploads a host buffer into new scratch memory */
 void *vc_cu_upload(const void *src, size_t bytes, const char *op);
 
+/* Attention launch metadata: one entry per packed sequence, and a block list (sequence, first row) of
+ * tiles of `rows` queries (or keys when by_keys), uploaded together into one scratch buffer (returned; free
+ * with vc_cu_scratch_free after the launches). NULL on failure (sticky error set). */
+struct vc_cu_attn_seq {
+    int64_t q0, qlen, kvlen;
+    const float *k, *v;
+    float *dk, *dv;
+};
+void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_attn_seq **seq, const int2 **blk,
+                      int64_t *nblk, const char *op);
+
 /* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */
 int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op);
