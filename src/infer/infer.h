@@ -10,7 +10,8 @@
 
 /* The CPU op table with a row-invariant GEMM (gemm_inv.c). */
 const vc_backend *vc_infer_backend(void);
-/* What generation runs on: the row-invariant table when the active backend is the CPU backend,
+/* What generation runs on: the row-invariant table when the active backend is the CPU backend, the
+ * sim table with the same row-invariant GEMM when it is the sim backend (bit-identical generation),
  * otherwise the active backend itself (whose memory holds the weights). */
 const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
