@@ -148,36 +148,6 @@ static void finalize(vc_run *R, vc_seq *s, int finish) {
 }
 
 /* ---- one step ---- */
-typedef struct {
-    vc_run *R;
-    const float *Z;
-    int64_t V;
-    int n_rows, n_smp;
-    vc_seq **rows;
-    const int *off;
-    int32_t *tok;
-    float *lp, *lps;
-    vc_sampler **smp;
-} samp_ctx;
-
-static void sample_task(void *p, int64_t t) {
-    samp_ctx *c = p;
-    const vc_sampling *sp = c->R->sp;
-    for (int r = (int)t; r < c->n_rows; r += c->n_smp) {
-        const vc_seq *s = c->rows[r];
-        const vc_rollout_request *q = &c->R->reqs[s->req];
-        vc_sampler_prepare(c->smp[t], c->Z + (int64_t)r * c->V, sp);
-        int nd = s->sample < 0 ? q->n_samples : 1;
-        uint64_t pos = (uint64_t)(s->n_tok - s->n_prompt);
-        for (int d = 0; d < nd; d++) {
-            uint64_t smpl = (uint64_t)(s->sample < 0 ? d : s->sample);
-            float u = vc_rng_uniform(sp->seed, q->prompt_index, smpl, pos);
-            int k = c->off[r] + d;
-            c->tok[k] = vc_sampler_draw(c->smp[t], u, &c->lp[k], &c->lps[k]);
-        }
-    }
-}
-
 static void append(vc_seq *s, int32_t tok, float lp, float lps) {
     int64_t gen = s->n_tok - s->n_prompt;
     s->logp[gen] = lp;
@@ -211,8 +181,22 @@ static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const flo
     return VC_OK;
 }
 
-static vc_status bookkeeping(vc_run *R, samp_ctx *c) {
-    for (int r = 0; r < c->n_rows; r++) {
+typedef struct {
+    int64_t *cu, *len;
+    int32_t *ids;
+    const int32_t **table;
+    vc_seq **rows;
+    int *off;
+    int64_t *at;
+    vc_sample_row *srow;
+    float *u;
+    int32_t *tok;
+    float *lp, *lps;
+    int64_t cap_tokens, cap_draws;
+} step_buf;
+
+static vc_status bookkeeping(vc_run *R, const step_buf *c, int n_rows) {
+    for (int r = 0; r < n_rows; r++) {
         vc_seq *s = c->rows[r];
         int k = c->off[r];
         R->e->stats.generated += s->sample < 0 ? R->reqs[s->req].n_samples : 1;
@@ -228,19 +212,43 @@ static vc_status bookkeeping(vc_run *R, samp_ctx *c) {
     return VC_OK;
 }
 
-typedef struct {
-    int64_t *cu, *len;
-    int32_t *ids;
-    const int32_t **table;
-    vc_seq **rows;
-    int *off;
-    int64_t *at;
-    int32_t *tok;
-    float *lp, *lps;
-    int64_t cap_tokens, cap_draws;
-} step_buf;
+/* the sampling row of sequence s (whose logits are row r) and the uniforms of its draws, keyed by
+ * (seed, prompt, sample, position); a prompt prefill draws its n samples from one row */
+static void sample_row_setup(const vc_run *R, step_buf *b, int r, int n_draw) {
+    const vc_sampling *sp = R->sp;
+    const vc_seq *s = b->rows[r];
+    const vc_rollout_request *q = &R->reqs[s->req];
+    int nd = s->sample < 0 ? q->n_samples : 1;
+    b->srow[r] = (vc_sample_row){ .temperature = sp->temperature, .top_p = sp->top_p, .min_p = sp->min_p,
+                                  .top_k = sp->top_k, .greedy = sp->greedy, .first = n_draw, .n = nd };
+    uint64_t pos = (uint64_t)(s->n_tok - s->n_prompt);
+    for (int d = 0; d < nd; d++) {
+        uint64_t smpl = (uint64_t)(s->sample < 0 ? d : s->sample);
+        b->u[n_draw + d] = vc_rng_uniform(sp->seed, q->prompt_index, smpl, pos);
+    }
+}
 
-static vc_status step(vc_run *R, vc_graph *g, step_buf *b, vc_sampler **smp, int n_smp) {
+/* samples the rows' logits z[n_rows, V] with the backend's entry; only tokens and log-probs come back */
+static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n_rows, int n_draw, int64_t V) {
+    const vc_backend *be = vc_be();
+    size_t nb = (size_t)n_draw * sizeof(float);
+    int32_t *tok = vc_graph_dalloc(g, (size_t)n_draw * sizeof(int32_t), 0);
+    float *lp = vc_graph_dalloc(g, nb, 0), *lps = vc_graph_dalloc(g, nb, 0);
+    if (!tok || !lp || !lps) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    be->sample_rows(tok, lp, lps, z->data, n_rows, V, b->srow, b->u);
+    be->d2h(b->tok, tok, (size_t)n_draw * sizeof(int32_t));
+    be->d2h(b->lp, lp, nb);
+    be->d2h(b->lps, lps, nb);
+    vc_status st = be->sync();
+    if (st) return st;
+    for (int d = 0; d < n_draw; d++)
+        if (b->tok[d] < 0 || b->tok[d] >= V)
+            return vc_fail(VC_ERR_INTERNAL, "rollout: the %s backend's sampler returned token %d (vocabulary %lld)",
+                           be->name, b->tok[d], (long long)V);
+    return VC_OK;
+}
+
+static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     vc_model *m = R->e->m;
     const vc_model_config *cfg = vc_model_cfg(m);
     vc_status st = vc_sched_plan(R);
@@ -275,24 +283,22 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b, vc_sampler **smp, int
         b->rows[n_rows] = s;
         b->off[n_rows] = n_draw;
         b->at[n_rows] = b->cu[i + 1] - 1;
-        n_draw += s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+        int nd = s->sample < 0 ? R->reqs[s->req].n_samples : 1;
+        if (n_draw + nd > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
+        sample_row_setup(R, b, n_rows, n_draw);
+        n_draw += nd;
         n_rows++;
     }
     if (n_rows == 0) return VC_OK;
-    if (n_draw > b->cap_draws) return vc_fail(VC_ERR_INTERNAL, "rollout: draw buffer overflow");
-    /* the rows that sample: their hidden states, their logits, read back for the host sampler */
+    /* the rows that sample: their hidden states, their logits (left in backend memory), the draws */
     vc_tensor *hs = vc_tensor_2d(g, n_rows, H, 0);
     if (!hs) return vc_graph_status(g);
     for (int r = 0; r < n_rows; r++)
         vc_be()->d2d(hs->data + r * H, h->data + b->at[r] * H, (size_t)H * sizeof(float));
     vc_tensor *z = vc_model_logits(m, g, hs);
-    float *zh = z ? vc_graph_alloc(g, (size_t)z->n * sizeof(float), 0) : NULL;
-    if (!zh) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    if ((st = vc_tensor_read(z, zh))) return st;
-    samp_ctx c = { .R = R, .Z = zh, .V = cfg->vocab, .n_rows = n_rows, .n_smp = n_smp, .rows = b->rows,
-                   .off = b->off, .tok = b->tok, .lp = b->lp, .lps = b->lps, .smp = smp };
-    vc_parallel(n_smp < n_rows ? n_smp : n_rows, sample_task, &c);
-    return bookkeeping(R, &c);
+    if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    if ((st = sample_step(g, b, z, n_rows, n_draw, cfg->vocab))) return st;
+    return bookkeeping(R, b, n_rows);
 }
 
 /* ---- the call ---- */
@@ -304,6 +310,8 @@ static void step_buf_free(step_buf *b) {
     free(b->rows);
     free(b->off);
     free(b->at);
+    free(b->srow);
+    free(b->u);
     free(b->tok);
     free(b->lp);
     free(b->lps);
@@ -321,10 +329,12 @@ static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_
     b->rows = vc_malloc(n * sizeof *b->rows);
     b->off = vc_malloc(n * sizeof *b->off);
     b->at = vc_malloc(n * sizeof *b->at);
+    b->srow = vc_malloc(n * sizeof *b->srow);
+    b->u = vc_malloc((size_t)draws * sizeof *b->u);
     b->tok = vc_malloc((size_t)draws * sizeof *b->tok);
     b->lp = vc_malloc((size_t)draws * sizeof *b->lp);
     b->lps = vc_malloc((size_t)draws * sizeof *b->lps);
-    if (!b->cu || !b->len || !b->ids || !b->table || !b->rows || !b->off || !b->at || !b->tok || !b->lp || !b->lps)
+    if (!b->cu || !b->len || !b->ids || !b->table || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
         return VC_ERR_NOMEM;
     return VC_OK;
 }
@@ -378,17 +388,13 @@ vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *re
         total += reqs[r].n_samples;
         max_n = reqs[r].n_samples > max_n ? reqs[r].n_samples : max_n;
     }
-    int n_smp = vc_get_threads() > 0 ? vc_get_threads() : 1;
-    vc_sampler **smp = vc_calloc((size_t)n_smp, sizeof *smp);
     vc_graph *g = vc_graph_new();
     step_buf b;
     const vc_backend *prev = vc_be();
     st = step_buf_init(&b, e->o.max_batch, (int64_t)e->o.max_batch + 2 + e->o.prefill_chunk,
                        (int64_t)(e->o.max_batch + 1) * max_n);
     if (!st) st = alloc_outputs(&R, total);
-    if (!st && (!smp || !g)) st = VC_ERR_NOMEM;
-    for (int i = 0; !st && i < n_smp; i++)
-        if (!(smp[i] = vc_sampler_new(vc_model_cfg(e->m)->vocab))) st = VC_ERR_NOMEM;
+    if (!st && !g) st = VC_ERR_NOMEM;
     if (st) goto out;
     R.run = vc_calloc((size_t)e->o.max_batch + 2, sizeof *R.run);
     R.plan = vc_calloc((size_t)e->o.max_batch + 2, sizeof *R.plan);
@@ -416,7 +422,7 @@ vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *re
     while (R.prompts_done < n_req) {
         int64_t pre = e->stats.prefill_tokens, dec = e->stats.decode_tokens;
         double t0 = vc_now();
-        if ((st = step(&R, g, &b, smp, n_smp))) break;
+        if ((st = step(&R, g, &b))) break;
         if (e->stats.prefill_tokens == pre) {
             e->stats.decode_only_tokens += e->stats.decode_tokens - dec;
             e->stats.decode_only_seconds += vc_now() - t0;
@@ -438,8 +444,6 @@ out:
     free(R.wait);
     free(R.base);
     free(R.left);
-    for (int i = 0; smp && i < n_smp; i++) vc_sampler_free(smp[i]);
-    free(smp);
     vc_graph_free(g);
     step_buf_free(&b);
     if (st) {

@@ -4,6 +4,7 @@
  * therefore do not depend on what else is in the batch, or on whether it was computed in a prefill
  * chunk or a decode step. OpenBLAS gives no such promise (its kernels and blocking change with M). */
 #include "infer/infer.h"
+#include "backend/sim/sim.h"
 #include "verlc/pool.h"
 #include <immintrin.h>
 #include <math.h>
@@ -140,13 +141,27 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     if (Br != B) free(Br);
 }
 
-static vc_backend INV;
+/* the sim device's generation table: the sim entries with the same row-invariant GEMM behind the
+ * pointer translation, so that generation on the sim device computes exactly what the cpu device does */
+static void sim_inv_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    SIM_BEGIN("gemm");
+    const float *a = D(A), *b = D(B);
+    float *c = D(C);
+    SIM_END;
+    vc_infer_gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static vc_backend INV, SIM_INV;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void init_backend(void) {
     INV = *vc_backend_cpu();
     INV.name = "cpu-rowinvariant";
     INV.gemm = vc_infer_gemm;
+    SIM_INV = *vc_backend_sim();
+    SIM_INV.name = "sim-rowinvariant";
+    SIM_INV.gemm = sim_inv_gemm;
 }
 
 const vc_backend *vc_infer_backend(void) {
@@ -155,5 +170,10 @@ const vc_backend *vc_infer_backend(void) {
 }
 
 const vc_backend *vc_infer_backend_for(const vc_backend *active) {
-    return active == vc_backend_cpu() ? vc_infer_backend() : active;
+    if (active == vc_backend_cpu()) return vc_infer_backend();
+    if (active == vc_backend_sim()) {
+        pthread_once(&once, init_backend);
+        return &SIM_INV;
+    }
+    return active;
 }

@@ -1,4 +1,5 @@
-/* Rollout engine internals: the row-invariant backend, the KV page pool and the sampler. */
+/* Rollout engine internals: the row-invariant backend, the KV page pool (sampling is the backend's
+ * sample_rows entry). */
 #ifndef VC_INFER_H
 #define VC_INFER_H
 #include "tensor/backend.h"
@@ -9,7 +10,8 @@
 
 /* The CPU op table with a row-invariant GEMM (gemm_inv.c). */
 const vc_backend *vc_infer_backend(void);
-/* What generation runs on: the row-invariant table when the active backend is the CPU backend,
+/* What generation runs on: the row-invariant table when the active backend is the CPU backend, the
+ * sim table with the same row-invariant GEMM when it is the sim backend (bit-identical generation),
  * otherwise the active backend itself (whose memory holds the weights). */
 const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -35,13 +37,4 @@ void vc_kv_page_unref(vc_kv_pool *p, int32_t page);
 void vc_kv_page_copy(vc_kv_pool *p, int32_t dst, int32_t src, int64_t n_tokens);
 int64_t vc_kv_pool_used(const vc_kv_pool *p);
 
-/* ---- sampler (sampler.c) ---- */
-typedef struct vc_sampler vc_sampler; /* per-thread scratch */
-vc_sampler *vc_sampler_new(int64_t vocab);
-void vc_sampler_free(vc_sampler *s);
-/* Prepares the distribution of one logits row z[vocab] under the sampling knobs. */
-void vc_sampler_prepare(vc_sampler *s, const float *z, const vc_sampling *sp);
-/* Draws with uniform u in [0, 1): token, its log-prob under softmax(z) (before temperature) and under the
- * distribution sampled from. */
-int32_t vc_sampler_draw(const vc_sampler *s, float u, float *logp, float *logp_sampled);
 #endif

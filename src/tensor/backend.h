@@ -40,6 +40,15 @@ typedef struct vc_route_desc {
     const float *bias;    /* e_score_correction_bias: affects selection only */
 } vc_route_desc;
 
+/* One logits row to sample from (host memory). Knobs as in vc_sampling: temperature > 0 (ignored when
+ * greedy); top_k <= 0 or >= V: off; top_p >= 1: off; min_p == 0: off. The row's draws are outputs
+ * [first, first + n), each with its uniform u[first + i] in [0, 1) (n > 1: several samples of one row). */
+typedef struct vc_sample_row {
+    float temperature, top_p, min_p;
+    int32_t top_k, greedy;
+    int32_t first, n;
+} vc_sample_row;
+
 struct vc_optim_param;
 struct vc_adamw_config;
 
@@ -140,6 +149,19 @@ typedef struct vc_backend {
                        const struct vc_adamw_config *cfg, int64_t step, double lr);
     /* sum of squares of every gradient in double, fixed order (host result) */
     vc_status (*sumsq)(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+    /* ---- sampling (rollout engine) ---- */
+    /* Draws tokens from logits[R, V] (backend memory): for row r and draw d in [rows[r].first, +n):
+     * tok[d], lp[d] = log softmax(z_r)[tok] under the RAW logits (float max, double sum of exp: the LM
+     * head's reduction), lps[d] = log-prob under the distribution sampled from (0 for greedy). Greedy
+     * takes the argmax (lowest id on ties); otherwise x = z / T, then top-k, top-p (nucleus of the
+     * top-k renormalised distribution, at least one token) and min-p (relative to the most likely
+     * token), then inverse CDF with u[d]: the first kept token whose running weight sum exceeds
+     * u * total, visiting kept tokens by probability descending, id ascending when top-k or top-p is
+     * on, by id otherwise; the last kept token when none does. Outputs tok / lp / lps are BACKEND
+     * memory [sum n]; rows and u are HOST memory. A token < 0 marks a row the backend could not
+     * sample (scratch allocation failed); `sync` reports other errors. */
+    void (*sample_rows)(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                        const vc_sample_row *rows, const float *u);
 } vc_backend;
 
 /* Matmul precision of the gemm / lm_head / moe GEMMs (process-wide; set before the first step).

@@ -57,6 +57,9 @@ void vc_cpu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int6
 vc_status vc_cpu_adamw(const struct vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
                        const struct vc_adamw_config *cfg, int64_t step, double lr);
 vc_status vc_cpu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+/* sampling entry (cpu_sample.c), semantics in src/tensor/backend.h */
+void vc_cpu_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                        const vc_sample_row *rows, const float *u);
 /* top-k indices with torch.topk's CPU tie-breaking (order as torch returns them unsorted) */
 void vc_topk_torch(const float *v, int n, int k, int32_t *idx);
 #endif

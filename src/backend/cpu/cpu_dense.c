@@ -334,6 +334,7 @@ static const vc_backend CPU = {
     .moe_scatter_add = vc_cpu_moe_scatter_add,
     .adamw = vc_cpu_adamw,
     .sumsq = vc_cpu_sumsq,
+    .sample_rows = vc_cpu_sample_rows,
 };
 
 const vc_backend *vc_backend_cpu(void) { return &CPU; }

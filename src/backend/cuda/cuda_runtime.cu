@@ -524,6 +524,8 @@ static void be_zero(void *dst, size_t bytes) {
     if (bytes) vc_cuda_memset0(dst, bytes);
 }
 
+extern "C" void vc_cu_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                                  const vc_sample_row *rows, const float *u); /* cuda_sample.cu */
 static vc_backend make_cuda_backend(void) {
     vc_backend b = {};
     b.name = "cuda";
@@ -576,6 +578,7 @@ static vc_backend make_cuda_backend(void) {
     b.moe_scatter_add = vc_cu_moe_scatter_add;
     b.adamw = vc_cuda_adamw_step;
     b.sumsq = vc_cu_sumsq;
+    b.sample_rows = vc_cu_sample_rows;
     return b;
 }
 static const vc_backend CUDA_BACKEND = make_cuda_backend();

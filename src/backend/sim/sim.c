@@ -296,6 +296,7 @@ static const vc_backend SIM = {
     .moe_scatter_add = vc_sim_moe_scatter_add,
     .adamw = sim_adamw,
     .sumsq = sim_sumsq,
+    .sample_rows = vc_sim_sample_rows,
 };
 
 const vc_backend *vc_backend_sim(void) { return &SIM; }

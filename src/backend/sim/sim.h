@@ -49,4 +49,6 @@ void vc_sim_moe_combine_fwd(float *y, const float *Y, const float *w, const int6
 void vc_sim_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
 void vc_sim_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+void vc_sim_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                        const vc_sample_row *rows, const float *u);
 #endif

@@ -1,13 +1,15 @@
-/* Sampling one token from a logits row: greedy, or temperature then top-k, top-p (nucleus over the
- * top-k renormalised distribution) and min-p, by inverse CDF with a caller-supplied uniform. The kept
- * tokens are visited in a fixed order (probability descending, id ascending when sorted; id order
- * otherwise), so a draw is a pure function of (logits, knobs, u). */
-#include "infer/infer.h"
+/* The CPU sampling entry (semantics in src/tensor/backend.h, sample_rows): greedy, or temperature then
+ * top-k, top-p (nucleus over the top-k renormalised distribution) and min-p, by inverse CDF with a
+ * caller-supplied uniform. The kept tokens are visited in a fixed order (probability descending, id
+ * ascending when sorted; id order otherwise), so a draw is a pure function of (logits, knobs, u).
+ * Rows run in parallel, one scratch per task; a row's distribution is prepared once for all its draws. */
+#include "backend/cpu/cpu.h"
+#include "verlc/pool.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct vc_sampler {
+typedef struct {
     int64_t V;
     float *x;       /* z / temperature */
     double *w;      /* exp(x - xmax) of kept tokens, in visiting order */
@@ -18,28 +20,21 @@ struct vc_sampler {
     const float *z;
     int greedy;
     int32_t argmax;
-};
+} sampler;
 
-vc_sampler *vc_sampler_new(int64_t vocab) {
-    vc_sampler *s = vc_calloc(1, sizeof *s);
-    if (!s) return NULL;
-    s->V = vocab;
-    s->x = vc_malloc((size_t)vocab * sizeof *s->x);
-    s->w = vc_malloc((size_t)vocab * sizeof *s->w);
-    s->idx = vc_malloc((size_t)vocab * sizeof *s->idx);
-    if (!s->x || !s->w || !s->idx) {
-        vc_sampler_free(s);
-        return NULL;
-    }
-    return s;
+static int sampler_init(sampler *s, int64_t V) {
+    memset(s, 0, sizeof *s);
+    s->V = V;
+    s->x = malloc((size_t)V * sizeof *s->x);
+    s->w = malloc((size_t)V * sizeof *s->w);
+    s->idx = malloc((size_t)V * sizeof *s->idx);
+    return s->x && s->w && s->idx;
 }
 
-void vc_sampler_free(vc_sampler *s) {
-    if (!s) return;
+static void sampler_release(sampler *s) {
     free(s->x);
     free(s->w);
     free(s->idx);
-    free(s);
 }
 
 /* the same reduction as the training path's LM head: float max, double sum of exp, L = m + log(s) */
@@ -82,7 +77,7 @@ static void sift_down(int32_t *h, int64_t n, int64_t i, const float *x) {
     }
 }
 
-static int64_t select_top_k(vc_sampler *s, int64_t k) {
+static int64_t select_top_k(sampler *s, int64_t k) {
     int32_t *h = s->idx;
     for (int64_t v = 0; v < k; v++) h[v] = (int32_t)v;
     for (int64_t i = k / 2 - 1; i >= 0; i--) sift_down(h, k, i, s->x);
@@ -96,7 +91,7 @@ static int64_t select_top_k(vc_sampler *s, int64_t k) {
 
 /* tokens sorted by value; with top-p only, a prefilter keeps the tokens whose weight is at least tau
  * when they already hold top_p of the mass (the nucleus is then inside them) */
-static int64_t sorted_candidates(vc_sampler *s, const vc_sampling *sp, float xmax) {
+static int64_t sorted_candidates(sampler *s, const vc_sample_row *sp, float xmax) {
     int64_t n = 0;
     if (sp->top_k > 0 && sp->top_k < s->V) n = select_top_k(s, sp->top_k);
     else {
@@ -120,7 +115,35 @@ static int64_t sorted_candidates(vc_sampler *s, const vc_sampling *sp, float xma
     return n;
 }
 
-void vc_sampler_prepare(vc_sampler *s, const float *z, const vc_sampling *sp) {
+/* smallest prefix holding top_p of the mass (at least one token); returns the kept count */
+static int64_t nucleus(sampler *s, int64_t n, float top_p, double *total) {
+    double cum = 0, goal = (double)top_p * *total;
+    int64_t keep = n;
+    for (int64_t i = 0; i < n; i++) {
+        cum += s->w[i];
+        if (cum >= goal) {
+            keep = i + 1;
+            break;
+        }
+    }
+    *total = cum;
+    return keep;
+}
+
+/* drops the tokens whose weight (relative to the most likely token, weight 1) is below min_p */
+static int64_t min_p_filter(sampler *s, int64_t n, float min_p, double *total) {
+    int64_t k = 0;
+    *total = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (s->w[i] >= (double)min_p) {
+            s->idx[k] = s->idx[i];
+            *total += s->w[k] = s->w[i];
+            k++;
+        }
+    return k;
+}
+
+static void sampler_prepare(sampler *s, const float *z, const vc_sample_row *sp) {
     s->z = z;
     s->lse = log_sum_exp(z, s->V, &s->argmax);
     s->greedy = sp->greedy;
@@ -137,35 +160,13 @@ void vc_sampler_prepare(vc_sampler *s, const float *z, const vc_sampling *sp) {
         for (int64_t v = 0; v < n; v++) s->idx[v] = (int32_t)v;
     double total = 0;
     for (int64_t i = 0; i < n; i++) total += s->w[i] = exp((double)(s->x[s->idx[i]] - xmax));
-    if (sp->top_p > 0 && sp->top_p < 1) { /* smallest prefix holding top_p of the mass, at least one */
-        double cum = 0, goal = (double)sp->top_p * total;
-        int64_t keep = n;
-        for (int64_t i = 0; i < n; i++) {
-            cum += s->w[i];
-            if (cum >= goal) {
-                keep = i + 1;
-                break;
-            }
-        }
-        n = keep;
-        total = cum;
-    }
-    if (sp->min_p > 0) { /* weights are relative to the most likely token (weight 1) */
-        int64_t k = 0;
-        total = 0;
-        for (int64_t i = 0; i < n; i++)
-            if (s->w[i] >= (double)sp->min_p) {
-                s->idx[k] = s->idx[i];
-                total += s->w[k] = s->w[i];
-                k++;
-            }
-        n = k;
-    }
+    if (sp->top_p > 0 && sp->top_p < 1) n = nucleus(s, n, sp->top_p, &total);
+    if (sp->min_p > 0) n = min_p_filter(s, n, sp->min_p, &total);
     s->n_keep = n;
     s->total = total;
 }
 
-int32_t vc_sampler_draw(const vc_sampler *s, float u, float *logp, float *logp_sampled) {
+static int32_t sampler_draw(const sampler *s, float u, float *logp, float *logp_sampled) {
     int32_t tok;
     if (s->greedy || s->n_keep == 0) {
         tok = s->argmax;
@@ -182,4 +183,37 @@ int32_t vc_sampler_draw(const vc_sampler *s, float u, float *logp, float *logp_s
     }
     *logp = s->z[tok] - s->lse;
     return tok;
+}
+
+typedef struct {
+    int32_t *tok;
+    float *lp, *lps;
+    const float *logits;
+    int64_t R, V, n_task;
+    const vc_sample_row *rows;
+    const float *u;
+} sample_ctx;
+
+static void sample_task(void *p, int64_t t) {
+    sample_ctx *c = p;
+    sampler s;
+    int ok = sampler_init(&s, c->V);
+    for (int64_t r = t; r < c->R; r += c->n_task) {
+        const vc_sample_row *q = &c->rows[r];
+        if (ok) sampler_prepare(&s, c->logits + r * c->V, q);
+        for (int32_t d = q->first; d < q->first + q->n; d++) {
+            if (ok) c->tok[d] = sampler_draw(&s, c->u[d], &c->lp[d], &c->lps[d]);
+            else c->tok[d] = -1, c->lp[d] = c->lps[d] = 0.0f;
+        }
+    }
+    sampler_release(&s);
+}
+
+void vc_cpu_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                        const vc_sample_row *rows, const float *u) {
+    if (R <= 0) return;
+    int64_t n = vc_get_threads() > 0 ? vc_get_threads() : 1;
+    if (n > R) n = R;
+    sample_ctx c = { tok, lp, lps, logits, R, V, n, rows, u };
+    vc_parallel(n, sample_task, &c);
 }
