@@ -7,6 +7,13 @@
 # Writes one summary file: $OUT/gpu-check.txt when $OUT is set, else ./gpu-check.txt. Exit status 0
 # when every step passed. Every step's timeout is cut to the time left of one budget, so the whole
 # script ends within VC_GPU_BUDGET seconds (default 450: under 8 minutes on one H200 node).
+# Dependencies: when pkg-config or the Debian -dev packages (OpenBLAS, Oniguruma, utf8proc, cJSON,
+# libyaml) are missing and .gpu/debs exists (scripts/gpu-prepare.sh fills it on a machine with apt),
+# the .deb files are unpacked with `dpkg -x` (or ar + tar) into .gpu/root, never into /, and the build
+# uses that prefix (pkg-config files rewritten to it, LIBRARY_PATH/CPATH, rpath, LD_LIBRARY_PATH).
+# VC_GPU_DEPS=system|carried forces one source (default auto). VERLC_SHARED defaults to ../shared,
+# else .gpu/shared. The summary starts with the OS, glibc, compilers and where each dependency came
+# from. VC_GPU_DRY_RUN=1 stops after the configure step (to try the script on a machine with no GPU).
 #   usage: scripts/gpu-check.sh            (from the repository root)
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -44,19 +51,118 @@ step() { # name, timeout seconds (cut to the budget left), command...
     return $rc
 }
 
+# ---- dependencies: the system's, or the .deb files carried in .gpu/debs unpacked into .gpu/root ----
+DEPS_CMAKE=""
+DEPS_REPORT=""
+ARCH_DIR=x86_64-linux-gnu
+sys_has() { # dependency name: 0 when the system provides it
+    case $1 in
+    pkg-config) command -v pkg-config >/dev/null ;;
+    openblas)
+        local i l
+        i=$(ls /usr/include/cblas.h /usr/include/{,$ARCH_DIR/}{openblas-pthread,openblas}/cblas.h /usr/local/include/cblas.h 2>/dev/null | head -n 1)
+        l=$(ls /usr/lib/$ARCH_DIR/libopenblas.so /usr/lib/$ARCH_DIR/openblas-pthread/libopenblas.so \
+            /usr/lib64/libopenblas.so /usr/lib/libopenblas.so /usr/local/lib/libopenblas.so 2>/dev/null | head -n 1)
+        [ -n "$i" ] && [ -n "$l" ] ;;
+    *) command -v pkg-config >/dev/null && pkg-config --exists "$1" ;;
+    esac
+}
+deb_unpack() { # deb file, destination folder
+    if command -v dpkg-deb >/dev/null; then
+        dpkg-deb -x "$1" "$2"
+    else # ar + tar: data.tar.{xz,zst,gz}
+        local t f=$1
+        case $f in /*) ;; *) f=$(pwd)/$f ;; esac
+        t=$(mktemp -d) && (cd "$t" && ar x "$f") || return 1
+        case $(ls "$t"/data.tar.*) in
+        *.zst) zstd -dc "$t"/data.tar.zst | tar -x -C "$2" ;;
+        *) tar -xf "$t"/data.tar.* -C "$2" ;;
+        esac
+        local rc=$?
+        rm -rf "$t"
+        return $rc
+    fi
+}
+deps_setup() {
+    local d sys="" miss="" mode=${VC_GPU_DEPS:-auto}
+    for d in pkg-config openblas libcjson oniguruma libutf8proc yaml-0.1; do
+        if sys_has "$d"; then sys="$sys $d"; else miss="$miss $d"; fi
+    done
+    DEPS_REPORT="dependencies on the system:${sys:- none}; missing:${miss:- none}"
+    if [ "$mode" = system ] || { [ "$mode" = auto ] && [ -z "$miss" ]; }; then
+        DEPS_REPORT="$DEPS_REPORT; building against the system's"
+        return 0
+    fi
+    if ! ls .gpu/debs/*.deb >/dev/null 2>&1; then
+        DEPS_REPORT="$DEPS_REPORT; no .gpu/debs carried (run scripts/gpu-prepare.sh and carry .gpu/debs)"
+        return 1
+    fi
+    local R L
+    R=$(pwd)/.gpu/root
+    L=$R/usr/lib/$ARCH_DIR
+    if [ ! -f "$R/.unpacked" ]; then
+        rm -rf "$R" && mkdir -p "$R"
+        for d in .gpu/debs/*.deb; do
+            deb_unpack "$d" "$R" || { DEPS_REPORT="$DEPS_REPORT; unpacking $d FAILED"; return 1; }
+        done
+        # the Debian .pc files name /usr: point them at the prefix
+        for d in "$L"/pkgconfig/*.pc "$L"/openblas-pthread/pkgconfig/*.pc "$R"/usr/share/pkgconfig/*.pc; do
+            [ -f "$d" ] && sed -i "s|^\([A-Za-z_]*\)=/usr|\1=$R/usr|" "$d"
+        done
+        touch "$R/.unpacked"
+    fi
+    export LD_LIBRARY_PATH="$L:$L/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LIBRARY_PATH="$L:$L/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export CPATH="$R/usr/include:$R/usr/include/$ARCH_DIR${CPATH:+:$CPATH}"
+    export LDFLAGS="-Wl,--disable-new-dtags,-rpath,$L:$L/openblas-pthread${LDFLAGS:+ $LDFLAGS}"
+    export PKG_CONFIG_LIBDIR="$L/pkgconfig:$R/usr/share/pkgconfig"
+    unset PKG_CONFIG_PATH
+    export CMAKE_PREFIX_PATH="$R/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    local pc=$R/usr/bin/pkgconf
+    "$pc" --version >/dev/null 2>&1 || pc=$(command -v pkg-config || echo "$pc")
+    DEPS_CMAKE="-DPKG_CONFIG_EXECUTABLE=$pc -DOPENBLAS_INCLUDE=$R/usr/include/$ARCH_DIR/openblas-pthread"
+    DEPS_CMAKE="$DEPS_CMAKE -DOPENBLAS_LIB=$L/openblas-pthread/libopenblas.so"
+    DEPS_REPORT="$DEPS_REPORT; building against the carried debs in .gpu/root ($(ls .gpu/debs/*.deb | wc -l)"
+    DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml; pkg-config binary $pc)"
+}
+
 say "verlc gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "machine: $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), kernel $(uname -r), $(nproc) cores"
+say "glibc: $(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -n 1)"
+say "nvcc: $(nvcc --version 2>/dev/null | grep -i release || echo 'not found')"
+say "cc: $(cc --version 2>/dev/null | head -n 1 || echo 'not found'); $(cmake --version 2>/dev/null | head -n 1 || echo 'cmake not found')"
+say "dpkg: $(command -v dpkg || echo no), pkg-config: $(command -v pkg-config || echo no), ar: $(command -v ar || echo no)"
+deps_setup
+say "$DEPS_REPORT"
+if [ -z "${VERLC_SHARED:-}" ]; then
+    VERLC_SHARED=$(pwd)/../shared
+    [ ! -d "$VERLC_SHARED/fixtures" ] && [ -d .gpu/shared ] && VERLC_SHARED=$(pwd)/.gpu/shared
+fi
+export VERLC_SHARED
+say "VERLC_SHARED=$VERLC_SHARED ($(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null | wc -l) fixture models)"
 step "nvidia-smi" 30 nvidia-smi
 step "nvcc" 10 nvcc --version
 # Prebuilt test programs (e.g. carried from a CPU machine's build/tests) are used when the
 # configure or build here fails, say for missing Debian packages (scripts/deps.sh installs them).
 PREBUILT=${VC_GPU_PREBUILT:-build/tests}
+CUDA_TESTS=""
+for t in cuda_ops cuda_table cuda_attn cuda_attn_bf16 cuda_copy; do
+    [ -f "tests/cuda/test_$t.c" ] && CUDA_TESTS="$CUDA_TESTS cuda_test_$t"
+done
 TESTS="$BUILD/tests"
 built=0
-if step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON; then
+configured=0
+# shellcheck disable=SC2086
+step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
+if [ "${VC_GPU_DRY_RUN:-0}" = 1 ]; then
+    grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
+    say "RESULT: DRY RUN (configure $([ $configured = 1 ] && echo ok || echo FAILED); build and GPU steps skipped)"
+    exit $((1 - configured))
+fi
+if [ $configured = 1 ]; then
     say "== build (log: $LOG)"
     s=$(date +%s)
-    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin cuda_test_cuda_ops cuda_test_cuda_table \
-        cuda_test_cuda_attn >"$LOG" 2>&1
+    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin $CUDA_TESTS >"$LOG" 2>&1
     rc=$?
     grep -E "error|warning:" "$LOG" | head -n 40 >>"$SUM"
     say "-- build: rc=$rc ($(($(date +%s) - s)) s)"
@@ -72,11 +178,13 @@ if [ $built = 0 ]; then
         exit 1
     fi
 fi
-export VERLC_SHARED=${VERLC_SHARED:-$(pwd)/../shared}
 step "test_cuda_ops" 120 "$TESTS/cuda_test_cuda_ops"
 step "test_cuda_table" 90 "$TESTS/cuda_test_cuda_table"
 step "test_cuda_attn" 120 "$TESTS/cuda_test_cuda_attn"
 step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
+for t in cuda_attn_bf16 cuda_copy; do
+    if [ -x "$TESTS/cuda_test_$t" ]; then step "test_$t" 90 "$TESTS/cuda_test_$t"; fi
+done
 # The CLI on the GPU: fixture check and short benches, each only when its --help offers --device.
 BIN="$BUILD/verlc"
 has_device() { "$BIN" "$@" --help 2>&1 | grep -q -- "--device"; }
