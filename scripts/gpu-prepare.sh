@@ -29,7 +29,7 @@ grep -qs '^/\.gpu/' .gitignore || git check-ignore -q .gpu/x ||
 mkdir -p "$G"
 
 # ---- (a) the .deb files -------------------------------------------------------------------------
-rm -rf "$G/debs" && mkdir -p "$G/debs"
+rm -rf "$G/debs" "$G/root" && mkdir -p "$G/debs" # .gpu/root: a stale unpack by gpu-check.sh
 # shellcheck disable=SC2086
 if ! (cd "$G/debs" && apt-get download -q $PKGS >/dev/null 2>"$G/apt.log"); then
     # no usable package lists: a private apt state folder (no root needed)
