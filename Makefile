@@ -1,5 +1,6 @@
 # Thin driver over CMake: `make` builds build/verlc, `make test` runs the test suite,
-# `make asan` builds and tests with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/.
+# `make asan` builds and tests with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ (host code
+# only: the CUDA backend is compiled and linked by the Release build; nothing runs on a GPU in CI).
 JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 .PHONY: all deps test asan clean
@@ -15,7 +16,7 @@ test: all
 	@cd build && ctest --output-on-failure -j$(JOBS)
 
 asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVC_SANITIZE=ON >/dev/null
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVC_SANITIZE=ON -DVC_CUDA=OFF >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 VERLC_SANITIZE=1 ctest --output-on-failure -j$(JOBS)
 
