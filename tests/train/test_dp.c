@@ -13,6 +13,7 @@
  *  - np 2 with VERLC_DIST_TIMEOUT=2: rank 1 hangs in its loss (rank 0 must fail with VC_ERR_TIMEOUT
  *    naming itself within ~2 s), and rank 1 killed mid-step (the job must end). */
 #define _GNU_SOURCE
+#include "verlc/device.h"
 #include "verlc/dist.h"
 #include "verlc/ops.h"
 #include "verlc/pool.h"
@@ -537,6 +538,12 @@ int main(int argc, char **argv) {
     /* the kernels' results depend on the thread count: one thread in every process, so that the one-rank
      * references here and in the ranks compute the same micro-batch gradients */
     vc_set_threads(1);
+    /* by hand: VC_DP_DEVICE=sim runs everything on the poisoned-pointer backend (mpirun passes the env) */
+    const char *dev = getenv("VC_DP_DEVICE");
+    if (dev && *dev && vc_device_select(dev, "VC_DP_DEVICE")) {
+        fprintf(stderr, "%s\n", vc_last_error());
+        return 2;
+    }
     const char *mode = getenv("VC_DP_TEST_MODE");
     if (mode && (!strcmp(mode, "dp") || !strcmp(mode, "dp_save") || !strcmp(mode, "resume")))
         return child_dp(&argc, &argv, mode);
