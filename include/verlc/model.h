@@ -82,6 +82,10 @@ vc_status vc_model_param_write(vc_model *m, int i, const float *src);
 /* Allocates (once, in the model's backend memory) and zeroes persistent gradient buffers. */
 vc_status vc_model_enable_grad(vc_model *m);
 void vc_model_zero_grad(vc_model *m);
+/* ZeRO-2: marks the trained parameters as requiring gradients with every grad pointer at `area` (backend
+ * memory owned by the caller, at least the largest parameter's size; the caller repoints each parameter's
+ * grad before a backward) and frees the full-size gradient storage if any. area NULL: gradients off. */
+vc_status vc_model_enable_grad_at(vc_model *m, float *area);
 
 /* Gradient of a Hugging Face tensor name, in the checkpoint's layout (fused tensors re-fused), as f32;
  * *n receives the element count. Caller frees. */

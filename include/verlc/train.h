@@ -74,7 +74,7 @@ typedef struct vc_trainer_config {
     int checkpointing;       /* recompute layers in backward */
     /* Data parallelism (see "data parallelism" below). comm NULL (or one rank): none. Not owned. */
     vc_comm *comm;
-    int sharding;            /* VC_SHARD_NONE or VC_SHARD_ZERO1 */
+    int sharding;            /* VC_SHARD_NONE, VC_SHARD_ZERO1 or VC_SHARD_ZERO2 */
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
     int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward */
@@ -102,8 +102,16 @@ typedef struct vc_trainer_config {
  * Plain DP and ZeRO-1 give bitwise identical weights (same sums, same norm, elementwise AdamW).
  * The gradient norm with N ranks is sqrt of the rank-order sum of per-shard sums of squares (shards of
  * the flattened parameters, ceil(P / N) each), so it can differ from one rank's in the last bits. */
-enum { VC_SHARD_NONE = 0, VC_SHARD_ZERO1 = 1 };
-/* "none"/"dp"/"ddp" or "zero1"/"zero"/"zero-1" (VC_ERR_ARG otherwise). */
+/* VC_SHARD_ZERO2: ZeRO-1 plus sharded gradients. The model has no full-size gradient buffer: before each
+ * micro-batch's backward the trained tensors' grad pointers are packed into a reusable working area (from
+ * the tape: two tensors share memory only when their gradients are never live at the same time), and a
+ * backward hook reduces each flat chunk of bucket_bytes (ordered all-reduce, fixed order last chunk
+ * first) as soon as backward has passed every node that writes it, adding this rank's part into its f32
+ * gradient shard and freeing the chunk's tensors for reuse. Every micro-batch is reduced (ranks with
+ * fewer micro-batches reduce zeros), so the sums associate per micro-batch first: bitwise equal to
+ * ZeRO-1 with one micro-batch per rank, within float rounding otherwise. With one rank: as ZeRO-1. */
+enum { VC_SHARD_NONE = 0, VC_SHARD_ZERO1 = 1, VC_SHARD_ZERO2 = 2 };
+/* "none"/"dp"/"ddp", "zero1"/"zero"/"zero-1" or "zero2"/"zero-2" (VC_ERR_ARG otherwise). */
 vc_status vc_sharding_parse(const char *s, int *out);
 
 void vc_trainer_config_default(vc_trainer_config *c);
@@ -295,7 +303,7 @@ typedef struct vc_sft_config {
     int quiet;
     /* distributed: a communicator (not owned; NULL: vc_sft_run makes one with "auto") */
     vc_comm *comm;
-    const char *sharding;    /* "none" | "zero1" */
+    const char *sharding;    /* "none" | "zero1" | "zero2" */
     int nnodes, n_gpus_per_node; /* when > 0, nnodes * n_gpus_per_node must equal the world size */
     int dp_check_freq;       /* weights checksum across ranks every N steps (0: never) */
     /* device and precision (see vc_train_setup_device) */

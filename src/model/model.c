@@ -36,6 +36,20 @@ vc_status vc_model_enable_grad(vc_model *m) {
     return VC_OK;
 }
 
+/* ZeRO-2 (src/train/dp_zero2.c): no full-size gradient storage; the trainer owns a bucket-sized working
+ * area and repoints the trained parameters' grad pointers into it before every backward. */
+vc_status vc_model_enable_grad_at(vc_model *m, float *area) {
+    if (m->grad_storage) m->be->free(m->grad_storage);
+    m->grad_storage = NULL;
+    for (int i = 0; i < m->n_params; i++) {
+        vc_tensor *t = &m->params[i].t;
+        if (m->params[i].slot == VC_W_ROUTER_BIAS) continue; /* a buffer, as in vc_model_enable_grad */
+        t->grad = area;
+        t->requires_grad = area != NULL;
+    }
+    return VC_OK;
+}
+
 void vc_model_zero_grad(vc_model *m) {
     if (m->grad_storage) m->be->zero(m->grad_storage, (size_t)m->n_floats * sizeof(float));
 }

@@ -66,7 +66,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
     tc.comm = comm;
     tc.local_batch = 1;
-    /* scale-out hook: <prefix>.zero_stage (0: plain DP, 1: ZeRO-1), <prefix>.overlap_grad_reduce */
+    /* scale-out hook: <prefix>.zero_stage (0: plain DP, 1: ZeRO-1, 2: ZeRO-2), <prefix>.overlap_grad_reduce */
     if ((st = rl_dist_sharding(cfg, prefix, &tc.sharding, &tc.overlap_grad_reduce))) return st;
     if ((st = vc_trainer_init(tr, m, &tc))) return st;
     vc_trainer_print_memory(tr, strcmp(prefix, "critic") ? "actor" : "critic", stderr);

@@ -18,7 +18,11 @@ vc_status vc_sharding_parse(const char *s, int *out) {
         *out = VC_SHARD_ZERO1;
         return VC_OK;
     }
-    return vc_fail(VC_ERR_ARG, "sharding=%s: expected none or zero1 (ZeRO-2/3 are not implemented)", s);
+    if (!strcmp(s, "zero2") || !strcmp(s, "zero-2") || !strcmp(s, "ZeRO-2")) {
+        *out = VC_SHARD_ZERO2;
+        return VC_OK;
+    }
+    return vc_fail(VC_ERR_ARG, "sharding=%s: expected none, zero1 or zero2 (ZeRO-3 is not implemented)", s);
 }
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
@@ -116,14 +120,14 @@ static vc_status alloc_buffers(vc_trainer *t, struct vc_trainer_dp *d) {
     return d->shard_grad ? VC_OK : vc_fail_ctx(VC_ERR_NOMEM, "trainer: the gradient shard");
 }
 
-vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op) {
+vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) {
     vc_comm *c = t->cfg.comm;
     t->rank = c ? vc_comm_rank(c) : 0;
     t->world = c ? vc_comm_size(c) : 1;
     if (t->world <= 1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
     vc_status st = check_comm(c);
     if (st) return st;
-    if (t->cfg.sharding != VC_SHARD_NONE && t->cfg.sharding != VC_SHARD_ZERO1)
+    if (t->cfg.sharding != VC_SHARD_NONE && t->cfg.sharding != VC_SHARD_ZERO1 && t->cfg.sharding != VC_SHARD_ZERO2)
         return vc_fail(VC_ERR_ARG, "trainer: unknown sharding %d", t->cfg.sharding);
     struct vc_trainer_dp *d = vc_calloc(1, sizeof *d);
     if (!d) return VC_ERR_NOMEM;
@@ -132,7 +136,8 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op) {
     d->dev_comm = vc_comm_on_device(c);
     d->rank = t->rank;
     d->world = t->world;
-    d->zero1 = t->cfg.sharding == VC_SHARD_ZERO1;
+    d->zero2 = t->cfg.sharding == VC_SHARD_ZERO2;
+    d->zero1 = t->cfg.sharding == VC_SHARD_ZERO1 || d->zero2;
     d->offs = vc_calloc((size_t)t->n_params + 1, sizeof *d->offs);
     d->w = vc_calloc((size_t)t->n_params + 1, sizeof *d->w);
     d->decay = vc_calloc((size_t)t->n_params + 1, sizeof *d->decay);
@@ -147,6 +152,7 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op) {
     d->first = min_sz((size_t)d->rank * d->shard_len, d->n_flat);
     d->count = min_sz(d->shard_len, d->n_flat - d->first);
     if ((st = alloc_buffers(t, d))) return st;
+    if (d->zero2 && (st = vc_dp_zero2_init(t, tens))) return st;
     if (!d->zero1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
     return make_opt(t, op, d->first, d->count, d->shard_grad);
 }
@@ -158,6 +164,7 @@ void vc_dp_free(vc_trainer *t) {
     free(d->w);
     free(d->decay);
     vc_dp_overlap_free(t);
+    vc_dp_zero2_free(t);
     vc_be()->free(d->shard_grad);
     vc_comm_mem_free(d->comm, d->buf);
     free(d);
@@ -196,6 +203,8 @@ vc_status vc_dp_sum(vc_trainer *t, double *x, size_t n) {
     if (!t->dp) return VC_OK;
     return host_coll(t->dp, 0, x, n, VC_SUM);
 }
+
+vc_status vc_dp_max(vc_trainer *t, double *x) { return t->dp ? host_coll(t->dp, 1, x, 1, VC_MAX) : VC_OK; }
 
 vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor) {
     if (!t->dp) return VC_OK;
@@ -332,8 +341,11 @@ vc_status vc_dp_reduce_all(vc_trainer *t) {
 
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
     struct vc_trainer_dp *d = t->dp;
-    vc_status s = d->reduced ? VC_OK : reduce_grads(t); /* reduced: overlapped with backward (dp_overlap.c) */
-    st->n_buckets = (int)vc_dp_n_buckets(t);
+    /* reduced: overlapped with backward (dp_overlap.c); ZeRO-2: every micro-batch reduced (dp_zero2.c) */
+    vc_status s = d->reduced || d->zero2 ? VC_OK : reduce_grads(t);
+    if (d->zero2 && !vc_dp_zero2_rounds(t)) vc_be()->zero(d->shard_grad, d->shard_len * sizeof(float));
+    st->n_buckets = (int)(d->zero2 ? vc_dp_zero2_chunks(t) : vc_dp_n_buckets(t));
+    if (d->zero2) d->reduced = 1;
     st->n_buckets_early = d->reduced ? d->early : 0;
     d->reduced = 0;
     if (!s) s = global_norm(t, &st->grad_norm);
@@ -390,6 +402,20 @@ vc_status vc_dp_check_weights(vc_trainer *t) {
 
 static double mib(size_t floats) { return floats * 4.0 / 1048576.0; }
 
+/* this rank's gradient floats: the full-size buffer (+ the shard with ZeRO-1), or ZeRO-2's shard and
+ * working area */
+size_t vc_dp_grad_floats(const vc_trainer *t) {
+    const struct vc_trainer_dp *d = t->dp;
+    if (d && d->zero2) return d->shard_len + vc_dp_zero2_area(t);
+    return d ? d->n_flat + (d->zero1 ? d->shard_len : 0) : 0;
+}
+
+static const char *sharding_name(const struct vc_trainer_dp *d) {
+    return d->zero2   ? "ZeRO-2, AdamW state and gradients for its 1/N shard"
+           : d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard"
+                      : "data parallel, full AdamW state";
+}
+
 void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
     const struct vc_trainer_dp *d = t->dp;
     if (!d || !log) return;
@@ -397,7 +423,11 @@ void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
     fprintf(log, "rank %d/%d %s (%s): trained weights %.3f MiB + grads %.3f MiB + AdamW %.3f MiB "
                  "(%zu of %zu parameters' moments)\n",
-            d->rank, d->world, who ? who : "trainer",
-            d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard" : "data parallel, full AdamW state", mib(d->n_flat),
-            mib(d->n_flat + (d->zero1 ? d->shard_len : 0)), mib(2 * moments), moments, d->n_flat);
+            d->rank, d->world, who ? who : "trainer", sharding_name(d), mib(d->n_flat), mib(vc_dp_grad_floats(t)),
+            mib(2 * moments), moments, d->n_flat);
+    if (d->zero2)
+        fprintf(log, "rank %d/%d %s: ZeRO-2 grads = shard %.3f MiB + working area %.3f MiB (%zu chunks of %.3f MiB "
+                     "reduced per micro-batch; the full-size gradient would be %.3f MiB)\n",
+                d->rank, d->world, who ? who : "trainer", mib(d->shard_len), mib(vc_dp_zero2_area(t)),
+                vc_dp_zero2_chunks(t), mib(d->bucket * (size_t)d->world), mib(d->n_flat));
 }

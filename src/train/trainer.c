@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ALIGN_HOLD 64
+
 void vc_trainer_config_default(vc_trainer_config *c) {
     memset(c, 0, sizeof *c);
     vc_adamw_config_default(&c->adamw);
@@ -70,20 +72,35 @@ vc_status vc_train_token_weights(const float *mask, int64_t count, vc_agg_mode m
     return VC_OK;
 }
 
+/* ZeRO-2 on more than one rank: no full-size gradient storage; every trained tensor's grad points at a
+ * small placeholder until dp_zero2.c packs them into its working area (before each backward) */
+static int zero2_on(const vc_trainer_config *cfg) {
+    return cfg->sharding == VC_SHARD_ZERO2 && cfg->comm && vc_comm_size(cfg->comm) > 1;
+}
+
+static vc_status enable_grads(vc_model *m, const vc_trainer_config *cfg, float **hold) {
+    if (!zero2_on(cfg)) return vc_model_enable_grad(m);
+    *hold = vc_be()->alloc(sizeof(float) * ALIGN_HOLD);
+    if (!*hold) return vc_fail(VC_ERR_NOMEM, "trainer: out of memory");
+    return vc_model_enable_grad_at(m, *hold);
+}
+
 vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg) {
     memset(t, 0, sizeof *t);
     t->model = m;
     t->cfg = *cfg;
-    vc_status st = vc_model_enable_grad(m);
+    float *hold = NULL;
+    vc_status st = enable_grads(m, cfg, &hold);
     if (st) return st;
     vc_model_set_checkpointing(m, cfg->checkpointing);
     int np = vc_model_n_params(m);
     int ne = cfg->extra_params ? cfg->n_extra_params : 0;
     vc_optim_param *op = vc_calloc((size_t)(np + ne) + 1, sizeof *op);
+    vc_tensor **tens = vc_calloc((size_t)(np + ne) + 1, sizeof *tens);
     t->grads = vc_calloc((size_t)(np + ne) + 1, sizeof *t->grads);
     t->sizes = vc_calloc((size_t)(np + ne) + 1, sizeof *t->sizes);
     t->g = vc_graph_new();
-    if (!op || !t->grads || !t->sizes || !t->g) {
+    if (!op || !tens || !t->grads || !t->sizes || !t->g) {
         st = vc_fail(VC_ERR_NOMEM, "trainer: out of memory");
         goto out;
     }
@@ -92,6 +109,7 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
         vc_tensor *p = vc_model_param(m, i, NULL, &decay);
         if (!p->grad) continue; /* a buffer */
         op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, decay };
+        tens[t->n_params] = p;
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;
         t->n_params++;
@@ -103,14 +121,18 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
             goto out;
         }
         op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, 1 };
+        tens[t->n_params] = p;
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;
         t->n_params++;
     }
-    st = vc_dp_init(t, op);
+    st = vc_dp_init(t, op, tens); /* ZeRO-2: the trained tensors' grad pointers move into its working area */
 out:
     free(op);
+    free(tens);
     if (st) vc_trainer_free(t);
+    if (hold && st) vc_model_enable_grad_at(m, NULL);
+    vc_be()->free(hold); /* no tensor points at it any more */
     return st;
 }
 
@@ -205,16 +227,36 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st) st = vc_tensor_read(L, &lv);
     if (st) return st;
     *loss = lv;
-    /* scale-out hook: the last micro-batch's gradient buckets are reduced while backward runs */
-    int overlap = grad && t->dp && t->dp->armed;
+    /* scale-out hook: the last micro-batch's gradient buckets are reduced while backward runs; ZeRO-2:
+     * every micro-batch's, into the shard, chunk by chunk as backward finishes them (dp_zero2.c) */
+    int overlap = grad && t->dp && t->dp->armed, z2 = grad && t->dp && t->dp->zero2;
     if (overlap && (st = vc_dp_overlap_begin(t))) return st;
+    if (z2 && (st = vc_dp_zero2_begin(t, t->dp->z2_local))) return st;
     if (grad && isfinite(*loss)) st = vc_graph_backward(g, L, 1.0f);
     if (!st) st = vc_graph_status(g);
-    if (overlap) {
-        vc_status e = vc_dp_overlap_end(t);
+    if (overlap || z2) {
+        vc_status e = overlap ? vc_dp_overlap_end(t) : vc_dp_zero2_end(t);
         if (!st) st = e;
     }
     return st;
+}
+
+/* ZeRO-2 rounds of this step (VC_DP_STEP): the most micro-batches of any rank; use_dp 0 (the memory
+ * plan's trial) runs locally; plain accumulation without a step is not possible (nowhere to keep the
+ * unreduced gradients) */
+static vc_status zero2_rounds(vc_trainer *t, int use_dp, const vc_partition *p, size_t gn, double *rounds) {
+    *rounds = (double)gn;
+    if (!t->dp || !t->dp->zero2) return VC_OK;
+    t->dp->z2_local = !use_dp;
+    if (!use_dp) return VC_OK;
+    if (use_dp != VC_DP_STEP)
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer: with ZeRO-2 gradients are reduced during backward; "
+                       "vc_trainer_accumulate cannot keep them (use vc_trainer_step, or zero1)");
+    if (!t->cfg.local_batch) {
+        *rounds = (double)((p->n_groups + (size_t)t->world - 1) / (size_t)t->world);
+        return VC_OK;
+    }
+    return vc_dp_max(t, rounds);
 }
 
 vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
@@ -236,8 +278,10 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         goto out_p;
     size_t g0 = 0, gn = p.n_groups;
     if (!local) vc_dp_share(t, p.n_groups, &g0, &gn);
+    double rounds = 0; /* ZeRO-2: micro-batches of the busiest rank; this one reduces zeros for the rest */
+    if ((st = zero2_rounds(t, use_dp, &p, gn, &rounds))) goto out_p;
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
-    int overlap = use_dp == VC_DP_STEP && t->dp && t->cfg.overlap_grad_reduce;
+    int overlap = use_dp == VC_DP_STEP && t->dp && !t->dp->zero2 && t->cfg.overlap_grad_reduce;
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         if (overlap) t->dp->armed = gi + 1 == g0 + gn; /* scale-out hook: reduce during the last backward */
@@ -248,6 +292,8 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     }
     if (overlap) t->dp->armed = 0;
     if (overlap && !st && !gn) st = vc_dp_reduce_all(t); /* no backward here: reduce where the others do */
+    for (size_t r = gn; use_dp && t->dp && t->dp->zero2 && !st && r < (size_t)rounds; r++)
+        st = vc_dp_zero2_empty_round(t);
     stats->n_micro = (int)gn;
     stats->n_loss_tokens = (int64_t)norm.n_tokens;
     stats->seconds = vc_now() - t0;
@@ -283,6 +329,7 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     for (int i = 0; t->cfg.extra_params && i < t->cfg.n_extra_params; i++)
         vc_be()->zero(t->cfg.extra_params[i]->grad, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
     if (t->dp) t->dp->reduced = 0;
+    vc_dp_zero2_step_start(t);
     vc_status s = vc_trainer_accumulate_ex(t, b, fn, ctx, st, VC_DP_STEP);
     if (s) return s;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);

@@ -7,7 +7,10 @@
  * N blocks of shard_len = ceil(n_flat / N) (the last ones padded); rank r owns [r * shard_len, ...). */
 struct vc_trainer_dp {
     vc_comm *comm;
-    int rank, world, zero1;
+    int rank, world, zero1; /* zero1: sharded optimiser state (ZeRO-1 and ZeRO-2) */
+    int zero2;            /* also sharded gradients: no full-size gradient buffer (dp_zero2.c) */
+    struct vc_dp_zero2 *z2;
+    int z2_local;         /* ZeRO-2 micro-batches run now are local (the memory plan's trial): no reduction */
     int dev_comm;         /* the communicator takes device buffers (NCCL): buf is device memory */
     size_t n_flat, shard_len;
     size_t first, count;  /* this rank's range of the flat vector (count may be < shard_len, or 0) */
@@ -30,7 +33,7 @@ struct vc_trainer_dp {
 
 /* Sets up t->dp and t->opt (the whole model, or this rank's shard with ZeRO-1) from the trained
  * tensors in op[0..t->n_params). Without a communicator of more than one rank: t->opt only. */
-vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op);
+vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens);
 void vc_dp_free(vc_trainer *t);
 /* Micro-batches [*first, *first + *count) of n_groups that this rank runs. */
 void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *count);
@@ -58,6 +61,26 @@ vc_status vc_dp_reduce_all(vc_trainer *t);
 vc_status vc_dp_overlap_begin(vc_trainer *t);
 vc_status vc_dp_overlap_end(vc_trainer *t);
 void vc_dp_overlap_free(vc_trainer *t);
+
+/* ZeRO-2 (dp_zero2.c). init: the working area and bookkeeping for the trained tensors tens[0..n_params)
+ * (whose grad pointers it takes over). begin: after a micro-batch's forward and loss, before its backward:
+ * packs the gradients into the working area from the tape and hooks backward to reduce each chunk as
+ * soon as it is final (local: no communication, the gradients are dropped: the memory plan's trial).
+ * end: after that backward (or instead of it): reduces the rest. empty_round: the reductions of a
+ * micro-batch this rank does not have (zeros). step_start: the next round copies into the shard. */
+vc_status vc_dp_zero2_init(vc_trainer *t, vc_tensor **tens);
+void vc_dp_zero2_free(vc_trainer *t);
+vc_status vc_dp_zero2_begin(vc_trainer *t, int local);
+vc_status vc_dp_zero2_end(vc_trainer *t);
+vc_status vc_dp_zero2_empty_round(vc_trainer *t);
+void vc_dp_zero2_step_start(vc_trainer *t);
+int vc_dp_zero2_rounds(const vc_trainer *t);
+size_t vc_dp_zero2_chunks(const vc_trainer *t);
+size_t vc_dp_zero2_area(const vc_trainer *t); /* floats of the working area */
+/* This rank's gradient floats in backend memory (full buffer + shard, or ZeRO-2's shard + working area). */
+size_t vc_dp_grad_floats(const vc_trainer *t);
+/* The largest x over ranks (a collective). */
+vc_status vc_dp_max(vc_trainer *t, double *x);
 
 /* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
 vc_status vc_dp_check_weights(vc_trainer *t);

@@ -2,8 +2,8 @@
  * reduction overlapped with backward (actor_rollout_ref.actor.overlap_grad_reduce=true), under
  * mpirun: two GRPO steps on 4 ranks with a sharded optimiser give the exported weights of one process
  * within a float tolerance; every rank prints its memory line with 1/4 of the AdamW moments; the step-1
- * checkpoint holds one optimiser shard per rank (no optim.bin); resuming it on 2 ranks (re-sharded
- * ZeRO-1) and on one process gives the uninterrupted run's weights (tolerance: other reduction orders);
+ * checkpoint holds one optimiser shard per rank (no optim.bin); resuming it on 2 ranks (re-sharded,
+ * ZeRO-2: gradients sharded too) and on one process gives the uninterrupted run's weights (tolerance: other reduction orders);
  * a rank killed mid-step makes a 4-rank job end within the timeout. Skips without MPI or mpirun.
  * Sanitizer builds run a lighter set (LIGHT below). */
 #include "rl_dp_util.h"
@@ -22,10 +22,10 @@ static void check_close(const char *a_run, const char *b_run, const char *what, 
 }
 
 /* every rank printed its actor memory line with its 1/world share of the moments */
-static void check_memory_lines(const char *log, int world) {
+static void check_memory_lines(const char *log, int world, int stage) {
     char needle[64];
     for (int r = 0; r < world; r++) {
-        snprintf(needle, sizeof needle, "rank %d/%d actor (ZeRO-1", r, world);
+        snprintf(needle, sizeof needle, "rank %d/%d actor (ZeRO-%d", r, world, stage);
         CHECK_MSG(file_has(log, needle), "no '%s' line in %s", needle, log);
     }
     /* "(M of P parameters' moments)": M = ceil(P / world) except on the last ranks */
@@ -90,7 +90,7 @@ static void test_zero_resume(void) {
     CHECK_MSG(rc == 0, "mpirun -np %d (ZeRO-1) failed (%d); see %s", W, rc, log);
     printf("%d ranks, ZeRO-1, 2 steps: %.1f s\n", W, vc_now() - t0);
     if (rc) return;
-    check_memory_lines(log, W);
+    check_memory_lines(log, W, 1);
     if (!LIGHT) {
         check_close(r1, z4, "GRPO, 2 steps: 1 process vs 4 ranks ZeRO-1", WEIGHT_TOL);
         double g1 = metric(r1, "actor/grad_norm"), g4 = metric(z4, "actor/grad_norm");
@@ -106,9 +106,11 @@ static void test_zero_resume(void) {
     CHECK_MSG(!vc_file_exists(p), "%s written with ZeRO-1", p);
     if (!LIGHT) {
         snprintf(log, sizeof log, "%s/resume2.log", dir);
-        resume_from(z4, ra, 2, "actor_rollout_ref.actor.zero_stage=1", extra, log);
-        check_memory_lines(log, 2);
-        check_close(z4, ra, "4-rank ZeRO-1 checkpoint resumed on 2 ranks (ZeRO-1) vs uninterrupted", WEIGHT_TOL);
+        /* resumed with ZeRO-2 (sharded gradients, reduced per micro-batch): the same checkpoint layout */
+        resume_from(z4, ra, 2, "actor_rollout_ref.actor.zero_stage=2", extra, log);
+        check_memory_lines(log, 2, 2);
+        CHECK_MSG(file_has(log, "ZeRO-2 grads = shard"), "no ZeRO-2 gradient line in %s", log);
+        check_close(z4, ra, "4-rank ZeRO-1 checkpoint resumed on 2 ranks (ZeRO-2) vs uninterrupted", WEIGHT_TOL);
     }
     snprintf(log, sizeof log, "%s/resume1.log", dir);
     resume_from(z4, rb, 0, "", extra, log);

@@ -13,6 +13,7 @@
  *  - np 2 with VERLC_DIST_TIMEOUT=2: rank 1 hangs in its loss (rank 0 must fail with VC_ERR_TIMEOUT
  *    naming itself within ~2 s), and rank 1 killed mid-step (the job must end). */
 #define _GNU_SOURCE
+#include "verlc/device.h"
 #include "verlc/dist.h"
 #include "verlc/ops.h"
 #include "verlc/pool.h"
@@ -208,7 +209,7 @@ static void resume_and_compare(vc_comm *comm, int sharding, const char *dir, con
     CHECK_OK(vc_read_file(ref, (char **)&r, &n));
     int ok = r && n == n_trained(&t) * sizeof(float) && same_values(w, r, n_trained(&t));
     CHECK_MSG(ok, "%s: weights after resume differ from the uninterrupted run", what);
-    printf("%s: resumed from a 4-rank ZeRO-1 checkpoint, step 2 weights %s the uninterrupted run\n", what,
+    printf("%s: resumed from a 4-rank ZeRO-2 checkpoint, step 2 weights %s the uninterrupted run\n", what,
            ok ? "equal" : "DIFFER FROM");
     free(w);
     free(r);
@@ -224,7 +225,7 @@ static void save_and_continue(vc_comm *comm, const char *dir) {
     vc_step_stats st;
     make_batch(&b);
     ckpt_state(&s);
-    if (ckpt_trainer(comm, VC_SHARD_ZERO1, &m, &t)) { CHECK(0); vc_model_free(m); return; }
+    if (ckpt_trainer(comm, VC_SHARD_ZERO2, &m, &t)) { CHECK(0); vc_model_free(m); return; }
     CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
     char *path = NULL;
     vc_status rc = vc_train_ckpt_save(dir, &t, &s, 0, &path);
@@ -241,6 +242,64 @@ static void save_and_continue(vc_comm *comm, const char *dir) {
     CHECK_OK(vc_comm_barrier(comm));
 }
 
+/* ---- ZeRO-2 ---- */
+/* The memory plan of a trainer with this sharding: this rank's gradient bytes. */
+static size_t plan_grads(vc_comm *c, int sharding) {
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config cf;
+    config(&cf, c, sharding, 1, 0.5);
+    vc_mem_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if (m && vc_trainer_init(&t, m, &cf) == VC_OK) {
+        CHECK_OK(vc_trainer_plan(&t, 32, 0, vc_comm_rank(c) == 0 ? stdout : NULL, &plan));
+        if (vc_comm_rank(c) == 0) vc_trainer_print_memory(&t, "zero-test", stdout);
+        vc_trainer_free(&t);
+    } else
+        CHECK(0);
+    vc_model_free(m);
+    return plan.grads;
+}
+
+/* ZeRO-2 against ZeRO-1 and plain DP (dp: plain DP, one micro-batch of one sequence, 2 steps). */
+static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    /* one micro-batch per rank: the same sums as ZeRO-1, bitwise */
+    float *a1 = train(c, VC_SHARD_ZERO1, 0, NSEQ / np, 0.5, 2, NULL, NULL);
+    float *a2 = train(c, VC_SHARD_ZERO2, 0, NSEQ / np, 0.5, 2, NULL, NULL);
+    /* several micro-batches per rank: reduced per micro-batch, then summed: float rounding only */
+    size_t mz = 0;
+    float *b2 = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, &mz);
+    float *l2 = train(c, VC_SHARD_ZERO2, 1, 1, 0.5, 2, NULL, NULL);
+    CKPT = 1;
+    float *k2 = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 0;
+    /* 2 micro-batches of 4 sequences: with 4 ranks two of them reduce zeros */
+    float *i1 = train(c, VC_SHARD_ZERO1, 0, 4, 0.5, 2, NULL, NULL);
+    float *i2 = train(c, VC_SHARD_ZERO2, 0, 4, 0.5, 2, NULL, NULL);
+    if (a1 && a2 && b2 && l2 && k2 && i1 && i2) {
+        CHECK_MSG(!memcmp(a1, a2, n * sizeof(float)), "rank %d: ZeRO-2 differs from ZeRO-1 (one micro-batch)", me);
+        CHECK_MSG(!memcmp(i1, i2, n * sizeof(float)), "rank %d: ZeRO-2 with idle ranks differs from ZeRO-1", me);
+        CHECK_MSG(!memcmp(b2, l2, n * sizeof(float)), "rank %d: local-mode ZeRO-2 differs from global", me);
+        CHECK_MSG(!memcmp(b2, k2, n * sizeof(float)), "rank %d: ZeRO-2 with checkpointing differs", me);
+        double rel = 1, d = max_abs_diff(b2, dp, n, &rel);
+        CHECK_MSG(d < 1e-5 && rel < 1e-5, "rank %d: ZeRO-2 (4 micro-batches) vs DP: max |dw| %.3g, rel %.3g", me, d,
+                  rel);
+        CHECK(mz <= (n + np - 1) / np);
+        if (me == 0)
+            printf("np %d: ZeRO-2 bitwise equal to ZeRO-1 with one micro-batch per rank (also with idle ranks), "
+                   "local == global, checkpointing == none; %d micro-batches per rank vs plain DP: max |dw| %.3g, "
+                   "relative L2 %.3g\n", np, NSEQ / np, d, rel);
+    } else
+        CHECK(0);
+    free(a1); free(a2); free(b2); free(l2); free(k2); free(i1); free(i2);
+    size_t g1 = plan_grads(c, VC_SHARD_ZERO1), g2 = plan_grads(c, VC_SHARD_ZERO2);
+    CHECK_MSG(g1 >= n * 4 && g2 < g1, "rank %d: memory plan grads ZeRO-1 %zu, ZeRO-2 %zu bytes", me, g1, g2);
+    if (me == 0)
+        printf("np %d: memory plan gradient bytes per rank: ZeRO-1 %zu, ZeRO-2 %zu (%.2f of the full %zu)\n", np, g1,
+               g2, (double)g2 / (n * 4.0), n * 4);
+}
+
 /* ---- children under mpirun ---- */
 static int child_dp(int *argc, char ***argv, const char *mode) {
     vc_comm *c = NULL;
@@ -253,6 +312,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
     size_t n = model_size(), moments = 0, mz = 0;
     if (!strcmp(mode, "resume")) {
         resume_and_compare(c, VC_SHARD_ZERO1, dir, "np 2 ZeRO-1");
+        resume_and_compare(c, VC_SHARD_ZERO2, dir, "np 2 ZeRO-2");
         goto done;
     }
     double loss_dp = 0, loss_1 = 0;
@@ -266,6 +326,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
         printf("rank %d/%d: AdamW moments for %zu of %zu parameters (ZeRO-1), %zu (plain DP)\n", me, np, mz, n,
                moments);
     }
+    if (dp) zero2_checks(c, dp, n);
     /* gradient buckets reduced on a communication thread during the last backward: the same bits */
     OVERLAP = 1;
     float *ov = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
@@ -448,6 +509,8 @@ static void test_single(void) {
     CHECK(s == VC_SHARD_ZERO1);
     CHECK_OK(vc_sharding_parse("none", &s));
     CHECK(s == VC_SHARD_NONE);
+    CHECK_OK(vc_sharding_parse("zero2", &s));
+    CHECK(s == VC_SHARD_ZERO2);
     CHECK(vc_sharding_parse("zero3", &s) == VC_ERR_ARG);
     /* a one-rank communicator changes nothing */
     vc_comm *c = NULL;
@@ -457,9 +520,11 @@ static void test_single(void) {
     size_t n = model_size();
     float *a = train(NULL, VC_SHARD_NONE, 0, 2, 0.5, 2, NULL, NULL);
     float *b = train(c, VC_SHARD_ZERO1, 0, 2, 0.5, 2, NULL, NULL);
-    CHECK(a && b && !memcmp(a, b, n * sizeof(float)));
+    float *z = train(c, VC_SHARD_ZERO2, 0, 2, 0.5, 2, NULL, NULL); /* one rank: nothing to shard */
+    CHECK(a && b && z && !memcmp(a, b, n * sizeof(float)) && !memcmp(a, z, n * sizeof(float)));
     free(a);
     free(b);
+    free(z);
     vc_comm_free(c);
 }
 
@@ -473,6 +538,12 @@ int main(int argc, char **argv) {
     /* the kernels' results depend on the thread count: one thread in every process, so that the one-rank
      * references here and in the ranks compute the same micro-batch gradients */
     vc_set_threads(1);
+    /* by hand: VC_DP_DEVICE=sim runs everything on the poisoned-pointer backend (mpirun passes the env) */
+    const char *dev = getenv("VC_DP_DEVICE");
+    if (dev && *dev && vc_device_select(dev, "VC_DP_DEVICE")) {
+        fprintf(stderr, "%s\n", vc_last_error());
+        return 2;
+    }
     const char *mode = getenv("VC_DP_TEST_MODE");
     if (mode && (!strcmp(mode, "dp") || !strcmp(mode, "dp_save") || !strcmp(mode, "resume")))
         return child_dp(&argc, &argv, mode);

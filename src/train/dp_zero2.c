@@ -1,0 +1,323 @@
+/* ZeRO-2: sharded gradients without a full-size gradient buffer (trainer.sharding=zero2).
+ *
+ * The flat vector of the trained tensors (dp.c) is cut into chunks of bucket * world floats (the plain-DP
+ * buckets: contiguous flat ranges). Before each micro-batch's backward the tape says, per trained tensor,
+ * the highest and lowest tape node that takes it as an input (backward visits nodes from the last: the
+ * tensor's gradient is first written at the highest and final after the lowest). Chunks are reduced in a
+ * fixed order, last chunk first (the same on every rank, so the collectives match), each as soon as
+ * backward has passed every writer of the tensors it overlaps (a backward hook after each node); a
+ * tensor's gradient memory is released (zeroed for reuse) once its lowest chunk is reduced. Its live
+ * interval is thus [release node, first-write node]; tensors whose intervals do not intersect may share
+ * memory, and a first-fit packing of the intervals gives each tensor an offset in one reusable working
+ * area (64-float aligned), typically a few layers' worth. Tensors the tape does not show (written inside
+ * a gradient-checkpointing recompute node, or not at all) are live for the whole backward.
+ *
+ * A chunk's reduction is the ordered all-reduce of its range (rank-order sums: the same bits as ZeRO-1's
+ * ordered reduce-scatter); each rank keeps the part inside its own block [first, first + count) and
+ * copies it into its f32 gradient shard (first micro-batch of the step) or adds it (later ones). Every
+ * rank runs the same number of rounds per step (the most micro-batches of any rank); a rank with fewer
+ * reduces zeros. */
+#include "trainer_dp.h"
+#include "tensor/backend.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64 /* floats */
+
+typedef struct tref {
+    uintptr_t p;
+    int i;
+} tref;
+
+struct vc_dp_zero2 {
+    vc_tensor **tens;      /* [n] the trained tensors */
+    float **orig;          /* [n] their grad pointers before ZeRO-2 (extra parameters' own buffers) */
+    tref *map;             /* [n] tensor address -> index, sorted */
+    int n;
+    float *area;           /* the working area (backend memory) */
+    size_t area_len, used; /* floats allocated; used by the last plan */
+    float *stage;          /* [bucket] backend staging for the shard additions (host communicator) */
+    size_t chunk, n_chunks;
+    int64_t *p_lo, *p_hi, *p_rel, *c_lo; /* per tensor / per chunk (see above) */
+    size_t *p_off, *c_min; /* per tensor: offset in the area, lowest chunk it overlaps */
+    int *order;
+    size_t next;           /* chunks reduced in this round */
+    int round, local, hooked, early;
+    vc_status st;
+};
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+static int tref_cmp(const void *a, const void *b) {
+    const tref *x = a, *y = b;
+    return x->p < y->p ? -1 : x->p > y->p;
+}
+
+static int find_tensor(const struct vc_dp_zero2 *z, const vc_tensor *x) {
+    int lo = 0, hi = z->n - 1;
+    uintptr_t u = (uintptr_t)x;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (u < z->map[mid].p) hi = mid - 1;
+        else if (u > z->map[mid].p) lo = mid + 1;
+        else return z->map[mid].i;
+    }
+    return -1;
+}
+
+/* points every trained tensor's grad (and t->grads) at p + off[i], or at p itself when off is NULL */
+static void point(vc_trainer *t, struct vc_dp_zero2 *z, float *p, const size_t *off) {
+    for (int i = 0; i < z->n; i++) {
+        z->tens[i]->grad = off ? p + off[i] : p;
+        t->grads[i] = z->tens[i]->grad;
+    }
+}
+
+static vc_status grow_area(vc_trainer *t, struct vc_dp_zero2 *z, size_t need) {
+    if (need <= z->area_len) return VC_OK;
+    float *a = vc_be()->alloc(need * sizeof(float));
+    if (!a) return vc_fail(VC_ERR_NOMEM, "ZeRO-2: cannot allocate a gradient working area of %.1f MB", need * 4e-6);
+    vc_be()->free(z->area);
+    z->area = a;
+    z->area_len = need;
+    point(t, z, a, NULL);
+    return VC_OK;
+}
+
+vc_status vc_dp_zero2_init(vc_trainer *t, vc_tensor **tens) {
+    struct vc_trainer_dp *d = t->dp;
+    struct vc_dp_zero2 *z = vc_calloc(1, sizeof *z);
+    if (!z) return VC_ERR_NOMEM;
+    d->z2 = z;
+    int n = z->n = t->n_params;
+    size_t nn = (size_t)n + 1;
+    z->chunk = d->bucket * (size_t)d->world;
+    z->n_chunks = (d->n_flat + z->chunk - 1) / z->chunk;
+    z->tens = vc_calloc(nn, sizeof *z->tens);
+    z->orig = vc_calloc(nn, sizeof *z->orig);
+    z->map = vc_calloc(nn, sizeof *z->map);
+    z->p_lo = vc_calloc(nn, sizeof *z->p_lo);
+    z->p_hi = vc_calloc(nn, sizeof *z->p_hi);
+    z->p_rel = vc_calloc(nn, sizeof *z->p_rel);
+    z->p_off = vc_calloc(nn, sizeof *z->p_off);
+    z->c_min = vc_calloc(nn, sizeof *z->c_min);
+    z->order = vc_calloc(nn, sizeof *z->order);
+    z->c_lo = vc_calloc(z->n_chunks + 1, sizeof *z->c_lo);
+    if (!z->tens || !z->orig || !z->map || !z->p_lo || !z->p_hi || !z->p_rel || !z->p_off || !z->c_min ||
+        !z->order || !z->c_lo)
+        return VC_ERR_NOMEM;
+    size_t largest = 1;
+    for (int i = 0; i < n; i++) {
+        z->tens[i] = tens[i];
+        z->orig[i] = tens[i]->grad;
+        z->map[i] = (tref){ (uintptr_t)tens[i], i };
+        if (t->sizes[i] > largest) largest = t->sizes[i];
+        size_t a = d->offs[i] / z->chunk; /* lowest chunk overlapping tensor i */
+        z->c_min[i] = a;
+    }
+    qsort(z->map, (size_t)n, sizeof *z->map, tref_cmp);
+    if (!d->dev_comm && !(z->stage = vc_be()->alloc(d->bucket * sizeof(float))))
+        return vc_fail(VC_ERR_NOMEM, "ZeRO-2: the shard staging buffer");
+    return grow_area(t, z, largest);
+}
+
+void vc_dp_zero2_free(vc_trainer *t) {
+    struct vc_dp_zero2 *z = t->dp ? t->dp->z2 : NULL;
+    if (!z) return;
+    if (z->hooked) vc_graph_set_backward_hook(t->g, NULL, NULL);
+    /* the model's tensors lose their gradients (vc_model_enable_grad gives them storage again); extra
+     * parameters get their own buffers back */
+    if (z->tens) {
+        vc_model_enable_grad_at(t->model, NULL);
+        for (int i = 0; i < z->n; i++)
+            if (z->tens[i] && z->tens[i]->grad) z->tens[i]->grad = z->orig[i]; /* not the model's */
+    }
+    vc_be()->free(z->area);
+    vc_be()->free(z->stage);
+    free(z->tens); free(z->orig); free(z->map); free(z->p_lo); free(z->p_hi); free(z->p_rel);
+    free(z->p_off); free(z->c_min); free(z->order); free(z->c_lo);
+    free(z);
+    t->dp->z2 = NULL;
+}
+
+/* ---- the plan of one micro-batch ---- */
+static void writers(vc_trainer *t, struct vc_dp_zero2 *z, int64_t n_nodes) {
+    for (int i = 0; i < z->n; i++) {
+        z->p_lo[i] = INT64_MAX;
+        z->p_hi[i] = -1;
+    }
+    const vc_node *nodes = vc_graph_tape(t->g, &n_nodes);
+    for (int64_t j = 0; j < n_nodes; j++)
+        for (int k = 0; k < 6; k++) {
+            int p = nodes[j].in[k] ? find_tensor(z, nodes[j].in[k]) : -1;
+            if (p < 0) continue;
+            if (j < z->p_lo[p]) z->p_lo[p] = j;
+            if (j > z->p_hi[p]) z->p_hi[p] = j;
+        }
+    for (int i = 0; i < z->n; i++)
+        if (z->p_hi[i] < 0 || t->cfg.checkpointing) { /* not on the tape: written anywhere, live throughout */
+            z->p_lo[i] = 0;
+            z->p_hi[i] = n_nodes;
+        }
+}
+
+/* chunk finality, the release node of each tensor: chunk c is reduced at the hook of node
+ * R(c) = min(c_lo[c], R(c + 1)) (reduction order last chunk first) */
+static void releases(vc_trainer *t, struct vc_dp_zero2 *z) {
+    const struct vc_trainer_dp *d = t->dp;
+    for (size_t c = 0; c < z->n_chunks; c++) z->c_lo[c] = INT64_MAX;
+    for (int i = 0; i < z->n; i++) {
+        if (d->offs[i + 1] == d->offs[i]) continue;
+        for (size_t c = z->c_min[i]; c * z->chunk < d->offs[i + 1]; c++)
+            if (z->p_lo[i] < z->c_lo[c]) z->c_lo[c] = z->p_lo[i];
+    }
+    int64_t r = INT64_MAX;
+    for (size_t c = z->n_chunks; c-- > 0;) {
+        if (z->c_lo[c] < r) r = z->c_lo[c];
+        z->c_lo[c] = r; /* from here on: the node at whose hook chunk c is reduced */
+    }
+    for (int i = 0; i < z->n; i++) z->p_rel[i] = z->c_lo[z->c_min[i] < z->n_chunks ? z->c_min[i] : 0];
+}
+
+static struct vc_dp_zero2 *SORT_Z; /* qsort context (the plan runs on the trainer's thread only) */
+static int by_start(const void *a, const void *b) {
+    int64_t x = SORT_Z->p_hi[*(const int *)a], y = SORT_Z->p_hi[*(const int *)b];
+    return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* first-fit: the lowest offset where tensor i does not overlap a placed tensor live at the same time */
+static size_t place(const vc_trainer *t, const struct vc_dp_zero2 *z, int k) {
+    int i = z->order[k];
+    size_t off = 0, len = round_up(t->sizes[i]);
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (int q = 0; q < k; q++) {
+            int j = z->order[q];
+            if (z->p_rel[j] > z->p_hi[i] || z->p_rel[i] > z->p_hi[j]) continue; /* never live together */
+            size_t a = z->p_off[j], b = a + round_up(t->sizes[j]);
+            if (off < b && a < off + len) {
+                off = b;
+                moved = 1;
+            }
+        }
+    }
+    return off;
+}
+
+static vc_status plan(vc_trainer *t, struct vc_dp_zero2 *z) {
+    int64_t n_nodes = 0;
+    vc_graph_tape(t->g, &n_nodes);
+    writers(t, z, n_nodes);
+    releases(t, z);
+    for (int i = 0; i < z->n; i++) z->order[i] = i;
+    SORT_Z = z;
+    qsort(z->order, (size_t)z->n, sizeof *z->order, by_start);
+    size_t need = 1;
+    for (int k = 0; k < z->n; k++) {
+        int i = z->order[k];
+        z->p_off[i] = place(t, z, k);
+        if (z->p_off[i] + round_up(t->sizes[i]) > need) need = z->p_off[i] + round_up(t->sizes[i]);
+    }
+    vc_status st = grow_area(t, z, need);
+    if (st) return st;
+    z->used = need;
+    point(t, z, z->area, z->p_off);
+    vc_be()->zero(z->area, need * sizeof(float));
+    return VC_OK;
+}
+
+/* ---- reduction ---- */
+/* adds (or, in the step's first round, copies) n reduced floats from communication memory into the shard */
+static void into_shard(struct vc_trainer_dp *d, struct vc_dp_zero2 *z, float *dst, const float *src, size_t n) {
+    if (z->round == 0) {
+        if (d->dev_comm) vc_be()->d2d(dst, src, n * sizeof(float));
+        else vc_be()->h2d(dst, src, n * sizeof(float));
+        return;
+    }
+    if (d->dev_comm) {
+        vc_be()->axpy(dst, 1.0f, src, (int64_t)n);
+        return;
+    }
+    for (size_t k = 0; k < n; k += d->bucket) {
+        size_t m = min_sz(d->bucket, n - k);
+        vc_be()->h2d(z->stage, src + k, m * sizeof(float));
+        vc_be()->axpy(dst + k, 1.0f, z->stage, (int64_t)m);
+    }
+}
+
+/* reduces chunk c (zeros when empty) and releases the tensors whose lowest chunk it is */
+static vc_status reduce_chunk(vc_trainer *t, size_t c, int empty) {
+    struct vc_trainer_dp *d = t->dp;
+    struct vc_dp_zero2 *z = d->z2;
+    size_t a = c * z->chunk, len = min_sz(z->chunk, d->n_flat - a);
+    vc_status st = VC_OK;
+    if (!z->local) {
+        if (empty && d->dev_comm) vc_be()->zero(d->buf, len * sizeof(float));
+        else if (empty) memset(d->buf, 0, len * sizeof(float));
+        else vc_dp_flat_read(t, t->grads, a, len, d->buf);
+        st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
+        size_t lo = a > d->first ? a : d->first, hi = min_sz(a + len, d->first + d->count);
+        if (!st && hi > lo) into_shard(d, z, d->shard_grad + (lo - d->first), d->buf + (lo - a), hi - lo);
+    }
+    for (int i = 0; !empty && i < z->n; i++)
+        if (z->c_min[i] == c) vc_be()->zero(z->tens[i]->grad, t->sizes[i] * sizeof(float));
+    return st;
+}
+
+static void reduce_final(vc_trainer *t, int64_t node) {
+    struct vc_dp_zero2 *z = t->dp->z2;
+    while (!z->st && z->next < z->n_chunks) {
+        size_t c = z->n_chunks - 1 - z->next;
+        if (z->c_lo[c] < node) break;
+        z->st = reduce_chunk(t, c, 0);
+        z->next++;
+        z->early += node > 0;
+    }
+}
+
+static void on_node(void *ctx, int64_t i) { reduce_final(ctx, i); }
+
+vc_status vc_dp_zero2_begin(vc_trainer *t, int local) {
+    struct vc_dp_zero2 *z = t->dp->z2;
+    z->local = local;
+    z->next = 0;
+    z->early = 0;
+    z->st = plan(t, z);
+    if (z->st) return z->st;
+    vc_graph_set_backward_hook(t->g, on_node, t);
+    z->hooked = 1;
+    return VC_OK;
+}
+
+vc_status vc_dp_zero2_end(vc_trainer *t) {
+    struct vc_dp_zero2 *z = t->dp->z2;
+    if (!z->hooked) return VC_OK;
+    vc_graph_set_backward_hook(t->g, NULL, NULL);
+    z->hooked = 0;
+    reduce_final(t, INT64_MIN); /* whatever is left (or all of it when backward did not run) */
+    if (!z->local) z->round++;
+    t->dp->early = z->early;
+    return z->st;
+}
+
+vc_status vc_dp_zero2_empty_round(vc_trainer *t) {
+    struct vc_dp_zero2 *z = t->dp->z2;
+    vc_status st = VC_OK;
+    z->local = 0;
+    for (size_t k = 0; k < z->n_chunks && !st; k++) st = reduce_chunk(t, z->n_chunks - 1 - k, 1);
+    z->round++;
+    return st;
+}
+
+void vc_dp_zero2_step_start(vc_trainer *t) {
+    if (t->dp && t->dp->z2) t->dp->z2->round = 0;
+}
+
+int vc_dp_zero2_rounds(const vc_trainer *t) { return t->dp && t->dp->z2 ? t->dp->z2->round : 0; }
+
+size_t vc_dp_zero2_chunks(const vc_trainer *t) { return t->dp && t->dp->z2 ? t->dp->z2->n_chunks : 0; }
+
+size_t vc_dp_zero2_area(const vc_trainer *t) { return t->dp && t->dp->z2 ? t->dp->z2->area_len : 0; }
