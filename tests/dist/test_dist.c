@@ -399,15 +399,7 @@ static int run_mpi(const char *mpirun, int np, const char *mode, const char *log
     return vc_test_run_mpi(mpirun, np, "VC_DIST_TEST_MODE", mode, env, log, limit, secs);
 }
 
-static int log_has(const char *log, const char *needle, int times) {
-    char *text = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (vc_read_file(log, &text, &len)) return 0;
-    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-    free(text);
-    return n >= times;
-}
+static int log_has(const char *log, const char *needle, int times) { return vc_test_log_has(log, needle, times); }
 
 static void show_log(const char *log) {
     char *text = NULL;

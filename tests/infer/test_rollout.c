@@ -1,6 +1,7 @@
 /* Rollout engine: reproducibility across batch size / threads / request order / preemption, prompt page
  * sharing, rollout vs training log-probs, row invariance of the GEMM and of the paged forward, errors. */
 #include "infer/infer.h"
+#include "infer_test_util.h"
 #include "vc_test.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
@@ -18,18 +19,7 @@ static const char *CONFIG =
 static int32_t prompts[NP][80];
 static const int plen[NP] = { 5, 17, 1, 33, 70, 9 };
 
-static vc_model *make_model(void) {
-    char path[] = "/tmp/vc_rollout_cfgXXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    (void)!write(fd, CONFIG, strlen(CONFIG));
-    close(fd);
-    vc_model *m = NULL;
-    vc_status st = vc_model_init_random(path, 7, &m);
-    unlink(path);
-    if (st) fprintf(stderr, "init: %s\n", vc_last_error());
-    return m;
-}
+static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
     int max_batch, threads, reverse, chunk, page;

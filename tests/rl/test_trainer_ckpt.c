@@ -4,6 +4,7 @@
  * critic (actor, critic, value head and optimiser state byte-identical to an uninterrupted run, across
  * an epoch boundary), and a corrupt checkpoint failing with the file named. */
 #include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <dirent.h>
@@ -66,14 +67,7 @@ static int exists(const char *run_dir, const char *rel) {
 }
 
 static void setup(void) {
-    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
-    mkdir(dir, 0755);
-    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
-    vc_model *m = NULL;
-    CHECK_OK(vc_model_init_random(cp, 5, &m));
-    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
-    CHECK_OK(demo_write_tokenizer(md));
-    vc_model_free(m);
+    demo_model_setup(dir, 5);
     char rows[2048] = "", *p = rows;
     for (int i = 0; i < 4; i++) {
         int a, b;
@@ -84,8 +78,6 @@ static void setup(void) {
     char *tp = vc_path_join(dir, "train.jsonl");
     CHECK_OK(vc_write_file_atomic(tp, rows, strlen(rows)));
     free(tp);
-    free(md);
-    free(cp);
 }
 
 int main(void) {

@@ -2,6 +2,7 @@
  * data sources, reward programs that crash, hang or answer with a non-number, bad config values.
  * Each must fail fast with a message naming the file:line, key or program; none may hang. */
 #include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <stdarg.h>
@@ -63,16 +64,7 @@ static void expect(const char *extra, vc_status want, const char *needle1, const
 }
 
 static void setup(void) {
-    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
-    mkdir(dir, 0755);
-    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
-    vc_model *m = NULL;
-    CHECK_OK(vc_model_init_random(cp, 3, &m));
-    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
-    CHECK_OK(demo_write_tokenizer(md));
-    vc_model_free(m);
-    free(md);
-    free(cp);
+    demo_model_setup(dir, 3);
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, ROW);
     put("train.jsonl", rows, 0);

@@ -18,6 +18,7 @@
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/train.h"
+#include "train_test_util.h"
 #include "vc_test.h"
 #include "mpi_launch.h"
 #include <errno.h>
@@ -36,18 +37,7 @@ static int64_t CU[NSEQ + 1];
 static int32_t IDS[512];
 static float MASK[512];
 
-static void make_batch(vc_minibatch *b) {
-    CU[0] = 0;
-    for (int s = 0; s < NSEQ; s++) {
-        int64_t L = 6 + vc_rng_below(20, 11, s, 0, 0), prompt = 1 + vc_rng_below(4, 11, s, 1, 0);
-        for (int64_t j = 0; j < L; j++) {
-            IDS[CU[s] + j] = (int32_t)vc_rng_below(256, 11, s, 2, (uint64_t)j);
-            MASK[CU[s] + j] = j >= prompt ? 1.0f : 0.0f;
-        }
-        CU[s + 1] = CU[s] + L;
-    }
-    *b = (vc_minibatch){ NSEQ, CU, IDS, MASK };
-}
+static void make_batch(vc_minibatch *b) { random_minibatch(b, NSEQ, 6, 20, 11, CU, IDS, MASK); }
 
 static char MODEL[PATH_MAX];
 
@@ -368,15 +358,7 @@ static int run_mpi(const char *mpirun, int np, const char *mode, const char *log
     return vc_test_run_mpi(mpirun, np, "VC_DP_TEST_MODE", mode, env, log, limit, secs);
 }
 
-static int log_has(const char *log, const char *needle, int times) {
-    char *text = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (vc_read_file(log, &text, &len)) return 0;
-    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-    free(text);
-    return n >= times;
-}
+static int log_has(const char *log, const char *needle, int times) { return vc_test_log_has(log, needle, times); }
 
 static void show_log(const char *log, int always) {
     char *text = NULL;
