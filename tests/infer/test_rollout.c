@@ -55,16 +55,6 @@ static vc_rollout_sample *generate(vc_model *m, const vc_sampling *sp, run_cfg r
     return out;
 }
 
-static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
-    for (int i = 0; i < n; i++) {
-        if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
-        if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp, b[i].logp, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp_sampled, b[i].logp_sampled, (size_t)a[i].n_tokens * 4)) return 0;
-    }
-    return 1;
-}
-
 /* the training path: one packed forward without cache, fused head log-probs */
 static void compare_train_logprobs(vc_model *m, const vc_rollout_sample *s, int n, double *mean, double *max) {
     vc_graph *g = vc_graph_new();

@@ -54,16 +54,6 @@ static vc_rollout_sample *run(vc_model *m, const vc_sampling *sp, int *n_out) {
     return out;
 }
 
-static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
-    for (int i = 0; i < n; i++) {
-        if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
-        if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp, b[i].logp, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp_sampled, b[i].logp_sampled, (size_t)a[i].n_tokens * 4)) return 0;
-    }
-    return 1;
-}
-
 int main(void) {
     for (int i = 0; i < NP; i++)
         for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(250, 5, (uint64_t)i, 0, (uint64_t)t);

@@ -18,8 +18,7 @@ static char dir[256];
 static const char *ROWS[] = { "12+34=", "40+2=", "7+8=", "19+19=" };
 
 static vc_status run(const char *out, int steps, const char *extra) {
-    char buf[4096], *argv[64];
-    int n = 0;
+    char buf[4096];
     snprintf(buf, sizeof buf,
              "actor_rollout_ref.model.path=%s/model|critic.model.path=%s/model|data.train_files=%s/train.jsonl|"
              "data.val_files=null|data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
@@ -29,21 +28,9 @@ static vc_status run(const char *out, int steps, const char *extra) {
              "trainer.total_training_steps=%d|trainer.save_freq=1|trainer.max_actor_ckpt_to_keep=2|"
              "trainer.default_local_dir=%s/%s|%s",
              dir, dir, dir, steps, dir, out, extra);
-    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
-    vc_config *cfg = NULL;
-    vc_status st = vc_config_load(NULL, n, argv, &cfg);
-    if (!st) {
-        vc_config_set_quiet(cfg, 1);
-        vc_rl_trainer *t = NULL;
-        st = vc_rl_trainer_new(cfg, &t);
-        if (!st) {
-            vc_rl_trainer_set_verbose(t, 0);
-            st = vc_rl_trainer_fit(t);
-        }
-        if (!st) CHECK(vc_rl_trainer_step(t) == steps);
-        vc_rl_trainer_free(t);
-    }
-    vc_config_free(cfg);
+    int64_t done = -1;
+    vc_status st = demo_fit(buf, &done);
+    if (!st) CHECK(done == steps);
     return st;
 }
 
