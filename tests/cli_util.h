@@ -16,8 +16,8 @@ static int cli_quiet;
 
 /* Runs a printf-formatted shell command line; returns its exit status (0: success; -1: system failed;
  * 128: killed by a signal) and, unless cli_quiet, prints a failing command on stderr. */
-static int cli_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int cli_sh(const char *fmt, ...) {
+static inline int cli_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int cli_sh(const char *fmt, ...) {
     char cmd[8192];
     va_list ap;
     va_start(ap, fmt);
@@ -29,7 +29,7 @@ static int cli_sh(const char *fmt, ...) {
 }
 
 /* 1 when both files read and hold the same bytes */
-static int cli_file_eq(const char *a, const char *b) {
+static inline int cli_file_eq(const char *a, const char *b) {
     char *x = NULL, *y = NULL;
     size_t nx = 0, ny = 0;
     int eq = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
@@ -39,13 +39,13 @@ static int cli_file_eq(const char *a, const char *b) {
 }
 
 /* the verlc binary: $VERLC_BIN or build/verlc */
-static const char *cli_bin(void) {
+static inline const char *cli_bin(void) {
     const char *b = getenv("VERLC_BIN");
     return b ? b : "build/verlc";
 }
 
 /* dir = /tmp/verlc_<tag>_<pid> (not created) */
-static void cli_tmpdir(char *dir, size_t n, const char *tag) {
+static inline void cli_tmpdir(char *dir, size_t n, const char *tag) {
     snprintf(dir, n, "/tmp/verlc_%s_%d", tag, (int)getpid());
 }
 #endif

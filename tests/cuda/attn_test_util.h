@@ -17,8 +17,8 @@ typedef struct {
 
 /* sequence s: K at kv and V at kv + voff; likewise for the device copy gkv and the gradient blocks
  * (host dkv, device g1 and g2) */
-static void attn_seq_bind(attn_seqs *p, int s, const float *kv, const float *gkv, float *dkv, float *g1, float *g2,
-                          int64_t voff) {
+static inline void attn_seq_bind(attn_seqs *p, int s, const float *kv, const float *gkv, float *dkv, float *g1,
+                                 float *g2, int64_t voff) {
     p->ks[s] = kv;
     p->vs[s] = kv + voff;
     p->gks[s] = gkv;
@@ -33,8 +33,8 @@ static void attn_seq_bind(attn_seqs *p, int s, const float *kv, const float *gkv
 
 /* p->d for n sequences of p->qs / p->kvl (head shapes and masking from the arguments), and the GPU
  * descriptors p->gd and p->gd2: the same with the device pointers */
-static void attn_descs(attn_seqs *p, int n, int64_t k_stride, int64_t v_stride, int nh, int nkv, int hd, int dv,
-                       float cap, int window, int causal) {
+static inline void attn_descs(attn_seqs *p, int n, int64_t k_stride, int64_t v_stride, int nh, int nkv, int hd,
+                              int dv, float cap, int window, int causal) {
     vc_attn_desc d = { .n_seq = n, .q_start = p->qs, .kv_len = p->kvl, .k_seq = p->ks, .v_seq = p->vs,
                        .dk_seq = p->dks, .dv_seq = p->dvs, .k_stride = k_stride, .v_stride = v_stride,
                        .n_head = nh, .n_kv_head = nkv, .head_dim = hd, .v_head_dim = dv,
@@ -49,7 +49,7 @@ static void attn_descs(attn_seqs *p, int n, int64_t k_stride, int64_t v_stride, 
 }
 
 /* the run-to-run bits line and check of the dk / dv of all sequences */
-static void attn_dkdv_same(const char *name, int same) {
+static inline void attn_dkdv_same(const char *name, int same) {
     printf("  %-44s %s\n", "bwd dk, dv", same ? "identical bits run to run" : "DIFFERENT bits  FAIL");
     CHECK_MSG(same, "%s: dk/dv not deterministic", name);
 }

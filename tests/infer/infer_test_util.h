@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* a model of the given config.json text with random weights from seed; NULL (message printed) on failure */
-static vc_model *model_from_config(const char *config, uint64_t seed) {
+static inline vc_model *model_from_config(const char *config, uint64_t seed) {
     char path[] = "/tmp/vc_infer_cfgXXXXXX";
     int fd = mkstemp(path);
     if (fd < 0) return NULL;
@@ -24,7 +24,7 @@ static vc_model *model_from_config(const char *config, uint64_t seed) {
 }
 
 /* 1 when the n samples of a and b have the same length, finish reason, tokens and log-probs (bitwise) */
-static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
+static inline int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
     for (int i = 0; i < n; i++) {
         if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
         if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;

@@ -10,7 +10,7 @@
 /* 1 when every tensor of checkpoint src that the export out also holds has the same dtype and bytes there
  * (tensors the loader ignores, such as rotary caches, are not written back); *used: tensors compared,
  * *n_out: tensors in out. Two checks: the checkpoints open. */
-static int export_matches(const char *src, const char *out, const char *name, int *used, int *n_out) {
+static inline int export_matches(const char *src, const char *out, const char *name, int *used, int *n_out) {
     vc_checkpoint *a = NULL, *b = NULL;
     CHECK_OK(vc_ckpt_open(src, &a));
     CHECK_OK(vc_ckpt_open(out, &b));
@@ -30,7 +30,7 @@ static int export_matches(const char *src, const char *out, const char *name, in
 }
 
 /* rm -rf dir (one check) */
-static void remove_tree(const char *dir) {
+static inline void remove_tree(const char *dir) {
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

@@ -10,7 +10,7 @@
 static char dir[256], bin[512], shared[512];
 
 /* bin, shared and dir = /tmp/verlc_<tag>_<pid> */
-static void rl_cli_start(const char *tag) {
+static inline void rl_cli_start(const char *tag) {
     snprintf(bin, sizeof bin, "%s", cli_bin());
     snprintf(shared, sizeof shared, "%s", vc_test_shared());
     cli_tmpdir(dir, sizeof dir, tag);
@@ -18,7 +18,7 @@ static void rl_cli_start(const char *tag) {
 
 /* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV
  * head, tied embeddings, seed 7) with the Qwen3 tokenizer files */
-static void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
+static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
     CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
     CHECK(cli_sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
     char tdir[600], cfg[1024], path[600];
@@ -35,7 +35,7 @@ static void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
              "\"torch_dtype\":\"float32\"}", vocab, hidden, layers, head_dim, inter);
     snprintf(path, sizeof path, "%s/config.json", dir);
     CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(cli_sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
-                 bin, path, dir, tdir, tdir, dir) == 0);
+    CHECK(cli_sh("%s init --config %s --out %s/model --seed 7 > /dev/null && "
+                 "cp %s/tokenizer.json %s/tokenizer_config.json %s/model/", bin, path, dir, tdir, tdir, dir) == 0);
 }
 #endif

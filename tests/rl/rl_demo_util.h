@@ -13,7 +13,7 @@
 
 /* creates dir and writes <dir>/config.json and <dir>/model (random weights from seed, the demo
  * tokenizer); four checks */
-static void demo_model_setup(const char *dir, uint64_t seed) {
+static inline void demo_model_setup(const char *dir, uint64_t seed) {
     char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
     mkdir(dir, 0755);
     CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
@@ -28,7 +28,7 @@ static void demo_model_setup(const char *dir, uint64_t seed) {
 
 /* loads a config from "|"-separated overrides (buf is split in place) and runs vc_rl_trainer_new and
  * vc_rl_trainer_fit quietly; *step (when fit succeeded): the trainer's global steps done */
-static vc_status demo_fit(char *buf, int64_t *step) {
+static inline vc_status demo_fit(char *buf, int64_t *step) {
     char *argv[64];
     int n = 0;
     for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;

@@ -35,7 +35,8 @@ static void test_one_vs_two(int mini) {
     if (rc) cli_sh("cat %s >&2", log);
     printf("2 ranks: %.1f s\n", vc_now() - t0);
     /* only rank 0 prints: one step line, one export notice */
-    CHECK_MSG(cli_sh("test $(grep -c 'final actor exported' %s) -eq 1", log) == 0, "export notice not printed once (%s)", log);
+    CHECK_MSG(cli_sh("test $(grep -c 'final actor exported' %s) -eq 1", log) == 0, "export notice not printed once (%s)",
+              log);
     snprintf(a, sizeof a, "%s/hf_model", r1);
     snprintf(b, sizeof b, "%s/hf_model", r2);
     double d = max_weight_diff(a, b);

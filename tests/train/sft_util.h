@@ -10,12 +10,12 @@ static char TMP[256];
 static const char *BIN;
 
 /* runs fmt with %1$s = verlc, %2$s = TMP, %3$s = the shared folder, %4$s = extra (NULL: "") */
-static int sh(const char *fmt, const char *extra) {
+static inline int sh(const char *fmt, const char *extra) {
     return cli_sh(fmt, BIN, TMP, vc_test_shared(), extra ? extra : "");
 }
 
 /* BIN, TMP = /tmp/verlc_<tag>_<pid>, created; TMP/model: 1 layer, hidden 16, seed 3 */
-static void sft_start(const char *tag) {
+static inline void sft_start(const char *tag) {
     BIN = cli_bin();
     cli_tmpdir(TMP, sizeof TMP, tag);
     char cfg[512];

@@ -351,14 +351,11 @@ static int child_fault(int *argc, char ***argv, int dead) {
 }
 
 /* ---- launcher (as tests/dist/test_dist.c) ---- */
-static int on_path(const char *prog) { return vc_test_on_path(prog); }
 
 static int run_mpi(const char *mpirun, int np, const char *mode, const char *log, double limit, double *secs) {
     static const char *const env[] = { "VC_DP_DIR", "VC_DP_MODEL", "VERLC_DIST_TIMEOUT", NULL };
     return vc_test_run_mpi(mpirun, np, "VC_DP_TEST_MODE", mode, env, log, limit, secs);
 }
-
-static int log_has(const char *log, const char *needle, int times) { return vc_test_log_has(log, needle, times); }
 
 static void show_log(const char *log, int always) {
     char *text = NULL;
@@ -371,7 +368,7 @@ static void test_mpi_runs(void) {
     const char *mpirun = getenv("VERLC_MPIRUN");
     if (!mpirun || !*mpirun) mpirun = "mpirun";
     if (!vc_comm_available("mpi")) { printf("MPI runs skipped: this build has no MPI\n"); return; }
-    if (!on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
+    if (!vc_test_on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
     char dir[] = "/tmp/vc_dp_test_XXXXXX", log[PATH_MAX + 16], run[PATH_MAX + 16], cmd[PATH_MAX + 64];
     if (!mkdtemp(dir)) { CHECK(0); return; }
     snprintf(log, sizeof log, "%s/out.txt", dir);
@@ -384,13 +381,13 @@ static void test_mpi_runs(void) {
     double secs = 0;
     for (int np = 2; np <= 4; np += 2) {
         int rc = run_mpi(mpirun, np, np == 4 ? "dp_save" : "dp", log, 90, &secs);
-        int ok = rc == 0 && log_has(log, " 0 failed", np);
+        int ok = rc == 0 && vc_test_log_has(log, " 0 failed", np);
         CHECK_MSG(ok, "mpirun -np %d dp: exit %d", np, rc);
         show_log(log, !ok);
         printf("mpirun -np %d: data-parallel checks %s (%.1f s)\n", np, ok ? "pass" : "FAIL", secs);
     }
     int rc = run_mpi(mpirun, 2, "resume", log, 60, &secs);
-    int ok = rc == 0 && log_has(log, " 0 failed", 2);
+    int ok = rc == 0 && vc_test_log_has(log, " 0 failed", 2);
     CHECK_MSG(ok, "mpirun -np 2 resume: exit %d", rc);
     show_log(log, !ok);
     /* one rank, no communicator, from the same 4-rank checkpoint; then export it to a HF dir */
@@ -404,7 +401,7 @@ static void test_mpi_runs(void) {
     vc_model_free(m);
     setenv("VERLC_DIST_TIMEOUT", "2", 1);
     rc = run_mpi(mpirun, 2, "stuck", log, 20, &secs);
-    ok = rc != 0 && rc != -1 && log_has(log, "TIMEOUT-OK", 1) && secs < 12;
+    ok = rc != 0 && rc != -1 && vc_test_log_has(log, "TIMEOUT-OK", 1) && secs < 12;
     CHECK_MSG(ok, "hung rank: exit %d after %.1f s", rc, secs);
     show_log(log, !ok);
     printf("rank 1 hung in its backward: rank 0 timed out and the job ended in %.1f s %s\n", secs,

@@ -6,8 +6,8 @@
 
 /* n sequences of min_len + [0, len_span) tokens (ids below 256, a prompt of 1..4 tokens with mask 0,
  * the rest mask 1), all drawn from seed, into cu (n + 1 entries), ids and mask (large enough) */
-static void random_minibatch(vc_minibatch *b, int n, int64_t min_len, uint64_t len_span, uint64_t seed, int64_t *cu,
-                             int32_t *ids, float *mask) {
+static inline void random_minibatch(vc_minibatch *b, int n, int64_t min_len, uint64_t len_span, uint64_t seed,
+                                    int64_t *cu, int32_t *ids, float *mask) {
     cu[0] = 0;
     for (int s = 0; s < n; s++) {
         int64_t L = min_len + vc_rng_below(len_span, seed, s, 0, 0), prompt = 1 + vc_rng_below(4, seed, s, 1, 0);
