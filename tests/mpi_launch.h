@@ -82,4 +82,15 @@ static inline int vc_test_run_mpi(const char *mpirun, int np, const char *mode_v
     *secs = vc_now() - t0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+/* 1 when the file log holds needle at least `times` times */
+static inline int vc_test_log_has(const char *log, const char *needle, int times) {
+    char *text = NULL;
+    size_t len = 0;
+    int n = 0;
+    if (vc_read_file(log, &text, &len)) return 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+    free(text);
+    return n >= times;
+}
 #endif

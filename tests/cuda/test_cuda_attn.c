@@ -2,7 +2,7 @@
  * sequences of different lengths, GQA 14/2, MQA, MHA, head dims 64 / 128 / 192+128, sliding window,
  * soft-cap, chunked prefill (more keys than queries), keys and values inside a fused QKV-like row.
  * Backward must give the same bits run to run. Without a GPU: "no CUDA device: skipped", exit 0. */
-#include "cuda_test_util.h"
+#include "attn_test_util.h"
 
 #define TOL 1e-4
 
@@ -20,17 +20,16 @@ typedef struct {
 static void attn_case(const acase *a) {
     printf("attention: %s (heads %d/%d, dims %d/%d, causal %d, window %d, softcap %g, %d sequences)\n", a->name, a->nh,
            a->nkv, a->hd, a->dv, a->causal, a->window, a->cap, a->nseq);
-    int64_t qs[7] = { 0 }, kvl[6];
-    const float *ks[6], *vs[6], *gks[6], *gvs[6];
-    float *dks[6], *dvs[6], *gdks[6], *gdvs[6], *gdks2[6], *gdvs2[6], *kvbuf[6], *gkvbuf[6];
+    attn_seqs p = { 0 }; /* the descriptors point into it */
+    float *gdks[6], *gdks2[6], *kvbuf[6], *gkvbuf[6];
     float *dkv[6], *ddkv_init[6];
     size_t kvn[6];
     int64_t kst = (int64_t)a->nkv * a->hd, vst = (int64_t)a->nkv * a->dv;
-    for (int s = 0; s < a->nseq; s++) qs[s + 1] = qs[s] + a->qlen[s];
-    int64_t Tq = qs[a->nseq];
+    for (int s = 0; s < a->nseq; s++) p.qs[s + 1] = p.qs[s] + a->qlen[s];
+    int64_t Tq = p.qs[a->nseq];
     int64_t row = a->fused ? kst + vst : 0;
     for (int s = 0; s < a->nseq; s++) {
-        kvl[s] = a->kvlen[s];
+        p.kvl[s] = a->kvlen[s];
         /* one storage block per sequence: fused rows, or K then V */
         kvn[s] = (size_t)(a->kvlen[s] * (kst + vst));
         kvbuf[s] = hrand(kvn[s], 1);
@@ -38,46 +37,27 @@ static void attn_case(const acase *a) {
         ddkv_init[s] = hrand(kvn[s], 1);
         dkv[s] = clone(ddkv_init[s], kvn[s]);
         float *g1 = dup_f(ddkv_init[s], kvn[s]), *g2 = dup_f(ddkv_init[s], kvn[s]);
-        int64_t voff = a->fused ? kst : a->kvlen[s] * kst;
-        ks[s] = kvbuf[s];
-        vs[s] = kvbuf[s] + voff;
-        gks[s] = gkvbuf[s];
-        gvs[s] = gkvbuf[s] + voff;
-        dks[s] = dkv[s];
-        dvs[s] = dkv[s] + voff;
+        attn_seq_bind(&p, s, kvbuf[s], gkvbuf[s], dkv[s], g1, g2, a->fused ? kst : a->kvlen[s] * kst);
         gdks[s] = g1;
-        gdvs[s] = g1 + voff;
         gdks2[s] = g2;
-        gdvs2[s] = g2 + voff;
     }
-    vc_attn_desc d = { .n_seq = a->nseq, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks,
-                       .dv_seq = dvs, .k_stride = a->fused ? row : kst, .v_stride = a->fused ? row : vst,
-                       .n_head = a->nh, .n_kv_head = a->nkv, .head_dim = a->hd, .v_head_dim = a->dv,
-                       .scale = 1.0f / sqrtf((float)a->hd), .softcap = a->cap, .window = a->window,
-                       .causal = a->causal };
-    vc_attn_desc gd = d, gd2 = d;
-    gd.k_seq = gks;
-    gd.v_seq = gvs;
-    gd.dk_seq = gdks;
-    gd.dv_seq = gdvs;
-    gd2.k_seq = gks;
-    gd2.v_seq = gvs;
-    gd2.dk_seq = gdks2;
-    gd2.dv_seq = gdvs2;
+    attn_descs(&p, a->nseq, a->fused ? row : kst, a->fused ? row : vst, a->nh, a->nkv, a->hd, a->dv, a->cap,
+               a->window, a->causal);
+    const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
     float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl);
     float *gq = dup_f(q, nq), *go = dup_f(o, no), *glse = dup_f(lse, nl);
-    C->attn_fwd(o, lse, q, &d);
-    G->attn_fwd(go, glse, gq, &gd);
+    C->attn_fwd(o, lse, q, d);
+    G->attn_fwd(go, glse, gq, gd);
     cmp("fwd output", go, o, no, TOL);
     cmp("fwd lse", glse, lse, nl, TOL);
     /* backward from the CPU forward's o / lse, gradients accumulated onto random values */
     float *dout = hrand(no, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
     float *gdout = dup_f(dout, no), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
     float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
-    C->attn_bwd(dq, dout, o, lse, q, &d);
-    G->attn_bwd(gdq, gdout, go_c, glse_c, gq, &gd);
-    G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, &gd2);
+    C->attn_bwd(dq, dout, o, lse, q, d);
+    G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
+    G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     cmp("bwd dq (accumulated)", gdq, dq, nq, TOL);
     size_t tot = 0;
     for (int s = 0; s < a->nseq; s++) tot += kvn[s];
@@ -95,8 +75,7 @@ static void attn_case(const acase *a) {
         float *x = fetch(gdks[s], kvn[s]), *y = fetch(gdks2[s], kvn[s]);
         same &= !memcmp(x, y, kvn[s] * 4);
     }
-    printf("  %-44s %s\n", "bwd dk, dv", same ? "identical bits run to run" : "DIFFERENT bits  FAIL");
-    CHECK_MSG(same, "%s: dk/dv not deterministic", a->name);
+    attn_dkdv_same(a->name, same);
     check_sticky(a->name);
     release_all();
 }

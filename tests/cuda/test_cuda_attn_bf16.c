@@ -5,7 +5,7 @@
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
  * rounded to bf16). Backward results must be the same bits run to run. A head dim of 80 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
-#include "cuda_test_util.h"
+#include "attn_test_util.h"
 #include "verlc/dtype.h"
 
 static const vc_backend *C, *G;
@@ -29,62 +29,41 @@ static float *hround(size_t n, float scale) { /* random values that are exact bf
 static void bf16_case(const bcase *a) {
     printf("bf16 attention: %s (heads %d/%d, dim %d, causal %d, window %d, softcap %g, %d sequences)\n", a->name,
            a->nh, a->nkv, a->hd, a->causal, a->window, a->cap, a->nseq);
-    int64_t qs[7] = { 0 }, kvl[6];
-    const float *ks[6], *vs[6], *gks[6], *gvs[6];
-    float *dks[6], *dvs[6], *gdks[6], *gdvs[6], *gdks2[6], *gdvs2[6], *dkv[6], *inits[6];
+    attn_seqs p = { 0 }; /* the descriptors point into it */
+    float *gdks[6], *gdks2[6], *dkv[6], *inits[6];
     size_t kvn[6];
     int64_t kst = (int64_t)a->nkv * a->hd;
-    for (int s = 0; s < a->nseq; s++) qs[s + 1] = qs[s] + a->qlen[s];
-    int64_t Tq = qs[a->nseq];
+    for (int s = 0; s < a->nseq; s++) p.qs[s + 1] = p.qs[s] + a->qlen[s];
+    int64_t Tq = p.qs[a->nseq];
     for (int s = 0; s < a->nseq; s++) {
-        kvl[s] = a->kvlen[s];
+        p.kvl[s] = a->kvlen[s];
         kvn[s] = (size_t)(a->kvlen[s] * 2 * kst);
         float *kv = hround(kvn[s], 1), *init = hrand(kvn[s], 1);
         float *gkv = dup_f(kv, kvn[s]), *g1 = dup_f(init, kvn[s]), *g2 = dup_f(init, kvn[s]);
         dkv[s] = clone(init, kvn[s]);
         inits[s] = init;
-        int64_t voff = a->fused ? kst : a->kvlen[s] * kst;
-        ks[s] = kv;
-        vs[s] = kv + voff;
-        gks[s] = gkv;
-        gvs[s] = gkv + voff;
-        dks[s] = dkv[s];
-        dvs[s] = dkv[s] + voff;
+        attn_seq_bind(&p, s, kv, gkv, dkv[s], g1, g2, a->fused ? kst : a->kvlen[s] * kst);
         gdks[s] = g1;
-        gdvs[s] = g1 + voff;
         gdks2[s] = g2;
-        gdvs2[s] = g2 + voff;
     }
     int64_t stride = a->fused ? 2 * kst : kst;
-    vc_attn_desc d = { .n_seq = a->nseq, .q_start = qs, .kv_len = kvl, .k_seq = ks, .v_seq = vs, .dk_seq = dks,
-                       .dv_seq = dvs, .k_stride = stride, .v_stride = stride, .n_head = a->nh,
-                       .n_kv_head = a->nkv, .head_dim = a->hd, .v_head_dim = a->hd,
-                       .scale = 1.0f / sqrtf((float)a->hd), .softcap = a->cap, .window = a->window,
-                       .causal = a->causal };
-    vc_attn_desc gd = d, gd2 = d;
-    gd.k_seq = gks;
-    gd.v_seq = gvs;
-    gd.dk_seq = gdks;
-    gd.dv_seq = gdvs;
-    gd2.k_seq = gks;
-    gd2.v_seq = gvs;
-    gd2.dk_seq = gdks2;
-    gd2.dv_seq = gdvs2;
+    attn_descs(&p, a->nseq, stride, stride, a->nh, a->nkv, a->hd, a->hd, a->cap, a->window, a->causal);
+    const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(nq), *lse = hbuf(nl);
     float *gq = dup_f(q, nq), *go = dup_f(o, nq), *glse = dup_f(lse, nl), *go2 = dup_f(o, nq);
-    C->attn_fwd(o, lse, q, &d);
-    G->attn_fwd(go, glse, gq, &gd);
-    G->attn_fwd(go2, NULL, gq, &gd);
+    C->attn_fwd(o, lse, q, d);
+    G->attn_fwd(go, glse, gq, gd);
+    G->attn_fwd(go2, NULL, gq, gd);
     cmp("fwd output", go, o, nq, a->tol_o);
     cmp("fwd lse", glse, lse, nl, a->tol_lse);
     same_bits("fwd output (lse NULL)", go, go2, nq);
     float *dout = hround(nq, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
     float *gdout = dup_f(dout, nq), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
     float *go_c = dup_f(o, nq), *glse_c = dup_f(lse, nl);
-    C->attn_bwd(dq, dout, o, lse, q, &d);
-    G->attn_bwd(gdq, gdout, go_c, glse_c, gq, &gd);
-    G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, &gd2);
+    C->attn_bwd(dq, dout, o, lse, q, d);
+    G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
+    G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
     float *gq_h = fetch(gdq, nq);
     for (size_t i = 0; i < nq; i++) {
@@ -108,8 +87,7 @@ static void bf16_case(const bcase *a) {
     }
     same_bits("bwd dq", gdq, gdq2, nq);
     int same = !memcmp(got, got2, tot * 4);
-    printf("  %-44s %s\n", "bwd dk, dv", same ? "identical bits run to run" : "DIFFERENT bits  FAIL");
-    CHECK_MSG(same, "%s: dk/dv not deterministic", a->name);
+    attn_dkdv_same(a->name, same);
     cmp_host("bwd dk and dv increments", got, ref, tot, a->tol_bwd);
     check_sticky(a->name);
     release_all();

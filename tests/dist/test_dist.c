@@ -392,21 +392,10 @@ static int child_fault(int *argc, char ***argv, int dead) {
 
 /* ---- launcher ------------------------------------------------------------------------------- */
 
-static int on_path(const char *prog) { return vc_test_on_path(prog); }
 
 static int run_mpi(const char *mpirun, int np, const char *mode, const char *log, double limit, double *secs) {
     static const char *const env[] = { "VERLC_DIST_TIMEOUT", "VERLC_DIST_SEGMENT", NULL };
     return vc_test_run_mpi(mpirun, np, "VC_DIST_TEST_MODE", mode, env, log, limit, secs);
-}
-
-static int log_has(const char *log, const char *needle, int times) {
-    char *text = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (vc_read_file(log, &text, &len)) return 0;
-    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-    free(text);
-    return n >= times;
 }
 
 static void show_log(const char *log) {
@@ -420,7 +409,7 @@ static void test_mpi_runs(void) {
     const char *mpirun = getenv("VERLC_MPIRUN");
     if (!mpirun || !*mpirun) mpirun = "mpirun";
     if (!vc_comm_available("mpi")) { printf("MPI runs skipped: this build has no MPI\n"); return; }
-    if (!on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
+    if (!vc_test_on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
     char dir[] = "/tmp/vc_dist_test_XXXXXX", log[PATH_MAX], lsan[PATH_MAX];
     if (!mkdtemp(dir)) { CHECK(0); return; }
     snprintf(log, sizeof log, "%s/out.txt", dir);
@@ -435,14 +424,14 @@ static void test_mpi_runs(void) {
     double secs = 0;
     for (int np = 2; np <= 4; np += 2) {
         int rc = run_mpi(mpirun, np, "collectives", log, 60, &secs);
-        int ok = rc == 0 && log_has(log, " 0 failed", np);
+        int ok = rc == 0 && vc_test_log_has(log, " 0 failed", np);
         CHECK_MSG(ok, "mpirun -np %d collectives: exit %d", np, rc);
         if (!ok) show_log(log);
         printf("mpirun -np %d: collectives on every rank %s (%.1f s)\n", np, ok ? "pass" : "FAIL", secs);
     }
     setenv("VERLC_DIST_TIMEOUT", "2", 1);
     int rc = run_mpi(mpirun, 2, "stuck", log, 15, &secs);
-    int ok = rc != 0 && rc != -1 && log_has(log, "TIMEOUT-OK", 1) && secs < 10;
+    int ok = rc != 0 && rc != -1 && vc_test_log_has(log, "TIMEOUT-OK", 1) && secs < 10;
     CHECK_MSG(ok, "stuck peer: exit %d after %.1f s", rc, secs);
     if (!ok) show_log(log);
     printf("stuck rank 1: rank 0 timed out and the job ended in %.1f s %s\n", secs, ok ? "(pass)" : "(FAIL)");

@@ -1,6 +1,7 @@
 /* Rollout engine: reproducibility across batch size / threads / request order / preemption, prompt page
  * sharing, rollout vs training log-probs, row invariance of the GEMM and of the paged forward, errors. */
 #include "infer/infer.h"
+#include "infer_test_util.h"
 #include "vc_test.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
@@ -18,18 +19,7 @@ static const char *CONFIG =
 static int32_t prompts[NP][80];
 static const int plen[NP] = { 5, 17, 1, 33, 70, 9 };
 
-static vc_model *make_model(void) {
-    char path[] = "/tmp/vc_rollout_cfgXXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    (void)!write(fd, CONFIG, strlen(CONFIG));
-    close(fd);
-    vc_model *m = NULL;
-    vc_status st = vc_model_init_random(path, 7, &m);
-    unlink(path);
-    if (st) fprintf(stderr, "init: %s\n", vc_last_error());
-    return m;
-}
+static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
     int max_batch, threads, reverse, chunk, page;
@@ -63,16 +53,6 @@ static vc_rollout_sample *generate(vc_model *m, const vc_sampling *sp, run_cfg r
         out = r;
     }
     return out;
-}
-
-static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
-    for (int i = 0; i < n; i++) {
-        if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
-        if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp, b[i].logp, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp_sampled, b[i].logp_sampled, (size_t)a[i].n_tokens * 4)) return 0;
-    }
-    return 1;
 }
 
 /* the training path: one packed forward without cache, fused head log-probs */

@@ -3,6 +3,7 @@
  * same tokens, log-probs and finish reasons, bit for bit, as on the cpu device, for every sampling mode
  * (greedy, plain temperature, top-k, top-p, min-p, all together) with several samples per prompt. */
 #include "tensor/backend.h"
+#include "infer_test_util.h"
 #include "vc_test.h"
 #include "verlc/device.h"
 #include "verlc/pool.h"
@@ -23,18 +24,7 @@ static int32_t prompts[NP][40];
 static const int plen[NP] = { 3, 21, 1, 9 };
 static const int n_samples[NP] = { 3, 1, 2, 4 };
 
-static vc_model *make_model(void) {
-    char path[] = "/tmp/vc_sample_cfgXXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    (void)!write(fd, CONFIG, strlen(CONFIG));
-    close(fd);
-    vc_model *m = NULL;
-    vc_status st = vc_model_init_random(path, 11, &m);
-    unlink(path);
-    if (st) fprintf(stderr, "init: %s\n", vc_last_error());
-    return m;
-}
+static vc_model *make_model(void) { return model_from_config(CONFIG, 11); }
 
 static vc_sampling mode(int k) {
     static const int32_t eos[1] = { 2 };
@@ -62,16 +52,6 @@ static vc_rollout_sample *run(vc_model *m, const vc_sampling *sp, int *n_out) {
     if (e) CHECK_OK(vc_rollout_generate(e, rq, NP, sp, &out, n_out));
     vc_rollout_free(e);
     return out;
-}
-
-static int same_samples(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
-    for (int i = 0; i < n; i++) {
-        if (a[i].n_tokens != b[i].n_tokens || a[i].finish != b[i].finish) return 0;
-        if (memcmp(a[i].tokens, b[i].tokens, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp, b[i].logp, (size_t)a[i].n_tokens * 4)) return 0;
-        if (memcmp(a[i].logp_sampled, b[i].logp_sampled, (size_t)a[i].n_tokens * 4)) return 0;
-    }
-    return 1;
 }
 
 int main(void) {

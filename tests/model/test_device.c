@@ -8,8 +8,7 @@
 #include "verlc/check.h"
 #include "verlc/device.h"
 #include "verlc/model.h"
-#include "verlc/safetensors.h"
-#include "vc_test.h"
+#include "model_test_util.h"
 #include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -65,23 +64,10 @@ static void roundtrip(const char *name) {
     if (!m) return;
     CHECK(vc_model_backend(m) == vc_backend_sim());
     CHECK_OK(vc_model_save_hf(m, out, vc_model_cfg(m)->dtype));
-    vc_checkpoint *a = NULL, *b = NULL;
-    CHECK_OK(vc_ckpt_open(dir, &a));
-    CHECK_OK(vc_ckpt_open(out, &b));
-    int same = a && b, used = 0;
-    for (int i = 0; same && i < vc_ckpt_count(a); i++) {
-        const vc_st_tensor *x = vc_ckpt_at(a, i), *y = vc_ckpt_find(b, x->name);
-        if (!y) continue;
-        used++;
-        same = x->nbytes == y->nbytes && !memcmp(x->data, y->data, x->nbytes);
-    }
+    int used = 0, n_out = 0, same = export_matches(dir, out, name, &used, &n_out);
     CHECK_MSG(same && used > 0, "%s: export from the sim device differs", name);
-    vc_ckpt_close(a);
-    vc_ckpt_close(b);
     vc_model_free(m);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", out);
-    CHECK(system(cmd) == 0);
+    remove_tree(out);
 }
 
 /* a model whose weights live in one backend's memory cannot run on another */

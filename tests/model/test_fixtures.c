@@ -2,8 +2,7 @@
  * gradient, greedy decoding), and export round trips in each checkpoint's own layout. */
 #include "verlc/check.h"
 #include "verlc/model.h"
-#include "verlc/safetensors.h"
-#include "vc_test.h"
+#include "model_test_util.h"
 #include <dirent.h>
 #include <unistd.h>
 
@@ -15,24 +14,10 @@ static void roundtrip(const char *dir, const char *name) {
     snprintf(out, sizeof out, "/tmp/verlc_rt_%d_%s", (int)getpid(), name);
     vc_dtype dt = vc_model_cfg(m)->dtype;
     CHECK_OK(vc_model_save_hf(m, out, dt));
-    vc_checkpoint *a = NULL, *b = NULL;
-    CHECK_OK(vc_ckpt_open(dir, &a));
-    CHECK_OK(vc_ckpt_open(out, &b));
-    int same = a && b, used = 0;
-    for (int i = 0; same && i < vc_ckpt_count(a); i++) {
-        const vc_st_tensor *x = vc_ckpt_at(a, i), *y = vc_ckpt_find(b, x->name);
-        if (!y) continue; /* ignored tensors (rotary caches) are not written back */
-        used++;
-        same = x->nbytes == y->nbytes && x->dtype == y->dtype && !memcmp(x->data, y->data, x->nbytes);
-        if (!same) fprintf(stderr, "%s: tensor %s differs after export\n", name, x->name);
-    }
-    CHECK_MSG(same && used == vc_ckpt_count(b), "%s: export round trip (%d tensors)", name, used);
-    vc_ckpt_close(a);
-    vc_ckpt_close(b);
+    int used = 0, n_out = 0, same = export_matches(dir, out, name, &used, &n_out);
+    CHECK_MSG(same && used == n_out, "%s: export round trip (%d tensors)", name, used);
     vc_model_free(m);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", out);
-    CHECK(system(cmd) == 0);
+    remove_tree(out);
 }
 
 int main(void) {

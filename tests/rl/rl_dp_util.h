@@ -1,38 +1,21 @@
-/* Helpers of the data-parallel `verlc train` tests (test_rl_dp.c, test_rl_zero.c): shell commands,
- * an mpirun launch of one GRPO run on the tiny Qwen3 model, weight and metric comparisons. Static
- * functions: each test program includes this header once. */
+/* Helpers of the data-parallel `verlc train` tests (test_rl_dp.c, test_rl_zero.c): an mpirun launch of
+ * one GRPO run on the tiny Qwen3 model of rl_cli_util.h, weight and metric comparisons, reward programs,
+ * the environment of the MPI jobs. Static functions: each test program includes this header once. */
 #ifndef VC_RL_DP_UTIL_H
 #define VC_RL_DP_UTIL_H
+#include "rl_cli_util.h"
 #include "verlc/dist.h"
 #include "verlc/model.h"
 #include "verlc/report.h"
-#include "verlc/tokenizer.h"
-#include "vc_test.h"
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-static char dir[256], bin[512], shared[512];
 static const char *mpirun = "mpirun";
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
-}
 
 static int on_path(const char *prog) {
     if (strchr(prog, '/')) return access(prog, X_OK) == 0;
-    return sh("command -v '%s' >/dev/null 2>&1", prog) == 0;
+    return cli_sh("command -v '%s' >/dev/null 2>&1", prog) == 0;
 }
 
 /* MCA settings of tests/train/test_dp.c: shared memory only, no rsh agent */
@@ -58,8 +41,8 @@ static int train(int np, int ngpu, int mini, const char *out, const char *extra,
     snprintf(common, sizeof common, COMMON, dir, dir, dir, mini);
     char launch[1024] = "";
     if (np > 0) snprintf(launch, sizeof launch, "timeout 300 %s %s -np %d ", mpirun, MPI_FLAGS, np);
-    return sh("%s%s train %s trainer.n_gpus_per_node=%d trainer.default_local_dir=%s %s > %s 2>&1", launch, bin,
-              common, ngpu, out, extra ? extra : "", log);
+    return cli_sh("%s%s train %s trainer.n_gpus_per_node=%d trainer.default_local_dir=%s %s > %s 2>&1", launch, bin,
+                  common, ngpu, out, extra ? extra : "", log);
 }
 
 static double max_weight_diff(const char *a, const char *b) {
@@ -104,50 +87,35 @@ static int file_has(const char *path, const char *needle) {
     return has;
 }
 
-static void setup(void) {
-    CHECK(sh("mkdir -p %s/model", dir) == 0);
-    CHECK(sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
-    char tdir[600], cfg[1024], path[600];
-    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
-    vc_tokenizer *tok = NULL;
-    CHECK_OK(vc_tokenizer_load(tdir, &tok));
-    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
-    vc_tokenizer_free(tok);
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":32,"
-             "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"
-             "\"intermediate_size\":64,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
-             "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
-             "\"torch_dtype\":\"float32\"}", vocab);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
-             bin, path, dir, tdir, tdir, dir) == 0);
-}
-
 /* a reward program whose scores vary with the response (two digits of its JSON line's CRC), so GRPO groups
  * have non-zero advantages; the same text scores the same on any rank */
+/* writes an executable shell program (one check: the file opened); 0 when it could not be written */
+static int write_prog(const char *prog, const char *text) {
+    FILE *f = fopen(prog, "w");
+    CHECK(f != NULL);
+    if (!f) return 0;
+    fputs(text, f);
+    fclose(f);
+    chmod(prog, 0755);
+    return 1;
+}
+
 static void write_scorer(char *extra, size_t n) {
     char prog[400];
     snprintf(prog, sizeof prog, "%s/score.sh", dir);
-    FILE *f = fopen(prog, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fprintf(f, "#!/bin/sh\n"
-               "while read -r line; do\n"
-               "  c=$(printf %%s \"$line\" | cksum | cut -d' ' -f1)\n"
-               "  echo \"{\\\"score\\\": 0.$(( c %% 9 ))$(( c / 9 %% 10 ))}\"\n"
-               "done\n");
-    fclose(f);
-    chmod(prog, 0755);
+    if (!write_prog(prog, "#!/bin/sh\n"
+                          "while read -r line; do\n"
+                          "  c=$(printf %s \"$line\" | cksum | cut -d' ' -f1)\n"
+                          "  echo \"{\\\"score\\\": 0.$(( c % 9 ))$(( c / 9 % 10 ))}\"\n"
+                          "done\n"))
+        return;
     snprintf(extra, n, "custom_reward_function.path=%s", prog);
 }
 
 /* Common start of main: binary, shared folder, mpirun; 0 when the MPI part must be skipped. */
 static int rldp_start(const char *tag) {
-    const char *b = getenv("VERLC_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
-    snprintf(shared, sizeof shared, "%s", vc_test_shared());
+    cli_quiet = 1;
+    rl_cli_start(tag);
     const char *m = getenv("VERLC_MPIRUN");
     if (m && *m) mpirun = m;
     if (!vc_comm_available("mpi")) {
@@ -158,7 +126,25 @@ static int rldp_start(const char *tag) {
         printf("skipped: %s not found\n", mpirun);
         return 0;
     }
-    snprintf(dir, sizeof dir, "/tmp/verlc_%s_%d", tag, (int)getpid());
     return 1;
+}
+
+/* Environment of the MPI jobs: leak detection off (Open MPI's plugins leak, tests/dist/test_dist.c),
+ * VERLC_DIST_TIMEOUT 30 s, no fault mode; returns the old LSAN_OPTIONS for rldp_env_end (NULL: unset). */
+static char *rldp_env_begin(void) {
+    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL, lsan[512];
+    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
+    setenv("LSAN_OPTIONS", lsan, 1);
+    setenv("VERLC_DIST_TIMEOUT", "30", 1);
+    setenv("VC_RLDP_MODE", "none", 1);
+    return old;
+}
+
+/* restores LSAN_OPTIONS and removes dir unless a check failed or VC_RLDP_KEEP is set */
+static void rldp_env_end(char *old) {
+    if (old) setenv("LSAN_OPTIONS", old, 1);
+    else unsetenv("LSAN_OPTIONS");
+    free(old);
+    if (!vc_t_fail && !getenv("VC_RLDP_KEEP")) cli_sh("rm -rf %s", dir);
 }
 #endif

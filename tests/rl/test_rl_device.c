@@ -4,38 +4,10 @@
  * same metrics (timing_s/ and perf/ aside; training/rollout_probs_diff_* within 1e-9, see below) and
  * bitwise the same exported weights. trainer.device=cuda on a
  * machine without a GPU exits non-zero with a one-line hint. */
+#include "rl_cli_util.h"
 #include "verlc/cuda.h"
-#include "verlc/tokenizer.h"
-#include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static char dir[256], bin[512], shared[512];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
-static int file_eq(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    int eq = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return eq;
-}
 
 static const char *COMMON =
     "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl data.train_max_samples=8 "
@@ -87,8 +59,8 @@ static void run_pair(const char *name, const char *extra) {
     snprintf(common, sizeof common, COMMON, dir, dir, dir);
     const char *devs[2] = { "cpu", "sim" };
     for (int i = 0; i < 2; i++)
-        CHECK_MSG(sh("%s train %s %s trainer.device=%s trainer.default_local_dir=%s/%s_%s > %s/%s_%s.log 2>&1", bin, common,
-                     extra, devs[i], dir, name, devs[i], dir, name, devs[i]) == 0,
+        CHECK_MSG(cli_sh("%s train %s %s trainer.device=%s trainer.default_local_dir=%s/%s_%s > %s/%s_%s.log 2>&1", bin, common,
+                         extra, devs[i], dir, name, devs[i], dir, name, devs[i]) == 0,
                   "%s on %s failed; see %s/%s_%s.log", name, devs[i], dir, name, devs[i]);
     char a[600], b[600];
     snprintf(a, sizeof a, "%s/%s_cpu/metrics.jsonl", dir, name);
@@ -96,34 +68,14 @@ static void run_pair(const char *name, const char *extra) {
     same_metrics(a, b);
     snprintf(a, sizeof a, "%s/%s_cpu/hf_model/model.safetensors", dir, name);
     snprintf(b, sizeof b, "%s/%s_sim/hf_model/model.safetensors", dir, name);
-    CHECK_MSG(file_eq(a, b), "%s: exported weights differ between cpu and sim", name);
-    CHECK(sh("grep -q 'device sim (trainer.device=sim), matmul precision f32' %s/%s_sim.log", dir, name) == 0);
+    CHECK_MSG(cli_file_eq(a, b), "%s: exported weights differ between cpu and sim", name);
+    CHECK(cli_sh("grep -q 'device sim (trainer.device=sim), matmul precision f32' %s/%s_sim.log", dir, name) == 0);
 }
 
 int main(void) {
-    const char *b = getenv("VERLC_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
-    snprintf(shared, sizeof shared, "%s", vc_test_shared());
-    snprintf(dir, sizeof dir, "/tmp/verlc_rl_device_%d", (int)getpid());
+    rl_cli_start("rl_device");
     double t0 = vc_now();
-    CHECK(sh("mkdir -p %s/model", dir) == 0);
-    CHECK(sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
-    char tdir[600], cfg[1024], path[600];
-    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
-    vc_tokenizer *tok = NULL;
-    CHECK_OK(vc_tokenizer_load(tdir, &tok));
-    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
-    vc_tokenizer_free(tok);
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":16,"
-             "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":8,"
-             "\"intermediate_size\":32,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
-             "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
-             "\"torch_dtype\":\"float32\"}", vocab);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
-             bin, path, dir, tdir, tdir, dir) == 0);
+    rl_cli_setup(16, 1, 8, 32);
     run_pair("grpo", "algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=False "
                      "trainer.total_training_steps=2");
     char ppo[512];
@@ -134,11 +86,11 @@ int main(void) {
     if (vc_cuda_device_count() == 0) {
         char common[2048];
         snprintf(common, sizeof common, COMMON, dir, dir, dir);
-        CHECK(sh("%s train %s trainer.device=cuda trainer.default_local_dir=%s/cuda > %s/cuda.log 2>&1; test $? -ne 0",
-                 bin, common, dir, dir) == 0);
-        CHECK(sh("test $(grep -c 'verlc train: trainer.device cuda: .*--device cpu' %s/cuda.log) -eq 1", dir) == 0);
+        CHECK(cli_sh("%s train %s trainer.device=cuda trainer.default_local_dir=%s/cuda > %s/cuda.log 2>&1; test $? -ne 0",
+                     bin, common, dir, dir) == 0);
+        CHECK(cli_sh("test $(grep -c 'verlc train: trainer.device cuda: .*--device cpu' %s/cuda.log) -eq 1", dir) == 0);
     }
     printf("rl device: %.1f s\n", vc_now() - t0);
-    if (!vc_t_fail) sh("rm -rf %s", dir);
+    if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
 }

@@ -32,10 +32,11 @@ static void test_one_vs_two(int mini) {
     double t0 = vc_now();
     rc = train(2, 2, mini, r2, extra, log);
     CHECK_MSG(rc == 0, "mpirun -np 2 verlc train failed (%d); see %s", rc, log);
-    if (rc) sh("cat %s >&2", log);
+    if (rc) cli_sh("cat %s >&2", log);
     printf("2 ranks: %.1f s\n", vc_now() - t0);
     /* only rank 0 prints: one step line, one export notice */
-    CHECK_MSG(sh("test $(grep -c 'final actor exported' %s) -eq 1", log) == 0, "export notice not printed once (%s)", log);
+    CHECK_MSG(cli_sh("test $(grep -c 'final actor exported' %s) -eq 1", log) == 0, "export notice not printed once (%s)",
+              log);
     snprintf(a, sizeof a, "%s/hf_model", r1);
     snprintf(b, sizeof b, "%s/hf_model", r2);
     double d = max_weight_diff(a, b);
@@ -78,17 +79,13 @@ static void test_fault(const char *mode) {
     snprintf(r, sizeof r, "%s/run_%s", dir, mode);
     snprintf(log, sizeof log, "%s/%s.log", dir, mode);
     snprintf(prog, sizeof prog, "%s/reward_%s.sh", dir, mode);
-    FILE *f = fopen(prog, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fprintf(f, "#!/bin/sh\n"
-               "if [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 1 ]; then\n"
-               "  if [ \"$VC_RLDP_MODE\" = kill ]; then kill -9 $PPID; fi\n"
-               "  exec sleep 20\n"
-               "fi\n"
-               "while read line; do echo '{\"score\": 0.5}'; done\n");
-    fclose(f);
-    chmod(prog, 0755);
+    if (!write_prog(prog, "#!/bin/sh\n"
+                          "if [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 1 ]; then\n"
+                          "  if [ \"$VC_RLDP_MODE\" = kill ]; then kill -9 $PPID; fi\n"
+                          "  exec sleep 20\n"
+                          "fi\n"
+                          "while read line; do echo '{\"score\": 0.5}'; done\n"))
+        return;
     setenv("VC_RLDP_MODE", mode, 1);
     snprintf(extra, sizeof extra, "custom_reward_function.path=%s +custom_reward_function.timeout_s=100", prog);
     double t0 = vc_now();
@@ -106,13 +103,9 @@ static void test_fault(const char *mode) {
 
 int main(void) {
     if (!rldp_start("rldp")) return vc_test_done();
-    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL, lsan[512];
-    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
-    setenv("LSAN_OPTIONS", lsan, 1); /* Open MPI's plugins leak (tests/dist/test_dist.c) */
-    setenv("VERLC_DIST_TIMEOUT", "30", 1);
-    setenv("VC_RLDP_MODE", "none", 1);
+    char *old = rldp_env_begin();
     double t0 = vc_now();
-    setup();
+    rl_cli_setup(32, 2, 16, 64);
     test_one_vs_two(2);
     test_one_vs_two(4);
     test_world_mismatch();
@@ -120,9 +113,6 @@ int main(void) {
     test_fault("hang");
     test_fault("kill");
     printf("rl dp: %.1f s\n", vc_now() - t0);
-    if (old) setenv("LSAN_OPTIONS", old, 1);
-    else unsetenv("LSAN_OPTIONS");
-    free(old);
-    if (!vc_t_fail && !getenv("VC_RLDP_KEEP")) sh("rm -rf %s", dir);
+    rldp_env_end(old);
     return vc_test_done();
 }

@@ -45,8 +45,8 @@ static void check_memory_lines(const char *log, int world, int stage) {
 
 static void resume_from(const char *src_run, const char *run, int np, const char *zero, const char *extra,
                         const char *log) {
-    CHECK(sh("rm -rf %s && mkdir -p %s && cp -r %s/global_step_1 %s/ && echo 1 > %s/latest_checkpointed_iteration.txt",
-             run, run, src_run, run, run) == 0);
+    CHECK(cli_sh("rm -rf %s && mkdir -p %s && cp -r %s/global_step_1 %s/ && echo 1 > %s/latest_checkpointed_iteration.txt",
+                 run, run, src_run, run, run) == 0);
     char x[1200];
     snprintf(x, sizeof x, "%s trainer.total_training_steps=2 trainer.resume_mode=auto %s", extra, zero);
     int rc = train(np, np > 0 ? np : 1, 2, run, x, log);
@@ -124,14 +124,10 @@ static void test_kill4(void) {
     snprintf(r, sizeof r, "%s/run_kill4", dir);
     snprintf(log, sizeof log, "%s/kill4.log", dir);
     snprintf(prog, sizeof prog, "%s/reward_kill4.sh", dir);
-    FILE *f = fopen(prog, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fprintf(f, "#!/bin/sh\n"
-               "if [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 3 ]; then kill -9 $PPID; exec sleep 20; fi\n"
-               "while read line; do echo '{\"score\": 0.5}'; done\n");
-    fclose(f);
-    chmod(prog, 0755);
+    if (!write_prog(prog, "#!/bin/sh\n"
+                          "if [ \"${OMPI_COMM_WORLD_RANK:-0}\" = 3 ]; then kill -9 $PPID; exec sleep 20; fi\n"
+                          "while read line; do echo '{\"score\": 0.5}'; done\n"))
+        return;
     snprintf(extra, sizeof extra, "custom_reward_function.path=%s actor_rollout_ref.actor.zero_stage=1", prog);
     double t0 = vc_now();
     int rc = train(4, 4, 2, r, extra, log);
@@ -144,20 +140,13 @@ static void test_kill4(void) {
 
 int main(void) {
     if (!rldp_start("rlzero")) return vc_test_done();
-    char *old = getenv("LSAN_OPTIONS") ? vc_strdup(getenv("LSAN_OPTIONS")) : NULL, lsan[512];
-    snprintf(lsan, sizeof lsan, "%s%sdetect_leaks=0", old && *old ? old : "", old && *old ? ":" : "");
-    setenv("LSAN_OPTIONS", lsan, 1); /* Open MPI's plugins leak (tests/dist/test_dist.c) */
-    setenv("VERLC_DIST_TIMEOUT", "30", 1);
-    setenv("VC_RLDP_MODE", "none", 1);
+    char *old = rldp_env_begin();
     double t0 = vc_now();
-    setup();
+    rl_cli_setup(32, 2, 16, 64);
     test_zero_resume();
     setenv("VERLC_DIST_TIMEOUT", "3", 1);
     test_kill4();
     printf("rl zero: %.1f s\n", vc_now() - t0);
-    if (old) setenv("LSAN_OPTIONS", old, 1);
-    else unsetenv("LSAN_OPTIONS");
-    free(old);
-    if (!vc_t_fail && !getenv("VC_RLDP_KEEP")) sh("rm -rf %s", dir);
+    rldp_env_end(old);
     return vc_test_done();
 }

@@ -4,6 +4,7 @@
  * critic (actor, critic, value head and optimiser state byte-identical to an uninterrupted run, across
  * an epoch boundary), and a corrupt checkpoint failing with the file named. */
 #include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <dirent.h>
@@ -17,8 +18,7 @@ static char dir[256];
 static const char *ROWS[] = { "12+34=", "40+2=", "7+8=", "19+19=" };
 
 static vc_status run(const char *out, int steps, const char *extra) {
-    char buf[4096], *argv[64];
-    int n = 0;
+    char buf[4096];
     snprintf(buf, sizeof buf,
              "actor_rollout_ref.model.path=%s/model|critic.model.path=%s/model|data.train_files=%s/train.jsonl|"
              "data.val_files=null|data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
@@ -28,21 +28,9 @@ static vc_status run(const char *out, int steps, const char *extra) {
              "trainer.total_training_steps=%d|trainer.save_freq=1|trainer.max_actor_ckpt_to_keep=2|"
              "trainer.default_local_dir=%s/%s|%s",
              dir, dir, dir, steps, dir, out, extra);
-    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
-    vc_config *cfg = NULL;
-    vc_status st = vc_config_load(NULL, n, argv, &cfg);
-    if (!st) {
-        vc_config_set_quiet(cfg, 1);
-        vc_rl_trainer *t = NULL;
-        st = vc_rl_trainer_new(cfg, &t);
-        if (!st) {
-            vc_rl_trainer_set_verbose(t, 0);
-            st = vc_rl_trainer_fit(t);
-        }
-        if (!st) CHECK(vc_rl_trainer_step(t) == steps);
-        vc_rl_trainer_free(t);
-    }
-    vc_config_free(cfg);
+    int64_t done = -1;
+    vc_status st = demo_fit(buf, &done);
+    if (!st) CHECK(done == steps);
     return st;
 }
 
@@ -66,14 +54,7 @@ static int exists(const char *run_dir, const char *rel) {
 }
 
 static void setup(void) {
-    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
-    mkdir(dir, 0755);
-    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
-    vc_model *m = NULL;
-    CHECK_OK(vc_model_init_random(cp, 5, &m));
-    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
-    CHECK_OK(demo_write_tokenizer(md));
-    vc_model_free(m);
+    demo_model_setup(dir, 5);
     char rows[2048] = "", *p = rows;
     for (int i = 0; i < 4; i++) {
         int a, b;
@@ -84,8 +65,6 @@ static void setup(void) {
     char *tp = vc_path_join(dir, "train.jsonl");
     CHECK_OK(vc_write_file_atomic(tp, rows, strlen(rows)));
     free(tp);
-    free(md);
-    free(cp);
 }
 
 int main(void) {

@@ -1,36 +1,8 @@
 /* End to end through build/verlc (VERLC_BIN): GSM8K conversion, a tiny model with the Qwen3 tokenizer's
  * vocabulary, GRPO with validation, checkpoints, resume that continues bit-identically, export, and
  * PPO (GAE with a critic); metrics.jsonl must hold verl's metric names. */
+#include "rl_cli_util.h"
 #include "verlc/report.h"
-#include "verlc/tokenizer.h"
-#include "vc_test.h"
-#include <stdlib.h>
-#include <string.h>
-#include <stdarg.h>
-#include <unistd.h>
-
-static char dir[256], bin[512], shared[512];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
-static int file_eq(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    int eq = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return eq;
-}
 
 /* common overrides of verl's GSM8K quickstart, CI-sized */
 static const char *COMMON =
@@ -45,12 +17,12 @@ static const char *COMMON =
 static void run_grpo(const char *out, int steps, int val_before, int test_freq, const char *log) {
     char common[2048];
     snprintf(common, sizeof common, COMMON, dir, dir, dir);
-    int rc = sh("%s train %s algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=True "
-                "actor_rollout_ref.actor.kl_loss_coef=0.001 actor_rollout_ref.actor.kl_loss_type=low_var_kl "
-                "actor_rollout_ref.actor.entropy_coeff=0 algorithm.use_kl_in_reward=False "
-                "trainer.total_training_steps=%d trainer.save_freq=1 trainer.test_freq=%d trainer.val_before_train=%s "
-                "trainer.default_local_dir=%s > %s 2>&1",
-                bin, common, steps, test_freq, val_before ? "True" : "False", out, log);
+    int rc = cli_sh("%s train %s algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=True "
+                    "actor_rollout_ref.actor.kl_loss_coef=0.001 actor_rollout_ref.actor.kl_loss_type=low_var_kl "
+                    "actor_rollout_ref.actor.entropy_coeff=0 algorithm.use_kl_in_reward=False "
+                    "trainer.total_training_steps=%d trainer.save_freq=1 trainer.test_freq=%d trainer.val_before_train=%s "
+                    "trainer.default_local_dir=%s > %s 2>&1",
+                    bin, common, steps, test_freq, val_before ? "True" : "False", out, log);
     CHECK_MSG(rc == 0, "verlc train (grpo, %d steps) failed; see %s", steps, log);
 }
 
@@ -76,32 +48,12 @@ static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "cr
                                      "timing_s/old_log_prob", "actor/pg_loss", NULL };
 
 int main(void) {
-    const char *b = getenv("VERLC_BIN");
-    snprintf(bin, sizeof bin, "%s", b ? b : "build/verlc");
-    snprintf(shared, sizeof shared, "%s", vc_test_shared());
-    snprintf(dir, sizeof dir, "/tmp/verlc_e2e_%d", (int)getpid());
+    rl_cli_start("e2e");
     double t0 = vc_now();
-    CHECK(sh("mkdir -p %s/model", dir) == 0);
-    /* 1. conversion */
-    CHECK(sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
+    /* 1. conversion (rl_cli_setup) */
     /* 2. a tiny Qwen3 with the real tokenizer's vocabulary */
-    char tdir[600];
-    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
-    vc_tokenizer *tok = NULL;
-    CHECK_OK(vc_tokenizer_load(tdir, &tok));
-    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
-    vc_tokenizer_free(tok);
-    char cfg[1024], path[600];
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":32,"
-             "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"
-             "\"intermediate_size\":64,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
-             "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
-             "\"torch_dtype\":\"float32\"}", vocab);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(sh("%s init --config %s --out %s/model --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json %s/model/",
-             bin, path, dir, tdir, tdir, dir) == 0);
+    rl_cli_setup(32, 2, 16, 64);
+    char path[600];
     /* 3. GRPO: 1 step with validation and a checkpoint, then resume to step 2; and 2 steps in one go */
     char out_a[300], out_b[300], log[400];
     snprintf(out_a, sizeof out_a, "%s/run_a", dir);
@@ -114,24 +66,24 @@ int main(void) {
     CHECK_MSG(vc_file_exists(path), "no checkpoint at %s", path);
     snprintf(log, sizeof log, "%s/grpo_b2.log", dir);
     run_grpo(out_b, 2, 1, 5, log);
-    CHECK_MSG(sh("grep -q 'resumed from .*global_step_1' %s", log) == 0, "second run did not resume (%s)", log);
+    CHECK_MSG(cli_sh("grep -q 'resumed from .*global_step_1' %s", log) == 0, "second run did not resume (%s)", log);
     snprintf(log, sizeof log, "%s/grpo_a.log", dir);
     run_grpo(out_a, 2, 0, 5, log);
     char pa[400], pb[400];
     snprintf(pa, sizeof pa, "%s/hf_model/model.safetensors", out_a);
     snprintf(pb, sizeof pb, "%s/hf_model/model.safetensors", out_b);
-    CHECK_MSG(file_eq(pa, pb), "resumed run's exported weights differ from an uninterrupted run");
+    CHECK_MSG(cli_file_eq(pa, pb), "resumed run's exported weights differ from an uninterrupted run");
     snprintf(pa, sizeof pa, "%s/hf_model/config.json", out_a);
     CHECK_MSG(vc_file_exists(pa), "no exported config.json");
     /* 4. PPO (GAE with a critic on the same backbone) */
     char common[2048];
     snprintf(common, sizeof common, COMMON, dir, dir, dir);
     snprintf(log, sizeof log, "%s/ppo.log", dir);
-    int rc = sh("%s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
-                "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
-                "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
-                "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo > %s 2>&1",
-                bin, common, dir, dir, log);
+    int rc = cli_sh("%s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
+                    "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
+                    "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
+                    "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo > %s 2>&1",
+                    bin, common, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);
     snprintf(path, sizeof path, "%s/run_ppo/metrics.jsonl", dir);
     check_metrics(path, PPO_METRICS);
@@ -140,6 +92,6 @@ int main(void) {
 #if !defined(__SANITIZE_ADDRESS__)
     CHECK_MSG(dt < 120, "end-to-end test took %.0f s", dt);
 #endif
-    if (!vc_t_fail) sh("rm -rf %s", dir);
+    if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
 }

@@ -2,6 +2,7 @@
  * data sources, reward programs that crash, hang or answer with a non-number, bad config values.
  * Each must fail fast with a message naming the file:line, key or program; none may hang. */
 #include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <stdarg.h>
@@ -24,29 +25,16 @@ static const char *ROW = "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"rol
 
 /* builds a config from the base overrides plus extra ones ("|"-separated) and runs new + fit */
 static vc_status run(const char *extra, double *seconds) {
-    char buf[4096], *argv[64];
-    int n = 0;
+    char buf[4096];
     snprintf(buf, sizeof buf,
              "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
              "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|actor_rollout_ref.rollout.n=2|"
              "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.ppo_mini_batch_size=2|trainer.total_training_steps=1|"
              "trainer.default_local_dir=%s/run|trainer.resume_mode=disable|%s",
              dir, dir, dir, extra);
-    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
-    vc_config *cfg = NULL;
     double t0 = vc_now();
-    vc_status st = vc_config_load(NULL, n, argv, &cfg);
-    if (!st) {
-        vc_config_set_quiet(cfg, 1);
-        vc_rl_trainer *t = NULL;
-        st = vc_rl_trainer_new(cfg, &t);
-        if (!st) {
-            vc_rl_trainer_set_verbose(t, 0);
-            st = vc_rl_trainer_fit(t);
-        }
-        vc_rl_trainer_free(t);
-    }
-    vc_config_free(cfg);
+    int64_t done = 0;
+    vc_status st = demo_fit(buf, &done);
     if (seconds) *seconds = vc_now() - t0;
     return st;
 }
@@ -63,16 +51,7 @@ static void expect(const char *extra, vc_status want, const char *needle1, const
 }
 
 static void setup(void) {
-    char *md = vc_path_join(dir, "model"), *cp = vc_path_join(dir, "config.json");
-    mkdir(dir, 0755);
-    CHECK_OK(demo_write_model_config(cp, DEMO_VOCAB));
-    vc_model *m = NULL;
-    CHECK_OK(vc_model_init_random(cp, 3, &m));
-    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
-    CHECK_OK(demo_write_tokenizer(md));
-    vc_model_free(m);
-    free(md);
-    free(cp);
+    demo_model_setup(dir, 3);
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, ROW);
     put("train.jsonl", rows, 0);

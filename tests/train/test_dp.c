@@ -19,6 +19,7 @@
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/train.h"
+#include "train_test_util.h"
 #include "vc_test.h"
 #include "mpi_launch.h"
 #include <errno.h>
@@ -37,18 +38,7 @@ static int64_t CU[NSEQ + 1];
 static int32_t IDS[512];
 static float MASK[512];
 
-static void make_batch(vc_minibatch *b) {
-    CU[0] = 0;
-    for (int s = 0; s < NSEQ; s++) {
-        int64_t L = 6 + vc_rng_below(20, 11, s, 0, 0), prompt = 1 + vc_rng_below(4, 11, s, 1, 0);
-        for (int64_t j = 0; j < L; j++) {
-            IDS[CU[s] + j] = (int32_t)vc_rng_below(256, 11, s, 2, (uint64_t)j);
-            MASK[CU[s] + j] = j >= prompt ? 1.0f : 0.0f;
-        }
-        CU[s + 1] = CU[s] + L;
-    }
-    *b = (vc_minibatch){ NSEQ, CU, IDS, MASK };
-}
+static void make_batch(vc_minibatch *b) { random_minibatch(b, NSEQ, 6, 20, 11, CU, IDS, MASK); }
 
 static char MODEL[PATH_MAX];
 
@@ -422,21 +412,10 @@ static int child_fault(int *argc, char ***argv, int dead) {
 }
 
 /* ---- launcher (as tests/dist/test_dist.c) ---- */
-static int on_path(const char *prog) { return vc_test_on_path(prog); }
 
 static int run_mpi(const char *mpirun, int np, const char *mode, const char *log, double limit, double *secs) {
     static const char *const env[] = { "VC_DP_DIR", "VC_DP_MODEL", "VERLC_DIST_TIMEOUT", NULL };
     return vc_test_run_mpi(mpirun, np, "VC_DP_TEST_MODE", mode, env, log, limit, secs);
-}
-
-static int log_has(const char *log, const char *needle, int times) {
-    char *text = NULL;
-    size_t len = 0;
-    int n = 0;
-    if (vc_read_file(log, &text, &len)) return 0;
-    for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-    free(text);
-    return n >= times;
 }
 
 static void show_log(const char *log, int always) {
@@ -450,7 +429,7 @@ static void test_mpi_runs(void) {
     const char *mpirun = getenv("VERLC_MPIRUN");
     if (!mpirun || !*mpirun) mpirun = "mpirun";
     if (!vc_comm_available("mpi")) { printf("MPI runs skipped: this build has no MPI\n"); return; }
-    if (!on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
+    if (!vc_test_on_path(mpirun)) { printf("MPI runs skipped: %s not found\n", mpirun); return; }
     char dir[] = "/tmp/vc_dp_test_XXXXXX", log[PATH_MAX + 16], run[PATH_MAX + 16], cmd[PATH_MAX + 64];
     if (!mkdtemp(dir)) { CHECK(0); return; }
     snprintf(log, sizeof log, "%s/out.txt", dir);
@@ -463,13 +442,13 @@ static void test_mpi_runs(void) {
     double secs = 0;
     for (int np = 2; np <= 4; np += 2) {
         int rc = run_mpi(mpirun, np, np == 4 ? "dp_save" : "dp", log, 90, &secs);
-        int ok = rc == 0 && log_has(log, " 0 failed", np);
+        int ok = rc == 0 && vc_test_log_has(log, " 0 failed", np);
         CHECK_MSG(ok, "mpirun -np %d dp: exit %d", np, rc);
         show_log(log, !ok);
         printf("mpirun -np %d: data-parallel checks %s (%.1f s)\n", np, ok ? "pass" : "FAIL", secs);
     }
     int rc = run_mpi(mpirun, 2, "resume", log, 60, &secs);
-    int ok = rc == 0 && log_has(log, " 0 failed", 2);
+    int ok = rc == 0 && vc_test_log_has(log, " 0 failed", 2);
     CHECK_MSG(ok, "mpirun -np 2 resume: exit %d", rc);
     show_log(log, !ok);
     /* one rank, no communicator, from the same 4-rank checkpoint; then export it to a HF dir */
@@ -483,7 +462,7 @@ static void test_mpi_runs(void) {
     vc_model_free(m);
     setenv("VERLC_DIST_TIMEOUT", "2", 1);
     rc = run_mpi(mpirun, 2, "stuck", log, 20, &secs);
-    ok = rc != 0 && rc != -1 && log_has(log, "TIMEOUT-OK", 1) && secs < 12;
+    ok = rc != 0 && rc != -1 && vc_test_log_has(log, "TIMEOUT-OK", 1) && secs < 12;
     CHECK_MSG(ok, "hung rank: exit %d after %.1f s", rc, secs);
     show_log(log, !ok);
     printf("rank 1 hung in its backward: rank 0 timed out and the job ended in %.1f s %s\n", secs,

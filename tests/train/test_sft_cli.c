@@ -1,44 +1,11 @@
 /* verlc sft end to end on a tiny model with the real Qwen3 tokenizer: GSM8K raw rows, messages rows,
  * a malformed line (file:line, skipped), interrupt + resume = uninterrupted (bit-identical), export. */
+#include "sft_util.h"
 #include "verlc/check.h"
-#include "vc_test.h"
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static char TMP[256], CMD[8192];
-static const char *BIN;
-
-static int sh(const char *fmt, const char *extra) {
-    snprintf(CMD, sizeof CMD, fmt, BIN, TMP, vc_test_shared(), extra ? extra : "");
-    return system(CMD);
-}
-
-static int same_file(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    int ok = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return ok;
-}
 
 int main(void) {
-    BIN = getenv("VERLC_BIN");
-    if (!BIN) BIN = "build/verlc";
-    snprintf(TMP, sizeof TMP, "/tmp/verlc_test_sft_%d", (int)getpid());
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "mkdir -p %s", TMP);
-    CHECK(system(cfg) == 0);
-    /* tiny qwen3: vocab covers the tokenizer (151669 ids) */
-    snprintf(cfg, sizeof cfg, "%s/tiny.json", TMP);
-    const char *json = "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", \"vocab_size\": 151680, "
-                       "\"hidden_size\": 16, \"intermediate_size\": 32, \"num_hidden_layers\": 1, "
-                       "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 8, "
-                       "\"max_position_embeddings\": 256, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, "
-                       "\"tie_word_embeddings\": true, \"eos_token_id\": 151645, \"torch_dtype\": \"float32\"}";
-    CHECK_OK(vc_write_file_atomic(cfg, json, strlen(json)));
-    CHECK(sh("%1$s init --config %2$s/tiny.json --out %2$s/model --seed 3 > /dev/null%4$s", NULL) == 0);
+    cli_quiet = 1; /* the failures some commands must give stay off stderr */
+    sft_start("test_sft");
     /* 10 GSM8K rows, a malformed line, a row without fields; validation rows */
     CHECK(sh("head -5 %3$s/data/gsm8k/train.jsonl > %2$s/train.jsonl && echo '{\"question\": broken' >> %2$s/train.jsonl"
              " && echo '{\"other\": 1}' >> %2$s/train.jsonl && sed -n 6,10p %3$s/data/gsm8k/train.jsonl >> %2$s/train.jsonl"
@@ -58,10 +25,10 @@ int main(void) {
     char a[512], b[512];
     snprintf(a, sizeof a, "%s/full/step_6/model.safetensors", TMP);
     snprintf(b, sizeof b, "%s/part/step_6/model.safetensors", TMP);
-    CHECK_MSG(same_file(a, b), "resumed run's step_6 weights differ from the uninterrupted run");
+    CHECK_MSG(cli_file_eq(a, b), "resumed run's step_6 weights differ from the uninterrupted run");
     snprintf(a, sizeof a, "%s/full/step_6/optim.bin", TMP);
     snprintf(b, sizeof b, "%s/part/step_6/optim.bin", TMP);
-    CHECK(same_file(a, b));
+    CHECK(cli_file_eq(a, b));
     /* metrics: verl names, 6 step lines plus the initial validation */
     CHECK(sh("test $(grep -c 'train/loss' %2$s/full/metrics.jsonl) = 6 && grep -q 'val/loss' %2$s/full/metrics.jsonl"
              " && grep -q 'perf/throughput' %2$s/part/metrics.jsonl%4$s", NULL) == 0);
@@ -87,8 +54,9 @@ int main(void) {
     CHECK(sh("test -f %2$s/hf/tokenizer.json && test -f %2$s/hf/config.json%4$s", NULL) == 0);
     CHECK(sh("%1$s export %2$s/nothing --out %2$s/hf2 2> /dev/null%4$s", NULL) != 0);
     if (!getenv("VERLC_KEEP")) {
-        snprintf(cfg, sizeof cfg, "rm -rf %s", TMP);
-        CHECK(system(cfg) == 0);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", TMP);
+        CHECK(system(cmd) == 0);
     }
     return vc_test_done();
 }

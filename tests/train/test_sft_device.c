@@ -2,46 +2,10 @@
  * losses, gradient norms and validation loss (bitwise: metrics.jsonl numbers compared exactly, timing
  * aside), the same checkpoint weights and the same `verlc export` output; --precision bf16's first-step
  * loss is within 2e-3 of f32's; the startup lines name the device and precision. */
-#include "verlc/core.h"
-#include "vc_test.h"
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-static char TMP[256], CMD[8192];
-static const char *BIN;
-
-static int sh(const char *fmt, const char *extra) {
-    snprintf(CMD, sizeof CMD, fmt, BIN, TMP, vc_test_shared(), extra ? extra : "");
-    int rc = system(CMD);
-    if (rc) fprintf(stderr, "command failed (%d): %s\n", rc, CMD);
-    return rc;
-}
-
-static int same_file(const char *a, const char *b) {
-    char *x = NULL, *y = NULL;
-    size_t nx = 0, ny = 0;
-    int ok = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
-    free(x);
-    free(y);
-    return ok;
-}
+#include "sft_util.h"
 
 int main(void) {
-    BIN = getenv("VERLC_BIN");
-    if (!BIN) BIN = "build/verlc";
-    snprintf(TMP, sizeof TMP, "/tmp/verlc_test_sft_device_%d", (int)getpid());
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "mkdir -p %s", TMP);
-    CHECK(system(cfg) == 0);
-    snprintf(cfg, sizeof cfg, "%s/tiny.json", TMP);
-    const char *json = "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", \"vocab_size\": 151680, "
-                       "\"hidden_size\": 16, \"intermediate_size\": 32, \"num_hidden_layers\": 1, "
-                       "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 8, "
-                       "\"max_position_embeddings\": 256, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, "
-                       "\"tie_word_embeddings\": true, \"eos_token_id\": 151645, \"torch_dtype\": \"float32\"}";
-    CHECK_OK(vc_write_file_atomic(cfg, json, strlen(json)));
-    CHECK(sh("%1$s init --config %2$s/tiny.json --out %2$s/model --seed 3 > /dev/null%4$s", NULL) == 0);
+    sft_start("test_sft_device");
     CHECK(sh("head -4 %3$s/data/gsm8k/train.jsonl > %2$s/train.jsonl && sed -n 11p %3$s/data/gsm8k/train.jsonl > "
              "%2$s/val.jsonl%4$s", NULL) == 0);
     const char *common = "%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
@@ -65,7 +29,7 @@ int main(void) {
     char a[512], b[512];
     snprintf(a, sizeof a, "%s/cpu_fp32/step_2/model.safetensors", TMP);
     snprintf(b, sizeof b, "%s/sim_fp32/step_2/model.safetensors", TMP);
-    CHECK_MSG(same_file(a, b), "sim checkpoint weights differ from cpu");
+    CHECK_MSG(cli_file_eq(a, b), "sim checkpoint weights differ from cpu");
     CHECK(sh("%1$s export %2$s/cpu_fp32 --out %2$s/hf_cpu > /dev/null && %1$s export %2$s/sim_fp32 --out %2$s/hf_sim "
              "> /dev/null && cmp %2$s/hf_cpu/model.safetensors %2$s/hf_sim/model.safetensors%4$s", NULL) == 0);
     /* bf16: the first-step loss within 2e-3 (relative) of f32 (that bf16 trains: test_device) */

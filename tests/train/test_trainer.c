@@ -4,6 +4,7 @@
 #include "verlc/ops.h"
 #include "verlc/rng.h"
 #include "verlc/train.h"
+#include "train_test_util.h"
 #include "vc_test.h"
 #include <math.h>
 #include <stdlib.h>
@@ -14,18 +15,7 @@ static int64_t CU[NSEQ + 1];
 static int32_t IDS[256];
 static float MASK[256];
 
-static void make_batch(vc_minibatch *b) {
-    CU[0] = 0;
-    for (int s = 0; s < NSEQ; s++) {
-        int64_t L = 5 + vc_rng_below(16, 7, s, 0, 0), prompt = 1 + vc_rng_below(4, 7, s, 1, 0);
-        for (int64_t j = 0; j < L; j++) {
-            IDS[CU[s] + j] = (int32_t)vc_rng_below(256, 7, s, 2, (uint64_t)j);
-            MASK[CU[s] + j] = j >= prompt ? 1.0f : 0.0f;
-        }
-        CU[s + 1] = CU[s] + L;
-    }
-    *b = (vc_minibatch){ NSEQ, CU, IDS, MASK };
-}
+static void make_batch(vc_minibatch *b) { random_minibatch(b, NSEQ, 5, 16, 7, CU, IDS, MASK); }
 
 static vc_model *load(void) {
     char path[512];

@@ -1,0 +1,51 @@
+/* Helpers of the tests that drive build/verlc (VERLC_BIN) through the shell: a printf-style command
+ * runner, byte comparison of two files, the binary's path and a per-process temp folder name. Static
+ * functions: each test program includes this header once. */
+#ifndef VC_CLI_UTIL_H
+#define VC_CLI_UTIL_H
+#include "verlc/core.h"
+#include "vc_test.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 1: cli_sh keeps failing commands off stderr (for tests that expect commands to fail) */
+static int cli_quiet;
+
+/* Runs a printf-formatted shell command line; returns its exit status (0: success; -1: system failed;
+ * 128: killed by a signal) and, unless cli_quiet, prints a failing command on stderr. */
+static inline int cli_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int cli_sh(const char *fmt, ...) {
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    if (rc && !cli_quiet) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+/* 1 when both files read and hold the same bytes */
+static inline int cli_file_eq(const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    int eq = !vc_read_file(a, &x, &nx) && !vc_read_file(b, &y, &ny) && nx == ny && !memcmp(x, y, nx);
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* the verlc binary: $VERLC_BIN or build/verlc */
+static inline const char *cli_bin(void) {
+    const char *b = getenv("VERLC_BIN");
+    return b ? b : "build/verlc";
+}
+
+/* dir = /tmp/verlc_<tag>_<pid> (not created) */
+static inline void cli_tmpdir(char *dir, size_t n, const char *tag) {
+    snprintf(dir, n, "/tmp/verlc_%s_%d", tag, (int)getpid());
+}
+#endif

@@ -1,0 +1,41 @@
+/* Helpers of the RL tests that run `verlc train` (test_trainer_e2e.c, test_rl_device.c, rl_dp_util.h):
+ * the binary, shared folder and temp folder, and the common setup: GSM8K rows converted by `verlc data
+ * gsm8k` and a tiny random Qwen3 with the real Qwen3 tokenizer's vocabulary at <dir>/model. Static
+ * functions: each test program includes this header once. */
+#ifndef VC_RL_CLI_UTIL_H
+#define VC_RL_CLI_UTIL_H
+#include "cli_util.h"
+#include "verlc/tokenizer.h"
+
+static char dir[256], bin[512], shared[512];
+
+/* bin, shared and dir = /tmp/verlc_<tag>_<pid> */
+static inline void rl_cli_start(const char *tag) {
+    snprintf(bin, sizeof bin, "%s", cli_bin());
+    snprintf(shared, sizeof shared, "%s", vc_test_shared());
+    cli_tmpdir(dir, sizeof dir, tag);
+}
+
+/* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV
+ * head, tied embeddings, seed 7) with the Qwen3 tokenizer files */
+static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
+    CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
+    CHECK(cli_sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
+    char tdir[600], cfg[1024], path[600];
+    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
+    vc_tokenizer *tok = NULL;
+    CHECK_OK(vc_tokenizer_load(tdir, &tok));
+    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
+    vc_tokenizer_free(tok);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":%d,"
+             "\"num_hidden_layers\":%d,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":%d,"
+             "\"intermediate_size\":%d,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
+             "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
+             "\"torch_dtype\":\"float32\"}", vocab, hidden, layers, head_dim, inter);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
+    CHECK(cli_sh("%s init --config %s --out %s/model --seed 7 > /dev/null && "
+                 "cp %s/tokenizer.json %s/tokenizer_config.json %s/model/", bin, path, dir, tdir, tdir, dir) == 0);
+}
+#endif
