@@ -25,19 +25,6 @@ struct attn_params {
 
 #define NT 256
 
-__device__ __forceinline__ bool visible(const attn_params &p, int64_t pos, int64_t key, int64_t kvlen) {
-    if (key < 0 || key >= kvlen) return false;
-    if (p.causal && key > pos) return false;
-    if (p.window > 0 && pos - key >= p.window) return false;
-    return true;
-}
-
-/* scaled, soft-capped score */
-__device__ __forceinline__ float cap_score(const attn_params &p, float dot) {
-    float x = p.scale * dot;
-    return p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
-}
-
 /* dst[r][c] (row pitch D + 1) = src[r * stride + c] for r < rows, c < cols; zeros elsewhere */
 template <int D>
 __device__ __forceinline__ void load_tile(float *dst, const float *src, int64_t stride, int rows, int nrows,
@@ -46,13 +33,6 @@ __device__ __forceinline__ void load_tile(float *dst, const float *src, int64_t 
         int r = idx / D, c = idx % D;
         dst[r * (D + 1) + c] = (r < rows && c < cols) ? src[r * stride + c] : 0.0f;
     }
-}
-
-/* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
-__device__ __forceinline__ void key_range(const attn_params &p, int64_t kvlen, int64_t pos0, int64_t nr, int64_t *j0,
-                                          int64_t *j1) {
-    *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
-    *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
 }
 
 /* ---------------- forward ---------------- */
@@ -68,7 +48,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
     const int64_t qstride = (int64_t)p.nh * p.hd, ostride = (int64_t)p.nh * p.dv;
     load_tile<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * p.hd, qstride, (int)nr, BQ, p.hd);
     int64_t j0, j1;
-    key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     float m[RM], l[RM], acc[RM][ON];
     #pragma unroll
     for (int i = 0; i < RM; i++) {
@@ -107,7 +87,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
             #pragma unroll
             for (int j = 0; j < CN; j++) {
                 int64_t key = kb + tc + 16 * j;
-                s[i][j] = (key < j1 && visible(p, pos, key, sm.kvlen)) ? cap_score(p, s[i][j]) : -INFINITY;
+                s[i][j] = (key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, s[i][j]) : -INFINITY;
                 mx = fmaxf(mx, s[i][j]);
             }
             for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -237,8 +217,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
                     int64_t key = kb + tr + 16 * i;
                     int qr = tc + 16 * j;
                     float P = 0, ds = 0;
-                    if (qr < nq && visible(p, off + qb + qr, key, sm.kvlen)) {
-                        float sc = cap_score(p, st[i][j]);
+                    if (qr < nq && vc_attn_visible(p, off + qb + qr, key, sm.kvlen)) {
+                        float sc = vc_attn_score(p, st[i][j]);
                         P = expf(sc - Ls[qr]);
                         ds = P * (dp[i][j] - Dd[qr]);
                         if (p.cap > 0) {
@@ -305,7 +285,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
         Dd[r] = r < nr ? p.D[(sm.q0 + qb + r) * p.nh + h] : 0.0f;
     }
     int64_t j0, j1;
-    key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     float acc[RM][ON];
     #pragma unroll
     for (int i = 0; i < RM; i++)
@@ -350,8 +330,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
                 int r = tr + 16 * i;
                 int64_t key = kb + tc + 16 * j;
                 float ds = 0;
-                if (r < nr && key < j1 && visible(p, pos0 + r, key, sm.kvlen)) {
-                    float sc = cap_score(p, s[i][j]), P = expf(sc - Ls[r]);
+                if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen)) {
+                    float sc = vc_attn_score(p, s[i][j]), P = expf(sc - Ls[r]);
                     ds = P * (dp[i][j] - Dd[r]);
                     if (p.cap > 0) {
                         float t = sc / p.cap;

@@ -48,24 +48,6 @@ typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b
 typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_b_col;
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
 
-__device__ __forceinline__ bool tc_visible(const tc_params &p, int64_t pos, int64_t key, int64_t kvlen) {
-    if (key < 0 || key >= kvlen) return false;
-    if (p.causal && key > pos) return false;
-    if (p.window > 0 && pos - key >= p.window) return false;
-    return true;
-}
-
-__device__ __forceinline__ float tc_score(const tc_params &p, float dot) {
-    float x = p.scale * dot;
-    return p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
-}
-
-/* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
-__device__ __forceinline__ void tc_key_range(const tc_params &p, int64_t kvlen, int64_t pos0, int64_t nr,
-                                             int64_t *j0, int64_t *j1) {
-    *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
-    *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
-}
 
 /* dst[r][c] (row pitch D + PADH, bf16) = bf16(src[r * stride + c]) for r < rows; zero rows after.
  * float4 loads when the rows are 16-byte aligned. Whole block. */
@@ -140,7 +122,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
     for (int idx = threadIdx.x; idx < TB * L::LO; idx += NTH) Os[idx] = 0.0f;
     __syncthreads(); /* Q and the zeroed O rows are seen by every warp, even with no key tile */
     int64_t j0, j1;
-    tc_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     /* lane pair (2 lanes per row): row r = 16 warp + lane / 2; the pair interleaves the columns
      * (lane half takes columns 2 j + half, j rotated by the row) so the 32 lanes hit 32 banks */
     const int r = warp * 16 + lane / 2, half = lane & 1;
@@ -159,7 +141,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         for (int c = 0; c < TB / 2; c++) {
             int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
             int64_t key = kb + col;
-            float s = (r < nr && key < j1 && tc_visible(p, pos, key, sm.kvlen)) ? tc_score(p, srow[col]) : -INFINITY;
+            float s = (r < nr && key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, srow[col]) : -INFINITY;
             srow[col] = s;
             mx = fmaxf(mx, s);
         }
@@ -212,7 +194,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
 /* P and dS of one element from the recomputed score and dP (softmax backward, soft-cap chain rule) */
 __device__ __forceinline__ void tc_p_ds(const tc_params &p, float dot, float dp, float L, float Dr, float *P,
                                         float *ds) {
-    float sc = tc_score(p, dot);
+    float sc = vc_attn_score(p, dot);
     *P = expf(sc - L);
     float g = *P * (dp - Dr);
     if (p.cap > 0) {
@@ -281,7 +263,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
                 int kr = rw + e / TB, qc = e % TB;
                 int64_t key = kb + kr;
                 float P = 0.0f, ds = 0.0f;
-                if (qc < nq && kr < nk && tc_visible(p, off + qb + qc, key, sm.kvlen))
+                if (qc < nq && kr < nk && vc_attn_visible(p, off + qb + qc, key, sm.kvlen))
                     tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds);
                 PT[kr * LP + qc] = __float2bfloat16_rn(P);
                 dST[kr * LP + qc] = __float2bfloat16_rn(ds);
@@ -362,7 +344,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
         Dd[i] = i < nr ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
     }
     int64_t j0, j1;
-    tc_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     frag_c acc[D / 16];
     #pragma unroll
     for (int c = 0; c < D / 16; c++) wmma::fill_fragment(acc[c], 0.0f);
@@ -380,7 +362,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
             int r = rw + e / TB, kc = e % TB;
             int64_t key = kb + kc;
             float P = 0.0f, ds = 0.0f;
-            if (r < nr && key < j1 && tc_visible(p, pos0 + r, key, sm.kvlen))
+            if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen))
                 tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds);
             dSs[r * LP + kc] = __float2bfloat16_rn(ds);
         }

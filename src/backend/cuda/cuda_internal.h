@@ -119,6 +119,27 @@ static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));
 }
 
+/* Attention masks and scores shared by the f32 and tensor-core kernels (P: any parameter struct with
+ * causal, window, scale, cap): is key visible from query position pos; the scaled, soft-capped score. */
+template <class P>
+__device__ __forceinline__ bool vc_attn_visible(const P &p, int64_t pos, int64_t key, int64_t kvlen) {
+    if (key < 0 || key >= kvlen) return false;
+    if (p.causal && key > pos) return false;
+    if (p.window > 0 && pos - key >= p.window) return false;
+    return true;
+}
+/* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
+template <class P>
+__device__ __forceinline__ void vc_attn_key_range(const P &p, int64_t kvlen, int64_t pos0, int64_t nr, int64_t *j0,
+                                                  int64_t *j1) {
+    *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
+    *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
+}
+template <class P> __device__ __forceinline__ float vc_attn_score(const P &p, float dot) {
+    float x = p.scale * dot;
+    return p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
+}
+
 /* warp reductions over all 32 lanes */
 __device__ __forceinline__ float vc_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
