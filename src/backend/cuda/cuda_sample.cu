@@ -1,21 +1,35 @@
 /* The CUDA sampling entry (semantics in src/tensor/backend.h, sample_rows): the rollout engine's
- * logits stay on the device; only tokens and log-probs go back.
+ * logits stay on the device; only tokens and log-probs go back. Every row is sampled on the device.
  *
  * One block per row, fixed-order reductions (deterministic run to run):
  *  - argmax (lowest id on ties) and the raw log-sum-exp: float max, double sum of exp(z - max) by a
  *    block tree over strided partial sums;
  *  - greedy rows take the argmax (lps 0);
  *  - the plain temperature case, optionally with min-p (top_k off, top_p >= 1: verl's default) samples
- *    by inverse CDF over kept token ids in id order: each thread sums w = exp((double)(z/T - xmax))
- *    over a contiguous chunk of ids, thread 0 scans the chunk sums in double (fixed order), the thread
- *    whose chunk crosses u * total walks its chunk; none crossing: the last kept token.
- *  - rows with top-k or top-p (sorted visiting order) are sampled by the CPU entry on a host copy of
- *    those rows only (bit-identical to the CPU backend; costs V floats per such row).
- * Where the device result can differ from the CPU entry: the total and the running sums are formed in
- * a different order (chunk sums instead of one sequential sum) and the device's double exp may differ
- * from glibc's by an ulp, so a draw whose u * total lies within ~1e-15 (relative) of a CDF boundary may
- * pick the neighbouring kept token; lp differs only by the log-sum-exp's summation order (~1e-7 rel),
- * lps by ~1e-12 rel. Greedy tokens are identical (exact max). */
+ *    by inverse CDF over kept token ids in id order (k_sample): each thread sums w = exp((double)(z/T -
+ *    xmax)) over a contiguous chunk of ids, thread 0 scans the chunk sums in double (fixed order), the
+ *    thread whose chunk crosses u * total walks its chunk; none crossing: the last kept token.
+ *  - rows with top-k or top-p (visiting order: probability descending, id ascending; k_sample_sorted):
+ *    the candidates are the top k (the k-th largest key x = z/T found exactly by a 4-pass radix select
+ *    on the order-preserving bit pattern of x, -0 folded onto +0; ties at the threshold taken in id
+ *    order) or, top-p only, the CPU entry's prefilter (w >= 1e-7 when those hold top_p of the mass,
+ *    else all V); they are compacted in id order into per-row global scratch, sorted by a stable block
+ *    LSD radix sort on the descending key (so ties stay in id order), and P[i] = running sum of w in
+ *    that order is formed in double (chunked: thread 0 scans the chunk sums). The nucleus is the
+ *    shortest prefix with P >= top_p * P[n-1], min-p keeps the prefix with w >= min_p (w does not
+ *    increase along the order), the draw is the first kept i with P[i] > u * P[m-1] (binary search),
+ *    else the last kept token; nothing kept (min_p > 1): the argmax, lps 0, as the CPU entry.
+ *    Scratch: 16 bytes per candidate slot (k for top-k rows, V otherwise); rows are launched in groups
+ *    that fit SORT_BUDGET bytes.
+ * Where the device result can differ from the CPU entry: the device's double exp may differ from
+ * glibc's by an ulp, and with more candidates (or ids) than threads the totals and running sums are
+ * formed in a different order (chunk sums instead of one sequential sum; with at most NT sorted
+ * candidates the order is the CPU's exactly). So a draw whose u * total lies within ~1e-15 (relative)
+ * of a CDF boundary may pick the neighbouring kept token, and a nucleus whose top_p * total lies
+ * within ~1e-15 of a prefix sum (or a prefilter whose mass test is that close) may keep one token
+ * more or less; lp differs only by the log-sum-exp's summation order (~1e-7 rel), lps by ~1e-12 rel.
+ * Greedy tokens and the top-k candidate sets are identical (exact comparisons). Not supported (as on
+ * the CPU, where the result is arbitrary too): NaN logits and rows whose logits are all -inf. */
 #include "cuda_internal.h"
 #include <limits.h>
 #include <math.h>
@@ -56,16 +70,9 @@ __device__ static void block_sum(double *d) {
 
 __device__ static bool kept(double w, float min_p) { return !(min_p > 0) || w >= (double)min_p; }
 
-__global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
-                                const dev_row *rows, const float *u) {
-    __shared__ float sv[NT];
-    __shared__ int si[NT];
-    __shared__ double sd[NT], ex[NT], in[NT];
-    __shared__ int s_tok, s_last;
-    const dev_row q = rows[blockIdx.x];
-    const float *z = logits + (int64_t)q.row * V;
+/* argmax of the raw logits (lowest id on ties) and their log-sum-exp, as the CPU entry */
+__device__ static void row_stats(const float *z, int64_t V, float *sv, int *si, double *sd, int *amax, float *lse) {
     const int t = threadIdx.x;
-    /* argmax and log-sum-exp of the raw logits */
     float m = -INFINITY;
     int best = INT_MAX;
     for (int64_t v = t; v < V; v += NT)
@@ -75,14 +82,42 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
     __syncthreads();
     block_argmax(sv, si);
     const float zmax = sv[0];
-    const int amax = si[0] == INT_MAX ? 0 : si[0];
+    *amax = si[0] == INT_MAX ? 0 : si[0];
     double s = 0;
     for (int64_t v = t; v < V; v += NT) s += exp((double)(z[v] - zmax));
     sd[t] = s;
     __syncthreads();
     block_sum(sd);
-    const float lse = zmax + (float)log(sd[0]);
+    *lse = zmax + (float)log(sd[0]);
     __syncthreads();
+}
+
+/* max of x = z / T */
+__device__ static float row_xmax(const float *z, int64_t V, float T, float *sv, int *si) {
+    const int t = threadIdx.x;
+    float xm = -INFINITY;
+    for (int64_t v = t; v < V; v += NT) xm = fmaxf(xm, z[v] / T);
+    sv[t] = xm;
+    si[t] = 0;
+    __syncthreads();
+    block_argmax(sv, si);
+    const float xmax = sv[0];
+    __syncthreads();
+    return xmax;
+}
+
+__global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
+                                const dev_row *rows, const float *u) {
+    __shared__ float sv[NT];
+    __shared__ int si[NT];
+    __shared__ double sd[NT], ex[NT], in[NT];
+    __shared__ int s_tok, s_last;
+    const dev_row q = rows[blockIdx.x];
+    const float *z = logits + (int64_t)q.row * V;
+    const int t = threadIdx.x;
+    int amax;
+    float lse;
+    row_stats(z, V, sv, si, sd, &amax, &lse);
     if (q.greedy) {
         for (int d = t; d < q.n; d += NT) {
             tok[q.first + d] = amax;
@@ -93,13 +128,7 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
     }
     /* x = z / T, its max, then chunk sums of the kept weights */
     const float T = q.temperature > 0 ? q.temperature : 1.0f;
-    float xm = -INFINITY;
-    for (int64_t v = t; v < V; v += NT) xm = fmaxf(xm, z[v] / T);
-    sv[t] = xm;
-    si[t] = 0;
-    __syncthreads();
-    block_argmax(sv, si);
-    const float xmax = sv[0];
+    const float xmax = row_xmax(z, V, T, sv, si);
     const int64_t chunk = (V + NT - 1) / NT, c0 = t * chunk, c1 = c0 + chunk < V ? c0 + chunk : V;
     double cs = 0;
     int last = -1;
@@ -156,57 +185,345 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
     }
 }
 
-static bool on_device(const vc_sample_row *r, int64_t V) {
+/* ---- rows with top-k / top-p: candidates sorted by (x desc, id asc) ---- */
+#define NW (NT / 32)
+#define SORT_BUDGET ((size_t)256 << 20) /* scratch bytes per launch group */
+#define TAU 1e-7                        /* the CPU entry's top-p prefilter */
+
+struct sort_row {
+    float temperature, top_p, min_p;
+    int32_t top_k; /* 0: off */
+    int32_t row, first, n, cap;
+    int64_t off; /* byte offset of the row's scratch: 16 * cap bytes */
+};
+
+struct sort_smem {
+    float sv[NT];
+    int si[NT];
+    double sd[NT], ex[NT];
+    unsigned cnt[256], base[256];
+    unsigned wc[NW][256];
+    int wsum[NW];
+    unsigned prefix, need;
+    int skip, m;
+};
+
+/* x -> key whose ascending order is x descending; -0 and +0 share a key (they compare equal) */
+__device__ static unsigned desc_key(float x) {
+    unsigned b = x == 0.0f ? 0u : __float_as_uint(x);
+    unsigned ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return ~ord;
+}
+
+__device__ static double weight(const float *z, int64_t v, float T, float xmax) {
+    return exp((double)(z[v] / T - xmax));
+}
+
+/* exclusive block scan of a 0/1 flag in thread order; *total: the block's count. Every thread calls. */
+__device__ static int block_scan_flag(int f, int *wsum, int *total) {
+    const unsigned b = __ballot_sync(0xffffffffu, f);
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) wsum[w] = __popc(b);
+    __syncthreads();
+    int off = 0, tot = 0;
+    for (int i = 0; i < NW; i++) {
+        off += i < w ? wsum[i] : 0;
+        tot += wsum[i];
+    }
+    __syncthreads();
+    *total = tot;
+    return off + __popc(b & ((1u << lane) - 1u));
+}
+
+/* the k-th smallest key (1 <= k < V) in s->prefix, and in s->need how many tokens with that key are
+ * among the k smallest (the first ones by id) */
+__device__ static void select_kth(sort_smem *s, const float *z, int64_t V, float T, unsigned k) {
+    const int t = threadIdx.x;
+    unsigned prefix = 0, hi = 0, rem = k;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int i = t; i < 256; i += NT) s->cnt[i] = 0;
+        __syncthreads();
+        for (int64_t v = t; v < V; v += NT) {
+            unsigned kd = desc_key(z[v] / T);
+            if ((kd & hi) == prefix) atomicAdd(&s->cnt[(kd >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (t == 0) {
+            unsigned c = 0, b = 0;
+            for (; b < 255; b++) {
+                if (c + s->cnt[b] >= rem) break;
+                c += s->cnt[b];
+            }
+            s->prefix = prefix | (b << shift);
+            s->need = rem - c;
+        }
+        __syncthreads();
+        prefix = s->prefix;
+        rem = s->need;
+        hi |= 255u << shift;
+        __syncthreads();
+    }
+}
+
+/* compacts the candidates in id order into keys / ids (at most cap); mode 0: the top k (keys below
+ * s->prefix, and the first s->need equal to it), 1: w >= TAU, 2: all. Returns the count. */
+__device__ static int gather(sort_smem *s, const float *z, int64_t V, float T, float xmax, int mode, unsigned *keys,
+                             int *ids, int cap) {
+    const int t = threadIdx.x;
+    const unsigned kt = s->prefix, need = s->need;
+    int n = 0, tot;
+    unsigned eq_run = 0;
+    for (int64_t b = 0; b < V; b += NT) {
+        const int64_t v = b + t;
+        const bool in = v < V;
+        const float x = in ? z[v] / T : 0.0f;
+        const unsigned kd = desc_key(x);
+        int take;
+        if (mode == 0) {
+            const int eq = in && kd == kt;
+            const unsigned r = (unsigned)block_scan_flag(eq, s->wsum, &tot);
+            take = in && (kd < kt || (eq && eq_run + r < need));
+            eq_run += (unsigned)tot;
+        } else
+            take = in && (mode == 2 || exp((double)(x - xmax)) >= TAU);
+        const int pos = n + block_scan_flag(take, s->wsum, &tot);
+        if (take && pos < cap) {
+            keys[pos] = kd;
+            ids[pos] = (int)v;
+        }
+        n += tot;
+    }
+    return n < cap ? n : cap;
+}
+
+/* one stable counting pass on bits [shift, shift + 8) from (ki, ii) to (ko, io); 0 when skipped (all
+ * keys share the digit: the data stay where they are) */
+__device__ static int sort_pass(sort_smem *s, const unsigned *ki, const int *ii, unsigned *ko, int *io, int n,
+                                int shift) {
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+    for (int i = t; i < 256; i += NT) s->cnt[i] = 0;
+    __syncthreads();
+    for (int i = t; i < n; i += NT) atomicAdd(&s->cnt[(ki[i] >> shift) & 255u], 1u);
+    __syncthreads();
+    if (t == 0) {
+        unsigned run = 0;
+        s->skip = 0;
+        for (int b = 0; b < 256; b++) {
+            s->base[b] = run;
+            run += s->cnt[b];
+            s->skip |= s->cnt[b] == (unsigned)n;
+        }
+    }
+    __syncthreads();
+    if (s->skip) return 0;
+    for (int b0 = 0; b0 < n; b0 += NT) {
+        const int i = b0 + t;
+        const bool in = i < n;
+        const unsigned k = in ? ki[i] : 0u;
+        const int d = in ? (int)((k >> shift) & 255u) : 256;
+        for (int j = t; j < NW * 256; j += NT) (&s->wc[0][0])[j] = 0;
+        __syncthreads();
+        const unsigned peers = __match_any_sync(0xffffffffu, d), lt = peers & ((1u << lane) - 1u);
+        if (in && lt == 0) s->wc[w][d] = (unsigned)__popc(peers);
+        __syncthreads();
+        if (in) {
+            unsigned off = s->base[d] + (unsigned)__popc(lt);
+            for (int j = 0; j < w; j++) off += s->wc[j][d];
+            ko[off] = k;
+            io[off] = ii[i];
+        }
+        __syncthreads();
+        if (t < 256) {
+            unsigned add = 0;
+            for (int j = 0; j < NW; j++) add += s->wc[j][t];
+            s->base[t] += add;
+        }
+        __syncthreads();
+    }
+    return 1;
+}
+
+/* P[i] = sum of the weights of ids[0..i] in that order (double; chunked by thread, fixed order) */
+__device__ static void prefix_sums(sort_smem *s, double *P, const int *ids, int n, const float *z, float T,
+                                   float xmax) {
+    const int t = threadIdx.x;
+    const int64_t chunk = (n + NT - 1) / NT, c0 = t * chunk, c1 = c0 + chunk < n ? c0 + chunk : n;
+    double cs = 0;
+    for (int64_t i = c0; i < c1; i++) cs += weight(z, ids[i], T, xmax);
+    s->sd[t] = cs;
+    __syncthreads();
+    if (t == 0) {
+        double run = 0;
+        for (int i = 0; i < NT; i++) {
+            s->ex[i] = run;
+            run += s->sd[i];
+        }
+    }
+    __syncthreads();
+    double c = s->ex[t];
+    for (int64_t i = c0; i < c1; i++) {
+        c += weight(z, ids[i], T, xmax);
+        P[i] = c;
+    }
+    __syncthreads();
+}
+
+/* kept prefix length after the top-p and min-p cuts (thread 0) */
+__device__ static int kept_count(const sort_row &q, const double *P, const int *ids, int n, const float *z, float T,
+                                 float xmax) {
+    int m = n;
+    if (q.top_p > 0 && q.top_p < 1) { /* first i with P[i] >= goal, +1 */
+        const double goal = (double)q.top_p * P[n - 1];
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (P[mid] >= goal) hi = mid;
+            else lo = mid + 1;
+        }
+        m = lo < n ? lo + 1 : n;
+    }
+    if (q.min_p > 0) { /* first i with w < min_p */
+        int lo = 0, hi = m;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (weight(z, ids[mid], T, xmax) < (double)q.min_p) hi = mid;
+            else lo = mid + 1;
+        }
+        m = lo;
+    }
+    return m;
+}
+
+__global__ static void k_sample_sorted(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
+                                       const sort_row *rows, const float *u, char *scratch) {
+    __shared__ sort_smem s;
+    const sort_row q = rows[blockIdx.x];
+    const float *z = logits + (int64_t)q.row * V;
+    const int t = threadIdx.x;
+    char *base = scratch + q.off;
+    unsigned *ka = (unsigned *)base, *kb = ka + q.cap;
+    double *P = (double *)base; /* reuses the key buffers once sorted */
+    int *ia = (int *)(base + (size_t)8 * q.cap), *ib = ia + q.cap;
+    int amax;
+    float lse;
+    row_stats(z, V, s.sv, s.si, s.sd, &amax, &lse);
+    const float T = q.temperature > 0 ? q.temperature : 1.0f;
+    const float xmax = row_xmax(z, V, T, s.sv, s.si);
+    int mode = 0;
+    if (q.top_k > 0) select_kth(&s, z, V, T, (unsigned)q.top_k);
+    else { /* top-p only: the prefilter holds the nucleus when it holds top_p of the mass */
+        double all = 0, above = 0;
+        for (int64_t v = t; v < V; v += NT) {
+            double w = weight(z, v, T, xmax);
+            all += w;
+            above += w >= TAU ? w : 0.0;
+        }
+        s.sd[t] = all;
+        s.ex[t] = above;
+        __syncthreads();
+        block_sum(s.sd);
+        block_sum(s.ex);
+        mode = s.ex[0] < (double)q.top_p * s.sd[0] ? 2 : 1;
+        __syncthreads();
+    }
+    const int n = gather(&s, z, V, T, xmax, mode, ka, ia, q.cap);
+    __syncthreads();
+    for (int shift = 0; shift < 32; shift += 8)
+        if (sort_pass(&s, ka, ia, kb, ib, n, shift)) {
+            unsigned *tk = ka;
+            int *ti = ia;
+            ka = kb, ia = ib, kb = tk, ib = ti;
+        }
+    const int *ids = ia;
+    if (n > 0) prefix_sums(&s, P, ids, n, z, T, xmax);
+    if (t != 0) return;
+    const int m = n > 0 ? kept_count(q, P, ids, n, z, T, xmax) : 0;
+    const double total = m > 0 ? P[m - 1] : 0.0;
+    for (int d = q.first; d < q.first + q.n; d++) {
+        int k = amax;
+        float ls = 0.0f;
+        if (m > 0) { /* first i < m - 1 with P[i] > goal, else m - 1 */
+            const double goal = (double)u[d] * total;
+            int lo = 0, hi = m - 1;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (P[mid] > goal) hi = mid;
+                else lo = mid + 1;
+            }
+            k = ids[lo];
+            ls = (float)log(weight(z, k, T, xmax) / total);
+        }
+        tok[d] = k;
+        lp[d] = z[k] - lse;
+        lps[d] = ls;
+    }
+}
+
+static bool on_device_plain(const vc_sample_row *r, int64_t V) {
     return r->greedy || (!(r->top_k > 0 && r->top_k < V) && !(r->top_p > 0 && r->top_p < 1));
 }
 
-/* rows with top-k / top-p: the CPU entry on a host copy of those rows, results copied into place */
-static void host_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
-                      const vc_sample_row *rows, const float *u, int64_t nh, const char *op) {
-    cudaStream_t st = vc_cu_stream();
-    int64_t nd = 0;
+static void launch_plain(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                         const vc_sample_row *rows, const float *du, int64_t nd, const char *op) {
+    dev_row *h = (dev_row *)malloc((size_t)nd * sizeof *h);
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "host row descriptors");
+        return;
+    }
+    int64_t k = 0;
     for (int64_t r = 0; r < R; r++)
-        if (!on_device(&rows[r], V)) nd += rows[r].n;
-    float *z = (float *)malloc((size_t)(nh * V) * sizeof(float)), *hu = (float *)malloc((size_t)nd * sizeof(float));
-    float *hl = (float *)malloc((size_t)nd * 2 * sizeof(float));
-    int32_t *ht = (int32_t *)malloc((size_t)nd * sizeof(int32_t));
-    vc_sample_row *hr = (vc_sample_row *)malloc((size_t)nh * sizeof *hr);
-    if (!z || !hu || !hl || !ht || !hr) {
-        vc_cu_fail(VC_ERR_NOMEM, op, "host scratch for top-k / top-p rows");
-        goto out;
+        if (on_device_plain(&rows[r], V))
+            h[k++] = dev_row{ rows[r].temperature, rows[r].min_p, rows[r].greedy, (int32_t)r, rows[r].first,
+                              rows[r].n };
+    dev_row *dr = (dev_row *)vc_cu_upload(h, (size_t)nd * sizeof *h, op);
+    free(h);
+    if (dr) {
+        k_sample<<<(unsigned)nd, NT, 0, vc_cu_stream()>>>(tok, lp, lps, logits, V, dr, du);
+        vc_cu_end(op);
     }
-    {
-        int64_t k = 0, d = 0;
-        for (int64_t r = 0; r < R; r++) {
-            if (on_device(&rows[r], V)) continue;
-            if (!vc_cu_ok(cudaMemcpyAsync(z + k * V, logits + r * V, (size_t)V * sizeof(float),
-                                          cudaMemcpyDeviceToHost, st), op)) goto out;
-            hr[k] = rows[r];
-            hr[k].first = (int32_t)d;
-            memcpy(hu + d, u + rows[r].first, (size_t)rows[r].n * sizeof(float));
-            d += rows[r].n;
-            k++;
-        }
-        if (!vc_cu_ok(cudaStreamSynchronize(st), op)) goto out;
-        vc_backend_cpu()->sample_rows(ht, hl, hl + nd, z, nh, V, hr, hu);
-        k = 0;
-        for (int64_t r = 0; r < R; r++) {
-            if (on_device(&rows[r], V)) continue;
-            size_t b = (size_t)rows[r].n * 4;
-            int64_t f = hr[k++].first;
-            if (!vc_cu_ok(cudaMemcpyAsync(tok + rows[r].first, ht + f, b, cudaMemcpyHostToDevice, st), op) ||
-                !vc_cu_ok(cudaMemcpyAsync(lp + rows[r].first, hl + f, b, cudaMemcpyHostToDevice, st), op) ||
-                !vc_cu_ok(cudaMemcpyAsync(lps + rows[r].first, hl + nd + f, b, cudaMemcpyHostToDevice, st), op))
-                goto out;
-        }
-        vc_cu_ok(cudaStreamSynchronize(st), op); /* the host buffers go away below */
+    vc_cu_scratch_free(dr);
+}
+
+/* one group of sorted rows h[0..n) whose scratch (h[n-1].off + 16 * h[n-1].cap bytes) fits the budget */
+static int launch_sorted_group(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
+                               const sort_row *h, int64_t n, const float *du, const char *op) {
+    size_t bytes = (size_t)h[n - 1].off + (size_t)16 * (size_t)h[n - 1].cap;
+    sort_row *dr = (sort_row *)vc_cu_upload(h, (size_t)n * sizeof *h, op);
+    char *scr = dr ? (char *)vc_cu_scratch(bytes, op) : NULL;
+    int ok = 0;
+    if (dr && scr) {
+        k_sample_sorted<<<(unsigned)n, NT, 0, vc_cu_stream()>>>(tok, lp, lps, logits, V, dr, du, scr);
+        ok = vc_cu_end(op);
     }
+    vc_cu_scratch_free(scr);
+    vc_cu_scratch_free(dr);
+    return ok;
+}
+
+static void launch_sorted(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
+                          const vc_sample_row *rows, const float *du, int64_t ns, const char *op) {
+    sort_row *h = (sort_row *)malloc((size_t)ns * sizeof *h);
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "host row descriptors");
+        return;
+    }
+    int64_t g0 = 0, k = 0, off = 0;
+    for (int64_t r = 0; r < R; r++) {
+        const vc_sample_row *q = &rows[r];
+        if (on_device_plain(q, V)) continue;
+        const int32_t top_k = q->top_k > 0 && q->top_k < V ? q->top_k : 0;
+        const int32_t cap = top_k > 0 ? top_k : (int32_t)V;
+        if (k > g0 && (size_t)off + (size_t)16 * (size_t)cap > SORT_BUDGET) { /* flush the group */
+            if (!launch_sorted_group(tok, lp, lps, logits, V, h + g0, k - g0, du, op)) goto out;
+            g0 = k;
+            off = 0;
+        }
+        h[k++] = sort_row{ q->temperature, q->top_p, q->min_p, top_k, (int32_t)r, q->first, q->n, cap, off };
+        off += (int64_t)16 * cap;
+    }
+    if (k > g0) launch_sorted_group(tok, lp, lps, logits, V, h + g0, k - g0, du, op);
 out:
-    free(z);
-    free(hu);
-    free(hl);
-    free(ht);
-    free(hr);
+    free(h);
 }
 
 extern "C" void vc_cu_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
@@ -217,32 +534,15 @@ extern "C" void vc_cu_sample_rows(int32_t *tok, float *lp, float *lps, const flo
         vc_cu_fail(VC_ERR_ARG, op, "vocabulary size outside [1, 2^31)");
         return;
     }
-    int64_t nd = 0, nh = 0, ndraw = 0;
+    int64_t nd = 0, ns = 0, ndraw = 0;
     for (int64_t r = 0; r < R; r++) {
         ndraw = rows[r].first + rows[r].n > ndraw ? rows[r].first + rows[r].n : ndraw;
-        if (on_device(&rows[r], V)) nd++;
-        else nh++;
+        if (on_device_plain(&rows[r], V)) nd++;
+        else ns++;
     }
-    if (nd > 0) {
-        dev_row *h = (dev_row *)malloc((size_t)nd * sizeof *h);
-        if (!h) {
-            vc_cu_fail(VC_ERR_NOMEM, op, "host row descriptors");
-            return;
-        }
-        int64_t k = 0;
-        for (int64_t r = 0; r < R; r++)
-            if (on_device(&rows[r], V))
-                h[k++] = dev_row{ rows[r].temperature, rows[r].min_p, rows[r].greedy, (int32_t)r, rows[r].first,
-                                  rows[r].n };
-        dev_row *dr = (dev_row *)vc_cu_upload(h, (size_t)nd * sizeof *h, op);
-        float *du = dr ? (float *)vc_cu_upload(u, (size_t)(ndraw ? ndraw : 1) * sizeof(float), op) : NULL;
-        free(h);
-        if (dr && du) {
-            k_sample<<<(unsigned)nd, NT, 0, vc_cu_stream()>>>(tok, lp, lps, logits, V, dr, du);
-            vc_cu_end(op);
-        }
-        vc_cu_scratch_free(dr);
-        vc_cu_scratch_free(du);
-    }
-    if (nh > 0) host_rows(tok, lp, lps, logits, R, V, rows, u, nh, op);
+    float *du = (float *)vc_cu_upload(u, (size_t)(ndraw ? ndraw : 1) * sizeof(float), op);
+    if (!du) return;
+    if (nd > 0) launch_plain(tok, lp, lps, logits, R, V, rows, du, nd, op);
+    if (ns > 0) launch_sorted(tok, lp, lps, logits, R, V, rows, du, ns, op);
+    vc_cu_scratch_free(du);
 }
