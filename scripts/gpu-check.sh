@@ -3,10 +3,19 @@
 # (every op of the CUDA table against the CPU backend, memory entries, bf16 GEMMs, paged attention,
 # AdamW, sums of squares, error path), then, when build-gpu/verlc was built, `verlc check --device cuda`
 # over the fixture models and short `verlc bench ... --device cuda` runs on the Qwen2.5-0.5B shape,
-# then the attention/op tests once more under compute-sanitizer memcheck with the time left.
+# then an end-to-end GRPO step (`verlc train`, verl's GSM8K quickstart keys, random Qwen2.5-0.5B with
+# the Qwen3 tokenizer, bf16, batch 64 x 4 rollouts, 256 + 256 tokens; perf/throughput and perf/mfu/actor
+# go into the summary), the NCCL runs (tests/dist/test_dist under mpirun -np 1, and `verlc sft` for 2
+# steps with VERLC_DIST=nccl on cuda) when the build found MPI and NCCL, then the bf16 check, the 1.5B
+# benches and the attention/op tests once more under compute-sanitizer memcheck with the time left.
+# Open MPI: the system's, else the debs carried in .gpu/debs/mpi unpacked into .gpu/mpiroot
+# (relocated with OPAL_PREFIX and friends). VC_GPU_ONLY=e2e runs only the GRPO/NCCL part with an
+# existing $VC_GPU_BUILD/verlc (VC_GPU_E2E_DEVICE=cpu VC_GPU_E2E_MODEL=tiny: a 2-layer model derived
+# from qwen2.5-0.5b.json and a small batch: how the command lines are tried on a CPU machine).
 # Writes one summary file: $OUT/gpu-check.txt when $OUT is set, else ./gpu-check.txt. Exit status 0
 # when every step passed. Every step's timeout is cut to the time left of one budget, so the whole
-# script ends within VC_GPU_BUDGET seconds (default 330, so a rerun fits in a session's 15 device minutes).
+# script ends within VC_GPU_BUDGET seconds (default 420: with a machine start, about 9 of a session's 15
+# device minutes; a short VC_GPU_BUDGET rerun still fits).
 # Dependencies: when pkg-config or the Debian -dev packages (OpenBLAS, Oniguruma, utf8proc, cJSON,
 # libyaml) are missing and .gpu/debs exists (scripts/gpu-prepare.sh fills it on a machine with apt),
 # the .deb files are unpacked with `dpkg -x` (or ar + tar) into .gpu/root, never into /, and the build
@@ -26,7 +35,7 @@ JOBS=$(nproc 2>/dev/null || echo 8)
 export PATH="$PATH:/usr/local/cuda/bin"
 fail=0
 t0=$(date +%s)
-BUDGET=${VC_GPU_BUDGET:-330}
+BUDGET=${VC_GPU_BUDGET:-420}
 left() { echo $((BUDGET - ($(date +%s) - t0))); }
 : >"$SUM"
 say() { echo "$@" | tee -a "$SUM"; }
@@ -126,6 +135,44 @@ deps_setup() {
     DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml; pkg-config binary $pc)"
 }
 
+# ---- Open MPI (NCCL's bootstrap): the system's, or .gpu/debs/mpi unpacked into .gpu/mpiroot ----
+MPI_REPORT=""
+mpi_setup() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    local h
+    h=$(ls /usr/include/mpi.h /usr/include/$ARCH_DIR/mpi.h /usr/lib/$ARCH_DIR/openmpi/include/mpi.h \
+        /usr/local/include/mpi.h /usr/include/$ARCH_DIR/*/mpi.h 2>/dev/null | head -n 1)
+    if command -v mpirun >/dev/null && [ -n "$h" ] && [ "${VC_GPU_MPI:-auto}" != carried ]; then
+        MPI_REPORT="MPI: the system's ($(command -v mpirun), $h)"
+        return 0
+    fi
+    if ! ls .gpu/debs/mpi/*.deb >/dev/null 2>&1; then
+        MPI_REPORT="MPI: none (no mpirun + mpi.h here, no .gpu/debs/mpi carried): no NCCL communicator"
+        return 1
+    fi
+    local M L d
+    M=$(pwd)/.gpu/mpiroot
+    L=$M/usr/lib/$ARCH_DIR
+    if [ ! -f "$M/.unpacked" ]; then
+        rm -rf "$M" && mkdir -p "$M/bin"
+        for d in .gpu/debs/mpi/*.deb; do
+            deb_unpack "$d" "$M" || { MPI_REPORT="MPI: unpacking $d FAILED"; return 1; }
+        done
+        for d in mpirun mpiexec mpicc; do ln -sf "$M/usr/bin/$d.openmpi" "$M/bin/$d"; done
+        touch "$M/.unpacked"
+    fi
+    # Debian's Open MPI names /usr and /etc/openmpi: relocated by OPAL_PREFIX and friends; PMIx's
+    # plugins by its component path (its own defaults stay /usr/lib/.../pmix2, absent there)
+    export OPAL_PREFIX=$M/usr OPAL_EXEC_PREFIX=$M/usr OPAL_BINDIR=$M/usr/bin OPAL_LIBEXECDIR=$M/usr/libexec
+    export OPAL_SYSCONFDIR=$M/etc/openmpi OPAL_DATAROOTDIR=$M/usr/share OPAL_DATADIR=$M/usr/share
+    export OPAL_PKGDATADIR=$M/usr/share/openmpi OPAL_LIBDIR=$L/openmpi/lib OPAL_PKGLIBDIR=$L/openmpi/lib/openmpi3
+    export OPAL_INCLUDEDIR=$L/openmpi/include OPAL_PKGINCLUDEDIR=$L/openmpi/include/openmpi
+    export PMIX_MCA_mca_base_component_path=$L/pmix2/lib/pmix HWLOC_PLUGINS_PATH=$L/hwloc
+    export PATH="$M/bin:$PATH" LD_LIBRARY_PATH="$L:$L/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    DEPS_CMAKE="$DEPS_CMAKE -DMPI_C_COMPILER=$M/usr/bin/mpicc.openmpi"
+    MPI_REPORT="MPI: the carried Open MPI debs in .gpu/mpiroot ($(ls .gpu/debs/mpi/*.deb | wc -l) packages)"
+}
+
 say "verlc gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 say "machine: $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), kernel $(uname -r), $(nproc) cores"
 say "glibc: $(getconf GNU_LIBC_VERSION 2>/dev/null || ldd --version 2>/dev/null | head -n 1)"
@@ -134,12 +181,129 @@ say "cc: $(cc --version 2>/dev/null | head -n 1 || echo 'not found'); $(cmake --
 say "dpkg: $(command -v dpkg || echo no), pkg-config: $(command -v pkg-config || echo no), ar: $(command -v ar || echo no)"
 deps_setup
 say "$DEPS_REPORT"
+mpi_setup
+say "$MPI_REPORT; mpirun: $(mpirun --version 2>/dev/null | head -n 1 || echo none)"
 if [ -z "${VERLC_SHARED:-}" ]; then
     VERLC_SHARED=$(pwd)/../shared
     [ ! -d "$VERLC_SHARED/fixtures" ] && [ -d .gpu/shared ] && VERLC_SHARED=$(pwd)/.gpu/shared
 fi
 export VERLC_SHARED
 say "VERLC_SHARED=$VERLC_SHARED ($(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null | wc -l) fixture models)"
+# ---- end to end: one or two GRPO steps, and the NCCL runs (issues 7 and 8) ----
+W=${VC_GPU_WORK:-/tmp/vc_gpu_e2e}
+E2E_DEV=${VC_GPU_E2E_DEVICE:-cuda}
+E2E_MODEL=${VC_GPU_E2E_MODEL:-qwen2.5-0.5b} # or tiny
+EB=${VC_GPU_E2E_BATCH:-64} EN=${VC_GPU_E2E_N:-4} EP=${VC_GPU_E2E_PROMPT:-256} ER=${VC_GPU_E2E_RESPONSE:-256}
+EM=${VC_GPU_E2E_MICRO:-16} EL=${VC_GPU_E2E_LOGPROB_MICRO:-32} ES=${VC_GPU_E2E_STEPS:-2}
+tiny_config() { # source config, destination: 2 layers, hidden 64, 4 heads (2 KV heads), vocabulary kept
+    sed -e 's/"hidden_size": [0-9]*/"hidden_size": 64/' -e 's/"intermediate_size": [0-9]*/"intermediate_size": 128/' \
+        -e 's/"num_hidden_layers": [0-9]*/"num_hidden_layers": 2/' -e 's/"max_window_layers": [0-9]*/"max_window_layers": 2/' \
+        -e 's/"num_attention_heads": [0-9]*/"num_attention_heads": 4/' \
+        -e 's/"num_key_value_heads": [0-9]*/"num_key_value_heads": 2/' "$1" >"$2"
+}
+tok_copy() { # destination folder: the Qwen3 tokenizer (gzipped when carried by gpu-prepare.sh)
+    local T=$VERLC_SHARED/fixtures/tokenizers/qwen3
+    cp "$T/tokenizer_config.json" "$1/" || return 1
+    if [ -f "$T/tokenizer.json" ]; then cp "$T/tokenizer.json" "$1/"; else gunzip -c "$T/tokenizer.json.gz" >"$1/tokenizer.json"; fi
+}
+model_make() { # config name or tiny, destination: random weights (bf16 file) + tokenizer
+    local cfg=$VERLC_SHARED/configs/qwen2.5-0.5b.json
+    [ "$1" = tiny ] || cfg=$VERLC_SHARED/configs/$1.json
+    if [ "$1" = tiny ]; then tiny_config "$cfg" "$W/tiny.json" && cfg=$W/tiny.json; fi
+    "$BIN" init --config "$cfg" --out "$2" --seed 7 --dtype bf16 && tok_copy "$2"
+}
+e2e_setup() {
+    rm -rf "$W" && mkdir -p "$W" && model_make "$E2E_MODEL" "$W/model" &&
+        "$BIN" data gsm8k --input "$VERLC_SHARED/data/gsm8k" --out "$W/data" && ls -l "$W/model" "$W/data"
+}
+grpo_run() { # run folder: verl's GSM8K GRPO quickstart keys (tests/rl/test_trainer_e2e.c), bf16
+    "$BIN" train algorithm.adv_estimator=grpo data.train_files="$W/data/train.jsonl" \
+        data.val_files="$W/data/test.jsonl" data.train_batch_size="$EB" data.max_prompt_length="$EP" \
+        data.max_response_length="$ER" data.filter_overlong_prompts=true data.truncation=error \
+        actor_rollout_ref.model.path="$W/model" actor_rollout_ref.actor.optim.lr=1e-6 \
+        actor_rollout_ref.actor.ppo_mini_batch_size="$EB" actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="$EM" \
+        actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.001 \
+        actor_rollout_ref.actor.kl_loss_type=low_var_kl actor_rollout_ref.actor.entropy_coeff=0 \
+        actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16 \
+        actor_rollout_ref.rollout.n="$EN" actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu="$EL" \
+        actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="$EL" algorithm.use_kl_in_reward=False \
+        trainer.device="$E2E_DEV" "trainer.logger=['console']" trainer.project_name=verl_grpo_example_gsm8k \
+        trainer.n_gpus_per_node=1 trainer.total_training_steps="$ES" trainer.val_before_train=False \
+        trainer.default_local_dir="$1"
+}
+metric() { # metrics.jsonl line, name: the value
+    echo "$1" | grep -o "\"$2\": *[-0-9.eE+naif]*" | head -n 1 | sed 's/.*: *//'
+}
+grpo_e2e() {
+    local d=$VERLC_SHARED/fixtures/tokenizers/qwen3
+    if [ ! -f "$VERLC_SHARED/data/gsm8k/train.jsonl" ] || { [ ! -f "$d/tokenizer.json" ] && [ ! -f "$d/tokenizer.json.gz" ]; }; then
+        say "== GRPO step: skipped (no data/gsm8k or Qwen3 tokenizer under $VERLC_SHARED: run scripts/gpu-prepare.sh)"
+        fail=1
+        return
+    fi
+    step "GRPO setup: verlc init $E2E_MODEL + tokenizer, verlc data gsm8k" 60 bash -c e2e_setup || return
+    step "GRPO $ES steps, $E2E_MODEL, $E2E_DEV bf16, batch $EB x n=$EN, prompt $EP + response $ER" 90 bash -c 'grpo_run "$W/run"'
+    local line
+    [ -f "$W/run/metrics.jsonl" ] || { say "GRPO: no $W/run/metrics.jsonl"; return; }
+    while read -r line; do
+        say "GRPO step $(metric "$line" step): perf/throughput $(metric "$line" perf/throughput) tokens/s/GPU," \
+            "perf/mfu/actor $(metric "$line" perf/mfu/actor), perf/total_num_tokens $(metric "$line" perf/total_num_tokens)," \
+            "timing_s/step $(metric "$line" timing_s/step) (gen $(metric "$line" timing_s/gen)," \
+            "update_actor $(metric "$line" timing_s/update_actor)), response_length/mean $(metric "$line" response_length/mean)"
+    done < <(grep '"perf/throughput"' "$W/run/metrics.jsonl")
+}
+nccl_sft() { # 2 steps of verlc sft on a tiny model with the NCCL communicator (rank 0 of 1)
+    mkdir -p "$W" && rm -rf "$W/sft" "$W/sft_model" && model_make tiny "$W/sft_model" &&
+        VERLC_DIST=${VC_GPU_SFT_DIST:-nccl} mpirun --allow-run-as-root --oversubscribe -np 1 -x VERLC_DIST \
+            "$BIN" sft --model "$W/sft_model" --train "$VERLC_SHARED/data/gsm8k/train.jsonl" \
+            --prompt-key question --response-key answer --out "$W/sft" data.train_batch_size=8 \
+            data.micro_batch_size_per_gpu=4 data.max_length=256 data.truncation=right \
+            trainer.total_training_steps=2 trainer.device="$E2E_DEV" \
+            model.fsdp_config.mixed_precision.param_dtype=bf16
+}
+nccl_dist1() { # test_dist's MPI child on 1 rank: passes when its NCCL device allreduce ran
+    local log=$W/dist1.log rc
+    mkdir -p "$W"
+    VC_DIST_TEST_MODE=collectives mpirun --allow-run-as-root --oversubscribe -np 1 -x VC_DIST_TEST_MODE \
+        "$TESTS/dist_test_dist" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    # check_data_movement gathers to root 1, which one rank lacks: that CHECK fails on 1 rank (test bug)
+    echo "test_dist -np 1 exit status $rc (its MPI checks assume 2+ ranks; the NCCL check is the point here)"
+    grep -q "nccl: device allreduce ran on 1 ranks" "$log"
+}
+nccl_runs() {
+    if [ "${VC_GPU_ONLY:-}" != e2e ] && ! grep -q "communicators: .*NCCL ON" "$SUM"; then
+        say "== NCCL runs: skipped (the configure step found no MPI + NCCL: $(grep -o 'communicators: .*' "$SUM" | head -n 1))"
+        fail=1
+        return
+    fi
+    step "test_dist under mpirun -np 1: NCCL device allreduce on the GPU" 40 bash -c nccl_dist1 &&
+        say "NCCL: device allreduce ran (1 rank)"
+    step "verlc sft 2 steps, VERLC_DIST=${VC_GPU_SFT_DIST:-nccl}, $E2E_DEV (mpirun -np 1)" 60 bash -c nccl_sft
+    step "test_dist (whole program: single, then mpirun -np 2 and 4 on one GPU)" 60 "$TESTS/dist_test_dist"
+}
+e2e_all() {
+    export W E2E_DEV E2E_MODEL EB EN EP ER EM EL ES BIN TESTS VERLC_SHARED
+    export -f tiny_config tok_copy model_make e2e_setup grpo_run nccl_sft nccl_dist1
+    grpo_e2e
+    nccl_runs
+}
+finish() {
+    say "== failures"
+    grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
+    cat "$SUM.tmp" >>"$SUM" 2>/dev/null
+    rm -f "$SUM.tmp"
+    say "total $(($(date +%s) - t0)) s"
+    if [ $fail = 0 ]; then say "RESULT: PASS"; else say "RESULT: FAIL"; fi
+    exit $fail
+}
+if [ "${VC_GPU_ONLY:-}" = e2e ]; then # the GRPO/NCCL part alone, with an existing build
+    BIN="$BUILD/verlc"
+    TESTS="$BUILD/tests"
+    e2e_all
+    finish
+fi
 step "nvidia-smi" 30 nvidia-smi
 step "nvcc" 10 nvcc --version
 # Prebuilt test programs (e.g. carried from a CPU machine's build/tests) are used when the
@@ -153,7 +317,7 @@ configured=0
 # shellcheck disable=SC2086
 step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
 if [ "${VC_GPU_DRY_RUN:-0}" = 1 ]; then
-    grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
+    grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_|MPI_C_COMPILER|MPI_C_HEADER_DIR|MPI_mpi_LIBRARY|NCCL_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
     say "RESULT: DRY RUN (configure $([ $configured = 1 ] && echo ok || echo FAILED); build and GPU steps skipped)"
     exit $((1 - configured))
 fi
@@ -161,7 +325,7 @@ if [ $configured = 1 ]; then
     say "== build (log: $LOG)"
     s=$(date +%s)
     # shellcheck disable=SC2086
-    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin $CUDA_TESTS >"$LOG" 2>&1
+    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin dist_test_dist $CUDA_TESTS >"$LOG" 2>&1
     rc=$?
     grep -E "error|warning:" "$LOG" | head -n 40 >>"$SUM"
     say "-- build: rc=$rc ($(($(date +%s) - s)) s)"
@@ -210,6 +374,7 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
     bench_model qwen2.5-0.5b
+    e2e_all
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
@@ -227,10 +392,4 @@ if [ -n "$CS" ] && [ "$(left)" -gt 60 ]; then
 else
     say "== memcheck skipped (compute-sanitizer ${CS:-not found}, $(left) s left)"
 fi
-say "== failures"
-grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
-cat "$SUM.tmp" >>"$SUM" 2>/dev/null
-rm -f "$SUM.tmp"
-say "total $(($(date +%s) - t0)) s"
-if [ $fail = 0 ]; then say "RESULT: PASS"; else say "RESULT: FAIL"; fi
-exit $fail
+finish
