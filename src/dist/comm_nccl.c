@@ -5,6 +5,7 @@
  * (ncclCommAbort) so that no kernel keeps spinning on a dead peer.
  * Compiled only when CMake finds the CUDA toolkit, nccl.h and MPI (VC_HAVE_NCCL). */
 #include "dist_internal.h"
+#include "verlc/cuda.h"
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdlib.h>
@@ -61,6 +62,38 @@ static vc_status enqueued(vc_comm *c, ncclResult_t r, const char *call) {
     return nccl_wait(c, call);
 }
 
+/* The verlc kernels (and the d2d copies into the bucket) run on the backend's own non-blocking stream,
+ * which neither this communicator's stream nor the legacy default stream of cudaMemcpy waits for:
+ * every collective and staging copy first waits until that stream has produced its input. */
+static vc_status after_verlc(const char *call) {
+    if (!vc_cuda_ready() || !vc_cuda_stream()) return VC_OK;
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)vc_cuda_stream());
+    return e == cudaSuccess ? VC_OK : cuda_fail(e, call);
+}
+
+/* Host buffers (the trainers' metric and count reductions pass host doubles) cannot go to NCCL: they
+ * take the inner MPI communicator. */
+static int on_host(const void *p) {
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 1;
+    }
+    return a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged;
+}
+
+/* A copy that is complete in both directions on return (a plain cudaMemcpy from pageable memory may
+ * return before its DMA to the device has landed, and the verlc stream would not wait for it). */
+static vc_status staged_copy(struct vc_nccl *g, void *dst, const void *src, size_t bytes, int to_device) {
+    const char *call = to_device ? "cudaMemcpy to device" : "cudaMemcpy to host";
+    vc_status st = after_verlc(call);
+    if (st) return st;
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost,
+                                    g->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g->stream);
+    return e == cudaSuccess ? VC_OK : cuda_fail(e, call);
+}
+
 /* The inner MPI communicator shares this call's deadline and breaks with it. */
 static vc_status host_call(vc_comm *c, vc_status st) {
     struct vc_nccl *g = c->impl;
@@ -83,11 +116,17 @@ static vc_status nccl_barrier(vc_comm *c) {
 
 static vc_status nccl_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
     struct vc_nccl *g = c->impl;
+    if (on_host(buf)) return host_call(c, host(c)->ops->bcast(host(c), buf, bytes, root));
+    vc_status st = after_verlc("ncclBroadcast");
+    if (st) return st;
     return enqueued(c, ncclBroadcast(buf, buf, bytes, ncclInt8, root, g->nc, g->stream), "ncclBroadcast");
 }
 
 static vc_status nccl_allreduce(vc_comm *c, void *buf, size_t n, int dtype, int op) {
     struct vc_nccl *g = c->impl;
+    if (on_host(buf)) return host_call(c, host(c)->ops->allreduce(host(c), buf, n, dtype, op));
+    vc_status st = after_verlc("ncclAllReduce");
+    if (st) return st;
     return enqueued(c, ncclAllReduce(buf, buf, n, nccl_type(dtype), nccl_op(op), g->nc, g->stream),
                     "ncclAllReduce");
 }
@@ -95,18 +134,15 @@ static vc_status nccl_allreduce(vc_comm *c, void *buf, size_t n, int dtype, int 
 /* Rank-order reduction needs a fixed summation order that NCCL's kernels do not promise: stage the
  * data through host memory and reduce with the MPI communicator's ordered algorithm. */
 static vc_status nccl_allreduce_ordered(vc_comm *c, void *buf, size_t n, int dtype, int op) {
+    if (on_host(buf)) return host_call(c, host(c)->ops->allreduce_ordered(host(c), buf, n, dtype, op));
     size_t bytes = n * vc_dist_dtype_size(dtype);
     vc_status st;
     void *h = vc_malloc(bytes);
-    cudaError_t e;
     if (!h) return VC_ERR_NOMEM;
-    if ((e = cudaMemcpy(h, buf, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) {
-        st = cuda_fail(e, "cudaMemcpy to host");
-        goto out;
-    }
+    if ((st = staged_copy(c->impl, h, buf, bytes, 0))) goto out;
     vc_comm *hc = host(c);
     if ((st = host_call(c, hc->ops->allreduce_ordered(hc, h, n, dtype, op)))) goto out;
-    if ((e = cudaMemcpy(buf, h, bytes, cudaMemcpyHostToDevice)) != cudaSuccess) st = cuda_fail(e, "cudaMemcpy to device");
+    st = staged_copy(c->impl, buf, h, bytes, 1);
 out:
     free(h);
     return st;
@@ -114,13 +150,21 @@ out:
 
 static vc_status nccl_reduce_scatter(vc_comm *c, const float *in, float *out, size_t n_per_rank) {
     struct vc_nccl *g = c->impl;
+    if (on_host(in) && on_host(out))
+        return host_call(c, host(c)->ops->reduce_scatter_f32(host(c), in, out, n_per_rank));
+    vc_status st = after_verlc("ncclReduceScatter");
+    if (st) return st;
     return enqueued(c, ncclReduceScatter(in, out, n_per_rank, ncclFloat32, ncclSum, g->nc, g->stream),
                     "ncclReduceScatter");
 }
 
 static vc_status nccl_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank) {
     struct vc_nccl *g = c->impl;
+    if (on_host(out) && (!in || on_host(in))) /* MPI's in-place form is in == NULL */
+        return host_call(c, host(c)->ops->allgather(host(c), in, out, bytes_per_rank));
     if (!in) in = (char *)out + (size_t)c->rank * bytes_per_rank; /* NCCL's in-place form */
+    vc_status st = after_verlc("ncclAllGather");
+    if (st) return st;
     return enqueued(c, ncclAllGather(in, out, bytes_per_rank, ncclInt8, g->nc, g->stream), "ncclAllGather");
 }
 
@@ -142,8 +186,7 @@ static vc_status nccl_mem_alloc(vc_comm *c, size_t bytes, void **out) {
 static void nccl_mem_free(vc_comm *c, void *p) { cudaFree(p); }
 
 static vc_status nccl_mem_copy(vc_comm *c, void *dst, const void *src, size_t bytes, int to_device) {
-    cudaError_t e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
-    return e == cudaSuccess ? VC_OK : cuda_fail(e, to_device ? "cudaMemcpy to device" : "cudaMemcpy to host");
+    return staged_copy(c->impl, dst, src, bytes, to_device);
 }
 
 static void nccl_abort(vc_comm *c, int code) {
