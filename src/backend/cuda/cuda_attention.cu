@@ -35,6 +35,39 @@ __device__ __forceinline__ void load_tile(float *dst, const float *src, int64_t 
     }
 }
 
+/* Two register-tiled products over shared tiles of pitch D + 1, the same d order for both:
+ * x[i][j] = sum_d A1[r_i][d] B1[c_j][d], y[i][j] = sum_d A2[r_i][d] B2[c_j][d] with r_i = tr + 16 i,
+ * c_j = tc + 16 j (backward: scores and dO.V^T, keys or queries as rows). */
+template <int D, int R, int C>
+__device__ __forceinline__ void dual_dot(float (&x)[R][C], float (&y)[R][C], const float *A1, const float *A2,
+                                         const float *B1, const float *B2, int tr, int tc) {
+    #pragma unroll
+    for (int i = 0; i < R; i++)
+        #pragma unroll
+        for (int j = 0; j < C; j++) x[i][j] = y[i][j] = 0;
+#pragma unroll 4
+    for (int d = 0; d < D; d++) {
+        float a1[R], a2[R], b1[C], b2[C];
+        #pragma unroll
+        for (int i = 0; i < R; i++) {
+            a1[i] = A1[(tr + 16 * i) * (D + 1) + d];
+            a2[i] = A2[(tr + 16 * i) * (D + 1) + d];
+        }
+        #pragma unroll
+        for (int j = 0; j < C; j++) {
+            b1[j] = B1[(tc + 16 * j) * (D + 1) + d];
+            b2[j] = B2[(tc + 16 * j) * (D + 1) + d];
+        }
+        #pragma unroll
+        for (int i = 0; i < R; i++)
+            #pragma unroll
+            for (int j = 0; j < C; j++) {
+                x[i][j] += a1[i] * b1[j];
+                y[i][j] += a2[i] * b2[j];
+            }
+    }
+}
+
 /* ---------------- forward ---------------- */
 template <int D, int BQ, int BK>
 __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const float *q, attn_params p) {
@@ -185,31 +218,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
             }
             __syncthreads();
             float st[RK][CQ], dp[RK][CQ];
-            #pragma unroll
-            for (int i = 0; i < RK; i++)
-                #pragma unroll
-                for (int j = 0; j < CQ; j++) st[i][j] = dp[i][j] = 0;
-#pragma unroll 4
-            for (int d = 0; d < D; d++) {
-                float kv[RK], vv[RK], qv[CQ], ov[CQ];
-                #pragma unroll
-                for (int i = 0; i < RK; i++) {
-                    kv[i] = Ks[(tr + 16 * i) * (D + 1) + d];
-                    vv[i] = Vs[(tr + 16 * i) * (D + 1) + d];
-                }
-                #pragma unroll
-                for (int j = 0; j < CQ; j++) {
-                    qv[j] = Qs[(tc + 16 * j) * (D + 1) + d];
-                    ov[j] = dOs[(tc + 16 * j) * (D + 1) + d];
-                }
-                #pragma unroll
-                for (int i = 0; i < RK; i++)
-                    #pragma unroll
-                    for (int j = 0; j < CQ; j++) {
-                        st[i][j] += kv[i] * qv[j];
-                        dp[i][j] += vv[i] * ov[j];
-                    }
-            }
+            dual_dot<D, RK, CQ>(st, dp, Ks, Vs, Qs, dOs, tr, tc);
             #pragma unroll
             for (int i = 0; i < RK; i++)
                 #pragma unroll
@@ -298,31 +307,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
         load_tile<D>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * p.dv, p.vstride, nk, BK, p.dv);
         __syncthreads();
         float s[RM][CN], dp[RM][CN];
-        #pragma unroll
-        for (int i = 0; i < RM; i++)
-            #pragma unroll
-            for (int j = 0; j < CN; j++) s[i][j] = dp[i][j] = 0;
-#pragma unroll 4
-        for (int d = 0; d < D; d++) {
-            float qv[RM], ov[RM], kv[CN], vv[CN];
-            #pragma unroll
-            for (int i = 0; i < RM; i++) {
-                qv[i] = Qs[(tr + 16 * i) * (D + 1) + d];
-                ov[i] = dOs[(tr + 16 * i) * (D + 1) + d];
-            }
-            #pragma unroll
-            for (int j = 0; j < CN; j++) {
-                kv[j] = Ks[(tc + 16 * j) * (D + 1) + d];
-                vv[j] = Vs[(tc + 16 * j) * (D + 1) + d];
-            }
-            #pragma unroll
-            for (int i = 0; i < RM; i++)
-                #pragma unroll
-                for (int j = 0; j < CN; j++) {
-                    s[i][j] += qv[i] * kv[j];
-                    dp[i][j] += ov[i] * vv[j];
-                }
-        }
+        dual_dot<D, RM, CN>(s, dp, Qs, dOs, Ks, Vs, tr, tc);
         #pragma unroll
         for (int i = 0; i < RM; i++)
             #pragma unroll
