@@ -54,7 +54,7 @@ vc_status vc_device_select(const char *spec, const char *who) {
         }
         return select_cuda(index, who);
     }
-    return vc_fail(VC_ERR_ARG, "%s %s: unknown device (cpu, cuda, cuda:N, auto)", who, spec);
+    return vc_fail(VC_ERR_ARG, "%s %s: unknown device (cpu, cuda, cuda:N, auto, sim)", who, spec);
 }
 
 const char *vc_device_name(void) { return current; }
