@@ -88,7 +88,7 @@ static void dscore_rows(void *p, int64_t blk) {
         for (int64_t j = 0; j < c->nj; j++) {
             float sc = pr[j], pj = vc_expf(sc - L); /* exp(-inf) = 0 for masked keys */
             float ds = pj * (dp[j] - D);
-            if (d->softcap > 0) {
+            if (d->softcap > 0 && pj != 0.0f) { /* a masked key (sc = -inf) has ds = 0, not 0 * -inf */
                 float t = sc / d->softcap;
                 ds *= 1.0f - t * t;
             }
