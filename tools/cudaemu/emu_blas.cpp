@@ -1,0 +1,121 @@
+/* verlc CUDA emulator: cublasSgemm and cublasGemmEx (f32 or bf16 inputs, f32 output, f32 compute), queued
+ * like kernels and run by OpenBLAS. bf16 operands are widened to f32 exactly, so a GemmEx is the f32
+ * product of the bf16 values. Operand ranges are checked against the live device allocations. */
+#include "cublas_v2.h"
+#include "cuda_bf16.h"
+#include "emu_internal.h"
+#include <cblas.h>
+#include <memory>
+#include <stdio.h>
+#include <string.h>
+#include <vector>
+
+struct vc_emu_blas {
+    cudaStream_t stream;
+    int math;
+};
+
+extern "C" {
+cublasStatus_t cublasCreate(cublasHandle_t *h) {
+    *h = new vc_emu_blas{ 0, 0 };
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t h) {
+    vc_emu_flush();
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->stream = s;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->math = m;
+    return CUBLAS_STATUS_SUCCESS;
+}
+const char *cublasGetStatusString(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    }
+}
+}
+
+static size_t elem_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/* a column-major operand of rows x cols with leading dimension ld lies in one allocation */
+static int operand_ok(const char *call, const char *name, const void *p, cudaDataType t, int rows, int cols, int ld) {
+    if (ld < (rows > 1 ? rows : 1)) {
+        fprintf(stderr, "cuda emulator: %s: ld%s=%d < %d rows\n", call, name, ld, rows);
+        return 0;
+    }
+    if (!rows || !cols) return 1;
+    size_t bytes = ((size_t)ld * (size_t)(cols - 1) + (size_t)rows) * elem_size(t);
+    if (!vc_emu_dev_range(p, bytes)) {
+        fprintf(stderr, "cuda emulator: %s: operand %s (%p, %d x %d, ld %d) is not inside one device allocation\n", call, name,
+                p, rows, cols, ld);
+        return 0;
+    }
+    return 1;
+}
+
+/* f32 copy (packed, ld = rows) of a bf16 or f32 column-major operand */
+static std::vector<float> widen(const void *p, cudaDataType t, int rows, int cols, int ld) {
+    std::vector<float> out((size_t)rows * cols);
+    for (int c = 0; c < cols; c++)
+        for (int r = 0; r < rows; r++) {
+            size_t i = (size_t)c * ld + r;
+            out[(size_t)c * rows + r] = t == CUDA_R_32F ? ((const float *)p)[i] : (float)((const __nv_bfloat16 *)p)[i];
+        }
+    return out;
+}
+
+static cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                           int k, float alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
+                           int ldb, float beta, float *C, int ldc) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (m < 0 || n < 0 || k < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!m || !n) return CUBLAS_STATUS_SUCCESS;
+    int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
+    int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
+    if (!operand_ok(call, "A", A, at, ar, ac, lda) || !operand_ok(call, "B", B, bt, br, bc, ldb) ||
+        !operand_ok(call, "C", C, CUDA_R_32F, m, n, ldc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    vc_emu_enqueue([=]() {
+        if (beta == 0.0f) /* C is not read when beta is 0 (it may hold NaN) */
+            for (int c = 0; c < n; c++) memset(C + (size_t)c * ldc, 0, sizeof(float) * (size_t)m);
+        if (!k) {
+            for (int c = 0; c < n; c++)
+                for (int r = 0; r < m; r++) C[(size_t)c * ldc + r] *= beta;
+            return;
+        }
+        std::vector<float> a = widen(A, at, ar, ac, lda), b = widen(B, bt, br, bc, ldb);
+        cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                    m, n, k, alpha, a.data(), ar, b.data(), br, beta == 0.0f ? 0.0f : beta, C, ldc);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+extern "C" {
+cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                           float *C, int ldc) {
+    return gemm("cublasSgemm", h, ta, tb, m, n, k, *alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, *beta, C, ldc);
+}
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
+                            int ldb, const void *beta, void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t) {
+    if (ct != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F || (at != CUDA_R_16BF && at != CUDA_R_32F) || at != bt)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    return gemm("cublasGemmEx", h, ta, tb, m, n, k, *(const float *)alpha, A, at, lda, B, bt, ldb, *(const float *)beta,
+                (float *)C, ldc);
+}
+}

@@ -1,0 +1,22 @@
+/* verlc CUDA emulator internals shared by the .cpp files in tools/cudaemu */
+#ifndef VC_EMU_INTERNAL_H
+#define VC_EMU_INTERNAL_H
+#include "cuda_runtime.h"
+#include <functional>
+
+[[noreturn]] void vc_emu_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long vc_emu_env_int(const char *name, long dflt);
+int vc_emu_order(void); /* 0 forward, 1 reverse, 2 random (VC_EMU_ORDER) */
+
+/* scheduler (emu_sched.cpp) */
+void vc_emu_run_grid(const char *name, const vc_emu_cfg &c, vc_emu_task *t);
+int vc_emu_in_kernel(void);
+void vc_emu_where(char *buf, size_t len);
+
+/* memory and the queue (emu_runtime.cpp) */
+cudaError_t vc_emu_error(cudaError_t e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 when [p, p + n) lies inside one live device allocation */
+int vc_emu_dev_range(const void *p, size_t n);
+int vc_emu_is_pinned(const void *p);
+void vc_emu_enqueue(std::function<void()> op);
+#endif

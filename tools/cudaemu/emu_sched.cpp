@@ -1,0 +1,250 @@
+/* verlc CUDA emulator: the kernel scheduler. A launch runs block after block on the calling thread;
+ * the threads of a block are fibers with their own stacks, switched only at barriers, in the order
+ * VC_EMU_ORDER says (forward, reverse or random: a missing barrier shows as results that change with
+ * the order). A block whose threads all wait at barriers that can never open (a __syncthreads that
+ * some threads skip, lanes of a warp at different barriers) is reported as a deadlock, naming the
+ * kernel, the block and the threads. */
+#include "emu_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+uint3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+
+/* ---- fibers: an x86-64 context switch (callee-saved registers and the stack pointer) ---- */
+extern "C" void vc_emu_swap(void **save_sp, void *to_sp);
+#if defined(__x86_64__)
+asm(".text\n"
+    ".globl vc_emu_swap\n"
+    ".type vc_emu_swap,@function\n"
+    "vc_emu_swap:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size vc_emu_swap,.-vc_emu_swap\n");
+#else
+#error "the CUDA emulator's fibers need x86-64"
+#endif
+
+enum { F_RUN, F_BLOCK, F_WARP, F_DONE };
+struct fiber {
+    void *sp;
+    char *stack;
+    int state;
+    unsigned mask, lane, warp;
+    uint3 tid;
+    uint64_t slot;
+};
+
+static fiber *g_fib;
+static int g_cap, g_n;
+static fiber *g_cur;
+static void *g_sched_sp;
+static vc_emu_task *g_task;
+static const char *g_kname;
+static char *g_smem;
+static size_t g_smem_cap, g_smem_len;
+static uint64_t g_rng = 0x243F6A8885A308D3ull;
+
+static size_t stack_bytes(void) { return (size_t)vc_emu_env_int("VC_EMU_STACK_KB", 256) << 10; }
+
+static void fibers_reserve(int n) {
+    if (n <= g_cap) return;
+    fiber *f = (fiber *)realloc(g_fib, sizeof(fiber) * (size_t)n);
+    if (!f) vc_emu_die("out of host memory for %d fibers", n);
+    g_fib = f;
+    size_t sz = stack_bytes(), page = 4096;
+    for (int i = g_cap; i < n; i++) {
+        void *p = mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) vc_emu_die("cannot map a %zu KiB fiber stack", sz >> 10);
+        mprotect(p, page, PROT_NONE); /* guard page: an overflow faults */
+        g_fib[i].stack = (char *)p + page;
+    }
+    g_cap = n;
+}
+
+[[noreturn]] static void fiber_entry(void) {
+    g_task->run_thread();
+    g_cur->state = F_DONE;
+    void *dead;
+    vc_emu_swap(&dead, g_sched_sp);
+    __builtin_unreachable();
+}
+
+static void fiber_start(fiber *f) {
+    uintptr_t top = ((uintptr_t)f->stack + stack_bytes()) & ~(uintptr_t)15;
+    void **sp = (void **)top;
+    *--sp = NULL;                  /* fiber_entry's return address (never used) */
+    *--sp = (void *)&fiber_entry;  /* where vc_emu_swap's ret goes */
+    for (int i = 0; i < 6; i++) *--sp = NULL; /* rbp rbx r12-r15 */
+    f->sp = sp;
+}
+
+static void wait_here(int state, unsigned mask) {
+    fiber *f = g_cur;
+    if (!f) vc_emu_die("a barrier or warp function was called outside a kernel");
+    f->state = state;
+    f->mask = mask;
+    vc_emu_swap(&f->sp, g_sched_sp);
+}
+
+void __syncthreads(void) { wait_here(F_BLOCK, 0); }
+void __syncwarp(unsigned mask) { wait_here(F_WARP, mask); }
+unsigned vc_emu_lane(void) { return g_cur ? g_cur->lane : 0; }
+void *vc_emu_dyn_smem(void) { return g_smem; }
+
+unsigned __activemask(void) {
+    if (!g_cur) return 0;
+    unsigned m = 0, w = g_cur->warp;
+    for (int l = 0; l < 32; l++) {
+        int i = (int)w * 32 + l;
+        if (i < g_n && g_fib[i].state != F_DONE) m |= 1u << l;
+    }
+    return m;
+}
+
+void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) {
+    fiber *f = g_cur;
+    if (!f) vc_emu_die("a warp function was called outside a kernel");
+    f->slot = v;
+    wait_here(F_WARP, mask);
+    for (int l = 0; l < 32; l++) {
+        int i = (int)f->warp * 32 + l;
+        out[l] = i < g_n ? g_fib[i].slot : 0;
+    }
+    wait_here(F_WARP, mask); /* nobody publishes again before every lane has read */
+}
+
+/* opens the barriers that every live participant has reached; returns how many threads it released */
+static int release(int alive) {
+    int nb = 0, rel = 0;
+    for (int i = 0; i < g_n; i++) nb += g_fib[i].state == F_BLOCK;
+    if (nb && nb == alive) {
+        for (int i = 0; i < g_n; i++)
+            if (g_fib[i].state == F_BLOCK) g_fib[i].state = F_RUN;
+        return nb;
+    }
+    for (int w = 0; w * 32 < g_n; w++) {
+        unsigned A = 0, W = 0;
+        for (int l = 0; l < 32 && w * 32 + l < g_n; l++) {
+            const fiber *f = &g_fib[w * 32 + l];
+            if (f->state != F_DONE) A |= 1u << l;
+            if (f->state == F_WARP) W |= 1u << l;
+        }
+        for (int l = 0; l < 32; l++) {
+            if (!(W >> l & 1)) continue;
+            unsigned m = (g_fib[w * 32 + l].mask & A) | 1u << l;
+            if (m & ~W) continue; /* a participant is elsewhere */
+            for (int k = 0; k < 32; k++)
+                if (m >> k & 1) {
+                    g_fib[w * 32 + k].state = F_RUN;
+                    rel++;
+                }
+            W &= ~m;
+        }
+    }
+    return rel;
+}
+
+[[noreturn]] static void deadlock(void) {
+    static const char *what[] = { "running", "at __syncthreads", "at a warp barrier", "done" };
+    fprintf(stderr, "cuda emulator: kernel %s, block (%u,%u,%u): deadlock: no barrier can open\n", g_kname, blockIdx.x,
+            blockIdx.y, blockIdx.z);
+    int shown = 0;
+    for (int i = 0; i < g_n && shown < 8; i++) {
+        const fiber *f = &g_fib[i];
+        if (i > 0 && f->state == g_fib[i - 1].state && i + 1 < g_n) continue;
+        fprintf(stderr, "  thread (%u,%u,%u) lane %u: %s (mask %08x)\n", f->tid.x, f->tid.y, f->tid.z, f->lane,
+                what[f->state], f->mask);
+        shown++;
+    }
+    abort();
+}
+
+static void run_block(const int *order) {
+    for (int i = 0; i < g_n; i++) {
+        fiber *f = &g_fib[i];
+        f->tid = uint3{ i % blockDim.x, i / blockDim.x % blockDim.y, i / (blockDim.x * blockDim.y) };
+        f->lane = (unsigned)i % 32;
+        f->warp = (unsigned)i / 32;
+        f->state = F_RUN;
+        f->mask = 0;
+        f->slot = 0;
+        fiber_start(f);
+    }
+    if (g_smem_len) memset(g_smem, 0xff, g_smem_len); /* uninitialised shared memory reads as NaN */
+    int alive = g_n;
+    for (;;) {
+        int ran = 0;
+        for (int k = 0; k < g_n; k++) {
+            fiber *f = &g_fib[order[k]];
+            if (f->state != F_RUN) continue;
+            g_cur = f;
+            threadIdx = f->tid;
+            vc_emu_swap(&g_sched_sp, f->sp);
+            ran++;
+            if (f->state == F_DONE) alive--;
+        }
+        g_cur = NULL;
+        if (!alive) return;
+        if (!release(alive) && !ran) deadlock();
+    }
+}
+
+static uint64_t rnd(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+static void make_order(int *o, int n, int mode) {
+    for (int i = 0; i < n; i++) o[i] = mode == 1 ? n - 1 - i : i;
+    if (mode == 2)
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(rnd() % (uint64_t)(i + 1)), t = o[i];
+            o[i] = o[j];
+            o[j] = t;
+        }
+}
+
+const char *vc_emu_current_kernel(void) { return g_kname; }
+int vc_emu_in_kernel(void) { return g_cur != NULL; }
+void vc_emu_where(char *buf, size_t len) {
+    if (g_cur)
+        snprintf(buf, len, "kernel %s, block (%u,%u,%u), thread (%u,%u,%u)", g_kname, blockIdx.x, blockIdx.y,
+                 blockIdx.z, g_cur->tid.x, g_cur->tid.y, g_cur->tid.z);
+    else snprintf(buf, len, "host code");
+}
+
+void vc_emu_run_grid(const char *name, const vc_emu_cfg &c, vc_emu_task *t) {
+    int mode = vc_emu_order();
+    if (mode == 2) g_rng = 0x243F6A8885A308D3ull ^ (uint64_t)vc_emu_env_int("VC_EMU_SEED", 1) * 0x9E3779B97F4A7C15ull;
+    gridDim = c.grid;
+    blockDim = c.block;
+    g_n = (int)(c.block.x * c.block.y * c.block.z);
+    fibers_reserve(g_n);
+    if (c.smem > g_smem_cap) {
+        free(g_smem);
+        g_smem = (char *)aligned_alloc(128, (c.smem + 127) & ~(size_t)127);
+        if (!g_smem) vc_emu_die("out of host memory for %zu bytes of shared memory", c.smem);
+        g_smem_cap = c.smem;
+    }
+    g_smem_len = c.smem;
+    g_task = t;
+    g_kname = name;
+    int *order = (int *)malloc(sizeof(int) * (size_t)g_n);
+    uint64_t nb = (uint64_t)c.grid.x * c.grid.y * c.grid.z;
+    for (uint64_t b = 0; b < nb; b++) {
+        uint64_t i = mode == 1 ? nb - 1 - b : b;
+        blockIdx = uint3{ (unsigned)(i % c.grid.x), (unsigned)(i / c.grid.x % c.grid.y), (unsigned)(i / ((uint64_t)c.grid.x * c.grid.y)) };
+        make_order(order, g_n, mode);
+        run_block(order);
+    }
+    free(order);
+    g_task = NULL;
+    g_kname = NULL;
+}

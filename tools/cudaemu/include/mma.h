@@ -1,0 +1,66 @@
+/* verlc CUDA emulator: warp matrix functions (nvcuda::wmma). Every lane holds the whole tile of a
+ * fragment (a GPU spreads it over the lanes in an unspecified layout, so correct code never depends
+ * on which lane holds which element). load_matrix_sync and mma_sync give every lane the whole result;
+ * store_matrix_sync writes only the elements the calling lane owns (element e belongs to lane e % 32),
+ * so a warp that reads the stored tile back without __syncwarp reads stale values here, as it may on
+ * a GPU. Products accumulate in f32 in k order. */
+#ifndef VC_EMU_MMA_H
+#define VC_EMU_MMA_H
+#include "cuda_bf16.h"
+#include "cuda_runtime.h"
+namespace nvcuda {
+namespace wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class Layout = void> struct fragment {
+    static constexpr int rows = std::is_same<Use, matrix_b>::value ? K : M;
+    static constexpr int cols = std::is_same<Use, matrix_a>::value ? K : N;
+    enum { num_elements = rows * cols };
+    T x[num_elements];
+};
+template <class T, class L> static inline bool vc_emu_row(void) { return std::is_same<L, row_major>::value; }
+template <class Use, int M, int N, int K, class T, class L>
+static inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const T *p, unsigned ldm) {
+    typedef fragment<Use, M, N, K, T, L> F;
+    static_assert(!std::is_same<Use, accumulator>::value, "accumulator loads take a layout");
+    for (int r = 0; r < F::rows; r++)
+        for (int c = 0; c < F::cols; c++)
+            f.x[r * F::cols + c] = std::is_same<L, row_major>::value ? p[(size_t)r * ldm + c] : p[r + (size_t)c * ldm];
+}
+template <int M, int N, int K, class T>
+static inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const T *p, unsigned ldm, layout_t l) {
+    for (int r = 0; r < M; r++)
+        for (int c = 0; c < N; c++) f.x[r * N + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[r + (size_t)c * ldm];
+}
+template <int M, int N, int K, class T>
+static inline void store_matrix_sync(T *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm, layout_t l) {
+    unsigned lane = vc_emu_lane();
+    for (int e = (int)lane; e < M * N; e += 32) {
+        int r = e / N, c = e % N;
+        if (l == mem_row_major) p[(size_t)r * ldm + c] = f.x[e];
+        else p[r + (size_t)c * ldm] = f.x[e];
+    }
+}
+template <class Use, int M, int N, int K, class T, class L, class V>
+static inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
+    for (int i = 0; i < fragment<Use, M, N, K, T, L>::num_elements; i++) f.x[i] = (T)v;
+}
+template <int M, int N, int K, class Ta, class La, class Lb, class Tc>
+static inline void mma_sync(fragment<accumulator, M, N, K, Tc> &d, const fragment<matrix_a, M, N, K, Ta, La> &a,
+                            const fragment<matrix_b, M, N, K, Ta, Lb> &b, const fragment<accumulator, M, N, K, Tc> &c) {
+    Tc out[M * N];
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = (float)c.x[i * N + j];
+            for (int k = 0; k < K; k++) s += (float)a.x[i * K + k] * (float)b.x[k * N + j];
+            out[i * N + j] = (Tc)s;
+        }
+    memcpy(d.x, out, sizeof out);
+}
+} // namespace wmma
+} // namespace nvcuda
+#endif
