@@ -12,9 +12,12 @@
  * area (64-float aligned), typically a few layers' worth. Tensors the tape does not show (written inside
  * a gradient-checkpointing recompute node, or not at all) are live for the whole backward.
  *
- * A chunk's reduction is the ordered all-reduce of its range (rank-order sums: the same bits as ZeRO-1's
- * ordered reduce-scatter); each rank keeps the part inside its own block [first, first + count) and
- * copies it into its f32 gradient shard (first micro-batch of the step) or adds it (later ones). Every
+ * A chunk's reduction is an ordered reduce-scatterv of its range (vc_comm_reduce_scatterv_f32_ordered): the
+ * chunk is cut at the rank blocks, rank r receives the rank-order sum of the piece inside its own block
+ * [first, first + count) (the same bits as ZeRO-1's ordered reduce-scatter, and as the ordered all-reduce
+ * this used before), and each rank sends only the other ranks' pieces: (N-1)/N of the chunk, half an
+ * all-reduce's traffic. The rank copies its piece into its f32 gradient shard (first micro-batch of the
+ * step) or adds it (later ones). Every
  * rank runs the same number of rounds per step (the most micro-batches of any rank); a rank with fewer
  * reduces zeros. */
 #include "trainer_dp.h"
@@ -41,6 +44,7 @@ struct vc_dp_zero2 {
     size_t chunk, n_chunks;
     int64_t *p_lo, *p_hi, *p_rel, *c_lo; /* per tensor / per chunk (see above) */
     size_t *p_off, *c_min; /* per tensor: offset in the area, lowest chunk it overlaps */
+    size_t *counts;        /* [world] floats of the chunk reduced now that each rank owns */
     int *order;
     size_t next;           /* chunks reduced in this round */
     int round, local, hooked, early;
@@ -104,8 +108,9 @@ vc_status vc_dp_zero2_init(vc_trainer *t, vc_tensor **tens) {
     z->c_min = vc_calloc(nn, sizeof *z->c_min);
     z->order = vc_calloc(nn, sizeof *z->order);
     z->c_lo = vc_calloc(z->n_chunks + 1, sizeof *z->c_lo);
+    z->counts = vc_calloc((size_t)d->world, sizeof *z->counts);
     if (!z->tens || !z->orig || !z->map || !z->p_lo || !z->p_hi || !z->p_rel || !z->p_off || !z->c_min ||
-        !z->order || !z->c_lo)
+        !z->order || !z->c_lo || !z->counts)
         return VC_ERR_NOMEM;
     size_t largest = 1;
     for (int i = 0; i < n; i++) {
@@ -136,7 +141,7 @@ void vc_dp_zero2_free(vc_trainer *t) {
     vc_be()->free(z->area);
     vc_be()->free(z->stage);
     free(z->tens); free(z->orig); free(z->map); free(z->p_lo); free(z->p_hi); free(z->p_rel);
-    free(z->p_off); free(z->c_min); free(z->order); free(z->c_lo);
+    free(z->p_off); free(z->c_min); free(z->order); free(z->c_lo); free(z->counts);
     free(z);
     t->dp->z2 = NULL;
 }
@@ -248,6 +253,18 @@ static void into_shard(struct vc_trainer_dp *d, struct vc_dp_zero2 *z, float *ds
     }
 }
 
+/* the pieces of the flat range [a, a + len) inside each rank's block; returns where this rank's starts */
+static size_t chunk_counts(const struct vc_trainer_dp *d, size_t a, size_t len, size_t *counts) {
+    size_t displ = 0;
+    for (int r = 0; r < d->world; r++) {
+        size_t b0 = min_sz((size_t)r * d->shard_len, d->n_flat), b1 = min_sz(b0 + d->shard_len, d->n_flat);
+        size_t lo = a > b0 ? a : b0, hi = min_sz(a + len, b1);
+        counts[r] = hi > lo ? hi - lo : 0;
+        if (r < d->rank) displ += counts[r];
+    }
+    return displ;
+}
+
 /* reduces chunk c (zeros when empty) and releases the tensors whose lowest chunk it is */
 static vc_status reduce_chunk(vc_trainer *t, size_t c, int empty) {
     struct vc_trainer_dp *d = t->dp;
@@ -258,9 +275,11 @@ static vc_status reduce_chunk(vc_trainer *t, size_t c, int empty) {
         if (empty && d->dev_comm) vc_be()->zero(d->buf, len * sizeof(float));
         else if (empty) memset(d->buf, 0, len * sizeof(float));
         else vc_dp_flat_read(t, t->grads, a, len, d->buf);
-        st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
-        size_t lo = a > d->first ? a : d->first, hi = min_sz(a + len, d->first + d->count);
-        if (!st && hi > lo) into_shard(d, z, d->shard_grad + (lo - d->first), d->buf + (lo - a), hi - lo);
+        /* in place: this rank's reduced piece replaces its own piece of the chunk in the buffer; its flat
+         * position is first + (a + displ - first) when it has one */
+        size_t displ = chunk_counts(d, a, len, z->counts), mine = z->counts[d->rank];
+        st = vc_comm_reduce_scatterv_f32_ordered(d->comm, d->buf, d->buf + displ, z->counts);
+        if (!st && mine) into_shard(d, z, d->shard_grad + (a + displ - d->first), d->buf + displ, mine);
     }
     for (int i = 0; !empty && i < z->n; i++)
         if (z->c_min[i] == c) vc_be()->zero(z->tens[i]->grad, t->sizes[i] * sizeof(float));
