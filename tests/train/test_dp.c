@@ -118,7 +118,8 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
                       st.n_buckets_early, st.n_buckets);
             if (s == 0)
                 printf("overlap (%s%s): %d of %d gradient buckets final before the end of backward\n",
-                       sharding ? "ZeRO-1" : "DP", local ? ", local" : "", st.n_buckets_early, st.n_buckets);
+                       sharding == VC_SHARD_ZERO2 ? "ZeRO-2" : sharding ? "ZeRO-1" : "DP", local ? ", local" : "",
+                       st.n_buckets_early, st.n_buckets);
         }
     }
     if (moments) {
@@ -332,6 +333,28 @@ static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
                    "relative L2 %.3g\n", np, NSEQ / np, d, rel);
     } else
         CHECK(0);
+    /* the chunks reduced on a communication thread while backward goes on: the same bits */
+    OVERLAP = 1;
+    float *oa = train(c, VC_SHARD_ZERO2, 0, NSEQ / np, 0.5, 2, NULL, NULL);
+    float *ob = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    float *ol = train(c, VC_SHARD_ZERO2, 1, 1, 0.5, 2, NULL, NULL);
+    float *oi = train(c, VC_SHARD_ZERO2, 0, 4, 0.5, 2, NULL, NULL);
+    CKPT = 1;
+    float *ok = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 0;
+    OVERLAP = 0;
+    if (a2 && b2 && i2 && oa && ob && ol && oi && ok) {
+        CHECK_MSG(!memcmp(a2, oa, n * sizeof(float)), "rank %d: overlapped ZeRO-2 (one micro-batch) differs", me);
+        CHECK_MSG(!memcmp(b2, ob, n * sizeof(float)), "rank %d: overlapped ZeRO-2 (micro-batches) differs", me);
+        CHECK_MSG(!memcmp(b2, ol, n * sizeof(float)), "rank %d: overlapped local ZeRO-2 differs", me);
+        CHECK_MSG(!memcmp(i2, oi, n * sizeof(float)), "rank %d: overlapped ZeRO-2 with idle ranks differs", me);
+        CHECK_MSG(!memcmp(b2, ok, n * sizeof(float)), "rank %d: overlapped ZeRO-2 with checkpointing differs", me);
+        if (me == 0)
+            printf("np %d: overlapped ZeRO-2 (one and several micro-batches, local, idle ranks, checkpointing) "
+                   "bitwise equal to the non-overlapped runs\n", np);
+    } else
+        CHECK(0);
+    free(oa); free(ob); free(ol); free(oi); free(ok);
     free(a1); free(a2); free(b2); free(l2); free(k2); free(i1); free(i2);
     zero2_traffic(c, n);
     size_t g1 = plan_grads(c, VC_SHARD_ZERO1), g2 = plan_grads(c, VC_SHARD_ZERO2);
