@@ -62,6 +62,13 @@ vc_status vc_comm_reduce_scatter_f32(vc_comm *c, const float *in, float *out, si
 /* As above, summed in rank order ((x_0 + x_1) + x_2) + ...: the same bits as the ordered allreduce's
  * block of this rank. "nccl" stages through host memory. */
 vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float *out, size_t n_per_rank);
+/* Reduce-scatter with per-rank counts, summed in rank order. in: the whole range of counts[0] + ... +
+ * counts[size-1] floats; rank r's piece is the counts[r] floats after those of ranks 0..r-1. out:
+ * [counts[rank]] = ((x_0 + x_1) + x_2) + ... of this rank's piece: the same bits as the ordered
+ * allreduce's floats at that place. counts must be the same on every rank (zeros allowed); out may be
+ * this rank's piece of in (in place), else must not overlap in. Each rank sends only the pieces of the
+ * other ranks (reduce-scatter traffic, half an allreduce's). "nccl" stages through host memory. */
+vc_status vc_comm_reduce_scatterv_f32_ordered(vc_comm *c, const float *in, float *out, const size_t *counts);
 /* out: [size * bytes_per_rank], rank r's block at r * bytes_per_rank. in may be that block of out. */
 vc_status vc_comm_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank);
 /* Gathers n bytes from every rank (n may differ between ranks) to `root`, or to every rank when
@@ -85,6 +92,10 @@ typedef struct vc_comm_stats {
     long calls;
     double seconds;
     double bytes; /* payload bytes handed to collectives by this rank */
+    /* bytes this rank sent to other ranks: what the algorithms of verlc's implementations hand to the
+     * transport for peers (MPI: the pieces of alltoall(v)s and gathers a rank sends; NCCL device
+     * collectives: the ring algorithm's share, e.g. 2(N-1)/N of an allreduce's payload) */
+    double bytes_sent;
 } vc_comm_stats;
 void vc_comm_get_stats(const vc_comm *c, vc_comm_stats *out);
 

@@ -2,6 +2,7 @@
  * rank and the collective in every error message. */
 #include "dist_internal.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,6 +268,39 @@ vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float 
     st = c->ops->reduce_scatter_ordered_f32 ? c->ops->reduce_scatter_ordered_f32(c, in, out, n_per_rank)
                                             : reduce_scatter_ordered_fallback(c, in, out, n_per_rank);
     return leave(c, st, t0, (double)n_per_rank * c->size * sizeof(float), what);
+}
+
+/* Checks the counts of a reduce-scatterv: *total floats in all, this rank's piece at *displ. */
+static vc_status scatterv_counts(vc_comm *c, const char *what, const size_t *counts, size_t *total,
+                                 size_t *displ) {
+    *total = *displ = 0;
+    if (!counts) return null_arg(c, what, "counts");
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] > SIZE_MAX / sizeof(float) - *total)
+            return vc_fail(VC_ERR_ARG, "rank %d: %s: counts overflow at rank %d", c->rank, what, r);
+        if (r == c->rank) *displ = *total;
+        *total += counts[r];
+    }
+    return VC_OK;
+}
+
+vc_status vc_comm_reduce_scatterv_f32_ordered(vc_comm *c, const float *in, float *out, const size_t *counts) {
+    char what[96];
+    size_t total = 0, displ = 0;
+    vc_status st = enter(c, "ordered reduce-scatterv");
+    if (st) return st;
+    if ((st = scatterv_counts(c, "ordered reduce-scatterv", counts, &total, &displ))) return st;
+    snprintf(what, sizeof what, "ordered reduce-scatterv of %zu floats (%zu to this rank)", total,
+             counts[c->rank]);
+    if (total == 0) return VC_OK; /* the counts are the same everywhere: every rank skips */
+    if (!in || !out) return null_arg(c, what, in ? "output" : "input");
+    size_t mine = counts[c->rank];
+    if (out != in + displ && out < in + total && in < out + mine)
+        return vc_fail(VC_ERR_ARG, "rank %d: %s: the output overlaps the input other than at this rank's piece",
+                       c->rank, what);
+    double t0 = vc_now();
+    return leave(c, c->ops->reduce_scatterv_ordered_f32(c, in, out, counts), t0, (double)total * sizeof(float),
+                 what);
 }
 
 vc_status vc_comm_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank) {

@@ -76,6 +76,7 @@ static vc_status mpi_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
         vc_status st = vc_mpi_wait(c, &req, "MPI_Ibcast");
         if (st) return st;
     }
+    if (c->rank == root) vc_dist_sent(c, (double)bytes * (c->size - 1)); /* counted as if sent to each peer */
     return VC_OK;
 }
 
@@ -87,7 +88,9 @@ static vc_status mpi_allgather(vc_comm *c, const void *in, void *out, size_t byt
     int rc = MPI_Iallgather(in ? in : MPI_IN_PLACE, (int)bytes_per_rank, MPI_BYTE, out, (int)bytes_per_rank,
                             MPI_BYTE, m->comm, &req);
     if (rc != MPI_SUCCESS) return vc_mpi_fail(rc, "MPI_Iallgather");
-    return vc_mpi_wait(c, &req, "MPI_Iallgather");
+    vc_status st = vc_mpi_wait(c, &req, "MPI_Iallgather");
+    if (!st) vc_dist_sent(c, (double)bytes_per_rank * (c->size - 1));
+    return st;
 }
 
 /* Every rank learns every size first (so that all ranks agree on the limits), then the bytes move. */
@@ -127,6 +130,9 @@ static vc_status mpi_gatherv(vc_comm *c, const void *in, size_t n, void **out_al
         rc = MPI_Igatherv(in, (int)n, MPI_BYTE, all, counts, displs, MPI_BYTE, root, m->comm, &req);
     if (rc != MPI_SUCCESS) { st = vc_mpi_fail(rc, root == -1 ? "MPI_Iallgatherv" : "MPI_Igatherv"); goto out; }
     if ((st = vc_mpi_wait(c, &req, root == -1 ? "MPI_Iallgatherv" : "MPI_Igatherv"))) goto out;
+    vc_dist_sent(c, (double)sizeof mine * (P - 1) + (root == -1          ? (double)n * (P - 1)
+                                                     : root == c->rank ? 0
+                                                                       : (double)n));
     if (receiver) {
         *out_all = all;
         *sizes = sz;
@@ -171,6 +177,7 @@ static const struct vc_comm_ops MPI_OPS = {
     .allreduce_ordered = vc_mpi_allreduce_ordered,
     .reduce_scatter_f32 = vc_mpi_reduce_scatter_f32,
     .reduce_scatter_ordered_f32 = vc_mpi_reduce_scatter_ordered_f32,
+    .reduce_scatterv_ordered_f32 = vc_mpi_reduce_scatterv_ordered_f32,
     .allgather = mpi_allgather,
     .gatherv = mpi_gatherv,
     .abort = mpi_abort,

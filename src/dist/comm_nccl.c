@@ -98,7 +98,14 @@ static vc_status staged_copy(struct vc_nccl *g, void *dst, const void *src, size
 static vc_status host_call(vc_comm *c, vc_status st) {
     struct vc_nccl *g = c->impl;
     if (st && g->host->broken == 0) g->host->broken = 1;
+    vc_dist_sent(c, g->host->stats.bytes_sent); /* the inner communicator's traffic is this one's */
+    g->host->stats.bytes_sent = 0;
     return st;
+}
+
+/* Bytes a ring algorithm makes each rank send for `bytes` of payload times `factor` ((N-1)/N units). */
+static void ring_sent(vc_comm *c, double bytes, double factor) {
+    vc_dist_sent(c, bytes * factor * (c->size - 1) / c->size);
 }
 
 static vc_comm *host(vc_comm *c) {
@@ -119,6 +126,7 @@ static vc_status nccl_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
     if (on_host(buf)) return host_call(c, host(c)->ops->bcast(host(c), buf, bytes, root));
     vc_status st = after_verlc("ncclBroadcast");
     if (st) return st;
+    if (c->rank == root) vc_dist_sent(c, (double)bytes * (c->size - 1)); /* counted as if sent to each peer */
     return enqueued(c, ncclBroadcast(buf, buf, bytes, ncclInt8, root, g->nc, g->stream), "ncclBroadcast");
 }
 
@@ -127,6 +135,7 @@ static vc_status nccl_allreduce(vc_comm *c, void *buf, size_t n, int dtype, int 
     if (on_host(buf)) return host_call(c, host(c)->ops->allreduce(host(c), buf, n, dtype, op));
     vc_status st = after_verlc("ncclAllReduce");
     if (st) return st;
+    ring_sent(c, (double)n * vc_dist_dtype_size(dtype), 2);
     return enqueued(c, ncclAllReduce(buf, buf, n, nccl_type(dtype), nccl_op(op), g->nc, g->stream),
                     "ncclAllReduce");
 }
@@ -154,6 +163,7 @@ static vc_status nccl_reduce_scatter(vc_comm *c, const float *in, float *out, si
         return host_call(c, host(c)->ops->reduce_scatter_f32(host(c), in, out, n_per_rank));
     vc_status st = after_verlc("ncclReduceScatter");
     if (st) return st;
+    ring_sent(c, (double)n_per_rank * sizeof(float) * c->size, 1);
     return enqueued(c, ncclReduceScatter(in, out, n_per_rank, ncclFloat32, ncclSum, g->nc, g->stream),
                     "ncclReduceScatter");
 }
@@ -165,7 +175,30 @@ static vc_status nccl_allgather(vc_comm *c, const void *in, void *out, size_t by
     if (!in) in = (char *)out + (size_t)c->rank * bytes_per_rank; /* NCCL's in-place form */
     vc_status st = after_verlc("ncclAllGather");
     if (st) return st;
+    ring_sent(c, (double)bytes_per_rank * c->size, 1);
     return enqueued(c, ncclAllGather(in, out, bytes_per_rank, ncclInt8, g->nc, g->stream), "ncclAllGather");
+}
+
+/* Rank order again: the whole range comes to the host, the inner MPI communicator's ordered
+ * reduce-scatterv (alltoallv: reduce-scatter traffic) sums this rank's piece in place, which goes back
+ * to out. */
+static vc_status nccl_reduce_scatterv_ordered(vc_comm *c, const float *in, float *out, const size_t *counts) {
+    vc_comm *hc = host(c);
+    if (on_host(in) && on_host(out)) return host_call(c, hc->ops->reduce_scatterv_ordered_f32(hc, in, out, counts));
+    size_t total = 0, displ = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (r == c->rank) displ = total;
+        total += counts[r];
+    }
+    vc_status st;
+    float *h = vc_malloc(total * sizeof *h);
+    if (!h) return VC_ERR_NOMEM;
+    if ((st = staged_copy(c->impl, h, in, total * sizeof *h, 0))) goto out;
+    if ((st = host_call(c, hc->ops->reduce_scatterv_ordered_f32(hc, h, h + displ, counts)))) goto out;
+    st = staged_copy(c->impl, out, h + displ, counts[c->rank] * sizeof *h, 1);
+out:
+    free(h);
+    return st;
 }
 
 static vc_status nccl_gatherv(vc_comm *c, const void *in, size_t n, void **out_all, size_t **sizes, int root) {
@@ -219,6 +252,7 @@ static const struct vc_comm_ops NCCL_OPS = {
     .allreduce = nccl_allreduce,
     .allreduce_ordered = nccl_allreduce_ordered,
     .reduce_scatter_f32 = nccl_reduce_scatter,
+    .reduce_scatterv_ordered_f32 = nccl_reduce_scatterv_ordered,
     .allgather = nccl_allgather,
     .gatherv = nccl_gatherv,
     .mem_alloc = nccl_mem_alloc,

@@ -12,6 +12,11 @@ static vc_status single_reduce_scatter(vc_comm *c, const float *in, float *out, 
     return VC_OK;
 }
 
+static vc_status single_reduce_scatterv(vc_comm *c, const float *in, float *out, const size_t *counts) {
+    memmove(out, in, counts[0] * sizeof *out); /* out may be in itself */
+    return VC_OK;
+}
+
 static vc_status single_allgather(vc_comm *c, const void *in, void *out, size_t bytes_per_rank) {
     if (in) memcpy(out, in, bytes_per_rank);
     return VC_OK;
@@ -42,6 +47,7 @@ static const struct vc_comm_ops SINGLE_OPS = {
     .allreduce_ordered = single_allreduce,
     .reduce_scatter_f32 = single_reduce_scatter,
     .reduce_scatter_ordered_f32 = single_reduce_scatter,
+    .reduce_scatterv_ordered_f32 = single_reduce_scatterv,
     .allgather = single_allgather,
     .gatherv = single_gatherv,
     .destroy = single_destroy,

@@ -18,6 +18,8 @@ struct vc_comm_ops {
     vc_status (*reduce_scatter_f32)(vc_comm *c, const float *in, float *out, size_t n_per_rank);
     /* optional: NULL falls back to an ordered allreduce of a host copy */
     vc_status (*reduce_scatter_ordered_f32)(vc_comm *c, const float *in, float *out, size_t n_per_rank);
+    /* counts[r] floats of in go to rank r; out may be this rank's piece of in */
+    vc_status (*reduce_scatterv_ordered_f32)(vc_comm *c, const float *in, float *out, const size_t *counts);
     /* in == NULL means in place (the rank's block of out already holds the data) */
     vc_status (*allgather)(vc_comm *c, const void *in, void *out, size_t bytes_per_rank);
     vc_status (*gatherv)(vc_comm *c, const void *in, size_t n, void **out_all, size_t **sizes, int root);
@@ -54,6 +56,9 @@ void vc_dist_reduce_into(void *acc, const void *x, size_t n, int dtype, int op);
 void vc_dist_reduce_ordered(void *dst, const void *base, size_t stride, int k, size_t n, int dtype, int op);
 /* Balanced split of n elements over p parts: part r has n/p + (r < n%p) elements starting at *first. */
 void vc_dist_split(size_t n, int p, int r, size_t *first, size_t *count);
+
+/* Adds bytes that this rank sends to peers to its statistics (vc_comm_stats.bytes_sent). */
+static inline void vc_dist_sent(vc_comm *c, double bytes) { c->stats.bytes_sent += bytes; }
 
 /* Seconds from VERLC_DIST_TIMEOUT (default 300), or VC_ERR_ARG for a malformed value. */
 vc_status vc_dist_timeout_from_env(double *out);

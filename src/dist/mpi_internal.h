@@ -27,5 +27,6 @@ vc_status vc_mpi_allreduce(vc_comm *c, void *buf, size_t n, int dtype, int op);
 vc_status vc_mpi_allreduce_ordered(vc_comm *c, void *buf, size_t n, int dtype, int op);
 vc_status vc_mpi_reduce_scatter_f32(vc_comm *c, const float *in, float *out, size_t n_per_rank);
 vc_status vc_mpi_reduce_scatter_ordered_f32(vc_comm *c, const float *in, float *out, size_t n_per_rank);
+vc_status vc_mpi_reduce_scatterv_ordered_f32(vc_comm *c, const float *in, float *out, const size_t *counts);
 
 #endif

@@ -12,14 +12,28 @@
  * area (64-float aligned), typically a few layers' worth. Tensors the tape does not show (written inside
  * a gradient-checkpointing recompute node, or not at all) are live for the whole backward.
  *
- * A chunk's reduction is the ordered all-reduce of its range (rank-order sums: the same bits as ZeRO-1's
- * ordered reduce-scatter); each rank keeps the part inside its own block [first, first + count) and
- * copies it into its f32 gradient shard (first micro-batch of the step) or adds it (later ones). Every
+ * A chunk's reduction is an ordered reduce-scatterv of its range (vc_comm_reduce_scatterv_f32_ordered): the
+ * chunk is cut at the rank blocks, rank r receives the rank-order sum of the piece inside its own block
+ * [first, first + count) (the same bits as ZeRO-1's ordered reduce-scatter, and as the ordered all-reduce
+ * this used before), and each rank sends only the other ranks' pieces: (N-1)/N of the chunk, half an
+ * all-reduce's traffic. The rank copies its piece into its f32 gradient shard (first micro-batch of the
+ * step) or adds it (later ones). Every
  * rank runs the same number of rounds per step (the most micro-batches of any rank); a rank with fewer
- * reduces zeros. */
+ * reduces zeros.
+ *
+ * Overlap (cfg.overlap_grad_reduce): the hook only marks chunks final (posts them) and a communication
+ * thread reduces them in the same order, while backward goes on. Released memory is reused by tensors
+ * written later, so before backward runs node k, every chunk whose release frees memory that a tensor
+ * first written at node k uses must be reduced (and that memory zeroed): per chunk the plan keeps the
+ * highest first-write node of the tensors that reuse the memory it releases (c_dl), and the hook after
+ * node i waits for every posted chunk with c_dl >= i - 1 (the hook runs after every node, in descending
+ * order). The main thread makes no collective call while the thread runs.
+ * Each chunk's reduction is the one above, in the same order, so the bits do not change. */
 #include "trainer_dp.h"
 #include "tensor/backend.h"
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,10 +55,21 @@ struct vc_dp_zero2 {
     size_t chunk, n_chunks;
     int64_t *p_lo, *p_hi, *p_rel, *c_lo; /* per tensor / per chunk (see above) */
     size_t *p_off, *c_min; /* per tensor: offset in the area, lowest chunk it overlaps */
+    size_t *counts;        /* [world] floats of the chunk reduced now that each rank owns */
     int *order;
     size_t next;           /* chunks reduced in this round */
     int round, local, hooked, early;
     vc_status st;
+    /* overlap: the communication thread of this micro-batch's backward */
+    int ov;                /* a thread reduces the chunks of this micro-batch */
+    int64_t *c_dl;         /* [n_chunks] highest first-write node of the tensors reusing what c releases */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_ready, running;
+    size_t posted, done;   /* chunks (in reduction order) final / reduced */
+    int failed;
+    char msg[512];         /* the thread's error message (vc_fail's message is thread-local) */
 };
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
@@ -104,9 +129,14 @@ vc_status vc_dp_zero2_init(vc_trainer *t, vc_tensor **tens) {
     z->c_min = vc_calloc(nn, sizeof *z->c_min);
     z->order = vc_calloc(nn, sizeof *z->order);
     z->c_lo = vc_calloc(z->n_chunks + 1, sizeof *z->c_lo);
+    z->counts = vc_calloc((size_t)d->world, sizeof *z->counts);
+    z->c_dl = vc_calloc(z->n_chunks + 1, sizeof *z->c_dl);
     if (!z->tens || !z->orig || !z->map || !z->p_lo || !z->p_hi || !z->p_rel || !z->p_off || !z->c_min ||
-        !z->order || !z->c_lo)
+        !z->order || !z->c_lo || !z->counts || !z->c_dl)
         return VC_ERR_NOMEM;
+    pthread_mutex_init(&z->mu, NULL);
+    pthread_cond_init(&z->cv, NULL);
+    z->sync_ready = 1;
     size_t largest = 1;
     for (int i = 0; i < n; i++) {
         z->tens[i] = tens[i];
@@ -126,6 +156,11 @@ void vc_dp_zero2_free(vc_trainer *t) {
     struct vc_dp_zero2 *z = t->dp ? t->dp->z2 : NULL;
     if (!z) return;
     if (z->hooked) vc_graph_set_backward_hook(t->g, NULL, NULL);
+    if (z->running) vc_dp_zero2_end(t); /* lets the thread finish and joins it */
+    if (z->sync_ready) {
+        pthread_mutex_destroy(&z->mu);
+        pthread_cond_destroy(&z->cv);
+    }
     /* the model's tensors lose their gradients (vc_model_enable_grad gives them storage again); extra
      * parameters get their own buffers back */
     if (z->tens) {
@@ -136,7 +171,7 @@ void vc_dp_zero2_free(vc_trainer *t) {
     vc_be()->free(z->area);
     vc_be()->free(z->stage);
     free(z->tens); free(z->orig); free(z->map); free(z->p_lo); free(z->p_hi); free(z->p_rel);
-    free(z->p_off); free(z->c_min); free(z->order); free(z->c_lo);
+    free(z->p_off); free(z->c_min); free(z->order); free(z->c_lo); free(z->counts); free(z->c_dl);
     free(z);
     t->dp->z2 = NULL;
 }
@@ -207,6 +242,22 @@ static size_t place(const vc_trainer *t, const struct vc_dp_zero2 *z, int k) {
     return off;
 }
 
+/* overlap: per chunk, the highest first-write node of a tensor whose memory overlaps a tensor the chunk
+ * releases and that is written after that release */
+static void deadlines(const vc_trainer *t, struct vc_dp_zero2 *z) {
+    for (size_t c = 0; c < z->n_chunks; c++) z->c_dl[c] = INT64_MIN;
+    for (int j = 0; j < z->n; j++) {
+        if (!t->sizes[j] || z->c_min[j] >= z->n_chunks) continue;
+        size_t a = z->p_off[j], b = a + round_up(t->sizes[j]);
+        int64_t *dl = &z->c_dl[z->c_min[j]];
+        for (int i = 0; i < z->n; i++) {
+            size_t x = z->p_off[i], y = x + round_up(t->sizes[i]);
+            if (i != j && t->sizes[i] && x < b && a < y && z->p_hi[i] < z->p_rel[j] && z->p_hi[i] > *dl)
+                *dl = z->p_hi[i];
+        }
+    }
+}
+
 static vc_status plan(vc_trainer *t, struct vc_dp_zero2 *z) {
     int64_t n_nodes = 0;
     vc_graph_tape(t->g, &n_nodes);
@@ -224,6 +275,7 @@ static vc_status plan(vc_trainer *t, struct vc_dp_zero2 *z) {
     vc_status st = grow_area(t, z, need);
     if (st) return st;
     z->used = need;
+    if (z->ov) deadlines(t, z);
     point(t, z, z->area, z->p_off);
     vc_be()->zero(z->area, need * sizeof(float));
     return VC_OK;
@@ -248,6 +300,18 @@ static void into_shard(struct vc_trainer_dp *d, struct vc_dp_zero2 *z, float *ds
     }
 }
 
+/* the pieces of the flat range [a, a + len) inside each rank's block; returns where this rank's starts */
+static size_t chunk_counts(const struct vc_trainer_dp *d, size_t a, size_t len, size_t *counts) {
+    size_t displ = 0;
+    for (int r = 0; r < d->world; r++) {
+        size_t b0 = min_sz((size_t)r * d->shard_len, d->n_flat), b1 = min_sz(b0 + d->shard_len, d->n_flat);
+        size_t lo = a > b0 ? a : b0, hi = min_sz(a + len, b1);
+        counts[r] = hi > lo ? hi - lo : 0;
+        if (r < d->rank) displ += counts[r];
+    }
+    return displ;
+}
+
 /* reduces chunk c (zeros when empty) and releases the tensors whose lowest chunk it is */
 static vc_status reduce_chunk(vc_trainer *t, size_t c, int empty) {
     struct vc_trainer_dp *d = t->dp;
@@ -258,9 +322,11 @@ static vc_status reduce_chunk(vc_trainer *t, size_t c, int empty) {
         if (empty && d->dev_comm) vc_be()->zero(d->buf, len * sizeof(float));
         else if (empty) memset(d->buf, 0, len * sizeof(float));
         else vc_dp_flat_read(t, t->grads, a, len, d->buf);
-        st = vc_comm_allreduce_f32_ordered(d->comm, d->buf, len, VC_SUM);
-        size_t lo = a > d->first ? a : d->first, hi = min_sz(a + len, d->first + d->count);
-        if (!st && hi > lo) into_shard(d, z, d->shard_grad + (lo - d->first), d->buf + (lo - a), hi - lo);
+        /* in place: this rank's reduced piece replaces its own piece of the chunk in the buffer; its flat
+         * position is first + (a + displ - first) when it has one */
+        size_t displ = chunk_counts(d, a, len, z->counts), mine = z->counts[d->rank];
+        st = vc_comm_reduce_scatterv_f32_ordered(d->comm, d->buf, d->buf + displ, z->counts);
+        if (!st && mine) into_shard(d, z, d->shard_grad + (a + displ - d->first), d->buf + displ, mine);
     }
     for (int i = 0; !empty && i < z->n; i++)
         if (z->c_min[i] == c) vc_be()->zero(z->tens[i]->grad, t->sizes[i] * sizeof(float));
@@ -280,24 +346,85 @@ static void reduce_final(vc_trainer *t, int64_t node) {
 
 static void on_node(void *ctx, int64_t i) { reduce_final(ctx, i); }
 
+/* ---- overlap ---- */
+static size_t chunk_of(const struct vc_dp_zero2 *z, size_t q) { return z->n_chunks - 1 - q; }
+
+/* the communication thread: reduces the posted chunks in order until all are done or one fails */
+static void *comm_main(void *arg) {
+    vc_trainer *t = arg;
+    struct vc_dp_zero2 *z = t->dp->z2;
+    pthread_mutex_lock(&z->mu);
+    while (z->done < z->n_chunks) {
+        while (z->done == z->posted) pthread_cond_wait(&z->cv, &z->mu);
+        size_t c = chunk_of(z, z->done);
+        pthread_mutex_unlock(&z->mu);
+        vc_status st = reduce_chunk(t, c, 0);
+        pthread_mutex_lock(&z->mu);
+        if (st) {
+            z->st = st;
+            z->failed = 1;
+            snprintf(z->msg, sizeof z->msg, "%s", vc_last_error());
+            pthread_cond_broadcast(&z->cv);
+            break;
+        }
+        z->done++;
+        pthread_cond_broadcast(&z->cv);
+    }
+    pthread_mutex_unlock(&z->mu);
+    return NULL;
+}
+
+/* after backward node i (INT64_MIN: backward is over): posts the chunks final now, then waits until the
+ * thread has reduced every chunk whose released memory node i - 1 may write */
+static void on_node_ov(void *ctx, int64_t i) {
+    vc_trainer *t = ctx;
+    struct vc_dp_zero2 *z = t->dp->z2;
+    pthread_mutex_lock(&z->mu);
+    size_t before = z->posted;
+    while (z->posted < z->n_chunks && z->c_lo[chunk_of(z, z->posted)] >= i) z->posted++;
+    if (i > 0) z->early += (int)(z->posted - before);
+    if (z->posted != before) pthread_cond_broadcast(&z->cv);
+    size_t need = 0;
+    for (size_t q = 0; i != INT64_MIN && q < z->posted; q++)
+        if (z->c_dl[chunk_of(z, q)] >= i - 1) need = q + 1;
+    while (z->done < need && !z->failed) pthread_cond_wait(&z->cv, &z->mu);
+    pthread_mutex_unlock(&z->mu);
+}
+
 vc_status vc_dp_zero2_begin(vc_trainer *t, int local) {
     struct vc_dp_zero2 *z = t->dp->z2;
     z->local = local;
     z->next = 0;
     z->early = 0;
+    z->ov = t->cfg.overlap_grad_reduce && !local;
     z->st = plan(t, z);
     if (z->st) return z->st;
-    vc_graph_set_backward_hook(t->g, on_node, t);
+    if (z->ov) {
+        z->posted = z->done = 0;
+        z->failed = 0;
+        z->msg[0] = 0;
+        if (pthread_create(&z->th, NULL, comm_main, t) != 0)
+            return z->st = vc_fail(VC_ERR_INTERNAL, "ZeRO-2: cannot start the gradient communication thread");
+        z->running = 1;
+    }
+    vc_graph_set_backward_hook(t->g, z->ov ? on_node_ov : on_node, t);
     z->hooked = 1;
     return VC_OK;
 }
 
 vc_status vc_dp_zero2_end(vc_trainer *t) {
     struct vc_dp_zero2 *z = t->dp->z2;
-    if (!z->hooked) return VC_OK;
-    vc_graph_set_backward_hook(t->g, NULL, NULL);
+    if (z->hooked) vc_graph_set_backward_hook(t->g, NULL, NULL);
+    if (!z->hooked && !z->running) return VC_OK;
     z->hooked = 0;
-    reduce_final(t, INT64_MIN); /* whatever is left (or all of it when backward did not run) */
+    if (z->running) {
+        on_node_ov(t, INT64_MIN); /* every chunk is final: the thread reduces the rest */
+        pthread_join(z->th, NULL);
+        z->running = 0;
+        if (z->st) vc_fail(z->st, "%s", z->msg);
+    } else {
+        reduce_final(t, INT64_MIN); /* whatever is left (or all of it when backward did not run) */
+    }
     if (!z->local) z->round++;
     t->dp->early = z->early;
     return z->st;

@@ -65,8 +65,10 @@ void vc_dp_overlap_free(vc_trainer *t);
 /* ZeRO-2 (dp_zero2.c). init: the working area and bookkeeping for the trained tensors tens[0..n_params)
  * (whose grad pointers it takes over). begin: after a micro-batch's forward and loss, before its backward:
  * packs the gradients into the working area from the tape and hooks backward to reduce each chunk as
- * soon as it is final (local: no communication, the gradients are dropped: the memory plan's trial).
- * end: after that backward (or instead of it): reduces the rest. empty_round: the reductions of a
+ * soon as it is final (local: no communication, the gradients are dropped: the memory plan's trial), by
+ * an ordered reduce-scatterv (each rank receives its block's piece). With cfg.overlap_grad_reduce a
+ * communication thread reduces the chunks the hook posts while backward goes on (the same bits).
+ * end: after that backward (or instead of it): reduces the rest (joins the thread). empty_round: the reductions of a
  * micro-batch this rank does not have (zeros). step_start: the next round copies into the shard. */
 vc_status vc_dp_zero2_init(vc_trainer *t, vc_tensor **tens);
 void vc_dp_zero2_free(vc_trainer *t);

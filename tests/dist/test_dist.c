@@ -95,6 +95,20 @@ static void test_single(void) {
     vc_comm_stats stats;
     vc_comm_get_stats(c, &stats);
     CHECK(stats.calls == 11);
+    /* reduce-scatterv: one rank keeps everything; in place too; nothing is sent */
+    size_t cnt1[1] = { 3 };
+    float rv[3] = { 0 };
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, x, rv, cnt1));
+    CHECK(!memcmp(rv, x, sizeof rv));
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, rv, rv, cnt1));
+    CHECK(!memcmp(rv, x, sizeof rv));
+    CHECK(vc_comm_reduce_scatterv_f32_ordered(c, rv, rv + 1, cnt1) == VC_ERR_ARG); /* overlap, not in place */
+    CHECK(strstr(vc_last_error(), "ordered reduce-scatterv of 3 floats") != NULL);
+    CHECK(vc_comm_reduce_scatterv_f32_ordered(c, rv, rv, NULL) == VC_ERR_ARG);
+    cnt1[0] = 0;
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, NULL, NULL, cnt1)); /* nothing to do */
+    vc_comm_get_stats(c, &stats);
+    CHECK(stats.calls == 13 && stats.bytes_sent == 0);
 
     /* argument errors name the rank and the collective; the communicator stays usable */
     CHECK(vc_comm_bcast(c, msg, 16, 1) == VC_ERR_ARG);
@@ -311,6 +325,72 @@ static void check_data_movement(vc_comm *c) {
     CHECK_OK(vc_comm_barrier(c));
 }
 
+/* Ordered reduce-scatterv with the counts of `pattern`: rank r's piece is bitwise the ordered allreduce's
+ * floats at that place (out of place and in place), and this rank sends exactly the other ranks' pieces. */
+static void check_scatterv_counts(vc_comm *c, const size_t *counts, const char *pattern) {
+    int P = vc_comm_size(c), me = vc_comm_rank(c);
+    size_t total = 0, displ = 0;
+    for (int r = 0; r < P; r++) {
+        if (r == me) displ = total;
+        total += counts[r];
+    }
+    size_t mine = counts[me];
+    float *in = malloc(total * sizeof *in + 4), *ref = malloc(total * sizeof *ref + 4);
+    float *out = malloc(mine * sizeof *out + 4);
+    if (!in || !ref || !out) { CHECK(0); goto out; }
+    for (size_t i = 0; i < total; i++) in[i] = ref[i] = contrib_f32(me, i);
+    CHECK_OK(vc_comm_allreduce_f32_ordered(c, ref, total, VC_SUM));
+    vc_comm_stats s0, s1;
+    vc_comm_get_stats(c, &s0);
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, in, out, counts));
+    vc_comm_get_stats(c, &s1);
+    CHECK_MSG(!memcmp(out, ref + displ, mine * sizeof *out), "rank %d: reduce-scatterv (%s) differs from the ordered "
+              "allreduce's piece", me, pattern);
+    double sent = s1.bytes_sent - s0.bytes_sent;
+    CHECK_MSG(sent == (double)(total - mine) * sizeof(float), "rank %d: reduce-scatterv (%s) sent %.0f bytes, want %zu",
+              me, pattern, sent, (total - mine) * sizeof(float));
+    CHECK(s1.bytes - s0.bytes == (double)total * sizeof(float) && s1.calls == s0.calls + 1);
+    /* in place: this rank's piece of in becomes the result; the rest of in is untouched */
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, in, in + displ, counts));
+    CHECK_MSG(!memcmp(in + displ, ref + displ, mine * sizeof *in), "rank %d: in-place reduce-scatterv (%s) differs",
+              me, pattern);
+    size_t bad = 0;
+    for (size_t i = 0; i < total; i++)
+        if (i < displ || i >= displ + mine) bad += in[i] != contrib_f32(me, i);
+    CHECK_MSG(bad == 0, "rank %d: in-place reduce-scatterv (%s) changed %zu floats of other pieces", me, pattern, bad);
+out:
+    free(in);
+    free(ref);
+    free(out);
+}
+
+static void check_scatterv(vc_comm *c) {
+    int P = vc_comm_size(c), me = vc_comm_rank(c);
+    size_t *counts = calloc((size_t)P, sizeof *counts);
+    if (!counts) { CHECK(0); return; }
+    for (int r = 0; r < P; r++) counts[r] = 1000;
+    check_scatterv_counts(c, counts, "even");
+    for (int r = 0; r < P; r++) counts[r] = (size_t)(7 * r + 3);
+    check_scatterv_counts(c, counts, "uneven");
+    for (int r = 0; r < P; r++) counts[r] = r % 2 ? 0 : (size_t)(100 + r);
+    check_scatterv_counts(c, counts, "zeros at odd ranks");
+    for (int r = 0; r < P; r++) counts[r] = r == P - 1 ? 5 : 0;
+    check_scatterv_counts(c, counts, "all to the last rank");
+    /* several rounds of VERLC_DIST_SEGMENT (100000 in these runs) for rank 0's piece only */
+    for (int r = 0; r < P; r++) counts[r] = r == 0 ? 250001 : (size_t)(40000 * r + 1);
+    check_scatterv_counts(c, counts, "large, several rounds");
+    /* all zero: nothing to do, on every rank */
+    for (int r = 0; r < P; r++) counts[r] = 0;
+    CHECK_OK(vc_comm_reduce_scatterv_f32_ordered(c, NULL, NULL, counts));
+    /* an argument error is local and leaves the communicator usable */
+    float two[2] = { 1, 2 };
+    for (int r = 0; r < P; r++) counts[r] = 2;
+    CHECK(vc_comm_reduce_scatterv_f32_ordered(c, two, NULL, counts) == VC_ERR_ARG);
+    CHECK_OK(vc_comm_barrier(c));
+    if (me == 0) printf("reduce-scatterv: bitwise the ordered allreduce's pieces, reduce-scatter traffic\n");
+    free(counts);
+}
+
 /* Where a GPU build meets no GPU (here), NCCL set-up must fail on every rank with a message, not hang. */
 static void check_nccl_setup(void) {
     vc_comm *g = NULL;
@@ -347,6 +427,7 @@ static int child_collectives(int *argc, char ***argv) {
     check_f64(c, 5);
     check_f64(c, 100003);
     check_data_movement(c);
+    check_scatterv(c);
     if (c2) {
         float one = 1;
         CHECK_OK(vc_comm_allreduce_f32(c2, &one, 1, VC_SUM));

@@ -3,7 +3,8 @@
  * mpirun: two GRPO steps on 4 ranks with a sharded optimiser give the exported weights of one process
  * within a float tolerance; every rank prints its memory line with 1/4 of the AdamW moments; the step-1
  * checkpoint holds one optimiser shard per rank (no optim.bin); resuming it on 2 ranks (re-sharded,
- * ZeRO-2: gradients sharded too) and on one process gives the uninterrupted run's weights (tolerance: other reduction orders);
+ * ZeRO-2: gradients sharded too, reduced on a communication thread during backward) and on one process
+ * gives the uninterrupted run's weights (tolerance: other reduction orders);
  * a rank killed mid-step makes a 4-rank job end within the timeout. Skips without MPI or mpirun.
  * Sanitizer builds run a lighter set (LIGHT below). */
 #include "rl_dp_util.h"
@@ -107,7 +108,9 @@ static void test_zero_resume(void) {
     if (!LIGHT) {
         snprintf(log, sizeof log, "%s/resume2.log", dir);
         /* resumed with ZeRO-2 (sharded gradients, reduced per micro-batch): the same checkpoint layout */
-        resume_from(z4, ra, 2, "actor_rollout_ref.actor.zero_stage=2", extra, log);
+        resume_from(z4, ra, 2,
+                    "actor_rollout_ref.actor.zero_stage=2 actor_rollout_ref.actor.overlap_grad_reduce=true", extra,
+                    log);
         check_memory_lines(log, 2, 2);
         CHECK_MSG(file_has(log, "ZeRO-2 grads = shard"), "no ZeRO-2 gradient line in %s", log);
         check_close(z4, ra, "4-rank ZeRO-1 checkpoint resumed on 2 ranks (ZeRO-2) vs uninterrupted", WEIGHT_TOL);

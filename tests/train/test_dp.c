@@ -118,7 +118,8 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
                       st.n_buckets_early, st.n_buckets);
             if (s == 0)
                 printf("overlap (%s%s): %d of %d gradient buckets final before the end of backward\n",
-                       sharding ? "ZeRO-1" : "DP", local ? ", local" : "", st.n_buckets_early, st.n_buckets);
+                       sharding == VC_SHARD_ZERO2 ? "ZeRO-2" : sharding ? "ZeRO-1" : "DP", local ? ", local" : "",
+                       st.n_buckets_early, st.n_buckets);
         }
     }
     if (moments) {
@@ -251,6 +252,56 @@ static size_t plan_grads(vc_comm *c, int sharding) {
     return plan.grads;
 }
 
+/* Bytes this rank sends during one step with this sharding and micro-batch size (the communicator's
+ * bytes_sent counter around vc_trainer_step); *rounds: the micro-batches of the busiest rank. */
+static double step_traffic(vc_comm *c, int sharding, int micro_bs) {
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config cf;
+    vc_minibatch b;
+    vc_step_stats st;
+    vc_comm_stats s0, s1;
+    double sent = -1;
+    config(&cf, c, sharding, micro_bs, 0.5);
+    make_batch(&b);
+    if (m && vc_trainer_init(&t, m, &cf) == VC_OK) {
+        vc_comm_get_stats(c, &s0);
+        CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+        vc_comm_get_stats(c, &s1);
+        sent = s1.bytes_sent - s0.bytes_sent;
+        vc_trainer_free(&t);
+    } else
+        CHECK(0);
+    vc_model_free(m);
+    return sent;
+}
+
+/* ZeRO-2's gradient traffic per rank and round is reduce-scatter traffic: the other ranks' pieces of every
+ * chunk, (N-1)/N of the flat gradient, not an all-reduce's 2(N-1)/N. A step also all-gathers the weights
+ * ((N-1) x the shard) and sums a few scalars (under 64 bytes per peer). */
+static void zero2_traffic(vc_comm *c, size_t n) {
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    size_t shard = (n + np - 1) / np, first = (size_t)me * shard < n ? (size_t)me * shard : n;
+    size_t count = n - first < shard ? n - first : shard;
+    double gather = (double)(np - 1) * shard * 4, rs = (double)(n - count) * 4, full = (double)n * 4;
+    for (int mb = NSEQ / np; mb >= 1; mb /= NSEQ / np) { /* one round, then NSEQ / np rounds */
+        int rounds = NSEQ / np / mb;
+        double grad = step_traffic(c, VC_SHARD_ZERO2, mb) - gather;
+        CHECK_MSG(grad >= rounds * rs && grad <= rounds * rs + 64.0 * (np - 1),
+                  "rank %d: ZeRO-2 gradient traffic %.0f bytes in %d round(s), want %d x %.0f", me, grad, rounds,
+                  rounds, rs);
+        if (me == 0)
+            printf("np %d: ZeRO-2 gradient bytes sent per rank and round %.0f = %.3f of the flat gradient "
+                   "((N-1)/N = %.3f; an all-reduce would be %.3f), %d round(s)\n", np, grad / rounds,
+                   grad / rounds / full, (np - 1.0) / np, 2.0 * (np - 1) / np, rounds);
+        if (mb == 1) break;
+    }
+    /* ZeRO-1 with one micro-batch per rank moves the same gradient bytes (ordered reduce-scatter) */
+    double z1 = step_traffic(c, VC_SHARD_ZERO1, NSEQ / np) - gather;
+    CHECK_MSG(z1 >= (double)(np - 1) * shard * 4 && z1 <= (double)(np - 1) * shard * 4 + 64.0 * (np - 1),
+              "rank %d: ZeRO-1 gradient traffic %.0f bytes", me, z1);
+}
+
 /* ZeRO-2 against ZeRO-1 and plain DP (dp: plain DP, one micro-batch of one sequence, 2 steps). */
 static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     int me = vc_comm_rank(c), np = vc_comm_size(c);
@@ -282,7 +333,30 @@ static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
                    "relative L2 %.3g\n", np, NSEQ / np, d, rel);
     } else
         CHECK(0);
+    /* the chunks reduced on a communication thread while backward goes on: the same bits */
+    OVERLAP = 1;
+    float *oa = train(c, VC_SHARD_ZERO2, 0, NSEQ / np, 0.5, 2, NULL, NULL);
+    float *ob = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    float *ol = train(c, VC_SHARD_ZERO2, 1, 1, 0.5, 2, NULL, NULL);
+    float *oi = train(c, VC_SHARD_ZERO2, 0, 4, 0.5, 2, NULL, NULL);
+    CKPT = 1;
+    float *ok = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 0;
+    OVERLAP = 0;
+    if (a2 && b2 && i2 && oa && ob && ol && oi && ok) {
+        CHECK_MSG(!memcmp(a2, oa, n * sizeof(float)), "rank %d: overlapped ZeRO-2 (one micro-batch) differs", me);
+        CHECK_MSG(!memcmp(b2, ob, n * sizeof(float)), "rank %d: overlapped ZeRO-2 (micro-batches) differs", me);
+        CHECK_MSG(!memcmp(b2, ol, n * sizeof(float)), "rank %d: overlapped local ZeRO-2 differs", me);
+        CHECK_MSG(!memcmp(i2, oi, n * sizeof(float)), "rank %d: overlapped ZeRO-2 with idle ranks differs", me);
+        CHECK_MSG(!memcmp(b2, ok, n * sizeof(float)), "rank %d: overlapped ZeRO-2 with checkpointing differs", me);
+        if (me == 0)
+            printf("np %d: overlapped ZeRO-2 (one and several micro-batches, local, idle ranks, checkpointing) "
+                   "bitwise equal to the non-overlapped runs\n", np);
+    } else
+        CHECK(0);
+    free(oa); free(ob); free(ol); free(oi); free(ok);
     free(a1); free(a2); free(b2); free(l2); free(k2); free(i1); free(i2);
+    zero2_traffic(c, n);
     size_t g1 = plan_grads(c, VC_SHARD_ZERO1), g2 = plan_grads(c, VC_SHARD_ZERO2);
     CHECK_MSG(g1 >= n * 4 && g2 < g1, "rank %d: memory plan grads ZeRO-1 %zu, ZeRO-2 %zu bytes", me, g1, g2);
     if (me == 0)
