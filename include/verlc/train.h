@@ -77,7 +77,8 @@ typedef struct vc_trainer_config {
     int sharding;            /* VC_SHARD_NONE, VC_SHARD_ZERO1 or VC_SHARD_ZERO2 */
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
-    int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward */
+    int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward
+                              * (ZeRO-2: its chunks, during every backward) */
     int check_every;         /* compare a weights checksum across ranks every N steps (0: never) */
     /* hooks for trainers with their own heads (the RL critic's value head) */
     vc_tensor *const *extra_params; /* trained tensors outside the model (decayed; the array must outlive the trainer) */
