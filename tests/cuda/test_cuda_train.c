@@ -1,0 +1,154 @@
+/* The trainers on the CUDA device against the cpu device, through the verlc binary: `verlc train` GRPO
+ * (2 steps, entropy bonus) and PPO (GAE with a critic, 1 step), and `verlc sft` (2 steps) with the same
+ * seeds on both. The CUDA kernels sum in other orders than the CPU's, so results are compared within a
+ * tolerance: every metric (timing and throughput aside) within 1e-3 relative (1e-5 absolute near 0),
+ * and the exported weights within 1e-4 of the largest weight. Without a usable device: "no CUDA
+ * device: skipped", exit 0. */
+#include "../rl/rl_cli_util.h"
+#include "cuda_test_util.h"
+#include <cjson/cJSON.h>
+
+#define MET_REL 1e-3
+#define MET_ABS 1e-5
+#define W_REL 1e-4
+
+static int skip_metric(const char *k) {
+    return !strncmp(k, "timing_s/", 9) || !strncmp(k, "perf/", 5) || !strncmp(k, "time", 4);
+}
+
+/* every numeric metric of every line of a's metrics.jsonl is close to b's */
+static void close_metrics(const char *name, const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    CHECK_OK(vc_read_file(a, &x, &nx));
+    CHECK_OK(vc_read_file(b, &y, &ny));
+    int lines = 0, compared = 0, differ = 0;
+    double worst = 0;
+    char worst_key[128] = "";
+    for (char *p = x, *q = y; p && q && *p && *q; lines++) {
+        char *pe = strchr(p, '\n'), *qe = strchr(q, '\n');
+        if (pe) *pe = 0;
+        if (qe) *qe = 0;
+        cJSON *ja = cJSON_Parse(p), *jb = cJSON_Parse(q);
+        CHECK(ja && jb);
+        for (cJSON *e = ja ? ja->child : NULL; e; e = e->next) {
+            if (!cJSON_IsNumber(e) || skip_metric(e->string)) continue;
+            cJSON *f = cJSON_GetObjectItemCaseSensitive(jb, e->string);
+            compared++;
+            double u = e->valuedouble, v = f ? f->valuedouble : NAN;
+            double err = fabs(u - v);
+            /* within 1e-3 relative, or 1e-5 absolute near 0 */
+            double score = err / (fabs(u) > 1e-30 ? fabs(u) : 1e-30);
+            if (!(err <= MET_ABS || score <= MET_REL)) {
+                differ++;
+                fprintf(stderr, "%s: %s: %.9g (cpu) vs %.9g (cuda)\n", name, e->string, u, v);
+            }
+            if (!(score <= worst) && err > 0) {
+                worst = score;
+                snprintf(worst_key, sizeof worst_key, "%s", e->string);
+            }
+        }
+        cJSON_Delete(ja);
+        cJSON_Delete(jb);
+        p = pe ? pe + 1 : NULL;
+        q = qe ? qe + 1 : NULL;
+    }
+    printf("  %-5s %d lines, %d metrics compared, worst relative difference %.2e (%s), %d over %.0e (and %.0e absolute)\n", name, lines,
+           compared, worst, worst_key[0] ? worst_key : "-", differ, MET_REL, MET_ABS);
+    CHECK(lines > 0 && compared > 10 && differ == 0);
+    free(x);
+    free(y);
+}
+
+/* two safetensors files with the same header (names, shapes, F32 offsets) and weights within W_REL of the
+ * largest weight */
+static void close_weights(const char *name, const char *a, const char *b) {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    CHECK_OK(vc_read_file(a, &x, &nx));
+    CHECK_OK(vc_read_file(b, &y, &ny));
+    uint64_t hx = 0;
+    if (x && nx >= 8) memcpy(&hx, x, 8);
+    int same_head = x && y && nx == ny && nx >= 8 + hx && !memcmp(x, y, 8 + hx);
+    CHECK_MSG(same_head, "%s: safetensors headers differ (%s, %s)", name, a, b);
+    double maxw = 0, maxd = 0;
+    if (same_head) {
+        size_t n = (nx - 8 - hx) / 4;
+        const char *px = x + 8 + hx, *py = y + 8 + hx;
+        for (size_t i = 0; i < n; i++) {
+            float u, v;
+            memcpy(&u, px + 4 * i, 4);
+            memcpy(&v, py + 4 * i, 4);
+            if (fabs(u) > maxw) maxw = fabs(u);
+            double d = fabs((double)u - v);
+            if (!(d <= maxd)) maxd = d;
+        }
+    }
+    printf("  %-5s exported weights: max |cpu - cuda| %.2e, max |w| %.2e\n", name, maxd, maxw);
+    CHECK_MSG(maxd <= W_REL * maxw, "%s: weights differ by %.2e > %.0e x %.2e", name, maxd, W_REL, maxw);
+    free(x);
+    free(y);
+}
+
+static const char *COMMON =
+    "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl data.train_max_samples=8 "
+    "data.val_max_samples=2 data.train_batch_size=2 data.max_prompt_length=256 data.max_response_length=4 "
+    "data.filter_overlong_prompts=true actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-3 "
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
+    "actor_rollout_ref.actor.entropy_coeff=0.01 actor_rollout_ref.rollout.n=2 "
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 trainer.logger=['console'] "
+    "trainer.n_gpus_per_node=1 trainer.val_before_train=False trainer.test_freq=-1 ";
+
+static void rl_pair(const char *name, const char *extra) {
+    char common[2048];
+    snprintf(common, sizeof common, COMMON, dir, dir, dir);
+    const char *devs[2] = { "cpu", "cuda" };
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(cli_sh("%s train %s %s trainer.device=%s trainer.default_local_dir=%s/%s_%s > %s/%s_%s.log 2>&1", bin, common,
+                         extra, devs[i], dir, name, devs[i], dir, name, devs[i]) == 0,
+                  "%s on %s failed; see %s/%s_%s.log", name, devs[i], dir, name, devs[i]);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/%s_cpu/metrics.jsonl", dir, name);
+    snprintf(b, sizeof b, "%s/%s_cuda/metrics.jsonl", dir, name);
+    close_metrics(name, a, b);
+    snprintf(a, sizeof a, "%s/%s_cpu/hf_model/model.safetensors", dir, name);
+    snprintf(b, sizeof b, "%s/%s_cuda/hf_model/model.safetensors", dir, name);
+    close_weights(name, a, b);
+}
+
+static void sft_pair(void) {
+    CHECK(cli_sh("head -4 %s/data/gsm8k/train.jsonl > %s/sft_train.jsonl && sed -n 11p %s/data/gsm8k/train.jsonl > "
+                 "%s/sft_val.jsonl", shared, dir, shared, dir) == 0);
+    const char *devs[2] = { "cpu", "cuda" };
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(cli_sh("%s sft --model %s/model --tokenizer %s/fixtures/tokenizers/qwen3 --train %s/sft_train.jsonl "
+                         "--val %s/sft_val.jsonl --prompt-key question --response-key answer max_length=64 "
+                         "truncation=left train_batch_size=2 micro_batch_size=1 lr=1e-2 epochs=1 seed=5 warmup_steps=0 "
+                         "quiet=0 save_freq=2 --device %s --out %s/sft_%s > %s/sft_%s.log 2>&1 && "
+                         "%s export %s/sft_%s --out %s/sft_hf_%s > /dev/null",
+                         bin, dir, shared, dir, dir, devs[i], dir, devs[i], dir, devs[i], bin, dir, devs[i], dir, devs[i]) == 0,
+                  "sft on %s failed; see %s/sft_%s.log", devs[i], dir, devs[i]);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/sft_cpu/metrics.jsonl", dir);
+    snprintf(b, sizeof b, "%s/sft_cuda/metrics.jsonl", dir);
+    close_metrics("sft", a, b);
+    snprintf(a, sizeof a, "%s/sft_hf_cpu/model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/sft_hf_cuda/model.safetensors", dir);
+    close_weights("sft", a, b);
+}
+
+int main(void) {
+    if (gpu_skip()) return 0;
+    rl_cli_start("cuda_train");
+    double t0 = vc_now();
+    rl_cli_setup(16, 1, 8, 32);
+    rl_pair("grpo", "algorithm.adv_estimator=grpo actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=2");
+    char ppo[512];
+    snprintf(ppo, sizeof ppo, "algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
+                              "critic.ppo_micro_batch_size_per_gpu=1 trainer.total_training_steps=1", dir);
+    rl_pair("ppo", ppo);
+    sft_pair();
+    printf("cuda train: %.1f s\n", vc_now() - t0);
+    if (!vc_t_fail) cli_sh("rm -rf %s", dir);
+    return vc_test_done();
+}
