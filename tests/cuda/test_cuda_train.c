@@ -2,10 +2,14 @@
  * (2 steps, entropy bonus) and PPO (GAE with a critic, 1 step), and `verlc sft` (2 steps) with the same
  * seeds on both. The CUDA kernels sum in other orders than the CPU's, so results are compared within a
  * tolerance: every metric (timing and throughput aside) within 1e-3 relative (1e-5 absolute near 0),
- * and the exported weights within 1e-4 of the largest weight. Without a usable device: "no CUDA
- * device: skipped", exit 0. */
+ * and the exported weights within 1e-4 of the largest weight. With MPI, NCCL and mpirun: `verlc sft` on
+ * 2 ranks with the NCCL communicator on cuda against 2 MPI ranks on cpu, plain data parallel and ZeRO-2
+ * with overlapped reduction (both ranks share the one GPU). Without a usable device: "no CUDA device:
+ * skipped", exit 0. */
 #include "../rl/rl_cli_util.h"
 #include "cuda_test_util.h"
+#include "mpi_launch.h"
+#include "verlc/dist.h"
 #include <cjson/cJSON.h>
 
 #define MET_REL 1e-3
@@ -137,6 +141,30 @@ static void sft_pair(void) {
     close_weights("sft", a, b);
 }
 
+/* 2 ranks: NCCL on cuda against MPI on cpu, same global batch */
+static void dist_pair(const char *name, const char *extra) {
+    const char *mpirun = getenv("VERLC_MPIRUN") && *getenv("VERLC_MPIRUN") ? getenv("VERLC_MPIRUN") : "mpirun";
+    if (!vc_comm_available("nccl") || !vc_test_on_path(mpirun)) {
+        printf("  %-5s skipped: this build has no NCCL communicator or %s is missing\n", name, mpirun);
+        return;
+    }
+    const char *runs[2][2] = { { "mpi", "cpu" }, { "nccl", "cuda" } };
+    for (int i = 0; i < 2; i++)
+        CHECK_MSG(cli_sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 VERLC_DIST=%s %s --oversubscribe -np 2 "
+                         "-x VERLC_DIST %s sft --model %s/model --train %s/sft_train.jsonl --prompt-key question "
+                         "--response-key answer max_length=64 truncation=left train_batch_size=2 micro_batch_size=1 "
+                         "lr=1e-2 epochs=1 seed=5 warmup_steps=0 save_freq=100 %s --device %s --out %s/%s_%s > "
+                         "%s/%s_%s.log 2>&1",
+                         runs[i][0], mpirun, bin, dir, dir, extra, runs[i][1], dir, name, runs[i][0], dir, name,
+                         runs[i][0]) == 0,
+                  "%s with %s failed; see %s/%s_%s.log", name, runs[i][0], dir, name, runs[i][0]);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/%s_mpi/metrics.jsonl", dir, name);
+    snprintf(b, sizeof b, "%s/%s_nccl/metrics.jsonl", dir, name);
+    close_metrics(name, a, b);
+    CHECK(cli_sh("grep -q 'nccl communicator' %s/%s_nccl.log", dir, name) == 0);
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     rl_cli_start("cuda_train");
@@ -148,6 +176,8 @@ int main(void) {
                               "critic.ppo_micro_batch_size_per_gpu=1 trainer.total_training_steps=1", dir);
     rl_pair("ppo", ppo);
     sft_pair();
+    dist_pair("dp2", "");
+    dist_pair("zero2", "sharding=zero2 overlap_grad_reduce=true");
     printf("cuda train: %.1f s\n", vc_now() - t0);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();

@@ -19,4 +19,10 @@ cudaError_t vc_emu_error(cudaError_t e, const char *fmt, ...) __attribute__((for
 int vc_emu_dev_range(const void *p, size_t n);
 int vc_emu_is_pinned(const void *p);
 void vc_emu_enqueue(std::function<void()> op);
+/* an operation that completes outside the queue (an emulated NCCL collective): poll(block) returns 1
+ * once done (block: wait for it); cudaStreamQuery / cudaStreamSynchronize of s poll it */
+void vc_emu_stream_pending(cudaStream_t s, std::function<int(int)> poll);
+/* host copies into and out of emulated device memory (the region opened for the copy) */
+void vc_emu_dev_write(void *dst, const void *src, size_t n);
+void vc_emu_dev_read(void *dst, const void *src, size_t n);
 #endif

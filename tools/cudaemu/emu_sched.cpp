@@ -49,7 +49,11 @@ static char *g_smem;
 static size_t g_smem_cap, g_smem_len;
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 
-static size_t stack_bytes(void) { return (size_t)vc_emu_env_int("VC_EMU_STACK_KB", 256) << 10; }
+static size_t stack_bytes(void) {
+    static size_t n = 0;
+    if (!n) n = (size_t)vc_emu_env_int("VC_EMU_STACK_KB", 256) << 10;
+    return n;
+}
 
 static void fibers_reserve(int n) {
     if (n <= g_cap) return;
@@ -74,8 +78,10 @@ static void fibers_reserve(int n) {
     __builtin_unreachable();
 }
 
-static void fiber_start(fiber *f) {
-    uintptr_t top = ((uintptr_t)f->stack + stack_bytes()) & ~(uintptr_t)15;
+/* Stack tops are staggered by a multiple of 64 bytes (below 64 KiB): tops at the same offset from a
+ * large power of two would all map to the same cache sets. */
+static void fiber_start(fiber *f, int i) {
+    uintptr_t top = ((uintptr_t)f->stack + stack_bytes() - ((size_t)i * 1088u % 65536u)) & ~(uintptr_t)15;
     void **sp = (void **)top;
     *--sp = NULL;                  /* fiber_entry's return address (never used) */
     *--sp = (void *)&fiber_entry;  /* where vc_emu_swap's ret goes */
@@ -118,35 +124,37 @@ void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) {
     wait_here(F_WARP, mask); /* nobody publishes again before every lane has read */
 }
 
-/* opens the barriers that every live participant has reached; returns how many threads it released */
-static int release(int alive) {
-    int nb = 0, rel = 0;
-    for (int i = 0; i < g_n; i++) nb += g_fib[i].state == F_BLOCK;
-    if (nb && nb == alive) {
-        for (int i = 0; i < g_n; i++)
-            if (g_fib[i].state == F_BLOCK) g_fib[i].state = F_RUN;
-        return nb;
+/* opens the warp barriers of warp w that every live participant has reached; returns the threads released */
+static int release_warp(int w) {
+    unsigned A = 0, W = 0;
+    int rel = 0;
+    for (int l = 0; l < 32 && w * 32 + l < g_n; l++) {
+        const fiber *f = &g_fib[w * 32 + l];
+        if (f->state != F_DONE) A |= 1u << l;
+        if (f->state == F_WARP) W |= 1u << l;
     }
-    for (int w = 0; w * 32 < g_n; w++) {
-        unsigned A = 0, W = 0;
-        for (int l = 0; l < 32 && w * 32 + l < g_n; l++) {
-            const fiber *f = &g_fib[w * 32 + l];
-            if (f->state != F_DONE) A |= 1u << l;
-            if (f->state == F_WARP) W |= 1u << l;
-        }
-        for (int l = 0; l < 32; l++) {
-            if (!(W >> l & 1)) continue;
-            unsigned m = (g_fib[w * 32 + l].mask & A) | 1u << l;
-            if (m & ~W) continue; /* a participant is elsewhere */
-            for (int k = 0; k < 32; k++)
-                if (m >> k & 1) {
-                    g_fib[w * 32 + k].state = F_RUN;
-                    rel++;
-                }
-            W &= ~m;
-        }
+    for (int l = 0; l < 32; l++) {
+        if (!(W >> l & 1)) continue;
+        unsigned m = (g_fib[w * 32 + l].mask & A) | 1u << l;
+        if (m & ~W) continue; /* a participant is elsewhere */
+        for (int k = 0; k < 32; k++)
+            if (m >> k & 1) {
+                g_fib[w * 32 + k].state = F_RUN;
+                rel++;
+            }
+        W &= ~m;
     }
     return rel;
+}
+
+/* opens __syncthreads when every live thread of the block waits there */
+static int release_block(int alive) {
+    int nb = 0;
+    for (int i = 0; i < g_n; i++) nb += g_fib[i].state == F_BLOCK;
+    if (!nb || nb != alive) return 0;
+    for (int i = 0; i < g_n; i++)
+        if (g_fib[i].state == F_BLOCK) g_fib[i].state = F_RUN;
+    return nb;
 }
 
 [[noreturn]] static void deadlock(void) {
@@ -164,7 +172,30 @@ static int release(int alive) {
     abort();
 }
 
-static void run_block(const int *order) {
+/* runs the lanes of warp w until none can go on (all done, or waiting at __syncthreads or at a warp
+ * barrier that cannot open yet); warp barriers open here, without a pass over the block */
+static int run_warp(int w, const int *lorder, int *alive) {
+    int total = 0;
+    for (;;) {
+        int ran = 0;
+        for (int k = 0; k < 32; k++) {
+            int i = w * 32 + lorder[k];
+            if (i >= g_n) continue;
+            fiber *f = &g_fib[i];
+            if (f->state != F_RUN) continue;
+            g_cur = f;
+            threadIdx = f->tid;
+            vc_emu_swap(&g_sched_sp, f->sp);
+            ran++;
+            if (f->state == F_DONE) (*alive)--;
+        }
+        g_cur = NULL;
+        total += ran;
+        if (!release_warp(w)) return total;
+    }
+}
+
+static void run_block(const int *worder, const int *lorder) {
     for (int i = 0; i < g_n; i++) {
         fiber *f = &g_fib[i];
         f->tid = uint3{ i % blockDim.x, i / blockDim.x % blockDim.y, i / (blockDim.x * blockDim.y) };
@@ -173,24 +204,15 @@ static void run_block(const int *order) {
         f->state = F_RUN;
         f->mask = 0;
         f->slot = 0;
-        fiber_start(f);
+        fiber_start(f, i);
     }
     if (g_smem_len) memset(g_smem, 0xff, g_smem_len); /* uninitialised shared memory reads as NaN */
-    int alive = g_n;
+    int alive = g_n, nw = (g_n + 31) / 32;
     for (;;) {
         int ran = 0;
-        for (int k = 0; k < g_n; k++) {
-            fiber *f = &g_fib[order[k]];
-            if (f->state != F_RUN) continue;
-            g_cur = f;
-            threadIdx = f->tid;
-            vc_emu_swap(&g_sched_sp, f->sp);
-            ran++;
-            if (f->state == F_DONE) alive--;
-        }
-        g_cur = NULL;
+        for (int k = 0; k < nw; k++) ran += run_warp(worder[k], lorder, &alive);
         if (!alive) return;
-        if (!release(alive) && !ran) deadlock();
+        if (!release_block(alive) && !ran) deadlock();
     }
 }
 
@@ -221,7 +243,8 @@ void vc_emu_where(char *buf, size_t len) {
 }
 
 void vc_emu_run_grid(const char *name, const vc_emu_cfg &c, vc_emu_task *t) {
-    int mode = vc_emu_order();
+    static int mode = -1;
+    if (mode < 0) mode = vc_emu_order();
     if (mode == 2) g_rng = 0x243F6A8885A308D3ull ^ (uint64_t)vc_emu_env_int("VC_EMU_SEED", 1) * 0x9E3779B97F4A7C15ull;
     gridDim = c.grid;
     blockDim = c.block;
@@ -236,15 +259,16 @@ void vc_emu_run_grid(const char *name, const vc_emu_cfg &c, vc_emu_task *t) {
     g_smem_len = c.smem;
     g_task = t;
     g_kname = name;
-    int *order = (int *)malloc(sizeof(int) * (size_t)g_n);
+    int nw = (g_n + 31) / 32, *worder = (int *)malloc(sizeof(int) * (size_t)nw), lorder[32];
     uint64_t nb = (uint64_t)c.grid.x * c.grid.y * c.grid.z;
     for (uint64_t b = 0; b < nb; b++) {
         uint64_t i = mode == 1 ? nb - 1 - b : b;
         blockIdx = uint3{ (unsigned)(i % c.grid.x), (unsigned)(i / c.grid.x % c.grid.y), (unsigned)(i / ((uint64_t)c.grid.x * c.grid.y)) };
-        make_order(order, g_n, mode);
-        run_block(order);
+        make_order(worder, nw, mode);
+        make_order(lorder, 32, mode);
+        run_block(worder, lorder);
     }
-    free(order);
+    free(worder);
     g_task = NULL;
     g_kname = NULL;
 }

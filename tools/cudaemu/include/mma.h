@@ -52,13 +52,16 @@ static inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
 template <int M, int N, int K, class Ta, class La, class Lb, class Tc>
 static inline void mma_sync(fragment<accumulator, M, N, K, Tc> &d, const fragment<matrix_a, M, N, K, Ta, La> &a,
                             const fragment<matrix_b, M, N, K, Ta, Lb> &b, const fragment<accumulator, M, N, K, Tc> &c) {
+    float fa[M * K], fb[K * N], acc[N];
     Tc out[M * N];
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            float s = (float)c.x[i * N + j];
-            for (int k = 0; k < K; k++) s += (float)a.x[i * K + k] * (float)b.x[k * N + j];
-            out[i * N + j] = (Tc)s;
-        }
+    for (int i = 0; i < M * K; i++) fa[i] = (float)a.x[i];
+    for (int i = 0; i < K * N; i++) fb[i] = (float)b.x[i];
+    for (int i = 0; i < M; i++) { /* each output sums its products in k order (vectorised over j) */
+        for (int j = 0; j < N; j++) acc[j] = (float)c.x[i * N + j];
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++) acc[j] += fa[i * K + k] * fb[k * N + j];
+        for (int j = 0; j < N; j++) out[i * N + j] = (Tc)acc[j];
+    }
     memcpy(d.x, out, sizeof out);
 }
 } // namespace wmma
