@@ -3,7 +3,7 @@
 # only: the CUDA backend is compiled and linked by the Release build; nothing runs on a GPU in CI).
 JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
-.PHONY: all deps test asan clean
+.PHONY: all deps test asan emu clean
 
 all: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -20,5 +20,9 @@ asan: deps
 	@cmake --build build-asan -j$(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 VERLC_SANITIZE=1 ctest --output-on-failure -j$(JOBS)
 
+# the CUDA backend's kernels and host code on the CPU emulator of CUDA (tools/cudaemu), no GPU needed
+emu: deps
+	@bash scripts/emu-check.sh quick
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-emu

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# verlc's CUDA backend on the CUDA emulator (tools/cudaemu/README.md): the .cu files rewritten to C++
+# and run on this CPU (threads as fibers, barriers, warp functions, WMMA, cuBLAS by OpenBLAS, NCCL over
+# MPI). It checks the kernels' logic and the backend's host code on a machine without a GPU; it says
+# nothing about speed, and it cannot see what only hardware shows (memory-model races between
+# barriers, timing, real NCCL).
+#   usage: scripts/emu-check.sh [quick|full]        (from the repository root; default quick)
+# quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
+#   programs, runs the op-table, op and copy tests with threads in forward and in reverse order (a
+#   missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
+#   and test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI).
+# full: also the attention tests (f32 and bf16 tensor-core kernels; long), the sampling test (long),
+#   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
+# Exit status 0 when every step passed.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+MODE=${1:-quick}
+B=${VC_EMU_BUILD:-build-emu}
+JOBS=$(nproc 2>/dev/null || echo 2)
+SHARED=${VERLC_SHARED:-$(cd .. && pwd)/shared}
+export VERLC_SHARED=$SHARED VERLC_BIN=$B/verlc OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fail=0
+step() { # name, command...
+    local name=$1 s rc
+    shift
+    s=$(date +%s)
+    "$@" >"$B/emu-step.log" 2>&1
+    rc=$?
+    echo "$name: $(grep -E '[0-9]+ passed, [0-9]+ failed|of [0-9]+ models passed' "$B/emu-step.log" | tail -n 1)" \
+        "rc=$rc ($(($(date +%s) - s)) s)"
+    if [ $rc != 0 ]; then
+        tail -n 30 "$B/emu-step.log"
+        fail=1
+    fi
+}
+TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_train"
+[ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
+# shellcheck disable=SC2086
+cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 || {
+    tail -n 40 "$B/emu-build.log"
+    exit 1
+}
+models=$(ls -d "$SHARED"/fixtures/models/*/ 2>/dev/null)
+[ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
+for t in table ops copy; do
+    step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
+    step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
+done
+# shellcheck disable=SC2086
+step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
+step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
+if [ "$MODE" = full ]; then
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
+    for t in attn attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
+fi
+rm -f "$B/emu-step.log"
+[ $fail = 0 ] && echo "emu-check ($MODE): every step passed" || echo "emu-check ($MODE): FAILED"
+exit $fail
