@@ -346,6 +346,8 @@ step "test_cuda_attn" 100 "$TESTS/cuda_test_cuda_attn"
 step "test_cuda_attn_bf16" 60 "$TESTS/cuda_test_cuda_attn_bf16"
 [ -x "$TESTS/cuda_test_cuda_sample" ] && step "test_cuda_sample" 40 "$TESTS/cuda_test_cuda_sample"
 step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
+# GRPO, PPO and SFT on cuda against cpu, and 2-rank NCCL sft against MPI (both ranks on the one GPU)
+[ -x "$TESTS/cuda_test_cuda_train" ] && step "test_cuda_train" 45 env VERLC_BIN="$BUILD/verlc" "$TESTS/cuda_test_cuda_train"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
 # The benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,
