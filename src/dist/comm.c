@@ -2,6 +2,7 @@
  * rank and the collective in every error message. */
 #include "dist_internal.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,18 @@ void vc_comm_abort(vc_comm *c, int code) {
 /* ---- collectives ---------------------------------------------------------------------------- */
 
 /* Checks the communicator before a collective; the message names the rank and the collective. */
+/* MPI runs at MPI_THREAD_SERIALIZED and a communicator's scratch buffers are shared: the collectives of
+ * every communicator in the process run one at a time, whichever thread calls (the overlapped gradient
+ * reductions run on a communication thread while the trainer's thread may be between collectives). */
+static pthread_mutex_t g_coll = PTHREAD_MUTEX_INITIALIZER;
+#define SERIAL(expr)                                                                                           \
+    ({                                                                                                         \
+        pthread_mutex_lock(&g_coll);                                                                           \
+        vc_status serial_st_ = (expr);                                                                         \
+        pthread_mutex_unlock(&g_coll);                                                                         \
+        serial_st_;                                                                                            \
+    })
+
 static vc_status enter(vc_comm *c, const char *what) {
     if (!c || !c->ops) return vc_fail(VC_ERR_ARG, "%s: communicator is NULL", what);
     if (c->broken)
@@ -159,7 +172,7 @@ vc_status vc_comm_barrier(vc_comm *c) {
     vc_status st = enter(c, "barrier");
     if (st) return st;
     double t0 = vc_now();
-    return leave(c, c->ops->barrier(c), t0, 0, "barrier");
+    return leave(c, SERIAL(c->ops->barrier(c)), t0, 0, "barrier");
 }
 
 vc_status vc_comm_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
@@ -172,7 +185,7 @@ vc_status vc_comm_bcast(vc_comm *c, void *buf, size_t bytes, int root) {
     if (bytes == 0) return VC_OK;
     if (!buf) return null_arg(c, what, "buffer");
     double t0 = vc_now();
-    return leave(c, c->ops->bcast(c, buf, bytes, root), t0, (double)bytes, what);
+    return leave(c, SERIAL(c->ops->bcast(c, buf, bytes, root)), t0, (double)bytes, what);
 }
 
 static const char *op_name(int op) { return op == VC_SUM ? "sum" : op == VC_MAX ? "max" : "min"; }
@@ -189,7 +202,7 @@ static vc_status allreduce(vc_comm *c, void *buf, size_t n, int dtype, int op, i
     if (n == 0) return VC_OK;
     if (!buf) return null_arg(c, what, "buffer");
     double t0 = vc_now();
-    st = ordered ? c->ops->allreduce_ordered(c, buf, n, dtype, op) : c->ops->allreduce(c, buf, n, dtype, op);
+    st = SERIAL(ordered ? c->ops->allreduce_ordered(c, buf, n, dtype, op) : c->ops->allreduce(c, buf, n, dtype, op));
     return leave(c, st, t0, (double)n * vc_dist_dtype_size(dtype), what);
 }
 
@@ -225,7 +238,7 @@ vc_status vc_comm_reduce_scatter_f32(vc_comm *c, const float *in, float *out, si
     vc_status st = reduce_scatter_enter(c, what, in, out, n_per_rank, &skip);
     if (st || skip) return st;
     double t0 = vc_now();
-    return leave(c, c->ops->reduce_scatter_f32(c, in, out, n_per_rank), t0,
+    return leave(c, SERIAL(c->ops->reduce_scatter_f32(c, in, out, n_per_rank)), t0,
                  (double)n_per_rank * c->size * sizeof(float), what);
 }
 
@@ -244,7 +257,7 @@ static vc_status reduce_scatter_ordered_fallback(vc_comm *c, const float *in, fl
     } else {
         memcpy(tmp, in, n * sizeof(float));
     }
-    if (!st) st = c->ops->allreduce_ordered(c, tmp, n, VC_DIST_F32, VC_SUM);
+    if (!st) st = c->ops->allreduce_ordered(c, tmp, n, VC_DIST_F32, VC_SUM) /* inside SERIAL (the caller) */;
     if (!st && c->on_device) {
         float *h = vc_malloc(n_per_rank * sizeof(float) + 1);
         st = h ? vc_comm_mem_download(c, h, tmp + (size_t)c->rank * n_per_rank, n_per_rank * sizeof(float))
@@ -265,8 +278,8 @@ vc_status vc_comm_reduce_scatter_f32_ordered(vc_comm *c, const float *in, float 
     vc_status st = reduce_scatter_enter(c, what, in, out, n_per_rank, &skip);
     if (st || skip) return st;
     double t0 = vc_now();
-    st = c->ops->reduce_scatter_ordered_f32 ? c->ops->reduce_scatter_ordered_f32(c, in, out, n_per_rank)
-                                            : reduce_scatter_ordered_fallback(c, in, out, n_per_rank);
+    st = SERIAL(c->ops->reduce_scatter_ordered_f32 ? c->ops->reduce_scatter_ordered_f32(c, in, out, n_per_rank)
+                                                   : reduce_scatter_ordered_fallback(c, in, out, n_per_rank));
     return leave(c, st, t0, (double)n_per_rank * c->size * sizeof(float), what);
 }
 
@@ -299,7 +312,7 @@ vc_status vc_comm_reduce_scatterv_f32_ordered(vc_comm *c, const float *in, float
         return vc_fail(VC_ERR_ARG, "rank %d: %s: the output overlaps the input other than at this rank's piece",
                        c->rank, what);
     double t0 = vc_now();
-    return leave(c, c->ops->reduce_scatterv_ordered_f32(c, in, out, counts), t0, (double)total * sizeof(float),
+    return leave(c, SERIAL(c->ops->reduce_scatterv_ordered_f32(c, in, out, counts)), t0, (double)total * sizeof(float),
                  what);
 }
 
@@ -317,7 +330,7 @@ vc_status vc_comm_allgather(vc_comm *c, const void *in, void *out, size_t bytes_
         return vc_fail(VC_ERR_ARG, "rank %d: %s: input overlaps the output other than at this rank's block",
                        c->rank, what);
     double t0 = vc_now();
-    return leave(c, c->ops->allgather(c, src, out, bytes_per_rank), t0, (double)bytes_per_rank, what);
+    return leave(c, SERIAL(c->ops->allgather(c, src, out, bytes_per_rank)), t0, (double)bytes_per_rank, what);
 }
 
 vc_status vc_comm_gatherv_bytes(vc_comm *c, const void *in, size_t n, void **out_all, size_t **sizes,
@@ -334,7 +347,7 @@ vc_status vc_comm_gatherv_bytes(vc_comm *c, const void *in, size_t n, void **out
         return vc_fail(VC_ERR_ARG, "rank %d: %s: root must be -1 (all) or in [0, %d)", c->rank, what, c->size);
     if (n && !in) return null_arg(c, what, "input");
     double t0 = vc_now();
-    return leave(c, c->ops->gatherv(c, in, n, out_all, sizes, root), t0, (double)n, what);
+    return leave(c, SERIAL(c->ops->gatherv(c, in, n, out_all, sizes, root)), t0, (double)n, what);
 }
 
 /* ---- memory --------------------------------------------------------------------------------- */

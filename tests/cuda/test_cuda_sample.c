@@ -155,6 +155,41 @@ static void run_case(int64_t V, int kinds, int big, int *n_tok, int *n_same, int
     free(gt2);
 }
 
+/* Out of device memory for the sort scratch: the rows come back unsampled (token -1, the table's
+ * contract), the device stays usable, and the same call samples once memory is free again. */
+static void oom_rows(void) {
+    int64_t V = 151936, R = 4;
+    float *z = hrand((size_t)(R * V), 4.0f), *u = hbuf((size_t)R);
+    vc_sample_row *rows = calloc((size_t)R, sizeof *rows);
+    for (int r = 0; r < R; r++) {
+        rows[r] = (vc_sample_row){ 1.0f, 0.95f, 0.0f, 0, 0, r, 1 }; /* top-p: the sorted path */
+        u[r] = 0.5f * (urand() + 1.0f);
+    }
+    float *dz = dup_f(z, (size_t)(R * V)), *dl = (float *)dalloc((size_t)R * 4), *dls = (float *)dalloc((size_t)R * 4);
+    int32_t *dt = (int32_t *)dalloc((size_t)R * 4), got[4];
+    enum { MAXH = 1 << 16 };
+    static void *hog[MAXH];
+    int nh = 0;
+    for (size_t sz = (size_t)1 << 30; sz >= ((size_t)1 << 20); sz >>= 3) /* leave less than 1 MiB free */
+        while (nh < MAXH && (hog[nh] = vc_cuda_malloc(sz))) nh++;
+    vc_clear_error();
+    if (nh > 0 && nh < MAXH) vc_cuda_free(hog[--nh]); /* about 1 MiB back: small uploads fit, 2.4 MB of scratch not */
+    G->sample_rows(dt, dl, dls, dz, R, V, rows, u);
+    CHECK_MSG(vc_cuda_sync() == VC_OK, "out of scratch memory became a device error: %s", vc_last_error());
+    vc_cuda_d2h(got, dt, sizeof got);
+    int unsampled = 0;
+    for (int r = 0; r < R; r++) unsampled += got[r] == -1;
+    printf("sample_rows with the device memory full: %d of %d rows unsampled (token -1), device usable: %s\n",
+           unsampled, (int)R, vc_cuda_error() == VC_OK ? "yes" : "no");
+    CHECK(unsampled == R);
+    while (nh > 0) vc_cuda_free(hog[--nh]);
+    G->sample_rows(dt, dl, dls, dz, R, V, rows, u);
+    check_sticky("sample_rows after the memory came back");
+    vc_cuda_d2h(got, dt, sizeof got);
+    for (int r = 0; r < R; r++) CHECK(got[r] >= 0 && got[r] < V);
+    free(rows);
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     C = vc_backend_cpu();
@@ -195,6 +230,7 @@ int main(void) {
         printf("sample_rows 256 x 151936 (top_p 0.95 only): %.3f ms per step\n", (vc_now() - t0) * 1000.0);
         free(rows);
     }
+    oom_rows();
     release_all();
     return vc_test_done();
 }

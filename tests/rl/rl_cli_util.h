@@ -38,4 +38,22 @@ static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter)
     CHECK(cli_sh("%s init --config %s --out %s/model --seed 7 > /dev/null && "
                  "cp %s/tokenizer.json %s/tokenizer_config.json %s/model/", bin, path, dir, tdir, tdir, dir) == 0);
 }
+/* `verlc train` on one device for the device-comparison tests (test_rl_device.c, tests/cuda/
+ * test_cuda_train.c): 8 GSM8K rows, batch 2 x n=2, 4 response tokens, entropy bonus, then `extra`; the run
+ * goes to <dir>/<name>_<device>, its log to <dir>/<name>_<device>.log */
+static inline void rl_cli_train_on(const char *name, const char *extra, const char *device) {
+    static const char *common =
+        "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl data.train_max_samples=8 "
+        "data.val_max_samples=2 data.train_batch_size=2 data.max_prompt_length=256 data.max_response_length=4 "
+        "data.filter_overlong_prompts=true actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-3 "
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
+        "actor_rollout_ref.actor.entropy_coeff=0.01 actor_rollout_ref.rollout.n=2 "
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 trainer.logger=['console'] "
+        "trainer.n_gpus_per_node=1 trainer.val_before_train=False trainer.test_freq=-1 ";
+    char keys[2048];
+    snprintf(keys, sizeof keys, common, dir, dir, dir);
+    CHECK_MSG(cli_sh("%s train %s %s trainer.device=%s trainer.default_local_dir=%s/%s_%s > %s/%s_%s.log 2>&1", bin, keys,
+                     extra, device, dir, name, device, dir, name, device) == 0,
+              "%s on %s failed; see %s/%s_%s.log", name, device, dir, name, device);
+}
 #endif

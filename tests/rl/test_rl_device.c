@@ -9,15 +9,6 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
-static const char *COMMON =
-    "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl data.train_max_samples=8 "
-    "data.val_max_samples=2 data.train_batch_size=2 data.max_prompt_length=256 data.max_response_length=4 "
-    "data.filter_overlong_prompts=true actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-3 "
-    "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
-    "actor_rollout_ref.actor.entropy_coeff=0.01 actor_rollout_ref.rollout.n=2 "
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 trainer.logger=['console'] "
-    "trainer.n_gpus_per_node=1 trainer.val_before_train=False trainer.test_freq=-1 ";
-
 /* every numeric metric of every line of a's metrics.jsonl equals b's (timing and throughput aside) */
 static void same_metrics(const char *a, const char *b) {
     char *x = NULL, *y = NULL;
@@ -55,13 +46,8 @@ static void same_metrics(const char *a, const char *b) {
 }
 
 static void run_pair(const char *name, const char *extra) {
-    char common[2048];
-    snprintf(common, sizeof common, COMMON, dir, dir, dir);
-    const char *devs[2] = { "cpu", "sim" };
-    for (int i = 0; i < 2; i++)
-        CHECK_MSG(cli_sh("%s train %s %s trainer.device=%s trainer.default_local_dir=%s/%s_%s > %s/%s_%s.log 2>&1", bin, common,
-                         extra, devs[i], dir, name, devs[i], dir, name, devs[i]) == 0,
-                  "%s on %s failed; see %s/%s_%s.log", name, devs[i], dir, name, devs[i]);
+    rl_cli_train_on(name, extra, "cpu");
+    rl_cli_train_on(name, extra, "sim");
     char a[600], b[600];
     snprintf(a, sizeof a, "%s/%s_cpu/metrics.jsonl", dir, name);
     snprintf(b, sizeof b, "%s/%s_sim/metrics.jsonl", dir, name);
@@ -84,10 +70,9 @@ int main(void) {
     run_pair("ppo", ppo);
     /* a GPU device without a GPU: non-zero exit, one line naming the fix */
     if (vc_cuda_device_count() == 0) {
-        char common[2048];
-        snprintf(common, sizeof common, COMMON, dir, dir, dir);
-        CHECK(cli_sh("%s train %s trainer.device=cuda trainer.default_local_dir=%s/cuda > %s/cuda.log 2>&1; test $? -ne 0",
-                     bin, common, dir, dir) == 0);
+        CHECK(cli_sh("%s train data.train_files=%s/data/train.jsonl actor_rollout_ref.model.path=%s/model "
+                     "trainer.device=cuda trainer.default_local_dir=%s/cuda > %s/cuda.log 2>&1; test $? -ne 0",
+                     bin, dir, dir, dir, dir) == 0);
         CHECK(cli_sh("test $(grep -c 'verlc train: trainer.device cuda: .*--device cpu' %s/cuda.log) -eq 1", dir) == 0);
     }
     printf("rl device: %.1f s\n", vc_now() - t0);

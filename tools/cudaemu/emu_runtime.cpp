@@ -100,9 +100,12 @@ static void dev_close(void) {
     if (--g_open == 0 && g_protect && g_hw) mprotect(g_base, g_hw, PROT_NONE);
 }
 
+/* NaN bytes over the first 64 MiB of an allocation (VC_EMU_POISON_MB): beyond that, pages are left
+ * untouched, so a test may hold most of the emulated memory without the host paying for it */
 static void poison(size_t off, size_t n) {
+    static size_t cap = (size_t)vc_emu_env_int("VC_EMU_POISON_MB", 64) << 20;
     dev_open();
-    memset(g_base + off, 0xff, n);
+    memset(g_base + off, 0xff, n < cap ? n : cap);
     dev_close();
 }
 
