@@ -131,7 +131,8 @@ void vc_comm_abort(vc_comm *c, int code) {
 /* Checks the communicator before a collective; the message names the rank and the collective. */
 /* MPI runs at MPI_THREAD_SERIALIZED and a communicator's scratch buffers are shared: the collectives of
  * every communicator in the process run one at a time, whichever thread calls (the overlapped gradient
- * reductions run on a communication thread while the trainer's thread may be between collectives). */
+ * reductions run on a communication thread; the trainers make no collective call meanwhile, and this
+ * lock makes sure of it rather than trusting it). */
 static pthread_mutex_t g_coll = PTHREAD_MUTEX_INITIALIZER;
 #define SERIAL(expr)                                                                                           \
     ({                                                                                                         \

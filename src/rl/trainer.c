@@ -356,6 +356,9 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
 
 void vc_rl_trainer_free(vc_rl_trainer *t) {
     if (!t) return;
+    /* the trainers first: their ZeRO-2 state gives the models' gradient pointers back */
+    vc_trainer_free(&t->atr);
+    vc_trainer_free(&t->ctr);
     vc_model_free(t->actor);
     vc_model_free(t->ref);
     if (t->use_critic) rl_critic_free(&t->critic);
@@ -365,8 +368,6 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_rl_dataset_free(t->train);
     vc_rl_dataset_free(t->val);
     vc_epoch_iter_free(&t->it);
-    vc_trainer_free(&t->atr);
-    vc_trainer_free(&t->ctr);
     vc_rollout_free(t->eng);
     vc_graph_free(t->g);
     rl_reward_close(t);
