@@ -1,9 +1,9 @@
-/* bf16 tensor-core flash attention (VC_PREC_BF16, head dims 64 / 128) vs the CPU attention run on the
+/* bf16 tensor-core flash attention (VC_PREC_BF16, head dims 64 / 80 / 96 / 128 / 256) vs the CPU attention run on the
  * same inputs rounded to bf16 (q, k, v, and dO for the backward): packed sequences of unequal lengths,
  * GQA, MQA, MHA, sliding window, soft-cap, chunked prefill, keys and values inside fused rows.
  * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
- * rounded to bf16). Backward results must be the same bits run to run. A head dim of 80 under bf16
+ * rounded to bf16). Backward results must be the same bits run to run. A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -155,8 +155,12 @@ int main(void) {
           2e-4, 2e-2 },
         { "GQA 16/2 hd 128, 512 tokens x 3", 16, 2, 128, 1, 0, 0, 3, { 512, 511, 130 }, { 512, 511, 130 }, 0, 1e-2,
           2e-4, 2e-2 },
-        /* not eligible (hd 80): the f32 kernels, f32 tolerances */
-        { "f32 fallback: GQA 6/2 hd 80", 6, 2, 80, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
+        { "MHA 4/4 hd 80 (Phi-2), packed", 4, 4, 80, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-2, 2e-4, 2e-2 },
+        { "GQA 6/2 hd 96 (Phi-3), window 24", 6, 2, 96, 1, 24, 0, 2, { 70, 17 }, { 70, 17 }, 0, 1e-2, 2e-4, 2e-2 },
+        { "GQA 4/2 hd 256 (Gemma 2), softcap 50", 4, 2, 256, 1, 0, 50.0f, 2, { 80, 33 }, { 80, 33 }, 0, 1e-2, 2e-4,
+          2e-2 },
+        /* not eligible (hd 72): the f32 kernels, f32 tolerances */
+        { "f32 fallback: GQA 6/2 hd 72", 6, 2, 72, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
     timing(12, 2, 128); /* Qwen2.5-1.5B */

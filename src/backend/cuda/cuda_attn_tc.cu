@@ -1,5 +1,6 @@
-/* bf16 tensor-core flash attention (used when the matmul precision is VC_PREC_BF16 and head_dim /
- * v_head_dim are 64 or 128). q, k, v, o, dO stay f32 in memory; each tile is rounded to bf16 (nearest
+/* bf16 tensor-core flash attention (used when the matmul precision is VC_PREC_BF16 and head_dim =
+ * v_head_dim is 64, 80, 96, 128 or 256; shared memory per block stays under sm_90's 227 KiB, checked
+ * below). q, k, v, o, dO stay f32 in memory; each tile is rounded to bf16 (nearest
  * even) when it is copied to shared memory, products run on nvcuda::wmma 16x16x16 bf16 fragments with
  * f32 accumulators, and the softmax statistics are f32: the numerics of PyTorch's bf16 SDPA on f32
  * activations under autocast.
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         l = l * corr + sum;
         m = mn;
         float *orow = Os + r * L::LO;
-        for (int c = 0; c < DV / 2; c++) orow[2 * ((c + r) & (DV / 2 - 1)) + half] *= corr;
+        for (int c = 0; c < DV / 2; c++) orow[2 * ((c + r) % (DV / 2)) + half] *= corr;
         __syncwarp();
         /* O[16 rows of the warp] += P V */
         #pragma unroll
@@ -463,20 +464,38 @@ void tc_bwd(float *dq, const float *dout, const float *lse, const float *q, cons
 
 } // namespace
 
+static_assert(fwd_smem<256, 256>::bytes <= 232448 && dq_smem<256, 256>::bytes <= 232448 &&
+                  dkdv_smem<256, 256>::bytes <= 232448,
+              "head dim 256 needs more shared memory than sm_90 has");
+
 int vc_cu_attn_tc_eligible(const vc_attn_desc *d) {
     if (vc_matmul_precision() != VC_PREC_BF16 || d->page_tokens > 0) return 0;
     const char *env = getenv("VERLC_CUDA_ATTN_F32");
     if (env && atoi(env)) return 0;
-    return (d->head_dim == 64 && d->v_head_dim == 64) || (d->head_dim == 128 && d->v_head_dim == 128);
+    if (d->head_dim != d->v_head_dim) return 0;
+    switch (d->head_dim) {
+    case 64: case 80: case 96: case 128: case 256: return 1; /* Qwen/LLaMA, Phi-2, Phi-3, Gemma */
+    default: return 0;
+    }
 }
 
 void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
-    if (d->head_dim == 64) tc_fwd<64, 64>(o, lse, q, d, op);
-    else tc_fwd<128, 128>(o, lse, q, d, op);
+    switch (d->head_dim) {
+    case 64: tc_fwd<64, 64>(o, lse, q, d, op); break;
+    case 80: tc_fwd<80, 80>(o, lse, q, d, op); break;
+    case 96: tc_fwd<96, 96>(o, lse, q, d, op); break;
+    case 128: tc_fwd<128, 128>(o, lse, q, d, op); break;
+    default: tc_fwd<256, 256>(o, lse, q, d, op); break;
+    }
 }
 
 void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op) {
-    if (d->head_dim == 64) tc_bwd<64, 64>(dq, dout, lse, q, d, D, op);
-    else tc_bwd<128, 128>(dq, dout, lse, q, d, D, op);
+    switch (d->head_dim) {
+    case 64: tc_bwd<64, 64>(dq, dout, lse, q, d, D, op); break;
+    case 80: tc_bwd<80, 80>(dq, dout, lse, q, d, D, op); break;
+    case 96: tc_bwd<96, 96>(dq, dout, lse, q, d, D, op); break;
+    case 128: tc_bwd<128, 128>(dq, dout, lse, q, d, D, op); break;
+    default: tc_bwd<256, 256>(dq, dout, lse, q, d, D, op); break;
+    }
 }
