@@ -106,6 +106,17 @@ static inline void same_bits(const char *name, const float *a_dev, const float *
     CHECK_MSG(ok, "%s not deterministic", name);
 }
 
+/* 1 on the CUDA emulator (tools/cudaemu): timings mean nothing there and the timing runs are skipped */
+static inline int timing_skipped(const char *what) {
+#ifdef VC_CUDA_EMU
+    printf("timing (%s): skipped on the CUDA emulator\n", what);
+    return 1;
+#else
+    (void)what;
+    return 0;
+#endif
+}
+
 /* 0: continue; otherwise the process should exit with 0 after printing the skip line */
 static inline int gpu_skip(void) {
     if (vc_cuda_device_count() > 0 && vc_cuda_init(-1) == VC_OK) {

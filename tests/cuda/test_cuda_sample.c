@@ -202,7 +202,7 @@ int main(void) {
         run_case(Vs[i], Vs[i] > 100000 ? 2 : 4, Vs[i] > 100000, &n_tok, &n_same, &n_boundary);
     printf("cuda sample_rows vs cpu: %d/%d tokens equal, %d CDF-boundary differences\n", n_same, n_tok, n_boundary);
     /* a decode step at the target shape: 256 rows of a 152k vocabulary */
-    {
+    if (!timing_skipped("sample_rows")) {
         int64_t V = 151936, R = 256;
         float *z = hrand((size_t)(R * V), 4.0f), *u = hbuf((size_t)R);
         vc_sample_row *rows = calloc((size_t)R, sizeof *rows);
