@@ -1,4 +1,4 @@
-/* bf16 tensor-core flash attention (VC_PREC_BF16, head dims 64 / 80 / 96 / 128 / 256) vs the CPU attention run on the
+/* bf16 tensor-core flash attention (VC_PREC_BF16, head dims 64 / 80 / 96 / 128 / 256 and 192 / 128) vs the CPU attention run on the
  * same inputs rounded to bf16 (q, k, v, and dO for the backward): packed sequences of unequal lengths,
  * GQA, MQA, MHA, sliding window, soft-cap, chunked prefill, keys and values inside fused rows.
  * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
@@ -18,6 +18,7 @@ typedef struct {
     int64_t qlen[6], kvlen[6];
     int fused;
     double tol_o, tol_lse, tol_bwd;
+    int dv; /* value head dim; 0: hd */
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -27,17 +28,18 @@ static float *hround(size_t n, float scale) { /* random values that are exact bf
 }
 
 static void bf16_case(const bcase *a) {
-    printf("bf16 attention: %s (heads %d/%d, dim %d, causal %d, window %d, softcap %g, %d sequences)\n", a->name,
-           a->nh, a->nkv, a->hd, a->causal, a->window, a->cap, a->nseq);
+    const int dv = a->dv ? a->dv : a->hd;
+    printf("bf16 attention: %s (heads %d/%d, dims %d/%d, causal %d, window %d, softcap %g, %d sequences)\n", a->name,
+           a->nh, a->nkv, a->hd, dv, a->causal, a->window, a->cap, a->nseq);
     attn_seqs p = { 0 }; /* the descriptors point into it */
     float *gdks[6], *gdks2[6], *dkv[6], *inits[6];
     size_t kvn[6];
-    int64_t kst = (int64_t)a->nkv * a->hd;
+    int64_t kst = (int64_t)a->nkv * a->hd, vst = (int64_t)a->nkv * dv;
     for (int s = 0; s < a->nseq; s++) p.qs[s + 1] = p.qs[s] + a->qlen[s];
     int64_t Tq = p.qs[a->nseq];
     for (int s = 0; s < a->nseq; s++) {
         p.kvl[s] = a->kvlen[s];
-        kvn[s] = (size_t)(a->kvlen[s] * 2 * kst);
+        kvn[s] = (size_t)(a->kvlen[s] * (kst + vst));
         float *kv = hround(kvn[s], 1), *init = hrand(kvn[s], 1);
         float *gkv = dup_f(kv, kvn[s]), *g1 = dup_f(init, kvn[s]), *g2 = dup_f(init, kvn[s]);
         dkv[s] = clone(init, kvn[s]);
@@ -46,21 +48,21 @@ static void bf16_case(const bcase *a) {
         gdks[s] = g1;
         gdks2[s] = g2;
     }
-    int64_t stride = a->fused ? 2 * kst : kst;
-    attn_descs(&p, a->nseq, stride, stride, a->nh, a->nkv, a->hd, a->hd, a->cap, a->window, a->causal);
+    attn_descs(&p, a->nseq, a->fused ? kst + vst : kst, a->fused ? kst + vst : vst, a->nh, a->nkv, a->hd, dv, a->cap,
+               a->window, a->causal);
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
-    size_t nq = (size_t)(Tq * a->nh * a->hd), nl = (size_t)(Tq * a->nh);
-    float *q = hround(nq, 3), *o = hbuf(nq), *lse = hbuf(nl);
-    float *gq = dup_f(q, nq), *go = dup_f(o, nq), *glse = dup_f(lse, nl), *go2 = dup_f(o, nq);
+    size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
+    float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);
+    float *gq = dup_f(q, nq), *go = dup_f(o, no), *glse = dup_f(lse, nl), *go2 = dup_f(o, no);
     C->attn_fwd(o, lse, q, d);
     G->attn_fwd(go, glse, gq, gd);
     G->attn_fwd(go2, NULL, gq, gd);
-    cmp("fwd output", go, o, nq, a->tol_o);
+    cmp("fwd output", go, o, no, a->tol_o);
     cmp("fwd lse", glse, lse, nl, a->tol_lse);
-    same_bits("fwd output (lse NULL)", go, go2, nq);
-    float *dout = hround(nq, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
-    float *gdout = dup_f(dout, nq), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
-    float *go_c = dup_f(o, nq), *glse_c = dup_f(lse, nl);
+    same_bits("fwd output (lse NULL)", go, go2, no);
+    float *dout = hround(no, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
+    float *gdout = dup_f(dout, no), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
+    float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
     C->attn_bwd(dq, dout, o, lse, q, d);
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
@@ -159,6 +161,8 @@ int main(void) {
         { "GQA 6/2 hd 96 (Phi-3), window 24", 6, 2, 96, 1, 24, 0, 2, { 70, 17 }, { 70, 17 }, 0, 1e-2, 2e-4, 2e-2 },
         { "GQA 4/2 hd 256 (Gemma 2), softcap 50", 4, 2, 256, 1, 0, 50.0f, 2, { 80, 33 }, { 80, 33 }, 0, 1e-2, 2e-4,
           2e-2 },
+        { "MLA-like 4/4 dims 192/128 (DeepSeek-V2/V3)", 4, 4, 192, 1, 0, 0, 2, { 100, 20 }, { 100, 20 }, 0, 1e-2, 2e-4,
+          2e-2, 128 },
         /* not eligible (hd 72): the f32 kernels, f32 tolerances */
         { "f32 fallback: GQA 6/2 hd 72", 6, 2, 72, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
     };

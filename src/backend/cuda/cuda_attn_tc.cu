@@ -1,5 +1,5 @@
 /* bf16 tensor-core flash attention (used when the matmul precision is VC_PREC_BF16 and head_dim =
- * v_head_dim is 64, 80, 96, 128 or 256; shared memory per block stays under sm_90's 227 KiB, checked
+ * v_head_dim is 64, 80, 96, 128 or 256, or 192 / 128 as in DeepSeek's MLA; shared memory per block stays under sm_90's 227 KiB, checked
  * below). q, k, v, o, dO stay f32 in memory; each tile is rounded to bf16 (nearest
  * even) when it is copied to shared memory, products run on nvcuda::wmma 16x16x16 bf16 fragments with
  * f32 accumulators, and the softmax statistics are f32: the numerics of PyTorch's bf16 SDPA on f32
@@ -472,6 +472,7 @@ int vc_cu_attn_tc_eligible(const vc_attn_desc *d) {
     if (vc_matmul_precision() != VC_PREC_BF16 || d->page_tokens > 0) return 0;
     const char *env = getenv("VERLC_CUDA_ATTN_F32");
     if (env && atoi(env)) return 0;
+    if (d->head_dim == 192 && d->v_head_dim == 128) return 1; /* DeepSeek MLA (qk nope + rope, v) */
     if (d->head_dim != d->v_head_dim) return 0;
     switch (d->head_dim) {
     case 64: case 80: case 96: case 128: case 256: return 1; /* Qwen/LLaMA, Phi-2, Phi-3, Gemma */
@@ -485,6 +486,7 @@ void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc 
     case 80: tc_fwd<80, 80>(o, lse, q, d, op); break;
     case 96: tc_fwd<96, 96>(o, lse, q, d, op); break;
     case 128: tc_fwd<128, 128>(o, lse, q, d, op); break;
+    case 192: tc_fwd<192, 128>(o, lse, q, d, op); break;
     default: tc_fwd<256, 256>(o, lse, q, d, op); break;
     }
 }
@@ -496,6 +498,7 @@ void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const flo
     case 80: tc_bwd<80, 80>(dq, dout, lse, q, d, D, op); break;
     case 96: tc_bwd<96, 96>(dq, dout, lse, q, d, D, op); break;
     case 128: tc_bwd<128, 128>(dq, dout, lse, q, d, D, op); break;
+    case 192: tc_bwd<192, 128>(dq, dout, lse, q, d, D, op); break;
     default: tc_bwd<256, 256>(dq, dout, lse, q, d, D, op); break;
     }
 }
