@@ -6,10 +6,10 @@
 # barriers, timing, real NCCL).
 #   usage: scripts/emu-check.sh [quick|full]        (from the repository root; default quick)
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
-#   programs, runs the op-table, op and copy tests with threads in forward and in reverse order (a
-#   missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
+#   programs, runs the op-table, op, copy and f32 attention tests with threads in forward and in reverse
+#   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
 #   and test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI).
-# full: also the attention tests (f32 and bf16 tensor-core kernels; long), the sampling test (long),
+# full: also the bf16 tensor-core attention test (about 6 min), the sampling test (about 3 min),
 #   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
 # Exit status 0 when every step passed.
 set -u
@@ -33,8 +33,8 @@ step() { # name, command...
         fail=1
     fi
 }
-TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_train"
-[ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
+TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train"
+[ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
 # shellcheck disable=SC2086
 cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 || {
@@ -43,7 +43,7 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
-for t in table ops copy; do
+for t in table ops copy attn; do
     step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
     step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
 done
@@ -55,7 +55,7 @@ if [ "$MODE" = full ]; then
     step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
     # shellcheck disable=SC2086
     step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
-    for t in attn attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
+    for t in attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
 fi
 rm -f "$B/emu-step.log"
 [ $fail = 0 ] && echo "emu-check ($MODE): every step passed" || echo "emu-check ($MODE): FAILED"
