@@ -484,11 +484,12 @@ static void launch_plain(int32_t *tok, float *lp, float *lps, const float *logit
     vc_cu_scratch_free(dr);
 }
 
-/* one group of sorted rows h[0..n) whose scratch (h[n-1].off + 16 * h[n-1].cap bytes) fits the budget.
+/* one group of sorted rows h[0..n) whose scratch (h[n-1].off - h[0].off + 16 * h[n-1].cap bytes) fits the
+ * budget; their offsets are rebased onto the launch's scratch.
  * Out of device memory for the scratch is not a device error: the group is split in halves and retried,
  * and a single row that still gets no scratch is marked unsampled (token -1, the table's contract). */
-static int launch_sorted_group(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
-                               const sort_row *h, int64_t n, const float *du, const char *op) {
+static int launch_sorted_group(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V, sort_row *h,
+                               int64_t n, const float *du, const char *op) {
     int64_t base = h[0].off;
     size_t bytes = (size_t)(h[n - 1].off - base) + (size_t)16 * (size_t)h[n - 1].cap;
     char *scr = NULL;
@@ -499,22 +500,15 @@ static int launch_sorted_group(int32_t *tok, float *lp, float *lps, const float 
                    launch_sorted_group(tok, lp, lps, logits, V, h + n / 2, n - n / 2, du, op);
         return vc_cu_ok(cudaMemsetAsync(tok + h[0].first, 0xff, (size_t)h[0].n * sizeof *tok, vc_cu_stream()), op);
     }
-    sort_row *dr = (sort_row *)malloc((size_t)n * sizeof *dr), *ddr = NULL;
+    for (int64_t i = 0; i < n; i++) h[i].off -= base; /* offsets within this launch's scratch */
+    sort_row *dr = (sort_row *)vc_cu_upload(h, (size_t)n * sizeof *h, op);
     int ok = 0;
     if (dr) {
-        for (int64_t i = 0; i < n; i++) {
-            dr[i] = h[i];
-            dr[i].off -= base; /* offsets within this launch's scratch */
-        }
-        ddr = (sort_row *)vc_cu_upload(dr, (size_t)n * sizeof *dr, op);
-    } else vc_cu_fail(VC_ERR_NOMEM, op, "host row descriptors");
-    if (ddr) {
-        k_sample_sorted<<<(unsigned)n, NT, 0, vc_cu_stream()>>>(tok, lp, lps, logits, V, ddr, du, scr);
+        k_sample_sorted<<<(unsigned)n, NT, 0, vc_cu_stream()>>>(tok, lp, lps, logits, V, dr, du, scr);
         ok = vc_cu_end(op);
     }
-    free(dr);
     cudaFreeAsync(scr, vc_cu_stream());
-    vc_cu_scratch_free(ddr);
+    vc_cu_scratch_free(dr);
     return ok;
 }
 
