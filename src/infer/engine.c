@@ -292,9 +292,9 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     if (n_rows == 0) return VC_OK;
     /* the rows that sample: their hidden states, their logits (left in backend memory), the draws */
     vc_tensor *hs = vc_tensor_2d(g, n_rows, H, 0);
-    if (!hs) return vc_graph_status(g);
-    for (int r = 0; r < n_rows; r++)
-        vc_be()->d2d(hs->data + r * H, h->data + b->at[r] * H, (size_t)H * sizeof(float));
+    const int64_t *at = vc_graph_upload(g, b->at, sizeof(int64_t) * (size_t)n_rows);
+    if (!hs || !at) return vc_graph_status(g);
+    vc_be()->gather_rows(hs->data, h->data, at, n_rows, H);
     vc_tensor *z = vc_model_logits(m, g, hs);
     if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     if ((st = sample_step(g, b, z, n_rows, n_draw, cfg->vocab))) return st;

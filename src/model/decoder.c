@@ -29,6 +29,7 @@ typedef struct {
     int64_t T;
     const float *cos, *sin; /* [T, rot/2], backend memory */
     int64_t *pos;           /* [T], host */
+    const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
 } fwd_ctx;
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
@@ -124,11 +125,35 @@ static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half) {
     return VC_OK;
 }
 
+/* paged cache: where each new token's keys/values go. Page p holds layer l's rows of its tokens at
+ * pool + (p * n_layer + l) * P * row, so one offset per token serves every layer (plus l * P * row),
+ * and each layer's append is one scatter for the whole batch. Uploaded once per forward. */
+static vc_status paged_offsets(fwd_ctx *f) {
+    const vc_kv_pages *kv = f->paged;
+    int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
+    int64_t *off = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(f->T ? f->T : 1), 0);
+    if (!off) return vc_graph_status(f->g);
+    for (int s = 0; s < f->b->n_seq; s++) {
+        int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kv->len[s];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t page = kv->table[s][(at + i) / P];
+            off[t0 + i] = (page * nl * P + (at + i) % P) * row;
+        }
+    }
+    f->kv_off = vc_graph_upload(f->g, off, sizeof(int64_t) * (size_t)f->T);
+    return f->kv_off || !f->T ? VC_OK : vc_graph_status(f->g);
+}
+
 /* paged cache: write the new keys/values into the sequences' pages, then attend over the pages */
 static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor *q, vc_tensor *k, vc_tensor *v) {
     const vc_kv_pages *kv = f->paged;
     int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
+    if (f->T > 0) {
+        float *base = kv->pool + (size_t)layer * (size_t)(P * row);
+        vc_be()->scatter_rows(base, f->kv_off, k->data, kw, f->T, kw);
+        vc_be()->scatter_rows(base + kw, f->kv_off, v->data, vw, f->T, vw);
+    }
     int64_t shape[3] = { f->T, d->n_head, d->v_head_dim };
     vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d->n_seq, 0);
@@ -142,14 +167,6 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
         for (int64_t i = 0; i < npg; i++) {
             kp[i] = kv->pool + ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
             kp[npg + i] = kp[i] + kw;
-        }
-        /* the new tokens, one run of consecutive rows per page they fall in */
-        for (int64_t i = 0, run; i < n; i += run) {
-            int64_t in_page = (at + i) % P;
-            run = P - in_page < n - i ? P - in_page : n - i;
-            float *dst = (float *)kp[(at + i) / P] + in_page * row;
-            copy_rows(dst, row, k->data + (t0 + i) * kw, kw, run, kw);
-            copy_rows(dst + kw, row, v->data + (t0 + i) * vw, vw, run, vw);
         }
         pp[s] = kp;
         pp[d->n_seq + s] = kp + npg;
@@ -381,7 +398,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (rope_tables(&f) == VC_OK) {
+    if (rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK)) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);

@@ -135,6 +135,10 @@ typedef struct vc_backend {
     void (*embed_bwd)(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
     /* row gather: dst[r] = src[idx[r]], r in [0, R), rows of H (idx backend memory, int64) */
     void (*gather_rows)(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+    /* row scatter: dst[off[r] + c] = src[r*sld + c], r in [0, R), c in [0, C) (off backend memory, int64
+     * offsets in floats; destination rows must not overlap). The KV append of a paged cache: one call per
+     * layer for the whole batch, however many sequences and pages it spans. */
+    void (*scatter_rows)(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
     /* MoE combine with inv[t*K + k] = grouped row of token t's k-th choice:
      * fwd y[t] = sum_k w[t*K+k] Y[inv[t*K+k]] (k ascending);  bwd dY[inv] = w dy[t], dw[t*K+k] = dy[t].Y[inv];
      * scatter dx[t] += sum_k dX[inv[t*K+k]] (k ascending) */

@@ -155,7 +155,7 @@ static void test_table_complete(void) {
     HAS(lm_head_fwd); HAS(lm_head_bwd); HAS(route_fwd); HAS(route_bwd); HAS(fill); HAS(axpy); HAS(add);
     HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
     HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
-    HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
+    HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
     HAS(moe_scatter_add); HAS(adamw); HAS(sumsq);
 #undef HAS
     CHECK(G->host_visible == 0);
@@ -338,6 +338,17 @@ static void test_embed_moe(void) {
     PICK(gather_rows)(gat, src, inv, G_, Hm);
     G->gather_rows(ggat, gsrc, ginv, G_, Hm);
     cmpb("gather_rows (int64 index)", ggat, gat, (size_t)(G_ * Hm), 0);
+    {   /* scatter: the rows' first Hm - 3 columns to permuted slots of a wider buffer (the paged KV append) */
+        int64_t ld = Hm + 9, Cs = Hm - 3;
+        int64_t *off = (int64_t *)calloc((size_t)G_, 8);
+        for (int64_t r = 0; r < G_; r++) off[r] = inv[r] * ld + 5;
+        int64_t *goff = (int64_t *)dcopy(off, (size_t)G_ * 8);
+        float *sc = hrand((size_t)(G_ * ld), 1), *gsc = dup_f(sc, (size_t)(G_ * ld));
+        for (int64_t r = 0; r < G_; r++) memcpy(sc + off[r], src + r * Hm, (size_t)Cs * 4);
+        G->scatter_rows(gsc, goff, gsrc, Hm, G_, Cs);
+        cmpb("scatter_rows (int64 offsets, strided source)", gsc, sc, (size_t)(G_ * ld), 0);
+        free(off);
+    }
     float *ym = hbuf((size_t)(Tm * Hm)), *gym = dalloc((size_t)(Tm * Hm) * 4);
     PICK(moe_combine_fwd)(ym, Y, w, inv, Tm, K, Hm);
     G->moe_combine_fwd(gym, gY, gw, ginv, Tm, K, Hm);

@@ -185,6 +185,19 @@ static void test_gather_moe(void) {
     B->gather_rows(dy, dgy, dtok, T * K, H);
     for (int r = 0; r < T * K; r++) memcpy(ref + r * H, gy + tok[r] * H, H * 4);
     SAME(dy, ref, T * K * H, 0, "gather_rows");
+    {   /* scatter rows of gy (C of its H columns) to permuted, strided slots of a bigger buffer */
+        enum { LD = H + 7, C = H - 3 };
+        int64_t off[T];
+        for (int t = 0; t < T; t++) off[t] = (int64_t)((t * 17 + 5) % T) * LD + 2;
+        float *big = hrand(T * LD), *dbig = up(big, T * LD * 4), *sref = malloc(T * LD * 4);
+        int64_t *doff = up(off, sizeof off);
+        memcpy(sref, big, T * LD * 4);
+        for (int t = 0; t < T; t++) memcpy(sref + off[t], gy + t * H, C * 4);
+        B->scatter_rows(dbig, doff, dgy, H, T, C);
+        SAME(dbig, sref, T * LD, 0, "scatter_rows");
+        free(big); free(sref);
+        B->free(dbig); B->free(doff);
+    }
     /* combine: Y = the gathered rows, weights w, inv = perm */
     float *Y = down(dy, T * K * H), *w = hrand(T * K), *out = malloc(T * H * 4), *dw = malloc(T * K * 4);
     float *dwd = up(w, T * K * 4), *dout = vc_be()->alloc(T * H * 4), *ddw = vc_be()->alloc(T * K * 4);

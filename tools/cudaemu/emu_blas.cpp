@@ -88,6 +88,7 @@ static cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t
     if (!operand_ok(call, "A", A, at, ar, ac, lda) || !operand_ok(call, "B", B, bt, br, bc, ldb) ||
         !operand_ok(call, "C", C, CUDA_R_32F, m, n, ldc))
         return CUBLAS_STATUS_INVALID_VALUE;
+    vc_emu_count(VC_EMU_GEMM);
     vc_emu_enqueue([=]() {
         if (beta == 0.0f) /* C is not read when beta is 0 (it may hold NaN) */
             for (int c = 0; c < n; c++) memset(C + (size_t)c * ldc, 0, sizeof(float) * (size_t)m);

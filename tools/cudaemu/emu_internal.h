@@ -25,4 +25,9 @@ void vc_emu_stream_pending(cudaStream_t s, std::function<int(int)> poll);
 /* host copies into and out of emulated device memory (the region opened for the copy) */
 void vc_emu_dev_write(void *dst, const void *src, size_t n);
 void vc_emu_dev_read(void *dst, const void *src, size_t n);
+/* operation counts (emu_stats.cpp, VC_EMU_STATS=1) */
+void vc_emu_count_launch(const char *name);
+void vc_emu_count_copy(int kind, size_t bytes); /* cudaMemcpyKind */
+enum { VC_EMU_MEMSET, VC_EMU_GEMM, VC_EMU_SYNC };
+void vc_emu_count(int what);
 #endif

@@ -215,6 +215,7 @@ extern "C" void vc_emu_flush(void) {
 }
 
 static cudaError_t flushed(void) { /* the status of a synchronising call */
+    vc_emu_count(VC_EMU_SYNC);
     vc_emu_flush();
     return g_sticky;
 }
@@ -262,6 +263,7 @@ void vc_emu_submit(const char *name, const void *fn, vc_emu_cfg c, vc_emu_task *
         return;
     }
     region_init();
+    vc_emu_count_launch(name);
     if (bad_args)
         vc_emu_enqueue([name]() {
             fprintf(stderr, "cuda emulator: kernel %s faults (illegal address): the context is lost\n", name);
@@ -536,6 +538,7 @@ static cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kin
     if ((dd && !vc_emu_dev_range(dst, n)) || (sd && !vc_emu_dev_range(src, n)))
         return vc_emu_error(cudaErrorInvalidValue, "cudaMemcpy %s of %zu bytes: the %s range leaves its allocation", kind_name(kind),
                             n, dd && !vc_emu_dev_range(dst, n) ? "destination" : "source");
+    vc_emu_count_copy((int)kind, n);
     if (kind == cudaMemcpyHostToDevice && !vc_emu_is_pinned(src)) { /* pageable: read the source now */
         std::shared_ptr<std::vector<char>> tmp(new std::vector<char>((const char *)src, (const char *)src + n));
         vc_emu_enqueue([dst, tmp]() { memcpy(dst, tmp->data(), tmp->size()); });
@@ -555,6 +558,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemsetAsync(void *dst, int v, size_t bytes, cudaStream_t) {
     if (!bytes) return cudaSuccess;
     if (!vc_emu_dev_range(dst, bytes)) return vc_emu_error(cudaErrorInvalidValue, "cudaMemset of %zu bytes at %p: not inside one allocation", bytes, dst);
+    vc_emu_count(VC_EMU_MEMSET);
     vc_emu_enqueue([dst, v, bytes]() { memset(dst, v, bytes); });
     return cudaSuccess;
 }

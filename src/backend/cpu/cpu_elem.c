@@ -223,6 +223,15 @@ void vc_cpu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_
     rows_run(&c, H);
 }
 
+static void scatter_rows_f(const rows_ctx *c, int64_t r) {
+    memcpy(c->y + c->idx[r], c->x + r * c->sld, (size_t)c->C * sizeof(float));
+}
+void vc_cpu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    if (C <= 0) return;
+    rows_ctx c = { .fn = scatter_rows_f, .R = R, .C = C, .y = dst, .x = src, .idx = off, .sld = sld };
+    rows_run(&c, C);
+}
+
 /* ---- MoE combine / scatter, one token per row; inv is a permutation of the grouped rows ---- */
 static void combine_f(const rows_ctx *c, int64_t t) {
     float *y = c->y + t * c->C;

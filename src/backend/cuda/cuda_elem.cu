@@ -286,6 +286,16 @@ void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t
     vc_cu_end("gather_rows");
 }
 
+/* ---- row scatter (the paged KV append) ---- */
+__global__ void k_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    GRID_LOOP(i, R * C) dst[off[i / C] + i % C] = src[(i / C) * sld + i % C];
+}
+void vc_cu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    if (!vc_cu_begin("scatter_rows") || R <= 0 || C <= 0) return;
+    k_scatter_rows<<<LAUNCH(R * C)>>>(dst, off, src, sld, R, C);
+    vc_cu_end("scatter_rows");
+}
+
 /* ---- MoE combine / scatter (inv[t*K + k]: grouped row of token t's k-th choice) ---- */
 __global__ void k_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                                   int64_t H) {

@@ -573,6 +573,7 @@ static vc_backend make_cuda_backend(void) {
     b.embed_fwd = vc_cu_embed_fwd;
     b.embed_bwd = vc_cu_embed_bwd;
     b.gather_rows = vc_cu_gather_rows;
+    b.scatter_rows = vc_cu_scatter_rows;
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
     b.moe_scatter_add = vc_cu_moe_scatter_add;

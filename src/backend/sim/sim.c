@@ -291,6 +291,7 @@ static const vc_backend SIM = {
     .embed_fwd = vc_sim_embed_fwd,
     .embed_bwd = vc_sim_embed_bwd,
     .gather_rows = vc_sim_gather_rows,
+    .scatter_rows = vc_sim_scatter_rows,
     .moe_combine_fwd = vc_sim_moe_combine_fwd,
     .moe_combine_bwd = vc_sim_moe_combine_bwd,
     .moe_scatter_add = vc_sim_moe_scatter_add,

@@ -165,6 +165,15 @@ void vc_sim_gather_rows(float *dst, const float *src, const int64_t *idx, int64_
     vc_cpu_gather_rows(Dd, S, I, R, H);
 }
 
+void vc_sim_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    SIM_BEGIN("scatter_rows");
+    float *Dd = D(dst);
+    const float *S = D(src);
+    const int64_t *O = D(off);
+    SIM_END;
+    vc_cpu_scatter_rows(Dd, O, S, sld, R, C);
+}
+
 void vc_sim_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                             int64_t H) {
     SIM_BEGIN("moe_combine_fwd");
