@@ -129,8 +129,10 @@ int vc_bench_generate(int argc, char **argv) {
         return 1;
     }
     const vc_model_config *c = vc_model_cfg(m);
-    /* a step reads every weight except the untied input embedding (only the looked-up rows) */
-    double wbytes = 4.0 * (double)vc_model_param_count(m) - (c->tied ? 0.0 : 4.0 * (double)(c->vocab * c->hidden));
+    /* a step reads every weight except the untied input embedding (only the looked-up rows): as f32, or
+     * as bf16 on a GPU with bf16 matmuls (the rollout engine's bf16 weight copies) */
+    double wb = vc_device_is_gpu() && vc_matmul_precision() == VC_PREC_BF16 ? 2.0 : 4.0;
+    double wbytes = wb * (double)vc_model_param_count(m) - (c->tied ? 0.0 : wb * (double)(c->vocab * c->hidden));
     double kv_tok = 4.0 * (double)vc_kv_row_floats(m) * (double)c->n_layer;
     printf("model %s: %.1f M parameters, %.2f GB of weights read per decode step, %.1f KB of KV per token "
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
@@ -160,7 +162,9 @@ int vc_bench_generate(int argc, char **argv) {
             double tps = s.decode_only_seconds > 0 ? s.decode_only_tokens / s.decode_only_seconds : 0;
             double bytes = wbytes + kv_tok * B * (prompt + n_new / 2.0);
             double roof = peak / bytes * B;
-            printf("%6d %12.2f %14.2f %12.2f GB %7.0f%%\n", B, tps, roof, bytes / 1e9, 100.0 * tps / roof);
+            printf("%6d %12.2f %14.2f %12.2f GB %7.0f%%", B, tps, roof, bytes / 1e9, 100.0 * tps / roof);
+            if (s.weight_copy_hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)s.weight_copy_hits);
+            printf("\n");
             fflush(stdout);
         }
         vc_rollout_samples_free(out, n_out);

@@ -61,6 +61,15 @@ const struct vc_backend *vc_backend_cuda(void);
 /* C[M,N] (f32) = alpha * op(A) op(B) + beta * C with A, B bf16 (uint16 bit patterns), f32 accumulation. */
 vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                             int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* bf16 copies of weight matrices for the bf16 matmul precision (the rollout engine, around one
+ * generate call): packs the row-major device matrices w[i] (rows[i] x cols[i]) once, and until
+ * vc_cuda_bf16_shadow_drop() a bf16 GEMM whose operand is one of them, or a run of its rows at the
+ * same leading dimension, reads that copy instead of rounding the f32 weights again on every call
+ * (the same bits: both round to nearest even). The caller promises the weights do not change
+ * meanwhile. Out of device memory: VC_ERR_NOMEM and nothing registered (GEMMs round as before). */
+vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
+void vc_cuda_bf16_shadow_drop(void);
+int vc_cuda_bf16_shadow_hits(void); /* GEMM operands served from the copies since the last add */
 /* dst[n] = bf16(src[n]), round to nearest even (device arrays) */
 vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 

@@ -65,6 +65,7 @@ typedef struct vc_rollout_stats {
     int64_t decode_only_tokens; /* rows of steps that computed no prefill tokens ... */
     double decode_only_seconds; /* ... and the time those steps took (decode throughput) */
     double seconds;
+    int64_t weight_copy_hits; /* bf16 GEMM operands read from the call's bf16 weight copies (cuda, bf16) */
 } vc_rollout_stats;
 
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);

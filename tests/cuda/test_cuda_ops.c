@@ -63,6 +63,48 @@ static void test_gemm_bf16(void) {
     cmp("gemm bf16 96x200x512 tb=1", dC, Cm, (size_t)(M * N), 1e-3);
 }
 
+/* bf16 weight copies: a GEMM that reads a registered weight (whole, or a run of its rows such as an LM
+ * head chunk) gives the same bits as one that rounds it on the fly; other operands are not served */
+static void test_bf16_copies(void) {
+    printf("bf16 weight copies (vc_cuda_bf16_shadow_add)\n");
+    int64_t M = 40, N = 300, K = 192, R = 120;
+    float *A = hrand((size_t)(M * K), 1), *W = hrand((size_t)(N * K), 1), *W2 = hrand((size_t)(K * R), 1);
+    float *dA = dup_f(A, M * K), *dW = dup_f(W, N * K), *dW2 = dup_f(W2, K * R);
+    float *c0 = dalloc((size_t)(M * N) * 4), *c1 = dalloc((size_t)(M * N) * 4);
+    int prev = vc_matmul_precision();
+    vc_set_matmul_precision(VC_PREC_BF16);
+    float *c2 = dalloc((size_t)(M * N) * 4), *c3 = dalloc((size_t)(M * N) * 4);
+    float *ref[4], *got[4];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            const float *ws[2] = { dW, dW2 };
+            int64_t rows[2] = { N, K }, cols[2] = { K, R };
+            CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, cols, 2));
+        }
+        G->gemm(0, 1, M, N, K, 1.0f, dA, K, dW, K, 0.0f, c0, N);                          /* whole */
+        G->gemm(0, 1, M, 100, K, 0.5f, dA, K, dW + 150 * K, K, 0.0f, c0 + 150, N);        /* rows 150..249 */
+        G->gemm(0, 0, M, R, K, 1.0f, dA, K, dW2, R, 0.0f, c1, R);                         /* tb = 0 */
+        G->gemm(0, 1, M, 64, 100, 1.0f, dA, K, dW + 5, K, 0.0f, c2, N);                   /* a column block */
+        G->gemm(0, 1, M, 50, 96, 1.0f, dA, K, dW, 96, 0.0f, c3, N);   /* another leading dimension: not served */
+        float **dst = pass ? got : ref;
+        float *dev[4] = { c0, c1, c2, c3 };
+        for (int i = 0; i < 4; i++) {
+            dst[i] = hbuf((size_t)(M * N));
+            CHECK_OK(vc_cuda_d2h(dst[i], dev[i], (size_t)(M * (i == 1 ? R : N)) * 4));
+        }
+    }
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "4 operands served from the copies (got %d)", vc_cuda_bf16_shadow_hits());
+    const char *what[4] = { "whole weight and a run of its rows", "tb=0", "a column block", "another ld" };
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG(memcmp(got[i], ref[i], (size_t)(M * (i == 1 ? R : N)) * 4) == 0,
+                  "bf16 GEMM with registered copies differs from rounding on the fly: %s", what[i]);
+    vc_cuda_bf16_shadow_drop();
+    G->gemm(0, 1, M, N, K, 1.0f, dA, K, dW, K, 0.0f, c0, N);
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "dropped copies are not used");
+    CHECK_OK(vc_cuda_sync());
+    vc_set_matmul_precision(prev);
+}
+
 /* ---- norms ---- */
 static void test_norms(void) {
     printf("rmsnorm / layernorm\n");
@@ -324,6 +366,7 @@ int main(void) {
     CHECK(G != NULL && strcmp(G->name, "cuda") == 0);
     test_gemm();
     test_gemm_bf16();
+    test_bf16_copies();
     check_sticky("gemm");
     release_all();
     test_norms();

@@ -128,6 +128,7 @@ vc_status vc_cuda_init(int device) {
 void vc_cuda_shutdown(void) {
     pthread_mutex_lock(&g_lock);
     if (g_ready) {
+        vc_cuda_bf16_shadow_drop();
         cudaStreamSynchronize(g_stream);
         stage_free();
         cublasDestroy(g_blas);
@@ -427,21 +428,85 @@ __global__ void k_pack_bf16(__nv_bfloat16 *dst, const float *src, int64_t rows, 
         dst[i] = __float2bfloat16_rn(src[(i / cols) * ld + i % cols]);
 }
 
-/* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch, then a bf16 x bf16
- * GEMM with f32 accumulation and an f32 C (alpha and beta applied in f32), as torch autocast does. */
+/* ---- bf16 weight copies (vc_cuda_bf16_shadow_add) ---- */
+struct bf16_copy {
+    const float *w;
+    int64_t rows, cols;
+    __nv_bfloat16 *h;
+};
+static bf16_copy *g_sh;
+static int g_nsh, g_sh_hits;
+static __nv_bfloat16 *g_sh_mem;
+
+void vc_cuda_bf16_shadow_drop(void) {
+    if (g_sh_mem) vc_cu_scratch_free(g_sh_mem);
+    free(g_sh);
+    g_sh = NULL;
+    g_sh_mem = NULL;
+    g_nsh = 0;
+}
+
+int vc_cuda_bf16_shadow_hits(void) { return g_sh_hits; }
+
+vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n) {
+    const char *op = "bf16 weight copies";
+    vc_cuda_bf16_shadow_drop();
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (size_t)(rows[i] * cols[i]);
+    if (!total) return VC_OK;
+    void *mem = NULL;
+    bf16_copy *sh = (bf16_copy *)calloc((size_t)n, sizeof *sh);
+    if (!sh || cudaMallocAsync(&mem, total * 2, g_stream) != cudaSuccess) { /* not sticky: GEMMs pack as before */
+        cudaGetLastError();
+        free(sh);
+        return vc_fail(VC_ERR_NOMEM, "cuda: %s: no room for %.1f MiB", op, total * 2 / 1048576.0);
+    }
+    __nv_bfloat16 *at = (__nv_bfloat16 *)mem;
+    for (int i = 0; i < n; i++) {
+        sh[i] = bf16_copy{ w[i], rows[i], cols[i], at };
+        if (rows[i] * cols[i] > 0)
+            k_pack_bf16<<<vc_cu_blocks(rows[i] * cols[i], 256), 256, 0, g_stream>>>(at, w[i], rows[i], cols[i], cols[i]);
+        at += rows[i] * cols[i];
+    }
+    g_sh = sh;
+    g_nsh = n;
+    g_sh_mem = (__nv_bfloat16 *)mem;
+    g_sh_hits = 0;
+    return vc_cu_end(op) ? VC_OK : vc_cuda_error();
+}
+
+/* the bf16 copy of the r x c operand at p (leading dimension ld): a run of rows of a registered matrix */
+static const __nv_bfloat16 *shadow_of(const float *p, int64_t r, int64_t c, int64_t ld) {
+    for (int i = 0; i < g_nsh; i++) {
+        const bf16_copy &s = g_sh[i];
+        uintptr_t a = (uintptr_t)p, b = (uintptr_t)s.w;
+        if (a < b || a >= b + (uintptr_t)(s.rows * s.cols) * sizeof(float) || ld != s.cols) continue;
+        int64_t off = p - s.w;
+        if (off % s.cols + c > s.cols || off / s.cols + r > s.rows) return NULL;
+        g_sh_hits++;
+        return s.h + off;
+    }
+    return NULL;
+}
+
+/* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch (or read from a
+ * registered bf16 copy of a weight), then a bf16 x bf16 GEMM with f32 accumulation and an f32 C (alpha
+ * and beta applied in f32), as torch autocast does. */
 static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                          const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op) {
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    __nv_bfloat16 *a16 = (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
-    __nv_bfloat16 *b16 = a16 ? (__nv_bfloat16 *)vc_cu_scratch((size_t)(br * bc) * 2, op) : NULL;
+    const __nv_bfloat16 *sa = shadow_of(A, ar, ac, lda), *sb = shadow_of(B, br, bc, ldb);
+    __nv_bfloat16 *a16 = sa ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
+    __nv_bfloat16 *b16 = sb || (!sa && !a16) ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(br * bc) * 2, op);
     int ok = 0;
-    if (a16 && b16) {
-        k_pack_bf16<<<vc_cu_blocks(ar * ac, 256), 256, 0, g_stream>>>(a16, A, ar, ac, lda);
-        k_pack_bf16<<<vc_cu_blocks(br * bc, 256), 256, 0, g_stream>>>(b16, B, br, bc, ldb);
+    if ((sa || a16) && (sb || b16)) {
+        if (a16) k_pack_bf16<<<vc_cu_blocks(ar * ac, 256), 256, 0, g_stream>>>(a16, A, ar, ac, lda);
+        if (b16) k_pack_bf16<<<vc_cu_blocks(br * bc, 256), 256, 0, g_stream>>>(b16, B, br, bc, ldb);
         cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                        (int)N, (int)M, (int)K, &alpha, b16, CUDA_R_16BF, (int)bc, a16, CUDA_R_16BF,
-                                        (int)ac, &beta, C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT);
+                                        (int)N, (int)M, (int)K, &alpha, sb ? sb : b16, CUDA_R_16BF, (int)(sb ? ldb : bc),
+                                        sa ? sa : a16, CUDA_R_16BF, (int)(sa ? lda : ac), &beta, C, CUDA_R_32F,
+                                        (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         ok = vc_cu_blas_ok(s, op) && vc_cu_end(op);
     }
     vc_cu_scratch_free(a16);
