@@ -106,6 +106,7 @@ void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64
 vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
 /* paged attention forward (cuda_paged.cu), called by vc_cu_attn_fwd when d->page_tokens > 0 */
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+void vc_cu_paged_release(void); /* frees the cached page table (shutdown) */
 
 /* bf16 tensor-core flash attention (cuda_attn_tc.cu): eligible when the matmul precision is bf16,
  * keys are not paged and head_dim == v_head_dim in {64, 128} (VERLC_CUDA_ATTN_F32=1 turns it off);

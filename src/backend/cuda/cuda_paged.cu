@@ -1,12 +1,15 @@
 /* Attention forward over paged keys/values (vc_attn_desc.page_tokens > 0; the rollout engine's decode
  * and chunked prefill): key j of sequence s sits at k_pages[s][j / P] + (j % P) * k_stride. The host
- * page-pointer arrays are flattened into one table and uploaded with a per-sequence table and a
- * row -> sequence map. One block of PW warps per (query row, head): warp w takes keys j0 + w,
+ * page-pointer arrays become offsets from the lowest key (value) page pointer, flattened into one table
+ * with a per-sequence table and a row -> sequence map. The rollout engine's layers differ only in
+ * that base (a page holds every layer's rows), so every layer of a step builds the same table: it is
+ * uploaded once, and re-uploaded only when its bytes change. One block of PW warps per (query row, head): warp w takes keys j0 + w,
  * j0 + w + PW, ... with its own online softmax (lanes split the head dimension), and the warps' partials
  * are merged in warp order, so a row's output depends only on that row, never on the batch around it. */
 #include "cuda_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define PW 4
 
@@ -17,7 +20,8 @@ struct pseq {
 struct paged_params {
     const pseq *seq;
     const int32_t *row_seq; /* [rows] */
-    const float *const *kp, *const *vp;
+    const int64_t *kp, *vp; /* page offsets (floats) from kbase / vbase */
+    const float *kbase, *vbase;
     int64_t row0, P, kstride, vstride;
     int nh, nkv, hd, dv, window, causal;
     float scale, cap;
@@ -37,8 +41,8 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     float m = -INFINITY, l = 0, acc[8];
     for (int c = 0; c < 8; c++) acc[c] = 0;
     for (int64_t j = j0 + warp; j < j1; j += PW) {
-        const float *k = p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
-        const float *v = p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
+        const float *k = p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
+        const float *v = p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
         float dot = 0;
         for (int c = lane; c < p.hd; c += 32) dot += qs[c] * k[c];
         dot = vc_warp_sum(dot);
@@ -73,7 +77,36 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
 }
 
-/* host tables: [pseq x n_seq][k pointers][v pointers][row -> sequence] in one upload */
+/* the last table uploaded (host bytes and device copy): reused while a step's layers ask for the same */
+static char *g_tab_host, *g_tab_dev;
+static size_t g_tab_bytes;
+
+void vc_cu_paged_release(void) {
+    vc_cu_scratch_free(g_tab_dev);
+    free(g_tab_host);
+    g_tab_host = g_tab_dev = NULL;
+    g_tab_bytes = 0;
+}
+
+/* the device copy of host table h (bytes); h is kept (the cache takes it) or freed */
+static char *table_upload(char *h, size_t bytes, const char *op) {
+    if (g_tab_dev && bytes == g_tab_bytes && !memcmp(h, g_tab_host, bytes)) {
+        free(h);
+        return g_tab_dev;
+    }
+    vc_cu_paged_release();
+    char *dev = (char *)vc_cu_upload(h, bytes, op);
+    if (!dev) {
+        free(h);
+        return NULL;
+    }
+    g_tab_host = h;
+    g_tab_dev = dev;
+    g_tab_bytes = bytes;
+    return dev;
+}
+
+/* host tables: [pseq x n_seq][k offsets][v offsets][row -> sequence] in one upload */
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -83,34 +116,42 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     }
     int64_t npg = 0;
     for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
-    size_t seq_b = (size_t)d->n_seq * sizeof(pseq), ptr_b = (size_t)npg * sizeof(float *);
+    size_t seq_b = (size_t)d->n_seq * sizeof(pseq), ptr_b = (size_t)npg * sizeof(int64_t);
     size_t bytes = seq_b + 2 * ptr_b + (size_t)rows * sizeof(int32_t);
     char *h = (char *)malloc(bytes);
     if (!h) {
         vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host page table");
         return;
     }
+    memset(h, 0, bytes); /* padding bytes too: the table is compared bytewise */
     pseq *sq = (pseq *)h;
-    const float **kp = (const float **)(h + seq_b), **vp = (const float **)(h + seq_b + ptr_b);
+    int64_t *kp = (int64_t *)(h + seq_b), *vp = (int64_t *)(h + seq_b + ptr_b);
     int32_t *rs = (int32_t *)(h + seq_b + 2 * ptr_b);
+    const float *kbase = NULL, *vbase = NULL;
+    for (int s = 0; s < d->n_seq; s++)
+        for (int64_t i = 0, n = (d->kv_len[s] + P - 1) / P; i < n; i++) {
+            if (!kbase || d->k_pages[s][i] < kbase) kbase = d->k_pages[s][i];
+            if (!vbase || d->v_pages[s][i] < vbase) vbase = d->v_pages[s][i];
+        }
     int64_t at = 0;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = (d->kv_len[s] + P - 1) / P;
         sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
         for (int64_t i = 0; i < n; i++) {
-            kp[at + i] = d->k_pages[s][i];
-            vp[at + i] = d->v_pages[s][i];
+            kp[at + i] = d->k_pages[s][i] - kbase;
+            vp[at + i] = d->v_pages[s][i] - vbase;
         }
         at += n;
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
     }
-    char *dev = (char *)vc_cu_upload(h, bytes, op);
-    free(h);
+    char *dev = table_upload(h, bytes, op);
     if (!dev) return;
     paged_params p;
     p.seq = (const pseq *)dev;
-    p.kp = (const float *const *)(dev + seq_b);
-    p.vp = (const float *const *)(dev + seq_b + ptr_b);
+    p.kp = (const int64_t *)(dev + seq_b);
+    p.vp = (const int64_t *)(dev + seq_b + ptr_b);
+    p.kbase = kbase ? kbase : q; /* no pages: no key is read */
+    p.vbase = vbase ? vbase : q;
     p.row_seq = (const int32_t *)(dev + seq_b + 2 * ptr_b);
     p.row0 = row0;
     p.P = P;
@@ -126,5 +167,4 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.cap = d->softcap;
     k_attn_paged<<<dim3((unsigned)rows, (unsigned)d->n_head), PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p);
     vc_cu_end(op);
-    vc_cu_scratch_free(dev);
 }

@@ -129,6 +129,7 @@ void vc_cuda_shutdown(void) {
     pthread_mutex_lock(&g_lock);
     if (g_ready) {
         vc_cuda_bf16_shadow_drop();
+        vc_cu_paged_release();
         cudaStreamSynchronize(g_stream);
         stage_free();
         cublasDestroy(g_blas);
