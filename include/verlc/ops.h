@@ -24,6 +24,10 @@ vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b
  * vc_graph_upload or a model's backend buffers); they must stay valid until backward has run */
 vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
                       int interleaved);
+/* The same, rotating x's own data when g records no tape (inference: no copy); x must be a temporary
+ * that nothing reads afterwards. With a tape it is vc_op_rope. */
+vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
+                           int interleaved);
 /* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
 vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d);
 vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);

@@ -227,8 +227,8 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
         k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
     }
-    q = vc_op_rope(g, reshape3(g, q, T, nh, hd), f->cos, f->sin, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
-    k = vc_op_rope(g, reshape3(g, k, T, nkv, hd), f->cos, f->sin, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    q = vc_op_rope_temp(g, reshape3(g, q, T, nh, hd), f->cos, f->sin, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
+    k = vc_op_rope_temp(g, reshape3(g, k, T, nkv, hd), f->cos, f->sin, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
     return vc_op_linear(g, reshape3(g, o, T, 1, nh * hd), vc_w(m, l, VC_W_O), vc_w(m, l, VC_W_O_B));
@@ -255,8 +255,8 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *v = vc_op_slice_cols(g, kv, dn + dv, dn, dn + dv);        /* [T * nh, dv] */
     vc_tensor *qnope = vc_op_slice_cols(g, q, dn + dr, 0, dn);
     vc_tensor *qpe = vc_op_slice_cols(g, q, dn + dr, dn, dn + dr);
-    qpe = vc_op_rope(g, qpe, f->cos, f->sin, (int)nh, (int)dr, (int)dr, c->rope_interleaved);
-    kpe = vc_op_rope(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
+    qpe = vc_op_rope_temp(g, qpe, f->cos, f->sin, (int)nh, (int)dr, (int)dr, c->rope_interleaved);
+    kpe = vc_op_rope_temp(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
     vc_tensor *qq = vc_op_concat_cols(g, qnope, dn, qpe, dr, 1);
     vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
     vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);

@@ -91,6 +91,13 @@ vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *
     return y;
 }
 
+vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
+                           int interleaved) {
+    if (!x || vc_graph_grad_enabled(g)) return vc_op_rope(g, x, cos, sin, nh, hd, rot, interleaved);
+    vc_be()->rope(x->data, cos, sin, x->n / ((int64_t)nh * hd), nh, hd, rot, interleaved, 1);
+    return x;
+}
+
 /* ---- attention ---- */
 typedef struct {
     vc_attn_desc d;
