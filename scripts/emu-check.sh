@@ -8,7 +8,8 @@
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
 #   programs, runs the op-table, op, copy and f32 attention tests with threads in forward and in reverse
 #   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
-#   and test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI).
+#   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI), and a short
+#   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
 # full: also the bf16 tensor-core attention test (about 6 min), the sampling test (about 3 min),
 #   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
 # Exit status 0 when every step passed.
@@ -50,6 +51,17 @@ done
 # shellcheck disable=SC2086
 step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
 step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
+# the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
+# that reads the bf16 weight copies
+profile_check() {
+    VERLC_CUDA_PROFILE=1 VC_EMU_STATS=1 "$B/verlc" bench generate --config "$SHARED/fixtures/models/qwen2/config.json" \
+        --batch 16 --prompt 16 --new 8 --device cuda --precision bf16 >"$B/emu-prof.log" 2>&1 || return 1
+    cat "$B/emu-prof.log"
+    grep -q "cuda profile: [0-9]* ops" "$B/emu-prof.log" && grep -q "attention forward" "$B/emu-prof.log" &&
+        grep -q "GEMM operands from bf16 weight copies" "$B/emu-prof.log" &&
+        grep -q "cudaemu stats: [0-9]* kernel launches" "$B/emu-prof.log"
+}
+step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
 if [ "$MODE" = full ]; then
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
@@ -57,6 +69,6 @@ if [ "$MODE" = full ]; then
     step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
     for t in attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
 fi
-rm -f "$B/emu-step.log"
+rm -f "$B/emu-step.log" "$B/emu-prof.log"
 [ $fail = 0 ] && echo "emu-check ($MODE): every step passed" || echo "emu-check ($MODE): FAILED"
 exit $fail

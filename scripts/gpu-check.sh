@@ -368,6 +368,18 @@ bench_model() { # config name
     step "bench generate $1 bf16 (batch 256, 128 + 256)" 60 "$BIN" bench generate --config "$CFG" --batch 256 \
         --prompt 128 --new 256 $P
 }
+# Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host
+# waits: a low figure means the host, not the GPU, is the limit), short runs on the 0.5B shape.
+profile_model() { # config name
+    local CFG="$VERLC_SHARED/configs/$1.json" P="--device cuda --precision bf16"
+    [ -f "$CFG" ] || return 0
+    # shellcheck disable=SC2086
+    step "profile: bench train $1 bf16 (16 x 512, 2 iterations)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench train \
+        --config "$CFG" --tokens 8192 --seqs 16 --iters 2 $P
+    # shellcheck disable=SC2086
+    step "profile: bench generate $1 bf16 (batch 256, 128 + 32)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench generate \
+        --config "$CFG" --batch 256 --prompt 128 --new 32 $P
+}
 if [ $built = 1 ] && [ -x "$BIN" ]; then
     MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null)
     [ -z "$MODELS" ] && say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
@@ -375,6 +387,7 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
     bench_model qwen2.5-0.5b
     e2e_all
+    profile_model qwen2.5-0.5b
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <vector>
 
@@ -347,6 +348,7 @@ static int poll_pending(cudaStream_t s, int block) { /* without the lock: a bloc
 }
 struct vc_emu_event {
     unsigned flags;
+    double t; /* host clock when the queue reached the record (emulated elapsed times: CPU time) */
 };
 struct vc_emu_pool {
     int device;
@@ -455,18 +457,29 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
-    *e = new vc_emu_event{ flags };
+    *e = new vc_emu_event{ flags, 0.0 };
     return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    vc_emu_flush(); /* a queued record may still point at it */
     delete e;
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) { return e ? cudaSuccess : vc_emu_error(cudaErrorInvalidResourceHandle, "cudaEventRecord(NULL)"); }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    if (!e) return vc_emu_error(cudaErrorInvalidResourceHandle, "cudaEventRecord(NULL)");
+    vc_emu_enqueue([e]() {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    });
+    return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return flushed(); }
 cudaError_t cudaEventQuery(cudaEvent_t) { return flushed(); }
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
-    *ms = 0;
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    if (!a || !b) return vc_emu_error(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime(NULL)");
+    vc_emu_flush();
+    *ms = (float)((b->t - a->t) * 1e3);
     return cudaSuccess;
 }
 cudaError_t cudaMalloc(void **p, size_t bytes) {

@@ -19,6 +19,12 @@ int vc_cu_begin(const char *op);
 /* After launches: records a launch error (or, with VERLC_CUDA_SYNC=1, any fault) as the sticky error
  * "cuda: <op>: <cuda message>". Returns 0 on error. */
 int vc_cu_end(const char *op);
+/* op profiler (cuda_profile.cu, VERLC_CUDA_PROFILE=1): events around each op, resolved after waits */
+extern int vc_cu_prof_on; /* -1: not read yet */
+int vc_cu_prof_enabled(void);
+void vc_cu_prof_begin(const char *op);
+void vc_cu_prof_end(const char *op);
+void vc_cu_prof_collect(void);
 /* Records a failed CUDA / cuBLAS status as the sticky error; returns 0 when e is a failure. */
 int vc_cu_ok(cudaError_t e, const char *op);
 int vc_cu_blas_ok(cublasStatus_t s, const char *op);

@@ -174,11 +174,13 @@ int vc_cu_begin(const char *op) {
         if (!vc_cu_ok(cudaSetDevice(g_device), op)) return 0;
         t_device = g_device;
     }
+    if (vc_cu_prof_on && vc_cu_prof_enabled()) vc_cu_prof_begin(op);
     return 1;
 }
 
 int vc_cu_end(const char *op) {
     g_last_op = op;
+    if (vc_cu_prof_on > 0) vc_cu_prof_end(op);
     if (!vc_cu_ok(cudaGetLastError(), op)) return 0;
     if (g_sync_each && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return 0;
     return 1;
@@ -188,6 +190,7 @@ int vc_cu_end(const char *op) {
 static int wait_stream(const char *op) {
     if (!vc_cu_ok(cudaStreamSynchronize(g_stream), g_last_op ? g_last_op : op)) return 0;
     g_last_op = NULL;
+    if (vc_cu_prof_on > 0) vc_cu_prof_collect();
     return 1;
 }
 
@@ -367,6 +370,7 @@ static vc_status stage_d2h(char *dst, const char *src, size_t bytes, const char 
     }
     g_stage_next = (first + k) % STAGE_N;
     g_last_op = NULL; /* the stream has run everything queued before the last piece */
+    if (vc_cu_prof_on > 0) vc_cu_prof_collect();
     goto out;
 fail:
     g_stage_next = (first + k + 1) % STAGE_N;
