@@ -24,6 +24,12 @@ typedef struct vc_graph vc_graph;
 struct vc_node;
 typedef void (*vc_backward_fn)(vc_graph *g, struct vc_node *n);
 
+/* A tape node. Its backward writes the gradients of its inputs in[] and, when n_more > 0, of the tensors
+ * more[0 .. n_more) too: tensors it uses without taking them as inputs, e.g. the weights of a layer that a
+ * gradient-checkpointing node re-runs on a scratch graph (src/model/decoder.c). Whoever needs to know
+ * which node writes which gradient (data-parallel overlap, ZeRO-2's gradient memory plan) reads both;
+ * a node's backward writes these gradients only while it runs. Set more with vc_node_writes after
+ * vc_tape_push (NULL / 0 otherwise). */
 typedef struct vc_node {
     vc_backward_fn backward;
     vc_tensor *out;
@@ -32,6 +38,8 @@ typedef struct vc_node {
     const void *ptr[4]; /* op-specific pointers to constant data (ids, indices, sequence layout) */
     double f[4];
     int64_t i[8];
+    vc_tensor **more;   /* [n_more] further tensors whose gradients backward writes (graph arena memory) */
+    int n_more;
 } vc_node;
 
 /* Graph: an arena for the tensors of one step plus the tape. */
@@ -92,4 +100,7 @@ void vc_graph_set_backward_hook(vc_graph *g, void (*fn)(void *ctx, int64_t node)
 
 /* Pushes a node if gradients are enabled and any input requires them; returns the node or NULL. */
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in);
+/* Declares that n's backward also writes the gradients of t[0 .. count) (n->more, copied into the graph's
+ * arena; NULL entries are skipped). Replaces an earlier declaration; VC_ERR_NOMEM when the arena is full. */
+vc_status vc_node_writes(vc_graph *g, vc_node *n, int count, vc_tensor *const *t);
 #endif

@@ -312,7 +312,9 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
 }
 
 /* Gradient checkpointing: the layer runs without a tape; its node re-runs it on a scratch graph in
- * backward and back-propagates the incoming gradient through that recomputation. */
+ * backward and back-propagates the incoming gradient through that recomputation, which writes the
+ * layer's weight gradients. The node declares those weights (every tensor of the layer's slots,
+ * vc_node_writes), so data-parallel training knows which node writes them. */
 typedef struct {
     fwd_ctx f;
     int layer;
@@ -353,6 +355,7 @@ static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
         s->layer = l;
         n->saved = s;
         y->requires_grad = 1;
+        if (vc_node_writes(f->g, n, VC_W_COUNT, &f->m->slots[(size_t)l * VC_W_COUNT])) return NULL;
     }
     return y;
 }

@@ -238,6 +238,18 @@ vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, 
     return n;
 }
 
+vc_status vc_node_writes(vc_graph *g, vc_node *n, int count, vc_tensor *const *t) {
+    int k = 0;
+    for (int i = 0; i < count; i++) k += t[i] != NULL;
+    vc_tensor **more = k ? vc_graph_alloc(g, (size_t)k * sizeof *more, 0) : NULL;
+    if (k && !more) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    n->n_more = 0;
+    for (int i = 0; i < count; i++)
+        if (t[i]) more[n->n_more++] = t[i];
+    n->more = more;
+    return VC_OK;
+}
+
 static void reshape_backward(vc_graph *g, vc_node *n) {
     float *gx = vc_tensor_grad(g, n->in[0]);
     if (gx) vc_be()->axpy(gx, 1.0f, n->out->grad, n->out->n);

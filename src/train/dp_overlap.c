@@ -6,8 +6,9 @@
  * order (last bucket first, the same on every rank, so collectives match) as soon as each is final, while
  * backward continues on the main thread; the main thread makes no collective call until it joins the
  * thread. Each bucket's reduction is the one the non-overlapped path runs, so the bits are the same.
- * Gradient checkpointing hides the recomputed layers' weight writers inside one node: then nothing
- * overlaps (the thread starts when backward ends). */
+ * A node's writes also include the tensors it declares (vc_node_writes): a gradient-checkpointing node
+ * declares its layer's weights, whose gradients its recompute writes, so a checkpointed layer's buckets
+ * are final once backward has passed that node. */
 #include "trainer_dp.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -66,8 +67,8 @@ static vc_status param_writers(const vc_trainer *t, int64_t *pf) {
     int64_t n_nodes = 0;
     const vc_node *nodes = vc_graph_tape(t->g, &n_nodes);
     for (int64_t j = 0; j < n_nodes; j++)
-        for (int k = 0; k < 6; k++) {
-            const vc_tensor *x = nodes[j].in[k];
+        for (int k = 0; k < 6 + nodes[j].n_more; k++) { /* the inputs, then the declared tensors */
+            const vc_tensor *x = k < 6 ? nodes[j].in[k] : nodes[j].more[k - 6];
             int p = x && x->grad ? find_param(r, np, x->grad) : -1;
             if (p >= 0 && j < pf[p]) pf[p] = j;
         }
@@ -144,9 +145,6 @@ vc_status vc_dp_overlap_begin(vc_trainer *t) {
     }
     vc_status st = bucket_writers(t, o);
     if (st) return st;
-    /* gradient checkpointing: a recomputed layer's node writes its weights' gradients from a scratch graph,
-     * which the tape does not show, so every bucket waits for the end of backward (no overlap) */
-    for (size_t b = 0; b < o->n_buckets && t->cfg.checkpointing; b++) o->first[b] = INT64_MIN;
     int64_t n_nodes = 0;
     vc_graph_tape(t->g, &n_nodes);
     o->done = n_nodes;

@@ -2,15 +2,18 @@
  *
  * The flat vector of the trained tensors (dp.c) is cut into chunks of bucket * world floats (the plain-DP
  * buckets: contiguous flat ranges). Before each micro-batch's backward the tape says, per trained tensor,
- * the highest and lowest tape node that takes it as an input (backward visits nodes from the last: the
- * tensor's gradient is first written at the highest and final after the lowest). Chunks are reduced in a
- * fixed order, last chunk first (the same on every rank, so the collectives match), each as soon as
- * backward has passed every writer of the tensors it overlaps (a backward hook after each node); a
- * tensor's gradient memory is released (zeroed for reuse) once its lowest chunk is reduced. Its live
- * interval is thus [release node, first-write node]; tensors whose intervals do not intersect may share
- * memory, and a first-fit packing of the intervals gives each tensor an offset in one reusable working
- * area (64-float aligned), typically a few layers' worth. Tensors the tape does not show (written inside
- * a gradient-checkpointing recompute node, or not at all) are live for the whole backward.
+ * the highest and lowest tape node that writes its gradient (takes it as an input or declares it, see
+ * below; backward visits nodes from the last: the tensor's gradient is first written at the highest and
+ * final after the lowest). Chunks are reduced in a fixed order, last chunk first (the same on every rank,
+ * so the collectives match), each as soon as backward has passed every writer of the tensors it overlaps
+ * (a backward hook after each node); a tensor's gradient memory is released (zeroed for reuse) once its
+ * lowest chunk is reduced. Its live interval is thus [release node, first-write node]; tensors whose
+ * intervals do not intersect may share memory, and a first-fit packing of the intervals gives each tensor
+ * an offset in one reusable working area (64-float aligned), typically a few layers' worth. A node writes
+ * the gradients of its inputs and of the tensors it declares (vc_node_writes): a gradient-checkpointing
+ * node declares its layer's weights, which its recompute writes while the node runs, so with
+ * checkpointing a layer's weights are live together from that node on and the area stays a few layers'
+ * worth. Tensors the tape does not show at all are live for the whole backward.
  *
  * A chunk's reduction is an ordered reduce-scatterv of its range (vc_comm_reduce_scatterv_f32_ordered): the
  * chunk is cut at the rank blocks, rank r receives the rank-order sum of the piece inside its own block
@@ -177,21 +180,28 @@ void vc_dp_zero2_free(vc_trainer *t) {
 }
 
 /* ---- the plan of one micro-batch ---- */
+/* node j writes x's gradient: widens the writer range of x when it is a trained tensor */
+static void note_writer(struct vc_dp_zero2 *z, const vc_tensor *x, int64_t j) {
+    int p = x ? find_tensor(z, x) : -1;
+    if (p < 0) return;
+    if (j < z->p_lo[p]) z->p_lo[p] = j;
+    if (j > z->p_hi[p]) z->p_hi[p] = j;
+}
+
+/* per trained tensor, the lowest and highest node writing its gradient: the inputs of a node and the
+ * tensors it declares (vc_node_writes: a checkpointed layer's weights, written by its recompute) */
 static void writers(vc_trainer *t, struct vc_dp_zero2 *z, int64_t n_nodes) {
     for (int i = 0; i < z->n; i++) {
         z->p_lo[i] = INT64_MAX;
         z->p_hi[i] = -1;
     }
     const vc_node *nodes = vc_graph_tape(t->g, &n_nodes);
-    for (int64_t j = 0; j < n_nodes; j++)
-        for (int k = 0; k < 6; k++) {
-            int p = nodes[j].in[k] ? find_tensor(z, nodes[j].in[k]) : -1;
-            if (p < 0) continue;
-            if (j < z->p_lo[p]) z->p_lo[p] = j;
-            if (j > z->p_hi[p]) z->p_hi[p] = j;
-        }
+    for (int64_t j = 0; j < n_nodes; j++) {
+        for (int k = 0; k < 6; k++) note_writer(z, nodes[j].in[k], j);
+        for (int k = 0; k < nodes[j].n_more; k++) note_writer(z, nodes[j].more[k], j);
+    }
     for (int i = 0; i < z->n; i++)
-        if (z->p_hi[i] < 0 || t->cfg.checkpointing) { /* not on the tape: written anywhere, live throughout */
+        if (z->p_hi[i] < 0) { /* not on the tape: written anywhere, live throughout */
             z->p_lo[i] = 0;
             z->p_hi[i] = n_nodes;
         }

@@ -112,14 +112,15 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
         CHECK_MSG(rc == VC_OK, "step %d: %s", s, vc_last_error());
         CHECK(!st.skipped);
         if (s == 0 && loss) *loss = st.loss;
-        if (OVERLAP && !CKPT && comm && vc_comm_rank(comm) == 0 && vc_comm_size(comm) > 1) {
-            /* some buckets could be reduced while backward ran (rank 0 always has a micro-batch here) */
-            CHECK_MSG(st.n_buckets > 1 && st.n_buckets_early > 0, "overlap: %d of %d buckets early",
-                      st.n_buckets_early, st.n_buckets);
+        if (OVERLAP && comm && vc_comm_rank(comm) == 0 && vc_comm_size(comm) > 1) {
+            /* some buckets could be reduced while backward ran (rank 0 always has a micro-batch here), also
+             * with gradient checkpointing (a recomputed layer's node declares the weights it writes) */
+            CHECK_MSG(st.n_buckets > 1 && st.n_buckets_early > 0, "overlap%s: %d of %d buckets early",
+                      CKPT ? " with checkpointing" : "", st.n_buckets_early, st.n_buckets);
             if (s == 0)
-                printf("overlap (%s%s): %d of %d gradient buckets final before the end of backward\n",
+                printf("overlap (%s%s%s): %d of %d gradient buckets final before the end of backward\n",
                        sharding == VC_SHARD_ZERO2 ? "ZeRO-2" : sharding ? "ZeRO-1" : "DP", local ? ", local" : "",
-                       st.n_buckets_early, st.n_buckets);
+                       CKPT ? ", checkpointing" : "", st.n_buckets_early, st.n_buckets);
         }
     }
     if (moments) {
@@ -162,6 +163,27 @@ static size_t model_size(void) {
     }
     vc_model_free(m);
     return n;
+}
+
+/* bytes of the largest layer's trained weights */
+static size_t layer_bytes(void) {
+    vc_model *m = load_model();
+    size_t most = 0, *per = NULL;
+    int nl = m ? (int)vc_model_cfg(m)->n_layer : 0;
+    if (m && (per = calloc((size_t)nl + 1, sizeof *per))) {
+        for (int k = 0; k < vc_model_n_params(m); k++) {
+            const char *name = NULL;
+            vc_tensor *q = vc_model_param(m, k, &name, NULL);
+            int layer = name && !strncmp(name, "layers.", 7) ? atoi(name + 7) : -1; /* "layers.3.q" */
+            if (layer >= 0 && layer < nl) per[layer] += (size_t)q->n * 4;
+        }
+        for (int l = 0; l < nl; l++)
+            if (per[l] > most) most = per[l];
+    }
+    CHECK(most > 0);
+    free(per);
+    vc_model_free(m);
+    return most;
 }
 
 /* ---- checkpoints: one micro-batch, no clipping, so every world size sums the same gradient ---- */
@@ -302,6 +324,28 @@ static void zero2_traffic(vc_comm *c, size_t n) {
               "rank %d: ZeRO-1 gradient traffic %.0f bytes", me, z1);
 }
 
+/* ZeRO-2 under gradient checkpointing: a recomputed layer's tape node declares the layer's weights as the
+ * tensors whose gradients its backward writes, so the working area still packs tensors whose gradients are
+ * not live together: it is smaller than the full gradient, and no larger than without checkpointing plus
+ * one layer's weights (a checkpointed layer writes all its weights at one node, so they become live
+ * together, up to a layer earlier than without checkpointing). g2: the memory plan's gradient bytes
+ * without checkpointing (shard + working area). */
+static void zero2_ckpt_area(vc_comm *c, size_t n, size_t g2) {
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    size_t shard = (n + np - 1) / np * 4, layer = layer_bytes();
+    CKPT = 1;
+    size_t g2c = plan_grads(c, VC_SHARD_ZERO2);
+    CKPT = 0;
+    size_t area = g2 - shard, area_c = g2c - shard;
+    CHECK_MSG(g2c > shard && area_c < n * 4 && area_c <= area + layer,
+              "rank %d: ZeRO-2 working area with checkpointing %zu bytes, without %zu, full gradient %zu, a layer %zu",
+              me, area_c, area, n * 4, layer);
+    if (me == 0)
+        printf("np %d: ZeRO-2 working area per rank: %zu bytes without checkpointing, %zu with (%.2f and %.2f of the "
+               "full gradient %zu; a layer's weights %zu); memory plan gradient bytes %zu and %zu\n", np, area, area_c,
+               (double)area / (n * 4.0), (double)area_c / (n * 4.0), n * 4, layer, g2, g2c);
+}
+
 /* ZeRO-2 against ZeRO-1 and plain DP (dp: plain DP, one micro-batch of one sequence, 2 steps). */
 static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     int me = vc_comm_rank(c), np = vc_comm_size(c);
@@ -362,6 +406,7 @@ static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     if (me == 0)
         printf("np %d: memory plan gradient bytes per rank: ZeRO-1 %zu, ZeRO-2 %zu (%.2f of the full %zu)\n", np, g1,
                g2, (double)g2 / (n * 4.0), n * 4);
+    zero2_ckpt_area(c, n, g2);
 }
 
 /* ---- children under mpirun ---- */
@@ -396,7 +441,8 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
     float *ov = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
     float *ovz = train(c, VC_SHARD_ZERO1, 0, 1, 0.5, 2, NULL, NULL);
     float *ovl = train(c, VC_SHARD_ZERO1, 1, 1, 0.5, 2, NULL, NULL);
-    /* gradient checkpointing hides weight-gradient writers inside the recompute node: still the same bits */
+    /* gradient checkpointing: the recompute node writes its layer's weight gradients (it declares them), so
+     * buckets still become final during backward; the same bits */
     CKPT = 1;
     float *ovc = train(c, VC_SHARD_ZERO1, 0, 1, 0.5, 2, NULL, NULL);
     CKPT = 0;
