@@ -545,6 +545,13 @@ static void paged_case(const pcase *a) {
     G->attn_fwd(go, glse, gq, &gd);
     cmp("paged fwd output", go, o, no, 1e-4);
     cmp("paged fwd lse", glse, lse, nl, 1e-4);
+    /* one query head per block instead of the heads sharing a key/value head together: the same bits */
+    float *gou = dalloc(no * 4), *glu = dalloc(nl * 4);
+    setenv("VERLC_CUDA_PAGED_GROUPS", "0", 1);
+    G->attn_fwd(gou, glu, gq, &gd);
+    unsetenv("VERLC_CUDA_PAGED_GROUPS");
+    same_bits("paged fwd: heads grouped per key/value head vs one per block (output)", go, gou, no);
+    same_bits("paged fwd: heads grouped per key/value head vs one per block (lse)", glse, glu, nl);
     /* batch invariance: the last sequence alone gives the same bits as inside the batch */
     int last = a->nseq - 1;
     int64_t qs1[2] = { qs[last], qs[last + 1] };
@@ -570,6 +577,9 @@ static void test_paged(void) {
         { "chunked prefill, GQA 8/2 hd 128, window 40, softcap 30", 8, 2, 128, 128, 40, 16, 3, 30.0f, { 20, 1, 64 },
           { 150, 33, 64 } },
         { "MLA-like dims 192/128, page 32", 4, 4, 192, 128, 0, 32, 2, 0, { 5, 70 }, { 100, 70 } },
+        { "decode, GQA 12/2 hd 128 (6 heads a block), softcap 50", 12, 2, 128, 128, 0, 16, 3, 50.0f, { 1, 1, 1 },
+          { 5, 129, 40 } },
+        { "decode, GQA 32/2 hd 64 (8 heads a block), window 24", 32, 2, 64, 64, 24, 8, 2, 0, { 1, 1 }, { 90, 3 } },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
 }

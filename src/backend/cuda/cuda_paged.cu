@@ -3,9 +3,8 @@
  * page-pointer arrays become offsets from the lowest key (value) page pointer, flattened into one table
  * with a per-sequence table and a row -> sequence map. The rollout engine's layers differ only in
  * that base (a page holds every layer's rows), so every layer of a step builds the same table: it is
- * uploaded once, and re-uploaded only when its bytes change. One block of PW warps per (query row, head): warp w takes keys j0 + w,
- * j0 + w + PW, ... with its own online softmax (lanes split the head dimension), and the warps' partials
- * are merged in warp order, so a row's output depends only on that row, never on the batch around it. */
+ * uploaded once, and re-uploaded only when its bytes change. A row's output depends only on that row,
+ * never on the batch around it (k_attn_paged below). */
 #include "cuda_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,54 +26,83 @@ struct paged_params {
     float scale, cap;
 };
 
+/* One block of PW warps per (query row, group of GC query heads sharing one key/value head): each key
+ * and value row is read once for the group (grouped-query attention reads it once, not once per
+ * query head). Warp w takes keys j0 + w, j0 + w + PW, ... with an online softmax per head (lanes split
+ * the head dimension); the warps' partials are merged in warp order. Per head the arithmetic is the same
+ * whatever GC is, so grouping does not change a bit. */
+template <int GC>
 __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, const float *q, paged_params p) {
-    __shared__ float qs[256];
-    __shared__ float wm[PW], wl[PW], wacc[PW][256];
+    __shared__ float qs[GC][256];
+    __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][256];
     const int64_t row = p.row0 + blockIdx.x;
-    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int h0 = blockIdx.y * GC, kvh = h0 / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const pseq sq = p.seq[p.row_seq[blockIdx.x]];
-    for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[c] = q[(row * p.nh + h) * p.hd + c];
+    for (int g = 0; g < GC; g++)
+        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g][c] = q[(row * p.nh + h0 + g) * p.hd + c];
     __syncthreads();
     const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
     int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
     int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-    float m = -INFINITY, l = 0, acc[8];
-    for (int c = 0; c < 8; c++) acc[c] = 0;
+    float m[GC], l[GC], acc[GC][8];
+    for (int g = 0; g < GC; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0;
+        for (int c = 0; c < 8; c++) acc[g][c] = 0;
+    }
     for (int64_t j = j0 + warp; j < j1; j += PW) {
         const float *k = p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
         const float *v = p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
-        float dot = 0;
-        for (int c = lane; c < p.hd; c += 32) dot += qs[c] * k[c];
-        dot = vc_warp_sum(dot);
-        float x = p.scale * dot;
-        if (p.cap > 0) x = p.cap * tanhf(x / p.cap);
-        float mn = fmaxf(m, x), corr = expf(m - mn), e = expf(x - mn);
-        l = l * corr + e;
+        float kk[8], vv[8];
         for (int c = 0; c < 8; c++) {
-            int col = lane + 32 * c;
-            acc[c] = acc[c] * corr + (col < p.dv ? e * v[col] : 0.0f);
+            kk[c] = lane + 32 * c < p.hd ? k[lane + 32 * c] : 0.0f;
+            vv[c] = lane + 32 * c < p.dv ? v[lane + 32 * c] : 0.0f;
         }
-        m = mn;
+        for (int g = 0; g < GC; g++) {
+            float dot = 0;
+            for (int c = 0; c < 8 && lane + 32 * c < p.hd; c++) dot += qs[g][lane + 32 * c] * kk[c];
+            dot = vc_warp_sum(dot);
+            float x = p.scale * dot;
+            if (p.cap > 0) x = p.cap * tanhf(x / p.cap);
+            float mn = fmaxf(m[g], x), corr = expf(m[g] - mn), e = expf(x - mn);
+            l[g] = l[g] * corr + e;
+            for (int c = 0; c < 8; c++) acc[g][c] = acc[g][c] * corr + (lane + 32 * c < p.dv ? e * vv[c] : 0.0f);
+            m[g] = mn;
+        }
     }
-    if (lane == 0) {
-        wm[warp] = m;
-        wl[warp] = l;
+    if (lane == 0)
+        for (int g = 0; g < GC; g++) {
+            wm[warp][g] = m[g];
+            wl[warp][g] = l[g];
+        }
+    for (int g = 0; g < GC; g++) { /* merge head by head through one shared buffer */
+        for (int c = 0; c < 8; c++) wacc[warp][lane + 32 * c] = acc[g][c];
+        __syncthreads();
+        float M = -INFINITY, L = 0, f[PW];
+        for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
+        for (int w = 0; w < PW; w++) {
+            f[w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
+            L += wl[w][g] * f[w];
+        }
+        float inv = L > 0 ? 1.0f / L : 0.0f;
+        const int h = h0 + g;
+        for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
+            float a = 0;
+            for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
+            o[(row * p.nh + h) * p.dv + c] = a * inv;
+        }
+        if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+        __syncthreads();
     }
-    for (int c = 0; c < 8; c++) wacc[warp][lane + 32 * c] = acc[c];
-    __syncthreads();
-    float M = -INFINITY, L = 0, f[PW];
-    for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w]);
-    for (int w = 0; w < PW; w++) {
-        f[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - M);
-        L += wl[w] * f[w];
-    }
-    float inv = L > 0 ? 1.0f / L : 0.0f;
-    for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
-        float a = 0;
-        for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
-        o[(row * p.nh + h) * p.dv + c] = a * inv;
-    }
-    if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+}
+
+/* query heads per block: the largest divisor of the group size up to 8 (VERLC_CUDA_PAGED_GROUPS=0: one) */
+static int heads_per_block(int group) {
+    const char *e = getenv("VERLC_CUDA_PAGED_GROUPS");
+    if (e && *e == '0') return 1;
+    for (int gc = 8; gc > 1; gc--)
+        if (group % gc == 0) return gc;
+    return 1;
 }
 
 /* the last table uploaded (host bytes and device copy): reused while a step's layers ask for the same */
@@ -165,6 +193,17 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.causal = d->causal;
     p.scale = d->scale;
     p.cap = d->softcap;
-    k_attn_paged<<<dim3((unsigned)rows, (unsigned)d->n_head), PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p);
+    int gc = heads_per_block(d->n_head / d->n_kv_head);
+    dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
+    switch (gc) {
+    case 8: k_attn_paged<8><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 7: k_attn_paged<7><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 6: k_attn_paged<6><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 5: k_attn_paged<5><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 4: k_attn_paged<4><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 3: k_attn_paged<3><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 2: k_attn_paged<2><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    default: k_attn_paged<1><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    }
     vc_cu_end(op);
 }
