@@ -228,17 +228,19 @@ static void sample_row_setup(const vc_run *R, step_buf *b, int r, int n_draw) {
     }
 }
 
-/* samples the rows' logits z[n_rows, V] with the backend's entry; only tokens and log-probs come back */
+/* samples the rows' logits z[n_rows, V] with the backend's entry; only tokens and log-probs come back,
+ * in one copy (tokens, log-probs and sampled log-probs side by side) */
 static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n_rows, int n_draw, int64_t V) {
     const vc_backend *be = vc_be();
     size_t nb = (size_t)n_draw * sizeof(float);
-    int32_t *tok = vc_graph_dalloc(g, (size_t)n_draw * sizeof(int32_t), 0);
-    float *lp = vc_graph_dalloc(g, nb, 0), *lps = vc_graph_dalloc(g, nb, 0);
-    if (!tok || !lp || !lps) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
-    be->sample_rows(tok, lp, lps, z->data, n_rows, V, b->srow, b->u);
-    be->d2h(b->tok, tok, (size_t)n_draw * sizeof(int32_t));
-    be->d2h(b->lp, lp, nb);
-    be->d2h(b->lps, lps, nb);
+    _Static_assert(sizeof(int32_t) == sizeof(float), "token and log-prob slots have one size");
+    char *out = vc_graph_dalloc(g, 3 * nb, 0), *host = vc_graph_alloc(g, 3 * nb, 0);
+    if (!out || !host) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    be->sample_rows((int32_t *)out, (float *)(out + nb), (float *)(out + 2 * nb), z->data, n_rows, V, b->srow, b->u);
+    be->d2h(host, out, 3 * nb);
+    memcpy(b->tok, host, nb);
+    memcpy(b->lp, host + nb, nb);
+    memcpy(b->lps, host + 2 * nb, nb);
     vc_status st = be->sync();
     if (st) return st;
     for (int d = 0; d < n_draw; d++)
