@@ -8,7 +8,8 @@
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
 #   programs, runs the op-table, op, copy and f32 attention tests with threads in forward and in reverse
 #   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
-#   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI), and a short
+#   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI),
+#   test_cuda_graph (decode steps captured and replayed as CUDA graphs against eager, bitwise), and a short
 #   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
 # full: also the bf16 tensor-core attention test (about 6 min), the sampling test (about 3 min),
 #   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
@@ -34,7 +35,7 @@ step() { # name, command...
         fail=1
     fi
 }
-TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train"
+TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train cuda_test_cuda_graph"
 [ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
 # shellcheck disable=SC2086
@@ -51,6 +52,7 @@ done
 # shellcheck disable=SC2086
 step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
 step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
+step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
 # that reads the bf16 weight copies
 profile_check() {

@@ -348,6 +348,7 @@ step "test_cuda_attn_bf16" 60 "$TESTS/cuda_test_cuda_attn_bf16"
 step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_test_cuda_attn"
 # GRPO, PPO and SFT on cuda against cpu, and 2-rank NCCL sft against MPI (both ranks on the one GPU)
 [ -x "$TESTS/cuda_test_cuda_train" ] && step "test_cuda_train" 45 env VERLC_BIN="$BUILD/verlc" "$TESTS/cuda_test_cuda_train"
+[ -x "$TESTS/cuda_test_cuda_graph" ] && step "test_cuda_graph" 30 "$TESTS/cuda_test_cuda_graph"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
 # The benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,

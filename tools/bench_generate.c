@@ -164,6 +164,9 @@ int vc_bench_generate(int argc, char **argv) {
             double roof = peak / bytes * B;
             printf("%6d %12.2f %14.2f %12.2f GB %7.0f%%", B, tps, roof, bytes / 1e9, 100.0 * tps / roof);
             if (s.weight_copy_hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)s.weight_copy_hits);
+            if (s.graph_captures || s.graph_replays)
+                printf("  (CUDA graphs: %lld decode steps captured, %lld replayed)", (long long)s.graph_captures,
+                       (long long)s.graph_replays);
             printf("\n");
             fflush(stdout);
         }

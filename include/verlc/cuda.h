@@ -70,6 +70,23 @@ vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, flo
 vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
 void vc_cuda_bf16_shadow_drop(void);
 int vc_cuda_bf16_shadow_hits(void); /* GEMM operands served from the copies since the last add */
+/* ---- CUDA graphs (the rollout engine's decode steps) ----
+ * A step that queues the same work with the same arguments every time (a decode step of a given batch
+ * size, reading its per-step inputs from the same device addresses) can be captured once and then
+ * replayed: begin(0) waits for the stream and starts a capture (op entries record their kernels; host
+ * uploads are done at once, outside the graph), end(key) instantiates and launches it and keeps it under
+ * `key`. begin(1) starts a replay: op entries queue nothing while uploads still refill the inputs, and
+ * end(key) launches the kept graph when the step met the same entries and allocated nothing; *done
+ * says whether the step's work was queued; if not, run the step again eagerly (a forward has no other
+ * side effect). A capture CUDA itself refuses turns graphs off for the process (one line on stderr).
+ * VERLC_CUDA_GRAPHS=0 turns them off. Graphs read the memory they were captured with: drop them
+ * before freeing any of it. */
+int vc_cuda_graphs_enabled(void);
+vc_status vc_cuda_graph_begin(int replay);
+vc_status vc_cuda_graph_end(int key, int *done);
+int vc_cuda_graph_ready(int key);
+void vc_cuda_graph_drop(void);
+const char *vc_cuda_graph_why(void); /* why the last capture or replay did not take */
 /* dst[n] = bf16(src[n]), round to nearest even (device arrays) */
 vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 

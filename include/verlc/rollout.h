@@ -66,6 +66,8 @@ typedef struct vc_rollout_stats {
     double decode_only_seconds; /* ... and the time those steps took (decode throughput) */
     double seconds;
     int64_t weight_copy_hits; /* bf16 GEMM operands read from the call's bf16 weight copies (cuda, bf16) */
+    int64_t graph_captures, graph_replays; /* decode steps captured / replayed as CUDA graphs (cuda) */
+    int64_t graph_fallbacks; /* captures or replays that did not take (the step then ran eagerly) */
 } vc_rollout_stats;
 
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);

@@ -250,9 +250,63 @@ static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n
     return VC_OK;
 }
 
-static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
+/* the step's forward over the planned rows and the logits of its n_rows sampling rows (z; NULL when none
+ * samples); `identity`: every row is one token that samples, so the hidden states are the logits' input */
+static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int identity, vc_tensor **z) {
     vc_model *m = R->e->m;
-    const vc_model_config *cfg = vc_model_cfg(m);
+    int64_t H = vc_model_cfg(m)->hidden;
+    *z = NULL;
+    vc_graph_reset(g);
+    vc_batch batch = { R->n_plan, b->cu, b->ids };
+    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len };
+    vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    if (n_rows == 0) return VC_OK;
+    vc_tensor *hs = h;
+    if (!identity) { /* the rows that sample: their hidden states */
+        hs = vc_tensor_2d(g, n_rows, H, 0);
+        const int64_t *at = vc_graph_upload(g, b->at, sizeof(int64_t) * (size_t)n_rows);
+        if (!hs || !at) return vc_graph_status(g);
+        vc_be()->gather_rows(hs->data, h->data, at, n_rows, H);
+    }
+    *z = vc_model_logits(m, g, hs);
+    return *z ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+}
+
+static int has_moe(const vc_model_config *c) {
+    for (int l = 0; l < c->n_layer; l++)
+        if (c->is_moe[l]) return 1;
+    return 0;
+}
+
+/* A pure decode step (every row one token that samples) of n rows queues the same work each time, its
+ * inputs at the same arena addresses: on a GPU it runs as a CUDA graph, captured the second time in a
+ * row that n rows decode and replayed afterwards; other steps (prefill, mixed, MoE routing, graphs off)
+ * run eagerly. A capture or replay that does not take leaves the step to the eager path. */
+static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
+    int use = pure && n_rows > 0 && vc_backend_cuda() && vc_be() == vc_backend_cuda() && vc_cuda_graphs_enabled() &&
+              !has_moe(vc_model_cfg(R->e->m));
+    int replay = use && vc_cuda_graph_ready(n_rows), capture = use && !replay && R->last_decode == n_rows;
+    R->last_decode = pure ? n_rows : -1;
+    if (replay || capture) {
+        int done = 0;
+        vc_status st = vc_cuda_graph_begin(replay);
+        if (st) return st;
+        vc_status fs = forward_logits(R, g, b, n_rows, 1, z);
+        if ((st = vc_cuda_graph_end(n_rows, &done))) return st;
+        if (done && !fs && *z) {
+            if (replay) R->e->stats.graph_replays++;
+            else R->e->stats.graph_captures++;
+            return VC_OK;
+        }
+        R->e->stats.graph_fallbacks++;
+        vc_clear_error();
+    }
+    return forward_logits(R, g, b, n_rows, pure, z);
+}
+
+static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
+    const vc_model_config *cfg = vc_model_cfg(R->e->m);
     vc_status st = vc_sched_plan(R);
     if (st) return st;
     if (R->n_plan == 0) return vc_fail(VC_ERR_INTERNAL, "rollout: no sequence could be scheduled (KV pool of %lld pages)",
@@ -268,20 +322,11 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         b->len[i] = s->n_cached;
         b->table[i] = s->pages;
     }
-    vc_graph_reset(g);
-    vc_batch batch = { R->n_plan, b->cu, b->ids };
-    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len };
-    vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
-    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    R->e->stats.steps++;
+    /* the sequences whose pending tokens are all computed after this step sample: rows, draws, uniforms */
     int n_rows = 0, n_draw = 0;
-    int64_t H = cfg->hidden;
     for (int i = 0; i < R->n_plan; i++) {
         vc_seq *s = R->plan[i];
-        if (s->n_tok - s->n_cached == 1 && s->plan_n == 1) R->e->stats.decode_tokens++;
-        else R->e->stats.prefill_tokens += s->plan_n;
-        s->n_cached += s->plan_n;
-        if (s->n_cached < s->n_tok) continue;
+        if (s->n_cached + s->plan_n < s->n_tok) continue;
         b->rows[n_rows] = s;
         b->off[n_rows] = n_draw;
         b->at[n_rows] = b->cu[i + 1] - 1;
@@ -291,14 +336,16 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         n_draw += nd;
         n_rows++;
     }
+    vc_tensor *z = NULL;
+    if ((st = forward_graph(R, g, b, n_rows, n_rows == R->n_plan && T == n_rows, &z))) return st;
+    R->e->stats.steps++;
+    for (int i = 0; i < R->n_plan; i++) {
+        vc_seq *s = R->plan[i];
+        if (s->n_tok - s->n_cached == 1 && s->plan_n == 1) R->e->stats.decode_tokens++;
+        else R->e->stats.prefill_tokens += s->plan_n;
+        s->n_cached += s->plan_n;
+    }
     if (n_rows == 0) return VC_OK;
-    /* the rows that sample: their hidden states, their logits (left in backend memory), the draws */
-    vc_tensor *hs = vc_tensor_2d(g, n_rows, H, 0);
-    const int64_t *at = vc_graph_upload(g, b->at, sizeof(int64_t) * (size_t)n_rows);
-    if (!hs || !at) return vc_graph_status(g);
-    vc_be()->gather_rows(hs->data, h->data, at, n_rows, H);
-    vc_tensor *z = vc_model_logits(m, g, hs);
-    if (!z) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     if ((st = sample_step(g, b, z, n_rows, n_draw, cfg->vocab))) return st;
     return bookkeeping(R, b, n_rows);
 }
@@ -408,6 +455,7 @@ vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *re
                               vc_rollout_sample **out, int *n_out) {
     weight_copies(e, 1);
     vc_status st = generate(e, reqs, n_req, s, out, n_out);
+    if (vc_backend_cuda() && vc_be() == vc_backend_cuda()) vc_cuda_graph_drop(); /* they read this call's memory */
     weight_copies(e, 0);
     return st;
 }
@@ -420,7 +468,8 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     vc_status st = check_inputs(e, reqs, n_req, s, budget);
     if (st) return st;
     memset(&e->stats, 0, sizeof e->stats);
-    vc_run R = { .e = e, .reqs = reqs, .n_req = n_req, .sp = s, .max_seqs = e->o.max_batch, .t_start = vc_now() };
+    vc_run R = { .e = e, .reqs = reqs, .n_req = n_req, .sp = s, .max_seqs = e->o.max_batch, .t_start = vc_now(),
+                 .last_decode = -1 };
     int64_t total = 0, max_n = 1;
     for (int r = 0; r < n_req; r++) {
         total += reqs[r].n_samples;

@@ -44,6 +44,7 @@ typedef struct vc_run {
     int *left;              /* samples still running per request */
     int prompts_done;
     double t_start;
+    int last_decode;        /* rows of the previous step when it was a pure decode step, else -1 */
 } vc_run;
 
 vc_seq *vc_seq_new(vc_run *R, int req);

@@ -175,6 +175,8 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
     d->k_pages = pp;
     d->v_pages = pp + d->n_seq;
     d->page_tokens = P;
+    d->k_base = kv->pool + (size_t)layer * (size_t)(P * row); /* page 0 of this layer: below every page */
+    d->v_base = d->k_base + kw;
     d->kv_len = kvl;
     d->k_stride = d->v_stride = row;
     vc_be()->attn_fwd(o->data, NULL, q->data, d);

@@ -28,6 +28,10 @@ typedef struct vc_attn_desc {
      * Each query row is then computed on its own, so its output does not depend on the other rows. */
     const float *const *const *k_pages, *const *const *v_pages;
     int64_t page_tokens;
+    /* paged, optional: backend pointers at or below every key (value) page pointer of every sequence, the
+     * same from call to call (the rollout engine's pool base for the layer). The CUDA backend then
+     * addresses pages from them, so its kernels' arguments stay the same from step to step. */
+    const float *k_base, *v_base;
 } vc_attn_desc;
 
 typedef struct vc_route_desc {

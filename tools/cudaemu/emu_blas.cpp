@@ -30,6 +30,7 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
     h->stream = s;
     return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *, size_t) { return h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED; }
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     h->math = m;
@@ -89,7 +90,7 @@ static cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t
         !operand_ok(call, "C", C, CUDA_R_32F, m, n, ldc))
         return CUBLAS_STATUS_INVALID_VALUE;
     vc_emu_count(VC_EMU_GEMM);
-    vc_emu_enqueue([=]() {
+    vc_emu_enqueue_on(h->stream, [=]() {
         if (beta == 0.0f) /* C is not read when beta is 0 (it may hold NaN) */
             for (int c = 0; c < n; c++) memset(C + (size_t)c * ldc, 0, sizeof(float) * (size_t)m);
         if (!k) {

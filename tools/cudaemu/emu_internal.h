@@ -19,6 +19,16 @@ cudaError_t vc_emu_error(cudaError_t e, const char *fmt, ...) __attribute__((for
 int vc_emu_dev_range(const void *p, size_t n);
 int vc_emu_is_pinned(const void *p);
 void vc_emu_enqueue(std::function<void()> op);
+/* work on stream s: recorded instead when s is capturing (emu_graph.cpp) */
+void vc_emu_enqueue_on(cudaStream_t s, std::function<void()> op);
+/* capture state (emu_graph.cpp): 1 when s is capturing; a synchronising call on it breaks the capture */
+int vc_emu_capturing(cudaStream_t s);
+cudaError_t vc_emu_capture_sync(cudaStream_t s, const char *call); /* cudaSuccess when s is not capturing */
+/* allocations on a capturing stream belong to the graph: 1 when taken (p is owned or freed by the graph) */
+int vc_emu_capture_alloc(cudaStream_t s, void *p);
+int vc_emu_capture_free(cudaStream_t s, void *p, cudaError_t *err);
+/* device memory release for graph-owned allocations (emu_runtime.cpp) */
+void vc_emu_dev_release(void *p);
 /* an operation that completes outside the queue (an emulated NCCL collective): poll(block) returns 1
  * once done (block: wait for it); cudaStreamQuery / cudaStreamSynchronize of s poll it */
 void vc_emu_stream_pending(cudaStream_t s, std::function<int(int)> poll);

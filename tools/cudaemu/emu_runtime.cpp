@@ -190,6 +190,11 @@ static cudaError_t dev_free(void *p) {
     return cudaSuccess;
 }
 
+void vc_emu_dev_release(void *p) {
+    lock_t l(g_mu);
+    dev_free(p);
+}
+
 /* ---- the queue ---- */
 static std::vector<std::function<void()>> g_q;
 
@@ -270,7 +275,7 @@ void vc_emu_submit(const char *name, const void *fn, vc_emu_cfg c, vc_emu_task *
             fprintf(stderr, "cuda emulator: kernel %s faults (illegal address): the context is lost\n", name);
             g_sticky = cudaErrorIllegalAddress;
         });
-    else vc_emu_enqueue([name, c, t]() { vc_emu_run_grid(name, c, t.get()); });
+    else vc_emu_enqueue_on(c.stream, [name, c, t]() { vc_emu_run_grid(name, c, t.get()); });
 }
 
 /* ---- faults: name the kernel and thread, or the host code that touched device memory ---- */
@@ -415,6 +420,8 @@ const char *cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     default: return "cudaErrorUnknown";
     }
 }
@@ -428,6 +435,8 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     default: return "unknown error";
     }
 }
@@ -445,11 +454,13 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 /* one queue for every stream: work runs in the order it was queued (a GPU may overlap streams) */
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    if (vc_emu_capturing(s)) return vc_emu_capture_sync(s, "cudaStreamSynchronize");
     cudaError_t e = flushed();
     poll_pending(s, 1);
     return e;
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
+    if (vc_emu_capturing(s)) return vc_emu_capture_sync(s, "cudaStreamQuery");
     cudaError_t e = flushed();
     if (e == cudaSuccess && !poll_pending(s, 0)) return cudaErrorNotReady;
     return e;
@@ -465,9 +476,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     delete e;
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     if (!e) return vc_emu_error(cudaErrorInvalidResourceHandle, "cudaEventRecord(NULL)");
-    vc_emu_enqueue([e]() {
+    vc_emu_enqueue_on(s, [e]() {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         e->t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -494,16 +505,22 @@ cudaError_t cudaFree(void *p) {
     vc_emu_flush();
     return dev_free(p);
 }
-cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t) { return cudaMalloc(p, bytes); }
-cudaError_t cudaFreeAsync(void *p, cudaStream_t) {
+cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) vc_emu_capture_alloc(s, *p);
+    return e;
+}
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
     if (!p) return cudaSuccess;
+    cudaError_t ce = cudaSuccess;
+    if (vc_emu_capture_free(s, p, &ce)) return ce;
     size_t off, len;
     {
         lock_t l(g_mu);
         if (!dev_find(p, &off, &len) || g_base + off != (char *)p)
             return vc_emu_error(cudaErrorInvalidValue, "cudaFreeAsync(%p): not the start of a live allocation", p);
     }
-    vc_emu_enqueue([p]() { dev_free(p); });
+    vc_emu_enqueue_on(s, [p]() { dev_free(p); });
     return cudaSuccess;
 }
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) {
@@ -536,9 +553,11 @@ static const char *kind_name(cudaMemcpyKind k) {
     return (unsigned)k <= 4 ? n[k] : "?";
 }
 
-static cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, int sync) {
+/* s: the stream of an async copy (NULL: cudaMemcpy, the legacy stream, never captured) */
+static cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, int sync, cudaStream_t s) {
     if (g_sticky != cudaSuccess) return g_sticky;
     if (!n) return cudaSuccess;
+    int cap = s && vc_emu_capturing(s);
     lock_t l(g_mu);
     region_init();
     int dd = vc_emu_is_device_ptr(dst), sd = vc_emu_is_device_ptr(src);
@@ -552,6 +571,9 @@ static cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kin
         return vc_emu_error(cudaErrorInvalidValue, "cudaMemcpy %s of %zu bytes: the %s range leaves its allocation", kind_name(kind),
                             n, dd && !vc_emu_dev_range(dst, n) ? "destination" : "source");
     vc_emu_count_copy((int)kind, n);
+    if (cap && ((kind == cudaMemcpyHostToDevice && !vc_emu_is_pinned(src)) ||
+                (kind == cudaMemcpyDeviceToHost && !vc_emu_is_pinned(dst))))
+        return vc_emu_capture_sync(s, "cudaMemcpyAsync with pageable host memory");
     if (kind == cudaMemcpyHostToDevice && !vc_emu_is_pinned(src)) { /* pageable: read the source now */
         std::shared_ptr<std::vector<char>> tmp(new std::vector<char>((const char *)src, (const char *)src + n));
         vc_emu_enqueue([dst, tmp]() { memcpy(dst, tmp->data(), tmp->size()); });
@@ -560,19 +582,21 @@ static cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kin
         dev_open();
         memcpy(dst, src, n);
         dev_close();
-    } else vc_emu_enqueue([dst, src, n]() { memmove(dst, src, n); });
+    } else vc_emu_enqueue_on(s, [dst, src, n]() { memmove(dst, src, n); });
     if (sync) return flushed();
     return g_sticky;
 }
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) { return copy(dst, src, bytes, kind, 1); }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-    return copy(dst, src, bytes, kind, 0);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    return copy(dst, src, bytes, kind, 1, NULL);
 }
-cudaError_t cudaMemsetAsync(void *dst, int v, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+    return copy(dst, src, bytes, kind, 0, s);
+}
+cudaError_t cudaMemsetAsync(void *dst, int v, size_t bytes, cudaStream_t s) {
     if (!bytes) return cudaSuccess;
     if (!vc_emu_dev_range(dst, bytes)) return vc_emu_error(cudaErrorInvalidValue, "cudaMemset of %zu bytes at %p: not inside one allocation", bytes, dst);
     vc_emu_count(VC_EMU_MEMSET);
-    vc_emu_enqueue([dst, v, bytes]() { memset(dst, v, bytes); });
+    vc_emu_enqueue_on(s, [dst, v, bytes]() { memset(dst, v, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *dst, int v, size_t bytes) {

@@ -440,11 +440,11 @@ static void launch_fwd(float *o, float *lse, const float *q, const vc_attn_desc 
 
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
     const char *op = "attention forward";
-    if (!vc_cu_begin(op) || !attn_check(d, op) || d->n_seq <= 0) return;
-    if (d->page_tokens > 0) {
-        vc_cu_attn_fwd_paged(o, lse, q, d, "paged attention forward");
+    if (d->page_tokens > 0) { /* refills its page table even when a graph replays the kernel */
+        if (vc_cu_begin_io(op) && attn_check(d, op) && d->n_seq > 0) vc_cu_attn_fwd_paged(o, lse, q, d, op);
         return;
     }
+    if (!vc_cu_begin(op) || !attn_check(d, op) || d->n_seq <= 0) return;
     if (vc_cu_attn_tc_eligible(d)) {
         vc_cu_attn_fwd_tc(o, lse, q, d, op);
         return;

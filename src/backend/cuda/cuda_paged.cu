@@ -105,36 +105,74 @@ static int heads_per_block(int group) {
     return 1;
 }
 
-/* the last table uploaded (host bytes and device copy): reused while a step's layers ask for the same */
+/* The page table lives in one persistent device buffer, laid out [pseq x n_seq][row -> sequence, rows]
+ * [k offsets, cap][v offsets, cap] with cap the buffer's page capacity, so the kernels' pointers into
+ * it stay put from step to step (a captured decode step reads the same addresses when replayed). It is
+ * refilled in place, in stream order, only when its bytes change: every layer of a step asks for the
+ * same table when the caller passes k_base / v_base. */
 static char *g_tab_host, *g_tab_dev;
-static size_t g_tab_bytes;
+static size_t g_tab_bytes, g_tab_cap, g_tab_fixed, g_tab_npg; /* the last table; device buffer size */
 
 void vc_cu_paged_release(void) {
-    vc_cu_scratch_free(g_tab_dev);
+    vc_cuda_free(g_tab_dev);
     free(g_tab_host);
     g_tab_host = g_tab_dev = NULL;
-    g_tab_bytes = 0;
+    g_tab_bytes = g_tab_cap = g_tab_fixed = g_tab_npg = 0;
 }
 
-/* the device copy of host table h (bytes); h is kept (the cache takes it) or freed */
-static char *table_upload(char *h, size_t bytes, const char *op) {
-    if (g_tab_dev && bytes == g_tab_bytes && !memcmp(h, g_tab_host, bytes)) {
+/* the used parts of a table: the fixed part and npg entries of each offset array (the rest is zero) */
+static int same_table(const char *h, size_t bytes, size_t fixed, size_t npg) {
+    if (!g_tab_host || bytes != g_tab_bytes || fixed != g_tab_fixed || npg != g_tab_npg) return 0;
+    size_t cap = (bytes - fixed) / 16;
+    return !memcmp(h, g_tab_host, fixed + 8 * npg) && !memcmp(h + fixed + 8 * cap, g_tab_host + fixed + 8 * cap, 8 * npg);
+}
+
+/* the device table holding host table h (bytes; h is taken) */
+static char *table_upload(char *h, size_t bytes, size_t fixed, size_t npg, const char *op) {
+    if (g_tab_dev && same_table(h, bytes, fixed, npg)) {
         free(h);
         return g_tab_dev;
     }
-    vc_cu_paged_release();
-    char *dev = (char *)vc_cu_upload(h, bytes, op);
-    if (!dev) {
+    if (bytes > g_tab_cap) { /* grows by half again, at least 1 KiB */
+        size_t cap = bytes + bytes / 2 > 1024 ? bytes + bytes / 2 : 1024;
+        char *dev = (char *)vc_cuda_malloc(cap);
+        if (!dev) {
+            free(h);
+            if (!vc_cu_graph_mode) vc_cu_fail(VC_ERR_NOMEM, op, "no room for the page table");
+            return NULL;
+        }
+        vc_cuda_free(g_tab_dev);
+        g_tab_dev = dev;
+        g_tab_cap = cap;
+        vc_cu_graphs_stale(); /* captured kernels point into the old buffer */
+    }
+    size_t cap = (bytes - fixed) / 16, n = fixed + 8 * npg;
+    int same_layout = g_tab_host && bytes == g_tab_bytes && fixed == g_tab_fixed; /* entries past npg: unread */
+    vc_status st = same_layout ? vc_cuda_h2d(g_tab_dev, h, n) : vc_cuda_h2d(g_tab_dev, h, bytes);
+    if (!st && same_layout) st = vc_cuda_h2d(g_tab_dev + fixed + 8 * cap, h + fixed + 8 * cap, 8 * npg);
+    if (st) {
         free(h);
         return NULL;
     }
+    free(g_tab_host);
     g_tab_host = h;
-    g_tab_dev = dev;
     g_tab_bytes = bytes;
-    return dev;
+    g_tab_fixed = fixed;
+    g_tab_npg = npg;
+    return g_tab_dev;
 }
 
-/* host tables: [pseq x n_seq][k offsets][v offsets][row -> sequence] in one upload */
+/* pages addressed from d->k_base / v_base when given, else from the lowest page pointer */
+static void page_bases(const vc_attn_desc *d, int64_t P, const float **kb, const float **vb) {
+    *kb = d->k_base;
+    *vb = d->v_base;
+    for (int s = 0; s < d->n_seq && (!d->k_base || !d->v_base); s++)
+        for (int64_t i = 0, n = (d->kv_len[s] + P - 1) / P; i < n; i++) {
+            if (!d->k_base && (!*kb || d->k_pages[s][i] < *kb)) *kb = d->k_pages[s][i];
+            if (!d->v_base && (!*vb || d->v_pages[s][i] < *vb)) *vb = d->v_pages[s][i];
+        }
+}
+
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -144,23 +182,21 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     }
     int64_t npg = 0;
     for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
-    size_t seq_b = (size_t)d->n_seq * sizeof(pseq), ptr_b = (size_t)npg * sizeof(int64_t);
-    size_t bytes = seq_b + 2 * ptr_b + (size_t)rows * sizeof(int32_t);
-    char *h = (char *)malloc(bytes);
+    /* page capacity: what the buffer holds beyond the fixed part (the same layout while it fits) */
+    size_t seq_b = (size_t)d->n_seq * sizeof(pseq), rs_b = ((size_t)rows * sizeof(int32_t) + 7) & ~(size_t)7;
+    size_t fixed = seq_b + rs_b, cap = g_tab_cap > fixed ? (g_tab_cap - fixed) / 16 : 0;
+    if (cap < (size_t)npg) cap = (size_t)npg + (size_t)npg / 2 + 8;
+    size_t bytes = fixed + 16 * cap;
+    char *h = (char *)calloc(1, bytes); /* padding bytes too: the table is compared bytewise */
     if (!h) {
         vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host page table");
         return;
     }
-    memset(h, 0, bytes); /* padding bytes too: the table is compared bytewise */
     pseq *sq = (pseq *)h;
-    int64_t *kp = (int64_t *)(h + seq_b), *vp = (int64_t *)(h + seq_b + ptr_b);
-    int32_t *rs = (int32_t *)(h + seq_b + 2 * ptr_b);
-    const float *kbase = NULL, *vbase = NULL;
-    for (int s = 0; s < d->n_seq; s++)
-        for (int64_t i = 0, n = (d->kv_len[s] + P - 1) / P; i < n; i++) {
-            if (!kbase || d->k_pages[s][i] < kbase) kbase = d->k_pages[s][i];
-            if (!vbase || d->v_pages[s][i] < vbase) vbase = d->v_pages[s][i];
-        }
+    int32_t *rs = (int32_t *)(h + seq_b);
+    int64_t *kp = (int64_t *)(h + fixed), *vp = kp + cap;
+    const float *kbase, *vbase;
+    page_bases(d, P, &kbase, &vbase);
     int64_t at = 0;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = (d->kv_len[s] + P - 1) / P;
@@ -172,15 +208,15 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
         at += n;
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
     }
-    char *dev = table_upload(h, bytes, op);
-    if (!dev) return;
+    char *dev = table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
+    if (!dev || !vc_cu_begin(op)) return;
     paged_params p;
     p.seq = (const pseq *)dev;
-    p.kp = (const int64_t *)(dev + seq_b);
-    p.vp = (const int64_t *)(dev + seq_b + ptr_b);
+    p.row_seq = (const int32_t *)(dev + seq_b);
+    p.kp = (const int64_t *)(dev + fixed);
+    p.vp = p.kp + cap;
     p.kbase = kbase ? kbase : q; /* no pages: no key is read */
     p.vbase = vbase ? vbase : q;
-    p.row_seq = (const int32_t *)(dev + seq_b + 2 * ptr_b);
     p.row0 = row0;
     p.P = P;
     p.kstride = d->k_stride;

@@ -13,6 +13,8 @@ static int g_ready = 0, g_device = -1, g_sync_each = 0;
 static cudaStream_t g_stream;
 static cublasHandle_t g_blas;
 static cudaMemPool_t g_pool;
+static void *g_blas_ws;
+#define BLAS_WS ((size_t)32 << 20)
 static vc_status g_err = VC_OK;
 static char g_msg[512];
 static const char *g_last_op = NULL; /* last kernel launched since the last successful wait */
@@ -107,6 +109,12 @@ static vc_status init_locked(int device) {
     const char *tf32 = getenv("VERLC_CUDA_TF32");
     cublasSetMathMode(g_blas, tf32 && atoi(tf32) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     cublasSetStream(g_blas, g_stream);
+    /* a workspace of its own, so cuBLAS allocates nothing while a graph is captured */
+    if (cudaMalloc(&g_blas_ws, BLAS_WS) == cudaSuccess) cublasSetWorkspace(g_blas, g_blas_ws, BLAS_WS);
+    else {
+        cudaGetLastError();
+        g_blas_ws = NULL;
+    }
     if (!vc_cu_ok(cudaDeviceGetDefaultMemPool(&g_pool, device), op)) return vc_cuda_error();
     uint64_t keep = UINT64_MAX; /* freed blocks stay in the pool */
     cudaMemPoolSetAttribute(g_pool, cudaMemPoolAttrReleaseThreshold, &keep);
@@ -132,7 +140,10 @@ void vc_cuda_shutdown(void) {
         vc_cu_paged_release();
         cudaStreamSynchronize(g_stream);
         stage_free();
+        vc_cuda_graph_drop();
         cublasDestroy(g_blas);
+        if (g_blas_ws) cudaFree(g_blas_ws);
+        g_blas_ws = NULL;
         cudaStreamDestroy(g_stream);
         cudaMemPoolTrimTo(g_pool, 0);
         g_ready = 0;
@@ -152,7 +163,8 @@ vc_status vc_cuda_device_name(char *buf, size_t len) {
     return VC_OK;
 }
 
-int vc_cu_begin(const char *op) {
+/* device ready and no sticky error (memory and copies: not subject to graph capture / replay) */
+int vc_cu_begin_io(const char *op) {
     if (!g_ready) {
         if (vc_cuda_init(-1) != VC_OK) {
             pthread_mutex_lock(&g_lock);
@@ -174,15 +186,21 @@ int vc_cu_begin(const char *op) {
         if (!vc_cu_ok(cudaSetDevice(g_device), op)) return 0;
         t_device = g_device;
     }
+    return 1;
+}
+
+int vc_cu_begin(const char *op) {
+    if (!vc_cu_begin_io(op)) return 0;
+    if (vc_cu_graph_mode) return vc_cu_graph_note(op); /* replaying: the op is in the graph, queue nothing */
     if (vc_cu_prof_on && vc_cu_prof_enabled()) vc_cu_prof_begin(op);
     return 1;
 }
 
 int vc_cu_end(const char *op) {
     g_last_op = op;
-    if (vc_cu_prof_on > 0) vc_cu_prof_end(op);
+    if (vc_cu_prof_on > 0 && !vc_cu_graph_mode) vc_cu_prof_end(op);
     if (!vc_cu_ok(cudaGetLastError(), op)) return 0;
-    if (g_sync_each && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return 0;
+    if (g_sync_each && !vc_cu_graph_mode && !vc_cu_ok(cudaStreamSynchronize(g_stream), op)) return 0;
     return 1;
 }
 
@@ -195,6 +213,10 @@ static int wait_stream(const char *op) {
 }
 
 vc_status vc_cuda_sync(void) {
+    if (vc_cu_graph_mode) {
+        vc_cu_graph_taint("a wait");
+        return vc_fail(VC_ERR_UNSUPPORTED, "cuda: a wait inside a graph capture or replay");
+    }
     if (!g_ready) return vc_cuda_init(-1);
     if (g_err != VC_OK) return vc_cuda_error();
     if (!wait_stream("sync")) return vc_cuda_error();
@@ -224,6 +246,10 @@ static vc_status stage_h2d(char *dst, const char *src, size_t bytes, const char 
 static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *op, int wait);
 
 void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
+    if (vc_cu_graph_mode == 1) { /* fresh scratch belongs to the graph: the host cannot fill it now */
+        vc_cu_graph_taint(op);
+        return NULL;
+    }
     void *p = vc_cu_scratch(bytes, op);
     if (!p) return NULL;
     /* through the pinned ring when there is one; else a pageable cudaMemcpyAsync (the driver stages the
@@ -241,7 +267,14 @@ void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
 /* An allocation failure is reported to the caller (NULL, VC_ERR_NOMEM naming the size) but is not a
  * sticky device error: the stream is fine, and the caller may free memory and try again. */
 void *vc_cuda_malloc(size_t bytes) {
-    if (!vc_cu_begin("malloc")) return NULL;
+    if (!vc_cu_begin_io("malloc")) return NULL;
+    if (vc_cu_graph_mode) { /* an allocation moves what a graph would read: no graph for this step */
+        vc_cu_graph_taint("an allocation");
+        if (vc_cu_graph_mode == 1) {
+            vc_fail(VC_ERR_NOMEM, "cuda: no allocation while capturing a graph");
+            return NULL;
+        }
+    }
     void *p = NULL;
     cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 256, g_stream);
     if (e != cudaSuccess) {
@@ -256,7 +289,13 @@ void *vc_cuda_malloc(size_t bytes) {
 }
 
 void vc_cuda_free(void *p) {
-    if (p && g_ready) cudaFreeAsync(p, g_stream);
+    if (!p || !g_ready) return;
+    if (vc_cu_graph_mode == 1) { /* freed outside the capture, once it ends */
+        vc_cu_graph_taint("a free");
+        vc_cu_graph_defer_free(p);
+        return;
+    }
+    cudaFreeAsync(p, g_stream);
 }
 
 vc_status vc_cuda_memset0(void *dst, size_t bytes) {
@@ -382,14 +421,22 @@ out:
 
 vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes) {
     const char *op = "host-to-device copy";
+    if (vc_cu_graph_mode == 1) { /* capturing (the stream is idle): a copy outside the graph, done now */
+        if (!vc_cu_begin_io(op)) return vc_cuda_error();
+        return !bytes || vc_cu_ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), op) ? VC_OK : vc_cuda_error();
+    }
     if (!g_stage) return copy(dst, src, bytes, cudaMemcpyHostToDevice, op, 1);
-    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (!vc_cu_begin_io(op)) return vc_cuda_error();
     return bytes ? stage_h2d((char *)dst, (const char *)src, bytes, op) : VC_OK;
 }
 vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) {
     const char *op = "device-to-host copy";
+    if (vc_cu_graph_mode) { /* a wait inside a capture or replay: not a graph step */
+        vc_cu_graph_taint(op);
+        return vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s inside a graph capture or replay", op);
+    }
     if (!g_stage) return copy(dst, src, bytes, cudaMemcpyDeviceToHost, op, 1);
-    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (!vc_cu_begin_io(op)) return vc_cuda_error();
     if (!bytes) return wait_stream(op) ? VC_OK : vc_cuda_error();
     return stage_d2h((char *)dst, (const char *)src, bytes, op);
 }
@@ -398,7 +445,7 @@ vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes) {
 }
 
 vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
-    if (!vc_cu_begin("memory query")) return vc_cuda_error();
+    if (!vc_cu_begin_io("memory query")) return vc_cuda_error();
     uint64_t u = 0;
     size_t f = 0, t = 0;
     cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrUsedMemCurrent, &u);

@@ -21,11 +21,21 @@ typedef enum cudaError {
     cudaErrorNotReady = 600,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchOutOfResources = 701,
-    cudaErrorLaunchFailure = 719
+    cudaErrorLaunchFailure = 719,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901
 } cudaError_t;
 typedef struct vc_emu_stream *cudaStream_t;
 typedef struct vc_emu_event *cudaEvent_t;
 typedef struct vc_emu_pool *cudaMemPool_t;
+typedef struct vc_emu_graph *cudaGraph_t;
+typedef struct vc_emu_graph_exec *cudaGraphExec_t;
+enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal = 0, cudaStreamCaptureModeThreadLocal = 1, cudaStreamCaptureModeRelaxed = 2 };
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1, cudaStreamCaptureStatusInvalidated = 2 };
+#ifndef __cplusplus
+typedef enum cudaStreamCaptureMode cudaStreamCaptureMode;
+typedef enum cudaStreamCaptureStatus cudaStreamCaptureStatus;
+#endif
 
 enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
@@ -111,6 +121,15 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep);
+/* stream capture and graphs (emu_graph.cpp): the capturing stream's work is recorded, not run; a launch
+ * queues the recorded work again; memory allocated on the stream while capturing belongs to the graph */
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
 /* emulator controls and checks (no CUDA equivalent) */
 void vc_emu_flush(void);              /* runs every queued operation */
 int vc_emu_is_device_ptr(const void *p);

@@ -1,0 +1,114 @@
+/* CUDA graphs for decode steps: the rollout engine on cuda gives the same tokens, log-probs and finish
+ * reasons, bit for bit, with decode steps captured and replayed as graphs as without graphs
+ * (VERLC_CUDA_GRAPHS=0), in f32 and bf16 (with the bf16 weight copies), for a GQA model and one with a
+ * sliding window and soft-capping; sequences finish at different steps (a set of EOS ids), so the batch
+ * size changes and graphs are captured for several sizes, dropped when a step differs, and replayed.
+ * Without a usable device: "no CUDA device: skipped", exit 0. */
+#include "cuda_test_util.h"
+#include "infer/infer_test_util.h"
+#include "verlc/device.h"
+#include "verlc/rng.h"
+
+static const char *CONFIGS[2] = {
+    "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 64,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
+    " \"vocab_size\": 257, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
+    " \"tie_word_embeddings\": true, \"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2,"
+    " \"torch_dtype\": \"float32\"}",
+    "{\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\", \"hidden_size\": 64,"
+    " \"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 32, \"vocab_size\": 300, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6,"
+    " \"rope_theta\": 10000.0, \"sliding_window\": 6, \"attn_logit_softcapping\": 50.0,"
+    " \"final_logit_softcapping\": 30.0, \"query_pre_attn_scalar\": 32, \"hidden_activation\": \"gelu_pytorch_tanh\","
+    " \"bos_token_id\": 2, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}",
+};
+
+#define NP 5
+static int32_t prompts[NP][24];
+static const int plen[NP] = { 3, 17, 1, 9, 5 };
+static const int nsamp[NP] = { 2, 1, 3, 1, 2 };
+
+/* long: no EOS, 40 new tokens, one token per page, so the page table outgrows its buffer while the
+ * batch decodes (every graph is dropped then, and captured again) */
+static vc_rollout_sample *run(vc_model *m, int graphs, int long_run, int *n_out, vc_rollout_stats *stats) {
+    static int32_t eos[24];
+    for (int i = 0; i < 24; i++) eos[i] = 10 + 7 * i; /* about 1 token in 12: samples end at various steps */
+    vc_sampling sp = { .temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = long_run ? 40 : 14, .eos_ids = eos,
+                       .n_eos = long_run ? 0 : 24, .seed = 5 };
+    vc_rollout_request rq[NP];
+    for (int i = 0; i < NP; i++) rq[i] = (vc_rollout_request){ prompts[i], plen[i], nsamp[i], (uint64_t)i };
+    vc_rollout_opts o = { .kv_budget_bytes = 4e6, .page_tokens = long_run ? 1 : 4, .max_batch = 16, .prefill_chunk = 64 };
+    vc_rollout_engine *e = NULL;
+    vc_rollout_sample *out = NULL;
+    *n_out = 0;
+    if (graphs) unsetenv("VERLC_CUDA_GRAPHS");
+    else setenv("VERLC_CUDA_GRAPHS", "0", 1);
+    CHECK_OK(vc_rollout_new(m, &o, &e));
+    if (e) CHECK_OK(vc_rollout_generate(e, rq, NP, &sp, &out, n_out));
+    if (e) vc_rollout_last_stats(e, stats);
+    vc_rollout_free(e);
+    unsetenv("VERLC_CUDA_GRAPHS");
+    return out;
+}
+
+int main(void) {
+    if (gpu_skip()) return 0;
+    for (int i = 0; i < NP; i++)
+        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(250, 9, (uint64_t)i, 0, (uint64_t)t);
+    CHECK_OK(vc_device_select("cuda", "test"));
+    int64_t captures = 0, replays = 0;
+    for (int c = 0; c < 2; c++)
+        for (int prec = 0; prec < 2; prec++) {
+            vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
+            vc_model *m = model_from_config(CONFIGS[c], 3 + (uint64_t)c);
+            CHECK(m != NULL);
+            if (!m) continue;
+            vc_rollout_stats sg = { 0 }, se = { 0 };
+            int ng = 0, ne = 0;
+            vc_rollout_sample *g = run(m, 1, 0, &ng, &sg), *ev = run(m, 0, 0, &ne, &se);
+            int same = g && ev && ng == ne && same_samples(g, ev, ng);
+            int lens[16] = { 0 }, distinct = 0;
+            for (int i = 0; g && i < ng; i++) {
+                int k = (int)g[i].n_tokens;
+                if (k >= 0 && k < 16 && !lens[k]++) distinct++;
+            }
+            printf("%s, %s: %d samples, %d distinct lengths; graphs: %lld captured, %lld replayed, %lld fell back, of "
+                   "%lld steps; %s\n", c ? "gemma2-like (window 6, soft-caps)" : "qwen2-like (GQA 8/2, tied)",
+                   prec ? "bf16" : "f32", ng, distinct, (long long)sg.graph_captures, (long long)sg.graph_replays,
+                   (long long)sg.graph_fallbacks, (long long)sg.steps,
+                   same ? "tokens, log-probs and finish reasons bitwise equal to eager" : "DIFFERENT from eager");
+            CHECK_MSG(same, "graph decode differs from eager decode");
+            CHECK_MSG(se.graph_captures == 0 && se.graph_replays == 0, "VERLC_CUDA_GRAPHS=0 still used graphs");
+            CHECK_MSG(sg.graph_replays >= 3, "few decode steps replayed (%lld)", (long long)sg.graph_replays);
+            CHECK_MSG(distinct >= 3, "samples of %d distinct lengths: the batch size hardly changed", distinct);
+            captures += sg.graph_captures;
+            replays += sg.graph_replays;
+            vc_rollout_samples_free(g, ng);
+            vc_rollout_samples_free(ev, ne);
+            vc_model_free(m);
+        }
+    vc_set_matmul_precision(VC_PREC_F32);
+    {   /* the page table outgrows its buffer mid-decode: graphs dropped and captured again, same bits */
+        vc_model *m = model_from_config(CONFIGS[0], 3);
+        CHECK(m != NULL);
+        vc_rollout_stats sg = { 0 }, se = { 0 };
+        int ng = 0, ne = 0;
+        vc_rollout_sample *g = m ? run(m, 1, 1, &ng, &sg) : NULL, *ev = m ? run(m, 0, 1, &ne, &se) : NULL;
+        int same = g && ev && ng == ne && same_samples(g, ev, ng);
+        printf("long decode, one token per page: graphs: %lld captured, %lld replayed, %lld fell back, of %lld "
+               "steps; %s\n", (long long)sg.graph_captures, (long long)sg.graph_replays, (long long)sg.graph_fallbacks,
+               (long long)sg.steps, same ? "bitwise equal to eager" : "DIFFERENT from eager");
+        CHECK_MSG(same, "graph decode differs from eager decode (growing page table)");
+        CHECK_MSG(sg.graph_captures >= 2 && sg.graph_replays >= 20, "the batch size never changes here: graphs are "
+                  "captured again only after the table moved (%lld captures, %lld replays)",
+                  (long long)sg.graph_captures, (long long)sg.graph_replays);
+        captures += sg.graph_captures;
+        replays += sg.graph_replays;
+        vc_rollout_samples_free(g, ng);
+        vc_rollout_samples_free(ev, ne);
+        vc_model_free(m);
+    }
+    check_sticky("graphs");
+    printf("CUDA graphs: %lld captures, %lld replays in all\n", (long long)captures, (long long)replays);
+    return vc_test_done();
+}
