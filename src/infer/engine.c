@@ -291,6 +291,10 @@ static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, 
     if (replay || capture) {
         int done = 0;
         vc_status st = vc_cuda_graph_begin(replay);
+        if (st == VC_ERR_UNSUPPORTED) { /* CUDA refused the capture: graphs are off, run eagerly */
+            vc_clear_error();
+            return forward_logits(R, g, b, n_rows, pure, z);
+        }
         if (st) return st;
         vc_status fs = forward_logits(R, g, b, n_rows, 1, z);
         if ((st = vc_cuda_graph_end(n_rows, &done))) return st;

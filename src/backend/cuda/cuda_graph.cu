@@ -89,6 +89,21 @@ void vc_cuda_graph_drop(void) {
 
 const char *vc_cuda_graph_why(void) { return g_why; }
 
+/* CUDA itself refused a graph call: graphs off for the process, one line saying why */
+static void turn_off(const char *call, cudaError_t e) {
+    cudaGetLastError();
+    snprintf(g_why, sizeof g_why, "%s: %s", call, cudaGetErrorString(e));
+    if (!g_off) fprintf(stderr, "verlc: cuda graphs off for this run (%s); decode steps run eagerly\n", g_why);
+    g_off = 1;
+}
+
+static int launch(cudaGraphExec_t exec) {
+    cudaError_t e = cudaGraphLaunch(exec, vc_cu_stream());
+    if (e == cudaSuccess) return 1;
+    turn_off("cudaGraphLaunch", e);
+    return 0;
+}
+
 vc_status vc_cuda_graph_begin(int replay) {
     const char *op = replay ? "graph replay" : "graph capture";
     if (vc_cu_graph_mode) return vc_fail(VC_ERR_INTERNAL, "cuda: %s: a capture or replay is already open", op);
@@ -97,7 +112,11 @@ vc_status vc_cuda_graph_begin(int replay) {
     if (!replay) {
         vc_status st = vc_cuda_sync(); /* uploads during the capture bypass the stream: it must be idle */
         if (st) return st;
-        if (!vc_cu_ok(cudaStreamBeginCapture(vc_cu_stream(), cudaStreamCaptureModeRelaxed), op)) return vc_cuda_error();
+        cudaError_t e = cudaStreamBeginCapture(vc_cu_stream(), cudaStreamCaptureModeRelaxed);
+        if (e != cudaSuccess) {
+            turn_off("cudaStreamBeginCapture", e);
+            return vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s", g_why);
+        }
     }
     vc_cu_graph_mode = replay ? 2 : 1;
     g_sig = 0xcbf29ce484222325ull;
@@ -126,7 +145,10 @@ vc_status vc_cuda_graph_end(int key, int *done) {
             return VC_OK;
         }
         if (!vc_cu_begin("graph launch")) return vc_cuda_error();
-        if (!vc_cu_ok(cudaGraphLaunch(s->exec, vc_cu_stream()), "graph launch")) return vc_cuda_error();
+        if (!launch(s->exec)) {
+            vc_cuda_graph_drop();
+            return VC_OK;
+        }
         s->age = ++g_clock;
         *done = 1;
         return VC_OK;
@@ -142,11 +164,13 @@ vc_status vc_cuda_graph_end(int key, int *done) {
         /* nothing ran: the caller runs the step eagerly. A failure of CUDA itself (not a step the
          * capture cannot hold) turns graphs off for the process, with one line saying why. */
         if (!g_taint) {
-            snprintf(g_why, sizeof g_why, "%s", e != cudaSuccess ? cudaGetErrorString(e) : vc_last_error());
-            fprintf(stderr, "verlc: cuda graphs off for this run: capture failed (%s); decode steps run eagerly\n", g_why);
-            g_off = 1;
-            cudaGetLastError();
-            vc_cuda_clear_error();
+            if (e != cudaSuccess) turn_off("capture", e);
+            else {
+                snprintf(g_why, sizeof g_why, "capture: %s", vc_last_error());
+                if (!g_off) fprintf(stderr, "verlc: cuda graphs off for this run (%s); decode steps run eagerly\n", g_why);
+                g_off = 1;
+            }
+            vc_cuda_clear_error(); /* nothing ran while capturing: the error was the capture's */
         }
         if (exec) cudaGraphExecDestroy(exec);
         if (graph) cudaGraphDestroy(graph);
@@ -165,7 +189,10 @@ vc_status vc_cuda_graph_end(int key, int *done) {
         if (s->used) slot_free(s);
     }
     *s = graph_slot{ 1, key, g_sig, g_ops, graph, exec, ++g_clock };
-    if (!vc_cu_ok(cudaGraphLaunch(exec, vc_cu_stream()), "graph launch")) return vc_cuda_error();
+    if (!launch(exec)) {
+        vc_cuda_graph_drop();
+        return VC_OK;
+    }
     *done = 1;
     return VC_OK;
 }
