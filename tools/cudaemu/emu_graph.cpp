@@ -110,6 +110,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned lon
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
     if (!e) return vc_emu_error(cudaErrorInvalidValue, "cudaGraphLaunch(NULL)");
+    vc_emu_count(VC_EMU_GRAPH);
     for (auto &op : e->ops) vc_emu_enqueue_on(s, op);
     return cudaSuccess;
 }

@@ -38,6 +38,6 @@ void vc_emu_dev_read(void *dst, const void *src, size_t n);
 /* operation counts (emu_stats.cpp, VC_EMU_STATS=1) */
 void vc_emu_count_launch(const char *name);
 void vc_emu_count_copy(int kind, size_t bytes); /* cudaMemcpyKind */
-enum { VC_EMU_MEMSET, VC_EMU_GEMM, VC_EMU_SYNC };
+enum { VC_EMU_MEMSET, VC_EMU_GEMM, VC_EMU_SYNC, VC_EMU_GRAPH };
 void vc_emu_count(int what);
 #endif

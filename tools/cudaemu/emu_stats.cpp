@@ -12,15 +12,15 @@
 
 static std::mutex g_smu;
 static std::map<std::string, long> g_kernels;
-static long g_launch, g_copy[5], g_memset, g_gemm, g_sync;
+static long g_launch, g_copy[5], g_memset, g_gemm, g_sync, g_graph;
 static double g_copy_bytes[5];
 static int g_on = -1;
 
 static void report(void) {
     std::lock_guard<std::mutex> l(g_smu);
     static const char *kind[] = { "host to host", "host to device", "device to host", "device to device", "default" };
-    fprintf(stderr, "cudaemu stats: %ld kernel launches, %ld GEMMs, %ld memsets, %ld synchronising calls\n", g_launch,
-            g_gemm, g_memset, g_sync);
+    fprintf(stderr, "cudaemu stats: %ld kernel launches, %ld GEMMs, %ld memsets, %ld synchronising calls, %ld graph "
+            "launches (their work counted once, when captured)\n", g_launch, g_gemm, g_memset, g_sync, g_graph);
     for (int k = 0; k < 5; k++)
         if (g_copy[k]) fprintf(stderr, "cudaemu stats: %ld copies %s, %.0f bytes\n", g_copy[k], kind[k], g_copy_bytes[k]);
     std::vector<std::pair<long, std::string>> v;
@@ -54,5 +54,5 @@ void vc_emu_count_copy(int kind, size_t bytes) {
 void vc_emu_count(int what) {
     if (!on()) return;
     std::lock_guard<std::mutex> l(g_smu);
-    (what == 0 ? g_memset : what == 1 ? g_gemm : g_sync)++;
+    (what == VC_EMU_MEMSET ? g_memset : what == VC_EMU_GEMM ? g_gemm : what == VC_EMU_SYNC ? g_sync : g_graph)++;
 }
