@@ -354,20 +354,22 @@ BIN="$BUILD/verlc"
 # The issue's benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,
 # generate batch 256 x (128 + 256). PyTorch on the same H200: 72,171 / 38,843 train tokens/s,
 # 246,363 / 121,355 log-prob tokens/s, HF generate 3,858 / 3,905 tokens/s.
-bench_model() { # config name
+bench_model() { # config name, PyTorch's train, log-prob and HF generate tokens/s on the H200
     local CFG="$VERLC_SHARED/configs/$1.json" P="--device cuda --precision bf16"
+    local PEER="PyTorch 2.11 + transformers 5.17 on an H200 (issue 7)"
     if [ ! -f "$CFG" ]; then
         say "== verlc bench on $1: skipped (no $CFG)"
         return
     fi
     # shellcheck disable=SC2086
-    step "bench train $1 bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 --seqs 16 --iters 3 $P
+    step "bench train $1 bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 --seqs 16 --iters 3 $P \
+        --peer "$2" --peer-name "$PEER"
     # shellcheck disable=SC2086
     step "bench logprob $1 bf16 (16 x 1024)" 45 "$BIN" bench logprob --config "$CFG" --tokens 16384 --seq-len 1024 \
-        --reps 3 $P
+        --reps 3 $P --peer "$3" --peer-name "$PEER"
     # shellcheck disable=SC2086
     step "bench generate $1 bf16 (batch 256, 128 + 256)" 60 "$BIN" bench generate --config "$CFG" --batch 256 \
-        --prompt 128 --new 256 $P
+        --prompt 128 --new 256 $P --peer "$4" --peer-name "HF generate, $PEER"
 }
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host
 # waits: a low figure means the host, not the GPU, is the limit), short runs on the 0.5B shape.
@@ -386,13 +388,13 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -z "$MODELS" ] && say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
-    bench_model qwen2.5-0.5b
+    bench_model qwen2.5-0.5b 72171 246363 3858
     e2e_all
     profile_model qwen2.5-0.5b
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
-    bench_model qwen2.5-1.5b
+    bench_model qwen2.5-1.5b 38843 121355 3905
 else
     say "== verlc CLI on the GPU: skipped (no $BIN built here)"
 fi

@@ -1,5 +1,6 @@
 /* verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T]
  *   [--device D] [--precision f32|bf16] */
+#include "bench_util.h"
 #include "cli.h"
 #include "device_args.h"
 #include "verlc/model.h"
@@ -33,13 +34,15 @@ static double backend_sgemm_gflops(int n) {
 }
 
 #define FWD_USAGE "usage: verlc bench forward --config CONFIG.json [--tokens N] [--seq-len L] [--reps R] [--threads T] " \
-                  VC_DEVICE_USAGE "\n"
+                  VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n"
 
 int vc_bench_forward(int argc, char **argv) {
     const char *config = NULL, *device = NULL, *precision = NULL;
     int64_t tokens = 2048, seq_len = 0;
     int reps = 2, threads = 0;
+    bench_peer peer = { 0, NULL };
     for (int i = 1; i < argc; i++) {
+        if (bench_peer_arg(argc, argv, &i, &peer)) continue;
         if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq-len") && i + 1 < argc) seq_len = atoll(argv[++i]);
@@ -102,7 +105,9 @@ int vc_bench_forward(int argc, char **argv) {
         double peak_d = backend_sgemm_gflops(4096);
         printf("  peak: %s GEMM 4096^3 (%s) %.1f GFLOP/s; %.1f%% of it\n", vc_device_name(), vc_cli_precision_name(),
                peak_d, peak_d > 0 ? 100 * gf / peak_d : 0.0);
+        bench_mfu(flops / best);
     }
+    bench_peer_ratio(&peer, tokens / best);
     printf("  step arena peak %.1f MB\n", vc_graph_peak_bytes(g) / 1e6);
     vc_graph_free(g);
     free(cu);

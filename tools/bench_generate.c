@@ -3,6 +3,7 @@
  * bandwidth roofline of this machine: a decode step must read every weight once (plus the KV cache), so
  * roofline tokens/s = bandwidth / bytes_per_step * batch. The bandwidth is measured here with a
  * STREAM-like copy and triad over the thread pool. */
+#include "bench_util.h"
 #include "device_args.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
@@ -87,14 +88,16 @@ static void measure_device_bandwidth(double bw[3]) {
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc bench generate --config CONFIG.json [--batch 1,16,64] [--prompt 128] [--new 128] "
-                    "[--threads N] " VC_DEVICE_USAGE "\n");
+                    "[--threads N] " VC_DEVICE_USAGE " " BENCH_PEER_USAGE "\n");
     return 2;
 }
 
 int vc_bench_generate(int argc, char **argv) {
     const char *config = NULL, *batches = "1,16,64", *device = NULL, *precision = NULL;
     int prompt = 128, n_new = 128;
+    bench_peer peer = { 0, NULL };
     for (int i = 1; i < argc; i++) {
+        if (bench_peer_arg(argc, argv, &i, &peer)) continue;
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         i++;
@@ -168,6 +171,10 @@ int vc_bench_generate(int argc, char **argv) {
                 printf("  (CUDA graphs: %lld decode steps captured, %lld replayed)", (long long)s.graph_captures,
                        (long long)s.graph_replays);
             printf("\n");
+            /* the peer's figure is for its own whole generate call: prompt processing included */
+            double all = s.seconds > 0 ? (double)s.generated / s.seconds : 0;
+            if (peer.tps > 0) printf("  whole call %.0f tokens/s (prefill included):", all);
+            bench_peer_ratio(&peer, all);
             fflush(stdout);
         }
         vc_rollout_samples_free(out, n_out);

@@ -1,5 +1,6 @@
 /* verlc bench train / logprob: forward+backward+AdamW (or forward + fused log-probs) tokens/s on a
  * random-weight model, against the machine's measured sgemm peak and the theoretical FMA peak. */
+#include "bench_util.h"
 #include "cli.h"
 #include "verlc/pool.h"
 #include "verlc/train.h"
@@ -13,11 +14,13 @@ typedef struct bench_args {
     int64_t tokens;
     int seqs, iters, threads;
     const char *device, *precision;
+    bench_peer peer;
 } bench_args;
 
 static int parse(int argc, char **argv, bench_args *a, const char *name) {
-    *a = (bench_args){ NULL, 2048, 1, 3, 0, "auto", "fp32" };
+    *a = (bench_args){ NULL, 2048, 1, 3, 0, "auto", "fp32", { 0, NULL } };
     for (int i = 1; i < argc; i++) {
+        if (bench_peer_arg(argc, argv, &i, &a->peer)) continue;
         if (!strcmp(argv[i], "--config") && i + 1 < argc) a->config = argv[++i];
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) a->tokens = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seqs") && i + 1 < argc) a->seqs = atoi(argv[++i]);
@@ -29,7 +32,7 @@ static int parse(int argc, char **argv, bench_args *a, const char *name) {
     }
     if (!a->config || a->tokens < 2 || a->seqs < 1 || a->seqs > a->tokens / 2 || a->iters < 1) {
         fprintf(stderr, "usage: verlc bench %s --config CONFIG.json [--tokens 2048] [--seqs 1] [--iters 3] [--threads N]\n"
-                        "       [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16]\n"
+                        "       [--device auto|cpu|cuda|cuda:N] [--precision fp32|bf16] " BENCH_PEER_USAGE "\n"
                         "Random weights; --seqs packs the tokens as that many equal sequences.\n", name);
         return 2;
     }
@@ -49,12 +52,16 @@ static double model_flops(const vc_model *m, const int64_t *cu, int seqs, int ba
     return (backward ? 3.0 : 1.0) * f;
 }
 
-static void report(const char *what, double flops, double secs, int64_t tokens) {
-    double meas = vc_perf_peak_sgemm(2048), theo = vc_perf_peak_theoretical();
+static void report(const char *what, double flops, double secs, int64_t tokens, const bench_peer *peer) {
     double g = flops / secs / 1e9;
     printf("%s: %lld tokens in %.3f s: %.0f tokens/s, %.2f GFLOP/s\n", what, (long long)tokens, secs, tokens / secs, g);
-    printf("  measured peak (sgemm 2048^3): %.1f GFLOP/s -> %.1f%%\n", meas, meas > 0 ? 100 * g / meas : 0);
-    if (theo > 0) printf("  theoretical fp32 peak: %.1f GFLOP/s -> %.1f%%\n", theo, 100 * g / theo);
+    if (vc_be()->host_visible) { /* the CPU's peaks (they say nothing about a device) */
+        double meas = vc_perf_peak_sgemm(2048), theo = vc_perf_peak_theoretical();
+        printf("  measured peak (sgemm 2048^3): %.1f GFLOP/s -> %.1f%%\n", meas, meas > 0 ? 100 * g / meas : 0);
+        if (theo > 0) printf("  theoretical fp32 peak: %.1f GFLOP/s -> %.1f%%\n", theo, 100 * g / theo);
+    }
+    bench_mfu(flops / secs);
+    bench_peer_ratio(peer, tokens / secs);
 }
 
 static int setup(const bench_args *a, vc_model **m, int64_t **cu, int32_t **ids) {
@@ -93,7 +100,7 @@ int vc_bench_train(int argc, char **argv) {
     if (!rc) {
         printf("model: %lld parameters, %d threads, %d sequence(s), activations %.1f MiB\n",
                (long long)vc_model_param_count(m), vc_get_threads(), a.seqs, vc_graph_peak_bytes(t.g) / 1048576.0);
-        report("forward+backward+AdamW", model_flops(m, cu, a.seqs, 1), best, a.tokens);
+        report("forward+backward+AdamW", model_flops(m, cu, a.seqs, 1), best, a.tokens, &a.peer);
     } else {
         fprintf(stderr, "verlc bench train: %s\n", vc_last_error());
     }

@@ -70,6 +70,10 @@ vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, flo
 vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
 void vc_cuda_bf16_shadow_drop(void);
 int vc_cuda_bf16_shadow_hits(void); /* GEMM operands served from the copies since the last add */
+/* The device's promised dense peak in FLOP/s for MFU figures (bf16 tensor cores, or f32): verl's figures
+ * for the parts it names (H100/H200/H800 989 TFLOP/s bf16), else SMs x clock x FLOP per SM per clock. */
+vc_status vc_cuda_peak_flops(int bf16, double *flops);
+
 /* ---- CUDA graphs (the rollout engine's decode steps) ----
  * A step that queues the same work with the same arguments every time (a decode step of a given batch
  * size, reading its per-step inputs from the same device addresses) can be captured once and then

@@ -7,15 +7,23 @@
 #include <math.h>
 #include <stdlib.h>
 #include "verlc/perf.h"
+#include "verlc/cuda.h"
+#include "tensor/backend.h"
 #include <string.h>
 #include <sys/stat.h>
 
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                    "remax", "opo", "gpg", NULL };
 
-/* the machine's fp32 peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak
- * (vector width x FMA pipes x cores x clock); a measured GEMM peak when the CPU cannot be identified */
+/* the peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak: the GPU's (bf16 tensor
+ * cores with bf16 matmuls, else f32) when training on one, else the CPU's fp32 peak (vector width x FMA
+ * pipes x cores x clock; a measured GEMM peak when the CPU cannot be identified) */
 double rl_peak_flops(void) {
+    double dev = 0;
+    if (vc_backend_cuda() && vc_be() == vc_backend_cuda() &&
+        vc_cuda_peak_flops(vc_matmul_precision() == VC_PREC_BF16, &dev) == VC_OK && dev > 0)
+        return dev;
+    vc_clear_error();
     double g = vc_perf_peak_theoretical();
     if (g <= 0) g = vc_perf_peak_sgemm(512);
     return g > 0 ? g * 1e9 : 1e10;

@@ -395,6 +395,16 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     p->maxGridSize[1] = p->maxGridSize[2] = 65535;
     return cudaSuccess;
 }
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
+    if (d < 0 || d >= n_devices()) return vc_emu_error(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: device %d", d);
+    switch (attr) {
+    case cudaDevAttrClockRate: *v = 1980000; return cudaSuccess; /* kHz, an H100/H200's boost clock */
+    case cudaDevAttrMultiProcessorCount: *v = 132; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *v = 9; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *v = 0; return cudaSuccess;
+    }
+    return vc_emu_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute %d", (int)attr);
+}
 cudaError_t cudaRuntimeGetVersion(int *v) {
     *v = CUDART_VERSION;
     return cudaSuccess;

@@ -189,6 +189,33 @@ int vc_cu_begin_io(const char *op) {
     return 1;
 }
 
+/* The device's promised dense peak in FLOP/s (as verl's MFU): bf16 tensor cores, or f32 CUDA cores. By name
+ * for the data-centre parts verl lists, else SMs x clock x FLOP per SM per clock for the architecture. */
+vc_status vc_cuda_peak_flops(int bf16, double *flops) {
+    static const struct { const char *name; double bf16, f32; } known[] = {
+        { "H200", 989e12, 67e12 }, { "H100", 989e12, 67e12 }, { "H800", 989e12, 67e12 }, { "H20", 148e12, 44e12 },
+        { "A100", 312e12, 19.5e12 }, { "A800", 312e12, 19.5e12 }, { "L40S", 362e12, 91.6e12 },
+    };
+    *flops = 0;
+    if (!vc_cu_begin_io("peak query")) return vc_cuda_error();
+    cudaDeviceProp p;
+    int clk = 0, sms = 0, major = 0, minor = 0;
+    if (!vc_cu_ok(cudaGetDeviceProperties(&p, g_device), "peak query")) return vc_cuda_error();
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strstr(p.name, known[i].name)) {
+            *flops = bf16 ? known[i].bf16 : known[i].f32;
+            return VC_OK;
+        }
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, g_device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g_device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g_device);
+    cudaGetLastError();
+    double per = bf16 ? (major >= 9 ? 4096 : major == 8 && minor == 0 ? 2048 : 1024) : (major >= 9 ? 256 : 128);
+    *flops = (double)sms * clk * 1e3 * per;
+    return *flops > 0 ? VC_OK : vc_fail(VC_ERR_DEVICE, "cuda: %s: no clock or SM count", p.name);
+}
+
 int vc_cu_begin(const char *op) {
     if (!vc_cu_begin_io(op)) return 0;
     if (vc_cu_graph_mode) return vc_cu_graph_note(op); /* replaying: the op is in the graph, queue nothing */

@@ -39,6 +39,7 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
 }
 void vc_cuda_bf16_shadow_drop(void) {}
 int vc_cuda_bf16_shadow_hits(void) { return 0; }
+vc_status vc_cuda_peak_flops(int bf16, double *flops) { (void)bf16; *flops = 0; return off(); }
 int vc_cuda_graphs_enabled(void) { return 0; }
 vc_status vc_cuda_graph_begin(int replay) { (void)replay; return off(); }
 vc_status vc_cuda_graph_end(int key, int *done) { (void)key; *done = 0; return off(); }

@@ -67,9 +67,12 @@ enum cudaMemPoolAttr {
     cudaMemPoolAttrUsedMemCurrent = 7
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrComputeCapabilityMajor = 75,
+                      cudaDevAttrComputeCapabilityMinor = 76 };
 #ifndef __cplusplus
 typedef enum cudaMemPoolAttr cudaMemPoolAttr;
 typedef enum cudaFuncAttribute cudaFuncAttribute;
+typedef enum cudaDeviceAttr cudaDeviceAttr;
 #endif
 #define cudaStreamDefault 0u
 #define cudaStreamNonBlocking 1u
@@ -84,6 +87,7 @@ cudaError_t cudaGetDeviceCount(int *n);
 cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDevice(int *d);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d);
 cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaGetLastError(void);
