@@ -3,6 +3,7 @@
  * the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "verlc/optim.h"
+#include "rl/trainer_internal.h"
 
 #define TOL 1e-4
 
@@ -103,6 +104,25 @@ static void test_bf16_copies(void) {
     CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "dropped copies are not used");
     CHECK_OK(vc_cuda_sync());
     vc_set_matmul_precision(prev);
+}
+
+/* the peak behind MFU figures: the device's, bf16 tensor cores above f32, and what perf/mfu/actor divides
+ * by when the trainer runs on cuda (not the CPU's peak) */
+static void test_peak(void) {
+    double pb = 0, pf = 0;
+    CHECK_OK(vc_cuda_peak_flops(1, &pb));
+    CHECK_OK(vc_cuda_peak_flops(0, &pf));
+    printf("device peak: %.0f TFLOP/s bf16, %.1f TFLOP/s f32\n", pb / 1e12, pf / 1e12);
+    CHECK(pf > 1e12 && pb > 4 * pf);
+    const vc_backend *prev = vc_be();
+    int prec = vc_matmul_precision();
+    vc_set_backend(G);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    CHECK_MSG(rl_peak_flops() == pb, "perf/mfu/actor's peak on cuda with bf16 matmuls: %g, device %g", rl_peak_flops(), pb);
+    vc_set_matmul_precision(VC_PREC_F32);
+    CHECK_MSG(rl_peak_flops() == pf, "perf/mfu/actor's peak on cuda with f32 matmuls: %g, device %g", rl_peak_flops(), pf);
+    vc_set_matmul_precision(prec);
+    vc_set_backend(prev);
 }
 
 /* ---- norms ---- */
@@ -367,6 +387,7 @@ int main(void) {
     test_gemm();
     test_gemm_bf16();
     test_bf16_copies();
+    test_peak();
     check_sticky("gemm");
     release_all();
     test_norms();
