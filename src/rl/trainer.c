@@ -37,7 +37,7 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     int64_t n = 1, bs = 0, maxr = 0, topk = -1, vn = 1, fwd = 0;
     double temp = 1, topp = 1, vtemp = 0, vtopp = 1;
-    int64_t vtopk = -1, max_seqs = 0;
+    int64_t vtopk = -1, max_seqs = 0, mbt = 8192;
     int vsample = 0, sample = 1;
     TRY(get_int(c, "actor_rollout_ref.rollout.n", 1, &n));
     TRY(get_int(c, "data.train_batch_size", 8, &bs));
@@ -46,6 +46,7 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, "actor_rollout_ref.rollout.do_sample", 1, &sample));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.gpu_memory_utilization", 0.3, &t->kv_fraction));
     TRY(get_int(c, "actor_rollout_ref.rollout.max_num_seqs", 0, &max_seqs));
+    TRY(get_int(c, "actor_rollout_ref.rollout.max_num_batched_tokens", 8192, &mbt));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.temperature", 1.0, &temp));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.top_p", 1.0, &topp));
     TRY(get_int(c, "actor_rollout_ref.rollout.top_k", -1, &topk));
@@ -64,6 +65,10 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1] (got %g)",
                        t->kv_fraction);
     t->max_seqs = max_seqs > 0 && max_seqs < 1 << 20 ? (int)max_seqs : 0;
+    if (mbt < 1 || mbt > 1 << 24)
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.max_num_batched_tokens must be in [1, 2^24] (got %lld)",
+                       (long long)mbt);
+    t->prefill_chunk = (int)mbt;
     t->n = (int)n;
     t->batch_prompts = (int)bs;
     t->max_resp = maxr;
@@ -344,7 +349,8 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     if (!st && t->use_critic)
         st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1, dp);
     if (!st) {
-        vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok };
+        vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok,
+                               .prefill_chunk = t->prefill_chunk };
         st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
     if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;

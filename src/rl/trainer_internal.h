@@ -28,6 +28,7 @@ struct vc_rl_trainer {
     int val_n;
     double kv_fraction;         /* rollout.gpu_memory_utilization */
     int max_seqs;               /* rollout.max_num_seqs (0: the engine's default) */
+    int prefill_chunk;          /* rollout.max_num_batched_tokens: prompt tokens computed per step at most */
     int32_t eos[RL_MAX_EOS];
     int n_eos;
     uint64_t seed;
