@@ -250,14 +250,16 @@ static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n
     return VC_OK;
 }
 
-/* the step's forward over the planned rows and the logits of its n_rows sampling rows (z; NULL when none
- * samples); `identity`: every row is one token that samples, so the hidden states are the logits' input */
-static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int identity, vc_tensor **z) {
+/* the step's forward over the planned rows (and n_pad padding rows after them) and the logits of its n_rows
+ * sampling rows (z; NULL when none samples; with padding, z has rows for the padding too, after them);
+ * `identity`: every row is one token that samples, so the hidden states are the logits' input */
+static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int n_pad, int identity,
+                                vc_tensor **z) {
     vc_model *m = R->e->m;
     int64_t H = vc_model_cfg(m)->hidden;
     *z = NULL;
     vc_graph_reset(g);
-    vc_batch batch = { R->n_plan, b->cu, b->ids };
+    vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids };
     vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len };
     vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
@@ -279,25 +281,46 @@ static int has_moe(const vc_model_config *c) {
     return 0;
 }
 
-/* A pure decode step (every row one token that samples) of n rows queues the same work each time, its
- * inputs at the same arena addresses: on a GPU it runs as a CUDA graph, captured the second time in a
- * row that n rows decode and replayed afterwards; other steps (prefill, mixed, MoE routing, graphs off)
- * run eagerly. A capture or replay that does not take leaves the step to the eager path. */
+/* graph sizes: 1, 2, 4, 8, then multiples of 8 (at most 7 padding rows), never beyond the step buffers */
+static int graph_rows(const vc_run *R, int n) {
+    int k = n <= 8 ? (n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8) : (n + 7) / 8 * 8;
+    return k <= R->e->o.max_batch + 1 ? k : n;
+}
+
+/* rows n .. k-1: one token (id 0) each at position 0, writing into the padding page; their logits are
+ * computed and never sampled */
+static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
+    for (int i = n; i < k; i++) {
+        b->ids[b->cu[i]] = 0;
+        b->cu[i + 1] = b->cu[i] + 1;
+        b->len[i] = 0;
+        b->table[i] = &R->pad_page;
+    }
+}
+
+/* A pure decode step (every row one token that samples) queues the same work each time for a given row
+ * count, its inputs at the same arena addresses: on a GPU it runs as a CUDA graph. The rows are padded up
+ * to a graph size (graph_rows), so a batch that shrinks as samples finish keeps replaying one graph; a
+ * size's graph is captured the second step in a row that uses it and replayed afterwards. Other steps
+ * (prefill, mixed, MoE routing) run eagerly, and so does a step whose capture or replay does not take.
+ * Pure decode steps on the GPU are padded whether graphs are on or off (VERLC_CUDA_GRAPHS=0), so the
+ * GEMMs see the same row counts and turning graphs off changes no bit. */
 static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
-    int use = pure && n_rows > 0 && vc_backend_cuda() && vc_be() == vc_backend_cuda() && vc_cuda_graphs_enabled() &&
-              !has_moe(vc_model_cfg(R->e->m));
-    int replay = use && vc_cuda_graph_ready(n_rows), capture = use && !replay && R->last_decode == n_rows;
-    R->last_decode = pure ? n_rows : -1;
+    int padded = pure && n_rows > 0 && R->pad_page >= 0;
+    int k = padded ? graph_rows(R, n_rows) : n_rows, use = padded && vc_cuda_graphs_enabled();
+    int replay = use && vc_cuda_graph_ready(k), capture = use && !replay && R->last_decode == k;
+    R->last_decode = use ? k : -1;
+    if (padded) pad_rows(R, b, n_rows, k);
     if (replay || capture) {
         int done = 0;
         vc_status st = vc_cuda_graph_begin(replay);
         if (st == VC_ERR_UNSUPPORTED) { /* CUDA refused the capture: graphs are off, run eagerly */
             vc_clear_error();
-            return forward_logits(R, g, b, n_rows, pure, z);
+            return forward_logits(R, g, b, k, k - n_rows, 1, z);
         }
         if (st) return st;
-        vc_status fs = forward_logits(R, g, b, n_rows, 1, z);
-        if ((st = vc_cuda_graph_end(n_rows, &done))) return st;
+        vc_status fs = forward_logits(R, g, b, k, k - n_rows, 1, z);
+        if ((st = vc_cuda_graph_end(k, &done))) return st;
         if (done && !fs && *z) {
             if (replay) R->e->stats.graph_replays++;
             else R->e->stats.graph_captures++;
@@ -306,7 +329,7 @@ static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, 
         R->e->stats.graph_fallbacks++;
         vc_clear_error();
     }
-    return forward_logits(R, g, b, n_rows, pure, z);
+    return padded ? forward_logits(R, g, b, k, k - n_rows, 1, z) : forward_logits(R, g, b, n_rows, 0, pure, z);
 }
 
 static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
@@ -473,7 +496,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     if (st) return st;
     memset(&e->stats, 0, sizeof e->stats);
     vc_run R = { .e = e, .reqs = reqs, .n_req = n_req, .sp = s, .max_seqs = e->o.max_batch, .t_start = vc_now(),
-                 .last_decode = -1 };
+                 .last_decode = -1, .pad_page = -1 };
     int64_t total = 0, max_n = 1;
     for (int r = 0; r < n_req; r++) {
         total += reqs[r].n_samples;
@@ -504,7 +527,10 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
                      vc_model_backend(e->m)->name, prev->name);
         goto out;
     }
-    if ((st = vc_kv_pool_init(&R.pool, np, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row))) goto out;
+    /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
+    int pad = vc_backend_cuda() && prev == vc_backend_cuda() && !has_moe(vc_model_cfg(e->m));
+    if ((st = vc_kv_pool_init(&R.pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row))) goto out;
+    R.pad_page = pad ? vc_kv_page_alloc(&R.pool) : -1;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;
     e->stats.page_bytes = (int64_t)page_bytes(e);

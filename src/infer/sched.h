@@ -44,7 +44,8 @@ typedef struct vc_run {
     int *left;              /* samples still running per request */
     int prompts_done;
     double t_start;
-    int last_decode;        /* rows of the previous step when it was a pure decode step, else -1 */
+    int last_decode;        /* graph size of the previous step when it was a pure decode step, else -1 */
+    int32_t pad_page;       /* a page the padding rows of a graph step write into (-1: none, no padding) */
 } vc_run;
 
 vc_seq *vc_seq_new(vc_run *R, int req);

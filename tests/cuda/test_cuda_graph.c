@@ -2,7 +2,8 @@
  * reasons, bit for bit, with decode steps captured and replayed as graphs as without graphs
  * (VERLC_CUDA_GRAPHS=0), in f32 and bf16 (with the bf16 weight copies), for a GQA model and one with a
  * sliding window and soft-capping; sequences finish at different steps (a set of EOS ids), so the batch
- * size changes and graphs are captured for several sizes, dropped when a step differs, and replayed.
+ * size changes: decode steps are padded to graph sizes (with graphs off too, so the GEMMs see the same
+ * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed.
  * Without a usable device: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "infer/infer_test_util.h"
@@ -22,6 +23,17 @@ static const char *CONFIGS[2] = {
     " \"final_logit_softcapping\": 30.0, \"query_pre_attn_scalar\": 32, \"hidden_activation\": \"gelu_pytorch_tanh\","
     " \"bos_token_id\": 2, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}",
 };
+
+/* where two sample lists first differ (printed when they do) */
+static void first_difference(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
+    for (int i = 0; a && b && i < n; i++)
+        for (int64_t t = 0; t < a[i].n_tokens && t < b[i].n_tokens; t++)
+            if (a[i].tokens[t] != b[i].tokens[t] || a[i].logp[t] != b[i].logp[t]) {
+                fprintf(stderr, "  first difference: sample %d, token %lld: %d (lp %.9g) vs %d (lp %.9g)\n", i,
+                        (long long)t, a[i].tokens[t], a[i].logp[t], b[i].tokens[t], b[i].logp[t]);
+                return;
+            }
+}
 
 #define NP 5
 static int32_t prompts[NP][24];
@@ -77,6 +89,7 @@ int main(void) {
                    prec ? "bf16" : "f32", ng, distinct, (long long)sg.graph_captures, (long long)sg.graph_replays,
                    (long long)sg.graph_fallbacks, (long long)sg.steps,
                    same ? "tokens, log-probs and finish reasons bitwise equal to eager" : "DIFFERENT from eager");
+            if (!same) first_difference(g, ev, ng < ne ? ng : ne);
             CHECK_MSG(same, "graph decode differs from eager decode");
             CHECK_MSG(se.graph_captures == 0 && se.graph_replays == 0, "VERLC_CUDA_GRAPHS=0 still used graphs");
             CHECK_MSG(sg.graph_replays >= 3, "few decode steps replayed (%lld)", (long long)sg.graph_replays);
@@ -98,6 +111,7 @@ int main(void) {
         printf("long decode, one token per page: graphs: %lld captured, %lld replayed, %lld fell back, of %lld "
                "steps; %s\n", (long long)sg.graph_captures, (long long)sg.graph_replays, (long long)sg.graph_fallbacks,
                (long long)sg.steps, same ? "bitwise equal to eager" : "DIFFERENT from eager");
+        if (!same) first_difference(g, ev, ng < ne ? ng : ne);
         CHECK_MSG(same, "graph decode differs from eager decode (growing page table)");
         CHECK_MSG(sg.graph_captures >= 2 && sg.graph_replays >= 20, "the batch size never changes here: graphs are "
                   "captured again only after the table moved (%lld captures, %lld replays)",
