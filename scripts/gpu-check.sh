@@ -288,6 +288,12 @@ e2e_all() {
     nccl_runs
 }
 finish() {
+    # the figures to record, gathered from the steps' output (bench lines, ratios to PyTorch, MFU, GRPO perf)
+    say "== figures"
+    grep -E "^== bench|^== profile|tokens/s|x PyTorch|x HF generate|MFU|perf/throughput|perf/mfu|CUDA graphs|cuda profile:|^  [a-z].* [0-9.]+%$|models passed" \
+        "$SUM" | grep -v "^== figures" | head -n 80 >"$SUM.fig" 2>/dev/null
+    cat "$SUM.fig" >>"$SUM" 2>/dev/null
+    rm -f "$SUM.fig"
     say "== failures"
     grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
     cat "$SUM.tmp" >>"$SUM" 2>/dev/null
