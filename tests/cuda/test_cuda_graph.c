@@ -94,6 +94,10 @@ int main(void) {
             CHECK_MSG(se.graph_captures == 0 && se.graph_replays == 0, "VERLC_CUDA_GRAPHS=0 still used graphs");
             CHECK_MSG(sg.graph_replays >= 3, "few decode steps replayed (%lld)", (long long)sg.graph_replays);
             CHECK_MSG(distinct >= 3, "samples of %d distinct lengths: the batch size hardly changed", distinct);
+            /* bf16 matmuls read the call's bf16 weight copies (GEMMs in captures count; replays meet none) */
+            CHECK_MSG(prec ? sg.weight_copy_hits > 0 && se.weight_copy_hits > sg.weight_copy_hits : !sg.weight_copy_hits,
+                      "bf16 weight copies: %lld GEMM operands with graphs, %lld without", (long long)sg.weight_copy_hits,
+                      (long long)se.weight_copy_hits);
             captures += sg.graph_captures;
             replays += sg.graph_replays;
             vc_rollout_samples_free(g, ng);
