@@ -20,6 +20,9 @@ vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s);
 /* normalise each row of the last `cols` elements; w may be NULL; y = x * rstd * (w + w_offset) */
 vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset);
 vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps);
+/* x will not change until the matching release (on 0): several ops that read it (q, k and v from one normed
+ * input) may share what the backend derives from it (its bf16 rounding for GEMMs). Calls must pair. */
+void vc_op_hold(vc_tensor *x, int on);
 /* RoPE on x [T, nh, hd] (first `rot` dims), cos/sin tables [T, rot/2] in BACKEND memory (e.g. from
  * vc_graph_upload or a model's backend buffers); they must stay valid until backward has run */
 vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,

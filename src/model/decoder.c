@@ -222,9 +222,11 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_model *m = f->m;
     vc_graph *g = f->g;
     int64_t T = f->T, nh = c->n_head, nkv = c->n_kv_head, hd = c->head_dim;
+    vc_op_hold(h, 1); /* q, k and v read the same input */
     vc_tensor *q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), vc_w(m, l, VC_W_Q_B));
     vc_tensor *k = vc_op_linear(g, h, vc_w(m, l, VC_W_K), vc_w(m, l, VC_W_K_B));
     vc_tensor *v = vc_op_linear(g, h, vc_w(m, l, VC_W_V), vc_w(m, l, VC_W_V_B));
+    vc_op_hold(h, 0);
     if (c->qk_norm) {
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
         k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
@@ -243,12 +245,14 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_graph *g = f->g;
     int64_t T = f->T, nh = c->n_head, dn = c->qk_nope_dim, dr = c->qk_rope_dim, dv = c->v_head_dim;
     vc_tensor *q;
+    vc_op_hold(h, 1); /* the q and kv projections read the same input */
     if (c->q_lora_rank) {
         q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q_A), NULL);
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, c->norm_eps, 0);
         q = vc_op_linear(g, q, vc_w(m, l, VC_W_Q_BPROJ), NULL);
     } else q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), NULL);
     vc_tensor *ckv = vc_op_linear(g, h, vc_w(m, l, VC_W_KV_A), NULL); /* [T, rank + dr] */
+    vc_op_hold(h, 0);
     vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
     vc_tensor *kpe = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, c->kv_lora_rank, c->kv_lora_rank + dr);
     lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, c->norm_eps, 0);
@@ -269,11 +273,12 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
+    int gated = gate && vc_w(m, l, gate);
+    if (gated) vc_op_hold(h, 1); /* up and gate read the same input */
     vc_tensor *u = vc_op_linear(f->g, h, vc_w(m, l, up), up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
-    vc_tensor *a;
-    if (gate && vc_w(m, l, gate))
-        a = vc_op_act_mul(f->g, vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL), u, c->act);
-    else a = vc_op_act(f->g, u, c->act);
+    vc_tensor *gt = gated ? vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
+    if (gated) vc_op_hold(h, 0);
+    vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act) : vc_op_act(f->g, u, c->act);
     return vc_op_linear(f->g, a, vc_w(m, l, down), down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL);
 }
 

@@ -151,6 +151,10 @@ typedef struct vc_backend {
     void (*moe_combine_bwd)(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
     void (*moe_scatter_add)(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+    /* optional (NULL: nothing to do). hold 1: the caller promises that the rows x cols row-major block at p
+     * does not change until it calls again with hold 0 (same p); meanwhile the backend may keep derived data
+     * (CUDA with bf16 matmuls: the block rounded to bf16 once for every GEMM that reads it) */
+    void (*operand_hold)(const float *p, int64_t rows, int64_t cols, int hold);
     /* ---- optimiser (vc_optim_param.w / .g, m[i], v[i] are backend memory; the arrays are host) ---- */
     /* one AdamW step, same float32 formula as vc_adamw_step; step counts this step (1 for the first) */
     vc_status (*adamw)(const struct vc_optim_param *params, float *const *m, float *const *v, size_t n_params,

@@ -32,12 +32,19 @@ vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_
     return y;
 }
 
+void vc_op_hold(vc_tensor *x, int on) {
+    const vc_backend *B = vc_be();
+    if (x && x->ndim > 0 && B->operand_hold) B->operand_hold(x->data, x->n / x->shape[x->ndim - 1], x->shape[x->ndim - 1], on);
+}
+
 /* ---- linear: y = x W^T + b ---- */
 static void linear_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *W = n->in[1], *b = n->in[2];
     int64_t N = W->shape[0], K = W->shape[1], M = x->n / K;
     const float *dy = n->out->grad;
     const vc_backend *B = vc_be();
+    int hold = B->operand_hold && x->requires_grad && W->requires_grad; /* dy feeds two GEMMs */
+    if (hold) B->operand_hold(dy, M, N, 1);
     if (x->requires_grad) {
         float *dx = vc_tensor_grad(g, x);
         if (dx) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, dx, K);
@@ -50,6 +57,7 @@ static void linear_bw(vc_graph *g, vc_node *n) {
         float *db = vc_tensor_grad(g, b);
         if (db) B->col_sum(db, dy, M, N);
     }
+    if (hold) B->operand_hold(dy, M, N, 0);
 }
 
 vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {

@@ -102,6 +102,25 @@ static void test_bf16_copies(void) {
     vc_cuda_bf16_shadow_drop();
     G->gemm(0, 1, M, N, K, 1.0f, dA, K, dW, K, 0.0f, c0, N);
     CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "dropped copies are not used");
+    /* a held activation (a linear's output gradient in its two backward GEMMs): rounded once, same bits */
+    float *dy = dup_f(W, M * N), *g1 = dalloc((size_t)(M * K) * 4), *g2 = dalloc((size_t)(N * K) * 4);
+    float *r1 = hbuf((size_t)(M * K)), *r2 = hbuf((size_t)(N * K)), *h1 = hbuf((size_t)(M * K)), *h2 = hbuf((size_t)(N * K));
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK(G->operand_hold != NULL);
+        if (pass && G->operand_hold) G->operand_hold(dy, M, N, 1);
+        G->fill(g1, 0.5f, M * K);
+        G->fill(g2, 0.25f, N * K);
+        G->gemm(0, 0, M, K, N, 1.0f, dy, N, dW, K, 1.0f, g1, K); /* dx += dy W */
+        G->gemm(1, 0, N, K, M, 1.0f, dy, N, dA, K, 1.0f, g2, K); /* dW += dy^T x */
+        if (pass && G->operand_hold) G->operand_hold(dy, M, N, 0);
+        CHECK_OK(vc_cuda_d2h(pass ? h1 : r1, g1, (size_t)(M * K) * 4));
+        CHECK_OK(vc_cuda_d2h(pass ? h2 : r2, g2, (size_t)(N * K) * 4));
+    }
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 6, "the held operand served both GEMMs (hits %d)", vc_cuda_bf16_shadow_hits());
+    CHECK_MSG(!memcmp(h1, r1, (size_t)(M * K) * 4) && !memcmp(h2, r2, (size_t)(N * K) * 4),
+              "GEMMs reading a held operand differ from rounding it on the fly");
+    G->gemm(0, 0, M, K, N, 1.0f, dy, N, dW, K, 1.0f, g1, K);
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 6, "a released operand is not used");
     CHECK_OK(vc_cuda_sync());
     vc_set_matmul_precision(prev);
 }

@@ -555,16 +555,56 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
     return vc_cu_end(op) ? VC_OK : vc_cuda_error();
 }
 
-/* the bf16 copy of the r x c operand at p (leading dimension ld): a run of rows of a registered matrix */
+/* ---- held operands (vc_backend.operand_hold): an activation a caller promises not to change while
+ * several GEMMs read it (q, k and v from one normed input; a linear's output gradient in its two backward
+ * GEMMs) is rounded to bf16 once ---- */
+#define MAX_HELD 8
+static bf16_copy g_held[MAX_HELD];
+static int g_nheld;
+
+static void operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
+    const char *op = "operand hold";
+    if (!hold) {
+        for (int i = 0; i < g_nheld; i++)
+            if (g_held[i].w == p) {
+                vc_cu_scratch_free(g_held[i].h);
+                g_held[i] = g_held[--g_nheld];
+                return;
+            }
+        return;
+    }
+    if (vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op)) return;
+    __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
+    if (!h) return;
+    k_pack_bf16<<<vc_cu_blocks(rows * cols, 256), 256, 0, g_stream>>>(h, p, rows, cols, cols);
+    if (!vc_cu_end(op)) {
+        vc_cu_scratch_free(h);
+        return;
+    }
+    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h };
+}
+
+static const __nv_bfloat16 *copy_of(const bf16_copy *s, const float *p, int64_t r, int64_t c, int64_t ld, int *found) {
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)s->w;
+    if (a < b || a >= b + (uintptr_t)(s->rows * s->cols) * sizeof(float) || ld != s->cols) return NULL;
+    *found = 1;
+    int64_t off = p - s->w;
+    if (off % s->cols + c > s->cols || off / s->cols + r > s->rows) return NULL;
+    g_sh_hits++;
+    return s->h + off;
+}
+
+/* the bf16 copy of the r x c operand at p (leading dimension ld): a run of rows of a registered weight or
+ * of a held operand */
 static const __nv_bfloat16 *shadow_of(const float *p, int64_t r, int64_t c, int64_t ld) {
-    for (int i = 0; i < g_nsh; i++) {
-        const bf16_copy &s = g_sh[i];
-        uintptr_t a = (uintptr_t)p, b = (uintptr_t)s.w;
-        if (a < b || a >= b + (uintptr_t)(s.rows * s.cols) * sizeof(float) || ld != s.cols) continue;
-        int64_t off = p - s.w;
-        if (off % s.cols + c > s.cols || off / s.cols + r > s.rows) return NULL;
-        g_sh_hits++;
-        return s.h + off;
+    int found = 0;
+    for (int i = 0; i < g_nheld && !found; i++) {
+        const __nv_bfloat16 *h = copy_of(&g_held[i], p, r, c, ld, &found);
+        if (h) return h;
+    }
+    for (int i = 0; i < g_nsh && !found; i++) {
+        const __nv_bfloat16 *h = copy_of(&g_sh[i], p, r, c, ld, &found);
+        if (h) return h;
     }
     return NULL;
 }
@@ -717,6 +757,7 @@ static vc_backend make_cuda_backend(void) {
     b.embed_fwd = vc_cu_embed_fwd;
     b.embed_bwd = vc_cu_embed_bwd;
     b.gather_rows = vc_cu_gather_rows;
+    b.operand_hold = operand_hold;
     b.scatter_rows = vc_cu_scatter_rows;
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
