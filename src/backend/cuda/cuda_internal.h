@@ -55,6 +55,9 @@ struct vc_cu_attn_seq {
 void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_attn_seq **seq, const int2 **blk,
                       int64_t *nblk, const char *op);
 
+/* vc_backend.operand_hold: with bf16 matmuls, the block rounded to bf16 once for the GEMMs that read it
+ * until released (at most 8 held at once; more are simply not held) */
+void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold);
 /* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */
 int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op);

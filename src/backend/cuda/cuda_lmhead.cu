@@ -91,6 +91,7 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, cons
     double *stat = (double *)vc_cu_scratch((size_t)T * 3 * sizeof(double), op);
     float *raw = (float *)vc_cu_scratch((size_t)T * sizeof(float), op);
     if (!Z || !stat || !raw) goto out;
+    vc_cu_operand_hold(h, T, H, 1); /* every slice's GEMM reads h: rounded to bf16 once */
     k_head_init<<<vc_cu_blocks(T, 256), 256, 0, st>>>(stat, raw, T);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
@@ -101,6 +102,7 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, cons
     k_head_final<<<vc_cu_blocks(T, 256), 256, 0, st>>>(logp, ent, lse, stat, raw, target, T);
     vc_cu_end(op);
 out:
+    vc_cu_operand_hold(h, T, H, 0);
     vc_cu_scratch_free(Z);
     vc_cu_scratch_free(stat);
     vc_cu_scratch_free(raw);
@@ -144,17 +146,28 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     int64_t nv = slice_rows(T, V);
     float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
     if (!Z) return;
+    /* with bf16 matmuls each operand read by two GEMMs is rounded once: h (every slice), the slice of W
+     * (logits and dh), the slice's dZ (dh and dW) */
+    vc_cu_operand_hold(h, T, H, 1);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
-        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) break;
+        int ok = 0;
+        vc_cu_operand_hold(W + v0 * H, n, H, 1);
+        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
         k_head_bwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, softcap, target, dlogp, dent, lse, ent);
-        if (!vc_cu_end(op)) break;
-        if (dh && !vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) break;
-        if (dW && !vc_cu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H, op)) break;
-        if (db) {
+        if (!vc_cu_end(op)) goto slice;
+        vc_cu_operand_hold(Z, T, n, 1);
+        ok = (!dh || vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) &&
+             (!dW || vc_cu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H, op));
+        vc_cu_operand_hold(Z, T, n, 0);
+        if (ok && db) {
             k_colsum<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(db + v0, Z, T, n);
-            if (!vc_cu_end(op)) break;
+            ok = vc_cu_end(op);
         }
+    slice:
+        vc_cu_operand_hold(W + v0 * H, n, H, 0);
+        if (!ok) break;
     }
+    vc_cu_operand_hold(h, T, H, 0);
     vc_cu_scratch_free(Z);
 }

@@ -562,7 +562,7 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
 static bf16_copy g_held[MAX_HELD];
 static int g_nheld;
 
-static void operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
+void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
     const char *op = "operand hold";
     if (!hold) {
         for (int i = 0; i < g_nheld; i++)
@@ -757,7 +757,7 @@ static vc_backend make_cuda_backend(void) {
     b.embed_fwd = vc_cu_embed_fwd;
     b.embed_bwd = vc_cu_embed_bwd;
     b.gather_rows = vc_cu_gather_rows;
-    b.operand_hold = operand_hold;
+    b.operand_hold = vc_cu_operand_hold;
     b.scatter_rows = vc_cu_scatter_rows;
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
