@@ -573,7 +573,10 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
             }
         return;
     }
-    if (vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op)) return;
+    static int off = -1; /* VERLC_CUDA_HOLD=0: every GEMM rounds its operands itself (for comparisons) */
+    if (off < 0) off = getenv("VERLC_CUDA_HOLD") && *getenv("VERLC_CUDA_HOLD") == '0';
+    if (off || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
+        return;
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
     k_pack_bf16<<<vc_cu_blocks(rows * cols, 256), 256, 0, g_stream>>>(h, p, rows, cols, cols);
