@@ -87,6 +87,14 @@ void vc_model_zero_grad(vc_model *m);
  * grad before a backward) and frees the full-size gradient storage if any. area NULL: gradients off. */
 vc_status vc_model_enable_grad_at(vc_model *m, float *area);
 
+/* With bf16 matmuls on a GPU: on 1 rounds every weight matrix to bf16 once and lets the GEMMs read those
+ * copies until on 0 (instead of rounding a weight in every GEMM that reads it: every micro-batch's forward
+ * and backward, every decode step). The caller promises the weights do not change in between (around a
+ * generate call, the micro-batches before an optimiser step). Same bits either way. Elsewhere (cpu, f32,
+ * no room for the copies) it does nothing. One model at a time. Returns the GEMM operands served since on
+ * (0 when on). */
+int64_t vc_model_weight_copies(vc_model *m, int on);
+
 /* Gradient of a Hugging Face tensor name, in the checkpoint's layout (fused tensors re-fused), as f32;
  * *n receives the element count. Caller frees. */
 vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, int64_t *n);

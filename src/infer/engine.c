@@ -453,37 +453,13 @@ static void empty_outputs(vc_run *R, int64_t total) {
 static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out);
 
-/* bf16 matmuls on a GPU: the weight matrices rounded to bf16 once for the call rather than in every
- * GEMM of every step (they do not change during generation). Without room for the copies the GEMMs
- * round as before. */
-static void weight_copies(vc_rollout_engine *e, int on) {
-    if (!vc_backend_cuda() || vc_be() != vc_backend_cuda() || vc_matmul_precision() != VC_PREC_BF16) return;
-    if (!on) {
-        e->stats.weight_copy_hits = vc_cuda_bf16_shadow_hits();
-        vc_cuda_bf16_shadow_drop();
-        return;
-    }
-    int n = vc_model_n_params(e->m), k = 0;
-    const float **w = vc_malloc((size_t)(n ? n : 1) * sizeof *w);
-    int64_t *rc = vc_malloc((size_t)(n ? n : 1) * 2 * sizeof *rc);
-    for (int i = 0; w && rc && i < n; i++) {
-        vc_tensor *t = vc_model_param(e->m, i, NULL, NULL);
-        if (t->ndim < 2) continue;
-        w[k] = t->data;
-        rc[n + k] = t->shape[t->ndim - 1];
-        rc[k++] = t->n / t->shape[t->ndim - 1];
-    }
-    if (w && rc && vc_cuda_bf16_shadow_add(w, rc, rc + n, k) != VC_OK) vc_clear_error();
-    free(w);
-    free(rc);
-}
-
 vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                               vc_rollout_sample **out, int *n_out) {
-    weight_copies(e, 1);
+    vc_model_weight_copies(e->m, 1); /* the weights do not change during the call */
     vc_status st = generate(e, reqs, n_req, s, out, n_out);
     if (vc_backend_cuda() && vc_be() == vc_backend_cuda()) vc_cuda_graph_drop(); /* they read this call's memory */
-    weight_copies(e, 0);
+    int64_t hits = vc_model_weight_copies(e->m, 0);
+    e->stats.weight_copy_hits = hits;
     return st;
 }
 

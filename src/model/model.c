@@ -1,5 +1,6 @@
 /* Model accessors: parameters, gradients, the checkpoint mapping. */
 #include "model_internal.h"
+#include "verlc/cuda.h"
 #include <string.h>
 
 const vc_model_config *vc_model_cfg(const vc_model *m) { return &m->cfg; }
@@ -152,4 +153,28 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
     for (int i = 0; i < m->n_ignored; i++) fprintf(f, "  ignored: %s\n", m->ignored[i]);
     if (c->tied) fprintf(f, "  lm_head: tied to the token embedding\n");
     return VC_OK;
+}
+
+int64_t vc_model_weight_copies(vc_model *m, int on) {
+    if (!vc_backend_cuda() || vc_be() != vc_backend_cuda() || m->be != vc_be() || vc_matmul_precision() != VC_PREC_BF16)
+        return 0;
+    if (!on) {
+        int64_t hits = vc_cuda_bf16_shadow_hits();
+        vc_cuda_bf16_shadow_drop();
+        return hits;
+    }
+    int n = m->n_params, k = 0;
+    const float **w = vc_malloc((size_t)(n ? n : 1) * sizeof *w);
+    int64_t *rc = vc_malloc((size_t)(n ? n : 1) * 2 * sizeof *rc);
+    for (int i = 0; w && rc && i < n; i++) {
+        const vc_tensor *t = &m->params[i].t;
+        if (t->ndim < 2) continue;
+        w[k] = t->data;
+        rc[n + k] = t->shape[t->ndim - 1];
+        rc[k++] = t->n / t->shape[t->ndim - 1];
+    }
+    if (w && rc && vc_cuda_bf16_shadow_add(w, rc, rc + n, k) != VC_OK) vc_clear_error(); /* GEMMs round as before */
+    free(w);
+    free(rc);
+    return 0;
 }

@@ -120,6 +120,7 @@ static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_to
     vc_status st = rows && starts ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; rows && i < b->B; i++) rows[i] = i;
     int k = st ? 0 : rl_split_rows(b, rows, b->B, max_tokens, 0, starts);
+    vc_model_weight_copies(m, 1); /* forward passes only: the weights do not change */
     for (int s = 0; !st && s < k; s++) {
         vc_graph_reset(g);
         vc_graph_set_grad(g, 0);
@@ -127,6 +128,7 @@ static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_to
         st = rl_mb_build(g, b, rows + starts[s], starts[s + 1] - starts[s], &mb);
         if (!st) st = fn(ctx, m, g, b, &mb);
     }
+    vc_model_weight_copies(m, 0);
     free(rows);
     free(starts);
     return st;

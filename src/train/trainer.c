@@ -282,6 +282,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     if ((st = zero2_rounds(t, use_dp, &p, gn, &rounds))) goto out_p;
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
     int overlap = use_dp == VC_DP_STEP && t->dp && !t->dp->zero2 && t->cfg.overlap_grad_reduce;
+    vc_model_weight_copies(t->model, 1); /* the weights do not change before the optimiser step */
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         if (overlap) t->dp->armed = gi + 1 == g0 + gn; /* scale-out hook: reduce during the last backward */
@@ -290,6 +291,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
     }
+    vc_model_weight_copies(t->model, 0);
     if (overlap) t->dp->armed = 0;
     if (overlap && !st && !gn) st = vc_dp_reduce_all(t); /* no backward here: reduce where the others do */
     for (size_t r = gn; use_dp && t->dp && t->dp->zero2 && !st && r < (size_t)rounds; r++)
