@@ -91,8 +91,8 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area);
  * copies until on 0 (instead of rounding a weight in every GEMM that reads it: every micro-batch's forward
  * and backward, every decode step). The caller promises the weights do not change in between (around a
  * generate call, the micro-batches before an optimiser step). Same bits either way. Elsewhere (cpu, f32,
- * no room for the copies) it does nothing. One model at a time. Returns the GEMM operands served since on
- * (0 when on). */
+ * no room for the copies, VERLC_CUDA_WEIGHT_COPIES=0) it does nothing. One model at a time. Returns the
+ * GEMM operands served since on (0 when on). */
 int64_t vc_model_weight_copies(vc_model *m, int on);
 
 /* Gradient of a Hugging Face tensor name, in the checkpoint's layout (fused tensors re-fused), as f32;

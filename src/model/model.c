@@ -156,7 +156,9 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
 }
 
 int64_t vc_model_weight_copies(vc_model *m, int on) {
-    if (!vc_backend_cuda() || vc_be() != vc_backend_cuda() || m->be != vc_be() || vc_matmul_precision() != VC_PREC_BF16)
+    const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"); /* 0: off (for comparisons) */
+    if ((env && *env == '0') || !vc_backend_cuda() || vc_be() != vc_backend_cuda() || m->be != vc_be() ||
+        vc_matmul_precision() != VC_PREC_BF16)
         return 0;
     if (!on) {
         int64_t hits = vc_cuda_bf16_shadow_hits();

@@ -3,12 +3,14 @@
  * (VERLC_CUDA_GRAPHS=0), in f32 and bf16 (with the bf16 weight copies), for a GQA model and one with a
  * sliding window and soft-capping; sequences finish at different steps (a set of EOS ids), so the batch
  * size changes: decode steps are padded to graph sizes (with graphs off too, so the GEMMs see the same
- * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed.
+ * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed. Also:
+ * two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without.
  * Without a usable device: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "infer/infer_test_util.h"
 #include "verlc/device.h"
 #include "verlc/rng.h"
+#include "verlc/train.h"
 
 static const char *CONFIGS[2] = {
     "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 64,"
@@ -63,6 +65,43 @@ static vc_rollout_sample *run(vc_model *m, int graphs, int long_run, int *n_out,
     return out;
 }
 
+/* two trainer steps with bf16 matmuls (two micro-batches each), weight copies on or off: the weights */
+static float *train_bf16(int copies, size_t *n_out) {
+    if (copies) unsetenv("VERLC_CUDA_WEIGHT_COPIES");
+    else setenv("VERLC_CUDA_WEIGHT_COPIES", "0", 1);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    vc_model *m = model_from_config(CONFIGS[0], 7);
+    float *w = NULL;
+    *n_out = 0;
+    vc_trainer t;
+    memset(&t, 0, sizeof t);
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    tc.micro_bs = 2;
+    int64_t cu[5] = { 0, 9, 20, 26, 40 };
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 3 + (int32_t)vc_rng_below(250, 4, 0, 0, (uint64_t)i);
+    vc_minibatch mb = { 4, cu, ids, NULL };
+    vc_step_stats s;
+    if (m && !vc_trainer_init(&t, m, &tc)) {
+        int ok = !vc_trainer_step(&t, &mb, NULL, NULL, &s) && !vc_trainer_step(&t, &mb, NULL, NULL, &s);
+        CHECK_MSG(ok, "trainer step: %s", vc_last_error());
+        size_t n = (size_t)vc_model_param_count(m), at = 0;
+        w = ok ? malloc(n * sizeof *w) : NULL;
+        for (int i = 0; w && i < vc_model_n_params(m); i++) {
+            vc_tensor *p = vc_model_param(m, i, NULL, NULL);
+            CHECK_OK(vc_model_param_read(m, i, 0, w + at));
+            at += (size_t)p->n;
+        }
+        *n_out = w ? at : 0;
+        vc_trainer_free(&t);
+    } else CHECK_MSG(0, "trainer init: %s", vc_last_error());
+    vc_model_free(m);
+    unsetenv("VERLC_CUDA_WEIGHT_COPIES");
+    vc_set_matmul_precision(VC_PREC_F32);
+    return w;
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     for (int i = 0; i < NP; i++)
@@ -105,6 +144,16 @@ int main(void) {
             vc_model_free(m);
         }
     vc_set_matmul_precision(VC_PREC_F32);
+    {   /* training with bf16 matmuls: weights rounded once per step (copies) or in every GEMM, same bits */
+        size_t na = 0, nb = 0;
+        float *a = train_bf16(1, &na), *b = train_bf16(0, &nb);
+        int same = a && b && na == nb && na > 0 && !memcmp(a, b, na * sizeof *a);
+        printf("training, bf16 matmuls, 2 steps of 2 micro-batches: weights with the bf16 weight copies %s without\n",
+               same ? "bitwise equal to" : "DIFFERENT from");
+        CHECK_MSG(same, "bf16 weight copies change training");
+        free(a);
+        free(b);
+    }
     {   /* the page table outgrows its buffer mid-decode: graphs dropped and captured again, same bits */
         vc_model *m = model_from_config(CONFIGS[0], 3);
         CHECK(m != NULL);
