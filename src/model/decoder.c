@@ -30,6 +30,7 @@ typedef struct {
     const float *cos, *sin; /* [T, rot/2], backend memory */
     int64_t *pos;           /* [T], host */
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
+    int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
 } fwd_ctx;
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
@@ -177,6 +178,8 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
     d->page_tokens = P;
     d->k_base = kv->pool + (size_t)layer * (size_t)(P * row); /* page 0 of this layer: below every page */
     d->v_base = d->k_base + kw;
+    d->same_pages = f->pages_sent;
+    f->pages_sent = 1;
     d->kv_len = kvl;
     d->k_stride = d->v_stride = row;
     vc_be()->attn_fwd(o->data, NULL, q->data, d);

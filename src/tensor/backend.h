@@ -32,6 +32,10 @@ typedef struct vc_attn_desc {
      * same from call to call (the rollout engine's pool base for the layer). The CUDA backend then
      * addresses pages from them, so its kernels' arguments stay the same from step to step. */
     const float *k_base, *v_base;
+    /* paged, with k_base/v_base: 1 when the sequences, lengths and pages are those of the previous paged
+     * call relative to its bases (the next layer of the same forward): what the backend derived from them
+     * may be reused */
+    int same_pages;
 } vc_attn_desc;
 
 typedef struct vc_route_desc {

@@ -173,6 +173,39 @@ static void page_bases(const vc_attn_desc *d, int64_t P, const float **kb, const
         }
 }
 
+/* the page table for d, uploaded (or found unchanged) on the device; NULL on failure */
+static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t seq_b, size_t fixed, size_t *cap_out,
+                         const float **kbase, const float **vbase, const char *op) {
+    int64_t npg = 0;
+    for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
+    /* page capacity: what the buffer holds beyond the fixed part (the same layout while it fits) */
+    size_t cap = g_tab_cap > fixed ? (g_tab_cap - fixed) / 16 : 0;
+    if (cap < (size_t)npg) cap = (size_t)npg + (size_t)npg / 2 + 8;
+    size_t bytes = fixed + 16 * cap;
+    char *h = (char *)calloc(1, bytes); /* padding bytes too: the table is compared bytewise */
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host page table");
+        return NULL;
+    }
+    pseq *sq = (pseq *)h;
+    int32_t *rs = (int32_t *)(h + seq_b);
+    int64_t *kp = (int64_t *)(h + fixed), *vp = kp + cap;
+    page_bases(d, P, kbase, vbase);
+    int64_t at = 0;
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t n = (d->kv_len[s] + P - 1) / P;
+        sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
+        for (int64_t i = 0; i < n; i++) {
+            kp[at + i] = d->k_pages[s][i] - *kbase;
+            vp[at + i] = d->v_pages[s][i] - *vbase;
+        }
+        at += n;
+        for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
+    }
+    *cap_out = cap;
+    return table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
+}
+
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -180,36 +213,19 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
         vc_cu_fail(VC_ERR_UNSUPPORTED, op, "over 2^31 query rows");
         return;
     }
-    int64_t npg = 0;
-    for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
-    /* page capacity: what the buffer holds beyond the fixed part (the same layout while it fits) */
     size_t seq_b = (size_t)d->n_seq * sizeof(pseq), rs_b = ((size_t)rows * sizeof(int32_t) + 7) & ~(size_t)7;
-    size_t fixed = seq_b + rs_b, cap = g_tab_cap > fixed ? (g_tab_cap - fixed) / 16 : 0;
-    if (cap < (size_t)npg) cap = (size_t)npg + (size_t)npg / 2 + 8;
-    size_t bytes = fixed + 16 * cap;
-    char *h = (char *)calloc(1, bytes); /* padding bytes too: the table is compared bytewise */
-    if (!h) {
-        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host page table");
+    size_t fixed = seq_b + rs_b, cap = 0;
+    const float *kbase = NULL, *vbase = NULL;
+    char *dev;
+    if (d->same_pages && d->k_base && d->v_base && g_tab_host && g_tab_fixed == fixed) {
+        /* the next layer of the same forward: the table on the device already holds these pages */
+        dev = g_tab_dev;
+        cap = (g_tab_bytes - fixed) / 16;
+        kbase = d->k_base;
+        vbase = d->v_base;
+    } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, &kbase, &vbase, op)))
         return;
-    }
-    pseq *sq = (pseq *)h;
-    int32_t *rs = (int32_t *)(h + seq_b);
-    int64_t *kp = (int64_t *)(h + fixed), *vp = kp + cap;
-    const float *kbase, *vbase;
-    page_bases(d, P, &kbase, &vbase);
-    int64_t at = 0;
-    for (int s = 0; s < d->n_seq; s++) {
-        int64_t n = (d->kv_len[s] + P - 1) / P;
-        sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
-        for (int64_t i = 0; i < n; i++) {
-            kp[at + i] = d->k_pages[s][i] - kbase;
-            vp[at + i] = d->v_pages[s][i] - vbase;
-        }
-        at += n;
-        for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
-    }
-    char *dev = table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
-    if (!dev || !vc_cu_begin(op)) return;
+    if (!vc_cu_begin(op)) return;
     paged_params p;
     p.seq = (const pseq *)dev;
     p.row_seq = (const int32_t *)(dev + seq_b);
