@@ -62,12 +62,15 @@ static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
     const vc_model_config *c = &f->m->cfg;
     float inv[1024], scale = 1.0f;
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
+    /* only dynamic NTK and LongRoPE frequencies depend on the sequence's length: others are computed once */
+    int by_len = c->rope.type == VC_ROPE_DYNAMIC || c->rope.type == VC_ROPE_LONGROPE, have = 0;
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t t0 = f->b->cu_seqlens[s], t1 = f->b->cu_seqlens[s + 1], base = f->paged->len[s];
         for (int64_t t = t0; t < t1; t++) f->pos[t] = base + t - t0;
         if (!half || t1 == t0) continue;
-        vc_status st = inv_freq(c, base + t1 - t0, inv, &scale);
+        vc_status st = by_len || !have ? inv_freq(c, base + t1 - t0, inv, &scale) : VC_OK;
         if (st) return st;
+        have = 1;
         for (int64_t t = t0; t < t1; t++)
             for (int i = 0; i < half; i++) {
                 float ang = (float)f->pos[t] * inv[i];
