@@ -386,8 +386,9 @@ profile_model() { # config name
     step "profile: bench train $1 bf16 (16 x 512, 2 iterations)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench train \
         --config "$CFG" --tokens 8192 --seqs 16 --iters 2 $P
     # shellcheck disable=SC2086
-    step "profile: bench generate $1 bf16 (batch 256, 128 + 32)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench generate \
-        --config "$CFG" --batch 256 --prompt 128 --new 32 $P
+    # graphs off here, so the profile shows each op of a decode step (with graphs: one "graph launch")
+    step "profile: bench generate $1 bf16 (batch 256, 128 + 32, graphs off)" 40 env VERLC_CUDA_PROFILE=1 \
+        VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" --batch 256 --prompt 128 --new 32 $P
 }
 if [ $built = 1 ] && [ -x "$BIN" ]; then
     MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null)

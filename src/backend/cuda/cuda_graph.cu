@@ -99,7 +99,7 @@ static void turn_off(const char *call, cudaError_t e) {
 
 static int launch(cudaGraphExec_t exec) {
     cudaError_t e = cudaGraphLaunch(exec, vc_cu_stream());
-    if (e == cudaSuccess) return 1;
+    if (e == cudaSuccess) return vc_cu_end("graph launch"); /* the profiler times the whole graph */
     turn_off("cudaGraphLaunch", e);
     return 0;
 }
@@ -189,7 +189,7 @@ vc_status vc_cuda_graph_end(int key, int *done) {
         if (s->used) slot_free(s);
     }
     *s = graph_slot{ 1, key, g_sig, g_ops, graph, exec, ++g_clock };
-    if (!launch(exec)) {
+    if (!vc_cu_begin("graph launch") || !launch(exec)) {
         vc_cuda_graph_drop();
         return VC_OK;
     }
