@@ -90,7 +90,6 @@ vc_status vc_cuda_graph_begin(int replay);
 vc_status vc_cuda_graph_end(int key, int *done);
 int vc_cuda_graph_ready(int key);
 void vc_cuda_graph_drop(void);
-const char *vc_cuda_graph_why(void); /* why the last capture or replay did not take */
 /* dst[n] = bf16(src[n]), round to nearest even (device arrays) */
 vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n);
 

@@ -98,11 +98,11 @@ static void rl_pair(const char *name, const char *extra) {
     rl_cli_train_on(name, extra, "cpu");
     rl_cli_train_on(name, extra, "cuda");
     char a[600], b[600];
-    snprintf(a, sizeof a, "%s/%s_cpu/metrics.jsonl", dir, name);
-    snprintf(b, sizeof b, "%s/%s_cuda/metrics.jsonl", dir, name);
+    rl_cli_out(a, sizeof a, name, "cpu", 0);
+    rl_cli_out(b, sizeof b, name, "cuda", 0);
     close_metrics(name, a, b);
-    snprintf(a, sizeof a, "%s/%s_cpu/hf_model/model.safetensors", dir, name);
-    snprintf(b, sizeof b, "%s/%s_cuda/hf_model/model.safetensors", dir, name);
+    rl_cli_out(a, sizeof a, name, "cpu", 1);
+    rl_cli_out(b, sizeof b, name, "cuda", 1);
     close_weights(name, a, b);
 }
 

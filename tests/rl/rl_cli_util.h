@@ -56,4 +56,9 @@ static inline void rl_cli_train_on(const char *name, const char *extra, const ch
                      extra, device, dir, name, device, dir, name, device) == 0,
               "%s on %s failed; see %s/%s_%s.log", name, device, dir, name, device);
 }
+
+/* the metrics file (what 0) or exported weights (what 1) of rl_cli_train_on(name, ..., device) */
+static inline void rl_cli_out(char *buf, size_t n, const char *name, const char *device, int what) {
+    snprintf(buf, n, "%s/%s_%s/%s", dir, name, device, what ? "hf_model/model.safetensors" : "metrics.jsonl");
+}
 #endif

@@ -49,11 +49,11 @@ static void run_pair(const char *name, const char *extra) {
     rl_cli_train_on(name, extra, "cpu");
     rl_cli_train_on(name, extra, "sim");
     char a[600], b[600];
-    snprintf(a, sizeof a, "%s/%s_cpu/metrics.jsonl", dir, name);
-    snprintf(b, sizeof b, "%s/%s_sim/metrics.jsonl", dir, name);
+    rl_cli_out(a, sizeof a, name, "cpu", 0);
+    rl_cli_out(b, sizeof b, name, "sim", 0);
     same_metrics(a, b);
-    snprintf(a, sizeof a, "%s/%s_cpu/hf_model/model.safetensors", dir, name);
-    snprintf(b, sizeof b, "%s/%s_sim/hf_model/model.safetensors", dir, name);
+    rl_cli_out(a, sizeof a, name, "cpu", 1);
+    rl_cli_out(b, sizeof b, name, "sim", 1);
     CHECK_MSG(cli_file_eq(a, b), "%s: exported weights differ between cpu and sim", name);
     CHECK(cli_sh("grep -q 'device sim (trainer.device=sim), matmul precision f32' %s/%s_sim.log", dir, name) == 0);
 }

@@ -32,7 +32,6 @@ static graph_slot g_slots[SLOTS];
 static uint64_t g_sig;
 static long g_ops, g_clock;
 static int g_taint, g_off; /* g_off: a capture failed in CUDA itself: graphs off for the process */
-static char g_why[160];
 static void *g_deferred[64];
 static int g_ndeferred;
 
@@ -62,10 +61,8 @@ int vc_cu_graph_note(const char *op) {
     return vc_cu_graph_mode == 1;
 }
 
-void vc_cu_graph_taint(const char *why) {
-    if (!vc_cu_graph_mode || g_taint) return;
-    g_taint = 1;
-    snprintf(g_why, sizeof g_why, "%s", why);
+void vc_cu_graph_taint(void) {
+    if (vc_cu_graph_mode) g_taint = 1;
 }
 
 static void slot_free(graph_slot *s) {
@@ -87,20 +84,18 @@ void vc_cuda_graph_drop(void) {
         if (g_slots[i].used) slot_free(&g_slots[i]);
 }
 
-const char *vc_cuda_graph_why(void) { return g_why; }
 
 /* CUDA itself refused a graph call: graphs off for the process, one line saying why */
-static void turn_off(const char *call, cudaError_t e) {
+static void turn_off(const char *call, const char *why) {
     cudaGetLastError();
-    snprintf(g_why, sizeof g_why, "%s: %s", call, cudaGetErrorString(e));
-    if (!g_off) fprintf(stderr, "verlc: cuda graphs off for this run (%s); decode steps run eagerly\n", g_why);
+    if (!g_off) fprintf(stderr, "verlc: cuda graphs off for this run (%s: %s); decode steps run eagerly\n", call, why);
     g_off = 1;
 }
 
 static int launch(cudaGraphExec_t exec) {
     cudaError_t e = cudaGraphLaunch(exec, vc_cu_stream());
     if (e == cudaSuccess) return vc_cu_end("graph launch"); /* the profiler times the whole graph */
-    turn_off("cudaGraphLaunch", e);
+    turn_off("cudaGraphLaunch", cudaGetErrorString(e));
     return 0;
 }
 
@@ -114,15 +109,14 @@ vc_status vc_cuda_graph_begin(int replay) {
         if (st) return st;
         cudaError_t e = cudaStreamBeginCapture(vc_cu_stream(), cudaStreamCaptureModeRelaxed);
         if (e != cudaSuccess) {
-            turn_off("cudaStreamBeginCapture", e);
-            return vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s", g_why);
+            turn_off("cudaStreamBeginCapture", cudaGetErrorString(e));
+            return vc_fail(VC_ERR_UNSUPPORTED, "cuda: cudaStreamBeginCapture: %s", cudaGetErrorString(e));
         }
     }
     vc_cu_graph_mode = replay ? 2 : 1;
     g_sig = 0xcbf29ce484222325ull;
     g_ops = 0;
     g_taint = 0;
-    g_why[0] = 0;
     return VC_OK;
 }
 
@@ -131,16 +125,12 @@ vc_status vc_cuda_graph_end(int key, int *done) {
     int mode = vc_cu_graph_mode;
     vc_cu_graph_mode = 0;
     *done = 0;
-    if (g_stale && !g_taint) {
-        g_taint = 1;
-        snprintf(g_why, sizeof g_why, "a buffer the graphs read moved");
-    }
+    if (g_stale) g_taint = 1; /* a buffer the graphs read moved */
     drop_stale();
     graph_slot *s = find(key);
     if (mode == 2) {
         if (!s) return VC_OK;
         if (g_taint || g_ops != s->ops || g_sig != s->sig) {
-            if (!g_taint) snprintf(g_why, sizeof g_why, "the step met %ld entries, the capture %ld", g_ops, s->ops);
             slot_free(s);
             return VC_OK;
         }
@@ -164,12 +154,7 @@ vc_status vc_cuda_graph_end(int key, int *done) {
         /* nothing ran: the caller runs the step eagerly. A failure of CUDA itself (not a step the
          * capture cannot hold) turns graphs off for the process, with one line saying why. */
         if (!g_taint) {
-            if (e != cudaSuccess) turn_off("capture", e);
-            else {
-                snprintf(g_why, sizeof g_why, "capture: %s", vc_last_error());
-                if (!g_off) fprintf(stderr, "verlc: cuda graphs off for this run (%s); decode steps run eagerly\n", g_why);
-                g_off = 1;
-            }
+            turn_off("capture", e != cudaSuccess ? cudaGetErrorString(e) : vc_last_error());
             vc_cuda_clear_error(); /* nothing ran while capturing: the error was the capture's */
         }
         if (exec) cudaGraphExecDestroy(exec);

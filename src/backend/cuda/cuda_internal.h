@@ -21,7 +21,7 @@ int vc_cu_begin_io(const char *op);
 /* graphs (cuda_graph.cu): 0 eager, 1 capturing, 2 replaying (op entries return at vc_cu_begin) */
 extern int vc_cu_graph_mode;
 int vc_cu_graph_note(const char *op);       /* records an entry; 1 when it should queue its work */
-void vc_cu_graph_taint(const char *why);    /* this step cannot be (or be replayed as) a graph */
+void vc_cu_graph_taint(void);               /* this step cannot be (or be replayed as) a graph */
 void vc_cu_graph_defer_free(void *p);       /* a free met while capturing, done when it ends */
 void vc_cu_graphs_stale(void);              /* a buffer kept graphs read has moved: they are all dropped */
 /* After launches: records a launch error (or, with VERLC_CUDA_SYNC=1, any fault) as the sticky error

@@ -241,7 +241,7 @@ static int wait_stream(const char *op) {
 
 vc_status vc_cuda_sync(void) {
     if (vc_cu_graph_mode) {
-        vc_cu_graph_taint("a wait");
+        vc_cu_graph_taint(); /* a wait */
         return vc_fail(VC_ERR_UNSUPPORTED, "cuda: a wait inside a graph capture or replay");
     }
     if (!g_ready) return vc_cuda_init(-1);
@@ -274,7 +274,7 @@ static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind k
 
 void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
     if (vc_cu_graph_mode == 1) { /* fresh scratch belongs to the graph: the host cannot fill it now */
-        vc_cu_graph_taint(op);
+        vc_cu_graph_taint();
         return NULL;
     }
     void *p = vc_cu_scratch(bytes, op);
@@ -296,7 +296,7 @@ void *vc_cu_upload(const void *src, size_t bytes, const char *op) {
 void *vc_cuda_malloc(size_t bytes) {
     if (!vc_cu_begin_io("malloc")) return NULL;
     if (vc_cu_graph_mode) { /* an allocation moves what a graph would read: no graph for this step */
-        vc_cu_graph_taint("an allocation");
+        vc_cu_graph_taint(); /* an allocation */
         if (vc_cu_graph_mode == 1) {
             vc_fail(VC_ERR_NOMEM, "cuda: no allocation while capturing a graph");
             return NULL;
@@ -318,7 +318,7 @@ void *vc_cuda_malloc(size_t bytes) {
 void vc_cuda_free(void *p) {
     if (!p || !g_ready) return;
     if (vc_cu_graph_mode == 1) { /* freed outside the capture, once it ends */
-        vc_cu_graph_taint("a free");
+        vc_cu_graph_taint(); /* a free */
         vc_cu_graph_defer_free(p);
         return;
     }
@@ -459,7 +459,7 @@ vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes) {
 vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) {
     const char *op = "device-to-host copy";
     if (vc_cu_graph_mode) { /* a wait inside a capture or replay: not a graph step */
-        vc_cu_graph_taint(op);
+        vc_cu_graph_taint();
         return vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s inside a graph capture or replay", op);
     }
     if (!g_stage) return copy(dst, src, bytes, cudaMemcpyDeviceToHost, op, 1);

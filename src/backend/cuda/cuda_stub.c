@@ -45,7 +45,6 @@ vc_status vc_cuda_graph_begin(int replay) { (void)replay; return off(); }
 vc_status vc_cuda_graph_end(int key, int *done) { (void)key; *done = 0; return off(); }
 int vc_cuda_graph_ready(int key) { (void)key; return 0; }
 void vc_cuda_graph_drop(void) {}
-const char *vc_cuda_graph_why(void) { return "built without the CUDA backend"; }
 vc_status vc_cuda_f32_to_bf16(uint16_t *dst, const float *src, size_t n) { (void)dst; (void)src; (void)n; return off(); }
 vc_status vc_cuda_attn_decode_paged(float *o, float *lse, const float *q, const vc_paged_desc *d) {
     (void)o; (void)lse; (void)q; (void)d;
