@@ -146,4 +146,15 @@ vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const i
                             vc_tensor **entropy);
 /* Recompute each decoder layer in backward instead of keeping its activations. */
 void vc_model_set_checkpointing(vc_model *m, int on);
+
+/* ---- sharded layer weights (ZeRO-3, src/train/dp_zero3.c) ----
+ * fn(ctx, l) runs before every forward of decoder layer l (also a checkpointed layer's recompute); a
+ * non-OK status fails that forward. The trainer gathers the layer's weights there. NULL removes it. */
+void vc_model_set_layer_hook(vc_model *m, vc_status (*fn)(void *ctx, int layer), void *ctx);
+/* The decoder layer of parameter i, or -1 for the embedding, final norm and head. */
+int vc_model_param_layer(const vc_model *m, int i);
+/* Moves every parameter i with external[i] == 0 into new, smaller storage and frees the old; the others
+ * get data NULL: their caller points them at memory it owns (and keeps them there until the model is
+ * freed or stops using them). Full gradient storage is unavailable afterwards (ZeRO-2's area only). */
+vc_status vc_model_compact(vc_model *m, const uint8_t *external);
 #endif

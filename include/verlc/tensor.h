@@ -97,6 +97,9 @@ const vc_node *vc_graph_tape(const vc_graph *g, int64_t *n);
 /* fn(ctx, i) runs after backward has processed (or skipped) tape node i, for i = n - 1 down to 0; NULL
  * removes it. Data-parallel training uses it to start gradient reductions while backward continues. */
 void vc_graph_set_backward_hook(vc_graph *g, void (*fn)(void *ctx, int64_t node), void *ctx);
+/* fn(ctx, i) runs before backward processes (or skips) tape node i, for i = n - 1 down to 0; a non-OK
+ * status stops backward with it. NULL removes it. ZeRO-3 gathers a layer's weights before its nodes. */
+void vc_graph_set_backward_pre_hook(vc_graph *g, vc_status (*fn)(void *ctx, int64_t node), void *ctx);
 
 /* Pushes a node if gradients are enabled and any input requires them; returns the node or NULL. */
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in);

@@ -74,7 +74,7 @@ typedef struct vc_trainer_config {
     int checkpointing;       /* recompute layers in backward */
     /* Data parallelism (see "data parallelism" below). comm NULL (or one rank): none. Not owned. */
     vc_comm *comm;
-    int sharding;            /* VC_SHARD_NONE, VC_SHARD_ZERO1 or VC_SHARD_ZERO2 */
+    int sharding;            /* VC_SHARD_NONE, VC_SHARD_ZERO1, VC_SHARD_ZERO2 or VC_SHARD_ZERO3 */
     int local_batch;         /* 0: every rank passes the same global mini-batch; 1: each rank its own part */
     size_t bucket_bytes;     /* gradient/weight communication bucket per rank (0: 32 MiB) */
     int overlap_grad_reduce; /* reduce gradient buckets on a communication thread during the last backward
@@ -111,8 +111,17 @@ typedef struct vc_trainer_config {
  * gradient shard and freeing the chunk's tensors for reuse. Every micro-batch is reduced (ranks with
  * fewer micro-batches reduce zeros), so the sums associate per micro-batch first: bitwise equal to
  * ZeRO-1 with one micro-batch per rank, within float rounding otherwise. With one rank: as ZeRO-1. */
-enum { VC_SHARD_NONE = 0, VC_SHARD_ZERO1 = 1, VC_SHARD_ZERO2 = 2 };
-/* "none"/"dp"/"ddp", "zero1"/"zero"/"zero-1" or "zero2"/"zero-2" (VC_ERR_ARG otherwise). */
+/* VC_SHARD_ZERO3: ZeRO-2 plus sharded weights (FSDP's FULL_SHARD). Each rank keeps the f32 weights of its
+ * block only (AdamW updates them there) and full copies of the tensors outside the decoder layers; a
+ * layer's weights are gathered (broadcast from their owners) into one of two layer-sized slots before the
+ * decoder runs it and again before backward reaches it, unless still resident. Same bits as ZeRO-2. Every
+ * rank must run the same number of micro-batches per step (token-budget partitions are made equal, as
+ * verl's same_micro_num_in_dp; otherwise a one-line error), and overlap_grad_reduce is unsupported.
+ * Work outside vc_trainer_step that reads the weights runs between vc_trainer_full_weights(t, 1) and
+ * (t, 0) (evaluation, checkpoints and resume do it themselves). See src/train/dp_zero3.c. */
+enum { VC_SHARD_NONE = 0, VC_SHARD_ZERO1 = 1, VC_SHARD_ZERO2 = 2, VC_SHARD_ZERO3 = 3 };
+/* "none"/"dp"/"ddp", "zero1"/"zero"/"zero-1", "zero2"/"zero-2" or "zero3"/"zero-3"/"fsdp"/"full_shard"
+ * (VC_ERR_ARG otherwise). */
 vc_status vc_sharding_parse(const char *s, int *out);
 
 void vc_trainer_config_default(vc_trainer_config *c);
@@ -212,6 +221,10 @@ size_t vc_mem_available(void);
  * total exceeds max_bytes (> 0), or when max_bytes == 0 and optimiser + activations exceed the memory
  * available (the GPU's free memory on a GPU, else MemAvailable; weights and gradients are resident). */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
+/* ZeRO-3: on 1 gathers the whole model's weights into a full-size buffer on every rank (a collective)
+ * for work outside vc_trainer_step; on 0 copies this rank's block back into its master shard (so weights
+ * written meanwhile are kept) and frees the buffer. Calls nest. Nothing to do otherwise. */
+vc_status vc_trainer_full_weights(vc_trainer *t, int on);
 /* One line per rank with data parallelism: `who` (e.g. "actor"), the sharding, and this rank's bytes of
  * weights, gradients and AdamW state (1/N with ZeRO-1). Prints nothing without data parallelism. */
 void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log);

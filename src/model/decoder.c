@@ -2,6 +2,7 @@
  * fields of vc_model_config, never the architecture's name. */
 #include "model_internal.h"
 #include "tensor/backend.h"
+#include "tensor/graph_priv.h"
 #include "verlc/ops.h"
 #include <math.h>
 #include <string.h>
@@ -310,6 +311,11 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
 
 static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
+    vc_status hs = f->m->layer_hook ? f->m->layer_hook(f->m->layer_hook_ctx, l) : VC_OK; /* ZeRO-3: gather */
+    if (hs) {
+        vc_graph_fail(f->g, hs);
+        return NULL;
+    }
     vc_tensor *h = norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
     vc_tensor *a = c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);

@@ -21,6 +21,9 @@ vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay) {
 }
 
 vc_status vc_model_enable_grad(vc_model *m) {
+    if (m->compacted)
+        return vc_fail(VC_ERR_UNSUPPORTED, "model: its layer weights are sharded (ZeRO-3); full gradient storage "
+                       "is not available");
     if (!m->grad_storage) {
         m->grad_storage = m->be->alloc((size_t)(m->n_floats ? m->n_floats : 1) * sizeof(float));
         if (!m->grad_storage)
@@ -73,6 +76,41 @@ vc_status vc_model_param_write(vc_model *m, int i, const float *src) {
 }
 
 void vc_model_set_checkpointing(vc_model *m, int on) { m->checkpointing = on; }
+
+void vc_model_set_layer_hook(vc_model *m, vc_status (*fn)(void *ctx, int layer), void *ctx) {
+    m->layer_hook = fn;
+    m->layer_hook_ctx = ctx;
+}
+
+int vc_model_param_layer(const vc_model *m, int i) { return i >= 0 && i < m->n_params ? m->params[i].layer : -1; }
+
+#define COMPACT_ALIGN 16 /* floats */
+
+vc_status vc_model_compact(vc_model *m, const uint8_t *external) {
+    size_t total = 0;
+    for (int i = 0; i < m->n_params; i++)
+        if (!external[i]) total += ((size_t)m->params[i].t.n + COMPACT_ALIGN - 1) / COMPACT_ALIGN * COMPACT_ALIGN;
+    float *st = m->be->alloc((total ? total : 1) * sizeof(float));
+    if (!st)
+        return vc_fail(VC_ERR_NOMEM, "model: cannot allocate %.1f MB for the unsharded weights in %s memory",
+                       total * 4e-6, m->be->name);
+    size_t off = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        vc_tensor *t = &m->params[i].t;
+        if (external[i]) {
+            t->data = NULL;
+            continue;
+        }
+        m->be->d2d(st + off, t->data, (size_t)t->n * sizeof(float));
+        t->data = st + off;
+        off += ((size_t)t->n + COMPACT_ALIGN - 1) / COMPACT_ALIGN * COMPACT_ALIGN;
+    }
+    m->be->free(m->storage);
+    m->storage = st;
+    m->n_floats = (int64_t)total;
+    m->compacted = 1;
+    return VC_OK;
+}
 
 static const vc_source *find_source(const vc_model *m, const char *hf_name) {
     for (int i = 0; i < m->n_src; i++)

@@ -35,6 +35,11 @@ struct vc_model {
     char **ignored;      /* checkpoint tensors deliberately not used, with the reason */
     int n_ignored;
     int checkpointing;
+    /* ZeRO-3 (vc_model_set_layer_hook): runs before each layer's forward; compacted: the storage holds only
+     * the tensors the trainer did not take (vc_model_compact) */
+    vc_status (*layer_hook)(void *ctx, int layer);
+    void *layer_hook_ctx;
+    int compacted;
     char *config_text;   /* config.json as read, for export */
 };
 

@@ -62,11 +62,11 @@ vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *shardi
     snprintf(k, sizeof k, "%s.zero_stage", prefix);
     if (!st) st = vc_config_get_int_or(cfg, k, 0, &z);
     if (st) return st;
-    if (z < 0 || z > 2)
+    if (z < 0 || z > 3)
         return vc_fail(VC_ERR_ARG, "%s=%lld: expected 0 (plain data parallelism), 1 (ZeRO-1: optimiser state "
-                       "sharded over the ranks) or 2 (ZeRO-2: optimiser state and gradients sharded); ZeRO-3 is "
-                       "not implemented", k, (long long)z);
-    *sharding = z == 2 ? VC_SHARD_ZERO2 : z == 1 ? VC_SHARD_ZERO1 : VC_SHARD_NONE;
+                       "sharded over the ranks), 2 (ZeRO-2: optimiser state and gradients sharded) or 3 (ZeRO-3: "
+                       "weights too)", k, (long long)z);
+    *sharding = z == 3 ? VC_SHARD_ZERO3 : z == 2 ? VC_SHARD_ZERO2 : z == 1 ? VC_SHARD_ZERO1 : VC_SHARD_NONE;
     return VC_OK;
 }
 

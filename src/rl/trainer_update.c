@@ -66,11 +66,13 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
     tc.comm = comm;
     tc.local_batch = 1;
-    /* scale-out hook: <prefix>.zero_stage (0: plain DP, 1: ZeRO-1, 2: ZeRO-2), <prefix>.overlap_grad_reduce */
+    /* scale-out hook: <prefix>.zero_stage (0: plain DP, 1: ZeRO-1, 2: ZeRO-2, 3: ZeRO-3),
+     * <prefix>.overlap_grad_reduce */
     if ((st = rl_dist_sharding(cfg, prefix, &tc.sharding, &tc.overlap_grad_reduce))) return st;
     if ((st = vc_trainer_init(tr, m, &tc))) return st;
     vc_trainer_print_memory(tr, strcmp(prefix, "critic") ? "actor" : "critic", stderr);
-    return VC_OK;
+    /* ZeRO-3: full weights outside the optimiser steps (rollout, log-probs, values, checkpoints) */
+    return vc_trainer_full_weights(tr, 1);
 }
 
 /* ---- shared mini-batch loop ---- */
@@ -216,7 +218,11 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
             tr->cfg.micro_bs = l->micro_rows > 0 ? l->micro_rows : (nm > 0 ? nm : 1);
             tr->cfg.max_tokens = l->max_tokens;
             vc_step_stats ss;
-            st = vc_trainer_step(tr, &mn.mb, fn, x, &ss);
+            /* ZeRO-3: the weights are sharded for the step, full again for rollout and the log-prob passes */
+            st = vc_trainer_full_weights(tr, 0);
+            if (!st) st = vc_trainer_step(tr, &mn.mb, fn, x, &ss);
+            vc_status fw = vc_trainer_full_weights(tr, 1);
+            if (!st) st = fw;
             if (!st && ss.skipped)
                 vc_warn("%s update: loss %g or grad_norm %g is not finite: optimizer step skipped", l->who, ss.loss,
                         ss.grad_norm);

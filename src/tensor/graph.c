@@ -30,6 +30,9 @@ struct vc_graph {
     /* scale-out hook (train/dp_overlap.c): runs after each tape node during backward */
     void (*hook)(void *ctx, int64_t node);
     void *hook_ctx;
+    /* ZeRO-3 (train/dp_zero3.c): runs before each tape node during backward */
+    vc_status (*pre)(void *ctx, int64_t node);
+    void *pre_ctx;
 };
 
 vc_graph *vc_graph_new(void) {
@@ -271,6 +274,7 @@ vc_status vc_graph_backward_from(vc_graph *g) {
     if (g->status != VC_OK) return g->status;
     for (int64_t i = g->n_nodes - 1; i >= 0; i--) {
         vc_node *n = &g->nodes[i];
+        if (g->pre && (g->status = g->pre(g->pre_ctx, i)) != VC_OK) return g->status;
         if (n->out->grad) n->backward(g, n); /* else no gradient reached this node */
         if (g->status != VC_OK) return g->status;
         if (g->hook) g->hook(g->hook_ctx, i);
@@ -281,6 +285,11 @@ vc_status vc_graph_backward_from(vc_graph *g) {
 void vc_graph_set_backward_hook(vc_graph *g, void (*fn)(void *ctx, int64_t node), void *ctx) {
     g->hook = fn;
     g->hook_ctx = ctx;
+}
+
+void vc_graph_set_backward_pre_hook(vc_graph *g, vc_status (*fn)(void *ctx, int64_t node), void *ctx) {
+    g->pre = fn;
+    g->pre_ctx = ctx;
 }
 
 const vc_node *vc_graph_tape(const vc_graph *g, int64_t *n) {

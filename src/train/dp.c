@@ -22,7 +22,12 @@ vc_status vc_sharding_parse(const char *s, int *out) {
         *out = VC_SHARD_ZERO2;
         return VC_OK;
     }
-    return vc_fail(VC_ERR_ARG, "sharding=%s: expected none, zero1 or zero2 (ZeRO-3 is not implemented)", s);
+    if (!strcmp(s, "zero3") || !strcmp(s, "zero-3") || !strcmp(s, "ZeRO-3") || !strcmp(s, "fsdp") ||
+        !strcmp(s, "full_shard")) {
+        *out = VC_SHARD_ZERO3;
+        return VC_OK;
+    }
+    return vc_fail(VC_ERR_ARG, "sharding=%s: expected none, zero1, zero2 or zero3", s);
 }
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
@@ -40,12 +45,12 @@ static int tensor_at(const struct vc_trainer_dp *d, int n, size_t pos) {
 
 /* Moves between backend memory (the tensors) and the communication buffer: device-to-device when the
  * communicator takes device buffers (NCCL), else through the backend's d2h / h2d (a copy on the CPU). */
-static void to_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
+void vc_dp_to_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
     if (d->dev_comm) vc_be()->d2d(dst, src, n * sizeof(float));
     else vc_be()->d2h(dst, src, n * sizeof(float));
 }
 
-static void from_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
+void vc_dp_from_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n) {
     if (d->dev_comm) vc_be()->d2d(dst, src, n * sizeof(float));
     else vc_be()->h2d(dst, src, n * sizeof(float));
 }
@@ -61,7 +66,7 @@ void vc_dp_flat_read(const vc_trainer *t, float *const *bufs, size_t first, size
     if (pos < d->n_flat) {
         for (int i = tensor_at(d, t->n_params, pos); pos < end && i < t->n_params; i++) {
             size_t stop = min_sz(end, d->offs[i + 1]);
-            if (stop > pos) to_comm(d, dst + (pos - first), bufs[i] + (pos - d->offs[i]), stop - pos);
+            if (stop > pos) vc_dp_to_comm(d, dst + (pos - first), bufs[i] + (pos - d->offs[i]), stop - pos);
             if (stop > pos) pos = stop;
         }
     }
@@ -74,14 +79,15 @@ void vc_dp_flat_write(const vc_trainer *t, float *const *bufs, size_t first, siz
     if (pos >= end) return;
     for (int i = tensor_at(d, t->n_params, pos); pos < end && i < t->n_params; i++) {
         size_t stop = min_sz(end, d->offs[i + 1]);
-        if (stop > pos) from_comm(d, bufs[i] + (pos - d->offs[i]), src + (pos - first), stop - pos);
+        if (stop > pos) vc_dp_from_comm(d, bufs[i] + (pos - d->offs[i]), src + (pos - first), stop - pos);
         if (stop > pos) pos = stop;
     }
 }
 
-/* AdamW over the pieces of the trained tensors inside [first, first + count); gradients from base
- * (shard-relative) when not NULL, else the tensors' own. */
-static vc_status make_opt(vc_trainer *t, const vc_optim_param *op, size_t first, size_t count, float *gbase) {
+/* AdamW over the pieces of the trained tensors inside [first, first + count); gradients from gbase
+ * (shard-relative) when not NULL, else the tensors' own; weights from wbase likewise (ZeRO-3). */
+static vc_status make_opt(vc_trainer *t, const vc_optim_param *op, size_t first, size_t count, float *gbase,
+                          float *wbase) {
     struct vc_trainer_dp *d = t->dp;
     vc_optim_param *pieces = vc_calloc((size_t)t->n_params + 1, sizeof *pieces);
     if (!pieces) return VC_ERR_NOMEM;
@@ -90,7 +96,7 @@ static vc_status make_opt(vc_trainer *t, const vc_optim_param *op, size_t first,
         size_t a = d->offs[i] > first ? d->offs[i] : first, b = min_sz(d->offs[i + 1], end);
         if (b <= a) continue;
         size_t off = a - d->offs[i];
-        pieces[np++] = (vc_optim_param){ op[i].w + off, gbase ? gbase + (a - first) : op[i].g + off, b - a,
+        pieces[np++] = (vc_optim_param){ wbase ? wbase + (a - first) : op[i].w + off, gbase ? gbase + (a - first) : op[i].g + off, b - a,
                                           op[i].decay };
     }
     vc_status st = vc_adamw_init(&t->opt, &t->cfg.adamw, pieces, np);
@@ -127,8 +133,11 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) 
     if (t->world <= 1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
     vc_status st = check_comm(c);
     if (st) return st;
-    if (t->cfg.sharding != VC_SHARD_NONE && t->cfg.sharding != VC_SHARD_ZERO1 && t->cfg.sharding != VC_SHARD_ZERO2)
+    if (t->cfg.sharding < VC_SHARD_NONE || t->cfg.sharding > VC_SHARD_ZERO3)
         return vc_fail(VC_ERR_ARG, "trainer: unknown sharding %d", t->cfg.sharding);
+    if (t->cfg.sharding == VC_SHARD_ZERO3 && t->cfg.overlap_grad_reduce)
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer: ZeRO-3 gathers layers between the gradient reductions on the "
+                       "main thread; overlap_grad_reduce is not supported with it (turn one off)");
     struct vc_trainer_dp *d = vc_calloc(1, sizeof *d);
     if (!d) return VC_ERR_NOMEM;
     t->dp = d;
@@ -136,8 +145,12 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) 
     d->dev_comm = vc_comm_on_device(c);
     d->rank = t->rank;
     d->world = t->world;
-    d->zero2 = t->cfg.sharding == VC_SHARD_ZERO2;
+    d->zero3 = t->cfg.sharding == VC_SHARD_ZERO3;
+    d->zero2 = t->cfg.sharding == VC_SHARD_ZERO2 || d->zero3;
     d->zero1 = t->cfg.sharding == VC_SHARD_ZERO1 || d->zero2;
+    d->tens = vc_calloc((size_t)t->n_params + 1, sizeof *d->tens);
+    if (!d->tens) return VC_ERR_NOMEM;
+    memcpy(d->tens, tens, (size_t)t->n_params * sizeof *tens);
     d->offs = vc_calloc((size_t)t->n_params + 1, sizeof *d->offs);
     d->w = vc_calloc((size_t)t->n_params + 1, sizeof *d->w);
     d->decay = vc_calloc((size_t)t->n_params + 1, sizeof *d->decay);
@@ -153,8 +166,9 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) 
     d->count = min_sz(d->shard_len, d->n_flat - d->first);
     if ((st = alloc_buffers(t, d))) return st;
     if (d->zero2 && (st = vc_dp_zero2_init(t, tens))) return st;
+    if (d->zero3 && (st = vc_dp_zero3_init(t))) return st;
     if (!d->zero1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
-    return make_opt(t, op, d->first, d->count, d->shard_grad);
+    return make_opt(t, op, d->first, d->count, d->shard_grad, vc_dp_zero3_master(t));
 }
 
 void vc_dp_free(vc_trainer *t) {
@@ -164,7 +178,9 @@ void vc_dp_free(vc_trainer *t) {
     free(d->w);
     free(d->decay);
     vc_dp_overlap_free(t);
+    vc_dp_zero3_free(t);
     vc_dp_zero2_free(t);
+    free(d->tens);
     vc_be()->free(d->shard_grad);
     vc_comm_mem_free(d->comm, d->buf);
     free(d);
@@ -362,6 +378,7 @@ vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
             for (int i = 0; i < t->n_params; i++) scale(t->grads[i], t->sizes[i], (float)coef);
     }
     if ((s = vc_adamw_step(&t->opt, st->lr))) return s;
+    if (d->zero3) return vc_dp_zero3_refresh(t);
     return d->zero1 ? gather_weights(t) : VC_OK;
 }
 
@@ -374,7 +391,7 @@ static vc_status weights_hash(const vc_trainer *t, uint64_t *out) {
     if (!h) return VC_ERR_NOMEM;
     uint64_t x = 1469598103934665603ull;
     for (int i = 0; i < t->n_params; i++)
-        for (size_t k = 0; k < t->sizes[i]; k += cap) {
+        for (size_t k = 0; vc_dp_zero3_replicated(t, i) && k < t->sizes[i]; k += cap) {
             size_t n = min_sz(cap, t->sizes[i] - k);
             vc_be()->d2h(h, d->w[i] + k, n * sizeof(float));
             for (size_t j = 0; j < n; j++) x = (x ^ h[j]) * 1099511628211ull;
@@ -410,8 +427,10 @@ size_t vc_dp_grad_floats(const vc_trainer *t) {
     return d ? d->n_flat + (d->zero1 ? d->shard_len : 0) : 0;
 }
 
-static const char *sharding_name(const struct vc_trainer_dp *d) {
-    return d->zero2   ? "ZeRO-2, AdamW state and gradients for its 1/N shard"
+const char *vc_dp_sharding_name(const struct vc_trainer_dp *d) {
+    return !d         ? "data parallel, full AdamW state"
+           : d->zero3 ? "ZeRO-3, weights, AdamW state and gradients for its 1/N shard"
+           : d->zero2 ? "ZeRO-2, AdamW state and gradients for its 1/N shard"
            : d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard"
                       : "data parallel, full AdamW state";
 }
@@ -421,10 +440,16 @@ void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
     if (!d || !log) return;
     size_t moments = 0;
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
-    fprintf(log, "rank %d/%d %s (%s): trained weights %.3f MiB + grads %.3f MiB + AdamW %.3f MiB "
+    size_t wm = 0, ws = 0, wk = 0, wf = d->zero3 ? vc_dp_zero3_weight_floats(t, &wm, &ws, &wk) : d->n_flat;
+    fprintf(log, "rank %d/%d %s (%s): %s weights %.3f MiB + grads %.3f MiB + AdamW %.3f MiB "
                  "(%zu of %zu parameters' moments)\n",
-            d->rank, d->world, who ? who : "trainer", sharding_name(d), mib(d->n_flat), mib(vc_dp_grad_floats(t)),
-            mib(2 * moments), moments, d->n_flat);
+            d->rank, d->world, who ? who : "trainer", vc_dp_sharding_name(d), d->zero3 ? "sharded" : "trained",
+            mib(wf), mib(vc_dp_grad_floats(t)), mib(2 * moments), moments, d->n_flat);
+    if (d->zero3)
+        fprintf(log, "rank %d/%d %s: ZeRO-3 weights = master shard %.3f MiB + layer slots %.3f MiB + kept whole "
+                     "(embedding, head, norms, buffers) %.3f MiB (all weights: %.3f MiB)\n",
+                d->rank, d->world, who ? who : "trainer", mib(wm), mib(ws), mib(wk),
+                mib((size_t)vc_model_param_count(t->model)));
     if (d->zero2)
         fprintf(log, "rank %d/%d %s: ZeRO-2 grads = shard %.3f MiB + working area %.3f MiB (%zu chunks of %.3f MiB "
                      "reduced per micro-batch; the full-size gradient would be %.3f MiB)\n",

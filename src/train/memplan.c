@@ -49,7 +49,9 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     memset(plan, 0, sizeof *plan);
     size_t trained = 0;
     for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
-    plan->weights = (size_t)vc_model_param_count(t->model) * 4;
+    size_t wm, ws, wk; /* ZeRO-3: master shard + layer slots + tensors kept whole */
+    plan->weights = (t->dp && t->dp->zero3 ? vc_dp_zero3_weight_floats(t, &wm, &ws, &wk)
+                                           : (size_t)vc_model_param_count(t->model)) * 4;
     plan->grads = trained * 4; /* ZeRO-2: its shard + working area, set after the trial step below */
     size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
@@ -82,10 +84,7 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     if (t->dp && t->dp->zero2) plan->grads = vc_dp_grad_floats(t) * 4; /* the trial sized the working area */
     plan->total = plan->weights + plan->grads + plan->optim + plan->activations;
     if (log && t->world > 1)
-        fprintf(log, "rank %d/%d (%s): ", t->rank, t->world,
-                t->dp && t->dp->zero2   ? "ZeRO-2, AdamW state and gradients for its 1/N shard"
-                : t->dp && t->dp->zero1 ? "ZeRO-1, AdamW state for its 1/N shard"
-                                        : "data parallel, full AdamW state");
+        fprintf(log, "rank %d/%d (%s): ", t->rank, t->world, vc_dp_sharding_name(t->dp));
     if (log)
         fprintf(log,
                 "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "

@@ -112,7 +112,7 @@ static const key_def KEYS[] = {
     { "trainer.nnodes", "nnodes", K_INT, F(nnodes), "nodes (0: unchecked; else must match the MPI job)" },
     { "trainer.n_gpus_per_node", "n_gpus_per_node", K_INT, F(n_gpus_per_node),
       "ranks per node (0: unchecked; else must match the MPI job)" },
-    { "trainer.sharding", "sharding", K_STR, F(sharding), "none | zero1 (AdamW state sharded over ranks) | zero2 (and gradients)" },
+    { "trainer.sharding", "sharding", K_STR, F(sharding), "none | zero1 (AdamW state sharded over ranks) | zero2 (and gradients) | zero3 (and weights)" },
     { "trainer.dp_check_freq", "dp_check_freq", K_INT, F(dp_check_freq),
       "compare a weights checksum across ranks every N steps (0: never)" },
     { "trainer.device", "device", K_STR, F(device), "auto | cpu | cuda | cuda:N | sim (auto: cuda when a GPU is usable)" },

@@ -259,10 +259,20 @@ static vc_status fill_trainer(void *ctx, const char *tmp) {
     return st ? st : vc_dp_save_optim(tmp, c->t);
 }
 
+/* save_dir on every rank of t; ZeRO-3 writes from gathered full weights */
+static vc_status save_dir_dp(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
+                             vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last, char **path) {
+    vc_trainer *tw = (vc_trainer *)t; /* the weights are gathered and released, not changed */
+    vc_status st = agree(t, vc_trainer_full_weights(tw, 1), "checkpoint");
+    if (!st) st = save_dir(run_dir, prefix, step, t, fill, ctx, keep_last, path);
+    vc_status e = vc_trainer_full_weights(tw, 0);
+    return st ? st : e;
+}
+
 vc_status vc_train_ckpt_save(const char *run_dir, const vc_trainer *t, const vc_train_state *s, int keep_last,
                              char **path) {
     save_ctx c = { t, s };
-    return save_dir(run_dir, "step_", t->step, t, fill_trainer, &c, keep_last, path);
+    return save_dir_dp(run_dir, "step_", t->step, t, fill_trainer, &c, keep_last, path);
 }
 
 vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t step,
@@ -275,7 +285,7 @@ vc_status vc_train_ckpt_save_as(const char *run_dir, const char *prefix, int64_t
 vc_status vc_train_ckpt_save_as_dp(const char *run_dir, const char *prefix, int64_t step, const vc_trainer *t,
                                    vc_status (*fill)(void *ctx, const char *tmp_dir), void *ctx, int keep_last,
                                    char **path) {
-    return save_dir(run_dir, prefix, step, t, fill, ctx, keep_last, path);
+    return save_dir_dp(run_dir, prefix, step, t, fill, ctx, keep_last, path);
 }
 
 static int is_ckpt(const char *dir) {
@@ -413,7 +423,10 @@ out:
 }
 
 vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state *s) {
-    vc_status st = vc_train_ckpt_read_state(ckpt_dir, s);
+    /* ZeRO-3: the weights load into full buffers; releasing them keeps this rank's block as its master */
+    vc_status st = agree(t, vc_trainer_full_weights(t, 1), "resume");
+    if (st) return st;
+    st = vc_train_ckpt_read_state(ckpt_dir, s);
     if (!st) st = vc_train_ckpt_load_weights(ckpt_dir, t->model);
     char *p = vc_path_join(ckpt_dir, "optim.bin"), *buf = NULL;
     size_t n = 0;
@@ -430,6 +443,8 @@ vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state
     free(p);
     free(buf);
     st = agree(t, st, "resume");
+    vc_status e = vc_trainer_full_weights(t, 0);
+    if (!st) st = e;
     if (!st) {
         t->step = s->step;
         t->n_skipped = s->n_skipped;

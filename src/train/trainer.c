@@ -20,7 +20,8 @@ void vc_trainer_config_default(vc_trainer_config *c) {
     c->micro_bs = 1;
 }
 
-vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out) {
+static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_tokens, size_t min_groups,
+                               vc_partition *out) {
     memset(out, 0, sizeof *out);
     if (b->n_seq <= 0) return vc_fail(VC_ERR_ARG, "empty mini-batch");
     if (max_tokens <= 0) {
@@ -30,9 +31,13 @@ vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t 
     int64_t *lens = vc_malloc(sizeof *lens * (size_t)b->n_seq);
     if (!lens) return VC_ERR_NOMEM;
     for (int i = 0; i < b->n_seq; i++) lens[i] = b->cu_seqlens[i + 1] - b->cu_seqlens[i];
-    vc_status st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, 1, out);
+    vc_status st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, min_groups, out);
     free(lens);
     return st;
+}
+
+vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out) {
+    return partition_min(b, micro_bs, max_tokens, 1, out);
 }
 
 static double seq_targets(const vc_minibatch *b, int i) {
@@ -75,7 +80,8 @@ vc_status vc_train_token_weights(const float *mask, int64_t count, vc_agg_mode m
 /* ZeRO-2 on more than one rank: no full-size gradient storage; every trained tensor's grad points at a
  * small placeholder until dp_zero2.c packs them into its working area (before each backward) */
 static int zero2_on(const vc_trainer_config *cfg) {
-    return cfg->sharding == VC_SHARD_ZERO2 && cfg->comm && vc_comm_size(cfg->comm) > 1;
+    return (cfg->sharding == VC_SHARD_ZERO2 || cfg->sharding == VC_SHARD_ZERO3) && cfg->comm &&
+           vc_comm_size(cfg->comm) > 1;
 }
 
 static vc_status enable_grads(vc_model *m, const vc_trainer_config *cfg, float **hold) {
@@ -232,7 +238,10 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     int overlap = grad && t->dp && t->dp->armed, z2 = grad && t->dp && t->dp->zero2;
     if (overlap && (st = vc_dp_overlap_begin(t))) return st;
     if (z2 && (st = vc_dp_zero2_begin(t, t->dp->z2_local))) return st;
-    if (grad && isfinite(*loss)) st = vc_graph_backward(g, L, 1.0f);
+    if (z2 && t->dp->zero3) st = vc_dp_zero3_begin(t); /* layers gathered again before their nodes */
+    /* ZeRO-3 issues its gathers also where the loss is not finite: every rank the same collectives */
+    if (!st && grad && (isfinite(*loss) || (z2 && t->dp->zero3))) st = vc_graph_backward(g, L, 1.0f);
+    if (z2 && t->dp->zero3) vc_dp_zero3_end(t);
     if (!st) st = vc_graph_status(g);
     if (overlap || z2) {
         vc_status e = overlap ? vc_dp_overlap_end(t) : vc_dp_zero2_end(t);
@@ -259,6 +268,34 @@ static vc_status zero2_rounds(vc_trainer *t, int use_dp, const vc_partition *p, 
     return vc_dp_max(t, rounds);
 }
 
+/* ZeRO-3: every rank runs the same number of micro-batches (each one's layer gathers are collectives).
+ * A global partition needs a multiple of the ranks; local partitions must agree. Token-budget partitions
+ * are redone with more groups until they do (verl's same_micro_num_in_dp); fixed-size ones cannot be. */
+static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition *p) {
+    int local = t->cfg.local_batch;
+    for (int tries = 0;; tries++) {
+        double hi = (double)p->n_groups, lo = -(double)p->n_groups;
+        vc_status st = local ? vc_dp_max(t, &hi) : VC_OK;
+        if (!st && local) st = vc_dp_max(t, &lo);
+        if (st) return st;
+        size_t want = local ? (size_t)hi : (p->n_groups + (size_t)t->world - 1) / (size_t)t->world * (size_t)t->world;
+        if (local ? -lo == hi : want == p->n_groups) return VC_OK;
+        if (t->cfg.max_tokens <= 0 || tries >= 8 || (local && lo == 0)) /* a rank with none cannot match */
+            return vc_fail(VC_ERR_ARG, "ZeRO-3: every rank must run the same number of micro-batches, but %s (make "
+                           "the mini-batch a multiple of the micro-batch size x %d ranks, or use a token budget)",
+                           local ? "the ranks' counts differ" : "the mini-batch's micro-batches do not divide evenly",
+                           t->world);
+        vc_partition q;
+        st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, &q);
+        if (st && !local) return st;
+        vc_partition_free(p);
+        if (st) { /* the others must learn it: a count they cannot match */
+            vc_clear_error();
+            memset(p, 0, sizeof *p);
+        } else *p = q;
+    }
+}
+
 vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
                                    vc_step_stats *stats, int use_dp) {
     vc_partition p;
@@ -276,13 +313,16 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
     if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
         goto out_p;
+    int z3 = t->dp && t->dp->zero3;
+    if (z3 && use_dp && (st = zero3_equal(t, b, &p))) goto out_p;
     size_t g0 = 0, gn = p.n_groups;
     if (!local) vc_dp_share(t, p.n_groups, &g0, &gn);
     double rounds = 0; /* ZeRO-2: micro-batches of the busiest rank; this one reduces zeros for the rest */
     if ((st = zero2_rounds(t, use_dp, &p, gn, &rounds))) goto out_p;
     if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
     int overlap = use_dp == VC_DP_STEP && t->dp && !t->dp->zero2 && t->cfg.overlap_grad_reduce;
-    vc_model_weight_copies(t->model, 1); /* the weights do not change before the optimiser step */
+    if (!z3) vc_model_weight_copies(t->model, 1); /* the weights do not change before the optimiser step */
+    vc_dp_zero3_active(t, 1); /* (ZeRO-3: they move between slots) */
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         if (overlap) t->dp->armed = gi + 1 == g0 + gn; /* scale-out hook: reduce during the last backward */
@@ -291,7 +331,8 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
     }
-    vc_model_weight_copies(t->model, 0);
+    vc_dp_zero3_active(t, 0);
+    if (!z3) vc_model_weight_copies(t->model, 0);
     if (overlap) t->dp->armed = 0;
     if (overlap && !st && !gn) st = vc_dp_reduce_all(t); /* no backward here: reduce where the others do */
     for (size_t r = gn; use_dp && t->dp && t->dp->zero2 && !st && r < (size_t)rounds; r++)
@@ -366,7 +407,8 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
     norm.n_tokens = 1;
     size_t g0 = 0, gn = p.n_groups;
     vc_dp_share(t, p.n_groups, &g0, &gn);
-    if (gn && (st = mb_alloc(&m, b, &p))) goto out_p;
+    if ((st = vc_trainer_full_weights(t, 1))) goto out_p; /* ZeRO-3: ranks may run different counts here */
+    if (gn && (st = mb_alloc(&m, b, &p))) goto out_full;
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         st = mb_fill(&m, b, &p, gi, VC_AGG_TOKEN_MEAN, &norm);
@@ -376,6 +418,9 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
     }
     vc_graph_reset(t->g);
     if (gn) mb_free(&m);
+out_full:
+    if (!st) st = vc_trainer_full_weights(t, 0);
+    else vc_trainer_full_weights(t, 0);
     if (!st && t->dp) {
         double s[2] = { *nll_sum, *n_tok };
         st = vc_dp_sum(t, s, 2);

@@ -10,6 +10,9 @@ struct vc_trainer_dp {
     int rank, world, zero1; /* zero1: sharded optimiser state (ZeRO-1 and ZeRO-2) */
     int zero2;            /* also sharded gradients: no full-size gradient buffer (dp_zero2.c) */
     struct vc_dp_zero2 *z2;
+    int zero3;            /* also sharded weights, gathered per layer (dp_zero3.c; implies zero2) */
+    struct vc_dp_zero3 *z3;
+    vc_tensor **tens;     /* [n_params] the trained tensors */
     int z2_local;         /* ZeRO-2 micro-batches run now are local (the memory plan's trial): no reduction */
     int dev_comm;         /* the communicator takes device buffers (NCCL): buf is device memory */
     size_t n_flat, shard_len;
@@ -83,6 +86,29 @@ size_t vc_dp_zero2_area(const vc_trainer *t); /* floats of the working area */
 size_t vc_dp_grad_floats(const vc_trainer *t);
 /* The largest x over ranks (a collective). */
 vc_status vc_dp_max(vc_trainer *t, double *x);
+
+/* ZeRO-3 (dp_zero3.c). init (after ZeRO-2's): the master shard from the weights, the model compacted to
+ * the tensors every rank keeps, layer slots, the model's layer hook. master: the shard AdamW updates.
+ * active: gathers allowed (the trainer's micro-batches). begin/end: around a micro-batch's backward
+ * (the pre-node hook that gathers layers). refresh: after the optimiser step. replicated: trained tensor
+ * i holds the same values on every rank now. weight_floats: this rank's weight memory (master shard,
+ * slots and any full buffer, tensors kept whole). gathers: layers gathered so far. */
+vc_status vc_dp_zero3_init(vc_trainer *t);
+void vc_dp_zero3_free(vc_trainer *t);
+float *vc_dp_zero3_master(const vc_trainer *t);
+void vc_dp_zero3_active(vc_trainer *t, int on);
+vc_status vc_dp_zero3_begin(vc_trainer *t);
+void vc_dp_zero3_end(vc_trainer *t);
+vc_status vc_dp_zero3_refresh(vc_trainer *t);
+int vc_dp_zero3_replicated(const vc_trainer *t, int i);
+size_t vc_dp_zero3_weight_floats(const vc_trainer *t, size_t *master, size_t *slots, size_t *kept);
+int64_t vc_dp_zero3_gathers(const vc_trainer *t);
+/* Copies between backend memory and communication memory (device-to-device with NCCL). */
+void vc_dp_to_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n);
+void vc_dp_from_comm(const struct vc_trainer_dp *d, float *dst, const float *src, size_t n);
+
+/* "ZeRO-2, AdamW state and gradients for its 1/N shard" etc. (d may be NULL) */
+const char *vc_dp_sharding_name(const struct vc_trainer_dp *d);
 
 /* Compares a checksum of the trained weights with rank 0's: VC_ERR_INTERNAL naming the step if not equal. */
 vc_status vc_dp_check_weights(vc_trainer *t);

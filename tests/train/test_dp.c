@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +51,7 @@ static vc_model *load_model(void) {
 
 static int OVERLAP; /* overlap_grad_reduce of the next trainers */
 static int CKPT;    /* gradient checkpointing of the next trainers */
+static int MAXTOK;  /* token budget per micro-batch of the next trainers (0: by count) */
 
 static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_bs, double clip) {
     vc_trainer_config_default(c);
@@ -63,6 +65,7 @@ static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_
     c->bucket_bytes = 64 << 10; /* several buckets on this small model */
     c->overlap_grad_reduce = OVERLAP;
     c->checkpointing = CKPT;
+    c->max_tokens = MAXTOK;
 }
 
 static size_t n_trained(const vc_trainer *t) {
@@ -71,7 +74,9 @@ static size_t n_trained(const vc_trainer *t) {
     return n;
 }
 
-static float *weights(const vc_trainer *t) {
+/* (ZeRO-3: gathered first, a collective) */
+static float *weights(vc_trainer *t) {
+    CHECK_OK(vc_trainer_full_weights(t, 1));
     float *w = malloc(n_trained(t) * sizeof *w + 1);
     size_t o = 0;
     for (int i = 0; i < t->n_params; i++) {
@@ -83,6 +88,7 @@ static float *weights(const vc_trainer *t) {
         CHECK_OK(vc_tensor_read(p, w + o)); /* backend memory */
         o += t->sizes[i];
     }
+    CHECK_OK(vc_trainer_full_weights(t, 0));
     return w;
 }
 
@@ -189,7 +195,8 @@ static size_t layer_bytes(void) {
 /* ---- checkpoints: one micro-batch, no clipping, so every world size sums the same gradient ---- */
 static vc_status ckpt_trainer(vc_comm *comm, int sharding, vc_model **m, vc_trainer *t) {
     vc_trainer_config c;
-    config(&c, comm, sharding, NSEQ, 0.0);
+    /* ZeRO-3 needs a micro-batch on every rank: the sums associate per rank first (float rounding) */
+    config(&c, comm, sharding, sharding == VC_SHARD_ZERO3 ? NSEQ / vc_comm_size(comm) : NSEQ, 0.0);
     *m = load_model();
     return *m ? vc_trainer_init(t, *m, &c) : VC_ERR_IO;
 }
@@ -220,10 +227,12 @@ static void resume_and_compare(vc_comm *comm, int sharding, const char *dir, con
     float *w = weights(&t), *r = NULL;
     size_t n = 0;
     CHECK_OK(vc_read_file(ref, (char **)&r, &n));
-    int ok = r && n == n_trained(&t) * sizeof(float) && same_values(w, r, n_trained(&t));
-    CHECK_MSG(ok, "%s: weights after resume differ from the uninterrupted run", what);
-    printf("%s: resumed from a 4-rank ZeRO-2 checkpoint, step 2 weights %s the uninterrupted run\n", what,
-           ok ? "equal" : "DIFFER FROM");
+    double rel = 1, d = r && n == n_trained(&t) * sizeof(float) ? max_abs_diff(w, r, n_trained(&t), &rel) : 1;
+    int ok = r && n == n_trained(&t) * sizeof(float) &&
+             (sharding == VC_SHARD_ZERO3 ? d < 1e-5 && rel < 1e-6 : same_values(w, r, n_trained(&t)));
+    CHECK_MSG(ok, "%s: weights after resume differ from the uninterrupted run (max |dw| %.3g)", what, d);
+    printf("%s: resumed from a 4-rank ZeRO-2 checkpoint, step 2 weights %s the uninterrupted run%s\n", what,
+           ok ? "equal" : "DIFFER FROM", sharding == VC_SHARD_ZERO3 ? " (within float rounding: 1e-5)" : "");
     free(w);
     free(r);
     vc_trainer_free(&t);
@@ -256,8 +265,8 @@ static void save_and_continue(vc_comm *comm, const char *dir) {
 }
 
 /* ---- ZeRO-2 ---- */
-/* The memory plan of a trainer with this sharding: this rank's gradient bytes. */
-static size_t plan_grads(vc_comm *c, int sharding) {
+/* The memory plan of a trainer with this sharding. */
+static vc_mem_plan plan_of(vc_comm *c, int sharding) {
     vc_model *m = load_model();
     vc_trainer t;
     vc_trainer_config cf;
@@ -271,8 +280,11 @@ static size_t plan_grads(vc_comm *c, int sharding) {
     } else
         CHECK(0);
     vc_model_free(m);
-    return plan.grads;
+    return plan;
 }
+
+/* this rank's gradient bytes in the plan */
+static size_t plan_grads(vc_comm *c, int sharding) { return plan_of(c, sharding).grads; }
 
 /* Bytes this rank sends during one step with this sharding and micro-batch size (the communicator's
  * bytes_sent counter around vc_trainer_step); *rounds: the micro-batches of the busiest rank. */
@@ -346,6 +358,107 @@ static void zero2_ckpt_area(vc_comm *c, size_t n, size_t g2) {
                (double)area / (n * 4.0), (double)area_c / (n * 4.0), n * 4, layer, g2, g2c);
 }
 
+/* MODEL becomes an 8-layer random model of the fixture's shape (rank 0 writes it; a collective) */
+static int deep_model(vc_comm *c) {
+    char dir[PATH_MAX], cfg[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s.deep", getenv("VC_DP_DIR"));
+    if (vc_comm_rank(c) == 0) {
+        char *text = NULL, *at;
+        size_t n = 0;
+        snprintf(cfg, sizeof cfg, "%s/config.json", MODEL);
+        vc_model *m = NULL;
+        int ok = !vc_read_file(cfg, &text, &n) && (at = strstr(text, "\"num_hidden_layers\": 2")) != NULL;
+        if (ok) at[strlen("\"num_hidden_layers\": ")] = '8';
+        snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+        ok = ok && (mkdir(dir, 0755) == 0 || errno == EEXIST) && !vc_write_file_atomic(cfg, text, strlen(text));
+        ok = ok && !vc_model_init_random(cfg, 7, &m) && !vc_model_save_hf(m, dir, VC_F32);
+        CHECK_MSG(ok, "8-layer model in %s: %s", dir, vc_last_error());
+        vc_model_free(m);
+        free(text);
+    }
+    CHECK_OK(vc_comm_barrier(c));
+    snprintf(MODEL, sizeof MODEL, "%s", dir);
+    return 0;
+}
+
+/* ZeRO-3 against ZeRO-2 (the same reductions on the same weights, so the same bits): a2 one micro-batch
+ * per rank, b2 one sequence per micro-batch, i2 micro-batches of 4 sequences (idle ranks with 4 ranks:
+ * refused under ZeRO-3). Also local mode, checkpointing, token budgets that give the ranks different
+ * counts (made equal), and the weight memory per rank. */
+static void zero3_checks(vc_comm *c, size_t n, const float *a2, const float *b2, const float *i2) {
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    float *a3 = train(c, VC_SHARD_ZERO3, 0, NSEQ / np, 0.5, 2, NULL, NULL);
+    float *b3 = train(c, VC_SHARD_ZERO3, 0, 1, 0.5, 2, NULL, NULL);
+    float *l3 = train(c, VC_SHARD_ZERO3, 1, 1, 0.5, 2, NULL, NULL);
+    CKPT = 1;
+    float *k3 = train(c, VC_SHARD_ZERO3, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 0;
+    if (a2 && b2 && a3 && b3 && l3 && k3) {
+        CHECK_MSG(!memcmp(a2, a3, n * sizeof(float)), "rank %d: ZeRO-3 differs from ZeRO-2 (one micro-batch)", me);
+        CHECK_MSG(!memcmp(b2, b3, n * sizeof(float)), "rank %d: ZeRO-3 differs from ZeRO-2 (micro-batches)", me);
+        CHECK_MSG(!memcmp(b2, l3, n * sizeof(float)), "rank %d: local-mode ZeRO-3 differs from ZeRO-2", me);
+        CHECK_MSG(!memcmp(b2, k3, n * sizeof(float)), "rank %d: ZeRO-3 with checkpointing differs", me);
+    } else
+        CHECK(0);
+    /* 2 micro-batches of 4 sequences: on 2 ranks one each; on 4, two ranks would have none */
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config cf;
+    config(&cf, c, VC_SHARD_ZERO3, 4, 0.5);
+    vc_minibatch b;
+    vc_step_stats st;
+    make_batch(&b);
+    if (m && vc_trainer_init(&t, m, &cf) == VC_OK) {
+        vc_status rc = vc_trainer_step(&t, &b, NULL, NULL, &st);
+        if (np == 4)
+            CHECK_MSG(rc == VC_ERR_ARG && strstr(vc_last_error(), "same number of micro-batches"),
+                      "rank %d: ZeRO-3 with idle ranks: %d %s", me, rc, vc_last_error());
+        else {
+            CHECK_OK(rc);
+            CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+            float *i3 = weights(&t);
+            CHECK_MSG(i2 && !memcmp(i2, i3, n * sizeof(float)), "rank %d: ZeRO-3 (2 micro-batches) differs", me);
+            free(i3);
+        }
+        vc_trainer_free(&t);
+    } else
+        CHECK(0);
+    vc_model_free(m);
+    /* token budgets: the ranks' own sequences split into different counts, made equal under ZeRO-3 */
+    MAXTOK = 48;
+    float *t2 = train(c, VC_SHARD_ZERO2, 1, 1, 0.5, 2, NULL, NULL);
+    float *t3 = train(c, VC_SHARD_ZERO3, 1, 1, 0.5, 2, NULL, NULL);
+    MAXTOK = 0;
+    double rel = 1, d = t2 && t3 ? max_abs_diff(t2, t3, n, &rel) : 1;
+    CHECK_MSG(d < 1e-4 && rel < 1e-5, "rank %d: ZeRO-3 vs ZeRO-2 with token budgets: max |dw| %.3g, rel %.3g", me,
+              d, rel);
+    /* 8 layers: layers leave the two slots and are gathered again in backward */
+    char keep[PATH_MAX];
+    snprintf(keep, sizeof keep, "%s", MODEL);
+    if (deep_model(c)) { CHECK(0); return; }
+    float *d2 = train(c, VC_SHARD_ZERO2, 0, 1, 0.5, 2, NULL, NULL);
+    float *d3 = train(c, VC_SHARD_ZERO3, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 1;
+    float *dk = train(c, VC_SHARD_ZERO3, 0, 1, 0.5, 2, NULL, NULL);
+    CKPT = 0;
+    size_t nd = model_size();
+    CHECK_MSG(d2 && d3 && dk && !memcmp(d2, d3, nd * 4) && !memcmp(d2, dk, nd * 4),
+              "rank %d: 8 layers: ZeRO-3 differs from ZeRO-2", me);
+    free(d2); free(d3); free(dk);
+    vc_mem_plan p2 = plan_of(c, VC_SHARD_ZERO2), p3 = plan_of(c, VC_SHARD_ZERO3);
+    snprintf(MODEL, sizeof MODEL, "%s", keep);
+    CHECK_MSG(p3.weights < p2.weights && p3.grads == p2.grads && p3.optim == p2.optim,
+              "rank %d: memory plan ZeRO-3 weights %zu grads %zu AdamW %zu vs ZeRO-2 %zu %zu %zu", me, p3.weights,
+              p3.grads, p3.optim, p2.weights, p2.grads, p2.optim);
+    if (me == 0)
+        printf("np %d: ZeRO-3 bitwise equal to ZeRO-2 (one and several micro-batches, local, checkpointing%s; 8 "
+               "layers with and without checkpointing); token budgets made equal: max |dw| %.3g vs ZeRO-2's own "
+               "partition; 8 layers: weight bytes per rank %zu vs %zu (%.2f)\n", np,
+               np == 2 ? ", 2 micro-batches" : "; idle ranks refused", d, p3.weights, p2.weights,
+               (double)p3.weights / (double)p2.weights);
+    free(a3); free(b3); free(l3); free(k3); free(t2); free(t3);
+}
+
 /* ZeRO-2 against ZeRO-1 and plain DP (dp: plain DP, one micro-batch of one sequence, 2 steps). */
 static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     int me = vc_comm_rank(c), np = vc_comm_size(c);
@@ -399,6 +512,7 @@ static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     } else
         CHECK(0);
     free(oa); free(ob); free(ol); free(oi); free(ok);
+    zero3_checks(c, n, a2, b2, i2);
     free(a1); free(a2); free(b2); free(l2); free(k2); free(i1); free(i2);
     zero2_traffic(c, n);
     size_t g1 = plan_grads(c, VC_SHARD_ZERO1), g2 = plan_grads(c, VC_SHARD_ZERO2);
@@ -422,6 +536,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
     if (!strcmp(mode, "resume")) {
         resume_and_compare(c, VC_SHARD_ZERO1, dir, "np 2 ZeRO-1");
         resume_and_compare(c, VC_SHARD_ZERO2, dir, "np 2 ZeRO-2");
+        resume_and_compare(c, VC_SHARD_ZERO3, dir, "np 2 ZeRO-3");
         goto done;
     }
     double loss_dp = 0, loss_1 = 0;
@@ -610,7 +725,9 @@ static void test_single(void) {
     CHECK(s == VC_SHARD_NONE);
     CHECK_OK(vc_sharding_parse("zero2", &s));
     CHECK(s == VC_SHARD_ZERO2);
-    CHECK(vc_sharding_parse("zero3", &s) == VC_ERR_ARG);
+    CHECK_OK(vc_sharding_parse("zero3", &s));
+    CHECK(s == VC_SHARD_ZERO3);
+    CHECK(vc_sharding_parse("zero4", &s) == VC_ERR_ARG);
     /* a one-rank communicator changes nothing */
     vc_comm *c = NULL;
     setenv("VERLC_DIST", "single", 1);
@@ -620,7 +737,10 @@ static void test_single(void) {
     float *a = train(NULL, VC_SHARD_NONE, 0, 2, 0.5, 2, NULL, NULL);
     float *b = train(c, VC_SHARD_ZERO1, 0, 2, 0.5, 2, NULL, NULL);
     float *z = train(c, VC_SHARD_ZERO2, 0, 2, 0.5, 2, NULL, NULL); /* one rank: nothing to shard */
-    CHECK(a && b && z && !memcmp(a, b, n * sizeof(float)) && !memcmp(a, z, n * sizeof(float)));
+    float *z3 = train(c, VC_SHARD_ZERO3, 0, 2, 0.5, 2, NULL, NULL);
+    CHECK(a && b && z && z3 && !memcmp(a, b, n * sizeof(float)) && !memcmp(a, z, n * sizeof(float)) &&
+          !memcmp(a, z3, n * sizeof(float)));
+    free(z3);
     free(a);
     free(b);
     free(z);
