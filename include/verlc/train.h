@@ -138,6 +138,7 @@ typedef struct vc_step_stats {
     /* data parallelism: gradient buckets reduced, and how many of them were final before the last
      * backward ended, so the communication thread could reduce them during it (overlap_grad_reduce; 0 otherwise) */
     int n_buckets, n_buckets_early;
+    int64_t n_gathers;       /* ZeRO-3: decoder layers gathered in this step (forward and backward) */
 } vc_step_stats;
 
 typedef struct vc_trainer {
@@ -225,6 +226,8 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
  * for work outside vc_trainer_step; on 0 copies this rank's block back into its master shard (so weights
  * written meanwhile are kept) and frees the buffer. Calls nest. Nothing to do otherwise. */
 vc_status vc_trainer_full_weights(vc_trainer *t, int on);
+/* The sharding in effect: cfg.sharding with a communicator of more than one rank, else VC_SHARD_NONE. */
+int vc_trainer_sharding(const vc_trainer *t);
 /* One line per rank with data parallelism: `who` (e.g. "actor"), the sharding, and this rank's bytes of
  * weights, gradients and AdamW state (1/N with ZeRO-1). Prints nothing without data parallelism. */
 void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log);

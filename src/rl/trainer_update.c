@@ -203,11 +203,19 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     mini mn = { 0 };
     vc_status st = order && rows ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
     if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
+    /* ZeRO-3 needs equal micro-batch counts on every rank: each rank's mini-batch is an even share of
+     * its own rows (verl's layout) instead of its rows among a global mini-batch */
+    int own = vc_trainer_sharding(tr) == VC_SHARD_ZERO3, n_mini = (GB + mb_rows - 1) / mb_rows;
     for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
-        minibatch_order(order, GB, l->shuffle, l->seed, ep);
-        for (int m0 = 0; !st && m0 < GB; m0 += mb_rows) {
-            int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows;
-            int nm = local_rows(order + m0, gm, off, B, rows);
+        minibatch_order(order, own ? B : GB, l->shuffle, l->seed, ep);
+        for (int mi = 0, m0 = 0; !st && mi < n_mini; mi++, m0 += mb_rows) {
+            int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows, nm;
+            if (own) {
+                int a = (int)((int64_t)mi * B / n_mini), e = (int)((int64_t)(mi + 1) * B / n_mini);
+                memcpy(rows, order + a, sizeof(int) * (size_t)(e - a));
+                nm = e - a;
+            } else
+                nm = local_rows(order + m0, gm, off, B, rows);
             mini_build(&mn, b, rows, nm);
             x->rows = rows;
             /* the global mini-batch's normalisers (summed over ranks in rank order) */

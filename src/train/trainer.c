@@ -20,13 +20,35 @@ void vc_trainer_config_default(vc_trainer_config *c) {
     c->micro_bs = 1;
 }
 
+/* n items in order into k contiguous groups whose sizes differ by at most one (ZeRO-3's equal counts;
+ * never more than the micro-batch size when k is at least the count it gives) */
+static vc_status even_split(size_t n, size_t k, vc_partition *out) {
+    if (n < k)
+        return vc_fail(VC_ERR_ARG, "ZeRO-3: every rank must run the same number of micro-batches, but %zu "
+                       "sequences cannot make %zu (give every rank at least as many sequences)", n, k);
+    out->offsets = vc_malloc((k + 1) * sizeof *out->offsets);
+    out->items = vc_malloc(n * sizeof *out->items);
+    if (!out->offsets || !out->items) {
+        vc_partition_free(out);
+        return VC_ERR_NOMEM;
+    }
+    out->n_groups = k;
+    out->n_items = n;
+    for (size_t g = 0; g <= k; g++) out->offsets[g] = g * n / k;
+    for (size_t i = 0; i < n; i++) out->items[i] = (uint32_t)i;
+    return VC_OK;
+}
+
+/* micro-batches of b (at least min_groups: ZeRO-3) */
 static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_tokens, size_t min_groups,
                                vc_partition *out) {
     memset(out, 0, sizeof *out);
     if (b->n_seq <= 0) return vc_fail(VC_ERR_ARG, "empty mini-batch");
     if (max_tokens <= 0) {
         if (micro_bs <= 0) return vc_fail(VC_ERR_ARG, "micro batch size must be positive (got %d)", micro_bs);
-        return vc_micro_batches_by_count((size_t)b->n_seq, (size_t)micro_bs, out);
+        size_t n = (size_t)b->n_seq, k = (n + (size_t)micro_bs - 1) / (size_t)micro_bs;
+        if (min_groups <= k) return vc_micro_batches_by_count(n, (size_t)micro_bs, out);
+        return even_split(n, min_groups, out);
     }
     int64_t *lens = vc_malloc(sizeof *lens * (size_t)b->n_seq);
     if (!lens) return VC_ERR_NOMEM;
@@ -141,6 +163,8 @@ out:
     vc_be()->free(hold); /* no tensor points at it any more */
     return st;
 }
+
+int vc_trainer_sharding(const vc_trainer *t) { return t->dp ? t->cfg.sharding : VC_SHARD_NONE; }
 
 void vc_trainer_free(vc_trainer *t) {
     if (t->opt.params) vc_adamw_free(&t->opt);
@@ -269,8 +293,10 @@ static vc_status zero2_rounds(vc_trainer *t, int use_dp, const vc_partition *p, 
 }
 
 /* ZeRO-3: every rank runs the same number of micro-batches (each one's layer gathers are collectives).
- * A global partition needs a multiple of the ranks; local partitions must agree. Token-budget partitions
- * are redone with more groups until they do (verl's same_micro_num_in_dp); fixed-size ones cannot be. */
+ * A global partition needs a multiple of the ranks; local partitions must agree. Partitions are redone
+ * with more, smaller groups until they do (verl's same_micro_num_in_dp): token budgets with a higher
+ * minimum count, fixed sizes as an even split. The loss is normalised over the mini-batch, so only the
+ * float rounding of the sums changes. A rank with too few sequences fails every rank. */
 static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition *p) {
     int local = t->cfg.local_batch;
     for (int tries = 0;; tries++) {
@@ -280,11 +306,10 @@ static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition 
         if (st) return st;
         size_t want = local ? (size_t)hi : (p->n_groups + (size_t)t->world - 1) / (size_t)t->world * (size_t)t->world;
         if (local ? -lo == hi : want == p->n_groups) return VC_OK;
-        if (t->cfg.max_tokens <= 0 || tries >= 8 || (local && lo == 0)) /* a rank with none cannot match */
-            return vc_fail(VC_ERR_ARG, "ZeRO-3: every rank must run the same number of micro-batches, but %s (make "
-                           "the mini-batch a multiple of the micro-batch size x %d ranks, or use a token budget)",
-                           local ? "the ranks' counts differ" : "the mini-batch's micro-batches do not divide evenly",
-                           t->world);
+        if (tries >= 8 || (local && lo == 0)) /* a rank with none (or too few sequences) cannot match */
+            return vc_fail(VC_ERR_ARG, "ZeRO-3: every rank must run the same number of micro-batches, but %s (give "
+                           "every rank at least %zu sequences)", local ? "the ranks' counts differ" :
+                           "the mini-batch's micro-batches cannot be spread evenly", want);
         vc_partition q;
         st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, &q);
         if (st && !local) return st;
@@ -373,8 +398,10 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
         vc_be()->zero(t->cfg.extra_params[i]->grad, sizeof(float) * (size_t)t->cfg.extra_params[i]->n);
     if (t->dp) t->dp->reduced = 0;
     vc_dp_zero2_step_start(t);
+    int64_t g0 = vc_dp_zero3_gathers(t);
     vc_status s = vc_trainer_accumulate_ex(t, b, fn, ctx, st, VC_DP_STEP);
     if (s) return s;
+    st->n_gathers = vc_dp_zero3_gathers(t) - g0;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);
     if (t->dp) {
         s = dp_step(t, st);

@@ -164,6 +164,7 @@ int main(void) {
     sft_pair();
     dist_pair("dp2", "");
     dist_pair("zero2", "sharding=zero2 overlap_grad_reduce=true");
+    dist_pair("zero3", "sharding=zero3");
     printf("cuda train: %.1f s\n", vc_now() - t0);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
