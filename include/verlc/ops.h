@@ -15,6 +15,10 @@ vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s);
+/* a's values rounded to bf16 (nearest even) IN PLACE, as a new tensor on the same memory; the gradient
+ * passes through unchanged (a cast's). Only for a tensor whose producer's backward does not read its
+ * output and that nothing else read before (the attention inputs in bf16 precision). */
+vc_tensor *vc_op_round_bf16_inplace(vc_graph *g, vc_tensor *a);
 /* x [R, C] * s [R] (one factor per row) */
 vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s);
 /* normalise each row of the last `cols` elements; w may be NULL; y = x * rstd * (w + w_offset) */

@@ -194,6 +194,14 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
 static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_tensor *v, int nkv, int hd, int hdv) {
     const vc_model_config *c = &f->m->cfg;
     if (!q || !k || !v) return NULL;
+    if (vc_matmul_precision() == VC_PREC_BF16) {
+        /* bf16 attention inputs, as PyTorch autocast's (bf16 projections, RoPE in bf16): the same values
+         * in training, log-prob passes and rollout, so a bf16 KV cache holds them exactly */
+        q = vc_op_round_bf16_inplace(f->g, q);
+        k = vc_op_round_bf16_inplace(f->g, k);
+        v = vc_op_round_bf16_inplace(f->g, v);
+        if (!q || !k || !v) return NULL;
+    }
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1 };

@@ -119,6 +119,7 @@ typedef struct vc_backend {
     void (*mul)(float *y, const float *a, const float *b, int64_t n);           /* y = a * b */
     void (*mul_acc)(float *y, const float *a, const float *b, int64_t n);       /* y += a * b */
     void (*scale)(float *y, const float *x, float s, int64_t n);                /* y = s x (y may be x) */
+    void (*round_bf16)(float *y, const float *x, int64_t n); /* y = x rounded to bf16 (nearest even), y may be x */
     /* y[r, c] = x[r, c] * s[r];  backward: dx += dy * s[r] (dx may be NULL), ds[r] += sum_c dy x (ds may be NULL) */
     void (*mul_rows_fwd)(float *y, const float *x, const float *s, int64_t R, int64_t C);
     void (*mul_rows_bwd)(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);

@@ -133,6 +133,20 @@ vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s) {
     return y;
 }
 
+static void round_bf16_bw(vc_graph *g, vc_node *n) {
+    float *d = vc_tensor_grad(g, n->in[0]);
+    if (d) vc_be()->axpy(d, 1.0f, n->out->grad, n->out->n);
+}
+
+vc_tensor *vc_op_round_bf16_inplace(vc_graph *g, vc_tensor *a) {
+    GUARD1(a);
+    vc_tensor *y = vc_tensor_wrap(g, a->data, a->ndim, a->shape);
+    GUARD1(y);
+    vc_be()->round_bf16(a->data, a->data, a->n);
+    vc_tape_push(g, round_bf16_bw, y, 1, &a);
+    return y;
+}
+
 static void mul_rows_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *s = n->in[1];
     int64_t R = s->n, C = x->n / R;

@@ -315,6 +315,7 @@ static const vc_backend CPU = {
     .mul = vc_cpu_mul,
     .mul_acc = vc_cpu_mul_acc,
     .scale = vc_cpu_scale,
+    .round_bf16 = vc_cpu_round_bf16,
     .mul_rows_fwd = vc_cpu_mul_rows_fwd,
     .mul_rows_bwd = vc_cpu_mul_rows_bwd,
     .rows_copy = vc_cpu_rows_copy,

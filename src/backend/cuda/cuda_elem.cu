@@ -51,6 +51,16 @@ void vc_cu_scale(float *y, const float *x, float s, int64_t n) {
     vc_cu_end("scale");
 }
 
+__global__ void k_round_bf16(float *y, const float *x, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+void vc_cu_round_bf16(float *y, const float *x, int64_t n) {
+    if (!vc_cu_begin("round_bf16") || n <= 0) return;
+    k_round_bf16<<<LAUNCH(n)>>>(y, x, n);
+    vc_cu_end("round_bf16");
+}
+
 /* ---- row scaling: y[r, c] = x[r, c] s[r] ---- */
 __global__ void k_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
     GRID_LOOP(i, R * C) y[i] = x[i] * s[i / C];

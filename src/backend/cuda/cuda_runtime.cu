@@ -746,6 +746,7 @@ static vc_backend make_cuda_backend(void) {
     b.mul = vc_cu_mul;
     b.mul_acc = vc_cu_mul_acc;
     b.scale = vc_cu_scale;
+    b.round_bf16 = vc_cu_round_bf16;
     b.mul_rows_fwd = vc_cu_mul_rows_fwd;
     b.mul_rows_bwd = vc_cu_mul_rows_bwd;
     b.rows_copy = vc_cu_rows_copy;

@@ -277,6 +277,7 @@ static const vc_backend SIM = {
     .mul = vc_sim_mul,
     .mul_acc = vc_sim_mul_acc,
     .scale = vc_sim_scale,
+    .round_bf16 = vc_sim_round_bf16,
     .mul_rows_fwd = vc_sim_mul_rows_fwd,
     .mul_rows_bwd = vc_sim_mul_rows_bwd,
     .rows_copy = vc_sim_rows_copy,

@@ -49,6 +49,14 @@ void vc_sim_scale(float *y, const float *x, float s, int64_t n) {
     vc_cpu_scale(Y, X, s, n);
 }
 
+void vc_sim_round_bf16(float *y, const float *x, int64_t n) {
+    SIM_BEGIN("round_bf16");
+    float *Y = D(y);
+    const float *X = D(x);
+    SIM_END;
+    vc_cpu_round_bf16(Y, X, n);
+}
+
 void vc_sim_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
     SIM_BEGIN("mul_rows_fwd");
     float *Y = D(y);
