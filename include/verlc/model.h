@@ -122,13 +122,15 @@ int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq);
 void vc_kv_cache_reset(vc_kv_cache *c);
 
 /* Paged KV cache (the rollout engine's): a pool of pages of page_tokens tokens for every layer. Token i
- * of page p in layer l is at pool + ((p * n_layer + l) * page_tokens + i) * vc_kv_row_floats(m) floats,
- * keys first, then values. */
+ * of page p in layer l is at pool + ((p * n_layer + l) * page_tokens + i) * vc_kv_row_floats(m) values,
+ * keys first, then values; a value is a float, or with bf16 a bf16 (uint16_t, 2 bytes; only with bf16
+ * matmul precision, whose attention inputs are bf16 values already, so nothing is lost). */
 typedef struct vc_kv_pages {
     float *pool;
     int64_t page_tokens;
     const int32_t *const *table; /* [n_seq]: page ids covering len[s] + the sequence's new tokens */
     const int64_t *len;          /* [n_seq]: tokens already cached (the caller advances it) */
+    int bf16;                    /* the pool holds bf16 values */
 } vc_kv_pages;
 int64_t vc_kv_row_floats(const vc_model *m);
 

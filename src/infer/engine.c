@@ -10,6 +10,7 @@
 #include "verlc/tokenizer.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,8 +54,15 @@ static double available_bytes(void) {
     return (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
 }
 
+/* bf16 matmul precision rounds the attention inputs to bf16 (decoder.c), so the pool keeps them as bf16:
+ * half the bytes, the same values (VERLC_KV_BF16=0 keeps floats, for comparisons) */
+static int kv_bf16(const vc_rollout_engine *e) {
+    const char *env = getenv("VERLC_KV_BF16");
+    return vc_matmul_precision() == VC_PREC_BF16 && !(env && *env == '0') && e->row % 2 == 0;
+}
+
 static size_t page_bytes(const vc_rollout_engine *e) {
-    return vc_kv_page_bytes(e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row);
+    return vc_kv_page_bytes(e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, kv_bf16(e));
 }
 
 int64_t vc_rollout_budget_pages(const vc_rollout_engine *e) {
@@ -260,7 +268,7 @@ static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows,
     *z = NULL;
     vc_graph_reset(g);
     vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids };
-    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len };
+    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16 };
     vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     if (n_rows == 0) return VC_OK;
@@ -505,7 +513,8 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     }
     /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
     int pad = vc_backend_cuda() && prev == vc_backend_cuda() && !has_moe(vc_model_cfg(e->m));
-    if ((st = vc_kv_pool_init(&R.pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row))) goto out;
+    if ((st = vc_kv_pool_init(&R.pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, kv_bf16(e))))
+        goto out;
     R.pad_page = pad ? vc_kv_page_alloc(&R.pool) : -1;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;

@@ -3,17 +3,18 @@
 #include "infer/infer.h"
 #include <string.h>
 
-size_t vc_kv_page_bytes(int64_t page_tokens, int64_t n_layer, int64_t row) {
-    return (size_t)page_tokens * (size_t)n_layer * (size_t)row * sizeof(float);
+size_t vc_kv_page_bytes(int64_t page_tokens, int64_t n_layer, int64_t row, int bf16) {
+    return (size_t)page_tokens * (size_t)n_layer * (size_t)row * (bf16 ? 2 : sizeof(float));
 }
 
-vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, int64_t n_layer, int64_t row) {
+vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, int64_t n_layer, int64_t row, int bf16) {
     memset(p, 0, sizeof *p);
+    p->bf16 = bf16;
     p->n_pages = n_pages;
     p->page_tokens = page_tokens;
     p->n_layer = n_layer;
     p->row = row;
-    size_t bytes = vc_kv_page_bytes(page_tokens, n_layer, row) * (size_t)n_pages;
+    size_t bytes = vc_kv_page_bytes(page_tokens, n_layer, row, bf16) * (size_t)n_pages;
     /* not zeroed: attention reads only the tokens written (and untouched host pages cost nothing) */
     p->be = vc_be();
     p->mem = p->be->alloc(bytes ? bytes : 64);
@@ -51,10 +52,11 @@ void vc_kv_page_unref(vc_kv_pool *p, int32_t page) {
 }
 
 void vc_kv_page_copy(vc_kv_pool *p, int32_t dst, int32_t src, int64_t n_tokens) {
-    size_t layer = (size_t)(p->page_tokens * p->row);
+    size_t el = p->bf16 ? 2 : sizeof(float), layer = (size_t)(p->page_tokens * p->row) * el;
+    char *m = (char *)p->mem;
     for (int64_t l = 0; l < p->n_layer; l++)
-        p->be->d2d(p->mem + ((size_t)dst * (size_t)p->n_layer + (size_t)l) * layer,
-               p->mem + ((size_t)src * (size_t)p->n_layer + (size_t)l) * layer, (size_t)(n_tokens * p->row) * sizeof(float));
+        p->be->d2d(m + ((size_t)dst * (size_t)p->n_layer + (size_t)l) * layer,
+                   m + ((size_t)src * (size_t)p->n_layer + (size_t)l) * layer, (size_t)(n_tokens * p->row) * el);
 }
 
 int64_t vc_kv_pool_used(const vc_kv_pool *p) { return p->n_pages - p->n_free; }

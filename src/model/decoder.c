@@ -149,12 +149,22 @@ static vc_status paged_offsets(fwd_ctx *f) {
     return f->kv_off || !f->T ? VC_OK : vc_graph_status(f->g);
 }
 
+/* the pool address `elems` values in: floats, or bf16 values (always at an even count: rows and head
+ * widths are even, so the pointer stays float-aligned) */
+static float *pool_at(const vc_kv_pages *kv, size_t elems) {
+    return kv->bf16 ? (float *)(void *)((uint16_t *)(void *)kv->pool + elems) : kv->pool + elems;
+}
+
 /* paged cache: write the new keys/values into the sequences' pages, then attend over the pages */
 static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor *q, vc_tensor *k, vc_tensor *v) {
     const vc_kv_pages *kv = f->paged;
     int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
-    if (f->T > 0) {
+    if (f->T > 0 && kv->bf16) {
+        vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, f->T, kw);
+        vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw), f->kv_off, v->data, vw,
+                                   f->T, vw);
+    } else if (f->T > 0) {
         float *base = kv->pool + (size_t)layer * (size_t)(P * row);
         vc_be()->scatter_rows(base, f->kv_off, k->data, kw, f->T, kw);
         vc_be()->scatter_rows(base + kw, f->kv_off, v->data, vw, f->T, vw);
@@ -170,8 +180,9 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
         const float **kp = vc_graph_alloc(f->g, sizeof(float *) * (size_t)(npg ? npg : 1) * 2, 0);
         if (!kp) return NULL;
         for (int64_t i = 0; i < npg; i++) {
-            kp[i] = kv->pool + ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
-            kp[npg + i] = kp[i] + kw;
+            size_t at = ((size_t)kv->table[s][i] * (size_t)nl + (size_t)layer) * (size_t)(P * row);
+            kp[i] = pool_at(kv, at);
+            kp[npg + i] = pool_at(kv, at + (size_t)kw);
         }
         pp[s] = kp;
         pp[d->n_seq + s] = kp + npg;
@@ -180,8 +191,9 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
     d->k_pages = pp;
     d->v_pages = pp + d->n_seq;
     d->page_tokens = P;
-    d->k_base = kv->pool + (size_t)layer * (size_t)(P * row); /* page 0 of this layer: below every page */
-    d->v_base = d->k_base + kw;
+    d->k_base = pool_at(kv, (size_t)layer * (size_t)(P * row)); /* page 0 of this layer: below every page */
+    d->v_base = pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw);
+    d->kv_bf16 = kv->bf16;
     d->same_pages = f->pages_sent;
     f->pages_sent = 1;
     d->kv_len = kvl;
@@ -415,6 +427,11 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                     (long long)c->vocab);
             return NULL;
         }
+    if (paged && paged->bf16 && (vc_matmul_precision() != VC_PREC_BF16 || vc_kv_row_floats(m) % 2)) {
+        vc_fail(VC_ERR_ARG, "model forward: a bf16 KV pool needs bf16 matmul precision (whose attention inputs are "
+                "bf16 values) and an even row width (%lld)", (long long)vc_kv_row_floats(m));
+        return NULL;
+    }
     if (cache && (cache->n_seq != b->n_seq)) {
         vc_fail(VC_ERR_ARG, "kv cache holds %d sequences, batch has %d", cache->n_seq, b->n_seq);
         return NULL;

@@ -36,6 +36,9 @@ typedef struct vc_attn_desc {
      * call relative to its bases (the next layer of the same forward): what the backend derived from them
      * may be reused */
     int same_pages;
+    /* paged: the pages hold bf16 values (uint16_t; page pointers, bases and strides count them), read as
+     * f32 (the rollout engine's KV pool in bf16 precision, whose keys and values are bf16 already) */
+    int kv_bf16;
 } vc_attn_desc;
 
 typedef struct vc_route_desc {
@@ -148,6 +151,8 @@ typedef struct vc_backend {
      * offsets in floats; destination rows must not overlap). The KV append of a paged cache: one call per
      * layer for the whole batch, however many sequences and pages it spans. */
     void (*scatter_rows)(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
+    /* the same into bf16 rows: dst and off count uint16_t elements, values rounded to nearest even */
+    void (*scatter_rows_bf16)(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
     /* MoE combine with inv[t*K + k] = grouped row of token t's k-th choice:
      * fwd y[t] = sum_k w[t*K+k] Y[inv[t*K+k]] (k ascending);  bwd dY[inv] = w dy[t], dw[t*K+k] = dy[t].Y[inv];
      * scatter dx[t] += sum_k dX[inv[t*K+k]] (k ascending) */

@@ -137,6 +137,20 @@ int main(void) {
             CHECK_MSG(prec ? sg.weight_copy_hits > 0 && se.weight_copy_hits > sg.weight_copy_hits : !sg.weight_copy_hits,
                       "bf16 weight copies: %lld GEMM operands with graphs, %lld without", (long long)sg.weight_copy_hits,
                       (long long)se.weight_copy_hits);
+            if (prec) { /* bf16: the KV pool holds bf16 values; a float pool gives the same bits */
+                vc_rollout_stats sf = { 0 };
+                int nf = 0;
+                setenv("VERLC_KV_BF16", "0", 1);
+                vc_rollout_sample *f = run(m, 1, 0, &nf, &sf);
+                unsetenv("VERLC_KV_BF16");
+                int eq = f && g && nf == ng && same_samples(g, f, ng);
+                if (!eq) first_difference(g, f, ng < nf ? ng : nf);
+                CHECK_MSG(eq && sf.page_bytes == 2 * sg.page_bytes, "bf16 KV pool (%lld-byte pages) vs float "
+                          "(%lld): %s", (long long)sg.page_bytes, (long long)sf.page_bytes, eq ? "same" : "differ");
+                printf("  bf16 KV pages of %lld bytes (float %lld): samples %s\n", (long long)sg.page_bytes,
+                       (long long)sf.page_bytes, eq ? "bitwise equal to a float pool" : "DIFFERENT");
+                vc_rollout_samples_free(f, nf);
+            }
             captures += sg.graph_captures;
             replays += sg.graph_replays;
             vc_rollout_samples_free(g, ng);

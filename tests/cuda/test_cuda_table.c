@@ -156,7 +156,7 @@ static void test_table_complete(void) {
     HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
     HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
-    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq);
+    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16);
 #undef HAS
     CHECK(G->host_visible == 0);
 }
@@ -347,7 +347,33 @@ static void test_embed_moe(void) {
         for (int64_t r = 0; r < G_; r++) memcpy(sc + off[r], src + r * Hm, (size_t)Cs * 4);
         G->scatter_rows(gsc, goff, gsrc, Hm, G_, Cs);
         cmpb("scatter_rows (int64 offsets, strided source)", gsc, sc, (size_t)(G_ * ld), 0);
+        /* the same into bf16 rows (the bf16 KV append): offsets count 2-byte values */
+        size_t nh = (size_t)(G_ * ld);
+        uint16_t *h16 = (uint16_t *)calloc(nh, 2), *g16 = (uint16_t *)calloc(nh, 2);
+        void *d16 = dalloc(nh * 2);
+        G->zero(d16, nh * 2);
+        C->scatter_rows_bf16(h16, off, src, Hm, G_, Cs);
+        G->scatter_rows_bf16(d16, goff, gsrc, Hm, G_, Cs);
+        G->d2h(g16, d16, nh * 2);
+        CHECK_MSG(!memcmp(g16, h16, nh * 2), "scatter_rows_bf16 differs from the CPU backend");
+        printf("  %-52s bits identical: %s\n", "scatter_rows_bf16 (bf16 rows, nearest even)", memcmp(g16, h16, nh * 2) ? "no" : "yes");
+        free(h16);
+        free(g16);
         free(off);
+    }
+    {   /* bf16 rounding: ties to even, signed zeros, subnormals and infinities as the CPU backend */
+        float v[12] = { 1.0f, 1.00390625f, 1.01171875f, -2.5e-39f, 3.4e38f, -0.0f, 65504.0f, 1e-3f, 0, 0, 0, 0 };
+        unsigned int bits[4] = { 0x7f800000u, 0xff800000u, 0x007fffffu, 0x3f808000u }; /* (NaN payloads: the GPU's own) */
+        for (int i = 0; i < 4; i++) memcpy(&v[8 + i], &bits[i], 4);
+        size_t nr = 4096 + 12;
+        float *x = hrand(nr, 100), *ref = hbuf(nr);
+        memcpy(x, v, sizeof v);
+        float *gx = dup_f(x, nr), *gy = dalloc(nr * 4);
+        C->round_bf16(ref, x, (int64_t)nr);
+        G->round_bf16(gy, gx, (int64_t)nr);
+        cmpb("round_bf16 (ties, specials)", gy, ref, nr, 0);
+        G->round_bf16(gx, gx, (int64_t)nr); /* in place */
+        cmpb("round_bf16 in place", gx, ref, nr, 0);
     }
     float *ym = hbuf((size_t)(Tm * Hm)), *gym = dalloc((size_t)(Tm * Hm) * 4);
     PICK(moe_combine_fwd)(ym, Y, w, inv, Tm, K, Hm);

@@ -134,7 +134,7 @@ static void test_forward_invariance(vc_model *m) {
     const vc_backend *prev = vc_be();
     vc_set_backend(vc_infer_backend()); /* with OpenBLAS's sgemm the chunks below differ in their last bits */
     vc_kv_pool pool;
-    CHECK_OK(vc_kv_pool_init(&pool, 64, 8, 2, vc_kv_row_floats(m)));
+    CHECK_OK(vc_kv_pool_init(&pool, 64, 8, 2, vc_kv_row_floats(m), 0));
     int32_t pa[10], pb[10];
     for (int i = 0; i < 10; i++) pa[i] = i, pb[i] = 10 + i;
     const int32_t *tab[2] = { pa, pb };
@@ -172,6 +172,38 @@ static void test_forward_invariance(vc_model *m) {
     vc_set_backend(prev);
 }
 
+/* bf16 matmuls: the KV pool holds bf16 keys and values (the attention inputs are bf16 values already):
+ * half the bytes per page, the same tokens and log-probs bitwise as a float pool (VERLC_KV_BF16=0), also
+ * when a small pool preempts sequences; and the training path's log-probs stay close */
+static void test_bf16_kv(vc_model *m, const vc_sampling *sp, int n) {
+    vc_set_matmul_precision(VC_PREC_BF16);
+    vc_rollout_stats s16, s32, sp16;
+    int n16 = 0, n32 = 0, np16 = 0;
+    vc_rollout_sample *a = generate(m, sp, (run_cfg){ 64, 2, 0, 0, 4, 0 }, n, &n16, &s16);
+    setenv("VERLC_KV_BF16", "0", 1);
+    vc_rollout_sample *b = generate(m, sp, (run_cfg){ 64, 2, 0, 0, 4, 0 }, n, &n32, &s32);
+    unsetenv("VERLC_KV_BF16");
+    size_t pb32 = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m), 0);
+    vc_rollout_sample *c = generate(m, sp, (run_cfg){ 64, 2, 0, 7, 4, 11.0 * (double)pb32 }, n, &np16, &sp16);
+    CHECK_MSG(s16.page_bytes * 2 == s32.page_bytes, "bf16 KV page %lld bytes, float %lld", (long long)s16.page_bytes,
+              (long long)s32.page_bytes);
+    CHECK_MSG(a && b && n16 == n32 && same_samples(a, b, n16), "bf16 KV pool: samples differ from a float pool");
+    CHECK_MSG(c && np16 == n16 && same_samples(a, c, n16) && sp16.preemptions > 0 && sp16.pool_pages == 22,
+              "bf16 KV pool of 11 float pages' bytes: %lld pages, %lld preemptions", (long long)sp16.pool_pages,
+              (long long)sp16.preemptions);
+    double mean = 1, max = 1;
+    if (a) compare_train_logprobs(m, a, n16, &mean, &max);
+    printf("bf16 matmuls: KV pages of %lld bytes (float: %lld), samples bitwise equal to a float pool, also with "
+           "%lld preemptions in %lld pages; train/rollout log-prob mismatch mean %.3g max %.3g\n",
+           (long long)s16.page_bytes, (long long)s32.page_bytes, (long long)sp16.preemptions,
+           (long long)sp16.pool_pages, mean, max);
+    CHECK(max <= 1e-2);
+    vc_rollout_samples_free(a, n16);
+    vc_rollout_samples_free(b, n32);
+    vc_rollout_samples_free(c, np16);
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 int main(void) {
     for (int i = 0; i < NP; i++)
         for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 99, (uint64_t)i, 0, (uint64_t)t);
@@ -199,7 +231,7 @@ int main(void) {
     }
     /* forced preemption: a pool of a few pages */
     vc_rollout_stats ps;
-    size_t pb = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m));
+    size_t pb = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m), 0);
     vc_rollout_sample *o = generate(m, &sp, (run_cfg){ 64, 2, 0, 7, 4, 22.0 * (double)pb }, n, &n2, &ps);
     CHECK_MSG(o && same_samples(ref, o, nr), "preempted run differs");
     CHECK_MSG(ps.preemptions > 0, "no preemption with a %lld-page pool", (long long)ps.pool_pages);
@@ -226,6 +258,7 @@ int main(void) {
                     memcmp(ref[r * n].tokens, ref[r * n + 1].tokens, (size_t)ref[r * n].n_tokens * 4);
     CHECK(distinct >= NP / 2);
     vc_rollout_samples_free(ref, nr);
+    test_bf16_kv(m, &sp, n);
     vc_model_free(m);
     return vc_test_done();
 }

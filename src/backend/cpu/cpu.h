@@ -50,6 +50,7 @@ void vc_cpu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, i
 void vc_cpu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
 void vc_cpu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
 void vc_cpu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
+void vc_cpu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
 void vc_cpu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                             int64_t H);
 void vc_cpu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,

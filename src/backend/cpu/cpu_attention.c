@@ -4,6 +4,7 @@
  * fixed order so the key/value gradient sums are deterministic. */
 #include "cpu.h"
 #include "core/vmath.h"
+#include "verlc/dtype.h"
 #include "verlc/pool.h"
 #include <float.h>
 #include <math.h>
@@ -130,23 +131,37 @@ static inline const float *page_row(const float *const *pages, int64_t P, int64_
     return pages[j / P] + (j % P) * stride;
 }
 
+/* n values of key (value) row j from column c0, as f32: the row itself, or (bf16 pages) converted into buf */
+static inline const float *kv_row(const vc_attn_desc *d, const float *const *pages, int64_t stride, int64_t j,
+                                  int64_t c0, int n, float *buf) {
+    if (!d->kv_bf16) return page_row(pages, d->page_tokens, stride, j) + c0;
+    const uint16_t *h = (const uint16_t *)pages[j / d->page_tokens] + (j % d->page_tokens) * stride + c0;
+    for (int i = 0; i < n; i++) buf[i] = vc_bf16_to_f32(h[i]);
+    return buf;
+}
+
 /* task = (sequence, head) */
 static void paged_task(void *p, int64_t task) {
     paged_ctx *c = p;
     const vc_attn_desc *d = c->d;
     int s = (int)(task / d->n_head), h = (int)(task % d->n_head);
     int kvh = h / (d->n_head / d->n_kv_head);
-    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s], P = d->page_tokens;
+    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
     int64_t qstride = (int64_t)d->n_head * d->head_dim, ostride = (int64_t)d->n_head * d->v_head_dim;
     float *S = vc_malloc((size_t)(kvl ? kvl : 1) * sizeof(float));
-    if (!S) return;
+    float *row = vc_malloc((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float));
+    if (!S || !row) {
+        free(S);
+        free(row);
+        return;
+    }
     for (int64_t r = 0; r < ql; r++) {
         int64_t pos = kvl - ql + r, j0, j1;
         key_range(d, kvl, pos, pos, &j0, &j1);
         const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
         float m = -INFINITY, sum = 0;
         for (int64_t j = j0; j < j1; j++) {
-            const float *k = page_row(d->k_pages[s], P, d->k_stride, j) + (int64_t)kvh * d->head_dim;
+            const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, row);
             float sc = d->scale * dot_fixed(qr, k, d->head_dim);
             if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
             S[j - j0] = sc;
@@ -159,13 +174,14 @@ static void paged_task(void *p, int64_t task) {
         float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
         for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
         for (int64_t j = j0; j < j1; j++) {
-            const float *v = page_row(d->v_pages[s], P, d->v_stride, j) + (int64_t)kvh * d->v_head_dim;
+            const float *v = kv_row(d, d->v_pages[s], d->v_stride, j, (int64_t)kvh * d->v_head_dim, d->v_head_dim, row);
             float pj = S[j - j0] * inv;
             for (int i = 0; i < d->v_head_dim; i++) orow[i] += pj * v[i];
         }
         if (c->lse) c->lse[(qa + r) * d->n_head + h] = m + logf(sum);
     }
     free(S);
+    free(row);
 }
 
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {

@@ -331,6 +331,7 @@ static const vc_backend CPU = {
     .embed_bwd = vc_cpu_embed_bwd,
     .gather_rows = vc_cpu_gather_rows,
     .scatter_rows = vc_cpu_scatter_rows,
+    .scatter_rows_bf16 = vc_cpu_scatter_rows_bf16,
     .moe_combine_fwd = vc_cpu_moe_combine_fwd,
     .moe_combine_bwd = vc_cpu_moe_combine_bwd,
     .moe_scatter_add = vc_cpu_moe_scatter_add,

@@ -78,6 +78,7 @@ struct rows_ctx {
     row_fn fn;
     int64_t R, C, blk_rows;
     float *y, *y2;
+    void *vy; /* bf16 destination */
     const float *x, *x2, *x3, *x4;
     const int32_t *ids;
     const int64_t *idx;
@@ -232,6 +233,17 @@ static void scatter_rows_f(const rows_ctx *c, int64_t r) {
 void vc_cpu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     if (C <= 0) return;
     rows_ctx c = { .fn = scatter_rows_f, .R = R, .C = C, .y = dst, .x = src, .idx = off, .sld = sld };
+    rows_run(&c, C);
+}
+
+static void scatter_rows_bf16_f(const rows_ctx *c, int64_t r) {
+    uint16_t *d = (uint16_t *)c->vy + c->idx[r];
+    const float *x = c->x + r * c->sld;
+    for (int64_t i = 0; i < c->C; i++) d[i] = vc_f32_to_bf16(x[i]);
+}
+void vc_cpu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    if (C <= 0) return;
+    rows_ctx c = { .fn = scatter_rows_bf16_f, .R = R, .C = C, .vy = dst, .x = src, .idx = off, .sld = sld };
     rows_run(&c, C);
 }
 

@@ -6,6 +6,7 @@
  * inside one row (ds of mul_rows, rownorm, the MoE weight gradient) use a fixed block/warp tree: the
  * same bits run to run, within rounding of the CPU's sequential sums. */
 #include "cuda_internal.h"
+#include <cuda_bf16.h>
 
 #define ET 256 /* threads per block of the elementwise kernels */
 #define GRID_LOOP(i, n) \
@@ -304,6 +305,16 @@ void vc_cu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_
     if (!vc_cu_begin("scatter_rows") || R <= 0 || C <= 0) return;
     k_scatter_rows<<<LAUNCH(R * C)>>>(dst, off, src, sld, R, C);
     vc_cu_end("scatter_rows");
+}
+
+__global__ void k_scatter_rows_bf16(__nv_bfloat16 *dst, const int64_t *off, const float *src, int64_t sld, int64_t R,
+                                    int64_t C) {
+    GRID_LOOP(i, R * C) dst[off[i / C] + i % C] = __float2bfloat16_rn(src[(i / C) * sld + i % C]);
+}
+void vc_cu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    if (!vc_cu_begin("scatter_rows_bf16") || R <= 0 || C <= 0) return;
+    k_scatter_rows_bf16<<<LAUNCH(R * C)>>>((__nv_bfloat16 *)dst, off, src, sld, R, C);
+    vc_cu_end("scatter_rows_bf16");
 }
 
 /* ---- MoE combine / scatter (inv[t*K + k]: grouped row of token t's k-th choice) ---- */

@@ -99,6 +99,7 @@ void vc_cu_mul(float *y, const float *a, const float *b, int64_t n);
 void vc_cu_mul_acc(float *y, const float *a, const float *b, int64_t n);
 void vc_cu_scale(float *y, const float *x, float s, int64_t n);
 void vc_cu_round_bf16(float *y, const float *x, int64_t n);
+void vc_cu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
 void vc_cu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C);
 void vc_cu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
 void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,

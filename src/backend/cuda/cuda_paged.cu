@@ -6,6 +6,7 @@
  * uploaded once, and re-uploaded only when its bytes change. A row's output depends only on that row,
  * never on the batch around it (k_attn_paged below). */
 #include "cuda_internal.h"
+#include <cuda_bf16.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,8 @@ struct pseq {
 struct paged_params {
     const pseq *seq;
     const int32_t *row_seq; /* [rows] */
-    const int64_t *kp, *vp; /* page offsets (floats) from kbase / vbase */
-    const float *kbase, *vbase;
+    const int64_t *kp, *vp; /* page offsets (elements: floats, or bf16 values) from kbase / vbase */
+    const void *kbase, *vbase;
     int64_t row0, P, kstride, vstride;
     int nh, nkv, hd, dv, window, causal;
     float scale, cap;
@@ -31,7 +32,10 @@ struct paged_params {
  * query head). Warp w takes keys j0 + w, j0 + w + PW, ... with an online softmax per head (lanes split
  * the head dimension); the warps' partials are merged in warp order. Per head the arithmetic is the same
  * whatever GC is, so grouping does not change a bit. */
-template <int GC>
+__device__ __forceinline__ float kv_load(const float *p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float kv_load(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
+
+template <int GC, typename KV>
 __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, const float *q, paged_params p) {
     __shared__ float qs[GC][256];
     __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][256];
@@ -51,12 +55,12 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
         for (int c = 0; c < 8; c++) acc[g][c] = 0;
     }
     for (int64_t j = j0 + warp; j < j1; j += PW) {
-        const float *k = p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
-        const float *v = p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
+        const KV *k = (const KV *)p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
+        const KV *v = (const KV *)p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
         float kk[8], vv[8];
         for (int c = 0; c < 8; c++) {
-            kk[c] = lane + 32 * c < p.hd ? k[lane + 32 * c] : 0.0f;
-            vv[c] = lane + 32 * c < p.dv ? v[lane + 32 * c] : 0.0f;
+            kk[c] = lane + 32 * c < p.hd ? kv_load(k, lane + 32 * c) : 0.0f;
+            vv[c] = lane + 32 * c < p.dv ? kv_load(v, lane + 32 * c) : 0.0f;
         }
         for (int g = 0; g < GC; g++) {
             float dot = 0;
@@ -195,15 +199,31 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = (d->kv_len[s] + P - 1) / P;
         sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
-        for (int64_t i = 0; i < n; i++) {
-            kp[at + i] = d->k_pages[s][i] - *kbase;
-            vp[at + i] = d->v_pages[s][i] - *vbase;
+        for (int64_t i = 0; i < n; i++) { /* in elements: bf16 pages count 2-byte values */
+            int64_t kb = (const char *)d->k_pages[s][i] - (const char *)*kbase;
+            int64_t vb = (const char *)d->v_pages[s][i] - (const char *)*vbase;
+            kp[at + i] = d->kv_bf16 ? kb / 2 : kb / 4;
+            vp[at + i] = d->kv_bf16 ? vb / 2 : vb / 4;
         }
         at += n;
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
     }
     *cap_out = cap;
     return table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
+}
+
+template <typename KV>
+static void launch_paged(int gc, dim3 grid, float *o, float *lse, const float *q, const paged_params &p) {
+    switch (gc) {
+    case 8: k_attn_paged<8, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 7: k_attn_paged<7, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 6: k_attn_paged<6, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 5: k_attn_paged<5, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 4: k_attn_paged<4, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 3: k_attn_paged<3, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 2: k_attn_paged<2, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    default: k_attn_paged<1, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    }
 }
 
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
@@ -247,15 +267,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.cap = d->softcap;
     int gc = heads_per_block(d->n_head / d->n_kv_head);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
-    switch (gc) {
-    case 8: k_attn_paged<8><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 7: k_attn_paged<7><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 6: k_attn_paged<6><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 5: k_attn_paged<5><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 4: k_attn_paged<4><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 3: k_attn_paged<3><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 2: k_attn_paged<2><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    default: k_attn_paged<1><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    }
+    if (d->kv_bf16) launch_paged<__nv_bfloat16>(gc, grid, o, lse, q, p);
+    else launch_paged<float>(gc, grid, o, lse, q, p);
     vc_cu_end(op);
 }

@@ -293,6 +293,7 @@ static const vc_backend SIM = {
     .embed_bwd = vc_sim_embed_bwd,
     .gather_rows = vc_sim_gather_rows,
     .scatter_rows = vc_sim_scatter_rows,
+    .scatter_rows_bf16 = vc_sim_scatter_rows_bf16,
     .moe_combine_fwd = vc_sim_moe_combine_fwd,
     .moe_combine_bwd = vc_sim_moe_combine_bwd,
     .moe_scatter_add = vc_sim_moe_scatter_add,

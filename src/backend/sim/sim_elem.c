@@ -173,6 +173,15 @@ void vc_sim_gather_rows(float *dst, const float *src, const int64_t *idx, int64_
     vc_cpu_gather_rows(Dd, S, I, R, H);
 }
 
+void vc_sim_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
+    SIM_BEGIN("scatter_rows_bf16");
+    void *Dd = D(dst);
+    const int64_t *O = D(off);
+    const float *S = D(src);
+    SIM_END;
+    vc_cpu_scatter_rows_bf16(Dd, O, S, sld, R, C);
+}
+
 void vc_sim_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     SIM_BEGIN("scatter_rows");
     float *Dd = D(dst);
