@@ -402,6 +402,11 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
     bench_model qwen2.5-1.5b 38843 121355 3905
+    # bf16 KV pages against float pages (the same bits, twice the KV bytes per decode step): the A/B figure
+    CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
+    [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && step "bench generate qwen2.5-0.5b bf16, float KV pages (VERLC_KV_BF16=0)" \
+        60 env VERLC_KV_BF16=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
+        --device cuda --precision bf16
 else
     say "== verlc CLI on the GPU: skipped (no $BIN built here)"
 fi
