@@ -429,6 +429,14 @@ static void zero3_checks(vc_comm *c, size_t n, const float *a2, const float *b2,
     } else
         CHECK(0);
     vc_model_free(m);
+    /* overlap_grad_reduce is refused with ZeRO-3, with a message; the model is untouched */
+    m = load_model();
+    config(&cf, c, VC_SHARD_ZERO3, 1, 0.5);
+    cf.overlap_grad_reduce = 1;
+    vc_status rc = m ? vc_trainer_init(&t, m, &cf) : VC_ERR_IO;
+    CHECK_MSG(rc == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "overlap_grad_reduce"), "rank %d: ZeRO-3 + overlap: "
+              "%d %s", me, rc, vc_last_error());
+    vc_model_free(m);
     /* token budgets: the ranks' own sequences split into different counts, made equal under ZeRO-3 */
     MAXTOK = 48;
     float *t2 = train(c, VC_SHARD_ZERO2, 1, 1, 0.5, 2, NULL, NULL);
