@@ -2,7 +2,10 @@
  * separately (explicit _rn intrinsics, so nvcc cannot fuse them) except the lerp, which uses an fma as
  * torch's vectorised CPU lerp does: the same bits as vc_adamw_step in src/train/optim.c. The norm is
  * summed in double over fixed chunks (one partial per chunk, a fixed tree inside the chunk), then one
- * block adds the partials in a fixed order: same bits run to run. */
+ * block adds the partials in a fixed order: same bits run to run.
+ * Each is one launch for all tensors (multi-tensor, as PyTorch's fused AdamW): a table of the tensors
+ * and their first block is uploaded, and each block finds its tensor by binary search. A model of a few
+ * hundred tensors costs three launches per step instead of a few hundred each. */
 #include "cuda_internal.h"
 extern "C" {
 #include "verlc/optim.h"
@@ -14,10 +17,38 @@ struct adamw_scalars {
     float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
 };
 
-__global__ void k_adamw(float *w, const float *g, float *m, float *v, size_t n, adamw_scalars s, int decay) {
+/* one tensor of a multi-tensor launch: blocks [blk0, next tensor's blk0) cover its n elements */
+struct mt_entry {
+    float *w;
+    const float *g;
+    float *m, *v;
+    size_t n, blk0;
+    int decay;
+};
+
+#define MT_THREADS 256
+#define MT_PER_BLOCK (MT_THREADS * 4) /* elements per block */
+
+/* the entry whose blocks hold block b (entries sorted by blk0, the first at 0) */
+__device__ __forceinline__ const mt_entry *mt_find(const mt_entry *e, int n, size_t b) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e[mid].blk0 <= b) lo = mid;
+        else hi = mid - 1;
+    }
+    return e + lo;
+}
+
+__global__ void k_adamw_mt(const mt_entry *tab, int n_tab, adamw_scalars s, int wd) {
+    const mt_entry *e = mt_find(tab, n_tab, blockIdx.x);
+    const size_t i0 = (blockIdx.x - e->blk0) * (size_t)MT_PER_BLOCK, i1 = i0 + MT_PER_BLOCK < e->n ? i0 + MT_PER_BLOCK : e->n;
+    float *w = e->w, *m = e->m, *v = e->v;
+    const float *g = e->g;
+    const int decay = wd && e->decay;
     const int small = s.lerp_w < 0.5f;
     const float coeff = small ? s.lerp_w : __fsub_rn(s.lerp_w, 1.0f);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = i0 + threadIdx.x; i < i1; i += MT_THREADS) {
         float wi = w[i];
         if (decay) wi = __fmul_rn(wi, s.decay_mul);
         float gi = g[i], mi = m[i];
@@ -43,29 +74,67 @@ vc_status vc_cuda_adamw_step(const vc_optim_param *params, float *const *m, floa
         (float)(1.0 - lr * c->weight_decay), (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2),
         (float)sqrt(bc2), (float)c->eps, (float)(-(lr / bc1)),
     };
+    mt_entry *tab = (mt_entry *)malloc((n_params ? n_params : 1) * sizeof *tab);
+    if (!tab) return vc_fail(VC_ERR_NOMEM, "cuda: adamw: table of %zu tensors", n_params);
+    size_t nt = 0, blocks = 0;
     for (size_t i = 0; i < n_params; i++) {
         const vc_optim_param *p = &params[i];
         if (!p->n) continue;
-        if (!p->w || !p->g || !m[i] || !v[i])
+        if (!p->w || !p->g || !m[i] || !v[i]) {
+            free(tab);
             return vc_fail(VC_ERR_ARG, "cuda: adamw: parameter %zu has no weight, gradient or moment buffer", i);
-        k_adamw<<<vc_cu_blocks((int64_t)p->n, 256), 256, 0, vc_cu_stream()>>>(p->w, p->g, m[i], v[i], p->n, s,
-                                                                             p->decay && c->weight_decay != 0);
-        if (!vc_cu_end(op)) return vc_cuda_error();
+        }
+        tab[nt++] = mt_entry{ p->w, p->g, m[i], v[i], p->n, blocks, p->decay };
+        blocks += (p->n + MT_PER_BLOCK - 1) / MT_PER_BLOCK;
     }
-    return VC_OK;
+    if (nt) {
+        if (blocks > 0x7fffffffu || nt > 0x7fffffffu) {
+            free(tab);
+            return vc_fail(VC_ERR_UNSUPPORTED, "cuda: adamw: %zu blocks of %d elements", blocks, MT_PER_BLOCK);
+        }
+        mt_entry *dev = (mt_entry *)vc_cu_upload(tab, nt * sizeof *tab, op);
+        if (dev) k_adamw_mt<<<(unsigned)blocks, MT_THREADS, 0, vc_cu_stream()>>>(dev, (int)nt, s, c->weight_decay != 0);
+        vc_cu_scratch_free(dev);
+    }
+    free(tab);
+    return vc_cu_end(op) ? VC_OK : vc_cuda_error();
 }
 
 /* ---- gradient norm ---- */
 #define CHUNK 16384
 #define NT 256
 
-__global__ void k_sumsq_chunks(double *part, const float *g, size_t n) {
+/* block b: chunk (b - blk0) of its tensor (g in the entry's g, n elements), its partial at part[b] */
+__global__ void k_sumsq_chunks_mt(double *part, const mt_entry *tab, int n_tab) {
     __shared__ double sh[32];
-    size_t c0 = (size_t)blockIdx.x * CHUNK, c1 = c0 + CHUNK < n ? c0 + CHUNK : n;
+    const mt_entry *e = mt_find(tab, n_tab, blockIdx.x);
+    size_t c0 = (blockIdx.x - e->blk0) * (size_t)CHUNK, c1 = c0 + CHUNK < e->n ? c0 + CHUNK : e->n;
+    const float *g = e->g;
     double acc = 0;
     for (size_t i = c0 + threadIdx.x; i < c1; i += NT) acc += (double)g[i] * g[i];
     acc = vc_block_sum_d(acc, sh);
     if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+
+/* the table of the non-empty tensors with their first chunk (per_block elements a block); NULL when
+ * none (*nt = 0) or on failure (sticky error) */
+static mt_entry *chunk_table(const float *const *x, const size_t *sizes, size_t n, size_t per_block, size_t *nt,
+                             size_t *blocks, const char *op) {
+    mt_entry *tab = (mt_entry *)malloc((n ? n : 1) * sizeof *tab);
+    *nt = *blocks = 0;
+    if (!tab) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "no memory for the tensor table");
+        return NULL;
+    }
+    for (size_t t = 0; t < n; t++) {
+        if (!sizes[t]) continue;
+        tab[(*nt)++] = mt_entry{ (float *)x[t], x[t], NULL, NULL, sizes[t], *blocks, 0 };
+        *blocks += (sizes[t] + per_block - 1) / per_block;
+    }
+    mt_entry *dev = *nt && *blocks <= 0x7fffffffu ? (mt_entry *)vc_cu_upload(tab, *nt * sizeof *tab, op) : NULL;
+    if (*nt && *blocks > 0x7fffffffu) vc_cu_fail(VC_ERR_UNSUPPORTED, op, "over 2^31 blocks");
+    free(tab);
+    return dev;
 }
 
 __global__ void k_sum_partials(double *out, const double *part, size_t n) {
@@ -76,29 +145,30 @@ __global__ void k_sum_partials(double *out, const double *part, size_t n) {
     if (threadIdx.x == 0) *out = acc;
 }
 
-__global__ void k_scale(float *g, size_t n, float c) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        g[i] *= c;
+__global__ void k_scale_mt(const mt_entry *tab, int n_tab, float c) {
+    const mt_entry *e = mt_find(tab, n_tab, blockIdx.x);
+    size_t i0 = (blockIdx.x - e->blk0) * (size_t)MT_PER_BLOCK, i1 = i0 + MT_PER_BLOCK < e->n ? i0 + MT_PER_BLOCK : e->n;
+    for (size_t i = i0 + threadIdx.x; i < i1; i += MT_THREADS) e->w[i] *= c;
 }
 
 /* sum of squares of every tensor: fixed chunk partials in tensor order, then one fixed block tree */
 vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out) {
     const char *op = "sum of squares";
     if (!vc_cu_begin(op)) return vc_cuda_error();
-    size_t np = 0;
-    for (size_t t = 0; t < n_tensors; t++) np += (sizes[t] + CHUNK - 1) / CHUNK;
+    size_t nt = 0, np = 0;
+    mt_entry *tab = chunk_table(x, sizes, n_tensors, CHUNK, &nt, &np, op);
+    if (nt && !tab) return vc_cuda_error();
     double *part = (double *)vc_cu_scratch((np + 1) * sizeof(double), op), total = 0;
-    if (!part) return vc_cuda_error();
-    size_t at = 0;
-    for (size_t t = 0; t < n_tensors; t++) {
-        size_t nb = (sizes[t] + CHUNK - 1) / CHUNK;
-        if (nb) k_sumsq_chunks<<<(unsigned)nb, NT, 0, vc_cu_stream()>>>(part + at, x[t], sizes[t]);
-        at += nb;
+    if (!part) {
+        vc_cu_scratch_free(tab);
+        return vc_cuda_error();
     }
+    if (np) k_sumsq_chunks_mt<<<(unsigned)np, NT, 0, vc_cu_stream()>>>(part, tab, (int)nt);
     k_sum_partials<<<1, 1024, 0, vc_cu_stream()>>>(part + np, part, np);
     vc_status st = vc_cu_end(op) ? VC_OK : vc_cuda_error();
     if (st == VC_OK) st = vc_cuda_d2h(&total, part + np, sizeof total);
     vc_cu_scratch_free(part);
+    vc_cu_scratch_free(tab);
     if (st == VC_OK) *out = total;
     return st;
 }
@@ -120,9 +190,10 @@ vc_status vc_cuda_clip_grad_norm(float *const *grads, const size_t *sizes, size_
     if (!*finite || max_norm <= 0) return VC_OK;
     double coef = max_norm / (nrm + 1e-6);
     if (coef < 1.0) {
-        for (size_t t = 0; t < n_tensors; t++)
-            if (sizes[t]) k_scale<<<vc_cu_blocks((int64_t)sizes[t], 256), 256, 0, vc_cu_stream()>>>(grads[t], sizes[t],
-                                                                                                     (float)coef);
+        size_t nt = 0, nb = 0;
+        mt_entry *tab = chunk_table((const float *const *)grads, sizes, n_tensors, MT_PER_BLOCK, &nt, &nb, "grad clip");
+        if (tab) k_scale_mt<<<(unsigned)nb, MT_THREADS, 0, vc_cu_stream()>>>(tab, (int)nt, (float)coef);
+        vc_cu_scratch_free(tab);
         if (!vc_cu_end("grad clip")) return vc_cuda_error();
     }
     return VC_OK;
