@@ -15,6 +15,9 @@ vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s);
+/* (act(gate) * up) W^T + b, as vc_op_linear(vc_op_act_mul(gate, up), W, b). With bf16 matmuls the
+ * activation is kept in bf16 (the GEMM rounds it to bf16 anyway): half its memory, the same bits. */
+vc_tensor *vc_op_act_mul_linear(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind, vc_tensor *W, vc_tensor *b);
 /* a's values rounded to bf16 (nearest even) IN PLACE, as a new tensor on the same memory; the gradient
  * passes through unchanged (a cast's). Only for a tensor whose producer's backward does not read its
  * output and that nothing else read before (the attention inputs in bf16 precision). */

@@ -4,6 +4,7 @@
  * therefore do not depend on what else is in the batch, or on whether it was computed in a prefill
  * chunk or a decode step. OpenBLAS gives no such promise (its kernels and blocking change with M). */
 #include "infer/infer.h"
+#include "backend/cpu/cpu.h"
 #include "backend/sim/sim.h"
 #include "verlc/pool.h"
 #include <immintrin.h>
@@ -152,6 +153,21 @@ static void sim_inv_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
     vc_infer_gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+/* gemm_b16 with the row-invariant GEMM (bf16 operands converted to f32: the same bits as their f32 values) */
+static void inv_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16,
+                         int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    vc_gemm_b16_via(vc_infer_gemm, ta, tb, M, N, K, alpha, A, a16, lda, B, b16, ldb, beta, C, ldc);
+}
+
+static void sim_inv_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16,
+                             int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    SIM_BEGIN("gemm_b16");
+    const void *a = D(A), *b = D(B);
+    float *c = D(C);
+    SIM_END;
+    inv_gemm_b16(ta, tb, M, N, K, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc);
+}
+
 static vc_backend INV, SIM_INV;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -159,9 +175,11 @@ static void init_backend(void) {
     INV = *vc_backend_cpu();
     INV.name = "cpu-rowinvariant";
     INV.gemm = vc_infer_gemm;
+    INV.gemm_b16 = inv_gemm_b16;
     SIM_INV = *vc_backend_sim();
     SIM_INV.name = "sim-rowinvariant";
     SIM_INV.gemm = sim_inv_gemm;
+    SIM_INV.gemm_b16 = sim_inv_gemm_b16;
 }
 
 const vc_backend *vc_infer_backend(void) {

@@ -5,6 +5,7 @@
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct vc_kv_cache {
@@ -305,8 +306,11 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     vc_tensor *u = vc_op_linear(f->g, h, vc_w(m, l, up), up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
     vc_tensor *gt = gated ? vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
     if (gated) vc_op_hold(h, 0);
+    vc_tensor *Wd = vc_w(m, l, down), *bd = down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL;
+    const char *env = getenv("VERLC_BF16_ACT"); /* 0: keep the gated activation in f32 (same bits; comparisons) */
+    if (gated && !(env && *env == '0')) return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd); /* bf16 with bf16 matmuls */
     vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act) : vc_op_act(f->g, u, c->act);
-    return vc_op_linear(f->g, a, vc_w(m, l, down), down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL);
+    return vc_op_linear(f->g, a, Wd, bd);
 }
 
 static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {

@@ -86,6 +86,10 @@ typedef struct vc_backend {
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major */
     void (*gemm)(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+    /* gemm where A (a16) and/or B (b16) hold bf16 values (uint16_t; lda / ldb count them); with bf16
+     * matmuls the same bits as gemm on the f32 values they stand for */
+    void (*gemm_b16)(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16,
+                     int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
     void (*rmsnorm_fwd)(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
                         float eps, float w_offset);
     void (*rmsnorm_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
@@ -104,6 +108,9 @@ typedef struct vc_backend {
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);
     void (*act_mul_bwd)(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
+    /* act_mul_fwd into bf16 storage: y (uint16_t[n]) = bf16(act(g) * u), nearest even (bf16 matmuls: the
+     * activation only a GEMM reads, kept in bf16) */
+    void (*act_mul_fwd_bf16)(void *y, const float *g, const float *u, int64_t n, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
      * z_t = softcap(h_t W^T + b); lse saved for backward. target < 0: logp is 0. */
     void (*lm_head_fwd)(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,

@@ -201,6 +201,58 @@ vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind) 
     return y;
 }
 
+/* ---- gated activation into a linear, the activation kept in bf16: y = (act(gate) * up) W^T + b ---- */
+static void act_mul_linear_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *gate = n->in[0], *up = n->in[1], *W = n->in[2], *b = n->in[3];
+    const void *a16 = n->ptr[0];
+    int64_t N = W->shape[0], K = W->shape[1], M = gate->n / K;
+    const float *dy = n->out->grad;
+    const vc_backend *B = vc_be();
+    int need_da = gate->requires_grad || up->requires_grad;
+    int hold = B->operand_hold && need_da && W->requires_grad; /* dy feeds two GEMMs */
+    if (hold) B->operand_hold(dy, M, N, 1);
+    if (W->requires_grad) {
+        float *dW = vc_tensor_grad(g, W);
+        if (dW) B->gemm_b16(1, 0, N, K, M, 1.0f, dy, 0, N, a16, 1, K, 1.0f, dW, K);
+    }
+    float *da = need_da ? vc_graph_dalloc(g, sizeof(float) * (size_t)(M * K), 1) : NULL; /* zeroed, as a grad */
+    if (da) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, da, K);
+    if (b && b->requires_grad) {
+        float *db = vc_tensor_grad(g, b);
+        if (db) B->col_sum(db, dy, M, N);
+    }
+    if (hold) B->operand_hold(dy, M, N, 0);
+    if (!da) return;
+    float *dg = gate->requires_grad ? vc_tensor_grad(g, gate) : NULL;
+    float *du = up->requires_grad ? vc_tensor_grad(g, up) : NULL;
+    B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, (int)n->i[0]);
+}
+
+vc_tensor *vc_op_act_mul_linear(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind, vc_tensor *W, vc_tensor *b) {
+    GUARD2(gate, up);
+    GUARD1(W);
+    const vc_backend *B = vc_be();
+    if (vc_matmul_precision() != VC_PREC_BF16 || !B->act_mul_fwd_bf16 || !B->gemm_b16)
+        return vc_op_linear(g, vc_op_act_mul(g, gate, up, kind), W, b);
+    int64_t N = W->shape[0], K = W->shape[1], M = gate->n / K;
+    void *a16 = vc_graph_dalloc(g, 2 * (size_t)gate->n, 0);
+    int64_t shape[VC_MAX_DIMS];
+    memcpy(shape, gate->shape, sizeof shape);
+    shape[gate->ndim - 1] = N;
+    vc_tensor *y = a16 ? vc_tensor_new(g, gate->ndim, shape, 0) : NULL;
+    GUARD1(y);
+    B->act_mul_fwd_bf16(a16, gate->data, up->data, gate->n, kind);
+    if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
+    B->gemm_b16(0, 1, M, N, K, 1.0f, a16, 1, K, W->data, 0, K, b ? 1.0f : 0.0f, y->data, N);
+    vc_tensor *in[4] = { gate, up, W, b };
+    vc_node *n = vc_tape_push(g, act_mul_linear_bw, y, 4, in);
+    if (n) {
+        n->i[0] = kind;
+        n->ptr[0] = a16;
+    }
+    return y;
+}
+
 /* ---- layout ---- */
 static void slice_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);

@@ -165,6 +165,16 @@ int main(void) {
         printf("training, bf16 matmuls, 2 steps of 2 micro-batches: weights with the bf16 weight copies %s without\n",
                same ? "bitwise equal to" : "DIFFERENT from");
         CHECK_MSG(same, "bf16 weight copies change training");
+        /* the gated MLP activation kept in bf16 (default) or f32 (VERLC_BF16_ACT=0): the same bits */
+        size_t nc = 0;
+        setenv("VERLC_BF16_ACT", "0", 1);
+        float *c32 = train_bf16(1, &nc);
+        unsetenv("VERLC_BF16_ACT");
+        int same_act = a && c32 && na == nc && !memcmp(a, c32, na * sizeof *a);
+        printf("training, bf16 matmuls: weights with the MLP activation in bf16 %s with it in f32\n",
+               same_act ? "bitwise equal to" : "DIFFERENT from");
+        CHECK_MSG(same_act, "bf16 MLP activation storage changes training");
+        free(c32);
         free(a);
         free(b);
     }

@@ -156,7 +156,8 @@ static void test_table_complete(void) {
     HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
     HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
-    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16);
+    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
+    HAS(gemm_b16);
 #undef HAS
     CHECK(G->host_visible == 0);
 }
@@ -374,6 +375,35 @@ static void test_embed_moe(void) {
         cmpb("round_bf16 (ties, specials)", gy, ref, nr, 0);
         G->round_bf16(gx, gx, (int64_t)nr); /* in place */
         cmpb("round_bf16 in place", gx, ref, nr, 0);
+    }
+    {   /* the gated activation into bf16 storage, then GEMMs reading it as A or as B (bf16 matmuls): the
+         * same bits as the f32 activation through the bf16 GEMM (which rounds it the same way) */
+        int64_t Mr = 37, Kr = 96, Nr = 29;
+        size_t na = (size_t)(Mr * Kr);
+        float *gt = hrand(na, 2), *up = hrand(na, 2), *W = hrand((size_t)(Nr * Kr), 1), *dy = hrand((size_t)(Mr * Nr), 1);
+        float *dg = dup_f(gt, na), *du = dup_f(up, na), *dW = dup_f(W, (size_t)(Nr * Kr)), *ddy = dup_f(dy, (size_t)(Mr * Nr));
+        uint16_t *h16 = (uint16_t *)calloc(na, 2), *g16 = (uint16_t *)calloc(na, 2);
+        void *d16 = dalloc(na * 2);
+        float *a32 = dalloc(na * 4), *y1 = dalloc((size_t)(Mr * Nr) * 4), *y2 = dalloc((size_t)(Mr * Nr) * 4);
+        float *w1 = dalloc((size_t)(Nr * Kr) * 4), *w2 = dalloc((size_t)(Nr * Kr) * 4);
+        vc_set_matmul_precision(VC_PREC_BF16);
+        C->act_mul_fwd_bf16(h16, gt, up, (int64_t)na, 0);
+        G->act_mul_fwd_bf16(d16, dg, du, (int64_t)na, 0);
+        G->d2h(g16, d16, na * 2);
+        CHECK_MSG(!memcmp(g16, h16, na * 2), "act_mul_fwd_bf16 differs from the CPU backend");
+        G->act_mul_fwd(a32, dg, du, (int64_t)na, 0);
+        G->gemm(0, 1, Mr, Nr, Kr, 1.0f, a32, Kr, dW, Kr, 0.0f, y1, Nr);
+        G->gemm_b16(0, 1, Mr, Nr, Kr, 1.0f, d16, 1, Kr, dW, 0, Kr, 0.0f, y2, Nr);
+        cmpb("gemm_b16 (bf16 A) vs gemm on the f32 activation", y2, fetch(y1, (size_t)(Mr * Nr)), (size_t)(Mr * Nr), 0);
+        G->zero(w1, (size_t)(Nr * Kr) * 4);
+        G->zero(w2, (size_t)(Nr * Kr) * 4);
+        G->gemm(1, 0, Nr, Kr, Mr, 1.0f, ddy, Nr, a32, Kr, 1.0f, w1, Kr);
+        G->gemm_b16(1, 0, Nr, Kr, Mr, 1.0f, ddy, 0, Nr, d16, 1, Kr, 1.0f, w2, Kr);
+        cmpb("gemm_b16 (bf16 B, weight gradient)", w2, fetch(w1, (size_t)(Nr * Kr)), (size_t)(Nr * Kr), 0);
+        vc_set_matmul_precision(VC_PREC_F32);
+        printf("  %-52s bits identical: %s\n", "act_mul_fwd_bf16", memcmp(g16, h16, na * 2) ? "no" : "yes");
+        free(h16);
+        free(g16);
     }
     float *ym = hbuf((size_t)(Tm * Hm)), *gym = dalloc((size_t)(Tm * Hm) * 4);
     PICK(moe_combine_fwd)(ym, Y, w, inv, Tm, K, Hm);

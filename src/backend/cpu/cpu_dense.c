@@ -88,6 +88,36 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
     free(Bb);
 }
 
+/* op(X)'s rows x cols of a gemm operand as packed f32: bf16 values converted (exact), or a view of X */
+float *vc_cpu_operand_f32(const void *X, int is16, int64_t rows, int64_t cols, int64_t ld, int64_t *ld_out) {
+    *ld_out = ld;
+    if (!is16) return (float *)X;
+    float *Y = vc_malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof(float));
+    if (!Y) return NULL;
+    const uint16_t *h = X;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) Y[r * cols + c] = vc_bf16_to_f32(h[r * ld + c]);
+    *ld_out = cols;
+    return Y;
+}
+
+/* gemm_b16 over any f32 gemm: the bf16 operands as f32 (which bf16 rounding leaves unchanged) */
+void vc_gemm_b16_via(vc_gemm_fn gemm, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
+                     int a16, int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    int64_t la, lb;
+    float *Af = vc_cpu_operand_f32(A, a16, ta ? K : M, ta ? M : K, lda, &la);
+    float *Bf = Af ? vc_cpu_operand_f32(B, b16, tb ? N : K, tb ? K : N, ldb, &lb) : NULL;
+    if (Af && Bf) gemm(ta, tb, M, N, K, alpha, Af, la, Bf, lb, beta, C, ldc);
+    else vc_fail(VC_ERR_NOMEM, "gemm with bf16 operands: no memory for the f32 copies");
+    if (a16) free(Af);
+    if (b16 && Bf) free(Bf);
+}
+
+static void vc_cpu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16,
+                            int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    vc_gemm_b16_via(vc_cpu_gemm, ta, tb, M, N, K, alpha, A, a16, lda, B, b16, ldb, beta, C, ldc);
+}
+
 /* ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * (w + w_offset) ---- */
 typedef struct {
     float *y, *rstd, *dx, *dw_part;
@@ -220,6 +250,7 @@ static void vc_cpu_layernorm_bwd(float *dx, float *dw, float *db, const float *d
 /* ---- activations (formulas in backend/act_math.h) ---- */
 typedef struct {
     float *y, *dx, *dg, *du;
+    uint16_t *y16; /* act_mul_fwd_bf16 */
     const float *x, *g, *u, *dy;
     int64_t n;
     int kind;
@@ -230,7 +261,8 @@ static void act_fwd_task(void *p, int64_t b) {
     act_ctx *c = p;
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
-        if (c->u) c->y[i] = vc_act_f(c->g[i], c->kind) * c->u[i];
+        if (c->y16) c->y16[i] = vc_f32_to_bf16(vc_act_f(c->g[i], c->kind) * c->u[i]);
+        else if (c->u) c->y[i] = vc_act_f(c->g[i], c->kind) * c->u[i];
         else c->y[i] = vc_act_f(c->x[i], c->kind);
     }
 }
@@ -256,6 +288,10 @@ static void vc_cpu_act_bwd(float *dx, const float *dy, const float *x, int64_t n
 }
 static void vc_cpu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
     act_ctx c = { .y = y, .g = g, .u = u, .n = n, .kind = kind };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+}
+void vc_cpu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
+    act_ctx c = { .y16 = y, .g = g, .u = u, .n = n, .kind = kind };
     vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
 }
 static void vc_cpu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
@@ -305,6 +341,8 @@ static const vc_backend CPU = {
     .act_bwd = vc_cpu_act_bwd,
     .act_mul_fwd = vc_cpu_act_mul_fwd,
     .act_mul_bwd = vc_cpu_act_mul_bwd,
+    .act_mul_fwd_bf16 = vc_cpu_act_mul_fwd_bf16,
+    .gemm_b16 = vc_cpu_gemm_b16,
     .lm_head_fwd = vc_cpu_lm_head_fwd,
     .lm_head_bwd = vc_cpu_lm_head_bwd,
     .route_fwd = vc_cpu_route_fwd,

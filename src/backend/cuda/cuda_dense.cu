@@ -4,6 +4,7 @@
  * results are the same bits run to run. */
 #include "cuda_internal.h"
 #include "backend/act_math.h"
+#include <cuda_bf16.h>
 
 #define NORM_THREADS 256
 #define ROWS 64 /* rows per parameter-gradient partial (doubled past 65535 blocks) */
@@ -217,6 +218,14 @@ void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int 
     if (!vc_cu_begin("gated activation forward") || n == 0) return;
     k_act_mul_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, g, u, n, kind);
     vc_cu_end("gated activation forward");
+}
+__global__ void k_act_mul_fwd_bf16(__nv_bfloat16 *y, const float *g, const float *u, int64_t n, int kind) {
+    GRID_LOOP(i, n) y[i] = __float2bfloat16_rn(vc_act_f(g[i], kind) * u[i]);
+}
+void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
+    if (!vc_cu_begin("gated activation forward (bf16 out)") || n == 0) return;
+    k_act_mul_fwd_bf16<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>((__nv_bfloat16 *)y, g, u, n, kind);
+    vc_cu_end("gated activation forward (bf16 out)");
 }
 void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind) {
     if (!vc_cu_begin("gated activation backward") || n == 0) return;

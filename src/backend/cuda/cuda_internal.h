@@ -78,6 +78,9 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
 void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind);
 void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind);
 void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,
+                    const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
 void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,

@@ -615,10 +615,12 @@ static const __nv_bfloat16 *shadow_of(const float *p, int64_t r, int64_t c, int6
 /* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch (or read from a
  * registered bf16 copy of a weight), then a bf16 x bf16 GEMM with f32 accumulation and an f32 C (alpha
  * and beta applied in f32), as torch autocast does. */
+/* A16 / B16: an operand already in bf16 (gemm_b16), used as it is */
 static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op) {
+                         const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op,
+                         const __nv_bfloat16 *A16 = NULL, const __nv_bfloat16 *B16 = NULL) {
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    const __nv_bfloat16 *sa = shadow_of(A, ar, ac, lda), *sb = shadow_of(B, br, bc, ldb);
+    const __nv_bfloat16 *sa = A16 ? A16 : shadow_of(A, ar, ac, lda), *sb = B16 ? B16 : shadow_of(B, br, bc, ldb);
     __nv_bfloat16 *a16 = sa ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
     __nv_bfloat16 *b16 = sb || (!sa && !a16) ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(br * bc) * 2, op);
     int ok = 0;
@@ -655,6 +657,26 @@ void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (!vc_cu_begin("gemm")) return;
     vc_cu_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, "gemm");
+}
+
+/* bf16 operands as they are; an f32 one as gemm would take it (in f32 precision, converted first) */
+void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,
+                    const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    const char *op = "gemm";
+    if (!vc_cu_begin(op)) return;
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        k_scale_rows<<<vc_cu_blocks(M * N, 256), 256, 0, g_stream>>>(C, M, N, ldc, beta);
+        vc_cu_end(op);
+        return;
+    }
+    if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return;
+    if (vc_matmul_precision() == VC_PREC_BF16) {
+        gemm_bf16_f32(ta, tb, M, N, K, alpha, (const float *)A, lda, (const float *)B, ldb, beta, C, ldc, op,
+                      a16 ? (const __nv_bfloat16 *)A : NULL, b16 ? (const __nv_bfloat16 *)B : NULL);
+        return;
+    }
+    vc_cu_fail(VC_ERR_UNSUPPORTED, op, "bf16 operands need bf16 matmul precision");
 }
 
 vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
@@ -736,6 +758,8 @@ static vc_backend make_cuda_backend(void) {
     b.act_bwd = vc_cu_act_bwd;
     b.act_mul_fwd = vc_cu_act_mul_fwd;
     b.act_mul_bwd = vc_cu_act_mul_bwd;
+    b.act_mul_fwd_bf16 = vc_cu_act_mul_fwd_bf16;
+    b.gemm_b16 = vc_cu_gemm_b16;
     b.lm_head_fwd = vc_cu_lm_head_fwd;
     b.lm_head_bwd = vc_cu_lm_head_bwd;
     b.route_fwd = vc_cu_route_fwd;

@@ -88,6 +88,23 @@ static void sim_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
     vc_backend_cpu()->gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+static void vc_sim_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16,
+                            int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
+    SIM_BEGIN("gemm_b16");
+    const void *a = D(A), *b = D(B);
+    float *c = D(C);
+    SIM_END;
+    vc_backend_cpu()->gemm_b16(ta, tb, M, N, K, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc);
+}
+
+static void sim_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
+    SIM_BEGIN("act_mul_fwd_bf16");
+    void *Y = D(y);
+    const float *G = D(g), *U = D(u);
+    SIM_END;
+    vc_cpu_act_mul_fwd_bf16(Y, G, U, n, kind);
+}
+
 static void sim_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
                             float eps, float off) {
     SIM_BEGIN("rmsnorm_fwd");
@@ -256,6 +273,8 @@ static const vc_backend SIM = {
     .zero = sim_zero,
     .sync = sim_sync,
     .gemm = sim_gemm,
+    .gemm_b16 = vc_sim_gemm_b16,
+    .act_mul_fwd_bf16 = sim_act_mul_fwd_bf16,
     .rmsnorm_fwd = sim_rmsnorm_fwd,
     .rmsnorm_bwd = sim_rmsnorm_bwd,
     .layernorm_fwd = sim_layernorm_fwd,
