@@ -18,6 +18,7 @@ typedef struct vc_tensor {
     int ndim;
     uint8_t requires_grad;
     uint8_t is_param;  /* grad buffer is persistent and accumulates across backward calls */
+    uint8_t grad_pooled; /* grad came from vc_tensor_grad: backward hands it back once the producer ran */
 } vc_tensor;
 
 typedef struct vc_graph vc_graph;

@@ -33,6 +33,11 @@ struct vc_graph {
     /* ZeRO-3 (train/dp_zero3.c): runs before each tape node during backward */
     vc_status (*pre)(void *ctx, int64_t node);
     void *pre_ctx;
+    /* gradient buffers handed back during backward (a node's output gradient, once the node ran: nothing
+     * reads it after), reused by later vc_tensor_grad calls: the arena then holds the live gradients of a
+     * few layers at a time instead of every activation's */
+    struct freed { void *p; size_t bytes; } *freed;
+    int n_freed, cap_freed;
 };
 
 vc_graph *vc_graph_new(void) {
@@ -55,6 +60,7 @@ void vc_graph_free(vc_graph *g) {
     arena_free(&g->host);
     arena_free(&g->data);
     free(g->nodes);
+    free(g->freed);
     free(g);
 }
 
@@ -68,6 +74,7 @@ void vc_graph_reset(vc_graph *g) {
     arena_reset(&g->host);
     arena_reset(&g->data);
     g->n_nodes = 0;
+    g->n_freed = 0;
     g->status = VC_OK;
 }
 
@@ -212,9 +219,45 @@ void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64
     t->requires_grad = grad != NULL;
 }
 
+/* the smallest handed-back gradient buffer that holds `bytes`, zeroed; NULL when none */
+static void *reuse_grad(vc_graph *g, size_t bytes) {
+    int best = -1;
+    for (int i = 0; i < g->n_freed; i++)
+        if (g->freed[i].bytes >= bytes && (best < 0 || g->freed[i].bytes < g->freed[best].bytes)) best = i;
+    if (best < 0) return NULL;
+    void *p = g->freed[best].p;
+    g->freed[best] = g->freed[--g->n_freed];
+    vc_be()->zero(p, bytes);
+    return p;
+}
+
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {
-    if (!t->grad) t->grad = vc_graph_dalloc(g, (size_t)t->n * sizeof(float), 1);
+    if (!t->grad) {
+        size_t bytes = (size_t)t->n * sizeof(float);
+        t->grad = reuse_grad(g, bytes);
+        if (!t->grad) t->grad = vc_graph_dalloc(g, bytes, 1);
+        t->grad_pooled = t->grad != NULL;
+    }
     return t->grad;
+}
+
+/* backward has run node n: its output's gradient is dead (the output's consumers ran before it), unless
+ * the node also takes the output as an input (an in-place op) */
+static void hand_back(vc_graph *g, const vc_node *n) {
+    vc_tensor *out = n->out;
+    if (!out->grad || !out->grad_pooled || out->is_param) return;
+    for (int k = 0; k < 6; k++)
+        if (n->in[k] == out) return;
+    if (g->n_freed == g->cap_freed) {
+        int cap = g->cap_freed ? 2 * g->cap_freed : 64;
+        struct freed *f = realloc(g->freed, (size_t)cap * sizeof *f);
+        if (!f) return; /* kept: only memory reuse is lost */
+        g->freed = f;
+        g->cap_freed = cap;
+    }
+    g->freed[g->n_freed++] = (struct freed){ out->grad, (size_t)out->n * sizeof(float) };
+    out->grad = NULL;
+    out->grad_pooled = 0;
 }
 
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in) {
@@ -277,6 +320,7 @@ vc_status vc_graph_backward_from(vc_graph *g) {
         if (g->pre && (g->status = g->pre(g->pre_ctx, i)) != VC_OK) return g->status;
         if (n->out->grad) n->backward(g, n); /* else no gradient reached this node */
         if (g->status != VC_OK) return g->status;
+        hand_back(g, n);
         if (g->hook) g->hook(g->hook_ctx, i);
     }
     return VC_OK;
