@@ -77,6 +77,11 @@ void vc_graph_rewind(vc_graph *g, vc_graph_mark mark);
  * writes), from the active backend's allocator: device memory on a GPU. See src/tensor/backend.h. */
 void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero);
 void *vc_graph_dalloc(vc_graph *g, size_t bytes, int zero);
+/* Backward temporaries (backend memory): vc_graph_temp takes a buffer handed back earlier in this backward
+ * when one holds `bytes` (zeroed then), else arena memory (zeroed when zero); vc_graph_release hands one
+ * back (bytes as asked) once the node is done with it, for later gradients and temporaries. */
+void *vc_graph_temp(vc_graph *g, size_t bytes, int zero);
+void vc_graph_release(vc_graph *g, void *p, size_t bytes);
 /* Copies a host array into new backend memory of the graph (ids, targets, rope tables, weights). */
 void *vc_graph_upload(vc_graph *g, const void *src, size_t bytes);
 /* Copies t's data (or its gradient) to the host array dst (t->n floats). */

@@ -241,13 +241,13 @@ float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {
     return t->grad;
 }
 
-/* backward has run node n: its output's gradient is dead (the output's consumers ran before it), unless
- * the node also takes the output as an input (an in-place op) */
-static void hand_back(vc_graph *g, const vc_node *n) {
-    vc_tensor *out = n->out;
-    if (!out->grad || !out->grad_pooled || out->is_param) return;
-    for (int k = 0; k < 6; k++)
-        if (n->in[k] == out) return;
+void *vc_graph_temp(vc_graph *g, size_t bytes, int zero) {
+    void *p = reuse_grad(g, bytes); /* zeroed */
+    return p ? p : vc_graph_dalloc(g, bytes, zero);
+}
+
+void vc_graph_release(vc_graph *g, void *p, size_t bytes) {
+    if (!p) return;
     if (g->n_freed == g->cap_freed) {
         int cap = g->cap_freed ? 2 * g->cap_freed : 64;
         struct freed *f = realloc(g->freed, (size_t)cap * sizeof *f);
@@ -255,7 +255,17 @@ static void hand_back(vc_graph *g, const vc_node *n) {
         g->freed = f;
         g->cap_freed = cap;
     }
-    g->freed[g->n_freed++] = (struct freed){ out->grad, (size_t)out->n * sizeof(float) };
+    g->freed[g->n_freed++] = (struct freed){ p, bytes };
+}
+
+/* backward has run node n: its output's gradient is dead (the output's consumers ran before it), unless
+ * the node also takes the output as an input (an in-place op) */
+static void hand_back(vc_graph *g, const vc_node *n) {
+    vc_tensor *out = n->out;
+    if (!out->grad || !out->grad_pooled || out->is_param) return;
+    for (int k = 0; k < 6; k++)
+        if (n->in[k] == out) return;
+    vc_graph_release(g, out->grad, (size_t)out->n * sizeof(float));
     out->grad = NULL;
     out->grad_pooled = 0;
 }

@@ -215,7 +215,7 @@ static void act_mul_linear_bw(vc_graph *g, vc_node *n) {
         float *dW = vc_tensor_grad(g, W);
         if (dW) B->gemm_b16(1, 0, N, K, M, 1.0f, dy, 0, N, a16, 1, K, 1.0f, dW, K);
     }
-    float *da = need_da ? vc_graph_dalloc(g, sizeof(float) * (size_t)(M * K), 1) : NULL; /* zeroed, as a grad */
+    float *da = need_da ? vc_graph_temp(g, sizeof(float) * (size_t)(M * K), 1) : NULL; /* zeroed, as a grad */
     if (da) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, da, K);
     if (b && b->requires_grad) {
         float *db = vc_tensor_grad(g, b);
@@ -226,6 +226,7 @@ static void act_mul_linear_bw(vc_graph *g, vc_node *n) {
     float *dg = gate->requires_grad ? vc_tensor_grad(g, gate) : NULL;
     float *du = up->requires_grad ? vc_tensor_grad(g, up) : NULL;
     B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, (int)n->i[0]);
+    vc_graph_release(g, da, sizeof(float) * (size_t)(M * K));
 }
 
 vc_tensor *vc_op_act_mul_linear(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind, vc_tensor *W, vc_tensor *b) {

@@ -41,23 +41,38 @@ static vc_status group_rows(const moe_saved *s, const int32_t *ids, int64_t *tok
     return VC_OK;
 }
 
+static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
+                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX);
+
+/* backward temporaries from vc_graph_temp, handed back at the end for later gradients */
 static void moe_bw(vc_graph *g, vc_node *n) {
-    vc_tensor *x = n->in[0], *logits = n->in[1], *Wg = n->in[2], *Wu = n->in[3], *Wd = n->in[4];
+    vc_tensor *x = n->in[0], *Wg = n->in[2], *Wu = n->in[3], *Wd = n->in[4];
     moe_saved *s = n->saved;
-    const vc_backend *B = vc_be();
     int64_t H = s->H, I = s->I, R = s->T * s->K;
     const float *dy = n->out->grad;
     float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
     float *dWg = Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL;
     float *dWu = Wu->requires_grad ? vc_tensor_grad(g, Wu) : NULL;
     float *dWd = Wd->requires_grad ? vc_tensor_grad(g, Wd) : NULL;
-    float *dw = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 1);
-    float *dY = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
-    float *dA = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
-    float *dG = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 1);
-    float *dU = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 1);
-    float *dX = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
-    if (!dw || !dY || !dA || !dG || !dU || !dX) return;
+    size_t bR = sizeof(float) * (size_t)R, bH = bR * (size_t)H, bI = bR * (size_t)I;
+    float *dw = vc_graph_temp(g, bR, 1), *dY = vc_graph_temp(g, bH, 0), *dA = vc_graph_temp(g, bI, 0);
+    float *dG = vc_graph_temp(g, bI, 1), *dU = vc_graph_temp(g, bI, 1), *dX = vc_graph_temp(g, bH, 0);
+    if (dw && dY && dA && dG && dU && dX) moe_bw_rows(g, n, dx, dWg, dWu, dWd, dy, dw, dY, dA, dG, dU, dX);
+    vc_graph_release(g, dw, bR);
+    vc_graph_release(g, dY, bH);
+    vc_graph_release(g, dA, bI);
+    vc_graph_release(g, dG, bI);
+    vc_graph_release(g, dU, bI);
+    vc_graph_release(g, dX, bH);
+}
+
+/* the experts' backward over the grouped rows, then the scatter and the router's gradient */
+static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
+                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX) {
+    vc_tensor *logits = n->in[1], *Wg = n->in[2], *Wu = n->in[3], *Wd = n->in[4];
+    moe_saved *s = n->saved;
+    const vc_backend *B = vc_be();
+    int64_t H = s->H, I = s->I;
     B->moe_combine_bwd(dY, dw, dy, s->Y, s->w, s->inv, s->T, s->K, H);
     for (int64_t e = 0; e < s->E; e++) {
         int64_t r0 = s->off[e], m = s->off[e + 1] - r0;
