@@ -7,6 +7,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/sim/sim.h"
 #include "verlc/pool.h"
+#include "verlc/dtype.h"
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
@@ -113,16 +114,20 @@ static int have_avx2(void) {
     return v;
 }
 
-/* op(X) as a row-major [rows, K] matrix: a copy when X is transposed */
-static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int64_t *ld_out) {
-    if (!trans) {
+/* op(X) as a row-major [rows, K] matrix: a copy when X is transposed, or (round) when its values are
+ * rounded to bf16, as bf16 matmuls take them (the same rounding as the training GEMMs') */
+static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round, int64_t *ld_out) {
+    if (!trans && !round) {
         *ld_out = ld;
         return (float *)X;
     }
     float *T = vc_malloc((size_t)(rows * K > 0 ? rows * K : 1) * sizeof(float));
     if (!T) return NULL;
     for (int64_t k = 0; k < K; k++)
-        for (int64_t r = 0; r < rows; r++) T[r * K + k] = X[k * ld + r];
+        for (int64_t r = 0; r < rows; r++) {
+            float v = trans ? X[k * ld + r] : X[r * ld + k];
+            T[r * K + k] = round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+        }
     *ld_out = K;
     return T;
 }
@@ -132,7 +137,8 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     if (M == 0 || N == 0) return;
     int64_t la = 0, lb = 0;
     /* C = op(A) op(B): rows of op(A) are A's rows unless transposed; B is used as B^T rows */
-    float *Ar = as_rows(ta, A, lda, M, K, &la), *Br = as_rows(!tb, B, ldb, N, K, &lb);
+    int r16 = vc_matmul_precision() == VC_PREC_BF16;
+    float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
     if (Ar && Br) {
         gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
                        .nmb = (M + MB - 1) / MB, .alpha = alpha, .beta = beta };
