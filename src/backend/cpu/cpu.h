@@ -40,7 +40,6 @@ typedef void (*vc_gemm_fn)(int ta, int tb, int64_t M, int64_t N, int64_t K, floa
                            const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_gemm_b16_via(vc_gemm_fn gemm, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
                      int a16, int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
-float *vc_cpu_operand_f32(const void *X, int is16, int64_t rows, int64_t cols, int64_t ld, int64_t *ld_out);
 void vc_cpu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C);
 void vc_cpu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C);
 void vc_cpu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,

@@ -89,7 +89,7 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
 }
 
 /* op(X)'s rows x cols of a gemm operand as packed f32: bf16 values converted (exact), or a view of X */
-float *vc_cpu_operand_f32(const void *X, int is16, int64_t rows, int64_t cols, int64_t ld, int64_t *ld_out) {
+static float *operand_f32(const void *X, int is16, int64_t rows, int64_t cols, int64_t ld, int64_t *ld_out) {
     *ld_out = ld;
     if (!is16) return (float *)X;
     float *Y = vc_malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof(float));
@@ -105,8 +105,8 @@ float *vc_cpu_operand_f32(const void *X, int is16, int64_t rows, int64_t cols, i
 void vc_gemm_b16_via(vc_gemm_fn gemm, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
                      int a16, int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc) {
     int64_t la, lb;
-    float *Af = vc_cpu_operand_f32(A, a16, ta ? K : M, ta ? M : K, lda, &la);
-    float *Bf = Af ? vc_cpu_operand_f32(B, b16, tb ? N : K, tb ? K : N, ldb, &lb) : NULL;
+    float *Af = operand_f32(A, a16, ta ? K : M, ta ? M : K, lda, &la);
+    float *Bf = Af ? operand_f32(B, b16, tb ? N : K, tb ? K : N, ldb, &lb) : NULL;
     if (Af && Bf) gemm(ta, tb, M, N, K, alpha, Af, la, Bf, lb, beta, C, ldc);
     else vc_fail(VC_ERR_NOMEM, "gemm with bf16 operands: no memory for the f32 copies");
     if (a16) free(Af);
