@@ -7,6 +7,7 @@
 #include "tensor/backend.h"
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -19,7 +20,13 @@ typedef struct {
     int64_t *tok;      /* [T * K] token of each grouped row (backend) */
     int64_t *inv;      /* [T * K] grouped row of choice t * K + k (backend) */
     float *X, *G, *U, *A, *Y; /* [R, H], [R, I], [R, I], [R, I], [R, H] per grouped row (backend) */
+    uint16_t *A16;     /* bf16 matmuls: the gated activations in bf16 instead of A (only GEMMs read them) */
 } moe_saved;
+
+/* row r0's activations: the bf16 ones (as the opaque pointer gemm_b16 takes) or the f32 ones */
+static const void *act_rows(const moe_saved *s, int64_t r0) {
+    return s->A16 ? (const void *)(s->A16 + r0 * s->I) : (const void *)(s->A + r0 * s->I);
+}
 
 /* Groups the choices by expert, tokens ascending within each expert: host ids -> off, tok, inv. */
 static vc_status group_rows(const moe_saved *s, const int32_t *ids, int64_t *tok, int64_t *inv, int64_t *fill) {
@@ -79,7 +86,9 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
         if (!m) continue;
         const float *wg = Wg->data + e * I * H, *wu = Wu->data + e * I * H, *wd = Wd->data + e * H * I;
         B->gemm(0, 0, m, I, H, 1.0f, dY + r0 * H, H, wd, I, 0.0f, dA + r0 * I, I);
-        if (dWd) B->gemm(1, 0, H, I, m, 1.0f, dY + r0 * H, H, s->A + r0 * I, I, 1.0f, dWd + e * H * I, I);
+        if (dWd && s->A16)
+            B->gemm_b16(1, 0, H, I, m, 1.0f, dY + r0 * H, 0, H, act_rows(s, r0), 1, I, 1.0f, dWd + e * H * I, I);
+        else if (dWd) B->gemm(1, 0, H, I, m, 1.0f, dY + r0 * H, H, s->A + r0 * I, I, 1.0f, dWd + e * H * I, I);
         B->act_mul_bwd(dG + r0 * I, dU + r0 * I, dA + r0 * I, s->G + r0 * I, s->U + r0 * I, m * I, s->act);
         if (dWg) B->gemm(1, 0, I, H, m, 1.0f, dG + r0 * I, I, s->X + r0 * H, H, 1.0f, dWg + e * I * H, H);
         if (dWu) B->gemm(1, 0, I, H, m, 1.0f, dU + r0 * I, I, s->X + r0 * H, H, 1.0f, dWu + e * I * H, H);
@@ -136,18 +145,26 @@ vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg
     s->X = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     s->G = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     s->U = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
-    s->A = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
+    const char *env = getenv("VERLC_BF16_ACT"); /* 0: the activations in f32 (same bits; comparisons) */
+    int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16 && !(env && *env == '0');
+    if (a16) s->A16 = vc_graph_dalloc(g, 2 * (size_t)(R * I), 0);
+    else s->A = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     s->Y = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
-    if (!s->X || !s->G || !s->U || !s->A || !s->Y || !y) return NULL;
+    if (!s->X || !s->G || !s->U || (!s->A && !s->A16) || !s->Y || !y) return NULL;
     B->gather_rows(s->X, x->data, s->tok, R, H);
     for (int64_t e = 0; e < s->E; e++) {
         int64_t r0 = s->off[e], m = s->off[e + 1] - r0;
         if (!m) continue;
         B->gemm(0, 1, m, I, H, 1.0f, s->X + r0 * H, H, Wg->data + e * I * H, H, 0.0f, s->G + r0 * I, I);
         B->gemm(0, 1, m, I, H, 1.0f, s->X + r0 * H, H, Wu->data + e * I * H, H, 0.0f, s->U + r0 * I, I);
-        B->act_mul_fwd(s->A + r0 * I, s->G + r0 * I, s->U + r0 * I, m * I, act);
-        B->gemm(0, 1, m, H, I, 1.0f, s->A + r0 * I, I, Wd->data + e * H * I, I, 0.0f, s->Y + r0 * H, H);
+        if (a16) {
+            B->act_mul_fwd_bf16(s->A16 + r0 * I, s->G + r0 * I, s->U + r0 * I, m * I, act);
+            B->gemm_b16(0, 1, m, H, I, 1.0f, act_rows(s, r0), 1, I, Wd->data + e * H * I, 0, I, 0.0f, s->Y + r0 * H, H);
+        } else {
+            B->act_mul_fwd(s->A + r0 * I, s->G + r0 * I, s->U + r0 * I, m * I, act);
+            B->gemm(0, 1, m, H, I, 1.0f, s->A + r0 * I, I, Wd->data + e * H * I, I, 0.0f, s->Y + r0 * H, H);
+        }
     }
     /* y[t] = sum_k w[t, k] Y[inv[t, k]], k ascending: a fixed summation order */
     B->moe_combine_fwd(y->data, s->Y, s->w, s->inv, s->T, s->K, H);

@@ -230,6 +230,55 @@ static float *run_mlp(int fused, int64_t M, int64_t K, int64_t N, const float *r
     return out;
 }
 
+/* forward + backward of b_moe on params 0..4 (bf16 matmuls): output and the five gradients */
+static float *run_moe(const float *r, int64_t ny, float **grads) {
+    vc_graph *g = vc_graph_new();
+    vc_tensor *in[5];
+    for (int i = 0; i < 5; i++) {
+        in[i] = &params[i];
+        vc_be()->zero(dgrad[i], (size_t)params[i].n * 4);
+    }
+    vc_tensor *y = b_moe(g, in);
+    float *out = malloc((size_t)ny * 4);
+    CHECK_OK(vc_tensor_read(y, out));
+    CHECK_OK(vc_graph_backward(g, vc_op_dot_const(g, y, r), 1.0f));
+    for (int i = 0; i < 5; i++) {
+        grads[i] = malloc((size_t)params[i].n * 4);
+        CHECK_OK(vc_tensor_read_grad(&params[i], grads[i]));
+    }
+    vc_graph_free(g);
+    return out;
+}
+
+/* MoE experts' gated activations kept in bf16 (default with bf16 matmuls) or f32 (VERLC_BF16_ACT=0) */
+static void check_bf16_moe(void) {
+    vc_set_matmul_precision(VC_PREC_BF16);
+    memset(&rdesc, 0, sizeof rdesc);
+    rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.norm_topk = 1;
+    make(0, 2, 9, 5, 0, 1); make(1, 2, 9, 4, 0, 2);
+    make(2, 3, 4, 6, 5, 1); make(3, 3, 4, 6, 5, 1); make(4, 3, 4, 5, 6, 1);
+    float r[45], *ga[5], *gb[5];
+    for (int k = 0; k < 45; k++) r[k] = frand();
+    float *ya = run_moe(r, 45, ga);
+    setenv("VERLC_BF16_ACT", "0", 1);
+    float *yb = run_moe(r, 45, gb);
+    unsetenv("VERLC_BF16_ACT");
+    int same = !memcmp(ya, yb, 45 * 4);
+    for (int i = 0; i < 5; i++) same &= !memcmp(ga[i], gb[i], (size_t)params[i].n * 4);
+    CHECK_MSG(same, "%s: MoE with bf16 expert activations differs from f32 ones", vc_be()->name);
+    printf("%-4s bf16 MoE expert activations: output and gradients bitwise equal to f32 ones\n", vc_be()->name);
+    for (int i = 0; i < 5; i++) {
+        free(ga[i]);
+        free(gb[i]);
+        free(pdata[i]);
+        vc_be()->free(ddata[i]);
+        vc_be()->free(dgrad[i]);
+    }
+    free(ya);
+    free(yb);
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 static void check_bf16_mlp(void) {
     vc_set_matmul_precision(VC_PREC_BF16);
     int64_t M = 7, K = 12, N = 5;
@@ -295,6 +344,7 @@ int main(void) {
         vc_set_backend(bes[b]);
         run_all();
         check_bf16_mlp();
+        check_bf16_moe();
         check_grad_reuse();
         CHECK_OK(vc_be()->sync());
     }

@@ -671,6 +671,10 @@ void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha
         return;
     }
     if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return;
+    if (!a16 && !b16) { /* nothing in bf16: the plain gemm */
+        vc_cu_gemm(ta, tb, M, N, K, alpha, (const float *)A, lda, (const float *)B, ldb, beta, C, ldc, op);
+        return;
+    }
     if (vc_matmul_precision() == VC_PREC_BF16) {
         gemm_bf16_f32(ta, tb, M, N, K, alpha, (const float *)A, lda, (const float *)B, ldb, beta, C, ldc, op,
                       a16 ? (const __nv_bfloat16 *)A : NULL, b16 ? (const __nv_bfloat16 *)B : NULL);
