@@ -33,6 +33,7 @@ typedef struct {
     int64_t *pos;           /* [T], host */
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
+    int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
 } fwd_ctx;
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
@@ -307,8 +308,7 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     vc_tensor *gt = gated ? vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
     if (gated) vc_op_hold(h, 0);
     vc_tensor *Wd = vc_w(m, l, down), *bd = down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL;
-    const char *env = getenv("VERLC_BF16_ACT"); /* 0: keep the gated activation in f32 (same bits; comparisons) */
-    if (gated && !(env && *env == '0')) return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd); /* bf16 with bf16 matmuls */
+    if (gated && !f->f32_act) return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd); /* bf16 with bf16 matmuls */
     vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act) : vc_op_act(f->g, u, c->act);
     return vc_op_linear(f->g, a, Wd, bd);
 }
@@ -419,7 +419,9 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
 
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
-    fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .paged = paged, .T = b->cu_seqlens[b->n_seq] };
+    const char *env = getenv("VERLC_BF16_ACT"); /* read once per forward, not per layer */
+    fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .paged = paged, .T = b->cu_seqlens[b->n_seq],
+                  .f32_act = env && *env == '0' };
     if (m->be->alloc != vc_be()->alloc || (cache && cache->be->alloc != vc_be()->alloc)) {
         vc_fail(VC_ERR_ARG, "model forward: the weights%s are in %s memory but the active backend is %s (select the "
                 "device before loading the model)", cache ? " or kv cache" : "", m->be->name, vc_be()->name);

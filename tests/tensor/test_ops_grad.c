@@ -207,67 +207,49 @@ static void run_all(void) {
     }
 }
 
-/* bf16 matmuls: the gated activation kept in bf16 into its linear (vc_op_act_mul_linear) gives the bits of
- * act_mul then linear (its GEMMs round the activation to bf16 anyway): output and every gradient */
-static float *run_mlp(int fused, int64_t M, int64_t K, int64_t N, const float *r, float **grads) {
+/* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from
+ * seed): the output (*ny values) and every parameter's gradient, host copies */
+static float *run_build(build_fn f, int nin, uint64_t seed, int64_t *ny, float **grads) {
     vc_graph *g = vc_graph_new();
-    vc_tensor *in[4];
-    for (int i = 0; i < 4; i++) {
+    vc_tensor *in[MAXIN];
+    for (int i = 0; i < nin; i++) {
         in[i] = &params[i];
         vc_be()->zero(dgrad[i], (size_t)params[i].n * 4);
     }
-    vc_tensor *y = fused ? vc_op_act_mul_linear(g, in[0], in[1], act_kind, in[2], in[3])
-                         : vc_op_linear(g, vc_op_act_mul(g, in[0], in[1], act_kind), in[2], in[3]);
-    float *out = malloc((size_t)(M * N) * 4);
+    vc_tensor *y = f(g, in);
+    *ny = y ? y->n : 0;
+    float *out = malloc((size_t)*ny * 4 + 4), *r = malloc((size_t)*ny * 4 + 4);
+    uint64_t keep = rng;
+    rng = seed;
+    for (int64_t k = 0; k < *ny; k++) r[k] = frand();
+    rng = keep;
     CHECK_OK(vc_tensor_read(y, out));
     CHECK_OK(vc_graph_backward(g, vc_op_dot_const(g, y, r), 1.0f));
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < nin; i++) {
         grads[i] = malloc((size_t)params[i].n * 4);
         CHECK_OK(vc_tensor_read_grad(&params[i], grads[i]));
     }
-    vc_graph_free(g);
-    (void)K;
-    return out;
-}
-
-/* forward + backward of b_moe on params 0..4 (bf16 matmuls): output and the five gradients */
-static float *run_moe(const float *r, int64_t ny, float **grads) {
-    vc_graph *g = vc_graph_new();
-    vc_tensor *in[5];
-    for (int i = 0; i < 5; i++) {
-        in[i] = &params[i];
-        vc_be()->zero(dgrad[i], (size_t)params[i].n * 4);
-    }
-    vc_tensor *y = b_moe(g, in);
-    float *out = malloc((size_t)ny * 4);
-    CHECK_OK(vc_tensor_read(y, out));
-    CHECK_OK(vc_graph_backward(g, vc_op_dot_const(g, y, r), 1.0f));
-    for (int i = 0; i < 5; i++) {
-        grads[i] = malloc((size_t)params[i].n * 4);
-        CHECK_OK(vc_tensor_read_grad(&params[i], grads[i]));
-    }
+    free(r);
     vc_graph_free(g);
     return out;
 }
 
-/* MoE experts' gated activations kept in bf16 (default with bf16 matmuls) or f32 (VERLC_BF16_ACT=0) */
-static void check_bf16_moe(void) {
+/* bf16 matmuls: builds a and b (b with VERLC_BF16_ACT=0 when f32_env) give bitwise the same output and
+ * gradients; frees params 0..nin-1 */
+static void same_bits(const char *what, build_fn a, build_fn b, int f32_env, int nin) {
     vc_set_matmul_precision(VC_PREC_BF16);
-    memset(&rdesc, 0, sizeof rdesc);
-    rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.norm_topk = 1;
-    make(0, 2, 9, 5, 0, 1); make(1, 2, 9, 4, 0, 2);
-    make(2, 3, 4, 6, 5, 1); make(3, 3, 4, 6, 5, 1); make(4, 3, 4, 5, 6, 1);
-    float r[45], *ga[5], *gb[5];
-    for (int k = 0; k < 45; k++) r[k] = frand();
-    float *ya = run_moe(r, 45, ga);
-    setenv("VERLC_BF16_ACT", "0", 1);
-    float *yb = run_moe(r, 45, gb);
+    float *ga[MAXIN], *gb[MAXIN];
+    int64_t na = 0, nb = 0;
+    uint64_t seed = rng;
+    float *ya = run_build(a, nin, seed, &na, ga);
+    if (f32_env) setenv("VERLC_BF16_ACT", "0", 1);
+    float *yb = run_build(b, nin, seed, &nb, gb);
     unsetenv("VERLC_BF16_ACT");
-    int same = !memcmp(ya, yb, 45 * 4);
-    for (int i = 0; i < 5; i++) same &= !memcmp(ga[i], gb[i], (size_t)params[i].n * 4);
-    CHECK_MSG(same, "%s: MoE with bf16 expert activations differs from f32 ones", vc_be()->name);
-    printf("%-4s bf16 MoE expert activations: output and gradients bitwise equal to f32 ones\n", vc_be()->name);
-    for (int i = 0; i < 5; i++) {
+    int same = na == nb && na > 0 && !memcmp(ya, yb, (size_t)na * 4);
+    for (int i = 0; i < nin; i++) same &= !memcmp(ga[i], gb[i], (size_t)params[i].n * 4);
+    CHECK_MSG(same, "%s: %s differs from the f32-activation path", vc_be()->name, what);
+    printf("%-4s %s: output and gradients bitwise equal to the f32-activation path\n", vc_be()->name, what);
+    for (int i = 0; i < nin; i++) {
         free(ga[i]);
         free(gb[i]);
         free(pdata[i]);
@@ -279,33 +261,29 @@ static void check_bf16_moe(void) {
     vc_set_matmul_precision(VC_PREC_F32);
 }
 
-static void check_bf16_mlp(void) {
-    vc_set_matmul_precision(VC_PREC_BF16);
-    int64_t M = 7, K = 12, N = 5;
-    for (act_kind = 0; act_kind < 3; act_kind++) {
-        make(0, 2, M, K, 0, 2); make(1, 2, M, K, 0, 2); make(2, 2, N, K, 0, 1); make(3, 1, N, 0, 0, 1);
-        float r[35], *ga[4], *gb[4];
-        for (int k = 0; k < M * N; k++) r[k] = frand();
-        float *ya = run_mlp(1, M, K, N, r, ga), *yb = run_mlp(0, M, K, N, r, gb);
-        int same = !memcmp(ya, yb, (size_t)(M * N) * 4);
-        for (int i = 0; i < 4; i++) same &= !memcmp(ga[i], gb[i], (size_t)params[i].n * 4);
-        CHECK_MSG(same, "%s: bf16 gated activation into linear differs from act_mul + linear (act %d)", vc_be()->name,
-                  act_kind);
-        printf("%-4s bf16 act_mul+linear (act %d): output and gradients bitwise equal to the f32-activation path\n",
-               vc_be()->name, act_kind);
-        for (int i = 0; i < 4; i++) {
-            free(ga[i]);
-            free(gb[i]);
-            free(pdata[i]);
-            vc_be()->free(ddata[i]);
-            vc_be()->free(dgrad[i]);
-        }
-        free(ya);
-        free(yb);
-    }
-    vc_set_matmul_precision(VC_PREC_F32);
+/* the gated activation kept in bf16 into its linear (vc_op_act_mul_linear) against act_mul then linear
+ * (whose GEMM rounds the activation to bf16 anyway) */
+static vc_tensor *b_mlp_bf16(vc_graph *g, vc_tensor **in) {
+    return vc_op_act_mul_linear(g, in[0], in[1], act_kind, in[2], in[3]);
+}
+static vc_tensor *b_mlp_f32(vc_graph *g, vc_tensor **in) {
+    return vc_op_linear(g, vc_op_act_mul(g, in[0], in[1], act_kind), in[2], in[3]);
 }
 
+static void check_bf16_acts(void) {
+    for (act_kind = 0; act_kind < 3; act_kind++) {
+        make(0, 2, 7, 12, 0, 2); make(1, 2, 7, 12, 0, 2); make(2, 2, 5, 12, 0, 1); make(3, 1, 5, 0, 0, 1);
+        char nm[64];
+        snprintf(nm, sizeof nm, "bf16 act_mul+linear (act %d)", act_kind);
+        same_bits(nm, b_mlp_bf16, b_mlp_f32, 0, 4);
+    }
+    /* MoE experts' gated activations in bf16 (default with bf16 matmuls) or f32 (VERLC_BF16_ACT=0) */
+    memset(&rdesc, 0, sizeof rdesc);
+    rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.norm_topk = 1;
+    make(0, 2, 9, 5, 0, 1); make(1, 2, 9, 4, 0, 2);
+    make(2, 3, 4, 6, 5, 1); make(3, 3, 4, 6, 5, 1); make(4, 3, 4, 5, 6, 1);
+    same_bits("bf16 MoE expert activations", b_moe, b_moe, 1, 5);
+}
 /* Backward hands a node's output gradient back once the node ran and reuses it for later gradients: a
  * chain of 12 ops on n floats peaks near the 13 activations plus two live gradients, not 25 buffers; the
  * leaf's gradient is still the product of the scales */
@@ -343,8 +321,7 @@ int main(void) {
         rng = 88172645463325252ull; /* the same data on both backends */
         vc_set_backend(bes[b]);
         run_all();
-        check_bf16_mlp();
-        check_bf16_moe();
+        check_bf16_acts();
         check_grad_reuse();
         CHECK_OK(vc_be()->sync());
     }
