@@ -89,6 +89,10 @@ typedef struct vc_pg_config {
     double clip_ratio_c;    /* dual-clip lower bound, must be > 1 (verl default 3.0) */
     vc_agg_mode agg;
     vc_agg_norm norm;       /* zeroes: verl defaults */
+    double tau_pos, tau_neg;                      /* sapo gate temperatures (verl: 1.0, 1.05) */
+    double clip_cov_ratio, clip_cov_lb, clip_cov_ub; /* clip_cov (0.0002, 1.0, 5.0) */
+    double kl_cov_ratio, ppo_kl_coef;             /* kl_cov (0.0002, 0.1) */
+    uint64_t seed, draw;    /* clip_cov's random choice of tokens: a pure function of (seed, draw) */
 } vc_pg_config;
 void vc_pg_config_default(vc_pg_config *cfg); /* clip 0.2, c 3.0, token-mean */
 
@@ -97,7 +101,9 @@ typedef struct vc_pg_metrics {
     double pg_clipfrac, ppo_kl, pg_clipfrac_lower;
 } vc_pg_metrics;
 
-typedef enum vc_pg_mode { VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO } vc_pg_mode;
+typedef enum vc_pg_mode {
+    VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO, VC_PG_SAPO, VC_PG_GPG, VC_PG_CLIP_COV, VC_PG_KL_COV, VC_PG_GEO_MEAN
+} vc_pg_mode;
 vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
 
 /* Policy loss of the given mode (verl's compute_policy_loss_<mode>). is_weights: optional [B,T]
@@ -106,7 +112,18 @@ vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
  * vanilla: L = max(-A r, -A clip(r, 1-lo, 1+hi)), and min(that, -A c) where A < 0; r = exp(lp - old).
  * gspo:    the same clip on s = exp(mean_t(lp - old)) with per-token straight-through gradient; always
  *          aggregated seq-mean-token-mean.
- * cispo:   L = -sg(clip(r)) A lp. */
+ * cispo:   L = -sg(clip(r)) A lp.
+ * sapo:    L = -A (4/tau) sigmoid(tau (r - 1)), tau = tau_pos where A > 0 else tau_neg; always
+ *          aggregated seq-mean-token-mean (arXiv 2511.20347).
+ * gpg:     L = -A lp.
+ * clip_cov: L = corr max(-A r, -A clip(r)) (no dual clip, r unclamped); corr = 0 on a random choice of
+ *          max(1, int(ratio * tokens)) tokens among those with lb < cov < ub that the clip left alone,
+ *          cov = (A - mean A)(lp - mean lp) over the mask (arXiv 2505.22617); pg_clipfrac = share with corr 0.
+ * kl_cov:  L = -A r, plus ppo_kl_coef |lp - old| on the max(1, int(ratio * tokens)) tokens of largest cov
+ *          (ties: the earlier token); ppo_kl is masked_mean(|lp - old|).
+ * geo_mean: per row, s = exp(mean_t sgn(A) min(sgn(A) d, sgn(A) clip(d, -lo, hi))), d = lp - old,
+ *          L_i = -mean_t(A) s, averaged over rows (GMPO, arXiv 2507.20673): norm.global_batch_size (else
+ *          B) rows, times norm.dp_size; is_weights enter as their per-row geometric mean. */
 vc_status vc_policy_loss(vc_pg_mode mode, const float *old_logp, const float *logp, const float *adv,
                          const float *mask, int B, int T, const vc_pg_config *cfg, const float *is_weights,
                          double *loss, vc_pg_metrics *metrics, float *dlogp);

@@ -98,6 +98,13 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_double_or(c, K("clip_ratio_c"), 3.0, &a->pg.clip_ratio_c));
     TRY(vc_config_get_str_or(c, K("loss_agg_mode"), "token-mean", &agg));
     TRY(vc_config_get_str_or(c, K("policy_loss.loss_mode"), "vanilla", &mode));
+    TRY(vc_config_get_double_or(c, K("tau_pos"), a->pg.tau_pos, &a->pg.tau_pos));
+    TRY(vc_config_get_double_or(c, K("tau_neg"), a->pg.tau_neg, &a->pg.tau_neg));
+    TRY(vc_config_get_double_or(c, K("policy_loss.clip_cov_ratio"), a->pg.clip_cov_ratio, &a->pg.clip_cov_ratio));
+    TRY(vc_config_get_double_or(c, K("policy_loss.clip_cov_lb"), a->pg.clip_cov_lb, &a->pg.clip_cov_lb));
+    TRY(vc_config_get_double_or(c, K("policy_loss.clip_cov_ub"), a->pg.clip_cov_ub, &a->pg.clip_cov_ub));
+    TRY(vc_config_get_double_or(c, K("policy_loss.kl_cov_ratio"), a->pg.kl_cov_ratio, &a->pg.kl_cov_ratio));
+    TRY(vc_config_get_double_or(c, K("policy_loss.ppo_kl_coef"), a->pg.ppo_kl_coef, &a->pg.ppo_kl_coef));
     TRY(vc_config_get_double_or(c, K("entropy_coeff"), 0, &a->entropy_coeff));
     TRY(vc_config_get_bool_or(c, K("use_kl_loss"), 0, &a->use_kl_loss));
     TRY(vc_config_get_double_or(c, K("kl_loss_coef"), 0.001, &a->kl_coef));
@@ -115,6 +122,12 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");
     if ((st = vc_pg_mode_parse(mode, &a->mode))) return vc_fail_ctx(st, "actor_rollout_ref.actor.policy_loss.loss_mode");
     if ((st = vc_kl_parse(klt, &a->kl_spec))) return vc_fail_ctx(st, "actor_rollout_ref.actor.kl_loss_type");
+    if (!(a->pg.tau_pos > 0) || !(a->pg.tau_neg > 0))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.tau_pos and tau_neg must be > 0");
+    if (!(a->pg.clip_cov_ratio > 0) || !(a->pg.kl_cov_ratio > 0))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.policy_loss.clip_cov_ratio and kl_cov_ratio must be > 0");
+    if (!(a->pg.clip_cov_lb < a->pg.clip_cov_ub))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.policy_loss.clip_cov_lb must be < clip_cov_ub");
     a->pg.clip_ratio_low = isnan(lo) ? -1 : lo;
     a->pg.clip_ratio_high = isnan(hi) ? -1 : hi;
     if (epochs < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.ppo_epochs must be >= 1");

@@ -184,6 +184,8 @@ typedef struct step_ctx {
     const void *cfg;
     int on_policy;
     rl_critic *cr;
+    int64_t opt_step; /* the trainer step being taken, */
+    int micro, g_off; /* its micro-batch count so far, this rank's first global row: random-draw keys */
 } step_ctx;
 
 /* The rows of global mini-batch order[0..nm) held by this rank (global rows [off, off + B)), as local
@@ -228,6 +230,9 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
             vc_step_stats ss;
             /* ZeRO-3: the weights are sharded for the step, full again for rollout and the log-prob passes */
             st = vc_trainer_full_weights(tr, 0);
+            x->opt_step = tr->step;
+            x->micro = 0;
+            x->g_off = off;
             if (!st) st = vc_trainer_step(tr, &mn.mb, fn, x, &ss);
             vc_status fw = vc_trainer_full_weights(tr, 1);
             if (!st) st = fw;
@@ -301,6 +306,8 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     if (x->on_policy && x->first_epoch) probs_diff_acc(b, rows, n, w, &x->a);
     vc_pg_config pg = c->pg;
     pg.norm = x->norm;
+    pg.seed = c->seed;
+    pg.draw = (uint64_t)x->opt_step << 32 | (uint64_t)(x->g_off & 0xfffff) << 12 | (uint64_t)(x->micro++ & 0xfff);
     double pg_loss = 0, ent_loss = 0, kl_loss = 0;
     vc_pg_metrics pm;
     st = vc_policy_loss(c->mode, w->old, w->logp, w->adv, w->mask, n, b->T, &pg, NULL, &pg_loss, &pm, w->d);

@@ -154,6 +154,149 @@ static void test_pg_grad(void) {
     CHECK(vf > 0.0 && vf < 1.0);
 }
 
+/* d loss / d lp against central differences for one mode over the g_* data; returns the count of
+ * masked-in elements whose analytic gradient is exactly zero */
+static int fd_check(vc_pg_mode mode, const vc_pg_config *cfg, const char *what) {
+    float g[N];
+    int n_zero = 0;
+    double worst = 0;
+    CHECK_MSG(!isnan(pg_loss(mode, cfg, g)), "%s: %s", what, vc_last_error());
+    for (int k = 0; k < N; k++) {
+        float save = g_lp[k];
+        const float h = 1e-3f;
+        g_lp[k] = save + h;
+        double lp = pg_loss(mode, cfg, NULL);
+        g_lp[k] = save - h;
+        double lm = pg_loss(mode, cfg, NULL);
+        g_lp[k] = save;
+        double fd = (lp - lm) / ((double)(save + h) - (save - h));
+        CHECK_MSG(fabs(g[k] - fd) <= 1e-4 + 2e-3 * fabs(fd), "%s: d/dlp[%d] %g vs finite difference %g", what, k,
+                  g[k], fd);
+        if (fabs(g[k] - fd) > worst) worst = fabs(g[k] - fd);
+        n_zero += g[k] == 0.0f && g_mask[k] != 0.0f;
+    }
+    printf("%-8s: %d gradients against finite differences, worst |error| %.2g\n", what, N, worst);
+    return n_zero;
+}
+
+/* sapo, gpg, clip_cov, kl_cov and geo_mean: values by hand on small cases, gradients by finite differences */
+static void test_more_pg_modes(void) {
+    vc_pg_config cfg;
+    vc_pg_config_default(&cfg);
+    double l;
+    vc_pg_metrics mt;
+    float g[4];
+    /* sapo: L = -A (4/tau) sigmoid(tau (r - 1)), tau = 1 for A > 0 and 1.05 for A <= 0; seq-mean-token-mean */
+    float o1[2] = { -1.0f, -1.0f }, p1[2] = { -0.9f, -1.2f }, a1[2] = { 1.0f, -2.0f }, m1[2] = { 1, 1 };
+    CHECK_OK(vc_policy_loss(VC_PG_SAPO, o1, p1, a1, m1, 2, 1, &cfg, NULL, &l, &mt, g));
+    double r0 = exp((float)0.1f), r1 = exp((float)-0.2f), s0 = 1 / (1 + exp(-(r0 - 1))), s1 = 1 / (1 + exp(-1.05 * (r1 - 1)));
+    CHECK_NEAR(l, 0.5 * (-4.0 * s0 * 1.0 + -(4.0 / 1.05) * s1 * -2.0), 1e-5);
+    CHECK_NEAR(g[0], 0.5 * -1.0 * 4 * s0 * (1 - s0) * r0, 1e-5);
+    CHECK(mt.pg_clipfrac == 0.0);
+    /* gpg: L = token-mean(-A lp) */
+    CHECK_OK(vc_policy_loss(VC_PG_GPG, o1, p1, a1, m1, 1, 2, &cfg, NULL, &l, &mt, g));
+    CHECK_NEAR(l, 0.5 * (0.9 * 1.0 + -1.2 * 2.0), 1e-6);
+    CHECK_NEAR(g[0], -0.5, 1e-7);
+    CHECK_NEAR(g[1], 1.0, 1e-7);
+    /* clip_cov: r = 1 everywhere, cov = (A - 0)(lp - (-2)) = {3, 0, 0, 0}: only token 0 lies in (1, 5) */
+    float o2[4] = { -1, -2, -3, -2 }, a2[4] = { 3, 0, 0, -3 }, m2[4] = { 1, 1, 1, 1 };
+    CHECK_OK(vc_policy_loss(VC_PG_CLIP_COV, o2, o2, a2, m2, 1, 4, &cfg, NULL, &l, &mt, g));
+    CHECK_NEAR(l, 3.0 / 4.0, 1e-6); /* token 0's -3 switched off */
+    CHECK(g[0] == 0.0f && g[3] == 0.75f);
+    CHECK_NEAR(mt.pg_clipfrac, 0.25, 1e-6);
+    cfg.clip_cov_lb = 3.5; /* no candidate left: nothing switched off */
+    CHECK_OK(vc_policy_loss(VC_PG_CLIP_COV, o2, o2, a2, m2, 1, 4, &cfg, NULL, &l, &mt, g));
+    CHECK_NEAR(l, 0.0, 1e-6);
+    CHECK(mt.pg_clipfrac == 0.0);
+    cfg.clip_cov_lb = 1.0;
+    /* kl_cov: the top-1 covariance token (0) gains ppo_kl_coef |lp - old| */
+    float p2[4] = { -0.5f, -2, -3, -2 };
+    float a3[4] = { 3, 0, 0, -3 };
+    CHECK_OK(vc_policy_loss(VC_PG_KL_COV, o2, p2, a3, m2, 1, 4, &cfg, NULL, &l, &mt, g));
+    CHECK_NEAR(l, (-3.0 * exp(0.5) + 0.1 * 0.5 + 3.0) / 4.0, 1e-5);
+    CHECK_NEAR(g[0], (-3.0 * exp(0.5) + 0.1) / 4.0, 1e-5);
+    CHECK_NEAR(mt.ppo_kl, 0.5 / 4.0, 1e-6);
+    /* geo_mean: d = {0.1, 0.5}, A > 0, clip 0.2: s = exp((0.1 + 0.2) / 2); token 1 clipped, no gradient */
+    float o4[2] = { -1.0f, -1.0f }, p4[2] = { -0.9f, -0.5f }, a4[2] = { 1.0f, 1.0f };
+    CHECK_OK(vc_policy_loss(VC_PG_GEO_MEAN, o4, p4, a4, m1, 1, 2, &cfg, NULL, &l, &mt, g));
+    CHECK_NEAR(l, -exp(0.15), 1e-5);
+    CHECK_NEAR(g[0], -exp(0.15) / 2.0, 1e-5);
+    CHECK(g[1] == 0.0f);
+    CHECK_NEAR(mt.pg_clipfrac, 0.5, 1e-6);
+    CHECK(mt.pg_clipfrac_lower == 0.0);
+
+    /* clip_cov's random choice: exactly max(1, int(ratio * tokens)) of the candidates, a pure function
+     * of (seed, draw) */
+    enum { M = 400 };
+    static float ob[M], pb[M], ab[M], mb[M], g1[M], g2[M];
+    for (int k = 0; k < M; k++) {
+        ob[k] = -2.0f; pb[k] = -2.0f + frand(-2, 2); ab[k] = frand(-3, 3); mb[k] = k % 7 != 0;
+    }
+    vc_pg_config cc;
+    vc_pg_config_default(&cc);
+    cc.clip_ratio = 10.0; /* nothing clipped by the PPO clip */
+    cc.clip_cov_ratio = 0.03;
+    cc.clip_cov_lb = 0.5;
+    int n_cand = 0, n_tok = 0;
+    double ma = vc_masked_mean(ab, mb, M), ml = vc_masked_mean(pb, mb, M);
+    for (int k = 0; k < M; k++) {
+        double cov = (ab[k] - ma) * (pb[k] - ml);
+        n_tok += mb[k] != 0;
+        n_cand += mb[k] != 0 && cov > 0.5 && cov < 5.0;
+    }
+    int want = (int)(0.03 * n_tok);
+    CHECK(n_cand > 2 * want && want > 3);
+    int diff = 0, same = 1;
+    cc.draw = 7;
+    CHECK_OK(vc_policy_loss(VC_PG_CLIP_COV, ob, pb, ab, mb, 1, M, &cc, NULL, &l, &mt, g1));
+    CHECK_NEAR(mt.pg_clipfrac, (double)want / n_tok, 1e-6);
+    CHECK_OK(vc_policy_loss(VC_PG_CLIP_COV, ob, pb, ab, mb, 1, M, &cc, NULL, &l, &mt, g2));
+    for (int k = 0; k < M; k++) same &= g1[k] == g2[k];
+    cc.draw = 8;
+    CHECK_OK(vc_policy_loss(VC_PG_CLIP_COV, ob, pb, ab, mb, 1, M, &cc, NULL, &l, &mt, g2));
+    int n_off = 0;
+    for (int k = 0; k < M; k++) {
+        diff += (g1[k] == 0.0f) != (g2[k] == 0.0f);
+        if (mb[k] != 0 && g1[k] == 0.0f && ab[k] != 0.0f) {
+            double cov = (ab[k] - ma) * (pb[k] - ml);
+            n_off++;
+            CHECK_MSG(cov > 0.5 && cov < 5.0, "token %d switched off with cov %g", k, cov);
+        }
+    }
+    CHECK(n_off == want);
+    CHECK(same && diff > 0);
+    printf("clip_cov: %d of %d candidates switched off (%d tokens); another draw differs in %d places\n", want,
+           n_cand, n_tok, diff);
+
+    /* gradients against finite differences over the shared random data */
+    vc_pg_config_default(&cfg);
+    cfg.clip_ratio_high = 0.28;
+    int z;
+    fd_check(VC_PG_SAPO, &cfg, "sapo");
+    fd_check(VC_PG_GPG, &cfg, "gpg");
+    cfg.clip_cov_ratio = 0.2;
+    cfg.clip_cov_lb = 0.05;
+    z = fd_check(VC_PG_CLIP_COV, &cfg, "clip_cov");
+    CHECK(z > 0);
+    cfg.kl_cov_ratio = 0.2;
+    cfg.ppo_kl_coef = 0.5;
+    fd_check(VC_PG_KL_COV, &cfg, "kl_cov");
+    z = fd_check(VC_PG_GEO_MEAN, &cfg, "geo_mean");
+    CHECK(z > 0); /* tokens clipped on their advantage's side have no gradient */
+    cfg.norm.global_batch_size = 8; /* rows of a larger global batch: the same loss over 8 rows, times 2 ranks */
+    cfg.norm.dp_size = 2;
+    double l4 = pg_loss(VC_PG_GEO_MEAN, &cfg, NULL);
+    cfg.norm = (vc_agg_norm){ 0 };
+    CHECK_NEAR(l4, pg_loss(VC_PG_GEO_MEAN, &cfg, NULL) * B / 8.0 * 2.0, 1e-9);
+    vc_pg_mode md;
+    CHECK_OK(vc_pg_mode_parse("geo_mean", &md));
+    CHECK(md == VC_PG_GEO_MEAN);
+    CHECK(vc_pg_mode_parse("geo-mean", &md) == VC_ERR_UNSUPPORTED);
+    CHECK(strstr(vc_last_error(), "clip_cov") != NULL);
+    cfg.tau_neg = 0;
+    CHECK(vc_policy_loss(VC_PG_SAPO, g_old, g_lp, g_adv, g_mask, B, T, &cfg, NULL, &l, &mt, NULL) == VC_ERR_ARG);
+}
+
 static void test_straight_through_grads(void) {
     /* CISPO: dL/dlp = -clip(r) A w (the clipped ratio is a constant) */
     float old[2] = { -1.0f, -1.0f }, lp[2] = { -0.5f, -1.1f }, adv[2] = { 1.0f, 2.0f }, m[2] = { 1, 1 }, g[2];
@@ -251,6 +394,7 @@ int main(void) {
     test_masks();
     test_pg_grad();
     test_straight_through_grads();
+    test_more_pg_modes();
     test_entropy_and_ctrl();
     return vc_test_done();
 }

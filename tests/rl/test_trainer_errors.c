@@ -98,6 +98,10 @@ int main(void) {
     expect("algorithm.adv_estimator=ppo2", VC_ERR_ARG, "algorithm.adv_estimator", "ppo2");
     expect("actor_rollout_ref.rollout.n=0", VC_ERR_ARG, "actor_rollout_ref.rollout.n", NULL);
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
+    expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
+    expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
+    expect("actor_rollout_ref.actor.policy_loss.clip_cov_lb=6", VC_ERR_ARG, "clip_cov_lb", NULL);
     expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
     /* overlong prompts filtered with a count: all of them here, which is an error naming the count */
     expect("data.max_prompt_length=3|data.filter_overlong_prompts=true", VC_ERR_ARG, "4 filtered", NULL);
@@ -111,6 +115,10 @@ int main(void) {
         "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.actor.kl_loss_type=k2",
         "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
         "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov|actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=geo_mean|actor_rollout_ref.actor.clip_ratio=0.4",
         "actor_rollout_ref.actor.entropy_coeff=0.01|actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.ppo_mini_batch_size=1",
         "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
