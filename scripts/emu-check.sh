@@ -43,7 +43,7 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
     tail -n 40 "$B/emu-build.log"
     exit 1
 }
-models=$(ls -d "$SHARED"/fixtures/models/*/ 2>/dev/null)
+models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
 for t in table ops copy attn; do
     step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"

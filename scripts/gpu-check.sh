@@ -391,7 +391,7 @@ profile_model() { # config name
         VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" --batch 256 --prompt 128 --new 32 $P
 }
 if [ $built = 1 ] && [ -x "$BIN" ]; then
-    MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null)
+    MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
     [ -z "$MODELS" ] && say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS

@@ -27,6 +27,15 @@ static inline const char *vc_test_shared(void) {
     return s && *s ? s : "../shared";
 }
 
+/* Folders of fixture models: the shared ones, then verlc's own (tests/fixtures/models, made by
+ * tools/fixtures/make_fixture.py for architectures the shared set lacks; tests run from the source root). */
+static inline const char *vc_test_model_root(int i, char *buf, size_t cap) {
+    if (i == 0) snprintf(buf, cap, "%s/fixtures/models", vc_test_shared());
+    else if (i == 1) snprintf(buf, cap, "tests/fixtures/models");
+    else return NULL;
+    return buf;
+}
+
 /* Records a failure (instead of crashing later) when the shared reference folder is absent. */
 static inline int vc_test_have_shared(void) {
     char p[1024];

@@ -34,6 +34,8 @@ typedef struct vc_model_config {
     int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
     /* rope */
     vc_rope rope;
+    vc_rope rope_local;           /* sliding-window layers' rope when local_rope (Gemma 3) */
+    int local_rope;
     int rot_dim;                  /* rotated dims of each head (partial rotary) */
     int rope_interleaved;         /* GPT-J / GLM pairs (2i, 2i+1) instead of (i, i + rot/2) */
     /* attention biases (from config; the loader also accepts them when present) */

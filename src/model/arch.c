@@ -138,13 +138,20 @@ static const vc_tensor_rule INTERNLM2[] = {
     { L "feed_forward.w2.weight", VC_W_DOWN },
     { 0 } };
 
+/* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
+static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
+                                             "lm_head.", "language_model.lm_head.", NULL };
+
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, NULL }
 static const vc_arch ARCHS[] = {
     { "llama", "llama mistral qwen2 qwen3 gemma olmo2 yi deepseek starcoder2 granite", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
-    { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
+    { "gemma2", "gemma2 gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
+    /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
+    { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
+      "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
@@ -165,6 +172,16 @@ const vc_arch *vc_arch_find(const char *model_type) {
         }
     }
     return NULL;
+}
+
+int vc_arch_other_tower(const vc_arch *a, const char *name) {
+    for (const char *p = a->ignore_prefixes; p && *p;) {
+        size_t k = strcspn(p, " ");
+        if (k && !strncmp(name, p, k)) return 1;
+        p += k;
+        while (*p == ' ') p++;
+    }
+    return 0;
 }
 
 static const char *const SLOT_NAMES[VC_W_COUNT] = {

@@ -40,9 +40,15 @@ typedef struct vc_arch {
     const char *name;
     const char *model_types;              /* space-separated model_type values */
     const vc_tensor_rule *const *tables;  /* NULL-terminated list of rule tables */
+    /* checkpoints that nest the decoder (multimodal ones): pairs of (rule-name prefix, checkpoint-name
+     * prefix) tried when a rule's own name is absent, NULL-terminated; NULL: none */
+    const char *const *nested;
+    const char *ignore_prefixes;          /* space-separated: tensors of other towers, unused */
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
+/* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
+int vc_arch_other_tower(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* The slot's shape for this config and layer; returns the number of dims, 0 if the slot does not

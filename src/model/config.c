@@ -60,9 +60,11 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
     const cJSON *types = vc_json_member(o, "layer_types");
     int use = w > 0;
     if (vc_json_member(o, "use_sliding_window")) use = use && flag(o, "use_sliding_window", 0);
-    int64_t mwl = 0;
+    int64_t mwl = 0, pattern = 6; /* Gemma 3: every sixth layer is global unless the config says otherwise */
     vc_status st = vc_json_get_int(o, "max_window_layers", 0, &mwl, path);
+    if (st == VC_OK) st = vc_json_get_int(o, "sliding_window_pattern", 6, &pattern, path);
     if (st != VC_OK) return st;
+    if (pattern < 1) return vc_fail(VC_ERR_FORMAT, "%s: sliding_window_pattern must be >= 1", path);
     for (int64_t l = 0; l < c->n_layer; l++) {
         int slide = 0;
         if (types && cJSON_IsArray(types)) {
@@ -71,6 +73,7 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
                 return vc_fail(VC_ERR_FORMAT, "%s: layer_types has no string for layer %lld", path, (long long)l);
             slide = !strcmp(t->valuestring, "sliding_attention");
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
+        else if (is(c, "gemma3_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
             slide = use && l >= mwl;
         else slide = use;
@@ -154,6 +157,28 @@ static vc_status parse_mla(const cJSON *o, const char *path, vc_model_config *c)
     return VC_OK;
 }
 
+/* Gemma 3: q/k norms, and sliding layers with their own rope (local base 10000, never scaled; global
+ * base 1e6 when the config names none) */
+static vc_status parse_gemma3(const cJSON *o, const char *path, vc_model_config *c) {
+    c->qk_norm = 1;
+    c->local_rope = 1;
+    if (!vc_json_member(o, "rope_parameters")) {
+        if (!c->rope.theta_given) c->rope.theta = 1e6;
+        vc_rope *r = &c->rope_local;
+        memset(r, 0, sizeof *r);
+        r->factor = r->attention_factor = r->partial_rotary_factor = 1.0;
+        r->beta_fast = 32;
+        r->beta_slow = 1;
+        r->truncate = 1;
+        r->max_position_embeddings = c->rope.max_position_embeddings;
+        r->theta_given = 1;
+        vc_status st = vc_json_get_num(o, "rope_local_base_freq", 10000.0, &r->theta, path);
+        if (!st && !(r->theta > 0)) st = vc_fail(VC_ERR_FORMAT, "%s: rope_local_base_freq must be positive", path);
+        return st;
+    }
+    return vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local);
+}
+
 /* family-specific keys and flags */
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
@@ -162,11 +187,12 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0));
     c->mlp_bias = flag(o, "mlp_bias", 0);
     if (is(c, "qwen3") || is(c, "qwen3_moe")) c->qk_norm = 1;
-    if (is(c, "gemma") || is(c, "gemma2")) {
+    if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text")) {
         c->norm_offset = 1.0f;
         c->emb_scale = sqrtf((float)c->hidden);
     }
-    if (is(c, "gemma2")) {
+    if (is(c, "gemma3_text") && (st = parse_gemma3(o, path, c))) return st;
+    if (is(c, "gemma2") || is(c, "gemma3_text")) {
         double qs, a, f;
         c->sandwich_norm = 1;
         if ((st = get_num_any(o, "query_pre_attn_scalar", (double)c->head_dim, &qs, path)) ||
@@ -231,7 +257,30 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
     return VC_OK;
 }
 
+/* An image-text checkpoint whose text decoder verlc runs (Gemma 3 4B and up): its text_config is the
+ * model; tied embeddings and special tokens may sit at the top level. */
+static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *tc = vc_json_member(o, "text_config");
+    if (!tc || !cJSON_IsObject(tc)) return vc_fail(VC_ERR_MISSING, "%s: key 'text_config' is missing", path);
+    char ctx[512];
+    snprintf(ctx, sizeof ctx, "%s: text_config", path);
+    cJSON *copy = cJSON_Duplicate(tc, 1);
+    if (!copy) return VC_ERR_NOMEM;
+    if (!vc_json_member(copy, "model_type")) cJSON_AddStringToObject(copy, "model_type", "gemma3_text");
+    vc_status st = vc_config_parse_model(copy, ctx, c);
+    cJSON_Delete(copy);
+    if (st) return st;
+    if (strcmp(c->model_type, "gemma3_text"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: text_config.model_type '%s' is not Gemma 3's text model", path,
+                       c->model_type);
+    c->arch = vc_arch_find("gemma3");
+    c->tied = flag(o, "tie_word_embeddings", c->tied);
+    return parse_special_tokens(o, path, c);
+}
+
 vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *mt0 = vc_json_member(o, "model_type");
+    if (mt0 && cJSON_IsString(mt0) && !strcmp(mt0->valuestring, "gemma3")) return parse_nested_text(o, path, c);
     memset(c, 0, sizeof *c);
     c->bos_id = c->pad_id = -1;
     const char *mt = NULL;
@@ -264,7 +313,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         return vc_fail(VC_ERR_FORMAT, "%s: num_key_value_heads %lld does not divide num_attention_heads %lld", path,
                        (long long)c->n_kv_head, (long long)c->n_head);
     c->norm_eps = (float)eps;
-    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2"));
+    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     c->rot_dim = (int)(c->head_dim * c->rope.partial_rotary_factor);
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));

@@ -30,6 +30,7 @@ typedef struct {
     const vc_kv_pages *paged;
     int64_t T;
     const float *cos, *sin; /* [T, rot/2], backend memory */
+    const float *cos_l, *sin_l; /* sliding layers' own tables when cfg.local_rope, else cos / sin */
     int64_t *pos;           /* [T], host */
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
@@ -49,9 +50,9 @@ static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int6
 }
 
 /* inv_freq as the model holds it (rounded to a bf16/f16 checkpoint dtype) for sequences up to maxpos */
-static vc_status inv_freq(const vc_model_config *c, int64_t maxpos, float *inv, float *scale) {
+static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int64_t maxpos, float *inv, float *scale) {
     int half = c->rot_dim / 2;
-    vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, scale);
+    vc_status st = vc_rope_inv_freq(r, c->rot_dim, maxpos, (int)c->max_pos, inv, scale);
     if (st) return st;
     if (c->dtype == VC_BF16 || c->dtype == VC_F16)
         for (int i = 0; i < half; i++)
@@ -61,17 +62,17 @@ static vc_status inv_freq(const vc_model_config *c, int64_t maxpos, float *inv, 
 
 /* paged batches: each sequence's tables depend only on that sequence (length-dependent ropes use its
  * own length), so a row does not depend on the rest of the batch */
-static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
+static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int half) {
     const vc_model_config *c = &f->m->cfg;
     float inv[1024], scale = 1.0f;
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
     /* only dynamic NTK and LongRoPE frequencies depend on the sequence's length: others are computed once */
-    int by_len = c->rope.type == VC_ROPE_DYNAMIC || c->rope.type == VC_ROPE_LONGROPE, have = 0;
+    int by_len = r->type == VC_ROPE_DYNAMIC || r->type == VC_ROPE_LONGROPE, have = 0;
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t t0 = f->b->cu_seqlens[s], t1 = f->b->cu_seqlens[s + 1], base = f->paged->len[s];
         for (int64_t t = t0; t < t1; t++) f->pos[t] = base + t - t0;
         if (!half || t1 == t0) continue;
-        vc_status st = by_len || !have ? inv_freq(c, base + t1 - t0, inv, &scale) : VC_OK;
+        vc_status st = by_len || !have ? inv_freq(c, r, base + t1 - t0, inv, &scale) : VC_OK;
         if (st) return st;
         have = 1;
         for (int64_t t = t0; t < t1; t++)
@@ -84,26 +85,37 @@ static vc_status rope_tables_paged(fwd_ctx *f, float *cs, int half) {
     return VC_OK;
 }
 
-static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half);
+static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int half);
 
-/* rope tables for this batch, computed on the host and uploaded (the rope op reads backend memory) */
-static vc_status rope_tables(fwd_ctx *f) {
+/* one rope's tables for this batch, computed on the host and uploaded (the rope op reads backend memory) */
+static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, const float **cos, const float **sin) {
     int half = f->m->cfg.rot_dim / 2;
     size_t bytes = sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2;
-    f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
     float *cs = vc_graph_alloc(f->g, bytes, 1);
-    if (!f->pos || !cs) return vc_graph_status(f->g);
-    vc_status st = f->paged ? rope_tables_paged(f, cs, half) : rope_tables_host(f, cs, half);
+    if (!cs) return vc_graph_status(f->g);
+    vc_status st = f->paged ? rope_tables_paged(f, r, cs, half) : rope_tables_host(f, r, cs, half);
     if (st) return st;
     float *dev = vc_graph_upload(f->g, cs, bytes);
     if (!dev) return vc_graph_status(f->g);
-    f->cos = dev;
-    f->sin = dev + f->T * half;
+    *cos = dev;
+    *sin = dev + f->T * half;
     return VC_OK;
 }
 
+/* positions, the rope tables, and the sliding layers' own ones (Gemma 3) */
+static vc_status rope_tables(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
+    if (!f->pos) return vc_graph_status(f->g);
+    vc_status st = rope_upload(f, &c->rope, &f->cos, &f->sin);
+    if (!st && c->local_rope) return rope_upload(f, &c->rope_local, &f->cos_l, &f->sin_l);
+    f->cos_l = f->cos;
+    f->sin_l = f->sin;
+    return st;
+}
+
 /* positions continue after the cache */
-static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half) {
+static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int half) {
     const vc_model_config *c = &f->m->cfg;
     float inv[1024], scale = 1.0f;
     int64_t maxpos = 0;
@@ -116,13 +128,8 @@ static vc_status rope_tables_host(fwd_ctx *f, float *cs, int half) {
     }
     if (!half) return VC_OK;
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
-    vc_status st = vc_rope_inv_freq(&c->rope, c->rot_dim, maxpos, (int)c->max_pos, inv, &scale);
+    vc_status st = inv_freq(c, r, maxpos, inv, &scale);
     if (st) return st;
-    /* transformers casts the inv_freq buffer with the model to its dtype (bf16/f16 checkpoints) before
-     * math runs in f32, so the frequencies carry that rounding */
-    if (c->dtype == VC_BF16 || c->dtype == VC_F16)
-        for (int i = 0; i < half; i++)
-            inv[i] = c->dtype == VC_BF16 ? vc_bf16_to_f32(vc_f32_to_bf16(inv[i])) : vc_f16_to_f32(vc_f32_to_f16(inv[i]));
     for (int64_t t = 0; t < f->T; t++)
         for (int i = 0; i < half; i++) {
             float ang = (float)f->pos[t] * inv[i];
@@ -260,8 +267,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
         k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
     }
-    q = vc_op_rope_temp(g, reshape3(g, q, T, nh, hd), f->cos, f->sin, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
-    k = vc_op_rope_temp(g, reshape3(g, k, T, nkv, hd), f->cos, f->sin, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
+    const float *cs = loc ? f->cos_l : f->cos, *sn = loc ? f->sin_l : f->sin;
+    q = vc_op_rope_temp(g, reshape3(g, q, T, nh, hd), cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
+    k = vc_op_rope_temp(g, reshape3(g, k, T, nkv, hd), cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
     return vc_op_linear(g, reshape3(g, o, T, 1, nh * hd), vc_w(m, l, VC_W_O), vc_w(m, l, VC_W_O_B));

@@ -114,6 +114,21 @@ vc_status vc_model_copy_side_files(const char *from, const char *to, int overwri
     return VC_OK;
 }
 
+/* the source checkpoint's tensors of other towers (a multimodal model's vision tower), as they were, so
+ * the export loads as the same kind of model */
+static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w) {
+    if (!m->cfg.arch->ignore_prefixes || !m->dir) return VC_OK;
+    vc_checkpoint *ck = NULL;
+    vc_status st = vc_ckpt_open(m->dir, &ck);
+    for (int i = 0; !st && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        if (vc_arch_other_tower(m->cfg.arch, t->name))
+            st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 1);
+    }
+    vc_ckpt_close(ck);
+    return st;
+}
+
 vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (dtype != VC_F32 && dtype != VC_BF16 && dtype != VC_F16)
         return vc_fail(VC_ERR_ARG, "export dtype must be f32, bf16 or f16");
@@ -137,6 +152,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
         free(buf);
         free(out);
     }
+    if (!st) st = copy_other_towers(m, w);
     if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
     if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
     vc_st_writer_free(w);

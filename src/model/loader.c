@@ -159,9 +159,25 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
     return VC_OK;
 }
 
-static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+/* the checkpoint's tensor for a rule's name: itself, or where a nesting architecture puts it */
+static const vc_st_tensor *find_nested(const vc_model *m, vc_checkpoint *ck, const char *name, char *buf,
+                                       size_t cap, const char **found) {
+    const vc_st_tensor *t = vc_ckpt_find(ck, name);
+    *found = name;
+    for (const char *const *n = m->cfg.arch->nested; !t && n && n[0]; n += 2) {
+        size_t k = strlen(n[0]);
+        if (strncmp(name, n[0], k)) continue;
+        snprintf(buf, cap, "%s%s", n[1], name + k);
+        if ((t = vc_ckpt_find(ck, buf))) *found = buf;
+    }
+    return t;
+}
+
+static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
     load_ctx *x = p;
-    const vc_st_tensor *t = vc_ckpt_find(x->ck, name);
+    char buf[320];
+    const char *name;
+    const vc_st_tensor *t = find_nested(x->m, x->ck, rule_name, buf, sizeof buf, &name);
     if (!t) return VC_OK;
     int idx = (int)(t - vc_ckpt_at(x->ck, 0));
     if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
@@ -257,8 +273,11 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
         for (const vc_tensor_rule *const *t = c->arch->tables; *t && !why; t++)
             for (const vc_tensor_rule *r = *t; r->name && !why; r++)
                 if (r->transform == VC_TR_IGNORE && match(r->name, name, &a, &b)) why = "rotary cache, recomputed";
-        if (!why && c->tied && (!strcmp(name, "lm_head.weight") || !strcmp(name, "output.weight")))
+        if (!why && c->tied && (!strcmp(name, "lm_head.weight") || !strcmp(name, "output.weight") ||
+                                (c->arch->nested && !strcmp(name, "language_model.lm_head.weight"))))
             why = "tied to the embedding";
+        if (!why && vc_arch_other_tower(c->arch, name))
+            why = "another tower of a multimodal checkpoint, not used by the text model";
         if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)
             why = "multi-token-prediction layer, not used for training";
         if (!why)

@@ -20,12 +20,11 @@ static void roundtrip(const char *dir, const char *name) {
     remove_tree(out);
 }
 
-int main(void) {
-    char root[512];
-    snprintf(root, sizeof root, "%s/fixtures/models", vc_test_shared());
+/* every model of one fixture folder; returns how many */
+static int check_root(const char *root) {
     DIR *d = opendir(root);
     CHECK_MSG(d != NULL, "cannot open %s", root);
-    if (!d) return vc_test_done();
+    if (!d) return 0;
     struct dirent *e;
     int n = 0;
     while ((e = readdir(d))) {
@@ -46,7 +45,15 @@ int main(void) {
         n++;
     }
     closedir(d);
-    CHECK_MSG(n >= 29, "found %d fixture models", n);
-    printf("%d fixture models checked\n", n);
+    return n;
+}
+
+int main(void) {
+    char root[512];
+    int n = check_root(vc_test_model_root(0, root, sizeof root));
+    CHECK_MSG(n >= 29, "found %d shared fixture models", n);
+    int own = check_root(vc_test_model_root(1, root, sizeof root));
+    CHECK_MSG(own >= 3, "found %d of verlc's own fixture models", own);
+    printf("%d shared and %d own fixture models checked\n", n, own);
     return vc_test_done();
 }

@@ -97,6 +97,19 @@ int main(void) {
                                  "\"num_attention_heads\": 4, \"num_key_value_heads\": 3}");
     expect(d, VC_ERR_FORMAT, "config.json", "num_key_value_heads");
 
+    /* an image-text checkpoint: its text_config is the model */
+    d = fresh("mm_notext");
+    write_text(d, "config.json", "{\"model_type\": \"gemma3\", \"vision_config\": {}}");
+    expect(d, VC_ERR_MISSING, "config.json", "text_config");
+    d = fresh("mm_wrongtext");
+    write_text(d, "config.json", "{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"llama\", \"vocab_size\": 8,"
+                                 "\"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2}}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "llama");
+    d = fresh("mm_badtext");
+    write_text(d, "config.json", "{\"model_type\": \"gemma3\", \"text_config\": {\"vocab_size\": 8, \"hidden_size\": 8,"
+                                 "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"sliding_window_pattern\": 0}}");
+    expect(d, VC_ERR_FORMAT, "text_config", "sliding_window_pattern");
+
     d = fresh("nockpt");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
                                  "\"num_attention_heads\": 2, \"intermediate_size\": 16}");
