@@ -259,15 +259,7 @@ vc_status vc_config_merge_yaml(vc_config *cfg, const char *text, size_t len, con
     return st;
 }
 
-vc_status vc_config_merge_file(vc_config *cfg, const char *path) {
-    char *text;
-    size_t len;
-    vc_status st = vc_read_file(path, &text, &len);
-    if (st != VC_OK) return st;
-    st = vc_config_merge_yaml(cfg, text, len, path);
-    free(text);
-    return st;
-}
+/* vc_config_merge_file: cfg_compose.c (a file with its Hydra defaults list) */
 
 /* ---- the whole pipeline ------------------------------------------------------------------------ */
 

@@ -30,7 +30,7 @@ static const char R_PY[] = "a Python data-loader option";
 
 static const struct notice_rule RULES[] = {
     { "**._target_", NULL, N_ACCEPT_UNKNOWN | N_DROP | N_SILENT, "" },
-    { "defaults", NULL, N_ACCEPT_UNKNOWN | N_DROP, "Hydra defaults lists are not composed; verlc starts from verl's ppo_trainer defaults" },
+    { "defaults", NULL, N_ACCEPT_UNKNOWN | N_DROP, "a defaults list composes only at the top of a YAML file" },
     { "hydra.**", NULL, N_ACCEPT_UNKNOWN | N_DROP, "Hydra runtime settings do not apply" },
     { "actor_rollout_ref.rollout.name", "verlc,native,hf", 0, R_ENGINE },
     { "reward_model.rollout.name", "verlc,native,hf", 0, R_ENGINE },

@@ -6,6 +6,7 @@
 #include "verlc/config.h"
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int err_has(const char *needle) {
@@ -427,6 +428,85 @@ static void test_yaml_files(void) {
     unlink(p);
 }
 
+static void put_file(const char *dir, const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    char *slash = strrchr(p, '/');
+    *slash = 0;
+    mkdir(p, 0755);
+    *slash = '/';
+    FILE *f = fopen(p, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* Hydra defaults lists: files, groups at their package, _self_'s place, searchpath, errors */
+static void test_defaults_lists(void) {
+    char dir[128], more[160], path[256];
+    snprintf(dir, sizeof dir, "/tmp/vc_cfg_defaults_%d", (int)getpid());
+    snprintf(more, sizeof more, "%s/more", dir);
+    mkdir(dir, 0755);
+    mkdir(more, 0755);
+    put_file(dir, "base.yaml", "data:\n  train_batch_size: 64\ntrainer:\n  total_epochs: 1\n");
+    put_file(dir, "actor_tweaks/fast.yaml", "ppo_mini_batch_size: 8\nclip_ratio: 0.3\n");
+    put_file(more, "far.yaml", "data:\n  max_prompt_length: 333\n");
+    put_file(dir, "main.yaml",
+             "hydra:\n  searchpath: [file:///nonexistent/verl/trainer/config, file:///tmp/vc_cfg_defaults_PID/more]\n"
+             "defaults:\n  - ppo_trainer\n  - base\n  - actor_tweaks@actor_rollout_ref.actor: fast\n"
+             "  - optional nope: x\n  - override actor@actor_rollout_ref.actor: dp_actor\n  - far\n"
+             "  - _self_\ntrainer:\n  total_epochs: 3\n");
+    /* the searchpath names this process's folder */
+    snprintf(path, sizeof path, "%s/main.yaml", dir);
+    char *text = NULL;
+    size_t len;
+    CHECK_OK(vc_read_file(path, &text, &len));
+    if (text) {
+        char pid[16], fixed[2048];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        char *at = strstr(text, "PID");
+        snprintf(fixed, sizeof fixed, "%.*s%s%s", (int)(at - text), text, pid, at + 3);
+        put_file(dir, "main.yaml", fixed);
+        free(text);
+    }
+    vc_config *c = NULL;
+    CHECK_OK(vc_config_load(path, 0, NULL, &c));
+    if (c) {
+        CHECK(geti(c, "trainer.total_epochs") == 3);     /* _self_ last: the file's own keys win */
+        CHECK(geti(c, "data.train_batch_size") == 64);   /* from base.yaml */
+        CHECK(geti(c, "actor_rollout_ref.actor.ppo_mini_batch_size") == 8); /* group at its package */
+        CHECK_NEAR(getd(c, "actor_rollout_ref.actor.clip_ratio"), 0.3, 0);
+        CHECK(geti(c, "data.max_prompt_length") == 333); /* found through hydra.searchpath */
+        CHECK(has_notice(c, "actor@actor_rollout_ref.actor: dp_actor")); /* verl's built-in group */
+        CHECK(!has_notice(c, "nope"));                  /* optional and absent: silent */
+        vc_config_free(c);
+    }
+    /* _self_ first: what follows overrides the file's own keys */
+    put_file(dir, "selffirst.yaml", "defaults:\n  - _self_\n  - base\ntrainer:\n  total_epochs: 3\n");
+    snprintf(path, sizeof path, "%s/selffirst.yaml", dir);
+    CHECK_OK(vc_config_load(path, 0, NULL, &c));
+    if (c) {
+        CHECK(geti(c, "trainer.total_epochs") == 1);
+        vc_config_free(c);
+    }
+    struct { const char *name, *text, *msg1, *msg2; } bad[] = {
+        { "nofile.yaml", "defaults:\n  - missing_one\n", "nofile.yaml", "'missing_one'" },
+        { "noopt.yaml", "defaults:\n  - actor_tweaks@actor_rollout_ref.actor: slow\n", "noopt.yaml", "actor_tweaks/slow" },
+        { "cycle.yaml", "defaults:\n  - cycle\n", "cycle.yaml", "nest" },
+        { "pkg.yaml", "defaults:\n  - actor_tweaks@no_such.section: fast\n", "fast.yaml", "no_such.section" },
+        { "shape.yaml", "defaults:\n  - {a: b, c: d}\n", "shape.yaml", "one 'group: option'" },
+        { "typo.yaml", "defaults:\n  - base\ndata:\n  train_batch_sise: 1\n", "typo.yaml:4", "train_batch_size" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        put_file(dir, bad[k].name, bad[k].text);
+        snprintf(path, sizeof path, "%s/%s", dir, bad[k].name);
+        c = NULL;
+        CHECK_MSG(vc_config_load(path, 0, NULL, &c) != VC_OK && c == NULL, "%s", bad[k].name);
+        CHECK_MSG(err_has(bad[k].msg1) && err_has(bad[k].msg2), "%s: %s", bad[k].name, vc_last_error());
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* --print-config output fed back as --config gives the same config, with no notices beyond the one
  * for verl's own default logger list (wandb). */
 static void test_print_config_fixpoint(void) {
@@ -488,6 +568,7 @@ int main(void) {
     test_seq_balance();
     test_errors();
     test_yaml_files();
+    test_defaults_lists();
     test_print_config_fixpoint();
     test_argv();
     return vc_test_done();
