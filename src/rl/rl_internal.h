@@ -41,10 +41,14 @@ typedef struct rl_batch {
     int *finish;          /* [B] */
     char **text;          /* [B] decoded response */
     float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */
+    float *is_w;          /* [B,T] rollout-correction importance weights (algorithm.rollout_correction) */
     float *score;         /* [B] sequence score */
     int have_old, have_ref, have_values;
 } rl_batch;
 vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);
+/* the [B,T] float arrays of a batch (mask first), RL_BATCH_ARRAYS of them */
+enum { RL_BATCH_ARRAYS = 10 };
+void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]);
 void rl_batch_free(rl_batch *b);
 
 /* a packed micro-batch of whole rows (graph arena memory) */
@@ -96,6 +100,7 @@ typedef struct rl_actor_cfg {
     int ppo_epochs, mini_rows, micro_rows; /* micro_rows 0: by tokens only */
     int64_t max_tokens;                    /* 0: no token budget */
     int shuffle;
+    int use_is;                            /* token losses weighted by the batch's is_w */
     uint64_t seed;
 } rl_actor_cfg;
 

@@ -81,6 +81,27 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* algorithm.rollout_correction: truncated importance weights (rollout_is); rejection sampling and
+ * bypass mode are refused */
+static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
+#define RC "algorithm.rollout_correction."
+    const char *lvl = NULL, *rs = NULL;
+    int bypass = 0;
+    vc_status st = vc_config_get_str_or(c, RC "rollout_is", NULL, &lvl);
+    if (!st) st = vc_config_get_double_or(c, RC "rollout_is_threshold", 2.0, &t->ris_threshold);
+    if (!st) st = vc_config_get_bool_or(c, RC "rollout_is_batch_normalize", 0, &t->ris_batch_norm);
+    if (!st) st = vc_config_get_str_or(c, RC "rollout_rs", NULL, &rs);
+    if (!st) st = vc_config_get_bool_or(c, RC "bypass_mode", 0, &bypass);
+    if (!st) st = rl_rollout_is_parse(lvl, &t->ris_level);
+    if (!st && t->ris_level && !(t->ris_threshold > 0))
+        st = vc_fail(VC_ERR_ARG, RC "rollout_is_threshold must be positive, got %g", t->ris_threshold);
+    if (!st && rs) st = vc_fail(VC_ERR_UNSUPPORTED, RC "rollout_rs (rejection sampling) is not supported; use rollout_is");
+    if (!st && bypass) st = vc_fail(VC_ERR_UNSUPPORTED, RC "bypass_mode is not supported: verlc recomputes old log-probs");
+    t->acfg.use_is = t->ris_level != RL_RIS_OFF;
+    return st;
+#undef RC
+}
+
 static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *P = "actor_rollout_ref.actor.";
@@ -201,6 +222,8 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "trainer.test_freq", -1, &t->test_freq));
     TRY(get_int(c, "trainer.save_freq", -1, &t->save_freq));
     TRY(get_int(c, "trainer.critic_warmup", 0, &t->critic_warmup));
+    TRY(vc_config_get_bool_or(c, "trainer.balance_batch", 1, &t->balance_batch));
+    TRY(read_rollout_correction(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
     TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));

@@ -21,7 +21,7 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
     b->text = vc_calloc((size_t)B, sizeof(char *));
     b->score = vc_calloc((size_t)B, sizeof(float));
     float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
-                    &b->token_scores, &b->rewards, &b->adv, &b->ret };
+                    &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w };
     int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->score;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
     if (!ok) {
@@ -29,6 +29,12 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
         return VC_ERR_NOMEM;
     }
     return VC_OK;
+}
+
+void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]) {
+    float *f[RL_BATCH_ARRAYS] = { b->mask, b->rollout_logp, b->old_logp, b->ref_logp, b->values,
+                                  b->token_scores, b->rewards, b->adv, b->ret, b->is_w };
+    memcpy(out, f, sizeof f);
 }
 
 void rl_batch_free(rl_batch *b) {
@@ -43,9 +49,9 @@ void rl_batch_free(rl_batch *b) {
     free(b->prompt);
     free(b->finish);
     free(b->score);
-    float *f[] = { b->mask, b->rollout_logp, b->old_logp, b->ref_logp, b->values,
-                   b->token_scores, b->rewards, b->adv, b->ret };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    float *f[RL_BATCH_ARRAYS];
+    rl_batch_arrays(b, f);
+    for (size_t i = 0; i < RL_BATCH_ARRAYS; i++) free(f[i]);
     memset(b, 0, sizeof *b);
 }
 

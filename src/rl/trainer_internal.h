@@ -41,6 +41,9 @@ struct vc_rl_trainer {
     vc_kl_ctrl kl_ctrl;
     /* trainer */
     int64_t total_steps, step, test_freq, save_freq, critic_warmup, max_ckpt_keep;
+    int balance_batch;          /* trainer.balance_batch (several ranks only) */
+    int ris_level, ris_batch_norm; /* algorithm.rollout_correction: rollout_is, rollout_is_batch_normalize */
+    double ris_threshold;
     int val_before_train, val_only;
     const char *out_dir, *model_path;
     char *metrics_path;
@@ -64,7 +67,17 @@ typedef struct rl_dp {
     int world;
     int g_off, g_B; /* first global row of this rank, rows of the global batch */
     int g_T;        /* longest response of the global batch (seq-mean-token-sum-norm's default factor) */
+    int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
+
+/* rollout_corr.c: algorithm.rollout_correction.rollout_is */
+enum { RL_RIS_OFF, RL_RIS_TOKEN, RL_RIS_SEQUENCE };
+vc_status rl_rollout_is_parse(const char *level, int *out);
+/* b->is_w from old_logp vs rollout_logp (truncated, optionally batch-normalised), with verl's metrics */
+vc_status rl_rollout_is_weights(vc_rl_trainer *t, rl_batch *b, rl_metrics *met);
+
+/* balance.c: trainer.balance_batch, rows moved between ranks for equal work (dp->g_idx set) */
+vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met);
 
 /* trainer_update.c: the training cores with data parallelism (local_batch = 1 over comm) */
 vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,

@@ -206,7 +206,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     const uint32_t *idx = NULL;
     size_t n = vc_epoch_iter_next(&t->it, &idx);
     rl_batch b;
-    rl_dp dp;
+    rl_dp dp = { 0 };
     float *baselines = NULL;
     /* data parallel: rank r rolls out the contiguous block r of the prompts (all n samples of each, so
      * group statistics stay local); sampling is keyed by the global prompt index */
@@ -226,12 +226,13 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, &b, &baselines);
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);
     /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
-    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward;
+    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !t->ris_level;
     if (!st && !on_policy) {
         t0 = vc_now();
         st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, b.old_logp, NULL);
         b.have_old = !st;
         if (!st) st = probs_diff(t, &b, b.old_logp, met);
+        if (!st && t->ris_level) st = rl_rollout_is_weights(t, &b, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
     }
     if (!st && t->need_ref) {
@@ -265,6 +266,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     } else if (!st) memcpy(b.rewards, b.token_scores, sizeof(float) * (size_t)b.B * b.T);
     if (!st) st = rl_compute_advantages(t, &b, baselines);
     rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
+    if (!st && t->balance_batch) st = rl_balance_batch(t, &b, &dp, met);
     if (!st && t->use_critic) {
         t0 = vc_now();
         st = rl_update_critic_dp(&t->ctr, &t->critic, &b, &t->ccfg, &dp, met);
@@ -288,6 +290,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     rl_metrics_set(met, "perf/throughput", step_s > 0 ? tokens / step_s / (t->world > 1 ? t->world : 1) : 0);
     rl_metrics_set(met, "training/epoch", (double)t->it.epoch);
     free(baselines);
+    free(dp.g_idx);
     rl_batch_free(&b);
     return st ? vc_fail_ctx(st, "step %lld", (long long)t->step) : VC_OK;
 }

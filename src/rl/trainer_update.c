@@ -100,18 +100,19 @@ static void copy_rows(const rl_batch *b, const float *src, const int *rows, int 
 
 /* [rows, T] scratch of the losses */
 typedef struct mb_buf {
-    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp;
+    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp, *isw;
 } mb_buf;
 
 static vc_status mb_buf_alloc(mb_buf *m, size_t n) {
-    float **f[] = { &m->logp, &m->ent, &m->old, &m->adv, &m->mask, &m->ref, &m->d, &m->dent, &m->kl, &m->dkl, &m->tmp };
+    float **f[] = { &m->logp, &m->ent, &m->old, &m->adv, &m->mask, &m->ref, &m->d, &m->dent, &m->kl, &m->dkl, &m->tmp,
+                    &m->isw };
     int ok = 1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(n ? n : 1, sizeof(float))) != NULL;
     return ok ? VC_OK : VC_ERR_NOMEM;
 }
 
 static void mb_buf_free(mb_buf *m) {
-    float *f[] = { m->logp, m->ent, m->old, m->adv, m->mask, m->ref, m->d, m->dent, m->kl, m->dkl, m->tmp };
+    float *f[] = { m->logp, m->ent, m->old, m->adv, m->mask, m->ref, m->d, m->dent, m->kl, m->dkl, m->tmp, m->isw };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
 }
 
@@ -188,12 +189,12 @@ typedef struct step_ctx {
     int micro, g_off; /* its micro-batch count so far, this rank's first global row: random-draw keys */
 } step_ctx;
 
-/* The rows of global mini-batch order[0..nm) held by this rank (global rows [off, off + B)), as local
- * rows in the global order: every rank contributes its share, the union is one rank's mini-batch. */
-static int local_rows(const int *order, int nm, int off, int B, int *out) {
+/* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
+ * local rows in the global order: every rank contributes its share, the union is one rank's mini-batch. */
+static int local_rows(const int *order, int nm, const int *loc, int *out) {
     int k = 0;
     for (int i = 0; i < nm; i++)
-        if (order[i] >= off && order[i] < off + B) out[k++] = order[i] - off;
+        if (loc[order[i]] >= 0) out[k++] = loc[order[i]];
     return k;
 }
 
@@ -202,8 +203,15 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     int B = b->B, GB = dp ? dp->g_B : B, off = dp ? dp->g_off : 0;
     int mb_rows = l->mini_rows > 0 && l->mini_rows < GB ? l->mini_rows : GB;
     int *order = vc_malloc(sizeof(int) * (size_t)GB), *rows = vc_malloc(sizeof(int) * ((size_t)B + 1));
+    int *loc = vc_malloc(sizeof(int) * (size_t)GB); /* global row -> this rank's row, -1 elsewhere */
     mini mn = { 0 };
-    vc_status st = order && rows ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
+    vc_status st = order && rows && loc ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
+    for (int g = 0; !st && g < GB; g++) loc[g] = -1;
+    for (int i = 0; !st && i < B; i++) {
+        int g = dp && dp->g_idx ? dp->g_idx[i] : off + i;
+        if (g < 0 || g >= GB) st = vc_fail(VC_ERR_INTERNAL, "row %d has global index %d of %d", i, g, GB);
+        else loc[g] = i;
+    }
     if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
     /* ZeRO-3 needs equal micro-batch counts on every rank: each rank's mini-batch is an even share of
      * its own rows (verl's layout) instead of its rows among a global mini-batch */
@@ -217,7 +225,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
                 memcpy(rows, order + a, sizeof(int) * (size_t)(e - a));
                 nm = e - a;
             } else
-                nm = local_rows(order + m0, gm, off, B, rows);
+                nm = local_rows(order + m0, gm, loc, rows);
             mini_build(&mn, b, rows, nm);
             x->rows = rows;
             /* the global mini-batch's normalisers (summed over ranks in rank order) */
@@ -246,6 +254,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     }
     free(order);
     free(rows);
+    free(loc);
     mini_free(&mn);
     mb_buf_free(&x->w);
     return st;
@@ -310,7 +319,9 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     pg.draw = (uint64_t)x->opt_step << 32 | (uint64_t)(x->g_off & 0xfffff) << 12 | (uint64_t)(x->micro++ & 0xfff);
     double pg_loss = 0, ent_loss = 0, kl_loss = 0;
     vc_pg_metrics pm;
-    st = vc_policy_loss(c->mode, w->old, w->logp, w->adv, w->mask, n, b->T, &pg, NULL, &pg_loss, &pm, w->d);
+    if (c->use_is) copy_rows(b, b->is_w, rows, n, w->isw);
+    st = vc_policy_loss(c->mode, w->old, w->logp, w->adv, w->mask, n, b->T, &pg, c->use_is ? w->isw : NULL, &pg_loss,
+                        &pm, w->d);
     if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_loss, w->dent);
     if (st) return st;
     if (c->use_kl_loss) {

@@ -288,6 +288,20 @@ static void test_more_pg_modes(void) {
     double l4 = pg_loss(VC_PG_GEO_MEAN, &cfg, NULL);
     cfg.norm = (vc_agg_norm){ 0 };
     CHECK_NEAR(l4, pg_loss(VC_PG_GEO_MEAN, &cfg, NULL) * B / 8.0 * 2.0, 1e-9);
+    /* rollout-correction weights scale each token's loss and gradient (every per-token mode) */
+    float wts[N], half[N], gw0[N], gw1[N];
+    for (int k = 0; k < N; k++) wts[k] = 0.25f + 0.1f * (float)(k % 7), half[k] = 0.5f;
+    vc_pg_mode per_token[] = { VC_PG_VANILLA, VC_PG_CISPO, VC_PG_SAPO, VC_PG_GPG, VC_PG_KL_COV };
+    for (size_t i = 0; i < sizeof per_token / sizeof per_token[0]; i++) {
+        double l0, l1;
+        CHECK_OK(vc_policy_loss(per_token[i], g_old, g_lp, g_adv, g_mask, B, T, &cfg, NULL, &l0, &mt, gw0));
+        CHECK_OK(vc_policy_loss(per_token[i], g_old, g_lp, g_adv, g_mask, B, T, &cfg, wts, &l1, &mt, gw1));
+        int ok = 1;
+        for (int k = 0; k < N; k++) ok &= fabs(gw1[k] - wts[k] * gw0[k]) <= 1e-6 * (1 + fabs(gw0[k]));
+        CHECK_MSG(ok, "mode %d: the weighted gradient is not w * the gradient", (int)per_token[i]);
+        CHECK_OK(vc_policy_loss(per_token[i], g_old, g_lp, g_adv, g_mask, B, T, &cfg, half, &l1, &mt, NULL));
+        CHECK_NEAR(l1, 0.5 * l0, 1e-6 * (1 + fabs(l0)));
+    }
     vc_pg_mode md;
     CHECK_OK(vc_pg_mode_parse("geo_mean", &md));
     CHECK(md == VC_PG_GEO_MEAN);

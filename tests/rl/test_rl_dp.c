@@ -2,7 +2,7 @@
  * tokenizer's vocabulary, GSM8K rows as tests/rl/test_trainer_e2e.c builds them) on 2 ranks gives the
  * exported weights of 1 rank within a float tolerance and the same step-1 score metrics and validation
  * accuracy; the global mini-batches are the one-rank ones even where a rank holds none of a mini-batch's
- * rows; a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
+ * rows, also with trainer.balance_batch moving rows between the ranks; a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
  * dies mid-step (in its reward program) makes the job fail within VERLC_DIST_TIMEOUT. Skips the MPI part
  * cleanly when mpirun (VERLC_MPIRUN) is missing or the build has no MPI. */
 #include "rl_dp_util.h"
@@ -53,6 +53,14 @@ static void test_one_vs_two(int mini) {
         CHECK_MSG(!isnan(x) && fabs(x - y) <= METRIC_TOL * fmax(1, fabs(x)), "%s: 1 rank %.9g, 2 ranks %.9g",
                   SCORES[i], x, y);
     }
+    /* trainer.balance_batch (verl's default): rows moved for equal work, mini-batches composed as before */
+    double lo = metric(r2, "global_seqlen/balanced_min"), hi = metric(r2, "global_seqlen/balanced_max");
+    double spread = metric(r2, "global_seqlen/minmax_diff"), mean = metric(r2, "global_seqlen/mean");
+    printf("global_seqlen: rollout layout spread %.0f, balanced %.0f..%.0f\n", spread, lo, hi);
+    CHECK_MSG(!isnan(lo) && hi - lo <= spread && lo <= mean && mean <= hi, "balance_batch: %g..%g, spread %g", lo, hi,
+              spread);
+    CHECK_NEAR(2 * mean, metric(r2, "perf/total_num_tokens"), 0.5);
+    CHECK(isnan(metric(r1, "global_seqlen/mean"))); /* one rank: nothing to balance */
     double g1 = metric(r1, "actor/grad_norm"), g2 = metric(r2, "actor/grad_norm");
     printf("actor/grad_norm: 1 rank %.9g, 2 ranks %.9g; critic/score/mean %.4f\n", g1, g2,
            metric(r2, "critic/score/mean"));

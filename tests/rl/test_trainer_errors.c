@@ -100,6 +100,11 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
+    expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_UNSUPPORTED, "rollout_rs", NULL);
+    expect("algorithm.rollout_correction.bypass_mode=true", VC_ERR_UNSUPPORTED, "bypass_mode", NULL);
+    expect("algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_is_threshold=0",
+           VC_ERR_ARG, "rollout_is_threshold", NULL);
     expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
     expect("actor_rollout_ref.actor.policy_loss.clip_cov_lb=6", VC_ERR_ARG, "clip_cov_lb", NULL);
     expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
@@ -115,6 +120,8 @@ int main(void) {
         "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.actor.kl_loss_type=k2",
         "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
         "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+        "algorithm.rollout_correction.rollout_is=token",
+        "algorithm.rollout_correction.rollout_is=sequence|algorithm.rollout_correction.rollout_is_batch_normalize=true",
         "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
         "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov|actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1",

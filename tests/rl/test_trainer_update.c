@@ -5,6 +5,7 @@
  * Packed positions of response log-probs are checked against a one-row forward, and the rollout
  * engine's log-probs against the trainer's recomputation. */
 #include "../../src/rl/demo_internal.h"
+#include "../../src/rl/trainer_internal.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
 #include "vc_test.h"
@@ -216,7 +217,68 @@ static void test_rollout_logprobs(void) {
     vc_model_free(m);
 }
 
+/* algorithm.rollout_correction.rollout_is: truncated weights per token or per sequence, metrics, batch
+ * normalisation to mean 1 */
+static void test_rollout_is(void) {
+    rl_batch b;
+    make_batch(&b);
+    for (size_t k = 0; k < (size_t)b.B * b.T; k++) {
+        b.rollout_logp[k] = -1.0f;
+        b.old_logp[k] = -1.0f + (b.mask[k] > 0 ? 0.3f * vc_rng_normal(4, k, 0, 0) : 5.0f); /* padding ignored */
+    }
+    b.old_logp[0] = 1.0f; /* a token far above the threshold: truncated */
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    if (!t) return;
+    t->ris_threshold = 2.0;
+    for (int lvl = RL_RIS_TOKEN; lvl <= RL_RIS_SEQUENCE; lvl++) {
+        t->ris_level = lvl;
+        t->ris_batch_norm = 0;
+        rl_metrics met = { 0 };
+        CHECK_OK(rl_rollout_is_weights(t, &b, &met));
+        double wmax = 0, sum = 0, n = 0;
+        int ok = 1;
+        for (int i = 0; i < b.B; i++) {
+            double ls = 0;
+            for (int j = 0; j < b.T; j++) ls += ((double)b.old_logp[i * b.T + j] + 1.0) * b.mask[i * b.T + j];
+            for (int j = 0; j < b.T; j++) {
+                size_t k = (size_t)i * b.T + j;
+                double raw = lvl == RL_RIS_TOKEN ? exp((double)b.old_logp[k] + 1.0) : exp(ls);
+                double want = b.mask[k] > 0 ? fmin(raw, 2.0) : 0.0;
+                ok &= fabs(b.is_w[k] - want) <= 1e-6 * (1 + want);
+                if (b.mask[k] > 0) wmax = fmax(wmax, raw), sum += raw, n += 1;
+            }
+        }
+        CHECK_MSG(ok, "rollout_is level %d: weights differ from min(exp(old - rollout), 2)", lvl);
+        double v = NAN;
+        rl_metrics_get(&met, "rollout_corr/rollout_is_max", &v);
+        CHECK_NEAR(v, wmax, 1e-6 * wmax);
+        rl_metrics_get(&met, "rollout_corr/rollout_is_mean", &v);
+        CHECK_NEAR(v, sum / n, 1e-6);
+        rl_metrics_get(&met, "rollout_corr/rollout_is_ratio_fraction_high", &v);
+        CHECK(v > 0 && v < 1);
+        /* normalised: the truncated weights' mean over tokens (rows for sequence) becomes 1 */
+        t->ris_batch_norm = 1;
+        CHECK_OK(rl_rollout_is_weights(t, &b, &met));
+        double s1 = 0, c1 = 0;
+        for (int i = 0; i < b.B; i++) {
+            double rs = 0, rm = 0;
+            for (int j = 0; j < b.T; j++) rs += b.is_w[i * b.T + j] * b.mask[i * b.T + j], rm += b.mask[i * b.T + j];
+            if (lvl == RL_RIS_TOKEN) s1 += rs, c1 += rm;
+            else if (rm > 0) s1 += rs / rm, c1 += 1;
+        }
+        CHECK_NEAR(s1 / c1, 1.0, 1e-5);
+        rl_metrics_free(&met);
+    }
+    int lv;
+    CHECK(rl_rollout_is_parse("geometric", &lv) == VC_ERR_ARG);
+    CHECK_OK(rl_rollout_is_parse(NULL, &lv));
+    CHECK(lv == RL_RIS_OFF);
+    free(t);
+    rl_batch_free(&b);
+}
+
 int main(void) {
+    test_rollout_is();
     test_accumulation();
     test_descent();
     test_critic();

@@ -1,0 +1,226 @@
+/* trainer.balance_batch over data-parallel ranks (verl's RayPPOTrainer._balance_batch): after the
+ * advantages, rows move between ranks so that each rank holds an equal number of rows (+-1) with
+ * similar total work (verl's workload 24576 L + L^2 of a row of L tokens), by a greedy
+ * largest-first partition that every rank computes from the same gathered lengths. Each row keeps its
+ * original global index, so mini-batches are composed exactly as without balancing; only which rank
+ * computes a row changes. The log-prob passes before it run on the rollout's layout. Metrics are
+ * verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. One rank: nothing moves
+ * (verl also reorders rows by length inside its single partition; verlc keeps the rollout order). */
+#include "trainer_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+static double workload(int64_t L) { return 24576.0 * (double)L + (double)L * (double)L; }
+
+struct item { double w; int g; };
+static int by_work_desc(const void *a, const void *b) {
+    const struct item *x = a, *y = b;
+    if (x->w != y->w) return x->w > y->w ? -1 : 1;
+    return x->g - y->g;
+}
+
+/* owner[g] for the GB rows of lengths len[g]: equal counts, the heaviest row first to the least loaded
+ * rank with room (ties: the lower rank) */
+static vc_status partition(const int64_t *len, int GB, int world, int *owner) {
+    struct item *it = vc_malloc(sizeof *it * (size_t)GB);
+    double *load = vc_calloc((size_t)world, sizeof(double));
+    int *room = vc_calloc((size_t)world, sizeof(int));
+    vc_status st = it && load && room ? VC_OK : VC_ERR_NOMEM;
+    for (int r = 0; !st && r < world; r++) room[r] = GB / world + (r < GB % world);
+    for (int g = 0; !st && g < GB; g++) it[g] = (struct item){ workload(len[g]), g };
+    if (!st) qsort(it, (size_t)GB, sizeof *it, by_work_desc);
+    for (int i = 0; !st && i < GB; i++) {
+        int best = -1;
+        for (int r = 0; r < world; r++)
+            if (room[r] > 0 && (best < 0 || load[r] < load[best])) best = r;
+        owner[it[i].g] = best;
+        load[best] += it[i].w;
+        room[best]--;
+    }
+    free(it);
+    free(load);
+    free(room);
+    return st;
+}
+
+/* ---- rows as bytes ---- */
+#define NA RL_BATCH_ARRAYS
+
+typedef struct { int64_t gidx, plen, rlen, n_ids, T; int32_t prompt, finish; float score; uint32_t n_uid, n_text; } row_hdr;
+
+static size_t row_bytes(const rl_batch *b, int i) {
+    size_t n = sizeof(row_hdr) + sizeof(int32_t) * (size_t)(b->cu[i + 1] - b->cu[i]);
+    n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "");
+    return n + NA * sizeof(float) * (size_t)b->T;
+}
+
+static char *put(char *p, const void *src, size_t n) {
+    memcpy(p, src, n);
+    return p + n;
+}
+
+static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
+    const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "";
+    row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->prompt[i], b->finish[i],
+                  b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text) };
+    p = put(p, &h, sizeof h);
+    p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
+    p = put(p, uid, h.n_uid);
+    p = put(p, text, h.n_text);
+    float *arr[NA];
+    rl_batch_arrays(b, arr);
+    for (int k = 0; k < NA; k++) p = put(p, arr[k] + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
+    return p;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* row i of nb from a record; *next: the record after it */
+static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next) {
+    row_hdr h;
+    memcpy(&h, p, sizeof h);
+    p += sizeof h;
+    nb->plen[i] = h.plen;
+    nb->rlen[i] = h.rlen;
+    nb->prompt[i] = h.prompt;
+    nb->finish[i] = h.finish;
+    nb->score[i] = h.score;
+    memcpy(nb->ids + nb->cu[i], p, sizeof(int32_t) * (size_t)h.n_ids);
+    nb->cu[i + 1] = nb->cu[i] + h.n_ids;
+    p += sizeof(int32_t) * (size_t)h.n_ids;
+    nb->uid[i] = dup_n(p, h.n_uid);
+    p += h.n_uid;
+    nb->text[i] = dup_n(p, h.n_text);
+    p += h.n_text;
+    if (!nb->uid[i] || !nb->text[i]) return VC_ERR_NOMEM;
+    float *arr[NA];
+    rl_batch_arrays(nb, arr);
+    int64_t tc = h.T < nb->T ? h.T : nb->T;
+    for (int k = 0; k < NA; k++, p += sizeof(float) * (size_t)h.T)
+        memcpy(arr[k] + (size_t)i * nb->T, p, sizeof(float) * (size_t)tc);
+    *next = p;
+    return VC_OK;
+}
+
+static vc_status skip_row(const char *p, const char **next, row_hdr *h) {
+    memcpy(h, p, sizeof *h);
+    *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + NA * sizeof(float) * (size_t)h->T;
+    return VC_OK;
+}
+
+/* ---- the exchange ---- */
+static void seqlen_metrics(const int64_t *len, const int *owner, const size_t *counts, int GB, int world,
+                           rl_metrics *met) {
+    double before_min = 0, before_max = 0, after_min = 0, after_max = 0, total = 0;
+    double *after = vc_calloc((size_t)world, sizeof(double));
+    if (!after) return;
+    for (int r = 0, g = 0; r < world; r++) {
+        double s = 0;
+        for (size_t k = 0; k < counts[r]; k++, g++) s += (double)len[g];
+        before_min = r == 0 || s < before_min ? s : before_min;
+        before_max = r == 0 || s > before_max ? s : before_max;
+        total += s;
+    }
+    for (int g = 0; g < GB; g++) after[owner[g]] += (double)len[g];
+    for (int r = 0; r < world; r++) {
+        after_min = r == 0 || after[r] < after_min ? after[r] : after_min;
+        after_max = r == 0 || after[r] > after_max ? after[r] : after_max;
+    }
+    rl_metrics_set(met, "global_seqlen/min", before_min);
+    rl_metrics_set(met, "global_seqlen/max", before_max);
+    rl_metrics_set(met, "global_seqlen/minmax_diff", before_max - before_min);
+    rl_metrics_set(met, "global_seqlen/balanced_min", after_min);
+    rl_metrics_set(met, "global_seqlen/balanced_max", after_max);
+    rl_metrics_set(met, "global_seqlen/mean", total / world);
+    free(after);
+}
+
+/* the rows this rank now owns (in global order) from every rank's records */
+static vc_status rebuild(const char *all, size_t total, const int *owner, int rank, int T, rl_batch *b, int **gidx) {
+    int B = 0;
+    int64_t ntok = 0;
+    row_hdr h;
+    for (const char *p = all, *q; p < all + total; p = q) {
+        skip_row(p, &q, &h);
+        if (owner[h.gidx] == rank) B++, ntok += h.n_ids;
+    }
+    rl_batch nb;
+    vc_status st = rl_batch_alloc(&nb, B, T, ntok);
+    int *gi = st ? NULL : vc_malloc(sizeof(int) * (size_t)(B ? B : 1));
+    if (!st && !gi) st = VC_ERR_NOMEM;
+    int i = 0;
+    for (const char *p = all, *q; !st && p < all + total; p = q) {
+        skip_row(p, &q, &h);
+        if (owner[h.gidx] != rank) continue;
+        /* ranks hold ascending blocks of the global order and send them in rank order */
+        if (i > 0 && gi[i - 1] > h.gidx) {
+            st = vc_fail(VC_ERR_INTERNAL, "balance_batch: rows out of global order");
+            break;
+        }
+        gi[i] = (int)h.gidx;
+        st = read_row(&nb, i, p, &q);
+        i++;
+    }
+    if (st) {
+        rl_batch_free(&nb);
+        free(gi);
+        return st;
+    }
+    nb.have_old = b->have_old;
+    nb.have_ref = b->have_ref;
+    nb.have_values = b->have_values;
+    rl_batch_free(b);
+    *b = nb;
+    *gidx = gi;
+    return VC_OK;
+}
+
+vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {
+    if (t->world <= 1 || !dp || dp->world <= 1) return VC_OK;
+    int GB = dp->g_B;
+    int64_t *mine = vc_malloc(sizeof(int64_t) * (size_t)(b->B ? b->B : 1));
+    if (!mine) return VC_ERR_NOMEM;
+    for (int i = 0; i < b->B; i++) mine[i] = b->cu[i + 1] - b->cu[i];
+    void *all_len = NULL, *all_rows = NULL;
+    size_t *len_sizes = NULL, *row_sizes = NULL;
+    vc_status st = vc_comm_gatherv_bytes(t->comm, mine, sizeof(int64_t) * (size_t)b->B, &all_len, &len_sizes, -1);
+    int *owner = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
+    size_t *counts = st ? NULL : vc_malloc(sizeof(size_t) * (size_t)t->world), got = 0;
+    if (!st && (!owner || !counts)) st = VC_ERR_NOMEM;
+    for (int r = 0; !st && r < t->world; r++) got += (counts[r] = len_sizes[r] / sizeof(int64_t));
+    if (!st && got != (size_t)GB)
+        st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
+    if (!st) st = partition(all_len, GB, t->world, owner);
+    if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
+    /* every rank's rows, tagged with their global index, to every rank */
+    size_t bytes = 0;
+    for (int i = 0; !st && i < b->B; i++) bytes += row_bytes(b, i);
+    char *buf = st ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
+    if (!st && !buf) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, dp->g_off + i, p);
+    if (!st) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
+    size_t total = 0;
+    for (int r = 0; !st && r < t->world; r++) total += row_sizes[r];
+    int *gidx = NULL;
+    if (!st) st = rebuild(all_rows, total, owner, t->rank, dp->g_T, b, &gidx);
+    if (!st) {
+        free(dp->g_idx);
+        dp->g_idx = gidx;
+    }
+    free(mine);
+    free(all_len);
+    free(len_sizes);
+    free(all_rows);
+    free(row_sizes);
+    free(owner);
+    free(counts);
+    free(buf);
+    return st ? vc_fail_ctx(st, "trainer.balance_batch") : VC_OK;
+}
