@@ -81,6 +81,33 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* verl features whose non-default values change what is trained and that verlc does not have: refused,
+ * not ignored */
+static vc_status refuse_unimplemented(const vc_config *c) {
+    static const struct { const char *key, *why; } INTS[] = {
+        { "actor_rollout_ref.model.lora_rank", "LoRA adapters are not implemented: set it to 0 to train full weights" },
+        { "critic.model.lora_rank", "LoRA adapters are not implemented: set it to 0 to train full weights" },
+    };
+    static const struct { const char *key, *why; } BOOLS[] = {
+        { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
+                                 "custom_reward_function.path (a program)" },
+        { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
+    };
+    for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++) {
+        int64_t v = 0;
+        vc_status st = vc_config_has(c, INTS[i].key) ? vc_config_get_int(c, INTS[i].key, &v) : VC_OK;
+        if (st) return st;
+        if (v > 0) return vc_fail(VC_ERR_UNSUPPORTED, "%s=%lld: %s", INTS[i].key, (long long)v, INTS[i].why);
+    }
+    for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
+        int v = 0;
+        vc_status st = vc_config_get_bool_or(c, BOOLS[i].key, 0, &v);
+        if (st) return st;
+        if (v) return vc_fail(VC_ERR_UNSUPPORTED, "%s=true: %s", BOOLS[i].key, BOOLS[i].why);
+    }
+    return VC_OK;
+}
+
 /* algorithm.rollout_correction: truncated importance weights (rollout_is); rejection sampling and
  * bypass mode are refused */
 static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
@@ -354,6 +381,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     vc_status st = VC_OK;
     TRY(vc_config_get_str(cfg, "actor_rollout_ref.model.path", &t->model_path));
     if (!st && !t->model_path) st = vc_fail(VC_ERR_MISSING, "actor_rollout_ref.model.path is not set");
+    TRY(refuse_unimplemented(cfg));
     TRY(read_rollout(t, cfg));
     TRY(read_actor(t, cfg));
     TRY(read_critic(t, cfg));

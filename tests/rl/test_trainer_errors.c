@@ -100,6 +100,9 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("actor_rollout_ref.model.lora_rank=16", VC_ERR_UNSUPPORTED, "lora_rank=16", "LoRA");
+    expect("reward_model.enable=true", VC_ERR_UNSUPPORTED, "reward_model.enable", "custom_reward_function");
+    expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
     expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_UNSUPPORTED, "rollout_rs", NULL);
     expect("algorithm.rollout_correction.bypass_mode=true", VC_ERR_UNSUPPORTED, "bypass_mode", NULL);
