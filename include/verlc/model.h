@@ -70,6 +70,21 @@ void vc_model_free(vc_model *m);
 const vc_model_config *vc_model_cfg(const vc_model *m);
 int64_t vc_model_param_count(const vc_model *m);
 
+/* LoRA adapters (PEFT's layout) on the decoder layers' dense projections: targets "all-linear" or names
+ * among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (comma-separated). A is drawn from
+ * seed, B is zero; from then on the base weights are frozen (no gradients) and the adapters are the
+ * trainable tensors (vc_model_lora_params: 2 per adapter, for vc_trainer_config.extra_params). */
+vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *targets, uint64_t seed);
+int vc_model_has_lora(const vc_model *m);
+int vc_model_lora_params(vc_model *m, vc_tensor *const **out);
+/* switches the adapters in or out of the forward (out: the base model); returns the previous state */
+int vc_model_lora_enable(vc_model *m, int on);
+/* runs fn with the adapters merged into the base weights (W + alpha/r B A), restored exactly after */
+vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *ctx), void *ctx);
+/* DIR/adapter_model.safetensors + adapter_config.json in PEFT's format, and back */
+vc_status vc_model_lora_save(const vc_model *m, const char *dir);
+vc_status vc_model_lora_load(vc_model *m, const char *dir);
+
 /* Parameters, for optimisers and checkpoints: name is the internal slot name. Buffers that are not
  * trained (DeepSeek-V3's e_score_correction_bias) have no grad (t->grad stays NULL). */
 int vc_model_n_params(const vc_model *m);

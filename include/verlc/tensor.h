@@ -87,6 +87,8 @@ void *vc_graph_upload(vc_graph *g, const void *src, size_t bytes);
 /* Copies t's data (or its gradient) to the host array dst (t->n floats). */
 vc_status vc_tensor_read(const vc_tensor *t, float *dst);
 vc_status vc_tensor_read_grad(const vc_tensor *t, float *dst);
+/* Copies the host array src (t->n floats) into t's data. */
+vc_status vc_tensor_write(vc_tensor *t, const float *src);
 vc_tensor *vc_tensor_new(vc_graph *g, int ndim, const int64_t *shape, int zero);
 vc_tensor *vc_tensor_2d(vc_graph *g, int64_t a, int64_t b, int zero);
 /* A tensor header (in the arena) over existing memory, e.g. a parameter or a caller's buffer. */

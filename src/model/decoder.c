@@ -253,15 +253,25 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     return o;
 }
 
+/* x W^T + b, plus the layer's LoRA adapter on this slot while adapters are on: + (alpha/r) (x A^T) B^T */
+static vc_tensor *lin(fwd_ctx *f, vc_tensor *x, int l, int slot, vc_tensor *b) {
+    vc_tensor *y = vc_op_linear(f->g, x, vc_w(f->m, l, slot), b);
+    int i = vc_lora_index(f->m, l, slot);
+    if (i < 0 || !y) return y;
+    const vc_lora *a = f->m->lora;
+    vc_tensor *d = vc_op_linear(f->g, vc_op_linear(f->g, x, &a->t[2 * i], NULL), &a->t[2 * i + 1], NULL);
+    return vc_op_add(f->g, y, vc_op_scale(f->g, d, a->scale));
+}
+
 static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
     vc_graph *g = f->g;
     int64_t T = f->T, nh = c->n_head, nkv = c->n_kv_head, hd = c->head_dim;
     vc_op_hold(h, 1); /* q, k and v read the same input */
-    vc_tensor *q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), vc_w(m, l, VC_W_Q_B));
-    vc_tensor *k = vc_op_linear(g, h, vc_w(m, l, VC_W_K), vc_w(m, l, VC_W_K_B));
-    vc_tensor *v = vc_op_linear(g, h, vc_w(m, l, VC_W_V), vc_w(m, l, VC_W_V_B));
+    vc_tensor *q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
+    vc_tensor *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
+    vc_tensor *v = lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B));
     vc_op_hold(h, 0);
     if (c->qk_norm) {
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
@@ -273,7 +283,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     k = vc_op_rope_temp(g, reshape3(g, k, T, nkv, hd), cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
-    return vc_op_linear(g, reshape3(g, o, T, 1, nh * hd), vc_w(m, l, VC_W_O), vc_w(m, l, VC_W_O_B));
+    return lin(f, reshape3(g, o, T, 1, nh * hd), l, VC_W_O, vc_w(m, l, VC_W_O_B));
 }
 
 /* multi-head latent attention: low-rank q and kv, a decoupled rotary part shared by all heads */
@@ -288,7 +298,7 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q_A), NULL);
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, c->norm_eps, 0);
         q = vc_op_linear(g, q, vc_w(m, l, VC_W_Q_BPROJ), NULL);
-    } else q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q), NULL);
+    } else q = lin(f, h, l, VC_W_Q, NULL);
     vc_tensor *ckv = vc_op_linear(g, h, vc_w(m, l, VC_W_KV_A), NULL); /* [T, rank + dr] */
     vc_op_hold(h, 0);
     vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
@@ -305,7 +315,7 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
     vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
     if (!o) return NULL;
-    return vc_op_linear(g, reshape3(g, o, T, 1, nh * dv), vc_w(m, l, VC_W_O), NULL);
+    return lin(f, reshape3(g, o, T, 1, nh * dv), l, VC_W_O, NULL);
 }
 
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
@@ -313,13 +323,14 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     vc_model *m = f->m;
     int gated = gate && vc_w(m, l, gate);
     if (gated) vc_op_hold(h, 1); /* up and gate read the same input */
-    vc_tensor *u = vc_op_linear(f->g, h, vc_w(m, l, up), up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
-    vc_tensor *gt = gated ? vc_op_linear(f->g, h, vc_w(m, l, gate), gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
+    vc_tensor *u = lin(f, h, l, up, up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
+    vc_tensor *gt = gated ? lin(f, h, l, gate, gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
     if (gated) vc_op_hold(h, 0);
     vc_tensor *Wd = vc_w(m, l, down), *bd = down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL;
-    if (gated && !f->f32_act) return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd); /* bf16 with bf16 matmuls */
+    if (gated && !f->f32_act && vc_lora_index(m, l, down) < 0) /* bf16 with bf16 matmuls */
+        return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd);
     vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act) : vc_op_act(f->g, u, c->act);
-    return vc_op_linear(f->g, a, Wd, bd);
+    return lin(f, a, l, down, bd);
 }
 
 static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
@@ -399,7 +410,13 @@ static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
     vc_tensor *y = layer_forward(f, l, x);
     vc_graph_set_grad(f->g, 1);
     if (!y) return NULL;
+    /* with LoRA the frozen base leaves the residual stream without gradient, yet the layer's adapters
+     * need this node: it is recorded as if x required a gradient */
+    const vc_lora *a = f->m->lora;
+    uint8_t had = x->requires_grad;
+    if (a) x->requires_grad = 1;
     vc_node *n = vc_tape_push(f->g, ckpt_bw, y, 1, &x);
+    x->requires_grad = had;
     if (n) {
         ckpt_saved *s = vc_graph_alloc(f->g, sizeof *s, 0);
         if (!s) return NULL;
@@ -407,7 +424,15 @@ static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
         s->layer = l;
         n->saved = s;
         y->requires_grad = 1;
-        if (vc_node_writes(f->g, n, VC_W_COUNT, &f->m->slots[(size_t)l * VC_W_COUNT])) return NULL;
+        /* the gradients it writes: the layer's weights and adapters */
+        vc_tensor *w[VC_W_COUNT * 3];
+        int k = 0;
+        for (int i = 0; i < VC_W_COUNT; i++) {
+            w[k++] = f->m->slots[(size_t)l * VC_W_COUNT + i];
+            int ai = a && a->on ? a->index[(size_t)l * VC_W_COUNT + i] : -1;
+            if (ai >= 0) w[k++] = &a->t[2 * ai], w[k++] = &a->t[2 * ai + 1];
+        }
+        if (vc_node_writes(f->g, n, k, w)) return NULL;
     }
     return y;
 }

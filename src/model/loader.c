@@ -400,6 +400,7 @@ void vc_model_free(vc_model *m) {
         m->be->free(m->storage);
         m->be->free(m->grad_storage);
     }
+    vc_lora_free(m->lora, m->be);
     free(m->dir);
     free(m->config_text);
     free(m);

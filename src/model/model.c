@@ -21,6 +21,10 @@ vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay) {
 }
 
 vc_status vc_model_enable_grad(vc_model *m) {
+    if (m->lora) { /* frozen base: only the adapters have gradients */
+        m->be->zero(m->lora->grad, sizeof(float) * (size_t)m->lora->n_floats);
+        return VC_OK;
+    }
     if (m->compacted)
         return vc_fail(VC_ERR_UNSUPPORTED, "model: its layer weights are sharded (ZeRO-3); full gradient storage "
                        "is not available");
@@ -43,6 +47,7 @@ vc_status vc_model_enable_grad(vc_model *m) {
 /* ZeRO-2 (src/train/dp_zero2.c): no full-size gradient storage; the trainer owns a bucket-sized working
  * area and repoints the trained parameters' grad pointers into it before every backward. */
 vc_status vc_model_enable_grad_at(vc_model *m, float *area) {
+    if (m->lora && area) return vc_fail(VC_ERR_UNSUPPORTED, "LoRA adapters with ZeRO-2/3: use plain data parallelism or ZeRO-1");
     if (m->grad_storage) m->be->free(m->grad_storage);
     m->grad_storage = NULL;
     for (int i = 0; i < m->n_params; i++) {
@@ -56,6 +61,7 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area) {
 
 void vc_model_zero_grad(vc_model *m) {
     if (m->grad_storage) m->be->zero(m->grad_storage, (size_t)m->n_floats * sizeof(float));
+    if (m->lora) m->be->zero(m->lora->grad, (size_t)m->lora->n_floats * sizeof(float));
 }
 
 const vc_backend *vc_model_backend(const vc_model *m) { return m->be; }

@@ -21,6 +21,23 @@ typedef struct vc_source {
     int64_t shape[4];
 } vc_source;
 
+/* LoRA adapters (lora.c) */
+typedef struct vc_lora {
+    int rank, on, n;          /* n adapters; on: applied in forward */
+    double alpha;
+    float scale;              /* alpha / rank */
+    int *index;               /* [n_layer * VC_W_COUNT]: adapter of (layer, slot), or -1 */
+    int *layer_of, *slot_of;  /* [n] */
+    int64_t *off;             /* [n]: A's offset in data; B follows it */
+    vc_tensor *t;             /* [2n]: A_0, B_0, A_1, B_1, ... */
+    vc_tensor **ptr;          /* [2n]: pointers to t, the trainer's extra parameters */
+    float *data, *grad;       /* backend memory */
+    int64_t n_floats;
+} vc_lora;
+void vc_lora_free(vc_lora *a, const vc_backend *be);
+/* the adapter number of (layer, slot) while adapters are on, else -1 */
+int vc_lora_index(const vc_model *m, int layer, int slot);
+
 struct vc_model {
     vc_model_config cfg;
     char *dir;
@@ -41,6 +58,7 @@ struct vc_model {
     void *layer_hook_ctx;
     int compacted;
     char *config_text;   /* config.json as read, for export */
+    vc_lora *lora;       /* NULL: none; else the base weights are frozen (no gradient storage) */
 };
 
 static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {

@@ -85,8 +85,8 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
  * not ignored */
 static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } INTS[] = {
-        { "actor_rollout_ref.model.lora_rank", "LoRA adapters are not implemented: set it to 0 to train full weights" },
-        { "critic.model.lora_rank", "LoRA adapters are not implemented: set it to 0 to train full weights" },
+        { "critic.model.lora_rank", "LoRA adapters on the critic are not implemented: set it to 0 to train full "
+                                    "weights (the actor takes them)" },
     };
     static const struct { const char *key, *why; } BOOLS[] = {
         { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
@@ -106,6 +106,39 @@ static vc_status refuse_unimplemented(const vc_config *c) {
         if (v) return vc_fail(VC_ERR_UNSUPPORTED, "%s=true: %s", BOOLS[i].key, BOOLS[i].why);
     }
     return VC_OK;
+}
+
+/* actor_rollout_ref.model.lora_rank > 0: adapters on the actor (frozen base weights), from
+ * lora_adapter_path when given (PEFT's adapter_model.safetensors) */
+static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
+#define M "actor_rollout_ref.model."
+    int64_t rank = 0, zero = 0;
+    double alpha = 16;
+    const char *from = NULL;
+    char targets[512] = "all-linear";
+    vc_status st = vc_config_get_int_or(c, M "lora_rank", 0, &rank);
+    if (st || rank <= 0) return st;
+    if (!st) st = vc_config_get_double_or(c, M "lora_alpha", 16, &alpha);
+    size_t nt = 0; /* target_modules: all-linear, or a list of module names */
+    if (!st && vc_config_has(c, M "target_modules")) st = vc_config_list_len(c, M "target_modules", &nt);
+    for (size_t i = 0; !st && i < nt; i++) {
+        const char *s = NULL;
+        st = vc_config_list_str(c, M "target_modules", i, &s);
+        if (!st && s) snprintf(targets + (i ? strlen(targets) : 0), sizeof targets - (i ? strlen(targets) : 0), "%s%s",
+                               i ? "," : "", s);
+    }
+    if (!st) st = vc_config_get_str_or(c, M "lora_adapter_path", NULL, &from);
+    if (!st) st = vc_config_get_int_or(c, "actor_rollout_ref.actor.zero_stage", 0, &zero);
+    if (!st && zero >= 2)
+        st = vc_fail(VC_ERR_UNSUPPORTED, M "lora_rank with actor_rollout_ref.actor.zero_stage=%lld: LoRA trains "
+                                         "with plain data parallelism or ZeRO-1", (long long)zero);
+    if (!st && rank > 4096) st = vc_fail(VC_ERR_ARG, M "lora_rank=%lld is too large", (long long)rank);
+    if (!st) st = vc_model_lora_init(t->actor, (int)rank, alpha, targets, t->seed ^ 0x6c6f7261u);
+    if (!st && from) st = vc_model_lora_load(t->actor, from);
+    if (st) return vc_fail_ctx(st, M "lora_rank");
+    t->lora_rank = (int)rank;
+    return VC_OK;
+#undef M
 }
 
 /* algorithm.rollout_correction: truncated importance weights (rollout_is); rejection sampling and
@@ -394,7 +427,9 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
-    if (!st && t->need_ref) {
+    TRY(attach_lora(t, cfg));
+    /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
+    if (!st && t->need_ref && (!t->lora_rank || vc_config_has(cfg, "actor_rollout_ref.ref.model.path"))) {
         const char *rp = t->model_path;
         if (vc_config_has(cfg, "actor_rollout_ref.ref.model.path")) st = vc_config_get_str_or(cfg, "actor_rollout_ref.ref.model.path", rp, &rp);
         if (!st && (st = vc_model_load(rp, &t->ref))) st = vc_fail_ctx(st, "reference model (%s)", rp);
@@ -409,7 +444,9 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(load_data(t, cfg));
     TRY(set_total_steps(t, cfg));
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
-    TRY(rl_trainer_init_dp(&t->atr, t->actor, NULL, 0, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
+    vc_tensor *const *lora = NULL;
+    int n_lora = st ? 0 : vc_model_lora_params(t->actor, &lora);
+    TRY(rl_trainer_init_dp(&t->atr, t->actor, lora, n_lora, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
     if (!st && t->use_critic)
         st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1, dp);
     if (!st) {

@@ -42,6 +42,8 @@ struct vc_rl_trainer {
     /* trainer */
     int64_t total_steps, step, test_freq, save_freq, critic_warmup, max_ckpt_keep;
     int balance_batch;          /* trainer.balance_batch (several ranks only) */
+    int lora_rank;              /* actor_rollout_ref.model.lora_rank: LoRA adapters on the actor; the
+                                 * reference policy is then the actor with its adapters off (ref == NULL) */
     int ris_level, ris_batch_norm; /* algorithm.rollout_correction: rollout_is, rollout_is_batch_normalize */
     double ris_threshold;
     int val_before_train, val_only;

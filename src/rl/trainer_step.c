@@ -237,7 +237,10 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     }
     if (!st && t->need_ref) {
         t0 = vc_now();
-        st = rl_batch_logprobs(t->ref, t->g, &b, t->fwd_tokens, b.ref_logp, NULL);
+        /* under LoRA without a named reference model: the actor with its adapters off is the base model */
+        int was = t->ref ? 0 : vc_model_lora_enable(t->actor, 0);
+        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->fwd_tokens, b.ref_logp, NULL);
+        if (!t->ref) vc_model_lora_enable(t->actor, was);
         b.have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);
     }

@@ -174,6 +174,12 @@ vc_status vc_tensor_read(const vc_tensor *t, float *dst) {
     return vc_be()->sync();
 }
 
+vc_status vc_tensor_write(vc_tensor *t, const float *src) {
+    if (!t || !t->data) return vc_fail(VC_ERR_INTERNAL, "tensor write: no data");
+    vc_be()->h2d(t->data, src, (size_t)t->n * sizeof(float));
+    return vc_be()->sync();
+}
+
 vc_status vc_tensor_read_grad(const vc_tensor *t, float *dst) {
     if (!t || !t->grad) return vc_fail(VC_ERR_INTERNAL, "tensor read: no gradient");
     vc_be()->d2h(dst, t->grad, (size_t)t->n * sizeof(float));

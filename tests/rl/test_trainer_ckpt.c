@@ -2,9 +2,12 @@
  * (global_step_N/{actor,critic}/, rl_state.json, latest_checkpointed_iteration.txt), rotation by
  * trainer.max_actor_ckpt_to_keep, no temporary directories left, exact resume of a PPO run with a
  * critic (actor, critic, value head and optimiser state byte-identical to an uninterrupted run, across
- * an epoch boundary), and a corrupt checkpoint failing with the file named. */
+ * an epoch boundary), the same with LoRA adapters (frozen base weights, merged export, the adapters in
+ * PEFT's format), and a corrupt checkpoint failing with the file named. */
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
+#include "verlc/report.h"
+#include "verlc/rng.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <dirent.h>
@@ -67,6 +70,96 @@ static void setup(void) {
     free(tp);
 }
 
+/* max |a - b| over the weights of two Hugging Face directories (INFINITY if they do not match up) */
+static double weight_diff(const char *a_rel, const char *b_rel) {
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a_rel);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b_rel);
+    vc_model *x = NULL, *y = NULL;
+    double d = INFINITY;
+    CHECK_OK(vc_model_load(pa, &x));
+    CHECK_OK(vc_model_load(pb, &y));
+    if (x && y && vc_model_n_params(x) == vc_model_n_params(y)) {
+        d = 0;
+        for (int i = 0; i < vc_model_n_params(x); i++) {
+            vc_tensor *tx = vc_model_param(x, i, NULL, NULL), *ty = vc_model_param(y, i, NULL, NULL);
+            float *hx = malloc((size_t)tx->n * 4), *hy = malloc((size_t)ty->n * 4);
+            if (hx && hy && tx->n == ty->n && !vc_tensor_read(tx, hx) && !vc_tensor_read(ty, hy))
+                for (int64_t k = 0; k < tx->n; k++) d = fmax(d, fabs((double)hx[k] - hy[k]));
+            else d = INFINITY;
+            free(hx);
+            free(hy);
+        }
+    }
+    vc_model_free(x);
+    vc_model_free(y);
+    return d;
+}
+
+/* GRPO with LoRA adapters on the actor and a KL loss against the base model (the actor with its
+ * adapters off): the base weights never move, the export carries the merged adapters, resume is exact */
+static void test_lora(void) {
+    /* a starting adapter (lora_adapter_path) with B != 0, so the policy differs from the base model and
+     * the KL terms give a learning signal from the first step */
+    char model[400], start[400], L[2048];
+    snprintf(model, sizeof model, "%s/model", dir);
+    snprintf(start, sizeof start, "%s/adapter0", dir);
+    mkdir(start, 0755);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(model, &m));
+    if (m) {
+        CHECK_OK(vc_model_lora_init(m, 4, 8.0, "q_proj,v_proj,up_proj,down_proj", 5));
+        vc_tensor *const *p = NULL;
+        int n = vc_model_lora_params(m, &p);
+        for (int i = 1; i < n; i += 2) {
+            float *w = malloc((size_t)p[i]->n * 4);
+            for (int64_t j = 0; w && j < p[i]->n; j++) w[j] = 0.05f * vc_rng_normal(8, (uint64_t)i, (uint64_t)j, 0);
+            if (w) CHECK_OK(vc_tensor_write(p[i], w));
+            free(w);
+        }
+        CHECK_OK(vc_model_lora_save(m, start));
+        vc_model_free(m);
+    }
+    snprintf(L, sizeof L,
+             "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.model.lora_rank=4|"
+             "actor_rollout_ref.model.lora_alpha=8|actor_rollout_ref.model.target_modules=[q_proj,v_proj,up_proj,down_proj]|"
+             "actor_rollout_ref.model.lora_adapter_path=%s", start);
+    CHECK_OK(run("la", 3, L));
+    CHECK_OK(run("lb", 2, L));
+    CHECK_OK(run("lb", 3, L));
+    CHECK(exists("la", "global_step_3/actor/lora_adapter/adapter_model.safetensors"));
+    CHECK(exists("la", "hf_model/lora_adapter/adapter_config.json"));
+    same_file("la", "lb", "hf_model/model.safetensors");
+    same_file("la", "lb", "global_step_3/actor/lora_adapter/adapter_model.safetensors");
+    same_file("la", "lb", "global_step_3/actor/optim.bin");
+    /* the adapters were trained: nonzero actor gradients at every step */
+    char mp[400];
+    snprintf(mp, sizeof mp, "%s/la/metrics.jsonl", dir);
+    vc_metrics *mt = NULL;
+    CHECK_OK(vc_metrics_read(mp, &mt));
+    const vc_metric_series *gs = mt ? vc_metrics_find(mt, "actor/grad_norm") : NULL;
+    CHECK(gs && gs->n == 3);
+    for (int i = 0; gs && i < gs->n; i++) CHECK_MSG(gs->y[i] > 0, "step %d: actor/grad_norm %g", i + 1, gs->y[i]);
+    vc_metrics_free(mt);
+    double moved = weight_diff("model", "la/hf_model");
+    printf("LoRA: the merged export moved the weights by %.3g\n", moved);
+    CHECK_MSG(moved > 1e-4 && moved < INFINITY, "the merged export barely moved (%g)", moved);
+    /* the checkpointed base weights are those of step 2 byte for byte: frozen */
+    char a[400], b[400];
+    snprintf(a, sizeof a, "la/global_step_2/actor/model.safetensors");
+    snprintf(b, sizeof b, "la/global_step_3/actor/model.safetensors");
+    same_file(".", ".", a); /* (exists) */
+    char pa[512], pb[512], *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b);
+    CHECK(!vc_read_file(pa, &x, &nx) && !vc_read_file(pb, &y, &ny) && nx == ny && !memcmp(x, y, nx));
+    free(x);
+    free(y);
+    vc_status st = run("lc", 1, "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.actor.zero_stage=2");
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "zero_stage"), "%s", vc_last_error());
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
@@ -109,6 +202,7 @@ int main(void) {
     CHECK(system(cmd) == 0);
     vc_status st = run("c", 4, "");
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "optim.bin"), "corrupt optim.bin: %s", vc_last_error());
+    test_lora();
     st = run("d", 1, "actor_rollout_ref.rollout.gpu_memory_utilization=1.5");
     CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "gpu_memory_utilization"), "%s", vc_last_error());
     if (!vc_t_fail) {

@@ -1,0 +1,288 @@
+/* LoRA adapters (Hu et al., arXiv 2106.09685, in PEFT's layout): on the chosen linear projections of every
+ * decoder layer, y = x W^T + b + (alpha / r) (x A^T) B^T with A [r, in] drawn as PEFT draws it (uniform
+ * in +-1/sqrt(in), seeded) and B [out, r] zero, so a fresh adapter leaves the model unchanged. With an
+ * adapter the base weights get no gradient storage: only A and B are trained (the trainer's extra
+ * parameters). Rollout runs the same decoder, so it samples from the adapted model; with the adapter
+ * switched off the model is the base model (verl's reference policy under LoRA). */
+#include "model_internal.h"
+#include "tensor/backend.h"
+#include "verlc/rng.h"
+#include "verlc/safetensors.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct { const char *name; int slot; } TARGETS[] = {
+    { "q_proj", VC_W_Q }, { "k_proj", VC_W_K }, { "v_proj", VC_W_V }, { "o_proj", VC_W_O },
+    { "gate_proj", VC_W_GATE }, { "up_proj", VC_W_UP }, { "down_proj", VC_W_DOWN },
+};
+#define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
+
+static const char *target_name(int slot) {
+    for (size_t i = 0; i < N_TARGETS; i++)
+        if (TARGETS[i].slot == slot) return TARGETS[i].name;
+    return "?";
+}
+
+/* "all-linear" or comma/space-separated module names -> a bit per slot */
+static vc_status parse_targets(const char *spec, uint64_t *mask) {
+    *mask = 0;
+    if (!spec || !*spec || !strcmp(spec, "all-linear")) {
+        for (size_t i = 0; i < N_TARGETS; i++) *mask |= 1ull << TARGETS[i].slot;
+        return VC_OK;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok(buf, ", []'\""); tok; tok = strtok(NULL, ", []'\"")) {
+        size_t i = 0;
+        while (i < N_TARGETS && strcmp(tok, TARGETS[i].name)) i++;
+        if (i == N_TARGETS)
+            return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
+                                       "o_proj, gate_proj, up_proj, down_proj", tok);
+        *mask |= 1ull << TARGETS[i].slot;
+    }
+    return *mask ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
+}
+
+int vc_lora_index(const vc_model *m, int layer, int slot) {
+    const vc_lora *a = m->lora;
+    if (!a || !a->on || layer < 0) return -1;
+    return a->index[(size_t)layer * VC_W_COUNT + slot];
+}
+
+void vc_lora_free(vc_lora *a, const vc_backend *be) {
+    if (!a) return;
+    if (be) {
+        be->free(a->data);
+        be->free(a->grad);
+    }
+    free(a->index);
+    free(a->layer_of);
+    free(a->slot_of);
+    free(a->off);
+    free(a->t);
+    free(a->ptr);
+    free(a);
+}
+
+/* A's floats, B's offset after it (both 16-float aligned) */
+static int64_t a_span(int64_t rank, int64_t in) { return (rank * in + 15) & ~(int64_t)15; }
+static int64_t b_span(int64_t out, int64_t rank) { return (out * rank + 15) & ~(int64_t)15; }
+
+/* the adapters' tensors over the allocated storage, A drawn, B zero */
+static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
+    float *host = vc_calloc((size_t)a->n_floats, sizeof(float));
+    if (!host) return VC_ERR_NOMEM;
+    for (int i = 0; i < a->n; i++) {
+        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
+        int64_t out = W->shape[0], in = W->shape[1], off = a->off[i], boff = off + a_span(a->rank, in);
+        int64_t sa[2] = { a->rank, in }, sb[2] = { out, a->rank };
+        vc_param_init(&a->t[2 * i], a->data + off, a->grad + off, 2, sa);
+        vc_param_init(&a->t[2 * i + 1], a->data + boff, a->grad + boff, 2, sb);
+        for (int k = 0; k < 2; k++) {
+            a->t[2 * i + k].requires_grad = 1;
+            a->ptr[2 * i + k] = &a->t[2 * i + k];
+        }
+        float bound = (float)(1.0 / sqrt((double)in)); /* PEFT: kaiming_uniform_(a = sqrt(5)) */
+        for (int64_t e = 0; e < a->rank * in; e++)
+            host[off + e] = bound * (2.0f * vc_rng_uniform(seed, (uint64_t)a->layer_of[i], (uint64_t)a->slot_of[i],
+                                                           (uint64_t)e) - 1.0f);
+    }
+    m->be->h2d(a->data, host, sizeof(float) * (size_t)a->n_floats);
+    m->be->zero(a->grad, sizeof(float) * (size_t)a->n_floats);
+    free(host);
+    return m->be->sync();
+}
+
+vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *targets, uint64_t seed) {
+    if (m->lora) return vc_fail(VC_ERR_ARG, "model: LoRA adapters are already attached");
+    if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
+    if (!(alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", alpha);
+    if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
+    uint64_t mask;
+    vc_status st = parse_targets(targets, &mask);
+    if (st) return st;
+    const vc_model_config *c = &m->cfg;
+    size_t cells = (size_t)c->n_layer * VC_W_COUNT, most = (size_t)c->n_layer * N_TARGETS + 1;
+    vc_lora *a = vc_calloc(1, sizeof *a);
+    if (!a) return VC_ERR_NOMEM;
+    a->index = vc_malloc(sizeof(int) * cells);
+    a->layer_of = vc_malloc(sizeof(int) * most);
+    a->slot_of = vc_malloc(sizeof(int) * most);
+    a->off = vc_malloc(sizeof(int64_t) * most);
+    a->t = vc_calloc(2 * most, sizeof *a->t);
+    a->ptr = vc_calloc(2 * most, sizeof *a->ptr);
+    if (!a->index || !a->layer_of || !a->slot_of || !a->off || !a->t || !a->ptr) {
+        vc_lora_free(a, NULL);
+        return VC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < cells; i++) a->index[i] = -1;
+    a->rank = rank;
+    a->alpha = alpha;
+    a->scale = (float)(alpha / rank);
+    a->on = 1;
+    for (int l = 0; l < c->n_layer; l++) /* the dense projections this layer has */
+        for (size_t i = 0; i < N_TARGETS; i++) {
+            vc_tensor *W = vc_w(m, l, TARGETS[i].slot);
+            if (!(mask >> TARGETS[i].slot & 1) || !W || W->ndim != 2) continue;
+            a->index[(size_t)l * VC_W_COUNT + TARGETS[i].slot] = a->n;
+            a->layer_of[a->n] = l;
+            a->slot_of[a->n] = TARGETS[i].slot;
+            a->off[a->n] = a->n_floats;
+            a->n_floats += a_span(rank, W->shape[1]) + b_span(W->shape[0], rank);
+            a->n++;
+        }
+    if (!a->n) {
+        vc_lora_free(a, NULL);
+        return vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules");
+    }
+    a->data = m->be->alloc(sizeof(float) * (size_t)a->n_floats);
+    a->grad = a->data ? m->be->alloc(sizeof(float) * (size_t)a->n_floats) : NULL;
+    st = a->data && a->grad ? place(m, a, seed)
+                            : vc_fail(VC_ERR_NOMEM, "LoRA: cannot allocate %.1f MB of adapters", a->n_floats * 8e-6);
+    if (st) {
+        vc_lora_free(a, m->be);
+        return st;
+    }
+    m->lora = a;
+    return VC_OK;
+}
+
+int vc_model_lora_params(vc_model *m, vc_tensor *const **out) {
+    *out = m && m->lora ? m->lora->ptr : NULL;
+    return m && m->lora ? 2 * m->lora->n : 0;
+}
+
+int vc_model_lora_enable(vc_model *m, int on) {
+    if (!m || !m->lora) return 0;
+    int was = m->lora->on;
+    m->lora->on = on;
+    return was;
+}
+
+int vc_model_has_lora(const vc_model *m) { return m && m->lora != NULL; }
+
+/* W += sign * scale * B A for every adapter (f32 GEMMs), for export */
+static vc_status merge(vc_model *m, float sign) {
+    vc_lora *a = m->lora;
+    int prec = vc_matmul_precision();
+    vc_set_matmul_precision(VC_PREC_F32);
+    for (int i = 0; i < a->n; i++) {
+        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
+        int64_t out = W->shape[0], in = W->shape[1];
+        m->be->gemm(0, 0, out, in, a->rank, sign * a->scale, a->t[2 * i + 1].data, a->rank, a->t[2 * i].data, in, 1.0f,
+                    W->data, in);
+    }
+    vc_set_matmul_precision(prec);
+    return m->be->sync();
+}
+
+/* runs fn(m, ctx) with the adapters merged into the base weights, which are restored exactly after */
+vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *ctx), void *ctx) {
+    vc_lora *a = m->lora;
+    if (!a) return fn(m, ctx);
+    float **keep = vc_calloc((size_t)a->n, sizeof *keep);
+    vc_status st = keep ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < a->n; i++) {
+        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
+        if (!(keep[i] = vc_malloc(sizeof(float) * (size_t)W->n))) st = VC_ERR_NOMEM;
+        else m->be->d2h(keep[i], W->data, sizeof(float) * (size_t)W->n);
+    }
+    int was = a->on;
+    a->on = 0; /* the merged weights carry the adapters */
+    if (!st) st = merge(m, 1.0f);
+    if (!st) st = fn(m, ctx);
+    for (int i = 0; keep && i < a->n; i++)
+        if (keep[i]) {
+            vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
+            m->be->h2d(W->data, keep[i], sizeof(float) * (size_t)W->n);
+            free(keep[i]);
+        }
+    free(keep);
+    a->on = was;
+    vc_status s2 = m->be->sync();
+    return st ? st : s2;
+}
+
+/* PEFT's tensor names: base_model.model.<module path>.lora_A.weight */
+static void peft_name(const vc_model *m, int i, int b, char *buf, size_t cap) {
+    const vc_lora *a = m->lora;
+    int s = a->slot_of[i];
+    const char *part = s == VC_W_Q || s == VC_W_K || s == VC_W_V || s == VC_W_O ? "self_attn" : "mlp";
+    snprintf(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", a->layer_of[i], part, target_name(s),
+             b ? 'B' : 'A');
+}
+
+vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
+    const vc_lora *a = m->lora;
+    if (!a) return vc_fail(VC_ERR_ARG, "model: no LoRA adapters to save");
+    vc_st_writer *w = NULL;
+    vc_status st = vc_st_writer_new(&w);
+    float *host = st ? NULL : vc_malloc(sizeof(float) * (size_t)a->n_floats);
+    if (!st && !host) st = VC_ERR_NOMEM;
+    if (!st) m->be->d2h(host, a->data, sizeof(float) * (size_t)a->n_floats);
+    for (int i = 0; !st && i < a->n; i++)
+        for (int b = 0; b < 2 && !st; b++) {
+            char name[256];
+            peft_name(m, i, b, name, sizeof name);
+            const vc_tensor *t = &a->t[2 * i + b];
+            st = vc_st_writer_add(w, name, VC_F32, 2, t->shape, host + (t->data - a->data), 1);
+        }
+    char *path = st ? NULL : vc_path_join(dir, "adapter_model.safetensors");
+    if (!st) st = path ? vc_st_writer_write(w, path) : VC_ERR_NOMEM;
+    free(path);
+    free(host);
+    vc_st_writer_free(w);
+    if (st) return st;
+    /* adapter_config.json as PEFT writes it */
+    char mods[256] = "";
+    uint64_t seen = 0;
+    for (int i = 0; i < a->n; i++)
+        if (!(seen >> a->slot_of[i] & 1)) {
+            seen |= 1ull << a->slot_of[i];
+            snprintf(mods + strlen(mods), sizeof mods - strlen(mods), "%s\"%s\"", *mods ? ", " : "",
+                     target_name(a->slot_of[i]));
+        }
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
+             "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"target_modules\": [%s],\n"
+             "  \"base_model_name_or_path\": \"%s\"\n}\n",
+             a->rank, a->alpha, mods, m->dir ? m->dir : "");
+    path = vc_path_join(dir, "adapter_config.json");
+    st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
+    free(path);
+    return st;
+}
+
+vc_status vc_model_lora_load(vc_model *m, const char *dir) {
+    vc_lora *a = m->lora;
+    if (!a) return vc_fail(VC_ERR_ARG, "model: attach LoRA adapters before loading them");
+    char *path = vc_path_join(dir, "adapter_model.safetensors");
+    vc_checkpoint *ck = NULL;
+    vc_status st = path ? vc_ckpt_open(path, &ck) : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < a->n; i++)
+        for (int b = 0; b < 2 && !st; b++) {
+            char name[256];
+            peft_name(m, i, b, name, sizeof name);
+            const vc_st_tensor *t = vc_ckpt_find(ck, name);
+            vc_tensor *d = &a->t[2 * i + b];
+            if (!t) st = vc_fail(VC_ERR_MISSING, "%s: adapter tensor '%s' is missing", path, name);
+            else if (t->ndim != 2 || t->shape[0] != d->shape[0] || t->shape[1] != d->shape[1])
+                st = vc_fail(VC_ERR_SHAPE, "%s: adapter tensor '%s' is not [%lld,%lld] (rank or model differ)", path,
+                             name, (long long)d->shape[0], (long long)d->shape[1]);
+            else {
+                float *buf = vc_malloc(sizeof(float) * (size_t)d->n);
+                if (!buf) st = VC_ERR_NOMEM;
+                else {
+                    vc_st_tensor_to_f32(t, buf);
+                    m->be->h2d(d->data, buf, sizeof(float) * (size_t)d->n);
+                    free(buf);
+                }
+            }
+        }
+    vc_ckpt_close(ck);
+    free(path);
+    if (!st) st = m->be->sync();
+    return st;
+}

@@ -1,0 +1,183 @@
+/* LoRA adapters on fixture models: a fresh adapter (B = 0) leaves log-probs bit-identical; with B set the
+ * adapted forward equals the forward of the merged weights W + alpha/r B A; switching the adapters off
+ * gives the base model; gradients reach A and B (finite differences) and not the frozen base weights;
+ * the PEFT-format save / load round trip; bad target names and ranks are refused. */
+#include "verlc/model.h"
+#include "verlc/ops.h"
+#include "verlc/rng.h"
+#include "vc_test.h"
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const int32_t IDS[] = { 5, 17, 3, 44, 9, 28, 11, 2, 39, 7, 21, 30, 6, 13, 50, 8, 1, 19 };
+static const int64_t CU[] = { 0, 11, 18 };
+
+/* mean NLL over the 2-sequence packed batch; fills logp (18) */
+static float loss_of(vc_model *m, vc_graph *g, float *logp, int backward) {
+    int32_t tgt[18];
+    float w[18];
+    for (int s = 0; s < 2; s++)
+        for (int64_t t = CU[s]; t < CU[s + 1]; t++) tgt[t] = t + 1 < CU[s + 1] ? IDS[t + 1] : -1;
+    for (int t = 0; t < 18; t++) w[t] = tgt[t] >= 0 ? -1.0f / 16 : 0;
+    vc_graph_reset(g);
+    vc_graph_set_grad(g, backward);
+    vc_batch b = { 2, CU, IDS };
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
+    if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) return NAN;
+    if (logp) CHECK_OK(vc_tensor_read(lp, logp));
+    vc_tensor *L = vc_op_dot_const(g, lp, w);
+    float v = NAN;
+    if (backward) CHECK_OK(vc_graph_backward(g, L, 1.0f));
+    if (!L || vc_tensor_read(L, &v)) return NAN;
+    return v;
+}
+
+static double max_diff(const float *a, const float *b, int n) {
+    double d = 0;
+    for (int i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* host read / write of one element of a backend tensor */
+static float elem(vc_tensor *t, int64_t j, int grad, const float *set) {
+    float *w = malloc((size_t)t->n * 4), v = NAN;
+    if (!w) return v;
+    vc_tensor tmp = *t;
+    if (grad) tmp.data = t->grad;
+    if (!vc_tensor_read(&tmp, w)) {
+        v = w[j];
+        if (set) {
+            w[j] = *set;
+            CHECK_OK(vc_tensor_write(t, w));
+        }
+    }
+    free(w);
+    return v;
+}
+
+struct lp_ctx { vc_graph *g; float *out; };
+static vc_status merged_logp(vc_model *m, void *p) {
+    struct lp_ctx *c = p;
+    return isnan(loss_of(m, c->g, c->out, 0)) ? VC_ERR_INTERNAL : VC_OK;
+}
+
+static void run(const char *fixture, const char *targets) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), fixture);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (!m) return;
+    vc_graph *g = vc_graph_new();
+    float base[18], with[18], merged[18], off[18];
+    loss_of(m, g, base, 0);
+    CHECK_OK(vc_model_lora_init(m, 4, 8.0, targets, 7));
+    vc_tensor *const *p = NULL;
+    int n = vc_model_lora_params(m, &p);
+    CHECK(n > 0 && n % 2 == 0);
+    loss_of(m, g, with, 0);
+    CHECK_MSG(max_diff(base, with, 18) == 0, "%s: a fresh adapter changed log-probs by %g", fixture,
+              max_diff(base, with, 18));
+    /* B drawn: the adapted model equals the merged one, and differs from the base */
+    for (int i = 1; i < n; i += 2) {
+        float *w = malloc((size_t)p[i]->n * 4);
+        for (int64_t j = 0; w && j < p[i]->n; j++) w[j] = 0.3f * vc_rng_normal(3, (uint64_t)i, (uint64_t)j, 0);
+        if (w) CHECK_OK(vc_tensor_write(p[i], w));
+        free(w);
+    }
+    loss_of(m, g, with, 0);
+    struct lp_ctx c = { g, merged };
+    CHECK_OK(vc_model_lora_merged(m, merged_logp, &c));
+    double dm = max_diff(with, merged, 18), db = max_diff(with, base, 18);
+    printf("%s (%s): %d adapter tensors; |adapted - merged| %.2g, |adapted - base| %.3g\n", fixture, targets, n, dm, db);
+    CHECK_MSG(dm < 2e-5 && db > 1e-2, "%s: adapted vs merged %g, vs base %g", fixture, dm, db);
+    int was = vc_model_lora_enable(m, 0);
+    loss_of(m, g, off, 0);
+    vc_model_lora_enable(m, was);
+    CHECK_MSG(was == 1 && max_diff(off, base, 18) == 0, "%s: adapters off is not the base model", fixture);
+    /* merging restored the base weights exactly: the adapted model is unchanged */
+    float again[18];
+    loss_of(m, g, again, 0);
+    CHECK(max_diff(again, with, 18) == 0);
+    /* gradients: A and B by finite differences; the base weights have none */
+    CHECK_OK(vc_model_enable_grad(m));
+    loss_of(m, g, NULL, 1);
+    for (int i = 0; i < vc_model_n_params(m); i++) CHECK(vc_model_param(m, i, NULL, NULL)->grad == NULL);
+    double worst = 0;
+    for (int i = 0; i < n; i += 3) {
+        int64_t j = (int64_t)((i * 7919) % p[i]->n);
+        float keep = elem(p[i], j, 0, NULL), an = elem(p[i], j, 1, NULL), h = 2e-3f, x = keep + h;
+        elem(p[i], j, 0, &x);
+        float up = loss_of(m, g, NULL, 0);
+        x = keep - h;
+        elem(p[i], j, 0, &x);
+        float dn = loss_of(m, g, NULL, 0);
+        elem(p[i], j, 0, &keep);
+        double fd = (up - dn) / (2 * h), err = fabs(fd - an) / (fabs(fd) + fabs(an) + 2e-2);
+        worst = fmax(worst, err);
+    }
+    CHECK_MSG(worst < 0.05, "%s: worst LoRA FD gradient error %g", fixture, worst);
+    /* gradient checkpointing (layers recomputed in backward) gives the adapters the same gradients */
+    double gd = 0, gmax = 0;
+    for (int i = 0; i < n; i++) {
+        float *g0 = malloc((size_t)p[i]->n * 4), *g1 = malloc((size_t)p[i]->n * 4);
+        if (!g0 || !g1) break;
+        for (int ck = 0; ck < 2; ck++) {
+            vc_model_zero_grad(m);
+            vc_model_set_checkpointing(m, ck);
+            loss_of(m, g, NULL, 1);
+            CHECK_OK(vc_tensor_read_grad(p[i], ck ? g1 : g0));
+        }
+        vc_model_set_checkpointing(m, 0);
+        for (int64_t j = 0; j < p[i]->n; j++) gd = fmax(gd, fabs((double)g0[j] - g1[j])), gmax = fmax(gmax, fabs(g0[j]));
+        free(g0);
+        free(g1);
+    }
+    CHECK_MSG(gmax > 0 && gd <= 1e-6 * gmax, "%s: adapter gradients with checkpointing differ by %g (max %g)", fixture,
+              gd, gmax);
+    /* PEFT-format round trip into a fresh adapter */
+    char out[256];
+    snprintf(out, sizeof out, "/tmp/verlc_lora_%d_%s", (int)getpid(), fixture);
+    mkdir(out, 0755);
+    CHECK_OK(vc_model_lora_save(m, out));
+    vc_model *m2 = NULL;
+    CHECK_OK(vc_model_load(dir, &m2));
+    if (m2) {
+        CHECK_OK(vc_model_lora_init(m2, 4, 8.0, targets, 99));
+        CHECK_OK(vc_model_lora_load(m2, out));
+        float back[18];
+        loss_of(m2, g, back, 0);
+        CHECK_MSG(max_diff(back, with, 18) == 0, "%s: reloaded adapter differs by %g", fixture, max_diff(back, with, 18));
+        vc_model_free(m2);
+    }
+    CHECK_OK(vc_model_load(dir, &m2));
+    if (m2) { /* another rank: the shapes say so */
+        CHECK_OK(vc_model_lora_init(m2, 2, 8.0, targets, 99));
+        CHECK(vc_model_lora_load(m2, out) == VC_ERR_SHAPE);
+        vc_model_free(m2);
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", out);
+    CHECK(system(cmd) == 0);
+    vc_graph_free(g);
+    vc_model_free(m);
+}
+
+int main(void) {
+    if (!vc_test_have_shared()) return vc_test_done();
+    run("qwen3", "all-linear");
+    run("gemma2", "q_proj,v_proj,down_proj");
+    run("deepseek_v2", "all-linear"); /* MLA: the q and o projections; MoE layers' dense parts */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fixtures/models/llama", vc_test_shared());
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) {
+        CHECK(vc_model_lora_init(m, 4, 8.0, "q_proj,qkv", 1) == VC_ERR_ARG);
+        CHECK(strstr(vc_last_error(), "qkv") != NULL);
+        CHECK(vc_model_lora_init(m, 0, 8.0, NULL, 1) == VC_ERR_ARG);
+        CHECK_OK(vc_model_lora_init(m, 2, 4.0, "k_proj", 1));
+        CHECK(vc_model_lora_init(m, 2, 4.0, "k_proj", 1) == VC_ERR_ARG);
+        vc_model_free(m);
+    }
+    return vc_test_done();
+}
