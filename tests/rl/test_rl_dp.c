@@ -20,15 +20,17 @@ static const char *SCORES[] = { "critic/score/mean", "critic/score/max", "critic
 
 /* mini: prompts per mini-batch; 2: two mini-batches, each all on one rank (the other contributes none);
  * 4: one mini-batch split over the ranks */
-static void test_one_vs_two(int mini) {
-    char r1[400], r2[400], log[500], a[500], b[500], extra[500] = "";
+static void test_one_vs_two(int mini, const char *more) {
+    char r1[400], r2[400], log[500], a[500], b[500], extra[800] = "";
     write_scorer(extra, sizeof extra);
-    snprintf(r1, sizeof r1, "%s/run_1_%d", dir, mini);
-    snprintf(r2, sizeof r2, "%s/run_2_%d", dir, mini);
-    snprintf(log, sizeof log, "%s/one_%d.log", dir, mini);
+    if (more) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s", more);
+    const char *tag = more ? "lora" : "";
+    snprintf(r1, sizeof r1, "%s/run_1_%d%s", dir, mini, tag);
+    snprintf(r2, sizeof r2, "%s/run_2_%d%s", dir, mini, tag);
+    snprintf(log, sizeof log, "%s/one_%d%s.log", dir, mini, tag);
     int rc = train(0, 1, mini, r1, extra, log);
     CHECK_MSG(rc == 0, "verlc train on one process failed (%d); see %s", rc, log);
-    snprintf(log, sizeof log, "%s/two_%d.log", dir, mini);
+    snprintf(log, sizeof log, "%s/two_%d%s.log", dir, mini, tag);
     double t0 = vc_now();
     rc = train(2, 2, mini, r2, extra, log);
     CHECK_MSG(rc == 0, "mpirun -np 2 verlc train failed (%d); see %s", rc, log);
@@ -114,8 +116,10 @@ int main(void) {
     char *old = rldp_env_begin();
     double t0 = vc_now();
     rl_cli_setup(32, 2, 16, 64);
-    test_one_vs_two(2);
-    test_one_vs_two(4);
+    test_one_vs_two(2, NULL);
+    test_one_vs_two(4, NULL);
+    /* LoRA adapters on 2 ranks (extra parameters all-reduced; the merged export compared) */
+    test_one_vs_two(2, "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16");
     test_world_mismatch();
     setenv("VERLC_DIST_TIMEOUT", "3", 1);
     test_fault("hang");
