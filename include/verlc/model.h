@@ -84,6 +84,10 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
 /* DIR/adapter_model.safetensors + adapter_config.json in PEFT's format, and back */
 vc_status vc_model_lora_save(const vc_model *m, const char *dir);
 vc_status vc_model_lora_load(vc_model *m, const char *dir);
+/* attaches and loads the adapters of a PEFT directory (adapter_config.json's r, lora_alpha, target_modules) */
+vc_status vc_model_lora_attach_from(vc_model *m, const char *dir);
+/* vc_model_save_hf with any adapters merged, and those adapters in DIR/lora_adapter */
+vc_status vc_model_save_hf_merged(vc_model *m, const char *dir, vc_dtype dtype);
 
 /* Parameters, for optimisers and checkpoints: name is the internal slot name. Buffers that are not
  * trained (DeepSeek-V3's e_score_correction_bias) have no grad (t->grad stays NULL). */

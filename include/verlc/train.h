@@ -315,6 +315,9 @@ typedef struct vc_sft_config {
     int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
     int checkpointing;
+    int lora_rank;           /* 0: full fine-tuning; > 0: LoRA adapters (model.lora_rank) */
+    double lora_alpha;       /* 16 */
+    const char *lora_targets; /* model.target_modules: all-linear or names */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;

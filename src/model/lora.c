@@ -7,7 +7,9 @@
 #include "model_internal.h"
 #include "tensor/backend.h"
 #include "verlc/rng.h"
+#include "verlc/json.h"
 #include "verlc/safetensors.h"
+#include <sys/stat.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,5 +286,47 @@ vc_status vc_model_lora_load(vc_model *m, const char *dir) {
     vc_ckpt_close(ck);
     free(path);
     if (!st) st = m->be->sync();
+    return st;
+}
+
+struct save_args { const char *dir; vc_dtype dtype; };
+static vc_status save_fn(vc_model *m, void *p) {
+    const struct save_args *a = p;
+    return vc_model_save_hf(m, a->dir, a->dtype);
+}
+
+vc_status vc_model_save_hf_merged(vc_model *m, const char *dir, vc_dtype dtype) {
+    struct save_args a = { dir, dtype };
+    vc_status st = vc_model_lora_merged(m, save_fn, &a);
+    if (st || !m->lora) return st;
+    char *p = vc_path_join(dir, "lora_adapter");
+    if (!p) return VC_ERR_NOMEM;
+    if (mkdir(p, 0755) != 0 && !vc_file_exists(p)) st = vc_fail(VC_ERR_IO, "%s: cannot create directory", p);
+    if (!st) st = vc_model_lora_save(m, p);
+    free(p);
+    return st;
+}
+
+/* adapter_config.json's r, lora_alpha and target_modules */
+vc_status vc_model_lora_attach_from(vc_model *m, const char *dir) {
+    char *p = vc_path_join(dir, "adapter_config.json");
+    cJSON *j = NULL;
+    vc_status st = p ? vc_json_load_file(p, &j) : VC_ERR_NOMEM;
+    int64_t r = 0;
+    double alpha = 0;
+    char targets[512] = "";
+    if (!st) st = vc_json_req_int(j, "r", &r, p);
+    if (!st) st = vc_json_req_num(j, "lora_alpha", &alpha, p);
+    const cJSON *tm = st ? NULL : vc_json_member(j, "target_modules"), *e;
+    if (tm && cJSON_IsString(tm)) snprintf(targets, sizeof targets, "%s", tm->valuestring);
+    else if (tm && cJSON_IsArray(tm))
+        cJSON_ArrayForEach(e, tm) if (cJSON_IsString(e))
+            snprintf(targets + strlen(targets), sizeof targets - strlen(targets), "%s%s", *targets ? "," : "",
+                     e->valuestring);
+    if (!st && r > 4096) st = vc_fail(VC_ERR_FORMAT, "%s: r = %lld", p, (long long)r);
+    if (!st) st = vc_model_lora_init(m, (int)r, alpha, *targets ? targets : NULL, 0);
+    if (!st) st = vc_model_lora_load(m, dir);
+    cJSON_Delete(j);
+    free(p);
     return st;
 }

@@ -59,22 +59,10 @@ static vc_status save_one(vc_rl_trainer *t, const char *dir, const char *name, c
     return vc_train_ckpt_write(*sub, tr, &s);
 }
 
-/* DIR/lora_adapter: the actor's LoRA adapters in PEFT's format (LoRA runs only) */
-static vc_status lora_dir(const vc_rl_trainer *t, const char *dir, int save) {
-    if (!vc_model_has_lora(t->actor)) return VC_OK;
-    char *p = vc_path_join(dir, "lora_adapter");
-    vc_status st = p ? VC_OK : VC_ERR_NOMEM;
-    if (!st && save && mkdir(p, 0755) && !vc_file_exists(p)) st = vc_fail(VC_ERR_IO, "%s: cannot create directory", p);
-    if (!st) st = save ? vc_model_lora_save(t->actor, p) : vc_model_lora_load(t->actor, p);
-    free(p);
-    return st;
-}
-
 static vc_status fill_step(void *ctx, const char *dir) {
     vc_rl_trainer *t = ctx;
     char *actor = NULL, *critic = NULL;
     vc_status st = save_one(t, dir, "actor", &t->atr, t->model_path, &actor);
-    if (!st) st = lora_dir(t, actor, 1);
     if (!st && t->use_critic) {
         const char *cp = t->model_path;
         st = vc_config_get_str_or(t->cfg, "critic.model.path", t->model_path, &cp);
@@ -184,7 +172,6 @@ vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir) {
     vc_train_state s;
     memset(&s, 0, sizeof s);
     if (!st) st = vc_train_ckpt_load(actor, &t->atr, &s);
-    if (!st) st = lora_dir(t, actor, 0);
     vc_train_state_clear(&s);
     if (!st && t->use_critic) st = load_critic(t, dir);
     if (!st) {
@@ -199,13 +186,9 @@ vc_status rl_ckpt_load_state(vc_rl_trainer *t, const char *dir) {
     return st ? vc_fail_ctx(st, "resume from %s", dir) : VC_OK;
 }
 
-static vc_status save_merged(vc_model *m, void *dir) { return vc_model_save_hf(m, dir, VC_F32); }
-
-/* the actor as a Hugging Face directory; under LoRA the adapters merged into the weights, and the
- * adapters themselves in DIR/lora_adapter */
+/* the actor as a Hugging Face directory (under LoRA: merged weights plus DIR/lora_adapter) */
 vc_status rl_export_hf(vc_rl_trainer *t, const char *dir) {
-    vc_status st = vc_model_lora_merged(t->actor, save_merged, (void *)dir);
-    if (!st) st = lora_dir(t, dir, 1);
+    vc_status st = vc_model_save_hf_merged(t->actor, dir, VC_F32);
     return st ? vc_fail_ctx(st, "export to %s", dir) : VC_OK;
 }
 

@@ -32,6 +32,10 @@ vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtyp
     vc_status st = vc_train_ckpt_resolve(ckpt_or_run, &ckpt);
     if (!st) st = vc_train_ckpt_read_state(ckpt, &s);
     if (!st) st = load_base(ckpt, &s, &m);
+    char *ad = st ? NULL : vc_path_join(ckpt, "lora_adapter");
+    if (!st && !ad) st = VC_ERR_NOMEM;
+    if (!st && vc_file_exists(ad)) st = vc_model_lora_attach_from(m, ad); /* a LoRA run: merged on export */
+    free(ad);
     if (!st) st = vc_train_ckpt_load_weights(ckpt, m);
     if (st) goto out;
     vc_dtype dt = (vc_dtype)dtype;
@@ -39,7 +43,7 @@ vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtyp
         dt = vc_model_cfg(m)->dtype;
         if (dt != VC_BF16 && dt != VC_F16) dt = VC_F32;
     }
-    st = vc_model_save_hf(m, out_dir, dt);
+    st = vc_model_save_hf_merged(m, out_dir, dt);
     if (!st && s.tokenizer_dir[0]) st = vc_model_copy_side_files(s.tokenizer_dir, out_dir, 0);
 out:
     vc_model_free(m);

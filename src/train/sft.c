@@ -47,6 +47,8 @@ static vc_status load_inputs(sft_run *r) {
     }
     if (st) return st;
     if ((st = vc_model_load(c->model_dir, &r->model))) return st;
+    if (c->lora_rank > 0 && (st = vc_model_lora_init(r->model, c->lora_rank, c->lora_alpha, c->lora_targets, c->seed)))
+        return vc_fail_ctx(st, "model.lora_rank");
     const vc_model_config *mc = vc_model_cfg(r->model);
     sft_tok tk = { r->tok, r->tmpl, vc_tokenizer_eos_id(r->tok) };
     if (tk.eos < 0 && mc->n_eos > 0) tk.eos = mc->eos_ids[0];
@@ -86,6 +88,9 @@ static vc_status make_trainer(sft_run *r) {
     tc.check_every = c->dp_check_freq;
     tc.overlap_grad_reduce = c->overlap_grad_reduce;
     if ((st = vc_sharding_parse(c->sharding, &tc.sharding))) return st;
+    vc_tensor *const *lora = NULL;
+    tc.n_extra_params = vc_model_lora_params(r->model, &lora); /* LoRA: the adapters are what is trained */
+    tc.extra_params = lora;
     if ((st = vc_trainer_init(&r->tr, r->model, &tc))) return st;
     /* the largest micro-batch: the token budget, or the micro_batch_size longest rows */
     int64_t most = tc.max_tokens;

@@ -21,6 +21,8 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->epochs = 1;
     c->shuffle = 1;
     c->seed = 1;
+    c->lora_alpha = 16;
+    c->lora_targets = "all-linear";
     c->lr = 1e-5;
     c->weight_decay = 0.01;
     c->beta1 = 0.9;
@@ -106,6 +108,10 @@ static const key_def KEYS[] = {
     { "model.partial_pretrain", "model", K_STR, F(model_dir), "Hugging Face model directory" },
     { "model.tokenizer_path", "tokenizer", K_STR, F(tokenizer_dir), "tokenizer directory (default: model)" },
     { "model.enable_gradient_checkpointing", "checkpointing", K_BOOL, F(checkpointing), "recompute layers" },
+    { "model.lora_rank", "lora_rank", K_INT, F(lora_rank), "LoRA adapters of this rank (0: full fine-tuning)" },
+    { "model.lora_alpha", "lora_alpha", K_F64, F(lora_alpha), "LoRA scale alpha (adapters add alpha/rank B A)" },
+    { "model.target_modules", "target_modules", K_STR, F(lora_targets),
+      "LoRA targets: all-linear or q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj" },
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
     { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
     { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },

@@ -100,10 +100,22 @@ static vc_status copy_file(const char *src, const char *dst) {
     return st;
 }
 
+/* LoRA runs: the adapters in DIR/lora_adapter (PEFT's format), beside the frozen base weights */
+static vc_status lora_io(const char *dir, vc_model *m, int save) {
+    if (!vc_model_has_lora(m)) return VC_OK;
+    char *p = vc_path_join(dir, "lora_adapter");
+    vc_status st = p ? VC_OK : VC_ERR_NOMEM;
+    if (!st && save && mkdir(p, 0755) != 0 && errno != EEXIST) st = vc_fail(VC_ERR_IO, "%s: cannot create", p);
+    if (!st) st = save ? vc_model_lora_save(m, p) : vc_model_lora_load(m, p);
+    free(p);
+    return st;
+}
+
 static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_train_state *s) {
     char *p = vc_path_join(tmp, "model.safetensors");
     vc_status st = p ? write_weights(t->model, p) : VC_ERR_NOMEM;
     free(p);
+    if (!st) st = lora_io(tmp, t->model, 1);
     if (st) return st;
     if (t->dp && t->dp->zero1) goto rest; /* every rank writes its shard (vc_dp_save_optim) */
     size_t n = vc_adamw_state_size(&t->opt);
@@ -416,6 +428,7 @@ vc_status vc_train_ckpt_load_weights(const char *ckpt_dir, vc_model *m) {
         else
             st = load_param(s, m, i, p, name);
     }
+    if (!st) st = lora_io(ckpt_dir, m, 0);
 out:
     vc_ckpt_close(ck);
     free(p);

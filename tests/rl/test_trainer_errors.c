@@ -100,7 +100,9 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
-    expect("actor_rollout_ref.model.lora_rank=16", VC_ERR_UNSUPPORTED, "lora_rank=16", "LoRA");
+    expect("critic.model.lora_rank=16", VC_ERR_UNSUPPORTED, "lora_rank=16", "LoRA");
+    expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.target_modules=[q_proj,qkv]", VC_ERR_ARG,
+           "lora_rank", "qkv");
     expect("reward_model.enable=true", VC_ERR_UNSUPPORTED, "reward_model.enable", "custom_reward_function");
     expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
@@ -124,6 +126,7 @@ int main(void) {
         "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
         "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
         "algorithm.rollout_correction.rollout_is=token",
+        "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.actor.use_kl_loss=true",
         "algorithm.rollout_correction.rollout_is=sequence|algorithm.rollout_correction.rollout_is_batch_normalize=true",
         "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
