@@ -52,6 +52,8 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     size_t wm, ws, wk; /* ZeRO-3: master shard + layer slots + tensors kept whole */
     plan->weights = (t->dp && t->dp->zero3 ? vc_dp_zero3_weight_floats(t, &wm, &ws, &wk)
                                            : (size_t)vc_model_param_count(t->model)) * 4;
+    vc_tensor *const *lora = NULL; /* LoRA adapters: weights too (their gradients are among the trained) */
+    for (int i = 0, n = vc_model_lora_params(t->model, &lora); i < n; i++) plan->weights += (size_t)lora[i]->n * 4;
     plan->grads = trained * 4; /* ZeRO-2: its shard + working area, set after the trial step below */
     size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;

@@ -1,7 +1,10 @@
 /* LoRA adapters on fixture models: a fresh adapter (B = 0) leaves log-probs bit-identical; with B set the
  * adapted forward equals the forward of the merged weights W + alpha/r B A; switching the adapters off
  * gives the base model; gradients reach A and B (finite differences) and not the frozen base weights;
- * the PEFT-format save / load round trip; bad target names and ranks are refused. */
+ * the PEFT-format save / load round trip; bad target names and ranks are refused. On cpu and on the sim
+ * device (no host access to backend memory). */
+#include "tensor/backend.h"
+#include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
@@ -167,6 +170,13 @@ int main(void) {
     run("qwen3", "all-linear");
     run("gemma2", "q_proj,v_proj,down_proj");
     run("deepseek_v2", "all-linear"); /* MLA: the q and o projections; MoE layers' dense parts */
+    /* the sim device: backend memory behind pointers that fault on host access (VC_LORA_DEVICE=cuda runs
+     * this part on the CUDA backend, e.g. the emulator's build) */
+    CHECK(vc_backend_sim() != NULL);
+    const char *dev = getenv("VC_LORA_DEVICE");
+    CHECK_OK(vc_device_select(dev && *dev ? dev : "sim", "test"));
+    run("qwen3", "all-linear");
+    CHECK_OK(vc_device_select("cpu", "test"));
     char dir[512];
     snprintf(dir, sizeof dir, "%s/fixtures/models/llama", vc_test_shared());
     vc_model *m = NULL;
