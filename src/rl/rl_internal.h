@@ -76,9 +76,18 @@ typedef struct rl_critic {
     vc_model *m;
     float *w, *gw;        /* value head [hidden + 1] (last element is the bias) and its gradient: backend memory */
     vc_tensor head_w, head_b;
-    vc_tensor *head[2];   /* &head_w, &head_b: the trainer's extra parameters */
+    vc_tensor *head[2];   /* &head_w, &head_b */
+    vc_tensor **extra;    /* the trainer's extra parameters: the head, then any LoRA adapters */
+    int n_extra;
 } rl_critic;
-vc_status rl_critic_load(const char *path, rl_critic *c);
+/* the critic's backbone (with LoRA adapters when lora->rank > 0) and a zero value head */
+typedef struct rl_lora_opts {
+    int rank; /* 0: none */
+    double alpha;
+    char targets[512];
+    uint64_t seed;
+} rl_lora_opts;
+vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *c);
 void rl_critic_free(rl_critic *c);
 vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);

@@ -84,21 +84,11 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
 /* verl features whose non-default values change what is trained and that verlc does not have: refused,
  * not ignored */
 static vc_status refuse_unimplemented(const vc_config *c) {
-    static const struct { const char *key, *why; } INTS[] = {
-        { "critic.model.lora_rank", "LoRA adapters on the critic are not implemented: set it to 0 to train full "
-                                    "weights (the actor takes them)" },
-    };
     static const struct { const char *key, *why; } BOOLS[] = {
         { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
                                  "custom_reward_function.path (a program)" },
         { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
     };
-    for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++) {
-        int64_t v = 0;
-        vc_status st = vc_config_has(c, INTS[i].key) ? vc_config_get_int(c, INTS[i].key, &v) : VC_OK;
-        if (st) return st;
-        if (v > 0) return vc_fail(VC_ERR_UNSUPPORTED, "%s=%lld: %s", INTS[i].key, (long long)v, INTS[i].why);
-    }
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
         int v = 0;
         vc_status st = vc_config_get_bool_or(c, BOOLS[i].key, 0, &v);
@@ -108,35 +98,48 @@ static vc_status refuse_unimplemented(const vc_config *c) {
     return VC_OK;
 }
 
+/* <prefix>lora_rank, lora_alpha and target_modules (all-linear, or a list of module names) */
+static vc_status read_lora_opts(const vc_config *c, const char *prefix, rl_lora_opts *o) {
+    char k[128], *tg = o->targets;
+    int64_t rank = 0;
+    snprintf(k, sizeof k, "%slora_rank", prefix);
+    vc_status st = vc_config_get_int_or(c, k, 0, &rank);
+    if (st || rank <= 0) return st;
+    if (rank > 4096) return vc_fail(VC_ERR_ARG, "%s=%lld is too large", k, (long long)rank);
+    o->rank = (int)rank;
+    snprintf(k, sizeof k, "%slora_alpha", prefix);
+    if ((st = vc_config_get_double_or(c, k, 16, &o->alpha))) return st;
+    snprintf(k, sizeof k, "%starget_modules", prefix);
+    snprintf(tg, sizeof o->targets, "all-linear");
+    size_t nt = 0;
+    if (vc_config_has(c, k) && (st = vc_config_list_len(c, k, &nt))) return st;
+    for (size_t i = 0; i < nt; i++) {
+        const char *s = NULL;
+        if ((st = vc_config_list_str(c, k, i, &s))) return st;
+        size_t at = i ? strlen(tg) : 0;
+        if (s) snprintf(tg + at, sizeof o->targets - at, "%s%s", i ? "," : "", s);
+    }
+    return VC_OK;
+}
+
 /* actor_rollout_ref.model.lora_rank > 0: adapters on the actor (frozen base weights), from
  * lora_adapter_path when given (PEFT's adapter_model.safetensors) */
 static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
 #define M "actor_rollout_ref.model."
-    int64_t rank = 0, zero = 0;
-    double alpha = 16;
+    rl_lora_opts o = { .alpha = 16, .seed = t->seed ^ 0x6c6f7261u };
+    int64_t zero = 0;
     const char *from = NULL;
-    char targets[512] = "all-linear";
-    vc_status st = vc_config_get_int_or(c, M "lora_rank", 0, &rank);
-    if (st || rank <= 0) return st;
-    if (!st) st = vc_config_get_double_or(c, M "lora_alpha", 16, &alpha);
-    size_t nt = 0; /* target_modules: all-linear, or a list of module names */
-    if (!st && vc_config_has(c, M "target_modules")) st = vc_config_list_len(c, M "target_modules", &nt);
-    for (size_t i = 0; !st && i < nt; i++) {
-        const char *s = NULL;
-        st = vc_config_list_str(c, M "target_modules", i, &s);
-        if (!st && s) snprintf(targets + (i ? strlen(targets) : 0), sizeof targets - (i ? strlen(targets) : 0), "%s%s",
-                               i ? "," : "", s);
-    }
+    vc_status st = read_lora_opts(c, M, &o);
+    if (st || o.rank <= 0) return st ? vc_fail_ctx(st, M "lora_rank") : VC_OK;
     if (!st) st = vc_config_get_str_or(c, M "lora_adapter_path", NULL, &from);
     if (!st) st = vc_config_get_int_or(c, "actor_rollout_ref.actor.zero_stage", 0, &zero);
     if (!st && zero >= 2)
         st = vc_fail(VC_ERR_UNSUPPORTED, M "lora_rank with actor_rollout_ref.actor.zero_stage=%lld: LoRA trains "
                                          "with plain data parallelism or ZeRO-1", (long long)zero);
-    if (!st && rank > 4096) st = vc_fail(VC_ERR_ARG, M "lora_rank=%lld is too large", (long long)rank);
-    if (!st) st = vc_model_lora_init(t->actor, (int)rank, alpha, targets, t->seed ^ 0x6c6f7261u);
+    if (!st) st = vc_model_lora_init(t->actor, o.rank, o.alpha, o.targets, o.seed);
     if (!st && from) st = vc_model_lora_load(t->actor, from);
     if (st) return vc_fail_ctx(st, M "lora_rank");
-    t->lora_rank = (int)rank;
+    t->lora_rank = o.rank;
     return VC_OK;
 #undef M
 }
@@ -437,7 +440,16 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     if (!st && t->use_critic) {
         const char *cp = t->model_path;
         TRY(vc_config_get_str_or(cfg, "critic.model.path", t->model_path, &cp));
-        TRY(rl_critic_load(cp, &t->critic));
+        rl_lora_opts lo = { .alpha = 16, .seed = t->seed ^ 0x63726974u };
+        TRY(read_lora_opts(cfg, "critic.model.", &lo));
+        if (!st && lo.rank > 0) {
+            int64_t z = 0;
+            TRY(vc_config_get_int_or(cfg, "critic.zero_stage", 0, &z));
+            if (!st && z >= 2)
+                st = vc_fail(VC_ERR_UNSUPPORTED, "critic.model.lora_rank with critic.zero_stage=%lld: LoRA trains with "
+                                                 "plain data parallelism or ZeRO-1", (long long)z);
+        }
+        TRY(rl_critic_load(cp, &lo, &t->critic));
     }
     TRY(load_text(t, cfg));
     TRY(rl_reward_open(t));
@@ -448,7 +460,8 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     int n_lora = st ? 0 : vc_model_lora_params(t->actor, &lora);
     TRY(rl_trainer_init_dp(&t->atr, t->actor, lora, n_lora, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
     if (!st && t->use_critic)
-        st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.head, 2, cfg, "critic", t->total_steps, 1, dp);
+        st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.extra, t->critic.n_extra, cfg, "critic", t->total_steps,
+                                1, dp);
     if (!st) {
         vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok,
                                .prefill_chunk = t->prefill_chunk };

@@ -175,10 +175,15 @@ vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_t
 }
 
 /* ---- critic ---- */
-vc_status rl_critic_load(const char *path, rl_critic *c) {
+vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *c) {
     memset(c, 0, sizeof *c);
     vc_status st = vc_model_load(path, &c->m);
     if (st) return vc_fail_ctx(st, "critic.model.path");
+    if (lora && lora->rank > 0 &&
+        (st = vc_model_lora_init(c->m, lora->rank, lora->alpha, lora->targets, lora->seed))) {
+        rl_critic_free(c);
+        return vc_fail_ctx(st, "critic.model.lora_rank");
+    }
     int64_t H = vc_model_cfg(c->m)->hidden;
     /* the value head is a trained tensor: backend memory, zeroed */
     c->w = vc_train_backend_alloc((size_t)H + 1);
@@ -192,11 +197,22 @@ vc_status rl_critic_load(const char *path, rl_critic *c) {
     vc_param_init(&c->head_b, c->w + H, c->gw + H, 1, (int64_t[]){ 1 });
     c->head[0] = &c->head_w;
     c->head[1] = &c->head_b;
+    vc_tensor *const *ad = NULL;
+    int na = vc_model_lora_params(c->m, &ad);
+    if (!(c->extra = vc_malloc(sizeof *c->extra * (size_t)(2 + na)))) {
+        rl_critic_free(c);
+        return VC_ERR_NOMEM;
+    }
+    c->extra[0] = c->head[0];
+    c->extra[1] = c->head[1];
+    for (int i = 0; i < na; i++) c->extra[2 + i] = ad[i];
+    c->n_extra = 2 + na;
     return vc_model_enable_grad(c->m);
 }
 
 void rl_critic_free(rl_critic *c) {
     vc_model_free(c->m);
+    free(c->extra);
     vc_train_backend_free(c->w);
     vc_train_backend_free(c->gw);
     memset(c, 0, sizeof *c);

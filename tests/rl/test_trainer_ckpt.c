@@ -123,7 +123,7 @@ static void test_lora(void) {
     snprintf(L, sizeof L,
              "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.model.lora_rank=4|"
              "actor_rollout_ref.model.lora_alpha=8|actor_rollout_ref.model.target_modules=[q_proj,v_proj,up_proj,down_proj]|"
-             "actor_rollout_ref.model.lora_adapter_path=%s", start);
+             "actor_rollout_ref.model.lora_adapter_path=%s|critic.model.lora_rank=4|critic.model.lora_alpha=8", start);
     CHECK_OK(run("la", 3, L));
     CHECK_OK(run("lb", 2, L));
     CHECK_OK(run("lb", 3, L));
@@ -132,6 +132,8 @@ static void test_lora(void) {
     same_file("la", "lb", "hf_model/model.safetensors");
     same_file("la", "lb", "global_step_3/actor/lora_adapter/adapter_model.safetensors");
     same_file("la", "lb", "global_step_3/actor/optim.bin");
+    same_file("la", "lb", "global_step_3/critic/lora_adapter/adapter_model.safetensors"); /* the critic's too */
+    same_file("la", "lb", "global_step_3/critic/value_head.bin");
     /* the adapters were trained: nonzero actor gradients at every step */
     char mp[400];
     snprintf(mp, sizeof mp, "%s/la/metrics.jsonl", dir);

@@ -100,7 +100,8 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
-    expect("critic.model.lora_rank=16", VC_ERR_UNSUPPORTED, "lora_rank=16", "LoRA");
+    expect("algorithm.adv_estimator=gae|critic.model.lora_rank=4|critic.zero_stage=2", VC_ERR_UNSUPPORTED,
+           "critic.model.lora_rank", "zero_stage");
     expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.target_modules=[q_proj,qkv]", VC_ERR_ARG,
            "lora_rank", "qkv");
     expect("reward_model.enable=true", VC_ERR_UNSUPPORTED, "reward_model.enable", "custom_reward_function");
