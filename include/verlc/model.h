@@ -38,6 +38,7 @@ typedef struct vc_model_config {
     int local_rope;
     int rot_dim;                  /* rotated dims of each head (partial rotary) */
     int rope_interleaved;         /* GPT-J / GLM pairs (2i, 2i+1) instead of (i, i + rot/2) */
+    int alibi;                    /* ALiBi biases instead of rope (Baichuan-13B, Baichuan2-13B) */
     /* attention biases (from config; the loader also accepts them when present) */
     int qkv_bias, o_bias, mlp_bias, head_bias;
     /* mixture of experts */

@@ -5,6 +5,7 @@
 #include "verlc/json.h"
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 /* first present integer among space-separated keys */
 static vc_status get_int_any(const cJSON *o, const char *keys, int64_t def, int64_t *out, const char *path) {
@@ -211,7 +212,19 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->mlp_kind = VC_MLP_PLAIN;
         c->qkv_bias = c->o_bias = c->mlp_bias = c->head_bias = 1;
     }
-    if (is(c, "baichuan")) c->norm_head = 1;
+    if (is(c, "baichuan")) {
+        c->norm_head = 1;
+        /* the 13B models use ALiBi: their configs name no max_position_embeddings (model_max_length only)
+         * and are not the 7B's width; an explicit "position_embedding" ("alibi" / "rope") wins */
+        const char *pe = NULL;
+        if ((st = vc_json_get_str(o, "position_embedding", NULL, &pe, path))) return st;
+        c->alibi = pe ? !strcasecmp(pe, "alibi")
+                      : !vc_json_member(o, "max_position_embeddings") && c->hidden != 4096;
+        if (c->alibi) {
+            if (c->attn_softcap > 0) return vc_fail(VC_ERR_UNSUPPORTED, "%s: ALiBi with soft-capping", path);
+            c->rot_dim = 0;
+        }
+    }
     if (is(c, "qwen")) {
         c->inter /= 2; /* Qwen(1) writes twice the MLP width */
         double base, pct;

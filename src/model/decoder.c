@@ -225,7 +225,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     }
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
-                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1 };
+                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi };
     if (f->paged) return attend_paged(f, layer, &d, q, k, v);
     if (!f->cache) return vc_op_attention(f->g, q, k, v, &d);
     vc_kv_cache *kc = f->cache;

@@ -4,6 +4,7 @@
 #define VC_BACKEND_H
 #include "verlc/core.h"
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_NONE };
@@ -23,6 +24,7 @@ typedef struct vc_attn_desc {
     float softcap; /* 0: none; else s = softcap * tanh(s / softcap) */
     int window;    /* 0: none; else key j visible from query position p when p - j < window */
     int causal;
+    int alibi;     /* 1: score += slope(h) (j - p) with ALiBi's slopes for n_head heads (vc_alibi_slope) */
     /* paged keys/values (page_tokens > 0; forward only): key j of sequence s is at
      * k_pages[s][j / page_tokens] + (j % page_tokens) * k_stride (values likewise); k_seq/v_seq unused.
      * Each query row is then computed on its own, so its output does not depend on the other rows. */
@@ -40,6 +42,14 @@ typedef struct vc_attn_desc {
      * f32 (the rollout engine's KV pool in bf16 precision, whose keys and values are bf16 already) */
     int kv_bf16;
 } vc_attn_desc;
+
+/* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)
+ * for the largest power of two p <= n, then every other slope of 2p heads for the rest. */
+static inline float vc_alibi_slope(int h, int n) {
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    return h < p ? exp2f(-8.0f * (float)(h + 1) / (float)p) : exp2f(-4.0f * (float)(2 * (h - p) + 1) / (float)p);
+}
 
 typedef struct vc_route_desc {
     int n_expert, top_k;

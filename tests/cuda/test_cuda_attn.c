@@ -1,6 +1,6 @@
 /* CUDA flash attention (forward, backward) and paged decode attention vs the CPU backend: packed
  * sequences of different lengths, GQA 14/2, MQA, MHA, head dims 64 / 128 / 192+128, sliding window,
- * soft-cap, chunked prefill (more keys than queries), keys and values inside a fused QKV-like row.
+ * soft-cap, ALiBi, chunked prefill (more keys than queries), keys and values inside a fused QKV-like row.
  * Backward must give the same bits run to run. Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 
@@ -15,6 +15,7 @@ typedef struct {
     int nseq;
     int64_t qlen[6], kvlen[6];
     int fused; /* k and v of a token share one row: [k heads | v heads] */
+    int alibi; /* ALiBi biases (Baichuan-13B) */
 } acase;
 
 static void attn_case(const acase *a) {
@@ -43,6 +44,7 @@ static void attn_case(const acase *a) {
     }
     attn_descs(&p, a->nseq, a->fused ? row : kst, a->fused ? row : vst, a->nh, a->nkv, a->hd, a->dv, a->cap,
                a->window, a->causal);
+    p.d.alibi = p.gd.alibi = p.gd2.alibi = a->alibi;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
     float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl);
@@ -181,6 +183,8 @@ int main(void) {
         { "GQA 6/2 hd 80, softcap 50", 6, 2, 80, 80, 1, 0, 50.0f, 2, { 90, 31 }, { 90, 31 }, 1 },
         { "non-causal 2/1 hd 64, window 16", 2, 1, 64, 64, 0, 16, 0, 2, { 40, 77 }, { 40, 77 }, 0 },
         { "GQA 16/4 hd 256", 16, 4, 256, 256, 1, 0, 0, 2, { 90, 40 }, { 90, 40 }, 0 },
+        { "ALiBi MHA 6/6 hd 64 (slopes of 4 heads and of 8)", 6, 6, 64, 64, 1, 0, 0, 2, { 50, 90 }, { 50, 90 }, 0, 1 },
+        { "ALiBi GQA 12/4 hd 128, chunked prefill", 12, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_case(&cases[i]);
     decode_case("GQA 14/2 hd 64", 14, 2, 64, 64, 0, 0);

@@ -19,6 +19,7 @@ typedef struct {
     int fused;
     double tol_o, tol_lse, tol_bwd;
     int dv; /* value head dim; 0: hd */
+    int alibi;
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -50,6 +51,7 @@ static void bf16_case(const bcase *a) {
     }
     attn_descs(&p, a->nseq, a->fused ? kst + vst : kst, a->fused ? kst + vst : vst, a->nh, a->nkv, a->hd, dv, a->cap,
                a->window, a->causal);
+    p.d.alibi = p.gd.alibi = p.gd2.alibi = a->alibi;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);
@@ -165,6 +167,8 @@ int main(void) {
           2e-2, 128 },
         /* not eligible (hd 72): the f32 kernels, f32 tolerances */
         { "f32 fallback: GQA 6/2 hd 72", 6, 2, 72, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
+        { "ALiBi 6/2 hd 64, chunked prefill", 6, 2, 64, 1, 0, 0, 2, { 30, 70 }, { 130, 70 }, 0, 1e-2, 2e-4, 2e-2, 0,
+          1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
     if (!timing_skipped("bf16 attention")) {

@@ -2,6 +2,7 @@
  * from the published formulas in double precision; hand-computed constants; bad configs. */
 #include "vc_test.h"
 #include "verlc/json.h"
+#include "verlc/model.h"
 #include "verlc/rope.h"
 
 /* ---- reference formulas, double precision ---- */
@@ -306,8 +307,32 @@ static void test_dynamic_state(void) {
     CHECK(vc_rope_dynamic_seq_len(&cached, 7, 8) == 8);   /* reset */
 }
 
+/* Baichuan's position embedding: rope for the 7B (max_position_embeddings, or width 4096), ALiBi for the
+ * 13B (model_max_length only), or as "position_embedding" says */
+static void test_baichuan_alibi(void) {
+    static const struct { const char *extra; int alibi; } C[] = {
+        { "\"hidden_size\":5120,\"model_max_length\":4096", 1 },
+        { "\"hidden_size\":4096,\"model_max_length\":4096", 0 },
+        { "\"hidden_size\":5120,\"max_position_embeddings\":4096", 0 },
+        { "\"hidden_size\":64,\"position_embedding\":\"alibi\",\"max_position_embeddings\":128", 1 },
+        { "\"hidden_size\":64,\"position_embedding\":\"rope\"", 0 },
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\":\"baichuan\",\"vocab_size\":64,\"num_hidden_layers\":1,"
+                                    "\"num_attention_heads\":8,\"intermediate_size\":32,%s}", C[i].extra);
+        cJSON *c = cJSON_Parse(json);
+        vc_model_config mc;
+        CHECK_OK(vc_config_parse_model(c, "test/config.json", &mc));
+        CHECK_MSG(mc.alibi == C[i].alibi && (mc.rot_dim == 0) == C[i].alibi, "case %zu: alibi %d rot %d", i, mc.alibi,
+                  mc.rot_dim);
+        cJSON_Delete(c);
+    }
+}
+
 int main(void) {
     test_fixtures();
+    test_baichuan_alibi();
     test_real_shapes();
     test_layer_types();
     test_bad_configs();

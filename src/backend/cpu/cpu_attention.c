@@ -58,6 +58,10 @@ static void mask_rows(void *p, int64_t blk) {
         for (int64_t j = hi + 1; j < c->nj; j++) s[j] = -INFINITY;
         if (c->d->softcap > 0)
             for (int64_t j = lo; j <= hi; j++) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
+        if (c->d->alibi) {
+            float slope = vc_alibi_slope(c->h, c->d->n_head);
+            for (int64_t j = lo; j <= hi; j++) s[j] += slope * (float)(c->j0 + j - (c->pos0 + r));
+        }
     }
 }
 
@@ -106,7 +110,7 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     int kvh = h / (d->n_head / d->n_kv_head);
     vc_cpu_sgemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
                 K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
-    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr };
+    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr, .h = h };
     vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
 }
 
@@ -159,11 +163,12 @@ static void paged_task(void *p, int64_t task) {
         int64_t pos = kvl - ql + r, j0, j1;
         key_range(d, kvl, pos, pos, &j0, &j1);
         const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
-        float m = -INFINITY, sum = 0;
+        float m = -INFINITY, sum = 0, slope = d->alibi ? vc_alibi_slope(h, d->n_head) : 0.0f;
         for (int64_t j = j0; j < j1; j++) {
             const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, row);
             float sc = d->scale * dot_fixed(qr, k, d->head_dim);
             if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
+            if (d->alibi) sc += slope * (float)(j - pos);
             S[j - j0] = sc;
             m = sc > m ? sc : m;
         }

@@ -20,7 +20,7 @@ struct attn_params {
     int nh, nkv, hd, dv;
     int64_t kstride, vstride;
     float scale, cap;
-    int window, causal;
+    int window, causal, alibi;
 };
 
 #define NT 256
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
             #pragma unroll
             for (int j = 0; j < CN; j++) {
                 int64_t key = kb + tc + 16 * j;
-                s[i][j] = (key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, s[i][j]) : -INFINITY;
+                s[i][j] = (key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, s[i][j], h, pos, key) : -INFINITY;
                 mx = fmaxf(mx, s[i][j]);
             }
             for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
                     int qr = tc + 16 * j;
                     float P = 0, ds = 0;
                     if (qr < nq && vc_attn_visible(p, off + qb + qr, key, sm.kvlen)) {
-                        float sc = vc_attn_score(p, st[i][j]);
+                        float sc = vc_attn_score(p, st[i][j], h, off + qb + qr, key);
                         P = expf(sc - Ls[qr]);
                         ds = P * (dp[i][j] - Dd[qr]);
                         if (p.cap > 0) {
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
                 int64_t key = kb + tc + 16 * j;
                 float ds = 0;
                 if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen)) {
-                    float sc = vc_attn_score(p, s[i][j]), P = expf(sc - Ls[r]);
+                    float sc = vc_attn_score(p, s[i][j], h, pos0 + r, key), P = expf(sc - Ls[r]);
                     ds = P * (dp[i][j] - Dd[r]);
                     if (p.cap > 0) {
                         float t = sc / p.cap;
@@ -416,6 +416,7 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     p->cap = d->softcap;
     p->window = d->window;
     p->causal = d->causal;
+    p->alibi = d->alibi;
     p->D = NULL;
     return dev;
 }

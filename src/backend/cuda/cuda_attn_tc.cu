@@ -35,7 +35,7 @@ struct tc_params {
     int nh, nkv;
     int64_t kstride, vstride;
     float scale, cap;
-    int window, causal;
+    int window, causal, alibi;
 };
 
 constexpr int TB = 64;       /* query and key tile */
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         for (int c = 0; c < TB / 2; c++) {
             int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
             int64_t key = kb + col;
-            float s = (r < nr && key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, srow[col]) : -INFINITY;
+            float s = (r < nr && key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, srow[col], h, pos, key) : -INFINITY;
             srow[col] = s;
             mx = fmaxf(mx, s);
         }
@@ -194,8 +194,8 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
 
 /* P and dS of one element from the recomputed score and dP (softmax backward, soft-cap chain rule) */
 __device__ __forceinline__ void tc_p_ds(const tc_params &p, float dot, float dp, float L, float Dr, float *P,
-                                        float *ds) {
-    float sc = vc_attn_score(p, dot);
+                                        float *ds, int h, int64_t pos, int64_t key) {
+    float sc = vc_attn_score(p, dot, h, pos, key);
     *P = expf(sc - L);
     float g = *P * (dp - Dr);
     if (p.cap > 0) {
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
                 int64_t key = kb + kr;
                 float P = 0.0f, ds = 0.0f;
                 if (qc < nq && kr < nk && vc_attn_visible(p, off + qb + qc, key, sm.kvlen))
-                    tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds);
+                    tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds, h, off + qb + qc, key);
                 PT[kr * LP + qc] = __float2bfloat16_rn(P);
                 dST[kr * LP + qc] = __float2bfloat16_rn(ds);
             }
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
             int64_t key = kb + kc;
             float P = 0.0f, ds = 0.0f;
             if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen))
-                tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds);
+                tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds, h, pos0 + r, key);
             dSs[r * LP + kc] = __float2bfloat16_rn(ds);
         }
         __syncwarp();
@@ -407,6 +407,7 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->cap = d->softcap;
     p->window = d->window;
     p->causal = d->causal;
+    p->alibi = d->alibi;
     return dev;
 }
 

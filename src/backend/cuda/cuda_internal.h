@@ -144,7 +144,7 @@ static inline unsigned vc_cu_blocks(int64_t n, int threads) {
 }
 
 /* Attention masks and scores shared by the f32 and tensor-core kernels (P: any parameter struct with
- * causal, window, scale, cap): is key visible from query position pos; the scaled, soft-capped score. */
+ * causal, window, scale, cap, alibi, nh): is key visible from query position pos; the score. */
 template <class P>
 __device__ __forceinline__ bool vc_attn_visible(const P &p, int64_t pos, int64_t key, int64_t kvlen) {
     if (key < 0 || key >= kvlen) return false;
@@ -159,9 +159,18 @@ __device__ __forceinline__ void vc_attn_key_range(const P &p, int64_t kvlen, int
     *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
     *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
 }
-template <class P> __device__ __forceinline__ float vc_attn_score(const P &p, float dot) {
+/* ALiBi's slope of head h of n (the formula of vc_alibi_slope in src/tensor/backend.h) */
+__device__ __forceinline__ float vc_attn_alibi_slope(int h, int n) {
+    int pw = 1;
+    while (pw * 2 <= n) pw *= 2;
+    return h < pw ? exp2f(-8.0f * (float)(h + 1) / (float)pw) : exp2f(-4.0f * (float)(2 * (h - pw) + 1) / (float)pw);
+}
+/* the score of key `key` for the query at position pos in head h: scaled, soft-capped, plus ALiBi's bias */
+template <class P>
+__device__ __forceinline__ float vc_attn_score(const P &p, float dot, int h, int64_t pos, int64_t key) {
     float x = p.scale * dot;
-    return p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
+    x = p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
+    return p.alibi ? x + vc_attn_alibi_slope(h, p.nh) * (float)(key - pos) : x;
 }
 
 /* warp reductions over all 32 lanes */

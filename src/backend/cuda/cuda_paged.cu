@@ -23,7 +23,7 @@ struct paged_params {
     const int64_t *kp, *vp; /* page offsets (elements: floats, or bf16 values) from kbase / vbase */
     const void *kbase, *vbase;
     int64_t row0, P, kstride, vstride;
-    int nh, nkv, hd, dv, window, causal;
+    int nh, nkv, hd, dv, window, causal, alibi;
     float scale, cap;
 };
 
@@ -66,8 +66,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             float dot = 0;
             for (int c = 0; c < 8 && lane + 32 * c < p.hd; c++) dot += qs[g][lane + 32 * c] * kk[c];
             dot = vc_warp_sum(dot);
-            float x = p.scale * dot;
-            if (p.cap > 0) x = p.cap * tanhf(x / p.cap);
+            float x = vc_attn_score(p, dot, h0 + g, pos, j);
             float mn = fmaxf(m[g], x), corr = expf(m[g] - mn), e = expf(x - mn);
             l[g] = l[g] * corr + e;
             for (int c = 0; c < 8; c++) acc[g][c] = acc[g][c] * corr + (lane + 32 * c < p.dv ? e * vv[c] : 0.0f);
@@ -263,6 +262,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.dv = d->v_head_dim;
     p.window = d->window;
     p.causal = d->causal;
+    p.alibi = d->alibi;
     p.scale = d->scale;
     p.cap = d->softcap;
     int gc = heads_per_block(d->n_head / d->n_kv_head);
