@@ -35,7 +35,8 @@ static vc_status parse_targets(const char *spec, uint64_t *mask) {
     }
     char buf[512];
     snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, ", []'\""); tok; tok = strtok(NULL, ", []'\"")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
         size_t i = 0;
         while (i < N_TARGETS && strcmp(tok, TARGETS[i].name)) i++;
         if (i == N_TARGETS)
