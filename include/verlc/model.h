@@ -76,6 +76,10 @@ int64_t vc_model_param_count(const vc_model *m);
  * seed, B is zero; from then on the base weights are frozen (no gradients) and the adapters are the
  * trainable tensors (vc_model_lora_params: 2 per adapter, for vc_trainer_config.extra_params). */
 vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *targets, uint64_t seed);
+/* and leaves out the modules whose path (model.layers.N.self_attn.q_proj, model.layers.N.mlp.up_proj)
+ * the regular expression `exclude` (Python syntax) matches as a whole (PEFT's exclude_modules); NULL: none */
+vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char *targets, const char *exclude,
+                                uint64_t seed);
 int vc_model_has_lora(const vc_model *m);
 int vc_model_lora_params(vc_model *m, vc_tensor *const **out);
 /* switches the adapters in or out of the forward (out: the base model); returns the previous state */

@@ -318,6 +318,7 @@ typedef struct vc_sft_config {
     int lora_rank;           /* 0: full fine-tuning; > 0: LoRA adapters (model.lora_rank) */
     double lora_alpha;       /* 16 */
     const char *lora_targets; /* model.target_modules: all-linear or names */
+    const char *lora_exclude; /* model.exclude_modules: a regular expression over module paths, or NULL */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;

@@ -9,6 +9,7 @@
 #include "verlc/rng.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
+#include <oniguruma.h>
 #include <sys/stat.h>
 #include <math.h>
 #include <stdlib.h>
@@ -97,7 +98,37 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
     return m->be->sync();
 }
 
+/* the module path PEFT matches exclude_modules against */
+static void module_name(int layer, int slot, char *buf, size_t cap) {
+    int attn = slot == VC_W_Q || slot == VC_W_K || slot == VC_W_V || slot == VC_W_O;
+    snprintf(buf, cap, "model.layers.%d.%s.%s", layer, attn ? "self_attn" : "mlp", target_name(slot));
+}
+
+/* exclude_modules as PEFT reads it: Python regular-expression syntax (Oniguruma's), a whole-path match */
+static vc_status exclude_compile(const char *pat, OnigRegex *out) {
+    OnigErrorInfo ei;
+    char full[600]; /* re.fullmatch: anchored at the end too, so backtracking finds a whole-path match */
+    snprintf(full, sizeof full, "(?:%s)\\Z", pat);
+    int r = onig_new(out, (const UChar *)full, (const UChar *)full + strlen(full), ONIG_OPTION_NONE,
+                     ONIG_ENCODING_UTF8, ONIG_SYNTAX_PYTHON, &ei);
+    if (r == ONIG_NORMAL) return VC_OK;
+    UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+    onig_error_code_to_str(msg, r, &ei);
+    *out = NULL;
+    return vc_fail(VC_ERR_ARG, "LoRA exclude_modules '%s' is not a regular expression: %s", pat, (const char *)msg);
+}
+
+static int excluded(OnigRegex re, const char *name) {
+    const UChar *s = (const UChar *)name, *e = s + strlen(name);
+    return onig_match(re, s, e, s, NULL, ONIG_OPTION_NONE) == (int)(e - s);
+}
+
 vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *targets, uint64_t seed) {
+    return vc_model_lora_init_ex(m, rank, alpha, targets, NULL, seed);
+}
+
+vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char *targets, const char *exclude,
+                                uint64_t seed) {
     if (m->lora) return vc_fail(VC_ERR_ARG, "model: LoRA adapters are already attached");
     if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
     if (!(alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", alpha);
@@ -105,10 +136,15 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
     uint64_t mask;
     vc_status st = parse_targets(targets, &mask);
     if (st) return st;
+    OnigRegex ex = NULL; /* PEFT: a Python regular expression that must match the whole module path */
+    if (exclude && *exclude && (st = exclude_compile(exclude, &ex))) return st;
     const vc_model_config *c = &m->cfg;
     size_t cells = (size_t)c->n_layer * VC_W_COUNT, most = (size_t)c->n_layer * N_TARGETS + 1;
     vc_lora *a = vc_calloc(1, sizeof *a);
-    if (!a) return VC_ERR_NOMEM;
+    if (!a) {
+        onig_free(ex);
+        return VC_ERR_NOMEM;
+    }
     a->index = vc_malloc(sizeof(int) * cells);
     a->layer_of = vc_malloc(sizeof(int) * most);
     a->slot_of = vc_malloc(sizeof(int) * most);
@@ -116,6 +152,7 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
     a->t = vc_calloc(2 * most, sizeof *a->t);
     a->ptr = vc_calloc(2 * most, sizeof *a->ptr);
     if (!a->index || !a->layer_of || !a->slot_of || !a->off || !a->t || !a->ptr) {
+        onig_free(ex);
         vc_lora_free(a, NULL);
         return VC_ERR_NOMEM;
     }
@@ -128,6 +165,9 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
         for (size_t i = 0; i < N_TARGETS; i++) {
             vc_tensor *W = vc_w(m, l, TARGETS[i].slot);
             if (!(mask >> TARGETS[i].slot & 1) || !W || W->ndim != 2) continue;
+            char name[128];
+            module_name(l, TARGETS[i].slot, name, sizeof name);
+            if (ex && excluded(ex, name)) continue;
             a->index[(size_t)l * VC_W_COUNT + TARGETS[i].slot] = a->n;
             a->layer_of[a->n] = l;
             a->slot_of[a->n] = TARGETS[i].slot;
@@ -135,9 +175,10 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
             a->n_floats += a_span(rank, W->shape[1]) + b_span(W->shape[0], rank);
             a->n++;
         }
+    onig_free(ex);
     if (!a->n) {
         vc_lora_free(a, NULL);
-        return vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules");
+        return vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
     }
     a->data = m->be->alloc(sizeof(float) * (size_t)a->n_floats);
     a->grad = a->data ? m->be->alloc(sizeof(float) * (size_t)a->n_floats) : NULL;
@@ -209,11 +250,9 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
 
 /* PEFT's tensor names: base_model.model.<module path>.lora_A.weight */
 static void peft_name(const vc_model *m, int i, int b, char *buf, size_t cap) {
-    const vc_lora *a = m->lora;
-    int s = a->slot_of[i];
-    const char *part = s == VC_W_Q || s == VC_W_K || s == VC_W_V || s == VC_W_O ? "self_attn" : "mlp";
-    snprintf(buf, cap, "base_model.model.model.layers.%d.%s.%s.lora_%c.weight", a->layer_of[i], part, target_name(s),
-             b ? 'B' : 'A');
+    char mod[128];
+    module_name(m->lora->layer_of[i], m->lora->slot_of[i], mod, sizeof mod);
+    snprintf(buf, cap, "base_model.model.%s.lora_%c.weight", mod, b ? 'B' : 'A');
 }
 
 vc_status vc_model_lora_save(const vc_model *m, const char *dir) {

@@ -85,6 +85,7 @@ typedef struct rl_lora_opts {
     int rank; /* 0: none */
     double alpha;
     char targets[512];
+    char exclude[512];    /* a regular expression over module paths (PEFT's exclude_modules); "" none */
     uint64_t seed;
 } rl_lora_opts;
 vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *c);

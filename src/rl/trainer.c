@@ -119,6 +119,26 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, rl_lora_
         size_t at = i ? strlen(tg) : 0;
         if (s) snprintf(tg + at, sizeof o->targets - at, "%s%s", i ? "," : "", s);
     }
+    /* exclude_modules: a string is a regular expression (PEFT); a list names modules, matched at the end of
+     * their paths */
+    snprintf(k, sizeof k, "%sexclude_modules", prefix);
+    if (vc_config_kind(c, k) == VC_CFG_LIST) {
+        size_t ne = 0;
+        if ((st = vc_config_list_len(c, k, &ne))) return st;
+        snprintf(o->exclude, sizeof o->exclude, "(.*\\.)?(");
+        for (size_t i = 0; i < ne; i++) {
+            const char *s = NULL;
+            if ((st = vc_config_list_str(c, k, i, &s))) return st;
+            size_t at = strlen(o->exclude);
+            snprintf(o->exclude + at, sizeof o->exclude - at, "%s%s", i ? "|" : "", s ? s : "");
+        }
+        size_t at = strlen(o->exclude);
+        snprintf(o->exclude + at, sizeof o->exclude - at, ")");
+    } else if (vc_config_has(c, k)) {
+        const char *s = NULL;
+        if ((st = vc_config_get_str(c, k, &s))) return st;
+        snprintf(o->exclude, sizeof o->exclude, "%s", s ? s : "");
+    }
     return VC_OK;
 }
 
@@ -136,7 +156,7 @@ static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
     if (!st && zero >= 2)
         st = vc_fail(VC_ERR_UNSUPPORTED, M "lora_rank with actor_rollout_ref.actor.zero_stage=%lld: LoRA trains "
                                          "with plain data parallelism or ZeRO-1", (long long)zero);
-    if (!st) st = vc_model_lora_init(t->actor, o.rank, o.alpha, o.targets, o.seed);
+    if (!st) st = vc_model_lora_init_ex(t->actor, o.rank, o.alpha, o.targets, o.exclude, o.seed);
     if (!st && from) st = vc_model_lora_load(t->actor, from);
     if (st) return vc_fail_ctx(st, M "lora_rank");
     t->lora_rank = o.rank;

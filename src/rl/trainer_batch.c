@@ -180,7 +180,7 @@ vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *
     vc_status st = vc_model_load(path, &c->m);
     if (st) return vc_fail_ctx(st, "critic.model.path");
     if (lora && lora->rank > 0 &&
-        (st = vc_model_lora_init(c->m, lora->rank, lora->alpha, lora->targets, lora->seed))) {
+        (st = vc_model_lora_init_ex(c->m, lora->rank, lora->alpha, lora->targets, lora->exclude, lora->seed))) {
         rl_critic_free(c);
         return vc_fail_ctx(st, "critic.model.lora_rank");
     }

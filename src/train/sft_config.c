@@ -112,6 +112,8 @@ static const key_def KEYS[] = {
     { "model.lora_alpha", "lora_alpha", K_F64, F(lora_alpha), "LoRA scale alpha (adapters add alpha/rank B A)" },
     { "model.target_modules", "target_modules", K_STR, F(lora_targets),
       "LoRA targets: all-linear or q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj" },
+    { "model.exclude_modules", "exclude_modules", K_STR, F(lora_exclude),
+      "LoRA: leave out modules whose path (model.layers.N.mlp.up_proj) this regular expression matches" },
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },
     { "max_memory", "max_memory", K_BYTES, F(max_memory), "refuse to start above this (e.g. 20G)" },
     { "quiet", "quiet", K_BOOL, F(quiet), "no per-step console lines" },

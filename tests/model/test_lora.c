@@ -167,5 +167,17 @@ int main(void) {
         CHECK(vc_model_lora_init(m, 2, 4.0, "k_proj", 1) == VC_ERR_ARG);
         vc_model_free(m);
     }
+    /* exclude_modules (PEFT): a regular expression over module paths, matched as a whole */
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) {
+        vc_tensor *const *p = NULL;
+        CHECK(vc_model_lora_init_ex(m, 2, 4.0, NULL, "(", 1) == VC_ERR_ARG && strstr(vc_last_error(), "not a regular"));
+        CHECK(vc_model_lora_init_ex(m, 2, 4.0, "q_proj", ".*", 1) == VC_ERR_ARG); /* nothing left */
+        CHECK(strstr(vc_last_error(), "excluded") != NULL);
+        CHECK(vc_model_lora_init_ex(m, 2, 4.0, "all-linear", "model\\.layers\\.0\\..*|.*\\.mlp\\.down_proj", 1) == VC_OK);
+        int n = vc_model_lora_params(m, &p), L = (int)vc_model_cfg(m)->n_layer;
+        CHECK_MSG(n == 2 * (L - 1) * 6, "%d adapter tensors over %d layers", n, L); /* layer 0 and down_proj out */
+        vc_model_free(m);
+    }
     return vc_test_done();
 }

@@ -100,6 +100,8 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.exclude_modules=.*", VC_ERR_ARG, "lora_rank",
+           "excluded");
     expect("algorithm.adv_estimator=gae|critic.model.lora_rank=4|critic.zero_stage=2", VC_ERR_UNSUPPORTED,
            "critic.model.lora_rank", "zero_stage");
     expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.target_modules=[q_proj,qkv]", VC_ERR_ARG,
@@ -128,6 +130,7 @@ int main(void) {
         "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
         "algorithm.rollout_correction.rollout_is=token",
         "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.actor.use_kl_loss=true",
+        "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.exclude_modules=[up_proj,o_proj]",
         "algorithm.rollout_correction.rollout_is=sequence|algorithm.rollout_correction.rollout_is_batch_normalize=true",
         "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
