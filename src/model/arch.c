@@ -95,6 +95,8 @@ static const vc_tensor_rule PHI2[] = {
     { L "self_attn.dense.weight", VC_W_O }, { L "self_attn.dense.bias", VC_W_O_B },
     { L "mlp.fc1.weight", VC_W_UP }, { L "mlp.fc1.bias", VC_W_UP_B },
     { L "mlp.fc2.weight", VC_W_DOWN }, { L "mlp.fc2.bias", VC_W_DOWN_B },
+    { L "self_attn.q_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.q_layernorm.bias", VC_W_Q_NORM_B },
+    { L "self_attn.k_layernorm.weight", VC_W_K_NORM }, { L "self_attn.k_layernorm.bias", VC_W_K_NORM_B },
     { 0 } };
 
 static const vc_tensor_rule BAICHUAN[] = {
@@ -190,7 +192,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LM_HEAD] = "lm_head", [VC_W_LM_HEAD_B] = "lm_head.bias", [VC_W_ATTN_NORM] = "attn_norm",
     [VC_W_ATTN_NORM_B] = "attn_norm.bias", [VC_W_Q] = "q", [VC_W_Q_B] = "q.bias", [VC_W_K] = "k",
     [VC_W_K_B] = "k.bias", [VC_W_V] = "v", [VC_W_V_B] = "v.bias", [VC_W_O] = "o", [VC_W_O_B] = "o.bias",
-    [VC_W_Q_NORM] = "q_norm", [VC_W_K_NORM] = "k_norm", [VC_W_Q_A] = "q_a", [VC_W_Q_A_NORM] = "q_a_norm",
+    [VC_W_Q_NORM] = "q_norm", [VC_W_K_NORM] = "k_norm", [VC_W_Q_NORM_B] = "q_norm.bias",
+    [VC_W_K_NORM_B] = "k_norm.bias", [VC_W_Q_A] = "q_a", [VC_W_Q_A_NORM] = "q_a_norm",
     [VC_W_Q_BPROJ] = "q_b", [VC_W_KV_A] = "kv_a", [VC_W_KV_A_NORM] = "kv_a_norm", [VC_W_KV_B] = "kv_b",
     [VC_W_POST_ATTN_NORM] = "post_attn_norm", [VC_W_FFN_NORM] = "ffn_norm", [VC_W_FFN_NORM_B] = "ffn_norm.bias",
     [VC_W_POST_FFN_NORM] = "post_ffn_norm", [VC_W_GATE] = "gate", [VC_W_GATE_B] = "gate.bias", [VC_W_UP] = "up",
@@ -231,6 +234,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
     case VC_W_Q_NORM: case VC_W_K_NORM: return c->qk_norm ? set(s, hd, 0, 0) : 0;
+    case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
     case VC_W_Q_BPROJ: return c->mla && c->q_lora_rank ? set(s, c->n_head * qk, c->q_lora_rank, 0) : 0;

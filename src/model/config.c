@@ -206,7 +206,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "glm")) c->rope_interleaved = 1;
     if (is(c, "phi")) {
-        if (flag(o, "qk_layernorm", 0)) return vc_fail(VC_ERR_UNSUPPORTED, "%s: qk_layernorm=true is not supported", path);
+        c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
         c->parallel_block = 1;
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;

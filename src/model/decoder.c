@@ -273,7 +273,11 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     vc_tensor *v = lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B));
     vc_op_hold(h, 0);
-    if (c->qk_norm) {
+    if (c->qk_norm && c->norm_kind == VC_NORM_LAYER) { /* Phi: LayerNorm over each head */
+        q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), vc_w(m, l, VC_W_Q_NORM), vc_w(m, l, VC_W_Q_NORM_B), c->norm_eps);
+        k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), vc_w(m, l, VC_W_K_NORM), vc_w(m, l, VC_W_K_NORM_B),
+                            c->norm_eps);
+    } else if (c->qk_norm) {
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
         k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
     }
