@@ -316,6 +316,7 @@ PREBUILT=${VC_GPU_PREBUILT:-build/tests}
 TESTS="$BUILD/tests"
 CUDA_TESTS=""
 for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c)"; done
+CUDA_TESTS="$CUDA_TESTS model_test_lora" # LoRA adapters on the GPU (VC_LORA_DEVICE=cuda)
 built=0
 configured=0
 # shellcheck disable=SC2086
@@ -355,6 +356,8 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
 # GRPO, PPO and SFT on cuda against cpu, and 2-rank NCCL sft against MPI (both ranks on the one GPU)
 [ -x "$TESTS/cuda_test_cuda_train" ] && step "test_cuda_train" 45 env VERLC_BIN="$BUILD/verlc" "$TESTS/cuda_test_cuda_train"
 [ -x "$TESTS/cuda_test_cuda_graph" ] && step "test_cuda_graph" 30 "$TESTS/cuda_test_cuda_graph"
+[ -x "$TESTS/model_test_lora" ] && step "test_lora on cuda (adapters, merge, checkpointing, PEFT files)" 30 \
+    env VC_LORA_DEVICE=cuda "$TESTS/model_test_lora"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
 # The issue's benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,
