@@ -118,8 +118,9 @@ int main(void) {
     rl_cli_setup(32, 2, 16, 64);
     test_one_vs_two(2, NULL);
     test_one_vs_two(4, NULL);
-    /* LoRA adapters on 2 ranks (extra parameters all-reduced; the merged export compared) */
-    test_one_vs_two(2, "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16");
+    /* LoRA adapters on 2 ranks with ZeRO-1 (the adapters' AdamW state sharded; the merged export compared) */
+    test_one_vs_two(2, "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16 "
+                       "actor_rollout_ref.actor.zero_stage=1");
     test_world_mismatch();
     setenv("VERLC_DIST_TIMEOUT", "3", 1);
     test_fault("hang");
