@@ -88,6 +88,8 @@ static vc_status refuse_unimplemented(const vc_config *c) {
         { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
                                  "custom_reward_function.path (a program)" },
         { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
+        { "algorithm.filter_groups.enable", "DAPO's dynamic sampling (regenerating until enough groups have "
+                                            "varied rewards) is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
         int v = 0;
@@ -162,6 +164,25 @@ static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
     t->lora_rank = o.rank;
     return VC_OK;
 #undef M
+}
+
+/* reward_model.overlong_buffer (DAPO's overlong reward shaping): a response longer than
+ * max_response_length - len loses penalty_factor * (excess / len) of reward, at most penalty_factor */
+static vc_status read_overlong(vc_rl_trainer *t, const vc_config *c) {
+    int on = 0;
+    int64_t len = 0;
+    double f = 0;
+    vc_status st = vc_config_get_bool_or(c, "reward_model.overlong_buffer.enable", 0, &on);
+    if (!st) st = vc_config_get_int_or(c, "reward_model.overlong_buffer.len", 0, &len);
+    if (!st) st = vc_config_get_double_or(c, "reward_model.overlong_buffer.penalty_factor", 0, &f);
+    if (st || !on) return st;
+    if (len < 1 || len > t->max_resp)
+        return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.len must be in 1..data.max_response_length (%lld), got %lld",
+                       (long long)t->max_resp, (long long)len);
+    if (!(f >= 0)) return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.penalty_factor must be >= 0, got %g", f);
+    t->overlong_len = len;
+    t->overlong_factor = f;
+    return VC_OK;
 }
 
 /* algorithm.rollout_correction: truncated importance weights (rollout_is); rejection sampling and
@@ -307,6 +328,7 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "trainer.critic_warmup", 0, &t->critic_warmup));
     TRY(vc_config_get_bool_or(c, "trainer.balance_batch", 1, &t->balance_batch));
     TRY(read_rollout_correction(t, c));
+    TRY(read_overlong(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
     TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));

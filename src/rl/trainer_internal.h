@@ -24,6 +24,8 @@ struct vc_rl_trainer {
     /* data and rollout */
     int batch_prompts, n;
     int64_t max_resp, fwd_tokens;
+    int64_t overlong_len;       /* reward_model.overlong_buffer (DAPO): 0 off, else the buffer's tokens */
+    double overlong_factor;     /* the penalty at max_response_length */
     vc_sampling samp, val_samp;
     int val_n;
     double kv_fraction;         /* rollout.gpu_memory_utilization */

@@ -73,6 +73,11 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
             if (!n_failed) snprintf(first_err, sizeof first_err, "%s", vc_last_error());
             n_failed++;
         }
+        if (t->overlong_len > 0) { /* DAPO: min(-(len - (max - buffer)) / buffer * factor, 0) */
+            double exceed = (double)(b->rlen[i] - (t->max_resp - t->overlong_len));
+            double pen = -exceed / (double)t->overlong_len * t->overlong_factor;
+            s += pen < 0 ? pen : 0;
+        }
         b->score[i] = (float)s;
         if (b->rlen[i] > 0) b->token_scores[(size_t)i * b->T + b->rlen[i] - 1] = (float)s;
     }

@@ -205,6 +205,31 @@ int main(void) {
     vc_status st = run("c", 4, "");
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "optim.bin"), "corrupt optim.bin: %s", vc_last_error());
     test_lora();
+    /* DAPO's overlong reward shaping: with a buffer as long as max_response_length every response loses
+     * factor * length / buffer, and step 1 samples the same responses */
+    CHECK_OK(run("oa", 1, "algorithm.adv_estimator=grpo"));
+    CHECK_OK(run("ob", 1, "algorithm.adv_estimator=grpo|reward_model.overlong_buffer.enable=true|"
+                          "reward_model.overlong_buffer.len=3|reward_model.overlong_buffer.penalty_factor=0.5"));
+    {
+        char pa[400], pb[400];
+        snprintf(pa, sizeof pa, "%s/oa/metrics.jsonl", dir);
+        snprintf(pb, sizeof pb, "%s/ob/metrics.jsonl", dir);
+        vc_metrics *ma = NULL, *mb = NULL;
+        CHECK_OK(vc_metrics_read(pa, &ma));
+        CHECK_OK(vc_metrics_read(pb, &mb));
+        const vc_metric_series *sa = ma ? vc_metrics_find(ma, "critic/score/mean") : NULL;
+        const vc_metric_series *sb = mb ? vc_metrics_find(mb, "critic/score/mean") : NULL;
+        const vc_metric_series *la = ma ? vc_metrics_find(ma, "response_length/mean") : NULL;
+        CHECK(sa && sb && la && sa->n == 1 && sb->n == 1);
+        if (sa && sb && la) {
+            printf("overlong buffer: score %g -> %g with response length %g\n", sa->y[0], sb->y[0], la->y[0]);
+            CHECK_NEAR(sb->y[0], sa->y[0] - 0.5 * la->y[0] / 3.0, 1e-5);
+        }
+        vc_metrics_free(ma);
+        vc_metrics_free(mb);
+    }
+    st = run("oc", 1, "reward_model.overlong_buffer.enable=true|reward_model.overlong_buffer.len=9");
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "overlong_buffer.len"), "%s", vc_last_error());
     st = run("d", 1, "actor_rollout_ref.rollout.gpu_memory_utilization=1.5");
     CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "gpu_memory_utilization"), "%s", vc_last_error());
     if (!vc_t_fail) {
