@@ -142,14 +142,14 @@ static void seqlen_metrics(const int64_t *len, const int *owner, const size_t *c
     free(after);
 }
 
-/* the rows this rank now owns (in global order) from every rank's records */
+/* the rows this rank now owns (in global order) from every rank's records; owner NULL: every record */
 static vc_status rebuild(const char *all, size_t total, const int *owner, int rank, int T, rl_batch *b, int **gidx) {
     int B = 0;
     int64_t ntok = 0;
     row_hdr h;
     for (const char *p = all, *q; p < all + total; p = q) {
         skip_row(p, &q, &h);
-        if (owner[h.gidx] == rank) B++, ntok += h.n_ids;
+        if (!owner || owner[h.gidx] == rank) B++, ntok += h.n_ids;
     }
     rl_batch nb;
     vc_status st = rl_batch_alloc(&nb, B, T, ntok);
@@ -158,7 +158,7 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     int i = 0;
     for (const char *p = all, *q; !st && p < all + total; p = q) {
         skip_row(p, &q, &h);
-        if (owner[h.gidx] != rank) continue;
+        if (owner && owner[h.gidx] != rank) continue;
         /* ranks hold ascending blocks of the global order and send them in rank order */
         if (i > 0 && gi[i - 1] > h.gidx) {
             st = vc_fail(VC_ERR_INTERNAL, "balance_batch: rows out of global order");
@@ -178,8 +178,24 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     nb.have_values = b->have_values;
     rl_batch_free(b);
     *b = nb;
-    *gidx = gi;
+    if (gidx) *gidx = gi;
+    else free(gi);
     return VC_OK;
+}
+
+vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *rows, int n) {
+    size_t bytes = 0;
+    for (int i = 0; i < acc->B; i++) bytes += row_bytes(acc, i);
+    for (int i = 0; i < n; i++) bytes += row_bytes(src, rows[i]);
+    char *buf = vc_malloc(bytes ? bytes : 1), *p = buf;
+    if (!buf) return VC_ERR_NOMEM;
+    int k = 0;
+    for (int i = 0; i < acc->B; i++) p = write_row(acc, i, k++, p);
+    for (int i = 0; i < n; i++) p = write_row(src, rows[i], k++, p);
+    int T = acc->T > src->T ? acc->T : src->T;
+    vc_status st = rebuild(buf, bytes, NULL, 0, T, acc, NULL);
+    free(buf);
+    return st;
 }
 
 vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {

@@ -88,8 +88,6 @@ static vc_status refuse_unimplemented(const vc_config *c) {
         { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
                                  "custom_reward_function.path (a program)" },
         { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
-        { "algorithm.filter_groups.enable", "DAPO's dynamic sampling (regenerating until enough groups have "
-                                            "varied rewards) is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
         int v = 0;
@@ -182,6 +180,30 @@ static vc_status read_overlong(vc_rl_trainer *t, const vc_config *c) {
     if (!(f >= 0)) return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.penalty_factor must be >= 0, got %g", f);
     t->overlong_len = len;
     t->overlong_factor = f;
+    return VC_OK;
+}
+
+/* algorithm.filter_groups (DAPO's dynamic sampling) and data.gen_batch_size */
+static vc_status read_filter_groups(vc_rl_trainer *t, const vc_config *c) {
+    int on = 0;
+    int64_t mx = 0, gen = t->batch_prompts;
+    const char *metric = NULL;
+    vc_status st = vc_config_get_bool_or(c, "algorithm.filter_groups.enable", 0, &on);
+    if (!st) st = vc_config_get_int_or(c, "algorithm.filter_groups.max_num_gen_batches", 0, &mx);
+    if (!st) st = vc_config_get_str_or(c, "algorithm.filter_groups.metric", "acc", &metric);
+    if (!st) st = vc_config_get_int_or(c, "data.gen_batch_size", t->batch_prompts, &gen);
+    if (st || !on) return st;
+    if (strcmp(metric, "acc") && strcmp(metric, "score") && strcmp(metric, "seq_reward") &&
+        strcmp(metric, "seq_final_reward"))
+        return vc_fail(VC_ERR_ARG, "algorithm.filter_groups.metric must be acc, score, seq_reward or seq_final_reward, "
+                                   "got '%s'", metric);
+    if (gen < 1 || gen > INT32_MAX) return vc_fail(VC_ERR_ARG, "data.gen_batch_size must be >= 1, got %lld", (long long)gen);
+    if (!strcmp(t->adv, "remax"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "algorithm.filter_groups with adv_estimator=remax is not supported");
+    t->filter_groups = 1;
+    t->fg_acc = !strcmp(metric, "acc"); /* the score without the overlong penalty */
+    t->fg_max = mx > INT32_MAX ? INT32_MAX : (int)mx;
+    t->gen_prompts = (int)gen;
     return VC_OK;
 }
 
@@ -329,6 +351,7 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, "trainer.balance_batch", 1, &t->balance_batch));
     TRY(read_rollout_correction(t, c));
     TRY(read_overlong(t, c));
+    TRY(read_filter_groups(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
     TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));
@@ -398,12 +421,13 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
                 t->train->n_filtered, t->val ? t->val->n_filtered : 0, (long long)o.max_prompt_length);
     int shuffle = 1;
     if ((st = vc_config_get_bool_or(c, "data.shuffle", 1, &shuffle))) return st;
-    int drop_last = t->train->n >= (size_t)t->batch_prompts;
+    /* with dynamic sampling the data loader yields generation batches (data.gen_batch_size) */
+    int per = t->filter_groups ? t->gen_prompts : t->batch_prompts;
+    int drop_last = t->train->n >= (size_t)per;
     if (!drop_last)
-        vc_warn("data.train_batch_size=%d is larger than the %zu training prompts: using all of them per step",
-                t->batch_prompts, t->train->n);
-    return vc_epoch_iter_init(&t->it, t->train->n, drop_last ? (size_t)t->batch_prompts : t->train->n, shuffle, 1,
-                              t->seed);
+        vc_warn("%s=%d is larger than the %zu training prompts: using all of them per batch",
+                t->filter_groups ? "data.gen_batch_size" : "data.train_batch_size", per, t->train->n);
+    return vc_epoch_iter_init(&t->it, t->train->n, drop_last ? (size_t)per : t->train->n, shuffle, 1, t->seed);
 }
 
 static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {

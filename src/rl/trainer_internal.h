@@ -25,6 +25,9 @@ struct vc_rl_trainer {
     int batch_prompts, n;
     int64_t max_resp, fwd_tokens;
     int64_t overlong_len;       /* reward_model.overlong_buffer (DAPO): 0 off, else the buffer's tokens */
+    int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,
+                                         * max_num_gen_batches (<= 0: no bound) */
+    int gen_prompts;            /* data.gen_batch_size: prompts per generation batch (filter_groups) */
     double overlong_factor;     /* the penalty at max_response_length */
     vc_sampling samp, val_samp;
     int val_n;
@@ -82,6 +85,11 @@ vc_status rl_rollout_is_weights(vc_rl_trainer *t, rl_batch *b, rl_metrics *met);
 
 /* balance.c: trainer.balance_batch, rows moved between ranks for equal work (dp->g_idx set) */
 vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met);
+/* dynamic_sampling.c: DAPO's filter_groups rollout: a scored batch of data.train_batch_size groups with
+ * varied rewards (this rank's share), drawn over *n_rounds generation batches */
+vc_status rl_dynamic_rollout(vc_rl_trainer *t, rl_metrics *met, rl_batch *out, int *n_rounds);
+/* rows[0..n) of src appended to acc (which may be empty: B 0) */
+vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *rows, int n);
 
 /* trainer_update.c: the training cores with data parallelism (local_batch = 1 over comm) */
 vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,

@@ -190,6 +190,24 @@ static vc_status dp_layout(vc_rl_trainer *t, const rl_batch *b, int n_prompts, i
     return st;
 }
 
+/* the layout of a batch whose rows per rank vary (dynamic sampling): rank r's rows follow ranks < r */
+static vc_status dp_layout_rows(vc_rl_trainer *t, const rl_batch *b, rl_dp *dp) {
+    int W = t->world > 1 ? t->world : 1, me = t->world > 1 ? t->rank : 0;
+    double *v = vc_calloc((size_t)W + 1, sizeof(double)), T = b->T;
+    if (!v) return VC_ERR_NOMEM;
+    v[me] = b->B;
+    vc_status st = rl_dist_reduce(t, v, W, VC_SUM);
+    if (!st) st = rl_dist_reduce(t, &T, 1, VC_MAX);
+    int off = 0, tot = 0;
+    for (int r = 0; r < W; r++) {
+        if (r < me) off += (int)v[r];
+        tot += (int)v[r];
+    }
+    *dp = (rl_dp){ t->comm, W, off, tot, (int)T };
+    free(v);
+    return st;
+}
+
 /* a metric set by this rank's part of the work, summed over the ranks */
 static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name) {
     double v = 0;
@@ -203,11 +221,21 @@ static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 
 vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     double t_step = vc_now(), t0;
-    const uint32_t *idx = NULL;
-    size_t n = vc_epoch_iter_next(&t->it, &idx);
     rl_batch b;
     rl_dp dp = { 0 };
     float *baselines = NULL;
+    vc_status st;
+    if (t->filter_groups) { /* DAPO: generation batches until enough groups with varied rewards */
+        int rounds = 0;
+        t0 = vc_now();
+        if ((st = rl_dynamic_rollout(t, met, &b, &rounds))) return st;
+        rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
+        st = dp_layout_rows(t, &b, &dp);
+        if (!st) st = sum_metric(t, met, "reward/failed_rows");
+        goto scored;
+    }
+    const uint32_t *idx = NULL;
+    size_t n = vc_epoch_iter_next(&t->it, &idx);
     /* data parallel: rank r rolls out the contiguous block r of the prompts (all n samples of each, so
      * group statistics stay local); sampling is keyed by the global prompt index */
     if (t->world > 1 && (int)n < t->world)
@@ -216,7 +244,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     int lo = 0, hi = (int)n;
     rl_dist_block(t, (int)n, &lo, &hi);
     t0 = vc_now();
-    vc_status st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, (uint64_t)t->step, &b);
+    st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, (uint64_t)t->step, &b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
     t0 = vc_now();
@@ -225,6 +253,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     if (!st) st = sum_metric(t, met, "reward/failed_rows");
     if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, &b, &baselines);
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);
+scored:;
     /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
     int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !t->ris_level;
     if (!st && !on_policy) {

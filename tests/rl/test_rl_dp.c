@@ -20,11 +20,11 @@ static const char *SCORES[] = { "critic/score/mean", "critic/score/max", "critic
 
 /* mini: prompts per mini-batch; 2: two mini-batches, each all on one rank (the other contributes none);
  * 4: one mini-batch split over the ranks */
-static void test_one_vs_two(int mini, const char *more) {
+static void test_one_vs_two(int mini, const char *tag, const char *more) {
     char r1[400], r2[400], log[500], a[500], b[500], extra[800] = "";
     write_scorer(extra, sizeof extra);
     if (more) snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " %s", more);
-    const char *tag = more ? "lora" : "";
+    if (!tag) tag = "";
     snprintf(r1, sizeof r1, "%s/run_1_%d%s", dir, mini, tag);
     snprintf(r2, sizeof r2, "%s/run_2_%d%s", dir, mini, tag);
     snprintf(log, sizeof log, "%s/one_%d%s.log", dir, mini, tag);
@@ -74,6 +74,30 @@ static void test_one_vs_two(int mini, const char *more) {
     CHECK_MSG(file_has(a, "1"), "%s missing", a);
 }
 
+/* DAPO's dynamic sampling with a reward of 0 or 1 per response (about half the groups of 2 are equal and
+ * dropped): several generation batches per step, the same kept groups and weights on 1 and 2 ranks */
+static void test_dapo(void) {
+    char prog[400], more[900];
+    snprintf(prog, sizeof prog, "%s/coarse.sh", dir);
+    if (!write_prog(prog, "#!/bin/sh\n"
+                          "while read -r line; do\n"
+                          "  c=$(printf %s \"$line\" | cksum | cut -d' ' -f1)\n"
+                          "  echo \"{\\\"score\\\": $(( c % 2 ))}\"\n"
+                          "done\n"))
+        return;
+    snprintf(more, sizeof more, "custom_reward_function.path=%s algorithm.filter_groups.enable=true "
+                                "algorithm.filter_groups.metric=score algorithm.filter_groups.max_num_gen_batches=30 "
+                                "data.gen_batch_size=2 data.train_max_samples=64 reward_model.overlong_buffer.enable=true "
+                                "reward_model.overlong_buffer.len=4 reward_model.overlong_buffer.penalty_factor=0.5", prog);
+    test_one_vs_two(4, "dapo", more);
+    char r1[400], r2[400];
+    snprintf(r1, sizeof r1, "%s/run_1_4dapo", dir);
+    snprintf(r2, sizeof r2, "%s/run_2_4dapo", dir);
+    double g1 = metric(r1, "train/num_gen_batches"), g2 = metric(r2, "train/num_gen_batches");
+    printf("DAPO dynamic sampling: %g generation batches of 2 prompts for 4 kept groups (2 ranks: %g)\n", g1, g2);
+    CHECK_MSG(g1 >= 2 && g1 == g2, "num_gen_batches %g vs %g", g1, g2);
+}
+
 static void test_world_mismatch(void) {
     char r[400], log[500];
     snprintf(r, sizeof r, "%s/run_bad", dir);
@@ -116,11 +140,12 @@ int main(void) {
     char *old = rldp_env_begin();
     double t0 = vc_now();
     rl_cli_setup(32, 2, 16, 64);
-    test_one_vs_two(2, NULL);
-    test_one_vs_two(4, NULL);
+    test_one_vs_two(2, NULL, NULL);
+    test_one_vs_two(4, NULL, NULL);
     /* LoRA adapters on 2 ranks with ZeRO-1 (the adapters' AdamW state sharded; the merged export compared) */
-    test_one_vs_two(2, "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16 "
+    test_one_vs_two(2, "lora", "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16 "
                        "actor_rollout_ref.actor.zero_stage=1");
+    test_dapo();
     test_world_mismatch();
     setenv("VERLC_DIST_TIMEOUT", "3", 1);
     test_fault("hang");
