@@ -95,7 +95,7 @@ static void test_dapo(void) {
     snprintf(r2, sizeof r2, "%s/run_2_4dapo", dir);
     double g1 = metric(r1, "train/num_gen_batches"), g2 = metric(r2, "train/num_gen_batches");
     printf("DAPO dynamic sampling: %g generation batches of 2 prompts for 4 kept groups (2 ranks: %g)\n", g1, g2);
-    CHECK_MSG(g1 >= 2 && g1 == g2, "num_gen_batches %g vs %g", g1, g2);
+    CHECK_MSG(g1 > 2 && g1 == g2, "num_gen_batches %g vs %g (2 batches hold 4 groups unfiltered)", g1, g2);
 }
 
 static void test_world_mismatch(void) {
