@@ -100,6 +100,9 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("algorithm.filter_groups.enable=true|algorithm.filter_groups.max_num_gen_batches=2|"
+           "actor_rollout_ref.rollout.n=2|data.gen_batch_size=2", VC_ERR_ARG, "filter_groups", "max_num_gen_batches=2");
+    expect("algorithm.filter_groups.enable=true|algorithm.filter_groups.metric=bleu", VC_ERR_ARG, "metric", "bleu");
     expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.exclude_modules=.*", VC_ERR_ARG, "lora_rank",
            "excluded");
     expect("algorithm.adv_estimator=gae|critic.model.lora_rank=4|critic.zero_stage=2", VC_ERR_UNSUPPORTED,
