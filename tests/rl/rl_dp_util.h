@@ -100,16 +100,22 @@ static int write_prog(const char *prog, const char *text) {
     return 1;
 }
 
+/* dir/NAME: a reward program scoring each response by `score` (shell arithmetic over c, the response's
+ * cksum); 1 when written */
+static int write_cksum_scorer(const char *name, const char *score, char *prog, size_t cap) {
+    char text[512];
+    snprintf(prog, cap, "%s/%s", dir, name);
+    snprintf(text, sizeof text,
+             "#!/bin/sh\nwhile read -r line; do\n  c=$(printf %%s \"$line\" | cksum | cut -d' ' -f1)\n"
+             "  echo \"{\\\"score\\\": %s}\"\ndone\n", score);
+    return write_prog(prog, text);
+}
+
+/* varied scores 0.00 .. 0.89 */
 static void write_scorer(char *extra, size_t n) {
     char prog[400];
-    snprintf(prog, sizeof prog, "%s/score.sh", dir);
-    if (!write_prog(prog, "#!/bin/sh\n"
-                          "while read -r line; do\n"
-                          "  c=$(printf %s \"$line\" | cksum | cut -d' ' -f1)\n"
-                          "  echo \"{\\\"score\\\": 0.$(( c % 9 ))$(( c / 9 % 10 ))}\"\n"
-                          "done\n"))
-        return;
-    snprintf(extra, n, "custom_reward_function.path=%s", prog);
+    if (write_cksum_scorer("score.sh", "0.$(( c % 9 ))$(( c / 9 % 10 ))", prog, sizeof prog))
+        snprintf(extra, n, "custom_reward_function.path=%s", prog);
 }
 
 /* Common start of main: binary, shared folder, mpirun; 0 when the MPI part must be skipped. */

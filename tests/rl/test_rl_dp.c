@@ -78,13 +78,7 @@ static void test_one_vs_two(int mini, const char *tag, const char *more) {
  * dropped): several generation batches per step, the same kept groups and weights on 1 and 2 ranks */
 static void test_dapo(void) {
     char prog[400], more[900];
-    snprintf(prog, sizeof prog, "%s/coarse.sh", dir);
-    if (!write_prog(prog, "#!/bin/sh\n"
-                          "while read -r line; do\n"
-                          "  c=$(printf %s \"$line\" | cksum | cut -d' ' -f1)\n"
-                          "  echo \"{\\\"score\\\": $(( c % 2 ))}\"\n"
-                          "done\n"))
-        return;
+    if (!write_cksum_scorer("coarse.sh", "$(( c % 2 ))", prog, sizeof prog)) return;
     snprintf(more, sizeof more, "custom_reward_function.path=%s algorithm.filter_groups.enable=true "
                                 "algorithm.filter_groups.metric=score algorithm.filter_groups.max_num_gen_batches=30 "
                                 "data.gen_batch_size=2 data.train_max_samples=64 reward_model.overlong_buffer.enable=true "
