@@ -12,13 +12,7 @@
 
 /* the value a group is judged on: the score, or with `acc` the score before the overlong penalty */
 static double metric_of(const vc_rl_trainer *t, const rl_batch *b, int i) {
-    double s = b->score[i];
-    if (t->fg_acc && t->overlong_len > 0) {
-        double exceed = (double)(b->rlen[i] - (t->max_resp - t->overlong_len));
-        double pen = -exceed / (double)t->overlong_len * t->overlong_factor;
-        s -= pen < 0 ? pen : 0;
-    }
-    return s;
+    return t->fg_acc ? b->score[i] - rl_overlong_penalty(t, b->rlen[i]) : b->score[i];
 }
 
 /* groups of b with varied metric (or of one response), in order of first appearance: keep[g] */

@@ -98,14 +98,19 @@ static vc_status refuse_unimplemented(const vc_config *c) {
     return VC_OK;
 }
 
-/* <prefix>lora_rank, lora_alpha and target_modules (all-linear, or a list of module names) */
-static vc_status read_lora_opts(const vc_config *c, const char *prefix, rl_lora_opts *o) {
+/* <prefix>lora_rank, lora_alpha, target_modules (all-linear, or a list of module names) and
+ * exclude_modules; LoRA trains with plain data parallelism or ZeRO-1, so zero_key must say < 2 */
+static vc_status read_lora_opts(const vc_config *c, const char *prefix, const char *zero_key, rl_lora_opts *o) {
     char k[128], *tg = o->targets;
-    int64_t rank = 0;
+    int64_t rank = 0, zero = 0;
     snprintf(k, sizeof k, "%slora_rank", prefix);
     vc_status st = vc_config_get_int_or(c, k, 0, &rank);
     if (st || rank <= 0) return st;
     if (rank > 4096) return vc_fail(VC_ERR_ARG, "%s=%lld is too large", k, (long long)rank);
+    if ((st = vc_config_get_int_or(c, zero_key, 0, &zero))) return st;
+    if (zero >= 2)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s with %s=%lld: LoRA trains with plain data parallelism or ZeRO-1", k,
+                       zero_key, (long long)zero);
     o->rank = (int)rank;
     snprintf(k, sizeof k, "%slora_alpha", prefix);
     if ((st = vc_config_get_double_or(c, k, 16, &o->alpha))) return st;
@@ -147,15 +152,10 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, rl_lora_
 static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
 #define M "actor_rollout_ref.model."
     rl_lora_opts o = { .alpha = 16, .seed = t->seed ^ 0x6c6f7261u };
-    int64_t zero = 0;
     const char *from = NULL;
-    vc_status st = read_lora_opts(c, M, &o);
-    if (st || o.rank <= 0) return st ? vc_fail_ctx(st, M "lora_rank") : VC_OK;
+    vc_status st = read_lora_opts(c, M, "actor_rollout_ref.actor.zero_stage", &o);
+    if (st || o.rank <= 0) return st;
     if (!st) st = vc_config_get_str_or(c, M "lora_adapter_path", NULL, &from);
-    if (!st) st = vc_config_get_int_or(c, "actor_rollout_ref.actor.zero_stage", 0, &zero);
-    if (!st && zero >= 2)
-        st = vc_fail(VC_ERR_UNSUPPORTED, M "lora_rank with actor_rollout_ref.actor.zero_stage=%lld: LoRA trains "
-                                         "with plain data parallelism or ZeRO-1", (long long)zero);
     if (!st) st = vc_model_lora_init_ex(t->actor, o.rank, o.alpha, o.targets, o.exclude, o.seed);
     if (!st && from) st = vc_model_lora_load(t->actor, from);
     if (st) return vc_fail_ctx(st, M "lora_rank");
@@ -507,14 +507,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
         const char *cp = t->model_path;
         TRY(vc_config_get_str_or(cfg, "critic.model.path", t->model_path, &cp));
         rl_lora_opts lo = { .alpha = 16, .seed = t->seed ^ 0x63726974u };
-        TRY(read_lora_opts(cfg, "critic.model.", &lo));
-        if (!st && lo.rank > 0) {
-            int64_t z = 0;
-            TRY(vc_config_get_int_or(cfg, "critic.zero_stage", 0, &z));
-            if (!st && z >= 2)
-                st = vc_fail(VC_ERR_UNSUPPORTED, "critic.model.lora_rank with critic.zero_stage=%lld: LoRA trains with "
-                                                 "plain data parallelism or ZeRO-1", (long long)z);
-        }
+        TRY(read_lora_opts(cfg, "critic.model.", "critic.zero_stage", &lo));
         TRY(rl_critic_load(cp, &lo, &t->critic));
     }
     TRY(load_text(t, cfg));

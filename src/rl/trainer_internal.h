@@ -120,6 +120,9 @@ vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *t
 void rl_reward_close(vc_rl_trainer *t);
 
 /* trainer_rollout.c: generates a batch for prompts idx[0..n) of dataset d */
+/* DAPO's overlong reward shaping of a response of rlen tokens: min(-(rlen - (max - buffer)) / buffer *
+ * factor, 0); 0 without reward_model.overlong_buffer */
+double rl_overlong_penalty(const vc_rl_trainer *t, int64_t rlen);
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* scores of a generated batch (token scores at the last response token) */

@@ -61,6 +61,13 @@ vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *t
     return VC_OK;
 }
 
+double rl_overlong_penalty(const vc_rl_trainer *t, int64_t rlen) {
+    if (t->overlong_len <= 0) return 0;
+    double exceed = (double)(rlen - (t->max_resp - t->overlong_len));
+    double pen = -exceed / (double)t->overlong_len * t->overlong_factor;
+    return pen < 0 ? pen : 0;
+}
+
 vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
     int n_failed = 0;
     char first_err[512] = "";
@@ -73,11 +80,7 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
             if (!n_failed) snprintf(first_err, sizeof first_err, "%s", vc_last_error());
             n_failed++;
         }
-        if (t->overlong_len > 0) { /* DAPO: min(-(len - (max - buffer)) / buffer * factor, 0) */
-            double exceed = (double)(b->rlen[i] - (t->max_resp - t->overlong_len));
-            double pen = -exceed / (double)t->overlong_len * t->overlong_factor;
-            s += pen < 0 ? pen : 0;
-        }
+        s += rl_overlong_penalty(t, b->rlen[i]);
         b->score[i] = (float)s;
         if (b->rlen[i] > 0) b->token_scores[(size_t)i * b->T + b->rlen[i] - 1] = (float)s;
     }
