@@ -102,7 +102,8 @@ typedef struct vc_pg_metrics {
 } vc_pg_metrics;
 
 typedef enum vc_pg_mode {
-    VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO, VC_PG_SAPO, VC_PG_GPG, VC_PG_CLIP_COV, VC_PG_KL_COV, VC_PG_GEO_MEAN
+    VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO, VC_PG_SAPO, VC_PG_GPG, VC_PG_CLIP_COV, VC_PG_KL_COV, VC_PG_GEO_MEAN,
+    VC_PG_REINFORCE /* -A log pi (rollout correction's bypass mode with loss_type reinforce; not a loss_mode) */
 } vc_pg_mode;
 vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
 

@@ -106,6 +106,7 @@ static struct pg_elem pg_element(vc_pg_mode mode, double old, double lp, double 
         return e;
     }
     case VC_PG_GPG:
+    case VC_PG_REINFORCE:
         e.loss = -lp * A;
         e.dloss = -A;
         return e;

@@ -8,6 +8,7 @@
 #include "verlc/rollout.h"
 #include "verlc/train.h"
 #include "verlc/trainer.h"
+#include "rollout_corr.h"
 #include <stdint.h>
 
 struct cJSON;
@@ -111,6 +112,8 @@ typedef struct rl_actor_cfg {
     int64_t max_tokens;                    /* 0: no token budget */
     int shuffle;
     int use_is;                            /* token losses weighted by the batch's is_w */
+    rl_rc_cfg rc;                          /* algorithm.rollout_correction (bypass mode and the actor's
+                                            * rollout_corr/ metrics are computed per micro-batch) */
     uint64_t seed;
 } rl_actor_cfg;
 

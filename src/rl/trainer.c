@@ -207,24 +207,40 @@ static vc_status read_filter_groups(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-/* algorithm.rollout_correction: truncated importance weights (rollout_is); rejection sampling and
- * bypass mode are refused */
+/* algorithm.rollout_correction: importance weights (rollout_is), rejection sampling (rollout_rs), bypass
+ * mode (loss_type ppo_clip or reinforce), and the off-policy diagnostics whenever rollout log-probs are
+ * asked for (rollout.calculate_log_probs) or a correction is on */
 static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
 #define RC "algorithm.rollout_correction."
-    const char *lvl = NULL, *rs = NULL;
-    int bypass = 0;
+    rl_rc_cfg *rc = &t->acfg.rc;
+    const char *lvl = NULL, *rs = NULL, *rs_thr = NULL, *loss = "ppo_clip";
+    int calc = 0;
+    memset(rc, 0, sizeof *rc);
     vc_status st = vc_config_get_str_or(c, RC "rollout_is", NULL, &lvl);
-    if (!st) st = vc_config_get_double_or(c, RC "rollout_is_threshold", 2.0, &t->ris_threshold);
-    if (!st) st = vc_config_get_bool_or(c, RC "rollout_is_batch_normalize", 0, &t->ris_batch_norm);
+    if (!st) st = vc_config_get_double_or(c, RC "rollout_is_threshold", 2.0, &rc->is_thr);
+    if (!st) st = vc_config_get_bool_or(c, RC "rollout_is_batch_normalize", 0, &rc->is_norm);
     if (!st) st = vc_config_get_str_or(c, RC "rollout_rs", NULL, &rs);
-    if (!st) st = vc_config_get_bool_or(c, RC "bypass_mode", 0, &bypass);
-    if (!st) st = rl_rollout_is_parse(lvl, &t->ris_level);
-    if (!st && t->ris_level && !(t->ris_threshold > 0))
-        st = vc_fail(VC_ERR_ARG, RC "rollout_is_threshold must be positive, got %g", t->ris_threshold);
-    if (!st && rs) st = vc_fail(VC_ERR_UNSUPPORTED, RC "rollout_rs (rejection sampling) is not supported; use rollout_is");
-    if (!st && bypass) st = vc_fail(VC_ERR_UNSUPPORTED, RC "bypass_mode is not supported: verlc recomputes old log-probs");
-    t->acfg.use_is = t->ris_level != RL_RIS_OFF;
-    return st;
+    if (!st) st = vc_config_get_str_or(c, RC "rollout_rs_threshold", NULL, &rs_thr);
+    if (!st) st = vc_config_get_bool_or(c, RC "bypass_mode", 0, &rc->bypass);
+    if (!st) st = vc_config_get_str_or(c, RC "loss_type", "ppo_clip", &loss);
+    if (!st) st = vc_config_get_bool_or(c, "actor_rollout_ref.rollout.calculate_log_probs", 0, &calc);
+    if (!st) st = rl_rollout_is_parse(lvl, &rc->is_level);
+    if (!st && rc->is_level && !(rc->is_thr > 0))
+        st = vc_fail(VC_ERR_ARG, RC "rollout_is_threshold must be positive, got %g", rc->is_thr);
+    if (!st) st = rl_rs_parse(rs, rs_thr, rc);
+    if (!st && strcmp(loss, "ppo_clip") && strcmp(loss, "reinforce"))
+        st = vc_fail(VC_ERR_ARG, RC "loss_type must be ppo_clip or reinforce, got '%s'", loss);
+    rc->reinforce = !strcmp(loss, "reinforce");
+    if (!st && rc->bypass && rc->reinforce && rc->is_norm && t->world > 1)
+        st = vc_fail(VC_ERR_UNSUPPORTED, RC "rollout_is_batch_normalize in bypass mode normalises each "
+                                        "micro-batch: not supported on several ranks");
+    if (st) return st;
+    rc->offpolicy = calc || rc->is_level || rc->n_rs || rc->bypass;
+    /* decoupled mode: the trainer's weights scale the policy loss; bypass mode: the actor's own */
+    t->acfg.use_is = rc->is_level != RL_RIS_OFF && !rc->bypass;
+    if (rc->bypass && t->acfg.mode != VC_PG_VANILLA)
+        vc_warn(RC "bypass_mode uses its own loss (%s): actor.policy_loss.loss_mode is not used", loss);
+    return VC_OK;
 #undef RC
 }
 

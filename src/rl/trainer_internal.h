@@ -49,8 +49,6 @@ struct vc_rl_trainer {
     int balance_batch;          /* trainer.balance_batch (several ranks only) */
     int lora_rank;              /* actor_rollout_ref.model.lora_rank: LoRA adapters on the actor; the
                                  * reference policy is then the actor with its adapters off (ref == NULL) */
-    int ris_level, ris_batch_norm; /* algorithm.rollout_correction: rollout_is, rollout_is_batch_normalize */
-    double ris_threshold;
     int val_before_train, val_only;
     const char *out_dir, *model_path;
     char *metrics_path;
@@ -77,11 +75,10 @@ typedef struct rl_dp {
     int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
 
-/* rollout_corr.c: algorithm.rollout_correction.rollout_is */
-enum { RL_RIS_OFF, RL_RIS_TOKEN, RL_RIS_SEQUENCE };
-vc_status rl_rollout_is_parse(const char *level, int *out);
-/* b->is_w from old_logp vs rollout_logp (truncated, optionally batch-normalised), with verl's metrics */
-vc_status rl_rollout_is_weights(vc_rl_trainer *t, rl_batch *b, rl_metrics *met);
+/* trainer_corr.c: algorithm.rollout_correction over the global batch (decoupled mode, before the
+ * advantages): b->is_w from old_logp vs rollout_logp (truncated, optionally batch-normalised), the
+ * rejection mask applied to b->mask, and the rollout_corr/ metrics (t->acfg.rc) */
+vc_status rl_rollout_correction(vc_rl_trainer *t, rl_batch *b, rl_metrics *met);
 
 /* balance.c: trainer.balance_batch, rows moved between ranks for equal work (dp->g_idx set) */
 vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met);

@@ -255,13 +255,17 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);
 scored:;
     /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
-    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !t->ris_level;
-    if (!st && !on_policy) {
+    const rl_rc_cfg *rc = &t->acfg.rc;
+    int corr = rc->is_level || rc->n_rs; /* decoupled rollout correction: needs the trainer's old log-probs */
+    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !corr;
+    if (!st && rc->bypass) { /* bypass mode: the rollout's log-probs are the old policy's, no recomputation */
+        memcpy(b.old_logp, b.rollout_logp, sizeof(float) * (size_t)b.B * b.T);
+        b.have_old = 1;
+    } else if (!st && !on_policy) {
         t0 = vc_now();
         st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, b.old_logp, NULL);
         b.have_old = !st;
         if (!st) st = probs_diff(t, &b, b.old_logp, met);
-        if (!st && t->ris_level) st = rl_rollout_is_weights(t, &b, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
     }
     if (!st && t->need_ref) {
@@ -296,6 +300,8 @@ scored:;
         rl_metrics_set(met, "actor/reward_kl_penalty", kl);
         rl_metrics_set(met, "actor/reward_kl_penalty_coeff", beta);
     } else if (!st) memcpy(b.rewards, b.token_scores, sizeof(float) * (size_t)b.B * b.T);
+    /* verl's order: weights and rejection after the KL penalty, before the advantages */
+    if (!st && !rc->bypass && b.have_old && (corr || rc->offpolicy)) st = rl_rollout_correction(t, &b, met);
     if (!st) st = rl_compute_advantages(t, &b, baselines);
     rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
     if (!st && t->balance_batch) st = rl_balance_batch(t, &b, &dp, met);

@@ -100,19 +100,20 @@ static void copy_rows(const rl_batch *b, const float *src, const int *rows, int 
 
 /* [rows, T] scratch of the losses */
 typedef struct mb_buf {
-    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp, *isw;
+    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp, *isw, *keep;
 } mb_buf;
 
 static vc_status mb_buf_alloc(mb_buf *m, size_t n) {
     float **f[] = { &m->logp, &m->ent, &m->old, &m->adv, &m->mask, &m->ref, &m->d, &m->dent, &m->kl, &m->dkl, &m->tmp,
-                    &m->isw };
+                    &m->isw, &m->keep };
     int ok = 1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(n ? n : 1, sizeof(float))) != NULL;
     return ok ? VC_OK : VC_ERR_NOMEM;
 }
 
 static void mb_buf_free(mb_buf *m) {
-    float *f[] = { m->logp, m->ent, m->old, m->adv, m->mask, m->ref, m->d, m->dent, m->kl, m->dkl, m->tmp, m->isw };
+    float *f[] = { m->logp, m->ent, m->old, m->adv, m->mask, m->ref, m->d, m->dent, m->kl, m->dkl, m->tmp, m->isw,
+                   m->keep };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
 }
 
@@ -187,6 +188,8 @@ typedef struct step_ctx {
     rl_critic *cr;
     int64_t opt_step; /* the trainer step being taken, */
     int micro, g_off; /* its micro-batch count so far, this rank's first global row: random-draw keys */
+    rl_rc_out *rc;    /* the actor's rollout_corr/ metrics summed over micro-batches (NULL: none) */
+    int rc_n;
 } step_ctx;
 
 /* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
@@ -275,6 +278,18 @@ static vc_status acc_reduce(const rl_dp *dp, acc *a, int n_sum, int i_max) {
     return VC_OK;
 }
 
+/* the actor's rollout_corr/ metrics: means over the micro-batches of every rank */
+static vc_status rc_reduce(const rl_dp *dp, rl_rc_out *o, int n_mb, rl_metrics *met) {
+    double cnt = n_mb;
+    vc_status st = VC_OK;
+    if (dp && dp->world > 1) {
+        st = vc_comm_allreduce_f64_ordered(dp->comm, o->v, (size_t)o->n, VC_SUM);
+        if (!st) st = vc_comm_allreduce_f64_ordered(dp->comm, &cnt, 1, VC_SUM);
+    }
+    for (int i = 0; !st && cnt > 0 && i < o->n; i++) rl_metrics_set(met, o->name[i], o->v[i] / cnt);
+    return st;
+}
+
 /* ---- actor ---- */
 enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
 
@@ -288,6 +303,48 @@ static void probs_diff_acc(const rl_batch *b, const int *rows, int n, mb_buf *w,
             a->sum[A_DIFF_N] += 1;
             if (dlt > a->sum[A_DIFF_MAX]) a->sum[A_DIFF_MAX] = dlt;
         }
+}
+
+/* the actor's rollout_corr/ metric names (rl_rc_finalize of nothing), the same on every rank */
+static unsigned actor_rc_parts(const rl_rc_cfg *c) { return c->bypass ? RL_RC_IS | RL_RC_RS | RL_RC_OFF : RL_RC_OFF; }
+
+static void actor_rc_names(const rl_rc_cfg *c, rl_rc_out *o) {
+    rl_rc_raw r;
+    rl_rc_raw_init(&r);
+    rl_rc_finalize(c, actor_rc_parts(c), &r, o);
+    if (c->bypass && c->is_level && c->is_norm) rl_rc_out_add(o, "rollout_is_batch_norm_factor", 0);
+    for (int i = 0; i < o->n; i++) o->v[i] = 0;
+}
+
+/* Rollout correction inside the actor: in bypass mode (verl's compute_policy_loss_bypass_mode) the
+ * current log-probs against the rollout's (w->old) give this micro-batch's importance weights (w->isw,
+ * used by the reinforce loss) and rejection mask (w->keep); otherwise only the off-policy diagnostics
+ * of the current policy. The metrics are summed into x->rc, averaged over micro-batches at the end. */
+static vc_status actor_rc(step_ctx *x, const rl_actor_cfg *c, const rl_batch *b, const int *rows, int n) {
+    const rl_rc_cfg *rc = &c->rc;
+    mb_buf *w = &x->w;
+    size_t nt = (size_t)n * b->T;
+    rl_rc_raw *r = vc_malloc(sizeof *r);
+    rl_rc_out *o = vc_malloc(sizeof *o);
+    if (!r || !o) {
+        free(r);
+        free(o);
+        return VC_ERR_NOMEM;
+    }
+    rl_rc_raw_init(r);
+    if (!rc->bypass) copy_rows(b, b->rollout_logp, rows, n, w->tmp);
+    rl_rc_accum(rc, actor_rc_parts(rc), w->logp, rc->bypass ? w->old : w->tmp, w->mask, n, b->T, r, w->isw, w->keep);
+    rl_rc_finalize(rc, actor_rc_parts(rc), r, o);
+    if (rc->bypass && rc->is_level && rc->is_norm) {
+        double v[2];
+        rl_rc_norm_sums(rc, w->isw, w->mask, n, b->T, v);
+        rl_rc_out_add(o, "rollout_is_batch_norm_factor", rl_rc_normalise(w->isw, nt, v, rc->is_level == RL_RIS_SEQUENCE));
+    }
+    for (int i = 0; i < o->n && i < x->rc->n; i++) x->rc->v[i] += o->v[i];
+    x->rc_n++;
+    free(r);
+    free(o);
+    return VC_OK;
 }
 
 /* vc_token_loss_fn: policy loss (+ KL loss, - entropy bonus) of one micro-batch */
@@ -319,9 +376,24 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     pg.draw = (uint64_t)x->opt_step << 32 | (uint64_t)(x->g_off & 0xfffff) << 12 | (uint64_t)(x->micro++ & 0xfff);
     double pg_loss = 0, ent_loss = 0, kl_loss = 0;
     vc_pg_metrics pm;
-    if (c->use_is) copy_rows(b, b->is_w, rows, n, w->isw);
-    st = vc_policy_loss(c->mode, w->old, w->logp, w->adv, w->mask, n, b->T, &pg, c->use_is ? w->isw : NULL, &pg_loss,
-                        &pm, w->d);
+    vc_pg_mode mode = c->mode;
+    const float *isw = NULL, *pmask = w->mask;
+    if (c->use_is) {
+        copy_rows(b, b->is_w, rows, n, w->isw);
+        isw = w->isw;
+    }
+    if (x->rc && (st = actor_rc(x, c, b, rows, n))) return st;
+    if (c->rc.bypass) {
+        /* ppo_clip: the ratio to the rollout policy is the correction (no weights); reinforce: the
+         * weights scale -A log pi. Rejected tokens leave the policy loss (not the KL or entropy terms). */
+        mode = c->rc.reinforce ? VC_PG_REINFORCE : VC_PG_VANILLA;
+        isw = c->rc.reinforce && c->rc.is_level ? w->isw : NULL;
+        if (c->rc.n_rs) {
+            for (size_t i = 0; i < nt; i++) w->keep[i] *= w->mask[i];
+            pmask = w->keep;
+        }
+    }
+    st = vc_policy_loss(mode, w->old, w->logp, w->adv, pmask, n, b->T, &pg, isw, &pg_loss, &pm, w->d);
     if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_loss, w->dent);
     if (st) return st;
     if (c->use_kl_loss) {
@@ -359,8 +431,15 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
     double gn = 0, lr = 0;
     int n_steps = 0;
     tr->cfg.agg = c->pg.agg;
-    vc_status st = run_loop(tr, b, &l, actor_loss, &x, dp, &gn, &lr, &n_steps);
+    vc_status st = VC_OK;
+    if (c->rc.bypass || c->rc.offpolicy) {
+        if (!(x.rc = vc_malloc(sizeof *x.rc))) return VC_ERR_NOMEM;
+        actor_rc_names(&c->rc, x.rc);
+    }
+    st = run_loop(tr, b, &l, actor_loss, &x, dp, &gn, &lr, &n_steps);
     if (!st) st = acc_reduce(dp, &x.a, A_DIFF_MAX + 1, A_DIFF_MAX);
+    if (!st && x.rc) st = rc_reduce(dp, x.rc, x.rc_n, met);
+    free(x.rc);
     const acc *a = &x.a;
     if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */

@@ -1,6 +1,7 @@
 /* End to end through build/verlc (VERLC_BIN): GSM8K conversion, a tiny model with the Qwen3 tokenizer's
  * vocabulary, GRPO with validation, checkpoints, resume that continues bit-identically, export, and
- * PPO (GAE with a critic); metrics.jsonl must hold verl's metric names. */
+ * PPO (GAE with a critic, with rollout correction's weights and rejection); metrics.jsonl must hold verl's
+ * metric names. */
 #include "rl_cli_util.h"
 #include "verlc/report.h"
 
@@ -45,7 +46,9 @@ static const char *GRPO_METRICS[] = {
     "training/rollout_probs_diff_mean", "training/rollout_probs_diff_max", NULL };
 
 static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "critic/returns/mean", "timing_s/update_critic",
-                                     "timing_s/old_log_prob", "actor/pg_loss", NULL };
+                                     "timing_s/old_log_prob", "actor/pg_loss", "rollout_corr/rollout_is_mean",
+                                     "rollout_corr/rollout_rs_token_k1_masked_fraction", "rollout_corr/k3_kl",
+                                     "rollout_corr/chi2_seq", NULL };
 
 int main(void) {
     rl_cli_start("e2e");
@@ -82,6 +85,8 @@ int main(void) {
     int rc = cli_sh("%s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
                     "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
                     "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
+                    "algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_rs=token_k1 "
+                    "algorithm.rollout_correction.rollout_rs_threshold=2.0 "
                     "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo > %s 2>&1",
                     bin, common, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);

@@ -112,8 +112,11 @@ int main(void) {
     expect("reward_model.enable=true", VC_ERR_UNSUPPORTED, "reward_model.enable", "custom_reward_function");
     expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
-    expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_UNSUPPORTED, "rollout_rs", NULL);
-    expect("algorithm.rollout_correction.bypass_mode=true", VC_ERR_UNSUPPORTED, "bypass_mode", NULL);
+    expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_ARG, "rollout_rs_threshold", NULL);
+    expect("algorithm.rollout_correction.rollout_rs=seq_k9|algorithm.rollout_correction.rollout_rs_threshold=2",
+           VC_ERR_ARG, "rollout_rs", "seq_k9");
+    expect("algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=ppo",
+           VC_ERR_ARG, "loss_type", "ppo");
     expect("algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_is_threshold=0",
            VC_ERR_ARG, "rollout_is_threshold", NULL);
     expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
@@ -135,6 +138,10 @@ int main(void) {
         "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.actor.use_kl_loss=true",
         "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.exclude_modules=[up_proj,o_proj]",
         "algorithm.rollout_correction.rollout_is=sequence|algorithm.rollout_correction.rollout_is_batch_normalize=true",
+        "algorithm.rollout_correction.rollout_rs='token_k1,seq_mean_k3'|algorithm.rollout_correction.rollout_rs_threshold='0.5_2.0,0.1'",
+        "algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=reinforce|"
+        "algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_rs=seq_max_k2|"
+        "algorithm.rollout_correction.rollout_rs_threshold=1",
         "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
         "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov|actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1",

@@ -217,68 +217,86 @@ static void test_rollout_logprobs(void) {
     vc_model_free(m);
 }
 
-/* algorithm.rollout_correction.rollout_is: truncated weights per token or per sequence, metrics, batch
- * normalisation to mean 1 */
-static void test_rollout_is(void) {
+/* Rollout correction's bypass mode in the actor: the policy loss is taken against the rollout's
+ * log-probs (b.old_logp holds them, as the trainer sets them) with this micro-batch's importance weights
+ * (reinforce) and rejection mask, normalised by the mini-batch's full token count as verl's
+ * global_batch_info does. pg_loss must equal the loss computed on the host from the model's log-probs,
+ * and per-row options must not depend on the micro-batch split. */
+typedef struct bypass_case {
+    int reinforce, is_level;
+    const char *rs, *thr;
+} bypass_case;
+
+static void run_bypass(const bypass_case *bc, int micro_rows, double *got, double *want, rl_metrics *met) {
+    vc_model *m = make_model("e");
+    vc_config *cfg = NULL;
+    char *ov[] = { "actor_rollout_ref.actor.optim.lr=1e-2" };
+    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
+    vc_trainer tr;
+    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
     rl_batch b;
     make_batch(&b);
-    for (size_t k = 0; k < (size_t)b.B * b.T; k++) {
-        b.rollout_logp[k] = -1.0f;
-        b.old_logp[k] = -1.0f + (b.mask[k] > 0 ? 0.3f * vc_rng_normal(4, k, 0, 0) : 5.0f); /* padding ignored */
+    vc_graph *g = vc_graph_new();
+    float lp[20], eff[20], w[20];
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, lp, NULL));
+    for (int k = 0; k < 20; k++) /* the rollout policy: the model's log-probs, perturbed */
+        b.rollout_logp[k] = b.old_logp[k] = lp[k] + (b.mask[k] > 0 ? 0.4f * vc_rng_normal(21, k, 0, 0) : 0.0f);
+    b.old_logp[9] = b.rollout_logp[9] = lp[9] - 1.5f; /* a token far off the rollout policy */
+    b.have_old = 1;
+    rl_actor_cfg c = { .ppo_epochs = 1, .mini_rows = 5, .micro_rows = micro_rows };
+    vc_pg_config_default(&c.pg);
+    c.rc = (rl_rc_cfg){ .is_level = bc->is_level, .is_thr = 2.0, .bypass = 1, .reinforce = bc->reinforce, .offpolicy = 1 };
+    CHECK_OK(rl_rs_parse(bc->rs, bc->thr, &c.rc));
+    CHECK_OK(rl_update_actor(&tr, &b, &c, 0, met));
+    CHECK(rl_metrics_get(met, "actor/pg_loss", got));
+    /* on the host: weights and keep over the whole batch (row-local, so any split gives the same) */
+    rl_rc_raw r;
+    rl_rc_raw_init(&r);
+    rl_rc_accum(&c.rc, RL_RC_IS | RL_RC_RS, lp, b.rollout_logp, b.mask, 5, 4, &r, w, eff);
+    double ntok = 0;
+    for (int k = 0; k < 20; k++) {
+        ntok += b.mask[k];
+        eff[k] = c.rc.n_rs ? eff[k] * b.mask[k] : b.mask[k];
     }
-    b.old_logp[0] = 1.0f; /* a token far above the threshold: truncated */
-    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
-    if (!t) return;
-    t->ris_threshold = 2.0;
-    for (int lvl = RL_RIS_TOKEN; lvl <= RL_RIS_SEQUENCE; lvl++) {
-        t->ris_level = lvl;
-        t->ris_batch_norm = 0;
-        rl_metrics met = { 0 };
-        CHECK_OK(rl_rollout_is_weights(t, &b, &met));
-        double wmax = 0, sum = 0, n = 0;
-        int ok = 1;
-        for (int i = 0; i < b.B; i++) {
-            double ls = 0;
-            for (int j = 0; j < b.T; j++) ls += ((double)b.old_logp[i * b.T + j] + 1.0) * b.mask[i * b.T + j];
-            for (int j = 0; j < b.T; j++) {
-                size_t k = (size_t)i * b.T + j;
-                double raw = lvl == RL_RIS_TOKEN ? exp((double)b.old_logp[k] + 1.0) : exp(ls);
-                double want = b.mask[k] > 0 ? fmin(raw, 2.0) : 0.0;
-                ok &= fabs(b.is_w[k] - want) <= 1e-6 * (1 + want);
-                if (b.mask[k] > 0) wmax = fmax(wmax, raw), sum += raw, n += 1;
-            }
-        }
-        CHECK_MSG(ok, "rollout_is level %d: weights differ from min(exp(old - rollout), 2)", lvl);
-        double v = NAN;
-        rl_metrics_get(&met, "rollout_corr/rollout_is_max", &v);
-        CHECK_NEAR(v, wmax, 1e-6 * wmax);
-        rl_metrics_get(&met, "rollout_corr/rollout_is_mean", &v);
-        CHECK_NEAR(v, sum / n, 1e-6);
-        rl_metrics_get(&met, "rollout_corr/rollout_is_ratio_fraction_high", &v);
-        CHECK(v > 0 && v < 1);
-        /* normalised: the truncated weights' mean over tokens (rows for sequence) becomes 1 */
-        t->ris_batch_norm = 1;
-        CHECK_OK(rl_rollout_is_weights(t, &b, &met));
-        double s1 = 0, c1 = 0;
-        for (int i = 0; i < b.B; i++) {
-            double rs = 0, rm = 0;
-            for (int j = 0; j < b.T; j++) rs += b.is_w[i * b.T + j] * b.mask[i * b.T + j], rm += b.mask[i * b.T + j];
-            if (lvl == RL_RIS_TOKEN) s1 += rs, c1 += rm;
-            else if (rm > 0) s1 += rs / rm, c1 += 1;
-        }
-        CHECK_NEAR(s1 / c1, 1.0, 1e-5);
-        rl_metrics_free(&met);
-    }
-    int lv;
-    CHECK(rl_rollout_is_parse("geometric", &lv) == VC_ERR_ARG);
-    CHECK_OK(rl_rollout_is_parse(NULL, &lv));
-    CHECK(lv == RL_RIS_OFF);
-    free(t);
+    c.pg.norm = (vc_agg_norm){ 1, ntok, 5, 0 };
+    vc_pg_metrics pm;
+    CHECK_OK(vc_policy_loss(bc->reinforce ? VC_PG_REINFORCE : VC_PG_VANILLA, b.rollout_logp, lp, b.adv, eff, 5, 4,
+                            &c.pg, bc->reinforce && bc->is_level ? w : NULL, want, &pm, NULL));
     rl_batch_free(&b);
+    vc_graph_free(g);
+    vc_trainer_free(&tr);
+    vc_config_free(cfg);
+    vc_model_free(m);
+}
+
+static void test_bypass(void) {
+    const bypass_case cases[] = {
+        { 0, RL_RIS_OFF, NULL, NULL },              /* ppo_clip: the ratio to the rollout policy */
+        { 0, RL_RIS_TOKEN, "token_k1", "0.5_1.8" }, /* weights only for metrics; rejection */
+        { 1, RL_RIS_OFF, NULL, NULL },              /* plain REINFORCE */
+        { 1, RL_RIS_TOKEN, NULL, NULL },            /* truncated token weights */
+        { 1, RL_RIS_SEQUENCE, "seq_mean_k3", "0.05" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double got1, want1, got2, want2, v;
+        rl_metrics m1 = { 0 }, m2 = { 0 };
+        run_bypass(&cases[i], 0, &got1, &want1, &m1);
+        run_bypass(&cases[i], 2, &got2, &want2, &m2);
+        CHECK_MSG(fabs(got1 - want1) < 1e-5 * (1 + fabs(want1)), "bypass case %zu: pg_loss %.8g, host %.8g", i, got1, want1);
+        CHECK_MSG(fabs(got2 - want1) < 1e-5 * (1 + fabs(want1)), "bypass case %zu, micro-batches of 2: pg_loss %.8g, host %.8g",
+                  i, got2, want1);
+        CHECK_MSG(rl_metrics_get(&m1, "rollout_corr/k3_kl", &v) && v > 0.01, "bypass case %zu: rollout_corr/k3_kl", i);
+        if (cases[i].is_level) CHECK(rl_metrics_get(&m2, "rollout_corr/rollout_is_eff_sample_size", &v) && v > 0 && v <= 1);
+        if (cases[i].rs)
+            CHECK_MSG(rl_metrics_get(&m1, "rollout_corr/rollout_rs_masked_fraction", &v) && v > 0 && v < 1,
+                      "bypass case %zu: masked fraction %g", i, v);
+        rl_metrics_free(&m1);
+        rl_metrics_free(&m2);
+    }
 }
 
 int main(void) {
-    test_rollout_is();
+    test_bypass();
     test_accumulation();
     test_descent();
     test_critic();
