@@ -24,6 +24,8 @@ typedef struct vc_model_config {
     int act;                      /* enum vc_act */
     int mlp_kind;                 /* vc_mlp_kind */
     int tied;                     /* lm_head shares the embedding */
+    int64_t n_labels;             /* > 0: a *ForSequenceClassification / *ForTokenClassification checkpoint
+                                   * (reward models, critics): a score head [n_labels, hidden], no LM head */
     int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
@@ -169,6 +171,10 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
 vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv);
 /* Full logits [T, vocab] (soft-capped as the model does). */
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);
+/* [T, n_labels] scores of a classification checkpoint's head (config n_labels > 0) on hidden states */
+vc_tensor *vc_model_score(vc_model *m, vc_graph *g, vc_tensor *hidden);
+/* row `label` of the score head (hidden floats) and its bias (0 without one), in host memory */
+vc_status vc_model_score_head(vc_model *m, int label, float *w, float *bias);
 /* Per-token log p(target) and entropy [T] through the fused chunked head; target < 0 gives 0. */
 vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
                             vc_tensor **entropy);

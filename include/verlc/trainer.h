@@ -22,6 +22,7 @@ typedef struct vc_rl_prompt {
     const char *ground_truth;  /* text of reward_model.ground_truth, NULL when absent */
     char *extra_info;          /* JSON text of extra_info or NULL */
     int64_t line;              /* source line */
+    const struct cJSON *messages; /* the prompt's messages (verl's raw_prompt), in the dataset's rows */
 } vc_rl_prompt;
 
 typedef struct vc_rl_dataset {

@@ -144,7 +144,9 @@ static const vc_tensor_rule INTERNLM2[] = {
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
-#define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, NULL }
+/* every family's classification checkpoints (transformers' Generic*Classification) name their head score */
+static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
+#define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
     { "llama", "llama mistral qwen2 qwen3 gemma olmo2 yi deepseek starcoder2 granite", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
@@ -200,12 +202,15 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_UP_B] = "up.bias", [VC_W_DOWN] = "down", [VC_W_DOWN_B] = "down.bias", [VC_W_ROUTER] = "router",
     [VC_W_ROUTER_BIAS] = "router.score_bias", [VC_W_EXP_GATE] = "experts.gate", [VC_W_EXP_UP] = "experts.up",
     [VC_W_EXP_DOWN] = "experts.down", [VC_W_SH_GATE] = "shared.gate", [VC_W_SH_UP] = "shared.up",
-    [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj",
+    [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj", [VC_W_SCORE] = "score",
+    [VC_W_SCORE_B] = "score.bias",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
 
-int vc_slot_is_global(int slot) { return slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B; }
+int vc_slot_is_global(int slot) {
+    return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B;
+}
 
 static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
     s[0] = a;
@@ -223,8 +228,10 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;
-    case VC_W_LM_HEAD: return c->tied ? 0 : set(s, c->vocab, H, 0);
-    case VC_W_LM_HEAD_B: *optional = 1; return c->tied ? 0 : set(s, c->vocab, 0, 0);
+    case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, H, 0);
+    case VC_W_LM_HEAD_B: *optional = 1; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
+    case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
+    case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
     case VC_W_ATTN_NORM: return set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);

@@ -17,6 +17,7 @@ enum vc_slot {
     VC_W_ROUTER, VC_W_ROUTER_BIAS,
     VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN, /* stacked [E, ...] */
     VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN, VC_W_SH_GATE_PROJ,
+    VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
 

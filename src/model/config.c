@@ -270,6 +270,26 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
     return VC_OK;
 }
 
+/* architectures[0] *ForSequenceClassification / *ForTokenClassification: a score head instead of the LM
+ * head, with len(id2label) or num_labels outputs (transformers' default: 2) */
+static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *a = vc_json_member(o, "architectures");
+    const cJSON *a0 = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, 0) : NULL;
+    const char *name = cJSON_IsString(a0) ? a0->valuestring : "";
+    if (!strstr(name, "ForSequenceClassification") && !strstr(name, "ForTokenClassification")) return VC_OK;
+    const cJSON *ids = vc_json_member(o, "id2label");
+    int64_t n = 2;
+    if (cJSON_IsObject(ids)) n = cJSON_GetArraySize(ids);
+    else {
+        vc_status st = get_int_any(o, "num_labels", 2, &n, path);
+        if (st) return st;
+    }
+    if (n <= 0) return vc_fail(VC_ERR_FORMAT, "%s: %s with %lld labels", path, name, (long long)n);
+    c->n_labels = n;
+    c->tied = 0;
+    return VC_OK;
+}
+
 /* An image-text checkpoint whose text decoder verlc runs (Gemma 3 4B and up): its text_config is the
  * model; tied embeddings and special tokens may sit at the top level. */
 static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c) {
@@ -332,6 +352,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
     if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_special_tokens(o, path, c)))
         return st;
+    if ((st = parse_labels(o, path, c))) return st;
     if (c->rot_dim % 2 || c->rot_dim > c->head_dim)
         return vc_fail(VC_ERR_FORMAT, "%s: rotary dimension %d does not fit head_dim %lld", path, c->rot_dim,
                        (long long)c->head_dim);

@@ -532,13 +532,48 @@ static vc_tensor *head_weight(vc_model *m, vc_graph *g) {
     return m->cfg.norm_head ? vc_op_row_normalize(g, W) : W;
 }
 
+/* a classification checkpoint has a score head and no LM head */
+static int no_lm_head(vc_model *m, vc_graph *g) {
+    if (!m->cfg.n_labels) return 0;
+    vc_fail(VC_ERR_UNSUPPORTED, "%s is a classification model (score head, %lld labels): it has no LM head", m->dir,
+            (long long)m->cfg.n_labels);
+    vc_graph_fail(g, VC_ERR_UNSUPPORTED);
+    return 1;
+}
+
+vc_tensor *vc_model_score(vc_model *m, vc_graph *g, vc_tensor *hidden) {
+    if (!m->cfg.n_labels) {
+        vc_fail(VC_ERR_UNSUPPORTED, "%s has no score head (not a *ForSequenceClassification checkpoint)", m->dir);
+        vc_graph_fail(g, VC_ERR_UNSUPPORTED);
+        return NULL;
+    }
+    return vc_op_linear(g, hidden, vc_w(m, -1, VC_W_SCORE), vc_w(m, -1, VC_W_SCORE_B));
+}
+
+vc_status vc_model_score_head(vc_model *m, int label, float *w, float *bias) {
+    int64_t L = m->cfg.n_labels, H = m->cfg.hidden;
+    if (label < 0 || label >= L)
+        return vc_fail(VC_ERR_ARG, "%s: score head label %d of %lld", m->dir, label, (long long)L);
+    float *all = vc_malloc(sizeof(float) * (size_t)(L * H + L));
+    if (!all) return VC_ERR_NOMEM;
+    vc_tensor *W = vc_w(m, -1, VC_W_SCORE), *B = vc_w(m, -1, VC_W_SCORE_B);
+    vc_status st = vc_tensor_read(W, all);
+    if (!st) memcpy(w, all + label * H, sizeof(float) * (size_t)H);
+    *bias = 0;
+    if (!st && B && !(st = vc_tensor_read(B, all + L * H))) *bias = all[L * H + label];
+    free(all);
+    return st;
+}
+
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden) {
+    if (no_lm_head(m, g)) return NULL;
     vc_tensor *z = vc_op_linear(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B));
     return m->cfg.final_softcap > 0 ? vc_op_softcap(g, z, m->cfg.final_softcap) : z;
 }
 
 vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
                             vc_tensor **entropy) {
+    if (no_lm_head(m, g)) return VC_ERR_UNSUPPORTED;
     return vc_op_lm_head(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B), target,
                          m->cfg.final_softcap, logp, entropy);
 }

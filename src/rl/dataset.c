@@ -53,6 +53,7 @@ static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok
     size_t n = 0;
     st = vc_tokenizer_encode(tok, text, strlen(text), 0, &p->ids, &n);
     free(text);
+    p->messages = msgs;
     p->len = (int64_t)n;
     return st;
 }

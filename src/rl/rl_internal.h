@@ -93,6 +93,8 @@ vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *
 void rl_critic_free(rl_critic *c);
 vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
+/* out[B]: a classification model's score head (vc_model_score, label 0) at each row's last token */
+vc_status rl_batch_last_scores(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
 
 /* ---- the training core (train.h's vc_trainer) configured with verl's keys ---- */
 /* prefix: "actor_rollout_ref.actor" or "critic" (reads optim.* and grad_clip); extra: trained tensors

@@ -85,8 +85,6 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
  * not ignored */
 static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } BOOLS[] = {
-        { "reward_model.enable", "model-based reward models are not supported: use the built-in rule rewards or "
-                                 "custom_reward_function.path (a program)" },
         { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
@@ -427,10 +425,11 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_list_len(c, "data.val_files", &nv));
     if (!st && nv) st = vc_config_list_str(c, "data.val_files", 0, &val);
     if (st) return st;
-    o.need_ground_truth = t->reward_cmd == NULL;
+    o.need_ground_truth = t->reward_cmd == NULL && !t->rm; /* a reward model scores training rows alone */
     o.max_samples = tms;
     if ((st = vc_rl_dataset_load(train, t->tok, t->tmpl, &o, &t->train))) return vc_fail_ctx(st, "data.train_files");
     o.max_samples = vms;
+    o.need_ground_truth = t->reward_cmd == NULL;
     if (val && (st = vc_rl_dataset_load(val, t->tok, t->tmpl, &o, &t->val))) return vc_fail_ctx(st, "data.val_files");
     if (t->train->n_filtered || (t->val && t->val->n_filtered))
         vc_info("filter_overlong_prompts: dropped %zu train and %zu val prompts longer than %lld tokens",
@@ -528,6 +527,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     }
     TRY(load_text(t, cfg));
     TRY(rl_reward_open(t));
+    TRY(rl_rm_open(cfg, &t->rm));
     TRY(load_data(t, cfg));
     TRY(set_total_steps(t, cfg));
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
@@ -574,6 +574,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_rollout_free(t->eng);
     vc_graph_free(t->g);
     rl_reward_close(t);
+    rl_rm_free(t->rm);
     rl_metrics_free(&t->met);
     rl_metrics_free(&t->last);
     free(t->metrics_path);

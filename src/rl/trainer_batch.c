@@ -192,9 +192,23 @@ vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *
         rl_critic_free(c);
         return vc_fail(VC_ERR_NOMEM, "critic value head of %lld floats", (long long)H + 1);
     }
-    /* a value head that starts at 0 everywhere (small init keeps early value losses bounded) */
+    /* a value head that starts at 0 everywhere (small init keeps early value losses bounded), or, as
+     * verl's AutoModelForTokenClassification critic does, the checkpoint's score head (a critic started
+     * from a reward model) */
     vc_param_init(&c->head_w, c->w, c->gw, 2, (int64_t[]){ 1, H });
     vc_param_init(&c->head_b, c->w + H, c->gw + H, 1, (int64_t[]){ 1 });
+    if (vc_model_cfg(c->m)->n_labels == 1) {
+        float *hw = vc_calloc((size_t)H + 1, sizeof(float));
+        vc_tensor whole;
+        vc_param_init(&whole, c->w, NULL, 1, (int64_t[]){ H + 1 });
+        st = hw ? vc_model_score_head(c->m, 0, hw, hw + H) : VC_ERR_NOMEM;
+        if (!st) st = vc_train_param_write(&whole, hw);
+        free(hw);
+        if (st) {
+            rl_critic_free(c);
+            return vc_fail_ctx(st, "critic.model.path: the score head as value head");
+        }
+    }
     c->head[0] = &c->head_w;
     c->head[1] = &c->head_b;
     vc_tensor *const *ad = NULL;
@@ -235,6 +249,22 @@ static vc_status val_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb 
     if (st) return st;
     rl_mb_gather(b, mb, hv, cc[1], 1);
     return VC_OK;
+}
+
+static vc_status last_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
+    (void)b;
+    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL), *s = h ? vc_model_score(m, g, h) : NULL;
+    if (!s) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    float *hs = NULL;
+    vc_status st = rl_host_copy(g, s, &hs);
+    if (st) return st;
+    int64_t L = vc_model_cfg(m)->n_labels;
+    for (int i = 0; i < mb->n; i++) ((float *)ctx)[mb->rows[i]] = hs[(mb->cu[i + 1] - 1) * L];
+    return VC_OK;
+}
+
+vc_status rl_batch_last_scores(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out) {
+    return pass_rows(m, g, b, max_tokens, out, last_fn);
 }
 
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out) {

@@ -53,6 +53,7 @@ struct vc_rl_trainer {
     const char *out_dir, *model_path;
     char *metrics_path;
     /* reward */
+    struct rl_rm *rm;           /* reward_model.enable: the reward model (NULL: rule rewards) */
     struct vc_reward_proc *proc;
     const char *reward_cmd;
     int reward_timeout_ms;
@@ -115,6 +116,12 @@ int rl_dist_sharded(const vc_rl_trainer *t);
 vc_status rl_reward_open(vc_rl_trainer *t);
 vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
 void rl_reward_close(vc_rl_trainer *t);
+
+/* reward_model.c: reward_model.enable (*out NULL when off); scores[B] of the batch's responses */
+typedef struct rl_rm rl_rm;
+vc_status rl_rm_open(const vc_config *c, rl_rm **out);
+vc_status rl_rm_score(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, float *scores);
+void rl_rm_free(rl_rm *rm);
 
 /* trainer_rollout.c: generates a batch for prompts idx[0..n) of dataset d */
 /* DAPO's overlong reward shaping of a response of rlen tokens: min(-(rlen - (max - buffer)) / buffer *

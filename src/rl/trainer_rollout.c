@@ -68,7 +68,18 @@ double rl_overlong_penalty(const vc_rl_trainer *t, int64_t rlen) {
     return pen < 0 ? pen : 0;
 }
 
+/* training batches with a reward model: its score at the last response token, nothing else (verl's
+ * rm_scores replace the reward function's) */
+static vc_status rm_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
+    vc_status st = rl_rm_score(t, d, b, b->score);
+    for (int i = 0; !st && i < b->B; i++)
+        if (b->rlen[i] > 0) b->token_scores[(size_t)i * b->T + b->rlen[i] - 1] = b->score[i];
+    if (!st && met) rl_metrics_set(met, "reward/failed_rows", 0);
+    return st;
+}
+
 vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
+    if (t->rm && d == t->train) return rm_score_batch(t, d, b, met);
     int n_failed = 0;
     char first_err[512] = "";
     for (int i = 0; i < b->B; i++) {

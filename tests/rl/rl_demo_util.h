@@ -26,6 +26,32 @@ static inline void demo_model_setup(const char *dir, uint64_t seed) {
     free(cp);
 }
 
+/* <dir>/rm: a reward model in the demo's vocabulary (LlamaForSequenceClassification, one label, random
+ * weights from seed) with the demo tokenizer and its own chat template: contents joined by '+' */
+static inline void demo_rm_setup(const char *dir, uint64_t seed) {
+    char *rd = vc_path_join(dir, "rm"), *cp = vc_path_join(dir, "rm_config.json");
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"LlamaForSequenceClassification\"],\"model_type\":\"llama\",\"vocab_size\":%d,"
+             "\"hidden_size\":32,\"num_hidden_layers\":1,\"num_attention_heads\":4,\"intermediate_size\":64,"
+             "\"max_position_embeddings\":64,\"rms_norm_eps\":1e-5,\"rope_theta\":10000,\"hidden_act\":\"silu\","
+             "\"id2label\":{\"0\":\"LABEL_0\"},\"eos_token_id\":1,\"pad_token_id\":0,\"torch_dtype\":\"float32\"}",
+             DEMO_VOCAB);
+    CHECK_OK(vc_write_file_atomic(cp, cfg, strlen(cfg)));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cp, seed, &m));
+    CHECK_OK(vc_model_save_hf(m, rd, VC_F32));
+    CHECK_OK(demo_write_tokenizer(rd));
+    char *tc = vc_path_join(rd, "tokenizer_config.json");
+    static const char TC[] = "{\"eos_token\":\"<eos>\",\"pad_token\":\"<pad>\",\"model_max_length\":64,"
+                             "\"chat_template\":\"{% for m in messages %}{{ m['content'] }}+{% endfor %}\"}";
+    CHECK_OK(vc_write_file_atomic(tc, TC, strlen(TC)));
+    vc_model_free(m);
+    free(tc);
+    free(rd);
+    free(cp);
+}
+
 /* loads a config from "|"-separated overrides (buf is split in place) and runs vc_rl_trainer_new and
  * vc_rl_trainer_fit quietly; *step (when fit succeeded): the trainer's global steps done */
 static inline vc_status demo_fit(char *buf, int64_t *step) {

@@ -52,6 +52,7 @@ static void expect(const char *extra, vc_status want, const char *needle1, const
 
 static void setup(void) {
     demo_model_setup(dir, 3);
+    demo_rm_setup(dir, 5);
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, ROW);
     put("train.jsonl", rows, 0);
@@ -109,7 +110,9 @@ int main(void) {
            "critic.model.lora_rank", "zero_stage");
     expect("actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.target_modules=[q_proj,qkv]", VC_ERR_ARG,
            "lora_rank", "qkv");
-    expect("reward_model.enable=true", VC_ERR_UNSUPPORTED, "reward_model.enable", "custom_reward_function");
+    snprintf(e, sizeof e, "reward_model.enable=true|reward_model.model.path=%s/model", dir);
+    expect(e, VC_ERR_UNSUPPORTED, "reward_model.model.path", "no score head");
+    expect("reward_model.enable=true|reward_model.model.path=/nonexistent/rm", VC_ERR_IO, "/nonexistent/rm", NULL);
     expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
     expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_ARG, "rollout_rs_threshold", NULL);
@@ -149,7 +152,8 @@ int main(void) {
         "actor_rollout_ref.actor.entropy_coeff=0.01|actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.ppo_mini_batch_size=1",
         "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
-        "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model", NULL };
+        "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model",
+        "reward_model.enable=true|reward_model.model.path=%s/rm", NULL };
     for (int i = 0; OK_RUNS[i]; i++) {
         snprintf(e, sizeof e, OK_RUNS[i], dir);
         vc_status s2 = run(e, NULL);
