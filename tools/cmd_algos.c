@@ -228,7 +228,11 @@ static vc_status fn_grpo(struct call *c, cJSON **res) {
     TRY(get_num(c, "epsilon", 1e-6, &eps));
     TRY(get_num(c, "norm_adv_by_std_in_grpo", 1.0, &norm));
     TRY(two_bufs(r->n, &adv, &ret));
-    vc_status st = vc_adv_grpo(r->data, m->data, (const char *const *)c->idx, B, T, norm != 0, (float)eps, adv, ret);
+    vc_status (*f)(const float *, const float *, const char *const *, int, int, int, float, float *, float *) =
+        !strcmp(c->fn, "grpo_vectorized_outcome_advantage") ? vc_adv_grpo_vectorized
+        : !strcmp(c->fn, "grpo_passk_outcome_advantage")    ? vc_adv_grpo_passk
+                                                            : vc_adv_grpo;
+    vc_status st = f(r->data, m->data, (const char *const *)c->idx, B, T, norm != 0, (float)eps, adv, ret);
     return finish_pair(st, r, adv, ret, res);
 }
 
@@ -244,6 +248,8 @@ static vc_status fn_grouped(struct call *c, cJSON **res) {
     const char *const *ix = (const char *const *)c->idx;
     vc_status st;
     if (!strcmp(c->fn, "rloo_outcome_advantage")) st = vc_adv_rloo(r->data, m->data, ix, B, T, adv, ret);
+    else if (!strcmp(c->fn, "rloo_vectorized_outcome_advantage"))
+        st = vc_adv_rloo_vectorized(r->data, m->data, ix, B, T, adv, ret);
     else if (!strcmp(c->fn, "opo_outcome_advantage")) st = vc_adv_opo(r->data, m->data, ix, B, T, adv, ret);
     else if (!strcmp(c->fn, "gpg_outcome_advantage")) st = vc_adv_gpg(r->data, m->data, ix, B, T, (float)f_norm, adv, ret);
     else st = vc_adv_reinforce_pp_baseline(r->data, m->data, ix, B, T, adv, ret);
@@ -476,7 +482,12 @@ static const struct fn_entry FNS[] = {
     { "gae_advantage_return", fn_gae, { "token_level_rewards", "values", "response_mask", "gamma", "lam" } },
     { "grpo_outcome_advantage", fn_grpo,
       { "token_level_rewards", "response_mask", "index", "epsilon", "norm_adv_by_std_in_grpo" } },
+    { "grpo_vectorized_outcome_advantage", fn_grpo,
+      { "token_level_rewards", "response_mask", "index", "epsilon", "norm_adv_by_std_in_grpo" } },
+    { "grpo_passk_outcome_advantage", fn_grpo,
+      { "token_level_rewards", "response_mask", "index", "epsilon", "norm_adv_by_std_in_grpo" } },
     { "rloo_outcome_advantage", fn_grouped, { "token_level_rewards", "response_mask", "index", "epsilon" } },
+    { "rloo_vectorized_outcome_advantage", fn_grouped, { "token_level_rewards", "response_mask", "index", "epsilon" } },
     { "opo_outcome_advantage", fn_grouped, { "token_level_rewards", "response_mask", "index", "epsilon" } },
     { "gpg_outcome_advantage", fn_grouped,
       { "token_level_rewards", "response_mask", "index", "epsilon", "f_norm", "alpha" } },

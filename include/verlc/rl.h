@@ -63,6 +63,15 @@ vc_status vc_adv_grpo(const float *rewards, const float *mask, const char *const
 /* RLOO: A_i = n/(n-1) (s_i - mean_g) for groups of n > 1, s_i for singletons. */
 vc_status vc_adv_rloo(const float *rewards, const float *mask, const char *const *index, int B, int T,
                       float *adv, float *ret);
+/* rloo_vectorized: (c s_i - group sum) / (c - 1), 0 for singleton groups */
+vc_status vc_adv_rloo_vectorized(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                                 float *adv, float *ret);
+/* grpo_vectorized: GRPO with groupwise.group_mean_std's std (variance floored at eps) */
+vc_status vc_adv_grpo_vectorized(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                                 int norm_by_std, float eps, float *adv, float *ret);
+/* grpo_passk: the best response of each group gets its margin over the second best (optionally / std) */
+vc_status vc_adv_grpo_passk(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                            int norm_by_std, float eps, float *adv, float *ret);
 /* OPO: A_i = s_i - sum_g(len * s) / sum_g(len), len = response length. */
 vc_status vc_adv_opo(const float *rewards, const float *mask, const char *const *index, int B, int T,
                      float *adv, float *ret);

@@ -263,3 +263,85 @@ vc_status vc_adv_remax(const float *rewards, const float *baselines, const float
     }
     return VC_OK;
 }
+
+/* rloo_vectorized: (c s_i - sum of the group) / (c - 1), 0 in singleton groups (rloo keeps the score) */
+static void rloo_vec_fn(const struct groups *g, double *s, int B, const void *arg) {
+    (void)arg;
+    for (int i = 0; i < B; i++) {
+        int k = g->gid[i], c = g->count[k];
+        s[i] = c > 1 ? (float)((float)(c * s[i]) - (float)(g->mean[k] * c)) / (float)(c - 1) : 0.0;
+    }
+}
+
+vc_status vc_adv_rloo_vectorized(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                                 float *adv, float *ret) {
+    return outcome_adv("rloo_vectorized_outcome_advantage", rewards, mask, index, B, T, rloo_vec_fn, NULL, adv, ret);
+}
+
+/* grpo_vectorized: verl's groupwise.group_mean_std: std = sqrt(max(var, eps)) with the unbiased variance
+ * (s2 - s1^2 / c) / max(c - 1, 1) in float32; singleton groups mean 0, std 1 */
+vc_status vc_adv_grpo_vectorized(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                                 int norm_by_std, float eps, float *adv, float *ret) {
+    const char *fn = "grpo_vectorized_outcome_advantage";
+    vc_status st = check_shape(fn, B, T);
+    if (st) return st;
+    double *s = vc_malloc(sizeof(double) * (size_t)B), *s1 = vc_calloc((size_t)B, sizeof(double));
+    double *s2 = vc_calloc((size_t)B, sizeof(double));
+    int *gid = vc_malloc(sizeof(int) * (size_t)B), *cnt = vc_calloc((size_t)B, sizeof(int)), ng = 0;
+    if (!s || !s1 || !s2 || !gid || !cnt) { st = VC_ERR_NOMEM; goto out; }
+    if ((st = vc_group_ids(index, B, gid, &ng))) { vc_fail_ctx(st, "%s", fn); goto out; }
+    row_scores(rewards, B, T, s);
+    for (int i = 0; i < B; i++) {
+        cnt[gid[i]]++;
+        s1[gid[i]] = (float)(s1[gid[i]] + s[i]);
+        s2[gid[i]] = (float)(s2[gid[i]] + (float)(s[i] * s[i]));
+    }
+    for (int k = 0; k < ng; k++) { /* s1 -> mean, s2 -> std */
+        double c = cnt[k], mean = (float)(s1[k] / c), var = (float)((float)(s2[k] - (float)(s1[k] * s1[k]) / c) / fmax(c - 1, 1));
+        s1[k] = c > 1 ? mean : 0.0;
+        s2[k] = c > 1 ? (float)sqrt(fmax(var, eps)) : 1.0;
+    }
+    for (int i = 0; i < B; i++) {
+        double d = (float)(s[i] - s1[gid[i]]);
+        s[i] = norm_by_std ? (float)(d / (float)(s2[gid[i]] + eps)) : d;
+    }
+    broadcast(s, mask, B, T, adv, ret);
+out:
+    free(s); free(s1); free(s2); free(gid); free(cnt);
+    return st;
+}
+
+/* grpo_passk (Pass@k, arXiv 2503.19595): in each group only the best response gets an advantage, the
+ * margin over the second best (divided by the group's unbiased std + eps when norm_by_std); groups need
+ * two responses at least. Ties go to the first row. */
+vc_status vc_adv_grpo_passk(const float *rewards, const float *mask, const char *const *index, int B, int T,
+                            int norm_by_std, float eps, float *adv, float *ret) {
+    const char *fn = "grpo_passk_outcome_advantage";
+    vc_status st = check_shape(fn, B, T);
+    if (st) return st;
+    double *s = vc_malloc(sizeof(double) * (size_t)B), *a = vc_calloc((size_t)B, sizeof(double));
+    struct groups g = { 0 };
+    if (!s || !a) { st = VC_ERR_NOMEM; goto out; }
+    row_scores(rewards, B, T, s);
+    if ((st = groups_build(index, s, B, &g))) { vc_fail_ctx(st, "%s", fn); goto out; }
+    for (int k = 0; k < g.n && !st; k++) {
+        int best = -1, second = -1;
+        for (int i = 0; i < B; i++) {
+            if (g.gid[i] != k) continue;
+            if (best < 0 || s[i] > s[best]) second = best, best = i;
+            else if (second < 0 || s[i] > s[second]) second = i;
+        }
+        if (second < 0) {
+            st = vc_fail(VC_ERR_ARG, "%s: Pass@k needs at least 2 samples per group; group '%s' has 1 "
+                                     "(actor_rollout_ref.rollout.n >= 2)", fn, index[best]);
+            break;
+        }
+        double m = (float)(s[best] - s[second]);
+        a[best] = norm_by_std ? (float)(m / (float)(g.std[k] + eps)) : m;
+    }
+    if (!st) broadcast(a, mask, B, T, adv, ret);
+out:
+    groups_free(&g);
+    free(s); free(a);
+    return st;
+}

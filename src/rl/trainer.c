@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
-                                   "remax", "opo", "gpg", NULL };
+                                   "remax", "opo", "gpg", "grpo_vectorized", "rloo_vectorized", "grpo_passk", NULL };
 
 /* the peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak: the GPU's (bf16 tensor
  * cores with bf16 matmuls, else f32) when training on one, else the CPU's fp32 peak (vector width x FMA
@@ -345,7 +345,7 @@ static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     for (int i = 0; ADV_NAMES[i]; i++) known |= !strcmp(adv, ADV_NAMES[i]);
     if (!known)
         return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown estimator `%s` (gae, grpo, rloo, reinforce_plus_plus, "
-                                   "reinforce_plus_plus_baseline, remax, opo, gpg)", adv);
+                                   "reinforce_plus_plus_baseline, remax, opo, gpg, grpo_vectorized, rloo_vectorized, grpo_passk)", adv);
     snprintf(t->adv, sizeof t->adv, "%s", adv);
     if ((st = vc_kl_parse(klp, &t->kl_reward_spec))) return vc_fail_ctx(st, "algorithm.kl_penalty");
     if (!strcmp(ctrl, "adaptive")) st = vc_kl_ctrl_adaptive(&t->kl_ctrl, coef, target, horizon);

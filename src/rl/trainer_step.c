@@ -12,6 +12,10 @@ static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *ba
     if (!strcmp(a, "gae")) return vc_adv_gae(b->rewards, b->values, b->mask, B, T, (float)t->gamma, (float)t->lam, b->adv, b->ret);
     if (!strcmp(a, "grpo")) return vc_adv_grpo(b->rewards, b->mask, uid, B, T, t->norm_adv, 1e-6f, b->adv, b->ret);
     if (!strcmp(a, "rloo")) return vc_adv_rloo(b->rewards, b->mask, uid, B, T, b->adv, b->ret);
+    if (!strcmp(a, "rloo_vectorized")) return vc_adv_rloo_vectorized(b->rewards, b->mask, uid, B, T, b->adv, b->ret);
+    if (!strcmp(a, "grpo_vectorized"))
+        return vc_adv_grpo_vectorized(b->rewards, b->mask, uid, B, T, t->norm_adv, 1e-6f, b->adv, b->ret);
+    if (!strcmp(a, "grpo_passk")) return vc_adv_grpo_passk(b->rewards, b->mask, uid, B, T, t->norm_adv, 1e-6f, b->adv, b->ret);
     if (!strcmp(a, "opo")) return vc_adv_opo(b->rewards, b->mask, uid, B, T, b->adv, b->ret);
     if (!strcmp(a, "gpg")) return vc_adv_gpg(b->rewards, b->mask, uid, B, T, 1.0f, b->adv, b->ret);
     if (!strcmp(a, "reinforce_plus_plus")) return vc_adv_reinforce_pp(b->rewards, b->mask, B, T, (float)t->gamma, b->adv, b->ret);

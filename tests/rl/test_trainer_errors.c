@@ -134,6 +134,8 @@ int main(void) {
         "algorithm.adv_estimator=rloo", "algorithm.adv_estimator=reinforce_plus_plus",
         "algorithm.adv_estimator=reinforce_plus_plus_baseline", "algorithm.adv_estimator=remax",
         "algorithm.adv_estimator=opo", "algorithm.adv_estimator=gpg", "algorithm.norm_adv_by_std_in_grpo=false",
+        "algorithm.adv_estimator=grpo_passk", "algorithm.adv_estimator=grpo_vectorized",
+        "algorithm.adv_estimator=rloo_vectorized",
         "actor_rollout_ref.actor.use_kl_loss=true|actor_rollout_ref.actor.kl_loss_type=k2",
         "algorithm.use_kl_in_reward=true|algorithm.kl_ctrl.type=adaptive",
         "actor_rollout_ref.actor.policy_loss.loss_mode=gspo|actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
