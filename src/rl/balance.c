@@ -240,3 +240,54 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     free(buf);
     return st ? vc_fail_ctx(st, "trainer.balance_batch") : VC_OK;
 }
+
+vc_status rl_batch_take_global(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp, const int *src) {
+    int GB = dp->g_B, multi = t->world > 1 && dp->world > 1;
+    if (dp->g_idx) return vc_fail(VC_ERR_INTERNAL, "rows taken from the global batch after balance_batch");
+    size_t bytes = 0;
+    for (int i = 0; i < b->B; i++) bytes += row_bytes(b, i);
+    char *buf = vc_malloc(bytes ? bytes : 1), *p = buf, *all = NULL;
+    const char **rec = vc_calloc((size_t)GB, sizeof *rec);
+    size_t *sizes = NULL, total = bytes;
+    vc_status st = buf && rec ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, dp->g_off + i, p);
+    if (!st && multi) { /* every rank's rows to every rank */
+        st = vc_comm_gatherv_bytes(t->comm, buf, bytes, (void **)&all, &sizes, -1);
+        total = 0;
+        for (int r = 0; !st && r < t->world; r++) total += sizes[r];
+    }
+    const char *base = multi ? all : buf;
+    row_hdr h;
+    for (const char *q = base, *nx; !st && q < base + total; q = nx) {
+        skip_row(q, &nx, &h);
+        if (h.gidx < 0 || h.gidx >= GB) st = vc_fail(VC_ERR_INTERNAL, "row with global index %lld of %d", (long long)h.gidx, GB);
+        else rec[h.gidx] = q;
+    }
+    int64_t ntok = 0;
+    for (int i = 0; !st && i < b->B; i++) {
+        if (src[i] < 0 || src[i] >= GB || !rec[src[i]]) {
+            st = vc_fail(VC_ERR_INTERNAL, "global row %d is not in the batch", src[i]);
+            break;
+        }
+        memcpy(&h, rec[src[i]], sizeof h);
+        ntok += h.n_ids;
+    }
+    rl_batch nb;
+    if (!st) st = rl_batch_alloc(&nb, b->B, multi ? dp->g_T : b->T, ntok);
+    for (int i = 0; !st && i < b->B; i++) {
+        const char *nx;
+        if ((st = read_row(&nb, i, rec[src[i]], &nx))) rl_batch_free(&nb);
+    }
+    if (!st) {
+        nb.have_old = b->have_old;
+        nb.have_ref = b->have_ref;
+        nb.have_values = b->have_values;
+        rl_batch_free(b);
+        *b = nb;
+    }
+    free(buf);
+    free(all);
+    free(sizes);
+    free(rec);
+    return st;
+}

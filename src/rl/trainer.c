@@ -326,6 +326,25 @@ static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* algorithm.use_pf_ppo: verl resamples only in its GAE branch; other estimators leave it unused */
+static vc_status read_pf_ppo(vc_rl_trainer *t, const vc_config *c) {
+    int on = 0;
+    const char *m = "pow";
+    double w = 2.0, probe = 1.0;
+    vc_status st = vc_config_get_bool_or(c, "algorithm.use_pf_ppo", 0, &on);
+    if (!st) st = vc_config_get_str_or(c, "algorithm.pf_ppo.reweight_method", "pow", &m);
+    if (!st) st = vc_config_get_double_or(c, "algorithm.pf_ppo.weight_pow", 2.0, &w);
+    if (st || !on) return st;
+    if ((st = rl_pf_weights(m, w, &probe, 1, &probe))) return st;
+    if (strcmp(t->adv, "gae")) {
+        vc_warn("algorithm.use_pf_ppo applies to adv_estimator=gae only (as in verl): not used with %s", t->adv);
+        return VC_OK;
+    }
+    snprintf(t->pf_method, sizeof t->pf_method, "%s", m);
+    t->pf_pow = w;
+    return VC_OK;
+}
+
 static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *adv = "gae", *klp = "kl", *ctrl = "fixed";
@@ -353,7 +372,7 @@ static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     else st = vc_fail(VC_ERR_ARG, "algorithm.kl_ctrl.type: `%s` is not fixed or adaptive", ctrl);
     t->use_critic = !strcmp(adv, "gae");
     t->need_ref = t->acfg.use_kl_loss || t->use_kl_in_reward;
-    return st;
+    return st ? st : read_pf_ppo(t, c);
 }
 
 static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {

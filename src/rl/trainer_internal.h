@@ -47,6 +47,8 @@ struct vc_rl_trainer {
     /* trainer */
     int64_t total_steps, step, test_freq, save_freq, critic_warmup, max_ckpt_keep;
     int balance_batch;          /* trainer.balance_batch (several ranks only) */
+    char pf_method[16];         /* algorithm.use_pf_ppo with GAE: pf_ppo.reweight_method ("" off) */
+    double pf_pow;              /* pf_ppo.weight_pow */
     int lora_rank;              /* actor_rollout_ref.model.lora_rank: LoRA adapters on the actor; the
                                  * reference policy is then the actor with its adapters off (ref == NULL) */
     int val_before_train, val_only;
@@ -86,6 +88,13 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
 /* dynamic_sampling.c: DAPO's filter_groups rollout: a scored batch of data.train_batch_size groups with
  * varied rewards (this rank's share), drawn over *n_rounds generation batches */
 vc_status rl_dynamic_rollout(vc_rl_trainer *t, rl_metrics *met, rl_batch *out, int *n_rounds);
+/* this rank's rows replaced by rows of the step's global batch: local row i becomes global row src[i]
+ * (rows may repeat; every rank passes its own src, all ranks take part); before balance_batch */
+vc_status rl_batch_take_global(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp, const int *src);
+/* pf_ppo.c: algorithm.use_pf_ppo (GAE): the global batch resampled with replacement by reward weights */
+vc_status rl_pf_ppo(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp);
+/* weights of verl's compute_pf_ppo_reweight_data (method: pow, max_min, max_random) for n sequence scores */
+vc_status rl_pf_weights(const char *method, double weight_pow, const double *score, int n, double *w);
 /* rows[0..n) of src appended to acc (which may be empty: B 0) */
 vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *rows, int n);
 

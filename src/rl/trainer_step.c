@@ -307,6 +307,7 @@ scored:;
     /* verl's order: weights and rejection after the KL penalty, before the advantages */
     if (!st && !rc->bypass && b.have_old && (corr || rc->offpolicy)) st = rl_rollout_correction(t, &b, met);
     if (!st) st = rl_compute_advantages(t, &b, baselines);
+    if (!st && t->pf_method[0]) st = rl_pf_ppo(t, &b, &dp);
     rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
     if (!st && t->balance_batch) st = rl_balance_batch(t, &b, &dp, met);
     if (!st && t->use_critic) {

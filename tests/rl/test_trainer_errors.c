@@ -114,6 +114,7 @@ int main(void) {
     expect(e, VC_ERR_UNSUPPORTED, "reward_model.model.path", "no score head");
     expect("reward_model.enable=true|reward_model.model.path=/nonexistent/rm", VC_ERR_IO, "/nonexistent/rm", NULL);
     expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
+    expect("algorithm.use_pf_ppo=true|algorithm.pf_ppo.reweight_method=rank", VC_ERR_ARG, "reweight_method", "rank");
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
     expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_ARG, "rollout_rs_threshold", NULL);
     expect("algorithm.rollout_correction.rollout_rs=seq_k9|algorithm.rollout_correction.rollout_rs_threshold=2",
@@ -155,7 +156,9 @@ int main(void) {
         "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
         "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model",
-        "reward_model.enable=true|reward_model.model.path=%s/rm", NULL };
+        "reward_model.enable=true|reward_model.model.path=%s/rm",
+        "algorithm.adv_estimator=gae|critic.model.path=%s/model|algorithm.use_pf_ppo=true|"
+        "algorithm.pf_ppo.reweight_method=max_min", NULL };
     for (int i = 0; OK_RUNS[i]; i++) {
         snprintf(e, sizeof e, OK_RUNS[i], dir);
         vc_status s2 = run(e, NULL);
