@@ -23,6 +23,7 @@ typedef struct vc_rl_prompt {
     char *extra_info;          /* JSON text of extra_info or NULL */
     int64_t line;              /* source line */
     const struct cJSON *messages; /* the prompt's messages (verl's raw_prompt), in the dataset's rows */
+    const struct cJSON *row;      /* the whole data row */
 } vc_rl_prompt;
 
 typedef struct vc_rl_dataset {
@@ -40,6 +41,8 @@ typedef struct vc_rl_data_opts {
     const char *truncation;     /* "error", "left", "right", "middle" */
     int64_t max_samples;        /* < 0: all */
     int need_ground_truth;      /* rows without reward_model.ground_truth are an error */
+    const char *reward_fn_key;  /* data.reward_fn_key: the row field that selects the reward function and
+                                 * groups validation metrics (NULL or "data_source": data_source) */
 } vc_rl_data_opts;
 
 /* Reads a JSONL file in verl's row schema; errors name file:line and the key. */

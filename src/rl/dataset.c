@@ -65,6 +65,7 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
     if (st) return st;
     p->data_source = row.data_source;
     p->line = row.line;
+    p->row = j->rows[i];
     p->ground_truth = NULL;
     if (row.ground_truth) {
         /* a printed (non-string) ground truth lives in row.owned: keep it alive in the JSON tree */
@@ -78,6 +79,9 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
         st = vc_fail(VC_ERR_MISSING, "%s:%lld: missing field reward_model.ground_truth", j->path, (long long)row.line);
     if (!st && row.extra_info && !(p->extra_info = cJSON_PrintUnformatted(row.extra_info))) st = VC_ERR_NOMEM;
     vc_verl_row_clear(&row);
+    if (!st && o->reward_fn_key && strcmp(o->reward_fn_key, "data_source") &&
+        (st = vc_jsonl_string(j, i, o->reward_fn_key, &p->data_source)))
+        st = vc_fail_ctx(st, "data.reward_fn_key");
     if (!st) st = render_row(j, i, tok, tmpl, o->prompt_key ? o->prompt_key : "prompt", p);
     return st;
 }

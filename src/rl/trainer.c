@@ -387,6 +387,8 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(read_filter_groups(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
+    TRY(vc_config_get_str_or(c, "trainer.rollout_data_dir", NULL, &t->rollout_dir));
+    TRY(vc_config_get_str_or(c, "trainer.validation_data_dir", NULL, &t->val_dir));
     TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));
     TRY(get_int(c, "trainer.max_actor_ckpt_to_keep", 0, &t->max_ckpt_keep));
     TRY(vc_config_get_str_or(c, "custom_reward_function.path", NULL, &t->reward_cmd));
@@ -418,13 +420,23 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
     if (st) return st;
     if (!tp) tp = t->model_path;
     if ((st = vc_tokenizer_load(tp, &t->tok))) return vc_fail_ctx(st, "tokenizer (%s)", tp);
-    if ((st = vc_chat_template_load(tp, &t->tmpl))) return vc_fail_ctx(st, "chat template (%s)", tp);
+    const char *custom = NULL;
+    if ((st = vc_config_get_str_or(c, "actor_rollout_ref.model.custom_chat_template", NULL, &custom))) return st;
+    if (custom) { /* verl sets it as the tokenizer's chat_template */
+        const char *bos = vc_tokenizer_id_to_token(t->tok, vc_tokenizer_bos_id(t->tok));
+        const char *eos = vc_tokenizer_id_to_token(t->tok, vc_tokenizer_eos_id(t->tok));
+        if ((st = vc_chat_template_from_string(custom, bos, eos, &t->tmpl)))
+            return vc_fail_ctx(st, "actor_rollout_ref.model.custom_chat_template");
+    } else if ((st = vc_chat_template_load(tp, &t->tmpl)))
+        return vc_fail_ctx(st, "chat template (%s)", tp);
     const vc_model_config *mc = vc_model_cfg(t->actor);
     for (int i = 0; i < mc->n_eos && t->n_eos < RL_MAX_EOS; i++) t->eos[t->n_eos++] = mc->eos_ids[i];
     int te = vc_tokenizer_eos_id(t->tok), dup = 0;
     for (int i = 0; i < t->n_eos; i++) dup |= t->eos[i] == te;
     if (te >= 0 && !dup && t->n_eos < RL_MAX_EOS) t->eos[t->n_eos++] = te;
-    t->samp.n_eos = t->val_samp.n_eos = t->n_eos;
+    int ignore = 0; /* rollout.ignore_eos: responses run to max_response_length (vLLM's ignore_eos) */
+    if ((st = vc_config_get_bool_or(c, "actor_rollout_ref.rollout.ignore_eos", 0, &ignore))) return st;
+    t->samp.n_eos = t->val_samp.n_eos = ignore ? 0 : t->n_eos;
     return VC_OK;
 }
 
@@ -435,6 +447,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     size_t nv = 0;
     vc_status st = VC_OK;
     TRY(vc_config_get_str_or(c, "data.prompt_key", "prompt", &o.prompt_key));
+    TRY(vc_config_get_str_or(c, "data.reward_fn_key", "data_source", &o.reward_fn_key));
     TRY(get_int(c, "data.max_prompt_length", 512, &o.max_prompt_length));
     TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));

@@ -52,6 +52,7 @@ struct vc_rl_trainer {
     int lora_rank;              /* actor_rollout_ref.model.lora_rank: LoRA adapters on the actor; the
                                  * reference policy is then the actor with its adapters off (ref == NULL) */
     int val_before_train, val_only;
+    const char *rollout_dir, *val_dir; /* trainer.rollout_data_dir, validation_data_dir (NULL: off) */
     const char *out_dir, *model_path;
     char *metrics_path;
     /* reward */
@@ -125,6 +126,15 @@ int rl_dist_sharded(const vc_rl_trainer *t);
 vc_status rl_reward_open(vc_rl_trainer *t);
 vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
 void rl_reward_close(vc_rl_trainer *t);
+
+/* trainer_dump.c: trainer.rollout_data_dir / validation_data_dir; rl_dump_add collects a batch's lines
+ * (creating *d), rl_dump_write (every rank) writes DIR/<step>.jsonl from rank 0 and frees d */
+typedef struct rl_dump rl_dump;
+vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, rl_dump **d);
+vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir);
+void rl_dump_free(rl_dump *d);
+/* rl_dump_add + rl_dump_write of one batch */
+vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, const char *dir);
 
 /* reward_model.c: reward_model.enable (*out NULL when off); scores[B] of the batch's responses */
 typedef struct rl_rm rl_rm;

@@ -325,6 +325,7 @@ scored:;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
     }
     if (!st) st = rl_data_metrics(t, &b, met);
+    if (!st && t->rollout_dir) st = rl_dump_batch(t, t->train, &b, t->rollout_dir);
     double tokens = tokens_of(&b);
     if (!st) st = rl_dist_reduce(t, &tokens, 1, VC_SUM);
     double step_s = vc_now() - t_step;

@@ -29,6 +29,7 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     double *sums = vc_calloc(3 * d->n + 1, sizeof *sums);
     vc_status st = acc && idx && sums ? VC_OK : VC_ERR_NOMEM;
     int na = 0, lo = 0, hi = (int)d->n;
+    rl_dump *dump = NULL;
     for (size_t i = 0; !st && i < d->n; i++) ds_find(acc, &na, d->p[i].data_source);
     rl_dist_block(t, (int)d->n, &lo, &hi);
     for (size_t s = (size_t)lo; !st && s < (size_t)hi; s += VAL_CHUNK) {
@@ -39,6 +40,7 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
         st = rl_rollout_batch(t, d, idx, n, &t->val_samp, t->val_n, 0xFFFFFFFF00000000ull + (uint64_t)t->step, &b);
         if (st) break;
         st = rl_score_batch(t, d, &b, NULL);
+        if (!st && t->val_dir) st = rl_dump_add(t, d, &b, &dump);
         for (int i = 0; !st && i < b.B; i++) {
             ds_acc *a = ds_find(acc, &na, d->p[b.prompt[i]].data_source);
             a->sum += b.score[i];
@@ -48,6 +50,12 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
         rl_batch_free(&b);
     }
     for (int i = 0; !st && i < na; i++) sums[3 * i] = acc[i].sum, sums[3 * i + 1] = acc[i].n, sums[3 * i + 2] = acc[i].len;
+    if (t->val_dir) { /* every rank joins the dump's collectives, failed or not */
+        vc_status ds = rl_dist_agree(t, st, t->val_dir);
+        if (!ds) ds = rl_dump_write(t, dump, t->val_dir);
+        else rl_dump_free(dump);
+        if (!st) st = ds;
+    }
     if (!st) st = rl_dist_reduce(t, sums, 3 * na, VC_SUM);
     for (int i = 0; !st && i < na; i++) {
         double n = sums[3 * i + 1] > 0 ? sums[3 * i + 1] : 1;

@@ -4,6 +4,7 @@
  * metric names. */
 #include "rl_cli_util.h"
 #include "verlc/report.h"
+#include <cjson/cJSON.h>
 
 /* common overrides of verl's GSM8K quickstart, CI-sized */
 static const char *COMMON =
@@ -50,6 +51,36 @@ static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "cr
                                      "rollout_corr/rollout_rs_token_k1_masked_fraction", "rollout_corr/k3_kl",
                                      "rollout_corr/chi2_seq", NULL };
 
+/* trainer.rollout_data_dir / validation_data_dir: verl's JSONL samples; the custom chat template renders
+ * the inputs; ignore_eos runs every response to max_response_length */
+static void check_dumps(const char *metrics) {
+    vc_metrics *m = NULL;
+    CHECK_OK(vc_metrics_read(metrics, &m));
+    const vc_metric_series *se = m ? vc_metrics_find(m, "response_length/min") : NULL;
+    double mn = se && se->n ? se->y[se->n - 1] : -1;
+    CHECK_MSG(mn == 8, "ignore_eos: shortest response %g tokens, max_response_length 8", mn);
+    vc_metrics_free(m);
+    for (int k = 0; k < 2; k++) {
+        char p[400], *text = NULL;
+        size_t len = 0;
+        snprintf(p, sizeof p, "%s/%s/1.jsonl", dir, k ? "dump_val" : "dump_train");
+        CHECK_MSG(vc_read_file(p, &text, &len) == VC_OK, "%s missing", p);
+        int lines = 0, ok = 1;
+        for (char *s = text, *e; s && *s; s = e ? e + 1 : NULL, lines++) {
+            e = strchr(s, '\n');
+            if (e) *e = 0;
+            cJSON *j = cJSON_Parse(s);
+            const cJSON *in = cJSON_GetObjectItem(j, "input"), *st = cJSON_GetObjectItem(j, "step");
+            ok &= cJSON_IsString(in) && !strncmp(in->valuestring, "Q: ", 3) && strstr(in->valuestring, " A:") &&
+                  cJSON_IsString(cJSON_GetObjectItem(j, "output")) && cJSON_IsNumber(cJSON_GetObjectItem(j, "score")) &&
+                  cJSON_GetObjectItem(j, "gts") && cJSON_IsNumber(st) && st->valueint == 1;
+            cJSON_Delete(j);
+        }
+        CHECK_MSG(ok && lines == (k ? 4 : 4), "%s: %d lines, fields %s", p, lines, ok ? "ok" : "wrong");
+        free(text);
+    }
+}
+
 int main(void) {
     rl_cli_start("e2e");
     double t0 = vc_now();
@@ -86,12 +117,15 @@ int main(void) {
                     "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
                     "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
                     "algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_rs=token_k1 "
-                    "algorithm.rollout_correction.rollout_rs_threshold=2.0 "
+                    "algorithm.rollout_correction.rollout_rs_threshold=2.0 actor_rollout_ref.rollout.ignore_eos=true "
+                    "\"actor_rollout_ref.model.custom_chat_template='Q: {%% for m in messages %%}{{ m.content }}{%% endfor %%} A:'\" "
+                    "trainer.rollout_data_dir=%s/dump_train trainer.validation_data_dir=%s/dump_val "
                     "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo > %s 2>&1",
-                    bin, common, dir, dir, log);
+                    bin, common, dir, dir, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);
     snprintf(path, sizeof path, "%s/run_ppo/metrics.jsonl", dir);
     check_metrics(path, PPO_METRICS);
+    check_dumps(path);
     double dt = vc_now() - t0;
     printf("e2e: %.1f s\n", dt);
 #if !defined(__SANITIZE_ADDRESS__)
