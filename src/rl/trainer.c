@@ -85,7 +85,10 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
  * not ignored */
 static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } BOOLS[] = {
-        { "actor_rollout_ref.rollout.multi_turn.enable", "multi-turn (tool-calling) rollouts are not supported" },
+        { "actor_rollout_ref.model.mtp.enable_train", "multi-token-prediction training is not implemented (MTP "
+                                                      "layers are not loaded)" },
+        { "actor_rollout_ref.rollout.enable_rollout_routing_replay", "MoE routing replay is not implemented" },
+        { "actor_rollout_ref.rollout.skip_rollout", "replaying dumped rollouts is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
         int v = 0;
@@ -560,6 +563,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(load_text(t, cfg));
     TRY(rl_reward_open(t));
     TRY(rl_rm_open(cfg, &t->rm));
+    TRY(rl_agent_open(t, cfg));
     TRY(load_data(t, cfg));
     TRY(set_total_steps(t, cfg));
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
@@ -607,6 +611,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_graph_free(t->g);
     rl_reward_close(t);
     rl_rm_free(t->rm);
+    rl_agent_free(t->agent);
     rl_metrics_free(&t->met);
     rl_metrics_free(&t->last);
     free(t->metrics_path);

@@ -57,6 +57,11 @@ struct vc_rl_trainer {
     char *metrics_path;
     /* reward */
     struct rl_rm *rm;           /* reward_model.enable: the reward model (NULL: rule rewards) */
+    struct rl_agent *agent;     /* multi-turn tool agent (NULL: single-turn rollouts) */
+    /* the rollout engine call (NULL: vc_rollout_generate on eng); tests script generations with it */
+    vc_status (*gen)(void *ctx, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
+                     int *n_out);
+    void *gen_ctx;
     struct vc_reward_proc *proc;
     const char *reward_cmd;
     int reward_timeout_ms;
@@ -135,6 +140,16 @@ vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir);
 void rl_dump_free(rl_dump *d);
 /* rl_dump_add + rl_dump_write of one batch */
 vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, const char *dir);
+
+/* agent.c: multi-turn tool rollouts (verl's tool_agent loop); rl_agent_open sets t->agent when
+ * multi_turn / a tool config / default_agent_loop=tool_agent asks for it */
+typedef struct rl_agent rl_agent;
+vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c);
+void rl_agent_free(rl_agent *a);
+vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
+                           int n_samples, uint64_t step_key, rl_batch *b);
+/* num_turns/{mean,min,max} of the last rollout over every rank */
+vc_status rl_agent_metrics(vc_rl_trainer *t, rl_metrics *met);
 
 /* reward_model.c: reward_model.enable (*out NULL when off); scores[B] of the batch's responses */
 typedef struct rl_rm rl_rm;

@@ -109,6 +109,7 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
 /* ---- generation ---- */
 static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out) {
+    if (t->gen) return t->gen(t->gen_ctx, r, n, s, out, n_out);
     return vc_rollout_generate(t->eng, r, n, s, out, n_out);
 }
 
@@ -147,6 +148,7 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
 
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b) {
+    if (t->agent) return rl_agent_rollout(t, d, idx, n, s, n_samples, step_key, b);
     memset(b, 0, sizeof *b);
     vc_rollout_request *r = vc_calloc((size_t)n, sizeof *r);
     if (!r) return VC_ERR_NOMEM;

@@ -251,6 +251,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, (uint64_t)t->step, &b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
+    if (t->agent && (st = rl_agent_metrics(t, met))) return st;
     t0 = vc_now();
     st = dp_layout(t, &b, (int)n, lo, &dp);
     if (!st) st = rl_score_batch(t, t->train, &b, met);

@@ -56,6 +56,10 @@ static void setup(void) {
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, ROW);
     put("train.jsonl", rows, 0);
+    put("tools.yaml",
+        "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema:\n      type: function\n"
+        "      function:\n        name: calc_gsm8k_reward\n        parameters: {type: object, properties: "
+        "{answer: {type: string}}, required: [answer]}\n", 0);
     put("nogt.jsonl",
         "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],\"reward_model\":{\"ground_truth\":\"3\"}}\n"
         "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+3=\"}],\"reward_model\":{\"style\":\"rule\"}}\n",
@@ -113,7 +117,11 @@ int main(void) {
     snprintf(e, sizeof e, "reward_model.enable=true|reward_model.model.path=%s/model", dir);
     expect(e, VC_ERR_UNSUPPORTED, "reward_model.model.path", "no score head");
     expect("reward_model.enable=true|reward_model.model.path=/nonexistent/rm", VC_ERR_IO, "/nonexistent/rm", NULL);
-    expect("actor_rollout_ref.rollout.multi_turn.enable=true", VC_ERR_UNSUPPORTED, "multi_turn", NULL);
+    expect("actor_rollout_ref.model.mtp.enable_train=true", VC_ERR_UNSUPPORTED, "mtp.enable_train", NULL);
+    expect("actor_rollout_ref.rollout.multi_turn.tool_config_path=/nonexistent/tools.yaml", VC_ERR_IO,
+           "tool_config_path", "/nonexistent/tools.yaml");
+    expect("actor_rollout_ref.rollout.agent.default_agent_loop=react_agent", VC_ERR_UNSUPPORTED, "default_agent_loop",
+           "react_agent");
     expect("algorithm.use_pf_ppo=true|algorithm.pf_ppo.reweight_method=rank", VC_ERR_ARG, "reweight_method", "rank");
     expect("algorithm.rollout_correction.rollout_is=geometric", VC_ERR_ARG, "rollout_is", "geometric");
     expect("algorithm.rollout_correction.rollout_rs=token_k1", VC_ERR_ARG, "rollout_rs_threshold", NULL);
@@ -157,6 +165,7 @@ int main(void) {
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
         "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model",
         "reward_model.enable=true|reward_model.model.path=%s/rm",
+        "actor_rollout_ref.rollout.multi_turn.enable=true|actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml",
         "algorithm.adv_estimator=gae|critic.model.path=%s/model|algorithm.use_pf_ppo=true|"
         "algorithm.pf_ppo.reweight_method=max_min", NULL };
     for (int i = 0; OK_RUNS[i]; i++) {

@@ -1,0 +1,335 @@
+/* Multi-turn rollouts with tools (verl's ToolAgentLoop, agent_name "tool_agent"). For each response:
+ * the prompt's messages are rendered with the tools' schemas; the model generates; hermes tool calls in
+ * the new text (up to multi_turn.max_parallel_calls) are run and their responses appended as
+ * {"role": "tool"} messages, rendered alone with the generation prompt and with the template's default
+ * system prompt cut off (verl's remove_system_prompt). The tool tokens are part of the response with
+ * mask 0 and log-prob 0, so the loss skips them. The loop ends when the model calls no tool, at
+ * max_assistant_turns / max_user_turns, or when the response would reach max_response_length (a tool
+ * response that does not fit is not appended, as in verl). Rows whose agent is single_turn_agent run
+ * one generation of their dataset prompt, exactly as without the agent.
+ * All responses of a batch advance turn by turn together: each turn is one call of the rollout engine. */
+#include "agent_internal.h"
+#include "trainer_internal.h"
+#include "verlc/chat_template.h"
+#include "verlc/tokenizer.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CALLS 16
+
+struct rl_agent {
+    int default_tools;          /* rows without agent_name run the tool agent */
+    int max_assistant, max_user, max_parallel, max_tool_len, trunc;
+    rl_tool *tools;
+    int n_tools;
+    cJSON *schemas;             /* NULL without a tool config */
+    int32_t *sys;               /* the template's default system prompt tokens */
+    size_t n_sys;
+    double turns_sum, turns_n, turns_min, turns_max; /* num_turns of the last rollout */
+};
+
+void rl_agent_free(rl_agent *a) {
+    if (!a) return;
+    free(a->tools);
+    cJSON_Delete(a->schemas);
+    free(a->sys);
+    free(a);
+}
+
+/* messages -> tokens through the chat template (no special tokens added, as apply_chat_template) */
+static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJSON *tools, int gen, int32_t **ids,
+                            size_t *n) {
+    char *text = NULL;
+    vc_chat_opts o = { .add_generation_prompt = gen, .enable_thinking = -1, .tools = tools };
+    vc_status st = vc_chat_template_render(t->tmpl, msgs, &o, &text);
+    if (!st) st = vc_tokenizer_encode(t->tok, text, strlen(text), 0, ids, n);
+    free(text);
+    return st;
+}
+
+/* verl's initialize_system_prompt: what one empty user turn renders to beyond what a second one adds */
+static vc_status system_prompt(const vc_rl_trainer *t, rl_agent *a) {
+    cJSON *one = cJSON_Parse("[{\"role\":\"user\",\"content\":\"\"}]");
+    cJSON *two = cJSON_Parse("[{\"role\":\"user\",\"content\":\"\"},{\"role\":\"user\",\"content\":\"\"}]");
+    int32_t *t1 = NULL, *t2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    vc_status st = one && two ? render_ids(t, one, NULL, 0, &t1, &n1) : VC_ERR_NOMEM;
+    if (!st) st = render_ids(t, two, NULL, 0, &t2, &n2);
+    if (!st) {
+        size_t turn = n2 > n1 ? n2 - n1 : 0;
+        a->n_sys = n1 > turn ? n1 - turn : 0;
+        a->sys = t1;
+        t1 = NULL;
+    }
+    free(t1);
+    free(t2);
+    cJSON_Delete(one);
+    cJSON_Delete(two);
+    return st;
+}
+
+#define MT "actor_rollout_ref.rollout.multi_turn."
+vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
+    int enable = 0;
+    const char *tool_path = NULL, *def = "single_turn_agent", *side = "middle", *fmt = "hermes", *inter = NULL;
+    int64_t ma = 0, mu = 0, mp = 1, ml = 256;
+    vc_status st = vc_config_get_bool_or(c, MT "enable", 0, &enable);
+    if (!st) st = vc_config_get_str_or(c, MT "tool_config_path", NULL, &tool_path);
+    if (!st) st = vc_config_get_str_or(c, "actor_rollout_ref.rollout.agent.default_agent_loop", def, &def);
+    if (!st) st = vc_config_get_int_or(c, MT "max_assistant_turns", 0, &ma);
+    if (!st) st = vc_config_get_int_or(c, MT "max_user_turns", 0, &mu);
+    if (!st) st = vc_config_get_int_or(c, MT "max_parallel_calls", 1, &mp);
+    if (!st) st = vc_config_get_int_or(c, MT "max_tool_response_length", 256, &ml);
+    if (!st) st = vc_config_get_str_or(c, MT "tool_response_truncate_side", "middle", &side);
+    if (!st) st = vc_config_get_str_or(c, MT "format", "hermes", &fmt);
+    if (!st) st = vc_config_get_str_or(c, MT "interaction_config_path", NULL, &inter);
+    if (st) return st;
+    int tool_default = !strcmp(def, "tool_agent");
+    if (!tool_default && strcmp(def, "single_turn_agent"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.rollout.agent.default_agent_loop=%s: verlc runs "
+                                           "single_turn_agent and tool_agent", def);
+    if (!enable && !tool_path && !tool_default) return VC_OK;
+    if (inter) return vc_fail(VC_ERR_UNSUPPORTED, MT "interaction_config_path: interactions are Python classes verlc cannot run");
+    if (strcmp(fmt, "hermes"))
+        return vc_fail(VC_ERR_UNSUPPORTED, MT "format=%s: verlc parses hermes tool calls (<tool_call>...</tool_call>)", fmt);
+    if (mp < 1 || mp > MAX_CALLS) return vc_fail(VC_ERR_ARG, MT "max_parallel_calls must be in 1..%d, got %lld", MAX_CALLS, (long long)mp);
+    int trunc = !strcmp(side, "left") ? RL_TRUNC_LEFT : !strcmp(side, "right") ? RL_TRUNC_RIGHT
+              : !strcmp(side, "middle") ? RL_TRUNC_MIDDLE : -1;
+    if (trunc < 0) return vc_fail(VC_ERR_ARG, MT "tool_response_truncate_side must be left, right or middle, got '%s'", side);
+    rl_agent *a = vc_calloc(1, sizeof *a);
+    if (!a) return VC_ERR_NOMEM;
+    /* verl's agent loop picks the agent by the row's agent_name (default single_turn_agent); multi_turn.enable
+     * with a tool config means tools for every row here, which is what that setting asks for */
+    a->default_tools = tool_default || (enable && tool_path);
+    a->max_assistant = (int)ma;
+    a->max_user = (int)mu;
+    a->max_parallel = (int)mp;
+    a->max_tool_len = (int)ml;
+    a->trunc = trunc;
+    if (tool_path) st = rl_tools_load(tool_path, &a->tools, &a->n_tools, &a->schemas);
+    if (!st) st = system_prompt(t, a);
+    if (st) {
+        rl_agent_free(a);
+        return vc_fail_ctx(st, "multi-turn agent");
+    }
+    if (enable && !tool_path && !tool_default)
+        vc_warn(MT "enable=true without tool_config_path: responses are single-turn");
+    t->agent = a;
+    return VC_OK;
+}
+
+/* whether a data row runs the tool agent (its agent_name, else the default) */
+static vc_status row_tools(const rl_agent *a, const vc_rl_prompt *p, int *tools) {
+    const cJSON *an = cJSON_GetObjectItemCaseSensitive(p->row, "agent_name");
+    *tools = a->default_tools;
+    if (!an) return VC_OK;
+    if (cJSON_IsString(an) && !strcmp(an->valuestring, "tool_agent")) *tools = 1;
+    else if (cJSON_IsString(an) && !strcmp(an->valuestring, "single_turn_agent")) *tools = 0;
+    else return vc_fail(VC_ERR_UNSUPPORTED, "data line %lld: agent_name must be tool_agent or single_turn_agent", (long long)p->line);
+    return VC_OK;
+}
+
+/* ---- one response's state ---- */
+typedef struct {
+    int32_t *ids;   /* prompt + response so far */
+    int64_t n, plen;
+    float *mask, *lp; /* per response token */
+    int prompt, tools, done, finish, turns_a, turns_u;
+} ag_state;
+
+static vc_status push(ag_state *s, const int32_t *tok, const float *lp, int64_t k, int gen, int64_t cap) {
+    int32_t *ids = realloc(s->ids, sizeof(int32_t) * (size_t)(s->n + k + 1));
+    if (!ids) return VC_ERR_NOMEM;
+    s->ids = ids;
+    int64_t r = s->n - s->plen;
+    for (int64_t j = 0; j < k && r + j < cap; j++) {
+        s->mask[r + j] = (float)gen;
+        s->lp[r + j] = gen ? lp[j] : 0.0f;
+    }
+    memcpy(s->ids + s->n, tok, sizeof(int32_t) * (size_t)k);
+    s->n += k;
+    return VC_OK;
+}
+
+/* after a generation: run the tool calls of its text and append their rendered responses */
+static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prompt *p, ag_state *s, const int32_t *gen,
+                           int64_t ng, int64_t max_resp) {
+    char *text = NULL;
+    size_t len = 0;
+    rl_tool_call calls[MAX_CALLS];
+    vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
+    int nc = st ? 0 : rl_parse_tool_calls(text, calls, a->max_parallel);
+    free(text);
+    if (st || nc == 0) {
+        s->done = 1;
+        return st;
+    }
+    cJSON *msgs = cJSON_CreateArray();
+    if (!msgs) st = VC_ERR_NOMEM;
+    for (int i = 0; i < nc; i++) {
+        char *resp = NULL, *cut = NULL;
+        double reward = 0;
+        if (!st) st = rl_tool_run(a->tools, a->n_tools, &calls[i], p->row, &resp, &reward);
+        if (!st && !(cut = rl_truncate_tool_text(resp, a->max_tool_len, a->trunc))) st = VC_ERR_NOMEM;
+        cJSON *m = st ? NULL : cJSON_CreateObject();
+        if (!st && (!m || !cJSON_AddStringToObject(m, "role", "tool") || !cJSON_AddStringToObject(m, "content", cut)))
+            st = VC_ERR_NOMEM;
+        if (m) cJSON_AddItemToArray(msgs, m);
+        free(resp);
+        free(cut);
+        cJSON_Delete(calls[i].args);
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!st) st = render_ids(t, msgs, NULL, 1, &ids, &n);
+    cJSON_Delete(msgs);
+    size_t cut = !st && n >= a->n_sys ? a->n_sys : 0;
+    int64_t add = (int64_t)(n - cut);
+    if (!st && (s->n - s->plen) + add >= max_resp) s->done = 1; /* verl does not append what does not fit */
+    else if (!st) {
+        st = push(s, ids + cut, NULL, add, 0, max_resp);
+        s->turns_u++; /* max_user_turns is checked after the next generation, as in verl */
+    }
+    free(ids);
+    return st;
+}
+
+/* the samples of one engine call into their states; j-th request -> state req_state[j] (+ sample) */
+static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S, const int *req_state,
+                              const vc_rollout_sample *smp, int ns, int64_t max_resp) {
+    const rl_agent *a = t->agent;
+    vc_status st = VC_OK;
+    for (int i = 0; !st && i < ns; i++) {
+        ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
+        int64_t room = max_resp - (s->n - s->plen), k = smp[i].n_tokens < room ? smp[i].n_tokens : room;
+        if ((st = push(s, smp[i].tokens, smp[i].logp, k, 1, max_resp))) break;
+        s->finish = k < smp[i].n_tokens ? VC_FINISH_LENGTH : smp[i].finish;
+        s->turns_a++;
+        if (s->n - s->plen >= max_resp || !s->tools || (a->max_assistant && s->turns_a >= a->max_assistant) ||
+            (a->max_user && s->turns_u >= a->max_user))
+            s->done = 1;
+        else st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp);
+    }
+    return st;
+}
+
+static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, uint64_t step_key, rl_batch *b) {
+    int64_t tot = 0, T = 1;
+    for (int i = 0; i < NS; i++) {
+        tot += S[i].n;
+        if (S[i].n - S[i].plen > T) T = S[i].n - S[i].plen;
+    }
+    vc_status st = rl_batch_alloc(b, NS, (int)T, tot);
+    for (int i = 0; !st && i < NS; i++) {
+        ag_state *s = &S[i];
+        int64_t o = b->cu[i], r = s->n - s->plen;
+        memcpy(b->ids + o, s->ids, sizeof(int32_t) * (size_t)s->n);
+        b->cu[i + 1] = o + s->n;
+        b->plen[i] = s->plen;
+        b->rlen[i] = r;
+        b->prompt[i] = s->prompt;
+        b->finish[i] = s->finish;
+        memcpy(b->mask + (size_t)i * b->T, s->mask, sizeof(float) * (size_t)r);
+        memcpy(b->rollout_logp + (size_t)i * b->T, s->lp, sizeof(float) * (size_t)r);
+        char uid[64];
+        snprintf(uid, sizeof uid, "%llu:%d", (unsigned long long)step_key, i / n_samples);
+        size_t len = 0;
+        if (!(b->uid[i] = vc_strdup(uid))) st = VC_ERR_NOMEM;
+        if (!st) st = vc_tokenizer_decode(t->tok, s->ids + s->plen, (size_t)r, 1, &b->text[i], &len);
+    }
+    return st;
+}
+
+static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
+                          vc_rollout_sample **out, int *n_out) {
+    if (t->gen) return t->gen(t->gen_ctx, r, n, s, out, n_out);
+    return vc_rollout_generate(t->eng, r, n, s, out, n_out);
+}
+
+vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
+                           int n_samples, uint64_t step_key, rl_batch *b) {
+    rl_agent *a = t->agent;
+    int NS = n * n_samples, active = NS;
+    int64_t max_resp = s->max_new_tokens;
+    memset(b, 0, sizeof *b);
+    ag_state *S = vc_calloc((size_t)(NS ? NS : 1), sizeof *S);
+    vc_rollout_request *r = vc_calloc((size_t)(NS ? NS : 1), sizeof *r);
+    int *req_state = vc_calloc((size_t)(NS ? NS : 1), sizeof *req_state);
+    vc_status st = S && r && req_state ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) { /* the first prompt: the dataset's, or rendered with the tools */
+        const vc_rl_prompt *p = &d->p[idx[i]];
+        int tools = 0;
+        int32_t *ids = NULL;
+        size_t len = (size_t)p->len;
+        if (!(st = row_tools(a, p, &tools)) && tools && a->schemas)
+            st = render_ids(t, p->messages, a->schemas, 1, &ids, &len);
+        for (int k = 0; !st && k < n_samples; k++) {
+            ag_state *q = &S[i * n_samples + k];
+            q->prompt = (int)idx[i];
+            q->tools = tools;
+            q->plen = q->n = (int64_t)len;
+            q->ids = vc_malloc(sizeof(int32_t) * (len + 1));
+            q->mask = vc_calloc((size_t)max_resp + 1, sizeof(float));
+            q->lp = vc_calloc((size_t)max_resp + 1, sizeof(float));
+            if (!q->ids || !q->mask || !q->lp) st = VC_ERR_NOMEM;
+            else memcpy(q->ids, ids ? ids : p->ids, sizeof(int32_t) * len);
+        }
+        free(ids);
+    }
+    double tsum = 0, tmin = 1e300, tmax = 0;
+    for (int turn = 0; !st && active > 0; turn++) {
+        int nr = 0;
+        vc_sampling sp = *s;
+        sp.seed = t->seed * 0x9E3779B97F4A7C15ull + step_key * 0xD1B54A32D192ED03ull + 1; /* rl_rollout_batch's */
+        if (turn == 0) /* every prompt with its n samples: the same streams as a single-turn rollout */
+            for (int i = 0; i < n; i++) {
+                r[nr] = (vc_rollout_request){ S[i * n_samples].ids, S[i * n_samples].n, n_samples, idx[i] };
+                req_state[nr++] = i * n_samples;
+            }
+        else {
+            sp.seed ^= 0xA3EC647659359ACDull * (uint64_t)turn;
+            for (int i = 0; i < NS; i++)
+                if (!S[i].done) {
+                    r[nr] = (vc_rollout_request){ S[i].ids, S[i].n, 1, (uint64_t)S[i].prompt * 0x10000u + (uint64_t)(i % n_samples) };
+                    req_state[nr++] = i;
+                }
+            int64_t room = 0;
+            for (int i = 0; i < NS; i++)
+                if (!S[i].done && max_resp - (S[i].n - S[i].plen) > room) room = max_resp - (S[i].n - S[i].plen);
+            sp.max_new_tokens = (int)room;
+        }
+        vc_rollout_sample *smp = NULL;
+        int ns = 0;
+        st = generate(t, r, nr, &sp, &smp, &ns);
+        if (!st) st = take_samples(t, d, S, req_state, smp, ns, max_resp);
+        vc_rollout_samples_free(smp, ns);
+        active = 0;
+        for (int i = 0; i < NS; i++) active += !S[i].done;
+    }
+    for (int i = 0; !st && i < NS; i++) {
+        double nt = S[i].turns_a + S[i].turns_u + 1; /* verl's num_turns */
+        tsum += nt, tmin = nt < tmin ? nt : tmin, tmax = nt > tmax ? nt : tmax;
+    }
+    a->turns_sum = tsum, a->turns_n = NS, a->turns_min = tmin, a->turns_max = tmax;
+    if (!st) st = to_batch(t, S, NS, n_samples, step_key, b);
+    for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp);
+    free(S);
+    free(r);
+    free(req_state);
+    if (st) rl_batch_free(b);
+    return st;
+}
+
+vc_status rl_agent_metrics(vc_rl_trainer *t, rl_metrics *met) {
+    rl_agent *a = t->agent;
+    double v[2] = { a->turns_sum, a->turns_n }, mn = a->turns_min, mx = a->turns_max;
+    vc_status st = rl_dist_reduce(t, v, 2, VC_SUM);
+    if (!st) st = rl_dist_reduce(t, &mn, 1, VC_MIN);
+    if (!st) st = rl_dist_reduce(t, &mx, 1, VC_MAX);
+    if (st || !(v[1] > 0)) return st;
+    rl_metrics_set(met, "num_turns/mean", v[0] / v[1]);
+    rl_metrics_set(met, "num_turns/min", mn);
+    rl_metrics_set(met, "num_turns/max", mx);
+    return VC_OK;
+}

@@ -1,0 +1,275 @@
+/* Multi-turn tool rollouts (verl's tool_agent loop) with the Qwen3 tokenizer and chat template and a
+ * scripted rollout engine (the trainer's generation hook), so the loop's bookkeeping is checked exactly:
+ * the prompt rendered with the tool schemas; a hermes tool call run through verl's Gsm8kTool with the
+ * row's tools_kwargs; the tool response rendered as the template renders a tool turn; response mask 0
+ * and log-prob 0 on the tool tokens; the next turn continuing the same sequence; rows without a call,
+ * single_turn_agent rows, max_assistant_turns, the response budget, num_turns. Also the hermes parser,
+ * the tool's reply text (Python repr quoting) and verl's truncation of long tool responses. */
+#include "../../src/rl/agent_internal.h"
+#include "../../src/rl/trainer_internal.h"
+#include "verlc/chat_template.h"
+#include "verlc/tokenizer.h"
+#include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[128];
+
+static void test_parser(void) {
+    rl_tool_call c[4];
+    int n = rl_parse_tool_calls("a<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>b"
+                                "<tool_call>{bad json}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>"
+                                "<tool_call>{\"name\": \"h\", \"arguments\": {}}", c, 4);
+    CHECK(n == 2 && !strcmp(c[0].name, "f") && !strcmp(c[1].name, "g"));
+    CHECK(n >= 1 && cJSON_GetObjectItem(c[0].args, "x")->valueint == 1);
+    for (int i = 0; i < n; i++) cJSON_Delete(c[i].args);
+    CHECK(rl_parse_tool_calls("no calls here", c, 4) == 0);
+    CHECK(rl_parse_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>x2", c, 1) == 1);
+    cJSON_Delete(c[0].args);
+    /* truncation by characters, verl's markers */
+    char *s = rl_truncate_tool_text("h\xc3\xa9llo world", 4, RL_TRUNC_LEFT);
+    CHECK_MSG(!strcmp(s, "h\xc3\xa9ll...(truncated)"), "left: %s", s);
+    free(s);
+    s = rl_truncate_tool_text("hello world", 4, RL_TRUNC_RIGHT);
+    CHECK_MSG(!strcmp(s, "(truncated)...orld"), "right: %s", s);
+    free(s);
+    s = rl_truncate_tool_text("hello world", 4, RL_TRUNC_MIDDLE);
+    CHECK_MSG(!strcmp(s, "he...(truncated)...ld"), "middle: %s", s);
+    free(s);
+    s = rl_truncate_tool_text("short", 256, RL_TRUNC_MIDDLE);
+    CHECK(!strcmp(s, "short"));
+    free(s);
+    /* Gsm8kTool's replies: Python's repr of the answer, the flexible score */
+    rl_tool tools[1] = { { "calc_gsm8k_reward", RL_TOOL_GSM8K } };
+    cJSON *row = cJSON_Parse("{\"extra_info\": {\"tools_kwargs\": {\"calc_gsm8k_reward\": {\"create_kwargs\": "
+                             "{\"ground_truth\": \"72\"}}}}}");
+    static const struct { const char *args, *want; double reward; } CASES[] = {
+        { "{\"answer\": \"72\"}", "Current parsed answer='72' reward=1.0", 0.0 },
+        { "{\"answer\": \"#### 71\"}", "Current parsed answer='#### 71' reward=0.0", -0.05 },
+        { "{\"answer\": \"it's 72\"}", "Current parsed answer=\"it's 72\" reward=1.0", 0.0 },
+        { "{\"answer\": 72}", "Current parsed answer='72' reward=1.0", 0.0 },
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        rl_tool_call call = { "calc_gsm8k_reward", cJSON_Parse(CASES[i].args) };
+        char *text = NULL;
+        double r = 1;
+        CHECK_OK(rl_tool_run(tools, 1, &call, row, &text, &r));
+        CHECK_MSG(text && !strcmp(text, CASES[i].want) && r == CASES[i].reward, "%s -> %s (%g)", CASES[i].args,
+                  text ? text : "(null)", r);
+        free(text);
+        cJSON_Delete(call.args);
+    }
+    rl_tool_call bad = { "calculator", cJSON_Parse("{}") };
+    char *text = NULL;
+    double r = 0;
+    CHECK_OK(rl_tool_run(tools, 1, &bad, row, &text, &r));
+    CHECK_MSG(text && !strcmp(text, "Error when executing tool: 'calculator'"), "unknown tool: %s", text);
+    free(text);
+    cJSON_Delete(bad.args);
+    cJSON_Delete(row);
+}
+
+/* ---- the scripted engine: per call (turn), per request sample, a text to answer ---- */
+typedef struct {
+    vc_tokenizer *tok;
+    int calls;
+    const char *const *script[3]; /* script[turn][state] */
+    int state_of[8];              /* request order -> state, for turns > 0 (filled by the test's knowledge) */
+} script_ctx;
+
+static vc_status scripted(void *p, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
+                          int *n_out) {
+    script_ctx *c = p;
+    int total = 0;
+    for (int i = 0; i < n; i++) total += r[i].n_samples;
+    vc_rollout_sample *smp = vc_calloc((size_t)total, sizeof *smp);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < r[i].n_samples; j++, k++) {
+            /* turn 0: state = 2 i + j (2 samples per prompt); later turns: the i-th still active state */
+            int state = c->calls == 0 ? 2 * i + j : c->state_of[i];
+            const char *text = c->script[c->calls] ? c->script[c->calls][state] : NULL;
+            if (!text) { fprintf(stderr, "script: call %d state %d has no text\n", c->calls, state); text = ""; }
+            size_t m = 0;
+            int32_t *ids = NULL;
+            vc_tokenizer_encode(c->tok, text, strlen(text), 0, &ids, &m);
+            int64_t keep = (int64_t)m < s->max_new_tokens ? (int64_t)m : s->max_new_tokens;
+            smp[k] = (vc_rollout_sample){ .request = i, .sample = j, .tokens = ids, .n_tokens = keep,
+                                          .finish = keep < (int64_t)m ? VC_FINISH_LENGTH : VC_FINISH_EOS };
+            smp[k].logp = vc_malloc(sizeof(float) * (size_t)(keep + 1));
+            for (int64_t q = 0; q < keep; q++) smp[k].logp[q] = -0.25f - 0.01f * (float)q;
+        }
+    c->calls++;
+    *out = smp;
+    *n_out = total;
+    return VC_OK;
+}
+
+static const char *CALL = "Let me check.<tool_call>\n{\"name\": \"calc_gsm8k_reward\", \"arguments\": {\"answer\": \"72\"}}\n"
+                          "</tool_call><|im_end|>";
+static const char *TURN0[] = { NULL, "#### 5<|im_end|>", NULL, "#### 9<|im_end|>" };
+static const char *TURN1[] = { "So #### 72<|im_end|>", NULL, "So #### 72<|im_end|>", NULL };
+
+static vc_rl_trainer *make_trainer(const char *tok_dir, const char *extra_ov, vc_config **cfg_out) {
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    t->world = 1;
+    t->seed = 3;
+    CHECK_OK(vc_tokenizer_load(tok_dir, &t->tok));
+    CHECK_OK(vc_chat_template_load(tok_dir, &t->tmpl));
+    char tools[300], data[300], o1[400];
+    snprintf(tools, sizeof tools, "%s/tools.yaml", dir);
+    snprintf(data, sizeof data, "%s/data.jsonl", dir);
+    snprintf(o1, sizeof o1, "actor_rollout_ref.rollout.multi_turn.tool_config_path=%s", tools);
+    char *ov[] = { "actor_rollout_ref.rollout.multi_turn.enable=true", o1, (char *)extra_ov };
+    CHECK_OK(vc_config_load(NULL, extra_ov ? 3 : 2, ov, cfg_out));
+    vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = 4096, .max_samples = -1 };
+    CHECK_OK(vc_rl_dataset_load(data, t->tok, t->tmpl, &o, &t->train));
+    CHECK_OK(rl_agent_open(t, *cfg_out));
+    CHECK(t->agent != NULL);
+    return t;
+}
+
+static void free_trainer(vc_rl_trainer *t, vc_config *cfg) {
+    rl_agent_free(t->agent);
+    vc_rl_dataset_free(t->train);
+    vc_tokenizer_free(t->tok);
+    vc_chat_template_free(t->tmpl);
+    vc_config_free(cfg);
+    free(t);
+}
+
+static char *decode(vc_tokenizer *tok, const int32_t *ids, int64_t n) {
+    char *s = NULL;
+    size_t len = 0;
+    CHECK_OK(vc_tokenizer_decode(tok, ids, (size_t)n, 0, &s, &len));
+    return s;
+}
+
+static void test_loop(const char *tok_dir) {
+    vc_config *cfg = NULL;
+    vc_rl_trainer *t = make_trainer(tok_dir, NULL, &cfg);
+    script_ctx sc = { t->tok, 0, { TURN0, TURN1, NULL }, { 0, 2 } };
+    const char *t0[] = { CALL, TURN0[1], CALL, TURN0[3] };
+    sc.script[0] = t0;
+    t->gen = scripted;
+    t->gen_ctx = &sc;
+    uint32_t idx[2] = { 0, 1 };
+    vc_sampling s = { .temperature = 1, .top_p = 1, .max_new_tokens = 200 };
+    rl_batch b;
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &s, 2, 7, &b));
+    CHECK(b.B == 4 && sc.calls == 2);
+    /* row 0 (tool_agent by default): the prompt holds the tool schema */
+    char *prompt = decode(t->tok, b.ids, b.plen[0]);
+    CHECK_MSG(strstr(prompt, "calc_gsm8k_reward") && strstr(prompt, "<tools>"), "prompt lacks the tools: %s", prompt);
+    CHECK(b.plen[0] > t->train->p[0].len);
+    free(prompt);
+    /* its response: the call, the tool turn (mask 0, log-prob 0), the final answer */
+    char *resp = decode(t->tok, b.ids + b.cu[0] + b.plen[0], b.rlen[0]);
+    const char *want_tool = "<|im_start|>user\n<tool_response>\nCurrent parsed answer='72' reward=1.0\n</tool_response>"
+                            "<|im_end|>\n<|im_start|>assistant\n";
+    char *tool_at = resp ? strstr(resp, "<|im_start|>user") : NULL;
+    CHECK_MSG(tool_at && !strncmp(tool_at, want_tool, strlen(want_tool)), "response: %s", resp ? resp : "(null)");
+    CHECK_MSG(resp && strstr(resp, "</tool_call><|im_end|>") && strstr(resp, "So #### 72<|im_end|>"), "response: %s", resp);
+    int32_t *ids = NULL;
+    size_t n_call = 0, n_tool = 0, n_fin = 0;
+    CHECK_OK(vc_tokenizer_encode(t->tok, CALL, strlen(CALL), 0, &ids, &n_call));
+    free(ids);
+    CHECK_OK(vc_tokenizer_encode(t->tok, want_tool, strlen(want_tool), 0, &ids, &n_tool));
+    free(ids);
+    CHECK_OK(vc_tokenizer_encode(t->tok, TURN1[0], strlen(TURN1[0]), 0, &ids, &n_fin));
+    free(ids);
+    CHECK_MSG(b.rlen[0] == (int64_t)(n_call + n_tool + n_fin), "response of %lld tokens, want %zu + %zu + %zu",
+              (long long)b.rlen[0], n_call, n_tool, n_fin);
+    int ok = 1;
+    for (int64_t j = 0; j < b.rlen[0]; j++) {
+        int tool = j >= (int64_t)n_call && j < (int64_t)(n_call + n_tool);
+        ok &= b.mask[j] == (tool ? 0.0f : 1.0f) && (tool ? b.rollout_logp[j] == 0.0f : b.rollout_logp[j] < 0.0f);
+    }
+    CHECK_MSG(ok, "mask / log-probs of the tool turn");
+    free(resp);
+    /* row 1 (second sample of prompt 0): no call, one turn */
+    CHECK(b.rlen[1] > 0 && b.rlen[1] < 8 && b.mask[1 * b.T + b.rlen[1] - 1] == 1.0f);
+    /* rows 2, 3: prompt 1 is a single_turn_agent row: the dataset prompt, the call text is not run */
+    CHECK(b.plen[2] == t->train->p[1].len && !memcmp(b.ids + b.cu[2], t->train->p[1].ids, sizeof(int32_t) * (size_t)b.plen[2]));
+    CHECK(b.rlen[2] == (int64_t)n_call);
+    rl_metrics met = { 0 };
+    CHECK_OK(rl_agent_metrics(t, &met));
+    double v = 0;
+    CHECK(rl_metrics_get(&met, "num_turns/max", &v) && v == 4); /* 2 assistant + 1 tool + 1 */
+    CHECK(rl_metrics_get(&met, "num_turns/min", &v) && v == 2);
+    CHECK(rl_metrics_get(&met, "num_turns/mean", &v) && fabs(v - 2.5) < 1e-12);
+    rl_metrics_free(&met);
+    rl_batch_free(&b);
+    /* a budget the tool turn does not fit: verl stops without appending it */
+    sc.calls = 0;
+    s.max_new_tokens = (int)(n_call + 5);
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &s, 2, 7, &b));
+    CHECK(sc.calls == 1 && b.rlen[0] == (int64_t)n_call);
+    rl_batch_free(&b);
+    free_trainer(t, cfg);
+    /* max_assistant_turns=1: the call is not run */
+    t = make_trainer(tok_dir, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=1", &cfg);
+    sc.calls = 0;
+    sc.tok = t->tok;
+    t->gen = scripted;
+    t->gen_ctx = &sc;
+    s.max_new_tokens = 200;
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &s, 2, 7, &b));
+    CHECK(sc.calls == 1 && b.rlen[0] == (int64_t)n_call);
+    rl_batch_free(&b);
+    free_trainer(t, cfg);
+}
+
+static void write_file(const char *name, const char *text) {
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    CHECK_OK(vc_write_file_atomic(p, text, strlen(text)));
+}
+
+int main(void) {
+    test_parser();
+    if (!vc_test_have_shared()) return vc_test_done();
+    char tok_dir[512];
+    snprintf(tok_dir, sizeof tok_dir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());
+    snprintf(dir, sizeof dir, "/tmp/verlc_agent_%d", (int)getpid());
+    mkdir(dir, 0755);
+    write_file("tools.yaml",
+               "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    config:\n      type: native\n"
+               "    tool_schema:\n      type: function\n      function:\n        name: calc_gsm8k_reward\n"
+               "        description: A tool for calculating the reward of gsm8k\n        parameters:\n"
+               "          type: object\n          properties:\n            answer:\n              type: string\n"
+               "              description: The answer\n          required: [answer]\n");
+    write_file("data.jsonl",
+               "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"system\", \"content\": \"Use the tool.\"}, "
+               "{\"role\": \"user\", \"content\": \"What is 8 * 9?\"}], \"reward_model\": {\"ground_truth\": \"72\"}, "
+               "\"extra_info\": {\"tools_kwargs\": {\"calc_gsm8k_reward\": {\"create_kwargs\": {\"ground_truth\": \"72\"}}}}}\n"
+               "{\"data_source\": \"openai/gsm8k\", \"agent_name\": \"single_turn_agent\", \"prompt\": [{\"role\": \"user\", "
+               "\"content\": \"What is 2 + 3?\"}], \"reward_model\": {\"ground_truth\": \"5\"}}\n");
+    test_loop(tok_dir);
+    /* an unknown Python tool class is refused by name */
+    write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      function:\n        name: search\n");
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    vc_config *cfg = NULL;
+    char o1[400];
+    snprintf(o1, sizeof o1, "actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml", dir);
+    char *ov[] = { o1 };
+    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
+    CHECK_OK(vc_tokenizer_load(tok_dir, &t->tok));
+    CHECK_OK(vc_chat_template_load(tok_dir, &t->tmpl));
+    vc_status st = rl_agent_open(t, cfg);
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "my.pkg.SearchTool"), "unknown tool class: %s",
+              vc_last_error());
+    vc_tokenizer_free(t->tok);
+    vc_chat_template_free(t->tmpl);
+    vc_config_free(cfg);
+    free(t);
+    if (!vc_t_fail) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd)) fprintf(stderr, "cleanup failed\n");
+    }
+    return vc_test_done();
+}
