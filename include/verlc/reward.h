@@ -53,6 +53,10 @@ vc_status vc_reward_proc_start(char *const *argv, int timeout_ms, vc_reward_proc
 vc_status vc_reward_proc_score(vc_reward_proc *proc, const char *data_source, const char *solution,
                                const char *ground_truth, const char *extra_info_json, double *score);
 #define vc_reward_row_failed(st) ((st) == VC_ERR_TIMEOUT)
+/* the same channel for any request: one line (ending in a newline) out, one JSON value back (*answer,
+ * owned by the caller); failures as vc_reward_proc_score's (VC_ERR_TIMEOUT: killed, restarted next call) */
+struct cJSON;
+vc_status vc_reward_proc_call(vc_reward_proc *proc, const char *request_line, struct cJSON **answer);
 long vc_reward_proc_failures(const vc_reward_proc *proc); /* rows failed so far */
 long vc_reward_proc_restarts(const vc_reward_proc *proc); /* times the program was started again */
 void vc_reward_proc_close(vc_reward_proc *proc);

@@ -31,7 +31,7 @@ struct rl_agent {
 
 void rl_agent_free(rl_agent *a) {
     if (!a) return;
-    free(a->tools);
+    rl_tools_free(a->tools, a->n_tools);
     cJSON_Delete(a->schemas);
     free(a->sys);
     free(a);

@@ -5,12 +5,16 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND };
+struct vc_reward_proc;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };
 
 typedef struct rl_tool {
     char name[64];
-    int kind; /* RL_TOOL_* */
+    int kind;                    /* RL_TOOL_* */
+    char *command;               /* RL_TOOL_COMMAND: config.command, run by /bin/sh */
+    int timeout_ms;              /* config.timeout (seconds; default 60) */
+    struct vc_reward_proc *proc; /* the running program (started at the first call) */
 } rl_tool;
 
 typedef struct rl_tool_call {
@@ -20,11 +24,12 @@ typedef struct rl_tool_call {
 
 /* the tool config file: tools[n] and their schemas (a JSON array for the chat template's `tools`) */
 vc_status rl_tools_load(const char *path, rl_tool **tools, int *n, struct cJSON **schemas);
+void rl_tools_free(rl_tool *tools, int n);
 /* hermes tool calls in text, at most max (each call's args owned by calls[i]) */
 int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max);
 /* runs one call for a data row (its extra_info.tools_kwargs): the tool's response text (malloc'd) and
  * reward; an unknown tool or bad arguments give verl's error text, not a failure */
-vc_status rl_tool_run(const rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,
+vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,
                        char **text, double *tool_reward);
 /* verl's max_tool_response_length cut (in characters) with "...(truncated)" markers */
 char *rl_truncate_tool_text(const char *text, int max_len, int side);

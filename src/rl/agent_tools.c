@@ -13,7 +13,29 @@
 
 static const struct { const char *cls; int kind; } BUILTIN[] = {
     { "verl.tools.gsm8k_tool.Gsm8kTool", RL_TOOL_GSM8K },
+    { "verlc.tools.CommandTool", RL_TOOL_COMMAND },
 };
+
+void rl_tools_free(rl_tool *tools, int n) {
+    for (int i = 0; tools && i < n; i++) {
+        if (tools[i].proc) vc_reward_proc_close(tools[i].proc);
+        free(tools[i].command);
+    }
+    free(tools);
+}
+
+/* verlc.tools.CommandTool's config: {command: "...", timeout: seconds} */
+static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool *t) {
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(e, "config");
+    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(cfg, "command");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(cfg, "timeout");
+    if (!cJSON_IsString(cmd) || !*cmd->valuestring)
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: verlc.tools.CommandTool needs config.command", path, i);
+    double secs = cJSON_IsNumber(to) ? to->valuedouble : 60;
+    if (!(secs > 0)) return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.timeout must be > 0", path, i);
+    t->timeout_ms = (int)(secs * 1000);
+    return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
+}
 
 vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **schemas) {
     *out = NULL;
@@ -47,10 +69,12 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
         for (size_t k = 0; k < sizeof BUILTIN / sizeof BUILTIN[0]; k++)
             if (!strcmp(cls->valuestring, BUILTIN[k].cls)) tools[i].kind = BUILTIN[k].kind;
         if (tools[i].kind < 0) {
-            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: class %s is a Python tool verlc cannot run (built in: %s)",
-                         path, i, cls->valuestring, BUILTIN[0].cls);
+            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: class %s is a Python tool verlc cannot run (built in: %s; "
+                                             "wrap it as a program with %s)", path, i, cls->valuestring, BUILTIN[0].cls,
+                         BUILTIN[1].cls);
             break;
         }
+        if (tools[i].kind == RL_TOOL_COMMAND && (st = command_config(e, path, i, &tools[i]))) break;
         snprintf(tools[i].name, sizeof tools[i].name, "%s", name->valuestring);
         cJSON *dup = cJSON_Duplicate(schema, 1);
         if (!dup) st = VC_ERR_NOMEM;
@@ -61,7 +85,7 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
     free(text);
     vc_config_free(c);
     if (st) {
-        free(tools);
+        rl_tools_free(tools, n);
         cJSON_Delete(sch);
         return st;
     }
@@ -132,11 +156,60 @@ static vc_status gsm8k_tool(const cJSON *args, const char *ground_truth, char **
     return *text ? VC_OK : VC_ERR_NOMEM;
 }
 
-vc_status rl_tool_run(const rl_tool *tools, int n_tools, const rl_tool_call *call, const cJSON *row, char **text,
+/* verlc.tools.CommandTool: one JSON line per call to a long-running program,
+ *   {"name": ..., "arguments": {...}, "create_kwargs": {...}, "extra_info": {...}}
+ * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
+ * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
+ * restarted at the next call. */
+static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJSON *ck, const cJSON *ei, char **text,
+                              double *tool_reward) {
+    vc_status st = VC_OK;
+    if (!tool->proc) {
+        size_t n = strlen(tool->command) + 8;
+        char *cmd = vc_malloc(n);
+        if (!cmd) return VC_ERR_NOMEM;
+        snprintf(cmd, n, "exec %s", tool->command);
+        char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+        st = vc_reward_proc_start(argv, tool->timeout_ms, &tool->proc);
+        free(cmd);
+        if (st) return vc_fail_ctx(st, "tool %s (%s)", tool->name, tool->command);
+    }
+    cJSON *req = cJSON_CreateObject();
+    char *line = NULL, *msg = NULL;
+    if (req && cJSON_AddStringToObject(req, "name", call->name)) {
+        cJSON_AddItemToObject(req, "arguments", cJSON_Duplicate(call->args, 1));
+        cJSON_AddItemToObject(req, "create_kwargs", ck ? cJSON_Duplicate(ck, 1) : cJSON_CreateObject());
+        cJSON_AddItemToObject(req, "extra_info", ei ? cJSON_Duplicate(ei, 1) : cJSON_CreateNull());
+        char *s = cJSON_PrintUnformatted(req);
+        if (s && (line = vc_malloc(strlen(s) + 2))) sprintf(line, "%s\n", s);
+        free(s);
+    }
+    cJSON_Delete(req);
+    if (!line) return VC_ERR_NOMEM;
+    cJSON *ans = NULL;
+    st = vc_reward_proc_call(tool->proc, line, &ans);
+    free(line);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ans, "text"), *r = cJSON_GetObjectItemCaseSensitive(ans, "reward");
+    if (vc_reward_row_failed(st) || (!st && !cJSON_IsString(t))) { /* the model sees the failure, as in verl */
+        const char *why = st ? vc_last_error() : "the program's answer has no \"text\"";
+        size_t n = strlen(why) + 40;
+        if ((msg = vc_malloc(n))) snprintf(msg, n, "Error when executing tool: %s", why);
+        st = msg ? VC_OK : VC_ERR_NOMEM;
+        *text = msg;
+    } else if (!st) {
+        *text = vc_strdup(t->valuestring);
+        *tool_reward = cJSON_IsNumber(r) ? r->valuedouble : 0.0;
+        if (!*text) st = VC_ERR_NOMEM;
+    }
+    cJSON_Delete(ans);
+    return st;
+}
+
+vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const cJSON *row, char **text,
                        double *tool_reward) {
     *text = NULL;
     *tool_reward = 0;
-    const rl_tool *tool = NULL;
+    rl_tool *tool = NULL;
     for (int i = 0; i < n_tools; i++)
         if (!strcmp(tools[i].name, call->name)) tool = &tools[i];
     char msg[320];
@@ -152,6 +225,7 @@ vc_status rl_tool_run(const rl_tool *tools, int n_tools, const rl_tool_call *cal
     const cJSON *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
+    if (tool->kind == RL_TOOL_COMMAND) return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
     vc_status st = gsm8k_tool(call->args, gts, text, tool_reward);

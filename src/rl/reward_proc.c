@@ -175,30 +175,44 @@ static vc_status row_failed(vc_reward_proc *p, long row, const char *why, double
                    p->argv[0], row, why, p->failures);
 }
 
-vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const char *solution,
-                               const char *ground_truth, const char *extra_info_json, double *score) {
+vc_status vc_reward_proc_call(vc_reward_proc *p, const char *request_line, cJSON **answer) {
     long row = p->row++;
+    double dummy;
     vc_status st;
+    *answer = NULL;
     if (!p->pid && (st = proc_spawn(p))) return st;
-    char *req = request(data_source, solution, ground_truth, extra_info_json);
-    if (!req) return vc_fail(VC_ERR_NOMEM, "reward program: cannot build request for row %ld", row);
     double deadline = vc_now() + p->timeout_ms / 1000.0;
-    int sent = send_all(p, req, strlen(req), deadline);
-    free(req);
-    if (sent) return row_failed(p, row, "was not accepted (program exited or hung)", score);
+    if (send_all(p, request_line, strlen(request_line), deadline))
+        return row_failed(p, row, "was not accepted (program exited or hung)", &dummy);
     char *line = recv_line(p, deadline);
     if (!line) {
         int gone = waitpid(p->pid, NULL, WNOHANG) == p->pid;
         if (gone) p->pid = 0;
-        return row_failed(p, row, gone ? "got no answer: the program exited" : "timed out", score);
+        return row_failed(p, row, gone ? "got no answer: the program exited" : "timed out", &dummy);
     }
     cJSON *j = cJSON_Parse(line);
     if (!j) {
-        vc_status r = row_failed(p, row, "got a line that is not JSON", score);
+        vc_status r = row_failed(p, row, "got a line that is not JSON", &dummy);
         vc_fail_ctx(r, "'%.60s'", line);
         free(line);
         return r;
     }
+    free(line);
+    *answer = j;
+    return VC_OK;
+}
+
+vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const char *solution,
+                               const char *ground_truth, const char *extra_info_json, double *score) {
+    *score = 0.0;
+    char *req = request(data_source, solution, ground_truth, extra_info_json);
+    if (!req) return vc_fail(VC_ERR_NOMEM, "reward program: cannot build request for row %ld", p->row);
+    cJSON *j = NULL;
+    vc_status st = vc_reward_proc_call(p, req, &j);
+    free(req);
+    if (st) return st;
+    long row = p->row - 1;
+    char *line = cJSON_PrintUnformatted(j);
     cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "score") : j;
     st = VC_OK;
     if (cJSON_IsBool(s)) *score = cJSON_IsTrue(s);
@@ -206,7 +220,7 @@ vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const
     else {
         p->failures++;
         *score = 0.0;
-        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0], row, line);
+        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0], row, line ? line : "");
     }
     cJSON_Delete(j);
     free(line);

@@ -229,6 +229,50 @@ static void write_file(const char *name, const char *text) {
     CHECK_OK(vc_write_file_atomic(p, text, strlen(text)));
 }
 
+/* verlc.tools.CommandTool: a program answering one JSON line per call; hangs and bad answers become
+ * verl's error text for the model, and the program is restarted */
+static void test_command_tool(void) {
+    write_file("cmd_tools.yaml",
+               "tools:\n"
+               "  - class_name: verlc.tools.CommandTool\n    config:\n"
+               "      command: \"sed -u 's/.*\\\"answer\\\":\\\"\\\\([^\\\"]*\\\\)\\\".*/{\\\"text\\\": \\\"got \\\\1\\\", \\\"reward\\\": 0.5}/'\"\n"
+               "    tool_schema: {type: function, function: {name: echo}}\n"
+               "  - class_name: verlc.tools.CommandTool\n    config: {command: 'sleep 5', timeout: 0.3}\n"
+               "    tool_schema: {type: function, function: {name: slow}}\n"
+               "  - class_name: verlc.tools.CommandTool\n    config: {command: \"sed -u 's/.*/{\\\"x\\\": 1}/'\"}\n"
+               "    tool_schema: {type: function, function: {name: mute}}\n");
+    char p[300];
+    snprintf(p, sizeof p, "%s/cmd_tools.yaml", dir);
+    rl_tool *tools = NULL;
+    int n = 0;
+    cJSON *sch = NULL;
+    CHECK_OK(rl_tools_load(p, &tools, &n, &sch));
+    CHECK(n == 3 && cJSON_GetArraySize(sch) == 3);
+    static const struct { const char *name, *want; double reward; } CASES[] = {
+        { "echo", "got 72", 0.5 },
+        { "slow", "Error when executing tool: ", 0.0 },
+        { "mute", "Error when executing tool: the program's answer has no \"text\"", 0.0 },
+        { "echo", "got 72", 0.5 }, /* still running */
+    };
+    for (size_t i = 0; n == 3 && i < sizeof CASES / sizeof CASES[0]; i++) {
+        rl_tool_call call;
+        snprintf(call.name, sizeof call.name, "%s", CASES[i].name);
+        call.args = cJSON_Parse("{\"answer\": \"72\"}");
+        char *text = NULL;
+        double r = -1, t0 = vc_now();
+        CHECK_OK(rl_tool_run(tools, n, &call, NULL, &text, &r));
+        CHECK_MSG(text && !strncmp(text, CASES[i].want, strlen(CASES[i].want)) && r == CASES[i].reward,
+                  "%s: %s (%g)", CASES[i].name, text ? text : "(null)", r);
+        CHECK_MSG(vc_now() - t0 < 3, "%s took %.1f s", CASES[i].name, vc_now() - t0);
+        free(text);
+        cJSON_Delete(call.args);
+    }
+    rl_tools_free(tools, n);
+    cJSON_Delete(sch);
+    write_file("cmd_tools.yaml", "tools:\n  - class_name: verlc.tools.CommandTool\n    tool_schema: {function: {name: x}}\n");
+    CHECK(rl_tools_load(p, &tools, &n, &sch) == VC_ERR_FORMAT && strstr(vc_last_error(), "config.command"));
+}
+
 int main(void) {
     test_parser();
     if (!vc_test_have_shared()) return vc_test_done();
@@ -249,6 +293,7 @@ int main(void) {
                "{\"data_source\": \"openai/gsm8k\", \"agent_name\": \"single_turn_agent\", \"prompt\": [{\"role\": \"user\", "
                "\"content\": \"What is 2 + 3?\"}], \"reward_model\": {\"ground_truth\": \"5\"}}\n");
     test_loop(tok_dir);
+    test_command_tool();
     /* an unknown Python tool class is refused by name */
     write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      function:\n        name: search\n");
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
