@@ -166,6 +166,39 @@ static const vc_arch ARCHS[] = {
     { "internlm2", "internlm2", T(INTERNLM2) },
 };
 
+/* a per-layer weight rule's module path, formatted for the layer; 0 unless the name ends in ".weight" */
+static int rule_module(const vc_tensor_rule *r, int layer, char *buf, size_t cap) {
+    if (!strstr(r->name, "%d")) return 0;
+    char full[256];
+    snprintf(full, sizeof full, r->name, layer, 0);
+    size_t n = strlen(full);
+    if (n < 8 || strcmp(full + n - 7, ".weight")) return 0;
+    snprintf(buf, cap, "%.*s", (int)(n - 7), full);
+    return 1;
+}
+
+int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap) {
+    for (const vc_tensor_rule *const *t = a->tables; *t; t++)
+        for (const vc_tensor_rule *r = *t; r->name; r++)
+            if (r->slot == slot && r->transform == VC_TR_NONE && rule_module(r, layer, buf, cap)) return 1;
+    return 0;
+}
+
+uint64_t vc_arch_module_slots(const vc_arch *a, const char *short_name) {
+    uint64_t mask = 0;
+    for (const vc_tensor_rule *const *t = a->tables; *t; t++)
+        for (const vc_tensor_rule *r = *t; r->name; r++) {
+            char mod[256];
+            if (r->transform == VC_TR_IGNORE || r->transform == VC_TR_EXPERT || !rule_module(r, 0, mod, sizeof mod)) continue;
+            const char *last = strrchr(mod, '.');
+            if (strcmp(last ? last + 1 : mod, short_name)) continue;
+            mask |= 1ull << r->slot;
+            if (r->slot2) mask |= 1ull << r->slot2;
+            if (r->slot3) mask |= 1ull << r->slot3;
+        }
+    return mask;
+}
+
 const vc_arch *vc_arch_find(const char *model_type) {
     size_t n = strlen(model_type);
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++) {

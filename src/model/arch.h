@@ -48,6 +48,11 @@ typedef struct vc_arch {
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
+/* The checkpoint module path of a per-layer slot ("model.layers.3.mlp.fc1"): the name of the tensor
+ * rule that loads it as a whole ".weight"; 0 when the slot comes from a fused tensor or no rule. */
+int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap);
+/* The slots a module's short name ("fc1", "W_pack", "c_proj") loads in this architecture, as bits. */
+uint64_t vc_arch_module_slots(const vc_arch *a, const char *short_name);
 /* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
 int vc_arch_other_tower(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);

@@ -27,8 +27,11 @@ static const char *target_name(int slot) {
     return "?";
 }
 
-/* "all-linear" or comma/space-separated module names -> a bit per slot */
-static vc_status parse_targets(const char *spec, uint64_t *mask) {
+/* "all-linear" or comma/space-separated module names -> a bit per slot. Names are the Llama-style ones
+ * (q_proj ... down_proj) or the architecture's own module names (Phi-2's fc1/fc2/dense, InternLM2's
+ * wqkv/wo/w1/w2/w3, Qwen's c_attn/c_proj/w1/w2, Baichuan's W_pack, Phi-3's qkv_proj/gate_up_proj, ...);
+ * a fused module targets each of its parts. */
+static vc_status parse_targets(const vc_arch *arch, const char *spec, uint64_t *mask) {
     *mask = 0;
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
         for (size_t i = 0; i < N_TARGETS; i++) *mask |= 1ull << TARGETS[i].slot;
@@ -40,10 +43,15 @@ static vc_status parse_targets(const char *spec, uint64_t *mask) {
     for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
         size_t i = 0;
         while (i < N_TARGETS && strcmp(tok, TARGETS[i].name)) i++;
-        if (i == N_TARGETS)
+        uint64_t own = 0;
+        if (i < N_TARGETS) own = 1ull << TARGETS[i].slot;
+        else if (arch) /* the architecture's own module names, dense projections only */
+            for (size_t k = 0; k < N_TARGETS; k++) own |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
+        if (!own)
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
-                                       "o_proj, gate_proj, up_proj, down_proj", tok);
-        *mask |= 1ull << TARGETS[i].slot;
+                                       "o_proj, gate_proj, up_proj, down_proj or a projection module of %s", tok,
+                           arch ? arch->name : "the model");
+        *mask |= own;
     }
     return *mask ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
 }
@@ -98,8 +106,11 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
     return m->be->sync();
 }
 
-/* the module path PEFT matches exclude_modules against */
-static void module_name(int layer, int slot, char *buf, size_t cap) {
+/* the module path PEFT matches exclude_modules against and names adapters by: the checkpoint's own
+ * (model.layers.3.mlp.fc1 for Phi-2), or, for a part of a fused tensor (W_pack, qkv_proj, c_attn), the
+ * Llama-style path of the part, since verlc adapts each part on its own */
+static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
+    if (m->cfg.arch && vc_arch_module_name(m->cfg.arch, layer, slot, buf, cap)) return;
     int attn = slot == VC_W_Q || slot == VC_W_K || slot == VC_W_V || slot == VC_W_O;
     snprintf(buf, cap, "model.layers.%d.%s.%s", layer, attn ? "self_attn" : "mlp", target_name(slot));
 }
@@ -134,7 +145,7 @@ vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char 
     if (!(alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", alpha);
     if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
     uint64_t mask;
-    vc_status st = parse_targets(targets, &mask);
+    vc_status st = parse_targets(m->cfg.arch, targets, &mask);
     if (st) return st;
     OnigRegex ex = NULL; /* PEFT: a Python regular expression that must match the whole module path */
     if (exclude && *exclude && (st = exclude_compile(exclude, &ex))) return st;
@@ -166,7 +177,7 @@ vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char 
             vc_tensor *W = vc_w(m, l, TARGETS[i].slot);
             if (!(mask >> TARGETS[i].slot & 1) || !W || W->ndim != 2) continue;
             char name[128];
-            module_name(l, TARGETS[i].slot, name, sizeof name);
+            module_name(m, l, TARGETS[i].slot, name, sizeof name);
             if (ex && excluded(ex, name)) continue;
             a->index[(size_t)l * VC_W_COUNT + TARGETS[i].slot] = a->n;
             a->layer_of[a->n] = l;
@@ -251,7 +262,7 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
 /* PEFT's tensor names: base_model.model.<module path>.lora_A.weight */
 static void peft_name(const vc_model *m, int i, int b, char *buf, size_t cap) {
     char mod[128];
-    module_name(m->lora->layer_of[i], m->lora->slot_of[i], mod, sizeof mod);
+    module_name(m, m->lora->layer_of[i], m->lora->slot_of[i], mod, sizeof mod);
     snprintf(buf, cap, "base_model.model.%s.lora_%c.weight", mod, b ? 'B' : 'A');
 }
 
@@ -280,10 +291,13 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
     char mods[256] = "";
     uint64_t seen = 0;
     for (int i = 0; i < a->n; i++)
-        if (!(seen >> a->slot_of[i] & 1)) {
+        if (!(seen >> a->slot_of[i] & 1)) { /* the modules' own short names (c_proj once for two slots) */
             seen |= 1ull << a->slot_of[i];
-            snprintf(mods + strlen(mods), sizeof mods - strlen(mods), "%s\"%s\"", *mods ? ", " : "",
-                     target_name(a->slot_of[i]));
+            char mod[128], q[140];
+            module_name(m, a->layer_of[i], a->slot_of[i], mod, sizeof mod);
+            const char *last = strrchr(mod, '.');
+            snprintf(q, sizeof q, "\"%s\"", last ? last + 1 : mod);
+            if (!strstr(mods, q)) snprintf(mods + strlen(mods), sizeof mods - strlen(mods), "%s%s", *mods ? ", " : "", q);
         }
     char text[1024];
     snprintf(text, sizeof text,

@@ -8,6 +8,7 @@
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
+#include "verlc/safetensors.h"
 #include "model_test_util.h"
 #include "vc_test.h"
 #include <sys/stat.h>
@@ -143,8 +144,61 @@ static void run(const char *fixture, const char *targets) {
     vc_model_free(m);
 }
 
+/* targets and PEFT names in the architecture's own module names: Phi-2's fc1/dense, InternLM2's w1/w3 and
+ * its fused wqkv (each part adapted, named as q/k/v), Qwen's c_proj (two modules of that name) */
+static void test_arch_names(void) {
+    static const struct { const char *fixture, *targets, *present, *absent; int per_layer; } CASES[] = {
+        { "phi", "fc1,dense", "model.layers.1.mlp.fc1", "mlp.up_proj", 2 },
+        { "internlm2", "w1,w3,wqkv", "model.layers.0.feed_forward.w3", "mlp.gate_proj", 5 },
+        { "qwen1", "c_proj", "transformer.h.1.attn.c_proj", "o_proj", 2 },
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char dir[512], out[256], name[300], *path = NULL;
+        snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), CASES[i].fixture);
+        vc_model *m = NULL;
+        CHECK_OK(vc_model_load(dir, &m));
+        if (!m) continue;
+        CHECK_OK(vc_model_lora_init(m, 2, 4.0, CASES[i].targets, 1));
+        vc_tensor *const *p = NULL;
+        int n = vc_model_lora_params(m, &p), layers = (int)vc_model_cfg(m)->n_layer;
+        CHECK_MSG(n == 2 * CASES[i].per_layer * layers, "%s [%s]: %d adapter tensors", CASES[i].fixture,
+                  CASES[i].targets, n);
+        snprintf(out, sizeof out, "/tmp/verlc_lora_names_%d", (int)getpid());
+        mkdir(out, 0755);
+        CHECK_OK(vc_model_lora_save(m, out));
+        path = vc_path_join(out, "adapter_model.safetensors");
+        vc_checkpoint *ck = NULL;
+        CHECK_OK(vc_ckpt_open(path, &ck));
+        snprintf(name, sizeof name, "base_model.model.%s.lora_A.weight", CASES[i].present);
+        CHECK_MSG(ck && vc_ckpt_find(ck, name), "%s: no %s", CASES[i].fixture, name);
+        for (int k = 0; ck && k < vc_ckpt_count(ck); k++)
+            CHECK_MSG(!strstr(vc_ckpt_at(ck, k)->name, CASES[i].absent),
+                      "%s: %s", CASES[i].fixture, vc_ckpt_at(ck, k)->name);
+        vc_ckpt_close(ck);
+        free(path);
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", out);
+        CHECK(system(cmd) == 0);
+        vc_model_free(m);
+    }
+    /* exclude_modules over the architecture's module paths */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fixtures/models/phi", vc_test_shared());
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) {
+        CHECK_OK(vc_model_lora_init_ex(m, 2, 4.0, "all-linear", ".*\\.fc1", 1));
+        vc_tensor *const *p = NULL;
+        int n = vc_model_lora_params(m, &p);
+        CHECK_MSG(n == 2 * 5 * (int)vc_model_cfg(m)->n_layer, "phi all-linear without fc1: %d tensors", n); /* q k v dense fc2 */
+        vc_model_free(m);
+    }
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
+    test_arch_names();
+    run("phi", "fc1,dense");
     run("qwen3", "all-linear");
     run("gemma2", "q_proj,v_proj,down_proj");
     run("deepseek_v2", "all-linear"); /* MLA: the q and o projections; MoE layers' dense parts */
