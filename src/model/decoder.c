@@ -299,16 +299,16 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *q;
     vc_op_hold(h, 1); /* the q and kv projections read the same input */
     if (c->q_lora_rank) {
-        q = vc_op_linear(g, h, vc_w(m, l, VC_W_Q_A), NULL);
+        q = lin(f, h, l, VC_W_Q_A, NULL);
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, c->norm_eps, 0);
-        q = vc_op_linear(g, q, vc_w(m, l, VC_W_Q_BPROJ), NULL);
+        q = lin(f, q, l, VC_W_Q_BPROJ, NULL);
     } else q = lin(f, h, l, VC_W_Q, NULL);
-    vc_tensor *ckv = vc_op_linear(g, h, vc_w(m, l, VC_W_KV_A), NULL); /* [T, rank + dr] */
+    vc_tensor *ckv = lin(f, h, l, VC_W_KV_A, NULL); /* [T, rank + dr] */
     vc_op_hold(h, 0);
     vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
     vc_tensor *kpe = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, c->kv_lora_rank, c->kv_lora_rank + dr);
     lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, c->norm_eps, 0);
-    vc_tensor *kv = vc_op_linear(g, lat, vc_w(m, l, VC_W_KV_B), NULL); /* [T, nh * (dn + dv)] */
+    vc_tensor *kv = lin(f, lat, l, VC_W_KV_B, NULL); /* [T, nh * (dn + dv)] */
     vc_tensor *knope = vc_op_slice_cols(g, kv, dn + dv, 0, dn);          /* [T * nh, dn] */
     vc_tensor *v = vc_op_slice_cols(g, kv, dn + dv, dn, dn + dv);        /* [T * nh, dv] */
     vc_tensor *qnope = vc_op_slice_cols(g, q, dn + dr, 0, dn);
@@ -351,7 +351,7 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     if (!c->shared_inter) return y;
     vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
     if (c->shared_gate) {
-        vc_tensor *gt = vc_op_act(f->g, vc_op_linear(f->g, h, vc_w(m, l, VC_W_SH_GATE_PROJ), NULL), VC_ACT_SIGMOID);
+        vc_tensor *gt = vc_op_act(f->g, lin(f, h, l, VC_W_SH_GATE_PROJ, NULL), VC_ACT_SIGMOID);
         s = vc_op_mul_rows(f->g, s, gt ? vc_reshape(f->g, gt, 1, &f->T) : NULL);
     }
     return vc_op_add(f->g, y, s);

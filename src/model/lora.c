@@ -15,9 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the projections that take adapters, by PEFT's module short names: what `all-linear` reaches in
+ * transformers 5 (nn.Linear modules; MoE routers and fused expert tensors are not nn.Linear there) */
 static const struct { const char *name; int slot; } TARGETS[] = {
     { "q_proj", VC_W_Q }, { "k_proj", VC_W_K }, { "v_proj", VC_W_V }, { "o_proj", VC_W_O },
     { "gate_proj", VC_W_GATE }, { "up_proj", VC_W_UP }, { "down_proj", VC_W_DOWN },
+    /* MLA (DeepSeek V2/V3) */
+    { "q_a_proj", VC_W_Q_A }, { "q_b_proj", VC_W_Q_BPROJ }, { "kv_a_proj_with_mqa", VC_W_KV_A },
+    { "kv_b_proj", VC_W_KV_B },
+    /* shared experts of MoE layers (modules named like the dense MLP's) and Qwen2-MoE's shared gate */
+    { "gate_proj", VC_W_SH_GATE }, { "up_proj", VC_W_SH_UP }, { "down_proj", VC_W_SH_DOWN },
+    { "shared_expert_gate", VC_W_SH_GATE_PROJ },
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 
@@ -41,11 +49,10 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, uint64_t *
     snprintf(buf, sizeof buf, "%s", spec);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
-        size_t i = 0;
-        while (i < N_TARGETS && strcmp(tok, TARGETS[i].name)) i++;
         uint64_t own = 0;
-        if (i < N_TARGETS) own = 1ull << TARGETS[i].slot;
-        else if (arch) /* the architecture's own module names, dense projections only */
+        for (size_t i = 0; i < N_TARGETS; i++)
+            if (!strcmp(tok, TARGETS[i].name)) own |= 1ull << TARGETS[i].slot;
+        if (!own && arch) /* the architecture's own module names, dense projections only */
             for (size_t k = 0; k < N_TARGETS; k++) own |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
         if (!own)
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
@@ -110,6 +117,15 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
  * (model.layers.3.mlp.fc1 for Phi-2), or, for a part of a fused tensor (W_pack, qkv_proj, c_attn), the
  * Llama-style path of the part, since verlc adapts each part on its own */
 static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
+    for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
+        const vc_source *s = &m->src[i];
+        size_t n = strlen(s->name);
+        if (s->layer == layer && s->rule && s->rule->slot == slot && s->rule->transform == VC_TR_NONE && n > 7 &&
+            !strcmp(s->name + n - 7, ".weight")) {
+            snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
+            return;
+        }
+    }
     if (m->cfg.arch && vc_arch_module_name(m->cfg.arch, layer, slot, buf, cap)) return;
     int attn = slot == VC_W_Q || slot == VC_W_K || slot == VC_W_V || slot == VC_W_O;
     snprintf(buf, cap, "model.layers.%d.%s.%s", layer, attn ? "self_attn" : "mlp", target_name(slot));

@@ -151,6 +151,7 @@ static void test_arch_names(void) {
         { "phi", "fc1,dense", "model.layers.1.mlp.fc1", "mlp.up_proj", 2 },
         { "internlm2", "w1,w3,wqkv", "model.layers.0.feed_forward.w3", "mlp.gate_proj", 5 },
         { "qwen1", "c_proj", "transformer.h.1.attn.c_proj", "o_proj", 2 },
+        { "deepseek_v2", "kv_a_proj_with_mqa,gate_proj", "model.layers.1.mlp.shared_experts.gate_proj", "experts.0", 2 },
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char dir[512], out[256], name[300], *path = NULL;
@@ -201,7 +202,8 @@ int main(void) {
     run("phi", "fc1,dense");
     run("qwen3", "all-linear");
     run("gemma2", "q_proj,v_proj,down_proj");
-    run("deepseek_v2", "all-linear"); /* MLA: the q and o projections; MoE layers' dense parts */
+    run("deepseek_v2", "all-linear"); /* MLA's q_a/q_b/kv_a/kv_b and o projections; MoE layers' shared experts */
+    run("qwen2_moe", "all-linear");   /* the shared expert and its sigmoid gate (shared_expert_gate) */
     /* the sim device: backend memory behind pointers that fault on host access (VC_LORA_DEVICE=cuda runs
      * this part on the CUDA backend, e.g. the emulator's build) */
     CHECK(vc_backend_sim() != NULL);
