@@ -23,6 +23,8 @@ struct rl_agent {
     int max_assistant, max_user, max_parallel, max_tool_len, trunc;
     rl_tool *tools;
     int n_tools;
+    rl_interaction *inter;      /* interaction_config_path (NULL: none) */
+    int n_inter;
     cJSON *schemas;             /* NULL without a tool config */
     int32_t *sys;               /* the template's default system prompt tokens */
     size_t n_sys;
@@ -32,6 +34,7 @@ struct rl_agent {
 void rl_agent_free(rl_agent *a) {
     if (!a) return;
     rl_tools_free(a->tools, a->n_tools);
+    free(a->inter);
     cJSON_Delete(a->schemas);
     free(a->sys);
     free(a);
@@ -90,7 +93,6 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.rollout.agent.default_agent_loop=%s: verlc runs "
                                            "single_turn_agent and tool_agent", def);
     if (!enable && !tool_path && !tool_default) return VC_OK;
-    if (inter) return vc_fail(VC_ERR_UNSUPPORTED, MT "interaction_config_path: interactions are Python classes verlc cannot run");
     if (strcmp(fmt, "hermes"))
         return vc_fail(VC_ERR_UNSUPPORTED, MT "format=%s: verlc parses hermes tool calls (<tool_call>...</tool_call>)", fmt);
     if (mp < 1 || mp > MAX_CALLS) return vc_fail(VC_ERR_ARG, MT "max_parallel_calls must be in 1..%d, got %lld", MAX_CALLS, (long long)mp);
@@ -108,6 +110,7 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     a->max_tool_len = (int)ml;
     a->trunc = trunc;
     if (tool_path) st = rl_tools_load(tool_path, &a->tools, &a->n_tools, &a->schemas);
+    if (!st && inter) st = rl_interactions_load(inter, &a->inter, &a->n_inter);
     if (!st) st = system_prompt(t, a);
     if (st) {
         rl_agent_free(a);
@@ -136,7 +139,27 @@ typedef struct {
     int64_t n, plen;
     float *mask, *lp; /* per response token */
     int prompt, tools, done, finish, turns_a, turns_u;
+    const char *gt;   /* the row's interaction_kwargs.ground_truth (with an interaction) */
+    int interacts;
 } ag_state;
+
+/* the row's interaction (extra_info.interaction_kwargs: name, ground_truth), as verl requires it */
+static vc_status row_interaction(const rl_agent *a, const vc_rl_prompt *p, ag_state *s) {
+    const cJSON *ei = cJSON_GetObjectItemCaseSensitive(p->row, "extra_info");
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(ei, "interaction_kwargs");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(kw, "name"), *gt = cJSON_GetObjectItemCaseSensitive(kw, "ground_truth");
+    if (!cJSON_IsString(name))
+        return vc_fail(VC_ERR_MISSING, "data line %lld: extra_info.interaction_kwargs.name is required with an "
+                                       "interaction config", (long long)p->line);
+    int found = 0;
+    for (int i = 0; i < a->n_inter; i++) found |= !strcmp(a->inter[i].name, name->valuestring);
+    if (!found)
+        return vc_fail(VC_ERR_ARG, "data line %lld: interaction '%s' is not in the interaction config", (long long)p->line,
+                       name->valuestring);
+    s->interacts = 1;
+    s->gt = cJSON_IsString(gt) ? gt->valuestring : NULL;
+    return VC_OK;
+}
 
 static vc_status push(ag_state *s, const int32_t *tok, const float *lp, int64_t k, int gen, int64_t cap) {
     int32_t *ids = realloc(s->ids, sizeof(int32_t) * (size_t)(s->n + k + 1));
@@ -154,17 +177,15 @@ static vc_status push(ag_state *s, const int32_t *tok, const float *lp, int64_t 
 
 /* after a generation: run the tool calls of its text and append their rendered responses */
 static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prompt *p, ag_state *s, const int32_t *gen,
-                           int64_t ng, int64_t max_resp) {
+                           int64_t ng, int64_t max_resp, int *n_calls) {
     char *text = NULL;
     size_t len = 0;
     rl_tool_call calls[MAX_CALLS];
     vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
     int nc = st ? 0 : rl_parse_tool_calls(text, calls, a->max_parallel);
     free(text);
-    if (st || nc == 0) {
-        s->done = 1;
-        return st;
-    }
+    *n_calls = nc;
+    if (st || nc == 0) return st;
     cJSON *msgs = cJSON_CreateArray();
     if (!msgs) st = VC_ERR_NOMEM;
     for (int i = 0; i < nc; i++) {
@@ -195,6 +216,31 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
     return st;
 }
 
+/* verl's interacting state: the interaction answers the last assistant text with a user turn (mask 0),
+ * appended whatever the budget (the response is cut at max_response_length at the end, as in verl) */
+static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state *s, const int32_t *gen, int64_t ng,
+                                  int64_t max_resp) {
+    char *text = NULL;
+    size_t len = 0;
+    vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 1, &text, &len);
+    int stop = 0;
+    double score = 0;
+    const char *reply = st ? NULL : rl_interaction_reply(text, s->gt, &stop, &score);
+    free(text);
+    cJSON *msgs = st ? NULL : cJSON_Parse("[{\"role\":\"user\"}]");
+    if (!st && (!msgs || !cJSON_AddStringToObject(cJSON_GetArrayItem(msgs, 0), "content", reply))) st = VC_ERR_NOMEM;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!st) st = render_ids(t, msgs, NULL, 1, &ids, &n);
+    cJSON_Delete(msgs);
+    size_t cut = !st && n >= a->n_sys ? a->n_sys : 0;
+    if (!st) st = push(s, ids + cut, NULL, (int64_t)(n - cut), 0, max_resp);
+    free(ids);
+    s->turns_u++;
+    if (stop || s->n - s->plen >= max_resp) s->done = 1;
+    return st;
+}
+
 /* the samples of one engine call into their states; j-th request -> state req_state[j] (+ sample) */
 static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S, const int *req_state,
                               const vc_rollout_sample *smp, int ns, int64_t max_resp) {
@@ -209,14 +255,21 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
         if (s->n - s->plen >= max_resp || !s->tools || (a->max_assistant && s->turns_a >= a->max_assistant) ||
             (a->max_user && s->turns_u >= a->max_user))
             s->done = 1;
-        else st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp);
+        else {
+            int calls = 0;
+            st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp, &calls);
+            if (!st && !calls && s->interacts) st = interaction_turn(t, a, s, smp[i].tokens, k, max_resp);
+            else if (!st && !calls) s->done = 1;
+        }
     }
     return st;
 }
 
-static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, uint64_t step_key, rl_batch *b) {
+static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, uint64_t step_key, int64_t max_resp,
+                          rl_batch *b) {
     int64_t tot = 0, T = 1;
-    for (int i = 0; i < NS; i++) {
+    for (int i = 0; i < NS; i++) { /* responses past the budget (an interaction's last turn) are cut */
+        if (S[i].n - S[i].plen > max_resp) S[i].n = S[i].plen + max_resp;
         tot += S[i].n;
         if (S[i].n - S[i].plen > T) T = S[i].n - S[i].plen;
     }
@@ -268,6 +321,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
             ag_state *q = &S[i * n_samples + k];
             q->prompt = (int)idx[i];
             q->tools = tools;
+            if (tools && a->inter && (st = row_interaction(a, p, q))) break;
             q->plen = q->n = (int64_t)len;
             q->ids = vc_malloc(sizeof(int32_t) * (len + 1));
             q->mask = vc_calloc((size_t)max_resp + 1, sizeof(float));
@@ -312,7 +366,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         tsum += nt, tmin = nt < tmin ? nt : tmin, tmax = nt > tmax ? nt : tmax;
     }
     a->turns_sum = tsum, a->turns_n = NS, a->turns_min = tmin, a->turns_max = tmax;
-    if (!st) st = to_batch(t, S, NS, n_samples, step_key, b);
+    if (!st) st = to_batch(t, S, NS, n_samples, step_key, max_resp, b);
     for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp);
     free(S);
     free(r);

@@ -31,6 +31,16 @@ int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max);
  * reward; an unknown tool or bad arguments give verl's error text, not a failure */
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,
                        char **text, double *tool_reward);
+/* interactions (interaction_config_path: a list `interaction` of {name, class_name, config}): verl's
+ * Gsm8kInteraction is built in */
+typedef struct rl_interaction {
+    char name[64];
+} rl_interaction;
+vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n);
+/* verl's Gsm8kInteraction.generate_response for the last assistant text: the user reply (static text),
+ * whether the sequence ends, and the turn's score */
+const char *rl_interaction_reply(const char *assistant, const char *ground_truth, int *terminate, double *score);
+
 /* verl's max_tool_response_length cut (in characters) with "...(truncated)" markers */
 char *rl_truncate_tool_text(const char *text, int max_len, int side);
 #endif

@@ -95,6 +95,56 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
     return VC_OK;
 }
 
+/* ---- interactions ---- */
+vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    char *text = NULL, *js = NULL;
+    size_t len = 0;
+    vc_config *c = NULL;
+    cJSON *list = NULL;
+    vc_status st = vc_read_file(path, &text, &len);
+    if (st) return vc_fail_ctx(st, "multi_turn.interaction_config_path");
+    if (!(st = vc_config_parse_yaml(text, len, path, &c))) {
+        js = vc_config_to_json(c, "interaction", 0);
+        list = js ? cJSON_Parse(js) : NULL;
+        if (!cJSON_IsArray(list)) st = vc_fail(VC_ERR_FORMAT, "%s: expected a list under `interaction`", path);
+    }
+    int n = cJSON_GetArraySize(list);
+    rl_interaction *it = st ? NULL : vc_calloc((size_t)(n ? n : 1), sizeof *it);
+    if (!st && !it) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(list, i), *cls = cJSON_GetObjectItemCaseSensitive(e, "class_name");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (!cJSON_IsString(cls))
+            st = vc_fail(VC_ERR_FORMAT, "%s: interaction[%d] needs class_name", path, i);
+        else if (strcmp(cls->valuestring, "verl.interactions.gsm8k_interaction.Gsm8kInteraction"))
+            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: interaction[%d]: class %s is a Python interaction verlc cannot run "
+                                             "(built in: verl.interactions.gsm8k_interaction.Gsm8kInteraction)",
+                         path, i, cls->valuestring);
+        else /* verl names an interaction by `name`, else by its class's name without "Interaction" */
+            snprintf(it[i].name, sizeof it[i].name, "%s", cJSON_IsString(name) ? name->valuestring : "gsm8k");
+    }
+    cJSON_Delete(list);
+    free(js);
+    free(text);
+    vc_config_free(c);
+    if (st) {
+        free(it);
+        return st;
+    }
+    *out = it;
+    *n_out = n;
+    return VC_OK;
+}
+
+const char *rl_interaction_reply(const char *assistant, const char *ground_truth, int *terminate, double *score) {
+    *score = ground_truth ? vc_reward_gsm8k(assistant ? assistant : "", ground_truth, 0, 0.0, 1.0) : 0.0;
+    *terminate = *score == 1.0;
+    return *terminate ? "Your response is correct!"
+                      : "Your response is incorrect! You need to reflect on your answer and try again.";
+}
+
 /* ---- hermes tool calls ---- */
 int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max) {
     static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";

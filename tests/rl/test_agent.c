@@ -223,6 +223,68 @@ static void test_loop(const char *tok_dir) {
     free_trainer(t, cfg);
 }
 
+static void write_file(const char *name, const char *text);
+
+/* interaction_config_path with verl's Gsm8kInteraction: a wrong answer gets the user's retry turn (mask 0)
+ * and the loop goes on; a right one gets "Your response is correct!" and ends */
+static void test_interaction(const char *tok_dir) {
+    write_file("inter.yaml", "interaction:\n  - name: gsm8k\n    class_name: verl.interactions.gsm8k_interaction.Gsm8kInteraction\n"
+                             "    config: {}\n");
+    write_file("data.jsonl",
+               "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 8 * 9?\"}], "
+               "\"reward_model\": {\"ground_truth\": \"72\"}, \"extra_info\": {\"interaction_kwargs\": "
+               "{\"name\": \"gsm8k\", \"query\": \"What is 8 * 9?\", \"ground_truth\": \"72\"}}}\n");
+    char o[400];
+    snprintf(o, sizeof o, "actor_rollout_ref.rollout.multi_turn.interaction_config_path=%s/inter.yaml", dir);
+    vc_config *cfg = NULL;
+    vc_rl_trainer *t = make_trainer(tok_dir, o, &cfg);
+    static const char *T0[] = { "#### 71<|im_end|>", "#### 72<|im_end|>" }, *T1[] = { "#### 72<|im_end|>" };
+    script_ctx sc = { t->tok, 0, { T0, T1, NULL }, { 0 } };
+    t->gen = scripted;
+    t->gen_ctx = &sc;
+    uint32_t idx[1] = { 0 };
+    vc_sampling s = { .temperature = 1, .top_p = 1, .max_new_tokens = 200 };
+    rl_batch b;
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 1, &s, 2, 7, &b));
+    CHECK(b.B == 2 && sc.calls == 2);
+    static const char *WRONG = "<|im_start|>user\nYour response is incorrect! You need to reflect on your answer and try "
+                               "again.<|im_end|>\n<|im_start|>assistant\n",
+                      *RIGHT = "<|im_start|>user\nYour response is correct!<|im_end|>\n<|im_start|>assistant\n";
+    char want[600];
+    snprintf(want, sizeof want, "#### 71<|im_end|>%s#### 72<|im_end|>%s", WRONG, RIGHT);
+    char *r0 = b.rlen[0] > 0 ? decode(t->tok, b.ids + b.cu[0] + b.plen[0], b.rlen[0]) : NULL;
+    CHECK_MSG(r0 && !strcmp(r0, want), "response 0: %s", r0 ? r0 : "(null)");
+    free(r0);
+    snprintf(want, sizeof want, "#### 72<|im_end|>%s", RIGHT);
+    char *r1 = b.rlen[1] > 0 ? decode(t->tok, b.ids + b.cu[1] + b.plen[1], b.rlen[1]) : NULL;
+    CHECK_MSG(r1 && !strcmp(r1, want), "response 1: %s", r1 ? r1 : "(null)");
+    free(r1);
+    /* mask: the generated parts only */
+    int32_t *ids = NULL;
+    size_t na = 0, nw = 0;
+    CHECK_OK(vc_tokenizer_encode(t->tok, T0[0], strlen(T0[0]), 0, &ids, &na));
+    free(ids);
+    CHECK_OK(vc_tokenizer_encode(t->tok, WRONG, strlen(WRONG), 0, &ids, &nw));
+    free(ids);
+    int ok = b.rlen[0] > (int64_t)(2 * na + nw);
+    for (int64_t j = 0; ok && j < b.rlen[0]; j++) {
+        int gen = j < (int64_t)na || (j >= (int64_t)(na + nw) && j < (int64_t)(2 * na + nw));
+        ok &= b.mask[j] == (gen ? 1.0f : 0.0f);
+    }
+    CHECK_MSG(ok, "interaction turns must have mask 0, generations 1");
+    rl_batch_free(&b);
+    free_trainer(t, cfg);
+    /* a row without interaction_kwargs.name is refused */
+    write_file("data.jsonl", "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"1+1?\"}], "
+                             "\"reward_model\": {\"ground_truth\": \"2\"}}\n");
+    t = make_trainer(tok_dir, o, &cfg);
+    t->gen = scripted;
+    t->gen_ctx = &sc;
+    vc_status st = rl_agent_rollout(t, t->train, idx, 1, &s, 2, 7, &b);
+    CHECK_MSG(st == VC_ERR_MISSING && strstr(vc_last_error(), "interaction_kwargs.name"), "%s", vc_last_error());
+    free_trainer(t, cfg);
+}
+
 static void write_file(const char *name, const char *text) {
     char p[300];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -294,6 +356,7 @@ int main(void) {
                "\"content\": \"What is 2 + 3?\"}], \"reward_model\": {\"ground_truth\": \"5\"}}\n");
     test_loop(tok_dir);
     test_command_tool();
+    test_interaction(tok_dir);
     /* an unknown Python tool class is refused by name */
     write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      function:\n        name: search\n");
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
