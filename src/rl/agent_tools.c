@@ -37,21 +37,31 @@ static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool
     return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
 }
 
+/* the list under `key` of a YAML file, as JSON (*list owned by the caller) */
+static vc_status yaml_list(const char *path, const char *key, const char *cfg_key, cJSON **list) {
+    char *text = NULL, *js = NULL;
+    size_t len = 0;
+    vc_config *c = NULL;
+    *list = NULL;
+    vc_status st = vc_read_file(path, &text, &len);
+    if (st) return vc_fail_ctx(st, "%s", cfg_key);
+    if (!(st = vc_config_parse_yaml(text, len, path, &c))) {
+        js = vc_config_to_json(c, key, 0);
+        *list = js ? cJSON_Parse(js) : NULL;
+        if (!cJSON_IsArray(*list)) st = vc_fail(VC_ERR_FORMAT, "%s: expected a list under `%s`", path, key);
+    }
+    free(js);
+    free(text);
+    vc_config_free(c);
+    return st;
+}
+
 vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **schemas) {
     *out = NULL;
     *n_out = 0;
     *schemas = NULL;
-    char *text = NULL, *js = NULL;
-    size_t len = 0;
-    vc_config *c = NULL;
     cJSON *list = NULL;
-    vc_status st = vc_read_file(path, &text, &len);
-    if (st) return vc_fail_ctx(st, "multi_turn.tool_config_path");
-    if (!(st = vc_config_parse_yaml(text, len, path, &c))) {
-        js = vc_config_to_json(c, "tools", 0);
-        list = js ? cJSON_Parse(js) : NULL;
-        if (!cJSON_IsArray(list)) st = vc_fail(VC_ERR_FORMAT, "%s: expected a list under `tools`", path);
-    }
+    vc_status st = yaml_list(path, "tools", "multi_turn.tool_config_path", &list);
     int n = cJSON_GetArraySize(list);
     rl_tool *tools = st ? NULL : vc_calloc((size_t)(n ? n : 1), sizeof *tools);
     cJSON *sch = st ? NULL : cJSON_CreateArray();
@@ -81,9 +91,6 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
         else cJSON_AddItemToArray(sch, dup);
     }
     cJSON_Delete(list);
-    free(js);
-    free(text);
-    vc_config_free(c);
     if (st) {
         rl_tools_free(tools, n);
         cJSON_Delete(sch);
@@ -99,17 +106,8 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
 vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_out) {
     *out = NULL;
     *n_out = 0;
-    char *text = NULL, *js = NULL;
-    size_t len = 0;
-    vc_config *c = NULL;
     cJSON *list = NULL;
-    vc_status st = vc_read_file(path, &text, &len);
-    if (st) return vc_fail_ctx(st, "multi_turn.interaction_config_path");
-    if (!(st = vc_config_parse_yaml(text, len, path, &c))) {
-        js = vc_config_to_json(c, "interaction", 0);
-        list = js ? cJSON_Parse(js) : NULL;
-        if (!cJSON_IsArray(list)) st = vc_fail(VC_ERR_FORMAT, "%s: expected a list under `interaction`", path);
-    }
+    vc_status st = yaml_list(path, "interaction", "multi_turn.interaction_config_path", &list);
     int n = cJSON_GetArraySize(list);
     rl_interaction *it = st ? NULL : vc_calloc((size_t)(n ? n : 1), sizeof *it);
     if (!st && !it) st = VC_ERR_NOMEM;
@@ -126,9 +124,6 @@ vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_ou
             snprintf(it[i].name, sizeof it[i].name, "%s", cJSON_IsString(name) ? name->valuestring : "gsm8k");
     }
     cJSON_Delete(list);
-    free(js);
-    free(text);
-    vc_config_free(c);
     if (st) {
         free(it);
         return st;
