@@ -357,6 +357,26 @@ int main(void) {
     test_loop(tok_dir);
     test_command_tool();
     test_interaction(tok_dir);
+    /* malformed configs: one line naming the file and what is wrong */
+    static const struct { const char *file, *text, *needle; vc_status want; } BAD[] = {
+        { "bad1.yaml", "tools: 5\n", "expected a list under `tools`", VC_ERR_FORMAT },
+        { "bad2.yaml", "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema: {type: function}\n",
+          "tools[0] needs class_name and tool_schema.function.name", VC_ERR_FORMAT },
+        { "bad3.yaml", "tools: [\n", "bad3.yaml", VC_ERR_FORMAT },
+        { "bad4.yaml", "interaction:\n  - class_name: my.Judge\n", "my.Judge", VC_ERR_UNSUPPORTED },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        write_file(BAD[i].file, BAD[i].text);
+        char p[300];
+        snprintf(p, sizeof p, "%s/%s", dir, BAD[i].file);
+        rl_tool *tl = NULL;
+        rl_interaction *in = NULL;
+        int n = 0;
+        cJSON *sch = NULL;
+        vc_status st = i < 3 ? rl_tools_load(p, &tl, &n, &sch) : rl_interactions_load(p, &in, &n);
+        CHECK_MSG((i == 2 ? st != VC_OK : st == BAD[i].want) && strstr(vc_last_error(), BAD[i].needle) && !tl && !in,
+                  "%s: %s: %s", BAD[i].file, vc_status_name(st), vc_last_error());
+    }
     /* an unknown Python tool class is refused by name */
     write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      function:\n        name: search\n");
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
