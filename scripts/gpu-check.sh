@@ -316,7 +316,7 @@ PREBUILT=${VC_GPU_PREBUILT:-build/tests}
 TESTS="$BUILD/tests"
 CUDA_TESTS=""
 for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c)"; done
-CUDA_TESTS="$CUDA_TESTS model_test_lora" # LoRA adapters on the GPU (VC_LORA_DEVICE=cuda)
+CUDA_TESTS="$CUDA_TESTS model_test_lora rl_test_reward_model" # LoRA, reward models' score head on the GPU
 built=0
 configured=0
 # shellcheck disable=SC2086
@@ -358,6 +358,8 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
 [ -x "$TESTS/cuda_test_cuda_graph" ] && step "test_cuda_graph" 30 "$TESTS/cuda_test_cuda_graph"
 [ -x "$TESTS/model_test_lora" ] && step "test_lora on cuda (adapters, merge, checkpointing, PEFT files)" 30 \
     env VC_LORA_DEVICE=cuda "$TESTS/model_test_lora"
+[ -x "$TESTS/rl_test_reward_model" ] && step "test_reward_model on cuda (score head vs transformers)" 30 \
+    env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"
 # The CLI on the GPU: fixture check and the benches.
 BIN="$BUILD/verlc"
 # The issue's benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,

@@ -10,6 +10,7 @@
 #include "../../src/rl/trainer_internal.h"
 #include "rl_demo_util.h"
 #include "verlc/chat_template.h"
+#include "verlc/device.h"
 #include "verlc/ops.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
@@ -228,6 +229,12 @@ static void test_trainer_scoring(void) {
 
 int main(void) {
     test_golden();
+    /* the score head on another device: VC_RM_DEVICE=sim (the default here) or cuda (gpu-check.sh, the
+     * emulator's build): the same golden scores through backend memory */
+    const char *dev = getenv("VC_RM_DEVICE");
+    CHECK_OK(vc_device_select(dev && *dev ? dev : "sim", "test"));
+    test_golden();
+    CHECK_OK(vc_device_select("cpu", "test"));
     test_trainer_scoring();
     if (!vc_t_fail) {
         char cmd[200];
