@@ -296,6 +296,8 @@ vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtyp
 typedef struct vc_sft_config {
     const char *model_dir, *tokenizer_dir, *train_path, *val_path, *out_dir;
     const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
+    const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
+                                                  * enable_thinking per row ("tools", "enable_thinking") */
     const char *truncation;  /* "error" | "left" | "right" */
     const char *resume;      /* NULL, "latest"/"auto" or a checkpoint dir */
     int64_t max_length;      /* 1024 */

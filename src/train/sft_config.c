@@ -14,6 +14,8 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->prompt_key = "prompt";
     c->response_key = "response";
     c->messages_key = "messages";
+    c->tools_key = "tools";
+    c->enable_thinking_key = "enable_thinking";
     c->truncation = "error";
     c->max_length = 1024;
     c->train_batch_size = 32;
@@ -74,6 +76,9 @@ static const key_def KEYS[] = {
     { "data.prompt_key", "prompt_key", K_STR, F(prompt_key), "prompt field: a string or a list of messages" },
     { "data.response_key", "response_key", K_STR, F(response_key), "response field (EOS is appended)" },
     { "data.messages_key", "messages_key", K_STR, F(messages_key), "multi-turn field (loss on assistant turns)" },
+    { "data.tools_key", "tools_key", K_STR, F(tools_key), "messages rows: tool schemas for the chat template" },
+    { "data.enable_thinking_key", "enable_thinking_key", K_STR, F(enable_thinking_key),
+      "messages rows: the template's enable_thinking (true/false)" },
     { "data.max_length", "max_length", K_I64, F(max_length), "tokens per row after truncation" },
     { "data.truncation", "truncation", K_STR, F(truncation), "over-long rows: error | left | right" },
     { "data.train_batch_size", "train_batch_size", K_I64, F(train_batch_size), "rows per optimiser step" },

@@ -38,10 +38,14 @@ static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size
     return st;
 }
 
-static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, char **out) {
+/* the row's template options (verl's MultiTurnSFTDataset: tools and enable_thinking per row) */
+typedef struct { const cJSON *tools; int thinking; } row_opts;
+static const row_opts NO_OPTS = { NULL, -1 };
+
+static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, const row_opts *ro, char **out) {
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_Duplicate(cJSON_GetArrayItem(msgs, i), 1));
-    vc_chat_opts o = { gen, -1, NULL, NULL };
+    vc_chat_opts o = { gen, ro->thinking, ro->tools, NULL };
     vc_status st = vc_chat_template_render(tk->tmpl, arr, &o, out);
     cJSON_Delete(arr);
     return st;
@@ -66,12 +70,12 @@ static size_t message_end(const char *F, size_t from, const char *R, const char 
     return e + lcp(F + e, r + L);
 }
 
-static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, row_buf *r) {
+static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_opts *ro, row_buf *r) {
     int n = cJSON_GetArraySize(msgs);
     char *F = NULL, *R = NULL, *G = NULL;
     if (!tk->tmpl) return vc_fail(VC_ERR_MISSING, "a messages row needs a chat template (tokenizer_config.json)");
     if (n == 0) return vc_fail(VC_ERR_FORMAT, "empty messages list");
-    vc_status st = render(tk, msgs, n, 0, &F);
+    vc_status st = render(tk, msgs, n, 0, ro, &F);
     size_t prev = 0, flen = F ? strlen(F) : 0;
     for (int i = 0; i < n && !st; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
@@ -81,12 +85,12 @@ static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, row_buf *r) 
             st = vc_fail(VC_ERR_FORMAT, "message %d has no string role", i);
             break;
         }
-        if ((st = render(tk, msgs, i + 1, 0, &R))) break;
+        if ((st = render(tk, msgs, i + 1, 0, ro, &R))) break;
         size_t end = i + 1 == n ? flen : message_end(F, prev, R, cJSON_IsString(content) ? content->valuestring : NULL);
         if (end < prev) end = prev;
         size_t start = prev;
         if (!strcmp(role->valuestring, "assistant")) {
-            if ((st = render(tk, msgs, i, 1, &G))) break;
+            if ((st = render(tk, msgs, i, 1, ro, &G))) break;
             size_t g = lcp(F, G);
             if (g > prev && g <= end) start = g;
             free(G);
@@ -116,14 +120,14 @@ static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, 
     vc_status st = VC_OK;
     if (cJSON_IsArray(p)) {
         if (!tk->tmpl) return vc_fail(VC_ERR_MISSING, "a message-list prompt needs a chat template");
-        st = render(tk, p, cJSON_GetArraySize(p), 1, &text);
+        st = render(tk, p, cJSON_GetArraySize(p), 1, &NO_OPTS, &text);
     } else if (cJSON_IsString(p)) {
         if (tk->tmpl) {
             cJSON *msgs = cJSON_CreateArray(), *m = cJSON_CreateObject();
             cJSON_AddStringToObject(m, "role", "user");
             cJSON_AddStringToObject(m, "content", p->valuestring);
             cJSON_AddItemToArray(msgs, m);
-            st = render(tk, msgs, 1, 1, &text);
+            st = render(tk, msgs, 1, 1, &NO_OPTS, &text);
             cJSON_Delete(msgs);
         } else {
             text = vc_strdup(p->valuestring);
@@ -185,6 +189,21 @@ static vc_status finish_row(const vc_sft_config *c, const char *path, int64_t li
     return data_append(d, r, off, n);
 }
 
+/* tools: a list of schemas, or a JSON string of one (parquet conversions store them so); enable_thinking:
+ * a bool; absent or null fields leave the template's defaults */
+static vc_status row_options(const vc_sft_config *c, const cJSON *row, row_opts *ro, cJSON **parsed) {
+    const cJSON *t = c->tools_key ? cJSON_GetObjectItemCaseSensitive(row, c->tools_key) : NULL;
+    const cJSON *th = c->enable_thinking_key ? cJSON_GetObjectItemCaseSensitive(row, c->enable_thinking_key) : NULL;
+    if (cJSON_IsString(t)) t = *parsed = cJSON_Parse(t->valuestring);
+    if (t && !cJSON_IsNull(t) && !cJSON_IsArray(t))
+        return vc_fail(VC_ERR_FORMAT, "'%s' must be a list of tool schemas", c->tools_key);
+    ro->tools = cJSON_IsArray(t) && cJSON_GetArraySize(t) > 0 ? t : NULL;
+    if (th && !cJSON_IsNull(th) && !cJSON_IsBool(th))
+        return vc_fail(VC_ERR_FORMAT, "'%s' must be true or false", c->enable_thinking_key);
+    ro->thinking = cJSON_IsBool(th) ? cJSON_IsTrue(th) : -1;
+    return VC_OK;
+}
+
 vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok *tk, sft_data *d) {
     memset(d, 0, sizeof *d);
     vc_jsonl *j = NULL;
@@ -196,7 +215,11 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
     for (size_t i = 0; i < j->n_rows && !st; i++) {
         r.n = 0;
         const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j->rows[i], c->messages_key);
-        st = cJSON_IsArray(msgs) ? messages_row(tk, msgs, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+        cJSON *parsed = NULL;
+        row_opts ro = { NULL, -1 };
+        if (cJSON_IsArray(msgs)) st = row_options(c, j->rows[i], &ro, &parsed);
+        if (!st) st = cJSON_IsArray(msgs) ? messages_row(tk, msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+        cJSON_Delete(parsed);
         if (st && st != VC_ERR_NOMEM && c->skip_bad_lines) {
             if (d->n_bad_rows++ < 8) vc_warn("%s:%lld: skipped row: %s", path, (long long)j->lines[i], vc_last_error());
             st = VC_OK;

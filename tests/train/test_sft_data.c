@@ -1,0 +1,84 @@
+/* SFT messages rows with verl's MultiTurnSFTDataset options: a row's `tools` (a list of schemas, or a JSON
+ * string of one) reach the chat template, so the Qwen3 rendering carries the <tools> block, while the
+ * loss still covers exactly the assistant's text; `enable_thinking` is a per-row bool (false puts Qwen3's
+ * empty think block in the generation prompt, out of the loss); other values are refused naming the key. */
+#include "train/sft_internal.h"
+#include "vc_test.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *decode(const vc_tokenizer *tok, const int32_t *ids, size_t n) {
+    char *s = NULL;
+    size_t len = 0;
+    CHECK_OK(vc_tokenizer_decode(tok, ids, n, 0, &s, &len));
+    return s ? s : vc_strdup("");
+}
+
+/* the loss-masked tokens of row i, decoded */
+static char *trained(const vc_tokenizer *tok, const sft_data *d, size_t i) {
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(d->cu[i + 1] - d->cu[i] + 1));
+    size_t n = 0;
+    for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++)
+        if (d->mask[k] > 0) ids[n++] = d->ids[k];
+    char *s = decode(tok, ids, n);
+    free(ids);
+    return s;
+}
+
+int main(void) {
+    if (!vc_test_have_shared()) return vc_test_done();
+    char tdir[512], path[128];
+    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());
+    snprintf(path, sizeof path, "/tmp/verlc_sftdata_%d.jsonl", (int)getpid());
+    vc_tokenizer *tok = NULL;
+    vc_chat_template *tmpl = NULL;
+    CHECK_OK(vc_tokenizer_load(tdir, &tok));
+    CHECK_OK(vc_chat_template_load(tdir, &tmpl));
+    if (!tok || !tmpl) return vc_test_done();
+    sft_tok tk = { tok, tmpl, vc_tokenizer_eos_id(tok) };
+#define MSGS "\"messages\": [{\"role\": \"user\", \"content\": \"What is 2+2?\"}, {\"role\": \"assistant\", \"content\": \"It is 4.\"}]"
+#define TOOL "{\"type\": \"function\", \"function\": {\"name\": \"calculator\", \"parameters\": {\"type\": \"object\"}}}"
+    static const char ROWS[] = "{" MSGS ", \"tools\": [" TOOL "]}\n"
+                               "{" MSGS "}\n"
+                               "{" MSGS ", \"tools\": \"[{\\\"type\\\": \\\"function\\\", \\\"function\\\": {\\\"name\\\": "
+                               "\\\"calculator\\\", \\\"parameters\\\": {\\\"type\\\": \\\"object\\\"}}}]\"}\n"
+                               "{" MSGS ", \"enable_thinking\": false, \"tools\": null}\n";
+    CHECK_OK(vc_write_file_atomic(path, ROWS, strlen(ROWS)));
+    vc_sft_config c;
+    vc_sft_config_default(&c);
+    c.max_length = 4096;
+    c.skip_bad_lines = 0;
+    sft_data d;
+    CHECK_OK(sft_data_load(&c, path, &tk, &d));
+    CHECK(d.n == 4);
+    if (d.n == 4) {
+        char *r0 = decode(tok, d.ids + d.cu[0], (size_t)(d.cu[1] - d.cu[0]));
+        char *r1 = decode(tok, d.ids + d.cu[1], (size_t)(d.cu[2] - d.cu[1]));
+        char *r2 = decode(tok, d.ids + d.cu[2], (size_t)(d.cu[3] - d.cu[2]));
+        CHECK_MSG(strstr(r0, "<tools>") && strstr(r0, "\"name\": \"calculator\""), "tools row: %s", r0);
+        CHECK_MSG(!strstr(r1, "<tools>"), "row without tools: %s", r1);
+        CHECK_MSG(!strcmp(r0, r2), "tools as a JSON string render differently:\n%s\n%s", r0, r2);
+        char *t0 = trained(tok, &d, 0), *t1 = trained(tok, &d, 1), *t3 = trained(tok, &d, 3);
+        /* the same assistant text is trained with or without tools; with enable_thinking=false Qwen3's
+         * generation prompt holds the empty think block, so it is prompt, not target */
+        CHECK_MSG(!strcmp(t0, t1) && strstr(t0, "It is 4.") && !strstr(t0, "user"), "trained: [%s] [%s]", t0, t1);
+        CHECK_MSG(!strcmp(t3, "It is 4.<|im_end|>\n") && strstr(t0, "<think>"), "enable_thinking=false: [%s]", t3);
+        free(r0), free(r1), free(r2), free(t0), free(t1), free(t3);
+    }
+    sft_data_free(&d);
+    static const struct { const char *row, *needle; } BAD[] = {
+        { "{" MSGS ", \"tools\": 5}\n", "'tools' must be a list" },
+        { "{" MSGS ", \"enable_thinking\": \"yes\"}\n", "'enable_thinking' must be true or false" },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        CHECK_OK(vc_write_file_atomic(path, BAD[i].row, strlen(BAD[i].row)));
+        vc_status st = sft_data_load(&c, path, &tk, &d);
+        CHECK_MSG(st != VC_OK && strstr(vc_last_error(), BAD[i].needle), "%s: %s", BAD[i].row, vc_last_error());
+        if (!st) sft_data_free(&d);
+    }
+    unlink(path);
+    vc_tokenizer_free(tok);
+    vc_chat_template_free(tmpl);
+    return vc_test_done();
+}
