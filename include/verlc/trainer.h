@@ -41,6 +41,7 @@ typedef struct vc_rl_data_opts {
     const char *truncation;     /* "error", "left", "right", "middle" */
     int64_t max_samples;        /* < 0: all */
     int need_ground_truth;      /* rows without reward_model.ground_truth are an error */
+    const struct cJSON *chat_kwargs; /* data.apply_chat_template_kwargs (e.g. {"enable_thinking": false}) or NULL */
     const char *reward_fn_key;  /* data.reward_fn_key: the row field that selects the reward function and
                                  * groups validation metrics (NULL or "data_source": data_source) */
 } vc_rl_data_opts;

@@ -44,7 +44,7 @@ void rl_agent_free(rl_agent *a) {
 static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJSON *tools, int gen, int32_t **ids,
                             size_t *n) {
     char *text = NULL;
-    vc_chat_opts o = { .add_generation_prompt = gen, .enable_thinking = -1, .tools = tools };
+    vc_chat_opts o = { .add_generation_prompt = gen, .enable_thinking = -1, .tools = tools, .extra = t->chat_kwargs };
     vc_status st = vc_chat_template_render(t->tmpl, msgs, &o, &text);
     if (!st) st = vc_tokenizer_encode(t->tok, text, strlen(text), 0, ids, n);
     free(text);

@@ -39,7 +39,7 @@ static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, 
 }
 
 static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, const vc_chat_template *tmpl,
-                            const char *key, vc_rl_prompt *p) {
+                            const char *key, const cJSON *kwargs, vc_rl_prompt *p) {
     const cJSON *msgs = NULL;
     vc_status st = vc_jsonl_field(j, i, key, &msgs);
     if (st) return st;
@@ -47,7 +47,7 @@ static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok
         return vc_fail(VC_ERR_FORMAT, "%s:%lld: %s must be a non-empty list of {role, content} messages", j->path,
                        (long long)j->lines[i], key);
     char *text = NULL;
-    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1 };
+    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .extra = kwargs };
     st = vc_chat_template_render(tmpl, msgs, &o, &text);
     if (st) return vc_fail_ctx(st, "%s:%lld: chat template", j->path, (long long)j->lines[i]);
     size_t n = 0;
@@ -82,7 +82,7 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
     if (!st && o->reward_fn_key && strcmp(o->reward_fn_key, "data_source") &&
         (st = vc_jsonl_string(j, i, o->reward_fn_key, &p->data_source)))
         st = vc_fail_ctx(st, "data.reward_fn_key");
-    if (!st) st = render_row(j, i, tok, tmpl, o->prompt_key ? o->prompt_key : "prompt", p);
+    if (!st) st = render_row(j, i, tok, tmpl, o->prompt_key ? o->prompt_key : "prompt", o->chat_kwargs, p);
     return st;
 }
 

@@ -432,6 +432,16 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
             return vc_fail_ctx(st, "actor_rollout_ref.model.custom_chat_template");
     } else if ((st = vc_chat_template_load(tp, &t->tmpl)))
         return vc_fail_ctx(st, "chat template (%s)", tp);
+    /* data.apply_chat_template_kwargs: further template variables, as verl passes them to every rendering */
+    char *kw = vc_config_has(c, "data.apply_chat_template_kwargs") ? vc_config_to_json(c, "data.apply_chat_template_kwargs", 0) : NULL;
+    cJSON *kj = kw ? cJSON_Parse(kw) : NULL;
+    free(kw);
+    if (kj && !cJSON_IsObject(kj)) {
+        cJSON_Delete(kj);
+        return vc_fail(VC_ERR_ARG, "data.apply_chat_template_kwargs must be a mapping (e.g. {enable_thinking: false})");
+    }
+    if (kj && !kj->child) cJSON_Delete(kj), kj = NULL;
+    t->chat_kwargs = kj;
     const vc_model_config *mc = vc_model_cfg(t->actor);
     for (int i = 0; i < mc->n_eos && t->n_eos < RL_MAX_EOS; i++) t->eos[t->n_eos++] = mc->eos_ids[i];
     int te = vc_tokenizer_eos_id(t->tok), dup = 0;
@@ -451,6 +461,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     TRY(vc_config_get_str_or(c, "data.prompt_key", "prompt", &o.prompt_key));
     TRY(vc_config_get_str_or(c, "data.reward_fn_key", "data_source", &o.reward_fn_key));
+    o.chat_kwargs = t->chat_kwargs;
     TRY(get_int(c, "data.max_prompt_length", 512, &o.max_prompt_length));
     TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
@@ -612,6 +623,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     rl_reward_close(t);
     rl_rm_free(t->rm);
     rl_agent_free(t->agent);
+    cJSON_Delete(t->chat_kwargs);
     rl_metrics_free(&t->met);
     rl_metrics_free(&t->last);
     free(t->metrics_path);

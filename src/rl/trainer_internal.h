@@ -58,6 +58,7 @@ struct vc_rl_trainer {
     /* reward */
     struct rl_rm *rm;           /* reward_model.enable: the reward model (NULL: rule rewards) */
     struct rl_agent *agent;     /* multi-turn tool agent (NULL: single-turn rollouts) */
+    struct cJSON *chat_kwargs;  /* data.apply_chat_template_kwargs (NULL: none) */
     /* the rollout engine call (NULL: vc_rollout_generate on eng); tests script generations with it */
     vc_status (*gen)(void *ctx, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
                      int *n_out);

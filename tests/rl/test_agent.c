@@ -354,6 +354,32 @@ int main(void) {
                "\"extra_info\": {\"tools_kwargs\": {\"calc_gsm8k_reward\": {\"create_kwargs\": {\"ground_truth\": \"72\"}}}}}\n"
                "{\"data_source\": \"openai/gsm8k\", \"agent_name\": \"single_turn_agent\", \"prompt\": [{\"role\": \"user\", "
                "\"content\": \"What is 2 + 3?\"}], \"reward_model\": {\"ground_truth\": \"5\"}}\n");
+    /* data.apply_chat_template_kwargs reach the prompt rendering (Qwen3 without thinking) */
+    {
+        vc_tokenizer *tok = NULL;
+        vc_chat_template *tmpl = NULL;
+        CHECK_OK(vc_tokenizer_load(tok_dir, &tok));
+        CHECK_OK(vc_chat_template_load(tok_dir, &tmpl));
+        cJSON *kw = cJSON_Parse("{\"enable_thinking\": false}");
+        char data[300];
+        snprintf(data, sizeof data, "%s/data.jsonl", dir);
+        for (int k = 0; k < 2; k++) {
+            vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = 4096, .max_samples = -1,
+                                  .chat_kwargs = k ? kw : NULL };
+            vc_rl_dataset *ds = NULL;
+            CHECK_OK(vc_rl_dataset_load(data, tok, tmpl, &o, &ds));
+            char *text = ds ? decode(tok, ds->p[0].ids, ds->p[0].len) : NULL;
+            const char *tail = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+            size_t n = text ? strlen(text) : 0, tl = strlen(tail);
+            CHECK_MSG(text && (k ? n >= tl && !strcmp(text + n - tl, tail) : !strstr(text, "<think>")),
+                      "enable_thinking %s: %s", k ? "false" : "unset", text ? text : "(null)");
+            free(text);
+            vc_rl_dataset_free(ds);
+        }
+        cJSON_Delete(kw);
+        vc_tokenizer_free(tok);
+        vc_chat_template_free(tmpl);
+    }
     test_loop(tok_dir);
     test_command_tool();
     test_interaction(tok_dir);

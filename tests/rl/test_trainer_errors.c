@@ -165,6 +165,7 @@ int main(void) {
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
         "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model",
         "reward_model.enable=true|reward_model.model.path=%s/rm",
+        "+data.apply_chat_template_kwargs.enable_thinking=false",
         "actor_rollout_ref.rollout.multi_turn.enable=true|actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml",
         "algorithm.adv_estimator=gae|critic.model.path=%s/model|algorithm.use_pf_ppo=true|"
         "algorithm.pf_ppo.reweight_method=max_min", NULL };
