@@ -47,7 +47,10 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.enable_chunked_prefill", NULL, 0, R_ENGINE },
     { "**.rollout.logprobs_mode", NULL, 0, R_ENGINE },
     { "**.rollout.scheduling_policy", NULL, 0, R_ENGINE },
-    { "**.rollout.agent.**", NULL, 0, "agent loops run in Python; verlc does single-turn rollouts" },
+    { "**.rollout.agent.agent_loop_config_path", NULL, 0, "custom agent loops are Python classes; verlc runs "
+                                                         "single_turn_agent and tool_agent" },
+    { "**.rollout.quantization", NULL, 0, "the rollout runs in the training precision (no FP8 rollout)" },
+    { "**.rollout.over_sample_rate", "0,0.0", 0, "every request of a step is generated to the end" },
     { "**.rollout.checkpoint_engine.**", NULL, 0, "verlc shares weight buffers between trainer and rollout; no weight sync" },
     { "**.rollout.prometheus.**", NULL, 0, R_RAY },
     { "**.rollout.trace.**", NULL, 0, R_RAY },
