@@ -59,10 +59,28 @@ static vc_status save_one(vc_rl_trainer *t, const char *dir, const char *name, c
     return vc_train_ckpt_write(*sub, tr, &s);
 }
 
+/* actor.checkpoint.save_contents with "hf_model" (verl's key): the actor also as a Hugging Face directory
+ * in the checkpoint, global_step_N/actor/huggingface (merged weights, tokenizer files) */
+static vc_status save_hf_contents(vc_rl_trainer *t, const char *actor) {
+    size_t n = 0;
+    int want = 0;
+    const char *K = "actor_rollout_ref.actor.checkpoint.save_contents", *v = NULL;
+    if (vc_config_has(t->cfg, K) && vc_config_list_len(t->cfg, K, &n)) n = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!vc_config_list_str(t->cfg, K, i, &v) && v && !strcmp(v, "hf_model")) want = 1;
+    if (!want) return VC_OK;
+    char *hf = vc_path_join(actor, "huggingface");
+    vc_status st = hf ? rl_export_hf(t, hf) : VC_ERR_NOMEM;
+    if (!st) st = rl_copy_tokenizer_files(t->model_path, hf);
+    free(hf);
+    return st;
+}
+
 static vc_status fill_step(void *ctx, const char *dir) {
     vc_rl_trainer *t = ctx;
     char *actor = NULL, *critic = NULL;
     vc_status st = save_one(t, dir, "actor", &t->atr, t->model_path, &actor);
+    if (!st) st = save_hf_contents(t, actor);
     if (!st && t->use_critic) {
         const char *cp = t->model_path;
         st = vc_config_get_str_or(t->cfg, "critic.model.path", t->model_path, &cp);

@@ -3,6 +3,7 @@
  * PPO (GAE with a critic, with rollout correction's weights and rejection); metrics.jsonl must hold verl's
  * metric names. */
 #include "rl_cli_util.h"
+#include "verlc/model.h"
 #include "verlc/report.h"
 #include <cjson/cJSON.h>
 
@@ -23,6 +24,7 @@ static void run_grpo(const char *out, int steps, int val_before, int test_freq, 
                     "actor_rollout_ref.actor.kl_loss_coef=0.001 actor_rollout_ref.actor.kl_loss_type=low_var_kl "
                     "actor_rollout_ref.actor.entropy_coeff=0 algorithm.use_kl_in_reward=False "
                     "trainer.total_training_steps=%d trainer.save_freq=1 trainer.test_freq=%d trainer.val_before_train=%s "
+                    "'actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra,hf_model]' "
                     "trainer.default_local_dir=%s > %s 2>&1",
                     bin, common, steps, test_freq, val_before ? "True" : "False", out, log);
     CHECK_MSG(rc == 0, "verlc train (grpo, %d steps) failed; see %s", steps, log);
@@ -98,6 +100,13 @@ int main(void) {
     check_metrics(path, GRPO_METRICS);
     snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);
     CHECK_MSG(vc_file_exists(path), "no checkpoint at %s", path);
+    /* save_contents with hf_model: the checkpoint also holds a Hugging Face directory that loads */
+    snprintf(path, sizeof path, "%s/global_step_1/actor/huggingface", out_b);
+    vc_model *hfm = NULL;
+    CHECK_OK(vc_model_load(path, &hfm));
+    vc_model_free(hfm);
+    snprintf(path, sizeof path, "%s/global_step_1/actor/huggingface/tokenizer.json", out_b);
+    CHECK_MSG(vc_file_exists(path), "no tokenizer in the checkpoint's huggingface directory");
     snprintf(log, sizeof log, "%s/grpo_b2.log", dir);
     run_grpo(out_b, 2, 1, 5, log);
     CHECK_MSG(cli_sh("grep -q 'resumed from .*global_step_1' %s", log) == 0, "second run did not resume (%s)", log);
