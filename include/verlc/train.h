@@ -298,6 +298,7 @@ typedef struct vc_sft_config {
     const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
     const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
                                                   * enable_thinking per row ("tools", "enable_thinking") */
+    int multiturn;           /* data.multiturn.enable: -1 either kind of row, 1 messages rows only, 0 prompt/response */
     const char *truncation;  /* "error" | "left" | "right" */
     const char *resume;      /* NULL, "latest"/"auto" or a checkpoint dir */
     int64_t max_length;      /* 1024 */

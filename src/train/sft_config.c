@@ -16,6 +16,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->messages_key = "messages";
     c->tools_key = "tools";
     c->enable_thinking_key = "enable_thinking";
+    c->multiturn = -1;
     c->truncation = "error";
     c->max_length = 1024;
     c->train_batch_size = 32;
@@ -77,6 +78,13 @@ static const key_def KEYS[] = {
     { "data.response_key", "response_key", K_STR, F(response_key), "response field (EOS is appended)" },
     { "data.messages_key", "messages_key", K_STR, F(messages_key), "multi-turn field (loss on assistant turns)" },
     { "data.tools_key", "tools_key", K_STR, F(tools_key), "messages rows: tool schemas for the chat template" },
+    /* verl's sft_trainer.yaml names (data.multiturn.*) for the same settings */
+    { "data.multiturn.enable", "multiturn", K_BOOL, F(multiturn),
+      "true: every row is a messages row; false: prompt/response rows (default: either, per row)" },
+    { "data.multiturn.messages_key", "multiturn_messages_key", K_STR, F(messages_key), "verl's name of data.messages_key" },
+    { "data.multiturn.tools_key", "multiturn_tools_key", K_STR, F(tools_key), "verl's name of data.tools_key" },
+    { "data.multiturn.enable_thinking_key", "multiturn_enable_thinking_key", K_STR, F(enable_thinking_key),
+      "verl's name of data.enable_thinking_key" },
     { "data.enable_thinking_key", "enable_thinking_key", K_STR, F(enable_thinking_key),
       "messages rows: the template's enable_thinking (true/false)" },
     { "data.max_length", "max_length", K_I64, F(max_length), "tokens per row after truncation" },

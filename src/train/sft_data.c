@@ -214,12 +214,17 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
     row_buf r = { 0 };
     for (size_t i = 0; i < j->n_rows && !st; i++) {
         r.n = 0;
-        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(j->rows[i], c->messages_key);
+        const cJSON *msgs = c->multiturn ? cJSON_GetObjectItemCaseSensitive(j->rows[i], c->messages_key) : NULL;
         cJSON *parsed = NULL;
+        if (c->multiturn == 1 && !cJSON_IsArray(msgs)) {
+            st = vc_fail(VC_ERR_FORMAT, "data.multiturn.enable=true: the row has no '%s' list", c->messages_key);
+            goto row_done;
+        }
         row_opts ro = { NULL, -1 };
         if (cJSON_IsArray(msgs)) st = row_options(c, j->rows[i], &ro, &parsed);
         if (!st) st = cJSON_IsArray(msgs) ? messages_row(tk, msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
         cJSON_Delete(parsed);
+    row_done:
         if (st && st != VC_ERR_NOMEM && c->skip_bad_lines) {
             if (d->n_bad_rows++ < 8) vc_warn("%s:%lld: skipped row: %s", path, (long long)j->lines[i], vc_last_error());
             st = VC_OK;

@@ -77,6 +77,24 @@ int main(void) {
         CHECK_MSG(st != VC_OK && strstr(vc_last_error(), BAD[i].needle), "%s: %s", BAD[i].row, vc_last_error());
         if (!st) sft_data_free(&d);
     }
+    /* verl's key names: data.multiturn.messages_key / enable */
+    static const char CONV[] = "{\"conv\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
+                               "\"content\": \"Hello!\"}]}\n";
+    CHECK_OK(vc_write_file_atomic(path, CONV, strlen(CONV)));
+    CHECK_OK(vc_sft_config_set(&c, "data.multiturn.messages_key", "conv"));
+    CHECK_OK(vc_sft_config_set(&c, "data.multiturn.enable", "true"));
+    CHECK_OK(sft_data_load(&c, path, &tk, &d));
+    if (d.n == 1) {
+        char *t = trained(tok, &d, 0);
+        CHECK_MSG(strstr(t, "Hello!") && !strstr(t, "Hi"), "conv row: %s", t);
+        free(t);
+        sft_data_free(&d);
+    } else CHECK(d.n == 1);
+    static const char PR[] = "{\"prompt\": \"Hi\", \"response\": \"Hello!\"}\n";
+    CHECK_OK(vc_write_file_atomic(path, PR, strlen(PR)));
+    vc_status st = sft_data_load(&c, path, &tk, &d);
+    CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "data.multiturn.enable=true"), "%s", vc_last_error());
+    if (!st) sft_data_free(&d);
     unlink(path);
     vc_tokenizer_free(tok);
     vc_chat_template_free(tmpl);
