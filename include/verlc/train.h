@@ -298,6 +298,8 @@ typedef struct vc_sft_config {
     const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
     const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
                                                   * enable_thinking per row ("tools", "enable_thinking") */
+    const char *prompt_dict_keys, *response_dict_keys; /* verl's: keys into nested prompt / response fields
+                                                        * ("[a,b]" or "a,b": field[a][b]); NULL none */
     int multiturn;           /* data.multiturn.enable: -1 either kind of row, 1 messages rows only, 0 prompt/response */
     const char *truncation;  /* "error" | "left" | "right" */
     const char *resume;      /* NULL, "latest"/"auto" or a checkpoint dir */

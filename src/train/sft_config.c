@@ -76,6 +76,10 @@ static const key_def KEYS[] = {
     { "data.val_files", "val", K_STR, F(val_path), "validation JSONL (optional)" },
     { "data.prompt_key", "prompt_key", K_STR, F(prompt_key), "prompt field: a string or a list of messages" },
     { "data.response_key", "response_key", K_STR, F(response_key), "response field (EOS is appended)" },
+    { "data.prompt_dict_keys", "prompt_dict_keys", K_STR, F(prompt_dict_keys),
+      "keys into a nested prompt field, e.g. [content]: field[content]" },
+    { "data.response_dict_keys", "response_dict_keys", K_STR, F(response_dict_keys),
+      "keys into a nested response field" },
     { "data.messages_key", "messages_key", K_STR, F(messages_key), "multi-turn field (loss on assistant turns)" },
     { "data.tools_key", "tools_key", K_STR, F(tools_key), "messages rows: tool schemas for the chat template" },
     /* verl's sft_trainer.yaml names (data.multiturn.*) for the same settings */

@@ -109,9 +109,21 @@ static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_op
     return st;
 }
 
+/* verl's prompt_dict_keys / response_dict_keys: field[k1][k2]... ("[k1,k2]" or "k1,k2"); NULL when a
+ * key is missing */
+static const cJSON *descend(const cJSON *v, const char *keys) {
+    if (!keys || !v) return v;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", keys);
+    char *save = NULL;
+    for (char *k = strtok_r(buf, "[], '\"", &save); k && v; k = strtok_r(NULL, "[], '\"", &save))
+        v = cJSON_GetObjectItemCaseSensitive(v, k);
+    return v;
+}
+
 static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, const cJSON *row, row_buf *r) {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(row, c->prompt_key);
-    const cJSON *resp = cJSON_GetObjectItemCaseSensitive(row, c->response_key);
+    const cJSON *p = descend(cJSON_GetObjectItemCaseSensitive(row, c->prompt_key), c->prompt_dict_keys);
+    const cJSON *resp = descend(cJSON_GetObjectItemCaseSensitive(row, c->response_key), c->response_dict_keys);
     if (!p || !resp)
         return vc_fail(VC_ERR_MISSING, "row has neither '%s' nor '%s'/'%s'", c->messages_key, c->prompt_key,
                        c->response_key);

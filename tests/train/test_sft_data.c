@@ -95,6 +95,26 @@ int main(void) {
     vc_status st = sft_data_load(&c, path, &tk, &d);
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "data.multiturn.enable=true"), "%s", vc_last_error());
     if (!st) sft_data_free(&d);
+    /* verl's prompt_dict_keys / response_dict_keys: nested fields */
+    vc_sft_config c2;
+    vc_sft_config_default(&c2);
+    c2.max_length = 4096;
+    c2.skip_bad_lines = 0;
+    static const char NEST[] = "{\"prompt\": {\"q\": {\"text\": \"Hi\"}}, \"response\": {\"text\": \"Hello!\"}}\n";
+    CHECK_OK(vc_write_file_atomic(path, NEST, strlen(NEST)));
+    CHECK_OK(vc_sft_config_set(&c2, "data.prompt_dict_keys", "[q,text]"));
+    CHECK_OK(vc_sft_config_set(&c2, "data.response_dict_keys", "text"));
+    CHECK_OK(sft_data_load(&c2, path, &tk, &d));
+    if (d.n == 1) {
+        char *t = trained(tok, &d, 0);
+        CHECK_MSG(!strncmp(t, "Hello!", 6), "nested response: %s", t);
+        free(t);
+        sft_data_free(&d);
+    } else CHECK(d.n == 1);
+    CHECK_OK(vc_sft_config_set(&c2, "data.prompt_dict_keys", "[q,nope]"));
+    st = sft_data_load(&c2, path, &tk, &d);
+    CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "row has neither"), "missing nested key: %s", vc_last_error());
+    if (!st) sft_data_free(&d);
     unlink(path);
     vc_tokenizer_free(tok);
     vc_chat_template_free(tmpl);
