@@ -4,6 +4,7 @@
  * response's summed token scores, "step": N}, texts decoded without special tokens. Rank 0 writes the
  * rows of every rank (in rank order), atomically. */
 #include "trainer_internal.h"
+#include "verlc/report.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -11,24 +12,12 @@
 #include <sys/stat.h>
 
 struct rl_dump {
-    char *buf;
-    size_t len, cap;
+    vc_strbuf sb; /* the JSONL text */
 };
 
-static vc_status append(rl_dump *d, const char *s) {
-    size_t n = strlen(s);
-    if (d->len + n + 2 > d->cap) {
-        size_t cap = (d->cap ? d->cap * 2 : 4096) + n;
-        char *nb = realloc(d->buf, cap);
-        if (!nb) return VC_ERR_NOMEM;
-        d->buf = nb;
-        d->cap = cap;
-    }
-    memcpy(d->buf + d->len, s, n);
-    d->len += n;
-    d->buf[d->len++] = '\n';
-    d->buf[d->len] = 0;
-    return VC_OK;
+static vc_status append(rl_dump *d, const char *line) {
+    vc_sb_printf(&d->sb, "%s\n", line);
+    return d->sb.oom ? VC_ERR_NOMEM : VC_OK;
 }
 
 vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, rl_dump **dp) {
@@ -65,7 +54,7 @@ vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch 
 }
 
 void rl_dump_free(rl_dump *d) {
-    if (d) free(d->buf);
+    if (d) free(d->sb.p);
     free(d);
 }
 
@@ -81,8 +70,8 @@ vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batc
 
 vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir) {
     void *all = NULL;
-    size_t *sizes = NULL, total = d ? d->len : 0;
-    const char *text = d && d->buf ? d->buf : "";
+    size_t *sizes = NULL, total = d ? d->sb.n : 0;
+    const char *text = d && d->sb.p ? d->sb.p : "";
     vc_status st = VC_OK;
     if (t->world > 1) { /* every rank's lines to rank 0 */
         st = vc_comm_gatherv_bytes(t->comm, text, total, &all, &sizes, 0);

@@ -4,6 +4,7 @@
  * tools/fixtures/make_adv_ref.py). The rows include singleton groups, an empty response and a dense
  * reward. grpo_passk refuses a singleton group with a message. */
 #include "verlc/core.h"
+#include "verlc/json.h"
 #include "verlc/rl.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
@@ -16,10 +17,8 @@ static void matrix(const cJSON *m, int B, int T, float *out) {
 }
 
 int main(void) {
-    char *text = NULL;
-    size_t len = 0;
-    cJSON *ref = vc_read_file("tests/fixtures/rl/adv_reference.json", &text, &len) ? NULL : cJSON_Parse(text);
-    free(text);
+    cJSON *ref = NULL;
+    vc_json_load_file("tests/fixtures/rl/adv_reference.json", &ref);
     CHECK_MSG(ref != NULL, "tests/fixtures/rl/adv_reference.json: missing or not JSON");
     if (!ref) return vc_test_done();
     const cJSON *jm = cJSON_GetObjectItem(ref, "response_mask");

@@ -11,21 +11,13 @@
 #include "rl_demo_util.h"
 #include "verlc/chat_template.h"
 #include "verlc/device.h"
+#include "verlc/json.h"
 #include "verlc/ops.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
 static char dir[128];
-
-static cJSON *load_json(const char *path) {
-    char *text = NULL;
-    size_t n = 0;
-    if (vc_read_file(path, &text, &n)) return NULL;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    return j;
-}
 
 /* a batch whose rows are the given token sequences (as prompts: no response part) */
 static void rows_batch(rl_batch *b, int n, int32_t *const *ids, const int64_t *len) {
@@ -43,7 +35,8 @@ static void rows_batch(rl_batch *b, int n, int32_t *const *ids, const int64_t *l
 static void test_golden(void) {
     vc_model *m = NULL;
     CHECK_OK(vc_model_load("tests/fixtures/rm/qwen2_rm", &m));
-    cJSON *ref = load_json("tests/fixtures/rm/qwen2_rm/reference_rm.json");
+    cJSON *ref = NULL;
+    vc_json_load_file("tests/fixtures/rm/qwen2_rm/reference_rm.json", &ref);
     CHECK_MSG(m && ref, "tests/fixtures/rm/qwen2_rm: model or reference_rm.json missing");
     if (!m || !ref) return;
     CHECK(vc_model_cfg(m)->n_labels == 1);

@@ -7,28 +7,13 @@
  * Option and threshold errors are refused with a message naming the key. */
 #include "rl/rollout_corr.h"
 #include "verlc/core.h"
+#include "verlc/json.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static cJSON *load(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf) return NULL;
-    buf[got] = 0;
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    return j;
-}
 
 static void matrix(const cJSON *m, int B, int T, float *out) {
     for (int i = 0; i < B; i++)
@@ -147,7 +132,8 @@ static void test_parse(void) {
 
 int main(void) {
     test_parse();
-    cJSON *ref = load("tests/fixtures/rl/rollout_corr_reference.json");
+    cJSON *ref = NULL;
+    vc_json_load_file("tests/fixtures/rl/rollout_corr_reference.json", &ref);
     CHECK_MSG(ref != NULL, "tests/fixtures/rl/rollout_corr_reference.json: missing or not JSON");
     if (!ref) return vc_test_done();
     int n = 0;
