@@ -178,6 +178,10 @@ vc_status vc_model_score_head(vc_model *m, int label, float *w, float *bias);
 /* Per-token log p(target) and entropy [T] through the fused chunked head; target < 0 gives 0. */
 vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
                             vc_tensor **entropy);
+/* ... of the logits divided by `temperature` (verl's actor divides them by rollout.temperature; <= 0: 1),
+ * and sum_v p_v^2 per token into *sum_pi_sq when it is not NULL (verl's calculate_sum_pi_squared) */
+vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
+                               vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
 /* Recompute each decoder layer in backward instead of keeping its activations. */
 void vc_model_set_checkpointing(vc_model *m, int on);
 

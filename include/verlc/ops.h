@@ -52,10 +52,11 @@ vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap);
 vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W);
 /* sum_i x_i * w_i with constant weights (host array, uploaded) -> scalar [1] */
 vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w);
-/* fused LM head: per token log p(target) and entropy (both [T]); W [V, H], b [V] or NULL; target is a
- * host array (uploaded; NULL: no targets, logp 0) */
+/* fused LM head: per token log p(target) and entropy (both [T]) of softcap(h W^T + b) / temperature
+ * (temperature <= 0: 1); W [V, H], b [V] or NULL; target is a host array (uploaded; NULL: no targets,
+ * logp 0). sum_pi_sq (NULL: not computed) gets sum_v p_v^2 per token, without gradient. */
 vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, const int32_t *target, float softcap,
-                        vc_tensor **logp, vc_tensor **entropy);
+                        float temperature, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
 /* MoE: route [T, E] logits to top-k experts and run them: y [T, H] = sum_k w_tk * expert_k(x_t).
  * gate/up [E, I, H], down [E, H, I] stacked expert weights. */
 vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,

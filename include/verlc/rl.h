@@ -87,6 +87,19 @@ vc_status vc_adv_reinforce_pp_baseline(const float *rewards, const float *mask, 
 /* ReMax: ret_t = sum_{t'>=t} r mask; adv = ret - baseline_i * mask. baselines: [B]. */
 vc_status vc_adv_remax(const float *rewards, const float *baselines, const float *mask, int B, int T,
                        float *adv, float *ret);
+/* Optimal token baseline (verl's optimal_token_baseline; tir = 1: tir_optimal_token_baseline, whose steps
+ * are the response tokens only, for multi-turn responses with masked tool turns). Per prompt group and
+ * step, B = sum G W / (sum W + 1e-8) with G the reward-to-go and W the cumulative sum of
+ * (1 - 2 exp(old_logp) + sum_pi_sq) * is_w^2 (is_w NULL: 1); a group of one row has baseline 0.
+ * zero_tail (verl's handle_zero_tail: false for the plain one, true for TIR) zeroes the baseline of a
+ * unique longest row beyond the second longest. adv = (G - B) * mask, ret = G. */
+vc_status vc_adv_optimal_token_baseline(const float *rewards, const float *mask, const char *const *index,
+                                        const float *old_logp, const float *sum_pi_sq, const float *is_w, int B,
+                                        int T, int tir, int zero_tail, float *adv, float *ret);
+/* verl's variance-proxy metrics, summed over rows into sums (to be reduced, then divided by the rows):
+ * [0] proxy 2 (total power), [1] mean advantage squared, [2] score-norm proxy W. */
+void vc_variance_proxy_sums(const float *adv, const float *mask, const float *old_logp, const float *sum_pi_sq,
+                            const float *is_w, int B, int T, double sums[3]);
 /* Group ids from index strings, numbered in order of first appearance; gid: [B]. */
 vc_status vc_group_ids(const char *const *index, int B, int *gid, int *n_groups);
 

@@ -71,6 +71,7 @@ typedef struct vc_trainer_config {
     int micro_bs;            /* sequences per micro-batch when max_tokens <= 0 */
     int64_t max_tokens;      /* token budget per micro-batch (use_dynamic_bsz); <= 0: by count */
     int need_entropy;
+    float temperature;       /* log-probs and entropies of the logits divided by it (RL: rollout.temperature); <= 0: 1 */
     int checkpointing;       /* recompute layers in backward */
     /* Data parallelism (see "data parallelism" below). comm NULL (or one rank): none. Not owned. */
     vc_comm *comm;

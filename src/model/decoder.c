@@ -571,11 +571,16 @@ vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden) {
     return m->cfg.final_softcap > 0 ? vc_op_softcap(g, z, m->cfg.final_softcap) : z;
 }
 
-vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
-                            vc_tensor **entropy) {
+vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
+                               vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq) {
     if (no_lm_head(m, g)) return VC_ERR_UNSUPPORTED;
     return vc_op_lm_head(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B), target,
-                         m->cfg.final_softcap, logp, entropy);
+                         m->cfg.final_softcap, temperature, logp, entropy, sum_pi_sq);
+}
+
+vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, vc_tensor **logp,
+                            vc_tensor **entropy) {
+    return vc_model_logprobs_ex(m, g, hidden, target, 1.0f, logp, entropy, NULL);
 }
 
 /* ---- KV cache ---- */

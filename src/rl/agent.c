@@ -243,13 +243,13 @@ static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state 
 
 /* the samples of one engine call into their states; j-th request -> state req_state[j] (+ sample) */
 static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S, const int *req_state,
-                              const vc_rollout_sample *smp, int ns, int64_t max_resp) {
+                              const vc_rollout_sample *smp, int ns, const vc_sampling *sp, int64_t max_resp) {
     const rl_agent *a = t->agent;
     vc_status st = VC_OK;
     for (int i = 0; !st && i < ns; i++) {
         ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
         int64_t room = max_resp - (s->n - s->plen), k = smp[i].n_tokens < room ? smp[i].n_tokens : room;
-        if ((st = push(s, smp[i].tokens, smp[i].logp, k, 1, max_resp))) break;
+        if ((st = push(s, smp[i].tokens, rl_rollout_logp(t, &smp[i], sp), k, 1, max_resp))) break;
         s->finish = k < smp[i].n_tokens ? VC_FINISH_LENGTH : smp[i].finish;
         s->turns_a++;
         if (s->n - s->plen >= max_resp || !s->tools || (a->max_assistant && s->turns_a >= a->max_assistant) ||
@@ -356,7 +356,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         vc_rollout_sample *smp = NULL;
         int ns = 0;
         st = generate(t, r, nr, &sp, &smp, &ns);
-        if (!st) st = take_samples(t, d, S, req_state, smp, ns, max_resp);
+        if (!st) st = take_samples(t, d, S, req_state, smp, ns, &sp, max_resp);
         vc_rollout_samples_free(smp, ns);
         active = 0;
         for (int i = 0; i < NS; i++) active += !S[i].done;

@@ -43,12 +43,13 @@ typedef struct rl_batch {
     char **text;          /* [B] decoded response */
     float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */
     float *is_w;          /* [B,T] rollout-correction importance weights (algorithm.rollout_correction) */
+    float *sum_pi_sq;     /* [B,T] sum_v p_v^2 of the old policy (actor.calculate_sum_pi_squared) */
     float *score;         /* [B] sequence score */
     int have_old, have_ref, have_values;
 } rl_batch;
 vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);
 /* the [B,T] float arrays of a batch (mask first), RL_BATCH_ARRAYS of them */
-enum { RL_BATCH_ARRAYS = 10 };
+enum { RL_BATCH_ARRAYS = 11 };
 void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]);
 void rl_batch_free(rl_batch *b);
 
@@ -68,9 +69,11 @@ float *rl_mb_scatter(vc_graph *g, const rl_batch *b, const rl_mb *mb, const floa
 /* splits rows into consecutive groups (starts[0..k], starts[k] = n) by a token budget and/or a row count */
 int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int max_rows, int *starts);
 
-/* log-probs (and entropies) of the response tokens of rows [r0, r1) of the batch under m, no grad,
- * written into out[B,T] rows (entropy may be NULL); max_tokens bounds one forward's packed tokens. */
-vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out, float *entropy);
+/* log-probs of the response tokens of the batch's rows under m at `temperature` (verl's logits /
+ * rollout.temperature), no grad, written into out[B,T] (NULL: not kept), with the entropies and
+ * sum_v p_v^2 when those are not NULL; max_tokens bounds one forward's packed tokens. */
+vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,
+                            float *entropy, float *sum_pi_sq);
 
 /* ---- critic: backbone + scalar value head ---- */
 typedef struct rl_critic {

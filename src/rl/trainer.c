@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
-                                   "remax", "opo", "gpg", "grpo_vectorized", "rloo_vectorized", "grpo_passk", NULL };
+                                   "remax", "opo", "gpg", "grpo_vectorized", "rloo_vectorized", "grpo_passk",
+                                   "optimal_token_baseline", "tir_optimal_token_baseline", NULL };
 
 /* the peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak: the GPU's (bf16 tensor
  * cores with bf16 matmuls, else f32) when training on one, else the CPU's fp32 peak (vector width x FMA
@@ -56,7 +57,13 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.top_k", -1, &vtopk));
     TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.n", 1, &vn));
     TRY(get_int(c, "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 16384, &fwd));
+    const char *lpm = "processed_logprobs";
+    TRY(vc_config_get_str_or(c, "actor_rollout_ref.rollout.logprobs_mode", "processed_logprobs", &lpm));
     if (st) return st;
+    if (strcmp(lpm, "processed_logprobs") && strcmp(lpm, "raw_logprobs"))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.logprobs_mode: `%s` is not processed_logprobs or "
+                                   "raw_logprobs (the rollout's log-probs are the trainer's, not logits)", lpm);
+    t->raw_logprobs = !strcmp(lpm, "raw_logprobs");
     if (n < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.n must be >= 1 (got %lld)", (long long)n);
     if (bs < 1) return vc_fail(VC_ERR_ARG, "data.train_batch_size must be >= 1 (got %lld)", (long long)bs);
     if (maxr < 1) return vc_fail(VC_ERR_ARG, "data.max_response_length must be >= 1 (got %lld)", (long long)maxr);
@@ -362,12 +369,17 @@ static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.kl_coef", 0.001, &coef));
     TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.target_kl", 0.1, &target));
     TRY(vc_config_get_double_or(c, "algorithm.kl_ctrl.horizon", 10000, &horizon));
+    TRY(vc_config_get_bool_or(c, "actor_rollout_ref.actor.calculate_sum_pi_squared", 0, &t->calc_sum_pi_sq));
     if (st) return st;
     int known = 0;
     for (int i = 0; ADV_NAMES[i]; i++) known |= !strcmp(adv, ADV_NAMES[i]);
     if (!known)
         return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown estimator `%s` (gae, grpo, rloo, reinforce_plus_plus, "
-                                   "reinforce_plus_plus_baseline, remax, opo, gpg, grpo_vectorized, rloo_vectorized, grpo_passk)", adv);
+                                   "reinforce_plus_plus_baseline, remax, opo, gpg, grpo_vectorized, rloo_vectorized, "
+                                   "grpo_passk, optimal_token_baseline, tir_optimal_token_baseline)", adv);
+    if (strstr(adv, "optimal_token_baseline") && !t->calc_sum_pi_sq) /* verl's assertion */
+        return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator=%s needs sum_pi_squared from the actor: set "
+                                   "actor_rollout_ref.actor.calculate_sum_pi_squared=True", adv);
     snprintf(t->adv, sizeof t->adv, "%s", adv);
     if ((st = vc_kl_parse(klp, &t->kl_reward_spec))) return vc_fail_ctx(st, "algorithm.kl_penalty");
     if (!strcmp(ctrl, "adaptive")) st = vc_kl_ctrl_adaptive(&t->kl_ctrl, coef, target, horizon);

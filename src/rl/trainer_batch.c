@@ -21,7 +21,7 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
     b->text = vc_calloc((size_t)B, sizeof(char *));
     b->score = vc_calloc((size_t)B, sizeof(float));
     float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
-                    &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w };
+                    &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w, &b->sum_pi_sq };
     int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->score;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
     if (!ok) {
@@ -33,7 +33,7 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
 
 void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]) {
     float *f[RL_BATCH_ARRAYS] = { b->mask, b->rollout_logp, b->old_logp, b->ref_logp, b->values,
-                                  b->token_scores, b->rewards, b->adv, b->ret, b->is_w };
+                                  b->token_scores, b->rewards, b->adv, b->ret, b->is_w, b->sum_pi_sq };
     memcpy(out, f, sizeof f);
 }
 
@@ -151,26 +151,31 @@ vc_status rl_host_copy(vc_graph *g, const vc_tensor *t, float **out) {
     return st;
 }
 
-typedef struct { float *out, *ent; } lp_ctx;
+typedef struct {
+    float temp, *out, *ent, *sq;
+} lp_ctx;
 
 static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
     lp_ctx *c = ctx;
-    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL), *lp = NULL, *ent = NULL;
+    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL), *lp = NULL, *ent = NULL, *sq = NULL;
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    vc_status st = vc_model_logprobs(m, g, h, mb->tgt, &lp, c->ent ? &ent : NULL);
+    vc_status st = vc_model_logprobs_ex(m, g, h, mb->tgt, c->temp, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);
     if (st) return st;
-    /* log-probs and entropies live in backend memory: read them back, then gather on the host */
-    float *hl = NULL, *he = NULL;
-    st = rl_host_copy(g, lp, &hl);
-    if (!st && c->ent) st = rl_host_copy(g, ent, &he);
-    if (st) return st;
-    rl_mb_gather(b, mb, hl, c->out, 1);
-    if (c->ent) rl_mb_gather(b, mb, he, c->ent, 1);
+    /* log-probs, entropies and sums of squares live in backend memory: read them back, then gather on the host */
+    vc_tensor *t[3] = { lp, ent, sq };
+    float *dst[3] = { c->out, c->ent, c->sq };
+    for (int k = 0; k < 3; k++) {
+        float *host = NULL;
+        if (!dst[k]) continue;
+        if ((st = rl_host_copy(g, t[k], &host))) return st;
+        rl_mb_gather(b, mb, host, dst[k], 1);
+    }
     return VC_OK;
 }
 
-vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out, float *entropy) {
-    lp_ctx c = { out, entropy };
+vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,
+                            float *entropy, float *sum_pi_sq) {
+    lp_ctx c = { temperature, out, entropy, sum_pi_sq };
     return pass_rows(m, g, b, max_tokens, &c, lp_fn);
 }
 

@@ -40,6 +40,8 @@ struct vc_rl_trainer {
     /* algorithm */
     char adv[48];
     int norm_adv;
+    int calc_sum_pi_sq;         /* actor.calculate_sum_pi_squared: sum_v p_v^2 in the old-log-prob pass */
+    int raw_logprobs;           /* rollout.logprobs_mode=raw_logprobs (default processed_logprobs) */
     double gamma, lam;
     int use_kl_in_reward, need_ref;
     vc_kl_spec kl_reward_spec;
@@ -184,4 +186,11 @@ vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir);
 vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met);
 
 double rl_peak_flops(void);
+/* The rollout log-probs the batch keeps, by verl's rollout.logprobs_mode: processed_logprobs (its default,
+ * as vLLM returns them) under the distribution sampled from (temperature, top-k, top-p, min-p); the model's
+ * own (raw_logprobs, and greedy decoding) otherwise. */
+static inline const float *rl_rollout_logp(const vc_rl_trainer *t, const vc_rollout_sample *s, const vc_sampling *sp) {
+    return t->raw_logprobs || sp->greedy || !s->logp_sampled ? s->logp : s->logp_sampled;
+}
+
 #endif

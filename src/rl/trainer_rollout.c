@@ -116,7 +116,7 @@ static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, 
 static void samples_free(vc_rollout_sample *s, int n) { vc_rollout_samples_free(s, n); }
 
 static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, const vc_rollout_sample *smp,
-                            int ns, uint64_t step_key, rl_batch *b) {
+                            int ns, const vc_sampling *sp, uint64_t step_key, rl_batch *b) {
     int64_t tot = 0, T = 1;
     for (int i = 0; i < ns; i++) {
         tot += d->p[idx[smp[i].request]].len + smp[i].n_tokens;
@@ -133,9 +133,10 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
         b->rlen[i] = smp[i].n_tokens;
         b->prompt[i] = (int)idx[smp[i].request];
         b->finish[i] = smp[i].finish;
+        const float *lp = rl_rollout_logp(t, &smp[i], sp);
         for (int64_t j = 0; j < smp[i].n_tokens; j++) {
             b->mask[(size_t)i * b->T + j] = 1;
-            b->rollout_logp[(size_t)i * b->T + j] = smp[i].logp[j];
+            b->rollout_logp[(size_t)i * b->T + j] = lp[j];
         }
         char uid[64];
         snprintf(uid, sizeof uid, "%llu:%d", (unsigned long long)step_key, smp[i].request);
@@ -160,7 +161,7 @@ vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     vc_rollout_sample *smp = NULL;
     int ns = 0;
     vc_status st = generate(t, r, n, &sp, &smp, &ns);
-    if (!st) st = fill_batch(t, d, idx, smp, ns, step_key, b);
+    if (!st) st = fill_batch(t, d, idx, smp, ns, &sp, step_key, b);
     samples_free(smp, ns);
     free(r);
     if (st) rl_batch_free(b);

@@ -22,6 +22,11 @@ static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *ba
     if (!strcmp(a, "reinforce_plus_plus_baseline"))
         return vc_adv_reinforce_pp_baseline(b->rewards, b->mask, uid, B, T, b->adv, b->ret);
     if (!strcmp(a, "remax")) return vc_adv_remax(b->rewards, baselines, b->mask, B, T, b->adv, b->ret);
+    if (strstr(a, "optimal_token_baseline")) { /* verl passes the rollout IS weights when the batch has them */
+        int tir = !strcmp(a, "tir_optimal_token_baseline");
+        return vc_adv_optimal_token_baseline(b->rewards, b->mask, uid, b->old_logp, b->sum_pi_sq,
+                                             t->acfg.use_is ? b->is_w : NULL, B, T, tir, tir, b->adv, b->ret);
+    }
     return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown `%s`", a);
 }
 
@@ -186,6 +191,23 @@ static vc_status probs_diff(vc_rl_trainer *t, const rl_batch *b, const float *lp
     return st;
 }
 
+/* verl's variance_proxy/... metrics (with sum_pi_squared in the batch): the signal strength is the actor's
+ * gradient norm squared, 0 before the actor trains */
+static vc_status variance_proxy(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
+    double v[4] = { 0, 0, 0, b->B }, gn = 0;
+    vc_variance_proxy_sums(b->adv, b->mask, b->old_logp, b->sum_pi_sq, t->acfg.use_is ? b->is_w : NULL, b->B, b->T, v);
+    vc_status st = rl_dist_reduce(t, v, 4, VC_SUM);
+    if (st || v[3] < 1) return st;
+    int trained = rl_metrics_get(met, "actor/grad_norm", &gn);
+    double p1 = trained ? gn * gn : 0, p2 = v[0] / v[3];
+    rl_metrics_set(met, "variance_proxy/proxy1_signal_strength", p1);
+    rl_metrics_set(met, "variance_proxy/proxy2_total_power", p2);
+    rl_metrics_set(met, "variance_proxy/proxy3_pure_noise", trained && v[3] > 1 ? fmax(0.0, (p2 - p1) / (v[3] - 1)) : 0);
+    rl_metrics_set(met, "variance_proxy/expected_a_squared", v[1] / v[3]);
+    rl_metrics_set(met, "variance_proxy/expected_w", v[2] / v[3]);
+    return VC_OK;
+}
+
 /* this rank's block of the step's prompts; the global batch's rows, offset and longest response */
 static vc_status dp_layout(vc_rl_trainer *t, const rl_batch *b, int n_prompts, int lo, rl_dp *dp) {
     double T = b->T;
@@ -263,12 +285,16 @@ scored:;
     const rl_rc_cfg *rc = &t->acfg.rc;
     int corr = rc->is_level || rc->n_rs; /* decoupled rollout correction: needs the trainer's old log-probs */
     int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !corr;
+    /* log-probs of the logits divided by the rollout temperature, as verl's actor computes them */
+    float temp = t->samp.temperature;
+    float *sq = t->calc_sum_pi_sq ? b.sum_pi_sq : NULL; /* verl's actor.calculate_sum_pi_squared */
     if (!st && rc->bypass) { /* bypass mode: the rollout's log-probs are the old policy's, no recomputation */
         memcpy(b.old_logp, b.rollout_logp, sizeof(float) * (size_t)b.B * b.T);
         b.have_old = 1;
-    } else if (!st && !on_policy) {
+        if (sq) st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, temp, NULL, NULL, sq);
+    } else if (!st && (!on_policy || sq)) {
         t0 = vc_now();
-        st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, b.old_logp, NULL);
+        st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, temp, b.old_logp, NULL, sq);
         b.have_old = !st;
         if (!st) st = probs_diff(t, &b, b.old_logp, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
@@ -277,7 +303,7 @@ scored:;
         t0 = vc_now();
         /* under LoRA without a named reference model: the actor with its adapters off is the base model */
         int was = t->ref ? 0 : vc_model_lora_enable(t->actor, 0);
-        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->fwd_tokens, b.ref_logp, NULL);
+        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->fwd_tokens, temp, b.ref_logp, NULL, NULL);
         if (!t->ref) vc_model_lora_enable(t->actor, was);
         b.have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);
@@ -326,6 +352,7 @@ scored:;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
     }
     if (!st) st = rl_data_metrics(t, &b, met);
+    if (!st && t->calc_sum_pi_sq && b.have_old) st = variance_proxy(t, &b, met);
     if (!st && t->rollout_dir) st = rl_dump_batch(t, t->train, &b, t->rollout_dir);
     double tokens = tokens_of(&b);
     if (!st) st = rl_dist_reduce(t, &tokens, 1, VC_SUM);

@@ -57,7 +57,12 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     snprintf(k, sizeof k, "%s.enable_gradient_checkpointing",
              strcmp(prefix, "critic") ? "actor_rollout_ref.model" : "critic.model");
     if (!st) st = vc_config_get_bool_or(cfg, k, 0, &tc.checkpointing);
+    double temp = 1;
+    /* the actor's log-probs and entropies are those of logits / rollout.temperature, as in verl */
+    if (!st && strcmp(prefix, "critic"))
+        st = vc_config_get_double_or(cfg, "actor_rollout_ref.rollout.temperature", 1.0, &temp);
     if (st) return st;
+    tc.temperature = temp > 0 ? (float)temp : 1.0f;
     tc.adamw.lr = tc.sched.base_lr;
     tc.need_entropy = !loss_on_hidden;
     tc.extra_params = extra;

@@ -61,6 +61,14 @@ typedef struct vc_route_desc {
     const float *bias;    /* e_score_correction_bias: affects selection only */
 } vc_route_desc;
 
+/* The fused LM head's shape: T tokens of H hidden values, V vocabulary rows; logits are
+ * softcap(h W^T + b) * scale (softcap <= 0: none; scale is 1 / the sampling temperature, as verl divides the
+ * actor's logits by rollout.temperature). */
+typedef struct vc_head_desc {
+    int64_t T, H, V;
+    float softcap, scale;
+} vc_head_desc;
+
 /* One logits row to sample from (host memory). Knobs as in vc_sampling: temperature > 0 (ignored when
  * greedy); top_k <= 0 or >= V: off; top_p >= 1: off; min_p == 0: off. The row's draws are outputs
  * [first, first + n), each with its uniform u[first + i] in [0, 1) (n > 1: several samples of one row). */
@@ -122,12 +130,13 @@ typedef struct vc_backend {
      * activation only a GEMM reads, kept in bf16) */
     void (*act_mul_fwd_bf16)(void *y, const float *g, const float *u, int64_t n, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
-     * z_t = softcap(h_t W^T + b); lse saved for backward. target < 0: logp is 0. */
-    void (*lm_head_fwd)(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
-                        const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap);
+     * sumsq[t] = sum_v softmax(z_t)_v^2 (NULL: not computed; no gradient), z_t = softcap(h_t W^T + b) * scale
+     * (d: host memory); lse saved for backward. target < 0: logp is 0. */
+    void (*lm_head_fwd)(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
+                        const float *b, const int32_t *target, const vc_head_desc *d);
     void (*lm_head_bwd)(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
-                        int64_t T, int64_t H, int64_t V, float softcap);
+                        const vc_head_desc *d);
     /* top-k routing: weights[T,k] and expert ids[T,k] from router logits[T,E] */
     void (*route_fwd)(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
     void (*route_bwd)(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,

@@ -162,27 +162,31 @@ typedef struct {
     float *lse;
     const int32_t *target;
     vc_tensor *ent;
-    float cap;
+    vc_head_desc d;
 } head_saved;
 
 static void head_bw(vc_graph *g, vc_node *n);
 
 vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, const int32_t *target, float softcap,
-                        vc_tensor **logp, vc_tensor **entropy) {
+                        float temperature, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq) {
     *logp = NULL;
     if (entropy) *entropy = NULL;
+    if (sum_pi_sq) *sum_pi_sq = NULL;
     if (!h || !W) return vc_graph_status(g);
     int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
     vc_tensor *lp = vc_tensor_new(g, 1, &T, 0), *en = vc_tensor_new(g, 1, &T, 0);
+    vc_tensor *sq = sum_pi_sq ? vc_tensor_new(g, 1, &T, 0) : NULL;
     head_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     int32_t *tg = target ? vc_graph_upload(g, target, (size_t)T * 4) : NULL;
-    if (!lp || !en || !s || (target && !tg)) return vc_graph_status(g);
+    if (!lp || !en || !s || (target && !tg) || (sum_pi_sq && !sq)) return vc_graph_status(g);
     s->lse = vc_graph_dalloc(g, (size_t)T * 4, 0);
     if (!s->lse) return vc_graph_status(g);
     s->target = tg;
-    s->cap = softcap;
+    s->d = (vc_head_desc){ .T = T, .H = H, .V = V, .softcap = softcap,
+                           .scale = temperature > 0 ? 1.0f / temperature : 1.0f };
     s->ent = en;
-    vc_be()->lm_head_fwd(lp->data, en->data, s->lse, h->data, W->data, b ? b->data : NULL, tg, T, H, V, softcap);
+    vc_be()->lm_head_fwd(lp->data, en->data, sq ? sq->data : NULL, s->lse, h->data, W->data, b ? b->data : NULL, tg,
+                         &s->d);
     vc_tensor *in[3] = { h, W, b };
     /* one node serves both outputs: its gradient buffer for logp is allocated now so the node runs
      * even when only the entropy receives a gradient */
@@ -194,16 +198,16 @@ vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, c
     }
     *logp = lp;
     if (entropy) *entropy = en;
+    if (sum_pi_sq) *sum_pi_sq = sq;
     return VC_OK;
 }
 
 static void head_bw(vc_graph *g, vc_node *n) {
     vc_tensor *h = n->in[0], *W = n->in[1], *b = n->in[2];
     head_saved *s = n->saved;
-    int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
     float *dh = h->requires_grad ? vc_tensor_grad(g, h) : NULL;
     float *dW = W->requires_grad ? vc_tensor_grad(g, W) : NULL;
     float *db = b && b->requires_grad ? vc_tensor_grad(g, b) : NULL;
     vc_be()->lm_head_bwd(dh, dW, db, n->out->grad, s->ent->grad, s->lse, s->ent->data, h->data, W->data,
-                         b ? b->data : NULL, s->target, T, H, V, s->cap);
+                         b ? b->data : NULL, s->target, &s->d);
 }

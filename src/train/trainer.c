@@ -18,6 +18,7 @@ void vc_trainer_config_default(vc_trainer_config *c) {
     c->grad_clip = 1.0;
     c->agg = VC_AGG_TOKEN_MEAN;
     c->micro_bs = 1;
+    c->temperature = 1.0f;
 }
 
 /* n items in order into k contiguous groups whose sizes differ by at most one (ZeRO-3's equal counts;
@@ -249,7 +250,9 @@ static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx
     if (!st && t->cfg.loss_on_hidden) {
         if (!fn) return vc_fail(VC_ERR_ARG, "trainer: loss_on_hidden needs a loss callback");
         logp = h;
-    } else if (!st) st = vc_model_logprobs(t->model, g, h, mb->target, &logp, t->cfg.need_entropy ? &ent : NULL);
+    } else if (!st)
+        st = vc_model_logprobs_ex(t->model, g, h, mb->target, t->cfg.temperature, &logp, t->cfg.need_entropy ? &ent : NULL,
+                                  NULL);
     if (!st) st = fn ? fn(ctx, g, mb, logp, ent, &L) : ((L = vc_op_dot_const(g, logp, m->negw)) ? VC_OK
                                                                                                  : vc_graph_status(g));
     if (!st && !L) st = vc_fail(VC_ERR_INTERNAL, "loss callback returned no tensor");

@@ -232,21 +232,23 @@ static void test_act(void) {
 }
 
 /* ---- fused LM head ---- */
-static void lm_case(int64_t T, int64_t H, int64_t V, int bias, float cap, const char *slice) {
-    printf("lm head T=%lld H=%lld V=%lld bias=%d softcap=%g%s%s\n", (long long)T, (long long)H, (long long)V, bias,
-           cap, slice ? " slice rows " : "", slice ? slice : "");
+static void lm_case(int64_t T, int64_t H, int64_t V, int bias, float cap, float temp, const char *slice) {
+    printf("lm head T=%lld H=%lld V=%lld bias=%d softcap=%g temperature=%g%s%s\n", (long long)T, (long long)H,
+           (long long)V, bias, cap, temp, slice ? " slice rows " : "", slice ? slice : "");
+    vc_head_desc hd = { .T = T, .H = H, .V = V, .softcap = cap, .scale = 1.0f / temp };
     if (slice) setenv("VERLC_CUDA_HEAD_SLICE", slice, 1);
     float *h = hrand((size_t)(T * H), 1), *W = hrand((size_t)(V * H), 0.2f), *b = bias ? hrand((size_t)V, 1) : NULL;
     int32_t *tg = (int32_t *)hbuf((size_t)T);
     for (int64_t t = 0; t < T; t++) tg[t] = t % 7 == 3 ? -1 : (int32_t)((t * 2654435761u) % (uint64_t)V);
-    float *logp = hbuf((size_t)T), *ent = hbuf((size_t)T), *lse = hbuf((size_t)T);
+    float *logp = hbuf((size_t)T), *ent = hbuf((size_t)T), *lse = hbuf((size_t)T), *sq = hbuf((size_t)T);
     float *gh = dup_f(h, T * H), *gW = dup_f(W, V * H), *gb = b ? dup_f(b, V) : NULL;
     int32_t *gtg = dcopy(tg, (size_t)T * 4);
-    float *glogp = dup_f(logp, T), *gent = dup_f(ent, T), *glse = dup_f(lse, T);
-    C->lm_head_fwd(logp, ent, lse, h, W, b, tg, T, H, V, cap);
-    G->lm_head_fwd(glogp, gent, glse, gh, gW, gb, gtg, T, H, V, cap);
+    float *glogp = dup_f(logp, T), *gent = dup_f(ent, T), *glse = dup_f(lse, T), *gsq = dup_f(sq, T);
+    C->lm_head_fwd(logp, ent, sq, lse, h, W, b, tg, &hd);
+    G->lm_head_fwd(glogp, gent, gsq, glse, gh, gW, gb, gtg, &hd);
     cmp("lm head fwd logp", glogp, logp, (size_t)T, TOL);
     cmp("lm head fwd entropy", gent, ent, (size_t)T, TOL);
+    cmp("lm head fwd sum p^2", gsq, sq, (size_t)T, TOL);
     cmp("lm head fwd lse", glse, lse, (size_t)T, TOL);
     float *dlogp = hrand((size_t)T, 1), *dent = hrand((size_t)T, 1);
     float *dh = hrand((size_t)(T * H), 1), *dW = hrand((size_t)(V * H), 0.01f), *db = bias ? hrand((size_t)V, 1) : NULL;
@@ -254,8 +256,8 @@ static void lm_case(int64_t T, int64_t H, int64_t V, int bias, float cap, const 
     float *gdb = db ? dup_f(db, V) : NULL;
     /* the GPU backward uses the CPU forward's lse/entropy so the comparison isolates the backward */
     float *glse_c = dup_f(lse, T), *gent_c = dup_f(ent, T);
-    C->lm_head_bwd(dh, dW, db, dlogp, dent, lse, ent, h, W, b, tg, T, H, V, cap);
-    G->lm_head_bwd(gdh, gdW, gdb, gdlogp, gdent, glse_c, gent_c, gh, gW, gb, gtg, T, H, V, cap);
+    C->lm_head_bwd(dh, dW, db, dlogp, dent, lse, ent, h, W, b, tg, &hd);
+    G->lm_head_bwd(gdh, gdW, gdb, gdlogp, gdent, glse_c, gent_c, gh, gW, gb, gtg, &hd);
     cmp("lm head bwd dh (accumulated)", gdh, dh, (size_t)(T * H), TOL);
     cmp("lm head bwd dW (accumulated)", gdW, dW, (size_t)(V * H), TOL);
     if (db) cmp("lm head bwd db (accumulated)", gdb, db, (size_t)V, TOL);
@@ -414,8 +416,8 @@ int main(void) {
     test_act();
     check_sticky("dense ops");
     release_all();
-    lm_case(64, 256, 151936, 0, 0.0f, NULL);
-    lm_case(37, 96, 5003, 1, 30.0f, "1000");
+    lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);
+    lm_case(37, 96, 5003, 1, 30.0f, 0.7f, "1000");
     test_route();
     test_optim();
     check_sticky("routing / optimiser");

@@ -540,9 +540,10 @@ static void test_gemm_bf16(void) {
     for (int64_t i = 0; i < T * H; i++) h[i] = bf16_round(h[i]);
     for (int64_t i = 0; i < V * H; i++) W[i] = bf16_round(W[i]);
     float *logp = hbuf((size_t)T), *ent = hbuf((size_t)T), *lse = hbuf((size_t)T);
-    C->lm_head_fwd(logp, ent, lse, h, W, NULL, tg, T, H, V, 0.0f);
+    vc_head_desc hd = { .T = T, .H = H, .V = V, .softcap = 0.0f, .scale = 1.0f };
+    C->lm_head_fwd(logp, ent, NULL, lse, h, W, NULL, tg, &hd);
     vc_set_matmul_precision(VC_PREC_BF16);
-    G->lm_head_fwd(glogp, gent, glse, gh, gW, NULL, gtg, T, H, V, 0.0f);
+    G->lm_head_fwd(glogp, gent, NULL, glse, gh, gW, NULL, gtg, &hd);
     vc_set_matmul_precision(VC_PREC_F32);
     cmp("lm head fwd bf16 logp", glogp, logp, (size_t)T, 1e-5);
     cmp("lm head fwd bf16 entropy", gent, ent, (size_t)T, 1e-5);

@@ -3,6 +3,7 @@
  * Each must fail fast with a message naming the file:line, key or program; none may hang. */
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
+#include "verlc/report.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
 #include <stdarg.h>
@@ -72,6 +73,46 @@ static void setup(void) {
     put("hang.sh", "#!/bin/sh\nexec sleep 60\n", 1);
     put("nonnum.sh", "#!/bin/sh\nwhile read line; do echo '{\"score\": \"high\"}'; done\n", 1);
     put("good.sh", "#!/bin/sh\nwhile read line; do echo '{\"score\": 0.5}'; done\n", 1);
+}
+
+/* the last value of a metric of the last run (NAN when missing) */
+static double last_metric(const char *name) {
+    char *p = vc_path_join(dir, "run/metrics.jsonl");
+    vc_metrics *m = NULL;
+    double v = NAN;
+    if (vc_metrics_read(p, &m) == VC_OK && m) {
+        const vc_metric_series *se = vc_metrics_find(m, name);
+        if (se && se->n) v = se->y[se->n - 1];
+    }
+    vc_metrics_free(m);
+    free(p);
+    return v;
+}
+
+/* verl's actor divides its logits by rollout.temperature, and the rollout's log-probs are vLLM's
+ * processed ones (temperature applied): the two agree at 0.7 (rollout_is forces the old-log-prob pass),
+ * while the model's raw log-probs (logprobs_mode=raw_logprobs) do not. The optimal token baseline runs
+ * with sum_pi_squared and reports verl's variance-proxy metrics. */
+static void temperature_and_otb(void) {
+    const char *base = "actor_rollout_ref.rollout.temperature=0.7|algorithm.rollout_correction.rollout_is=token";
+    char e[512];
+    CHECK_OK(run(base, NULL));
+    double same = last_metric("training/rollout_probs_diff_max");
+    snprintf(e, sizeof e, "%s|actor_rollout_ref.rollout.logprobs_mode=raw_logprobs", base);
+    CHECK_OK(run(e, NULL));
+    double raw = last_metric("training/rollout_probs_diff_max");
+    CHECK_MSG(same < 1e-4 && raw > 1e-2, "rollout vs trainer probabilities at temperature 0.7: %g processed, %g raw",
+              same, raw);
+    printf("  rollout vs trainer at temperature 0.7: max |p diff| %.2g (processed log-probs), %.2g (raw)\n", same, raw);
+    for (int tir = 0; tir < 2; tir++) {
+        snprintf(e, sizeof e, "%s|algorithm.adv_estimator=%soptimal_token_baseline|"
+                 "actor_rollout_ref.actor.calculate_sum_pi_squared=true", base, tir ? "tir_" : "");
+        CHECK_OK(run(e, NULL));
+        double p2 = last_metric("variance_proxy/proxy2_total_power"), w = last_metric("variance_proxy/expected_w");
+        double p1 = last_metric("variance_proxy/proxy1_signal_strength"), gn = last_metric("actor/grad_norm");
+        CHECK_MSG(isfinite(p2) && p2 >= 0 && w > 0 && fabs(p1 - gn * gn) < 1e-6 * (1 + p1),
+                  "%s: variance proxies %g %g %g (grad_norm %g)", e, p2, w, p1, gn);
+    }
 }
 
 int main(void) {
@@ -156,6 +197,10 @@ int main(void) {
         "algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=reinforce|"
         "algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_rs=seq_max_k2|"
         "algorithm.rollout_correction.rollout_rs_threshold=1",
+        "algorithm.adv_estimator=optimal_token_baseline|actor_rollout_ref.actor.calculate_sum_pi_squared=true|"
+        "algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=ppo_clip",
+        "algorithm.adv_estimator=tir_optimal_token_baseline|actor_rollout_ref.actor.calculate_sum_pi_squared=true|"
+        "actor_rollout_ref.rollout.multi_turn.enable=true|actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml",
         "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
         "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov|actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1",
@@ -175,6 +220,9 @@ int main(void) {
         CHECK_MSG(s2 == VC_OK, "[%s] %s", OK_RUNS[i], vc_last_error());
     }
     expect("actor_rollout_ref.model.path=/nonexistent/model", VC_ERR_IO, "/nonexistent/model", NULL);
+    expect("algorithm.adv_estimator=optimal_token_baseline", VC_ERR_ARG, "calculate_sum_pi_squared=True", NULL);
+    expect("actor_rollout_ref.rollout.logprobs_mode=raw_logits", VC_ERR_ARG, "logprobs_mode", "raw_logits");
+    temperature_and_otb();
     if (!vc_t_fail) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -93,7 +93,7 @@ static void test_descent(void) {
     rl_batch b;
     make_batch(&b);
     vc_graph *g = vc_graph_new();
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, b.old_logp, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, b.old_logp, NULL, NULL));
     /* packed positions: row 2's log-probs equal a one-row forward */
     rl_batch one;
     CHECK_OK(rl_batch_alloc(&one, 1, 4, b.cu[3] - b.cu[2]));
@@ -101,7 +101,7 @@ static void test_descent(void) {
     one.cu[1] = b.cu[3] - b.cu[2];
     one.plen[0] = b.plen[2];
     one.rlen[0] = b.rlen[2];
-    CHECK_OK(rl_batch_logprobs(m, g, &one, 0, one.old_logp, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, &one, 0, 1.0f, one.old_logp, NULL, NULL));
     for (int j = 0; j < 4; j++) CHECK_NEAR(one.old_logp[j], b.old_logp[2 * 4 + j], 1e-5);
     rl_batch_free(&one);
     rl_actor_cfg c = { .ppo_epochs = 3, .mini_rows = 5 };
@@ -113,7 +113,7 @@ static void test_descent(void) {
     CHECK_OK(rl_update_actor(&tr, &b, &c, 0, &met));
     CHECK(tr.step == 3);
     float lp[20];
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, lp, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, lp, NULL, NULL));
     CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp, lp, b.adv, b.mask, 5, 4, &c.pg, NULL, &after, &pm, NULL));
     CHECK_MSG(after < before - 1e-3, "policy loss did not fall: %g -> %g", before, after);
     rl_metrics_free(&met);
@@ -180,7 +180,9 @@ static void test_critic(void) {
     CHECK_MSG(a1 < 0.7 * a0, "value loss did not fall: %g -> %g", a0, a1);
 }
 
-/* the rollout engine's log-probs (pre-temperature) against the trainer's recomputation */
+/* the rollout engine's log-probs against the trainer's recomputation: the model's own (raw) against the
+ * trainer at temperature 1, and those of the distribution sampled from (vLLM's processed_logprobs, verl's
+ * default) against the trainer at the sampling temperature, as verl's actor divides its logits by it */
 static void test_rollout_logprobs(void) {
     vc_model *m = make_model("d");
     vc_rollout_engine *e = NULL;
@@ -205,11 +207,18 @@ static void test_rollout_logprobs(void) {
         b.rlen[i] = out[i].n_tokens;
     }
     vc_graph *g = vc_graph_new();
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, b.old_logp, NULL));
-    double mx = 0;
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, b.old_logp, NULL, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 0.7f, b.ref_logp, NULL, NULL));
+    double mx = 0, mt = 0, gap = 0;
     for (int i = 0; i < n; i++)
-        for (int64_t j = 0; j < out[i].n_tokens; j++) mx = fmax(mx, fabs(out[i].logp[j] - b.old_logp[i * 6 + j]));
+        for (int64_t j = 0; j < out[i].n_tokens; j++) {
+            mx = fmax(mx, fabs(out[i].logp[j] - b.old_logp[i * 6 + j]));
+            mt = fmax(mt, fabs(out[i].logp_sampled[j] - b.ref_logp[i * 6 + j]));
+            gap = fmax(gap, fabs(b.old_logp[i * 6 + j] - b.ref_logp[i * 6 + j]));
+        }
     CHECK_MSG(mx < 1e-4, "rollout vs trainer log-prob max diff %g", mx);
+    CHECK_MSG(mt < 1e-4, "rollout (processed, temperature 0.7) vs trainer at 0.7: max diff %g", mt);
+    CHECK_MSG(gap > 1e-2, "the temperature changed the trainer's log-probs by only %g", gap);
     vc_graph_free(g);
     rl_batch_free(&b);
     vc_rollout_samples_free(out, n);
@@ -238,7 +247,7 @@ static void run_bypass(const bypass_case *bc, int micro_rows, double *got, doubl
     make_batch(&b);
     vc_graph *g = vc_graph_new();
     float lp[20], eff[20], w[20];
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, lp, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, lp, NULL, NULL));
     for (int k = 0; k < 20; k++) /* the rollout policy: the model's log-probs, perturbed */
         b.rollout_logp[k] = b.old_logp[k] = lp[k] + (b.mask[k] > 0 ? 0.4f * vc_rng_normal(21, k, 0, 0) : 0.0f);
     b.old_logp[9] = b.rollout_logp[9] = lp[9] - 1.5f; /* a token far off the rollout policy */

@@ -122,10 +122,10 @@ static int64_t qstart[3] = { 0, 5, 12 };
 static vc_tensor *b_attn(vc_graph *g, vc_tensor **in) { return vc_op_attention(g, in[0], in[1], in[2], &ad); }
 
 static int32_t targets[6] = { 2, 9, 0, 4, -1, 7 };
-static float head_cap;
+static float head_cap, head_temp = 1.0f;
 static vc_tensor *b_head(vc_graph *g, vc_tensor **in) {
     vc_tensor *lp, *en;
-    vc_op_lm_head(g, in[0], in[1], in[2], targets, head_cap, &lp, &en);
+    vc_op_lm_head(g, in[0], in[1], in[2], targets, head_cap, head_temp, &lp, &en, NULL);
     /* mix both outputs so each gradient path is exercised */
     return vc_op_add(g, lp, vc_op_scale(g, en, 0.7f));
 }
@@ -189,11 +189,14 @@ static void run_all(void) {
         make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1);
         check_op(cases[c].name, b_attn, 3, 1e-2f, 5e-3f);
     }
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
         head_cap = c ? 3.0f : 0.0f;
+        head_temp = c == 2 ? 0.6f : 1.0f; /* verl's logits / rollout.temperature */
         make(0, 2, 6, 8, 0, 1); make(1, 2, 11, 8, 0, 1); make(2, 1, 11, 0, 0, 1);
-        check_op(c ? "lm_head softcap" : "lm_head", b_head, 3, 1e-2f, 5e-3f);
+        const char *nm[] = { "lm_head", "lm_head softcap", "lm_head softcap temperature 0.6" };
+        check_op(nm[c], b_head, 3, 1e-2f, 5e-3f);
     }
+    head_temp = 1.0f;
     /* MoE: softmax top-2 renormalised; sigmoid grouped (DeepSeek-V3 style) */
     for (int c = 0; c < 3; c++) {
         memset(&rdesc, 0, sizeof rdesc);
@@ -314,6 +317,60 @@ static void check_grad_reuse(void) {
     vc_be()->free(dgrad[0]);
 }
 
+/* The head's forward values against a host computation from explicit logits: log p(target), entropy and
+ * sum_v p_v^2 of softcap(h W^T + b) / temperature, with enough tokens that the vocabulary is walked in
+ * several slices (the CPU backend slices at 32 MiB of logits), so the statistics' merge is exercised. */
+static void check_head_values(void) {
+    const int64_t T = 2048, H = 8, V = 9001;
+    const float cap = 4.0f, temp = 0.7f;
+    make(0, 2, T, H, 0, 1); make(1, 2, V, H, 0, 1); make(2, 1, V, 0, 0, 1);
+    int32_t *tg = malloc(sizeof(int32_t) * T);
+    for (int64_t t = 0; t < T; t++) tg[t] = t % 5 == 2 ? -1 : (int32_t)((t * 7919) % V);
+    vc_graph *g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    vc_tensor *lp = NULL, *en = NULL, *sq = NULL;
+    CHECK_OK(vc_op_lm_head(g, &params[0], &params[1], &params[2], tg, cap, temp, &lp, &en, &sq));
+    float *hl = malloc(4 * T), *he = malloc(4 * T), *hs = malloc(4 * T);
+    double *z = malloc(sizeof(double) * V), worst[3] = { 0, 0, 0 };
+    CHECK_OK(vc_tensor_read(lp, hl));
+    CHECK_OK(vc_tensor_read(en, he));
+    CHECK_OK(vc_tensor_read(sq, hs));
+    for (int64_t t = 0; t < T; t++) {
+        double mx = -1e300, s = 0, a = 0, q = 0;
+        for (int64_t v = 0; v < V; v++) {
+            double x = pdata[2][v];
+            for (int64_t k = 0; k < H; k++) x += (double)pdata[0][t * H + k] * pdata[1][v * H + k];
+            z[v] = cap * tanh(x / cap) / temp;
+            mx = z[v] > mx ? z[v] : mx;
+        }
+        for (int64_t v = 0; v < V; v++) s += exp(z[v] - mx);
+        double lse = mx + log(s);
+        for (int64_t v = 0; v < V; v++) {
+            double p = exp(z[v] - lse);
+            a += p * z[v];
+            q += p * p;
+        }
+        double want[3] = { tg[t] >= 0 ? z[tg[t]] - lse : 0, lse - a, q }, got[3] = { hl[t], he[t], hs[t] };
+        for (int k = 0; k < 3; k++) {
+            double e = fabs(got[k] - want[k]) / (k == 2 ? want[k] : 1);
+            worst[k] = e > worst[k] ? e : worst[k];
+        }
+    }
+    CHECK_MSG(worst[0] < 2e-5 && worst[1] < 2e-5 && worst[2] < 2e-5,
+              "%s lm_head at temperature %.1f: max error log-prob %.2e, entropy %.2e, sum p^2 (relative) %.2e",
+              vc_be()->name, temp, worst[0], worst[1], worst[2]);
+    printf("%-4s lm_head values at temperature %.1f, softcap %.0f, %lld tokens x %lld vocabulary: max error "
+           "log-prob %.2e, entropy %.2e, sum p^2 %.2e (relative)\n", vc_be()->name, temp, cap, (long long)T,
+           (long long)V, worst[0], worst[1], worst[2]);
+    vc_graph_free(g);
+    for (int i = 0; i < 3; i++) {
+        free(pdata[i]);
+        vc_be()->free(ddata[i]);
+        vc_be()->free(dgrad[i]);
+    }
+    free(tg); free(hl); free(he); free(hs); free(z);
+}
+
 int main(void) {
     vc_set_threads(2);
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
@@ -321,6 +378,7 @@ int main(void) {
         rng = 88172645463325252ull; /* the same data on both backends */
         vc_set_backend(bes[b]);
         run_all();
+        check_head_values();
         check_bf16_acts();
         check_grad_reuse();
         CHECK_OK(vc_be()->sync());

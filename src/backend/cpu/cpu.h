@@ -15,11 +15,11 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
 void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);
-void vc_cpu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
-                        const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap);
+void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
+                         const float *b, const int32_t *target, const vc_head_desc *d);
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
-                        const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
-                        int64_t T, int64_t H, int64_t V, float softcap);
+                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
+                         const vc_head_desc *d);
 void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
 void vc_cpu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                       const vc_route_desc *d);

@@ -1,6 +1,6 @@
 /* Fused LM head: the vocabulary is walked in slices; for each slice the logits of every token are one
- * GEMM, and per-token running statistics (max, sum of exponentials, sum of exponentials times logit)
- * are merged across slices, so a [tokens x vocabulary] matrix never exists and the weight matrix is
+ * GEMM, and per-token running statistics (max, sum of exponentials, sum of exponentials times logit, and
+ * when asked the sum of squared exponentials, for sum_v p_v^2) are merged across slices, so a [tokens x vocabulary] matrix never exists and the weight matrix is
  * read once per pass. Backward recomputes each slice's logits. */
 #include "cpu.h"
 #include "core/vmath.h"
@@ -11,13 +11,13 @@
 #define SLICE_BYTES ((int64_t)32 << 20) /* logits scratch per slice */
 
 typedef struct {
-    double *m, *s, *a; /* running max, sum e^(z-m), sum e^(z-m) (z-m) per token */
+    double *m, *s, *a, *q; /* running max, sum e^(z-m), sum e^(z-m) (z-m), sum e^(2(z-m)) (NULL: off) per token */
     float *logp;
     float *Z;
     const float *b, *dlogp, *dent, *lse, *ent;
     const int32_t *target;
     int64_t v0, nv, T;
-    float cap;
+    float cap, scale;
 } head_ctx;
 
 static int64_t slice_rows(int64_t T, int64_t V) {
@@ -27,11 +27,17 @@ static int64_t slice_rows(int64_t T, int64_t V) {
     return nv < V ? nv : V;
 }
 
+/* raw logits -> softcap(z + b); the temperature scale is applied by the callers */
 static void bias_cap(float *z, const float *b, int64_t n, float cap) {
     if (b)
         for (int64_t v = 0; v < n; v++) z[v] += b[v];
     if (cap > 0)
         for (int64_t v = 0; v < n; v++) z[v] = cap * tanhf(z[v] / cap);
+}
+
+static void scale_row(float *z, int64_t n, float scale) {
+    if (scale != 1.0f)
+        for (int64_t v = 0; v < n; v++) z[v] *= scale;
 }
 
 static void fwd_rows(void *p, int64_t blk) {
@@ -42,34 +48,37 @@ static void fwd_rows(void *p, int64_t blk) {
     for (int64_t t = blk * 16; t < t1; t++) {
         float *z = c->Z + t * c->nv;
         bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
+        scale_row(z, c->nv, c->scale);
         float mx = -INFINITY;
         for (int64_t v = 0; v < c->nv; v++) mx = z[v] > mx ? z[v] : mx;
         int32_t y = c->target ? c->target[t] : -1;
         if (y >= c->v0 && y < c->v0 + c->nv) c->logp[t] = z[y - c->v0]; /* raw logit; lse subtracted at the end */
         for (int64_t v = 0; v < c->nv; v++) d[v] = z[v] - mx;
         vc_exp_shift(z, d, c->nv, 0.0f);
-        double s = vc_sum_f64(z, c->nv), a = vc_dot_f64(z, d, c->nv);
-        /* merge (mx, s, a) into the running statistics */
+        double s = vc_sum_f64(z, c->nv), a = vc_dot_f64(z, d, c->nv), q = c->q ? vc_dot_f64(z, z, c->nv) : 0;
+        /* merge (mx, s, a, q) into the running statistics */
         double M = c->m[t], m2 = mx;
         if (M == -INFINITY) {
             c->m[t] = m2;
             c->s[t] = s;
             c->a[t] = a;
+            if (c->q) c->q[t] = q;
         } else {
             double nm = M > m2 ? M : m2, f1 = exp(M - nm), f2 = exp(m2 - nm);
             c->a[t] = f1 * (c->a[t] + (M - nm) * c->s[t]) + f2 * (a + (m2 - nm) * s);
             c->s[t] = f1 * c->s[t] + f2 * s;
+            if (c->q) c->q[t] = f1 * f1 * c->q[t] + f2 * f2 * q;
             c->m[t] = nm;
         }
     }
     free(d);
 }
 
-void vc_cpu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
-                        const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap) {
-    int64_t nv = slice_rows(T, V);
+void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
+                        const float *b, const int32_t *target, const vc_head_desc *hd) {
+    int64_t T = hd->T, H = hd->H, V = hd->V, nv = slice_rows(T, V);
     float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
-    double *st = vc_malloc((size_t)T * 3 * sizeof(double));
+    double *st = vc_malloc((size_t)T * 4 * sizeof(double));
     float *raw = logp ? logp : vc_malloc((size_t)T * sizeof(float));
     if (!Z || !st || !raw) goto out;
     for (int64_t t = 0; t < T; t++) {
@@ -79,14 +88,16 @@ void vc_cpu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, con
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
         vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
-        head_ctx c = { .m = st, .s = st + T, .a = st + 2 * T, .logp = raw, .Z = Z, .b = b, .target = target,
-                       .v0 = v0, .nv = n, .T = T, .cap = softcap };
+        head_ctx c = { .m = st, .s = st + T, .a = st + 2 * T, .q = sumsq ? st + 3 * T : NULL, .logp = raw, .Z = Z,
+                       .b = b, .target = target, .v0 = v0, .nv = n, .T = T, .cap = hd->softcap,
+                       .scale = hd->scale };
         vc_parallel((T + 15) / 16, fwd_rows, &c);
     }
     for (int64_t t = 0; t < T; t++) {
         double L = st[t] + log(st[T + t]);
         lse[t] = (float)L;
         if (ent) ent[t] = (float)(log(st[T + t]) - st[2 * T + t] / st[T + t]); /* H = lse - E[z] */
+        if (sumsq) sumsq[t] = (float)(st[3 * T + t] / (st[T + t] * st[T + t]));
         if (logp) logp[t] = target && target[t] >= 0 ? (float)((double)raw[t] - L) : 0.0f;
     }
 out:
@@ -95,7 +106,8 @@ out:
     if (raw != logp) free(raw);
 }
 
-/* dZ for a slice: d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the soft-cap chain. */
+/* dZ for a slice: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then
+ * the scale and the soft-cap chain. */
 static void bwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
     int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
@@ -107,9 +119,10 @@ static void bwd_rows(void *p, int64_t blk) {
         int32_t y = c->target ? c->target[t] : -1;
         if (y < 0) gl = 0;
         for (int64_t v = 0; v < c->nv; v++) {
-            float pv = vc_expf(z[v] - L);
-            float dz = -gl * pv - ge * pv * (z[v] - Ez);
+            float zs = z[v] * c->scale, pv = vc_expf(zs - L);
+            float dz = -gl * pv - ge * pv * (zs - Ez);
             if (v + c->v0 == y) dz += gl;
+            dz *= c->scale;
             if (c->cap > 0) {
                 float tt = z[v] / c->cap;
                 dz *= 1.0f - tt * tt;
@@ -121,7 +134,8 @@ static void bwd_rows(void *p, int64_t blk) {
 
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
-                        int64_t T, int64_t H, int64_t V, float softcap) {
+                        const vc_head_desc *hd) {
+    int64_t T = hd->T, H = hd->H, V = hd->V;
     int64_t nv = slice_rows(T, V);
     float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
     if (!Z) return;
@@ -129,7 +143,7 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
         int64_t n = V - v0 < nv ? V - v0 : nv;
         vc_cpu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n);
         head_ctx c = { .Z = Z, .dlogp = dlogp, .dent = dent, .lse = lse, .ent = ent, .b = b, .target = target,
-                       .v0 = v0, .nv = n, .T = T, .cap = softcap };
+                       .v0 = v0, .nv = n, .T = T, .cap = hd->softcap, .scale = hd->scale };
         vc_parallel((T + 15) / 16, bwd_rows, &c);
         if (dh) vc_cpu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H);
         if (dW) vc_cpu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H);

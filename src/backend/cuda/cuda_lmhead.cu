@@ -1,8 +1,9 @@
 /* Fused LM head on the GPU: the vocabulary is walked in slices; each slice's logits for all tokens are
  * one cuBLAS GEMM into a scratch buffer, then one block per token folds the slice into running
- * statistics (max, sum of exponentials, sum of exponentials times (logit - max), in double as the CPU
- * backend keeps them). Backward recomputes each slice's logits, turns them into dZ in place, and adds
- * dh += dZ W, dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
+ * statistics (max, sum of exponentials, sum of exponentials times (logit - max), when asked the sum of
+ * squared exponentials; in double as the CPU backend keeps them). Logits are softcap(h W^T + b) * scale.
+ * Backward recomputes each slice's logits, turns them into dZ in place, and adds dh += dZ W,
+ * dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
 #include "cuda_internal.h"
 #include <stdlib.h>
 
@@ -29,32 +30,35 @@ __global__ void k_head_init(double *st, float *raw, int64_t T) {
         st[t] = -INFINITY;
         st[T + t] = 0;
         st[2 * T + t] = 0;
+        st[3 * T + t] = 0;
         raw[t] = 0;
     }
 }
 
-/* one block per token: bias, cap, slice statistics, merge into (m, s, a) */
-__global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, const int32_t *target,
-                                double *st, float *raw, int64_t T) {
+/* one block per token: bias, cap, scale, slice statistics, merge into (m, s, a) and, with want_q, q */
+__global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+                                const int32_t *target, double *st, float *raw, int64_t T, int want_q) {
     __shared__ float shf[32];
     __shared__ double shd[32];
     int64_t t = blockIdx.x;
     float *z = Z + t * nv;
     float mx = -INFINITY;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        float x = bias_cap(z[v], b, v0 + v, cap);
+        float x = bias_cap(z[v], b, v0 + v, cap) * scale;
         z[v] = x;
         mx = fmaxf(mx, x);
     }
     mx = vc_block_max(mx, shf);
-    double s = 0, a = 0;
+    double s = 0, a = 0, q = 0;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
         double d = (double)(z[v] - mx), e = exp(d);
         s += e;
         a += e * d;
+        q += e * e;
     }
     s = vc_block_sum_d(s, shd);
     a = vc_block_sum_d(a, shd);
+    if (want_q) q = vc_block_sum_d(q, shd);
     if (threadIdx.x) return;
     int32_t y = target ? target[t] : -1;
     if (y >= v0 && y < v0 + nv) raw[t] = z[y - v0];
@@ -63,32 +67,36 @@ __global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b
         st[t] = m2;
         st[T + t] = s;
         st[2 * T + t] = a;
+        st[3 * T + t] = q;
     } else {
         double nm = M > m2 ? M : m2, f1 = exp(M - nm), f2 = exp(m2 - nm);
         st[2 * T + t] = f1 * (st[2 * T + t] + (M - nm) * st[T + t]) + f2 * (a + (m2 - nm) * s);
+        st[3 * T + t] = f1 * f1 * st[3 * T + t] + f2 * f2 * q;
         st[T + t] = f1 * st[T + t] + f2 * s;
         st[t] = nm;
     }
 }
 
-__global__ void k_head_final(float *logp, float *ent, float *lse, const double *st, const float *raw,
+__global__ void k_head_final(float *logp, float *ent, float *sumsq, float *lse, const double *st, const float *raw,
                              const int32_t *target, int64_t T) {
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < T; t += (int64_t)gridDim.x * blockDim.x) {
         double L = st[t] + log(st[T + t]);
         lse[t] = (float)L;
         if (ent) ent[t] = (float)(log(st[T + t]) - st[2 * T + t] / st[T + t]);
+        if (sumsq) sumsq[t] = (float)(st[3 * T + t] / (st[T + t] * st[T + t]));
         if (logp) logp[t] = target && target[t] >= 0 ? (float)((double)raw[t] - L) : 0.0f;
     }
 }
 
-void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
-                       const int32_t *target, int64_t T, int64_t H, int64_t V, float softcap) {
+void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
+                       const float *b, const int32_t *target, const vc_head_desc *hd) {
     const char *op = "lm head forward";
+    int64_t T = hd->T, H = hd->H, V = hd->V;
     if (!vc_cu_begin(op) || T == 0) return;
     cudaStream_t st = vc_cu_stream();
     int64_t nv = slice_rows(T, V);
     float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
-    double *stat = (double *)vc_cu_scratch((size_t)T * 3 * sizeof(double), op);
+    double *stat = (double *)vc_cu_scratch((size_t)T * 4 * sizeof(double), op);
     float *raw = (float *)vc_cu_scratch((size_t)T * sizeof(float), op);
     if (!Z || !stat || !raw) goto out;
     vc_cu_operand_hold(h, T, H, 1); /* every slice's GEMM reads h: rounded to bf16 once */
@@ -96,10 +104,11 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, cons
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
         if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto out;
-        k_head_fwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, softcap, target, stat, raw, T);
+        k_head_fwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, stat, raw, T,
+                                                    sumsq != NULL);
         if (!vc_cu_end(op)) goto out;
     }
-    k_head_final<<<vc_cu_blocks(T, 256), 256, 0, st>>>(logp, ent, lse, stat, raw, target, T);
+    k_head_final<<<vc_cu_blocks(T, 256), 256, 0, st>>>(logp, ent, sumsq, lse, stat, raw, target, T);
     vc_cu_end(op);
 out:
     vc_cu_operand_hold(h, T, H, 0);
@@ -108,19 +117,22 @@ out:
     vc_cu_scratch_free(raw);
 }
 
-/* dZ in place: d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the soft-cap chain */
-__global__ void k_head_bwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, const int32_t *target,
-                                const float *dlogp, const float *dent, const float *lse, const float *ent) {
+/* dZ in place: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the scale
+ * and the soft-cap chain */
+__global__ void k_head_bwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+                                const int32_t *target, const float *dlogp, const float *dent, const float *lse,
+                                const float *ent) {
     int64_t t = blockIdx.x;
     float *z = Z + t * nv;
     float L = lse[t], gl = dlogp ? dlogp[t] : 0, ge = dent ? dent[t] : 0, Ez = L - ent[t];
     int32_t y = target ? target[t] : -1;
     if (y < 0) gl = 0;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        float zv = bias_cap(z[v], b, v0 + v, cap);
-        float pv = expf(zv - L);
-        float dz = -gl * pv - ge * pv * (zv - Ez);
+        float zv = bias_cap(z[v], b, v0 + v, cap), zs = zv * scale;
+        float pv = expf(zs - L);
+        float dz = -gl * pv - ge * pv * (zs - Ez);
         if (v + v0 == y) dz += gl;
+        dz *= scale;
         if (cap > 0) {
             float tt = zv / cap;
             dz *= 1.0f - tt * tt;
@@ -139,8 +151,9 @@ __global__ void k_colsum(float *db, const float *Z, int64_t T, int64_t nv) {
 
 void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                        const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
-                       int64_t T, int64_t H, int64_t V, float softcap) {
+                       const vc_head_desc *hd) {
     const char *op = "lm head backward";
+    int64_t T = hd->T, H = hd->H, V = hd->V;
     if (!vc_cu_begin(op) || T == 0) return;
     cudaStream_t st = vc_cu_stream();
     int64_t nv = slice_rows(T, V);
@@ -154,7 +167,8 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
         int ok = 0;
         vc_cu_operand_hold(W + v0 * H, n, H, 1);
         if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
-        k_head_bwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, softcap, target, dlogp, dent, lse, ent);
+        k_head_bwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, dlogp, dent, lse,
+                                                    ent);
         if (!vc_cu_end(op)) goto slice;
         vc_cu_operand_hold(Z, T, n, 1);
         ok = (!dh || vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) &&

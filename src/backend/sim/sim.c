@@ -183,25 +183,25 @@ static void sim_act_mul_bwd(float *dg, float *du, const float *dy, const float *
     vc_backend_cpu()->act_mul_bwd(DG, DU, DY, G, U, n, kind);
 }
 
-static void sim_lm_head_fwd(float *logp, float *ent, float *lse, const float *h, const float *W, const float *b,
-                            const int32_t *target, int64_t T, int64_t H, int64_t V, float cap) {
+static void sim_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
+                            const float *b, const int32_t *target, const vc_head_desc *d) {
     SIM_BEGIN("lm_head_fwd");
-    float *LP = D(logp), *EN = D(ent), *L = D(lse);
+    float *LP = D(logp), *EN = D(ent), *SQ = D(sumsq), *L = D(lse);
     const float *Hh = D(h), *Ww = D(W), *B = D(b);
     const int32_t *TG = D(target);
     SIM_END;
-    vc_backend_cpu()->lm_head_fwd(LP, EN, L, Hh, Ww, B, TG, T, H, V, cap);
+    vc_backend_cpu()->lm_head_fwd(LP, EN, SQ, L, Hh, Ww, B, TG, d);
 }
 
 static void sim_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                             const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
-                            int64_t T, int64_t H, int64_t V, float cap) {
+                            const vc_head_desc *d) {
     SIM_BEGIN("lm_head_bwd");
     float *DH = D(dh), *DW = D(dW), *DB = D(db);
     const float *DL = D(dlogp), *DE = D(dent), *L = D(lse), *EN = D(ent), *Hh = D(h), *Ww = D(W), *B = D(b);
     const int32_t *TG = D(target);
     SIM_END;
-    vc_backend_cpu()->lm_head_bwd(DH, DW, DB, DL, DE, L, EN, Hh, Ww, B, TG, T, H, V, cap);
+    vc_backend_cpu()->lm_head_bwd(DH, DW, DB, DL, DE, L, EN, Hh, Ww, B, TG, d);
 }
 
 static void sim_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d) {
