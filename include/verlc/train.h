@@ -71,6 +71,8 @@ typedef struct vc_trainer_config {
     int micro_bs;            /* sequences per micro-batch when max_tokens <= 0 */
     int64_t max_tokens;      /* token budget per micro-batch (use_dynamic_bsz); <= 0: by count */
     int need_entropy;
+    int decay_matrices_only; /* weight decay on matrices only (Hugging Face Trainer's rule); 0 (default): on every
+                              * trained tensor, as verl's optimizer over module.parameters() */
     float temperature;       /* log-probs and entropies of the logits divided by it (RL: rollout.temperature); <= 0: 1 */
     int checkpointing;       /* recompute layers in backward */
     /* Data parallelism (see "data parallelism" below). comm NULL (or one rank): none. Not owned. */
@@ -157,7 +159,8 @@ typedef struct vc_trainer {
     struct vc_trainer_dp *dp; /* NULL without a communicator of more than one rank */
 } vc_trainer;
 
-/* Parameter groups from the model (buffers without grad are skipped; decay as the model says),
+/* Parameter groups from the model (buffers without grad are skipped; weight decay on every tensor, or on
+ * matrices only with cfg.decay_matrices_only),
  * gradient buffers, AdamW state over the model's f32 weights (the master weights). */
 vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg);
 void vc_trainer_free(vc_trainer *t);

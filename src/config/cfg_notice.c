@@ -45,7 +45,6 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.layered_summon", NULL, 0, R_ENGINE },
     { "**.rollout.multi_stage_wake_up", NULL, 0, R_ENGINE },
     { "**.rollout.enable_chunked_prefill", NULL, 0, R_ENGINE },
-    { "**.rollout.logprobs_mode", NULL, 0, R_ENGINE },
     { "**.rollout.scheduling_policy", NULL, 0, R_ENGINE },
     { "**.rollout.agent.agent_loop_config_path", NULL, 0, "custom agent loops are Python classes; verlc runs "
                                                          "single_turn_agent and tool_agent" },

@@ -14,6 +14,48 @@
 #include <string.h>
 
 /* ---- optimiser ---- */
+/* verl builds <prefix>.optim.optimizer from optimizer_impl with lr, weight_decay, betas and
+ * override_optimizer_config as keyword arguments; verlc's is torch.optim.AdamW (fused): other optimizers
+ * are refused by name, and of the overrides, eps, betas and weight_decay are honoured, foreach / fused /
+ * capturable / differentiable (how torch runs the same update) accepted, anything else refused. */
+static vc_status optimizer_from_cfg(const vc_config *cfg, const char *prefix, vc_adamw_config *a) {
+    char k[200];
+    const char *name = "AdamW", *impl = "torch.optim";
+    snprintf(k, sizeof k, "%s.optim.optimizer", prefix);
+    vc_status st = vc_config_get_str_or(cfg, k, "AdamW", &name);
+    if (!st && strcmp(name, "AdamW") && strcmp(name, "adamw"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: `%s` is not built in (verlc trains with AdamW, fused)", k, name);
+    snprintf(k, sizeof k, "%s.optim.optimizer_impl", prefix);
+    if (!st) st = vc_config_get_str_or(cfg, k, "torch.optim", &impl);
+    if (!st && strcmp(impl, "torch.optim"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: `%s` is not built in (verlc's AdamW is torch.optim.AdamW's update)", k,
+                       impl);
+    char o[200];
+    snprintf(o, sizeof o, "%s.optim.override_optimizer_config", prefix);
+    if (st || vc_config_kind(cfg, o) != VC_CFG_MAP) return st;
+    size_t n = 0;
+    if ((st = vc_config_map_len(cfg, o, &n))) return st;
+    for (size_t i = 0; i < n && !st; i++) {
+        const char *key = NULL;
+        if ((st = vc_config_map_key(cfg, o, i, &key))) break;
+        snprintf(k, sizeof k, "%s.%s", o, key);
+        if (!strcmp(key, "eps")) st = vc_config_get_double(cfg, k, &a->eps);
+        else if (!strcmp(key, "weight_decay")) st = vc_config_get_double(cfg, k, &a->weight_decay);
+        else if (!strcmp(key, "betas")) {
+            snprintf(k, sizeof k, "%s.betas", o);
+            st = vc_config_list_double(cfg, k, 0, &a->beta1);
+            if (!st) st = vc_config_list_double(cfg, k, 1, &a->beta2);
+        } else if (!strcmp(key, "amsgrad") || !strcmp(key, "maximize")) {
+            int on = 0;
+            st = vc_config_get_bool(cfg, k, &on);
+            if (!st && on) st = vc_fail(VC_ERR_UNSUPPORTED, "%s=true is not built in", k);
+        } else if (strcmp(key, "foreach") && strcmp(key, "fused") && strcmp(key, "capturable") &&
+                   strcmp(key, "differentiable"))
+            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: unknown AdamW argument (eps, betas, weight_decay are honoured)", k);
+    }
+    return st;
+}
+
 static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t total, vc_lr_schedule *s, double *wd,
                              double *b1, double *b2, double *clip) {
     char k[160];
@@ -61,6 +103,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     /* the actor's log-probs and entropies are those of logits / rollout.temperature, as in verl */
     if (!st && strcmp(prefix, "critic"))
         st = vc_config_get_double_or(cfg, "actor_rollout_ref.rollout.temperature", 1.0, &temp);
+    if (!st) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
     if (st) return st;
     tc.temperature = temp > 0 ? (float)temp : 1.0f;
     tc.adamw.lr = tc.sched.base_lr;

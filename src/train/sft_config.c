@@ -102,7 +102,7 @@ static const key_def KEYS[] = {
     { "data.seed", "seed", K_U64, F(seed), "shuffle seed" },
     { "data.skip_bad_lines", "skip_bad_lines", K_BOOL, F(skip_bad_lines), "skip malformed JSONL lines/rows (else stop)" },
     { "optim.lr", "lr", K_F64, F(lr), "peak learning rate" },
-    { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (matrices only)" },
+    { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (every tensor, as verl)" },
     { "optim.betas", "betas", K_BETAS, F(beta1), "AdamW betas, e.g. [0.9,0.95]" },
     { "optim.beta1", "beta1", K_F64, F(beta1), "AdamW beta1" },
     { "optim.beta2", "beta2", K_F64, F(beta2), "AdamW beta2" },

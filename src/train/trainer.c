@@ -137,7 +137,7 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
         int decay = 0;
         vc_tensor *p = vc_model_param(m, i, NULL, &decay);
         if (!p->grad) continue; /* a buffer */
-        op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, decay };
+        op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, cfg->decay_matrices_only ? decay : 1 };
         tens[t->n_params] = p;
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;

@@ -201,7 +201,8 @@ int main(void) {
         "algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=ppo_clip",
         "algorithm.adv_estimator=tir_optimal_token_baseline|actor_rollout_ref.actor.calculate_sum_pi_squared=true|"
         "actor_rollout_ref.rollout.multi_turn.enable=true|actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml",
-        "actor_rollout_ref.actor.policy_loss.loss_mode=sapo", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
+        "actor_rollout_ref.actor.policy_loss.loss_mode=sapo",
+        "actor_rollout_ref.actor.optim.override_optimizer_config={eps:1e-6,betas:[0.9,0.95],foreach:false}", "algorithm.adv_estimator=gpg|actor_rollout_ref.actor.policy_loss.loss_mode=gpg",
         "actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov|actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.2",
         "actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov|actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1",
         "actor_rollout_ref.actor.policy_loss.loss_mode=geo_mean|actor_rollout_ref.actor.clip_ratio=0.4",
@@ -220,6 +221,12 @@ int main(void) {
         CHECK_MSG(s2 == VC_OK, "[%s] %s", OK_RUNS[i], vc_last_error());
     }
     expect("actor_rollout_ref.model.path=/nonexistent/model", VC_ERR_IO, "/nonexistent/model", NULL);
+    expect("actor_rollout_ref.actor.optim.optimizer=AdamW8bit", VC_ERR_UNSUPPORTED, "optim.optimizer", "AdamW8bit");
+    snprintf(e, sizeof e, "critic.optim.optimizer_impl=bitsandbytes.optim|algorithm.adv_estimator=gae|critic.model.path=%s/model", dir);
+    expect(e, VC_ERR_UNSUPPORTED, "critic.optim.optimizer_impl", "bitsandbytes");
+    expect("actor_rollout_ref.actor.optim.override_optimizer_config={eps:1e-6,lion:true}", VC_ERR_UNSUPPORTED,
+           "override_optimizer_config.lion", NULL);
+    expect("actor_rollout_ref.actor.optim.override_optimizer_config={amsgrad:true}", VC_ERR_UNSUPPORTED, "amsgrad", NULL);
     expect("algorithm.adv_estimator=optimal_token_baseline", VC_ERR_ARG, "calculate_sum_pi_squared=True", NULL);
     expect("actor_rollout_ref.rollout.logprobs_mode=raw_logits", VC_ERR_ARG, "logprobs_mode", "raw_logits");
     temperature_and_otb();

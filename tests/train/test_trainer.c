@@ -190,9 +190,57 @@ static void test_step_skip_clip(void) {
     vc_model_free(m);
 }
 
+/* a loss with zero gradient everywhere: AdamW's moments stay 0, so a step only applies weight decay */
+static vc_status zero_cb(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *logp, vc_tensor *ent,
+                         vc_tensor **loss) {
+    vc_status st = nll_cb(ctx, g, mb, logp, ent, loss);
+    if (!st) *loss = vc_op_scale(g, *loss, 0.0f);
+    return st;
+}
+
+/* weight decay reaches every trained tensor (norm weights and biases too), as verl's optimizer over
+ * module.parameters() does; decay_matrices_only keeps 1-D tensors as they are */
+static void test_weight_decay(void) {
+    for (int only = 0; only < 2; only++) {
+        vc_model *m = load();
+        vc_trainer t;
+        vc_trainer_config tc;
+        vc_trainer_config_default(&tc);
+        tc.sched.base_lr = tc.adamw.lr = 0.1;
+        tc.adamw.weight_decay = 0.5;
+        tc.decay_matrices_only = only;
+        CHECK_OK(vc_trainer_init(&t, m, &tc));
+        vc_minibatch b;
+        make_batch(&b);
+        float **w0 = calloc((size_t)t.n_params, sizeof *w0);
+        for (int i = 0; i < t.n_params; i++) {
+            w0[i] = malloc(t.sizes[i] * 4);
+            memcpy(w0[i], t.opt.params[i].w, t.sizes[i] * 4);
+        }
+        vc_step_stats st;
+        CHECK_OK(vc_trainer_step(&t, &b, zero_cb, NULL, &st));
+        int n1 = 0, bad = 0;
+        for (int i = 0, j = 0; i < t.n_params; i++, j++) {
+            vc_tensor *p = vc_model_param(m, j, NULL, NULL);
+            while (!p->grad) p = vc_model_param(m, ++j, NULL, NULL); /* buffers are not trained */
+            int vec = p->ndim == 1;
+            float f = only && vec ? 1.0f : 1.0f - 0.1f * 0.5f;
+            n1 += vec;
+            for (size_t k = 0; k < t.sizes[i]; k++) bad += fabsf(t.opt.params[i].w[k] - w0[i][k] * f) > 1e-6f * fabsf(w0[i][k]);
+            free(w0[i]);
+        }
+        CHECK_MSG(n1 > 0 && bad == 0, "decay_matrices_only=%d: %d weights off the decayed value (%d 1-D tensors)", only,
+                  bad, n1);
+        free(w0);
+        vc_trainer_free(&t);
+        vc_model_free(m);
+    }
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_accumulation();
     test_step_skip_clip();
+    test_weight_decay();
     return vc_test_done();
 }
