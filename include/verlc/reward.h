@@ -31,11 +31,17 @@ vc_status vc_arith_eval(const char *expr, double *out);
 
 /* verl's default_compute_score: chooses the scorer by data_source
  *   openai/gsm8k -> gsm8k; lighteval/MATH, DigitalLearningGmbH/MATH-lighteval, DigitalLearningGmbH/MATH-lvl5,
- *   HuggingFaceH4/MATH-500 -> math; countdown (and countdown*) -> countdown.
+ *   HuggingFaceH4/MATH-500 -> math; math_dapo, math, math_dapo_reasoning, aime* -> math_dapo (score +-1);
+ *   countdown (and countdown*) -> countdown.
  * ground_truth: a JSON value (a JSON string is decoded; countdown wants {"target", "numbers"}) or plain
  * text (used as is). extra_info_json may be NULL. Unknown data_source: VC_ERR_UNSUPPORTED naming it. */
 vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,
                             const char *extra_info_json, double *score);
+/* ... and verl's dict result as JSON when the scorer returns one (math_dapo: {"score", "acc", "pred"}),
+ * else *info = NULL; info may be NULL. *info is the caller's to cJSON_Delete. */
+struct cJSON;
+vc_status vc_reward_default_info(const char *data_source, const char *solution_str, const char *ground_truth,
+                                 const char *extra_info_json, double *score, struct cJSON **info);
 
 /* ---------------------------------------------------------------- custom reward programs
  * A child process started once and kept alive; one JSON line per row on its stdin
@@ -53,6 +59,12 @@ vc_status vc_reward_proc_start(char *const *argv, int timeout_ms, vc_reward_proc
 vc_status vc_reward_proc_score(vc_reward_proc *proc, const char *data_source, const char *solution,
                                const char *ground_truth, const char *extra_info_json, double *score);
 #define vc_reward_row_failed(st) ((st) == VC_ERR_TIMEOUT)
+/* ... keeping the program's answer when it is a JSON object (*answer: the caller's to cJSON_Delete; NULL
+ * for a bare number or on failure): its other keys (acc, pred, ...) are verl's reward_extra_info */
+struct cJSON;
+vc_status vc_reward_proc_score_ex(vc_reward_proc *proc, const char *data_source, const char *solution,
+                                  const char *ground_truth, const char *extra_info_json, double *score,
+                                  struct cJSON **answer);
 /* the same channel for any request: one line (ending in a newline) out, one JSON value back (*answer,
  * owned by the caller); failures as vc_reward_proc_score's (VC_ERR_TIMEOUT: killed, restarted next call) */
 struct cJSON;
@@ -60,5 +72,21 @@ vc_status vc_reward_proc_call(vc_reward_proc *proc, const char *request_line, st
 long vc_reward_proc_failures(const vc_reward_proc *proc); /* rows failed so far */
 long vc_reward_proc_restarts(const vc_reward_proc *proc); /* times the program was started again */
 void vc_reward_proc_close(vc_reward_proc *proc);
+
+/* ---------------------------------------------------------------- DAPO / AIME
+ * verl's math_dapo.compute_score (verl/utils/reward_score/math_dapo.py; the data sources "math_dapo",
+ * "math", "math_dapo_reasoning" and "aime*"), on the last 300 characters of solution:
+ *   default            the last "Answer: ..." line (re.findall(r"(?i)Answer\s*:\s*([^\n]+)")[-1], "[INVALID]"
+ *                      when there is none) and ground_truth, both through normalize_final_answer (the part
+ *                      after the last "=", Minerva's substitutions and removed words, $...$, \text{},
+ *                      \textbf{}, \overline{}, \boxed{} unwrapped, \fracab and \sqrta shorthand, "1,000" ->
+ *                      "1000", strip), compared as strings;
+ *   strict_box_verify  the content of the last "\boxed{...}" within the last 100 characters, compared with
+ *                      ground_truth as it is.
+ * *score 1.0 or -1.0, *acc 1/0, *pred a malloc'd copy of the normalized prediction (strict: the boxed
+ * content; NULL where verl's pred is None: strict without a closed \boxed{}). Any output may be NULL.
+ * VC_ERR_ARG for a NULL or non-UTF-8 string, VC_ERR_NOMEM on allocation failure. */
+vc_status vc_reward_math_dapo(const char *solution, const char *ground_truth, int strict_box_verify,
+                              double *score, int *acc, char **pred);
 
 #endif

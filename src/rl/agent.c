@@ -13,6 +13,7 @@
 #include "verlc/chat_template.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,6 +374,12 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     free(req_state);
     if (st) rl_batch_free(b);
     return st;
+}
+
+void rl_agent_turns(const vc_rl_trainer *t, double acc[4]) {
+    const rl_agent *a = t->agent;
+    acc[0] += a->turns_sum, acc[1] += a->turns_n;
+    if (a->turns_n > 0) acc[2] = fmin(acc[2], a->turns_min), acc[3] = fmax(acc[3], a->turns_max);
 }
 
 vc_status rl_agent_metrics(vc_rl_trainer *t, rl_metrics *met) {

@@ -82,7 +82,7 @@ vc_status rl_dynamic_rollout(vc_rl_trainer *t, rl_metrics *met, rl_batch *out, i
         uint64_t key = (uint64_t)t->step + ((uint64_t)round << 40);
         st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, key, &b);
         if (st) break;
-        st = rl_score_batch(t, t->train, &b, met);
+        st = rl_score_batch(t, t->train, &b, met, NULL);
         int *gid = st ? NULL : vc_malloc(sizeof(int) * (size_t)(b.B ? b.B : 1));
         uint8_t *keep = st ? NULL : vc_malloc((size_t)(b.B ? b.B : 1));
         int *rows = st ? NULL : vc_malloc(sizeof(int) * (size_t)(b.B ? b.B : 1));

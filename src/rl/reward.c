@@ -45,19 +45,50 @@ out:
     return st;
 }
 
-vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,
-                            const char *extra_info_json, double *score) {
+/* verl's math_dapo sources: its dict result {"score", "acc", "pred"} */
+static int is_dapo_source(const char *ds) {
+    return !strcmp(ds, "math_dapo") || !strcmp(ds, "math") || !strcmp(ds, "math_dapo_reasoning") ||
+           !strncmp(ds, "aime", 4);
+}
+
+static vc_status math_dapo(const char *solution, const char *gt, double *score, cJSON **info) {
+    int acc = 0;
+    char *pred = NULL;
+    vc_status st = vc_reward_math_dapo(solution, gt, 0, score, &acc, &pred);
+    if (!st && info) {
+        cJSON *o = cJSON_CreateObject();
+        int ok = o && cJSON_AddNumberToObject(o, "score", *score) && cJSON_AddBoolToObject(o, "acc", acc) &&
+                 (pred ? cJSON_AddStringToObject(o, "pred", pred) != NULL : cJSON_AddNullToObject(o, "pred") != NULL);
+        if (!ok) {
+            cJSON_Delete(o);
+            st = VC_ERR_NOMEM;
+        } else *info = o;
+    }
+    free(pred);
+    return st;
+}
+
+vc_status vc_reward_default_info(const char *data_source, const char *solution_str, const char *ground_truth,
+                                 const char *extra_info_json, double *score, cJSON **info) {
     (void)extra_info_json; /* none of the built-in scorers reads it */
+    if (info) *info = NULL;
     if (!data_source || !solution_str || !ground_truth)
         return vc_fail(VC_ERR_MISSING, "reward: data_source, solution_str and ground_truth are required");
     if (!strncmp(data_source, "countdown", 9)) return countdown(solution_str, ground_truth, score);
-    int is_math = 0;
+    int is_math = 0, dapo = is_dapo_source(data_source);
     for (size_t i = 0; i < sizeof MATH_SOURCES / sizeof MATH_SOURCES[0]; i++) is_math |= !strcmp(data_source, MATH_SOURCES[i]);
-    if (!is_math && strcmp(data_source, "openai/gsm8k"))
+    if (!is_math && !dapo && strcmp(data_source, "openai/gsm8k"))
         return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'", data_source);
     char *gt = gt_text(ground_truth);
     if (!gt) return VC_ERR_NOMEM;
-    *score = is_math ? vc_reward_math(solution_str, gt) : vc_reward_gsm8k(solution_str, gt, 0, 0.0, 1.0);
+    vc_status st = VC_OK;
+    if (dapo) st = math_dapo(solution_str, gt, score, info);
+    else *score = is_math ? vc_reward_math(solution_str, gt) : vc_reward_gsm8k(solution_str, gt, 0, 0.0, 1.0);
     free(gt);
-    return VC_OK;
+    return st;
+}
+
+vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,
+                            const char *extra_info_json, double *score) {
+    return vc_reward_default_info(data_source, solution_str, ground_truth, extra_info_json, score, NULL);
 }

@@ -202,9 +202,11 @@ vc_status vc_reward_proc_call(vc_reward_proc *p, const char *request_line, cJSON
     return VC_OK;
 }
 
-vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const char *solution,
-                               const char *ground_truth, const char *extra_info_json, double *score) {
+vc_status vc_reward_proc_score_ex(vc_reward_proc *p, const char *data_source, const char *solution,
+                                  const char *ground_truth, const char *extra_info_json, double *score,
+                                  cJSON **answer) {
     *score = 0.0;
+    if (answer) *answer = NULL;
     char *req = request(data_source, solution, ground_truth, extra_info_json);
     if (!req) return vc_fail(VC_ERR_NOMEM, "reward program: cannot build request for row %ld", p->row);
     cJSON *j = NULL;
@@ -212,19 +214,28 @@ vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const
     free(req);
     if (st) return st;
     long row = p->row - 1;
-    char *line = cJSON_PrintUnformatted(j);
     cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "score") : j;
-    st = VC_OK;
     if (cJSON_IsBool(s)) *score = cJSON_IsTrue(s);
     else if (cJSON_IsNumber(s) && isfinite(s->valuedouble)) *score = s->valuedouble;
     else {
+        char *line = cJSON_PrintUnformatted(j);
         p->failures++;
         *score = 0.0;
-        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0], row, line ? line : "");
+        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0], row,
+                     line ? line : "");
+        free(line);
+    }
+    if (!st && answer && cJSON_IsObject(j)) {
+        *answer = j;
+        j = NULL;
     }
     cJSON_Delete(j);
-    free(line);
     return st;
+}
+
+vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const char *solution,
+                               const char *ground_truth, const char *extra_info_json, double *score) {
+    return vc_reward_proc_score_ex(p, data_source, solution, ground_truth, extra_info_json, score, NULL);
 }
 
 long vc_reward_proc_failures(const vc_reward_proc *p) { return p->failures; }

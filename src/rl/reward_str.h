@@ -1,6 +1,7 @@
 /* Small string helpers with Python str semantics for the reward functions (internal). */
 #ifndef VC_RL_REWARD_STR_H
 #define VC_RL_REWARD_STR_H
+#include "verlc/core.h"
 #include <stddef.h>
 
 /* s.replace(old, new): a new string (NULL on allocation failure). */
@@ -15,4 +16,21 @@ size_t vc_rs_cp_count(const char *s, size_t n);
 char *vc_rs_ndup(const char *s, size_t n);
 /* Concatenation of up to 6 strings (NULLs ignored). */
 char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f);
+
+/* ---- Python `re` on UTF-8 text (reward_re.c): Oniguruma with its Python syntax. The text must be valid
+ * UTF-8; a compiled pattern may be used by several threads at once (each call has its own match region). */
+struct re_pattern_buffer; /* Oniguruma's regex_t */
+/* re.compile(pattern); VC_ERR_ARG with Oniguruma's message for a bad pattern. */
+vc_status vc_rs_re_compile(const char *pattern, struct re_pattern_buffer **re);
+void vc_rs_re_free(struct re_pattern_buffer *re);
+/* *out = re.sub(pattern, repl, s) (malloc'd): every non-overlapping match, an empty match next to the
+ * previous match included (Python 3.7+). repl: \1..\9 are group references (an unmatched group gives "");
+ * every other character, backslashes included, is copied as it is (Python would also read escapes such as
+ * \n and \\). After an empty match the search goes on one character later (Python would first try a
+ * non-empty match at the same place; this differs only for patterns like "|a"). */
+vc_status vc_rs_re_sub(struct re_pattern_buffer *re, const char *repl, const char *s, char **out);
+/* re.findall(pattern, s)[-1] for a pattern with one group: the last non-overlapping match's group 1
+ * ("" when it did not take part; the whole match for a pattern without groups), malloc'd; *out = NULL when
+ * nothing matches. */
+vc_status vc_rs_re_findall_last(struct re_pattern_buffer *re, const char *s, char **out);
 #endif

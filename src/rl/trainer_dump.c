@@ -1,8 +1,9 @@
 /* trainer.rollout_data_dir and trainer.validation_data_dir (verl's _dump_generations): each training
  * step's (or validation's) samples as DIR/<global step>.jsonl, one object per response:
  * {"input": prompt text, "output": response text, "gts": reward_model.ground_truth, "score": the
- * response's summed token scores, "step": N}, texts decoded without special tokens. Rank 0 writes the
- * rows of every rank (in rank order), atomically. */
+ * response's summed token scores, "step": N}, texts decoded without special tokens; validation lines also
+ * carry verl's reward_extra_info ("reward", and "acc", "pred", a custom program's keys). Rank 0 writes
+ * the rows of every rank (in rank order), atomically. */
 #include "trainer_internal.h"
 #include "verlc/report.h"
 #include "verlc/tokenizer.h"
@@ -20,7 +21,20 @@ static vc_status append(rl_dump *d, const char *line) {
     return d->sb.oom ? VC_ERR_NOMEM : VC_OK;
 }
 
-vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, rl_dump **dp) {
+/* the reward function's extra values of a validation row, as verl adds them to the line (verl's
+ * reward_extra_infos_dict holds "reward" too) */
+static int add_info(cJSON *o, double reward, const cJSON *info) {
+    if (!cJSON_AddNumberToObject(o, "reward", reward)) return 0;
+    for (const cJSON *c = info ? info->child : NULL; c; c = c->next) { /* a key of verl's line is replaced */
+        cJSON *dup = cJSON_Duplicate(c, 1);
+        if (!dup) return 0;
+        if (cJSON_GetObjectItemCaseSensitive(o, c->string)) cJSON_ReplaceItemInObjectCaseSensitive(o, c->string, dup);
+        else cJSON_AddItemToObject(o, c->string, dup);
+    }
+    return 1;
+}
+
+vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, cJSON *const *infos, rl_dump **dp) {
     if (!*dp && !(*dp = vc_calloc(1, sizeof **dp))) return VC_ERR_NOMEM;
     rl_dump *d = *dp;
     vc_status st = VC_OK;
@@ -41,7 +55,7 @@ vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch 
             cJSON_AddItemToObject(o, "gts", g);
             g = NULL;
             if (cJSON_AddNumberToObject(o, "score", (float)score) &&
-                cJSON_AddNumberToObject(o, "step", (double)t->step))
+                cJSON_AddNumberToObject(o, "step", (double)t->step) && (!infos || add_info(o, b->score[i], infos[i])))
                 line = cJSON_PrintUnformatted(o);
         }
         st = line ? append(d, line) : VC_ERR_NOMEM;
@@ -60,7 +74,7 @@ void rl_dump_free(rl_dump *d) {
 
 vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, const char *dir) {
     rl_dump *d = NULL;
-    vc_status st = rl_dist_agree(t, rl_dump_add(t, ds, b, &d), dir);
+    vc_status st = rl_dist_agree(t, rl_dump_add(t, ds, b, NULL, &d), dir);
     if (st) {
         rl_dump_free(d);
         return st;

@@ -132,13 +132,18 @@ int rl_dist_sharded(const vc_rl_trainer *t);
 
 /* trainer_reward.c: scores[i] for responses (text, prompt p) */
 vc_status rl_reward_open(vc_rl_trainer *t);
-vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed);
+/* info (NULL: not wanted): verl's reward_extra_info of the row, a JSON object the caller deletes ({"acc": score}
+ * for a scalar reward; a math_dapo or custom program's dict as it came) */
+struct cJSON;
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed,
+                          struct cJSON **info);
 void rl_reward_close(vc_rl_trainer *t);
 
 /* trainer_dump.c: trainer.rollout_data_dir / validation_data_dir; rl_dump_add collects a batch's lines
  * (creating *d), rl_dump_write (every rank) writes DIR/<step>.jsonl from rank 0 and frees d */
 typedef struct rl_dump rl_dump;
-vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, rl_dump **d);
+vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, struct cJSON *const *infos,
+                      rl_dump **dp);
 vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir);
 void rl_dump_free(rl_dump *d);
 /* rl_dump_add + rl_dump_write of one batch */
@@ -153,6 +158,8 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* num_turns/{mean,min,max} of the last rollout over every rank */
 vc_status rl_agent_metrics(vc_rl_trainer *t, rl_metrics *met);
+/* adds the last rollout's num_turns to acc: {sum, count, min, max} */
+void rl_agent_turns(const vc_rl_trainer *t, double acc[4]);
 
 /* reward_model.c: reward_model.enable (*out NULL when off); scores[B] of the batch's responses */
 typedef struct rl_rm rl_rm;
@@ -167,7 +174,8 @@ double rl_overlong_penalty(const vc_rl_trainer *t, int64_t rlen);
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* scores of a generated batch (token scores at the last response token) */
-vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met);
+/* infos: NULL, or [B] reward_extra_info objects (rl_reward_score's; the caller deletes them) */
+vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met, struct cJSON **infos);
 
 /* trainer_step.c */
 vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met);
@@ -186,6 +194,17 @@ vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir);
 vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met);
 
 double rl_peak_flops(void);
+/* val_metrics.c: verl's validation metrics over this rank's samples (whole prompts; comm NULL or one rank:
+ * no exchange). info: the reward function's extra values (acc, pred, a custom program's keys), or NULL. */
+struct cJSON;
+typedef struct rl_val_sample {
+    const char *data_source;
+    uint64_t uid; /* the prompt: its responses share it */
+    double reward;
+    const struct cJSON *info;
+} rl_val_sample;
+vc_status rl_val_metrics(vc_comm *comm, const rl_val_sample *s, int n, rl_metrics *met);
+
 /* The rollout log-probs the batch keeps, by verl's rollout.logprobs_mode: processed_logprobs (its default,
  * as vLLM returns them) under the distribution sampled from (temperature, top-k, top-p, min-p); the model's
  * own (raw_logprobs, and greedy decoding) otherwise. */

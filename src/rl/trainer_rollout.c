@@ -4,6 +4,7 @@
 #include "trainer_internal.h"
 #include "verlc/reward.h"
 #include "verlc/tokenizer.h"
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,27 +38,47 @@ static double exact_match(const char *a, const char *b) {
     return na == nb && !memcmp(a, b, na) ? 1.0 : 0.0;
 }
 
-vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed) {
+/* verl's reward_extra_info of a scalar reward: acc = the score (its reward loop's rule) */
+static cJSON *scalar_info(double score) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && !cJSON_AddNumberToObject(o, "acc", score)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed,
+                          cJSON **info) {
     *failed = 0;
     *score = 0;
+    if (info) *info = NULL;
+    vc_status st = VC_OK;
     if (t->proc) {
-        vc_status st = vc_reward_proc_score(t->proc, p->data_source, text, p->ground_truth, p->extra_info, score);
+        cJSON *ans = NULL;
+        st = vc_reward_proc_score_ex(t->proc, p->data_source, text, p->ground_truth, p->extra_info, score,
+                                     info ? &ans : NULL);
         if (vc_reward_row_failed(st)) {
             *failed = 1;
             return VC_OK;
         }
-        return st ? vc_fail_ctx(st, "custom_reward_function.path (%s), prompt at line %lld", t->reward_cmd,
-                                (long long)p->line)
-                  : VC_OK;
+        if (st)
+            return vc_fail_ctx(st, "custom_reward_function.path (%s), prompt at line %lld", t->reward_cmd,
+                               (long long)p->line);
+        /* {"score": x} alone stands for a number; an answer with more keys is verl's dict result */
+        if (info && ans && cJSON_GetArraySize(ans) > 1) *info = ans;
+        else {
+            cJSON_Delete(ans);
+            if (info && !(*info = scalar_info(*score))) return VC_ERR_NOMEM;
+        }
+        return VC_OK;
     }
     if (!p->ground_truth)
         return vc_fail(VC_ERR_MISSING, "line %lld: missing field reward_model.ground_truth", (long long)p->line);
-    if (!strncmp(p->data_source, "verlc/", 6)) {
-        *score = exact_match(text, p->ground_truth);
-        return VC_OK;
-    }
-    vc_status st = vc_reward_default(p->data_source, text, p->ground_truth, p->extra_info, score);
-    if (st) return vc_fail_ctx(st, "reward for the prompt at line %lld (set custom_reward_function.path)", (long long)p->line);
+    if (!strncmp(p->data_source, "verlc/", 6)) *score = exact_match(text, p->ground_truth);
+    else if ((st = vc_reward_default_info(p->data_source, text, p->ground_truth, p->extra_info, score, info)))
+        return vc_fail_ctx(st, "reward for the prompt at line %lld (set custom_reward_function.path)", (long long)p->line);
+    if (info && !*info && !(*info = scalar_info(*score))) return VC_ERR_NOMEM;
     return VC_OK;
 }
 
@@ -78,14 +99,14 @@ static vc_status rm_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_bat
     return st;
 }
 
-vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met) {
+vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, rl_metrics *met, cJSON **infos) {
     if (t->rm && d == t->train) return rm_score_batch(t, d, b, met);
     int n_failed = 0;
     char first_err[512] = "";
     for (int i = 0; i < b->B; i++) {
         double s = 0;
         int failed = 0;
-        vc_status st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s, &failed);
+        vc_status st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s, &failed, infos ? &infos[i] : NULL);
         if (st) return st;
         if (failed) {
             if (!n_failed) snprintf(first_err, sizeof first_err, "%s", vc_last_error());

@@ -166,7 +166,7 @@ static vc_status remax_baselines(vc_rl_trainer *t, const uint32_t *idx, int n, r
     vc_sampling s = t->samp;
     s.greedy = 1;
     vc_status st = rl_rollout_batch(t, t->train, idx, n, &s, 1, (uint64_t)t->step, &g);
-    if (!st) st = rl_score_batch(t, t->train, &g, NULL);
+    if (!st) st = rl_score_batch(t, t->train, &g, NULL, NULL);
     float *bl = st ? NULL : vc_calloc((size_t)b->B, sizeof(float));
     if (!st && !bl) st = VC_ERR_NOMEM;
     for (int i = 0; !st && i < b->B; i++)
@@ -276,7 +276,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     if (t->agent && (st = rl_agent_metrics(t, met))) return st;
     t0 = vc_now();
     st = dp_layout(t, &b, (int)n, lo, &dp);
-    if (!st) st = rl_score_batch(t, t->train, &b, met);
+    if (!st) st = rl_score_batch(t, t->train, &b, met, NULL);
     if (!st) st = sum_metric(t, met, "reward/failed_rows");
     if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, &b, &baselines);
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);

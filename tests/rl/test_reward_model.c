@@ -192,7 +192,7 @@ static void test_trainer_scoring(void) {
         if (pass == 1) {
             CHECK_MSG(fabs(got[0] - got[1]) > 1e-6, "rows scored alike: %g", got[0]);
             /* the trainer's scoring of a training batch: the reward model's score on the last response token */
-            CHECK_OK(rl_score_batch(t, t->train, &b, NULL));
+            CHECK_OK(rl_score_batch(t, t->train, &b, NULL, NULL));
             for (int i = 0; i < 2; i++)
                 CHECK_MSG(b.score[i] == got[i] && b.token_scores[i * b.T + b.rlen[i] - 1] == got[i] &&
                               b.token_scores[i * b.T] == (b.rlen[i] == 1 ? got[i] : 0.0f),

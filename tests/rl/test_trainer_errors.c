@@ -57,6 +57,10 @@ static void setup(void) {
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, ROW);
     put("train.jsonl", rows, 0);
+    put("dapo.jsonl",
+        "{\"data_source\":\"math_dapo\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+1=\"}],\"reward_model\":{\"ground_truth\":\"2\"}}\n"
+        "{\"data_source\":\"math_dapo\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],\"reward_model\":{\"ground_truth\":\"4\"}}\n"
+        "{\"data_source\":\"aime2024\",\"prompt\":[{\"role\":\"user\",\"content\":\"3+3=\"}],\"reward_model\":{\"ground_truth\":\"6\"}}\n", 0);
     put("tools.yaml",
         "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema:\n      type: function\n"
         "      function:\n        name: calc_gsm8k_reward\n        parameters: {type: object, properties: "
@@ -113,6 +117,32 @@ static void temperature_and_otb(void) {
         CHECK_MSG(isfinite(p2) && p2 >= 0 && w > 0 && fabs(p1 - gn * gn) < 1e-6 * (1 + p1),
                   "%s: variance proxies %g %g %g (grad_norm %g)", e, p2, w, p1, gn);
     }
+}
+
+/* validation with val_kwargs.n = 4 samples: verl's mean/std/best/worst metrics on the core variable acc;
+ * math_dapo rows (score +-1, acc, pred) add maj@k, and the validation dump lines carry acc and pred */
+static void validation_metrics(void) {
+    char e[1024];
+    snprintf(e, sizeof e, "data.val_files=%s/dapo.jsonl|actor_rollout_ref.rollout.val_kwargs.n=4|"
+             "actor_rollout_ref.rollout.val_kwargs.do_sample=true|actor_rollout_ref.rollout.val_kwargs.temperature=1.0|"
+             "trainer.val_before_train=true|trainer.test_freq=1|trainer.validation_data_dir=%s/valdump", dir, dir);
+    CHECK_OK(run(e, NULL));
+    static const char *WANT[] = { "val-core/math_dapo/acc/mean@4", "val-core/math_dapo/acc/best@4/mean",
+                                  "val-core/math_dapo/acc/maj@4/mean", "val-aux/math_dapo/acc/std@4",
+                                  "val-aux/math_dapo/acc/best@2/std", "val-aux/math_dapo/acc/worst@4/mean",
+                                  "val-aux/math_dapo/score/maj@2/mean", "val-aux/math_dapo/reward/mean@4",
+                                  "val-core/aime2024/acc/mean@4", NULL };
+    for (int i = 0; WANT[i]; i++) CHECK_MSG(isfinite(last_metric(WANT[i])), "validation: no %s", WANT[i]);
+    double acc = last_metric("val-core/math_dapo/acc/mean@4"), best = last_metric("val-core/math_dapo/acc/best@4/mean");
+    double rw = last_metric("val-aux/math_dapo/reward/mean@4");
+    CHECK_MSG(acc >= 0 && acc <= best && best <= 1 && fabs(rw - (2 * acc - 1)) < 1e-9,
+              "validation: acc %g, best@4 %g, reward %g", acc, best, rw);
+    char *p = vc_path_join(dir, "valdump/0.jsonl"), *text = NULL;
+    size_t len = 0;
+    CHECK_MSG(vc_read_file(p, &text, &len) == VC_OK && text && strstr(text, "\"pred\":") && strstr(text, "\"acc\":") &&
+                  strstr(text, "\"reward\":"), "%s lacks the reward's extra values", p);
+    free(text);
+    free(p);
 }
 
 int main(void) {
@@ -230,6 +260,7 @@ int main(void) {
     expect("algorithm.adv_estimator=optimal_token_baseline", VC_ERR_ARG, "calculate_sum_pi_squared=True", NULL);
     expect("actor_rollout_ref.rollout.logprobs_mode=raw_logits", VC_ERR_ARG, "logprobs_mode", "raw_logits");
     temperature_and_otb();
+    validation_metrics();
     if (!vc_t_fail) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
