@@ -1,11 +1,12 @@
-/* trainer.balance_batch over data-parallel ranks (verl's RayPPOTrainer._balance_batch): after the
- * advantages, rows move between ranks so that each rank holds an equal number of rows (+-1) with
- * similar total work (verl's workload 24576 L + L^2 of a row of L tokens), by a greedy
- * largest-first partition that every rank computes from the same gathered lengths. Each row keeps its
- * original global index, so mini-batches are composed exactly as without balancing; only which rank
- * computes a row changes. The log-prob passes before it run on the rollout's layout. Metrics are
- * verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. One rank: nothing moves
- * (verl also reorders rows by length inside its single partition; verlc keeps the rollout order). */
+/* trainer.balance_batch (verl's RayPPOTrainer._balance_batch), after the advantages. The global order:
+ * as verl orders its single partition on one rank, rows sorted by (workload, index), verl's workload
+ * 24576 L + L^2 of a row of L tokens, the even places ascending then the odd ones descending (light rows
+ * at both ends); the global batch's mini-batches are consecutive in that order on any number of ranks,
+ * so they are verl's one-rank mini-batches. With several ranks rows also move between ranks so that
+ * each holds an equal number of rows (+-1) with similar total work, by a greedy largest-first partition
+ * that every rank computes from the same gathered lengths; a row carries its place in the global order,
+ * so only which rank computes it changes. The log-prob passes before it run on the rollout's layout.
+ * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,27 @@ static vc_status partition(const int64_t *len, int GB, int world, int *owner) {
     free(load);
     free(room);
     return st;
+}
+
+/* label[g]: row g's place in verl's one-partition order (sorted by workload and index, then
+ * order[::2] + order[1::2][::-1]) */
+struct wrow { double w; int g; };
+static int by_work_asc(const void *a, const void *b) {
+    const struct wrow *x = a, *y = b;
+    if (x->w != y->w) return x->w < y->w ? -1 : 1;
+    return x->g - y->g;
+}
+
+static vc_status verl_order(const int64_t *len, int GB, int *label) {
+    struct wrow *r = vc_malloc(sizeof *r * (size_t)(GB ? GB : 1));
+    if (!r) return VC_ERR_NOMEM;
+    for (int g = 0; g < GB; g++) r[g] = (struct wrow){ workload(len[g]), g };
+    qsort(r, (size_t)GB, sizeof *r, by_work_asc);
+    int pos = 0;
+    for (int k = 0; k < GB; k += 2) label[r[k].g] = pos++;
+    for (int k = GB - 1 - (GB % 2 == 1); k >= 1; k -= 2) label[r[k].g] = pos++;
+    free(r);
+    return VC_OK;
 }
 
 /* ---- rows as bytes ---- */
@@ -142,34 +164,38 @@ static void seqlen_metrics(const int64_t *len, const int *owner, const size_t *c
     free(after);
 }
 
-/* the rows this rank now owns (in global order) from every rank's records; owner NULL: every record */
+/* the rows this rank now owns, in global order, from every rank's records; owner NULL: every record */
 static vc_status rebuild(const char *all, size_t total, const int *owner, int rank, int T, rl_batch *b, int **gidx) {
-    int B = 0;
+    int B = 0, G = 0;
     int64_t ntok = 0;
     row_hdr h;
-    for (const char *p = all, *q; p < all + total; p = q) {
+    for (const char *p = all, *q; p < all + total; p = q, G++) {
         skip_row(p, &q, &h);
         if (!owner || owner[h.gidx] == rank) B++, ntok += h.n_ids;
     }
+    const char **rec = vc_calloc((size_t)G + 1, sizeof *rec); /* by global index */
     rl_batch nb;
-    vc_status st = rl_batch_alloc(&nb, B, T, ntok);
+    vc_status st = rec ? rl_batch_alloc(&nb, B, T, ntok) : VC_ERR_NOMEM;
     int *gi = st ? NULL : vc_malloc(sizeof(int) * (size_t)(B ? B : 1));
-    if (!st && !gi) st = VC_ERR_NOMEM;
-    int i = 0;
+    if (!st && !gi) {
+        rl_batch_free(&nb);
+        st = VC_ERR_NOMEM;
+    }
     for (const char *p = all, *q; !st && p < all + total; p = q) {
         skip_row(p, &q, &h);
-        if (owner && owner[h.gidx] != rank) continue;
-        /* ranks hold ascending blocks of the global order and send them in rank order */
-        if (i > 0 && gi[i - 1] > h.gidx) {
-            st = vc_fail(VC_ERR_INTERNAL, "balance_batch: rows out of global order");
-            break;
-        }
-        gi[i] = (int)h.gidx;
-        st = read_row(&nb, i, p, &q);
-        i++;
+        if (h.gidx < 0 || h.gidx >= G || rec[h.gidx]) st = vc_fail(VC_ERR_INTERNAL, "balance_batch: global row %lld twice or out of range", (long long)h.gidx);
+        else rec[h.gidx] = p;
     }
+    for (int g = 0, i = 0; !st && g < G; g++) {
+        const char *q;
+        if (!rec[g]) st = vc_fail(VC_ERR_INTERNAL, "balance_batch: global row %d missing", g);
+        if (st || (owner && owner[g] != rank)) continue;
+        gi[i] = g;
+        st = read_row(&nb, i++, rec[g], &q);
+    }
+    free(rec);
     if (st) {
-        rl_batch_free(&nb);
+        if (gi) rl_batch_free(&nb);
         free(gi);
         return st;
     }
@@ -198,8 +224,29 @@ vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *ro
     return st;
 }
 
+/* one rank: the rows put in verl's order, and the metrics of one partition */
+static vc_status balance_one(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {
+    int *label = vc_malloc(sizeof(int) * (size_t)(b->B + 1)), *src = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
+    int64_t *len = vc_malloc(sizeof(int64_t) * (size_t)(b->B + 1));
+    size_t count = (size_t)b->B;
+    vc_status st = label && src && len ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) len[i] = b->cu[i + 1] - b->cu[i];
+    if (!st) st = verl_order(len, b->B, label);
+    for (int i = 0; !st && i < b->B; i++) src[label[i]] = i, label[i] = 0; /* label: now every row's owner, 0 */
+    if (!st) seqlen_metrics(len, label, &count, b->B, 1, met);
+    rl_dp one = { .world = 1, .g_B = b->B, .g_T = b->T };
+    if (!st) st = rl_batch_take_global(t, b, dp ? dp : &one, src);
+    free(label);
+    free(src);
+    free(len);
+    return st;
+}
+
 vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {
-    if (t->world <= 1 || !dp || dp->world <= 1) return VC_OK;
+    if (t->world <= 1 || !dp || dp->world <= 1) {
+        vc_status s1 = balance_one(t, b, dp, met);
+        return s1 ? vc_fail_ctx(s1, "trainer.balance_batch") : VC_OK;
+    }
     int GB = dp->g_B;
     int64_t *mine = vc_malloc(sizeof(int64_t) * (size_t)(b->B ? b->B : 1));
     if (!mine) return VC_ERR_NOMEM;
@@ -207,25 +254,28 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     void *all_len = NULL, *all_rows = NULL;
     size_t *len_sizes = NULL, *row_sizes = NULL;
     vc_status st = vc_comm_gatherv_bytes(t->comm, mine, sizeof(int64_t) * (size_t)b->B, &all_len, &len_sizes, -1);
-    int *owner = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
+    int *owner = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB), *label = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
+    int *own_l = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
     size_t *counts = st ? NULL : vc_malloc(sizeof(size_t) * (size_t)t->world), got = 0;
-    if (!st && (!owner || !counts)) st = VC_ERR_NOMEM;
+    if (!st && (!owner || !counts || !label || !own_l)) st = VC_ERR_NOMEM;
     for (int r = 0; !st && r < t->world; r++) got += (counts[r] = len_sizes[r] / sizeof(int64_t));
     if (!st && got != (size_t)GB)
         st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
     if (!st) st = partition(all_len, GB, t->world, owner);
+    if (!st) st = verl_order(all_len, GB, label);
+    for (int g = 0; !st && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
     if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
-    /* every rank's rows, tagged with their global index, to every rank */
+    /* every rank's rows, tagged with their place in the global order, to every rank */
     size_t bytes = 0;
     for (int i = 0; !st && i < b->B; i++) bytes += row_bytes(b, i);
     char *buf = st ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
     if (!st && !buf) st = VC_ERR_NOMEM;
-    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, dp->g_off + i, p);
+    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, label[dp->g_off + i], p);
     if (!st) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
     size_t total = 0;
     for (int r = 0; !st && r < t->world; r++) total += row_sizes[r];
     int *gidx = NULL;
-    if (!st) st = rebuild(all_rows, total, owner, t->rank, dp->g_T, b, &gidx);
+    if (!st) st = rebuild(all_rows, total, own_l, t->rank, dp->g_T, b, &gidx);
     if (!st) {
         free(dp->g_idx);
         dp->g_idx = gidx;
@@ -236,6 +286,8 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     free(all_rows);
     free(row_sizes);
     free(owner);
+    free(label);
+    free(own_l);
     free(counts);
     free(buf);
     return st ? vc_fail_ctx(st, "trainer.balance_batch") : VC_OK;
