@@ -27,6 +27,8 @@ typedef struct vc_rollout_opts {
     int page_tokens;           /* tokens per KV page (default 16) */
     int max_batch;             /* sequences decoded together (default 64) */
     int prefill_chunk;         /* max prompt tokens computed per step (default 512) */
+    int no_prefix_cache;       /* 1: full KV pages are not reused between sequences (verl's
+                                * rollout.enable_prefix_caching=false); the outputs are the same either way */
     const struct vc_tokenizer *tokenizer; /* for stop strings */
     void (*progress)(void *ctx, int done, int total, double tokens_per_s);
     void *progress_ctx;
@@ -45,8 +47,10 @@ typedef struct vc_rollout_sample {
     int request, sample;    /* which request and which of its n samples */
     int32_t *tokens;        /* response tokens (prompt excluded) */
     int64_t n_tokens;
-    float *logp;            /* log p of each token under the model before temperature (what training recomputes) */
-    float *logp_sampled;    /* ... and under the distribution actually sampled from */
+    float *logp;            /* log p of each token under the model before temperature (vLLM's raw_logprobs) */
+    float *logp_sampled;    /* ... and under the distribution actually sampled from (processed_logprobs: after
+                             * temperature, top-k, top-p, min-p; what verl's trainer recomputes, at its
+                             * temperature, top-k/top-p aside) */
     int finish;             /* VC_FINISH_* */
     double seconds;
 } vc_rollout_sample;
@@ -59,6 +63,7 @@ typedef struct vc_rollout_stats {
     int64_t peak_pages;      /* most pages in use at once */
     int64_t preemptions;     /* sequences whose pages were freed to make room (recomputed later) */
     int64_t steps;           /* forward passes */
+    int64_t prefix_hit_tokens; /* tokens whose keys and values were reused from the prefix cache */
     int64_t prefill_tokens;  /* tokens computed that were not the single next token of a decode step */
     int64_t decode_tokens;   /* single-token decode rows computed */
     int64_t generated;       /* tokens sampled */
@@ -71,6 +76,10 @@ typedef struct vc_rollout_stats {
 } vc_rollout_stats;
 
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out);
+/* on: the KV pool (room for four times the first call's need, within the budget) and its prefix cache are
+ * kept from one vc_rollout_generate to the next, so a request that starts with tokens an earlier call computed (a multi-turn conversation's next
+ * turn) reuses their keys and values; off: frees them. The model's weights must not change while it is on. */
+void vc_rollout_session(vc_rollout_engine *e, int on);
 void vc_rollout_free(vc_rollout_engine *e);
 /* Generates n_samples responses for each request; *out gets sum(n_samples) samples ordered by
  * (request, sample). Results do not depend on max_batch, thread count, request order, prefill chunking,

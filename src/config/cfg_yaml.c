@@ -15,7 +15,30 @@ struct yparser {
     const char *name;
     struct anchor *anchors;
     size_t n_anchors;
+    int depth;       /* collections open (parse_node recurses once per level) */
+    size_t copied;   /* nodes copied for anchors and aliases ("billion laughs" guard) */
 };
+
+/* Deeper YAML would overflow the stack of this recursive reader; no configuration nests near it. */
+#define YAML_MAX_DEPTH 256
+/* Aliases may not expand the document past this many nodes (verl's whole config has about 1500). */
+#define YAML_MAX_COPIED 1000000
+
+/* Nodes in n, counting no further than `limit`. */
+static size_t node_count(const vc_cfg_node *n, size_t limit) {
+    size_t c = 1;
+    if (n->kind == VC_CFG_MAP || n->kind == VC_CFG_LIST)
+        for (size_t i = 0; i < n->n && c <= limit; i++) c += node_count(n->items[i], limit - c);
+    return c;
+}
+
+static vc_status charge_copy(struct yparser *y, const vc_cfg_node *n, size_t line) {
+    y->copied += node_count(n, YAML_MAX_COPIED + 1);
+    if (y->copied > YAML_MAX_COPIED)
+        return vc_fail(VC_ERR_FORMAT, "%s:%zu: aliases expand the document to more than %d nodes", y->name, line,
+                       YAML_MAX_COPIED);
+    return VC_OK;
+}
 
 static vc_status parse_node(struct yparser *y, yaml_event_t *ev, vc_cfg_node **out);
 
@@ -29,6 +52,8 @@ static vc_status next_event(struct yparser *y, yaml_event_t *ev) {
 
 static vc_status remember_anchor(struct yparser *y, const yaml_char_t *anchor, vc_cfg_node *n) {
     if (!anchor) return VC_OK;
+    vc_status st = charge_copy(y, n, (size_t)(n->line > 0 ? n->line : 0));
+    if (st != VC_OK) return st;
     struct anchor *a = realloc(y->anchors, (y->n_anchors + 1) * sizeof *a);
     if (!a) return vc_fail(VC_ERR_NOMEM, "%s: out of memory", y->name);
     y->anchors = a;
@@ -138,6 +163,7 @@ static vc_status parse_node(struct yparser *y, yaml_event_t *ev, vc_cfg_node **o
     case YAML_ALIAS_EVENT:
         for (size_t i = y->n_anchors; i-- > 0;) {
             if (strcmp(y->anchors[i].name, (const char *)ev->data.alias.anchor)) continue;
+            if ((st = charge_copy(y, y->anchors[i].node, line)) != VC_OK) break;
             *out = vc_cfg_node_copy(y->anchors[i].node);
             st = *out ? VC_OK : VC_ERR_NOMEM;
             break;
@@ -149,12 +175,18 @@ static vc_status parse_node(struct yparser *y, yaml_event_t *ev, vc_cfg_node **o
     case YAML_SEQUENCE_START_EVENT: {
         int is_map = ev->type == YAML_MAPPING_START_EVENT;
         anchor = is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+        if (y->depth >= YAML_MAX_DEPTH) {
+            yaml_event_delete(ev);
+            return vc_fail(VC_ERR_FORMAT, "%s:%zu: YAML nested deeper than %d levels", y->name, line, YAML_MAX_DEPTH);
+        }
         yaml_char_t *a = anchor ? (yaml_char_t *)vc_strdup((const char *)anchor) : NULL;
         yaml_event_delete(ev);
         *out = vc_cfg_node_new(is_map ? VC_CFG_MAP : VC_CFG_LIST);
         if (!*out) { free(a); return VC_ERR_NOMEM; }
         (*out)->line = (int)line;
+        y->depth++;
         st = is_map ? mapping_node(y, *out) : sequence_node(y, *out);
+        y->depth--;
         if (st == VC_OK) st = remember_anchor(y, a, *out);
         free(a);
         if (st != VC_OK) { vc_cfg_node_free(*out); *out = NULL; }

@@ -31,11 +31,23 @@ vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_en
         return vc_fail(VC_ERR_ARG, "rollout: kv_fraction %g must be in (0, 1]", f);
     }
     e->row = vc_kv_row_floats(m);
+    e->kept_pad = -1;
     *out = e;
     return VC_OK;
 }
 
-void vc_rollout_free(vc_rollout_engine *e) { free(e); }
+void vc_rollout_session(vc_rollout_engine *e, int on) {
+    e->session = on;
+    if (!on && e->kept.mem) {
+        vc_kv_pool_release(&e->kept);
+        e->kept_pad = -1;
+    }
+}
+
+void vc_rollout_free(vc_rollout_engine *e) {
+    if (e) vc_rollout_session(e, 0);
+    free(e);
+}
 
 void vc_rollout_last_stats(const vc_rollout_engine *e, vc_rollout_stats *out) { *out = e->stats; }
 
@@ -379,6 +391,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         if (s->n_tok - s->n_cached == 1 && s->plan_n == 1) R->e->stats.decode_tokens++;
         else R->e->stats.prefill_tokens += s->plan_n;
         s->n_cached += s->plan_n;
+        vc_seq_register(R, s);
     }
     if (n_rows == 0) return VC_OK;
     if ((st = sample_step(g, b, z, n_rows, n_draw, cfg->vocab))) return st;
@@ -458,6 +471,35 @@ static void empty_outputs(vc_run *R, int64_t total) {
     R->prompts_done = R->n_req;
 }
 
+/* the call's KV pool: a new one of np pages (+ the padding page), or in a session the kept one when it
+ * fits (else a new one of 4 np pages within the budget, kept afterwards: a turn later needs more); the
+ * prefix cache on unless no_prefix_cache */
+static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad, const vc_backend *be) {
+    vc_kv_pool *k = &e->kept;
+    int bf = kv_bf16(e);
+    if (e->session && k->mem) {
+        int fits = k->be == be && k->page_tokens == e->o.page_tokens && k->row == e->row && k->bf16 == bf &&
+                   k->n_layer == vc_model_cfg(e->m)->n_layer && k->n_pages >= np + pad && (e->kept_pad >= 0) == pad;
+        if (fits) {
+            R->pool = *k, R->pad_page = e->kept_pad;
+            R->pool.peak_used = vc_kv_pool_used(&R->pool);
+            *k = (vc_kv_pool){ 0 };
+            e->kept_pad = -1;
+            return VC_OK;
+        }
+        vc_rollout_session(e, 0);
+        e->session = 1;
+    }
+    if (e->session) { /* room for the turns to come: four times this call's need, within the budget */
+        int64_t b = vc_rollout_budget_pages(e);
+        np = 4 * np < b ? 4 * np : b > np ? b : np;
+    }
+    vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, bf);
+    if (!st && !e->o.no_prefix_cache) st = vc_kv_cache_enable(&R->pool);
+    R->pad_page = !st && pad ? vc_kv_page_alloc(&R->pool) : -1;
+    return st;
+}
+
 static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out);
 
@@ -513,9 +555,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     }
     /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
     int pad = vc_backend_cuda() && prev == vc_backend_cuda() && !has_moe(vc_model_cfg(e->m));
-    if ((st = vc_kv_pool_init(&R.pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, kv_bf16(e))))
-        goto out;
-    R.pad_page = pad ? vc_kv_page_alloc(&R.pool) : -1;
+    if ((st = pool_open(e, &R, np, pad, prev))) goto out;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;
     e->stats.page_bytes = (int64_t)page_bytes(e);
@@ -540,7 +580,8 @@ out:
     e->stats.seconds = vc_now() - R.t_start;
     for (int i = 0; i < R.n_run; i++) vc_seq_free(&R, R.run[i]);
     for (int i = 0; i < R.n_wait; i++) vc_seq_free(&R, R.wait[i]);
-    vc_kv_pool_release(&R.pool);
+    if (e->session && !st && R.pool.mem) e->kept = R.pool, e->kept_pad = R.pad_page; /* kept for the next call */
+    else vc_kv_pool_release(&R.pool); /* (a kept pool the call took is R.pool now) */
     free(R.run);
     free(R.plan);
     free(R.wait);

@@ -17,7 +17,12 @@ const vc_backend *vc_infer_backend_for(const vc_backend *active);
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* ---- KV page pool (kv_pool.c): reference-counted pages, each holding page_tokens tokens of every layer ---- */
+/* ---- KV page pool (kv_pool.c): reference-counted pages, each holding page_tokens tokens of every layer ----
+ * With the prefix cache on (vc_kv_cache_enable), full pages are registered under their tokens and their
+ * parent page (the page before them in the sequence), so a later sequence with the same tokens reuses
+ * them (vLLM's automatic prefix caching). The cache holds one reference on each registered page; a page
+ * only the cache holds, with no registered child, is evictable, least recently used first, when the
+ * pool runs out of free pages. */
 typedef struct vc_kv_pool {
     const vc_backend *be; /* owner of mem (the backend active at init) */
     float *mem;           /* backend memory (bf16: uint16_t values behind the float pointer) */
@@ -26,16 +31,37 @@ typedef struct vc_kv_pool {
     int32_t *refc, *free_list;
     int64_t n_free;
     int64_t peak_used;
+    /* prefix cache (NULL arrays: off) */
+    int32_t *c_parent;    /* per page: parent page (-1: first page of a sequence), -2: not registered */
+    int32_t *c_tok;       /* per page: its page_tokens tokens */
+    uint64_t *c_hash;
+    int32_t *c_child;     /* registered children */
+    int32_t *c_next;      /* hash bucket chain */
+    int32_t *c_bucket;    /* [n_buckets] first page of each bucket (-1: empty) */
+    int32_t *lru_prev, *lru_next; /* evictable pages, oldest first */
+    int32_t lru_head, lru_tail;
+    int64_t n_buckets, n_cached, n_lru;
 } vc_kv_pool;
 
 vc_status vc_kv_pool_init(vc_kv_pool *p, int64_t n_pages, int64_t page_tokens, int64_t n_layer, int64_t row, int bf16);
 void vc_kv_pool_release(vc_kv_pool *p);
 size_t vc_kv_page_bytes(int64_t page_tokens, int64_t n_layer, int64_t row, int bf16);
-int32_t vc_kv_page_alloc(vc_kv_pool *p); /* -1 when the pool is full */
+int32_t vc_kv_page_alloc(vc_kv_pool *p); /* -1 when the pool is full (and nothing is evictable) */
 void vc_kv_page_ref(vc_kv_pool *p, int32_t page);
 void vc_kv_page_unref(vc_kv_pool *p, int32_t page);
 /* copies the first n_tokens tokens of every layer of page src into page dst (copy-on-write) */
 void vc_kv_page_copy(vc_kv_pool *p, int32_t dst, int32_t src, int64_t n_tokens);
-int64_t vc_kv_pool_used(const vc_kv_pool *p);
+int64_t vc_kv_pool_used(const vc_kv_pool *p); /* pages sequences hold (not free, not only cached) */
+/* prefix cache: on for the pool's lifetime (VC_ERR_NOMEM when its tables cannot be allocated) */
+vc_status vc_kv_cache_enable(vc_kv_pool *p);
+/* the registered page after `parent` (-1: none) holding tok[0..page_tokens), with a reference taken for
+ * the caller; -1 when there is none */
+int32_t vc_kv_cache_take(vc_kv_pool *p, int32_t parent, const int32_t *tok);
+/* registers full page `page` (after `parent`, holding tok[0..page_tokens)); returns the page now
+ * registered for that content: `page` itself, or an equal page registered before (then `page` stays
+ * unregistered) */
+int32_t vc_kv_cache_put(vc_kv_pool *p, int32_t parent, const int32_t *tok, int32_t page);
+/* drops every evictable page (and so, repeatedly, the whole cache no sequence uses) */
+void vc_kv_cache_clear(vc_kv_pool *p);
 
 #endif

@@ -22,7 +22,38 @@ vc_seq *vc_seq_new(vc_run *R, int req) {
     }
     memcpy(s->tok, q->prompt, (size_t)q->prompt_len * sizeof *s->tok);
     s->t0 = vc_now();
+    s->last_reg = -1;
     return s;
+}
+
+void vc_seq_prefix(vc_run *R, vc_seq *s) {
+    vc_kv_pool *P = &R->pool;
+    int64_t pt = P->page_tokens, most = (s->n_tok - 1) / pt, k = 0;
+    if (!P->c_parent || s->n_pg || s->n_cached || most <= 0) return;
+    int32_t *pages = realloc(s->pages, (size_t)most * sizeof *pages);
+    if (!pages) return; /* no reuse: the tokens are computed */
+    s->pages = pages;
+    for (int32_t parent = -1, pg; k < most && (pg = vc_kv_cache_take(P, parent, s->tok + k * pt)) >= 0; k++)
+        s->pages[k] = parent = pg;
+    s->n_pg = s->n_reg = k;
+    s->n_cached = k * pt;
+    s->last_reg = k ? s->pages[k - 1] : -1;
+    R->e->stats.prefix_hit_tokens += k * pt;
+}
+
+void vc_seq_register(vc_run *R, vc_seq *s) {
+    vc_kv_pool *P = &R->pool;
+    int64_t pt = P->page_tokens;
+    if (!P->c_parent) return;
+    for (; (s->n_reg + 1) * pt <= s->n_cached && s->n_reg < s->n_pg; s->n_reg++) {
+        int32_t pg = s->pages[s->n_reg], canon = vc_kv_cache_put(P, s->last_reg, s->tok + s->n_reg * pt, pg);
+        if (canon != pg) { /* the same tokens were registered first by another sequence: share that page */
+            vc_kv_page_ref(P, canon);
+            vc_kv_page_unref(P, pg);
+            s->pages[s->n_reg] = canon;
+        }
+        s->last_reg = canon;
+    }
 }
 
 vc_seq *vc_seq_fork(vc_run *R, const vc_seq *p, int sample) {
@@ -53,6 +84,8 @@ void vc_seq_drop_cache(vc_run *R, vc_seq *s) {
     for (int64_t i = 0; i < s->n_pg; i++) vc_kv_page_unref(&R->pool, s->pages[i]);
     s->n_pg = 0;
     s->n_cached = 0;
+    s->n_reg = 0;
+    s->last_reg = -1;
 }
 
 void vc_seq_free(vc_run *R, vc_seq *s) {
@@ -196,6 +229,7 @@ vc_status vc_sched_plan(vc_run *R) {
             break;
         }
         int slots = c->sample < 0 ? R->reqs[c->req].n_samples : 1;
+        vc_seq_prefix(R, c); /* a new or preempted sequence starts from its cached prefix */
         int64_t n = step_tokens(R, c, budget);
         int fits = (R->n_run == 0 || R->n_run + slots <= R->max_seqs) && n > 0;
         int ok = fits && ensure_pages(R, c, n);

@@ -14,6 +14,8 @@ typedef struct vc_seq {
     int64_t n_cached;       /* tokens whose keys/values are in the pages */
     int32_t *pages;
     int64_t n_pg;
+    int64_t n_reg;          /* leading full pages registered in the prefix cache (or found there) */
+    int32_t last_reg;       /* the registered page of the last of them (-1: none) */
     float *logp, *logp_s;   /* per generated token */
     int64_t order;          /* priority: lower is older; the newest are preempted first */
     int state, planned;
@@ -26,6 +28,9 @@ struct vc_rollout_engine {
     vc_rollout_opts o;
     int64_t row;            /* KV floats per token per layer */
     vc_rollout_stats stats;
+    int session;            /* vc_rollout_session: the pool and its prefix cache outlive each call */
+    vc_kv_pool kept;        /* that pool between calls (mem NULL: none) */
+    int32_t kept_pad;       /* its padding page (-1: none) */
 };
 
 typedef struct vc_run {
@@ -52,6 +57,11 @@ vc_seq *vc_seq_new(vc_run *R, int req);
 vc_seq *vc_seq_fork(vc_run *R, const vc_seq *parent, int sample);
 void vc_seq_free(vc_run *R, vc_seq *s);
 void vc_seq_drop_cache(vc_run *R, vc_seq *s);
+/* a sequence without pages takes the longest run of cached full pages matching its tokens (leaving at
+ * least one token to compute) */
+void vc_seq_prefix(vc_run *R, vc_seq *s);
+/* registers the full pages s has computed since the last call in the prefix cache */
+void vc_seq_register(vc_run *R, vc_seq *s);
 void vc_run_remove(vc_run *R, vc_seq *s);       /* from the running set */
 void vc_wait_insert(vc_run *R, vc_seq *s);
 /* Chooses this step's sequences and token counts (R->plan), preempting the newest sequences when the

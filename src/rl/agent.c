@@ -333,6 +333,9 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         free(ids);
     }
     double tsum = 0, tmin = 1e300, tmax = 0;
+    /* the turns of one rollout keep the KV pool: a turn's prompt starts with the last turn's tokens */
+    int session = t->eng && !t->gen && t->prefix_cache;
+    if (session) vc_rollout_session(t->eng, 1);
     for (int turn = 0; !st && active > 0; turn++) {
         int nr = 0;
         vc_sampling sp = *s;
@@ -362,6 +365,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         active = 0;
         for (int i = 0; i < NS; i++) active += !S[i].done;
     }
+    if (session) vc_rollout_session(t->eng, 0);
     for (int i = 0; !st && i < NS; i++) {
         double nt = S[i].turns_a + S[i].turns_u + 1; /* verl's num_turns */
         tsum += nt, tmin = nt < tmin ? nt : tmin, tmax = nt > tmax ? nt : tmax;

@@ -49,6 +49,7 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "actor_rollout_ref.rollout.max_num_seqs", 0, &max_seqs));
     TRY(get_int(c, "actor_rollout_ref.rollout.max_num_batched_tokens", 8192, &mbt));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.temperature", 1.0, &temp));
+    TRY(vc_config_get_bool_or(c, "actor_rollout_ref.rollout.enable_prefix_caching", 1, &t->prefix_cache));
     TRY(vc_config_get_double_or(c, "actor_rollout_ref.rollout.top_p", 1.0, &topp));
     TRY(get_int(c, "actor_rollout_ref.rollout.top_k", -1, &topk));
     TRY(vc_config_get_bool_or(c, "actor_rollout_ref.rollout.val_kwargs.do_sample", 0, &vsample));
@@ -598,7 +599,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
                                 1, dp);
     if (!st) {
         vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok,
-                               .prefill_chunk = t->prefill_chunk };
+                               .prefill_chunk = t->prefill_chunk, .no_prefix_cache = !t->prefix_cache };
         st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
     if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;

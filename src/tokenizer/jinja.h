@@ -119,10 +119,28 @@ typedef struct {
     long steps;
     int depth;
     int loop_ctl;       /* 1 = break, 2 = continue pending */
+    int over_said;      /* the evaluation-limit error has been given its position */
 } jctx;
 #define JINJA_MAX_STEPS 5000000L
 #define JINJA_MAX_DEPTH 200
 #define JINJA_MAX_OUT ((size_t)256 << 20)
+
+/* Work meter: the data work of value operations (a list item or dict entry made, visited or compared,
+ * 64 bytes of text copied or scanned) counts against JINJA_MAX_STEPS together with the evaluation steps,
+ * so that no template runs long on few steps ('a' * 100000000 or range(100000) inside a loop, equality or
+ * printing of lists that share items). During a render it points at the context's step counter; NULL
+ * (no metering) otherwise. jinja_work returns 1 once the limit is passed: the caller stops early and
+ * the evaluator then fails with the limit error. */
+extern __thread long *jinja_meter;
+static inline int jinja_work(size_t units) {
+    if (!jinja_meter) return 0;
+    long room = JINJA_MAX_STEPS + 1 - *jinja_meter;
+    if (room <= 0 || units >= (size_t)room) { *jinja_meter = JINJA_MAX_STEPS + 1; return 1; }
+    *jinja_meter += (long)units;
+    return 0;
+}
+static inline int jinja_over(void) { return jinja_meter && *jinja_meter > JINJA_MAX_STEPS; }
+#define JINJA_LIMIT_MSG "template exceeded the evaluation limit of %ld steps"
 
 vc_status jerr(const jctx *c, const jnode *n, vc_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

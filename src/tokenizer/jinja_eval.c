@@ -63,8 +63,11 @@ void jframe_clear(jframe *f) {
 }
 
 static vc_status step(jctx *c, const jnode *n) {
-    if (++c->steps > JINJA_MAX_STEPS)
-        return jerr(c, n, VC_ERR_ARG, "template exceeded the evaluation limit of %ld steps", JINJA_MAX_STEPS);
+    if (++c->steps > JINJA_MAX_STEPS) {
+        c->steps = JINJA_MAX_STEPS + 1;
+        c->over_said = 1;
+        return jerr(c, n, VC_ERR_ARG, JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
+    }
     return VC_OK;
 }
 
@@ -316,6 +319,10 @@ vc_status jinja_eval(jctx *c, const jnode *n, jv **out) {
     jv_unref(b);
     c->depth--;
     if (!st && !*out) st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    if (jinja_over() && !c->over_said) { /* work metered inside an operation: name the expression */
+        c->over_said = 1;
+        st = jerr(c, n, VC_ERR_ARG, JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
+    }
     if (st) { jv_unref(*out); *out = NULL; }
     return st;
 }
@@ -402,7 +409,7 @@ static vc_status exec_for(jrun *r, const jnode *n, jbuf *out) {
         jframe f = { .parent = saved };
         jv *loop = NULL;
         t_cur = &f;
-        c->steps += 7;   /* an iteration costs about as much as several expression nodes */
+        jinja_work(7);   /* an iteration costs about as much as several expression nodes */
         st = step(c, n);
         if (!st) st = loop_info(items, i, len, &loop);
         if (!st) st = jframe_set(&f, "loop", loop);
@@ -424,7 +431,7 @@ out:
 
 static int jv_contains(const jv *hay, const jv *needle, int depth) {
     if (hay == needle) return 1;
-    if (depth > JINJA_MAX_DEPTH) return 1;
+    if (depth > JINJA_MAX_DEPTH || jinja_work(1)) return 1;
     if (hay->t == JV_LIST)
         for (size_t i = 0; i < hay->u.list.n; i++) if (jv_contains(hay->u.list.items[i], needle, depth + 1)) return 1;
     if (hay->t == JV_DICT || hay->t == JV_NS)
@@ -441,10 +448,11 @@ static vc_status exec_set(jrun *r, const jnode *n) {
         jv *ns = jframe_get(t_cur, n->c->str);
         if (!ns) st = jerr(c, n, VC_ERR_ARG, "'%s' is undefined", n->c->str);
         else if (ns->t != JV_NS) st = jerr(c, n, VC_ERR_ARG, "cannot assign attribute on non-namespace object");
-        else if (jv_contains(v, ns, 0)) st = jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: namespace stored inside itself");
-        else { st = jv_dict_set(ns, jv_cstr(n->str), v); v = NULL; }
+        else if (jv_contains(v, ns, 0) && !jinja_over()) st = jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: namespace stored inside itself");
+        else if (!jinja_over()) { st = jv_dict_set(ns, jv_cstr(n->str), v); v = NULL; }
     } else st = bind_targets(c, n, t_cur, v);
     jv_unref(v);
+    if (jinja_over() && !c->over_said) { c->over_said = 1; st = jerr(c, n, VC_ERR_ARG, JINJA_LIMIT_MSG, JINJA_MAX_STEPS); }
     return st;
 }
 
@@ -499,6 +507,7 @@ static vc_status exec(jrun *r, const jnode *n, jbuf *out) {
     default: return jerr(c, n, VC_ERR_INTERNAL, "expression node in statement position");
     }
     if (out->oom) return jerr(c, n, VC_ERR_NOMEM, "output exceeds the size limit of %zu bytes", JINJA_MAX_OUT);
+    if (jinja_over() && !c->over_said) { c->over_said = 1; return jerr(c, n, VC_ERR_ARG, JINJA_LIMIT_MSG, JINJA_MAX_STEPS); }
     return VC_OK;
 }
 
@@ -554,10 +563,14 @@ vc_status jinja_render(const char *src, const jnode *root, jframe *globals, jbuf
     jctx c = { .src = src, .root = globals };
     jrun r = { .c = &c, .f = globals };
     jframe *saved = t_cur;
+    long *saved_meter = jinja_meter;
     t_cur = globals;
+    jinja_meter = &c.steps;
     jbuf_put(out, "", 0);
     vc_status st = exec_body(&r, root, out);
+    if (!st && jinja_over()) st = vc_fail(VC_ERR_ARG, "chat template: " JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
     t_cur = saved;
+    jinja_meter = saved_meter;
     if (!st && out->oom) st = vc_fail(VC_ERR_NOMEM, "chat template: output exceeds the size limit");
     return st;
 }

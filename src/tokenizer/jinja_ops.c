@@ -1,5 +1,6 @@
 /* Operators, attribute access, iteration and the methods templates call on str, dict and list
  * values, with Python's semantics (what Jinja delegates to). */
+#define _GNU_SOURCE
 #include "tokenizer/jinja.h"
 #include <math.h>
 #include <stdlib.h>
@@ -158,8 +159,8 @@ vc_status jinja_contains(jctx *c, const jnode *n, const jv *hay, const jv *needl
         if (needle->t != JV_STR)
             return jerr(c, n, VC_ERR_ARG, "'in <string>' requires string as left operand, not %s", jv_type_name(needle));
         if (!needle->u.str.len) { *res = 1; return VC_OK; }
-        for (size_t i = 0; i + needle->u.str.len <= hay->u.str.len; i++)
-            if (!memcmp(hay->u.str.s + i, needle->u.str.s, needle->u.str.len)) { *res = 1; break; }
+        jinja_work(hay->u.str.len / 64);  /* memmem is linear (two-way); a byte-by-byte memcmp scan is not */
+        *res = memmem(hay->u.str.s, hay->u.str.len, needle->u.str.s, needle->u.str.len) != NULL;
         return VC_OK;
     }
     if (hay->t == JV_LIST) {
@@ -343,12 +344,17 @@ vc_status jinja_strip(const jv *s, const jv *chars, int left, int right, jv **ou
 
 static const char *find_sub(const char *h, size_t hl, const char *nd, size_t nl, int from_right) {
     if (nl > hl) return NULL;
-    if (from_right) {
-        for (size_t i = hl - nl + 1; i-- > 0;) if (!memcmp(h + i, nd, nl)) return h + i;
+    if (from_right) { /* candidates where the first byte matches, each metered (no linear rfind in libc) */
+        for (size_t i = hl - nl + 1; i-- > 0;) {
+            if (h[i] != nd[0]) continue;
+            if (jinja_work(1 + nl / 64)) return NULL;
+            if (!memcmp(h + i, nd, nl)) return h + i;
+        }
         return NULL;
     }
-    for (size_t i = 0; i + nl <= hl; i++) if (!memcmp(h + i, nd, nl)) return h + i;
-    return NULL;
+    const char *hit = nl ? memmem(h, hl, nd, nl) : h;
+    jinja_work(((hit ? (size_t)(hit - h) : hl) + nl) / 64);
+    return hit;
 }
 
 vc_status jinja_replace(jctx *c, const jnode *at, const jv *s, const jv *old, const jv *new_, int64_t count, jv **out) {

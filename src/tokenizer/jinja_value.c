@@ -11,6 +11,11 @@ jv jv_undef_v = { .t = JV_UNDEF, .rc = -1 };
 jv jv_none_v = { .t = JV_NONE, .rc = -1 };
 jv jv_true_v = { .t = JV_BOOL, .rc = -1, .u.b = 1 };
 jv jv_false_v = { .t = JV_BOOL, .rc = -1, .u.b = 0 };
+__thread long *jinja_meter;
+
+static vc_status over_limit(void) {
+    return vc_fail(VC_ERR_ARG, "chat template: " JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
+}
 
 static jv *jv_new(jv_type t) {
     jv *v = calloc(1, sizeof *v);
@@ -61,6 +66,7 @@ jv *jv_float(double f) { jv *v = jv_new(JV_FLOAT); if (v) v->u.f = f; return v; 
 jv *jv_str_take(char *s, size_t len) {
     jv *v = jv_new(JV_STR);
     if (!v || !s) { free(s); free(v); return NULL; }
+    jinja_work(len / 64);
     v->u.str.s = s;
     v->u.str.len = len;
     return v;
@@ -78,6 +84,7 @@ jv *jv_dict(void) { return jv_new(JV_DICT); }
 
 vc_status jv_list_push(jv *l, jv *item) {
     if (!item) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    if (jinja_work(1)) { jv_unref(item); return over_limit(); }
     if (l->u.list.n == l->u.list.cap) {
         size_t cap = l->u.list.cap ? 2 * l->u.list.cap : 4;
         jv **p = realloc(l->u.list.items, cap * sizeof *p);
@@ -91,6 +98,7 @@ vc_status jv_list_push(jv *l, jv *item) {
 
 vc_status jv_dict_set(jv *d, jv *key, jv *val) {
     if (!key || !val) { jv_unref(key); jv_unref(val); return vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); }
+    if (jinja_work(1 + d->u.dict.n / 16)) { jv_unref(key); jv_unref(val); return over_limit(); }
     for (size_t i = 0; i < d->u.dict.n; i++)
         if (jv_equal(d->u.dict.keys[i], key)) {
             jv_unref(key);
@@ -114,6 +122,7 @@ vc_status jv_dict_set(jv *d, jv *key, jv *val) {
 
 jv *jv_dict_get(const jv *d, const char *key) {
     size_t len = strlen(key);
+    if (jinja_work(d->u.dict.n / 16)) return NULL;
     for (size_t i = 0; i < d->u.dict.n; i++) {
         const jv *k = d->u.dict.keys[i];
         if (k->t == JV_STR && k->u.str.len == len && !memcmp(k->u.str.s, key, len)) return d->u.dict.vals[i];
@@ -122,6 +131,7 @@ jv *jv_dict_get(const jv *d, const char *key) {
 }
 
 jv *jv_dict_getv(const jv *d, const jv *key) {
+    if (jinja_work(d->u.dict.n / 16)) return NULL;
     for (size_t i = 0; i < d->u.dict.n; i++)
         if (jv_equal(d->u.dict.keys[i], key)) return d->u.dict.vals[i];
     return NULL;
@@ -146,6 +156,7 @@ static double jv_num(const jv *v) {
 }
 
 int jv_equal(const jv *a, const jv *b) {
+    if (jinja_work(1)) return 0;
     if (jv_is_num(a) && jv_is_num(b)) {
         if (a->t != JV_FLOAT && b->t != JV_FLOAT) {
             int64_t x = a->t == JV_INT ? a->u.i : a->u.b, y = b->t == JV_INT ? b->u.i : b->u.b;
@@ -156,7 +167,10 @@ int jv_equal(const jv *a, const jv *b) {
     if (a->t != b->t) return 0;
     switch (a->t) {
     case JV_UNDEF: case JV_NONE: return 1;
-    case JV_STR: return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+    case JV_STR:
+        if (a->u.str.len != b->u.str.len) return 0;
+        jinja_work(a->u.str.len / 64);
+        return !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
     case JV_LIST:
         if (a->u.list.n != b->u.list.n) return 0;
         for (size_t i = 0; i < a->u.list.n; i++)
@@ -182,6 +196,7 @@ const char *jv_type_name(const jv *v) {
 
 size_t utf8_count(const char *s, size_t len) {
     size_t n = 0;
+    jinja_work(len / 64);
     for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
     return n;
 }
@@ -212,6 +227,7 @@ jv *jv_from_json(const cJSON *j) {
 /* ---- text output ---- */
 void jbuf_put(jbuf *b, const char *s, size_t n) {
     if (b->oom) return;
+    jinja_work(n / 64);
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
@@ -290,6 +306,8 @@ static void write_pyrepr_str(jbuf *b, const char *s, size_t n) {
 
 vc_status jv_write_repr(jbuf *b, const jv *v, int depth) {
     if (depth > JINJA_MAX_DEPTH) return vc_fail(VC_ERR_ARG, "chat template: value nested too deeply to print");
+    if (jinja_work(1)) return over_limit();
+    if (b->oom) return VC_OK; /* the caller reports the size limit */
     switch (v->t) {
     case JV_STR: write_pyrepr_str(b, v->u.str.s, v->u.str.len); return VC_OK;
     case JV_LIST: {
@@ -393,6 +411,8 @@ static vc_status write_json_key(jbuf *b, const jv *k, int ensure_ascii) {
 vc_status jv_write_json(jbuf *b, const jv *v, int ensure_ascii, int indent, int sort_keys,
                         const char *item_sep, const char *key_sep, int depth) {
     if (depth > JINJA_MAX_DEPTH) return vc_fail(VC_ERR_ARG, "chat template: tojson: value nested too deeply");
+    if (jinja_work(1)) return over_limit();
+    if (b->oom) return VC_OK; /* the caller reports the size limit */
     vc_status st = VC_OK;
     switch (v->t) {
     case JV_NONE: jbuf_puts(b, "null"); return VC_OK;
