@@ -29,10 +29,18 @@ double vc_reward_countdown(const char *solution, double target, const double *nu
  * VC_ERR_FORMAT for syntax errors and characters outside [0-9+-*().\s/], VC_ERR_NUMERIC for division by zero. */
 vc_status vc_arith_eval(const char *expr, double *out);
 
+/* Search-R1 exact match (verl search_r1_like_qa_em.compute_score, data sources searchR1_nq, _triviaqa, _popqa,
+ * _hotpotqa, _2wikimultihopqa, _musique, _bamboogle): 1 when the last <answer>...</answer> equals a golden
+ * answer after SQuAD normalisation (0.25 with more than 10 answer tags), else 0. ground_truth: JSON
+ * {"target": answer or [answers]}. */
+vc_status vc_reward_qa_em(const char *solution, const char *ground_truth, double *score);
+/* SQuAD's normalize_answer (malloc'd; NULL on allocation failure) */
+char *vc_qa_normalize(const char *s);
+
 /* verl's default_compute_score: chooses the scorer by data_source
  *   openai/gsm8k -> gsm8k; lighteval/MATH, DigitalLearningGmbH/MATH-lighteval, DigitalLearningGmbH/MATH-lvl5,
  *   HuggingFaceH4/MATH-500 -> math; math_dapo, math, math_dapo_reasoning, aime* -> math_dapo (score +-1);
- *   countdown (and countdown*) -> countdown.
+ *   searchR1_* (verl's seven) -> qa_em; countdown (and countdown*) -> countdown.
  * ground_truth: a JSON value (a JSON string is decoded; countdown wants {"target", "numbers"}) or plain
  * text (used as is). extra_info_json may be NULL. Unknown data_source: VC_ERR_UNSUPPORTED naming it. */
 vc_status vc_reward_default(const char *data_source, const char *solution_str, const char *ground_truth,

@@ -45,6 +45,14 @@ out:
     return st;
 }
 
+static int is_search_r1(const char *ds) {
+    static const char *const S[] = { "searchR1_nq", "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa",
+                                     "searchR1_2wikimultihopqa", "searchR1_musique", "searchR1_bamboogle" };
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
+        if (!strcmp(ds, S[i])) return 1;
+    return 0;
+}
+
 /* verl's math_dapo sources: its dict result {"score", "acc", "pred"} */
 static int is_dapo_source(const char *ds) {
     return !strcmp(ds, "math_dapo") || !strcmp(ds, "math") || !strcmp(ds, "math_dapo_reasoning") ||
@@ -75,6 +83,7 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
     if (!data_source || !solution_str || !ground_truth)
         return vc_fail(VC_ERR_MISSING, "reward: data_source, solution_str and ground_truth are required");
     if (!strncmp(data_source, "countdown", 9)) return countdown(solution_str, ground_truth, score);
+    if (is_search_r1(data_source)) return vc_reward_qa_em(solution_str, ground_truth, score);
     int is_math = 0, dapo = is_dapo_source(data_source);
     for (size_t i = 0; i < sizeof MATH_SOURCES / sizeof MATH_SOURCES[0]; i++) is_math |= !strcmp(data_source, MATH_SOURCES[i]);
     if (!is_math && !dapo && strcmp(data_source, "openai/gsm8k"))

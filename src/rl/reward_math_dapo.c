@@ -12,11 +12,6 @@
 #include <utf8proc.h>
 
 /* ---- Python str helpers ---- */
-/* str.isspace(): White_Space plus the separators U+001C..U+001F (Python's \s under re.UNICODE is the same) */
-static int py_space(int32_t c) {
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
 #define PY_SPACE_CLASS "[\\t\\n\\x0b\\f\\r\\x1c-\\x20\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
 
 /* the characters with Numeric_Type=Digit (str.isdigit() but not category Nd), from Python 3.11's unicodedata */
@@ -34,29 +29,12 @@ static int py_digit(int32_t c) {
     return 0;
 }
 
-/* the next code point of valid UTF-8 text at s (*c), and its length */
-static size_t next_cp(const char *s, int32_t *c) {
-    utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)s, -1, c);
-    return n > 0 ? (size_t)n : 1;
-}
-
 static int py_isdigit(const char *s) {
     int32_t c;
     if (!*s) return 0;
     for (size_t k; *s; s += k)
-        if (k = next_cp(s, &c), !py_digit(c)) return 0;
+        if (k = vc_rs_next_cp(s, &c), !py_digit(c)) return 0;
     return 1;
-}
-
-/* s.strip(): a new string */
-static char *py_strip(const char *s) {
-    int32_t c;
-    size_t k;
-    while (*s && (k = next_cp(s, &c), py_space(c))) s += k;
-    size_t end = 0;
-    for (size_t i = 0; s[i]; i += k)
-        if (k = next_cp(s + i, &c), !py_space(c)) end = i + k;
-    return vc_rs_ndup(s, end);
 }
 
 /* s[-n:]: the start of the last n code points */
@@ -157,7 +135,7 @@ static vc_status normalize_final_answer(const char *answer, char **out) {
     if (!st && !(plain = vc_rs_replace(s, ",", ""))) st = vc_fail(VC_ERR_NOMEM, "math_dapo: out of memory");
     if (!st && py_isdigit(plain)) free(s), s = plain, plain = NULL; /* "1,000" -> "1000" */
     free(plain);
-    *out = st ? NULL : py_strip(s);
+    *out = st ? NULL : vc_rs_py_strip(s);
     free(s);
     if (!st && !*out) st = vc_fail(VC_ERR_NOMEM, "math_dapo: out of memory");
     return st;

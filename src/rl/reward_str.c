@@ -3,6 +3,7 @@
 #include "verlc/core.h"
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 size_t vc_rs_count(const char *s, const char *sep) {
     size_t n = 0, k = strlen(sep);
@@ -60,4 +61,24 @@ char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, cons
     }
     *o = 0;
     return out;
+}
+
+int vc_rs_py_space(int32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+size_t vc_rs_next_cp(const char *s, int32_t *c) {
+    utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)s, -1, c);
+    return n > 0 ? (size_t)n : 1;
+}
+
+char *vc_rs_py_strip(const char *s) {
+    int32_t c;
+    size_t k;
+    while (*s && (k = vc_rs_next_cp(s, &c), vc_rs_py_space(c))) s += k;
+    size_t end = 0;
+    for (size_t i = 0; s[i]; i += k)
+        if (k = vc_rs_next_cp(s + i, &c), !vc_rs_py_space(c)) end = i + k;
+    return vc_rs_ndup(s, end);
 }

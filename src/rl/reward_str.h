@@ -3,6 +3,7 @@
 #define VC_RL_REWARD_STR_H
 #include "verlc/core.h"
 #include <stddef.h>
+#include <stdint.h>
 
 /* s.replace(old, new): a new string (NULL on allocation failure). */
 char *vc_rs_replace(const char *s, const char *old, const char *rep);
@@ -14,6 +15,12 @@ size_t vc_rs_u8len(const char *s);
 size_t vc_rs_cp_count(const char *s, size_t n);
 /* New string of the n bytes at s. */
 char *vc_rs_ndup(const char *s, size_t n);
+/* str.isspace() of one code point: White_Space plus the separators U+001C..U+001F */
+int vc_rs_py_space(int32_t c);
+/* the code point of valid UTF-8 text at s (*c) and its byte length (1 for an invalid byte) */
+size_t vc_rs_next_cp(const char *s, int32_t *c);
+/* s.strip(): a new string (NULL on allocation failure) */
+char *vc_rs_py_strip(const char *s);
 /* Concatenation of up to 6 strings (NULLs ignored). */
 char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f);
 
