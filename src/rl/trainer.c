@@ -476,6 +476,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, "data.reward_fn_key", "data_source", &o.reward_fn_key));
     o.chat_kwargs = t->chat_kwargs;
     TRY(get_int(c, "data.max_prompt_length", 512, &o.max_prompt_length));
+    t->max_prompt = o.max_prompt_length;
     TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
     TRY(get_int(c, "data.train_max_samples", -1, &tms));

@@ -34,6 +34,7 @@ struct vc_rl_trainer {
     double kv_fraction;         /* rollout.gpu_memory_utilization */
     int max_seqs;               /* rollout.max_num_seqs (0: the engine's default) */
     int prefill_chunk;          /* rollout.max_num_batched_tokens: prompt tokens computed per step at most */
+    int64_t max_prompt;         /* data.max_prompt_length (prompt_length/clip_ratio) */
     int prefix_cache;           /* rollout.enable_prefix_caching: full KV pages reused between sequences (and
                                  * between the turns of a multi-turn rollout) */
     int32_t eos[RL_MAX_EOS];

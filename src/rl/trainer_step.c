@@ -94,12 +94,14 @@ vc_status rl_compute_advantages(vc_rl_trainer *t, rl_batch *b, const float *base
     return st;
 }
 
-/* verl's compute_data_metrics over the rows of every rank: sequence scores/rewards, token
- * advantages/returns/values, lengths. Sums and counts are reduced in rank order, extremes by max/min. */
-enum { S_SCORE, S_REW, S_ADV, S_RET, S_VAL, S_RLEN, S_PLEN, NS };
+/* verl's compute_data_metrics over the rows of every rank: sequence scores/rewards (of the rows with a
+ * response: verl leaves aborted, empty ones out), token advantages/returns/values, lengths, the value
+ * function's explained variance. Sums and counts are reduced in rank order, extremes by max/min. */
+enum { S_SCORE, S_REW, S_ADV, S_RET, S_VAL, S_RLEN, S_PLEN, S_RLEN_NA, NS };
+enum { X_RCLIP, X_PCLIP, X_NACLIP, X_ABORT, X_D, X_D2, X_R, X_R2, NX }; /* counts and explained-variance sums */
 
 typedef struct mstat {
-    double s[2 * NS + 1]; /* sum, count per stat; the clipped responses */
+    double s[2 * NS + NX]; /* sum, count per stat; then the X_ sums */
     double mx[NS], mn[NS];
 } mstat;
 
@@ -110,16 +112,16 @@ static void add(mstat *m, int k, double v) {
     m->mn[k] = fmin(m->mn[k], v);
 }
 
+/* a row's tokens summed (sequence stats, of rows with a response), or each masked token */
 static void seq_acc(mstat *m, int k, const rl_batch *b, const float *tok, int per_token) {
     for (int i = 0; i < b->B; i++) {
         double row = 0;
         for (int j = 0; j < b->T; j++) {
             size_t q = (size_t)i * b->T + j;
-            if (b->mask[q] <= 0) continue;
-            if (per_token) add(m, k, tok[q]);
-            else row += tok[q];
+            if (!per_token) row += tok[q];
+            else if (b->mask[q] > 0) add(m, k, tok[q]);
         }
-        if (!per_token) add(m, k, row);
+        if (!per_token && b->rlen[i] > 0) add(m, k, row);
     }
 }
 
@@ -130,6 +132,26 @@ static void stat_set(rl_metrics *met, const mstat *m, int k, const char *name) {
     rl_metrics_setf(met, n > 0 ? m->mn[k] : 0, "%s/min", name);
 }
 
+static void lengths(vc_rl_trainer *t, const rl_batch *b, mstat *m) {
+    double *x = m->s + 2 * NS;
+    for (int i = 0; i < b->B; i++) {
+        add(m, S_RLEN, (double)b->rlen[i]);
+        add(m, S_PLEN, (double)b->plen[i]);
+        x[X_RCLIP] += b->rlen[i] >= t->max_resp;
+        x[X_PCLIP] += t->max_prompt > 0 && b->plen[i] >= t->max_prompt;
+        x[X_ABORT] += b->rlen[i] == 0;
+        if (b->rlen[i] > 0) add(m, S_RLEN_NA, (double)b->rlen[i]), x[X_NACLIP] += b->rlen[i] >= t->max_resp;
+    }
+    for (size_t q = 0; b->have_values && q < (size_t)b->B * b->T; q++)
+        if (b->mask[q] > 0) {
+            double d = (double)b->ret[q] - b->values[q], r = b->ret[q];
+            x[X_D] += d, x[X_D2] += d * d, x[X_R] += r, x[X_R2] += r * r;
+        }
+}
+
+/* torch.var (unbiased) of n values from their sum and sum of squares */
+static double var_of(double s, double s2, double n) { return n > 1 ? (s2 - s * s / n) / (n - 1) : NAN; }
+
 vc_status rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
     mstat m;
     memset(&m, 0, sizeof m);
@@ -139,24 +161,28 @@ vc_status rl_data_metrics(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) 
     seq_acc(&m, S_ADV, b, b->adv, 1);
     seq_acc(&m, S_RET, b, b->ret, 1);
     if (b->have_values) seq_acc(&m, S_VAL, b, b->values, 1);
-    for (int i = 0; i < b->B; i++) {
-        add(&m, S_RLEN, (double)b->rlen[i]);
-        add(&m, S_PLEN, (double)b->plen[i]);
-        m.s[2 * NS] += b->rlen[i] >= t->max_resp;
-    }
-    vc_status st = rl_dist_reduce(t, m.s, 2 * NS + 1, VC_SUM);
+    lengths(t, b, &m);
+    vc_status st = rl_dist_reduce(t, m.s, 2 * NS + NX, VC_SUM);
     if (!st) st = rl_dist_reduce(t, m.mx, NS, VC_MAX);
     if (!st) st = rl_dist_reduce(t, m.mn, NS, VC_MIN);
     if (st) return st;
+    const double *x = m.s + 2 * NS, nr = m.s[2 * S_RLEN + 1], nna = m.s[2 * S_RLEN_NA + 1];
     stat_set(met, &m, S_SCORE, "critic/score");
     stat_set(met, &m, S_REW, "critic/rewards");
     stat_set(met, &m, S_ADV, "critic/advantages");
     stat_set(met, &m, S_RET, "critic/returns");
-    if (b->have_values) stat_set(met, &m, S_VAL, "critic/values");
+    if (b->have_values) {
+        double n = m.s[2 * S_VAL + 1];
+        stat_set(met, &m, S_VAL, "critic/values");
+        rl_metrics_set(met, "critic/vf_explained_var", 1.0 - var_of(x[X_D], x[X_D2], n) / (var_of(x[X_R], x[X_R2], n) + 1e-5));
+    }
     stat_set(met, &m, S_RLEN, "response_length");
-    double nr = m.s[2 * S_RLEN + 1];
-    rl_metrics_set(met, "response_length/clip_ratio", nr > 0 ? m.s[2 * NS] / nr : 0);
+    rl_metrics_set(met, "response_length/clip_ratio", nr > 0 ? x[X_RCLIP] / nr : 0);
+    stat_set(met, &m, S_RLEN_NA, "response_length_non_aborted");
+    rl_metrics_set(met, "response_length_non_aborted/clip_ratio", nna > 0 ? x[X_NACLIP] / nna : 0);
+    rl_metrics_set(met, "response/aborted_ratio", nr > 0 ? x[X_ABORT] / nr : 0);
     stat_set(met, &m, S_PLEN, "prompt_length");
+    rl_metrics_set(met, "prompt_length/clip_ratio", nr > 0 ? x[X_PCLIP] / nr : 0);
     return VC_OK;
 }
 
@@ -188,6 +214,22 @@ static vc_status probs_diff(vc_rl_trainer *t, const rl_batch *b, const float *lp
     if (!st) st = rl_dist_reduce(t, &mx, 1, VC_MAX);
     rl_metrics_set(met, "training/rollout_probs_diff_mean", v[1] > 0 ? v[0] / v[1] : 0);
     rl_metrics_set(met, "training/rollout_probs_diff_max", mx);
+    return st;
+}
+
+/* verl's timing_per_token_ms/<stage>: the stage's seconds per token of the global batch, in ms (response
+ * tokens for gen, prompt + response tokens for the others) */
+static vc_status per_token_timing(vc_rl_trainer *t, const rl_batch *b, rl_metrics *met) {
+    double n[2] = { 0, 0 };
+    for (int i = 0; i < b->B; i++) n[0] += (double)b->rlen[i], n[1] += (double)(b->plen[i] + b->rlen[i]);
+    vc_status st = rl_dist_reduce(t, n, 2, VC_SUM);
+    static const char *const STAGE[] = { "gen", "ref", "values", "adv", "update_critic", "update_actor" };
+    for (int k = 0; !st && k < 6; k++) {
+        double s = 0, tok = k ? n[1] : n[0];
+        char name[64];
+        snprintf(name, sizeof name, "timing_s/%s", STAGE[k]);
+        if (rl_metrics_get(met, name, &s) && tok > 0) rl_metrics_setf(met, s * 1000.0 / tok, "timing_per_token_ms/%s", STAGE[k]);
+    }
     return st;
 }
 
@@ -358,6 +400,8 @@ scored:;
     if (!st) st = rl_dist_reduce(t, &tokens, 1, VC_SUM);
     double step_s = vc_now() - t_step;
     rl_metrics_set(met, "timing_s/step", step_s);
+    rl_metrics_set(met, "perf/time_per_step", step_s);
+    if (!st) st = per_token_timing(t, &b, met);
     rl_metrics_set(met, "perf/total_num_tokens", tokens);
     rl_metrics_set(met, "perf/throughput", step_s > 0 ? tokens / step_s / (t->world > 1 ? t->world : 1) : 0);
     rl_metrics_set(met, "training/epoch", (double)t->it.epoch);

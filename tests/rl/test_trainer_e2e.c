@@ -46,12 +46,15 @@ static const char *GRPO_METRICS[] = {
     "response_length/max", "response_length/min", "response_length/clip_ratio", "prompt_length/mean",
     "timing_s/gen", "timing_s/reward", "timing_s/ref", "timing_s/adv", "timing_s/update_actor", "timing_s/step",
     "perf/throughput", "perf/total_num_tokens", "perf/mfu/actor", "val-core/openai/gsm8k/acc/mean@1",
-    "training/rollout_probs_diff_mean", "training/rollout_probs_diff_max", NULL };
+    "training/rollout_probs_diff_mean", "training/rollout_probs_diff_max", "response/aborted_ratio",
+    "response_length_non_aborted/mean", "response_length_non_aborted/clip_ratio", "prompt_length/clip_ratio",
+    "perf/time_per_step", "timing_per_token_ms/gen", "timing_per_token_ms/ref", "timing_per_token_ms/update_actor", NULL };
 
 static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "critic/returns/mean", "timing_s/update_critic",
                                      "timing_s/old_log_prob", "actor/pg_loss", "rollout_corr/rollout_is_mean",
                                      "rollout_corr/rollout_rs_token_k1_masked_fraction", "rollout_corr/k3_kl",
-                                     "rollout_corr/chi2_seq", NULL };
+                                     "rollout_corr/chi2_seq", "critic/vf_explained_var", "timing_per_token_ms/values",
+                                     "timing_per_token_ms/update_critic", NULL };
 
 /* trainer.rollout_data_dir / validation_data_dir: verl's JSONL samples; the custom chat template renders
  * the inputs; ignore_eos runs every response to max_response_length */
