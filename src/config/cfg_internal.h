@@ -40,6 +40,10 @@ void vc_cfg_node_free(vc_cfg_node *n);
 vc_cfg_node *vc_cfg_node_copy(const vc_cfg_node *n);
 vc_cfg_node *vc_cfg_scalar_str(const char *s, size_t len);
 vc_status vc_cfg_map_put(vc_cfg_node *map, const char *key, vc_cfg_node *val); /* takes val; replaces */
+/* Adds a key the caller knows is not in the map yet (no linear search); takes val. */
+vc_status vc_cfg_map_append(vc_cfg_node *map, const char *key, vc_cfg_node *val);
+/* Nodes in the tree n, counting no further than `limit`. */
+size_t vc_cfg_node_count(const vc_cfg_node *n, size_t limit);
 vc_cfg_node *vc_cfg_map_get(const vc_cfg_node *map, const char *key);
 int vc_cfg_map_remove(vc_cfg_node *map, const char *key);
 vc_status vc_cfg_list_push(vc_cfg_node *list, vc_cfg_node *val);

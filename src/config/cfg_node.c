@@ -71,6 +71,17 @@ vc_status vc_cfg_map_put(vc_cfg_node *map, const char *key, vc_cfg_node *val) {
         map->items[i] = val;
         return VC_OK;
     }
+    return vc_cfg_map_append(map, key, val);
+}
+
+size_t vc_cfg_node_count(const vc_cfg_node *n, size_t limit) {
+    size_t c = 1;
+    if (n->kind == VC_CFG_MAP || n->kind == VC_CFG_LIST)
+        for (size_t i = 0; i < n->n && c <= limit; i++) c += vc_cfg_node_count(n->items[i], limit - c);
+    return c;
+}
+
+vc_status vc_cfg_map_append(vc_cfg_node *map, const char *key, vc_cfg_node *val) {
     char *k = vc_strdup(key);
     if (!k || !grow(map, 1)) {
         free(k);
@@ -118,7 +129,8 @@ vc_cfg_node *vc_cfg_node_copy(const vc_cfg_node *src) {
     for (size_t i = 0; i < src->n; i++) {
         vc_cfg_node *c = vc_cfg_node_copy(src->items[i]);
         if (!c) goto fail;
-        vc_status st = src->kind == VC_CFG_MAP ? vc_cfg_map_put(n, src->keys[i], c) : vc_cfg_list_push(n, c);
+        /* a map's keys are distinct: append without the linear search (copies of big maps stay linear) */
+        vc_status st = src->kind == VC_CFG_MAP ? vc_cfg_map_append(n, src->keys[i], c) : vc_cfg_list_push(n, c);
         if (st != VC_OK) goto fail;
     }
     return n;

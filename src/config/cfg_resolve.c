@@ -9,10 +9,27 @@
 #include <string.h>
 
 #define MAX_DEPTH 64
+/* Interpolations resolved inside one another (a -> b -> c ...): each level recurses, so the chain must
+ * end well before the stack does. */
+#define MAX_NESTED 200
+/* What one resolution may build: nodes copied by whole-value interpolations and text bytes made by
+ * embedded ones. Values that double at each reference (b: "${a}${a}", c: "${b}${b}", ...) end here
+ * instead of exhausting memory. */
+#define MAX_COPIED 1000000
+#define MAX_TEXT ((size_t)16 << 20)
+
+/* Keys compared by the lookups of one resolution. */
+#define MAX_SCANNED 50000000
+
+struct rstate {
+    size_t copied, text, scanned;
+    int nested;
+};
 
 struct chain {
     vc_cfg_node *n[MAX_DEPTH]; /* n[0] is the root, n[len-1] the current node */
     int len;
+    struct rstate *rs;
 };
 
 static vc_status resolve_node(struct chain *c);
@@ -61,6 +78,12 @@ static vc_status locate(struct chain *c, const char *key, struct chain *out) {
     for (int i = 0; i < ns && st == VC_OK; i++) {
         vc_cfg_node *cur = out->n[out->len - 1];
         if ((st = resolve_node(out)) != VC_OK) break; /* the container may itself be an interpolation */
+        if (cur->kind == VC_CFG_MAP && (c->rs->scanned += cur->n) > MAX_SCANNED) { /* map lookups are linear */
+            char p[256];
+            st = vc_fail(VC_ERR_ARG, "config: %s: interpolation lookups compare more than %d keys (maps too large)",
+                         chain_path(c, p, sizeof p), MAX_SCANNED);
+            break;
+        }
         vc_cfg_node *next = vc_cfg_child(cur, segs[i]);
         if (!next || out->len >= MAX_DEPTH) { out->len = 0; break; }
         out->n[out->len++] = next;
@@ -91,6 +114,15 @@ static int split_args(const char *s, size_t len, const char **starts, size_t *le
         }
     }
     return n;
+}
+
+static vc_status charge_copy(struct chain *c, const vc_cfg_node *n) {
+    char p[256];
+    c->rs->copied += vc_cfg_node_count(n, MAX_COPIED + 1);
+    if (c->rs->copied > MAX_COPIED)
+        return vc_fail(VC_ERR_ARG, "config: %s: interpolations copy more than %d values", chain_path(c, p, sizeof p),
+                       MAX_COPIED);
+    return VC_OK;
 }
 
 /* Evaluates a resolver argument: interpolations in it first, then Hydra value typing. */
@@ -137,13 +169,32 @@ static vc_status eval_select(struct chain *c, const char *args, size_t len, vc_c
     if (st != VC_OK) return st;
     vc_cfg_node *target = t.len ? t.n[t.len - 1] : NULL;
     if (target && (st = resolve_tree(&t)) != VC_OK) return st;
-    if (target && target->kind != VC_CFG_MISSING) *out = vc_cfg_node_copy(target);
+    if (target && target->kind != VC_CFG_MISSING) {
+        if ((st = charge_copy(c, target)) != VC_OK) return st;
+        *out = vc_cfg_node_copy(target);
+    }
     else if (n == 2) return eval_arg(c, a[1], al[1], out);
     else *out = vc_cfg_node_new(VC_CFG_NULL);
     return *out ? VC_OK : VC_ERR_NOMEM;
 }
 
+static vc_status eval_expr_in(struct chain *c, const char *expr, size_t len, vc_cfg_node **out);
+
+/* Every nested resolution passes here (a key's value naming another key, a resolver argument holding an
+ * interpolation): the count bounds the recursion. */
 static vc_status eval_expr(struct chain *c, const char *expr, size_t len, vc_cfg_node **out) {
+    char p[256];
+    *out = NULL;
+    if (c->rs->nested >= MAX_NESTED)
+        return vc_fail(VC_ERR_ARG, "config: %s: interpolations nested more than %d deep (at '${%.*s}')",
+                       chain_path(c, p, sizeof p), MAX_NESTED, len > 64 ? 64 : (int)len, expr);
+    c->rs->nested++;
+    vc_status st = eval_expr_in(c, expr, len, out);
+    c->rs->nested--;
+    return st;
+}
+
+static vc_status eval_expr_in(struct chain *c, const char *expr, size_t len, vc_cfg_node **out) {
     char p[256];
     *out = NULL;
     while (len && (*expr == ' ' || *expr == '\t')) { expr++; len--; }
@@ -166,6 +217,7 @@ static vc_status eval_expr(struct chain *c, const char *expr, size_t len, vc_cfg
     if (st == VC_OK && t.n[t.len - 1]->kind == VC_CFG_MISSING)
         st = vc_fail(VC_ERR_MISSING, "config: %s: interpolation '${%s}' names a value nobody set (?\?\?)",
                      chain_path(c, p, sizeof p), key);
+    if (st == VC_OK) st = charge_copy(c, t.n[t.len - 1]);
     if (st == VC_OK && !(*out = vc_cfg_node_copy(t.n[t.len - 1]))) st = VC_ERR_NOMEM;
     free(key);
     return st;
@@ -232,8 +284,14 @@ static vc_status resolve_string(struct chain *c, vc_cfg_node *node) {
         if (!qe) { st = vc_fail(VC_ERR_ARG, "config: %s: unbalanced '${' in '%s'", chain_path(c, p, sizeof p), s); break; }
         const char *text = NULL;
         if ((st = eval_expr(c, q + 2, (size_t)(qe - q - 2), &val)) == VC_OK &&
-            (st = value_text(c, val, tmp, sizeof tmp, &text)) == VC_OK)
-            st = append_text(&buf, &len, &cap, text, strlen(text));
+            (st = value_text(c, val, tmp, sizeof tmp, &text)) == VC_OK) {
+            size_t tl = strlen(text);
+            c->rs->text += tl;
+            if (len + tl > MAX_TEXT || c->rs->text > MAX_TEXT * 4)
+                st = vc_fail(VC_ERR_ARG, "config: %s: interpolated text grows past %zu MiB", chain_path(c, p, sizeof p),
+                             MAX_TEXT >> 20);
+            else st = append_text(&buf, &len, &cap, text, tl);
+        }
         vc_cfg_node_free(val);
         val = NULL;
         q = qe + 1;
@@ -275,7 +333,8 @@ static vc_status resolve_tree(struct chain *c) {
 }
 
 vc_status vc_config_resolve(vc_config *cfg) {
-    struct chain c = { .len = 1 };
+    struct rstate rs = { 0 };
+    struct chain c = { .len = 1, .rs = &rs };
     c.n[0] = cfg->root;
     return resolve_tree(&c);
 }

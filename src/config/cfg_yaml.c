@@ -22,18 +22,10 @@ struct yparser {
 /* Deeper YAML would overflow the stack of this recursive reader; no configuration nests near it. */
 #define YAML_MAX_DEPTH 256
 /* Aliases may not expand the document past this many nodes (verl's whole config has about 1500). */
-#define YAML_MAX_COPIED 1000000
-
-/* Nodes in n, counting no further than `limit`. */
-static size_t node_count(const vc_cfg_node *n, size_t limit) {
-    size_t c = 1;
-    if (n->kind == VC_CFG_MAP || n->kind == VC_CFG_LIST)
-        for (size_t i = 0; i < n->n && c <= limit; i++) c += node_count(n->items[i], limit - c);
-    return c;
-}
+#define YAML_MAX_COPIED 200000
 
 static vc_status charge_copy(struct yparser *y, const vc_cfg_node *n, size_t line) {
-    y->copied += node_count(n, YAML_MAX_COPIED + 1);
+    y->copied += vc_cfg_node_count(n, YAML_MAX_COPIED + 1);
     if (y->copied > YAML_MAX_COPIED)
         return vc_fail(VC_ERR_FORMAT, "%s:%zu: aliases expand the document to more than %d nodes", y->name, line,
                        YAML_MAX_COPIED);
@@ -81,18 +73,67 @@ static vc_status scalar_node(struct yparser *y, yaml_event_t *ev, vc_cfg_node **
 }
 
 /* Applies YAML merge keys (<<: *base or <<: [*a, *b]): entries the mapping does not set itself. */
-static vc_status apply_merge(vc_cfg_node *map, const vc_cfg_node *src) {
+/* The keys of one mapping being read, hashed, so that a mapping of n keys is read in O(n) and not O(n^2).
+ * Entries point at the map's own key strings. */
+struct keyset {
+    const char **k;
+    size_t cap, n;
+};
+
+static size_t key_hash(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int keyset_has(const struct keyset *ks, const char *key) {
+    if (!ks->cap) return 0;
+    for (size_t i = key_hash(key) & (ks->cap - 1);; i = (i + 1) & (ks->cap - 1)) {
+        if (!ks->k[i]) return 0;
+        if (!strcmp(ks->k[i], key)) return 1;
+    }
+}
+
+static vc_status keyset_add(struct keyset *ks, const char *key) {
+    if (2 * (ks->n + 1) > ks->cap) {
+        size_t cap = ks->cap ? 2 * ks->cap : 16;
+        const char **k = calloc(cap, sizeof *k);
+        if (!k) return vc_fail(VC_ERR_NOMEM, "config: out of memory");
+        for (size_t j = 0; j < ks->cap; j++) {
+            if (!ks->k[j]) continue;
+            size_t i = key_hash(ks->k[j]) & (cap - 1);
+            while (k[i]) i = (i + 1) & (cap - 1);
+            k[i] = ks->k[j];
+        }
+        free(ks->k);
+        ks->k = k;
+        ks->cap = cap;
+    }
+    size_t i = key_hash(key) & (ks->cap - 1);
+    while (ks->k[i]) i = (i + 1) & (ks->cap - 1);
+    ks->k[i] = key;
+    ks->n++;
+    return VC_OK;
+}
+
+/* Appends a key known to be absent and records it. */
+static vc_status add_key(vc_cfg_node *map, struct keyset *ks, const char *key, vc_cfg_node *val) {
+    vc_status st = vc_cfg_map_append(map, key, val);
+    return st != VC_OK ? st : keyset_add(ks, map->keys[map->n - 1]);
+}
+
+static vc_status apply_merge(vc_cfg_node *map, struct keyset *ks, const vc_cfg_node *src) {
     if (src->kind == VC_CFG_LIST) {
         for (size_t i = 0; i < src->n; i++) {
-            vc_status st = apply_merge(map, src->items[i]);
+            vc_status st = apply_merge(map, ks, src->items[i]);
             if (st != VC_OK) return st;
         }
         return VC_OK;
     }
     for (size_t i = 0; src->kind == VC_CFG_MAP && i < src->n; i++) {
-        if (vc_cfg_map_get(map, src->keys[i])) continue;
+        if (keyset_has(ks, src->keys[i])) continue;
         vc_cfg_node *c = vc_cfg_node_copy(src->items[i]);
-        vc_status st = c ? vc_cfg_map_put(map, src->keys[i], c) : VC_ERR_NOMEM;
+        vc_status st = c ? add_key(map, ks, src->keys[i], c) : VC_ERR_NOMEM;
         if (st != VC_OK) return st;
     }
     return VC_OK;
@@ -100,13 +141,14 @@ static vc_status apply_merge(vc_cfg_node *map, const vc_cfg_node *src) {
 
 static vc_status mapping_node(struct yparser *y, vc_cfg_node *map) {
     vc_cfg_node *merges = vc_cfg_node_new(VC_CFG_LIST);
+    struct keyset ks = { 0 };
     vc_status st = merges ? VC_OK : VC_ERR_NOMEM;
     while (st == VC_OK) {
         yaml_event_t kev, vev;
         if ((st = next_event(y, &kev)) != VC_OK) break;
         if (kev.type == YAML_MAPPING_END_EVENT) {
             yaml_event_delete(&kev);
-            st = apply_merge(map, merges);
+            st = apply_merge(map, &ks, merges);
             break;
         }
         size_t line = kev.start_mark.line + 1;
@@ -118,7 +160,7 @@ static vc_status mapping_node(struct yparser *y, vc_cfg_node *map) {
         char *key = vc_strdup((const char *)kev.data.scalar.value);
         yaml_event_delete(&kev);
         if (!key) { st = VC_ERR_NOMEM; break; }
-        if (vc_cfg_map_get(map, key)) {
+        if (keyset_has(&ks, key)) {
             st = vc_fail(VC_ERR_FORMAT, "%s:%zu: duplicate key '%s'", y->name, line, key);
             free(key);
             break;
@@ -129,10 +171,11 @@ static vc_status mapping_node(struct yparser *y, vc_cfg_node *map) {
             st = vc_cfg_list_push(merges, val);
         } else if (st == VC_OK) {
             val->line = (int)line;
-            st = vc_cfg_map_put(map, key, val);
+            st = add_key(map, &ks, key, val);
         }
         free(key);
     }
+    free(ks.k);
     vc_cfg_node_free(merges);
     return st;
 }

@@ -1,5 +1,6 @@
 /* verl's dataset row schema over a JSONL dataset. */
 #include "verlc/data.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,10 +24,16 @@ static vc_status get_prompt(const vc_jsonl *d, size_t i, vc_verl_row *row) {
     for (const cJSON *m = p->child; m; m = m->next, k++) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!cJSON_IsString(role))
-            return vc_fail(VC_ERR_MISSING, "%s:%lld: missing field prompt[%d].role", d->path, line_of(d, i), k);
-        if (!cJSON_IsString(content))
-            return vc_fail(VC_ERR_MISSING, "%s:%lld: missing field prompt[%d].content", d->path, line_of(d, i), k);
+        if (!cJSON_IsObject(m))
+            return vc_fail(VC_ERR_FORMAT, "%s:%lld: prompt[%d] must be a {role, content} object, got %s", d->path,
+                           line_of(d, i), k, vc_json_type_name(m));
+        if (!role || !content)
+            return vc_fail(VC_ERR_MISSING, "%s:%lld: missing field prompt[%d].%s", d->path, line_of(d, i), k,
+                           !role ? "role" : "content");
+        if (!cJSON_IsString(role) || !cJSON_IsString(content))
+            return vc_fail(VC_ERR_FORMAT, "%s:%lld: prompt[%d].%s must be a string, got %s", d->path, line_of(d, i), k,
+                           !cJSON_IsString(role) ? "role" : "content",
+                           vc_json_type_name(!cJSON_IsString(role) ? role : content));
         row->prompt[k].role = role->valuestring;
         row->prompt[k].content = content->valuestring;
     }

@@ -36,6 +36,62 @@ static int flag(const cJSON *o, const char *key, int def) {
 
 static int is(const vc_model_config *c, const char *t) { return !strcmp(c->model_type, t); }
 
+/* A JSON number that must become an int: integral and in [lo, INT_MAX]; converting anything else to int is
+ * undefined (1e300) or wraps. */
+static vc_status json_to_int(const cJSON *v, const char *key, int64_t lo, const char *path, int *out) {
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > 2147483647.0)
+        return vc_fail(VC_ERR_FORMAT, "%s: key '%s': %.17g is not an integer in [%lld, 2147483647]", path, key, d,
+                       (long long)lo);
+    *out = (int)d;
+    return VC_OK;
+}
+
+/* Rotary dimensions from a fraction of head_dim (partial_rotary_factor, rotary_pct): in [0, head_dim]. */
+static vc_status rot_from_fraction(vc_model_config *c, double frac, const char *key, const char *path) {
+    double r = (double)c->head_dim * frac;
+    if (!isfinite(r) || r < 0 || r > (double)c->head_dim)
+        return vc_fail(VC_ERR_FORMAT, "%s: %s %g gives no rotary dimension within head_dim %lld", path, key, frac,
+                       (long long)c->head_dim);
+    c->rot_dim = (int)r;
+    return VC_OK;
+}
+
+/* Sizes the loader multiplies together: within these bounds a tensor's element count (at most three of
+ * them, one being a layer or expert count) stays far inside int64, and each fits an int. Larger values in a
+ * config.json are a mistake or an attack, never a model. */
+#define DIM_MAX ((int64_t)1 << 24)   /* vocab, hidden, intermediate sizes, LoRA ranks */
+#define HEAD_MAX ((int64_t)1 << 16)  /* heads, head dims */
+static vc_status check_size(const char *path, const char *key, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi)
+        return vc_fail(VC_ERR_FORMAT, "%s: %s is %lld, outside [%lld, %lld]", path, key, (long long)v, (long long)lo,
+                       (long long)hi);
+    return VC_OK;
+}
+
+static vc_status check_sizes(const vc_model_config *c, const char *path) {
+    vc_status st;
+    if ((st = check_size(path, "vocab_size", c->vocab, 1, DIM_MAX)) ||
+        (st = check_size(path, "hidden_size", c->hidden, 1, DIM_MAX)) ||
+        (st = check_size(path, "intermediate_size", c->inter, 0, DIM_MAX)) ||
+        (st = check_size(path, "num_attention_heads", c->n_head, 1, HEAD_MAX)) ||
+        (st = check_size(path, "num_key_value_heads", c->n_kv_head, 1, HEAD_MAX)) ||
+        (st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX)) ||
+        (st = check_size(path, "max_position_embeddings", c->max_pos, 1, 2147483647)) ||
+        (st = check_size(path, "moe_intermediate_size", c->moe_inter, 0, DIM_MAX)) ||
+        (st = check_size(path, "shared_expert_intermediate_size", c->shared_inter, 0, DIM_MAX)) ||
+        (st = check_size(path, "q_lora_rank", c->q_lora_rank, 0, DIM_MAX)) ||
+        (st = check_size(path, "kv_lora_rank", c->kv_lora_rank, 0, DIM_MAX)) ||
+        (st = check_size(path, "qk_nope_head_dim", c->qk_nope_dim, 0, HEAD_MAX)) ||
+        (st = check_size(path, "qk_rope_head_dim", c->qk_rope_dim, 0, HEAD_MAX)) ||
+        (st = check_size(path, "v_head_dim", c->v_head_dim, 0, HEAD_MAX)) ||
+        (st = check_size(path, "num_labels", c->n_labels, 0, DIM_MAX)))
+        return st;
+    if (!isfinite(c->norm_eps) || c->norm_eps < 0)
+        return vc_fail(VC_ERR_FORMAT, "%s: the norm epsilon must be a non-negative number, got %g", path, c->norm_eps);
+    return VC_OK;
+}
+
 static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c) {
     const char *a = NULL;
     vc_status st = vc_json_get_str(o, "hidden_activation", NULL, &a, path);
@@ -57,7 +113,11 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
 static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t w = 0;
     const cJSON *sw = vc_json_member(o, "sliding_window");
-    if (sw && cJSON_IsNumber(sw)) w = (int64_t)sw->valuedouble;
+    if (sw && cJSON_IsNumber(sw)) {
+        if (!(sw->valuedouble < 2147483648.0))
+            return vc_fail(VC_ERR_FORMAT, "%s: key 'sliding_window': %.17g is out of range", path, sw->valuedouble);
+        w = sw->valuedouble > 0 ? (int64_t)sw->valuedouble : 0;
+    }
     const cJSON *types = vc_json_member(o, "layer_types");
     int use = w > 0;
     if (vc_json_member(o, "use_sliding_window")) use = use && flag(o, "use_sliding_window", 0);
@@ -133,7 +193,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         int moe = (l + 1) % (step > 0 ? step : 1) == 0 && l >= first_dense && l % (freq > 0 ? freq : 1) == 0;
         if (only && cJSON_IsArray(only)) {
             const cJSON *e;
-            cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && (int64_t)e->valuedouble == l) moe = 0;
+            cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
         }
         c->is_moe[l] = (uint8_t)moe;
     }
@@ -232,7 +292,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
             (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
             return st;
         c->rope.theta = base;
-        c->rot_dim = (int)(c->head_dim * pct);
+        if ((st = rot_from_fraction(c, pct, "rotary_pct", path))) return st;
     }
     if (is(c, "chatglm")) {
         double ratio;
@@ -255,17 +315,22 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
     int64_t v;
     vc_status st;
     if ((st = get_int_any(o, "bos_token_id", -1, &v, path))) return st;
+    if (v > 2147483647) return vc_fail(VC_ERR_FORMAT, "%s: bos_token_id %lld is out of range", path, (long long)v);
     if (v >= 0) c->bos_id = (int)v;
     if ((st = get_int_any(o, "pad_token_id", -1, &v, path))) return st;
+    if (v > 2147483647) return vc_fail(VC_ERR_FORMAT, "%s: pad_token_id %lld is out of range", path, (long long)v);
     if (v >= 0) c->pad_id = (int)v;
     const cJSON *e = vc_json_member(o, "eos_token_id");
     if (e && cJSON_IsNumber(e)) {
         c->n_eos = 1;
-        c->eos_ids[0] = (int)e->valuedouble;
+        if ((st = json_to_int(e, "eos_token_id", 0, path, &c->eos_ids[0]))) return st;
     } else if (e && cJSON_IsArray(e)) {
         const cJSON *x;
         c->n_eos = 0;
-        cJSON_ArrayForEach(x, e) if (cJSON_IsNumber(x) && c->n_eos < VC_MAX_EOS) c->eos_ids[c->n_eos++] = (int)x->valuedouble;
+        cJSON_ArrayForEach(x, e) if (cJSON_IsNumber(x) && c->n_eos < VC_MAX_EOS) {
+            if ((st = json_to_int(x, "eos_token_id", 0, path, &c->eos_ids[c->n_eos]))) return st;
+            c->n_eos++;
+        }
     }
     return VC_OK;
 }
@@ -339,21 +404,28 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (c->n_layer > VC_MAX_LAYERS) return vc_fail(VC_ERR_UNSUPPORTED, "%s: more than %d layers", path, VC_MAX_LAYERS);
+    if ((st = check_size(path, "vocab_size", c->vocab, 1, DIM_MAX)) ||
+        (st = check_size(path, "hidden_size", c->hidden, 1, DIM_MAX)) ||
+        (st = check_size(path, "num_attention_heads", c->n_head, 1, HEAD_MAX)))
+        return st;
     if ((st = get_int_any(o, "num_key_value_heads", c->n_head, &c->n_kv_head, path)) ||
         (st = get_int_any(o, "head_dim kv_channels", c->hidden / c->n_head, &c->head_dim, path)))
         return st;
     if (c->n_kv_head <= 0 || c->n_head % c->n_kv_head)
         return vc_fail(VC_ERR_FORMAT, "%s: num_key_value_heads %lld does not divide num_attention_heads %lld", path,
                        (long long)c->n_kv_head, (long long)c->n_head);
+    if (!(eps >= 0 && eps < 1e30))
+        return vc_fail(VC_ERR_FORMAT, "%s: the norm epsilon must be a non-negative number, got %g", path, eps);
     c->norm_eps = (float)eps;
+    if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
-    c->rot_dim = (int)(c->head_dim * c->rope.partial_rotary_factor);
+    if ((st = rot_from_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
     if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_special_tokens(o, path, c)))
         return st;
-    if ((st = parse_labels(o, path, c))) return st;
-    if (c->rot_dim % 2 || c->rot_dim > c->head_dim)
+    if ((st = parse_labels(o, path, c)) || (st = check_sizes(c, path))) return st;
+    if (c->rot_dim < 0 || c->rot_dim % 2 || c->rot_dim > c->head_dim)
         return vc_fail(VC_ERR_FORMAT, "%s: rotary dimension %d does not fit head_dim %lld", path, c->rot_dim,
                        (long long)c->head_dim);
     return VC_OK;

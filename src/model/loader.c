@@ -192,9 +192,12 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     return add_source(x->m, r, layer, expert, name);
 }
 
+/* More weights than any model has (2^44 floats = 64 TiB): a config.json implying more is wrong. */
+#define MAX_FLOATS ((int64_t)1 << 44)
+
 /* allocates every required slot and every optional slot the checkpoint provides (or, with no
  * checkpoint, those the config asks for) */
-static vc_status allocate_slots(vc_model *m, const uint8_t *present) {
+static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckpt_floats) {
     const vc_model_config *c = &m->cfg;
     size_t n_slots = (size_t)(c->n_layer + 1) * VC_W_COUNT;
     m->slots = vc_calloc(n_slots, sizeof *m->slots);
@@ -213,7 +216,16 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present) {
                 slot_index(m, l, s, &si);
                 if (!nd || (opt && !(present && present[si]))) continue;
                 int64_t n = 1;
-                for (int d = 0; d < nd; d++) n *= sh[d];
+                for (int d = 0; d < nd; d++) {
+                    /* config.json bounds every size (config.c); this keeps a bad one from wrapping the arena */
+                    if (sh[d] < 0 || (sh[d] && n > MAX_FLOATS / sh[d]))
+                        return vc_fail(VC_ERR_FORMAT, "%s: config.json implies tensor %s of layer %d with %s size",
+                                       m->dir, vc_slot_name(s), l, sh[d] < 0 ? "a negative" : "an impossible");
+                    n *= sh[d];
+                }
+                if (off > MAX_FLOATS - n - 16)
+                    return vc_fail(VC_ERR_FORMAT, "%s: config.json implies more than %lld weights", m->dir,
+                                   (long long)MAX_FLOATS);
                 if (pass == 1) {
                     vc_param *p = &m->params[m->n_params];
                     vc_param_init(&p->t, m->storage + off, NULL, nd, sh);
@@ -229,6 +241,11 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present) {
             }
         if (pass == 0) {
             total = off;
+            /* weights come from the checkpoint: a config.json implying far more (a 30B config next to a tiny
+             * checkpoint) is refused here, before allocating, rather than after by a shape check */
+            if (ckpt_floats >= 0 && total > 2 * ckpt_floats + ((int64_t)1 << 20))
+                return vc_fail(VC_ERR_SHAPE, "%s: config.json implies %lld weights but the checkpoint holds %lld",
+                               m->dir, (long long)total, (long long)ckpt_floats);
             m->be = vc_be();
             m->storage = m->be->alloc((size_t)(total ? total : 1) * sizeof(float));
             if (!m->storage)
@@ -321,6 +338,14 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
     return m->be->sync();
 }
 
+/* elements of the checkpoint tensors the rules claimed */
+static int64_t claimed_floats(const vc_checkpoint *ck, const uint8_t *claimed) {
+    int64_t n = 0;
+    for (int i = 0; i < vc_ckpt_count(ck); i++)
+        if (claimed[i]) n += vc_st_tensor_numel(vc_ckpt_at(ck, i));
+    return n;
+}
+
 vc_status vc_model_load(const char *dir, vc_model **out) {
     *out = NULL;
     vc_model *m = vc_calloc(1, sizeof *m);
@@ -340,7 +365,8 @@ vc_status vc_model_load(const char *dir, vc_model **out) {
     x.present = vc_calloc(n_slots, 1);
     if (!x.claimed || !x.present) { st = VC_ERR_NOMEM; goto out; }
     if ((st = visit_rules(&m->cfg, visit_find, &x)) || (st = check_unclaimed(m, x.ck, x.claimed)) ||
-        (st = allocate_slots(m, x.present)) || (st = check_provided(m, x.present)) || (st = fill(m, x.ck)))
+        (st = allocate_slots(m, x.present, claimed_floats(x.ck, x.claimed))) || (st = check_provided(m, x.present)) ||
+        (st = fill(m, x.ck)))
         goto out;
 out:
     free(x.claimed);
@@ -385,7 +411,7 @@ vc_status vc_model_synthesize_sources(vc_model *m) {
 }
 
 vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present) {
-    return allocate_slots(m, optional_present);
+    return allocate_slots(m, optional_present, -1);
 }
 
 void vc_model_free(vc_model *m) {

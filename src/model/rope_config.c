@@ -3,6 +3,7 @@
 #include "verlc/json.h"
 #include "verlc/rope.h"
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 static const char *const TYPE_NAMES[] = { "default", "linear", "dynamic", "yarn", "longrope", "llama3" };
@@ -24,6 +25,8 @@ static vc_status read_factors(const cJSON *p, const char *key, const char *ctx, 
         if (k >= VC_ROPE_MAX_FACTORS)
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: key '%s': more than %d factors", ctx, key,
                            VC_ROPE_MAX_FACTORS);
+        if (!(e->valuedouble > 0 && e->valuedouble <= 1e6))
+            return vc_fail(VC_ERR_ARG, "%s: key '%s': entry %d is %g, outside (0, 1e6]", ctx, key, k, e->valuedouble);
         dst[k] = e->valuedouble;
     }
     *n = k;
@@ -89,6 +92,9 @@ static vc_status parse_params(const cJSON *config, const char *path, const cJSON
     }
     if (r->factor <= 0 && need_factor)
         return vc_fail(VC_ERR_ARG, "%s: factor must be positive, got %g", ctx, r->factor);
+    if (!(r->factor <= 1e6) || !(fabs(r->attention_factor) <= 1e6))
+        return vc_fail(VC_ERR_ARG, "%s: factor %g / attention_factor %g outside [-1e6, 1e6]", ctx, r->factor,
+                       r->attention_factor);
     return VC_OK;
 }
 

@@ -119,7 +119,11 @@ static const char *utf8_next(const char *p, const char *end) {
 
 /* codepoint offsets of a UTF-8 string: offs[i] = byte start of char i, offs[n] = len */
 size_t *jinja_utf8_offsets(const char *s, size_t len, size_t *count) {
-    size_t n = utf8_count(s, len), k = 0;
+    /* counted with the same walk that fills the table: utf8_count skips every continuation byte, this walk
+     * makes a stray one at the start (invalid UTF-8, e.g. from a dataset) a character of its own */
+    size_t n = 0, k = 0;
+    jinja_work(len / 64);
+    for (const char *p = s, *e = s + len; p < e; p = utf8_next(p, e)) n++;
     size_t *o = malloc((n + 1) * sizeof *o);
     if (!o) return NULL;
     for (const char *p = s, *e = s + len; p < e; p = utf8_next(p, e)) o[k++] = (size_t)(p - s);

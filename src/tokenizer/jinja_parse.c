@@ -399,7 +399,7 @@ static vc_status parse_compare(parser *P, jnode **out) {
         P->i += adv;
         jnode *b = NULL;
         st = parse_math1(P, &b);
-        if (st) { jnode_free(a); jnode_free(res); return st; }
+        if (st) { jnode_free(res ? res : a); return st; } /* after the first comparison, res owns a */
         /* a < b < c is (a < b) and (b < c); the second use of b is a non-owning reference */
         jnode *lhs = a;
         if (res) { lhs = node(E_REF, pos); if (lhs) lhs->a = a; }

@@ -195,7 +195,9 @@ const char *jv_type_name(const jv *v) {
 }
 
 size_t utf8_count(const char *s, size_t len) {
-    size_t n = 0;
+    /* characters start at every non-continuation byte, and at byte 0 whatever it is (stray continuation bytes
+     * at the start of invalid UTF-8 make one character, as jinja_utf8_offsets walks them) */
+    size_t n = len && ((unsigned char)s[0] & 0xC0) == 0x80;
     jinja_work(len / 64);
     for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
     return n;

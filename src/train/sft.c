@@ -130,11 +130,10 @@ static vc_status validate(sft_run *r, double *loss) {
         size_t n = r->val.n - a < bs ? r->val.n - a : bs;
         for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)(a + i);
         vc_minibatch b;
-        double s, k;
+        double s = 0, k = 0;
         st = gather(r, &r->val, idx, n, &b);
         if (!st) st = vc_trainer_eval_nll(&r->tr, &b, &s, &k);
-        sum += s;
-        cnt += k;
+        if (!st) sum += s, cnt += k;
     }
     free(idx);
     *loss = cnt > 0 ? sum / cnt : NAN;

@@ -17,7 +17,8 @@
 #define W_REL 1e-4
 
 static int skip_metric(const char *k) {
-    return !strncmp(k, "timing_s/", 9) || !strncmp(k, "perf/", 5) || !strncmp(k, "time", 4);
+    return !strncmp(k, "timing_s/", 9) || !strncmp(k, "perf/", 5) || !strncmp(k, "time", 4) ||
+           !strncmp(k, "timing_per_token_ms/", 20);
 }
 
 /* every numeric metric of every line of a's metrics.jsonl is close to b's */

@@ -95,6 +95,17 @@ static void test_read(void) {
     CHECK(vc_verl_row_get(d, 0, &row) == VC_ERR_MISSING);
     CHECK(strstr(vc_last_error(), "p.jsonl:1: missing field prompt[0].content") != NULL);
     vc_jsonl_free(d);
+    /* present with the wrong type is a format error naming the type, not "missing" (found by fuzzing) */
+    const char *typed = "{\"data_source\": \"s\", \"prompt\": [{\"role\": \"user\", \"content\": 5}]}\n"
+                        "{\"data_source\": \"s\", \"prompt\": [\"hi\"]}\n";
+    CHECK_OK(vc_jsonl_parse("p.jsonl", typed, strlen(typed), 0, &d));
+    CHECK(vc_verl_row_get(d, 0, &row) == VC_ERR_FORMAT);
+    CHECK(strstr(vc_last_error(), "p.jsonl:1: prompt[0].content must be a string, got number") != NULL);
+    vc_verl_row_clear(&row);
+    CHECK(vc_verl_row_get(d, 1, &row) == VC_ERR_FORMAT);
+    CHECK(strstr(vc_last_error(), "p.jsonl:2: prompt[0] must be a {role, content} object, got string") != NULL);
+    vc_verl_row_clear(&row);
+    vc_jsonl_free(d);
     const char *no_source = "{\"prompt\": []}";
     CHECK_OK(vc_jsonl_parse("p.jsonl", no_source, strlen(no_source), 0, &d));
     CHECK(vc_verl_row_get(d, 0, &row) == VC_ERR_MISSING && strstr(vc_last_error(), "missing field data_source"));

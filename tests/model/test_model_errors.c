@@ -91,6 +91,10 @@ int main(void) {
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
                                  "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"warp\", \"factor\": 2}}");
     expect(d, VC_ERR_UNSUPPORTED, "config.json", "warp");
+    d = fresh("rope_huge"); /* a factor that would make the frequencies inf or 0 */
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 2, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 1e308}}");
+    expect(d, VC_ERR_ARG, "config.json", "factor 1e+308");
 
     d = fresh("heads");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
@@ -109,6 +113,35 @@ int main(void) {
     write_text(d, "config.json", "{\"model_type\": \"gemma3\", \"text_config\": {\"vocab_size\": 8, \"hidden_size\": 8,"
                                  "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"sliding_window_pattern\": 0}}");
     expect(d, VC_ERR_FORMAT, "text_config", "sliding_window_pattern");
+
+    /* found by fuzzing config.json: a negative intermediate_size overflowed the weight arena (heap overflow),
+     * negative or huge sizes wrapped the allocation or overflowed int64, out-of-range numbers were cast to int */
+    static const struct { const char *name, *extra, *needle; } bad[] = {
+        { "inter_neg", "\"intermediate_size\": -1", "intermediate_size is -1" },
+        { "head_neg", "\"head_dim\": -64", "head_dim is -64" },
+        { "head_huge", "\"head_dim\": 9007199254740992", "head_dim is 9007199254740992" },
+        { "hidden_huge", "\"hidden_size\": 9007199254740992", "hidden_size is 9007199254740992" },
+        { "vocab_huge", "\"vocab_size\": 9007199254740992", "vocab_size is 9007199254740992" },
+        { "heads_huge", "\"num_attention_heads\": 9007199254740992, \"num_key_value_heads\": 1", "num_attention_heads" },
+        { "labels_huge", "\"architectures\": [\"LlamaForSequenceClassification\"], \"num_labels\": 9007199254740992", "num_labels" },
+        { "eos_huge", "\"eos_token_id\": 1e300", "eos_token_id" },
+        { "eos_neg", "\"eos_token_id\": [2, -1]", "eos_token_id" },
+        { "bos_huge", "\"bos_token_id\": 9007199254740992", "bos_token_id" },
+        { "window_huge", "\"sliding_window\": 1e300", "sliding_window" },
+        { "rot_neg", "\"partial_rotary_factor\": -0.5", "partial_rotary_factor" },
+        { "rot_huge", "\"partial_rotary_factor\": 1e300", "partial_rotary_factor" },
+        { "maxpos_neg", "\"max_position_embeddings\": -1", "max_position_embeddings" },
+        { "eps_neg", "\"rms_norm_eps\": -1", "epsilon" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        /* the bad key comes first: with a repeated key, cJSON's lookup finds the first */
+        snprintf(text, sizeof text, "{%s, \"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, "
+                 "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16}", bad[i].extra);
+        d = fresh(bad[i].name);
+        write_text(d, "config.json", text);
+        expect(d, VC_ERR_FORMAT, "config.json", bad[i].needle);
+    }
 
     d = fresh("nockpt");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"

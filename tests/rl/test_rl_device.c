@@ -23,7 +23,9 @@ static void same_metrics(const char *a, const char *b) {
         cJSON *ja = cJSON_Parse(p), *jb = cJSON_Parse(q);
         CHECK(ja && jb);
         for (cJSON *e = ja ? ja->child : NULL; e; e = e->next) {
-            if (!cJSON_IsNumber(e) || !strncmp(e->string, "timing_s/", 9) || !strncmp(e->string, "perf/", 5)) continue;
+            if (!cJSON_IsNumber(e) || !strncmp(e->string, "timing_s/", 9) || !strncmp(e->string, "perf/", 5) ||
+                !strncmp(e->string, "timing_per_token_ms/", 20))
+                continue;
             cJSON *f = cJSON_GetObjectItemCaseSensitive(jb, e->string);
             compared++;
             /* rollout-vs-trainer probability gaps: the rollout engine runs its row-invariant GEMM table on the
