@@ -68,11 +68,11 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
 /* ---- rows as bytes ---- */
 #define NA RL_BATCH_ARRAYS
 
-typedef struct { int64_t gidx, plen, rlen, n_ids, T; int32_t prompt, finish; float score; uint32_t n_uid, n_text; } row_hdr;
+typedef struct { int64_t gidx, plen, rlen, n_ids, T; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
 
 static size_t row_bytes(const rl_batch *b, int i) {
     size_t n = sizeof(row_hdr) + sizeof(int32_t) * (size_t)(b->cu[i + 1] - b->cu[i]);
-    n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "");
+    n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "") + strlen(b->info[i] ? b->info[i] : "");
     return n + NA * sizeof(float) * (size_t)b->T;
 }
 
@@ -82,13 +82,14 @@ static char *put(char *p, const void *src, size_t n) {
 }
 
 static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
-    const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "";
+    const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "", *info = b->info[i] ? b->info[i] : "";
     row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->prompt[i], b->finish[i],
-                  b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text) };
+                  b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text), (uint32_t)strlen(info) };
     p = put(p, &h, sizeof h);
     p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
     p = put(p, uid, h.n_uid);
     p = put(p, text, h.n_text);
+    p = put(p, info, h.n_info);
     float *arr[NA];
     rl_batch_arrays(b, arr);
     for (int k = 0; k < NA; k++) p = put(p, arr[k] + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
@@ -121,7 +122,9 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
     p += h.n_uid;
     nb->text[i] = dup_n(p, h.n_text);
     p += h.n_text;
-    if (!nb->uid[i] || !nb->text[i]) return VC_ERR_NOMEM;
+    nb->info[i] = h.n_info ? dup_n(p, h.n_info) : NULL; /* an empty record: no info */
+    p += h.n_info;
+    if (!nb->uid[i] || !nb->text[i] || (h.n_info && !nb->info[i])) return VC_ERR_NOMEM;
     float *arr[NA];
     rl_batch_arrays(nb, arr);
     int64_t tc = h.T < nb->T ? h.T : nb->T;
@@ -133,7 +136,8 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
 
 static vc_status skip_row(const char *p, const char **next, row_hdr *h) {
     memcpy(h, p, sizeof *h);
-    *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + NA * sizeof(float) * (size_t)h->T;
+    *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + h->n_info +
+            NA * sizeof(float) * (size_t)h->T;
     return VC_OK;
 }
 

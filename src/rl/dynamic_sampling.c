@@ -6,13 +6,25 @@
  * every generation batch; kept groups count in (batch, rank, order) order, so the batch is the same
  * set of groups whatever the world size. max_num_gen_batches > 0 bounds the batches of one step. */
 #include "trainer_internal.h"
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* the value a group is judged on: the score, or with `acc` the score before the overlong penalty */
+/* the value a group is judged on: for `acc` and `score` the reward's own value of that name when it
+ * reported one (verl reads them from reward_extra_info), else for `acc` the score before the overlong
+ * penalty (a scalar reward's acc); for seq_reward / seq_final_reward the row's score */
 static double metric_of(const vc_rl_trainer *t, const rl_batch *b, int i) {
-    return t->fg_acc ? b->score[i] - rl_overlong_penalty(t, b->rlen[i]) : b->score[i];
+    double v = b->score[i];
+    if (t->fg_key[0] && b->info[i]) {
+        cJSON *j = cJSON_Parse(b->info[i]);
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, t->fg_key);
+        int have = cJSON_IsNumber(x) || cJSON_IsBool(x);
+        if (have) v = cJSON_IsNumber(x) ? x->valuedouble : cJSON_IsTrue(x);
+        cJSON_Delete(j);
+        if (have) return v;
+    }
+    return t->fg_acc ? v - rl_overlong_penalty(t, b->rlen[i]) : v;
 }
 
 /* groups of b with varied metric (or of one response), in order of first appearance: keep[g] */
@@ -25,12 +37,20 @@ static vc_status kept_groups(const vc_rl_trainer *t, const rl_batch *b, int *gid
         free(size);
         return VC_ERR_NOMEM;
     }
+    double *m = vc_malloc(sizeof(double) * (size_t)(b->B + 1));
+    if (!m) {
+        free(first);
+        free(size);
+        return VC_ERR_NOMEM;
+    }
+    for (int i = 0; i < b->B; i++) m[i] = metric_of(t, b, i);
     for (int g = 0; g < *ng; g++) keep[g] = 0;
     for (int i = 0; i < b->B; i++) {
         int g = gid[i];
         if (!size[g]++) first[g] = i;
-        else if (metric_of(t, b, i) != metric_of(t, b, first[g])) keep[g] = 1;
+        else if (m[i] != m[first[g]]) keep[g] = 1;
     }
+    free(m);
     for (int g = 0; g < *ng; g++)
         if (size[g] == 1) keep[g] = 1;
     free(first);

@@ -41,6 +41,7 @@ typedef struct rl_batch {
     char **uid;           /* [B] group id (one per prompt) */
     int *finish;          /* [B] */
     char **text;          /* [B] decoded response */
+    char **info;          /* [B] the reward's extra values as JSON text (verl's reward_extra_info), or NULL */
     float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */
     float *is_w;          /* [B,T] rollout-correction importance weights (algorithm.rollout_correction) */
     float *sum_pi_sq;     /* [B,T] sum_v p_v^2 of the old policy (actor.calculate_sum_pi_squared) */

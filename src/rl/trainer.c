@@ -211,6 +211,7 @@ static vc_status read_filter_groups(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_UNSUPPORTED, "algorithm.filter_groups with adv_estimator=remax is not supported");
     t->filter_groups = 1;
     t->fg_acc = !strcmp(metric, "acc"); /* the score without the overlong penalty */
+    snprintf(t->fg_key, sizeof t->fg_key, "%s", !strcmp(metric, "acc") || !strcmp(metric, "score") ? metric : "");
     t->fg_max = mx > INT32_MAX ? INT32_MAX : (int)mx;
     t->gen_prompts = (int)gen;
     return VC_OK;

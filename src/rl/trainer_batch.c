@@ -19,10 +19,11 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
     b->uid = vc_calloc((size_t)B, sizeof(char *));
     b->finish = vc_calloc((size_t)B, sizeof(int));
     b->text = vc_calloc((size_t)B, sizeof(char *));
+    b->info = vc_calloc((size_t)B + 1, sizeof(char *));
     b->score = vc_calloc((size_t)B, sizeof(float));
     float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
                     &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w, &b->sum_pi_sq };
-    int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->score;
+    int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->info && b->score;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
     if (!ok) {
         rl_batch_free(b);
@@ -40,6 +41,8 @@ void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]) {
 void rl_batch_free(rl_batch *b) {
     for (int i = 0; b->uid && i < b->B; i++) free(b->uid[i]);
     for (int i = 0; b->text && i < b->B; i++) free(b->text[i]);
+    for (int i = 0; b->info && i < b->B; i++) free(b->info[i]);
+    free(b->info);
     free(b->uid);
     free(b->text);
     free(b->cu);

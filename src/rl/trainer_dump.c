@@ -1,13 +1,14 @@
 /* trainer.rollout_data_dir and trainer.validation_data_dir (verl's _dump_generations): each training
  * step's (or validation's) samples as DIR/<global step>.jsonl, one object per response:
  * {"input": prompt text, "output": response text, "gts": reward_model.ground_truth, "score": the
- * response's summed token scores, "step": N}, texts decoded without special tokens; validation lines also
- * carry verl's reward_extra_info ("reward", and "acc", "pred", a custom program's keys). Rank 0 writes
+ * response's summed token scores, "step": N, then verl's reward_extra_info ("acc", "pred", a custom
+ * program's keys; validation lines also "reward")}, texts decoded without special tokens. Rank 0 writes
  * the rows of every rank (in rank order), atomically. */
 #include "trainer_internal.h"
 #include "verlc/report.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,10 +22,10 @@ static vc_status append(rl_dump *d, const char *line) {
     return d->sb.oom ? VC_ERR_NOMEM : VC_OK;
 }
 
-/* the reward function's extra values of a validation row, as verl adds them to the line (verl's
- * reward_extra_infos_dict holds "reward" too) */
+/* the reward function's extra values of a row, as verl adds them to the line (for validation verl's
+ * reward_extra_infos_dict holds "reward" too: reward not NaN) */
 static int add_info(cJSON *o, double reward, const cJSON *info) {
-    if (!cJSON_AddNumberToObject(o, "reward", reward)) return 0;
+    if (!isnan(reward) && !cJSON_AddNumberToObject(o, "reward", reward)) return 0; /* validation lines only */
     for (const cJSON *c = info ? info->child : NULL; c; c = c->next) { /* a key of verl's line is replaced */
         cJSON *dup = cJSON_Duplicate(c, 1);
         if (!dup) return 0;
@@ -54,9 +55,12 @@ vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch 
             cJSON_AddStringToObject(o, "output", b->text[i] ? b->text[i] : "")) {
             cJSON_AddItemToObject(o, "gts", g);
             g = NULL;
+            cJSON *row_info = infos ? NULL : cJSON_Parse(b->info[i] ? b->info[i] : "null"); /* a training row's */
             if (cJSON_AddNumberToObject(o, "score", (float)score) &&
-                cJSON_AddNumberToObject(o, "step", (double)t->step) && (!infos || add_info(o, b->score[i], infos[i])))
+                cJSON_AddNumberToObject(o, "step", (double)t->step) &&
+                (infos ? add_info(o, b->score[i], infos[i]) : add_info(o, NAN, row_info)))
                 line = cJSON_PrintUnformatted(o);
+            cJSON_Delete(row_info);
         }
         st = line ? append(d, line) : VC_ERR_NOMEM;
         free(line);

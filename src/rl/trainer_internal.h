@@ -25,6 +25,7 @@ struct vc_rl_trainer {
     int batch_prompts, n;
     int64_t max_resp, fwd_tokens;
     int64_t overlong_len;       /* reward_model.overlong_buffer (DAPO): 0 off, else the buffer's tokens */
+    char fg_key[8];             /* filter_groups.metric read from the reward's extra values: "acc", "score" or "" */
     int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,
                                          * max_num_gen_batches (<= 0: no bound) */
     int gen_prompts;            /* data.gen_batch_size: prompts per generation batch (filter_groups) */

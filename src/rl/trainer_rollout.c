@@ -106,7 +106,13 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
     for (int i = 0; i < b->B; i++) {
         double s = 0;
         int failed = 0;
-        vc_status st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s, &failed, infos ? &infos[i] : NULL);
+        cJSON *info = NULL;
+        vc_status st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s, &failed, &info);
+        free(b->info[i]); /* the row keeps the extra values as text (they move with it between ranks) */
+        b->info[i] = info ? cJSON_PrintUnformatted(info) : NULL;
+        if (!st && info && !b->info[i]) st = VC_ERR_NOMEM;
+        if (infos) infos[i] = info;
+        else cJSON_Delete(info);
         if (st) return st;
         if (failed) {
             if (!n_failed) snprintf(first_err, sizeof first_err, "%s", vc_last_error());

@@ -1,6 +1,6 @@
 /* trainer.balance_batch on one rank puts the rows in verl's order (RayPPOTrainer._balance_batch with one
  * partition): sorted by (workload 24576 L + L^2, index), then order[::2] + order[1::2][::-1], so the
- * mini-batches are consecutive rows of it; whole rows move (tokens, arrays, uid, text), and verl's
+ * mini-batches are consecutive rows of it; whole rows move (tokens, arrays, uid, text, reward info), and verl's
  * global_seqlen metrics of one partition are reported. */
 #include "../../src/rl/trainer_internal.h"
 #include "vc_test.h"
@@ -30,6 +30,8 @@ int main(void) {
         b.uid[i] = vc_strdup(s);
         snprintf(s, sizeof s, "text %d", i);
         b.text[i] = vc_strdup(s);
+        snprintf(s, sizeof s, "{\"acc\":%d}", i);
+        if (i != 4) b.info[i] = vc_strdup(s); /* row 4 has no extra values */
         for (int j = 0; j < NT; j++) b.adv[i * NT + j] = 10.0f * i + j, b.sum_pi_sq[i * NT + j] = -1.0f * i;
     }
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
@@ -41,7 +43,7 @@ int main(void) {
         char s[32];
         snprintf(s, sizeof s, "text %d", g);
         ok &= b.cu[j + 1] - b.cu[j] == LEN[g] && b.ids[b.cu[j]] == 100 * g && b.score[j] == (float)g &&
-              !strcmp(b.text[j], s) && b.adv[j * NT + 1] == 10.0f * g + 1 && b.sum_pi_sq[j * NT] == -1.0f * g;
+              !strcmp(b.text[j], s) && (g == 4 ? b.info[j] == NULL : b.info[j] && atoi(b.info[j] + 7) == g) && b.adv[j * NT + 1] == 10.0f * g + 1 && b.sum_pi_sq[j * NT] == -1.0f * g;
         CHECK_MSG(ok, "place %d holds row %d, want %d", j, b.ids[b.cu[j]] / 100, g);
     }
     double v = 0;

@@ -56,8 +56,9 @@ static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "cr
                                      "rollout_corr/chi2_seq", "critic/vf_explained_var", "timing_per_token_ms/values",
                                      "timing_per_token_ms/update_critic", NULL };
 
-/* trainer.rollout_data_dir / validation_data_dir: verl's JSONL samples; the custom chat template renders
- * the inputs; ignore_eos runs every response to max_response_length */
+/* trainer.rollout_data_dir / validation_data_dir: verl's JSONL samples with the reward's extra values
+ * (validation lines also "reward"); the custom chat template renders the inputs; ignore_eos runs every
+ * response to max_response_length */
 static void check_dumps(const char *metrics) {
     vc_metrics *m = NULL;
     CHECK_OK(vc_metrics_read(metrics, &m));
@@ -78,7 +79,9 @@ static void check_dumps(const char *metrics) {
             const cJSON *in = cJSON_GetObjectItem(j, "input"), *st = cJSON_GetObjectItem(j, "step");
             ok &= cJSON_IsString(in) && !strncmp(in->valuestring, "Q: ", 3) && strstr(in->valuestring, " A:") &&
                   cJSON_IsString(cJSON_GetObjectItem(j, "output")) && cJSON_IsNumber(cJSON_GetObjectItem(j, "score")) &&
-                  cJSON_GetObjectItem(j, "gts") && cJSON_IsNumber(st) && st->valueint == 1;
+                  cJSON_GetObjectItem(j, "gts") && cJSON_IsNumber(st) && st->valueint == 1 &&
+                  cJSON_IsNumber(cJSON_GetObjectItem(j, "acc")) && /* verl's reward_extra_info: acc = the score */
+                  (k ? cJSON_IsNumber(cJSON_GetObjectItem(j, "reward")) : !cJSON_GetObjectItem(j, "reward"));
             cJSON_Delete(j);
         }
         CHECK_MSG(ok && lines == (k ? 4 : 4), "%s: %d lines, fields %s", p, lines, ok ? "ok" : "wrong");
