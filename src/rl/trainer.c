@@ -182,6 +182,7 @@ static vc_status read_overlong(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = vc_config_get_bool_or(c, "reward_model.overlong_buffer.enable", 0, &on);
     if (!st) st = vc_config_get_int_or(c, "reward_model.overlong_buffer.len", 0, &len);
     if (!st) st = vc_config_get_double_or(c, "reward_model.overlong_buffer.penalty_factor", 0, &f);
+    if (!st) st = vc_config_get_bool_or(c, "reward_model.overlong_buffer.log", 0, &t->overlong_log);
     if (st || !on) return st;
     if (len < 1 || len > t->max_resp)
         return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.len must be in 1..data.max_response_length (%lld), got %lld",

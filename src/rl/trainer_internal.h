@@ -30,6 +30,7 @@ struct vc_rl_trainer {
                                          * max_num_gen_batches (<= 0: no bound) */
     int gen_prompts;            /* data.gen_batch_size: prompts per generation batch (filter_groups) */
     double overlong_factor;     /* the penalty at max_response_length */
+    int overlong_log;           /* overlong_buffer.log: overlong_reward and overlong in the reward's extra values */
     vc_sampling samp, val_samp;
     int val_n;
     double kv_fraction;         /* rollout.gpu_memory_utilization */

@@ -108,6 +108,10 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
         int failed = 0;
         cJSON *info = NULL;
         vc_status st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s, &failed, &info);
+        double pen = rl_overlong_penalty(t, b->rlen[i]);
+        if (!st && info && t->overlong_len > 0 && t->overlong_log && /* verl's DAPO reward manager's log */
+            (!cJSON_AddNumberToObject(info, "overlong_reward", pen) || !cJSON_AddBoolToObject(info, "overlong", pen < 0)))
+            st = VC_ERR_NOMEM;
         free(b->info[i]); /* the row keeps the extra values as text (they move with it between ranks) */
         b->info[i] = info ? cJSON_PrintUnformatted(info) : NULL;
         if (!st && info && !b->info[i]) st = VC_ERR_NOMEM;
@@ -118,7 +122,7 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
             if (!n_failed) snprintf(first_err, sizeof first_err, "%s", vc_last_error());
             n_failed++;
         }
-        s += rl_overlong_penalty(t, b->rlen[i]);
+        s += pen;
         b->score[i] = (float)s;
         if (b->rlen[i] > 0) b->token_scores[(size_t)i * b->T + b->rlen[i] - 1] = (float)s;
     }

@@ -125,22 +125,27 @@ static void validation_metrics(void) {
     char e[1024];
     snprintf(e, sizeof e, "data.val_files=%s/dapo.jsonl|actor_rollout_ref.rollout.val_kwargs.n=4|"
              "actor_rollout_ref.rollout.val_kwargs.do_sample=true|actor_rollout_ref.rollout.val_kwargs.temperature=1.0|"
-             "trainer.val_before_train=true|trainer.test_freq=1|trainer.validation_data_dir=%s/valdump", dir, dir);
+             "trainer.val_before_train=true|trainer.test_freq=1|trainer.validation_data_dir=%s/valdump|"
+             "reward_model.overlong_buffer.enable=true|reward_model.overlong_buffer.len=2|"
+             "reward_model.overlong_buffer.penalty_factor=1.0|reward_model.overlong_buffer.log=true", dir, dir);
     CHECK_OK(run(e, NULL));
     static const char *WANT[] = { "val-core/math_dapo/acc/mean@4", "val-core/math_dapo/acc/best@4/mean",
                                   "val-core/math_dapo/acc/maj@4/mean", "val-aux/math_dapo/acc/std@4",
                                   "val-aux/math_dapo/acc/best@2/std", "val-aux/math_dapo/acc/worst@4/mean",
                                   "val-aux/math_dapo/score/maj@2/mean", "val-aux/math_dapo/reward/mean@4",
-                                  "val-core/aime2024/acc/mean@4", NULL };
+                                  "val-core/aime2024/acc/mean@4", "val-aux/math_dapo/overlong_reward/mean@4",
+                                  "val-aux/math_dapo/overlong/mean@4", NULL };
     for (int i = 0; WANT[i]; i++) CHECK_MSG(isfinite(last_metric(WANT[i])), "validation: no %s", WANT[i]);
     double acc = last_metric("val-core/math_dapo/acc/mean@4"), best = last_metric("val-core/math_dapo/acc/best@4/mean");
     double rw = last_metric("val-aux/math_dapo/reward/mean@4");
-    CHECK_MSG(acc >= 0 && acc <= best && best <= 1 && fabs(rw - (2 * acc - 1)) < 1e-9,
-              "validation: acc %g, best@4 %g, reward %g", acc, best, rw);
+    double pen = last_metric("val-aux/math_dapo/overlong_reward/mean@4"), ol = last_metric("val-aux/math_dapo/overlong/mean@4");
+    /* the reward is the score (+-1) plus the overlong penalty; acc is the score's */
+    CHECK_MSG(acc >= 0 && acc <= best && best <= 1 && fabs(rw - (2 * acc - 1) - pen) < 1e-9 && pen <= 0 && ol >= 0 && ol <= 1,
+              "validation: acc %g, best@4 %g, reward %g, overlong penalty %g (%g overlong)", acc, best, rw, pen, ol);
     char *p = vc_path_join(dir, "valdump/0.jsonl"), *text = NULL;
     size_t len = 0;
     CHECK_MSG(vc_read_file(p, &text, &len) == VC_OK && text && strstr(text, "\"pred\":") && strstr(text, "\"acc\":") &&
-                  strstr(text, "\"reward\":"), "%s lacks the reward's extra values", p);
+                  strstr(text, "\"reward\":") && strstr(text, "\"overlong\":"), "%s lacks the reward's extra values", p);
     free(text);
     free(p);
 }
