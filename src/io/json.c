@@ -55,9 +55,12 @@ const char *vc_json_type_name(const cJSON *v) {
     return "invalid";
 }
 
+/* the last member of that name, as Python's json (and so transformers) keeps a repeated key's last value */
 const cJSON *vc_json_member(const cJSON *obj, const char *key) {
     if (!obj || !cJSON_IsObject(obj)) return NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *v = NULL;
+    for (const cJSON *c = obj->child; c; c = c->next)
+        if (c->string && !strcmp(c->string, key)) v = c;
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 

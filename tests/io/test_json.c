@@ -41,6 +41,13 @@ int main(void) {
     CHECK(vc_json_req_int(j, "s", &i, p) == VC_ERR_FORMAT);
     CHECK_OK(vc_json_req_int(j, "a", &i, p));
     CHECK(vc_json_member(j, "n") == NULL && vc_json_member(j, "a") != NULL);
+    { /* a repeated key: its last value, as Python's json.loads (transformers reads config.json so) */
+        cJSON *d = cJSON_Parse("{\"k\": 1, \"x\": 0, \"k\": 7}");
+        int64_t k = 0;
+        CHECK_OK(vc_json_get_int(d, "k", 0, &k, "dup"));
+        CHECK(k == 7);
+        cJSON_Delete(d);
+    }
     cJSON_Delete(j);
     /* syntax errors name the file, the byte offset, line and column */
     const char *bad = "{\n  \"a\": 3,\n  \"b\": tru\n}";

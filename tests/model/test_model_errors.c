@@ -135,9 +135,9 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
-        /* the bad key comes first: with a repeated key, cJSON's lookup finds the first */
-        snprintf(text, sizeof text, "{%s, \"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, "
-                 "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16}", bad[i].extra);
+        /* the bad key comes last: a repeated key's last value counts, as in Python's json */
+        snprintf(text, sizeof text, "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, "
+                 "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16, %s}", bad[i].extra);
         d = fresh(bad[i].name);
         write_text(d, "config.json", text);
         expect(d, VC_ERR_FORMAT, "config.json", bad[i].needle);
