@@ -155,7 +155,7 @@ static vc_status build_inputs(const vc_rl_trainer *t, const rl_rm *rm, const vc_
 vc_status rl_rm_score(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, float *scores) {
     rl_batch rb;
     vc_status st = build_inputs(t, t->rm, d, b, &rb);
-    if (!st) st = rl_batch_last_scores(t->rm->m, t->g, &rb, t->fwd_tokens, scores);
+    if (!st) st = rl_batch_last_scores(t->rm->m, t->g, &rb, t->rm_tokens, scores);
     free(rb.cu);
     free(rb.ids);
     free(rb.plen);

@@ -58,6 +58,11 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.top_k", -1, &vtopk));
     TRY(get_int(c, "actor_rollout_ref.rollout.val_kwargs.n", 1, &vn));
     TRY(get_int(c, "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu", 16384, &fwd));
+    /* the token budgets of the reference, value and reward-model passes (verl's keys; memory, not results) */
+    int64_t ref_fwd = 0, crit_fwd = 0, rm_fwd = 0;
+    TRY(get_int(c, "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", 16384, &ref_fwd));
+    TRY(get_int(c, "critic.forward_max_token_len_per_gpu", 32768, &crit_fwd));
+    TRY(get_int(c, "reward_model.forward_max_token_len_per_gpu", crit_fwd, &rm_fwd));
     const char *lpm = "processed_logprobs";
     TRY(vc_config_get_str_or(c, "actor_rollout_ref.rollout.logprobs_mode", "processed_logprobs", &lpm));
     if (st) return st;
@@ -81,6 +86,9 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
     t->batch_prompts = (int)bs;
     t->max_resp = maxr;
     t->fwd_tokens = fwd;
+    t->ref_tokens = ref_fwd;
+    t->critic_tokens = crit_fwd;
+    t->rm_tokens = rm_fwd;
     t->samp = (vc_sampling){ .greedy = temp == 0 || !sample, .temperature = (float)(temp > 0 ? temp : 1), .top_k = (int)topk,
                              .top_p = (float)topp, .max_new_tokens = (int)maxr, .eos_ids = t->eos };
     t->val_samp = (vc_sampling){ .greedy = !vsample || vtemp == 0, .temperature = (float)(vtemp > 0 ? vtemp : 1),

@@ -23,7 +23,8 @@ struct vc_rl_trainer {
     rl_critic_cfg ccfg;
     /* data and rollout */
     int batch_prompts, n;
-    int64_t max_resp, fwd_tokens;
+    int64_t max_resp, fwd_tokens; /* fwd_tokens: rollout.log_prob_max_token_len_per_gpu (old log-probs) */
+    int64_t ref_tokens, critic_tokens, rm_tokens; /* ref / critic / reward-model forward token budgets */
     int64_t overlong_len;       /* reward_model.overlong_buffer (DAPO): 0 off, else the buffer's tokens */
     char fg_key[8];             /* filter_groups.metric read from the reward's extra values: "acc", "score" or "" */
     int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,

@@ -345,14 +345,14 @@ scored:;
         t0 = vc_now();
         /* under LoRA without a named reference model: the actor with its adapters off is the base model */
         int was = t->ref ? 0 : vc_model_lora_enable(t->actor, 0);
-        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->fwd_tokens, temp, b.ref_logp, NULL, NULL);
+        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->ref_tokens, temp, b.ref_logp, NULL, NULL);
         if (!t->ref) vc_model_lora_enable(t->actor, was);
         b.have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);
     }
     if (!st && t->use_critic) {
         t0 = vc_now();
-        st = rl_critic_values(&t->critic, t->g, &b, t->fwd_tokens, b.values);
+        st = rl_critic_values(&t->critic, t->g, &b, t->critic_tokens, b.values);
         b.have_values = !st;
         rl_metrics_set(met, "timing_s/values", vc_now() - t0);
     }

@@ -245,6 +245,8 @@ int main(void) {
         "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=12",
         "actor_rollout_ref.rollout.top_k=3|actor_rollout_ref.rollout.top_p=0.9|actor_rollout_ref.rollout.temperature=0.7",
         "algorithm.adv_estimator=gae|critic.ppo_micro_batch_size_per_gpu=1|critic.model.path=%s/model",
+        "algorithm.adv_estimator=gae|critic.model.path=%s/model|critic.forward_max_token_len_per_gpu=1|"
+        "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=1|actor_rollout_ref.actor.use_kl_loss=true",
         "reward_model.enable=true|reward_model.model.path=%s/rm",
         "+data.apply_chat_template_kwargs.enable_thinking=false",
         "actor_rollout_ref.rollout.multi_turn.enable=true|actor_rollout_ref.rollout.multi_turn.tool_config_path=%s/tools.yaml",
