@@ -95,11 +95,14 @@ static const key_def KEYS[] = {
     { "data.truncation", "truncation", K_STR, F(truncation), "over-long rows: error | left | right" },
     { "data.train_batch_size", "train_batch_size", K_I64, F(train_batch_size), "rows per optimiser step" },
     { "data.micro_batch_size_per_gpu", "micro_batch_size", K_INT, F(micro_batch_size), "rows per micro-batch" },
+    { "data.micro_batch_size", "data_micro_batch_size", K_INT, F(micro_batch_size),
+      "verl's older name of data.micro_batch_size_per_gpu" },
     { "data.use_dynamic_bsz", "use_dynamic_bsz", K_BOOL, F(use_dynamic_bsz), "micro-batches by token budget (packing)" },
     { "data.max_token_len_per_gpu", "max_token_len", K_I64, F(max_token_len),
       "token budget per micro-batch (default max_length * micro_batch_size)" },
     { "data.shuffle", "shuffle", K_BOOL, F(shuffle), "shuffle rows each epoch" },
     { "data.seed", "seed", K_U64, F(seed), "shuffle seed" },
+    { "trainer.seed", "trainer_seed", K_U64, F(seed), "verl's name of the seed (the same as data.seed)" },
     { "data.skip_bad_lines", "skip_bad_lines", K_BOOL, F(skip_bad_lines), "skip malformed JSONL lines/rows (else stop)" },
     { "optim.lr", "lr", K_F64, F(lr), "peak learning rate" },
     { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (every tensor, as verl)" },
@@ -111,6 +114,7 @@ static const key_def KEYS[] = {
     { "optim.lr_warmup_steps_ratio", "warmup_ratio", K_F64, F(warmup_ratio), "warmup = ratio * total steps" },
     { "optim.lr_warmup_steps", "warmup_steps", K_I64, F(warmup_steps), "warmup steps (> 0 wins over the ratio)" },
     { "optim.lr_scheduler", "lr_scheduler", K_STR, F(lr_scheduler), "constant | cosine | linear | wsd" },
+    { "optim.lr_scheduler_type", "lr_scheduler_type", K_STR, F(lr_scheduler), "verl's optimizer-config name of optim.lr_scheduler" },
     { "optim.min_lr_ratio", "min_lr_ratio", K_F64, F(min_lr_ratio), "final lr / peak lr" },
     { "trainer.loss_agg_mode", "loss_agg_mode", K_STR, F(loss_agg_mode),
       "token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm" },
@@ -160,10 +164,28 @@ static vc_status parse_num(const char *key, const char *v, double *out) {
     return VC_OK;
 }
 
+static size_t kind_size(enum kind k) {
+    switch (k) {
+    case K_STR: return sizeof(char *);
+    case K_I64: return sizeof(int64_t);
+    case K_U64: return sizeof(uint64_t);
+    case K_F64: return sizeof(double);
+    case K_BYTES: return sizeof(size_t);
+    case K_BETAS: return 0; /* two doubles: left as they are */
+    default: return sizeof(int);
+    }
+}
+
 static vc_status set_key(vc_sft_config *c, const key_def *k, const char *key, const char *v) {
     char *p = (char *)c + k->off;
     double d = 0;
     vc_status st = VC_OK;
+    if (!strcmp(v, "null") || !strcmp(v, "None") || !strcmp(v, "~")) { /* verl's "not set": the default */
+        vc_sft_config d;
+        vc_sft_config_default(&d);
+        memcpy(p, (const char *)&d + k->off, kind_size(k->kind));
+        return VC_OK;
+    }
     switch (k->kind) {
     case K_STR: *(const char **)p = v; return VC_OK;
     case K_BYTES: return vc_parse_bytes(v, (size_t *)p);
@@ -191,7 +213,84 @@ static vc_status set_key(vc_sft_config *c, const key_def *k, const char *key, co
     return VC_OK;
 }
 
+/* verl's sft_trainer.yaml keys verlc takes without a setting of its own: `ok` lists the values that change
+ * nothing ("*": any); another value is refused with `why`, or with `why` starting "note: " accepted with
+ * that note (the run goes on as verlc runs it) */
+typedef struct verl_key {
+    const char *name, *ok, *why;
+} verl_key;
+
+static const verl_key VERL_KEYS[] = {
+    { "data.balance_dp_token", "*", "" },
+    { "data.use_shm", "*", "" },
+    { "model.use_shm", "*", "" },
+    { "model.fsdp_config.*", "*", "" },
+    { "model.trust_remote_code", "*", "" },
+    { "model.use_liger", "*", "" },
+    { "model.strategy", "*", "" },
+    { "use_remove_padding", "*", "" },
+    { "trainer.project_name", "*", "" },
+    { "trainer.experiment_name", "*", "" },
+    { "trainer.checkpoint.*", "*", "" },
+    { "optim._target_", "*", "" },
+    { "optim.total_training_steps", "*", "" },
+    { "trainer.logger", "*", "" }, /* console lines and RUN_DIR/metrics.jsonl always */
+    { "model.external_lib", "null", "no Python libraries are imported" },
+    { "trainer.default_hdfs_dir", "null", "note: HDFS upload is not built in; checkpoints stay in the run directory" },
+    { "ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
+    { "data.custom_cls.*", "null", "custom Python dataset classes cannot be loaded" },
+    { "data.train_max_samples", "-1", "is not supported by verlc sft: cut the JSONL file" },
+    { "data.val_max_samples", "-1", "is not supported by verlc sft: cut the JSONL file" },
+    { "data.chat_template", "null", "is not supported by verlc sft: put the template in the tokenizer's tokenizer_config.json" },
+    { "data.apply_chat_template_kwargs", "{},null", "is not supported by verlc sft (messages rows take enable_thinking)" },
+    { "optim.optimizer", "AdamW,adamw", "is not built in: verlc trains with AdamW (fused)" },
+    { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
+    { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
+    { "optim.num_cycles", "0.5", "is not supported by verlc sft: the cosine schedule has half a cycle" },
+};
+
+static int value_in(const char *v, const char *list) {
+    if (!strcmp(list, "*")) return 1;
+    size_t n = strlen(v);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, v, n)) return 1;
+        p += k + (p[k] == ',');
+    }
+    return 0;
+}
+
+/* 1 when key is one of VERL_KEYS (*st set), else 0 */
+static int verl_key_set(const char *key, const char *v, vc_status *st) {
+    for (size_t i = 0; i < sizeof VERL_KEYS / sizeof VERL_KEYS[0]; i++) {
+        const verl_key *k = &VERL_KEYS[i];
+        size_t n = strlen(k->name);
+        int match = k->name[n - 1] == '*' ? !strncmp(key, k->name, n - 1) : !strcmp(key, k->name);
+        if (!match) continue;
+        *st = VC_OK;
+        if (value_in(v, k->ok)) return 1;
+        if (!strncmp(k->why, "note: ", 6)) vc_info("verlc sft: note: %s=%s: %s", key, v, k->why + 6);
+        else *st = vc_fail(VC_ERR_UNSUPPORTED, "%s=%s %s", key, v, k->why);
+        return 1;
+    }
+    return 0;
+}
+
+/* trainer.resume_mode (verl: auto | disable | resume_path): disable clears a resume, auto resumes from the
+ * run directory's latest checkpoint, resume_path uses trainer.resume_from_path */
+static vc_status resume_mode(vc_sft_config *c, const char *v) {
+    if (!strcmp(v, "disable")) c->resume = NULL;
+    else if (!strcmp(v, "auto")) c->resume = c->resume ? c->resume : "auto";
+    else if (strcmp(v, "resume_path"))
+        return vc_fail(VC_ERR_ARG, "trainer.resume_mode=%s: expected auto, disable or resume_path", v);
+    return VC_OK;
+}
+
 vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value) {
+    vc_status st = VC_OK;
+    while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
+    if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
+    if (verl_key_set(key, value, &st)) return st;
     for (size_t i = 0; i < N_KEYS; i++)
         if (!strcmp(key, KEYS[i].name) || !strcmp(key, KEYS[i].alias)) return set_key(c, &KEYS[i], key, value);
     return vc_fail(VC_ERR_ARG, "unknown SFT key '%s' (see verlc sft --help)", key);

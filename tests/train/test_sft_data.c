@@ -26,7 +26,40 @@ static char *trained(const vc_tokenizer *tok, const sft_data *d, size_t i) {
     return s;
 }
 
+/* every key of verl's sft_trainer.yaml at its default is accepted; the ones verlc has no setting for change
+ * nothing at values that change nothing and are refused (naming key and value) otherwise */
+static void test_verl_keys(void) {
+    vc_sft_config c, d;
+    vc_sft_config_default(&c);
+    vc_sft_config_default(&d);
+    static const char *const SAME[][2] = {
+        { "data.micro_batch_size", "null" }, { "data.train_max_samples", "-1" }, { "data.balance_dp_token", "False" },
+        { "data.chat_template", "null" }, { "data.custom_cls.path", "null" }, { "model.fsdp_config.cpu_offload", "False" },
+        { "model.strategy", "fsdp2" }, { "ulysses_sequence_parallel_size", "1" }, { "use_remove_padding", "true" },
+        { "trainer.project_name", "gsm8k-sft" }, { "trainer.logger", "['console','wandb']" },
+        { "trainer.total_training_steps", "null" }, { "trainer.max_ckpt_to_keep", "null" }, { "optim.optimizer", "AdamW" },
+        { "optim.optimizer_impl", "torch.optim" }, { "data.apply_chat_template_kwargs", "{}" }, { "trainer.resume_mode", "disable" },
+    };
+    for (size_t i = 0; i < sizeof SAME / sizeof SAME[0]; i++) CHECK_OK(vc_sft_config_set(&c, SAME[i][0], SAME[i][1]));
+    CHECK_MSG(c.total_steps == d.total_steps && c.keep_last == d.keep_last && c.micro_batch_size == d.micro_batch_size &&
+              c.resume == NULL, "null values changed the defaults");
+    CHECK_OK(vc_sft_config_set(&c, "data.micro_batch_size", "3"));
+    CHECK_OK(vc_sft_config_set(&c, "++trainer.seed", "77")); /* Hydra's add prefixes, as verl's scripts write them */
+    CHECK_OK(vc_sft_config_set(&c, "trainer.resume_mode", "auto"));
+    CHECK(c.micro_batch_size == 3 && c.seed == 77 && c.resume && !strcmp(c.resume, "auto"));
+    static const char *const BAD[][3] = {
+        { "data.chat_template", "{{ x }}", "data.chat_template" }, { "data.train_max_samples", "100", "cut the JSONL" },
+        { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
+        { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        vc_status st = vc_sft_config_set(&c, BAD[i][0], BAD[i][1]);
+        CHECK_MSG(st && strstr(vc_last_error(), BAD[i][2]), "%s=%s: %s", BAD[i][0], BAD[i][1], vc_last_error());
+    }
+}
+
 int main(void) {
+    test_verl_keys();
     if (!vc_test_have_shared()) return vc_test_done();
     char tdir[512], path[128];
     snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());
