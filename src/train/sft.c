@@ -55,6 +55,8 @@ static vc_status load_inputs(sft_run *r) {
     if (tk.eos < 0 && mc->n_eos > 0) tk.eos = mc->eos_ids[0];
     if ((st = sft_data_load(c, c->train_path, &tk, &r->train))) return st;
     if (c->val_path && (st = sft_data_load(c, c->val_path, &tk, &r->val))) return st;
+    if (c->train_max_samples > 0 && (size_t)c->train_max_samples < r->train.n) r->train.n = (size_t)c->train_max_samples;
+    if (c->val_max_samples > 0 && (size_t)c->val_max_samples < r->val.n) r->val.n = (size_t)c->val_max_samples;
     int32_t top = r->train.max_id > r->val.max_id ? r->train.max_id : r->val.max_id;
     if (top >= mc->vocab)
         return vc_fail(VC_ERR_ARG, "token id %d from tokenizer %s is outside the model's vocab_size %lld", top, tdir,

@@ -38,6 +38,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->loss_agg_mode = "token-mean";
     c->keep_last = 0;
     c->skip_bad_lines = 1;
+    c->train_max_samples = c->val_max_samples = -1;
     c->sharding = "none";
     c->dp_check_freq = 100;
     c->device = "auto";
@@ -103,6 +104,9 @@ static const key_def KEYS[] = {
     { "data.shuffle", "shuffle", K_BOOL, F(shuffle), "shuffle rows each epoch" },
     { "data.seed", "seed", K_U64, F(seed), "shuffle seed" },
     { "trainer.seed", "trainer_seed", K_U64, F(seed), "verl's name of the seed (the same as data.seed)" },
+    { "data.train_max_samples", "train_max_samples", K_I64, F(train_max_samples),
+      "> 0: the first N training rows (verl's max_samples; -1: all)" },
+    { "data.val_max_samples", "val_max_samples", K_I64, F(val_max_samples), "> 0: the first N validation rows (-1: all)" },
     { "data.skip_bad_lines", "skip_bad_lines", K_BOOL, F(skip_bad_lines), "skip malformed JSONL lines/rows (else stop)" },
     { "optim.lr", "lr", K_F64, F(lr), "peak learning rate" },
     { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (every tensor, as verl)" },
@@ -239,8 +243,6 @@ static const verl_key VERL_KEYS[] = {
     { "trainer.default_hdfs_dir", "null", "note: HDFS upload is not built in; checkpoints stay in the run directory" },
     { "ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
     { "data.custom_cls.*", "null", "custom Python dataset classes cannot be loaded" },
-    { "data.train_max_samples", "-1", "is not supported by verlc sft: cut the JSONL file" },
-    { "data.val_max_samples", "-1", "is not supported by verlc sft: cut the JSONL file" },
     { "data.chat_template", "null", "is not supported by verlc sft: put the template in the tokenizer's tokenizer_config.json" },
     { "data.apply_chat_template_kwargs", "{},null", "is not supported by verlc sft (messages rows take enable_thinking)" },
     { "optim.optimizer", "AdamW,adamw", "is not built in: verlc trains with AdamW (fused)" },
