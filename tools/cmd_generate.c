@@ -250,10 +250,11 @@ int vc_cmd_generate(int argc, char **argv) {
     vc_rollout_stats s;
     vc_rollout_last_stats(e, &s);
     fprintf(stderr, "generate (%s, %s): %d prompts, %d samples, %lld tokens in %.1f s (%.1f tok/s); %lld steps, "
-                    "%lld preemptions, KV pages peak %lld of %lld (%lld tokens each)\n",
+                    "%lld preemptions, KV pages peak %lld of %lld (%lld tokens each); %lld prompt tokens computed, "
+                    "%lld reused from the prefix cache\n",
             vc_device_name(), vc_cli_precision_name(), n_rows, n_out, (long long)s.generated, s.seconds, s.seconds > 0 ? s.generated / s.seconds : 0.0,
             (long long)s.steps, (long long)s.preemptions, (long long)s.peak_pages, (long long)s.pool_pages,
-            (long long)s.page_tokens);
+            (long long)s.page_tokens, (long long)s.prefill_tokens, (long long)s.prefix_hit_tokens);
     rc = 0;
 out:
     if (st) fprintf(stderr, "verlc: %s\n", vc_last_error());
