@@ -324,6 +324,7 @@ typedef struct vc_sft_config {
     int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
     int64_t train_max_samples, val_max_samples; /* > 0: the first N rows only (verl's max_samples without shuffle) */
+    const char *chat_template; /* data.chat_template: a Jinja template in place of the tokenizer's (NULL: its own) */
     int checkpointing;
     int lora_rank;           /* 0: full fine-tuning; > 0: LoRA adapters (model.lora_rank) */
     double lora_alpha;       /* 16 */

@@ -39,7 +39,12 @@ static vc_status load_inputs(sft_run *r) {
     const char *tdir = c->tokenizer_dir ? c->tokenizer_dir : c->model_dir;
     vc_status st = vc_tokenizer_load(tdir, &r->tok);
     if (st) return vc_fail_ctx(st, "tokenizer %s", tdir);
-    st = vc_chat_template_load(tdir, &r->tmpl);
+    if (c->chat_template) { /* verl sets data.chat_template as the tokenizer's chat_template */
+        const char *bos = vc_tokenizer_id_to_token(r->tok, vc_tokenizer_bos_id(r->tok));
+        const char *eos = vc_tokenizer_id_to_token(r->tok, vc_tokenizer_eos_id(r->tok));
+        if ((st = vc_chat_template_from_string(c->chat_template, bos, eos, &r->tmpl)))
+            return vc_fail_ctx(st, "data.chat_template");
+    } else st = vc_chat_template_load(tdir, &r->tmpl);
     if (st == VC_ERR_MISSING) {
         R0_INFO(r, "sft: %s has no chat template; prompts are used as plain text", tdir);
         r->tmpl = NULL;

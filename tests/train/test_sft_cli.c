@@ -47,9 +47,14 @@ int main(void) {
     CHECK_OK(vc_write_file_atomic(mp, rows, strlen(rows)));
     CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
              "--out %2$s/msgs train_batch_size=2 micro_batch_size=1 threads=1 quiet=1 data.train_max_samples=2 "
+             "'data.chat_template={%% for m in messages %%}<{{ m.role }}>{{ m.content }}{{ eos_token }}{%% endfor %%}' "
              "2> %2$s/log2.txt%4$s", NULL) == 0);
     /* data.train_max_samples=2: the first 2 of the 4 rows, one step of 2 */
     CHECK(sh("test $(grep -c train/loss %2$s/msgs/metrics.jsonl) -eq 1%4$s", NULL) == 0);
+    /* data.chat_template is the template used: a broken one stops the run naming the key */
+    CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
+             "--out %2$s/msgs_bad 'data.chat_template={%% for m in %%}' threads=1 quiet=1 2> %2$s/log3.txt; "
+             "test $? -ne 0 && grep -q data.chat_template %2$s/log3.txt%4$s", NULL) == 0);
     /* export of the run (latest checkpoint) to a Hugging Face directory that loads and checks */
     CHECK(sh("%1$s export %2$s/full --out %2$s/hf > /dev/null%4$s", NULL) == 0);
     snprintf(a, sizeof a, "%s/hf", TMP);

@@ -47,9 +47,10 @@ static void test_verl_keys(void) {
     CHECK_OK(vc_sft_config_set(&c, "++trainer.seed", "77")); /* Hydra's add prefixes, as verl's scripts write them */
     CHECK_OK(vc_sft_config_set(&c, "trainer.resume_mode", "auto"));
     CHECK_OK(vc_sft_config_set(&c, "data.train_max_samples", "100"));
+    CHECK_OK(vc_sft_config_set(&c, "data.chat_template", "{{ x }}"));
     CHECK(c.micro_batch_size == 3 && c.seed == 77 && c.resume && !strcmp(c.resume, "auto") && c.train_max_samples == 100);
     static const char *const BAD[][3] = {
-        { "data.chat_template", "{{ x }}", "data.chat_template" },
+
         { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
         { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
     };
