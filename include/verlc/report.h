@@ -37,6 +37,7 @@ typedef struct vc_strbuf {
     int oom;
 } vc_strbuf;
 void vc_sb_puts(vc_strbuf *b, const char *s);
+void vc_sb_putn(vc_strbuf *b, const char *s, size_t n); /* n bytes of s (the text stays NUL-terminated) */
 void vc_sb_printf(vc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vc_sb_escaped(vc_strbuf *b, const char *s); /* HTML/XML text escaping */
 void vc_svg_plot(vc_strbuf *b, const vc_metric_series *s, int width, int height);

@@ -21,12 +21,14 @@ static int sb_reserve(vc_strbuf *b, size_t extra) {
     return 1;
 }
 
-void vc_sb_puts(vc_strbuf *b, const char *s) {
-    size_t n = strlen(s);
+void vc_sb_putn(vc_strbuf *b, const char *s, size_t n) {
     if (!sb_reserve(b, n)) return;
-    memcpy(b->p + b->n, s, n + 1);
+    memcpy(b->p + b->n, s, n);
     b->n += n;
+    b->p[b->n] = 0;
 }
+
+void vc_sb_puts(vc_strbuf *b, const char *s) { vc_sb_putn(b, s, strlen(s)); }
 
 void vc_sb_printf(vc_strbuf *b, const char *fmt, ...) {
     va_list ap;

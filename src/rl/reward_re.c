@@ -1,6 +1,7 @@
 /* Python `re` operations for the reward functions: re.sub and the last item of re.findall, on UTF-8 text
  * with Oniguruma's Python syntax. */
 #include "rl/reward_str.h"
+#include "verlc/report.h"
 #include <oniguruma.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,32 +22,15 @@ void vc_rs_re_free(regex_t *re) {
     if (re) onig_free(re);
 }
 
-/* ---- a growing output string ---- */
-typedef struct { char *p; size_t n, cap; int oom; } sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom || !n) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-
+/* ---- the output string: the project's vc_strbuf ---- */
 /* the finished string in *out (an empty one when nothing was put) */
-static vc_status sb_finish(sbuf *b, char **out) {
-    sb_put(b, "", 0);
-    if (!b->oom && !b->p) b->p = malloc(1), b->oom = !b->p;
-    if (b->oom) {
+static vc_status sb_finish(vc_strbuf *b, char **out) {
+    vc_sb_putn(b, "", 0);
+    if (b->oom || !b->p) {
         free(b->p);
         *out = NULL;
         return vc_fail(VC_ERR_NOMEM, "out of memory in a regular-expression substitution");
     }
-    b->p[b->n] = 0;
     *out = b->p;
     return VC_OK;
 }
@@ -73,15 +57,15 @@ static size_t resume_at(const char *s, size_t len, const OnigRegion *reg) {
     return b < len ? b + vc_rs_u8len(s + b) : (size_t)-1;
 }
 
-static void put_group(sbuf *b, const char *s, const OnigRegion *reg, int g) {
-    if (g < reg->num_regs && reg->beg[g] >= 0) sb_put(b, s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g]));
+static void put_group(vc_strbuf *b, const char *s, const OnigRegion *reg, int g) {
+    if (g < reg->num_regs && reg->beg[g] >= 0) vc_sb_putn(b, s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g]));
 }
 
 /* appends repl with \1..\9 replaced by the groups of the match in reg */
-static void expand(sbuf *b, const char *repl, const char *s, const OnigRegion *reg) {
+static void expand(vc_strbuf *b, const char *repl, const char *s, const OnigRegion *reg) {
     for (const char *p = repl; *p; p++) {
         if (p[0] == '\\' && p[1] >= '1' && p[1] <= '9') put_group(b, s, reg, *++p - '0');
-        else sb_put(b, p, 1);
+        else vc_sb_putn(b, p, 1);
     }
 }
 
@@ -99,16 +83,16 @@ vc_status vc_rs_re_sub(regex_t *re, const char *repl, const char *s, char **out)
     OnigRegion *reg = onig_region_new();
     if (!reg) return vc_fail(VC_ERR_NOMEM, "out of memory in a regular-expression substitution");
     size_t len = strlen(s), copied = 0, at = 0;
-    sbuf b = { 0 };
+    vc_strbuf b = { 0 };
     int m;
     while (at <= len && (m = next_match(re, s, len, at, reg, &st)) > 0) {
-        sb_put(&b, s + copied, (size_t)reg->beg[0] - copied);
+        vc_sb_putn(&b, s + copied, (size_t)reg->beg[0] - copied);
         expand(&b, repl, s, reg);
         copied = (size_t)reg->end[0];
         at = resume_at(s, len, reg);
     }
     onig_region_free(reg, 1);
-    sb_put(&b, s + copied, len - copied);
+    vc_sb_putn(&b, s + copied, len - copied);
     if (st) {
         free(b.p);
         return st;

@@ -61,13 +61,13 @@ static void boot_indices(int n, int k, int *idx) {
     }
 }
 
-/* mean and population std of x[N_BOOT] */
-static void mean_std(const double *x, double *mean, double *std) {
+/* mean and population std (np.mean, np.std) of x[n] */
+static void mean_std(const double *x, int n, double *mean, double *std) {
     double s = 0, q = 0;
-    for (int i = 0; i < N_BOOT; i++) s += x[i];
-    *mean = s / N_BOOT;
-    for (int i = 0; i < N_BOOT; i++) q += (x[i] - *mean) * (x[i] - *mean);
-    *std = sqrt(q / N_BOOT);
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
+    *std = sqrt(q / n);
 }
 
 /* ---- the metric table: (source, var, metric) -> sum and count over prompts ---- */
@@ -147,20 +147,18 @@ static double majority(const double *val, const char *const *pred, const int *dr
 static vc_status var_metrics(vm_table *t, const char *ds, const char *var, const double *val,
                              const char *const *pred, int n) {
     char name[64];
-    double s = 0, q = 0;
-    for (int i = 0; i < n; i++) s += val[i];
-    double mean = s / n;
-    for (int i = 0; i < n; i++) q += (val[i] - mean) * (val[i] - mean);
+    double mean, sd;
+    mean_std(val, n, &mean, &sd);
     snprintf(name, sizeof name, "mean@%d", n);
     vc_status st = vm_add(t, ds, var, name, mean, 1);
     if (st || n <= 1) return st;
     snprintf(name, sizeof name, "std@%d", n);
-    if ((st = vm_add(t, ds, var, name, sqrt(q / n), 1))) return st;
+    if ((st = vm_add(t, ds, var, name, sd, 1))) return st;
     double *best = vc_malloc(sizeof(double) * 3 * N_BOOT);
     int *idx = vc_malloc(sizeof(int) * (size_t)N_BOOT * (size_t)n);
     if (!best || !idx) st = VC_ERR_NOMEM;
     for (int k = 2; !st; k = k * 2 < n ? k * 2 : n) {
-        double *worst = best + N_BOOT, *maj = best + 2 * N_BOOT, m, sd;
+        double *worst = best + N_BOOT, *maj = best + 2 * N_BOOT, m;
         boot_indices(n, k, idx);
         for (int b = 0; b < N_BOOT; b++) {
             const int *d = idx + (size_t)b * k;
@@ -171,7 +169,7 @@ static vc_status var_metrics(vm_table *t, const char *ds, const char *var, const
         }
         const char *kind[3] = { "best", "worst", "maj" };
         for (int c = 0; c < (pred ? 3 : 2) && !st; c++) {
-            mean_std(best + c * N_BOOT, &m, &sd);
+            mean_std(best + c * N_BOOT, N_BOOT, &m, &sd);
             snprintf(name, sizeof name, "%s@%d/mean", kind[c], k);
             st = vm_add(t, ds, var, name, m, 1);
             snprintf(name, sizeof name, "%s@%d/std", kind[c], k);

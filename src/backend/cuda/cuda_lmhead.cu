@@ -54,7 +54,7 @@ __global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b
         double d = (double)(z[v] - mx), e = exp(d);
         s += e;
         a += e * d;
-        q += e * e;
+        if (want_q) q += e * e; /* uniform over the block */
     }
     s = vc_block_sum_d(s, shd);
     a = vc_block_sum_d(a, shd);
