@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""A custom reward program for `verlc train custom_reward_function.path=examples/reward_program.py`.
+"""A custom reward program (verlc's JSON-lines protocol, any language), given as a command line:
+`verlc train 'custom_reward_function.path=python3 examples/reward_program.py'` (a bare FILE.py path is a
+verl reward function module instead: see examples/my_reward.py and docs/rewards.md).
 
 verlc starts it once and keeps it alive: one JSON object per line on stdin
   {"data_source": ..., "solution_str": ..., "ground_truth": ..., "extra_info": ...}

@@ -54,7 +54,8 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
 /* ---------------------------------------------------------------- custom reward programs
  * A child process started once and kept alive; one JSON line per row on its stdin
  *   {"data_source": ..., "solution_str": ..., "ground_truth": ..., "extra_info": ...}
- * and one line {"score": x} on its stdout. Each call has a deadline of timeout_ms.
+ * and one line {"score": x} on its stdout (an object with more keys is verl's dict result; {"error": text}
+ * fails the row without a restart). Each call has a deadline of timeout_ms.
  * Statuses of vc_reward_proc_score:
  *   VC_OK
  *   VC_ERR_TIMEOUT  failed row: the program hung, crashed, closed its output or wrote a line that is not
@@ -77,6 +78,18 @@ vc_status vc_reward_proc_score_ex(vc_reward_proc *proc, const char *data_source,
  * owned by the caller); failures as vc_reward_proc_score's (VC_ERR_TIMEOUT: killed, restarted next call) */
 struct cJSON;
 vc_status vc_reward_proc_call(vc_reward_proc *proc, const char *request_line, struct cJSON **answer);
+/* ... with the row's own JSON values (NULL: JSON null) as ground_truth and extra_info, as verl passes them */
+vc_status vc_reward_proc_score_v(vc_reward_proc *proc, const char *data_source, const char *solution,
+                                 const struct cJSON *ground_truth, const struct cJSON *extra_info, double *score,
+                                 struct cJSON **answer);
+/* One request for n rows {"data_sources": [...], "solution_strs", "ground_truths", "extra_infos"} and one
+ * list of n answers back (verl's batch reward manager). A failed call (timeout, crash, {"error": ...}) fails
+ * every row; an {"error": ...} answer fails its row: failed[i] = 1, score 0, and VC_OK (the message stays in
+ * vc_last_error). answer: NULL or [n] objects as vc_reward_proc_score_ex's. */
+vc_status vc_reward_proc_score_batch(vc_reward_proc *proc, int n, const char *const *data_source,
+                                     const char *const *solution, const struct cJSON *const *ground_truth,
+                                     const struct cJSON *const *extra_info, double *score, struct cJSON **answer,
+                                     int *failed);
 long vc_reward_proc_failures(const vc_reward_proc *proc); /* rows failed so far */
 long vc_reward_proc_restarts(const vc_reward_proc *proc); /* times the program was started again */
 void vc_reward_proc_close(vc_reward_proc *proc);
@@ -96,5 +109,19 @@ void vc_reward_proc_close(vc_reward_proc *proc);
  * VC_ERR_ARG for a NULL or non-UTF-8 string, VC_ERR_NOMEM on allocation failure. */
 vc_status vc_reward_math_dapo(const char *solution, const char *ground_truth, int strict_box_verify,
                               double *score, int *acc, char **pred);
+
+
+/* ---------------------------------------------------------------- verl's Python reward functions
+ * custom_reward_function.path as verl reads it: a .py file, file://FILE or pkg://module (1), else a program
+ * command line (0). */
+int vc_reward_path_is_python(const char *path);
+/* Starts a Python interpreter ($VERLC_PYTHON, default python3) serving function `name` (NULL:
+ * compute_score) of `path` over the channel above, loaded as verl's load_module does; kwargs_json: a JSON
+ * object of extra keyword arguments (verl's reward_kwargs; NULL: none). batch: verl's batch reward manager's
+ * call (data_sources=..., solution_strs=..., ground_truths=..., extra_infos=...; vc_reward_proc_score_batch)
+ * instead of one row per call. Each row's extra_info gets verl's rollout_reward_scores = {}. Fails at once,
+ * with Python's message, when the interpreter, the file or the function cannot be loaded. */
+vc_status vc_reward_py_start(const char *path, const char *name, const char *kwargs_json, int batch, int timeout_ms,
+                             vc_reward_proc **proc);
 
 #endif

@@ -53,6 +53,16 @@ static int is_search_r1(const char *ds) {
     return 0;
 }
 
+/* data sources verl's default_compute_score scores with Python-only code (sympy graders, code sandboxes) */
+static int is_verl_python_source(const char *ds) {
+    static const char *const S[] = { "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
+                                     "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads", "codecontests",
+                                     "apps", "codeforces", "taco", "hiyouga/geometry3k" };
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
+        if (!strcmp(ds, S[i])) return 1;
+    return 0;
+}
+
 /* verl's math_dapo sources: its dict result {"score", "acc", "pred"} */
 static int is_dapo_source(const char *ds) {
     return !strcmp(ds, "math_dapo") || !strcmp(ds, "math") || !strcmp(ds, "math_dapo_reasoning") ||
@@ -87,7 +97,11 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
     int is_math = 0, dapo = is_dapo_source(data_source);
     for (size_t i = 0; i < sizeof MATH_SOURCES / sizeof MATH_SOURCES[0]; i++) is_math |= !strcmp(data_source, MATH_SOURCES[i]);
     if (!is_math && !dapo && strcmp(data_source, "openai/gsm8k"))
-        return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'", data_source);
+        return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'%s", data_source,
+                       is_verl_python_source(data_source)
+                           ? " in verlc (verl scores it in Python: with verl installed, custom_reward_function.path="
+                             "pkg://verl.utils.reward_score custom_reward_function.name=default_compute_score)"
+                           : "");
     char *gt = gt_text(ground_truth);
     if (!gt) return VC_ERR_NOMEM;
     vc_status st = VC_OK;

@@ -150,20 +150,37 @@ static char *recv_line(vc_reward_proc *p, double deadline) {
     }
 }
 
-/* The request line: ground_truth and extra_info are embedded as JSON when they parse, else as strings. */
-static char *request(const char *ds, const char *sol, const char *gt, const char *extra) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "data_source", ds ? ds : "");
-    cJSON_AddStringToObject(o, "solution_str", sol ? sol : "");
-    cJSON *g = gt ? cJSON_Parse(gt) : NULL;
-    cJSON_AddItemToObject(o, "ground_truth", g ? g : gt ? cJSON_CreateString(gt) : cJSON_CreateNull());
-    cJSON *e = extra ? cJSON_Parse(extra) : NULL;
-    cJSON_AddItemToObject(o, "extra_info", e ? e : extra ? cJSON_CreateString(extra) : cJSON_CreateNull());
-    char *s = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
+/* A JSON value as a request line (with its newline), or NULL when out of memory. */
+static char *json_line(const cJSON *o) {
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     char *line = s ? vc_malloc(strlen(s) + 2) : NULL;
     if (line) { strcpy(line, s); strcat(line, "\n"); }
     free(s);
+    return line;
+}
+
+/* a copy of v, or JSON null for NULL (NULL only when out of memory) */
+static cJSON *dup_or_null(const cJSON *v) { return v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull(); }
+
+static char *request_v(const char *ds, const char *sol, const cJSON *gt, const cJSON *extra) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "data_source", ds ? ds : "");
+    cJSON_AddStringToObject(o, "solution_str", sol ? sol : "");
+    cJSON_AddItemToObject(o, "ground_truth", dup_or_null(gt));
+    cJSON_AddItemToObject(o, "extra_info", dup_or_null(extra));
+    char *line = cJSON_GetArraySize(o) == 4 ? json_line(o) : NULL;
+    cJSON_Delete(o);
+    return line;
+}
+
+/* The request line: ground_truth and extra_info are embedded as JSON when they parse, else as strings. */
+static char *request(const char *ds, const char *sol, const char *gt, const char *extra) {
+    cJSON *g = gt ? cJSON_Parse(gt) : NULL, *e = extra ? cJSON_Parse(extra) : NULL;
+    if (gt && !g) g = cJSON_CreateString(gt);
+    if (extra && !e) e = cJSON_CreateString(extra);
+    char *line = (!gt || g) && (!extra || e) ? request_v(ds, sol, g, e) : NULL;
+    cJSON_Delete(g);
+    cJSON_Delete(e);
     return line;
 }
 
@@ -202,32 +219,94 @@ vc_status vc_reward_proc_call(vc_reward_proc *p, const char *request_line, cJSON
     return VC_OK;
 }
 
-vc_status vc_reward_proc_score_ex(vc_reward_proc *p, const char *data_source, const char *solution,
-                                  const char *ground_truth, const char *extra_info_json, double *score,
-                                  cJSON **answer) {
+/* The score of one answer j (a number, a bool or an object with "score"; {"error": text} fails the row);
+ * the object itself into *answer when wanted. */
+static vc_status answer_score(vc_reward_proc *p, long row, const cJSON *j, double *score) {
+    *score = 0.0;
+    const cJSON *err = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+    const cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "score") : j;
+    if (cJSON_IsBool(s)) *score = cJSON_IsTrue(s);
+    else if (cJSON_IsNumber(s) && isfinite(s->valuedouble)) *score = s->valuedouble;
+    else if (cJSON_IsString(err)) { /* the function raised: the row fails, the program goes on */
+        p->failures++;
+        return vc_fail(VC_ERR_TIMEOUT, "reward program '%s': row %ld raised %.300s (%ld failed rows)", p->argv[0], row,
+                       err->valuestring, p->failures);
+    } else {
+        char *line = cJSON_PrintUnformatted(j);
+        p->failures++;
+        vc_status st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0],
+                               row, line ? line : "");
+        free(line);
+        return st;
+    }
+    return VC_OK;
+}
+
+static vc_status score_line(vc_reward_proc *p, char *req, double *score, cJSON **answer) {
     *score = 0.0;
     if (answer) *answer = NULL;
-    char *req = request(data_source, solution, ground_truth, extra_info_json);
     if (!req) return vc_fail(VC_ERR_NOMEM, "reward program: cannot build request for row %ld", p->row);
     cJSON *j = NULL;
     vc_status st = vc_reward_proc_call(p, req, &j);
     free(req);
-    if (st) return st;
-    long row = p->row - 1;
-    cJSON *s = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "score") : j;
-    if (cJSON_IsBool(s)) *score = cJSON_IsTrue(s);
-    else if (cJSON_IsNumber(s) && isfinite(s->valuedouble)) *score = s->valuedouble;
-    else {
-        char *line = cJSON_PrintUnformatted(j);
-        p->failures++;
-        *score = 0.0;
-        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0], row,
-                     line ? line : "");
-        free(line);
-    }
+    if (!st) st = answer_score(p, p->row - 1, j, score);
     if (!st && answer && cJSON_IsObject(j)) {
         *answer = j;
         j = NULL;
+    }
+    cJSON_Delete(j);
+    return st;
+}
+
+vc_status vc_reward_proc_score_ex(vc_reward_proc *p, const char *data_source, const char *solution,
+                                  const char *ground_truth, const char *extra_info_json, double *score,
+                                  cJSON **answer) {
+    return score_line(p, request(data_source, solution, ground_truth, extra_info_json), score, answer);
+}
+
+vc_status vc_reward_proc_score_v(vc_reward_proc *p, const char *data_source, const char *solution,
+                                 const cJSON *ground_truth, const cJSON *extra_info, double *score, cJSON **answer) {
+    return score_line(p, request_v(data_source, solution, ground_truth, extra_info), score, answer);
+}
+
+vc_status vc_reward_proc_score_batch(vc_reward_proc *p, int n, const char *const *data_source,
+                                     const char *const *solution, const cJSON *const *ground_truth,
+                                     const cJSON *const *extra_info, double *score, cJSON **answer,
+                                     int *failed) {
+    static const char *const K[4] = { "data_sources", "solution_strs", "ground_truths", "extra_infos" };
+    cJSON *o = cJSON_CreateObject(), *a[4];
+    int ok = o != NULL;
+    for (int k = 0; k < 4; k++) ok = ok && (a[k] = cJSON_AddArrayToObject(o, K[k])) != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        score[i] = 0;
+        failed[i] = 0;
+        if (answer) answer[i] = NULL;
+        ok = cJSON_AddItemToArray(a[0], cJSON_CreateString(data_source[i] ? data_source[i] : "")) &&
+             cJSON_AddItemToArray(a[1], cJSON_CreateString(solution[i] ? solution[i] : "")) &&
+             cJSON_AddItemToArray(a[2], dup_or_null(ground_truth[i])) &&
+             cJSON_AddItemToArray(a[3], dup_or_null(extra_info[i]));
+    }
+    char *req = ok ? json_line(o) : NULL;
+    cJSON_Delete(o);
+    if (!req) return vc_fail(VC_ERR_NOMEM, "reward program: cannot build a batch request of %d rows", n);
+    cJSON *j = NULL;
+    long row = p->row;
+    vc_status st = vc_reward_proc_call(p, req, &j);
+    free(req);
+    if (!st && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "error")))
+        st = answer_score(p, row, j, score); /* the call raised: the whole batch fails */
+    else if (!st && (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != n)) {
+        p->failures++;
+        st = vc_fail(VC_ERR_FORMAT, "reward program '%s': batch %ld: expected a list of %d answers", p->argv[0], row, n);
+    }
+    if (vc_reward_row_failed(st)) /* every row of the batch failed */
+        for (int i = 0; i < n; i++) failed[i] = 1;
+    const cJSON *e = cJSON_IsArray(j) ? j->child : NULL;
+    for (int i = 0; !st && i < n; i++, e = e->next) {
+        vc_status r = answer_score(p, row, e, &score[i]);
+        if (vc_reward_row_failed(r)) failed[i] = 1;
+        else if (r) st = vc_fail_ctx(r, "row %d of the batch", i);
+        else if (answer && cJSON_IsObject(e)) answer[i] = cJSON_Duplicate(e, 1);
     }
     cJSON_Delete(j);
     return st;

@@ -181,26 +181,6 @@ static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
 #undef M
 }
 
-/* reward_model.overlong_buffer (DAPO's overlong reward shaping): a response longer than
- * max_response_length - len loses penalty_factor * (excess / len) of reward, at most penalty_factor */
-static vc_status read_overlong(vc_rl_trainer *t, const vc_config *c) {
-    int on = 0;
-    int64_t len = 0;
-    double f = 0;
-    vc_status st = vc_config_get_bool_or(c, "reward_model.overlong_buffer.enable", 0, &on);
-    if (!st) st = vc_config_get_int_or(c, "reward_model.overlong_buffer.len", 0, &len);
-    if (!st) st = vc_config_get_double_or(c, "reward_model.overlong_buffer.penalty_factor", 0, &f);
-    if (!st) st = vc_config_get_bool_or(c, "reward_model.overlong_buffer.log", 0, &t->overlong_log);
-    if (st || !on) return st;
-    if (len < 1 || len > t->max_resp)
-        return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.len must be in 1..data.max_response_length (%lld), got %lld",
-                       (long long)t->max_resp, (long long)len);
-    if (!(f >= 0)) return vc_fail(VC_ERR_ARG, "reward_model.overlong_buffer.penalty_factor must be >= 0, got %g", f);
-    t->overlong_len = len;
-    t->overlong_factor = f;
-    return VC_OK;
-}
-
 /* algorithm.filter_groups (DAPO's dynamic sampling) and data.gen_batch_size */
 static vc_status read_filter_groups(vc_rl_trainer *t, const vc_config *c) {
     int on = 0;
@@ -409,7 +389,7 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, "trainer.critic_warmup", 0, &t->critic_warmup));
     TRY(vc_config_get_bool_or(c, "trainer.balance_batch", 1, &t->balance_batch));
     TRY(read_rollout_correction(t, c));
-    TRY(read_overlong(t, c));
+    TRY(rl_reward_config(t, c));
     TRY(read_filter_groups(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));
@@ -417,11 +397,7 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, "trainer.validation_data_dir", NULL, &t->val_dir));
     TRY(vc_config_get_str_or(c, "trainer.default_local_dir", "checkpoints/verlc", &t->out_dir));
     TRY(get_int(c, "trainer.max_actor_ckpt_to_keep", 0, &t->max_ckpt_keep));
-    TRY(vc_config_get_str_or(c, "custom_reward_function.path", NULL, &t->reward_cmd));
-    double tmo = 60;
-    TRY(vc_config_get_double_or(c, "custom_reward_function.timeout_s", 60, &tmo));
     TRY(get_int(c, "data.seed", 1, &seed));
-    t->reward_timeout_ms = (int)(tmo * 1000);
     t->seed = (uint64_t)seed;
     return st;
 }
@@ -648,6 +624,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     rl_rm_free(t->rm);
     rl_agent_free(t->agent);
     cJSON_Delete(t->chat_kwargs);
+    free(t->reward_kwargs);
     rl_metrics_free(&t->met);
     rl_metrics_free(&t->last);
     free(t->metrics_path);

@@ -30,7 +30,9 @@ struct vc_rl_trainer {
     int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,
                                          * max_num_gen_batches (<= 0: no bound) */
     int gen_prompts;            /* data.gen_batch_size: prompts per generation batch (filter_groups) */
-    double overlong_factor;     /* the penalty at max_response_length */
+    double overlong_factor;     /* the penalty at overlong_max */
+    int64_t overlong_max;       /* the length the buffer ends at (data.max_response_length, or the dapo
+                                 * manager's reward_kwargs.max_resp_len) */
     int overlong_log;           /* overlong_buffer.log: overlong_reward and overlong in the reward's extra values */
     vc_sampling samp, val_samp;
     int val_n;
@@ -72,7 +74,11 @@ struct vc_rl_trainer {
                      int *n_out);
     void *gen_ctx;
     struct vc_reward_proc *proc;
-    const char *reward_cmd;
+    const char *reward_cmd;     /* custom_reward_function.path (NULL: built-in scorers) */
+    const char *reward_name;    /* custom_reward_function.name (a Python function) */
+    char *reward_kwargs;        /* the Python function's extra keyword arguments as JSON (NULL: none) */
+    int reward_py;              /* reward_cmd is verl's Python file / pkg:// module (else a program) */
+    int reward_mgr;             /* reward_model.reward_manager: RL_RM_* */
     int reward_timeout_ms;
     rl_metrics met;   /* this step */
     rl_metrics last;  /* latest value of every metric */
@@ -136,7 +142,10 @@ vc_status rl_dist_fill_sharded(vc_rl_trainer *t, const char *dir, vc_status (*fi
 /* Whether the actor's or the critic's optimiser state is sharded. */
 int rl_dist_sharded(const vc_rl_trainer *t);
 
-/* trainer_reward.c: scores[i] for responses (text, prompt p) */
+/* trainer_reward.c: verl's reward managers */
+enum { RL_RM_NAIVE, RL_RM_PRIME, RL_RM_DAPO, RL_RM_BATCH };
+/* reward_model.reward_manager and reward_kwargs, reward_model.overlong_buffer, custom_reward_function.* */
+vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c);
 vc_status rl_reward_open(vc_rl_trainer *t);
 /* info (NULL: not wanted): verl's reward_extra_info of the row, a JSON object the caller deletes ({"acc": score}
  * for a scalar reward; a math_dapo or custom program's dict as it came) */

@@ -1,6 +1,7 @@
 /* Custom reward programs: the Python wrapper, and programs that crash, hang, print garbage or
  * non-numeric scores. Timeouts are short (300 ms) to keep the test fast. */
 #include "verlc/reward.h"
+#include <cjson/cJSON.h>
 #include "vc_test.h"
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,9 @@ static char *script(const char *name, const char *body) {
 
 static int have_python(void) { return system("python3 -c 'import json' >/dev/null 2>&1") == 0; }
 
-static void test_wrapper(void) {
-    if (!have_python()) { printf("skipping wrapper test: no python3\n"); return; }
+/* verl's Python reward functions (reward_py.c): rows and batches, dict answers, exceptions */
+static void test_python(void) {
+    if (!have_python()) { printf("skipping Python function test: no python3\n"); return; }
     char *user = script("user_reward.py",
                         "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                         "    print('noise on stdout is redirected')\n"
@@ -30,10 +32,12 @@ static void test_wrapper(void) {
                         "        return {'score': 0.25, 'acc': True}\n"
                         "    if data_source == 'text':\n"
                         "        return 'not a number'\n"
-                        "    return float(len(solution_str)) + (extra_info or {}).get('bonus', 0)\n");
-    char *argv[] = { "python3", "examples/reward_wrapper.py", user, NULL };
-    vc_reward_proc *p;
-    CHECK_OK(vc_reward_proc_start(argv, 5000, &p));
+                        "    return float(len(solution_str)) + (extra_info or {}).get('bonus', 0)\n"
+                        "def scores(data_sources, solution_strs, ground_truths, extra_infos, k=1):\n"
+                        "    return [compute_score(d, s, g, e) if d != 'num' else k * g for d, s, g, e in\n"
+                        "            zip(data_sources, solution_strs, ground_truths, extra_infos)]\n");
+    vc_reward_proc *p = NULL;
+    CHECK_OK(vc_reward_py_start(user, NULL, NULL, 0, 5000, &p));
     if (!p) { free(user); return; }
     double s = -1;
     CHECK_OK(vc_reward_proc_score(p, "x", "hello", "\"gt\"", "{\"bonus\": 0.5}", &s));
@@ -42,13 +46,36 @@ static void test_wrapper(void) {
     CHECK_NEAR(s, 6.0, 1e-12);
     CHECK_OK(vc_reward_proc_score(p, "dict", "a", "1", NULL, &s));
     CHECK_NEAR(s, 0.25, 1e-12);
-    vc_status st = vc_reward_proc_score(p, "text", "a", "1", NULL, &s);
-    CHECK(st == VC_ERR_FORMAT && !vc_reward_row_failed(st));
-    CHECK(strstr(vc_last_error(), "row 3") != NULL);
-    CHECK_OK(vc_reward_proc_score(p, "x", "abc", "1", NULL, &s)); /* still in sync */
+    vc_status st = vc_reward_proc_score(p, "text", "a", "1", NULL, &s); /* float('not a number') raises */
+    CHECK(vc_reward_row_failed(st) && s == 0);
+    CHECK(strstr(vc_last_error(), "row 4") != NULL && strstr(vc_last_error(), "ValueError") != NULL);
+    CHECK_OK(vc_reward_proc_score(p, "x", "abc", "1", NULL, &s)); /* still in sync, not restarted */
     CHECK_NEAR(s, 3.0, 1e-12);
-    CHECK(vc_reward_proc_restarts(p) == 0);
+    CHECK(vc_reward_proc_restarts(p) == 0 && vc_reward_proc_failures(p) == 1);
     vc_reward_proc_close(p);
+    /* verl's batch manager call: one list in, one list out, keyword arguments passed */
+    CHECK_OK(vc_reward_py_start(user, "scores", "{\"k\": 2}", 1, 5000, &p));
+    if (p) {
+        cJSON *g[3] = { cJSON_CreateString("x"), cJSON_CreateNumber(4), cJSON_CreateNull() };
+        const cJSON *gc[3] = { g[0], g[1], g[2] }, *ex[3] = { NULL, NULL, NULL };
+        const char *ds[3] = { "x", "num", "dict" }, *sol[3] = { "abcd", "", "z" };
+        double sc[3];
+        int failed[3];
+        cJSON *ans[3] = { NULL, NULL, NULL };
+        CHECK_OK(vc_reward_proc_score_batch(p, 3, ds, sol, gc, ex, sc, ans, failed));
+        CHECK_NEAR(sc[0], 4.0, 1e-12);
+        CHECK_NEAR(sc[1], 8.0, 1e-12);
+        CHECK_NEAR(sc[2], 0.25, 1e-12);
+        CHECK(!failed[0] && !failed[1] && !failed[2]);
+        CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans[2], "acc")));
+        for (int i = 0; i < 3; i++) cJSON_Delete(ans[i]), ans[i] = NULL;
+        ds[1] = "text"; /* the whole call raises: every row fails, the program stays */
+        st = vc_reward_proc_score_batch(p, 3, ds, sol, gc, ex, sc, ans, failed);
+        CHECK(vc_reward_row_failed(st) && failed[0] && failed[1] && failed[2] && sc[0] == 0);
+        CHECK(vc_reward_proc_restarts(p) == 0);
+        for (int i = 0; i < 3; i++) cJSON_Delete(g[i]);
+        vc_reward_proc_close(p);
+    }
     free(user);
 }
 
@@ -113,7 +140,7 @@ static void test_faults(void) {
 int main(void) {
     strcpy(dir, "/tmp/verlc_reward_XXXXXX");
     if (!mkdtemp(dir)) return 1;
-    test_wrapper();
+    test_python();
     test_faults();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

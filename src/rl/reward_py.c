@@ -1,0 +1,106 @@
+/* verl's custom reward functions: custom_reward_function.path naming a Python file (or pkg:// module) and .name
+ * a function in it, called as verl's reward managers call it. A Python interpreter ($VERLC_PYTHON, default
+ * python3) runs the small server below over the reward-program channel (reward_proc.c): it loads the module as
+ * verl's load_module does, answers a hello with {"ready": true} (or {"error": ...} when loading failed), then
+ * per request calls the function with keyword arguments and verl's extra keyword arguments taking precedence:
+ *   row mode   {"data_source", "solution_str", "ground_truth", "extra_info"} -> {"score": x} or the dict result
+ *   batch mode {"data_sources", "solution_strs", "ground_truths", "extra_infos"} -> [one answer per row]
+ * (verl's BatchRewardManager). An exception answers {"error": "..."} (the row fails; traceback on stderr).
+ * The function's prints go to stderr: stdout carries the protocol. */
+#include "verlc/reward.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char SERVER[] =
+    "import asyncio, importlib, importlib.util, inspect, json, math, os, sys, traceback\n"
+    "path, name, kw, mode = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]\n"
+    "out, sys.stdout = sys.stdout, sys.stderr\n"
+    "def send(o):\n"
+    "    out.write(json.dumps(o, allow_nan=False) + '\\n'); out.flush()\n"
+    "def load():\n"
+    "    if path.startswith('pkg://'):\n"
+    "        mod = importlib.import_module(path[6:].replace('/', '.'))\n"
+    "    else:\n"
+    "        p = path[7:] if path.startswith('file://') else path\n"
+    "        if not os.path.exists(p): raise FileNotFoundError(f'Custom module file not found: {p}')\n"
+    "        spec = importlib.util.spec_from_file_location('custom_module_%d' % (hash(os.path.abspath(p)) & 0xffffffff), p)\n"
+    "        if spec is None or spec.loader is None: raise ImportError(f'Could not load module from {p}')\n"
+    "        mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+    "    if not hasattr(mod, name): raise AttributeError(f'{path} has no {name}')\n"
+    "    return getattr(mod, name)\n"
+    "def plain(v):\n"
+    "    if v is None or isinstance(v, (bool, str)): return v\n"
+    "    if isinstance(v, (int, float)): return v if math.isfinite(v) else str(v)\n"
+    "    if isinstance(v, dict): return {str(k): plain(x) for k, x in v.items()}\n"
+    "    if isinstance(v, (list, tuple)): return [plain(x) for x in v]\n"
+    "    if hasattr(v, 'item'):\n"
+    "        try: return plain(v.item())\n"
+    "        except Exception: pass\n"
+    "    return str(v)\n"
+    "def answer(r):\n"
+    "    if isinstance(r, dict):\n"
+    "        if 'score' not in r: raise KeyError(\"the function's dict result has no 'score'\")\n"
+    "        r = dict(r); s = r['score']\n"
+    "        r['score'] = float(s.item() if hasattr(s, 'item') else s)\n"
+    "        return plain(r)\n"
+    "    return {'score': float(r.item() if hasattr(r, 'item') else r)}\n"
+    "def call(fn, args):\n"
+    "    r = fn(**{**args, **kw})\n"
+    "    return asyncio.run(r) if inspect.isawaitable(r) else r\n"
+    "try:\n"
+    "    fn, err = load(), None\n"
+    "except BaseException as e:\n"
+    "    traceback.print_exc(); fn, err = None, f'{type(e).__name__}: {e}'\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    if 'hello' in req:\n"
+    "        send({'ready': True} if fn else {'error': err})\n"
+    "        if not fn: sys.exit(1)\n"
+    "        continue\n"
+    "    try:\n"
+    "        if mode == 'batch':\n"
+    "            req['extra_infos'] = [e if isinstance(e, dict) else {} for e in req['extra_infos']]\n"
+    "            for e in req['extra_infos']: e.setdefault('rollout_reward_scores', {})\n"
+    "            rs = call(fn, req)\n"
+    "            if len(rs) != len(req['solution_strs']): raise ValueError(f'{name} returned {len(rs)} scores for {len(req[\"solution_strs\"])} rows')\n"
+    "            send([answer(r) for r in rs])\n"
+    "        else:\n"
+    "            if not isinstance(req.get('extra_info'), dict): req['extra_info'] = {}\n"
+    "            req['extra_info'].setdefault('rollout_reward_scores', {})\n"
+    "            send(answer(call(fn, req)))\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc(); send({'error': f'{type(e).__name__}: {e}'})\n";
+
+int vc_reward_path_is_python(const char *path) {
+    if (!path) return 0;
+    if (!strncmp(path, "pkg://", 6) || !strncmp(path, "file://", 7)) return 1;
+    size_t n = strlen(path);
+    if (strpbrk(path, " \t")) return 0; /* a command line: the program protocol */
+    return n > 3 && !strcmp(path + n - 3, ".py");
+}
+
+vc_status vc_reward_py_start(const char *path, const char *name, const char *kwargs_json, int batch, int timeout_ms,
+                             vc_reward_proc **out) {
+    *out = NULL;
+    const char *py = getenv("VERLC_PYTHON");
+    if (!py || !*py) py = "python3";
+    char *argv[] = { (char *)py, "-c", (char *)SERVER, (char *)path, (char *)(name ? name : "compute_score"),
+                     (char *)(kwargs_json ? kwargs_json : "{}"), batch ? "batch" : "row", NULL };
+    vc_status st = vc_reward_proc_start(argv, timeout_ms, out);
+    if (st) return vc_fail_ctx(st, "needs a Python interpreter (%s; set VERLC_PYTHON)", py);
+    cJSON *ans = NULL;
+    st = vc_reward_proc_call(*out, "{\"hello\": 1}\n", &ans);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
+    if (!st && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "ready")))
+        st = vc_fail(VC_ERR_ARG, "cannot load %s from %s: %s", name ? name : "compute_score", path,
+                     cJSON_IsString(err) ? err->valuestring : "no answer");
+    else if (st) st = vc_fail_ctx(VC_ERR_IO, "loading %s with %s (see its messages above)", path, py);
+    cJSON_Delete(ans);
+    if (st) {
+        vc_reward_proc_close(*out);
+        *out = NULL;
+    }
+    return st;
+}
