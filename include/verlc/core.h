@@ -50,6 +50,7 @@ vc_status vc_write_file_atomic(const char *path, const void *data, size_t len);
 /* Joins a directory and a file name into a new string. */
 char *vc_path_join(const char *dir, const char *name);
 int vc_file_exists(const char *path);
+vc_status vc_mkdirs(const char *path); /* mkdir -p (0755) */
 
 double vc_now(void); /* monotonic seconds */
 

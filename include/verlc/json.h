@@ -25,4 +25,7 @@ vc_status vc_json_req_str(const cJSON *obj, const char *key, const char **out, c
 const cJSON *vc_json_member(const cJSON *obj, const char *key);
 /* Short name of a JSON value's type ("string", "number", ...). */
 const char *vc_json_type_name(const cJSON *v);
+/* Writes s to f as a JSON string (quotes, backslashes and control characters escaped). */
+#include <stdio.h>
+void vc_json_fput_str(FILE *f, const char *s);
 #endif

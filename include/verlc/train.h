@@ -342,6 +342,9 @@ typedef struct vc_sft_config {
     const char *device;      /* trainer.device: "auto" */
     const char *param_dtype, *reduce_dtype, *buffer_dtype; /* model.fsdp_config.mixed_precision.*: "fp32" */
     int overlap_grad_reduce; /* gradient reduction overlapped with the last backward (same bits) */
+    const char *logger;      /* trainer.logger: file and tensorboard are written (tracking.h) besides
+                              * RUN_DIR/metrics.jsonl; "console" */
+    const char *project_name, *experiment_name; /* "gsm8k-sft", "test" (verl's defaults) */
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);

@@ -71,7 +71,7 @@ static const struct notice_rule RULES[] = {
     { "trainer.default_hdfs_dir", NULL, 0, "HDFS upload is not built in; checkpoints stay in trainer.default_local_dir" },
     { "trainer.esi_redundant_time", NULL, 0, R_RAY },
     { "actor_rollout_ref.hybrid_engine", "true", 0, "verlc always shares actor and rollout weights" },
-    { "trainer.logger", "console,file", 0, "only the console and file (JSONL) loggers are built in" },
+    { "trainer.logger", "console,file,tensorboard", 0, "only the console, file (JSONL) and tensorboard loggers are built in" },
     { "**.use_remove_padding", NULL, 0, "verlc always packs sequences without padding" },
     { "**.use_torch_compile", NULL, 0, R_TORCH },
     { "**.use_liger", NULL, 0, R_TORCH },

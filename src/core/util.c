@@ -132,6 +132,22 @@ int vc_file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+vc_status vc_mkdirs(const char *path) {
+    size_t n = strlen(path);
+    char *buf = vc_malloc(n + 1);
+    if (!buf) return VC_ERR_NOMEM;
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    int bad = mkdir(buf, 0755) && !vc_file_exists(buf);
+    free(buf);
+    return bad ? vc_fail(VC_ERR_IO, "%s: cannot create directory", path) : VC_OK;
+}
+
 double vc_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -126,3 +126,13 @@ vc_status vc_json_req_str(const cJSON *obj, const char *key, const char **out, c
     if (!vc_json_member(obj, key)) return absent(ctx, key);
     return vc_json_get_str(obj, key, NULL, out, ctx);
 }
+
+void vc_json_fput_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -11,11 +11,6 @@
 #define DEMO_SFT_TARGET 0.35
 #define DEMO_SFT_MAX 3000
 
-static vc_status mkdir_p(const char *d) {
-    if (mkdir(d, 0755) && !vc_file_exists(d)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", d);
-    return VC_OK;
-}
-
 /* random init, warm-up, save as a Hugging Face directory with the tokenizer next to it */
 static vc_status make_sft_model(const vc_demo_opts *o, const char *model_dir, vc_demo_result *r) {
     char *cfg_path = vc_path_join(o->out_dir, "model_config.json");
@@ -118,8 +113,8 @@ vc_status vc_demo_run(const vc_demo_opts *o, vc_demo_result *r) {
     if (o->steps < 1) return vc_fail(VC_ERR_ARG, "demo: --steps must be >= 1");
     char *model_dir = vc_path_join(o->out_dir, "sft_model"), *data = vc_path_join(o->out_dir, "data");
     char *train = data ? vc_path_join(data, "train.jsonl") : NULL, *val = data ? vc_path_join(data, "val.jsonl") : NULL;
-    vc_status st = model_dir && train && val ? mkdir_p(o->out_dir) : VC_ERR_NOMEM;
-    if (!st) st = mkdir_p(data);
+    vc_status st = model_dir && train && val ? vc_mkdirs(o->out_dir) : VC_ERR_NOMEM;
+    if (!st) st = vc_mkdirs(data);
     /* the warm-up model loads on the chosen device; the GRPO run selects the same one from its config */
     vc_train_device dev = { .device = o->device, .param_dtype = o->precision, .device_key = "--device" };
     if (!st) st = vc_train_setup_device(&dev, o->verbose ? stdout : NULL);

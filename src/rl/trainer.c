@@ -1,6 +1,7 @@
 /* The trainer: configuration (verl's keys), set-up of models, tokenizer, datasets and reward, and the
  * fit loop (verl's RayPPOTrainer.fit). */
 #include "trainer_internal.h"
+#include "verlc/tracking.h"
 #include "verlc/chat_template.h"
 #include "verlc/reward.h"
 #include "verlc/tokenizer.h"
@@ -402,19 +403,6 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     return st;
 }
 
-static vc_status mkdirs(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(buf, 0755);
-            *p = '/';
-        }
-    if (mkdir(buf, 0755) && !vc_file_exists(buf)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", path);
-    return VC_OK;
-}
-
 static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
     const char *tp = NULL;
     vc_status st = vc_config_get_str_or(c, "data.tokenizer", NULL, &tp);
@@ -552,7 +540,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(read_trainer(t, cfg));
     TRY(rl_dist_check_world(t, cfg));
     TRY(setup_device(t, cfg));
-    TRY(mkdirs(t->out_dir));
+    TRY(vc_mkdirs(t->out_dir));
     TRY(rl_ckpt_find(cfg, t->out_dir, &ckpt));
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
@@ -593,6 +581,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
     if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
     if (!st && !ckpt && t->rank == 0) remove(t->metrics_path);
+    if (!st && t->rank == 0) st = rl_open_tracker(t, cfg);
     free(ckpt);
     if (st) {
         vc_rl_trainer_free(t);
@@ -628,6 +617,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     rl_metrics_free(&t->met);
     rl_metrics_free(&t->last);
     free(t->metrics_path);
+    vc_tracker_close(t->tracker);
     free(t);
 }
 
@@ -640,7 +630,9 @@ static vc_status log_step(vc_rl_trainer *t) {
     for (int i = 0; i < t->met.n; i++) rl_metrics_set(&t->last, t->met.name[i], t->met.value[i]);
     if (t->rank != 0) return VC_OK; /* rank 0 prints and writes the metrics */
     if (t->verbose) rl_metrics_console(&t->met, t->step, t->total_steps, stdout);
-    return rl_metrics_append_jsonl(&t->met, t->step, t->metrics_path);
+    vc_status st = rl_metrics_append_jsonl(&t->met, t->step, t->metrics_path);
+    if (!st) st = vc_tracker_log(t->tracker, t->step, (size_t)t->met.n, (const char *const *)t->met.name, t->met.value);
+    return st;
 }
 
 vc_status vc_rl_trainer_validate(vc_rl_trainer *t) {

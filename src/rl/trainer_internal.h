@@ -65,6 +65,7 @@ struct vc_rl_trainer {
     const char *rollout_dir, *val_dir; /* trainer.rollout_data_dir, validation_data_dir (NULL: off) */
     const char *out_dir, *model_path;
     char *metrics_path;
+    struct vc_tracker *tracker; /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
     /* reward */
     struct rl_rm *rm;           /* reward_model.enable: the reward model (NULL: rule rewards) */
     struct rl_agent *agent;     /* multi-turn tool agent (NULL: single-turn rollouts) */
@@ -141,6 +142,9 @@ vc_status rl_dist_sharding(const vc_config *cfg, const char *prefix, int *shardi
 vc_status rl_dist_fill_sharded(vc_rl_trainer *t, const char *dir, vc_status (*fill)(void *ctx, const char *dir));
 /* Whether the actor's or the critic's optimiser state is sharded. */
 int rl_dist_sharded(const vc_rl_trainer *t);
+
+/* trainer_metrics.c: trainer.logger's file and tensorboard backends (trainer.project_name / experiment_name) */
+vc_status rl_open_tracker(vc_rl_trainer *t, const vc_config *c);
 
 /* trainer_reward.c: verl's reward managers */
 enum { RL_RM_NAIVE, RL_RM_PRIME, RL_RM_DAPO, RL_RM_BATCH };

@@ -1,6 +1,8 @@
 /* Step metrics with verl's names: an ordered (name, value) list, one JSON line per step in
  * metrics.jsonl, and one compact console line. */
-#include "rl_internal.h"
+#include "trainer_internal.h"
+#include "verlc/tracking.h"
+#include "verlc/json.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -56,23 +58,13 @@ void rl_metrics_free(rl_metrics *m) {
     memset(m, 0, sizeof *m);
 }
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
-        else fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 vc_status rl_metrics_append_jsonl(const rl_metrics *m, int64_t step, const char *path) {
     FILE *f = fopen(path, "a");
     if (!f) return vc_fail(VC_ERR_IO, "%s: cannot open for appending", path);
     fprintf(f, "{\"step\": %lld", (long long)step);
     for (int i = 0; i < m->n; i++) {
         fputs(", ", f);
-        json_str(f, m->name[i]);
+        vc_json_fput_str(f, m->name[i]);
         if (isfinite(m->value[i])) fprintf(f, ": %.9g", m->value[i]);
         else fputs(": null", f);
     }
@@ -105,4 +97,8 @@ void rl_metrics_console(const rl_metrics *m, int64_t step, int64_t total, FILE *
         if (!strncmp(m->name[i], "val-core/", 9)) fprintf(f, " %s %.3f", m->name[i], m->value[i]);
     fputc('\n', f);
     fflush(f);
+}
+
+vc_status rl_open_tracker(vc_rl_trainer *t, const vc_config *c) {
+    return vc_tracker_open_config(c, "verl_examples", "gsm8k", &t->tracker);
 }

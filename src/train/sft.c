@@ -1,5 +1,6 @@
 /* verlc sft: supervised fine-tuning on prompt/response or messages rows (verl's fsdp_sft_trainer). */
 #define _DEFAULT_SOURCE
+#include "verlc/tracking.h"
 #include "sft_internal.h"
 #include "verlc/pool.h"
 #include <errno.h>
@@ -22,6 +23,7 @@ typedef struct sft_run {
     vc_train_state state;
     int64_t total_steps;
     FILE *metrics;
+    vc_tracker *tracker;     /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
     /* mini-batch buffers */
     int64_t *cu;
     int32_t *ids;
@@ -188,7 +190,10 @@ static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double
     if (isfinite(val)) fprintf(r->metrics, ", \"val/loss\": %.9g", val);
     fprintf(r->metrics, "}\n");
     fflush(r->metrics);
-    return ferror(r->metrics) ? vc_fail(VC_ERR_IO, "%s/metrics.jsonl: write failed", r->c->out_dir) : VC_OK;
+    if (ferror(r->metrics)) return vc_fail(VC_ERR_IO, "%s/metrics.jsonl: write failed", r->c->out_dir);
+    static const char *const names[] = { "train/loss", "train/lr", "train/grad_norm", "perf/throughput", "val/loss" };
+    double v[] = { s->loss, s->lr, s->grad_norm, tps, val };
+    return vc_tracker_log(r->tracker, step, isfinite(val) ? 5 : 4, names, v);
 }
 
 static vc_status resume(sft_run *r) {
@@ -320,6 +325,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         st = vc_fail(VC_ERR_IO, "%s/metrics.jsonl: cannot open", c->out_dir);
         goto out;
     }
+    if (r.rank == 0 && (st = vc_tracker_open_spec(c->logger, c->project_name, c->experiment_name, &r.tracker))) goto out;
     R0_INFO((&r), "sft: %lld steps (%zu batches/epoch x %d epochs), batch %lld, micro-batch %s %lld", (long long)r.total_steps,
             vc_epoch_iter_batches(&r.it), c->epochs, (long long)c->train_batch_size,
             r.tr.cfg.max_tokens > 0 ? "token budget" : "rows",
@@ -334,6 +340,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
     if (!st && r.tr.n_skipped && r.rank == 0) vc_warn("sft: %lld steps skipped for non-finite loss or gradients", (long long)r.tr.n_skipped);
 out:
     if (r.metrics) fclose(r.metrics);
+    vc_tracker_close(r.tracker);
     free(r.cu); free(r.ids); free(r.mask);
     vc_epoch_iter_free(&r.it);
     if (r.tr.g) vc_trainer_free(&r.tr);

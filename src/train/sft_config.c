@@ -42,6 +42,9 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->sharding = "none";
     c->dp_check_freq = 100;
     c->device = "auto";
+    c->logger = "console";
+    c->project_name = "gsm8k-sft";
+    c->experiment_name = "test";
     c->param_dtype = "fp32";
     c->reduce_dtype = "fp32";
     c->buffer_dtype = "fp32";
@@ -156,6 +159,10 @@ static const key_def KEYS[] = {
     { "model.fsdp_config.mixed_precision.reduce_dtype", "reduce_dtype", K_STR, F(reduce_dtype),
       "gradient reductions: fp32 only" },
     { "model.fsdp_config.mixed_precision.buffer_dtype", "buffer_dtype", K_STR, F(buffer_dtype), "buffers: fp32 only" },
+    { "trainer.logger", "logger", K_STR, F(logger),
+      "console lines and RUN_DIR/metrics.jsonl always; file and tensorboard also write verl's logs (others ignored)" },
+    { "trainer.project_name", "project_name", K_STR, F(project_name), "verl's project name (file / tensorboard log paths)" },
+    { "trainer.experiment_name", "experiment_name", K_STR, F(experiment_name), "verl's experiment name" },
     { "trainer.overlap_grad_reduce", "overlap_grad_reduce", K_BOOL, F(overlap_grad_reduce),
       "reduce gradient buckets on a communication thread during the last backward" },
 };
@@ -235,12 +242,9 @@ static const verl_key VERL_KEYS[] = {
     { "model.use_liger", "*", "" },
     { "model.strategy", "*", "" },
     { "use_remove_padding", "*", "" },
-    { "trainer.project_name", "*", "" },
-    { "trainer.experiment_name", "*", "" },
     { "trainer.checkpoint.*", "*", "" },
     { "optim._target_", "*", "" },
     { "optim.total_training_steps", "*", "" },
-    { "trainer.logger", "*", "" }, /* console lines and RUN_DIR/metrics.jsonl always */
     { "model.external_lib", "null", "no Python libraries are imported" },
     { "trainer.default_hdfs_dir", "null", "note: HDFS upload is not built in; checkpoints stay in the run directory" },
     { "ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },

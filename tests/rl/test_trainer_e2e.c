@@ -128,16 +128,20 @@ int main(void) {
     char common[2048];
     snprintf(common, sizeof common, COMMON, dir, dir, dir);
     snprintf(log, sizeof log, "%s/ppo.log", dir);
-    int rc = cli_sh("%s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
+    int rc = cli_sh("TENSORBOARD_DIR=%s/tb %s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
                     "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
                     "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
                     "algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_rs=token_k1 "
                     "algorithm.rollout_correction.rollout_rs_threshold=2.0 actor_rollout_ref.rollout.ignore_eos=true "
                     "\"actor_rollout_ref.model.custom_chat_template='Q: {%% for m in messages %%}{{ m.content }}{%% endfor %%} A:'\" "
                     "trainer.rollout_data_dir=%s/dump_train trainer.validation_data_dir=%s/dump_val "
-                    "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo > %s 2>&1",
-                    bin, common, dir, dir, dir, dir, log);
+                    "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo \"trainer.logger=['console','tensorboard']\" "
+                    "> %s 2>&1", dir, bin, common, dir, dir, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);
+    /* trainer.logger tensorboard: one event file in TENSORBOARD_DIR holding the run's scalar tags */
+    CHECK_MSG(cli_sh("test $(ls %s/tb/events.out.tfevents.* | wc -l) -eq 1 && grep -aq critic/vf_loss %s/tb/events.out.tfevents.* "
+                     "&& grep -aq val-core/openai/gsm8k/acc/mean@1 %s/tb/events.out.tfevents.*", dir, dir, dir) == 0,
+              "no TensorBoard event file with the PPO metrics in %s/tb", dir);
     snprintf(path, sizeof path, "%s/run_ppo/metrics.jsonl", dir);
     check_metrics(path, PPO_METRICS);
     check_dumps(path);

@@ -45,12 +45,16 @@ int main(void) {
     char rows[2048] = "";
     for (int i = 0; i < 4; i++) strcat(rows, msgs);
     CHECK_OK(vc_write_file_atomic(mp, rows, strlen(rows)));
-    CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
+    CHECK(sh("VERL_FILE_LOGGER_PATH=%2$s/verl_file.jsonl "
+             "%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
              "--out %2$s/msgs train_batch_size=2 micro_batch_size=1 threads=1 quiet=1 data.train_max_samples=2 "
+             "\"trainer.logger=['console','file']\" "
              "'data.chat_template={%% for m in messages %%}<{{ m.role }}>{{ m.content }}{{ eos_token }}{%% endfor %%}' "
              "2> %2$s/log2.txt%4$s", NULL) == 0);
-    /* data.train_max_samples=2: the first 2 of the 4 rows, one step of 2 */
+    /* data.train_max_samples=2: the first 2 of the 4 rows, one step of 2; verl's file logger line for it */
     CHECK(sh("test $(grep -c train/loss %2$s/msgs/metrics.jsonl) -eq 1%4$s", NULL) == 0);
+    CHECK(sh("grep -q '^{\"step\": 1, \"data\": {\"train/loss\": ' %2$s/verl_file.jsonl && "
+             "test $(wc -l < %2$s/verl_file.jsonl) -eq 1%4$s", NULL) == 0);
     /* data.chat_template is the template used: a broken one stops the run naming the key */
     CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
              "--out %2$s/msgs_bad 'data.chat_template={%% for m in %%}' threads=1 quiet=1 2> %2$s/log3.txt; "
