@@ -325,6 +325,9 @@ typedef struct vc_sft_config {
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
     int64_t train_max_samples, val_max_samples; /* > 0: the first N rows only (verl's max_samples without shuffle) */
     const char *chat_template; /* data.chat_template: a Jinja template in place of the tokenizer's (NULL: its own) */
+    const char *chat_kwargs;   /* data.apply_chat_template_kwargs: a mapping ("{enable_thinking: false}"), NULL none */
+    const char *chat_kw_key[8], *chat_kw_val[8]; /* data.apply_chat_template_kwargs.KEY=VALUE, set on top of it */
+    int n_chat_kw;
     int checkpointing;
     int lora_rank;           /* 0: full fine-tuning; > 0: LoRA adapters (model.lora_rank) */
     double lora_alpha;       /* 16 */

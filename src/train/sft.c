@@ -58,10 +58,14 @@ static vc_status load_inputs(sft_run *r) {
                                                         c->lora_exclude, c->seed)))
         return vc_fail_ctx(st, "model.lora_rank");
     const vc_model_config *mc = vc_model_cfg(r->model);
-    sft_tok tk = { r->tok, r->tmpl, vc_tokenizer_eos_id(r->tok) };
+    cJSON *kw = NULL;
+    if ((st = vc_sft_chat_kwargs(c, &kw))) return st;
+    sft_tok tk = { r->tok, r->tmpl, vc_tokenizer_eos_id(r->tok), kw };
     if (tk.eos < 0 && mc->n_eos > 0) tk.eos = mc->eos_ids[0];
-    if ((st = sft_data_load(c, c->train_path, &tk, &r->train))) return st;
-    if (c->val_path && (st = sft_data_load(c, c->val_path, &tk, &r->val))) return st;
+    st = sft_data_load(c, c->train_path, &tk, &r->train);
+    if (!st && c->val_path) st = sft_data_load(c, c->val_path, &tk, &r->val);
+    cJSON_Delete(kw);
+    if (st) return st;
     if (c->train_max_samples > 0 && (size_t)c->train_max_samples < r->train.n) r->train.n = (size_t)c->train_max_samples;
     if (c->val_max_samples > 0 && (size_t)c->val_max_samples < r->val.n) r->val.n = (size_t)c->val_max_samples;
     int32_t top = r->train.max_id > r->val.max_id ? r->train.max_id : r->val.max_id;

@@ -1,5 +1,6 @@
 /* SFT configuration: defaults (verl's sft_trainer.yaml where it has the key), key=value setting, help. */
 #define _DEFAULT_SOURCE
+#include "verlc/config.h"
 #include "verlc/train.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -249,7 +250,6 @@ static const verl_key VERL_KEYS[] = {
     { "trainer.default_hdfs_dir", "null", "note: HDFS upload is not built in; checkpoints stay in the run directory" },
     { "ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
     { "data.custom_cls.*", "null", "custom Python dataset classes cannot be loaded" },
-    { "data.apply_chat_template_kwargs", "{},null", "is not supported by verlc sft (messages rows take enable_thinking)" },
     { "optim.optimizer", "AdamW,adamw", "is not built in: verlc trains with AdamW (fused)" },
     { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
     { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
@@ -293,10 +293,67 @@ static vc_status resume_mode(vc_sft_config *c, const char *v) {
     return VC_OK;
 }
 
+#define CHAT_KW "data.apply_chat_template_kwargs"
+
+/* a YAML value text as JSON (NULL on a parse error, message set naming key) */
+static cJSON *yaml_value(const char *key, const char *text) {
+    size_t n = strlen(text) + 8;
+    char *doc = vc_malloc(n);
+    if (!doc) return NULL;
+    snprintf(doc, n, "v: %s\n", text);
+    vc_config *y = NULL;
+    char *js = NULL;
+    cJSON *j = NULL;
+    if (vc_config_parse_yaml(doc, strlen(doc), key, &y) == VC_OK && (js = vc_config_to_json(y, "v", 0))) j = cJSON_Parse(js);
+    if (!j) vc_fail(VC_ERR_ARG, "%s=%s: not a YAML value", key, text);
+    free(js);
+    vc_config_free(y);
+    free(doc);
+    return j;
+}
+
+vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out) {
+    *out = NULL;
+    cJSON *o = c->chat_kwargs ? yaml_value(CHAT_KW, c->chat_kwargs) : cJSON_CreateObject();
+    if (!o) return VC_ERR_ARG;
+    if (cJSON_IsNull(o)) {
+        cJSON_Delete(o);
+        o = cJSON_CreateObject();
+    }
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return vc_fail(VC_ERR_ARG, "%s=%s: must be a mapping (e.g. {enable_thinking: false})", CHAT_KW, c->chat_kwargs);
+    }
+    for (int i = 0; i < c->n_chat_kw; i++) {
+        cJSON *v = yaml_value(c->chat_kw_key[i], c->chat_kw_val[i]);
+        if (!v || strchr(c->chat_kw_key[i], '.') || !*c->chat_kw_key[i]) {
+            cJSON_Delete(v);
+            cJSON_Delete(o);
+            return v ? vc_fail(VC_ERR_ARG, "%s.%s: one template variable name expected", CHAT_KW, c->chat_kw_key[i])
+                     : VC_ERR_ARG;
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(o, c->chat_kw_key[i]);
+        cJSON_AddItemToObject(o, c->chat_kw_key[i], v);
+    }
+    if (!o->child) cJSON_Delete(o), o = NULL;
+    *out = o;
+    return VC_OK;
+}
+
 vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value) {
     vc_status st = VC_OK;
     while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
     if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
+    if (!strcmp(key, CHAT_KW)) {
+        c->chat_kwargs = value;
+        return VC_OK;
+    }
+    if (!strncmp(key, CHAT_KW ".", sizeof CHAT_KW)) {
+        if (c->n_chat_kw == 8) return vc_fail(VC_ERR_ARG, "%s: more than 8 keys", CHAT_KW);
+        c->chat_kw_key[c->n_chat_kw] = key + sizeof CHAT_KW;
+        c->chat_kw_val[c->n_chat_kw++] = value;
+        return VC_OK;
+    }
     if (verl_key_set(key, value, &st)) return st;
     for (size_t i = 0; i < N_KEYS; i++)
         if (!strcmp(key, KEYS[i].name) || !strcmp(key, KEYS[i].alias)) return set_key(c, &KEYS[i], key, value);

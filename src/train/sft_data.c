@@ -45,7 +45,7 @@ static const row_opts NO_OPTS = { NULL, -1 };
 static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, const row_opts *ro, char **out) {
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_Duplicate(cJSON_GetArrayItem(msgs, i), 1));
-    vc_chat_opts o = { gen, ro->thinking, ro->tools, NULL };
+    vc_chat_opts o = { gen, ro->thinking, ro->tools, tk->kwargs };
     vc_status st = vc_chat_template_render(tk->tmpl, arr, &o, out);
     cJSON_Delete(arr);
     return st;

@@ -22,7 +22,10 @@ typedef struct sft_tok {
     const vc_tokenizer *tok;
     const vc_chat_template *tmpl; /* may be NULL: prompts are used as plain text */
     int32_t eos;
+    const cJSON *kwargs; /* data.apply_chat_template_kwargs (NULL: none); a row's enable_thinking wins */
 } sft_tok;
+/* data.apply_chat_template_kwargs and its .KEY=VALUE items as one JSON object (*out NULL when empty) */
+vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out);
 
 vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok *tk, sft_data *out);
 void sft_data_free(sft_data *d);

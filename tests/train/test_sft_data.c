@@ -71,7 +71,7 @@ int main(void) {
     CHECK_OK(vc_tokenizer_load(tdir, &tok));
     CHECK_OK(vc_chat_template_load(tdir, &tmpl));
     if (!tok || !tmpl) return vc_test_done();
-    sft_tok tk = { tok, tmpl, vc_tokenizer_eos_id(tok) };
+    sft_tok tk = { tok, tmpl, vc_tokenizer_eos_id(tok), NULL };
 #define MSGS "\"messages\": [{\"role\": \"user\", \"content\": \"What is 2+2?\"}, {\"role\": \"assistant\", \"content\": \"It is 4.\"}]"
 #define TOOL "{\"type\": \"function\", \"function\": {\"name\": \"calculator\", \"parameters\": {\"type\": \"object\"}}}"
     static const char ROWS[] = "{" MSGS ", \"tools\": [" TOOL "]}\n"
@@ -102,6 +102,36 @@ int main(void) {
         free(r0), free(r1), free(r2), free(t0), free(t1), free(t3);
     }
     sft_data_free(&d);
+    /* data.apply_chat_template_kwargs: {enable_thinking: false} for every row (as verl's MultiTurnSFTDataset
+     * passes it), a row's own enable_thinking winning; the .KEY=VALUE form the same */
+    static const char KW_ROWS[] = "{" MSGS "}\n{" MSGS ", \"enable_thinking\": true}\n";
+    CHECK_OK(vc_write_file_atomic(path, KW_ROWS, strlen(KW_ROWS)));
+    for (int form = 0; form < 2; form++) {
+        vc_sft_config kc = c;
+        if (form == 0) CHECK_OK(vc_sft_config_set(&kc, "data.apply_chat_template_kwargs", "{enable_thinking: false}"));
+        else CHECK_OK(vc_sft_config_set(&kc, "+data.apply_chat_template_kwargs.enable_thinking", "False"));
+        cJSON *kw = NULL;
+        CHECK_OK(vc_sft_chat_kwargs(&kc, &kw));
+        sft_tok kt = tk;
+        kt.kwargs = kw;
+        CHECK_OK(sft_data_load(&kc, path, &kt, &d));
+        if (d.n == 2) {
+            char *a = trained(tok, &d, 0), *b = trained(tok, &d, 1);
+            CHECK_MSG(!strcmp(a, "It is 4.<|im_end|>\n") && strstr(b, "<think>"), "kwargs form %d: [%s] [%s]", form, a, b);
+            free(a), free(b);
+        } else CHECK(d.n == 2);
+        sft_data_free(&d);
+        cJSON_Delete(kw);
+    }
+    {
+        vc_sft_config kc = c;
+        cJSON *kw = NULL;
+        CHECK_OK(vc_sft_config_set(&kc, "data.apply_chat_template_kwargs", "[1, 2]"));
+        CHECK(vc_sft_chat_kwargs(&kc, &kw) == VC_ERR_ARG && strstr(vc_last_error(), "must be a mapping") && !kw);
+        CHECK_OK(vc_sft_config_set(&kc, "data.apply_chat_template_kwargs", "{}"));
+        CHECK_OK(vc_sft_chat_kwargs(&kc, &kw));
+        CHECK(kw == NULL);
+    }
     static const struct { const char *row, *needle; } BAD[] = {
         { "{" MSGS ", \"tools\": 5}\n", "'tools' must be a list" },
         { "{" MSGS ", \"enable_thinking\": \"yes\"}\n", "'enable_thinking' must be true or false" },
