@@ -123,5 +123,11 @@ int vc_reward_path_is_python(const char *path);
  * with Python's message, when the interpreter, the file or the function cannot be loaded. */
 vc_status vc_reward_py_start(const char *path, const char *name, const char *kwargs_json, int batch, int timeout_ms,
                              vc_reward_proc **proc);
+/* verl's tool class class_name ("package.module.Class", a BaseTool) built with config and tool_schema (JSON
+ * texts) in a Python interpreter as above, answering verlc.tools.CommandTool's requests
+ * ({"name", "arguments", "create_kwargs", "extra_info"} -> {"text", "reward"}) by create / execute / release
+ * as verl's tool agent loop calls them; an exception is verl's "Error when executing tool: ..." text. */
+vc_status vc_tool_py_start(const char *class_name, const char *config_json, const char *schema_json, int timeout_ms,
+                           vc_reward_proc **proc);
 
 #endif

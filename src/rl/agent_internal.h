@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON };
 struct vc_reward_proc;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };
 
@@ -14,7 +14,8 @@ typedef struct rl_tool {
     int kind;                    /* RL_TOOL_* */
     char *command;               /* RL_TOOL_COMMAND: config.command, run by /bin/sh */
     int timeout_ms;              /* config.timeout (seconds; default 60) */
-    struct vc_reward_proc *proc; /* the running program (started at the first call) */
+    struct vc_reward_proc *proc; /* the running program (CommandTool: started at the first call; a Python
+                                  * tool class: at load) */
 } rl_tool;
 
 typedef struct rl_tool_call {

@@ -2,7 +2,8 @@
  * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}), the hermes tool-call
  * format (verl's HermesToolParser: <tool_call>{"name": ..., "arguments": {...}}</tool_call>) and the
  * tools verlc runs natively. verl's tools are Python classes; verlc implements the ones it ships with
- * under their class names (verl.tools.gsm8k_tool.Gsm8kTool) and refuses the others by name. */
+ * under their class names (verl.tools.gsm8k_tool.Gsm8kTool) and runs any other class in a Python
+ * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "verlc/config.h"
 #include "verlc/reward.h"
@@ -35,6 +36,34 @@ static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool
     if (!(secs > 0)) return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.timeout must be > 0", path, i);
     t->timeout_ms = (int)(secs * 1000);
     return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
+}
+
+/* any other class: verl's tool class in a Python interpreter, built from its config (without verlc_timeout, the
+ * seconds a call may take: default 300) and tool_schema */
+static vc_status python_tool(const cJSON *e, const char *cls, const char *path, int i, rl_tool *t) {
+    cJSON *cfg = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(e, "config"), 1);
+    if (!cfg) cfg = cJSON_CreateObject();
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(cfg, "type");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(cfg, "verlc_timeout");
+    double secs = cJSON_IsNumber(to) ? to->valuedouble : 300;
+    vc_status st = VC_OK;
+    if (!cJSON_IsObject(cfg)) st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config must be a mapping", path, i);
+    else if (cJSON_IsString(type) && strcmp(type->valuestring, "native"))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: config.type=%s: only native tools run in verlc (MCP servers "
+                                         "are not connected)", path, i, type->valuestring);
+    else if (!(secs > 0)) st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.verlc_timeout must be > 0", path, i);
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "verlc_timeout");
+    char *cj = st ? NULL : cJSON_PrintUnformatted(cfg);
+    char *sj = st ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "tool_schema"));
+    if (!st && (!cj || !sj)) st = VC_ERR_NOMEM;
+    t->kind = RL_TOOL_PYTHON;
+    t->timeout_ms = (int)(secs * 1000);
+    if (!st && (st = vc_tool_py_start(cls, cj, sj, t->timeout_ms, &t->proc)))
+        st = vc_fail_ctx(st, "%s: tools[%d] (class %s)", path, i, cls);
+    free(cj);
+    free(sj);
+    cJSON_Delete(cfg);
+    return st;
 }
 
 /* the list under `key` of a YAML file, as JSON (*list owned by the caller) */
@@ -78,12 +107,7 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
         tools[i].kind = -1;
         for (size_t k = 0; k < sizeof BUILTIN / sizeof BUILTIN[0]; k++)
             if (!strcmp(cls->valuestring, BUILTIN[k].cls)) tools[i].kind = BUILTIN[k].kind;
-        if (tools[i].kind < 0) {
-            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: class %s is a Python tool verlc cannot run (built in: %s; "
-                                             "wrap it as a program with %s)", path, i, cls->valuestring, BUILTIN[0].cls,
-                         BUILTIN[1].cls);
-            break;
-        }
+        if (tools[i].kind < 0 && (st = python_tool(e, cls->valuestring, path, i, &tools[i]))) break;
         if (tools[i].kind == RL_TOOL_COMMAND && (st = command_config(e, path, i, &tools[i]))) break;
         snprintf(tools[i].name, sizeof tools[i].name, "%s", name->valuestring);
         cJSON *dup = cJSON_Duplicate(schema, 1);
@@ -192,11 +216,13 @@ static vc_status gsm8k_tool(const cJSON *args, const char *ground_truth, char **
     }
     snprintf(resp, n, "%s%s", strncmp(ans, "#### ", 5) ? "#### " : "", ans);
     double reward = ground_truth ? vc_reward_gsm8k(resp, ground_truth, 1, 0.0, 1.0) : 0.0;
+    char *found = vc_gsm8k_extract(resp, 1); /* none: verl's compute_score returns the int 0 */
     *tool_reward = reward > 0.0 ? 0.0 : -0.05;
     py_repr(ans, rep, 2 * strlen(ans) + 8);
     size_t tn = strlen(rep) + 64;
     *text = vc_malloc(tn);
-    if (*text) snprintf(*text, tn, "Current parsed answer=%s reward=%s", rep, reward > 0.0 ? "1.0" : "0.0");
+    if (*text) snprintf(*text, tn, "Current parsed answer=%s reward=%s", rep, reward > 0.0 ? "1.0" : found ? "0.0" : "0");
+    free(found);
     free(ans), free(resp), free(rep);
     return *text ? VC_OK : VC_ERR_NOMEM;
 }
@@ -270,7 +296,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     const cJSON *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
-    if (tool->kind == RL_TOOL_COMMAND) return command_tool(tool, call, ck, ei, text, tool_reward);
+    if (tool->kind != RL_TOOL_GSM8K) return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
     vc_status st = gsm8k_tool(call->args, gts, text, tool_reward);

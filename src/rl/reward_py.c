@@ -1,4 +1,6 @@
-/* verl's custom reward functions: custom_reward_function.path naming a Python file (or pkg:// module) and .name
+/* verl's Python objects served over the reward-program channel (reward_proc.c).
+ *
+ * Custom reward functions: custom_reward_function.path naming a Python file (or pkg:// module) and .name
  * a function in it, called as verl's reward managers call it. A Python interpreter ($VERLC_PYTHON, default
  * python3) runs the small server below over the reward-program channel (reward_proc.c): it loads the module as
  * verl's load_module does, answers a hello with {"ready": true} (or {"error": ...} when loading failed), then
@@ -81,26 +83,88 @@ int vc_reward_path_is_python(const char *path) {
     return n > 3 && !strcmp(path + n - 3, ".py");
 }
 
-vc_status vc_reward_py_start(const char *path, const char *name, const char *kwargs_json, int batch, int timeout_ms,
-                             vc_reward_proc **out) {
+/* a Python interpreter running src with args, after its hello answered {"ready": true} */
+static vc_status py_serve(const char *src, char *const *args, int n_args, const char *what, int timeout_ms,
+                          vc_reward_proc **out) {
     *out = NULL;
     const char *py = getenv("VERLC_PYTHON");
     if (!py || !*py) py = "python3";
-    char *argv[] = { (char *)py, "-c", (char *)SERVER, (char *)path, (char *)(name ? name : "compute_score"),
-                     (char *)(kwargs_json ? kwargs_json : "{}"), batch ? "batch" : "row", NULL };
+    char *argv[12] = { (char *)py, "-c", (char *)src };
+    for (int i = 0; i < n_args && i < 8; i++) argv[3 + i] = args[i];
     vc_status st = vc_reward_proc_start(argv, timeout_ms, out);
     if (st) return vc_fail_ctx(st, "needs a Python interpreter (%s; set VERLC_PYTHON)", py);
     cJSON *ans = NULL;
     st = vc_reward_proc_call(*out, "{\"hello\": 1}\n", &ans);
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
     if (!st && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "ready")))
-        st = vc_fail(VC_ERR_ARG, "cannot load %s from %s: %s", name ? name : "compute_score", path,
-                     cJSON_IsString(err) ? err->valuestring : "no answer");
-    else if (st) st = vc_fail_ctx(VC_ERR_IO, "loading %s with %s (see its messages above)", path, py);
+        st = vc_fail(VC_ERR_ARG, "cannot load %s: %s", what, cJSON_IsString(err) ? err->valuestring : "no answer");
+    else if (st) st = vc_fail_ctx(VC_ERR_IO, "loading %s with %s (see its messages above)", what, py);
     cJSON_Delete(ans);
     if (st) {
         vc_reward_proc_close(*out);
         *out = NULL;
     }
     return st;
+}
+
+vc_status vc_reward_py_start(const char *path, const char *name, const char *kwargs_json, int batch, int timeout_ms,
+                             vc_reward_proc **out) {
+    char what[600];
+    if (!name) name = "compute_score";
+    snprintf(what, sizeof what, "%s from %s", name, path);
+    char *args[] = { (char *)path, (char *)name, (char *)(kwargs_json ? kwargs_json : "{}"), batch ? "batch" : "row" };
+    return py_serve(SERVER, args, 4, what, timeout_ms, out);
+}
+
+/* verl's tools (BaseTool subclasses): built as verl's initialize_tools_from_config builds them, and per
+ * request {"name", "arguments", "create_kwargs", ...} run as verl's ToolAgentLoop._call_tool runs them:
+ * create(create_kwargs=...), execute(instance_id, arguments, agent_data=None), release(instance_id);
+ * answered {"text", "reward"}, an exception as verl's "Error when executing tool: ..." text. */
+static const char TOOL_SERVER[] =
+    "import asyncio, importlib, inspect, json, sys, traceback\n"
+    "cls_path, cfg, schema = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])\n"
+    "out, sys.stdout = sys.stdout, sys.stderr\n"
+    "loop = asyncio.new_event_loop()\n"
+    "def send(o):\n"
+    "    out.write(json.dumps(o) + '\\n'); out.flush()\n"
+    "def run(x):\n"
+    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
+    "def load():\n"
+    "    mod, _, name = cls_path.rpartition('.')\n"
+    "    cls = getattr(importlib.import_module(mod), name)\n"
+    "    try:\n"
+    "        from verl.tools.schemas import OpenAIFunctionToolSchema\n"
+    "        sch = OpenAIFunctionToolSchema.model_validate(schema)\n"
+    "    except ImportError:\n"
+    "        sch = schema\n"
+    "    return cls(config=cfg, tool_schema=sch)\n"
+    "try:\n"
+    "    tool, err = load(), None\n"
+    "except BaseException as e:\n"
+    "    traceback.print_exc(); tool, err = None, f'{type(e).__name__}: {e}'\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    if 'hello' in req:\n"
+    "        send({'ready': True} if tool else {'error': err})\n"
+    "        if not tool: sys.exit(1)\n"
+    "        continue\n"
+    "    iid = None\n"
+    "    try:\n"
+    "        r = run(tool.create(create_kwargs=req.get('create_kwargs') or {}))\n"
+    "        iid = r[0] if isinstance(r, tuple) else r\n"
+    "        resp, reward, _ = run(tool.execute(iid, req['arguments'], agent_data=None))\n"
+    "        text = resp.text if hasattr(resp, 'text') else resp\n"
+    "        send({'text': '' if text is None else str(text), 'reward': float(reward or 0.0)})\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc(); send({'text': f'Error when executing tool: {e}', 'reward': 0.0})\n"
+    "    finally:\n"
+    "        if iid:\n"
+    "            try: run(tool.release(iid))\n"
+    "            except Exception: traceback.print_exc()\n";
+
+vc_status vc_tool_py_start(const char *class_name, const char *config_json, const char *schema_json, int timeout_ms,
+                           vc_reward_proc **out) {
+    char *args[] = { (char *)class_name, (char *)(config_json ? config_json : "{}"),
+                     (char *)(schema_json ? schema_json : "{}") };
+    return py_serve(TOOL_SERVER, args, 3, class_name, timeout_ms, out);
 }
