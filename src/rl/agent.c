@@ -35,7 +35,7 @@ struct rl_agent {
 void rl_agent_free(rl_agent *a) {
     if (!a) return;
     rl_tools_free(a->tools, a->n_tools);
-    free(a->inter);
+    rl_interactions_free(a->inter, a->n_inter);
     cJSON_Delete(a->schemas);
     free(a->sys);
     free(a);
@@ -140,25 +140,42 @@ typedef struct {
     int64_t n, plen;
     float *mask, *lp; /* per response token */
     int prompt, tools, done, finish, turns_a, turns_u;
-    const char *gt;   /* the row's interaction_kwargs.ground_truth (with an interaction) */
-    int interacts;
+    rl_interaction *inter; /* the row's interaction (NULL: none) */
+    const cJSON *ikw;      /* its extra_info.interaction_kwargs */
+    cJSON *msgs;           /* with an interaction: verl's agent messages (prompt, assistant, tool, user turns) */
+    char rid[48];          /* the interaction's instance id */
 } ag_state;
 
-/* the row's interaction (extra_info.interaction_kwargs: name, ground_truth), as verl requires it */
-static vc_status row_interaction(const rl_agent *a, const vc_rl_prompt *p, ag_state *s) {
+/* the row's interaction (extra_info.interaction_kwargs: name, ...), as verl requires it, started for this
+ * response (id: step and response) */
+static vc_status row_interaction(const rl_agent *a, const vc_rl_prompt *p, uint64_t step_key, int i, ag_state *s) {
     const cJSON *ei = cJSON_GetObjectItemCaseSensitive(p->row, "extra_info");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(ei, "interaction_kwargs");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(kw, "name"), *gt = cJSON_GetObjectItemCaseSensitive(kw, "ground_truth");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(kw, "name");
     if (!cJSON_IsString(name))
         return vc_fail(VC_ERR_MISSING, "data line %lld: extra_info.interaction_kwargs.name is required with an "
                                        "interaction config", (long long)p->line);
-    int found = 0;
-    for (int i = 0; i < a->n_inter; i++) found |= !strcmp(a->inter[i].name, name->valuestring);
-    if (!found)
+    for (int k = 0; k < a->n_inter; k++)
+        if (!strcmp(a->inter[k].name, name->valuestring)) s->inter = &a->inter[k];
+    if (!s->inter)
         return vc_fail(VC_ERR_ARG, "data line %lld: interaction '%s' is not in the interaction config", (long long)p->line,
                        name->valuestring);
-    s->interacts = 1;
-    s->gt = cJSON_IsString(gt) ? gt->valuestring : NULL;
+    s->ikw = kw;
+    if (!(s->msgs = cJSON_Duplicate(p->messages, 1))) return VC_ERR_NOMEM;
+    snprintf(s->rid, sizeof s->rid, "%llx-%d", (unsigned long long)step_key, i);
+    vc_status st = rl_interaction_start(s->inter, s->rid, kw);
+    return st ? vc_fail_ctx(st, "data line %lld", (long long)p->line) : VC_OK;
+}
+
+/* appends {"role": role, "content": text} to the response's messages (kept with an interaction only) */
+static vc_status add_msg(ag_state *s, const char *role, const char *text) {
+    if (!s->msgs) return VC_OK;
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddStringToObject(m, "role", role) || !cJSON_AddStringToObject(m, "content", text)) {
+        cJSON_Delete(m);
+        return VC_ERR_NOMEM;
+    }
+    cJSON_AddItemToArray(s->msgs, m);
     return VC_OK;
 }
 
@@ -197,6 +214,7 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
         cJSON *m = st ? NULL : cJSON_CreateObject();
         if (!st && (!m || !cJSON_AddStringToObject(m, "role", "tool") || !cJSON_AddStringToObject(m, "content", cut)))
             st = VC_ERR_NOMEM;
+        if (!st) st = add_msg(s, "tool", cut);
         if (m) cJSON_AddItemToArray(msgs, m);
         free(resp);
         free(cut);
@@ -217,19 +235,17 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
     return st;
 }
 
-/* verl's interacting state: the interaction answers the last assistant text with a user turn (mask 0),
+/* verl's interacting state: the interaction answers the messages so far with a user turn (mask 0),
  * appended whatever the budget (the response is cut at max_response_length at the end, as in verl) */
-static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state *s, const int32_t *gen, int64_t ng,
-                                  int64_t max_resp) {
-    char *text = NULL;
-    size_t len = 0;
-    vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 1, &text, &len);
+static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state *s, int64_t max_resp) {
     int stop = 0;
     double score = 0;
-    const char *reply = st ? NULL : rl_interaction_reply(text, s->gt, &stop, &score);
-    free(text);
+    char *reply = NULL;
+    vc_status st = rl_interaction_respond(s->inter, s->rid, s->msgs, s->ikw, &reply, &stop, &score);
+    if (!st) st = add_msg(s, "user", reply);
     cJSON *msgs = st ? NULL : cJSON_Parse("[{\"role\":\"user\"}]");
     if (!st && (!msgs || !cJSON_AddStringToObject(cJSON_GetArrayItem(msgs, 0), "content", reply))) st = VC_ERR_NOMEM;
+    free(reply);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!st) st = render_ids(t, msgs, NULL, 1, &ids, &n);
@@ -239,6 +255,17 @@ static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state 
     free(ids);
     s->turns_u++;
     if (stop || s->n - s->plen >= max_resp) s->done = 1;
+    return st;
+}
+
+/* with an interaction, verl keeps the generation as an assistant message (decoded without special tokens) */
+static vc_status assistant_msg(vc_rl_trainer *t, ag_state *s, const int32_t *gen, int64_t ng) {
+    if (!s->msgs) return VC_OK;
+    char *text = NULL;
+    size_t len = 0;
+    vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 1, &text, &len);
+    if (!st) st = add_msg(s, "assistant", text);
+    free(text);
     return st;
 }
 
@@ -258,8 +285,9 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
             s->done = 1;
         else {
             int calls = 0;
-            st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp, &calls);
-            if (!st && !calls && s->interacts) st = interaction_turn(t, a, s, smp[i].tokens, k, max_resp);
+            st = assistant_msg(t, s, smp[i].tokens, k);
+            if (!st) st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp, &calls);
+            if (!st && !calls && s->inter) st = interaction_turn(t, a, s, max_resp);
             else if (!st && !calls) s->done = 1;
         }
     }
@@ -322,7 +350,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
             ag_state *q = &S[i * n_samples + k];
             q->prompt = (int)idx[i];
             q->tools = tools;
-            if (tools && a->inter && (st = row_interaction(a, p, q))) break;
+            if (tools && a->inter && (st = row_interaction(a, p, step_key, i * n_samples + k, q))) break;
             q->plen = q->n = (int64_t)len;
             q->ids = vc_malloc(sizeof(int32_t) * (len + 1));
             q->mask = vc_calloc((size_t)max_resp + 1, sizeof(float));
@@ -372,7 +400,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     }
     a->turns_sum = tsum, a->turns_n = NS, a->turns_min = tmin, a->turns_max = tmax;
     if (!st) st = to_batch(t, S, NS, n_samples, step_key, max_resp, b);
-    for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp);
+    for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp), cJSON_Delete(S[i].msgs);
     free(S);
     free(r);
     free(req_state);

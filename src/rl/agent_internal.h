@@ -33,14 +33,20 @@ int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max);
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,
                        char **text, double *tool_reward);
 /* interactions (interaction_config_path: a list `interaction` of {name, class_name, config}): verl's
- * Gsm8kInteraction is built in */
+ * Gsm8kInteraction is built in, any other class runs in Python (vc_interaction_py_start) */
 typedef struct rl_interaction {
     char name[64];
+    struct vc_reward_proc *proc; /* a Python interaction class; NULL: the built-in Gsm8kInteraction */
 } rl_interaction;
 vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n);
-/* verl's Gsm8kInteraction.generate_response for the last assistant text: the user reply (static text),
- * whether the sequence ends, and the turn's score */
-const char *rl_interaction_reply(const char *assistant, const char *ground_truth, int *terminate, double *score);
+void rl_interactions_free(rl_interaction *it, int n);
+/* verl's start_interaction(id, **kwargs) at a response's start (kwargs: the row's interaction_kwargs) */
+vc_status rl_interaction_start(rl_interaction *it, const char *id, const struct cJSON *kwargs);
+/* verl's generate_response(id, messages, **kwargs) in the interacting state: the user reply (malloc'd),
+ * whether the sequence ends and the turn's score (NAN: None). Gsm8kInteraction scores the last assistant
+ * message with GSM8K's strict method against kwargs.ground_truth. */
+vc_status rl_interaction_respond(rl_interaction *it, const char *id, const struct cJSON *messages,
+                                 const struct cJSON *kwargs, char **reply, int *terminate, double *score);
 
 /* verl's max_tool_response_length cut (in characters) with "...(truncated)" markers */
 char *rl_truncate_tool_text(const char *text, int max_len, int side);

@@ -8,6 +8,8 @@
 #include "verlc/config.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,46 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
 }
 
 /* ---- interactions ---- */
+static const char *const GSM8K_INTERACTION = "verl.interactions.gsm8k_interaction.Gsm8kInteraction";
+
+void rl_interactions_free(rl_interaction *it, int n) {
+    for (int i = 0; it && i < n; i++)
+        if (it[i].proc) vc_reward_proc_close(it[i].proc);
+    free(it);
+}
+
+/* verl names an interaction by `name`, else by its class's name without "Interaction", lower-cased */
+static void interaction_name(const cJSON *e, const char *cls, char *out, size_t cap) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    if (cJSON_IsString(name)) {
+        snprintf(out, cap, "%s", name->valuestring);
+        return;
+    }
+    const char *simple = strrchr(cls, '.') ? strrchr(cls, '.') + 1 : cls;
+    size_t n = strlen(simple);
+    if (n > 11 && !strcmp(simple + n - 11, "Interaction")) n -= 11;
+    size_t k = 0;
+    for (; k < n && k + 1 < cap; k++) out[k] = (char)tolower((unsigned char)simple[k]);
+    out[k] = 0;
+}
+
+static vc_status python_interaction(const cJSON *e, const char *cls, const char *path, int i, rl_interaction *it) {
+    cJSON *cfg = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(e, "config"), 1);
+    if (!cfg || cJSON_IsNull(cfg)) cJSON_Delete(cfg), cfg = cJSON_CreateObject();
+    if (!cJSON_IsObject(cfg)) {
+        cJSON_Delete(cfg);
+        return vc_fail(VC_ERR_FORMAT, "%s: interaction[%d]: config must be a mapping", path, i);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "name");
+    cJSON_AddStringToObject(cfg, "name", it->name); /* as verl's registry sets it */
+    char *cj = cJSON_PrintUnformatted(cfg);
+    vc_status st = cj ? vc_interaction_py_start(cls, cj, 300000, &it->proc) : VC_ERR_NOMEM;
+    if (st) st = vc_fail_ctx(st, "%s: interaction[%d] (class %s)", path, i, cls);
+    free(cj);
+    cJSON_Delete(cfg);
+    return st;
+}
+
 vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_out) {
     *out = NULL;
     *n_out = 0;
@@ -137,19 +179,19 @@ vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_ou
     if (!st && !it) st = VC_ERR_NOMEM;
     for (int i = 0; !st && i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i), *cls = cJSON_GetObjectItemCaseSensitive(e, "class_name");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-        if (!cJSON_IsString(cls))
+        if (!cJSON_IsString(cls)) {
             st = vc_fail(VC_ERR_FORMAT, "%s: interaction[%d] needs class_name", path, i);
-        else if (strcmp(cls->valuestring, "verl.interactions.gsm8k_interaction.Gsm8kInteraction"))
-            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: interaction[%d]: class %s is a Python interaction verlc cannot run "
-                                             "(built in: verl.interactions.gsm8k_interaction.Gsm8kInteraction)",
-                         path, i, cls->valuestring);
-        else /* verl names an interaction by `name`, else by its class's name without "Interaction" */
-            snprintf(it[i].name, sizeof it[i].name, "%s", cJSON_IsString(name) ? name->valuestring : "gsm8k");
+            break;
+        }
+        interaction_name(e, cls->valuestring, it[i].name, sizeof it[i].name);
+        for (int j = 0; j < i && !st; j++)
+            if (!strcmp(it[j].name, it[i].name))
+                st = vc_fail(VC_ERR_FORMAT, "%s: duplicate interaction name '%s'", path, it[i].name);
+        if (!st && strcmp(cls->valuestring, GSM8K_INTERACTION)) st = python_interaction(e, cls->valuestring, path, i, &it[i]);
     }
     cJSON_Delete(list);
     if (st) {
-        free(it);
+        rl_interactions_free(it, n);
         return st;
     }
     *out = it;
@@ -157,11 +199,71 @@ vc_status rl_interactions_load(const char *path, rl_interaction **out, int *n_ou
     return VC_OK;
 }
 
-const char *rl_interaction_reply(const char *assistant, const char *ground_truth, int *terminate, double *score) {
-    *score = ground_truth ? vc_reward_gsm8k(assistant ? assistant : "", ground_truth, 0, 0.0, 1.0) : 0.0;
+vc_status rl_interaction_start(rl_interaction *it, const char *id, const cJSON *kwargs) {
+    if (!it->proc) return VC_OK; /* Gsm8kInteraction keeps nothing verlc needs: ground_truth is in kwargs */
+    cJSON *req = cJSON_CreateObject(), *ans = NULL;
+    cJSON_AddStringToObject(req, "op", "start");
+    cJSON_AddStringToObject(req, "id", id);
+    cJSON_AddItemToObject(req, "kwargs", kwargs ? cJSON_Duplicate(kwargs, 1) : cJSON_CreateObject());
+    char *s = cJSON_PrintUnformatted(req), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    if (line) sprintf(line, "%s\n", s);
+    vc_status st = line ? vc_reward_proc_call(it->proc, line, &ans) : VC_ERR_NOMEM;
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
+    if (!st && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "ok")))
+        st = vc_fail(VC_ERR_ARG, "interaction %s: start_interaction raised %s", it->name,
+                     cJSON_IsString(err) ? err->valuestring : "(no answer)");
+    else if (st) st = vc_fail_ctx(st, "interaction %s: start_interaction", it->name);
+    free(s);
+    free(line);
+    cJSON_Delete(req);
+    cJSON_Delete(ans);
+    return st;
+}
+
+static vc_status gsm8k_respond(const cJSON *messages, const cJSON *kwargs, char **reply, int *terminate, double *score) {
+    const char *content = "";
+    for (const cJSON *m = messages ? messages->child : NULL; m; m = m->next) { /* the last assistant message */
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") && cJSON_IsString(c)) content = c->valuestring;
+    }
+    const cJSON *gt = cJSON_GetObjectItemCaseSensitive(kwargs, "ground_truth");
+    *score = cJSON_IsString(gt) ? vc_reward_gsm8k(content, gt->valuestring, 0, 0.0, 1.0) : 0.0;
     *terminate = *score == 1.0;
-    return *terminate ? "Your response is correct!"
-                      : "Your response is incorrect! You need to reflect on your answer and try again.";
+    *reply = vc_strdup(*terminate ? "Your response is correct!"
+                                  : "Your response is incorrect! You need to reflect on your answer and try again.");
+    return *reply ? VC_OK : VC_ERR_NOMEM;
+}
+
+vc_status rl_interaction_respond(rl_interaction *it, const char *id, const cJSON *messages, const cJSON *kwargs,
+                                 char **reply, int *terminate, double *score) {
+    *reply = NULL;
+    *terminate = 0;
+    *score = NAN;
+    if (!it->proc) return gsm8k_respond(messages, kwargs, reply, terminate, score);
+    cJSON *req = cJSON_CreateObject(), *ans = NULL;
+    cJSON_AddStringToObject(req, "op", "respond");
+    cJSON_AddStringToObject(req, "id", id);
+    cJSON_AddItemToObject(req, "messages", cJSON_Duplicate(messages, 1));
+    cJSON_AddItemToObject(req, "kwargs", kwargs ? cJSON_Duplicate(kwargs, 1) : cJSON_CreateObject());
+    char *s = cJSON_PrintUnformatted(req), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    if (line) sprintf(line, "%s\n", s);
+    vc_status st = line ? vc_reward_proc_call(it->proc, line, &ans) : VC_ERR_NOMEM;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(ans, "content"), *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(ans, "score");
+    if (!st && !cJSON_IsString(c)) /* verl's loop stops on the exception; so does verlc */
+        st = vc_fail(VC_ERR_ARG, "interaction %s: generate_response raised %s", it->name,
+                     cJSON_IsString(err) ? err->valuestring : "(no answer)");
+    else if (st) st = vc_fail_ctx(st, "interaction %s: generate_response", it->name);
+    else {
+        *terminate = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "terminate"));
+        if (cJSON_IsNumber(sc)) *score = sc->valuedouble;
+        if (!(*reply = vc_strdup(c->valuestring))) st = VC_ERR_NOMEM;
+    }
+    free(s);
+    free(line);
+    cJSON_Delete(req);
+    cJSON_Delete(ans);
+    return st;
 }
 
 /* ---- hermes tool calls ---- */

@@ -168,3 +168,46 @@ vc_status vc_tool_py_start(const char *class_name, const char *config_json, cons
                      (char *)(schema_json ? schema_json : "{}") };
     return py_serve(TOOL_SERVER, args, 3, class_name, timeout_ms, out);
 }
+
+/* verl's interactions (BaseInteraction subclasses): built with their config (name included) as verl's
+ * initialize_interactions_from_config builds them; requests {"op": "start", "id", "kwargs"} ->
+ * start_interaction(id, **kwargs) -> {"ok": true}, and {"op": "respond", "id", "messages", "kwargs"} ->
+ * generate_response(id, messages, **kwargs) -> {"terminate", "content", "score"}; an exception answers
+ * {"error": ...}. */
+static const char INTERACTION_SERVER[] =
+    "import asyncio, importlib, inspect, json, sys, traceback\n"
+    "cls_path, cfg = sys.argv[1], json.loads(sys.argv[2])\n"
+    "out, sys.stdout = sys.stdout, sys.stderr\n"
+    "loop = asyncio.new_event_loop()\n"
+    "def send(o):\n"
+    "    out.write(json.dumps(o) + '\\n'); out.flush()\n"
+    "def run(x):\n"
+    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
+    "def load():\n"
+    "    mod, _, name = cls_path.rpartition('.')\n"
+    "    return getattr(importlib.import_module(mod), name)(config=cfg)\n"
+    "try:\n"
+    "    obj, err = load(), None\n"
+    "except BaseException as e:\n"
+    "    traceback.print_exc(); obj, err = None, f'{type(e).__name__}: {e}'\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    if 'hello' in req:\n"
+    "        send({'ready': True} if obj else {'error': err})\n"
+    "        if not obj: sys.exit(1)\n"
+    "        continue\n"
+    "    try:\n"
+    "        kw = req.get('kwargs') or {}\n"
+    "        if req['op'] == 'start':\n"
+    "            run(obj.start_interaction(req['id'], **kw)); send({'ok': True})\n"
+    "        else:\n"
+    "            t, content, score, _ = run(obj.generate_response(req['id'], req['messages'], **kw))\n"
+    "            send({'terminate': bool(t), 'content': '' if content is None else str(content),\n"
+    "                  'score': None if score is None else float(score)})\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc(); send({'error': f'{type(e).__name__}: {e}'})\n";
+
+vc_status vc_interaction_py_start(const char *class_name, const char *config_json, int timeout_ms, vc_reward_proc **out) {
+    char *args[] = { (char *)class_name, (char *)(config_json ? config_json : "{}") };
+    return py_serve(INTERACTION_SERVER, args, 2, class_name, timeout_ms, out);
+}

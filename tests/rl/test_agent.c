@@ -227,15 +227,38 @@ static void test_loop(const char *tok_dir) {
 
 static void write_file(const char *name, const char *text);
 
-/* interaction_config_path with verl's Gsm8kInteraction: a wrong answer gets the user's retry turn (mask 0)
- * and the loop goes on; a right one gets "Your response is correct!" and ends */
-static void test_interaction(const char *tok_dir) {
-    write_file("inter.yaml", "interaction:\n  - name: gsm8k\n    class_name: verl.interactions.gsm8k_interaction.Gsm8kInteraction\n"
-                             "    config: {}\n");
-    write_file("data.jsonl",
-               "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 8 * 9?\"}], "
-               "\"reward_model\": {\"ground_truth\": \"72\"}, \"extra_info\": {\"interaction_kwargs\": "
-               "{\"name\": \"gsm8k\", \"query\": \"What is 8 * 9?\", \"ground_truth\": \"72\"}}}\n");
+/* interaction_config_path with verl's Gsm8kInteraction (py 0) or a Python interaction class doing the same
+ * (py 1; it checks its config, start_interaction's kwargs and verl's message list: the prompt, then each
+ * assistant text followed by its user turn): a wrong answer gets the user's retry turn (mask 0) and the
+ * loop goes on; a right one gets "Your response is correct!" and ends */
+static void test_interaction(const char *tok_dir, int py) {
+    if (py) {
+        write_file("vinter.py",
+                   "class Judge:\n"
+                   "    def __init__(self, config):\n"
+                   "        assert config == {'strict': True, 'name': 'judge'}, config\n"
+                   "        self.gt = {}\n"
+                   "    async def start_interaction(self, instance_id=None, ground_truth=None, **kwargs):\n"
+                   "        assert kwargs['query'] == 'What is 8 * 9?'\n"
+                   "        self.gt[instance_id] = ground_truth\n"
+                   "    async def generate_response(self, instance_id, messages, **kwargs):\n"
+                   "        roles = [m['role'] for m in messages]\n"
+                   "        assert roles == ['user', 'assistant'] * (len(roles) // 2), roles\n"
+                   "        assert messages[0]['content'] == 'What is 8 * 9?'\n"
+                   "        if messages[-1]['content'] == '#### ' + self.gt[instance_id]:\n"
+                   "            return True, 'Your response is correct!', 1.0, {}\n"
+                   "        return False, 'Your response is incorrect! You need to reflect on your answer and try again.', 0.0, {}\n");
+        setenv("PYTHONPATH", dir, 1);
+    }
+    write_file("inter.yaml", py ? "interaction:\n  - name: judge\n    class_name: vinter.Judge\n    config: {strict: true}\n"
+                                : "interaction:\n  - name: gsm8k\n    class_name: verl.interactions.gsm8k_interaction.Gsm8kInteraction\n"
+                                  "    config: {}\n");
+    char row[600];
+    snprintf(row, sizeof row,
+             "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 8 * 9?\"}], "
+             "\"reward_model\": {\"ground_truth\": \"72\"}, \"extra_info\": {\"interaction_kwargs\": "
+             "{\"name\": \"%s\", \"query\": \"What is 8 * 9?\", \"ground_truth\": \"72\"}}}\n", py ? "judge" : "gsm8k");
+    write_file("data.jsonl", row);
     char o[400];
     snprintf(o, sizeof o, "actor_rollout_ref.rollout.multi_turn.interaction_config_path=%s/inter.yaml", dir);
     vc_config *cfg = NULL;
@@ -285,6 +308,7 @@ static void test_interaction(const char *tok_dir) {
     vc_status st = rl_agent_rollout(t, t->train, idx, 1, &s, 2, 7, &b);
     CHECK_MSG(st == VC_ERR_MISSING && strstr(vc_last_error(), "interaction_kwargs.name"), "%s", vc_last_error());
     free_trainer(t, cfg);
+    if (py) unsetenv("PYTHONPATH");
 }
 
 static void write_file(const char *name, const char *text) {
@@ -457,14 +481,16 @@ int main(void) {
     test_loop(tok_dir);
     test_command_tool();
     test_python_tool();
-    test_interaction(tok_dir);
+    test_interaction(tok_dir, 0);
+    if (system("python3 -c 'import json' > /dev/null 2>&1") == 0) test_interaction(tok_dir, 1);
+    else printf("skipping the Python interaction test: no python3\n");
     /* malformed configs: one line naming the file and what is wrong */
     static const struct { const char *file, *text, *needle; vc_status want; } BAD[] = {
         { "bad1.yaml", "tools: 5\n", "expected a list under `tools`", VC_ERR_FORMAT },
         { "bad2.yaml", "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema: {type: function}\n",
           "tools[0] needs class_name and tool_schema.function.name", VC_ERR_FORMAT },
         { "bad3.yaml", "tools: [\n", "bad3.yaml", VC_ERR_FORMAT },
-        { "bad4.yaml", "interaction:\n  - class_name: my.Judge\n", "my.Judge", VC_ERR_UNSUPPORTED },
+        { "bad4.yaml", "interaction:\n  - class_name: my.Judge\n", "my.Judge", VC_ERR_ARG },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         write_file(BAD[i].file, BAD[i].text);
