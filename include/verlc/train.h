@@ -226,6 +226,10 @@ size_t vc_mem_available(void);
  * total exceeds max_bytes (> 0), or when max_bytes == 0 and optimiser + activations exceed the memory
  * available (the GPU's free memory on a GPU, else MemAvailable; weights and gradients are resident). */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
+/* ... with the trial micro-batch packed from sequences of at most max_seq_len tokens (the longest row: a token
+ * budget far above it would otherwise be measured as one sequence, with attention's quadratic cost) */
+vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, size_t max_bytes, FILE *log,
+                             vc_mem_plan *plan);
 /* ZeRO-3: on 1 gathers the whole model's weights into a full-size buffer on every rank (a collective)
  * for work outside vc_trainer_step; on 0 copies this rank's block back into its master shard (so weights
  * written meanwhile are kept) and frees the buffer. Calls nest. Nothing to do otherwise. */

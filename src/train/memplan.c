@@ -46,6 +46,11 @@ size_t vc_mem_available(void) {
 static double gib(size_t b) { return b / 1073741824.0; }
 
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan) {
+    return vc_trainer_plan_ex(t, max_micro_tokens, max_micro_tokens, max_bytes, log, plan);
+}
+
+vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, size_t max_bytes, FILE *log,
+                             vc_mem_plan *plan) {
     memset(plan, 0, sizeof *plan);
     size_t trained = 0;
     for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
@@ -66,12 +71,21 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     plan->host = (size_t)(max_micro_tokens > 2 ? max_micro_tokens : 2) * 28 + 64;
     plan->limit = max_bytes;
     if (max_micro_tokens < 2) max_micro_tokens = 2;
+    if (max_seq_len < 2 || max_seq_len > max_micro_tokens) max_seq_len = max_micro_tokens;
+    /* the trial micro-batch: sequences of max_seq_len tokens (the last one shorter) packed to the budget, so
+     * attention costs what the longest rows cost, not the budget squared */
+    int n_seq = (int)((max_micro_tokens + max_seq_len - 1) / max_seq_len);
     int32_t *ids = vc_malloc(sizeof *ids * (size_t)max_micro_tokens);
-    if (!ids) return VC_ERR_NOMEM;
+    int64_t *cu = vc_malloc(sizeof *cu * ((size_t)n_seq + 1));
+    if (!ids || !cu) {
+        free(ids);
+        free(cu);
+        return VC_ERR_NOMEM;
+    }
     int64_t V = vc_model_cfg(t->model)->vocab;
     for (int64_t k = 0; k < max_micro_tokens; k++) ids[k] = (int32_t)((k * 7919) % V);
-    int64_t cu[2] = { 0, max_micro_tokens };
-    vc_minibatch b = { 1, cu, ids, NULL };
+    for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
+    vc_minibatch b = { n_seq, cu, ids, NULL };
     vc_trainer_config saved = t->cfg;
     t->cfg.micro_bs = 1;
     t->cfg.max_tokens = 0;
@@ -81,6 +95,7 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
     t->cfg = saved;
     vc_model_zero_grad(t->model);
     free(ids);
+    free(cu);
     if (s) return vc_fail_ctx(s, "memory plan trial step of %lld tokens", (long long)max_micro_tokens);
     plan->activations = vc_graph_peak_bytes(t->g);
     if (t->dp && t->dp->zero2) plan->grads = vc_dp_grad_floats(t) * 4; /* the trial sized the working area */

@@ -106,12 +106,14 @@ static vc_status make_trainer(sft_run *r) {
     tc.n_extra_params = vc_model_lora_params(r->model, &lora); /* LoRA: the adapters are what is trained */
     tc.extra_params = lora;
     if ((st = vc_trainer_init(&r->tr, r->model, &tc))) return st;
-    /* the largest micro-batch: the token budget, or the micro_batch_size longest rows */
-    int64_t most = tc.max_tokens;
+    /* the largest micro-batch: the token budget (no more than a mini-batch of the longest rows holds), or the
+     * micro_batch_size longest rows; its sequences no longer than the longest row */
+    int64_t most = tc.max_tokens, whole = r->train.longest * c->train_batch_size;
     if (most <= 0) most = r->train.longest * (int64_t)c->micro_batch_size;
+    if (whole > 0 && most > whole) most = whole;
     vc_mem_plan plan;
     /* every rank prints its own plan: the optimiser state is per rank (1/N with ZeRO-1) */
-    return vc_trainer_plan(&r->tr, most, c->max_memory, stderr, &plan);
+    return vc_trainer_plan_ex(&r->tr, most, r->train.longest, c->max_memory, stderr, &plan);
 }
 
 static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {

@@ -138,6 +138,13 @@ static const key_def KEYS[] = {
     { "trainer.resume_from_path", "resume", K_STR, F(resume), "latest | auto | a step_N directory" },
     { "model.partial_pretrain", "model", K_STR, F(model_dir), "Hugging Face model directory" },
     { "model.tokenizer_path", "tokenizer", K_STR, F(tokenizer_dir), "tokenizer directory (default: model)" },
+    /* verl's engine-based SFT trainer (verl.trainer.sft_trainer, sft_trainer_engine.yaml) names */
+    { "model.path", "model_path", K_STR, F(model_dir), "verl's engine-trainer name of model.partial_pretrain" },
+    { "model.custom_chat_template", "custom_chat_template", K_STR, F(chat_template),
+      "verl's engine-trainer name of data.chat_template" },
+    { "optim.warmup_style", "warmup_style", K_STR, F(lr_scheduler), "verl's older name of optim.lr_scheduler_type" },
+    { "engine.dtype", "engine_dtype", K_STR, F(param_dtype),
+      "the engine's compute dtype: bfloat16 (bf16 matmul inputs, f32 accumulation) or float32" },
     { "model.enable_gradient_checkpointing", "checkpointing", K_BOOL, F(checkpointing), "recompute layers" },
     { "model.lora_rank", "lora_rank", K_INT, F(lora_rank), "LoRA adapters of this rank (0: full fine-tuning)" },
     { "model.lora_alpha", "lora_alpha", K_F64, F(lora_alpha), "LoRA scale alpha (adapters add alpha/rank B A)" },
@@ -254,6 +261,41 @@ static const verl_key VERL_KEYS[] = {
     { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
     { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
     { "optim.num_cycles", "0.5", "is not supported by verlc sft: the cosine schedule has half a cycle" },
+    /* verl's engine-based SFT trainer (sft_trainer_engine.yaml with its model, engine and optim groups) */
+    { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp group's keys are taken)" },
+    { "optim", "fsdp", "is not built in: the fsdp optimizer group's keys are taken" },
+    { "data.pad_mode", "no_padding,right,left", "is not a padding mode verl has (no_padding, right)" },
+    { "data.ignore_input_ids_mismatch", "*", "" }, /* verlc renders whole conversations: no per-turn mismatch */
+    { "checkpoint.*", "*", "" },                   /* verlc checkpoints hold model, optimizer and extra state */
+    { "trainer.profile_interval", "*", "" },
+    { "model.hf_config_path", "null", "is not supported: the model directory's config.json is used" },
+    { "model.override_config", "{},null", "is not supported by verlc sft" },
+    { "model.enable_activation_offload", "*", "" },
+    { "model.use_remove_padding", "*", "" },
+    { "model.lora_adapter_path", "null", "is not supported by verlc sft (LoRA adapters start fresh)" },
+    { "model.use_fused_kernels", "*", "" },
+    { "model.fused_kernel_options.*", "*", "" },
+    { "model.tiled_mlp.*", "*", "" },
+    { "model.mtp.enable", "False,false", "is not supported: multi-token prediction heads are not trained" },
+    { "model.mtp.enable_train", "False,false", "is not supported: multi-token prediction heads are not trained" },
+    { "model.mtp.*", "*", "" },
+    { "engine.wrap_policy.*", "*", "" },
+    { "engine.param_offload", "*", "" },
+    { "engine.optimizer_offload", "*", "" },
+    { "engine.offload_policy", "*", "" },
+    { "engine.reshard_after_forward", "*", "" },
+    { "engine.fsdp_size", "*", "" },
+    { "engine.forward_prefetch", "*", "" },
+    { "engine.use_orig_params", "*", "" },
+    { "engine.seed", "*", "" },
+    { "engine.full_determinism", "*", "" }, /* verlc's runs are bit-reproducible anyway */
+    { "engine.entropy_from_logits_with_chunking", "*", "" },
+    { "engine.use_torch_compile", "*", "" },
+    { "engine.entropy_checkpointing", "*", "" },
+    { "engine.model_dtype", "fp32,float32", "note: verlc keeps f32 master weights" },
+    { "engine.strategy", "fsdp,fsdp2", "is not built in: verlc shards with trainer.sharding (zero1/2/3)" },
+    { "engine.forward_only", "False,false", "is not supported: verlc sft trains" },
+    { "engine.ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
 };
 
 static int value_in(const char *v, const char *list) {
@@ -344,6 +386,7 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
     vc_status st = VC_OK;
     while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
     if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
+    if (!strcmp(key, "model") && !strcmp(value, "hf_model")) return VC_OK; /* verl's model group (else `model` is the model directory) */
     if (!strcmp(key, CHAT_KW)) {
         c->chat_kwargs = value;
         return VC_OK;

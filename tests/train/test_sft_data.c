@@ -49,8 +49,30 @@ static void test_verl_keys(void) {
     CHECK_OK(vc_sft_config_set(&c, "data.train_max_samples", "100"));
     CHECK_OK(vc_sft_config_set(&c, "data.chat_template", "{{ x }}"));
     CHECK(c.micro_batch_size == 3 && c.seed == 77 && c.resume && !strcmp(c.resume, "auto") && c.train_max_samples == 100);
+    /* verl's engine-based SFT trainer (sft_trainer_engine.yaml and its hf_model / fsdp groups) at defaults */
+    static const char *const ENGINE[][2] = {
+        { "engine", "fsdp" }, { "optim", "fsdp" }, { "model", "hf_model" }, { "data.pad_mode", "no_padding" },
+        { "data.ignore_input_ids_mismatch", "False" }, { "checkpoint.save_contents", "[model,optimizer,extra]" },
+        { "checkpoint.load_contents", "${checkpoint.save_contents}" }, { "trainer.profile_interval", "[-1,-1]" },
+        { "model.hf_config_path", "null" }, { "model.override_config", "{}" }, { "model.use_remove_padding", "True" },
+        { "model.lora_adapter_path", "null" }, { "model.mtp.enable", "False" }, { "model.tiled_mlp.num_shards", "4" },
+        { "engine.param_offload", "False" }, { "engine.strategy", "fsdp2" }, { "engine.model_dtype", "fp32" },
+        { "engine.ulysses_sequence_parallel_size", "1" }, { "engine.forward_only", "False" }, { "engine.seed", "42" },
+        { "engine.wrap_policy.min_num_params", "0" }, { "optim.warmup_style", "null" },
+    };
+    vc_sft_config e;
+    vc_sft_config_default(&e);
+    for (size_t i = 0; i < sizeof ENGINE / sizeof ENGINE[0]; i++) CHECK_OK(vc_sft_config_set(&e, ENGINE[i][0], ENGINE[i][1]));
+    CHECK(!memcmp(&e, &d, sizeof e)); /* defaults change nothing */
+    CHECK_OK(vc_sft_config_set(&e, "model.path", "/m"));
+    CHECK_OK(vc_sft_config_set(&e, "model.custom_chat_template", "{{ y }}"));
+    CHECK_OK(vc_sft_config_set(&e, "optim.warmup_style", "constant"));
+    CHECK_OK(vc_sft_config_set(&e, "engine.dtype", "bfloat16"));
+    CHECK(!strcmp(e.model_dir, "/m") && !strcmp(e.chat_template, "{{ y }}") && !strcmp(e.lr_scheduler, "constant") &&
+          !strcmp(e.param_dtype, "bfloat16"));
     static const char *const BAD[][3] = {
-
+        { "engine", "megatron", "engine=megatron" }, { "engine.forward_only", "True", "trains" },
+        { "model.mtp.enable", "True", "multi-token" }, { "model.lora_adapter_path", "/a", "lora_adapter_path" },
         { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
         { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
     };

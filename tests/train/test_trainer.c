@@ -177,6 +177,12 @@ static void test_step_skip_clip(void) {
     vc_mem_plan plan;
     CHECK_OK(vc_trainer_plan(&t, 64, 0, NULL, &plan));
     CHECK(plan.weights > 0 && plan.grads == plan.optim / 2 && plan.activations > 0);
+    /* a budget packed from short rows: the same tokens, attention on 16-token sequences (no more memory than one
+     * 64-token sequence); the trial leaves the weights' gradients zero either way */
+    vc_mem_plan packed;
+    CHECK_OK(vc_trainer_plan_ex(&t, 64, 16, 0, NULL, &packed));
+    CHECK_MSG(packed.activations > 0 && packed.activations <= plan.activations, "packed trial %zu vs one sequence %zu",
+              packed.activations, plan.activations);
     CHECK(vc_trainer_plan(&t, 64, 1024, NULL, &plan) == VC_ERR_NOMEM);
     CHECK(strstr(vc_last_error(), "exceeds") != NULL);
     size_t bytes;
