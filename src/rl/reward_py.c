@@ -15,12 +15,32 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* what every server starts with: imports, the protocol stream (prints go to stderr), one event loop */
+#define PY_PRELUDE \
+    "import asyncio, importlib, importlib.util, inspect, json, math, os, sys, traceback\n" \
+    "out, sys.stdout = sys.stdout, sys.stderr\n" \
+    "loop = asyncio.new_event_loop()\n" \
+    "def send(o):\n" \
+    "    out.write(json.dumps(o, allow_nan=False) + '\\n'); out.flush()\n" \
+    "def run(x):\n" \
+    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
+
+/* after load(): obj (or the error), the request loop and the hello answer; each server's body follows */
+#define PY_SERVE \
+    "try:\n" \
+    "    obj, err = load(), None\n" \
+    "except BaseException as e:\n" \
+    "    traceback.print_exc(); obj, err = None, f'{type(e).__name__}: {e}'\n" \
+    "for line in sys.stdin:\n" \
+    "    req = json.loads(line)\n" \
+    "    if 'hello' in req:\n" \
+    "        send({'ready': True} if obj else {'error': err})\n" \
+    "        if not obj: sys.exit(1)\n" \
+    "        continue\n"
+
 static const char SERVER[] =
-    "import asyncio, importlib, importlib.util, inspect, json, math, os, sys, traceback\n"
+    PY_PRELUDE
     "path, name, kw, mode = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]\n"
-    "out, sys.stdout = sys.stdout, sys.stderr\n"
-    "def send(o):\n"
-    "    out.write(json.dumps(o, allow_nan=False) + '\\n'); out.flush()\n"
     "def load():\n"
     "    if path.startswith('pkg://'):\n"
     "        mod = importlib.import_module(path[6:].replace('/', '.'))\n"
@@ -49,29 +69,19 @@ static const char SERVER[] =
     "        return plain(r)\n"
     "    return {'score': float(r.item() if hasattr(r, 'item') else r)}\n"
     "def call(fn, args):\n"
-    "    r = fn(**{**args, **kw})\n"
-    "    return asyncio.run(r) if inspect.isawaitable(r) else r\n"
-    "try:\n"
-    "    fn, err = load(), None\n"
-    "except BaseException as e:\n"
-    "    traceback.print_exc(); fn, err = None, f'{type(e).__name__}: {e}'\n"
-    "for line in sys.stdin:\n"
-    "    req = json.loads(line)\n"
-    "    if 'hello' in req:\n"
-    "        send({'ready': True} if fn else {'error': err})\n"
-    "        if not fn: sys.exit(1)\n"
-    "        continue\n"
+    "    return run(fn(**{**args, **kw}))\n"
+    PY_SERVE
     "    try:\n"
     "        if mode == 'batch':\n"
     "            req['extra_infos'] = [e if isinstance(e, dict) else {} for e in req['extra_infos']]\n"
     "            for e in req['extra_infos']: e.setdefault('rollout_reward_scores', {})\n"
-    "            rs = call(fn, req)\n"
+    "            rs = call(obj, req)\n"
     "            if len(rs) != len(req['solution_strs']): raise ValueError(f'{name} returned {len(rs)} scores for {len(req[\"solution_strs\"])} rows')\n"
     "            send([answer(r) for r in rs])\n"
     "        else:\n"
     "            if not isinstance(req.get('extra_info'), dict): req['extra_info'] = {}\n"
     "            req['extra_info'].setdefault('rollout_reward_scores', {})\n"
-    "            send(answer(call(fn, req)))\n"
+    "            send(answer(call(obj, req)))\n"
     "    except Exception as e:\n"
     "        traceback.print_exc(); send({'error': f'{type(e).__name__}: {e}'})\n";
 
@@ -121,14 +131,8 @@ vc_status vc_reward_py_start(const char *path, const char *name, const char *kwa
  * create(create_kwargs=...), execute(instance_id, arguments, agent_data=None), release(instance_id);
  * answered {"text", "reward"}, an exception as verl's "Error when executing tool: ..." text. */
 static const char TOOL_SERVER[] =
-    "import asyncio, importlib, inspect, json, sys, traceback\n"
+    PY_PRELUDE
     "cls_path, cfg, schema = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])\n"
-    "out, sys.stdout = sys.stdout, sys.stderr\n"
-    "loop = asyncio.new_event_loop()\n"
-    "def send(o):\n"
-    "    out.write(json.dumps(o) + '\\n'); out.flush()\n"
-    "def run(x):\n"
-    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
     "def load():\n"
     "    mod, _, name = cls_path.rpartition('.')\n"
     "    cls = getattr(importlib.import_module(mod), name)\n"
@@ -138,28 +142,19 @@ static const char TOOL_SERVER[] =
     "    except ImportError:\n"
     "        sch = schema\n"
     "    return cls(config=cfg, tool_schema=sch)\n"
-    "try:\n"
-    "    tool, err = load(), None\n"
-    "except BaseException as e:\n"
-    "    traceback.print_exc(); tool, err = None, f'{type(e).__name__}: {e}'\n"
-    "for line in sys.stdin:\n"
-    "    req = json.loads(line)\n"
-    "    if 'hello' in req:\n"
-    "        send({'ready': True} if tool else {'error': err})\n"
-    "        if not tool: sys.exit(1)\n"
-    "        continue\n"
+    PY_SERVE
     "    iid = None\n"
     "    try:\n"
-    "        r = run(tool.create(create_kwargs=req.get('create_kwargs') or {}))\n"
+    "        r = run(obj.create(create_kwargs=req.get('create_kwargs') or {}))\n"
     "        iid = r[0] if isinstance(r, tuple) else r\n"
-    "        resp, reward, _ = run(tool.execute(iid, req['arguments'], agent_data=None))\n"
+    "        resp, reward, _ = run(obj.execute(iid, req['arguments'], agent_data=None))\n"
     "        text = resp.text if hasattr(resp, 'text') else resp\n"
     "        send({'text': '' if text is None else str(text), 'reward': float(reward or 0.0)})\n"
     "    except Exception as e:\n"
     "        traceback.print_exc(); send({'text': f'Error when executing tool: {e}', 'reward': 0.0})\n"
     "    finally:\n"
     "        if iid:\n"
-    "            try: run(tool.release(iid))\n"
+    "            try: run(obj.release(iid))\n"
     "            except Exception: traceback.print_exc()\n";
 
 vc_status vc_tool_py_start(const char *class_name, const char *config_json, const char *schema_json, int timeout_ms,
@@ -175,27 +170,12 @@ vc_status vc_tool_py_start(const char *class_name, const char *config_json, cons
  * generate_response(id, messages, **kwargs) -> {"terminate", "content", "score"}; an exception answers
  * {"error": ...}. */
 static const char INTERACTION_SERVER[] =
-    "import asyncio, importlib, inspect, json, sys, traceback\n"
+    PY_PRELUDE
     "cls_path, cfg = sys.argv[1], json.loads(sys.argv[2])\n"
-    "out, sys.stdout = sys.stdout, sys.stderr\n"
-    "loop = asyncio.new_event_loop()\n"
-    "def send(o):\n"
-    "    out.write(json.dumps(o) + '\\n'); out.flush()\n"
-    "def run(x):\n"
-    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
     "def load():\n"
     "    mod, _, name = cls_path.rpartition('.')\n"
     "    return getattr(importlib.import_module(mod), name)(config=cfg)\n"
-    "try:\n"
-    "    obj, err = load(), None\n"
-    "except BaseException as e:\n"
-    "    traceback.print_exc(); obj, err = None, f'{type(e).__name__}: {e}'\n"
-    "for line in sys.stdin:\n"
-    "    req = json.loads(line)\n"
-    "    if 'hello' in req:\n"
-    "        send({'ready': True} if obj else {'error': err})\n"
-    "        if not obj: sys.exit(1)\n"
-    "        continue\n"
+    PY_SERVE
     "    try:\n"
     "        kw = req.get('kwargs') or {}\n"
     "        if req['op'] == 'start':\n"

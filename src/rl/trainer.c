@@ -578,6 +578,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
         st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
     if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;
+    if (!st) st = rl_memory_plan(t);
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
     if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
     if (!st && !ckpt && t->rank == 0) remove(t->metrics_path);

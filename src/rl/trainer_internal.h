@@ -146,6 +146,9 @@ int rl_dist_sharded(const vc_rl_trainer *t);
 /* trainer_metrics.c: trainer.logger's file and tensorboard backends (trainer.project_name / experiment_name) */
 vc_status rl_open_tracker(vc_rl_trainer *t, const vc_config *c);
 
+/* trainer_plan.c: the memory plan before the first step (VC_ERR_NOMEM with the numbers when it cannot fit) */
+vc_status rl_memory_plan(vc_rl_trainer *t);
+
 /* trainer_reward.c: verl's reward managers */
 enum { RL_RM_NAIVE, RL_RM_PRIME, RL_RM_DAPO, RL_RM_BATCH };
 /* reward_model.reward_manager and reward_kwargs, reward_model.overlong_buffer, custom_reward_function.* */
