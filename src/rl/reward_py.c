@@ -15,10 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* what every server starts with: imports, the protocol stream (prints go to stderr), one event loop */
+/* what every server starts with: imports, the protocol stream on a copy of fd 1 (fd 1 itself becomes stderr, so
+ * prints, Python's or a native library's, cannot reach the protocol), one event loop */
 #define PY_PRELUDE \
     "import asyncio, importlib, importlib.util, inspect, json, math, os, sys, traceback\n" \
-    "out, sys.stdout = sys.stdout, sys.stderr\n" \
+    "out = os.fdopen(os.dup(1), 'w'); os.dup2(2, 1); sys.stdout = sys.stderr\n" \
     "loop = asyncio.new_event_loop()\n" \
     "def send(o):\n" \
     "    out.write(json.dumps(o, allow_nan=False) + '\\n'); out.flush()\n" \

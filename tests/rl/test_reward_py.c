@@ -22,9 +22,10 @@ static void put(const char *name, const char *text) {
 }
 
 static const char *PY =
-    "import sys\n"
+    "import os, sys\n"
     "def compute_score(data_source, solution_str, ground_truth, extra_info=None, bonus=0.0):\n"
     "    print('a print in the function must not reach the protocol stream')\n"
+    "    os.write(1, b'nor a write to fd 1 (as native libraries print)\\n')\n"
     "    assert extra_info['rollout_reward_scores'] == {}\n"
     "    return {'score': 0.01 * len(solution_str) + bonus, 'gt_type': type(ground_truth).__name__,\n"
     "            'idx': extra_info.get('index', -1), 'src': data_source}\n"
