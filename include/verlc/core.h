@@ -53,5 +53,7 @@ int vc_file_exists(const char *path);
 vc_status vc_mkdirs(const char *path); /* mkdir -p (0755) */
 
 double vc_now(void); /* monotonic seconds */
+/* Python's repr(float) into out (NUL-terminated, at most cap bytes): "0.1", "1e-05", "inf", "nan", "72.0" */
+void vc_py_float_repr(double f, char *out, size_t cap);
 
 #endif

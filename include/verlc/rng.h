@@ -29,4 +29,16 @@ uint64_t vc_rng_below(uint64_t bound, uint64_t seed, uint64_t a, uint64_t b, uin
 /* In-place Fisher-Yates shuffle of idx[0..n), a pure function of (contents, seed, epoch). */
 void vc_shuffle_u32(uint32_t *idx, size_t n, uint64_t seed, uint64_t epoch);
 
+/* numpy's legacy generator (np.random.seed(s) / RandomState(s)): MT19937 with init_genrand seeding, its
+ * raw 32-bit words, legacy randint's bounded draw in [0, max] (masked rejection; 64-bit words above
+ * 2^32 - 1) and RandomState.shuffle of a list (Fisher-Yates from the end with those draws). */
+typedef struct {
+    uint32_t mt[624];
+    int i;
+} vc_np_mt19937;
+void vc_np_seed(vc_np_mt19937 *m, uint32_t seed);
+uint32_t vc_np_next32(vc_np_mt19937 *m);
+uint64_t vc_np_interval(vc_np_mt19937 *m, uint64_t max);
+void vc_np_shuffle(vc_np_mt19937 *m, size_t *idx, size_t n);
+
 #endif

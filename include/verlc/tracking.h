@@ -19,6 +19,9 @@ vc_status vc_tracker_open(const char *const *backends, size_t n_backends, const 
                           vc_tracker **out);
 /* Logs n named values at step (non-finite values: JSON null, and as they are in TensorBoard). */
 vc_status vc_tracker_log(vc_tracker *t, int64_t step, size_t n, const char *const *names, const double *values);
+/* A text summary at step (TensorBoard's text plugin, as torch's add_text: tag "<tag>/text_summary"); only the
+ * tensorboard backend logs text (as verl's validation-generations logger) */
+vc_status vc_tracker_text(vc_tracker *t, int64_t step, const char *tag, const char *text);
 /* the files written (for messages): the JSONL path or the event file, NULL when that backend is off */
 const char *vc_tracker_file_path(const vc_tracker *t);
 const char *vc_tracker_tb_path(const vc_tracker *t);

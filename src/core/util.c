@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "verlc/core.h"
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -153,3 +155,43 @@ double vc_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* Python's repr of a float: the shortest digits that round-trip, fixed notation for exponents -4..15 */
+void vc_py_float_repr(double f, char *res, size_t cap) {
+    if (isnan(f)) { snprintf(res, cap, "nan"); return; }
+    if (isinf(f)) { snprintf(res, cap, "%s", f < 0 ? "-inf" : "inf"); return; }
+    char e[40];
+    for (int p = 1; p <= 17; p++) {       /* shortest digits that round-trip, as Python's repr */
+        snprintf(e, sizeof e, "%.*e", p - 1, f);
+        if (strtod(e, NULL) == f) break;
+    }
+    char digits[24];
+    int nd = 0, neg = e[0] == '-';
+    const char *q = e + neg;
+    for (; *q && *q != 'e'; q++) if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    int exp = atoi(q + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = 0;
+    char out[64];
+    int o = 0;
+    if (neg) out[o++] = '-';
+    if (exp >= -5 + 1 && exp < 16) {
+        if (exp < 0) {
+            out[o++] = '0'; out[o++] = '.';
+            for (int i = 0; i < -exp - 1; i++) out[o++] = '0';
+            for (int i = 0; i < nd; i++) out[o++] = digits[i];
+        } else {
+            for (int i = 0; i <= exp; i++) out[o++] = i < nd ? digits[i] : '0';
+            out[o++] = '.';
+            if (nd > exp + 1) for (int i = exp + 1; i < nd; i++) out[o++] = digits[i];
+            else out[o++] = '0';
+        }
+        out[o] = 0;
+    } else {
+        out[o++] = digits[0];
+        if (nd > 1) { out[o++] = '.'; for (int i = 1; i < nd; i++) out[o++] = digits[i]; }
+        snprintf(out + o, sizeof out - o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    }
+    snprintf(res, cap, "%s", out);
+}
+

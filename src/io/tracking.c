@@ -145,6 +145,45 @@ static vc_status tb_scalars(vc_tracker *t, int64_t step, size_t n, const char *c
     return st;
 }
 
+/* add_text's summary: Value { tag = TAG/text_summary, metadata = { plugin_data = { plugin_name: "text",
+ * content: TextPluginData {} } }, tensor = TensorProto { dtype: DT_STRING (7), tensor_shape: [1],
+ * string_val: [text] } } */
+static vc_status tb_text(vc_tracker *t, int64_t step, const char *tag, const char *text) {
+    pb v = { 0 }, md = { 0 }, pd = { 0 }, tp = { 0 }, shape = { 0 }, dim = { 0 }, sum = { 0 }, ev = { 0 };
+    size_t tl = strlen(tag);
+    char *full = vc_malloc(tl + 16);
+    if (!full) return VC_ERR_NOMEM;
+    snprintf(full, tl + 16, "%s/text_summary", tag);
+    pb_bytes(&pd, 1, "text", 4);
+    pb_bytes(&pd, 2, "", 0);
+    pb_bytes(&md, 1, pd.p, pd.n);
+    pb_varint(&dim, 1 << 3 | 0);
+    pb_varint(&dim, 1);
+    pb_bytes(&shape, 2, dim.p, dim.n);
+    pb_varint(&tp, 1 << 3 | 0);
+    pb_varint(&tp, 7);
+    pb_bytes(&tp, 2, shape.p, shape.n);
+    pb_bytes(&tp, 8, text, strlen(text));
+    pb_bytes(&v, 1, full, strlen(full));
+    pb_bytes(&v, 9, md.p, md.n);
+    pb_bytes(&v, 8, tp.p, tp.n);
+    pb_bytes(&sum, 1, v.p, v.n);
+    pb_double(&ev, 1, wall_time());
+    pb_varint(&ev, 2 << 3 | 0);
+    pb_varint(&ev, (uint64_t)step);
+    pb_bytes(&ev, 5, sum.p, sum.n);
+    ev.oom |= v.oom | md.oom | pd.oom | tp.oom | shape.oom | dim.oom | sum.oom;
+    vc_status st = tb_record(t, &ev);
+    pb *all[] = { &v, &md, &pd, &tp, &shape, &dim, &sum, &ev };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->p);
+    free(full);
+    return st;
+}
+
+vc_status vc_tracker_text(vc_tracker *t, int64_t step, const char *tag, const char *text) {
+    return t && t->tb ? tb_text(t, step, tag, text) : VC_OK;
+}
+
 static vc_status tb_open(vc_tracker *t, const char *project, const char *experiment) {
     const char *env = getenv("TENSORBOARD_DIR");
     char dir[4096], host[256] = "localhost", name[512];

@@ -391,6 +391,7 @@ static vc_status read_trainer(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, "trainer.balance_batch", 1, &t->balance_batch));
     TRY(read_rollout_correction(t, c));
     TRY(rl_reward_config(t, c));
+    TRY(rl_read_val_generations(t, c));
     TRY(read_filter_groups(t, c));
     TRY(vc_config_get_bool_or(c, "trainer.val_before_train", 1, &t->val_before_train));
     TRY(vc_config_get_bool_or(c, "trainer.val_only", 0, &t->val_only));

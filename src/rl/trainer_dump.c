@@ -86,17 +86,32 @@ vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batc
     return rl_dump_write(t, d, dir);
 }
 
-vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir) {
-    void *all = NULL;
+vc_status rl_dump_gather(vc_rl_trainer *t, rl_dump *d, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
     size_t *sizes = NULL, total = d ? d->sb.n : 0;
-    const char *text = d && d->sb.p ? d->sb.p : "";
+    void *all = NULL;
     vc_status st = VC_OK;
     if (t->world > 1) { /* every rank's lines to rank 0 */
-        st = vc_comm_gatherv_bytes(t->comm, text, total, &all, &sizes, 0);
+        st = vc_comm_gatherv_bytes(t->comm, d && d->sb.p ? d->sb.p : "", total, &all, &sizes, 0);
         total = 0;
         for (int r = 0; !st && t->rank == 0 && r < t->world; r++) total += sizes[r];
-        text = all;
+    } else if (total && !(all = vc_malloc(total))) st = VC_ERR_NOMEM;
+    else if (total) memcpy(all, d->sb.p, total);
+    free(sizes);
+    if (st || t->rank != 0) {
+        free(all);
+        return st;
     }
+    *text = all;
+    *len = total;
+    return VC_OK;
+}
+
+vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir) {
+    char *text = NULL;
+    size_t total = 0;
+    vc_status st = rl_dump_gather(t, d, &text, &total);
     if (!st && t->rank == 0) {
         char name[32], *path = NULL;
         snprintf(name, sizeof name, "%lld.jsonl", (long long)t->step);
@@ -106,8 +121,7 @@ vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir) {
         if (!st) st = vc_write_file_atomic(path, text ? text : "", total);
         free(path);
     }
-    free(all);
-    free(sizes);
+    free(text);
     rl_dump_free(d);
     st = rl_dist_agree(t, st, dir); /* rank 0's write decides for every rank */
     return st ? vc_fail_ctx(st, "dumping generations to %s", dir) : VC_OK;

@@ -66,6 +66,7 @@ struct vc_rl_trainer {
     const char *out_dir, *model_path;
     char *metrics_path;
     struct vc_tracker *tracker; /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
+    int log_val_gen;            /* trainer.log_val_generations when the tensorboard logger is on (else 0) */
     /* reward */
     struct rl_rm *rm;           /* reward_model.enable: the reward model (NULL: rule rewards) */
     struct rl_agent *agent;     /* multi-turn tool agent (NULL: single-turn rollouts) */
@@ -145,6 +146,7 @@ int rl_dist_sharded(const vc_rl_trainer *t);
 
 /* trainer_metrics.c: trainer.logger's file and tensorboard backends (trainer.project_name / experiment_name) */
 vc_status rl_open_tracker(vc_rl_trainer *t, const vc_config *c);
+vc_status rl_read_val_generations(vc_rl_trainer *t, const vc_config *c);
 
 /* trainer_plan.c: the memory plan before the first step (VC_ERR_NOMEM with the numbers when it cannot fit) */
 vc_status rl_memory_plan(vc_rl_trainer *t);
@@ -167,6 +169,12 @@ typedef struct rl_dump rl_dump;
 vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, struct cJSON *const *infos,
                       rl_dump **dp);
 vc_status rl_dump_write(vc_rl_trainer *t, rl_dump *d, const char *dir);
+/* every rank's lines of d to rank 0 (*text malloc'd there; NULL on the other ranks); d stays d's caller's */
+vc_status rl_dump_gather(vc_rl_trainer *t, rl_dump *d, char **text, size_t *len);
+/* trainer_valgen.c: trainer.log_val_generations with the tensorboard logger: verl's sample of the validation
+ * generations (sorted by input, numpy RandomState(42) shuffle, the first N) as one text summary; every rank
+ * calls it with its lines (d freed) */
+vc_status rl_log_val_generations(vc_rl_trainer *t, rl_dump *d);
 void rl_dump_free(rl_dump *d);
 /* rl_dump_add + rl_dump_write of one batch */
 vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch *b, const char *dir);

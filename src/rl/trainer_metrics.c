@@ -4,6 +4,7 @@
 #include "verlc/tracking.h"
 #include "verlc/json.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +102,21 @@ void rl_metrics_console(const rl_metrics *m, int64_t step, int64_t total, FILE *
 
 vc_status rl_open_tracker(vc_rl_trainer *t, const vc_config *c) {
     return vc_tracker_open_config(c, "verl_examples", "gsm8k", &t->tracker);
+}
+
+/* trainer.log_val_generations: what verl's generations logger writes with the tensorboard logger (the others
+ * it serves, wandb and the like, are not built in); every rank reads it, the validation gathers for it */
+vc_status rl_read_val_generations(vc_rl_trainer *t, const vc_config *c) {
+    int64_t n = 0;
+    size_t nl = 0;
+    vc_status st = vc_config_get_int_or(c, "trainer.log_val_generations", 0, &n);
+    if (!st && n < 0) st = vc_fail(VC_ERR_ARG, "trainer.log_val_generations must be >= 0, got %lld", (long long)n);
+    if (!st && vc_config_has(c, "trainer.logger")) st = vc_config_list_len(c, "trainer.logger", &nl);
+    int tb = 0;
+    for (size_t i = 0; !st && i < nl; i++) {
+        const char *s = NULL;
+        if (!(st = vc_config_list_str(c, "trainer.logger", i, &s))) tb |= !strcmp(s, "tensorboard");
+    }
+    t->log_val_gen = tb && n > 0 && n < INT32_MAX ? (int)n : 0;
+    return st;
 }

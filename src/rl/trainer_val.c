@@ -75,7 +75,7 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     double *sums = vc_calloc(2 * d->n + 1, sizeof *sums), turns[4] = { 0, 0, INFINITY, -INFINITY };
     vc_status st = acc && idx && sums ? VC_OK : VC_ERR_NOMEM;
     int na = 0, lo = 0, hi = (int)d->n;
-    rl_dump *dump = NULL;
+    rl_dump *dump = NULL, *gen = NULL; /* validation_data_dir's lines, log_val_generations' */
     val_set vs = { 0 };
     for (size_t i = 0; !st && i < d->n; i++) ds_find(acc, &na, d->p[i].data_source);
     rl_dist_block(t, (int)d->n, &lo, &hi);
@@ -90,6 +90,7 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
         cJSON **info = vc_calloc((size_t)b.B + 1, sizeof *info);
         st = info ? rl_score_batch(t, d, &b, NULL, info) : VC_ERR_NOMEM;
         if (!st && t->val_dir) st = rl_dump_add(t, d, &b, info, &dump);
+        if (!st && t->log_val_gen > 0) st = rl_dump_add(t, d, &b, info, &gen);
         if (!st) st = val_add(&vs, d, &b, info);
         for (int i = 0; !st && i < b.B; i++) {
             ds_acc *a = ds_find(acc, &na, d->p[b.prompt[i]].data_source);
@@ -108,6 +109,8 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
         if (!st) st = ds;
     }
     st = rl_dist_agree(t, st, "validation"); /* a failed rank must not leave the others in a collective */
+    if (!st && t->log_val_gen > 0) st = rl_log_val_generations(t, gen);
+    else rl_dump_free(gen);
     if (!st) st = rl_val_metrics(t->world > 1 ? t->comm : NULL, vs.s, vs.n, met);
     if (!st) st = rl_dist_reduce(t, sums, 2 * na, VC_SUM);
     for (int i = 0; !st && i < na; i++)

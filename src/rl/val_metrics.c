@@ -9,6 +9,7 @@
  * mean, maj and best at the largest n, val-aux/... otherwise. With several ranks each rank holds whole
  * prompts; the per-metric sums and counts are gathered to every rank. */
 #define _GNU_SOURCE /* qsort_r */
+#include "verlc/rng.h"
 #include "trainer_internal.h"
 #include "verlc/dist.h"
 #include "verlc/report.h"
@@ -19,46 +20,11 @@
 
 #define N_BOOT 1000
 
-/* ---- numpy's legacy MT19937 and RandomState.choice(n, size) ---- */
-typedef struct {
-    uint32_t mt[624];
-    int i;
-} mt19937;
-
-static void mt_seed(mt19937 *m, uint32_t s) {
-    m->mt[0] = s;
-    for (int i = 1; i < 624; i++) m->mt[i] = 1812433253u * (m->mt[i - 1] ^ (m->mt[i - 1] >> 30)) + (uint32_t)i;
-    m->i = 624;
-}
-
-static uint32_t mt_next(mt19937 *m) {
-    if (m->i >= 624) {
-        for (int k = 0; k < 624; k++) {
-            uint32_t y = (m->mt[k] & 0x80000000u) | (m->mt[(k + 1) % 624] & 0x7fffffffu);
-            m->mt[k] = m->mt[(k + 397) % 624] ^ (y >> 1) ^ (y & 1 ? 0x9908b0dfu : 0);
-        }
-        m->i = 0;
-    }
-    uint32_t y = m->mt[m->i++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    return y ^ (y >> 18);
-}
-
-/* idx[N_BOOT * k] in [0, n): legacy randint's masked rejection on 32-bit draws */
+/* idx[N_BOOT * k] in [0, n): np.random.seed(42) then np.random.choice(n, (N_BOOT, k)) (legacy randint draws) */
 static void boot_indices(int n, int k, int *idx) {
-    mt19937 m;
-    mt_seed(&m, 42);
-    uint32_t rng = (uint32_t)(n - 1), mask = rng;
-    for (int s = 1; s < 32; s <<= 1) mask |= mask >> s;
-    for (int i = 0; i < N_BOOT * k; i++) {
-        uint32_t v = 0;
-        if (rng)
-            while ((v = mt_next(&m) & mask) > rng) {
-            }
-        idx[i] = (int)v;
-    }
+    vc_np_mt19937 m;
+    vc_np_seed(&m, 42);
+    for (int i = 0; i < N_BOOT * k; i++) idx[i] = (int)vc_np_interval(&m, (uint64_t)(n - 1));
 }
 
 /* mean and population std (np.mean, np.std) of x[n] */

@@ -246,40 +246,8 @@ void jbuf_puts(jbuf *b, const char *s) { jbuf_put(b, s, strlen(s)); }
 void jbuf_putc(jbuf *b, char c) { jbuf_put(b, &c, 1); }
 
 void jbuf_fmt_float(jbuf *b, double f) {
-    if (isnan(f)) { jbuf_puts(b, "nan"); return; }
-    if (isinf(f)) { jbuf_puts(b, f < 0 ? "-inf" : "inf"); return; }
-    char e[40];
-    for (int p = 1; p <= 17; p++) {       /* shortest digits that round-trip, as Python's repr */
-        snprintf(e, sizeof e, "%.*e", p - 1, f);
-        if (strtod(e, NULL) == f) break;
-    }
-    char digits[24];
-    int nd = 0, neg = e[0] == '-';
-    const char *q = e + neg;
-    for (; *q && *q != 'e'; q++) if (*q >= '0' && *q <= '9') digits[nd++] = *q;
-    int exp = atoi(q + 1);
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
-    digits[nd] = 0;
     char out[64];
-    int o = 0;
-    if (neg) out[o++] = '-';
-    if (exp >= -5 + 1 && exp < 16) {
-        if (exp < 0) {
-            out[o++] = '0'; out[o++] = '.';
-            for (int i = 0; i < -exp - 1; i++) out[o++] = '0';
-            for (int i = 0; i < nd; i++) out[o++] = digits[i];
-        } else {
-            for (int i = 0; i <= exp; i++) out[o++] = i < nd ? digits[i] : '0';
-            out[o++] = '.';
-            if (nd > exp + 1) for (int i = exp + 1; i < nd; i++) out[o++] = digits[i];
-            else out[o++] = '0';
-        }
-        out[o] = 0;
-    } else {
-        out[o++] = digits[0];
-        if (nd > 1) { out[o++] = '.'; for (int i = 1; i < nd; i++) out[o++] = digits[i]; }
-        snprintf(out + o, sizeof out - o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    }
+    vc_py_float_repr(f, out, sizeof out);
     jbuf_puts(b, out);
 }
 

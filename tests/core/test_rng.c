@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include "verlc/core.h"
 #include "verlc/rng.h"
 #include "vc_test.h"
@@ -98,8 +99,31 @@ static void test_shuffle(void) {
     CHECK(one == 7);
 }
 
+/* numpy's legacy stream: RandomState(42).shuffle(list(range(n))) as numpy 2 gives it (values taken from numpy) */
+static void test_numpy_shuffle(void) {
+    static const struct { size_t n; size_t head[12]; size_t weighted; } CASES[] = {
+        { 10, { 8, 1, 5, 0, 7, 2, 9, 4, 3, 6 }, 209 },
+        { 37, { 17, 13, 4, 29, 35, 25, 6, 26, 24, 16, 8, 15 }, 12215 },
+        { 1000, { 521, 737, 740, 660, 411, 678, 626, 513, 859, 136, 811, 76 }, 251374799 },
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        size_t n = CASES[c].n, *x = malloc(n * sizeof *x), w = 0;
+        for (size_t i = 0; i < n; i++) x[i] = i;
+        vc_np_mt19937 m;
+        vc_np_seed(&m, 42);
+        vc_np_shuffle(&m, x, n);
+        int head = 1;
+        for (size_t i = 0; i < n && i < 12; i++) head &= x[i] == CASES[c].head[i];
+        for (size_t i = 0; i < n; i++) w += i * x[i];
+        CHECK_MSG(head && w == CASES[c].weighted, "numpy shuffle of %zu: head %zu %zu %zu, sum i*x %zu", n, x[0], x[1],
+                  x[2], w);
+        free(x);
+    }
+}
+
 int main(void) {
     test_kat();
+    test_numpy_shuffle();
     test_uniform_normal();
     test_shuffle();
     return vc_test_done();

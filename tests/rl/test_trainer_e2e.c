@@ -136,12 +136,18 @@ int main(void) {
                     "\"actor_rollout_ref.model.custom_chat_template='Q: {%% for m in messages %%}{{ m.content }}{%% endfor %%} A:'\" "
                     "trainer.rollout_data_dir=%s/dump_train trainer.validation_data_dir=%s/dump_val "
                     "trainer.test_freq=1 trainer.default_local_dir=%s/run_ppo \"trainer.logger=['console','tensorboard']\" "
+                    "trainer.log_val_generations=2 "
                     "> %s 2>&1", dir, bin, common, dir, dir, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);
     /* trainer.logger tensorboard: one event file in TENSORBOARD_DIR holding the run's scalar tags */
     CHECK_MSG(cli_sh("test $(ls %s/tb/events.out.tfevents.* | wc -l) -eq 1 && grep -aq critic/vf_loss %s/tb/events.out.tfevents.* "
                      "&& grep -aq val-core/openai/gsm8k/acc/mean@1 %s/tb/events.out.tfevents.*", dir, dir, dir) == 0,
               "no TensorBoard event file with the PPO metrics in %s/tb", dir);
+    /* trainer.log_val_generations=2: verl's text summary of two validation samples at the step */
+    CHECK_MSG(cli_sh("f=$(ls %s/tb/events.out.tfevents.*) && grep -aq 'val/generations/text_summary' $f && "
+                     "grep -aq '[*][*]Generation Results - Step 1[*][*]' $f && grep -aq '### Sample 2' $f && "
+                     "! grep -aq '### Sample 3' $f && grep -aq '[*][*]Score:[*][*] ' $f", dir) == 0,
+              "no val/generations text with two samples in %s/tb", dir);
     snprintf(path, sizeof path, "%s/run_ppo/metrics.jsonl", dir);
     check_metrics(path, PPO_METRICS);
     check_dumps(path);
