@@ -1,9 +1,12 @@
 /* The RL trainer's memory plan, before the first step (verl's runs meet their out-of-memory an hour in): the
  * actor's weights, gradients, AdamW state and the activations of its largest micro-batch, measured by one
- * trial forward + backward (vc_trainer_plan_ex: rows of prompt + response length packed to the token budget),
+ * trial forward + backward (vc_trainer_plan_ex: rows of the longest prompt + the response length packed to the
+ * token budget),
  * plus the critic's and the reference model's resident state. The rollout's KV pool is freed before the
  * updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
+#include <stdlib.h>
+#include <string.h>
 
 #define GIB(x) ((double)(x) / 1073741824.0)
 
@@ -16,7 +19,12 @@ static int64_t largest_micro(int64_t budget, int mini_rows, int micro_rows, int6
 }
 
 vc_status rl_memory_plan(vc_rl_trainer *t) {
-    int64_t seq = t->max_prompt + t->max_resp;
+    const char *env = getenv("VERLC_MEMORY_PLAN"); /* 0: no trial step (quick runs; the tests that are not about it) */
+    if (env && !strcmp(env, "0")) return VC_OK;
+    int64_t longest = 1; /* the longest training prompt (verlc packs rows: no padding to max_prompt_length) */
+    for (size_t i = 0; t->train && i < t->train->n; i++)
+        if (t->train->p[i].len > longest) longest = t->train->p[i].len;
+    int64_t seq = (longest < t->max_prompt ? longest : t->max_prompt) + t->max_resp;
     int64_t most = largest_micro(t->acfg.max_tokens, t->acfg.mini_rows, t->acfg.micro_rows, seq);
     vc_mem_plan pa;
     vc_status st = vc_trainer_plan_ex(&t->atr, most, seq, 0, NULL, &pa);

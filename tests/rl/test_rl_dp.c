@@ -5,6 +5,7 @@
  * rows, also with trainer.balance_batch moving rows between the ranks; a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
  * dies mid-step (in its reward program) makes the job fail within VERLC_DIST_TIMEOUT. Skips the MPI part
  * cleanly when mpirun (VERLC_MPIRUN) is missing or the build has no MPI. */
+#include <stdlib.h>
 #include "rl_dp_util.h"
 
 /* 1 vs 2 ranks: same samples and rewards; the loss sums and gradient reductions run in another order
@@ -131,6 +132,9 @@ static void test_fault(const char *mode) {
 }
 
 int main(void) {
+    /* many short multi-rank runs on 2 cores: no memory-plan trial step (rl_test_trainer_e2e and
+     * rl_test_trainer_errors run it) */
+    setenv("VERLC_MEMORY_PLAN", "0", 1);
     if (!rldp_start("rldp")) return vc_test_done();
     char *old = rldp_env_begin();
     double t0 = vc_now();

@@ -102,6 +102,9 @@ int main(void) {
     snprintf(out_b, sizeof out_b, "%s/run_b", dir);
     snprintf(log, sizeof log, "%s/grpo_b1.log", dir);
     run_grpo(out_b, 1, 1, 1, log);
+    /* the memory plan before the first step: the actor's measured share and the reference model's */
+    CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch) .* reference' %s", log) == 0,
+              "no memory plan in %s", log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
     snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);
