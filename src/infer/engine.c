@@ -295,12 +295,6 @@ static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows,
     return *z ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
 }
 
-static int has_moe(const vc_model_config *c) {
-    for (int l = 0; l < c->n_layer; l++)
-        if (c->is_moe[l]) return 1;
-    return 0;
-}
-
 /* graph sizes: 1, 2, 4, 8, then multiples of 8 (at most 7 padding rows), never beyond the step buffers */
 static int graph_rows(const vc_run *R, int n) {
     int k = n <= 8 ? (n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8) : (n + 7) / 8 * 8;
@@ -322,7 +316,7 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
  * count, its inputs at the same arena addresses: on a GPU it runs as a CUDA graph. The rows are padded up
  * to a graph size (graph_rows), so a batch that shrinks as samples finish keeps replaying one graph; a
  * size's graph is captured the second step in a row that uses it and replayed afterwards. Other steps
- * (prefill, mixed, MoE routing) run eagerly, and so does a step whose capture or replay does not take.
+ * (prefill, mixed) run eagerly, and so does a step whose capture or replay does not take.
  * Pure decode steps on the GPU are padded whether graphs are on or off (VERLC_CUDA_GRAPHS=0), so the
  * GEMMs see the same row counts and turning graphs off changes no bit. */
 static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
@@ -554,7 +548,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
         goto out;
     }
     /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
-    int pad = vc_backend_cuda() && prev == vc_backend_cuda() && !has_moe(vc_model_cfg(e->m));
+    int pad = vc_backend_cuda() && prev == vc_backend_cuda();
     if ((st = pool_open(e, &R, np, pad, prev))) goto out;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;

@@ -174,6 +174,20 @@ static void sim_inv_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, fl
     inv_gemm_b16(ta, tb, M, N, K, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc);
 }
 
+/* the experts' grouped GEMMs with the row-invariant GEMM (MoE layers in generation) */
+static void inv_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                             const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc) {
+    (void)R;
+    vc_gemm_rows_grouped_via(vc_infer_gemm, tb, E, off, N, K, alpha, A, a16, lda, B, beta, C, ldc);
+}
+
+static void sim_inv_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                                 const void *A, int a16, int64_t lda, const float *B, float beta, float *C,
+                                 int64_t ldc) {
+    (void)R;
+    vc_sim_gemm_rows_grouped_via(vc_infer_gemm, tb, E, off, N, K, alpha, A, a16, lda, B, beta, C, ldc);
+}
+
 static vc_backend INV, SIM_INV;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -182,10 +196,12 @@ static void init_backend(void) {
     INV.name = "cpu-rowinvariant";
     INV.gemm = vc_infer_gemm;
     INV.gemm_b16 = inv_gemm_b16;
+    INV.gemm_rows_grouped = inv_rows_grouped;
     SIM_INV = *vc_backend_sim();
     SIM_INV.name = "sim-rowinvariant";
     SIM_INV.gemm = sim_inv_gemm;
     SIM_INV.gemm_b16 = sim_inv_gemm_b16;
+    SIM_INV.gemm_rows_grouped = sim_inv_rows_grouped;
 }
 
 const vc_backend *vc_infer_backend(void) {

@@ -187,6 +187,22 @@ typedef struct vc_backend {
     void (*moe_combine_bwd)(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
     void (*moe_scatter_add)(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+    /* MoE grouping of the routed choices ids[T*K] (backend int32, route_fwd's; ids outside [0, E) are
+     * clamped): off[E+1], tok[T*K], inv[T*K] (backend int64) with the choices grouped by expert, experts
+     * ascending and tokens ascending within one; group e is rows [off[e], off[e+1]), tok[r] is grouped row r's
+     * token, inv[t*K+k] the grouped row of token t's k-th choice. Nothing comes back to the host. */
+    void (*moe_group)(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E);
+    /* grouped GEMMs over the E row groups off[E+1] (backend memory, as moe_group's; row counts never reach the
+     * host, so a step stays one CUDA graph). Each group's result is bitwise the gemm_b16 call on its rows.
+     * rows (R: the rows of all groups, off[E]): C[g rows, N] = alpha A[g rows, K] op(B_e) + beta C[g rows] for every group g = e, B_e = B + e * N * K
+     *   (a weight: op(B_e) = B_e^T of a row-major [N, K] when tb, else B_e row-major [K, N]); A (a16: bf16)
+     *   and C rows at lda / ldc.
+     * wgrad: C_e[M, N] = alpha A[g rows, M]^T B[g rows, N] + beta C_e, C_e = C + e * M * N (row-major), the
+     *   group's rows of A (f32, lda) and B (b16: bf16, ldb) the summation; an empty group scales C_e by beta. */
+    void (*gemm_rows_grouped)(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+    void (*gemm_wgrad_grouped)(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
+                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
     /* optional (NULL: nothing to do). hold 1: the caller promises that the rows x cols row-major block at p
      * does not change until it calls again with hold 0 (same p); meanwhile the backend may keep derived data
      * (CUDA with bf16 matmuls: the block rounded to bf16 once for every GEMM that reads it) */

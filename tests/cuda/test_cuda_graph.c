@@ -1,7 +1,8 @@
 /* CUDA graphs for decode steps: the rollout engine on cuda gives the same tokens, log-probs and finish
  * reasons, bit for bit, with decode steps captured and replayed as graphs as without graphs
  * (VERLC_CUDA_GRAPHS=0), in f32 and bf16 (with the bf16 weight copies), for a GQA model and one with a
- * sliding window and soft-capping; sequences finish at different steps (a set of EOS ids), so the batch
+ * sliding window and soft-capping, and for a mixture-of-experts model (routing, grouping and the experts'
+ * grouped GEMMs on the device, so its decode steps are graphs too); sequences finish at different steps (a set of EOS ids), so the batch
  * size changes: decode steps are padded to graph sizes (with graphs off too, so the GEMMs see the same
  * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed. Also:
  * two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without.
@@ -12,7 +13,8 @@
 #include "verlc/rng.h"
 #include "verlc/train.h"
 
-static const char *CONFIGS[2] = {
+#define NCFG 3
+static const char *CONFIGS[NCFG] = {
     "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 64,"
     " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
     " \"vocab_size\": 257, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
@@ -24,7 +26,15 @@ static const char *CONFIGS[2] = {
     " \"rope_theta\": 10000.0, \"sliding_window\": 6, \"attn_logit_softcapping\": 50.0,"
     " \"final_logit_softcapping\": 30.0, \"query_pre_attn_scalar\": 32, \"hidden_activation\": \"gelu_pytorch_tanh\","
     " \"bos_token_id\": 2, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}",
+    "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", \"hidden_size\": 64,"
+    " \"intermediate_size\": 96, \"moe_intermediate_size\": 32, \"num_experts\": 40, \"num_experts_per_tok\": 4,"
+    " \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 2, \"head_dim\": 16, \"vocab_size\": 260, \"max_position_embeddings\": 512,"
+    " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\","
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
 };
+static const char *NAMES[NCFG] = { "qwen2-like (GQA 8/2, tied)", "gemma2-like (window 6, soft-caps)",
+                                   "qwen3-moe-like (40 experts, top 4)" };
 
 /* where two sample lists first differ (printed when they do) */
 static void first_difference(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
@@ -108,7 +118,7 @@ int main(void) {
         for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(250, 9, (uint64_t)i, 0, (uint64_t)t);
     CHECK_OK(vc_device_select("cuda", "test"));
     int64_t captures = 0, replays = 0;
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < NCFG; c++)
         for (int prec = 0; prec < 2; prec++) {
             vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
             vc_model *m = model_from_config(CONFIGS[c], 3 + (uint64_t)c);
@@ -124,7 +134,7 @@ int main(void) {
                 if (k >= 0 && k < 16 && !lens[k]++) distinct++;
             }
             printf("%s, %s: %d samples, %d distinct lengths; graphs: %lld captured, %lld replayed, %lld fell back, of "
-                   "%lld steps; %s\n", c ? "gemma2-like (window 6, soft-caps)" : "qwen2-like (GQA 8/2, tied)",
+                   "%lld steps; %s\n", NAMES[c],
                    prec ? "bf16" : "f32", ng, distinct, (long long)sg.graph_captures, (long long)sg.graph_replays,
                    (long long)sg.graph_fallbacks, (long long)sg.steps,
                    same ? "tokens, log-probs and finish reasons bitwise equal to eager" : "DIFFERENT from eager");

@@ -1,6 +1,6 @@
 /* CUDA backend vs CPU backend on random inputs: GEMM (f32, bf16), RMSNorm/LayerNorm, RoPE,
- * activations, the fused LM head (vocabulary 151936), MoE routing, AdamW and the gradient norm, and
- * the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
+ * activations, the fused LM head (vocabulary 151936), MoE routing, grouping and the grouped expert
+ * GEMMs, AdamW and the gradient norm, and the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "verlc/optim.h"
 #include "rl/trainer_internal.h"
@@ -325,6 +325,121 @@ static void test_route(void) {
 }
 
 /* ---- AdamW and the gradient norm ---- */
+/* ---- MoE grouping and grouped expert GEMMs ---- */
+static int64_t *dup_i64(const int64_t *d, int64_t n) {
+    int64_t *h = calloc((size_t)n, sizeof *h);
+    if (vc_cuda_d2h(h, d, (size_t)n * sizeof *h) != VC_OK) fprintf(stderr, "d2h: %s\n", vc_last_error());
+    return h;
+}
+
+/* 130 tokens x 3 choices over 40 experts (more than one warp's 32), expert 0 chosen by a quarter of the
+ * choices (groups of more than one 64-row tile), experts 5..9 never (empty groups) */
+#define MT 130
+#define MK 3
+#define ME 40
+static void moe_ids(int32_t *ids) {
+    for (int64_t i = 0; i < MT * MK; i++) {
+        int32_t e = i % 4 == 0 ? 0 : (int32_t)((urand() + 1.0f) * 0.5f * ME);
+        ids[i] = e >= ME ? ME - 1 : e >= 5 && e <= 9 ? 10 : e;
+    }
+}
+
+static void test_moe_group(int64_t *off) {
+    int64_t R = MT * MK, tok[MT * MK], inv[MT * MK];
+    int32_t ids[MT * MK];
+    moe_ids(ids);
+    C->moe_group(off, tok, inv, ids, MT, MK, ME);
+    int64_t *doff = dalloc((ME + 1) * 8), *dtok = dalloc((size_t)R * 8), *dinv = dalloc((size_t)R * 8);
+    G->moe_group(doff, dtok, dinv, dcopy(ids, sizeof ids), MT, MK, ME);
+    CHECK_OK(G->sync());
+    int64_t *go = dup_i64(doff, ME + 1), *gt = dup_i64(dtok, R), *gi = dup_i64(dinv, R);
+    int same = !memcmp(go, off, (ME + 1) * 8) && !memcmp(gt, tok, (size_t)R * 8) && !memcmp(gi, inv, (size_t)R * 8);
+    int sorted = off[0] == 0 && off[ME] == R && off[1] - off[0] > 64 && off[6] == off[5];
+    for (int64_t i = 0; i < R; i++) sorted &= tok[inv[i]] == i / MK;
+    printf("moe grouping: %lld choices over %d experts (expert 0: %lld rows; 5 empty): %s\n", (long long)R, ME,
+           (long long)(off[1] - off[0]), same ? "equal to the CPU's" : "DIFFERENT from the CPU's");
+    CHECK_MSG(same && sorted, "moe grouping differs from the CPU backend's or is not a grouping");
+    free(go);
+    free(gt);
+    free(gi);
+}
+
+static uint16_t *bf16_of(const float *x, int64_t n) {
+    uint16_t *h = (uint16_t *)hbuf((size_t)(n + 1) / 2 + 1);
+    for (int64_t i = 0; i < n; i++) h[i] = to_bf16(x[i]);
+    return h;
+}
+
+/* rows mode, tb 0 and 1, f32 or bf16 A, beta 0 and 0.5 */
+static void moe_rows_case(const int64_t *off, int tb, int a16, float beta, double tol) {
+    int64_t R = MT * MK, N = 100, K = 72, lda = K + 3, ldc = N + 1;
+    float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(ME * N * K), 1), *Cm = hrand((size_t)(R * ldc), 1);
+    const void *hA = a16 ? (const void *)bf16_of(A, R * lda) : (const void *)A;
+    void *dA = dcopy(hA, (size_t)(R * lda) * (a16 ? 2 : 4));
+    float *dB = dup_f(B, (size_t)(ME * N * K)), *dC = dup_f(Cm, (size_t)(R * ldc));
+    int64_t *doff = dcopy(off, (ME + 1) * 8);
+    C->gemm_rows_grouped(tb, ME, off, R, N, K, 0.7f, hA, a16, lda, B, beta, Cm, ldc);
+    G->gemm_rows_grouped(tb, ME, doff, R, N, K, 0.7f, dA, a16, lda, dB, beta, dC, ldc);
+    char name[96];
+    snprintf(name, sizeof name, "grouped gemm rows %lldx%lld tb=%d a16=%d beta=%.1f", (long long)N, (long long)K, tb,
+             a16, beta);
+    cmp(name, dC, Cm, (size_t)(R * ldc), tol);
+}
+
+/* wgrad mode: f32 or bf16 B, beta 1 (empty experts keep C) and 0 (they zero it) */
+static void moe_wgrad_case(const int64_t *off, int b16, float beta, double tol) {
+    int64_t R = MT * MK, M = 70, N = 90, lda = M + 2, ldb = N + 5;
+    float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(R * ldb), 1), *Cm = hrand((size_t)(ME * M * N), 1);
+    const void *hB = b16 ? (const void *)bf16_of(B, R * ldb) : (const void *)B;
+    float *dA = dup_f(A, (size_t)(R * lda)), *dC = dup_f(Cm, (size_t)(ME * M * N));
+    void *dB = dcopy(hB, (size_t)(R * ldb) * (b16 ? 2 : 4));
+    int64_t *doff = dcopy(off, (ME + 1) * 8);
+    C->gemm_wgrad_grouped(ME, off, M, N, 0.5f, A, lda, hB, b16, ldb, beta, Cm);
+    G->gemm_wgrad_grouped(ME, doff, M, N, 0.5f, dA, lda, dB, b16, ldb, beta, dC);
+    char name[96];
+    snprintf(name, sizeof name, "grouped gemm wgrad %lldx%lld b16=%d beta=%.1f", (long long)M, (long long)N, b16, beta);
+    cmp(name, dC, Cm, (size_t)(ME * M * N), tol);
+}
+
+/* a registered bf16 copy of the expert weights gives the same bits as rounding them in the kernel */
+static void moe_rows_copy_case(const int64_t *off) {
+    int64_t R = MT * MK, N = 48, K = 40;
+    float *A = hrand((size_t)(R * K), 1), *B = hrand((size_t)(ME * N * K), 1);
+    float *dA = dup_f(A, (size_t)(R * K)), *dB = dup_f(B, (size_t)(ME * N * K));
+    float *c1 = dup_f(hbuf((size_t)(R * N)), (size_t)(R * N)), *c2 = dup_f(hbuf((size_t)(R * N)), (size_t)(R * N));
+    int64_t *doff = dcopy(off, (ME + 1) * 8);
+    G->gemm_rows_grouped(1, ME, doff, R, N, K, 1.0f, dA, 0, K, dB, 0.0f, c1, N);
+    const float *w[1] = { dB };
+    int64_t rows = ME * N, cols = K;
+    CHECK_OK(vc_cuda_bf16_shadow_add(w, &rows, &cols, 1));
+    G->gemm_rows_grouped(1, ME, doff, R, N, K, 1.0f, dA, 0, K, dB, 0.0f, c2, N);
+    int hits = vc_cuda_bf16_shadow_hits();
+    vc_cuda_bf16_shadow_drop();
+    float *h1 = fetch(c1, (size_t)(R * N)), *h2 = fetch(c2, (size_t)(R * N));
+    int same = !memcmp(h1, h2, (size_t)(R * N) * sizeof(float));
+    printf("grouped gemm with the experts' bf16 weight copy (%d hit): %s\n", hits,
+           same ? "bitwise equal to rounding in the kernel" : "DIFFERENT");
+    CHECK_MSG(same && hits == 1, "grouped gemm with a bf16 weight copy differs (or the copy was not used)");
+}
+
+static void test_moe_grouped(void) {
+    int64_t off[ME + 1];
+    test_moe_group(off);
+    for (int prec = 0; prec < 2; prec++) {
+        vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
+        printf("grouped expert gemms, %s matmuls\n", prec ? "bf16" : "f32");
+        double tol = prec ? 1e-3 : TOL;
+        for (int tb = 0; tb < 2; tb++)
+            for (int a16 = 0; a16 <= prec; a16++) moe_rows_case(off, tb, a16, tb ? 0.0f : 0.5f, tol);
+        for (int b16 = 0; b16 <= prec; b16++) {
+            moe_wgrad_case(off, b16, 1.0f, tol);
+            moe_wgrad_case(off, b16, 0.0f, tol);
+        }
+        if (prec) moe_rows_copy_case(off);
+    }
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 static void test_optim(void) {
     printf("adamw (bit-exact against src/train/optim.c) and grad norm\n");
     enum { NP = 3 };
@@ -419,6 +534,7 @@ int main(void) {
     lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);
     lm_case(37, 96, 5003, 1, 30.0f, 0.7f, "1000");
     test_route();
+    test_moe_grouped();
     test_optim();
     check_sticky("routing / optimiser");
     release_all();

@@ -62,6 +62,15 @@ void vc_cpu_moe_combine_fwd(float *y, const float *Y, const float *w, const int6
 void vc_cpu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
 void vc_cpu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+/* MoE grouping and grouped expert GEMMs (cpu_moe.c), semantics in src/tensor/backend.h */
+/* gemm_rows_grouped over any f32 gemm (the rollout's row-invariant one) */
+void vc_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t *off, int64_t N, int64_t K, float alpha,
+                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+void vc_cpu_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E);
+void vc_cpu_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+void vc_cpu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
+                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 /* optimiser entries (cpu_optim.c) */
 vc_status vc_cpu_adamw(const struct vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
                        const struct vc_adamw_config *cfg, int64_t step, double lr);

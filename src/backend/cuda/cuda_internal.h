@@ -58,6 +58,15 @@ void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_
 /* vc_backend.operand_hold: with bf16 matmuls, the block rounded to bf16 once for the GEMMs that read it
  * until released (at most 8 held at once; more are simply not held) */
 void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold);
+/* the bf16 copy (registered weight or held operand) of the rows x cols operand at p with leading dimension
+ * ld, or NULL */
+const void *vc_cu_bf16_copy(const float *p, int64_t rows, int64_t cols, int64_t ld);
+/* MoE grouping and grouped expert GEMMs (cuda_moe.cu); rows mode takes R = the rows of all groups */
+void vc_cu_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E);
+void vc_cu_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                             const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
+                              int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 /* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */
 int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op);

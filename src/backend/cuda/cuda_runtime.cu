@@ -612,6 +612,10 @@ static const __nv_bfloat16 *shadow_of(const float *p, int64_t r, int64_t c, int6
     return NULL;
 }
 
+const void *vc_cu_bf16_copy(const float *p, int64_t rows, int64_t cols, int64_t ld) {
+    return shadow_of(p, rows, cols, ld);
+}
+
 /* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch (or read from a
  * registered bf16 copy of a weight), then a bf16 x bf16 GEMM with f32 accumulation and an f32 C (alpha
  * and beta applied in f32), as torch autocast does. */
@@ -795,6 +799,9 @@ static vc_backend make_cuda_backend(void) {
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
     b.moe_scatter_add = vc_cu_moe_scatter_add;
+    b.moe_group = vc_cu_moe_group;
+    b.gemm_rows_grouped = vc_cu_gemm_rows_grouped;
+    b.gemm_wgrad_grouped = vc_cu_gemm_wgrad_grouped;
     b.adamw = vc_cuda_adamw_step;
     b.sumsq = vc_cu_sumsq;
     b.sample_rows = vc_cu_sample_rows;

@@ -1,6 +1,7 @@
 /* The sim backend's internals shared between its files (see sim.c). */
 #ifndef VC_SIM_H
 #define VC_SIM_H
+#include "backend/cpu/cpu.h"
 #include "tensor/backend.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,15 @@ void vc_sim_moe_combine_fwd(float *y, const float *Y, const float *w, const int6
 void vc_sim_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
 void vc_sim_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+void vc_sim_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E);
+void vc_sim_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+/* the same over any f32 gemm on translated pointers (the rollout's row-invariant one) */
+void vc_sim_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t *off, int64_t N, int64_t K,
+                                  float alpha, const void *A, int a16, int64_t lda, const float *B, float beta, float *C,
+                                  int64_t ldc);
+void vc_sim_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
+                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 void vc_sim_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
                         const vc_sample_row *rows, const float *u);
 #endif

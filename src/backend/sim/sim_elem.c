@@ -219,3 +219,41 @@ void vc_sim_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int6
     SIM_END;
     vc_cpu_moe_scatter_add(DX, DXg, I, T, K, H);
 }
+
+void vc_sim_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E) {
+    SIM_BEGIN("moe_group");
+    int64_t *O = D(off), *Tk = D(tok), *I = D(inv);
+    const int32_t *Id = D(ids);
+    SIM_END;
+    vc_cpu_moe_group(O, Tk, I, Id, T, K, E);
+}
+
+/* the group offsets are read through their host address, as the CPU entry reads them */
+void vc_sim_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t *off, int64_t N, int64_t K,
+                                  float alpha, const void *A, int a16, int64_t lda, const float *B, float beta, float *C,
+                                  int64_t ldc) {
+    SIM_BEGIN("gemm_rows_grouped");
+    const int64_t *O = D(off);
+    const void *Ah = D(A);
+    const float *Bh = D(B);
+    float *Ch = D(C);
+    SIM_END;
+    vc_gemm_rows_grouped_via(gemm, tb, E, O, N, K, alpha, Ah, a16, lda, Bh, beta, Ch, ldc);
+}
+
+void vc_sim_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc) {
+    (void)R;
+    vc_sim_gemm_rows_grouped_via(vc_cpu_gemm, tb, E, off, N, K, alpha, A, a16, lda, B, beta, C, ldc);
+}
+
+void vc_sim_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
+                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C) {
+    SIM_BEGIN("gemm_wgrad_grouped");
+    const int64_t *O = D(off);
+    const float *Ah = D(A);
+    const void *Bh = D(B);
+    float *Ch = D(C);
+    SIM_END;
+    vc_cpu_gemm_wgrad_grouped(E, O, M, N, alpha, Ah, lda, Bh, b16, ldb, beta, Ch);
+}
