@@ -337,31 +337,36 @@ static int64_t *dup_i64(const int64_t *d, int64_t n) {
 #define MT 130
 #define MK 3
 #define ME 40
-static void moe_ids(int32_t *ids) {
-    for (int64_t i = 0; i < MT * MK; i++) {
-        int32_t e = i % 4 == 0 ? 0 : (int32_t)((urand() + 1.0f) * 0.5f * ME);
-        ids[i] = e >= ME ? ME - 1 : e >= 5 && e <= 9 ? 10 : e;
+static void moe_ids(int32_t *ids, int64_t n, int64_t E) {
+    for (int64_t i = 0; i < n; i++) {
+        int32_t e = i % 4 == 0 ? 0 : (int32_t)((urand() + 1.0f) * 0.5f * (float)E);
+        ids[i] = e >= E ? (int32_t)E - 1 : e >= 5 && e <= 9 ? 10 : e;
     }
 }
 
-static void test_moe_group(int64_t *off) {
-    int64_t R = MT * MK, tok[MT * MK], inv[MT * MK];
-    int32_t ids[MT * MK];
-    moe_ids(ids);
-    C->moe_group(off, tok, inv, ids, MT, MK, ME);
-    int64_t *doff = dalloc((ME + 1) * 8), *dtok = dalloc((size_t)R * 8), *dinv = dalloc((size_t)R * 8);
-    G->moe_group(doff, dtok, dinv, dcopy(ids, sizeof ids), MT, MK, ME);
+/* groups T x K choices on both backends: equal, and a grouping; the CPU's offsets in off (E + 1) */
+static void moe_group_case(int64_t T, int64_t K, int64_t E, int64_t *off) {
+    int64_t R = T * K;
+    int64_t *tok = calloc((size_t)R, 8), *inv = calloc((size_t)R, 8);
+    int32_t *ids = calloc((size_t)R, 4);
+    moe_ids(ids, R, E);
+    C->moe_group(off, tok, inv, ids, T, K, E);
+    int64_t *doff = dalloc((size_t)(E + 1) * 8), *dtok = dalloc((size_t)R * 8), *dinv = dalloc((size_t)R * 8);
+    G->moe_group(doff, dtok, dinv, dcopy(ids, (size_t)R * 4), T, K, E);
     CHECK_OK(G->sync());
-    int64_t *go = dup_i64(doff, ME + 1), *gt = dup_i64(dtok, R), *gi = dup_i64(dinv, R);
-    int same = !memcmp(go, off, (ME + 1) * 8) && !memcmp(gt, tok, (size_t)R * 8) && !memcmp(gi, inv, (size_t)R * 8);
-    int sorted = off[0] == 0 && off[ME] == R && off[1] - off[0] > 64 && off[6] == off[5];
-    for (int64_t i = 0; i < R; i++) sorted &= tok[inv[i]] == i / MK;
-    printf("moe grouping: %lld choices over %d experts (expert 0: %lld rows; 5 empty): %s\n", (long long)R, ME,
-           (long long)(off[1] - off[0]), same ? "equal to the CPU's" : "DIFFERENT from the CPU's");
+    int64_t *go = dup_i64(doff, E + 1), *gt = dup_i64(dtok, R), *gi = dup_i64(dinv, R);
+    int same = !memcmp(go, off, (size_t)(E + 1) * 8) && !memcmp(gt, tok, (size_t)R * 8) && !memcmp(gi, inv, (size_t)R * 8);
+    int sorted = off[0] == 0 && off[E] == R && off[1] - off[0] > 64 && off[6] == off[5];
+    for (int64_t i = 0; i < R; i++) sorted &= tok[inv[i]] == i / K;
+    printf("moe grouping: %lld choices over %lld experts (expert 0: %lld rows; 5 empty): %s\n", (long long)R,
+           (long long)E, (long long)(off[1] - off[0]), same ? "equal to the CPU's" : "DIFFERENT from the CPU's");
     CHECK_MSG(same && sorted, "moe grouping differs from the CPU backend's or is not a grouping");
     free(go);
     free(gt);
     free(gi);
+    free(tok);
+    free(inv);
+    free(ids);
 }
 
 static uint16_t *bf16_of(const float *x, int64_t n) {
@@ -422,9 +427,25 @@ static void moe_rows_copy_case(const int64_t *off) {
     CHECK_MSG(same && hits == 1, "grouped gemm with a bf16 weight copy differs (or the copy was not used)");
 }
 
+/* more than 512 experts: the GEMM reads the group offsets from global memory instead of staging them */
+static void moe_many_experts_case(void) {
+    int64_t T = 300, K = 2, E = 600, R = T * K, N = 24, Kd = 16;
+    int64_t *off = calloc((size_t)E + 1, 8);
+    moe_group_case(T, K, E, off);
+    float *A = hrand((size_t)(R * Kd), 1), *B = hrand((size_t)(E * N * Kd), 1), *Cm = hbuf((size_t)(R * N));
+    float *dA = dup_f(A, (size_t)(R * Kd)), *dB = dup_f(B, (size_t)(E * N * Kd)), *dC = dup_f(Cm, (size_t)(R * N));
+    int64_t *doff = dcopy(off, (size_t)(E + 1) * 8);
+    C->gemm_rows_grouped(1, E, off, R, N, Kd, 1.0f, A, 0, Kd, B, 0.0f, Cm, N);
+    G->gemm_rows_grouped(1, E, doff, R, N, Kd, 1.0f, dA, 0, Kd, dB, 0.0f, dC, N);
+    cmp("grouped gemm rows, 600 experts", dC, Cm, (size_t)(R * N), TOL);
+    free(off);
+}
+
 static void test_moe_grouped(void) {
-    int64_t off[ME + 1];
-    test_moe_group(off);
+    int64_t off[ME + 1], off2[71];
+    moe_group_case(MT, MK, ME, off);
+    moe_group_case(3000, 4, 70, off2); /* 12,000 choices: two rounds of the placement */
+    moe_many_experts_case();
     for (int prec = 0; prec < 2; prec++) {
         vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
         printf("grouped expert gemms, %s matmuls\n", prec ? "bf16" : "f32");

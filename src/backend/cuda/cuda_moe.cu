@@ -3,8 +3,9 @@
  * with MoE layers is one CUDA graph and a training step does not wait per layer.
  *
  * Grouping: one block. Counts per expert by shared-memory integer atomics (exact, any order), an exclusive scan by
- * warp 0, then warp 0 places the choices in order, 32 at a time (__match_any_sync finds the lanes with the same
- * expert): tokens ascending within each expert, the CPU backend's order.
+ * warp 0, then, in rounds of 8192 choices staged in shared memory by the whole block, warp 0 places them in order, 32
+ * at a time (__match_any_sync finds the lanes with the same expert): tokens ascending within each expert, the CPU
+ * backend's order.
  *
  * Grouped GEMM: 64 x 64 output tiles, 4 warps, k steps of 32 staged through shared memory. With bf16 matmuls each
  * staged value is rounded to bf16 (a bf16 operand, or a weight's registered bf16 copy, is taken as it is) and the
@@ -29,44 +30,54 @@ constexpr int GT = 1024; /* threads of the grouping block */
 
 __device__ __forceinline__ int clamp_id(int32_t id, int E) { return id < 0 ? 0 : id >= E ? E - 1 : id; }
 
+constexpr int GC = 8192;  /* choices staged in shared memory per round of the placement */
+
 __global__ void __launch_bounds__(GT)
     k_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t n, int K, int E) {
-    extern __shared__ unsigned gsh[]; /* cnt[E], run[E] */
+    extern __shared__ unsigned gsh[]; /* cnt[E], run[E], ch[GC] */
     unsigned *cnt = gsh, *run = gsh + E;
+    int *ch = (int *)(gsh + 2 * E);
+    const int lane = threadIdx.x % 32;
     for (int e = threadIdx.x; e < E; e += GT) cnt[e] = 0;
     __syncthreads();
     for (int64_t i = threadIdx.x; i < n; i += GT) atomicAdd(&cnt[clamp_id(ids[i], E)], 1u);
     __syncthreads();
-    if (threadIdx.x >= 32) return;
-    const int lane = threadIdx.x;
-    unsigned carry = 0;
-    for (int b = 0; b < E; b += 32) { /* exclusive scan, 32 experts at a time */
-        int e = b + lane;
-        unsigned c = e < E ? cnt[e] : 0, x = c;
-        for (int d = 1; d < 32; d <<= 1) {
-            unsigned y = __shfl_up_sync(FULL, x, d);
-            if (lane >= d) x += y;
+    if (threadIdx.x < 32) {
+        unsigned carry = 0;
+        for (int b = 0; b < E; b += 32) { /* exclusive scan, 32 experts at a time */
+            int e = b + lane;
+            unsigned c = e < E ? cnt[e] : 0, x = c;
+            for (int d = 1; d < 32; d <<= 1) {
+                unsigned y = __shfl_up_sync(FULL, x, d);
+                if (lane >= d) x += y;
+            }
+            if (e < E) {
+                run[e] = carry + x - c;
+                off[e] = (int64_t)(carry + x - c);
+            }
+            carry += __shfl_sync(FULL, x, 31);
         }
-        if (e < E) {
-            run[e] = carry + x - c;
-            off[e] = (int64_t)(carry + x - c);
-        }
-        carry += __shfl_sync(FULL, x, 31);
+        if (lane == 0) off[E] = (int64_t)carry;
     }
-    if (lane == 0) off[E] = (int64_t)carry;
-    __syncwarp();
-    for (int64_t b = 0; b < n; b += 32) { /* stable placement, choices in order */
-        int64_t i = b + lane;
-        int e = i < n ? clamp_id(ids[i], E) : E; /* E: no choice */
-        unsigned peers = __match_any_sync(FULL, e);
-        if (i < n) {
-            int64_t r = (int64_t)run[e] + __popc(peers & ((1u << lane) - 1u));
-            tok[r] = i / K;
-            inv[i] = r;
+    for (int64_t c0 = 0; c0 < n; c0 += GC) { /* the block stages a round of choices, warp 0 places them in order */
+        const int m = (int)(n - c0 < GC ? n - c0 : GC);
+        __syncthreads(); /* the scan (first round) or the previous round's placement is done */
+        for (int i = threadIdx.x; i < m; i += GT) ch[i] = clamp_id(ids[c0 + i], E);
+        __syncthreads();
+        if (threadIdx.x >= 32) continue;
+        for (int b = 0; b < m; b += 32) {
+            const int i = b + lane;
+            const int e = i < m ? ch[i] : E; /* E: no choice */
+            const unsigned peers = __match_any_sync(FULL, e);
+            if (i < m) {
+                int64_t r = (int64_t)run[e] + __popc(peers & ((1u << lane) - 1u));
+                tok[r] = (c0 + i) / K;
+                inv[c0 + i] = r;
+            }
+            __syncwarp();
+            if (i < m && (peers >> lane) == 1u) run[e] += (unsigned)__popc(peers); /* the group's highest lane */
+            __syncwarp();
         }
-        __syncwarp();
-        if (i < n && (peers >> lane) == 1u) run[e] += (unsigned)__popc(peers); /* the group's highest lane */
-        __syncwarp();
     }
 }
 
@@ -182,9 +193,16 @@ __device__ void tile_f32(const tile &t, float alpha, float beta) {
 
 /* rows mode: this block's expert and row tile (warp 0 scans the group sizes, 32 experts at a time); *mt = 0 when the
  * block is past the last tile */
+constexpr int OFF_CAP = 513; /* group offsets staged in shared memory (up to 512 experts) */
+
 __device__ void rows_tile(const gparams &p, int64_t *r0, int *e_out, int *mt) {
-    __shared__ int64_t s_r0;
+    __shared__ int64_t s_r0, s_off[OFF_CAP];
     __shared__ int s_e, s_mt;
+    const bool staged = p.E < OFF_CAP;
+    if (staged)
+        for (int e = threadIdx.x; e <= p.E; e += NT) s_off[e] = p.off[e];
+    __syncthreads();
+    const int64_t *off = staged ? s_off : p.off;
     if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
         const int64_t t = blockIdx.x;
@@ -193,7 +211,7 @@ __device__ void rows_tile(const gparams &p, int64_t *r0, int *e_out, int *mt) {
         int64_t base = 0; /* tiles of the experts before this chunk */
         for (int b = 0; b < p.E; b += 32) {
             int e = b + lane;
-            int64_t lo = e < p.E ? p.off[e] : 0, m = e < p.E ? p.off[e + 1] - lo : 0, n = (m + BM - 1) / BM, x = n;
+            int64_t lo = e < p.E ? off[e] : 0, m = e < p.E ? off[e + 1] - lo : 0, n = (m + BM - 1) / BM, x = n;
             for (int d = 1; d < 32; d <<= 1) {
                 int64_t y = __shfl_up_sync(FULL, x, d);
                 if (lane >= d) x += y;
@@ -286,7 +304,7 @@ void vc_cu_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *id
     const char *op = "moe grouping";
     if (!vc_cu_begin(op)) return;
     int64_t n = T * K;
-    size_t sh = sizeof(unsigned) * 2 * (size_t)E;
+    size_t sh = sizeof(unsigned) * 2 * (size_t)E + sizeof(int) * GC;
     if (E <= 0 || E > 16384 || K <= 0 || n > INT_MAX) {
         char what[128];
         snprintf(what, sizeof what, "%lld experts, %lld choices not supported", (long long)E, (long long)n);
