@@ -382,6 +382,22 @@ bench_model() { # config name, PyTorch's train, log-prob and HF generate tokens/
     step "bench generate $1 bf16 (batch 256, 128 + 256)" 60 "$BIN" bench generate --config "$CFG" --batch 256 \
         --prompt 128 --new 256 $P --peer "$4" --peer-name "HF generate, $PEER"
 }
+# Mixture of experts (routing, grouping and the grouped expert GEMMs on the GPU, decode steps as graphs): the
+# Qwen3-30B-A3B shape cut to 4 layers (the whole model's f32 weights do not fit one GPU), when time is left.
+bench_moe() {
+    local CFG="$VERLC_SHARED/configs/qwen3-30b-a3b.json" CUT="$OUTDIR/.qwen3-30b-a3b-4l.json"
+    local P="--device cuda --precision bf16"
+    [ -f "$CFG" ] && [ "$(left)" -gt 150 ] || return 0
+    python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 4; json.dump(c, open(sys.argv[2], "w"))' \
+        "$CFG" "$CUT" || return 0
+    # shellcheck disable=SC2086
+    step "bench train qwen3-30b-a3b shape, 4 layers, bf16 (16 x 512)" 60 "$BIN" bench train --config "$CUT" \
+        --tokens 8192 --seqs 16 --iters 3 $P
+    # shellcheck disable=SC2086
+    step "bench generate qwen3-30b-a3b shape, 4 layers, bf16 (batch 256, 128 + 128)" 60 "$BIN" bench generate \
+        --config "$CUT" --batch 256 --prompt 128 --new 128 $P
+    rm -f "$CUT"
+}
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host
 # waits: a low figure means the host, not the GPU, is the limit), short runs on the 0.5B shape.
 profile_model() { # config name
@@ -407,6 +423,7 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
     bench_model qwen2.5-1.5b 38843 121355 3905
+    bench_moe
     # bf16 KV pages against float pages (the same bits, twice the KV bytes per decode step): the A/B figure
     CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
     [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && step "bench generate qwen2.5-0.5b bf16, float KV pages (VERLC_KV_BF16=0)" \

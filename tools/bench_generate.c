@@ -1,13 +1,14 @@
 /* verlc bench generate --config CONFIG.json [--batch 1,16,64] [--prompt 128] [--new 128] [--threads N]:
  * decode tokens/s of the rollout engine (random weights) at several batch sizes against the memory
- * bandwidth roofline of this machine: a decode step must read every weight once (plus the KV cache), so
- * roofline tokens/s = bandwidth / bytes_per_step * batch. The bandwidth is measured here with a
+ * bandwidth roofline of this machine: a decode step must read every weight once (plus the KV cache; of a
+ * mixture of experts, the experts its rows choose), so roofline tokens/s = bandwidth / bytes_per_step * batch. The bandwidth is measured here with a
  * STREAM-like copy and triad over the thread pool. */
 #include "bench_util.h"
 #include "device_args.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,18 @@ static void stream_task(void *p, int64_t t) {
         for (; i < i1; i++) sum += s->b[i];
         s->part[t % 4096] = sum; /* keeps the loads alive */
     }
+}
+
+/* weight bytes a decode step of B rows reads: all of them but, in each MoE layer, the routed experts no row
+ * chooses; with B rows each choosing top_k of n_expert uniformly, E (1 - (1 - k / E)^B) distinct experts are
+ * read (shared experts and routers always) */
+static double step_weight_bytes(const vc_model_config *c, double all, double wb, int B) {
+    if (c->n_expert <= 0 || c->top_k <= 0) return all;
+    double E = (double)c->n_expert, active = E * (1.0 - pow(1.0 - (double)c->top_k / E, (double)B));
+    double per_expert = wb * 3.0 * (double)c->moe_inter * (double)c->hidden, skipped = 0;
+    for (int l = 0; l < c->n_layer; l++)
+        if (c->is_moe[l]) skipped += (E - active) * per_expert;
+    return all - skipped;
 }
 
 /* best of a few passes; bytes counted as STREAM does (2 arrays for copy, 3 for triad, 1 for read) */
@@ -139,6 +152,9 @@ int vc_bench_generate(int argc, char **argv) {
     double kv_tok = 4.0 * (double)vc_kv_row_floats(m) * (double)c->n_layer;
     printf("model %s: %.1f M parameters, %.2f GB of weights read per decode step, %.1f KB of KV per token "
            "(random init %.1f s)\n", config, vc_model_param_count(m) / 1e6, wbytes / 1e9, kv_tok / 1e3, vc_now() - t0);
+    if (c->n_expert > 0)
+        printf("mixture of experts: a step reads the experts its tokens' routers choose (the expected number of "
+               "distinct ones, uniform routing): %.2f GB at batch 1\n", step_weight_bytes(c, wbytes, wb, 1) / 1e9);
     printf("%6s %12s %14s %14s %8s\n", "batch", "decode tok/s", "roofline tok/s", "bytes/step", "ratio");
     char *list = strdup(batches);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
@@ -163,7 +179,7 @@ int vc_bench_generate(int argc, char **argv) {
         } else {
             vc_rollout_last_stats(e, &s);
             double tps = s.decode_only_seconds > 0 ? s.decode_only_tokens / s.decode_only_seconds : 0;
-            double bytes = wbytes + kv_tok * B * (prompt + n_new / 2.0);
+            double bytes = step_weight_bytes(c, wbytes, wb, B) + kv_tok * B * (prompt + n_new / 2.0);
             double roof = peak / bytes * B;
             printf("%6d %12.2f %14.2f %12.2f GB %7.0f%%", B, tps, roof, bytes / 1e9, 100.0 * tps / roof);
             if (s.weight_copy_hits) printf("  (%lld GEMM operands from bf16 weight copies)", (long long)s.weight_copy_hits);
