@@ -173,6 +173,9 @@ typedef struct vc_backend {
     void (*embed_bwd)(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
     /* row gather: dst[r] = src[idx[r]], r in [0, R), rows of H (idx backend memory, int64) */
     void (*gather_rows)(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+    /* the same into bf16 rows (dst uint16_t[R, H]), values rounded to nearest even (a GEMM operand that bf16
+     * matmuls round anyway, kept at half the bytes) */
+    void (*gather_rows_bf16)(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
     /* row scatter: dst[off[r] + c] = src[r*sld + c], r in [0, R), c in [0, C) (off backend memory, int64
      * offsets in floats; destination rows must not overlap). The KV append of a paged cache: one call per
      * layer for the whole batch, however many sequences and pages it spans. */

@@ -19,12 +19,19 @@ typedef struct {
     int64_t *inv;      /* [T * K] grouped row of choice t * K + k (backend) */
     float *X, *G, *U, *A, *Y; /* [R, H], [R, I], [R, I], [R, I], [R, H] per grouped row (backend) */
     uint16_t *A16;     /* bf16 matmuls: the gated activations in bf16 instead of A (only GEMMs read them) */
+    uint16_t *X16;     /* bf16 matmuls: the gathered inputs in bf16 instead of X (only GEMMs read them) */
 } moe_saved;
 
 /* the gated activations as the grouped GEMMs take them: bf16 (a16 = 1) or f32 */
 static const void *acts(const moe_saved *s, int *a16) {
     *a16 = s->A16 != NULL;
     return s->A16 ? (const void *)s->A16 : (const void *)s->A;
+}
+
+/* the gathered inputs likewise */
+static const void *inputs(const moe_saved *s, int *x16) {
+    *x16 = s->X16 != NULL;
+    return s->X16 ? (const void *)s->X16 : (const void *)s->X;
 }
 
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
@@ -59,14 +66,14 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     moe_saved *s = n->saved;
     const vc_backend *B = vc_be();
     int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K;
-    int a16;
-    const void *A = acts(s, &a16);
+    int a16, x16;
+    const void *A = acts(s, &a16), *X = inputs(s, &x16);
     B->moe_combine_bwd(dY, dw, dy, s->Y, s->w, s->inv, s->T, s->K, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
     B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
-    if (dWg) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dG, I, s->X, 0, H, 1.0f, dWg);
-    if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, s->X, 0, H, 1.0f, dWu);
+    if (dWg) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dG, I, X, x16, H, 1.0f, dWg);
+    if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, X, x16, H, 1.0f, dWu);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, 1.0f, dX, H);
     if (dx) B->moe_scatter_add(dx, dX, s->inv, s->T, s->K, H); /* k ascending per token: deterministic */
@@ -106,19 +113,25 @@ vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg
     s->K = rd->top_k;
     int64_t R = s->T * s->K, H = s->H, I = s->I;
     if (moe_route(g, s, logits)) return NULL;
-    s->X = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
+    /* bf16 matmuls: the inputs and the gated activations, read only by GEMMs that round them to bf16 anyway,
+     * are kept in bf16 (half their memory, the same bits; VERLC_BF16_ACT=0 keeps them f32 for comparisons) */
+    const char *env = getenv("VERLC_BF16_ACT");
+    int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gather_rows_bf16 && !(env && *env == '0');
+    if (a16) s->X16 = vc_graph_dalloc(g, 2 * (size_t)(R * H), 0);
+    else s->X = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     s->G = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     s->U = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
-    const char *env = getenv("VERLC_BF16_ACT"); /* 0: the activations in f32 (same bits; comparisons) */
-    int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16 && !(env && *env == '0');
     if (a16) s->A16 = vc_graph_dalloc(g, 2 * (size_t)(R * I), 0);
     else s->A = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     s->Y = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
-    if (!s->X || !s->G || !s->U || (!s->A && !s->A16) || !s->Y || !y) return NULL;
-    B->gather_rows(s->X, x->data, s->tok, R, H);
-    B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, s->X, 0, H, Wg->data, 0.0f, s->G, I);
-    B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, s->X, 0, H, Wu->data, 0.0f, s->U, I);
+    if ((!s->X && !s->X16) || !s->G || !s->U || (!s->A && !s->A16) || !s->Y || !y) return NULL;
+    if (a16) B->gather_rows_bf16(s->X16, x->data, s->tok, R, H);
+    else B->gather_rows(s->X, x->data, s->tok, R, H);
+    int x16;
+    const void *X = inputs(s, &x16);
+    B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
+    B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wu->data, 0.0f, s->U, I);
     if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
     else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
     int is16;

@@ -5,7 +5,8 @@
  * grouped GEMMs on the device, so its decode steps are graphs too); sequences finish at different steps (a set of EOS ids), so the batch
  * size changes: decode steps are padded to graph sizes (with graphs off too, so the GEMMs see the same
  * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed. Also:
- * two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without.
+ * two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without, and with
+ * the MLP activation (and a MoE model's expert inputs and activations) in bf16 as in f32.
  * Without a usable device: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "infer/infer_test_util.h"
@@ -76,11 +77,11 @@ static vc_rollout_sample *run(vc_model *m, int graphs, int long_run, int *n_out,
 }
 
 /* two trainer steps with bf16 matmuls (two micro-batches each), weight copies on or off: the weights */
-static float *train_bf16(int copies, size_t *n_out) {
+static float *train_bf16(int copies, const char *config, size_t *n_out) {
     if (copies) unsetenv("VERLC_CUDA_WEIGHT_COPIES");
     else setenv("VERLC_CUDA_WEIGHT_COPIES", "0", 1);
     vc_set_matmul_precision(VC_PREC_BF16);
-    vc_model *m = model_from_config(CONFIGS[0], 7);
+    vc_model *m = model_from_config(config, 7);
     float *w = NULL;
     *n_out = 0;
     vc_trainer t;
@@ -147,7 +148,7 @@ int main(void) {
             CHECK_MSG(prec ? sg.weight_copy_hits > 0 && se.weight_copy_hits > sg.weight_copy_hits : !sg.weight_copy_hits,
                       "bf16 weight copies: %lld GEMM operands with graphs, %lld without", (long long)sg.weight_copy_hits,
                       (long long)se.weight_copy_hits);
-            if (prec) { /* bf16: the KV pool holds bf16 values; a float pool gives the same bits */
+            if (prec && c < 2) { /* bf16: the KV pool holds bf16 values; a float pool gives the same bits */
                 vc_rollout_stats sf = { 0 };
                 int nf = 0;
                 setenv("VERLC_KV_BF16", "0", 1);
@@ -170,7 +171,7 @@ int main(void) {
     vc_set_matmul_precision(VC_PREC_F32);
     {   /* training with bf16 matmuls: weights rounded once per step (copies) or in every GEMM, same bits */
         size_t na = 0, nb = 0;
-        float *a = train_bf16(1, &na), *b = train_bf16(0, &nb);
+        float *a = train_bf16(1, CONFIGS[0], &na), *b = train_bf16(0, CONFIGS[0], &nb);
         int same = a && b && na == nb && na > 0 && !memcmp(a, b, na * sizeof *a);
         printf("training, bf16 matmuls, 2 steps of 2 micro-batches: weights with the bf16 weight copies %s without\n",
                same ? "bitwise equal to" : "DIFFERENT from");
@@ -178,13 +179,25 @@ int main(void) {
         /* the gated MLP activation kept in bf16 (default) or f32 (VERLC_BF16_ACT=0): the same bits */
         size_t nc = 0;
         setenv("VERLC_BF16_ACT", "0", 1);
-        float *c32 = train_bf16(1, &nc);
+        float *c32 = train_bf16(1, CONFIGS[0], &nc);
         unsetenv("VERLC_BF16_ACT");
         int same_act = a && c32 && na == nc && !memcmp(a, c32, na * sizeof *a);
         printf("training, bf16 matmuls: weights with the MLP activation in bf16 %s with it in f32\n",
                same_act ? "bitwise equal to" : "DIFFERENT from");
         CHECK_MSG(same_act, "bf16 MLP activation storage changes training");
         free(c32);
+        /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
+        size_t nm = 0, nm32 = 0;
+        float *m16 = train_bf16(1, CONFIGS[2], &nm);
+        setenv("VERLC_BF16_ACT", "0", 1);
+        float *m32 = train_bf16(1, CONFIGS[2], &nm32);
+        unsetenv("VERLC_BF16_ACT");
+        int same_moe = m16 && m32 && nm == nm32 && nm > 0 && !memcmp(m16, m32, nm * sizeof *m16);
+        printf("training, bf16 matmuls, MoE: weights with the experts' inputs and activations in bf16 %s with them in "
+               "f32\n", same_moe ? "bitwise equal to" : "DIFFERENT from");
+        CHECK_MSG(same_moe, "bf16 MoE input / activation storage changes training");
+        free(m16);
+        free(m32);
         free(a);
         free(b);
     }

@@ -280,7 +280,7 @@ static void check_bf16_acts(void) {
         snprintf(nm, sizeof nm, "bf16 act_mul+linear (act %d)", act_kind);
         same_bits(nm, b_mlp_bf16, b_mlp_f32, 0, 4);
     }
-    /* MoE experts' gated activations in bf16 (default with bf16 matmuls) or f32 (VERLC_BF16_ACT=0) */
+    /* MoE experts' gated activations and gathered inputs in bf16 (default with bf16 matmuls) or f32 (VERLC_BF16_ACT=0) */
     memset(&rdesc, 0, sizeof rdesc);
     rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.norm_topk = 1;
     make(0, 2, 9, 5, 0, 1); make(1, 2, 9, 4, 0, 2);

@@ -368,6 +368,7 @@ static const vc_backend CPU = {
     .embed_fwd = vc_cpu_embed_fwd,
     .embed_bwd = vc_cpu_embed_bwd,
     .gather_rows = vc_cpu_gather_rows,
+    .gather_rows_bf16 = vc_cpu_gather_rows_bf16,
     .scatter_rows = vc_cpu_scatter_rows,
     .scatter_rows_bf16 = vc_cpu_scatter_rows_bf16,
     .moe_combine_fwd = vc_cpu_moe_combine_fwd,

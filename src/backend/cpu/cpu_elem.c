@@ -227,6 +227,17 @@ void vc_cpu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_
     rows_run(&c, H);
 }
 
+static void gather_bf16_f(const rows_ctx *c, int64_t r) {
+    uint16_t *d = (uint16_t *)c->vy + r * c->C;
+    const float *x = c->x + c->idx[r] * c->C;
+    for (int64_t i = 0; i < c->C; i++) d[i] = vc_f32_to_bf16(x[i]);
+}
+void vc_cpu_gather_rows_bf16(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    if (H <= 0) return;
+    rows_ctx c = { .fn = gather_bf16_f, .R = R, .C = H, .vy = dst, .x = src, .idx = idx };
+    rows_run(&c, H);
+}
+
 static void scatter_rows_f(const rows_ctx *c, int64_t r) {
     memcpy(c->y + c->idx[r], c->x + r * c->sld, (size_t)c->C * sizeof(float));
 }

@@ -297,6 +297,15 @@ void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t
     vc_cu_end("gather_rows");
 }
 
+__global__ void k_gather_rows_bf16(__nv_bfloat16 *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    GRID_LOOP(i, R * H) dst[i] = __float2bfloat16_rn(src[idx[i / H] * H + i % H]);
+}
+void vc_cu_gather_rows_bf16(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    if (!vc_cu_begin("gather_rows_bf16") || R <= 0 || H <= 0) return;
+    k_gather_rows_bf16<<<LAUNCH(R * H)>>>((__nv_bfloat16 *)dst, src, idx, R, H);
+    vc_cu_end("gather_rows_bf16");
+}
+
 /* ---- row scatter (the paged KV append) ---- */
 __global__ void k_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     GRID_LOOP(i, R * C) dst[off[i / C] + i % C] = src[(i / C) * sld + i % C];

@@ -127,6 +127,7 @@ void vc_cu_dot_bwd(float *dx, const float *dout, const float *w, int64_t n);
 void vc_cu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H);
 void vc_cu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H);
 void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
+void vc_cu_gather_rows_bf16(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H);
 void vc_cu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
 void vc_cu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                            int64_t H);

@@ -793,6 +793,7 @@ static vc_backend make_cuda_backend(void) {
     b.embed_fwd = vc_cu_embed_fwd;
     b.embed_bwd = vc_cu_embed_bwd;
     b.gather_rows = vc_cu_gather_rows;
+    b.gather_rows_bf16 = vc_cu_gather_rows_bf16;
     b.operand_hold = vc_cu_operand_hold;
     b.scatter_rows = vc_cu_scatter_rows;
     b.scatter_rows_bf16 = vc_cu_scatter_rows_bf16;

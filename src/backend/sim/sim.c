@@ -311,6 +311,7 @@ static const vc_backend SIM = {
     .embed_fwd = vc_sim_embed_fwd,
     .embed_bwd = vc_sim_embed_bwd,
     .gather_rows = vc_sim_gather_rows,
+    .gather_rows_bf16 = vc_sim_gather_rows_bf16,
     .scatter_rows = vc_sim_scatter_rows,
     .scatter_rows_bf16 = vc_sim_scatter_rows_bf16,
     .moe_combine_fwd = vc_sim_moe_combine_fwd,

@@ -173,6 +173,15 @@ void vc_sim_gather_rows(float *dst, const float *src, const int64_t *idx, int64_
     vc_cpu_gather_rows(Dd, S, I, R, H);
 }
 
+void vc_sim_gather_rows_bf16(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
+    SIM_BEGIN("gather_rows_bf16");
+    void *Dd = D(dst);
+    const float *S = D(src);
+    const int64_t *I = D(idx);
+    SIM_END;
+    vc_cpu_gather_rows_bf16(Dd, S, I, R, H);
+}
+
 void vc_sim_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     SIM_BEGIN("scatter_rows_bf16");
     void *Dd = D(dst);
