@@ -1,6 +1,6 @@
 /* The trainers on the CUDA device against the cpu device, through the verlc binary: `verlc train` GRPO
- * (2 steps, entropy bonus) and PPO (GAE with a critic, 1 step), and `verlc sft` (2 steps) with the same
- * seeds on both. The CUDA kernels sum in other orders than the CPU's, so results are compared within a
+ * (2 steps, entropy bonus; 1 step on a mixture-of-experts model) and PPO (GAE with a critic, 1 step), and
+ * `verlc sft` (2 steps) with the same seeds on both. The CUDA kernels sum in other orders than the CPU's, so results are compared within a
  * tolerance: every metric (timing and throughput aside) within 1e-3 relative (1e-5 absolute near 0),
  * and the exported weights within 1e-4 of the largest weight. With MPI, NCCL and mpirun: `verlc sft` on
  * 2 ranks with the NCCL communicator on cuda against 2 MPI ranks on cpu, plain data parallel and ZeRO-2
@@ -128,6 +128,28 @@ static void sft_pair(void) {
     close_weights("sft", a, b);
 }
 
+/* a Qwen3-MoE model (8 experts, top 2) in <dir>/moe, the dense model's vocabulary and tokenizer */
+static void moe_setup(void) {
+    char cfg[1024], path[600], tdir[600];
+    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
+    vc_tokenizer *tok = NULL;
+    CHECK_OK(vc_tokenizer_load(tdir, &tok));
+    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
+    vc_tokenizer_free(tok);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"model_type\":\"qwen3_moe\",\"vocab_size\":%d,"
+             "\"hidden_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+             "\"head_dim\":8,\"intermediate_size\":32,\"moe_intermediate_size\":16,\"num_experts\":8,"
+             "\"num_experts_per_tok\":2,\"norm_topk_prob\":true,\"decoder_sparse_step\":1,"
+             "\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,\"hidden_act\":\"silu\","
+             "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"torch_dtype\":\"float32\"}",
+             vocab);
+    snprintf(path, sizeof path, "%s/moe_config.json", dir);
+    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
+    CHECK(cli_sh("%s init --config %s --out %s/moe --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json "
+                 "%s/moe/", bin, path, dir, tdir, tdir, dir) == 0);
+}
+
 /* 2 ranks: NCCL on cuda against MPI on cpu, same global batch */
 static void dist_pair(const char *name, const char *extra) {
     const char *mpirun = getenv("VERLC_MPIRUN") && *getenv("VERLC_MPIRUN") ? getenv("VERLC_MPIRUN") : "mpirun";
@@ -162,6 +184,11 @@ int main(void) {
     snprintf(ppo, sizeof ppo, "algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
                               "critic.ppo_micro_batch_size_per_gpu=1 trainer.total_training_steps=1", dir);
     rl_pair("ppo", ppo);
+    moe_setup(); /* routing, grouping and the grouped expert GEMMs in rollout and training */
+    char moe[512];
+    snprintf(moe, sizeof moe, "actor_rollout_ref.model.path=%s/moe algorithm.adv_estimator=grpo "
+                              "actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=1", dir);
+    rl_pair("grpo_moe", moe);
     sft_pair();
     dist_pair("dp2", "");
     dist_pair("zero2", "sharding=zero2 overlap_grad_reduce=true");
