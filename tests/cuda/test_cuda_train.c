@@ -1,11 +1,11 @@
-/* The trainers on the CUDA device against the cpu device, through the verlc binary: `verlc train` GRPO
- * (2 steps, entropy bonus; 1 step on a mixture-of-experts model) and PPO (GAE with a critic, 1 step), and
- * `verlc sft` (2 steps) with the same seeds on both. The CUDA kernels sum in other orders than the CPU's, so results are compared within a
- * tolerance: every metric (timing and throughput aside) within 1e-3 relative (1e-5 absolute near 0),
- * and the exported weights within 1e-4 of the largest weight. With MPI, NCCL and mpirun: `verlc sft` on
- * 2 ranks with the NCCL communicator on cuda against 2 MPI ranks on cpu, plain data parallel and ZeRO-2
- * with overlapped reduction (both ranks share the one GPU). Without a usable device: "no CUDA device:
- * skipped", exit 0. */
+/* The trainers on the CUDA device against the cpu device, through the verlc binary: `verlc train` GRPO (2
+ * steps, entropy bonus; 1 step on a mixture-of-experts model) and PPO (GAE with a critic, 1 step), and
+ * `verlc sft` (2 steps) with the same seeds on both. The CUDA kernels sum in other orders than the CPU's, so
+ * results are compared within a tolerance: every metric (timing and throughput aside) within 1e-3 relative
+ * (1e-5 absolute near 0), and the exported weights within 1e-4 of the largest weight. With MPI, NCCL and
+ * mpirun: `verlc sft` on 2 ranks with the NCCL communicator on cuda against 2 MPI ranks on cpu, plain data
+ * parallel and ZeRO-2 with overlapped reduction (both ranks share the one GPU). Without a usable device: "no
+ * CUDA device: skipped", exit 0. */
 #include "../rl/rl_cli_util.h"
 #include "cuda_test_util.h"
 #include "mpi_launch.h"
