@@ -130,12 +130,7 @@ static void sft_pair(void) {
 
 /* a Qwen3-MoE model (8 experts, top 2) in <dir>/moe, the dense model's vocabulary and tokenizer */
 static void moe_setup(void) {
-    char cfg[1024], path[600], tdir[600];
-    snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
-    vc_tokenizer *tok = NULL;
-    CHECK_OK(vc_tokenizer_load(tdir, &tok));
-    int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
-    vc_tokenizer_free(tok);
+    char cfg[1024];
     snprintf(cfg, sizeof cfg,
              "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"model_type\":\"qwen3_moe\",\"vocab_size\":%d,"
              "\"hidden_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
@@ -143,11 +138,8 @@ static void moe_setup(void) {
              "\"num_experts_per_tok\":2,\"norm_topk_prob\":true,\"decoder_sparse_step\":1,"
              "\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,\"hidden_act\":\"silu\","
              "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"torch_dtype\":\"float32\"}",
-             vocab);
-    snprintf(path, sizeof path, "%s/moe_config.json", dir);
-    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(cli_sh("%s init --config %s --out %s/moe --seed 7 > /dev/null && cp %s/tokenizer.json %s/tokenizer_config.json "
-                 "%s/moe/", bin, path, dir, tdir, tdir, dir) == 0);
+             rl_cli_vocab());
+    rl_cli_init_model("moe", cfg);
 }
 
 /* 2 ranks: NCCL on cuda against MPI on cpu, same global batch */

@@ -16,27 +16,40 @@ static inline void rl_cli_start(const char *tag) {
     cli_tmpdir(dir, sizeof dir, tag);
 }
 
-/* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV
- * head, tied embeddings, seed 7) with the Qwen3 tokenizer files */
-static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
-    CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
-    CHECK(cli_sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
-    char tdir[600], cfg[1024], path[600];
+/* the Qwen3 tokenizer's vocabulary size (the fixture's, or Qwen3's when it cannot be read) */
+static inline int rl_cli_vocab(void) {
+    char tdir[600];
     snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", shared);
     vc_tokenizer *tok = NULL;
     CHECK_OK(vc_tokenizer_load(tdir, &tok));
     int vocab = tok ? vc_tokenizer_vocab_size(tok) : 151669;
     vc_tokenizer_free(tok);
+    return vocab;
+}
+
+/* <dir>/<sub>: `verlc init` of the config.json text cfg (seed 7) with the Qwen3 tokenizer files */
+static inline void rl_cli_init_model(const char *sub, const char *cfg) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s_config.json", dir, sub);
+    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
+    CHECK(cli_sh("%s init --config %s --out %s/%s --seed 7 > /dev/null && cp %s/fixtures/tokenizers/qwen3/tokenizer.json "
+                 "%s/fixtures/tokenizers/qwen3/tokenizer_config.json %s/%s/", bin, path, dir, sub, shared, shared, dir,
+                 sub) == 0);
+}
+
+/* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV
+ * head, tied embeddings, seed 7) with the Qwen3 tokenizer files */
+static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {
+    CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
+    CHECK(cli_sh("%s data gsm8k --input %s/data/gsm8k --out %s/data > %s/data.log 2>&1", bin, shared, dir, dir) == 0);
+    char cfg[1024];
     snprintf(cfg, sizeof cfg,
              "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":%d,"
              "\"num_hidden_layers\":%d,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":%d,"
              "\"intermediate_size\":%d,\"max_position_embeddings\":1024,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
              "\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,"
-             "\"torch_dtype\":\"float32\"}", vocab, hidden, layers, head_dim, inter);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
-    CHECK(cli_sh("%s init --config %s --out %s/model --seed 7 > /dev/null && "
-                 "cp %s/tokenizer.json %s/tokenizer_config.json %s/model/", bin, path, dir, tdir, tdir, dir) == 0);
+             "\"torch_dtype\":\"float32\"}", rl_cli_vocab(), hidden, layers, head_dim, inter);
+    rl_cli_init_model("model", cfg);
 }
 /* `verlc train` on one device for the device-comparison tests (test_rl_device.c, tests/cuda/
  * test_cuda_train.c): 8 GSM8K rows, batch 2 x n=2, 4 response tokens, entropy bonus, then `extra`; the run
