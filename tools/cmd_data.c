@@ -10,7 +10,8 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR\n"
-                    "  converts GSM8K train.jsonl/test.jsonl ({question, answer}) into verl's row schema\n"
+                    "  converts GSM8K train/test ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
+                    "  DIR/main/train-00000-of-00001.parquet) into verl's row schema\n"
                     "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl\n");
     return 2;
 }
@@ -33,9 +34,18 @@ static int cmd_gsm8k(int argc, char **argv) {
     }
     const char *splits[2] = { "train", "test" };
     for (int s = 0; s < 2; s++) {
-        char name[32];
+        char name[32], src_name[64];
         snprintf(name, sizeof name, "%s.jsonl", splits[s]);
-        char *src = vc_path_join(in, name), *dst = vc_path_join(out, name);
+        /* JSONL, or Parquet as named by hand or in Hugging Face's openai/gsm8k (main/train-00000-of-00001.parquet) */
+        const char *forms[] = { "%s.jsonl", "%s.parquet", "main/%s-00000-of-00001.parquet" };
+        char *src = NULL;
+        for (int k = 0; k < 4; k++) { /* none there: the JSONL name, for the message */
+            snprintf(src_name, sizeof src_name, forms[k % 3], splits[s]);
+            free(src);
+            src = vc_path_join(in, src_name);
+            if (k == 3 || (src && vc_file_exists(src))) break;
+        }
+        char *dst = vc_path_join(out, name);
         size_t n = 0;
         vc_status st = src && dst ? vc_gsm8k_convert(src, dst, splits[s], &n) : VC_ERR_NOMEM;
         if (!st) printf("%s: %zu rows -> %s\n", splits[s], n, dst);
