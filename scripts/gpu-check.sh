@@ -17,7 +17,7 @@
 # script ends within VC_GPU_BUDGET seconds (default 420: with a machine start, about 9 of a session's 15
 # device minutes; a short VC_GPU_BUDGET rerun still fits).
 # Dependencies: when pkg-config or the Debian -dev packages (OpenBLAS, Oniguruma, utf8proc, cJSON,
-# libyaml, snappy, zstd, zlib) are missing and .gpu/debs exists (scripts/gpu-prepare.sh fills it on a machine with apt),
+# libyaml, snappy, zstd, zlib, lz4, brotli) are missing and .gpu/debs exists (scripts/gpu-prepare.sh fills it on a machine with apt),
 # the .deb files are unpacked with `dpkg -x` (or ar + tar) into .gpu/root, never into /, and the build
 # uses that prefix (pkg-config files rewritten to it, LIBRARY_PATH/CPATH, rpath, LD_LIBRARY_PATH).
 # VC_GPU_DEPS=system|carried forces one source (default auto). VERLC_SHARED defaults to ../shared,
@@ -94,7 +94,7 @@ deb_unpack() { # deb file, destination folder
 }
 deps_setup() {
     local d sys="" miss="" mode=${VC_GPU_DEPS:-auto}
-    for d in pkg-config openblas libcjson oniguruma libutf8proc yaml-0.1 snappy libzstd zlib; do
+    for d in pkg-config openblas libcjson oniguruma libutf8proc yaml-0.1 snappy libzstd zlib liblz4 libbrotlidec; do
         if sys_has "$d"; then sys="$sys $d"; else miss="$miss $d"; fi
     done
     DEPS_REPORT="dependencies on the system:${sys:- none}; missing:${miss:- none}"
@@ -132,7 +132,7 @@ deps_setup() {
     DEPS_CMAKE="-DPKG_CONFIG_EXECUTABLE=$pc -DOPENBLAS_INCLUDE=$R/usr/include/$ARCH_DIR/openblas-pthread"
     DEPS_CMAKE="$DEPS_CMAKE -DOPENBLAS_LIB=$L/openblas-pthread/libopenblas.so"
     DEPS_REPORT="$DEPS_REPORT; building against the carried debs in .gpu/root ($(ls .gpu/debs/*.deb | wc -l)"
-    DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml, snappy, zstd, zlib; pkg-config binary $pc)"
+    DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml, snappy, zstd, zlib, lz4, brotli; pkg-config binary $pc)"
 }
 
 # ---- Open MPI (NCCL's bootstrap): the system's, or .gpu/debs/mpi unpacked into .gpu/mpiroot ----

@@ -1,8 +1,8 @@
 /* Parquet reading (internal): the footer's metadata (Thrift compact protocol, parquet_meta.c), one column
  * chunk's pages decoded into levels and values (parquet_col.c), and rows assembled from the leaf columns
- * into JSON objects (parquet.c). No Parquet library is packaged for Debian; the codecs come from Debian's
- * snappy, zlib and zstd. Not read: encrypted files, the DELTA_* and BYTE_STREAM_SPLIT encodings, the LZO,
- * Brotli and LZ4 codecs (each refused by name). */
+ * into JSON objects (parquet.c), with the less common encodings in parquet_enc.c. No Parquet library is
+ * packaged for Debian; the codecs come from Debian's snappy, zlib, zstd, lz4 and brotli. Not read:
+ * encrypted files and the LZO codec (each refused by name). */
 #ifndef VC_DATA_PARQUET_H
 #define VC_DATA_PARQUET_H
 #include "verlc/core.h"
@@ -80,6 +80,13 @@ const char *pq_leaf_name(const pq_file *f, int leaf, char *buf, size_t cap);
 struct cJSON;
 typedef vc_status (*pq_row_fn)(void *user, struct cJSON *row, int64_t index);
 vc_status pq_rows(const char *path, const uint8_t *data, size_t size, pq_row_fn fn, void *user);
+
+/* parquet_enc.c: the DELTA_* and BYTE_STREAM_SPLIT encodings; 1 when count values decoded */
+int pq_delta_binary(const uint8_t *p, size_t n, int64_t *out, int64_t count, size_t *used);
+/* DELTA_LENGTH_BYTE_ARRAY (length_only; values point into p) or DELTA_BYTE_ARRAY (values rebuilt in *buf) */
+int pq_delta_strings(const uint8_t *p, size_t n, pq_val *v, int64_t count, int length_only, uint8_t **buf);
+/* BYTE_STREAM_SPLIT; fixed-length byte arrays are gathered into *buf */
+int pq_byte_stream_split(const uint8_t *p, size_t n, int type, int width, pq_val *v, int64_t count, uint8_t **buf);
 
 /* leaf column `leaf` of row group g */
 vc_status pq_column_read(const pq_file *f, int g, int leaf, pq_column *out);

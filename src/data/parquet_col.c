@@ -3,6 +3,8 @@
  * is checked against the bytes it claims before it is read. */
 #include "parquet.h"
 #include "parquet_thrift.h"
+#include <brotli/decode.h>
+#include <lz4.h>
 #include <snappy-c.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -14,7 +16,8 @@
 #define MAX_ENTRIES ((int64_t)1 << 31)
 
 enum { PAGE_DATA = 0, PAGE_DICT = 2, PAGE_DATA_V2 = 3 };
-enum { ENC_PLAIN = 0, ENC_PLAIN_DICT = 2, ENC_RLE = 3, ENC_RLE_DICT = 8 };
+enum { ENC_PLAIN = 0, ENC_PLAIN_DICT = 2, ENC_RLE = 3, ENC_DELTA_BINARY = 5, ENC_DELTA_LENGTH = 6, ENC_DELTA_BYTES = 7,
+       ENC_RLE_DICT = 8, ENC_BYTE_SPLIT = 9 };
 
 typedef struct page_hdr {
     int type, enc, v2_compressed;
@@ -76,6 +79,23 @@ static size_t read_page_hdr(const uint8_t *p, const uint8_t *end, page_hdr *h) {
     return r.bad ? 0 : (size_t)(r.p - p);
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* Hadoop's LZ4 framing: frames of [decompressed size, compressed size (big-endian 32-bit), LZ4 block] */
+static int lz4_hadoop(const uint8_t *src, size_t n, uint8_t *dst, size_t size) {
+    size_t in = 0, out = 0;
+    while (in < n) {
+        if (n - in < 8) return 0;
+        uint32_t du = be32(src + in), dc = be32(src + in + 4);
+        in += 8;
+        if (dc > n - in || du > size - out || dc > INT32_MAX || du > INT32_MAX) return 0;
+        if (LZ4_decompress_safe((const char *)src + in, (char *)dst + out, (int)dc, (int)du) != (int)du) return 0;
+        in += dc;
+        out += du;
+    }
+    return out == size;
+}
+
 /* src[0, n) decompressed into a new buffer of exactly `size` bytes */
 static vc_status inflate_page(col_ctx *c, const uint8_t *src, size_t n, size_t size, uint8_t **out) {
     *out = NULL;
@@ -107,14 +127,27 @@ static vc_status inflate_page(col_ctx *c, const uint8_t *src, size_t n, size_t s
         inflateEnd(&z);
         break;
     }
+    case 4: {
+        size_t got_b = size;
+        ok = BrotliDecoderDecompress(n, src, &got_b, dst) == BROTLI_DECODER_RESULT_SUCCESS && got_b == size;
+        break;
+    }
+    case 5: /* Hadoop-framed LZ4 as older writers made it, else a raw block (as Arrow reads it) */
+        ok = lz4_hadoop(src, n, dst, size) || (n <= INT32_MAX && size <= INT32_MAX &&
+                                               LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)size) == (int)size);
+        break;
     case 6: {
         size_t rc = ZSTD_decompress(dst, size, src, n);
         ok = !ZSTD_isError(rc) && rc == size;
         break;
     }
+    case 7:
+        ok = n <= INT32_MAX && size <= INT32_MAX &&
+             LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)size) == (int)size;
+        break;
     default:
         free(dst);
-        return col_fail(c, VC_ERR_UNSUPPORTED, "compression %s is not read (SNAPPY, GZIP, ZSTD or none)",
+        return col_fail(c, VC_ERR_UNSUPPORTED, "compression %s is not read (SNAPPY, GZIP, ZSTD, BROTLI, LZ4, LZ4_RAW or none)",
                         codec_name(c->ch->codec));
     }
     if (!ok) {
@@ -272,8 +305,29 @@ static vc_status values(col_ctx *c, int enc, const uint8_t *p, size_t n, int64_t
         free(idx);
         if (!ok) return col_fail(c, VC_ERR_FORMAT, "dictionary indices malformed or beyond the %lld entries",
                                  (long long)c->dict_n);
+    } else if (enc == ENC_DELTA_BINARY && (c->node->type == PQ_INT32 || c->node->type == PQ_INT64)) {
+        int64_t *x = malloc((size_t)(n_vals ? n_vals : 1) * sizeof *x);
+        size_t used;
+        int ok = x && (n_vals == 0 || pq_delta_binary(p, n, x, n_vals, &used));
+        for (int64_t i = 0; ok && i < n_vals; i++) v[i].i = c->node->type == PQ_INT32 ? (int32_t)x[i] : x[i];
+        free(x);
+        if (!ok) return col_fail(c, VC_ERR_FORMAT, "DELTA_BINARY_PACKED values malformed");
+    } else if ((enc == ENC_DELTA_LENGTH || enc == ENC_DELTA_BYTES) && c->node->type == PQ_BYTE_ARRAY) {
+        uint8_t *buf = NULL;
+        int ok = n_vals == 0 || pq_delta_strings(p, n, v, n_vals, enc == ENC_DELTA_LENGTH, &buf);
+        vc_status st = buf ? keep_buf(c, buf) : VC_OK;
+        if (st) return st;
+        if (!ok) return col_fail(c, VC_ERR_FORMAT, "%s values malformed",
+                                 enc == ENC_DELTA_LENGTH ? "DELTA_LENGTH_BYTE_ARRAY" : "DELTA_BYTE_ARRAY");
+    } else if (enc == ENC_BYTE_SPLIT && c->node->type != PQ_BOOLEAN && c->node->type != PQ_INT96 &&
+               c->node->type != PQ_BYTE_ARRAY) {
+        uint8_t *buf = NULL;
+        int ok = pq_byte_stream_split(p, n, c->node->type, c->node->type_length, v, n_vals, &buf);
+        vc_status st = buf ? keep_buf(c, buf) : VC_OK;
+        if (st) return st;
+        if (!ok) return col_fail(c, VC_ERR_FORMAT, "BYTE_STREAM_SPLIT values do not fit their page");
     } else
-        return col_fail(c, VC_ERR_UNSUPPORTED, "value encoding %d is not read (PLAIN, dictionary, RLE booleans)", enc);
+        return col_fail(c, VC_ERR_UNSUPPORTED, "value encoding %d is not read for this column's type", enc);
     c->out->n_vals += n_vals;
     return VC_OK;
 }
