@@ -19,7 +19,8 @@ int vc_dtype_from_name(const char *s, vc_dtype *out) {
         { "float32", VC_F32 }, { "float", VC_F32 }, { "bfloat16", VC_BF16 }, { "float16", VC_F16 },
         { "half", VC_F16 },    { "int32", VC_I32 }, { "int64", VC_I64 },     { "float64", VC_F64 },
         { "f32", VC_F32 },     { "bf16", VC_BF16 }, { "f16", VC_F16 },       { "fp32", VC_F32 },
-        { "fp16", VC_F16 },    { "float8_e4m3fn", VC_F8E4M3 },
+        { "fp16", VC_F16 },    { "float8_e4m3fn", VC_F8E4M3 }, { "bool", VC_BOOL }, { "uint8", VC_U8 },
+        { "int8", VC_I8 },     { "int16", VC_I16 },
     };
     for (size_t i = 0; i < sizeof torch / sizeof torch[0]; i++)
         if (!strcmp(s, torch[i].n)) { *out = torch[i].t; return 0; }

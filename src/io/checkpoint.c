@@ -1,5 +1,7 @@
-/* Checkpoint folders: one model.safetensors, or model.safetensors.index.json naming shards. The tensors of
- * all files are merged into one list sorted by name; duplicates and index/shard disagreements are errors. */
+/* Checkpoint folders: one model.safetensors, or model.safetensors.index.json naming shards; without
+ * safetensors, PyTorch's pytorch_model.bin or pytorch_model.bin.index.json and its shards (pt_read.c).
+ * The tensors of all files are merged into one list sorted by name; duplicates and index/shard
+ * disagreements are errors. */
 #define _GNU_SOURCE
 #include "st_internal.h"
 #include "verlc/json.h"
@@ -45,13 +47,26 @@ static vc_status finish(vc_checkpoint *ck) {
     return VC_OK;
 }
 
+/* a safetensors file, or a PyTorch checkpoint (a ZIP archive: "PK\3\4") */
+static vc_status parse_any(vc_st_map *f, vc_st_lists *l) {
+    unsigned char magic[4] = { 0 };
+    FILE *fp = fopen(f->path, "rb");
+    if (fp) {
+        size_t n = fread(magic, 1, 4, fp);
+        (void)n;
+        fclose(fp);
+    }
+    if (!memcmp(magic, "PK\3\4", 4) || magic[0] == 0x80) return vc_pt_parse_file(f, l);
+    return vc_st_parse_file(f, l);
+}
+
 static vc_status open_single(vc_checkpoint *ck, const char *path) {
     ck->files = vc_calloc(1, sizeof *ck->files);
     if (!ck->files) return VC_ERR_NOMEM;
     ck->files[0].path = vc_strdup(path);
     if (!ck->files[0].path) return VC_ERR_NOMEM;
     ck->nfiles = 1;
-    vc_status st = vc_st_parse_file(&ck->files[0], &ck->l);
+    vc_status st = parse_any(&ck->files[0], &ck->l);
     return st != VC_OK ? st : finish(ck);
 }
 
@@ -136,7 +151,7 @@ static vc_status open_sharded(vc_checkpoint *ck, const char *dir, const char *ip
             st = vc_fail(VC_ERR_IO, "%s: shard %s named in weight_map does not exist", ipath, ck->files[i].path);
             break;
         }
-        st = vc_st_parse_file(&ck->files[i], &ck->l);
+        st = parse_any(&ck->files[i], &ck->l);
     }
     if (st == VC_OK) st = finish(ck);
     if (st == VC_OK) st = check_index(ck, wm, ipath, dir);
@@ -158,12 +173,20 @@ vc_status vc_ckpt_open(const char *path, vc_checkpoint **out) {
     } else {
         char *ipath = vc_path_join(path, "model.safetensors.index.json");
         char *spath = vc_path_join(path, "model.safetensors");
-        if (!ipath || !spath) st = VC_ERR_NOMEM;
+        char *bipath = vc_path_join(path, "pytorch_model.bin.index.json");
+        char *bpath = vc_path_join(path, "pytorch_model.bin");
+        if (!ipath || !spath || !bipath || !bpath) st = VC_ERR_NOMEM;
         else if (vc_file_exists(ipath)) st = open_sharded(ck, path, ipath);
         else if (vc_file_exists(spath)) st = open_single(ck, spath);
-        else st = vc_fail(VC_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", path);
+        else if (vc_file_exists(bipath)) st = open_sharded(ck, path, bipath);
+        else if (vc_file_exists(bpath)) st = open_single(ck, bpath);
+        else
+            st = vc_fail(VC_ERR_IO, "%s: no model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
+                                    "pytorch_model.bin.index.json", path);
         free(ipath);
         free(spath);
+        free(bipath);
+        free(bpath);
     }
     if (st != VC_OK) { vc_ckpt_close(ck); return st; }
     *out = ck;

@@ -18,7 +18,7 @@ typedef struct span {
     int idx;
 } span;
 
-static vc_status map_file(vc_st_map *f) {
+vc_status vc_st_map_file(vc_st_map *f, size_t min_size, const char *what) {
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return vc_fail(VC_ERR_IO, "%s: %s", f->path, strerror(errno));
     struct stat st;
@@ -27,10 +27,9 @@ static vc_status map_file(vc_st_map *f) {
         return vc_fail(VC_ERR_IO, "%s: not a regular file", f->path);
     }
     f->size = (size_t)st.st_size;
-    if (f->size < 8) {
+    if (f->size < min_size || !f->size) {
         close(fd);
-        return vc_fail(VC_ERR_FORMAT, "%s: file is %zu bytes, too small to hold the 8-byte header length",
-                       f->path, f->size);
+        return vc_fail(VC_ERR_FORMAT, "%s: file is %zu bytes, too small to hold %s", f->path, f->size, what);
     }
     void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -181,7 +180,7 @@ static vc_status check_tiling(const vc_st_map *f, span *sp, int n, const vc_st_t
     return VC_OK;
 }
 
-static vc_status grow(vc_st_lists *l, int extra) {
+vc_status vc_st_lists_grow(vc_st_lists *l, int extra) {
     if (l->n + extra <= l->cap) return VC_OK;
     int cap = l->cap ? l->cap : 64;
     while (cap < l->n + extra) cap *= 2;
@@ -198,7 +197,7 @@ static vc_status parse_header(vc_st_map *f, const cJSON *root, uint64_t hlen, vc
     int n = 0;
     for (const cJSON *e = root->child; e; e = e->next)
         if (strcmp(e->string, "__metadata__")) n++;
-    vc_status st = grow(l, n);
+    vc_status st = vc_st_lists_grow(l, n);
     if (st != VC_OK) return st;
     span *sp = vc_calloc((size_t)n + 1, sizeof *sp);
     if (!sp) return VC_ERR_NOMEM;
@@ -223,7 +222,7 @@ static vc_status parse_header(vc_st_map *f, const cJSON *root, uint64_t hlen, vc
 }
 
 vc_status vc_st_parse_file(vc_st_map *f, vc_st_lists *l) {
-    vc_status st = map_file(f);
+    vc_status st = vc_st_map_file(f, 8, "the 8-byte header length");
     if (st != VC_OK) return st;
     const unsigned char *m = f->map;
     uint64_t hlen = 0;

@@ -331,6 +331,13 @@ vc_status vc_model_lora_load(vc_model *m, const char *dir) {
     vc_lora *a = m->lora;
     if (!a) return vc_fail(VC_ERR_ARG, "model: attach LoRA adapters before loading them");
     char *path = vc_path_join(dir, "adapter_model.safetensors");
+    if (path && !vc_file_exists(path)) { /* older PEFT versions saved adapter_model.bin (torch.save) */
+        char *bin = vc_path_join(dir, "adapter_model.bin");
+        if (bin && vc_file_exists(bin)) {
+            free(path);
+            path = bin;
+        } else free(bin);
+    }
     vc_checkpoint *ck = NULL;
     vc_status st = path ? vc_ckpt_open(path, &ck) : VC_ERR_NOMEM;
     for (int i = 0; !st && i < a->n; i++)
