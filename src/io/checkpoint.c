@@ -56,7 +56,8 @@ static vc_status parse_any(vc_st_map *f, vc_st_lists *l) {
         (void)n;
         fclose(fp);
     }
-    if (!memcmp(magic, "PK\3\4", 4) || magic[0] == 0x80) return vc_pt_parse_file(f, l);
+    /* torch.save's legacy format starts with the pickled magic number: PROTO 2, LONG1 of 10 bytes */
+    if (!memcmp(magic, "PK\3\4", 4) || !memcmp(magic, "\x80\x02\x8a\x0a", 4)) return vc_pt_parse_file(f, l);
     return vc_st_parse_file(f, l);
 }
 

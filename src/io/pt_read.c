@@ -362,7 +362,7 @@ vc_status vc_pt_parse_file(vc_st_map *f, vc_st_lists *l) {
 
 vc_status vc_pt_parse_mem(const char *path, const uint8_t *map, size_t size, vc_st_lists *l) {
     vc_status st;
-    if (size >= 2 && map[0] == 0x80)
+    if (size >= 4 && !memcmp(map, "\x80\x02\x8a\x0a", 4))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: torch.save's legacy (pre-1.6) format is not read: re-save it with a "
                        "current torch, or as safetensors", path);
     pt_zip_entry *z = NULL;

@@ -68,12 +68,28 @@ static size_t bpe_symbols(const vc_tokenizer *t, const char *w, size_t n, bsym *
     return k;
 }
 
+/* the merge of adjacent tokens a, b: from the merges list, or for a tiktoken model the token their bytes
+ * make, ranked by its id (tiktoken merges any pair whose concatenation is a token) */
+static int pair_get(const vc_tokenizer *t, int32_t a, int32_t b, int32_t *rank, int32_t *out) {
+    if (!t->tiktoken) return tk_pmap_get(&t->merges, a, b, rank, out);
+    uint32_t la = t->tok_len[a], lb = t->tok_len[b];
+    char buf[256], *c = la + lb <= sizeof buf ? buf : malloc(la + lb);
+    if (!c) return 0;
+    memcpy(c, t->tok[a], la);
+    memcpy(c + la, t->tok[b], lb);
+    int32_t id = tk_smap_get(&t->vocab, c, la + lb);
+    if (c != buf) free(c);
+    if (id < 0) return 0;
+    *rank = *out = id;
+    return 1;
+}
+
 static int bpe_merge_all(const vc_tokenizer *t, bsym *sym, size_t k, bmerge *heap) {
     size_t hn = 0;
     for (size_t i = 0; i < k; i++) { sym[i].prev = (int32_t)i - 1; sym[i].next = i + 1 < k ? (int32_t)i + 1 : -1; }
     for (size_t i = 0; i + 1 < k; i++) {
         int32_t r, o;
-        if (tk_pmap_get(&t->merges, sym[i].id, sym[i + 1].id, &r, &o)) heap_push(heap, &hn, (bmerge){r, (int32_t)i, o});
+        if (pair_get(t, sym[i].id, sym[i + 1].id, &r, &o)) heap_push(heap, &hn, (bmerge){r, (int32_t)i, o});
     }
     while (hn) {
         bmerge top = heap_pop(heap, &hn);
@@ -81,14 +97,14 @@ static int bpe_merge_all(const vc_tokenizer *t, bsym *sym, size_t k, bmerge *hea
         if (!a->len || a->next < 0) continue;
         bsym *b = &sym[a->next];
         int32_t r, o;
-        if (!tk_pmap_get(&t->merges, a->id, b->id, &r, &o) || o != top.out) continue;
+        if (!pair_get(t, a->id, b->id, &r, &o) || o != top.out) continue;
         a->id = top.out; a->len += b->len; b->len = 0;
         int32_t bn = b->next;
         a->next = bn;
         if (bn >= 0) sym[bn].prev = top.pos;
-        if (a->prev >= 0 && tk_pmap_get(&t->merges, sym[a->prev].id, a->id, &r, &o))
+        if (a->prev >= 0 && pair_get(t, sym[a->prev].id, a->id, &r, &o))
             heap_push(heap, &hn, (bmerge){r, a->prev, o});
-        if (bn >= 0 && tk_pmap_get(&t->merges, a->id, sym[bn].id, &r, &o)) heap_push(heap, &hn, (bmerge){r, top.pos, o});
+        if (bn >= 0 && pair_get(t, a->id, sym[bn].id, &r, &o)) heap_push(heap, &hn, (bmerge){r, top.pos, o});
     }
     return 0;
 }

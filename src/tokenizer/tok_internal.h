@@ -132,6 +132,7 @@ struct vc_tokenizer {
     tk_pmap merges;
     int32_t unk_id, byte_ids[256];
     int byte_fallback, fuse_unk, ignore_merges;
+    int tiktoken; /* BPE by rank: any adjacent pair whose concatenation is a token merges, lowest id first */
     char *cont_prefix, *eow_suffix;
     /* Unigram / SentencePiece */
     float *score; uint8_t *ptype; int n_pieces; int max_piece_len; float min_score, max_score;
@@ -158,6 +159,11 @@ struct vc_tokenizer {
 
 /* loaders */
 vc_status tk_load_json(vc_tokenizer *t, const char *path);
+struct cJSON;
+vc_status tk_load_json_root(vc_tokenizer *t, const struct cJSON *root, const char *path); /* path: for messages */
+/* tiktoken rank files (Qwen1's qwen.tiktoken, GLM-4's tokenizer.model), tok_tiktoken.c */
+int tk_is_tiktoken(const char *path);
+vc_status tk_load_tiktoken(vc_tokenizer *t, const char *path, const char *config_path);
 vc_status tk_load_spm(vc_tokenizer *t, const char *path);
 /* Sets id -> token (growing the table); with `model`, also token -> id in the model vocab. */
 vc_status tk_vocab_set(vc_tokenizer *t, int id, const char *s, size_t len, int model);

@@ -380,6 +380,13 @@ vc_status tk_load_json(vc_tokenizer *t, const char *path) {
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     if (!root) return vc_fail(VC_ERR_FORMAT, "%s: not valid JSON (truncated or corrupt)", path);
+    st = tk_load_json_root(t, root, path);
+    cJSON_Delete(root);
+    return st;
+}
+
+vc_status tk_load_json_root(vc_tokenizer *t, const cJSON *root, const char *path) {
+    vc_status st;
     t->src = TK_SRC_JSON;
     if ((st = model_parse(t, cJSON_GetObjectItemCaseSensitive(root, "model"), path))) goto out;
     if ((st = added_parse(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), path))) goto out;
@@ -388,6 +395,5 @@ vc_status tk_load_json(vc_tokenizer *t, const char *path) {
     if ((st = post_parse(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), path))) goto out;
     st = dec_parse(cJSON_GetObjectItemCaseSensitive(root, "decoder"), path, &t->dec);
 out:
-    cJSON_Delete(root);
     return st;
 }

@@ -1,4 +1,5 @@
-/* Public tokenizer API: loading (tokenizer.json / tokenizer.model + tokenizer_config.json), encode, decode. */
+/* Public tokenizer API: loading (tokenizer.json / tokenizer.model (SentencePiece or tiktoken) / qwen.tiktoken +
+ * tokenizer_config.json), encode, decode. */
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
@@ -118,20 +119,22 @@ vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
     for (int i = 0; i < 256; i++) t->byte_ids[i] = -1;
     char *folder = NULL, *json = NULL, *model = NULL, *cfg = NULL;
     vc_status st = VC_OK;
-    if (ends_with(dir, ".json") || ends_with(dir, ".model")) {
+    if (ends_with(dir, ".json") || ends_with(dir, ".model") || ends_with(dir, ".tiktoken")) {
         const char *slash = strrchr(dir, '/');
         folder = slash ? strndup(dir, (size_t)(slash - dir)) : vc_strdup(".");
         if (ends_with(dir, ".json")) json = vc_strdup(dir); else model = vc_strdup(dir);
-    } else {
+    } else { /* tokenizer.json, else Qwen1's qwen.tiktoken, else tokenizer.model (SentencePiece or tiktoken) */
         folder = vc_strdup(dir);
         json = vc_path_join(dir, "tokenizer.json");
-        model = vc_path_join(dir, "tokenizer.model");
+        model = vc_path_join(dir, "qwen.tiktoken");
+        if (model && !vc_file_exists(model)) { free(model); model = vc_path_join(dir, "tokenizer.model"); }
     }
     cfg = folder ? vc_path_join(folder, "tokenizer_config.json") : NULL;
     if (!folder || !cfg || (!json && !model)) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
     if (json && vc_file_exists(json)) st = tk_load_json(t, json);
+    else if (model && vc_file_exists(model) && tk_is_tiktoken(model)) st = tk_load_tiktoken(t, model, cfg);
     else if (model && vc_file_exists(model)) st = tk_load_spm(t, model);
-    else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json or tokenizer.model", dir); goto out; }
+    else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json, tokenizer.model or qwen.tiktoken", dir); goto out; }
     if (st) goto out;
     for (int i = 0; i < t->n_added; i++) if (t->added[i].special) t->is_special[t->added[i].id] = 1;
     if ((st = index_added(t))) goto out;
