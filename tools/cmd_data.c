@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "verlc/core.h"
 #include "verlc/data.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: verlc data gsm8k --input DIR --out DIR\n"
+                    "       verlc data jsonl --input F.parquet|F.jsonl --out O.jsonl\n"
+                    "  writes the rows verlc reads from a Parquet (or JSONL) file as JSONL\n"
                     "  converts GSM8K train/test ({question, answer}; DIR/train.jsonl, DIR/train.parquet or Hugging Face's\n"
                     "  DIR/main/train-00000-of-00001.parquet) into verl's row schema\n"
                     "  (as verl's examples/data_preprocess/gsm8k.py), written as DIR/train.jsonl and test.jsonl\n");
@@ -59,9 +62,48 @@ static int cmd_gsm8k(int argc, char **argv) {
     return 0;
 }
 
+/* the rows as verlc reads them (Parquet or JSONL), one JSON object per line */
+static int cmd_jsonl(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--input") && i + 1 < argc) in = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else return usage();
+    }
+    if (!in || !out) return usage();
+    vc_jsonl *d = NULL;
+    vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT, &d);
+    size_t cap = 1 << 16, len = 0;
+    char *text = st ? NULL : malloc(cap);
+    for (size_t i = 0; !st && i < d->n_rows; i++) {
+        char *row = cJSON_PrintUnformatted(d->rows[i]);
+        size_t n = row ? strlen(row) : 0;
+        while (row && len + n + 2 > cap) {
+            char *t = text ? realloc(text, cap * 2) : NULL;
+            if (!t) break;
+            text = t;
+            cap *= 2;
+        }
+        if (!row || !text || len + n + 2 > cap) st = vc_fail(VC_ERR_NOMEM, "out of memory at row %zu", i + 1);
+        else {
+            memcpy(text + len, row, n);
+            len += n;
+            text[len++] = '\n';
+        }
+        free(row);
+    }
+    if (!st) st = vc_write_file_atomic(out, text ? text : "", len);
+    if (!st) printf("%s: %zu rows -> %s\n", in, d->n_rows, out);
+    else fprintf(stderr, "verlc data jsonl: %s\n", vc_last_error());
+    free(text);
+    vc_jsonl_free(d);
+    return st ? 1 : 0;
+}
+
 int vc_cmd_data(int argc, char **argv) {
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "gsm8k")) return cmd_gsm8k(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "jsonl")) return cmd_jsonl(argc - 1, argv + 1);
     fprintf(stderr, "verlc data: unknown dataset '%s'\n", argv[1]);
     return usage();
 }

@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
         { "detokenize", vc_cmd_detokenize, "JSONL id rows to text" },
         { "chat-template", vc_cmd_chat_template, "render a chat template for JSON messages" },
         { "algos", vc_cmd_algos, "evaluate verl's core algorithm functions from JSON" },
-        { "data", vc_cmd_data, "dataset conversion (data gsm8k ...)" },
+        { "data", vc_cmd_data, "dataset conversion (data gsm8k ..., data jsonl: Parquet rows as JSONL)" },
         { "report", vc_cmd_report, "write an HTML report for a run directory" },
         { "bench", vc_cmd_bench, "benchmarks (forward, train, generate, tokenize, allreduce)" },
     };

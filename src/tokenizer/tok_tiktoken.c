@@ -100,9 +100,7 @@ static vc_status read_ranks(const char *path, cJSON *vocab, int *n_ranks) {
             size_t k = 0;
             for (long i = 0; i < n; i++) k += (size_t)byte_char(bytes[i], chars + k);
             chars[k] = 0;
-            if (cJSON_GetObjectItemCaseSensitive(vocab, chars))
-                st = vc_fail(VC_ERR_FORMAT, "%s:%ld: a token listed twice", path, line);
-            else if (!cJSON_AddNumberToObject(vocab, chars, (double)rank)) st = VC_ERR_NOMEM;
+            if (!cJSON_AddNumberToObject(vocab, chars, (double)rank)) st = VC_ERR_NOMEM;
             if (rank + 1 > *n_ranks) *n_ranks = (int)rank + 1;
         }
         p = nl ? nl + 1 : end;

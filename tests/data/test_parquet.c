@@ -5,11 +5,9 @@
  * timestamps, binary); the older list layout; the DELTA_* and BYTE_STREAM_SPLIT encodings with LZ4_RAW
  * and Brotli pages; a non-parquet and an encrypted file refused by name; truncated and
  * byte-flipped files fail with a message (under the sanitizers: without touching memory outside them). */
-#include "verlc/core.h"
+#include "cli_util.h"
 #include "verlc/data.h"
-#include "vc_test.h"
 #include <cjson/cJSON.h>
-#include <unistd.h>
 
 #define DIR "tests/fixtures/parquet/"
 
@@ -86,6 +84,25 @@ static void test_gsm8k_convert(void) {
     unlink(a);
     unlink(b);
     unlink(c);
+}
+
+/* `verlc data jsonl`: the rows verlc reads, written as JSONL, read back equal */
+static void test_cli(void) {
+    char out[64];
+    snprintf(out, sizeof out, "/tmp/verlc_pqcli_%d.jsonl", (int)getpid());
+    CHECK(cli_sh("%s data jsonl --input " DIR "gsm8k_pages.parquet --out %s > /dev/null", cli_bin(), out) == 0);
+    vc_jsonl *a = NULL, *b = NULL;
+    CHECK_OK(vc_jsonl_read(out, VC_JSONL_STRICT, &a));
+    CHECK_OK(vc_jsonl_read(DIR "gsm8k.jsonl", VC_JSONL_STRICT, &b));
+    int same = a && b && a->n_rows == b->n_rows;
+    for (size_t i = 0; same && i < a->n_rows; i++) same = cJSON_Compare(a->rows[i], b->rows[i], 1);
+    CHECK_MSG(same, "verlc data jsonl: rows differ from pyarrow's");
+    vc_jsonl_free(a);
+    vc_jsonl_free(b);
+    unlink(out);
+    cli_quiet = 1;
+    CHECK(cli_sh("%s data jsonl --input " DIR "types.jsonl.missing --out %s 2> /dev/null", cli_bin(), out) == 1);
+    cli_quiet = 0;
 }
 
 static void expect_fail(const char *path, const char *needle) {
@@ -190,6 +207,7 @@ int main(void) {
     compare("encodings_v2.parquet", "encodings.jsonl");
     test_verl_rows();
     test_gsm8k_convert();
+    test_cli();
     test_refused();
     test_corrupt();
     return vc_test_done();
