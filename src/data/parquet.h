@@ -81,7 +81,9 @@ struct cJSON;
 typedef vc_status (*pq_row_fn)(void *user, struct cJSON *row, int64_t index);
 vc_status pq_rows(const char *path, const uint8_t *data, size_t size, pq_row_fn fn, void *user);
 
-/* parquet_enc.c: the DELTA_* and BYTE_STREAM_SPLIT encodings; 1 when count values decoded */
+/* parquet_enc.c: one PLAIN value of `type` (w bytes at q: numbers widened, byte arrays pointing at q);
+ * the DELTA_* and BYTE_STREAM_SPLIT encodings, 1 when count values decoded */
+void pq_plain_value(int type, const uint8_t *q, uint32_t w, pq_val *v);
 int pq_delta_binary(const uint8_t *p, size_t n, int64_t *out, int64_t count, size_t *used);
 /* DELTA_LENGTH_BYTE_ARRAY (length_only; values point into p) or DELTA_BYTE_ARRAY (values rebuilt in *buf) */
 int pq_delta_strings(const uint8_t *p, size_t n, pq_val *v, int64_t count, int length_only, uint8_t **buf);

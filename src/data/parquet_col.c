@@ -246,21 +246,7 @@ static int64_t plain(const col_ctx *c, const uint8_t *p, size_t n, pq_val *v, in
             at += 4;
         }
         if (w > n - at || (w == 0 && type == PQ_FIXED)) return -1;
-        const uint8_t *q = p + at;
-        if (type == PQ_INT32) {
-            int32_t x;
-            memcpy(&x, q, 4);
-            v[i].i = x;
-        } else if (type == PQ_INT64) memcpy(&v[i].i, q, 8);
-        else if (type == PQ_FLOAT) {
-            float x;
-            memcpy(&x, q, 4);
-            v[i].d = x;
-        } else if (type == PQ_DOUBLE) memcpy(&v[i].d, q, 8);
-        else {
-            v[i].s.p = q;
-            v[i].s.n = (uint32_t)w;
-        }
+        pq_plain_value(type, p + at, (uint32_t)w, &v[i]);
         at += w;
     }
     return (int64_t)at;

@@ -101,6 +101,23 @@ int pq_delta_strings(const uint8_t *p, size_t n, pq_val *v, int64_t count, int l
     return ok;
 }
 
+void pq_plain_value(int type, const uint8_t *q, uint32_t w, pq_val *v) {
+    if (type == PQ_INT32) {
+        int32_t x;
+        memcpy(&x, q, 4);
+        v->i = x;
+    } else if (type == PQ_INT64) memcpy(&v->i, q, 8);
+    else if (type == PQ_FLOAT) {
+        float x;
+        memcpy(&x, q, 4);
+        v->d = x;
+    } else if (type == PQ_DOUBLE) memcpy(&v->d, q, 8);
+    else { /* byte arrays, INT96: the bytes in place */
+        v->s.p = q;
+        v->s.n = w;
+    }
+}
+
 int pq_byte_stream_split(const uint8_t *p, size_t n, int type, int width, pq_val *v, int64_t count, uint8_t **buf) {
     *buf = NULL;
     size_t w = type == PQ_FLOAT || type == PQ_INT32 ? 4 : type == PQ_DOUBLE || type == PQ_INT64 ? 8
@@ -111,20 +128,7 @@ int pq_byte_stream_split(const uint8_t *p, size_t n, int type, int width, pq_val
     for (int64_t i = 0; i < count; i++) {
         uint8_t *dst = fixed ? fixed + (size_t)i * w : b;
         for (size_t k = 0; k < w; k++) dst[k] = p[k * (size_t)count + (size_t)i];
-        if (type == PQ_FLOAT) {
-            float x;
-            memcpy(&x, b, 4);
-            v[i].d = x;
-        } else if (type == PQ_DOUBLE) memcpy(&v[i].d, b, 8);
-        else if (type == PQ_INT32) {
-            int32_t x;
-            memcpy(&x, b, 4);
-            v[i].i = x;
-        } else if (type == PQ_INT64) memcpy(&v[i].i, b, 8);
-        else {
-            v[i].s.p = dst;
-            v[i].s.n = (uint32_t)w;
-        }
+        pq_plain_value(type, dst, (uint32_t)w, &v[i]);
     }
     return 1;
 }
