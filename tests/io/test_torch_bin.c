@@ -3,11 +3,12 @@
  * shards (Qwen3, bf16) give every tensor of the shared safetensors fixture byte for byte; `verlc check`
  * passes on the .bin folder with the shared references; tied tensors share their bytes, slices start at
  * their storage offset, f16 / int64 / bool / f64 / bf16 / 0-d tensors and Parameters read as torch wrote
- * them; non-contiguous tensors, the legacy format and truncated or byte-flipped files are refused with
+ * them; a PEFT adapter_model.bin attaches as its safetensors copy does; non-contiguous tensors, the legacy format and truncated or byte-flipped files are refused with
  * a message naming the file (under the sanitizers: without reading outside the mapping). */
 #include "cli_util.h"
 #include "verlc/dtype.h"
 #include "verlc/json.h"
+#include "verlc/model.h"
 #include "verlc/safetensors.h"
 #include <cjson/cJSON.h>
 
@@ -100,6 +101,30 @@ static void test_check_cli(void) {
     cli_sh("rm -rf %s", dir);
 }
 
+/* a PEFT adapter saved as adapter_model.bin attaches with the same tensors as its safetensors copy */
+static void test_adapter_bin(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/fixtures/models/qwen3", vc_test_shared());
+    vc_model *a = NULL, *b = NULL;
+    CHECK_OK(vc_model_load(dir, &a));
+    CHECK_OK(vc_model_load(dir, &b));
+    if (!a || !b) goto out;
+    CHECK_OK(vc_model_lora_attach_from(a, DIR "adapter_bin"));
+    CHECK_OK(vc_model_lora_attach_from(b, DIR "adapter_st"));
+    vc_tensor *const *x = NULL, *const *y = NULL;
+    int nx = vc_model_lora_params(a, &x), ny = vc_model_lora_params(b, &y), same = nx == ny && nx == 8;
+    double norm = 0;
+    for (int i = 0; same && i < nx; i++) {
+        same = x[i]->n == y[i]->n && !memcmp(x[i]->data, y[i]->data, sizeof(float) * (size_t)x[i]->n);
+        for (int64_t k = 0; k < x[i]->n; k++) norm += fabs(x[i]->data[k]);
+    }
+    CHECK_MSG(same && norm > 0, "adapter_model.bin: %d tensors, safetensors %d, equal %d, |sum| %g", nx, ny, same, norm);
+    printf("adapter_model.bin: %d LoRA tensors equal to the safetensors adapter's\n", nx);
+out:
+    vc_model_free(a);
+    vc_model_free(b);
+}
+
 static void test_corrupt(void) {
     const char *srcs[] = { DIR "views.bin", DIR "qwen3_bf16/pytorch_model-00002-of-00002.bin" };
     char tmp[64];
@@ -153,6 +178,7 @@ int main(void) {
     expect_fail(DIR "strided.bin", "tensor 'w' is not contiguous");
     expect_fail(DIR "legacy.bin", "legacy (pre-1.6) format");
     test_check_cli();
+    test_adapter_bin();
     test_corrupt();
     return vc_test_done();
 }
