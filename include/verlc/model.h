@@ -128,8 +128,8 @@ int64_t vc_model_weight_copies(vc_model *m, int on);
 vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, int64_t *n);
 /* Writes the weights back in the checkpoint's layout and names: DIR/model.safetensors (+ config.json). */
 vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype);
-/* Copies the tokenizer and generation files that exist in `from` into `to` (existing ones kept unless
- * overwrite). */
+/* Copies the tokenizer, generation and remote-code (*.py) files that exist in `from` into `to` (existing
+ * ones kept unless overwrite). */
 vc_status vc_model_copy_side_files(const char *from, const char *to, int overwrite);
 /* Lists the checkpoint mapping (for `verlc inspect`): one line per tensor. */
 vc_status vc_model_describe(const vc_model *m, FILE *f);

@@ -5,6 +5,7 @@
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/safetensors.h"
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -96,13 +97,26 @@ static vc_status write_config(const vc_model *m, const char *dir, vc_dtype dtype
     return st;
 }
 
-vc_status vc_model_copy_side_files(const char *from, const char *to, int overwrite) {
+/* a file that travels with the weights: generation settings, tokenizer files, remote code */
+static int side_file(const char *name) {
     static const char *FILES[] = { "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
-                                   "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json" };
-    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
-        char *src = vc_path_join(from, FILES[i]), *dst = vc_path_join(to, FILES[i]), *buf = NULL;
+                                   "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json",
+                                   "qwen.tiktoken", "chat_template.jinja", "chat_template.json" };
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++)
+        if (!strcmp(name, FILES[i])) return 1;
+    size_t n = strlen(name); /* the remote code config.json's auto_map names (modeling_*.py, tokenization_*.py) */
+    return n > 3 && !strcmp(name + n - 3, ".py");
+}
+
+vc_status vc_model_copy_side_files(const char *from, const char *to, int overwrite) {
+    DIR *d = opendir(from);
+    if (!d) return VC_OK; /* a single checkpoint file, not a folder: nothing beside it to copy */
+    vc_status st = VC_OK;
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        if (!side_file(e->d_name)) continue;
+        char *src = vc_path_join(from, e->d_name), *dst = vc_path_join(to, e->d_name), *buf = NULL;
         size_t n = 0;
-        vc_status st = src && dst ? VC_OK : VC_ERR_NOMEM;
+        st = src && dst ? VC_OK : VC_ERR_NOMEM;
         if (!st && vc_file_exists(src) && (overwrite || !vc_file_exists(dst))) {
             st = vc_read_file(src, &buf, &n);
             if (!st) st = vc_write_file_atomic(dst, buf, n);
@@ -110,9 +124,9 @@ vc_status vc_model_copy_side_files(const char *from, const char *to, int overwri
         free(src);
         free(dst);
         free(buf);
-        if (st) return st;
     }
-    return VC_OK;
+    closedir(d);
+    return st;
 }
 
 /* the source checkpoint's tensors of other towers (a multimodal model's vision tower), as they were, so

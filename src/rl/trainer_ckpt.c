@@ -211,16 +211,5 @@ vc_status rl_export_hf(vc_rl_trainer *t, const char *dir) {
 }
 
 vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir) {
-    static const char *FILES[] = { "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json" };
-    vc_status st = VC_OK;
-    for (size_t i = 0; !st && i < sizeof FILES / sizeof FILES[0]; i++) {
-        char *src = vc_path_join(from_dir, FILES[i]), *dst = vc_path_join(to_dir, FILES[i]), *buf = NULL;
-        size_t n = 0;
-        if (!src || !dst) st = VC_ERR_NOMEM;
-        else if (vc_file_exists(src) && !(st = vc_read_file(src, &buf, &n))) st = vc_write_file_atomic(dst, buf, n);
-        free(src);
-        free(dst);
-        free(buf);
-    }
-    return st;
+    return vc_model_copy_side_files(from_dir, to_dir, 1);
 }

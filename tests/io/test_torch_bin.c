@@ -98,6 +98,21 @@ static void test_check_cli(void) {
     CHECK(!vc_read_file(log, &text, &n) && strstr(text, "1 of 1 models passed"));
     if (text) printf("verlc check on a pytorch_model.bin folder: %s", strstr(text, "1 of 1 models passed") ? "passed\n" : text);
     free(text);
+    /* saved as a Hugging Face folder: safetensors with the same tensors, the remote code beside it */
+    char out[300], py[400];
+    snprintf(out, sizeof out, "%s/hf", dir);
+    snprintf(py, sizeof py, "%s/tokenization_baichuan.py", dir);
+    CHECK_OK(vc_write_file_atomic(py, "# remote code\n", 14));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) CHECK_OK(vc_model_save_hf(m, out, VC_F32));
+    vc_model_free(m);
+    snprintf(py, sizeof py, "%s/model.safetensors", out);
+    char st_dir[600];
+    snprintf(st_dir, sizeof st_dir, "%s/fixtures/models/baichuan2", vc_test_shared());
+    if (vc_file_exists(py)) same_tensors(out, st_dir);
+    snprintf(py, sizeof py, "%s/tokenization_baichuan.py", out);
+    CHECK_MSG(vc_file_exists(py), "remote code not copied to %s", out);
     cli_sh("rm -rf %s", dir);
 }
 
