@@ -9,7 +9,8 @@
 typedef struct vc_chat_template vc_chat_template;
 
 /* Reads DIR/tokenizer_config.json: chat_template (a string, or a list of {name, template} from which
- * "default" is used), bos/eos/unk/pad tokens (strings or AddedToken objects {"content": ...}).
+ * "default" is used; DIR/chat_template.jinja, when present, overrides it as in transformers), bos/eos/unk/pad
+ * tokens (strings or AddedToken objects {"content": ...}).
  * A missing template is VC_ERR_MISSING with transformers' "... no chat template ..." meaning.
  * Template syntax errors are VC_ERR_FORMAT naming line and column. */
 vc_status vc_chat_template_load(const char *dir, vc_chat_template **out);

@@ -61,18 +61,33 @@ static const char *pick_template(const cJSON *ct) {
 
 vc_status vc_chat_template_load(const char *dir, vc_chat_template **out) {
     *out = NULL;
-    char *path = vc_path_join(dir, "tokenizer_config.json"), *text = NULL;
+    char *path = vc_path_join(dir, "tokenizer_config.json"), *text = NULL, *jpath = vc_path_join(dir, "chat_template.jinja");
+    char *jtext = NULL;
     cJSON *cfg = NULL;
     vc_chat_template *t = NULL;
     size_t len;
     vc_status st;
-    if (!path) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    if (!path || !jpath) {
+        free(path);
+        free(jpath);
+        return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    }
+    /* chat_template.jinja (transformers' save_pretrained writes it since 4.47) overrides the config's template */
+    if (vc_file_exists(jpath) && (st = vc_read_file(jpath, &jtext, &len))) goto out;
     st = vc_read_file(path, &text, &len);
-    if (st) goto out;
-    cfg = cJSON_ParseWithLength(text, len);
+    if (st && jtext) { /* a template file without a tokenizer_config.json: no special tokens */
+        st = VC_OK;
+        cfg = cJSON_CreateObject();
+    } else if (st) goto out;
+    else cfg = cJSON_ParseWithLength(text, len);
     if (!cfg || !cJSON_IsObject(cfg)) { st = vc_fail(VC_ERR_FORMAT, "%s: not a JSON object", path); goto out; }
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
-    const char *tmpl = pick_template(ct);
+    const char *tmpl = jtext ? jtext : pick_template(ct);
+    if (jtext) {
+        free(path);
+        path = jpath; /* messages about the template name its file */
+        jpath = NULL;
+    }
     if (!tmpl) {
         st = vc_fail(VC_ERR_MISSING, "%s: the tokenizer has no chat template (tokenizer.chat_template is not set%s); "
                      "transformers refuses apply_chat_template in this case", path,
@@ -80,7 +95,7 @@ vc_status vc_chat_template_load(const char *dir, vc_chat_template **out) {
         goto out;
     }
     st = compile(tmpl, &t);
-    if (st) { vc_fail_ctx(st, "%s: chat_template", path); goto out; }
+    if (st) { vc_fail_ctx(st, "%s%s", path, jtext ? "" : ": chat_template"); goto out; }
     for (int i = 0; i < 4; i++) {
         const char *tok = token_text(cJSON_GetObjectItemCaseSensitive(cfg, TOKEN_KEYS[i]));
         if (tok && !(t->tokens[i] = strdup(tok))) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto out; }
@@ -91,7 +106,9 @@ out:
     vc_chat_template_free(t);
     cJSON_Delete(cfg);
     free(text);
+    free(jtext);
     free(path);
+    free(jpath);
     return st;
 }
 

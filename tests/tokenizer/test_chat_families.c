@@ -298,7 +298,30 @@ static void test_load_errors(void) {
     cfg = "{\"bos_token\": \"<s>\"}";
     CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
     CHECK(vc_chat_template_load(dir, &t) == VC_ERR_MISSING && strstr(vc_last_error(), "no chat template"));
+    /* chat_template.jinja beside it is the template (as transformers loads it), the config still gives bos */
+    char jpath[256];
+    snprintf(jpath, sizeof jpath, "%s/chat_template.jinja", dir);
+    const char *jinja = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}\n";
+    CHECK_OK(vc_write_file_atomic(jpath, jinja, strlen(jinja)));
+    cJSON *one = cJSON_Parse("[{\"role\": \"user\", \"content\": \"hi\"}]");
+    t = NULL;
+    CHECK_OK(vc_chat_template_load(dir, &t));
+    out = NULL;
+    if (t) CHECK_OK(vc_chat_template_render(t, one, NULL, &out));
+    /* Jinja drops the source's one trailing newline (keep_trailing_newline is off in transformers) */
+    CHECK_MSG(out && !strcmp(out, "<s>[user]"), "chat_template.jinja rendered '%s'", out ? out : "");
+    free(out);
+    vc_chat_template_free(t);
+    remove(path); /* the template file alone */
+    t = NULL;
+    CHECK_OK(vc_chat_template_load(dir, &t));
+    vc_chat_template_free(t);
+    jinja = "{% for m in messages %}";
+    CHECK_OK(vc_write_file_atomic(jpath, jinja, strlen(jinja)));
+    CHECK(vc_chat_template_load(dir, &t) == VC_ERR_FORMAT && strstr(vc_last_error(), "chat_template.jinja"));
+    cJSON_Delete(one);
     cJSON_Delete(m);
+    remove(jpath);
     remove(path);
     remove(dir);
 }
