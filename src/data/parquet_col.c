@@ -382,8 +382,11 @@ vc_status pq_column_read(const pq_file *f, int g, int leaf, pq_column *out) {
     const pq_chunk *ch = c.ch;
     if (ch->type != c.node->type) return col_fail(&c, VC_ERR_FORMAT, "chunk type %d, schema type %d", ch->type, c.node->type);
     if (c.node->type == PQ_FIXED && c.node->type_length <= 0) return col_fail(&c, VC_ERR_FORMAT, "fixed length %d", c.node->type_length);
-    if (ch->num_values < 0 || ch->num_values > MAX_ENTRIES)
-        return col_fail(&c, VC_ERR_FORMAT, "%lld values", (long long)ch->num_values);
+    /* levels compress runs of nulls to a few bytes: bound what a small (crafted) file can make us allocate */
+    int64_t cap = (int64_t)f->size < MAX_ENTRIES / 1024 ? (int64_t)f->size * 1024 : MAX_ENTRIES;
+    if (cap < ((int64_t)1 << 24)) cap = (int64_t)1 << 24;
+    if (ch->num_values < 0 || ch->num_values > cap)
+        return col_fail(&c, VC_ERR_FORMAT, "%lld values in a file of %zu bytes", (long long)ch->num_values, f->size);
     int64_t pos = ch->dict_off > 0 && ch->dict_off < ch->data_off ? ch->dict_off : ch->data_off;
     int64_t lim = (int64_t)f->size - 8;
     if (pos < 4 || pos >= lim) return col_fail(&c, VC_ERR_FORMAT, "pages at offset %lld outside the file", (long long)pos);

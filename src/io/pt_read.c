@@ -11,6 +11,7 @@
 
 #define MAX_STACK (1 << 20)
 #define MAX_MEMO (1 << 24)
+#define MAX_VALUES (4 << 20) /* a state dict of 20,000 tensors makes about 200,000 */
 
 typedef enum { PV_NONE, PV_INT, PV_FLOAT, PV_STR, PV_TUPLE, PV_LIST, PV_DICT, PV_GLOBAL, PV_STORAGE, PV_TENSOR,
                PV_MARK } pv_kind;
@@ -43,6 +44,10 @@ typedef struct vm {
 static pv MARK = { .k = PV_MARK };
 
 static pv *make(vm *m, pv_kind k) {
+    if (m->n_all >= MAX_VALUES) {
+        snprintf(m->err, sizeof m->err, "more than %d values (not a state dict)", MAX_VALUES);
+        return NULL;
+    }
     if (m->n_all == m->cap_all) {
         int cap = m->cap_all ? 2 * m->cap_all : 256;
         pv **a = realloc(m->all, (size_t)cap * sizeof *a);
