@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "verlc/core.h"
 #include "verlc/data.h"
+#include "verlc/report.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -73,29 +74,18 @@ static int cmd_jsonl(int argc, char **argv) {
     if (!in || !out) return usage();
     vc_jsonl *d = NULL;
     vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT, &d);
-    size_t cap = 1 << 16, len = 0;
-    char *text = st ? NULL : malloc(cap);
+    vc_strbuf b = { 0 };
     for (size_t i = 0; !st && i < d->n_rows; i++) {
         char *row = cJSON_PrintUnformatted(d->rows[i]);
-        size_t n = row ? strlen(row) : 0;
-        while (row && len + n + 2 > cap) {
-            char *t = text ? realloc(text, cap * 2) : NULL;
-            if (!t) break;
-            text = t;
-            cap *= 2;
-        }
-        if (!row || !text || len + n + 2 > cap) st = vc_fail(VC_ERR_NOMEM, "out of memory at row %zu", i + 1);
-        else {
-            memcpy(text + len, row, n);
-            len += n;
-            text[len++] = '\n';
-        }
+        if (row) vc_sb_puts(&b, row);
+        vc_sb_puts(&b, "\n");
+        if (!row || b.oom) st = vc_fail(VC_ERR_NOMEM, "out of memory at row %zu", i + 1);
         free(row);
     }
-    if (!st) st = vc_write_file_atomic(out, text ? text : "", len);
+    if (!st) st = vc_write_file_atomic(out, b.p ? b.p : "", b.n);
     if (!st) printf("%s: %zu rows -> %s\n", in, d->n_rows, out);
     else fprintf(stderr, "verlc data jsonl: %s\n", vc_last_error());
-    free(text);
+    free(b.p);
     vc_jsonl_free(d);
     return st ? 1 : 0;
 }

@@ -169,8 +169,8 @@ static vc_status take_parquet_row(void *user, cJSON *row, int64_t index) {
 /* a Parquet file (PAR1 magic): its rows, numbered from 1 in place of lines */
 static vc_status read_parquet(const char *path, FILE *f, vc_jsonl **out) {
     struct stat sb;
-    if (fstat(fileno(f), &sb) || sb.st_size < 12)
-        return vc_fail(VC_ERR_FORMAT, "%s: parquet file of %lld bytes", path, (long long)sb.st_size);
+    if (fstat(fileno(f), &sb)) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
+    if (sb.st_size < 12) return vc_fail(VC_ERR_FORMAT, "%s: parquet file of %lld bytes", path, (long long)sb.st_size);
     void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
     if (m == MAP_FAILED) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
     vc_jsonl *d = jsonl_new(path);

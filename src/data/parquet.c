@@ -138,8 +138,7 @@ static cJSON *present(asm_ctx *a, const pq_node *n, int depth) {
         return v;
     }
     const pq_node *c0 = &f->nodes[n->first_child];
-    if (n->unwrap) return field(a, c0, depth + 1);
-    if (n->kind == PQ_K_LIST) return field(a, c0, depth + 1);
+    if (n->unwrap || n->kind == PQ_K_LIST) return field(a, c0, depth + 1); /* a list's item, or its repeated child */
     if (n->kind == PQ_K_MAP) { /* the repeated key_value group: entries become members */
         cJSON *obj = cJSON_CreateObject(), *kv = field(a, c0, depth + 1);
         const cJSON *e;

@@ -43,23 +43,6 @@ static long b64decode(const char *s, size_t n, unsigned char *out) {
     return k;
 }
 
-/* GPT-2's byte -> character map (as UTF-8) of byte-level BPE */
-static int byte_char(unsigned b, char out[3]) {
-    unsigned cp = b;
-    if (!((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))) {
-        unsigned n = 0;
-        for (unsigned x = 0; x < b; x++) n += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE));
-        cp = 256 + n;
-    }
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xC0 | cp >> 6);
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-}
-
 int tk_is_tiktoken(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
@@ -97,8 +80,12 @@ static vc_status read_ranks(const char *path, cJSON *vocab, int *n_ranks) {
         } else if (n <= 0 || rank < 0 || rank > 10000000 || rend != e) {
             st = vc_fail(VC_ERR_FORMAT, "%s:%ld: not a 'base64 rank' line of a tiktoken file", path, line);
         } else {
-            size_t k = 0;
-            for (long i = 0; i < n; i++) k += (size_t)byte_char(bytes[i], chars + k);
+            size_t k = 0; /* the byte-level characters of the token's bytes (vc_tokenizer_load built the table) */
+            for (long i = 0; i < n; i++) {
+                size_t cl = strlen(tk_bytelevel_char[bytes[i]]);
+                memcpy(chars + k, tk_bytelevel_char[bytes[i]], cl);
+                k += cl;
+            }
             chars[k] = 0;
             if (!cJSON_AddNumberToObject(vocab, chars, (double)rank)) st = VC_ERR_NOMEM;
             if (rank + 1 > *n_ranks) *n_ranks = (int)rank + 1;
