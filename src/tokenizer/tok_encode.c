@@ -82,6 +82,21 @@ int tk_json_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) 
     return rc;
 }
 
+static int spm_segment(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag) {
+    (void)flag;
+    return tk_spm_encode_text(t, s, n, c->out);
+}
+
+/* SentencePiece with added tokens (from tokenizer_config.json): transformers' slow tokenizers split them out of
+ * the raw text, then SentencePiece encodes each piece between them on its own (each with its dummy prefix). */
+int tk_spm_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
+    if (!t->n_added) return tk_spm_encode_text(t, s, n, out);
+    enc_ctx c = {.out = out};
+    int rc = split_added(t, &c, s, n, 0, 1, spm_segment);
+    tk_pieces_free(&c.ps); tk_pieces_free(&c.tmp); tk_buf_free(&c.nb);
+    return rc;
+}
+
 /* ---- decoders: each step maps a list of token strings to a new list ---- */
 static int dec_bytelevel(tk_pieces *in, tk_pieces *out) {
     tk_buf raw = {0}, res = {0};

@@ -154,6 +154,7 @@ struct vc_tokenizer {
     tk_norm *norm; tk_pretok *pre; tk_dec *dec;
     tk_tmpl_item *tmpl; int n_tmpl; int has_post;
     int bos_id, eos_id, pad_id, add_bos, add_eos;
+    int32_t prefix_ids[2]; int n_prefix;        /* SentencePiece: written first by add_special_tokens (ChatGLM3) */
     tk_cache_shard *cache;
 };
 
@@ -165,6 +166,8 @@ vc_status tk_load_json_root(vc_tokenizer *t, const struct cJSON *root, const cha
 int tk_is_tiktoken(const char *path);
 vc_status tk_load_tiktoken(vc_tokenizer *t, const char *path, const char *config_path);
 vc_status tk_load_spm(vc_tokenizer *t, const char *path);
+/* tokenizer_config.json beside a SentencePiece model, as transformers' slow tokenizers take it (tok_spm_config.c) */
+vc_status tk_spm_config(vc_tokenizer *t, const char *config_path);
 /* Sets id -> token (growing the table); with `model`, also token -> id in the model vocab. */
 vc_status tk_vocab_set(vc_tokenizer *t, int id, const char *s, size_t len, int model);
 
@@ -173,7 +176,8 @@ int tk_bpe_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *out);
 int tk_unigram_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *out);
 int tk_wordpiece_word(const vc_tokenizer *t, const char *w, size_t n, tk_ids *out);
 int tk_spm_bpe(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out);
-int tk_spm_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out);
+int tk_spm_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out); /* added tokens split out first */
+int tk_spm_encode_text(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out);
 int tk_spm_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip, tk_buf *out);
 int tk_json_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out);
 int tk_json_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip, tk_buf *out);

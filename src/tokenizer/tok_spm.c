@@ -277,7 +277,7 @@ out:
     return rc;
 }
 
-int tk_spm_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
+int tk_spm_encode_text(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
     tk_buf nb = {0};
     int rc = spm_normalize(t, s, n, &nb);
     if (!rc && nb.n) rc = t->model == TK_M_BPE ? tk_spm_bpe(t, nb.p, nb.n, out) : tk_unigram_word(t, nb.p, nb.n, out);
@@ -308,7 +308,13 @@ int tk_spm_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip,
     int strip = !t->treat_ws_suffix && (t->add_dummy_prefix || t->remove_extra_ws);
     for (size_t i = 0; i < n && !rc; i++) {
         int32_t id = ids[i];
-        if (id < 0 || id >= t->n_pieces || !t->tok[id]) continue;
+        if (id < 0 || id >= t->n_tok || !t->tok[id] || (skip && t->n_added && t->is_special[id])) continue;
+        if (id >= t->n_pieces) { /* numbered after the model's pieces (ChatGLM3's): their text, as a piece */
+            if ((rc = flush_spm_bytes(&bytes, out))) break;
+            rc = tk_buf_put(out, t->tok[id], t->tok_len[id]);
+            bos_ws = 0;
+            continue;
+        }
         int ty = t->ptype[id];
         if (ty == TK_SP_BYTE) { rc = tk_buf_putc(&bytes, (char)(hexv_spm(t->tok[id]))); bos_ws = 0; continue; }
         if ((rc = flush_spm_bytes(&bytes, out))) break;
@@ -322,7 +328,6 @@ int tk_spm_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip,
             else rc = tk_buf_putc(out, p[j++]);
         }
     }
-    (void)skip;
     if (!rc) rc = flush_spm_bytes(&bytes, out);
     if (!rc) rc = tk_buf_put(out, "", 0);
     tk_buf_free(&bytes);

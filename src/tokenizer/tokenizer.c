@@ -133,7 +133,10 @@ vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
     if (!folder || !cfg || (!json && !model)) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
     if (json && vc_file_exists(json)) st = tk_load_json(t, json);
     else if (model && vc_file_exists(model) && tk_is_tiktoken(model)) st = tk_load_tiktoken(t, model, cfg);
-    else if (model && vc_file_exists(model)) st = tk_load_spm(t, model);
+    else if (model && vc_file_exists(model)) {
+        st = tk_load_spm(t, model);
+        if (!st) st = tk_spm_config(t, cfg);
+    }
     else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json, tokenizer.model or qwen.tiktoken", dir); goto out; }
     if (st) goto out;
     for (int i = 0; i < t->n_added; i++) if (t->added[i].special) t->is_special[t->added[i].id] = 1;
@@ -172,6 +175,7 @@ void vc_tokenizer_free(vc_tokenizer *t) {
 
 static int add_template(const vc_tokenizer *t, tk_ids *body, tk_ids *out) {
     if (t->src == TK_SRC_SPM || !t->has_post) {
+        for (int k = 0; t->src == TK_SRC_SPM && k < t->n_prefix; k++) if (tk_ids_push(out, t->prefix_ids[k])) return -1;
         if (t->src == TK_SRC_SPM && t->add_bos && t->bos_id >= 0 && tk_ids_push(out, t->bos_id)) return -1;
         for (size_t i = 0; i < body->n; i++) if (tk_ids_push(out, body->v[i])) return -1;
         if (t->src == TK_SRC_SPM && t->add_eos && t->eos_id >= 0 && tk_ids_push(out, t->eos_id)) return -1;
