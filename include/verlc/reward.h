@@ -90,6 +90,10 @@ vc_status vc_reward_proc_score_batch(vc_reward_proc *proc, int n, const char *co
                                      const char *const *solution, const struct cJSON *const *ground_truth,
                                      const struct cJSON *const *extra_info, double *score, struct cJSON **answer,
                                      int *failed);
+/* raw lines on the same channel (MCP's stdio transport), before a deadline (vc_now() seconds); a failure
+ * (VC_ERR_TIMEOUT: it exited, hung or stopped reading) kills the program, which is not restarted */
+vc_status vc_reward_proc_send_line(vc_reward_proc *proc, const char *line, double deadline);
+vc_status vc_reward_proc_read_line(vc_reward_proc *proc, double deadline, char **line);
 long vc_reward_proc_failures(const vc_reward_proc *proc); /* rows failed so far */
 long vc_reward_proc_restarts(const vc_reward_proc *proc); /* times the program was started again */
 void vc_reward_proc_close(vc_reward_proc *proc);

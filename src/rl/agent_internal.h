@@ -5,8 +5,9 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP };
 struct vc_reward_proc;
+struct rl_mcp;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };
 
 typedef struct rl_tool {
@@ -16,6 +17,9 @@ typedef struct rl_tool {
     int timeout_ms;              /* config.timeout (seconds; default 60) */
     struct vc_reward_proc *proc; /* the running program (CommandTool: started at the first call; a Python
                                   * tool class: at load) */
+    struct rl_mcp *mcp;          /* RL_TOOL_MCP: its server (freed with the tool that owns_mcp) */
+    char *mcp_name;              /* the server's own name of the tool (without fastmcp's server prefix) */
+    int owns_mcp, mcp_search;    /* mcp_search: verl's MCPSearchTool result parsing, else MCPBaseTool's */
 } rl_tool;
 
 typedef struct rl_tool_call {
@@ -26,6 +30,15 @@ typedef struct rl_tool_call {
 /* the tool config file: tools[n] and their schemas (a JSON array for the chat template's `tools`) */
 vc_status rl_tools_load(const char *path, rl_tool **tools, int *n, struct cJSON **schemas);
 void rl_tools_free(rl_tool *tools, int n);
+/* verl's tool schema as its agent loop renders it: OpenAIFunctionToolSchema.model_validate, then
+ * model_dump(exclude_unset=True, exclude_none=True) (its fields only, in their order); `where` names the
+ * tool in messages */
+vc_status rl_tool_schema_verl(const struct cJSON *in, const char *where, struct cJSON **out);
+/* the MCP tools of tools[idx] (config.type mcp), appended to *tools / *n (capacity *cap) and their schemas */
+vc_status rl_mcp_tools_load(const struct cJSON *entry, const char *path, int idx, rl_tool **tools, int *n, int *cap,
+                            struct cJSON *schemas);
+/* one call of an MCP tool: the text verl's MCPBaseTool (or MCPSearchTool) gives the model */
+vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
 /* hermes tool calls in text, at most max (each call's args owned by calls[i]) */
 int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max);
 /* runs one call for a data row (its extra_info.tools_kwargs): the tool's response text (malloc'd) and

@@ -5,6 +5,7 @@
  * under their class names (verl.tools.gsm8k_tool.Gsm8kTool) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
+#include "mcp.h"
 #include "verlc/config.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
@@ -22,7 +23,9 @@ static const struct { const char *cls; int kind; } BUILTIN[] = {
 void rl_tools_free(rl_tool *tools, int n) {
     for (int i = 0; tools && i < n; i++) {
         if (tools[i].proc) vc_reward_proc_close(tools[i].proc);
+        if (tools[i].owns_mcp) rl_mcp_free(tools[i].mcp);
         free(tools[i].command);
+        free(tools[i].mcp_name);
     }
     free(tools);
 }
@@ -51,8 +54,8 @@ static vc_status python_tool(const cJSON *e, const char *cls, const char *path, 
     vc_status st = VC_OK;
     if (!cJSON_IsObject(cfg)) st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config must be a mapping", path, i);
     else if (cJSON_IsString(type) && strcmp(type->valuestring, "native"))
-        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: config.type=%s: only native tools run in verlc (MCP servers "
-                                         "are not connected)", path, i, type->valuestring);
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: config.type=%s: verl's tool types are native and mcp", path, i,
+                     type->valuestring);
     else if (!(secs > 0)) st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.verlc_timeout must be > 0", path, i);
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "verlc_timeout");
     char *cj = st ? NULL : cJSON_PrintUnformatted(cfg);
@@ -87,35 +90,66 @@ static vc_status yaml_list(const char *path, const char *key, const char *cfg_ke
     return st;
 }
 
+/* one native tool: built in, verlc.tools.CommandTool, or a Python class; its schema as verl renders it */
+static vc_status native_tool(const cJSON *e, const char *path, int i, rl_tool *t, cJSON *schemas) {
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(e, "class_name");
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(e, "tool_schema");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(schema, "function"), "name");
+    if (!cJSON_IsString(name))
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d] needs class_name and tool_schema.function.name", path, i);
+    char where[600];
+    snprintf(where, sizeof where, "%s: tools[%d] (%s)", path, i, cls->valuestring);
+    cJSON *sch = NULL;
+    vc_status st = rl_tool_schema_verl(schema, where, &sch);
+    if (st) return st;
+    t->kind = -1;
+    for (size_t k = 0; k < sizeof BUILTIN / sizeof BUILTIN[0]; k++)
+        if (!strcmp(cls->valuestring, BUILTIN[k].cls)) t->kind = BUILTIN[k].kind;
+    if (t->kind < 0) st = python_tool(e, cls->valuestring, path, i, t);
+    if (!st && t->kind == RL_TOOL_COMMAND) st = command_config(e, path, i, t);
+    if (!st && strlen(name->valuestring) >= sizeof t->name)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tool name longer than %zu bytes", where, sizeof t->name - 1);
+    snprintf(t->name, sizeof t->name, "%s", name->valuestring);
+    if (st) cJSON_Delete(sch);
+    else cJSON_AddItemToArray(schemas, sch);
+    return st;
+}
+
 vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **schemas) {
     *out = NULL;
     *n_out = 0;
     *schemas = NULL;
     cJSON *list = NULL;
     vc_status st = yaml_list(path, "tools", "multi_turn.tool_config_path", &list);
-    int n = cJSON_GetArraySize(list);
-    rl_tool *tools = st ? NULL : vc_calloc((size_t)(n ? n : 1), sizeof *tools);
+    int n_list = cJSON_GetArraySize(list), n = 0, cap = n_list + 1;
+    rl_tool *tools = st ? NULL : vc_calloc((size_t)cap, sizeof *tools);
     cJSON *sch = st ? NULL : cJSON_CreateArray();
     if (!st && (!tools || !sch)) st = VC_ERR_NOMEM;
-    for (int i = 0; !st && i < n; i++) {
+    for (int i = 0; !st && i < n_list; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i), *cls = cJSON_GetObjectItemCaseSensitive(e, "class_name");
-        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(e, "tool_schema");
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(schema, "function");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        if (!cJSON_IsString(cls) || !cJSON_IsString(name)) {
-            st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d] needs class_name and tool_schema.function.name", path, i);
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "config"), "type");
+        if (!cJSON_IsString(cls)) {
+            st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d] needs class_name", path, i);
             break;
         }
-        tools[i].kind = -1;
-        for (size_t k = 0; k < sizeof BUILTIN / sizeof BUILTIN[0]; k++)
-            if (!strcmp(cls->valuestring, BUILTIN[k].cls)) tools[i].kind = BUILTIN[k].kind;
-        if (tools[i].kind < 0 && (st = python_tool(e, cls->valuestring, path, i, &tools[i]))) break;
-        if (tools[i].kind == RL_TOOL_COMMAND && (st = command_config(e, path, i, &tools[i]))) break;
-        snprintf(tools[i].name, sizeof tools[i].name, "%s", name->valuestring);
-        cJSON *dup = cJSON_Duplicate(schema, 1);
-        if (!dup) st = VC_ERR_NOMEM;
-        else cJSON_AddItemToArray(sch, dup);
+        if (cJSON_IsString(type) && !strcmp(type->valuestring, "mcp")) {
+            st = rl_mcp_tools_load(e, path, i, &tools, &n, &cap, sch);
+            continue;
+        }
+        if (n == cap) { /* room for one more */
+            rl_tool *p = realloc(tools, (size_t)(cap * 2) * sizeof *p);
+            if (!p) { st = VC_ERR_NOMEM; break; }
+            memset(p + cap, 0, (size_t)cap * sizeof *p);
+            tools = p;
+            cap *= 2;
+        }
+        st = native_tool(e, path, i, &tools[n], sch);
+        n++; /* a failed tool's program is closed with the others */
     }
+    for (int i = 0; !st && i < n; i++)
+        for (int k = 0; k < i && !st; k++)
+            if (!strcmp(tools[i].name, tools[k].name))
+                st = vc_fail(VC_ERR_FORMAT, "%s: two tools are named %s", path, tools[i].name);
     cJSON_Delete(list);
     if (st) {
         rl_tools_free(tools, n);
@@ -398,6 +432,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     const cJSON *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
+    if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
     if (tool->kind != RL_TOOL_GSM8K) return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);

@@ -317,6 +317,22 @@ vc_status vc_reward_proc_score(vc_reward_proc *p, const char *data_source, const
     return vc_reward_proc_score_ex(p, data_source, solution, ground_truth, extra_info_json, score, NULL);
 }
 
+vc_status vc_reward_proc_send_line(vc_reward_proc *p, const char *line, double deadline) {
+    if (!p->pid) return vc_fail(VC_ERR_IO, "'%s' is not running", p->argv[0]);
+    if (!send_all(p, line, strlen(line), deadline)) return VC_OK;
+    proc_kill(p);
+    return vc_fail(VC_ERR_TIMEOUT, "'%s' did not take its input (it exited or hung)", p->argv[0]);
+}
+
+vc_status vc_reward_proc_read_line(vc_reward_proc *p, double deadline, char **line) {
+    *line = p->pid ? recv_line(p, deadline) : NULL;
+    if (*line) return VC_OK;
+    int gone = !p->pid || waitpid(p->pid, NULL, WNOHANG) == p->pid;
+    if (gone) p->pid = 0;
+    proc_kill(p);
+    return vc_fail(VC_ERR_TIMEOUT, "'%s' %s", p->argv[0], gone ? "exited" : "timed out");
+}
+
 long vc_reward_proc_failures(const vc_reward_proc *p) { return p->failures; }
 long vc_reward_proc_restarts(const vc_reward_proc *p) { return p->restarts; }
 

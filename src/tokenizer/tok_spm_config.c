@@ -57,8 +57,9 @@ static vc_status chatglm_specials(vc_tokenizer *t, const cJSON *cfg) {
     int n = (int)(sizeof GLM_SPECIAL / sizeof *GLM_SPECIAL);
     for (int i = 0; i < n; i++) {
         const char *s = GLM_SPECIAL[i];
-        vc_status st = tk_vocab_set(t, t->n_pieces + i, s, strlen(s), 1);
-        if (!st && split) st = push_added(t, s, t->n_pieces + i, 0, NULL);
+        /* not in the model's vocabulary (SentencePiece never produces them); found by name as added tokens */
+        vc_status st = split ? push_added(t, s, t->n_pieces + i, 0, NULL) : tk_vocab_set(t, t->n_pieces + i, s, strlen(s), 0);
+        if (!st && !split && tk_smap_put(&t->added_map, s, strlen(s), t->n_pieces + i)) st = VC_ERR_NOMEM;
         if (st) return st;
     }
     t->prefix_ids[0] = t->n_pieces + 1; /* [gMASK] */

@@ -324,11 +324,11 @@ static void test_command_tool(void) {
                "tools:\n"
                "  - class_name: verlc.tools.CommandTool\n    config:\n"
                "      command: \"sed -u 's/.*\\\"answer\\\":\\\"\\\\([^\\\"]*\\\\)\\\".*/{\\\"text\\\": \\\"got \\\\1\\\", \\\"reward\\\": 0.5}/'\"\n"
-               "    tool_schema: {type: function, function: {name: echo}}\n"
+               "    tool_schema: {type: function, function: {name: echo, description: d}}\n"
                "  - class_name: verlc.tools.CommandTool\n    config: {command: 'sleep 5', timeout: 0.3}\n"
-               "    tool_schema: {type: function, function: {name: slow}}\n"
+               "    tool_schema: {type: function, function: {name: slow, description: d}}\n"
                "  - class_name: verlc.tools.CommandTool\n    config: {command: \"sed -u 's/.*/{\\\"x\\\": 1}/'\"}\n"
-               "    tool_schema: {type: function, function: {name: mute}}\n");
+               "    tool_schema: {type: function, function: {name: mute, description: d}}\n");
     char p[300];
     snprintf(p, sizeof p, "%s/cmd_tools.yaml", dir);
     rl_tool *tools = NULL;
@@ -357,7 +357,7 @@ static void test_command_tool(void) {
     }
     rl_tools_free(tools, n);
     cJSON_Delete(sch);
-    write_file("cmd_tools.yaml", "tools:\n  - class_name: verlc.tools.CommandTool\n    tool_schema: {function: {name: x}}\n");
+    write_file("cmd_tools.yaml", "tools:\n  - class_name: verlc.tools.CommandTool\n    tool_schema: {type: function, function: {name: x, description: d}}\n");
     CHECK(rl_tools_load(p, &tools, &n, &sch) == VC_ERR_FORMAT && strstr(vc_last_error(), "config.command"));
 }
 
@@ -388,7 +388,7 @@ static void test_python_tool(void) {
                "    def __init__(self, config, tool_schema): raise RuntimeError('no service')\n");
     setenv("PYTHONPATH", dir, 1);
     write_file("py_tools.yaml", "tools:\n  - class_name: vtools.EchoTool\n    config: {type: native, prefix: 'got '}\n"
-                                "    tool_schema: {type: function, function: {name: echo}}\n");
+                                "    tool_schema: {type: function, function: {name: echo, description: d}}\n");
     char p[300];
     snprintf(p, sizeof p, "%s/py_tools.yaml", dir);
     rl_tool *tools = NULL;
@@ -419,10 +419,10 @@ static void test_python_tool(void) {
     rl_tools_free(tools, n);
     cJSON_Delete(sch);
     static const struct { const char *yaml, *needle; vc_status st; } BAD[] = {
-        { "tools:\n  - class_name: vtools.Broken\n    tool_schema: {function: {name: b}}\n", "no service", VC_ERR_ARG },
-        { "tools:\n  - class_name: nomodule_verlc.T\n    tool_schema: {function: {name: b}}\n", "nomodule_verlc", VC_ERR_ARG },
-        { "tools:\n  - class_name: vtools.EchoTool\n    config: {type: mcp}\n    tool_schema: {function: {name: b}}\n",
-          "type=mcp", VC_ERR_UNSUPPORTED },
+        { "tools:\n  - class_name: vtools.Broken\n    tool_schema: {type: function, function: {name: b, description: d}}\n", "no service", VC_ERR_ARG },
+        { "tools:\n  - class_name: nomodule_verlc.T\n    tool_schema: {type: function, function: {name: b, description: d}}\n", "nomodule_verlc", VC_ERR_ARG },
+        { "tools:\n  - class_name: vtools.EchoTool\n    config: {type: mcp}\n    tool_schema: {type: function, function: {name: b, description: d}}\n",
+          "MCPBaseTool", VC_ERR_UNSUPPORTED },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         write_file("py_tools.yaml", BAD[i].yaml);
@@ -491,6 +491,9 @@ int main(void) {
           "tools[0] needs class_name and tool_schema.function.name", VC_ERR_FORMAT },
         { "bad3.yaml", "tools: [\n", "bad3.yaml", VC_ERR_FORMAT },
         { "bad4.yaml", "interaction:\n  - class_name: my.Judge\n", "my.Judge", VC_ERR_ARG },
+        { "bad5.yaml", "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema: {type: function, function: "
+          "{name: a, description: d, parameters: {type: object, properties: {x: {description: no type}}, required: []}}}\n",
+          "tool_schema.function.parameters.properties.x.type", VC_ERR_FORMAT },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         write_file(BAD[i].file, BAD[i].text);
@@ -500,12 +503,12 @@ int main(void) {
         rl_interaction *in = NULL;
         int n = 0;
         cJSON *sch = NULL;
-        vc_status st = i < 3 ? rl_tools_load(p, &tl, &n, &sch) : rl_interactions_load(p, &in, &n);
+        vc_status st = i != 3 ? rl_tools_load(p, &tl, &n, &sch) : rl_interactions_load(p, &in, &n);
         CHECK_MSG((i == 2 ? st != VC_OK : st == BAD[i].want) && strstr(vc_last_error(), BAD[i].needle) && !tl && !in,
                   "%s: %s: %s", BAD[i].file, vc_status_name(st), vc_last_error());
     }
     /* an unknown Python tool class is refused by name */
-    write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      function:\n        name: search\n");
+    write_file("tools.yaml", "tools:\n  - class_name: my.pkg.SearchTool\n    tool_schema:\n      type: function\n      function:\n        name: search\n        description: d\n");
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
     vc_config *cfg = NULL;
     char o1[400];

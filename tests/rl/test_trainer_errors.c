@@ -63,7 +63,7 @@ static void setup(void) {
         "{\"data_source\":\"aime2024\",\"prompt\":[{\"role\":\"user\",\"content\":\"3+3=\"}],\"reward_model\":{\"ground_truth\":\"6\"}}\n", 0);
     put("tools.yaml",
         "tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    tool_schema:\n      type: function\n"
-        "      function:\n        name: calc_gsm8k_reward\n        parameters: {type: object, properties: "
+        "      function:\n        name: calc_gsm8k_reward\n        description: d\n        parameters: {type: object, properties: "
         "{answer: {type: string}}, required: [answer]}\n", 0);
     put("nogt.jsonl",
         "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],\"reward_model\":{\"ground_truth\":\"3\"}}\n"
