@@ -65,6 +65,7 @@ typedef enum vc_lr_kind {
     VC_LR_COSINE,   /* get_cosine_schedule_with_warmup (min_lr_ratio, num_cycles, init_lr_ratio) */
     VC_LR_LINEAR,   /* linear warmup, then linear decay to min_lr_ratio at total_steps (Megatron's "linear") */
     VC_LR_WSD,      /* get_wsd_schedule_with_warmup (stable_ratio) */
+    VC_LR_MEGATRON, /* Megatron-core's OptimizerParamScheduler (verl's megatron strategy): vc_lr_megatron_init */
 } vc_lr_kind;
 
 typedef struct vc_lr_schedule {
@@ -76,6 +77,12 @@ typedef struct vc_lr_schedule {
     double num_cycles;    /* 0.5 */
     double init_lr_ratio; /* 0: warmup starts from init_lr_ratio * base_lr */
     double stable_ratio;  /* 0.9 (wsd) */
+    /* VC_LR_MEGATRON: warmup from init_lr to base_lr over warmup_steps, then lr_decay_style to min_lr at
+     * decay_steps ("constant", "linear", "cosine", "inverse-square-root", "WSD" with its own style over
+     * wsd_steps: "linear", "cosine", "exponential", "minus_sqrt") */
+    double init_lr, min_lr;
+    int64_t decay_steps, wsd_steps;
+    int mg_style, wsd_style;
 } vc_lr_schedule;
 
 /* verl's optimizer keys: lr_scheduler_type ("constant", "cosine", also "linear", "wsd") or the
@@ -93,6 +100,16 @@ typedef struct vc_lr_config {
 } vc_lr_config;
 
 void vc_lr_config_default(vc_lr_config *c);
+/* verl's megatron optimizer keys (verl/utils/megatron/optimizer.py): lr, lr_warmup_init, min_lr,
+ * lr_decay_steps (<= 0: total_training_steps), lr_warmup_steps (> 0 as is, else
+ * int(lr_warmup_steps_ratio * lr_decay_steps)), lr_decay_style, lr_wsd_decay_style, lr_wsd_decay_steps
+ * (needed by WSD); checked as Megatron-core checks them */
+typedef struct vc_lr_megatron_config {
+    double lr, lr_warmup_init, min_lr, lr_warmup_steps_ratio;
+    int64_t total_training_steps, lr_decay_steps, lr_warmup_steps, lr_wsd_decay_steps;
+    const char *lr_decay_style, *lr_wsd_decay_style;
+} vc_lr_megatron_config;
+vc_status vc_lr_megatron_init(vc_lr_schedule *s, const vc_lr_megatron_config *c);
 vc_status vc_lr_schedule_init(vc_lr_schedule *s, const vc_lr_config *c);
 /* Learning rate for optimiser step `step` (0-based: the first step uses vc_lr_at(s, 0), as torch's
  * LambdaLR before its first scheduler.step()). */

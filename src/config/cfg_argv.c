@@ -15,7 +15,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt, vc_
     return argv[++*i];
 }
 
-static vc_status hydra_file(const char *dir, const char *name, char **out) {
+static vc_status hydra_file(const char *dir, const char *name, char **out, int *megatron) {
     *out = NULL;
     if (!name) return dir ? vc_fail(VC_ERR_ARG, "--config-path needs --config-name") : VC_OK;
     size_t nl = strlen(name);
@@ -29,13 +29,15 @@ static vc_status hydra_file(const char *dir, const char *name, char **out) {
     free(*out);
     *out = NULL;
     int builtin = !strcmp(file, "ppo_trainer.yaml");
+    *megatron = !strcmp(file, "ppo_megatron_trainer.yaml");
     free(file);
-    if (builtin) return VC_OK; /* verl's own defaults are the embedded ones */
+    if (builtin || *megatron) return VC_OK; /* verl's own defaults are the embedded ones */
     return vc_fail(VC_ERR_IO, "--config-name %s: no such file in %s", name, dir ? dir : "(no --config-path)");
 }
 
 vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
     const char *file = NULL, *cpath = NULL, *cname = NULL;
+    int megatron = 0;
     char **ov = calloc(argc > 0 ? (size_t)argc : 1, sizeof *ov);
     int n = 0;
     vc_status st = VC_OK;
@@ -58,10 +60,10 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");
     if (st == VC_OK && !file) {
-        st = hydra_file(cpath, cname, &hfile);
+        st = hydra_file(cpath, cname, &hfile, &megatron);
         file = hfile;
     }
-    if (st == VC_OK) st = vc_config_load(file, n, ov, out);
+    if (st == VC_OK) st = vc_config_load_ex(file, megatron, n, ov, out);
     free(hfile);
     free(ov);
     return st;

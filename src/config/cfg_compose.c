@@ -126,6 +126,11 @@ static vc_status name_entry(compose *c, const char *name, const char *pkg, const
         return st;
     }
     if (!strcmp(name, "ppo_trainer")) return VC_OK; /* verl's own: the embedded defaults */
+    if (!strcmp(name, "ppo_megatron_trainer")) { /* verl's own too: its embedded megatron defaults */
+        char where[700];
+        snprintf(where, sizeof where, "%s: defaults entry '%s'", file, name);
+        return vc_cfg_use_megatron(c->cfg, where);
+    }
     return vc_fail(VC_ERR_IO, "%s: defaults entry '%s': no %s.yaml in %s%s", file, name, name,
                    c->n_dirs ? c->dirs[0] : "the config's folder", c->n_dirs > 1 ? " or hydra.searchpath" : "");
 }

@@ -32,7 +32,15 @@ struct vc_config {
     char **notices;
     size_t n_notices, cap_notices;
     char suggest_buf[512];
+    int megatron;     /* built on verl's ppo_megatron_trainer defaults */
 };
+
+/* cfg_defaults.c */
+extern const char vc_cfg_megatron_overlay_yaml[];
+/* cfg_load.c: defaults on ppo_trainer (0) or ppo_megatron_trainer (1); switching a config still at
+ * ppo_trainer's defaults to ppo_megatron_trainer's (`where` names the defaults entry in messages) */
+vc_status vc_config_defaults_ex(int megatron, vc_config **out);
+vc_status vc_cfg_use_megatron(vc_config *cfg, const char *where);
 
 /* cfg_node.c */
 vc_cfg_node *vc_cfg_node_new(vc_cfg_kind kind);

@@ -79,11 +79,32 @@ static void type_nulls(vc_cfg_node *n, char *path, size_t plen, size_t cap) {
     }
 }
 
-vc_status vc_config_defaults(vc_config **out) {
-    vc_cfg_node *root;
+/* Building defaults: maps merge key by key, anything else replaces (src is consumed). */
+static vc_status overlay_into(vc_cfg_node *dst, vc_cfg_node *src) {
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < src->n && !st; i++) {
+        vc_cfg_node *d = vc_cfg_map_get(dst, src->keys[i]), *v = src->items[i];
+        if (d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP) st = overlay_into(d, v);
+        else st = vc_cfg_map_put(dst, src->keys[i], v);
+        src->items[i] = NULL;
+    }
+    vc_cfg_node_free(src);
+    return st;
+}
+
+vc_status vc_config_defaults(vc_config **out) { return vc_config_defaults_ex(0, out); }
+
+vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
+    vc_cfg_node *root, *mg = NULL;
     *out = NULL;
     vc_status st = vc_cfg_yaml_parse(vc_cfg_ppo_defaults_yaml, strlen(vc_cfg_ppo_defaults_yaml), "<verl defaults>", &root);
     if (st != VC_OK) return vc_fail_ctx(VC_ERR_INTERNAL, "embedded defaults");
+    if (megatron) {
+        st = vc_cfg_yaml_parse(vc_cfg_megatron_overlay_yaml, strlen(vc_cfg_megatron_overlay_yaml),
+                               "<verl megatron defaults>", &mg);
+        if (!st) st = overlay_into(root, mg);
+        if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded megatron defaults"); }
+    }
     vc_cfg_mark_schema(root);
     root->open = 0;
     vc_config tmp = { .root = vc_cfg_node_copy(root) };
@@ -94,7 +115,29 @@ vc_status vc_config_defaults(vc_config **out) {
     vc_status st2 = config_wrap(root, 1, out);
     if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); return st2; }
     (*out)->resolved_defaults = tmp.root;
+    (*out)->megatron = megatron;
     return VC_OK;
+}
+
+vc_status vc_cfg_use_megatron(vc_config *cfg, const char *where) {
+    if (cfg->megatron) return VC_OK;
+    vc_config *base = NULL, *m = NULL;
+    vc_status st = vc_config_defaults_ex(0, &base);
+    if (!st && !vc_cfg_node_equal(cfg->root, base->root))
+        st = vc_fail(VC_ERR_ARG, "%s: ppo_megatron_trainer must come first in the defaults list (before the entries "
+                     "and keys that change it)", where);
+    if (!st) st = vc_config_defaults_ex(1, &m);
+    if (!st) { /* the megatron defaults take the place of ppo_trainer's; notices so far are kept */
+        vc_cfg_node *r = cfg->root, *d = cfg->resolved_defaults;
+        cfg->root = m->root;
+        cfg->resolved_defaults = m->resolved_defaults;
+        m->root = r;
+        m->resolved_defaults = d;
+        cfg->megatron = 1;
+    }
+    vc_config_free(base);
+    vc_config_free(m);
+    return st;
 }
 
 void vc_config_free(vc_config *cfg) {
@@ -264,9 +307,13 @@ vc_status vc_config_merge_yaml(vc_config *cfg, const char *text, size_t len, con
 /* ---- the whole pipeline ------------------------------------------------------------------------ */
 
 vc_status vc_config_load(const char *yaml_path, int n_overrides, char **overrides, vc_config **out) {
+    return vc_config_load_ex(yaml_path, 0, n_overrides, overrides, out);
+}
+
+vc_status vc_config_load_ex(const char *yaml_path, int megatron, int n_overrides, char **overrides, vc_config **out) {
     vc_config *cfg = NULL;
     *out = NULL;
-    vc_status st = vc_config_defaults(&cfg);
+    vc_status st = vc_config_defaults_ex(megatron, &cfg);
     if (st == VC_OK && yaml_path) st = vc_config_merge_file(cfg, yaml_path);
     for (int i = 0; i < n_overrides && st == VC_OK; i++) st = vc_config_override(cfg, overrides[i]);
     if (st == VC_OK) st = vc_config_resolve(cfg);

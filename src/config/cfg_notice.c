@@ -53,10 +53,14 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.checkpoint_engine.**", NULL, 0, "verlc shares weight buffers between trainer and rollout; no weight sync" },
     { "**.rollout.prometheus.**", NULL, 0, R_RAY },
     { "**.rollout.trace.**", NULL, 0, R_RAY },
-    { "*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
-    { "*.*.strategy", "fsdp,fsdp2,verlc", 0, R_FSDP },
+    { "*.strategy", "fsdp,fsdp2,megatron,verlc", 0, R_FSDP },
+    { "*.*.strategy", "fsdp,fsdp2,megatron,verlc", 0, R_FSDP },
     { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    /* honoured under the megatron strategy: the matmul precision and full recomputation (checkpointing) */
+    { "**.megatron.dtype", NULL, N_SILENT, "" },
+    { "**.megatron.override_transformer_config.recompute_granularity", "full", 0,
+      "verlc recomputes whole layers (full); selective recomputation is not built in" },
     { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     /* verlc's own data-parallel sharding of the actor / critic optimiser state (src/rl/trainer_dist.c) */
     { "actor_rollout_ref.actor.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },

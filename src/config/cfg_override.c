@@ -89,11 +89,15 @@ static vc_status do_put(struct ov *o, vc_cfg_node *v, int accept) {
         vc_cfg_node_free(v);
         return st;
     }
-    if (o->mode == OV_ADD) {
+    /* Hydra adds over a null value, and merges a mapping or list into what is there; fsdp_config.mixed_precision
+     * is spelled out by verlc's defaults only (verl has none), so verl's `+` adds its keys */
+    if (o->mode == OV_ADD && d->kind != VC_CFG_NULL && v->kind != VC_CFG_MAP && v->kind != VC_CFG_LIST &&
+        !vc_cfg_path_match("**.fsdp_config.mixed_precision.**", o->key)) {
         vc_cfg_node_free(v);
         return vc_fail(VC_ERR_ARG, "%s'%s' already exists: write %s=VALUE to change it (or ++%s=VALUE)", o->where,
                        o->key, o->key, o->key);
     }
+    if (o->mode == OV_ADD) o->mode = OV_SET;
     if (o->mode == OV_SET && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP) { /* Hydra merges mappings */
         st = vc_cfg_merge_at(o->cfg, d, v, o->key, o->where);
         vc_cfg_node_free(v);

@@ -29,6 +29,15 @@ static const struct { const char *name; int slot; } TARGETS[] = {
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 
+/* Megatron's module names (verl's megatron strategy: model.lora.target_modules), for the same slots */
+static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
+    { "linear_qkv", VC_W_Q }, { "linear_qkv", VC_W_K }, { "linear_qkv", VC_W_V }, { "linear_proj", VC_W_O },
+    { "linear_fc1", VC_W_GATE }, { "linear_fc1", VC_W_UP }, { "linear_fc2", VC_W_DOWN },
+    { "linear_fc1", VC_W_SH_GATE }, { "linear_fc1", VC_W_SH_UP }, { "linear_fc2", VC_W_SH_DOWN },
+    { "linear_q_down_proj", VC_W_Q_A }, { "linear_q_up_proj", VC_W_Q_BPROJ }, { "linear_q_proj", VC_W_Q },
+    { "linear_kv_down_proj", VC_W_KV_A }, { "linear_kv_up_proj", VC_W_KV_B },
+};
+
 static const char *target_name(int slot) {
     for (size_t i = 0; i < N_TARGETS; i++)
         if (TARGETS[i].slot == slot) return TARGETS[i].name;
@@ -52,6 +61,8 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, uint64_t *
         uint64_t own = 0;
         for (size_t i = 0; i < N_TARGETS; i++)
             if (!strcmp(tok, TARGETS[i].name)) own |= 1ull << TARGETS[i].slot;
+        for (size_t i = 0; i < sizeof MEGATRON_NAMES / sizeof MEGATRON_NAMES[0]; i++)
+            if (!strcmp(tok, MEGATRON_NAMES[i].name)) own |= 1ull << MEGATRON_NAMES[i].slot;
         if (!own && arch) /* the architecture's own module names, dense projections only */
             for (size_t k = 0; k < N_TARGETS; k++) own |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
         if (!own)

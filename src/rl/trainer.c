@@ -121,18 +121,38 @@ static vc_status refuse_unimplemented(const vc_config *c) {
 static vc_status read_lora_opts(const vc_config *c, const char *prefix, const char *zero_key, rl_lora_opts *o) {
     char k[128], *tg = o->targets;
     int64_t rank = 0, zero = 0;
-    snprintf(k, sizeof k, "%slora_rank", prefix);
+    /* verl's megatron strategy names them model.lora.{rank, alpha, target_modules, exclude_modules} */
+    char mp[64];
+    snprintf(mp, sizeof mp, "%s", prefix);
+    char *dot = strchr(mp, '.');
+    if (dot) *dot = 0;
+    int mg = rl_strategy_megatron(c, !strcmp(mp, "critic") ? "critic" : "actor_rollout_ref.actor");
+    const char *K_RANK = mg ? "lora.rank" : "lora_rank", *K_ALPHA = mg ? "lora.alpha" : "lora_alpha";
+    const char *K_TARGET = mg ? "lora.target_modules" : "target_modules", *K_EXCL = mg ? "lora.exclude_modules" : "exclude_modules";
+    snprintf(k, sizeof k, "%s%s", prefix, K_RANK);
     vc_status st = vc_config_get_int_or(c, k, 0, &rank);
     if (st || rank <= 0) return st;
+    if (mg) { /* Megatron-bridge's plain LoRA without dropout is what verlc trains */
+        const char *type = NULL;
+        double dropout = 0;
+        snprintf(k, sizeof k, "%slora.type", prefix);
+        if (!(st = vc_config_get_str_or(c, k, "lora", &type)) && strcmp(type, "lora"))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc trains plain LoRA adapters", k, type);
+        snprintf(k, sizeof k, "%slora.dropout", prefix);
+        if (!st && !(st = vc_config_get_double_or(c, k, 0, &dropout)) && dropout != 0)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s=%g: LoRA dropout is not built in", k, dropout);
+        if (st) return st;
+        snprintf(k, sizeof k, "%s%s", prefix, K_RANK);
+    }
     if (rank > 4096) return vc_fail(VC_ERR_ARG, "%s=%lld is too large", k, (long long)rank);
     if ((st = vc_config_get_int_or(c, zero_key, 0, &zero))) return st;
     if (zero >= 2)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s with %s=%lld: LoRA trains with plain data parallelism or ZeRO-1", k,
                        zero_key, (long long)zero);
     o->rank = (int)rank;
-    snprintf(k, sizeof k, "%slora_alpha", prefix);
+    snprintf(k, sizeof k, "%s%s", prefix, K_ALPHA);
     if ((st = vc_config_get_double_or(c, k, 16, &o->alpha))) return st;
-    snprintf(k, sizeof k, "%starget_modules", prefix);
+    snprintf(k, sizeof k, "%s%s", prefix, K_TARGET);
     snprintf(tg, sizeof o->targets, "all-linear");
     size_t nt = 0;
     if (vc_config_has(c, k) && (st = vc_config_list_len(c, k, &nt))) return st;
@@ -144,7 +164,7 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, const ch
     }
     /* exclude_modules: a string is a regular expression (PEFT); a list names modules, matched at the end of
      * their paths */
-    snprintf(k, sizeof k, "%sexclude_modules", prefix);
+    snprintf(k, sizeof k, "%s%s", prefix, K_EXCL);
     if (vc_config_kind(c, k) == VC_CFG_LIST) {
         size_t ne = 0;
         if ((st = vc_config_list_len(c, k, &ne))) return st;
@@ -173,7 +193,8 @@ static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
     const char *from = NULL;
     vc_status st = read_lora_opts(c, M, "actor_rollout_ref.actor.zero_stage", &o);
     if (st || o.rank <= 0) return st;
-    if (!st) st = vc_config_get_str_or(c, M "lora_adapter_path", NULL, &from);
+    if (!st) st = vc_config_get_str_or(c, rl_strategy_megatron(c, "actor_rollout_ref.actor") ? M "lora.adapter_path"
+                                                                                              : M "lora_adapter_path", NULL, &from);
     if (!st) st = vc_model_lora_init_ex(t->actor, o.rank, o.alpha, o.targets, o.exclude, o.seed);
     if (!st && from) st = vc_model_lora_load(t->actor, from);
     if (st) return vc_fail_ctx(st, M "lora_rank");
@@ -502,9 +523,22 @@ static vc_status setup_device(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     TRY(vc_config_get_str_or(c, "trainer.device", "auto", &d.device));
     TRY(vc_config_get_str_or(c, MP "param_dtype", "fp32", &d.param_dtype));
+    if (!st && rl_strategy_megatron(c, "actor_rollout_ref.actor")) { /* Megatron's dtype; f32 master weights */
+        d.precision_key = "actor_rollout_ref.actor.megatron.dtype";
+        TRY(vc_config_get_str_or(c, d.precision_key, "float32", &d.param_dtype));
+    }
     TRY(vc_config_get_str_or(c, MP "reduce_dtype", "fp32", &d.reduce_dtype));
     TRY(vc_config_get_str_or(c, MP "buffer_dtype", "fp32", &d.buffer_dtype));
-    if (!st && t->use_critic && vc_config_has(c, CMP "param_dtype")) {
+    if (!st && t->use_critic && rl_strategy_megatron(c, "critic") && rl_strategy_megatron(c, "actor_rollout_ref.actor")) {
+        const char *cp = NULL;
+        int a = 0, b = 0;
+        TRY(vc_config_get_str_or(c, "critic.megatron.dtype", "float32", &cp));
+        TRY(vc_train_precision_parse(cp, "critic.megatron.dtype", &b));
+        TRY(vc_train_precision_parse(d.param_dtype, d.precision_key, &a));
+        if (!st && a != b)
+            st = vc_fail(VC_ERR_UNSUPPORTED, "critic.megatron.dtype=%s differs from %s=%s: verlc's matmul precision is one "
+                         "per process", cp, d.precision_key, d.param_dtype);
+    } else if (!st && t->use_critic && vc_config_has(c, CMP "param_dtype")) {
         const char *cp = NULL;
         int a = 0, b = 0;
         TRY(vc_config_get_str_or(c, CMP "param_dtype", "fp32", &cp));

@@ -56,6 +56,89 @@ static vc_status optimizer_from_cfg(const vc_config *cfg, const char *prefix, vc
     return st;
 }
 
+/* verl's megatron strategy (<prefix>.strategy: megatron, from ppo_megatron_trainer): Megatron-core's
+ * optimizer as verl's init_megatron_optim_config builds it: `adam` (decoupled weight decay, as AdamW) with
+ * optim.lr, weight_decay and clip_grad, betas and eps Megatron's (0.9, 0.999, 1e-8; optim.betas is not passed
+ * by verl) unless override_optimizer_config sets adam_beta1 / adam_beta2 / adam_eps; no weight decay on biases
+ * and norms (Megatron's parameter groups: tensors of one dimension); its OptimizerParamScheduler. */
+int rl_strategy_megatron(const vc_config *cfg, const char *prefix) {
+    char k[160];
+    const char *s = NULL;
+    snprintf(k, sizeof k, "%s.strategy", prefix);
+    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "megatron");
+}
+
+static const char *const MEGATRON_PERF_ONLY[] = {
+    "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "use_precision_aware_optimizer",
+    "optimizer_cpu_offload", "optimizer_offload_fraction", "use_torch_optimizer_for_cpu_offload",
+    "overlap_cpu_optimizer_d2h_h2d", "pin_cpu_grads", "pin_cpu_params", "store_param_remainders",
+    "barrier_with_L1_time", "log_num_zeros_in_grad", "timers", "bf16", "fp16", "params_dtype",
+    "main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "decoupled_weight_decay",
+};
+
+static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
+                                    double *clip) {
+    char k[200];
+    const char *name = NULL, *style = NULL, *wsd_style = NULL, *incr = NULL;
+    vc_lr_megatron_config mc = { 0 };
+    double warm = -1, decay = -1, wsd = -1;
+    vc_status st = VC_OK;
+#define GETD(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_double_or(cfg, k, def, dst); } while (0)
+#define GETS(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_str_or(cfg, k, def, dst); } while (0)
+    GETS("optimizer", &name, "adam");
+    if (!st && strcmp(name, "adam"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s.optim.optimizer=%s: verlc trains with Megatron's adam (decoupled weight "
+                       "decay, as AdamW)", prefix, name);
+    GETD("lr", &mc.lr, 1e-6);
+    GETD("lr_warmup_init", &mc.lr_warmup_init, 0);
+    GETD("min_lr", &mc.min_lr, 0);
+    GETD("lr_warmup_steps_ratio", &mc.lr_warmup_steps_ratio, 0);
+    GETD("lr_warmup_steps", &warm, -1);
+    GETD("lr_decay_steps", &decay, -1);
+    GETD("lr_wsd_decay_steps", &wsd, -1);
+    GETD("weight_decay", &a->weight_decay, 0.01);
+    GETD("clip_grad", clip, 1.0);
+    GETS("lr_decay_style", &style, "constant");
+    GETS("lr_wsd_decay_style", &wsd_style, "exponential");
+    GETS("weight_decay_incr_style", &incr, "constant"); /* start and end decay are equal: any style is constant */
+#undef GETD
+#undef GETS
+    if (st) return st;
+    a->beta1 = 0.9;
+    a->beta2 = 0.999;
+    a->eps = 1e-8;
+    char o[200];
+    snprintf(o, sizeof o, "%s.optim.override_optimizer_config", prefix);
+    size_t n = 0;
+    if (vc_config_kind(cfg, o) == VC_CFG_MAP && (st = vc_config_map_len(cfg, o, &n))) return st;
+    for (size_t i = 0; i < n && !st; i++) {
+        const char *key = NULL;
+        if ((st = vc_config_map_key(cfg, o, i, &key))) break;
+        snprintf(k, sizeof k, "%s.%s", o, key);
+        int perf = 0;
+        for (size_t j = 0; j < sizeof MEGATRON_PERF_ONLY / sizeof *MEGATRON_PERF_ONLY; j++)
+            perf |= !strcmp(key, MEGATRON_PERF_ONLY[j]);
+        if (!strcmp(key, "adam_beta1")) st = vc_config_get_double(cfg, k, &a->beta1);
+        else if (!strcmp(key, "adam_beta2")) st = vc_config_get_double(cfg, k, &a->beta2);
+        else if (!strcmp(key, "adam_eps")) st = vc_config_get_double(cfg, k, &a->eps);
+        else if (!strcmp(key, "weight_decay")) st = vc_config_get_double(cfg, k, &a->weight_decay);
+        else if (!strcmp(key, "clip_grad")) st = vc_config_get_double(cfg, k, clip);
+        else if (!perf)
+            st = vc_fail(VC_ERR_UNSUPPORTED, "%s: not built in (adam_beta1, adam_beta2, adam_eps, weight_decay and "
+                         "clip_grad are honoured, and the options that only change how Megatron runs the same update)", k);
+    }
+    if (st) return st;
+    mc.lr_warmup_steps = (int64_t)warm;
+    mc.lr_decay_steps = (int64_t)decay;
+    mc.lr_wsd_decay_steps = (int64_t)wsd;
+    mc.lr_decay_style = style;
+    mc.lr_wsd_decay_style = wsd_style;
+    mc.total_training_steps = s->total_steps;
+    if ((st = vc_lr_megatron_init(s, &mc))) return vc_fail_ctx(st, "%s.optim", prefix);
+    a->lr = s->base_lr;
+    return VC_OK;
+}
+
 static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t total, vc_lr_schedule *s, double *wd,
                              double *b1, double *b2, double *clip) {
     char k[160];
@@ -93,17 +176,31 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
                              const char *prefix, int64_t total_steps, int loss_on_hidden, vc_comm *comm) {
     vc_trainer_config tc;
     vc_trainer_config_default(&tc);
-    vc_status st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1,
-                               &tc.adamw.beta2, &tc.grad_clip);
-    char k[160];
+    int megatron = rl_strategy_megatron(cfg, prefix);
+    vc_status st;
+    if (megatron) {
+        tc.sched.total_steps = total_steps;
+        st = megatron_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
+        tc.decay_matrices_only = 1;
+    } else {
+        st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1, &tc.adamw.beta2,
+                         &tc.grad_clip);
+    }
+    char k[200];
     snprintf(k, sizeof k, "%s.enable_gradient_checkpointing",
              strcmp(prefix, "critic") ? "actor_rollout_ref.model" : "critic.model");
     if (!st) st = vc_config_get_bool_or(cfg, k, 0, &tc.checkpointing);
+    if (!st && megatron) { /* Megatron's full recomputation is per layer, as verlc's checkpointing */
+        const char *g = NULL;
+        snprintf(k, sizeof k, "%s.megatron.override_transformer_config.recompute_granularity", prefix);
+        st = vc_config_get_str_or(cfg, k, NULL, &g);
+        if (!st && g && !strcmp(g, "full")) tc.checkpointing = 1;
+    }
     double temp = 1;
     /* the actor's log-probs and entropies are those of logits / rollout.temperature, as in verl */
     if (!st && strcmp(prefix, "critic"))
         st = vc_config_get_double_or(cfg, "actor_rollout_ref.rollout.temperature", 1.0, &temp);
-    if (!st) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
+    if (!st && !megatron) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
     if (st) return st;
     tc.temperature = temp > 0 ? (float)temp : 1.0f;
     tc.adamw.lr = tc.sched.base_lr;

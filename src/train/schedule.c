@@ -68,6 +68,7 @@ static double lr_lambda(const vc_lr_schedule *s, int64_t step) {
         double ratio = (double)(step - W) / (double)(T - W > 1 ? T - W : 1);
         return s->min_lr_ratio + (1.0 - ratio) * (1.0 - s->min_lr_ratio);
     }
+    case VC_LR_MEGATRON: return 1.0; /* megatron_lr */
     case VC_LR_WSD: {
         int64_t remaining = T - W > 0 ? T - W : 0;
         int64_t stable = (int64_t)((double)remaining * s->stable_ratio);
@@ -86,7 +87,80 @@ static double lr_lambda(const vc_lr_schedule *s, int64_t step) {
     return 1.0;
 }
 
+/* ---- Megatron-core's OptimizerParamScheduler.get_lr ---- */
+enum { MG_CONSTANT, MG_LINEAR, MG_COSINE, MG_INV_SQRT, MG_WSD };
+enum { WSD_LINEAR, WSD_COSINE, WSD_EXP, WSD_MINUS_SQRT };
+
+static int pick(const char *s, const char *const *names, int n) {
+    for (int i = 0; s && i < n; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+vc_status vc_lr_megatron_init(vc_lr_schedule *s, const vc_lr_megatron_config *c) {
+    static const char *const STYLES[] = { "constant", "linear", "cosine", "inverse-square-root", "WSD" };
+    static const char *const WSD[] = { "linear", "cosine", "exponential", "minus_sqrt" };
+    memset(s, 0, sizeof *s);
+    s->kind = VC_LR_MEGATRON;
+    s->mg_style = pick(c->lr_decay_style ? c->lr_decay_style : "constant", STYLES, 5);
+    if (s->mg_style < 0)
+        return vc_fail(VC_ERR_ARG, "lr_decay_style: unknown style '%s' (constant, linear, cosine, inverse-square-root, WSD)",
+                       c->lr_decay_style);
+    s->wsd_style = pick(c->lr_wsd_decay_style ? c->lr_wsd_decay_style : "exponential", WSD, 4);
+    if (s->wsd_style < 0)
+        return vc_fail(VC_ERR_ARG, "lr_wsd_decay_style: unknown style '%s' (linear, cosine, exponential, minus_sqrt)",
+                       c->lr_wsd_decay_style);
+    s->base_lr = c->lr;
+    s->init_lr = c->lr_warmup_init;
+    s->min_lr = c->min_lr;
+    s->decay_steps = c->lr_decay_steps > 0 ? c->lr_decay_steps : c->total_training_steps;
+    s->total_steps = c->total_training_steps;
+    s->warmup_steps = c->lr_warmup_steps > 0 ? c->lr_warmup_steps
+                                             : (int64_t)(c->lr_warmup_steps_ratio * (double)s->decay_steps);
+    s->wsd_steps = c->lr_wsd_decay_steps;
+    /* Megatron-core's constructor checks */
+    if (!(s->min_lr >= 0) || !(s->base_lr >= s->min_lr) || !(s->init_lr <= s->base_lr))
+        return vc_fail(VC_ERR_ARG, "megatron lr schedule: needs 0 <= min_lr (%g) <= lr (%g) and lr_warmup_init (%g) <= lr",
+                       s->min_lr, s->base_lr, s->init_lr);
+    if (s->decay_steps <= 0)
+        return vc_fail(VC_ERR_ARG, "megatron lr schedule: lr_decay_steps (or the total training steps) must be > 0");
+    if (s->warmup_steps >= s->decay_steps)
+        return vc_fail(VC_ERR_ARG, "megatron lr schedule: %lld warmup steps, not fewer than the %lld decay steps",
+                       (long long)s->warmup_steps, (long long)s->decay_steps);
+    if (s->mg_style == MG_WSD && s->wsd_steps <= 0)
+        return vc_fail(VC_ERR_ARG, "megatron lr schedule: lr_decay_style=WSD needs lr_wsd_decay_steps > 0");
+    return VC_OK;
+}
+
+static double megatron_lr(const vc_lr_schedule *s, int64_t step) {
+    double max_lr = s->base_lr, min_lr = s->min_lr;
+    if (s->warmup_steps > 0 && step <= s->warmup_steps)
+        return s->init_lr + (max_lr - s->init_lr) * (double)step / (double)s->warmup_steps;
+    if (s->mg_style == MG_CONSTANT) return max_lr;
+    if (step > s->decay_steps) return min_lr;
+    if (s->mg_style == MG_INV_SQRT) {
+        double w = (double)(s->warmup_steps > 1 ? s->warmup_steps : 1), n = (double)(step > 1 ? step : 1);
+        double lr = max_lr * sqrt(w) / sqrt(n);
+        return lr > min_lr ? lr : min_lr;
+    }
+    double ratio = (double)(step - s->warmup_steps) / (double)(s->decay_steps - s->warmup_steps), coeff = 1.0;
+    if (s->mg_style == MG_LINEAR) coeff = 1.0 - ratio;
+    else if (s->mg_style == MG_COSINE) coeff = 0.5 * (cos(M_PI * ratio) + 1.0);
+    else { /* WSD */
+        int64_t anneal = s->decay_steps - s->wsd_steps;
+        if (step > anneal) {
+            double r = (double)(step - anneal) / (double)s->wsd_steps;
+            if (s->wsd_style == WSD_LINEAR) coeff = 1.0 - r;
+            else if (s->wsd_style == WSD_COSINE) coeff = 0.5 * (cos(M_PI * r) + 1.0);
+            else if (s->wsd_style == WSD_EXP) coeff = 2.0 * pow(0.5, r) - 1.0;
+            else coeff = 1.0 - sqrt(r);
+        }
+    }
+    return min_lr + coeff * (max_lr - min_lr);
+}
+
 double vc_lr_at(const vc_lr_schedule *s, int64_t step) {
     if (step < 0) step = 0;
+    if (s->kind == VC_LR_MEGATRON) return megatron_lr(s, step);
     return s->base_lr * lr_lambda(s, step);
 }

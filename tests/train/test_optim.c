@@ -3,6 +3,9 @@
 #include "verlc/optim.h"
 #include "tensor/backend.h"
 #include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
 
 /* Weights, gradients and moments are backend memory: the tests run on the CPU backend and on the sim
  * backend (poisoned pointers) and move values only with h2d / d2h. */
@@ -300,6 +303,63 @@ static void test_schedules(void) {
     CHECK(vc_lr_schedule_init(&s, &c) == VC_ERR_ARG);
 }
 
+/* Megatron-core's OptimizerParamScheduler, run by tools/fixtures/make_megatron_lr.py (the wheel's own code) as
+ * verl's megatron strategy builds it: every step's lr of ten schedules (warmups with and without init lr,
+ * constant, linear, cosine, inverse-square-root, WSD in its four styles, lr_decay_steps before the end) */
+static void test_megatron_schedules(void) {
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_OK(vc_read_file("tests/fixtures/megatron/lr_schedules.json", &text, &len));
+    cJSON *all = text ? cJSON_Parse(text) : NULL, *c;
+    free(text);
+    int n = 0, bad = 0;
+    cJSON_ArrayForEach(c, all) {
+        vc_lr_megatron_config mc = { .lr_warmup_steps = -1 };
+#define NUM(key, dst) do { const cJSON *_v = cJSON_GetObjectItem(c, key); if (cJSON_IsNumber(_v)) dst = _v->valuedouble; } while (0)
+#define STR(key, dst) do { const cJSON *_v = cJSON_GetObjectItem(c, key); if (cJSON_IsString(_v)) dst = _v->valuestring; } while (0)
+        double total = 0, decay = -1, warm = -1, wsd = -1;
+        NUM("lr", mc.lr);
+        NUM("lr_warmup_init", mc.lr_warmup_init);
+        NUM("min_lr", mc.min_lr);
+        NUM("lr_warmup_steps_ratio", mc.lr_warmup_steps_ratio);
+        NUM("total", total);
+        NUM("lr_decay_steps", decay);
+        NUM("lr_warmup_steps", warm);
+        NUM("lr_wsd_decay_steps", wsd);
+        STR("lr_decay_style", mc.lr_decay_style);
+        STR("lr_wsd_decay_style", mc.lr_wsd_decay_style);
+#undef NUM
+#undef STR
+        mc.total_training_steps = (int64_t)total;
+        mc.lr_decay_steps = (int64_t)decay;
+        mc.lr_warmup_steps = (int64_t)warm;
+        mc.lr_wsd_decay_steps = (int64_t)wsd;
+        vc_lr_schedule s;
+        CHECK_OK(vc_lr_megatron_init(&s, &mc));
+        const cJSON *lrs = cJSON_GetObjectItem(c, "lrs");
+        for (int k = 0; k < cJSON_GetArraySize(lrs); k++) {
+            double want = cJSON_GetArrayItem(lrs, k)->valuedouble, got = vc_lr_at(&s, k);
+            if (fabs(got - want) > 1e-15 * fabs(want) + 1e-300 && bad++ < 5)
+                fprintf(stderr, "megatron schedule %d step %d: %.17g, Megatron %.17g\n", n, k, got, want);
+        }
+        n++;
+    }
+    cJSON_Delete(all);
+    CHECK_MSG(n == 10 && bad == 0, "%d schedules, %d steps differ from Megatron-core", n, bad);
+    /* Megatron-core's checks */
+    vc_lr_megatron_config mc = { .lr = 1e-5, .total_training_steps = 10, .lr_warmup_steps = 10 };
+    vc_lr_schedule s;
+    CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "warmup"));
+    mc.lr_warmup_steps = 2;
+    mc.lr_decay_style = "WSD";
+    CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "lr_wsd_decay_steps"));
+    mc.lr_decay_style = "poly";
+    CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "poly"));
+    mc.lr_decay_style = NULL;
+    mc.min_lr = 1e-4;
+    CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "min_lr"));
+}
+
 int main(void) {
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
     for (int b = 0; b < 2; b++) {
@@ -312,5 +372,6 @@ int main(void) {
     }
     vc_set_backend(NULL);
     test_schedules();
+    test_megatron_schedules();
     return vc_test_done();
 }

@@ -1,0 +1,161 @@
+/* verl's megatron strategy (ppo_megatron_trainer): the config composed from verl's megatron defaults by
+ * `--config-name ppo_megatron_trainer` and by a YAML defaults entry, Hydra's `+` over null values (verl's
+ * megatron scripts add recompute_method so), and a GRPO run whose actor/lr per step is Megatron-core's
+ * schedule (cosine after one warmup step from lr_warmup_init), with Megatron's names for LoRA targets,
+ * bfloat16 from megatron.dtype, full recomputation as checkpointing, and Megatron's refusals named. */
+#include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
+#include "verlc/report.h"
+#include "vc_test.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static vc_status load(int megatron, const char *yaml, char *ov, vc_config **cfg) {
+    char *argv[64];
+    int n = 0;
+    for (char *s = strtok(ov, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
+    return vc_config_load_ex(yaml, megatron, n, argv, cfg);
+}
+
+static const char *str(const vc_config *c, const char *key) {
+    const char *s = NULL;
+    CHECK_OK(vc_config_get_str(c, key, &s));
+    return s ? s : "";
+}
+
+static void test_config(void) {
+    vc_config *c = NULL;
+    char ov[512] = "+actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform|"
+                   "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2";
+    CHECK_OK(load(1, NULL, ov, &c));
+    if (c) {
+        CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "megatron") &&
+              !strcmp(str(c, "critic.strategy"), "megatron") &&
+              !strcmp(str(c, "actor_rollout_ref.actor.optim.optimizer"), "adam") &&
+              !strcmp(str(c, "actor_rollout_ref.actor.optim.lr_decay_style"), "constant") &&
+              !strcmp(str(c, "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method"), "uniform"));
+        int64_t tp = 0, rtp = 0;
+        CHECK_OK(vc_config_get_int(c, "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", &tp));
+        CHECK_OK(vc_config_get_int(c, "actor_rollout_ref.ref.megatron.tensor_model_parallel_size", &rtp));
+        CHECK(tp == 2 && rtp == 2); /* the reference follows the actor, as verl's interpolation says */
+        int noticed = 0;
+        for (size_t i = 0; i < vc_config_notice_count(c); i++)
+            noticed |= strstr(vc_config_notice(c, i), "tensor_model_parallel_size") != NULL;
+        CHECK_MSG(noticed, "no notice for tensor_model_parallel_size");
+    }
+    vc_config_free(c);
+    /* `+` over a value that is not null stays an error, as in Hydra */
+    char ov2[256] = "+actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2";
+    CHECK(load(1, NULL, ov2, &c) == VC_ERR_ARG && strstr(vc_last_error(), "already exists"));
+    /* ppo_trainer's defaults are not megatron's */
+    char ov3[64] = "trainer.n_gpus_per_node=1";
+    CHECK_OK(load(0, NULL, ov3, &c));
+    CHECK(c && !strcmp(str(c, "actor_rollout_ref.actor.strategy"), "fsdp") &&
+          !vc_config_has(c, "actor_rollout_ref.actor.megatron"));
+    vc_config_free(c);
+    /* Hydra's --config-name, and a YAML defaults list */
+    char *argv[] = { "--config-path=nowhere", "--config-name=ppo_megatron_trainer", "critic.optim.min_lr=1e-7" };
+    CHECK_OK(vc_config_load_argv(3, argv, NULL, &c));
+    CHECK(c && !strcmp(str(c, "critic.strategy"), "megatron"));
+    vc_config_free(c);
+    char y[300];
+    snprintf(y, sizeof y, "%s/mg.yaml", dir);
+    const char *Y = "defaults:\n  - ppo_megatron_trainer\n  - _self_\nactor_rollout_ref:\n  actor:\n    optim:\n"
+                    "      lr_decay_style: cosine\n";
+    CHECK_OK(vc_write_file_atomic(y, Y, strlen(Y)));
+    char ov4[8] = "";
+    CHECK_OK(load(0, y, ov4, &c));
+    CHECK(c && !strcmp(str(c, "actor_rollout_ref.actor.optim.lr_decay_style"), "cosine") &&
+          !strcmp(str(c, "actor_rollout_ref.actor.strategy"), "megatron"));
+    vc_config_free(c);
+    const char *Y2 = "defaults:\n  - _self_\n  - ppo_megatron_trainer\ndata:\n  train_batch_size: 4\n";
+    CHECK_OK(vc_write_file_atomic(y, Y2, strlen(Y2)));
+    CHECK(load(0, y, ov4, &c) == VC_ERR_ARG && strstr(vc_last_error(), "must come first"));
+}
+
+static vc_status run(const char *name, const char *extra, double *lrs, int n_lrs) {
+    char buf[4096], log[300];
+    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
+    unlink(log);
+    setenv("VERL_FILE_LOGGER_PATH", log, 1);
+    snprintf(buf, sizeof buf,
+             "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
+             "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
+             "actor_rollout_ref.rollout.n=2|algorithm.adv_estimator=grpo|actor_rollout_ref.actor.ppo_mini_batch_size=2|"
+             "actor_rollout_ref.actor.optim.lr=1e-2|trainer.total_training_steps=%d|trainer.save_freq=-1|"
+             "trainer.logger=[file]|trainer.default_local_dir=%s/%s|%s",
+             dir, dir, n_lrs, dir, name, extra);
+    char *argv[64];
+    int n = 0;
+    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
+    vc_config *cfg = NULL;
+    vc_status st = vc_config_load_ex(NULL, 1, n, argv, &cfg);
+    if (!st) {
+        vc_config_set_quiet(cfg, 1);
+        vc_rl_trainer *t = NULL;
+        st = vc_rl_trainer_new(cfg, &t);
+        if (!st) {
+            vc_rl_trainer_set_verbose(t, 0);
+            st = vc_rl_trainer_fit(t);
+        }
+        vc_rl_trainer_free(t);
+    }
+    vc_config_free(cfg);
+    if (st) return st;
+    FILE *f = fopen(log, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int k = 0;
+    while (f && getline(&line, &cap, f) > 0 && k < n_lrs) {
+        const char *p = strstr(line, "\"actor/lr\":");
+        lrs[k++] = p ? atof(p + 11) : -1;
+    }
+    free(line);
+    if (f) fclose(f);
+    CHECK_MSG(k == n_lrs, "%s: %d logged steps", name, k);
+    return VC_OK;
+}
+
+static void test_run(void) {
+    double lr[3] = { -1, -1, -1 };
+    /* Megatron's schedule: step 0 lr_warmup_init (0), step 1 the peak, step 2 cosine half-way to min_lr */
+    CHECK_OK(run("cosine", "actor_rollout_ref.actor.optim.lr_decay_style=cosine|actor_rollout_ref.actor.optim.lr_warmup_steps=1|"
+                 "actor_rollout_ref.actor.optim.min_lr=1e-3|actor_rollout_ref.actor.megatron.override_transformer_config."
+                 "recompute_granularity=full|actor_rollout_ref.actor.megatron.dtype=bfloat16|"
+                 "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.alpha=8", lr, 3));
+    CHECK_MSG(lr[0] == 0 && fabs(lr[1] - 1e-2) < 1e-15 && fabs(lr[2] - (1e-3 + 0.5 * 9e-3)) < 1e-15,
+              "actor/lr %.17g %.17g %.17g", lr[0], lr[1], lr[2]);
+    /* refusals, named */
+    static const struct { const char *ov, *needle; } BAD[] = {
+        { "actor_rollout_ref.actor.optim.optimizer=sgd", "optim.optimizer=sgd" },
+        { "actor_rollout_ref.actor.optim.lr_decay_style=WSD", "lr_wsd_decay_steps" },
+        { "actor_rollout_ref.actor.optim.override_optimizer_config={adam_beta3: 1}", "adam_beta3" },
+        { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.dropout=0.1", "lora.dropout" },
+        { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.target_modules=[linear_x]", "linear_x" },
+        { "actor_rollout_ref.actor.megatron.dtype=float16", "fp16" },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        vc_status st = run("bad", BAD[i].ov, lr, 1);
+        CHECK_MSG(st && strstr(vc_last_error(), BAD[i].needle), "bad %zu: %s", i, vc_last_error());
+    }
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/verlc_megatron_%d", (int)getpid());
+    demo_model_setup(dir, 11);
+    char p[300];
+    snprintf(p, sizeof p, "%s/train.jsonl", dir);
+    const char *rows = "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],"
+                       "\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+                       "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
+                       "\"reward_model\":{\"ground_truth\":\"4\"}}\n";
+    CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+    test_config();
+    test_run();
+    snprintf(p, sizeof p, "rm -rf %s", dir);
+    CHECK(system(p) == 0);
+    return vc_test_done();
+}
