@@ -35,6 +35,15 @@ static vc_status hydra_file(const char *dir, const char *name, char **out, int *
     return vc_fail(VC_ERR_IO, "--config-name %s: no such file in %s", name, dir ? dir : "(no --config-path)");
 }
 
+/* later verl's engine group (`model_engine=dp|megatron|...`, applied before any key, as Hydra applies groups) */
+static vc_status model_engine(const char *v, int *megatron) {
+    if (!strcmp(v, "megatron")) *megatron = 1;
+    else if (!strcmp(v, "dp") || !strcmp(v, "fsdp")) *megatron = 0;
+    else return vc_fail(VC_ERR_UNSUPPORTED, "model_engine=%s: verlc trains with its own engine and reads verl's dp (FSDP) "
+                        "and megatron configurations", v);
+    return VC_OK;
+}
+
 vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
     const char *file = NULL, *cpath = NULL, *cname = NULL;
     int megatron = 0;
@@ -56,6 +65,7 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else if (argv[i][0] == '-' && argv[i][1] == '-') st = vc_fail(VC_ERR_ARG, "unknown option '%s'", argv[i]);
         else if (!strchr(argv[i], '=') && argv[i][0] != '~')
             st = vc_fail(VC_ERR_ARG, "'%s' is not a key=value override", argv[i]);
+        else if (!strncmp(argv[i], "model_engine=", 13)) st = model_engine(argv[i] + 13, &megatron);
         else ov[n++] = argv[i];
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");

@@ -92,6 +92,21 @@ static vc_status overlay_into(vc_cfg_node *dst, vc_cfg_node *src) {
     return st;
 }
 
+/* Adds the keys of src that dst lacks (src is not consumed). */
+static vc_status add_missing(vc_cfg_node *dst, const vc_cfg_node *src) {
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < src->n && !st; i++) {
+        vc_cfg_node *d = vc_cfg_map_get(dst, src->keys[i]);
+        const vc_cfg_node *v = src->items[i];
+        if (d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP) st = add_missing(d, v);
+        else if (!d) {
+            vc_cfg_node *c = vc_cfg_node_copy(v);
+            st = c ? vc_cfg_map_put(dst, src->keys[i], c) : VC_ERR_NOMEM;
+        }
+    }
+    return st;
+}
+
 vc_status vc_config_defaults(vc_config **out) { return vc_config_defaults_ex(0, out); }
 
 vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
@@ -105,6 +120,14 @@ vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
         if (!st) st = overlay_into(root, mg);
         if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded megatron defaults"); }
     }
+    vc_cfg_node *later = NULL;
+    st = vc_cfg_yaml_parse(vc_cfg_later_yaml, strlen(vc_cfg_later_yaml), "<verl later defaults>", &later);
+    if (!st) st = add_missing(root, later);
+    if (st) {
+        vc_cfg_node_free(root);
+        vc_cfg_node_free(later);
+        return vc_fail_ctx(VC_ERR_INTERNAL, "embedded later verl defaults");
+    }
     vc_cfg_mark_schema(root);
     root->open = 0;
     vc_config tmp = { .root = vc_cfg_node_copy(root) };
@@ -113,9 +136,10 @@ vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
     char path[1024] = "";
     type_nulls(root, path, 0, sizeof path);
     vc_status st2 = config_wrap(root, 1, out);
-    if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); return st2; }
+    if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); vc_cfg_node_free(later); return st2; }
     (*out)->resolved_defaults = tmp.root;
     (*out)->megatron = megatron;
+    (*out)->later = later;
     return VC_OK;
 }
 
@@ -133,6 +157,9 @@ vc_status vc_cfg_use_megatron(vc_config *cfg, const char *where) {
         cfg->resolved_defaults = m->resolved_defaults;
         m->root = r;
         m->resolved_defaults = d;
+        vc_cfg_node *l = cfg->later;
+        cfg->later = m->later;
+        m->later = l;
         cfg->megatron = 1;
     }
     vc_config_free(base);
@@ -144,6 +171,7 @@ void vc_config_free(vc_config *cfg) {
     if (!cfg) return;
     vc_cfg_node_free(cfg->root);
     vc_cfg_node_free(cfg->resolved_defaults);
+    vc_cfg_node_free(cfg->later);
     for (size_t i = 0; i < cfg->n_notices; i++) free(cfg->notices[i]);
     free(cfg->notices);
     free(cfg);
@@ -263,8 +291,14 @@ static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *
     vc_status st = VC_OK;
     if (!d) {
         if (m->cfg->schema && !dst->open && !accept) {
-            vc_cfg_node_free(c);
-            return unknown_key(m->cfg, where, m->path);
+            /* Hydra lets a config file add keys (recipes do: verl's DAPO adds reward.reward_kwargs); one that
+             * looks like a misspelt key of verl's stays an error */
+            char sb[512];
+            if (v->line <= 0 || vc_cfg_suggest(m->cfg->root, m->path, sb, sizeof sb)) {
+                vc_cfg_node_free(c);
+                return unknown_key(m->cfg, where, m->path);
+            }
+            vc_cfg_add_notice(m->cfg, "%s%s is not one of verl's keys: kept, and not read by verlc", where, m->path);
         }
         if (c->kind == VC_CFG_MAP) c->open = 1;
         st = vc_cfg_map_put(dst, key, c);
@@ -317,6 +351,8 @@ vc_status vc_config_load_ex(const char *yaml_path, int megatron, int n_overrides
     if (st == VC_OK && yaml_path) st = vc_config_merge_file(cfg, yaml_path);
     for (int i = 0; i < n_overrides && st == VC_OK; i++) st = vc_config_override(cfg, overrides[i]);
     if (st == VC_OK) st = vc_config_resolve(cfg);
+    if (st == VC_OK) st = vc_cfg_migrate_reward(cfg);
+    if (st == VC_OK) st = vc_cfg_later_check(cfg);
     if (st != VC_OK) { vc_config_free(cfg); return st; }
     *out = cfg;
     return VC_OK;

@@ -67,6 +67,14 @@ static const struct notice_rule RULES[] = {
     { "critic.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
     { "actor_rollout_ref.actor.overlap_grad_reduce", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
     { "critic.overlap_grad_reduce", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
+    { "reward.num_workers", NULL, 0, R_RAY },
+    { "reward.reward_model.enable_resource_pool", NULL, 0, R_RAY },
+    { "reward.reward_model.n_gpus_per_node", NULL, 0, R_RAY },
+    { "reward.reward_model.nnodes", NULL, 0, R_RAY },
+    { "reward.reward_model.rollout.**", NULL, N_ACCEPT_UNKNOWN, R_ENGINE },
+    { "reward.reward_kwargs.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: reward_model.reward_kwargs */
+    { "**.sandbox_fusion.**", NULL, 0, "verl's sandbox fusion code executor is not built in (rewards come from verlc's "
+                                       "scorers or custom_reward_function)" },
     { "ray_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "ray_init.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "transfer_queue.**", NULL, 0, R_RAY },
@@ -161,8 +169,34 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
     }
 }
 
+/* later verl's switches for features verlc does not have: on, they stop the run */
+static const struct { const char *key, *what; } LATER_FEATURES[] = {
+    { "distillation.enabled", "on-policy distillation from teacher models" },
+    { "skip.rollout.enable", "rollout dumps replayed in place of generation" },
+    { "skip.rollout_tq.enable", "rollout dumps replayed in place of generation" },
+    { "skip.async_rollout.enable", "rollout dumps replayed in place of generation" },
+    { "actor_rollout_ref.actor.qat.enable", "quantization-aware training" },
+    { "actor_rollout_ref.actor.fsdp_config.qat.enable", "quantization-aware training" },
+};
+
+vc_status vc_cfg_later_check(const vc_config *cfg) {
+    for (size_t i = 0; i < sizeof LATER_FEATURES / sizeof LATER_FEATURES[0]; i++) {
+        int on = 0;
+        if (vc_config_has(cfg, LATER_FEATURES[i].key) && !vc_config_get_bool_or(cfg, LATER_FEATURES[i].key, 0, &on) && on)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s=true: %s (a feature of verl's later versions) is not built in",
+                           LATER_FEATURES[i].key, LATER_FEATURES[i].what);
+    }
+    const char *mode = NULL; /* the v1 trainer's asynchronous modes */
+    if (vc_config_has(cfg, "trainer.v1.trainer_mode") && !vc_config_get_str_or(cfg, "trainer.v1.trainer_mode", "sync", &mode) &&
+        mode && strcmp(mode, "sync"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer.v1.trainer_mode=%s: verlc trains synchronously (each step rolls out "
+                       "with the weights it then updates); verl's asynchronous modes are not built in", mode);
+    return VC_OK;
+}
+
 int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore) {
     *ignore = 0;
+    int later = cfg->later && vc_cfg_lookup(cfg->later, path) != NULL;
     for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
         const struct notice_rule *rule = &RULES[r];
         if (!vc_cfg_path_match(rule->pattern, path)) continue;
@@ -181,6 +215,15 @@ int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val
                 vc_cfg_add_notice(cfg, "%s=%s is ignored: %s", path, t, rule->reason);
         }
         return !!(rule->flags & N_ACCEPT_UNKNOWN);
+    }
+    if (later && emit && changed && val && val->kind != VC_CFG_MAP) {
+        int feature = 0;
+        for (size_t i = 0; i < sizeof LATER_FEATURES / sizeof LATER_FEATURES[0]; i++)
+            feature |= !strcmp(path, LATER_FEATURES[i].key);
+        char buf[64];
+        if (!feature)
+            vc_cfg_add_notice(cfg, "%s=%s is ignored: a key of verl's later configuration that verlc does not read", path,
+                              scalar_text(val, buf, sizeof buf));
     }
     return 0;
 }

@@ -69,6 +69,15 @@ static vc_status do_delete(struct ov *o, const char *value) {
     return VC_OK;
 }
 
+/* Keys verl later dropped from its defaults (reward_model.overlong_buffer, reward_model.reward_kwargs: the
+ * reward group's migration), so that later command lines add them with `+`: taken while still at the defaults */
+static int later_verl_adds(const struct ov *o) {
+    if (!vc_cfg_path_match("reward_model.**", o->key)) return 0;
+    const vc_cfg_node *cur = vc_cfg_lookup(o->cfg->root, o->key);
+    const vc_cfg_node *def = o->cfg->resolved_defaults ? vc_cfg_lookup(o->cfg->resolved_defaults, o->key) : NULL;
+    return cur && def && vc_cfg_node_equal(cur, def);
+}
+
 /* Puts v (consumed) at the last segment. */
 static vc_status do_put(struct ov *o, vc_cfg_node *v, int accept) {
     vc_cfg_node *parent;
@@ -92,7 +101,7 @@ static vc_status do_put(struct ov *o, vc_cfg_node *v, int accept) {
     /* Hydra adds over a null value, and merges a mapping or list into what is there; fsdp_config.mixed_precision
      * is spelled out by verlc's defaults only (verl has none), so verl's `+` adds its keys */
     if (o->mode == OV_ADD && d->kind != VC_CFG_NULL && v->kind != VC_CFG_MAP && v->kind != VC_CFG_LIST &&
-        !vc_cfg_path_match("**.fsdp_config.mixed_precision.**", o->key)) {
+        !vc_cfg_path_match("**.fsdp_config.mixed_precision.**", o->key) && !later_verl_adds(o)) {
         vc_cfg_node_free(v);
         return vc_fail(VC_ERR_ARG, "%s'%s' already exists: write %s=VALUE to change it (or ++%s=VALUE)", o->where,
                        o->key, o->key, o->key);

@@ -1,0 +1,96 @@
+/* Command lines written for verl's later configuration (verl-project/verl, August 2026) on verlc's b178a3cd
+ * defaults: the `reward` group taken onto the keys verlc reads (reward manager, custom reward function, reward
+ * model, DAPO's reward_kwargs; the earlier key winning when both are set, as in verl's migration), later keys
+ * accepted with a notice, later feature switches refused by name, `model_engine=megatron|dp` as Hydra's group
+ * selection (also in a defaults list), `+` over keys later verl dropped, and YAML files adding keys as Hydra
+ * lets them (a likely misspelling of a verl key still refused). */
+#include "verlc/config.h"
+#include "vc_test.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static vc_status load(const char *yaml, const char *ov, vc_config **c) {
+    char buf[2048], *argv[32];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", ov);
+    for (char *s = strtok(buf, "|"); s && n < 32; s = strtok(NULL, "|")) argv[n++] = s;
+    *c = NULL;
+    return yaml ? vc_config_load(yaml, n, argv, c) : vc_config_load_argv(n, argv, NULL, c);
+}
+
+static const char *str(const vc_config *c, const char *key) {
+    const char *s = NULL;
+    return c && !vc_config_get_str(c, key, &s) && s ? s : "(none)";
+}
+
+static int noticed(const vc_config *c, const char *part) {
+    for (size_t i = 0; c && i < vc_config_notice_count(c); i++)
+        if (strstr(vc_config_notice(c, i), part)) return 1;
+    return 0;
+}
+
+int main(void) {
+    vc_config *c = NULL;
+    /* the reward group */
+    CHECK_OK(load(NULL, "reward.reward_manager.name=dapo|reward.custom_reward_function.path=/x/r.py|"
+                        "reward.custom_reward_function.name=score|reward.reward_model.enable=true|"
+                        "reward.reward_model.model_path=/m/rm|+reward.reward_kwargs.overlong_buffer_cfg.len=64|"
+                        "+reward.reward_kwargs.max_resp_len=128|reward.num_workers=4", &c));
+    CHECK(!strcmp(str(c, "reward_manager.name"), "dapo") && !strcmp(str(c, "custom_reward_function.path"), "/x/r.py") &&
+          !strcmp(str(c, "custom_reward_function.name"), "score") && !strcmp(str(c, "reward_model.model.path"), "/m/rm"));
+    int on = 0;
+    int64_t len = 0, mx = 0;
+    CHECK_OK(vc_config_get_bool(c, "reward_model.enable", &on));
+    CHECK_OK(vc_config_get_int(c, "reward_model.reward_kwargs.overlong_buffer_cfg.len", &len));
+    CHECK_OK(vc_config_get_int(c, "reward_model.reward_kwargs.max_resp_len", &mx));
+    CHECK(on && len == 64 && mx == 128 && noticed(c, "reward.num_workers=4"));
+    vc_config_free(c);
+    /* both layouts set: the earlier key wins, with a notice */
+    CHECK_OK(load(NULL, "reward.reward_manager.name=dapo|reward_model.reward_manager=prime", &c));
+    CHECK(!strcmp(str(c, "reward_manager.name"), "prime") && noticed(c, "the latter wins"));
+    vc_config_free(c);
+    /* `+` over keys later verl dropped, still at their defaults */
+    CHECK_OK(load(NULL, "+reward_model.overlong_buffer.enable=true|+reward_model.overlong_buffer.len=32", &c));
+    CHECK_OK(vc_config_get_bool(c, "reward_model.overlong_buffer.enable", &on));
+    CHECK(on);
+    vc_config_free(c);
+    CHECK(load(NULL, "reward_model.overlong_buffer.len=8|+reward_model.overlong_buffer.len=32", &c) == VC_ERR_ARG &&
+          strstr(vc_last_error(), "already exists"));
+    /* later keys: accepted, noticed; feature switches refused */
+    CHECK_OK(load(NULL, "actor_rollout_ref.actor.checkpoint.strict=false|critic.fsdp.param_offload=true|"
+                        "actor_rollout_ref.rollout.disaggregation.enabled=true", &c));
+    CHECK(noticed(c, "checkpoint.strict=false is ignored") && noticed(c, "critic.fsdp.param_offload=true is ignored") &&
+          noticed(c, "disaggregation.enabled"));
+    vc_config_free(c);
+    CHECK(load(NULL, "distillation.enabled=true", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "distillation"));
+    CHECK(load(NULL, "trainer.v1.trainer_mode=separate_async", &c) == VC_ERR_UNSUPPORTED &&
+          strstr(vc_last_error(), "separate_async"));
+    CHECK(load(NULL, "actor_rollout_ref.actor.qat.enable=true", &c) == VC_ERR_UNSUPPORTED);
+    /* model_engine: Hydra applies the group before the keys, wherever it stands */
+    CHECK_OK(load(NULL, "actor_rollout_ref.actor.optim.lr_decay_style=cosine|model_engine=megatron", &c));
+    CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "megatron") &&
+          !strcmp(str(c, "actor_rollout_ref.actor.optim.lr_decay_style"), "cosine"));
+    vc_config_free(c);
+    CHECK_OK(load(NULL, "model_engine=dp", &c));
+    CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "fsdp"));
+    vc_config_free(c);
+    CHECK(load(NULL, "model_engine=veomni", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "veomni"));
+    /* YAML: a defaults list with model_engine, a key verl's configs lack (Hydra lets files add keys), and a
+     * misspelling, still refused */
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/verlc_later_%d.yaml", (int)getpid());
+    const char *Y = "defaults:\n  - model_engine: megatron\n  - _self_\nmy_recipe:\n  knob: 3\n"
+                    "reward:\n  reward_manager:\n    name: dapo\n";
+    CHECK_OK(vc_write_file_atomic(path, Y, strlen(Y)));
+    CHECK_OK(load(path, "", &c));
+    CHECK(!strcmp(str(c, "critic.strategy"), "megatron") && !strcmp(str(c, "reward_manager.name"), "dapo") &&
+          noticed(c, "my_recipe is not one of verl's keys"));
+    vc_config_free(c);
+    const char *Y2 = "data:\n  max_prompt_lenght: 9\n";
+    CHECK_OK(vc_write_file_atomic(path, Y2, strlen(Y2)));
+    CHECK(load(path, "", &c) == VC_ERR_ARG && strstr(vc_last_error(), "did you mean 'data.max_prompt_length'"));
+    unlink(path);
+    return vc_test_done();
+}
