@@ -306,6 +306,8 @@ typedef struct vc_sft_config {
     const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
     const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
                                                   * enable_thinking per row ("tools", "enable_thinking") */
+    const char *enable_thinking_default; /* later verl's data.enable_thinking_default: "true" / "false" for rows
+                                          * without the key; NULL or "none": the template's default */
     const char *prompt_dict_keys, *response_dict_keys; /* verl's: keys into nested prompt / response fields
                                                         * ("[a,b]" or "a,b": field[a][b]); NULL none */
     int multiturn;           /* data.multiturn.enable: -1 either kind of row, 1 messages rows only, 0 prompt/response */

@@ -96,6 +96,8 @@ static const key_def KEYS[] = {
       "verl's name of data.enable_thinking_key" },
     { "data.enable_thinking_key", "enable_thinking_key", K_STR, F(enable_thinking_key),
       "messages rows: the template's enable_thinking (true/false)" },
+    { "data.enable_thinking_default", "enable_thinking_default", K_STR, F(enable_thinking_default),
+      "messages rows without the enable_thinking key: true | false | none (the template's default)" },
     { "data.max_length", "max_length", K_I64, F(max_length), "tokens per row after truncation" },
     { "data.truncation", "truncation", K_STR, F(truncation), "over-long rows: error | left | right" },
     { "data.train_batch_size", "train_batch_size", K_I64, F(train_batch_size), "rows per optimiser step" },
@@ -243,6 +245,8 @@ typedef struct verl_key {
 
 static const verl_key VERL_KEYS[] = {
     { "data.balance_dp_token", "*", "" },
+    { "data.num_workers", "*", "" },        /* later verl: data-loader processes */
+    { "trainer.balance_batch", "*", "" },   /* later verl: verlc balances its packed micro-batches anyway */
     { "data.use_shm", "*", "" },
     { "model.use_shm", "*", "" },
     { "model.fsdp_config.*", "*", "" },

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct row_buf {
     int32_t *ids;
@@ -213,6 +214,12 @@ static vc_status row_options(const vc_sft_config *c, const cJSON *row, row_opts 
     if (th && !cJSON_IsNull(th) && !cJSON_IsBool(th))
         return vc_fail(VC_ERR_FORMAT, "'%s' must be true or false", c->enable_thinking_key);
     ro->thinking = cJSON_IsBool(th) ? cJSON_IsTrue(th) : -1;
+    const char *d = c->enable_thinking_default;
+    if (ro->thinking < 0 && d && strcasecmp(d, "none") && strcasecmp(d, "null")) {
+        if (!strcasecmp(d, "true")) ro->thinking = 1;
+        else if (!strcasecmp(d, "false")) ro->thinking = 0;
+        else return vc_fail(VC_ERR_ARG, "data.enable_thinking_default=%s: true, false or none", d);
+    }
     return VC_OK;
 }
 

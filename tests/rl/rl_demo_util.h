@@ -52,14 +52,15 @@ static inline void demo_rm_setup(const char *dir, uint64_t seed) {
     free(cp);
 }
 
-/* loads a config from "|"-separated overrides (buf is split in place) and runs vc_rl_trainer_new and
- * vc_rl_trainer_fit quietly; *step (when fit succeeded): the trainer's global steps done */
-static inline vc_status demo_fit(char *buf, int64_t *step) {
+/* loads a config from "|"-separated overrides (buf is split in place; megatron: on verl's ppo_megatron_trainer
+ * defaults) and runs vc_rl_trainer_new and vc_rl_trainer_fit quietly; *step (when fit succeeded): the
+ * trainer's global steps done */
+static inline vc_status demo_fit_ex(char *buf, int megatron, int64_t *step) {
     char *argv[64];
     int n = 0;
     for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
     vc_config *cfg = NULL;
-    vc_status st = vc_config_load(NULL, n, argv, &cfg);
+    vc_status st = vc_config_load_ex(NULL, megatron, n, argv, &cfg);
     if (!st) {
         vc_config_set_quiet(cfg, 1);
         vc_rl_trainer *t = NULL;
@@ -74,4 +75,6 @@ static inline vc_status demo_fit(char *buf, int64_t *step) {
     vc_config_free(cfg);
     return st;
 }
+/* ... on verl's ppo_trainer defaults */
+static inline vc_status demo_fit(char *buf, int64_t *step) { return demo_fit_ex(buf, 0, step); }
 #endif

@@ -88,22 +88,8 @@ static vc_status run(const char *name, const char *extra, double *lrs, int n_lrs
              "actor_rollout_ref.actor.optim.lr=1e-2|trainer.total_training_steps=%d|trainer.save_freq=-1|"
              "trainer.logger=[file]|trainer.default_local_dir=%s/%s|%s",
              dir, dir, n_lrs, dir, name, extra);
-    char *argv[64];
-    int n = 0;
-    for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
-    vc_config *cfg = NULL;
-    vc_status st = vc_config_load_ex(NULL, 1, n, argv, &cfg);
-    if (!st) {
-        vc_config_set_quiet(cfg, 1);
-        vc_rl_trainer *t = NULL;
-        st = vc_rl_trainer_new(cfg, &t);
-        if (!st) {
-            vc_rl_trainer_set_verbose(t, 0);
-            st = vc_rl_trainer_fit(t);
-        }
-        vc_rl_trainer_free(t);
-    }
-    vc_config_free(cfg);
+    int64_t done = 0;
+    vc_status st = demo_fit_ex(buf, 1, &done);
     if (st) return st;
     FILE *f = fopen(log, "r");
     char *line = NULL;

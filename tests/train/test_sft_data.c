@@ -145,6 +145,22 @@ int main(void) {
         sft_data_free(&d);
         cJSON_Delete(kw);
     }
+    /* later verl's data.enable_thinking_default: for rows without the key (a row's own value wins) */
+    for (int v = 0; v < 3; v++) {
+        static const char *const VALS[] = { "false", "none", "maybe" };
+        vc_sft_config kc = c;
+        CHECK_OK(vc_sft_config_set(&kc, "data.enable_thinking_default", VALS[v]));
+        vc_status st = sft_data_load(&kc, path, &tk, &d);
+        if (v == 2) CHECK(st == VC_ERR_ARG && strstr(vc_last_error(), "enable_thinking_default=maybe"));
+        else if (d.n == 2) {
+            CHECK_OK(st);
+            char *a = trained(tok, &d, 0), *b = trained(tok, &d, 1);
+            CHECK_MSG((v == 0 ? !strcmp(a, "It is 4.<|im_end|>\n") : strstr(a, "<think>") != NULL) && strstr(b, "<think>"),
+                      "enable_thinking_default=%s: [%s] [%s]", VALS[v], a, b);
+            free(a), free(b);
+        } else CHECK(d.n == 2);
+        sft_data_free(&d);
+    }
     {
         vc_sft_config kc = c;
         cJSON *kw = NULL;
