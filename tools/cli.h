@@ -17,6 +17,7 @@ VC_CMD(vc_cmd_train);
 VC_CMD(vc_cmd_data);
 VC_CMD(vc_cmd_report);
 VC_CMD(vc_cmd_demo);
+VC_CMD(vc_cmd_tools);
 /* `verlc bench <name>` entry points (tools/bench_<name>.c) */
 VC_CMD(vc_bench_forward);
 VC_CMD(vc_bench_train);

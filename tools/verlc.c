@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
         { "algos", vc_cmd_algos, "evaluate verl's core algorithm functions from JSON" },
         { "data", vc_cmd_data, "dataset conversion (data gsm8k ..., data jsonl: Parquet rows as JSONL)" },
         { "report", vc_cmd_report, "write an HTML report for a run directory" },
+        { "tools", vc_cmd_tools, "load a multi-turn tool config (MCP servers included) and try a call" },
         { "bench", vc_cmd_bench, "benchmarks (forward, train, generate, tokenize, allreduce)" },
     };
     const int n = (int)(sizeof cmds / sizeof cmds[0]);

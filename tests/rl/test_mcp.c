@@ -10,10 +10,12 @@
 #include "../../src/rl/agent_internal.h"
 #include "../../src/rl/mcp.h"
 #include "verlc/reward.h"
+#include "../cli_util.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[128];
@@ -222,6 +224,27 @@ static void test_http(void) {
     CHECK(rl_tools_load(p, &t, &n, &sch) == VC_ERR_IO && strstr(vc_last_error(), "MCP server 'gone'"));
 }
 
+/* `verlc tools`: the schemas a run gives the chat template, and one call's text */
+static void test_cli(void) {
+    char cwd[512], js[1024], cmd[2048], out[300], *text = NULL;
+    size_t len = 0;
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(js, sizeof js, "{\"mcpServers\": {\"local\": {\"command\": \"python3\", \"args\": [\"%s/tests/rl/mcp_server.py\"]}}}", cwd);
+    tool_config("verl.tools.mcp_base_tool.MCPBaseTool", js, "[add, fail]", 30);
+    snprintf(out, sizeof out, "%s/cli.txt", dir);
+    snprintf(cmd, sizeof cmd, "%s tools %s/tools.yaml > %s && %s tools %s/tools.yaml add '{\"a\": 20, \"b\": 22}' >> %s",
+             cli_bin(), dir, out, cli_bin(), dir, out);
+    CHECK(system(cmd) == 0);
+    CHECK_OK(vc_read_file(out, &text, &len));
+    char want[700];
+    snprintf(want, sizeof want, ADD_SCHEMA, "add");
+    CHECK_MSG(text && !strncmp(text, want, strlen(want)) && strstr(text, "\"name\":\"fail\"") && strstr(text, "\n20+22=42\n"),
+              "verlc tools: [%s]", text ? text : "");
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s tools %s/tools.yaml add 'not json' 2>/dev/null", cli_bin(), dir);
+    CHECK(WEXITSTATUS(system(cmd)) == 2);
+}
+
 static void test_bad(void) {
     static const struct { const char *servers, *cls, *sel, *needle; vc_status st; } BAD[] = {
         { NULL, "verl.tools.mcp_base_tool.MCPBaseTool", NULL, "servers.json", VC_ERR_IO },
@@ -260,6 +283,7 @@ int main(void) {
         test_stdio();
         test_search_and_prefix();
         test_http();
+        test_cli();
         test_bad();
     } else printf("skipping the MCP server tests: no python3\n");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
