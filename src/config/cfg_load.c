@@ -294,7 +294,10 @@ static vc_status merge_entry(struct merge_ctx *m, vc_cfg_node *dst, const char *
             /* Hydra lets a config file add keys (recipes do: verl's DAPO adds reward.reward_kwargs); one that
              * looks like a misspelt key of verl's stays an error */
             char sb[512];
-            if (v->line <= 0 || vc_cfg_suggest(m->cfg->root, m->path, sb, sizeof sb)) {
+            const char *sug = v->line > 0 ? vc_cfg_suggest(m->cfg->root, m->path, sb, sizeof sb) : NULL;
+            const vc_cfg_node *sn = sug ? vc_cfg_lookup(m->cfg->root, sug) : NULL;
+            if (sn && (sn->kind == VC_CFG_MAP) != (v->kind == VC_CFG_MAP)) sug = NULL; /* a mapping for a value: no typo */
+            if (v->line <= 0 || sug) {
                 vc_cfg_node_free(c);
                 return unknown_key(m->cfg, where, m->path);
             }

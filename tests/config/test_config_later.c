@@ -88,6 +88,12 @@ int main(void) {
     CHECK(!strcmp(str(c, "critic.strategy"), "megatron") && !strcmp(str(c, "reward_manager.name"), "dapo") &&
           noticed(c, "my_recipe is not one of verl's keys"));
     vc_config_free(c);
+    /* a mapping under a name close to a scalar key of verl's is not a misspelling of it (rollout.server ~ seed) */
+    const char *Y3 = "actor_rollout_ref:\n  rollout:\n    server:\n      timeout: 60\n";
+    CHECK_OK(vc_write_file_atomic(path, Y3, strlen(Y3)));
+    CHECK_OK(load(path, "", &c));
+    CHECK(noticed(c, "actor_rollout_ref.rollout.server is not one of verl's keys"));
+    vc_config_free(c);
     const char *Y2 = "data:\n  max_prompt_lenght: 9\n";
     CHECK_OK(vc_write_file_atomic(path, Y2, strlen(Y2)));
     CHECK(load(path, "", &c) == VC_ERR_ARG && strstr(vc_last_error(), "did you mean 'data.max_prompt_length'"));
