@@ -129,6 +129,38 @@ int main(void) {
         }
         vc_tokenizer_free(t);
     }
+    { /* malformed tokenizer_config.json beside a tokenizer.model: refused naming the file, or loaded */
+        static const struct { const char *cfg; int ok; } BAD[] = {
+            { "{\"added_tokens_decoder\": {\"x\": {\"content\": \"<a>\"}, \"-3\": {\"content\": \"<b>\"}, "
+              "\"7\": {\"content\": 5}, \"8\": 3, \"9\": {\"content\": \"\"}}}", 1 },
+            { "{\"added_tokens_decoder\": [1, 2], \"bos_token\": [\"<s>\"], \"additional_special_tokens\": 7}", 1 },
+            { "{\"tokenizer_class\": \"ChatGLMTokenizer\", \"encode_special_tokens\": \"yes\", "
+              "\"auto_map\": {\"AutoTokenizer\": 5}}", 1 },
+            { "{\"auto_map\": {\"AutoTokenizer\": [null, \"x.ChatGLMTokenizer\"]}}", 1 },
+            { "{\"added_tokens_decoder\": {\"4\": {\"content\": \"<|im_end|>\", \"rstrip\": \"no\"}}", 0 },
+            { "not json", 0 },
+        };
+        for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+            char p[700];
+            snprintf(dir, sizeof dir, "%s/bad%zu", tmp, i);
+            snprintf(p, sizeof p, "mkdir -p %s && cp %s/fixtures/tokenizers/spm_bpe_bytefallback/tokenizer.model %s/", dir,
+                     vc_test_shared(), dir);
+            CHECK(system(p) == 0);
+            snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+            CHECK_OK(vc_write_file_atomic(p, BAD[i].cfg, strlen(BAD[i].cfg)));
+            vc_tokenizer *t = NULL;
+            vc_status st = vc_tokenizer_load(dir, &t);
+            CHECK_MSG(BAD[i].ok ? st == VC_OK : (st && strstr(vc_last_error(), "tokenizer_config.json") != NULL),
+                      "config %zu: %s", i, st ? vc_last_error() : "loaded");
+            if (t) { /* still encodes */
+                int32_t *ids = NULL;
+                size_t n = 0;
+                CHECK_OK(vc_tokenizer_encode(t, "a <|im_end|> [gMASK]", 20, 1, &ids, &n));
+                free(ids);
+            }
+            vc_tokenizer_free(t);
+        }
+    }
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);
