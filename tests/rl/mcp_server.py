@@ -2,7 +2,7 @@
 """A small MCP server for tests/rl/test_mcp.c, Python's standard library only, speaking the protocol's three
 transports: `stdio` (JSON-RPC lines), `http` (streamable HTTP at /mcp; --sse-answers answers POSTs as an event
 stream) and `sse` (the HTTP+SSE transport: GET /sse, POST /messages?session_id=...). HTTP modes print their port
-first. --token T requires "Authorization: Bearer T". Tools: add, search, fail, raise, slow, die; tools/list is
+first. --token T requires "Authorization: Bearer T". Tools: add, search, fail, raise, slow, die, garbage; tools/list is
 paged two tools at a time. MCP_TEST_GREETING (environment) prefixes add's answer."""
 import json
 import os
@@ -36,6 +36,7 @@ TOOLS = [
     {"name": "raise", "description": "Answers with a JSON-RPC error.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "slow", "description": "Takes three seconds.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "die", "description": "Exits the server (stdio).", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "garbage", "description": "Answers badly (stdio).", "inputSchema": {"type": "object", "properties": {}}},
 ]
 
 
@@ -96,6 +97,10 @@ def stdio():
             print(json.dumps({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}), flush=True)
             pong = json.loads(sys.stdin.readline())
             assert pong.get("id") == "srv-1" and pong.get("result") == {}, pong
+        if msg.get("method") == "tools/call" and msg["params"]["name"] == "garbage":  # a stray line, then no result
+            print("this line is not JSON", flush=True)
+            print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": 5}), flush=True)
+            continue
         ans = handle(msg)
         if ans is not None:
             print(json.dumps(ans), flush=True)

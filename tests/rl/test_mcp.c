@@ -97,14 +97,14 @@ static void test_stdio(void) {
     char js[1024], yaml[2048];
     snprintf(js, sizeof js, "{\"mcpServers\": {\"local\": {\"command\": \"python3\", \"args\": [\"%s/tests/rl/mcp_server.py\", "
              "\"stdio\"], \"env\": {\"MCP_TEST_GREETING\": \"hi \"}}}}", getcwd(yaml, sizeof yaml));
-    tool_config("verl.tools.mcp_base_tool.MCPBaseTool", js, "[add, search, fail, raise, slow, die]", 1);
+    tool_config("verl.tools.mcp_base_tool.MCPBaseTool", js, "[add, search, fail, raise, slow, die, garbage]", 1);
     int n = 0;
     cJSON *sch = NULL;
     rl_tool *t = NULL;
     char p[300];
     snprintf(p, sizeof p, "%s/tools.yaml", dir);
     CHECK_OK(rl_tools_load(p, &t, &n, &sch));
-    CHECK_MSG(n == 6 && cJSON_GetArraySize(sch) == 6, "%d tools", n);
+    CHECK_MSG(n == 7 && cJSON_GetArraySize(sch) == 7, "%d tools", n);
     char *s0 = cJSON_PrintUnformatted(cJSON_GetArrayItem(sch, 0)), want[600];
     snprintf(want, sizeof want, ADD_SCHEMA, "add");
     CHECK_MSG(s0 && !strcmp(s0, want), "schema: %s", s0);
@@ -121,6 +121,9 @@ static void test_stdio(void) {
     CHECK_MSG(vc_now() - t0 < 2.9, "the 1 s timeout took %.1f s", vc_now() - t0);
     SAME(run(t, n, "add", "{\"a\": 1, \"b\": 1}"), "hi 1+1=2"); /* a new session */
     STARTS(run(t, n, "die", "{}"), "\n Connection failed: ");
+    SAME(run(t, n, "add", "{\"a\": 1, \"b\": 2}"), "hi 1+2=3");
+    /* a stray line and an answer without a result object: an error text, the session kept */
+    SAME(run(t, n, "garbage", "{}"), "\n An unexpected error occurred: the answer has no result");
     SAME(run(t, n, "add", "{\"a\": 1, \"b\": 2}"), "hi 1+2=3");
     SAME(run(t, n, "nosuch", "{}"), "Error when executing tool: 'nosuch'");
     rl_tools_free(t, n);
@@ -197,8 +200,8 @@ static void test_http(void) {
         int n = 0;
         cJSON *sch = NULL;
         CHECK_OK(rl_tools_load(p, &t, &n, &sch));
-        CHECK_MSG(n == 6, "%s %s: %d tools", CASES[i].mode, CASES[i].opt ? CASES[i].opt : "", n);
-        if (n == 6) {
+        CHECK_MSG(n == 7, "%s %s: %d tools", CASES[i].mode, CASES[i].opt ? CASES[i].opt : "", n);
+        if (n == 7) {
             common_calls(t, n, "add", "");
             STARTS(run(t, n, "slow", "{}"), "\n Connection failed: ");
             SAME(run(t, n, "add", "{\"a\": 4, \"b\": 4}"), "4+4=8");
