@@ -135,6 +135,9 @@ vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
     if (vc_config_resolve(&tmp) == VC_OK) type_interpolated(root, tmp.root);
     char path[1024] = "";
     type_nulls(root, path, 0, sizeof path);
+    /* a number, or later verl's "lower_upper" string (IcePop) */
+    vc_cfg_node *ist = (vc_cfg_node *)vc_cfg_lookup(root, "algorithm.rollout_correction.rollout_is_threshold");
+    if (ist) ist->decl = VC_DECL_ANY;
     vc_status st2 = config_wrap(root, 1, out);
     if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); vc_cfg_node_free(later); return st2; }
     (*out)->resolved_defaults = tmp.root;

@@ -1,6 +1,7 @@
 /* algorithm.rollout_correction's importance weights (verl's compute_rollout_correction_weights and
  * compute_is_metrics): pi_train / pi_rollout per token, or per sequence (the product over its tokens),
- * truncated at rollout_is_threshold, optionally normalised to mean 1; and the two-stage statistics
+ * truncated at rollout_is_threshold (or, later verl's IcePop, zeroed outside "lower_upper"), optionally
+ * normalised to mean 1; and the two-stage statistics
  * (rollout_corr.h) shared with rejection sampling and the off-policy diagnostics (rollout_rs.c).
  * verlc's rollout and training share kernels, so on the CPU the weights are 1 to rounding; on a GPU,
  * cuBLAS's batch-dependent GEMMs make them differ slightly, which is what this corrects. */
@@ -23,6 +24,26 @@ vc_status rl_rollout_is_parse(const char *level, int *out) {
     return VC_OK;
 }
 
+vc_status rl_rollout_is_threshold_parse(const char *spec, double *upper, double *lower) {
+    char *end = NULL;
+    const char *us = strchr(spec, '_');
+    *lower = 0;
+    if (us) {
+        *lower = strtod(spec, &end);
+        if (end != us) goto bad;
+        spec = us + 1;
+    }
+    *upper = strtod(spec, &end);
+    if (end == spec || *end) goto bad;
+    if (!(*upper > 0) || (us && !(*lower > 0)) || (us && *lower > *upper))
+        return vc_fail(VC_ERR_ARG, "algorithm.rollout_correction.rollout_is_threshold: bounds must be positive, lower <= "
+                       "upper (got %g_%g)", *lower, *upper);
+    return VC_OK;
+bad:
+    return vc_fail(VC_ERR_ARG, "algorithm.rollout_correction.rollout_is_threshold: '%s' is neither a number nor "
+                   "\"lower_upper\"", spec);
+}
+
 void rl_rc_raw_init(rl_rc_raw *r) {
     memset(r->s, 0, sizeof r->s);
     for (int i = 0; i < RL_RC_NM; i++) r->mx[i] = -INFINITY, r->mn[i] = INFINITY;
@@ -38,13 +59,14 @@ static double clampd(double x, double lo, double hi) { return x < lo ? lo : (x >
 
 /* sums: mask, w, w > thr, w < 1/thr, clamped w and its square; rows, rows above / below (log space);
  * per-row mean weights: rows, sum, square sum, above, below */
-enum { I_M, I_W, I_HI, I_LO, I_WC, I_WC2, I_ROWS, I_RHI, I_RLO, I_SQN, I_SQS, I_SQS2, I_SQHI, I_SQLO };
+enum { I_M, I_W, I_HI, I_LO, I_WC, I_WC2, I_ROWS, I_RHI, I_RLO, I_SQN, I_SQS, I_SQS2, I_SQHI, I_SQLO, I_OOB };
 enum { IX_MX, IX_SQMX, IX_SQDEV };  /* mx[] */
 enum { IN_MN, IN_SQMN };            /* mn[] */
 
 static void is_accum(const rl_rc_cfg *c, const double *lr, const float *mask, int B, int T, rl_rc_raw *r,
                      float *is_w) {
-    double thr = c->is_thr, lo_thr = 1.0 / thr, *s = r->s;
+    double thr = c->is_thr, lo_thr = c->is_lo > 0 ? c->is_lo : 1.0 / thr, *s = r->s;
+    int icepop = c->is_lo > 0;
     int seq = c->is_level == RL_RIS_SEQUENCE;
     for (int i = 0; i < B; i++) {
         size_t row = (size_t)i * T;
@@ -69,10 +91,12 @@ static void is_accum(const rl_rc_cfg *c, const double *lr, const float *mask, in
                 s[I_LO] += (w < lo_thr) * m;
                 s[I_WC] += wc * m;
                 s[I_WC2] += wc * wc * m;
+                s[I_OOB] += (w < lo_thr || w > thr) * m;
                 if (!seq) r->mx[IX_MX] = fmax(r->mx[IX_MX], w), r->mn[IN_MN] = fmin(r->mn[IN_MN], w);
             }
             wsum += w * m;
-            if (is_w) is_w[k] = (float)fmin(w, thr); /* truncated (TIS); padding stays 0 */
+            /* truncated (TIS), or zero outside [lower, upper] (IcePop); padding stays 0 */
+            if (is_w) is_w[k] = (float)(icepop ? (w >= lo_thr && w <= thr ? w : 0.0) : fmin(w, thr));
         }
         double sq = wsum / (msum + 1e-8); /* the row's mean weight (0 for an empty row) */
         s[I_SQN] += 1;
@@ -107,6 +131,7 @@ static void is_finalize(const rl_rc_cfg *c, const rl_rc_raw *r, rl_rc_out *o) {
     rl_rc_out_add(o, "rollout_is_seq_max_deviation", n > 0 ? r->mx[IX_SQDEV] : 0);
     rl_rc_out_add(o, "rollout_is_seq_fraction_high", n > 0 ? s[I_SQHI] / n : 0);
     rl_rc_out_add(o, "rollout_is_seq_fraction_low", n > 0 ? s[I_SQLO] / n : 0);
+    if (c->is_lo > 0) rl_rc_out_add(o, "rollout_is_oob_ratio", s[I_OOB] / M); /* IcePop: tokens zeroed */
 }
 
 void rl_rc_accum(const rl_rc_cfg *c, unsigned parts, const float *lp, const float *rlp, const float *mask, int B,

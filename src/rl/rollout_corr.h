@@ -22,7 +22,8 @@ typedef struct rl_rs_opt {
 
 typedef struct rl_rc_cfg {
     int is_level, is_norm;  /* rollout_is (RL_RIS_*), rollout_is_batch_normalize */
-    double is_thr;          /* rollout_is_threshold */
+    double is_thr;          /* rollout_is_threshold (the upper bound) */
+    double is_lo;           /* later verl's IcePop ("lower_upper"): weights outside [is_lo, is_thr] are 0; 0: TIS */
     int n_rs;               /* rollout_rs options (comma separated; all must pass) */
     rl_rs_opt rs[RL_RS_MAX];
     int bypass, reinforce;  /* bypass_mode: old log-probs are the rollout's; loss_type reinforce or ppo_clip */
@@ -33,6 +34,8 @@ typedef struct rl_rc_cfg {
  * entry per option; k1 entries may be "lower_upper") into c->rs */
 vc_status rl_rs_parse(const char *rs, const char *threshold, rl_rc_cfg *c);
 vc_status rl_rollout_is_parse(const char *level, int *out);
+/* rollout_is_threshold: a number (TIS, the upper bound) or later verl's "lower_upper" string (IcePop) */
+vc_status rl_rollout_is_threshold_parse(const char *spec, double *upper, double *lower);
 
 /* parts of the statistics */
 enum { RL_RC_IS = 1, RL_RC_RS = 2, RL_RC_OFF = 4 };

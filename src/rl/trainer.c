@@ -238,7 +238,11 @@ static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
     int calc = 0;
     memset(rc, 0, sizeof *rc);
     vc_status st = vc_config_get_str_or(c, RC "rollout_is", NULL, &lvl);
-    if (!st) st = vc_config_get_double_or(c, RC "rollout_is_threshold", 2.0, &rc->is_thr);
+    if (!st && vc_config_kind(c, RC "rollout_is_threshold") == VC_CFG_STR) { /* later verl: "lower_upper" (IcePop) */
+        const char *spec = NULL;
+        st = vc_config_get_str(c, RC "rollout_is_threshold", &spec);
+        if (!st) st = rl_rollout_is_threshold_parse(spec ? spec : "", &rc->is_thr, &rc->is_lo);
+    } else if (!st) st = vc_config_get_double_or(c, RC "rollout_is_threshold", 2.0, &rc->is_thr);
     if (!st) st = vc_config_get_bool_or(c, RC "rollout_is_batch_normalize", 0, &rc->is_norm);
     if (!st) st = vc_config_get_str_or(c, RC "rollout_rs", NULL, &rs);
     if (!st) st = vc_config_get_str_or(c, RC "rollout_rs_threshold", NULL, &rs_thr);

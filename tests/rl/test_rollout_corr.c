@@ -130,8 +130,65 @@ static void test_parse(void) {
     expect_err(" , ", "1", "names no option");
 }
 
+/* later verl's IcePop ("lower_upper": weights outside the bounds zeroed) against its own helper
+ * (tests/fixtures/rl/icepop_reference.json, tools/fixtures/make_icepop_ref.py at verl-project/verl 1dda039b):
+ * the weights, the batch normalisation and rollout_is_oob_ratio, token and sequence level */
+static void test_icepop(void) {
+    cJSON *ref = NULL;
+    vc_json_load_file("tests/fixtures/rl/icepop_reference.json", &ref);
+    CHECK_MSG(ref != NULL, "tests/fixtures/rl/icepop_reference.json: missing or not JSON");
+    if (!ref) return;
+    int B = cJSON_GetObjectItem(ref, "B")->valueint, T = cJSON_GetObjectItem(ref, "T")->valueint, n = 0, bad = 0;
+    size_t N = (size_t)B * T;
+    float *mask = calloc(N, sizeof *mask), *lp = calloc(N, sizeof *lp), *rlp = calloc(N, sizeof *rlp);
+    float *w = calloc(N, sizeof *w);
+    for (int i = 0; i < B; i++)
+        for (int j = 0; j < T; j++) {
+            mask[i * T + j] = (float)cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "mask"), i), j)->valuedouble;
+            lp[i * T + j] = (float)cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "log_ratio"), i), j)->valuedouble;
+        }
+    for (const cJSON *cs = cJSON_GetObjectItem(ref, "cases")->child; cs; cs = cs->next, n++) {
+        rl_rc_cfg c = { 0 };
+        CHECK_OK(rl_rollout_is_parse(cJSON_GetObjectItem(cs, "rollout_is")->valuestring, &c.is_level));
+        CHECK_OK(rl_rollout_is_threshold_parse(cJSON_GetObjectItem(cs, "threshold")->valuestring, &c.is_thr, &c.is_lo));
+        c.is_norm = cJSON_IsTrue(cJSON_GetObjectItem(cs, "batch_normalize"));
+        rl_rc_raw r;
+        rl_rc_out o;
+        rl_rc_raw_init(&r);
+        rl_rc_accum(&c, RL_RC_IS, lp, rlp, mask, B, T, &r, w, NULL);
+        rl_rc_finalize(&c, RL_RC_IS, &r, &o);
+        double oob = -1, factor = 1;
+        for (int k = 0; k < o.n; k++)
+            if (!strcmp(o.name[k], "rollout_corr/rollout_is_oob_ratio")) oob = o.v[k];
+        if (c.is_norm) {
+            double v[2];
+            rl_rc_norm_sums(&c, w, mask, B, T, v);
+            factor = rl_rc_normalise(w, N, v, c.is_level == RL_RIS_SEQUENCE);
+            CHECK_MSG(fabs(factor - cJSON_GetObjectItem(cs, "batch_norm_factor")->valuedouble) < 1e-6, "case %d: factor %g",
+                      n, factor);
+        }
+        CHECK_MSG(fabs(oob - cJSON_GetObjectItem(cs, "oob_ratio")->valuedouble) < 1e-7, "case %d: oob %g", n, oob);
+        const cJSON *want = cJSON_GetObjectItem(cs, "weights");
+        for (int i = 0; i < B; i++)
+            for (int j = 0; j < T; j++) {
+                double x = cJSON_GetArrayItem(cJSON_GetArrayItem(want, i), j)->valuedouble, y = w[i * T + j];
+                if (fabs(x - y) > 1e-6 * fmax(1, fabs(x)) && bad++ < 4)
+                    fprintf(stderr, "icepop case %d [%d,%d]: %g, verl %g\n", n, i, j, y, x);
+            }
+    }
+    CHECK_MSG(n == 8 && bad == 0, "icepop: %d cases, %d weights differ from verl's", n, bad);
+    double up, lo;
+    CHECK(rl_rollout_is_threshold_parse("2.5", &up, &lo) == VC_OK && up == 2.5 && lo == 0);
+    CHECK(rl_rollout_is_threshold_parse("3_2", &up, &lo) == VC_ERR_ARG && strstr(vc_last_error(), "lower <= upper"));
+    CHECK(rl_rollout_is_threshold_parse("0.5_x", &up, &lo) == VC_ERR_ARG);
+    CHECK(rl_rollout_is_threshold_parse("0_2", &up, &lo) == VC_ERR_ARG);
+    free(mask), free(lp), free(rlp), free(w);
+    cJSON_Delete(ref);
+}
+
 int main(void) {
     test_parse();
+    test_icepop();
     cJSON *ref = NULL;
     vc_json_load_file("tests/fixtures/rl/rollout_corr_reference.json", &ref);
     CHECK_MSG(ref != NULL, "tests/fixtures/rl/rollout_corr_reference.json: missing or not JSON");
