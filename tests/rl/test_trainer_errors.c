@@ -207,6 +207,8 @@ int main(void) {
            VC_ERR_ARG, "loss_type", "ppo");
     expect("algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_is_threshold=0",
            VC_ERR_ARG, "rollout_is_threshold", NULL);
+    expect("algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_is_threshold='2_1'",
+           VC_ERR_ARG, "rollout_is_threshold", "lower <= upper");
     expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
     expect("actor_rollout_ref.actor.policy_loss.clip_cov_lb=6", VC_ERR_ARG, "clip_cov_lb", NULL);
     expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
@@ -228,6 +230,9 @@ int main(void) {
         "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.actor.use_kl_loss=true",
         "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.exclude_modules=[up_proj,o_proj]",
         "algorithm.rollout_correction.rollout_is=sequence|algorithm.rollout_correction.rollout_is_batch_normalize=true",
+        "algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_is_threshold='0.5_2.0'",
+        "reward.reward_manager.name=dapo|+reward.reward_kwargs.overlong_buffer_cfg.enable=true|"
+        "+reward.reward_kwargs.overlong_buffer_cfg.len=2|+reward.reward_kwargs.max_resp_len=4",
         "algorithm.rollout_correction.rollout_rs='token_k1,seq_mean_k3'|algorithm.rollout_correction.rollout_rs_threshold='0.5_2.0,0.1'",
         "algorithm.rollout_correction.bypass_mode=true|algorithm.rollout_correction.loss_type=reinforce|"
         "algorithm.rollout_correction.rollout_is=token|algorithm.rollout_correction.rollout_rs=seq_max_k2|"
