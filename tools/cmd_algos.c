@@ -337,13 +337,14 @@ static vc_status fn_policy(struct call *c, cJSON **res) {
     TRY(get_num(c, "clip_ratio_low", -1.0, &cfg.clip_ratio_low));
     TRY(get_num(c, "clip_ratio_high", -1.0, &cfg.clip_ratio_high));
     TRY(get_num(c, "clip_ratio_c", 3.0, &cfg.clip_ratio_c));
+    TRY(get_num(c, "dro_beta", 0.0, &cfg.dro_beta));
     double loss;
     vc_pg_metrics mt;
     TRY(vc_policy_loss(mode, old->data, lp->data, adv->data, m->data, B, T, &cfg, w ? w->data : NULL, &loss, &mt, NULL));
     cJSON *d = cJSON_CreateObject();
-    cJSON_AddNumberToObject(d, "actor/pg_clipfrac", mt.pg_clipfrac);
+    if (mode != VC_PG_DRO) cJSON_AddNumberToObject(d, "actor/pg_clipfrac", mt.pg_clipfrac);
     cJSON_AddNumberToObject(d, "actor/ppo_kl", mt.ppo_kl);
-    cJSON_AddNumberToObject(d, "actor/pg_clipfrac_lower", mt.pg_clipfrac_lower);
+    if (mode != VC_PG_DRO) cJSON_AddNumberToObject(d, "actor/pg_clipfrac_lower", mt.pg_clipfrac_lower);
     *res = pair(cJSON_CreateNumber((float)loss), d);
     return VC_OK;
 }
@@ -470,7 +471,7 @@ static vc_status fn_masked(struct call *c, cJSON **res) {
 /* ------------------------------------------------------------------ dispatch */
 #define NORM_ARGS "dp_size", "batch_num_tokens", "global_batch_size", "loss_scale_factor"
 #define PG_ARGS "old_log_prob", "log_prob", "advantages", "response_mask", "loss_agg_mode", "clip_ratio", \
-    "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "rollout_is_weights", NORM_ARGS
+    "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "rollout_is_weights", "dro_beta", NORM_ARGS
 
 struct fn_entry {
     const char *name;
@@ -499,6 +500,9 @@ static const struct fn_entry FNS[] = {
     { "policy_loss_vanilla", fn_policy, { PG_ARGS } },
     { "policy_loss_gspo", fn_policy, { PG_ARGS } },
     { "policy_loss_cispo", fn_policy, { PG_ARGS } },
+    { "policy_loss_dppo_tv", fn_policy, { PG_ARGS } },
+    { "policy_loss_dppo_kl", fn_policy, { PG_ARGS } },
+    { "policy_loss_dro", fn_policy, { PG_ARGS } },
     { "entropy_loss", fn_entropy_loss, { "logits", "response_mask", "loss_agg_mode", NORM_ARGS } },
     { "entropy_from_logits", fn_entropy, { "logits" } },
     { "value_loss", fn_value,

@@ -28,7 +28,9 @@ typedef enum vc_agg_mode {
     VC_AGG_TOKEN_MEAN,              /* "token-mean" */
     VC_AGG_SEQ_MEAN_TOKEN_SUM,      /* "seq-mean-token-sum" */
     VC_AGG_SEQ_MEAN_TOKEN_MEAN,     /* "seq-mean-token-mean" */
-    VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM, /* "seq-mean-token-sum-norm" */
+    VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM, /* "seq-mean-token-sum-norm": b178a3cd's sum over rows / T (later verl's is
+                                     * the mean over rows / T) */
+    VC_AGG_TOKEN_SUM,               /* "token-sum" (later verl): masked sum, times dp_size */
 } vc_agg_mode;
 vc_status vc_agg_mode_parse(const char *name, vc_agg_mode *mode);
 const char *vc_agg_mode_name(vc_agg_mode mode);
@@ -96,6 +98,14 @@ vc_status vc_adv_remax(const float *rewards, const float *baselines, const float
 vc_status vc_adv_optimal_token_baseline(const float *rewards, const float *mask, const char *const *index,
                                         const float *old_logp, const float *sum_pi_sq, const float *is_w, int B,
                                         int T, int tir, int zero_tail, float *adv, float *ret);
+/* GDPO (later verl's gdpo, arXiv 2601.05242): scores[k] holds component k's per-row score [B]; each is
+ * normalised as GRPO's outcome advantage within its group, the K results summed with weights (NULL: 1
+ * each) in float32, and the sum masked-whitened over the batch: adv = ret = whiten(sum) * mask.
+ * vc_adv_gdpo_sum stops before the whitening (out [B,T], for a whitening over several ranks). */
+vc_status vc_adv_gdpo(const float *const *scores, const float *weights, int K, const float *mask,
+                      const char *const *index, int B, int T, int norm_by_std, float eps, float *adv, float *ret);
+vc_status vc_adv_gdpo_sum(const float *const *scores, const float *weights, int K, const float *mask,
+                          const char *const *index, int B, int T, int norm_by_std, float eps, float *out);
 /* verl's variance-proxy metrics, summed over rows into sums (to be reduced, then divided by the rows):
  * [0] proxy 2 (total power), [1] mean advantage squared, [2] score-norm proxy W. */
 void vc_variance_proxy_sums(const float *adv, const float *mask, const float *old_logp, const float *sum_pi_sq,
@@ -114,6 +124,7 @@ typedef struct vc_pg_config {
     double tau_pos, tau_neg;                      /* sapo gate temperatures (verl: 1.0, 1.05) */
     double clip_cov_ratio, clip_cov_lb, clip_cov_ub; /* clip_cov (0.0002, 1.0, 5.0) */
     double kl_cov_ratio, ppo_kl_coef;             /* kl_cov (0.0002, 0.1) */
+    double dro_beta;        /* dro's quadratic log-ratio penalty (policy_loss.dro_beta; must be > 0 for dro) */
     uint64_t seed, draw;    /* clip_cov's random choice of tokens: a pure function of (seed, draw) */
 } vc_pg_config;
 void vc_pg_config_default(vc_pg_config *cfg); /* clip 0.2, c 3.0, token-mean */
@@ -125,6 +136,7 @@ typedef struct vc_pg_metrics {
 
 typedef enum vc_pg_mode {
     VC_PG_VANILLA, VC_PG_GSPO, VC_PG_CISPO, VC_PG_SAPO, VC_PG_GPG, VC_PG_CLIP_COV, VC_PG_KL_COV, VC_PG_GEO_MEAN,
+    VC_PG_DPPO_TV, VC_PG_DPPO_KL, VC_PG_DRO, /* later verl's (verl-project/verl 1dda039b) */
     VC_PG_REINFORCE /* -A log pi (rollout correction's bypass mode with loss_type reinforce; not a loss_mode) */
 } vc_pg_mode;
 vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
@@ -146,7 +158,14 @@ vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode);
  *          (ties: the earlier token); ppo_kl is masked_mean(|lp - old|).
  * geo_mean: per row, s = exp(mean_t sgn(A) min(sgn(A) d, sgn(A) clip(d, -lo, hi))), d = lp - old,
  *          L_i = -mean_t(A) s, averaged over rows (GMPO, arXiv 2507.20673): norm.global_batch_size (else
- *          B) rows, times norm.dp_size; is_weights enter as their per-row geometric mean. */
+ *          B) rows, times norm.dp_size; is_weights enter as their per-row geometric mean.
+ * dppo_tv: L = -A sg(min(r, c)) lp v with r = exp(clamp(lp - old, -20, 20)), c = clip_ratio_c and v = 0
+ *          (token masked out, counted in pg_clipfrac) where p - p_old > hi for A > 0, or < -lo for A <= 0,
+ *          p = exp(lp) (DPPO-Binary-TV, arXiv 2602.04879; clip_ratio* are divergence thresholds here);
+ *          pg_clipfrac_lower = share with r > c among the kept tokens.
+ * dppo_kl: the same with the binary KL p_old (old - lp) + (1 - p_old) log((1 - p_old + 1e-8) / (1 - p + 1e-8))
+ *          > hi (A > 0, p > p_old) or > lo (A <= 0, p < p_old) masking the token (DPPO-Binary-KL).
+ * dro:     L = -(lp A - beta/2 (lp - old)^2), beta = dro_beta > 0 (direct reward optimisation). */
 vc_status vc_policy_loss(vc_pg_mode mode, const float *old_logp, const float *logp, const float *adv,
                          const float *mask, int B, int T, const vc_pg_config *cfg, const float *is_weights,
                          double *loss, vc_pg_metrics *metrics, float *dlogp);

@@ -1,5 +1,6 @@
 /* Policy losses with their gradients w.r.t. log_prob (core_algos.compute_policy_loss_{vanilla,gspo,cispo,
- * sapo,gpg,clip_cov,kl_cov,geo_mean}; the batch-level parts of the last three are in policy_loss_cov.c). */
+ * sapo,gpg,clip_cov,kl_cov,geo_mean}, and later verl's dppo_tv, dppo_kl and dro; the batch-level parts of
+ * clip_cov, kl_cov and geo_mean are in policy_loss_cov.c). */
 #include "policy_loss_internal.h"
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ void vc_pg_config_default(vc_pg_config *cfg) {
 static const struct { const char *name; vc_pg_mode mode; } pg_modes[] = {
     { "vanilla", VC_PG_VANILLA }, { "gspo", VC_PG_GSPO }, { "cispo", VC_PG_CISPO }, { "sapo", VC_PG_SAPO },
     { "gpg", VC_PG_GPG }, { "clip_cov", VC_PG_CLIP_COV }, { "kl_cov", VC_PG_KL_COV }, { "geo_mean", VC_PG_GEO_MEAN },
+    { "dppo_tv", VC_PG_DPPO_TV }, { "dppo_kl", VC_PG_DPPO_KL }, { "dro", VC_PG_DRO },
 };
 
 vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode) {
@@ -33,7 +35,8 @@ vc_status vc_pg_mode_parse(const char *name, vc_pg_mode *mode) {
             return VC_OK;
         }
     return vc_fail(VC_ERR_UNSUPPORTED,
-                   "unsupported policy loss_mode: %s (vanilla, gspo, cispo, sapo, gpg, clip_cov, kl_cov, geo_mean)",
+                   "unsupported policy loss_mode: %s (vanilla, gspo, cispo, sapo, gpg, clip_cov, kl_cov, geo_mean, "
+                   "dppo_tv, dppo_kl, dro)",
                    name ? name : "(null)");
 }
 
@@ -89,6 +92,28 @@ static struct pg_elem pg_sapo(double A, double r, double dr, const vc_pg_config 
     return e;
 }
 
+/* DPPO-Binary-TV / -KL: the truncated ratio as a constant, tokens beyond the divergence bound masked out;
+ * float32 steps as torch's. d = float(lp - old). */
+static struct pg_elem pg_dppo(int kl, double A, float lp, float old, float d, double lo, double hi, double c) {
+    struct pg_elem e = { 0 };
+    float x = d < -20.0f ? -20.0f : (d > 20.0f ? 20.0f : d), r = expf(x), cf = (float)c;
+    float tr = r > cf ? cf : r, p = expf(lp), po = expf(old);
+    int valid;
+    if (!kl) {
+        float diff = p - po;
+        valid = A > 0 ? diff <= (float)hi : diff >= (float)-lo;
+    } else {
+        float t1 = po * (old - lp), num = (1.0f - po) + 1e-8f, den = (1.0f - p) + 1e-8f;
+        float bkl = t1 + (1.0f - po) * logf(num / den);
+        valid = A > 0 ? (bkl <= (float)hi || p <= po) : (bkl <= (float)lo || p >= po);
+    }
+    e.dloss = valid ? -A * tr : 0.0;
+    e.loss = e.dloss * lp;
+    e.clipped = !valid;
+    e.lower = valid && r > cf;
+    return e;
+}
+
 /* aux: clip_cov's corr or kl_cov's selection of this token */
 static struct pg_elem pg_element(vc_pg_mode mode, double old, double lp, double A, double seq, double lo, double hi,
                                  const vc_pg_config *cfg, double aux) {
@@ -119,6 +144,13 @@ static struct pg_elem pg_element(vc_pg_mode mode, double old, double lp, double 
         e.lower = 0.0;
         return e;
     }
+    case VC_PG_DPPO_TV:
+    case VC_PG_DPPO_KL:
+        return pg_dppo(mode == VC_PG_DPPO_KL, A, (float)lp, (float)old, (float)d, lo, hi, cfg->clip_ratio_c);
+    case VC_PG_DRO:
+        e.loss = -(lp * A - 0.5 * cfg->dro_beta * d * d);
+        e.dloss = -(A - cfg->dro_beta * d);
+        return e;
     case VC_PG_KL_COV: {
         double r = (float)exp(d);
         e.loss = -A * r + aux * cfg->ppo_kl_coef * fabs(d);
@@ -143,7 +175,8 @@ static struct pg_elem pg_element(vc_pg_mode mode, double old, double lp, double 
 /* the approx-KL metric of one token: -(lp - old), clamped as the mode's ratio is; |lp - old| for kl_cov */
 static float pg_kl_metric(vc_pg_mode mode, double d) {
     if (mode == VC_PG_KL_COV) return (float)fabs(d);
-    if (mode == VC_PG_VANILLA || mode == VC_PG_CISPO || mode == VC_PG_SAPO)
+    if (mode == VC_PG_VANILLA || mode == VC_PG_CISPO || mode == VC_PG_SAPO || mode == VC_PG_DPPO_TV ||
+        mode == VC_PG_DPPO_KL)
         d = d < -20.0 ? -20.0 : (d > 20.0 ? 20.0 : d);
     return (float)-d;
 }
@@ -158,6 +191,8 @@ vc_status vc_policy_loss(vc_pg_mode mode, const float *old_logp, const float *lo
     if (mode == VC_PG_SAPO && !(cfg->tau_pos > 0 && cfg->tau_neg > 0))
         return vc_fail(VC_ERR_ARG, "policy_loss: sapo's tau_pos and tau_neg must be > 0, got %g and %g", cfg->tau_pos,
                        cfg->tau_neg);
+    if (mode == VC_PG_DRO && !(cfg->dro_beta > 0))
+        return vc_fail(VC_ERR_ARG, "policy_loss.dro_beta must be a positive value when using DRO, got %g", cfg->dro_beta);
     size_t n = (size_t)B * T;
     double lo, hi;
     clip_bounds(cfg, &lo, &hi);
@@ -194,7 +229,8 @@ vc_status vc_policy_loss(vc_pg_mode mode, const float *old_logp, const float *lo
     if (metrics) {
         metrics->pg_clipfrac = (float)vc_masked_mean(cf, mask, n);
         metrics->ppo_kl = (float)vc_masked_mean(kl, mask, n);
-        metrics->pg_clipfrac_lower = mode == VC_PG_VANILLA ? (float)vc_masked_mean(lf, mask, n) : 0.0;
+        int lower = mode == VC_PG_VANILLA || mode == VC_PG_DPPO_TV || mode == VC_PG_DPPO_KL;
+        metrics->pg_clipfrac_lower = lower ? (float)vc_masked_mean(lf, mask, n) : 0.0;
     }
 out:
     free(lmat); free(dl); free(cf); free(lf); free(kl);

@@ -50,16 +50,16 @@ vc_status vc_masked_whiten(const float *x, const float *mask, size_t n, int shif
 }
 
 static const char *const AGG_NAMES[] = { "token-mean", "seq-mean-token-sum", "seq-mean-token-mean",
-                                         "seq-mean-token-sum-norm" };
+                                         "seq-mean-token-sum-norm", "token-sum" };
 
 vc_status vc_agg_mode_parse(const char *name, vc_agg_mode *mode) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (name && !strcmp(name, AGG_NAMES[i])) { *mode = (vc_agg_mode)i; return VC_OK; }
     return vc_fail(VC_ERR_ARG, "invalid loss_agg_mode: %s", name ? name : "(null)");
 }
 
 const char *vc_agg_mode_name(vc_agg_mode mode) {
-    return (unsigned)mode < 4 ? AGG_NAMES[mode] : "?";
+    return (unsigned)mode < 5 ? AGG_NAMES[mode] : "?";
 }
 
 /* Row sums of loss*mask and of mask. */
@@ -96,6 +96,7 @@ vc_status vc_agg_loss(const float *loss_mat, const float *mask, int B, int T, vc
     case VC_AGG_SEQ_MEAN_TOKEN_SUM:
     case VC_AGG_SEQ_MEAN_TOKEN_MEAN: denom = pos_or(nz.global_batch_size, n_rows); scale = dp; break;
     case VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM: denom = pos_or(nz.loss_scale_factor, (double)T); scale = 1.0; break;
+    case VC_AGG_TOKEN_SUM: denom = 1.0; scale = dp; break;
     default: return vc_fail(VC_ERR_ARG, "agg_loss: invalid loss_agg_mode %d", (int)mode);
     }
     /* torch divides 0 by 0 here and gets NaN; an all-masked batch contributes nothing instead. */

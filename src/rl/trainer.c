@@ -15,7 +15,7 @@
 
 static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline",
                                    "remax", "opo", "gpg", "grpo_vectorized", "rloo_vectorized", "grpo_passk",
-                                   "optimal_token_baseline", "tir_optimal_token_baseline", NULL };
+                                   "optimal_token_baseline", "tir_optimal_token_baseline", "gdpo", NULL };
 
 /* the peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak: the GPU's (bf16 tensor
  * cores with bf16 matmuls, else f32) when training on one, else the CPU's fp32 peak (vector width x FMA
@@ -293,6 +293,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_double_or(c, K("policy_loss.clip_cov_ub"), a->pg.clip_cov_ub, &a->pg.clip_cov_ub));
     TRY(vc_config_get_double_or(c, K("policy_loss.kl_cov_ratio"), a->pg.kl_cov_ratio, &a->pg.kl_cov_ratio));
     TRY(vc_config_get_double_or(c, K("policy_loss.ppo_kl_coef"), a->pg.ppo_kl_coef, &a->pg.ppo_kl_coef));
+    TRY(vc_config_get_double_or(c, K("policy_loss.dro_beta"), 0, &a->pg.dro_beta));
     TRY(vc_config_get_double_or(c, K("entropy_coeff"), 0, &a->entropy_coeff));
     TRY(vc_config_get_bool_or(c, K("use_kl_loss"), 0, &a->use_kl_loss));
     TRY(vc_config_get_double_or(c, K("kl_loss_coef"), 0.001, &a->kl_coef));
@@ -314,6 +315,9 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.tau_pos and tau_neg must be > 0");
     if (!(a->pg.clip_cov_ratio > 0) || !(a->pg.kl_cov_ratio > 0))
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.policy_loss.clip_cov_ratio and kl_cov_ratio must be > 0");
+    if (a->mode == VC_PG_DRO && !(a->pg.dro_beta > 0)) /* verl raises the same at the first update */
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.policy_loss.dro_beta must be a positive value when "
+                                   "using DRO (loss_mode=dro), got %g", a->pg.dro_beta);
     if (!(a->pg.clip_cov_lb < a->pg.clip_cov_ub))
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.policy_loss.clip_cov_lb must be < clip_cov_ub");
     a->pg.clip_ratio_low = isnan(lo) ? -1 : lo;
@@ -393,7 +397,7 @@ static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     if (!known)
         return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown estimator `%s` (gae, grpo, rloo, reinforce_plus_plus, "
                                    "reinforce_plus_plus_baseline, remax, opo, gpg, grpo_vectorized, rloo_vectorized, "
-                                   "grpo_passk, optimal_token_baseline, tir_optimal_token_baseline)", adv);
+                                   "grpo_passk, optimal_token_baseline, tir_optimal_token_baseline, gdpo)", adv);
     if (strstr(adv, "optimal_token_baseline") && !t->calc_sum_pi_sq) /* verl's assertion */
         return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator=%s needs sum_pi_squared from the actor: set "
                                    "actor_rollout_ref.actor.calculate_sum_pi_squared=True", adv);
@@ -404,6 +408,7 @@ static vc_status read_algorithm(vc_rl_trainer *t, const vc_config *c) {
     else st = vc_fail(VC_ERR_ARG, "algorithm.kl_ctrl.type: `%s` is not fixed or adaptive", ctrl);
     t->use_critic = !strcmp(adv, "gae");
     t->need_ref = t->acfg.use_kl_loss || t->use_kl_in_reward;
+    if (!st) st = rl_gdpo_config(t, c);
     return st ? st : read_pf_ppo(t, c);
 }
 

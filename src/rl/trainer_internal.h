@@ -6,6 +6,7 @@
 #include "verlc/dist.h"
 
 #define RL_MAX_EOS 8
+#define RL_MAX_GDPO 16
 
 struct vc_rl_trainer {
     const vc_config *cfg;
@@ -48,6 +49,9 @@ struct vc_rl_trainer {
     /* algorithm */
     char adv[48];
     int norm_adv;
+    char gdpo_key[RL_MAX_GDPO][64]; /* adv_estimator=gdpo: algorithm.gdpo_reward_keys */
+    float gdpo_w[RL_MAX_GDPO];      /* and their weights */
+    int n_gdpo;
     int calc_sum_pi_sq;         /* actor.calculate_sum_pi_squared: sum_v p_v^2 in the old-log-prob pass */
     int raw_logprobs;           /* rollout.logprobs_mode=raw_logprobs (default processed_logprobs) */
     double gamma, lam;
@@ -154,7 +158,12 @@ vc_status rl_read_val_generations(vc_rl_trainer *t, const vc_config *c);
 vc_status rl_memory_plan(vc_rl_trainer *t);
 
 /* trainer_reward.c: verl's reward managers */
-enum { RL_RM_NAIVE, RL_RM_PRIME, RL_RM_DAPO, RL_RM_BATCH };
+enum { RL_RM_NAIVE, RL_RM_PRIME, RL_RM_DAPO, RL_RM_BATCH, RL_RM_GDPO };
+
+/* GDPO (trainer_gdpo.c): the keys and weights; each row's components out[k * B + i]; verl's gdpo/ metrics */
+vc_status rl_gdpo_config(vc_rl_trainer *t, const vc_config *c);
+vc_status rl_gdpo_scores(const vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, float *out);
+vc_status rl_gdpo_metrics(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, rl_metrics *met);
 /* reward_model.reward_manager and reward_kwargs, reward_model.overlong_buffer, custom_reward_function.* */
 vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c);
 vc_status rl_reward_open(vc_rl_trainer *t);

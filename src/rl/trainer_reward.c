@@ -238,6 +238,8 @@ static vc_status read_overlong(vc_rl_trainer *t, const vc_config *c, const char 
     return VC_OK;
 }
 
+static const char *const MANAGERS[] = { "naive", "prime", "dapo", "batch", "gdpo" }; /* RL_RM_* order */
+
 /* reward_model.reward_kwargs: the manager's constructor arguments in verl (naive and prime take none; dapo
  * max_resp_len and overlong_buffer_cfg; batch passes them on to the function) */
 static vc_status read_manager_kwargs(vc_rl_trainer *t, const vc_config *c, char **batch_kwargs) {
@@ -254,7 +256,7 @@ static vc_status read_manager_kwargs(vc_rl_trainer *t, const vc_config *c, char 
     for (const cJSON *e = j->child; e && !st; e = e->next)
         if (t->reward_mgr != RL_RM_DAPO || (strcmp(e->string, "max_resp_len") && strcmp(e->string, "overlong_buffer_cfg")))
             st = vc_fail(VC_ERR_ARG, "%s.%s: the %s reward manager takes no such argument%s", K, e->string,
-                         t->reward_mgr == RL_RM_DAPO ? "dapo" : t->reward_mgr == RL_RM_PRIME ? "prime" : "naive",
+                         MANAGERS[t->reward_mgr],
                          t->reward_mgr == RL_RM_DAPO ? " (it takes max_resp_len and overlong_buffer_cfg)"
                                                      : " (set reward_model.reward_manager=dapo for overlong_buffer_cfg)");
     if (st || !cJSON_GetObjectItemCaseSensitive(j, "overlong_buffer_cfg")) goto out;
@@ -279,14 +281,13 @@ static vc_status read_manager(vc_rl_trainer *t, const vc_config *c) {
     if (st) return st;
     if (strcmp(src, "register"))
         return vc_fail(VC_ERR_UNSUPPORTED, "reward_manager.source=%s: a Python reward manager class cannot run in verlc "
-                                           "(use register with naive, prime, dapo or batch)", src);
-    static const char *const M[] = { "naive", "prime", "dapo", "batch" };
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(name, M[i])) {
+                                           "(use register with naive, prime, dapo, batch or gdpo)", src);
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, MANAGERS[i])) {
             t->reward_mgr = i;
             return VC_OK;
         }
-    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.reward_manager=%s: verlc has verl's naive, prime, dapo and batch managers",
+    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.reward_manager=%s: verlc has verl's naive, prime, dapo, batch and gdpo managers",
                    name);
 }
 

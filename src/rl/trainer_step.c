@@ -5,6 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+static vc_status dp_whiten(vc_rl_trainer *t, const rl_batch *b, const float *x, float *out);
+
+/* GDPO: the weighted sum of per-component GRPO advantages, whitened over this rank's rows (global: over
+ * the global batch) */
+static vc_status gdpo(vc_rl_trainer *t, rl_batch *b, int global) {
+    int K = t->n_gdpo, B = b->B;
+    size_t n = (size_t)B * b->T;
+    float *s = vc_malloc(sizeof(float) * (size_t)K * (B ? B : 1));
+    const float *rows[RL_MAX_GDPO];
+    vc_status st = s ? rl_gdpo_scores(t, t->train, b, s) : VC_ERR_NOMEM;
+    for (int k = 0; k < K; k++) rows[k] = s + (size_t)k * B;
+    const char *const *uid = (const char *const *)b->uid;
+    if (!st && !global)
+        st = vc_adv_gdpo(rows, t->gdpo_w, K, b->mask, uid, B, b->T, t->norm_adv, 1e-6f, b->adv, b->ret);
+    else if (!st) {
+        st = vc_adv_gdpo_sum(rows, t->gdpo_w, K, b->mask, uid, B, b->T, t->norm_adv, 1e-6f, b->adv);
+        if (!st) st = dp_whiten(t, b, b->adv, b->adv);
+        for (size_t q = 0; !st && q < n; q++) b->ret[q] = b->adv[q] *= b->mask[q];
+    }
+    free(s);
+    return st;
+}
+
 static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *baselines) {
     const char *a = t->adv;
     int B = b->B, T = b->T;
@@ -27,6 +50,7 @@ static vc_status local_advantages(vc_rl_trainer *t, rl_batch *b, const float *ba
         return vc_adv_optimal_token_baseline(b->rewards, b->mask, uid, b->old_logp, b->sum_pi_sq,
                                              t->acfg.use_is ? b->is_w : NULL, B, T, tir, tir, b->adv, b->ret);
     }
+    if (!strcmp(a, "gdpo")) return gdpo(t, b, 0);
     return vc_fail(VC_ERR_ARG, "algorithm.adv_estimator: unknown `%s`", a);
 }
 
@@ -71,6 +95,7 @@ static vc_status dp_advantages(vc_rl_trainer *t, rl_batch *b) {
         for (size_t k = 0; !st && k < n; k++) b->ret[k] = b->adv[k] *= b->mask[k];
         return st;
     }
+    if (!strcmp(a, "gdpo")) return gdpo(t, b, 1);
     if (!strcmp(a, "gpg")) {
         double c[2] = { b->B, 0 };
         for (int i = 0; i < b->B; i++) {
@@ -394,6 +419,7 @@ scored:;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
     }
     if (!st) st = rl_data_metrics(t, &b, met);
+    if (!st) st = rl_gdpo_metrics(t, t->train, &b, met);
     if (!st && t->calc_sum_pi_sq && b.have_old) st = variance_proxy(t, &b, met);
     if (!st && t->rollout_dir) st = rl_dump_batch(t, t->train, &b, t->rollout_dir);
     double tokens = tokens_of(&b);

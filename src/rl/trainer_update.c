@@ -594,8 +594,10 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
         if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a->sum[A_KL] / per);
         rl_metrics_set(met, "actor/kl_coef", c->use_kl_loss ? c->kl_coef : 0);
         rl_metrics_set(met, "actor/ppo_kl", a->sum[A_PPOKL] / a->n);
-        rl_metrics_set(met, "actor/pg_clipfrac", a->sum[A_CLIP] / a->n);
-        rl_metrics_set(met, "actor/pg_clipfrac_lower", a->sum[A_CLIPLO] / a->n);
+        if (c->mode != VC_PG_DRO) { /* verl's dro reports ppo_kl alone */
+            rl_metrics_set(met, "actor/pg_clipfrac", a->sum[A_CLIP] / a->n);
+            rl_metrics_set(met, "actor/pg_clipfrac_lower", a->sum[A_CLIPLO] / a->n);
+        }
         rl_metrics_set(met, "actor/grad_norm", gn / per);
         rl_metrics_set(met, "actor/lr", lr);
         if (on_policy && a->sum[A_DIFF_N] > 0) {

@@ -91,6 +91,7 @@ vc_status vc_train_token_weights(const float *mask, int64_t count, vc_agg_mode m
     case VC_AGG_SEQ_MEAN_TOKEN_SUM:
     case VC_AGG_SEQ_MEAN_TOKEN_MEAN: denom = n->n_seqs; break;
     case VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM: denom = n->loss_scale_factor; break;
+    case VC_AGG_TOKEN_SUM: denom = 1.0; break;
     default: return vc_fail(VC_ERR_ARG, "invalid loss_agg_mode %d", (int)mode);
     }
     double ms = 0, w = denom != 0 ? 1.0 / denom : 0.0;

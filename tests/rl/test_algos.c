@@ -78,7 +78,7 @@ static void test_masks(void) {
     /* micro-batches with the global normaliser sum to the whole-batch value */
     float L[8], M[8];
     for (int i = 0; i < 8; i++) { L[i] = frand(-1, 1); M[i] = i % 3 != 2; }
-    for (int mode = 0; mode < 4; mode++) {
+    for (int mode = 0; mode < 5; mode++) {
         double whole, p1, p2;
         CHECK_OK(vc_agg_loss(L, M, 4, 2, (vc_agg_mode)mode, NULL, &whole, NULL));
         vc_agg_norm nrm = { .batch_num_tokens = vc_masked_sum(M, M, 8), .global_batch_size = 4 };
@@ -86,9 +86,15 @@ static void test_masks(void) {
         CHECK_OK(vc_agg_loss(L + 4, M + 4, 2, 2, (vc_agg_mode)mode, &nrm, &p2, NULL));
         CHECK_NEAR(p1 + p2, whole, 1e-6);
     }
+    /* later verl's token-sum: the masked sum, times dp_size */
     vc_agg_mode mm;
-    CHECK(vc_agg_mode_parse("token-sum", &mm) == VC_ERR_ARG);
-    CHECK(strstr(vc_last_error(), "token-sum") != NULL);
+    CHECK_OK(vc_agg_mode_parse("token-sum", &mm));
+    CHECK(mm == VC_AGG_TOKEN_SUM && !strcmp(vc_agg_mode_name(mm), "token-sum"));
+    vc_agg_norm dp2 = { .dp_size = 2 };
+    CHECK_OK(vc_agg_loss(l, mk, 3, 2, VC_AGG_TOKEN_SUM, &dp2, &a, NULL));
+    CHECK_NEAR(a, 2 * 3.0, 1e-9);
+    CHECK(vc_agg_mode_parse("token-max", &mm) == VC_ERR_ARG);
+    CHECK(strstr(vc_last_error(), "token-max") != NULL);
 }
 
 /* ---------------------------------------------------------------- finite differences */

@@ -1,0 +1,121 @@
+/* Golden test of later verl's policy losses dppo_tv, dppo_kl and dro and its gdpo advantage estimator
+ * (verl-project/verl 1dda039b) against verl's own functions (tests/fixtures/rl/later_algos_reference.json,
+ * made by tools/fixtures/make_later_algos_ref.py): the loss, its gradient w.r.t. log_prob (torch autograd)
+ * and verl's metrics, over aggregation modes, divergence bounds, truncation at clip_ratio_c and rollout IS
+ * weights; GDPO's advantages with weights, without std normalisation, booleans as components and a
+ * singleton group. Also: dro without dro_beta is refused, the loss names parse. */
+#include "verlc/core.h"
+#include "verlc/json.h"
+#include "verlc/rl.h"
+#include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *matrix(const cJSON *m, int B, int T) {
+    float *out = calloc((size_t)B * T, sizeof(float));
+    for (int i = 0; i < B; i++)
+        for (int j = 0; j < T; j++) out[i * T + j] = (float)cJSON_GetArrayItem(cJSON_GetArrayItem(m, i), j)->valuedouble;
+    return out;
+}
+
+static double num(const cJSON *o, const char *k, double def) {
+    const cJSON *x = cJSON_GetObjectItem(o, k);
+    return cJSON_IsNumber(x) ? x->valuedouble : def;
+}
+
+static void policy_losses(const cJSON *ref) {
+    int B = (int)num(ref, "B", 0), T = (int)num(ref, "T", 0), n = 0;
+    float *mask = matrix(cJSON_GetObjectItem(ref, "mask"), B, T);
+    float *old = matrix(cJSON_GetObjectItem(ref, "old_log_prob"), B, T);
+    float *lp = matrix(cJSON_GetObjectItem(ref, "log_prob"), B, T);
+    float *adv = matrix(cJSON_GetObjectItem(ref, "advantages"), B, T);
+    float *isw = matrix(cJSON_GetObjectItem(ref, "rollout_is_weights"), B, T);
+    float *g = calloc((size_t)B * T, sizeof(float));
+    for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, n++) {
+        const char *name = cJSON_GetObjectItem(c, "mode")->valuestring;
+        const cJSON *kw = cJSON_GetObjectItem(c, "config"), *jm = cJSON_GetObjectItem(c, "metrics");
+        vc_pg_mode mode;
+        vc_pg_config cfg;
+        vc_pg_config_default(&cfg);
+        CHECK_OK(vc_pg_mode_parse(name, &mode));
+        CHECK_OK(vc_agg_mode_parse(cJSON_GetObjectItem(c, "agg")->valuestring, &cfg.agg));
+        cfg.clip_ratio = num(kw, "clip_ratio", 0.2);
+        cfg.clip_ratio_low = num(kw, "clip_ratio_low", -1);
+        cfg.clip_ratio_high = num(kw, "clip_ratio_high", -1);
+        cfg.clip_ratio_c = num(kw, "clip_ratio_c", 3.0);
+        cfg.dro_beta = num(kw, "dro_beta", 0);
+        double loss = 0;
+        vc_pg_metrics m;
+        const float *w = cJSON_IsTrue(cJSON_GetObjectItem(c, "is_weights")) ? isw : NULL;
+        CHECK_OK(vc_policy_loss(mode, old, lp, adv, mask, B, T, &cfg, w, &loss, &m, g));
+        float *want = matrix(cJSON_GetObjectItem(c, "grad"), B, T);
+        double gw = 0, wl = num(c, "loss", NAN);
+        for (int k = 0; k < B * T; k++) gw = fmax(gw, fabs(g[k] - want[k]));
+        CHECK_MSG(fabs(loss - wl) < 2e-6 * fmax(1, fabs(wl)), "case %d (%s): loss %.8g, verl %.8g", n, name, loss, wl);
+        CHECK_MSG(gw < 2e-6, "case %d (%s): gradient differs from verl's by %g", n, name, gw);
+        double wk = num(jm, "actor/ppo_kl", NAN);
+        CHECK_MSG(fabs(m.ppo_kl - wk) < 1e-6, "case %d (%s): ppo_kl %.8g, verl %.8g", n, name, m.ppo_kl, wk);
+        if (cJSON_GetObjectItem(jm, "actor/pg_clipfrac")) {
+            double wc = num(jm, "actor/pg_clipfrac", NAN), wlo = num(jm, "actor/pg_clipfrac_lower", NAN);
+            CHECK_MSG(fabs(m.pg_clipfrac - wc) < 1e-6 && fabs(m.pg_clipfrac_lower - wlo) < 1e-6,
+                      "case %d (%s): pg_clipfrac %g / lower %g, verl %g / %g", n, name, m.pg_clipfrac,
+                      m.pg_clipfrac_lower, wc, wlo);
+        }
+        free(want);
+    }
+    CHECK_MSG(n >= 9, "%d policy-loss cases in the reference", n);
+    /* verl's ValueError: dro needs a positive beta */
+    vc_pg_config cfg;
+    vc_pg_config_default(&cfg);
+    double loss;
+    CHECK(vc_policy_loss(VC_PG_DRO, old, lp, adv, mask, B, T, &cfg, NULL, &loss, NULL, NULL) == VC_ERR_ARG);
+    CHECK(strstr(vc_last_error(), "dro_beta") != NULL);
+    free(mask), free(old), free(lp), free(adv), free(isw), free(g);
+}
+
+static void gdpo(const cJSON *ref) {
+    const cJSON *gd = cJSON_GetObjectItem(ref, "gdpo");
+    int B = (int)num(gd, "B", 0), T = (int)num(gd, "T", 0), n = 0;
+    float *mask = matrix(cJSON_GetObjectItem(gd, "response_mask"), B, T);
+    float *s = calloc((size_t)2 * B, sizeof(float)), *adv = calloc((size_t)B * T, sizeof(float));
+    float *ret = calloc((size_t)B * T, sizeof(float));
+    const char **idx = calloc((size_t)B, sizeof *idx);
+    for (int i = 0; i < B; i++) {
+        idx[i] = cJSON_GetArrayItem(cJSON_GetObjectItem(gd, "uid"), i)->valuestring;
+        s[i] = (float)cJSON_GetArrayItem(cJSON_GetObjectItem(gd, "accuracy_reward"), i)->valuedouble;
+        s[B + i] = (float)cJSON_GetArrayItem(cJSON_GetObjectItem(gd, "format_reward"), i)->valuedouble;
+    }
+    const float *rows[2] = { s, s + B };
+    for (const cJSON *c = cJSON_GetObjectItem(gd, "cases")->child; c; c = c->next, n++) {
+        const cJSON *jw = cJSON_GetObjectItem(c, "weights");
+        float w[2] = { 1, 1 };
+        for (int k = 0; k < 2 && cJSON_IsArray(jw); k++) w[k] = (float)cJSON_GetArrayItem(jw, k)->valuedouble;
+        int norm = cJSON_IsTrue(cJSON_GetObjectItem(c, "norm_adv_by_std_in_grpo"));
+        CHECK_OK(vc_adv_gdpo(rows, cJSON_IsArray(jw) ? w : NULL, 2, mask, idx, B, T, norm, 1e-6f, adv, ret));
+        float *want = matrix(cJSON_GetObjectItem(c, "advantages"), B, T);
+        float *wret = matrix(cJSON_GetObjectItem(c, "returns"), B, T);
+        double worst = 0;
+        for (int k = 0; k < B * T; k++) worst = fmax(worst, fmax(fabs(adv[k] - want[k]), fabs(ret[k] - wret[k])));
+        CHECK_MSG(worst < 2e-6, "gdpo case %d: max difference %g from verl", n, worst);
+        free(want), free(wret);
+    }
+    CHECK_MSG(n >= 3, "%d gdpo cases in the reference", n);
+    CHECK(vc_adv_gdpo(rows, NULL, 0, mask, idx, B, T, 1, 1e-6f, adv, ret) == VC_ERR_SHAPE);
+    free(mask), free(s), free(adv), free(ret), free(idx);
+}
+
+int main(void) {
+    const char *path = "tests/fixtures/rl/later_algos_reference.json";
+    cJSON *ref = NULL;
+    vc_json_load_file(path, &ref);
+    CHECK_MSG(ref != NULL, "%s: missing or not JSON", path);
+    if (!ref) return vc_test_done();
+    policy_losses(ref);
+    gdpo(ref);
+    vc_pg_mode m;
+    CHECK(vc_pg_mode_parse("dppo", &m) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "dppo_kl"));
+    cJSON_Delete(ref);
+    return vc_test_done();
+}

@@ -1,0 +1,125 @@
+/* Later verl's algorithms in the trainer: adv_estimator=gdpo with reward components from a Python
+ * compute_score (later verl's reward group and gdpo reward manager), checked against
+ * reinforce_plus_plus_baseline, which GDPO equals with one component and no std normalisation (same rollout,
+ * same first-step advantages, loss and gradient); verl's gdpo/<key>/ metrics; the dppo_tv, dppo_kl and
+ * dro losses and the token-sum aggregation running two steps; and the refusals verl makes, named. */
+#include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
+#include "vc_test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+/* the value of "key" in the logged line of step `step` (1-based); NAN when absent */
+static double logged(const char *name, int step, const char *key) {
+    char log[300], pat[160], *line = NULL;
+    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    FILE *f = fopen(log, "r");
+    size_t cap = 0;
+    double v = NAN;
+    for (int k = 1; f && getline(&line, &cap, f) > 0; k++)
+        if (k == step) {
+            const char *p = strstr(line, pat);
+            v = p ? atof(p + strlen(pat)) : NAN;
+        }
+    free(line);
+    if (f) fclose(f);
+    return v;
+}
+
+static vc_status run(const char *name, int steps, const char *extra) {
+    char buf[4096], log[300];
+    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
+    unlink(log);
+    setenv("VERL_FILE_LOGGER_PATH", log, 1);
+    snprintf(buf, sizeof buf,
+             "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
+             "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=4|"
+             "actor_rollout_ref.rollout.n=4|actor_rollout_ref.actor.ppo_mini_batch_size=2|"
+             "actor_rollout_ref.rollout.temperature=1.5|actor_rollout_ref.actor.optim.lr=1e-2|"
+             "trainer.total_training_steps=%d|trainer.save_freq=-1|trainer.logger=[file]|"
+             "trainer.default_local_dir=%s/%s|reward.custom_reward_function.path=%s/rw.py|%s",
+             dir, dir, steps, dir, name, dir, extra);
+    int64_t done = 0;
+    return demo_fit(buf, &done);
+}
+
+static void test_gdpo(void) {
+    CHECK_OK(run("gdpo1", 1, "algorithm.adv_estimator=gdpo|+algorithm.gdpo_reward_keys=[length_reward]|"
+                             "algorithm.norm_adv_by_std_in_grpo=false|reward.reward_manager.name=gdpo"));
+    CHECK_OK(run("rpp", 1, "algorithm.adv_estimator=reinforce_plus_plus_baseline"));
+    static const char *K[] = { "critic/advantages/mean", "critic/advantages/max", "critic/advantages/min",
+                               "actor/pg_loss", "actor/grad_norm" };
+    for (int i = 0; i < 5; i++) {
+        double a = logged("gdpo1", 1, K[i]), b = logged("rpp", 1, K[i]);
+        CHECK_MSG(isfinite(a) && fabs(a - b) <= 1e-6 * fmax(1, fabs(b)), "%s: gdpo %.9g, reinforce++ baseline %.9g", K[i],
+                  a, b);
+    }
+    CHECK_MSG(logged("gdpo1", 1, "critic/advantages/max") > 0.1, "the rewards did not vary");
+    /* two components with weights, std-normalised; verl's metrics of each */
+    CHECK_OK(run("gdpo2", 2, "algorithm.adv_estimator=gdpo|+algorithm.gdpo_reward_keys=[length_reward,digit_reward]|"
+                             "+algorithm.gdpo_reward_weights=[1.0,0.5]"));
+    double m = logged("gdpo2", 1, "gdpo/digit_reward/mean"), mx = logged("gdpo2", 1, "gdpo/digit_reward/max");
+    double mn = logged("gdpo2", 1, "gdpo/length_reward/min"), sd = logged("gdpo2", 2, "gdpo/length_reward/std");
+    CHECK_MSG(m >= 0 && m <= mx && mx <= 1 && mn >= 0 && mn <= 1 && sd >= 0 && sd <= 0.5, "gdpo metrics %g %g %g %g",
+              m, mx, mn, sd);
+    CHECK(isfinite(logged("gdpo2", 2, "actor/pg_loss")));
+}
+
+static void test_losses(void) {
+    static const char *M[] = { "dppo_tv", "dppo_kl", "dro" };
+    for (int i = 0; i < 3; i++) {
+        char ov[300];
+        snprintf(ov, sizeof ov, "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.policy_loss.loss_mode=%s|"
+                                "actor_rollout_ref.actor.policy_loss.dro_beta=0.1|actor_rollout_ref.actor.loss_agg_mode=%s",
+                 M[i], i == 2 ? "token-sum" : "token-mean");
+        CHECK_OK(run(M[i], 2, ov));
+        double kl = logged(M[i], 2, "actor/ppo_kl"), cf = logged(M[i], 2, "actor/pg_clipfrac");
+        CHECK_MSG(isfinite(kl) && isfinite(logged(M[i], 2, "actor/pg_loss")), "%s: ppo_kl %g", M[i], kl);
+        CHECK_MSG(i == 2 ? isnan(cf) : (cf >= 0 && cf <= 1), "%s: pg_clipfrac %g (dro reports none, as verl)", M[i], cf);
+    }
+}
+
+static void expect(const char *ov, const char *needle) {
+    vc_status st = run("bad", 1, ov);
+    CHECK_MSG(st && strstr(vc_last_error(), needle), "%s: %s", ov, st ? vc_last_error() : "accepted");
+}
+
+static void test_refusals(void) {
+    expect("algorithm.adv_estimator=gdpo", "gdpo_reward_keys");
+    expect("algorithm.adv_estimator=gdpo|+algorithm.gdpo_reward_keys=[a,b]|+algorithm.gdpo_reward_weights=[1]",
+           "gdpo_reward_weights");
+    expect("algorithm.adv_estimator=gdpo|+algorithm.gdpo_reward_keys=[nope]", "'nope' not found");
+    expect("actor_rollout_ref.actor.policy_loss.loss_mode=dro", "dro_beta");
+    expect("actor_rollout_ref.actor.loss_agg_mode=token-max", "token-max");
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/verlc_later_%d", (int)getpid());
+    demo_model_setup(dir, 13);
+    char p[300];
+    snprintf(p, sizeof p, "%s/train.jsonl", dir);
+    const char *rows = "{\"data_source\":\"x\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],"
+                       "\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+                       "{\"data_source\":\"x\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
+                       "\"reward_model\":{\"ground_truth\":\"4\"}}\n";
+    CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+    snprintf(p, sizeof p, "%s/rw.py", dir);
+    const char *py = "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+                     "    n = len(solution_str)\n"
+                     "    length = min(n, 8) / 8.0\n"
+                     "    digit = any(c.isdigit() for c in solution_str)\n"
+                     "    return {'score': length, 'length_reward': length, 'digit_reward': digit}\n";
+    CHECK_OK(vc_write_file_atomic(p, py, strlen(py)));
+    test_gdpo();
+    test_losses();
+    test_refusals();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    return vc_test_done();
+}
