@@ -140,7 +140,28 @@ typedef struct vc_batch {
     int n_seq;
     const int64_t *cu_seqlens; /* [n_seq + 1] */
     const int32_t *ids;        /* [cu_seqlens[n_seq]] */
+    /* optional [n_seq] (NULL: none), without a cache only: prefix[s] >= 0 names an earlier sequence without
+     * a prefix of its own whose tokens come before sequence s's: s's positions continue after it and its
+     * queries attend to that sequence's keys first (a shared prompt, computed once; vc_share_plan) */
+    const int32_t *prefix;
 } vc_batch;
+
+/* Shared prompt prefixes (verl's actor.use_prefix_grouper): sequences of b with the same group id >= 0
+ * share their first P tokens, P the longest prefix every member has in common with the group's first
+ * member that lies within each member's share_len[s] tokens (those whose next-token targets carry no loss)
+ * and leaves each member at least one token of its own. Those P tokens are computed once, as a sequence of
+ * their own that the members' remainders attend to; the model's output for any position is the same as in
+ * b (to float rounding). Groups sharing fewer than min_len tokens are left whole. Arrays live in g's arena. */
+typedef struct vc_share {
+    vc_batch b;                /* the shared packing */
+    int64_t T;                 /* its positions */
+    const int32_t *rep;        /* [T] host: the position of the original batch each shared position computes */
+    const int32_t *back_host;  /* [T_orig] host: the shared position computing each original one */
+    const int32_t *back;       /* the same in backend memory (vc_op_gather_rows back to b's packing) */
+    int64_t saved;             /* positions of b not computed (0: nothing shared, and b is b unchanged) */
+} vc_share;
+vc_status vc_share_plan(vc_graph *g, const vc_batch *b, const int32_t *group, const int64_t *share_len,
+                        int64_t min_len, vc_share *out);
 
 /* Per-sequence contiguous KV cache used by decoding. */
 typedef struct vc_kv_cache vc_kv_cache;

@@ -11,6 +11,9 @@ struct vc_route_desc;
 /* [T, H] rows of W [V, H] at ids (host array, uploaded; may be reused on return) */
 vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_t T);
 /* y [.., N] = x [.., K] W^T (W [N, K]) + b [N] */
+/* x viewed as `rows` rows -> its rows ids[0..R) as [R, x->n / rows] ([R] for a 1-D x) (ids: int32 in BACKEND
+ * memory, valid until backward has run); backward adds each row's gradient back, r ascending */
+vc_tensor *vc_op_gather_rows(vc_graph *g, vc_tensor *x, int64_t rows, const int32_t *ids, int64_t R);
 vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b);

@@ -35,6 +35,11 @@ typedef struct {
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
     int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
+    /* shared prefixes (b->prefix): each layer's keys and values gathered into ext rows, every sequence's
+     * prefix rows (if any) then its own; sequence s attends to rows [kv_start[s], +kv_len[s]) */
+    const int32_t *ext;     /* [T_ext] backend memory */
+    int64_t T_ext;
+    int64_t *kv_start, *kv_len;
 } fwd_ctx;
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
@@ -121,6 +126,8 @@ static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int h
     int64_t maxpos = 0;
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t base = f->cache ? vc_kv_cache_len(f->cache, s) : 0;
+        int32_t p = f->b->prefix ? f->b->prefix[s] : -1;
+        if (p >= 0) base = f->b->cu_seqlens[p + 1] - f->b->cu_seqlens[p];
         for (int64_t t = f->b->cu_seqlens[s]; t < f->b->cu_seqlens[s + 1]; t++) {
             f->pos[t] = base + t - f->b->cu_seqlens[s];
             if (f->pos[t] + 1 > maxpos) maxpos = f->pos[t] + 1;
@@ -227,6 +234,13 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi };
     if (f->paged) return attend_paged(f, layer, &d, q, k, v);
+    if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
+        k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);
+        v = vc_op_gather_rows(f->g, v, f->T, f->ext, f->T_ext);
+        d.kv_start = f->kv_start;
+        d.kv_len = f->kv_len;
+        if (!k || !v) return NULL;
+    }
     if (!f->cache) return vc_op_attention(f->g, q, k, v, &d);
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
@@ -455,6 +469,38 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
     return x;
 }
 
+/* b->prefix checked, and the gather rows and key ranges of every layer's shared-prefix attention */
+static vc_status prefix_rows(fwd_ctx *f) {
+    const vc_batch *b = f->b;
+    if (!b->prefix) return VC_OK;
+    if (f->cache || f->paged) return vc_fail(VC_ERR_ARG, "model forward: shared prefixes with a kv cache");
+    int n = b->n_seq;
+    int64_t T_ext = f->T;
+    for (int s = 0; s < n; s++) {
+        int32_t p = b->prefix[s];
+        if (p >= s || p < -1 || (p >= 0 && b->prefix[p] != -1))
+            return vc_fail(VC_ERR_ARG, "model forward: sequence %d's prefix %d is not an earlier sequence without one",
+                           s, p);
+        if (p >= 0) T_ext += b->cu_seqlens[p + 1] - b->cu_seqlens[p];
+    }
+    int32_t *ext = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(T_ext ? T_ext : 1), 0);
+    f->kv_start = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)n * 2, 0);
+    if (!ext || !f->kv_start) return vc_graph_status(f->g);
+    f->kv_len = f->kv_start + n;
+    int64_t r = 0;
+    for (int s = 0; s < n; s++) {
+        int32_t p = b->prefix[s];
+        f->kv_start[s] = r;
+        if (p >= 0)
+            for (int64_t t = b->cu_seqlens[p]; t < b->cu_seqlens[p + 1]; t++) ext[r++] = (int32_t)t;
+        for (int64_t t = b->cu_seqlens[s]; t < b->cu_seqlens[s + 1]; t++) ext[r++] = (int32_t)t;
+        f->kv_len[s] = r - f->kv_start[s];
+    }
+    f->T_ext = T_ext;
+    f->ext = vc_graph_upload(f->g, ext, sizeof(int32_t) * (size_t)(T_ext ? T_ext : 1));
+    return f->ext ? VC_OK : vc_graph_status(f->g);
+}
+
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
     const char *env = getenv("VERLC_BF16_ACT"); /* read once per forward, not per layer */
@@ -489,7 +535,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK)) {
+    if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK)) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);

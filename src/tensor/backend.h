@@ -41,6 +41,10 @@ typedef struct vc_attn_desc {
     /* paged: the pages hold bf16 values (uint16_t; page pointers, bases and strides count them), read as
      * f32 (the rollout engine's KV pool in bf16 precision, whose keys and values are bf16 already) */
     int kv_bf16;
+    /* vc_op_attention only (backends read k_seq / kv_len): when not NULL, sequence s's keys and values are
+     * rows [kv_start[s], kv_start[s] + kv_len[s]) of k and v, which may have more rows than q (shared
+     * prompt prefixes gathered in front of each sequence's own rows); NULL: the rows of q */
+    const int64_t *kv_start;
 } vc_attn_desc;
 
 /* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)

@@ -32,6 +32,29 @@ vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_
     return y;
 }
 
+/* ---- row gather: y[r] = x[ids[r]] over x's rows; backward scatter-adds, r ascending ---- */
+static void gather_rows_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0];
+    float *gx = vc_tensor_grad(g, x);
+    if (gx) vc_be()->embed_bwd(gx, n->out->grad, n->ptr[0], n->i[0], n->i[1]);
+}
+
+vc_tensor *vc_op_gather_rows(vc_graph *g, vc_tensor *x, int64_t rows, const int32_t *ids, int64_t R) {
+    GUARD1(x);
+    if (rows <= 0 || x->n % rows) return NULL;
+    int64_t C = x->n / rows, shape[2] = { R, C };
+    vc_tensor *y = vc_tensor_new(g, x->ndim == 1 ? 1 : 2, shape, 0);
+    if (!y) return NULL;
+    if (R > 0 && C > 0) vc_be()->embed_fwd(y->data, x->data, ids, R, C);
+    vc_node *n = vc_tape_push(g, gather_rows_bw, y, 1, &x);
+    if (n) {
+        n->ptr[0] = (void *)ids;
+        n->i[0] = R;
+        n->i[1] = C;
+    }
+    return y;
+}
+
 void vc_op_hold(vc_tensor *x, int on) {
     const vc_backend *B = vc_be();
     if (x && x->ndim > 0 && B->operand_hold) B->operand_hold(x->data, x->n / x->shape[x->ndim - 1], x->shape[x->ndim - 1], on);

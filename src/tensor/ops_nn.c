@@ -2,6 +2,7 @@
  * heavy lifting is in the backend's kernels; saved kernel buffers (rstd, mean, lse) are backend
  * memory, the attention descriptors and their pointer arrays host memory. */
 #include "tensor/backend.h"
+#include "tensor/graph_priv.h"
 #include "verlc/ops.h"
 #include <math.h>
 #include <string.h>
@@ -113,9 +114,10 @@ static void attn_bw(vc_graph *g, vc_node *n) {
     float **dks = vc_graph_alloc(g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
     if (!dq || !dk || !dv || !dks) return;
     float **dvs = dks + d.n_seq;
+    const int64_t *ks = d.kv_start ? d.kv_start : d.q_start;
     for (int i = 0; i < d.n_seq; i++) {
-        dks[i] = dk + d.q_start[i] * d.k_stride;
-        dvs[i] = dv + d.q_start[i] * d.v_stride;
+        dks[i] = dk + ks[i] * d.k_stride;
+        dvs[i] = dv + ks[i] * d.v_stride;
     }
     d.dk_seq = dks;
     d.dv_seq = dvs;
@@ -129,19 +131,28 @@ vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v
     vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
     attn_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     const float **ptrs = vc_graph_alloc(g, sizeof(float *) * (size_t)desc->n_seq * 2, 0);
-    int64_t *qs = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(2 * desc->n_seq + 1), 0);
+    int64_t *qs = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(3 * desc->n_seq + 1), 0);
     if (!o || !s || !ptrs || !qs) return NULL;
     s->d = *desc;
     memcpy(qs, desc->q_start, sizeof(int64_t) * (size_t)(desc->n_seq + 1));
     s->d.q_start = qs;
-    int64_t *kvl = qs + desc->n_seq + 1;
+    int64_t *kvl = qs + desc->n_seq + 1, *ks = kvl + desc->n_seq;
     s->d.k_stride = (int64_t)desc->n_kv_head * desc->head_dim;
     s->d.v_stride = (int64_t)desc->n_kv_head * desc->v_head_dim;
+    int64_t krows = k->n / s->d.k_stride;
     for (int i = 0; i < desc->n_seq; i++) {
-        kvl[i] = qs[i + 1] - qs[i];
-        ptrs[i] = k->data + qs[i] * s->d.k_stride;
-        ptrs[desc->n_seq + i] = v->data + qs[i] * s->d.v_stride;
+        kvl[i] = desc->kv_start ? desc->kv_len[i] : qs[i + 1] - qs[i];
+        ks[i] = desc->kv_start ? desc->kv_start[i] : qs[i];
+        if (kvl[i] < qs[i + 1] - qs[i] || ks[i] < 0 || ks[i] + kvl[i] > krows) {
+            vc_fail(VC_ERR_SHAPE, "attention: sequence %d has %lld queries and keys [%lld, +%lld) of %lld rows", i,
+                    (long long)(qs[i + 1] - qs[i]), (long long)ks[i], (long long)kvl[i], (long long)krows);
+            vc_graph_fail(g, VC_ERR_SHAPE);
+            return NULL;
+        }
+        ptrs[i] = k->data + ks[i] * s->d.k_stride;
+        ptrs[desc->n_seq + i] = v->data + ks[i] * s->d.v_stride;
     }
+    s->d.kv_start = desc->kv_start ? ks : NULL;
     s->d.kv_len = kvl;
     s->d.k_seq = ptrs;
     s->d.v_seq = ptrs + desc->n_seq;

@@ -8,6 +8,7 @@
 #include "vc_test.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* 1 when every tensor of checkpoint src that the export out also holds has the same dtype and bytes there
  * (tensors the loader ignores, such as rotary caches, are not written back); *used: tensors compared,
@@ -59,6 +60,70 @@ static inline float loss_of(vc_model *m, vc_graph *g, float *logp, int backward)
     if (backward) CHECK_OK(vc_graph_backward(g, L, 1.0f));
     if (!L || vc_tensor_read(L, &v)) return NAN;
     return v;
+}
+
+/* models of other shapes than the fixtures: GQA with llama3 rope, Qwen3-MoE, DeepSeek-V3 (MLA, grouped routing,
+ * yarn), Gemma 2 (soft-caps, sliding window), Phi (partial rotary), ChatGLM, InternLM2, Qwen3 with layer types
+ * and bf16, Mistral (sliding window) */
+__attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
+    "{\"model_type\":\"llama\",\"vocab_size\":97,\"hidden_size\":48,\"num_hidden_layers\":3,\"num_attention_heads\":6,"
+    "\"num_key_value_heads\":3,\"intermediate_size\":80,\"rms_norm_eps\":1e-5,\"rope_theta\":500000,"
+    "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+    "\"original_max_position_embeddings\":8},\"tie_word_embeddings\":true}",
+    "{\"model_type\":\"qwen3_moe\",\"vocab_size\":131,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":1,\"head_dim\":12,\"intermediate_size\":40,\"moe_intermediate_size\":24,\"num_experts\":8,"
+    "\"num_experts_per_tok\":3,\"norm_topk_prob\":true,\"mlp_only_layers\":[1],\"rms_norm_eps\":1e-6,\"rope_theta\":1e6}",
+    "{\"model_type\":\"deepseek_v3\",\"vocab_size\":77,\"hidden_size\":40,\"num_hidden_layers\":3,\"num_attention_heads\":3,"
+    "\"num_key_value_heads\":3,\"q_lora_rank\":24,\"kv_lora_rank\":12,\"qk_nope_head_dim\":6,\"qk_rope_head_dim\":4,"
+    "\"v_head_dim\":10,\"intermediate_size\":56,\"moe_intermediate_size\":20,\"n_routed_experts\":8,\"n_shared_experts\":2,"
+    "\"num_experts_per_tok\":3,\"n_group\":4,\"topk_group\":2,\"norm_topk_prob\":true,\"routed_scaling_factor\":1.5,"
+    "\"first_k_dense_replace\":1,\"rms_norm_eps\":1e-6,\"rope_theta\":10000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":2.0,"
+    "\"original_max_position_embeddings\":8,\"mscale\":0.707,\"mscale_all_dim\":0.707,\"beta_fast\":32,\"beta_slow\":1}}",
+    "{\"model_type\":\"gemma2\",\"vocab_size\":90,\"hidden_size\":32,\"num_hidden_layers\":4,\"num_attention_heads\":2,"
+    "\"num_key_value_heads\":1,\"head_dim\":20,\"intermediate_size\":48,\"hidden_activation\":\"gelu_pytorch_tanh\","
+    "\"query_pre_attn_scalar\":24,\"attn_logit_softcapping\":20.0,\"final_logit_softcapping\":10.0,\"sliding_window\":3,"
+    "\"rms_norm_eps\":1e-6,\"rope_theta\":10000}",
+    "{\"model_type\":\"phi\",\"vocab_size\":71,\"hidden_size\":36,\"num_hidden_layers\":2,\"num_attention_heads\":3,"
+    "\"intermediate_size\":50,\"hidden_act\":\"gelu_new\",\"partial_rotary_factor\":0.34,\"layer_norm_eps\":1e-5,\"rope_theta\":10000}",
+    "{\"model_type\":\"chatglm\",\"padded_vocab_size\":66,\"hidden_size\":48,\"num_layers\":2,\"num_attention_heads\":6,"
+    "\"kv_channels\":8,\"multi_query_attention\":true,\"multi_query_group_num\":3,\"ffn_hidden_size\":40,\"add_qkv_bias\":true,"
+    "\"layernorm_epsilon\":1e-5,\"rmsnorm\":true,\"seq_length\":64}",
+    "{\"model_type\":\"internlm2\",\"vocab_size\":88,\"hidden_size\":48,\"num_hidden_layers\":2,\"num_attention_heads\":6,"
+    "\"num_key_value_heads\":2,\"intermediate_size\":36,\"rms_norm_eps\":1e-6,\"rope_theta\":10000}",
+    "{\"model_type\":\"qwen3\",\"vocab_size\":83,\"hidden_size\":40,\"num_hidden_layers\":3,\"num_attention_heads\":5,"
+    "\"num_key_value_heads\":1,\"head_dim\":16,\"intermediate_size\":52,\"dtype\":\"bfloat16\",\"rms_norm_eps\":1e-6,"
+    "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"],\"sliding_window\":4,"
+    "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":1000000.0,\"factor\":4.0,"
+    "\"original_max_position_embeddings\":8}}",
+    "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
+};
+
+#define N_RANDOM_CONFIGS ((int)(sizeof RANDOM_CONFIGS / sizeof RANDOM_CONFIGS[0]))
+
+/* random weights for config k (scaled to fixture-like magnitudes) */
+__attribute__((unused)) static vc_model *random_model(const char *json, int k) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/verlc_cons_%d_%d.json", (int)getpid(), k);
+    FILE *f = fopen(path, "w");
+    fputs(json, f);
+    fclose(f);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(path, 1234 + k, &m));
+    unlink(path);
+    if (!m) return NULL;
+    /* fixture-like magnitudes so that gradients and greedy margins are well above float noise */
+    for (int i = 0; i < vc_model_n_params(m); i++) {
+        int decay;
+        vc_tensor *t = vc_model_param(m, i, NULL, &decay);
+        float *w = malloc((size_t)t->n * 4);
+        if (decay && w && !vc_model_param_read(m, i, 0, w)) {
+            for (int64_t j = 0; j < t->n; j++) w[j] *= 6.0f;
+            CHECK_OK(vc_model_param_write(m, i, w));
+        }
+        free(w);
+    }
+    return m;
 }
 
 #endif
