@@ -183,7 +183,8 @@ typedef struct vc_kv_pages {
 } vc_kv_pages;
 int64_t vc_kv_row_floats(const vc_model *m);
 
-/* Decoder forward: final normed hidden states [T, hidden]. With a cache, the batch's sequence i
+/* Decoder forward: final normed hidden states [T, hidden] (with gradient checkpointing b and its arrays must
+ * stay valid until backward has run: the layers read them again). With a cache, the batch's sequence i
  * continues cache sequence i (n_seq must match) and its keys/values are appended; no gradients. */
 vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache);
 /* Forward over a paged cache: sequence s continues after kv->len[s] cached tokens; its new keys and

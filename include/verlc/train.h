@@ -21,6 +21,9 @@ typedef struct vc_minibatch {
     const int64_t *cu_seqlens; /* [n_seq + 1] */
     const int32_t *ids;        /* [cu_seqlens[n_seq]] */
     const float *mask;         /* [same] token-aligned loss mask (the first token of a sequence is ignored); NULL = all */
+    /* optional [n_seq] group ids (NULL or -1: none): with the trainer's share_prefix, sequences of one group
+     * in one micro-batch compute their common leading tokens that carry no loss once (vc_share_plan) */
+    const int32_t *group;
 } vc_minibatch;
 
 /* One micro-batch as a loss callback sees it. Arrays are position-aligned and packed. */
@@ -87,6 +90,8 @@ typedef struct vc_trainer_config {
     vc_tensor *const *extra_params; /* trained tensors outside the model (decayed; the array must outlive the trainer) */
     int n_extra_params;
     int loss_on_hidden;      /* the loss callback gets the final hidden states [T, hidden] as `logp` (no LM head, no entropy) */
+    int share_prefix;        /* share the loss-free prompt of a mini-batch's groups within a micro-batch (verl's
+                              * use_prefix_grouper); the loss callback still sees the micro-batch's own packing */
 } vc_trainer_config;
 
 /* ---- data parallelism ------------------------------------------------------------------------------
@@ -135,7 +140,8 @@ typedef struct vc_step_stats {
     double lr;
     int skipped;             /* non-finite loss or gradient norm: no update */
     int n_micro;
-    int64_t n_tokens;        /* tokens forwarded */
+    int64_t n_tokens;        /* tokens of the micro-batches */
+    int64_t n_shared;        /* of those, prompt tokens computed once for their group instead (share_prefix) */
     int64_t n_loss_tokens;   /* masked targets */
     double seconds;
     /* data parallelism: gradient buckets reduced, and how many of them were final before the last

@@ -6,7 +6,9 @@
  * each holds an equal number of rows (+-1) with similar total work, by a greedy largest-first partition
  * that every rank computes from the same gathered lengths; a row carries its place in the global order,
  * so only which rank computes it changes. The log-prob passes before it run on the rollout's layout.
- * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. */
+ * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. With the actor's
+ * use_prefix_grouper one rank keeps the rollout's order, groups together (verl's group-level balancing on
+ * one rank); several ranks balance rows as without it, so groups then share within a rank only. */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -235,7 +237,8 @@ static vc_status balance_one(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metric
     size_t count = (size_t)b->B;
     vc_status st = label && src && len ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < b->B; i++) len[i] = b->cu[i + 1] - b->cu[i];
-    if (!st) st = verl_order(len, b->B, label);
+    if (!st && !t->acfg.prefix_share) st = verl_order(len, b->B, label);
+    for (int i = 0; !st && t->acfg.prefix_share && i < b->B; i++) label[i] = i; /* groups kept together, in order */
     for (int i = 0; !st && i < b->B; i++) src[label[i]] = i, label[i] = 0; /* label: now every row's owner, 0 */
     if (!st) seqlen_metrics(len, label, &count, b->B, 1, met);
     rl_dp one = { .world = 1, .g_B = b->B, .g_T = b->T };

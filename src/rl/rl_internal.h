@@ -75,6 +75,12 @@ int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens,
  * sum_v p_v^2 when those are not NULL; max_tokens bounds one forward's packed tokens. */
 vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,
                             float *entropy, float *sum_pi_sq);
+/* ... with share: the rows of a group (uid) in one forward compute their common prompt once (actor's
+ * use_prefix_grouper; vc_share_plan) */
+vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature,
+                               int share, float *out, float *entropy, float *sum_pi_sq);
+/* the micro-batch's rows' group ids (by uid) and shareable prompt lengths (prompt - 1), in g's arena */
+vc_status rl_mb_groups(vc_graph *g, const rl_batch *b, const int *rows, int n, int32_t **group, int64_t **share);
 
 /* ---- critic: backbone + scalar value head ---- */
 typedef struct rl_critic {
@@ -121,6 +127,7 @@ typedef struct rl_actor_cfg {
     rl_rc_cfg rc;                          /* algorithm.rollout_correction (bypass mode and the actor's
                                             * rollout_corr/ metrics are computed per micro-batch) */
     uint64_t seed;
+    int prefix_share;                      /* actor.use_prefix_grouper: each group's prompt computed once */
 } rl_actor_cfg;
 
 typedef struct rl_critic_cfg {

@@ -306,6 +306,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, K("ppo_max_token_len_per_gpu"), 16384, &maxtok));
     TRY(vc_config_get_bool_or(c, K("shuffle"), 0, &shuffle));
     TRY(get_int(c, K("data_loader_seed"), 42, &seed));
+    TRY(vc_config_get_bool_or(c, K("use_prefix_grouper"), 0, &a->prefix_share));
 #undef K
     if (st) return st;
     if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");

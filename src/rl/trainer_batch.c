@@ -154,32 +154,65 @@ vc_status rl_host_copy(vc_graph *g, const vc_tensor *t, float **out) {
     return st;
 }
 
+vc_status rl_mb_groups(vc_graph *g, const rl_batch *b, const int *rows, int n, int32_t **group, int64_t **share) {
+    const char **uid = vc_graph_alloc(g, sizeof(char *) * (size_t)(n ? n : 1), 0);
+    *group = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(n ? n : 1), 0);
+    *share = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+    if (!uid || !*group || !*share) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    for (int i = 0; i < n; i++) {
+        uid[i] = b->uid[rows[i]];
+        (*share)[i] = b->plen[rows[i]] - 1; /* the prompt's last token predicts the first response token */
+    }
+    int ng = 0;
+    return vc_group_ids(uid, n, *group, &ng);
+}
+
 typedef struct {
     float temp, *out, *ent, *sq;
+    int share;
 } lp_ctx;
 
 static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
     lp_ctx *c = ctx;
-    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL), *lp = NULL, *ent = NULL, *sq = NULL;
-    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    vc_status st = vc_model_logprobs_ex(m, g, h, mb->tgt, c->temp, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);
+    int32_t *grp = NULL, *tgt = mb->tgt;
+    int64_t *share = NULL;
+    vc_share sh;
+    vc_status st = c->share ? rl_mb_groups(g, b, mb->rows, mb->n, &grp, &share) : VC_OK;
+    if (!st) st = vc_share_plan(g, &mb->batch, grp, share, 2, &sh);
+    if (!st && sh.saved && !(tgt = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(sh.T ? sh.T : 1), 0)))
+        st = vc_graph_status(g);
+    for (int64_t i = 0; !st && sh.saved && i < sh.T; i++) tgt[i] = mb->tgt[sh.rep[i]];
     if (st) return st;
-    /* log-probs, entropies and sums of squares live in backend memory: read them back, then gather on the host */
+    vc_tensor *h = vc_model_forward(m, g, &sh.b, NULL), *lp = NULL, *ent = NULL, *sq = NULL;
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    st = vc_model_logprobs_ex(m, g, h, tgt, c->temp, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);
+    if (st) return st;
+    /* log-probs, entropies and sums of squares live in backend memory: read them back, then gather on the host
+     * (from the shared packing: each position from the one that computed it) */
     vc_tensor *t[3] = { lp, ent, sq };
     float *dst[3] = { c->out, c->ent, c->sq };
+    int64_t T0 = mb->cu[mb->n];
+    float *own = sh.saved ? vc_graph_alloc(g, sizeof(float) * (size_t)(T0 ? T0 : 1), 0) : NULL;
+    if (sh.saved && !own) return vc_graph_status(g);
     for (int k = 0; k < 3; k++) {
         float *host = NULL;
         if (!dst[k]) continue;
         if ((st = rl_host_copy(g, t[k], &host))) return st;
-        rl_mb_gather(b, mb, host, dst[k], 1);
+        for (int64_t i = 0; own && i < T0; i++) own[i] = host[sh.back_host[i]];
+        rl_mb_gather(b, mb, own ? own : host, dst[k], 1);
     }
     return VC_OK;
 }
 
+vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature,
+                               int share, float *out, float *entropy, float *sum_pi_sq) {
+    lp_ctx c = { temperature, out, entropy, sum_pi_sq, share };
+    return pass_rows(m, g, b, max_tokens, &c, lp_fn);
+}
+
 vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,
                             float *entropy, float *sum_pi_sq) {
-    lp_ctx c = { temperature, out, entropy, sum_pi_sq };
-    return pass_rows(m, g, b, max_tokens, &c, lp_fn);
+    return rl_batch_logprobs_ex(m, g, b, max_tokens, temperature, 0, out, entropy, sum_pi_sq);
 }
 
 /* ---- critic ---- */

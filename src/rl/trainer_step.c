@@ -354,14 +354,15 @@ scored:;
     int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !corr;
     /* log-probs of the logits divided by the rollout temperature, as verl's actor computes them */
     float temp = t->samp.temperature;
+    int pg = t->acfg.prefix_share; /* verl's use_prefix_grouper: each group's prompt computed once */
     float *sq = t->calc_sum_pi_sq ? b.sum_pi_sq : NULL; /* verl's actor.calculate_sum_pi_squared */
     if (!st && rc->bypass) { /* bypass mode: the rollout's log-probs are the old policy's, no recomputation */
         memcpy(b.old_logp, b.rollout_logp, sizeof(float) * (size_t)b.B * b.T);
         b.have_old = 1;
-        if (sq) st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, temp, NULL, NULL, sq);
+        if (sq) st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, NULL, NULL, sq);
     } else if (!st && (!on_policy || sq)) {
         t0 = vc_now();
-        st = rl_batch_logprobs(t->actor, t->g, &b, t->fwd_tokens, temp, b.old_logp, NULL, sq);
+        st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, b.old_logp, NULL, sq);
         b.have_old = !st;
         if (!st) st = probs_diff(t, &b, b.old_logp, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
@@ -370,7 +371,7 @@ scored:;
         t0 = vc_now();
         /* under LoRA without a named reference model: the actor with its adapters off is the base model */
         int was = t->ref ? 0 : vc_model_lora_enable(t->actor, 0);
-        st = rl_batch_logprobs(t->ref ? t->ref : t->actor, t->g, &b, t->ref_tokens, temp, b.ref_logp, NULL, NULL);
+        st = rl_batch_logprobs_ex(t->ref ? t->ref : t->actor, t->g, &b, t->ref_tokens, temp, pg, b.ref_logp, NULL, NULL);
         if (!t->ref) vc_model_lora_enable(t->actor, was);
         b.have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);

@@ -208,6 +208,10 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     tc.extra_params = extra;
     tc.n_extra_params = n_extra;
     tc.loss_on_hidden = loss_on_hidden;
+    if (strcmp(prefix, "critic")) { /* later verl's actor.use_prefix_grouper: the actor's prompts computed once per group */
+        snprintf(k, sizeof k, "%s.use_prefix_grouper", prefix);
+        if ((st = vc_config_get_bool_or(cfg, k, 0, &tc.share_prefix))) return st;
+    }
     /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
     tc.comm = comm;
     tc.local_batch = 1;
@@ -266,7 +270,8 @@ static void mb_buf_free(mb_buf *m) {
 typedef struct mini {
     vc_minibatch mb;
     int64_t *cu;
-    int32_t *ids;
+    int32_t *ids, *group; /* group: the rows' uid groups (the trainer shares their prompts with share_prefix) */
+    const char **uid;
     float *mask;
 } mini;
 
@@ -274,13 +279,17 @@ static vc_status mini_alloc(mini *m, const rl_batch *b) {
     m->cu = vc_malloc(sizeof(int64_t) * ((size_t)b->B + 1));
     m->ids = vc_malloc(sizeof(int32_t) * ((size_t)b->cu[b->B] + 1));
     m->mask = vc_malloc(sizeof(float) * ((size_t)b->cu[b->B] + 1));
-    return m->cu && m->ids && m->mask ? VC_OK : VC_ERR_NOMEM;
+    m->group = vc_malloc(sizeof(int32_t) * ((size_t)b->B + 1));
+    m->uid = vc_malloc(sizeof(char *) * ((size_t)b->B + 1));
+    return m->cu && m->ids && m->mask && m->group && m->uid ? VC_OK : VC_ERR_NOMEM;
 }
 
 static void mini_free(mini *m) {
     free(m->cu);
     free(m->ids);
     free(m->mask);
+    free(m->group);
+    free(m->uid);
 }
 
 /* rows[0..n) packed (prompt + response) with a token-aligned mask on the response tokens */
@@ -295,8 +304,11 @@ static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
             m->mask[o + k] = j >= 0 && j < b->rlen[r] ? b->mask[(size_t)r * b->T + j] : 0.0f;
         }
         m->cu[i + 1] = o + len;
+        m->uid[i] = b->uid ? b->uid[r] : NULL;
     }
-    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask };
+    int ng = 0; /* without uids (never in a trainer batch) nothing is shared */
+    int grouped = n > 0 && m->uid[0] && vc_group_ids(m->uid, n, m->group, &ng) == VC_OK;
+    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL };
 }
 
 /* the micro-batch's rows as an rl_mb view (for rl_mb_gather / rl_mb_scatter) */
@@ -335,6 +347,7 @@ typedef struct step_ctx {
     int micro, g_off; /* its micro-batch count so far, this rank's first global row: random-draw keys */
     rl_rc_out *rc;    /* the actor's rollout_corr/ metrics summed over micro-batches (NULL: none) */
     int rc_n;
+    double shared;    /* prompt tokens computed once per group instead of per row (use_prefix_grouper) */
 } step_ctx;
 
 /* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
@@ -396,6 +409,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
                 vc_warn("%s update: loss %g or grad_norm %g is not finite: optimizer step skipped", l->who, ss.loss,
                         ss.grad_norm);
             *gn_sum += ss.grad_norm;
+            x->shared += (double)ss.n_shared;
             *lr = ss.lr;
             (*n_steps)++;
         }
@@ -585,6 +599,10 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
     if (!st) st = acc_reduce(dp, &x.a, A_DIFF_MAX + 1, A_DIFF_MAX);
     if (!st && x.rc) st = rc_reduce(dp, x.rc, x.rc_n, met);
     free(x.rc);
+    if (!st && tr->cfg.share_prefix) { /* verlc's: the update's prompt tokens not recomputed, all ranks */
+        if (dp && dp->world > 1) st = vc_comm_allreduce_f64_ordered(dp->comm, &x.shared, 1, VC_SUM);
+        if (!st) rl_metrics_set(met, "perf/prefix_shared_tokens", x.shared);
+    }
     const acc *a = &x.a;
     if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */

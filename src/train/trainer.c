@@ -180,14 +180,15 @@ void vc_trainer_free(vc_trainer *t) {
 /* Buffers of one micro-batch, sized for the largest group. */
 typedef struct mb_buf {
     vc_micro_batch mb;
-    int64_t *cu, *src;
-    int32_t *ids, *target;
+    int64_t *cu, *src, *share;
+    int32_t *ids, *target, *group;
     float *mask, *weight, *negw;
     uint32_t *seq;
+    int64_t saved; /* the last forward's positions not computed (shared prefixes) */
 } mb_buf;
 
 static void mb_free(mb_buf *m) {
-    free(m->cu); free(m->src); free(m->ids); free(m->target);
+    free(m->cu); free(m->src); free(m->ids); free(m->target); free(m->share); free(m->group);
     free(m->mask); free(m->weight); free(m->negw); free(m->seq);
 }
 
@@ -201,10 +202,10 @@ static vc_status mb_alloc(mb_buf *m, const vc_minibatch *b, const vc_partition *
         if (s > most) most = s;
     }
     size_t n = (size_t)most, ns = (size_t)b->n_seq + 1;
-    m->cu = vc_malloc(ns * 8); m->seq = vc_malloc(ns * 4);
+    m->cu = vc_malloc(ns * 8); m->seq = vc_malloc(ns * 4); m->share = vc_malloc(ns * 8); m->group = vc_malloc(ns * 4);
     m->src = vc_malloc(n * 8); m->ids = vc_malloc(n * 4); m->target = vc_malloc(n * 4);
     m->mask = vc_malloc(n * 4); m->weight = vc_malloc(n * 4); m->negw = vc_malloc(n * 4);
-    if (!m->cu || !m->seq || !m->src || !m->ids || !m->target || !m->mask || !m->weight || !m->negw) {
+    if (!m->cu || !m->seq || !m->share || !m->group || !m->src || !m->ids || !m->target || !m->mask || !m->weight || !m->negw) {
         mb_free(m);
         return vc_fail(VC_ERR_NOMEM, "trainer: cannot allocate micro-batch buffers");
     }
@@ -229,8 +230,12 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
         }
         vc_status st = vc_train_token_weights(m->mask + T, L, mode, norm, m->weight + T);
         if (st) return st;
+        int64_t free_rows = 0; /* leading positions whose targets carry no loss */
+        while (free_rows < L && m->mask[T + free_rows] == 0.0f) free_rows++;
         for (int64_t j = 0; j < L; j++) m->negw[T + j] = -m->weight[T + j];
         T += L;
+        m->share[ns] = free_rows;
+        m->group[ns] = b->group ? b->group[s] : -1;
         m->seq[ns++] = s;
         m->cu[ns] = T;
     }
@@ -240,20 +245,45 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
 }
 
 /* Forward + loss (+ backward when grad) of one micro-batch; *loss gets its value. */
+/* the micro-batch's forward and log-probs (or hidden states): with share_prefix over the shared packing,
+ * gathered back to the micro-batch's own */
+static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tensor **logp, vc_tensor **ent) {
+    vc_graph *g = t->g;
+    const vc_micro_batch *mb = &m->mb;
+    vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids, NULL };
+    m->saved = 0;
+    vc_share sh;
+    vc_status st = vc_share_plan(g, &batch, t->cfg.share_prefix ? m->group : NULL, m->share, 2, &sh);
+    const int32_t *tg = mb->target;
+    int32_t *tg2 = sh.saved ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)(sh.T ? sh.T : 1), 0) : NULL;
+    if (!st && sh.saved && !tg2) st = vc_graph_status(g);
+    for (int64_t i = 0; !st && tg2 && i < sh.T; i++) tg2[i] = tg[sh.rep[i]];
+    if (tg2) tg = tg2;
+    /* the batch outlives this call: checkpointed layers read it again in backward */
+    vc_batch *fb = st ? NULL : vc_graph_alloc(g, sizeof *fb, 0);
+    if (!st && !fb) st = vc_graph_status(g);
+    if (fb) *fb = sh.b;
+    if (!st && !(*h = vc_model_forward(t->model, g, fb, NULL)))
+        st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    if (!st && t->cfg.loss_on_hidden) *logp = *h;
+    else if (!st)
+        st = vc_model_logprobs_ex(t->model, g, *h, tg, t->cfg.temperature, logp, t->cfg.need_entropy ? ent : NULL, NULL);
+    m->saved = sh.saved;
+    if (st || !sh.saved) return st;
+    *logp = vc_op_gather_rows(g, *logp, sh.T, sh.back, mb->n_tokens);
+    if (*ent) *ent = vc_op_gather_rows(g, *ent, sh.T, sh.back, mb->n_tokens);
+    int ok = *logp && (!t->cfg.need_entropy || t->cfg.loss_on_hidden || *ent);
+    return ok ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+}
+
 static vc_status mb_run(vc_trainer *t, mb_buf *m, vc_token_loss_fn fn, void *ctx, int grad, double *loss) {
     vc_graph *g = t->g;
     const vc_micro_batch *mb = &m->mb;
     vc_graph_reset(g);
     vc_graph_set_grad(g, grad);
-    vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids };
-    vc_tensor *h = vc_model_forward(t->model, g, &batch, NULL), *logp = NULL, *ent = NULL, *L = NULL;
-    vc_status st = h ? VC_OK : vc_graph_status(g);
-    if (!st && t->cfg.loss_on_hidden) {
-        if (!fn) return vc_fail(VC_ERR_ARG, "trainer: loss_on_hidden needs a loss callback");
-        logp = h;
-    } else if (!st)
-        st = vc_model_logprobs_ex(t->model, g, h, mb->target, t->cfg.temperature, &logp, t->cfg.need_entropy ? &ent : NULL,
-                                  NULL);
+    vc_tensor *h = NULL, *logp = NULL, *ent = NULL, *L = NULL;
+    if (t->cfg.loss_on_hidden && !fn) return vc_fail(VC_ERR_ARG, "trainer: loss_on_hidden needs a loss callback");
+    vc_status st = forward_shared(t, m, &h, &logp, &ent);
     if (!st) st = fn ? fn(ctx, g, mb, logp, ent, &L) : ((L = vc_op_dot_const(g, logp, m->negw)) ? VC_OK
                                                                                                  : vc_graph_status(g));
     if (!st && !L) st = vc_fail(VC_ERR_INTERNAL, "loss callback returned no tensor");
@@ -359,6 +389,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
         if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
+        stats->n_shared += m.saved;
     }
     vc_dp_zero3_active(t, 0);
     if (!z3) vc_model_weight_copies(t->model, 0);

@@ -2,7 +2,8 @@
  * compute_score (later verl's reward group and gdpo reward manager), checked against
  * reinforce_plus_plus_baseline, which GDPO equals with one component and no std normalisation (same rollout,
  * same first-step advantages, loss and gradient); verl's gdpo/<key>/ metrics; the dppo_tv, dppo_kl and
- * dro losses and the token-sum aggregation running two steps; and the refusals verl makes, named. */
+ * dro losses and the token-sum aggregation running two steps; use_prefix_grouper's shared prompts giving the same
+ * step; and the refusals verl makes, named. */
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
 #include "vc_test.h"
@@ -84,6 +85,29 @@ static void test_losses(void) {
     }
 }
 
+/* later verl's use_prefix_grouper: each group's prompt computed once in the old-log-prob, reference and update
+ * passes; the same losses, KL and gradient norm as without it */
+static void test_prefix_grouper(void) {
+    static const char *BASE = "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.use_kl_loss=true|"
+                              "actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4|"
+                              "trainer.balance_batch=false";
+    char ov[600];
+    CHECK_OK(run("pg0", 1, BASE));
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.use_prefix_grouper=true", BASE);
+    CHECK_OK(run("pg1", 1, ov));
+    static const char *K[] = { "actor/pg_loss", "actor/kl_loss", "actor/ppo_kl", "actor/grad_norm", "actor/entropy",
+                               "critic/advantages/max" };
+    for (int i = 0; i < 6; i++) {
+        double a = logged("pg0", 1, K[i]), b = logged("pg1", 1, K[i]);
+        CHECK_MSG(isfinite(a) && fabs(a - b) <= 2e-5 * fmax(1e-2, fabs(a)), "%s: %.9g without, %.9g with shared prompts",
+                  K[i], a, b);
+    }
+    double sh = logged("pg1", 1, "perf/prefix_shared_tokens"), plen = logged("pg1", 1, "prompt_length/mean");
+    /* 2 groups of 4 rows in micro-batches of 4: 3 rows per group skip plen - 1 tokens, in 2 epochs */
+    CHECK_MSG(sh == 2 * 2 * 3 * (plen - 1), "shared tokens %g with prompts of %g", sh, plen);
+    CHECK(isnan(logged("pg0", 1, "perf/prefix_shared_tokens")));
+}
+
 static void expect(const char *ov, const char *needle) {
     vc_status st = run("bad", 1, ov);
     CHECK_MSG(st && strstr(vc_last_error(), needle), "%s: %s", ov, st ? vc_last_error() : "accepted");
@@ -117,6 +141,7 @@ int main(void) {
     CHECK_OK(vc_write_file_atomic(p, py, strlen(py)));
     test_gdpo();
     test_losses();
+    test_prefix_grouper();
     test_refusals();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
