@@ -7,8 +7,9 @@
  * that every rank computes from the same gathered lengths; a row carries its place in the global order,
  * so only which rank computes it changes. The log-prob passes before it run on the rollout's layout.
  * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. With the actor's
- * use_prefix_grouper one rank keeps the rollout's order, groups together (verl's group-level balancing on
- * one rank); several ranks balance rows as without it, so groups then share within a rank only. */
+ * use_prefix_grouper the rows keep the rollout's order and ranks, so groups stay together (verl's group-level
+ * balancing on one rank; with several ranks verl moves whole groups between ranks, verlc leaves them where
+ * the distributed rollout put them). */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -268,22 +269,25 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     for (int r = 0; !st && r < t->world; r++) got += (counts[r] = len_sizes[r] / sizeof(int64_t));
     if (!st && got != (size_t)GB)
         st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
-    if (!st) st = partition(all_len, GB, t->world, owner);
-    if (!st) st = verl_order(all_len, GB, label);
-    for (int g = 0; !st && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
+    int keep = t->acfg.prefix_share; /* shared prompts: every group stays on the rank that generated it */
+    for (int r = 0, g = 0; !st && keep && r < t->world; r++)
+        for (size_t k = 0; k < counts[r]; k++) owner[g++] = r;
+    if (!st && !keep) st = partition(all_len, GB, t->world, owner);
+    if (!st && !keep) st = verl_order(all_len, GB, label);
+    for (int g = 0; !st && !keep && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
     if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
     /* every rank's rows, tagged with their place in the global order, to every rank */
     size_t bytes = 0;
     for (int i = 0; !st && i < b->B; i++) bytes += row_bytes(b, i);
-    char *buf = st ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
-    if (!st && !buf) st = VC_ERR_NOMEM;
-    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, label[dp->g_off + i], p);
-    if (!st) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
+    char *buf = st || keep ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
+    if (!st && !keep && !buf) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && !keep && i < b->B; i++) p = write_row(b, i, label[dp->g_off + i], p);
+    if (!st && !keep) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
     size_t total = 0;
-    for (int r = 0; !st && r < t->world; r++) total += row_sizes[r];
+    for (int r = 0; !st && !keep && r < t->world; r++) total += row_sizes[r];
     int *gidx = NULL;
-    if (!st) st = rebuild(all_rows, total, own_l, t->rank, dp->g_T, b, &gidx);
-    if (!st) {
+    if (!st && !keep) st = rebuild(all_rows, total, own_l, t->rank, dp->g_T, b, &gidx);
+    if (!st && !keep) {
         free(dp->g_idx);
         dp->g_idx = gidx;
     }

@@ -1,6 +1,6 @@
 /* The trainers on the CUDA device against the cpu device, through the verlc binary: `verlc train` GRPO (2
  * steps, entropy bonus; 1 step on a mixture-of-experts model) and PPO (GAE with a critic, 1 step), and
- * `verlc sft` (2 steps) with the same seeds on both. The CUDA kernels sum in other orders than the CPU's, so
+ * `verlc sft` (2 steps) with the same seeds on both (the MoE step with use_prefix_grouper's shared prompts). The CUDA kernels sum in other orders than the CPU's, so
  * results are compared within a tolerance: every metric (timing and throughput aside) within 1e-3 relative
  * (1e-5 absolute near 0), and the exported weights within 1e-4 of the largest weight. With MPI, NCCL and
  * mpirun: `verlc sft` on 2 ranks with the NCCL communicator on cuda against 2 MPI ranks on cpu, plain data
@@ -178,8 +178,12 @@ int main(void) {
     rl_pair("ppo", ppo);
     moe_setup(); /* routing, grouping and the grouped expert GEMMs in rollout and training */
     char moe[512];
+    /* with shared prompts (use_prefix_grouper, one micro-batch by token budget): the prefix attention and its
+     * key gathers on the device */
     snprintf(moe, sizeof moe, "actor_rollout_ref.model.path=%s/moe algorithm.adv_estimator=grpo "
-                              "actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=1", dir);
+                              "actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=1 "
+                              "actor_rollout_ref.actor.use_dynamic_bsz=true actor_rollout_ref.actor.use_prefix_grouper=true",
+             dir);
     rl_pair("grpo_moe", moe);
     sft_pair();
     dist_pair("dp2", "");
