@@ -204,6 +204,10 @@ vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const i
  * and sum_v p_v^2 per token into *sum_pi_sq when it is not NULL (verl's calculate_sum_pi_squared) */
 vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
                                vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
+/* ... through the LM head on the rows t with need[t] only (host, NULL: all); the others get log-prob, entropy
+ * and sum of squares 0 and no gradient (passes that read response positions skip the prompt's) */
+vc_status vc_model_logprobs_rows(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
+                                 const uint8_t *need, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq);
 /* Recompute each decoder layer in backward instead of keeping its activations. */
 void vc_model_set_checkpointing(vc_model *m, int on);
 

@@ -14,6 +14,9 @@ vc_tensor *vc_op_embedding(vc_graph *g, vc_tensor *W, const int32_t *ids, int64_
 /* x viewed as `rows` rows -> its rows ids[0..R) as [R, x->n / rows] ([R] for a 1-D x) (ids: int32 in BACKEND
  * memory, valid until backward has run); backward adds each row's gradient back, r ascending */
 vc_tensor *vc_op_gather_rows(vc_graph *g, vc_tensor *x, int64_t rows, const int32_t *ids, int64_t R);
+/* the inverse: x viewed as R rows placed at rows ids[0..R) (distinct; BACKEND memory, valid until backward)
+ * of a zero [rows, x->n / R] ([rows] for a 1-D x); backward gathers them back */
+vc_tensor *vc_op_scatter_rows(vc_graph *g, vc_tensor *x, const int32_t *ids, int64_t R, int64_t rows);
 vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b);
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b);
 vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b);

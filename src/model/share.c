@@ -3,6 +3,7 @@
  * (all but its last, whose target is the first response token) run through the decoder once and the
  * responses attend to their keys (decoder.c gathers them in front of each response's own). */
 #include "verlc/model.h"
+#include "verlc/ops.h"
 #include "verlc/tensor.h"
 #include <string.h>
 
@@ -103,4 +104,25 @@ vc_status vc_share_plan(vc_graph *g, const vc_batch *b, const int32_t *group, co
     out->back = dback;
     out->saved = sav;
     return VC_OK;
+}
+
+vc_status vc_model_logprobs_rows(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
+                                 const uint8_t *need, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq) {
+    int64_t H = vc_model_cfg(m)->hidden, T = hidden ? hidden->n / H : 0, R = 0;
+    for (int64_t t = 0; need && t < T; t++) R += need[t] != 0;
+    if (!need || R == T || R == 0)
+        return vc_model_logprobs_ex(m, g, hidden, target, temperature, logp, entropy, sum_pi_sq);
+    int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * (size_t)R, 0), *tg = vc_graph_alloc(g, sizeof(int32_t) * (size_t)R, 0);
+    if (!idx || !tg) return vc_graph_status(g);
+    for (int64_t t = 0, r = 0; t < T; t++)
+        if (need[t]) idx[r] = (int32_t)t, tg[r++] = target ? target[t] : -1;
+    const int32_t *di = vc_graph_upload(g, idx, sizeof(int32_t) * (size_t)R);
+    vc_tensor *h = di ? vc_op_gather_rows(g, hidden, T, di, R) : NULL;
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    vc_status st = vc_model_logprobs_ex(m, g, h, target ? tg : NULL, temperature, logp, entropy, sum_pi_sq);
+    vc_tensor **out[3] = { logp, entropy, sum_pi_sq };
+    for (int k = 0; !st && k < 3; k++)
+        if (out[k] && *out[k] && !(*out[k] = vc_op_scatter_rows(g, *out[k], di, R, T)))
+            st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    return st;
 }

@@ -185,7 +185,9 @@ static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *
     if (st) return st;
     vc_tensor *h = vc_model_forward(m, g, &sh.b, NULL), *lp = NULL, *ent = NULL, *sq = NULL;
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
-    st = vc_model_logprobs_ex(m, g, h, tgt, c->temp, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);
+    uint8_t *need = vc_graph_alloc(g, (size_t)(sh.T ? sh.T : 1), 0); /* the LM head on response positions only */
+    for (int64_t i = 0; need && i < sh.T; i++) need[i] = tgt[i] >= 0;
+    st = vc_model_logprobs_rows(m, g, h, tgt, c->temp, need, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);
     if (st) return st;
     /* log-probs, entropies and sums of squares live in backend memory: read them back, then gather on the host
      * (from the shared packing: each position from the one that computed it) */

@@ -55,6 +55,33 @@ vc_tensor *vc_op_gather_rows(vc_graph *g, vc_tensor *x, int64_t rows, const int3
     return y;
 }
 
+/* ---- row scatter: y = 0, y[ids[r]] = x[r]; backward dx += dy[ids[r]] ---- */
+static void scatter_rows_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0];
+    float *gx = vc_tensor_grad(g, x);
+    int64_t R = n->i[0], C = n->i[1];
+    float *tmp = gx && R * C > 0 ? vc_graph_dalloc(g, sizeof(float) * (size_t)(R * C), 0) : NULL;
+    if (!tmp) return;
+    vc_be()->embed_fwd(tmp, n->out->grad, n->ptr[0], R, C);
+    vc_be()->axpy(gx, 1.0f, tmp, R * C);
+}
+
+vc_tensor *vc_op_scatter_rows(vc_graph *g, vc_tensor *x, const int32_t *ids, int64_t R, int64_t rows) {
+    GUARD1(x);
+    if (R <= 0 || x->n % R) return NULL;
+    int64_t C = x->n / R, shape[2] = { rows, C };
+    vc_tensor *y = vc_tensor_new(g, x->ndim == 1 ? 1 : 2, shape, 1);
+    if (!y) return NULL;
+    if (C > 0) vc_be()->embed_bwd(y->data, x->data, ids, R, C); /* into zeros: distinct ids, a plain scatter */
+    vc_node *n = vc_tape_push(g, scatter_rows_bw, y, 1, &x);
+    if (n) {
+        n->ptr[0] = (void *)ids;
+        n->i[0] = R;
+        n->i[1] = C;
+    }
+    return y;
+}
+
 void vc_op_hold(vc_tensor *x, int on) {
     const vc_backend *B = vc_be();
     if (x && x->ndim > 0 && B->operand_hold) B->operand_hold(x->data, x->n / x->shape[x->ndim - 1], x->shape[x->ndim - 1], on);

@@ -265,9 +265,15 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
     if (fb) *fb = sh.b;
     if (!st && !(*h = vc_model_forward(t->model, g, fb, NULL)))
         st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    /* the LM head skips each sequence's leading positions whose targets carry no loss (a prompt's) */
+    uint8_t *need = st || t->cfg.loss_on_hidden ? NULL : vc_graph_alloc(g, (size_t)(sh.T ? sh.T : 1), 0);
+    for (int s = 0; need && s < mb->n_seq; s++)
+        for (int64_t p = mb->cu_seqlens[s]; p < mb->cu_seqlens[s + 1]; p++)
+            need[sh.saved ? sh.back_host[p] : p] = p - mb->cu_seqlens[s] >= m->share[s];
     if (!st && t->cfg.loss_on_hidden) *logp = *h;
     else if (!st)
-        st = vc_model_logprobs_ex(t->model, g, *h, tg, t->cfg.temperature, logp, t->cfg.need_entropy ? ent : NULL, NULL);
+        st = vc_model_logprobs_rows(t->model, g, *h, tg, t->cfg.temperature, need, logp,
+                                    t->cfg.need_entropy ? ent : NULL, NULL);
     m->saved = sh.saved;
     if (st || !sh.saved) return st;
     *logp = vc_op_gather_rows(g, *logp, sh.T, sh.back, mb->n_tokens);

@@ -3,7 +3,8 @@
  * a batch of three groups (a prompt of 9 tokens answered three times, one of 6 answered twice with a
  * member whose prompt differs after 3 tokens, and a sequence on its own) gives the same log-probs of every
  * response token and the same weight gradients when each group's prompt is computed once, to float
- * rounding; the plan's packing and the positions it saves are as stated; malformed prefixes are refused. */
+ * rounding, also with the LM head on the response positions only (vc_model_logprobs_rows: the others 0); the
+ * plan's packing and the positions it saves are as stated; malformed prefixes are refused. */
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "model_test_util.h"
@@ -53,7 +54,9 @@ static void run(vc_model *m, vc_graph *g, int shared, float *lp_out, float *grad
     for (int64_t t = 0; t < sh.T; t++) t2[t] = sh.saved ? tgt[sh.rep[t]] : tgt[t];
     vc_tensor *h = vc_model_forward(m, g, &sh.b, NULL), *lp = NULL;
     CHECK_MSG(h != NULL, "forward: %s", vc_last_error());
-    if (!h || vc_model_logprobs(m, g, h, t2, &lp, NULL)) return;
+    uint8_t need[128]; /* shared == 2: the LM head on the response positions only */
+    for (int64_t t = 0; t < sh.T; t++) need[t] = w[sh.saved ? sh.rep[t] : t] != 0;
+    if (!h || vc_model_logprobs_rows(m, g, h, t2, 1.0f, shared == 2 ? need : NULL, &lp, NULL, NULL)) return;
     if (sh.saved) lp = vc_op_gather_rows(g, lp, sh.T, sh.back, cu[NS]);
     vc_tensor *L = vc_op_dot_const(g, lp, w);
     CHECK_OK(vc_graph_backward(g, L, 1.0f));
@@ -74,9 +77,19 @@ static void one_model(int k) {
     for (int i = 0; i < vc_model_n_params(m); i++) np += vc_model_param(m, i, NULL, NULL)->n;
     float *g0 = calloc((size_t)np, 4), *g1 = calloc((size_t)np, 4), lp0[128], lp1[128];
     vc_graph *g = vc_graph_new();
-    int64_t s0 = -1, s1 = -1;
+    int64_t s0 = -1, s1 = -1, s2 = -1;
+    float *g2 = calloc((size_t)np, 4), lp2[128];
     run(m, g, 0, lp0, g0, &s0);
     run(m, g, 1, lp1, g1, &s1);
+    run(m, g, 2, lp2, g2, &s2);
+    double d2 = 0, z2 = 0;
+    for (int64_t t = 0; t < T; t++) {
+        if (w[t] != 0) d2 = fmax(d2, fabs(lp2[t] - lp1[t]));
+        else z2 = fmax(z2, fabs(lp2[t]));
+    }
+    for (int64_t i = 0; i < np; i++) d2 = fmax(d2, fabs(g2[i] - g1[i]));
+    CHECK_MSG(d2 < 1e-5 && z2 == 0, "config %d, LM head on the response rows only: difference %g, others %g", k, d2, z2);
+    free(g2);
     /* group 0 shares 8 tokens with 2 more members; group 1's third member only 3 with the others */
     CHECK_MSG(s0 == 0 && s1 == 2 * 8 + 2 * 3, "config %d: saved %lld / %lld positions", k, (long long)s0, (long long)s1);
     double dl = 0, dg = 0, gmax = 0;
