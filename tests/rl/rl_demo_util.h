@@ -26,6 +26,18 @@ static inline void demo_model_setup(const char *dir, uint64_t seed) {
     free(cp);
 }
 
+/* <dir>/train.jsonl: two addition prompts ("1+2=", "2+2=") of data source ds, in verl's row schema (one check) */
+static inline void demo_rows_setup(const char *dir, const char *ds) {
+    char p[300], rows[600];
+    snprintf(p, sizeof p, "%s/train.jsonl", dir);
+    snprintf(rows, sizeof rows,
+             "{\"data_source\":\"%s\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],"
+             "\"reward_model\":{\"ground_truth\":\"3\"}}\n"
+             "{\"data_source\":\"%s\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
+             "\"reward_model\":{\"ground_truth\":\"4\"}}\n", ds, ds);
+    CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+}
+
 /* <dir>/rm: a reward model in the demo's vocabulary (LlamaForSequenceClassification, one label, random
  * weights from seed) with the demo tokenizer and its own chat template: contents joined by '+' */
 static inline void demo_rm_setup(const char *dir, uint64_t seed) {

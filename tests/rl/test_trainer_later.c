@@ -126,12 +126,7 @@ int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_later_%d", (int)getpid());
     demo_model_setup(dir, 13);
     char p[300];
-    snprintf(p, sizeof p, "%s/train.jsonl", dir);
-    const char *rows = "{\"data_source\":\"x\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],"
-                       "\"reward_model\":{\"ground_truth\":\"3\"}}\n"
-                       "{\"data_source\":\"x\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
-                       "\"reward_model\":{\"ground_truth\":\"4\"}}\n";
-    CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+    demo_rows_setup(dir, "x");
     snprintf(p, sizeof p, "%s/rw.py", dir);
     const char *py = "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
                      "    n = len(solution_str)\n"

@@ -133,12 +133,7 @@ int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_megatron_%d", (int)getpid());
     demo_model_setup(dir, 11);
     char p[300];
-    snprintf(p, sizeof p, "%s/train.jsonl", dir);
-    const char *rows = "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"1+2=\"}],"
-                       "\"reward_model\":{\"ground_truth\":\"3\"}}\n"
-                       "{\"data_source\":\"verlc/addition\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
-                       "\"reward_model\":{\"ground_truth\":\"4\"}}\n";
-    CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+    demo_rows_setup(dir, "verlc/addition");
     test_config();
     test_run();
     snprintf(p, sizeof p, "rm -rf %s", dir);
