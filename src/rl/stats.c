@@ -55,7 +55,8 @@ static const char *const AGG_NAMES[] = { "token-mean", "seq-mean-token-sum", "se
 vc_status vc_agg_mode_parse(const char *name, vc_agg_mode *mode) {
     for (int i = 0; i < 5; i++)
         if (name && !strcmp(name, AGG_NAMES[i])) { *mode = (vc_agg_mode)i; return VC_OK; }
-    return vc_fail(VC_ERR_ARG, "invalid loss_agg_mode: %s", name ? name : "(null)");
+    return vc_fail(VC_ERR_ARG, "invalid loss_agg_mode: %s (token-mean, seq-mean-token-sum, seq-mean-token-mean, "
+                               "seq-mean-token-sum-norm, token-sum)", name ? name : "(null)");
 }
 
 const char *vc_agg_mode_name(vc_agg_mode mode) {
