@@ -85,6 +85,7 @@ struct vc_rl_trainer {
     char *reward_kwargs;        /* the Python function's extra keyword arguments as JSON (NULL: none) */
     int reward_py;              /* reward_cmd is verl's Python file / pkg:// module (else a program) */
     int reward_mgr;             /* reward_model.reward_manager: RL_RM_* */
+    char exp_name[128];         /* trainer.experiment_name (the gdpo manager puts it in extra_info) */
     int reward_timeout_ms;
     rl_metrics met;   /* this step */
     rl_metrics last;  /* latest value of every metric */

@@ -70,9 +70,17 @@ vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *t
     if (info) *info = NULL;
     vc_status st = VC_OK;
     if (t->proc) {
-        cJSON *ans = NULL;
-        st = vc_reward_proc_score_v(t->proc, p->data_source, text, row_gt(p), row_extra(p), score,
+        cJSON *ans = NULL, *ex = NULL;
+        if (t->reward_mgr == RL_RM_GDPO) { /* verl's gdpo manager: extra_info["experiment_name"] */
+            ex = row_extra(p) ? cJSON_Duplicate(row_extra(p), 1) : cJSON_CreateObject();
+            if (!ex || !cJSON_AddStringToObject(ex, "experiment_name", t->exp_name)) {
+                cJSON_Delete(ex);
+                return VC_ERR_NOMEM;
+            }
+        }
+        st = vc_reward_proc_score_v(t->proc, p->data_source, text, row_gt(p), ex ? ex : row_extra(p), score,
                                     info ? &ans : NULL);
+        cJSON_Delete(ex);
         if (vc_reward_row_failed(st)) {
             *failed = 1;
             return VC_OK;
@@ -295,7 +303,10 @@ vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c) {
     char *batch_kw = NULL, *fn_kw = NULL;
     double tmo = 60;
     t->overlong_max = t->max_resp;
+    const char *exp = NULL;
     vc_status st = read_manager(t, c);
+    if (!st) st = vc_config_get_str_or(c, "trainer.experiment_name", "", &exp);
+    if (!st) snprintf(t->exp_name, sizeof t->exp_name, "%s", exp ? exp : "");
     if (!st) st = read_overlong(t, c, "reward_model.overlong_buffer", t->max_resp);
     if (!st) st = read_manager_kwargs(t, c, &batch_kw);
     if (!st) st = vc_config_get_str_or(c, "custom_reward_function.path", NULL, &t->reward_cmd);

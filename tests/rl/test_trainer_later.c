@@ -43,7 +43,7 @@ static vc_status run(const char *name, int steps, const char *extra) {
              "actor_rollout_ref.rollout.n=4|actor_rollout_ref.actor.ppo_mini_batch_size=2|"
              "actor_rollout_ref.rollout.temperature=1.5|actor_rollout_ref.actor.optim.lr=1e-2|"
              "trainer.total_training_steps=%d|trainer.save_freq=-1|trainer.logger=[file]|"
-             "trainer.default_local_dir=%s/%s|reward.custom_reward_function.path=%s/rw.py|%s",
+             "trainer.default_local_dir=%s/%s|reward.custom_reward_function.path=%s/rw.py|trainer.experiment_name=later|%s",
              dir, dir, steps, dir, name, dir, extra);
     int64_t done = 0;
     return demo_fit(buf, &done);
@@ -132,6 +132,8 @@ int main(void) {
                      "    n = len(solution_str)\n"
                      "    length = min(n, 8) / 8.0\n"
                      "    digit = any(c.isdigit() for c in solution_str)\n"
+                     "    if extra_info is not None and 'experiment_name' in extra_info:\n"
+                     "        assert extra_info['experiment_name'] == 'later', extra_info  # the gdpo manager's\n"
                      "    return {'score': length, 'length_reward': length, 'digit_reward': digit}\n";
     CHECK_OK(vc_write_file_atomic(p, py, strlen(py)));
     test_gdpo();
