@@ -127,7 +127,7 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
 /* the module path PEFT matches exclude_modules against and names adapters by: the checkpoint's own
  * (model.layers.3.mlp.fc1 for Phi-2), or, for a part of a fused tensor (W_pack, qkv_proj, c_attn), the
  * Llama-style path of the part, since verlc adapts each part on its own */
-static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
+void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);
@@ -204,7 +204,7 @@ vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char 
             vc_tensor *W = vc_w(m, l, TARGETS[i].slot);
             if (!(mask >> TARGETS[i].slot & 1) || !W || W->ndim != 2) continue;
             char name[128];
-            module_name(m, l, TARGETS[i].slot, name, sizeof name);
+            vc_lora_module_name(m, l, TARGETS[i].slot, name, sizeof name);
             if (ex && excluded(ex, name)) continue;
             a->index[(size_t)l * VC_W_COUNT + TARGETS[i].slot] = a->n;
             a->layer_of[a->n] = l;
@@ -284,97 +284,6 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
     a->on = was;
     vc_status s2 = m->be->sync();
     return st ? st : s2;
-}
-
-/* PEFT's tensor names: base_model.model.<module path>.lora_A.weight */
-static void peft_name(const vc_model *m, int i, int b, char *buf, size_t cap) {
-    char mod[128];
-    module_name(m, m->lora->layer_of[i], m->lora->slot_of[i], mod, sizeof mod);
-    snprintf(buf, cap, "base_model.model.%s.lora_%c.weight", mod, b ? 'B' : 'A');
-}
-
-vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
-    const vc_lora *a = m->lora;
-    if (!a) return vc_fail(VC_ERR_ARG, "model: no LoRA adapters to save");
-    vc_st_writer *w = NULL;
-    vc_status st = vc_st_writer_new(&w);
-    float *host = st ? NULL : vc_malloc(sizeof(float) * (size_t)a->n_floats);
-    if (!st && !host) st = VC_ERR_NOMEM;
-    if (!st) m->be->d2h(host, a->data, sizeof(float) * (size_t)a->n_floats);
-    for (int i = 0; !st && i < a->n; i++)
-        for (int b = 0; b < 2 && !st; b++) {
-            char name[256];
-            peft_name(m, i, b, name, sizeof name);
-            const vc_tensor *t = &a->t[2 * i + b];
-            st = vc_st_writer_add(w, name, VC_F32, 2, t->shape, host + (t->data - a->data), 1);
-        }
-    char *path = st ? NULL : vc_path_join(dir, "adapter_model.safetensors");
-    if (!st) st = path ? vc_st_writer_write(w, path) : VC_ERR_NOMEM;
-    free(path);
-    free(host);
-    vc_st_writer_free(w);
-    if (st) return st;
-    /* adapter_config.json as PEFT writes it */
-    char mods[256] = "";
-    uint64_t seen = 0;
-    for (int i = 0; i < a->n; i++)
-        if (!(seen >> a->slot_of[i] & 1)) { /* the modules' own short names (c_proj once for two slots) */
-            seen |= 1ull << a->slot_of[i];
-            char mod[128], q[140];
-            module_name(m, a->layer_of[i], a->slot_of[i], mod, sizeof mod);
-            const char *last = strrchr(mod, '.');
-            snprintf(q, sizeof q, "\"%s\"", last ? last + 1 : mod);
-            if (!strstr(mods, q)) snprintf(mods + strlen(mods), sizeof mods - strlen(mods), "%s%s", *mods ? ", " : "", q);
-        }
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
-             "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"target_modules\": [%s],\n"
-             "  \"base_model_name_or_path\": \"%s\"\n}\n",
-             a->rank, a->alpha, mods, m->dir ? m->dir : "");
-    path = vc_path_join(dir, "adapter_config.json");
-    st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
-    free(path);
-    return st;
-}
-
-vc_status vc_model_lora_load(vc_model *m, const char *dir) {
-    vc_lora *a = m->lora;
-    if (!a) return vc_fail(VC_ERR_ARG, "model: attach LoRA adapters before loading them");
-    char *path = vc_path_join(dir, "adapter_model.safetensors");
-    if (path && !vc_file_exists(path)) { /* older PEFT versions saved adapter_model.bin (torch.save) */
-        char *bin = vc_path_join(dir, "adapter_model.bin");
-        if (bin && vc_file_exists(bin)) {
-            free(path);
-            path = bin;
-        } else free(bin);
-    }
-    vc_checkpoint *ck = NULL;
-    vc_status st = path ? vc_ckpt_open(path, &ck) : VC_ERR_NOMEM;
-    for (int i = 0; !st && i < a->n; i++)
-        for (int b = 0; b < 2 && !st; b++) {
-            char name[256];
-            peft_name(m, i, b, name, sizeof name);
-            const vc_st_tensor *t = vc_ckpt_find(ck, name);
-            vc_tensor *d = &a->t[2 * i + b];
-            if (!t) st = vc_fail(VC_ERR_MISSING, "%s: adapter tensor '%s' is missing", path, name);
-            else if (t->ndim != 2 || t->shape[0] != d->shape[0] || t->shape[1] != d->shape[1])
-                st = vc_fail(VC_ERR_SHAPE, "%s: adapter tensor '%s' is not [%lld,%lld] (rank or model differ)", path,
-                             name, (long long)d->shape[0], (long long)d->shape[1]);
-            else {
-                float *buf = vc_malloc(sizeof(float) * (size_t)d->n);
-                if (!buf) st = VC_ERR_NOMEM;
-                else {
-                    vc_st_tensor_to_f32(t, buf);
-                    m->be->h2d(d->data, buf, sizeof(float) * (size_t)d->n);
-                    free(buf);
-                }
-            }
-        }
-    vc_ckpt_close(ck);
-    free(path);
-    if (!st) st = m->be->sync();
-    return st;
 }
 
 struct save_args { const char *dir; vc_dtype dtype; };

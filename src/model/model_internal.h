@@ -37,6 +37,9 @@ typedef struct vc_lora {
 void vc_lora_free(vc_lora *a, const vc_backend *be);
 /* the adapter number of (layer, slot) while adapters are on, else -1 */
 int vc_lora_index(const vc_model *m, int layer, int slot);
+/* the module path PEFT matches and names adapters by: the checkpoint's own, or for a part of a fused tensor
+ * the Llama-style path of the part (lora.c; lora_io.c writes fused tensors' adapters under the fused name) */
+void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap);
 
 struct vc_model {
     vc_model_config cfg;

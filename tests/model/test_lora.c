@@ -5,6 +5,7 @@
  * device (no host access to backend memory). */
 #include "tensor/backend.h"
 #include "verlc/device.h"
+#include "verlc/json.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
 #include "verlc/rng.h"
@@ -196,9 +197,118 @@ static void test_arch_names(void) {
     }
 }
 
+/* adapters of fused projections in PEFT's form on the checkpoint's own module (Phi-3's qkv_proj and
+ * gate_up_proj, Qwen's c_attn, Baichuan's W_pack, ChatGLM's query_key_value and dense_h_to_4h): stacked A,
+ * block-diagonal B, rank_pattern / alpha_pattern; read back exactly; a rank-r fused adapter with one A
+ * (as PEFT trains it) gives each part that A and its rows of B (the first adapter: layer 0's fused q/k/v) */
+static void test_fused(void) {
+    static const struct { const char *fixture, *fused; int parts; } CASES[] = {
+        { "phi3", "model.layers.0.self_attn.qkv_proj", 3 }, { "qwen1", "transformer.h.0.attn.c_attn", 3 },
+        { "baichuan2", "model.layers.0.self_attn.W_pack", 3 },
+        { "chatglm3", "transformer.encoder.layers.0.self_attention.query_key_value", 3 },
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        char dir[512], out[256], name[300];
+        snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), CASES[c].fixture);
+        snprintf(out, sizeof out, "/tmp/verlc_lora_fused_%d", (int)getpid());
+        vc_model *m = NULL, *m2 = NULL;
+        CHECK_OK(vc_model_load(dir, &m));
+        CHECK_OK(vc_model_load(dir, &m2));
+        if (!m || !m2) {
+            vc_model_free(m);
+            vc_model_free(m2);
+            continue;
+        }
+        vc_graph *g = vc_graph_new();
+        CHECK_OK(vc_model_lora_init(m, 2, 4.0, "all-linear", 1));
+        vc_tensor *const *p = NULL, *const *p2 = NULL;
+        int n = vc_model_lora_params(m, &p);
+        for (int i = 1; i < n; i += 2) { /* B drawn */
+            float *w = malloc((size_t)p[i]->n * 4);
+            for (int64_t j = 0; w && j < p[i]->n; j++) w[j] = 0.3f * vc_rng_normal(5, (uint64_t)i, (uint64_t)j, 0);
+            if (w) CHECK_OK(vc_tensor_write(p[i], w));
+            free(w);
+        }
+        float want[18], got[18];
+        loss_of(m, g, want, 0);
+        mkdir(out, 0755);
+        CHECK_OK(vc_model_lora_save(m, out));
+        char *path = vc_path_join(out, "adapter_model.safetensors"), *cfg = vc_path_join(out, "adapter_config.json");
+        vc_checkpoint *ck = NULL;
+        CHECK_OK(vc_ckpt_open(path, &ck));
+        snprintf(name, sizeof name, "base_model.model.%s.lora_A.weight", CASES[c].fused);
+        const vc_st_tensor *t = ck ? vc_ckpt_find(ck, name) : NULL;
+        CHECK_MSG(t && t->shape[0] == 2 * CASES[c].parts, "%s: %s %s", CASES[c].fixture, name, t ? "has another rank" : "missing");
+        vc_ckpt_close(ck);
+        cJSON *j = NULL;
+        CHECK_OK(vc_json_load_file(cfg, &j));
+        const char *last = strrchr(CASES[c].fused, '.') + 1;
+        const cJSON *rp = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "rank_pattern"), last);
+        const cJSON *ap = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "alpha_pattern"), last);
+        CHECK_MSG(rp && rp->valueint == 2 * CASES[c].parts && ap && ap->valuedouble == 4.0 * CASES[c].parts,
+                  "%s: rank_pattern / alpha_pattern of %s", CASES[c].fixture, last);
+        cJSON_Delete(j);
+        /* read back through adapter_config.json: the same model */
+        CHECK_OK(vc_model_lora_attach_from(m2, out));
+        loss_of(m2, g, got, 0);
+        CHECK_MSG(max_diff(want, got, 18) == 0, "%s: read back %g", CASES[c].fixture, max_diff(want, got, 18));
+        /* a PEFT-trained fused adapter of rank 2: A shared by the parts */
+        int n2 = vc_model_lora_params(m2, &p2), ia = -1;
+        for (int i = 0; i + 1 < n2; i += 2)
+            if (p2[i]->shape[0] == 2) { ia = i; break; }
+        vc_st_writer *w = NULL;
+        CHECK_OK(vc_st_writer_new(&w));
+        int64_t in = p2[ia]->shape[1], rows = 0, sa[2] = { 2, in };
+        for (int q = 0; q < CASES[c].parts; q++) rows += p2[ia + 1 + 2 * q]->shape[0];
+        float *A = malloc(sizeof(float) * (size_t)(2 * in)), *B = malloc(sizeof(float) * (size_t)(rows * 2));
+        for (int64_t e = 0; e < 2 * in; e++) A[e] = 0.01f * (float)(e % 7) - 0.03f;
+        for (int64_t e = 0; e < rows * 2; e++) B[e] = 0.02f * (float)(e % 5) - 0.04f;
+        int64_t sb[2] = { rows, 2 };
+        snprintf(name, sizeof name, "base_model.model.%s.lora_A.weight", CASES[c].fused);
+        CHECK_OK(vc_st_writer_add(w, name, VC_F32, 2, sa, A, 1));
+        snprintf(name, sizeof name, "base_model.model.%s.lora_B.weight", CASES[c].fused);
+        CHECK_OK(vc_st_writer_add(w, name, VC_F32, 2, sb, B, 1));
+        /* the other adapters as saved */
+        CHECK_OK(vc_ckpt_open(path, &ck));
+        for (int k = 0; ck && k < vc_ckpt_count(ck); k++) {
+            const vc_st_tensor *x = vc_ckpt_at(ck, k);
+            if (strstr(x->name, CASES[c].fused)) continue;
+            float *buf = malloc(x->nbytes);
+            vc_st_tensor_to_f32(x, buf);
+            CHECK_OK(vc_st_writer_add(w, x->name, VC_F32, x->ndim, x->shape, buf, 1));
+            free(buf);
+        }
+        vc_ckpt_close(ck);
+        CHECK_OK(vc_st_writer_write(w, path));
+        vc_st_writer_free(w);
+        CHECK_OK(vc_model_lora_load(m2, out));
+        int same = 1;
+        for (int q = 0, r0 = 0; q < CASES[c].parts; q++) {
+            const vc_tensor *ta = p2[ia + 2 * q], *tb = p2[ia + 1 + 2 * q];
+            float *ha = malloc(sizeof(float) * (size_t)ta->n), *hb = malloc(sizeof(float) * (size_t)tb->n);
+            CHECK_OK(vc_tensor_read(ta, ha));
+            CHECK_OK(vc_tensor_read(tb, hb));
+            same &= !memcmp(ha, A, sizeof(float) * (size_t)ta->n) && !memcmp(hb, B + (int64_t)r0 * 2, sizeof(float) * (size_t)tb->n);
+            r0 += (int)tb->shape[0];
+            free(ha);
+            free(hb);
+        }
+        CHECK_MSG(same, "%s: the parts of a rank-2 fused adapter are not its A and rows of B", CASES[c].fixture);
+        free(A);
+        free(B);
+        free(path);
+        free(cfg);
+        remove_tree(out);
+        vc_graph_free(g);
+        vc_model_free(m);
+        vc_model_free(m2);
+    }
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_arch_names();
+    test_fused();
     run("phi", "fc1,dense");
     run("qwen3", "all-linear");
     run("gemma2", "q_proj,v_proj,down_proj");

@@ -1,0 +1,245 @@
+/* LoRA adapters in PEFT's files: adapter_model.safetensors (base_model.model.<module>.lora_A/B.weight) and
+ * adapter_config.json. verlc adapts each part of a fused projection on its own (q, k and v of Phi-3's
+ * qkv_proj, Baichuan's W_pack, Qwen's c_attn, ChatGLM's query_key_value; gate and up of gate_up_proj /
+ * dense_h_to_4h); when every part of such a tensor has an adapter they are written as one adapter of the
+ * fused module, as PEFT names it on the original model: A = the parts' A stacked ([k r, in]), B = the
+ * parts' B block-diagonal in the tensor's row layout ([out, k r]), with rank_pattern k r and alpha_pattern
+ * k alpha for that module (the same alpha / r scaling), so PEFT and vLLM load it on the checkpoint's own
+ * model. Reading takes that form back exactly, or a fused adapter of rank r trained elsewhere (one A shared
+ * by the parts: each part gets that A and its rows of B), or the per-part names of earlier verlc files. */
+#include "model_internal.h"
+#include "verlc/json.h"
+#include "verlc/safetensors.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct unit {
+    int n;           /* adapters in it: 1, or the fused tensor's parts */
+    int ad[3];       /* adapter numbers in the fused tensor's row order */
+    int64_t row[4];  /* the parts' first rows; row[n]: the fused tensor's rows */
+    char mod[160];   /* module path */
+} unit;
+
+/* the fused tensor that loaded (layer, slot) as rows stacked with other slots, or NULL */
+static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
+    for (int i = 0; i < m->n_src; i++) {
+        const vc_source *s = &m->src[i];
+        const vc_tensor_rule *r = s->rule;
+        size_t n = strlen(s->name);
+        if (s->layer == layer && r && r->transform == VC_TR_SPLIT_ROWS && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
+            (r->slot == slot || r->slot2 == slot || r->slot3 == slot))
+            return s;
+    }
+    return NULL;
+}
+
+/* adapter i as a unit: its fused tensor's when every part has an adapter (the first part's adapter owns
+ * the unit: *owner 0 for the others), else on its own */
+static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
+    const vc_lora *a = m->lora;
+    int layer = a->layer_of[i], slot = a->slot_of[i];
+    const vc_source *s = fused_source(m, layer, slot);
+    memset(u, 0, sizeof *u);
+    *owner = 1;
+    if (s) {
+        int slots[3] = { s->rule->slot, s->rule->slot2, s->rule->slot3 }, k = 0, whole = 1;
+        for (int p = 0; p < 3 && slots[p] != VC_W_NONE; p++, k++) {
+            int ad = a->index[(size_t)layer * VC_W_COUNT + slots[p]];
+            whole &= ad >= 0;
+            u->ad[p] = ad;
+            u->row[p + 1] = u->row[p] + (ad >= 0 ? a->t[2 * ad + 1].shape[0] : 0);
+        }
+        if (whole && k > 1) {
+            u->n = k;
+            snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
+            *owner = u->ad[0] == i;
+            return;
+        }
+    }
+    memset(u, 0, sizeof *u);
+    u->n = 1;
+    u->ad[0] = i;
+    u->row[1] = a->t[2 * i + 1].shape[0];
+    vc_lora_module_name(m, layer, slot, u->mod, sizeof u->mod);
+}
+
+static void tensor_name(const char *mod, int b, char *buf, size_t cap) {
+    snprintf(buf, cap, "base_model.model.%s.lora_%c.weight", mod, b ? 'B' : 'A');
+}
+
+/* the unit's A and B in PEFT's layout (host arrays from the adapters' host copy) */
+static vc_status fuse(const vc_lora *a, const float *host, const unit *u, float **A, float **B, int64_t *in) {
+    int64_t r = a->rank, R = r * u->n, out = u->row[u->n];
+    *in = a->t[2 * u->ad[0]].shape[1];
+    *A = vc_malloc(sizeof(float) * (size_t)(R * *in));
+    *B = vc_calloc((size_t)(out * R), sizeof(float));
+    if (!*A || !*B) return VC_ERR_NOMEM;
+    for (int p = 0; p < u->n; p++) {
+        const vc_tensor *ta = &a->t[2 * u->ad[p]], *tb = &a->t[2 * u->ad[p] + 1];
+        memcpy(*A + p * r * *in, host + (ta->data - a->data), sizeof(float) * (size_t)(r * *in));
+        const float *bp = host + (tb->data - a->data);
+        for (int64_t o = 0; o < tb->shape[0]; o++)
+            memcpy(*B + (u->row[p] + o) * R + p * r, bp + o * r, sizeof(float) * (size_t)r);
+    }
+    return VC_OK;
+}
+
+static vc_status write_config(const vc_model *m, const char *dir, const char *mods, const char *ranks,
+                              const char *alphas) {
+    const vc_lora *a = m->lora;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
+             "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"target_modules\": [%s],\n"
+             "  \"rank_pattern\": {%s},\n  \"alpha_pattern\": {%s},\n  \"base_model_name_or_path\": \"%s\"\n}\n",
+             a->rank, a->alpha, mods, ranks, alphas, m->dir ? m->dir : "");
+    char *path = vc_path_join(dir, "adapter_config.json");
+    vc_status st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
+    free(path);
+    return st;
+}
+
+/* adds "name" (quoted) to a comma-separated list unless it is there; returns 1 when added */
+static int add_name(char *list, size_t cap, const char *name) {
+    char q[180];
+    snprintf(q, sizeof q, "\"%s\"", name);
+    if (strstr(list, q)) return 0;
+    snprintf(list + strlen(list), cap - strlen(list), "%s%s", *list ? ", " : "", q);
+    return 1;
+}
+
+vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
+    const vc_lora *a = m->lora;
+    if (!a) return vc_fail(VC_ERR_ARG, "model: no LoRA adapters to save");
+    vc_st_writer *w = NULL;
+    vc_status st = vc_st_writer_new(&w);
+    float *host = st ? NULL : vc_malloc(sizeof(float) * (size_t)a->n_floats);
+    if (!st && !host) st = VC_ERR_NOMEM;
+    if (!st) m->be->d2h(host, a->data, sizeof(float) * (size_t)a->n_floats);
+    char mods[512] = "", ranks[256] = "", alphas[256] = "";
+    for (int i = 0; !st && i < a->n; i++) {
+        unit u;
+        int owner;
+        unit_of(m, i, &u, &owner);
+        if (!owner) continue;
+        float *A = NULL, *B = NULL;
+        int64_t in = 0, R = (int64_t)a->rank * u.n;
+        st = fuse(a, host, &u, &A, &B, &in);
+        char name[256];
+        int64_t sa[2] = { R, in }, sb[2] = { u.row[u.n], R };
+        tensor_name(u.mod, 0, name, sizeof name);
+        if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sa, A, 1);
+        tensor_name(u.mod, 1, name, sizeof name);
+        if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sb, B, 1);
+        free(A);
+        free(B);
+        const char *last = strrchr(u.mod, '.'), *shrt = last ? last + 1 : u.mod;
+        if (add_name(mods, sizeof mods, shrt) && u.n > 1) { /* PEFT: this module's r and alpha */
+            snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks), "%s\"%s\": %lld", *ranks ? ", " : "", shrt,
+                     (long long)R);
+            snprintf(alphas + strlen(alphas), sizeof alphas - strlen(alphas), "%s\"%s\": %g", *alphas ? ", " : "",
+                     shrt, a->alpha * u.n);
+        }
+    }
+    char *path = st ? NULL : vc_path_join(dir, "adapter_model.safetensors");
+    if (!st) st = path ? vc_st_writer_write(w, path) : VC_ERR_NOMEM;
+    free(path);
+    free(host);
+    vc_st_writer_free(w);
+    return st ? st : write_config(m, dir, mods, ranks, alphas);
+}
+
+/* one adapter tensor of the file as f32 (NULL when absent); shape checked by the caller */
+static const vc_st_tensor *find(vc_checkpoint *ck, const char *mod, int b) {
+    char name[256];
+    tensor_name(mod, b, name, sizeof name);
+    return vc_ckpt_find(ck, name);
+}
+
+static vc_status put(vc_model *m, vc_tensor *d, const float *src) {
+    m->be->h2d(d->data, src, sizeof(float) * (size_t)d->n);
+    return VC_OK;
+}
+
+/* a fused unit from the file: rank r (one A shared by the parts) or k r (verlc's block-diagonal form) */
+static vc_status load_fused(vc_model *m, const char *path, const unit *u, const vc_st_tensor *ta,
+                            const vc_st_tensor *tb) {
+    vc_lora *a = m->lora;
+    int64_t r = a->rank, in = a->t[2 * u->ad[0]].shape[1], out = u->row[u->n], R = ta->ndim == 2 ? ta->shape[0] : -1;
+    if (ta->ndim != 2 || tb->ndim != 2 || ta->shape[1] != in || tb->shape[0] != out || tb->shape[1] != R ||
+        (R != r && R != r * u->n))
+        return vc_fail(VC_ERR_SHAPE, "%s: the adapter of %s is not [%lld or %lld, %lld] and [%lld, same] (rank or "
+                       "model differ)", path, u->mod, (long long)r, (long long)(r * u->n), (long long)in, (long long)out);
+    float *A = vc_malloc(sizeof(float) * (size_t)(R * in)), *B = vc_malloc(sizeof(float) * (size_t)(out * R));
+    float *bp = vc_malloc(sizeof(float) * (size_t)(out * r));
+    vc_status st = A && B && bp ? VC_OK : VC_ERR_NOMEM;
+    if (!st) vc_st_tensor_to_f32(ta, A), vc_st_tensor_to_f32(tb, B);
+    for (int p = 0; !st && p < u->n; p++) {
+        int64_t c0 = R == r ? 0 : p * r, rows = u->row[p + 1] - u->row[p];
+        for (int64_t o = 0; o < rows; o++) /* verlc's form: the other parts' columns must be zero */
+            for (int64_t c = 0; c < R && R != r; c++)
+                if ((c < c0 || c >= c0 + r) && B[(u->row[p] + o) * R + c] != 0.0f)
+                    st = vc_fail(VC_ERR_FORMAT, "%s: the rank-%lld adapter of %s is not one adapter per part (B is "
+                                 "not block-diagonal)", path, (long long)R, u->mod);
+        for (int64_t o = 0; !st && o < rows; o++) memcpy(bp + o * r, B + (u->row[p] + o) * R + c0, sizeof(float) * (size_t)r);
+        if (!st) st = put(m, &a->t[2 * u->ad[p]], A + c0 * in);
+        if (!st) st = put(m, &a->t[2 * u->ad[p] + 1], bp);
+    }
+    free(A);
+    free(B);
+    free(bp);
+    return st;
+}
+
+static vc_status load_one(vc_model *m, const char *path, vc_checkpoint *ck, int i) {
+    vc_lora *a = m->lora;
+    char mod[160];
+    vc_lora_module_name(m, a->layer_of[i], a->slot_of[i], mod, sizeof mod);
+    for (int b = 0; b < 2; b++) {
+        const vc_st_tensor *t = find(ck, mod, b);
+        vc_tensor *d = &a->t[2 * i + b];
+        if (!t) {
+            char name[256];
+            tensor_name(mod, b, name, sizeof name);
+            return vc_fail(VC_ERR_MISSING, "%s: adapter tensor '%s' is missing", path, name);
+        }
+        if (t->ndim != 2 || t->shape[0] != d->shape[0] || t->shape[1] != d->shape[1])
+            return vc_fail(VC_ERR_SHAPE, "%s: the adapter tensor of %s is not [%lld,%lld] (rank or model differ)", path,
+                           mod, (long long)d->shape[0], (long long)d->shape[1]);
+        float *buf = vc_malloc(sizeof(float) * (size_t)d->n);
+        if (!buf) return VC_ERR_NOMEM;
+        vc_st_tensor_to_f32(t, buf);
+        put(m, d, buf);
+        free(buf);
+    }
+    return VC_OK;
+}
+
+vc_status vc_model_lora_load(vc_model *m, const char *dir) {
+    vc_lora *a = m->lora;
+    if (!a) return vc_fail(VC_ERR_ARG, "model: attach LoRA adapters before loading them");
+    char *path = vc_path_join(dir, "adapter_model.safetensors");
+    if (path && !vc_file_exists(path)) { /* older PEFT versions saved adapter_model.bin (torch.save) */
+        char *bin = vc_path_join(dir, "adapter_model.bin");
+        if (bin && vc_file_exists(bin)) {
+            free(path);
+            path = bin;
+        } else free(bin);
+    }
+    vc_checkpoint *ck = NULL;
+    vc_status st = path ? vc_ckpt_open(path, &ck) : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < a->n; i++) {
+        unit u;
+        int owner;
+        unit_of(m, i, &u, &owner);
+        if (u.n > 1 && !owner) continue;
+        const vc_st_tensor *ta = u.n > 1 ? find(ck, u.mod, 0) : NULL, *tb = u.n > 1 ? find(ck, u.mod, 1) : NULL;
+        if (ta && tb) st = load_fused(m, path, &u, ta, tb);
+        else /* per part: a unit of one, or the parts of a fused tensor as earlier verlc files name them */
+            for (int p = 0; !st && p < u.n; p++) st = load_one(m, path, ck, u.ad[p]);
+    }
+    vc_ckpt_close(ck);
+    free(path);
+    if (!st) st = m->be->sync();
+    return st;
+}
