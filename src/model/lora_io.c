@@ -1,7 +1,7 @@
 /* LoRA adapters in PEFT's files: adapter_model.safetensors (base_model.model.<module>.lora_A/B.weight) and
  * adapter_config.json. verlc adapts each part of a fused projection on its own (q, k and v of Phi-3's
- * qkv_proj, Baichuan's W_pack, Qwen's c_attn, ChatGLM's query_key_value; gate and up of gate_up_proj /
- * dense_h_to_4h); when every part of such a tensor has an adapter they are written as one adapter of the
+ * qkv_proj, Baichuan's W_pack, Qwen's c_attn, ChatGLM's query_key_value, InternLM2's wqkv (rows
+ * interleaved per key/value group); gate and up of gate_up_proj / dense_h_to_4h); when every part of such a tensor has an adapter they are written as one adapter of the
  * fused module, as PEFT names it on the original model: A = the parts' A stacked ([k r, in]), B = the
  * parts' B block-diagonal in the tensor's row layout ([out, k r]), with rank_pattern k r and alpha_pattern
  * k alpha for that module (the same alpha / r scaling), so PEFT and vLLM load it on the checkpoint's own
@@ -15,10 +15,19 @@
 
 typedef struct unit {
     int n;           /* adapters in it: 1, or the fused tensor's parts */
-    int ad[3];       /* adapter numbers in the fused tensor's row order */
-    int64_t row[4];  /* the parts' first rows; row[n]: the fused tensor's rows */
+    int ad[3];       /* adapter numbers in the fused tensor's order */
+    int64_t row[4];  /* the parts' first rows when stacked; row[n]: the fused tensor's rows */
+    int64_t hd, rep; /* InternLM2's wqkv (rep > 0): per key/value group, rep query heads, a key and a value */
     char mod[160];   /* module path */
 } unit;
+
+/* the fused tensor's row of row o of part p */
+static int64_t fused_row(const unit *u, int p, int64_t o) {
+    if (!u->rep) return u->row[p] + o;
+    int64_t grp = (u->rep + 2) * u->hd;
+    if (p == 0) return o / (u->rep * u->hd) * grp + o % (u->rep * u->hd);
+    return o / u->hd * grp + (u->rep + p - 1) * u->hd + o % u->hd;
+}
 
 /* the fused tensor that loaded (layer, slot) as rows stacked with other slots, or NULL */
 static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
@@ -26,7 +35,8 @@ static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
         const vc_source *s = &m->src[i];
         const vc_tensor_rule *r = s->rule;
         size_t n = strlen(s->name);
-        if (s->layer == layer && r && r->transform == VC_TR_SPLIT_ROWS && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
+        int fused = r && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_GQA_QKV);
+        if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
             (r->slot == slot || r->slot2 == slot || r->slot3 == slot))
             return s;
     }
@@ -51,6 +61,8 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
         }
         if (whole && k > 1) {
             u->n = k;
+            if (s->rule->transform == VC_TR_GQA_QKV)
+                u->hd = m->cfg.head_dim, u->rep = m->cfg.n_head / m->cfg.n_kv_head;
             snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
             *owner = u->ad[0] == i;
             return;
@@ -79,7 +91,7 @@ static vc_status fuse(const vc_lora *a, const float *host, const unit *u, float 
         memcpy(*A + p * r * *in, host + (ta->data - a->data), sizeof(float) * (size_t)(r * *in));
         const float *bp = host + (tb->data - a->data);
         for (int64_t o = 0; o < tb->shape[0]; o++)
-            memcpy(*B + (u->row[p] + o) * R + p * r, bp + o * r, sizeof(float) * (size_t)r);
+            memcpy(*B + fused_row(u, p, o) * R + p * r, bp + o * r, sizeof(float) * (size_t)r);
     }
     return VC_OK;
 }
@@ -178,10 +190,10 @@ static vc_status load_fused(vc_model *m, const char *path, const unit *u, const 
         int64_t c0 = R == r ? 0 : p * r, rows = u->row[p + 1] - u->row[p];
         for (int64_t o = 0; o < rows; o++) /* verlc's form: the other parts' columns must be zero */
             for (int64_t c = 0; c < R && R != r; c++)
-                if ((c < c0 || c >= c0 + r) && B[(u->row[p] + o) * R + c] != 0.0f)
+                if ((c < c0 || c >= c0 + r) && B[fused_row(u, p, o) * R + c] != 0.0f)
                     st = vc_fail(VC_ERR_FORMAT, "%s: the rank-%lld adapter of %s is not one adapter per part (B is "
                                  "not block-diagonal)", path, (long long)R, u->mod);
-        for (int64_t o = 0; !st && o < rows; o++) memcpy(bp + o * r, B + (u->row[p] + o) * R + c0, sizeof(float) * (size_t)r);
+        for (int64_t o = 0; !st && o < rows; o++) memcpy(bp + o * r, B + fused_row(u, p, o) * R + c0, sizeof(float) * (size_t)r);
         if (!st) st = put(m, &a->t[2 * u->ad[p]], A + c0 * in);
         if (!st) st = put(m, &a->t[2 * u->ad[p] + 1], bp);
     }

@@ -146,7 +146,7 @@ static void run(const char *fixture, const char *targets) {
 }
 
 /* targets and PEFT names in the architecture's own module names: Phi-2's fc1/dense, InternLM2's w1/w3 and
- * its fused wqkv (each part adapted, named as q/k/v), Qwen's c_proj (two modules of that name) */
+ * its fused wqkv, Qwen's c_proj (two modules of that name) */
 static void test_arch_names(void) {
     static const struct { const char *fixture, *targets, *present, *absent; int per_layer; } CASES[] = {
         { "phi", "fc1,dense", "model.layers.1.mlp.fc1", "mlp.up_proj", 2 },
@@ -206,6 +206,7 @@ static void test_fused(void) {
         { "phi3", "model.layers.0.self_attn.qkv_proj", 3 }, { "qwen1", "transformer.h.0.attn.c_attn", 3 },
         { "baichuan2", "model.layers.0.self_attn.W_pack", 3 },
         { "chatglm3", "transformer.encoder.layers.0.self_attention.query_key_value", 3 },
+        { "internlm2", "model.layers.0.attention.wqkv", 3 }, /* rows per key/value group: round trip only */
     };
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         char dir[512], out[256], name[300];
@@ -252,6 +253,7 @@ static void test_fused(void) {
         CHECK_OK(vc_model_lora_attach_from(m2, out));
         loss_of(m2, g, got, 0);
         CHECK_MSG(max_diff(want, got, 18) == 0, "%s: read back %g", CASES[c].fixture, max_diff(want, got, 18));
+        if (strstr(CASES[c].fused, "wqkv")) goto done;
         /* a PEFT-trained fused adapter of rank 2: A shared by the parts */
         int n2 = vc_model_lora_params(m2, &p2), ia = -1;
         for (int i = 0; i + 1 < n2; i += 2)
@@ -296,6 +298,7 @@ static void test_fused(void) {
         CHECK_MSG(same, "%s: the parts of a rank-2 fused adapter are not its A and rows of B", CASES[c].fixture);
         free(A);
         free(B);
+    done:
         free(path);
         free(cfg);
         remove_tree(out);
