@@ -123,12 +123,43 @@ int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens,
     return k;
 }
 
-static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, void *ctx,
+/* With shared prompts: consecutive rows of one uid stay in one forward where the group fits, and a row
+ * after its group's first in that forward counts only the tokens it adds (its prompt is computed once). */
+static int split_rows_shared(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int *starts) {
+    int k = 0;
+    int64_t acc = 0;
+    for (int i = 0; i < n;) {
+        int e = i + 1;
+        int64_t cost = b->cu[rows[i] + 1] - b->cu[rows[i]];
+        while (e < n && b->uid && b->uid[rows[e]] && b->uid[rows[i]] && !strcmp(b->uid[rows[e]], b->uid[rows[i]])) {
+            cost += b->cu[rows[e] + 1] - b->cu[rows[e]] - (b->plen[rows[e]] - 1);
+            e++;
+        }
+        if (max_tokens > 0 && cost > max_tokens) { /* a group beyond the budget: its rows by the budget alone */
+            int first = 1;
+            for (int r = i; r < e; r++) {
+                int64_t len = b->cu[rows[r] + 1] - b->cu[rows[r]], add = first ? len : len - (b->plen[rows[r]] - 1);
+                if (r == i || acc + add > max_tokens) starts[k++] = r, acc = 0, add = len;
+                acc += add;
+                first = 0;
+            }
+        } else {
+            if (i == 0 || (max_tokens > 0 && acc + cost > max_tokens)) starts[k++] = i, acc = 0;
+            acc += cost;
+        }
+        i = e;
+    }
+    starts[k] = n;
+    return k;
+}
+
+static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, int share, void *ctx,
                            vc_status (*fn)(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb)) {
     int *rows = vc_malloc(sizeof(int) * (size_t)b->B), *starts = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
     vc_status st = rows && starts ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; rows && i < b->B; i++) rows[i] = i;
-    int k = st ? 0 : rl_split_rows(b, rows, b->B, max_tokens, 0, starts);
+    int k = st ? 0 : share ? split_rows_shared(b, rows, b->B, max_tokens, starts)
+                           : rl_split_rows(b, rows, b->B, max_tokens, 0, starts);
     vc_model_weight_copies(m, 1); /* forward passes only: the weights do not change */
     for (int s = 0; !st && s < k; s++) {
         vc_graph_reset(g);
@@ -209,7 +240,7 @@ static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *
 vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature,
                                int share, float *out, float *entropy, float *sum_pi_sq) {
     lp_ctx c = { temperature, out, entropy, sum_pi_sq, share };
-    return pass_rows(m, g, b, max_tokens, &c, lp_fn);
+    return pass_rows(m, g, b, max_tokens, share, &c, lp_fn);
 }
 
 vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,
@@ -307,10 +338,10 @@ static vc_status last_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb
 }
 
 vc_status rl_batch_last_scores(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out) {
-    return pass_rows(m, g, b, max_tokens, out, last_fn);
+    return pass_rows(m, g, b, max_tokens, 0, out, last_fn);
 }
 
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out) {
     void *cc[2] = { c, out };
-    return pass_rows(c->m, g, b, max_tokens, cc, val_fn);
+    return pass_rows(c->m, g, b, max_tokens, 0, cc, val_fn);
 }

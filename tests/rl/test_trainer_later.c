@@ -95,12 +95,18 @@ static void test_prefix_grouper(void) {
     CHECK_OK(run("pg0", 1, BASE));
     snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.use_prefix_grouper=true", BASE);
     CHECK_OK(run("pg1", 1, ov));
+    /* log-prob forwards of a few tokens: groups split over forwards (the reference pass), or several whole
+     * groups in one forward counted by the tokens they add (the old-log-prob pass) */
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.use_prefix_grouper=true|"
+                            "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=12|"
+                            "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=48", BASE);
+    CHECK_OK(run("pg2", 1, ov));
     static const char *K[] = { "actor/pg_loss", "actor/kl_loss", "actor/ppo_kl", "actor/grad_norm", "actor/entropy",
                                "critic/advantages/max" };
     for (int i = 0; i < 6; i++) {
-        double a = logged("pg0", 1, K[i]), b = logged("pg1", 1, K[i]);
-        CHECK_MSG(isfinite(a) && fabs(a - b) <= 2e-5 * fmax(1e-2, fabs(a)), "%s: %.9g without, %.9g with shared prompts",
-                  K[i], a, b);
+        double a = logged("pg0", 1, K[i]), b = logged("pg1", 1, K[i]), c = logged("pg2", 1, K[i]);
+        CHECK_MSG(isfinite(a) && fabs(a - b) <= 2e-5 * fmax(1e-2, fabs(a)) && fabs(a - c) <= 2e-5 * fmax(1e-2, fabs(a)),
+                  "%s: %.9g without, %.9g / %.9g with shared prompts", K[i], a, b, c);
     }
     double sh = logged("pg1", 1, "perf/prefix_shared_tokens"), plen = logged("pg1", 1, "prompt_length/mean");
     /* 2 groups of 4 rows in micro-batches of 4: 3 rows per group skip plen - 1 tokens, in 2 epochs */
