@@ -40,11 +40,66 @@ static vc_status even_split(size_t n, size_t k, vc_partition *out) {
     return VC_OK;
 }
 
-/* micro-batches of b (at least min_groups: ZeRO-3) */
-static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_tokens, size_t min_groups,
+/* leading positions of sequence i whose targets carry no loss (a prompt's), at most all but its last */
+static int64_t free_rows(const vc_minibatch *b, int i) {
+    int64_t a = b->cu_seqlens[i], L = b->cu_seqlens[i + 1] - a, j = 0;
+    while (j < L - 1 && b->mask && b->mask[a + j + 1] == 0.0f) j++;
+    return b->mask ? j : 0;
+}
+
+/* token-budget micro-batches that keep each group (b->group) whole: a group is one item whose tokens are its
+ * first sequence's plus what the others add to its shared prompt; 0 (*out untouched) when a group alone
+ * is beyond the budget or there are no groups */
+static int partition_groups(const vc_minibatch *b, int64_t max_tokens, size_t min_groups, vc_partition *out,
+                            vc_status *st) {
+    int n = b->n_seq, nu = 0, ok = 1;
+    int *unit = vc_malloc(sizeof(int) * (size_t)n), *first = vc_malloc(sizeof(int) * (size_t)n);
+    int64_t *cost = vc_calloc((size_t)n, sizeof(int64_t));
+    vc_partition up = { 0 };
+    *st = unit && first && cost ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !*st && i < n; i++) {
+        int u = -1;
+        for (int k = 0; b->group[i] >= 0 && k < nu && u < 0; k++)
+            if (b->group[first[k]] == b->group[i]) u = k;
+        int64_t len = b->cu_seqlens[i + 1] - b->cu_seqlens[i];
+        if (u < 0) first[nu] = i, cost[nu] = len, u = nu++;
+        else cost[u] += len - free_rows(b, i);
+        unit[i] = u;
+    }
+    for (int k = 0; !*st && k < nu; k++) ok &= cost[k] <= max_tokens;
+    ok &= nu < n;
+    if (!*st && ok) *st = vc_micro_batches_by_tokens(cost, (size_t)nu, max_tokens, min_groups, &up);
+    if (!*st && ok) {
+        out->n_groups = up.n_groups;
+        out->n_items = (size_t)n;
+        out->offsets = vc_malloc((up.n_groups + 1) * sizeof *out->offsets);
+        out->items = vc_malloc((size_t)n * sizeof *out->items);
+        if (!out->offsets || !out->items) *st = VC_ERR_NOMEM;
+        size_t w = 0;
+        for (size_t g = 0; !*st && g < up.n_groups; g++) {
+            out->offsets[g] = w;
+            for (size_t q = up.offsets[g]; q < up.offsets[g + 1]; q++)
+                for (int i = 0; i < n; i++)
+                    if (unit[i] == (int)up.items[q]) out->items[w++] = (uint32_t)i;
+        }
+        if (!*st) out->offsets[up.n_groups] = w;
+        if (*st) vc_partition_free(out);
+    }
+    vc_partition_free(&up);
+    free(unit);
+    free(first);
+    free(cost);
+    return !*st && ok;
+}
+
+/* micro-batches of b (at least min_groups: ZeRO-3); share: a token budget keeps b's groups whole */
+static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_tokens, size_t min_groups, int share,
                                vc_partition *out) {
     memset(out, 0, sizeof *out);
     if (b->n_seq <= 0) return vc_fail(VC_ERR_ARG, "empty mini-batch");
+    vc_status st = VC_OK;
+    if (share && b->group && max_tokens > 0 && partition_groups(b, max_tokens, min_groups, out, &st)) return VC_OK;
+    if (st) return st;
     if (max_tokens <= 0) {
         if (micro_bs <= 0) return vc_fail(VC_ERR_ARG, "micro batch size must be positive (got %d)", micro_bs);
         size_t n = (size_t)b->n_seq, k = (n + (size_t)micro_bs - 1) / (size_t)micro_bs;
@@ -54,13 +109,13 @@ static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_
     int64_t *lens = vc_malloc(sizeof *lens * (size_t)b->n_seq);
     if (!lens) return VC_ERR_NOMEM;
     for (int i = 0; i < b->n_seq; i++) lens[i] = b->cu_seqlens[i + 1] - b->cu_seqlens[i];
-    vc_status st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, min_groups, out);
+    st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, min_groups, out);
     free(lens);
     return st;
 }
 
 vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out) {
-    return partition_min(b, micro_bs, max_tokens, 1, out);
+    return partition_min(b, micro_bs, max_tokens, 1, 0, out);
 }
 
 static double seq_targets(const vc_minibatch *b, int i) {
@@ -351,7 +406,7 @@ static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition 
                            "every rank at least %zu sequences)", local ? "the ranks' counts differ" :
                            "the mini-batch's micro-batches cannot be spread evenly", want);
         vc_partition q;
-        st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, &q);
+        st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, t->cfg.share_prefix, &q);
         if (st && !local) return st;
         vc_partition_free(p);
         if (st) { /* the others must learn it: a count they cannot match */
@@ -371,7 +426,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     int local = !use_dp || !t->dp || t->cfg.local_batch;
     /* local mode: a rank may hold no sequence of the global mini-batch */
     int empty = use_dp && t->dp && t->cfg.local_batch && b->n_seq == 0;
-    vc_status st = empty ? VC_OK : vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
+    vc_status st = empty ? VC_OK : partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, 1, t->cfg.share_prefix, &p);
     if (st) return st;
     if (empty) memset(&p, 0, sizeof p);
     if (empty) memset(&norm, 0, sizeof norm);

@@ -101,6 +101,12 @@ static void test_prefix_grouper(void) {
                             "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=12|"
                             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=48", BASE);
     CHECK_OK(run("pg2", 1, ov));
+    /* update micro-batches by a token budget that holds one group: groups kept whole, every prompt shared */
+    static const char *DYN = "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.use_kl_loss=true|"
+                             "actor_rollout_ref.actor.ppo_epochs=2|actor_rollout_ref.actor.use_dynamic_bsz=true|"
+                             "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=30|trainer.balance_batch=false";
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.actor.use_prefix_grouper=true", DYN);
+    CHECK_OK(run("pg3", 1, ov));
     static const char *K[] = { "actor/pg_loss", "actor/kl_loss", "actor/ppo_kl", "actor/grad_norm", "actor/entropy",
                                "critic/advantages/max" };
     for (int i = 0; i < 6; i++) {
@@ -111,6 +117,9 @@ static void test_prefix_grouper(void) {
     double sh = logged("pg1", 1, "perf/prefix_shared_tokens"), plen = logged("pg1", 1, "prompt_length/mean");
     /* 2 groups of 4 rows in micro-batches of 4: 3 rows per group skip plen - 1 tokens, in 2 epochs */
     CHECK_MSG(sh == 2 * 2 * 3 * (plen - 1), "shared tokens %g with prompts of %g", sh, plen);
+    double sh3 = logged("pg3", 1, "perf/prefix_shared_tokens"), g3 = logged("pg3", 1, "actor/grad_norm");
+    CHECK_MSG(sh3 == sh && fabs(g3 - logged("pg0", 1, "actor/grad_norm")) <= 2e-5 * fabs(g3),
+              "token-budget micro-batches: shared tokens %g (want %g), grad_norm %.9g", sh3, sh, g3);
     CHECK(isnan(logged("pg0", 1, "perf/prefix_shared_tokens")));
 }
 
