@@ -7,9 +7,8 @@
  * that every rank computes from the same gathered lengths; a row carries its place in the global order,
  * so only which rank computes it changes. The log-prob passes before it run on the rollout's layout.
  * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. With the actor's
- * use_prefix_grouper the rows keep the rollout's order and ranks, so groups stay together (verl's group-level
- * balancing on one rank; with several ranks verl moves whole groups between ranks, verlc leaves them where
- * the distributed rollout put them). */
+ * use_prefix_grouper, verl's group-level balancing: whole groups go to the ranks (Karmarkar-Karp on their
+ * workloads, equal counts), each rank's rows in their order (one rank: the rollout's order). */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +230,36 @@ vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *ro
     return st;
 }
 
+/* With shared prompts, verl's group-level balancing (seqlen_balancing.get_group_balanced_partitions): the
+ * groups (consecutive rows from a start flag) weigh the sum of their rows' workloads and go to the ranks by
+ * Karmarkar-Karp with equal counts; each rank's rows keep their order, and the global order is rank 0's rows,
+ * then rank 1's, ... owner[g], label[g]: row g's rank and place. */
+static vc_status group_partition(const int64_t *len, const int64_t *start, int GB, int world, int *owner, int *label) {
+    int ng = 0;
+    int *grp = vc_malloc(sizeof(int) * (size_t)(GB ? GB : 1));
+    int64_t *w = vc_calloc((size_t)(GB ? GB : 1), sizeof(int64_t));
+    vc_partition part = { 0 };
+    vc_status st = grp && w ? VC_OK : VC_ERR_NOMEM;
+    for (int g = 0; !st && g < GB; g++) {
+        if (g == 0 || start[g]) ng++;
+        grp[g] = ng - 1;
+        w[ng - 1] += (int64_t)workload(len[g]);
+    }
+    if (!st && ng % world)
+        st = vc_fail(VC_ERR_ARG, "actor.use_prefix_grouper with balance_batch needs the groups (%d) to divide over the "
+                     "ranks (%d), as in verl: make train_batch_size a multiple of the number of ranks", ng, world);
+    if (!st) st = vc_partition_balanced(w, (size_t)ng, (size_t)world, 1, &part);
+    int pos = 0;
+    for (size_t r = 0; !st && r < part.n_groups; r++) /* a rank's groups' rows in ascending order */
+        for (int g = 0; g < GB; g++)
+            for (size_t q = part.offsets[r]; q < part.offsets[r + 1]; q++)
+                if ((int)part.items[q] == grp[g]) owner[g] = (int)r, label[g] = pos++;
+    vc_partition_free(&part);
+    free(grp);
+    free(w);
+    return st;
+}
+
 /* one rank: the rows put in verl's order, and the metrics of one partition */
 static vc_status balance_one(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {
     int *label = vc_malloc(sizeof(int) * (size_t)(b->B + 1)), *src = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
@@ -255,13 +284,19 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
         vc_status s1 = balance_one(t, b, dp, met);
         return s1 ? vc_fail_ctx(s1, "trainer.balance_batch") : VC_OK;
     }
-    int GB = dp->g_B;
-    int64_t *mine = vc_malloc(sizeof(int64_t) * (size_t)(b->B ? b->B : 1));
+    int GB = dp->g_B, grouped = t->acfg.prefix_share;
+    /* each row's length, and with shared prompts whether it starts a group (groups are whole on one rank) */
+    int64_t *mine = vc_malloc(sizeof(int64_t) * (size_t)(b->B ? b->B : 1) * 2);
     if (!mine) return VC_ERR_NOMEM;
-    for (int i = 0; i < b->B; i++) mine[i] = b->cu[i + 1] - b->cu[i];
-    void *all_len = NULL, *all_rows = NULL;
-    size_t *len_sizes = NULL, *row_sizes = NULL;
+    for (int i = 0; i < b->B; i++) {
+        mine[i] = b->cu[i + 1] - b->cu[i];
+        mine[b->B + i] = i == 0 || !b->uid[i] || !b->uid[i - 1] || strcmp(b->uid[i], b->uid[i - 1]);
+    }
+    void *all_len = NULL, *all_rows = NULL, *all_start = NULL;
+    size_t *len_sizes = NULL, *row_sizes = NULL, *start_sizes = NULL;
     vc_status st = vc_comm_gatherv_bytes(t->comm, mine, sizeof(int64_t) * (size_t)b->B, &all_len, &len_sizes, -1);
+    if (!st && grouped)
+        st = vc_comm_gatherv_bytes(t->comm, mine + b->B, sizeof(int64_t) * (size_t)b->B, &all_start, &start_sizes, -1);
     int *owner = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB), *label = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
     int *own_l = st ? NULL : vc_malloc(sizeof(int) * (size_t)GB);
     size_t *counts = st ? NULL : vc_malloc(sizeof(size_t) * (size_t)t->world), got = 0;
@@ -269,28 +304,28 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     for (int r = 0; !st && r < t->world; r++) got += (counts[r] = len_sizes[r] / sizeof(int64_t));
     if (!st && got != (size_t)GB)
         st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
-    int keep = t->acfg.prefix_share; /* shared prompts: every group stays on the rank that generated it */
-    for (int r = 0, g = 0; !st && keep && r < t->world; r++)
-        for (size_t k = 0; k < counts[r]; k++) owner[g++] = r;
-    if (!st && !keep) st = partition(all_len, GB, t->world, owner);
-    if (!st && !keep) st = verl_order(all_len, GB, label);
-    for (int g = 0; !st && !keep && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
+    if (!st && grouped) st = group_partition(all_len, all_start, GB, t->world, owner, label);
+    if (!st && !grouped) st = partition(all_len, GB, t->world, owner);
+    if (!st && !grouped) st = verl_order(all_len, GB, label);
+    for (int g = 0; !st && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
     if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
     /* every rank's rows, tagged with their place in the global order, to every rank */
     size_t bytes = 0;
     for (int i = 0; !st && i < b->B; i++) bytes += row_bytes(b, i);
-    char *buf = st || keep ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
-    if (!st && !keep && !buf) st = VC_ERR_NOMEM;
-    for (int i = 0; !st && !keep && i < b->B; i++) p = write_row(b, i, label[dp->g_off + i], p);
-    if (!st && !keep) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
+    char *buf = st ? NULL : vc_malloc(bytes ? bytes : 1), *p = buf;
+    if (!st && !buf) st = VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) p = write_row(b, i, label[dp->g_off + i], p);
+    if (!st) st = vc_comm_gatherv_bytes(t->comm, buf, bytes, &all_rows, &row_sizes, -1);
     size_t total = 0;
-    for (int r = 0; !st && !keep && r < t->world; r++) total += row_sizes[r];
+    for (int r = 0; !st && r < t->world; r++) total += row_sizes[r];
     int *gidx = NULL;
-    if (!st && !keep) st = rebuild(all_rows, total, own_l, t->rank, dp->g_T, b, &gidx);
-    if (!st && !keep) {
+    if (!st) st = rebuild(all_rows, total, own_l, t->rank, dp->g_T, b, &gidx);
+    if (!st) {
         free(dp->g_idx);
         dp->g_idx = gidx;
     }
+    free(all_start);
+    free(start_sizes);
     free(mine);
     free(all_len);
     free(len_sizes);
