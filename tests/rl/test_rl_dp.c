@@ -2,7 +2,7 @@
  * tokenizer's vocabulary, GSM8K rows as tests/rl/test_trainer_e2e.c builds them) on 2 ranks gives the
  * exported weights of 1 rank within a float tolerance and the same step-1 score metrics and validation
  * accuracy; the global mini-batches are the one-rank ones even where a rank holds none of a mini-batch's
- * rows, also with trainer.balance_batch moving rows between the ranks; a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
+ * rows, also with trainer.balance_batch moving rows between the ranks (and whole groups, with use_prefix_grouper); a world size that contradicts trainer.nnodes x n_gpus_per_node is refused; a rank that hangs or
  * dies mid-step (in its reward program) makes the job fail within VERLC_DIST_TIMEOUT. Skips the MPI part
  * cleanly when mpirun (VERLC_MPIRUN) is missing or the build has no MPI. */
 #include <stdlib.h>
@@ -149,6 +149,8 @@ int main(void) {
     /* LoRA adapters on 2 ranks with ZeRO-1 (the adapters' AdamW state sharded; the merged export compared) */
     test_one_vs_two(2, "lora", "actor_rollout_ref.model.lora_rank=8 actor_rollout_ref.model.lora_alpha=16 "
                        "actor_rollout_ref.actor.zero_stage=1");
+    /* shared prompts: verl's group-level balancing moves whole groups; one mini-batch, so the same step */
+    test_one_vs_two(4, "pg", "actor_rollout_ref.actor.use_prefix_grouper=true");
 #endif
     test_dapo();
     test_world_mismatch();
