@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* creates dir and writes <dir>/config.json and <dir>/model (random weights from seed, the demo
  * tokenizer); four checks */
@@ -36,6 +37,14 @@ static inline void demo_rows_setup(const char *dir, const char *ds) {
              "{\"data_source\":\"%s\",\"prompt\":[{\"role\":\"user\",\"content\":\"2+2=\"}],"
              "\"reward_model\":{\"ground_truth\":\"4\"}}\n", ds, ds);
     CHECK_OK(vc_write_file_atomic(p, rows, strlen(rows)));
+}
+
+/* verl's FileLogger at <dir>/<name>.jsonl for the next run (an old file removed) */
+static inline void demo_file_logger(const char *dir, const char *name) {
+    char log[300];
+    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
+    unlink(log);
+    setenv("VERL_FILE_LOGGER_PATH", log, 1);
 }
 
 /* <dir>/rm: a reward model in the demo's vocabulary (LlamaForSequenceClassification, one label, random

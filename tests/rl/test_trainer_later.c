@@ -33,10 +33,8 @@ static double logged(const char *name, int step, const char *key) {
 }
 
 static vc_status run(const char *name, int steps, const char *extra) {
-    char buf[4096], log[300];
-    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
-    unlink(log);
-    setenv("VERL_FILE_LOGGER_PATH", log, 1);
+    char buf[4096];
+    demo_file_logger(dir, name);
     snprintf(buf, sizeof buf,
              "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
              "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=4|"

@@ -78,9 +78,8 @@ static void test_config(void) {
 
 static vc_status run(const char *name, const char *extra, double *lrs, int n_lrs) {
     char buf[4096], log[300];
+    demo_file_logger(dir, name);
     snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
-    unlink(log);
-    setenv("VERL_FILE_LOGGER_PATH", log, 1);
     snprintf(buf, sizeof buf,
              "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
              "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
