@@ -285,11 +285,9 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
         }
         vc_status st = vc_train_token_weights(m->mask + T, L, mode, norm, m->weight + T);
         if (st) return st;
-        int64_t free_rows = 0; /* leading positions whose targets carry no loss */
-        while (free_rows < L && m->mask[T + free_rows] == 0.0f) free_rows++;
         for (int64_t j = 0; j < L; j++) m->negw[T + j] = -m->weight[T + j];
         T += L;
-        m->share[ns] = free_rows;
+        m->share[ns] = free_rows(b, (int)s);
         m->group[ns] = b->group ? b->group[s] : -1;
         m->seq[ns++] = s;
         m->cu[ns] = T;
