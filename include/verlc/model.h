@@ -82,6 +82,20 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
  * the regular expression `exclude` (Python syntax) matches as a whole (PEFT's exclude_modules); NULL: none */
 vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char *targets, const char *exclude,
                                 uint64_t seed);
+/* the whole of PEFT's LoraConfig that verlc reads: targets as above ("[]": none; on MoE layers all-linear
+ * and the names gate_proj + up_proj (w1 + w3), down_proj (w2), gate reach the routed experts and the router
+ * as PEFT maps them onto transformers 5's fused tensors), params PEFT's target_parameters (NULL: none):
+ * mlp.experts.gate_up_proj, mlp.experts.down_proj (one adapter per routed expert) and mlp.gate.weight (the
+ * router) of the MoE layers, by full path or a dotted tail */
+typedef struct vc_lora_spec {
+    int rank;
+    double alpha;
+    const char *targets, *params, *exclude;
+    uint64_t seed;
+    int gu_rank; /* the experts' gate_up adapter's rank (PEFT's rank_pattern; alpha scaled alike); 0: 2 rank
+                  * when module names reach it, rank when target_parameters does */
+} vc_lora_spec;
+vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *spec);
 int vc_model_has_lora(const vc_model *m);
 int vc_model_lora_params(vc_model *m, vc_tensor *const **out);
 /* switches the adapters in or out of the forward (out: the base model); returns the previous state */

@@ -67,4 +67,13 @@ vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, c
  * gate/up [E, I, H], down [E, H, I] stacked expert weights. */
 vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
                      vc_tensor *down, int act, const struct vc_route_desc *rd);
+/* LoRA adapters on the routed experts (PEFT's target_parameters on the fused expert tensors), applied per
+ * routed row without forming W + s B A: gate_up (NULL: none): A [E, r, H] shared by gate and up, B
+ * [2, E, I, r] (gate's, then up's); down (NULL: none): A [E, r, I], B [E, H, r]; scale alpha / r. */
+typedef struct vc_moe_lora {
+    vc_tensor *gu_a, *gu_b, *down_a, *down_b;
+    float scale;
+} vc_moe_lora;
+vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
+                          vc_tensor *down, int act, const struct vc_route_desc *rd, const vc_moe_lora *lora);
 #endif

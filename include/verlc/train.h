@@ -345,6 +345,7 @@ typedef struct vc_sft_config {
     double lora_alpha;       /* 16 */
     const char *lora_targets; /* model.target_modules: all-linear or names */
     const char *lora_exclude; /* model.exclude_modules: a regular expression over module paths, or NULL */
+    const char *lora_params;  /* model.target_parameters (later verl; PEFT's): routed experts / router, or NULL */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;

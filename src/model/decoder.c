@@ -359,9 +359,13 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
                          .topk_group = c->topk_group, .group_top2_sum = c->group_top2 };
     vc_tensor *bias = vc_w(m, l, VC_W_ROUTER_BIAS);
     rd.bias = bias ? bias->data : NULL;
-    vc_tensor *logits = vc_op_linear(f->g, h, vc_w(m, l, VC_W_ROUTER), NULL);
-    vc_tensor *y = vc_op_moe(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
-                             vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd);
+    vc_tensor *logits = lin(f, h, l, VC_W_ROUTER, NULL);
+    const vc_lora *a = m->lora; /* adapters on the routed experts (PEFT's target_parameters) */
+    int gu = vc_lora_index(m, l, VC_W_EXP_GATE), dn = vc_lora_index(m, l, VC_W_EXP_DOWN);
+    vc_moe_lora lo = { gu >= 0 ? &a->t[2 * gu] : NULL, gu >= 0 ? &a->t[2 * gu + 1] : NULL,
+                       dn >= 0 ? &a->t[2 * dn] : NULL, dn >= 0 ? &a->t[2 * dn + 1] : NULL, a ? a->scale : 0 };
+    vc_tensor *y = vc_op_moe_lora(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
+                                  vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd, &lo);
     if (!c->shared_inter) return y;
     vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
     if (c->shared_gate) {

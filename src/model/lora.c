@@ -3,7 +3,10 @@
  * in +-1/sqrt(in), seeded) and B [out, r] zero, so a fresh adapter leaves the model unchanged. With an
  * adapter the base weights get no gradient storage: only A and B are trained (the trainer's extra
  * parameters). Rollout runs the same decoder, so it samples from the adapted model; with the adapter
- * switched off the model is the base model (verl's reference policy under LoRA). */
+ * switched off the model is the base model (verl's reference policy under LoRA).
+ * PEFT's target_parameters reach what is not nn.Linear in transformers 5: the routed experts' fused
+ * tensors (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I]: one rank-r adapter per
+ * expert, gate and up sharing A as the fused tensor does) and the router (mlp.gate.weight). */
 #include "model_internal.h"
 #include "tensor/backend.h"
 #include "verlc/rng.h"
@@ -38,20 +41,42 @@ static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
     { "linear_kv_down_proj", VC_W_KV_A }, { "linear_kv_up_proj", VC_W_KV_B },
 };
 
+/* target_parameters: the tensors of an MoE layer PEFT wraps as parameters, by their transformers 5 names
+ * under model.layers.N (slot: the adapter's; gate_up's adapter also covers VC_W_EXP_UP) */
+static const struct { const char *name; int slot; } PARAMS[] = {
+    { "mlp.experts.gate_up_proj", VC_W_EXP_GATE }, { "mlp.experts.down_proj", VC_W_EXP_DOWN },
+    { "mlp.gate.weight", VC_W_ROUTER },
+};
+#define N_PARAMS (sizeof PARAMS / sizeof PARAMS[0])
+
+static int is_expert_slot(int slot) { return slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN; }
+
 static const char *target_name(int slot) {
     for (size_t i = 0; i < N_TARGETS; i++)
         if (TARGETS[i].slot == slot) return TARGETS[i].name;
     return "?";
 }
 
-/* "all-linear" or comma/space-separated module names -> a bit per slot. Names are the Llama-style ones
- * (q_proj ... down_proj) or the architecture's own module names (Phi-2's fc1/fc2/dense, InternLM2's
- * wqkv/wo/w1/w2/w3, Qwen's c_attn/c_proj/w1/w2, Baichuan's W_pack, Phi-3's qkv_proj/gate_up_proj, ...);
- * a fused module targets each of its parts. */
-static vc_status parse_targets(const vc_arch *arch, const char *spec, uint64_t *mask) {
+/* what module names reach in MoE layers, as PEFT maps transformers 4's per-expert nn.Linear names onto
+ * transformers 5's fused expert tensors (gate and up only together, as one adapter of twice the rank) */
+enum { MOE_GATE = 1, MOE_UP = 2, MOE_DOWN = 4, MOE_ROUTER = 8 };
+static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
+    { "gate_proj", MOE_GATE }, { "w1", MOE_GATE }, { "up_proj", MOE_UP }, { "w3", MOE_UP },
+    { "down_proj", MOE_DOWN }, { "w2", MOE_DOWN }, { "gate", MOE_ROUTER },
+};
+
+/* "all-linear" or comma/space-separated module names -> a bit per slot, and in *moe (models with MoE
+ * layers) the MOE_* bits. Names are the Llama-style ones (q_proj ... down_proj) or the architecture's own
+ * module names (Phi-2's fc1/fc2/dense, InternLM2's wqkv/wo/w1/w2/w3, Qwen's c_attn/c_proj/w1/w2,
+ * Baichuan's W_pack, Phi-3's qkv_proj/gate_up_proj, Mixtral's w1/w2/w3 and gate, ...); a fused module
+ * targets each of its parts. all-linear reaches what was nn.Linear in transformers 4, the routed experts
+ * and the router too, as PEFT does. */
+static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_moe, uint64_t *mask, unsigned *moe) {
     *mask = 0;
+    *moe = 0;
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
         for (size_t i = 0; i < N_TARGETS; i++) *mask |= 1ull << TARGETS[i].slot;
+        *moe = has_moe ? MOE_GATE | MOE_UP | MOE_DOWN | MOE_ROUTER : 0;
         return VC_OK;
     }
     char buf[512];
@@ -65,13 +90,17 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, uint64_t *
             if (!strcmp(tok, MEGATRON_NAMES[i].name)) own |= 1ull << MEGATRON_NAMES[i].slot;
         if (!own && arch) /* the architecture's own module names, dense projections only */
             for (size_t k = 0; k < N_TARGETS; k++) own |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
-        if (!own)
+        unsigned mb = 0;
+        for (size_t k = 0; k < sizeof MOE_NAMES / sizeof MOE_NAMES[0] && has_moe; k++)
+            if (!strcmp(tok, MOE_NAMES[k].name)) mb |= MOE_NAMES[k].bit;
+        *moe |= mb;
+        if (!own && !mb)
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
                                        "o_proj, gate_proj, up_proj, down_proj or a projection module of %s", tok,
                            arch ? arch->name : "the model");
         *mask |= own;
     }
-    return *mask ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
+    return *mask || *moe ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
 }
 
 int vc_lora_index(const vc_model *m, int layer, int slot) {
@@ -89,6 +118,7 @@ void vc_lora_free(vc_lora *a, const vc_backend *be) {
     free(a->index);
     free(a->layer_of);
     free(a->slot_of);
+    free(a->rank_of);
     free(a->off);
     free(a->t);
     free(a->ptr);
@@ -96,25 +126,41 @@ void vc_lora_free(vc_lora *a, const vc_backend *be) {
 }
 
 /* A's floats, B's offset after it (both 16-float aligned) */
-static int64_t a_span(int64_t rank, int64_t in) { return (rank * in + 15) & ~(int64_t)15; }
-static int64_t b_span(int64_t out, int64_t rank) { return (out * rank + 15) & ~(int64_t)15; }
+static int64_t span(int64_t n) { return (n + 15) & ~(int64_t)15; }
+
+/* the shapes of (layer, slot)'s A and B: [r, in] and [out, r] on a matrix; on the experts' gate and up
+ * A [E, r, H] and B [2, E, I, r], on their down A [E, r, I] and B [E, H, r] */
+typedef struct { int na, nb; int64_t a[4], b[4], an, bn; } ab_shape;
+static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r) {
+    const vc_tensor *W = vc_w(m, layer, slot);
+    ab_shape s = { 2, 2, { r, W->shape[W->ndim - 1] }, { W->shape[W->ndim - 2], r }, 0, 0 };
+    if (W->ndim == 3) {
+        int64_t E = W->shape[0], o = W->shape[1], in = W->shape[2];
+        s.na = 3, s.a[0] = E, s.a[1] = r, s.a[2] = in;
+        if (slot == VC_W_EXP_GATE) s.nb = 4, s.b[0] = 2, s.b[1] = E, s.b[2] = o, s.b[3] = r;
+        else s.nb = 3, s.b[0] = E, s.b[1] = o, s.b[2] = r;
+    }
+    s.an = s.bn = 1;
+    for (int k = 0; k < s.na; k++) s.an *= s.a[k];
+    for (int k = 0; k < s.nb; k++) s.bn *= s.b[k];
+    return s;
+}
 
 /* the adapters' tensors over the allocated storage, A drawn, B zero */
 static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
     float *host = vc_calloc((size_t)a->n_floats, sizeof(float));
     if (!host) return VC_ERR_NOMEM;
     for (int i = 0; i < a->n; i++) {
-        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
-        int64_t out = W->shape[0], in = W->shape[1], off = a->off[i], boff = off + a_span(a->rank, in);
-        int64_t sa[2] = { a->rank, in }, sb[2] = { out, a->rank };
-        vc_param_init(&a->t[2 * i], a->data + off, a->grad + off, 2, sa);
-        vc_param_init(&a->t[2 * i + 1], a->data + boff, a->grad + boff, 2, sb);
+        ab_shape sh = shapes(m, a->layer_of[i], a->slot_of[i], a->rank_of[i]);
+        int64_t off = a->off[i], boff = off + span(sh.an), in = sh.a[sh.na - 1];
+        vc_param_init(&a->t[2 * i], a->data + off, a->grad + off, sh.na, sh.a);
+        vc_param_init(&a->t[2 * i + 1], a->data + boff, a->grad + boff, sh.nb, sh.b);
         for (int k = 0; k < 2; k++) {
             a->t[2 * i + k].requires_grad = 1;
             a->ptr[2 * i + k] = &a->t[2 * i + k];
         }
         float bound = (float)(1.0 / sqrt((double)in)); /* PEFT: kaiming_uniform_(a = sqrt(5)) */
-        for (int64_t e = 0; e < a->rank * in; e++)
+        for (int64_t e = 0; e < sh.an; e++)
             host[off + e] = bound * (2.0f * vc_rng_uniform(seed, (uint64_t)a->layer_of[i], (uint64_t)a->slot_of[i],
                                                            (uint64_t)e) - 1.0f);
     }
@@ -128,6 +174,10 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
  * (model.layers.3.mlp.fc1 for Phi-2), or, for a part of a fused tensor (W_pack, qkv_proj, c_attn), the
  * Llama-style path of the part, since verlc adapts each part on its own */
 void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
+    if (is_expert_slot(slot) || slot == VC_W_ROUTER) { /* PEFT's path on transformers 5's model */
+        snprintf(buf, cap, "model.layers.%d.mlp.%s", layer, slot == VC_W_ROUTER ? "gate" : "experts");
+        return;
+    }
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);
@@ -167,61 +217,142 @@ vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *ta
 
 vc_status vc_model_lora_init_ex(vc_model *m, int rank, double alpha, const char *targets, const char *exclude,
                                 uint64_t seed) {
-    if (m->lora) return vc_fail(VC_ERR_ARG, "model: LoRA adapters are already attached");
-    if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
-    if (!(alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", alpha);
-    if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
-    uint64_t mask;
-    vc_status st = parse_targets(m->cfg.arch, targets, &mask);
-    if (st) return st;
-    OnigRegex ex = NULL; /* PEFT: a Python regular expression that must match the whole module path */
-    if (exclude && *exclude && (st = exclude_compile(exclude, &ex))) return st;
+    vc_lora_spec sp = { rank, alpha, targets, NULL, exclude, seed };
+    return vc_model_lora_attach(m, &sp);
+}
+
+/* target_parameters (comma/space-separated, as PEFT matches them: a name equal to a parameter's path under
+ * the model, model.layers.N.mlp.experts.gate_up_proj, or ending it after a dot) -> a bit per (layer,
+ * PARAMS entry) in want[n_layer] */
+static vc_status parse_params(const vc_model *m, const char *spec, unsigned *want) {
     const vc_model_config *c = &m->cfg;
-    size_t cells = (size_t)c->n_layer * VC_W_COUNT, most = (size_t)c->n_layer * N_TARGETS + 1;
-    vc_lora *a = vc_calloc(1, sizeof *a);
-    if (!a) {
-        onig_free(ex);
-        return VC_ERR_NOMEM;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec ? spec : "");
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
+        int hit = 0;
+        size_t n = strlen(tok);
+        for (int l = 0; l < c->n_layer; l++)
+            for (size_t k = 0; k < N_PARAMS && c->is_moe[l]; k++) {
+                char key[160];
+                size_t kl = (size_t)snprintf(key, sizeof key, "model.layers.%d.%s", l, PARAMS[k].name);
+                if (!strcmp(key, tok) || (kl > n && key[kl - n - 1] == '.' && !strcmp(key + kl - n, tok)))
+                    want[l] |= 1u << k, hit = 1;
+            }
+        if (!hit)
+            return vc_fail(VC_ERR_ARG, "LoRA target_parameters '%s' names no parameter of %s (verlc adapts the MoE "
+                           "layers' mlp.experts.gate_up_proj, mlp.experts.down_proj and mlp.gate.weight)", tok,
+                           c->arch ? c->arch->name : "the model");
     }
+    return VC_OK;
+}
+
+/* adapter n of the list: (layer, slot) of rank r at the next offset (unless that slot has one) */
+static void add_adapter(vc_model *m, vc_lora *a, int l, int slot, int r) {
+    if (a->index[(size_t)l * VC_W_COUNT + slot] >= 0) return;
+    ab_shape sh = shapes(m, l, slot, r);
+    a->index[(size_t)l * VC_W_COUNT + slot] = a->n;
+    a->layer_of[a->n] = l;
+    a->slot_of[a->n] = slot;
+    a->rank_of[a->n] = r;
+    a->off[a->n] = a->n_floats;
+    a->n_floats += span(sh.an) + span(sh.bn);
+    a->n++;
+}
+
+static vc_lora *lora_new(size_t cells, size_t most) {
+    vc_lora *a = vc_calloc(1, sizeof *a);
+    if (!a) return NULL;
     a->index = vc_malloc(sizeof(int) * cells);
     a->layer_of = vc_malloc(sizeof(int) * most);
     a->slot_of = vc_malloc(sizeof(int) * most);
+    a->rank_of = vc_malloc(sizeof(int) * most);
     a->off = vc_malloc(sizeof(int64_t) * most);
     a->t = vc_calloc(2 * most, sizeof *a->t);
     a->ptr = vc_calloc(2 * most, sizeof *a->ptr);
-    if (!a->index || !a->layer_of || !a->slot_of || !a->off || !a->t || !a->ptr) {
-        onig_free(ex);
+    if (!a->index || !a->layer_of || !a->slot_of || !a->rank_of || !a->off || !a->t || !a->ptr) {
         vc_lora_free(a, NULL);
-        return VC_ERR_NOMEM;
+        return NULL;
     }
     for (size_t i = 0; i < cells; i++) a->index[i] = -1;
-    a->rank = rank;
-    a->alpha = alpha;
-    a->scale = (float)(alpha / rank);
-    a->on = 1;
-    for (int l = 0; l < c->n_layer; l++) /* the dense projections this layer has */
+    return a;
+}
+
+/* the adapters' list: target_modules' dense projections not excluded and what they reach in the MoE
+ * layers (moe: MOE_* bits; gate_up of rank 2 r, as PEFT converts gate and up), then target_parameters' */
+static vc_status choose(vc_model *m, vc_lora *a, uint64_t mask, unsigned moe, OnigRegex ex, const unsigned *want,
+                        int gu_rank) {
+    const vc_model_config *c = &m->cfg;
+    int r = a->rank;
+    for (int l = 0; l < c->n_layer; l++) { /* the dense projections this layer has */
         for (size_t i = 0; i < N_TARGETS; i++) {
             vc_tensor *W = vc_w(m, l, TARGETS[i].slot);
             if (!(mask >> TARGETS[i].slot & 1) || !W || W->ndim != 2) continue;
             char name[128];
             vc_lora_module_name(m, l, TARGETS[i].slot, name, sizeof name);
             if (ex && excluded(ex, name)) continue;
-            a->index[(size_t)l * VC_W_COUNT + TARGETS[i].slot] = a->n;
-            a->layer_of[a->n] = l;
-            a->slot_of[a->n] = TARGETS[i].slot;
-            a->off[a->n] = a->n_floats;
-            a->n_floats += a_span(rank, W->shape[1]) + b_span(W->shape[0], rank);
-            a->n++;
+            add_adapter(m, a, l, TARGETS[i].slot, r);
         }
-    onig_free(ex);
-    if (!a->n) {
-        vc_lora_free(a, NULL);
-        return vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
+        char name[128];
+        vc_lora_module_name(m, l, VC_W_EXP_GATE, name, sizeof name);
+        int ex_exp = ex && excluded(ex, name);
+        vc_lora_module_name(m, l, VC_W_ROUTER, name, sizeof name);
+        int ex_router = ex && excluded(ex, name);
+        if (c->is_moe[l] && !ex_exp && (moe & (MOE_GATE | MOE_UP)) == (MOE_GATE | MOE_UP))
+            add_adapter(m, a, l, VC_W_EXP_GATE, gu_rank > 0 ? gu_rank : 2 * r);
+        if (c->is_moe[l] && !ex_exp && moe & MOE_DOWN) add_adapter(m, a, l, VC_W_EXP_DOWN, r);
+        if (c->is_moe[l] && !ex_router && moe & MOE_ROUTER) add_adapter(m, a, l, VC_W_ROUTER, r);
+        for (size_t k = 0; k < N_PARAMS; k++)
+            if (want[l] >> k & 1 && vc_w(m, l, PARAMS[k].slot))
+                add_adapter(m, a, l, PARAMS[k].slot, PARAMS[k].slot == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r);
     }
-    a->data = m->be->alloc(sizeof(float) * (size_t)a->n_floats);
-    a->grad = a->data ? m->be->alloc(sizeof(float) * (size_t)a->n_floats) : NULL;
-    st = a->data && a->grad ? place(m, a, seed)
-                            : vc_fail(VC_ERR_NOMEM, "LoRA: cannot allocate %.1f MB of adapters", a->n_floats * 8e-6);
+    return a->n ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
+}
+
+vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
+    int rank = sp->rank;
+    if (m->lora) return vc_fail(VC_ERR_ARG, "model: LoRA adapters are already attached");
+    if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
+    if (!(sp->alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", sp->alpha);
+    if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
+    const vc_model_config *c = &m->cfg;
+    uint64_t mask = 0;
+    unsigned moe = 0;
+    int has_moe = 0;
+    for (int l = 0; l < c->n_layer; l++) has_moe |= c->is_moe[l];
+    int has_params = sp->params && strspn(sp->params, ", []'\"") < strlen(sp->params);
+    /* target_modules "[]" (an empty list): no module, as with PEFT (target_parameters only) */
+    int none = sp->targets && *sp->targets && !sp->targets[strspn(sp->targets, "[] ")];
+    vc_status st = none ? VC_OK : parse_targets(c->arch, sp->targets, has_moe, &mask, &moe);
+    if (st) return st;
+    unsigned *want = vc_calloc((size_t)c->n_layer + 1, sizeof *want);
+    if (!want) return VC_ERR_NOMEM;
+    if (has_params && (st = parse_params(m, sp->params, want))) {
+        free(want);
+        return st;
+    }
+    OnigRegex ex = NULL; /* PEFT: a Python regular expression that must match the whole module path */
+    if (sp->exclude && *sp->exclude && (st = exclude_compile(sp->exclude, &ex))) {
+        free(want);
+        return st;
+    }
+    vc_lora *a = lora_new((size_t)c->n_layer * VC_W_COUNT, (size_t)c->n_layer * (N_TARGETS + N_PARAMS) + 1);
+    if (!a) st = VC_ERR_NOMEM;
+    else {
+        a->rank = rank;
+        a->alpha = sp->alpha;
+        a->scale = (float)(sp->alpha / rank);
+        a->on = 1;
+        st = choose(m, a, mask, moe, ex, want, sp->gu_rank);
+    }
+    onig_free(ex);
+    free(want);
+    if (!st) {
+        a->data = m->be->alloc(sizeof(float) * (size_t)a->n_floats);
+        a->grad = a->data ? m->be->alloc(sizeof(float) * (size_t)a->n_floats) : NULL;
+        st = a->data && a->grad ? place(m, a, sp->seed)
+                                : vc_fail(VC_ERR_NOMEM, "LoRA: cannot allocate %.1f MB of adapters", a->n_floats * 8e-6);
+    }
     if (st) {
         vc_lora_free(a, m->be);
         return st;
@@ -244,16 +375,30 @@ int vc_model_lora_enable(vc_model *m, int on) {
 
 int vc_model_has_lora(const vc_model *m) { return m && m->lora != NULL; }
 
-/* W += sign * scale * B A for every adapter (f32 GEMMs), for export */
+/* the base tensors adapter i changes: its slot's, and up's beside gate's on the experts; returns how many */
+static int touched(const vc_lora *a, int i, int slot[2]) {
+    slot[0] = a->slot_of[i];
+    slot[1] = VC_W_EXP_UP;
+    return slot[0] == VC_W_EXP_GATE ? 2 : 1;
+}
+
+/* W += sign * scale * B A for every adapter (f32 GEMMs; per expert on the experts), for export */
 static vc_status merge(vc_model *m, float sign) {
     vc_lora *a = m->lora;
     int prec = vc_matmul_precision();
     vc_set_matmul_precision(VC_PREC_F32);
     for (int i = 0; i < a->n; i++) {
-        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
-        int64_t out = W->shape[0], in = W->shape[1];
-        m->be->gemm(0, 0, out, in, a->rank, sign * a->scale, a->t[2 * i + 1].data, a->rank, a->t[2 * i].data, in, 1.0f,
-                    W->data, in);
+        int sl[2], np = touched(a, i, sl);
+        const vc_tensor *A = &a->t[2 * i], *B = &a->t[2 * i + 1];
+        int64_t r = A->shape[A->ndim - 2];
+        for (int p = 0; p < np; p++) {
+            vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+            int64_t E = W->ndim == 3 ? W->shape[0] : 1, out = W->shape[W->ndim - 2], in = W->shape[W->ndim - 1];
+            const float *bp = B->data + p * E * out * r; /* up's B after gate's */
+            for (int64_t e = 0; e < E; e++)
+                m->be->gemm(0, 0, out, in, r, sign * a->scale, bp + e * out * r, r, A->data + e * r * in, in, 1.0f,
+                            W->data + e * out * in, in);
+        }
     }
     vc_set_matmul_precision(prec);
     return m->be->sync();
@@ -263,23 +408,29 @@ static vc_status merge(vc_model *m, float sign) {
 vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *ctx), void *ctx) {
     vc_lora *a = m->lora;
     if (!a) return fn(m, ctx);
-    float **keep = vc_calloc((size_t)a->n, sizeof *keep);
+    float **keep = vc_calloc((size_t)a->n * 2, sizeof *keep); /* [2 i + p]: part p of adapter i's base */
     vc_status st = keep ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < a->n; i++) {
-        vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
-        if (!(keep[i] = vc_malloc(sizeof(float) * (size_t)W->n))) st = VC_ERR_NOMEM;
-        else m->be->d2h(keep[i], W->data, sizeof(float) * (size_t)W->n);
+        int sl[2], np = touched(a, i, sl);
+        for (int p = 0; !st && p < np; p++) {
+            vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+            if (!(keep[2 * i + p] = vc_malloc(sizeof(float) * (size_t)W->n))) st = VC_ERR_NOMEM;
+            else m->be->d2h(keep[2 * i + p], W->data, sizeof(float) * (size_t)W->n);
+        }
     }
     int was = a->on;
     a->on = 0; /* the merged weights carry the adapters */
     if (!st) st = merge(m, 1.0f);
     if (!st) st = fn(m, ctx);
-    for (int i = 0; keep && i < a->n; i++)
-        if (keep[i]) {
-            vc_tensor *W = vc_w(m, a->layer_of[i], a->slot_of[i]);
-            m->be->h2d(W->data, keep[i], sizeof(float) * (size_t)W->n);
-            free(keep[i]);
-        }
+    for (int i = 0; keep && i < a->n; i++) {
+        int sl[2], np = touched(a, i, sl);
+        for (int p = 0; p < np; p++)
+            if (keep[2 * i + p]) {
+                vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+                m->be->h2d(W->data, keep[2 * i + p], sizeof(float) * (size_t)W->n);
+                free(keep[2 * i + p]);
+            }
+    }
     free(keep);
     a->on = was;
     vc_status s2 = m->be->sync();
@@ -304,24 +455,54 @@ vc_status vc_model_save_hf_merged(vc_model *m, const char *dir, vc_dtype dtype) 
     return st;
 }
 
-/* adapter_config.json's r, lora_alpha and target_modules */
+/* a JSON list's strings, comma-separated */
+static void names_of(const cJSON *list, char *buf, size_t cap) {
+    const cJSON *e;
+    *buf = 0;
+    if (cJSON_IsArray(list))
+        cJSON_ArrayForEach(e, list) if (cJSON_IsString(e))
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? "," : "", e->valuestring);
+}
+
+/* rank_pattern's rank for the experts' gate_up_proj (0: none), whose alpha_pattern must keep alpha / r */
+static vc_status gate_up_pattern(const cJSON *j, const char *path, int r, double alpha, int *gu) {
+    const cJSON *e, *rp = vc_json_member(j, "rank_pattern"), *ap = vc_json_member(j, "alpha_pattern");
+    double a2 = 0;
+    *gu = 0;
+    if (cJSON_IsObject(rp))
+        cJSON_ArrayForEach(e, rp) if (strstr(e->string, "gate_up_proj") && cJSON_IsNumber(e)) *gu = e->valueint;
+    if (cJSON_IsObject(ap))
+        cJSON_ArrayForEach(e, ap) if (strstr(e->string, "gate_up_proj") && cJSON_IsNumber(e)) a2 = e->valuedouble;
+    if (*gu < 0 || *gu > 8192) return vc_fail(VC_ERR_FORMAT, "%s: rank_pattern gate_up_proj = %d", path, *gu);
+    double want = alpha / r * (*gu ? *gu : r);
+    if (a2 && fabs(a2 - want) > 1e-9 * want)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: alpha_pattern gives gate_up_proj alpha %g: verlc scales every adapter "
+                       "by lora_alpha / r, so it must be %g", path, a2, want);
+    return VC_OK;
+}
+
+/* adapter_config.json's r, lora_alpha, target_modules and target_parameters */
 vc_status vc_model_lora_attach_from(vc_model *m, const char *dir) {
     char *p = vc_path_join(dir, "adapter_config.json");
     cJSON *j = NULL;
     vc_status st = p ? vc_json_load_file(p, &j) : VC_ERR_NOMEM;
     int64_t r = 0;
     double alpha = 0;
-    char targets[512] = "";
+    char targets[512] = "", params[512] = "";
     if (!st) st = vc_json_req_int(j, "r", &r, p);
     if (!st) st = vc_json_req_num(j, "lora_alpha", &alpha, p);
-    const cJSON *tm = st ? NULL : vc_json_member(j, "target_modules"), *e;
+    const cJSON *tm = st ? NULL : vc_json_member(j, "target_modules");
     if (tm && cJSON_IsString(tm)) snprintf(targets, sizeof targets, "%s", tm->valuestring);
-    else if (tm && cJSON_IsArray(tm))
-        cJSON_ArrayForEach(e, tm) if (cJSON_IsString(e))
-            snprintf(targets + strlen(targets), sizeof targets - strlen(targets), "%s%s", *targets ? "," : "",
-                     e->valuestring);
+    else if (tm && cJSON_IsArray(tm)) {
+        names_of(tm, targets, sizeof targets);
+        if (!*targets) snprintf(targets, sizeof targets, "[]"); /* PEFT: no module (target_parameters only) */
+    }
+    names_of(st ? NULL : vc_json_member(j, "target_parameters"), params, sizeof params);
     if (!st && r > 4096) st = vc_fail(VC_ERR_FORMAT, "%s: r = %lld", p, (long long)r);
-    if (!st) st = vc_model_lora_init(m, (int)r, alpha, *targets ? targets : NULL, 0);
+    int gu = 0; /* rank_pattern / alpha_pattern of the experts' gate_up_proj */
+    if (!st) st = gate_up_pattern(j, p, (int)r, alpha, &gu);
+    vc_lora_spec sp = { (int)r, alpha, *targets ? targets : NULL, *params ? params : NULL, NULL, 0, gu };
+    if (!st) st = vc_model_lora_attach(m, &sp);
     if (!st) st = vc_model_lora_load(m, dir);
     cJSON_Delete(j);
     free(p);

@@ -6,7 +6,11 @@
  * parts' B block-diagonal in the tensor's row layout ([out, k r]), with rank_pattern k r and alpha_pattern
  * k alpha for that module (the same alpha / r scaling), so PEFT and vLLM load it on the checkpoint's own
  * model. Reading takes that form back exactly, or a fused adapter of rank r trained elsewhere (one A shared
- * by the parts: each part gets that A and its rows of B), or the per-part names of earlier verlc files. */
+ * by the parts: each part gets that A and its rows of B), or the per-part names of earlier verlc files.
+ * Adapters of target_parameters are PEFT's ParamWrapper tensors: the router's as a module's; the experts'
+ * under model.layers.N.mlp.experts, lora_A [r E, in] (expert e's A in rows e r ..), lora_B [out, r E]
+ * (expert e's B in columns k E + e), gate_up_proj's inside down_proj's (.base_layer) when both are
+ * adapted, as PEFT nests the two wrappers. */
 #include "model_internal.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
@@ -79,6 +83,50 @@ static void tensor_name(const char *mod, int b, char *buf, size_t cap) {
     snprintf(buf, cap, "base_model.model.%s.lora_%c.weight", mod, b ? 'B' : 'A');
 }
 
+static int is_param_slot(int slot) { return slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN || slot == VC_W_ROUTER; }
+static const char *param_name(int slot) {
+    return slot == VC_W_EXP_GATE ? "mlp.experts.gate_up_proj" : slot == VC_W_EXP_DOWN ? "mlp.experts.down_proj"
+                                                                                       : "mlp.gate.weight";
+}
+
+/* an expert adapter's module path: gate_up's wrapper sits inside down's when both are adapted */
+static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
+    const vc_lora *a = m->lora;
+    int l = a->layer_of[i], inner = a->slot_of[i] == VC_W_EXP_GATE && a->index[(size_t)l * VC_W_COUNT + VC_W_EXP_DOWN] >= 0;
+    snprintf(buf, cap, "model.layers.%d.mlp.experts%s", l, inner ? ".base_layer" : "");
+}
+
+/* B between verlc's [P, E, O, r] (P = 2: gate's, then up's) and PEFT's [P O, r E] (to_peft: that way) */
+static void expert_b(float *peft, float *own, int64_t P, int64_t E, int64_t O, int64_t r, int to_peft) {
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t k = 0; k < r; k++) {
+                    float *x = &peft[(p * O + o) * r * E + k * E + e], *y = &own[((p * E + e) * O + o) * r + k];
+                    if (to_peft) *x = *y;
+                    else *y = *x;
+                }
+}
+
+/* an expert adapter i as PEFT's tensors: A [r E, in] is verlc's [E, r, in] as it is; B reordered */
+static vc_status save_expert(const vc_model *m, vc_st_writer *w, const float *host, int i) {
+    const vc_lora *a = m->lora;
+    const vc_tensor *ta = &a->t[2 * i], *tb = &a->t[2 * i + 1];
+    int64_t E = ta->shape[0], r = ta->shape[1], in = ta->shape[2], P = tb->ndim == 4 ? 2 : 1, O = tb->shape[tb->ndim - 2];
+    float *B = vc_malloc(sizeof(float) * (size_t)tb->n);
+    if (!B) return VC_ERR_NOMEM;
+    expert_b(B, (float *)host + (tb->data - a->data), P, E, O, r, 1);
+    char mod[160], name[256];
+    expert_module(m, i, mod, sizeof mod);
+    int64_t sa[2] = { r * E, in }, sb[2] = { P * O, r * E };
+    tensor_name(mod, 0, name, sizeof name);
+    vc_status st = vc_st_writer_add(w, name, VC_F32, 2, sa, host + (ta->data - a->data), 1);
+    tensor_name(mod, 1, name, sizeof name);
+    if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sb, B, 1);
+    free(B);
+    return st;
+}
+
 /* the unit's A and B in PEFT's layout (host arrays from the adapters' host copy) */
 static vc_status fuse(const vc_lora *a, const float *host, const unit *u, float **A, float **B, int64_t *in) {
     int64_t r = a->rank, R = r * u->n, out = u->row[u->n];
@@ -96,15 +144,17 @@ static vc_status fuse(const vc_lora *a, const float *host, const unit *u, float 
     return VC_OK;
 }
 
-static vc_status write_config(const vc_model *m, const char *dir, const char *mods, const char *ranks,
-                              const char *alphas) {
+static vc_status write_config(const vc_model *m, const char *dir, const char *mods, const char *params,
+                              const char *ranks, const char *alphas) {
     const vc_lora *a = m->lora;
-    char text[2048];
+    char text[2048], tp[256];
+    snprintf(tp, sizeof tp, *params ? "[%s]" : "null", params);
     snprintf(text, sizeof text,
              "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
              "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"target_modules\": [%s],\n"
+             "  \"target_parameters\": %s,\n"
              "  \"rank_pattern\": {%s},\n  \"alpha_pattern\": {%s},\n  \"base_model_name_or_path\": \"%s\"\n}\n",
-             a->rank, a->alpha, mods, ranks, alphas, m->dir ? m->dir : "");
+             a->rank, a->alpha, mods, tp, ranks, alphas, m->dir ? m->dir : "");
     char *path = vc_path_join(dir, "adapter_config.json");
     vc_status st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
     free(path);
@@ -128,8 +178,23 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
     float *host = st ? NULL : vc_malloc(sizeof(float) * (size_t)a->n_floats);
     if (!st && !host) st = VC_ERR_NOMEM;
     if (!st) m->be->d2h(host, a->data, sizeof(float) * (size_t)a->n_floats);
-    char mods[512] = "", ranks[256] = "", alphas[256] = "";
+    char mods[512] = "", params[200] = "", ranks[256] = "", alphas[256] = "";
     for (int i = 0; !st && i < a->n; i++) {
+        if (is_param_slot(a->slot_of[i])) { /* target_parameters */
+            add_name(params, sizeof params, param_name(a->slot_of[i]));
+            int64_t r = a->t[2 * i].shape[1];
+            if (a->slot_of[i] == VC_W_EXP_GATE && r != a->rank && !strstr(ranks, "gate_up_proj")) {
+                /* PEFT's pattern for gate and up as one adapter of twice the rank */
+                snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks), "%s\".*\\\\.gate_up_proj\": %lld",
+                         *ranks ? ", " : "", (long long)r);
+                snprintf(alphas + strlen(alphas), sizeof alphas - strlen(alphas), "%s\".*\\\\.gate_up_proj\": %g",
+                         *alphas ? ", " : "", a->alpha * (double)r / a->rank);
+            }
+            if (a->slot_of[i] != VC_W_ROUTER) {
+                st = save_expert(m, w, host, i);
+                continue;
+            }
+        }
         unit u;
         int owner;
         unit_of(m, i, &u, &owner);
@@ -146,7 +211,7 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
         free(A);
         free(B);
         const char *last = strrchr(u.mod, '.'), *shrt = last ? last + 1 : u.mod;
-        if (add_name(mods, sizeof mods, shrt) && u.n > 1) { /* PEFT: this module's r and alpha */
+        if (!is_param_slot(a->slot_of[i]) && add_name(mods, sizeof mods, shrt) && u.n > 1) { /* PEFT: this module's r and alpha */
             snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks), "%s\"%s\": %lld", *ranks ? ", " : "", shrt,
                      (long long)R);
             snprintf(alphas + strlen(alphas), sizeof alphas - strlen(alphas), "%s\"%s\": %g", *alphas ? ", " : "",
@@ -158,7 +223,7 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
     free(path);
     free(host);
     vc_st_writer_free(w);
-    return st ? st : write_config(m, dir, mods, ranks, alphas);
+    return st ? st : write_config(m, dir, mods, params, ranks, alphas);
 }
 
 /* one adapter tensor of the file as f32 (NULL when absent); shape checked by the caller */
@@ -227,6 +292,42 @@ static vc_status load_one(vc_model *m, const char *path, vc_checkpoint *ck, int 
     return VC_OK;
 }
 
+/* an expert adapter from the file: under mlp.experts or mlp.experts.base_layer, whichever has its shapes
+ * (gate_up's and down's never agree: [r E, H] with [2 I, r E] against [r E, I] with [H, r E]) */
+static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, int i) {
+    vc_lora *a = m->lora;
+    vc_tensor *ta = &a->t[2 * i], *tb = &a->t[2 * i + 1];
+    int64_t E = ta->shape[0], r = ta->shape[1], in = ta->shape[2], P = tb->ndim == 4 ? 2 : 1, O = tb->shape[tb->ndim - 2];
+    const vc_st_tensor *A = NULL, *B = NULL;
+    char mod[160];
+    for (int inner = 0; inner < 2 && !A; inner++) {
+        snprintf(mod, sizeof mod, "model.layers.%d.mlp.experts%s", a->layer_of[i], inner ? ".base_layer" : "");
+        const vc_st_tensor *x = find(ck, mod, 0), *y = find(ck, mod, 1);
+        if (x && y && x->ndim == 2 && y->ndim == 2 && x->shape[0] == r * E && x->shape[1] == in &&
+            y->shape[0] == P * O && y->shape[1] == r * E)
+            A = x, B = y;
+    }
+    if (!A)
+        return vc_fail(VC_ERR_MISSING, "%s: no adapter of %s for layer %d's %lld experts ([%lld, %lld] and [%lld, "
+                       "%lld] under model.layers.%d.mlp.experts)", path, a->slot_of[i] == VC_W_EXP_GATE ? "gate_up_proj"
+                       : "down_proj", a->layer_of[i], (long long)E, (long long)(r * E), (long long)in,
+                       (long long)(P * O), (long long)(r * E), a->layer_of[i]);
+    float *hA = vc_malloc(sizeof(float) * (size_t)ta->n), *hB = vc_malloc(sizeof(float) * (size_t)tb->n);
+    float *own = vc_malloc(sizeof(float) * (size_t)tb->n);
+    vc_status st = hA && hB && own ? VC_OK : VC_ERR_NOMEM;
+    if (!st) {
+        vc_st_tensor_to_f32(A, hA);
+        vc_st_tensor_to_f32(B, hB);
+        expert_b(hB, own, P, E, O, r, 0);
+        put(m, ta, hA);
+        put(m, tb, own);
+    }
+    free(hA);
+    free(hB);
+    free(own);
+    return st;
+}
+
 vc_status vc_model_lora_load(vc_model *m, const char *dir) {
     vc_lora *a = m->lora;
     if (!a) return vc_fail(VC_ERR_ARG, "model: attach LoRA adapters before loading them");
@@ -241,6 +342,10 @@ vc_status vc_model_lora_load(vc_model *m, const char *dir) {
     vc_checkpoint *ck = NULL;
     vc_status st = path ? vc_ckpt_open(path, &ck) : VC_ERR_NOMEM;
     for (int i = 0; !st && i < a->n; i++) {
+        if (a->slot_of[i] == VC_W_EXP_GATE || a->slot_of[i] == VC_W_EXP_DOWN) {
+            st = load_expert(m, path, ck, i);
+            continue;
+        }
         unit u;
         int owner;
         unit_of(m, i, &u, &owner);

@@ -97,8 +97,11 @@ typedef struct rl_lora_opts {
     double alpha;
     char targets[512];
     char exclude[512];    /* a regular expression over module paths (PEFT's exclude_modules); "" none */
+    char params[256];     /* later verl's target_parameters (PEFT's: routed experts, router); "" none */
     uint64_t seed;
 } rl_lora_opts;
+/* vc_model_lora_attach with these options */
+vc_status rl_lora_attach(vc_model *m, const rl_lora_opts *o);
 vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *c);
 void rl_critic_free(rl_critic *c);
 vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);

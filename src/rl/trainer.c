@@ -162,6 +162,21 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, const ch
         size_t at = i ? strlen(tg) : 0;
         if (s) snprintf(tg + at, sizeof o->targets - at, "%s%s", i ? "," : "", s);
     }
+    if (!nt && vc_config_kind(c, k) == VC_CFG_LIST) snprintf(tg, sizeof o->targets, "[]"); /* no module */
+    /* later verl's target_parameters (PEFT's: parameters that are not nn.Linear, the routed experts' fused
+     * tensors and the router), a list of names */
+    snprintf(k, sizeof k, "%starget_parameters", prefix);
+    nt = 0;
+    if (!mg && vc_config_kind(c, k) == VC_CFG_LIST && (st = vc_config_list_len(c, k, &nt))) return st;
+    for (size_t i = 0; i < nt; i++) {
+        const char *s = NULL;
+        if ((st = vc_config_list_str(c, k, i, &s))) return st;
+        size_t at = strlen(o->params);
+        if (s) snprintf(o->params + at, sizeof o->params - at, "%s%s", at ? "," : "", s);
+    }
+    if (!mg && vc_config_has(c, k) && vc_config_kind(c, k) != VC_CFG_LIST)
+        return vc_fail(VC_ERR_ARG, "%s: expected a list of parameter names (e.g. [mlp.experts.gate_up_proj, "
+                                   "mlp.experts.down_proj])", k);
     /* exclude_modules: a string is a regular expression (PEFT); a list names modules, matched at the end of
      * their paths */
     snprintf(k, sizeof k, "%s%s", prefix, K_EXCL);
@@ -195,7 +210,7 @@ static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
     if (st || o.rank <= 0) return st;
     if (!st) st = vc_config_get_str_or(c, rl_strategy_megatron(c, "actor_rollout_ref.actor") ? M "lora.adapter_path"
                                                                                               : M "lora_adapter_path", NULL, &from);
-    if (!st) st = vc_model_lora_init_ex(t->actor, o.rank, o.alpha, o.targets, o.exclude, o.seed);
+    if (!st) st = rl_lora_attach(t->actor, &o);
     if (!st && from) st = vc_model_lora_load(t->actor, from);
     if (st) return vc_fail_ctx(st, M "lora_rank");
     t->lora_rank = o.rank;

@@ -249,12 +249,17 @@ vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_t
 }
 
 /* ---- critic ---- */
+vc_status rl_lora_attach(vc_model *m, const rl_lora_opts *o) {
+    vc_lora_spec sp = { o->rank, o->alpha, o->targets, *o->params ? o->params : NULL, o->exclude, o->seed, 0 };
+    return vc_model_lora_attach(m, &sp);
+}
+
 vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *c) {
     memset(c, 0, sizeof *c);
     vc_status st = vc_model_load(path, &c->m);
     if (st) return vc_fail_ctx(st, "critic.model.path");
     if (lora && lora->rank > 0 &&
-        (st = vc_model_lora_init_ex(c->m, lora->rank, lora->alpha, lora->targets, lora->exclude, lora->seed))) {
+        (st = rl_lora_attach(c->m, lora))) {
         rl_critic_free(c);
         return vc_fail_ctx(st, "critic.model.lora_rank");
     }

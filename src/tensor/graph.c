@@ -269,7 +269,7 @@ void vc_graph_release(vc_graph *g, void *p, size_t bytes) {
 static void hand_back(vc_graph *g, const vc_node *n) {
     vc_tensor *out = n->out;
     if (!out->grad || !out->grad_pooled || out->is_param) return;
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < VC_NODE_IN; k++)
         if (n->in[k] == out) return;
     vc_graph_release(g, out->grad, (size_t)out->n * sizeof(float));
     out->grad = NULL;
@@ -278,6 +278,10 @@ static void hand_back(vc_graph *g, const vc_node *n) {
 
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in) {
     if (!g->grad) return NULL;
+    if (n_in > VC_NODE_IN) {
+        if (g->status == VC_OK) g->status = vc_fail(VC_ERR_INTERNAL, "tape: a node of %d inputs", n_in);
+        return NULL;
+    }
     int need = 0;
     for (int i = 0; i < n_in; i++) need |= in[i] && in[i]->requires_grad;
     if (!need) return NULL;

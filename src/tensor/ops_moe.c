@@ -2,7 +2,9 @@
  * grouped by expert on the backend (moe_group), each projection runs as one grouped GEMM over every
  * expert's rows (gemm_rows_grouped / gemm_wgrad_grouped), outputs are combined with the routing weights.
  * Nothing comes back to the host, so a decode step with MoE layers is still one CUDA graph. Backward
- * recomputes nothing; it keeps the gathered inputs and per-expert activations. */
+ * recomputes nothing; it keeps the gathered inputs and per-expert activations. LoRA adapters on the
+ * experts (vc_moe_lora) add s (x A_e^T) B_e^T to each routed row's projections: two more grouped GEMMs
+ * through rank r, never the [E, out, in] product, and their backward the same way. */
 #include "tensor/backend.h"
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
@@ -20,6 +22,9 @@ typedef struct {
     float *X, *G, *U, *A, *Y; /* [R, H], [R, I], [R, I], [R, I], [R, H] per grouped row (backend) */
     uint16_t *A16;     /* bf16 matmuls: the gated activations in bf16 instead of A (only GEMMs read them) */
     uint16_t *X16;     /* bf16 matmuls: the gathered inputs in bf16 instead of X (only GEMMs read them) */
+    vc_moe_lora lo;    /* adapters (tensors NULL: none) */
+    int64_t r, rdn;    /* their ranks: gate_up's, down's */
+    float *XA, *AA;    /* [R, r]: the gathered inputs through gate_up's A, the activations through down's A */
 } moe_saved;
 
 /* the gated activations as the grouped GEMMs take them: bf16 (a16 = 1) or f32 */
@@ -35,7 +40,7 @@ static const void *inputs(const moe_saved *s, int *x16) {
 }
 
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
-                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX);
+                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX, float *dR);
 
 /* backward temporaries from vc_graph_temp, handed back at the end for later gradients */
 static void moe_bw(vc_graph *g, vc_node *n) {
@@ -50,7 +55,12 @@ static void moe_bw(vc_graph *g, vc_node *n) {
     size_t bR = sizeof(float) * (size_t)R, bH = bR * (size_t)H, bI = bR * (size_t)I;
     float *dw = vc_graph_temp(g, bR, 1), *dY = vc_graph_temp(g, bH, 0), *dA = vc_graph_temp(g, bI, 0);
     float *dG = vc_graph_temp(g, bI, 1), *dU = vc_graph_temp(g, bI, 1), *dX = vc_graph_temp(g, bH, 0);
-    if (dw && dY && dA && dG && dU && dX) moe_bw_rows(g, n, dx, dWg, dWu, dWd, dy, dw, dY, dA, dG, dU, dX);
+    int64_t rmax = s->r > s->rdn ? s->r : s->rdn;
+    size_t br = bR * (size_t)(rmax ? rmax : 1);
+    float *dR = rmax ? vc_graph_temp(g, br, 0) : NULL; /* [R, r]: gradients through an adapter's rank */
+    if (dw && dY && dA && dG && dU && dX && (dR || !rmax))
+        moe_bw_rows(g, n, dx, dWg, dWu, dWd, dy, dw, dY, dA, dG, dU, dX, dR);
+    if (dR) vc_graph_release(g, dR, br);
     vc_graph_release(g, dw, bR);
     vc_graph_release(g, dY, bH);
     vc_graph_release(g, dA, bI);
@@ -59,9 +69,41 @@ static void moe_bw(vc_graph *g, vc_node *n) {
     vc_graph_release(g, dX, bH);
 }
 
+/* down's adapter: dA += s (dY Bd) Ad; Bd and Ad's gradients (dR: dY Bd) */
+static void lora_down_bw(vc_graph *g, const moe_saved *s, const float *dY, float *dA, float *dR, const void *A,
+                         int a16) {
+    const vc_backend *B = vc_be();
+    const vc_moe_lora *lo = &s->lo;
+    int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K, r = s->rdn;
+    B->gemm_rows_grouped(0, E, s->off, R, r, H, 1.0f, dY, 0, H, lo->down_b->data, 0.0f, dR, r);
+    B->gemm_rows_grouped(0, E, s->off, R, I, r, lo->scale, dR, 0, r, lo->down_a->data, 1.0f, dA, I);
+    float *db = lo->down_b->requires_grad ? vc_tensor_grad(g, lo->down_b) : NULL;
+    float *da = lo->down_a->requires_grad ? vc_tensor_grad(g, lo->down_a) : NULL;
+    if (db) B->gemm_wgrad_grouped(E, s->off, H, r, lo->scale, dY, H, s->AA, 0, r, 1.0f, db);
+    if (da) B->gemm_wgrad_grouped(E, s->off, r, I, lo->scale, dR, r, A, a16, I, 1.0f, da);
+}
+
+/* gate_up's adapter: dR = dG Bg + dU Bu, dX += s dR A; Bg, Bu and A's gradients */
+static void lora_gu_bw(vc_graph *g, const moe_saved *s, const float *dG, const float *dU, float *dX, float *dR,
+                       const void *X, int x16) {
+    const vc_backend *B = vc_be();
+    const vc_moe_lora *lo = &s->lo;
+    int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K, r = s->r, EIr = E * I * r;
+    B->gemm_rows_grouped(0, E, s->off, R, r, I, 1.0f, dG, 0, I, lo->gu_b->data, 0.0f, dR, r);
+    B->gemm_rows_grouped(0, E, s->off, R, r, I, 1.0f, dU, 0, I, lo->gu_b->data + EIr, 1.0f, dR, r);
+    B->gemm_rows_grouped(0, E, s->off, R, H, r, lo->scale, dR, 0, r, lo->gu_a->data, 1.0f, dX, H);
+    float *db = lo->gu_b->requires_grad ? vc_tensor_grad(g, lo->gu_b) : NULL;
+    float *da = lo->gu_a->requires_grad ? vc_tensor_grad(g, lo->gu_a) : NULL;
+    if (db) {
+        B->gemm_wgrad_grouped(E, s->off, I, r, lo->scale, dG, I, s->XA, 0, r, 1.0f, db);
+        B->gemm_wgrad_grouped(E, s->off, I, r, lo->scale, dU, I, s->XA, 0, r, 1.0f, db + EIr);
+    }
+    if (da) B->gemm_wgrad_grouped(E, s->off, r, H, lo->scale, dR, r, X, x16, H, 1.0f, da);
+}
+
 /* the experts' backward over the grouped rows, then the scatter and the router's gradient */
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
-                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX) {
+                        float *dw, float *dY, float *dA, float *dG, float *dU, float *dX, float *dR) {
     vc_tensor *logits = n->in[1], *Wg = n->in[2], *Wu = n->in[3], *Wd = n->in[4];
     moe_saved *s = n->saved;
     const vc_backend *B = vc_be();
@@ -71,11 +113,13 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     B->moe_combine_bwd(dY, dw, dy, s->Y, s->w, s->inv, s->T, s->K, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
+    if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
     B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
     if (dWg) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dG, I, X, x16, H, 1.0f, dWg);
     if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, X, x16, H, 1.0f, dWu);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, 1.0f, dX, H);
+    if (s->lo.gu_a) lora_gu_bw(g, s, dG, dU, dX, dR, X, x16);
     if (dx) B->moe_scatter_add(dx, dX, s->inv, s->T, s->K, H); /* k ascending per token: deterministic */
     if (logits->requires_grad) {
         float *dl = vc_tensor_grad(g, logits);
@@ -100,10 +144,34 @@ static int moe_route(vc_graph *g, moe_saved *s, const vc_tensor *logits) {
 
 vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
                      int act, const vc_route_desc *rd) {
+    return vc_op_moe_lora(g, x, logits, Wg, Wu, Wd, act, rd, NULL);
+}
+
+/* the adapters' shapes against the experts' [E, I, H] and [E, H, I]; their ranks in *r (gate_up) and *rd */
+static int lora_shapes(vc_graph *g, const vc_moe_lora *lo, const vc_tensor *Wg, int64_t *r, int64_t *rd) {
+    int64_t E = Wg->shape[0], I = Wg->shape[1], H = Wg->shape[2];
+    *r = lo->gu_a && lo->gu_a->ndim == 3 ? lo->gu_a->shape[1] : 0;
+    *rd = lo->down_a && lo->down_a->ndim == 3 ? lo->down_a->shape[1] : 0;
+    int ok = !lo->gu_a == !lo->gu_b && !lo->down_a == !lo->down_b && (*r > 0 || !lo->gu_a) && (*rd > 0 || !lo->down_a);
+    if (ok && lo->gu_a)
+        ok = lo->gu_a->n == E * *r * H && lo->gu_b->n == 2 * E * I * *r && lo->gu_a->shape[0] == E;
+    if (ok && lo->down_a)
+        ok = lo->down_a->n == E * *rd * I && lo->down_b->n == E * H * *rd && lo->down_a->shape[0] == E;
+    if (!ok) vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "moe: expert adapters do not fit %lld experts [%lld, %lld]",
+                                      (long long)E, (long long)I, (long long)H));
+    return ok ? 0 : -1;
+}
+
+vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
+                          int act, const vc_route_desc *rd, const vc_moe_lora *lora) {
     if (!x || !logits || !Wg || !Wu || !Wd) return NULL;
     const vc_backend *B = vc_be();
     moe_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     if (!s) return NULL;
+    if (lora && (lora->gu_a || lora->down_a)) {
+        if (lora_shapes(g, lora, Wg, &s->r, &s->rdn)) return NULL;
+        s->lo = *lora;
+    }
     s->rd = *rd;
     s->act = act;
     s->E = Wg->shape[0];
@@ -132,15 +200,28 @@ vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg
     const void *X = inputs(s, &x16);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wu->data, 0.0f, s->U, I);
+    const vc_moe_lora *lo = &s->lo;
+    int64_t r = s->r, rdn = s->rdn, EIr = s->E * I * r;
+    if (lo->gu_a) { /* G += s (X A^T) Bg^T, U likewise with Bu */
+        if (!(s->XA = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * r), 0))) return NULL;
+        B->gemm_rows_grouped(1, s->E, s->off, R, r, H, 1.0f, X, x16, H, lo->gu_a->data, 0.0f, s->XA, r);
+        B->gemm_rows_grouped(1, s->E, s->off, R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data, 1.0f, s->G, I);
+        B->gemm_rows_grouped(1, s->E, s->off, R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data + EIr, 1.0f, s->U, I);
+    }
     if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
     else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
     int is16;
     const void *A = acts(s, &is16);
     B->gemm_rows_grouped(1, s->E, s->off, R, H, I, 1.0f, A, is16, I, Wd->data, 0.0f, s->Y, H);
+    if (lo->down_a) { /* Y += s (A Ad^T) Bd^T */
+        if (!(s->AA = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * rdn), 0))) return NULL;
+        B->gemm_rows_grouped(1, s->E, s->off, R, rdn, I, 1.0f, A, is16, I, lo->down_a->data, 0.0f, s->AA, rdn);
+        B->gemm_rows_grouped(1, s->E, s->off, R, H, rdn, lo->scale, s->AA, 0, rdn, lo->down_b->data, 1.0f, s->Y, H);
+    }
     /* y[t] = sum_k w[t, k] Y[inv[t, k]], k ascending: a fixed summation order */
     B->moe_combine_fwd(y->data, s->Y, s->w, s->inv, s->T, s->K, H);
-    vc_tensor *in[5] = { x, logits, Wg, Wu, Wd };
-    vc_node *n = vc_tape_push(g, moe_bw, y, 5, in);
+    vc_tensor *in[9] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b };
+    vc_node *n = vc_tape_push(g, moe_bw, y, 9, in);
     if (n) n->saved = s;
     return y;
 }

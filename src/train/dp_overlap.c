@@ -67,8 +67,8 @@ static vc_status param_writers(const vc_trainer *t, int64_t *pf) {
     int64_t n_nodes = 0;
     const vc_node *nodes = vc_graph_tape(t->g, &n_nodes);
     for (int64_t j = 0; j < n_nodes; j++)
-        for (int k = 0; k < 6 + nodes[j].n_more; k++) { /* the inputs, then the declared tensors */
-            const vc_tensor *x = k < 6 ? nodes[j].in[k] : nodes[j].more[k - 6];
+        for (int k = 0; k < VC_NODE_IN + nodes[j].n_more; k++) { /* the inputs, then the declared tensors */
+            const vc_tensor *x = k < VC_NODE_IN ? nodes[j].in[k] : nodes[j].more[k - VC_NODE_IN];
             int p = x && x->grad ? find_param(r, np, x->grad) : -1;
             if (p >= 0 && j < pf[p]) pf[p] = j;
         }

@@ -197,7 +197,7 @@ static void writers(vc_trainer *t, struct vc_dp_zero2 *z, int64_t n_nodes) {
     }
     const vc_node *nodes = vc_graph_tape(t->g, &n_nodes);
     for (int64_t j = 0; j < n_nodes; j++) {
-        for (int k = 0; k < 6; k++) note_writer(z, nodes[j].in[k], j);
+        for (int k = 0; k < VC_NODE_IN; k++) note_writer(z, nodes[j].in[k], j);
         for (int k = 0; k < nodes[j].n_more; k++) note_writer(z, nodes[j].more[k], j);
     }
     for (int i = 0; i < z->n; i++)

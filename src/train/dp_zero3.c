@@ -267,8 +267,8 @@ vc_status vc_dp_zero3_begin(vc_trainer *t) {
     for (int l = 0; l < z->L; l++) z->pend[l] = (npend){ -1, l };
     for (int64_t i = 0; i < n; i++) {
         const vc_node *nd = &nodes[i];
-        for (int k = 0; k < 6 + nd->n_more; k++) {
-            int l = layer_of(z, k < 6 ? nd->in[k] : nd->more[k - 6]);
+        for (int k = 0; k < VC_NODE_IN + nd->n_more; k++) {
+            int l = layer_of(z, k < VC_NODE_IN ? nd->in[k] : nd->more[k - VC_NODE_IN]);
             if (l >= 0 && i > z->pend[l].node) z->pend[l].node = i;
         }
     }

@@ -54,9 +54,8 @@ static vc_status load_inputs(sft_run *r) {
     }
     if (st) return st;
     if ((st = vc_model_load(c->model_dir, &r->model))) return st;
-    if (c->lora_rank > 0 && (st = vc_model_lora_init_ex(r->model, c->lora_rank, c->lora_alpha, c->lora_targets,
-                                                        c->lora_exclude, c->seed)))
-        return vc_fail_ctx(st, "model.lora_rank");
+    vc_lora_spec ls = { c->lora_rank, c->lora_alpha, c->lora_targets, c->lora_params, c->lora_exclude, c->seed, 0 };
+    if (c->lora_rank > 0 && (st = vc_model_lora_attach(r->model, &ls))) return vc_fail_ctx(st, "model.lora_rank");
     const vc_model_config *mc = vc_model_cfg(r->model);
     cJSON *kw = NULL;
     if ((st = vc_sft_chat_kwargs(c, &kw))) return st;

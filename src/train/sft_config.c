@@ -152,6 +152,8 @@ static const key_def KEYS[] = {
     { "model.lora_alpha", "lora_alpha", K_F64, F(lora_alpha), "LoRA scale alpha (adapters add alpha/rank B A)" },
     { "model.target_modules", "target_modules", K_STR, F(lora_targets),
       "LoRA targets: all-linear or q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj" },
+    { "model.target_parameters", "target_parameters", K_STR, F(lora_params),
+      "LoRA on parameters (later verl, PEFT): mlp.experts.gate_up_proj, mlp.experts.down_proj, mlp.gate.weight" },
     { "model.exclude_modules", "exclude_modules", K_STR, F(lora_exclude),
       "LoRA: leave out modules whose path (model.layers.N.mlp.up_proj) this regular expression matches" },
     { "threads", "threads", K_INT, F(threads), "compute threads (0: VERLC_THREADS or all cores)" },

@@ -375,9 +375,9 @@ static uint16_t *bf16_of(const float *x, int64_t n) {
     return h;
 }
 
-/* rows mode, tb 0 and 1, f32 or bf16 A, beta 0 and 0.5 */
-static void moe_rows_case(const int64_t *off, int tb, int a16, float beta, double tol) {
-    int64_t R = MT * MK, N = 100, K = 72, lda = K + 3, ldc = N + 1;
+/* rows mode, tb 0 and 1, f32 or bf16 A, beta 0 and 0.5; N x K per expert (a LoRA adapter's rank as N or K) */
+static void moe_rows_case(const int64_t *off, int tb, int a16, float beta, double tol, int64_t N, int64_t K) {
+    int64_t R = MT * MK, lda = K + 3, ldc = N + 1;
     float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(ME * N * K), 1), *Cm = hrand((size_t)(R * ldc), 1);
     const void *hA = a16 ? (const void *)bf16_of(A, R * lda) : (const void *)A;
     void *dA = dcopy(hA, (size_t)(R * lda) * (a16 ? 2 : 4));
@@ -392,8 +392,8 @@ static void moe_rows_case(const int64_t *off, int tb, int a16, float beta, doubl
 }
 
 /* wgrad mode: f32 or bf16 B, beta 1 (empty experts keep C) and 0 (they zero it) */
-static void moe_wgrad_case(const int64_t *off, int b16, float beta, double tol) {
-    int64_t R = MT * MK, M = 70, N = 90, lda = M + 2, ldb = N + 5;
+static void moe_wgrad_case(const int64_t *off, int b16, float beta, double tol, int64_t M, int64_t N) {
+    int64_t R = MT * MK, lda = M + 2, ldb = N + 5;
     float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(R * ldb), 1), *Cm = hrand((size_t)(ME * M * N), 1);
     const void *hB = b16 ? (const void *)bf16_of(B, R * ldb) : (const void *)B;
     float *dA = dup_f(A, (size_t)(R * lda)), *dC = dup_f(Cm, (size_t)(ME * M * N));
@@ -451,10 +451,17 @@ static void test_moe_grouped(void) {
         printf("grouped expert gemms, %s matmuls\n", prec ? "bf16" : "f32");
         double tol = prec ? 1e-3 : TOL;
         for (int tb = 0; tb < 2; tb++)
-            for (int a16 = 0; a16 <= prec; a16++) moe_rows_case(off, tb, a16, tb ? 0.0f : 0.5f, tol);
+            for (int a16 = 0; a16 <= prec; a16++) {
+                moe_rows_case(off, tb, a16, tb ? 0.0f : 0.5f, tol, 100, 72);
+                /* the experts' LoRA adapters: through rank 4 and back, accumulating */
+                moe_rows_case(off, tb, a16, 1.0f, tol, 4, 72);
+                moe_rows_case(off, tb, a16, 1.0f, tol, 72, 4);
+            }
         for (int b16 = 0; b16 <= prec; b16++) {
-            moe_wgrad_case(off, b16, 1.0f, tol);
-            moe_wgrad_case(off, b16, 0.0f, tol);
+            moe_wgrad_case(off, b16, 1.0f, tol, 70, 90);
+            moe_wgrad_case(off, b16, 0.0f, tol, 70, 90);
+            moe_wgrad_case(off, b16, 1.0f, tol, 4, 90);
+            moe_wgrad_case(off, b16, 1.0f, tol, 70, 4);
         }
         if (prec) moe_rows_copy_case(off);
     }

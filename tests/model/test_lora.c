@@ -44,7 +44,7 @@ static vc_status merged_logp(vc_model *m, void *p) {
     return isnan(loss_of(m, c->g, c->out, 0)) ? VC_ERR_INTERNAL : VC_OK;
 }
 
-static void run(const char *fixture, const char *targets) {
+static void run_p(const char *fixture, const char *targets, const char *params) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), fixture);
     vc_model *m = NULL;
@@ -53,7 +53,8 @@ static void run(const char *fixture, const char *targets) {
     vc_graph *g = vc_graph_new();
     float base[18], with[18], merged[18], off[18];
     loss_of(m, g, base, 0);
-    CHECK_OK(vc_model_lora_init(m, 4, 8.0, targets, 7));
+    vc_lora_spec sp = { 4, 8.0, targets, params, NULL, 7 };
+    CHECK_OK(vc_model_lora_attach(m, &sp));
     vc_tensor *const *p = NULL;
     int n = vc_model_lora_params(m, &p);
     CHECK(n > 0 && n % 2 == 0);
@@ -71,7 +72,8 @@ static void run(const char *fixture, const char *targets) {
     struct lp_ctx c = { g, merged };
     CHECK_OK(vc_model_lora_merged(m, merged_logp, &c));
     double dm = max_diff(with, merged, 18), db = max_diff(with, base, 18);
-    printf("%s (%s): %d adapter tensors; |adapted - merged| %.2g, |adapted - base| %.3g\n", fixture, targets, n, dm, db);
+    printf("%s (%s%s%s): %d adapter tensors; |adapted - merged| %.2g, |adapted - base| %.3g\n", fixture, targets,
+           params ? "; parameters " : "", params ? params : "", n, dm, db);
     CHECK_MSG(dm < 2e-5 && db > 1e-2, "%s: adapted vs merged %g, vs base %g", fixture, dm, db);
     int was = vc_model_lora_enable(m, 0);
     loss_of(m, g, off, 0);
@@ -125,7 +127,9 @@ static void run(const char *fixture, const char *targets) {
     vc_model *m2 = NULL;
     CHECK_OK(vc_model_load(dir, &m2));
     if (m2) {
-        CHECK_OK(vc_model_lora_init(m2, 4, 8.0, targets, 99));
+        vc_lora_spec s2 = sp;
+        s2.seed = 99;
+        CHECK_OK(vc_model_lora_attach(m2, &s2));
         CHECK_OK(vc_model_lora_load(m2, out));
         float back[18];
         loss_of(m2, g, back, 0);
@@ -134,8 +138,12 @@ static void run(const char *fixture, const char *targets) {
     }
     CHECK_OK(vc_model_load(dir, &m2));
     if (m2) { /* another rank: the shapes say so */
-        CHECK_OK(vc_model_lora_init(m2, 2, 8.0, targets, 99));
-        CHECK(vc_model_lora_load(m2, out) == VC_ERR_SHAPE);
+        vc_lora_spec s2 = sp;
+        s2.rank = 2;
+        CHECK_OK(vc_model_lora_attach(m2, &s2));
+        vc_status ls = vc_model_lora_load(m2, out);
+        CHECK_MSG(ls == VC_ERR_SHAPE || (params && ls == VC_ERR_MISSING), "%s: rank 2 from rank 4: %s", fixture,
+                  vc_status_name(ls));
         vc_model_free(m2);
     }
     char cmd[400];
@@ -144,6 +152,8 @@ static void run(const char *fixture, const char *targets) {
     vc_graph_free(g);
     vc_model_free(m);
 }
+
+static void run(const char *fixture, const char *targets) { run_p(fixture, targets, NULL); }
 
 /* targets and PEFT names in the architecture's own module names: Phi-2's fc1/dense, InternLM2's w1/w3 and
  * its fused wqkv, Qwen's c_proj (two modules of that name) */
@@ -308,8 +318,108 @@ static void test_fused(void) {
     }
 }
 
+/* the adapter's tensor names and shapes of two adapter_model.safetensors files agree (count: tensors) */
+static int same_names(const char *a, const char *b, int *count) {
+    vc_checkpoint *x = NULL, *y = NULL;
+    int same = !vc_ckpt_open(a, &x) && !vc_ckpt_open(b, &y) && vc_ckpt_count(x) == vc_ckpt_count(y);
+    for (int i = 0; same && i < vc_ckpt_count(x); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(x, i), *u = vc_ckpt_find(y, t->name);
+        same = u && u->ndim == t->ndim && u->shape[0] == t->shape[0] && u->shape[1] == t->shape[1];
+        if (!same) fprintf(stderr, "%s: %s is not in %s with its shape\n", a, t->name, b);
+    }
+    *count = x ? vc_ckpt_count(x) : 0;
+    vc_ckpt_close(x);
+    vc_ckpt_close(y);
+    return same;
+}
+
+/* PEFT's adapters on routed experts (tools/fixtures/make_peft_expert_lora.py: target_parameters, nested
+ * ParamWrappers, all-linear's gate_up_proj at rank 2 r through rank_pattern): verlc reads each and gives the
+ * adapted model's logits; attached from the same target_modules it names and shapes its adapters as PEFT */
+static void test_peft_experts(void) {
+    static const char *CASES[] = { "qwen3_moe_experts", "mixtral_all_linear", "deepseek_v3_gate_up" };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        char dir[256], path[320], mdir[512];
+        snprintf(dir, sizeof dir, "tests/fixtures/lora/%s", CASES[c]);
+        snprintf(path, sizeof path, "%s/reference.json", dir);
+        cJSON *ref = NULL;
+        CHECK_OK(vc_json_load_file(path, &ref));
+        const cJSON *model = cJSON_GetObjectItem(ref, "model"), *tg = cJSON_GetObjectItem(ref, "targets");
+        const cJSON *lg = cJSON_GetObjectItem(ref, "logits");
+        if (!cJSON_IsString(model) || !cJSON_IsString(tg) || !cJSON_IsArray(lg)) {
+            CHECK_MSG(0, "%s: reference.json lacks model / targets / logits", dir);
+            cJSON_Delete(ref);
+            continue;
+        }
+        snprintf(mdir, sizeof mdir, "%s/fixtures/models/%s", vc_test_shared(), model->valuestring);
+        vc_model *m = NULL;
+        CHECK_OK(vc_model_load(mdir, &m));
+        CHECK_OK(vc_model_lora_attach_from(m, dir));
+        vc_graph *g = vc_graph_new();
+        vc_batch b = { 2, CU, IDS };
+        vc_graph_set_grad(g, 0);
+        vc_tensor *h = m ? vc_model_forward(m, g, &b, NULL) : NULL, *L = h ? vc_model_logits(m, g, h) : NULL;
+        int64_t V = m ? vc_model_cfg(m)->vocab : 0;
+        float *got = malloc(sizeof(float) * (size_t)(18 * (V ? V : 1)));
+        double worst = 0, span = 0;
+        if (L && got && !vc_tensor_read(L, got) && cJSON_GetArraySize(lg) == 18)
+            for (int t = 0; t < 18; t++)
+                for (int64_t v = 0; v < V; v++) {
+                    double want = cJSON_GetArrayItem(cJSON_GetArrayItem(lg, t), (int)v)->valuedouble;
+                    worst = fmax(worst, fabs(want - got[t * V + v]));
+                    span = fmax(span, fabs(want));
+                }
+        else CHECK_MSG(0, "%s: no logits", dir);
+        printf("PEFT %s: |verlc - PEFT| logits %.2g (largest %.3g)\n", CASES[c], worst, span);
+        CHECK_MSG(worst < 2e-4 && span > 1, "%s: verlc's logits differ from PEFT's by %g", dir, worst);
+        /* attached afresh from the same target_modules: PEFT's names and shapes */
+        vc_model *m2 = NULL;
+        CHECK_OK(vc_model_load(mdir, &m2));
+        cJSON *cfg = NULL;
+        snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+        CHECK_OK(vc_json_load_file(path, &cfg));
+        const cJSON *tp = cJSON_GetObjectItem(cfg, "target_parameters"), *e;
+        char params[256] = "";
+        cJSON_ArrayForEach(e, tp) snprintf(params + strlen(params), sizeof params - strlen(params), "%s%s",
+                                           *params ? "," : "", e->valuestring);
+        int from_modules = !strcmp(tg->valuestring, "all-linear"); /* PEFT wrote the converted parameters */
+        vc_lora_spec sp = { 4, 8.0, tg->valuestring, from_modules ? NULL : params, NULL, 3, 0 };
+        char out[256];
+        snprintf(out, sizeof out, "/tmp/verlc_peft_exp_%d", (int)getpid());
+        mkdir(out, 0755);
+        CHECK_OK(vc_model_lora_attach(m2, &sp));
+        CHECK_OK(vc_model_lora_save(m2, out));
+        char fa[320], fb[320];
+        int n = 0;
+        snprintf(fa, sizeof fa, "%s/adapter_model.safetensors", dir);
+        snprintf(fb, sizeof fb, "%s/adapter_model.safetensors", out);
+        CHECK_MSG(same_names(fa, fb, &n) && n > 0, "%s: verlc's adapter tensors are not PEFT's", dir);
+        /* PEFT's adapter as verlc writes it, read back (rank_pattern and all): the same logits */
+        vc_model_free(m2);
+        m2 = NULL;
+        CHECK_OK(vc_model_lora_save(m, out));
+        CHECK_OK(vc_model_load(mdir, &m2));
+        CHECK_OK(vc_model_lora_attach_from(m2, out));
+        vc_graph_reset(g);
+        vc_graph_set_grad(g, 0);
+        h = m2 ? vc_model_forward(m2, g, &b, NULL) : NULL;
+        L = h ? vc_model_logits(m2, g, h) : NULL;
+        float *back = malloc(sizeof(float) * (size_t)(18 * (V ? V : 1)));
+        CHECK(L && back && !vc_tensor_read(L, back) && max_diff(back, got, (int)(18 * V)) == 0);
+        free(back);
+        remove_tree(out);
+        cJSON_Delete(cfg);
+        free(got);
+        vc_graph_free(g);
+        vc_model_free(m);
+        vc_model_free(m2);
+        cJSON_Delete(ref);
+    }
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
+    test_peft_experts();
     test_arch_names();
     test_fused();
     run("phi", "fc1,dense");
@@ -317,12 +427,17 @@ int main(void) {
     run("gemma2", "q_proj,v_proj,down_proj");
     run("deepseek_v2", "all-linear"); /* MLA's q_a/q_b/kv_a/kv_b and o projections; MoE layers' shared experts */
     run("qwen2_moe", "all-linear");   /* the shared expert and its sigmoid gate (shared_expert_gate) */
+    /* PEFT's target_parameters: adapters on every routed expert and on the router */
+    run_p("qwen3_moe", "[]", "mlp.experts.gate_up_proj,mlp.experts.down_proj,mlp.gate.weight");
+    run_p("mixtral", "q_proj", "experts.down_proj");
+    run_p("deepseek_v3", "all-linear", "gate_up_proj,model.layers.1.mlp.gate.weight");
     /* the sim device: backend memory behind pointers that fault on host access (VC_LORA_DEVICE=cuda runs
      * this part on the CUDA backend, e.g. the emulator's build) */
     CHECK(vc_backend_sim() != NULL);
     const char *dev = getenv("VC_LORA_DEVICE");
     CHECK_OK(vc_device_select(dev && *dev ? dev : "sim", "test"));
     run("qwen3", "all-linear");
+    run("qwen3_moe", "all-linear"); /* the routed experts' adapters (gate_up of rank 8) and the router's */
     CHECK_OK(vc_device_select("cpu", "test"));
     char dir[512];
     snprintf(dir, sizeof dir, "%s/fixtures/models/llama", vc_test_shared());

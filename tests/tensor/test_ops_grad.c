@@ -7,7 +7,7 @@
 #include "verlc/pool.h"
 #include "vc_test.h"
 
-#define MAXIN 5
+#define MAXIN 9
 typedef vc_tensor *(*build_fn)(vc_graph *g, vc_tensor **in);
 
 static uint64_t rng = 88172645463325252ull;
@@ -135,6 +135,12 @@ static vc_tensor *b_moe(vc_graph *g, vc_tensor **in) {
     return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc);
 }
 
+/* LoRA on the experts: gate_up of rank 2 (A [E, 2, H], B [2 E, I, 2]), down of rank 3 */
+static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
+    vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
+    return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
+}
+
 static void run_all(void) {
     make(0, 2, 5, 6, 0, 1); make(1, 2, 4, 6, 0, 1); make(2, 1, 4, 0, 0, 1);
     check_op("linear+bias", b_linear, 3, 1e-2f, 2e-3f);
@@ -207,6 +213,11 @@ static void run_all(void) {
         make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
         const char *nm[] = { "moe softmax norm", "moe softmax", "moe sigmoid group" };
         check_op(nm[c], b_moe, 5, 1e-3f, 2e-2f);
+        if (c != 0) continue;
+        make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+        make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+        make(5, 3, 4, 2, 5, 0.5f); make(6, 3, 8, 3, 2, 0.5f); make(7, 3, 4, 3, 3, 0.5f); make(8, 3, 4, 5, 3, 0.5f);
+        check_op("moe lora on the experts", b_moe_lora, 9, 1e-3f, 2e-2f);
     }
 }
 
