@@ -7,6 +7,7 @@
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
 #include "verlc/report.h"
+#include "verlc/safetensors.h"
 #include "verlc/rng.h"
 #include "verlc/trainer.h"
 #include "vc_test.h"
@@ -162,6 +163,70 @@ static void test_lora(void) {
     CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "zero_stage"), "%s", vc_last_error());
 }
 
+/* LoRA on a MoE actor's routed experts and routers (later verl's target_parameters, verl's YAML lacking the
+ * key: Hydra's +) with target_modules=[]: only expert and router adapters, PEFT's names in the checkpoint;
+ * the merged export moves the expert and router tensors and nothing else */
+static void test_lora_experts(void) {
+    char md[300], cp[300];
+    snprintf(md, sizeof md, "%s/moe", dir);
+    snprintf(cp, sizeof cp, "%s/moe_config.json", dir);
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3MoeForCausalLM\"],\"model_type\":\"qwen3_moe\",\"vocab_size\":%d,"
+             "\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+             "\"head_dim\":16,\"intermediate_size\":48,\"moe_intermediate_size\":16,\"num_experts\":4,"
+             "\"num_experts_per_tok\":2,\"norm_topk_prob\":true,\"max_position_embeddings\":64,\"rms_norm_eps\":1e-6,"
+             "\"rope_theta\":10000,\"tie_word_embeddings\":true,\"eos_token_id\":1,\"pad_token_id\":0}", DEMO_VOCAB);
+    CHECK_OK(vc_write_file_atomic(cp, cfg, strlen(cfg)));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cp, 11, &m));
+    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
+    CHECK_OK(demo_write_tokenizer(md));
+    vc_model_free(m);
+    char extra[600];
+    snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|actor_rollout_ref.model.path=%s|"
+             "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.lora_alpha=8|"
+             "actor_rollout_ref.model.target_modules=[]|actor_rollout_ref.actor.use_kl_loss=true|"
+             "+actor_rollout_ref.model.target_parameters=[mlp.experts.gate_up_proj,mlp.experts.down_proj,"
+             "mlp.gate.weight]", md);
+    vc_status st = run("le", 2, extra);
+    CHECK_MSG(!st, "GRPO with expert adapters: %s", vc_last_error());
+    char p[400], *text = NULL;
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/le/hf_model/lora_adapter/adapter_config.json", dir);
+    CHECK_OK(vc_read_file(p, &text, &n));
+    CHECK(text && strstr(text, "\"target_modules\": []") &&
+          strstr(text, "\"target_parameters\": [\"mlp.experts.gate_up_proj\", \"mlp.experts.down_proj\", "
+                       "\"mlp.gate.weight\"]"));
+    free(text);
+    snprintf(p, sizeof p, "%s/le/global_step_2/actor/lora_adapter/adapter_model.safetensors", dir);
+    vc_checkpoint *ck = NULL;
+    CHECK_OK(vc_ckpt_open(p, &ck));
+    CHECK(ck && vc_ckpt_count(ck) == 12 && /* 2 layers x (gate_up, down, router) x (A, B) */
+          vc_ckpt_find(ck, "base_model.model.model.layers.1.mlp.experts.base_layer.lora_B.weight") &&
+          vc_ckpt_find(ck, "base_model.model.model.layers.0.mlp.gate.lora_A.weight"));
+    vc_ckpt_close(ck);
+    /* the merged export: the routed experts and the routers moved, every other tensor is the base's */
+    vc_model *x = NULL, *y = NULL;
+    snprintf(p, sizeof p, "%s/le/hf_model", dir);
+    CHECK_OK(vc_model_load(md, &x));
+    CHECK_OK(vc_model_load(p, &y));
+    int moved = 0, other = 0;
+    for (int i = 0; x && y && i < vc_model_n_params(x); i++) {
+        const char *name = NULL;
+        vc_tensor *tx = vc_model_param(x, i, &name, NULL), *ty = vc_model_param(y, i, NULL, NULL);
+        int diff = tx->n != ty->n || memcmp(tx->data, ty->data, sizeof(float) * (size_t)tx->n);
+        int expert = strstr(name, "experts.") || strstr(name, "router");
+        moved += diff && expert;
+        other += diff && !expert;
+        if (diff && !expert) fprintf(stderr, "LoRA on experts: %s changed\n", name);
+    }
+    printf("LoRA on routed experts and routers: %d expert/router tensors moved, %d others\n", moved, other);
+    CHECK(moved == 8 && other == 0); /* per layer: the gate, up and down stacks and the router */
+    vc_model_free(x);
+    vc_model_free(y);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
@@ -205,6 +270,7 @@ int main(void) {
     vc_status st = run("c", 4, "");
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "optim.bin"), "corrupt optim.bin: %s", vc_last_error());
     test_lora();
+    test_lora_experts();
     /* DAPO's overlong reward shaping: with a buffer as long as max_response_length every response loses
      * factor * length / buffer, and step 1 samples the same responses */
     CHECK_OK(run("oa", 1, "algorithm.adv_estimator=grpo"));
