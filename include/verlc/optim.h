@@ -77,6 +77,7 @@ typedef struct vc_lr_schedule {
     double num_cycles;    /* 0.5 */
     double init_lr_ratio; /* 0: warmup starts from init_lr_ratio * base_lr */
     double stable_ratio;  /* 0.9 (wsd) */
+    int one_indexed;      /* cosine: step + 1 (later verl's zero_indexed_step=false) */
     /* VC_LR_MEGATRON: warmup from init_lr to base_lr over warmup_steps, then lr_decay_style to min_lr at
      * decay_steps ("constant", "linear", "cosine", "inverse-square-root", "WSD" with its own style over
      * wsd_steps: "linear", "cosine", "exponential", "minus_sqrt") */
@@ -97,6 +98,8 @@ typedef struct vc_lr_config {
     double lr_warmup_steps_ratio;  /* 0 */
     double min_lr_ratio;           /* 0 */
     double num_cycles;             /* 0.5 */
+    int one_indexed;               /* 0; 1: later verl's optim.zero_indexed_step=false (the cosine schedule counts
+                                    * steps from 1, as torchtitan) */
 } vc_lr_config;
 
 void vc_lr_config_default(vc_lr_config *c);

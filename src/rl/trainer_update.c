@@ -159,6 +159,10 @@ static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t t
     GETS("optim.warmup_style", &lc.warmup_style);
     double ws = -1;
     GETD("optim.lr_warmup_steps", &ws, -1);
+    int zero_indexed = 1; /* later verl's */
+    snprintf(k, sizeof k, "%s.optim.zero_indexed_step", prefix);
+    if (!st) st = vc_config_get_bool_or(cfg, k, 1, &zero_indexed);
+    lc.one_indexed = !zero_indexed;
 #undef GETD
 #undef GETS
     if (st) return st;

@@ -37,6 +37,7 @@ vc_status vc_lr_schedule_init(vc_lr_schedule *s, const vc_lr_config *c) {
     s->total_steps = c->total_training_steps;
     s->min_lr_ratio = c->min_lr_ratio;
     s->num_cycles = c->num_cycles;
+    s->one_indexed = c->one_indexed;
     s->stable_ratio = 0.9;
     if (c->lr_warmup_steps > 0) s->warmup_steps = c->lr_warmup_steps;
     else if (c->total_training_steps > 0)
@@ -55,6 +56,7 @@ static double lr_lambda(const vc_lr_schedule *s, int64_t step) {
     case VC_LR_CONSTANT:
         return step < W ? (double)step / (double)(W > 1 ? W : 1) : 1.0;
     case VC_LR_COSINE: {
+        step += s->one_indexed; /* verl applies it to the cosine schedule only */
         if (step < W) return warmup_factor(s, step);
         double progress = (double)(step - W) / (double)(T - W > 1 ? T - W : 1);
         double x = cos(M_PI * s->num_cycles * 2.0 * progress);

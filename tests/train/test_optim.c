@@ -257,6 +257,13 @@ static void test_schedules(void) {
     c.num_cycles = 1.0;
     CHECK_OK(vc_lr_schedule_init(&s, &c));
     CHECK_NEAR(vc_lr_at(&s, 60), 0.0, 1e-15); /* full cycle: lowest mid-way */
+    /* later verl's zero_indexed_step=false: the cosine schedule counts from 1 (warmup too) */
+    vc_lr_schedule s1;
+    c.one_indexed = 1;
+    CHECK_OK(vc_lr_schedule_init(&s1, &c));
+    CHECK_NEAR(vc_lr_at(&s1, 0), 0.1e-3, 1e-18); /* warmup step 1 of 10 */
+    for (int64_t t = 0; t < 120; t += 7) CHECK_NEAR(vc_lr_at(&s1, t), vc_lr_at(&s, t + 1), 1e-18);
+    c.one_indexed = 0;
 
     /* warmup as a ratio of total steps: int(0.1 * 55) = 5 */
     vc_lr_config_default(&c);
