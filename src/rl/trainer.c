@@ -502,6 +502,12 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
     TRY(get_int(c, "data.train_max_samples", -1, &tms));
     TRY(get_int(c, "data.val_max_samples", -1, &vms));
+    int64_t vbs = 0;
+    TRY(get_int(c, "data.val_batch_size", 0, &vbs));
+    if (!st && (vbs < 0 || vbs > INT32_MAX || (vbs == 0 && vc_config_kind(c, "data.val_batch_size") == VC_CFG_INT)))
+        return vc_fail(VC_ERR_ARG, "data.val_batch_size must be a positive number of prompts (or null), got %lld",
+                       (long long)vbs);
+    t->val_batch = vbs;
     TRY(vc_config_list_str(c, "data.train_files", 0, &train));
     TRY(vc_config_list_len(c, "data.val_files", &nv));
     if (!st && nv) st = vc_config_list_str(c, "data.val_files", 0, &val);

@@ -37,6 +37,8 @@ struct vc_rl_trainer {
     int overlong_log;           /* overlong_buffer.log: overlong_reward and overlong in the reward's extra values */
     vc_sampling samp, val_samp;
     int val_n;
+    int64_t val_batch;          /* data.val_batch_size: prompts per validation batch over all ranks (0: verlc's 64 per
+                                 * rank); the samples do not depend on it (streams are keyed by prompt) */
     double kv_fraction;         /* rollout.gpu_memory_utilization */
     int max_seqs;               /* rollout.max_num_seqs (0: the engine's default) */
     int prefill_chunk;          /* rollout.max_num_batched_tokens: prompt tokens computed per step at most */

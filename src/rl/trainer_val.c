@@ -71,7 +71,9 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     if (!d) return VC_OK;
     double t0 = vc_now();
     ds_acc *acc = vc_calloc(d->n + 1, sizeof *acc);
-    uint32_t *idx = vc_calloc(VAL_CHUNK, sizeof *idx);
+    /* data.val_batch_size prompts per batch over all ranks: this rank's share of it */
+    size_t chunk = t->val_batch > 0 ? (size_t)((t->val_batch + t->world - 1) / t->world) : VAL_CHUNK;
+    uint32_t *idx = vc_calloc(chunk, sizeof *idx);
     double *sums = vc_calloc(2 * d->n + 1, sizeof *sums), turns[4] = { 0, 0, INFINITY, -INFINITY };
     vc_status st = acc && idx && sums ? VC_OK : VC_ERR_NOMEM;
     int na = 0, lo = 0, hi = (int)d->n;
@@ -79,8 +81,8 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     val_set vs = { 0 };
     for (size_t i = 0; !st && i < d->n; i++) ds_find(acc, &na, d->p[i].data_source);
     rl_dist_block(t, (int)d->n, &lo, &hi);
-    for (size_t s = (size_t)lo; !st && s < (size_t)hi; s += VAL_CHUNK) {
-        int n = (int)((size_t)hi - s < VAL_CHUNK ? (size_t)hi - s : VAL_CHUNK);
+    for (size_t s = (size_t)lo; !st && s < (size_t)hi; s += chunk) {
+        int n = (int)((size_t)hi - s < chunk ? (size_t)hi - s : chunk);
         for (int i = 0; i < n; i++) idx[i] = (uint32_t)(s + i);
         rl_batch b;
         /* validation streams are keyed apart from training steps */

@@ -146,8 +146,20 @@ static void validation_metrics(void) {
     size_t len = 0;
     CHECK_MSG(vc_read_file(p, &text, &len) == VC_OK && text && strstr(text, "\"pred\":") && strstr(text, "\"acc\":") &&
                   strstr(text, "\"reward\":") && strstr(text, "\"overlong\":"), "%s lacks the reward's extra values", p);
+    /* data.val_batch_size: validation in batches of one prompt samples the same responses (each prompt's
+     * random stream is its own), so the same dump and metrics */
+    size_t n1 = strlen(e);
+    snprintf(e + n1, sizeof e - n1, "|data.val_batch_size=1");
+    CHECK_OK(run(e, NULL));
+    char *again = NULL;
+    CHECK_MSG(vc_read_file(p, &again, &len) == VC_OK && again && text && !strcmp(again, text),
+              "validation in batches of 1 sampled other responses");
+    CHECK(last_metric("val-core/math_dapo/acc/mean@4") == acc && last_metric("val-aux/math_dapo/reward/mean@4") == rw);
+    free(again);
     free(text);
     free(p);
+    snprintf(e, sizeof e, "data.val_files=%s/dapo.jsonl|data.val_batch_size=0", dir);
+    expect(e, VC_ERR_ARG, "data.val_batch_size", "positive");
 }
 
 int main(void) {
