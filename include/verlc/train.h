@@ -330,6 +330,8 @@ typedef struct vc_sft_config {
     int shuffle;             /* 1 */
     uint64_t seed;           /* 1 */
     double lr, weight_decay, beta1, beta2, eps, grad_clip, warmup_ratio, min_lr_ratio;
+    double num_cycles;       /* optim.num_cycles: the cosine schedule's (0.5) */
+    int zero_indexed_step;   /* optim.zero_indexed_step (later verl): 0 counts the cosine schedule from 1 */
     int64_t warmup_steps;
     const char *lr_scheduler;/* "cosine" */
     const char *loss_agg_mode; /* "token-mean" */

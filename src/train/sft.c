@@ -90,6 +90,8 @@ static vc_status make_trainer(sft_run *r) {
     lc.lr_warmup_steps = c->warmup_steps;
     lc.lr_warmup_steps_ratio = c->warmup_ratio;
     lc.min_lr_ratio = c->min_lr_ratio;
+    lc.num_cycles = c->num_cycles;
+    lc.one_indexed = !c->zero_indexed_step;
     vc_status st = vc_lr_schedule_init(&tc.sched, &lc);
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;

@@ -26,6 +26,8 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->shuffle = 1;
     c->seed = 1;
     c->lora_alpha = 16;
+    c->num_cycles = 0.5;
+    c->zero_indexed_step = 1;
     c->lora_targets = "all-linear";
     c->lr = 1e-5;
     c->weight_decay = 0.01;
@@ -128,6 +130,9 @@ static const key_def KEYS[] = {
     { "optim.lr_scheduler", "lr_scheduler", K_STR, F(lr_scheduler), "constant | cosine | linear | wsd" },
     { "optim.lr_scheduler_type", "lr_scheduler_type", K_STR, F(lr_scheduler), "verl's optimizer-config name of optim.lr_scheduler" },
     { "optim.min_lr_ratio", "min_lr_ratio", K_F64, F(min_lr_ratio), "final lr / peak lr" },
+    { "optim.num_cycles", "num_cycles", K_F64, F(num_cycles), "cosine schedule: cycles over the decay (0.5: half)" },
+    { "optim.zero_indexed_step", "zero_indexed_step", K_BOOL, F(zero_indexed_step),
+      "cosine schedule: steps counted from 0 (false: from 1, as later verl's torchtitan setting)" },
     { "trainer.loss_agg_mode", "loss_agg_mode", K_STR, F(loss_agg_mode),
       "token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm" },
     { "trainer.total_epochs", "epochs", K_INT, F(epochs), "epochs over the training rows" },
@@ -266,7 +271,6 @@ static const verl_key VERL_KEYS[] = {
     { "optim.optimizer", "AdamW,adamw", "is not built in: verlc trains with AdamW (fused)" },
     { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
     { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
-    { "optim.num_cycles", "0.5", "is not supported by verlc sft: the cosine schedule has half a cycle" },
     /* verl's engine-based SFT trainer (sft_trainer_engine.yaml with its model, engine and optim groups) */
     { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp group's keys are taken)" },
     { "optim", "fsdp", "is not built in: the fsdp optimizer group's keys are taken" },
