@@ -59,10 +59,12 @@ static const char *target_name(int slot) {
 
 /* what module names reach in MoE layers, as PEFT maps transformers 4's per-expert nn.Linear names onto
  * transformers 5's fused expert tensors (gate and up only together, as one adapter of twice the rank) */
-enum { MOE_GATE = 1, MOE_UP = 2, MOE_DOWN = 4, MOE_ROUTER = 8 };
+enum { MOE_GATE = 1, MOE_UP = 2, MOE_DOWN = 4, MOE_ROUTER = 8, MOE_SHARED_FC1 = 16, MOE_SHARED_FC2 = 32 };
 static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
     { "gate_proj", MOE_GATE }, { "w1", MOE_GATE }, { "up_proj", MOE_UP }, { "w3", MOE_UP },
     { "down_proj", MOE_DOWN }, { "w2", MOE_DOWN }, { "gate", MOE_ROUTER },
+    /* Megatron-Bridge: one adapter of a layer's grouped expert linear, shared by all its experts */
+    { "linear_fc1", MOE_SHARED_FC1 }, { "linear_fc2", MOE_SHARED_FC2 }, { "router", MOE_ROUTER },
 };
 
 /* "all-linear" or comma/space-separated module names -> a bit per slot, and in *moe (models with MoE
@@ -119,6 +121,7 @@ void vc_lora_free(vc_lora *a, const vc_backend *be) {
     free(a->layer_of);
     free(a->slot_of);
     free(a->rank_of);
+    free(a->shared_of);
     free(a->off);
     free(a->t);
     free(a->ptr);
@@ -129,13 +132,14 @@ void vc_lora_free(vc_lora *a, const vc_backend *be) {
 static int64_t span(int64_t n) { return (n + 15) & ~(int64_t)15; }
 
 /* the shapes of (layer, slot)'s A and B: [r, in] and [out, r] on a matrix; on the experts' gate and up
- * A [E, r, H] and B [2, E, I, r], on their down A [E, r, I] and B [E, H, r] */
+ * A [E, r, H] and B [2, E, I, r], on their down A [E, r, I] and B [E, H, r]; E = 1 when shared by the
+ * experts (Megatron-Bridge's adapter of a grouped linear) */
 typedef struct { int na, nb; int64_t a[4], b[4], an, bn; } ab_shape;
-static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r) {
+static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r, int shared) {
     const vc_tensor *W = vc_w(m, layer, slot);
     ab_shape s = { 2, 2, { r, W->shape[W->ndim - 1] }, { W->shape[W->ndim - 2], r }, 0, 0 };
     if (W->ndim == 3) {
-        int64_t E = W->shape[0], o = W->shape[1], in = W->shape[2];
+        int64_t E = shared ? 1 : W->shape[0], o = W->shape[1], in = W->shape[2];
         s.na = 3, s.a[0] = E, s.a[1] = r, s.a[2] = in;
         if (slot == VC_W_EXP_GATE) s.nb = 4, s.b[0] = 2, s.b[1] = E, s.b[2] = o, s.b[3] = r;
         else s.nb = 3, s.b[0] = E, s.b[1] = o, s.b[2] = r;
@@ -151,7 +155,7 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
     float *host = vc_calloc((size_t)a->n_floats, sizeof(float));
     if (!host) return VC_ERR_NOMEM;
     for (int i = 0; i < a->n; i++) {
-        ab_shape sh = shapes(m, a->layer_of[i], a->slot_of[i], a->rank_of[i]);
+        ab_shape sh = shapes(m, a->layer_of[i], a->slot_of[i], a->rank_of[i], a->shared_of[i]);
         int64_t off = a->off[i], boff = off + span(sh.an), in = sh.a[sh.na - 1];
         vc_param_init(&a->t[2 * i], a->data + off, a->grad + off, sh.na, sh.a);
         vc_param_init(&a->t[2 * i + 1], a->data + boff, a->grad + boff, sh.nb, sh.b);
@@ -247,10 +251,12 @@ static vc_status parse_params(const vc_model *m, const char *spec, unsigned *wan
     return VC_OK;
 }
 
-/* adapter n of the list: (layer, slot) of rank r at the next offset (unless that slot has one) */
-static void add_adapter(vc_model *m, vc_lora *a, int l, int slot, int r) {
+/* adapter n of the list: (layer, slot) of rank r at the next offset (unless that slot has one); shared: one
+ * adapter for all the layer's experts */
+static void add_adapter(vc_model *m, vc_lora *a, int l, int slot, int r, int shared) {
     if (a->index[(size_t)l * VC_W_COUNT + slot] >= 0) return;
-    ab_shape sh = shapes(m, l, slot, r);
+    ab_shape sh = shapes(m, l, slot, r, shared);
+    a->shared_of[a->n] = shared;
     a->index[(size_t)l * VC_W_COUNT + slot] = a->n;
     a->layer_of[a->n] = l;
     a->slot_of[a->n] = slot;
@@ -267,10 +273,11 @@ static vc_lora *lora_new(size_t cells, size_t most) {
     a->layer_of = vc_malloc(sizeof(int) * most);
     a->slot_of = vc_malloc(sizeof(int) * most);
     a->rank_of = vc_malloc(sizeof(int) * most);
+    a->shared_of = vc_calloc(most, sizeof(int));
     a->off = vc_malloc(sizeof(int64_t) * most);
     a->t = vc_calloc(2 * most, sizeof *a->t);
     a->ptr = vc_calloc(2 * most, sizeof *a->ptr);
-    if (!a->index || !a->layer_of || !a->slot_of || !a->rank_of || !a->off || !a->t || !a->ptr) {
+    if (!a->index || !a->layer_of || !a->slot_of || !a->rank_of || !a->shared_of || !a->off || !a->t || !a->ptr) {
         vc_lora_free(a, NULL);
         return NULL;
     }
@@ -291,7 +298,7 @@ static vc_status choose(vc_model *m, vc_lora *a, uint64_t mask, unsigned moe, On
             char name[128];
             vc_lora_module_name(m, l, TARGETS[i].slot, name, sizeof name);
             if (ex && excluded(ex, name)) continue;
-            add_adapter(m, a, l, TARGETS[i].slot, r);
+            add_adapter(m, a, l, TARGETS[i].slot, r, 0);
         }
         char name[128];
         vc_lora_module_name(m, l, VC_W_EXP_GATE, name, sizeof name);
@@ -299,12 +306,14 @@ static vc_status choose(vc_model *m, vc_lora *a, uint64_t mask, unsigned moe, On
         vc_lora_module_name(m, l, VC_W_ROUTER, name, sizeof name);
         int ex_router = ex && excluded(ex, name);
         if (c->is_moe[l] && !ex_exp && (moe & (MOE_GATE | MOE_UP)) == (MOE_GATE | MOE_UP))
-            add_adapter(m, a, l, VC_W_EXP_GATE, gu_rank > 0 ? gu_rank : 2 * r);
-        if (c->is_moe[l] && !ex_exp && moe & MOE_DOWN) add_adapter(m, a, l, VC_W_EXP_DOWN, r);
-        if (c->is_moe[l] && !ex_router && moe & MOE_ROUTER) add_adapter(m, a, l, VC_W_ROUTER, r);
+            add_adapter(m, a, l, VC_W_EXP_GATE, gu_rank > 0 ? gu_rank : 2 * r, 0);
+        if (c->is_moe[l] && !ex_exp && moe & MOE_DOWN) add_adapter(m, a, l, VC_W_EXP_DOWN, r, 0);
+        if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC1) add_adapter(m, a, l, VC_W_EXP_GATE, r, 1);
+        if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC2) add_adapter(m, a, l, VC_W_EXP_DOWN, r, 1);
+        if (c->is_moe[l] && !ex_router && moe & MOE_ROUTER) add_adapter(m, a, l, VC_W_ROUTER, r, 0);
         for (size_t k = 0; k < N_PARAMS; k++)
             if (want[l] >> k & 1 && vc_w(m, l, PARAMS[k].slot))
-                add_adapter(m, a, l, PARAMS[k].slot, PARAMS[k].slot == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r);
+                add_adapter(m, a, l, PARAMS[k].slot, PARAMS[k].slot == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r, 0);
     }
     return a->n ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
 }
@@ -394,10 +403,13 @@ static vc_status merge(vc_model *m, float sign) {
         for (int p = 0; p < np; p++) {
             vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
             int64_t E = W->ndim == 3 ? W->shape[0] : 1, out = W->shape[W->ndim - 2], in = W->shape[W->ndim - 1];
-            const float *bp = B->data + p * E * out * r; /* up's B after gate's */
-            for (int64_t e = 0; e < E; e++)
-                m->be->gemm(0, 0, out, in, r, sign * a->scale, bp + e * out * r, r, A->data + e * r * in, in, 1.0f,
+            int64_t Ea = A->ndim == 3 ? A->shape[0] : 1; /* 1: one adapter for every expert */
+            const float *bp = B->data + p * Ea * out * r; /* up's B after gate's */
+            for (int64_t e = 0; e < E; e++) {
+                int64_t ea = Ea == 1 ? 0 : e;
+                m->be->gemm(0, 0, out, in, r, sign * a->scale, bp + ea * out * r, r, A->data + ea * r * in, in, 1.0f,
                             W->data + e * out * in, in);
+            }
         }
     }
     vc_set_matmul_precision(prec);

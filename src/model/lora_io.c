@@ -96,33 +96,60 @@ static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
     snprintf(buf, cap, "model.layers.%d.mlp.experts%s", l, inner ? ".base_layer" : "");
 }
 
-/* B between verlc's [P, E, O, r] (P = 2: gate's, then up's) and PEFT's [P O, r E] (to_peft: that way) */
-static void expert_b(float *peft, float *own, int64_t P, int64_t E, int64_t O, int64_t r, int to_peft) {
-    for (int64_t p = 0; p < P; p++)
-        for (int64_t e = 0; e < E; e++)
+/* A and B between verlc's [Ea, r, in] and [P, Ea, O, r] (P = 2: gate's, then up's; Ea = 1: one adapter
+ * shared by the E experts, else E) and PEFT's [r E, in] and [P O, r E] (expert e's B in columns k E + e);
+ * to_peft: that way (a shared adapter written for every expert), else back; returns 1 when a shared
+ * adapter's experts differ in the file */
+static int expert_ab(float *pA, float *pB, float *oA, float *oB, int64_t P, int64_t E, int64_t Ea, int64_t O,
+                     int64_t r, int64_t in, int to_peft) {
+    int differ = 0;
+    for (int64_t e = 0; e < E; e++) {
+        int64_t ea = Ea == 1 ? 0 : e;
+        for (int64_t j = 0; j < r * in; j++) {
+            float *x = &pA[e * r * in + j], *y = &oA[ea * r * in + j];
+            if (to_peft) *x = *y;
+            else if (e > ea) differ |= *y != *x;
+            else *y = *x;
+        }
+        for (int64_t p = 0; p < P; p++)
             for (int64_t o = 0; o < O; o++)
                 for (int64_t k = 0; k < r; k++) {
-                    float *x = &peft[(p * O + o) * r * E + k * E + e], *y = &own[((p * E + e) * O + o) * r + k];
+                    float *x = &pB[(p * O + o) * r * E + k * E + e], *y = &oB[((p * Ea + ea) * O + o) * r + k];
                     if (to_peft) *x = *y;
+                    else if (e > ea) differ |= *y != *x;
                     else *y = *x;
                 }
+    }
+    return differ;
 }
 
-/* an expert adapter i as PEFT's tensors: A [r E, in] is verlc's [E, r, in] as it is; B reordered */
+/* the experts' count of adapter i's tensor and the adapter's shapes */
+typedef struct { int64_t E, Ea, r, in, P, O; } exp_dims;
+static exp_dims expert_dims(const vc_model *m, int i) {
+    const vc_lora *a = m->lora;
+    const vc_tensor *ta = &a->t[2 * i], *tb = &a->t[2 * i + 1];
+    exp_dims d = { vc_w(m, a->layer_of[i], a->slot_of[i])->shape[0], ta->shape[0], ta->shape[1], ta->shape[2],
+                   tb->ndim == 4 ? 2 : 1, tb->shape[tb->ndim - 2] };
+    return d;
+}
+
+/* an expert adapter i as PEFT's tensors */
 static vc_status save_expert(const vc_model *m, vc_st_writer *w, const float *host, int i) {
     const vc_lora *a = m->lora;
     const vc_tensor *ta = &a->t[2 * i], *tb = &a->t[2 * i + 1];
-    int64_t E = ta->shape[0], r = ta->shape[1], in = ta->shape[2], P = tb->ndim == 4 ? 2 : 1, O = tb->shape[tb->ndim - 2];
-    float *B = vc_malloc(sizeof(float) * (size_t)tb->n);
-    if (!B) return VC_ERR_NOMEM;
-    expert_b(B, (float *)host + (tb->data - a->data), P, E, O, r, 1);
+    exp_dims d = expert_dims(m, i);
+    float *A = vc_malloc(sizeof(float) * (size_t)(d.E * d.r * d.in)), *B = vc_malloc(sizeof(float) * (size_t)(d.P * d.O * d.r * d.E));
+    vc_status st = A && B ? VC_OK : VC_ERR_NOMEM;
+    if (!st) expert_ab(A, B, (float *)host + (ta->data - a->data), (float *)host + (tb->data - a->data), d.P, d.E, d.Ea,
+                       d.O, d.r, d.in, 1);
     char mod[160], name[256];
     expert_module(m, i, mod, sizeof mod);
-    int64_t sa[2] = { r * E, in }, sb[2] = { P * O, r * E };
+    int64_t sa[2] = { d.r * d.E, d.in }, sb[2] = { d.P * d.O, d.r * d.E };
     tensor_name(mod, 0, name, sizeof name);
-    vc_status st = vc_st_writer_add(w, name, VC_F32, 2, sa, host + (ta->data - a->data), 1);
+    if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sa, A, 1);
     tensor_name(mod, 1, name, sizeof name);
     if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sb, B, 1);
+    free(A);
     free(B);
     return st;
 }
@@ -297,7 +324,8 @@ static vc_status load_one(vc_model *m, const char *path, vc_checkpoint *ck, int 
 static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, int i) {
     vc_lora *a = m->lora;
     vc_tensor *ta = &a->t[2 * i], *tb = &a->t[2 * i + 1];
-    int64_t E = ta->shape[0], r = ta->shape[1], in = ta->shape[2], P = tb->ndim == 4 ? 2 : 1, O = tb->shape[tb->ndim - 2];
+    exp_dims d = expert_dims(m, i);
+    int64_t E = d.E, r = d.r, in = d.in, P = d.P, O = d.O;
     const vc_st_tensor *A = NULL, *B = NULL;
     char mod[160];
     for (int inner = 0; inner < 2 && !A; inner++) {
@@ -307,24 +335,29 @@ static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, i
             y->shape[0] == P * O && y->shape[1] == r * E)
             A = x, B = y;
     }
+    const char *what = a->slot_of[i] == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj";
     if (!A)
         return vc_fail(VC_ERR_MISSING, "%s: no adapter of %s for layer %d's %lld experts ([%lld, %lld] and [%lld, "
-                       "%lld] under model.layers.%d.mlp.experts)", path, a->slot_of[i] == VC_W_EXP_GATE ? "gate_up_proj"
-                       : "down_proj", a->layer_of[i], (long long)E, (long long)(r * E), (long long)in,
-                       (long long)(P * O), (long long)(r * E), a->layer_of[i]);
-    float *hA = vc_malloc(sizeof(float) * (size_t)ta->n), *hB = vc_malloc(sizeof(float) * (size_t)tb->n);
-    float *own = vc_malloc(sizeof(float) * (size_t)tb->n);
-    vc_status st = hA && hB && own ? VC_OK : VC_ERR_NOMEM;
+                       "%lld] under model.layers.%d.mlp.experts)", path, what, a->layer_of[i], (long long)E,
+                       (long long)(r * E), (long long)in, (long long)(P * O), (long long)(r * E), a->layer_of[i]);
+    float *hA = vc_malloc(sizeof(float) * (size_t)(r * E * in)), *hB = vc_malloc(sizeof(float) * (size_t)(P * O * r * E));
+    float *oA = vc_malloc(sizeof(float) * (size_t)ta->n), *oB = vc_malloc(sizeof(float) * (size_t)tb->n);
+    vc_status st = hA && hB && oA && oB ? VC_OK : VC_ERR_NOMEM;
     if (!st) {
         vc_st_tensor_to_f32(A, hA);
         vc_st_tensor_to_f32(B, hB);
-        expert_b(hB, own, P, E, O, r, 0);
-        put(m, ta, hA);
-        put(m, tb, own);
+        if (expert_ab(hA, hB, oA, oB, P, E, d.Ea, O, r, in, 0))
+            st = vc_fail(VC_ERR_FORMAT, "%s: layer %d's %s adapters differ between experts, but this run shares one "
+                         "adapter among them (Megatron's linear_fc1 / linear_fc2)", path, a->layer_of[i], what);
+    }
+    if (!st) {
+        put(m, ta, oA);
+        put(m, tb, oB);
     }
     free(hA);
     free(hB);
-    free(own);
+    free(oA);
+    free(oB);
     return st;
 }
 

@@ -29,6 +29,7 @@ typedef struct vc_lora {
     int *index;               /* [n_layer * VC_W_COUNT]: adapter of (layer, slot), or -1 */
     int *layer_of, *slot_of;  /* [n] */
     int *rank_of;             /* [n]: rank (the experts' gate_up: PEFT's rank_pattern, 2 rank by default) */
+    int *shared_of;           /* [n]: 1: one adapter shared by a layer's experts (Megatron-Bridge's) */
     int64_t *off;             /* [n]: A's offset in data; B follows it */
     vc_tensor *t;             /* [2n]: A_0, B_0, A_1, B_1, ... */
     vc_tensor **ptr;          /* [2n]: pointers to t, the trainer's extra parameters */

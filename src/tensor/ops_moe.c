@@ -24,6 +24,8 @@ typedef struct {
     uint16_t *X16;     /* bf16 matmuls: the gathered inputs in bf16 instead of X (only GEMMs read them) */
     vc_moe_lora lo;    /* adapters (tensors NULL: none) */
     int64_t r, rdn;    /* their ranks: gate_up's, down's */
+    int64_t eg, ed;    /* their expert counts: E, or 1 when shared by the experts (Megatron-Bridge's) */
+    int64_t *off1;     /* [2] {0, R} (backend): every routed row as one group, for a shared adapter */
     float *XA, *AA;    /* [R, r]: the gathered inputs through gate_up's A, the activations through down's A */
 } moe_saved;
 
@@ -69,18 +71,22 @@ static void moe_bw(vc_graph *g, vc_node *n) {
     vc_graph_release(g, dX, bH);
 }
 
+/* an adapter's row groups: per expert, or every routed row as one group when it is shared (one expert's) */
+static const int64_t *grp(const moe_saved *s, int64_t n_adapters) { return n_adapters == s->E ? s->off : s->off1; }
+
 /* down's adapter: dA += s (dY Bd) Ad; Bd and Ad's gradients (dR: dY Bd) */
 static void lora_down_bw(vc_graph *g, const moe_saved *s, const float *dY, float *dA, float *dR, const void *A,
                          int a16) {
     const vc_backend *B = vc_be();
     const vc_moe_lora *lo = &s->lo;
-    int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K, r = s->rdn;
-    B->gemm_rows_grouped(0, E, s->off, R, r, H, 1.0f, dY, 0, H, lo->down_b->data, 0.0f, dR, r);
-    B->gemm_rows_grouped(0, E, s->off, R, I, r, lo->scale, dR, 0, r, lo->down_a->data, 1.0f, dA, I);
+    int64_t H = s->H, I = s->I, R = s->T * s->K, r = s->rdn, Ed = s->ed;
+    const int64_t *gd = grp(s, Ed);
+    B->gemm_rows_grouped(0, Ed, gd, R, r, H, 1.0f, dY, 0, H, lo->down_b->data, 0.0f, dR, r);
+    B->gemm_rows_grouped(0, Ed, gd, R, I, r, lo->scale, dR, 0, r, lo->down_a->data, 1.0f, dA, I);
     float *db = lo->down_b->requires_grad ? vc_tensor_grad(g, lo->down_b) : NULL;
     float *da = lo->down_a->requires_grad ? vc_tensor_grad(g, lo->down_a) : NULL;
-    if (db) B->gemm_wgrad_grouped(E, s->off, H, r, lo->scale, dY, H, s->AA, 0, r, 1.0f, db);
-    if (da) B->gemm_wgrad_grouped(E, s->off, r, I, lo->scale, dR, r, A, a16, I, 1.0f, da);
+    if (db) B->gemm_wgrad_grouped(Ed, gd, H, r, lo->scale, dY, H, s->AA, 0, r, 1.0f, db);
+    if (da) B->gemm_wgrad_grouped(Ed, gd, r, I, lo->scale, dR, r, A, a16, I, 1.0f, da);
 }
 
 /* gate_up's adapter: dR = dG Bg + dU Bu, dX += s dR A; Bg, Bu and A's gradients */
@@ -88,17 +94,18 @@ static void lora_gu_bw(vc_graph *g, const moe_saved *s, const float *dG, const f
                        const void *X, int x16) {
     const vc_backend *B = vc_be();
     const vc_moe_lora *lo = &s->lo;
-    int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K, r = s->r, EIr = E * I * r;
-    B->gemm_rows_grouped(0, E, s->off, R, r, I, 1.0f, dG, 0, I, lo->gu_b->data, 0.0f, dR, r);
-    B->gemm_rows_grouped(0, E, s->off, R, r, I, 1.0f, dU, 0, I, lo->gu_b->data + EIr, 1.0f, dR, r);
-    B->gemm_rows_grouped(0, E, s->off, R, H, r, lo->scale, dR, 0, r, lo->gu_a->data, 1.0f, dX, H);
+    int64_t H = s->H, I = s->I, R = s->T * s->K, r = s->r, EIr = s->eg * I * r, Eg = s->eg;
+    const int64_t *gg = grp(s, Eg);
+    B->gemm_rows_grouped(0, Eg, gg, R, r, I, 1.0f, dG, 0, I, lo->gu_b->data, 0.0f, dR, r);
+    B->gemm_rows_grouped(0, Eg, gg, R, r, I, 1.0f, dU, 0, I, lo->gu_b->data + EIr, 1.0f, dR, r);
+    B->gemm_rows_grouped(0, Eg, gg, R, H, r, lo->scale, dR, 0, r, lo->gu_a->data, 1.0f, dX, H);
     float *db = lo->gu_b->requires_grad ? vc_tensor_grad(g, lo->gu_b) : NULL;
     float *da = lo->gu_a->requires_grad ? vc_tensor_grad(g, lo->gu_a) : NULL;
     if (db) {
-        B->gemm_wgrad_grouped(E, s->off, I, r, lo->scale, dG, I, s->XA, 0, r, 1.0f, db);
-        B->gemm_wgrad_grouped(E, s->off, I, r, lo->scale, dU, I, s->XA, 0, r, 1.0f, db + EIr);
+        B->gemm_wgrad_grouped(Eg, gg, I, r, lo->scale, dG, I, s->XA, 0, r, 1.0f, db);
+        B->gemm_wgrad_grouped(Eg, gg, I, r, lo->scale, dU, I, s->XA, 0, r, 1.0f, db + EIr);
     }
-    if (da) B->gemm_wgrad_grouped(E, s->off, r, H, lo->scale, dR, r, X, x16, H, 1.0f, da);
+    if (da) B->gemm_wgrad_grouped(Eg, gg, r, H, lo->scale, dR, r, X, x16, H, 1.0f, da);
 }
 
 /* the experts' backward over the grouped rows, then the scatter and the router's gradient */
@@ -153,10 +160,9 @@ static int lora_shapes(vc_graph *g, const vc_moe_lora *lo, const vc_tensor *Wg, 
     *r = lo->gu_a && lo->gu_a->ndim == 3 ? lo->gu_a->shape[1] : 0;
     *rd = lo->down_a && lo->down_a->ndim == 3 ? lo->down_a->shape[1] : 0;
     int ok = !lo->gu_a == !lo->gu_b && !lo->down_a == !lo->down_b && (*r > 0 || !lo->gu_a) && (*rd > 0 || !lo->down_a);
-    if (ok && lo->gu_a)
-        ok = lo->gu_a->n == E * *r * H && lo->gu_b->n == 2 * E * I * *r && lo->gu_a->shape[0] == E;
-    if (ok && lo->down_a)
-        ok = lo->down_a->n == E * *rd * I && lo->down_b->n == E * H * *rd && lo->down_a->shape[0] == E;
+    int64_t eg = lo->gu_a ? lo->gu_a->shape[0] : 0, ed = lo->down_a ? lo->down_a->shape[0] : 0;
+    if (ok && lo->gu_a) ok = (eg == E || eg == 1) && lo->gu_a->n == eg * *r * H && lo->gu_b->n == 2 * eg * I * *r;
+    if (ok && lo->down_a) ok = (ed == E || ed == 1) && lo->down_a->n == ed * *rd * I && lo->down_b->n == ed * H * *rd;
     if (!ok) vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "moe: expert adapters do not fit %lld experts [%lld, %lld]",
                                       (long long)E, (long long)I, (long long)H));
     return ok ? 0 : -1;
@@ -171,6 +177,8 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
     if (lora && (lora->gu_a || lora->down_a)) {
         if (lora_shapes(g, lora, Wg, &s->r, &s->rdn)) return NULL;
         s->lo = *lora;
+        s->eg = lora->gu_a ? lora->gu_a->shape[0] : 0;
+        s->ed = lora->down_a ? lora->down_a->shape[0] : 0;
     }
     s->rd = *rd;
     s->act = act;
@@ -181,6 +189,10 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
     s->K = rd->top_k;
     int64_t R = s->T * s->K, H = s->H, I = s->I;
     if (moe_route(g, s, logits)) return NULL;
+    if ((s->eg == 1 || s->ed == 1) && s->E > 1) { /* a shared adapter: all routed rows, one group */
+        int64_t o1[2] = { 0, s->T * s->K };
+        if (!(s->off1 = vc_graph_upload(g, o1, sizeof o1))) return NULL;
+    }
     /* bf16 matmuls: the inputs and the gated activations, read only by GEMMs that round them to bf16 anyway,
      * are kept in bf16 (half their memory, the same bits; VERLC_BF16_ACT=0 keeps them f32 for comparisons) */
     const char *env = getenv("VERLC_BF16_ACT");
@@ -201,12 +213,12 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wu->data, 0.0f, s->U, I);
     const vc_moe_lora *lo = &s->lo;
-    int64_t r = s->r, rdn = s->rdn, EIr = s->E * I * r;
+    int64_t r = s->r, rdn = s->rdn, EIr = s->eg * I * r;
     if (lo->gu_a) { /* G += s (X A^T) Bg^T, U likewise with Bu */
         if (!(s->XA = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * r), 0))) return NULL;
-        B->gemm_rows_grouped(1, s->E, s->off, R, r, H, 1.0f, X, x16, H, lo->gu_a->data, 0.0f, s->XA, r);
-        B->gemm_rows_grouped(1, s->E, s->off, R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data, 1.0f, s->G, I);
-        B->gemm_rows_grouped(1, s->E, s->off, R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data + EIr, 1.0f, s->U, I);
+        B->gemm_rows_grouped(1, s->eg, grp(s, s->eg), R, r, H, 1.0f, X, x16, H, lo->gu_a->data, 0.0f, s->XA, r);
+        B->gemm_rows_grouped(1, s->eg, grp(s, s->eg), R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data, 1.0f, s->G, I);
+        B->gemm_rows_grouped(1, s->eg, grp(s, s->eg), R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data + EIr, 1.0f, s->U, I);
     }
     if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
     else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
@@ -215,8 +227,8 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
     B->gemm_rows_grouped(1, s->E, s->off, R, H, I, 1.0f, A, is16, I, Wd->data, 0.0f, s->Y, H);
     if (lo->down_a) { /* Y += s (A Ad^T) Bd^T */
         if (!(s->AA = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * rdn), 0))) return NULL;
-        B->gemm_rows_grouped(1, s->E, s->off, R, rdn, I, 1.0f, A, is16, I, lo->down_a->data, 0.0f, s->AA, rdn);
-        B->gemm_rows_grouped(1, s->E, s->off, R, H, rdn, lo->scale, s->AA, 0, rdn, lo->down_b->data, 1.0f, s->Y, H);
+        B->gemm_rows_grouped(1, s->ed, grp(s, s->ed), R, rdn, I, 1.0f, A, is16, I, lo->down_a->data, 0.0f, s->AA, rdn);
+        B->gemm_rows_grouped(1, s->ed, grp(s, s->ed), R, H, rdn, lo->scale, s->AA, 0, rdn, lo->down_b->data, 1.0f, s->Y, H);
     }
     /* y[t] = sum_k w[t, k] Y[inv[t, k]], k ascending: a fixed summation order */
     B->moe_combine_fwd(y->data, s->Y, s->w, s->inv, s->T, s->K, H);

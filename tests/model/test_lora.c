@@ -417,6 +417,25 @@ static void test_peft_experts(void) {
     }
 }
 
+/* a shared (Megatron) expert adapter is written for every expert, so PEFT's per-expert adapters that differ
+ * between experts do not load into one: the error names the file and the layer */
+static void test_megatron_shared(void) {
+    char mdir[512];
+    snprintf(mdir, sizeof mdir, "%s/fixtures/models/qwen3_moe", vc_test_shared());
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(mdir, &m));
+    vc_lora_spec sp = { 4, 8.0, "linear_fc1,linear_fc2", NULL, NULL, 1, 0 };
+    CHECK_OK(vc_model_lora_attach(m, &sp));
+    vc_tensor *const *p = NULL;
+    int n = vc_model_lora_params(m, &p);
+    CHECK_MSG(n == 8 && p[0]->ndim == 3 && p[0]->shape[0] == 1, "%d adapter tensors; the first [%lld, ...]", n,
+              n ? (long long)p[0]->shape[0] : -1LL);
+    vc_status st = vc_model_lora_load(m, "tests/fixtures/lora/qwen3_moe_experts");
+    CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "differ between experts") &&
+                  strstr(vc_last_error(), "qwen3_moe_experts"), "%s", vc_last_error());
+    vc_model_free(m);
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_peft_experts();
@@ -431,6 +450,9 @@ int main(void) {
     run_p("qwen3_moe", "[]", "mlp.experts.gate_up_proj,mlp.experts.down_proj,mlp.gate.weight");
     run_p("mixtral", "q_proj", "experts.down_proj");
     run_p("deepseek_v3", "all-linear", "gate_up_proj,model.layers.1.mlp.gate.weight");
+    /* Megatron-Bridge's names: linear_fc1 / linear_fc2 of a MoE layer are one adapter shared by its experts */
+    run("qwen3_moe", "linear_qkv,linear_fc1,linear_fc2,router");
+    test_megatron_shared();
     /* the sim device: backend memory behind pointers that fault on host access (VC_LORA_DEVICE=cuda runs
      * this part on the CUDA backend, e.g. the emulator's build) */
     CHECK(vc_backend_sim() != NULL);

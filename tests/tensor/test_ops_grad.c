@@ -218,6 +218,11 @@ static void run_all(void) {
         make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
         make(5, 3, 4, 2, 5, 0.5f); make(6, 3, 8, 3, 2, 0.5f); make(7, 3, 4, 3, 3, 0.5f); make(8, 3, 4, 5, 3, 0.5f);
         check_op("moe lora on the experts", b_moe_lora, 9, 1e-3f, 2e-2f);
+        /* one adapter shared by the experts (Megatron-Bridge's): gate_up's, down's per-expert count 1 */
+        make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+        make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+        make(5, 3, 1, 2, 5, 0.5f); make(6, 3, 2, 3, 2, 0.5f); make(7, 3, 1, 3, 3, 0.5f); make(8, 3, 1, 5, 3, 0.5f);
+        check_op("moe lora shared by the experts", b_moe_lora, 9, 1e-3f, 2e-2f);
     }
 }
 
