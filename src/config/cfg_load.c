@@ -107,6 +107,25 @@ static vc_status add_missing(vc_cfg_node *dst, const vc_cfg_node *src) {
     return st;
 }
 
+/* removes from later the keys base already has: those are base's (e.g. model.lora.* of the megatron
+ * defaults, which verlc reads), not later verl's additions */
+static void drop_present(vc_cfg_node *later, vc_cfg_node *base) {
+    size_t k = 0;
+    for (size_t i = 0; i < later->n; i++) {
+        vc_cfg_node *b = vc_cfg_map_get(base, later->keys[i]), *v = later->items[i];
+        int maps = b && b->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP;
+        if (maps) drop_present(v, b);
+        if (b && (!maps || !v->n)) {
+            free(later->keys[i]);
+            vc_cfg_node_free(v);
+            continue;
+        }
+        later->keys[k] = later->keys[i];
+        later->items[k++] = v;
+    }
+    later->n = k;
+}
+
 vc_status vc_config_defaults(vc_config **out) { return vc_config_defaults_ex(0, out); }
 
 vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
@@ -122,6 +141,7 @@ vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
     }
     vc_cfg_node *later = NULL;
     st = vc_cfg_yaml_parse(vc_cfg_later_yaml, strlen(vc_cfg_later_yaml), "<verl later defaults>", &later);
+    if (!st) drop_present(later, root);
     if (!st) st = add_missing(root, later);
     if (st) {
         vc_cfg_node_free(root);
