@@ -158,7 +158,14 @@ typedef struct vc_batch {
      * a prefix of its own whose tokens come before sequence s's: s's positions continue after it and its
      * queries attend to that sequence's keys first (a shared prompt, computed once; vc_share_plan) */
     const int32_t *prefix;
+    /* optional (NULL: none; without a cache), verl's router_replay: [n_layer][T][top_k] host memory, T the
+     * batch's tokens (a dense layer's rows unused). route_mode VC_ROUTE_RECORD: each MoE layer writes the
+     * experts it chose; VC_ROUTE_REPLAY: each MoE layer routes to the experts there, their weights from the
+     * current router (which so gets its gradient) */
+    int32_t *route;
+    int route_mode;
 } vc_batch;
+enum { VC_ROUTE_NONE, VC_ROUTE_RECORD, VC_ROUTE_REPLAY };
 
 /* Shared prompt prefixes (verl's actor.use_prefix_grouper): sequences of b with the same group id >= 0
  * share their first P tokens, P the longest prefix every member has in common with the group's first

@@ -6,10 +6,12 @@
 static _Thread_local char g_err[1024];
 
 vc_status vc_fail(vc_status st, const char *fmt, ...) {
+    char msg[sizeof g_err]; /* the arguments may be the last message itself (vc_last_error()) */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(g_err, msg, sizeof g_err);
     return st;
 }
 

@@ -44,6 +44,7 @@ typedef struct {
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
     const vc_model_config *c = &f->m->cfg;
+    if (!x) return NULL; /* an earlier op failed (the graph holds its status) */
     vc_tensor *w = vc_w(f->m, layer, w_slot);
     if (c->norm_kind == VC_NORM_LAYER) return vc_op_layernorm(f->g, x, w, b_slot ? vc_w(f->m, layer, b_slot) : NULL, c->norm_eps);
     return vc_op_rmsnorm(f->g, x, w, x->shape[x->ndim - 1], c->norm_eps, c->norm_offset);
@@ -359,6 +360,11 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
                          .topk_group = c->topk_group, .group_top2_sum = c->group_top2 };
     vc_tensor *bias = vc_w(m, l, VC_W_ROUTER_BIAS);
     rd.bias = bias ? bias->data : NULL;
+    if (f->b->route && f->b->route_mode) { /* router replay: this layer's experts of every token */
+        int32_t *r = f->b->route + (size_t)l * (size_t)f->T * (size_t)c->top_k;
+        if (f->b->route_mode == VC_ROUTE_REPLAY) rd.replay_idx = r;
+        else rd.record_idx = r;
+    }
     vc_tensor *logits = lin(f, h, l, VC_W_ROUTER, NULL);
     const vc_lora *a = m->lora; /* adapters on the routed experts (PEFT's target_parameters) */
     int gu = vc_lora_index(m, l, VC_W_EXP_GATE), dn = vc_lora_index(m, l, VC_W_EXP_DOWN);
@@ -513,6 +519,10 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     if (m->be->alloc != vc_be()->alloc || (cache && cache->be->alloc != vc_be()->alloc)) {
         vc_fail(VC_ERR_ARG, "model forward: the weights%s are in %s memory but the active backend is %s (select the "
                 "device before loading the model)", cache ? " or kv cache" : "", m->be->name, vc_be()->name);
+        return NULL;
+    }
+    if (b->route && b->route_mode && (cache || paged)) {
+        vc_fail(VC_ERR_ARG, "model forward: router replay with a kv cache");
         return NULL;
     }
     for (int64_t t = 0; t < f.T; t++)

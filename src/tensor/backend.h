@@ -63,6 +63,11 @@ typedef struct vc_route_desc {
     int n_group, topk_group; /* group-limited routing (DeepSeek); n_group <= 1: off */
     int group_top2_sum;   /* group score: sum of top-2 (V3) instead of max (V2) */
     const float *bias;    /* e_score_correction_bias: affects selection only */
+    int replay;           /* route_fwd: idx holds the experts already (router replay): the weights only */
+    /* vc_op_moe only (host memory, [T, K]; NULL: none): the experts to route to (verl's router_replay), and
+     * where to write the experts chosen */
+    const int32_t *replay_idx;
+    int32_t *record_idx;
 } vc_route_desc;
 
 /* The fused LM head's shape: T tokens of H hidden values, V vocabulary rows; logits are

@@ -144,7 +144,18 @@ static int moe_route(vc_graph *g, moe_saved *s, const vc_tensor *logits) {
     s->w = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 0);
     s->idx = vc_graph_dalloc(g, sizeof(int32_t) * (size_t)R, 0);
     if (!s->off || !s->tok || !s->inv || !s->w || !s->idx) return -1;
+    if (s->rd.replay_idx) { /* router replay: the recorded experts, checked, then the current router's weights */
+        for (int64_t i = 0; i < R; i++)
+            if (s->rd.replay_idx[i] < 0 || s->rd.replay_idx[i] >= s->E) {
+                vc_graph_fail(g, vc_fail(VC_ERR_ARG, "moe: replayed expert %d of token %lld is not one of %lld",
+                                         s->rd.replay_idx[i], (long long)(i / s->K), (long long)s->E));
+                return -1;
+            }
+        B->h2d(s->idx, s->rd.replay_idx, sizeof(int32_t) * (size_t)R);
+        s->rd.replay = 1;
+    }
     B->route_fwd(s->w, s->idx, logits->data, s->T, &s->rd);
+    if (s->rd.record_idx) B->d2h(s->rd.record_idx, s->idx, sizeof(int32_t) * (size_t)R);
     B->moe_group(s->off, s->tok, s->inv, s->idx, s->T, s->K, s->E);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Mixture-of-experts routing: scores (softmax or sigmoid) over router logits, optional group-limited
  * selection (DeepSeek), top-k, optional renormalisation and scaling. The correction bias changes which
- * experts are chosen, never the weights. */
+ * experts are chosen, never the weights. With replay the experts are given (idx): only the weights are
+ * computed, from the current scores. */
 #include "cpu.h"
 #include <math.h>
 #include <string.h>
@@ -48,7 +49,7 @@ void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, co
     for (int64_t t = 0; t < T; t++) {
         scores_of(s, logits + t * E, E, d->sigmoid);
         for (int e = 0; e < E; e++) choice[e] = s[e] + (d->bias ? d->bias[e] : 0.0f);
-        select_experts(idx + t * K, choice, d);
+        if (!d->replay) select_experts(idx + t * K, choice, d);
         float sum = 0;
         for (int k = 0; k < K; k++) sum += s[idx[t * K + k]];
         float denom = d->norm_topk ? sum + (d->sigmoid ? 1e-20f : 0.0f) : 1.0f;

@@ -10,7 +10,7 @@
 #define RW 4 /* warps (tokens) per block */
 
 struct route_params {
-    int E, K, sigmoid, norm_topk, n_group, topk_group, top2;
+    int E, K, sigmoid, norm_topk, n_group, topk_group, top2, replay;
     float scaling;
     const float *bias;
 };
@@ -58,6 +58,13 @@ __global__ void k_route_fwd(float *w, int32_t *idx, const float *logits, int64_t
     float *s = sh + warp * 2 * E, *c = s + E;
     unsigned char *taken = (unsigned char *)(sh + RW * 2 * E) + warp * E;
     scores_of(s, logits + t * E, E, p.sigmoid, lane);
+    if (p.replay) { /* router replay: the experts are given, the weights come from the current scores */
+        float sum = 0;
+        for (int k = 0; k < p.K; k++) sum += s[idx[t * p.K + k]];
+        float denom = p.norm_topk ? sum + (p.sigmoid ? 1e-20f : 0.0f) : 1.0f;
+        for (int k = lane; k < p.K; k += 32) w[t * p.K + k] = s[idx[t * p.K + k]] / denom * p.scaling;
+        return;
+    }
     for (int e = lane; e < E; e += 32) {
         c[e] = s[e] + (p.bias ? p.bias[e] : 0.0f);
         taken[e] = 0;
@@ -146,7 +153,7 @@ static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, cons
         return 0;
     }
     *p = route_params{ d->n_expert, d->top_k, d->sigmoid, d->norm_topk, d->n_group, d->topk_group, d->group_top2_sum,
-                       d->scaling, d->bias };
+                       d->replay, d->scaling, d->bias };
     *sh = (size_t)RW * 2 * d->n_expert * sizeof(float) + (size_t)RW * d->n_expert;
     return 1;
 }
