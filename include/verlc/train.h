@@ -24,6 +24,9 @@ typedef struct vc_minibatch {
     /* optional [n_seq] group ids (NULL or -1: none): with the trainer's share_prefix, sequences of one group
      * in one micro-batch compute their common leading tokens that carry no loss once (vc_share_plan) */
     const int32_t *group;
+    /* optional (NULL: none), verl's router replay: [cu_seqlens[n_seq]][n_layer * top_k] the experts each
+     * token was routed to in every layer (a dense layer's unused); the forward routes to them */
+    const int32_t *route;
 } vc_minibatch;
 
 /* One micro-batch as a loss callback sees it. Arrays are position-aligned and packed. */

@@ -70,12 +70,15 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
 /* ---- rows as bytes ---- */
 #define NA RL_BATCH_ARRAYS
 
-typedef struct { int64_t gidx, plen, rlen, n_ids, T; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
+typedef struct { int64_t gidx, plen, rlen, n_ids, T, lk; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
+
+/* a row's routes (router replay): lk ints per token */
+static size_t route_bytes(int64_t n_ids, int64_t lk) { return sizeof(int32_t) * (size_t)(n_ids * lk); }
 
 static size_t row_bytes(const rl_batch *b, int i) {
     size_t n = sizeof(row_hdr) + sizeof(int32_t) * (size_t)(b->cu[i + 1] - b->cu[i]);
     n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "") + strlen(b->info[i] ? b->info[i] : "");
-    return n + NA * sizeof(float) * (size_t)b->T;
+    return n + NA * sizeof(float) * (size_t)b->T + (b->route ? route_bytes(b->cu[i + 1] - b->cu[i], b->route_lk) : 0);
 }
 
 static char *put(char *p, const void *src, size_t n) {
@@ -85,8 +88,8 @@ static char *put(char *p, const void *src, size_t n) {
 
 static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "", *info = b->info[i] ? b->info[i] : "";
-    row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->prompt[i], b->finish[i],
-                  b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text), (uint32_t)strlen(info) };
+    row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->route ? b->route_lk : 0, b->prompt[i],
+                  b->finish[i], b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text), (uint32_t)strlen(info) };
     p = put(p, &h, sizeof h);
     p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
     p = put(p, uid, h.n_uid);
@@ -95,6 +98,7 @@ static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     float *arr[NA];
     rl_batch_arrays(b, arr);
     for (int k = 0; k < NA; k++) p = put(p, arr[k] + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
+    if (h.lk) p = put(p, b->route + (size_t)b->cu[i] * (size_t)h.lk, route_bytes(h.n_ids, h.lk));
     return p;
 }
 
@@ -132,14 +136,18 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
     int64_t tc = h.T < nb->T ? h.T : nb->T;
     for (int k = 0; k < NA; k++, p += sizeof(float) * (size_t)h.T)
         memcpy(arr[k] + (size_t)i * nb->T, p, sizeof(float) * (size_t)tc);
-    *next = p;
+    if (h.lk && (!nb->route || nb->route_lk != h.lk))
+        return vc_fail(VC_ERR_INTERNAL, "balance_batch: a row with routes of %lld experts into a batch of %lld",
+                       (long long)h.lk, (long long)nb->route_lk);
+    if (h.lk) memcpy(nb->route + (size_t)nb->cu[i] * (size_t)h.lk, p, route_bytes(h.n_ids, h.lk));
+    *next = p + (h.lk ? route_bytes(h.n_ids, h.lk) : 0);
     return VC_OK;
 }
 
 static vc_status skip_row(const char *p, const char **next, row_hdr *h) {
     memcpy(h, p, sizeof *h);
     *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + h->n_info +
-            NA * sizeof(float) * (size_t)h->T;
+            NA * sizeof(float) * (size_t)h->T + route_bytes(h->n_ids, h->lk);
     return VC_OK;
 }
 
@@ -170,6 +178,13 @@ static void seqlen_metrics(const int64_t *len, const int *owner, const size_t *c
     free(after);
 }
 
+/* nb's routes for ntok tokens when b has routes */
+static vc_status route_like(rl_batch *nb, const rl_batch *b, int64_t ntok) {
+    nb->route_lk = b->route_lk;
+    nb->route = vc_malloc(sizeof(int32_t) * (size_t)(ntok * b->route_lk + 1));
+    return nb->route ? VC_OK : VC_ERR_NOMEM;
+}
+
 /* the rows this rank now owns, in global order, from every rank's records; owner NULL: every record */
 static vc_status rebuild(const char *all, size_t total, const int *owner, int rank, int T, rl_batch *b, int **gidx) {
     int B = 0, G = 0;
@@ -182,6 +197,7 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     const char **rec = vc_calloc((size_t)G + 1, sizeof *rec); /* by global index */
     rl_batch nb;
     vc_status st = rec ? rl_batch_alloc(&nb, B, T, ntok) : VC_ERR_NOMEM;
+    if (!st && b->route && (st = route_like(&nb, b, ntok))) rl_batch_free(&nb);
     int *gi = st ? NULL : vc_malloc(sizeof(int) * (size_t)(B ? B : 1));
     if (!st && !gi) {
         rl_batch_free(&nb);
@@ -372,6 +388,7 @@ vc_status rl_batch_take_global(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp, c
     }
     rl_batch nb;
     if (!st) st = rl_batch_alloc(&nb, b->B, multi ? dp->g_T : b->T, ntok);
+    if (!st && b->route && (st = route_like(&nb, b, ntok))) rl_batch_free(&nb);
     for (int i = 0; !st && i < b->B; i++) {
         const char *nx;
         if ((st = read_row(&nb, i, rec[src[i]], &nx))) rl_batch_free(&nb);

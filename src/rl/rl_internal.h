@@ -47,7 +47,14 @@ typedef struct rl_batch {
     float *sum_pi_sq;     /* [B,T] sum_v p_v^2 of the old policy (actor.calculate_sum_pi_squared) */
     float *score;         /* [B] sequence score */
     int have_old, have_ref, have_values;
+    /* verl's router_replay: each token's experts in every layer ([cu[B]][route_lk], route_lk = n_layer * top_k),
+     * recorded by the actor's old-log-prob pass when route_rec, replayed by its update; NULL: none */
+    int32_t *route;
+    int64_t route_lk;
+    int route_rec;
 } rl_batch;
+/* b->route for route_lk ints per token (uninitialised), to be recorded */
+vc_status rl_batch_route_alloc(rl_batch *b, int64_t route_lk);
 vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);
 /* the [B,T] float arrays of a batch (mask first), RL_BATCH_ARRAYS of them */
 enum { RL_BATCH_ARRAYS = 11 };

@@ -284,6 +284,23 @@ static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
 #undef RC
 }
 
+/* later verl's actor.router_replay.mode (or its megatron engine's): disabled, R2 (the old policy's routing
+ * replayed in the update) or R3 (the rollout's: verlc's old-log-prob pass computes bitwise what the rollout
+ * computed, so its routing is the rollout's and R3 is R2) */
+static vc_status read_router_replay(vc_rl_trainer *t, const vc_config *c) {
+    static const char *const KEYS[] = { "actor_rollout_ref.actor.router_replay.mode",
+                                        "actor_rollout_ref.actor.megatron.router_replay.mode" };
+    for (size_t i = 0; i < 2; i++) {
+        const char *mode = NULL;
+        vc_status st = vc_config_get_str_or(c, KEYS[i], "disabled", &mode);
+        if (st) return st;
+        if (!strcmp(mode, "R2") || !strcmp(mode, "R3")) t->router_replay = mode[1] - '0';
+        else if (strcmp(mode, "disabled"))
+            return vc_fail(VC_ERR_ARG, "%s=%s: must be one of disabled, R2, R3", KEYS[i], mode);
+    }
+    return VC_OK;
+}
+
 static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *P = "actor_rollout_ref.actor.";
@@ -322,6 +339,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, K("shuffle"), 0, &shuffle));
     TRY(get_int(c, K("data_loader_seed"), 42, &seed));
     TRY(vc_config_get_bool_or(c, K("use_prefix_grouper"), 0, &a->prefix_share));
+    TRY(read_router_replay(t, c));
 #undef K
     if (st) return st;
     if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");
@@ -604,6 +622,10 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(read_critic(t, cfg));
     TRY(read_algorithm(t, cfg));
     TRY(read_trainer(t, cfg));
+    if (!st && t->router_replay && t->acfg.rc.bypass)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.actor.router_replay.mode=R%d with algorithm.rollout_correction."
+                     "bypass_mode=true: the routing is recorded by the old-log-prob pass that bypass mode skips",
+                     t->router_replay);
     TRY(rl_dist_check_world(t, cfg));
     TRY(setup_device(t, cfg));
     TRY(vc_mkdirs(t->out_dir));

@@ -55,7 +55,16 @@ void rl_batch_free(rl_batch *b) {
     float *f[RL_BATCH_ARRAYS];
     rl_batch_arrays(b, f);
     for (size_t i = 0; i < RL_BATCH_ARRAYS; i++) free(f[i]);
+    free(b->route);
     memset(b, 0, sizeof *b);
+}
+
+vc_status rl_batch_route_alloc(rl_batch *b, int64_t route_lk) {
+    free(b->route);
+    b->route_lk = route_lk;
+    b->route = vc_malloc(sizeof(int32_t) * (size_t)(b->cu[b->B] * route_lk + 1));
+    return b->route ? VC_OK : vc_fail(VC_ERR_NOMEM, "router replay: %lld tokens x %lld experts", (long long)b->cu[b->B],
+                                      (long long)route_lk);
 }
 
 /* Packs rows[0..n) into a vc_batch in the graph's arena with next-token targets on response
@@ -203,6 +212,21 @@ typedef struct {
     int share;
 } lp_ctx;
 
+/* the experts each layer chose for the micro-batch's tokens ([n_layer][T][K] over the forward's packing)
+ * into the rows' token-major route of the batch (a shared prompt position from where it was computed) */
+static void route_back(rl_batch *b, const rl_mb *mb, const vc_share *sh, int64_t L, int64_t K) {
+    for (int i = 0; i < mb->n; i++) {
+        int r = mb->rows[i];
+        for (int64_t t = 0; t < mb->cu[i + 1] - mb->cu[i]; t++) {
+            int64_t j = mb->cu[i] + t, p = sh->saved ? sh->back_host[j] : j;
+            int32_t *dst = b->route + (size_t)(b->cu[r] + t) * (size_t)b->route_lk;
+            for (int64_t l = 0; l < L; l++)
+                memcpy(dst + l * K, sh->b.route + ((size_t)l * (size_t)sh->T + (size_t)p) * (size_t)K,
+                       sizeof(int32_t) * (size_t)K);
+        }
+    }
+}
+
 static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
     lp_ctx *c = ctx;
     int32_t *grp = NULL, *tgt = mb->tgt;
@@ -214,8 +238,15 @@ static vc_status lp_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *
         st = vc_graph_status(g);
     for (int64_t i = 0; !st && sh.saved && i < sh.T; i++) tgt[i] = mb->tgt[sh.rep[i]];
     if (st) return st;
+    const vc_model_config *mc = vc_model_cfg(m);
+    int64_t K = mc->top_k, TL = sh.T * mc->n_layer * K;
+    if (b->route && b->route_rec) { /* router replay: this pass records every MoE layer's experts */
+        if (!(sh.b.route = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(TL ? TL : 1), 0))) return vc_graph_status(g);
+        sh.b.route_mode = VC_ROUTE_RECORD;
+    }
     vc_tensor *h = vc_model_forward(m, g, &sh.b, NULL), *lp = NULL, *ent = NULL, *sq = NULL;
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    if (sh.b.route) route_back(b, mb, &sh, mc->n_layer, K);
     uint8_t *need = vc_graph_alloc(g, (size_t)(sh.T ? sh.T : 1), 0); /* the LM head on response positions only */
     for (int64_t i = 0; need && i < sh.T; i++) need[i] = tgt[i] >= 0;
     st = vc_model_logprobs_rows(m, g, h, tgt, c->temp, need, &lp, c->ent ? &ent : NULL, c->sq ? &sq : NULL);

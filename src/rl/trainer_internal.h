@@ -55,6 +55,8 @@ struct vc_rl_trainer {
     float gdpo_w[RL_MAX_GDPO];      /* and their weights */
     int n_gdpo;
     int calc_sum_pi_sq;         /* actor.calculate_sum_pi_squared: sum_v p_v^2 in the old-log-prob pass */
+    int router_replay;          /* actor.router_replay.mode R2 / R3 (later verl): the old-log-prob pass records every
+                                 * MoE layer's experts, the update routes to them (0: disabled) */
     int raw_logprobs;           /* rollout.logprobs_mode=raw_logprobs (default processed_logprobs) */
     double gamma, lam;
     int use_kl_in_reward, need_ref;

@@ -362,7 +362,13 @@ scored:;
         if (sq) st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, NULL, NULL, sq);
     } else if (!st && (!on_policy || sq)) {
         t0 = vc_now();
-        st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, b.old_logp, NULL, sq);
+        const vc_model_config *mc = vc_model_cfg(t->actor);
+        /* router replay (R2 / R3): this pass records the experts the update then routes to; on policy (one
+         * mini-batch, one epoch) the update's routing is this one anyway */
+        if (t->router_replay && !on_policy && mc->n_expert > 0 && !(st = rl_batch_route_alloc(&b, mc->n_layer * mc->top_k)))
+            b.route_rec = 1;
+        if (!st) st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, b.old_logp, NULL, sq);
+        b.route_rec = 0;
         b.have_old = !st;
         if (!st) st = probs_diff(t, &b, b.old_logp, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);

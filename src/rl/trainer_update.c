@@ -277,6 +277,7 @@ typedef struct mini {
     int32_t *ids, *group; /* group: the rows' uid groups (the trainer shares their prompts with share_prefix) */
     const char **uid;
     float *mask;
+    int32_t *route; /* router replay: the rows' recorded experts, token-major (NULL: none) */
 } mini;
 
 static vc_status mini_alloc(mini *m, const rl_batch *b) {
@@ -285,6 +286,7 @@ static vc_status mini_alloc(mini *m, const rl_batch *b) {
     m->mask = vc_malloc(sizeof(float) * ((size_t)b->cu[b->B] + 1));
     m->group = vc_malloc(sizeof(int32_t) * ((size_t)b->B + 1));
     m->uid = vc_malloc(sizeof(char *) * ((size_t)b->B + 1));
+    m->route = NULL;
     return m->cu && m->ids && m->mask && m->group && m->uid ? VC_OK : VC_ERR_NOMEM;
 }
 
@@ -294,15 +296,20 @@ static void mini_free(mini *m) {
     free(m->mask);
     free(m->group);
     free(m->uid);
+    free(m->route);
 }
 
-/* rows[0..n) packed (prompt + response) with a token-aligned mask on the response tokens */
+/* rows[0..n) packed (prompt + response) with a token-aligned mask on the response tokens (and the rows'
+ * recorded experts when m->route is there) */
 static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
     m->cu[0] = 0;
     for (int i = 0; i < n; i++) {
         int r = rows[i];
         int64_t len = b->cu[r + 1] - b->cu[r], o = m->cu[i];
         memcpy(m->ids + o, b->ids + b->cu[r], sizeof(int32_t) * (size_t)len);
+        if (m->route)
+            memcpy(m->route + (size_t)o * (size_t)b->route_lk, b->route + (size_t)b->cu[r] * (size_t)b->route_lk,
+                   sizeof(int32_t) * (size_t)(len * b->route_lk));
         for (int64_t k = 0; k < len; k++) {
             int64_t j = k - b->plen[r];
             m->mask[o + k] = j >= 0 && j < b->rlen[r] ? b->mask[(size_t)r * b->T + j] : 0.0f;
@@ -312,7 +319,7 @@ static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
     }
     int ng = 0; /* without uids (never in a trainer batch) nothing is shared */
     int grouped = n > 0 && m->uid[0] && vc_group_ids(m->uid, n, m->group, &ng) == VC_OK;
-    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL };
+    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL, m->route };
 }
 
 /* the micro-batch's rows as an rl_mb view (for rl_mb_gather / rl_mb_scatter) */
@@ -335,6 +342,7 @@ typedef struct loop {
     int64_t max_tokens;
     uint64_t seed;
     const char *who;
+    int route; /* replay the batch's recorded experts (the actor's router replay) */
 } loop;
 
 typedef struct step_ctx {
@@ -371,6 +379,9 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     int *loc = vc_malloc(sizeof(int) * (size_t)GB); /* global row -> this rank's row, -1 elsewhere */
     mini mn = { 0 };
     vc_status st = order && rows && loc ? mini_alloc(&mn, b) : VC_ERR_NOMEM;
+    if (!st && l->route && b->route &&
+        !(mn.route = vc_malloc(sizeof(int32_t) * (size_t)(b->cu[b->B] * b->route_lk + 1))))
+        st = VC_ERR_NOMEM;
     for (int g = 0; !st && g < GB; g++) loc[g] = -1;
     for (int i = 0; !st && i < B; i++) {
         int g = dp && dp->g_idx ? dp->g_idx[i] : off + i;
@@ -589,7 +600,7 @@ vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, in
 
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
                              rl_metrics *met) {
-    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor" };
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor", 1 };
     step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy };
     double gn = 0, lr = 0;
     int n_steps = 0;

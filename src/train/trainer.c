@@ -240,6 +240,7 @@ typedef struct mb_buf {
     float *mask, *weight, *negw;
     uint32_t *seq;
     int64_t saved; /* the last forward's positions not computed (shared prefixes) */
+    const int32_t *route; /* the mini-batch's recorded experts (vc_minibatch.route), or NULL */
 } mb_buf;
 
 static void mb_free(mb_buf *m) {
@@ -294,6 +295,23 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
     }
     *mb = (vc_micro_batch){ (int)g, (int)p->n_groups, ns, m->cu, m->ids, m->target, m->mask, m->weight, m->seq,
                             m->src, T };
+    m->route = b->route;
+    return VC_OK;
+}
+
+/* router replay: the forward batch's [n_layer][T][K] experts from the mini-batch's token-major record,
+ * each (shared) position from the token it computes */
+static vc_status replay_routes(vc_trainer *t, const mb_buf *m, const vc_share *sh, vc_batch *fb) {
+    const vc_model_config *c = vc_model_cfg(t->model);
+    int64_t L = c->n_layer, K = c->top_k, T = sh->T;
+    int32_t *r = vc_graph_alloc(t->g, sizeof(int32_t) * (size_t)(L * T * K + 1), 0);
+    if (!r) return vc_graph_status(t->g);
+    for (int64_t i = 0; i < T; i++) {
+        const int32_t *src = m->route + (size_t)m->mb.src[sh->saved ? sh->rep[i] : i] * (size_t)(L * K);
+        for (int64_t l = 0; l < L; l++) memcpy(r + (l * T + i) * K, src + l * K, sizeof(int32_t) * (size_t)K);
+    }
+    fb->route = r;
+    fb->route_mode = VC_ROUTE_REPLAY;
     return VC_OK;
 }
 
@@ -316,6 +334,7 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
     vc_batch *fb = st ? NULL : vc_graph_alloc(g, sizeof *fb, 0);
     if (!st && !fb) st = vc_graph_status(g);
     if (fb) *fb = sh.b;
+    if (fb && m->route) st = replay_routes(t, m, &sh, fb);
     if (!st && !(*h = vc_model_forward(t->model, g, fb, NULL)))
         st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     /* the LM head skips each sequence's leading positions whose targets carry no loss (a prompt's) */

@@ -227,6 +227,50 @@ static void test_lora_experts(void) {
     vc_model_free(y);
 }
 
+/* later verl's router replay on the MoE actor of test_lora_experts: R2 records the routing in the old-log-prob
+ * pass and the update routes to it. With lr 0 the weights never move, so replay must give the run without it
+ * bit for bit: any misplaced token (2 mini-batches x 2 epochs, shuffled, packed, shared prompts) would route
+ * elsewhere. R3 is R2 (the old-log-prob pass computes what the rollout did). Bad modes are refused. */
+static void test_router_replay(void) {
+    static const char *KEYS[] = { "actor/pg_loss", "actor/grad_norm", "actor/entropy", "actor/ppo_kl", NULL };
+    static const char *MODES[] = { "disabled", "R2", "R3" };
+    static const char *MORE[] = { "", "|actor_rollout_ref.actor.use_prefix_grouper=true|actor_rollout_ref.actor.shuffle=true" };
+    for (int v = 0; v < 2; v++) {
+        double got[3][4];
+        for (int k = 0; k < 3; k++) {
+            char extra[700], name[16], mp[400];
+            snprintf(name, sizeof name, "rr%d%d", v, k);
+            snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|actor_rollout_ref.model.path=%s/moe|"
+                     "actor_rollout_ref.actor.optim.lr=0|actor_rollout_ref.actor.entropy_coeff=0.01|"
+                     "actor_rollout_ref.actor.router_replay.mode=%s%s", dir, MODES[k],
+                     MORE[v]);
+            CHECK_OK(run(name, 1, extra));
+            snprintf(mp, sizeof mp, "%s/%s/metrics.jsonl", dir, name);
+            vc_metrics *mt = NULL;
+            CHECK_OK(vc_metrics_read(mp, &mt));
+            for (int i = 0; KEYS[i]; i++) {
+                const vc_metric_series *s = mt ? vc_metrics_find(mt, KEYS[i]) : NULL;
+                got[k][i] = s && s->n ? s->y[s->n - 1] : NAN;
+            }
+            vc_metrics_free(mt);
+        }
+        for (int i = 0; KEYS[i]; i++)
+            CHECK_MSG(!isnan(got[0][i]) && got[1][i] == got[0][i] && got[2][i] == got[1][i] && (i != 1 || got[0][i] > 0),
+                      "router replay%s: %s %.9g without, %.9g R2, %.9g R3", MORE[v], KEYS[i], got[0][i], got[1][i],
+                      got[2][i]);
+        printf("router replay%s: R2 and R3 with lr 0 equal the run without (grad_norm %.9g)\n", v ? " (shared prompts)" : "",
+               got[1][1]);
+    }
+    char extra[400];
+    snprintf(extra, sizeof extra, "actor_rollout_ref.model.path=%s/moe|actor_rollout_ref.actor.router_replay.mode=R5", dir);
+    vc_status st = run("rrbad", 1, extra);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "router_replay.mode=R5"), "%s", vc_last_error());
+    snprintf(extra, sizeof extra, "actor_rollout_ref.model.path=%s/moe|actor_rollout_ref.actor.router_replay.mode=R3|"
+             "algorithm.rollout_correction.bypass_mode=true", dir);
+    st = run("rrbad", 1, extra);
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "bypass_mode"), "%s", vc_last_error());
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
@@ -271,6 +315,7 @@ int main(void) {
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), "optim.bin"), "corrupt optim.bin: %s", vc_last_error());
     test_lora();
     test_lora_experts();
+    test_router_replay();
     /* DAPO's overlong reward shaping: with a buffer as long as max_response_length every response loses
      * factor * length / buffer, and step 1 samples the same responses */
     CHECK_OK(run("oa", 1, "algorithm.adv_estimator=grpo"));
