@@ -131,9 +131,12 @@ int main(void) {
     run("mixtral");
     run("qwen2_moe");
     run("deepseek_v3"); /* sigmoid scores, the correction bias, groups */
+    /* the sim device (VC_ROUTE_DEVICE=cuda: the CUDA backend, e.g. the emulator's build) */
     CHECK(vc_backend_sim() != NULL);
-    CHECK_OK(vc_device_select("sim", "test"));
+    const char *dev = getenv("VC_ROUTE_DEVICE");
+    CHECK_OK(vc_device_select(dev && *dev ? dev : "sim", "test"));
     run("qwen3_moe");
+    run("deepseek_v3");
     CHECK_OK(vc_device_select("cpu", "test"));
     return vc_test_done();
 }
