@@ -656,6 +656,27 @@ const char vc_cfg_ppo_defaults_yaml[] =
     "    max_concurrent: 64\n"
     "    memory_limit_mb: 1024\n"
     "  reward_kwargs: {}\n"
+    /* later verl's on-policy distillation: the keys verlc reads (the teacher servers' keys stay in the later
+     * list below, noticed when set) */
+    "distillation:\n"
+    "  enabled: false\n"
+    "  distillation_loss:\n"
+    "    loss_mode: k3\n"
+    "    topk: 32\n"
+    "    use_task_rewards: true\n"
+    "    distillation_loss_coef: 1.0\n"
+    "    loss_max_clamp: null\n"
+    "    log_prob_min_clamp: null\n"
+    "    use_policy_gradient: false\n"
+    "    policy_loss_mode: vanilla\n"
+    "    clip_ratio: 0.2\n"
+    "    clip_ratio_low: 0.2\n"
+    "    clip_ratio_high: 0.2\n"
+    "  teacher_models:\n"
+    "    teacher_model:\n"
+    "      key: null\n"
+    "      model_path: null\n"
+    "  teacher_key: data_source\n"
     ;
 
 /* verl's ppo_megatron_trainer (verl/trainer/config/_generated_ppo_megatron_trainer.yaml at b178a3cd) as what it

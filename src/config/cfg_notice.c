@@ -171,7 +171,6 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
 
 /* later verl's switches for features verlc does not have: on, they stop the run */
 static const struct { const char *key, *what; } LATER_FEATURES[] = {
-    { "distillation.enabled", "on-policy distillation from teacher models" },
     { "skip.rollout.enable", "rollout dumps replayed in place of generation" },
     { "skip.rollout_tq.enable", "rollout dumps replayed in place of generation" },
     { "skip.async_rollout.enable", "rollout dumps replayed in place of generation" },

@@ -45,6 +45,7 @@ typedef struct rl_batch {
     float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */
     float *is_w;          /* [B,T] rollout-correction importance weights (algorithm.rollout_correction) */
     float *sum_pi_sq;     /* [B,T] sum_v p_v^2 of the old policy (actor.calculate_sum_pi_squared) */
+    float *teacher_logp;  /* [B,T] the distillation teacher's log-prob of each response token (temperature 1) */
     float *score;         /* [B] sequence score */
     int have_old, have_ref, have_values;
     /* verl's router_replay: each token's experts in every layer ([cu[B]][route_lk], route_lk = n_layer * top_k),
@@ -57,7 +58,7 @@ typedef struct rl_batch {
 vc_status rl_batch_route_alloc(rl_batch *b, int64_t route_lk);
 vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);
 /* the [B,T] float arrays of a batch (mask first), RL_BATCH_ARRAYS of them */
-enum { RL_BATCH_ARRAYS = 11 };
+enum { RL_BATCH_ARRAYS = 12 };
 void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]);
 void rl_batch_free(rl_batch *b);
 
@@ -123,6 +124,29 @@ vc_status rl_trainer_init(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, 
                           const char *prefix, int64_t total_steps, int loss_on_hidden);
 
 /* ---- updates (trainer_update.c) ---- */
+/* later verl's on-policy distillation (distillation.*): a per-token single-sample estimate of
+ * KL(student || teacher) from the teacher's log-prob of each sampled token */
+typedef struct rl_distill_cfg {
+    int on;
+    vc_kl_spec spec;      /* distillation_loss.loss_mode: kl / k1, abs, mse / k2, low_var_kl / k3 */
+    double coef;          /* distillation_loss_coef, applied with use_task_rewards (else 1) */
+    int use_task_rewards; /* the policy loss (pg, entropy, KL loss) stays, plus coef x the distillation loss */
+    double clamp;         /* loss_max_clamp: losses clamped to [-clamp, clamp] (<= 0: none) */
+    int use_pg;           /* use_policy_gradient: a vanilla policy loss with advantage -loss (detached) */
+    vc_pg_config pg;      /* its clip ratios */
+} rl_distill_cfg;
+
+/* later verl's distillation_loss over [n, T] tokens: the per-token loss in kl (dkl its derivative), *o the
+ * aggregated loss (or the vanilla policy loss of advantage -loss with use_pg) and verl's metrics, grad its
+ * gradient w.r.t. the student's log-probs (tmp: scratch; old: the old log-probs and isw the rollout-correction
+ * weights (NULL: none), for use_pg; norm: the mini-batch normalisers, NULL: this call's) */
+typedef struct rl_distill_out {
+    double loss, abs_loss, loss_min, loss_max, ppo_kl, pg_clipfrac, pg_clipfrac_lower;
+} rl_distill_out;
+vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_agg_norm *norm, const float *logp,
+                            const float *teacher, const float *old, const float *mask, const float *isw, int n, int T,
+                            float *kl, float *dkl, float *tmp, float *grad, rl_distill_out *o);
+
 typedef struct rl_actor_cfg {
     vc_pg_mode mode;
     vc_pg_config pg;
@@ -138,6 +162,7 @@ typedef struct rl_actor_cfg {
                                             * rollout_corr/ metrics are computed per micro-batch) */
     uint64_t seed;
     int prefix_share;                      /* actor.use_prefix_grouper: each group's prompt computed once */
+    rl_distill_cfg dist;                   /* distillation.*: the loss against b->teacher_logp */
 } rl_actor_cfg;
 
 typedef struct rl_critic_cfg {

@@ -301,6 +301,81 @@ static vc_status read_router_replay(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* later verl's distillation.* (on-policy distillation): the loss and its teachers' keys (the models are
+ * loaded with the actor) */
+static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
+#define D "distillation.distillation_loss."
+    rl_distill_cfg *d = &t->acfg.dist;
+    const char *mode = NULL, *pmode = NULL, *tkey = NULL;
+    double clamp = NAN, cr = 0.2, lo = 0.2, hi = 0.2;
+    vc_status st = vc_config_get_bool_or(c, "distillation.enabled", 0, &d->on);
+    if (st || !d->on) return st;
+    TRY(vc_config_get_str_or(c, D "loss_mode", "k3", &mode));
+    TRY(vc_config_get_bool_or(c, D "use_task_rewards", 1, &d->use_task_rewards));
+    TRY(vc_config_get_double_or(c, D "distillation_loss_coef", 1.0, &d->coef));
+    TRY(vc_config_get_double_or(c, D "loss_max_clamp", NAN, &clamp));
+    TRY(vc_config_get_bool_or(c, D "use_policy_gradient", 0, &d->use_pg));
+    TRY(vc_config_get_str_or(c, D "policy_loss_mode", "vanilla", &pmode));
+    TRY(vc_config_get_double_or(c, D "clip_ratio", 0.2, &cr));
+    TRY(vc_config_get_double_or(c, D "clip_ratio_low", 0.2, &lo));
+    TRY(vc_config_get_double_or(c, D "clip_ratio_high", 0.2, &hi));
+    TRY(vc_config_get_str_or(c, "distillation.teacher_key", "data_source", &tkey));
+    if (st) return st;
+    if (!strcmp(mode, "forward_kl_topk"))
+        return vc_fail(VC_ERR_UNSUPPORTED, D "loss_mode=forward_kl_topk: verlc distils with the single-sample "
+                       "estimators of KL(student || teacher) (kl, k1, abs, mse, k2, low_var_kl, k3)");
+    if ((st = vc_kl_parse(mode, &d->spec)) || d->spec.straight_through)
+        return vc_fail(VC_ERR_ARG, D "loss_mode=%s: one of kl, k1, abs, mse, k2, low_var_kl, k3", mode);
+    if (strcmp(pmode, "vanilla")) /* as verl */
+        return vc_fail(VC_ERR_UNSUPPORTED, D "policy_loss_mode=%s: only vanilla is supported", pmode);
+    if (!d->use_pg && (!strcmp(mode, "k1") || !strcmp(mode, "kl")))
+        return vc_fail(VC_ERR_ARG, D "loss_mode=%s with use_policy_gradient=false: the gradient of the k1 loss does "
+                       "not depend on the teacher's log-probs (verl refuses it too)", mode);
+    if (strcmp(tkey, "data_source"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "distillation.teacher_key=%s: verlc routes rows to teachers by their "
+                       "data_source", tkey);
+    d->clamp = isnan(clamp) ? 0 : clamp;
+    d->pg = t->acfg.pg;
+    d->pg.clip_ratio = cr;
+    d->pg.clip_ratio_low = lo;
+    d->pg.clip_ratio_high = hi;
+    return VC_OK;
+#undef D
+}
+
+/* distillation.teacher_models: every entry's model_path (one entry, key null: the teacher of every row;
+ * else each its data source, as verl keys them), loaded and checked against the actor's vocabulary */
+static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
+    const char *M = "distillation.teacher_models";
+    size_t n = 0;
+    vc_status st = vc_config_map_len(c, M, &n);
+    if (!st && !n) st = vc_fail(VC_ERR_ARG, "%s: no teacher model", M);
+    t->teacher = st ? NULL : vc_calloc(n, sizeof *t->teacher);
+    t->teacher_key = st ? NULL : vc_calloc(n, sizeof *t->teacher_key);
+    if (!st && (!t->teacher || !t->teacher_key)) st = VC_ERR_NOMEM;
+    for (size_t i = 0; !st && i < n; i++) {
+        const char *name = NULL, *path = NULL, *key = NULL;
+        char k[256];
+        if ((st = vc_config_map_key(c, M, i, &name))) break;
+        snprintf(k, sizeof k, "%s.%s.model_path", M, name);
+        if (!(st = vc_config_get_str_or(c, k, NULL, &path)) && !path) st = vc_fail(VC_ERR_MISSING, "%s is not set", k);
+        snprintf(k, sizeof k, "%s.%s.key", M, name);
+        if (!st) st = vc_config_get_str_or(c, k, NULL, &key);
+        if (!st && !key && n > 1) st = vc_fail(VC_ERR_MISSING, "%s is not set: with several teachers each names the "
+                                                               "data source it serves", k);
+        for (int j = 0; !st && j < t->n_teacher; j++)
+            if (key && !strcmp(t->teacher_key[j], key)) st = vc_fail(VC_ERR_ARG, "%s=%s: a second teacher of it", k, key);
+        if (!st && (st = vc_model_load(path, &t->teacher[i]))) st = vc_fail_ctx(st, "%s.%s.model_path (%s)", M, name, path);
+        if (!st && vc_model_cfg(t->teacher[i])->vocab != vc_model_cfg(t->actor)->vocab)
+            st = vc_fail(VC_ERR_ARG, "%s.%s.model_path (%s): a vocabulary of %lld, the actor's has %lld", M, name, path,
+                         (long long)vc_model_cfg(t->teacher[i])->vocab, (long long)vc_model_cfg(t->actor)->vocab);
+        if (!st && !(t->teacher_key[i] = vc_strdup(key ? key : ""))) st = VC_ERR_NOMEM;
+        if (!st) t->n_teacher++;
+        else vc_model_free(t->teacher[i]), t->teacher[i] = NULL;
+    }
+    return st;
+}
+
 static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *P = "actor_rollout_ref.actor.";
@@ -340,6 +415,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(get_int(c, K("data_loader_seed"), 42, &seed));
     TRY(vc_config_get_bool_or(c, K("use_prefix_grouper"), 0, &a->prefix_share));
     TRY(read_router_replay(t, c));
+    TRY(read_distill(t, c));
 #undef K
     if (st) return st;
     if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");
@@ -634,6 +710,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
     TRY(attach_lora(t, cfg));
+    if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
     if (!st && t->need_ref && (!t->lora_rank || vc_config_has(cfg, "actor_rollout_ref.ref.model.path"))) {
         const char *rp = t->model_path;
@@ -689,6 +766,9 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_trainer_free(&t->ctr);
     vc_model_free(t->actor);
     vc_model_free(t->ref);
+    for (int i = 0; i < t->n_teacher; i++) vc_model_free(t->teacher[i]), free(t->teacher_key[i]);
+    free(t->teacher);
+    free(t->teacher_key);
     if (t->use_critic) rl_critic_free(&t->critic);
     if (t->own_comm) vc_comm_free(t->comm);
     vc_tokenizer_free(t->tok);

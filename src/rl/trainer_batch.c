@@ -22,7 +22,7 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
     b->info = vc_calloc((size_t)B + 1, sizeof(char *));
     b->score = vc_calloc((size_t)B, sizeof(float));
     float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
-                    &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w, &b->sum_pi_sq };
+                    &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w, &b->sum_pi_sq, &b->teacher_logp };
     int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->info && b->score;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
     if (!ok) {
@@ -34,7 +34,7 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
 
 void rl_batch_arrays(const rl_batch *b, float *out[RL_BATCH_ARRAYS]) {
     float *f[RL_BATCH_ARRAYS] = { b->mask, b->rollout_logp, b->old_logp, b->ref_logp, b->values,
-                                  b->token_scores, b->rewards, b->adv, b->ret, b->is_w, b->sum_pi_sq };
+                                  b->token_scores, b->rewards, b->adv, b->ret, b->is_w, b->sum_pi_sq, b->teacher_logp };
     memcpy(out, f, sizeof f);
 }
 

@@ -11,6 +11,10 @@
 struct vc_rl_trainer {
     const vc_config *cfg;
     vc_model *actor, *ref;
+    vc_model **teacher;         /* distillation.teacher_models: n_teacher models, teacher_key[i] the data source
+                                 * each serves ("" when one teacher serves every row) */
+    char **teacher_key;
+    int n_teacher;
     rl_critic critic;
     int use_critic;
     struct vc_tokenizer *tok;

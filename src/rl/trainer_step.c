@@ -312,6 +312,34 @@ static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name)
 
 static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 
+/* the distillation teachers' log-probs of the response tokens (temperature 1, as verl's teacher servers
+ * return prompt_logprobs): one teacher serves every row, or each row the teacher of its data source */
+static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
+    if (t->n_teacher == 1 && !*t->teacher_key[0])
+        return rl_batch_logprobs_ex(t->teacher[0], t->g, b, t->ref_tokens, 1.0f, share, b->teacher_logp, NULL, NULL);
+    int *who = vc_malloc(sizeof(int) * (size_t)(b->B ? b->B : 1));
+    float *tmp = vc_malloc(sizeof(float) * (size_t)b->B * (size_t)b->T);
+    vc_status st = who && tmp ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) {
+        const char *ds = t->train->p[b->prompt[i]].data_source;
+        who[i] = -1;
+        for (int k = 0; k < t->n_teacher; k++)
+            if (ds && !strcmp(ds, t->teacher_key[k])) who[i] = k;
+        if (who[i] < 0)
+            st = vc_fail(VC_ERR_ARG, "distillation: row %d's data_source '%s' has no teacher (each of "
+                         "distillation.teacher_models names the one it serves in its key)", i, ds ? ds : "");
+    }
+    for (int k = 0; !st && k < t->n_teacher; k++) { /* each teacher over the batch, kept for its rows */
+        if ((st = rl_batch_logprobs_ex(t->teacher[k], t->g, b, t->ref_tokens, 1.0f, share, tmp, NULL, NULL))) break;
+        for (int i = 0; i < b->B; i++)
+            if (who[i] == k)
+                memcpy(b->teacher_logp + (size_t)i * b->T, tmp + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
+    }
+    free(who);
+    free(tmp);
+    return st ? vc_fail_ctx(st, "distillation teachers") : VC_OK;
+}
+
 vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     double t_step = vc_now(), t0;
     rl_batch b;
@@ -382,6 +410,7 @@ scored:;
         b.have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);
     }
+    if (!st && t->n_teacher) st = teacher_logprobs(t, &b, pg);
     if (!st && t->use_critic) {
         t0 = vc_now();
         st = rl_critic_values(&t->critic, t->g, &b, t->critic_tokens, b.values);

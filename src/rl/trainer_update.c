@@ -253,12 +253,12 @@ static void copy_rows(const rl_batch *b, const float *src, const int *rows, int 
 
 /* [rows, T] scratch of the losses */
 typedef struct mb_buf {
-    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp, *isw, *keep;
+    float *logp, *ent, *old, *adv, *mask, *ref, *d, *dent, *kl, *dkl, *tmp, *isw, *keep, *dd;
 } mb_buf;
 
 static vc_status mb_buf_alloc(mb_buf *m, size_t n) {
     float **f[] = { &m->logp, &m->ent, &m->old, &m->adv, &m->mask, &m->ref, &m->d, &m->dent, &m->kl, &m->dkl, &m->tmp,
-                    &m->isw, &m->keep };
+                    &m->isw, &m->keep, &m->dd };
     int ok = 1;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(n ? n : 1, sizeof(float))) != NULL;
     return ok ? VC_OK : VC_ERR_NOMEM;
@@ -266,7 +266,7 @@ static vc_status mb_buf_alloc(mb_buf *m, size_t n) {
 
 static void mb_buf_free(mb_buf *m) {
     float *f[] = { m->logp, m->ent, m->old, m->adv, m->mask, m->ref, m->d, m->dent, m->kl, m->dkl, m->tmp, m->isw,
-                   m->keep };
+                   m->keep, m->dd };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
 }
 
@@ -360,6 +360,7 @@ typedef struct step_ctx {
     rl_rc_out *rc;    /* the actor's rollout_corr/ metrics summed over micro-batches (NULL: none) */
     int rc_n;
     double shared;    /* prompt tokens computed once per group instead of per row (use_prefix_grouper) */
+    acc dist;         /* distillation: D_* sums over micro-batches (D_MIN / D_MAX: extremes) */
 } step_ctx;
 
 /* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
@@ -466,6 +467,66 @@ static vc_status rc_reduce(const rl_dp *dp, rl_rc_out *o, int n_mb, rl_metrics *
 
 /* ---- actor ---- */
 enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
+enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_N_SUM, D_MIN = D_N_SUM, D_MAX };
+
+/* later verl's distillation loss of a micro-batch (its distillation_loss / distillation_ppo_loss):
+ * per token the estimator of KL(student || teacher) at the sampled token, clamped to +-loss_max_clamp,
+ * aggregated as the policy loss, or with use_policy_gradient a vanilla policy loss of advantage -loss;
+ * its gradient into w->dd, the metrics into x->dist. Without use_task_rewards the policy loss's gradient
+ * (w->d, w->dent) is dropped and this is the whole loss. */
+static vc_status distill_loss(step_ctx *x, const rl_actor_cfg *c, const rl_batch *b, const int *rows, int n) {
+    const rl_distill_cfg *dc = &c->dist;
+    mb_buf *w = &x->w;
+    size_t nt = (size_t)n * b->T;
+    copy_rows(b, b->teacher_logp, rows, n, w->ref);
+    rl_distill_out o;
+    vc_status st = rl_distill_tokens(dc, c->pg.agg, &x->norm, w->logp, w->ref, w->old, w->mask, c->use_is ? w->isw : NULL,
+                                     n, b->T, w->kl, w->dkl, w->tmp, w->dd, &o);
+    if (st) return st;
+    acc *a = &x->dist;
+    a->sum[D_LOSS] += o.loss; /* verl's metric: before the coefficient */
+    a->sum[D_ABS] += o.abs_loss;
+    a->sum[D_PPOKL] += o.ppo_kl;
+    a->sum[D_CLIP] += o.pg_clipfrac;
+    a->sum[D_CLIPLO] += o.pg_clipfrac_lower;
+    a->sum[D_MIN] = fmin(a->sum[D_MIN], o.loss_min);
+    a->sum[D_MAX] = fmax(a->sum[D_MAX], o.loss_max);
+    a->n++;
+    double coef = dc->use_task_rewards ? dc->coef : 1.0;
+    if (!dc->use_task_rewards) { /* the distillation loss alone */
+        memset(w->d, 0, sizeof(float) * nt);
+        memset(w->dent, 0, sizeof(float) * nt);
+    }
+    for (size_t i = 0; i < nt; i++) w->d[i] += (float)coef * w->dd[i];
+    return VC_OK;
+}
+
+/* distillation/ metrics: verl's loss (summed over a mini-batch's micro-batches, mean over mini-batches), its
+ * mean absolute value (mean over micro-batches), range, and with use_policy_gradient the policy loss's */
+static vc_status distill_metrics(const rl_dp *dp, const rl_actor_cfg *c, acc *a, int n_steps, rl_metrics *met) {
+    vc_status st = VC_OK;
+    if (dp && dp->world > 1) {
+        double v[D_N_SUM + 1];
+        for (int i = 0; i < D_N_SUM; i++) v[i] = a->sum[i];
+        v[D_N_SUM] = a->n;
+        st = vc_comm_allreduce_f64_ordered(dp->comm, v, D_N_SUM + 1, VC_SUM);
+        if (!st) st = vc_comm_allreduce_f64(dp->comm, &a->sum[D_MIN], 1, VC_MIN);
+        if (!st) st = vc_comm_allreduce_f64(dp->comm, &a->sum[D_MAX], 1, VC_MAX);
+        for (int i = 0; !st && i < D_N_SUM; i++) a->sum[i] = v[i];
+        if (!st) a->n = (int)v[D_N_SUM];
+    }
+    if (st || !a->n) return st;
+    rl_metrics_set(met, "distillation/loss", a->sum[D_LOSS] / (n_steps > 0 ? n_steps : 1));
+    rl_metrics_set(met, "distillation/abs_loss", a->sum[D_ABS] / a->n);
+    rl_metrics_set(met, "distillation/loss_min", a->sum[D_MIN]);
+    rl_metrics_set(met, "distillation/loss_max", a->sum[D_MAX]);
+    if (c->dist.use_pg) {
+        rl_metrics_set(met, "distillation/ppo_kl", a->sum[D_PPOKL] / a->n);
+        rl_metrics_set(met, "distillation/pg_clipfrac", a->sum[D_CLIP] / a->n);
+        rl_metrics_set(met, "distillation/pg_clipfrac_lower", a->sum[D_CLIPLO] / a->n);
+    }
+    return VC_OK;
+}
 
 static void probs_diff_acc(const rl_batch *b, const int *rows, int n, mb_buf *w, acc *a) {
     size_t nt = (size_t)n * b->T;
@@ -577,6 +638,7 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
         for (size_t i = 0; i < nt; i++) w->d[i] += (float)(c->kl_coef * w->tmp[i] * w->dkl[i]);
     }
     for (size_t i = 0; i < nt; i++) w->dent[i] *= (float)-c->entropy_coeff;
+    if (c->dist.on && (st = distill_loss(x, c, b, rows, n))) return st;
     float *wl = rl_mb_scatter(g, b, &mb, w->d), *we = c->entropy_coeff ? rl_mb_scatter(g, b, &mb, w->dent) : NULL;
     if (!wl || (c->entropy_coeff && !we)) return graph_err(g);
     vc_tensor *L = vc_op_dot_const(g, lp, wl);
@@ -601,7 +663,7 @@ vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, in
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
                              rl_metrics *met) {
     loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor", 1 };
-    step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy };
+    step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy, .dist = { .sum = { [D_MIN] = INFINITY, [D_MAX] = -INFINITY } } };
     double gn = 0, lr = 0;
     int n_steps = 0;
     tr->cfg.agg = c->pg.agg;
@@ -619,6 +681,7 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
         if (!st) rl_metrics_set(met, "perf/prefix_shared_tokens", x.shared);
     }
     const acc *a = &x.a;
+    if (!st && c->dist.on) st = distill_metrics(dp, c, &x.dist, n_steps, met);
     if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */
         double per = (double)n_steps;

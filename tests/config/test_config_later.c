@@ -64,7 +64,11 @@ int main(void) {
     CHECK(noticed(c, "checkpoint.strict=false is ignored") && noticed(c, "critic.fsdp.param_offload=true is ignored") &&
           noticed(c, "disaggregation.enabled"));
     vc_config_free(c);
-    CHECK(load(NULL, "distillation.enabled=true", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "distillation"));
+    /* on-policy distillation is read (its loss and teachers), the teacher servers' settings are noticed */
+    CHECK_OK(load(NULL, "distillation.enabled=true|distillation.teacher_models.teacher_model.model_path=/m|"
+                        "distillation.teacher_models.teacher_model.num_replicas=2", &c));
+    CHECK(!noticed(c, "distillation.enabled") && !noticed(c, "model_path") && noticed(c, "num_replicas=2 is ignored"));
+    vc_config_free(c);
     CHECK(load(NULL, "trainer.v1.trainer_mode=separate_async", &c) == VC_ERR_UNSUPPORTED &&
           strstr(vc_last_error(), "separate_async"));
     CHECK(load(NULL, "actor_rollout_ref.actor.qat.enable=true", &c) == VC_ERR_UNSUPPORTED);

@@ -333,6 +333,41 @@ static int same_names(const char *a, const char *b, int *count) {
     return same;
 }
 
+/* bad expert adapters: a target_parameters name no tensor has, and an adapter of another model's experts,
+ * each a one-line error naming what is wrong */
+static void test_expert_errors(void) {
+    char out[256], p[400], mdir[512];
+    snprintf(out, sizeof out, "/tmp/verlc_lora_bad_%d", (int)getpid());
+    mkdir(out, 0755);
+    snprintf(mdir, sizeof mdir, "%s/fixtures/models/qwen3_moe", vc_test_shared());
+    const char *cfg = "{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [], "
+                      "\"target_parameters\": [\"mlp.experts.gate_up_proj\", \"mlp.experts.bogus\"]}";
+    snprintf(p, sizeof p, "%s/adapter_config.json", out);
+    CHECK_OK(vc_write_file_atomic(p, cfg, strlen(cfg)));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(mdir, &m));
+    vc_status st = vc_model_lora_attach_from(m, out);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "mlp.experts.bogus"), "%s", vc_last_error());
+    vc_model_free(m);
+    /* Mixtral's adapter (its experts are [E, 2 x 128, 64]) on Qwen3-MoE (64-row experts): no such adapter */
+    CHECK_OK(vc_model_load(mdir, &m));
+    vc_lora_spec sp = { 4, 8.0, "[]", "mlp.experts.gate_up_proj", NULL, 1, 8 };
+    CHECK_OK(vc_model_lora_attach(m, &sp));
+    st = vc_model_lora_load(m, "tests/fixtures/lora/mixtral_all_linear");
+    CHECK_MSG(st == VC_ERR_MISSING && strstr(vc_last_error(), "gate_up_proj") && strstr(vc_last_error(), "layer 0"),
+              "%s", vc_last_error());
+    vc_model_free(m);
+    /* alpha_pattern that would change gate_up's scale: verlc has one alpha / r */
+    cfg = "{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [], \"target_parameters\": [\"gate_up_proj\"], "
+          "\"rank_pattern\": {\".*\\\\.gate_up_proj\": 8}, \"alpha_pattern\": {\".*\\\\.gate_up_proj\": 8}}";
+    CHECK_OK(vc_write_file_atomic(p, cfg, strlen(cfg)));
+    CHECK_OK(vc_model_load(mdir, &m));
+    st = vc_model_lora_attach_from(m, out);
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "alpha_pattern"), "%s", vc_last_error());
+    vc_model_free(m);
+    remove_tree(out);
+}
+
 /* PEFT's adapters on routed experts (tools/fixtures/make_peft_expert_lora.py: target_parameters, nested
  * ParamWrappers, all-linear's gate_up_proj at rank 2 r through rank_pattern): verlc reads each and gives the
  * adapted model's logits; attached from the same target_modules it names and shapes its adapters as PEFT */
@@ -439,6 +474,7 @@ static void test_megatron_shared(void) {
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_peft_experts();
+    test_expert_errors();
     test_arch_names();
     test_fused();
     run("phi", "fc1,dense");

@@ -4,6 +4,7 @@
  * and verl's metrics, over aggregation modes, divergence bounds, truncation at clip_ratio_c and rollout IS
  * weights; GDPO's advantages with weights, without std normalisation, booleans as components and a
  * singleton group. Also: dro without dro_beta is refused, the loss names parse. */
+#include "../../src/rl/rl_internal.h"
 #include "verlc/core.h"
 #include "verlc/json.h"
 #include "verlc/rl.h"
@@ -106,6 +107,58 @@ static void gdpo(const cJSON *ref) {
     free(mask), free(s), free(adv), free(ret), free(idx);
 }
 
+/* later verl's on-policy distillation loss (tests/fixtures/rl/distill_reference.json, made by
+ * tools/fixtures/make_distill_ref.py from verl's distillation_loss): each estimator, loss_max_clamp, the three
+ * aggregations, and use_policy_gradient's vanilla policy loss; the loss, its gradient and the metrics */
+static void distillation(void) {
+    const char *path = "tests/fixtures/rl/distill_reference.json";
+    cJSON *ref = NULL;
+    vc_json_load_file(path, &ref);
+    CHECK_MSG(ref != NULL, "%s: missing or not JSON", path);
+    if (!ref) return;
+    int B = (int)num(ref, "B", 0), T = (int)num(ref, "T", 0), n = 0;
+    float *mask = matrix(cJSON_GetObjectItem(ref, "mask"), B, T), *old = matrix(cJSON_GetObjectItem(ref, "old"), B, T);
+    float *lp = matrix(cJSON_GetObjectItem(ref, "student"), B, T), *te = matrix(cJSON_GetObjectItem(ref, "teacher"), B, T);
+    size_t nt = (size_t)B * T;
+    float *kl = calloc(nt, 4), *dkl = calloc(nt, 4), *tmp = calloc(nt, 4), *g = calloc(nt, 4);
+    for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, n++) {
+        const char *mode = cJSON_GetObjectItem(c, "mode")->valuestring;
+        const cJSON *jm = cJSON_GetObjectItem(c, "metrics");
+        rl_distill_cfg dc = { .on = 1, .coef = 1, .use_task_rewards = 1, .clamp = num(c, "clamp", 0),
+                              .use_pg = cJSON_IsTrue(cJSON_GetObjectItem(c, "use_pg")) };
+        vc_pg_config_default(&dc.pg);
+        dc.pg.clip_ratio = 0.2;
+        dc.pg.clip_ratio_low = 0.2;
+        dc.pg.clip_ratio_high = num(c, "clip_ratio_high", 0.2);
+        vc_agg_mode agg;
+        CHECK_OK(vc_kl_parse(mode, &dc.spec));
+        CHECK_OK(vc_agg_mode_parse(cJSON_GetObjectItem(c, "agg")->valuestring, &agg));
+        rl_distill_out o;
+        CHECK_OK(rl_distill_tokens(&dc, agg, NULL, lp, te, old, mask, NULL, B, T, kl, dkl, tmp, g, &o));
+        float *want = matrix(cJSON_GetObjectItem(c, "grad"), B, T);
+        double gw = 0, wl = num(c, "loss", NAN);
+        for (size_t k = 0; k < nt; k++) gw = fmax(gw, fabs(g[k] - want[k]));
+        CHECK_MSG(fabs(o.loss - wl) < 2e-6 * fmax(1, fabs(wl)), "distillation case %d (%s): loss %.8g, verl %.8g", n,
+                  mode, o.loss, wl);
+        CHECK_MSG(gw < 2e-6, "distillation case %d (%s): gradient differs from verl's by %g", n, mode, gw);
+        static const char *K[] = { "distillation/abs_loss", "distillation/loss_min", "distillation/loss_max",
+                                   "distillation/ppo_kl", "distillation/pg_clipfrac", "distillation/pg_clipfrac_lower" };
+        double got[] = { o.abs_loss, o.loss_min, o.loss_max, o.ppo_kl, o.pg_clipfrac, o.pg_clipfrac_lower };
+        for (int k = 0; k < 6; k++) {
+            const cJSON *x = cJSON_GetObjectItem(jm, K[k]);
+            CHECK_MSG(!x == (k >= 3 && !dc.use_pg), "distillation case %d (%s): %s %s", n, mode, K[k],
+                      x ? "unexpected" : "missing");
+            if (x) CHECK_MSG(fabs(got[k] - x->valuedouble) < 2e-6 * fmax(1, fabs(x->valuedouble)),
+                             "distillation case %d (%s): %s %.8g, verl %.8g", n, mode, K[k], got[k], x->valuedouble);
+        }
+        free(want);
+    }
+    printf("distillation: %d cases of verl's distillation_loss (estimators, clamp, policy gradient) matched\n", n);
+    CHECK_MSG(n >= 8, "%d distillation cases in the reference", n);
+    free(mask), free(old), free(lp), free(te), free(kl), free(dkl), free(tmp), free(g);
+    cJSON_Delete(ref);
+}
+
 int main(void) {
     const char *path = "tests/fixtures/rl/later_algos_reference.json";
     cJSON *ref = NULL;
@@ -114,6 +167,7 @@ int main(void) {
     if (!ref) return vc_test_done();
     policy_losses(ref);
     gdpo(ref);
+    distillation();
     vc_pg_mode m;
     CHECK(vc_pg_mode_parse("dppo", &m) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "dppo_kl"));
     cJSON_Delete(ref);

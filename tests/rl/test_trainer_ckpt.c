@@ -271,6 +271,55 @@ static void test_router_replay(void) {
     CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "bypass_mode"), "%s", vc_last_error());
 }
 
+/* later verl's on-policy distillation: with the actor's own weights as the teacher the first step's loss is 0
+ * exactly (the same log-probs); a teacher keyed by the rows' data source; refusals named */
+static void test_distillation(void) {
+    char extra[700], mp[400];
+    snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
+             "distillation.teacher_models.teacher_model.model_path=%s/model|"
+             "distillation.distillation_loss.use_task_rewards=false|actor_rollout_ref.actor.ppo_epochs=1|"
+             "actor_rollout_ref.actor.ppo_mini_batch_size=2", dir); /* one update of the step's weights */
+    CHECK_OK(run("ds", 2, extra));
+    snprintf(mp, sizeof mp, "%s/ds/metrics.jsonl", dir);
+    vc_metrics *mt = NULL;
+    CHECK_OK(vc_metrics_read(mp, &mt));
+    const vc_metric_series *l = mt ? vc_metrics_find(mt, "distillation/loss") : NULL;
+    const vc_metric_series *g = mt ? vc_metrics_find(mt, "actor/grad_norm") : NULL;
+    CHECK_MSG(l && l->n == 2 && l->y[0] == 0 && g && g->y[0] == 0, "distillation from itself: loss %g, grad_norm %g",
+              l && l->n ? l->y[0] : NAN, g && g->n ? g->y[0] : NAN);
+    vc_metrics_free(mt);
+    /* a teacher with other weights (the MoE model of test_lora_experts shares the vocabulary), keyed by the
+     * rows' data source, as a loss beside the task's, and as a policy gradient */
+    snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
+             "distillation.teacher_models.teacher_model.model_path=%s/moe|"
+             "distillation.teacher_models.teacher_model.key=verlc/addition|"
+             "distillation.distillation_loss.distillation_loss_coef=0.5|"
+             "distillation.distillation_loss.use_policy_gradient=true", dir);
+    CHECK_OK(run("dt", 1, extra));
+    snprintf(mp, sizeof mp, "%s/dt/metrics.jsonl", dir);
+    CHECK_OK(vc_metrics_read(mp, &mt));
+    l = mt ? vc_metrics_find(mt, "distillation/loss") : NULL;
+    const vc_metric_series *ab = mt ? vc_metrics_find(mt, "distillation/abs_loss") : NULL;
+    const vc_metric_series *kl = mt ? vc_metrics_find(mt, "distillation/ppo_kl") : NULL;
+    CHECK_MSG(l && ab && kl && ab->y[0] > 0 && isfinite(l->y[0]), "distillation from another model: %g, abs %g",
+              l ? l->y[0] : NAN, ab ? ab->y[0] : NAN);
+    vc_metrics_free(mt);
+    static const struct { const char *keys, *err; vc_status st; } BAD[] = {
+        { "distillation.distillation_loss.loss_mode=forward_kl_topk", "forward_kl_topk", VC_ERR_UNSUPPORTED },
+        { "distillation.distillation_loss.loss_mode=k1", "k1", VC_ERR_ARG },
+        { "distillation.teacher_key=ability", "teacher_key", VC_ERR_UNSUPPORTED },
+        { "distillation.teacher_models.teacher_model.key=openai/gsm8k", "verlc/addition", VC_ERR_ARG },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
+                 "distillation.teacher_models.teacher_model.model_path=%s/model|%s", dir, BAD[i].keys);
+        vc_status st = run("dbad", 1, extra);
+        CHECK_MSG(st == BAD[i].st && strstr(vc_last_error(), BAD[i].err), "%s: %s", BAD[i].keys, vc_last_error());
+    }
+    CHECK(run("dbad", 1, "algorithm.adv_estimator=grpo|distillation.enabled=true") == VC_ERR_MISSING &&
+          strstr(vc_last_error(), "model_path"));
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
@@ -316,6 +365,7 @@ int main(void) {
     test_lora();
     test_lora_experts();
     test_router_replay();
+    test_distillation();
     /* DAPO's overlong reward shaping: with a buffer as long as max_response_length every response loses
      * factor * length / buffer, and step 1 samples the same responses */
     CHECK_OK(run("oa", 1, "algorithm.adv_estimator=grpo"));

@@ -1,0 +1,45 @@
+/* Later verl's on-policy distillation loss (verl/trainer/distillation/losses.py, verl-project/verl 1dda039b):
+ * per response token a single-sample estimator of KL(student || teacher) at the sampled token (kl_penalty's
+ * k1 / abs / k2 / k3 / low_var_kl of the student's and the teacher's log-probs), clamped to
+ * +-loss_max_clamp, then either aggregated like the policy loss (a supervised distillation loss) or, with
+ * use_policy_gradient, the advantage -loss (detached) of a vanilla PPO policy loss. The loss range and the
+ * mean absolute loss are verl's metrics, taken before the clamp. */
+#include "rl_internal.h"
+#include <math.h>
+#include <string.h>
+
+vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_agg_norm *norm, const float *logp,
+                            const float *teacher, const float *old, const float *mask, const float *isw, int n, int T,
+                            float *kl, float *dkl, float *tmp, float *grad, rl_distill_out *o) {
+    size_t nt = (size_t)n * (size_t)T;
+    memset(o, 0, sizeof *o);
+    o->loss_min = INFINITY;
+    o->loss_max = -INFINITY;
+    vc_kl_penalty(dc->spec, logp, teacher, nt, kl, dkl);
+    double abs_sum = 0, cnt = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (mask[i] > 0) {
+            o->loss_min = fmin(o->loss_min, kl[i]);
+            o->loss_max = fmax(o->loss_max, kl[i]);
+            abs_sum += fabs(kl[i]);
+            cnt += 1;
+        }
+        if (dc->clamp > 0 && fabs(kl[i]) > dc->clamp) kl[i] = (float)copysign(dc->clamp, kl[i]), dkl[i] = 0;
+    }
+    o->abs_loss = cnt > 0 ? abs_sum / cnt : 0;
+    if (dc->use_pg) {
+        for (size_t i = 0; i < nt; i++) tmp[i] = -kl[i];
+        vc_pg_config pg = dc->pg;
+        pg.agg = agg;
+        if (norm) pg.norm = *norm;
+        vc_pg_metrics pm;
+        vc_status st = vc_policy_loss(VC_PG_VANILLA, old, logp, tmp, mask, n, T, &pg, isw, &o->loss, &pm, grad);
+        o->ppo_kl = pm.ppo_kl;
+        o->pg_clipfrac = pm.pg_clipfrac;
+        o->pg_clipfrac_lower = pm.pg_clipfrac_lower;
+        return st;
+    }
+    vc_status st = vc_agg_loss(kl, mask, n, T, agg, norm, &o->loss, tmp);
+    for (size_t i = 0; !st && i < nt; i++) grad[i] = tmp[i] * dkl[i];
+    return st;
+}
