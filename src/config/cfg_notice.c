@@ -59,6 +59,8 @@ static const struct notice_rule RULES[] = {
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     /* honoured under the megatron strategy: the matmul precision and full recomputation (checkpointing) */
     { "**.megatron.dtype", NULL, N_SILENT, "" },
+    /* later verl's engine key for router replay: read */
+    { "actor_rollout_ref.actor.megatron.router_replay.mode", NULL, N_SILENT | N_ACCEPT_UNKNOWN, "" },
     { "**.megatron.override_transformer_config.recompute_granularity", "full", 0,
       "verlc recomputes whole layers (full); selective recomputation is not built in" },
     { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },

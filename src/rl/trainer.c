@@ -104,7 +104,6 @@ static vc_status refuse_unimplemented(const vc_config *c) {
     static const struct { const char *key, *why; } BOOLS[] = {
         { "actor_rollout_ref.model.mtp.enable_train", "multi-token-prediction training is not implemented (MTP "
                                                       "layers are not loaded)" },
-        { "actor_rollout_ref.rollout.enable_rollout_routing_replay", "MoE routing replay is not implemented" },
         { "actor_rollout_ref.rollout.skip_rollout", "replaying dumped rollouts is not implemented" },
     };
     for (size_t i = 0; i < sizeof BOOLS / sizeof BOOLS[0]; i++) {
@@ -343,8 +342,9 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
 #undef D
 }
 
-/* distillation.teacher_models: every entry's model_path (one entry, key null: the teacher of every row;
- * else each its data source, as verl keys them), loaded and checked against the actor's vocabulary */
+/* distillation.teacher_models, as verl resolves them: one entry (`teacher_model`) is the teacher of every
+ * row; with more, `teacher_model` is dropped and each other entry serves the rows whose data source is its
+ * key. Each model_path loaded and checked against the actor's vocabulary. */
 static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
     const char *M = "distillation.teacher_models";
     size_t n = 0;
@@ -357,21 +357,23 @@ static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
         const char *name = NULL, *path = NULL, *key = NULL;
         char k[256];
         if ((st = vc_config_map_key(c, M, i, &name))) break;
+        if (n > 1 && !strcmp(name, "teacher_model")) continue; /* verl pops the default entry */
         snprintf(k, sizeof k, "%s.%s.model_path", M, name);
         if (!(st = vc_config_get_str_or(c, k, NULL, &path)) && !path) st = vc_fail(VC_ERR_MISSING, "%s is not set", k);
         snprintf(k, sizeof k, "%s.%s.key", M, name);
-        if (!st) st = vc_config_get_str_or(c, k, NULL, &key);
+        if (!st && n > 1) st = vc_config_get_str_or(c, k, NULL, &key); /* one teacher: every row's */
         if (!st && !key && n > 1) st = vc_fail(VC_ERR_MISSING, "%s is not set: with several teachers each names the "
                                                                "data source it serves", k);
         for (int j = 0; !st && j < t->n_teacher; j++)
             if (key && !strcmp(t->teacher_key[j], key)) st = vc_fail(VC_ERR_ARG, "%s=%s: a second teacher of it", k, key);
-        if (!st && (st = vc_model_load(path, &t->teacher[i]))) st = vc_fail_ctx(st, "%s.%s.model_path (%s)", M, name, path);
-        if (!st && vc_model_cfg(t->teacher[i])->vocab != vc_model_cfg(t->actor)->vocab)
+        int j = t->n_teacher;
+        if (!st && (st = vc_model_load(path, &t->teacher[j]))) st = vc_fail_ctx(st, "%s.%s.model_path (%s)", M, name, path);
+        if (!st && vc_model_cfg(t->teacher[j])->vocab != vc_model_cfg(t->actor)->vocab)
             st = vc_fail(VC_ERR_ARG, "%s.%s.model_path (%s): a vocabulary of %lld, the actor's has %lld", M, name, path,
-                         (long long)vc_model_cfg(t->teacher[i])->vocab, (long long)vc_model_cfg(t->actor)->vocab);
-        if (!st && !(t->teacher_key[i] = vc_strdup(key ? key : ""))) st = VC_ERR_NOMEM;
+                         (long long)vc_model_cfg(t->teacher[j])->vocab, (long long)vc_model_cfg(t->actor)->vocab);
+        if (!st && !(t->teacher_key[j] = vc_strdup(key ? key : ""))) st = VC_ERR_NOMEM;
         if (!st) t->n_teacher++;
-        else vc_model_free(t->teacher[i]), t->teacher[i] = NULL;
+        else vc_model_free(t->teacher[j]), t->teacher[j] = NULL;
     }
     return st;
 }

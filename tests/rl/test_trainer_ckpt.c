@@ -291,10 +291,10 @@ static void test_distillation(void) {
     /* a teacher with other weights (the MoE model of test_lora_experts shares the vocabulary), keyed by the
      * rows' data source, as a loss beside the task's, and as a policy gradient */
     snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
-             "distillation.teacher_models.teacher_model.model_path=%s/moe|"
-             "distillation.teacher_models.teacher_model.key=verlc/addition|"
+             "+distillation.teacher_models.a.model_path=%s/moe|+distillation.teacher_models.a.key=verlc/addition|"
+             "+distillation.teacher_models.b.model_path=%s/model|+distillation.teacher_models.b.key=openai/gsm8k|"
              "distillation.distillation_loss.distillation_loss_coef=0.5|"
-             "distillation.distillation_loss.use_policy_gradient=true", dir);
+             "distillation.distillation_loss.use_policy_gradient=true", dir, dir);
     CHECK_OK(run("dt", 1, extra));
     snprintf(mp, sizeof mp, "%s/dt/metrics.jsonl", dir);
     CHECK_OK(vc_metrics_read(mp, &mt));
@@ -308,11 +308,20 @@ static void test_distillation(void) {
         { "distillation.distillation_loss.loss_mode=forward_kl_topk", "forward_kl_topk", VC_ERR_UNSUPPORTED },
         { "distillation.distillation_loss.loss_mode=k1", "k1", VC_ERR_ARG },
         { "distillation.teacher_key=ability", "teacher_key", VC_ERR_UNSUPPORTED },
-        { "distillation.teacher_models.teacher_model.key=openai/gsm8k", "verlc/addition", VC_ERR_ARG },
+        { "+distillation.teacher_models.x.key=openai/gsm8k|+distillation.teacher_models.x.model_path=MODEL",
+          "verlc/addition", VC_ERR_ARG },
+        { "+distillation.teacher_models.x.model_path=MODEL", "distillation.teacher_models.x.key", VC_ERR_MISSING },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
-        snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
-                 "distillation.teacher_models.teacher_model.model_path=%s/model|%s", dir, BAD[i].keys);
+        char keys[300], *mdl;
+        snprintf(keys, sizeof keys, "%s", BAD[i].keys);
+        if ((mdl = strstr(keys, "MODEL"))) { /* a named teacher beside the default entry */
+            *mdl = 0;
+            snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|%s%s/model",
+                     keys, dir);
+        } else
+            snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
+                     "distillation.teacher_models.teacher_model.model_path=%s/model|%s", dir, keys);
         vc_status st = run("dbad", 1, extra);
         CHECK_MSG(st == BAD[i].st && strstr(vc_last_error(), BAD[i].err), "%s: %s", BAD[i].keys, vc_last_error());
     }
