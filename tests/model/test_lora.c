@@ -333,6 +333,39 @@ static int same_names(const char *a, const char *b, int *count) {
     return same;
 }
 
+/* bf16 matmuls (the MoE op's inputs and activations kept in bf16 for the grouped GEMMs, the adapters' rank-r
+ * products from them): the adapted forward and the merged weights' agree to bf16 rounding */
+static void bf16_experts(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/fixtures/models/qwen3_moe", vc_test_shared());
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (!m) return;
+    vc_lora_spec sp = { 4, 8.0, "all-linear", NULL, NULL, 5, 0 };
+    CHECK_OK(vc_model_lora_attach(m, &sp));
+    vc_tensor *const *p = NULL;
+    int n = vc_model_lora_params(m, &p);
+    for (int i = 1; i < n; i += 2) {
+        float *w = malloc((size_t)p[i]->n * 4);
+        for (int64_t j = 0; w && j < p[i]->n; j++) w[j] = 0.3f * vc_rng_normal(4, (uint64_t)i, (uint64_t)j, 0);
+        if (w) CHECK_OK(vc_tensor_write(p[i], w));
+        free(w);
+    }
+    int was = vc_matmul_precision();
+    vc_set_matmul_precision(VC_PREC_BF16);
+    vc_graph *g = vc_graph_new();
+    float with[18], merged[18];
+    loss_of(m, g, with, 0);
+    struct lp_ctx c = { g, merged };
+    CHECK_OK(vc_model_lora_merged(m, merged_logp, &c));
+    double d = max_diff(with, merged, 18);
+    printf("qwen3_moe all-linear, bf16 matmuls: |adapted - merged| %.3g\n", d);
+    CHECK_MSG(isfinite(d) && d < 0.1, "bf16: adapted vs merged differ by %g", d);
+    vc_set_matmul_precision(was);
+    vc_graph_free(g);
+    vc_model_free(m);
+}
+
 /* bad expert adapters: a target_parameters name no tensor has, and an adapter of another model's experts,
  * each a one-line error naming what is wrong */
 static void test_expert_errors(void) {
@@ -475,6 +508,7 @@ int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_peft_experts();
     test_expert_errors();
+    bf16_experts();
     test_arch_names();
     test_fused();
     run("phi", "fc1,dense");
