@@ -2,7 +2,7 @@
  * actor's weights, gradients, AdamW state and the activations of its largest micro-batch, measured by one
  * trial forward + backward (vc_trainer_plan_ex: rows of the longest prompt + the response length packed to the
  * token budget),
- * plus the critic's and the reference model's resident state. The rollout's KV pool is freed before the
+ * plus the critic's, the reference model's and the distillation teachers' resident state. The rollout's KV pool is freed before the
  * updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
 #include <stdlib.h>
@@ -31,13 +31,14 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     if (st) return vc_fail_ctx(st, "actor memory plan");
     size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
+    for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
     size_t total = pa.total + critic + ref;
     if (t->rank == 0)
         vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f of a %lld-token "
-                "micro-batch) + critic %.3f GiB (without activations) + reference %.3f GiB = %.3f GiB of %.3f GiB %s; "
+                "micro-batch) + critic %.3f GiB (without activations) + reference%s %.3f GiB = %.3f GiB of %.3f GiB %s; "
                 "the rollout's KV pool (%.0f%% of the memory free when it generates) is released before the updates",
                 GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), GIB(pa.activations), (long long)most,
-                GIB(critic), GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available",
+                GIB(critic), t->n_teacher ? " and distillation teachers" : "", GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available",
                 t->kv_fraction * 100);
     if (pa.available && total > pa.available)
         return vc_fail(VC_ERR_NOMEM, "RL memory plan: actor %.3f GiB + critic %.3f GiB + reference %.3f GiB = %.3f GiB "
