@@ -677,6 +677,13 @@ const char vc_cfg_ppo_defaults_yaml[] =
     "      key: null\n"
     "      model_path: null\n"
     "  teacher_key: data_source\n"
+    /* later verl's rollout skipping (skip.rollout: read; rollout_tq / async_rollout are refused) */
+    "skip:\n"
+    "  rollout:\n"
+    "    enable: false\n"
+    "    dump_dir: ~/.verl/rollout_dump\n"
+    "    steps: []\n"
+    "    action: cache\n"
     ;
 
 /* verl's ppo_megatron_trainer (verl/trainer/config/_generated_ppo_megatron_trainer.yaml at b178a3cd) as what it

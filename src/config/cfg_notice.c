@@ -173,7 +173,6 @@ static const char *scalar_text(const vc_cfg_node *v, char *buf, size_t n) {
 
 /* later verl's switches for features verlc does not have: on, they stop the run */
 static const struct { const char *key, *what; } LATER_FEATURES[] = {
-    { "skip.rollout.enable", "rollout dumps replayed in place of generation" },
     { "skip.rollout_tq.enable", "rollout dumps replayed in place of generation" },
     { "skip.async_rollout.enable", "rollout dumps replayed in place of generation" },
     { "actor_rollout_ref.actor.qat.enable", "quantization-aware training" },

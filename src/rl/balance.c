@@ -231,6 +231,37 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     return VC_OK;
 }
 
+vc_status rl_batch_rows_write(const rl_batch *b, char **buf, size_t *bytes) {
+    size_t n = 0;
+    for (int i = 0; i < b->B; i++) n += row_bytes(b, i);
+    char *p = vc_malloc(n ? n : 1);
+    if (!p) return VC_ERR_NOMEM;
+    *buf = p;
+    *bytes = n;
+    for (int i = 0; i < b->B; i++) p = write_row(b, i, i, p);
+    return VC_OK;
+}
+
+vc_status rl_batch_rows_read(const char *buf, size_t bytes, int T, rl_batch *b) {
+    row_hdr h;
+    for (size_t at = 0, k = 0; at < bytes; k++) { /* the records fit the buffer, in order, before any is read */
+        size_t left = bytes - at, need;
+        if (left < sizeof h) return vc_fail(VC_ERR_FORMAT, "row record %zu is truncated", k);
+        memcpy(&h, buf + at, sizeof h);
+        int ok = h.n_ids >= 0 && (size_t)h.n_ids <= left && h.T >= 0 && (size_t)h.T <= left && h.lk == 0 &&
+                 h.plen >= 0 && h.rlen >= 0 && h.plen + h.rlen <= h.n_ids && h.rlen <= h.T && h.gidx == (int64_t)k &&
+                 h.n_uid <= left && h.n_text <= left && h.n_info <= left;
+        need = ok ? sizeof h + 4 * (size_t)h.n_ids + h.n_uid + h.n_text + h.n_info + NA * 4 * (size_t)h.T : 0;
+        if (!ok || need > left) return vc_fail(VC_ERR_FORMAT, "row record %zu does not fit (%lld tokens)", k,
+                                               (long long)h.n_ids);
+        at += need;
+    }
+    rl_batch empty;
+    memset(&empty, 0, sizeof empty);
+    *b = empty;
+    return rebuild(buf, bytes, NULL, 0, T, b, NULL);
+}
+
 vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *rows, int n) {
     size_t bytes = 0;
     for (int i = 0; i < acc->B; i++) bytes += row_bytes(acc, i);

@@ -100,7 +100,7 @@ vc_status rl_dynamic_rollout(vc_rl_trainer *t, rl_metrics *met, rl_batch *out, i
         rl_batch b;
         /* round 0 samples as a step without filtering does; later rounds with their own key */
         uint64_t key = (uint64_t)t->step + ((uint64_t)round << 40);
-        st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, key, &b);
+        st = rl_rollout_or_skip(t, idx + lo, hi - lo, key, round, &b);
         if (st) break;
         st = rl_score_batch(t, t->train, &b, met, NULL);
         int *gid = st ? NULL : vc_malloc(sizeof(int) * (size_t)(b.B ? b.B : 1));

@@ -54,6 +54,10 @@ typedef struct rl_batch {
     int64_t route_lk;
     int route_rec;
 } rl_batch;
+/* the rows of b as byte records (balance_batch's exchange format; *buf allocated), and a batch (T response
+ * positions) from such records, checked to fit the buffer */
+vc_status rl_batch_rows_write(const rl_batch *b, char **buf, size_t *bytes);
+vc_status rl_batch_rows_read(const char *buf, size_t bytes, int T, rl_batch *b);
 /* b->route for route_lk ints per token (uninitialised), to be recorded */
 vc_status rl_batch_route_alloc(rl_batch *b, int64_t route_lk);
 vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens);

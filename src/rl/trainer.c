@@ -283,6 +283,38 @@ static vc_status read_rollout_correction(vc_rl_trainer *t, const vc_config *c) {
 #undef RC
 }
 
+/* later verl's skip.rollout: enable, dump_dir (~ the home directory), steps, action cache | repeat */
+static vc_status read_skip(vc_rl_trainer *t, const vc_config *c) {
+#define S "skip.rollout."
+    const char *dir = NULL, *action = NULL, *proj = NULL;
+    size_t n = 0;
+    vc_status st = vc_config_get_bool_or(c, S "enable", 0, &t->skip_on);
+    if (st || !t->skip_on) return st;
+    TRY(vc_config_get_str_or(c, S "dump_dir", "~/.verl/rollout_dump", &dir));
+    TRY(vc_config_get_str_or(c, S "action", "cache", &action));
+    TRY(vc_config_get_str_or(c, "trainer.project_name", "verl_examples", &proj));
+    if (!st && vc_config_kind(c, S "steps") == VC_CFG_LIST) st = vc_config_list_len(c, S "steps", &n);
+    if (st) return st;
+    if (strcmp(action, "cache") && strcmp(action, "repeat"))
+        return vc_fail(VC_ERR_UNSUPPORTED, S "action=%s: rollout skipping supports cache and repeat", action);
+    t->skip_repeat = !strcmp(action, "repeat");
+    const char *home = getenv("HOME");
+    if (dir[0] == '~' && (dir[1] == '/' || !dir[1])) snprintf(t->skip_dir, sizeof t->skip_dir, "%s%s", home ? home : "", dir + 1);
+    else snprintf(t->skip_dir, sizeof t->skip_dir, "%s", dir);
+    snprintf(t->project_name, sizeof t->project_name, "%s", proj ? proj : "");
+    if (!(t->skip_steps = vc_calloc(n + 1, sizeof *t->skip_steps))) return VC_ERR_NOMEM;
+    for (size_t i = 0; !st && i < n; i++) {
+        double v = 0;
+        if (!(st = vc_config_list_double(c, S "steps", i, &v)) && (v != (double)(int64_t)v || v < 0))
+            st = vc_fail(VC_ERR_ARG, S "steps: %g is not a step number", v);
+        t->skip_steps[i] = (int64_t)v;
+    }
+    t->skip_n = (int)n;
+    if (!st && !n && t->verbose) vc_warn(S "enable=true with no steps: nothing is skipped (verl acts on the listed steps)");
+    return st;
+#undef S
+}
+
 /* later verl's actor.router_replay.mode (or its megatron engine's): disabled, R2 (the old policy's routing
  * replayed in the update) or R3 (the rollout's: verlc's old-log-prob pass computes bitwise what the rollout
  * computed, so its routing is the rollout's and R3 is R2) */
@@ -700,6 +732,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     TRY(read_critic(t, cfg));
     TRY(read_algorithm(t, cfg));
     TRY(read_trainer(t, cfg));
+    TRY(read_skip(t, cfg));
     if (!st && t->router_replay && t->acfg.rc.bypass)
         st = vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.actor.router_replay.mode=R%d with algorithm.rollout_correction."
                      "bypass_mode=true: the routing is recorded by the old-log-prob pass that bypass mode skips",
@@ -771,6 +804,7 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     for (int i = 0; i < t->n_teacher; i++) vc_model_free(t->teacher[i]), free(t->teacher_key[i]);
     free(t->teacher);
     free(t->teacher_key);
+    free(t->skip_steps);
     if (t->use_critic) rl_critic_free(&t->critic);
     if (t->own_comm) vc_comm_free(t->comm);
     vc_tokenizer_free(t->tok);

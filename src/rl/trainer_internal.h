@@ -35,6 +35,10 @@ struct vc_rl_trainer {
     int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,
                                          * max_num_gen_batches (<= 0: no bound) */
     int gen_prompts;            /* data.gen_batch_size: prompts per generation batch (filter_groups) */
+    /* later verl's skip.rollout: the steps whose generation is read from / dumped to skip_dir (rollout_skip.c) */
+    int skip_on, skip_repeat, skip_n;
+    int64_t *skip_steps;
+    char skip_dir[512], project_name[128];
     double overlong_factor;     /* the penalty at overlong_max */
     int64_t overlong_max;       /* the length the buffer ends at (data.max_response_length, or the dapo
                                  * manager's reward_kwargs.max_resp_len) */
@@ -150,6 +154,10 @@ vc_status rl_dist_reduce(vc_rl_trainer *t, double *v, int n, vc_reduce_op op);
 void rl_dist_block(const vc_rl_trainer *t, int n, int *lo, int *hi);
 /* every rank learns whether any failed (st of this rank, or VC_ERR_IO naming the peer failure) */
 vc_status rl_dist_agree(vc_rl_trainer *t, vc_status st, const char *what);
+/* rollout_skip.c: this rank's prompts idx[0..n) generated (rl_rollout_batch with the training sampling and
+ * key), or for a step of skip.rollout.steps read from its dump when there and dumped otherwise; round: the
+ * generation batch of the step (DAPO's dynamic sampling draws several) */
+vc_status rl_rollout_or_skip(vc_rl_trainer *t, const uint32_t *idx, int n, uint64_t key, int round, rl_batch *b);
 vc_status rl_dist_check_world(vc_rl_trainer *t, const vc_config *cfg);
 /* <prefix>.zero_stage: 0 (plain data parallelism) or 1 (ZeRO-1) into *sharding (VC_SHARD_*);
  * <prefix>.overlap_grad_reduce (bool) into *overlap. */

@@ -365,7 +365,7 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     int lo = 0, hi = (int)n;
     rl_dist_block(t, (int)n, &lo, &hi);
     t0 = vc_now();
-    st = rl_rollout_batch(t, t->train, idx + lo, hi - lo, &t->samp, t->n, (uint64_t)t->step, &b);
+    st = rl_rollout_or_skip(t, idx + lo, hi - lo, (uint64_t)t->step, 0, &b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
     if (t->agent && (st = rl_agent_metrics(t, met))) return st;

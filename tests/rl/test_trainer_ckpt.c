@@ -329,6 +329,56 @@ static void test_distillation(void) {
           strstr(vc_last_error(), "model_path"));
 }
 
+static double first_metric(const char *run_dir, const char *name) {
+    char mp[400];
+    snprintf(mp, sizeof mp, "%s/%s/metrics.jsonl", dir, run_dir);
+    vc_metrics *mt = NULL;
+    double v = NAN;
+    if (!vc_metrics_read(mp, &mt)) {
+        const vc_metric_series *s = vc_metrics_find(mt, name);
+        if (s && s->n) v = s->y[0];
+    }
+    vc_metrics_free(mt);
+    return v;
+}
+
+/* later verl's skip.rollout: a listed step's generation is dumped, and read back by a later run in place of
+ * generating (so a sampling change does not reach it); repeat reads the nearest dumped step; a damaged dump
+ * is an error naming the file */
+static void test_rollout_skip(void) {
+    char extra[700], keep[700];
+    snprintf(keep, sizeof keep, "algorithm.adv_estimator=grpo|skip.rollout.enable=true|skip.rollout.dump_dir=%s/dumps|"
+             "skip.rollout.steps=[1]", dir);
+    CHECK_OK(run("sk1", 1, keep));
+    snprintf(extra, sizeof extra, "%s|actor_rollout_ref.rollout.top_k=1", keep); /* greedy: other samples */
+    CHECK_OK(run("sk2", 1, extra));
+    CHECK_OK(run("sk3", 1, "algorithm.adv_estimator=grpo|actor_rollout_ref.rollout.top_k=1"));
+    double a = first_metric("sk1", "response_length/mean"), b = first_metric("sk2", "response_length/mean");
+    double c = first_metric("sk3", "response_length/mean");
+    /* the policy's entropy over the responses' positions: a function of the tokens sampled */
+    double ga = first_metric("sk1", "actor/entropy"), gb = first_metric("sk2", "actor/entropy");
+    double gc = first_metric("sk3", "actor/entropy");
+    printf("skip.rollout: entropy %.9g sampled, %.9g read back with top_k=1 set, %.9g greedy (response lengths %g %g "
+           "%g)\n", ga, gb, gc, a, b, c);
+    CHECK_MSG(a == b && ga == gb && !isnan(ga), "the dumped step was not read back (%g / %g, entropy %g / %g)", a, b,
+              ga, gb);
+    CHECK_MSG(gc != ga, "greedy sampling gave the sampled step's responses");
+    /* repeat: steps 1 and 2 listed, only step 1 dumped: step 2 reads step 1's */
+    snprintf(extra, sizeof extra, "%s|skip.rollout.action=repeat|skip.rollout.steps=[1,2]", keep);
+    CHECK_OK(run("sk4", 2, extra));
+    char p[600];
+    snprintf(p, sizeof p, "%s/dumps/gsm8k_verl_examples", dir);
+    CHECK(vc_file_exists(p));
+    snprintf(extra, sizeof extra, "%s|skip.rollout.action=random", keep);
+    CHECK(run("sk5", 1, extra) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "action=random"));
+    /* a damaged dump: the error names it */
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "f=$(ls %s/dumps/*/*/1/gen_batch.rank0.vcrows) && head -c 100 $f > $f.x && mv $f.x $f", dir);
+    CHECK(system(cmd) == 0);
+    vc_status st = run("sk6", 1, keep);
+    CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "gen_batch.rank0.vcrows"), "%s", vc_last_error());
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
@@ -375,6 +425,7 @@ int main(void) {
     test_lora_experts();
     test_router_replay();
     test_distillation();
+    test_rollout_skip();
     /* DAPO's overlong reward shaping: with a buffer as long as max_response_length every response loses
      * factor * length / buffer, and step 1 samples the same responses */
     CHECK_OK(run("oa", 1, "algorithm.adv_estimator=grpo"));
