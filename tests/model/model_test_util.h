@@ -42,8 +42,9 @@ static inline void remove_tree(const char *dir) {
 __attribute__((unused)) static const int32_t IDS[] = { 5, 17, 3, 44, 9, 28, 11, 2, 39, 7, 21, 30, 6, 13, 50, 8, 1, 19 };
 __attribute__((unused)) static const int64_t CU[] = { 0, 11, 18 };
 
-/* loss over the 2-sequence packed batch; fills logp (18) */
-static inline float loss_of(vc_model *m, vc_graph *g, float *logp, int backward) {
+/* loss over the 2-sequence packed batch with router replay routes r (mode VC_ROUTE_*; NULL: none); fills
+ * logp (18) */
+static inline float loss_of_routed(vc_model *m, vc_graph *g, int32_t *r, int mode, float *logp, int backward) {
     int32_t tgt[18];
     float w[18];
     for (int s = 0; s < 2; s++)
@@ -51,7 +52,7 @@ static inline float loss_of(vc_model *m, vc_graph *g, float *logp, int backward)
     for (int t = 0; t < 18; t++) w[t] = tgt[t] >= 0 ? -1.0f / 16 : 0;
     vc_graph_reset(g);
     vc_graph_set_grad(g, backward);
-    vc_batch b = { 2, CU, IDS };
+    vc_batch b = { 2, CU, IDS, NULL, r, mode };
     vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
     if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) return NAN;
     if (logp) CHECK_OK(vc_tensor_read(lp, logp));
@@ -59,6 +60,27 @@ static inline float loss_of(vc_model *m, vc_graph *g, float *logp, int backward)
     float v = NAN;
     if (backward) CHECK_OK(vc_graph_backward(g, L, 1.0f));
     if (!L || vc_tensor_read(L, &v)) return NAN;
+    return v;
+}
+
+/* loss over the 2-sequence packed batch; fills logp (18) */
+static inline float loss_of(vc_model *m, vc_graph *g, float *logp, int backward) {
+    return loss_of_routed(m, g, NULL, 0, logp, backward);
+}
+
+/* host read of element j of a backend tensor (grad: of its gradient), written with *set when set non-NULL */
+__attribute__((unused)) static float tensor_elem(vc_tensor *t, int64_t j, int grad, const float *set) {
+    float *w = malloc((size_t)t->n * 4), v = NAN;
+    vc_tensor tmp = *t;
+    if (grad) tmp.data = t->grad;
+    if (w && !vc_tensor_read(&tmp, w)) {
+        v = w[j];
+        if (set) {
+            w[j] = *set;
+            CHECK_OK(vc_tensor_write(t, w));
+        }
+    }
+    free(w);
     return v;
 }
 

@@ -21,23 +21,6 @@ static double max_diff(const float *a, const float *b, int n) {
     return d;
 }
 
-/* host read / write of one element of a backend tensor */
-static float elem(vc_tensor *t, int64_t j, int grad, const float *set) {
-    float *w = malloc((size_t)t->n * 4), v = NAN;
-    if (!w) return v;
-    vc_tensor tmp = *t;
-    if (grad) tmp.data = t->grad;
-    if (!vc_tensor_read(&tmp, w)) {
-        v = w[j];
-        if (set) {
-            w[j] = *set;
-            CHECK_OK(vc_tensor_write(t, w));
-        }
-    }
-    free(w);
-    return v;
-}
-
 struct lp_ctx { vc_graph *g; float *out; };
 static vc_status merged_logp(vc_model *m, void *p) {
     struct lp_ctx *c = p;
@@ -90,13 +73,13 @@ static void run_p(const char *fixture, const char *targets, const char *params) 
     double worst = 0;
     for (int i = 0; i < n; i += 3) {
         int64_t j = (int64_t)((i * 7919) % p[i]->n);
-        float keep = elem(p[i], j, 0, NULL), an = elem(p[i], j, 1, NULL), h = 2e-3f, x = keep + h;
-        elem(p[i], j, 0, &x);
+        float keep = tensor_elem(p[i], j, 0, NULL), an = tensor_elem(p[i], j, 1, NULL), h = 2e-3f, x = keep + h;
+        tensor_elem(p[i], j, 0, &x);
         float up = loss_of(m, g, NULL, 0);
         x = keep - h;
-        elem(p[i], j, 0, &x);
+        tensor_elem(p[i], j, 0, &x);
         float dn = loss_of(m, g, NULL, 0);
-        elem(p[i], j, 0, &keep);
+        tensor_elem(p[i], j, 0, &keep);
         double fd = (up - dn) / (2 * h), err = fabs(fd - an) / (fabs(fd) + fabs(an) + 2e-2);
         worst = fmax(worst, err);
     }

@@ -9,26 +9,6 @@
 #include "model_test_util.h"
 #include "vc_test.h"
 
-/* mean next-token log-prob loss of the two packed sequences with routes r (mode) */
-static float loss_route(vc_model *m, vc_graph *g, int32_t *r, int mode, float *logp, int backward) {
-    int32_t tgt[18];
-    float w[18];
-    for (int s = 0; s < 2; s++)
-        for (int64_t t = CU[s]; t < CU[s + 1]; t++) tgt[t] = t + 1 < CU[s + 1] ? IDS[t + 1] : -1;
-    for (int t = 0; t < 18; t++) w[t] = tgt[t] >= 0 ? -1.0f / 16 : 0;
-    vc_graph_reset(g);
-    vc_graph_set_grad(g, backward);
-    vc_batch b = { 2, CU, IDS, NULL, r, mode };
-    vc_tensor *h = vc_model_forward(m, g, &b, NULL), *lp = NULL;
-    if (!h || vc_model_logprobs(m, g, h, tgt, &lp, NULL)) return NAN;
-    if (logp) CHECK_OK(vc_tensor_read(lp, logp));
-    vc_tensor *L = vc_op_dot_const(g, lp, w);
-    float v = NAN;
-    if (backward) CHECK_OK(vc_graph_backward(g, L, 1.0f));
-    if (!L || vc_tensor_read(L, &v)) return NAN;
-    return v;
-}
-
 static double max_diff(const float *a, const float *b, int n) {
     double d = 0;
     for (int i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
@@ -47,21 +27,6 @@ static vc_tensor *router_of(vc_model *m) {
     return r;
 }
 
-static float elem(vc_tensor *t, int64_t j, int grad, const float *set) {
-    float *w = malloc((size_t)t->n * 4), v = NAN;
-    vc_tensor tmp = *t;
-    if (grad) tmp.data = t->grad;
-    if (w && !vc_tensor_read(&tmp, w)) {
-        v = w[j];
-        if (set) {
-            w[j] = *set;
-            CHECK_OK(vc_tensor_write(t, w));
-        }
-    }
-    free(w);
-    return v;
-}
-
 static void run(const char *fixture) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), fixture);
@@ -74,8 +39,8 @@ static void run(const char *fixture) {
     vc_graph *g = vc_graph_new();
     float base[18], a[18], b[18], o[18];
     for (size_t i = 0; i < n; i++) rec[i] = -7;
-    loss_route(m, g, NULL, 0, base, 0);
-    loss_route(m, g, rec, VC_ROUTE_RECORD, a, 0);
+    loss_of_routed(m, g, NULL, 0, base, 0);
+    loss_of_routed(m, g, rec, VC_ROUTE_RECORD, a, 0);
     int moe_layers = 0, recorded = 1;
     for (int l = 0; l < c->n_layer; l++) {
         moe_layers += c->is_moe[l];
@@ -86,11 +51,11 @@ static void run(const char *fixture) {
     }
     CHECK_MSG(moe_layers > 0 && recorded, "%s: %d MoE layers, recorded experts valid: %d", fixture, moe_layers, recorded);
     CHECK_MSG(max_diff(a, base, 18) == 0, "%s: recording changed the forward", fixture);
-    loss_route(m, g, rec, VC_ROUTE_REPLAY, b, 0);
+    loss_of_routed(m, g, rec, VC_ROUTE_REPLAY, b, 0);
     CHECK_MSG(max_diff(a, b, 18) == 0, "%s: replaying the recorded experts differs by %g", fixture, max_diff(a, b, 18));
     /* every token of every MoE layer routed to other experts (each shifted by one: still distinct) */
     for (size_t i = 0; i < n; i++) other[i] = (rec[i] + 1) % (int32_t)c->n_expert;
-    loss_route(m, g, other, VC_ROUTE_REPLAY, o, 0);
+    loss_of_routed(m, g, other, VC_ROUTE_REPLAY, o, 0);
     double moved = max_diff(a, o, 18);
     CHECK_MSG(moved > 1e-4, "%s: other experts replayed moved the log-probs by %g only", fixture, moved);
     /* routing fixed: the router's gradient by finite differences */
@@ -100,15 +65,15 @@ static void run(const char *fixture) {
     double worst = 0;
     for (int k = 0; R && k < 4; k++) {
         vc_model_zero_grad(m);
-        loss_route(m, g, other, VC_ROUTE_REPLAY, NULL, 1);
+        loss_of_routed(m, g, other, VC_ROUTE_REPLAY, NULL, 1);
         int64_t j = (k * 37 + 5) % R->n;
-        float keep = elem(R, j, 0, NULL), an = elem(R, j, 1, NULL), h = 1e-2f, x = keep + h;
-        elem(R, j, 0, &x);
-        float up = loss_route(m, g, other, VC_ROUTE_REPLAY, NULL, 0);
+        float keep = tensor_elem(R, j, 0, NULL), an = tensor_elem(R, j, 1, NULL), h = 1e-2f, x = keep + h;
+        tensor_elem(R, j, 0, &x);
+        float up = loss_of_routed(m, g, other, VC_ROUTE_REPLAY, NULL, 0);
         x = keep - h;
-        elem(R, j, 0, &x);
-        float dn = loss_route(m, g, other, VC_ROUTE_REPLAY, NULL, 0);
-        elem(R, j, 0, &keep);
+        tensor_elem(R, j, 0, &x);
+        float dn = loss_of_routed(m, g, other, VC_ROUTE_REPLAY, NULL, 0);
+        tensor_elem(R, j, 0, &keep);
         double fd = (up - dn) / (2 * h);
         worst = fmax(worst, fabs(fd - an) / (fabs(fd) + fabs(an) + 1e-3));
     }
@@ -117,7 +82,7 @@ static void run(const char *fixture) {
     CHECK_MSG(worst < 0.05, "%s: router gradient under replay off by %g", fixture, worst);
     /* an expert outside the layer's: refused, naming the token */
     other[(size_t)(c->n_layer - 1) * 18 * c->top_k + 3] = (int32_t)c->n_expert;
-    CHECK(isnan(loss_route(m, g, other, VC_ROUTE_REPLAY, NULL, 0)));
+    CHECK(isnan(loss_of_routed(m, g, other, VC_ROUTE_REPLAY, NULL, 0)));
     CHECK_MSG(strstr(vc_last_error(), "replayed expert") != NULL, "%s", vc_last_error());
     free(rec);
     free(other);
