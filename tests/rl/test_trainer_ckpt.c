@@ -187,6 +187,7 @@ static void test_lora_experts(void) {
     snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|actor_rollout_ref.model.path=%s|"
              "actor_rollout_ref.model.lora_rank=4|actor_rollout_ref.model.lora_alpha=8|"
              "actor_rollout_ref.model.target_modules=[]|actor_rollout_ref.actor.use_kl_loss=true|"
+             "actor_rollout_ref.actor.entropy_coeff=0.01|" /* a gradient whatever the rewards */
              "+actor_rollout_ref.model.target_parameters=[mlp.experts.gate_up_proj,mlp.experts.down_proj,"
              "mlp.gate.weight]", md);
     vc_status st = run("le", 2, extra);
