@@ -89,6 +89,9 @@ vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_t
                             float *entropy, float *sum_pi_sq);
 /* ... with share: the rows of a group (uid) in one forward compute their common prompt once (actor's
  * use_prefix_grouper; vc_share_plan) */
+/* the same over rows[0..n) only (their rows of out written) */
+vc_status rl_batch_logprobs_of(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens,
+                               float temperature, int share, float *out);
 vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature,
                                int share, float *out, float *entropy, float *sum_pi_sq);
 /* the micro-batch's rows' group ids (by uid) and shareable prompt lengths (prompt - 1), in g's arena */

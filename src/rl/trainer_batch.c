@@ -162,13 +162,16 @@ static int split_rows_shared(const rl_batch *b, const int *rows, int n, int64_t 
     return k;
 }
 
-static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, int share, void *ctx,
-                           vc_status (*fn)(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb)) {
-    int *rows = vc_malloc(sizeof(int) * (size_t)b->B), *starts = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
+/* fn over packed micro-batches of the rows `only` lists (NULL: every row), in order */
+static vc_status pass_rows_of(vc_model *m, vc_graph *g, rl_batch *b, const int *only, int n_only, int64_t max_tokens,
+                              int share, void *ctx, vc_status (*fn)(void *ctx, vc_model *m, vc_graph *g, rl_batch *b,
+                                                                   rl_mb *mb)) {
+    int n = only ? n_only : b->B;
+    int *rows = vc_malloc(sizeof(int) * (size_t)(n + 1)), *starts = vc_malloc(sizeof(int) * (size_t)(n + 1));
     vc_status st = rows && starts ? VC_OK : VC_ERR_NOMEM;
-    for (int i = 0; rows && i < b->B; i++) rows[i] = i;
-    int k = st ? 0 : share ? split_rows_shared(b, rows, b->B, max_tokens, starts)
-                           : rl_split_rows(b, rows, b->B, max_tokens, 0, starts);
+    for (int i = 0; rows && i < n; i++) rows[i] = only ? only[i] : i;
+    int k = st ? 0 : share ? split_rows_shared(b, rows, n, max_tokens, starts)
+                           : rl_split_rows(b, rows, n, max_tokens, 0, starts);
     vc_model_weight_copies(m, 1); /* forward passes only: the weights do not change */
     for (int s = 0; !st && s < k; s++) {
         vc_graph_reset(g);
@@ -181,6 +184,11 @@ static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_to
     free(rows);
     free(starts);
     return st;
+}
+
+static vc_status pass_rows(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, int share, void *ctx,
+                           vc_status (*fn)(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb)) {
+    return pass_rows_of(m, g, b, NULL, 0, max_tokens, share, ctx, fn);
 }
 
 /* t's data copied to host memory of the graph's arena */
@@ -272,6 +280,12 @@ vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t ma
                                int share, float *out, float *entropy, float *sum_pi_sq) {
     lp_ctx c = { temperature, out, entropy, sum_pi_sq, share };
     return pass_rows(m, g, b, max_tokens, share, &c, lp_fn);
+}
+
+vc_status rl_batch_logprobs_of(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens,
+                               float temperature, int share, float *out) {
+    lp_ctx c = { temperature, out, NULL, NULL, share };
+    return pass_rows_of(m, g, b, rows, n, max_tokens, share, &c, lp_fn);
 }
 
 vc_status rl_batch_logprobs(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float temperature, float *out,

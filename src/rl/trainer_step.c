@@ -317,9 +317,8 @@ static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
     if (t->n_teacher == 1 && !*t->teacher_key[0])
         return rl_batch_logprobs_ex(t->teacher[0], t->g, b, t->ref_tokens, 1.0f, share, b->teacher_logp, NULL, NULL);
-    int *who = vc_malloc(sizeof(int) * (size_t)(b->B ? b->B : 1));
-    float *tmp = vc_malloc(sizeof(float) * (size_t)b->B * (size_t)b->T);
-    vc_status st = who && tmp ? VC_OK : VC_ERR_NOMEM;
+    int *who = vc_malloc(sizeof(int) * (size_t)(b->B ? b->B : 1)), *rows = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
+    vc_status st = who && rows ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < b->B; i++) {
         const char *ds = t->train->p[b->prompt[i]].data_source;
         who[i] = -1;
@@ -329,14 +328,14 @@ static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
             st = vc_fail(VC_ERR_ARG, "distillation: row %d's data_source '%s' has no teacher (each of "
                          "distillation.teacher_models names the one it serves in its key)", i, ds ? ds : "");
     }
-    for (int k = 0; !st && k < t->n_teacher; k++) { /* each teacher over the batch, kept for its rows */
-        if ((st = rl_batch_logprobs_ex(t->teacher[k], t->g, b, t->ref_tokens, 1.0f, share, tmp, NULL, NULL))) break;
+    for (int k = 0; !st && k < t->n_teacher; k++) { /* each teacher over its rows */
+        int n = 0;
         for (int i = 0; i < b->B; i++)
-            if (who[i] == k)
-                memcpy(b->teacher_logp + (size_t)i * b->T, tmp + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
+            if (who[i] == k) rows[n++] = i;
+        if (n) st = rl_batch_logprobs_of(t->teacher[k], t->g, b, rows, n, t->ref_tokens, 1.0f, share, b->teacher_logp);
     }
     free(who);
-    free(tmp);
+    free(rows);
     return st ? vc_fail_ctx(st, "distillation teachers") : VC_OK;
 }
 
