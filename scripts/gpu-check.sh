@@ -316,7 +316,8 @@ PREBUILT=${VC_GPU_PREBUILT:-build/tests}
 TESTS="$BUILD/tests"
 CUDA_TESTS=""
 for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c)"; done
-CUDA_TESTS="$CUDA_TESTS model_test_lora rl_test_reward_model" # LoRA, reward models' score head on the GPU
+# LoRA (dense and routed-expert adapters), router replay, reward models' score head on the GPU
+CUDA_TESTS="$CUDA_TESTS model_test_lora model_test_route rl_test_reward_model"
 built=0
 configured=0
 # shellcheck disable=SC2086
@@ -356,8 +357,10 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
 # GRPO, PPO and SFT on cuda against cpu, and 2-rank NCCL sft against MPI (both ranks on the one GPU)
 [ -x "$TESTS/cuda_test_cuda_train" ] && step "test_cuda_train" 45 env VERLC_BIN="$BUILD/verlc" "$TESTS/cuda_test_cuda_train"
 [ -x "$TESTS/cuda_test_cuda_graph" ] && step "test_cuda_graph" 30 "$TESTS/cuda_test_cuda_graph"
-[ -x "$TESTS/model_test_lora" ] && step "test_lora on cuda (adapters, merge, checkpointing, PEFT files)" 30 \
+[ -x "$TESTS/model_test_lora" ] && step "test_lora on cuda (adapters, experts' too, merge, checkpointing, PEFT files)" 30 \
     env VC_LORA_DEVICE=cuda "$TESTS/model_test_lora"
+[ -x "$TESTS/model_test_route" ] && step "test_route on cuda (router replay: record, replay, gradients)" 20 \
+    env VC_ROUTE_DEVICE=cuda "$TESTS/model_test_route"
 [ -x "$TESTS/rl_test_reward_model" ] && step "test_reward_model on cuda (score head vs transformers)" 30 \
     env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"
 # The CLI on the GPU: fixture check and the benches.
