@@ -334,6 +334,9 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     int none = sp->targets && *sp->targets && !sp->targets[strspn(sp->targets, "[] ")];
     vc_status st = none ? VC_OK : parse_targets(c->arch, sp->targets, has_moe, &mask, &moe);
     if (st) return st;
+    if (!(moe & MOE_GATE) != !(moe & MOE_UP)) /* PEFT refuses this conversion on transformers 5 */
+        vc_warn("LoRA target_modules names %s without %s: the routed experts' fused gate_up_proj gets no adapter",
+                moe & MOE_GATE ? "gate_proj (w1)" : "up_proj (w3)", moe & MOE_GATE ? "up_proj (w3)" : "gate_proj (w1)");
     unsigned *want = vc_calloc((size_t)c->n_layer + 1, sizeof *want);
     if (!want) return VC_ERR_NOMEM;
     if (has_params && (st = parse_params(m, sp->params, want))) {
