@@ -2,7 +2,10 @@
  * memory: every loop over them is a backend entry (src/tensor/backend.h); host-given arrays the
  * kernels read (embedding ids, dot weights) are uploaded into the graph. */
 #include "tensor/backend.h"
+#include "tensor/graph_priv.h"
 #include "verlc/ops.h"
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GUARD1(a) if (!(a)) return NULL
@@ -403,5 +406,84 @@ vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w) {
     vc_be()->dot_fwd(y->data, x->data, dw, x->n);
     vc_node *n = vc_tape_push(g, dot_const_bw, y, 1, &x);
     if (n) n->ptr[0] = dw;
+    return y;
+}
+
+/* log-softmax of each row of x [R, V] gathered at K given columns per row: on the host (the rows read back),
+ * for losses over a few columns of a large vocabulary (distillation's top-k). Backward: d x[r, j] =
+ * [j = ids[r, k]] g[r, k] - p[r, j] sum_k g[r, k]. */
+typedef struct {
+    int64_t R, V;
+    int K;
+    const int32_t *ids; /* [R * K] host, arena */
+    double *lse;        /* [R] host, arena */
+} lsg_saved;
+
+static void lsg_bw(vc_graph *g, vc_node *n) {
+    lsg_saved *s = n->saved;
+    vc_tensor *x = n->in[0];
+    const vc_backend *B = vc_be();
+    size_t RV = (size_t)(s->R * s->V), RK = (size_t)s->R * (size_t)s->K;
+    float *h = vc_malloc(sizeof(float) * (RV ? RV : 1)), *gy = vc_malloc(sizeof(float) * (RK ? RK : 1));
+    float *gx = vc_tensor_grad(g, x), *tmp = vc_graph_temp(g, sizeof(float) * (RV ? RV : 1), 0);
+    if (h && gy && gx && tmp) {
+        B->d2h(h, x->data, sizeof(float) * RV);
+        B->d2h(gy, n->out->grad, sizeof(float) * RK);
+        for (int64_t r = 0; r < s->R; r++) {
+            float *row = h + r * s->V;
+            double gs = 0;
+            for (int k = 0; k < s->K; k++) gs += gy[r * s->K + k];
+            for (int64_t j = 0; j < s->V; j++) row[j] = (float)(-exp((double)row[j] - s->lse[r]) * gs);
+            for (int k = 0; k < s->K; k++) row[s->ids[r * s->K + k]] += gy[r * s->K + k];
+        }
+        B->h2d(tmp, h, sizeof(float) * RV);
+        B->axpy(gx, 1.0f, tmp, (int64_t)RV);
+    } else vc_graph_fail(g, VC_ERR_NOMEM);
+    if (tmp) vc_graph_release(g, tmp, sizeof(float) * (RV ? RV : 1));
+    free(h);
+    free(gy);
+}
+
+vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids, int K) {
+    GUARD1(x);
+    if (x->ndim != 2 || K < 1) {
+        vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "logsoftmax_gather: a [rows, columns] input and K >= 1"));
+        return NULL;
+    }
+    int64_t R = x->shape[0], V = x->shape[1], RK = R * K, one = RK;
+    for (int64_t i = 0; i < RK; i++)
+        if (ids[i] < 0 || ids[i] >= V) {
+            vc_graph_fail(g, vc_fail(VC_ERR_ARG, "logsoftmax_gather: column %d of row %lld is not one of %lld",
+                                     ids[i], (long long)(i / K), (long long)V));
+            return NULL;
+        }
+    lsg_saved *s = vc_graph_alloc(g, sizeof *s, 1);
+    int32_t *id = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(RK ? RK : 1), 0);
+    double *lse = vc_graph_alloc(g, sizeof(double) * (size_t)(R ? R : 1), 0);
+    size_t rv = R * V > 0 ? (size_t)(R * V) : 1;
+    float *h = vc_malloc(sizeof(float) * rv), *out = vc_malloc(sizeof(float) * (size_t)(RK ? RK : 1));
+    vc_tensor *y = vc_tensor_new(g, 1, &one, 0);
+    if (!s || !id || !lse || !h || !out || !y) {
+        free(h);
+        free(out);
+        vc_graph_fail(g, VC_ERR_NOMEM);
+        return NULL;
+    }
+    memcpy(id, ids, sizeof(int32_t) * (size_t)RK);
+    vc_be()->d2h(h, x->data, sizeof(float) * (size_t)(R * V));
+    for (int64_t r = 0; r < R; r++) {
+        const float *row = h + r * V;
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < V; j++) m = row[j] > m ? row[j] : m;
+        for (int64_t j = 0; j < V; j++) sum += exp((double)row[j] - m);
+        lse[r] = m + log(sum);
+        for (int k = 0; k < K; k++) out[r * K + k] = (float)((double)row[id[r * K + k]] - lse[r]);
+    }
+    vc_be()->h2d(y->data, out, sizeof(float) * (size_t)RK);
+    free(h);
+    free(out);
+    *s = (lsg_saved){ R, V, K, id, lse };
+    vc_node *n = vc_tape_push(g, lsg_bw, y, 1, &x);
+    if (n) n->saved = s;
     return y;
 }

@@ -141,9 +141,15 @@ static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
 }
 
+/* log-softmax over 7 columns gathered at 3 per row (a repeated column included) */
+static const int32_t LSG_IDS[12] = { 0, 6, 2, 5, 5, 1, 3, 0, 4, 6, 6, 2 };
+static vc_tensor *b_lsg(vc_graph *g, vc_tensor **in) { return vc_op_logsoftmax_gather(g, in[0], LSG_IDS, 3); }
+
 static void run_all(void) {
     make(0, 2, 5, 6, 0, 1); make(1, 2, 4, 6, 0, 1); make(2, 1, 4, 0, 0, 1);
     check_op("linear+bias", b_linear, 3, 1e-2f, 2e-3f);
+    make(0, 2, 4, 7, 0, 2);
+    check_op("logsoftmax_gather", b_lsg, 1, 1e-3f, 5e-3f);
     make(0, 2, 3, 4, 0, 1); make(1, 2, 3, 4, 0, 1);
     check_op("add/mul", b_mul, 2, 1e-2f, 2e-3f);
     make(0, 2, 5, 3, 0, 1); make(1, 1, 5, 0, 0, 1);
