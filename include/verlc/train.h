@@ -41,6 +41,11 @@ typedef struct vc_micro_batch {
     const uint32_t *seq;       /* [n_seq] index of each sequence in the mini-batch */
     const int64_t *src;        /* [T] index of position t in the mini-batch's token arrays (target: src[t] + 1) */
     int64_t n_tokens;          /* T */
+    /* the forward's last hidden states (after the final norm), for losses beyond the log-probs: [hidden_rows,
+     * H]; position t's row is hidden_pos[t] (host; NULL: t), shared prompts being computed once */
+    vc_tensor *hidden;
+    const int32_t *hidden_pos;
+    int64_t hidden_rows;
 } vc_micro_batch;
 
 /* Mini-batch normalisers, known before the micro-batches run (verl's global_batch_info). */

@@ -70,15 +70,18 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
 /* ---- rows as bytes ---- */
 #define NA RL_BATCH_ARRAYS
 
-typedef struct { int64_t gidx, plen, rlen, n_ids, T, lk; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
+typedef struct { int64_t gidx, plen, rlen, n_ids, T, lk, tk; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
 
 /* a row's routes (router replay): lk ints per token */
 static size_t route_bytes(int64_t n_ids, int64_t lk) { return sizeof(int32_t) * (size_t)(n_ids * lk); }
+/* a row's teacher top-k (distillation): T x tk ids and log-probs */
+static size_t topk_bytes(int64_t T, int64_t tk) { return 8 * (size_t)(T * tk); }
 
 static size_t row_bytes(const rl_batch *b, int i) {
     size_t n = sizeof(row_hdr) + sizeof(int32_t) * (size_t)(b->cu[i + 1] - b->cu[i]);
     n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "") + strlen(b->info[i] ? b->info[i] : "");
-    return n + NA * sizeof(float) * (size_t)b->T + (b->route ? route_bytes(b->cu[i + 1] - b->cu[i], b->route_lk) : 0);
+    return n + NA * sizeof(float) * (size_t)b->T + (b->route ? route_bytes(b->cu[i + 1] - b->cu[i], b->route_lk) : 0) +
+           (b->tk_ids ? topk_bytes(b->T, b->tk_k) : 0);
 }
 
 static char *put(char *p, const void *src, size_t n) {
@@ -88,8 +91,9 @@ static char *put(char *p, const void *src, size_t n) {
 
 static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "", *info = b->info[i] ? b->info[i] : "";
-    row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->route ? b->route_lk : 0, b->prompt[i],
-                  b->finish[i], b->score[i], (uint32_t)strlen(uid), (uint32_t)strlen(text), (uint32_t)strlen(info) };
+    row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->route ? b->route_lk : 0,
+                  b->tk_ids ? b->tk_k : 0, b->prompt[i], b->finish[i], b->score[i], (uint32_t)strlen(uid),
+                  (uint32_t)strlen(text), (uint32_t)strlen(info) };
     p = put(p, &h, sizeof h);
     p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
     p = put(p, uid, h.n_uid);
@@ -99,6 +103,11 @@ static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     rl_batch_arrays(b, arr);
     for (int k = 0; k < NA; k++) p = put(p, arr[k] + (size_t)i * b->T, sizeof(float) * (size_t)b->T);
     if (h.lk) p = put(p, b->route + (size_t)b->cu[i] * (size_t)h.lk, route_bytes(h.n_ids, h.lk));
+    if (h.tk) {
+        size_t tk = (size_t)b->T * (size_t)h.tk;
+        p = put(p, b->tk_ids + (size_t)i * tk, 4 * tk);
+        p = put(p, b->tk_lp + (size_t)i * tk, 4 * tk);
+    }
     return p;
 }
 
@@ -140,14 +149,24 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
         return vc_fail(VC_ERR_INTERNAL, "balance_batch: a row with routes of %lld experts into a batch of %lld",
                        (long long)h.lk, (long long)nb->route_lk);
     if (h.lk) memcpy(nb->route + (size_t)nb->cu[i] * (size_t)h.lk, p, route_bytes(h.n_ids, h.lk));
-    *next = p + (h.lk ? route_bytes(h.n_ids, h.lk) : 0);
+    p += h.lk ? route_bytes(h.n_ids, h.lk) : 0;
+    if (h.tk && (!nb->tk_ids || nb->tk_k != h.tk))
+        return vc_fail(VC_ERR_INTERNAL, "balance_batch: a row with top-%lld teacher tokens into a batch of %d",
+                       (long long)h.tk, nb->tk_k);
+    if (h.tk) { /* [T, k] per row; the positions both batches have */
+        size_t tk = (size_t)h.T * (size_t)h.tk, own = (size_t)nb->T * (size_t)h.tk, n = (size_t)tc * (size_t)h.tk;
+        memcpy(nb->tk_ids + (size_t)i * own, p, 4 * n);
+        memcpy(nb->tk_lp + (size_t)i * own, p + 4 * tk, 4 * n);
+        p += 8 * tk;
+    }
+    *next = p;
     return VC_OK;
 }
 
 static vc_status skip_row(const char *p, const char **next, row_hdr *h) {
     memcpy(h, p, sizeof *h);
     *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + h->n_info +
-            NA * sizeof(float) * (size_t)h->T + route_bytes(h->n_ids, h->lk);
+            NA * sizeof(float) * (size_t)h->T + route_bytes(h->n_ids, h->lk) + topk_bytes(h->T, h->tk);
     return VC_OK;
 }
 
@@ -198,6 +217,7 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     rl_batch nb;
     vc_status st = rec ? rl_batch_alloc(&nb, B, T, ntok) : VC_ERR_NOMEM;
     if (!st && b->route && (st = route_like(&nb, b, ntok))) rl_batch_free(&nb);
+    if (!st && b->tk_ids && (st = rl_batch_topk_alloc(&nb, b->tk_k))) rl_batch_free(&nb);
     int *gi = st ? NULL : vc_malloc(sizeof(int) * (size_t)(B ? B : 1));
     if (!st && !gi) {
         rl_batch_free(&nb);
@@ -248,7 +268,7 @@ vc_status rl_batch_rows_read(const char *buf, size_t bytes, int T, rl_batch *b) 
         size_t left = bytes - at, need;
         if (left < sizeof h) return vc_fail(VC_ERR_FORMAT, "row record %zu is truncated", k);
         memcpy(&h, buf + at, sizeof h);
-        int ok = h.n_ids >= 0 && (size_t)h.n_ids <= left && h.T >= 0 && (size_t)h.T <= left && h.lk == 0 &&
+        int ok = h.n_ids >= 0 && (size_t)h.n_ids <= left && h.T >= 0 && (size_t)h.T <= left && h.lk == 0 && h.tk == 0 &&
                  h.plen >= 0 && h.rlen >= 0 && h.plen + h.rlen <= h.n_ids && h.rlen <= h.T && h.gidx == (int64_t)k &&
                  h.n_uid <= left && h.n_text <= left && h.n_info <= left;
         need = ok ? sizeof h + 4 * (size_t)h.n_ids + h.n_uid + h.n_text + h.n_info + NA * 4 * (size_t)h.T : 0;
@@ -420,6 +440,7 @@ vc_status rl_batch_take_global(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp, c
     rl_batch nb;
     if (!st) st = rl_batch_alloc(&nb, b->B, multi ? dp->g_T : b->T, ntok);
     if (!st && b->route && (st = route_like(&nb, b, ntok))) rl_batch_free(&nb);
+    if (!st && b->tk_ids && (st = rl_batch_topk_alloc(&nb, b->tk_k))) rl_batch_free(&nb);
     for (int i = 0; !st && i < b->B; i++) {
         const char *nx;
         if ((st = read_row(&nb, i, rec[src[i]], &nx))) rl_batch_free(&nb);

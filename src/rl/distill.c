@@ -15,7 +15,9 @@ vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_
     memset(o, 0, sizeof *o);
     o->loss_min = INFINITY;
     o->loss_max = -INFINITY;
-    vc_kl_penalty(dc->spec, logp, teacher, nt, kl, dkl);
+    if (dc->topk) /* kl holds the caller's per-token loss (forward_kl_topk): its own gradient 1 */
+        for (size_t i = 0; i < nt; i++) dkl[i] = 1;
+    else vc_kl_penalty(dc->spec, logp, teacher, nt, kl, dkl);
     double abs_sum = 0, cnt = 0;
     for (size_t i = 0; i < nt; i++) {
         if (mask[i] > 0) {
@@ -42,4 +44,26 @@ vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_
     vc_status st = vc_agg_loss(kl, mask, n, T, agg, norm, &o->loss, tmp);
     for (size_t i = 0; !st && i < nt; i++) grad[i] = tmp[i] * dkl[i];
     return st;
+}
+
+void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, int64_t P, int k, float *loss, float *ds,
+                     float *student_mass, float *teacher_mass) {
+    int clamp = !isnan(dc->lp_min_clamp);
+    float c = (float)dc->lp_min_clamp;
+    for (int64_t q = 0; q < P; q++) {
+        double l = 0, sm = 0, tm = 0;
+        for (int j = 0; j < k; j++) {
+            float sv = s[q * k + j], tv = t[q * k + j];
+            sm += exp((double)sv);
+            tm += exp((double)tv);
+            float sc = clamp && sv < c ? c : sv, tc = clamp && tv < c ? c : tv;
+            l += exp((double)tc) * ((double)tc - sc);
+            ds[q * k + j] = clamp && sv < c ? 0.0f : (float)-exp((double)tc);
+        }
+        student_mass[q] = (float)sm;
+        teacher_mass[q] = (float)tm;
+        loss[q] = l > 0 ? (float)l : 0.0f; /* top-k masses do not sum to 1: the divergence may go negative */
+        if (!(l > 0))
+            for (int j = 0; j < k; j++) ds[q * k + j] = 0;
+    }
 }

@@ -53,7 +53,16 @@ typedef struct rl_batch {
     int32_t *route;
     int64_t route_lk;
     int route_rec;
+    /* distillation's forward_kl_topk: the teacher's top tk_k tokens of each response position and their
+     * log-probs ([B, T, tk_k]); NULL: none */
+    int32_t *tk_ids;
+    float *tk_lp;
+    int tk_k;
 } rl_batch;
+/* b->tk_ids / tk_lp for k per response position (zeroed) */
+vc_status rl_batch_topk_alloc(rl_batch *b, int k);
+/* the teacher's top-k log-probs (temperature 1) of the response positions of rows[0..n) into b->tk_* */
+vc_status rl_batch_teacher_topk(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens);
 /* the rows of b as byte records (balance_batch's exchange format; *buf allocated), and a batch (T response
  * positions) from such records, checked to fit the buffer */
 vc_status rl_batch_rows_write(const rl_batch *b, char **buf, size_t *bytes);
@@ -141,6 +150,8 @@ typedef struct rl_distill_cfg {
     double clamp;         /* loss_max_clamp: losses clamped to [-clamp, clamp] (<= 0: none) */
     int use_pg;           /* use_policy_gradient: a vanilla policy loss with advantage -loss (detached) */
     vc_pg_config pg;      /* its clip ratios */
+    int topk;             /* loss_mode forward_kl_topk: the teacher's top-k tokens per position (0: an estimator) */
+    double lp_min_clamp;  /* log_prob_min_clamp of forward_kl_topk (NaN: none) */
 } rl_distill_cfg;
 
 /* later verl's distillation_loss over [n, T] tokens: the per-token loss in kl (dkl its derivative), *o the
@@ -153,6 +164,11 @@ typedef struct rl_distill_out {
 vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_agg_norm *norm, const float *logp,
                             const float *teacher, const float *old, const float *mask, const float *isw, int n, int T,
                             float *kl, float *dkl, float *tmp, float *grad, rl_distill_out *o);
+/* forward_kl_topk's per-position loss sum_k p_t(k) (log p_t(k) - log p_s(k)) over the teacher's top k tokens
+ * (s, t: the student's and the teacher's log-probs of them, [P * k]), clamped at log_prob_min_clamp and then
+ * at 0 below, as verl's compute_forward_kl_topk: loss[P], ds[P * k] = d loss / d s, the masses sum_k exp */
+void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, int64_t P, int k, float *loss, float *ds,
+                     float *student_mass, float *teacher_mass);
 
 typedef struct rl_actor_cfg {
     vc_pg_mode mode;

@@ -338,7 +338,8 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
 #define D "distillation.distillation_loss."
     rl_distill_cfg *d = &t->acfg.dist;
     const char *mode = NULL, *pmode = NULL, *tkey = NULL;
-    double clamp = NAN, cr = 0.2, lo = 0.2, hi = 0.2;
+    double clamp = NAN, cr = 0.2, lo = 0.2, hi = 0.2, lpc = NAN;
+    int64_t topk = 32;
     vc_status st = vc_config_get_bool_or(c, "distillation.enabled", 0, &d->on);
     if (st || !d->on) return st;
     TRY(vc_config_get_str_or(c, D "loss_mode", "k3", &mode));
@@ -351,12 +352,15 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_double_or(c, D "clip_ratio_low", 0.2, &lo));
     TRY(vc_config_get_double_or(c, D "clip_ratio_high", 0.2, &hi));
     TRY(vc_config_get_str_or(c, "distillation.teacher_key", "data_source", &tkey));
+    TRY(get_int(c, D "topk", 32, &topk));
+    TRY(vc_config_get_double_or(c, D "log_prob_min_clamp", NAN, &lpc));
     if (st) return st;
-    if (!strcmp(mode, "forward_kl_topk"))
-        return vc_fail(VC_ERR_UNSUPPORTED, D "loss_mode=forward_kl_topk: verlc distils with the single-sample "
-                       "estimators of KL(student || teacher) (kl, k1, abs, mse, k2, low_var_kl, k3)");
-    if ((st = vc_kl_parse(mode, &d->spec)) || d->spec.straight_through)
-        return vc_fail(VC_ERR_ARG, D "loss_mode=%s: one of kl, k1, abs, mse, k2, low_var_kl, k3", mode);
+    if (!strcmp(mode, "forward_kl_topk")) { /* the teachers' top-k distributions */
+        if (topk < 1 || topk > 4096) return vc_fail(VC_ERR_ARG, D "topk=%lld: 1 .. 4096", (long long)topk);
+        d->topk = (int)topk;
+    } else if ((st = vc_kl_parse(mode, &d->spec)) || d->spec.straight_through)
+        return vc_fail(VC_ERR_ARG, D "loss_mode=%s: one of kl, k1, abs, mse, k2, low_var_kl, k3, forward_kl_topk", mode);
+    d->lp_min_clamp = lpc;
     if (strcmp(pmode, "vanilla")) /* as verl */
         return vc_fail(VC_ERR_UNSUPPORTED, D "policy_loss_mode=%s: only vanilla is supported", pmode);
     if (!d->use_pg && (!strcmp(mode, "k1") || !strcmp(mode, "kl")))

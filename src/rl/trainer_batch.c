@@ -3,6 +3,7 @@
  * response token j is read at packed position plen - 1 + j (the position that predicts it). */
 #include "rl_internal.h"
 #include "verlc/ops.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,19 @@ void rl_batch_free(rl_batch *b) {
     rl_batch_arrays(b, f);
     for (size_t i = 0; i < RL_BATCH_ARRAYS; i++) free(f[i]);
     free(b->route);
+    free(b->tk_ids);
+    free(b->tk_lp);
     memset(b, 0, sizeof *b);
+}
+
+vc_status rl_batch_topk_alloc(rl_batch *b, int k) {
+    size_t n = (size_t)b->B * (size_t)b->T * (size_t)k + 1;
+    free(b->tk_ids);
+    free(b->tk_lp);
+    b->tk_k = k;
+    b->tk_ids = vc_calloc(n, sizeof(int32_t));
+    b->tk_lp = vc_calloc(n, sizeof(float));
+    return b->tk_ids && b->tk_lp ? VC_OK : vc_fail(VC_ERR_NOMEM, "distillation: top-%d of %d x %d positions", k, b->B, b->T);
 }
 
 vc_status rl_batch_route_alloc(rl_batch *b, int64_t route_lk) {
@@ -280,6 +293,75 @@ vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t ma
                                int share, float *out, float *entropy, float *sum_pi_sq) {
     lp_ctx c = { temperature, out, entropy, sum_pi_sq, share };
     return pass_rows(m, g, b, max_tokens, share, &c, lp_fn);
+}
+
+/* the k largest of v[0..V) in descending order (ties: the lower index first), as torch.topk */
+static void top_k(const float *v, int64_t V, int k, int32_t *idx) {
+    int n = 0; /* idx[0..n): a sorted list of the best so far (k is small) */
+    for (int64_t j = 0; j < V; j++) {
+        if (n == k && !(v[j] > v[idx[n - 1]])) continue;
+        int at = n < k ? n++ : k - 1;
+        while (at > 0 && v[j] > v[idx[at - 1]]) {
+            idx[at] = idx[at - 1];
+            at--;
+        }
+        idx[at] = (int32_t)j;
+    }
+}
+
+typedef struct {
+    int K;
+} topk_ctx;
+
+/* the teacher's full distribution at each response position of the micro-batch, chunk by chunk (the logits of
+ * 32 positions at a time, rewound after each), kept as its top K tokens and their log-probs */
+static vc_status topk_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
+    int K = ((topk_ctx *)ctx)->K;
+    int64_t V = vc_model_cfg(m)->vocab, T = mb->cu[mb->n], P = 0;
+    for (int i = 0; i < mb->n; i++) P += b->rlen[mb->rows[i]];
+    int32_t *pos = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P + 1), 0); /* packed position of each */
+    size_t *dst = vc_graph_alloc(g, sizeof(size_t) * (size_t)(P + 1), 0);   /* its [B, T, K] offset */
+    if (!pos || !dst) return vc_graph_status(g);
+    for (int i = 0, q = 0; i < mb->n; i++) {
+        int r = mb->rows[i];
+        for (int64_t j = 0; j < b->rlen[r]; j++, q++) {
+            pos[q] = (int32_t)(mb->cu[i] + b->plen[r] - 1 + j);
+            dst[q] = ((size_t)r * (size_t)b->T + (size_t)j) * (size_t)K;
+        }
+    }
+    vc_tensor *h = vc_model_forward(m, g, &mb->batch, NULL);
+    if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+    enum { C = 32 };
+    float *host = vc_malloc(sizeof(float) * (size_t)(C * V));
+    vc_status st = host ? VC_OK : VC_ERR_NOMEM;
+    for (int64_t q0 = 0; !st && q0 < P; q0 += C) {
+        int c = (int)(P - q0 < C ? P - q0 : C);
+        vc_graph_mark mk = vc_graph_get_mark(g);
+        int32_t *dpos = vc_graph_upload(g, pos + q0, sizeof(int32_t) * (size_t)c);
+        vc_tensor *hc = dpos ? vc_op_gather_rows(g, h, T, dpos, c) : NULL, *lg = hc ? vc_model_logits(m, g, hc) : NULL;
+        st = lg ? vc_tensor_read(lg, host) : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
+        for (int q = 0; !st && q < c; q++) {
+            const float *row = host + (size_t)q * V;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+            for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
+            double lse = mx + log(sum);
+            size_t at = dst[q0 + q];
+            top_k(row, V, K, b->tk_ids + at);
+            for (int k = 0; k < K; k++) b->tk_lp[at + k] = (float)((double)row[b->tk_ids[at + k]] - lse);
+        }
+        vc_graph_rewind(g, mk);
+    }
+    free(host);
+    return st;
+}
+
+vc_status rl_batch_teacher_topk(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens) {
+    topk_ctx c = { b->tk_k };
+    if (!b->tk_ids || b->tk_k < 1 || b->tk_k > vc_model_cfg(m)->vocab)
+        return vc_fail(VC_ERR_ARG, "distillation: top-%d of a %lld-token vocabulary", b->tk_k,
+                       (long long)vc_model_cfg(m)->vocab);
+    return pass_rows_of(m, g, b, rows, n, max_tokens, 0, &c, topk_fn);
 }
 
 vc_status rl_batch_logprobs_of(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens,

@@ -315,8 +315,12 @@ static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 /* the distillation teachers' log-probs of the response tokens (temperature 1, as verl's teacher servers
  * return prompt_logprobs): one teacher serves every row, or each row the teacher of its data source */
 static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
+    int K = t->acfg.dist.topk; /* forward_kl_topk: the teachers' top-k tokens of every position */
+    vc_status st0 = K ? rl_batch_topk_alloc(b, K) : VC_OK;
+    if (st0) return st0;
     if (t->n_teacher == 1 && !*t->teacher_key[0])
-        return rl_batch_logprobs_ex(t->teacher[0], t->g, b, t->ref_tokens, 1.0f, share, b->teacher_logp, NULL, NULL);
+        return K ? rl_batch_teacher_topk(t->teacher[0], t->g, b, NULL, b->B, t->ref_tokens)
+                 : rl_batch_logprobs_ex(t->teacher[0], t->g, b, t->ref_tokens, 1.0f, share, b->teacher_logp, NULL, NULL);
     int *who = vc_malloc(sizeof(int) * (size_t)(b->B ? b->B : 1)), *rows = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
     vc_status st = who && rows ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < b->B; i++) {
@@ -332,7 +336,8 @@ static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
         int n = 0;
         for (int i = 0; i < b->B; i++)
             if (who[i] == k) rows[n++] = i;
-        if (n) st = rl_batch_logprobs_of(t->teacher[k], t->g, b, rows, n, t->ref_tokens, 1.0f, share, b->teacher_logp);
+        if (n && K) st = rl_batch_teacher_topk(t->teacher[k], t->g, b, rows, n, t->ref_tokens);
+        else if (n) st = rl_batch_logprobs_of(t->teacher[k], t->g, b, rows, n, t->ref_tokens, 1.0f, share, b->teacher_logp);
     }
     free(who);
     free(rows);

@@ -361,6 +361,8 @@ typedef struct step_ctx {
     int rc_n;
     double shared;    /* prompt tokens computed once per group instead of per row (use_prefix_grouper) */
     acc dist;         /* distillation: D_* sums over micro-batches (D_MIN / D_MAX: extremes) */
+    vc_model *model;  /* the trained model and its log-prob temperature (distillation's top-k loss) */
+    float temperature;
 } step_ctx;
 
 /* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
@@ -467,18 +469,77 @@ static vc_status rc_reduce(const rl_dp *dp, rl_rc_out *o, int n_mb, rl_metrics *
 
 /* ---- actor ---- */
 enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
-enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_N_SUM, D_MIN = D_N_SUM, D_MAX };
+enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_SMASS, D_TMASS, D_NPOS, D_N_SUM, D_MIN = D_N_SUM, D_MAX, D_SMIN,
+       D_SMAX, D_TMIN, D_TMAX };
+
+/* forward_kl_topk: the student's log-probs of the teacher's top-k tokens at every response position of the
+ * micro-batch (the LM head on those positions' hidden states, log-softmax gathered on the host), the
+ * per-position losses into w->kl ([n, T] layout), and the graph tensor of those log-probs (*lsg) with the
+ * host arrays the gradient needs */
+typedef struct { vc_tensor *lsg; float *ds; int64_t *at; int64_t P; } topk_part;
+static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batch *mbt, const rl_batch *b,
+                                   const int *rows, int n, topk_part *tp) {
+    mb_buf *w = &x->w;
+    int K = b->tk_k;
+    int64_t P = 0;
+    for (int i = 0; i < n; i++) P += b->rlen[rows[i]];
+    int32_t *hid = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P + 1), 0), *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P * K + 1), 0);
+    float *tl = vc_graph_alloc(g, sizeof(float) * (size_t)(P * K + 1), 0), *ds = vc_graph_alloc(g, sizeof(float) * (size_t)(P * K + 1), 0);
+    float *loss = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0), *sm = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0);
+    float *tm = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0);
+    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(P + 1), 0);
+    if (!hid || !ids || !tl || !ds || !loss || !sm || !tm || !at) return graph_err(g);
+    for (int i = 0, q = 0; i < n; i++) {
+        int r = rows[i];
+        for (int64_t j = 0; j < b->rlen[r]; j++, q++) {
+            int64_t p = mbt->cu_seqlens[i] + b->plen[r] - 1 + j; /* the position predicting response token j */
+            hid[q] = mbt->hidden_pos ? mbt->hidden_pos[p] : (int32_t)p;
+            at[q] = (int64_t)i * b->T + j;
+            size_t src = ((size_t)r * b->T + (size_t)j) * (size_t)K;
+            memcpy(ids + (size_t)q * K, b->tk_ids + src, sizeof(int32_t) * (size_t)K);
+            memcpy(tl + (size_t)q * K, b->tk_lp + src, sizeof(float) * (size_t)K);
+        }
+    }
+    int32_t *dh = vc_graph_upload(g, hid, sizeof(int32_t) * (size_t)(P ? P : 1));
+    vc_tensor *hs = dh && P ? vc_op_gather_rows(g, mbt->hidden, mbt->hidden_rows, dh, P) : NULL;
+    vc_tensor *lg = hs ? vc_model_logits(x->model, g, hs) : NULL;
+    if (lg && x->temperature > 0 && x->temperature != 1) lg = vc_op_scale(g, lg, 1.0f / x->temperature);
+    vc_tensor *lsg = lg ? vc_op_logsoftmax_gather(g, lg, ids, K) : NULL;
+    float *s = NULL;
+    vc_status st = P && !lsg ? graph_err(g) : P ? rl_host_copy(g, lsg, &s) : VC_OK;
+    if (st) return st;
+    rl_distill_topk(&((const rl_actor_cfg *)x->cfg)->dist, s, tl, P, K, loss, ds, sm, tm);
+    memset(w->kl, 0, sizeof(float) * (size_t)n * b->T);
+    acc *a = &x->dist;
+    for (int64_t q = 0; q < P; q++) {
+        w->kl[at[q]] = loss[q];
+        if (w->mask[at[q]] > 0) { /* verl's mass metrics over the response tokens */
+            a->sum[D_SMASS] += sm[q], a->sum[D_TMASS] += tm[q], a->sum[D_NPOS] += 1;
+            a->sum[D_SMIN] = fmin(a->sum[D_SMIN], sm[q]), a->sum[D_SMAX] = fmax(a->sum[D_SMAX], sm[q]);
+            a->sum[D_TMIN] = fmin(a->sum[D_TMIN], tm[q]), a->sum[D_TMAX] = fmax(a->sum[D_TMAX], tm[q]);
+        }
+    }
+    *tp = (topk_part){ lsg, ds, at, P };
+    return VC_OK;
+}
 
 /* later verl's distillation loss of a micro-batch (its distillation_loss / distillation_ppo_loss):
  * per token the estimator of KL(student || teacher) at the sampled token, clamped to +-loss_max_clamp,
  * aggregated as the policy loss, or with use_policy_gradient a vanilla policy loss of advantage -loss;
  * its gradient into w->dd, the metrics into x->dist. Without use_task_rewards the policy loss's gradient
  * (w->d, w->dent) is dropped and this is the whole loss. */
-static vc_status distill_loss(step_ctx *x, const rl_actor_cfg *c, const rl_batch *b, const int *rows, int n) {
+static vc_status distill_loss(step_ctx *x, const rl_actor_cfg *c, const rl_batch *b, const int *rows, int n,
+                              vc_graph *g, const vc_micro_batch *mbt, vc_tensor **extra) {
     const rl_distill_cfg *dc = &c->dist;
     mb_buf *w = &x->w;
     size_t nt = (size_t)n * b->T;
-    copy_rows(b, b->teacher_logp, rows, n, w->ref);
+    topk_part tp = { 0 };
+    *extra = NULL;
+    if (dc->topk) { /* w->kl: the per-position losses from the student's top-k log-probs */
+        vc_status s0 = !b->tk_ids ? vc_fail(VC_ERR_INTERNAL, "distillation: no teacher top-k")
+                                  : distill_topk_part(x, g, mbt, b, rows, n, &tp);
+        if (s0) return s0;
+    } else copy_rows(b, b->teacher_logp, rows, n, w->ref);
     rl_distill_out o;
     vc_status st = rl_distill_tokens(dc, c->pg.agg, &x->norm, w->logp, w->ref, w->old, w->mask, c->use_is ? w->isw : NULL,
                                      n, b->T, w->kl, w->dkl, w->tmp, w->dd, &o);
@@ -497,6 +558,15 @@ static vc_status distill_loss(step_ctx *x, const rl_actor_cfg *c, const rl_batch
         memset(w->d, 0, sizeof(float) * nt);
         memset(w->dent, 0, sizeof(float) * nt);
     }
+    if (dc->topk && !dc->use_pg && tp.P) { /* the gradient reaches the student through its top-k log-probs */
+        float *wk = vc_graph_alloc(g, sizeof(float) * (size_t)(tp.P * b->tk_k), 0);
+        if (!wk) return graph_err(g);
+        for (int64_t q = 0; q < tp.P; q++)
+            for (int k = 0; k < b->tk_k; k++)
+                wk[q * b->tk_k + k] = (float)coef * w->dd[tp.at[q]] * tp.ds[q * b->tk_k + k];
+        if (!(*extra = vc_op_dot_const(g, tp.lsg, wk))) return graph_err(g);
+        return VC_OK; /* the policy loss's own gradient stays in w->d */
+    }
     for (size_t i = 0; i < nt; i++) w->d[i] += (float)coef * w->dd[i];
     return VC_OK;
 }
@@ -510,14 +580,22 @@ static vc_status distill_metrics(const rl_dp *dp, const rl_actor_cfg *c, acc *a,
         for (int i = 0; i < D_N_SUM; i++) v[i] = a->sum[i];
         v[D_N_SUM] = a->n;
         st = vc_comm_allreduce_f64_ordered(dp->comm, v, D_N_SUM + 1, VC_SUM);
-        if (!st) st = vc_comm_allreduce_f64(dp->comm, &a->sum[D_MIN], 1, VC_MIN);
-        if (!st) st = vc_comm_allreduce_f64(dp->comm, &a->sum[D_MAX], 1, VC_MAX);
+        static const int MINS[] = { D_MIN, D_SMIN, D_TMIN }, MAXS[] = { D_MAX, D_SMAX, D_TMAX };
+        for (int i = 0; !st && i < 3; i++) st = vc_comm_allreduce_f64(dp->comm, &a->sum[MINS[i]], 1, VC_MIN);
+        for (int i = 0; !st && i < 3; i++) st = vc_comm_allreduce_f64(dp->comm, &a->sum[MAXS[i]], 1, VC_MAX);
         for (int i = 0; !st && i < D_N_SUM; i++) a->sum[i] = v[i];
         if (!st) a->n = (int)v[D_N_SUM];
     }
     if (st || !a->n) return st;
     rl_metrics_set(met, "distillation/loss", a->sum[D_LOSS] / (n_steps > 0 ? n_steps : 1));
-    rl_metrics_set(met, "distillation/abs_loss", a->sum[D_ABS] / a->n);
+    if (c->dist.topk && a->sum[D_NPOS] > 0) { /* verl's top-k masses of the student and the teacher */
+        rl_metrics_set(met, "distillation/student_mass", a->sum[D_SMASS] / a->sum[D_NPOS]);
+        rl_metrics_set(met, "distillation/student_mass_min", a->sum[D_SMIN]);
+        rl_metrics_set(met, "distillation/student_mass_max", a->sum[D_SMAX]);
+        rl_metrics_set(met, "distillation/teacher_mass", a->sum[D_TMASS] / a->sum[D_NPOS]);
+        rl_metrics_set(met, "distillation/teacher_mass_min", a->sum[D_TMIN]);
+        rl_metrics_set(met, "distillation/teacher_mass_max", a->sum[D_TMAX]);
+    } else if (!c->dist.topk) rl_metrics_set(met, "distillation/abs_loss", a->sum[D_ABS] / a->n);
     rl_metrics_set(met, "distillation/loss_min", a->sum[D_MIN]);
     rl_metrics_set(met, "distillation/loss_max", a->sum[D_MAX]);
     if (c->dist.use_pg) {
@@ -638,11 +716,13 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
         for (size_t i = 0; i < nt; i++) w->d[i] += (float)(c->kl_coef * w->tmp[i] * w->dkl[i]);
     }
     for (size_t i = 0; i < nt; i++) w->dent[i] *= (float)-c->entropy_coeff;
-    if (c->dist.on && (st = distill_loss(x, c, b, rows, n))) return st;
+    vc_tensor *dist_term = NULL; /* forward_kl_topk's loss over the student's top-k log-probs */
+    if (c->dist.on && (st = distill_loss(x, c, b, rows, n, g, mbt, &dist_term))) return st;
     float *wl = rl_mb_scatter(g, b, &mb, w->d), *we = c->entropy_coeff ? rl_mb_scatter(g, b, &mb, w->dent) : NULL;
     if (!wl || (c->entropy_coeff && !we)) return graph_err(g);
     vc_tensor *L = vc_op_dot_const(g, lp, wl);
     if (c->entropy_coeff) L = vc_op_add(g, L, vc_op_dot_const(g, ent, we));
+    if (dist_term) L = vc_op_add(g, L, dist_term);
     if (!L) return graph_err(g);
     acc *a = &x->a;
     a->sum[A_PG] += pg_loss;
@@ -663,7 +743,9 @@ vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, in
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
                              rl_metrics *met) {
     loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor", 1 };
-    step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy, .dist = { .sum = { [D_MIN] = INFINITY, [D_MAX] = -INFINITY } } };
+    step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy, .model = tr->model, .temperature = tr->cfg.temperature,
+                   .dist = { .sum = { [D_MIN] = INFINITY, [D_MAX] = -INFINITY, [D_SMIN] = INFINITY, [D_SMAX] = -INFINITY,
+                                      [D_TMIN] = INFINITY, [D_TMAX] = -INFINITY } } };
     double gn = 0, lr = 0;
     int n_steps = 0;
     tr->cfg.agg = c->pg.agg;

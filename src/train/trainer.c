@@ -294,7 +294,7 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
         m->cu[ns] = T;
     }
     *mb = (vc_micro_batch){ (int)g, (int)p->n_groups, ns, m->cu, m->ids, m->target, m->mask, m->weight, m->seq,
-                            m->src, T };
+                            m->src, T, NULL, NULL, 0 };
     m->route = b->route;
     return VC_OK;
 }
@@ -347,6 +347,11 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
         st = vc_model_logprobs_rows(t->model, g, *h, tg, t->cfg.temperature, need, logp,
                                     t->cfg.need_entropy ? ent : NULL, NULL);
     m->saved = sh.saved;
+    if (!st) { /* the hidden states, for a callback's own losses */
+        m->mb.hidden = *h;
+        m->mb.hidden_pos = sh.saved ? sh.back_host : NULL;
+        m->mb.hidden_rows = sh.T;
+    }
     if (st || !sh.saved) return st;
     *logp = vc_op_gather_rows(g, *logp, sh.T, sh.back, mb->n_tokens);
     if (*ent) *ent = vc_op_gather_rows(g, *ent, sh.T, sh.back, mb->n_tokens);

@@ -6,6 +6,8 @@
  * singleton group. Also: dro without dro_beta is refused, the loss names parse. */
 #include "../../src/rl/rl_internal.h"
 #include "verlc/core.h"
+#include "verlc/ops.h"
+#include "verlc/tensor.h"
 #include "verlc/json.h"
 #include "verlc/rl.h"
 #include "vc_test.h"
@@ -107,6 +109,73 @@ static void gdpo(const cJSON *ref) {
     free(mask), free(s), free(adv), free(ret), free(idx);
 }
 
+/* forward_kl_topk: the student's logits [P, V] through vc_op_logsoftmax_gather at the teacher's top-k ids, the
+ * per-position loss (rl_distill_topk) aggregated as verl's distillation_loss; the loss, the gradient w.r.t. the
+ * logits and the mass metrics against verl's compute_forward_kl_topk + distillation_loss */
+static void distillation_topk(const cJSON *ref) {
+    int P = (int)num(ref, "P", 0), V = (int)num(ref, "V", 0), K = (int)num(ref, "K", 0), n = 0;
+    CHECK_MSG(P > 0 && V > 0 && K > 0, "distill_reference.json: no topk part");
+    if (!(P > 0 && V > 0 && K > 0)) return;
+    float *lg = matrix(cJSON_GetObjectItem(ref, "student_logits"), P, V), *tl = matrix(cJSON_GetObjectItem(ref, "teacher_logprobs"), P, K);
+    float *mask = calloc((size_t)P, 4), *gx = calloc((size_t)P * V, 4);
+    for (int q = 0; q < P; q++) mask[q] = (float)cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "mask"), q)->valuedouble;
+    int32_t *ids = calloc((size_t)P * K, 4);
+    for (int q = 0; q < P; q++)
+        for (int k = 0; k < K; k++)
+            ids[q * K + k] = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "teacher_ids"), q), k)->valueint;
+    float *s = calloc((size_t)P * K, 4), *ds = calloc((size_t)P * K, 4), *loss = calloc((size_t)P, 4);
+    float *sm = calloc((size_t)P, 4), *tm = calloc((size_t)P, 4), *dkl = calloc((size_t)P, 4), *tmp = calloc((size_t)P, 4);
+    float *gl = calloc((size_t)P, 4), *wk = calloc((size_t)P * K, 4);
+    for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, n++) {
+        const cJSON *jm = cJSON_GetObjectItem(c, "metrics"), *lpc = cJSON_GetObjectItem(c, "log_prob_min_clamp");
+        rl_distill_cfg dc = { .on = 1, .coef = 1, .use_task_rewards = 1, .clamp = num(c, "clamp", 0), .topk = K,
+                              .lp_min_clamp = cJSON_IsNumber(lpc) ? lpc->valuedouble : NAN };
+        vc_agg_mode agg;
+        CHECK_OK(vc_agg_mode_parse(cJSON_GetObjectItem(c, "agg")->valuestring, &agg));
+        vc_graph *g = vc_graph_new();
+        vc_tensor x;
+        int64_t sh[2] = { P, V };
+        memset(gx, 0, sizeof(float) * (size_t)P * V);
+        vc_param_init(&x, lg, gx, 2, sh);
+        x.requires_grad = 1;
+        vc_tensor *lsg = vc_op_logsoftmax_gather(g, &x, ids, K);
+        CHECK_OK(vc_tensor_read(lsg, s));
+        rl_distill_topk(&dc, s, tl, P, K, loss, ds, sm, tm);
+        rl_distill_out o;
+        CHECK_OK(rl_distill_tokens(&dc, agg, NULL, s, s, s, mask, NULL, 1, P, loss, dkl, tmp, gl, &o));
+        for (int q = 0; q < P; q++)
+            for (int k = 0; k < K; k++) wk[q * K + k] = gl[q] * ds[q * K + k];
+        CHECK_OK(vc_graph_backward(g, vc_op_dot_const(g, lsg, wk), 1.0f));
+        float *want = matrix(cJSON_GetObjectItem(c, "grad"), P, V);
+        double gw = 0, wl = num(c, "loss", NAN);
+        for (int i = 0; i < P * V; i++) gw = fmax(gw, fabs(gx[i] - want[i]));
+        CHECK_MSG(fabs(o.loss - wl) < 2e-6 * fmax(1, fabs(wl)), "topk case %d: loss %.8g, verl %.8g", n, o.loss, wl);
+        CHECK_MSG(gw < 2e-6, "topk case %d: gradient w.r.t. the logits differs from verl's by %g", n, gw);
+        double m[6] = { 0, INFINITY, -INFINITY, 0, INFINITY, -INFINITY }, cnt = 0;
+        for (int q = 0; q < P; q++)
+            if (mask[q] > 0) {
+                m[0] += sm[q], m[1] = fmin(m[1], sm[q]), m[2] = fmax(m[2], sm[q]), cnt += 1;
+                m[3] += tm[q], m[4] = fmin(m[4], tm[q]), m[5] = fmax(m[5], tm[q]);
+            }
+        m[0] /= cnt, m[3] /= cnt;
+        static const char *MK[] = { "distillation/student_mass", "distillation/student_mass_min",
+                                    "distillation/student_mass_max", "distillation/teacher_mass",
+                                    "distillation/teacher_mass_min", "distillation/teacher_mass_max" };
+        for (int k = 0; k < 6; k++)
+            CHECK_MSG(fabs(m[k] - num(jm, MK[k], NAN)) < 2e-6, "topk case %d: %s %.8g, verl %.8g", n, MK[k], m[k],
+                      num(jm, MK[k], NAN));
+        CHECK_MSG(fabs(o.loss_min - num(jm, "distillation/loss_min", NAN)) < 2e-6 &&
+                  fabs(o.loss_max - num(jm, "distillation/loss_max", NAN)) < 2e-6 * fmax(1, o.loss_max),
+                  "topk case %d: loss range %g..%g", n, o.loss_min, o.loss_max);
+        free(want);
+        vc_graph_free(g);
+    }
+    printf("distillation forward_kl_topk: %d cases matched (loss, logits' gradient, masses)\n", n);
+    CHECK(n >= 4);
+    free(lg), free(tl), free(mask), free(gx), free(ids), free(s), free(ds), free(loss), free(sm), free(tm), free(dkl);
+    free(tmp), free(gl), free(wk);
+}
+
 /* later verl's on-policy distillation loss (tests/fixtures/rl/distill_reference.json, made by
  * tools/fixtures/make_distill_ref.py from verl's distillation_loss): each estimator, loss_max_clamp, the three
  * aggregations, and use_policy_gradient's vanilla policy loss; the loss, its gradient and the metrics */
@@ -154,6 +223,7 @@ static void distillation(void) {
         free(want);
     }
     printf("distillation: %d cases of verl's distillation_loss (estimators, clamp, policy gradient) matched\n", n);
+    distillation_topk(cJSON_GetObjectItem(ref, "topk"));
     CHECK_MSG(n >= 8, "%d distillation cases in the reference", n);
     free(mask), free(old), free(lp), free(te), free(kl), free(dkl), free(tmp), free(g);
     cJSON_Delete(ref);

@@ -289,6 +289,22 @@ static void test_distillation(void) {
     CHECK_MSG(l && l->n == 2 && l->y[0] == 0 && g && g->y[0] == 0, "distillation from itself: loss %g, grad_norm %g",
               l && l->n ? l->y[0] : NAN, g && g->n ? g->y[0] : NAN);
     vc_metrics_free(mt);
+    /* forward_kl_topk from itself: the teacher's top 8 are the student's, the loss 0 and no gradient; the
+     * masses equal */
+    size_t at = strlen(extra);
+    snprintf(extra + at, sizeof extra - at, "|distillation.distillation_loss.loss_mode=forward_kl_topk|"
+             "distillation.distillation_loss.topk=8");
+    CHECK_OK(run("dk", 1, extra));
+    snprintf(mp, sizeof mp, "%s/dk/metrics.jsonl", dir);
+    CHECK_OK(vc_metrics_read(mp, &mt));
+    l = mt ? vc_metrics_find(mt, "distillation/loss") : NULL;
+    g = mt ? vc_metrics_find(mt, "actor/grad_norm") : NULL;
+    const vc_metric_series *sm = mt ? vc_metrics_find(mt, "distillation/student_mass") : NULL;
+    const vc_metric_series *tm = mt ? vc_metrics_find(mt, "distillation/teacher_mass") : NULL;
+    CHECK_MSG(l && g && sm && tm && l->y[0] == 0 && g->y[0] == 0 && sm->y[0] == tm->y[0] && sm->y[0] > 0,
+              "forward_kl_topk from itself: loss %g, grad_norm %g, masses %g / %g", l ? l->y[0] : NAN,
+              g ? g->y[0] : NAN, sm ? sm->y[0] : NAN, tm ? tm->y[0] : NAN);
+    vc_metrics_free(mt);
     /* a teacher with other weights (the MoE model of test_lora_experts shares the vocabulary), keyed by the
      * rows' data source, as a loss beside the task's, and as a policy gradient */
     snprintf(extra, sizeof extra, "algorithm.adv_estimator=grpo|distillation.enabled=true|"
@@ -306,7 +322,8 @@ static void test_distillation(void) {
               l ? l->y[0] : NAN, ab ? ab->y[0] : NAN);
     vc_metrics_free(mt);
     static const struct { const char *keys, *err; vc_status st; } BAD[] = {
-        { "distillation.distillation_loss.loss_mode=forward_kl_topk", "forward_kl_topk", VC_ERR_UNSUPPORTED },
+        { "distillation.distillation_loss.loss_mode=forward_kl_topk|distillation.distillation_loss.topk=0", "topk=0",
+          VC_ERR_ARG },
         { "distillation.distillation_loss.loss_mode=k1", "k1", VC_ERR_ARG },
         { "distillation.teacher_key=ability", "teacher_key", VC_ERR_UNSUPPORTED },
         { "+distillation.teacher_models.x.key=openai/gsm8k|+distillation.teacher_models.x.model_path=MODEL",
