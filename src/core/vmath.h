@@ -24,6 +24,14 @@ static inline float vc_expf(float x) {
     return x < lo ? 0.0f : y * scale;
 }
 
+/* log sum_i exp(z[i]) in double precision (host rows of logits: a log-softmax's normaliser) */
+static inline double vc_logsumexp_row(const float *z, int64_t n) {
+    double m = -__builtin_inf(), s = 0;
+    for (int64_t i = 0; i < n; i++) m = z[i] > m ? z[i] : m;
+    for (int64_t i = 0; i < n; i++) s += __builtin_exp((double)z[i] - m);
+    return m + __builtin_log(s);
+}
+
 /* dst[i] = exp(src[i] - shift) */
 static inline void vc_exp_shift(float *dst, const float *src, int64_t n, float shift) {
     for (int64_t i = 0; i < n; i++) dst[i] = vc_expf(src[i] - shift);

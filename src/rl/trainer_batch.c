@@ -2,6 +2,7 @@
  * values, computed over packed micro-batches of whole sequences (prompt + response). The log-prob of
  * response token j is read at packed position plen - 1 + j (the position that predicts it). */
 #include "rl_internal.h"
+#include "core/vmath.h"
 #include "verlc/ops.h"
 #include <math.h>
 #include <stdlib.h>
@@ -342,10 +343,7 @@ static vc_status topk_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb
         st = lg ? vc_tensor_read(lg, host) : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
         for (int q = 0; !st && q < c; q++) {
             const float *row = host + (size_t)q * V;
-            double mx = -INFINITY, sum = 0;
-            for (int64_t v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
-            for (int64_t v = 0; v < V; v++) sum += exp((double)row[v] - mx);
-            double lse = mx + log(sum);
+            double lse = vc_logsumexp_row(row, V);
             size_t at = dst[q0 + q];
             top_k(row, V, K, b->tk_ids + at);
             for (int k = 0; k < K; k++) b->tk_lp[at + k] = (float)((double)row[b->tk_ids[at + k]] - lse);

@@ -2,6 +2,7 @@
  * memory: every loop over them is a backend entry (src/tensor/backend.h); host-given arrays the
  * kernels read (embedding ids, dot weights) are uploaded into the graph. */
 #include "tensor/backend.h"
+#include "core/vmath.h"
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
 #include <math.h>
@@ -473,10 +474,7 @@ vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids
     vc_be()->d2h(h, x->data, sizeof(float) * (size_t)(R * V));
     for (int64_t r = 0; r < R; r++) {
         const float *row = h + r * V;
-        double m = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < V; j++) m = row[j] > m ? row[j] : m;
-        for (int64_t j = 0; j < V; j++) sum += exp((double)row[j] - m);
-        lse[r] = m + log(sum);
+        lse[r] = vc_logsumexp_row(row, V);
         for (int k = 0; k < K; k++) out[r * K + k] = (float)((double)row[id[r * K + k]] - lse[r]);
     }
     vc_be()->h2d(y->data, out, sizeof(float) * (size_t)RK);
