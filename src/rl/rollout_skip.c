@@ -71,6 +71,15 @@ static vc_status load(vc_rl_trainer *t, int64_t step, int round, rl_batch *b) {
         st = vc_fail(VC_ERR_FORMAT, "%s: not a verlc rollout dump", p);
     if (!st) st = rl_batch_rows_read(data + sizeof MAGIC, n - sizeof MAGIC, (int)t->max_resp, b);
     free(data);
+    for (int i = 0; !st && i < b->B; i++) { /* the dump's prompts must be the data's (rewards index them) */
+        int pi = b->prompt[i];
+        const vc_rl_dataset *d = t->train;
+        if (pi < 0 || (size_t)pi >= d->n || b->plen[i] != d->p[pi].len ||
+            memcmp(b->ids + b->cu[i], d->p[pi].ids, sizeof(int32_t) * (size_t)b->plen[i]))
+            st = vc_fail(VC_ERR_FORMAT, "row %d's prompt is not prompt %d of data.train_files (the data changed "
+                         "since the dump)", i, pi);
+        if (st) rl_batch_free(b);
+    }
     return st ? vc_fail_ctx(st, "skip.rollout: %s", p) : VC_OK;
 }
 

@@ -389,6 +389,17 @@ static void test_rollout_skip(void) {
     CHECK(vc_file_exists(p));
     snprintf(extra, sizeof extra, "%s|skip.rollout.action=random", keep);
     CHECK(run("sk5", 1, extra) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "action=random"));
+    /* a dump of other prompts (the data changed): refused, not scored against the wrong rows */
+    char rows2[512] = "", tp[400];
+    for (int i = 0; i < 4; i++)
+        snprintf(rows2 + strlen(rows2), sizeof rows2 - strlen(rows2), "{\"data_source\":\"verlc/addition\",\"prompt\":"
+                 "[{\"role\":\"user\",\"content\":\"%d+%d=\"}],\"reward_model\":{\"ground_truth\":\"%d\"}}\n",
+                 i + 50, i, 2 * i + 50);
+    snprintf(tp, sizeof tp, "%s/train2.jsonl", dir);
+    CHECK_OK(vc_write_file_atomic(tp, rows2, strlen(rows2)));
+    snprintf(extra, sizeof extra, "%s|data.train_files=%s", keep, tp);
+    vc_status sd = run("sk7", 1, extra);
+    CHECK_MSG(sd == VC_ERR_FORMAT && strstr(vc_last_error(), "data changed"), "%s", vc_last_error());
     /* a damaged dump: the error names it */
     char cmd[900];
     snprintf(cmd, sizeof cmd, "f=$(ls %s/dumps/*/*/1/gen_batch.rank0.vcrows) && head -c 100 $f > $f.x && mv $f.x $f", dir);
