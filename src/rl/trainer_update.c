@@ -524,10 +524,12 @@ static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batc
 }
 
 /* later verl's distillation loss of a micro-batch (its distillation_loss / distillation_ppo_loss):
- * per token the estimator of KL(student || teacher) at the sampled token, clamped to +-loss_max_clamp,
- * aggregated as the policy loss, or with use_policy_gradient a vanilla policy loss of advantage -loss;
- * its gradient into w->dd, the metrics into x->dist. Without use_task_rewards the policy loss's gradient
- * (w->d, w->dent) is dropped and this is the whole loss. */
+ * per token the estimator of KL(student || teacher) at the sampled token, or forward_kl_topk's divergence
+ * over the teacher's top-k tokens, clamped to +-loss_max_clamp, aggregated as the policy loss, or with
+ * use_policy_gradient a vanilla policy loss of advantage -loss; the metrics into x->dist. Its gradient goes
+ * into w->d (through the sampled tokens' log-probs) or, supervised forward_kl_topk, into *extra (a graph
+ * term over the student's top-k log-probs). Without use_task_rewards the policy loss's gradient (w->d,
+ * w->dent) is dropped and this is the whole loss. */
 static vc_status distill_loss(step_ctx *x, const rl_actor_cfg *c, const rl_batch *b, const int *rows, int n,
                               vc_graph *g, const vc_micro_batch *mbt, vc_tensor **extra) {
     const rl_distill_cfg *dc = &c->dist;
