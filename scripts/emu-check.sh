@@ -36,7 +36,7 @@ step() { # name, command...
     fi
 }
 TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train cuda_test_cuda_graph
-    model_test_route"
+    model_test_route model_test_head_gather"
 [ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
 # shellcheck disable=SC2086
@@ -55,6 +55,7 @@ step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
 step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
 step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
 step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
+step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
 # that reads the bf16 weight copies
 profile_check() {

@@ -214,6 +214,15 @@ vc_tensor *vc_model_forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_c
 vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, const vc_kv_pages *kv);
 /* Full logits [T, vocab] (soft-capped as the model does). */
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden);
+/* [R * K] log-softmax of the logits h W^T (soft-capped as the model does, divided by temperature when > 0) of
+ * each row of hidden [R, hidden] at its K tokens ids[r * K ..) (host), with gradient; computed chunk_rows rows
+ * at a time (<= 0: as many as 64 Mi logits) so that [R, vocab] logits are never held, forward or backward (the
+ * chunk is recomputed there). top (NULL: not wanted) gets each row's own K most likely tokens, as torch.topk. */
+vc_tensor *vc_model_head_gather(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *ids, int K,
+                                float temperature, int64_t chunk_rows, int32_t *top);
+/* the rows of its chunks for chunk_rows (its logits, their gradient and temporaries: a few times rows x vocab
+ * floats at once) */
+int64_t vc_model_head_gather_rows(const vc_model *m, int64_t chunk_rows);
 /* [T, n_labels] scores of a classification checkpoint's head (config n_labels > 0) on hidden states */
 vc_tensor *vc_model_score(vc_model *m, vc_graph *g, vc_tensor *hidden);
 /* row `label` of the score head (hidden floats) and its bias (0 without one), in host memory */

@@ -59,8 +59,9 @@ vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W);
 /* sum_i x_i * w_i with constant weights (host array, uploaded) -> scalar [1] */
 vc_tensor *vc_op_dot_const(vc_graph *g, vc_tensor *x, const float *w);
 /* [R * K] log-softmax of each row of x [R, V] at its K columns ids[r * K .. r * K + K) (host array), with
- * gradient; computed on the host (for a few columns of a large vocabulary, e.g. distillation's top-k) */
-vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids, int K);
+ * gradient; computed on the host (for a few columns of a large vocabulary, e.g. distillation's top-k). top
+ * (NULL: not wanted) gets each row's own K largest columns [R * K], in descending order as torch.topk. */
+vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids, int K, int32_t *top);
 /* fused LM head: per token log p(target) and entropy (both [T]) of softcap(h W^T + b) / temperature
  * (temperature <= 0: 1); W [V, H], b [V] or NULL; target is a host array (uploaded; NULL: no targets,
  * logp 0). sum_pi_sq (NULL: not computed) gets sum_v p_v^2 per token, without gradient. */

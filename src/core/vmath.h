@@ -32,6 +32,21 @@ static inline double vc_logsumexp_row(const float *z, int64_t n) {
     return m + __builtin_log(s);
 }
 
+/* the k largest of v[0..n) into idx[0..k) in descending order (ties: the lower index first), as torch.topk;
+ * a sorted insertion list (k is small against n); k <= n */
+static inline void vc_topk_row(const float *v, int64_t n, int k, int32_t *idx) {
+    int m = 0; /* idx[0..m): the best so far */
+    for (int64_t j = 0; j < n; j++) {
+        if (m == k && !(v[j] > v[idx[m - 1]])) continue;
+        int at = m < k ? m++ : k - 1;
+        while (at > 0 && v[j] > v[idx[at - 1]]) {
+            idx[at] = idx[at - 1];
+            at--;
+        }
+        idx[at] = (int32_t)j;
+    }
+}
+
 /* dst[i] = exp(src[i] - shift) */
 static inline void vc_exp_shift(float *dst, const float *src, int64_t n, float shift) {
     for (int64_t i = 0; i < n; i++) dst[i] = vc_expf(src[i] - shift);

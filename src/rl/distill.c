@@ -46,24 +46,46 @@ vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_
     return st;
 }
 
-void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, int64_t P, int k, float *loss, float *ds,
-                     float *student_mass, float *teacher_mass) {
+/* p_t (log p_t - log p_s) of a teacher token, both log-probs clamped below at c (when clamp) */
+static double topk_term(float sv, float tv, int clamp, float c) {
+    float sc = clamp && sv < c ? c : sv, tc = clamp && tv < c ? c : tv;
+    return exp((double)tc) * ((double)tc - sc);
+}
+
+/* how many of the teacher's k ids are among the student's, and the mean of -term over those */
+static float topk_overlap(const int32_t *tid, const int32_t *sid, const float *s, const float *t, int k, int clamp,
+                          float c, float *adv) {
+    int cnt = 0;
+    double a = 0;
+    for (int j = 0; j < k; j++)
+        for (int i = 0; i < k; i++)
+            if (tid[j] == sid[i]) {
+                cnt++, a -= topk_term(s[j], t[j], clamp, c);
+                break;
+            }
+    *adv = cnt ? (float)(a / cnt) : 0.0f;
+    return (float)cnt;
+}
+
+void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, const int32_t *tids,
+                     const int32_t *sids, int64_t P, int k, const rl_topk_out *o) {
     int clamp = !isnan(dc->lp_min_clamp);
     float c = (float)dc->lp_min_clamp;
     for (int64_t q = 0; q < P; q++) {
         double l = 0, sm = 0, tm = 0;
+        const float *sq = s + q * k, *tq = t + q * k;
+        float *ds = o->ds + q * k;
         for (int j = 0; j < k; j++) {
-            float sv = s[q * k + j], tv = t[q * k + j];
-            sm += exp((double)sv);
-            tm += exp((double)tv);
-            float sc = clamp && sv < c ? c : sv, tc = clamp && tv < c ? c : tv;
-            l += exp((double)tc) * ((double)tc - sc);
-            ds[q * k + j] = clamp && sv < c ? 0.0f : (float)-exp((double)tc);
+            sm += exp((double)sq[j]);
+            tm += exp((double)tq[j]);
+            l += topk_term(sq[j], tq[j], clamp, c);
+            ds[j] = clamp && sq[j] < c ? 0.0f : (float)-exp((double)(clamp && tq[j] < c ? c : tq[j]));
         }
-        student_mass[q] = (float)sm;
-        teacher_mass[q] = (float)tm;
-        loss[q] = l > 0 ? (float)l : 0.0f; /* top-k masses do not sum to 1: the divergence may go negative */
+        o->smass[q] = (float)sm;
+        o->tmass[q] = (float)tm;
+        o->loss[q] = l > 0 ? (float)l : 0.0f; /* top-k masses do not sum to 1: the divergence may go negative */
         if (!(l > 0))
-            for (int j = 0; j < k; j++) ds[q * k + j] = 0;
+            for (int j = 0; j < k; j++) ds[j] = 0;
+        if (tids && sids) o->ov_n[q] = topk_overlap(tids + q * k, sids + q * k, sq, tq, k, clamp, c, &o->ov_adv[q]);
     }
 }

@@ -152,6 +152,7 @@ typedef struct rl_distill_cfg {
     vc_pg_config pg;      /* its clip ratios */
     int topk;             /* loss_mode forward_kl_topk: the teacher's top-k tokens per position (0: an estimator) */
     double lp_min_clamp;  /* log_prob_min_clamp of forward_kl_topk (NaN: none) */
+    int64_t chunk_rows;   /* the student's head over this many positions at a time (0: vc_model_head_gather's) */
 } rl_distill_cfg;
 
 /* later verl's distillation_loss over [n, T] tokens: the per-token loss in kl (dkl its derivative), *o the
@@ -166,9 +167,15 @@ vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_
                             float *kl, float *dkl, float *tmp, float *grad, rl_distill_out *o);
 /* forward_kl_topk's per-position loss sum_k p_t(k) (log p_t(k) - log p_s(k)) over the teacher's top k tokens
  * (s, t: the student's and the teacher's log-probs of them, [P * k]), clamped at log_prob_min_clamp and then
- * at 0 below, as verl's compute_forward_kl_topk: loss[P], ds[P * k] = d loss / d s, the masses sum_k exp */
-void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, int64_t P, int k, float *loss, float *ds,
-                     float *student_mass, float *teacher_mass);
+ * at 0 below, as verl's compute_forward_kl_topk: loss[P], ds[P * k] = d loss / d s, the masses sum_k exp;
+ * with tids and sids (the teacher's and the student's own top-k token ids, [P * k]; NULL: none) verl's overlap
+ * diagnostics: ov_n[P] how many of the teacher's k are among the student's k, ov_adv[P] the mean of
+ * -p_t(k) (log p_t(k) - log p_s(k)) over those (0 when none) */
+typedef struct rl_topk_out {
+    float *loss, *ds, *smass, *tmass, *ov_n, *ov_adv;
+} rl_topk_out;
+void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, const int32_t *tids,
+                     const int32_t *sids, int64_t P, int k, const rl_topk_out *o);
 
 typedef struct rl_actor_cfg {
     vc_pg_mode mode;

@@ -339,7 +339,8 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
     rl_distill_cfg *d = &t->acfg.dist;
     const char *mode = NULL, *pmode = NULL, *tkey = NULL;
     double clamp = NAN, cr = 0.2, lo = 0.2, hi = 0.2, lpc = NAN;
-    int64_t topk = 32;
+    int64_t topk = 32, chunk = 4096;
+    int chunked = 0;
     vc_status st = vc_config_get_bool_or(c, "distillation.enabled", 0, &d->on);
     if (st || !d->on) return st;
     TRY(vc_config_get_str_or(c, D "loss_mode", "k3", &mode));
@@ -354,7 +355,12 @@ static vc_status read_distill(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, "distillation.teacher_key", "data_source", &tkey));
     TRY(get_int(c, D "topk", 32, &topk));
     TRY(vc_config_get_double_or(c, D "log_prob_min_clamp", NAN, &lpc));
+    TRY(vc_config_get_bool_or(c, D "use_chunked_topk", 0, &chunked)); /* fields of later verl's dataclass */
+    TRY(get_int(c, D "chunked_topk_chunk_size", 4096, &chunk));
     if (st) return st;
+    if (chunked && chunk < 1)
+        return vc_fail(VC_ERR_ARG, D "chunked_topk_chunk_size=%lld: at least 1", (long long)chunk);
+    d->chunk_rows = chunked ? chunk : 0; /* else verlc's own chunks (it always chunks the student's head) */
     if (!strcmp(mode, "forward_kl_topk")) { /* the teachers' top-k distributions */
         if (topk < 1 || topk > 4096) return vc_fail(VC_ERR_ARG, D "topk=%lld: 1 .. 4096", (long long)topk);
         d->topk = (int)topk;

@@ -296,20 +296,6 @@ vc_status rl_batch_logprobs_ex(vc_model *m, vc_graph *g, rl_batch *b, int64_t ma
     return pass_rows(m, g, b, max_tokens, share, &c, lp_fn);
 }
 
-/* the k largest of v[0..V) in descending order (ties: the lower index first), as torch.topk */
-static void top_k(const float *v, int64_t V, int k, int32_t *idx) {
-    int n = 0; /* idx[0..n): a sorted list of the best so far (k is small) */
-    for (int64_t j = 0; j < V; j++) {
-        if (n == k && !(v[j] > v[idx[n - 1]])) continue;
-        int at = n < k ? n++ : k - 1;
-        while (at > 0 && v[j] > v[idx[at - 1]]) {
-            idx[at] = idx[at - 1];
-            at--;
-        }
-        idx[at] = (int32_t)j;
-    }
-}
-
 typedef struct {
     int K;
 } topk_ctx;
@@ -345,7 +331,7 @@ static vc_status topk_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb
             const float *row = host + (size_t)q * V;
             double lse = vc_logsumexp_row(row, V);
             size_t at = dst[q0 + q];
-            top_k(row, V, K, b->tk_ids + at);
+            vc_topk_row(row, V, K, b->tk_ids + at);
             for (int k = 0; k < K; k++) b->tk_lp[at + k] = (float)((double)row[b->tk_ids[at + k]] - lse);
         }
         vc_graph_rewind(g, mk);

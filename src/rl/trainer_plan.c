@@ -2,8 +2,8 @@
  * actor's weights, gradients, AdamW state and the activations of its largest micro-batch, measured by one
  * trial forward + backward (vc_trainer_plan_ex: rows of the longest prompt + the response length packed to the
  * token budget),
- * plus the critic's, the reference model's and the distillation teachers' resident state. The rollout's KV pool is freed before the
- * updates, so it is reported beside, not added. */
+ * plus the critic's, the reference model's and the distillation teachers' resident state (and forward_kl_topk's
+ * student head chunk). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,12 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
     for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
+    /* forward_kl_topk: the student's head a chunk of positions at a time (logits, scaled, their gradients) */
+    const rl_distill_cfg *dc = &t->acfg.dist;
+    if (dc->on && dc->topk) {
+        const vc_model *am = t->atr.model;
+        ref += (size_t)vc_model_head_gather_rows(am, dc->chunk_rows) * (size_t)vc_model_cfg(am)->vocab * 16;
+    }
     size_t total = pa.total + critic + ref;
     if (t->rank == 0)
         vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f of a %lld-token "

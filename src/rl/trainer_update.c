@@ -230,7 +230,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
 
 /* ---- shared mini-batch loop ---- */
 typedef struct acc {
-    double sum[16];
+    double sum[20];
     int n;
 } acc;
 
@@ -469,13 +469,13 @@ static vc_status rc_reduce(const rl_dp *dp, rl_rc_out *o, int n_mb, rl_metrics *
 
 /* ---- actor ---- */
 enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
-enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_SMASS, D_TMASS, D_NPOS, D_N_SUM, D_MIN = D_N_SUM, D_MAX, D_SMIN,
-       D_SMAX, D_TMIN, D_TMAX };
+enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_SMASS, D_TMASS, D_NPOS, D_OVN, D_OVADV, D_OVPOS, D_N_SUM,
+       D_MIN = D_N_SUM, D_MAX, D_SMIN, D_SMAX, D_TMIN, D_TMAX };
 
 /* forward_kl_topk: the student's log-probs of the teacher's top-k tokens at every response position of the
- * micro-batch (the LM head on those positions' hidden states, log-softmax gathered on the host), the
- * per-position losses into w->kl ([n, T] layout), and the graph tensor of those log-probs (*lsg) with the
- * host arrays the gradient needs */
+ * micro-batch (the LM head on those positions' hidden states a chunk at a time, log-softmax gathered on the
+ * host: vc_model_head_gather), the per-position losses into w->kl ([n, T] layout) and the overlap metrics, and
+ * the graph tensor of those log-probs (*lsg) with the host arrays the gradient needs */
 typedef struct { vc_tensor *lsg; float *ds; int64_t *at; int64_t P; } topk_part;
 static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batch *mbt, const rl_batch *b,
                                    const int *rows, int n, topk_part *tp) {
@@ -483,12 +483,14 @@ static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batc
     int K = b->tk_k;
     int64_t P = 0;
     for (int i = 0; i < n; i++) P += b->rlen[rows[i]];
-    int32_t *hid = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P + 1), 0), *ids = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P * K + 1), 0);
-    float *tl = vc_graph_alloc(g, sizeof(float) * (size_t)(P * K + 1), 0), *ds = vc_graph_alloc(g, sizeof(float) * (size_t)(P * K + 1), 0);
-    float *loss = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0), *sm = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0);
-    float *tm = vc_graph_alloc(g, sizeof(float) * (size_t)(P + 1), 0);
-    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(P + 1), 0);
-    if (!hid || !ids || !tl || !ds || !loss || !sm || !tm || !at) return graph_err(g);
+    size_t p1 = (size_t)P + 1, pk = (size_t)(P * K) + 1; /* 4-byte arrays of P or P * K (+1: never empty) */
+    int32_t *hid = vc_graph_alloc(g, 4 * p1, 0), *ids = vc_graph_alloc(g, 4 * pk, 0);
+    int32_t *sid = vc_graph_alloc(g, 4 * pk, 0); /* the student's own top k */
+    float *tl = vc_graph_alloc(g, 4 * pk, 0), *ds = vc_graph_alloc(g, 4 * pk, 0), *loss = vc_graph_alloc(g, 4 * p1, 0);
+    float *sm = vc_graph_alloc(g, 4 * p1, 0), *tm = vc_graph_alloc(g, 4 * p1, 0), *ovn = vc_graph_alloc(g, 4 * p1, 0);
+    float *ova = vc_graph_alloc(g, 4 * p1, 0);
+    int64_t *at = vc_graph_alloc(g, sizeof(int64_t) * p1, 0);
+    if (!hid || !ids || !tl || !ds || !loss || !sm || !tm || !ovn || !ova || !sid || !at) return graph_err(g);
     for (int i = 0, q = 0; i < n; i++) {
         int r = rows[i];
         for (int64_t j = 0; j < b->rlen[r]; j++, q++) {
@@ -502,13 +504,12 @@ static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batc
     }
     int32_t *dh = vc_graph_upload(g, hid, sizeof(int32_t) * (size_t)(P ? P : 1));
     vc_tensor *hs = dh && P ? vc_op_gather_rows(g, mbt->hidden, mbt->hidden_rows, dh, P) : NULL;
-    vc_tensor *lg = hs ? vc_model_logits(x->model, g, hs) : NULL;
-    if (lg && x->temperature > 0 && x->temperature != 1) lg = vc_op_scale(g, lg, 1.0f / x->temperature);
-    vc_tensor *lsg = lg ? vc_op_logsoftmax_gather(g, lg, ids, K) : NULL;
+    const rl_distill_cfg *dc = &((const rl_actor_cfg *)x->cfg)->dist;
+    vc_tensor *lsg = hs ? vc_model_head_gather(x->model, g, hs, ids, K, x->temperature, dc->chunk_rows, sid) : NULL;
     float *s = NULL;
     vc_status st = P && !lsg ? graph_err(g) : P ? rl_host_copy(g, lsg, &s) : VC_OK;
     if (st) return st;
-    rl_distill_topk(&((const rl_actor_cfg *)x->cfg)->dist, s, tl, P, K, loss, ds, sm, tm);
+    rl_distill_topk(dc, s, tl, ids, sid, P, K, &(rl_topk_out){ loss, ds, sm, tm, ovn, ova });
     memset(w->kl, 0, sizeof(float) * (size_t)n * b->T);
     acc *a = &x->dist;
     for (int64_t q = 0; q < P; q++) {
@@ -517,6 +518,8 @@ static vc_status distill_topk_part(step_ctx *x, vc_graph *g, const vc_micro_batc
             a->sum[D_SMASS] += sm[q], a->sum[D_TMASS] += tm[q], a->sum[D_NPOS] += 1;
             a->sum[D_SMIN] = fmin(a->sum[D_SMIN], sm[q]), a->sum[D_SMAX] = fmax(a->sum[D_SMAX], sm[q]);
             a->sum[D_TMIN] = fmin(a->sum[D_TMIN], tm[q]), a->sum[D_TMAX] = fmax(a->sum[D_TMAX], tm[q]);
+            a->sum[D_OVN] += ovn[q]; /* the teacher / student top-k overlap */
+            if (ovn[q] > 0) a->sum[D_OVADV] += ova[q], a->sum[D_OVPOS] += 1;
         }
     }
     *tp = (topk_part){ lsg, ds, at, P };
@@ -597,6 +600,9 @@ static vc_status distill_metrics(const rl_dp *dp, const rl_actor_cfg *c, acc *a,
         rl_metrics_set(met, "distillation/teacher_mass", a->sum[D_TMASS] / a->sum[D_NPOS]);
         rl_metrics_set(met, "distillation/teacher_mass_min", a->sum[D_TMIN]);
         rl_metrics_set(met, "distillation/teacher_mass_max", a->sum[D_TMAX]);
+        rl_metrics_set(met, "distillation/overlap_ratio", a->sum[D_OVN] / a->sum[D_NPOS] / c->dist.topk);
+        rl_metrics_set(met, "distillation/overlap_token_advantage",
+                       a->sum[D_OVPOS] > 0 ? a->sum[D_OVADV] / a->sum[D_OVPOS] : 0.0);
     } else if (!c->dist.topk) rl_metrics_set(met, "distillation/abs_loss", a->sum[D_ABS] / a->n);
     rl_metrics_set(met, "distillation/loss_min", a->sum[D_MIN]);
     rl_metrics_set(met, "distillation/loss_max", a->sum[D_MAX]);

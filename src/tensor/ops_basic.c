@@ -445,7 +445,7 @@ static void lsg_bw(vc_graph *g, vc_node *n) {
     free(gy);
 }
 
-vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids, int K) {
+vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids, int K, int32_t *top) {
     GUARD1(x);
     if (x->ndim != 2 || K < 1) {
         vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "logsoftmax_gather: a [rows, columns] input and K >= 1"));
@@ -476,6 +476,10 @@ vc_tensor *vc_op_logsoftmax_gather(vc_graph *g, vc_tensor *x, const int32_t *ids
         const float *row = h + r * V;
         lse[r] = vc_logsumexp_row(row, V);
         for (int k = 0; k < K; k++) out[r * K + k] = (float)((double)row[id[r * K + k]] - lse[r]);
+        if (top) { /* beyond a vocabulary smaller than K: -1 */
+            vc_topk_row(row, V, (int)(K < V ? K : V), top + r * K);
+            for (int64_t k = V; k < K; k++) top[r * K + k] = -1;
+        }
     }
     vc_be()->h2d(y->data, out, sizeof(float) * (size_t)RK);
     free(h);

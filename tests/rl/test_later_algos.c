@@ -125,7 +125,8 @@ static void distillation_topk(const cJSON *ref) {
             ids[q * K + k] = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "teacher_ids"), q), k)->valueint;
     float *s = calloc((size_t)P * K, 4), *ds = calloc((size_t)P * K, 4), *loss = calloc((size_t)P, 4);
     float *sm = calloc((size_t)P, 4), *tm = calloc((size_t)P, 4), *dkl = calloc((size_t)P, 4), *tmp = calloc((size_t)P, 4);
-    float *gl = calloc((size_t)P, 4), *wk = calloc((size_t)P * K, 4);
+    float *gl = calloc((size_t)P, 4), *wk = calloc((size_t)P * K, 4), *ovn = calloc((size_t)P, 4), *ova = calloc((size_t)P, 4);
+    int32_t *sid = calloc((size_t)P * K, 4);
     for (const cJSON *c = cJSON_GetObjectItem(ref, "cases")->child; c; c = c->next, n++) {
         const cJSON *jm = cJSON_GetObjectItem(c, "metrics"), *lpc = cJSON_GetObjectItem(c, "log_prob_min_clamp");
         rl_distill_cfg dc = { .on = 1, .coef = 1, .use_task_rewards = 1, .clamp = num(c, "clamp", 0), .topk = K,
@@ -138,9 +139,9 @@ static void distillation_topk(const cJSON *ref) {
         memset(gx, 0, sizeof(float) * (size_t)P * V);
         vc_param_init(&x, lg, gx, 2, sh);
         x.requires_grad = 1;
-        vc_tensor *lsg = vc_op_logsoftmax_gather(g, &x, ids, K);
+        vc_tensor *lsg = vc_op_logsoftmax_gather(g, &x, ids, K, sid);
         CHECK_OK(vc_tensor_read(lsg, s));
-        rl_distill_topk(&dc, s, tl, P, K, loss, ds, sm, tm);
+        rl_distill_topk(&dc, s, tl, ids, sid, P, K, &(rl_topk_out){ loss, ds, sm, tm, ovn, ova });
         rl_distill_out o;
         CHECK_OK(rl_distill_tokens(&dc, agg, NULL, s, s, s, mask, NULL, 1, P, loss, dkl, tmp, gl, &o));
         for (int q = 0; q < P; q++)
@@ -151,17 +152,21 @@ static void distillation_topk(const cJSON *ref) {
         for (int i = 0; i < P * V; i++) gw = fmax(gw, fabs(gx[i] - want[i]));
         CHECK_MSG(fabs(o.loss - wl) < 2e-6 * fmax(1, fabs(wl)), "topk case %d: loss %.8g, verl %.8g", n, o.loss, wl);
         CHECK_MSG(gw < 2e-6, "topk case %d: gradient w.r.t. the logits differs from verl's by %g", n, gw);
-        double m[6] = { 0, INFINITY, -INFINITY, 0, INFINITY, -INFINITY }, cnt = 0;
+        double m[8] = { 0, INFINITY, -INFINITY, 0, INFINITY, -INFINITY, 0, 0 }, cnt = 0, nov = 0;
         for (int q = 0; q < P; q++)
             if (mask[q] > 0) {
                 m[0] += sm[q], m[1] = fmin(m[1], sm[q]), m[2] = fmax(m[2], sm[q]), cnt += 1;
                 m[3] += tm[q], m[4] = fmin(m[4], tm[q]), m[5] = fmax(m[5], tm[q]);
+                m[6] += ovn[q];
+                if (ovn[q] > 0) m[7] += ova[q], nov += 1;
             }
-        m[0] /= cnt, m[3] /= cnt;
+        m[0] /= cnt, m[3] /= cnt, m[6] /= cnt * K, m[7] = nov > 0 ? m[7] / nov : 0;
         static const char *MK[] = { "distillation/student_mass", "distillation/student_mass_min",
                                     "distillation/student_mass_max", "distillation/teacher_mass",
-                                    "distillation/teacher_mass_min", "distillation/teacher_mass_max" };
-        for (int k = 0; k < 6; k++)
+                                    "distillation/teacher_mass_min", "distillation/teacher_mass_max",
+                                    "distillation/overlap_ratio", "distillation/overlap_token_advantage" };
+        CHECK_MSG(m[6] > 0 && m[6] < 1, "topk case %d: an overlap ratio of %g does not test the overlap", n, m[6]);
+        for (int k = 0; k < 8; k++)
             CHECK_MSG(fabs(m[k] - num(jm, MK[k], NAN)) < 2e-6, "topk case %d: %s %.8g, verl %.8g", n, MK[k], m[k],
                       num(jm, MK[k], NAN));
         CHECK_MSG(fabs(o.loss_min - num(jm, "distillation/loss_min", NAN)) < 2e-6 &&
@@ -170,9 +175,10 @@ static void distillation_topk(const cJSON *ref) {
         free(want);
         vc_graph_free(g);
     }
-    printf("distillation forward_kl_topk: %d cases matched (loss, logits' gradient, masses)\n", n);
+    printf("distillation forward_kl_topk: %d cases matched (loss, logits' gradient, masses, overlap)\n", n);
     CHECK(n >= 4);
     free(lg), free(tl), free(mask), free(gx), free(ids), free(s), free(ds), free(loss), free(sm), free(tm), free(dkl);
+    free(ovn), free(ova), free(sid);
     free(tmp), free(gl), free(wk);
 }
 

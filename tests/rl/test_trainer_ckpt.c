@@ -290,10 +290,11 @@ static void test_distillation(void) {
               l && l->n ? l->y[0] : NAN, g && g->n ? g->y[0] : NAN);
     vc_metrics_free(mt);
     /* forward_kl_topk from itself: the teacher's top 8 are the student's, the loss 0 and no gradient; the
-     * masses equal */
+     * masses equal, the top-k sets overlap wholly (later verl's chunked top-k keys taken) */
     size_t at = strlen(extra);
     snprintf(extra + at, sizeof extra - at, "|distillation.distillation_loss.loss_mode=forward_kl_topk|"
-             "distillation.distillation_loss.topk=8");
+             "distillation.distillation_loss.topk=8|+distillation.distillation_loss.use_chunked_topk=true|"
+             "+distillation.distillation_loss.chunked_topk_chunk_size=4096");
     CHECK_OK(run("dk", 1, extra));
     snprintf(mp, sizeof mp, "%s/dk/metrics.jsonl", dir);
     CHECK_OK(vc_metrics_read(mp, &mt));
@@ -304,6 +305,10 @@ static void test_distillation(void) {
     CHECK_MSG(l && g && sm && tm && l->y[0] == 0 && g->y[0] == 0 && sm->y[0] == tm->y[0] && sm->y[0] > 0,
               "forward_kl_topk from itself: loss %g, grad_norm %g, masses %g / %g", l ? l->y[0] : NAN,
               g ? g->y[0] : NAN, sm ? sm->y[0] : NAN, tm ? tm->y[0] : NAN);
+    const vc_metric_series *ov = mt ? vc_metrics_find(mt, "distillation/overlap_ratio") : NULL;
+    const vc_metric_series *oa = mt ? vc_metrics_find(mt, "distillation/overlap_token_advantage") : NULL;
+    CHECK_MSG(ov && oa && ov->y[0] == 1 && oa->y[0] == 0, "forward_kl_topk from itself: overlap %g, advantage %g",
+              ov ? ov->y[0] : NAN, oa ? oa->y[0] : NAN);
     vc_metrics_free(mt);
     /* a teacher with other weights (the MoE model of test_lora_experts shares the vocabulary), keyed by the
      * rows' data source, as a loss beside the task's, and as a policy gradient */
@@ -325,6 +330,8 @@ static void test_distillation(void) {
         { "distillation.distillation_loss.loss_mode=forward_kl_topk|distillation.distillation_loss.topk=0", "topk=0",
           VC_ERR_ARG },
         { "distillation.distillation_loss.loss_mode=k1", "k1", VC_ERR_ARG },
+        { "distillation.distillation_loss.loss_mode=forward_kl_topk|+distillation.distillation_loss.use_chunked_topk=true|"
+          "+distillation.distillation_loss.chunked_topk_chunk_size=0", "chunked_topk_chunk_size=0", VC_ERR_ARG },
         { "distillation.teacher_key=ability", "teacher_key", VC_ERR_UNSUPPORTED },
         { "+distillation.teacher_models.x.key=openai/gsm8k|+distillation.teacher_models.x.model_path=MODEL",
           "verlc/addition", VC_ERR_ARG },

@@ -143,7 +143,7 @@ static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
 
 /* log-softmax over 7 columns gathered at 3 per row (a repeated column included) */
 static const int32_t LSG_IDS[12] = { 0, 6, 2, 5, 5, 1, 3, 0, 4, 6, 6, 2 };
-static vc_tensor *b_lsg(vc_graph *g, vc_tensor **in) { return vc_op_logsoftmax_gather(g, in[0], LSG_IDS, 3); }
+static vc_tensor *b_lsg(vc_graph *g, vc_tensor **in) { return vc_op_logsoftmax_gather(g, in[0], LSG_IDS, 3, NULL); }
 
 static void run_all(void) {
     make(0, 2, 5, 6, 0, 1); make(1, 2, 4, 6, 0, 1); make(2, 1, 4, 0, 0, 1);
