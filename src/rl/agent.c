@@ -9,6 +9,7 @@
  * one generation of their dataset prompt, exactly as without the agent.
  * All responses of a batch advance turn by turn together: each turn is one call of the rollout engine. */
 #include "agent_internal.h"
+#include "tool_parser.h"
 #include "trainer_internal.h"
 #include "verlc/chat_template.h"
 #include "verlc/tokenizer.h"
@@ -22,6 +23,9 @@
 struct rl_agent {
     int default_tools;          /* rows without agent_name run the tool agent */
     int max_assistant, max_user, max_parallel, max_tool_len, trunc;
+    int format;                 /* multi_turn.format (RL_TF_*) */
+    int32_t *stops;             /* the generation's stop tokens: EOS, and the format's own (n_stops) */
+    int n_stops;
     rl_tool *tools;
     int n_tools;
     rl_interaction *inter;      /* interaction_config_path (NULL: none) */
@@ -38,6 +42,7 @@ void rl_agent_free(rl_agent *a) {
     rl_interactions_free(a->inter, a->n_inter);
     cJSON_Delete(a->schemas);
     free(a->sys);
+    free(a->stops);
     free(a);
 }
 
@@ -73,6 +78,19 @@ static vc_status system_prompt(const vc_rl_trainer *t, rl_agent *a) {
     return st;
 }
 
+/* the rollout's EOS ids, and the format's stop token when the tokenizer has it (verl adds the parser's
+ * stop_token_ids to the tool agent's sampling) */
+static vc_status stop_tokens(const vc_rl_trainer *t, rl_agent *a) {
+    const char *tok = rl_tool_format_stop(a->format);
+    int id = tok ? vc_tokenizer_token_to_id(t->tok, tok) : -1;
+    if (id < 0) return VC_OK;
+    a->stops = vc_calloc((size_t)t->samp.n_eos + 1, sizeof *a->stops);
+    if (!a->stops) return VC_ERR_NOMEM;
+    for (int i = 0; i < t->samp.n_eos; i++) a->stops[a->n_stops++] = t->samp.eos_ids[i];
+    a->stops[a->n_stops++] = id;
+    return VC_OK;
+}
+
 #define MT "actor_rollout_ref.rollout.multi_turn."
 vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     int enable = 0;
@@ -94,8 +112,8 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.rollout.agent.default_agent_loop=%s: verlc runs "
                                            "single_turn_agent and tool_agent", def);
     if (!enable && !tool_path && !tool_default) return VC_OK;
-    if (strcmp(fmt, "hermes"))
-        return vc_fail(VC_ERR_UNSUPPORTED, MT "format=%s: verlc parses hermes tool calls (<tool_call>...</tool_call>)", fmt);
+    int format = RL_TF_HERMES;
+    if ((st = rl_tool_format_parse(fmt, &format))) return st;
     if (mp < 1 || mp > MAX_CALLS) return vc_fail(VC_ERR_ARG, MT "max_parallel_calls must be in 1..%d, got %lld", MAX_CALLS, (long long)mp);
     int trunc = !strcmp(side, "left") ? RL_TRUNC_LEFT : !strcmp(side, "right") ? RL_TRUNC_RIGHT
               : !strcmp(side, "middle") ? RL_TRUNC_MIDDLE : -1;
@@ -110,7 +128,9 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     a->max_parallel = (int)mp;
     a->max_tool_len = (int)ml;
     a->trunc = trunc;
-    if (tool_path) st = rl_tools_load(tool_path, &a->tools, &a->n_tools, &a->schemas);
+    a->format = format;
+    if (!st) st = stop_tokens(t, a);
+    if (!st && tool_path) st = rl_tools_load(tool_path, &a->tools, &a->n_tools, &a->schemas);
     if (!st && inter) st = rl_interactions_load(inter, &a->inter, &a->n_inter);
     if (!st) st = system_prompt(t, a);
     if (st) {
@@ -200,7 +220,10 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
     size_t len = 0;
     rl_tool_call calls[MAX_CALLS];
     vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
-    int nc = st ? 0 : rl_parse_tool_calls(text, calls, a->max_parallel);
+    int pad = vc_tokenizer_pad_id(t->tok);
+    int nc = st ? 0 : rl_parse_tool_calls_as(a->format, text, pad >= 0 ? vc_tokenizer_id_to_token(t->tok, pad) : NULL,
+                                             a->schemas, calls, a->max_parallel, NULL);
+    if (nc < 0) nc = 0, st = VC_ERR_NOMEM;
     free(text);
     *n_calls = nc;
     if (st || nc == 0) return st;
@@ -367,6 +390,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     for (int turn = 0; !st && active > 0; turn++) {
         int nr = 0;
         vc_sampling sp = *s;
+        if (a->stops) sp.eos_ids = a->stops, sp.n_eos = a->n_stops;
         sp.seed = t->seed * 0x9E3779B97F4A7C15ull + step_key * 0xD1B54A32D192ED03ull + 1; /* rl_rollout_batch's */
         if (turn == 0) /* every prompt with its n samples: the same streams as a single-turn rollout */
             for (int i = 0; i < n; i++) {

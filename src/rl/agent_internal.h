@@ -39,8 +39,6 @@ vc_status rl_mcp_tools_load(const struct cJSON *entry, const char *path, int idx
                             struct cJSON *schemas);
 /* one call of an MCP tool: the text verl's MCPBaseTool (or MCPSearchTool) gives the model */
 vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
-/* hermes tool calls in text, at most max (each call's args owned by calls[i]) */
-int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max);
 /* runs one call for a data row (its extra_info.tools_kwargs): the tool's response text (malloc'd) and
  * reward; an unknown tool or bad arguments give verl's error text, not a failure */
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,

@@ -1,7 +1,6 @@
 /* Tools of the multi-turn agent (verl's tool_agent loop): the tool config file (verl's
- * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}), the hermes tool-call
- * format (verl's HermesToolParser: <tool_call>{"name": ..., "arguments": {...}}</tool_call>) and the
- * tools verlc runs natively. verl's tools are Python classes; verlc implements the ones it ships with
+ * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}) and the tools verlc runs
+ * natively (the tool-call formats are in tool_parser.c). verl's tools are Python classes; verlc implements the ones it ships with
  * under their class names (verl.tools.gsm8k_tool.Gsm8kTool) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
@@ -298,27 +297,6 @@ vc_status rl_interaction_respond(rl_interaction *it, const char *id, const cJSON
     cJSON_Delete(req);
     cJSON_Delete(ans);
     return st;
-}
-
-/* ---- hermes tool calls ---- */
-int rl_parse_tool_calls(const char *text, rl_tool_call *calls, int max) {
-    static const char OPEN[] = "<tool_call>", CLOSE[] = "</tool_call>";
-    int n = 0;
-    for (const char *p = strstr(text, OPEN); p && n < max; p = strstr(p, OPEN)) {
-        const char *body = p + sizeof OPEN - 1, *end = strstr(body, CLOSE);
-        if (!end) break;
-        cJSON *j = cJSON_ParseWithLength(body, (size_t)(end - body));
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
-        if (cJSON_IsString(name) && args) { /* malformed calls are skipped, as verl logs and drops them */
-            snprintf(calls[n].name, sizeof calls[n].name, "%s", name->valuestring);
-            calls[n].args = cJSON_Duplicate(args, 1);
-            if (calls[n].args) n++;
-        }
-        cJSON_Delete(j);
-        p = end + sizeof CLOSE - 1;
-    }
-    return n;
 }
 
 /* Python's repr of a str (the quotes it picks, and its escapes for the common control characters) */

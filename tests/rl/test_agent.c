@@ -6,6 +6,7 @@
  * single_turn_agent rows, max_assistant_turns, the response budget, num_turns. Also the hermes parser,
  * the tool's reply text (Python repr quoting) and verl's truncation of long tool responses. */
 #include "../../src/rl/agent_internal.h"
+#include "../../src/rl/tool_parser.h"
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/chat_template.h"
 #include "verlc/tokenizer.h"
@@ -20,14 +21,15 @@ static char dir[128];
 
 static void test_parser(void) {
     rl_tool_call c[4];
-    int n = rl_parse_tool_calls("a<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>b"
+    int n = rl_parse_tool_calls_as(RL_TF_HERMES, "a<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>b"
                                 "<tool_call>{bad json}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>"
-                                "<tool_call>{\"name\": \"h\", \"arguments\": {}}", c, 4);
+                                "<tool_call>{\"name\": \"h\", \"arguments\": {}}", NULL, NULL, c, 4, NULL);
     CHECK(n == 2 && !strcmp(c[0].name, "f") && !strcmp(c[1].name, "g"));
     CHECK(n >= 1 && cJSON_GetObjectItem(c[0].args, "x")->valueint == 1);
     for (int i = 0; i < n; i++) cJSON_Delete(c[i].args);
-    CHECK(rl_parse_tool_calls("no calls here", c, 4) == 0);
-    CHECK(rl_parse_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>x2", c, 1) == 1);
+    CHECK(rl_parse_tool_calls_as(RL_TF_HERMES, "no calls here", NULL, NULL, c, 4, NULL) == 0);
+    CHECK(rl_parse_tool_calls_as(RL_TF_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>x2", NULL, NULL, c, 1,
+                                 NULL) == 1);
     cJSON_Delete(c[0].args);
     /* truncation by characters, verl's markers */
     char *s = rl_truncate_tool_text("h\xc3\xa9llo world", 4, RL_TRUNC_LEFT);
@@ -223,6 +225,27 @@ static void test_loop(const char *tok_dir) {
     CHECK(sc.calls == 1 && b.rlen[0] == (int64_t)n_call);
     rl_batch_free(&b);
     free_trainer(t, cfg);
+    /* later verl's qwen3_coder format: the XML call runs the same tool, its string parameter by the schema */
+    static const char *XCALL = "Let me check.<tool_call>\n<function=calc_gsm8k_reward>\n<parameter=answer>\n72\n"
+                               "</parameter>\n</function>\n</tool_call><|im_end|>";
+    t = make_trainer(tok_dir, "actor_rollout_ref.rollout.multi_turn.format=qwen3_coder", &cfg);
+    const char *x0[] = { XCALL, TURN0[1], XCALL, TURN0[3] };
+    script_ctx xc = { t->tok, 0, { x0, TURN1, NULL }, { 0, 2 } };
+    t->gen = scripted;
+    t->gen_ctx = &xc;
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &s, 2, 7, &b));
+    resp = decode(t->tok, b.ids + b.cu[0] + b.plen[0], b.rlen[0]);
+    CHECK_MSG(xc.calls == 2 && resp && strstr(resp, want_tool) && strstr(resp, "So #### 72"), "qwen3_coder: %s", resp);
+    free(resp);
+    rl_batch_free(&b);
+    free_trainer(t, cfg);
+    vc_config *bad = NULL;
+    char *ov[] = { "actor_rollout_ref.rollout.multi_turn.enable=true", "actor_rollout_ref.rollout.multi_turn.format=gpt-oss",
+                   "actor_rollout_ref.rollout.multi_turn.tool_config_path=x.yaml" };
+    CHECK_OK(vc_config_load(NULL, 3, ov, &bad));
+    vc_rl_trainer bt = { 0 };
+    CHECK(rl_agent_open(&bt, bad) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "format=gpt-oss"));
+    vc_config_free(bad);
 }
 
 static void write_file(const char *name, const char *text);
