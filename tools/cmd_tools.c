@@ -1,4 +1,5 @@
-/* verlc tools: a multi-turn tool config (verl's multi_turn.tool_config_path) loaded as a training run loads it:
+/* verlc tools: a multi-turn tool config (verl's multi_turn.tool_config_path, or later verl's function_tool_path)
+ * loaded as a training run loads it:
  * each tool with the schema its chat template gets, and optionally one call with the text the model would see.
  * For checking tools (MCP servers, programs, Python classes) before a long run. */
 #include "cli.h"
@@ -10,8 +11,9 @@
 #include <string.h>
 
 static int usage(void) {
-    fprintf(stderr, "usage: verlc tools TOOL_CONFIG.yaml [NAME ARGUMENTS_JSON [ROW_JSON]]\n"
-                    "  lists the tools of a multi-turn tool config as a run loads them (MCP servers are connected and\n"
+    fprintf(stderr, "usage: verlc tools TOOL_CONFIG.yaml|FUNCTION_TOOLS.py [NAME ARGUMENTS_JSON [ROW_JSON]]\n"
+                    "  lists the tools of a multi-turn tool config (or of a Python file of @function_tool functions,\n"
+                    "  multi_turn.function_tool_path) as a run loads them (MCP servers are connected and\n"
                     "  their tools listed), one JSON schema per line as the chat template gets it; with NAME, runs one\n"
                     "  call with those arguments (and the data row ROW_JSON, for extra_info.tools_kwargs) and prints\n"
                     "  the tool's answer as the model would see it\n");
@@ -25,7 +27,10 @@ int vc_cmd_tools(int argc, char **argv) {
     rl_tool *tools = NULL;
     int n = 0, rc = 0;
     cJSON *schemas = NULL, *row = NULL;
-    vc_status st = rl_tools_load(argv[0], &tools, &n, &schemas);
+    size_t len = strlen(argv[0]);
+    int py = len > 3 && !strcmp(argv[0] + len - 3, ".py");
+    vc_status st = py ? ((schemas = cJSON_CreateArray()) ? rl_function_tools_load(argv[0], &tools, &n, schemas) : VC_ERR_NOMEM)
+                      : rl_tools_load(argv[0], &tools, &n, &schemas);
     if (st) {
         fprintf(stderr, "verlc tools: %s\n", vc_last_error());
         return 1;

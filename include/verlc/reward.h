@@ -133,6 +133,10 @@ vc_status vc_reward_py_start(const char *path, const char *name, const char *kwa
  * as verl's tool agent loop calls them; an exception is verl's "Error when executing tool: ..." text. */
 vc_status vc_tool_py_start(const char *class_name, const char *config_json, const char *schema_json, int timeout_ms,
                            vc_reward_proc **proc);
+/* later verl's function tools: a Python file of @function_tool functions (multi_turn.function_tool_path) served by
+ * one interpreter: {"op": "list"} gives their names and schemas, {"name", "arguments"} runs one ({"text",
+ * "reward"}) */
+vc_status vc_function_tools_py_start(const char *path, int timeout_ms, vc_reward_proc **out);
 /* verl's interaction class (a BaseInteraction) built with config (a JSON object, "name" included), answering
  * {"op": "start", "id", "kwargs"} with {"ok": true} (start_interaction(id, **kwargs)) and
  * {"op": "respond", "id", "messages", "kwargs"} with {"terminate", "content", "score"}

@@ -95,6 +95,7 @@ static vc_status stop_tokens(const vc_rl_trainer *t, rl_agent *a) {
 vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     int enable = 0;
     const char *tool_path = NULL, *def = "single_turn_agent", *side = "middle", *fmt = "hermes", *inter = NULL;
+    const char *fn_path = NULL; /* later verl's function_tool_path */
     int64_t ma = 0, mu = 0, mp = 1, ml = 256;
     vc_status st = vc_config_get_bool_or(c, MT "enable", 0, &enable);
     if (!st) st = vc_config_get_str_or(c, MT "tool_config_path", NULL, &tool_path);
@@ -106,12 +107,15 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     if (!st) st = vc_config_get_str_or(c, MT "tool_response_truncate_side", "middle", &side);
     if (!st) st = vc_config_get_str_or(c, MT "format", "hermes", &fmt);
     if (!st) st = vc_config_get_str_or(c, MT "interaction_config_path", NULL, &inter);
+    if (!st) st = vc_config_get_str_or(c, MT "function_tool_path", NULL, &fn_path);
+    if (!st && !fn_path) st = vc_config_get_str_or(c, "data.function_tool_path", NULL, &fn_path);
     if (st) return st;
+    int have_tools = tool_path || fn_path;
     int tool_default = !strcmp(def, "tool_agent");
     if (!tool_default && strcmp(def, "single_turn_agent"))
         return vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.rollout.agent.default_agent_loop=%s: verlc runs "
                                            "single_turn_agent and tool_agent", def);
-    if (!enable && !tool_path && !tool_default) return VC_OK;
+    if (!enable && !have_tools && !tool_default) return VC_OK;
     int format = RL_TF_HERMES;
     if ((st = rl_tool_format_parse(fmt, &format))) return st;
     if (mp < 1 || mp > MAX_CALLS) return vc_fail(VC_ERR_ARG, MT "max_parallel_calls must be in 1..%d, got %lld", MAX_CALLS, (long long)mp);
@@ -122,7 +126,7 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     if (!a) return VC_ERR_NOMEM;
     /* verl's agent loop picks the agent by the row's agent_name (default single_turn_agent); multi_turn.enable
      * with a tool config means tools for every row here, which is what that setting asks for */
-    a->default_tools = tool_default || (enable && tool_path);
+    a->default_tools = tool_default || (enable && have_tools);
     a->max_assistant = (int)ma;
     a->max_user = (int)mu;
     a->max_parallel = (int)mp;
@@ -131,14 +135,16 @@ vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c) {
     a->format = format;
     if (!st) st = stop_tokens(t, a);
     if (!st && tool_path) st = rl_tools_load(tool_path, &a->tools, &a->n_tools, &a->schemas);
+    if (!st && fn_path && !a->schemas && !(a->schemas = cJSON_CreateArray())) st = VC_ERR_NOMEM;
+    if (!st && fn_path) st = rl_function_tools_load(fn_path, &a->tools, &a->n_tools, a->schemas);
     if (!st && inter) st = rl_interactions_load(inter, &a->inter, &a->n_inter);
     if (!st) st = system_prompt(t, a);
     if (st) {
         rl_agent_free(a);
         return vc_fail_ctx(st, "multi-turn agent");
     }
-    if (enable && !tool_path && !tool_default)
-        vc_warn(MT "enable=true without tool_config_path: responses are single-turn");
+    if (enable && !have_tools && !tool_default)
+        vc_warn(MT "enable=true without tool_config_path or function_tool_path: responses are single-turn");
     t->agent = a;
     return VC_OK;
 }

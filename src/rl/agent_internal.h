@@ -20,6 +20,7 @@ typedef struct rl_tool {
     struct rl_mcp *mcp;          /* RL_TOOL_MCP: its server (freed with the tool that owns_mcp) */
     char *mcp_name;              /* the server's own name of the tool (without fastmcp's server prefix) */
     int owns_mcp, mcp_search;    /* mcp_search: verl's MCPSearchTool result parsing, else MCPBaseTool's */
+    int shares_proc;             /* proc is another tool's (function tools of one file share its interpreter) */
 } rl_tool;
 
 typedef struct rl_tool_call {
@@ -30,6 +31,9 @@ typedef struct rl_tool_call {
 /* the tool config file: tools[n] and their schemas (a JSON array for the chat template's `tools`) */
 vc_status rl_tools_load(const char *path, rl_tool **tools, int *n, struct cJSON **schemas);
 void rl_tools_free(rl_tool *tools, int n);
+/* later verl's multi_turn.function_tool_path: the @function_tool functions of a Python file (one interpreter
+ * serves them all), appended to *tools / *n (reallocated) with their schemas as verl infers them */
+vc_status rl_function_tools_load(const char *path, rl_tool **tools, int *n, struct cJSON *schemas);
 /* verl's tool schema as its agent loop renders it: OpenAIFunctionToolSchema.model_validate, then
  * model_dump(exclude_unset=True, exclude_none=True) (its fields only, in their order); `where` names the
  * tool in messages */

@@ -21,7 +21,7 @@ static const struct { const char *cls; int kind; } BUILTIN[] = {
 
 void rl_tools_free(rl_tool *tools, int n) {
     for (int i = 0; tools && i < n; i++) {
-        if (tools[i].proc) vc_reward_proc_close(tools[i].proc);
+        if (tools[i].proc && !tools[i].shares_proc) vc_reward_proc_close(tools[i].proc);
         if (tools[i].owns_mcp) rl_mcp_free(tools[i].mcp);
         free(tools[i].command);
         free(tools[i].mcp_name);
@@ -159,6 +159,52 @@ vc_status rl_tools_load(const char *path, rl_tool **out, int *n_out, cJSON **sch
     *n_out = n;
     *schemas = sch;
     return VC_OK;
+}
+
+/* one function tool of the file's server (the first owns it) after the *n tools, its schema into schemas */
+static vc_status function_tool(const cJSON *e, const char *path, vc_reward_proc *proc, rl_tool *tools, int *n,
+                               cJSON *schemas) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    char where[600];
+    snprintf(where, sizeof where, "function_tool_path %s: tool %s", path, cJSON_IsString(name) ? name->valuestring : "?");
+    if (!cJSON_IsString(name) || strlen(name->valuestring) >= sizeof tools->name)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: a name of 1 to %zu bytes", where, sizeof tools->name - 1);
+    for (int k = 0; k < *n; k++) /* verl's message */
+        if (!strcmp(tools[k].name, name->valuestring))
+            return vc_fail(VC_ERR_FORMAT, "Function tool name(s) ['%s'] collide with tools already declared in "
+                           "tool_config_path. Each tool name must be unique across `tool_config_path` and "
+                           "`function_tool_path`; rename one of them.", name->valuestring);
+    cJSON *sch = NULL;
+    vc_status st = rl_tool_schema_verl(cJSON_GetObjectItemCaseSensitive(e, "schema"), where, &sch);
+    if (st) return st;
+    rl_tool *t = &tools[*n];
+    *t = (rl_tool){ .kind = RL_TOOL_PYTHON, .proc = proc, .timeout_ms = 300000 };
+    for (int k = 0; k < *n; k++) t->shares_proc |= tools[k].proc == proc;
+    snprintf(t->name, sizeof t->name, "%s", name->valuestring);
+    cJSON_AddItemToArray(schemas, sch);
+    (*n)++;
+    return VC_OK;
+}
+
+vc_status rl_function_tools_load(const char *path, rl_tool **tools, int *n, cJSON *schemas) {
+    vc_reward_proc *proc = NULL;
+    vc_status st = vc_function_tools_py_start(path, 300000, &proc);
+    if (st) return vc_fail_ctx(st, "actor_rollout_ref.rollout.multi_turn.function_tool_path");
+    cJSON *ans = NULL;
+    st = vc_reward_proc_call(proc, "{\"op\": \"list\"}\n", &ans);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(ans, "tools"), *e;
+    int m = cJSON_GetArraySize(list), owned = 0;
+    rl_tool *p = st ? NULL : realloc(*tools, (size_t)(*n + m + 1) * sizeof *p);
+    if (!st && !p) st = VC_ERR_NOMEM;
+    if (p) *tools = p;
+    cJSON_ArrayForEach(e, list) {
+        if (st) break;
+        st = function_tool(e, path, proc, *tools, n, schemas);
+        owned |= !st;
+    }
+    cJSON_Delete(ans);
+    if (!owned) vc_reward_proc_close(proc); /* else the first of its tools closes it */
+    return st;
 }
 
 /* ---- interactions ---- */

@@ -165,6 +165,75 @@ vc_status vc_tool_py_start(const char *class_name, const char *config_json, cons
     return py_serve(TOOL_SERVER, args, 3, class_name, timeout_ms, out);
 }
 
+/* later verl's function tools (multi_turn.function_tool_path): the file's @function_tool functions, through
+ * verl's verl.tools.function_tool when verl is installed, else a stand-in module with its decorator (schemas
+ * by transformers' get_json_schema, or the decorator's schema=) and ToolResponse. {"op": "list"} ->
+ * {"tools": [{"name", "schema"}]}; a call {"name", "arguments", ...} -> fn(**arguments), its return value
+ * read as verl's normalize_function_tool_return -> {"text", "reward"}; an exception gives verl's
+ * "Error executing tool 'NAME': ..." text. */
+static const char FUNCTION_SERVER[] =
+    PY_PRELUDE
+    "path = sys.argv[1]\n"
+    "def standin():\n"
+    "    import types\n"
+    "    ft, sc, reg = types.ModuleType('verl.tools.function_tool'), types.ModuleType('verl.tools.schemas'), {}\n"
+    "    class ToolResponse:\n"
+    "        def __init__(self, text=None, **kw): self.text = text\n"
+    "    def infer(fn, name):\n"
+    "        sig = inspect.signature(fn)\n"
+    "        var = [k for k, p in sig.parameters.items() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]\n"
+    "        if var: raise ValueError(f\"@function_tool '{name}' declares variadic parameter(s) {var}\")\n"
+    "        from transformers.utils import get_json_schema\n"
+    "        raw = get_json_schema(fn); raw['function']['name'] = name; return raw\n"
+    "    def function_tool(name=None, *, schema=None):\n"
+    "        def make(over):\n"
+    "            def deco(fn):\n"
+    "                n = over or fn.__name__\n"
+    "                s = schema if isinstance(schema, dict) else schema.model_dump(exclude_none=True) if schema is not None else infer(fn, n)\n"
+    "                reg[n] = (fn, s); return fn\n"
+    "            return deco\n"
+    "        return make(None)(name) if callable(name) and schema is None else make(name)\n"
+    "    ft.function_tool, ft.ToolResponse, ft.FUNCTION_TOOL_REGISTRY, sc.ToolResponse = function_tool, ToolResponse, reg, ToolResponse\n"
+    "    for k in ('verl', 'verl.tools'): sys.modules.setdefault(k, types.ModuleType(k))\n"
+    "    sys.modules['verl.tools.function_tool'], sys.modules['verl.tools.schemas'] = ft, sc\n"
+    "    return reg\n"
+    "def load():\n"
+    "    if not os.path.isfile(path): raise FileNotFoundError(f'function_tool_path does not exist: {path}')\n"
+    "    try:\n"
+    "        import verl.tools.function_tool as ft\n"
+    "        tools = {t.name: (t.fn, t.tool_schema.model_dump(exclude_unset=True, exclude_none=True))\n"
+    "                 for t in ft.load_function_tools_from_path(path)}\n"
+    "    except ImportError:\n"
+    "        reg = standin()\n"
+    "        spec = importlib.util.spec_from_file_location('_verl_function_tools', os.path.abspath(path))\n"
+    "        mod = importlib.util.module_from_spec(spec); sys.modules['_verl_function_tools'] = mod\n"
+    "        spec.loader.exec_module(mod); tools = dict(reg)\n"
+    "    if not tools: raise ValueError(f'{path} defines no @function_tool function')\n"
+    "    return tools\n"
+    "def coerce(v):\n"
+    "    if isinstance(v, str): return v\n"
+    "    if isinstance(v, dict): return json.dumps(v, ensure_ascii=False)\n"
+    "    if type(v).__name__ == 'ToolResponse': return '' if v.text is None else str(v.text)\n"
+    "    return str(v)\n"
+    "def normalize(r):\n"
+    "    if isinstance(r, tuple):\n"
+    "        if not 1 <= len(r) <= 3: raise TypeError(f'@function_tool return tuple must have length 1, 2, or 3 (got length {len(r)}: {r!r})')\n"
+    "        return coerce(r[0]), 0.0 if len(r) < 2 or r[1] is None else float(r[1])\n"
+    "    return coerce(r), 0.0\n"
+    PY_SERVE
+    "    if req.get('op') == 'list':\n"
+    "        send({'tools': [{'name': n, 'schema': s} for n, (f, s) in obj.items()]}); continue\n"
+    "    try:\n"
+    "        text, reward = normalize(run(obj[req['name']][0](**req['arguments'])))\n"
+    "        send({'text': text, 'reward': reward})\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc(); send({'text': f\"Error executing tool '{req['name']}': {e}\", 'reward': 0.0})\n";
+
+vc_status vc_function_tools_py_start(const char *path, int timeout_ms, vc_reward_proc **out) {
+    char *args[] = { (char *)path };
+    return py_serve(FUNCTION_SERVER, args, 1, path, timeout_ms, out);
+}
+
 /* verl's interactions (BaseInteraction subclasses): built with their config (name included) as verl's
  * initialize_interactions_from_config builds them; requests {"op": "start", "id", "kwargs"} ->
  * start_interaction(id, **kwargs) -> {"ok": true}, and {"op": "respond", "id", "messages", "kwargs"} ->

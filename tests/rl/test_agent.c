@@ -456,6 +456,90 @@ static void test_python_tool(void) {
     unsetenv("PYTHONPATH");
 }
 
+/* later verl's function_tool_path: @function_tool functions (schema= given, so transformers is not needed) beside
+ * the tool config's tools, their return values read as verl reads them, exceptions as verl's text; a name
+ * that collides with the tool config's, a missing file and a file without tools are refused */
+static void test_function_tools(const char *tok_dir) {
+    if (system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
+        printf("skipping the function tool test: no python3\n");
+        return;
+    }
+    write_file("ftools.py",
+               "from verl.tools.function_tool import function_tool\n"
+               "S = lambda n: {'type': 'function', 'function': {'name': n, 'description': 'd', 'parameters': {'type': "
+               "'object', 'properties': {'q': {'type': 'string', 'description': 'x', 'title': 'Q'}}, 'required': ['q']}}}\n"
+               "@function_tool(schema=S('lookup'))\n"
+               "def lookup(q):\n"
+               "    if q == 'boom': raise ValueError('no such page')\n"
+               "    return (f'found {q}', 0.5)\n"
+               "@function_tool('info', schema=S('info'))\n"
+               "async def info_fn(q):\n"
+               "    return {'q': q, 'n': 1}\n"
+               "@function_tool(schema=S('plain'))\n"
+               "def plain(q):\n"
+               "    return 42\n");
+    write_file("empty_tools.py", "x = 1\n");
+    write_file("clash_tools.py", "from verl.tools.function_tool import function_tool\n"
+               "@function_tool('calc_gsm8k_reward', schema={'type': 'function', 'function': {'name': 'calc_gsm8k_reward', "
+               "'description': 'd'}})\n"
+               "def f(): return 'x'\n");
+    char o[400];
+    snprintf(o, sizeof o, "actor_rollout_ref.rollout.multi_turn.function_tool_path=%s/ftools.py", dir);
+    vc_config *cfg = NULL;
+    vc_rl_trainer *t = make_trainer(tok_dir, o, &cfg); /* the agent takes the key */
+    free_trainer(t, cfg);
+    char p[400], tools_yaml[300];
+    snprintf(tools_yaml, sizeof tools_yaml, "%s/tools.yaml", dir);
+    snprintf(p, sizeof p, "%s/ftools.py", dir);
+    rl_tool *tl = NULL;
+    int n = 0;
+    cJSON *sc = NULL;
+    CHECK_OK(rl_tools_load(tools_yaml, &tl, &n, &sc));
+    CHECK_OK(rl_function_tools_load(p, &tl, &n, sc));
+    CHECK(n == 4);
+    rl_tool_call call = { .args = NULL };
+    static const struct { const char *name, *q, *want; double reward; } CASES[] = {
+        { "lookup", "cat", "found cat", 0.5 },
+        { "lookup", "boom", "Error executing tool 'lookup': no such page", 0.0 },
+        { "info", "z", "{\"q\": \"z\", \"n\": 1}", 0.0 },
+        { "plain", "z", "42", 0.0 },
+        { "calc_gsm8k_reward", "72", "Current parsed answer='72' reward=0.0", -0.05 }, /* the config's tool, no truth */
+    };
+    cJSON *row = cJSON_Parse("{}");
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        snprintf(call.name, sizeof call.name, "%s", CASES[i].name);
+        char args[64];
+        snprintf(args, sizeof args, i == 4 ? "{\"answer\": \"%s\"}" : "{\"q\": \"%s\"}", CASES[i].q);
+        call.args = cJSON_Parse(args);
+        char *text = NULL;
+        double r = -1;
+        CHECK_OK(rl_tool_run(tl, n, &call, row, &text, &r));
+        CHECK_MSG(text && !strcmp(text, CASES[i].want) && r == CASES[i].reward, "function tool %s: %s (%g)",
+                  CASES[i].name, text ? text : "(null)", r);
+        free(text);
+        cJSON_Delete(call.args);
+    }
+    cJSON_Delete(row);
+    /* their schemas reach the prompt as verl dumps them (the property's title dropped) */
+    char *sch = cJSON_PrintUnformatted(sc);
+    CHECK_MSG(sch && strstr(sch, "\"name\":\"lookup\"") && strstr(sch, "\"name\":\"calc_gsm8k_reward\"") &&
+              !strstr(sch, "title"), "schemas: %s", sch ? sch : "(null)");
+    free(sch);
+    rl_tools_free(tl, n);
+    cJSON_Delete(sc);
+    static const char *BAD[][2] = { { "clash_tools.py", "collide" }, { "empty_tools.py", "no @function_tool" },
+                                    { "missing.py", "does not exist" } };
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, BAD[i][0]);
+        tl = NULL, n = 0, sc = NULL;
+        CHECK_OK(rl_tools_load(tools_yaml, &tl, &n, &sc));
+        vc_status st = rl_function_tools_load(p, &tl, &n, sc);
+        CHECK_MSG(st != VC_OK && strstr(vc_last_error(), BAD[i][1]) && n == 1, "%s: %s", BAD[i][0], vc_last_error());
+        rl_tools_free(tl, n);
+        cJSON_Delete(sc);
+    }
+}
+
 int main(void) {
     test_parser();
     if (!vc_test_have_shared()) return vc_test_done();
@@ -504,6 +588,7 @@ int main(void) {
     test_loop(tok_dir);
     test_command_tool();
     test_python_tool();
+    test_function_tools(tok_dir);
     test_interaction(tok_dir, 0);
     if (system("python3 -c 'import json' > /dev/null 2>&1") == 0) test_interaction(tok_dir, 1);
     else printf("skipping the Python interaction test: no python3\n");
