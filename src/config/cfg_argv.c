@@ -66,6 +66,10 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else if (!strchr(argv[i], '=') && argv[i][0] != '~')
             st = vc_fail(VC_ERR_ARG, "'%s' is not a key=value override", argv[i]);
         else if (!strncmp(argv[i], "model_engine=", 13)) st = model_engine(argv[i] + 13, &megatron);
+        else if (strchr(argv[i], '@') && strchr(argv[i], '@') < strchr(argv[i], '=')) /* group@package=option */
+            st = vc_fail(VC_ERR_UNSUPPORTED, "'%s' selects an option of one of verl's config groups: verlc has "
+                         "verl's ppo_trainer and ppo_megatron_trainer defaults built in (model_engine=dp|megatron), "
+                         "not verl's group files; set that option's keys instead", argv[i]);
         else ov[n++] = argv[i];
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");

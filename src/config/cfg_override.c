@@ -18,6 +18,26 @@ struct ov {
     int n;
 };
 
+/* A plain key=value through a node that interpolates a mapping (`${X}` or `${oc.select:X,...}`, as
+ * b178a3cd's rollout.profiler.tool_config, a mapping of its own in later verl): the node becomes a copy of
+ * that mapping, which the override then changes. 0 when the node is not such an interpolation. */
+static int copy_interpolated_map(struct ov *o, vc_cfg_node *c) {
+    const char *s = c->s, *a = !strncmp(s, "${oc.select:", 12) ? s + 12 : !strncmp(s, "${", 2) ? s + 2 : NULL;
+    size_t n = a ? strcspn(a, ",}") : 0;
+    char path[256];
+    if (!a || !n || n >= sizeof path || a[n] == 0) return 0;
+    memcpy(path, a, n), path[n] = 0;
+    const vc_cfg_node *m = vc_cfg_lookup(o->cfg->root, path);
+    vc_cfg_node *cp = m && m->kind == VC_CFG_MAP ? vc_cfg_node_copy(m) : NULL;
+    if (!cp) return 0;
+    free(c->s);
+    int decl = c->decl, line = c->line;
+    *c = *cp; /* the copy's contents move into c */
+    free(cp);
+    c->decl = decl, c->line = line;
+    return 1;
+}
+
 /* The container that holds the last segment, creating maps on the way where allowed. */
 static vc_status walk_parent(struct ov *o, int may_create, vc_cfg_node **parent) {
     vc_cfg_node *cur = o->cfg->root;
@@ -26,6 +46,13 @@ static vc_status walk_parent(struct ov *o, int may_create, vc_cfg_node **parent)
         int create = may_create || !o->cfg->schema || cur->open;
         if (c && c->kind == VC_CFG_NULL && (create || c->decl == VC_DECL_ANY) && o->mode != OV_DEL) {
             c->kind = VC_CFG_MAP; /* a.b=null, then a.b.c=1: b becomes a mapping */
+            c->open = 1;
+        }
+        if (c && vc_cfg_node_is_interp(c) && o->mode == OV_SET) copy_interpolated_map(o, c);
+        if (c && vc_cfg_node_is_interp(c) && (o->mode == OV_ADD || o->mode == OV_FORCE)) {
+            free(c->s); /* +a.b.c=1 through b: ${...}: b becomes a mapping of c alone, as OmegaConf.update does */
+            c->s = NULL;
+            c->kind = VC_CFG_MAP;
             c->open = 1;
         }
         if (!c) {

@@ -81,6 +81,21 @@ int main(void) {
     CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "fsdp"));
     vc_config_free(c);
     CHECK(load(NULL, "model_engine=veomni", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "veomni"));
+    /* keys through an interpolated node, as later verl's scripts set them: ++ makes it a mapping of that key
+     * alone (OmegaConf.update); a plain key=value goes into a copy of the mapping it interpolates (later verl
+     * has that mapping there); a key the mapping lacks is still refused */
+    CHECK_OK(load(NULL, "++actor_rollout_ref.ref.megatron.override_transformer_config.use_flash_attn=True|"
+                        "actor_rollout_ref.rollout.profiler.tool_config.npu.level=level1", &c));
+    int fa = 0;
+    CHECK_OK(vc_config_get_bool(c, "actor_rollout_ref.ref.megatron.override_transformer_config.use_flash_attn", &fa));
+    CHECK(fa);
+    CHECK(!strcmp(str(c, "actor_rollout_ref.rollout.profiler.tool_config.npu.level"), "level1") &&
+          !strcmp(str(c, "actor_rollout_ref.actor.profiler.tool_config.npu.level"), "level0"));
+    vc_config_free(c);
+    CHECK(load(NULL, "actor_rollout_ref.rollout.profiler.tool_config.npu.no_such_key=1", &c) == VC_ERR_ARG);
+    /* a group option with a package (verl's megatron-lite actor): refused with what to do instead */
+    CHECK(load(NULL, "actor@actor_rollout_ref.actor=mlite_actor", &c) == VC_ERR_UNSUPPORTED &&
+          strstr(vc_last_error(), "config groups"));
     /* YAML: a defaults list with model_engine, a key verl's configs lack (Hydra lets files add keys), and a
      * misspelling, still refused */
     char path[128];
