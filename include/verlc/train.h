@@ -342,6 +342,13 @@ typedef struct vc_sft_config {
     int zero_indexed_step;   /* optim.zero_indexed_step (later verl): 0 counts the cosine schedule from 1 */
     int64_t warmup_steps;
     const char *lr_scheduler;/* "cosine" */
+    /* optim=megatron (verl's Megatron optimizer group, with engine=megatron): Megatron-core's adam (betas 0.9,
+     * 0.999 and eps 1e-8, which verl does not pass on; no weight decay on biases and norms) and its
+     * OptimizerParamScheduler with the keys below (and optim.lr, lr_warmup_steps(_ratio), weight_decay) */
+    int megatron_optim;
+    double lr_warmup_init, min_lr;
+    int64_t lr_decay_steps, lr_wsd_decay_steps;   /* -1: the total steps / none */
+    const char *lr_decay_style, *lr_wsd_decay_style; /* "constant", "exponential" */
     const char *loss_agg_mode; /* "token-mean" */
     int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */

@@ -77,6 +77,21 @@ static vc_status load_inputs(sft_run *r) {
     return VC_OK;
 }
 
+/* optim=megatron: Megatron-core's adam (betas and eps Megatron's: verl does not pass optim.betas on; decay on
+ * matrices only) and its OptimizerParamScheduler, as the RL trainer's megatron strategy */
+static vc_status megatron_schedule(sft_run *r, vc_trainer_config *tc) {
+    const vc_sft_config *c = r->c;
+    vc_lr_megatron_config mc = { .lr = c->lr, .lr_warmup_init = c->lr_warmup_init, .min_lr = c->min_lr,
+                                 .lr_warmup_steps_ratio = c->warmup_ratio, .total_training_steps = r->total_steps,
+                                 .lr_decay_steps = c->lr_decay_steps, .lr_warmup_steps = c->warmup_steps,
+                                 .lr_wsd_decay_steps = c->lr_wsd_decay_steps, .lr_decay_style = c->lr_decay_style,
+                                 .lr_wsd_decay_style = c->lr_wsd_decay_style };
+    tc->adamw.beta1 = 0.9, tc->adamw.beta2 = 0.999, tc->adamw.eps = 1e-8;
+    tc->decay_matrices_only = 1;
+    vc_status st = vc_lr_megatron_init(&tc->sched, &mc);
+    return st ? vc_fail_ctx(st, "optim=megatron") : VC_OK;
+}
+
 static vc_status make_trainer(sft_run *r) {
     const vc_sft_config *c = r->c;
     vc_trainer_config tc;
@@ -92,7 +107,7 @@ static vc_status make_trainer(sft_run *r) {
     lc.min_lr_ratio = c->min_lr_ratio;
     lc.num_cycles = c->num_cycles;
     lc.one_indexed = !c->zero_indexed_step;
-    vc_status st = vc_lr_schedule_init(&tc.sched, &lc);
+    vc_status st = c->megatron_optim ? megatron_schedule(r, &tc) : vc_lr_schedule_init(&tc.sched, &lc);
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;
     tc.grad_clip = c->grad_clip;

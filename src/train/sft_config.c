@@ -37,6 +37,9 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->grad_clip = 1.0;
     c->warmup_ratio = 0.1;
     c->warmup_steps = -1;
+    c->lr_decay_steps = c->lr_wsd_decay_steps = -1;
+    c->lr_decay_style = "constant";
+    c->lr_wsd_decay_style = "exponential";
     c->lr_scheduler = "cosine";
     c->loss_agg_mode = "token-mean";
     c->keep_last = 0;
@@ -131,6 +134,14 @@ static const key_def KEYS[] = {
     { "optim.lr_scheduler_type", "lr_scheduler_type", K_STR, F(lr_scheduler), "verl's optimizer-config name of optim.lr_scheduler" },
     { "optim.min_lr_ratio", "min_lr_ratio", K_F64, F(min_lr_ratio), "final lr / peak lr" },
     { "optim.num_cycles", "num_cycles", K_F64, F(num_cycles), "cosine schedule: cycles over the decay (0.5: half)" },
+    { "optim.lr_warmup_init", "lr_warmup_init", K_F64, F(lr_warmup_init), "optim=megatron: the lr warmup starts at" },
+    { "optim.min_lr", "min_lr", K_F64, F(min_lr), "optim=megatron: the lr decays to" },
+    { "optim.lr_decay_style", "lr_decay_style", K_STR, F(lr_decay_style),
+      "optim=megatron: constant | linear | cosine | inverse-square-root | WSD" },
+    { "optim.lr_decay_steps", "lr_decay_steps", K_I64, F(lr_decay_steps), "optim=megatron: decay steps (-1: all)" },
+    { "optim.lr_wsd_decay_style", "lr_wsd_decay_style", K_STR, F(lr_wsd_decay_style),
+      "optim=megatron, WSD: exponential | linear | cosine | minus_sqrt" },
+    { "optim.lr_wsd_decay_steps", "lr_wsd_decay_steps", K_I64, F(lr_wsd_decay_steps), "optim=megatron, WSD: decay steps" },
     { "optim.zero_indexed_step", "zero_indexed_step", K_BOOL, F(zero_indexed_step),
       "cosine schedule: steps counted from 0 (false: from 1, as later verl's torchtitan setting)" },
     { "trainer.loss_agg_mode", "loss_agg_mode", K_STR, F(loss_agg_mode),
@@ -272,8 +283,8 @@ static const verl_key VERL_KEYS[] = {
     { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
     { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
     /* verl's engine-based SFT trainer (sft_trainer_engine.yaml with its model, engine and optim groups) */
-    { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp group's keys are taken)" },
-    { "optim", "fsdp", "is not built in: the fsdp optimizer group's keys are taken" },
+    { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp and megatron groups' keys are taken)" },
+    { "optim", "fsdp", "is not built in: verlc has the fsdp (AdamW) and megatron (Megatron's adam) optimizer groups" },
     { "data.pad_mode", "no_padding,right,left", "is not a padding mode verl has (no_padding, right)" },
     { "data.ignore_input_ids_mismatch", "*", "" }, /* verlc renders whole conversations: no per-turn mismatch */
     { "checkpoint.*", "*", "" },                   /* verlc checkpoints hold model, optimizer and extra state */
@@ -306,6 +317,44 @@ static const verl_key VERL_KEYS[] = {
     { "engine.strategy", "fsdp,fsdp2", "is not built in: verlc shards with trainer.sharding (zero1/2/3)" },
     { "engine.forward_only", "False,false", "is not supported: verlc sft trains" },
     { "engine.ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
+    /* engine=megatron (verl's McoreEngineConfig): every rank is a data-parallel rank of verlc's own trainer */
+    { "engine.tensor_model_parallel_size", "1", "note: every rank is a data-parallel rank (no tensor parallelism)" },
+    { "engine.pipeline_model_parallel_size", "1", "note: every rank is a data-parallel rank (no pipeline parallelism)" },
+    { "engine.expert_model_parallel_size", "1", "note: every rank is a data-parallel rank (no expert parallelism)" },
+    { "engine.context_parallel_size", "1", "note: every rank holds whole sequences (no context parallelism)" },
+    { "engine.expert_tensor_parallel_size", "null,1", "note: every rank is a data-parallel rank" },
+    { "engine.virtual_pipeline_model_parallel_size", "null", "note: every rank is a data-parallel rank" },
+    { "engine.override_transformer_config.*", "*", "" },
+    { "engine.override_ddp_config.*", "*", "" },
+    { "engine.override_mcore_model_config.*", "*", "" },
+    { "engine.router_replay.mode", "disabled", "is not supported by verlc sft (router replay is an RL setting)" },
+    { "engine.router_replay.*", "*", "" },
+    { "engine.qat.enable", "False,false", "is not supported: QAT is not built in" },
+    { "engine.qat.*", "*", "" },
+    { "engine.grad_offload", "*", "" },
+    { "engine.sequence_parallel", "*", "" },
+    { "engine.use_distributed_optimizer", "*", "" }, /* trainer.sharding=zero1 is its counterpart */
+    { "engine.use_dist_checkpointing", "False,false", "is not supported: verlc writes its own checkpoints" },
+    { "engine.dist_checkpointing_*", "*", "" },
+    { "engine.dist_ckpt_optim_fully_reshardable", "*", "" },
+    { "engine.distrib_optim_fully_reshardable_mem_efficient", "*", "" },
+    { "engine.dynamic_context_parallel", "False,false", "is not supported: every rank holds whole sequences" },
+    { "engine.max_seqlen_per_dp_cp_rank", "*", "" },
+    { "engine.entropy_from_logits_chunk_size", "*", "" },
+    { "engine.use_mbridge", "*", "" },
+    { "engine.vanilla_mbridge", "*", "" },
+    { "engine.use_remove_padding", "*", "" },
+    { "engine.pad_bshd_to_minibatch_max", "*", "" },
+    { "engine.pad_to_length*", "*", "" },
+    { "engine.use_megatron_fsdp", "*", "" },
+    { "engine.param_offload", "*", "" },
+    /* optim=megatron's keys that only change how Megatron runs the same update */
+    { "optim.weight_decay_incr_style", "*", "" }, /* start and end weight decay are equal: constant */
+    { "optim.use_checkpoint_opt_param_scheduler", "*", "" },
+    { "optim.use_precision_aware_optimizer", "*", "" },
+    { "optim.main_grads_dtype", "*", "" },
+    { "optim.exp_avg_dtype", "*", "" },
+    { "optim.exp_avg_sq_dtype", "*", "" },
 };
 
 static int value_in(const char *v, const char *list) {
@@ -397,6 +446,12 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
     while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
     if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
     if (!strcmp(key, "model") && !strcmp(value, "hf_model")) return VC_OK; /* verl's model group (else `model` is the model directory) */
+    if (!strcmp(key, "engine") && !strcmp(value, "megatron")) return VC_OK; /* its keys are taken (VERL_KEYS) */
+    if (!strcmp(key, "optim") && !strcmp(value, "megatron")) return c->megatron_optim = 1, VC_OK;
+    if (!strcmp(key, "engine.override_transformer_config.recompute_granularity")) { /* Megatron's full recompute */
+        c->checkpointing |= !strcmp(value, "full");
+        return VC_OK;
+    }
     if (!strcmp(key, CHAT_KW)) {
         c->chat_kwargs = value;
         return VC_OK;

@@ -3,6 +3,8 @@
 #include "sft_util.h"
 #include "verlc/check.h"
 #include "verlc/model.h"
+#include "verlc/optim.h"
+#include "verlc/report.h"
 
 int main(void) {
     cli_quiet = 1; /* the failures some commands must give stay off stderr */
@@ -109,6 +111,28 @@ int main(void) {
     CHECK(moved_q > 1e-4 && moved_k == 0);
     vc_model_free(x);
     vc_model_free(y);
+    /* verl's engine=megatron optim=megatron groups: Megatron's OptimizerParamScheduler drives the steps' lr */
+    snprintf(extra, sizeof extra, "--out %s/mg optim=megatron engine=megatron engine.tensor_model_parallel_size=1 "
+             "engine.use_mbridge=True optim.lr_warmup_init=1e-3 optim.min_lr=1e-4 optim.lr_decay_style=cosine "
+             "+engine.override_transformer_config.gradient_accumulation_fusion=False", TMP);
+    CHECK(sh(common, extra) == 0);
+    vc_lr_schedule ls;
+    vc_lr_megatron_config mc = { .lr = 1e-2, .lr_warmup_init = 1e-3, .min_lr = 1e-4, .total_training_steps = 6,
+                                 .lr_decay_steps = -1, .lr_warmup_steps = 1, .lr_wsd_decay_steps = -1,
+                                 .lr_decay_style = "cosine", .lr_wsd_decay_style = "exponential" };
+    CHECK_OK(vc_lr_megatron_init(&ls, &mc));
+    char mpath[512];
+    snprintf(mpath, sizeof mpath, "%s/mg/metrics.jsonl", TMP);
+    vc_metrics *mt = NULL;
+    CHECK_OK(vc_metrics_read(mpath, &mt));
+    const vc_metric_series *lr = mt ? vc_metrics_find(mt, "train/lr") : NULL;
+    int lr_ok = lr && lr->n == 6;
+    for (int i = 0; lr_ok && i < 6; i++) lr_ok = fabs(lr->y[i] - vc_lr_at(&ls, i)) <= 1e-7 * vc_lr_at(&ls, i);
+    CHECK_MSG(lr_ok, "optim=megatron: train/lr is not Megatron's schedule (%d values)", lr ? (int)lr->n : -1);
+    vc_metrics_free(mt);
+    snprintf(extra, sizeof extra, "--out %s/mg2 optim=megatron engine.tensor_model_parallel_size=2", TMP);
+    CHECK(sh(common, extra) == 0); /* a parallel size is noticed: every rank is a data-parallel rank */
+    CHECK(sh("grep -q 'data-parallel rank' %2$s/log.txt%4$s", NULL) == 0);
     if (!getenv("VERLC_KEEP")) {
         char cmd[512];
         snprintf(cmd, sizeof cmd, "rm -rf %s", TMP);
