@@ -290,12 +290,16 @@ static vc_status read_manager(vc_rl_trainer *t, const vc_config *c) {
     if (strcmp(src, "register"))
         return vc_fail(VC_ERR_UNSUPPORTED, "reward_manager.source=%s: a Python reward manager class cannot run in verlc "
                                            "(use register with naive, prime, dapo, batch or gdpo)", src);
+    if (!strcmp(name, "remote")) { /* later verl's: naive's rows and results, computed in worker processes */
+        t->reward_mgr = 0;
+        return VC_OK;
+    }
     for (int i = 0; i < 5; i++)
         if (!strcmp(name, MANAGERS[i])) {
             t->reward_mgr = i;
             return VC_OK;
         }
-    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.reward_manager=%s: verlc has verl's naive, prime, dapo, batch and gdpo managers",
+    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.reward_manager=%s: verlc has verl's naive, prime, dapo, batch, gdpo and remote managers",
                    name);
 }
 

@@ -129,6 +129,15 @@ static void check_row_function(void) {
               str_rows, num_rows);
     printf("  row function: 4 dump lines with score 0.01 x len + bonus, gt types str/int, extra keys kept\n");
     cJSON_Delete(L);
+    /* later verl's remote manager: naive's rows and scores (verl runs them in worker processes, as verlc does) */
+    snprintf(e, sizeof e, "reward.reward_manager.name=remote|custom_reward_function.path=%s/rewards.py|"
+             "+custom_reward_function.reward_kwargs.bonus=0.5", dir);
+    CHECK_OK(run(e));
+    L = dump_lines();
+    bad = 0;
+    for (const cJSON *o = L ? L->child : NULL; o; o = o->next) bad += fabs(num(o, "score") - (0.01 * out_len(o) + 0.5)) > 1e-6;
+    CHECK_MSG(L && L->child && !bad, "remote manager: %d rows scored otherwise than naive", bad);
+    cJSON_Delete(L);
     /* an async function */
     snprintf(e, sizeof e, "custom_reward_function.path=file://%s/rewards.py|custom_reward_function.name=async_score", dir);
     CHECK_OK(run(e));
@@ -192,7 +201,7 @@ static void check_errors(void) {
     snprintf(e, sizeof e, "custom_reward_function.path=%s/missing.py", dir);
     expect(e, VC_ERR_ARG, "not found", "missing.py");
     expect("custom_reward_function.path=pkg://no_such_module_verlc", VC_ERR_ARG, "no_such_module_verlc", NULL);
-    expect("reward_model.reward_manager=remote", VC_ERR_UNSUPPORTED, "reward_manager=remote", NULL);
+    expect("reward_model.reward_manager=no_such_manager", VC_ERR_UNSUPPORTED, "reward_manager=no_such_manager", NULL);
     expect("reward_manager.source=importlib", VC_ERR_UNSUPPORTED, "reward_manager.source", NULL);
     expect("reward_model.reward_manager=batch", VC_ERR_ARG, "batch", "custom_reward_function.path");
     expect("+reward_model.reward_kwargs.max_resp_len=3", VC_ERR_ARG, "reward_kwargs.max_resp_len", "naive");
