@@ -51,6 +51,11 @@ vc_status vc_write_file_atomic(const char *path, const void *data, size_t len);
 char *vc_path_join(const char *dir, const char *name);
 int vc_file_exists(const char *path);
 vc_status vc_mkdirs(const char *path); /* mkdir -p (0755) */
+/* A model or tokenizer path as verl takes it: a local path as it is (*out a copy), or a Hugging Face Hub id
+ * (ORG/NAME) that is not a local path, resolved in the local Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,
+ * ~/.cache/huggingface/hub: models--ORG--NAME/snapshots/<refs/main>); VC_ERR_IO naming the cache when it is not
+ * there (nothing is downloaded). *out is malloc'd. */
+vc_status vc_hf_resolve(const char *path, char **out);
 
 double vc_now(void); /* monotonic seconds */
 /* Python's repr(float) into out (NUL-terminated, at most cap bytes): "0.1", "1e-05", "inf", "nan", "72.0" */

@@ -346,7 +346,7 @@ static int64_t claimed_floats(const vc_checkpoint *ck, const uint8_t *claimed) {
     return n;
 }
 
-vc_status vc_model_load(const char *dir, vc_model **out) {
+static vc_status vc_model_load_at(const char *dir, vc_model **out) {
     *out = NULL;
     vc_model *m = vc_calloc(1, sizeof *m);
     load_ctx x = { .m = m };
@@ -378,6 +378,16 @@ out:
     }
     *out = m;
     return VC_OK;
+}
+
+/* a local directory, or a Hugging Face Hub id found in the local cache (vc_hf_resolve) */
+vc_status vc_model_load(const char *dir, vc_model **out) {
+    char *path = NULL;
+    *out = NULL;
+    vc_status st = vc_hf_resolve(dir, &path);
+    if (!st) st = vc_model_load_at(path, out);
+    free(path);
+    return st;
 }
 
 /* sources for a model that has no checkpoint: the first rule that provides each slot instance */

@@ -59,7 +59,7 @@ static const char *pick_template(const cJSON *ct) {
     return NULL;
 }
 
-vc_status vc_chat_template_load(const char *dir, vc_chat_template **out) {
+static vc_status vc_chat_template_load_at(const char *dir, vc_chat_template **out) {
     *out = NULL;
     char *path = vc_path_join(dir, "tokenizer_config.json"), *text = NULL, *jpath = vc_path_join(dir, "chat_template.jinja");
     char *jtext = NULL;
@@ -109,6 +109,16 @@ out:
     free(jtext);
     free(path);
     free(jpath);
+    return st;
+}
+
+/* a local directory, or a Hugging Face Hub id found in the local cache (vc_hf_resolve) */
+vc_status vc_chat_template_load(const char *dir, vc_chat_template **out) {
+    char *path = NULL;
+    *out = NULL;
+    vc_status st = vc_hf_resolve(dir, &path);
+    if (!st) st = vc_chat_template_load_at(path, out);
+    free(path);
     return st;
 }
 

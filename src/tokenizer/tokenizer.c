@@ -109,7 +109,7 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
+static vc_status vc_tokenizer_load_at(const char *dir, vc_tokenizer **out) {
     *out = NULL;
     if (!dir) return vc_fail(VC_ERR_ARG, "tokenizer: no path given");
     if (tk_bytelevel_init()) return vc_fail(VC_ERR_INTERNAL, "tokenizer: init failed");
@@ -155,6 +155,16 @@ out:
     if (st) { vc_tokenizer_free(t); return st; }
     *out = t;
     return VC_OK;
+}
+
+/* a local directory, or a Hugging Face Hub id found in the local cache (vc_hf_resolve) */
+vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
+    char *path = NULL;
+    *out = NULL;
+    vc_status st = vc_hf_resolve(dir, &path);
+    if (!st) st = vc_tokenizer_load_at(path, out);
+    free(path);
+    return st;
 }
 
 void vc_tokenizer_free(vc_tokenizer *t) {
