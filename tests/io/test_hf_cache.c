@@ -1,8 +1,8 @@
 /* Hugging Face Hub ids as model / tokenizer paths, resolved in a local Hugging Face cache laid out as
  * huggingface_hub lays it out (models--ORG--NAME/refs/main + snapshots/COMMIT of symlinks into blobs): the model,
  * tokenizer and chat template load from the snapshot; HF_HUB_CACHE, then HF_HOME/hub; a snapshot without
- * refs/main when it is the only one; an id not in the cache fails naming the cache and what to run; local paths
- * are taken as they are. */
+ * refs/main when it is the only one; ModelScope's cache with VERL_USE_MODELSCOPE; an id not in the cache fails
+ * naming the cache and what to run; local paths are taken as they are. */
 #include "verlc/chat_template.h"
 #include "verlc/core.h"
 #include "verlc/model.h"
@@ -73,7 +73,17 @@ int main(void) {
     /* a local path is taken as it is: a missing one gets the loader's own message, not the cache's */
     CHECK(vc_model_load("./no/such/model", &m) != VC_OK && !strstr(vc_last_error(), "Hugging Face cache"));
     unsetenv("HF_HOME");
+    /* VERL_USE_MODELSCOPE=true: ModelScope's cache (models/ORG/NAME, a '.' of the name as "___") */
+    CHECK(sh("mkdir -p %1$s/ms/models/acme && ln -s $(realpath %2$s) %1$s/ms/models/acme/tiny-v0___5", model_src, NULL) == 0);
+    snprintf(env, sizeof env, "%s/ms", tmp);
+    setenv("MODELSCOPE_CACHE", env, 1);
+    setenv("VERL_USE_MODELSCOPE", "True", 1);
+    CHECK_OK(vc_model_load("acme/tiny-v0.5", &m));
+    vc_model_free(m);
+    unsetenv("VERL_USE_MODELSCOPE");
+    CHECK(vc_model_load("acme/tiny-v0.5", &m) == VC_ERR_IO); /* without the switch: the Hugging Face cache only */
+    unsetenv("MODELSCOPE_CACHE");
     vc_model_free(ref);
-    CHECK(sh("rm -rf %1$s", NULL, NULL) == 0);
+    if (!getenv("VERLC_KEEP")) CHECK(sh("rm -rf %1$s", NULL, NULL) == 0);
     return vc_test_done();
 }
