@@ -181,9 +181,22 @@ static vc_status read_parquet(const char *path, FILE *f, vc_jsonl **out) {
     return st;
 }
 
+/* a path as verl's dataset takes it: "~/x" is the home directory's x (fsspec expands it) */
+static FILE *open_data(const char *path) {
+    FILE *f = fopen(path, "rb");
+    const char *home = getenv("HOME");
+    if (f || path[0] != '~' || path[1] != '/' || !home) return f;
+    int e = errno;
+    char *p = vc_path_join(home, path + 2);
+    f = p ? fopen(p, "rb") : NULL;
+    free(p);
+    if (!f) errno = e;
+    return f;
+}
+
 vc_status vc_jsonl_read(const char *path, int policy, vc_jsonl **out) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_data(path);
     if (!f) return vc_fail(VC_ERR_IO, "%s: %s", path, strerror(errno));
     char magic[4] = { 0 };
     if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "PAR1", 4)) {

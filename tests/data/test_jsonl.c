@@ -148,6 +148,17 @@ static void test_file(void) {
     CHECK(d && d->n_rows == 100 && d->n_skipped == 100 && d->n_bad == VC_JSONL_MAX_BAD);
     CHECK(d && d->n_bad && strstr(d->bad[0].message, ":1: expected string key at column 9") != NULL);
     vc_jsonl_free(d);
+    /* "~/x" as verl's datasets read it: the home directory's x (tmp is /tmp/...: HOME=/tmp finds it) */
+    const char *home = getenv("HOME");
+    char *saved = home ? strdup(home) : NULL, tilde[64];
+    setenv("HOME", "/tmp", 1);
+    snprintf(tilde, sizeof tilde, "~/%s", tmp + 5);
+    CHECK_OK(vc_jsonl_read(tilde, VC_JSONL_SKIP_BAD, &d));
+    CHECK(d && d->n_rows == 100);
+    vc_jsonl_free(d);
+    CHECK(vc_jsonl_read("~/no_such_verlc_file.jsonl", 0, &d) == VC_ERR_IO && strstr(vc_last_error(), "~/no_such"));
+    if (saved) setenv("HOME", saved, 1);
+    free(saved);
     unlink(tmp);
 }
 
