@@ -50,6 +50,8 @@ vc_status vc_write_file_atomic(const char *path, const void *data, size_t len);
 /* Joins a directory and a file name into a new string. */
 char *vc_path_join(const char *dir, const char *name);
 int vc_file_exists(const char *path);
+/* "~/x": the home directory's x (os.path.expanduser, as fsspec reads verl's data paths); else a copy */
+char *vc_path_expand_user(const char *path);
 vc_status vc_mkdirs(const char *path); /* mkdir -p (0755) */
 /* A model or tokenizer path as verl takes it: a local path as it is (*out a copy), or a Hugging Face Hub id
  * (ORG/NAME) that is not a local path, resolved in the local Hugging Face cache ($HF_HUB_CACHE, $HF_HOME/hub,

@@ -129,6 +129,12 @@ char *vc_path_join(const char *dir, const char *name) {
     return s;
 }
 
+char *vc_path_expand_user(const char *path) {
+    const char *home = getenv("HOME");
+    if (path && path[0] == '~' && path[1] == '/' && home && *home) return vc_path_join(home, path + 2);
+    return path ? vc_strdup(path) : NULL;
+}
+
 int vc_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;

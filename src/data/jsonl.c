@@ -184,10 +184,9 @@ static vc_status read_parquet(const char *path, FILE *f, vc_jsonl **out) {
 /* a path as verl's dataset takes it: "~/x" is the home directory's x (fsspec expands it) */
 static FILE *open_data(const char *path) {
     FILE *f = fopen(path, "rb");
-    const char *home = getenv("HOME");
-    if (f || path[0] != '~' || path[1] != '/' || !home) return f;
+    if (f || path[0] != '~') return f;
     int e = errno;
-    char *p = vc_path_join(home, path + 2);
+    char *p = vc_path_expand_user(path);
     f = p ? fopen(p, "rb") : NULL;
     free(p);
     if (!f) errno = e;

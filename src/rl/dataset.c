@@ -90,7 +90,10 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
                              const vc_rl_data_opts *o, vc_rl_dataset **out) {
     *out = NULL;
     if (!path) return vc_fail(VC_ERR_ARG, "dataset: no file given");
-    if (!vc_file_exists(path)) return vc_fail(VC_ERR_IO, "%s: dataset file not found", path);
+    char *full = vc_path_expand_user(path); /* "~/": as verl's datasets read it */
+    int found = vc_file_exists(path) || (full && vc_file_exists(full));
+    free(full);
+    if (!found) return vc_fail(VC_ERR_IO, "%s: dataset file not found", path);
     vc_rl_dataset *d = vc_calloc(1, sizeof *d);
     if (!d) return VC_ERR_NOMEM;
     vc_status st = vc_jsonl_read(path, VC_JSONL_STRICT, &d->rows);
