@@ -71,7 +71,7 @@ static void test_verl_keys(void) {
     CHECK(!strcmp(e.model_dir, "/m") && !strcmp(e.chat_template, "{{ y }}") && !strcmp(e.lr_scheduler, "constant") &&
           !strcmp(e.param_dtype, "bfloat16"));
     static const char *const BAD[][3] = {
-        { "engine", "megatron", "engine=megatron" }, { "engine.forward_only", "True", "trains" },
+        { "engine", "veomni", "engine=veomni" }, { "optim", "muon", "optim=muon" }, { "engine.forward_only", "True", "trains" },
         { "model.mtp.enable", "True", "multi-token" }, { "model.lora_adapter_path", "/a", "lora_adapter_path" },
         { "optim.optimizer", "SGD", "AdamW" }, { "data.custom_cls.path", "my.py", "Python" },
         { "trainer.resume_mode", "sometimes", "auto, disable or resume_path" }, { "data.nonsense", "1", "unknown SFT key" },
