@@ -160,7 +160,9 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     c->shared_gate = c->shared_inter > 0;
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
-    if (!strncmp(c->model_type, "deepseek", 8)) {
+    /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
+    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe");
+    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe")) {
         if ((st = get_int_any(o, "n_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
@@ -172,9 +174,9 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         if ((st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)))
             return st;
         const char *method = NULL, *scoring = NULL;
-        if ((st = vc_json_get_str(o, "topk_method", is(c, "deepseek_v3") ? "noaux_tc" : "greedy", &method, path)))
+        if ((st = vc_json_get_str(o, "topk_method", v3_router ? "noaux_tc" : "greedy", &method, path)))
             return st;
-        if ((st = vc_json_get_str(o, "scoring_func", is(c, "deepseek_v3") ? "sigmoid" : "softmax", &scoring, path)))
+        if ((st = vc_json_get_str(o, "scoring_func", v3_router ? "sigmoid" : "softmax", &scoring, path)))
             return st;
         c->router_sigmoid = !strcmp(scoring, "sigmoid");
         if (is(c, "deepseek_v2")) c->norm_topk = 0; /* transformers' V2 router never renormalises */
@@ -248,6 +250,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0));
     c->mlp_bias = flag(o, "mlp_bias", 0);
     if (is(c, "qwen3") || is(c, "qwen3_moe")) c->qk_norm = 1;
+    if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
     if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text")) {
         c->norm_offset = 1.0f;
         c->emb_scale = sqrtf((float)c->hidden);
