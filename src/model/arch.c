@@ -75,6 +75,14 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* GLM-4-0414 (glm4): a norm after attention and one after the MLP, besides the usual two */
+static const vc_tensor_rule GLM4_NORMS[] = {
+    { L "input_layernorm.weight", VC_W_ATTN_NORM },
+    { L "post_self_attn_layernorm.weight", VC_W_POST_ATTN_NORM },
+    { L "post_attention_layernorm.weight", VC_W_FFN_NORM },
+    { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
 static const vc_tensor_rule PHI3_FUSED[] = {
     { L "self_attn.qkv_proj.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
     { L "self_attn.o_proj.weight", VC_W_O },
@@ -160,6 +168,7 @@ static const vc_arch ARCHS[] = {
       "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
+    { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
