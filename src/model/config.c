@@ -242,12 +242,28 @@ static vc_status parse_gemma3(const cJSON *o, const char *path, vc_model_config 
     return vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local);
 }
 
+/* dropout rates a config sets (HF applies them in training mode): verlc computes without dropout, as
+ * transformers in eval mode; said once per model */
+static void note_dropout(const cJSON *o, const char *path) {
+    static const char *const KEYS[] = { "attention_dropout", "hidden_dropout", "residual_dropout", "resid_pdrop",
+                                        "embd_pdrop", "attn_pdrop", "hidden_dropout_prob", "attention_probs_dropout_prob" };
+    for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
+        const cJSON *v = vc_json_member(o, KEYS[i]);
+        if (cJSON_IsNumber(v) && v->valuedouble > 0) {
+            vc_info("%s: %s=%g: verlc trains without dropout (transformers in eval mode)", path, KEYS[i], v->valuedouble);
+            return;
+        }
+    }
+}
+
 /* family-specific keys and flags */
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
+    note_dropout(o, path);
     c->qkv_bias = flag(o, "attention_bias", 0) || is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen") ||
                   flag(o, "add_qkv_bias", 0) || flag(o, "bias", 0);
-    c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0));
+    c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0)) ||
+                flag(o, "attention_out_bias", 0); /* Seed-OSS */
     c->mlp_bias = flag(o, "mlp_bias", 0);
     if (is(c, "qwen3") || is(c, "qwen3_moe")) c->qk_norm = 1;
     if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
