@@ -283,7 +283,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
-    if (is(c, "glm") || is(c, "glm4")) c->rope_interleaved = 1; /* GPT-J pairs */
+    if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5")) c->rope_interleaved = 1; /* GPT-J pairs */
+    if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "phi")) {
         c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
