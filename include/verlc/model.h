@@ -33,6 +33,8 @@ typedef struct vc_model_config {
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */
     float attn_softcap, final_softcap;
+    float residual_scale;         /* 0: none; Granite's residual_multiplier on each sublayer's output */
+    float logit_divisor;          /* 0: none; Granite's logits_scaling (logits / it) */
     int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
     /* rope */
     vc_rope rope;

@@ -283,6 +283,17 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
+    if (is(c, "granite")) { /* IBM Granite (3.x): four multipliers */
+        double e, r, a, l;
+        if ((st = get_num_any(o, "embedding_multiplier", 1, &e, path)) ||
+            (st = get_num_any(o, "residual_multiplier", 1, &r, path)) ||
+            (st = get_num_any(o, "attention_multiplier", 1.0, &a, path)) || /* transformers' default */
+            (st = get_num_any(o, "logits_scaling", 1, &l, path)))
+            return st;
+        if (!(e > 0 && r > 0 && a > 0 && l > 0))
+            return vc_fail(VC_ERR_FORMAT, "%s: Granite's multipliers must be positive", path);
+        c->emb_scale = (float)e, c->residual_scale = (float)r, c->attn_scale = (float)a, c->logit_divisor = (float)l;
+    }
     if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5")) c->rope_interleaved = 1; /* GPT-J pairs */
     if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */

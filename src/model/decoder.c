@@ -391,6 +391,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     vc_tensor *h = norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
     vc_tensor *a = c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
+    if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {
         vc_tensor *mo = mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
@@ -399,6 +400,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
     vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
     if (c->sandwich_norm) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
+    if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
     return vc_op_add(f->g, x, mo);
 }
 
@@ -628,12 +630,15 @@ vc_status vc_model_score_head(vc_model *m, int label, float *w, float *bias) {
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden) {
     if (no_lm_head(m, g)) return NULL;
     vc_tensor *z = vc_op_linear(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B));
-    return m->cfg.final_softcap > 0 ? vc_op_softcap(g, z, m->cfg.final_softcap) : z;
+    if (z && m->cfg.final_softcap > 0) z = vc_op_softcap(g, z, m->cfg.final_softcap);
+    return z && m->cfg.logit_divisor > 0 ? vc_op_scale(g, z, 1.0f / m->cfg.logit_divisor) : z;
 }
 
 vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
                                vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq) {
     if (no_lm_head(m, g)) return VC_ERR_UNSUPPORTED;
+    float ld = m->cfg.logit_divisor; /* Granite's logits_scaling divides as the temperature does */
+    if (ld > 0) temperature = (temperature > 0 ? temperature : 1.0f) * ld;
     return vc_op_lm_head(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B), target,
                          m->cfg.final_softcap, temperature, logp, entropy, sum_pi_sq);
 }
