@@ -27,6 +27,8 @@ typedef struct vc_model_config {
     int64_t n_labels;             /* > 0: a *ForSequenceClassification / *ForTokenClassification checkpoint
                                    * (reward models, critics): a score head [n_labels, hidden], no LM head */
     int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
+    int qk_norm_full;             /* ... over all heads of q and of k at once (OLMo 2) */
+    int no_pre_norm;              /* no norm before attention and MLP, only after them (OLMo 2) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */

@@ -75,6 +75,12 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* OLMo 2: norms after attention and after the MLP only */
+static const vc_tensor_rule OLMO2_NORMS[] = {
+    { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
+    { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
 /* GLM-4-0414 (glm4): a norm after attention and one after the MLP, besides the usual two */
 static const vc_tensor_rule GLM4_NORMS[] = {
     { L "input_layernorm.weight", VC_W_ATTN_NORM },
@@ -169,6 +175,7 @@ static const vc_arch ARCHS[] = {
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
+    { "olmo2", "olmo2", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
@@ -275,7 +282,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LM_HEAD_B: *optional = 1; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
-    case VC_W_ATTN_NORM: return set(s, H, 0, 0);
+    case VC_W_ATTN_NORM: return c->no_pre_norm ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
     case VC_W_K: case VC_W_V: return c->mla ? 0 : set(s, nkv, H, 0);
@@ -283,7 +290,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_K_B: case VC_W_V_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nkv, 0, 0);
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
-    case VC_W_Q_NORM: case VC_W_K_NORM: return c->qk_norm ? set(s, hd, 0, 0) : 0;
+    case VC_W_Q_NORM: return c->qk_norm ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
+    case VC_W_K_NORM: return c->qk_norm ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
     case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
@@ -292,7 +300,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
     case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm ? set(s, H, 0, 0) : 0;
-    case VC_W_FFN_NORM: return c->parallel_block ? 0 : set(s, H, 0, 0);
+    case VC_W_FFN_NORM: return c->parallel_block || c->no_pre_norm ? 0 : set(s, H, 0, 0);
     case VC_W_FFN_NORM_B: return ln && !c->parallel_block ? set(s, H, 0, 0) : 0;
     case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
     case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);

@@ -297,6 +297,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5")) c->rope_interleaved = 1; /* GPT-J pairs */
     if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
+    if (is(c, "olmo2")) /* norms only after the sublayers; q and k normed over all their heads */
+        c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
     if (is(c, "phi")) {
         c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
         c->parallel_block = 1;

@@ -292,9 +292,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), vc_w(m, l, VC_W_Q_NORM), vc_w(m, l, VC_W_Q_NORM_B), c->norm_eps);
         k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), vc_w(m, l, VC_W_K_NORM), vc_w(m, l, VC_W_K_NORM_B),
                             c->norm_eps);
-    } else if (c->qk_norm) {
-        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
-        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
+    } else if (c->qk_norm) { /* per head, or (OLMo 2) over all of q's and of k's heads */
+        int64_t qc = c->qk_norm_full ? nh * hd : hd, kc = c->qk_norm_full ? nkv * hd : hd;
+        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), qc, c->norm_eps, c->norm_offset);
+        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), kc, c->norm_eps, c->norm_offset);
     }
     int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
     const float *cs = loc ? f->cos_l : f->cos, *sn = loc ? f->sin_l : f->sin;
@@ -388,7 +389,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         vc_graph_fail(f->g, hs);
         return NULL;
     }
-    vc_tensor *h = norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
+    vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
     vc_tensor *a = c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
@@ -397,7 +398,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
     x = vc_op_add(f->g, x, a);
-    h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+    h = c->no_pre_norm ? x : norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
     vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
     if (c->sandwich_norm) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
