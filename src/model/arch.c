@@ -113,6 +113,14 @@ static const vc_tensor_rule PHI2[] = {
     { L "self_attn.k_layernorm.weight", VC_W_K_NORM }, { L "self_attn.k_layernorm.bias", VC_W_K_NORM_B },
     { 0 } };
 
+/* StarCoder 2: LayerNorms with biases, a plain GELU MLP (c_fc, c_proj), biases everywhere */
+static const vc_tensor_rule STARCODER2[] = {
+    { "model.norm.bias", VC_W_OUT_NORM_B },
+    { L "input_layernorm.bias", VC_W_ATTN_NORM_B }, { L "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { L "mlp.c_fc.weight", VC_W_UP }, { L "mlp.c_fc.bias", VC_W_UP_B },
+    { L "mlp.c_proj.weight", VC_W_DOWN }, { L "mlp.c_proj.bias", VC_W_DOWN_B },
+    { 0 } };
+
 static const vc_tensor_rule BAICHUAN[] = {
     { L "self_attn.W_pack.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
     { L "self_attn.o_proj.weight", VC_W_O },
@@ -176,6 +184,7 @@ static const vc_arch ARCHS[] = {
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
     { "olmo2", "olmo2", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
+    { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },

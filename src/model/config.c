@@ -299,6 +299,11 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "olmo2")) /* norms only after the sublayers; q and k normed over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
+    if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
+        c->norm_kind = VC_NORM_LAYER;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->qkv_bias = c->o_bias = c->mlp_bias = flag(o, "use_bias", 1);
+    }
     if (is(c, "phi")) {
         c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
         c->parallel_block = 1;
@@ -433,7 +438,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = get_int_any(o, "num_attention_heads n_head", 0, &c->n_head, path)) ||
         (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
         (st = get_int_any(o, "max_position_embeddings seq_length n_positions", 4096, &c->max_pos, path)) ||
-        (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps", 1e-6, &eps, path)))
+        (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon", 1e-6, &eps, path)))
         return st;
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
