@@ -183,7 +183,7 @@ static const vc_arch ARCHS[] = {
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
-    { "olmo2", "olmo2", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
+    { "olmo2", "olmo2 olmo3", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },

@@ -272,6 +272,12 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->emb_scale = sqrtf((float)c->hidden);
     }
     if (is(c, "gemma3_text") && (st = parse_gemma3(o, path, c))) return st;
+    const cJSON *rp = vc_json_member(o, "rope_parameters"); /* per layer type (OLMo 3, ...): sliding layers' own */
+    if (!c->local_rope && cJSON_IsObject(vc_json_member(rp, "sliding_attention")) &&
+        cJSON_IsObject(vc_json_member(rp, "full_attention"))) {
+        c->local_rope = 1;
+        if ((st = vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local))) return st;
+    }
     if (is(c, "gemma2") || is(c, "gemma3_text")) {
         double qs, a, f;
         c->sandwich_norm = 1;
@@ -297,7 +303,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5")) c->rope_interleaved = 1; /* GPT-J pairs */
     if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
-    if (is(c, "olmo2")) /* norms only after the sublayers; q and k normed over all their heads */
+    if (is(c, "olmo2") || is(c, "olmo3")) /* norms only after the sublayers; q and k normed over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
