@@ -38,6 +38,7 @@ typedef struct vc_model_config {
     float residual_scale;         /* 0: none; Granite's residual_multiplier on each sublayer's output */
     float logit_divisor;          /* 0: none; Granite's logits_scaling (logits / it) */
     int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
+    uint8_t nope[VC_MAX_LAYERS];  /* layers without rotary embedding (SmolLM3's no_rope_layers, EXAONE 4's global) */
     /* rope */
     vc_rope rope;
     vc_rope rope_local;           /* sliding-window layers' rope when local_rope (Gemma 3) */

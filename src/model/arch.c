@@ -170,7 +170,7 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
-    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
@@ -183,7 +183,7 @@ static const vc_arch ARCHS[] = {
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
-    { "olmo2", "olmo2 olmo3", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
+    { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },

@@ -242,6 +242,22 @@ static vc_status parse_gemma3(const cJSON *o, const char *path, vc_model_config 
     return vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local);
 }
 
+/* layers without rope: SmolLM3's no_rope_layers (1 = rope, 0 = none); EXAONE 4's global layers when the config
+ * has a sliding window */
+static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *nr = vc_json_member(o, "no_rope_layers"), *sw = vc_json_member(o, "sliding_window");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        if (is(c, "smollm3") && cJSON_IsArray(nr)) {
+            const cJSON *e = cJSON_GetArrayItem(nr, (int)l);
+            if (!cJSON_IsNumber(e)) return vc_fail(VC_ERR_FORMAT, "%s: no_rope_layers has no number for layer %lld", path,
+                                                   (long long)l);
+            c->nope[l] = e->valuedouble == 0;
+        }
+        if (is(c, "exaone4") && cJSON_IsNumber(sw) && sw->valuedouble > 0) c->nope[l] = c->window[l] == 0;
+    }
+    return VC_OK;
+}
+
 /* dropout rates a config sets (HF applies them in training mode): verlc computes without dropout, as
  * transformers in eval mode; said once per model */
 static void note_dropout(const cJSON *o, const char *path) {
@@ -305,6 +321,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "olmo2") || is(c, "olmo3")) /* norms only after the sublayers; q and k normed over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
+    if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
+        c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;
@@ -467,7 +485,8 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = rot_from_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
-    if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_special_tokens(o, path, c)))
+    if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_nope(o, path, c)) ||
+        (st = parse_special_tokens(o, path, c)))
         return st;
     if ((st = parse_labels(o, path, c)) || (st = check_sizes(c, path))) return st;
     if (c->rot_dim < 0 || c->rot_dim % 2 || c->rot_dim > c->head_dim)

@@ -299,8 +299,11 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     }
     int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
     const float *cs = loc ? f->cos_l : f->cos, *sn = loc ? f->sin_l : f->sin;
-    q = vc_op_rope_temp(g, reshape3(g, q, T, nh, hd), cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
-    k = vc_op_rope_temp(g, reshape3(g, k, T, nkv, hd), cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    q = reshape3(g, q, T, nh, hd), k = reshape3(g, k, T, nkv, hd);
+    if (!c->nope[l]) { /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
+        q = vc_op_rope_temp(g, q, cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
+        k = vc_op_rope_temp(g, k, cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    }
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
     return lin(f, reshape3(g, o, T, 1, nh * hd), l, VC_W_O, vc_w(m, l, VC_W_O_B));
