@@ -20,6 +20,7 @@ VC_HD float vc_act_f(float x, int kind) {
     case VC_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     case VC_ACT_RELU: return x > 0 ? x : 0;
     case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case VC_ACT_RELU2: return x > 0 ? x * x : 0; /* relu(x)^2 (Arcee) */
     default: return x;
     }
 }
@@ -41,6 +42,7 @@ VC_HD float vc_act_d(float x, int kind) {
         float s = 1.0f / (1.0f + expf(-x));
         return s * (1.0f - s);
     }
+    case VC_ACT_RELU2: return x > 0 ? 2.0f * x : 0.0f;
     default: return 1.0f;
     }
 }

@@ -100,7 +100,7 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
     static const struct { const char *name; int act; } A[] = {
         { "silu", VC_ACT_SILU }, { "swish", VC_ACT_SILU }, { "gelu", VC_ACT_GELU_ERF },
         { "gelu_new", VC_ACT_GELU_TANH }, { "gelu_pytorch_tanh", VC_ACT_GELU_TANH }, { "gelu_fast", VC_ACT_GELU_TANH },
-        { "relu", VC_ACT_RELU } };
+        { "relu", VC_ACT_RELU }, { "relu2", VC_ACT_RELU2 } };
     for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
         if (!strcmp(a, A[i].name)) {
             c->act = A[i].act;
@@ -323,6 +323,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
     if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
+    if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;

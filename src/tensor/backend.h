@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
-enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_NONE };
+enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_NONE };
 
 /* Attention over packed sequences. Sequence s has q rows [q_start[s], q_start[s+1]) of the packed q
  * and kv_len[s] keys at k_seq[s] / v_seq[s] (row strides k_stride / v_stride floats between tokens,

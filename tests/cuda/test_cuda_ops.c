@@ -202,7 +202,7 @@ static void test_rope(void) {
 /* ---- activations ---- */
 static void test_act(void) {
     printf("activations\n");
-    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "none" };
+    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "none" };
     int64_t n = 100003;
     float *x = hrand((size_t)n, 6), *u = hrand((size_t)n, 2), *dy = hrand((size_t)n, 1);
     float *gx = dup_f(x, n), *gu = dup_f(u, n), *gdy = dup_f(dy, n);

@@ -160,8 +160,8 @@ static void run_all(void) {
     check_op("rmsnorm(1+w)", b_rms1p, 2, 1e-3f, 5e-3f);
     make(0, 2, 5, 7, 0, 1); make(1, 1, 7, 0, 0, 1); make(2, 1, 7, 0, 0, 1);
     check_op("layernorm", b_ln, 3, 4e-3f, 5e-3f);
-    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid" };
-    for (act_kind = 0; act_kind < 5; act_kind++) {
+    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2" };
+    for (act_kind = 0; act_kind < 6; act_kind++) {
         char nm[64];
         make(0, 2, 4, 5, 0, 2);
         snprintf(nm, sizeof nm, "act %s", acts[act_kind]);
