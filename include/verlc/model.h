@@ -29,6 +29,7 @@ typedef struct vc_model_config {
     int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
     int qk_norm_full;             /* ... over all heads of q and of k at once (OLMo 2) */
     int no_pre_norm;              /* no norm before attention and MLP, only after them (OLMo 2) */
+    int norm_no_bias;             /* LayerNorms without a bias (Cohere) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */

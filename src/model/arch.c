@@ -170,7 +170,7 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
-    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral helium cohere cohere2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
@@ -280,7 +280,7 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
 
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
     int64_t H = c->hidden, hd = c->head_dim, nq = c->n_head * hd, nkv = c->n_kv_head * hd;
-    int ln = c->norm_kind == VC_NORM_LAYER, moe = layer >= 0 && c->is_moe[layer];
+    int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
     int64_t qk = c->qk_nope_dim + c->qk_rope_dim;
     *optional = 0;
     switch (slot) {

@@ -253,7 +253,8 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
                                                    (long long)l);
             c->nope[l] = e->valuedouble == 0;
         }
-        if (is(c, "exaone4") && cJSON_IsNumber(sw) && sw->valuedouble > 0) c->nope[l] = c->window[l] == 0;
+        if ((is(c, "exaone4") && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2"))
+            c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
     }
     return VC_OK;
 }
@@ -316,13 +317,25 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
             return vc_fail(VC_ERR_FORMAT, "%s: Granite's multipliers must be positive", path);
         c->emb_scale = (float)e, c->residual_scale = (float)r, c->attn_scale = (float)a, c->logit_divisor = (float)l;
     }
-    if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5")) c->rope_interleaved = 1; /* GPT-J pairs */
+    if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5") || is(c, "helium") || is(c, "cohere") || is(c, "cohere2"))
+        c->rope_interleaved = 1; /* GPT-J pairs */
     if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "olmo2") || is(c, "olmo3")) /* norms only after the sublayers; q and k normed over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
     if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
+    if (is(c, "cohere") || is(c, "cohere2")) { /* Command R: one LayerNorm (no bias) feeding attention and MLP in parallel, GPT-J
+                            * pairs, logits times logit_scale */
+        double ls;
+        if (flag(o, "use_qk_norm", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: Cohere's use_qk_norm (a LayerNorm weight per head) is not built", path);
+        if ((st = get_num_any(o, "logit_scale", 0.0625, &ls, path))) return st;
+        if (!(ls > 0)) return vc_fail(VC_ERR_FORMAT, "%s: logit_scale must be positive", path);
+        c->parallel_block = c->norm_no_bias = c->rope_interleaved = 1;
+        c->norm_kind = VC_NORM_LAYER;
+        c->logit_divisor = (float)(1.0 / ls);
+    }
     if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
