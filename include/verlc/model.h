@@ -28,6 +28,7 @@ typedef struct vc_model_config {
                                    * (reward models, critics): a score head [n_labels, hidden], no LM head */
     int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
     int qk_norm_full;             /* ... over all heads of q and of k at once (OLMo 2) */
+    int qk_norm_after_rope;       /* ... applied after the rotary embedding (Hunyuan) */
     int no_pre_norm;              /* no norm before attention and MLP, only after them (OLMo 2) */
     int norm_no_bias;             /* LayerNorms without a bias (Cohere) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */

@@ -75,6 +75,11 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* Hunyuan dense: per-head q / k norms (after the rope) under their own names */
+static const vc_tensor_rule HUNYUAN_QK[] = {
+    { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
+    { 0 } };
+
 /* OLMo 2: norms after attention and after the MLP only */
 static const vc_tensor_rule OLMO2_NORMS[] = {
     { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
@@ -185,6 +190,7 @@ static const vc_arch ARCHS[] = {
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
+    { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },

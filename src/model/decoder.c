@@ -292,7 +292,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), vc_w(m, l, VC_W_Q_NORM), vc_w(m, l, VC_W_Q_NORM_B), c->norm_eps);
         k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), vc_w(m, l, VC_W_K_NORM), vc_w(m, l, VC_W_K_NORM_B),
                             c->norm_eps);
-    } else if (c->qk_norm) { /* per head, or (OLMo 2) over all of q's and of k's heads */
+    } else if (c->qk_norm && !c->qk_norm_after_rope) { /* per head, or (OLMo 2) over all of q's and of k's heads */
         int64_t qc = c->qk_norm_full ? nh * hd : hd, kc = c->qk_norm_full ? nkv * hd : hd;
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), qc, c->norm_eps, c->norm_offset);
         k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), kc, c->norm_eps, c->norm_offset);
@@ -303,6 +303,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     if (!c->nope[l]) { /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
         q = vc_op_rope_temp(g, q, cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
         k = vc_op_rope_temp(g, k, cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    }
+    if (c->qk_norm && c->qk_norm_after_rope) { /* Hunyuan: per-head RMSNorm of the rotated q and k */
+        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
+        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
     }
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
