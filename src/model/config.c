@@ -336,8 +336,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->norm_kind = VC_NORM_LAYER;
         c->logit_divisor = (float)(1.0 / ls);
     }
-    if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN;
-    if (is(c, "hunyuan_v1_dense")) c->qk_norm = c->qk_norm_after_rope = 1; /* always, as transformers builds it */ /* down(act(up(x))): no gate (relu2) */
+    if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
+    if (is(c, "hunyuan_v1_dense")) c->qk_norm = c->qk_norm_after_rope = 1; /* always, as transformers builds it */
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;
