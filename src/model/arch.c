@@ -75,6 +75,11 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* ERNIE 4.5 MoE: the routing correction bias ([1, E]) under its own name */
+static const vc_tensor_rule ERNIE_MOE[] = {
+    { L "mlp.moe_statics.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { 0 } };
+
 /* Hunyuan dense: per-head q / k norms (after the rope) under their own names */
 static const vc_tensor_rule HUNYUAN_QK[] = {
     { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
@@ -180,6 +185,7 @@ static const vc_arch ARCHS[] = {
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     { "gemma3_text", "gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
@@ -324,7 +330,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_UP_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, c->inter, 0, 0);
     case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, H, 0, 0);
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
-    case VC_W_ROUTER_BIAS: return moe && c->router_sigmoid ? set(s, c->n_expert, 0, 0) : 0;
+    case VC_W_ROUTER_BIAS: return moe && (c->router_sigmoid || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE: case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
     case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, H, c->moe_inter) : 0;
     case VC_W_SH_GATE: case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;

@@ -146,8 +146,9 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
 static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
     int64_t v;
-    if ((st = get_int_any(o, "num_experts num_local_experts n_routed_experts", 0, &c->n_expert, path))) return st;
-    if ((st = get_int_any(o, "num_experts_per_tok", 0, &c->top_k, path))) return st;
+    if ((st = get_int_any(o, "num_experts num_local_experts n_routed_experts moe_num_experts", 0, &c->n_expert, path)))
+        return st;
+    if ((st = get_int_any(o, "num_experts_per_tok moe_k", 0, &c->top_k, path))) return st;
     if ((st = get_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
     if (c->n_expert <= 0) return VC_OK;
     if (c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)
@@ -190,9 +191,21 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         } else if (strcmp(method, "greedy"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: topk_method '%s' is not supported", path, method);
     }
+    int64_t ms = 0, me = c->n_layer - 1, mi = 1; /* ERNIE 4.5: MoE layers from moe_layer_start_index to _end_index */
+    if (is(c, "ernie4_5_moe")) {
+        c->norm_topk = c->router_bias = 1; /* weights / max(sum, moe_norm_min): the sum for any real router */
+        if ((st = get_int_any(o, "n_shared_experts moe_num_shared_experts", 0, &v, path)) ||
+            (st = get_int_any(o, "moe_layer_start_index", 0, &ms, path)) ||
+            (st = get_int_any(o, "moe_layer_end_index", c->n_layer - 1, &me, path)) ||
+            (st = get_int_any(o, "moe_layer_interval", 1, &mi, path)))
+            return st;
+        c->shared_inter = v * c->moe_inter;
+        if (me < 0) me = c->n_layer - 1;
+    }
     const cJSON *only = vc_json_member(o, "mlp_only_layers");
     for (int64_t l = 0; l < c->n_layer; l++) {
         int moe = (l + 1) % (step > 0 ? step : 1) == 0 && l >= first_dense && l % (freq > 0 ? freq : 1) == 0;
+        if (is(c, "ernie4_5_moe")) moe = (l + 1) % (mi > 0 ? mi : 1) == 0 && l >= ms && l <= me;
         if (only && cJSON_IsArray(only)) {
             const cJSON *e;
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
@@ -317,9 +330,10 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
             return vc_fail(VC_ERR_FORMAT, "%s: Granite's multipliers must be positive", path);
         c->emb_scale = (float)e, c->residual_scale = (float)r, c->attn_scale = (float)a, c->logit_divisor = (float)l;
     }
-    if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5") || is(c, "helium") || is(c, "cohere") || is(c, "cohere2"))
+    if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5") || is(c, "ernie4_5_moe") || is(c, "helium") ||
+        is(c, "cohere") || is(c, "cohere2"))
         c->rope_interleaved = 1; /* GPT-J pairs */
-    if (is(c, "ernie4_5") && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    if ((is(c, "ernie4_5") || is(c, "ernie4_5_moe")) && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "olmo2") || is(c, "olmo3")) /* norms only after the sublayers; q and k normed over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;

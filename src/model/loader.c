@@ -317,8 +317,9 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         int64_t want[4], n = 1;
         int nd = source_shape(m, s, want);
         if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
-        int ok = t->ndim == nd;
-        for (int d = 0; d < nd && ok; d++) ok = t->shape[d] == want[d];
+        int lead = t->ndim - nd, ok = lead >= 0 && t->ndim <= 4; /* leading 1s (ERNIE's [1, E] bias) are kept */
+        for (int d = 0; d < lead && ok; d++) ok = t->shape[d] == 1;
+        for (int d = 0; d < nd && ok; d++) ok = t->shape[lead + d] == want[d];
         if (!ok) {
             char a[96] = "", b[96] = "";
             for (int d = 0; d < t->ndim; d++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "," : "", (long long)t->shape[d]);
@@ -327,8 +328,8 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         }
         if (t->dtype != VC_F32 && t->dtype != VC_BF16 && t->dtype != VC_F16 && t->dtype != VC_F8E4M3)
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s", m->dir, s->name, vc_dtype_name(t->dtype));
-        s->ndim = nd;
-        for (int d = 0; d < nd; d++) n *= (s->shape[d] = want[d]);
+        s->ndim = t->ndim; /* the checkpoint's shape, for export */
+        for (int d = 0; d < t->ndim; d++) n *= (s->shape[d] = t->shape[d]);
         float *buf = vc_malloc((size_t)n * 4);
         if (!buf) return VC_ERR_NOMEM;
         vc_st_tensor_to_f32(t, buf);
