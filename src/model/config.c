@@ -162,8 +162,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
-    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe");
-    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe")) {
+    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1");
+    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1")) {
         if ((st = get_int_any(o, "n_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
@@ -295,7 +295,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0)) ||
                 flag(o, "attention_out_bias", 0); /* Seed-OSS */
     c->mlp_bias = flag(o, "mlp_bias", 0);
-    if (is(c, "qwen3") || is(c, "qwen3_moe")) c->qk_norm = 1;
+    if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1")) c->qk_norm = 1;
     if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
     if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text")) {
         c->norm_offset = 1.0f;
