@@ -6,6 +6,7 @@
  * mean absolute loss are verl's metrics, taken before the clamp. */
 #include "rl_internal.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 vc_status rl_distill_tokens(const rl_distill_cfg *dc, vc_agg_mode agg, const vc_agg_norm *norm, const float *logp,
@@ -52,17 +53,22 @@ static double topk_term(float sv, float tv, int clamp, float c) {
     return exp((double)tc) * ((double)tc - sc);
 }
 
-/* how many of the teacher's k ids are among the student's, and the mean of -term over those */
-static float topk_overlap(const int32_t *tid, const int32_t *sid, const float *s, const float *t, int k, int clamp,
-                          float c, float *adv) {
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* how many of the teacher's k ids are among the student's (sorted: k log k, as k may be thousands), and the
+ * mean of -term over those */
+static float topk_overlap(const int32_t *tid, const int32_t *sorted_sid, const float *s, const float *t, int k,
+                          int clamp, float c, float *adv) {
     int cnt = 0;
     double a = 0;
     for (int j = 0; j < k; j++)
-        for (int i = 0; i < k; i++)
-            if (tid[j] == sid[i]) {
-                cnt++, a -= topk_term(s[j], t[j], clamp, c);
-                break;
-            }
+        if (bsearch(&tid[j], sorted_sid, (size_t)k, sizeof *sorted_sid, cmp_i32)) {
+            cnt++;
+            a -= topk_term(s[j], t[j], clamp, c);
+        }
     *adv = cnt ? (float)(a / cnt) : 0.0f;
     return (float)cnt;
 }
@@ -70,6 +76,7 @@ static float topk_overlap(const int32_t *tid, const int32_t *sid, const float *s
 void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, const int32_t *tids,
                      const int32_t *sids, int64_t P, int k, const rl_topk_out *o) {
     int clamp = !isnan(dc->lp_min_clamp);
+    int32_t *sorted = tids && sids ? malloc(sizeof(int32_t) * (size_t)(k > 0 ? k : 1)) : NULL;
     float c = (float)dc->lp_min_clamp;
     for (int64_t q = 0; q < P; q++) {
         double l = 0, sm = 0, tm = 0;
@@ -86,6 +93,11 @@ void rl_distill_topk(const rl_distill_cfg *dc, const float *s, const float *t, c
         o->loss[q] = l > 0 ? (float)l : 0.0f; /* top-k masses do not sum to 1: the divergence may go negative */
         if (!(l > 0))
             for (int j = 0; j < k; j++) ds[j] = 0;
-        if (tids && sids) o->ov_n[q] = topk_overlap(tids + q * k, sids + q * k, sq, tq, k, clamp, c, &o->ov_adv[q]);
+        if (sorted) { /* the student's ids sorted, for the teacher's to be looked up */
+            memcpy(sorted, sids + q * k, sizeof(int32_t) * (size_t)k);
+            qsort(sorted, (size_t)k, sizeof *sorted, cmp_i32);
+            o->ov_n[q] = topk_overlap(tids + q * k, sorted, sq, tq, k, clamp, c, &o->ov_adv[q]);
+        } else if (tids && sids) o->ov_n[q] = o->ov_adv[q] = 0; /* out of memory: no overlap metrics */
     }
+    free(sorted);
 }

@@ -177,8 +177,9 @@ static int glm_pair(const char *p, const char *end, pt_span *key, pt_span *val, 
         const char *ks = a + 9;
         for (const char *ke = pt_find(ks, end, "</arg_key>"); ke; ke = pt_find(ke + 1, end, "</arg_key>")) {
             const char *v = pt_skip_space(ke + 10, end);
-            const char *ve = pt_starts(v, end, "<arg_value>") ? pt_find(v + 11, end, "</arg_value>") : NULL;
-            if (!ve) continue;
+            if (!pt_starts(v, end, "<arg_value>")) continue;
+            const char *ve = pt_find(v + 11, end, "</arg_value>");
+            if (!ve) return 0; /* no closing tag further on: no later pair can match either */
             *key = (pt_span){ ks, (size_t)(ke - ks) }, *val = (pt_span){ v + 11, (size_t)(ve - v - 11) };
             *next = ve + 12;
             return 1;
@@ -236,7 +237,7 @@ static int tag_search(const char *p, const char *end, const char *open, const ch
         const char *b = he + strlen(mid);
         if (mid_ws) b = pt_skip_space(b, end);
         const char *c = pt_find(b, end, close);
-        if (!c) continue;
+        if (!c) return 0; /* none further on: no later opening can match either */
         *head = (pt_span){ h, (size_t)(he - h) }, *body = (pt_span){ b, (size_t)(c - b) }, *next = c + strlen(close);
         return 1;
     }
@@ -317,8 +318,8 @@ static char *kimi(const char *t, const char *end, const cJSON *tools, sink *k) {
     if (!sec) return pt_dup(t, (size_t)(end - t));
     for (const char *p = t, *b; (b = pt_find(p, end, B));) {
         const char *a = pt_find(b + sizeof B - 1, end, A), *e = a ? pt_find(a + sizeof A - 1, end, E) : NULL;
-        p = e ? e + sizeof E - 1 : b + 1; /* the search goes on after a match, else one byte on */
-        if (!e) continue;
+        if (!e) break; /* no argument-begin / end further on: no later call can match */
+        p = e + sizeof E - 1;
         pt_span raw = pt_strip((pt_span){ b + sizeof B - 1, (size_t)(a - b - (sizeof B - 1)) });
         cJSON *args = pt_json_loads((pt_span){ a + sizeof A - 1, (size_t)(e - a - (sizeof A - 1)) });
         if (!cJSON_IsObject(args)) cJSON_Delete(args), args = cJSON_CreateObject();
@@ -348,8 +349,8 @@ static int dsv4_invoke(pt_span blk, sink *k) {
                 if (pt_starts(s, be, "false\">")) { v0 = s + 7; break; }
             }
             const char *ve = v0 ? pt_find(v0, be, PC) : NULL;
-            q = ve ? ve + strlen(PC) : c + 1;
-            if (!ve) continue;
+            if (!ve) break; /* nothing further on can close a parameter */
+            q = ve + strlen(PC);
             pt_span v = { v0, (size_t)(ve - v0) };
             cJSON *val = is_str ? NULL : pt_json_loads(v);
             if (!val) val = pt_str_of(v);
@@ -437,9 +438,13 @@ static char *gemma4(const char *t, const char *end, sink *k) {
     for (const char *p = t, *a; first && (a = pt_find(p, end, O));) {
         const char *nm = a + sizeof O - 1, *ne = nm;
         while (ne < end && word(*ne)) ne++;
-        const char *c = ne > nm && ne < end && *ne == '{' ? pt_find(ne + 1, end, C) : NULL;
-        p = c ? c + sizeof C - 1 : a + 1;
-        if (!c) continue;
+        if (!(ne > nm && ne < end && *ne == '{')) { /* not "call:NAME{": the search moves on */
+            p = a + 1;
+            continue;
+        }
+        const char *c = pt_find(ne + 1, end, C);
+        if (!c) break; /* no closing further on: no later call can match */
+        p = c + sizeof C - 1;
         cJSON *args = gemma_args((pt_span){ ne + 1, (size_t)(c - ne - 1) });
         if (!args || !add_call(k, (pt_span){ nm, (size_t)(ne - nm) }, args)) return NULL;
         n++;

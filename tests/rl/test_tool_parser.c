@@ -122,6 +122,28 @@ static void mutations(const cJSON *cases, const cJSON *tools) {
     printf("mutated texts: %ld parses\n", runs);
 }
 
+/* many opening tags that nothing closes, through every parser: each scan stops once no closing tag is left
+ * (it was cubic in the text for glm before) */
+static void unclosed(const cJSON *tools) {
+    static const char *const OPEN[] = { "<tool_call>x<arg_key>k</arg_key>", "<|tool_call_begin|>a", "<|tool_call>call:f{",
+                                        "<seed:tool_call><function=f>", "<tool_call><function=f><parameter=x>" };
+    for (size_t o = 0; o < sizeof OPEN / sizeof OPEN[0]; o++) {
+        size_t n = strlen(OPEN[o]), reps = 3000;
+        char *t = malloc(n * reps + 64);
+        for (size_t i = 0; i < reps; i++) memcpy(t + i * n, OPEN[o], n);
+        strcpy(t + n * reps, "</tool_call><|tool_calls_section_begin|></seed:tool_call>");
+        for (int kind = RL_TF_HERMES; kind <= RL_TF_GEMMA4; kind++) {
+            rl_tool_call calls[4];
+            char *content = NULL;
+            int k = rl_parse_tool_calls_as(kind, t, NULL, tools, calls, 4, &content);
+            CHECK(k >= 0 && content != NULL);
+            for (int i = 0; i < k; i++) cJSON_Delete(calls[i].args);
+            free(content);
+        }
+        free(t);
+    }
+}
+
 int main(void) {
     char *js = slurp("tests/fixtures/rl/tool_parser_reference.json");
     cJSON *ref = js ? cJSON_Parse(js) : NULL;
@@ -151,6 +173,7 @@ int main(void) {
     CHECK(rl_tool_format_parse("llama3_json", &kind) == VC_ERR_UNSUPPORTED);
     prefixes(cases, tools);
     mutations(cases, tools);
+    unclosed(tools);
     cJSON_Delete(ref);
     free(js);
     return vc_test_done();
