@@ -28,4 +28,8 @@ const char *vc_json_type_name(const cJSON *v);
 /* Writes s to f as a JSON string (quotes, backslashes and control characters escaped). */
 #include <stdio.h>
 void vc_json_fput_str(FILE *f, const char *s);
+/* Sets (value: JSON text) or removes (value NULL) the top-level member `key` of the JSON object text *text, which
+ * is replaced by a new malloc'd text; everything else keeps its bytes (numbers as written: 7.0 stays 7.0, which a
+ * cJSON round trip would print as 7). A new member goes first. VC_ERR_FORMAT when *text is not an object. */
+vc_status vc_json_text_set(char **text, const char *key, const char *value);
 #endif

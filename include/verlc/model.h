@@ -35,6 +35,9 @@ typedef struct vc_model_config {
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
     int router_bias;              /* the router has a choice-only correction bias (DeepSeek-V3's sigmoid, ERNIE's softmax) */
+    int attn_sinks;               /* a learned sink logit per head in every softmax (gpt-oss) */
+    int fp8_block[2];             /* quantization_config fp8: weight_block_size of the *_scale_inv scales */
+    int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */
     float attn_softcap, final_softcap;

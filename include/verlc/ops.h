@@ -46,6 +46,10 @@ vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const fl
                            int interleaved);
 /* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
 vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d);
+/* the same with attention sinks (gpt-oss): sinks [n_head] logits, one more key per head with a zero value;
+ * NULL: none (d->sinks is set from it) */
+vc_tensor *vc_op_attention_sinks(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d,
+                                 vc_tensor *sinks);
 vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind);
 /* columns [c0, c1) of x viewed as [R, C] (C = last dim) -> [R, c1 - c0] */
@@ -80,4 +84,11 @@ typedef struct vc_moe_lora {
 } vc_moe_lora;
 vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
                           vc_tensor *down, int act, const struct vc_route_desc *rd, const vc_moe_lora *lora);
+/* the experts' biases (gpt-oss): gate / up [E, I], down [E, H]; each may be NULL */
+typedef struct vc_moe_bias {
+    vc_tensor *gate, *up, *down;
+} vc_moe_bias;
+vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
+                        vc_tensor *down, int act, const struct vc_route_desc *rd, const vc_moe_lora *lora,
+                        const vc_moe_bias *bias);
 #endif

@@ -12,6 +12,9 @@
 #endif
 
 #define VC_SQRT_2_OVER_PI 0.7978845608028654f
+/* gpt-oss's SwiGLU constants (its config's swiglu_alpha and swiglu_limit; other values are refused) */
+#define VC_OAI_ALPHA 1.702f
+#define VC_OAI_LIMIT 7.0f
 
 VC_HD float vc_act_f(float x, int kind) {
     switch (kind) {
@@ -21,6 +24,7 @@ VC_HD float vc_act_f(float x, int kind) {
     case VC_ACT_RELU: return x > 0 ? x : 0;
     case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case VC_ACT_RELU2: return x > 0 ? x * x : 0; /* relu(x)^2 (Arcee) */
+    case VC_ACT_OAI_GLU: return x / (1.0f + expf(-VC_OAI_ALPHA * x)); /* ungated: the gate's part unclamped */
     default: return x;
     }
 }
@@ -43,7 +47,33 @@ VC_HD float vc_act_d(float x, int kind) {
         return s * (1.0f - s);
     }
     case VC_ACT_RELU2: return x > 0 ? 2.0f * x : 0.0f;
+    case VC_ACT_OAI_GLU: {
+        float s = 1.0f / (1.0f + expf(-VC_OAI_ALPHA * x));
+        return s * (1.0f + VC_OAI_ALPHA * x * (1.0f - s));
+    }
     default: return 1.0f;
     }
+}
+
+/* Gated units act(g) * u, and their derivatives in g and u. gpt-oss's (VC_ACT_OAI_GLU) clamps the gate from
+ * above and the up projection on both sides at VC_OAI_LIMIT, then (u + 1) g sigmoid(alpha g); a clamped
+ * input passes no gradient (torch.clamp's: inside the closed interval it does). */
+VC_HD float vc_oai_clamp_u(float u) { return u < -VC_OAI_LIMIT ? -VC_OAI_LIMIT : u > VC_OAI_LIMIT ? VC_OAI_LIMIT : u; }
+
+VC_HD float vc_gate_f(float g, float u, int kind) {
+    if (kind != VC_ACT_OAI_GLU) return vc_act_f(g, kind) * u;
+    float gc = g > VC_OAI_LIMIT ? VC_OAI_LIMIT : g;
+    return vc_act_f(gc, kind) * (vc_oai_clamp_u(u) + 1.0f);
+}
+
+VC_HD float vc_gate_dg(float g, float u, int kind) {
+    if (kind != VC_ACT_OAI_GLU) return u * vc_act_d(g, kind);
+    return g > VC_OAI_LIMIT ? 0.0f : (vc_oai_clamp_u(u) + 1.0f) * vc_act_d(g, kind);
+}
+
+VC_HD float vc_gate_du(float g, float u, int kind) {
+    if (kind != VC_ACT_OAI_GLU) return vc_act_f(g, kind);
+    if (u < -VC_OAI_LIMIT || u > VC_OAI_LIMIT) return 0.0f;
+    return vc_act_f(g > VC_OAI_LIMIT ? VC_OAI_LIMIT : g, kind);
 }
 #endif

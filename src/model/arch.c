@@ -59,6 +59,16 @@ static const vc_tensor_rule MIXTRAL_MOE[] = {
     { L "mlp.experts.down_proj", VC_W_EXP_DOWN },
     { 0 } };
 
+/* gpt-oss: attention sinks, a router with a bias, experts with biases in its own layout */
+static const vc_tensor_rule GPT_OSS[] = {
+    { L "self_attn.sinks", VC_W_SINKS },
+    { L "mlp.router.weight", VC_W_ROUTER }, { L "mlp.router.bias", VC_W_ROUTER_B },
+    { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_OAI_GATE_UP, VC_W_EXP_UP },
+    { L "mlp.experts.gate_up_proj_bias", VC_W_EXP_GATE_B, VC_TR_OAI_GATE_UP_B, VC_W_EXP_UP_B },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { L "mlp.experts.down_proj_bias", VC_W_EXP_DOWN_B },
+    { 0 } };
+
 static const vc_tensor_rule MLA_ATTN[] = {
     { L "self_attn.q_proj.weight", VC_W_Q },
     { L "self_attn.q_a_proj.weight", VC_W_Q_A }, { L "self_attn.q_a_layernorm.weight", VC_W_Q_A_NORM },
@@ -73,6 +83,23 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
     { L "pre_feedforward_layernorm.weight", VC_W_FFN_NORM },
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
+/* Granite 3 MoE: fused experts [E, 2I, H] (gate rows, then up) and [E, H, I], a router module, a shared MLP
+ * (granitemoeshared); the hub's names and transformers 5's */
+static const vc_tensor_rule GRANITE_MOE[] = {
+    { L "block_sparse_moe.input_linear.weight", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "block_sparse_moe.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "block_sparse_moe.output_linear.weight", VC_W_EXP_DOWN }, { L "block_sparse_moe.experts.down_proj", VC_W_EXP_DOWN },
+    { L "block_sparse_moe.router.layer.weight", VC_W_ROUTER }, { L "block_sparse_moe.router.weight", VC_W_ROUTER },
+    { L "shared_mlp.input_linear.weight", VC_W_SH_GATE, VC_TR_SPLIT_ROWS, VC_W_SH_UP },
+    { L "shared_mlp.output_linear.weight", VC_W_SH_DOWN },
+    { 0 } };
+
+/* MiniMax-M2: the routing correction bias beside the router (hub: block_sparse_moe.*, transformers 5: mlp.*) */
+static const vc_tensor_rule MINIMAX_BIAS[] = {
+    { L "block_sparse_moe.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { L "mlp.e_score_correction_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
 /* ERNIE 4.5 MoE: the routing correction bias ([1, E]) under its own name */
@@ -183,9 +210,12 @@ static const vc_arch ARCHS[] = {
     { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral helium cohere cohere2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
+    { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
+    { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },
+    { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     { "gemma3_text", "gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
@@ -274,7 +304,9 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_ROUTER_BIAS] = "router.score_bias", [VC_W_EXP_GATE] = "experts.gate", [VC_W_EXP_UP] = "experts.up",
     [VC_W_EXP_DOWN] = "experts.down", [VC_W_SH_GATE] = "shared.gate", [VC_W_SH_UP] = "shared.up",
     [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj", [VC_W_SCORE] = "score",
-    [VC_W_SCORE_B] = "score.bias",
+    [VC_W_SCORE_B] = "score.bias", [VC_W_SINKS] = "sinks", [VC_W_ROUTER_B] = "router.bias",
+    [VC_W_EXP_GATE_B] = "experts.gate.bias", [VC_W_EXP_UP_B] = "experts.up.bias",
+    [VC_W_EXP_DOWN_B] = "experts.down.bias",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -336,6 +368,10 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_GATE: case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
+    case VC_W_SINKS: return c->attn_sinks ? set(s, c->n_head, 0, 0) : 0;
+    case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
+    case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
+    case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;
     }
     return 0;
 }

@@ -17,6 +17,9 @@ enum vc_slot {
     VC_W_ROUTER, VC_W_ROUTER_BIAS,
     VC_W_EXP_GATE, VC_W_EXP_UP, VC_W_EXP_DOWN, /* stacked [E, ...] */
     VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN, VC_W_SH_GATE_PROJ,
+    VC_W_SINKS,        /* [n_head] attention sink logits (gpt-oss) */
+    VC_W_ROUTER_B,     /* the router's own bias, part of its logits (gpt-oss) */
+    VC_W_EXP_GATE_B, VC_W_EXP_UP_B, VC_W_EXP_DOWN_B, /* stacked experts' biases [E, I], [E, I], [E, H] (gpt-oss) */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
@@ -28,6 +31,9 @@ enum vc_transform {
     VC_TR_EXPERT,      /* per-expert tensor into row block e of a stacked slot; name has two %d */
     VC_TR_EXPERT_GATE_UP, /* transformers-5 fused experts: [E, 2I, H] = per expert [gate; up] */
     VC_TR_IGNORE,      /* known tensor that carries nothing the model needs (e.g. cached inv_freq) */
+    /* gpt-oss's experts: [E, H, 2I] with gate and up in alternate columns (input-major) into gate / up [E, I, H];
+     * biases [E, 2I] alternating likewise into [E, I] twice; down [E, I, H] (input-major) into [E, H, I] */
+    VC_TR_OAI_GATE_UP, VC_TR_OAI_GATE_UP_B, VC_TR_OAI_DOWN,
 };
 
 typedef struct vc_tensor_rule {

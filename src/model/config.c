@@ -157,8 +157,16 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     c->routed_scaling = 1.0f;
     c->norm_topk = flag(o, "norm_topk_prob", 0);
     if (is(c, "mixtral")) c->norm_topk = 1;
+    if (is(c, "gpt_oss")) c->norm_topk = c->expert_bias = 1; /* a softmax over the chosen logits */
+    if (is(c, "minimax_m2")) /* DeepSeek-V3's router without groups: sigmoid, correction bias, renormalised */
+        c->norm_topk = c->router_sigmoid = c->router_bias = 1;
     if ((st = get_int_any(o, "shared_expert_intermediate_size", 0, &c->shared_inter, path))) return st;
     c->shared_gate = c->shared_inter > 0;
+    if (is(c, "granitemoe") || is(c, "granitemoeshared")) { /* a softmax over the top-k logits; an ungated shared MLP */
+        c->norm_topk = 1;
+        if ((st = get_int_any(o, "shared_intermediate_size", 0, &c->shared_inter, path))) return st;
+        c->shared_gate = 0;
+    }
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
@@ -286,6 +294,21 @@ static void note_dropout(const cJSON *o, const char *path) {
     }
 }
 
+/* gpt-oss: attention sinks, biases on attention, router and experts, its clamped SwiGLU (fixed constants) */
+static vc_status parse_gpt_oss(const cJSON *o, const char *path, vc_model_config *c) {
+    double alpha, limit;
+    vc_status st;
+    if ((st = get_num_any(o, "swiglu_alpha", 1.702, &alpha, path)) || (st = get_num_any(o, "swiglu_limit", 7.0, &limit, path)))
+        return st;
+    if (fabs(alpha - 1.702) > 1e-6 || fabs(limit - 7.0) > 1e-6)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: swiglu_alpha %g / swiglu_limit %g: verlc computes gpt-oss's SwiGLU with "
+                       "its released constants 1.702 and 7 only", path, alpha, limit);
+    c->act = VC_ACT_OAI_GLU;
+    c->attn_sinks = 1;
+    c->qkv_bias = c->o_bias = flag(o, "attention_bias", 1);
+    return VC_OK;
+}
+
 /* family-specific keys and flags */
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
@@ -319,7 +342,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
-    if (is(c, "granite")) { /* IBM Granite (3.x): four multipliers */
+    if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared")) { /* IBM Granite (3.x): four multipliers */
         double e, r, a, l;
         if ((st = get_num_any(o, "embedding_multiplier", 1, &e, path)) ||
             (st = get_num_any(o, "residual_multiplier", 1, &r, path)) ||
@@ -351,6 +374,13 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->logit_divisor = (float)(1.0 / ls);
     }
     if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
+    if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
+    if (is(c, "minimax_m2")) { /* q and k RMS-normed over all their heads; the hub's rotary_dim */
+        c->qk_norm = c->qk_norm_full = 1;
+        int64_t rd = 0;
+        if ((st = get_int_any(o, "rotary_dim", 0, &rd, path))) return st;
+        if (rd > 0 && c->rope.partial_rotary_factor == 1.0) c->rot_dim = (int)rd;
+    }
     if (is(c, "hunyuan_v1_dense")) c->qk_norm = c->qk_norm_after_rope = 1; /* always, as transformers builds it */
     if (is(c, "starcoder2")) { /* LayerNorm, a plain MLP, biases as use_bias says */
         c->norm_kind = VC_NORM_LAYER;
@@ -400,7 +430,9 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->n_kv_head = g;
     }
     if (!strncmp(c->model_type, "deepseek_v", 10) && (st = parse_mla(o, path, c))) return st;
-    return parse_moe(o, path, c);
+    if ((st = parse_moe(o, path, c))) return st;
+    if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
+    return VC_OK;
 }
 
 static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model_config *c) {
@@ -429,6 +461,33 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
 
 /* architectures[0] *ForSequenceClassification / *ForTokenClassification: a score head instead of the LM
  * head, with len(id2label) or num_labels outputs (transformers' default: 2) */
+/* quantization_config: block-scaled FP8 (DeepSeek-V3, MiniMax-M2, Qwen3-FP8: weights in float8_e4m3 with a
+ * weight_scale_inv per block) and MXFP4 (gpt-oss's experts) are dequantized on load; other methods refused */
+static vc_status parse_quant(const cJSON *o, const char *path, vc_model_config *c) {
+    c->fp8_block[0] = c->fp8_block[1] = 128;
+    const cJSON *q = vc_json_member(o, "quantization_config");
+    if (!q) return VC_OK;
+    const char *m = NULL;
+    vc_status st = vc_json_get_str(q, "quant_method", "", &m, path);
+    if (st) return st;
+    if (!strcmp(m, "mxfp4")) return VC_OK;
+    if (strcmp(m, "fp8"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.quant_method '%s': verlc loads plain, block-scaled "
+                       "fp8 and mxfp4 checkpoints (dequantized)", path, m);
+    const cJSON *b = vc_json_member(q, "weight_block_size");
+    if (!b) return VC_OK;
+    if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(b, 0)) ||
+        !cJSON_IsNumber(cJSON_GetArrayItem(b, 1)))
+        return vc_fail(VC_ERR_FORMAT, "%s: quantization_config.weight_block_size must be two numbers", path);
+    for (int i = 0; i < 2; i++) {
+        double v = cJSON_GetArrayItem(b, i)->valuedouble;
+        if (!(v >= 1 && v <= 1 << 20) || v != (int)v)
+            return vc_fail(VC_ERR_FORMAT, "%s: quantization_config.weight_block_size[%d] = %g", path, i, v);
+        c->fp8_block[i] = (int)v;
+    }
+    return VC_OK;
+}
+
 static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *a = vc_json_member(o, "architectures");
     const cJSON *a0 = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, 0) : NULL;
@@ -517,7 +576,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_nope(o, path, c)) ||
         (st = parse_special_tokens(o, path, c)))
         return st;
-    if ((st = parse_labels(o, path, c)) || (st = check_sizes(c, path))) return st;
+    if ((st = parse_labels(o, path, c)) || (st = parse_quant(o, path, c)) || (st = check_sizes(c, path))) return st;
     if (c->rot_dim < 0 || c->rot_dim % 2 || c->rot_dim > c->head_dim)
         return vc_fail(VC_ERR_FORMAT, "%s: rotary dimension %d does not fit head_dim %lld", path, c->rot_dim,
                        (long long)c->head_dim);

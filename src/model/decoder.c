@@ -234,6 +234,8 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi };
+    vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
+    d.sinks = sinks ? sinks->data : NULL;
     if (f->paged) return attend_paged(f, layer, &d, q, k, v);
     if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
         k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);
@@ -242,7 +244,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
         d.kv_len = f->kv_len;
         if (!k || !v) return NULL;
     }
-    if (!f->cache) return vc_op_attention(f->g, q, k, v, &d);
+    if (!f->cache) return vc_op_attention_sinks(f->g, q, k, v, &d, sinks);
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
@@ -373,13 +375,14 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
         if (f->b->route_mode == VC_ROUTE_REPLAY) rd.replay_idx = r;
         else rd.record_idx = r;
     }
-    vc_tensor *logits = lin(f, h, l, VC_W_ROUTER, NULL);
+    vc_tensor *logits = lin(f, h, l, VC_W_ROUTER, vc_w(m, l, VC_W_ROUTER_B));
     const vc_lora *a = m->lora; /* adapters on the routed experts (PEFT's target_parameters) */
     int gu = vc_lora_index(m, l, VC_W_EXP_GATE), dn = vc_lora_index(m, l, VC_W_EXP_DOWN);
     vc_moe_lora lo = { gu >= 0 ? &a->t[2 * gu] : NULL, gu >= 0 ? &a->t[2 * gu + 1] : NULL,
                        dn >= 0 ? &a->t[2 * dn] : NULL, dn >= 0 ? &a->t[2 * dn + 1] : NULL, a ? a->scale : 0 };
-    vc_tensor *y = vc_op_moe_lora(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
-                                  vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd, &lo);
+    vc_moe_bias bi = { vc_w(m, l, VC_W_EXP_GATE_B), vc_w(m, l, VC_W_EXP_UP_B), vc_w(m, l, VC_W_EXP_DOWN_B) };
+    vc_tensor *y = vc_op_moe_ex(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
+                                vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd, &lo, &bi);
     if (!c->shared_inter) return y;
     vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
     if (c->shared_gate) {

@@ -19,7 +19,8 @@ static int is_bias(int slot) {
     return slot == VC_W_OUT_NORM_B || slot == VC_W_LM_HEAD_B || slot == VC_W_ATTN_NORM_B || slot == VC_W_Q_B ||
            slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
            slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
-           slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B;
+           slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
+           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B;
 }
 
 typedef struct {
@@ -79,21 +80,21 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     return VC_OK;
 }
 
-/* config.json with the dtype keys set to what was written */
+/* config.json with the dtype key set to what was written and no quantization_config (the weights written are
+ * plain: MXFP4 experts dequantized); the rest keeps its bytes (transformers' typed configs want 7.0, not 7) */
 static vc_status write_config(const vc_model *m, const char *dir, vc_dtype dtype) {
     cJSON *root = NULL;
     vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), "config.json", &root);
     if (st) return st;
-    const char *name = dtype == VC_BF16 ? "bfloat16" : dtype == VC_F16 ? "float16" : "float32";
+    const char *name = dtype == VC_BF16 ? "\"bfloat16\"" : dtype == VC_F16 ? "\"float16\"" : "\"float32\"";
     const char *key = cJSON_GetObjectItem(root, "dtype") ? "dtype" : "torch_dtype";
-    cJSON_DeleteItemFromObject(root, key);
-    cJSON_AddStringToObject(root, key, name);
-    char *text = cJSON_Print(root);
-    char *path = vc_path_join(dir, "config.json");
-    st = text && path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
+    cJSON_Delete(root);
+    char *text = vc_strdup(m->config_text), *path = vc_path_join(dir, "config.json");
+    st = text && path ? vc_json_text_set(&text, key, name) : VC_ERR_NOMEM;
+    if (!st) st = vc_json_text_set(&text, "quantization_config", NULL);
+    if (!st) st = vc_write_file_atomic(path, text, strlen(text));
     free(text);
     free(path);
-    cJSON_Delete(root);
     return st;
 }
 

@@ -4,6 +4,7 @@
 #include "model_internal.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
+#include <math.h>
 #include <string.h>
 
 static int n_placeholders(const char *pat) {
@@ -28,6 +29,25 @@ static int match(const char *pat, const char *name, int *a, int *b) {
     *a = vals[0];
     *b = vals[1];
     return 1;
+}
+
+int vc_rule_for_name(const vc_model *m, const char *name, vc_source *tmp) {
+    for (const vc_tensor_rule *const *t = m->cfg.arch->tables; *t; t++)
+        for (const vc_tensor_rule *r = *t; r->name; r++) {
+            int a, b, ph = n_placeholders(r->name);
+            if (r->transform == VC_TR_IGNORE || ph > 1 || !match(r->name, name, &a, &b)) continue;
+            if (ph && (a < 0 || a >= m->cfg.n_layer)) continue;
+            vc_tensor *p[3];
+            int n = vc_rule_parts(m, r, ph ? a : -1, p), ok = n > 0;
+            for (int i = 0; i < n; i++) ok &= p[i] != NULL;
+            if (!ok) continue;
+            memset(tmp, 0, sizeof *tmp);
+            tmp->rule = r;
+            tmp->layer = ph ? a : -1;
+            tmp->expert = -1;
+            return 1;
+        }
+    return 0;
 }
 
 static void slot_index(const vc_model *m, int layer, int slot, size_t *i) {
@@ -55,11 +75,56 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
         shape[1] = p[0]->shape[1] + p[1]->shape[1];
         shape[2] = p[0]->shape[2];
         return 3;
+    case VC_TR_OAI_GATE_UP: /* [E, H, 2I] */
+        shape[0] = p[0]->shape[0];
+        shape[1] = p[0]->shape[2];
+        shape[2] = 2 * p[0]->shape[1];
+        return 3;
+    case VC_TR_OAI_GATE_UP_B: /* [E, 2I] */
+        shape[0] = p[0]->shape[0];
+        shape[1] = 2 * p[0]->shape[1];
+        return 2;
+    case VC_TR_OAI_DOWN: /* [E, I, H] */
+        shape[0] = p[0]->shape[0];
+        shape[1] = p[0]->shape[2];
+        shape[2] = p[0]->shape[1];
+        return 3;
     default:
         for (int d = 0; d < p[0]->ndim; d++) shape[d] = p[0]->shape[d];
         for (int i = 1; i < n; i++) shape[0] += p[i]->shape[0];
         return p[0]->ndim;
     }
+}
+
+/* gpt-oss's expert layouts: element i of a part (parts [E, R, C] row-major, np of them) <-> its place in the
+ * checkpoint tensor buf: part k's [e, r, c] at [e, c, r * np + k] when the checkpoint is input-major (tr: the
+ * weights), at [e, c * np + k] for the biases (R = 1); to_parts: buf into the parts, else back */
+static void oai_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts) {
+    for (int k = 0; k < np; k++)
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    float *x = part[k] + (e * R + r) * C + c;
+                    float *y = buf + (tr ? (e * C + c) * R * np + r * np + k : e * C * np + c * np + k);
+                    if (to_parts) *x = *y;
+                    else *y = *x;
+                }
+}
+
+/* the gpt-oss transforms through host copies of the parts */
+static void oai_transfer(const vc_model *m, vc_tensor *const *p, int np, const vc_source *s, float *buf, int store) {
+    const int grad = store == 2;
+    float *h[2] = { NULL, NULL };
+    for (int k = 0; k < np; k++)
+        if (!(h[k] = vc_malloc(sizeof(float) * (size_t)p[k]->n))) goto out;
+    int tr = s->rule->transform != VC_TR_OAI_GATE_UP_B;
+    int64_t E = p[0]->shape[0], R = tr ? p[0]->shape[1] : 1, C = tr ? p[0]->shape[2] : p[0]->shape[1];
+    for (int k = 0; k < np && store; k++) m->be->d2h(h[k], grad ? p[k]->grad : p[k]->data, sizeof(float) * (size_t)p[k]->n);
+    oai_permute(buf, h, np, E, R, C, tr, !store);
+    for (int k = 0; k < np && !store; k++) m->be->h2d(p[k]->data, h[k], sizeof(float) * (size_t)p[k]->n);
+out:
+    free(h[0]);
+    free(h[1]);
 }
 
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
@@ -71,6 +136,9 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
 #define MOVE(dst_slot, src_buf, cnt) \
     do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
+    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_OAI_DOWN:
+        oai_transfer(m, p, n, s, buf, store);
+        break;
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];
         MOVE(DATA(p[0]) + (int64_t)s->expert * per, buf, per);
@@ -173,23 +241,49 @@ static const vc_st_tensor *find_nested(const vc_model *m, vc_checkpoint *ck, con
     return t;
 }
 
-static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
-    load_ctx *x = p;
-    char buf[320];
-    const char *name;
-    const vc_st_tensor *t = find_nested(x->m, x->ck, rule_name, buf, sizeof buf, &name);
-    if (!t) return VC_OK;
-    int idx = (int)(t - vc_ckpt_at(x->ck, 0));
-    if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
-    x->claimed[idx] = 1;
+/* the rule's slots of this layer are in the checkpoint */
+static void mark_present(load_ctx *x, const vc_tensor_rule *r, int layer) {
     int ids[3] = { r->slot, r->slot2, r->slot3 };
     for (int i = 0; i < 3 && ids[i]; i++) {
         size_t si;
         slot_index(x->m, layer, ids[i], &si);
         x->present[si] = 1;
     }
-    (void)expert;
-    return add_source(x->m, r, layer, expert, name);
+}
+
+/* gpt-oss's experts in MXFP4 (the released checkpoints): name_blocks and name_scales instead of name */
+static vc_status find_mxfp4(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+    char nb[320], ns[320];
+    snprintf(nb, sizeof nb, "%s_blocks", name);
+    snprintf(ns, sizeof ns, "%s_scales", name);
+    const vc_st_tensor *b = vc_ckpt_find(x->ck, nb), *sc = vc_ckpt_find(x->ck, ns);
+    if (!b || !sc) return VC_OK;
+    x->claimed[b - vc_ckpt_at(x->ck, 0)] = x->claimed[sc - vc_ckpt_at(x->ck, 0)] = 1;
+    mark_present(x, r, layer);
+    vc_status st = add_source(x->m, r, layer, expert, name);
+    if (!st) x->m->src[x->m->n_src - 1].mxfp4 = 1;
+    return st;
+}
+
+static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
+    load_ctx *x = p;
+    char buf[320];
+    const char *name;
+    const vc_st_tensor *t = find_nested(x->m, x->ck, rule_name, buf, sizeof buf, &name);
+    if (!t && (r->transform == VC_TR_OAI_GATE_UP || r->transform == VC_TR_OAI_DOWN))
+        return find_mxfp4(x, r, layer, expert, rule_name);
+    if (!t) return VC_OK;
+    int idx = (int)(t - vc_ckpt_at(x->ck, 0));
+    if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
+    x->claimed[idx] = 1;
+    mark_present(x, r, layer);
+    char sn[340];
+    snprintf(sn, sizeof sn, "%s_scale_inv", name); /* block-scaled fp8: the scales beside the weight */
+    const vc_st_tensor *sc = t->dtype == VC_F8E4M3 ? vc_ckpt_find(x->ck, sn) : NULL;
+    if (sc) x->claimed[sc - vc_ckpt_at(x->ck, 0)] = 1;
+    vc_status st = add_source(x->m, r, layer, expert, name);
+    if (!st && sc) x->m->src[x->m->n_src - 1].fp8 = 1;
+    return st;
 }
 
 /* More weights than any model has (2^44 floats = 64 TiB): a config.json implying more is wrong. */
@@ -231,7 +325,7 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
                     vc_param_init(&p->t, m->storage + off, NULL, nd, sh);
                     p->layer = l;
                     p->slot = s;
-                    p->decay = nd >= 2;
+                    p->decay = nd >= 2 && s != VC_W_EXP_GATE_B && s != VC_W_EXP_UP_B && s != VC_W_EXP_DOWN_B;
                     if (l < 0) snprintf(p->name, sizeof p->name, "%s", vc_slot_name(s));
                     else snprintf(p->name, sizeof p->name, "layers.%d.%s", l, vc_slot_name(s));
                     m->slots[si] = &p->t;
@@ -310,13 +404,86 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
     return VC_OK;
 }
 
+/* MXFP4 (OCP microscaling): blocks [E, R, G, 16] bytes of two e2m1 values each (low nibble first), scales
+ * [E, R, G] e8m0 exponents (bias 127) of each block of 32; dequantized to [E, R, 32 G] and stored transposed
+ * as want [E, 32 G, R] (the checkpoint's unquantized layout), as transformers' convert_moe_packed_tensors */
+static vc_status load_mxfp4(const vc_model *m, vc_checkpoint *ck, vc_source *s, const int64_t *want, float **out) {
+    static const float E2M1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
+    char nb[320], ns[320];
+    snprintf(nb, sizeof nb, "%s_blocks", s->name);
+    snprintf(ns, sizeof ns, "%s_scales", s->name);
+    const vc_st_tensor *b = vc_ckpt_find(ck, nb), *sc = vc_ckpt_find(ck, ns);
+    int64_t E = want[0], C = want[1], R = want[2], G = C / 32;
+    int ok = b && sc && C % 32 == 0 && b->dtype == VC_U8 && sc->dtype == VC_U8 && b->ndim == 4 && sc->ndim == 3 &&
+             b->shape[0] == E && b->shape[1] == R && b->shape[2] == G && b->shape[3] == 16 && sc->shape[0] == E &&
+             sc->shape[1] == R && sc->shape[2] == G;
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: MXFP4 tensors '%s' / '%s' are not u8 [%lld, %lld, %lld, 16] / [%lld, %lld, "
+                       "%lld] (config.json implies [%lld, %lld, %lld])", m->dir, nb, ns, (long long)E, (long long)R,
+                       (long long)G, (long long)E, (long long)R, (long long)G, (long long)E, (long long)C, (long long)R);
+    float *buf = vc_malloc(sizeof(float) * (size_t)(E * C * R));
+    if (!buf) return VC_ERR_NOMEM;
+    const uint8_t *bb = b->data, *ss = sc->data;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t g = 0; g < G; g++) {
+                int64_t blk = (e * R + r) * G + g;
+                float scale = ldexpf(1.0f, (int)ss[blk] - 127);
+                for (int k = 0; k < 16; k++) {
+                    uint8_t v = bb[blk * 16 + k];
+                    int64_t c = g * 32 + 2 * k;
+                    buf[(e * C + c) * R + r] = E2M1[v & 15] * scale;
+                    buf[(e * C + c + 1) * R + r] = E2M1[v >> 4] * scale;
+                }
+            }
+    s->ndim = 3;
+    for (int d = 0; d < 3; d++) s->shape[d] = want[d];
+    *out = buf;
+    return VC_OK;
+}
+
+/* block-scaled fp8: buf (t's values) times the scale of each [b0, b1] block of its last two dims */
+static vc_status fp8_scale(const vc_model *m, vc_checkpoint *ck, const vc_st_tensor *t, float *buf) {
+    char sn[340];
+    snprintf(sn, sizeof sn, "%s_scale_inv", t->name);
+    const vc_st_tensor *sc = vc_ckpt_find(ck, sn);
+    int64_t b0 = m->cfg.fp8_block[0], b1 = m->cfg.fp8_block[1];
+    int nd = t->ndim;
+    int64_t R = nd >= 2 ? t->shape[nd - 2] : 1, C = t->shape[nd - 1], lead = 1;
+    for (int d = 0; d < nd - 2; d++) lead *= t->shape[d];
+    int64_t sr = (R + b0 - 1) / b0, scn = (C + b1 - 1) / b1;
+    int ok = sc && nd >= 2 && sc->ndim == nd && sc->shape[nd - 2] == sr && sc->shape[nd - 1] == scn &&
+             (sc->dtype == VC_F32 || sc->dtype == VC_BF16 || sc->dtype == VC_F16);
+    for (int d = 0; ok && d < nd - 2; d++) ok = sc->shape[d] == t->shape[d];
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not a float scale of [%lld, %lld] blocks of '%s' (weight_block_size "
+                       "[%lld, %lld])", m->dir, sn, (long long)sr, (long long)scn, t->name, (long long)b0, (long long)b1);
+    float *s = vc_malloc(sizeof(float) * (size_t)(lead * sr * scn));
+    if (!s) return VC_ERR_NOMEM;
+    vc_st_tensor_to_f32(sc, s);
+    for (int64_t l = 0; l < lead; l++)
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t j = 0; j < C; j++) buf[(l * R + i) * C + j] *= s[(l * sr + i / b0) * scn + j / b1];
+    free(s);
+    return VC_OK;
+}
+
 static vc_status fill(vc_model *m, vc_checkpoint *ck) {
     for (int i = 0; i < m->n_src; i++) {
         vc_source *s = &m->src[i];
-        const vc_st_tensor *t = vc_ckpt_find(ck, s->name);
         int64_t want[4], n = 1;
         int nd = source_shape(m, s, want);
         if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
+        if (s->mxfp4) {
+            float *buf = NULL;
+            vc_status st = load_mxfp4(m, ck, s, want, &buf);
+            if (st) return st;
+            vc_rule_transfer(m, s, buf, 0);
+            free(buf);
+            continue;
+        }
+        const vc_st_tensor *t = vc_ckpt_find(ck, s->name);
         int lead = t->ndim - nd, ok = lead >= 0 && t->ndim <= 4; /* leading 1s (ERNIE's [1, E] bias) are kept */
         for (int d = 0; d < lead && ok; d++) ok = t->shape[d] == 1;
         for (int d = 0; d < nd && ok; d++) ok = t->shape[lead + d] == want[d];
@@ -333,6 +500,8 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         float *buf = vc_malloc((size_t)n * 4);
         if (!buf) return VC_ERR_NOMEM;
         vc_st_tensor_to_f32(t, buf);
+        vc_status st = s->fp8 ? fp8_scale(m, ck, t, buf) : VC_OK;
+        if (st) return free(buf), st;
         vc_rule_transfer(m, s, buf, 0);
         free(buf);
     }

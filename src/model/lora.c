@@ -334,6 +334,13 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     int none = sp->targets && *sp->targets && !sp->targets[strspn(sp->targets, "[] ")];
     vc_status st = none ? VC_OK : parse_targets(c->arch, sp->targets, has_moe, &mask, &moe);
     if (st) return st;
+    if (c->expert_bias) { /* gpt-oss: experts and router are no nn.Linear, so PEFT's all-linear reaches q/k/v/o */
+        int named = sp->targets && *sp->targets && strcmp(sp->targets, "all-linear");
+        if ((moe && named) || has_params)
+            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on gpt-oss's experts and router (its own expert layout) is not "
+                           "built; target the attention projections (all-linear does)");
+        moe = 0;
+    }
     if (!(moe & MOE_GATE) != !(moe & MOE_UP)) /* PEFT refuses this conversion on transformers 5 */
         vc_warn("LoRA target_modules names %s without %s: the routed experts' fused gate_up_proj gets no adapter",
                 moe & MOE_GATE ? "gate_proj (w1)" : "up_proj (w3)", moe & MOE_GATE ? "up_proj (w3)" : "gate_proj (w1)");

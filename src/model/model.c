@@ -124,35 +124,12 @@ static const vc_source *find_source(const vc_model *m, const char *hf_name) {
     return NULL;
 }
 
-/* transformers-5 fused expert names (mlp.experts.gate_up_proj / down_proj, mlp.gate.weight for
- * Mixtral) address the same slots as the per-expert hub names */
-static vc_status fused_alias(const vc_model *m, const char *hf_name, vc_source *tmp) {
-    static const vc_tensor_rule GU = { "", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP };
-    static const vc_tensor_rule DN = { "", VC_W_EXP_DOWN, VC_TR_NONE };
-    static const vc_tensor_rule RT = { "", VC_W_ROUTER, VC_TR_NONE };
-    int layer, k = 0;
-    char rest[128];
-    if (sscanf(hf_name, "model.layers.%d.%127s%n", &layer, rest, &k) != 2 || layer < 0 || layer >= m->cfg.n_layer)
-        return VC_ERR_MISSING;
-    memset(tmp, 0, sizeof *tmp);
-    tmp->layer = layer;
-    if (!strcmp(rest, "mlp.experts.gate_up_proj")) tmp->rule = &GU;
-    else if (!strcmp(rest, "mlp.experts.down_proj")) tmp->rule = &DN;
-    else if (!strcmp(rest, "mlp.gate.weight")) tmp->rule = &RT;
-    else return VC_ERR_MISSING;
-    vc_tensor *p[3];
-    int n = vc_rule_parts(m, tmp->rule, layer, p);
-    for (int i = 0; i < n; i++)
-        if (!p[i]) return VC_ERR_MISSING;
-    return VC_OK;
-}
-
 vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, int64_t *n) {
     *out = NULL;
     if (!m->grad_storage) return vc_fail(VC_ERR_ARG, "gradients are not enabled");
     vc_source tmp;
     const vc_source *s = find_source(m, hf_name);
-    if (!s && fused_alias(m, hf_name, &tmp) == VC_OK) s = &tmp;
+    if (!s && vc_rule_for_name(m, hf_name, &tmp)) s = &tmp; /* another name of the same slots */
     if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);
     vc_tensor *p[3];
     int np = vc_rule_parts(m, s->rule, s->layer, p);
@@ -188,7 +165,10 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
         const char *how = s->rule->transform == VC_TR_SPLIT_ROWS ? " (split rows)"
                           : s->rule->transform == VC_TR_GQA_QKV ? " (per-KV-group q/k/v)"
                           : s->rule->transform == VC_TR_EXPERT ? " (expert slice)"
-                          : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)" : "";
+                          : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)"
+                          : s->mxfp4 ? " (gpt-oss experts, MXFP4 dequantized)"
+                          : s->fp8 ? " (fp8, block scales applied)"
+                          : s->rule->transform >= VC_TR_OAI_GATE_UP ? " (gpt-oss experts)" : "";
         if (s->layer >= 0 && s->expert >= 0)
             fprintf(f, "  %-60s [%s] -> layer %d %s[expert %d]%s\n", s->name, shape, s->layer, slots, s->expert, how);
         else if (s->layer >= 0) fprintf(f, "  %-60s [%s] -> layer %d %s%s\n", s->name, shape, s->layer, slots, how);

@@ -19,6 +19,8 @@ typedef struct vc_source {
     int layer, expert;
     int ndim;
     int64_t shape[4];
+    int mxfp4;   /* stored as name_blocks / name_scales (gpt-oss's MXFP4 experts), dequantized on load */
+    int fp8;     /* float8_e4m3 with name_scale_inv per weight block (quantization_config fp8), dequantized */
 } vc_source;
 
 /* LoRA adapters (lora.c) */
@@ -77,5 +79,8 @@ int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tens
  * memory; store 0: load weights (h2d), 1: store weights, 2: store gradients (d2h) */
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
 vc_status vc_model_synthesize_sources(vc_model *m);
+/* a rule of the architecture that names this tensor (one of a family's alternative names: transformers 5's fused
+ * experts beside the hub's per-expert ones), with the model's slots for it: *tmp a source of it; 0 if none */
+int vc_rule_for_name(const vc_model *m, const char *name, vc_source *tmp);
 vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present);
 #endif

@@ -1,6 +1,6 @@
 /* Tool-call parsers of verl's tool agent loop (`rollout.multi_turn.format`): hermes (verl b178a3cd's only one)
  * and later verl's (verl/experimental/agent_loop/tool_parser.py at 1dda039b) qwen3_coder, glm, seed, minimax,
- * kimi, deepseek_v4 and gemma4, each reading the decoded response as that file's regular expressions do
+ * kimi, deepseek_v4, gemma4 and gpt-oss, each reading the decoded response as that file's regular expressions do
  * (non-greedy DOTALL matches, Python's `$`, str.strip, int() / float() / json.loads / ast.literal_eval on the
  * values), written here as plain scans. tests/rl/test_tool_parser.c holds them to verl's own outputs. */
 #include "agent_internal.h"
@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const char *const NAMES[] = { "hermes", "qwen3_coder", "glm",  "seed",
-                                     "minimax", "kimi",        "deepseek_v4", "gemma4" };
+                                     "minimax", "kimi",        "deepseek_v4", "gemma4", "gpt-oss" };
 #define DSV4_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
 
 static cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
@@ -22,7 +22,7 @@ vc_status rl_tool_format_parse(const char *name, int *kind) {
     for (int i = 0; i < (int)(sizeof NAMES / sizeof NAMES[0]); i++)
         if (!strcmp(name, NAMES[i])) return *kind = i, VC_OK;
     return vc_fail(VC_ERR_UNSUPPORTED, "actor_rollout_ref.rollout.multi_turn.format=%s: verlc parses hermes, "
-                   "qwen3_coder, glm, seed, minimax, kimi, deepseek_v4 and gemma4 tool calls (not gpt-oss)", name);
+                   "qwen3_coder, glm, seed, minimax, kimi, deepseek_v4, gemma4 and gpt-oss tool calls", name);
 }
 
 const char *rl_tool_format_stop(int kind) {
@@ -452,13 +452,82 @@ static char *gemma4(const char *t, const char *end, sink *k) {
     return pt_dup(t, (size_t)((n ? first : end) - t));
 }
 
+/* ---- gpt-oss (harmony): analysis messages dropped, then the calls
+ * <|start|>assistant<|channel|>[^<]* to=functions.NAME <|constrain|>json<|message|>ARGS<|call|> ---- */
+#define OAI_OPEN "<|start|>assistant<|channel|>"
+#define OAI_JSON "<|constrain|>json<|message|>"
+#define OAI_TO " to=functions."
+
+/* re.sub(open.*?close, "") (DOTALL) in place; the new length */
+static size_t cut_blocks(char *t, size_t n, const char *open, const char *close) {
+    const char *p = t, *end = t + n, *next;
+    size_t w = 0;
+    pt_span body;
+    while (pt_next_block(p, end, open, close, &body, &next)) {
+        size_t keep = (size_t)(body.p - strlen(open) - p);
+        memmove(t + w, p, keep);
+        w += keep;
+        p = next;
+    }
+    memmove(t + w, p, (size_t)(end - p));
+    w += (size_t)(end - p);
+    t[w] = 0;
+    return w;
+}
+
+/* the call pattern where OAI_OPEN is at a: its name, arguments and end; 0 when it does not match there, -1 when no
+ * <|call|> follows (nor can any later match). The run after the channel tag holds no '<' and must end in " " before
+ * OAI_JSON; [^<]* being greedy, the name follows the run's last OAI_TO that leaves it a character */
+static int oai_call_at(const char *a, const char *end, pt_span *name, pt_span *args, const char **next) {
+    const char *r = a + strlen(OAI_OPEN), *lt = r, *to = NULL;
+    while (lt < end && *lt != '<') lt++;
+    if (lt == r || lt[-1] != ' ' || !pt_starts(lt, end, OAI_JSON)) return 0;
+    for (const char *q = r; (q = pt_find(q, lt, OAI_TO)); q++)
+        if (q + strlen(OAI_TO) < lt - 1) to = q;
+    if (!to) return 0;
+    const char *s = lt + strlen(OAI_JSON), *c = pt_find(s, end, "<|call|>");
+    if (!c) return -1;
+    *name = (pt_span){ to + strlen(OAI_TO), (size_t)(lt - 1 - to - strlen(OAI_TO)) };
+    *args = (pt_span){ s, (size_t)(c - s) };
+    *next = c + strlen("<|call|>");
+    return 1;
+}
+
+static char *gpt_oss(char *t, size_t n, sink *k) {
+    n = cut_blocks(t, n, "<|start|>assistant<|channel|>analysis<|message|>", "<|end|>");
+    n = cut_blocks(t, n, "<|channel|>analysis<|message|>", "<|end|>");
+    const char *end = t + n, *p = t, *a, *next;
+    char *content = malloc(n + 1);
+    size_t w = 0;
+    pt_span name, args;
+    int m = 0;
+    while (content && (a = pt_find(p, end, OAI_OPEN)) && (m = oai_call_at(a, end, &name, &args, &next)) >= 0) {
+        if (!m) { /* no match here: the scan moves on */
+            memcpy(content + w, p, (size_t)(a + 1 - p));
+            w += (size_t)(a + 1 - p);
+            p = a + 1;
+            continue;
+        }
+        cJSON *js = pt_json_loads(args);
+        if (!add_call(k, name, js ? js : pt_str_of(args))) return free(content), NULL;
+        memcpy(content + w, p, (size_t)(a - p));
+        w += (size_t)(a - p);
+        p = next;
+    }
+    if (!content) return NULL;
+    memcpy(content + w, p, (size_t)(end - p));
+    content[w + (size_t)(end - p)] = 0;
+    return content;
+}
+
 int rl_parse_tool_calls_as(int kind, const char *text, const char *pad, const cJSON *tools, rl_tool_call *calls,
                            int max, char **content) {
     sink k = { calls, 0, max };
     size_t n = strlen(text);
     char *t = pt_dup(text, n), *c = NULL;
     if (!t) return -1;
-    if (kind == RL_TF_GEMMA4 || kind == RL_TF_DSV4) { /* verl removes the pad (and DeepSeek's EOS) token */
+    if (kind == RL_TF_GEMMA4 || kind == RL_TF_DSV4 || kind == RL_TF_GPT_OSS) { /* verl removes the pad (and
+                                                                                 * DeepSeek's EOS) token */
         const char *tok[2] = { pad, kind == RL_TF_DSV4 ? DSV4_EOS : NULL };
         n = pt_remove_all(t, n, tok, 2);
     }
@@ -471,6 +540,7 @@ int rl_parse_tool_calls_as(int kind, const char *text, const char *pad, const cJ
     case RL_TF_MINIMAX: c = seed_minimax(t, end, 1, &k); break;
     case RL_TF_KIMI: c = kimi(t, end, tools, &k); break;
     case RL_TF_DSV4: c = deepseek_v4(t, end, &k); break;
+    case RL_TF_GPT_OSS: c = gpt_oss(t, n, &k); break;
     default: c = gemma4(t, end, &k); break;
     }
     free(t);

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdint.h>
 
-enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_NONE };
+/* VC_ACT_OAI_GLU: gpt-oss's gated unit (backend/act_math.h vc_gate_f): clamped gate and up, g sigmoid(1.702 g) (u + 1) */
+enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_OAI_GLU,
+              VC_ACT_NONE };
 
 /* Attention over packed sequences. Sequence s has q rows [q_start[s], q_start[s+1]) of the packed q
  * and kv_len[s] keys at k_seq[s] / v_seq[s] (row strides k_stride / v_stride floats between tokens,
@@ -45,6 +47,9 @@ typedef struct vc_attn_desc {
      * rows [kv_start[s], kv_start[s] + kv_len[s]) of k and v, which may have more rows than q (shared
      * prompt prefixes gathered in front of each sequence's own rows); NULL: the rows of q */
     const int64_t *kv_start;
+    /* attention sinks (gpt-oss; NULL: none): [n_head] logits in backend memory, each counted in every row's
+     * softmax of its head as one more key with a zero value (o and lse as if it were there) */
+    const float *sinks;
 } vc_attn_desc;
 
 /* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)
@@ -131,6 +136,10 @@ typedef struct vc_backend {
     void (*attn_fwd)(float *o, float *lse, const float *q, const vc_attn_desc *d);
     void (*attn_bwd)(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);
+    /* the sinks' gradient (attn_fwd with d->sinks; T rows of nh heads): dsink[h] -= sum_t exp(sinks[h] -
+     * lse[t, h]) (dout[t, h] . o[t, h]), t ascending */
+    void (*attn_sink_bwd)(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                          int64_t T, int nh, int dv);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);
@@ -199,6 +208,10 @@ typedef struct vc_backend {
     void (*moe_combine_bwd)(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
     void (*moe_scatter_add)(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
+    /* experts' biases over grouped rows (off[E+1] backend memory, as moe_group's): Y[r] += b[e] for r in
+     * [off[e], off[e+1]), rows of C;  backward db[e] += the sum of those rows of dY, r ascending */
+    void (*moe_bias_fwd)(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
+    void (*moe_bias_bwd)(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
     /* MoE grouping of the routed choices ids[T*K] (backend int32, route_fwd's; ids outside [0, E) are
      * clamped): off[E+1], tok[T*K], inv[T*K] (backend int64) with the choices grouped by expert, experts
      * ascending and tokens ascending within one; group e is rows [off[e], off[e+1]), tok[r] is grouped row r's

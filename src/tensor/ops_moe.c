@@ -23,6 +23,7 @@ typedef struct {
     uint16_t *A16;     /* bf16 matmuls: the gated activations in bf16 instead of A (only GEMMs read them) */
     uint16_t *X16;     /* bf16 matmuls: the gathered inputs in bf16 instead of X (only GEMMs read them) */
     vc_moe_lora lo;    /* adapters (tensors NULL: none) */
+    vc_moe_bias bi;    /* biases (tensors NULL: none) */
     int64_t r, rdn;    /* their ranks: gate_up's, down's */
     int64_t eg, ed;    /* their expert counts: E, or 1 when shared by the experts (Megatron-Bridge's) */
     int64_t *off1;     /* [2] {0, R} (backend): every routed row as one group, for a shared adapter */
@@ -108,6 +109,12 @@ static void lora_gu_bw(vc_graph *g, const moe_saved *s, const float *dG, const f
     if (da) B->gemm_wgrad_grouped(Eg, gg, r, H, lo->scale, dR, r, X, x16, H, 1.0f, da);
 }
 
+/* an expert bias's gradient: its group's rows of d summed */
+static void bias_bwd(vc_graph *g, const moe_saved *s, vc_tensor *b, const float *d, int64_t C) {
+    float *db = b && b->requires_grad ? vc_tensor_grad(g, b) : NULL;
+    if (db) vc_be()->moe_bias_bwd(db, d, s->off, s->E, C);
+}
+
 /* the experts' backward over the grouped rows, then the scatter and the router's gradient */
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
                         float *dw, float *dY, float *dA, float *dG, float *dU, float *dX, float *dR) {
@@ -118,10 +125,13 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     int a16, x16;
     const void *A = acts(s, &a16), *X = inputs(s, &x16);
     B->moe_combine_bwd(dY, dw, dy, s->Y, s->w, s->inv, s->T, s->K, H);
+    bias_bwd(g, s, s->bi.down, dY, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
     if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
     B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
+    bias_bwd(g, s, s->bi.gate, dG, I);
+    bias_bwd(g, s, s->bi.up, dU, I);
     if (dWg) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dG, I, X, x16, H, 1.0f, dWg);
     if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, X, x16, H, 1.0f, dWu);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
@@ -181,10 +191,28 @@ static int lora_shapes(vc_graph *g, const vc_moe_lora *lo, const vc_tensor *Wg, 
 
 vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
                           int act, const vc_route_desc *rd, const vc_moe_lora *lora) {
+    return vc_op_moe_ex(g, x, logits, Wg, Wu, Wd, act, rd, lora, NULL);
+}
+
+/* the biases' shapes against the experts' [E, I, H] */
+static int bias_shapes(vc_graph *g, const vc_moe_bias *b, const vc_tensor *Wg) {
+    int64_t E = Wg->shape[0], I = Wg->shape[1], H = Wg->shape[2];
+    int ok = (!b->gate || b->gate->n == E * I) && (!b->up || b->up->n == E * I) && (!b->down || b->down->n == E * H);
+    if (!ok) vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "moe: expert biases do not fit %lld experts [%lld, %lld]",
+                                      (long long)E, (long long)I, (long long)H));
+    return ok ? 0 : -1;
+}
+
+vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
+                        int act, const vc_route_desc *rd, const vc_moe_lora *lora, const vc_moe_bias *bias) {
     if (!x || !logits || !Wg || !Wu || !Wd) return NULL;
     const vc_backend *B = vc_be();
     moe_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     if (!s) return NULL;
+    if (bias) {
+        if (bias_shapes(g, bias, Wg)) return NULL;
+        s->bi = *bias;
+    }
     if (lora && (lora->gu_a || lora->down_a)) {
         if (lora_shapes(g, lora, Wg, &s->r, &s->rdn)) return NULL;
         s->lo = *lora;
@@ -231,6 +259,8 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
         B->gemm_rows_grouped(1, s->eg, grp(s, s->eg), R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data, 1.0f, s->G, I);
         B->gemm_rows_grouped(1, s->eg, grp(s, s->eg), R, I, r, lo->scale, s->XA, 0, r, lo->gu_b->data + EIr, 1.0f, s->U, I);
     }
+    if (s->bi.gate) B->moe_bias_fwd(s->G, s->bi.gate->data, s->off, s->E, I);
+    if (s->bi.up) B->moe_bias_fwd(s->U, s->bi.up->data, s->off, s->E, I);
     if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
     else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
     int is16;
@@ -241,10 +271,12 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
         B->gemm_rows_grouped(1, s->ed, grp(s, s->ed), R, rdn, I, 1.0f, A, is16, I, lo->down_a->data, 0.0f, s->AA, rdn);
         B->gemm_rows_grouped(1, s->ed, grp(s, s->ed), R, H, rdn, lo->scale, s->AA, 0, rdn, lo->down_b->data, 1.0f, s->Y, H);
     }
+    if (s->bi.down) B->moe_bias_fwd(s->Y, s->bi.down->data, s->off, s->E, H);
     /* y[t] = sum_k w[t, k] Y[inv[t, k]], k ascending: a fixed summation order */
     B->moe_combine_fwd(y->data, s->Y, s->w, s->inv, s->T, s->K, H);
-    vc_tensor *in[9] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b };
-    vc_node *n = vc_tape_push(g, moe_bw, y, 9, in);
+    vc_tensor *in[12] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b,
+                          s->bi.gate, s->bi.up, s->bi.down };
+    vc_node *n = vc_tape_push(g, moe_bw, y, 12, in);
     if (n) n->saved = s;
     return y;
 }

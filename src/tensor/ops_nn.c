@@ -122,10 +122,22 @@ static void attn_bw(vc_graph *g, vc_node *n) {
     d.dk_seq = dks;
     d.dv_seq = dvs;
     vc_be()->attn_bwd(dq, n->out->grad, n->out->data, s->lse, q->data, &d);
+    vc_tensor *sk = n->in[3];
+    float *ds = sk && sk->requires_grad ? vc_tensor_grad(g, sk) : NULL;
+    if (ds) vc_be()->attn_sink_bwd(ds, n->out->grad, n->out->data, s->lse, sk->data, n->out->shape[0], d.n_head, d.v_head_dim);
 }
 
 vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const vc_attn_desc *desc) {
+    return vc_op_attention_sinks(g, q, k, v, desc, NULL);
+}
+
+vc_tensor *vc_op_attention_sinks(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const vc_attn_desc *desc,
+                                 vc_tensor *sinks) {
     if (!q || !k || !v) return NULL;
+    if (sinks && sinks->n != desc->n_head) {
+        vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "attention: %lld sinks for %d heads", (long long)sinks->n, desc->n_head));
+        return NULL;
+    }
     int64_t T = q->n / ((int64_t)desc->n_head * desc->head_dim);
     int64_t shape[3] = { T, desc->n_head, desc->v_head_dim };
     vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
@@ -156,13 +168,15 @@ vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v
     s->d.kv_len = kvl;
     s->d.k_seq = ptrs;
     s->d.v_seq = ptrs + desc->n_seq;
-    int need_grad = vc_graph_grad_enabled(g) && (q->requires_grad || k->requires_grad || v->requires_grad);
+    s->d.sinks = sinks ? sinks->data : NULL;
+    int need_grad = vc_graph_grad_enabled(g) &&
+                    (q->requires_grad || k->requires_grad || v->requires_grad || (sinks && sinks->requires_grad));
     s->lse = vc_graph_dalloc(g, sizeof(float) * (size_t)(T * desc->n_head), 0);
     if (!s->lse) return NULL;
     vc_be()->attn_fwd(o->data, s->lse, q->data, &s->d);
     if (need_grad) {
-        vc_tensor *in[3] = { q, k, v };
-        vc_node *n = vc_tape_push(g, attn_bw, o, 3, in);
+        vc_tensor *in[4] = { q, k, v, sinks };
+        vc_node *n = vc_tape_push(g, attn_bw, o, 4, in);
         if (n) n->saved = s;
     }
     return o;

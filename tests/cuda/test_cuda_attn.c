@@ -16,6 +16,7 @@ typedef struct {
     int64_t qlen[6], kvlen[6];
     int fused; /* k and v of a token share one row: [k heads | v heads] */
     int alibi; /* ALiBi biases (Baichuan-13B) */
+    int sinks; /* attention sinks (gpt-oss) */
 } acase;
 
 static void attn_case(const acase *a) {
@@ -45,6 +46,9 @@ static void attn_case(const acase *a) {
     attn_descs(&p, a->nseq, a->fused ? row : kst, a->fused ? row : vst, a->nh, a->nkv, a->hd, a->dv, a->cap,
                a->window, a->causal);
     p.d.alibi = p.gd.alibi = p.gd2.alibi = a->alibi;
+    float *sk = a->sinks ? hrand((size_t)a->nh, 3) : NULL, *gsk = sk ? dup_f(sk, a->nh) : NULL;
+    p.d.sinks = sk;
+    p.gd.sinks = p.gd2.sinks = gsk;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
     float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl);
@@ -61,6 +65,12 @@ static void attn_case(const acase *a) {
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     cmp("bwd dq (accumulated)", gdq, dq, nq, TOL);
+    if (sk) { /* the sinks' gradient, accumulated onto random values */
+        float *ds = hrand((size_t)a->nh, 1), *gds = dup_f(ds, a->nh);
+        C->attn_sink_bwd(ds, dout, o, lse, sk, Tq, a->nh, a->dv);
+        G->attn_sink_bwd(gds, gdout, go_c, glse_c, gsk, Tq, a->nh, a->dv);
+        cmp("bwd sinks (accumulated)", gds, ds, (size_t)a->nh, TOL);
+    }
     size_t tot = 0;
     for (int s = 0; s < a->nseq; s++) tot += kvn[s];
     float *ref = hbuf(tot), *got = hbuf(tot);
@@ -185,6 +195,8 @@ int main(void) {
         { "GQA 16/4 hd 256", 16, 4, 256, 256, 1, 0, 0, 2, { 90, 40 }, { 90, 40 }, 0 },
         { "ALiBi MHA 6/6 hd 64 (slopes of 4 heads and of 8)", 6, 6, 64, 64, 1, 0, 0, 2, { 50, 90 }, { 50, 90 }, 0, 1 },
         { "ALiBi GQA 12/4 hd 128, chunked prefill", 12, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 1 },
+        { "sinks GQA 8/2 hd 64, window 32", 8, 2, 64, 64, 1, 32, 0, 3, { 100, 5, 64 }, { 100, 5, 64 }, 0, 0, 1 },
+        { "sinks MQA 4/1 hd 128, chunked prefill", 4, 1, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_case(&cases[i]);
     decode_case("GQA 14/2 hd 64", 14, 2, 64, 64, 0, 0);

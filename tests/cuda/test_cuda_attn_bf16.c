@@ -20,6 +20,7 @@ typedef struct {
     double tol_o, tol_lse, tol_bwd;
     int dv; /* value head dim; 0: hd */
     int alibi;
+    int sinks; /* attention sinks (gpt-oss) */
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -52,6 +53,9 @@ static void bf16_case(const bcase *a) {
     attn_descs(&p, a->nseq, a->fused ? kst + vst : kst, a->fused ? kst + vst : vst, a->nh, a->nkv, a->hd, dv, a->cap,
                a->window, a->causal);
     p.d.alibi = p.gd.alibi = p.gd2.alibi = a->alibi;
+    float *sk = a->sinks ? hrand((size_t)a->nh, 3) : NULL;
+    p.d.sinks = sk;
+    p.gd.sinks = p.gd2.sinks = sk ? dup_f(sk, a->nh) : NULL;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);
@@ -169,6 +173,8 @@ int main(void) {
         { "f32 fallback: GQA 6/2 hd 72", 6, 2, 72, 1, 0, 0, 2, { 90, 31 }, { 90, 31 }, 0, 1e-4, 1e-4, 1e-4 },
         { "ALiBi 6/2 hd 64, chunked prefill", 6, 2, 64, 1, 0, 0, 2, { 30, 70 }, { 130, 70 }, 0, 1e-2, 2e-4, 2e-2, 0,
           1 },
+        { "sinks GQA 8/2 hd 64 (gpt-oss), window 32", 8, 2, 64, 1, 32, 0, 2, { 90, 40 }, { 90, 40 }, 0, 1e-2, 2e-4,
+          2e-2, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
     if (!timing_skipped("bf16 attention")) {

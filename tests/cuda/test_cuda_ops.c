@@ -202,7 +202,7 @@ static void test_rope(void) {
 /* ---- activations ---- */
 static void test_act(void) {
     printf("activations\n");
-    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "none" };
+    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu", "none" };
     int64_t n = 100003;
     float *x = hrand((size_t)n, 6), *u = hrand((size_t)n, 2), *dy = hrand((size_t)n, 1);
     float *gx = dup_f(x, n), *gu = dup_f(u, n), *gdy = dup_f(dy, n);
@@ -441,9 +441,24 @@ static void moe_many_experts_case(void) {
     free(off);
 }
 
+/* the experts' biases (gpt-oss) over grouped rows: forward adds, backward sums each group's rows */
+static void moe_bias_case(const int64_t *off, int64_t E, int64_t C_) {
+    int64_t R = off[E];
+    float *Y = hrand((size_t)(R * C_), 1), *b = hrand((size_t)(E * C_), 1), *db = hrand((size_t)(E * C_), 1);
+    float *gY = dup_f(Y, (size_t)(R * C_)), *gb = dup_f(b, (size_t)(E * C_)), *gdb = dup_f(db, (size_t)(E * C_));
+    int64_t *doff = dcopy(off, (size_t)(E + 1) * 8);
+    C->moe_bias_fwd(Y, b, off, E, C_);
+    G->moe_bias_fwd(gY, gb, doff, E, C_);
+    cmp("moe expert bias fwd", gY, Y, (size_t)(R * C_), TOL);
+    C->moe_bias_bwd(db, Y, off, E, C_);
+    G->moe_bias_bwd(gdb, gY, doff, E, C_);
+    cmp("moe expert bias bwd (accumulated)", gdb, db, (size_t)(E * C_), TOL);
+}
+
 static void test_moe_grouped(void) {
     int64_t off[ME + 1], off2[71];
     moe_group_case(MT, MK, ME, off);
+    moe_bias_case(off, ME, 300);
     moe_group_case(3000, 4, 70, off2); /* 12,000 choices: two rounds of the placement */
     moe_many_experts_case();
     for (int prec = 0; prec < 2; prec++) {

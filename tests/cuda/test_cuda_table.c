@@ -557,6 +557,7 @@ typedef struct {
     int nh, nkv, hd, dv, window, P, nseq;
     float cap;
     int64_t qlen[4], kvlen[4];
+    int sinks; /* gpt-oss's attention sinks */
 } pcase;
 
 static void paged_case(const pcase *a) {
@@ -598,6 +599,11 @@ static void paged_case(const pcase *a) {
     vc_attn_desc gd = d;
     gd.k_pages = dks;
     gd.v_pages = dvs;
+    if (a->sinks) {
+        float *sk = hrand((size_t)a->nh, 3);
+        d.sinks = sk;
+        gd.sinks = dup_f(sk, a->nh);
+    }
     C->attn_fwd(o, lse, q, &d);
     G->attn_fwd(go, glse, gq, &gd);
     cmp("paged fwd output", go, o, no, 1e-4);
@@ -637,6 +643,9 @@ static void test_paged(void) {
         { "decode, GQA 12/2 hd 128 (6 heads a block), softcap 50", 12, 2, 128, 128, 0, 16, 3, 50.0f, { 1, 1, 1 },
           { 5, 129, 40 } },
         { "decode, GQA 32/2 hd 64 (8 heads a block), window 24", 32, 2, 64, 64, 24, 8, 2, 0, { 1, 1 }, { 90, 3 } },
+        { "decode, GQA 8/2 hd 64, window 24, attention sinks", 8, 2, 64, 64, 24, 16, 3, 0, { 1, 1, 1 }, { 90, 3, 40 },
+          1 },
+        { "chunked prefill, GQA 8/2 hd 64, attention sinks", 8, 2, 64, 64, 0, 16, 2, 0, { 20, 64 }, { 70, 64 }, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
 }

@@ -3,7 +3,32 @@
 #include "vc_test.h"
 #include "verlc/json.h"
 
+/* vc_json_text_set: (key, value or NULL) applied to text gives want */
+static void edit_case(const char *text, const char *key, const char *value, const char *want) {
+    char *t = vc_strdup(text);
+    CHECK_OK(vc_json_text_set(&t, key, value));
+    cJSON *j = cJSON_Parse(t);
+    CHECK_MSG(t && !strcmp(t, want) && j, "set %s in %s: got %s, want %s", key, text, t ? t : "(null)", want);
+    cJSON_Delete(j);
+    free(t);
+}
+
+static void test_text_set(void) {
+    const char *cfg = "{\n  \"a\": 7.0,\n  \"q\": {\"m\": [1, {\"x\": \"}\"}], \"s\": \"a,b\\\"\"},\n  \"dtype\": \"float32\"\n}\n";
+    edit_case(cfg, "dtype", "\"bfloat16\"", "{\n  \"a\": 7.0,\n  \"q\": {\"m\": [1, {\"x\": \"}\"}], \"s\": \"a,b\\\"\"},\n  \"dtype\": \"bfloat16\"\n}\n");
+    edit_case(cfg, "q", NULL, "{\n  \"a\": 7.0,\n  \"dtype\": \"float32\"\n}\n");
+    edit_case(cfg, "dtype", NULL, "{\n  \"a\": 7.0,\n  \"q\": {\"m\": [1, {\"x\": \"}\"}], \"s\": \"a,b\\\"\"}\n}\n");
+    edit_case(cfg, "m", NULL, cfg); /* only top-level members */
+    edit_case(cfg, "new", "1.0", "{\n  \"new\": 1.0,\n  \"a\": 7.0,\n  \"q\": {\"m\": [1, {\"x\": \"}\"}], \"s\": \"a,b\\\"\"},\n  \"dtype\": \"float32\"\n}\n");
+    edit_case("{}", "k", "2", "{\n  \"k\": 2}");
+    edit_case("{\"only\": 1}", "only", NULL, "{}");
+    char *bad = vc_strdup("[1, 2]");
+    CHECK(vc_json_text_set(&bad, "k", "1") == VC_ERR_FORMAT);
+    free(bad);
+}
+
 int main(void) {
+    test_text_set();
     char *T = tmp_dir();
     char *p = join2(T, "c.json");
     const char *txt = "{\n  \"a\": 3,\n  \"b\": 2.5,\n  \"s\": \"x\",\n  \"t\": true,\n  \"n\": null,\n  \"big\": 1e300\n}\n";

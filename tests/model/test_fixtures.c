@@ -16,6 +16,19 @@ static void roundtrip(const char *dir, const char *name) {
     CHECK_OK(vc_model_save_hf(m, out, dt));
     int used = 0, n_out = 0, same = export_matches(dir, out, name, &used, &n_out);
     CHECK_MSG(same && used == n_out, "%s: export round trip (%d tensors)", name, used);
+    vc_model *back = NULL; /* and the export loads back to the same weights, bit for bit */
+    CHECK_OK(vc_model_load(out, &back));
+    int np = back ? vc_model_n_params(m) : 0, eq = back && vc_model_n_params(back) == np;
+    for (int i = 0; eq && i < np; i++) {
+        vc_tensor *x = vc_model_param(m, i, NULL, NULL), *y = vc_model_param(back, i, NULL, NULL);
+        float *hx = malloc(sizeof(float) * (size_t)x->n), *hy = malloc(sizeof(float) * (size_t)x->n);
+        eq = x->n == y->n && hx && hy && !vc_model_param_read(m, i, 0, hx) && !vc_model_param_read(back, i, 0, hy) &&
+             !memcmp(hx, hy, sizeof(float) * (size_t)x->n);
+        free(hx);
+        free(hy);
+    }
+    CHECK_MSG(eq, "%s: the export does not load back to the same weights", name);
+    vc_model_free(back);
     vc_model_free(m);
     remove_tree(out);
 }

@@ -51,6 +51,32 @@ static void copy_ckpt(const char *dir, const char *drop, const char *extra, int6
     CHECK(system(cmd) == 0);
 }
 
+/* copies one of verlc's own fixtures (tests/fixtures/models/NAME) into dir, config.json included, dropping tensor
+ * `drop` and giving tensor `cut` (both may be NULL) one row fewer in its first dimension */
+static void copy_own(const char *dir, const char *name, const char *drop, const char *cut) {
+    char src[512], cmd[1200];
+    snprintf(src, sizeof src, "tests/fixtures/models/%s", name);
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    CHECK_OK(vc_ckpt_open(src, &ck));
+    CHECK_OK(vc_st_writer_new(&w));
+    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        if (drop && !strcmp(t->name, drop)) continue;
+        int64_t shape[8];
+        memcpy(shape, t->shape, sizeof shape);
+        if (cut && !strcmp(t->name, cut)) shape[0]--;
+        vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1);
+    }
+    char out[512];
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    if (w) CHECK_OK(vc_st_writer_write(w, out));
+    vc_st_writer_free(w);
+    vc_ckpt_close(ck);
+    snprintf(cmd, sizeof cmd, "cp %s/config.json %s/config.json", src, dir);
+    CHECK(system(cmd) == 0);
+}
+
 static const char *fresh(const char *name) {
     static char d[512];
     snprintf(d, sizeof d, "%s/%s", base, name);
@@ -132,6 +158,8 @@ int main(void) {
         { "rot_huge", "\"partial_rotary_factor\": 1e300", "partial_rotary_factor" },
         { "maxpos_neg", "\"max_position_embeddings\": -1", "max_position_embeddings" },
         { "eps_neg", "\"rms_norm_eps\": -1", "epsilon" },
+        { "quant_block", "\"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": [0, 128]}",
+          "weight_block_size[0]" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[512];
@@ -142,6 +170,24 @@ int main(void) {
         write_text(d, "config.json", text);
         expect(d, VC_ERR_FORMAT, "config.json", bad[i].needle);
     }
+
+    d = fresh("quant_awq"); /* quantized checkpoints other than block-scaled fp8 and mxfp4 */
+    write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 2, \"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4}}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "'awq'");
+    d = fresh("oai_limit"); /* gpt-oss's SwiGLU with other constants */
+    write_text(d, "config.json", "{\"model_type\": \"gpt_oss\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"
+                                 "\"num_attention_heads\": 2, \"num_local_experts\": 2, \"swiglu_limit\": 5.0}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "swiglu_limit 5");
+    d = fresh("fp8_scale"); /* a block scale of the wrong shape */
+    copy_own(d, "minimax_m2_fp8", NULL, "model.layers.0.self_attn.q_proj.weight_scale_inv");
+    expect(d, VC_ERR_SHAPE, "model.layers.0.self_attn.q_proj.weight_scale_inv", "[16, 16]");
+    d = fresh("mxfp4_scales"); /* MXFP4 blocks without their scales */
+    copy_own(d, "gpt_oss_mxfp4", "model.layers.1.mlp.experts.down_proj_scales", NULL);
+    expect(d, VC_ERR_FORMAT, "model.layers.1.mlp.experts.down_proj_blocks", "not used");
+    d = fresh("mxfp4_shape");
+    copy_own(d, "gpt_oss_mxfp4", NULL, "model.layers.0.mlp.experts.gate_up_proj_scales");
+    expect(d, VC_ERR_SHAPE, "model.layers.0.mlp.experts.gate_up_proj_scales", "MXFP4");
 
     d = fresh("nockpt");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1,"

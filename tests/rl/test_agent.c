@@ -240,11 +240,11 @@ static void test_loop(const char *tok_dir) {
     rl_batch_free(&b);
     free_trainer(t, cfg);
     vc_config *bad = NULL;
-    char *ov[] = { "actor_rollout_ref.rollout.multi_turn.enable=true", "actor_rollout_ref.rollout.multi_turn.format=gpt-oss",
+    char *ov[] = { "actor_rollout_ref.rollout.multi_turn.enable=true", "actor_rollout_ref.rollout.multi_turn.format=harmony",
                    "actor_rollout_ref.rollout.multi_turn.tool_config_path=x.yaml" };
     CHECK_OK(vc_config_load(NULL, 3, ov, &bad));
     vc_rl_trainer bt = { 0 };
-    CHECK(rl_agent_open(&bt, bad) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "format=gpt-oss"));
+    CHECK(rl_agent_open(&bt, bad) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "format=harmony"));
     vc_config_free(bad);
 }
 

@@ -34,7 +34,9 @@ static int one_case(const cJSON *c, const cJSON *tools, int idx) {
     ok &= n == cJSON_GetArraySize(want);
     for (int i = 0; ok && i < n; i++) {
         const cJSON *w = cJSON_GetArrayItem(want, i);
-        cJSON *wa = cJSON_Parse(cJSON_GetObjectItem(w, "arguments")->valuestring);
+        const char *ws = cJSON_GetObjectItem(w, "arguments")->valuestring; /* gpt-oss: any text, JSON or not */
+        cJSON *wa = cJSON_Parse(ws);
+        if (!wa) wa = cJSON_CreateString(ws);
         ok &= !strcmp(calls[i].name, cJSON_GetObjectItem(w, "name")->valuestring) && cJSON_Compare(calls[i].args, wa, 1);
         if (!ok) {
             char *got = cJSON_PrintUnformatted(calls[i].args);
@@ -126,13 +128,15 @@ static void mutations(const cJSON *cases, const cJSON *tools) {
  * (it was cubic in the text for glm before) */
 static void unclosed(const cJSON *tools) {
     static const char *const OPEN[] = { "<tool_call>x<arg_key>k</arg_key>", "<|tool_call_begin|>a", "<|tool_call>call:f{",
-                                        "<seed:tool_call><function=f>", "<tool_call><function=f><parameter=x>" };
+                                        "<seed:tool_call><function=f>", "<tool_call><function=f><parameter=x>",
+                                        "<|start|>assistant<|channel|>c to=functions.f <|constrain|>json<|message|>{",
+                                        "<|channel|>analysis<|message|>" };
     for (size_t o = 0; o < sizeof OPEN / sizeof OPEN[0]; o++) {
         size_t n = strlen(OPEN[o]), reps = 3000;
         char *t = malloc(n * reps + 64);
         for (size_t i = 0; i < reps; i++) memcpy(t + i * n, OPEN[o], n);
         strcpy(t + n * reps, "</tool_call><|tool_calls_section_begin|></seed:tool_call>");
-        for (int kind = RL_TF_HERMES; kind <= RL_TF_GEMMA4; kind++) {
+        for (int kind = RL_TF_HERMES; kind <= RL_TF_GPT_OSS; kind++) {
             rl_tool_call calls[4];
             char *content = NULL;
             int k = rl_parse_tool_calls_as(kind, t, NULL, tools, calls, 4, &content);
@@ -159,7 +163,7 @@ int main(void) {
         last = p;
     }
     printf("%d of %d cases of %d parsers equal to verl's (calls, arguments, content)\n", good, idx, parsers);
-    CHECK(idx >= 30 && parsers == 8);
+    CHECK(idx >= 40 && parsers == 9);
     /* max_parallel_calls: the first calls are kept */
     const cJSON *two = cJSON_GetArrayItem(cases, 1);
     rl_tool_call calls[1];
@@ -169,7 +173,7 @@ int main(void) {
     cJSON_Delete(calls[0].args);
     free(content);
     int kind = 0;
-    CHECK(rl_tool_format_parse("gpt-oss", &kind) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "gpt-oss"));
+    CHECK(rl_tool_format_parse("harmony", &kind) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "harmony"));
     CHECK(rl_tool_format_parse("llama3_json", &kind) == VC_ERR_UNSUPPORTED);
     prefixes(cases, tools);
     mutations(cases, tools);

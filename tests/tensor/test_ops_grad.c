@@ -136,6 +136,14 @@ static vc_tensor *b_moe(vc_graph *g, vc_tensor **in) {
 }
 
 /* LoRA on the experts: gate_up of rank 2 (A [E, 2, H], B [2 E, I, 2]), down of rank 3 */
+static vc_tensor *b_attn_sinks(vc_graph *g, vc_tensor **in) {
+    return vc_op_attention_sinks(g, in[0], in[1], in[2], &ad, in[3]);
+}
+/* gpt-oss's experts: biases on gate, up and down, its clamped gated unit */
+static vc_tensor *b_moe_bias(vc_graph *g, vc_tensor **in) {
+    vc_moe_bias bi = { in[5], in[6], in[7] };
+    return vc_op_moe_ex(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_OAI_GLU, &rdesc, NULL, &bi);
+}
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
@@ -160,8 +168,8 @@ static void run_all(void) {
     check_op("rmsnorm(1+w)", b_rms1p, 2, 1e-3f, 5e-3f);
     make(0, 2, 5, 7, 0, 1); make(1, 1, 7, 0, 0, 1); make(2, 1, 7, 0, 0, 1);
     check_op("layernorm", b_ln, 3, 4e-3f, 5e-3f);
-    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2" };
-    for (act_kind = 0; act_kind < 6; act_kind++) {
+    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu" };
+    for (act_kind = 0; act_kind < 7; act_kind++) {
         char nm[64];
         make(0, 2, 4, 5, 0, 2);
         snprintf(nm, sizeof nm, "act %s", acts[act_kind]);
@@ -170,6 +178,9 @@ static void run_all(void) {
         snprintf(nm, sizeof nm, "act_mul %s", acts[act_kind]);
         check_op(nm, b_actmul, 2, 1e-3f, 5e-3f);
     }
+    act_kind = VC_ACT_OAI_GLU; /* inputs beyond gpt-oss's clamp at 7 on both sides: no gradient there */
+    make(0, 2, 4, 5, 0, 12); make(1, 2, 4, 5, 0, 12);
+    check_op("act_mul oai_glu clamped", b_actmul, 2, 1e-3f, 5e-3f);
     make(0, 2, 8, 6, 0, 1); make(1, 2, 4, 2, 0, 1);
     check_op("slice/concat", b_slicecat, 2, 1e-2f, 2e-3f);
     make(0, 2, 4, 5, 0, 4);
@@ -200,6 +211,9 @@ static void run_all(void) {
         ad.scale = 0.4f; ad.causal = 1; ad.window = cases[c].window; ad.softcap = cases[c].cap;
         make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1);
         check_op(cases[c].name, b_attn, 3, 1e-2f, 5e-3f);
+        const char *sn[] = { "attn causal gqa sinks", "attn window 3 sinks", "attn softcap sinks" };
+        make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1); make(3, 1, 4, 0, 0, 1.5f);
+        check_op(sn[c], b_attn_sinks, 4, 1e-2f, 5e-3f);
     }
     for (int c = 0; c < 3; c++) {
         head_cap = c ? 3.0f : 0.0f;
@@ -220,6 +234,10 @@ static void run_all(void) {
         const char *nm[] = { "moe softmax norm", "moe softmax", "moe sigmoid group" };
         check_op(nm[c], b_moe, 5, 1e-3f, 2e-2f);
         if (c != 0) continue;
+        make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+        make(2, 3, 4, 3, 5, 1.5f); make(3, 3, 4, 3, 5, 1.5f); make(4, 3, 4, 5, 3, 1);
+        make(5, 2, 4, 3, 0, 1); make(6, 2, 4, 3, 0, 1); make(7, 2, 4, 5, 0, 1);
+        check_op("moe expert biases, gpt-oss unit", b_moe_bias, 8, 1e-3f, 2e-2f);
         make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
         make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
         make(5, 3, 4, 2, 5, 0.5f); make(6, 3, 8, 3, 2, 0.5f); make(7, 3, 4, 3, 3, 0.5f); make(8, 3, 4, 5, 3, 0.5f);

@@ -72,11 +72,14 @@ static void softmax_rows(void *p, int64_t blk) {
         float *pr = c->S + r * c->nj, m = -INFINITY, sum = 0;
         int64_t lo, hi;
         visible_span(c, r, &lo, &hi);
+        float sink = c->d->sinks ? c->d->sinks[c->h] : -INFINITY; /* a key with a zero value */
         for (int64_t j = lo; j <= hi; j++) m = pr[j] > m ? pr[j] : m;
+        m = sink > m ? sink : m;
         for (int64_t j = 0; j < lo; j++) pr[j] = 0;
         for (int64_t j = hi + 1; j < c->nj; j++) pr[j] = 0;
         vc_exp_shift(pr + lo, pr + lo, hi - lo + 1, m);
         sum = (float)vc_sum_f64(pr + lo, hi - lo + 1);
+        if (c->d->sinks) sum += expf(sink - m);
         c->inv_sum[r] = 1.0f / sum; /* applied to the output rows after the PV product */
         if (c->lse_out) c->lse_out[(c->lse_base + r) * c->d->n_head + c->h] = m + logf(sum);
     }
@@ -172,10 +175,12 @@ static void paged_task(void *p, int64_t task) {
             S[j - j0] = sc;
             m = sc > m ? sc : m;
         }
+        if (d->sinks && d->sinks[h] > m) m = d->sinks[h];
         for (int64_t j = 0; j < j1 - j0; j++) {
             S[j] = expf(S[j] - m);
             sum += S[j];
         }
+        if (d->sinks) sum += expf(d->sinks[h] - m);
         float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
         for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
         for (int64_t j = j0; j < j1; j++) {
@@ -266,4 +271,18 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
 out:
     free(S);
     free(dP);
+}
+
+void vc_cpu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                          int64_t T, int nh, int dv) {
+    for (int h = 0; h < nh; h++) {
+        double acc = 0;
+        for (int64_t t = 0; t < T; t++) {
+            const float *a = dout + (t * nh + h) * dv, *b = o + (t * nh + h) * dv;
+            float D = 0;
+            for (int i = 0; i < dv; i++) D += a[i] * b[i];
+            acc += (double)(expf(sinks[h] - lse[t * nh + h]) * D);
+        }
+        dsink[h] -= (float)acc;
+    }
 }

@@ -261,8 +261,8 @@ static void act_fwd_task(void *p, int64_t b) {
     act_ctx *c = p;
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
-        if (c->y16) c->y16[i] = vc_f32_to_bf16(vc_act_f(c->g[i], c->kind) * c->u[i]);
-        else if (c->u) c->y[i] = vc_act_f(c->g[i], c->kind) * c->u[i];
+        if (c->y16) c->y16[i] = vc_f32_to_bf16(vc_gate_f(c->g[i], c->u[i], c->kind));
+        else if (c->u) c->y[i] = vc_gate_f(c->g[i], c->u[i], c->kind);
         else c->y[i] = vc_act_f(c->x[i], c->kind);
     }
 }
@@ -272,8 +272,8 @@ static void act_bwd_task(void *p, int64_t b) {
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
         if (c->u) {
-            if (c->dg) c->dg[i] += c->dy[i] * c->u[i] * vc_act_d(c->g[i], c->kind);
-            if (c->du) c->du[i] += c->dy[i] * vc_act_f(c->g[i], c->kind);
+            if (c->dg) c->dg[i] += c->dy[i] * vc_gate_dg(c->g[i], c->u[i], c->kind);
+            if (c->du) c->du[i] += c->dy[i] * vc_gate_du(c->g[i], c->u[i], c->kind);
         } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], c->kind);
     }
 }
@@ -337,6 +337,7 @@ static const vc_backend CPU = {
     .rope = vc_cpu_rope,
     .attn_fwd = vc_cpu_attn_fwd,
     .attn_bwd = vc_cpu_attn_bwd,
+    .attn_sink_bwd = vc_cpu_attn_sink_bwd,
     .act_fwd = vc_cpu_act_fwd,
     .act_bwd = vc_cpu_act_bwd,
     .act_mul_fwd = vc_cpu_act_mul_fwd,
@@ -375,6 +376,8 @@ static const vc_backend CPU = {
     .moe_combine_bwd = vc_cpu_moe_combine_bwd,
     .moe_scatter_add = vc_cpu_moe_scatter_add,
     .moe_group = vc_cpu_moe_group,
+    .moe_bias_fwd = vc_cpu_moe_bias_fwd,
+    .moe_bias_bwd = vc_cpu_moe_bias_bwd,
     .gemm_rows_grouped = vc_cpu_gemm_rows_grouped,
     .gemm_wgrad_grouped = vc_cpu_gemm_wgrad_grouped,
     .adamw = vc_cpu_adamw,

@@ -56,3 +56,15 @@ void vc_cpu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t
             for (int64_t i = 0; i < M * N; i++) Ce[i] = beta == 0.0f ? 0.0f : beta * Ce[i];
     }
 }
+
+void vc_cpu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C) {
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = off[e]; r < off[e + 1]; r++)
+            for (int64_t c = 0; c < C; c++) Y[r * C + c] += b[e * C + c];
+}
+
+void vc_cpu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C) {
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = off[e]; r < off[e + 1]; r++)
+            for (int64_t c = 0; c < C; c++) db[e * C + c] += dY[r * C + c];
+}

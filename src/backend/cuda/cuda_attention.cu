@@ -21,6 +21,7 @@ struct attn_params {
     int64_t kstride, vstride;
     float scale, cap;
     int window, causal, alibi;
+    const float *sinks; /* [nh] or NULL */
 };
 
 #define NT 256
@@ -157,7 +158,8 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
         int r = tr + 16 * i;
         if (r >= nr) continue;
         int64_t row = sm.q0 + qb + r;
-        float inv = l[i] > 0 ? 1.0f / l[i] : 0.0f;
+        float sf = vc_attn_sink_fold(p, h, &m[i], &l[i]);
+        float inv = l[i] > 0 ? sf / l[i] : 0.0f;
         #pragma unroll
         for (int c = 0; c < ON; c++) {
             int col = tc + 16 * c;
@@ -417,6 +419,7 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     p->window = d->window;
     p->causal = d->causal;
     p->alibi = d->alibi;
+    p->sinks = d->sinks;
     p->D = NULL;
     return dev;
 }
@@ -529,4 +532,33 @@ void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *l
     }
 out:
     vc_cu_scratch_free(Dfull);
+}
+
+/* ---------------- attention sinks' gradient: one block per head, rows in a fixed order ---------------- */
+__global__ void k_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                                int64_t T, int nh, int dv) {
+    __shared__ float part[256 / 32];
+    const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float acc = 0;
+    for (int64_t t = warp; t < T; t += blockDim.x / 32) {
+        const float *a = dout + (t * nh + h) * dv, *b = o + (t * nh + h) * dv;
+        float dot = 0;
+        for (int c = lane; c < dv; c += 32) dot += a[c] * b[c];
+        dot = vc_warp_sum(dot);
+        acc += expf(sinks[h] - lse[t * nh + h]) * dot;
+    }
+    if (lane == 0) part[warp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0;
+        for (int w = 0; w < (int)(blockDim.x / 32); w++) s += part[w];
+        dsink[h] -= s;
+    }
+}
+
+void vc_cu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                         int64_t T, int nh, int dv) {
+    if (!vc_cu_begin("attention sinks backward") || T == 0) return;
+    k_attn_sink_bwd<<<nh, 256, 0, vc_cu_stream()>>>(dsink, dout, o, lse, sinks, T, nh, dv);
+    vc_cu_end("attention sinks backward");
 }

@@ -36,6 +36,7 @@ struct tc_params {
     int64_t kstride, vstride;
     float scale, cap;
     int window, causal, alibi;
+    const float *sinks; /* [nh] or NULL */
 };
 
 constexpr int TB = 64;       /* query and key tile */
@@ -181,8 +182,9 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         __syncwarp();
     }
     /* 1 / l per row into the (no longer used) S rows of the warp, then coalesced row writes */
+    float sf = vc_attn_sink_fold(p, h, &m, &l);
     if (half == 0) {
-        Ss[r * L::LS] = l > 0 ? 1.0f / l : 0.0f;
+        Ss[r * L::LS] = l > 0 ? sf / l : 0.0f;
         if (lse && r < nr) lse[(sm.q0 + qb + r) * p.nh + h] = l > 0 ? m + logf(l) : -INFINITY;
     }
     __syncwarp();
@@ -408,6 +410,7 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->window = d->window;
     p->causal = d->causal;
     p->alibi = d->alibi;
+    p->sinks = d->sinks;
     return dev;
 }
 

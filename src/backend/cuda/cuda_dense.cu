@@ -194,13 +194,13 @@ __global__ void k_act_bwd(float *dx, const float *dy, const float *x, int64_t n,
     GRID_LOOP(i, n) dx[i] += dy[i] * vc_act_d(x[i], kind);
 }
 __global__ void k_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
-    GRID_LOOP(i, n) y[i] = vc_act_f(g[i], kind) * u[i];
+    GRID_LOOP(i, n) y[i] = vc_gate_f(g[i], u[i], kind);
 }
 __global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                               int kind) {
     GRID_LOOP(i, n) {
-        if (dg) dg[i] += dy[i] * u[i] * vc_act_d(g[i], kind);
-        if (du) du[i] += dy[i] * vc_act_f(g[i], kind);
+        if (dg) dg[i] += dy[i] * vc_gate_dg(g[i], u[i], kind);
+        if (du) du[i] += dy[i] * vc_gate_du(g[i], u[i], kind);
     }
 }
 
@@ -220,7 +220,7 @@ void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int 
     vc_cu_end("gated activation forward");
 }
 __global__ void k_act_mul_fwd_bf16(__nv_bfloat16 *y, const float *g, const float *u, int64_t n, int kind) {
-    GRID_LOOP(i, n) y[i] = __float2bfloat16_rn(vc_act_f(g[i], kind) * u[i]);
+    GRID_LOOP(i, n) y[i] = __float2bfloat16_rn(vc_gate_f(g[i], u[i], kind));
 }
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
     if (!vc_cu_begin("gated activation forward (bf16 out)") || n == 0) return;

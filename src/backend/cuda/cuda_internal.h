@@ -86,6 +86,10 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
                 int sign);
 void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind);
 void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind);
+void vc_cu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                         int64_t T, int nh, int dv);
+void vc_cu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
+void vc_cu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
 void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,
@@ -181,6 +185,18 @@ __device__ __forceinline__ float vc_attn_score(const P &p, float dot, int h, int
     float x = p.scale * dot;
     x = p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
     return p.alibi ? x + vc_attn_alibi_slope(h, p.nh) * (float)(key - pos) : x;
+}
+
+/* attention sinks (gpt-oss; P with `const float *sinks`, NULL: none): head h's sink logit folded into a row's
+ * running max *m and sum *l as one more key with a zero value; returns the factor the row's accumulated output
+ * takes (exp(old max - new max)) */
+template <class P>
+__device__ __forceinline__ float vc_attn_sink_fold(const P &p, int h, float *m, float *l) {
+    if (!p.sinks) return 1.0f;
+    float s = p.sinks[h], mn = fmaxf(*m, s), f = *m == -INFINITY ? 0.0f : expf(*m - mn);
+    *l = *l * f + expf(s - mn);
+    *m = mn;
+    return f;
 }
 
 /* warp reductions over all 32 lanes */

@@ -341,3 +341,32 @@ void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t 
     gparams p = {1, 0, (int)E, off, M, N, 0, alpha, beta, A, B, lda, ldb, 0, C};
     launch(p, 0, b16, dim3((unsigned)tiles, (unsigned)E), op);
 }
+
+/* ---------------- experts' biases over the grouped rows ---------------- */
+/* block (e, y): rows off[e] + y, + gridDim.y, ... of group e; threads over the columns */
+__global__ void k_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t C) {
+    const int64_t e = blockIdx.x;
+    for (int64_t r = off[e] + blockIdx.y; r < off[e + 1]; r += gridDim.y)
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) Y[r * C + c] += b[e * C + c];
+}
+
+/* block (e, x): columns 256 x + thread of group e, its rows summed in ascending order */
+__global__ void k_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t C) {
+    const int64_t e = blockIdx.x, c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float acc = 0;
+    for (int64_t r = off[e]; r < off[e + 1]; r++) acc += dY[r * C + c];
+    db[e * C + c] += acc;
+}
+
+void vc_cu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C) {
+    if (!vc_cu_begin("moe expert bias") || E <= 0 || C <= 0) return;
+    k_moe_bias_fwd<<<dim3((unsigned)E, 16), 256, 0, vc_cu_stream()>>>(Y, b, off, C);
+    vc_cu_end("moe expert bias");
+}
+
+void vc_cu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C) {
+    if (!vc_cu_begin("moe expert bias backward") || E <= 0 || C <= 0) return;
+    k_moe_bias_bwd<<<dim3((unsigned)E, (unsigned)((C + 255) / 256)), 256, 0, vc_cu_stream()>>>(db, dY, off, C);
+    vc_cu_end("moe expert bias backward");
+}

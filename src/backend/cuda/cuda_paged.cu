@@ -25,6 +25,7 @@ struct paged_params {
     int64_t row0, P, kstride, vstride;
     int nh, nkv, hd, dv, window, causal, alibi;
     float scale, cap;
+    const float *sinks; /* [nh] or NULL */
 };
 
 /* One block of PW warps per (query row, group of GC query heads sharing one key/value head): each key
@@ -87,8 +88,9 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             f[w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
             L += wl[w][g] * f[w];
         }
-        float inv = L > 0 ? 1.0f / L : 0.0f;
         const int h = h0 + g;
+        float sf = vc_attn_sink_fold(p, h, &M, &L);
+        float inv = L > 0 ? sf / L : 0.0f;
         for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
             float a = 0;
             for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
@@ -265,6 +267,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.alibi = d->alibi;
     p.scale = d->scale;
     p.cap = d->softcap;
+    p.sinks = d->sinks;
     int gc = heads_per_block(d->n_head / d->n_kv_head);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
     if (d->kv_bf16) launch_paged<__nv_bfloat16>(gc, grid, o, lse, q, p);

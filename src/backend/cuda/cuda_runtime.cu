@@ -762,6 +762,7 @@ static vc_backend make_cuda_backend(void) {
     b.rope = vc_cu_rope;
     b.attn_fwd = vc_cu_attn_fwd;
     b.attn_bwd = vc_cu_attn_bwd;
+    b.attn_sink_bwd = vc_cu_attn_sink_bwd;
     b.act_fwd = vc_cu_act_fwd;
     b.act_bwd = vc_cu_act_bwd;
     b.act_mul_fwd = vc_cu_act_mul_fwd;
@@ -800,6 +801,8 @@ static vc_backend make_cuda_backend(void) {
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
     b.moe_scatter_add = vc_cu_moe_scatter_add;
+    b.moe_bias_fwd = vc_cu_moe_bias_fwd;
+    b.moe_bias_bwd = vc_cu_moe_bias_bwd;
     b.moe_group = vc_cu_moe_group;
     b.gemm_rows_grouped = vc_cu_gemm_rows_grouped;
     b.gemm_wgrad_grouped = vc_cu_gemm_wgrad_grouped;

@@ -24,6 +24,10 @@ void vc_sim_error(const char *op, const char *what);
 void vc_sim_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
 void vc_sim_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);
+void vc_sim_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                          int64_t T, int nh, int dv);
+void vc_sim_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
+void vc_sim_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
 void vc_sim_fill(float *y, float v, int64_t n);
 void vc_sim_axpy(float *y, float a, const float *x, int64_t n);
 void vc_sim_add(float *y, const float *a, const float *b, int64_t n);

@@ -35,6 +35,7 @@ static int tr_desc(attn_tr *t, const vc_attn_desc *d, const char *op) {
     t->d.v_seq = tr_array(d->v_seq, t->ptrs + n, n, &bad, op);
     t->d.dk_seq = (float *const *)tr_array((const float *const *)d->dk_seq, t->ptrs + 2 * n, n, &bad, op);
     t->d.dv_seq = (float *const *)tr_array((const float *const *)d->dv_seq, t->ptrs + 3 * n, n, &bad, op);
+    if (d->sinks) t->d.sinks = vc_sim_tr(d->sinks, &bad, op);
     if (d->page_tokens > 0 && (d->k_pages || d->v_pages)) {
         int64_t total = 0;
         for (int s = 0; s < n; s++) total += (d->kv_len[s] + d->page_tokens - 1) / d->page_tokens;
@@ -75,4 +76,13 @@ void vc_sim_attn_bwd(float *dq, const float *dout, const float *o, const float *
     if (!tr_desc(&t, d, "attn_bwd")) vc_cpu_attn_bwd(DQ, DO, O, L, Q, &t.d);
     else vc_sim_error("attn_bwd", "cannot translate the descriptor");
     tr_free(&t);
+}
+
+void vc_sim_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
+                          int64_t T, int nh, int dv) {
+    SIM_BEGIN("attn_sink_bwd");
+    float *DS = D(dsink);
+    const float *DO = D(dout), *O = D(o), *L = D(lse), *S = D(sinks);
+    SIM_END;
+    vc_cpu_attn_sink_bwd(DS, DO, O, L, S, T, nh, dv);
 }

@@ -266,3 +266,21 @@ void vc_sim_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t
     SIM_END;
     vc_cpu_gemm_wgrad_grouped(E, O, M, N, alpha, Ah, lda, Bh, b16, ldb, beta, Ch);
 }
+
+void vc_sim_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C) {
+    SIM_BEGIN("moe_bias_fwd");
+    float *Yh = D(Y);
+    const float *Bh = D(b);
+    const int64_t *O = D(off);
+    SIM_END;
+    vc_cpu_moe_bias_fwd(Yh, Bh, O, E, C);
+}
+
+void vc_sim_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C) {
+    SIM_BEGIN("moe_bias_bwd");
+    float *DB = D(db);
+    const float *DY = D(dY);
+    const int64_t *O = D(off);
+    SIM_END;
+    vc_cpu_moe_bias_bwd(DB, DY, O, E, C);
+}
