@@ -203,6 +203,9 @@ static const vc_tensor_rule INTERNLM2[] = {
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* Qwen2-VL / Qwen2.5-VL (hub: model.* and visual.*; later: model.language_model.*, model.visual.*) and Qwen3-VL */
+static const char *const QWEN_VL_NESTED[] = { "model.", "model.language_model.", NULL };
+
 /* every family's classification checkpoints (transformers' Generic*Classification) name their head score */
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
@@ -221,6 +224,9 @@ static const vc_arch ARCHS[] = {
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
     { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
       "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
+    /* the text decoders of Qwen's image-text models (vision towers left alone, copied through on export) */
+    { "qwen_vl", "qwen2_vl qwen2_5_vl qwen3_vl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
+      "visual. model.visual." },
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },

@@ -506,30 +506,55 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
-/* An image-text checkpoint whose text decoder verlc runs (Gemma 3 4B and up): its text_config is the
- * model; tied embeddings and special tokens may sit at the top level. */
-static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c) {
+/* Image-text checkpoints whose text decoder verlc runs on text: Gemma 3 4B and up, Qwen2-VL / Qwen2.5-VL and
+ * Qwen3-VL (their multimodal rope is the plain rope on text positions). The text model is text_config (Qwen2-VL's
+ * older configs: the top level), parsed as the text architecture it is; tied embeddings and special tokens may
+ * sit at the top level. */
+static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
+    { "gemma3", "gemma3_text", "gemma3_text" },
+    { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
+    { "qwen3_vl", "qwen3_vl_text", "qwen3" },
+};
+
+static int nested_kind(const cJSON *o) {
+    const cJSON *mt = vc_json_member(o, "model_type");
+    for (int i = 0; mt && cJSON_IsString(mt) && i < (int)(sizeof NESTED_TEXT / sizeof NESTED_TEXT[0]); i++)
+        if (!strcmp(mt->valuestring, NESTED_TEXT[i].outer)) return i;
+    return -1;
+}
+
+static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c, int k) {
     const cJSON *tc = vc_json_member(o, "text_config");
-    if (!tc || !cJSON_IsObject(tc)) return vc_fail(VC_ERR_MISSING, "%s: key 'text_config' is missing", path);
+    int qwen = strncmp(NESTED_TEXT[k].outer, "gemma", 5) != 0;
+    if ((!tc && !qwen) || (tc && !cJSON_IsObject(tc)))
+        return vc_fail(VC_ERR_MISSING, "%s: key 'text_config' is missing", path);
     char ctx[512];
-    snprintf(ctx, sizeof ctx, "%s: text_config", path);
-    cJSON *copy = cJSON_Duplicate(tc, 1);
+    snprintf(ctx, sizeof ctx, tc ? "%s: text_config" : "%s", path);
+    cJSON *copy = cJSON_Duplicate(tc ? tc : o, 1);
     if (!copy) return VC_ERR_NOMEM;
-    if (!vc_json_member(copy, "model_type")) cJSON_AddStringToObject(copy, "model_type", "gemma3_text");
+    const cJSON *imt = vc_json_member(copy, "model_type");
+    const char *inner = imt && cJSON_IsString(imt) ? imt->valuestring : NESTED_TEXT[k].inner;
+    if (tc && strcmp(inner, NESTED_TEXT[k].inner)) {
+        vc_status e = vc_fail(VC_ERR_UNSUPPORTED, "%s: text_config.model_type '%s' is not %s's text model", path,
+                              inner, NESTED_TEXT[k].outer);
+        cJSON_Delete(copy);
+        return e;
+    }
+    cJSON_DeleteItemFromObject(copy, "model_type");
+    cJSON_AddStringToObject(copy, "model_type", NESTED_TEXT[k].as);
+    if (!tc) cJSON_DeleteItemFromObject(copy, "vision_config");
     vc_status st = vc_config_parse_model(copy, ctx, c);
     cJSON_Delete(copy);
     if (st) return st;
-    if (strcmp(c->model_type, "gemma3_text"))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: text_config.model_type '%s' is not Gemma 3's text model", path,
-                       c->model_type);
-    c->arch = vc_arch_find("gemma3");
+    c->arch = vc_arch_find(NESTED_TEXT[k].outer);
+    snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     c->tied = flag(o, "tie_word_embeddings", c->tied);
     return parse_special_tokens(o, path, c);
 }
 
 vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_config *c) {
-    const cJSON *mt0 = vc_json_member(o, "model_type");
-    if (mt0 && cJSON_IsString(mt0) && !strcmp(mt0->valuestring, "gemma3")) return parse_nested_text(o, path, c);
+    int nk = nested_kind(o);
+    if (nk >= 0) return parse_nested_text(o, path, c, nk);
     memset(c, 0, sizeof *c);
     c->bos_id = c->pad_id = -1;
     const char *mt = NULL;

@@ -130,6 +130,13 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
     vc_source tmp;
     const vc_source *s = find_source(m, hf_name);
     if (!s && vc_rule_for_name(m, hf_name, &tmp)) s = &tmp; /* another name of the same slots */
+    char alt[320]; /* an image-text model's names of its text decoder (model.language_model.* for model.*) */
+    for (const char *const *n = m->cfg.arch->nested; !s && n && n[0]; n += 2) {
+        size_t k = strlen(n[1]);
+        if (strncmp(hf_name, n[1], k)) continue;
+        snprintf(alt, sizeof alt, "%s%s", n[0], hf_name + k);
+        if (!(s = find_source(m, alt)) && vc_rule_for_name(m, alt, &tmp)) s = &tmp;
+    }
     if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);
     vc_tensor *p[3];
     int np = vc_rule_parts(m, s->rule, s->layer, p);

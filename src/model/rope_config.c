@@ -37,6 +37,8 @@ static vc_status type_from_name(const char *s, const char *ctx, const char *key,
     for (int i = 0; i < (int)(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]); i++)
         if (!strcmp(s, TYPE_NAMES[i])) { *type = i; return VC_OK; }
     if (!strcmp(s, "su")) { *type = VC_ROPE_LONGROPE; return VC_OK; } /* early Phi-3 name of longrope */
+    /* Qwen2-VL's multimodal rope: text positions are the same on its three axes, so it is the default rope */
+    if (!strcmp(s, "mrope")) { *type = VC_ROPE_DEFAULT; return VC_OK; }
     return vc_fail(VC_ERR_UNSUPPORTED,
                    "%s: key '%s': unknown rope type '%s' (known: default, linear, dynamic, yarn, longrope, llama3)",
                    ctx, key, s);
