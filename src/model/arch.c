@@ -85,6 +85,13 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* Hunyuan MoE (Hunyuan-A13B): the router's wg, an ungated shared MLP beside the experts */
+static const vc_tensor_rule HUNYUAN_MOE[] = {
+    { L "mlp.gate.wg.weight", VC_W_ROUTER },
+    { L "mlp.shared_mlp.gate_proj.weight", VC_W_SH_GATE }, { L "mlp.shared_mlp.up_proj.weight", VC_W_SH_UP },
+    { L "mlp.shared_mlp.down_proj.weight", VC_W_SH_DOWN },
+    { 0 } };
+
 /* Granite 3 MoE: fused experts [E, 2I, H] (gate rows, then up) and [E, H, I], a router module, a shared MLP
  * (granitemoeshared); the hub's names and transformers 5's */
 static const vc_tensor_rule GRANITE_MOE[] = {
@@ -231,6 +238,9 @@ static const vc_arch ARCHS[] = {
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
+    { "flex_olmo", "flex_olmo", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MOE) },
+    { "olmoe", "olmoe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MOE) },
+    { "hunyuan_v1_moe", "hunyuan_v1_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MOE, HUNYUAN_MOE) },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },

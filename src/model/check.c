@@ -1,6 +1,7 @@
 /* `verlc check`: forward, per-token log-probs, entropy, loss, every gradient and greedy decoding
  * against transformers' outputs stored beside the checkpoint. */
 #include "verlc/check.h"
+#include "verlc/json.h"
 #include "model_internal.h"
 #include "verlc/ops.h"
 #include "verlc/safetensors.h"
@@ -47,8 +48,37 @@ static const check_tol TOL_BF16 = { 0, 6e-2, 1.5e-1, 1e-1, 5e-3, 1.5e-1, 1e-2 };
 
 static const check_tol *tolerances(void) { return vc_matmul_precision() == VC_PREC_BF16 ? &TOL_BF16 : &TOL_F32; }
 
+/* PyTorch's own bf16 autocast errors against the f32 reference (reference.json "bf16_torch", written by
+ * tools/fixtures/make_fixture.py): a small random MoE model can flip expert choices in bf16, which no fixed
+ * tolerance covers. With bf16 matmuls an item then passes within 1.5 x PyTorch's error too. */
+typedef struct {
+    double logits, logprobs, entropy, loss, grads; /* 0: not given */
+} torch_bf16;
+
+static void read_torch_bf16(const char *dir, torch_bf16 *tb) {
+    memset(tb, 0, sizeof *tb);
+    char *p = vc_path_join(dir, "reference.json");
+    cJSON *j = NULL;
+    if (p && vc_file_exists(p) && vc_json_load_file(p, &j) == VC_OK) {
+        const cJSON *b = vc_json_member(j, "bf16_torch");
+        const char *k[5] = { "logits", "logprobs", "entropy", "loss", "grads" };
+        double *v[5] = { &tb->logits, &tb->logprobs, &tb->entropy, &tb->loss, &tb->grads };
+        for (int i = 0; b && i < 5; i++) {
+            const cJSON *x = vc_json_member(b, k[i]);
+            if (cJSON_IsNumber(x) && x->valuedouble >= 0) *v[i] = x->valuedouble;
+        }
+    }
+    cJSON_Delete(j);
+    free(p);
+}
+
+/* the tolerance of an item with bf16 matmuls: its own, or 1.5 x PyTorch's bf16 error when larger */
+static double with_torch(double tol, double torch_err) {
+    return tolerances() == &TOL_BF16 && 1.5 * torch_err > tol ? 1.5 * torch_err : tol;
+}
+
 const char *vc_check_tolerances(void) {
-    static char line[320];
+    static char line[512];
     const check_tol *t = tolerances();
     char lg[64];
     if (t->logits_rel > 0) snprintf(lg, sizeof lg, "%.3g x max|ref logit|", t->logits_rel);
@@ -57,7 +87,8 @@ const char *vc_check_tolerances(void) {
              "%s matmul: logits %s, logprobs %.3g, entropy %.3g (max abs), loss %.3g x |loss|, grads %.3g x "
              "max|ref| per tensor, packed %.3g, greedy: %s",
              t == &TOL_BF16 ? "bf16" : "f32", lg, t->logprobs, t->entropy, t->loss_rel, t->grads_rel, t->packed,
-             t == &TOL_BF16 ? "a flip only where the reference top-2 margin < 2 x the logits tolerance" : "exact");
+             t == &TOL_BF16 ? "a flip only where the reference top-2 margin < 2 x the logits tolerance; or within 1.5 x "
+             "PyTorch's own bf16 autocast error where the fixture's reference.json gives it (bf16_torch)" : "exact");
     return line;
 }
 
@@ -82,7 +113,7 @@ static void item(vc_check_result *r, int k, double err, double tol, const char *
 
 /* logits, log-probs, entropy, loss and gradients on the reference batch (packed: pad tokens are
  * never computed) */
-static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_result *r) {
+static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch_bf16 *tb, vc_check_result *r) {
     int32_t ids[4096], mask[4096];
     int64_t n, shape[2], n2, s2[2];
     vc_status st = read_ints(ck, "input_ids", ids, &n, shape);
@@ -142,11 +173,11 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
     }
     double zmax = 0;
     for (int64_t k = 0; k < nl; k++) zmax = fmax(zmax, fabs(rl[k]));
-    item(r, VC_CHECK_LOGITS, el, tol->logits + tol->logits_rel * zmax, NULL);
-    item(r, VC_CHECK_LOGPROBS, elp, tol->logprobs, NULL);
-    item(r, VC_CHECK_ENTROPY, een, tol->entropy, NULL);
+    item(r, VC_CHECK_LOGITS, el, with_torch(tol->logits + tol->logits_rel * zmax, tb->logits), NULL);
+    item(r, VC_CHECK_LOGPROBS, elp, with_torch(tol->logprobs, tb->logprobs), NULL);
+    item(r, VC_CHECK_ENTROPY, een, with_torch(tol->entropy, tb->entropy), NULL);
     double lerr = fabs(lv - rloss[0]);
-    item(r, VC_CHECK_LOSS, lerr, tol->loss_rel * fabs(rloss[0]), NULL);
+    item(r, VC_CHECK_LOSS, lerr, with_torch(tol->loss_rel * fabs(rloss[0]), tb->loss), NULL);
     if ((st = vc_graph_backward(g, loss, 1.0f))) goto out;
     /* gradients: each within 1e-3 of that tensor's largest reference magnitude */
     double worst = 0, worst_rel = 0;
@@ -181,9 +212,10 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, vc_check_re
         free(mine);
         free(ref);
     }
-    item(r, VC_CHECK_GRADS, worst_rel, tol->grads_rel, detail);
+    double gtol = with_torch(tol->grads_rel, tb->grads);
+    item(r, VC_CHECK_GRADS, worst_rel, gtol, detail);
     r->item[VC_CHECK_GRADS].max_abs_err = isinf(worst_rel) ? INFINITY : worst;
-    r->item[VC_CHECK_GRADS].ok = worst_rel <= tol->grads_rel && n_grads > 0;
+    r->item[VC_CHECK_GRADS].ok = worst_rel <= gtol && n_grads > 0;
     /* padded vs packed: the same sequences one at a time give the same log-probs (not for rope types
      * whose frequencies depend on the batch's longest sequence) */
     double ep = 0;
@@ -295,7 +327,9 @@ vc_status vc_check_model(const char *dir, vc_check_result *r) {
     if (ref && vc_file_exists(ref)) {
         r->has_reference = 1;
         st = vc_ckpt_open(ref, &ck);
-        if (!st) st = check_forward(m, ck, r);
+        torch_bf16 tb;
+        read_torch_bf16(dir, &tb);
+        if (!st) st = check_forward(m, ck, &tb, r);
         if (!st) st = check_greedy(m, ck, r);
     } else {
         /* no reference: a forward and a short greedy generation must run */

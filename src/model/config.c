@@ -143,12 +143,29 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
     return VC_OK;
 }
 
+/* Hunyuan MoE: moe_topk (one number, or one per layer: all equal), its shared MLP as wide as the experts */
+static vc_status hunyuan_moe_keys(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *k = vc_json_member(o, "moe_topk");
+    if (cJSON_IsArray(k)) {
+        const cJSON *e;
+        c->top_k = 0;
+        cJSON_ArrayForEach(e, k) {
+            if (!cJSON_IsNumber(e) || (c->top_k && e->valuedouble != (double)c->top_k))
+                return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_topk differs between layers", path);
+            c->top_k = (int64_t)e->valuedouble;
+        }
+        return VC_OK;
+    }
+    return get_int_any(o, "moe_topk num_experts_per_tok", 1, &c->top_k, path);
+}
+
 static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
     int64_t v;
     if ((st = get_int_any(o, "num_experts num_local_experts n_routed_experts moe_num_experts", 0, &c->n_expert, path)))
         return st;
-    if ((st = get_int_any(o, "num_experts_per_tok moe_k", 0, &c->top_k, path))) return st;
+    st = is(c, "hunyuan_v1_moe") ? hunyuan_moe_keys(o, path, c) : get_int_any(o, "num_experts_per_tok moe_k", 0, &c->top_k, path);
+    if (st) return st;
     if ((st = get_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
     if (c->n_expert <= 0) return VC_OK;
     if (c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)
@@ -162,6 +179,11 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->norm_topk = c->router_sigmoid = c->router_bias = 1;
     if ((st = get_int_any(o, "shared_expert_intermediate_size", 0, &c->shared_inter, path))) return st;
     c->shared_gate = c->shared_inter > 0;
+    if (is(c, "hunyuan_v1_moe")) { /* renormalised top-k; the shared MLP (ungated) as wide as the experts */
+        c->norm_topk = 1;
+        c->shared_inter = c->moe_inter;
+        c->shared_gate = 0;
+    }
     if (is(c, "granitemoe") || is(c, "granitemoeshared")) { /* a softmax over the top-k logits; an ungated shared MLP */
         c->norm_topk = 1;
         if ((st = get_int_any(o, "shared_intermediate_size", 0, &c->shared_inter, path))) return st;
@@ -358,8 +380,14 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->rope_interleaved = 1; /* GPT-J pairs */
     if ((is(c, "ernie4_5") || is(c, "ernie4_5_moe")) && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
-    if (is(c, "olmo2") || is(c, "olmo3")) /* norms only after the sublayers; q and k normed over all their heads */
+    if (is(c, "olmo2") || is(c, "olmo3") || is(c, "flex_olmo")) /* norms only after the sublayers; q and k normed
+                                                                  * over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
+    if (is(c, "olmoe")) c->qk_norm = c->qk_norm_full = 1; /* pre-norms, q and k normed over all their heads */
+    if ((is(c, "olmoe") || is(c, "flex_olmo")) && vc_json_member(o, "clip_qkv") &&
+        !cJSON_IsNull(vc_json_member(o, "clip_qkv")))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
+    if (is(c, "hunyuan_v1_moe")) c->qk_norm = c->qk_norm_after_rope = 1;
     if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
     if (is(c, "cohere") || is(c, "cohere2")) { /* Command R: one LayerNorm (no bias) feeding attention and MLP in parallel, GPT-J
