@@ -192,8 +192,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
-    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1");
-    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1")) {
+    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite");
+    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite")) {
         if ((st = get_int_any(o, "n_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
@@ -233,9 +233,18 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         if (me < 0) me = c->n_layer - 1;
     }
     const cJSON *only = vc_json_member(o, "mlp_only_layers");
+    const cJSON *types = vc_json_member(o, "mlp_layer_types"); /* GLM-4.7-Flash: "dense" / "sparse" per layer */
+    if (types && (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != (int)c->n_layer))
+        return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types must list %lld layers", path, (long long)c->n_layer);
     for (int64_t l = 0; l < c->n_layer; l++) {
         int moe = (l + 1) % (step > 0 ? step : 1) == 0 && l >= first_dense && l % (freq > 0 ? freq : 1) == 0;
         if (is(c, "ernie4_5_moe")) moe = (l + 1) % (mi > 0 ? mi : 1) == 0 && l >= ms && l <= me;
+        if (types) {
+            const cJSON *t = cJSON_GetArrayItem(types, (int)l);
+            if (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") && strcmp(t->valuestring, "sparse")))
+                return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", path, (long long)l);
+            moe = !strcmp(t->valuestring, "sparse");
+        } else if (is(c, "glm4_moe_lite")) moe = l > 0; /* transformers' default: the first layer dense */
         if (only && cJSON_IsArray(only)) {
             const cJSON *e;
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
@@ -457,7 +466,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if (flag(o, "multi_query_attention", 0) && (st = get_int_any(o, "multi_query_group_num", 1, &g, path))) return st;
         c->n_kv_head = g;
     }
-    if (!strncmp(c->model_type, "deepseek_v", 10) && (st = parse_mla(o, path, c))) return st;
+    if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite")) && (st = parse_mla(o, path, c))) return st;
     if ((st = parse_moe(o, path, c))) return st;
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
     return VC_OK;
