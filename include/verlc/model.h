@@ -43,6 +43,8 @@ typedef struct vc_model_config {
     float attn_softcap, final_softcap;
     float residual_scale;         /* 0: none; Granite's residual_multiplier on each sublayer's output */
     float logit_divisor;          /* 0: none; Granite's logits_scaling (logits / it) */
+    float q_pos_beta;             /* 0: none; Llama 4 / Ministral 3: q x (1 + beta log(1 + floor(pos / q_pos_base))) */
+    int64_t q_pos_base;
     int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
     uint8_t nope[VC_MAX_LAYERS];  /* layers without rotary embedding (SmolLM3's no_rope_layers, EXAONE 4's global) */
     /* rope */

@@ -217,7 +217,7 @@ static const char *const QWEN_VL_NESTED[] = { "model.", "model.language_model.",
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
-    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral helium cohere cohere2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral ministral3 helium cohere cohere2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
@@ -234,6 +234,9 @@ static const vc_arch ARCHS[] = {
     /* the text decoders of Qwen's image-text models (vision towers left alone, copied through on export) */
     { "qwen_vl", "qwen2_vl qwen2_5_vl qwen3_vl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
       "visual. model.visual." },
+    /* Mistral 3 (Ministral 3, Mistral Small 3.x): a Pixtral vision tower beside the text decoder */
+    { "mistral3", "mistral3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
+      "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },

@@ -340,6 +340,22 @@ static vc_status parse_gpt_oss(const cJSON *o, const char *path, vc_model_config
     return VC_OK;
 }
 
+/* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
+static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *p = vc_json_member(o, "rope_parameters");
+    if (!p) p = vc_json_member(o, "rope_scaling");
+    double beta = 0;
+    int64_t base = 0;
+    vc_status st = p ? vc_json_get_num(p, "llama_4_scaling_beta", 0, &beta, path) : VC_OK;
+    if (!st && p) st = vc_json_get_int(p, "original_max_position_embeddings", 0, &base, path);
+    if (st || !(beta > 0)) return st;
+    if (base <= 0)
+        return vc_fail(VC_ERR_FORMAT, "%s: llama_4_scaling_beta needs original_max_position_embeddings", path);
+    c->q_pos_beta = (float)beta;
+    c->q_pos_base = base;
+    return VC_OK;
+}
+
 /* family-specific keys and flags */
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
@@ -412,6 +428,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
+    if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "minimax_m2")) { /* q and k RMS-normed over all their heads; the hub's rotary_dim */
         c->qk_norm = c->qk_norm_full = 1;
         int64_t rd = 0;
@@ -549,15 +566,21 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
  * sit at the top level. */
 static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text" },
+    { "mistral3", "ministral3", "ministral3" }, { "mistral3", "mistral", "mistral" }, /* Ministral 3, Mistral Small 3 */
     { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
     { "qwen3_vl", "qwen3_vl_text", "qwen3" },
 };
 
+/* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */
 static int nested_kind(const cJSON *o) {
-    const cJSON *mt = vc_json_member(o, "model_type");
-    for (int i = 0; mt && cJSON_IsString(mt) && i < (int)(sizeof NESTED_TEXT / sizeof NESTED_TEXT[0]); i++)
-        if (!strcmp(mt->valuestring, NESTED_TEXT[i].outer)) return i;
-    return -1;
+    const cJSON *mt = vc_json_member(o, "model_type"), *imt = vc_json_member(vc_json_member(o, "text_config"), "model_type");
+    int first = -1;
+    for (int i = 0; mt && cJSON_IsString(mt) && i < (int)(sizeof NESTED_TEXT / sizeof NESTED_TEXT[0]); i++) {
+        if (strcmp(mt->valuestring, NESTED_TEXT[i].outer)) continue;
+        if (first < 0) first = i;
+        if (cJSON_IsString(imt) && !strcmp(imt->valuestring, NESTED_TEXT[i].inner)) return i;
+    }
+    return first;
 }
 
 static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c, int k) {

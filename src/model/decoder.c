@@ -31,6 +31,7 @@ typedef struct {
     int64_t T;
     const float *cos, *sin; /* [T, rot/2], backend memory */
     const float *cos_l, *sin_l; /* sliding layers' own tables when cfg.local_rope, else cos / sin */
+    vc_tensor *qscale;      /* [T] q's factor by position (cfg.q_pos_beta), else NULL */
     int64_t *pos;           /* [T], host */
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
@@ -108,12 +109,26 @@ static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, const float **cos, co
     return VC_OK;
 }
 
+/* Llama 4's attention scaling by position (Ministral 3): every forward uploads it, so a decode step's graph is
+ * the same whatever the positions */
+static vc_status qscale_upload(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    float *s = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T ? f->T : 1), 0);
+    if (!s) return vc_graph_status(f->g);
+    for (int64_t t = 0; t < f->T; t++)
+        s[t] = 1.0f + c->q_pos_beta * logf(1.0f + floorf((float)f->pos[t] / (float)c->q_pos_base));
+    float *dev = vc_graph_upload(f->g, s, sizeof(float) * (size_t)(f->T ? f->T : 1));
+    f->qscale = dev ? vc_tensor_wrap(f->g, dev, 1, &f->T) : NULL;
+    return f->qscale ? VC_OK : vc_graph_status(f->g);
+}
+
 /* positions, the rope tables, and the sliding layers' own ones (Gemma 3) */
 static vc_status rope_tables(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
     if (!f->pos) return vc_graph_status(f->g);
     vc_status st = rope_upload(f, &c->rope, &f->cos, &f->sin);
+    if (!st && c->q_pos_beta > 0) st = qscale_upload(f);
     if (!st && c->local_rope) return rope_upload(f, &c->rope_local, &f->cos_l, &f->sin_l);
     f->cos_l = f->cos;
     f->sin_l = f->sin;
@@ -305,6 +320,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     if (!c->nope[l]) { /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
         q = vc_op_rope_temp(g, q, cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
         k = vc_op_rope_temp(g, k, cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
+    }
+    if (f->qscale) { /* Ministral 3: the rotated q scaled by its position */
+        int64_t s2[2] = { T, nh * hd }, s3[3] = { T, nh, hd };
+        q = vc_reshape(g, vc_op_mul_rows(g, vc_reshape(g, q, 2, s2), f->qscale), 3, s3);
     }
     if (c->qk_norm && c->qk_norm_after_rope) { /* Hunyuan: per-head RMSNorm of the rotated q and k */
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
