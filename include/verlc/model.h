@@ -31,6 +31,9 @@ typedef struct vc_model_config {
     int qk_norm_after_rope;       /* ... applied after the rotary embedding (Hunyuan) */
     int no_pre_norm;              /* no norm before attention and MLP, only after them (OLMo 2) */
     int norm_no_bias;             /* LayerNorms without a bias (Cohere) */
+    int norm_no_weight;           /* RMSNorms without a weight, q/k norms too (nanochat) */
+    int emb_norm;                 /* the embeddings RMS-normed before the first layer (nanochat) */
+    int rope_neg;                 /* rope turning the other way (nanochat's rotate_half: cat(x2, -x1)) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */

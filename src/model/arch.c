@@ -114,6 +114,11 @@ static const vc_tensor_rule ERNIE_MOE[] = {
     { L "mlp.moe_statics.e_score_correction_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
+/* nanochat: a plain MLP under fc1 / fc2 (norms have no weights) */
+static const vc_tensor_rule NANOCHAT_MLP[] = {
+    { L "mlp.fc1.weight", VC_W_UP }, { L "mlp.fc2.weight", VC_W_DOWN },
+    { 0 } };
+
 /* Hunyuan dense: per-head q / k norms (after the rope) under their own names */
 static const vc_tensor_rule HUNYUAN_QK[] = {
     { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
@@ -247,6 +252,7 @@ static const vc_arch ARCHS[] = {
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
+    { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -348,13 +354,13 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     *optional = 0;
     switch (slot) {
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
-    case VC_W_OUT_NORM: return set(s, H, 0, 0);
+    case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, H, 0);
     case VC_W_LM_HEAD_B: *optional = 1; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
-    case VC_W_ATTN_NORM: return c->no_pre_norm ? 0 : set(s, H, 0, 0);
+    case VC_W_ATTN_NORM: return c->no_pre_norm || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
     case VC_W_K: case VC_W_V: return c->mla ? 0 : set(s, nkv, H, 0);
@@ -362,8 +368,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_K_B: case VC_W_V_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nkv, 0, 0);
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
-    case VC_W_Q_NORM: return c->qk_norm ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
-    case VC_W_K_NORM: return c->qk_norm ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
+    case VC_W_Q_NORM: return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
+    case VC_W_K_NORM: return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
     case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
@@ -372,7 +378,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
     case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm ? set(s, H, 0, 0) : 0;
-    case VC_W_FFN_NORM: return c->parallel_block || c->no_pre_norm ? 0 : set(s, H, 0, 0);
+    case VC_W_FFN_NORM: return c->parallel_block || c->no_pre_norm || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_FFN_NORM_B: return ln && !c->parallel_block ? set(s, H, 0, 0) : 0;
     case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
     case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);

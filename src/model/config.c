@@ -427,6 +427,16 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->logit_divisor = (float)(1.0 / ls);
     }
     if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
+    if (is(c, "nanochat")) { /* weightless RMSNorms (embeddings too), q/k normed after a reversed rope, relu2 MLP */
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->norm_no_weight = c->emb_norm = c->rope_neg = 1;
+        c->qk_norm = c->qk_norm_after_rope = 1;
+        double cap;
+        if ((st = get_num_any(o, "final_logit_softcapping", 15.0, &cap, path))) return st;
+        if (vc_json_member(o, "final_logit_softcapping") && cJSON_IsNull(vc_json_member(o, "final_logit_softcapping")))
+            cap = 0;
+        c->final_softcap = (float)cap;
+    }
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "minimax_m2")) { /* q and k RMS-normed over all their heads; the hub's rotary_dim */

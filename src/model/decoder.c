@@ -84,7 +84,7 @@ static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int 
         have = 1;
         for (int64_t t = t0; t < t1; t++)
             for (int i = 0; i < half; i++) {
-                float ang = (float)f->pos[t] * inv[i];
+                float ang = (float)f->pos[t] * inv[i] * (c->rope_neg ? -1.0f : 1.0f);
                 cs[t * half + i] = cosf(ang) * scale;
                 cs[f->T * half + t * half + i] = sinf(ang) * scale;
             }
@@ -155,7 +155,7 @@ static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int h
     if (st) return st;
     for (int64_t t = 0; t < f->T; t++)
         for (int i = 0; i < half; i++) {
-            float ang = (float)f->pos[t] * inv[i];
+            float ang = (float)f->pos[t] * inv[i] * (c->rope_neg ? -1.0f : 1.0f);
             cs[t * half + i] = cosf(ang) * scale;
             cs[f->T * half + t * half + i] = sinf(ang) * scale;
         }
@@ -584,6 +584,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK)) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
+        if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);
         /* without a tape a layer's temporaries die with it: keep the residual stream in two buffers
