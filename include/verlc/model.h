@@ -34,6 +34,7 @@ typedef struct vc_model_config {
     int norm_no_weight;           /* RMSNorms without a weight, q/k norms too (nanochat) */
     int emb_norm;                 /* the embeddings RMS-normed before the first layer (nanochat) */
     int rope_neg;                 /* rope turning the other way (nanochat's rotate_half: cat(x2, -x1)) */
+    int attn_out_gate;            /* attention output gated by sigmoid(gate_proj(x)) per channel (AFMoE) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */

@@ -114,6 +114,14 @@ static const vc_tensor_rule ERNIE_MOE[] = {
     { L "mlp.moe_statics.e_score_correction_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
+/* AFMoE (Arcee Trinity): four norms per layer, a gated attention output, the router and its bias by their names */
+static const vc_tensor_rule AFMOE[] = {
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
+    { L "pre_mlp_layernorm.weight", VC_W_FFN_NORM }, { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
+    { L "self_attn.gate_proj.weight", VC_W_ATTN_GATE },
+    { L "mlp.router.gate.weight", VC_W_ROUTER }, { L "mlp.expert_bias", VC_W_ROUTER_BIAS },
+    { 0 } };
+
 /* nanochat: a plain MLP under fc1 / fc2 (norms have no weights) */
 static const vc_tensor_rule NANOCHAT_MLP[] = {
     { L "mlp.fc1.weight", VC_W_UP }, { L "mlp.fc2.weight", VC_W_DOWN },
@@ -253,6 +261,7 @@ static const vc_arch ARCHS[] = {
     { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
+    { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -331,7 +340,7 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj", [VC_W_SCORE] = "score",
     [VC_W_SCORE_B] = "score.bias", [VC_W_SINKS] = "sinks", [VC_W_ROUTER_B] = "router.bias",
     [VC_W_EXP_GATE_B] = "experts.gate.bias", [VC_W_EXP_UP_B] = "experts.up.bias",
-    [VC_W_EXP_DOWN_B] = "experts.down.bias",
+    [VC_W_EXP_DOWN_B] = "experts.down.bias", [VC_W_ATTN_GATE] = "attn_gate",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -394,6 +403,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
     case VC_W_SINKS: return c->attn_sinks ? set(s, c->n_head, 0, 0) : 0;
+    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, nq, H, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
     case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;

@@ -191,6 +191,17 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     }
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
+    if (is(c, "afmoe")) { /* sigmoid scores, choice-only bias, renormalised, route_scale; ungated shared experts */
+        double rs;
+        c->router_sigmoid = c->router_bias = c->norm_topk = 1;
+        if ((st = vc_json_get_num(o, "route_scale", 1.0, &rs, path)) ||
+            (st = get_int_any(o, "num_shared_experts", 0, &v, path)) ||
+            (st = get_int_any(o, "num_dense_layers", 1, &first_dense, path)))
+            return st;
+        c->routed_scaling = (float)rs;
+        c->shared_inter = v * c->moe_inter;
+        c->shared_gate = 0;
+    }
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
     int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite");
     if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite")) {
@@ -307,6 +318,10 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
         }
         if ((is(c, "exaone4") && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2"))
             c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
+        if (is(c, "afmoe")) { /* rope on the sliding_attention layers only, whatever the window */
+            const cJSON *t = cJSON_GetArrayItem(vc_json_member(o, "layer_types"), (int)l);
+            c->nope[l] = t ? !(cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")) : c->window[l] == 0;
+        }
     }
     return VC_OK;
 }
@@ -439,6 +454,10 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
+    if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
+        c->sandwich_norm = c->qk_norm = c->attn_out_gate = 1;
+        if (flag(o, "mup_enabled", 0)) c->emb_scale = (float)sqrt((double)c->hidden);
+    }
     if (is(c, "minimax_m2")) { /* q and k RMS-normed over all their heads; the hub's rotary_dim */
         c->qk_norm = c->qk_norm_full = 1;
         int64_t rd = 0;

@@ -331,7 +331,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     }
     vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
-    return lin(f, reshape3(g, o, T, 1, nh * hd), l, VC_W_O, vc_w(m, l, VC_W_O_B));
+    o = reshape3(g, o, T, 1, nh * hd);
+    if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
+        o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID));
+    return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
 }
 
 /* multi-head latent attention: low-rank q and kv, a decoupled rotary part shared by all heads */

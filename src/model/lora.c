@@ -29,6 +29,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     /* shared experts of MoE layers (modules named like the dense MLP's) and Qwen2-MoE's shared gate */
     { "gate_proj", VC_W_SH_GATE }, { "up_proj", VC_W_SH_UP }, { "down_proj", VC_W_SH_DOWN },
     { "shared_expert_gate", VC_W_SH_GATE_PROJ },
+    { "gate_proj", VC_W_ATTN_GATE }, /* AFMoE's attention output gate, a gate_proj under self_attn */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 
