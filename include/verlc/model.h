@@ -35,6 +35,9 @@ typedef struct vc_model_config {
     int emb_norm;                 /* the embeddings RMS-normed before the first layer (nanochat) */
     int rope_neg;                 /* rope turning the other way (nanochat's rotate_half: cat(x2, -x1)) */
     int attn_out_gate;            /* attention output gated by sigmoid(gate_proj(x)) per channel (AFMoE) */
+    int qk_l2norm;                /* Llama 4: q and k of the rope layers RMS-normed without weights after the rope */
+    float q_temp_scale, q_temp_floor; /* Llama 4's NoPE layers: q x (log(floor((pos + 1) / floor) + 1) scale + 1) */
+    int route_scale_input;        /* the routing weights scale the experts' inputs (Llama 4) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
@@ -50,6 +53,7 @@ typedef struct vc_model_config {
     float q_pos_beta;             /* 0: none; Llama 4 / Ministral 3: q x (1 + beta log(1 + floor(pos / q_pos_base))) */
     int64_t q_pos_base;
     int window[VC_MAX_LAYERS];    /* sliding window per layer, 0 = full */
+    int chunk[VC_MAX_LAYERS];     /* chunked attention per layer (Llama 4's rope layers), 0 = none */
     uint8_t nope[VC_MAX_LAYERS];  /* layers without rotary embedding (SmolLM3's no_rope_layers, EXAONE 4's global) */
     /* rope */
     vc_rope rope;

@@ -114,6 +114,18 @@ static const vc_tensor_rule ERNIE_MOE[] = {
     { L "mlp.moe_statics.e_score_correction_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
+/* Llama 4: feed_forward.* for the dense MLP, the router, the input-major experts and the shared expert */
+static const vc_tensor_rule LLAMA4[] = {
+    { L "feed_forward.gate_proj.weight", VC_W_GATE }, { L "feed_forward.up_proj.weight", VC_W_UP },
+    { L "feed_forward.down_proj.weight", VC_W_DOWN },
+    { L "feed_forward.router.weight", VC_W_ROUTER },
+    { L "feed_forward.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_T_GATE_UP, VC_W_EXP_UP },
+    { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { L "feed_forward.shared_expert.gate_proj.weight", VC_W_SH_GATE },
+    { L "feed_forward.shared_expert.up_proj.weight", VC_W_SH_UP },
+    { L "feed_forward.shared_expert.down_proj.weight", VC_W_SH_DOWN },
+    { 0 } };
+
 /* AFMoE (Arcee Trinity): four norms per layer, a gated attention output, the router and its bias by their names */
 static const vc_tensor_rule AFMOE[] = {
     { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
@@ -262,6 +274,10 @@ static const vc_arch ARCHS[] = {
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
     { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
+    { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4) },
+    /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
+    { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), GEMMA3_NESTED,
+      "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector." },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -396,7 +412,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_UP_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, c->inter, 0, 0);
     case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, H, 0, 0);
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
-    case VC_W_ROUTER_BIAS: return moe && (c->router_sigmoid || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
+    case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
+        return moe && ((c->router_sigmoid && !c->route_scale_input) || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE: case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
     case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, H, c->moe_inter) : 0;
     case VC_W_SH_GATE: case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;

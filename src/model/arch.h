@@ -35,6 +35,7 @@ enum vc_transform {
     /* gpt-oss's experts: [E, H, 2I] with gate and up in alternate columns (input-major) into gate / up [E, I, H];
      * biases [E, 2I] alternating likewise into [E, I] twice; down [E, I, H] (input-major) into [E, H, I] */
     VC_TR_OAI_GATE_UP, VC_TR_OAI_GATE_UP_B, VC_TR_OAI_DOWN,
+    VC_TR_T_GATE_UP,   /* Llama 4's experts: [E, H, 2I] input-major with the gate's columns, then the up's */
 };
 
 typedef struct vc_tensor_rule {

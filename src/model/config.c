@@ -179,6 +179,13 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->norm_topk = c->router_sigmoid = c->router_bias = 1;
     if ((st = get_int_any(o, "shared_expert_intermediate_size", 0, &c->shared_inter, path))) return st;
     c->shared_gate = c->shared_inter > 0;
+    if (is(c, "llama4_text")) { /* sigmoid of the top-k logits scaling the experts' inputs; an ungated shared expert */
+        if ((st = get_int_any(o, "intermediate_size", 8192, &c->moe_inter, path))) return st;
+        c->router_sigmoid = c->route_scale_input = 1;
+        c->norm_topk = 0;
+        c->shared_inter = c->moe_inter;
+        c->shared_gate = 0;
+    }
     if (is(c, "hunyuan_v1_moe")) { /* renormalised top-k; the shared MLP (ungated) as wide as the experts */
         c->norm_topk = 1;
         c->shared_inter = c->moe_inter;
@@ -256,6 +263,14 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
                 return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", path, (long long)l);
             moe = !strcmp(t->valuestring, "sparse");
         } else if (is(c, "glm4_moe_lite")) moe = l > 0; /* transformers' default: the first layer dense */
+        if (is(c, "llama4_text")) { /* moe_layers, else every interleave_moe_layer_step-th layer */
+            const cJSON *ml = vc_json_member(o, "moe_layers"), *e;
+            int64_t st2 = 1;
+            if (!cJSON_IsArray(ml) && (st = get_int_any(o, "interleave_moe_layer_step", 1, &st2, path))) return st;
+            moe = 0;
+            if (cJSON_IsArray(ml)) { cJSON_ArrayForEach(e, ml) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 1; }
+            else moe = st2 > 0 && l % st2 == st2 - 1;
+        }
         if (only && cJSON_IsArray(only)) {
             const cJSON *e;
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
@@ -352,6 +367,40 @@ static vc_status parse_gpt_oss(const cJSON *o, const char *path, vc_model_config
     c->act = VC_ACT_OAI_GLU;
     c->attn_sinks = 1;
     c->qkv_bias = c->o_bias = flag(o, "attention_bias", 1);
+    return VC_OK;
+}
+
+/* Llama 4's text model: NoPE layers (no_rope_layers[l] == 0) with temperature-tuned queries, rope layers with
+ * chunked attention and weightless q/k norms, GPT-J rope pairs, the dense layers' own width */
+static vc_status parse_llama4(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t mlp = 0, chunk = 0, every = 4;
+    double scale = 0.1, fl = 8192;
+    if ((st = get_int_any(o, "intermediate_size_mlp", 16384, &mlp, path)) ||
+        (st = get_int_any(o, "no_rope_layer_interval", 4, &every, path)) ||
+        (st = get_num_any(o, "attn_scale", 0.1, &scale, path)) || (st = get_num_any(o, "floor_scale", 8192, &fl, path)))
+        return st;
+    const cJSON *cs = vc_json_member(o, "attention_chunk_size");
+    if (cs && !cJSON_IsNull(cs) && (st = get_int_any(o, "attention_chunk_size", 0, &chunk, path))) return st;
+    if (!cs) chunk = 8192;
+    if (mlp <= 0 || every <= 0 || chunk < 0 || chunk > 1 << 30 || !(fl >= 1))
+        return vc_fail(VC_ERR_FORMAT, "%s: intermediate_size_mlp, no_rope_layer_interval, attention_chunk_size or "
+                       "floor_scale out of range", path);
+    c->inter = mlp;
+    c->rope_interleaved = 1;
+    c->qk_l2norm = flag(o, "use_qk_norm", 1);
+    if (flag(o, "attn_temperature_tuning", 1)) c->q_temp_scale = (float)scale, c->q_temp_floor = (float)fl;
+    const cJSON *nr = vc_json_member(o, "no_rope_layers"), *types = vc_json_member(o, "layer_types");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *e = cJSON_IsArray(nr) && cJSON_GetArraySize(nr) > 0 ? cJSON_GetArrayItem(nr, (int)l) : NULL;
+        if (e && !cJSON_IsNumber(e))
+            return vc_fail(VC_ERR_FORMAT, "%s: no_rope_layers has no number for layer %lld", path, (long long)l);
+        int rope = e ? e->valuedouble != 0 : (l + 1) % every != 0; /* 1: the layer uses rope */
+        c->nope[l] = !rope;
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        int chunked = t && cJSON_IsString(t) ? !strcmp(t->valuestring, "chunked_attention") : rope && chunk > 0;
+        c->chunk[l] = chunked ? (int)chunk : 0;
+    }
     return VC_OK;
 }
 
@@ -454,6 +503,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
+    if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
         c->sandwich_norm = c->qk_norm = c->attn_out_gate = 1;
         if (flag(o, "mup_enabled", 0)) c->emb_scale = (float)sqrt((double)c->hidden);
@@ -596,6 +646,7 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
 static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text" },
     { "mistral3", "ministral3", "ministral3" }, { "mistral3", "mistral", "mistral" }, /* Ministral 3, Mistral Small 3 */
+    { "llama4", "llama4_text", "llama4_text" },
     { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
     { "qwen3_vl", "qwen3_vl_text", "qwen3" },
 };

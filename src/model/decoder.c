@@ -32,6 +32,7 @@ typedef struct {
     const float *cos, *sin; /* [T, rot/2], backend memory */
     const float *cos_l, *sin_l; /* sliding layers' own tables when cfg.local_rope, else cos / sin */
     vc_tensor *qscale;      /* [T] q's factor by position (cfg.q_pos_beta), else NULL */
+    vc_tensor *qtemp;       /* [T] q's factor by position on NoPE layers (cfg.q_temp_scale), else NULL */
     int64_t *pos;           /* [T], host */
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
@@ -111,15 +112,16 @@ static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, const float **cos, co
 
 /* Llama 4's attention scaling by position (Ministral 3): every forward uploads it, so a decode step's graph is
  * the same whatever the positions */
-static vc_status qscale_upload(fwd_ctx *f) {
+static vc_status qscale_upload(fwd_ctx *f, int temp, vc_tensor **out) {
     const vc_model_config *c = &f->m->cfg;
     float *s = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T ? f->T : 1), 0);
     if (!s) return vc_graph_status(f->g);
-    for (int64_t t = 0; t < f->T; t++)
-        s[t] = 1.0f + c->q_pos_beta * logf(1.0f + floorf((float)f->pos[t] / (float)c->q_pos_base));
+    for (int64_t t = 0; t < f->T; t++) /* Llama 4's temperature tuning on NoPE layers, or Ministral 3's scaling */
+        s[t] = temp ? logf(1.0f + floorf(((float)f->pos[t] + 1.0f) / c->q_temp_floor)) * c->q_temp_scale + 1.0f
+                    : 1.0f + c->q_pos_beta * logf(1.0f + floorf((float)f->pos[t] / (float)c->q_pos_base));
     float *dev = vc_graph_upload(f->g, s, sizeof(float) * (size_t)(f->T ? f->T : 1));
-    f->qscale = dev ? vc_tensor_wrap(f->g, dev, 1, &f->T) : NULL;
-    return f->qscale ? VC_OK : vc_graph_status(f->g);
+    *out = dev ? vc_tensor_wrap(f->g, dev, 1, &f->T) : NULL;
+    return *out ? VC_OK : vc_graph_status(f->g);
 }
 
 /* positions, the rope tables, and the sliding layers' own ones (Gemma 3) */
@@ -128,7 +130,8 @@ static vc_status rope_tables(fwd_ctx *f) {
     f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
     if (!f->pos) return vc_graph_status(f->g);
     vc_status st = rope_upload(f, &c->rope, &f->cos, &f->sin);
-    if (!st && c->q_pos_beta > 0) st = qscale_upload(f);
+    if (!st && c->q_pos_beta > 0) st = qscale_upload(f, 0, &f->qscale);
+    if (!st && c->q_temp_scale > 0) st = qscale_upload(f, 1, &f->qtemp);
     if (!st && c->local_rope) return rope_upload(f, &c->rope_local, &f->cos_l, &f->sin_l);
     f->cos_l = f->cos;
     f->sin_l = f->sin;
@@ -248,7 +251,8 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     }
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
-                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi };
+                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
+                       .chunk = c->chunk[layer] };
     vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
     d.sinks = sinks ? sinks->data : NULL;
     if (f->paged) return attend_paged(f, layer, &d, q, k, v);
@@ -321,9 +325,14 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         q = vc_op_rope_temp(g, q, cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
         k = vc_op_rope_temp(g, k, cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
     }
-    if (f->qscale) { /* Ministral 3: the rotated q scaled by its position */
+    if (c->qk_l2norm && !c->nope[l]) { /* Llama 4's rope layers: q and k RMS-normed per head, no weight */
+        q = vc_op_rmsnorm(g, q, NULL, hd, c->norm_eps, 0);
+        k = vc_op_rmsnorm(g, k, NULL, hd, c->norm_eps, 0);
+    }
+    vc_tensor *qs = c->nope[l] && f->qtemp ? f->qtemp : f->qscale;
+    if (qs) { /* Ministral 3: the rotated q scaled by its position; Llama 4: NoPE layers' temperature tuning */
         int64_t s2[2] = { T, nh * hd }, s3[3] = { T, nh, hd };
-        q = vc_reshape(g, vc_op_mul_rows(g, vc_reshape(g, q, 2, s2), f->qscale), 3, s3);
+        q = vc_reshape(g, vc_op_mul_rows(g, vc_reshape(g, q, 2, s2), qs), 3, s3);
     }
     if (c->qk_norm && c->qk_norm_after_rope) { /* Hunyuan: per-head RMSNorm of the rotated q and k */
         q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
@@ -389,7 +398,8 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     vc_model *m = f->m;
     vc_route_desc rd = { .n_expert = (int)c->n_expert, .top_k = (int)c->top_k, .sigmoid = c->router_sigmoid,
                          .norm_topk = c->norm_topk, .scaling = c->routed_scaling, .n_group = c->n_group,
-                         .topk_group = c->topk_group, .group_top2_sum = c->group_top2 };
+                         .topk_group = c->topk_group, .group_top2_sum = c->group_top2,
+                         .scale_input = c->route_scale_input };
     vc_tensor *bias = vc_w(m, l, VC_W_ROUTER_BIAS);
     rd.bias = bias ? bias->data : NULL;
     if (f->b->route && f->b->route_mode) { /* router replay: this layer's experts of every token */

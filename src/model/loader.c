@@ -75,7 +75,7 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
         shape[1] = p[0]->shape[1] + p[1]->shape[1];
         shape[2] = p[0]->shape[2];
         return 3;
-    case VC_TR_OAI_GATE_UP: /* [E, H, 2I] */
+    case VC_TR_OAI_GATE_UP: case VC_TR_T_GATE_UP: /* [E, H, 2I] */
         shape[0] = p[0]->shape[0];
         shape[1] = p[0]->shape[2];
         shape[2] = 2 * p[0]->shape[1];
@@ -99,13 +99,15 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
 /* gpt-oss's expert layouts: element i of a part (parts [E, R, C] row-major, np of them) <-> its place in the
  * checkpoint tensor buf: part k's [e, r, c] at [e, c, r * np + k] when the checkpoint is input-major (tr: the
  * weights), at [e, c * np + k] for the biases (R = 1); to_parts: buf into the parts, else back */
-static void oai_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts) {
+static void oai_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts,
+                        int halves) {
     for (int k = 0; k < np; k++)
         for (int64_t e = 0; e < E; e++)
             for (int64_t r = 0; r < R; r++)
                 for (int64_t c = 0; c < C; c++) {
                     float *x = part[k] + (e * R + r) * C + c;
-                    float *y = buf + (tr ? (e * C + c) * R * np + r * np + k : e * C * np + c * np + k);
+                    int64_t col = halves ? k * R + r : r * np + k; /* Llama 4: [gate | up] halves */
+                    float *y = buf + (tr ? (e * C + c) * R * np + col : e * C * np + c * np + k);
                     if (to_parts) *x = *y;
                     else *y = *x;
                 }
@@ -120,7 +122,7 @@ static void oai_transfer(const vc_model *m, vc_tensor *const *p, int np, const v
     int tr = s->rule->transform != VC_TR_OAI_GATE_UP_B;
     int64_t E = p[0]->shape[0], R = tr ? p[0]->shape[1] : 1, C = tr ? p[0]->shape[2] : p[0]->shape[1];
     for (int k = 0; k < np && store; k++) m->be->d2h(h[k], grad ? p[k]->grad : p[k]->data, sizeof(float) * (size_t)p[k]->n);
-    oai_permute(buf, h, np, E, R, C, tr, !store);
+    oai_permute(buf, h, np, E, R, C, tr, !store, s->rule->transform == VC_TR_T_GATE_UP);
     for (int k = 0; k < np && !store; k++) m->be->h2d(p[k]->data, h[k], sizeof(float) * (size_t)p[k]->n);
 out:
     free(h[0]);
@@ -136,7 +138,7 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
 #define MOVE(dst_slot, src_buf, cnt) \
     do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
-    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_OAI_DOWN:
+    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_OAI_DOWN: case VC_TR_T_GATE_UP:
         oai_transfer(m, p, n, s, buf, store);
         break;
     case VC_TR_EXPERT: {

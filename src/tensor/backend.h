@@ -25,6 +25,7 @@ typedef struct vc_attn_desc {
     float scale;   /* multiplies q.k */
     float softcap; /* 0: none; else s = softcap * tanh(s / softcap) */
     int window;    /* 0: none; else key j visible from query position p when p - j < window */
+    int chunk;     /* 0: none; else key j visible from p only in p's chunk: j >= p - p % chunk (Llama 4) */
     int causal;
     int alibi;     /* 1: score += slope(h) (j - p) with ALiBi's slopes for n_head heads (vc_alibi_slope) */
     /* paged keys/values (page_tokens > 0; forward only): key j of sequence s is at
@@ -73,6 +74,9 @@ typedef struct vc_route_desc {
      * where to write the experts chosen */
     const int32_t *replay_idx;
     int32_t *record_idx;
+    /* vc_op_moe only: the weights scale each expert's input instead of its output, y = sum_k expert_k(w_tk x_t)
+     * (Llama 4) */
+    int scale_input;
 } vc_route_desc;
 
 /* The fused LM head's shape: T tokens of H hidden values, V vocabulary rows; logits are

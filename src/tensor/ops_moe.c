@@ -24,6 +24,7 @@ typedef struct {
     uint16_t *X16;     /* bf16 matmuls: the gathered inputs in bf16 instead of X (only GEMMs read them) */
     vc_moe_lora lo;    /* adapters (tensors NULL: none) */
     vc_moe_bias bi;    /* biases (tensors NULL: none) */
+    float *wr, *Xs, *ones; /* rd.scale_input: each grouped row's weight [R], its scaled input [R, H], ones [R] */
     int64_t r, rdn;    /* their ranks: gate_up's, down's */
     int64_t eg, ed;    /* their expert counts: E, or 1 when shared by the experts (Megatron-Bridge's) */
     int64_t *off1;     /* [2] {0, R} (backend): every routed row as one group, for a shared adapter */
@@ -36,10 +37,10 @@ static const void *acts(const moe_saved *s, int *a16) {
     return s->A16 ? (const void *)s->A16 : (const void *)s->A;
 }
 
-/* the gathered inputs likewise */
+/* the gathered inputs likewise (scaled by the rows' weights with rd.scale_input: what the GEMMs read) */
 static const void *inputs(const moe_saved *s, int *x16) {
     *x16 = s->X16 != NULL;
-    return s->X16 ? (const void *)s->X16 : (const void *)s->X;
+    return s->X16 ? (const void *)s->X16 : s->Xs ? (const void *)s->Xs : (const void *)s->X;
 }
 
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
@@ -124,7 +125,7 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K;
     int a16, x16;
     const void *A = acts(s, &a16), *X = inputs(s, &x16);
-    B->moe_combine_bwd(dY, dw, dy, s->Y, s->w, s->inv, s->T, s->K, H);
+    B->moe_combine_bwd(dY, dw, dy, s->Y, s->Xs ? s->ones : s->w, s->inv, s->T, s->K, H);
     bias_bwd(g, s, s->bi.down, dY, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
@@ -137,6 +138,14 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, 1.0f, dX, H);
     if (s->lo.gu_a) lora_gu_bw(g, s, dG, dU, dX, dR, X, x16);
+    if (s->Xs) { /* scaled inputs: dX w to the tokens, (dX . x) to the weights (dY and dG are free again) */
+        B->fill(dY, 0.0f, R * H);
+        B->fill(dw, 0.0f, R);
+        B->mul_rows_bwd(dY, dw, dX, s->X, s->wr, R, H);
+        B->gather_rows(dG, dw, s->inv, R, 1); /* row order back to the choices' */
+        dX = dY;
+        dw = dG;
+    }
     if (dx) B->moe_scatter_add(dx, dX, s->inv, s->T, s->K, H); /* k ascending per token: deterministic */
     if (logits->requires_grad) {
         float *dl = vc_tensor_grad(g, logits);
@@ -203,6 +212,20 @@ static int bias_shapes(vc_graph *g, const vc_moe_bias *b, const vc_tensor *Wg) {
     return ok ? 0 : -1;
 }
 
+/* rd.scale_input: each grouped row's weight (the choices' weights put in row order), the rows scaled by them */
+static int scale_rows(vc_graph *g, moe_saved *s) {
+    const vc_backend *B = vc_be();
+    int64_t R = s->T * s->K;
+    s->wr = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 0);
+    s->ones = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 0);
+    s->Xs = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * s->H), 0);
+    if (!s->wr || !s->ones || !s->Xs) return -1;
+    B->scatter_rows(s->wr, s->inv, s->w, 1, R, 1);
+    B->fill(s->ones, 1.0f, R);
+    B->mul_rows_fwd(s->Xs, s->X, s->wr, R, s->H);
+    return 0;
+}
+
 vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
                         int act, const vc_route_desc *rd, const vc_moe_lora *lora, const vc_moe_bias *bias) {
     if (!x || !logits || !Wg || !Wu || !Wd) return NULL;
@@ -214,6 +237,10 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
         s->bi = *bias;
     }
     if (lora && (lora->gu_a || lora->down_a)) {
+        if (rd->scale_input) {
+            vc_graph_fail(g, vc_fail(VC_ERR_UNSUPPORTED, "moe: adapters on experts whose inputs the routing scales"));
+            return NULL;
+        }
         if (lora_shapes(g, lora, Wg, &s->r, &s->rdn)) return NULL;
         s->lo = *lora;
         s->eg = lora->gu_a ? lora->gu_a->shape[0] : 0;
@@ -236,7 +263,8 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
      * are kept in bf16 (half their memory, the same bits; VERLC_BF16_ACT=0 keeps them f32 for comparisons) */
     const char *env = getenv("VERLC_BF16_ACT");
     int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gather_rows_bf16 && !(env && *env == '0');
-    if (a16) s->X16 = vc_graph_dalloc(g, 2 * (size_t)(R * H), 0);
+    int x16 = a16 && !rd->scale_input; /* scaled inputs are made in f32 from the gathered f32 rows */
+    if (x16) s->X16 = vc_graph_dalloc(g, 2 * (size_t)(R * H), 0);
     else s->X = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     s->G = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     s->U = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
@@ -245,9 +273,9 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     s->Y = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
     vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
     if ((!s->X && !s->X16) || !s->G || !s->U || (!s->A && !s->A16) || !s->Y || !y) return NULL;
-    if (a16) B->gather_rows_bf16(s->X16, x->data, s->tok, R, H);
+    if (x16) B->gather_rows_bf16(s->X16, x->data, s->tok, R, H);
     else B->gather_rows(s->X, x->data, s->tok, R, H);
-    int x16;
+    if (rd->scale_input && scale_rows(g, s)) return NULL;
     const void *X = inputs(s, &x16);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wu->data, 0.0f, s->U, I);
@@ -272,8 +300,8 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
         B->gemm_rows_grouped(1, s->ed, grp(s, s->ed), R, H, rdn, lo->scale, s->AA, 0, rdn, lo->down_b->data, 1.0f, s->Y, H);
     }
     if (s->bi.down) B->moe_bias_fwd(s->Y, s->bi.down->data, s->off, s->E, H);
-    /* y[t] = sum_k w[t, k] Y[inv[t, k]], k ascending: a fixed summation order */
-    B->moe_combine_fwd(y->data, s->Y, s->w, s->inv, s->T, s->K, H);
+    /* y[t] = sum_k w[t, k] Y[inv[t, k]] (w = 1 with scaled inputs), k ascending: a fixed summation order */
+    B->moe_combine_fwd(y->data, s->Y, s->Xs ? s->ones : s->w, s->inv, s->T, s->K, H);
     vc_tensor *in[12] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b,
                           s->bi.gate, s->bi.up, s->bi.down };
     vc_node *n = vc_tape_push(g, moe_bw, y, 12, in);

@@ -17,6 +17,7 @@ typedef struct {
     int fused; /* k and v of a token share one row: [k heads | v heads] */
     int alibi; /* ALiBi biases (Baichuan-13B) */
     int sinks; /* attention sinks (gpt-oss) */
+    int chunk; /* chunked attention (Llama 4) */
 } acase;
 
 static void attn_case(const acase *a) {
@@ -48,6 +49,7 @@ static void attn_case(const acase *a) {
     p.d.alibi = p.gd.alibi = p.gd2.alibi = a->alibi;
     float *sk = a->sinks ? hrand((size_t)a->nh, 3) : NULL, *gsk = sk ? dup_f(sk, a->nh) : NULL;
     p.d.sinks = sk;
+    p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
     p.gd.sinks = p.gd2.sinks = gsk;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
@@ -197,6 +199,8 @@ int main(void) {
         { "ALiBi GQA 12/4 hd 128, chunked prefill", 12, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 1 },
         { "sinks GQA 8/2 hd 64, window 32", 8, 2, 64, 64, 1, 32, 0, 3, { 100, 5, 64 }, { 100, 5, 64 }, 0, 0, 1 },
         { "sinks MQA 4/1 hd 128, chunked prefill", 4, 1, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 1 },
+        { "chunks of 48 (Llama 4) GQA 8/2 hd 64", 8, 2, 64, 64, 1, 0, 0, 3, { 100, 5, 150 }, { 100, 5, 150 }, 0, 0, 0, 48 },
+        { "chunks of 40, chunked prefill, MHA 4/4 hd 128", 4, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 0, 40 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_case(&cases[i]);
     decode_case("GQA 14/2 hd 64", 14, 2, 64, 64, 0, 0);

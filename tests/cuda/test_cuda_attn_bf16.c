@@ -21,6 +21,7 @@ typedef struct {
     int dv; /* value head dim; 0: hd */
     int alibi;
     int sinks; /* attention sinks (gpt-oss) */
+    int chunk; /* chunked attention (Llama 4) */
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -56,6 +57,7 @@ static void bf16_case(const bcase *a) {
     float *sk = a->sinks ? hrand((size_t)a->nh, 3) : NULL;
     p.d.sinks = sk;
     p.gd.sinks = p.gd2.sinks = sk ? dup_f(sk, a->nh) : NULL;
+    p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);
@@ -175,6 +177,8 @@ int main(void) {
           1 },
         { "sinks GQA 8/2 hd 64 (gpt-oss), window 32", 8, 2, 64, 1, 32, 0, 2, { 90, 40 }, { 90, 40 }, 0, 1e-2, 2e-4,
           2e-2, 0, 0, 1 },
+        { "chunks of 48 (Llama 4) GQA 8/2 hd 128", 8, 2, 128, 1, 0, 0, 2, { 130, 40 }, { 130, 40 }, 0, 1e-2, 2e-4, 2e-2,
+          0, 0, 0, 48 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
     if (!timing_skipped("bf16 attention")) {

@@ -558,6 +558,7 @@ typedef struct {
     float cap;
     int64_t qlen[4], kvlen[4];
     int sinks; /* gpt-oss's attention sinks */
+    int chunk; /* Llama 4's chunked attention */
 } pcase;
 
 static void paged_case(const pcase *a) {
@@ -595,7 +596,7 @@ static void paged_case(const pcase *a) {
     vc_attn_desc d = { .n_seq = a->nseq, .q_start = qs, .kv_len = kvl, .k_stride = row, .v_stride = row,
                        .n_head = a->nh, .n_kv_head = a->nkv, .head_dim = a->hd, .v_head_dim = a->dv,
                        .scale = 1.0f / sqrtf((float)a->hd), .softcap = a->cap, .window = a->window, .causal = 1,
-                       .k_pages = hks, .v_pages = hvs, .page_tokens = P };
+                       .k_pages = hks, .v_pages = hvs, .page_tokens = P, .chunk = a->chunk };
     vc_attn_desc gd = d;
     gd.k_pages = dks;
     gd.v_pages = dvs;
@@ -646,6 +647,8 @@ static void test_paged(void) {
         { "decode, GQA 8/2 hd 64, window 24, attention sinks", 8, 2, 64, 64, 24, 16, 3, 0, { 1, 1, 1 }, { 90, 3, 40 },
           1 },
         { "chunked prefill, GQA 8/2 hd 64, attention sinks", 8, 2, 64, 64, 0, 16, 2, 0, { 20, 64 }, { 70, 64 }, 1 },
+        { "decode and prefill, GQA 8/2 hd 64, chunks of 24", 8, 2, 64, 64, 0, 16, 3, 0, { 1, 30, 1 }, { 90, 60, 24 }, 0,
+          24 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
 }

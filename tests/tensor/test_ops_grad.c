@@ -144,6 +144,12 @@ static vc_tensor *b_moe_bias(vc_graph *g, vc_tensor **in) {
     vc_moe_bias bi = { in[5], in[6], in[7] };
     return vc_op_moe_ex(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_OAI_GLU, &rdesc, NULL, &bi);
 }
+/* Llama 4's routing: the weights scale the experts' inputs */
+static vc_tensor *b_moe_scaled(vc_graph *g, vc_tensor **in) {
+    vc_route_desc rd = rdesc;
+    rd.scale_input = 1;
+    return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rd);
+}
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
@@ -203,15 +209,16 @@ static void run_all(void) {
     vc_be()->free(drc);
     vc_be()->free(drs);
     /* attention: 2 packed sequences (5 and 7 tokens), 4 query heads over 2 kv heads */
-    struct { int window; float cap; const char *name; } cases[] = {
-        { 0, 0, "attn causal gqa" }, { 3, 0, "attn window 3" }, { 0, 1.5f, "attn softcap" } };
-    for (int c = 0; c < 3; c++) {
+    struct { int window; float cap; const char *name; int chunk; } cases[] = {
+        { 0, 0, "attn causal gqa", 0 }, { 3, 0, "attn window 3", 0 }, { 0, 1.5f, "attn softcap", 0 },
+        { 0, 0, "attn chunks of 3", 3 } };
+    for (int c = 0; c < 4; c++) {
         memset(&ad, 0, sizeof ad);
         ad.n_seq = 2; ad.q_start = qstart; ad.n_head = 4; ad.n_kv_head = 2; ad.head_dim = 6; ad.v_head_dim = 5;
-        ad.scale = 0.4f; ad.causal = 1; ad.window = cases[c].window; ad.softcap = cases[c].cap;
+        ad.scale = 0.4f; ad.causal = 1; ad.window = cases[c].window; ad.softcap = cases[c].cap; ad.chunk = cases[c].chunk;
         make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1);
         check_op(cases[c].name, b_attn, 3, 1e-2f, 5e-3f);
-        const char *sn[] = { "attn causal gqa sinks", "attn window 3 sinks", "attn softcap sinks" };
+        const char *sn[] = { "attn causal gqa sinks", "attn window 3 sinks", "attn softcap sinks", "attn chunks of 3 sinks" };
         make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1); make(3, 1, 4, 0, 0, 1.5f);
         check_op(sn[c], b_attn_sinks, 4, 1e-2f, 5e-3f);
     }
@@ -233,6 +240,12 @@ static void run_all(void) {
         make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
         const char *nm[] = { "moe softmax norm", "moe softmax", "moe sigmoid group" };
         check_op(nm[c], b_moe, 5, 1e-3f, 2e-2f);
+        if (c == 1) { /* sigmoid scores of the top-2, not renormalised, scaling the inputs */
+            rdesc.sigmoid = 1;
+            make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+            make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+            check_op("moe scaled inputs (Llama 4)", b_moe_scaled, 5, 1e-3f, 2e-2f);
+        }
         if (c != 0) continue;
         make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
         make(2, 3, 4, 3, 5, 1.5f); make(3, 3, 4, 3, 5, 1.5f); make(4, 3, 4, 5, 3, 1);

@@ -17,12 +17,14 @@ static void key_range(const vc_attn_desc *d, int64_t kvl, int64_t p0, int64_t p1
     *j1 = d->causal ? p1 + 1 : kvl;
     if (*j1 > kvl) *j1 = kvl;
     *j0 = (d->window > 0 && d->causal) ? p0 - d->window + 1 : 0;
+    if (d->chunk > 0 && p0 - p0 % d->chunk > *j0) *j0 = p0 - p0 % d->chunk;
     if (*j0 < 0) *j0 = 0;
 }
 
 static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
     if (d->causal && j > p) return 0;
     if (d->window > 0 && p - j >= d->window) return 0;
+    if (d->chunk > 0 && j < p - p % d->chunk) return 0;
     return 1;
 }
 
@@ -44,6 +46,7 @@ static void visible_span(const rows_ctx *c, int64_t r, int64_t *lo, int64_t *hi)
     *hi = d->causal ? p - c->j0 : c->nj - 1;
     if (*hi > c->nj - 1) *hi = c->nj - 1;
     *lo = d->window > 0 ? p - d->window + 1 - c->j0 : 0;
+    if (d->chunk > 0 && p - p % d->chunk - c->j0 > *lo) *lo = p - p % d->chunk - c->j0;
     if (*lo < 0) *lo = 0;
 }
 

@@ -20,7 +20,7 @@ struct attn_params {
     int nh, nkv, hd, dv;
     int64_t kstride, vstride;
     float scale, cap;
-    int window, causal, alibi;
+    int window, causal, alibi, chunk;
     const float *sinks; /* [nh] or NULL */
 };
 
@@ -195,10 +195,9 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
     const int kvh = blockIdx.y, grp = p.nh / p.nkv, tr = threadIdx.x / 16, tc = threadIdx.x % 16;
     const int64_t kb = bi.y, nk = sm.kvlen - kb < BK ? sm.kvlen - kb : BK, off = sm.kvlen - sm.qlen;
     const int64_t qstride = (int64_t)p.nh * p.hd, ostride = (int64_t)p.nh * p.dv;
-    /* queries that can see a key of this block: causal pos >= kb; window pos < kb + nk - 1 + window */
-    int64_t i0 = p.causal ? kb - off : 0, i1 = p.window > 0 ? kb + nk - 1 + p.window - off : sm.qlen;
-    if (i0 < 0) i0 = 0;
-    if (i1 > sm.qlen) i1 = sm.qlen;
+    /* queries that can see a key of this block (causal, window, chunk) */
+    int64_t i0, i1;
+    vc_attn_query_range(p, kb, nk, off, sm.qlen, &i0, &i1);
     if (i0 >= i1) return;
     load_tile<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * p.hd, p.kstride, (int)nk, BK, p.hd);
     load_tile<D>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * p.dv, p.vstride, (int)nk, BK, p.dv);
@@ -419,6 +418,7 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     p->window = d->window;
     p->causal = d->causal;
     p->alibi = d->alibi;
+    p->chunk = d->chunk;
     p->sinks = d->sinks;
     p->D = NULL;
     return dev;

@@ -35,7 +35,7 @@ struct tc_params {
     int nh, nkv;
     int64_t kstride, vstride;
     float scale, cap;
-    int window, causal, alibi;
+    int window, causal, alibi, chunk;
     const float *sinks; /* [nh] or NULL */
 };
 
@@ -233,10 +233,9 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
     const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t kb = bi.y, nk = sm.kvlen - kb < TB ? sm.kvlen - kb : TB, off = sm.kvlen - sm.qlen;
     const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
-    /* queries that can see a key of this block: causal pos >= kb; window pos < kb + nk - 1 + window */
-    int64_t i0 = p.causal ? kb - off : 0, i1 = p.window > 0 ? kb + nk - 1 + p.window - off : sm.qlen;
-    if (i0 < 0) i0 = 0;
-    if (i1 > sm.qlen) i1 = sm.qlen;
+    /* queries that can see a key of this block (causal, window, chunk) */
+    int64_t i0, i1;
+    vc_attn_query_range(p, kb, nk, off, sm.qlen, &i0, &i1);
     if (i0 >= i1) return; /* no query sees these keys: their gradients get nothing (+= 0) */
     tc_load<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, (int)nk);
     tc_load<DV>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, (int)nk);
@@ -410,6 +409,7 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->window = d->window;
     p->causal = d->causal;
     p->alibi = d->alibi;
+    p->chunk = d->chunk;
     p->sinks = d->sinks;
     return dev;
 }

@@ -164,6 +164,7 @@ __device__ __forceinline__ bool vc_attn_visible(const P &p, int64_t pos, int64_t
     if (key < 0 || key >= kvlen) return false;
     if (p.causal && key > pos) return false;
     if (p.window > 0 && pos - key >= p.window) return false;
+    if (p.chunk > 0 && key < pos - pos % p.chunk) return false;
     return true;
 }
 /* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
@@ -172,6 +173,18 @@ __device__ __forceinline__ void vc_attn_key_range(const P &p, int64_t kvlen, int
                                                   int64_t *j1) {
     *j1 = p.causal ? (pos0 + nr < kvlen ? pos0 + nr : kvlen) : kvlen;
     *j0 = p.window > 0 ? (pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0) : 0;
+    if (p.chunk > 0 && pos0 - pos0 % p.chunk > *j0) *j0 = pos0 - pos0 % p.chunk;
+}
+/* queries [*i0, *i1) (rows from the sequence's first query, off = kvlen - qlen) that see some key of kb .. kb + nk - 1 */
+template <class P>
+__device__ __forceinline__ void vc_attn_query_range(const P &p, int64_t kb, int64_t nk, int64_t off, int64_t qlen,
+                                                    int64_t *i0, int64_t *i1) {
+    *i0 = p.causal ? kb - off : 0;
+    *i1 = p.window > 0 ? kb + nk - 1 + p.window - off : qlen;
+    int64_t ce = p.chunk > 0 ? ((kb + nk - 1) / p.chunk + 1) * p.chunk - off : qlen; /* past the last key's chunk */
+    if (ce < *i1) *i1 = ce;
+    if (*i0 < 0) *i0 = 0;
+    if (*i1 > qlen) *i1 = qlen;
 }
 /* ALiBi's slope of head h of n (the formula of vc_alibi_slope in src/tensor/backend.h) */
 __device__ __forceinline__ float vc_attn_alibi_slope(int h, int n) {

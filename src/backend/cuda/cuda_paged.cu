@@ -23,7 +23,7 @@ struct paged_params {
     const int64_t *kp, *vp; /* page offsets (elements: floats, or bf16 values) from kbase / vbase */
     const void *kbase, *vbase;
     int64_t row0, P, kstride, vstride;
-    int nh, nkv, hd, dv, window, causal, alibi;
+    int nh, nkv, hd, dv, window, causal, alibi, chunk;
     float scale, cap;
     const float *sinks; /* [nh] or NULL */
 };
@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
     int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
     int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
+    if (p.chunk > 0 && pos - pos % p.chunk > j0) j0 = pos - pos % p.chunk;
     float m[GC], l[GC], acc[GC][8];
     for (int g = 0; g < GC; g++) {
         m[g] = -INFINITY;
@@ -265,6 +266,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.window = d->window;
     p.causal = d->causal;
     p.alibi = d->alibi;
+    p.chunk = d->chunk;
     p.scale = d->scale;
     p.cap = d->softcap;
     p.sinks = d->sinks;
