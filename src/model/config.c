@@ -647,6 +647,8 @@ static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text" },
     { "mistral3", "ministral3", "ministral3" }, { "mistral3", "mistral", "mistral" }, /* Ministral 3, Mistral Small 3 */
     { "llama4", "llama4_text", "llama4_text" },
+    { "internvl", "qwen2", "qwen2" }, { "internvl", "qwen3", "qwen3" }, { "internvl", "llama", "llama" },
+    { "glm4v", "glm4v_text", "glm4" }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe" },
     { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
     { "qwen3_vl", "qwen3_vl_text", "qwen3" },
 };
