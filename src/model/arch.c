@@ -85,6 +85,17 @@ static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "post_feedforward_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* VaultGemma: Gemma 2's norms before the sublayers only */
+static const vc_tensor_rule VAULTGEMMA_NORMS[] = {
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "pre_feedforward_layernorm.weight", VC_W_FFN_NORM },
+    { 0 } };
+
+/* Jais 2: LayerNorms with biases */
+static const vc_tensor_rule JAIS2_NORMS[] = {
+    { "model.norm.bias", VC_W_OUT_NORM_B },
+    { L "input_layernorm.bias", VC_W_ATTN_NORM_B }, { L "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { 0 } };
+
 /* Hunyuan MoE (Hunyuan-A13B): the router's wg, an ungated shared MLP beside the experts */
 static const vc_tensor_rule HUNYUAN_MOE[] = {
     { L "mlp.gate.wg.weight", VC_W_ROUTER },
@@ -248,10 +259,12 @@ static const vc_arch ARCHS[] = {
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
     { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
-    { "glm4_moe", "glm4_moe dots1", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    { "glm4_moe", "glm4_moe dots1 exaone_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
+    { "vaultgemma", "vaultgemma", T(HF_GLOBAL, VAULTGEMMA_NORMS, HF_ATTN, HF_MLP) },
+    { "jais2", "jais2", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
     { "gemma3_text", "gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
     { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,

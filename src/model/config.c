@@ -210,9 +210,11 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->shared_gate = 0;
     }
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
-    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite");
-    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite")) {
-        if ((st = get_int_any(o, "n_shared_experts", 0, &v, path))) return st;
+    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
+                    is(c, "exaone_moe");
+    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
+        is(c, "exaone_moe")) {
+        if ((st = get_int_any(o, "n_shared_experts num_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
         if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &s, path))) return st;
@@ -331,7 +333,7 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
                                                    (long long)l);
             c->nope[l] = e->valuedouble == 0;
         }
-        if ((is(c, "exaone4") && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2"))
+        if (((is(c, "exaone4") || is(c, "exaone_moe")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2"))
             c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
         if (is(c, "afmoe")) { /* rope on the sliding_attention layers only, whatever the window */
             const cJSON *t = cJSON_GetArrayItem(vc_json_member(o, "layer_types"), (int)l);
@@ -431,7 +433,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->mlp_bias = flag(o, "mlp_bias", 0);
     if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1")) c->qk_norm = 1;
     if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
-    if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text")) {
+    if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "vaultgemma")) {
         c->norm_offset = 1.0f;
         c->emb_scale = sqrtf((float)c->hidden);
     }
@@ -442,9 +444,9 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->local_rope = 1;
         if ((st = vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local))) return st;
     }
-    if (is(c, "gemma2") || is(c, "gemma3_text")) {
+    if (is(c, "gemma2") || is(c, "gemma3_text") || is(c, "vaultgemma")) {
         double qs, a, f;
-        c->sandwich_norm = 1;
+        c->sandwich_norm = !is(c, "vaultgemma"); /* VaultGemma: Gemma 2 without the post-sublayer norms */
         if ((st = get_num_any(o, "query_pre_attn_scalar", (double)c->head_dim, &qs, path)) ||
             (st = get_num_any(o, "attn_logit_softcapping", 0, &a, path)) ||
             (st = get_num_any(o, "final_logit_softcapping", 0, &f, path)))
@@ -477,6 +479,12 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         !cJSON_IsNull(vc_json_member(o, "clip_qkv")))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
     if (is(c, "hunyuan_v1_moe")) c->qk_norm = c->qk_norm_after_rope = 1;
+    if (is(c, "exaone_moe")) c->qk_norm = 1; /* per-head q/k RMSNorm; global layers without rope (parse_nope) */
+    if (is(c, "jais2")) { /* LayerNorms with biases, a plain relu2 MLP, attention_bias on o_proj too */
+        c->norm_kind = VC_NORM_LAYER;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->o_bias = c->qkv_bias;
+    }
     if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
     if (is(c, "cohere") || is(c, "cohere2")) { /* Command R: one LayerNorm (no bias) feeding attention and MLP in parallel, GPT-J
@@ -736,7 +744,8 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         return vc_fail(VC_ERR_FORMAT, "%s: the norm epsilon must be a non-negative number, got %g", path, eps);
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
-    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text"));
+    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") ||
+                                             is(c, "vaultgemma"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = rot_from_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
