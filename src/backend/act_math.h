@@ -66,14 +66,15 @@ VC_HD float vc_gate_f(float g, float u, int kind) {
     return vc_act_f(gc, kind) * (vc_oai_clamp_u(u) + 1.0f);
 }
 
-VC_HD float vc_gate_dg(float g, float u, int kind) {
-    if (kind != VC_ACT_OAI_GLU) return u * vc_act_d(g, kind);
-    return g > VC_OAI_LIMIT ? 0.0f : (vc_oai_clamp_u(u) + 1.0f) * vc_act_d(g, kind);
+/* the gradients dy * d/dg and dy * d/du, rounded as PyTorch's autograd takes them: (dy * u) * act'(g) */
+VC_HD float vc_gate_dg(float dy, float g, float u, int kind) {
+    if (kind != VC_ACT_OAI_GLU) return dy * u * vc_act_d(g, kind);
+    return g > VC_OAI_LIMIT ? 0.0f : dy * (vc_oai_clamp_u(u) + 1.0f) * vc_act_d(g, kind);
 }
 
-VC_HD float vc_gate_du(float g, float u, int kind) {
-    if (kind != VC_ACT_OAI_GLU) return vc_act_f(g, kind);
+VC_HD float vc_gate_du(float dy, float g, float u, int kind) {
+    if (kind != VC_ACT_OAI_GLU) return dy * vc_act_f(g, kind);
     if (u < -VC_OAI_LIMIT || u > VC_OAI_LIMIT) return 0.0f;
-    return vc_act_f(g > VC_OAI_LIMIT ? VC_OAI_LIMIT : g, kind);
+    return dy * vc_act_f(g > VC_OAI_LIMIT ? VC_OAI_LIMIT : g, kind);
 }
 #endif

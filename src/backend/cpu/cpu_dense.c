@@ -272,8 +272,8 @@ static void act_bwd_task(void *p, int64_t b) {
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
         if (c->u) {
-            if (c->dg) c->dg[i] += c->dy[i] * vc_gate_dg(c->g[i], c->u[i], c->kind);
-            if (c->du) c->du[i] += c->dy[i] * vc_gate_du(c->g[i], c->u[i], c->kind);
+            if (c->dg) c->dg[i] += vc_gate_dg(c->dy[i], c->g[i], c->u[i], c->kind);
+            if (c->du) c->du[i] += vc_gate_du(c->dy[i], c->g[i], c->u[i], c->kind);
         } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], c->kind);
     }
 }

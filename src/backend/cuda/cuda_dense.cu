@@ -199,8 +199,8 @@ __global__ void k_act_mul_fwd(float *y, const float *g, const float *u, int64_t 
 __global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                               int kind) {
     GRID_LOOP(i, n) {
-        if (dg) dg[i] += dy[i] * vc_gate_dg(g[i], u[i], kind);
-        if (du) du[i] += dy[i] * vc_gate_du(g[i], u[i], kind);
+        if (dg) dg[i] += vc_gate_dg(dy[i], g[i], u[i], kind);
+        if (du) du[i] += vc_gate_du(dy[i], g[i], u[i], kind);
     }
 }
 
