@@ -3,6 +3,7 @@
  * be known to be ignorable, or the load fails naming it. */
 #include "model_internal.h"
 #include "verlc/json.h"
+#include "verlc/pool.h"
 #include "verlc/safetensors.h"
 #include <math.h>
 #include <string.h>
@@ -99,18 +100,32 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
 /* gpt-oss's expert layouts: element i of a part (parts [E, R, C] row-major, np of them) <-> its place in the
  * checkpoint tensor buf: part k's [e, r, c] at [e, c, r * np + k] when the checkpoint is input-major (tr: the
  * weights), at [e, c * np + k] for the biases (R = 1); to_parts: buf into the parts, else back */
+typedef struct {
+    float *buf;
+    float *const *part;
+    int np, tr, to_parts, halves;
+    int64_t R, C;
+} permute_ctx;
+
+/* one expert (task e) of oai_permute */
+static void permute_expert(void *p, int64_t e) {
+    const permute_ctx *c = p;
+    int64_t R = c->R, C = c->C, np = c->np;
+    for (int k = 0; k < c->np; k++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++) {
+                float *x = c->part[k] + (e * R + r) * C + j;
+                int64_t col = c->halves ? k * R + r : r * np + k; /* Llama 4: [gate | up] halves */
+                float *y = c->buf + (c->tr ? (e * C + j) * R * np + col : e * C * np + j * np + k);
+                if (c->to_parts) *x = *y;
+                else *y = *x;
+            }
+}
+
 static void oai_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts,
                         int halves) {
-    for (int k = 0; k < np; k++)
-        for (int64_t e = 0; e < E; e++)
-            for (int64_t r = 0; r < R; r++)
-                for (int64_t c = 0; c < C; c++) {
-                    float *x = part[k] + (e * R + r) * C + c;
-                    int64_t col = halves ? k * R + r : r * np + k; /* Llama 4: [gate | up] halves */
-                    float *y = buf + (tr ? (e * C + c) * R * np + col : e * C * np + c * np + k);
-                    if (to_parts) *x = *y;
-                    else *y = *x;
-                }
+    permute_ctx c = { buf, part, np, tr, to_parts, halves, R, C };
+    vc_parallel(E, permute_expert, &c); /* experts are disjoint: threads write different elements */
 }
 
 /* the gpt-oss transforms through host copies of the parts */
@@ -406,12 +421,35 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
     return VC_OK;
 }
 
+typedef struct {
+    float *buf;
+    const uint8_t *blocks, *scales;
+    int64_t R, C, G;
+} mxfp4_ctx;
+
+/* one expert (task e) of load_mxfp4 */
+static void mxfp4_expert(void *p, int64_t e) {
+    static const float E2M1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
+    const mxfp4_ctx *x = p;
+    int64_t R = x->R, C = x->C, G = x->G;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t g = 0; g < G; g++) {
+            int64_t blk = (e * R + r) * G + g;
+            float scale = ldexpf(1.0f, (int)x->scales[blk] - 127);
+            for (int k = 0; k < 16; k++) {
+                uint8_t v = x->blocks[blk * 16 + k];
+                int64_t c = g * 32 + 2 * k;
+                x->buf[(e * C + c) * R + r] = E2M1[v & 15] * scale;
+                x->buf[(e * C + c + 1) * R + r] = E2M1[v >> 4] * scale;
+            }
+        }
+}
+
 /* MXFP4 (OCP microscaling): blocks [E, R, G, 16] bytes of two e2m1 values each (low nibble first), scales
  * [E, R, G] e8m0 exponents (bias 127) of each block of 32; dequantized to [E, R, 32 G] and stored transposed
  * as want [E, 32 G, R] (the checkpoint's unquantized layout), as transformers' convert_moe_packed_tensors */
 static vc_status load_mxfp4(const vc_model *m, vc_checkpoint *ck, vc_source *s, const int64_t *want, float **out) {
-    static const float E2M1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
     char nb[320], ns[320];
     snprintf(nb, sizeof nb, "%s_blocks", s->name);
     snprintf(ns, sizeof ns, "%s_scales", s->name);
@@ -426,23 +464,27 @@ static vc_status load_mxfp4(const vc_model *m, vc_checkpoint *ck, vc_source *s, 
                        (long long)G, (long long)E, (long long)R, (long long)G, (long long)E, (long long)C, (long long)R);
     float *buf = vc_malloc(sizeof(float) * (size_t)(E * C * R));
     if (!buf) return VC_ERR_NOMEM;
-    const uint8_t *bb = b->data, *ss = sc->data;
-    for (int64_t e = 0; e < E; e++)
-        for (int64_t r = 0; r < R; r++)
-            for (int64_t g = 0; g < G; g++) {
-                int64_t blk = (e * R + r) * G + g;
-                float scale = ldexpf(1.0f, (int)ss[blk] - 127);
-                for (int k = 0; k < 16; k++) {
-                    uint8_t v = bb[blk * 16 + k];
-                    int64_t c = g * 32 + 2 * k;
-                    buf[(e * C + c) * R + r] = E2M1[v & 15] * scale;
-                    buf[(e * C + c + 1) * R + r] = E2M1[v >> 4] * scale;
-                }
-            }
+    mxfp4_ctx x = { buf, b->data, sc->data, R, C, G };
+    vc_parallel(E, mxfp4_expert, &x);
     s->ndim = 3;
     for (int d = 0; d < 3; d++) s->shape[d] = want[d];
     *out = buf;
     return VC_OK;
+}
+
+typedef struct {
+    float *buf;
+    const float *s;
+    int64_t R, C, b0, b1, sr, scn;
+} fp8_ctx;
+
+/* one row (task: lead index x R + row) of fp8_scale */
+static void fp8_row(void *p, int64_t row) {
+    const fp8_ctx *x = p;
+    int64_t l = row / x->R, i = row % x->R;
+    const float *s = x->s + (l * x->sr + i / x->b0) * x->scn;
+    float *b = x->buf + row * x->C;
+    for (int64_t j = 0; j < x->C; j++) b[j] *= s[j / x->b1];
 }
 
 /* block-scaled fp8: buf (t's values) times the scale of each [b0, b1] block of its last two dims */
@@ -464,9 +506,8 @@ static vc_status fp8_scale(const vc_model *m, vc_checkpoint *ck, const vc_st_ten
     float *s = vc_malloc(sizeof(float) * (size_t)(lead * sr * scn));
     if (!s) return VC_ERR_NOMEM;
     vc_st_tensor_to_f32(sc, s);
-    for (int64_t l = 0; l < lead; l++)
-        for (int64_t i = 0; i < R; i++)
-            for (int64_t j = 0; j < C; j++) buf[(l * R + i) * C + j] *= s[(l * sr + i / b0) * scn + j / b1];
+    fp8_ctx x = { buf, s, R, C, b0, b1, sr, scn };
+    vc_parallel(lead * R, fp8_row, &x);
     free(s);
     return VC_OK;
 }
