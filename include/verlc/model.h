@@ -38,6 +38,7 @@ typedef struct vc_model_config {
     int qk_l2norm;                /* Llama 4: q and k of the rope layers RMS-normed without weights after the rope */
     float q_temp_scale, q_temp_floor; /* Llama 4's NoPE layers: q x (log(floor((pos + 1) / floor) + 1) scale + 1) */
     int route_scale_input;        /* the routing weights scale the experts' inputs (Llama 4) */
+    int xielu;                    /* the MLP's activation is xIELU with two learnable scalars per layer (Apertus) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */

@@ -51,6 +51,9 @@ vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v
 vc_tensor *vc_op_attention_sinks(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d,
                                  vc_tensor *sinks);
 vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
+/* xIELU (Apertus) with its learnable scalars ap, an ([1]): a_p = softplus(ap), a_n = beta + softplus(an);
+ * y = x > 0 ? a_p x^2 + beta x : (expm1(min(x, eps)) - x) a_n + beta x */
+vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, float beta, float eps);
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind);
 /* columns [c0, c1) of x viewed as [R, C] (C = last dim) -> [R, c1 - c0] */
 vc_tensor *vc_op_slice_cols(vc_graph *g, vc_tensor *x, int64_t C, int64_t c0, int64_t c1);

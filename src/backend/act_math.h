@@ -77,4 +77,21 @@ VC_HD float vc_gate_du(float dy, float g, float u, int kind) {
     if (u < -VC_OAI_LIMIT || u > VC_OAI_LIMIT) return 0.0f;
     return dy * vc_act_f(g > VC_OAI_LIMIT ? VC_OAI_LIMIT : g, kind);
 }
+/* xIELU (Apertus): a_p = softplus(ap), a_n = beta + softplus(an) given */
+VC_HD float vc_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+VC_HD float vc_xielu_f(float x, float a_p, float a_n, float beta, float eps) {
+    return x > 0 ? a_p * x * x + beta * x : (expm1f(x < eps ? x : eps) - x) * a_n + beta * x;
+}
+
+/* dy/dx, and the parts dy/da_p (x > 0) and dy/da_n (x <= 0) */
+VC_HD float vc_xielu_d(float x, float a_p, float a_n, float beta, float eps, float *dp, float *dn) {
+    if (x > 0) {
+        *dp = x * x, *dn = 0;
+        return 2.0f * a_p * x + beta;
+    }
+    float m = x < eps ? x : eps;
+    *dp = 0, *dn = expm1f(m) - x;
+    return ((x < eps ? expf(m) : 0.0f) - 1.0f) * a_n + beta;
+}
 #endif

@@ -145,6 +145,12 @@ static const vc_tensor_rule AFMOE[] = {
     { L "mlp.router.gate.weight", VC_W_ROUTER }, { L "mlp.expert_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
+/* Apertus: its norms' names, xIELU's learnable scalars (its beta and eps buffers: see check_unclaimed) */
+static const vc_tensor_rule APERTUS[] = {
+    { L "attention_layernorm.weight", VC_W_ATTN_NORM }, { L "feedforward_layernorm.weight", VC_W_FFN_NORM },
+    { L "mlp.act_fn.alpha_p", VC_W_XIELU_AP }, { L "mlp.act_fn.alpha_n", VC_W_XIELU_AN },
+    { 0 } };
+
 /* nanochat: a plain MLP under fc1 / fc2 (norms have no weights) */
 static const vc_tensor_rule NANOCHAT_MLP[] = {
     { L "mlp.fc1.weight", VC_W_UP }, { L "mlp.fc2.weight", VC_W_DOWN },
@@ -292,6 +298,7 @@ static const vc_arch ARCHS[] = {
     { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
+    { "apertus", "apertus", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP) },
     { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
     { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4) },
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
@@ -375,7 +382,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_SH_DOWN] = "shared.down", [VC_W_SH_GATE_PROJ] = "shared.gate_proj", [VC_W_SCORE] = "score",
     [VC_W_SCORE_B] = "score.bias", [VC_W_SINKS] = "sinks", [VC_W_ROUTER_B] = "router.bias",
     [VC_W_EXP_GATE_B] = "experts.gate.bias", [VC_W_EXP_UP_B] = "experts.up.bias",
-    [VC_W_EXP_DOWN_B] = "experts.down.bias", [VC_W_ATTN_GATE] = "attn_gate",
+    [VC_W_EXP_DOWN_B] = "experts.down.bias", [VC_W_ATTN_GATE] = "attn_gate", [VC_W_XIELU_AP] = "xielu.alpha_p",
+    [VC_W_XIELU_AN] = "xielu.alpha_n",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -440,6 +448,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
     case VC_W_SINKS: return c->attn_sinks ? set(s, c->n_head, 0, 0) : 0;
     case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, nq, H, 0) : 0;
+    case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && layer >= 0 ? set(s, 1, 0, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
     case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;

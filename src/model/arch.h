@@ -21,6 +21,7 @@ enum vc_slot {
     VC_W_ROUTER_B,     /* the router's own bias, part of its logits (gpt-oss) */
     VC_W_EXP_GATE_B, VC_W_EXP_UP_B, VC_W_EXP_DOWN_B, /* stacked experts' biases [E, I], [E, I], [E, H] (gpt-oss) */
     VC_W_ATTN_GATE,    /* [n_head * head_dim, H]: the attention output times sigmoid(x W^T) (AFMoE) */
+    VC_W_XIELU_AP, VC_W_XIELU_AN, /* [1]: xIELU's learnable scalars (Apertus) */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };

@@ -106,6 +106,11 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
             c->act = A[i].act;
             return VC_OK;
         }
+    if (!strcmp(a, "xielu")) { /* Apertus: an activation with learnable scalars of its own (vc_op_xielu) */
+        c->xielu = 1;
+        c->act = VC_ACT_NONE;
+        return VC_OK;
+    }
     return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", path, a);
 }
 
@@ -480,6 +485,10 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
     if (is(c, "hunyuan_v1_moe")) c->qk_norm = c->qk_norm_after_rope = 1;
     if (is(c, "exaone_moe")) c->qk_norm = 1; /* per-head q/k RMSNorm; global layers without rope (parse_nope) */
+    if (is(c, "apertus")) { /* per-head q/k norms, a plain MLP with xIELU */
+        c->qk_norm = 1;
+        c->mlp_kind = VC_MLP_PLAIN;
+    }
     if (is(c, "jais2")) { /* LayerNorms with biases, a plain relu2 MLP, attention_bias on o_proj too */
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;

@@ -389,7 +389,9 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     vc_tensor *Wd = vc_w(m, l, down), *bd = down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL;
     if (gated && !f->f32_act && vc_lora_index(m, l, down) < 0) /* bf16 with bf16 matmuls */
         return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd);
-    vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act) : vc_op_act(f->g, u, c->act);
+    vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act)
+                 : c->xielu ? vc_op_xielu(f->g, u, vc_w(m, l, VC_W_XIELU_AP), vc_w(m, l, VC_W_XIELU_AN), 0.5f, -1e-6f)
+                            : vc_op_act(f->g, u, c->act);
     return lin(f, a, l, down, bd);
 }
 

@@ -391,6 +391,11 @@ static vc_status check_provided(vc_model *m, const uint8_t *present) {
     return VC_OK;
 }
 
+static int vc_ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && !strcmp(s + n - k, tail);
+}
+
 /* checkpoint tensors no rule claimed: known-ignorable ones are listed, anything else is an error */
 static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *claimed) {
     const vc_model_config *c = &m->cfg;
@@ -404,6 +409,16 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
         if (!why && c->tied && (!strcmp(name, "lm_head.weight") || !strcmp(name, "output.weight") ||
                                 (c->arch->nested && !strcmp(name, "language_model.lm_head.weight"))))
             why = "tied to the embedding";
+        if (!why && c->xielu && (vc_ends_with(name, ".mlp.act_fn.beta") || vc_ends_with(name, ".mlp.act_fn.eps"))) {
+            /* xIELU's constants, as transformers' kernel takes them (0.5, -1e-6): any other value is refused */
+            const vc_st_tensor *t = vc_ckpt_at(ck, i);
+            float v = 0, want = vc_ends_with(name, ".beta") ? 0.5f : -1e-6f;
+            if (vc_st_tensor_numel(t) == 1 && (t->dtype == VC_F32 || t->dtype == VC_BF16 || t->dtype == VC_F16))
+                vc_st_tensor_to_f32(t, &v);
+            if (fabsf(v - want) > 1e-2f * fabsf(want))
+                return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' is %g: verlc's xIELU takes %g", m->dir, name, v, want);
+            why = "xIELU's fixed constant";
+        }
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";
         if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)

@@ -144,6 +144,12 @@ typedef struct vc_backend {
      * lse[t, h]) (dout[t, h] . o[t, h]), t ascending */
     void (*attn_sink_bwd)(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
                           int64_t T, int nh, int dv);
+    /* xIELU (Apertus) with its raw learnable scalars ap, an ([1] each, backend memory): with a_p = softplus(ap),
+     * a_n = beta + softplus(an), y = x > 0 ? a_p x^2 + beta x : (expm1(min(x, eps)) - x) a_n + beta x;
+     * backward dx += dy y'(x), dap / dan ([1]) += the sums of dy dy/dap, dy dy/dan in a fixed order */
+    void (*xielu_fwd)(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps);
+    void (*xielu_bwd)(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                      const float *an, float beta, float eps);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);

@@ -237,6 +237,26 @@ vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind) {
     return y;
 }
 
+/* xIELU (Apertus): its two learnable scalars ap, an ([1]); beta, eps constants (n->f) */
+static void xielu_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *ap = n->in[1], *an = n->in[2];
+    float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
+    float *dap = ap->requires_grad ? vc_tensor_grad(g, ap) : NULL, *dan = an->requires_grad ? vc_tensor_grad(g, an) : NULL;
+    vc_be()->xielu_bwd(dx, dap, dan, n->out->grad, x->data, x->n, ap->data, an->data, (float)n->f[0], (float)n->f[1]);
+}
+
+vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, float beta, float eps) {
+    GUARD1(x);
+    if (!ap || !an) return NULL;
+    vc_tensor *y = like(g, x);
+    GUARD1(y);
+    vc_be()->xielu_fwd(y->data, x->data, x->n, ap->data, an->data, beta, eps);
+    vc_tensor *in[3] = { x, ap, an };
+    vc_node *n = vc_tape_push(g, xielu_bw, y, 3, in);
+    if (n) n->f[0] = beta, n->f[1] = eps;
+    return y;
+}
+
 static void act_mul_bw(vc_graph *g, vc_node *n) {
     vc_tensor *a = n->in[0], *b = n->in[1];
     float *da = a->requires_grad ? vc_tensor_grad(g, a) : NULL;

@@ -199,6 +199,23 @@ static void test_rope(void) {
     }
 }
 
+/* xIELU: forward, dx and the two scalars' sums */
+static void test_xielu(void) {
+    int64_t n = 100003;
+    float *x = hrand((size_t)n, 3), *dy = hrand((size_t)n, 1), *dx = hrand((size_t)n, 1), *y = hbuf((size_t)n);
+    float ap[1] = { 0.3f }, an[1] = { -0.2f }, dap[1] = { 0.1f }, dan[1] = { -0.1f };
+    float *gx = dup_f(x, n), *gdy = dup_f(dy, n), *gdx = dup_f(dx, n), *gy = dup_f(y, n), *gap = dup_f(ap, 1),
+          *gan = dup_f(an, 1), *gdap = dup_f(dap, 1), *gdan = dup_f(dan, 1);
+    C->xielu_fwd(y, x, n, ap, an, 0.5f, -1e-6f);
+    G->xielu_fwd(gy, gx, n, gap, gan, 0.5f, -1e-6f);
+    cmp("xielu fwd", gy, y, (size_t)n, TOL);
+    C->xielu_bwd(dx, dap, dan, dy, x, n, ap, an, 0.5f, -1e-6f);
+    G->xielu_bwd(gdx, gdap, gdan, gdy, gx, n, gap, gan, 0.5f, -1e-6f);
+    cmp("xielu bwd dx (accumulated)", gdx, dx, (size_t)n, TOL);
+    cmp("xielu bwd alpha_p (accumulated)", gdap, dap, 1, 1e-4);
+    cmp("xielu bwd alpha_n (accumulated)", gdan, dan, 1, 1e-4);
+}
+
 /* ---- activations ---- */
 static void test_act(void) {
     printf("activations\n");
@@ -572,6 +589,7 @@ int main(void) {
     test_norms();
     test_rope();
     test_act();
+    test_xielu();
     check_sticky("dense ops");
     release_all();
     lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);

@@ -150,6 +150,7 @@ static vc_tensor *b_moe_scaled(vc_graph *g, vc_tensor **in) {
     rd.scale_input = 1;
     return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rd);
 }
+static vc_tensor *b_xielu(vc_graph *g, vc_tensor **in) { return vc_op_xielu(g, in[0], in[1], in[2], 0.5f, -1e-6f); }
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
@@ -184,6 +185,8 @@ static void run_all(void) {
         snprintf(nm, sizeof nm, "act_mul %s", acts[act_kind]);
         check_op(nm, b_actmul, 2, 1e-3f, 5e-3f);
     }
+    make(0, 2, 4, 5, 0, 2); make(1, 1, 1, 0, 0, 1); make(2, 1, 1, 0, 0, 1);
+    check_op("xielu (and its two scalars)", b_xielu, 3, 1e-3f, 5e-3f);
     act_kind = VC_ACT_OAI_GLU; /* inputs beyond gpt-oss's clamp at 7 on both sides: no gradient there */
     make(0, 2, 4, 5, 0, 12); make(1, 2, 4, 5, 0, 12);
     check_op("act_mul oai_glu clamped", b_actmul, 2, 1e-3f, 5e-3f);

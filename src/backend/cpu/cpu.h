@@ -67,6 +67,8 @@ void vc_cpu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int6
 /* gemm_rows_grouped over any f32 gemm (the rollout's row-invariant one) */
 void vc_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t *off, int64_t N, int64_t K, float alpha,
                               const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                      const float *an, float beta, float eps);
 void vc_cpu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
 void vc_cpu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
 void vc_cpu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,

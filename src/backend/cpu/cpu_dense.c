@@ -278,6 +278,54 @@ static void act_bwd_task(void *p, int64_t b) {
     }
 }
 
+/* ---- xIELU: elementwise forward; backward dx per block, the two scalar sums per block then in block order ---- */
+typedef struct {
+    float *y, *dx;
+    const float *x, *dy;
+    double *part; /* [2 nblk] */
+    int64_t n;
+    float ap, an, beta, eps;
+} xielu_ctx;
+
+static void xielu_task(void *p, int64_t b) {
+    xielu_ctx *c = p;
+    int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
+    double sp = 0, sn = 0;
+    for (int64_t i = b * EW_BLOCK; i < i1; i++) {
+        if (!c->dy) {
+            c->y[i] = vc_xielu_f(c->x[i], c->ap, c->an, c->beta, c->eps);
+            continue;
+        }
+        float dp, dn, d = vc_xielu_d(c->x[i], c->ap, c->an, c->beta, c->eps, &dp, &dn);
+        c->dx[i] += c->dy[i] * d;
+        sp += (double)c->dy[i] * dp;
+        sn += (double)c->dy[i] * dn;
+    }
+    if (c->part) c->part[2 * b] = sp, c->part[2 * b + 1] = sn;
+}
+
+static void vc_cpu_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps) {
+    xielu_ctx c = { .y = y, .x = x, .n = n, .ap = vc_softplus(ap[0]), .an = beta + vc_softplus(an[0]), .beta = beta,
+                    .eps = eps };
+    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, xielu_task, &c);
+}
+
+void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                      const float *an, float beta, float eps) {
+    int64_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
+    double *part = vc_calloc((size_t)(2 * (nb ? nb : 1)), sizeof(double));
+    if (!part) return;
+    xielu_ctx c = { .dx = dx, .x = x, .dy = dy, .part = part, .n = n, .ap = vc_softplus(ap[0]),
+                    .an = beta + vc_softplus(an[0]), .beta = beta, .eps = eps };
+    vc_parallel(nb, xielu_task, &c);
+    double sp = 0, sn = 0;
+    for (int64_t b = 0; b < nb; b++) sp += part[2 * b], sn += part[2 * b + 1];
+    float sgp = 1.0f / (1.0f + expf(-ap[0])), sgn = 1.0f / (1.0f + expf(-an[0])); /* softplus' */
+    if (dap) dap[0] += (float)(sp * sgp);
+    if (dan) dan[0] += (float)(sn * sgn);
+    free(part);
+}
+
 static void vc_cpu_act_fwd(float *y, const float *x, int64_t n, int kind) {
     act_ctx c = { .y = y, .x = x, .n = n, .kind = kind };
     vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
@@ -341,6 +389,8 @@ static const vc_backend CPU = {
     .act_fwd = vc_cpu_act_fwd,
     .act_bwd = vc_cpu_act_bwd,
     .act_mul_fwd = vc_cpu_act_mul_fwd,
+    .xielu_fwd = vc_cpu_xielu_fwd,
+    .xielu_bwd = vc_cpu_xielu_bwd,
     .act_mul_bwd = vc_cpu_act_mul_bwd,
     .act_mul_fwd_bf16 = vc_cpu_act_mul_fwd_bf16,
     .gemm_b16 = vc_cpu_gemm_b16,

@@ -204,6 +204,51 @@ __global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float
     }
 }
 
+/* ---- xIELU (Apertus): the scalar parameters' sums by one block of 1024 threads in a fixed order ---- */
+__global__ void k_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps) {
+    float a_p = vc_softplus(ap[0]), a_n = beta + vc_softplus(an[0]);
+    GRID_LOOP(i, n) y[i] = vc_xielu_f(x[i], a_p, a_n, beta, eps);
+}
+__global__ void k_xielu_bwd_dx(float *dx, const float *dy, const float *x, int64_t n, const float *ap, const float *an,
+                               float beta, float eps) {
+    float a_p = vc_softplus(ap[0]), a_n = beta + vc_softplus(an[0]), dp, dn;
+    GRID_LOOP(i, n) dx[i] += dy[i] * vc_xielu_d(x[i], a_p, a_n, beta, eps, &dp, &dn);
+}
+__global__ void k_xielu_bwd_sum(float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                                const float *an, float beta, float eps) {
+    __shared__ double sp[1024], sn[1024];
+    float a_p = vc_softplus(ap[0]), a_n = beta + vc_softplus(an[0]), dp, dn;
+    double p = 0, q = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        vc_xielu_d(x[i], a_p, a_n, beta, eps, &dp, &dn);
+        p += (double)dy[i] * dp;
+        q += (double)dy[i] * dn;
+    }
+    sp[threadIdx.x] = p, sn[threadIdx.x] = q;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sp[threadIdx.x] += sp[threadIdx.x + s], sn[threadIdx.x] += sn[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        if (dap) dap[0] += (float)(sp[0] / (1.0 + exp(-(double)ap[0])));
+        if (dan) dan[0] += (float)(sn[0] / (1.0 + exp(-(double)an[0])));
+    }
+}
+
+void vc_cu_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps) {
+    if (!vc_cu_begin("xielu forward") || n == 0) return;
+    k_xielu_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, x, n, ap, an, beta, eps);
+    vc_cu_end("xielu forward");
+}
+void vc_cu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                     const float *an, float beta, float eps) {
+    if (!vc_cu_begin("xielu backward") || n == 0) return;
+    if (dx) k_xielu_bwd_dx<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(dx, dy, x, n, ap, an, beta, eps);
+    if (dap || dan) k_xielu_bwd_sum<<<1, 1024, 0, vc_cu_stream()>>>(dap, dan, dy, x, n, ap, an, beta, eps);
+    vc_cu_end("xielu backward");
+}
+
 void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind) {
     if (!vc_cu_begin("activation forward") || n == 0) return;
     k_act_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, x, n, kind);

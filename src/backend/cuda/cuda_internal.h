@@ -90,6 +90,9 @@ void vc_cu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const 
                          int64_t T, int nh, int dv);
 void vc_cu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
 void vc_cu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
+void vc_cu_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps);
+void vc_cu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                     const float *an, float beta, float eps);
 void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,

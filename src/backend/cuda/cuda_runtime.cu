@@ -766,6 +766,8 @@ static vc_backend make_cuda_backend(void) {
     b.act_fwd = vc_cu_act_fwd;
     b.act_bwd = vc_cu_act_bwd;
     b.act_mul_fwd = vc_cu_act_mul_fwd;
+    b.xielu_fwd = vc_cu_xielu_fwd;
+    b.xielu_bwd = vc_cu_xielu_bwd;
     b.act_mul_bwd = vc_cu_act_mul_bwd;
     b.act_mul_fwd_bf16 = vc_cu_act_mul_fwd_bf16;
     b.gemm_b16 = vc_cu_gemm_b16;

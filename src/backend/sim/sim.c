@@ -97,6 +97,23 @@ static void vc_sim_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, flo
     vc_backend_cpu()->gemm_b16(ta, tb, M, N, K, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc);
 }
 
+static void sim_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps) {
+    SIM_BEGIN("xielu_fwd");
+    float *Y = D(y);
+    const float *X = D(x), *AP = D(ap), *AN = D(an);
+    SIM_END;
+    vc_backend_cpu()->xielu_fwd(Y, X, n, AP, AN, beta, eps);
+}
+
+static void sim_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
+                          const float *an, float beta, float eps) {
+    SIM_BEGIN("xielu_bwd");
+    float *DX = D(dx), *DAP = dap ? D(dap) : NULL, *DAN = dan ? D(dan) : NULL;
+    const float *DY = D(dy), *X = D(x), *AP = D(ap), *AN = D(an);
+    SIM_END;
+    vc_cpu_xielu_bwd(DX, DAP, DAN, DY, X, n, AP, AN, beta, eps);
+}
+
 static void sim_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
     SIM_BEGIN("act_mul_fwd_bf16");
     void *Y = D(y);
@@ -286,6 +303,8 @@ static const vc_backend SIM = {
     .act_fwd = sim_act_fwd,
     .act_bwd = sim_act_bwd,
     .act_mul_fwd = sim_act_mul_fwd,
+    .xielu_fwd = sim_xielu_fwd,
+    .xielu_bwd = sim_xielu_bwd,
     .act_mul_bwd = sim_act_mul_bwd,
     .lm_head_fwd = sim_lm_head_fwd,
     .lm_head_bwd = sim_lm_head_bwd,
