@@ -3,6 +3,7 @@
  * set runs on the CPU backend and on the sim backend (backend memory behind poisoned pointers), so
  * values are only ever moved with h2d / d2h / vc_tensor_read. */
 #include "tensor/backend.h"
+#include "backend/act_math.h"
 #include "verlc/ops.h"
 #include "verlc/pool.h"
 #include "vc_test.h"
@@ -427,8 +428,28 @@ static void check_head_values(void) {
     free(tg); free(hl); free(he); free(hs); free(z);
 }
 
+/* the gated units' backward rounds as PyTorch's autograd does, (dy * u) * act'(g): bit for bit (a change of this
+ * order once moved the demo's whole training trajectory) */
+static void check_act_mul_rounding(void) {
+    enum { N = 4096 };
+    static float g[N], u[N], dy[N], dg[N], du[N];
+    for (int i = 0; i < N; i++) g[i] = 4 * frand(), u[i] = 3 * frand(), dy[i] = frand(), dg[i] = du[i] = 0;
+    const int kinds[2] = { VC_ACT_SILU, VC_ACT_GELU_TANH };
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N; i++) dg[i] = du[i] = 0;
+        vc_backend_cpu()->act_mul_bwd(dg, du, dy, g, u, N, kinds[k]);
+        int same = 1;
+        for (int i = 0; i < N && same; i++) {
+            float want = dy[i] * u[i] * vc_act_d(g[i], kinds[k]);
+            same = memcmp(&want, &dg[i], 4) == 0;
+        }
+        CHECK_MSG(same, "act_mul backward (kind %d) is not (dy * u) * act'(g) bit for bit", kinds[k]);
+    }
+}
+
 int main(void) {
     vc_set_threads(2);
+    check_act_mul_rounding();
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
     for (int b = 0; b < 2; b++) {
         rng = 88172645463325252ull; /* the same data on both backends */
