@@ -32,6 +32,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "gate_proj", VC_W_ATTN_GATE }, /* AFMoE's attention output gate, a gate_proj under self_attn */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
+_Static_assert(VC_W_COUNT <= 64, "slot masks are uint64_t bits");
 
 /* Megatron's module names (verl's megatron strategy: model.lora.target_modules), for the same slots */
 static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
