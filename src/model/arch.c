@@ -252,6 +252,14 @@ static const vc_tensor_rule INTERNLM2[] = {
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* Qwen3-VL-MoE: the hub stores the experts input-major ([E, H, 2I] gate | up, [E, I, H]); checkpoints transformers
+ * 5 writes have HF_MOE's layout (the loader tells them apart by shape) */
+static const vc_tensor_rule QWEN3VL_MOE[] = {
+    { L "mlp.gate.weight", VC_W_ROUTER },
+    { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_T_GATE_UP, VC_W_EXP_UP },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { 0 } };
+
 /* Qwen2-VL / Qwen2.5-VL (hub: model.* and visual.*; later: model.language_model.*, model.visual.*) and Qwen3-VL */
 static const char *const QWEN_VL_NESTED[] = { "model.", "model.language_model.", NULL };
 
@@ -277,6 +285,8 @@ static const vc_arch ARCHS[] = {
       "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
     /* the text decoders of Qwen's image-text models (vision towers left alone, copied through on export) */
     { "qwen_vl", "qwen2_vl qwen2_5_vl qwen3_vl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
+      "visual. model.visual." },
+    { "qwen3_vl_moe", "qwen3_vl_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, QWEN3VL_MOE), QWEN_VL_NESTED,
       "visual. model.visual." },
     /* InternVL (transformers' layout): a Qwen2 / Qwen3 / Llama text decoder beside its vision tower */
     { "internvl", "internvl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,

@@ -667,7 +667,7 @@ static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
     { "internvl", "qwen2", "qwen2" }, { "internvl", "qwen3", "qwen3" }, { "internvl", "llama", "llama" },
     { "glm4v", "glm4v_text", "glm4" }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe" },
     { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
-    { "qwen3_vl", "qwen3_vl_text", "qwen3" },
+    { "qwen3_vl", "qwen3_vl_text", "qwen3" }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe" },
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */

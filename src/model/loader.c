@@ -282,6 +282,19 @@ static vc_status find_mxfp4(load_ctx *x, const vc_tensor_rule *r, int layer, int
     return st;
 }
 
+/* stacked experts come in two layouts under one name (Qwen3-VL-MoE: the hub's input-major [E, H, 2I] / [E, I, H],
+ * transformers' own [E, 2I, H] / [E, H, I]): a rule takes the tensor only in its own layout (the first rule listed
+ * wins when both fit, H = 2I) */
+static int expert_layout_fits(const vc_model_config *c, const vc_tensor_rule *r, const vc_st_tensor *t) {
+    int64_t E = c->n_expert, I = c->moe_inter, H = c->hidden, want[3];
+    if (r->transform == VC_TR_EXPERT_GATE_UP) want[0] = E, want[1] = 2 * I, want[2] = H;
+    else if (r->transform == VC_TR_T_GATE_UP || r->transform == VC_TR_OAI_GATE_UP) want[0] = E, want[1] = H, want[2] = 2 * I;
+    else if (r->transform == VC_TR_OAI_DOWN) want[0] = E, want[1] = I, want[2] = H;
+    else if (r->slot == VC_W_EXP_DOWN && r->transform == VC_TR_NONE) want[0] = E, want[1] = H, want[2] = I;
+    else return 1;
+    return t->ndim == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] && t->shape[2] == want[2];
+}
+
 static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
     load_ctx *x = p;
     char buf[320];
@@ -292,6 +305,7 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     if (!t) return VC_OK;
     int idx = (int)(t - vc_ckpt_at(x->ck, 0));
     if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
+    if (!expert_layout_fits(&x->m->cfg, r, t)) return VC_OK; /* another rule's layout */
     x->claimed[idx] = 1;
     mark_present(x, r, layer);
     char sn[340];
