@@ -44,7 +44,8 @@ typedef struct vc_model_config {
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
     int router_bias;              /* the router has a choice-only correction bias (DeepSeek-V3's sigmoid, ERNIE's softmax) */
     int attn_sinks;               /* a learned sink logit per head in every softmax (gpt-oss) */
-    int fp8_block[2];             /* quantization_config fp8: weight_block_size of the *_scale_inv scales */
+    int fp8_quant;                /* quantization_config fp8: every float8 weight has its *_scale_inv */
+    int fp8_block[2];             /* its weight_block_size */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */

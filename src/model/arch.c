@@ -65,7 +65,7 @@ static const vc_tensor_rule GPT_OSS[] = {
     { L "mlp.router.weight", VC_W_ROUTER }, { L "mlp.router.bias", VC_W_ROUTER_B },
     { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_OAI_GATE_UP, VC_W_EXP_UP },
     { L "mlp.experts.gate_up_proj_bias", VC_W_EXP_GATE_B, VC_TR_OAI_GATE_UP_B, VC_W_EXP_UP_B },
-    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_T_DOWN },
     { L "mlp.experts.down_proj_bias", VC_W_EXP_DOWN_B },
     { 0 } };
 
@@ -131,7 +131,7 @@ static const vc_tensor_rule LLAMA4[] = {
     { L "feed_forward.down_proj.weight", VC_W_DOWN },
     { L "feed_forward.router.weight", VC_W_ROUTER },
     { L "feed_forward.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_T_GATE_UP, VC_W_EXP_UP },
-    { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN, VC_TR_T_DOWN },
     { L "feed_forward.shared_expert.gate_proj.weight", VC_W_SH_GATE },
     { L "feed_forward.shared_expert.up_proj.weight", VC_W_SH_UP },
     { L "feed_forward.shared_expert.down_proj.weight", VC_W_SH_DOWN },
@@ -257,7 +257,7 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const vc_tensor_rule QWEN3VL_MOE[] = {
     { L "mlp.gate.weight", VC_W_ROUTER },
     { L "mlp.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_T_GATE_UP, VC_W_EXP_UP },
-    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_OAI_DOWN },
+    { L "mlp.experts.down_proj", VC_W_EXP_DOWN, VC_TR_T_DOWN },
     { 0 } };
 
 /* Qwen2-VL / Qwen2.5-VL (hub: model.* and visual.*; later: model.language_model.*, model.visual.*) and Qwen3-VL */
@@ -397,6 +397,14 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
+
+int vc_slot_is_bias(int slot) {
+    return slot == VC_W_OUT_NORM_B || slot == VC_W_LM_HEAD_B || slot == VC_W_ATTN_NORM_B || slot == VC_W_Q_B ||
+           slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
+           slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
+           slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
+           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B;
+}
 
 int vc_slot_is_global(int slot) {
     return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B;

@@ -34,8 +34,9 @@ enum vc_transform {
     VC_TR_EXPERT_GATE_UP, /* transformers-5 fused experts: [E, 2I, H] = per expert [gate; up] */
     VC_TR_IGNORE,      /* known tensor that carries nothing the model needs (e.g. cached inv_freq) */
     /* gpt-oss's experts: [E, H, 2I] with gate and up in alternate columns (input-major) into gate / up [E, I, H];
-     * biases [E, 2I] alternating likewise into [E, I] twice; down [E, I, H] (input-major) into [E, H, I] */
-    VC_TR_OAI_GATE_UP, VC_TR_OAI_GATE_UP_B, VC_TR_OAI_DOWN,
+     * biases [E, 2I] alternating likewise into [E, I] twice */
+    VC_TR_OAI_GATE_UP, VC_TR_OAI_GATE_UP_B,
+    VC_TR_T_DOWN,      /* input-major experts' down [E, I, H] into [E, H, I] (gpt-oss, Llama 4, Qwen3-VL-MoE's hub) */
     VC_TR_T_GATE_UP,   /* Llama 4's experts: [E, H, 2I] input-major with the gate's columns, then the up's */
 };
 
@@ -66,6 +67,8 @@ uint64_t vc_arch_module_slots(const vc_arch *a, const char *short_name);
 int vc_arch_other_tower(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
+/* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */
+int vc_slot_is_bias(int slot);
 /* The slot's shape for this config and layer; returns the number of dims, 0 if the slot does not
  * exist there. *optional is set for biases that only exist when the checkpoint carries them. */
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *shape, int *optional);

@@ -624,6 +624,7 @@ static vc_status parse_quant(const cJSON *o, const char *path, vc_model_config *
     if (strcmp(m, "fp8"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.quant_method '%s': verlc loads plain, block-scaled "
                        "fp8 and mxfp4 checkpoints (dequantized)", path, m);
+    c->fp8_quant = 1;
     const cJSON *b = vc_json_member(q, "weight_block_size");
     if (!b) return VC_OK;
     if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(b, 0)) ||
@@ -656,18 +657,21 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
-/* Image-text checkpoints whose text decoder verlc runs on text: Gemma 3 4B and up, Qwen2-VL / Qwen2.5-VL and
- * Qwen3-VL (their multimodal rope is the plain rope on text positions). The text model is text_config (Qwen2-VL's
- * older configs: the top level), parsed as the text architecture it is; tied embeddings and special tokens may
- * sit at the top level. */
-static const struct { const char *outer, *inner, *as; } NESTED_TEXT[] = {
-    { "gemma3", "gemma3_text", "gemma3_text" },
-    { "mistral3", "ministral3", "ministral3" }, { "mistral3", "mistral", "mistral" }, /* Ministral 3, Mistral Small 3 */
-    { "llama4", "llama4_text", "llama4_text" },
-    { "internvl", "qwen2", "qwen2" }, { "internvl", "qwen3", "qwen3" }, { "internvl", "llama", "llama" },
-    { "glm4v", "glm4v_text", "glm4" }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe" },
-    { "qwen2_vl", "qwen2_vl_text", "qwen2" }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2" },
-    { "qwen3_vl", "qwen3_vl_text", "qwen3" }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe" },
+/* Image-text checkpoints whose text decoder verlc runs on text (Gemma 3 4B and up, Mistral 3, Llama 4, InternVL,
+ * GLM-4V, the Qwen VL models: multimodal ropes are the plain rope on text positions). The text model is text_config
+ * (Qwen2-VL's older configs: the top level), parsed as the text architecture it is; tied embeddings and special
+ * tokens may sit at the top level. */
+static const struct {
+    const char *outer, *inner, *as; /* model_type, text_config's, the text architecture it is parsed as */
+    int flat;                       /* the text keys may sit at the top level instead (transformers 4's Qwen2-VL) */
+} NESTED_TEXT[] = {
+    { "gemma3", "gemma3_text", "gemma3_text", 0 },
+    { "mistral3", "ministral3", "ministral3", 0 }, { "mistral3", "mistral", "mistral", 0 }, /* Ministral 3, Mistral Small 3 */
+    { "llama4", "llama4_text", "llama4_text", 0 },
+    { "internvl", "qwen2", "qwen2", 0 }, { "internvl", "qwen3", "qwen3", 0 }, { "internvl", "llama", "llama", 0 },
+    { "glm4v", "glm4v_text", "glm4", 0 }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe", 0 },
+    { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
+    { "qwen3_vl", "qwen3_vl_text", "qwen3", 0 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0 },
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */
@@ -684,8 +688,7 @@ static int nested_kind(const cJSON *o) {
 
 static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_config *c, int k) {
     const cJSON *tc = vc_json_member(o, "text_config");
-    int qwen = strncmp(NESTED_TEXT[k].outer, "gemma", 5) != 0;
-    if ((!tc && !qwen) || (tc && !cJSON_IsObject(tc)))
+    if ((!tc && !NESTED_TEXT[k].flat) || (tc && !cJSON_IsObject(tc)))
         return vc_fail(VC_ERR_MISSING, "%s: key 'text_config' is missing", path);
     char ctx[512];
     snprintf(ctx, sizeof ctx, tc ? "%s: text_config" : "%s", path);

@@ -57,7 +57,8 @@ static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int6
     return vc_reshape(g, x, 3, s);
 }
 
-/* inv_freq as the model holds it (rounded to a bf16/f16 checkpoint dtype) for sequences up to maxpos */
+/* inv_freq as the model holds it (rounded to a bf16/f16 checkpoint dtype) for sequences up to maxpos; negated for
+ * a rope that turns the other way (nanochat) */
 static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int64_t maxpos, float *inv, float *scale) {
     int half = c->rot_dim / 2;
     vc_status st = vc_rope_inv_freq(r, c->rot_dim, maxpos, (int)c->max_pos, inv, scale);
@@ -65,6 +66,8 @@ static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int64_t ma
     if (c->dtype == VC_BF16 || c->dtype == VC_F16)
         for (int i = 0; i < half; i++)
             inv[i] = c->dtype == VC_BF16 ? vc_bf16_to_f32(vc_f32_to_bf16(inv[i])) : vc_f16_to_f32(vc_f32_to_f16(inv[i]));
+    if (c->rope_neg)
+        for (int i = 0; i < half; i++) inv[i] = -inv[i];
     return VC_OK;
 }
 
@@ -85,7 +88,7 @@ static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int 
         have = 1;
         for (int64_t t = t0; t < t1; t++)
             for (int i = 0; i < half; i++) {
-                float ang = (float)f->pos[t] * inv[i] * (c->rope_neg ? -1.0f : 1.0f);
+                float ang = (float)f->pos[t] * inv[i];
                 cs[t * half + i] = cosf(ang) * scale;
                 cs[f->T * half + t * half + i] = sinf(ang) * scale;
             }
@@ -158,7 +161,7 @@ static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int h
     if (st) return st;
     for (int64_t t = 0; t < f->T; t++)
         for (int i = 0; i < half; i++) {
-            float ang = (float)f->pos[t] * inv[i] * (c->rope_neg ? -1.0f : 1.0f);
+            float ang = (float)f->pos[t] * inv[i];
             cs[t * half + i] = cosf(ang) * scale;
             cs[f->T * half + t * half + i] = sinf(ang) * scale;
         }
@@ -390,7 +393,8 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     if (gated && !f->f32_act && vc_lora_index(m, l, down) < 0) /* bf16 with bf16 matmuls */
         return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd);
     vc_tensor *a = gated ? vc_op_act_mul(f->g, gt, u, c->act)
-                 : c->xielu ? vc_op_xielu(f->g, u, vc_w(m, l, VC_W_XIELU_AP), vc_w(m, l, VC_W_XIELU_AN), 0.5f, -1e-6f)
+                 : c->xielu ? vc_op_xielu(f->g, u, vc_w(m, l, VC_W_XIELU_AP), vc_w(m, l, VC_W_XIELU_AN), VC_XIELU_BETA,
+                                          VC_XIELU_EPS)
                             : vc_op_act(f->g, u, c->act);
     return lin(f, a, l, down, bd);
 }

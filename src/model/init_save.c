@@ -15,13 +15,6 @@ static int is_norm(int slot) {
            slot == VC_W_POST_FFN_NORM;
 }
 
-static int is_bias(int slot) {
-    return slot == VC_W_OUT_NORM_B || slot == VC_W_LM_HEAD_B || slot == VC_W_ATTN_NORM_B || slot == VC_W_Q_B ||
-           slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
-           slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
-           slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
-           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B;
-}
 
 typedef struct {
     float *w;
@@ -64,7 +57,7 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
         if (is_norm(p->slot)) {
             float v = m->cfg.norm_offset != 0 ? 0.0f : 1.0f; /* (1 + w) norms start at w = 0 */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = v;
-        } else if (is_bias(p->slot)) memset(w, 0, (size_t)p->t.n * 4);
+        } else if (vc_slot_is_bias(p->slot)) memset(w, 0, (size_t)p->t.n * 4);
         else {
             init_ctx c = { w, p->t.n, seed, (uint64_t)i };
             vc_parallel((p->t.n + INIT_BLOCK - 1) / INIT_BLOCK, init_block, &c);

@@ -85,7 +85,7 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
         shape[0] = p[0]->shape[0];
         shape[1] = 2 * p[0]->shape[1];
         return 2;
-    case VC_TR_OAI_DOWN: /* [E, I, H] */
+    case VC_TR_T_DOWN: /* [E, I, H] */
         shape[0] = p[0]->shape[0];
         shape[1] = p[0]->shape[2];
         shape[2] = p[0]->shape[1];
@@ -97,9 +97,10 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
     }
 }
 
-/* gpt-oss's expert layouts: element i of a part (parts [E, R, C] row-major, np of them) <-> its place in the
- * checkpoint tensor buf: part k's [e, r, c] at [e, c, r * np + k] when the checkpoint is input-major (tr: the
- * weights), at [e, c * np + k] for the biases (R = 1); to_parts: buf into the parts, else back */
+/* input-major expert layouts (gpt-oss, Llama 4, Qwen3-VL-MoE's hub): part k's [e, r, c] (parts [E, R, C] row-major,
+ * np of them) <-> its place in the checkpoint tensor buf: [e, c, r * np + k] for gpt-oss's alternating columns, [e, c,
+ * k * R + r] for halves (gate | up), [e, c * np + k] for gpt-oss's biases (tr 0, R = 1); to_parts: buf into the parts,
+ * else back */
 typedef struct {
     float *buf;
     float *const *part;
@@ -107,7 +108,7 @@ typedef struct {
     int64_t R, C;
 } permute_ctx;
 
-/* one expert (task e) of oai_permute */
+/* one expert (task e) of expert_permute */
 static void permute_expert(void *p, int64_t e) {
     const permute_ctx *c = p;
     int64_t R = c->R, C = c->C, np = c->np;
@@ -122,14 +123,14 @@ static void permute_expert(void *p, int64_t e) {
             }
 }
 
-static void oai_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts,
+static void expert_permute(float *buf, float *const *part, int np, int64_t E, int64_t R, int64_t C, int tr, int to_parts,
                         int halves) {
     permute_ctx c = { buf, part, np, tr, to_parts, halves, R, C };
     vc_parallel(E, permute_expert, &c); /* experts are disjoint: threads write different elements */
 }
 
-/* the gpt-oss transforms through host copies of the parts */
-static void oai_transfer(const vc_model *m, vc_tensor *const *p, int np, const vc_source *s, float *buf, int store) {
+/* the input-major expert transforms through host copies of the parts */
+static void expert_transfer(const vc_model *m, vc_tensor *const *p, int np, const vc_source *s, float *buf, int store) {
     const int grad = store == 2;
     float *h[2] = { NULL, NULL };
     for (int k = 0; k < np; k++)
@@ -137,7 +138,7 @@ static void oai_transfer(const vc_model *m, vc_tensor *const *p, int np, const v
     int tr = s->rule->transform != VC_TR_OAI_GATE_UP_B;
     int64_t E = p[0]->shape[0], R = tr ? p[0]->shape[1] : 1, C = tr ? p[0]->shape[2] : p[0]->shape[1];
     for (int k = 0; k < np && store; k++) m->be->d2h(h[k], grad ? p[k]->grad : p[k]->data, sizeof(float) * (size_t)p[k]->n);
-    oai_permute(buf, h, np, E, R, C, tr, !store, s->rule->transform == VC_TR_T_GATE_UP);
+    expert_permute(buf, h, np, E, R, C, tr, !store, s->rule->transform == VC_TR_T_GATE_UP);
     for (int k = 0; k < np && !store; k++) m->be->h2d(p[k]->data, h[k], sizeof(float) * (size_t)p[k]->n);
 out:
     free(h[0]);
@@ -153,8 +154,8 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
 #define MOVE(dst_slot, src_buf, cnt) \
     do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
-    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_OAI_DOWN: case VC_TR_T_GATE_UP:
-        oai_transfer(m, p, n, s, buf, store);
+    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_T_DOWN: case VC_TR_T_GATE_UP:
+        expert_transfer(m, p, n, s, buf, store);
         break;
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];
@@ -289,7 +290,7 @@ static int expert_layout_fits(const vc_model_config *c, const vc_tensor_rule *r,
     int64_t E = c->n_expert, I = c->moe_inter, H = c->hidden, want[3];
     if (r->transform == VC_TR_EXPERT_GATE_UP) want[0] = E, want[1] = 2 * I, want[2] = H;
     else if (r->transform == VC_TR_T_GATE_UP || r->transform == VC_TR_OAI_GATE_UP) want[0] = E, want[1] = H, want[2] = 2 * I;
-    else if (r->transform == VC_TR_OAI_DOWN) want[0] = E, want[1] = I, want[2] = H;
+    else if (r->transform == VC_TR_T_DOWN) want[0] = E, want[1] = I, want[2] = H;
     else if (r->slot == VC_W_EXP_DOWN && r->transform == VC_TR_NONE) want[0] = E, want[1] = H, want[2] = I;
     else return 1;
     return t->ndim == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] && t->shape[2] == want[2];
@@ -300,7 +301,7 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     char buf[320];
     const char *name;
     const vc_st_tensor *t = find_nested(x->m, x->ck, rule_name, buf, sizeof buf, &name);
-    if (!t && (r->transform == VC_TR_OAI_GATE_UP || r->transform == VC_TR_OAI_DOWN))
+    if (!t && (r->transform == VC_TR_OAI_GATE_UP || r->transform == VC_TR_T_DOWN))
         return find_mxfp4(x, r, layer, expert, rule_name);
     if (!t) return VC_OK;
     int idx = (int)(t - vc_ckpt_at(x->ck, 0));
@@ -356,7 +357,7 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
                     vc_param_init(&p->t, m->storage + off, NULL, nd, sh);
                     p->layer = l;
                     p->slot = s;
-                    p->decay = nd >= 2 && s != VC_W_EXP_GATE_B && s != VC_W_EXP_UP_B && s != VC_W_EXP_DOWN_B;
+                    p->decay = nd >= 2 && !vc_slot_is_bias(s);
                     if (l < 0) snprintf(p->name, sizeof p->name, "%s", vc_slot_name(s));
                     else snprintf(p->name, sizeof p->name, "layers.%d.%s", l, vc_slot_name(s));
                     m->slots[si] = &p->t;
@@ -424,9 +425,9 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
                                 (c->arch->nested && !strcmp(name, "language_model.lm_head.weight"))))
             why = "tied to the embedding";
         if (!why && c->xielu && (vc_ends_with(name, ".mlp.act_fn.beta") || vc_ends_with(name, ".mlp.act_fn.eps"))) {
-            /* xIELU's constants, as transformers' kernel takes them (0.5, -1e-6): any other value is refused */
+            /* xIELU's constants, as transformers' kernel takes them: any other value is refused */
             const vc_st_tensor *t = vc_ckpt_at(ck, i);
-            float v = 0, want = vc_ends_with(name, ".beta") ? 0.5f : -1e-6f;
+            float v = 0, want = vc_ends_with(name, ".beta") ? VC_XIELU_BETA : VC_XIELU_EPS;
             if (vc_st_tensor_numel(t) == 1 && (t->dtype == VC_F32 || t->dtype == VC_BF16 || t->dtype == VC_F16))
                 vc_st_tensor_to_f32(t, &v);
             if (fabsf(v - want) > 1e-2f * fabsf(want))
@@ -571,6 +572,11 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         for (int d = 0; d < t->ndim; d++) n *= (s->shape[d] = t->shape[d]);
         float *buf = vc_malloc((size_t)n * 4);
         if (!buf) return VC_ERR_NOMEM;
+        if (t->dtype == VC_F8E4M3 && m->cfg.fp8_quant && !s->fp8) { /* its scales would be taken as 1 */
+            free(buf);
+            return vc_fail(VC_ERR_MISSING, "%s: float8 tensor '%s' has no '%s_scale_inv' (quantization_config fp8)",
+                           m->dir, s->name, s->name);
+        }
         vc_st_tensor_to_f32(t, buf);
         vc_status st = s->fp8 ? fp8_scale(m, ck, t, buf) : VC_OK;
         if (st) return free(buf), st;

@@ -175,7 +175,7 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
                           : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)"
                           : s->mxfp4 ? " (gpt-oss experts, MXFP4 dequantized)"
                           : s->fp8 ? " (fp8, block scales applied)"
-                          : s->rule->transform == VC_TR_T_GATE_UP || s->rule->transform == VC_TR_OAI_DOWN
+                          : s->rule->transform == VC_TR_T_GATE_UP || s->rule->transform == VC_TR_T_DOWN
                               ? " (input-major experts)"
                           : s->rule->transform >= VC_TR_OAI_GATE_UP ? " (gpt-oss experts)" : "";
         if (s->layer >= 0 && s->expert >= 0)

@@ -68,6 +68,10 @@ struct vc_model {
     vc_lora *lora;       /* NULL: none; else the base weights are frozen (no gradient storage) */
 };
 
+/* xIELU's beta and eps (Apertus): the values transformers' kernel takes; a checkpoint's buffers must hold them */
+#define VC_XIELU_BETA 0.5f
+#define VC_XIELU_EPS (-1e-6f)
+
 static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
     int row = layer < 0 ? (int)m->cfg.n_layer : layer;
     return m->slots[(size_t)row * VC_W_COUNT + slot];

@@ -182,6 +182,9 @@ int main(void) {
     d = fresh("fp8_scale"); /* a block scale of the wrong shape */
     copy_own(d, "minimax_m2_fp8", NULL, "model.layers.0.self_attn.q_proj.weight_scale_inv");
     expect(d, VC_ERR_SHAPE, "model.layers.0.self_attn.q_proj.weight_scale_inv", "[16, 16]");
+    d = fresh("fp8_noscale"); /* a float8 weight of an fp8 checkpoint without its scales: refused, not taken as 1 */
+    copy_own(d, "minimax_m2_fp8", "model.layers.1.self_attn.k_proj.weight_scale_inv", NULL);
+    expect(d, VC_ERR_MISSING, "model.layers.1.self_attn.k_proj.weight", "_scale_inv");
     d = fresh("mxfp4_scales"); /* MXFP4 blocks without their scales */
     copy_own(d, "gpt_oss_mxfp4", "model.layers.1.mlp.experts.down_proj_scales", NULL);
     expect(d, VC_ERR_FORMAT, "model.layers.1.mlp.experts.down_proj_blocks", "not used");
