@@ -75,6 +75,11 @@ typedef struct vc_model_config {
     /* multi-head latent attention (DeepSeek V2/V3) */
     int mla;
     int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+    /* linear-attention layers (Gated DeltaNet: Qwen3-Next, Qwen3.5; layer_types "linear_attention") */
+    uint8_t linear[VC_MAX_LAYERS];
+    int n_linear;                 /* how many layers are */
+    int64_t lin_nk, lin_nv, lin_dk, lin_dv; /* q/k heads, value heads (a multiple), their widths */
+    int lin_conv;                 /* the causal conv's taps */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;
@@ -224,8 +229,15 @@ typedef struct vc_kv_pages {
     const int32_t *const *table; /* [n_seq]: page ids covering len[s] + the sequence's new tokens */
     const int64_t *len;          /* [n_seq]: tokens already cached (the caller advances it) */
     int bf16;                    /* the pool holds bf16 values */
+    /* models with linear-attention layers (vc_lin_state_floats > 0): sequence s's conv and recurrent states are
+     * state + state_slot[s] * vc_lin_state_floats (backend memory; state_slot host [n_seq]), carried from call to
+     * call and zeroed when len[s] is 0 */
+    float *state;
+    const int32_t *state_slot;
 } vc_kv_pages;
 int64_t vc_kv_row_floats(const vc_model *m);
+/* floats of one sequence's linear-attention states, every such layer's (0: the model has none) */
+int64_t vc_lin_state_floats(const vc_model_config *c);
 
 /* Decoder forward: final normed hidden states [T, hidden] (with gradient checkpointing b and its arrays must
  * stay valid until backward has run: the layers read them again). With a cache, the batch's sequence i

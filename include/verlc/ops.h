@@ -53,6 +53,18 @@ vc_tensor *vc_op_attention_sinks(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_ten
 vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
 /* xIELU (Apertus) with its learnable scalars ap, an ([1]): a_p = softplus(ap), a_n = beta + softplus(an);
  * y = x > 0 ? a_p x^2 + beta x : (expm1(min(x, eps)) - x) a_n + beta x */
+/* Linear-attention layers (src/tensor/ops_linear.c) over packed sequences cu[n_seq + 1] (host). states: NULL (each
+ * sequence from zero: training) or host [n_seq] of backend pointers to each sequence's state, carried in place
+ * (a NULL element: from zero, not kept), without gradient.
+ * Depthwise causal conv1d: x [T, C], w [C, K] (a state: [K - 1, C] rows, the last inputs). */
+vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, int n_seq, const int64_t *cu,
+                               float *const *states);
+/* Gated DeltaNet's log decay: -exp(A_log) softplus(a + dt_bias), a [T, nh], A_log and dt_bias [nh] */
+vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias);
+/* The gated delta rule (src/tensor/backend.h vc_gdn_desc): q, k [T, nk, dk], v [T, nv, dv], g and beta [T, nv]; o
+ * [T, nv, dv]; a state: [nv, dk, dv] */
+vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, float *const *states);
 vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, float beta, float eps);
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind);
 /* columns [c0, c1) of x viewed as [R, C] (C = last dim) -> [R, c1 - c0] */

@@ -80,6 +80,15 @@ VC_HD float vc_gate_du(float dy, float g, float u, int kind) {
 /* xIELU (Apertus): a_p = softplus(ap), a_n = beta + softplus(an) given */
 VC_HD float vc_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
+/* Gated DeltaNet's log decay -exp(A_log) softplus(a + dt_bias); its derivative in a (= in dt_bias), and in A_log
+ * (the value itself) in *dA. softplus' is 1 past PyTorch's threshold 20, as its backward says. */
+VC_HD float vc_gdn_gate_f(float a, float A_log, float dt_bias) { return -expf(A_log) * vc_softplus(a + dt_bias); }
+VC_HD float vc_gdn_gate_d(float a, float A_log, float dt_bias, float *dA) {
+    float x = a + dt_bias, e = expf(A_log);
+    *dA = -e * vc_softplus(x);
+    return x > 20.0f ? -e : -e / (1.0f + expf(-x));
+}
+
 VC_HD float vc_xielu_f(float x, float a_p, float a_n, float beta, float eps) {
     return x > 0 ? a_p * x * x + beta * x : (expm1f(x < eps ? x : eps) - x) * a_n + beta * x;
 }

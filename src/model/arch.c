@@ -248,6 +248,24 @@ static const vc_tensor_rule INTERNLM2[] = {
     { L "feed_forward.w2.weight", VC_W_DOWN },
     { 0 } };
 
+/* Gated DeltaNet layers (Qwen3.5: in_proj_qkv, _z, _b, _a apart; Qwen3-Next: fused by q/k head) beside attention
+ * layers whose q_proj holds each head's q then its output gate */
+#define GDN_COMMON \
+    { L "linear_attn.conv1d.weight", VC_W_LIN_CONV }, { L "linear_attn.dt_bias", VC_W_LIN_DT }, \
+    { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.norm.weight", VC_W_LIN_NORM }, \
+    { L "linear_attn.out_proj.weight", VC_W_LIN_OUT }, \
+    { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE }
+static const vc_tensor_rule QWEN3_5_GDN[] = {
+    GDN_COMMON,
+    { L "linear_attn.in_proj_qkv.weight", VC_W_LIN_QKV }, { L "linear_attn.in_proj_z.weight", VC_W_LIN_Z },
+    { L "linear_attn.in_proj_b.weight", VC_W_LIN_B }, { L "linear_attn.in_proj_a.weight", VC_W_LIN_A },
+    { 0 } };
+static const vc_tensor_rule QWEN3_NEXT_GDN[] = {
+    GDN_COMMON,
+    { L "linear_attn.in_proj_qkvz.weight", VC_W_LIN_QKV, VC_TR_QKVZ, VC_W_LIN_Z },
+    { L "linear_attn.in_proj_ba.weight", VC_W_LIN_B, VC_TR_BA, VC_W_LIN_A },
+    { 0 } };
+#undef GDN_COMMON
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -314,6 +332,13 @@ static const vc_arch ARCHS[] = {
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
     { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), GEMMA3_NESTED,
       "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector." },
+    /* Qwen3.5 and Qwen3-Next: Gated DeltaNet layers among gated attention layers (their multi-token prediction
+     * heads, mtp.*, are not used); Qwen3.5's image-text checkpoints nest the text model */
+    { "qwen3_5", "qwen3_5_text qwen3_5", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
+      "mtp. visual. model.visual." },
+    { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
+      QWEN_VL_NESTED, "mtp. visual. model.visual." },
+    { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -393,7 +418,9 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_SCORE_B] = "score.bias", [VC_W_SINKS] = "sinks", [VC_W_ROUTER_B] = "router.bias",
     [VC_W_EXP_GATE_B] = "experts.gate.bias", [VC_W_EXP_UP_B] = "experts.up.bias",
     [VC_W_EXP_DOWN_B] = "experts.down.bias", [VC_W_ATTN_GATE] = "attn_gate", [VC_W_XIELU_AP] = "xielu.alpha_p",
-    [VC_W_XIELU_AN] = "xielu.alpha_n",
+    [VC_W_XIELU_AN] = "xielu.alpha_n", [VC_W_LIN_QKV] = "linear.qkv", [VC_W_LIN_Z] = "linear.z",
+    [VC_W_LIN_B] = "linear.b", [VC_W_LIN_A] = "linear.a", [VC_W_LIN_CONV] = "linear.conv", [VC_W_LIN_DT] = "linear.dt_bias",
+    [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -421,8 +448,21 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int64_t H = c->hidden, hd = c->head_dim, nq = c->n_head * hd, nkv = c->n_kv_head * hd;
     int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
     int64_t qk = c->qk_nope_dim + c->qk_rope_dim;
+    int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
+    int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
     *optional = 0;
+    if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT) &&
+        ((slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
+         (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT)))
+        return 0;
     switch (slot) {
+    case VC_W_LIN_QKV: return set(s, 2 * kd + vd, H, 0);
+    case VC_W_LIN_Z: return set(s, vd, H, 0);
+    case VC_W_LIN_B: case VC_W_LIN_A: return set(s, c->lin_nv, H, 0);
+    case VC_W_LIN_CONV: return set(s, 2 * kd + vd, 1, c->lin_conv);
+    case VC_W_LIN_DT: case VC_W_LIN_ALOG: return set(s, c->lin_nv, 0, 0);
+    case VC_W_LIN_NORM: return set(s, c->lin_dv, 0, 0);
+    case VC_W_LIN_OUT: return set(s, H, vd, 0);
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;

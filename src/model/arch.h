@@ -22,6 +22,10 @@ enum vc_slot {
     VC_W_EXP_GATE_B, VC_W_EXP_UP_B, VC_W_EXP_DOWN_B, /* stacked experts' biases [E, I], [E, I], [E, H] (gpt-oss) */
     VC_W_ATTN_GATE,    /* [n_head * head_dim, H]: the attention output times sigmoid(x W^T) (AFMoE) */
     VC_W_XIELU_AP, VC_W_XIELU_AN, /* [1]: xIELU's learnable scalars (Apertus) */
+    /* Gated DeltaNet layers (Qwen3-Next, Qwen3.5): in_proj_qkv [2 nk dk + nv dv, H], in_proj_z [nv dv, H], in_proj_b
+     * and in_proj_a [nv, H], the conv [2 nk dk + nv dv, 1, K], dt_bias and A_log [nv], the gated norm [dv], out_proj */
+    VC_W_LIN_QKV, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A, VC_W_LIN_CONV, VC_W_LIN_DT, VC_W_LIN_ALOG, VC_W_LIN_NORM,
+    VC_W_LIN_OUT,
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
@@ -38,6 +42,11 @@ enum vc_transform {
     VC_TR_OAI_GATE_UP, VC_TR_OAI_GATE_UP_B,
     VC_TR_T_DOWN,      /* input-major experts' down [E, I, H] into [E, H, I] (gpt-oss, Llama 4, Qwen3-VL-MoE's hub) */
     VC_TR_T_GATE_UP,   /* Llama 4's experts: [E, H, 2I] input-major with the gate's columns, then the up's */
+    VC_TR_HEAD_SPLIT,  /* per attention head: head_dim rows of slot, then head_dim rows of slot2 (q_proj with the
+                        * output gate: Qwen3-Next, Qwen3.5) */
+    VC_TR_QKVZ,        /* Qwen3-Next's in_proj_qkvz: per q/k head [q, k, its value heads' v, their z] rows into
+                        * in_proj_qkv's [all q; all k; all v] (slot) and z (slot2) */
+    VC_TR_BA,          /* Qwen3-Next's in_proj_ba: per q/k head [its value heads' b, their a] into slot, slot2 */
 };
 
 typedef struct vc_tensor_rule {

@@ -177,8 +177,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         return vc_fail(VC_ERR_FORMAT, "%s: %lld experts with %lld per token is not a valid routing", path,
                        (long long)c->n_expert, (long long)c->top_k);
     c->routed_scaling = 1.0f;
-    c->norm_topk = flag(o, "norm_topk_prob", 0);
-    if (is(c, "mixtral")) c->norm_topk = 1;
+    c->norm_topk = flag(o, "norm_topk_prob", is(c, "qwen3_next")); /* transformers' defaults */
+    if (is(c, "mixtral") || is(c, "qwen3_5_moe_text")) c->norm_topk = 1;
     if (is(c, "gpt_oss")) c->norm_topk = c->expert_bias = 1; /* a softmax over the chosen logits */
     if (is(c, "minimax_m2")) /* DeepSeek-V3's router without groups: sigmoid, correction bias, renormalised */
         c->norm_topk = c->router_sigmoid = c->router_bias = 1;
@@ -411,6 +411,43 @@ static vc_status parse_llama4(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* Qwen3-Next and Qwen3.5: Gated DeltaNet layers (layer_types, else every full_attention_interval-th layer full
+ * attention) with their head counts and conv width; (1 + w) RMSNorms, per-head q/k norms, gated attention output */
+static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t every = 4, conv = 4;
+    if ((st = get_int_any(o, "linear_num_key_heads", 16, &c->lin_nk, path)) ||
+        (st = get_int_any(o, "linear_num_value_heads", 32, &c->lin_nv, path)) ||
+        (st = get_int_any(o, "linear_key_head_dim", 128, &c->lin_dk, path)) ||
+        (st = get_int_any(o, "linear_value_head_dim", 128, &c->lin_dv, path)) ||
+        (st = get_int_any(o, "linear_conv_kernel_dim", 4, &conv, path)) ||
+        (st = get_int_any(o, "full_attention_interval", 4, &every, path)))
+        return st;
+    if (c->lin_nk < 1 || c->lin_nk > HEAD_MAX || c->lin_nv < 1 || c->lin_nv > HEAD_MAX || c->lin_nv % c->lin_nk ||
+        c->lin_dk < 1 || c->lin_dk > HEAD_MAX || c->lin_dv < 1 || c->lin_dv > HEAD_MAX || conv < 1 || conv > 64 ||
+        every < 1)
+        return vc_fail(VC_ERR_FORMAT, "%s: linear_num_key_heads %lld, linear_num_value_heads %lld (a multiple), head dims "
+                       "%lld / %lld, linear_conv_kernel_dim %lld (1..64) or full_attention_interval out of range", path,
+                       (long long)c->lin_nk, (long long)c->lin_nv, (long long)c->lin_dk, (long long)c->lin_dv,
+                       (long long)conv);
+    if (c->act != VC_ACT_SILU)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Gated DeltaNet layers are built with silu", path);
+    c->lin_conv = (int)conv;
+    const cJSON *types = vc_json_member(o, "layer_types");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
+                                             strcmp(t->valuestring, "full_attention"))))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
+                           (long long)l);
+        c->linear[l] = t ? !strcmp(t->valuestring, "linear_attention") : (l + 1) % every != 0;
+        c->n_linear += c->linear[l];
+    }
+    c->norm_offset = 1.0f;
+    c->qk_norm = c->attn_out_gate = 1;
+    return VC_OK;
+}
+
 /* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
 static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *p = vc_json_member(o, "rope_parameters");
@@ -519,6 +556,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->final_softcap = (float)cap;
     }
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
+    if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
+        return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
@@ -672,6 +711,7 @@ static const struct {
     { "glm4v", "glm4v_text", "glm4", 0 }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe", 0 },
     { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
     { "qwen3_vl", "qwen3_vl_text", "qwen3", 0 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0 },
+    { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0 },
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */

@@ -14,6 +14,7 @@ struct vc_kv_cache {
     int64_t *len;             /* host */
     const vc_backend *be;     /* owner of mem */
     float *mem;               /* backend memory: [layer][seq][max_len][k_width + v_width] */
+    float *state;             /* linear-attention layers' states: [seq][vc_lin_state_floats] (NULL: none) */
 };
 
 /* KV appends and row moves in backend memory (never dereferenced here): rows of C floats,
@@ -42,7 +43,56 @@ typedef struct {
     const int32_t *ext;     /* [T_ext] backend memory */
     int64_t T_ext;
     int64_t *kv_start, *kv_len;
+    float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
 } fwd_ctx;
+
+/* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
+ * 2 nk dk + nv dv] then the recurrent state [nv, dk, dv] ---- */
+static int64_t lin_conv_floats(const vc_model_config *c) {
+    return (int64_t)(c->lin_conv - 1) * (2 * c->lin_nk * c->lin_dk + c->lin_nv * c->lin_dv);
+}
+
+static int64_t lin_layer_floats(const vc_model_config *c) {
+    return lin_conv_floats(c) + c->lin_nv * c->lin_dk * c->lin_dv;
+}
+
+int64_t vc_lin_state_floats(const vc_model_config *c) { return c->n_linear * lin_layer_floats(c); }
+
+/* each sequence's state block; fresh sequences' (nothing cached) zeroed */
+static vc_status lin_seq_states(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    int64_t SF = vc_lin_state_floats(c);
+    if (!SF || (!f->cache && !f->paged)) return VC_OK;
+    if (f->paged && (!f->paged->state || !f->paged->state_slot))
+        return vc_fail(VC_ERR_ARG, "model forward: %s has linear-attention layers: the paged cache needs state slots",
+                       c->model_type);
+    int n = f->b->n_seq;
+    f->seq_state = vc_graph_alloc(f->g, sizeof(float *) * (size_t)n, 0);
+    if (!f->seq_state) return vc_graph_status(f->g);
+    for (int s = 0; s < n; s++) {
+        f->seq_state[s] = f->paged ? f->paged->state + (size_t)f->paged->state_slot[s] * (size_t)SF
+                                   : f->cache->state + (size_t)s * (size_t)SF;
+        if ((f->paged ? f->paged->len[s] : f->cache->len[s]) == 0) vc_be()->zero(f->seq_state[s], sizeof(float) * (size_t)SF);
+    }
+    return VC_OK;
+}
+
+/* layer l's conv and recurrent state pointers of every sequence (NULL without a cache); 1 on failure */
+static int lin_states(fwd_ctx *f, int l, float ***conv, float ***rec) {
+    const vc_model_config *c = &f->m->cfg;
+    if (!f->seq_state) return 0;
+    int n = f->b->n_seq, j = 0;
+    for (int i = 0; i < l; i++) j += c->linear[i];
+    float **p = vc_graph_alloc(f->g, sizeof(float *) * (size_t)n * 2, 0);
+    if (!p) return 1;
+    for (int s = 0; s < n; s++) {
+        p[s] = f->seq_state[s] + j * lin_layer_floats(c);
+        p[n + s] = p[s] + lin_conv_floats(c);
+    }
+    *conv = p;
+    *rec = p + n;
+    return 0;
+}
 
 static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
     const vc_model_config *c = &f->m->cfg;
@@ -381,6 +431,37 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, reshape3(g, o, T, 1, nh * dv), l, VC_W_O, NULL);
 }
 
+/* Gated DeltaNet (Qwen3-Next, Qwen3.5): q, k, v through a depthwise causal conv and silu, q and k l2-normed (a
+ * weightless RMSNorm with eps 1e-6 / dk is sqrt(dk) times FLA's l2norm: k is scaled back, q's 1 / sqrt(dk) becomes
+ * 1 / dk), the gated delta rule with beta = sigmoid(b) and decay -exp(A_log) softplus(a + dt_bias), each value head's
+ * output RMS-normed and gated by silu(z). With a cache each sequence carries its conv and recurrent states. */
+static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t nk = c->lin_nk, nv = c->lin_nv, dk = c->lin_dk, dv = c->lin_dv, kd = nk * dk, vd = nv * dv, C = 2 * kd + vd;
+    vc_op_hold(h, 1);
+    vc_tensor *qkv = lin(f, h, l, VC_W_LIN_QKV, NULL), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
+    vc_tensor *b = lin(f, h, l, VC_W_LIN_B, NULL), *a = lin(f, h, l, VC_W_LIN_A, NULL);
+    vc_op_hold(h, 0);
+    float **cs = NULL, **rs = NULL;
+    if (lin_states(f, l, &cs, &rs)) return NULL;
+    int ns = f->b->n_seq;
+    const int64_t *cu = f->b->cu_seqlens;
+    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs), c->act);
+    vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
+    vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
+    q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
+    k = vc_op_scale(g, vc_op_rmsnorm(g, k, NULL, dk, 1e-6f / (float)dk, 0), 1.0f / sqrtf((float)dk));
+    vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
+    vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
+    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, rs);
+    o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->norm_eps, 0);
+    int64_t s2[2] = { f->T, vd };
+    o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, VC_ACT_SILU));
+    return lin(f, o, l, VC_W_LIN_OUT, NULL);
+}
+
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -438,7 +519,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return NULL;
     }
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
-    vc_tensor *a = c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
+    vc_tensor *a = c->linear[l] ? linear_attention(f, l, h) : c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {
@@ -600,7 +681,13 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK)) {
+    if (b->prefix && c->n_linear) {
+        vc_fail(VC_ERR_UNSUPPORTED, "model forward: shared prefixes with linear-attention layers (%s) are not built",
+                c->model_type);
+        return NULL;
+    }
+    if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
+        lin_seq_states(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */
@@ -712,7 +799,9 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
     k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
     k->be = vc_be();
     k->mem = k->be->alloc(bytes ? bytes : 64);
-    if (!k->len || !k->mem) {
+    size_t sb = (size_t)n_seq * (size_t)vc_lin_state_floats(c) * sizeof(float);
+    if (sb) k->state = k->be->alloc(sb);
+    if (!k->len || !k->mem || (sb && !k->state)) {
         vc_kv_cache_free(k);
         return vc_fail(VC_ERR_NOMEM, "kv cache: cannot allocate %.1f MB", bytes / 1e6);
     }
@@ -724,6 +813,7 @@ void vc_kv_cache_free(vc_kv_cache *c) {
     if (!c) return;
     free(c->len);
     if (c->mem) c->be->free(c->mem);
+    if (c->state) c->be->free(c->state);
     free(c);
 }
 

@@ -145,6 +145,34 @@ out:
     free(h[1]);
 }
 
+/* Fused tensors stored group by group (a KV group, an attention head, a q/k head): within each of `groups` groups,
+ * n runs of rows[k] rows in checkpoint order, run k's going to part[k] at row base[k] + g * rows[k] */
+typedef struct {
+    int64_t groups;
+    int n, part[4];
+    int64_t base[4], rows[4];
+} grouped_layout;
+
+static void grouped_rows(const vc_model_config *c, int transform, grouped_layout *gl) {
+    int64_t hd = c->head_dim, kd = c->lin_nk * c->lin_dk, r = c->lin_nk ? c->lin_nv / c->lin_nk : 0;
+    memset(gl, 0, sizeof *gl);
+    switch (transform) {
+    case VC_TR_GQA_QKV: /* InternLM2's wqkv: per KV group [its q heads, k, v] */
+        *gl = (grouped_layout){ c->n_kv_head, 3, { 0, 1, 2 }, { 0, 0, 0 }, { c->n_head / c->n_kv_head * hd, hd, hd } };
+        break;
+    case VC_TR_HEAD_SPLIT: /* per head [q, gate] */
+        *gl = (grouped_layout){ c->n_head, 2, { 0, 1 }, { 0, 0 }, { hd, hd } };
+        break;
+    case VC_TR_QKVZ: /* per q/k head [q, k, v of its value heads, z of them] */
+        *gl = (grouped_layout){ c->lin_nk, 4, { 0, 0, 0, 1 }, { 0, kd, 2 * kd, 0 },
+                                { c->lin_dk, c->lin_dk, r * c->lin_dv, r * c->lin_dv } };
+        break;
+    case VC_TR_BA: /* per q/k head [b of its value heads, a of them] */
+        *gl = (grouped_layout){ c->lin_nk, 2, { 0, 1 }, { 0, 0 }, { r, r } };
+        break;
+    }
+}
+
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
     vc_tensor *p[3];
     int n = vc_rule_parts(m, s->rule, s->layer, p);
@@ -170,18 +198,16 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
         }
         break;
     }
-    case VC_TR_GQA_QKV: {
-        const vc_model_config *c = &m->cfg;
-        int64_t hd = c->head_dim, rep = c->n_head / c->n_kv_head, cols = p[0]->ndim > 1 ? p[0]->shape[1] : 1;
+    case VC_TR_GQA_QKV: case VC_TR_HEAD_SPLIT: case VC_TR_QKVZ: case VC_TR_BA: {
+        grouped_layout gl;
+        grouped_rows(&m->cfg, s->rule->transform, &gl);
+        int64_t cols = p[0]->ndim > 1 ? p[0]->n / p[0]->shape[0] : 1;
         float *b = buf;
-        for (int64_t g = 0; g < c->n_kv_head; g++) {
-            MOVE(DATA(p[0]) + g * rep * hd * cols, b, rep * hd * cols);
-            b += rep * hd * cols;
-            MOVE(DATA(p[1]) + g * hd * cols, b, hd * cols);
-            b += hd * cols;
-            MOVE(DATA(p[2]) + g * hd * cols, b, hd * cols);
-            b += hd * cols;
-        }
+        for (int64_t g = 0; g < gl.groups; g++)
+            for (int k = 0; k < gl.n; k++) {
+                MOVE(DATA(p[gl.part[k]]) + (gl.base[k] + g * gl.rows[k]) * cols, b, gl.rows[k] * cols);
+                b += gl.rows[k] * cols;
+            }
         break;
     }
     default: {

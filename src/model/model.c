@@ -177,6 +177,8 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
                           : s->fp8 ? " (fp8, block scales applied)"
                           : s->rule->transform == VC_TR_T_GATE_UP || s->rule->transform == VC_TR_T_DOWN
                               ? " (input-major experts)"
+                          : s->rule->transform == VC_TR_HEAD_SPLIT ? " (per head: q, output gate)"
+                          : s->rule->transform == VC_TR_QKVZ || s->rule->transform == VC_TR_BA ? " (per q/k head)"
                           : s->rule->transform >= VC_TR_OAI_GATE_UP ? " (gpt-oss experts)" : "";
         if (s->layer >= 0 && s->expert >= 0)
             fprintf(f, "  %-60s [%s] -> layer %d %s[expert %d]%s\n", s->name, shape, s->layer, slots, s->expert, how);

@@ -96,6 +96,43 @@ typedef struct vc_sample_row {
     int32_t first, n;
 } vc_sample_row;
 
+/* Gated DeltaNet's recurrence (Qwen3-Next, Qwen3.5) over packed sequences, per value head h (reading q/k head
+ * h / (n_v_head / n_k_head)) with state S [dk, dv] from zero (or *state):
+ *   S = exp(g_t) S;  S += k_t (beta_t (v_t - S^T k_t))^T;  o_t = S^T (scale q_t)
+ * q, k [T, n_k_head, dk], v and o [T, n_v_head, dv], g (log decay) and beta [T, n_v_head], all contiguous. */
+typedef struct vc_gdn_desc {
+    int n_seq;
+    const int64_t *cu;      /* [n_seq + 1] (host): sequence s is rows [cu[s], cu[s+1]) */
+    int n_k_head, n_v_head, dk, dv;
+    float scale;
+    /* forward only (host [n_seq] of backend [n_v_head, dk, dv] pointers; NULL array or element: a zero state, not
+     * kept): the state each sequence starts from, overwritten with its state after its last row */
+    float *const *state;
+    /* training: the state before rows cu[s] + i * ckpt (i >= 0) of every sequence is kept in `saved`, sequence
+     * after sequence ([vc_gdn_saved(d)] states of n_v_head * dk * dv floats), for the backward's recomputation */
+    int64_t ckpt;
+} vc_gdn_desc;
+
+/* the states gdn_fwd keeps for the backward */
+static inline int64_t vc_gdn_saved(const vc_gdn_desc *d) {
+    int64_t n = 0;
+    for (int s = 0; s < d->n_seq; s++) n += (d->cu[s + 1] - d->cu[s] + d->ckpt - 1) / d->ckpt;
+    return n;
+}
+
+/* A depthwise causal conv1d over packed sequences (Gated DeltaNet, Mamba, LFM2): x and y [T, C], w [C, K],
+ * y[t, c] = sum_j w[c, j] x[t - K + 1 + j, c] (j ascending) within the row's sequence, rows before its start
+ * taken from its state; no activation. */
+typedef struct vc_conv_desc {
+    int n_seq;
+    const int64_t *cu;   /* [n_seq + 1] (host) */
+    int64_t C;
+    int K;
+    /* forward only, as vc_gdn_desc's: [K - 1, C] rows before the sequence (oldest first), overwritten with the
+     * last K - 1 rows of (state, x) */
+    float *const *state;
+} vc_conv_desc;
+
 struct vc_optim_param;
 struct vc_adamw_config;
 
@@ -150,6 +187,22 @@ typedef struct vc_backend {
     void (*xielu_fwd)(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps);
     void (*xielu_bwd)(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
                       const float *an, float beta, float eps);
+    /* Gated DeltaNet (vc_gdn_desc above). fwd: o, and the states for backward in saved (NULL: not kept; then
+     * d->ckpt is unused). bwd (no d->state): dq, dk, dv, dg, dbeta += the gradients from dout (a q/k head's from
+     * its value heads in ascending order); every output may be NULL. */
+    void (*gdn_fwd)(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                    const float *beta, const vc_gdn_desc *d);
+    void (*gdn_bwd)(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                    const float *q, const float *k, const float *v, const float *g, const float *beta,
+                    const vc_gdn_desc *d);
+    /* Gated DeltaNet's log decay g[t, h] = -exp(A_log[h]) softplus(a[t, h] + dt_bias[h]) over T rows of nh;
+     * backward da += , dA_log and ddt_bias ([nh]) += sums over t ascending (each may be NULL) */
+    void (*gdn_gate_fwd)(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
+    void (*gdn_gate_bwd)(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
+                         const float *dt_bias, int64_t T, int nh);
+    /* depthwise causal conv1d (vc_conv_desc above); bwd (no d->state): dx, dw += (either may be NULL) */
+    void (*conv1d_fwd)(float *y, const float *x, const float *w, const vc_conv_desc *d);
+    void (*conv1d_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);

@@ -152,6 +152,15 @@ static vc_tensor *b_moe_scaled(vc_graph *g, vc_tensor **in) {
     return vc_op_moe(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rd);
 }
 static vc_tensor *b_xielu(vc_graph *g, vc_tensor **in) { return vc_op_xielu(g, in[0], in[1], in[2], 0.5f, -1e-6f); }
+/* linear attention: 3 packed sequences of 2, 5 and 1 rows (shorter than the conv's 4 taps), and 2 of 5 and 70 rows
+ * (past one kept state of the recurrence's backward); the decay from the gate op keeps the state bounded */
+static int64_t cu3[4] = { 0, 2, 7, 8 }, cu2[3] = { 0, 5, 75 };
+static vc_tensor *b_conv(vc_graph *g, vc_tensor **in) { return vc_op_conv1d_causal(g, in[0], in[1], 4, 3, cu3, NULL); }
+static vc_tensor *b_gdn_gate(vc_graph *g, vc_tensor **in) { return vc_op_gdn_gate(g, in[0], in[1], in[2]); }
+static vc_tensor *b_gdn(vc_graph *g, vc_tensor **in) {
+    vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 1, 2, 3, 2, 0.6f, NULL);
+}
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
@@ -265,6 +274,13 @@ static void run_all(void) {
         make(5, 3, 1, 2, 5, 0.5f); make(6, 3, 2, 3, 2, 0.5f); make(7, 3, 1, 3, 3, 0.5f); make(8, 3, 1, 5, 3, 0.5f);
         check_op("moe lora shared by the experts", b_moe_lora, 9, 1e-3f, 2e-2f);
     }
+    make(0, 2, 8, 5, 0, 1); make(1, 2, 5, 4, 0, 1);
+    check_op("conv1d causal packed", b_conv, 2, 1e-2f, 2e-3f);
+    make(0, 2, 6, 3, 0, 2); make(1, 1, 3, 0, 0, 1); make(2, 1, 3, 0, 0, 1);
+    check_op("gated delta decay", b_gdn_gate, 3, 1e-3f, 5e-3f);
+    make(0, 3, 75, 1, 3, 0.7f); make(1, 3, 75, 1, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 2, 0, 1);
+    make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 2, 0, 0, 1);
+    check_op("gated delta rule", b_gdn, 7, 1e-2f, 5e-3f);
 }
 
 /* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from

@@ -69,6 +69,17 @@ void vc_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t 
                               const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
 void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
                       const float *an, float beta, float eps);
+/* linear-attention layers (cpu_gdn.c), semantics in src/tensor/backend.h */
+void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                    const float *beta, const vc_gdn_desc *d);
+void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                    const float *q, const float *k, const float *v, const float *g, const float *beta,
+                    const vc_gdn_desc *d);
+void vc_cpu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
+void vc_cpu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
+                         const float *dt_bias, int64_t T, int nh);
+void vc_cpu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d);
+void vc_cpu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cpu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);
 void vc_cpu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t E, int64_t C);
 void vc_cpu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,

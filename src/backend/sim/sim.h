@@ -69,4 +69,14 @@ void vc_sim_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t
                                int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 void vc_sim_sample_rows(int32_t *tok, float *lp, float *lps, const float *logits, int64_t R, int64_t V,
                         const vc_sample_row *rows, const float *u);
+void vc_sim_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                    const float *beta, const vc_gdn_desc *d);
+void vc_sim_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                    const float *q, const float *k, const float *v, const float *g, const float *beta,
+                    const vc_gdn_desc *d);
+void vc_sim_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
+void vc_sim_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
+                         const float *dt_bias, int64_t T, int nh);
+void vc_sim_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d);
+void vc_sim_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
 #endif

@@ -1,0 +1,274 @@
+/* Linear-attention layers' kernels on the CPU: Gated DeltaNet's recurrence (forward keeping a state every
+ * d->ckpt rows, backward recomputing each stretch from its kept state), its log decay, and the depthwise causal
+ * conv1d in front of it. Semantics in src/tensor/backend.h; every sum runs in a fixed order. */
+#include "backend/act_math.h"
+#include "cpu.h"
+#include "verlc/pool.h"
+#include <string.h>
+
+/* ---- Gated DeltaNet ---- */
+typedef struct {
+    const vc_gdn_desc *d;
+    float *o, *saved, *dq, *dk, *dv, *dg, *dbeta;
+    const float *q, *k, *v, *g, *beta, *dout, *csaved;
+    const int64_t *base; /* [n_seq]: each sequence's first kept state */
+    int fail;
+} gdn_ctx;
+
+/* one token: S = e^g S, delta = beta (v - S^T k), S += k delta^T, o = S^T (scale q) (o may be NULL) */
+static void gdn_step(float *S, const float *q, const float *k, const float *v, float g, float beta, float scale,
+                     float *o, int dk, int dv, float *tmp) {
+    float e = expf(g);
+    for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= e;
+    for (int j = 0; j < dv; j++) tmp[j] = 0;
+    for (int i = 0; i < dk; i++)
+        for (int j = 0; j < dv; j++) tmp[j] += S[i * dv + j] * k[i];
+    for (int j = 0; j < dv; j++) tmp[j] = beta * (v[j] - tmp[j]);
+    for (int i = 0; i < dk; i++)
+        for (int j = 0; j < dv; j++) S[i * dv + j] += k[i] * tmp[j];
+    if (!o) return;
+    for (int j = 0; j < dv; j++) o[j] = 0;
+    for (int i = 0; i < dk; i++) {
+        float qi = q[i] * scale;
+        for (int j = 0; j < dv; j++) o[j] += S[i * dv + j] * qi;
+    }
+}
+
+static void gdn_fwd_task(void *p, int64_t task) {
+    gdn_ctx *c = p;
+    const vc_gdn_desc *d = c->d;
+    int s = (int)(task / d->n_v_head), h = (int)(task % d->n_v_head), kh = h / (d->n_v_head / d->n_k_head);
+    int dk = d->dk, dv = d->dv;
+    int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], t1 = d->cu[s + 1];
+    float *S = vc_calloc((size_t)(SS + dv), sizeof(float)), *tmp = S ? S + SS : NULL;
+    if (!S) {
+        c->fail = 1;
+        return;
+    }
+    float *st = d->state && d->state[s] ? d->state[s] + h * SS : NULL;
+    if (st) memcpy(S, st, sizeof(float) * (size_t)SS);
+    for (int64_t t = t0; t < t1; t++) {
+        if (c->saved && (t - t0) % d->ckpt == 0)
+            memcpy(c->saved + ((c->base[s] + (t - t0) / d->ckpt) * d->n_v_head + h) * SS, S, sizeof(float) * (size_t)SS);
+        gdn_step(S, c->q + (t * d->n_k_head + kh) * dk, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * d->n_v_head + h) * dv,
+                 c->g[t * d->n_v_head + h], c->beta[t * d->n_v_head + h], d->scale, c->o + (t * d->n_v_head + h) * dv,
+                 dk, dv, tmp);
+    }
+    if (st) memcpy(st, S, sizeof(float) * (size_t)SS);
+    free(S);
+}
+
+static int64_t *saved_bases(const vc_gdn_desc *d) {
+    int64_t *b = vc_calloc((size_t)d->n_seq + 1, sizeof(int64_t));
+    for (int s = 0; b && s < d->n_seq; s++) b[s + 1] = b[s] + (d->cu[s + 1] - d->cu[s] + d->ckpt - 1) / d->ckpt;
+    return b;
+}
+
+void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                           const float *beta, const vc_gdn_desc *d) {
+    int64_t *base = saved ? saved_bases(d) : NULL;
+    if (saved && !base) return;
+    gdn_ctx c = { .d = d, .o = o, .saved = saved, .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
+    vc_parallel((int64_t)d->n_seq * d->n_v_head, gdn_fwd_task, &c);
+    free(base);
+}
+
+/* backward of one value head over one sequence, stretch by stretch from the last: the stretch's states are
+ * recomputed from its kept one, then its tokens are walked back carrying dS, the gradient of the state after the
+ * token */
+static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
+    const vc_gdn_desc *d = c->d;
+    int dk = d->dk, dv = d->dv, nv = d->n_v_head, kh = h / (nv / d->n_k_head);
+    int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], L = d->cu[s + 1] - t0, C = d->ckpt;
+    float *dS = buf, *Sp = dS + SS, *tmp = Sp + SS, *dd = tmp + dv, *gq = dd + dv, *gk = gq + dk, *hist = gk + dk;
+    memset(dS, 0, sizeof(float) * (size_t)SS);
+    for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
+        int64_t n = L - c0 < C ? L - c0 : C;
+        memcpy(hist, c->csaved + ((c->base[s] + c0 / C) * nv + h) * SS, sizeof(float) * (size_t)SS);
+        for (int64_t i = 0; i + 1 < n; i++) { /* hist[i]: the state before token c0 + i */
+            int64_t t = t0 + c0 + i;
+            memcpy(hist + (i + 1) * SS, hist + i * SS, sizeof(float) * (size_t)SS);
+            gdn_step(hist + (i + 1) * SS, NULL, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * nv + h) * dv,
+                     c->g[t * nv + h], c->beta[t * nv + h], d->scale, NULL, dk, dv, tmp);
+        }
+        for (int64_t i = n - 1; i >= 0; i--) {
+            int64_t t = t0 + c0 + i;
+            const float *q = c->q + (t * d->n_k_head + kh) * dk, *k = c->k + (t * d->n_k_head + kh) * dk;
+            const float *v = c->v + (t * nv + h) * dv, *dy = c->dout + (t * nv + h) * dv;
+            float e = expf(c->g[t * nv + h]), be = c->beta[t * nv + h], dbeta = 0, dgs = 0;
+            for (int64_t x = 0; x < SS; x++) Sp[x] = e * hist[i * SS + x];
+            for (int j = 0; j < dv; j++) tmp[j] = 0; /* kv = Sp^T k, then r = v - kv (delta = beta r) */
+            for (int a = 0; a < dk; a++)
+                for (int j = 0; j < dv; j++) tmp[j] += Sp[a * dv + j] * k[a];
+            for (int j = 0; j < dv; j++) tmp[j] = v[j] - tmp[j];
+            for (int a = 0; a < dk; a++) { /* o = S_t^T (scale q): dq = scale S_t dy, dS += (scale q) dy^T */
+                float sq = 0, qa = q[a] * d->scale;
+                for (int j = 0; j < dv; j++) {
+                    sq += (Sp[a * dv + j] + k[a] * (be * tmp[j])) * dy[j];
+                    dS[a * dv + j] += qa * dy[j];
+                }
+                gq[a] = sq * d->scale;
+            }
+            for (int j = 0; j < dv; j++) dd[j] = 0; /* S_t = Sp + k delta^T: dk = dS delta, ddelta = dS^T k */
+            for (int a = 0; a < dk; a++) {
+                float sk = 0;
+                for (int j = 0; j < dv; j++) {
+                    sk += dS[a * dv + j] * (be * tmp[j]);
+                    dd[j] += dS[a * dv + j] * k[a];
+                }
+                gk[a] = sk;
+            }
+            for (int j = 0; j < dv; j++) { /* delta = beta r: dv = beta ddelta, dbeta = ddelta . r, dkv = -beta ddelta */
+                if (c->dv) c->dv[(t * nv + h) * dv + j] += be * dd[j];
+                dbeta += dd[j] * tmp[j];
+                dd[j] = -be * dd[j];
+            }
+            for (int a = 0; a < dk; a++) { /* kv = Sp^T k: dk += Sp dkv, dSp = dS + k dkv^T; dg; dS_prev = e dSp */
+                float sk = 0;
+                for (int j = 0; j < dv; j++) {
+                    sk += Sp[a * dv + j] * dd[j];
+                    float gsp = dS[a * dv + j] + k[a] * dd[j];
+                    dgs += gsp * Sp[a * dv + j];
+                    dS[a * dv + j] = e * gsp;
+                }
+                gk[a] += sk;
+            }
+            if (c->dq)
+                for (int a = 0; a < dk; a++) c->dq[(t * d->n_k_head + kh) * dk + a] += gq[a];
+            if (c->dk)
+                for (int a = 0; a < dk; a++) c->dk[(t * d->n_k_head + kh) * dk + a] += gk[a];
+            if (c->dg) c->dg[t * nv + h] += dgs;
+            if (c->dbeta) c->dbeta[t * nv + h] += dbeta;
+        }
+    }
+}
+
+static void gdn_bwd_task(void *p, int64_t task) {
+    gdn_ctx *c = p;
+    const vc_gdn_desc *d = c->d;
+    int s = (int)(task / d->n_k_head), kh = (int)(task % d->n_k_head), r = d->n_v_head / d->n_k_head;
+    int64_t SS = (int64_t)d->dk * d->dv;
+    float *buf = vc_malloc(sizeof(float) * (size_t)(SS * (2 + d->ckpt) + 2 * d->dv + 2 * d->dk));
+    if (!buf) {
+        c->fail = 1;
+        return;
+    }
+    for (int h = kh * r; h < (kh + 1) * r; h++) gdn_bwd_head(c, s, h, buf); /* a q/k head's value heads in order */
+    free(buf);
+}
+
+void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout,
+                           const float *saved, const float *q, const float *k, const float *v, const float *g,
+                           const float *beta, const vc_gdn_desc *d) {
+    int64_t *base = saved_bases(d);
+    if (!base) return;
+    gdn_ctx c = { .d = d, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = dbeta, .dout = dout, .csaved = saved,
+                  .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
+    vc_parallel((int64_t)d->n_seq * d->n_k_head, gdn_bwd_task, &c);
+    free(base);
+}
+
+/* ---- the log decay ---- */
+void vc_cpu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+    for (int64_t t = 0; t < T; t++)
+        for (int h = 0; h < nh; h++) g[t * nh + h] = vc_gdn_gate_f(a[t * nh + h], A_log[h], dt_bias[h]);
+}
+
+void vc_cpu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a,
+                                const float *A_log, const float *dt_bias, int64_t T, int nh) {
+    for (int h = 0; h < nh; h++) {
+        float sA = 0, sdt = 0;
+        for (int64_t t = 0; t < T; t++) {
+            float gA, gdt = vc_gdn_gate_d(a[t * nh + h], A_log[h], dt_bias[h], &gA) * dg[t * nh + h];
+            if (da) da[t * nh + h] += gdt;
+            sA += gA * dg[t * nh + h];
+            sdt += gdt;
+        }
+        if (dA_log) dA_log[h] += sA;
+        if (ddt_bias) ddt_bias[h] += sdt;
+    }
+}
+
+/* ---- depthwise causal conv1d: tasks over blocks of channels ---- */
+#define CONV_BLOCK 64
+#define CONV_MAX_K 64
+typedef struct {
+    const vc_conv_desc *d;
+    float *y, *dx, *dw;
+    const float *x, *w, *dy;
+} conv_ctx;
+
+/* x's row i of sequence s in channel c (i < 0: the state's, or zero) */
+static inline float conv_in(const conv_ctx *c, int s, int64_t i, int64_t ch) {
+    const vc_conv_desc *d = c->d;
+    if (i >= 0) return c->x[(d->cu[s] + i) * d->C + ch];
+    const float *st = d->state ? d->state[s] : NULL;
+    return st ? st[(d->K - 1 + i) * d->C + ch] : 0.0f;
+}
+
+static void conv_fwd_task(void *p, int64_t b) {
+    conv_ctx *c = p;
+    const vc_conv_desc *d = c->d;
+    int K = d->K;
+    int64_t c1 = (b + 1) * CONV_BLOCK < d->C ? (b + 1) * CONV_BLOCK : d->C;
+    float keep[CONV_MAX_K];
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t L = d->cu[s + 1] - d->cu[s];
+        for (int64_t ch = b * CONV_BLOCK; ch < c1; ch++) {
+            const float *w = c->w + ch * K;
+            for (int64_t t = 0; t < L; t++) {
+                float acc = 0;
+                for (int j = 0; j < K; j++) acc += w[j] * conv_in(c, s, t - K + 1 + j, ch);
+                c->y[(d->cu[s] + t) * d->C + ch] = acc;
+            }
+            float *st = d->state ? d->state[s] : NULL;
+            if (!st) continue;
+            for (int r = 0; r < K - 1; r++) keep[r] = conv_in(c, s, L - (K - 1) + r, ch);
+            for (int r = 0; r < K - 1; r++) st[r * d->C + ch] = keep[r];
+        }
+    }
+}
+
+static void conv_bwd_task(void *p, int64_t b) {
+    conv_ctx *c = p;
+    const vc_conv_desc *d = c->d;
+    int K = d->K;
+    int64_t C = d->C, c1 = (b + 1) * CONV_BLOCK < C ? (b + 1) * CONV_BLOCK : C;
+    for (int64_t ch = b * CONV_BLOCK; ch < c1; ch++) {
+        const float *w = c->w + ch * K;
+        float dw[CONV_MAX_K] = { 0 };
+        for (int s = 0; s < d->n_seq; s++) {
+            int64_t t0 = d->cu[s], L = d->cu[s + 1] - t0;
+            for (int64_t i = 0; c->dx && i < L; i++) {
+                float acc = 0;
+                for (int j = 0; j < K; j++) {
+                    int64_t t = i + K - 1 - j;
+                    if (t < L) acc += w[j] * c->dy[(t0 + t) * C + ch];
+                }
+                c->dx[(t0 + i) * C + ch] += acc;
+            }
+            for (int64_t t = 0; c->dw && t < L; t++) {
+                float g = c->dy[(t0 + t) * C + ch];
+                for (int j = 0; j < K; j++) {
+                    int64_t i = t - K + 1 + j;
+                    if (i >= 0) dw[j] += g * c->x[(t0 + i) * C + ch];
+                }
+            }
+        }
+        if (c->dw)
+            for (int j = 0; j < K; j++) c->dw[ch * K + j] += dw[j];
+    }
+}
+
+void vc_cpu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d) {
+    conv_ctx c = { .d = d, .y = y, .x = x, .w = w };
+    if (d->K > CONV_MAX_K) return; /* refused where the model is read */
+    vc_parallel((d->C + CONV_BLOCK - 1) / CONV_BLOCK, conv_fwd_task, &c);
+}
+
+void vc_cpu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
+                              const vc_conv_desc *d) {
+    conv_ctx c = { .d = d, .dx = dx, .dw = dw, .dy = dy, .x = x, .w = w };
+    if (d->K > CONV_MAX_K) return;
+    vc_parallel((d->C + CONV_BLOCK - 1) / CONV_BLOCK, conv_bwd_task, &c);
+}

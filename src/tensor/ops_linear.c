@@ -1,0 +1,137 @@
+/* Linear-attention layers' ops (Gated DeltaNet: Qwen3-Next, Qwen3.5): the depthwise causal conv1d, the log decay
+ * and the delta-rule recurrence, with their backward rules. With per-sequence states (the rollout's) they run
+ * without gradient; in training each sequence starts from a zero state. */
+#include "tensor/backend.h"
+#include "tensor/graph_priv.h"
+#include "verlc/ops.h"
+#include <string.h>
+
+#define GDN_CKPT 64 /* the recurrence keeps its state every GDN_CKPT rows for the backward */
+
+static int records(vc_graph *g, int n, vc_tensor *const *in) {
+    if (!vc_graph_grad_enabled(g)) return 0;
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->requires_grad) return 1;
+    return 0;
+}
+
+/* the sequence layout copied into the graph (the backward reads it after the caller's batch may be gone) */
+static int64_t *keep_cu(vc_graph *g, int n_seq, const int64_t *cu) {
+    int64_t *c = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(n_seq + 1), 0);
+    if (c) memcpy(c, cu, sizeof(int64_t) * (size_t)(n_seq + 1));
+    return c;
+}
+
+static int stateful_grad(vc_graph *g, int rec, float *const *states, const char *op) {
+    if (!rec || !states) return 0;
+    vc_fail(VC_ERR_ARG, "%s: carried states are for inference (no gradient through them)", op);
+    vc_graph_fail(g, VC_ERR_ARG);
+    return 1;
+}
+
+/* ---- depthwise causal conv1d ---- */
+static void conv_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *w = n->in[1];
+    const vc_conv_desc *d = n->saved;
+    vc_be()->conv1d_bwd(x->requires_grad ? vc_tensor_grad(g, x) : NULL, w->requires_grad ? vc_tensor_grad(g, w) : NULL,
+                        n->out->grad, x->data, w->data, d);
+}
+
+vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, int n_seq, const int64_t *cu,
+                               float *const *states) {
+    if (!x || !w) return NULL;
+    int64_t C = x->shape[x->ndim - 1];
+    if (w->n != C * K || x->n != cu[n_seq] * C) {
+        vc_fail(VC_ERR_SHAPE, "conv1d: weight of %lld values for %lld channels of width %d, input of %lld rows",
+                (long long)w->n, (long long)C, K, (long long)(x->n / (C ? C : 1)));
+        vc_graph_fail(g, VC_ERR_SHAPE);
+        return NULL;
+    }
+    vc_tensor *in[2] = { x, w };
+    int rec = records(g, 2, in);
+    if (stateful_grad(g, rec, states, "conv1d")) return NULL;
+    vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
+    vc_conv_desc *d = vc_graph_alloc(g, sizeof *d, 0);
+    int64_t *c = keep_cu(g, n_seq, cu);
+    if (!y || !d || !c) return NULL;
+    *d = (vc_conv_desc){ .n_seq = n_seq, .cu = c, .C = C, .K = K, .state = states };
+    vc_be()->conv1d_fwd(y->data, x->data, w->data, d);
+    d->state = NULL;
+    vc_node *n = rec ? vc_tape_push(g, conv_bw, y, 2, in) : NULL;
+    if (n) n->saved = d;
+    return y;
+}
+
+/* ---- the log decay ---- */
+static void gate_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *a = n->in[0], *A = n->in[1], *dt = n->in[2];
+    int nh = (int)n->i[0];
+    vc_be()->gdn_gate_bwd(a->requires_grad ? vc_tensor_grad(g, a) : NULL, A->requires_grad ? vc_tensor_grad(g, A) : NULL,
+                          dt->requires_grad ? vc_tensor_grad(g, dt) : NULL, n->out->grad, a->data, A->data, dt->data,
+                          a->n / nh, nh);
+}
+
+vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias) {
+    if (!a || !A_log || !dt_bias) return NULL;
+    int nh = (int)A_log->n;
+    if (dt_bias->n != nh || a->n % nh) {
+        vc_fail(VC_ERR_SHAPE, "gated delta decay: %lld values for %d heads (dt_bias %lld)", (long long)a->n, nh,
+                (long long)dt_bias->n);
+        vc_graph_fail(g, VC_ERR_SHAPE);
+        return NULL;
+    }
+    vc_tensor *y = vc_tensor_new(g, a->ndim, a->shape, 0);
+    if (!y) return NULL;
+    vc_be()->gdn_gate_fwd(y->data, a->data, A_log->data, dt_bias->data, a->n / nh, nh);
+    vc_tensor *in[3] = { a, A_log, dt_bias };
+    vc_node *n = vc_tape_push(g, gate_bw, y, 3, in);
+    if (n) n->i[0] = nh;
+    return y;
+}
+
+/* ---- the recurrence ---- */
+static void gdn_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *gt = n->in[3], *be = n->in[4];
+#define GR(t) ((t)->requires_grad ? vc_tensor_grad(g, t) : NULL)
+    vc_be()->gdn_bwd(GR(q), GR(k), GR(v), GR(gt), GR(be), n->out->grad, n->ptr[1], q->data, k->data, v->data, gt->data,
+                     be->data, n->saved);
+#undef GR
+}
+
+vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, float *const *states) {
+    if (!q || !k || !v || !gt || !beta) return NULL;
+    int64_t T = cu[n_seq];
+    if (nk <= 0 || nv % nk || q->n != T * nk * dk || k->n != q->n || v->n != T * nv * dv || gt->n != T * nv ||
+        beta->n != T * nv) {
+        vc_fail(VC_ERR_SHAPE, "gated delta rule: %lld rows of %d q/k heads of %d and %d value heads of %d do not fit "
+                "q %lld, k %lld, v %lld, g %lld, beta %lld values", (long long)T, nk, dk, nv, dv, (long long)q->n,
+                (long long)k->n, (long long)v->n, (long long)gt->n, (long long)beta->n);
+        vc_graph_fail(g, VC_ERR_SHAPE);
+        return NULL;
+    }
+    vc_tensor *in[5] = { q, k, v, gt, beta };
+    int rec = records(g, 5, in);
+    if (stateful_grad(g, rec, states, "gated delta rule")) return NULL;
+    int64_t shape[3] = { T, nv, dv };
+    vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
+    vc_gdn_desc *d = vc_graph_alloc(g, sizeof *d, 0);
+    int64_t *c = keep_cu(g, n_seq, cu);
+    if (!o || !d || !c) return NULL;
+    *d = (vc_gdn_desc){ .n_seq = n_seq, .cu = c, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = scale,
+                        .state = states, .ckpt = GDN_CKPT };
+    float *saved = NULL;
+    if (rec) {
+        int64_t ns = vc_gdn_saved(d);
+        saved = vc_graph_dalloc(g, sizeof(float) * (size_t)(ns ? ns : 1) * (size_t)nv * (size_t)dk * (size_t)dv, 0);
+        if (!saved) return NULL;
+    }
+    vc_be()->gdn_fwd(o->data, saved, q->data, k->data, v->data, gt->data, beta->data, d);
+    d->state = NULL;
+    vc_node *n = rec ? vc_tape_push(g, gdn_bw, o, 5, in) : NULL;
+    if (n) {
+        n->saved = d;
+        n->ptr[1] = saved;
+    }
+    return o;
+}
