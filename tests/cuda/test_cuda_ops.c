@@ -1,6 +1,7 @@
 /* CUDA backend vs CPU backend on random inputs: GEMM (f32, bf16), RMSNorm/LayerNorm, RoPE,
- * activations, the fused LM head (vocabulary 151936), MoE routing, grouping and the grouped expert
- * GEMMs, AdamW and the gradient norm, and the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
+ * activations, linear attention (conv1d, Gated DeltaNet's log decay and recurrence), the fused LM head
+ * (vocabulary 151936), MoE routing, grouping and the grouped expert GEMMs, AdamW and the gradient norm, and
+ * the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "verlc/optim.h"
 #include "rl/trainer_internal.h"
@@ -214,6 +215,154 @@ static void test_xielu(void) {
     cmp("xielu bwd dx (accumulated)", gdx, dx, (size_t)n, TOL);
     cmp("xielu bwd alpha_p (accumulated)", gdap, dap, 1, 1e-4);
     cmp("xielu bwd alpha_n (accumulated)", gdan, dan, 1, 1e-4);
+}
+
+/* ---- linear attention (Gated DeltaNet): conv1d, the log decay, the recurrence ---- */
+static int64_t *cu_of(const int64_t *len, int n) {
+    int64_t *cu = (int64_t *)hbuf((size_t)(n + 1) * 2); /* int64s in a float buffer freed with the rest */
+    cu[0] = 0;
+    for (int s = 0; s < n; s++) cu[s + 1] = cu[s] + len[s];
+    return cu;
+}
+
+/* 3 packed sequences, two shorter than K - 1, C not a multiple of the block size; forward without and with
+ * states (one NULL), backward accumulated */
+static void test_conv1d(void) {
+    printf("conv1d (depthwise causal)\n");
+    enum { NS = 3, K = 4 };
+    const int64_t len[NS] = { 2, 37, 1 }, Cc = 70;
+    int64_t *cu = cu_of(len, NS), T = cu[NS], n = T * Cc;
+    float *x = hrand((size_t)n, 1), *w = hrand((size_t)(Cc * K), 1), *y = hbuf((size_t)n);
+    float *gx = dup_f(x, (size_t)n), *gw = dup_f(w, (size_t)(Cc * K)), *gy = dup_f(y, (size_t)n);
+    vc_conv_desc d = { .n_seq = NS, .cu = cu, .C = Cc, .K = K, .state = NULL };
+    C->conv1d_fwd(y, x, w, &d);
+    G->conv1d_fwd(gy, gx, gw, &d);
+    cmp("conv1d fwd (no states)", gy, y, (size_t)n, TOL);
+    float *hs[NS], *gs[NS];
+    for (int s = 0; s < NS; s++) {
+        hs[s] = s == 1 ? NULL : hrand((size_t)((K - 1) * Cc), 1);
+        gs[s] = s == 1 ? NULL : dup_f(hs[s], (size_t)((K - 1) * Cc));
+    }
+    vc_conv_desc dc = d, dg = d;
+    dc.state = hs;
+    dg.state = gs;
+    C->conv1d_fwd(y, x, w, &dc);
+    G->conv1d_fwd(gy, gx, gw, &dg);
+    cmp("conv1d fwd (states, one NULL)", gy, y, (size_t)n, TOL);
+    cmp("conv1d new state (seq of 2 rows < K-1)", gs[0], hs[0], (size_t)((K - 1) * Cc), 0);
+    cmp("conv1d new state (seq of 1 row)", gs[2], hs[2], (size_t)((K - 1) * Cc), 0);
+    float *dy = hrand((size_t)n, 1), *dx = hrand((size_t)n, 1), *dw = hrand((size_t)(Cc * K), 1);
+    float *gdy = dup_f(dy, (size_t)n), *gdx = dup_f(dx, (size_t)n), *gdw = dup_f(dw, (size_t)(Cc * K));
+    C->conv1d_bwd(dx, dw, dy, x, w, &d);
+    G->conv1d_bwd(gdx, gdw, gdy, gx, gw, &d);
+    cmp("conv1d bwd dx (accumulated)", gdx, dx, (size_t)n, TOL);
+    cmp("conv1d bwd dw (accumulated)", gdw, dw, (size_t)(Cc * K), TOL);
+}
+
+/* the log decay; a + dt_bias past softplus' threshold 20 for some rows */
+static void test_gdn_gate(void) {
+    printf("gated delta decay\n");
+    int64_t T = 301;
+    int nh = 5;
+    float *a = hrand((size_t)(T * nh), 15), *A = hrand((size_t)nh, 1), *dt = hrand((size_t)nh, 8);
+    float *g = hbuf((size_t)(T * nh)), *dg = hrand((size_t)(T * nh), 1), *da = hrand((size_t)(T * nh), 1);
+    float *dA = hrand((size_t)nh, 1), *ddt = hrand((size_t)nh, 1);
+    float *ga = dup_f(a, (size_t)(T * nh)), *gA = dup_f(A, (size_t)nh), *gdt = dup_f(dt, (size_t)nh);
+    float *gg = dup_f(g, (size_t)(T * nh)), *gdg = dup_f(dg, (size_t)(T * nh)), *gda = dup_f(da, (size_t)(T * nh));
+    float *gdA = dup_f(dA, (size_t)nh), *gddt = dup_f(ddt, (size_t)nh);
+    C->gdn_gate_fwd(g, a, A, dt, T, nh);
+    G->gdn_gate_fwd(gg, ga, gA, gdt, T, nh);
+    cmp("gdn gate fwd", gg, g, (size_t)(T * nh), TOL);
+    C->gdn_gate_bwd(da, dA, ddt, dg, a, A, dt, T, nh);
+    G->gdn_gate_bwd(gda, gdA, gddt, gdg, ga, gA, gdt, T, nh);
+    cmp("gdn gate bwd da (accumulated)", gda, da, (size_t)(T * nh), TOL);
+    cmp("gdn gate bwd dA_log (accumulated)", gdA, dA, (size_t)nh, TOL);
+    cmp("gdn gate bwd ddt_bias (accumulated)", gddt, ddt, (size_t)nh, TOL);
+}
+
+/* GDN inputs: q, k small (scale 0.5), g negative, beta in (0, 1) */
+typedef struct {
+    float *q, *k, *v, *g, *beta;       /* host */
+    float *gq, *gk, *gv, *gg, *gbeta;  /* device */
+} gdn_in;
+
+static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv) {
+    gdn_in in;
+    size_t nq = (size_t)(T * nk * dk), nvv = (size_t)(T * nv * dv), nh = (size_t)(T * nv);
+    in.q = hrand(nq, 0.5f);
+    in.k = hrand(nq, 0.5f);
+    in.v = hrand(nvv, 1);
+    in.g = hbuf(nh);
+    in.beta = hbuf(nh);
+    for (size_t i = 0; i < nh; i++) {
+        in.g[i] = -0.1f - 0.25f * (urand() + 1.0f);
+        in.beta[i] = 0.5f + 0.5f * urand();
+    }
+    in.gq = dup_f(in.q, nq);
+    in.gk = dup_f(in.k, nq);
+    in.gv = dup_f(in.v, nvv);
+    in.gg = dup_f(in.g, nh);
+    in.gbeta = dup_f(in.beta, nh);
+    return in;
+}
+
+/* forward with states (one NULL) and kept states, a training forward, and the backward accumulated into random
+ * values (twice on the GPU: the same bits) */
+static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int64_t *len, int ns, int64_t ckpt) {
+    printf("gated delta rule: %s (q/k heads %d, value heads %d, dk %d, dv %d, ckpt %lld)\n", name, nk, nv, dk, dv,
+           (long long)ckpt);
+    int64_t *cu = cu_of(len, ns), T = cu[ns];
+    size_t SS = (size_t)nv * dk * dv, no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv);
+    gdn_in in = gdn_inputs(T, nk, nv, dk, dv);
+    float **hs = (float **)hbuf((size_t)ns * 2), **gs = (float **)hbuf((size_t)ns * 2);
+    for (int s = 0; s < ns; s++) {
+        hs[s] = s == 1 ? NULL : hrand(SS, 0.3f);
+        gs[s] = s == 1 ? NULL : dup_f(hs[s], SS);
+    }
+    vc_gdn_desc d = { .n_seq = ns, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
+                      .state = hs, .ckpt = ckpt };
+    vc_gdn_desc dg = d;
+    dg.state = gs;
+    int64_t nsv = vc_gdn_saved(&d);
+    float *o = hbuf(no), *sv = hbuf((size_t)nsv * SS), *go = dup_f(o, no), *gsv = dup_f(sv, (size_t)nsv * SS);
+    C->gdn_fwd(o, sv, in.q, in.k, in.v, in.g, in.beta, &d);
+    G->gdn_fwd(go, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &dg);
+    cmp("gdn fwd o (states, one NULL)", go, o, no, TOL);
+    for (int s = 0; s < ns; s++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "gdn fwd final state of sequence %d", s);
+        if (hs[s]) cmp(nm, gs[s], hs[s], SS, TOL);
+    }
+    cmp("gdn fwd kept states (from the states)", gsv, sv, (size_t)nsv * SS, TOL);
+    d.state = dg.state = NULL; /* training: zero states */
+    C->gdn_fwd(o, sv, in.q, in.k, in.v, in.g, in.beta, &d);
+    G->gdn_fwd(go, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &dg);
+    cmp("gdn fwd o (zero states)", go, o, no, TOL);
+    cmp("gdn fwd kept states (zero states)", gsv, sv, (size_t)nsv * SS, TOL);
+    float *dout = hrand(no, 1), *gdout = dup_f(dout, no);
+    float *dq = hrand(nq, 1), *dk_ = hrand(nq, 1), *dv_ = hrand(no, 1), *dgt = hrand(nh, 1), *db = hrand(nh, 1);
+    float *gdq[2], *gdk[2], *gdv[2], *gdg[2], *gdb[2];
+    for (int r = 0; r < 2; r++) {
+        gdq[r] = dup_f(dq, nq), gdk[r] = dup_f(dk_, nq), gdv[r] = dup_f(dv_, no);
+        gdg[r] = dup_f(dgt, nh), gdb[r] = dup_f(db, nh);
+        G->gdn_bwd(gdq[r], gdk[r], gdv[r], gdg[r], gdb[r], gdout, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &dg);
+    }
+    C->gdn_bwd(dq, dk_, dv_, dgt, db, dout, sv, in.q, in.k, in.v, in.g, in.beta, &d);
+    cmp("gdn bwd dq (accumulated)", gdq[0], dq, nq, TOL);
+    cmp("gdn bwd dk (accumulated)", gdk[0], dk_, nq, TOL);
+    cmp("gdn bwd dv (accumulated)", gdv[0], dv_, no, TOL);
+    cmp("gdn bwd dg (accumulated)", gdg[0], dgt, nh, TOL);
+    cmp("gdn bwd dbeta (accumulated)", gdb[0], db, nh, TOL);
+    same_bits("gdn bwd dq", gdq[0], gdq[1], nq);
+    same_bits("gdn bwd dk", gdk[0], gdk[1], nq);
+    same_bits("gdn bwd dg", gdg[0], gdg[1], nh);
+}
+
+static void test_gdn(void) {
+    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 3, 6 }, len3[2] = { 5, 4 };
+    gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4);
+    gdn_case("Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3);
+    gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4);
 }
 
 /* ---- activations ---- */
@@ -591,6 +740,11 @@ int main(void) {
     test_act();
     test_xielu();
     check_sticky("dense ops");
+    release_all();
+    test_conv1d();
+    test_gdn_gate();
+    test_gdn();
+    check_sticky("linear attention");
     release_all();
     lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);
     lm_case(37, 96, 5003, 1, 30.0f, 0.7f, "1000");

@@ -158,6 +158,7 @@ static void test_table_complete(void) {
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
     HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
     HAS(gemm_b16);
+    HAS(gdn_fwd); HAS(gdn_bwd); HAS(gdn_gate_fwd); HAS(gdn_gate_bwd); HAS(conv1d_fwd); HAS(conv1d_bwd);
 #undef HAS
     CHECK(G->host_visible == 0);
 }

@@ -81,6 +81,7 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
     int dk = d->dk, dv = d->dv, nv = d->n_v_head, kh = h / (nv / d->n_k_head);
     int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], L = d->cu[s + 1] - t0, C = d->ckpt;
     float *dS = buf, *Sp = dS + SS, *tmp = Sp + SS, *dd = tmp + dv, *gq = dd + dv, *gk = gq + dk, *hist = gk + dk;
+    if (L == 0) return; /* no kept state either */
     memset(dS, 0, sizeof(float) * (size_t)SS);
     for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
         int64_t n = L - c0 < C ? L - c0 : C;

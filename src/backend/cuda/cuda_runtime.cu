@@ -768,6 +768,12 @@ static vc_backend make_cuda_backend(void) {
     b.act_mul_fwd = vc_cu_act_mul_fwd;
     b.xielu_fwd = vc_cu_xielu_fwd;
     b.xielu_bwd = vc_cu_xielu_bwd;
+    b.gdn_fwd = vc_cu_gdn_fwd;
+    b.gdn_bwd = vc_cu_gdn_bwd;
+    b.gdn_gate_fwd = vc_cu_gdn_gate_fwd;
+    b.gdn_gate_bwd = vc_cu_gdn_gate_bwd;
+    b.conv1d_fwd = vc_cu_conv1d_fwd;
+    b.conv1d_bwd = vc_cu_conv1d_bwd;
     b.act_mul_bwd = vc_cu_act_mul_bwd;
     b.act_mul_fwd_bf16 = vc_cu_act_mul_fwd_bf16;
     b.gemm_b16 = vc_cu_gemm_b16;

@@ -1,0 +1,506 @@
+/* CUDA kernels of the linear-attention layers (semantics in src/tensor/backend.h, reference in
+ * src/backend/cpu/cpu_gdn.c): Gated DeltaNet's recurrence, its log decay, and the depthwise causal conv1d.
+ *
+ * Recurrence: one block per (sequence, value head). Forward: every step of the recurrence is independent per
+ * column j of the state S [dk, dv] (kv_j = S^T k, delta_j, the update, o_j = S^T q), so the thread that owns a
+ * column walks it through the sequence alone, with no barrier; the state sits in shared memory (global scratch
+ * when too large). Backward: stretches of d->ckpt rows from the last; a stretch's states are recomputed column
+ * by column from the state the forward kept, then its tokens are walked back carrying dS, in phases split by
+ * barriers: columns (Sp, r, dS += q dy^T, ddelta), rows (dq, dk: sums over j), columns (dg, dS_prev). A q/k
+ * head's dq / dk are written per value head into scratch and added into dq / dk by a second kernel, value heads
+ * in ascending order. Every sum runs in a fixed order and nothing uses float atomics: the same bits run to run.
+ * The small host arrays (cu, the kept-state bases, the state pointers) go up in one upload per call. */
+#include "cuda_internal.h"
+#include "backend/act_math.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define GT 256                          /* threads of the elementwise kernels */
+#define GDN_SMEM_MAX (200 * 1024)       /* dynamic shared memory past which states live in global scratch */
+#define GDN_HIST_BUDGET ((size_t)512 << 20) /* backward: scratch for the recomputed states of the resident blocks */
+#define GRID_LOOP(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- the per-call host arrays ---- */
+struct seq_tabs {
+    const int64_t *cu, *base; /* [n + 1] each: rows, and each sequence's first kept state */
+    float *const *state;      /* [n], NULL elements where the sequence has none */
+};
+
+/* cu, the kept-state bases (ckpt > 0; else zeros) and the state pointers (NULL array: NULLs) in one upload, freed
+ * by the caller with vc_cu_scratch_free. NULL on failure, and while a graph captures (an upload cannot be
+ * captured: the step then runs eagerly). */
+static void *upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t, const char *op) {
+    static_assert(sizeof(float *) == sizeof(int64_t), "pointers are stored in 64-bit words");
+    size_t words = 3 * (size_t)n + 2;
+    int64_t *h = (int64_t *)malloc(words * sizeof(int64_t));
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host sequence tables");
+        return NULL;
+    }
+    int64_t *base = h + n + 1, *ptr = base + n + 1;
+    memcpy(h, cu, sizeof(int64_t) * (size_t)(n + 1));
+    base[0] = 0;
+    for (int s = 0; s < n; s++) {
+        base[s + 1] = base[s] + (ckpt > 0 ? (cu[s + 1] - cu[s] + ckpt - 1) / ckpt : 0);
+        float *p = state ? state[s] : NULL;
+        memcpy(&ptr[s], &p, sizeof p);
+    }
+    char *dev = (char *)vc_cu_upload(h, words * sizeof(int64_t), op);
+    free(h);
+    if (!dev) return NULL;
+    t->cu = (const int64_t *)dev;
+    t->base = t->cu + n + 1;
+    t->state = (float *const *)(t->base + n + 1);
+    return dev;
+}
+
+/* threads of a block whose threads own columns (and rows) of a state: n rounded up to a warp, at most 256 */
+static int state_threads(int n) {
+    int t = (n + 31) / 32 * 32;
+    return t > 256 ? 256 : t;
+}
+
+/* the shape checks both recurrence entries share; 0 (sticky error set) when d is unusable */
+static int gdn_check(const vc_gdn_desc *d, int need_ckpt, const char *op) {
+    if (d->n_k_head <= 0 || d->n_v_head <= 0 || d->n_v_head % d->n_k_head || d->dk <= 0 || d->dv <= 0) {
+        vc_cu_fail(VC_ERR_ARG, op, "head counts or sizes out of range (n_v_head must be a multiple of n_k_head)");
+        return 0;
+    }
+    if (need_ckpt && d->ckpt <= 0) {
+        vc_cu_fail(VC_ERR_ARG, op, "kept states need ckpt > 0");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- recurrence forward ---- */
+struct gdn_fwd_args {
+    seq_tabs tab;
+    const float *q, *k, *v, *g, *beta;
+    float *o, *saved, *work; /* work: the blocks' states in global scratch (NULL: in shared memory) */
+    int nk, nv, dk, dv;
+    float scale;
+    int64_t ckpt;
+};
+
+/* column j of value head h's state through sequence s's rows (the CPU's gdn_step, one column) */
+__device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j) {
+    const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv;
+    const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], t1 = p.tab.cu[s + 1];
+    float *st = p.tab.state[s] ? p.tab.state[s] + h * SS : NULL;
+    for (int a = 0; a < dk; a++) S[a * dv + j] = st ? st[a * dv + j] : 0.0f;
+    for (int64_t t = t0; t < t1; t++) {
+        if (p.saved && (t - t0) % p.ckpt == 0) {
+            float *sv = p.saved + ((p.tab.base[s] + (t - t0) / p.ckpt) * p.nv + h) * SS;
+            for (int a = 0; a < dk; a++) sv[a * dv + j] = S[a * dv + j];
+        }
+        const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk;
+        float e = expf(p.g[t * p.nv + h]), kv = 0;
+        for (int a = 0; a < dk; a++) { /* S = e S; kv = S^T k */
+            float x = S[a * dv + j] * e;
+            S[a * dv + j] = x;
+            kv += x * k[a];
+        }
+        float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv), y = 0;
+        for (int a = 0; a < dk; a++) { /* S += k delta^T; o = S^T (scale q) */
+            float x = S[a * dv + j] + k[a] * delta;
+            S[a * dv + j] = x;
+            y += x * (q[a] * p.scale);
+        }
+        if (p.o) p.o[(t * p.nv + h) * dv + j] = y;
+    }
+    if (st)
+        for (int a = 0; a < dk; a++) st[a * dv + j] = S[a * dv + j];
+}
+
+__global__ void k_gdn_fwd(gdn_fwd_args p) {
+    extern __shared__ float gdn_sh[];
+    int s = blockIdx.x / p.nv, h = blockIdx.x % p.nv;
+    float *S = p.work ? p.work + (int64_t)blockIdx.x * p.dk * p.dv : gdn_sh;
+    for (int j = threadIdx.x; j < p.dv; j += blockDim.x) gdn_fwd_col(p, S, s, h, j);
+}
+
+void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                   const float *beta, const vc_gdn_desc *d) {
+    const char *op = "gated delta rule forward";
+    if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
+    gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
+                       d->ckpt };
+    void *tabs = upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
+    if (!tabs) return;
+    int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
+    size_t sbytes = (size_t)d->dk * d->dv * sizeof(float), sh = sbytes <= GDN_SMEM_MAX ? sbytes : 0;
+    if (!sh) p.work = (float *)vc_cu_scratch(sbytes * (size_t)blocks, op);
+    if (sh || p.work) {
+        cudaFuncSetAttribute(k_gdn_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+        k_gdn_fwd<<<(unsigned)blocks, state_threads(d->dv), sh, vc_cu_stream()>>>(p);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(p.work);
+    vc_cu_scratch_free(tabs);
+}
+
+/* ---- recurrence backward ---- */
+struct gdn_bwd_args {
+    seq_tabs tab;
+    const float *q, *k, *v, *g, *beta, *dout, *saved;
+    float *pq, *pk;      /* dq, dk of each value head [T, nv, dk] (NULL: not wanted) */
+    float *gv, *gg, *gb; /* dv, dg, dbeta (+=; NULL: not wanted) */
+    float *hist, *work;  /* per block: hmax - 1 recomputed states; Sp and dS in global scratch (NULL: shared) */
+    int n_seq, nk, nv, dk, dv;
+    float scale;
+    int64_t ckpt, hmax;
+};
+
+/* one block's buffers: vectors over the columns (shared memory), Sp and dS [dk, dv + 1], the recomputed states */
+struct gdn_blk {
+    float *r, *del, *dd, *db, *dg; /* v - Sp^T k, delta, then -beta ddelta, per-column dbeta and dg terms */
+    float *Sp, *dS, *hist;
+};
+
+/* column j of the states before rows c0 + 1 .. c0 + n - 1 of sequence s (hist[i - 1]), from the kept one */
+__device__ void gdn_recompute_col(const gdn_bwd_args &p, const float *kept, float *hist, int s, int h, int64_t c0,
+                                  int64_t n, int j) {
+    const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv;
+    const float *prev = kept;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t t = p.tab.cu[s] + c0 + i;
+        const float *k = p.k + (t * p.nk + kh) * dk;
+        float *nx = hist + i * dk * dv, e = expf(p.g[t * p.nv + h]), kv = 0;
+        for (int a = 0; a < dk; a++) kv += prev[a * dv + j] * e * k[a];
+        float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv);
+        for (int a = 0; a < dk; a++) nx[a * dv + j] = prev[a * dv + j] * e + k[a] * delta;
+        prev = nx;
+    }
+}
+
+/* column phase 1 of token t (P: the state before it): Sp = e P, r = v - Sp^T k, dS += (scale q) dy^T, ddelta = dS^T
+ * k; dv += beta ddelta, the dbeta term ddelta r, and dd = -beta ddelta (the gradient of kv) */
+__device__ void gdn_bwd_cols1(const gdn_bwd_args &p, const gdn_blk &b, const float *P, int64_t t, int h, float e,
+                              float be) {
+    const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv, ld = dv + 1;
+    const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk, *dy = p.dout + (t * p.nv + h) * dv;
+    for (int j = threadIdx.x; j < dv; j += blockDim.x) {
+        float kv = 0;
+        for (int a = 0; a < dk; a++) {
+            float sp = e * P[a * dv + j];
+            b.Sp[a * ld + j] = sp;
+            kv += sp * k[a];
+        }
+        float r = p.v[(t * p.nv + h) * dv + j] - kv, dyj = dy[j], ddj = 0;
+        for (int a = 0; a < dk; a++) {
+            float x = b.dS[a * ld + j] + (q[a] * p.scale) * dyj;
+            b.dS[a * ld + j] = x;
+            ddj += x * k[a];
+        }
+        if (p.gv) p.gv[(t * p.nv + h) * dv + j] += be * ddj;
+        b.r[j] = r;
+        b.del[j] = be * r;
+        b.db[j] = ddj * r;
+        b.dd[j] = -be * ddj;
+    }
+}
+
+/* row phase: dq_a = scale sum_j S_t[a, j] dy_j (S_t = Sp + k delta^T), dk_a = sum_j dS[a, j] delta_j + Sp[a, j] dd_j,
+ * into this value head's partials; thread 0 adds dbeta */
+__device__ void gdn_bwd_rows(const gdn_bwd_args &p, const gdn_blk &b, int64_t t, int h) {
+    const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv, ld = dv + 1;
+    const float *k = p.k + (t * p.nk + kh) * dk, *dy = p.dout + (t * p.nv + h) * dv;
+    for (int a = threadIdx.x; a < dk; a += blockDim.x) {
+        float ka = k[a], sq = 0, s1 = 0, s2 = 0;
+        for (int j = 0; j < dv; j++) {
+            float sp = b.Sp[a * ld + j];
+            sq += (sp + ka * b.del[j]) * dy[j];
+            s1 += b.dS[a * ld + j] * b.del[j];
+            s2 += sp * b.dd[j];
+        }
+        if (p.pq) p.pq[(t * p.nv + h) * dk + a] = sq * p.scale;
+        if (p.pk) p.pk[(t * p.nv + h) * dk + a] = s1 + s2;
+    }
+    if (threadIdx.x == 0 && p.gb) {
+        float sum = 0;
+        for (int j = 0; j < dv; j++) sum += b.db[j];
+        p.gb[t * p.nv + h] += sum;
+    }
+}
+
+/* column phase 2: dSp = dS + k dd^T, the dg term sum_a dSp Sp, and dS = e dSp (the gradient of the state before) */
+__device__ void gdn_bwd_cols2(const gdn_bwd_args &p, const gdn_blk &b, int64_t t, int h, float e) {
+    const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv, ld = dv + 1;
+    const float *k = p.k + (t * p.nk + kh) * dk;
+    for (int j = threadIdx.x; j < dv; j += blockDim.x) {
+        float ddj = b.dd[j], acc = 0;
+        for (int a = 0; a < dk; a++) {
+            float gsp = b.dS[a * ld + j] + k[a] * ddj;
+            acc += gsp * b.Sp[a * ld + j];
+            b.dS[a * ld + j] = e * gsp;
+        }
+        b.dg[j] = acc;
+    }
+}
+
+/* one token back (every thread of the block calls it): dS holds the gradient of the state after the token */
+__device__ void gdn_bwd_token(const gdn_bwd_args &p, const gdn_blk &b, const float *P, int64_t t, int h) {
+    float e = expf(p.g[t * p.nv + h]), be = p.beta[t * p.nv + h];
+    gdn_bwd_cols1(p, b, P, t, h, e, be);
+    __syncthreads();
+    gdn_bwd_rows(p, b, t, h);
+    __syncthreads();
+    gdn_bwd_cols2(p, b, t, h, e);
+    __syncthreads();
+    if (threadIdx.x == 0 && p.gg) { /* b.dg is next written after two more barriers */
+        float sum = 0;
+        for (int j = 0; j < p.dv; j++) sum += b.dg[j];
+        p.gg[t * p.nv + h] += sum;
+    }
+}
+
+/* value head h over sequence s, stretch by stretch from the last */
+__device__ void gdn_bwd_task(const gdn_bwd_args &p, const gdn_blk &b, int s, int h) {
+    const int dk = p.dk, dv = p.dv, ld = dv + 1;
+    const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0, C = p.ckpt;
+    if (L <= 0) return;
+    for (int j = threadIdx.x; j < dv; j += blockDim.x)
+        for (int a = 0; a < dk; a++) b.dS[a * ld + j] = 0;
+    for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
+        int64_t n = L - c0 < C ? L - c0 : C;
+        const float *kept = p.saved + ((p.tab.base[s] + c0 / C) * p.nv + h) * SS;
+        for (int j = threadIdx.x; j < dv; j += blockDim.x) gdn_recompute_col(p, kept, b.hist, s, h, c0, n, j);
+        for (int64_t i = n - 1; i >= 0; i--) gdn_bwd_token(p, b, i ? b.hist + (i - 1) * SS : kept, t0 + c0 + i, h);
+    }
+}
+
+/* resident blocks take the (sequence, value head) tasks in turn */
+__global__ void k_gdn_bwd(gdn_bwd_args p) {
+    extern __shared__ float gdn_sh[];
+    const int dk = p.dk, dv = p.dv;
+    gdn_blk b;
+    b.r = gdn_sh;
+    b.del = b.r + dv;
+    b.dd = b.del + dv;
+    b.db = b.dd + dv;
+    b.dg = b.db + dv;
+    b.Sp = p.work ? p.work + (int64_t)blockIdx.x * 2 * dk * (dv + 1) : b.dg + dv;
+    b.dS = b.Sp + dk * (dv + 1);
+    b.hist = p.hist ? p.hist + (int64_t)blockIdx.x * (p.hmax - 1) * dk * dv : NULL;
+    for (int64_t task = blockIdx.x; task < (int64_t)p.n_seq * p.nv; task += gridDim.x)
+        gdn_bwd_task(p, b, (int)(task / p.nv), (int)(task % p.nv));
+}
+
+/* dst[t, kh, a] += part[t, kh * rep + m, a], m ascending (a q/k head's value heads in order), rows [r0, r0 + rows) */
+__global__ void k_gdn_head_sum(float *dst, const float *part, int64_t r0, int64_t rows, int nk, int rep, int dk) {
+    GRID_LOOP(i, rows * nk * dk) {
+        int64_t t = r0 + i / ((int64_t)nk * dk), x = (t * nk) * dk + i % ((int64_t)nk * dk);
+        int kh = (int)(i % ((int64_t)nk * dk) / dk), a = (int)(i % dk);
+        float acc = dst[x];
+        for (int m = 0; m < rep; m++) acc += part[((t * nk + kh) * rep + m) * dk + a];
+        dst[x] = acc;
+    }
+}
+
+/* the backward's scratch: the q/k partials, the recomputed states and (when they do not fit in shared memory) Sp and
+ * dS; the grid is sized so the recomputed states stay within GDN_HIST_BUDGET. Returns the grid (0 on failure). */
+static int64_t gdn_bwd_scratch(gdn_bwd_args *p, const vc_gdn_desc *d, int want_q, int want_k, size_t *sh,
+                               const char *op) {
+    int64_t T = d->cu[d->n_seq], tasks = (int64_t)d->n_seq * d->n_v_head, lmax = 1;
+    for (int s = 0; s < d->n_seq; s++) lmax = d->cu[s + 1] - d->cu[s] > lmax ? d->cu[s + 1] - d->cu[s] : lmax;
+    p->hmax = d->ckpt < lmax ? d->ckpt : lmax;
+    size_t SS = (size_t)d->dk * d->dv, work = 2 * (size_t)d->dk * (d->dv + 1), vec = 5 * (size_t)d->dv;
+    int in_sh = (vec + work) * sizeof(float) <= GDN_SMEM_MAX;
+    *sh = (vec + (in_sh ? work : 0)) * sizeof(float);
+    size_t per = ((size_t)(p->hmax - 1) * SS + (in_sh ? 0 : work)) * sizeof(float);
+    int64_t grid = per ? (int64_t)(GDN_HIST_BUDGET / per) : tasks;
+    grid = grid < 1 ? 1 : grid > tasks ? tasks : grid;
+    size_t part = (size_t)T * d->n_v_head * d->dk * sizeof(float);
+    if (want_q && !(p->pq = (float *)vc_cu_scratch(part, op))) return 0;
+    if (want_k && !(p->pk = (float *)vc_cu_scratch(part, op))) return 0;
+    if (p->hmax > 1 && !(p->hist = (float *)vc_cu_scratch((size_t)(p->hmax - 1) * SS * sizeof(float) * grid, op)))
+        return 0;
+    if (!in_sh && !(p->work = (float *)vc_cu_scratch(work * sizeof(float) * grid, op))) return 0;
+    return grid;
+}
+
+void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                   const float *q, const float *k, const float *v, const float *g, const float *beta,
+                   const vc_gdn_desc *d) {
+    const char *op = "gated delta rule backward";
+    if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, 1, op)) return;
+    if (!saved) {
+        vc_cu_fail(VC_ERR_ARG, op, "the backward needs the states the forward kept");
+        return;
+    }
+    if (!dq && !dk && !dv && !dg && !dbeta) return;
+    gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
+                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1 };
+    void *tabs = upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
+    if (!tabs) return;
+    size_t sh = 0;
+    int64_t grid = gdn_bwd_scratch(&p, d, dq != NULL, dk != NULL, &sh, op);
+    if (grid > 0) {
+        int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0, n = rows * d->n_k_head * d->dk;
+        int rep = d->n_v_head / d->n_k_head;
+        cudaFuncSetAttribute(k_gdn_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+        k_gdn_bwd<<<(unsigned)grid, state_threads(d->dk > d->dv ? d->dk : d->dv), sh, vc_cu_stream()>>>(p);
+        if (dq && n > 0)
+            k_gdn_head_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dq, p.pq, r0, rows, d->n_k_head, rep, d->dk);
+        if (dk && n > 0)
+            k_gdn_head_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dk, p.pk, r0, rows, d->n_k_head, rep, d->dk);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(p.pq);
+    vc_cu_scratch_free(p.pk);
+    vc_cu_scratch_free(p.hist);
+    vc_cu_scratch_free(p.work);
+    vc_cu_scratch_free(tabs);
+}
+
+/* ---- the log decay: elementwise forward; backward da elementwise, dA_log and ddt_bias by one block per head
+ * (each thread's rows t = tid, tid + GT, ... ascending, then a fixed tree in double) ---- */
+__global__ void k_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+    GRID_LOOP(i, T * nh) g[i] = vc_gdn_gate_f(a[i], A_log[i % nh], dt_bias[i % nh]);
+}
+
+__global__ void k_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a,
+                               const float *A_log, const float *dt_bias, int64_t T, int nh) {
+    __shared__ double sA[GT], sdt[GT];
+    const int h = blockIdx.x;
+    double accA = 0, accdt = 0;
+    for (int64_t t = threadIdx.x; t < T; t += blockDim.x) {
+        int64_t i = t * nh + h;
+        float gA, gdt = vc_gdn_gate_d(a[i], A_log[h], dt_bias[h], &gA) * dg[i];
+        if (da) da[i] += gdt;
+        accA += (double)(gA * dg[i]);
+        accdt += (double)gdt;
+    }
+    sA[threadIdx.x] = accA, sdt[threadIdx.x] = accdt;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if ((int)threadIdx.x < w) sA[threadIdx.x] += sA[threadIdx.x + w], sdt[threadIdx.x] += sdt[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        if (dA_log) dA_log[h] += (float)sA[0];
+        if (ddt_bias) ddt_bias[h] += (float)sdt[0];
+    }
+}
+
+void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+    const char *op = "gated delta decay forward";
+    if (!vc_cu_begin(op) || T <= 0 || nh <= 0) return;
+    k_gdn_gate_fwd<<<vc_cu_blocks(T * nh, GT), GT, 0, vc_cu_stream()>>>(g, a, A_log, dt_bias, T, nh);
+    vc_cu_end(op);
+}
+
+void vc_cu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
+                        const float *dt_bias, int64_t T, int nh) {
+    const char *op = "gated delta decay backward";
+    if (!vc_cu_begin(op) || T <= 0 || nh <= 0 || (!da && !dA_log && !ddt_bias)) return;
+    k_gdn_gate_bwd<<<(unsigned)nh, GT, 0, vc_cu_stream()>>>(da, dA_log, ddt_bias, dg, a, A_log, dt_bias, T, nh);
+    vc_cu_end(op);
+}
+
+/* ---- depthwise causal conv1d: a thread per (row, channel) for y and dx (the row's sequence by binary search),
+ * per (sequence, channel) for the new state, per (channel, tap) for dw (sequences and rows ascending) ---- */
+struct conv_args {
+    seq_tabs tab;
+    int n_seq, K;
+    int64_t C;
+};
+
+/* the sequence holding row t: the last s with cu[s] <= t */
+__device__ int conv_seq(const int64_t *cu, int n, int64_t t) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (cu[mid] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+__global__ void k_conv_fwd(float *y, const float *x, const float *w, conv_args p, int64_t r0, int64_t rows) {
+    GRID_LOOP(i, rows * p.C) {
+        int64_t t = r0 + i / p.C, c = i % p.C;
+        int s = conv_seq(p.tab.cu, p.n_seq, t);
+        int64_t t0 = p.tab.cu[s], pos = t - t0;
+        const float *st = p.tab.state[s];
+        float acc = 0;
+        for (int j = 0; j < p.K; j++) {
+            int64_t src = pos - p.K + 1 + j;
+            float xv = src >= 0 ? x[(t0 + src) * p.C + c] : st ? st[(p.K - 1 + src) * p.C + c] : 0.0f;
+            acc += w[c * p.K + j] * xv;
+        }
+        y[t * p.C + c] = acc;
+    }
+}
+
+/* the state becomes the last K - 1 rows of (state, x): row r takes x's row L - (K - 1) + r, or the old state's row
+ * r + L; ascending r reads each old row before it is overwritten */
+__global__ void k_conv_state(const float *x, conv_args p) {
+    GRID_LOOP(i, (int64_t)p.n_seq * p.C) {
+        int s = (int)(i / p.C);
+        int64_t c = i % p.C, t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0;
+        float *st = p.tab.state[s];
+        if (!st) continue;
+        for (int r = 0; r < p.K - 1; r++) {
+            int64_t src = L - (p.K - 1) + r;
+            st[r * p.C + c] = src >= 0 ? x[(t0 + src) * p.C + c] : st[(r + L) * p.C + c];
+        }
+    }
+}
+
+__global__ void k_conv_bwd_dx(float *dx, const float *dy, const float *w, conv_args p, int64_t r0, int64_t rows) {
+    GRID_LOOP(i, rows * p.C) {
+        int64_t t = r0 + i / p.C, c = i % p.C;
+        int s = conv_seq(p.tab.cu, p.n_seq, t);
+        int64_t t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0, pos = t - t0;
+        float acc = 0;
+        for (int j = 0; j < p.K; j++) {
+            int64_t o = pos + p.K - 1 - j;
+            if (o < L) acc += w[c * p.K + j] * dy[(t0 + o) * p.C + c];
+        }
+        dx[t * p.C + c] += acc;
+    }
+}
+
+__global__ void k_conv_bwd_dw(float *dw, const float *dy, const float *x, conv_args p) {
+    GRID_LOOP(i, p.C * p.K) {
+        int64_t c = i % p.C;
+        int j = (int)(i / p.C);
+        float acc = 0;
+        for (int s = 0; s < p.n_seq; s++) {
+            int64_t t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0;
+            for (int64_t t = p.K - 1 - j; t < L; t++)
+                acc += dy[(t0 + t) * p.C + c] * x[(t0 + t - p.K + 1 + j) * p.C + c];
+        }
+        dw[c * p.K + j] += acc;
+    }
+}
+
+void vc_cu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d) {
+    const char *op = "conv1d forward";
+    if (!vc_cu_begin(op) || d->n_seq <= 0 || d->C <= 0 || d->K <= 0) return;
+    conv_args p = { {}, d->n_seq, d->K, d->C };
+    void *tabs = upload_tabs(d->n_seq, d->cu, 0, d->state, &p.tab, op);
+    if (!tabs) return;
+    int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
+    if (rows > 0) k_conv_fwd<<<vc_cu_blocks(rows * d->C, GT), GT, 0, vc_cu_stream()>>>(y, x, w, p, r0, rows);
+    if (d->state && d->K > 1)
+        k_conv_state<<<vc_cu_blocks((int64_t)d->n_seq * d->C, GT), GT, 0, vc_cu_stream()>>>(x, p);
+    vc_cu_end(op);
+    vc_cu_scratch_free(tabs);
+}
+
+void vc_cu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d) {
+    const char *op = "conv1d backward";
+    if (!vc_cu_begin(op) || d->n_seq <= 0 || d->C <= 0 || d->K <= 0 || (!dx && !dw)) return;
+    conv_args p = { {}, d->n_seq, d->K, d->C };
+    void *tabs = upload_tabs(d->n_seq, d->cu, 0, NULL, &p.tab, op);
+    if (!tabs) return;
+    int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
+    if (dx && rows > 0) k_conv_bwd_dx<<<vc_cu_blocks(rows * d->C, GT), GT, 0, vc_cu_stream()>>>(dx, dy, w, p, r0, rows);
+    if (dw) k_conv_bwd_dw<<<vc_cu_blocks(d->C * d->K, GT), GT, 0, vc_cu_stream()>>>(dw, dy, x, p);
+    vc_cu_end(op);
+    vc_cu_scratch_free(tabs);
+}
