@@ -175,11 +175,17 @@ static void append(vc_seq *s, int32_t tok, float lp, float lps) {
     s->tok[s->n_tok++] = tok;
 }
 
-static void admit_or_wait(vc_run *R, vc_seq *c) {
+/* a forked sample runs on from its prompt's pages (and state), or waits; a waiting sample of a linear-attention
+ * model is recomputed from its first token (no state slot is kept for waiting sequences) */
+static void admit_or_wait(vc_run *R, vc_seq *c, const vc_seq *prompt) {
     if (R->n_run < R->max_seqs) {
+        vc_seq_take_slot(R, c, prompt);
         c->state = S_RUN;
         R->run[R->n_run++] = c;
-    } else vc_wait_insert(R, c);
+    } else {
+        if (R->state_floats) vc_seq_drop_cache(R, c);
+        vc_wait_insert(R, c);
+    }
 }
 
 /* a finished prompt prefill becomes its n samples, sharing its pages */
@@ -195,7 +201,7 @@ static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const flo
         append(c, tok[i], lp[i], lps[i]);
         int f = finish_reason(R, c);
         if (f >= 0) finalize(R, c, f);
-        else admit_or_wait(R, c);
+        else admit_or_wait(R, c, p);
     }
     vc_seq_free(R, p);
     return VC_OK;
@@ -203,7 +209,7 @@ static vc_status fork_prompt(vc_run *R, vc_seq *p, const int32_t *tok, const flo
 
 typedef struct {
     int64_t *cu, *len;
-    int32_t *ids;
+    int32_t *ids, *slot;
     const int32_t **table;
     vc_seq **rows;
     int *off;
@@ -280,7 +286,7 @@ static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows,
     *z = NULL;
     vc_graph_reset(g);
     vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids };
-    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16 };
+    vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16, R->state, b->slot };
     vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
     if (n_rows == 0) return VC_OK;
@@ -309,6 +315,7 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
         b->cu[i + 1] = b->cu[i] + 1;
         b->len[i] = 0;
         b->table[i] = &R->pad_page;
+        b->slot[i] = R->n_slots - 1;
     }
 }
 
@@ -322,6 +329,7 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
 static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
     int padded = pure && n_rows > 0 && R->pad_page >= 0;
     int k = padded ? graph_rows(R, n_rows) : n_rows, use = padded && vc_cuda_graphs_enabled();
+    use = use && !R->state_floats; /* linear-attention states: their per-row pointers change from step to step */
     int replay = use && vc_cuda_graph_ready(k), capture = use && !replay && R->last_decode == k;
     R->last_decode = use ? k : -1;
     if (padded) pad_rows(R, b, n_rows, k);
@@ -362,6 +370,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         b->cu[i + 1] = T;
         b->len[i] = s->n_cached;
         b->table[i] = s->pages;
+        b->slot[i] = s->slot;
     }
     /* the sequences whose pending tokens are all computed after this step sample: rows, draws, uniforms */
     int n_rows = 0, n_draw = 0;
@@ -398,6 +407,7 @@ static void step_buf_free(step_buf *b) {
     free(b->len);
     free(b->ids);
     free(b->table);
+    free(b->slot);
     free(b->rows);
     free(b->off);
     free(b->at);
@@ -417,6 +427,7 @@ static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_
     b->len = vc_malloc(n * sizeof *b->len);
     b->ids = vc_malloc((size_t)tokens * sizeof *b->ids);
     b->table = vc_malloc(n * sizeof *b->table);
+    b->slot = vc_malloc(n * sizeof *b->slot);
     b->rows = vc_malloc(n * sizeof *b->rows);
     b->off = vc_malloc(n * sizeof *b->off);
     b->at = vc_malloc(n * sizeof *b->at);
@@ -425,7 +436,7 @@ static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_
     b->tok = vc_malloc((size_t)draws * sizeof *b->tok);
     b->lp = vc_malloc((size_t)draws * sizeof *b->lp);
     b->lps = vc_malloc((size_t)draws * sizeof *b->lps);
-    if (!b->cu || !b->len || !b->ids || !b->table || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
+    if (!b->cu || !b->len || !b->ids || !b->table || !b->slot || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
         return VC_ERR_NOMEM;
     return VC_OK;
 }
@@ -489,13 +500,30 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
         np = 4 * np < b ? 4 * np : b > np ? b : np;
     }
     vc_status st = vc_kv_pool_init(&R->pool, np + pad, e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, bf);
-    if (!st && !e->o.no_prefix_cache) st = vc_kv_cache_enable(&R->pool);
+    /* the prefix cache shares pages, not the linear-attention states at their ends: off for such models */
+    if (!st && !e->o.no_prefix_cache && !vc_lin_state_floats(vc_model_cfg(e->m))) st = vc_kv_cache_enable(&R->pool);
     R->pad_page = !st && pad ? vc_kv_page_alloc(&R->pool) : -1;
     return st;
 }
 
 static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out);
+
+/* linear-attention models: a state slot for every sequence that may run at once (max_batch, and a prompt forking
+ * into its samples), and one for padding rows */
+static vc_status state_open(vc_rollout_engine *e, vc_run *R) {
+    R->state_floats = vc_lin_state_floats(vc_model_cfg(e->m));
+    if (!R->state_floats) return VC_OK;
+    R->n_slots = e->o.max_batch + 2;
+    size_t bytes = sizeof(float) * (size_t)R->n_slots * (size_t)R->state_floats;
+    R->state = R->pool.be->alloc(bytes);
+    R->slot_free = vc_malloc(sizeof(int32_t) * (size_t)R->n_slots);
+    if (!R->state || !R->slot_free)
+        return vc_fail(VC_ERR_NOMEM, "rollout: no memory for %d linear-attention state slots (%.1f MB)", R->n_slots,
+                       bytes / 1e6);
+    for (int i = R->n_slots - 2; i >= 0; i--) R->slot_free[R->n_slot_free++] = i;
+    return VC_OK;
+}
 
 vc_status vc_rollout_generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                               vc_rollout_sample **out, int *n_out) {
@@ -549,7 +577,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     }
     /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
     int pad = vc_backend_cuda() && prev == vc_backend_cuda();
-    if ((st = pool_open(e, &R, np, pad, prev))) goto out;
+    if ((st = pool_open(e, &R, np, pad, prev)) || (st = state_open(e, &R))) goto out;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;
     e->stats.page_bytes = (int64_t)page_bytes(e);
@@ -574,6 +602,8 @@ out:
     e->stats.seconds = vc_now() - R.t_start;
     for (int i = 0; i < R.n_run; i++) vc_seq_free(&R, R.run[i]);
     for (int i = 0; i < R.n_wait; i++) vc_seq_free(&R, R.wait[i]);
+    if (R.state) R.pool.be->free(R.state); /* (before the pool goes: its backend owns them) */
+    free(R.slot_free);
     if (e->session && !st && R.pool.mem) e->kept = R.pool, e->kept_pad = R.pad_page; /* kept for the next call */
     else vc_kv_pool_release(&R.pool); /* (a kept pool the call took is R.pool now) */
     free(R.run);

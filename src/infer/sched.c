@@ -23,7 +23,16 @@ vc_seq *vc_seq_new(vc_run *R, int req) {
     memcpy(s->tok, q->prompt, (size_t)q->prompt_len * sizeof *s->tok);
     s->t0 = vc_now();
     s->last_reg = -1;
+    s->slot = -1;
     return s;
+}
+
+void vc_seq_take_slot(vc_run *R, vc_seq *s, const vc_seq *from) {
+    if (!R->state_floats || s->slot >= 0) return;
+    s->slot = R->slot_free[--R->n_slot_free]; /* running sequences never outnumber the slots */
+    size_t bytes = sizeof(float) * (size_t)R->state_floats;
+    if (from) R->pool.be->d2d(R->state + (size_t)s->slot * (size_t)R->state_floats,
+                             R->state + (size_t)from->slot * (size_t)R->state_floats, bytes);
 }
 
 void vc_seq_prefix(vc_run *R, vc_seq *s) {
@@ -60,6 +69,7 @@ vc_seq *vc_seq_fork(vc_run *R, const vc_seq *p, int sample) {
     vc_seq *s = vc_calloc(1, sizeof *s);
     if (!s) return NULL;
     *s = *p;
+    s->slot = -1;
     s->sample = sample;
     s->order = p->order + 1 + sample;
     s->planned = 0;
@@ -86,6 +96,8 @@ void vc_seq_drop_cache(vc_run *R, vc_seq *s) {
     s->n_cached = 0;
     s->n_reg = 0;
     s->last_reg = -1;
+    if (s->slot >= 0) R->slot_free[R->n_slot_free++] = s->slot;
+    s->slot = -1;
 }
 
 void vc_seq_free(vc_run *R, vc_seq *s) {
@@ -240,6 +252,7 @@ vc_status vc_sched_plan(vc_run *R) {
             break;
         }
         if (from_wait) wait_remove(R, 0);
+        vc_seq_take_slot(R, c, NULL);
         c->state = S_RUN;
         R->run[R->n_run++] = c;
         if (n > 1 || c->n_tok - c->n_cached > 1) budget -= n;

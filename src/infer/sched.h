@@ -12,6 +12,7 @@ typedef struct vc_seq {
     int32_t *tok;           /* prompt + generated */
     int64_t n_tok, cap, n_prompt;
     int64_t n_cached;       /* tokens whose keys/values are in the pages */
+    int32_t slot;           /* linear-attention models: the state slot of a running sequence (-1: none) */
     int32_t *pages;
     int64_t n_pg;
     int64_t n_reg;          /* leading full pages registered in the prefix cache (or found there) */
@@ -51,12 +52,22 @@ typedef struct vc_run {
     double t_start;
     int last_decode;        /* graph size of the previous step when it was a pure decode step, else -1 */
     int32_t pad_page;       /* a page the padding rows of a graph step write into (-1: none, no padding) */
+    /* linear-attention models (state_floats > 0): a state slot per running sequence, the last one the padding
+     * rows'; a waiting sequence holds none (it is recomputed from its first token, as after preemption) */
+    int64_t state_floats;
+    float *state;           /* backend memory [n_slots][state_floats] */
+    int32_t *slot_free;
+    int n_slots, n_slot_free;
 } vc_run;
 
 vc_seq *vc_seq_new(vc_run *R, int req);
 vc_seq *vc_seq_fork(vc_run *R, const vc_seq *parent, int sample);
 void vc_seq_free(vc_run *R, vc_seq *s);
 void vc_seq_drop_cache(vc_run *R, vc_seq *s);
+/* linear-attention models: a slot for s on joining the running set (every waiting sequence has dropped its cache,
+ * so it starts from zero); with `from`, the state of that sequence copied into it (a sample forked from its
+ * prompt) */
+void vc_seq_take_slot(vc_run *R, vc_seq *s, const vc_seq *from);
 /* a sequence without pages takes the longest run of cached full pages matching its tokens (leaving at
  * least one token to compute) */
 void vc_seq_prefix(vc_run *R, vc_seq *s);

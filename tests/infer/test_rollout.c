@@ -19,6 +19,16 @@ static const char *CONFIG =
 static int32_t prompts[NP][80];
 static const int plen[NP] = { 5, 17, 1, 33, 70, 9 };
 
+/* Qwen3.5's hybrid: Gated DeltaNet layers carry per-sequence states through prefill chunks, forks and preemption */
+static const char *CONFIG_HYBRID =
+    "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8,"
+    " \"linear_value_head_dim\": 6, \"linear_conv_kernel_dim\": 4, \"vocab_size\": 300,"
+    " \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"rope_parameters\": {\"rope_type\": \"default\","
+    " \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5}, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\","
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -265,44 +275,37 @@ static void test_bf16_archs(void) {
     vc_set_matmul_precision(VC_PREC_F32);
 }
 
-int main(void) {
-    for (int i = 0; i < NP; i++)
-        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 99, (uint64_t)i, 0, (uint64_t)t);
-    test_gemm_row_invariance();
-    vc_model *m = make_model();
-    CHECK(m != NULL);
-    if (!m) return vc_test_done();
-    test_forward_invariance(m);
-    int32_t eos[1] = { 2 };
-    vc_sampling sp = { .temperature = 0.9f, .top_k = 50, .top_p = 0.95f, .min_p = 0.0f, .max_new_tokens = 12,
-                       .eos_ids = eos, .n_eos = 1, .seed = 1234 };
-    int n = 3, nr = 0, n2 = 0;
+/* reproducibility across batch size, threads, request order, prefill chunking, page size and preemption; the
+ * rollout's log-probs against the training path */
+static void suite(vc_model *m, const char *what, const vc_sampling *spp, int n) {
+    vc_sampling sp = *spp;
+    int nr = 0, n2 = 0;
     vc_rollout_stats st;
     vc_rollout_sample *ref = generate(m, &sp, (run_cfg){ 64, 1, 0, 0, 0, 0 }, n, &nr, &st);
     CHECK(nr == NP * n && ref);
-    if (!ref) return vc_test_done();
+    if (!ref) return;
     /* batch sizes, threads, request order, prefill chunking, page size */
     run_cfg cfgs[] = { { 1, 1, 0, 0, 0, 0 }, { 7, 2, 0, 0, 0, 0 }, { 64, 2, 1, 0, 0, 0 }, { 7, 1, 1, 5, 4, 0 },
                        { 64, 2, 0, 3, 8, 0 } };
     for (int c = 0; c < (int)(sizeof cfgs / sizeof *cfgs); c++) {
         vc_rollout_sample *o = generate(m, &sp, cfgs[c], n, &n2, NULL);
-        CHECK_MSG(o && n2 == nr && same_samples(ref, o, nr), "config %d (max_batch %d threads %d reverse %d) differs", c,
+        CHECK_MSG(o && n2 == nr && same_samples(ref, o, nr), "%s: config %d (max_batch %d threads %d reverse %d) differs", what, c,
                   cfgs[c].max_batch, cfgs[c].threads, cfgs[c].reverse);
         vc_rollout_samples_free(o, n2);
     }
     /* forced preemption: a pool of a few pages */
     vc_rollout_stats ps;
-    size_t pb = vc_kv_page_bytes(4, 2, vc_kv_row_floats(m), 0);
+    size_t pb = vc_kv_page_bytes(4, vc_model_cfg(m)->n_layer, vc_kv_row_floats(m), 0);
     vc_rollout_sample *o = generate(m, &sp, (run_cfg){ 64, 2, 0, 7, 4, 22.0 * (double)pb }, n, &n2, &ps);
-    CHECK_MSG(o && same_samples(ref, o, nr), "preempted run differs");
+    CHECK_MSG(o && same_samples(ref, o, nr), "%s: preempted run differs", what);
     CHECK_MSG(ps.preemptions > 0, "no preemption with a %lld-page pool", (long long)ps.pool_pages);
-    printf("preemption: %lld pages of 4 tokens, %lld preemptions, %lld steps\n", (long long)ps.pool_pages,
+    printf("%s preemption: %lld pages of 4 tokens, %lld preemptions, %lld steps\n", what, (long long)ps.pool_pages,
            (long long)ps.preemptions, (long long)ps.steps);
     vc_rollout_samples_free(o, n2);
     /* rollout log-probs against the training path */
     double mean, max;
     compare_train_logprobs(m, ref, nr, &mean, &max);
-    printf("train/rollout log-prob mismatch: mean %.3g max %.3g over %d samples\n", mean, max, nr);
+    printf("%s train/rollout log-prob mismatch: mean %.3g max %.3g over %d samples\n", what, mean, max, nr);
     CHECK(max <= 1e-5);
     int finished_eos = 0;
     for (int i = 0; i < nr; i++) {
@@ -319,8 +322,27 @@ int main(void) {
                     memcmp(ref[r * n].tokens, ref[r * n + 1].tokens, (size_t)ref[r * n].n_tokens * 4);
     CHECK(distinct >= NP / 2);
     vc_rollout_samples_free(ref, nr);
+}
+
+int main(void) {
+    for (int i = 0; i < NP; i++)
+        for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 99, (uint64_t)i, 0, (uint64_t)t);
+    test_gemm_row_invariance();
+    vc_model *m = make_model();
+    CHECK(m != NULL);
+    if (!m) return vc_test_done();
+    test_forward_invariance(m);
+    int32_t eos[1] = { 2 };
+    vc_sampling sp = { .temperature = 0.9f, .top_k = 50, .top_p = 0.95f, .min_p = 0.0f, .max_new_tokens = 12,
+                       .eos_ids = eos, .n_eos = 1, .seed = 1234 };
+    int n = 3;
+    suite(m, "qwen2", &sp, n);
     test_bf16_kv(m, &sp, n);
     vc_model_free(m);
+    vc_model *h = model_from_config(CONFIG_HYBRID, 11);
+    CHECK(h != NULL);
+    if (h) suite(h, "qwen3.5 hybrid", &sp, n);
+    vc_model_free(h);
     test_bf16_archs();
     return vc_test_done();
 }
