@@ -145,32 +145,26 @@ out:
     free(h[1]);
 }
 
-/* Fused tensors stored group by group (a KV group, an attention head, a q/k head): within each of `groups` groups,
- * n runs of rows[k] rows in checkpoint order, run k's going to part[k] at row base[k] + g * rows[k] */
-typedef struct {
-    int64_t groups;
-    int n, part[4];
-    int64_t base[4], rows[4];
-} grouped_layout;
-
-static void grouped_rows(const vc_model_config *c, int transform, grouped_layout *gl) {
+int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *gl) {
     int64_t hd = c->head_dim, kd = c->lin_nk * c->lin_dk, r = c->lin_nk ? c->lin_nv / c->lin_nk : 0;
     memset(gl, 0, sizeof *gl);
     switch (transform) {
     case VC_TR_GQA_QKV: /* InternLM2's wqkv: per KV group [its q heads, k, v] */
-        *gl = (grouped_layout){ c->n_kv_head, 3, { 0, 1, 2 }, { 0, 0, 0 }, { c->n_head / c->n_kv_head * hd, hd, hd } };
+        *gl = (vc_grouped_layout){ c->n_kv_head, 3, { 0, 1, 2 }, { 0, 0, 0 }, { c->n_head / c->n_kv_head * hd, hd, hd } };
         break;
     case VC_TR_HEAD_SPLIT: /* per head [q, gate] */
-        *gl = (grouped_layout){ c->n_head, 2, { 0, 1 }, { 0, 0 }, { hd, hd } };
+        *gl = (vc_grouped_layout){ c->n_head, 2, { 0, 1 }, { 0, 0 }, { hd, hd } };
         break;
     case VC_TR_QKVZ: /* per q/k head [q, k, v of its value heads, z of them] */
-        *gl = (grouped_layout){ c->lin_nk, 4, { 0, 0, 0, 1 }, { 0, kd, 2 * kd, 0 },
+        *gl = (vc_grouped_layout){ c->lin_nk, 4, { 0, 0, 0, 1 }, { 0, kd, 2 * kd, 0 },
                                 { c->lin_dk, c->lin_dk, r * c->lin_dv, r * c->lin_dv } };
         break;
     case VC_TR_BA: /* per q/k head [b of its value heads, a of them] */
-        *gl = (grouped_layout){ c->lin_nk, 2, { 0, 1 }, { 0, 0 }, { r, r } };
+        *gl = (vc_grouped_layout){ c->lin_nk, 2, { 0, 1 }, { 0, 0 }, { r, r } };
         break;
+    default: return 0;
     }
+    return 1;
 }
 
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
@@ -199,8 +193,8 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
         break;
     }
     case VC_TR_GQA_QKV: case VC_TR_HEAD_SPLIT: case VC_TR_QKVZ: case VC_TR_BA: {
-        grouped_layout gl;
-        grouped_rows(&m->cfg, s->rule->transform, &gl);
+        vc_grouped_layout gl;
+        vc_grouped_rows(&m->cfg, s->rule->transform, &gl);
         int64_t cols = p[0]->ndim > 1 ? p[0]->n / p[0]->shape[0] : 1;
         float *b = buf;
         for (int64_t g = 0; g < gl.groups; g++)

@@ -29,7 +29,11 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     /* shared experts of MoE layers (modules named like the dense MLP's) and Qwen2-MoE's shared gate */
     { "gate_proj", VC_W_SH_GATE }, { "up_proj", VC_W_SH_UP }, { "down_proj", VC_W_SH_DOWN },
     { "shared_expert_gate", VC_W_SH_GATE_PROJ },
-    { "gate_proj", VC_W_ATTN_GATE }, /* AFMoE's attention output gate, a gate_proj under self_attn */
+    { "gate_proj", VC_W_ATTN_GATE }, /* AFMoE's attention output gate, a gate_proj under self_attn (Qwen3.5's: in
+                                      * q_proj, reached by the architecture's module names) */
+    /* Gated DeltaNet layers (Qwen3.5; Qwen3-Next fuses them as in_proj_qkvz and in_proj_ba) */
+    { "in_proj_qkv", VC_W_LIN_QKV }, { "in_proj_z", VC_W_LIN_Z }, { "in_proj_b", VC_W_LIN_B },
+    { "in_proj_a", VC_W_LIN_A }, { "out_proj", VC_W_LIN_OUT },
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 _Static_assert(VC_W_COUNT <= 64, "slot masks are uint64_t bits");
@@ -87,13 +91,16 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
     snprintf(buf, sizeof buf, "%s", spec);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
-        uint64_t own = 0;
+        uint64_t own = 0, gate = 1ull << VC_W_ATTN_GATE;
         for (size_t i = 0; i < N_TARGETS; i++)
             if (!strcmp(tok, TARGETS[i].name)) own |= 1ull << TARGETS[i].slot;
         for (size_t i = 0; i < sizeof MEGATRON_NAMES / sizeof MEGATRON_NAMES[0]; i++)
             if (!strcmp(tok, MEGATRON_NAMES[i].name)) own |= 1ull << MEGATRON_NAMES[i].slot;
-        if (!own && arch) /* the architecture's own module names, dense projections only */
-            for (size_t k = 0; k < N_TARGETS; k++) own |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
+        uint64_t mod = 0; /* the architecture's own module names, dense projections only */
+        for (size_t k = 0; k < N_TARGETS && arch; k++) mod |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
+        /* the attention gate by the module that holds it (AFMoE's gate_proj, Qwen3.5's q_proj), never by the name alone */
+        if (arch) own = (own & ~gate) | (mod & gate);
+        if (!own) own = mod;
         unsigned mb = 0;
         for (size_t k = 0; k < sizeof MOE_NAMES / sizeof MOE_NAMES[0] && has_moe; k++)
             if (!strcmp(tok, MOE_NAMES[k].name)) mb |= MOE_NAMES[k].bit;
@@ -187,8 +194,9 @@ void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);
-        if (s->layer == layer && s->rule && s->rule->slot == slot && s->rule->transform == VC_TR_NONE && n > 7 &&
-            !strcmp(s->name + n - 7, ".weight")) {
+        int part = s->rule && (s->rule->slot == slot || (s->rule->transform == VC_TR_HEAD_SPLIT && s->rule->slot2 == slot));
+        if (s->layer == layer && part && (s->rule->transform == VC_TR_NONE || s->rule->transform == VC_TR_HEAD_SPLIT) &&
+            n > 7 && !strcmp(s->name + n - 7, ".weight")) {
             snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
             return;
         }

@@ -21,16 +21,24 @@ typedef struct unit {
     int n;           /* adapters in it: 1, or the fused tensor's parts */
     int ad[3];       /* adapter numbers in the fused tensor's order */
     int64_t row[4];  /* the parts' first rows when stacked; row[n]: the fused tensor's rows */
-    int64_t hd, rep; /* InternLM2's wqkv (rep > 0): per key/value group, rep query heads, a key and a value */
+    int grouped;     /* the fused tensor's rows go group by group (gl) */
+    vc_grouped_layout gl;
     char mod[160];   /* module path */
 } unit;
 
 /* the fused tensor's row of row o of part p */
 static int64_t fused_row(const unit *u, int p, int64_t o) {
-    if (!u->rep) return u->row[p] + o;
-    int64_t grp = (u->rep + 2) * u->hd;
-    if (p == 0) return o / (u->rep * u->hd) * grp + o % (u->rep * u->hd);
-    return o / u->hd * grp + (u->rep + p - 1) * u->hd + o % u->hd;
+    if (!u->grouped) return u->row[p] + o;
+    const vc_grouped_layout *gl = &u->gl;
+    int64_t per = 0, at = 0;
+    for (int k = 0; k < gl->n; k++) per += gl->rows[k];
+    for (int k = 0; k < gl->n; k++) { /* the run of part p holding row o, then its group and offset */
+        int64_t rel = o - gl->base[k];
+        if (gl->part[k] == p && rel >= 0 && rel < gl->groups * gl->rows[k])
+            return rel / gl->rows[k] * per + at + rel % gl->rows[k];
+        at += gl->rows[k];
+    }
+    return -1;
 }
 
 /* the fused tensor that loaded (layer, slot) as rows stacked with other slots, or NULL */
@@ -39,7 +47,8 @@ static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
         const vc_source *s = &m->src[i];
         const vc_tensor_rule *r = s->rule;
         size_t n = strlen(s->name);
-        int fused = r && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_GQA_QKV);
+        vc_grouped_layout gl;
+        int fused = r && r->slot2 && (r->transform == VC_TR_SPLIT_ROWS || vc_grouped_rows(&m->cfg, r->transform, &gl));
         if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
             (r->slot == slot || r->slot2 == slot || r->slot3 == slot))
             return s;
@@ -65,8 +74,7 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
         }
         if (whole && k > 1) {
             u->n = k;
-            if (s->rule->transform == VC_TR_GQA_QKV)
-                u->hd = m->cfg.head_dim, u->rep = m->cfg.n_head / m->cfg.n_kv_head;
+            u->grouped = vc_grouped_rows(&m->cfg, s->rule->transform, &u->gl);
             snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
             *owner = u->ad[0] == i;
             return;

@@ -82,6 +82,15 @@ int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tens
 /* copies between a source tensor in the checkpoint layout (f32 host buffer) and the slots' backend
  * memory; store 0: load weights (h2d), 1: store weights, 2: store gradients (d2h) */
 void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
+/* Fused tensors stored group by group (InternLM2's wqkv per KV group, q_proj with its gate per head, Qwen3-Next's
+ * in_proj_qkvz / _ba per q/k head): within each of `groups` groups, n runs of rows[k] rows in checkpoint order, run
+ * k's going to part[k] (the rule's slot, slot2, slot3) at row base[k] + g * rows[k]. 0: not such a transform. */
+typedef struct {
+    int64_t groups;
+    int n, part[4];
+    int64_t base[4], rows[4];
+} vc_grouped_layout;
+int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *gl);
 vc_status vc_model_synthesize_sources(vc_model *m);
 /* a rule of the architecture that names this tensor (one of a family's alternative names: transformers 5's fused
  * experts beside the hub's per-expert ones), with the model's slots for it: *tmp a source of it; 0 if none */
