@@ -6,6 +6,7 @@
 #include "verlc/rng.h"
 #include "verlc/safetensors.h"
 #include <dirent.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -54,7 +55,11 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     }
     for (int i = 0; i < m->n_params; i++) {
         vc_param *p = &m->params[i];
-        if (is_norm(p->slot)) {
+        if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT) /* Gated DeltaNet's gated norm (plain w) and dt_bias */
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = 1.0f;
+        else if (p->slot == VC_W_LIN_ALOG) /* A uniform in (0, 16], as transformers draws it, kept as its log */
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = logf(16.0f * (1.0f - vc_rng_uniform(seed, (uint64_t)i, 0, (uint64_t)k)));
+        else if (is_norm(p->slot)) {
             float v = m->cfg.norm_offset != 0 ? 0.0f : 1.0f; /* (1 + w) norms start at w = 0 */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = v;
         } else if (vc_slot_is_bias(p->slot)) memset(w, 0, (size_t)p->t.n * 4);
