@@ -22,16 +22,16 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 SHARED=${VERLC_SHARED:-$(cd .. && pwd)/shared}
 export VERLC_SHARED=$SHARED VERLC_BIN=$B/verlc OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail=0
-step() { # name, command...
-    local name=$1 s rc
+step() { # name, command... (each lane its own log)
+    local name=$1 s rc log="$B/emu-step-${LANE:-0}.log"
     shift
     s=$(date +%s)
-    "$@" >"$B/emu-step.log" 2>&1
+    "$@" >"$log" 2>&1
     rc=$?
-    echo "$name: $(grep -E '[0-9]+ passed, [0-9]+ failed|of [0-9]+ models passed' "$B/emu-step.log" | tail -n 1)" \
+    echo "$name: $(grep -E '[0-9]+ passed, [0-9]+ failed|of [0-9]+ models passed' "$log" | tail -n 1)" \
         "rc=$rc ($(($(date +%s) - s)) s)"
     if [ $rc != 0 ]; then
-        tail -n 30 "$B/emu-step.log"
+        tail -n 30 "$log"
         fail=1
     fi
 }
@@ -46,16 +46,18 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
-for t in table ops copy attn; do
-    step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
-    step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
-done
-# shellcheck disable=SC2086
-step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
-step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
-step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
-step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
-step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
+# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixture
+# check, then training, graphs, routing, the head and the profiler; their reports in that order
+lane_ops() {
+    LANE=a
+    for t in table ops copy attn; do
+        step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
+        step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
+    done
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
+    return $fail
+}
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
 # that reads the bf16 weight copies
 profile_check() {
@@ -66,7 +68,23 @@ profile_check() {
         grep -q "GEMM operands from bf16 weight copies" "$B/emu-prof.log" &&
         grep -q "cudaemu stats: [0-9]* kernel launches" "$B/emu-prof.log"
 }
-step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
+lane_train() {
+    LANE=b
+    step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
+    step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
+    step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
+    step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
+    step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
+    return $fail
+}
+lane_ops >"$B/emu-lane-a.out" 2>&1 &
+pa=$!
+lane_train >"$B/emu-lane-b.out" 2>&1
+rb=$?
+wait $pa
+ra=$?
+cat "$B/emu-lane-a.out" "$B/emu-lane-b.out"
+[ $ra = 0 ] && [ $rb = 0 ] || fail=1
 if [ "$MODE" = full ]; then
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
@@ -74,6 +92,6 @@ if [ "$MODE" = full ]; then
     step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
     for t in attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
 fi
-rm -f "$B/emu-step.log" "$B/emu-prof.log"
+rm -f "$B"/emu-step-*.log "$B/emu-prof.log" "$B"/emu-lane-*.out
 [ $fail = 0 ] && echo "emu-check ($MODE): every step passed" || echo "emu-check ($MODE): FAILED"
 exit $fail

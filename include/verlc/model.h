@@ -12,6 +12,8 @@
 enum vc_norm_kind { VC_NORM_RMS, VC_NORM_LAYER };
 enum vc_mlp_kind { VC_MLP_GATED, VC_MLP_PLAIN };
 
+enum vc_lin_kind { VC_LIN_GDN, VC_LIN_SHORTCONV };
+
 typedef struct vc_model_config {
     char model_type[64];
     const struct vc_arch *arch;   /* descriptor (src/model/arch.c) */
@@ -75,9 +77,11 @@ typedef struct vc_model_config {
     /* multi-head latent attention (DeepSeek V2/V3) */
     int mla;
     int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
-    /* linear-attention layers (Gated DeltaNet: Qwen3-Next, Qwen3.5; layer_types "linear_attention") */
+    /* layers with a recurrent state instead of attention: Gated DeltaNet (Qwen3-Next, Qwen3.5; layer_types
+     * "linear_attention") or LFM2's gated short convolutions (layer_types "conv"), one kind per model */
     uint8_t linear[VC_MAX_LAYERS];
     int n_linear;                 /* how many layers are */
+    int lin_kind;                 /* vc_lin_kind */
     int64_t lin_nk, lin_nv, lin_dk, lin_dv; /* q/k heads, value heads (a multiple), their widths */
     int lin_conv;                 /* the causal conv's taps */
     /* special tokens from config.json / generation_config.json */

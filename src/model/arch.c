@@ -266,6 +266,29 @@ static const vc_tensor_rule QWEN3_NEXT_GDN[] = {
     { L "linear_attn.in_proj_ba.weight", VC_W_LIN_B, VC_TR_BA, VC_W_LIN_A },
     { 0 } };
 #undef GDN_COMMON
+/* LFM2: gated short convolutions (conv.in_proj: B, C, x), attention's out_proj and per-head q/k layernorms, the final
+ * norm named embedding_norm, the MLP's w1 / w3 / w2 */
+static const vc_tensor_rule LFM2[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "model.embedding_norm.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { L "operator_norm.weight", VC_W_ATTN_NORM }, { L "ffn_norm.weight", VC_W_FFN_NORM },
+    { L "self_attn.q_proj.weight", VC_W_Q }, { L "self_attn.k_proj.weight", VC_W_K },
+    { L "self_attn.v_proj.weight", VC_W_V }, { L "self_attn.out_proj.weight", VC_W_O },
+    { L "self_attn.q_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.k_layernorm.weight", VC_W_K_NORM },
+    { L "conv.in_proj.weight", VC_W_LIN_QKV }, { L "conv.conv.weight", VC_W_LIN_CONV },
+    { L "conv.out_proj.weight", VC_W_LIN_OUT },
+    { L "feed_forward.w1.weight", VC_W_GATE }, { L "feed_forward.w3.weight", VC_W_UP },
+    { L "feed_forward.w2.weight", VC_W_DOWN },
+    { 0 } };
+/* LFM2-MoE: experts, router and its choice-only bias under feed_forward (transformers 5's fused experts too) */
+static const vc_tensor_rule LFM2_MOE[] = {
+    { L "feed_forward.gate.weight", VC_W_ROUTER }, { L "feed_forward.expert_bias", VC_W_ROUTER_BIAS },
+    { L "feed_forward.experts.%d.w1.weight", VC_W_EXP_GATE, VC_TR_EXPERT },
+    { L "feed_forward.experts.%d.w3.weight", VC_W_EXP_UP, VC_TR_EXPERT },
+    { L "feed_forward.experts.%d.w2.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { L "feed_forward.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN },
+    { 0 } };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -339,6 +362,8 @@ static const vc_arch ARCHS[] = {
     { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
+    { "lfm2", "lfm2", T(LFM2) },
+    { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -450,19 +475,20 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int64_t qk = c->qk_nope_dim + c->qk_rope_dim;
     int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
     int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
+    int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
     *optional = 0;
     if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT) &&
         ((slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
          (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT)))
         return 0;
     switch (slot) {
-    case VC_W_LIN_QKV: return set(s, 2 * kd + vd, H, 0);
-    case VC_W_LIN_Z: return set(s, vd, H, 0);
-    case VC_W_LIN_B: case VC_W_LIN_A: return set(s, c->lin_nv, H, 0);
-    case VC_W_LIN_CONV: return set(s, 2 * kd + vd, 1, c->lin_conv);
-    case VC_W_LIN_DT: case VC_W_LIN_ALOG: return set(s, c->lin_nv, 0, 0);
-    case VC_W_LIN_NORM: return set(s, c->lin_dv, 0, 0);
-    case VC_W_LIN_OUT: return set(s, H, vd, 0);
+    case VC_W_LIN_QKV: return set(s, sc ? 3 * H : 2 * kd + vd, H, 0);
+    case VC_W_LIN_Z: return sc ? 0 : set(s, vd, H, 0);
+    case VC_W_LIN_B: case VC_W_LIN_A: return sc ? 0 : set(s, c->lin_nv, H, 0);
+    case VC_W_LIN_CONV: return set(s, sc ? H : 2 * kd + vd, 1, c->lin_conv);
+    case VC_W_LIN_DT: case VC_W_LIN_ALOG: return sc ? 0 : set(s, c->lin_nv, 0, 0);
+    case VC_W_LIN_NORM: return sc ? 0 : set(s, c->lin_dv, 0, 0);
+    case VC_W_LIN_OUT: return set(s, H, sc ? H : vd, 0);
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;

@@ -203,6 +203,16 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     }
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
+    if (is(c, "lfm2_moe")) { /* sigmoid scores, a choice-only expert_bias, renormalised, routed_scaling_factor */
+        double rs;
+        c->router_sigmoid = 1;
+        c->router_bias = flag(o, "use_expert_bias", 1);
+        c->norm_topk = flag(o, "norm_topk_prob", 1);
+        if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &rs, path)) ||
+            (st = get_int_any(o, "num_dense_layers", 2, &first_dense, path)))
+            return st;
+        c->routed_scaling = (float)rs;
+    }
     if (is(c, "afmoe")) { /* sigmoid scores, choice-only bias, renormalised, route_scale; ungated shared experts */
         double rs;
         c->router_sigmoid = c->router_bias = c->norm_topk = 1;
@@ -448,6 +458,45 @@ static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* LFM2: gated short convolutions (layer_types "conv", else the layers not in full_attn_idxs) beside attention with
+ * per-head q/k norms; the MLP's width as its block_* keys adjust it */
+static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t k = 3, mult_of = 256;
+    double mult = 1.0;
+    if ((st = get_int_any(o, "conv_L_cache", 3, &k, path)) || (st = get_int_any(o, "block_multiple_of", 256, &mult_of, path)) ||
+        (st = get_int_any(o, "block_ff_dim intermediate_size", c->inter, &c->inter, path)))
+        return st;
+    if (k < 1 || k > 64 || mult_of < 1)
+        return vc_fail(VC_ERR_FORMAT, "%s: conv_L_cache %lld (1..64) or block_multiple_of out of range", path, (long long)k);
+    if (flag(o, "conv_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: conv_bias (biases on the short convolutions) is not built", path);
+    /* as Lfm2MLP: 2/3, then the multiplier and rounding if one is set (LFM2-MoE's dense layers: as given) */
+    if (is(c, "lfm2") && flag(o, "block_auto_adjust_ff_dim", 1)) {
+        c->inter = (int64_t)(2 * c->inter / 3);
+        const cJSON *m = vc_json_member(o, "block_ffn_dim_multiplier");
+        if (!cJSON_IsNull(m) && (st = get_num_any(o, "block_ffn_dim_multiplier", 1.0, &mult, path))) return st;
+        if (!m || !cJSON_IsNull(m)) {
+            c->inter = (int64_t)(mult * (double)c->inter);
+            c->inter = mult_of * ((c->inter + mult_of - 1) / mult_of);
+        }
+    }
+    const cJSON *types = vc_json_member(o, "layer_types"), *full = vc_json_member(o, "full_attn_idxs");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL, *e;
+        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "conv") && strcmp(t->valuestring, "full_attention"))))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"conv\" or \"full_attention\"", path, (long long)l);
+        int attn = t ? !strcmp(t->valuestring, "full_attention") : !cJSON_IsArray(full);
+        if (!t && cJSON_IsArray(full)) cJSON_ArrayForEach(e, full) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) attn = 1;
+        c->linear[l] = !attn;
+        c->n_linear += c->linear[l];
+    }
+    c->lin_kind = VC_LIN_SHORTCONV;
+    c->lin_conv = (int)k;
+    c->qk_norm = 1;
+    return VC_OK;
+}
+
 /* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
 static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *p = vc_json_member(o, "rope_parameters");
@@ -558,6 +607,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
     if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
         return st;
+    if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
@@ -777,7 +827,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = get_int_any(o, "num_attention_heads n_head", 0, &c->n_head, path)) ||
         (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
         (st = get_int_any(o, "max_position_embeddings seq_length n_positions", 4096, &c->max_pos, path)) ||
-        (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon", 1e-6, &eps, path)))
+        (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps", 1e-6, &eps, path)))
         return st;
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
@@ -797,7 +847,8 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") ||
-                                             is(c, "vaultgemma"));
+                                             is(c, "vaultgemma") || is(c, "lfm2") ||
+                                             is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = rot_from_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));

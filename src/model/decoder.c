@@ -49,11 +49,13 @@ typedef struct {
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
  * 2 nk dk + nv dv] then the recurrent state [nv, dk, dv] ---- */
 static int64_t lin_conv_floats(const vc_model_config *c) {
-    return (int64_t)(c->lin_conv - 1) * (2 * c->lin_nk * c->lin_dk + c->lin_nv * c->lin_dv);
+    int64_t ch = c->lin_kind == VC_LIN_SHORTCONV ? c->hidden : 2 * c->lin_nk * c->lin_dk + c->lin_nv * c->lin_dv;
+    return (int64_t)(c->lin_conv - 1) * ch;
 }
 
+/* LFM2's short convolutions carry the conv's inputs only */
 static int64_t lin_layer_floats(const vc_model_config *c) {
-    return lin_conv_floats(c) + c->lin_nv * c->lin_dk * c->lin_dv;
+    return lin_conv_floats(c) + (c->lin_kind == VC_LIN_GDN ? c->lin_nv * c->lin_dk * c->lin_dv : 0);
 }
 
 int64_t vc_lin_state_floats(const vc_model_config *c) { return c->n_linear * lin_layer_floats(c); }
@@ -462,6 +464,21 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, o, l, VC_W_LIN_OUT, NULL);
 }
 
+/* LFM2's gated short convolution: in_proj into B, C and x; C * conv(B * x) (depthwise, causal, no activation) */
+static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_graph *g = f->g;
+    int64_t H = c->hidden;
+    vc_tensor *bcx = lin(f, h, l, VC_W_LIN_QKV, NULL);
+    vc_tensor *B = vc_op_slice_cols(g, bcx, 3 * H, 0, H), *C = vc_op_slice_cols(g, bcx, 3 * H, H, 2 * H);
+    vc_tensor *x = vc_op_slice_cols(g, bcx, 3 * H, 2 * H, 3 * H);
+    float **cs = NULL, **rs = NULL;
+    if (lin_states(f, l, &cs, &rs)) return NULL;
+    vc_tensor *y = vc_op_conv1d_causal(g, vc_op_mul(g, B, x), vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq,
+                                       f->b->cu_seqlens, cs);
+    return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
+}
+
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -519,7 +536,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return NULL;
     }
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
-    vc_tensor *a = c->linear[l] ? linear_attention(f, l, h) : c->mla ? attention_mla(f, l, h) : attention_std(f, l, h);
+    vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
+                   : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h) : linear_attention(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {

@@ -34,6 +34,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     /* Gated DeltaNet layers (Qwen3.5; Qwen3-Next fuses them as in_proj_qkvz and in_proj_ba) */
     { "in_proj_qkv", VC_W_LIN_QKV }, { "in_proj_z", VC_W_LIN_Z }, { "in_proj_b", VC_W_LIN_B },
     { "in_proj_a", VC_W_LIN_A }, { "out_proj", VC_W_LIN_OUT },
+    { "in_proj", VC_W_LIN_QKV }, /* LFM2's short convolutions (B, C, x) */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 _Static_assert(VC_W_COUNT <= 64, "slot masks are uint64_t bits");
@@ -100,7 +101,7 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
         for (size_t k = 0; k < N_TARGETS && arch; k++) mod |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
         /* the attention gate by the module that holds it (AFMoE's gate_proj, Qwen3.5's q_proj), never by the name alone */
         if (arch) own = (own & ~gate) | (mod & gate);
-        if (!own) own = mod;
+        own |= mod; /* PEFT matches a module name wherever it is: LFM2's out_proj is attention's and the convolution's */
         unsigned mb = 0;
         for (size_t k = 0; k < sizeof MOE_NAMES / sizeof MOE_NAMES[0] && has_moe; k++)
             if (!strcmp(tok, MOE_NAMES[k].name)) mb |= MOE_NAMES[k].bit;

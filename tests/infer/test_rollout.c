@@ -29,6 +29,14 @@ static const char *CONFIG_HYBRID =
     " \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5}, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\","
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* LFM2: short convolutions carry their last inputs */
+static const char *CONFIG_LFM2 =
+    "{\"architectures\": [\"Lfm2ForCausalLM\"], \"model_type\": \"lfm2\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"layer_types\": [\"conv\", \"full_attention\", \"conv\"], \"conv_L_cache\": 3, \"block_multiple_of\": 16,"
+    " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"norm_eps\": 1e-5, \"rope_theta\": 1000000.0,"
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -342,6 +350,10 @@ int main(void) {
     vc_model *h = model_from_config(CONFIG_HYBRID, 11);
     CHECK(h != NULL);
     if (h) suite(h, "qwen3.5 hybrid", &sp, n);
+    vc_model_free(h);
+    h = model_from_config(CONFIG_LFM2, 13);
+    CHECK(h != NULL);
+    if (h) suite(h, "lfm2", &sp, n);
     vc_model_free(h);
     test_bf16_archs();
     return vc_test_done();
