@@ -12,7 +12,8 @@
 enum vc_norm_kind { VC_NORM_RMS, VC_NORM_LAYER };
 enum vc_mlp_kind { VC_MLP_GATED, VC_MLP_PLAIN };
 
-enum vc_lin_kind { VC_LIN_GDN, VC_LIN_SHORTCONV };
+/* Mamba 2 (Granite 4): lin_nk groups of B and C, lin_dk their state size, lin_nv heads of lin_dv channels */
+enum vc_lin_kind { VC_LIN_GDN, VC_LIN_SHORTCONV, VC_LIN_MAMBA2 };
 
 typedef struct vc_model_config {
     char model_type[64];
@@ -84,6 +85,7 @@ typedef struct vc_model_config {
     int lin_kind;                 /* vc_lin_kind */
     int64_t lin_nk, lin_nv, lin_dk, lin_dv; /* q/k heads, value heads (a multiple), their widths */
     int lin_conv;                 /* the causal conv's taps */
+    int lin_conv_bias;            /* Mamba 2: the conv has a bias */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;

@@ -61,10 +61,13 @@ vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, i
                                float *const *states);
 /* Gated DeltaNet's log decay: -exp(A_log) softplus(a + dt_bias), a [T, nh], A_log and dt_bias [nh] */
 vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias);
-/* The gated delta rule (src/tensor/backend.h vc_gdn_desc): q, k [T, nk, dk], v [T, nv, dv], g and beta [T, nv]; o
+/* The gated delta rule (src/tensor/backend.h vc_gdn_desc; no_delta: Mamba 2's plain decayed accumulation): q, k [T, nk, dk], v [T, nv, dv], g and beta [T, nv]; o
  * [T, nv, dv]; a state: [nv, dk, dv] */
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
-                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, float *const *states);
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states);
+/* y = x w + b per channel broadcast over rows: x [.., C], w and b [C / grp] (either NULL), channel k covering columns
+ * [k grp, (k + 1) grp) */
+vc_tensor *vc_op_affine_cols(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, int64_t grp);
 vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, float beta, float eps);
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind);
 /* columns [c0, c1) of x viewed as [R, C] (C = last dim) -> [R, c1 - c0] */

@@ -1,12 +1,38 @@
+#define _GNU_SOURCE /* memmem */
 /* JSON helpers: positioned syntax errors and typed getters that name the key at fault. */
 #include "verlc/json.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Python's json writes float infinities as Infinity / -Infinity (transformers' configs: Mamba's time_step_limit);
+ * a copy of text with each such token outside strings as 1e999999 (the same length: byte offsets stay), which
+ * parses as an infinite number; NULL when there is none (or no memory) */
+static char *python_infinities(const char *text, size_t len) {
+    if (!memmem(text, len, "Infinity", 8)) return NULL;
+    char *c = vc_malloc(len + 1);
+    if (!c) return NULL;
+    memcpy(c, text, len);
+    c[len] = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (in_str) {
+            if (c[i] == '\\') i++;
+            else if (c[i] == '"') in_str = 0;
+        } else if (c[i] == '"') in_str = 1;
+        else if (i + 8 <= len && !memcmp(c + i, "Infinity", 8)) {
+            memcpy(c + i, "1e999999", 8);
+            i += 7;
+        }
+    }
+    return c;
+}
+
 vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out) {
     *out = NULL;
     const char *end = NULL;
+    char *py = python_infinities(text, len);
+    if (py) text = py;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!root) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
@@ -16,6 +42,7 @@ vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **
         for (size_t i = 0; i < off && i < len; i++) {
             if (text[i] == '\n') { line++; col = 1; } else col++;
         }
+        free(py);
         return vc_fail(VC_ERR_FORMAT, "%s: JSON syntax error at byte %zu (line %zu, column %zu)", what, off,
                        line, col);
     }
@@ -25,10 +52,12 @@ vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **
         char c = text[i];
         if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != 0) {
             cJSON_Delete(root);
+            free(py);
             return vc_fail(VC_ERR_FORMAT, "%s: JSON syntax error at byte %zu: trailing characters after the value",
                            what, i);
         }
     }
+    free(py);
     *out = root;
     return VC_OK;
 }

@@ -289,6 +289,15 @@ static const vc_tensor_rule LFM2_MOE[] = {
     { L "feed_forward.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
     { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN },
     { 0 } };
+/* Granite 4 (granitemoehybrid): Mamba 2 layers (mamba.*) beside attention, Granite 3's MoE with a shared MLP; a
+ * dense model's MLP is its shared_mlp */
+static const vc_tensor_rule GRANITE_HYBRID[] = {
+    { L "mamba.in_proj.weight", VC_W_LIN_QKV }, { L "mamba.conv1d.weight", VC_W_LIN_CONV },
+    { L "mamba.conv1d.bias", VC_W_LIN_CONV_B }, { L "mamba.dt_bias", VC_W_LIN_DT }, { L "mamba.A_log", VC_W_LIN_ALOG },
+    { L "mamba.D", VC_W_LIN_D }, { L "mamba.norm.weight", VC_W_LIN_NORM }, { L "mamba.out_proj.weight", VC_W_LIN_OUT },
+    { L "shared_mlp.input_linear.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
+    { L "shared_mlp.output_linear.weight", VC_W_DOWN },
+    { 0 } };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -363,6 +372,7 @@ static const vc_arch ARCHS[] = {
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "lfm2", "lfm2", T(LFM2) },
+    { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
     { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
@@ -388,17 +398,17 @@ int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t
     return 0;
 }
 
-uint64_t vc_arch_module_slots(const vc_arch *a, const char *short_name) {
-    uint64_t mask = 0;
+vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name) {
+    vc_slot_mask mask = 0;
     for (const vc_tensor_rule *const *t = a->tables; *t; t++)
         for (const vc_tensor_rule *r = *t; r->name; r++) {
             char mod[256];
             if (r->transform == VC_TR_IGNORE || r->transform == VC_TR_EXPERT || !rule_module(r, 0, mod, sizeof mod)) continue;
             const char *last = strrchr(mod, '.');
             if (strcmp(last ? last + 1 : mod, short_name)) continue;
-            mask |= 1ull << r->slot;
-            if (r->slot2) mask |= 1ull << r->slot2;
-            if (r->slot3) mask |= 1ull << r->slot3;
+            mask |= VC_SLOT_BIT(r->slot);
+            if (r->slot2) mask |= VC_SLOT_BIT(r->slot2);
+            if (r->slot3) mask |= VC_SLOT_BIT(r->slot3);
         }
     return mask;
 }
@@ -445,7 +455,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_EXP_DOWN_B] = "experts.down.bias", [VC_W_ATTN_GATE] = "attn_gate", [VC_W_XIELU_AP] = "xielu.alpha_p",
     [VC_W_XIELU_AN] = "xielu.alpha_n", [VC_W_LIN_QKV] = "linear.qkv", [VC_W_LIN_Z] = "linear.z",
     [VC_W_LIN_B] = "linear.b", [VC_W_LIN_A] = "linear.a", [VC_W_LIN_CONV] = "linear.conv", [VC_W_LIN_DT] = "linear.dt_bias",
-    [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out",
+    [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out", [VC_W_LIN_D] = "linear.D",
+    [VC_W_LIN_CONV_B] = "linear.conv.bias",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -455,7 +466,7 @@ int vc_slot_is_bias(int slot) {
            slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
            slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
            slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
-           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B;
+           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B || slot == VC_W_LIN_CONV_B;
 }
 
 int vc_slot_is_global(int slot) {
@@ -477,10 +488,22 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
     int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
     *optional = 0;
-    if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT) &&
+    if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) &&
         ((slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-         (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_OUT)))
+         (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B)))
         return 0;
+    if (lin && c->lin_kind == VC_LIN_MAMBA2) { /* in_proj [z, xBC, dt], the conv over xBC, the scan's A, D, dt_bias */
+        int64_t I = vd, cd = I + 2 * kd;
+        switch (slot) {
+        case VC_W_LIN_QKV: return set(s, I + cd + c->lin_nv, H, 0);
+        case VC_W_LIN_CONV: return set(s, cd, 1, c->lin_conv);
+        case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, cd, 0, 0) : 0;
+        case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
+        case VC_W_LIN_NORM: return set(s, I, 0, 0);
+        case VC_W_LIN_OUT: return set(s, H, I, 0);
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) return 0;
+        }
+    }
     switch (slot) {
     case VC_W_LIN_QKV: return set(s, sc ? 3 * H : 2 * kd + vd, H, 0);
     case VC_W_LIN_Z: return sc ? 0 : set(s, vd, H, 0);
@@ -489,6 +512,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LIN_DT: case VC_W_LIN_ALOG: return sc ? 0 : set(s, c->lin_nv, 0, 0);
     case VC_W_LIN_NORM: return sc ? 0 : set(s, c->lin_dv, 0, 0);
     case VC_W_LIN_OUT: return set(s, H, sc ? H : vd, 0);
+    case VC_W_LIN_D: case VC_W_LIN_CONV_B: return 0;
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;

@@ -26,9 +26,14 @@ enum vc_slot {
      * and in_proj_a [nv, H], the conv [2 nk dk + nv dv, 1, K], dt_bias and A_log [nv], the gated norm [dv], out_proj */
     VC_W_LIN_QKV, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A, VC_W_LIN_CONV, VC_W_LIN_DT, VC_W_LIN_ALOG, VC_W_LIN_NORM,
     VC_W_LIN_OUT,
+    VC_W_LIN_D, VC_W_LIN_CONV_B, /* Mamba 2: the skip D [nh], the conv's bias [conv width] */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
+
+/* a bit per slot (LoRA targets, module names) */
+__extension__ typedef unsigned __int128 vc_slot_mask;
+#define VC_SLOT_BIT(slot) ((vc_slot_mask)1 << (slot))
 
 enum vc_transform {
     VC_TR_NONE = 0,
@@ -71,7 +76,7 @@ const vc_arch *vc_arch_find(const char *model_type);
  * rule that loads it as a whole ".weight"; 0 when the slot comes from a fused tensor or no rule. */
 int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap);
 /* The slots a module's short name ("fc1", "W_pack", "c_proj") loads in this architecture, as bits. */
-uint64_t vc_arch_module_slots(const vc_arch *a, const char *short_name);
+vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name);
 /* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
 int vc_arch_other_tower(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);

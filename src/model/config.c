@@ -196,7 +196,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->shared_inter = c->moe_inter;
         c->shared_gate = 0;
     }
-    if (is(c, "granitemoe") || is(c, "granitemoeshared")) { /* a softmax over the top-k logits; an ungated shared MLP */
+    if (is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid")) {
+        /* a softmax over the top-k logits; an ungated shared MLP */
         c->norm_topk = 1;
         if ((st = get_int_any(o, "shared_intermediate_size", 0, &c->shared_inter, path))) return st;
         c->shared_gate = 0;
@@ -497,6 +498,70 @@ static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c
     return VC_OK;
 }
 
+/* +infinity as configs write it: a number (Python's json: Infinity) or transformers 5's {"__float__": "Infinity"} */
+static int json_pos_inf(const cJSON *v) {
+    const cJSON *f = cJSON_IsObject(v) ? vc_json_member(v, "__float__") : NULL;
+    return (cJSON_IsNumber(v) && isinf(v->valuedouble) && v->valuedouble > 0) ||
+           (cJSON_IsString(f) && (!strcmp(f->valuestring, "Infinity") || !strcmp(f->valuestring, "inf")));
+}
+
+/* Granite 4 (granitemoehybrid): Mamba 2 layers (layer_types "mamba", else attention) of mamba_n_heads heads of
+ * mamba_d_head channels, mamba_n_groups groups of B and C of mamba_d_state; attention without rope unless
+ * position_embedding_type is "rope"; a dense model's MLP is its shared MLP */
+static vc_status parse_granite_hybrid(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t expand = 2, conv = 4, dh = 0;
+    if ((st = get_int_any(o, "mamba_n_heads", 128, &c->lin_nv, path)) ||
+        (st = get_int_any(o, "mamba_n_groups", 1, &c->lin_nk, path)) ||
+        (st = get_int_any(o, "mamba_d_state", 256, &c->lin_dk, path)) ||
+        (st = get_int_any(o, "mamba_expand", 2, &expand, path)) || (st = get_int_any(o, "mamba_d_conv", 4, &conv, path)))
+        return st;
+    const cJSON *h = vc_json_member(o, "mamba_d_head");
+    if (cJSON_IsNumber(h)) dh = (int64_t)h->valuedouble;
+    else if (h && !cJSON_IsNull(h) && !(cJSON_IsString(h) && !strcmp(h->valuestring, "auto")))
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_d_head must be a number or \"auto\"", path);
+    if (c->lin_nv < 1 || c->lin_nv > 65536 || expand < 1 || expand > 64)
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_n_heads or mamba_expand out of range", path);
+    if (!dh) dh = expand * c->hidden / c->lin_nv;
+    c->lin_dv = dh;
+    if (dh * c->lin_nv != expand * c->hidden || c->lin_nk < 1 || c->lin_nv % c->lin_nk || c->lin_dk < 1 ||
+        c->lin_dk > 65536 || conv < 1 || conv > 64)
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_n_heads %lld x mamba_d_head %lld is not mamba_expand x hidden_size, or "
+                       "mamba_n_groups / mamba_d_state / mamba_d_conv (1..64) out of range", path,
+                       (long long)c->lin_nv, (long long)dh);
+    if (flag(o, "mamba_proj_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_proj_bias (biases on in_proj / out_proj) is not built", path);
+    const cJSON *lim = vc_json_member(o, "time_step_limit");
+    if (lim && !cJSON_IsNull(lim) &&
+        !(cJSON_IsArray(lim) && cJSON_GetArraySize(lim) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(lim, 0)) &&
+          cJSON_GetArrayItem(lim, 0)->valuedouble <= 0 && json_pos_inf(cJSON_GetArrayItem(lim, 1))))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: time_step_limit other than (0, inf) (a clamped time step) is not built", path);
+    if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Mamba layers are built with silu", path);
+    int64_t ne = 8, si = 1024;
+    if ((st = get_int_any(o, "num_local_experts", 8, &ne, path)) ||
+        (st = get_int_any(o, "shared_intermediate_size", 1024, &si, path)))
+        return st;
+    if (ne <= 0) c->inter = si; /* no experts: every layer's MLP is the shared one */
+    c->lin_kind = VC_LIN_MAMBA2;
+    c->lin_conv = (int)conv;
+    c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
+    const cJSON *types = vc_json_member(o, "layer_types");
+    const char *pe = NULL;
+    if ((st = vc_json_get_str(o, "position_embedding_type", "nope", &pe, path))) return st;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        int mamba = !t || (cJSON_IsString(t) && (!strcmp(t->valuestring, "mamba") ||
+                                                  !strcmp(t->valuestring, "linear_attention")));
+        if (t && !mamba && !(cJSON_IsString(t) && (!strcmp(t->valuestring, "attention") ||
+                                                     !strcmp(t->valuestring, "full_attention"))))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"mamba\" or \"attention\"", path, (long long)l);
+        c->linear[l] = (uint8_t)mamba;
+        c->n_linear += mamba;
+        c->nope[l] = strcmp(pe, "rope") != 0;
+    }
+    return VC_OK;
+}
+
 /* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
 static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *p = vc_json_member(o, "rope_parameters");
@@ -546,7 +611,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
-    if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared")) { /* IBM Granite (3.x): four multipliers */
+    if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid")) {
+        /* IBM Granite (3.x, 4): four multipliers */
         double e, r, a, l;
         if ((st = get_num_any(o, "embedding_multiplier", 1, &e, path)) ||
             (st = get_num_any(o, "residual_multiplier", 1, &r, path)) ||
@@ -608,6 +674,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
         return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
+    if (is(c, "granitemoehybrid") && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */

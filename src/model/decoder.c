@@ -55,7 +55,7 @@ static int64_t lin_conv_floats(const vc_model_config *c) {
 
 /* LFM2's short convolutions carry the conv's inputs only */
 static int64_t lin_layer_floats(const vc_model_config *c) {
-    return lin_conv_floats(c) + (c->lin_kind == VC_LIN_GDN ? c->lin_nv * c->lin_dk * c->lin_dv : 0);
+    return lin_conv_floats(c) + (c->lin_kind != VC_LIN_SHORTCONV ? c->lin_nv * c->lin_dk * c->lin_dv : 0);
 }
 
 int64_t vc_lin_state_floats(const vc_model_config *c) { return c->n_linear * lin_layer_floats(c); }
@@ -457,7 +457,8 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     k = vc_op_scale(g, vc_op_rmsnorm(g, k, NULL, dk, 1e-6f / (float)dk, 0), 1.0f / sqrtf((float)dk));
     vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, rs);
+    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, 0,
+                              rs);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, VC_ACT_SILU));
@@ -477,6 +478,39 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *y = vc_op_conv1d_causal(g, vc_op_mul(g, B, x), vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq,
                                        f->b->cu_seqlens, cs);
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
+}
+
+/* Mamba 2 (Granite 4): in_proj into z [I], xBC [I + 2 G N] and dt [nh]; xBC through the conv (+ bias) and silu; the
+ * SSD scan per head with state [N, P] (the gated delta rule's kernels without the delta rule: k = B, v = x, q = C,
+ * beta = dt = softplus(dt + dt_bias), decay -exp(A_log) dt), plus D x; y silu(z) RMS-normed in G groups times the
+ * norm's weight; out_proj */
+static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t G = c->lin_nk, N = c->lin_dk, nh = c->lin_nv, P = c->lin_dv, I = nh * P, cd = I + 2 * G * N;
+    int64_t proj = I + cd + nh;
+    vc_tensor *zxd = lin(f, h, l, VC_W_LIN_QKV, NULL);
+    vc_tensor *z = vc_op_slice_cols(g, zxd, proj, 0, I), *xbc = vc_op_slice_cols(g, zxd, proj, I, I + cd);
+    vc_tensor *dt = vc_op_slice_cols(g, zxd, proj, I + cd, proj);
+    float **cs = NULL, **rs = NULL;
+    if (lin_states(f, l, &cs, &rs)) return NULL;
+    int ns = f->b->n_seq;
+    const int64_t *cu = f->b->cu_seqlens;
+    xbc = vc_op_conv1d_causal(g, xbc, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs);
+    vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
+    if (cb) xbc = vc_op_affine_cols(g, xbc, NULL, cb, 1);
+    xbc = vc_op_act(g, xbc, c->act);
+    vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
+    vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
+    vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
+    vc_tensor *decay = vc_op_gdn_gate(g, dt, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
+    vc_tensor *y = vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs);
+    int64_t s2[2] = { f->T, I };
+    y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
+    y = vc_op_rmsnorm(g, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), NULL, I / G, c->norm_eps, 0);
+    y = vc_op_affine_cols(g, y, vc_w(m, l, VC_W_LIN_NORM), NULL, 1);
+    return lin(f, y, l, VC_W_LIN_OUT, NULL);
 }
 
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
@@ -537,7 +571,9 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     }
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
-                   : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h) : linear_attention(f, l, h);
+                   : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
+                   : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
+                                                    : linear_attention(f, l, h);
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {

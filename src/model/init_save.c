@@ -55,7 +55,7 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     }
     for (int i = 0; i < m->n_params; i++) {
         vc_param *p = &m->params[i];
-        if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT) /* Gated DeltaNet's gated norm (plain w) and dt_bias */
+        if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT || p->slot == VC_W_LIN_D) /* gated norms (plain w), dt_bias, D */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = 1.0f;
         else if (p->slot == VC_W_LIN_ALOG) /* A uniform in (0, 16], as transformers draws it, kept as its log */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = logf(16.0f * (1.0f - vc_rng_uniform(seed, (uint64_t)i, 0, (uint64_t)k)));

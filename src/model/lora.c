@@ -37,7 +37,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "in_proj", VC_W_LIN_QKV }, /* LFM2's short convolutions (B, C, x) */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
-_Static_assert(VC_W_COUNT <= 64, "slot masks are uint64_t bits");
+_Static_assert(VC_W_COUNT <= 128, "slot masks are 128 bits");
 
 /* Megatron's module names (verl's megatron strategy: model.lora.target_modules), for the same slots */
 static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
@@ -80,11 +80,11 @@ static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
  * Baichuan's W_pack, Phi-3's qkv_proj/gate_up_proj, Mixtral's w1/w2/w3 and gate, ...); a fused module
  * targets each of its parts. all-linear reaches what was nn.Linear in transformers 4, the routed experts
  * and the router too, as PEFT does. */
-static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_moe, uint64_t *mask, unsigned *moe) {
+static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_moe, vc_slot_mask *mask, unsigned *moe) {
     *mask = 0;
     *moe = 0;
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
-        for (size_t i = 0; i < N_TARGETS; i++) *mask |= 1ull << TARGETS[i].slot;
+        for (size_t i = 0; i < N_TARGETS; i++) *mask |= VC_SLOT_BIT(TARGETS[i].slot);
         *moe = has_moe ? MOE_GATE | MOE_UP | MOE_DOWN | MOE_ROUTER : 0;
         return VC_OK;
     }
@@ -92,13 +92,13 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
     snprintf(buf, sizeof buf, "%s", spec);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
-        uint64_t own = 0, gate = 1ull << VC_W_ATTN_GATE;
+        vc_slot_mask own = 0, gate = VC_SLOT_BIT(VC_W_ATTN_GATE);
         for (size_t i = 0; i < N_TARGETS; i++)
-            if (!strcmp(tok, TARGETS[i].name)) own |= 1ull << TARGETS[i].slot;
+            if (!strcmp(tok, TARGETS[i].name)) own |= VC_SLOT_BIT(TARGETS[i].slot);
         for (size_t i = 0; i < sizeof MEGATRON_NAMES / sizeof MEGATRON_NAMES[0]; i++)
-            if (!strcmp(tok, MEGATRON_NAMES[i].name)) own |= 1ull << MEGATRON_NAMES[i].slot;
-        uint64_t mod = 0; /* the architecture's own module names, dense projections only */
-        for (size_t k = 0; k < N_TARGETS && arch; k++) mod |= vc_arch_module_slots(arch, tok) & (1ull << TARGETS[k].slot);
+            if (!strcmp(tok, MEGATRON_NAMES[i].name)) own |= VC_SLOT_BIT(MEGATRON_NAMES[i].slot);
+        vc_slot_mask mod = 0; /* the architecture's own module names, dense projections only */
+        for (size_t k = 0; k < N_TARGETS && arch; k++) mod |= vc_arch_module_slots(arch, tok) & VC_SLOT_BIT(TARGETS[k].slot);
         /* the attention gate by the module that holds it (AFMoE's gate_proj, Qwen3.5's q_proj), never by the name alone */
         if (arch) own = (own & ~gate) | (mod & gate);
         own |= mod; /* PEFT matches a module name wherever it is: LFM2's out_proj is attention's and the convolution's */
@@ -298,7 +298,7 @@ static vc_lora *lora_new(size_t cells, size_t most) {
 
 /* the adapters' list: target_modules' dense projections not excluded and what they reach in the MoE
  * layers (moe: MOE_* bits; gate_up of rank 2 r, as PEFT converts gate and up), then target_parameters' */
-static vc_status choose(vc_model *m, vc_lora *a, uint64_t mask, unsigned moe, OnigRegex ex, const unsigned *want,
+static vc_status choose(vc_model *m, vc_lora *a, vc_slot_mask mask, unsigned moe, OnigRegex ex, const unsigned *want,
                         int gu_rank) {
     const vc_model_config *c = &m->cfg;
     int r = a->rank;
@@ -336,7 +336,7 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     if (!(sp->alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", sp->alpha);
     if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
     const vc_model_config *c = &m->cfg;
-    uint64_t mask = 0;
+    vc_slot_mask mask = 0;
     unsigned moe = 0;
     int has_moe = 0;
     for (int l = 0; l < c->n_layer; l++) has_moe |= c->is_moe[l];

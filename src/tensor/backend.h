@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 /* VC_ACT_OAI_GLU: gpt-oss's gated unit (backend/act_math.h vc_gate_f): clamped gate and up, g sigmoid(1.702 g) (u + 1) */
+/* VC_ACT_SOFTPLUS: PyTorch's softplus (x past 20), Mamba 2's time step */
 enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_OAI_GLU,
-              VC_ACT_NONE };
+              VC_ACT_SOFTPLUS, VC_ACT_NONE };
 
 /* Attention over packed sequences. Sequence s has q rows [q_start[s], q_start[s+1]) of the packed q
  * and kv_len[s] keys at k_seq[s] / v_seq[s] (row strides k_stride / v_stride floats between tokens,
@@ -105,6 +106,8 @@ typedef struct vc_gdn_desc {
     const int64_t *cu;      /* [n_seq + 1] (host): sequence s is rows [cu[s], cu[s+1]) */
     int n_k_head, n_v_head, dk, dv;
     float scale;
+    /* 1: no delta rule, S = exp(g_t) S + k_t (beta_t v_t)^T (Mamba 2's SSD: k = B, v = x, q = C, beta = dt) */
+    int no_delta;
     /* forward only (host [n_seq] of backend [n_v_head, dk, dv] pointers; NULL array or element: a zero state, not
      * kept): the state each sequence starts from, overwritten with its state after its last row */
     float *const *state;
@@ -200,6 +203,12 @@ typedef struct vc_backend {
     void (*gdn_gate_fwd)(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
     void (*gdn_gate_bwd)(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
                          const float *dt_bias, int64_t T, int nh);
+    /* y[r, c] = x[r, c] w[c / grp] + b[c / grp] over R rows of C (w or b NULL: 1 or 0; grp divides C); backward dx +=
+     * dy w, dw / db ([C / grp]) += sums of dy x / dy over the rows (ascending) and the group's columns (each may be
+     * NULL). Per-channel scales and biases broadcast over rows: Mamba 2's dt_bias, D skip, gated norm weight */
+    void (*affine_cols_fwd)(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp);
+    void (*affine_cols_bwd)(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
+                            int64_t C, int64_t grp);
     /* depthwise causal conv1d (vc_conv_desc above); bwd (no d->state): dx, dw += (either may be NULL) */
     void (*conv1d_fwd)(float *y, const float *x, const float *w, const vc_conv_desc *d);
     void (*conv1d_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);

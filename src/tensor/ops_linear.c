@@ -99,7 +99,7 @@ static void gdn_bw(vc_graph *g, vc_node *n) {
 }
 
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
-                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, float *const *states) {
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states) {
     if (!q || !k || !v || !gt || !beta) return NULL;
     int64_t T = cu[n_seq];
     if (nk <= 0 || nv % nk || q->n != T * nk * dk || k->n != q->n || v->n != T * nv * dv || gt->n != T * nv ||
@@ -119,7 +119,7 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
     int64_t *c = keep_cu(g, n_seq, cu);
     if (!o || !d || !c) return NULL;
     *d = (vc_gdn_desc){ .n_seq = n_seq, .cu = c, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = scale,
-                        .state = states, .ckpt = GDN_CKPT };
+                        .state = states, .ckpt = GDN_CKPT, .no_delta = no_delta };
     float *saved = NULL;
     if (rec) {
         int64_t ns = vc_gdn_saved(d);
@@ -134,4 +134,32 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
         n->ptr[1] = saved;
     }
     return o;
+}
+
+/* ---- per-channel scale and bias ---- */
+static void affine_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int64_t C = n->i[0], grp = n->i[1];
+    vc_be()->affine_cols_bwd(x->requires_grad ? vc_tensor_grad(g, x) : NULL,
+                             w && w->requires_grad ? vc_tensor_grad(g, w) : NULL,
+                             b && b->requires_grad ? vc_tensor_grad(g, b) : NULL, n->out->grad, x->data,
+                             w ? w->data : NULL, x->n / C, C, grp);
+}
+
+vc_tensor *vc_op_affine_cols(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, int64_t grp) {
+    if (!x) return NULL;
+    int64_t C = x->shape[x->ndim - 1];
+    if (grp < 1 || C % grp || (w && w->n * grp != C) || (b && b->n * grp != C)) {
+        vc_fail(VC_ERR_SHAPE, "per-channel affine: %lld columns in groups of %lld, scale of %lld, bias of %lld values",
+                (long long)C, (long long)grp, (long long)(w ? w->n : 0), (long long)(b ? b->n : 0));
+        vc_graph_fail(g, VC_ERR_SHAPE);
+        return NULL;
+    }
+    vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
+    if (!y) return NULL;
+    vc_be()->affine_cols_fwd(y->data, x->data, w ? w->data : NULL, b ? b->data : NULL, x->n / C, C, grp);
+    vc_tensor *in[3] = { x, w, b };
+    vc_node *n = vc_tape_push(g, affine_bw, y, 3, in);
+    if (n) n->i[0] = C, n->i[1] = grp;
+    return y;
 }

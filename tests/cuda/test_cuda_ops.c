@@ -1,7 +1,7 @@
-/* CUDA backend vs CPU backend on random inputs: GEMM (f32, bf16), RMSNorm/LayerNorm, RoPE,
- * activations, linear attention (conv1d, Gated DeltaNet's log decay and recurrence), the fused LM head
- * (vocabulary 151936), MoE routing, grouping and the grouped expert GEMMs, AdamW and the gradient norm, and
- * the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
+/* CUDA backend vs CPU backend on random inputs: GEMM (f32, bf16), RMSNorm/LayerNorm, RoPE, activations, linear
+ * attention (conv1d, Gated DeltaNet's log decay and recurrence, with and without the delta rule, the per-channel
+ * scale and bias), the fused LM head (vocabulary 151936), MoE routing, grouping and the grouped expert GEMMs, AdamW
+ * and the gradient norm, and the error path of a faulting kernel. Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
 #include "verlc/optim.h"
 #include "rl/trainer_internal.h"
@@ -307,10 +307,11 @@ static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv) {
 }
 
 /* forward with states (one NULL) and kept states, a training forward, and the backward accumulated into random
- * values (twice on the GPU: the same bits) */
-static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int64_t *len, int ns, int64_t ckpt) {
-    printf("gated delta rule: %s (q/k heads %d, value heads %d, dk %d, dv %d, ckpt %lld)\n", name, nk, nv, dk, dv,
-           (long long)ckpt);
+ * values (twice on the GPU: the same bits); no_delta: Mamba 2's SSD scan (no delta rule) */
+static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int64_t *len, int ns, int64_t ckpt,
+                     int no_delta) {
+    printf("%s: %s (q/k heads %d, value heads %d, dk %d, dv %d, ckpt %lld)\n",
+           no_delta ? "SSD scan (no_delta)" : "gated delta rule", name, nk, nv, dk, dv, (long long)ckpt);
     int64_t *cu = cu_of(len, ns), T = cu[ns];
     size_t SS = (size_t)nv * dk * dv, no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv);
     gdn_in in = gdn_inputs(T, nk, nv, dk, dv);
@@ -320,7 +321,7 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
         gs[s] = s == 1 ? NULL : dup_f(hs[s], SS);
     }
     vc_gdn_desc d = { .n_seq = ns, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
-                      .state = hs, .ckpt = ckpt };
+                      .no_delta = no_delta, .state = hs, .ckpt = ckpt };
     vc_gdn_desc dg = d;
     dg.state = gs;
     int64_t nsv = vc_gdn_saved(&d);
@@ -360,15 +361,62 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
 
 static void test_gdn(void) {
     static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 3, 6 }, len3[2] = { 5, 4 };
-    gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4);
-    gdn_case("Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3);
-    gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4);
+    for (int nd = 0; nd < 2; nd++) {
+        gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4, nd);
+        gdn_case(nd ? "Mamba 2's state size 128, over 48 KiB of shared memory"
+                    : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd);
+        gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd);
+    }
+}
+
+/* per-channel scale and bias over columns: forward with w and b, w only, b only; backward accumulated into random
+ * dx, dw, db (and with dx or dw left out), grp 1 and 3, R not a multiple of a block's rows or a slice's */
+static void test_affine_cols(void) {
+    printf("affine columns (per-channel scale and bias)\n");
+    static const int64_t shapes[][3] = { { 1037, 141, 1 }, { 333, 210, 3 }, { 5, 9, 3 } };
+    for (int s = 0; s < 3; s++) {
+        int64_t R = shapes[s][0], Cc = shapes[s][1], grp = shapes[s][2], n = R * Cc, nc = Cc / grp;
+        float *x = hrand((size_t)n, 2), *w = hrand((size_t)nc, 1), *b = hrand((size_t)nc, 1), *y = hbuf((size_t)n);
+        float *gx = dup_f(x, n), *gw = dup_f(w, nc), *gb = dup_f(b, nc), *gy = dup_f(y, n);
+        char nm[96];
+        for (int v = 0; v < 3; v++) { /* w and b, w only, b only */
+            static const char *what[3] = { "w and b", "w only", "b only" };
+            C->affine_cols_fwd(y, x, v == 2 ? NULL : w, v == 1 ? NULL : b, R, Cc, grp);
+            G->affine_cols_fwd(gy, gx, v == 2 ? NULL : gw, v == 1 ? NULL : gb, R, Cc, grp);
+            snprintf(nm, sizeof nm, "affine fwd %lldx%lld grp %lld, %s", (long long)R, (long long)Cc, (long long)grp,
+                     what[v]);
+            cmp(nm, gy, y, (size_t)n, TOL);
+        }
+        float *dy = hrand((size_t)n, 1), *dx = hrand((size_t)n, 1);
+        float *dw = hrand((size_t)nc, 1), *db = hrand((size_t)nc, 1);
+        float *gdy = dup_f(dy, n), *gdx = dup_f(dx, n), *gdw[2], *gdb = dup_f(db, nc);
+        for (int r = 0; r < 2; r++) gdw[r] = dup_f(dw, nc);
+        C->affine_cols_bwd(dx, dw, db, dy, x, w, R, Cc, grp);
+        G->affine_cols_bwd(gdx, gdw[0], gdb, gdy, gx, gw, R, Cc, grp);
+        snprintf(nm, sizeof nm, "affine bwd dx %lldx%lld grp %lld (accumulated)", (long long)R, (long long)Cc,
+                 (long long)grp);
+        cmp(nm, gdx, dx, (size_t)n, TOL);
+        cmp("affine bwd dw (accumulated)", gdw[0], dw, (size_t)nc, TOL);
+        cmp("affine bwd db (accumulated)", gdb, db, (size_t)nc, TOL);
+        G->affine_cols_bwd(NULL, gdw[1], NULL, gdy, gx, gw, R, Cc, grp); /* dw alone: the same bits */
+        same_bits("affine bwd dw (with dx and db, and alone)", gdw[0], gdw[1], (size_t)nc);
+        float *dw2 = hrand((size_t)nc, 1), *gdw2 = dup_f(dw2, nc); /* dw only, from a fresh start */
+        G->affine_cols_bwd(NULL, gdw2, NULL, gdy, gx, gw, R, Cc, grp);
+        C->affine_cols_bwd(NULL, dw2, NULL, dy, x, w, R, Cc, grp);
+        cmp("affine bwd dw only", gdw2, dw2, (size_t)nc, TOL);
+        float *db2 = hrand((size_t)nc, 1), *gdb2 = dup_f(db2, nc), *dx2 = hrand((size_t)n, 1), *gdx2 = dup_f(dx2, n);
+        C->affine_cols_bwd(dx2, NULL, db2, dy, x, NULL, R, Cc, grp); /* no w: dx += dy */
+        G->affine_cols_bwd(gdx2, NULL, gdb2, gdy, gx, NULL, R, Cc, grp);
+        cmp("affine bwd dx, db without w", gdx2, dx2, (size_t)n, TOL);
+        cmp("affine bwd db without dw", gdb2, db2, (size_t)nc, TOL);
+    }
 }
 
 /* ---- activations ---- */
 static void test_act(void) {
     printf("activations\n");
-    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu", "none" };
+    static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu", "softplus",
+                                   "none" };
     int64_t n = 100003;
     float *x = hrand((size_t)n, 6), *u = hrand((size_t)n, 2), *dy = hrand((size_t)n, 1);
     float *gx = dup_f(x, n), *gu = dup_f(u, n), *gdy = dup_f(dy, n);
@@ -744,6 +792,7 @@ int main(void) {
     test_conv1d();
     test_gdn_gate();
     test_gdn();
+    test_affine_cols();
     check_sticky("linear attention");
     release_all();
     lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);

@@ -37,6 +37,15 @@ static const char *CONFIG_LFM2 =
     " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"norm_eps\": 1e-5, \"rope_theta\": 1000000.0,"
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Granite 4: Mamba 2 layers carry a conv state and an SSM state per head */
+static const char *CONFIG_MAMBA =
+    "{\"architectures\": [\"GraniteMoeHybridForCausalLM\"], \"model_type\": \"granitemoehybrid\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 32, \"shared_intermediate_size\": 64, \"num_local_experts\": 0, \"num_hidden_layers\": 3,"
+    " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"layer_types\": [\"mamba\", \"attention\", \"mamba\"],"
+    " \"mamba_n_heads\": 4, \"mamba_n_groups\": 2, \"mamba_d_state\": 8, \"mamba_d_conv\": 4, \"mamba_expand\": 2,"
+    " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -354,6 +363,10 @@ int main(void) {
     h = model_from_config(CONFIG_LFM2, 13);
     CHECK(h != NULL);
     if (h) suite(h, "lfm2", &sp, n);
+    vc_model_free(h);
+    h = model_from_config(CONFIG_MAMBA, 17);
+    CHECK(h != NULL);
+    if (h) suite(h, "granite 4 (mamba 2)", &sp, n);
     vc_model_free(h);
     test_bf16_archs();
     return vc_test_done();

@@ -159,8 +159,15 @@ static vc_tensor *b_conv(vc_graph *g, vc_tensor **in) { return vc_op_conv1d_caus
 static vc_tensor *b_gdn_gate(vc_graph *g, vc_tensor **in) { return vc_op_gdn_gate(g, in[0], in[1], in[2]); }
 static vc_tensor *b_gdn(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
-    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 1, 2, 3, 2, 0.6f, NULL);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 1, 2, 3, 2, 0.6f, 0, NULL);
 }
+/* Mamba 2's scan: no delta rule, beta = dt = softplus(a + dt_bias) through the per-channel affine op */
+static vc_tensor *b_ssd(vc_graph *g, vc_tensor **in) {
+    vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]);
+    vc_tensor *dt = vc_op_act(g, vc_op_affine_cols(g, in[3], NULL, in[6], 1), VC_ACT_SOFTPLUS);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL);
+}
+static vc_tensor *b_affine(vc_graph *g, vc_tensor **in) { return vc_op_affine_cols(g, in[0], in[1], in[2], 3); }
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
     return vc_op_moe_lora(g, in[0], in[1], in[2], in[3], in[4], VC_ACT_SILU, &rdesc, &lo);
@@ -185,8 +192,8 @@ static void run_all(void) {
     check_op("rmsnorm(1+w)", b_rms1p, 2, 1e-3f, 5e-3f);
     make(0, 2, 5, 7, 0, 1); make(1, 1, 7, 0, 0, 1); make(2, 1, 7, 0, 0, 1);
     check_op("layernorm", b_ln, 3, 4e-3f, 5e-3f);
-    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu" };
-    for (act_kind = 0; act_kind < 7; act_kind++) {
+    const char *acts[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu", "softplus" };
+    for (act_kind = 0; act_kind < 7; act_kind++) { /* softplus at the end (the random draws of later cases stay) */
         char nm[64];
         make(0, 2, 4, 5, 0, 2);
         snprintf(nm, sizeof nm, "act %s", acts[act_kind]);
@@ -281,6 +288,14 @@ static void run_all(void) {
     make(0, 3, 75, 1, 3, 0.7f); make(1, 3, 75, 1, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 2, 0, 1);
     make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 2, 0, 0, 1);
     check_op("gated delta rule", b_gdn, 7, 1e-2f, 5e-3f);
+    make(0, 3, 75, 1, 3, 0.7f); make(1, 3, 75, 1, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 2, 0, 1);
+    make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 2, 0, 0, 1);
+    check_op("mamba2 scan (no delta)", b_ssd, 7, 1e-2f, 5e-3f);
+    make(0, 2, 5, 6, 0, 1); make(1, 1, 2, 0, 0, 1); make(2, 1, 2, 0, 0, 1);
+    check_op("affine cols (groups of 3)", b_affine, 3, 1e-2f, 2e-3f);
+    act_kind = VC_ACT_SOFTPLUS;
+    make(0, 2, 4, 5, 0, 2);
+    check_op("act softplus", b_act, 1, 1e-3f, 5e-3f);
 }
 
 /* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from

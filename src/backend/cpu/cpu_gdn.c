@@ -15,13 +15,14 @@ typedef struct {
     int fail;
 } gdn_ctx;
 
-/* one token: S = e^g S, delta = beta (v - S^T k), S += k delta^T, o = S^T (scale q) (o may be NULL) */
+/* one token: S = e^g S, delta = beta (v - S^T k) (no_delta: beta v), S += k delta^T, o = S^T (scale q) (o may be
+ * NULL) */
 static void gdn_step(float *S, const float *q, const float *k, const float *v, float g, float beta, float scale,
-                     float *o, int dk, int dv, float *tmp) {
+                     float *o, int dk, int dv, float *tmp, int no_delta) {
     float e = expf(g);
     for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= e;
     for (int j = 0; j < dv; j++) tmp[j] = 0;
-    for (int i = 0; i < dk; i++)
+    for (int i = 0; i < dk && !no_delta; i++)
         for (int j = 0; j < dv; j++) tmp[j] += S[i * dv + j] * k[i];
     for (int j = 0; j < dv; j++) tmp[j] = beta * (v[j] - tmp[j]);
     for (int i = 0; i < dk; i++)
@@ -52,7 +53,7 @@ static void gdn_fwd_task(void *p, int64_t task) {
             memcpy(c->saved + ((c->base[s] + (t - t0) / d->ckpt) * d->n_v_head + h) * SS, S, sizeof(float) * (size_t)SS);
         gdn_step(S, c->q + (t * d->n_k_head + kh) * dk, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * d->n_v_head + h) * dv,
                  c->g[t * d->n_v_head + h], c->beta[t * d->n_v_head + h], d->scale, c->o + (t * d->n_v_head + h) * dv,
-                 dk, dv, tmp);
+                 dk, dv, tmp, d->no_delta);
     }
     if (st) memcpy(st, S, sizeof(float) * (size_t)SS);
     free(S);
@@ -90,7 +91,7 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             int64_t t = t0 + c0 + i;
             memcpy(hist + (i + 1) * SS, hist + i * SS, sizeof(float) * (size_t)SS);
             gdn_step(hist + (i + 1) * SS, NULL, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * nv + h) * dv,
-                     c->g[t * nv + h], c->beta[t * nv + h], d->scale, NULL, dk, dv, tmp);
+                     c->g[t * nv + h], c->beta[t * nv + h], d->scale, NULL, dk, dv, tmp, d->no_delta);
         }
         for (int64_t i = n - 1; i >= 0; i--) {
             int64_t t = t0 + c0 + i;
@@ -98,8 +99,8 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             const float *v = c->v + (t * nv + h) * dv, *dy = c->dout + (t * nv + h) * dv;
             float e = expf(c->g[t * nv + h]), be = c->beta[t * nv + h], dbeta = 0, dgs = 0;
             for (int64_t x = 0; x < SS; x++) Sp[x] = e * hist[i * SS + x];
-            for (int j = 0; j < dv; j++) tmp[j] = 0; /* kv = Sp^T k, then r = v - kv (delta = beta r) */
-            for (int a = 0; a < dk; a++)
+            for (int j = 0; j < dv; j++) tmp[j] = 0; /* kv = Sp^T k, then r = v - kv (delta = beta r; no_delta: r = v) */
+            for (int a = 0; a < dk && !d->no_delta; a++)
                 for (int j = 0; j < dv; j++) tmp[j] += Sp[a * dv + j] * k[a];
             for (int j = 0; j < dv; j++) tmp[j] = v[j] - tmp[j];
             for (int a = 0; a < dk; a++) { /* o = S_t^T (scale q): dq = scale S_t dy, dS += (scale q) dy^T */
@@ -122,7 +123,7 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             for (int j = 0; j < dv; j++) { /* delta = beta r: dv = beta ddelta, dbeta = ddelta . r, dkv = -beta ddelta */
                 if (c->dv) c->dv[(t * nv + h) * dv + j] += be * dd[j];
                 dbeta += dd[j] * tmp[j];
-                dd[j] = -be * dd[j];
+                dd[j] = d->no_delta ? 0.0f : -be * dd[j];
             }
             for (int a = 0; a < dk; a++) { /* kv = Sp^T k: dk += Sp dkv, dSp = dS + k dkv^T; dg; dS_prev = e dSp */
                 float sk = 0;
@@ -272,4 +273,47 @@ void vc_cpu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, co
     conv_ctx c = { .d = d, .dx = dx, .dw = dw, .dy = dy, .x = x, .w = w };
     if (d->K > CONV_MAX_K) return;
     vc_parallel((d->C + CONV_BLOCK - 1) / CONV_BLOCK, conv_bwd_task, &c);
+}
+
+/* ---- per-channel scale and bias broadcast over rows ---- */
+typedef struct {
+    float *y, *dx, *dw, *db;
+    const float *x, *w, *b, *dy;
+    int64_t R, C, grp;
+} affine_ctx;
+
+#define AFFINE_ROWS 64
+static void affine_rows_task(void *p, int64_t blk) {
+    const affine_ctx *c = p;
+    int64_t r1 = (blk + 1) * AFFINE_ROWS < c->R ? (blk + 1) * AFFINE_ROWS : c->R;
+    for (int64_t r = blk * AFFINE_ROWS; r < r1; r++)
+        for (int64_t j = 0; j < c->C; j++) {
+            float w = c->w ? c->w[j / c->grp] : 1.0f;
+            if (c->dy) c->dx[r * c->C + j] += c->dy[r * c->C + j] * w;
+            else c->y[r * c->C + j] = c->x[r * c->C + j] * w + (c->b ? c->b[j / c->grp] : 0.0f);
+        }
+}
+
+static void affine_sums_task(void *p, int64_t k) { /* channel k: rows ascending, its columns ascending within a row */
+    const affine_ctx *c = p;
+    float sw = 0, sb = 0;
+    for (int64_t r = 0; r < c->R; r++)
+        for (int64_t j = k * c->grp; j < (k + 1) * c->grp; j++) {
+            sw += c->dy[r * c->C + j] * c->x[r * c->C + j];
+            sb += c->dy[r * c->C + j];
+        }
+    if (c->dw) c->dw[k] += sw;
+    if (c->db) c->db[k] += sb;
+}
+
+void vc_cpu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp) {
+    affine_ctx c = { .y = y, .x = x, .w = w, .b = b, .R = R, .C = C, .grp = grp };
+    vc_parallel((R + AFFINE_ROWS - 1) / AFFINE_ROWS, affine_rows_task, &c);
+}
+
+void vc_cpu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
+                            int64_t C, int64_t grp) {
+    affine_ctx c = { .dx = dx, .dw = dw, .db = db, .dy = dy, .x = x, .w = w, .R = R, .C = C, .grp = grp };
+    if (dx) vc_parallel((R + AFFINE_ROWS - 1) / AFFINE_ROWS, affine_rows_task, &c);
+    if (dw || db) vc_parallel(C / grp, affine_sums_task, &c);
 }

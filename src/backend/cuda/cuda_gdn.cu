@@ -1,5 +1,6 @@
 /* CUDA kernels of the linear-attention layers (semantics in src/tensor/backend.h, reference in
- * src/backend/cpu/cpu_gdn.c): Gated DeltaNet's recurrence, its log decay, and the depthwise causal conv1d.
+ * src/backend/cpu/cpu_gdn.c): Gated DeltaNet's recurrence (with d->no_delta, Mamba 2's SSD scan: no delta rule,
+ * delta = beta v), its log decay, the depthwise causal conv1d, and the per-channel scale and bias over columns.
  *
  * Recurrence: one block per (sequence, value head). Forward: every step of the recurrence is independent per
  * column j of the state S [dk, dv] (kv_j = S^T k, delta_j, the update, o_j = S^T q), so the thread that owns a
@@ -82,6 +83,7 @@ struct gdn_fwd_args {
     int nk, nv, dk, dv;
     float scale;
     int64_t ckpt;
+    int no_delta; /* 1: delta = beta v (no kv = S^T k) */
 };
 
 /* column j of value head h's state through sequence s's rows (the CPU's gdn_step, one column) */
@@ -97,10 +99,10 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
         }
         const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk;
         float e = expf(p.g[t * p.nv + h]), kv = 0;
-        for (int a = 0; a < dk; a++) { /* S = e S; kv = S^T k */
+        for (int a = 0; a < dk; a++) { /* S = e S; kv = S^T k (no_delta: kv = 0) */
             float x = S[a * dv + j] * e;
             S[a * dv + j] = x;
-            kv += x * k[a];
+            if (!p.no_delta) kv += x * k[a];
         }
         float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv), y = 0;
         for (int a = 0; a < dk; a++) { /* S += k delta^T; o = S^T (scale q) */
@@ -126,7 +128,7 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
     const char *op = "gated delta rule forward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
-                       d->ckpt };
+                       d->ckpt, d->no_delta };
     void *tabs = upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
     if (!tabs) return;
     int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
@@ -151,11 +153,13 @@ struct gdn_bwd_args {
     int n_seq, nk, nv, dk, dv;
     float scale;
     int64_t ckpt, hmax;
+    int no_delta; /* 1: delta = beta v, so no kv term: dd = 0 */
 };
 
 /* one block's buffers: vectors over the columns (shared memory), Sp and dS [dk, dv + 1], the recomputed states */
 struct gdn_blk {
-    float *r, *del, *dd, *db, *dg; /* v - Sp^T k, delta, then -beta ddelta, per-column dbeta and dg terms */
+    float *r, *del, *dd, *db, *dg; /* v - Sp^T k (no_delta: v), delta, then -beta ddelta (no_delta: 0), per-column
+                                    * dbeta and dg terms */
     float *Sp, *dS, *hist;
 };
 
@@ -168,15 +172,16 @@ __device__ void gdn_recompute_col(const gdn_bwd_args &p, const float *kept, floa
         int64_t t = p.tab.cu[s] + c0 + i;
         const float *k = p.k + (t * p.nk + kh) * dk;
         float *nx = hist + i * dk * dv, e = expf(p.g[t * p.nv + h]), kv = 0;
-        for (int a = 0; a < dk; a++) kv += prev[a * dv + j] * e * k[a];
+        for (int a = 0; a < dk && !p.no_delta; a++) kv += prev[a * dv + j] * e * k[a];
         float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv);
         for (int a = 0; a < dk; a++) nx[a * dv + j] = prev[a * dv + j] * e + k[a] * delta;
         prev = nx;
     }
 }
 
-/* column phase 1 of token t (P: the state before it): Sp = e P, r = v - Sp^T k, dS += (scale q) dy^T, ddelta = dS^T
- * k; dv += beta ddelta, the dbeta term ddelta r, and dd = -beta ddelta (the gradient of kv) */
+/* column phase 1 of token t (P: the state before it): Sp = e P, r = v - Sp^T k (no_delta: r = v), dS += (scale q)
+ * dy^T, ddelta = dS^T k; dv += beta ddelta, the dbeta term ddelta r, and dd = -beta ddelta, the gradient of kv
+ * (no_delta: no kv, dd = 0, so the later phases add nothing of it: dk = dS delta, dS_prev = e dS) */
 __device__ void gdn_bwd_cols1(const gdn_bwd_args &p, const gdn_blk &b, const float *P, int64_t t, int h, float e,
                               float be) {
     const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv, ld = dv + 1;
@@ -186,7 +191,7 @@ __device__ void gdn_bwd_cols1(const gdn_bwd_args &p, const gdn_blk &b, const flo
         for (int a = 0; a < dk; a++) {
             float sp = e * P[a * dv + j];
             b.Sp[a * ld + j] = sp;
-            kv += sp * k[a];
+            if (!p.no_delta) kv += sp * k[a];
         }
         float r = p.v[(t * p.nv + h) * dv + j] - kv, dyj = dy[j], ddj = 0;
         for (int a = 0; a < dk; a++) {
@@ -198,7 +203,7 @@ __device__ void gdn_bwd_cols1(const gdn_bwd_args &p, const gdn_blk &b, const flo
         b.r[j] = r;
         b.del[j] = be * r;
         b.db[j] = ddj * r;
-        b.dd[j] = -be * ddj;
+        b.dd[j] = p.no_delta ? 0.0f : -be * ddj;
     }
 }
 
@@ -332,7 +337,7 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     }
     if (!dq && !dk && !dv && !dg && !dbeta) return;
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
-                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1 };
+                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta };
     void *tabs = upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
     if (!tabs) return;
     size_t sh = 0;
@@ -503,4 +508,106 @@ void vc_cu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, con
     if (dw) k_conv_bwd_dw<<<vc_cu_blocks(d->C * d->K, GT), GT, 0, vc_cu_stream()>>>(dw, dy, x, p);
     vc_cu_end(op);
     vc_cu_scratch_free(tabs);
+}
+
+/* ---- per-channel scale and bias over columns: y[r, c] = x[r, c] w[c / grp] + b[c / grp]. Forward and dx are
+ * elementwise; dw and db ([C / grp]) in two passes with no atomics: column sums of dy x and dy over slices of
+ * rows (a block of AC_COLS columns by AC_LANES row lanes per (column tile, slice): each lane's rows ascending in
+ * double, the lanes added in order), then one thread per channel adds its columns' slices (slices ascending, then
+ * columns ascending) and rounds once. The slicing depends only on R and C: the same bits run to run. ---- */
+#define AC_COLS 32
+#define AC_LANES 8
+#define AC_BLOCKS 1024 /* the blocks the column pass aims at, by slicing the rows */
+#define AC_MIN_ROWS 64 /* the fewest rows a slice takes */
+
+__global__ void k_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C,
+                                  int64_t grp) {
+    GRID_LOOP(i, R * C) {
+        int64_t ch = i % C / grp;
+        y[i] = x[i] * (w ? w[ch] : 1.0f) + (b ? b[ch] : 0.0f);
+    }
+}
+
+/* dx += dy w */
+__global__ void k_affine_cols_dx(float *dx, const float *dy, const float *w, int64_t R, int64_t C, int64_t grp) {
+    GRID_LOOP(i, R * C) dx[i] += dy[i] * (w ? w[i % C / grp] : 1.0f);
+}
+
+/* the column sums of slice blockIdx.y (rows [s rps, (s + 1) rps)): pw[s, c] = sum dy x (when want_w), pb[s, c] =
+ * sum dy, each [n_slices, C] doubles */
+__global__ void k_affine_cols_part(double *pw, double *pb, const float *dy, const float *x, int64_t R, int64_t C,
+                                   int64_t rps, int want_w) {
+    __shared__ double sw[AC_LANES][AC_COLS], sb[AC_LANES][AC_COLS];
+    const int tx = threadIdx.x % AC_COLS, ty = threadIdx.x / AC_COLS;
+    const int64_t c = blockIdx.x * (int64_t)AC_COLS + tx, s = blockIdx.y, r0 = s * rps;
+    const int64_t r1 = r0 + rps < R ? r0 + rps : R;
+    double aw = 0, ab = 0;
+    if (c < C)
+        for (int64_t r = r0 + ty; r < r1; r += AC_LANES) {
+            float g = dy[r * C + c];
+            if (want_w) aw += (double)(g * x[r * C + c]);
+            ab += (double)g;
+        }
+    sw[ty][tx] = aw, sb[ty][tx] = ab;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        for (int l = 1; l < AC_LANES; l++) aw += sw[l][tx], ab += sb[l][tx];
+        if (want_w) pw[s * C + c] = aw;
+        pb[s * C + c] = ab;
+    }
+}
+
+/* channel k: dw[k] += the sum of pw over the slices and its grp columns, db[k] likewise from pb */
+__global__ void k_affine_cols_chan(float *dw, float *db, const double *pw, const double *pb, int64_t ns, int64_t C,
+                                   int64_t grp) {
+    GRID_LOOP(k, C / grp) {
+        double aw = 0, ab = 0;
+        for (int64_t s = 0; s < ns; s++)
+            for (int64_t c = k * grp; c < (k + 1) * grp; c++) {
+                if (dw) aw += pw[s * C + c];
+                ab += pb[s * C + c];
+            }
+        if (dw) dw[k] += (float)aw;
+        if (db) db[k] += (float)ab;
+    }
+}
+
+/* the shape checks both entries share; 0 when there is nothing to do or (sticky error set) grp does not divide C */
+static int affine_check(int64_t R, int64_t C, int64_t grp, const char *op) {
+    if (R <= 0 || C <= 0) return 0;
+    if (grp <= 0 || C % grp) {
+        vc_cu_fail(VC_ERR_ARG, op, "the group size must divide the columns");
+        return 0;
+    }
+    return 1;
+}
+
+void vc_cu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C,
+                           int64_t grp) {
+    const char *op = "affine columns forward";
+    if (!vc_cu_begin(op) || !affine_check(R, C, grp, op)) return;
+    k_affine_cols_fwd<<<vc_cu_blocks(R * C, GT), GT, 0, vc_cu_stream()>>>(y, x, w, b, R, C, grp);
+    vc_cu_end(op);
+}
+
+void vc_cu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
+                           int64_t C, int64_t grp) {
+    const char *op = "affine columns backward";
+    if (!vc_cu_begin(op) || !affine_check(R, C, grp, op) || (!dx && !dw && !db)) return;
+    if (dx) k_affine_cols_dx<<<vc_cu_blocks(R * C, GT), GT, 0, vc_cu_stream()>>>(dx, dy, w, R, C, grp);
+    if (dw || db) {
+        int64_t tiles = (C + AC_COLS - 1) / AC_COLS, ns = (AC_BLOCKS + tiles - 1) / tiles;
+        int64_t most = (R + AC_MIN_ROWS - 1) / AC_MIN_ROWS;
+        ns = ns < most ? ns : most;
+        int64_t rps = (R + ns - 1) / ns;
+        ns = (R + rps - 1) / rps; /* no empty slice */
+        double *part = (double *)vc_cu_scratch((size_t)(dw ? 2 : 1) * ns * C * sizeof(double), op);
+        if (!part) return;
+        double *pb = part, *pw = dw ? part + ns * C : NULL;
+        k_affine_cols_part<<<dim3((unsigned)tiles, (unsigned)ns), AC_COLS * AC_LANES, 0, vc_cu_stream()>>>(
+            pw, pb, dy, x, R, C, rps, dw != NULL);
+        k_affine_cols_chan<<<vc_cu_blocks(C / grp, GT), GT, 0, vc_cu_stream()>>>(dw, db, pw, pb, ns, C, grp);
+        vc_cu_scratch_free(part);
+    }
+    vc_cu_end(op);
 }

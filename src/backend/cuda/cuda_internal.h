@@ -93,7 +93,8 @@ void vc_cu_moe_bias_bwd(float *db, const float *dY, const int64_t *off, int64_t 
 void vc_cu_xielu_fwd(float *y, const float *x, int64_t n, const float *ap, const float *an, float beta, float eps);
 void vc_cu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
                      const float *an, float beta, float eps);
-/* linear-attention entries (cuda_gdn.cu): Gated DeltaNet's recurrence and log decay, the depthwise causal conv1d */
+/* linear-attention entries (cuda_gdn.cu): Gated DeltaNet's recurrence (and Mamba 2's SSD scan) and log decay, the
+ * depthwise causal conv1d, the per-channel scale and bias over columns */
 void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const vc_gdn_desc *d);
 void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
@@ -104,6 +105,10 @@ void vc_cu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *
                         const float *dt_bias, int64_t T, int nh);
 void vc_cu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
+void vc_cu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C,
+                           int64_t grp);
+void vc_cu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
+                           int64_t C, int64_t grp);
 void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,

@@ -774,6 +774,8 @@ static vc_backend make_cuda_backend(void) {
     b.gdn_gate_bwd = vc_cu_gdn_gate_bwd;
     b.conv1d_fwd = vc_cu_conv1d_fwd;
     b.conv1d_bwd = vc_cu_conv1d_bwd;
+    b.affine_cols_fwd = vc_cu_affine_cols_fwd;
+    b.affine_cols_bwd = vc_cu_affine_cols_bwd;
     b.act_mul_bwd = vc_cu_act_mul_bwd;
     b.act_mul_fwd_bf16 = vc_cu_act_mul_fwd_bf16;
     b.gemm_b16 = vc_cu_gemm_b16;

@@ -73,3 +73,20 @@ void vc_sim_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, co
     SIM_END;
     vc_cpu_conv1d_bwd(DX, DW, DY, X, W, d);
 }
+
+void vc_sim_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp) {
+    SIM_BEGIN("affine_cols_fwd");
+    float *Y = D(y);
+    const float *X = D(x), *W = w ? D(w) : NULL, *B = b ? D(b) : NULL;
+    SIM_END;
+    vc_cpu_affine_cols_fwd(Y, X, W, B, R, C, grp);
+}
+
+void vc_sim_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
+                            int64_t C, int64_t grp) {
+    SIM_BEGIN("affine_cols_bwd");
+    float *DX = dx ? D(dx) : NULL, *DW = dw ? D(dw) : NULL, *DB = db ? D(db) : NULL;
+    const float *DY = D(dy), *X = D(x), *W = w ? D(w) : NULL;
+    SIM_END;
+    vc_cpu_affine_cols_bwd(DX, DW, DB, DY, X, W, R, C, grp);
+}
