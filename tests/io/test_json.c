@@ -1,4 +1,5 @@
 /* JSON helpers: positioned syntax errors, typed getters with defaults and key-naming errors. */
+#include <math.h>
 #include "io_helpers.h"
 #include "vc_test.h"
 #include "verlc/json.h"
@@ -27,8 +28,24 @@ static void test_text_set(void) {
     free(bad);
 }
 
+/* Python's json writes infinities as Infinity (transformers' configs): read as such outside strings, kept inside */
+static void test_infinity(void) {
+    const char *t = "{\"lim\": [0.0, Infinity], \"neg\": -Infinity, \"s\": \"Infinity \\\" Infinity\"}";
+    cJSON *j = NULL;
+    CHECK_OK(vc_json_parse(t, strlen(t), "inf.json", &j));
+    const cJSON *lim = j ? cJSON_GetObjectItem(j, "lim") : NULL, *neg = j ? cJSON_GetObjectItem(j, "neg") : NULL;
+    const cJSON *str = j ? cJSON_GetObjectItem(j, "s") : NULL;
+    CHECK(lim && isinf(cJSON_GetArrayItem(lim, 1)->valuedouble) && cJSON_GetArrayItem(lim, 1)->valuedouble > 0);
+    CHECK(neg && isinf(neg->valuedouble) && neg->valuedouble < 0);
+    CHECK(cJSON_IsString(str) && !strcmp(str->valuestring, "Infinity \" Infinity"));
+    cJSON_Delete(j);
+    const char *bad = "{\"x\": NaN}";
+    CHECK(vc_json_parse(bad, strlen(bad), "nan.json", &j) == VC_ERR_FORMAT);
+}
+
 int main(void) {
     test_text_set();
+    test_infinity();
     char *T = tmp_dir();
     char *p = join2(T, "c.json");
     const char *txt = "{\n  \"a\": 3,\n  \"b\": 2.5,\n  \"s\": \"x\",\n  \"t\": true,\n  \"n\": null,\n  \"big\": 1e300\n}\n";
