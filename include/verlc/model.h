@@ -14,6 +14,9 @@ enum vc_mlp_kind { VC_MLP_GATED, VC_MLP_PLAIN };
 
 /* Mamba 2 (Granite 4): lin_nk groups of B and C, lin_dk their state size, lin_nv heads of lin_dv channels */
 enum vc_lin_kind { VC_LIN_GDN, VC_LIN_SHORTCONV, VC_LIN_MAMBA2 };
+/* what a layer holds: attention (or a linear layer) and an MLP, or (Nemotron-H's blocks) only one of them, each
+ * behind its own norm (attn_norm's slot) */
+enum vc_block_kind { VC_BLOCK_FULL, VC_BLOCK_MIXER, VC_BLOCK_MLP };
 
 typedef struct vc_model_config {
     char model_type[64];
@@ -86,6 +89,8 @@ typedef struct vc_model_config {
     int64_t lin_nk, lin_nv, lin_dk, lin_dv; /* q/k heads, value heads (a multiple), their widths */
     int lin_conv;                 /* the causal conv's taps */
     int lin_conv_bias;            /* Mamba 2: the conv has a bias */
+    int lin_act;                  /* the activation after the conv (Gated DeltaNet, Mamba 2) */
+    uint8_t block[VC_MAX_LAYERS]; /* vc_block_kind */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;

@@ -298,6 +298,19 @@ static const vc_tensor_rule GRANITE_HYBRID[] = {
     { L "shared_mlp.input_linear.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
     { L "shared_mlp.output_linear.weight", VC_W_DOWN },
     { 0 } };
+/* Nemotron-H: blocks of one mixer (mixer.*: Mamba 2, attention or a plain MLP) behind norm; the hub's backbone.*
+ * names (transformers 5: model.*) */
+static const vc_tensor_rule NEMOTRON_H[] = {
+    { "model.embeddings.weight", VC_W_TOK_EMBD }, { "model.norm_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD }, { L "norm.weight", VC_W_ATTN_NORM },
+    { L "mixer.in_proj.weight", VC_W_LIN_QKV }, { L "mixer.conv1d.weight", VC_W_LIN_CONV },
+    { L "mixer.conv1d.bias", VC_W_LIN_CONV_B }, { L "mixer.dt_bias", VC_W_LIN_DT }, { L "mixer.A_log", VC_W_LIN_ALOG },
+    { L "mixer.D", VC_W_LIN_D }, { L "mixer.norm.weight", VC_W_LIN_NORM }, { L "mixer.out_proj.weight", VC_W_LIN_OUT },
+    { L "mixer.q_proj.weight", VC_W_Q }, { L "mixer.k_proj.weight", VC_W_K }, { L "mixer.v_proj.weight", VC_W_V },
+    { L "mixer.o_proj.weight", VC_W_O },
+    { L "mixer.up_proj.weight", VC_W_UP }, { L "mixer.down_proj.weight", VC_W_DOWN },
+    { 0 } };
+static const char *const NEMOTRON_H_NESTED[] = { "model.", "backbone.", NULL };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -372,6 +385,7 @@ static const vc_arch ARCHS[] = {
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "lfm2", "lfm2", T(LFM2) },
+    { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
     { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
@@ -487,7 +501,15 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
     int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
     int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
+    int blk = layer >= 0 ? c->block[layer] : VC_BLOCK_FULL;
     *optional = 0;
+    int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
+                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) || slot == VC_W_POST_ATTN_NORM;
+    int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
+                   slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN;
+    int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
+    if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
+        return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
     if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) &&
         ((slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
          (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B)))

@@ -444,6 +444,7 @@ static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config 
     if (c->act != VC_ACT_SILU)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Gated DeltaNet layers are built with silu", path);
     c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
     const cJSON *types = vc_json_member(o, "layer_types");
     for (int64_t l = 0; l < c->n_layer; l++) {
         const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
@@ -505,6 +506,17 @@ static int json_pos_inf(const cJSON *v) {
            (cJSON_IsString(f) && (!strcmp(f->valuestring, "Infinity") || !strcmp(f->valuestring, "inf")));
 }
 
+/* Mamba 2's time_step_limit (mamba_dt_limit): only (0, inf), where clamping the softplus changes nothing */
+static vc_status time_step_unclamped(const cJSON *o, const char *path) {
+    const cJSON *lim = vc_json_member(o, "time_step_limit");
+    if (!lim) lim = vc_json_member(o, "mamba_dt_limit");
+    if (lim && !cJSON_IsNull(lim) &&
+        !(cJSON_IsArray(lim) && cJSON_GetArraySize(lim) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(lim, 0)) &&
+          cJSON_GetArrayItem(lim, 0)->valuedouble <= 0 && json_pos_inf(cJSON_GetArrayItem(lim, 1))))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: time_step_limit other than (0, inf) (a clamped time step) is not built", path);
+    return VC_OK;
+}
+
 /* Granite 4 (granitemoehybrid): Mamba 2 layers (layer_types "mamba", else attention) of mamba_n_heads heads of
  * mamba_d_head channels, mamba_n_groups groups of B and C of mamba_d_state; attention without rope unless
  * position_embedding_type is "rope"; a dense model's MLP is its shared MLP */
@@ -531,11 +543,7 @@ static vc_status parse_granite_hybrid(const cJSON *o, const char *path, vc_model
                        (long long)c->lin_nv, (long long)dh);
     if (flag(o, "mamba_proj_bias", 0))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_proj_bias (biases on in_proj / out_proj) is not built", path);
-    const cJSON *lim = vc_json_member(o, "time_step_limit");
-    if (lim && !cJSON_IsNull(lim) &&
-        !(cJSON_IsArray(lim) && cJSON_GetArraySize(lim) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(lim, 0)) &&
-          cJSON_GetArrayItem(lim, 0)->valuedouble <= 0 && json_pos_inf(cJSON_GetArrayItem(lim, 1))))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: time_step_limit other than (0, inf) (a clamped time step) is not built", path);
+    if ((st = time_step_unclamped(o, path))) return st;
     if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Mamba layers are built with silu", path);
     int64_t ne = 8, si = 1024;
     if ((st = get_int_any(o, "num_local_experts", 8, &ne, path)) ||
@@ -544,6 +552,7 @@ static vc_status parse_granite_hybrid(const cJSON *o, const char *path, vc_model
     if (ne <= 0) c->inter = si; /* no experts: every layer's MLP is the shared one */
     c->lin_kind = VC_LIN_MAMBA2;
     c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
     c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
     const cJSON *types = vc_json_member(o, "layer_types");
     const char *pe = NULL;
@@ -560,6 +569,72 @@ static vc_status parse_granite_hybrid(const cJSON *o, const char *path, vc_model
         c->nope[l] = strcmp(pe, "rope") != 0;
     }
     return VC_OK;
+}
+
+/* Nemotron-H: blocks of one mixer each (layer_types / layers_block_type "linear_attention" Mamba 2, "full_attention"
+ * attention without rope, "mlp" a relu2 MLP; or hybrid_override_pattern's M, *, -), each behind its own norm */
+static vc_status parse_nemotron_h(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t conv = 4;
+    if ((st = get_int_any(o, "mamba_num_heads", 128, &c->lin_nv, path)) ||
+        (st = get_int_any(o, "mamba_head_dim", 64, &c->lin_dv, path)) ||
+        (st = get_int_any(o, "n_groups mamba_n_groups", 8, &c->lin_nk, path)) ||
+        (st = get_int_any(o, "ssm_state_size", 128, &c->lin_dk, path)) ||
+        (st = get_int_any(o, "conv_kernel mamba_d_conv", 4, &conv, path)))
+        return st;
+    if (c->lin_nv < 1 || c->lin_nv > 65536 || c->lin_dv < 1 || c->lin_dv > 65536 || c->lin_nk < 1 ||
+        c->lin_nv % c->lin_nk || c->lin_dk < 1 || c->lin_dk > 65536 || conv < 1 || conv > 64)
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_num_heads, mamba_head_dim, n_groups (dividing the heads), ssm_state_size "
+                       "or conv_kernel (1..64) out of range", path);
+    if (flag(o, "mamba_proj_bias", 0) || flag(o, "use_bias", 0) || flag(o, "mlp_bias", 0) || flag(o, "attention_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: biases on Nemotron-H's projections are not built", path);
+    const char *ma = NULL, *pat = NULL;
+    if ((st = vc_json_get_str(o, "mamba_hidden_act", "silu", &ma, path)) ||
+        (st = vc_json_get_str(o, "hybrid_override_pattern", NULL, &pat, path)))
+        return st;
+    if (strcmp(ma, "silu"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_hidden_act '%s': Mamba layers are built with silu", path, ma);
+    if ((st = time_step_unclamped(o, path))) return st;
+    const cJSON *types = vc_json_member(o, "layers_block_type");
+    if (!types) types = vc_json_member(o, "layer_types");
+    int64_t n = cJSON_IsArray(types) ? cJSON_GetArraySize(types) : pat ? (int64_t)strlen(pat) : 0;
+    if (n < 1 || n > VC_MAX_LAYERS)
+        return vc_fail(VC_ERR_FORMAT, "%s: layers_block_type or hybrid_override_pattern must name 1..%d blocks", path,
+                       VC_MAX_LAYERS);
+    c->n_layer = n;
+    for (int64_t l = 0; l < n; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        const char *k = t && cJSON_IsString(t) ? t->valuestring : "";
+        char p = pat && !t ? pat[l] : 0;
+        int mamba = !strcmp(k, "linear_attention") || !strcmp(k, "mamba") || p == 'M';
+        int attn = !strcmp(k, "full_attention") || !strcmp(k, "attention") || p == '*';
+        int mlp = !strcmp(k, "mlp") || p == '-';
+        if (!strcmp(k, "moe") || p == 'E')
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: block %lld is a mixture of experts (Nemotron-H's non-gated experts are "
+                           "not built)", path, (long long)l);
+        if (!mamba && !attn && !mlp)
+            return vc_fail(VC_ERR_FORMAT, "%s: block %lld's type is not linear_attention, full_attention or mlp", path,
+                           (long long)l);
+        c->linear[l] = (uint8_t)mamba;
+        c->n_linear += mamba;
+        c->block[l] = mlp ? VC_BLOCK_MLP : VC_BLOCK_MIXER;
+        c->nope[l] = 1; /* its attention has no rope */
+    }
+    c->lin_kind = VC_LIN_MAMBA2;
+    c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
+    c->lin_conv_bias = flag(o, "use_conv_bias", flag(o, "mamba_conv_bias", 1));
+    c->mlp_kind = VC_MLP_PLAIN;
+    const char *act = NULL;
+    if ((st = vc_json_get_str(o, "mlp_hidden_act", "relu2", &act, path))) return st;
+    cJSON *tmp = cJSON_CreateObject();
+    if (!tmp || !cJSON_AddStringToObject(tmp, "hidden_act", act)) {
+        cJSON_Delete(tmp);
+        return VC_ERR_NOMEM;
+    }
+    st = parse_act(tmp, path, c);
+    cJSON_Delete(tmp);
+    return st;
 }
 
 /* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
@@ -675,6 +750,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if (is(c, "granitemoehybrid") && (st = parse_granite_hybrid(o, path, c))) return st;
+    if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
@@ -737,6 +813,10 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite")) && (st = parse_mla(o, path, c))) return st;
     if ((st = parse_moe(o, path, c))) return st;
+    if (is(c, "nemotron_h")) { /* its n_routed_experts describe "moe" blocks, which are refused */
+        c->n_expert = 0;
+        memset(c->is_moe, 0, sizeof c->is_moe);
+    }
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
     return VC_OK;
 }
@@ -896,6 +976,10 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = get_int_any(o, "max_position_embeddings seq_length n_positions", 4096, &c->max_pos, path)) ||
         (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps", 1e-6, &eps, path)))
         return st;
+    if (c->n_layer <= 0 && is(c, "nemotron_h")) { /* transformers 5 writes its blocks' list without the count */
+        const cJSON *t = vc_json_member(o, "layers_block_type"), *p = vc_json_member(o, "hybrid_override_pattern");
+        c->n_layer = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : cJSON_IsString(p) ? (int64_t)strlen(p->valuestring) : 0;
+    }
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (c->n_layer > VC_MAX_LAYERS) return vc_fail(VC_ERR_UNSUPPORTED, "%s: more than %d layers", path, VC_MAX_LAYERS);

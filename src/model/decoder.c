@@ -450,7 +450,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs), c->act);
+    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs), c->lin_act);
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
     q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
@@ -500,7 +500,7 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     xbc = vc_op_conv1d_causal(g, xbc, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs);
     vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
     if (cb) xbc = vc_op_affine_cols(g, xbc, NULL, cb, 1);
-    xbc = vc_op_act(g, xbc, c->act);
+    xbc = vc_op_act(g, xbc, c->lin_act);
     vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
@@ -570,10 +570,13 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return NULL;
     }
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
+    if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP only */
+        return vc_op_add(f->g, x, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
                    : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
                                                     : linear_attention(f, l, h);
+    if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {

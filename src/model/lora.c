@@ -83,8 +83,12 @@ static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
 static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_moe, vc_slot_mask *mask, unsigned *moe) {
     *mask = 0;
     *moe = 0;
+    /* PEFT refuses out_proj on its Mamba model types (their kernels read the weight directly): all-linear leaves
+     * it out there, naming it is refused */
+    int mamba = arch && !strcmp(arch->name, "nemotron_h");
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
-        for (size_t i = 0; i < N_TARGETS; i++) *mask |= VC_SLOT_BIT(TARGETS[i].slot);
+        for (size_t i = 0; i < N_TARGETS; i++)
+            if (!(mamba && TARGETS[i].slot == VC_W_LIN_OUT)) *mask |= VC_SLOT_BIT(TARGETS[i].slot);
         *moe = has_moe ? MOE_GATE | MOE_UP | MOE_DOWN | MOE_ROUTER : 0;
         return VC_OK;
     }
@@ -106,6 +110,9 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
         for (size_t k = 0; k < sizeof MOE_NAMES / sizeof MOE_NAMES[0] && has_moe; k++)
             if (!strcmp(tok, MOE_NAMES[k].name)) mb |= MOE_NAMES[k].bit;
         *moe |= mb;
+        if (mamba && (own & VC_SLOT_BIT(VC_W_LIN_OUT)))
+            return vc_fail(VC_ERR_ARG, "LoRA target module '%s': PEFT refuses out_proj on Mamba models (%s: its mixers' "
+                           "kernels read the weight directly); leave it out", tok, arch->name);
         if (!own && !mb)
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
                                        "o_proj, gate_proj, up_proj, down_proj or a projection module of %s", tok,

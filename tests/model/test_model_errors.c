@@ -108,6 +108,26 @@ int main(void) {
     write_text(d, "config.json", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}");
     expect(d, VC_ERR_UNSUPPORTED, "config.json", "gpt_neox");
 
+    /* hybrids: what is not built is refused by name (Nemotron-H's MoE blocks, a clamped Mamba time step, LFM2's conv
+     * bias, a Gated DeltaNet layer type misspelt) */
+    d = fresh("nemotron_moe");
+    write_text(d, "config.json", "{\"model_type\": \"nemotron_h\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_attention_heads\": 2, \"hybrid_override_pattern\": \"M*E\"}");
+    expect(d, VC_ERR_UNSUPPORTED, "block 2", "mixture of experts");
+    d = fresh("mamba_clamp");
+    write_text(d, "config.json", "{\"model_type\": \"granitemoehybrid\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"mamba_n_heads\": 2,"
+               " \"time_step_limit\": [0.0, 0.1]}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "time_step_limit");
+    d = fresh("lfm2_bias");
+    write_text(d, "config.json", "{\"model_type\": \"lfm2\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"conv_bias\": true}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "conv_bias");
+    d = fresh("gdn_type");
+    write_text(d, "config.json", "{\"model_type\": \"qwen3_5_text\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"layer_types\": [\"sliding_attention\"]}");
+    expect(d, VC_ERR_FORMAT, "config.json", "layer_types[0]");
+
     d = fresh("dtype");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"torch_dtype\": \"int4\", \"vocab_size\": 8, \"hidden_size\": 8,"
                                  "\"num_hidden_layers\": 1, \"num_attention_heads\": 2}");
