@@ -291,13 +291,25 @@ static const vc_tensor_rule LFM2_MOE[] = {
     { 0 } };
 /* Granite 4 (granitemoehybrid): Mamba 2 layers (mamba.*) beside attention, Granite 3's MoE with a shared MLP; a
  * dense model's MLP is its shared_mlp */
+#define MAMBA2_RULES \
+    { L "mamba.in_proj.weight", VC_W_LIN_QKV }, { L "mamba.conv1d.weight", VC_W_LIN_CONV }, \
+    { L "mamba.conv1d.bias", VC_W_LIN_CONV_B }, { L "mamba.dt_bias", VC_W_LIN_DT }, { L "mamba.A_log", VC_W_LIN_ALOG }, \
+    { L "mamba.D", VC_W_LIN_D }, { L "mamba.norm.weight", VC_W_LIN_NORM }, { L "mamba.out_proj.weight", VC_W_LIN_OUT }
 static const vc_tensor_rule GRANITE_HYBRID[] = {
-    { L "mamba.in_proj.weight", VC_W_LIN_QKV }, { L "mamba.conv1d.weight", VC_W_LIN_CONV },
-    { L "mamba.conv1d.bias", VC_W_LIN_CONV_B }, { L "mamba.dt_bias", VC_W_LIN_DT }, { L "mamba.A_log", VC_W_LIN_ALOG },
-    { L "mamba.D", VC_W_LIN_D }, { L "mamba.norm.weight", VC_W_LIN_NORM }, { L "mamba.out_proj.weight", VC_W_LIN_OUT },
+    MAMBA2_RULES,
     { L "shared_mlp.input_linear.weight", VC_W_GATE, VC_TR_SPLIT_ROWS, VC_W_UP },
     { L "shared_mlp.output_linear.weight", VC_W_DOWN },
     { 0 } };
+/* Bamba: Mamba 2 layers (mamba.*) beside attention, a gated MLP under feed_forward, pre_ff_layernorm, final_layernorm */
+static const vc_tensor_rule BAMBA[] = {
+    MAMBA2_RULES,
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "model.final_layernorm.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "pre_ff_layernorm.weight", VC_W_FFN_NORM },
+    { L "feed_forward.gate_proj.weight", VC_W_GATE }, { L "feed_forward.up_proj.weight", VC_W_UP },
+    { L "feed_forward.down_proj.weight", VC_W_DOWN },
+    { 0 } };
+#undef MAMBA2_RULES
 /* Nemotron-H: blocks of one mixer (mixer.*: Mamba 2, attention or a plain MLP) behind norm; the hub's backbone.*
  * names (transformers 5: model.*) */
 static const vc_tensor_rule NEMOTRON_H[] = {
@@ -386,6 +398,7 @@ static const vc_arch ARCHS[] = {
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
+    { "bamba", "bamba", T(BAMBA, HF_ATTN) },
     { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
     { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },

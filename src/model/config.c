@@ -546,21 +546,24 @@ static vc_status parse_granite_hybrid(const cJSON *o, const char *path, vc_model
     if ((st = time_step_unclamped(o, path))) return st;
     if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Mamba layers are built with silu", path);
     int64_t ne = 8, si = 1024;
-    if ((st = get_int_any(o, "num_local_experts", 8, &ne, path)) ||
-        (st = get_int_any(o, "shared_intermediate_size", 1024, &si, path)))
+    int granite = is(c, "granitemoehybrid"); /* else Bamba: a gated MLP per layer, rope on its attention layers */
+    if (granite && ((st = get_int_any(o, "num_local_experts", 8, &ne, path)) ||
+                    (st = get_int_any(o, "shared_intermediate_size", 1024, &si, path))))
         return st;
-    if (ne <= 0) c->inter = si; /* no experts: every layer's MLP is the shared one */
+    if (granite && ne <= 0) c->inter = si; /* no experts: every layer's MLP is the shared one */
     c->lin_kind = VC_LIN_MAMBA2;
     c->lin_conv = (int)conv;
     c->lin_act = VC_ACT_SILU;
     c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
-    const cJSON *types = vc_json_member(o, "layer_types");
+    const cJSON *types = vc_json_member(o, "layer_types"), *attn = vc_json_member(o, "attn_layer_indices"), *e;
     const char *pe = NULL;
-    if ((st = vc_json_get_str(o, "position_embedding_type", "nope", &pe, path))) return st;
+    if ((st = vc_json_get_str(o, "position_embedding_type", granite ? "nope" : "rope", &pe, path))) return st;
     for (int64_t l = 0; l < c->n_layer; l++) {
         const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
         int mamba = !t || (cJSON_IsString(t) && (!strcmp(t->valuestring, "mamba") ||
                                                   !strcmp(t->valuestring, "linear_attention")));
+        if (!t && cJSON_IsArray(attn)) /* Bamba's hub configs: the attention layers' indices */
+            cJSON_ArrayForEach(e, attn) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) mamba = 0;
         if (t && !mamba && !(cJSON_IsString(t) && (!strcmp(t->valuestring, "attention") ||
                                                      !strcmp(t->valuestring, "full_attention"))))
             return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"mamba\" or \"attention\"", path, (long long)l);
@@ -749,7 +752,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
         return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
-    if (is(c, "granitemoehybrid") && (st = parse_granite_hybrid(o, path, c))) return st;
+    if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
