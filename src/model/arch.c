@@ -321,6 +321,12 @@ static const vc_tensor_rule NEMOTRON_H[] = {
     { L "mixer.q_proj.weight", VC_W_Q }, { L "mixer.k_proj.weight", VC_W_K }, { L "mixer.v_proj.weight", VC_W_V },
     { L "mixer.o_proj.weight", VC_W_O },
     { L "mixer.up_proj.weight", VC_W_UP }, { L "mixer.down_proj.weight", VC_W_DOWN },
+    /* MoE blocks: a sigmoid router with a correction bias, experts without a gate, shared experts */
+    { L "mixer.gate.weight", VC_W_ROUTER }, { L "mixer.gate.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { L "mixer.experts.%d.up_proj.weight", VC_W_EXP_UP, VC_TR_EXPERT },
+    { L "mixer.experts.%d.down_proj.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { L "mixer.experts.up_proj", VC_W_EXP_UP }, { L "mixer.experts.down_proj", VC_W_EXP_DOWN },
+    { L "mixer.shared_experts.up_proj.weight", VC_W_SH_UP }, { L "mixer.shared_experts.down_proj.weight", VC_W_SH_DOWN },
     { 0 } };
 static const char *const NEMOTRON_H_NESTED[] = { "model.", "backbone.", NULL };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
@@ -584,9 +590,11 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
         return moe && ((c->router_sigmoid && !c->route_scale_input) || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
-    case VC_W_EXP_GATE: case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
+    case VC_W_EXP_GATE: return moe && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->n_expert, c->moe_inter, H) : 0;
+    case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
     case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, H, c->moe_inter) : 0;
-    case VC_W_SH_GATE: case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
+    case VC_W_SH_GATE: return moe && c->shared_inter && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->shared_inter, H, 0) : 0;
+    case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
     case VC_W_SINKS: return c->attn_sinks ? set(s, c->n_head, 0, 0) : 0;

@@ -257,6 +257,29 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         } else if (strcmp(method, "greedy"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: topk_method '%s' is not supported", path, method);
     }
+    if (is(c, "nemotron_h")) { /* DeepSeek-V3's sigmoid router; ungated shared experts; its "moe" blocks as listed */
+        double rs;
+        int64_t ng = 1, tg = 1;
+        if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &rs, path)) ||
+            (st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)) ||
+            (st = get_int_any(o, "moe_shared_expert_intermediate_size", 0, &v, path)) ||
+            (st = get_int_any(o, "n_shared_experts", 1, &freq, path)))
+            return st;
+        if (ng < 1 || c->n_expert % ng || tg > ng)
+            return vc_fail(VC_ERR_FORMAT, "%s: n_group %lld / topk_group %lld do not divide %lld experts", path,
+                           (long long)ng, (long long)tg, (long long)c->n_expert);
+        c->router_sigmoid = c->router_bias = c->group_top2 = 1;
+        c->norm_topk = flag(o, "norm_topk_prob", 1);
+        c->routed_scaling = (float)rs;
+        c->n_group = ng > 1 ? (int)ng : 0;
+        c->topk_group = (int)tg;
+        c->shared_inter = freq > 0 ? v * freq : 0;
+        c->shared_gate = 0;
+        int any = 0;
+        for (int64_t l = 0; l < c->n_layer; l++) any |= c->is_moe[l];
+        if (!any) c->n_expert = 0; /* a dense model's config still names experts */
+        return VC_OK;
+    }
     int64_t ms = 0, me = c->n_layer - 1, mi = 1; /* ERNIE 4.5: MoE layers from moe_layer_start_index to _end_index */
     if (is(c, "ernie4_5_moe")) {
         c->norm_topk = c->router_bias = 1; /* weights / max(sum, moe_norm_min): the sum for any real router */
@@ -612,15 +635,14 @@ static vc_status parse_nemotron_h(const cJSON *o, const char *path, vc_model_con
         int mamba = !strcmp(k, "linear_attention") || !strcmp(k, "mamba") || p == 'M';
         int attn = !strcmp(k, "full_attention") || !strcmp(k, "attention") || p == '*';
         int mlp = !strcmp(k, "mlp") || p == '-';
-        if (!strcmp(k, "moe") || p == 'E')
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: block %lld is a mixture of experts (Nemotron-H's non-gated experts are "
-                           "not built)", path, (long long)l);
-        if (!mamba && !attn && !mlp)
+        int moe = !strcmp(k, "moe") || p == 'E';
+        if (!mamba && !attn && !mlp && !moe)
             return vc_fail(VC_ERR_FORMAT, "%s: block %lld's type is not linear_attention, full_attention or mlp", path,
                            (long long)l);
         c->linear[l] = (uint8_t)mamba;
         c->n_linear += mamba;
-        c->block[l] = mlp ? VC_BLOCK_MLP : VC_BLOCK_MIXER;
+        c->block[l] = mlp || moe ? VC_BLOCK_MLP : VC_BLOCK_MIXER;
+        c->is_moe[l] = (uint8_t)moe; /* (parse_moe's counts, the layers kept) */
         c->nope[l] = 1; /* its attention has no rope */
     }
     c->lin_kind = VC_LIN_MAMBA2;
@@ -628,6 +650,9 @@ static vc_status parse_nemotron_h(const cJSON *o, const char *path, vc_model_con
     c->lin_act = VC_ACT_SILU;
     c->lin_conv_bias = flag(o, "use_conv_bias", flag(o, "mamba_conv_bias", 1));
     c->mlp_kind = VC_MLP_PLAIN;
+    const cJSON *lat = vc_json_member(o, "moe_latent_size");
+    if (lat && !cJSON_IsNull(lat))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_latent_size (experts behind a latent projection) is not built", path);
     const char *act = NULL;
     if ((st = vc_json_get_str(o, "mlp_hidden_act", "relu2", &act, path))) return st;
     cJSON *tmp = cJSON_CreateObject();
@@ -816,10 +841,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite")) && (st = parse_mla(o, path, c))) return st;
     if ((st = parse_moe(o, path, c))) return st;
-    if (is(c, "nemotron_h")) { /* its n_routed_experts describe "moe" blocks, which are refused */
-        c->n_expert = 0;
-        memset(c->is_moe, 0, sizeof c->is_moe);
-    }
+
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
     return VC_OK;
 }

@@ -570,8 +570,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return NULL;
     }
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
-    if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP only */
-        return vc_op_add(f->g, x, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
+    if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
+        return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
                    : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)

@@ -323,10 +323,10 @@ static vc_status choose(vc_model *m, vc_lora *a, vc_slot_mask mask, unsigned moe
         int ex_exp = ex && excluded(ex, name);
         vc_lora_module_name(m, l, VC_W_ROUTER, name, sizeof name);
         int ex_router = ex && excluded(ex, name);
-        if (c->is_moe[l] && !ex_exp && (moe & (MOE_GATE | MOE_UP)) == (MOE_GATE | MOE_UP))
+        if (c->is_moe[l] && !ex_exp && (moe & (MOE_GATE | MOE_UP)) == (MOE_GATE | MOE_UP) && vc_w(m, l, VC_W_EXP_GATE))
             add_adapter(m, a, l, VC_W_EXP_GATE, gu_rank > 0 ? gu_rank : 2 * r, 0);
         if (c->is_moe[l] && !ex_exp && moe & MOE_DOWN) add_adapter(m, a, l, VC_W_EXP_DOWN, r, 0);
-        if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC1) add_adapter(m, a, l, VC_W_EXP_GATE, r, 1);
+        if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC1 && vc_w(m, l, VC_W_EXP_GATE)) add_adapter(m, a, l, VC_W_EXP_GATE, r, 1);
         if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC2) add_adapter(m, a, l, VC_W_EXP_DOWN, r, 1);
         if (c->is_moe[l] && !ex_router && moe & MOE_ROUTER) add_adapter(m, a, l, VC_W_ROUTER, r, 0);
         for (size_t k = 0; k < N_PARAMS; k++)

@@ -53,7 +53,7 @@ static void moe_bw(vc_graph *g, vc_node *n) {
     int64_t H = s->H, I = s->I, R = s->T * s->K;
     const float *dy = n->out->grad;
     float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
-    float *dWg = Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL;
+    float *dWg = Wg && Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL;
     float *dWu = Wu->requires_grad ? vc_tensor_grad(g, Wu) : NULL;
     float *dWd = Wd->requires_grad ? vc_tensor_grad(g, Wd) : NULL;
     size_t bR = sizeof(float) * (size_t)R, bH = bR * (size_t)H, bI = bR * (size_t)I;
@@ -130,13 +130,17 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
     if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
-    B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
+    if (Wg) B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
+    else { /* experts without a gate (Nemotron-H): A = act(U) */
+        B->fill(dU, 0.0f, R * I);
+        B->act_bwd(dU, dA, s->U, R * I, s->act);
+    }
     bias_bwd(g, s, s->bi.gate, dG, I);
     bias_bwd(g, s, s->bi.up, dU, I);
     if (dWg) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dG, I, X, x16, H, 1.0f, dWg);
     if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, X, x16, H, 1.0f, dWu);
-    B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
-    B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, 1.0f, dX, H);
+    if (Wg) B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
+    B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, Wg ? 1.0f : 0.0f, dX, H);
     if (s->lo.gu_a) lora_gu_bw(g, s, dG, dU, dX, dR, X, x16);
     if (s->Xs) { /* scaled inputs: dX w to the tokens, (dX . x) to the weights (dY and dG are free again) */
         B->fill(dY, 0.0f, R * H);
@@ -184,7 +188,8 @@ vc_tensor *vc_op_moe(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg
     return vc_op_moe_lora(g, x, logits, Wg, Wu, Wd, act, rd, NULL);
 }
 
-/* the adapters' shapes against the experts' [E, I, H] and [E, H, I]; their ranks in *r (gate_up) and *rd */
+/* the adapters' shapes against the experts' [E, I, H] and [E, H, I] (Wg: the up projection's when there is no
+ * gate); their ranks in *r (gate_up) and *rd */
 static int lora_shapes(vc_graph *g, const vc_moe_lora *lo, const vc_tensor *Wg, int64_t *r, int64_t *rd) {
     int64_t E = Wg->shape[0], I = Wg->shape[1], H = Wg->shape[2];
     *r = lo->gu_a && lo->gu_a->ndim == 3 ? lo->gu_a->shape[1] : 0;
@@ -228,12 +233,16 @@ static int scale_rows(vc_graph *g, moe_saved *s) {
 
 vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor *Wg, vc_tensor *Wu, vc_tensor *Wd,
                         int act, const vc_route_desc *rd, const vc_moe_lora *lora, const vc_moe_bias *bias) {
-    if (!x || !logits || !Wg || !Wu || !Wd) return NULL;
+    if (!x || !logits || !Wu || !Wd) return NULL; /* Wg NULL: experts without a gate, act(x Wu^T) Wd^T */
     const vc_backend *B = vc_be();
     moe_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     if (!s) return NULL;
+    if (!Wg && ((bias && bias->gate) || (lora && lora->gu_a))) {
+        vc_graph_fail(g, vc_fail(VC_ERR_UNSUPPORTED, "moe: a gate's bias or gate_up adapter on experts without a gate"));
+        return NULL;
+    }
     if (bias) {
-        if (bias_shapes(g, bias, Wg)) return NULL;
+        if (bias_shapes(g, bias, Wu)) return NULL;
         s->bi = *bias;
     }
     if (lora && (lora->gu_a || lora->down_a)) {
@@ -241,16 +250,16 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
             vc_graph_fail(g, vc_fail(VC_ERR_UNSUPPORTED, "moe: adapters on experts whose inputs the routing scales"));
             return NULL;
         }
-        if (lora_shapes(g, lora, Wg, &s->r, &s->rdn)) return NULL;
+        if (lora_shapes(g, lora, Wu, &s->r, &s->rdn)) return NULL;
         s->lo = *lora;
         s->eg = lora->gu_a ? lora->gu_a->shape[0] : 0;
         s->ed = lora->down_a ? lora->down_a->shape[0] : 0;
     }
     s->rd = *rd;
     s->act = act;
-    s->E = Wg->shape[0];
-    s->I = Wg->shape[1];
-    s->H = Wg->shape[2];
+    s->E = Wu->shape[0];
+    s->I = Wu->shape[1];
+    s->H = Wu->shape[2];
     s->T = x->n / s->H;
     s->K = rd->top_k;
     int64_t R = s->T * s->K, H = s->H, I = s->I;
@@ -262,11 +271,12 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     /* bf16 matmuls: the inputs and the gated activations, read only by GEMMs that round them to bf16 anyway,
      * are kept in bf16 (half their memory, the same bits; VERLC_BF16_ACT=0 keeps them f32 for comparisons) */
     const char *env = getenv("VERLC_BF16_ACT");
-    int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gather_rows_bf16 && !(env && *env == '0');
+    int a16 = vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gather_rows_bf16 && !(env && *env == '0') &&
+              Wg; /* (ungated experts keep their activations in f32) */
     int x16 = a16 && !rd->scale_input; /* scaled inputs are made in f32 from the gathered f32 rows */
     if (x16) s->X16 = vc_graph_dalloc(g, 2 * (size_t)(R * H), 0);
     else s->X = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * H), 0);
-    s->G = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
+    s->G = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0); /* (ungated: the backward's dG scratch) */
     s->U = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
     if (a16) s->A16 = vc_graph_dalloc(g, 2 * (size_t)(R * I), 0);
     else s->A = vc_graph_dalloc(g, sizeof(float) * (size_t)(R * I), 0);
@@ -277,7 +287,7 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     else B->gather_rows(s->X, x->data, s->tok, R, H);
     if (rd->scale_input && scale_rows(g, s)) return NULL;
     const void *X = inputs(s, &x16);
-    B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
+    if (Wg) B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wg->data, 0.0f, s->G, I);
     B->gemm_rows_grouped(1, s->E, s->off, R, I, H, 1.0f, X, x16, H, Wu->data, 0.0f, s->U, I);
     const vc_moe_lora *lo = &s->lo;
     int64_t r = s->r, rdn = s->rdn, EIr = s->eg * I * r;
@@ -289,7 +299,8 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     }
     if (s->bi.gate) B->moe_bias_fwd(s->G, s->bi.gate->data, s->off, s->E, I);
     if (s->bi.up) B->moe_bias_fwd(s->U, s->bi.up->data, s->off, s->E, I);
-    if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
+    if (!Wg) B->act_fwd(s->A, s->U, R * I, act);
+    else if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
     else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
     int is16;
     const void *A = acts(s, &is16);

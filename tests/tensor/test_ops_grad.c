@@ -167,6 +167,10 @@ static vc_tensor *b_ssd(vc_graph *g, vc_tensor **in) {
     vc_tensor *dt = vc_op_act(g, vc_op_affine_cols(g, in[3], NULL, in[6], 1), VC_ACT_SOFTPLUS);
     return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL);
 }
+/* experts without a gate (Nemotron-H): act(x Wu^T) Wd^T, sigmoid routing over 2 groups */
+static vc_tensor *b_moe_plain(vc_graph *g, vc_tensor **in) {
+    return vc_op_moe_ex(g, in[0], in[1], NULL, in[2], in[3], VC_ACT_GELU_TANH, &rdesc, NULL, NULL);
+}
 static vc_tensor *b_affine(vc_graph *g, vc_tensor **in) { return vc_op_affine_cols(g, in[0], in[1], in[2], 3); }
 static vc_tensor *b_moe_lora(vc_graph *g, vc_tensor **in) {
     vc_moe_lora lo = { in[5], in[6], in[7], in[8], 1.7f };
@@ -296,6 +300,11 @@ static void run_all(void) {
     act_kind = VC_ACT_SOFTPLUS;
     make(0, 2, 4, 5, 0, 2);
     check_op("act softplus", b_act, 1, 1e-3f, 5e-3f);
+    memset(&rdesc, 0, sizeof rdesc);
+    rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 2.5f; rdesc.sigmoid = 1; rdesc.norm_topk = 1;
+    rdesc.n_group = 2; rdesc.topk_group = 1; rdesc.group_top2_sum = 1;
+    make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2); make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 5, 3, 1);
+    check_op("moe experts without a gate", b_moe_plain, 4, 1e-3f, 2e-2f);
 }
 
 /* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from
