@@ -142,6 +142,23 @@ static void moe_setup(void) {
     rl_cli_init_model("moe", cfg);
 }
 
+/* a Qwen3.5 hybrid (Gated DeltaNet layers beside gated attention) in <dir>/hybrid: its conv and recurrent states
+ * through the paged rollout (state slots, forks) and the recurrence's backward in training */
+static void hybrid_setup(void) {
+    char cfg[1400];
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3_5ForCausalLM\"],\"model_type\":\"qwen3_5_text\",\"vocab_size\":%d,"
+             "\"hidden_size\":16,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+             "\"head_dim\":8,\"intermediate_size\":32,\"linear_num_key_heads\":1,\"linear_num_value_heads\":2,"
+             "\"linear_key_head_dim\":8,\"linear_value_head_dim\":4,\"linear_conv_kernel_dim\":4,"
+             "\"layer_types\":[\"linear_attention\",\"full_attention\"],\"max_position_embeddings\":1024,"
+             "\"rms_norm_eps\":1e-6,\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1000000,"
+             "\"partial_rotary_factor\":0.5},\"hidden_act\":\"silu\",\"tie_word_embeddings\":true,"
+             "\"bos_token_id\":151643,\"eos_token_id\":151645,\"torch_dtype\":\"float32\"}",
+             rl_cli_vocab());
+    rl_cli_init_model("hybrid", cfg);
+}
+
 /* 2 ranks: NCCL on cuda against MPI on cpu, same global batch */
 static void dist_pair(const char *name, const char *extra) {
     const char *mpirun = getenv("VERLC_MPIRUN") && *getenv("VERLC_MPIRUN") ? getenv("VERLC_MPIRUN") : "mpirun";
@@ -185,6 +202,11 @@ int main(void) {
                               "actor_rollout_ref.actor.use_dynamic_bsz=true actor_rollout_ref.actor.use_prefix_grouper=true",
              dir);
     rl_pair("grpo_moe", moe);
+    hybrid_setup();
+    char hyb[512];
+    snprintf(hyb, sizeof hyb, "actor_rollout_ref.model.path=%s/hybrid algorithm.adv_estimator=grpo "
+                              "actor_rollout_ref.actor.use_kl_loss=False trainer.total_training_steps=1", dir);
+    rl_pair("grpo_hybrid", hyb);
     sft_pair();
     dist_pair("dp2", "");
     dist_pair("zero2", "sharding=zero2 overlap_grad_reduce=true");
