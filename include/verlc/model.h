@@ -35,6 +35,7 @@ typedef struct vc_model_config {
     int qk_norm;                  /* per-head RMSNorm on q and k (Qwen3) */
     int qk_norm_full;             /* ... over all heads of q and of k at once (OLMo 2) */
     int qk_norm_after_rope;       /* ... applied after the rotary embedding (Hunyuan) */
+    int qk_norm_heads;            /* ... a LayerNorm with a weight of its own per head, [heads, head_dim] (Command R+) */
     int no_pre_norm;              /* no norm before attention and MLP, only after them (OLMo 2) */
     int norm_no_bias;             /* LayerNorms without a bias (Cohere) */
     int norm_no_weight;           /* RMSNorms without a weight, q/k norms too (nanochat) */

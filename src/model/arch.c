@@ -569,8 +569,12 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_K_B: case VC_W_V_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nkv, 0, 0);
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
-    case VC_W_Q_NORM: return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
-    case VC_W_K_NORM: return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
+    case VC_W_Q_NORM:
+        if (c->qk_norm_heads) return set(s, c->n_head, hd, 0);
+        return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
+    case VC_W_K_NORM:
+        if (c->qk_norm_heads) return set(s, c->n_kv_head, hd, 0);
+        return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
     case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;

@@ -754,8 +754,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "cohere") || is(c, "cohere2")) { /* Command R: one LayerNorm (no bias) feeding attention and MLP in parallel, GPT-J
                             * pairs, logits times logit_scale */
         double ls;
-        if (flag(o, "use_qk_norm", 0))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: Cohere's use_qk_norm (a LayerNorm weight per head) is not built", path);
+        c->qk_norm = c->qk_norm_heads = flag(o, "use_qk_norm", 0); /* Command R+: per-head LayerNorm weights */
         if ((st = get_num_any(o, "logit_scale", 0.0625, &ls, path))) return st;
         if (!(ls > 0)) return vc_fail(VC_ERR_FORMAT, "%s: logit_scale must be positive", path);
         c->parallel_block = c->norm_no_bias = c->rope_interleaved = 1;

@@ -364,7 +364,13 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     vc_tensor *v = lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B));
     vc_op_hold(h, 0);
-    if (c->qk_norm && c->norm_kind == VC_NORM_LAYER) { /* Phi: LayerNorm over each head */
+    if (c->qk_norm_heads) { /* Command R+: LayerNorm over each head, each head's own weight */
+        int64_t s2[2] = { T, nh * hd }, k2[2] = { T, nkv * hd };
+        q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), NULL, NULL, c->norm_eps);
+        k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), NULL, NULL, c->norm_eps);
+        q = vc_op_affine_cols(g, q ? vc_reshape(g, q, 2, s2) : NULL, vc_w(m, l, VC_W_Q_NORM), NULL, 1);
+        k = vc_op_affine_cols(g, k ? vc_reshape(g, k, 2, k2) : NULL, vc_w(m, l, VC_W_K_NORM), NULL, 1);
+    } else if (c->qk_norm && c->norm_kind == VC_NORM_LAYER) { /* Phi: LayerNorm over each head */
         q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), vc_w(m, l, VC_W_Q_NORM), vc_w(m, l, VC_W_Q_NORM_B), c->norm_eps);
         k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), vc_w(m, l, VC_W_K_NORM), vc_w(m, l, VC_W_K_NORM_B),
                             c->norm_eps);
