@@ -77,9 +77,23 @@ static size_t page_bytes(const vc_rollout_engine *e) {
     return vc_kv_page_bytes(e->o.page_tokens, vc_model_cfg(e->m)->n_layer, e->row, kv_bf16(e));
 }
 
+static double budget_bytes(const vc_rollout_engine *e) {
+    return e->o.kv_budget_bytes > 0 ? e->o.kv_budget_bytes : e->o.kv_fraction * available_bytes();
+}
+
+/* linear-attention models: state slots for max_batch running sequences, a forking prompt and the padding rows, at
+ * most half of the KV budget (fewer slots run fewer sequences at once); 0 for other models */
+static int state_slots(const vc_rollout_engine *e) {
+    int64_t sf = vc_lin_state_floats(vc_model_cfg(e->m));
+    if (!sf) return 0;
+    double fit = 0.5 * budget_bytes(e) / ((double)sf * sizeof(float));
+    int want = e->o.max_batch + 2;
+    return fit >= want ? want : fit >= 3 ? (int)fit : 3;
+}
+
 int64_t vc_rollout_budget_pages(const vc_rollout_engine *e) {
-    double bytes = e->o.kv_budget_bytes > 0 ? e->o.kv_budget_bytes : e->o.kv_fraction * available_bytes();
-    return (int64_t)(bytes / (double)page_bytes(e));
+    double bytes = budget_bytes(e) - (double)state_slots(e) * (double)vc_lin_state_floats(vc_model_cfg(e->m)) * 4.0;
+    return bytes > 0 ? (int64_t)(bytes / (double)page_bytes(e)) : 0;
 }
 
 static int64_t pages_for(const vc_rollout_engine *e, int64_t tokens) {
@@ -510,11 +524,12 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
                           vc_rollout_sample **out, int *n_out);
 
 /* linear-attention models: a state slot for every sequence that may run at once (max_batch, and a prompt forking
- * into its samples), and one for padding rows */
+ * into its samples, within half of the KV budget: state_slots), and one for padding rows */
 static vc_status state_open(vc_rollout_engine *e, vc_run *R) {
     R->state_floats = vc_lin_state_floats(vc_model_cfg(e->m));
     if (!R->state_floats) return VC_OK;
-    R->n_slots = e->o.max_batch + 2;
+    R->n_slots = state_slots(e);
+    if (R->max_seqs > R->n_slots - 2) R->max_seqs = R->n_slots - 2; /* the slots the budget holds run at once */
     size_t bytes = sizeof(float) * (size_t)R->n_slots * (size_t)R->state_floats;
     R->state = R->pool.be->alloc(bytes);
     R->slot_free = vc_malloc(sizeof(int32_t) * (size_t)R->n_slots);

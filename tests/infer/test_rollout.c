@@ -313,7 +313,8 @@ static void suite(vc_model *m, const char *what, const vc_sampling *spp, int n) 
     /* forced preemption: a pool of a few pages */
     vc_rollout_stats ps;
     size_t pb = vc_kv_page_bytes(4, vc_model_cfg(m)->n_layer, vc_kv_row_floats(m), 0);
-    vc_rollout_sample *o = generate(m, &sp, (run_cfg){ 64, 2, 0, 7, 4, 22.0 * (double)pb }, n, &n2, &ps);
+    double sb = 9.0 * 4.0 * (double)vc_lin_state_floats(vc_model_cfg(m)); /* linear layers' states: 7 + 2 slots */
+    vc_rollout_sample *o = generate(m, &sp, (run_cfg){ 7, 2, 0, 7, 4, 22.0 * (double)pb + sb }, n, &n2, &ps);
     CHECK_MSG(o && same_samples(ref, o, nr), "%s: preempted run differs", what);
     CHECK_MSG(ps.preemptions > 0, "no preemption with a %lld-page pool", (long long)ps.pool_pages);
     printf("%s preemption: %lld pages of 4 tokens, %lld preemptions, %lld steps\n", what, (long long)ps.pool_pages,
