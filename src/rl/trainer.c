@@ -754,6 +754,11 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
+    if (!st && t->acfg.prefix_share && vc_lin_state_floats(vc_model_cfg(t->actor))) { /* the same results, more work */
+        vc_info("actor_rollout_ref.actor.use_prefix_grouper: %s has linear-attention layers, whose states a shared "
+                "prompt would have to hand on: every row computes its prompt", vc_model_cfg(t->actor)->model_type);
+        t->acfg.prefix_share = 0;
+    }
     TRY(attach_lora(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
