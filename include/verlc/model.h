@@ -91,6 +91,13 @@ typedef struct vc_model_config {
     int lin_conv;                 /* the causal conv's taps */
     int lin_conv_bias;            /* Mamba 2: the conv has a bias */
     int lin_act;                  /* the activation after the conv (Gated DeltaNet, Mamba 2) */
+    int lin_norm;                 /* Mamba 2's output: 0 y silu(z) then the grouped norm, 1 the norm then silu(z), 2 no
+                                   * norm (Falcon-H1's mamba_rms_norm / mamba_norm_before_gate) */
+    int parallel_ssm;             /* every layer runs attention and a Mamba 2 mixer side by side (Falcon-H1) */
+    struct {                      /* Falcon-H1's muP multipliers (on: any is set; 1 otherwise) */
+        int on;
+        float ssm_in, ssm_out, attn_in, attn_out, key, mlp_gate, mlp_down, zxbcdt[5];
+    } mup;
     uint8_t block[VC_MAX_LAYERS]; /* vc_block_kind */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];

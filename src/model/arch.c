@@ -405,6 +405,7 @@ static const vc_arch ARCHS[] = {
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
+    { "falcon_h1", "falcon_h1", T(BAMBA, HF_ATTN) }, /* Bamba's names, every layer with both mixers */
     { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
     { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
@@ -529,10 +530,10 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
     if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
         return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
-    if (lin != (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) &&
-        ((slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-         (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B)))
-        return 0;
+    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B;
+    if (lin != lin_slot && (lin_slot || (!c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
+                                                                slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
+        return 0; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
     if (lin && c->lin_kind == VC_LIN_MAMBA2) { /* in_proj [z, xBC, dt], the conv over xBC, the scan's A, D, dt_bias */
         int64_t I = vd, cd = I + 2 * kd;
         switch (slot) {
@@ -540,7 +541,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_CONV: return set(s, cd, 1, c->lin_conv);
         case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, cd, 0, 0) : 0;
         case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
-        case VC_W_LIN_NORM: return set(s, I, 0, 0);
+        case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, I, 0);
         default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) return 0;
         }

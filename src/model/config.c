@@ -665,6 +665,74 @@ static vc_status parse_nemotron_h(const cJSON *o, const char *path, vc_model_con
     return st;
 }
 
+/* a list of n numbers (NULL or null: all 1) */
+static vc_status get_floats(const cJSON *o, const char *key, int n, float *out, const char *path) {
+    const cJSON *a = vc_json_member(o, key);
+    for (int i = 0; i < n; i++) out[i] = 1.0f;
+    if (!a || cJSON_IsNull(a)) return VC_OK;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n)
+        return vc_fail(VC_ERR_FORMAT, "%s: key '%s' must list %d numbers", path, key, n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(a, i);
+        if (!cJSON_IsNumber(e)) return vc_fail(VC_ERR_FORMAT, "%s: key '%s'[%d] is not a number", path, key, i);
+        out[i] = (float)e->valuedouble;
+    }
+    return VC_OK;
+}
+
+/* Falcon-H1: every layer runs attention and a Mamba 2 mixer side by side (their outputs summed), muP multipliers
+ * on the mixer's input and projections, attention's input, keys and output, the MLP's gate and output, the
+ * embeddings and the LM head */
+static vc_status parse_falcon_h1(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t expand = 2, conv = 4, dh = 0, dssm = 0;
+    double v[8];
+    static const char *const K[8] = { "ssm_in_multiplier", "ssm_out_multiplier", "attention_in_multiplier",
+                                      "attention_out_multiplier", "key_multiplier", "embedding_multiplier",
+                                      "lm_head_multiplier", NULL };
+    if ((st = get_int_any(o, "mamba_n_heads", 128, &c->lin_nv, path)) ||
+        (st = get_int_any(o, "mamba_n_groups", 1, &c->lin_nk, path)) ||
+        (st = get_int_any(o, "mamba_d_state", 256, &c->lin_dk, path)) ||
+        (st = get_int_any(o, "mamba_expand", 2, &expand, path)) || (st = get_int_any(o, "mamba_d_conv", 4, &conv, path)))
+        return st;
+    const cJSON *ds = vc_json_member(o, "mamba_d_ssm"), *h = vc_json_member(o, "mamba_d_head");
+    dssm = cJSON_IsNumber(ds) ? (int64_t)ds->valuedouble : expand * c->hidden;
+    if (cJSON_IsNumber(h)) dh = (int64_t)h->valuedouble;
+    if (c->lin_nv < 1 || c->lin_nv > 65536 || dssm < 1) return vc_fail(VC_ERR_FORMAT, "%s: mamba_n_heads or mamba_d_ssm out of range", path);
+    if (!dh) dh = dssm / c->lin_nv;
+    c->lin_dv = dh;
+    if (dh * c->lin_nv != dssm || c->lin_nk < 1 || c->lin_nv % c->lin_nk || c->lin_dk < 1 || c->lin_dk > 65536 ||
+        conv < 1 || conv > 64)
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_n_heads x mamba_d_head is not mamba_d_ssm, or mamba_n_groups / "
+                       "mamba_d_state / mamba_d_conv out of range", path);
+    if (flag(o, "mamba_proj_bias", 0) || flag(o, "projectors_bias", 0) || flag(o, "attention_bias", 0) ||
+        flag(o, "mlp_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: biases on Falcon-H1's projections are not built", path);
+    if (!flag(o, "mamba_use_mlp", 1))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_use_mlp false (layers without an MLP) is not built", path);
+    if ((st = time_step_unclamped(o, path))) return st;
+    for (int i = 0; K[i]; i++)
+        if ((st = get_num_any(o, K[i], 1.0, &v[i], path))) return st;
+    float mm[2];
+    if ((st = get_floats(o, "mlp_multipliers", 2, mm, path)) || (st = get_floats(o, "ssm_multipliers", 5, c->mup.zxbcdt, path)))
+        return st;
+    c->mup.on = 1;
+    c->mup.ssm_in = (float)v[0], c->mup.ssm_out = (float)v[1], c->mup.attn_in = (float)v[2];
+    c->mup.attn_out = (float)v[3], c->mup.key = (float)v[4], c->mup.mlp_gate = mm[0], c->mup.mlp_down = mm[1];
+    c->emb_scale = (float)v[5];
+    if (!(v[6] > 0)) return vc_fail(VC_ERR_FORMAT, "%s: lm_head_multiplier must be positive", path);
+    c->logit_divisor = (float)(1.0 / v[6]);
+    c->lin_kind = VC_LIN_MAMBA2;
+    c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
+    c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
+    c->lin_norm = !flag(o, "mamba_rms_norm", 0) ? 2 : flag(o, "mamba_norm_before_gate", 1) ? 1 : 0;
+    c->parallel_ssm = 1;
+    for (int64_t l = 0; l < c->n_layer; l++) c->linear[l] = 1;
+    c->n_linear = (int)c->n_layer;
+    return VC_OK;
+}
+
 /* Ministral 3's rope_parameters.llama_4_scaling_beta: q times 1 + beta log(1 + floor(pos / original max)) */
 static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *p = vc_json_member(o, "rope_parameters");
@@ -778,6 +846,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
+    if (is(c, "falcon_h1") && (st = parse_falcon_h1(o, path, c))) return st;
     if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */

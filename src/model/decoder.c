@@ -44,6 +44,7 @@ typedef struct {
     int64_t T_ext;
     int64_t *kv_start, *kv_len;
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
+    vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
 } fwd_ctx;
 
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
@@ -77,6 +78,23 @@ static vc_status lin_seq_states(fwd_ctx *f) {
         if ((f->paged ? f->paged->len[s] : f->cache->len[s]) == 0) vc_be()->zero(f->seq_state[s], sizeof(float) * (size_t)SF);
     }
     return VC_OK;
+}
+
+/* Falcon-H1's muP vector over in_proj's outputs [z (I), x (I), B (G N), C (G N), dt (nh)], uploaded per forward */
+static vc_status mup_upload(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    if (!c->mup.on || c->lin_kind != VC_LIN_MAMBA2) return VC_OK;
+    int64_t I = c->lin_nv * c->lin_dv, GN = c->lin_nk * c->lin_dk, n = 2 * I + 2 * GN + c->lin_nv;
+    int64_t end[5] = { I, 2 * I, 2 * I + GN, 2 * I + 2 * GN, n };
+    float *v = vc_graph_alloc(f->g, sizeof(float) * (size_t)n, 0);
+    if (!v) return vc_graph_status(f->g);
+    for (int64_t i = 0, k = 0; i < n; i++) {
+        while (i >= end[k]) k++;
+        v[i] = c->mup.zxbcdt[k];
+    }
+    float *dev = vc_graph_upload(f->g, v, sizeof(float) * (size_t)n);
+    f->mup_vec = dev ? vc_tensor_wrap(f->g, dev, 1, &n) : NULL;
+    return f->mup_vec ? VC_OK : vc_graph_status(f->g);
 }
 
 /* layer l's conv and recurrent state pointers of every sequence (NULL without a cache); 1 on failure */
@@ -364,6 +382,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     vc_tensor *v = lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B));
     vc_op_hold(h, 0);
+    if (c->mup.on && c->mup.key != 1.0f) k = vc_op_scale(g, k, c->mup.key); /* Falcon-H1's key multiplier */
     if (c->qk_norm_heads) { /* Command R+: LayerNorm over each head, each head's own weight */
         int64_t s2[2] = { T, nh * hd }, k2[2] = { T, nkv * hd };
         q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), NULL, NULL, c->norm_eps);
@@ -496,7 +515,9 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     vc_graph *g = f->g;
     int64_t G = c->lin_nk, N = c->lin_dk, nh = c->lin_nv, P = c->lin_dv, I = nh * P, cd = I + 2 * G * N;
     int64_t proj = I + cd + nh;
+    if (c->mup.on && c->mup.ssm_in != 1.0f) h = vc_op_scale(g, h, c->mup.ssm_in); /* Falcon-H1's multipliers */
     vc_tensor *zxd = lin(f, h, l, VC_W_LIN_QKV, NULL);
+    if (c->mup.on && f->mup_vec) zxd = vc_op_affine_cols(g, zxd, f->mup_vec, NULL, 1);
     vc_tensor *z = vc_op_slice_cols(g, zxd, proj, 0, I), *xbc = vc_op_slice_cols(g, zxd, proj, I, I + cd);
     vc_tensor *dt = vc_op_slice_cols(g, zxd, proj, I + cd, proj);
     float **cs = NULL, **rs = NULL;
@@ -514,8 +535,13 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *y = vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs);
     int64_t s2[2] = { f->T, I };
     y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
-    y = vc_op_rmsnorm(g, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), NULL, I / G, c->norm_eps, 0);
-    y = vc_op_affine_cols(g, y, vc_w(m, l, VC_W_LIN_NORM), NULL, 1);
+    vc_tensor *gz = vc_op_act(g, z, VC_ACT_SILU); /* y silu(z), RMS-normed per group before or after, or not */
+    if (c->lin_norm != 1) y = vc_op_mul(g, y, gz);
+    if (c->lin_norm != 2) {
+        y = vc_op_rmsnorm(g, y, NULL, I / G, c->norm_eps, 0);
+        y = vc_op_affine_cols(g, y, vc_w(m, l, VC_W_LIN_NORM), NULL, 1);
+    }
+    if (c->lin_norm == 1) y = vc_op_mul(g, y, gz);
     return lin(f, y, l, VC_W_LIN_OUT, NULL);
 }
 
@@ -527,6 +553,10 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     vc_tensor *u = lin(f, h, l, up, up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
     vc_tensor *gt = gated ? lin(f, h, l, gate, gate == VC_W_GATE ? vc_w(m, l, VC_W_GATE_B) : NULL) : NULL;
     if (gated) vc_op_hold(h, 0);
+    if (c->mup.on && (c->mup.mlp_gate != 1.0f || c->mup.mlp_down != 1.0f)) { /* Falcon-H1: gate and output scaled */
+        vc_tensor *a = vc_op_act_mul(f->g, vc_op_scale(f->g, gt, c->mup.mlp_gate), u, c->act);
+        return vc_op_scale(f->g, lin(f, a, l, down, down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL), c->mup.mlp_down);
+    }
     vc_tensor *Wd = vc_w(m, l, down), *bd = down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL;
     if (gated && !f->f32_act && vc_lora_index(m, l, down) < 0) /* bf16 with bf16 matmuls */
         return vc_op_act_mul_linear(f->g, gt, u, c->act, Wd, bd);
@@ -578,6 +608,13 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
+    if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
+        vc_tensor *ms = vc_op_scale(f->g, mamba2(f, l, h), c->mup.ssm_out);
+        vc_tensor *at = vc_op_scale(f->g, attention_std(f, l, vc_op_scale(f->g, h, c->mup.attn_in)), c->mup.attn_out);
+        x = vc_op_add(f->g, x, vc_op_add(f->g, ms, at));
+        h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+        return vc_op_add(f->g, x, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
+    }
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
                    : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
@@ -750,7 +787,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         return NULL;
     }
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
-        lin_seq_states(&f) == VC_OK) {
+        lin_seq_states(&f) == VC_OK && mup_upload(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */

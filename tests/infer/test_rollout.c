@@ -46,6 +46,15 @@ static const char *CONFIG_MAMBA =
     " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Falcon-H1: every layer keeps keys and values and a Mamba 2 state side by side */
+static const char *CONFIG_FALCON =
+    "{\"architectures\": [\"FalconH1ForCausalLM\"], \"model_type\": \"falcon_h1\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"mamba_n_heads\": 4, \"mamba_d_ssm\": 64, \"mamba_n_groups\": 1, \"mamba_d_state\": 8, \"mamba_d_conv\": 4,"
+    " \"mamba_rms_norm\": true, \"key_multiplier\": 0.9, \"ssm_multipliers\": [1, 1.2, 1, 1, 0.8],"
+    " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -368,6 +377,10 @@ int main(void) {
     h = model_from_config(CONFIG_MAMBA, 17);
     CHECK(h != NULL);
     if (h) suite(h, "granite 4 (mamba 2)", &sp, n);
+    vc_model_free(h);
+    h = model_from_config(CONFIG_FALCON, 19);
+    CHECK(h != NULL);
+    if (h) suite(h, "falcon-h1", &sp, n);
     vc_model_free(h);
     test_bf16_archs();
     return vc_test_done();
