@@ -366,22 +366,16 @@ int main(void) {
     suite(m, "qwen2", &sp, n);
     test_bf16_kv(m, &sp, n);
     vc_model_free(m);
-    vc_model *h = model_from_config(CONFIG_HYBRID, 11);
-    CHECK(h != NULL);
-    if (h) suite(h, "qwen3.5 hybrid", &sp, n);
-    vc_model_free(h);
-    h = model_from_config(CONFIG_LFM2, 13);
-    CHECK(h != NULL);
-    if (h) suite(h, "lfm2", &sp, n);
-    vc_model_free(h);
-    h = model_from_config(CONFIG_MAMBA, 17);
-    CHECK(h != NULL);
-    if (h) suite(h, "granite 4 (mamba 2)", &sp, n);
-    vc_model_free(h);
-    h = model_from_config(CONFIG_FALCON, 19);
-    CHECK(h != NULL);
-    if (h) suite(h, "falcon-h1", &sp, n);
-    vc_model_free(h);
+    /* models whose layers carry states: Gated DeltaNet, short convolutions, Mamba 2, Mamba 2 beside attention */
+    static const struct { const char *const *config, *name; uint64_t seed; } HYBRIDS[] = {
+        { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
+        { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 } };
+    for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
+        vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
+        CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());
+        if (h) suite(h, HYBRIDS[i].name, &sp, n);
+        vc_model_free(h);
+    }
     test_bf16_archs();
     return vc_test_done();
 }
