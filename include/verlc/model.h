@@ -75,6 +75,7 @@ typedef struct vc_model_config {
     int qkv_bias, o_bias, mlp_bias, head_bias;
     /* mixture of experts */
     int64_t n_expert, top_k, moe_inter, shared_inter;
+    int64_t moe_latent;           /* > 0: the routed experts work in a latent space of this width (Nemotron-H) */
     int shared_gate;              /* sigmoid-gated shared expert (Qwen2-MoE) */
     int norm_topk, router_sigmoid, group_top2, n_group, topk_group;
     float routed_scaling;

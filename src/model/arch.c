@@ -327,6 +327,7 @@ static const vc_tensor_rule NEMOTRON_H[] = {
     { L "mixer.experts.%d.down_proj.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
     { L "mixer.experts.up_proj", VC_W_EXP_UP }, { L "mixer.experts.down_proj", VC_W_EXP_DOWN },
     { L "mixer.shared_experts.up_proj.weight", VC_W_SH_UP }, { L "mixer.shared_experts.down_proj.weight", VC_W_SH_DOWN },
+    { L "mixer.fc1_latent_proj.weight", VC_W_LAT_IN }, { L "mixer.fc2_latent_proj.weight", VC_W_LAT_OUT },
     { 0 } };
 static const char *const NEMOTRON_H_NESTED[] = { "model.", "backbone.", NULL };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
@@ -490,7 +491,7 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_XIELU_AN] = "xielu.alpha_n", [VC_W_LIN_QKV] = "linear.qkv", [VC_W_LIN_Z] = "linear.z",
     [VC_W_LIN_B] = "linear.b", [VC_W_LIN_A] = "linear.a", [VC_W_LIN_CONV] = "linear.conv", [VC_W_LIN_DT] = "linear.dt_bias",
     [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out", [VC_W_LIN_D] = "linear.D",
-    [VC_W_LIN_CONV_B] = "linear.conv.bias",
+    [VC_W_LIN_CONV_B] = "linear.conv.bias", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -517,7 +518,7 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
     int64_t H = c->hidden, hd = c->head_dim, nq = c->n_head * hd, nkv = c->n_kv_head * hd;
     int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
-    int64_t qk = c->qk_nope_dim + c->qk_rope_dim;
+    int64_t qk = c->qk_nope_dim + c->qk_rope_dim, XH = c->moe_latent ? c->moe_latent : H; /* the experts' width */
     int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
     int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
     int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
@@ -526,7 +527,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
                      (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) || slot == VC_W_POST_ATTN_NORM;
     int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
-                   slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN;
+                   slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN || slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
     if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
         return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
@@ -595,9 +596,11 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
         return moe && ((c->router_sigmoid && !c->route_scale_input) || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
-    case VC_W_EXP_GATE: return moe && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->n_expert, c->moe_inter, H) : 0;
-    case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, H) : 0;
-    case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, H, c->moe_inter) : 0;
+    case VC_W_EXP_GATE: return moe && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->n_expert, c->moe_inter, XH) : 0;
+    case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, XH) : 0;
+    case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, XH, c->moe_inter) : 0;
+    case VC_W_LAT_IN: return moe && c->moe_latent ? set(s, c->moe_latent, H, 0) : 0;
+    case VC_W_LAT_OUT: return moe && c->moe_latent ? set(s, H, c->moe_latent, 0) : 0;
     case VC_W_SH_GATE: return moe && c->shared_inter && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;

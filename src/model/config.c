@@ -651,8 +651,9 @@ static vc_status parse_nemotron_h(const cJSON *o, const char *path, vc_model_con
     c->lin_conv_bias = flag(o, "use_conv_bias", flag(o, "mamba_conv_bias", 1));
     c->mlp_kind = VC_MLP_PLAIN;
     const cJSON *lat = vc_json_member(o, "moe_latent_size");
-    if (lat && !cJSON_IsNull(lat))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_latent_size (experts behind a latent projection) is not built", path);
+    if (lat && !cJSON_IsNull(lat) && (st = get_int_any(o, "moe_latent_size", 0, &c->moe_latent, path))) return st;
+    if (c->moe_latent < 0 || c->moe_latent > DIM_MAX)
+        return vc_fail(VC_ERR_FORMAT, "%s: moe_latent_size %lld out of range", path, (long long)c->moe_latent);
     const char *act = NULL;
     if ((st = vc_json_get_str(o, "mlp_hidden_act", "relu2", &act, path))) return st;
     cJSON *tmp = cJSON_CreateObject();

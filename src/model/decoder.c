@@ -587,8 +587,10 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     vc_moe_lora lo = { gu >= 0 ? &a->t[2 * gu] : NULL, gu >= 0 ? &a->t[2 * gu + 1] : NULL,
                        dn >= 0 ? &a->t[2 * dn] : NULL, dn >= 0 ? &a->t[2 * dn + 1] : NULL, a ? a->scale : 0 };
     vc_moe_bias bi = { vc_w(m, l, VC_W_EXP_GATE_B), vc_w(m, l, VC_W_EXP_UP_B), vc_w(m, l, VC_W_EXP_DOWN_B) };
-    vc_tensor *y = vc_op_moe_ex(f->g, h, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
+    vc_tensor *xe = c->moe_latent ? lin(f, h, l, VC_W_LAT_IN, NULL) : h; /* Nemotron-H: experts in a latent space */
+    vc_tensor *y = vc_op_moe_ex(f->g, xe, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
                                 vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd, &lo, &bi);
+    if (c->moe_latent) y = lin(f, y, l, VC_W_LAT_OUT, NULL);
     if (!c->shared_inter) return y;
     vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
     if (c->shared_gate) {

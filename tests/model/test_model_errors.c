@@ -108,12 +108,12 @@ int main(void) {
     write_text(d, "config.json", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}");
     expect(d, VC_ERR_UNSUPPORTED, "config.json", "gpt_neox");
 
-    /* hybrids: what is not built is refused by name (Nemotron-H's latent MoE, a clamped Mamba time step, LFM2's conv
+    /* hybrids: what is not built is refused by name (a negative Nemotron-H latent MoE width, a clamped Mamba time step, LFM2's conv
      * bias, a Gated DeltaNet layer type misspelt) */
     d = fresh("nemotron_latent");
     write_text(d, "config.json", "{\"model_type\": \"nemotron_h\", \"vocab_size\": 8, \"hidden_size\": 8,"
-               " \"num_attention_heads\": 2, \"hybrid_override_pattern\": \"M*E\", \"moe_latent_size\": 4}");
-    expect(d, VC_ERR_UNSUPPORTED, "config.json", "moe_latent_size");
+               " \"num_attention_heads\": 2, \"hybrid_override_pattern\": \"M*E\", \"moe_latent_size\": -4}");
+    expect(d, VC_ERR_FORMAT, "config.json", "moe_latent_size");
     d = fresh("mamba_clamp");
     write_text(d, "config.json", "{\"model_type\": \"granitemoehybrid\", \"vocab_size\": 8, \"hidden_size\": 8,"
                " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"mamba_n_heads\": 2,"
