@@ -94,6 +94,11 @@ typedef struct vc_model_config {
     int lin_act;                  /* the activation after the conv (Gated DeltaNet, Mamba 2) */
     int lin_norm;                 /* Mamba 2's output: 0 y silu(z) then the grouped norm, 1 the norm then silu(z), 2 no
                                    * norm (Falcon-H1's mamba_rms_norm / mamba_norm_before_gate) */
+    int lin_sep_qkv;              /* q, k and v projected apart (OLMo-hybrid's q_proj / k_proj / v_proj) */
+    int lin_pre_norm;             /* linear layers normed before their sublayers while attention layers keep the
+                                   * model's norm placement (OLMo-hybrid: OLMo 2's post-norms on attention) */
+    float lin_beta_scale;         /* the delta rule's beta = scale sigmoid(b) (OLMo-hybrid's allow_neg_eigval: 2) */
+    float lin_norm_eps;           /* the gated output norm's eps (0: norm_eps) */
     int parallel_ssm;             /* every layer runs attention and a Mamba 2 mixer side by side (Falcon-H1) */
     struct {                      /* Falcon-H1's muP multipliers (on: any is set; 1 otherwise) */
         int on;

@@ -266,6 +266,21 @@ static const vc_tensor_rule QWEN3_NEXT_GDN[] = {
     { L "linear_attn.in_proj_ba.weight", VC_W_LIN_B, VC_TR_BA, VC_W_LIN_A },
     { 0 } };
 #undef GDN_COMMON
+/* OLMo-hybrid: Gated DeltaNet layers with q, k, v, a, b and the output gate (g_proj) projected apart, q, k and v
+ * convolved apart (transformers 5 concatenates them as conv1d), o_norm, o_proj; the hub's norm names first */
+static const vc_tensor_rule OLMO_HYBRID[] = {
+    { L "attention_layer_norm.weight", VC_W_ATTN_NORM }, { L "feedforward_layer_norm.weight", VC_W_FFN_NORM },
+    { L "feedforward_layer_norm.weight", VC_W_POST_ATTN_NORM },
+    { L "linear_attn.q_conv1d.weight", VC_W_LIN_CONV }, { L "linear_attn.k_conv1d.weight", VC_W_LIN_CONV_K },
+    { L "linear_attn.v_conv1d.weight", VC_W_LIN_CONV_V },
+    { L "linear_attn.conv1d.weight", VC_W_LIN_CONV, VC_TR_SPLIT_ROWS, VC_W_LIN_CONV_K, VC_W_LIN_CONV_V },
+    { L "linear_attn.q_proj.weight", VC_W_LIN_QKV }, { L "linear_attn.k_proj.weight", VC_W_LIN_K },
+    { L "linear_attn.v_proj.weight", VC_W_LIN_V }, { L "linear_attn.g_proj.weight", VC_W_LIN_Z },
+    { L "linear_attn.a_proj.weight", VC_W_LIN_A }, { L "linear_attn.b_proj.weight", VC_W_LIN_B },
+    { L "linear_attn.dt_bias", VC_W_LIN_DT },
+    { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.o_norm.weight", VC_W_LIN_NORM },
+    { L "linear_attn.o_proj.weight", VC_W_LIN_OUT },
+    { 0 } };
 /* LFM2: gated short convolutions (conv.in_proj: B, C, x), attention's out_proj and per-head q/k layernorms, the final
  * norm named embedding_norm, the MLP's w1 / w3 / w2 */
 static const vc_tensor_rule LFM2[] = {
@@ -403,6 +418,9 @@ static const vc_arch ARCHS[] = {
     { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
+    /* OLMo-hybrid: its linear layers' pre-norms and its attention layers' post-norms share names (the hub's
+     * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
+    { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
@@ -491,7 +509,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_XIELU_AN] = "xielu.alpha_n", [VC_W_LIN_QKV] = "linear.qkv", [VC_W_LIN_Z] = "linear.z",
     [VC_W_LIN_B] = "linear.b", [VC_W_LIN_A] = "linear.a", [VC_W_LIN_CONV] = "linear.conv", [VC_W_LIN_DT] = "linear.dt_bias",
     [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out", [VC_W_LIN_D] = "linear.D",
-    [VC_W_LIN_CONV_B] = "linear.conv.bias", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
+    [VC_W_LIN_CONV_B] = "linear.conv.bias", [VC_W_LIN_K] = "linear.k", [VC_W_LIN_V] = "linear.v",
+    [VC_W_LIN_CONV_K] = "linear.conv_k", [VC_W_LIN_CONV_V] = "linear.conv_v", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -523,15 +542,16 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
     int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
     int blk = layer >= 0 ? c->block[layer] : VC_BLOCK_FULL;
+    int lpn = lin && c->lin_pre_norm; /* OLMo-hybrid's linear layers: pre-norms where attention layers have post-norms */
     *optional = 0;
     int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) || slot == VC_W_POST_ATTN_NORM;
+                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V) || slot == VC_W_POST_ATTN_NORM;
     int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
                    slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN || slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
     if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
         return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
-    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B;
+    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V;
     if (lin != lin_slot && (lin_slot || (!c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
                                                                 slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
         return 0; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
@@ -544,14 +564,18 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
         case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, I, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_B) return 0;
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V) return 0;
         }
     }
     switch (slot) {
-    case VC_W_LIN_QKV: return set(s, sc ? 3 * H : 2 * kd + vd, H, 0);
+    case VC_W_LIN_QKV: return set(s, sc ? 3 * H : c->lin_sep_qkv ? kd : 2 * kd + vd, H, 0);
+    case VC_W_LIN_K: return c->lin_sep_qkv ? set(s, kd, H, 0) : 0;
+    case VC_W_LIN_V: return c->lin_sep_qkv ? set(s, vd, H, 0) : 0;
     case VC_W_LIN_Z: return sc ? 0 : set(s, vd, H, 0);
     case VC_W_LIN_B: case VC_W_LIN_A: return sc ? 0 : set(s, c->lin_nv, H, 0);
-    case VC_W_LIN_CONV: return set(s, sc ? H : 2 * kd + vd, 1, c->lin_conv);
+    case VC_W_LIN_CONV: return set(s, sc ? H : c->lin_sep_qkv ? kd : 2 * kd + vd, 1, c->lin_conv);
+    case VC_W_LIN_CONV_K: return c->lin_sep_qkv ? set(s, kd, 1, c->lin_conv) : 0;
+    case VC_W_LIN_CONV_V: return c->lin_sep_qkv ? set(s, vd, 1, c->lin_conv) : 0;
     case VC_W_LIN_DT: case VC_W_LIN_ALOG: return sc ? 0 : set(s, c->lin_nv, 0, 0);
     case VC_W_LIN_NORM: return sc ? 0 : set(s, c->lin_dv, 0, 0);
     case VC_W_LIN_OUT: return set(s, H, sc ? H : vd, 0);
@@ -563,7 +587,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LM_HEAD_B: *optional = 1; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
-    case VC_W_ATTN_NORM: return c->no_pre_norm || c->norm_no_weight ? 0 : set(s, H, 0, 0);
+    case VC_W_ATTN_NORM: return (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
     case VC_W_K: case VC_W_V: return c->mla ? 0 : set(s, nkv, H, 0);
@@ -584,8 +608,9 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_KV_A: return c->mla ? set(s, c->kv_lora_rank + c->qk_rope_dim, H, 0) : 0;
     case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
-    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm ? set(s, H, 0, 0) : 0;
-    case VC_W_FFN_NORM: return c->parallel_block || c->no_pre_norm || c->norm_no_weight ? 0 : set(s, H, 0, 0);
+    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm && !lpn ? set(s, H, 0, 0) : 0;
+    case VC_W_FFN_NORM:
+        return c->parallel_block || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_FFN_NORM_B: return ln && !c->parallel_block ? set(s, H, 0, 0) : 0;
     case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
     case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);

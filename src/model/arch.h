@@ -27,6 +27,8 @@ enum vc_slot {
     VC_W_LIN_QKV, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A, VC_W_LIN_CONV, VC_W_LIN_DT, VC_W_LIN_ALOG, VC_W_LIN_NORM,
     VC_W_LIN_OUT,
     VC_W_LIN_D, VC_W_LIN_CONV_B, /* Mamba 2: the skip D [nh], the conv's bias [conv width] */
+    VC_W_LIN_K, VC_W_LIN_V, VC_W_LIN_CONV_K, VC_W_LIN_CONV_V, /* OLMo-hybrid: q, k and v projected and their convs
+                                    * stored apart (LIN_QKV and LIN_CONV then hold q's) */
     VC_W_LAT_IN, VC_W_LAT_OUT,   /* latent MoE (Nemotron-H): [latent, H] before the routed experts, [H, latent] after */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT

@@ -445,9 +445,9 @@ static vc_status parse_llama4(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
-/* Qwen3-Next and Qwen3.5: Gated DeltaNet layers (layer_types, else every full_attention_interval-th layer full
- * attention) with their head counts and conv width; (1 + w) RMSNorms, per-head q/k norms, gated attention output */
-static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config *c) {
+/* Gated DeltaNet layers (layer_types, else every full_attention_interval-th layer full attention) with their head
+ * counts and conv width */
+static vc_status parse_gdn_layers(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
     int64_t every = 4, conv = 4;
     if ((st = get_int_any(o, "linear_num_key_heads", 16, &c->lin_nk, path)) ||
@@ -478,8 +478,36 @@ static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config 
         c->linear[l] = t ? !strcmp(t->valuestring, "linear_attention") : (l + 1) % every != 0;
         c->n_linear += c->linear[l];
     }
+    return VC_OK;
+}
+
+/* Qwen3-Next and Qwen3.5: Gated DeltaNet layers; (1 + w) RMSNorms, per-head q/k norms, gated attention output */
+static vc_status parse_linear(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st = parse_gdn_layers(o, path, c);
     c->norm_offset = 1.0f;
     c->qk_norm = c->attn_out_gate = 1;
+    return st;
+}
+
+/* OLMo-hybrid: Gated DeltaNet layers (q, k, v, a, b and the output gate projected apart; beta doubled with
+ * linear_allow_neg_eigval; the gated norm's eps FLA's 1e-5) normed before their sublayers, among OLMo 2's attention
+ * layers (norms after the sublayers, q and k normed over all their heads), without rope unless rope_parameters give a
+ * rope_theta */
+static vc_status parse_olmo_hybrid(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st = parse_gdn_layers(o, path, c);
+    if (st) return st;
+    int n_full = 0;
+    for (int64_t l = 0; l < c->n_layer; l++) n_full += !c->linear[l];
+    if (!c->n_linear || !n_full)
+        return vc_fail(VC_ERR_FORMAT, "%s: layer_types: OLMo-hybrid needs linear_attention and full_attention layers", path);
+    c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
+    c->lin_sep_qkv = c->lin_pre_norm = 1;
+    c->lin_beta_scale = flag(o, "linear_allow_neg_eigval", 1) ? 2.0f : 1.0f;
+    c->lin_norm_eps = 1e-5f;
+    const cJSON *rp = vc_json_member(o, "rope_parameters");
+    if (!rp) rp = vc_json_member(o, "rope_scaling");
+    int rope = cJSON_IsObject(rp) && cJSON_IsNumber(vc_json_member(rp, "rope_theta"));
+    for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = !rope;
     return VC_OK;
 }
 
@@ -844,6 +872,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "gpt_oss") && (st = parse_gpt_oss(o, path, c))) return st;
     if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
         return st;
+    if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;

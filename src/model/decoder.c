@@ -470,21 +470,33 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     vc_op_hold(h, 1);
     vc_tensor *qkv = lin(f, h, l, VC_W_LIN_QKV, NULL), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
     vc_tensor *b = lin(f, h, l, VC_W_LIN_B, NULL), *a = lin(f, h, l, VC_W_LIN_A, NULL);
+    if (c->lin_sep_qkv) { /* OLMo-hybrid: q, k and v projected apart, convolved together */
+        vc_tensor *k = lin(f, h, l, VC_W_LIN_K, NULL), *v = lin(f, h, l, VC_W_LIN_V, NULL);
+        qkv = vc_op_concat_cols(g, vc_op_concat_cols(g, qkv, kd, k, kd, 1), 2 * kd, v, vd, 1);
+    }
     vc_op_hold(h, 0);
     float **cs = NULL, **rs = NULL;
     if (lin_states(f, l, &cs, &rs)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs), c->lin_act);
+    vc_tensor *cw = vc_w(m, l, VC_W_LIN_CONV);
+    if (c->lin_sep_qkv) { /* q's, k's and v's conv weights stacked */
+        vc_tensor *ck = vc_w(m, l, VC_W_LIN_CONV_K), *cv = vc_w(m, l, VC_W_LIN_CONV_V);
+        int64_t s3[3] = { C, 1, c->lin_conv };
+        cw = vc_op_concat_cols(g, vc_op_concat_cols(g, cw, cw->n, ck, ck->n, 1), cw->n + ck->n, cv, cv->n, 1);
+        cw = cw ? vc_reshape(g, cw, 3, s3) : NULL;
+    }
+    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs), c->lin_act);
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
     q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
     k = vc_op_scale(g, vc_op_rmsnorm(g, k, NULL, dk, 1e-6f / (float)dk, 0), 1.0f / sqrtf((float)dk));
     vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
+    if (c->lin_beta_scale > 0 && c->lin_beta_scale != 1.0f) beta = vc_op_scale(g, beta, c->lin_beta_scale);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
     vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, 0,
                               rs);
-    o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->norm_eps, 0);
+    o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, VC_ACT_SILU));
     return lin(f, o, l, VC_W_LIN_OUT, NULL);
@@ -607,7 +619,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         vc_graph_fail(f->g, hs);
         return NULL;
     }
-    vc_tensor *h = c->no_pre_norm ? x : norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
+    int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
+    vc_tensor *h = pre ? norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B) : x;
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
@@ -622,16 +635,16 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
                    : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
                                                     : linear_attention(f, l, h);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
-    if (c->sandwich_norm) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
+    if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) {
         vc_tensor *mo = mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
     x = vc_op_add(f->g, x, a);
-    h = c->no_pre_norm ? x : norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+    h = pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
     vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
-    if (c->sandwich_norm) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
+    if (post) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
     return vc_op_add(f->g, x, mo);
 }
