@@ -59,10 +59,12 @@ vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
  * Depthwise causal conv1d: x [T, C], w [C, K] (a state: [K - 1, C] rows, the last inputs). */
 vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, int n_seq, const int64_t *cu,
                                float *const *states);
-/* Gated DeltaNet's log decay: -exp(A_log) softplus(a + dt_bias), a [T, nh], A_log and dt_bias [nh] */
+/* Gated DeltaNet's log decay: -exp(A_log) softplus(a + dt_bias), a [T, nh], A_log and dt_bias [nh]; or per channel
+ * (Kimi Delta Attention): a [T, nh dk], dt_bias [nh dk], head h's A_log over its dk channels */
 vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias);
-/* The gated delta rule (src/tensor/backend.h vc_gdn_desc; no_delta: Mamba 2's plain decayed accumulation): q, k [T, nk, dk], v [T, nv, dv], g and beta [T, nv]; o
- * [T, nv, dv]; a state: [nv, dk, dv] */
+/* The gated delta rule (src/tensor/backend.h vc_gdn_desc; no_delta: Mamba 2's plain decayed accumulation): q, k [T,
+ * nk, dk], v [T, nv, dv], g and beta [T, nv] (g [T, nv, dk]: a decay per key channel, Kimi Delta Attention); o [T,
+ * nv, dv]; a state: [nv, dk, dv] */
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
                      const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states);
 /* y = x w + b per channel broadcast over rows: x [.., C], w and b [C / grp] (either NULL), channel k covering columns

@@ -281,6 +281,29 @@ static const vc_tensor_rule OLMO_HYBRID[] = {
     { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.o_norm.weight", VC_W_LIN_NORM },
     { L "linear_attn.o_proj.weight", VC_W_LIN_OUT },
     { 0 } };
+/* Kimi-Linear: Kimi Delta Attention layers under self_attn (q, k, v projected and convolved apart, the decay's and
+ * the output gate's low-rank projections; transformers 5 names the decay's under forget_gate and stacks the convs)
+ * beside MLA layers without rope (MLA_ATTN), each rule taking the layers that have its slot; the hub's
+ * block_sparse_moe.* experts (MIXTRAL_MOE's w1 / w3 / w2) and transformers 5's mlp.* (HF_MOE) */
+static const vc_tensor_rule KIMI_LINEAR[] = {
+    { L "self_attn.q_proj.weight", VC_W_LIN_QKV }, { L "self_attn.k_proj.weight", VC_W_LIN_K },
+    { L "self_attn.v_proj.weight", VC_W_LIN_V }, { L "self_attn.o_proj.weight", VC_W_LIN_OUT },
+    { L "self_attn.q_conv1d.weight", VC_W_LIN_CONV }, { L "self_attn.k_conv1d.weight", VC_W_LIN_CONV_K },
+    { L "self_attn.v_conv1d.weight", VC_W_LIN_CONV_V },
+    { L "self_attn.conv1d.weight", VC_W_LIN_CONV, VC_TR_SPLIT_ROWS, VC_W_LIN_CONV_K, VC_W_LIN_CONV_V },
+    { L "self_attn.forget_gate.f_a_proj.weight", VC_W_LIN_FA }, { L "self_attn.forget_gate.f_b_proj.weight", VC_W_LIN_FB },
+    { L "self_attn.forget_gate.dt_bias", VC_W_LIN_DT }, { L "self_attn.forget_gate.A_log", VC_W_LIN_ALOG },
+    { L "self_attn.f_a_proj.weight", VC_W_LIN_FA }, { L "self_attn.f_b_proj.weight", VC_W_LIN_FB },
+    { L "self_attn.dt_bias", VC_W_LIN_DT }, { L "self_attn.A_log", VC_W_LIN_ALOG },
+    { L "self_attn.b_proj.weight", VC_W_LIN_B }, { L "self_attn.g_a_proj.weight", VC_W_LIN_GA },
+    { L "self_attn.g_b_proj.weight", VC_W_LIN_GB }, { L "self_attn.o_norm.weight", VC_W_LIN_NORM },
+    { L "block_sparse_moe.gate.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { L "block_sparse_moe.gate_proj.weight", VC_W_GATE }, { L "block_sparse_moe.up_proj.weight", VC_W_UP },
+    { L "block_sparse_moe.down_proj.weight", VC_W_DOWN }, /* dense layers as transformers 5 writes them back */
+    { L "block_sparse_moe.shared_experts.gate_proj.weight", VC_W_SH_GATE },
+    { L "block_sparse_moe.shared_experts.up_proj.weight", VC_W_SH_UP },
+    { L "block_sparse_moe.shared_experts.down_proj.weight", VC_W_SH_DOWN },
+    { 0 } };
 /* LFM2: gated short convolutions (conv.in_proj: B, C, x), attention's out_proj and per-head q/k layernorms, the final
  * norm named embedding_norm, the MLP's w1 / w3 / w2 */
 static const vc_tensor_rule LFM2[] = {
@@ -421,6 +444,7 @@ static const vc_arch ARCHS[] = {
     /* OLMo-hybrid: its linear layers' pre-norms and its attention layers' post-norms share names (the hub's
      * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
     { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
+    { "kimi_linear", "kimi_linear", T(HF_GLOBAL, HF_NORMS, HF_MLP, KIMI_LINEAR, MLA_ATTN, MIXTRAL_MOE, HF_MOE) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
@@ -510,7 +534,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LIN_B] = "linear.b", [VC_W_LIN_A] = "linear.a", [VC_W_LIN_CONV] = "linear.conv", [VC_W_LIN_DT] = "linear.dt_bias",
     [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out", [VC_W_LIN_D] = "linear.D",
     [VC_W_LIN_CONV_B] = "linear.conv.bias", [VC_W_LIN_K] = "linear.k", [VC_W_LIN_V] = "linear.v",
-    [VC_W_LIN_CONV_K] = "linear.conv_k", [VC_W_LIN_CONV_V] = "linear.conv_v", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
+    [VC_W_LIN_CONV_K] = "linear.conv_k", [VC_W_LIN_CONV_V] = "linear.conv_v", [VC_W_LIN_FA] = "linear.f_a",
+    [VC_W_LIN_FB] = "linear.f_b", [VC_W_LIN_GA] = "linear.g_a", [VC_W_LIN_GB] = "linear.g_b", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -545,13 +570,13 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int lpn = lin && c->lin_pre_norm; /* OLMo-hybrid's linear layers: pre-norms where attention layers have post-norms */
     *optional = 0;
     int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V) || slot == VC_W_POST_ATTN_NORM;
+                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) || slot == VC_W_POST_ATTN_NORM;
     int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
                    slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN || slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
     if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
         return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
-    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V;
+    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB;
     if (lin != lin_slot && (lin_slot || (!c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
                                                                 slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
         return 0; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
@@ -564,7 +589,17 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
         case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, I, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_CONV_V) return 0;
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) return 0;
+        }
+    }
+    if (lin && c->lin_kind == VC_LIN_KDA) { /* Kimi Delta Attention: per-channel decay and output gate, low-rank */
+        switch (slot) {
+        case VC_W_LIN_Z: case VC_W_LIN_A: return 0;
+        case VC_W_LIN_FA: case VC_W_LIN_GA: return set(s, c->lin_dk, H, 0);
+        case VC_W_LIN_FB: return set(s, c->lin_nv * c->lin_dk, c->lin_dk, 0);
+        case VC_W_LIN_GB: return set(s, vd, c->lin_dk, 0);
+        case VC_W_LIN_DT: return set(s, c->lin_nv * c->lin_dk, 0, 0);
+        case VC_W_LIN_ALOG: return set(s, c->lin_nv, 1, 0); /* the hub's [1, 1, nv, 1] */
         }
     }
     switch (slot) {
@@ -579,7 +614,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LIN_DT: case VC_W_LIN_ALOG: return sc ? 0 : set(s, c->lin_nv, 0, 0);
     case VC_W_LIN_NORM: return sc ? 0 : set(s, c->lin_dv, 0, 0);
     case VC_W_LIN_OUT: return set(s, H, sc ? H : vd, 0);
-    case VC_W_LIN_D: case VC_W_LIN_CONV_B: return 0;
+    case VC_W_LIN_D: case VC_W_LIN_CONV_B: case VC_W_LIN_FA: case VC_W_LIN_FB: case VC_W_LIN_GA: case VC_W_LIN_GB:
+        return 0;
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;

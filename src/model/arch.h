@@ -29,6 +29,9 @@ enum vc_slot {
     VC_W_LIN_D, VC_W_LIN_CONV_B, /* Mamba 2: the skip D [nh], the conv's bias [conv width] */
     VC_W_LIN_K, VC_W_LIN_V, VC_W_LIN_CONV_K, VC_W_LIN_CONV_V, /* OLMo-hybrid: q, k and v projected and their convs
                                     * stored apart (LIN_QKV and LIN_CONV then hold q's) */
+    /* Kimi Delta Attention: the decay's low-rank projection f_a [dk, H], f_b [nv dk, dk]; the output gate's g_a [dk, H],
+     * g_b [nv dv, dk] */
+    VC_W_LIN_FA, VC_W_LIN_FB, VC_W_LIN_GA, VC_W_LIN_GB,
     VC_W_LAT_IN, VC_W_LAT_OUT,   /* latent MoE (Nemotron-H): [latent, H] before the routed experts, [H, latent] after */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT

@@ -169,7 +169,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     int64_t v;
     if ((st = get_int_any(o, "num_experts num_local_experts n_routed_experts moe_num_experts", 0, &c->n_expert, path)))
         return st;
-    st = is(c, "hunyuan_v1_moe") ? hunyuan_moe_keys(o, path, c) : get_int_any(o, "num_experts_per_tok moe_k", 0, &c->top_k, path);
+    st = is(c, "hunyuan_v1_moe") ? hunyuan_moe_keys(o, path, c)
+                                 : get_int_any(o, "num_experts_per_tok moe_k num_experts_per_token", 0, &c->top_k, path);
     if (st) return st;
     if ((st = get_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
     if (c->n_expert <= 0) return VC_OK;
@@ -256,6 +257,31 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
                                (long long)ng, (long long)tg, (long long)c->n_expert);
         } else if (strcmp(method, "greedy"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: topk_method '%s' is not supported", path, method);
+    }
+    if (is(c, "kimi_linear")) { /* DeepSeek-V3's sigmoid router with groups; shared experts; dense first layers */
+        double rs;
+        int64_t ng = 1, tg = 1;
+        if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &rs, path)) ||
+            (st = get_int_any(o, "num_expert_group n_group", 1, &ng, path)) ||
+            (st = get_int_any(o, "topk_group", 1, &tg, path)) ||
+            (st = get_int_any(o, "num_shared_experts n_shared_experts", 1, &v, path)) ||
+            (st = get_int_any(o, "first_k_dense_replace", 1, &first_dense, path)) ||
+            (st = get_int_any(o, "moe_layer_freq", 1, &freq, path)))
+            return st;
+        if (ng < 1 || c->n_expert % ng || tg < 1 || tg > ng)
+            return vc_fail(VC_ERR_FORMAT, "%s: num_expert_group %lld / topk_group %lld do not divide %lld experts", path,
+                           (long long)ng, (long long)tg, (long long)c->n_expert);
+        const char *act = NULL;
+        if ((st = vc_json_get_str(o, "moe_router_activation_func", "sigmoid", &act, path))) return st;
+        if (strcmp(act, "sigmoid"))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_router_activation_func '%s': Kimi-Linear's router is built with "
+                           "sigmoid", path, act);
+        c->router_sigmoid = c->router_bias = c->group_top2 = 1;
+        c->norm_topk = flag(o, "moe_renormalize", flag(o, "norm_topk_prob", 1));
+        c->routed_scaling = (float)rs;
+        c->n_group = ng > 1 ? (int)ng : 0;
+        c->topk_group = (int)tg;
+        c->shared_inter = v * c->moe_inter;
     }
     if (is(c, "nemotron_h")) { /* DeepSeek-V3's sigmoid router; ungated shared experts; its "moe" blocks as listed */
         double rs;
@@ -508,6 +534,50 @@ static vc_status parse_olmo_hybrid(const cJSON *o, const char *path, vc_model_co
     if (!rp) rp = vc_json_member(o, "rope_scaling");
     int rope = cJSON_IsObject(rp) && cJSON_IsNumber(vc_json_member(rp, "rope_theta"));
     for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = !rope;
+    return VC_OK;
+}
+
+/* Kimi-Linear: Kimi Delta Attention layers (layer_types, or the hub's linear_attn_config with 1-based kda_layers and
+ * full_attn_layers; else every 4th layer from the 5th... as transformers: layers i > 0 with i % 4 == 0 full) of
+ * num_heads heads of head_dim (keys and values alike), q / k / v convolved apart, beside MLA layers without rope */
+static vc_status parse_kimi_linear(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *la = vc_json_member(o, "linear_attn_config"), *types = vc_json_member(o, "layer_types");
+    int64_t nh = 32, hd = 128, conv = 4;
+    vc_status st;
+    if ((st = get_int_any(o, "linear_num_heads", 32, &nh, path)) || (st = get_int_any(o, "linear_head_dim", 128, &hd, path)) ||
+        (st = get_int_any(o, "linear_conv_kernel_dim", 4, &conv, path)))
+        return st;
+    if (cJSON_IsObject(la) && ((st = get_int_any(la, "num_heads", nh, &nh, path)) ||
+                               (st = get_int_any(la, "head_dim", hd, &hd, path)) ||
+                               (st = get_int_any(la, "short_conv_kernel_size", conv, &conv, path))))
+        return st;
+    if (nh < 1 || nh > HEAD_MAX || hd < 1 || hd > HEAD_MAX || conv < 1 || conv > 64)
+        return vc_fail(VC_ERR_FORMAT, "%s: linear attention heads %lld of %lld or conv kernel %lld (1..64) out of range",
+                       path, (long long)nh, (long long)hd, (long long)conv);
+    const cJSON *kda = cJSON_IsObject(la) ? vc_json_member(la, "kda_layers") : NULL, *e;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
+                                             strcmp(t->valuestring, "full_attention"))))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
+                           (long long)l);
+        int lin = t ? !strcmp(t->valuestring, "linear_attention") : !(l && l % 4 == 0);
+        if (!t && cJSON_IsArray(kda)) {
+            lin = 0;
+            cJSON_ArrayForEach(e, kda) if (cJSON_IsNumber(e) && e->valuedouble == (double)(l + 1)) lin = 1;
+        }
+        c->linear[l] = (uint8_t)lin;
+        c->n_linear += lin;
+        c->nope[l] = 1; /* MLA without rope (mla_use_nope) */
+    }
+    if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Kimi Delta Attention is built with silu", path);
+    c->lin_kind = VC_LIN_KDA;
+    c->lin_nk = c->lin_nv = nh;
+    c->lin_dk = c->lin_dv = hd;
+    c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
+    c->lin_gate_act = VC_ACT_SIGMOID;
+    c->lin_sep_qkv = 1;
     return VC_OK;
 }
 
@@ -873,6 +943,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "qwen3_next") || is(c, "qwen3_5_text") || is(c, "qwen3_5_moe_text")) && (st = parse_linear(o, path, c)))
         return st;
     if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
+    if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
@@ -937,7 +1008,9 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if (flag(o, "multi_query_attention", 0) && (st = get_int_any(o, "multi_query_group_num", 1, &g, path))) return st;
         c->n_kv_head = g;
     }
-    if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite")) && (st = parse_mla(o, path, c))) return st;
+    if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear")) &&
+        (st = parse_mla(o, path, c)))
+        return st;
     if ((st = parse_moe(o, path, c))) return st;
 
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);

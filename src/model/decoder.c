@@ -449,8 +449,10 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *v = vc_op_slice_cols(g, kv, dn + dv, dn, dn + dv);        /* [T * nh, dv] */
     vc_tensor *qnope = vc_op_slice_cols(g, q, dn + dr, 0, dn);
     vc_tensor *qpe = vc_op_slice_cols(g, q, dn + dr, dn, dn + dr);
-    qpe = vc_op_rope_temp(g, qpe, f->cos, f->sin, (int)nh, (int)dr, (int)dr, c->rope_interleaved);
-    kpe = vc_op_rope_temp(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
+    if (!c->nope[l]) { /* Kimi-Linear's MLA runs without rope */
+        qpe = vc_op_rope_temp(g, qpe, f->cos, f->sin, (int)nh, (int)dr, (int)dr, c->rope_interleaved);
+        kpe = vc_op_rope_temp(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
+    }
     vc_tensor *qq = vc_op_concat_cols(g, qnope, dn, qpe, dr, 1);
     vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
     vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
@@ -458,18 +460,22 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, reshape3(g, o, T, 1, nh * dv), l, VC_W_O, NULL);
 }
 
-/* Gated DeltaNet (Qwen3-Next, Qwen3.5): q, k, v through a depthwise causal conv and silu, q and k l2-normed (a
- * weightless RMSNorm with eps 1e-6 / dk is sqrt(dk) times FLA's l2norm: k is scaled back, q's 1 / sqrt(dk) becomes
- * 1 / dk), the gated delta rule with beta = sigmoid(b) and decay -exp(A_log) softplus(a + dt_bias), each value head's
- * output RMS-normed and gated by silu(z). With a cache each sequence carries its conv and recurrent states. */
+/* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo-hybrid): q, k, v through a depthwise causal conv and silu, q and k
+ * l2-normed (a weightless RMSNorm with eps 1e-6 / dk is sqrt(dk) times FLA's l2norm: k is scaled back, q's
+ * 1 / sqrt(dk) becomes 1 / dk), the gated delta rule with beta = sigmoid(b) and decay -exp(A_log) softplus(a +
+ * dt_bias), each value head's output RMS-normed and gated by silu(z). Kimi Delta Attention (Kimi-Linear): the decay
+ * per key channel from a low-rank a, the gate sigmoid of a low-rank z. With a cache each sequence carries its conv and
+ * recurrent states. */
 static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
     vc_graph *g = f->g;
     int64_t nk = c->lin_nk, nv = c->lin_nv, dk = c->lin_dk, dv = c->lin_dv, kd = nk * dk, vd = nv * dv, C = 2 * kd + vd;
+    int kda = c->lin_kind == VC_LIN_KDA; /* Kimi Delta Attention: the decay and the output gate low-rank, per channel */
     vc_op_hold(h, 1);
-    vc_tensor *qkv = lin(f, h, l, VC_W_LIN_QKV, NULL), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
-    vc_tensor *b = lin(f, h, l, VC_W_LIN_B, NULL), *a = lin(f, h, l, VC_W_LIN_A, NULL);
+    vc_tensor *qkv = lin(f, h, l, VC_W_LIN_QKV, NULL), *b = lin(f, h, l, VC_W_LIN_B, NULL);
+    vc_tensor *z = kda ? lin(f, lin(f, h, l, VC_W_LIN_GA, NULL), l, VC_W_LIN_GB, NULL) : lin(f, h, l, VC_W_LIN_Z, NULL);
+    vc_tensor *a = kda ? lin(f, lin(f, h, l, VC_W_LIN_FA, NULL), l, VC_W_LIN_FB, NULL) : lin(f, h, l, VC_W_LIN_A, NULL);
     if (c->lin_sep_qkv) { /* OLMo-hybrid: q, k and v projected apart, convolved together */
         vc_tensor *k = lin(f, h, l, VC_W_LIN_K, NULL), *v = lin(f, h, l, VC_W_LIN_V, NULL);
         qkv = vc_op_concat_cols(g, vc_op_concat_cols(g, qkv, kd, k, kd, 1), 2 * kd, v, vd, 1);
@@ -498,7 +504,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
                               rs);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
-    o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, VC_ACT_SILU));
+    o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
     return lin(f, o, l, VC_W_LIN_OUT, NULL);
 }
 

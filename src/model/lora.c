@@ -36,6 +36,8 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "in_proj_a", VC_W_LIN_A }, { "out_proj", VC_W_LIN_OUT },
     { "in_proj", VC_W_LIN_QKV }, /* LFM2's short convolutions (B, C, x) */
     { "k_proj", VC_W_LIN_K }, { "v_proj", VC_W_LIN_V }, /* OLMo-hybrid's linear layers (q_proj: LIN_QKV by its name) */
+    { "f_a_proj", VC_W_LIN_FA }, { "f_b_proj", VC_W_LIN_FB }, /* Kimi Delta Attention's low-rank decay and gate */
+    { "g_a_proj", VC_W_LIN_GA }, { "g_b_proj", VC_W_LIN_GB },
     { "fc1_latent_proj", VC_W_LAT_IN }, { "fc2_latent_proj", VC_W_LAT_OUT }, /* Nemotron-H's latent MoE */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])

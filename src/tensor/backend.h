@@ -100,7 +100,8 @@ typedef struct vc_sample_row {
 /* Gated DeltaNet's recurrence (Qwen3-Next, Qwen3.5) over packed sequences, per value head h (reading q/k head
  * h / (n_v_head / n_k_head)) with state S [dk, dv] from zero (or *state):
  *   S = exp(g_t) S;  S += k_t (beta_t (v_t - S^T k_t))^T;  o_t = S^T (scale q_t)
- * q, k [T, n_k_head, dk], v and o [T, n_v_head, dv], g (log decay) and beta [T, n_v_head], all contiguous. */
+ * q, k [T, n_k_head, dk], v and o [T, n_v_head, dv], g (log decay) and beta [T, n_v_head] (g [T, n_v_head, dk] with
+ * gk), all contiguous. */
 typedef struct vc_gdn_desc {
     int n_seq;
     const int64_t *cu;      /* [n_seq + 1] (host): sequence s is rows [cu[s], cu[s+1]) */
@@ -108,6 +109,8 @@ typedef struct vc_gdn_desc {
     float scale;
     /* 1: no delta rule, S = exp(g_t) S + k_t (beta_t v_t)^T (Mamba 2's SSD: k = B, v = x, q = C, beta = dt) */
     int no_delta;
+    /* 1: the decay per key channel (Kimi Delta Attention): g is [T, n_v_head, dk] and S = diag(exp(g_t)) S */
+    int gk;
     /* forward only (host [n_seq] of backend [n_v_head, dk, dv] pointers; NULL array or element: a zero state, not
      * kept): the state each sequence starts from, overwritten with its state after its last row */
     float *const *state;
@@ -198,11 +201,12 @@ typedef struct vc_backend {
     void (*gdn_bwd)(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
                     const float *q, const float *k, const float *v, const float *g, const float *beta,
                     const vc_gdn_desc *d);
-    /* Gated DeltaNet's log decay g[t, h] = -exp(A_log[h]) softplus(a[t, h] + dt_bias[h]) over T rows of nh;
-     * backward da += , dA_log and ddt_bias ([nh]) += sums over t ascending (each may be NULL) */
-    void (*gdn_gate_fwd)(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
+    /* Gated DeltaNet's log decay g[t, c] = -exp(A_log[c / grp]) softplus(a[t, c] + dt_bias[c]) over T rows of nh grp
+     * channels (grp 1: per head; Kimi Delta Attention: dk per head); backward da += , ddt_bias ([nh grp]) += sums over
+     * t ascending, dA_log ([nh]) += sums over the head's channels ascending of those (each may be NULL) */
+    void (*gdn_gate_fwd)(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp);
     void (*gdn_gate_bwd)(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
-                         const float *dt_bias, int64_t T, int nh);
+                         const float *dt_bias, int64_t T, int nh, int grp);
     /* y[r, c] = x[r, c] w[c / grp] + b[c / grp] over R rows of C (w or b NULL: 1 or 0; grp divides C); backward dx +=
      * dy w, dw / db ([C / grp]) += sums of dy x / dy over the rows (ascending) and the group's columns (each may be
      * NULL). Per-channel scales and biases broadcast over rows: Mamba 2's dt_bias, D skip, gated norm weight */

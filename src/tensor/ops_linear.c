@@ -65,16 +65,16 @@ vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, i
 /* ---- the log decay ---- */
 static void gate_bw(vc_graph *g, vc_node *n) {
     vc_tensor *a = n->in[0], *A = n->in[1], *dt = n->in[2];
-    int nh = (int)n->i[0];
+    int nh = (int)n->i[0], grp = (int)n->i[1];
     vc_be()->gdn_gate_bwd(a->requires_grad ? vc_tensor_grad(g, a) : NULL, A->requires_grad ? vc_tensor_grad(g, A) : NULL,
                           dt->requires_grad ? vc_tensor_grad(g, dt) : NULL, n->out->grad, a->data, A->data, dt->data,
-                          a->n / nh, nh);
+                          a->n / ((int64_t)nh * grp), nh, grp);
 }
 
 vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias) {
     if (!a || !A_log || !dt_bias) return NULL;
-    int nh = (int)A_log->n;
-    if (dt_bias->n != nh || a->n % nh) {
+    int nh = (int)A_log->n, grp = nh ? (int)(dt_bias->n / nh) : 0; /* dt_bias per head, or per channel (KDA) */
+    if (!nh || grp < 1 || dt_bias->n != (int64_t)nh * grp || a->n % dt_bias->n) {
         vc_fail(VC_ERR_SHAPE, "gated delta decay: %lld values for %d heads (dt_bias %lld)", (long long)a->n, nh,
                 (long long)dt_bias->n);
         vc_graph_fail(g, VC_ERR_SHAPE);
@@ -82,10 +82,10 @@ vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor
     }
     vc_tensor *y = vc_tensor_new(g, a->ndim, a->shape, 0);
     if (!y) return NULL;
-    vc_be()->gdn_gate_fwd(y->data, a->data, A_log->data, dt_bias->data, a->n / nh, nh);
+    vc_be()->gdn_gate_fwd(y->data, a->data, A_log->data, dt_bias->data, a->n / dt_bias->n, nh, grp);
     vc_tensor *in[3] = { a, A_log, dt_bias };
     vc_node *n = vc_tape_push(g, gate_bw, y, 3, in);
-    if (n) n->i[0] = nh;
+    if (n) n->i[0] = nh, n->i[1] = grp;
     return y;
 }
 
@@ -102,7 +102,8 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
                      const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states) {
     if (!q || !k || !v || !gt || !beta) return NULL;
     int64_t T = cu[n_seq];
-    if (nk <= 0 || nv % nk || q->n != T * nk * dk || k->n != q->n || v->n != T * nv * dv || gt->n != T * nv ||
+    int gk = gt->n == T * nv * dk && dk > 1; /* the decay per key channel (Kimi Delta Attention) */
+    if (nk <= 0 || nv % nk || q->n != T * nk * dk || k->n != q->n || v->n != T * nv * dv || (gt->n != T * nv && !gk) ||
         beta->n != T * nv) {
         vc_fail(VC_ERR_SHAPE, "gated delta rule: %lld rows of %d q/k heads of %d and %d value heads of %d do not fit "
                 "q %lld, k %lld, v %lld, g %lld, beta %lld values", (long long)T, nk, dk, nv, dv, (long long)q->n,
@@ -119,7 +120,7 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
     int64_t *c = keep_cu(g, n_seq, cu);
     if (!o || !d || !c) return NULL;
     *d = (vc_gdn_desc){ .n_seq = n_seq, .cu = c, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = scale,
-                        .state = states, .ckpt = GDN_CKPT, .no_delta = no_delta };
+                        .state = states, .ckpt = GDN_CKPT, .no_delta = no_delta, .gk = gk };
     float *saved = NULL;
     if (rec) {
         int64_t ns = vc_gdn_saved(d);

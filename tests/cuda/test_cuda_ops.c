@@ -259,25 +259,29 @@ static void test_conv1d(void) {
     cmp("conv1d bwd dw (accumulated)", gdw, dw, (size_t)(Cc * K), TOL);
 }
 
-/* the log decay; a + dt_bias past softplus' threshold 20 for some rows */
+/* the log decay per head (grp 1) and per channel (grp 4: Kimi Delta Attention); a + dt_bias past softplus' threshold
+ * 20 for some rows */
 static void test_gdn_gate(void) {
-    printf("gated delta decay\n");
-    int64_t T = 301;
-    int nh = 5;
-    float *a = hrand((size_t)(T * nh), 15), *A = hrand((size_t)nh, 1), *dt = hrand((size_t)nh, 8);
-    float *g = hbuf((size_t)(T * nh)), *dg = hrand((size_t)(T * nh), 1), *da = hrand((size_t)(T * nh), 1);
-    float *dA = hrand((size_t)nh, 1), *ddt = hrand((size_t)nh, 1);
-    float *ga = dup_f(a, (size_t)(T * nh)), *gA = dup_f(A, (size_t)nh), *gdt = dup_f(dt, (size_t)nh);
-    float *gg = dup_f(g, (size_t)(T * nh)), *gdg = dup_f(dg, (size_t)(T * nh)), *gda = dup_f(da, (size_t)(T * nh));
-    float *gdA = dup_f(dA, (size_t)nh), *gddt = dup_f(ddt, (size_t)nh);
-    C->gdn_gate_fwd(g, a, A, dt, T, nh);
-    G->gdn_gate_fwd(gg, ga, gA, gdt, T, nh);
-    cmp("gdn gate fwd", gg, g, (size_t)(T * nh), TOL);
-    C->gdn_gate_bwd(da, dA, ddt, dg, a, A, dt, T, nh);
-    G->gdn_gate_bwd(gda, gdA, gddt, gdg, ga, gA, gdt, T, nh);
-    cmp("gdn gate bwd da (accumulated)", gda, da, (size_t)(T * nh), TOL);
-    cmp("gdn gate bwd dA_log (accumulated)", gdA, dA, (size_t)nh, TOL);
-    cmp("gdn gate bwd ddt_bias (accumulated)", gddt, ddt, (size_t)nh, TOL);
+    for (int grp = 1; grp <= 4; grp += 3) {
+        printf("gated delta decay (%d channels per head)\n", grp);
+        int64_t T = 301;
+        int nh = 5;
+        size_t nc = (size_t)nh * grp, n = (size_t)T * nc;
+        float *a = hrand(n, 15), *A = hrand((size_t)nh, 1), *dt = hrand(nc, 8);
+        float *g = hbuf(n), *dg = hrand(n, 1), *da = hrand(n, 1);
+        float *dA = hrand((size_t)nh, 1), *ddt = hrand(nc, 1);
+        float *ga = dup_f(a, n), *gA = dup_f(A, (size_t)nh), *gdt = dup_f(dt, nc);
+        float *gg = dup_f(g, n), *gdg = dup_f(dg, n), *gda = dup_f(da, n);
+        float *gdA = dup_f(dA, (size_t)nh), *gddt = dup_f(ddt, nc);
+        C->gdn_gate_fwd(g, a, A, dt, T, nh, grp);
+        G->gdn_gate_fwd(gg, ga, gA, gdt, T, nh, grp);
+        cmp("gdn gate fwd", gg, g, n, TOL);
+        C->gdn_gate_bwd(da, dA, ddt, dg, a, A, dt, T, nh, grp);
+        G->gdn_gate_bwd(gda, gdA, gddt, gdg, ga, gA, gdt, T, nh, grp);
+        cmp("gdn gate bwd da (accumulated)", gda, da, n, TOL);
+        cmp("gdn gate bwd dA_log (accumulated)", gdA, dA, (size_t)nh, TOL);
+        cmp("gdn gate bwd ddt_bias (accumulated)", gddt, ddt, nc, TOL);
+    }
 }
 
 /* GDN inputs: q, k small (scale 0.5), g negative, beta in (0, 1) */
@@ -286,42 +290,43 @@ typedef struct {
     float *gq, *gk, *gv, *gg, *gbeta;  /* device */
 } gdn_in;
 
-static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv) {
+static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv, int gk) {
     gdn_in in;
-    size_t nq = (size_t)(T * nk * dk), nvv = (size_t)(T * nv * dv), nh = (size_t)(T * nv);
+    size_t nq = (size_t)(T * nk * dk), nvv = (size_t)(T * nv * dv), nh = (size_t)(T * nv), ng = nh * (gk ? dk : 1);
     in.q = hrand(nq, 0.5f);
     in.k = hrand(nq, 0.5f);
     in.v = hrand(nvv, 1);
-    in.g = hbuf(nh);
+    in.g = hbuf(ng);
     in.beta = hbuf(nh);
-    for (size_t i = 0; i < nh; i++) {
-        in.g[i] = -0.1f - 0.25f * (urand() + 1.0f);
-        in.beta[i] = 0.5f + 0.5f * urand();
-    }
+    for (size_t i = 0; i < ng; i++) in.g[i] = -0.1f - 0.25f * (urand() + 1.0f);
+    for (size_t i = 0; i < nh; i++) in.beta[i] = 0.5f + 0.5f * urand();
     in.gq = dup_f(in.q, nq);
     in.gk = dup_f(in.k, nq);
     in.gv = dup_f(in.v, nvv);
-    in.gg = dup_f(in.g, nh);
+    in.gg = dup_f(in.g, ng);
     in.gbeta = dup_f(in.beta, nh);
     return in;
 }
 
 /* forward with states (one NULL) and kept states, a training forward, and the backward accumulated into random
- * values (twice on the GPU: the same bits); no_delta: Mamba 2's SSD scan (no delta rule) */
+ * values (twice on the GPU: the same bits); no_delta: Mamba 2's SSD scan (no delta rule); gk: a decay per key
+ * channel (Kimi Delta Attention) */
 static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int64_t *len, int ns, int64_t ckpt,
-                     int no_delta) {
+                     int no_delta, int gk) {
     printf("%s: %s (q/k heads %d, value heads %d, dk %d, dv %d, ckpt %lld)\n",
-           no_delta ? "SSD scan (no_delta)" : "gated delta rule", name, nk, nv, dk, dv, (long long)ckpt);
+           no_delta ? "SSD scan (no_delta)" : gk ? "delta rule with a per-channel decay" : "gated delta rule", name, nk,
+           nv, dk, dv, (long long)ckpt);
     int64_t *cu = cu_of(len, ns), T = cu[ns];
     size_t SS = (size_t)nv * dk * dv, no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv);
-    gdn_in in = gdn_inputs(T, nk, nv, dk, dv);
+    size_t ng = nh * (gk ? dk : 1);
+    gdn_in in = gdn_inputs(T, nk, nv, dk, dv, gk);
     float **hs = (float **)hbuf((size_t)ns * 2), **gs = (float **)hbuf((size_t)ns * 2);
     for (int s = 0; s < ns; s++) {
         hs[s] = s == 1 ? NULL : hrand(SS, 0.3f);
         gs[s] = s == 1 ? NULL : dup_f(hs[s], SS);
     }
     vc_gdn_desc d = { .n_seq = ns, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
-                      .no_delta = no_delta, .state = hs, .ckpt = ckpt };
+                      .no_delta = no_delta, .gk = gk, .state = hs, .ckpt = ckpt };
     vc_gdn_desc dg = d;
     dg.state = gs;
     int64_t nsv = vc_gdn_saved(&d);
@@ -341,32 +346,34 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
     cmp("gdn fwd o (zero states)", go, o, no, TOL);
     cmp("gdn fwd kept states (zero states)", gsv, sv, (size_t)nsv * SS, TOL);
     float *dout = hrand(no, 1), *gdout = dup_f(dout, no);
-    float *dq = hrand(nq, 1), *dk_ = hrand(nq, 1), *dv_ = hrand(no, 1), *dgt = hrand(nh, 1), *db = hrand(nh, 1);
+    float *dq = hrand(nq, 1), *dk_ = hrand(nq, 1), *dv_ = hrand(no, 1), *dgt = hrand(ng, 1), *db = hrand(nh, 1);
     float *gdq[2], *gdk[2], *gdv[2], *gdg[2], *gdb[2];
     for (int r = 0; r < 2; r++) {
         gdq[r] = dup_f(dq, nq), gdk[r] = dup_f(dk_, nq), gdv[r] = dup_f(dv_, no);
-        gdg[r] = dup_f(dgt, nh), gdb[r] = dup_f(db, nh);
+        gdg[r] = dup_f(dgt, ng), gdb[r] = dup_f(db, nh);
         G->gdn_bwd(gdq[r], gdk[r], gdv[r], gdg[r], gdb[r], gdout, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &dg);
     }
     C->gdn_bwd(dq, dk_, dv_, dgt, db, dout, sv, in.q, in.k, in.v, in.g, in.beta, &d);
     cmp("gdn bwd dq (accumulated)", gdq[0], dq, nq, TOL);
     cmp("gdn bwd dk (accumulated)", gdk[0], dk_, nq, TOL);
     cmp("gdn bwd dv (accumulated)", gdv[0], dv_, no, TOL);
-    cmp("gdn bwd dg (accumulated)", gdg[0], dgt, nh, TOL);
+    cmp("gdn bwd dg (accumulated)", gdg[0], dgt, ng, TOL);
     cmp("gdn bwd dbeta (accumulated)", gdb[0], db, nh, TOL);
     same_bits("gdn bwd dq", gdq[0], gdq[1], nq);
     same_bits("gdn bwd dk", gdk[0], gdk[1], nq);
-    same_bits("gdn bwd dg", gdg[0], gdg[1], nh);
+    same_bits("gdn bwd dg", gdg[0], gdg[1], ng);
 }
 
 static void test_gdn(void) {
     static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 3, 6 }, len3[2] = { 5, 4 };
     for (int nd = 0; nd < 2; nd++) {
-        gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4, nd);
+        gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4, nd, 0);
         gdn_case(nd ? "Mamba 2's state size 128, over 48 KiB of shared memory"
-                    : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd);
-        gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd);
+                    : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd, 0);
+        gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd, 0);
     }
+    gdn_case("states in shared memory", 3, 3, 8, 8, len1, 3, 4, 0, 1);
+    gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);
 }
 
 /* per-channel scale and bias over columns: forward with w and b, w only, b only; backward accumulated into random

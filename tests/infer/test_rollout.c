@@ -55,6 +55,17 @@ static const char *CONFIG_FALCON =
     " \"vocab_size\": 300, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Kimi-Linear: Kimi Delta Attention (a decay per key channel) beside MLA without rope, MoE after a dense layer */
+static const char *CONFIG_KIMI =
+    "{\"architectures\": [\"KimiLinearForCausalLM\"], \"model_type\": \"kimi_linear\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"moe_intermediate_size\": 24, \"num_hidden_layers\": 3, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 4, \"kv_lora_rank\": 16, \"q_lora_rank\": null, \"qk_rope_head_dim\": 8,"
+    " \"qk_nope_head_dim\": 8, \"v_head_dim\": 8, \"num_experts\": 4, \"num_experts_per_token\": 2,"
+    " \"num_shared_experts\": 1, \"linear_num_heads\": 3, \"linear_head_dim\": 8, \"linear_conv_kernel_dim\": 4,"
+    " \"layer_types\": [\"linear_attention\", \"full_attention\", \"linear_attention\"], \"vocab_size\": 300,"
+    " \"rms_norm_eps\": 1e-5, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -369,7 +380,8 @@ int main(void) {
     /* models whose layers carry states: Gated DeltaNet, short convolutions, Mamba 2, Mamba 2 beside attention */
     static const struct { const char *const *config, *name; uint64_t seed; } HYBRIDS[] = {
         { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
-        { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 } };
+        { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
+        { &CONFIG_KIMI, "kimi-linear (kda)", 23 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());

@@ -167,6 +167,11 @@ static vc_tensor *b_ssd(vc_graph *g, vc_tensor **in) {
     vc_tensor *dt = vc_op_act(g, vc_op_affine_cols(g, in[3], NULL, in[6], 1), VC_ACT_SOFTPLUS);
     return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL);
 }
+/* Kimi Delta Attention: the decay per key channel (a and dt_bias per channel, A_log per head), 2 q/k and value heads */
+static vc_tensor *b_kda(vc_graph *g, vc_tensor **in) {
+    vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 2, 2, 3, 2, 0.6f, 0, NULL);
+}
 /* experts without a gate (Nemotron-H): act(x Wu^T) Wd^T, sigmoid routing over 2 groups */
 static vc_tensor *b_moe_plain(vc_graph *g, vc_tensor **in) {
     return vc_op_moe_ex(g, in[0], in[1], NULL, in[2], in[3], VC_ACT_GELU_TANH, &rdesc, NULL, NULL);
@@ -305,6 +310,11 @@ static void run_all(void) {
     rdesc.n_group = 2; rdesc.topk_group = 1; rdesc.group_top2_sum = 1;
     make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2); make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 5, 3, 1);
     check_op("moe experts without a gate", b_moe_plain, 4, 1e-3f, 2e-2f);
+    make(0, 2, 6, 6, 0, 2); make(1, 1, 2, 0, 0, 1); make(2, 1, 6, 0, 0, 1);
+    check_op("gated delta decay per channel", b_gdn_gate, 3, 1e-3f, 5e-3f);
+    make(0, 3, 75, 2, 3, 0.7f); make(1, 3, 75, 2, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 6, 0, 1);
+    make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 6, 0, 0, 1);
+    check_op("delta rule, decay per key channel", b_kda, 7, 1e-2f, 5e-3f);
 }
 
 /* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from

@@ -15,12 +15,14 @@ typedef struct {
     int fail;
 } gdn_ctx;
 
-/* one token: S = e^g S, delta = beta (v - S^T k) (no_delta: beta v), S += k delta^T, o = S^T (scale q) (o may be
- * NULL) */
-static void gdn_step(float *S, const float *q, const float *k, const float *v, float g, float beta, float scale,
-                     float *o, int dk, int dv, float *tmp, int no_delta) {
-    float e = expf(g);
-    for (int64_t i = 0; i < (int64_t)dk * dv; i++) S[i] *= e;
+/* one token: S = e^g S (gk: row i of S times e^g[i]), delta = beta (v - S^T k) (no_delta: beta v), S += k delta^T,
+ * o = S^T (scale q) (o may be NULL) */
+static void gdn_step(float *S, const float *q, const float *k, const float *v, const float *g, int gk, float beta,
+                     float scale, float *o, int dk, int dv, float *tmp, int no_delta) {
+    for (int i = 0; i < dk; i++) {
+        float e = expf(g[gk ? i : 0]);
+        for (int j = 0; j < dv; j++) S[i * dv + j] *= e;
+    }
     for (int j = 0; j < dv; j++) tmp[j] = 0;
     for (int i = 0; i < dk && !no_delta; i++)
         for (int j = 0; j < dv; j++) tmp[j] += S[i * dv + j] * k[i];
@@ -33,6 +35,11 @@ static void gdn_step(float *S, const float *q, const float *k, const float *v, f
         float qi = q[i] * scale;
         for (int j = 0; j < dv; j++) o[j] += S[i * dv + j] * qi;
     }
+}
+
+/* row t's log decay for value head h: one value, or (gk) dk of them */
+static const float *gate_at(const gdn_ctx *c, int64_t t, int h) {
+    return c->g + (t * c->d->n_v_head + h) * (c->d->gk ? c->d->dk : 1);
 }
 
 static void gdn_fwd_task(void *p, int64_t task) {
@@ -52,7 +59,7 @@ static void gdn_fwd_task(void *p, int64_t task) {
         if (c->saved && (t - t0) % d->ckpt == 0)
             memcpy(c->saved + ((c->base[s] + (t - t0) / d->ckpt) * d->n_v_head + h) * SS, S, sizeof(float) * (size_t)SS);
         gdn_step(S, c->q + (t * d->n_k_head + kh) * dk, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * d->n_v_head + h) * dv,
-                 c->g[t * d->n_v_head + h], c->beta[t * d->n_v_head + h], d->scale, c->o + (t * d->n_v_head + h) * dv,
+                 gate_at(c, t, h), d->gk, c->beta[t * d->n_v_head + h], d->scale, c->o + (t * d->n_v_head + h) * dv,
                  dk, dv, tmp, d->no_delta);
     }
     if (st) memcpy(st, S, sizeof(float) * (size_t)SS);
@@ -91,14 +98,18 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             int64_t t = t0 + c0 + i;
             memcpy(hist + (i + 1) * SS, hist + i * SS, sizeof(float) * (size_t)SS);
             gdn_step(hist + (i + 1) * SS, NULL, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * nv + h) * dv,
-                     c->g[t * nv + h], c->beta[t * nv + h], d->scale, NULL, dk, dv, tmp, d->no_delta);
+                     gate_at(c, t, h), d->gk, c->beta[t * nv + h], d->scale, NULL, dk, dv, tmp, d->no_delta);
         }
         for (int64_t i = n - 1; i >= 0; i--) {
             int64_t t = t0 + c0 + i;
             const float *q = c->q + (t * d->n_k_head + kh) * dk, *k = c->k + (t * d->n_k_head + kh) * dk;
             const float *v = c->v + (t * nv + h) * dv, *dy = c->dout + (t * nv + h) * dv;
-            float e = expf(c->g[t * nv + h]), be = c->beta[t * nv + h], dbeta = 0, dgs = 0;
-            for (int64_t x = 0; x < SS; x++) Sp[x] = e * hist[i * SS + x];
+            const float *gt = gate_at(c, t, h);
+            float be = c->beta[t * nv + h], dbeta = 0, dgs = 0;
+            for (int a = 0; a < dk; a++) { /* Sp = e P (gk: row a times e^g[a]) */
+                float e = expf(gt[d->gk ? a : 0]);
+                for (int j = 0; j < dv; j++) Sp[a * dv + j] = e * hist[i * SS + a * dv + j];
+            }
             for (int j = 0; j < dv; j++) tmp[j] = 0; /* kv = Sp^T k, then r = v - kv (delta = beta r; no_delta: r = v) */
             for (int a = 0; a < dk && !d->no_delta; a++)
                 for (int j = 0; j < dv; j++) tmp[j] += Sp[a * dv + j] * k[a];
@@ -126,20 +137,22 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
                 dd[j] = d->no_delta ? 0.0f : -be * dd[j];
             }
             for (int a = 0; a < dk; a++) { /* kv = Sp^T k: dk += Sp dkv, dSp = dS + k dkv^T; dg; dS_prev = e dSp */
-                float sk = 0;
+                float sk = 0, e = expf(gt[d->gk ? a : 0]), dga = 0;
                 for (int j = 0; j < dv; j++) {
                     sk += Sp[a * dv + j] * dd[j];
                     float gsp = dS[a * dv + j] + k[a] * dd[j];
-                    dgs += gsp * Sp[a * dv + j];
+                    if (d->gk) dga += gsp * Sp[a * dv + j]; /* per key channel */
+                    else dgs += gsp * Sp[a * dv + j];
                     dS[a * dv + j] = e * gsp;
                 }
                 gk[a] += sk;
+                if (d->gk && c->dg) c->dg[(t * nv + h) * dk + a] += dga;
             }
             if (c->dq)
                 for (int a = 0; a < dk; a++) c->dq[(t * d->n_k_head + kh) * dk + a] += gq[a];
             if (c->dk)
                 for (int a = 0; a < dk; a++) c->dk[(t * d->n_k_head + kh) * dk + a] += gk[a];
-            if (c->dg) c->dg[t * nv + h] += dgs;
+            if (c->dg && !d->gk) c->dg[t * nv + h] += dgs;
             if (c->dbeta) c->dbeta[t * nv + h] += dbeta;
         }
     }
@@ -171,23 +184,29 @@ void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, co
 }
 
 /* ---- the log decay ---- */
-void vc_cpu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+void vc_cpu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp) {
+    int64_t C = (int64_t)nh * grp;
     for (int64_t t = 0; t < T; t++)
-        for (int h = 0; h < nh; h++) g[t * nh + h] = vc_gdn_gate_f(a[t * nh + h], A_log[h], dt_bias[h]);
+        for (int64_t c = 0; c < C; c++) g[t * C + c] = vc_gdn_gate_f(a[t * C + c], A_log[c / grp], dt_bias[c]);
 }
 
 void vc_cpu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a,
-                                const float *A_log, const float *dt_bias, int64_t T, int nh) {
+                                const float *A_log, const float *dt_bias, int64_t T, int nh, int grp) {
+    int64_t C = (int64_t)nh * grp;
     for (int h = 0; h < nh; h++) {
-        float sA = 0, sdt = 0;
-        for (int64_t t = 0; t < T; t++) {
-            float gA, gdt = vc_gdn_gate_d(a[t * nh + h], A_log[h], dt_bias[h], &gA) * dg[t * nh + h];
-            if (da) da[t * nh + h] += gdt;
-            sA += gA * dg[t * nh + h];
-            sdt += gdt;
+        float sA = 0;
+        for (int64_t c = (int64_t)h * grp; c < (int64_t)(h + 1) * grp; c++) {
+            float cA = 0, sdt = 0;
+            for (int64_t t = 0; t < T; t++) {
+                float gA, gdt = vc_gdn_gate_d(a[t * C + c], A_log[h], dt_bias[c], &gA) * dg[t * C + c];
+                if (da) da[t * C + c] += gdt;
+                cA += gA * dg[t * C + c];
+                sdt += gdt;
+            }
+            sA += cA;
+            if (ddt_bias) ddt_bias[c] += sdt;
         }
         if (dA_log) dA_log[h] += sA;
-        if (ddt_bias) ddt_bias[h] += sdt;
     }
 }
 

@@ -84,7 +84,13 @@ struct gdn_fwd_args {
     float scale;
     int64_t ckpt;
     int no_delta; /* 1: delta = beta v (no kv = S^T k) */
+    int gk;       /* 1: g per key channel [T, nv, dk] (row a of S decays by exp(g[a])) */
 };
+
+/* row t's log decay for value head h, key channel a (one per head unless gk) */
+__device__ __forceinline__ float gdn_g(const float *g, int gk, int64_t t, int nv, int h, int dk, int a) {
+    return gk ? g[(t * nv + h) * dk + a] : g[t * nv + h];
+}
 
 /* column j of value head h's state through sequence s's rows (the CPU's gdn_step, one column) */
 __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j) {
@@ -98,9 +104,9 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
             for (int a = 0; a < dk; a++) sv[a * dv + j] = S[a * dv + j];
         }
         const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk;
-        float e = expf(p.g[t * p.nv + h]), kv = 0;
-        for (int a = 0; a < dk; a++) { /* S = e S; kv = S^T k (no_delta: kv = 0) */
-            float x = S[a * dv + j] * e;
+        float e = expf(gdn_g(p.g, 0, t, p.nv, h, dk, 0)), kv = 0;
+        for (int a = 0; a < dk; a++) { /* S = e S (gk: row a by its own e); kv = S^T k (no_delta: kv = 0) */
+            float x = S[a * dv + j] * (p.gk ? expf(gdn_g(p.g, 1, t, p.nv, h, dk, a)) : e);
             S[a * dv + j] = x;
             if (!p.no_delta) kv += x * k[a];
         }
@@ -128,7 +134,7 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
     const char *op = "gated delta rule forward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
-                       d->ckpt, d->no_delta };
+                       d->ckpt, d->no_delta, d->gk };
     void *tabs = upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
     if (!tabs) return;
     int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
@@ -154,6 +160,7 @@ struct gdn_bwd_args {
     float scale;
     int64_t ckpt, hmax;
     int no_delta; /* 1: delta = beta v, so no kv term: dd = 0 */
+    int gk;       /* 1: g per key channel: e and dg per row a of the state */
 };
 
 /* one block's buffers: vectors over the columns (shared memory), Sp and dS [dk, dv + 1], the recomputed states */
@@ -163,6 +170,9 @@ struct gdn_blk {
     float *Sp, *dS, *hist;
 };
 
+/* the decay of state row a at token t: the head's e, or (gk) the row's own (p, t, h, dk and e in scope) */
+#define GDN_E(a) (p.gk ? expf(gdn_g(p.g, 1, t, p.nv, h, dk, (a))) : e)
+
 /* column j of the states before rows c0 + 1 .. c0 + n - 1 of sequence s (hist[i - 1]), from the kept one */
 __device__ void gdn_recompute_col(const gdn_bwd_args &p, const float *kept, float *hist, int s, int h, int64_t c0,
                                   int64_t n, int j) {
@@ -171,10 +181,10 @@ __device__ void gdn_recompute_col(const gdn_bwd_args &p, const float *kept, floa
     for (int64_t i = 0; i + 1 < n; i++) {
         int64_t t = p.tab.cu[s] + c0 + i;
         const float *k = p.k + (t * p.nk + kh) * dk;
-        float *nx = hist + i * dk * dv, e = expf(p.g[t * p.nv + h]), kv = 0;
-        for (int a = 0; a < dk && !p.no_delta; a++) kv += prev[a * dv + j] * e * k[a];
+        float *nx = hist + i * dk * dv, e = expf(gdn_g(p.g, 0, t, p.nv, h, dk, 0)), kv = 0;
+        for (int a = 0; a < dk && !p.no_delta; a++) kv += prev[a * dv + j] * GDN_E(a) * k[a];
         float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv);
-        for (int a = 0; a < dk; a++) nx[a * dv + j] = prev[a * dv + j] * e + k[a] * delta;
+        for (int a = 0; a < dk; a++) nx[a * dv + j] = prev[a * dv + j] * GDN_E(a) + k[a] * delta;
         prev = nx;
     }
 }
@@ -189,7 +199,7 @@ __device__ void gdn_bwd_cols1(const gdn_bwd_args &p, const gdn_blk &b, const flo
     for (int j = threadIdx.x; j < dv; j += blockDim.x) {
         float kv = 0;
         for (int a = 0; a < dk; a++) {
-            float sp = e * P[a * dv + j];
+            float sp = GDN_E(a) * P[a * dv + j];
             b.Sp[a * ld + j] = sp;
             if (!p.no_delta) kv += sp * k[a];
         }
@@ -213,15 +223,17 @@ __device__ void gdn_bwd_rows(const gdn_bwd_args &p, const gdn_blk &b, int64_t t,
     const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv, ld = dv + 1;
     const float *k = p.k + (t * p.nk + kh) * dk, *dy = p.dout + (t * p.nv + h) * dv;
     for (int a = threadIdx.x; a < dk; a += blockDim.x) {
-        float ka = k[a], sq = 0, s1 = 0, s2 = 0;
+        float ka = k[a], sq = 0, s1 = 0, s2 = 0, s3 = 0;
         for (int j = 0; j < dv; j++) {
             float sp = b.Sp[a * ld + j];
             sq += (sp + ka * b.del[j]) * dy[j];
             s1 += b.dS[a * ld + j] * b.del[j];
             s2 += sp * b.dd[j];
+            if (p.gk) s3 += (b.dS[a * ld + j] + ka * b.dd[j]) * sp; /* dg[a] = sum_j dSp Sp (row a) */
         }
         if (p.pq) p.pq[(t * p.nv + h) * dk + a] = sq * p.scale;
         if (p.pk) p.pk[(t * p.nv + h) * dk + a] = s1 + s2;
+        if (p.gk && p.gg) p.gg[(t * p.nv + h) * dk + a] += s3;
     }
     if (threadIdx.x == 0 && p.gb) {
         float sum = 0;
@@ -239,7 +251,7 @@ __device__ void gdn_bwd_cols2(const gdn_bwd_args &p, const gdn_blk &b, int64_t t
         for (int a = 0; a < dk; a++) {
             float gsp = b.dS[a * ld + j] + k[a] * ddj;
             acc += gsp * b.Sp[a * ld + j];
-            b.dS[a * ld + j] = e * gsp;
+            b.dS[a * ld + j] = GDN_E(a) * gsp;
         }
         b.dg[j] = acc;
     }
@@ -247,14 +259,14 @@ __device__ void gdn_bwd_cols2(const gdn_bwd_args &p, const gdn_blk &b, int64_t t
 
 /* one token back (every thread of the block calls it): dS holds the gradient of the state after the token */
 __device__ void gdn_bwd_token(const gdn_bwd_args &p, const gdn_blk &b, const float *P, int64_t t, int h) {
-    float e = expf(p.g[t * p.nv + h]), be = p.beta[t * p.nv + h];
+    float e = expf(gdn_g(p.g, 0, t, p.nv, h, p.dk, 0)), be = p.beta[t * p.nv + h];
     gdn_bwd_cols1(p, b, P, t, h, e, be);
     __syncthreads();
     gdn_bwd_rows(p, b, t, h);
     __syncthreads();
     gdn_bwd_cols2(p, b, t, h, e);
     __syncthreads();
-    if (threadIdx.x == 0 && p.gg) { /* b.dg is next written after two more barriers */
+    if (threadIdx.x == 0 && p.gg && !p.gk) { /* b.dg is next written after two more barriers */
         float sum = 0;
         for (int j = 0; j < p.dv; j++) sum += b.dg[j];
         p.gg[t * p.nv + h] += sum;
@@ -275,6 +287,8 @@ __device__ void gdn_bwd_task(const gdn_bwd_args &p, const gdn_blk &b, int s, int
         for (int64_t i = n - 1; i >= 0; i--) gdn_bwd_token(p, b, i ? b.hist + (i - 1) * SS : kept, t0 + c0 + i, h);
     }
 }
+
+#undef GDN_E
 
 /* resident blocks take the (sequence, value head) tasks in turn */
 __global__ void k_gdn_bwd(gdn_bwd_args p) {
@@ -337,7 +351,7 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     }
     if (!dq && !dk && !dv && !dg && !dbeta) return;
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
-                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta };
+                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta, d->gk };
     void *tabs = upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
     if (!tabs) return;
     size_t sh = 0;
@@ -360,48 +374,57 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     vc_cu_scratch_free(tabs);
 }
 
-/* ---- the log decay: elementwise forward; backward da elementwise, dA_log and ddt_bias by one block per head
- * (each thread's rows t = tid, tid + GT, ... ascending, then a fixed tree in double) ---- */
-__global__ void k_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
-    GRID_LOOP(i, T * nh) g[i] = vc_gdn_gate_f(a[i], A_log[i % nh], dt_bias[i % nh]);
+/* ---- the log decay: elementwise forward; backward da elementwise, ddt_bias and dA_log by one block per head, its
+ * channels in turn (each thread's rows t = tid, tid + GT, ... ascending, then a fixed tree in double; the head's
+ * channels summed in order) ---- */
+__global__ void k_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh,
+                               int grp) {
+    const int64_t C = (int64_t)nh * grp;
+    GRID_LOOP(i, T * C) g[i] = vc_gdn_gate_f(a[i], A_log[i % C / grp], dt_bias[i % C]);
 }
 
 __global__ void k_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a,
-                               const float *A_log, const float *dt_bias, int64_t T, int nh) {
+                               const float *A_log, const float *dt_bias, int64_t T, int nh, int grp) {
     __shared__ double sA[GT], sdt[GT];
     const int h = blockIdx.x;
-    double accA = 0, accdt = 0;
-    for (int64_t t = threadIdx.x; t < T; t += blockDim.x) {
-        int64_t i = t * nh + h;
-        float gA, gdt = vc_gdn_gate_d(a[i], A_log[h], dt_bias[h], &gA) * dg[i];
-        if (da) da[i] += gdt;
-        accA += (double)(gA * dg[i]);
-        accdt += (double)gdt;
-    }
-    sA[threadIdx.x] = accA, sdt[threadIdx.x] = accdt;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-        if ((int)threadIdx.x < w) sA[threadIdx.x] += sA[threadIdx.x + w], sdt[threadIdx.x] += sdt[threadIdx.x + w];
+    const int64_t C = (int64_t)nh * grp;
+    float totA = 0;
+    for (int64_t c = (int64_t)h * grp; c < (int64_t)(h + 1) * grp; c++) {
+        double accA = 0, accdt = 0;
+        for (int64_t t = threadIdx.x; t < T; t += blockDim.x) {
+            int64_t i = t * C + c;
+            float gA, gdt = vc_gdn_gate_d(a[i], A_log[h], dt_bias[c], &gA) * dg[i];
+            if (da) da[i] += gdt;
+            accA += (double)(gA * dg[i]);
+            accdt += (double)gdt;
+        }
+        sA[threadIdx.x] = accA, sdt[threadIdx.x] = accdt;
         __syncthreads();
+        for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+            if ((int)threadIdx.x < w) sA[threadIdx.x] += sA[threadIdx.x + w], sdt[threadIdx.x] += sdt[threadIdx.x + w];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            totA += (float)sA[0];
+            if (ddt_bias) ddt_bias[c] += (float)sdt[0];
+        }
+        __syncthreads(); /* sA and sdt are written again by the next channel */
     }
-    if (threadIdx.x == 0) {
-        if (dA_log) dA_log[h] += (float)sA[0];
-        if (ddt_bias) ddt_bias[h] += (float)sdt[0];
-    }
+    if (threadIdx.x == 0 && dA_log) dA_log[h] += totA;
 }
 
-void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp) {
     const char *op = "gated delta decay forward";
-    if (!vc_cu_begin(op) || T <= 0 || nh <= 0) return;
-    k_gdn_gate_fwd<<<vc_cu_blocks(T * nh, GT), GT, 0, vc_cu_stream()>>>(g, a, A_log, dt_bias, T, nh);
+    if (!vc_cu_begin(op) || T <= 0 || nh <= 0 || grp <= 0) return;
+    k_gdn_gate_fwd<<<vc_cu_blocks(T * nh * grp, GT), GT, 0, vc_cu_stream()>>>(g, a, A_log, dt_bias, T, nh, grp);
     vc_cu_end(op);
 }
 
 void vc_cu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
-                        const float *dt_bias, int64_t T, int nh) {
+                        const float *dt_bias, int64_t T, int nh, int grp) {
     const char *op = "gated delta decay backward";
-    if (!vc_cu_begin(op) || T <= 0 || nh <= 0 || (!da && !dA_log && !ddt_bias)) return;
-    k_gdn_gate_bwd<<<(unsigned)nh, GT, 0, vc_cu_stream()>>>(da, dA_log, ddt_bias, dg, a, A_log, dt_bias, T, nh);
+    if (!vc_cu_begin(op) || T <= 0 || nh <= 0 || grp <= 0 || (!da && !dA_log && !ddt_bias)) return;
+    k_gdn_gate_bwd<<<(unsigned)nh, GT, 0, vc_cu_stream()>>>(da, dA_log, ddt_bias, dg, a, A_log, dt_bias, T, nh, grp);
     vc_cu_end(op);
 }
 

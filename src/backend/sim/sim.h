@@ -74,9 +74,9 @@ void vc_sim_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
 void vc_sim_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
                     const float *q, const float *k, const float *v, const float *g, const float *beta,
                     const vc_gdn_desc *d);
-void vc_sim_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh);
+void vc_sim_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp);
 void vc_sim_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
-                         const float *dt_bias, int64_t T, int nh);
+                         const float *dt_bias, int64_t T, int nh, int grp);
 void vc_sim_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp);
 void vc_sim_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                             int64_t C, int64_t grp);

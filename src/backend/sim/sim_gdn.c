@@ -38,21 +38,21 @@ void vc_sim_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, co
     vc_cpu_gdn_bwd(DQ, DK, DV, DG, DB, DO, SV, Q, K, V, G, B, d);
 }
 
-void vc_sim_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh) {
+void vc_sim_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp) {
     SIM_BEGIN("gdn_gate_fwd");
     float *G = D(g);
     const float *A = D(a), *AL = D(A_log), *DT = D(dt_bias);
     SIM_END;
-    vc_cpu_gdn_gate_fwd(G, A, AL, DT, T, nh);
+    vc_cpu_gdn_gate_fwd(G, A, AL, DT, T, nh, grp);
 }
 
 void vc_sim_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
-                         const float *dt_bias, int64_t T, int nh) {
+                         const float *dt_bias, int64_t T, int nh, int grp) {
     SIM_BEGIN("gdn_gate_bwd");
     float *DA = da ? D(da) : NULL, *DAL = dA_log ? D(dA_log) : NULL, *DDT = ddt_bias ? D(ddt_bias) : NULL;
     const float *DG = D(dg), *A = D(a), *AL = D(A_log), *DT = D(dt_bias);
     SIM_END;
-    vc_cpu_gdn_gate_bwd(DA, DAL, DDT, DG, A, AL, DT, T, nh);
+    vc_cpu_gdn_gate_bwd(DA, DAL, DDT, DG, A, AL, DT, T, nh, grp);
 }
 
 void vc_sim_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d) {
