@@ -304,6 +304,15 @@ static const vc_tensor_rule KIMI_LINEAR[] = {
     { L "block_sparse_moe.shared_experts.up_proj.weight", VC_W_SH_UP },
     { L "block_sparse_moe.shared_experts.down_proj.weight", VC_W_SH_DOWN },
     { 0 } };
+/* MiniMax-Text-01: lightning attention layers (qkv_proj, output_gate, norm, out_proj) beside attention; Mixtral's
+ * experts (block_sparse_moe.*) */
+static const vc_tensor_rule MINIMAX[] = {
+    { L "self_attn.qkv_proj.weight", VC_W_LIN_QKV }, { L "self_attn.output_gate.weight", VC_W_LIN_Z },
+    { L "self_attn.norm.weight", VC_W_LIN_NORM }, { L "self_attn.out_proj.weight", VC_W_LIN_OUT },
+    /* the decays transformers keeps as buffers (recomputed from the layer and head counts) */
+    { L "self_attn.slope_rate", 0, VC_TR_IGNORE }, { L "self_attn.query_decay", 0, VC_TR_IGNORE },
+    { L "self_attn.key_decay", 0, VC_TR_IGNORE }, { L "self_attn.diagonal_decay", 0, VC_TR_IGNORE },
+    { 0 } };
 /* LFM2: gated short convolutions (conv.in_proj: B, C, x), attention's out_proj and per-head q/k layernorms, the final
  * norm named embedding_norm, the MLP's w1 / w3 / w2 */
 static const vc_tensor_rule LFM2[] = {
@@ -445,6 +454,7 @@ static const vc_arch ARCHS[] = {
      * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
     { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "kimi_linear", "kimi_linear", T(HF_GLOBAL, HF_NORMS, HF_MLP, KIMI_LINEAR, MLA_ATTN, MIXTRAL_MOE, HF_MOE) },
+    { "minimax", "minimax", T(HF_GLOBAL, HF_NORMS, MINIMAX, HF_ATTN, MIXTRAL_MOE) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
@@ -589,6 +599,15 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
         case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, I, 0);
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) return 0;
+        }
+    }
+    if (lin && c->lin_kind == VC_LIN_LIGHTNING) { /* qkv_proj per head [q, k, v], output_gate, a norm over all heads */
+        switch (slot) {
+        case VC_W_LIN_QKV: return set(s, 3 * vd, H, 0);
+        case VC_W_LIN_Z: return set(s, vd, H, 0);
+        case VC_W_LIN_NORM: return set(s, vd, 0, 0);
+        case VC_W_LIN_OUT: return set(s, H, vd, 0);
         default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) return 0;
         }
     }

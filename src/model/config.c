@@ -179,7 +179,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
                        (long long)c->n_expert, (long long)c->top_k);
     c->routed_scaling = 1.0f;
     c->norm_topk = flag(o, "norm_topk_prob", is(c, "qwen3_next")); /* transformers' defaults */
-    if (is(c, "mixtral") || is(c, "qwen3_5_moe_text")) c->norm_topk = 1;
+    if (is(c, "mixtral") || is(c, "qwen3_5_moe_text") || is(c, "minimax")) c->norm_topk = 1;
     if (is(c, "gpt_oss")) c->norm_topk = c->expert_bias = 1; /* a softmax over the chosen logits */
     if (is(c, "minimax_m2")) /* DeepSeek-V3's router without groups: sigmoid, correction bias, renormalised */
         c->norm_topk = c->router_sigmoid = c->router_bias = 1;
@@ -581,6 +581,48 @@ static vc_status parse_kimi_linear(const cJSON *o, const char *path, vc_model_co
     return VC_OK;
 }
 
+/* MiniMax-Text-01: lightning attention layers (layer_types, or the hub's attn_type_list: 0 lightning, 1 softmax;
+ * else transformers' default of odd layers) of the attention heads' count and width, no conv; residuals of the
+ * normed input with alpha / beta factors (transformers' names, or the hub's layernorm_*_alpha / _beta) */
+static vc_status parse_minimax(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *types = vc_json_member(o, "layer_types"), *atl = vc_json_member(o, "attn_type_list");
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        const cJSON *a = !types && cJSON_IsArray(atl) ? cJSON_GetArrayItem(atl, (int)l) : NULL;
+        if ((types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
+                                              strcmp(t->valuestring, "full_attention")))) ||
+            (!types && cJSON_IsArray(atl) && !cJSON_IsNumber(a)))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types / attn_type_list has no valid entry for layer %lld", path,
+                           (long long)l);
+        c->linear[l] = t ? !strcmp(t->valuestring, "linear_attention") : a ? a->valuedouble == 0 : (l + 1) % 2 == 0;
+        c->n_linear += c->linear[l];
+    }
+    if (!flag(o, "postnorm", 1))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: postnorm false: verlc builds MiniMax-Text-01's residuals of the normed "
+                       "input, as transformers", path);
+    static const char *const KEYS[6] = { "full_attn_alpha_factor layernorm_full_attention_alpha",
+                                         "full_attn_beta_factor layernorm_full_attention_beta",
+                                         "linear_attn_alpha_factor layernorm_linear_attention_alpha",
+                                         "linear_attn_beta_factor layernorm_linear_attention_beta",
+                                         "mlp_alpha_factor layernorm_mlp_alpha", "mlp_beta_factor layernorm_mlp_beta" };
+    double v[6];
+    vc_status st;
+    for (int i = 0; i < 6; i++)
+        if ((st = get_num_any(o, KEYS[i], 1.0, &v[i], path))) return st;
+    c->norm_res.on = 1;
+    c->norm_res.attn_alpha[0] = (float)v[0], c->norm_res.attn_beta[0] = (float)v[1];
+    c->norm_res.attn_alpha[1] = (float)v[2], c->norm_res.attn_beta[1] = (float)v[3];
+    c->norm_res.mlp_alpha = (float)v[4], c->norm_res.mlp_beta = (float)v[5];
+    c->lin_kind = VC_LIN_LIGHTNING;
+    c->lin_nk = c->lin_nv = c->n_head;
+    c->lin_dk = c->lin_dv = c->head_dim;
+    c->lin_conv = 1; /* no conv, no conv state */
+    c->lin_act = c->act;
+    c->lin_norm_eps = 1e-6f; /* its norm is built without the config's eps */
+    c->lin_gate_act = VC_ACT_SIGMOID;
+    return VC_OK;
+}
+
 /* LFM2: gated short convolutions (layer_types "conv", else the layers not in full_attn_idxs) beside attention with
  * per-head q/k norms; the MLP's width as its block_* keys adjust it */
 static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c) {
@@ -944,6 +986,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         return st;
     if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
     if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
+    if (is(c, "minimax") && (st = parse_minimax(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;

@@ -45,6 +45,7 @@ typedef struct {
     int64_t *kv_start, *kv_len;
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
+    vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */
 } fwd_ctx;
 
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
@@ -95,6 +96,19 @@ static vc_status mup_upload(fwd_ctx *f) {
     float *dev = vc_graph_upload(f->g, v, sizeof(float) * (size_t)n);
     f->mup_vec = dev ? vc_tensor_wrap(f->g, dev, 1, &n) : NULL;
     return f->mup_vec ? VC_OK : vc_graph_status(f->g);
+}
+
+/* MiniMax-Text-01's lightning layers: [T, nh] ones, uploaded per forward */
+static vc_status ones_upload(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    if (c->lin_kind != VC_LIN_LIGHTNING || !c->n_linear) return VC_OK;
+    int64_t sh[2] = { f->T, c->lin_nv }, n = sh[0] * sh[1];
+    float *v = vc_graph_alloc(f->g, sizeof(float) * (size_t)(n ? n : 1), 0);
+    if (!v) return vc_graph_status(f->g);
+    for (int64_t i = 0; i < n; i++) v[i] = 1.0f;
+    float *dev = vc_graph_upload(f->g, v, sizeof(float) * (size_t)(n ? n : 1));
+    f->ones = dev ? vc_tensor_wrap(f->g, dev, 2, sh) : NULL;
+    return f->ones ? VC_OK : vc_graph_status(f->g);
 }
 
 /* layer l's conv and recurrent state pointers of every sequence (NULL without a cache); 1 on failure */
@@ -508,6 +522,34 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, o, l, VC_W_LIN_OUT, NULL);
 }
 
+/* MiniMax-Text-01's lightning attention: silu(qkv_proj), per head [q, k, v]; linear attention S = exp(-s_h) S + k v^T,
+ * o = S^T q (no normalisation, no scale) with each head's fixed decay s_h (slopes base^(h+1), base = 2^(-8 / nh),
+ * shrinking with depth as transformers computes them); the output RMS-normed over all heads, gated by
+ * sigmoid(output_gate), out_proj */
+static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_graph *g = f->g;
+    int64_t nh = c->lin_nv, hd = c->lin_dk, vd = nh * hd;
+    vc_op_hold(h, 1);
+    vc_tensor *qkv = vc_op_act(g, lin(f, h, l, VC_W_LIN_QKV, NULL), c->lin_act), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
+    vc_op_hold(h, 0);
+    vc_tensor *q = vc_op_slice_cols(g, qkv, 3 * hd, 0, hd), *k = vc_op_slice_cols(g, qkv, 3 * hd, hd, 2 * hd);
+    vc_tensor *v = vc_op_slice_cols(g, qkv, 3 * hd, 2 * hd, 3 * hd);
+    float **cs = NULL, **rs = NULL, *sl = vc_graph_alloc(g, sizeof(float) * (size_t)nh, 0);
+    if (!sl || lin_states(f, l, &cs, &rs)) return NULL;
+    float base = (float)(1.0 / pow(2.0, 8.0 / (double)nh));
+    float fac = (float)(1.0 - (double)l / ((double)c->n_layer - 1 + 1e-5) + 1e-5);
+    for (int64_t i = 0; i < nh; i++) sl[i] = -(powf(base, (float)(i + 1)) * fac);
+    float *dev = vc_graph_upload(g, sl, sizeof(float) * (size_t)nh);
+    vc_tensor *decay = dev ? vc_op_affine_cols(g, f->ones, vc_tensor_wrap(g, dev, 1, &nh), NULL, 1) : NULL;
+    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, f->ones, f->b->n_seq, f->b->cu_seqlens, (int)nh, (int)nh, (int)hd,
+                             (int)hd, 1.0f, 1, rs);
+    int64_t s2[2] = { f->T, vd };
+    o = vc_op_rmsnorm(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_w(f->m, l, VC_W_LIN_NORM), vd, c->lin_norm_eps, 0);
+    o = vc_op_mul(g, o, vc_op_act(g, z, c->lin_gate_act));
+    return lin(f, o, l, VC_W_LIN_OUT, NULL);
+}
+
 /* LFM2's gated short convolution: in_proj into B, C and x; C * conv(B * x) (depthwise, causal, no activation) */
 static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
@@ -618,6 +660,8 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     return vc_op_add(f->g, y, s);
 }
 
+static vc_tensor *scaled(fwd_ctx *f, vc_tensor *x, float s) { return s == 1.0f ? x : vc_op_scale(f->g, x, s); }
+
 static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
     vc_status hs = f->m->layer_hook ? f->m->layer_hook(f->m->layer_hook_ctx, l) : VC_OK; /* ZeRO-3: gather */
@@ -627,6 +671,14 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     }
     int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
     vc_tensor *h = pre ? norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B) : x;
+    if (c->norm_res.on) { /* MiniMax-Text-01: x' = alpha norm(x) + beta sublayer(norm(x)), twice */
+        int li = c->linear[l];
+        vc_tensor *a = li ? lightning(f, l, h) : attention_std(f, l, h);
+        x = vc_op_add(f->g, scaled(f, h, c->norm_res.attn_alpha[li]), scaled(f, a, c->norm_res.attn_beta[li]));
+        h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+        vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+        return vc_op_add(f->g, scaled(f, h, c->norm_res.mlp_alpha), scaled(f, mo, c->norm_res.mlp_beta));
+    }
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
@@ -808,7 +860,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         return NULL;
     }
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
-        lin_seq_states(&f) == VC_OK && mup_upload(&f) == VC_OK) {
+        lin_seq_states(&f) == VC_OK && mup_upload(&f) == VC_OK && ones_upload(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */

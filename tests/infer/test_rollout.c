@@ -66,6 +66,16 @@ static const char *CONFIG_KIMI =
     " \"rms_norm_eps\": 1e-5, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
     " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* MiniMax-Text-01: lightning attention (a fixed decay per head, no conv) beside attention, residuals of the normed
+ * input */
+static const char *CONFIG_MINIMAX =
+    "{\"architectures\": [\"MiniMaxForCausalLM\"], \"model_type\": \"minimax\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 32, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"mlp_alpha_factor\": 1.1,"
+    " \"layer_types\": [\"linear_attention\", \"full_attention\", \"linear_attention\"], \"vocab_size\": 300,"
+    " \"rms_norm_eps\": 1e-5, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -381,7 +391,7 @@ int main(void) {
     static const struct { const char *const *config, *name; uint64_t seed; } HYBRIDS[] = {
         { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
-        { &CONFIG_KIMI, "kimi-linear (kda)", 23 } };
+        { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());
