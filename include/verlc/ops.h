@@ -67,6 +67,10 @@ vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor
  * nv, dv]; a state: [nv, dk, dv] */
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
                      const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states);
+/* Mamba 1's selective scan (src/tensor/backend.h vc_ssm_desc): x and dt [T, I], A_log [I, N], B and C [T, N]; y [T, I]
+ * without the D skip; a state: [I, N] */
+vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
+                          int n_seq, const int64_t *cu, float *const *states);
 /* y = x w + b per channel broadcast over rows: x [.., C], w and b [C / grp] (either NULL), channel k covering columns
  * [k grp, (k + 1) grp) */
 vc_tensor *vc_op_affine_cols(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, int64_t grp);

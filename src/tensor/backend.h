@@ -139,6 +139,25 @@ typedef struct vc_conv_desc {
     float *const *state;
 } vc_conv_desc;
 
+/* Mamba 1's selective scan over packed sequences, per channel i of I with state h [N] from zero (or *state):
+ *   h = exp(-exp(A_log[i]) dt[t, i]) h + dt[t, i] x[t, i] B[t];  y[t, i] = C[t] . h
+ * x, dt and y [T, I], A_log [I, N], B and C [T, N] (shared by the channels), all contiguous. */
+typedef struct vc_ssm_desc {
+    int n_seq;
+    const int64_t *cu; /* [n_seq + 1] (host) */
+    int64_t I;
+    int N;
+    float *const *state; /* forward only, as vc_gdn_desc's: [I, N] per sequence */
+    int64_t ckpt;        /* training: the state before rows cu[s] + j ckpt kept in `saved`, sequence after sequence */
+} vc_ssm_desc;
+
+/* the states ssm_fwd keeps for the backward (each I N floats) */
+static inline int64_t vc_ssm_saved(const vc_ssm_desc *d) {
+    int64_t n = 0;
+    for (int s = 0; s < d->n_seq; s++) n += (d->cu[s + 1] - d->cu[s] + d->ckpt - 1) / d->ckpt;
+    return n;
+}
+
 struct vc_optim_param;
 struct vc_adamw_config;
 
@@ -214,6 +233,14 @@ typedef struct vc_backend {
     void (*affine_cols_bwd)(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                             int64_t C, int64_t grp);
     /* depthwise causal conv1d (vc_conv_desc above); bwd (no d->state): dx, dw += (either may be NULL) */
+    /* Mamba 1's selective scan (vc_ssm_desc above). fwd: y, and the states for backward in saved (NULL: not kept).
+     * bwd: dx, ddt += ; dA_log += (sequences and rows ascending); dB, dC += sums over the channels in a fixed order;
+     * each may be NULL */
+    void (*ssm_fwd)(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
+                    const float *C, const vc_ssm_desc *d);
+    void (*ssm_bwd)(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,
+                    const float *x, const float *dt, const float *A_log, const float *B, const float *C,
+                    const vc_ssm_desc *d);
     void (*conv1d_fwd)(float *y, const float *x, const float *w, const vc_conv_desc *d);
     void (*conv1d_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);

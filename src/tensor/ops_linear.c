@@ -137,6 +137,50 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
     return o;
 }
 
+/* ---- Mamba 1's selective scan ---- */
+static void ssm_bw(vc_graph *g, vc_node *n) {
+#define GR(t) ((t)->requires_grad ? vc_tensor_grad(g, t) : NULL)
+    vc_tensor *x = n->in[0], *dt = n->in[1], *A = n->in[2], *B = n->in[3], *C = n->in[4];
+    vc_be()->ssm_bwd(GR(x), GR(dt), GR(A), GR(B), GR(C), n->out->grad, n->ptr[1], x->data, dt->data, A->data, B->data,
+                     C->data, n->saved);
+#undef GR
+}
+
+vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
+                          int n_seq, const int64_t *cu, float *const *states) {
+    if (!x || !dt || !A_log || !B || !C) return NULL;
+    int64_t T = cu[n_seq], I = x->shape[x->ndim - 1], N = I ? A_log->n / I : 0;
+    if (x->n != T * I || dt->n != x->n || N < 1 || A_log->n != I * N || B->n != T * N || C->n != B->n) {
+        vc_fail(VC_ERR_SHAPE, "selective scan: %lld rows of %lld channels do not fit dt %lld, A_log %lld, B %lld, C %lld "
+                "values", (long long)T, (long long)I, (long long)dt->n, (long long)A_log->n, (long long)B->n,
+                (long long)C->n);
+        vc_graph_fail(g, VC_ERR_SHAPE);
+        return NULL;
+    }
+    vc_tensor *in[5] = { x, dt, A_log, B, C };
+    int rec = records(g, 5, in);
+    if (stateful_grad(g, rec, states, "selective scan")) return NULL;
+    vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
+    vc_ssm_desc *d = vc_graph_alloc(g, sizeof *d, 0);
+    int64_t *c = keep_cu(g, n_seq, cu);
+    if (!y || !d || !c) return NULL;
+    *d = (vc_ssm_desc){ .n_seq = n_seq, .cu = c, .I = I, .N = (int)N, .state = states, .ckpt = GDN_CKPT };
+    float *saved = NULL;
+    if (rec) {
+        int64_t ns = vc_ssm_saved(d);
+        saved = vc_graph_dalloc(g, sizeof(float) * (size_t)(ns ? ns : 1) * (size_t)I * (size_t)N, 0);
+        if (!saved) return NULL;
+    }
+    vc_be()->ssm_fwd(y->data, saved, x->data, dt->data, A_log->data, B->data, C->data, d);
+    d->state = NULL;
+    vc_node *n = rec ? vc_tape_push(g, ssm_bw, y, 5, in) : NULL;
+    if (n) {
+        n->saved = d;
+        n->ptr[1] = saved;
+    }
+    return y;
+}
+
 /* ---- per-channel scale and bias ---- */
 static void affine_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];

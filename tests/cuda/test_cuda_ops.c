@@ -376,6 +376,58 @@ static void test_gdn(void) {
     gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);
 }
 
+/* Mamba 1's selective scan: forward with states (one NULL) and kept states, a training forward, the backward
+ * accumulated (twice on the GPU: the same bits); channels past a block, a state of 16 and of 64 */
+static void ssm_case(int64_t I, int N, const int64_t *len, int ns, int64_t ckpt) {
+    printf("selective scan: %lld channels, state %d, ckpt %lld\n", (long long)I, N, (long long)ckpt);
+    int64_t *cu = cu_of(len, ns), T = cu[ns];
+    size_t nx = (size_t)(T * I), nA = (size_t)(I * N), nb = (size_t)(T * N), SS = nA;
+    float *x = hrand(nx, 1), *dt = hbuf(nx), *A = hrand(nA, 1), *B = hrand(nb, 1), *Cc = hrand(nb, 1);
+    for (size_t i = 0; i < nx; i++) dt[i] = 0.05f + 0.2f * (urand() + 1.0f);
+    float *gx = dup_f(x, nx), *gdt = dup_f(dt, nx), *gA = dup_f(A, nA), *gB = dup_f(B, nb), *gC = dup_f(Cc, nb);
+    float **hs = (float **)hbuf((size_t)ns * 2), **gs = (float **)hbuf((size_t)ns * 2);
+    for (int s = 0; s < ns; s++) {
+        hs[s] = s == 1 ? NULL : hrand(SS, 0.3f);
+        gs[s] = s == 1 ? NULL : dup_f(hs[s], SS);
+    }
+    vc_ssm_desc d = { .n_seq = ns, .cu = cu, .I = I, .N = N, .state = hs, .ckpt = ckpt }, dg = d;
+    dg.state = gs;
+    int64_t nsv = vc_ssm_saved(&d);
+    float *y = hbuf(nx), *sv = hbuf((size_t)nsv * SS), *gy = dup_f(y, nx), *gsv = dup_f(sv, (size_t)nsv * SS);
+    C->ssm_fwd(y, sv, x, dt, A, B, Cc, &d);
+    G->ssm_fwd(gy, gsv, gx, gdt, gA, gB, gC, &dg);
+    cmp("ssm fwd y (states, one NULL)", gy, y, nx, TOL);
+    for (int s = 0; s < ns; s++)
+        if (hs[s]) cmp("ssm fwd final state", gs[s], hs[s], SS, TOL);
+    cmp("ssm fwd kept states", gsv, sv, (size_t)nsv * SS, TOL);
+    d.state = dg.state = NULL;
+    C->ssm_fwd(y, sv, x, dt, A, B, Cc, &d);
+    G->ssm_fwd(gy, gsv, gx, gdt, gA, gB, gC, &dg);
+    cmp("ssm fwd y (zero states)", gy, y, nx, TOL);
+    float *dy = hrand(nx, 1), *gdy = dup_f(dy, nx);
+    float *dx = hrand(nx, 1), *ddt = hrand(nx, 1), *dA = hrand(nA, 1), *dB = hrand(nb, 1), *dC = hrand(nb, 1);
+    float *g2[2][5];
+    for (int r = 0; r < 2; r++) {
+        g2[r][0] = dup_f(dx, nx), g2[r][1] = dup_f(ddt, nx), g2[r][2] = dup_f(dA, nA);
+        g2[r][3] = dup_f(dB, nb), g2[r][4] = dup_f(dC, nb);
+        G->ssm_bwd(g2[r][0], g2[r][1], g2[r][2], g2[r][3], g2[r][4], gdy, gsv, gx, gdt, gA, gB, gC, &dg);
+    }
+    C->ssm_bwd(dx, ddt, dA, dB, dC, dy, sv, x, dt, A, B, Cc, &d);
+    cmp("ssm bwd dx (accumulated)", g2[0][0], dx, nx, TOL);
+    cmp("ssm bwd ddt (accumulated)", g2[0][1], ddt, nx, TOL);
+    cmp("ssm bwd dA_log (accumulated)", g2[0][2], dA, nA, TOL);
+    cmp("ssm bwd dB (accumulated)", g2[0][3], dB, nb, TOL);
+    cmp("ssm bwd dC (accumulated)", g2[0][4], dC, nb, TOL);
+    same_bits("ssm bwd dB", g2[0][3], g2[1][3], nb);
+    same_bits("ssm bwd dA_log", g2[0][2], g2[1][2], nA);
+}
+
+static void test_ssm(void) {
+    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 5, 4 };
+    ssm_case(300, 16, len1, 3, 4);
+    ssm_case(70, 64, len2, 2, 3);
+}
+
 /* per-channel scale and bias over columns: forward with w and b, w only, b only; backward accumulated into random
  * dx, dw, db (and with dx or dw left out), grp 1 and 3, R not a multiple of a block's rows or a slice's */
 static void test_affine_cols(void) {
@@ -800,6 +852,7 @@ int main(void) {
     test_gdn_gate();
     test_gdn();
     test_affine_cols();
+    test_ssm();
     check_sticky("linear attention");
     release_all();
     lm_case(64, 256, 151936, 0, 0.0f, 1.0f, NULL);

@@ -159,7 +159,7 @@ static void test_table_complete(void) {
     HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
     HAS(gemm_b16);
     HAS(gdn_fwd); HAS(gdn_bwd); HAS(gdn_gate_fwd); HAS(gdn_gate_bwd); HAS(conv1d_fwd); HAS(conv1d_bwd);
-    HAS(affine_cols_fwd); HAS(affine_cols_bwd);
+    HAS(affine_cols_fwd); HAS(affine_cols_bwd); HAS(ssm_fwd); HAS(ssm_bwd);
 #undef HAS
     CHECK(G->host_visible == 0);
 }

@@ -81,6 +81,11 @@ void vc_cpu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float 
 void vc_cpu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp);
 void vc_cpu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                             int64_t C, int64_t grp);
+void vc_cpu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
+                    const float *C, const vc_ssm_desc *d);
+void vc_cpu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,
+                    const float *x, const float *dt, const float *A_log, const float *B, const float *C,
+                    const vc_ssm_desc *d);
 void vc_cpu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cpu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cpu_moe_bias_fwd(float *Y, const float *b, const int64_t *off, int64_t E, int64_t C);

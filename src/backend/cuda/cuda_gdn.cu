@@ -22,16 +22,11 @@
 #define GRID_LOOP(i, n) \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
-/* ---- the per-call host arrays ---- */
-struct seq_tabs {
-    const int64_t *cu, *base; /* [n + 1] each: rows, and each sequence's first kept state */
-    float *const *state;      /* [n], NULL elements where the sequence has none */
-};
-
+/* ---- the per-call host arrays (seq_tabs: cuda_internal.h) ---- */
 /* cu, the kept-state bases (ckpt > 0; else zeros) and the state pointers (NULL array: NULLs) in one upload, freed
  * by the caller with vc_cu_scratch_free. NULL on failure, and while a graph captures (an upload cannot be
  * captured: the step then runs eagerly). */
-static void *upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t, const char *op) {
+void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t, const char *op) {
     static_assert(sizeof(float *) == sizeof(int64_t), "pointers are stored in 64-bit words");
     size_t words = 3 * (size_t)n + 2;
     int64_t *h = (int64_t *)malloc(words * sizeof(int64_t));
@@ -135,7 +130,7 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
                        d->ckpt, d->no_delta, d->gk };
-    void *tabs = upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
+    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
     if (!tabs) return;
     int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
     size_t sbytes = (size_t)d->dk * d->dv * sizeof(float), sh = sbytes <= GDN_SMEM_MAX ? sbytes : 0;
@@ -352,7 +347,7 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     if (!dq && !dk && !dv && !dg && !dbeta) return;
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
                        d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta, d->gk };
-    void *tabs = upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
+    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
     if (!tabs) return;
     size_t sh = 0;
     int64_t grid = gdn_bwd_scratch(&p, d, dq != NULL, dk != NULL, &sh, op);
@@ -510,7 +505,7 @@ void vc_cu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_de
     const char *op = "conv1d forward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || d->C <= 0 || d->K <= 0) return;
     conv_args p = { {}, d->n_seq, d->K, d->C };
-    void *tabs = upload_tabs(d->n_seq, d->cu, 0, d->state, &p.tab, op);
+    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, 0, d->state, &p.tab, op);
     if (!tabs) return;
     int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
     if (rows > 0) k_conv_fwd<<<vc_cu_blocks(rows * d->C, GT), GT, 0, vc_cu_stream()>>>(y, x, w, p, r0, rows);
@@ -524,7 +519,7 @@ void vc_cu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, con
     const char *op = "conv1d backward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || d->C <= 0 || d->K <= 0 || (!dx && !dw)) return;
     conv_args p = { {}, d->n_seq, d->K, d->C };
-    void *tabs = upload_tabs(d->n_seq, d->cu, 0, NULL, &p.tab, op);
+    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, 0, NULL, &p.tab, op);
     if (!tabs) return;
     int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
     if (dx && rows > 0) k_conv_bwd_dx<<<vc_cu_blocks(rows * d->C, GT), GT, 0, vc_cu_stream()>>>(dx, dy, w, p, r0, rows);

@@ -40,6 +40,14 @@ int vc_cu_blas_ok(cublasStatus_t s, const char *op);
 vc_status vc_cu_fail(vc_status st, const char *op, const char *what);
 /* stream-ordered scratch; NULL (sticky VC_ERR_NOMEM) on failure */
 void *vc_cu_scratch(size_t bytes, const char *op);
+/* the linear-attention kernels' per-call sequence tables: rows, each sequence's first kept state (ckpt > 0; else
+ * zeros) and the per-sequence state pointers (NULL array: NULLs), uploaded together; free the returned block with
+ * vc_cu_scratch_free (NULL on failure, and while a graph captures) */
+struct seq_tabs {
+    const int64_t *cu, *base; /* [n + 1] each */
+    float *const *state;      /* [n], NULL elements where the sequence has none */
+};
+void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t, const char *op);
 void vc_cu_scratch_free(void *p);
 /* uploads a host buffer into new scratch memory */
 void *vc_cu_upload(const void *src, size_t bytes, const char *op);
@@ -103,6 +111,11 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
 void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp);
 void vc_cu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
                         const float *dt_bias, int64_t T, int nh, int grp);
+void vc_cu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
+                   const float *C, const vc_ssm_desc *d);
+void vc_cu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,
+                   const float *x, const float *dt, const float *A_log, const float *B, const float *C,
+                   const vc_ssm_desc *d);
 void vc_cu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cu_conv1d_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
 void vc_cu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C,

@@ -772,6 +772,8 @@ static vc_backend make_cuda_backend(void) {
     b.gdn_bwd = vc_cu_gdn_bwd;
     b.gdn_gate_fwd = vc_cu_gdn_gate_fwd;
     b.gdn_gate_bwd = vc_cu_gdn_gate_bwd;
+    b.ssm_fwd = vc_cu_ssm_fwd;
+    b.ssm_bwd = vc_cu_ssm_bwd;
     b.conv1d_fwd = vc_cu_conv1d_fwd;
     b.conv1d_bwd = vc_cu_conv1d_bwd;
     b.affine_cols_fwd = vc_cu_affine_cols_fwd;

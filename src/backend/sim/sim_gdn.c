@@ -90,3 +90,26 @@ void vc_sim_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, co
     SIM_END;
     vc_cpu_affine_cols_bwd(DX, DW, DB, DY, X, W, R, C, grp);
 }
+
+void vc_sim_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
+                    const float *C, const vc_ssm_desc *d) {
+    SIM_BEGIN("ssm_fwd");
+    float *Y = D(y), *SV = saved ? D(saved) : NULL;
+    const float *X = D(x), *DT = D(dt), *AL = D(A_log), *BB = D(B), *CC = D(C);
+    float **st = tr_states(d->state, d->n_seq, &sim_bad_, sim_op_);
+    vc_ssm_desc t = *d;
+    t.state = st;
+    if (!sim_bad_) vc_cpu_ssm_fwd(Y, SV, X, DT, AL, BB, CC, &t);
+    free(st);
+}
+
+void vc_sim_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,
+                    const float *x, const float *dt, const float *A_log, const float *B, const float *C,
+                    const vc_ssm_desc *d) {
+    SIM_BEGIN("ssm_bwd");
+    float *DX = dx ? D(dx) : NULL, *DDT = ddt ? D(ddt) : NULL, *DA = dA_log ? D(dA_log) : NULL;
+    float *DB = dB ? D(dB) : NULL, *DC = dC ? D(dC) : NULL;
+    const float *DY = D(dy), *SV = D(saved), *X = D(x), *DT = D(dt), *AL = D(A_log), *BB = D(B), *CC = D(C);
+    SIM_END;
+    vc_cpu_ssm_bwd(DX, DDT, DA, DB, DC, DY, SV, X, DT, AL, BB, CC, d);
+}
