@@ -14,7 +14,7 @@ enum vc_mlp_kind { VC_MLP_GATED, VC_MLP_PLAIN };
 
 /* Mamba 2 (Granite 4): lin_nk groups of B and C, lin_dk their state size, lin_nv heads of lin_dv channels */
 enum vc_lin_kind { VC_LIN_GDN, VC_LIN_SHORTCONV, VC_LIN_MAMBA2, VC_LIN_KDA /* Kimi Delta Attention */,
-                   VC_LIN_LIGHTNING /* MiniMax-Text-01's lightning attention */ };
+                   VC_LIN_LIGHTNING /* MiniMax-Text-01's lightning attention */, VC_LIN_MAMBA1 /* Jamba */ };
 /* what a layer holds: attention (or a linear layer) and an MLP, or (Nemotron-H's blocks) only one of them, each
  * behind its own norm (attn_norm's slot) */
 enum vc_block_kind { VC_BLOCK_FULL, VC_BLOCK_MIXER, VC_BLOCK_MLP };
@@ -101,6 +101,8 @@ typedef struct vc_model_config {
     float lin_beta_scale;         /* the delta rule's beta = scale sigmoid(b) (OLMo-hybrid's allow_neg_eigval: 2) */
     float lin_norm_eps;           /* the gated output norm's eps (0: norm_eps) */
     int lin_gate_act;             /* the output gate's activation (Gated DeltaNet: silu; Kimi Delta Attention: sigmoid) */
+    int64_t lin_rank;             /* Mamba 1: dt's rank (lin_nv channels of state lin_dk, lin_dv 1) */
+    int lin_bcdt_norm;            /* Mamba 1: dt, B and C RMS-normed (Jamba: with weights; 2: without, FalconMamba) */
     struct {                      /* MiniMax-Text-01: the residual stream carries the normed input, x' = alpha
                                    * norm(x) + beta sublayer(norm(x)) (attention: [0] full, [1] linear; mlp) */
         int on;

@@ -313,6 +313,26 @@ static const vc_tensor_rule MINIMAX[] = {
     { L "self_attn.slope_rate", 0, VC_TR_IGNORE }, { L "self_attn.query_decay", 0, VC_TR_IGNORE },
     { L "self_attn.key_decay", 0, VC_TR_IGNORE }, { L "self_attn.diagonal_decay", 0, VC_TR_IGNORE },
     { 0 } };
+/* Jamba: Mamba 1 layers (mamba.*, with norms of dt, B and C) beside attention without rope; a gated MLP or experts
+ * under feed_forward (the hub's per-expert names, transformers 5's fused ones); pre_ff_layernorm, final_layernorm */
+static const vc_tensor_rule JAMBA[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "model.final_layernorm.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "pre_ff_layernorm.weight", VC_W_FFN_NORM },
+    { L "mamba.in_proj.weight", VC_W_LIN_QKV }, { L "mamba.conv1d.weight", VC_W_LIN_CONV },
+    { L "mamba.conv1d.bias", VC_W_LIN_CONV_B }, { L "mamba.x_proj.weight", VC_W_LIN_XPROJ },
+    { L "mamba.dt_proj.weight", VC_W_LIN_DTPROJ }, { L "mamba.dt_proj.bias", VC_W_LIN_DT },
+    { L "mamba.A_log", VC_W_LIN_ALOG }, { L "mamba.D", VC_W_LIN_D }, { L "mamba.out_proj.weight", VC_W_LIN_OUT },
+    { L "mamba.dt_layernorm.weight", VC_W_LIN_DT_NORM }, { L "mamba.b_layernorm.weight", VC_W_LIN_B_NORM },
+    { L "mamba.c_layernorm.weight", VC_W_LIN_C_NORM },
+    { L "feed_forward.gate_proj.weight", VC_W_GATE }, { L "feed_forward.up_proj.weight", VC_W_UP },
+    { L "feed_forward.down_proj.weight", VC_W_DOWN }, { L "feed_forward.router.weight", VC_W_ROUTER },
+    { L "feed_forward.experts.%d.gate_proj.weight", VC_W_EXP_GATE, VC_TR_EXPERT },
+    { L "feed_forward.experts.%d.up_proj.weight", VC_W_EXP_UP, VC_TR_EXPERT },
+    { L "feed_forward.experts.%d.down_proj.weight", VC_W_EXP_DOWN, VC_TR_EXPERT },
+    { L "feed_forward.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "feed_forward.experts.down_proj", VC_W_EXP_DOWN },
+    { 0 } };
 /* LFM2: gated short convolutions (conv.in_proj: B, C, x), attention's out_proj and per-head q/k layernorms, the final
  * norm named embedding_norm, the MLP's w1 / w3 / w2 */
 static const vc_tensor_rule LFM2[] = {
@@ -455,12 +475,13 @@ static const vc_arch ARCHS[] = {
     { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "kimi_linear", "kimi_linear", T(HF_GLOBAL, HF_NORMS, HF_MLP, KIMI_LINEAR, MLA_ATTN, MIXTRAL_MOE, HF_MOE) },
     { "minimax", "minimax", T(HF_GLOBAL, HF_NORMS, MINIMAX, HF_ATTN, MIXTRAL_MOE) },
+    { "jamba", "jamba", T(JAMBA, HF_ATTN), NULL, NULL, "feed_forward", "router" },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
     { "falcon_h1", "falcon_h1", T(BAMBA, HF_ATTN) }, /* Bamba's names, every layer with both mixers */
     { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
-    { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE) },
+    { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE), NULL, NULL, "feed_forward", "gate" },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },
     { "chatglm", "chatglm", T(CHATGLM) },
@@ -513,6 +534,14 @@ const vc_arch *vc_arch_find(const char *model_type) {
     return NULL;
 }
 
+void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
+    const char *moe = a && a->moe_module ? a->moe_module : "mlp", *router = a && a->router_module ? a->router_module : "gate";
+    if (slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN)
+        snprintf(buf, cap, "%s.experts.%s", moe, slot == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj");
+    else if (slot == VC_W_ROUTER) snprintf(buf, cap, "%s.%s.weight", moe, router);
+    else if (cap) buf[0] = 0;
+}
+
 int vc_arch_other_tower(const vc_arch *a, const char *name) {
     for (const char *p = a->ignore_prefixes; p && *p;) {
         size_t k = strcspn(p, " ");
@@ -545,7 +574,9 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LIN_ALOG] = "linear.A_log", [VC_W_LIN_NORM] = "linear.norm", [VC_W_LIN_OUT] = "linear.out", [VC_W_LIN_D] = "linear.D",
     [VC_W_LIN_CONV_B] = "linear.conv.bias", [VC_W_LIN_K] = "linear.k", [VC_W_LIN_V] = "linear.v",
     [VC_W_LIN_CONV_K] = "linear.conv_k", [VC_W_LIN_CONV_V] = "linear.conv_v", [VC_W_LIN_FA] = "linear.f_a",
-    [VC_W_LIN_FB] = "linear.f_b", [VC_W_LIN_GA] = "linear.g_a", [VC_W_LIN_GB] = "linear.g_b", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
+    [VC_W_LIN_FB] = "linear.f_b", [VC_W_LIN_GA] = "linear.g_a", [VC_W_LIN_GB] = "linear.g_b",
+    [VC_W_LIN_XPROJ] = "linear.x_proj", [VC_W_LIN_DTPROJ] = "linear.dt_proj", [VC_W_LIN_DT_NORM] = "linear.dt_norm",
+    [VC_W_LIN_B_NORM] = "linear.b_norm", [VC_W_LIN_C_NORM] = "linear.c_norm", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -580,13 +611,13 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int lpn = lin && c->lin_pre_norm; /* OLMo-hybrid's linear layers: pre-norms where attention layers have post-norms */
     *optional = 0;
     int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) || slot == VC_W_POST_ATTN_NORM;
+                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) || slot == VC_W_POST_ATTN_NORM;
     int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
                    slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN || slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
     if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
         return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
-    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB;
+    int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM;
     if (lin != lin_slot && (lin_slot || (!c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
                                                                 slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
         return 0; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
@@ -599,7 +630,23 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
         case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, I, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) return 0;
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
+        }
+    }
+    if (lin && c->lin_kind == VC_LIN_MAMBA1) { /* in_proj [x; z], the conv over x, x_proj, dt_proj, A_log [I, N], D */
+        int64_t I = c->lin_nv, N = c->lin_dk, R = c->lin_rank, nrm = c->lin_bcdt_norm == 1;
+        switch (slot) {
+        case VC_W_LIN_QKV: return set(s, 2 * I, H, 0);
+        case VC_W_LIN_CONV: return set(s, I, 1, c->lin_conv);
+        case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, I, 0, 0) : 0;
+        case VC_W_LIN_XPROJ: return set(s, R + 2 * N, I, 0);
+        case VC_W_LIN_DTPROJ: return set(s, I, R, 0);
+        case VC_W_LIN_DT: case VC_W_LIN_D: return set(s, I, 0, 0);
+        case VC_W_LIN_ALOG: return set(s, I, N, 0);
+        case VC_W_LIN_OUT: return set(s, H, I, 0);
+        case VC_W_LIN_DT_NORM: return nrm ? set(s, R, 0, 0) : 0;
+        case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM: return nrm ? set(s, N, 0, 0) : 0;
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
         }
     }
     if (lin && c->lin_kind == VC_LIN_LIGHTNING) { /* qkv_proj per head [q, k, v], output_gate, a norm over all heads */
@@ -608,7 +655,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_Z: return set(s, vd, H, 0);
         case VC_W_LIN_NORM: return set(s, vd, 0, 0);
         case VC_W_LIN_OUT: return set(s, H, vd, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_GB) return 0;
+        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
         }
     }
     if (lin && c->lin_kind == VC_LIN_KDA) { /* Kimi Delta Attention: per-channel decay and output gate, low-rank */
@@ -634,6 +681,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LIN_NORM: return sc ? 0 : set(s, c->lin_dv, 0, 0);
     case VC_W_LIN_OUT: return set(s, H, sc ? H : vd, 0);
     case VC_W_LIN_D: case VC_W_LIN_CONV_B: case VC_W_LIN_FA: case VC_W_LIN_FB: case VC_W_LIN_GA: case VC_W_LIN_GB:
+    case VC_W_LIN_XPROJ: case VC_W_LIN_DTPROJ: case VC_W_LIN_DT_NORM: case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM:
         return 0;
     case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);

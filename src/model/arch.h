@@ -32,6 +32,8 @@ enum vc_slot {
     /* Kimi Delta Attention: the decay's low-rank projection f_a [dk, H], f_b [nv dk, dk]; the output gate's g_a [dk, H],
      * g_b [nv dv, dk] */
     VC_W_LIN_FA, VC_W_LIN_FB, VC_W_LIN_GA, VC_W_LIN_GB,
+    /* Mamba 1: x_proj [R + 2 N, I] (dt, B, C), dt_proj [I, R] (its bias: LIN_DT), Jamba's norms of dt, B and C */
+    VC_W_LIN_XPROJ, VC_W_LIN_DTPROJ, VC_W_LIN_DT_NORM, VC_W_LIN_B_NORM, VC_W_LIN_C_NORM,
     VC_W_LAT_IN, VC_W_LAT_OUT,   /* latent MoE (Nemotron-H): [latent, H] before the routed experts, [H, latent] after */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
@@ -75,9 +77,15 @@ typedef struct vc_arch {
      * prefix) tried when a rule's own name is absent, NULL-terminated; NULL: none */
     const char *const *nested;
     const char *ignore_prefixes;          /* space-separated: tensors of other towers, unused */
+    /* the MoE block's module under a layer in transformers 5 and its router's under that (PEFT's target_parameters
+     * name them); NULL: "mlp", "gate" */
+    const char *moe_module, *router_module;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
+/* target_parameters' path of slot (VC_W_EXP_GATE, VC_W_EXP_DOWN or VC_W_ROUTER) under a layer: mlp.experts.gate_up_proj,
+ * mlp.experts.down_proj, mlp.gate.weight, or the architecture's module names; "" for any other slot */
+void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap);
 /* The checkpoint module path of a per-layer slot ("model.layers.3.mlp.fc1"): the name of the tensor
  * rule that loads it as a whole ".weight"; 0 when the slot comes from a fused tensor or no rule. */
 int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap);

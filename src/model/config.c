@@ -173,6 +173,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
                                  : get_int_any(o, "num_experts_per_tok moe_k num_experts_per_token", 0, &c->top_k, path);
     if (st) return st;
     if ((st = get_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
+    if (is(c, "jamba") && c->n_expert <= 1) c->n_expert = 0; /* num_experts 1: dense layers throughout */
     if (c->n_expert <= 0) return VC_OK;
     if (c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)
         return vc_fail(VC_ERR_FORMAT, "%s: %lld experts with %lld per token is not a valid routing", path,
@@ -343,6 +344,16 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
         }
         c->is_moe[l] = (uint8_t)moe;
+    }
+    if (is(c, "jamba")) { /* experts on every expert_layer_period-th layer from expert_layer_offset; softmax top-k */
+        int64_t ep = 2, eo = 1;
+        if ((st = get_int_any(o, "expert_layer_period", 2, &ep, path)) ||
+            (st = get_int_any(o, "expert_layer_offset", 1, &eo, path)))
+            return st;
+        if (ep < 1 || eo < 0 || eo >= ep)
+            return vc_fail(VC_ERR_FORMAT, "%s: expert_layer_offset %lld must be below expert_layer_period %lld", path,
+                           (long long)eo, (long long)ep);
+        for (int64_t l = 0; l < c->n_layer; l++) c->is_moe[l] = (uint8_t)(l % ep == eo);
     }
     return VC_OK;
 }
@@ -620,6 +631,43 @@ static vc_status parse_minimax(const cJSON *o, const char *path, vc_model_config
     c->lin_act = c->act;
     c->lin_norm_eps = 1e-6f; /* its norm is built without the config's eps */
     c->lin_gate_act = VC_ACT_SIGMOID;
+    return VC_OK;
+}
+
+/* Mamba 1 layers (Jamba: every layer but those at attn_layer_offset modulo attn_layer_period): mamba_expand x
+ * hidden channels, state mamba_d_state, conv mamba_d_conv (with a bias unless mamba_conv_bias is false), dt of rank
+ * mamba_dt_rank ("auto": hidden / 16 rounded up); Jamba's dt, B and C RMS-normed with weights; its attention without
+ * rope */
+static vc_status parse_mamba1(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t expand = 2, N = 16, K = 4, R = (c->hidden + 15) / 16, ap = 8, ao = 4;
+    const cJSON *rk = vc_json_member(o, "mamba_dt_rank");
+    if ((st = get_int_any(o, "mamba_expand", 2, &expand, path)) || (st = get_int_any(o, "mamba_d_state", 16, &N, path)) ||
+        (st = get_int_any(o, "mamba_d_conv", 4, &K, path)) ||
+        (!cJSON_IsString(rk) && (st = get_int_any(o, "mamba_dt_rank", R, &R, path))) ||
+        (st = get_int_any(o, "attn_layer_period", 8, &ap, path)) || (st = get_int_any(o, "attn_layer_offset", 4, &ao, path)))
+        return st;
+    if (cJSON_IsString(rk) && strcmp(rk->valuestring, "auto"))
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_dt_rank must be a number or \"auto\"", path);
+    if (expand < 1 || expand > 64 || N < 1 || N > 64 || K < 1 || K > 64 || R < 1 || R > c->hidden || ap < 1 || ao < 0 ||
+        ao >= ap)
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_expand %lld, mamba_d_state %lld (1..64), mamba_d_conv %lld, mamba_dt_rank "
+                       "%lld or attn_layer_offset / _period out of range", path, (long long)expand, (long long)N,
+                       (long long)K, (long long)R);
+    if (flag(o, "mamba_proj_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_proj_bias (biases on in_proj and out_proj) is not built", path);
+    if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Mamba layers are built with silu", path);
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        c->linear[l] = (uint8_t)(l % ap != ao);
+        c->n_linear += c->linear[l];
+        c->nope[l] = 1;
+    }
+    c->lin_kind = VC_LIN_MAMBA1;
+    c->lin_nv = expand * c->hidden, c->lin_dk = N, c->lin_dv = 1, c->lin_nk = 1, c->lin_rank = R;
+    c->lin_conv = (int)K;
+    c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
+    c->lin_act = VC_ACT_SILU;
+    c->lin_bcdt_norm = 1;
     return VC_OK;
 }
 
@@ -987,6 +1035,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
     if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
     if (is(c, "minimax") && (st = parse_minimax(o, path, c))) return st;
+    if (is(c, "jamba") && (st = parse_mamba1(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;

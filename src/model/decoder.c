@@ -51,7 +51,9 @@ typedef struct {
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
  * 2 nk dk + nv dv] then the recurrent state [nv, dk, dv] ---- */
 static int64_t lin_conv_floats(const vc_model_config *c) {
-    int64_t ch = c->lin_kind == VC_LIN_SHORTCONV ? c->hidden : 2 * c->lin_nk * c->lin_dk + c->lin_nv * c->lin_dv;
+    int64_t ch = c->lin_kind == VC_LIN_SHORTCONV ? c->hidden
+               : c->lin_kind == VC_LIN_MAMBA1  ? c->lin_nv /* the conv over x only */
+                                                : 2 * c->lin_nk * c->lin_dk + c->lin_nv * c->lin_dv;
     return (int64_t)(c->lin_conv - 1) * ch;
 }
 
@@ -605,6 +607,39 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, y, l, VC_W_LIN_OUT, NULL);
 }
 
+/* Mamba 1 (Jamba): in_proj into x [I] and z [I]; x through the conv (+ bias) and silu; x_proj into dt [R], B and C
+ * [N] (Jamba: each RMS-normed with its weight); delta = softplus(dt_proj(dt) + dt_proj's bias); the selective scan
+ * per channel with state [N], plus D x; times silu(z); out_proj */
+static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t I = c->lin_nv, N = c->lin_dk, R = c->lin_rank, W = R + 2 * N;
+    vc_tensor *xz = lin(f, h, l, VC_W_LIN_QKV, NULL);
+    vc_tensor *x = vc_op_slice_cols(g, xz, 2 * I, 0, I), *z = vc_op_slice_cols(g, xz, 2 * I, I, 2 * I);
+    float **cs = NULL, **rs = NULL;
+    if (lin_states(f, l, &cs, &rs)) return NULL;
+    int ns = f->b->n_seq;
+    const int64_t *cu = f->b->cu_seqlens;
+    x = vc_op_conv1d_causal(g, x, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs);
+    vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
+    if (cb) x = vc_op_affine_cols(g, x, NULL, cb, 1);
+    x = vc_op_act(g, x, c->lin_act);
+    vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
+    vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
+    vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);
+    if (c->lin_bcdt_norm) { /* Jamba: weighted RMSNorms; FalconMamba: weightless */
+        dt = vc_op_rmsnorm(g, dt, vc_w(m, l, VC_W_LIN_DT_NORM), R, c->norm_eps, 0);
+        B = vc_op_rmsnorm(g, B, vc_w(m, l, VC_W_LIN_B_NORM), N, c->norm_eps, 0);
+        C = vc_op_rmsnorm(g, C, vc_w(m, l, VC_W_LIN_C_NORM), N, c->norm_eps, 0);
+    }
+    dt = lin(f, dt, l, VC_W_LIN_DTPROJ, NULL);
+    vc_tensor *delta = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
+    vc_tensor *y = vc_op_ssm_scan(g, x, delta, vc_w(m, l, VC_W_LIN_ALOG), B, C, ns, cu, rs);
+    y = vc_op_add(g, y, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, 1));
+    return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
+}
+
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -691,6 +726,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
                    : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
+                   : c->lin_kind == VC_LIN_MAMBA1  ? mamba1(f, l, h)
                                                     : linear_attention(f, l, h);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);

@@ -38,6 +38,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "k_proj", VC_W_LIN_K }, { "v_proj", VC_W_LIN_V }, /* OLMo-hybrid's linear layers (q_proj: LIN_QKV by its name) */
     { "f_a_proj", VC_W_LIN_FA }, { "f_b_proj", VC_W_LIN_FB }, /* Kimi Delta Attention's low-rank decay and gate */
     { "g_a_proj", VC_W_LIN_GA }, { "g_b_proj", VC_W_LIN_GB },
+    { "x_proj", VC_W_LIN_XPROJ }, { "dt_proj", VC_W_LIN_DTPROJ }, /* Mamba 1 (Jamba) */
     { "fc1_latent_proj", VC_W_LAT_IN }, { "fc2_latent_proj", VC_W_LAT_OUT }, /* Nemotron-H's latent MoE */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
@@ -54,7 +55,7 @@ static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
 
 /* target_parameters: the tensors of an MoE layer PEFT wraps as parameters, by their transformers 5 names
  * under model.layers.N (slot: the adapter's; gate_up's adapter also covers VC_W_EXP_UP) */
-static const struct { const char *name; int slot; } PARAMS[] = {
+static const struct { const char *name; int slot; } PARAMS[] = { /* names: vc_arch_param_path (Jamba's feed_forward.*) */
     { "mlp.experts.gate_up_proj", VC_W_EXP_GATE }, { "mlp.experts.down_proj", VC_W_EXP_DOWN },
     { "mlp.gate.weight", VC_W_ROUTER },
 };
@@ -200,7 +201,11 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
  * Llama-style path of the part, since verlc adapts each part on its own */
 void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
     if (is_expert_slot(slot) || slot == VC_W_ROUTER) { /* PEFT's path on transformers 5's model */
-        snprintf(buf, cap, "model.layers.%d.mlp.%s", layer, slot == VC_W_ROUTER ? "gate" : "experts");
+        char path[96];
+        vc_arch_param_path(m->cfg.arch, slot == VC_W_ROUTER ? VC_W_ROUTER : VC_W_EXP_DOWN, path, sizeof path);
+        char *dot = strrchr(path, '.'); /* the router's module, or the experts' */
+        if (dot) *dot = 0;
+        snprintf(buf, cap, "model.layers.%d.%s", layer, path);
         return;
     }
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
@@ -260,8 +265,9 @@ static vc_status parse_params(const vc_model *m, const char *spec, unsigned *wan
         size_t n = strlen(tok);
         for (int l = 0; l < c->n_layer; l++)
             for (size_t k = 0; k < N_PARAMS && c->is_moe[l]; k++) {
-                char key[160];
-                size_t kl = (size_t)snprintf(key, sizeof key, "model.layers.%d.%s", l, PARAMS[k].name);
+                char key[160], path[96];
+                vc_arch_param_path(c->arch, PARAMS[k].slot, path, sizeof path);
+                size_t kl = (size_t)snprintf(key, sizeof key, "model.layers.%d.%s", l, path);
                 if (!strcmp(key, tok) || (kl > n && key[kl - n - 1] == '.' && !strcmp(key + kl - n, tok)))
                     want[l] |= 1u << k, hit = 1;
             }

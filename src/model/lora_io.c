@@ -92,16 +92,20 @@ static void tensor_name(const char *mod, int b, char *buf, size_t cap) {
 }
 
 static int is_param_slot(int slot) { return slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN || slot == VC_W_ROUTER; }
-static const char *param_name(int slot) {
-    return slot == VC_W_EXP_GATE ? "mlp.experts.gate_up_proj" : slot == VC_W_EXP_DOWN ? "mlp.experts.down_proj"
-                                                                                       : "mlp.gate.weight";
+/* the experts' module under a layer (mlp.experts, Jamba's feed_forward.experts) */
+static void experts_path(const vc_model *m, char *buf, size_t cap) {
+    vc_arch_param_path(m->cfg.arch, VC_W_EXP_DOWN, buf, cap);
+    char *dot = strrchr(buf, '.');
+    if (dot) *dot = 0;
 }
 
 /* an expert adapter's module path: gate_up's wrapper sits inside down's when both are adapted */
 static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
     const vc_lora *a = m->lora;
     int l = a->layer_of[i], inner = a->slot_of[i] == VC_W_EXP_GATE && a->index[(size_t)l * VC_W_COUNT + VC_W_EXP_DOWN] >= 0;
-    snprintf(buf, cap, "model.layers.%d.mlp.experts%s", l, inner ? ".base_layer" : "");
+    char ex[96];
+    experts_path(m, ex, sizeof ex);
+    snprintf(buf, cap, "model.layers.%d.%s%s", l, ex, inner ? ".base_layer" : "");
 }
 
 /* A and B between verlc's [Ea, r, in] and [P, Ea, O, r] (P = 2: gate's, then up's; Ea = 1: one adapter
@@ -216,7 +220,9 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
     char mods[512] = "", params[200] = "", ranks[256] = "", alphas[256] = "";
     for (int i = 0; !st && i < a->n; i++) {
         if (is_param_slot(a->slot_of[i])) { /* target_parameters */
-            add_name(params, sizeof params, param_name(a->slot_of[i]));
+            char pn[96];
+            vc_arch_param_path(m->cfg.arch, a->slot_of[i], pn, sizeof pn);
+            add_name(params, sizeof params, pn);
             int64_t r = a->t[2 * i].shape[1];
             if (a->slot_of[i] == VC_W_EXP_GATE && r != a->rank && !strstr(ranks, "gate_up_proj")) {
                 /* PEFT's pattern for gate and up as one adapter of twice the rank */
@@ -337,7 +343,9 @@ static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, i
     const vc_st_tensor *A = NULL, *B = NULL;
     char mod[160];
     for (int inner = 0; inner < 2 && !A; inner++) {
-        snprintf(mod, sizeof mod, "model.layers.%d.mlp.experts%s", a->layer_of[i], inner ? ".base_layer" : "");
+        char ex[96];
+        experts_path(m, ex, sizeof ex);
+        snprintf(mod, sizeof mod, "model.layers.%d.%s%s", a->layer_of[i], ex, inner ? ".base_layer" : "");
         const vc_st_tensor *x = find(ck, mod, 0), *y = find(ck, mod, 1);
         if (x && y && x->ndim == 2 && y->ndim == 2 && x->shape[0] == r * E && x->shape[1] == in &&
             y->shape[0] == P * O && y->shape[1] == r * E)

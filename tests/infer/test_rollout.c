@@ -76,6 +76,15 @@ static const char *CONFIG_MINIMAX =
     " \"rms_norm_eps\": 1e-5, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
     " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Jamba: Mamba 1 layers (a state per channel) beside attention without rope, experts on odd layers */
+static const char *CONFIG_JAMBA =
+    "{\"architectures\": [\"JambaForCausalLM\"], \"model_type\": \"jamba\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 32, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"attn_layer_period\": 3, \"attn_layer_offset\": 1,"
+    " \"mamba_d_state\": 8, \"mamba_d_conv\": 4, \"mamba_expand\": 2, \"mamba_dt_rank\": \"auto\", \"vocab_size\": 300,"
+    " \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
+    " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -391,7 +400,8 @@ int main(void) {
     static const struct { const char *const *config, *name; uint64_t seed; } HYBRIDS[] = {
         { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
-        { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 } };
+        { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
+        { &CONFIG_JAMBA, "jamba (mamba 1)", 31 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());
