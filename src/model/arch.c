@@ -397,6 +397,11 @@ static const vc_tensor_rule NEMOTRON_H[] = {
     { L "mixer.fc1_latent_proj.weight", VC_W_LAT_IN }, { L "mixer.fc2_latent_proj.weight", VC_W_LAT_OUT },
     { 0 } };
 static const char *const NEMOTRON_H_NESTED[] = { "model.", "backbone.", NULL };
+/* Mamba and FalconMamba: Nemotron-H's block names (backbone.*, mixer.*, norm_f) with Mamba 1's x_proj and dt_proj */
+static const vc_tensor_rule MAMBA1_MIXER[] = {
+    { L "mixer.x_proj.weight", VC_W_LIN_XPROJ }, { L "mixer.dt_proj.weight", VC_W_LIN_DTPROJ },
+    { L "mixer.dt_proj.bias", VC_W_LIN_DT },
+    { 0 } };
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -476,6 +481,7 @@ static const vc_arch ARCHS[] = {
     { "kimi_linear", "kimi_linear", T(HF_GLOBAL, HF_NORMS, HF_MLP, KIMI_LINEAR, MLA_ATTN, MIXTRAL_MOE, HF_MOE) },
     { "minimax", "minimax", T(HF_GLOBAL, HF_NORMS, MINIMAX, HF_ATTN, MIXTRAL_MOE) },
     { "jamba", "jamba", T(JAMBA, HF_ATTN), NULL, NULL, "feed_forward", "router" },
+    { "mamba", "mamba falcon_mamba", T(NEMOTRON_H, MAMBA1_MIXER), NEMOTRON_H_NESTED },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },

@@ -640,34 +640,44 @@ static vc_status parse_minimax(const cJSON *o, const char *path, vc_model_config
  * rope */
 static vc_status parse_mamba1(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
-    int64_t expand = 2, N = 16, K = 4, R = (c->hidden + 15) / 16, ap = 8, ao = 4;
-    const cJSON *rk = vc_json_member(o, "mamba_dt_rank");
-    if ((st = get_int_any(o, "mamba_expand", 2, &expand, path)) || (st = get_int_any(o, "mamba_d_state", 16, &N, path)) ||
-        (st = get_int_any(o, "mamba_d_conv", 4, &K, path)) ||
-        (!cJSON_IsString(rk) && (st = get_int_any(o, "mamba_dt_rank", R, &R, path))) ||
+    int64_t expand = 2, N = 16, K = 4, R = (c->hidden + 15) / 16, ap = 8, ao = 4, I = 0;
+    int pure = !is(c, "jamba"); /* Mamba, FalconMamba: every layer one Mamba mixer behind its norm */
+    const cJSON *rk = vc_json_member(o, pure ? "time_step_rank" : "mamba_dt_rank");
+    if ((st = get_int_any(o, "mamba_expand expand", 2, &expand, path)) ||
+        (st = get_int_any(o, "mamba_d_state state_size", 16, &N, path)) ||
+        (st = get_int_any(o, "mamba_d_conv conv_kernel", 4, &K, path)) ||
+        (!cJSON_IsString(rk) && (st = get_int_any(o, "mamba_dt_rank time_step_rank", R, &R, path))) ||
         (st = get_int_any(o, "attn_layer_period", 8, &ap, path)) || (st = get_int_any(o, "attn_layer_offset", 4, &ao, path)))
         return st;
+    if (pure && (st = get_int_any(o, "intermediate_size", expand * c->hidden, &I, path))) return st;
     if (cJSON_IsString(rk) && strcmp(rk->valuestring, "auto"))
-        return vc_fail(VC_ERR_FORMAT, "%s: mamba_dt_rank must be a number or \"auto\"", path);
+        return vc_fail(VC_ERR_FORMAT, "%s: mamba_dt_rank / time_step_rank must be a number or \"auto\"", path);
+    if (pure) ap = 1, ao = 0, expand = I > 0 && I % c->hidden == 0 ? I / c->hidden : expand;
     if (expand < 1 || expand > 64 || N < 1 || N > 64 || K < 1 || K > 64 || R < 1 || R > c->hidden || ap < 1 || ao < 0 ||
         ao >= ap)
         return vc_fail(VC_ERR_FORMAT, "%s: mamba_expand %lld, mamba_d_state %lld (1..64), mamba_d_conv %lld, mamba_dt_rank "
                        "%lld or attn_layer_offset / _period out of range", path, (long long)expand, (long long)N,
                        (long long)K, (long long)R);
-    if (flag(o, "mamba_proj_bias", 0))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_proj_bias (biases on in_proj and out_proj) is not built", path);
+    if (flag(o, "mamba_proj_bias", 0) || flag(o, "use_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: mamba_proj_bias / use_bias (biases on in_proj and out_proj) is not built", path);
+    if (pure && I != expand * c->hidden)
+        return vc_fail(VC_ERR_FORMAT, "%s: intermediate_size %lld is not a multiple of hidden_size", path, (long long)I);
     if (c->act != VC_ACT_SILU) return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act: Mamba layers are built with silu", path);
     for (int64_t l = 0; l < c->n_layer; l++) {
-        c->linear[l] = (uint8_t)(l % ap != ao);
+        c->linear[l] = (uint8_t)(pure || l % ap != ao);
         c->n_linear += c->linear[l];
         c->nope[l] = 1;
+        if (pure) c->block[l] = VC_BLOCK_MIXER;
     }
     c->lin_kind = VC_LIN_MAMBA1;
     c->lin_nv = expand * c->hidden, c->lin_dk = N, c->lin_dv = 1, c->lin_nk = 1, c->lin_rank = R;
     c->lin_conv = (int)K;
-    c->lin_conv_bias = flag(o, "mamba_conv_bias", 1);
+    c->lin_conv_bias = flag(o, pure ? "use_conv_bias" : "mamba_conv_bias", 1);
     c->lin_act = VC_ACT_SILU;
-    c->lin_bcdt_norm = 1;
+    c->lin_bcdt_norm = is(c, "jamba") ? 1 : is(c, "falcon_mamba") ? 2 : 0;
+    double eps = 1e-6;
+    if (is(c, "falcon_mamba") && (st = get_num_any(o, "mixer_rms_eps", 1e-6, &eps, path))) return st;
+    c->lin_norm_eps = is(c, "falcon_mamba") ? (float)eps : 0.0f;
     return VC_OK;
 }
 
@@ -1035,7 +1045,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
     if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
     if (is(c, "minimax") && (st = parse_minimax(o, path, c))) return st;
-    if (is(c, "jamba") && (st = parse_mamba1(o, path, c))) return st;
+    if ((is(c, "jamba") || is(c, "mamba") || is(c, "falcon_mamba")) && (st = parse_mamba1(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
@@ -1268,6 +1278,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         const cJSON *t = vc_json_member(o, "layers_block_type"), *p = vc_json_member(o, "hybrid_override_pattern");
         c->n_layer = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : cJSON_IsString(p) ? (int64_t)strlen(p->valuestring) : 0;
     }
+    if (c->n_head <= 0 && (is(c, "mamba") || is(c, "falcon_mamba"))) c->n_head = 1; /* no attention at all */
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (c->n_layer > VC_MAX_LAYERS) return vc_fail(VC_ERR_UNSUPPORTED, "%s: more than %d layers", path, VC_MAX_LAYERS);

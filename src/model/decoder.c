@@ -628,10 +628,11 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
     vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
     vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);
-    if (c->lin_bcdt_norm) { /* Jamba: weighted RMSNorms; FalconMamba: weightless */
-        dt = vc_op_rmsnorm(g, dt, vc_w(m, l, VC_W_LIN_DT_NORM), R, c->norm_eps, 0);
-        B = vc_op_rmsnorm(g, B, vc_w(m, l, VC_W_LIN_B_NORM), N, c->norm_eps, 0);
-        C = vc_op_rmsnorm(g, C, vc_w(m, l, VC_W_LIN_C_NORM), N, c->norm_eps, 0);
+    if (c->lin_bcdt_norm) { /* Jamba: weighted RMSNorms; FalconMamba: weightless, mixer_rms_eps */
+        float eps = c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps;
+        dt = vc_op_rmsnorm(g, dt, vc_w(m, l, VC_W_LIN_DT_NORM), R, eps, 0);
+        B = vc_op_rmsnorm(g, B, vc_w(m, l, VC_W_LIN_B_NORM), N, eps, 0);
+        C = vc_op_rmsnorm(g, C, vc_w(m, l, VC_W_LIN_C_NORM), N, eps, 0);
     }
     dt = lin(f, dt, l, VC_W_LIN_DTPROJ, NULL);
     vc_tensor *delta = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);

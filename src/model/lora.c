@@ -90,7 +90,8 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
     *moe = 0;
     /* PEFT refuses out_proj on its Mamba model types (their kernels read the weight directly): all-linear leaves
      * it out there, naming it is refused */
-    int mamba = arch && (!strcmp(arch->name, "nemotron_h") || !strcmp(arch->name, "falcon_h1"));
+    int mamba = arch && (!strcmp(arch->name, "nemotron_h") || !strcmp(arch->name, "falcon_h1") ||
+                         !strcmp(arch->name, "mamba"));
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
         for (size_t i = 0; i < N_TARGETS; i++)
             if (!(mamba && TARGETS[i].slot == VC_W_LIN_OUT)) *mask |= VC_SLOT_BIT(TARGETS[i].slot);

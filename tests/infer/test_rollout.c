@@ -85,6 +85,13 @@ static const char *CONFIG_JAMBA =
     " \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false, \"bos_token_id\": 1,"
     " \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* FalconMamba: Mamba 1 mixers only (no attention layer, no keys or values), dt / B / C normed without weights */
+static const char *CONFIG_FALCON_MAMBA =
+    "{\"architectures\": [\"FalconMambaForCausalLM\"], \"model_type\": \"falcon_mamba\", \"hidden_size\": 48,"
+    " \"num_hidden_layers\": 2, \"state_size\": 8, \"conv_kernel\": 4, \"expand\": 2, \"time_step_rank\": \"auto\","
+    " \"vocab_size\": 300, \"layer_norm_epsilon\": 1e-5, \"mixer_rms_eps\": 1e-6, \"hidden_act\": \"silu\","
+    " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -401,7 +408,7 @@ int main(void) {
         { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
-        { &CONFIG_JAMBA, "jamba (mamba 1)", 31 } };
+        { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());
