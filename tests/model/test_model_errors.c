@@ -128,6 +128,36 @@ int main(void) {
                " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"layer_types\": [\"sliding_attention\"]}");
     expect(d, VC_ERR_FORMAT, "config.json", "layer_types[0]");
 
+    /* OLMo-hybrid without attention layers, Kimi-Linear's softmax router, MiniMax's attn_type_list of strings, Jamba's
+     * dt rank and state size, Mamba's projection biases */
+    d = fresh("olmo_all_linear");
+    write_text(d, "config.json", "{\"model_type\": \"olmo_hybrid\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"layer_types\": [\"linear_attention\","
+               " \"linear_attention\"]}");
+    expect(d, VC_ERR_FORMAT, "config.json", "full_attention");
+    d = fresh("kimi_router");
+    write_text(d, "config.json", "{\"model_type\": \"kimi_linear\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"kv_lora_rank\": 4, \"qk_nope_head_dim\": 4,"
+               " \"qk_rope_head_dim\": 2, \"v_head_dim\": 4, \"num_experts\": 4, \"num_experts_per_token\": 2,"
+               " \"moe_router_activation_func\": \"softmax\"}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "moe_router_activation_func");
+    d = fresh("minimax_types");
+    write_text(d, "config.json", "{\"model_type\": \"minimax\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"attn_type_list\": [\"lightning\", 1]}");
+    expect(d, VC_ERR_FORMAT, "config.json", "attn_type_list");
+    d = fresh("jamba_rank");
+    write_text(d, "config.json", "{\"model_type\": \"jamba\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"mamba_dt_rank\": \"wide\"}");
+    expect(d, VC_ERR_FORMAT, "config.json", "mamba_dt_rank");
+    d = fresh("jamba_state");
+    write_text(d, "config.json", "{\"model_type\": \"jamba\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"mamba_d_state\": 100}");
+    expect(d, VC_ERR_FORMAT, "config.json", "mamba_d_state");
+    d = fresh("mamba_bias");
+    write_text(d, "config.json", "{\"model_type\": \"mamba\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"use_bias\": true}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "use_bias");
+
     d = fresh("dtype");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"torch_dtype\": \"int4\", \"vocab_size\": 8, \"hidden_size\": 8,"
                                  "\"num_hidden_layers\": 1, \"num_attention_heads\": 2}");
