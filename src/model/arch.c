@@ -464,10 +464,10 @@ static const vc_arch ARCHS[] = {
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
     { "apertus", "apertus", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP) },
     { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
-    { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4) },
+    { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), NULL, NULL, "feed_forward", "router" },
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
     { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), GEMMA3_NESTED,
-      "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector." },
+      "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector.", "feed_forward", "router" },
     /* Qwen3.5 and Qwen3-Next: Gated DeltaNet layers among gated attention layers (their multi-token prediction
      * heads, mtp.*, are not used); Qwen3.5's image-text checkpoints nest the text model */
     { "qwen3_5", "qwen3_5_text qwen3_5", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP), QWEN_VL_NESTED,

@@ -370,6 +370,14 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
                            "built; target the attention projections (all-linear does)");
         moe = 0;
     }
+    if (c->route_scale_input) { /* Llama 4: the routing scales the experts' inputs; the router is an nn.Linear */
+        int named = sp->targets && *sp->targets && strcmp(sp->targets, "all-linear");
+        if ((moe & ~(unsigned)MOE_ROUTER && named) || has_params)
+            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on %s's routed experts (their inputs scaled by the routing) is not "
+                           "built; target the attention, shared-expert and router projections (all-linear does)",
+                           c->arch ? c->arch->name : "the model");
+        moe &= MOE_ROUTER;
+    }
     if (!(moe & MOE_GATE) != !(moe & MOE_UP)) /* PEFT refuses this conversion on transformers 5 */
         vc_warn("LoRA target_modules names %s without %s: the routed experts' fused gate_up_proj gets no adapter",
                 moe & MOE_GATE ? "gate_proj (w1)" : "up_proj (w3)", moe & MOE_GATE ? "up_proj (w3)" : "gate_proj (w1)");
