@@ -55,10 +55,12 @@ vc_tensor *vc_op_act(vc_graph *g, vc_tensor *x, int kind);
  * y = x > 0 ? a_p x^2 + beta x : (expm1(min(x, eps)) - x) a_n + beta x */
 /* Linear-attention layers (src/tensor/ops_linear.c) over packed sequences cu[n_seq + 1] (host). states: NULL (each
  * sequence from zero: training) or host [n_seq] of backend pointers to each sequence's state, carried in place
- * (a NULL element: from zero, not kept), without gradient.
+ * (a NULL element: from zero, not kept), without gradient. tabs: NULL, or cu and the states already in backend
+ * memory (vc_seq_tabs_fill's words, ckpt 0), uploaded before the layers run: a CUDA graph can then capture the call
+ * (the op uploads its own otherwise).
  * Depthwise causal conv1d: x [T, C], w [C, K] (a state: [K - 1, C] rows, the last inputs). */
 vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, int n_seq, const int64_t *cu,
-                               float *const *states);
+                               float *const *states, const int64_t *tabs);
 /* Gated DeltaNet's log decay: -exp(A_log) softplus(a + dt_bias), a [T, nh], A_log and dt_bias [nh]; or per channel
  * (Kimi Delta Attention): a [T, nh dk], dt_bias [nh dk], head h's A_log over its dk channels */
 vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor *dt_bias);
@@ -66,11 +68,12 @@ vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor
  * nk, dk], v [T, nv, dv], g and beta [T, nv] (g [T, nv, dk]: a decay per key channel, Kimi Delta Attention); o [T,
  * nv, dv]; a state: [nv, dk, dv] */
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
-                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states);
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states,
+                     const int64_t *tabs);
 /* Mamba 1's selective scan (src/tensor/backend.h vc_ssm_desc): x and dt [T, I], A_log [I, N], B and C [T, N]; y [T, I]
  * without the D skip; a state: [I, N] */
 vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
-                          int n_seq, const int64_t *cu, float *const *states);
+                          int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs);
 /* y = x w + b per channel broadcast over rows: x [.., C], w and b [C / grp] (either NULL), channel k covering columns
  * [k grp, (k + 1) grp) */
 vc_tensor *vc_op_affine_cols(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, int64_t grp);

@@ -339,11 +339,12 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
  * size's graph is captured the second step in a row that uses it and replayed afterwards. Other steps
  * (prefill, mixed) run eagerly, and so does a step whose capture or replay does not take.
  * Pure decode steps on the GPU are padded whether graphs are on or off (VERLC_CUDA_GRAPHS=0), so the
- * GEMMs see the same row counts and turning graphs off changes no bit. */
+ * GEMMs see the same row counts and turning graphs off changes no bit. Linear-attention layers' per-row state
+ * pointers change from step to step: their tables go up into the arena with the step's other inputs
+ * (ops_linear.c dev_tabs), so those steps are graphs too. */
 static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int pure, vc_tensor **z) {
     int padded = pure && n_rows > 0 && R->pad_page >= 0;
     int k = padded ? graph_rows(R, n_rows) : n_rows, use = padded && vc_cuda_graphs_enabled();
-    use = use && !R->state_floats; /* linear-attention states: their per-row pointers change from step to step */
     int replay = use && vc_cuda_graph_ready(k), capture = use && !replay && R->last_decode == k;
     R->last_decode = use ? k : -1;
     if (padded) pad_rows(R, b, n_rows, k);

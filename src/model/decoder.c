@@ -46,6 +46,9 @@ typedef struct {
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
     vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */
+    float *slopes;          /* MiniMax-Text-01: [n_layer, n_head] each layer's decays -s_h, backend memory */
+    const int64_t *lin_tabs; /* per linear layer: its conv and recurrent states' tables (vc_seq_tabs_fill), backend
+                              * memory uploaded before the layers run, else NULL */
 } fwd_ctx;
 
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
@@ -110,15 +113,53 @@ static vc_status ones_upload(fwd_ctx *f) {
     for (int64_t i = 0; i < n; i++) v[i] = 1.0f;
     float *dev = vc_graph_upload(f->g, v, sizeof(float) * (size_t)(n ? n : 1));
     f->ones = dev ? vc_tensor_wrap(f->g, dev, 2, sh) : NULL;
-    return f->ones ? VC_OK : vc_graph_status(f->g);
+    /* each layer's slopes base^(h+1) scaled down with depth, as transformers computes them (in float) */
+    int64_t nh = c->lin_nv, ns = c->n_layer * nh;
+    float *sl = vc_graph_alloc(f->g, sizeof(float) * (size_t)ns, 0);
+    if (!f->ones || !sl) return vc_graph_status(f->g);
+    float base = (float)(1.0 / pow(2.0, 8.0 / (double)nh));
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        float fac = (float)(1.0 - (double)l / ((double)c->n_layer - 1 + 1e-5) + 1e-5);
+        for (int64_t i = 0; i < nh; i++) sl[l * nh + i] = -(powf(base, (float)(i + 1)) * fac);
+    }
+    f->slopes = vc_graph_upload(f->g, sl, sizeof(float) * (size_t)ns);
+    return f->slopes ? VC_OK : vc_graph_status(f->g);
 }
 
-/* layer l's conv and recurrent state pointers of every sequence (NULL without a cache); 1 on failure */
-static int lin_states(fwd_ctx *f, int l, float ***conv, float ***rec) {
+/* every linear layer's state tables for a backend that takes them in its memory (CUDA): uploaded with the step's
+ * other inputs before the layers run, so a decode step's graph captures the layers' calls */
+static vc_status lin_tabs_upload(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
+    if (!f->seq_state || !vc_be()->dev_seq_tabs) return VC_OK;
+    int n = f->b->n_seq;
+    size_t W = 3 * (size_t)n + 2, bytes = sizeof(int64_t) * W * 2 * (size_t)c->n_linear;
+    int64_t *h = vc_graph_alloc(f->g, bytes, 0);
+    float **p = vc_graph_alloc(f->g, sizeof(float *) * (size_t)n * 2, 0);
+    if (!h || !p) return vc_graph_status(f->g);
+    for (int j = 0; j < c->n_linear; j++) {
+        for (int s = 0; s < n; s++) {
+            p[s] = f->seq_state[s] + j * lin_layer_floats(c);
+            p[n + s] = p[s] + lin_conv_floats(c);
+        }
+        vc_seq_tabs_fill(h + 2 * (size_t)j * W, n, f->b->cu_seqlens, 0, p);
+        vc_seq_tabs_fill(h + (2 * (size_t)j + 1) * W, n, f->b->cu_seqlens, 0, p + n);
+    }
+    f->lin_tabs = vc_graph_upload(f->g, h, bytes);
+    return f->lin_tabs ? VC_OK : vc_graph_status(f->g);
+}
+
+/* layer l's conv and recurrent state pointers of every sequence (NULL without a cache) and their tables in backend
+ * memory (NULL: none uploaded); 1 on failure */
+static int lin_states(fwd_ctx *f, int l, float ***conv, float ***rec, const int64_t **ctab, const int64_t **rtab) {
+    const vc_model_config *c = &f->m->cfg;
+    *ctab = *rtab = NULL;
     if (!f->seq_state) return 0;
     int n = f->b->n_seq, j = 0;
     for (int i = 0; i < l; i++) j += c->linear[i];
+    if (f->lin_tabs) { /* this layer's tables, uploaded before the layers ran */
+        *ctab = f->lin_tabs + 2 * (size_t)j * (3 * (size_t)n + 2);
+        *rtab = *ctab + 3 * (size_t)n + 2;
+    }
     float **p = vc_graph_alloc(f->g, sizeof(float *) * (size_t)n * 2, 0);
     if (!p) return 1;
     for (int s = 0; s < n; s++) {
@@ -498,7 +539,8 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     }
     vc_op_hold(h, 0);
     float **cs = NULL, **rs = NULL;
-    if (lin_states(f, l, &cs, &rs)) return NULL;
+    const int64_t *ct = NULL, *rt = NULL;
+    if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
     vc_tensor *cw = vc_w(m, l, VC_W_LIN_CONV);
@@ -508,7 +550,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
         cw = vc_op_concat_cols(g, vc_op_concat_cols(g, cw, cw->n, ck, ck->n, 1), cw->n + ck->n, cv, cv->n, 1);
         cw = cw ? vc_reshape(g, cw, 3, s3) : NULL;
     }
-    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs), c->lin_act);
+    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs, ct), c->lin_act);
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
     q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
@@ -517,7 +559,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     if (c->lin_beta_scale > 0 && c->lin_beta_scale != 1.0f) beta = vc_op_scale(g, beta, c->lin_beta_scale);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
     vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, 0,
-                              rs);
+                              rs, rt);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
@@ -537,15 +579,12 @@ static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
     vc_op_hold(h, 0);
     vc_tensor *q = vc_op_slice_cols(g, qkv, 3 * hd, 0, hd), *k = vc_op_slice_cols(g, qkv, 3 * hd, hd, 2 * hd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, 3 * hd, 2 * hd, 3 * hd);
-    float **cs = NULL, **rs = NULL, *sl = vc_graph_alloc(g, sizeof(float) * (size_t)nh, 0);
-    if (!sl || lin_states(f, l, &cs, &rs)) return NULL;
-    float base = (float)(1.0 / pow(2.0, 8.0 / (double)nh));
-    float fac = (float)(1.0 - (double)l / ((double)c->n_layer - 1 + 1e-5) + 1e-5);
-    for (int64_t i = 0; i < nh; i++) sl[i] = -(powf(base, (float)(i + 1)) * fac);
-    float *dev = vc_graph_upload(g, sl, sizeof(float) * (size_t)nh);
-    vc_tensor *decay = dev ? vc_op_affine_cols(g, f->ones, vc_tensor_wrap(g, dev, 1, &nh), NULL, 1) : NULL;
+    float **cs = NULL, **rs = NULL;
+    const int64_t *ct = NULL, *rt = NULL;
+    if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
+    vc_tensor *decay = vc_op_affine_cols(g, f->ones, vc_tensor_wrap(g, f->slopes + l * nh, 1, &nh), NULL, 1);
     vc_tensor *o = vc_op_gdn(g, q, k, v, decay, f->ones, f->b->n_seq, f->b->cu_seqlens, (int)nh, (int)nh, (int)hd,
-                             (int)hd, 1.0f, 1, rs);
+                             (int)hd, 1.0f, 1, rs, rt);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_rmsnorm(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_w(f->m, l, VC_W_LIN_NORM), vd, c->lin_norm_eps, 0);
     o = vc_op_mul(g, o, vc_op_act(g, z, c->lin_gate_act));
@@ -561,9 +600,10 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *B = vc_op_slice_cols(g, bcx, 3 * H, 0, H), *C = vc_op_slice_cols(g, bcx, 3 * H, H, 2 * H);
     vc_tensor *x = vc_op_slice_cols(g, bcx, 3 * H, 2 * H, 3 * H);
     float **cs = NULL, **rs = NULL;
-    if (lin_states(f, l, &cs, &rs)) return NULL;
+    const int64_t *ct = NULL, *rt = NULL;
+    if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     vc_tensor *y = vc_op_conv1d_causal(g, vc_op_mul(g, B, x), vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq,
-                                       f->b->cu_seqlens, cs);
+                                       f->b->cu_seqlens, cs, ct);
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
 }
 
@@ -583,10 +623,11 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *z = vc_op_slice_cols(g, zxd, proj, 0, I), *xbc = vc_op_slice_cols(g, zxd, proj, I, I + cd);
     vc_tensor *dt = vc_op_slice_cols(g, zxd, proj, I + cd, proj);
     float **cs = NULL, **rs = NULL;
-    if (lin_states(f, l, &cs, &rs)) return NULL;
+    const int64_t *ct = NULL, *rt = NULL;
+    if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    xbc = vc_op_conv1d_causal(g, xbc, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs);
+    xbc = vc_op_conv1d_causal(g, xbc, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs, ct);
     vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
     if (cb) xbc = vc_op_affine_cols(g, xbc, NULL, cb, 1);
     xbc = vc_op_act(g, xbc, c->lin_act);
@@ -594,7 +635,7 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
     vc_tensor *decay = vc_op_gdn_gate(g, dt, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *y = vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs);
+    vc_tensor *y = vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs, rt);
     int64_t s2[2] = { f->T, I };
     y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
     vc_tensor *gz = vc_op_act(g, z, VC_ACT_SILU); /* y silu(z), RMS-normed per group before or after, or not */
@@ -618,10 +659,11 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *xz = lin(f, h, l, VC_W_LIN_QKV, NULL);
     vc_tensor *x = vc_op_slice_cols(g, xz, 2 * I, 0, I), *z = vc_op_slice_cols(g, xz, 2 * I, I, 2 * I);
     float **cs = NULL, **rs = NULL;
-    if (lin_states(f, l, &cs, &rs)) return NULL;
+    const int64_t *ct = NULL, *rt = NULL;
+    if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    x = vc_op_conv1d_causal(g, x, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs);
+    x = vc_op_conv1d_causal(g, x, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs, ct);
     vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
     if (cb) x = vc_op_affine_cols(g, x, NULL, cb, 1);
     x = vc_op_act(g, x, c->lin_act);
@@ -636,7 +678,7 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     }
     dt = lin(f, dt, l, VC_W_LIN_DTPROJ, NULL);
     vc_tensor *delta = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
-    vc_tensor *y = vc_op_ssm_scan(g, x, delta, vc_w(m, l, VC_W_LIN_ALOG), B, C, ns, cu, rs);
+    vc_tensor *y = vc_op_ssm_scan(g, x, delta, vc_w(m, l, VC_W_LIN_ALOG), B, C, ns, cu, rs, rt);
     y = vc_op_add(g, y, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, 1));
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
@@ -897,7 +939,8 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         return NULL;
     }
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
-        lin_seq_states(&f) == VC_OK && mup_upload(&f) == VC_OK && ones_upload(&f) == VC_OK) {
+        lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
+        ones_upload(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* VC_ACT_OAI_GLU: gpt-oss's gated unit (backend/act_math.h vc_gate_f): clamped gate and up, g sigmoid(1.702 g) (u + 1) */
 /* VC_ACT_SOFTPLUS: PyTorch's softplus (x past 20), Mamba 2's time step */
@@ -117,7 +118,23 @@ typedef struct vc_gdn_desc {
     /* training: the state before rows cu[s] + i * ckpt (i >= 0) of every sequence is kept in `saved`, sequence
      * after sequence ([vc_gdn_saved(d)] states of n_v_head * dk * dv floats), for the backward's recomputation */
     int64_t ckpt;
+    /* forward only, optional: cu, the kept-state bases and the state pointers already in backend memory
+     * (vc_seq_tabs_fill's words), so a CUDA graph can capture the call; NULL: the backend copies them itself */
+    const int64_t *dev_tabs;
 } vc_gdn_desc;
+
+/* the sequence tables of a linear-attention call as 3 n + 2 int64 words: cu[n + 1], base[n + 1] (each sequence's
+ * first kept state when ckpt > 0, else zeros), then n state pointers (NULL where a sequence has none) */
+static inline void vc_seq_tabs_fill(int64_t *w, int n, const int64_t *cu, int64_t ckpt, float *const *state) {
+    int64_t *base = w + n + 1, *ptr = base + n + 1;
+    for (int s = 0; s <= n; s++) w[s] = cu[s];
+    base[0] = 0;
+    for (int s = 0; s < n; s++) {
+        base[s + 1] = base[s] + (ckpt > 0 ? (cu[s + 1] - cu[s] + ckpt - 1) / ckpt : 0);
+        float *p = state ? state[s] : NULL;
+        memcpy(&ptr[s], &p, sizeof p);
+    }
+}
 
 /* the states gdn_fwd keeps for the backward */
 static inline int64_t vc_gdn_saved(const vc_gdn_desc *d) {
@@ -137,6 +154,7 @@ typedef struct vc_conv_desc {
     /* forward only, as vc_gdn_desc's: [K - 1, C] rows before the sequence (oldest first), overwritten with the
      * last K - 1 rows of (state, x) */
     float *const *state;
+    const int64_t *dev_tabs; /* forward only, optional, as vc_gdn_desc's (ckpt 0) */
 } vc_conv_desc;
 
 /* Mamba 1's selective scan over packed sequences, per channel i of I with state h [N] from zero (or *state):
@@ -149,6 +167,7 @@ typedef struct vc_ssm_desc {
     int N;
     float *const *state; /* forward only, as vc_gdn_desc's: [I, N] per sequence */
     int64_t ckpt;        /* training: the state before rows cu[s] + j ckpt kept in `saved`, sequence after sequence */
+    const int64_t *dev_tabs; /* forward only, optional, as vc_gdn_desc's */
 } vc_ssm_desc;
 
 /* the states ssm_fwd keeps for the backward (each I N floats) */
@@ -173,6 +192,7 @@ struct vc_adamw_config;
 typedef struct vc_backend {
     const char *name;
     int host_visible;                      /* 1: backend memory may be read and written by the host */
+    int dev_seq_tabs; /* 1: linear-attention forwards pass their sequence tables in backend memory (dev_tabs) */
     /* ---- memory ---- */
     void *(*alloc)(size_t bytes);          /* NULL (and vc_fail VC_ERR_NOMEM naming the size) on failure */
     void (*free)(void *p);                 /* NULL is fine */

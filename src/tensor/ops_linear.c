@@ -24,6 +24,18 @@ static int64_t *keep_cu(vc_graph *g, int n_seq, const int64_t *cu) {
     return c;
 }
 
+/* the call's sequence tables in backend memory for a backend that wants them; NULL: the backend copies them itself.
+ * Copied here, inside a layer, they are fine in stream order, not under a graph capture (uploads run at once there,
+ * and the arena is rewound between layers): the decoder uploads a step's tables before its layers (tabs) */
+static const int64_t *dev_tabs(vc_graph *g, int n_seq, const int64_t *cu, int64_t ckpt, float *const *states) {
+    if (!vc_be()->dev_seq_tabs) return NULL;
+    size_t bytes = sizeof(int64_t) * (3 * (size_t)n_seq + 2);
+    int64_t *h = vc_graph_alloc(g, bytes, 0);
+    if (!h) return NULL;
+    vc_seq_tabs_fill(h, n_seq, cu, ckpt, states);
+    return vc_graph_upload(g, h, bytes);
+}
+
 static int stateful_grad(vc_graph *g, int rec, float *const *states, const char *op) {
     if (!rec || !states) return 0;
     vc_fail(VC_ERR_ARG, "%s: carried states are for inference (no gradient through them)", op);
@@ -40,7 +52,7 @@ static void conv_bw(vc_graph *g, vc_node *n) {
 }
 
 vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, int n_seq, const int64_t *cu,
-                               float *const *states) {
+                               float *const *states, const int64_t *tabs) {
     if (!x || !w) return NULL;
     int64_t C = x->shape[x->ndim - 1];
     if (w->n != C * K || x->n != cu[n_seq] * C) {
@@ -56,9 +68,10 @@ vc_tensor *vc_op_conv1d_causal(vc_graph *g, vc_tensor *x, vc_tensor *w, int K, i
     vc_conv_desc *d = vc_graph_alloc(g, sizeof *d, 0);
     int64_t *c = keep_cu(g, n_seq, cu);
     if (!y || !d || !c) return NULL;
-    *d = (vc_conv_desc){ .n_seq = n_seq, .cu = c, .C = C, .K = K, .state = states };
+    *d = (vc_conv_desc){ .n_seq = n_seq, .cu = c, .C = C, .K = K, .state = states,
+                         .dev_tabs = tabs ? tabs : dev_tabs(g, n_seq, c, 0, states) };
     vc_be()->conv1d_fwd(y->data, x->data, w->data, d);
-    d->state = NULL;
+    d->state = NULL, d->dev_tabs = NULL; /* the backward copies its own */
     vc_node *n = rec ? vc_tape_push(g, conv_bw, y, 2, in) : NULL;
     if (n) n->saved = d;
     return y;
@@ -101,7 +114,8 @@ static void gdn_bw(vc_graph *g, vc_node *n) {
 }
 
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
-                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states) {
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states,
+                     const int64_t *tabs) {
     if (!q || !k || !v || !gt || !beta) return NULL;
     int64_t T = cu[n_seq];
     int gk = gt->n == T * nv * dk && dk > 1; /* the decay per key channel (Kimi Delta Attention) */
@@ -129,8 +143,9 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
         saved = vc_graph_dalloc(g, sizeof(float) * (size_t)(ns ? ns : 1) * (size_t)nv * (size_t)dk * (size_t)dv, 0);
         if (!saved) return NULL;
     }
+    d->dev_tabs = tabs && !rec ? tabs : dev_tabs(g, n_seq, c, rec ? GDN_CKPT : 0, states);
     vc_be()->gdn_fwd(o->data, saved, q->data, k->data, v->data, gt->data, beta->data, d);
-    d->state = NULL;
+    d->state = NULL, d->dev_tabs = NULL;
     vc_node *n = rec ? vc_tape_push(g, gdn_bw, o, 5, in) : NULL;
     if (n) {
         n->saved = d;
@@ -149,7 +164,7 @@ static void ssm_bw(vc_graph *g, vc_node *n) {
 }
 
 vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
-                          int n_seq, const int64_t *cu, float *const *states) {
+                          int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs) {
     if (!x || !dt || !A_log || !B || !C) return NULL;
     int64_t T = cu[n_seq], I = x->shape[x->ndim - 1], N = I ? A_log->n / I : 0;
     if (x->n != T * I || dt->n != x->n || N < 1 || A_log->n != I * N || B->n != T * N || C->n != B->n) {
@@ -173,8 +188,9 @@ vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A
         saved = vc_graph_dalloc(g, sizeof(float) * (size_t)(ns ? ns : 1) * (size_t)I * (size_t)N, 0);
         if (!saved) return NULL;
     }
+    d->dev_tabs = tabs && !rec ? tabs : dev_tabs(g, n_seq, c, rec ? SSM_CKPT : 0, states);
     vc_be()->ssm_fwd(y->data, saved, x->data, dt->data, A_log->data, B->data, C->data, d);
-    d->state = NULL;
+    d->state = NULL, d->dev_tabs = NULL;
     vc_node *n = rec ? vc_tape_push(g, ssm_bw, y, 5, in) : NULL;
     if (n) {
         n->saved = d;

@@ -4,8 +4,8 @@
  * sliding window and soft-capping, and for a mixture-of-experts model (routing, grouping and the experts'
  * grouped GEMMs on the device, so its decode steps are graphs too); sequences finish at different steps (a set of EOS ids), so the batch
  * size changes: decode steps are padded to graph sizes (with graphs off too, so the GEMMs see the same
- * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed. Also:
- * two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without, and with
+ * row counts), graphs are captured for several sizes, dropped when a step differs, and replayed; for linear-attention
+ * models (Gated DeltaNet, Mamba 1) too, whose per-row state tables go up with the step's inputs. Also: two trainer steps with bf16 matmuls give the same weights with the bf16 weight copies as without, and with
  * the MLP activation (and a MoE model's expert inputs and activations) in bf16 as in f32.
  * Without a usable device: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
@@ -14,7 +14,7 @@
 #include "verlc/rng.h"
 #include "verlc/train.h"
 
-#define NCFG 3
+#define NCFG 5
 static const char *CONFIGS[NCFG] = {
     "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 64,"
     " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
@@ -33,9 +33,23 @@ static const char *CONFIGS[NCFG] = {
     " \"num_key_value_heads\": 2, \"head_dim\": 16, \"vocab_size\": 260, \"max_position_embeddings\": 512,"
     " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\","
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
+    /* linear-attention states: their per-row pointers change from step to step, their tables ride in the arena */
+    "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8,"
+    " \"linear_value_head_dim\": 6, \"linear_conv_kernel_dim\": 4, \"vocab_size\": 260,"
+    " \"layer_types\": [\"linear_attention\", \"full_attention\", \"linear_attention\"], \"rms_norm_eps\": 1e-6,"
+    " \"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2,"
+    " \"torch_dtype\": \"float32\"}",
+    "{\"architectures\": [\"JambaForCausalLM\"], \"model_type\": \"jamba\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"num_experts\": 1, \"attn_layer_period\": 3, \"attn_layer_offset\": 1, \"mamba_d_state\": 8,"
+    " \"mamba_d_conv\": 4, \"mamba_expand\": 2, \"vocab_size\": 260, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
+    " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
 };
 static const char *NAMES[NCFG] = { "qwen2-like (GQA 8/2, tied)", "gemma2-like (window 6, soft-caps)",
-                                   "qwen3-moe-like (40 experts, top 4)" };
+                                   "qwen3-moe-like (40 experts, top 4)", "qwen3.5-like (Gated DeltaNet states)",
+                                   "jamba-like (Mamba 1 states)" };
 
 /* where two sample lists first differ (printed when they do) */
 static void first_difference(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
@@ -120,7 +134,7 @@ int main(void) {
     CHECK_OK(vc_device_select("cuda", "test"));
     int64_t captures = 0, replays = 0;
     for (int c = 0; c < NCFG; c++)
-        for (int prec = 0; prec < 2; prec++) {
+        for (int prec = 0; prec < (c < 3 ? 2 : 1); prec++) { /* the linear-attention models: f32 (their tables) */
             vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
             vc_model *m = model_from_config(CONFIGS[c], 3 + (uint64_t)c);
             CHECK(m != NULL);

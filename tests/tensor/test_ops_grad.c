@@ -155,29 +155,29 @@ static vc_tensor *b_xielu(vc_graph *g, vc_tensor **in) { return vc_op_xielu(g, i
 /* linear attention: 3 packed sequences of 2, 5 and 1 rows (shorter than the conv's 4 taps), and 2 of 5 and 70 rows
  * (past one kept state of the recurrence's backward); the decay from the gate op keeps the state bounded */
 static int64_t cu3[4] = { 0, 2, 7, 8 }, cu2[3] = { 0, 5, 75 };
-static vc_tensor *b_conv(vc_graph *g, vc_tensor **in) { return vc_op_conv1d_causal(g, in[0], in[1], 4, 3, cu3, NULL); }
+static vc_tensor *b_conv(vc_graph *g, vc_tensor **in) { return vc_op_conv1d_causal(g, in[0], in[1], 4, 3, cu3, NULL, NULL); }
 static vc_tensor *b_gdn_gate(vc_graph *g, vc_tensor **in) { return vc_op_gdn_gate(g, in[0], in[1], in[2]); }
 static vc_tensor *b_gdn(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
-    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 1, 2, 3, 2, 0.6f, 0, NULL);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 1, 2, 3, 2, 0.6f, 0, NULL, NULL);
 }
 /* Mamba 2's scan: no delta rule, beta = dt = softplus(a + dt_bias) through the per-channel affine op */
 static vc_tensor *b_ssd(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]);
     vc_tensor *dt = vc_op_act(g, vc_op_affine_cols(g, in[3], NULL, in[6], 1), VC_ACT_SOFTPLUS);
-    return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL, NULL);
 }
 /* Kimi Delta Attention: the decay per key channel (a and dt_bias per channel, A_log per head), 2 q/k and value heads */
 static vc_tensor *b_kda(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
-    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 2, 2, 3, 2, 0.6f, 0, NULL);
+    return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 2, 2, 3, 2, 0.6f, 0, NULL, NULL);
 }
 /* Mamba 1's selective scan: dt = softplus(a) > 0, 5 channels, state 3, over 2 sequences (5 and 300 rows: past one
  * kept state, every 256 rows) */
 static int64_t cu_ssm[3] = { 0, 5, 305 };
 static vc_tensor *b_ssm(vc_graph *g, vc_tensor **in) {
     vc_tensor *dt = vc_op_act(g, in[1], VC_ACT_SOFTPLUS);
-    return vc_op_ssm_scan(g, in[0], dt, in[2], in[3], in[4], 2, cu_ssm, NULL);
+    return vc_op_ssm_scan(g, in[0], dt, in[2], in[3], in[4], 2, cu_ssm, NULL, NULL);
 }
 /* experts without a gate (Nemotron-H): act(x Wu^T) Wd^T, sigmoid routing over 2 groups */
 static vc_tensor *b_moe_plain(vc_graph *g, vc_tensor **in) {

@@ -34,14 +34,7 @@ void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *st
         vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the host sequence tables");
         return NULL;
     }
-    int64_t *base = h + n + 1, *ptr = base + n + 1;
-    memcpy(h, cu, sizeof(int64_t) * (size_t)(n + 1));
-    base[0] = 0;
-    for (int s = 0; s < n; s++) {
-        base[s + 1] = base[s] + (ckpt > 0 ? (cu[s + 1] - cu[s] + ckpt - 1) / ckpt : 0);
-        float *p = state ? state[s] : NULL;
-        memcpy(&ptr[s], &p, sizeof p);
-    }
+    vc_seq_tabs_fill(h, n, cu, ckpt, state);
     char *dev = (char *)vc_cu_upload(h, words * sizeof(int64_t), op);
     free(h);
     if (!dev) return NULL;
@@ -49,6 +42,19 @@ void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *st
     t->base = t->cu + n + 1;
     t->state = (float *const *)(t->base + n + 1);
     return dev;
+}
+
+int vc_cu_seq_tabs(const int64_t *dev_tabs, int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t,
+                   void **own, const char *op) {
+    *own = NULL;
+    if (dev_tabs) { /* the op layer's copy in the graph's memory: a graph can capture the call */
+        t->cu = dev_tabs;
+        t->base = dev_tabs + n + 1;
+        t->state = (float *const *)(t->base + n + 1);
+        return 1;
+    }
+    *own = vc_cu_upload_tabs(n, cu, ckpt, state, t, op);
+    return *own != NULL;
 }
 
 /* threads of a block whose threads own columns (and rows) of a state: n rounded up to a warp, at most 256 */
@@ -130,8 +136,8 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
                        d->ckpt, d->no_delta, d->gk };
-    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
-    if (!tabs) return;
+    void *tabs = NULL;
+    if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, &tabs, op)) return;
     int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
     size_t sbytes = (size_t)d->dk * d->dv * sizeof(float), sh = sbytes <= GDN_SMEM_MAX ? sbytes : 0;
     if (!sh) p.work = (float *)vc_cu_scratch(sbytes * (size_t)blocks, op);
@@ -505,8 +511,8 @@ void vc_cu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_de
     const char *op = "conv1d forward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || d->C <= 0 || d->K <= 0) return;
     conv_args p = { {}, d->n_seq, d->K, d->C };
-    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, 0, d->state, &p.tab, op);
-    if (!tabs) return;
+    void *tabs = NULL;
+    if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, 0, d->state, &p.tab, &tabs, op)) return;
     int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
     if (rows > 0) k_conv_fwd<<<vc_cu_blocks(rows * d->C, GT), GT, 0, vc_cu_stream()>>>(y, x, w, p, r0, rows);
     if (d->state && d->K > 1)

@@ -48,6 +48,10 @@ struct seq_tabs {
     float *const *state;      /* [n], NULL elements where the sequence has none */
 };
 void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t, const char *op);
+/* the call's tables: dev_tabs (the op layer's copy, vc_seq_tabs_fill's words; graph-capturable) or a fresh upload whose
+ * block *own is to be freed with vc_cu_scratch_free; 0 (sticky error set) on failure */
+int vc_cu_seq_tabs(const int64_t *dev_tabs, int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t,
+                   void **own, const char *op);
 void vc_cu_scratch_free(void *p);
 /* uploads a host buffer into new scratch memory */
 void *vc_cu_upload(const void *src, size_t bytes, const char *op);

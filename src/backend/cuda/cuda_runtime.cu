@@ -747,6 +747,7 @@ static vc_backend make_cuda_backend(void) {
     vc_backend b = {};
     b.name = "cuda";
     b.host_visible = 0;
+    b.dev_seq_tabs = 1;
     b.alloc = vc_cuda_malloc;
     b.free = be_free;
     b.h2d = be_h2d;

@@ -63,8 +63,8 @@ void vc_cu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, cons
     ssm_args p = {};
     p.x = x, p.dt = dt, p.A_log = A_log, p.B = B, p.C = C, p.y = y, p.keep = saved;
     p.n_seq = d->n_seq, p.N = d->N, p.I = d->I, p.ckpt = d->ckpt;
-    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, op);
-    if (!tabs) return;
+    void *tabs = NULL;
+    if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, &tabs, op)) return;
     dim3 grid((unsigned)((d->I + ST - 1) / ST), (unsigned)d->n_seq);
     size_t sh = (size_t)ST * (d->N + 1) * sizeof(float);
     cudaFuncSetAttribute(k_ssm_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
