@@ -482,6 +482,18 @@ static vc_status parse_llama4(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* layer_types[l] of a linear-attention hybrid: *lin 1 ("linear_attention"), 0 ("full_attention"), -1 (no list) */
+static vc_status linear_type(const cJSON *types, int64_t l, const char *path, int *lin) {
+    const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
+    *lin = -1;
+    if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
+                                         strcmp(t->valuestring, "full_attention"))))
+        return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
+                       (long long)l);
+    if (t) *lin = !strcmp(t->valuestring, "linear_attention");
+    return VC_OK;
+}
+
 /* Gated DeltaNet layers (layer_types, else every full_attention_interval-th layer full attention) with their head
  * counts and conv width */
 static vc_status parse_gdn_layers(const cJSON *o, const char *path, vc_model_config *c) {
@@ -507,12 +519,9 @@ static vc_status parse_gdn_layers(const cJSON *o, const char *path, vc_model_con
     c->lin_act = VC_ACT_SILU;
     const cJSON *types = vc_json_member(o, "layer_types");
     for (int64_t l = 0; l < c->n_layer; l++) {
-        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
-        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
-                                             strcmp(t->valuestring, "full_attention"))))
-            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
-                           (long long)l);
-        c->linear[l] = t ? !strcmp(t->valuestring, "linear_attention") : (l + 1) % every != 0;
+        int lin;
+        if ((st = linear_type(types, l, path, &lin))) return st;
+        c->linear[l] = (uint8_t)(lin >= 0 ? lin : (l + 1) % every != 0);
         c->n_linear += c->linear[l];
     }
     return VC_OK;
@@ -567,13 +576,11 @@ static vc_status parse_kimi_linear(const cJSON *o, const char *path, vc_model_co
                        path, (long long)nh, (long long)hd, (long long)conv);
     const cJSON *kda = cJSON_IsObject(la) ? vc_json_member(la, "kda_layers") : NULL, *e;
     for (int64_t l = 0; l < c->n_layer; l++) {
-        const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
-        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
-                                             strcmp(t->valuestring, "full_attention"))))
-            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
-                           (long long)l);
-        int lin = t ? !strcmp(t->valuestring, "linear_attention") : !(l && l % 4 == 0);
-        if (!t && cJSON_IsArray(kda)) {
+        int lin;
+        if ((st = linear_type(types, l, path, &lin))) return st;
+        int listed = lin >= 0;
+        if (!listed) lin = !(l && l % 4 == 0);
+        if (!listed && cJSON_IsArray(kda)) {
             lin = 0;
             cJSON_ArrayForEach(e, kda) if (cJSON_IsNumber(e) && e->valuedouble == (double)(l + 1)) lin = 1;
         }

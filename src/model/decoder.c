@@ -607,6 +607,15 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
 }
 
+/* Mamba's conv over the packed rows (its states carried with a cache), its bias, then the activation */
+static vc_tensor *mamba_conv(fwd_ctx *f, int l, vc_tensor *x, float **cs, const int64_t *ct) {
+    const vc_model_config *c = &f->m->cfg;
+    x = vc_op_conv1d_causal(f->g, x, vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq, f->b->cu_seqlens, cs, ct);
+    vc_tensor *cb = vc_w(f->m, l, VC_W_LIN_CONV_B);
+    if (cb) x = vc_op_affine_cols(f->g, x, NULL, cb, 1);
+    return vc_op_act(f->g, x, c->lin_act);
+}
+
 /* Mamba 2 (Granite 4): in_proj into z [I], xBC [I + 2 G N] and dt [nh]; xBC through the conv (+ bias) and silu; the
  * SSD scan per head with state [N, P] (the gated delta rule's kernels without the delta rule: k = B, v = x, q = C,
  * beta = dt = softplus(dt + dt_bias), decay -exp(A_log) dt), plus D x; y silu(z) RMS-normed in G groups times the
@@ -627,10 +636,7 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    xbc = vc_op_conv1d_causal(g, xbc, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs, ct);
-    vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
-    if (cb) xbc = vc_op_affine_cols(g, xbc, NULL, cb, 1);
-    xbc = vc_op_act(g, xbc, c->lin_act);
+    xbc = mamba_conv(f, l, xbc, cs, ct);
     vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
@@ -663,10 +669,7 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    x = vc_op_conv1d_causal(g, x, vc_w(m, l, VC_W_LIN_CONV), c->lin_conv, ns, cu, cs, ct);
-    vc_tensor *cb = vc_w(m, l, VC_W_LIN_CONV_B);
-    if (cb) x = vc_op_affine_cols(g, x, NULL, cb, 1);
-    x = vc_op_act(g, x, c->lin_act);
+    x = mamba_conv(f, l, x, cs, ct);
     vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
     vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
     vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);

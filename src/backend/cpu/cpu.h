@@ -81,6 +81,8 @@ void vc_cpu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float 
 void vc_cpu_affine_cols_fwd(float *y, const float *x, const float *w, const float *b, int64_t R, int64_t C, int64_t grp);
 void vc_cpu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                             int64_t C, int64_t grp);
+/* each sequence's first kept state for states kept every ckpt rows ([n_seq + 1], vc_calloc'd; NULL: no memory) */
+int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt);
 void vc_cpu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
                     const float *C, const vc_ssm_desc *d);
 void vc_cpu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,

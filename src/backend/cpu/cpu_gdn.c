@@ -66,11 +66,12 @@ static void gdn_fwd_task(void *p, int64_t task) {
     free(S);
 }
 
-static int64_t *saved_bases(const vc_gdn_desc *d) {
-    int64_t *b = vc_calloc((size_t)d->n_seq + 1, sizeof(int64_t));
-    for (int s = 0; b && s < d->n_seq; s++) b[s + 1] = b[s] + (d->cu[s + 1] - d->cu[s] + d->ckpt - 1) / d->ckpt;
+int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt) {
+    int64_t *b = vc_calloc((size_t)n_seq + 1, sizeof(int64_t));
+    for (int s = 0; b && s < n_seq; s++) b[s + 1] = b[s] + (cu[s + 1] - cu[s] + ckpt - 1) / ckpt;
     return b;
 }
+static int64_t *saved_bases(const vc_gdn_desc *d) { return vc_cpu_ckpt_bases(d->n_seq, d->cu, d->ckpt); }
 
 void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
                            const float *beta, const vc_gdn_desc *d) {

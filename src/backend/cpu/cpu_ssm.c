@@ -54,11 +54,7 @@ static void ssm_fwd_task(void *p, int64_t task) {
     free(h);
 }
 
-static int64_t *ssm_bases(const vc_ssm_desc *d) {
-    int64_t *b = vc_calloc((size_t)d->n_seq + 1, sizeof(int64_t));
-    for (int s = 0; b && s < d->n_seq; s++) b[s + 1] = b[s] + (d->cu[s + 1] - d->cu[s] + d->ckpt - 1) / d->ckpt;
-    return b;
-}
+static int64_t *ssm_bases(const vc_ssm_desc *d) { return vc_cpu_ckpt_bases(d->n_seq, d->cu, d->ckpt); }
 
 void vc_cpu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
                     const float *C, const vc_ssm_desc *d) {
