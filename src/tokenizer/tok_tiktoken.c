@@ -1,13 +1,17 @@
-/* tiktoken rank files: one "base64(token bytes) rank" line per token, as Qwen1 (qwen.tiktoken) and GLM-4
- * (tokenizer.model) ship them with Python tokenizers that call tiktoken. Loaded as the tokenizer.json
+/* tiktoken rank files: one "base64(token bytes) rank" line per token, as Qwen1 (qwen.tiktoken), GLM-4
+ * (tokenizer.model) and Kimi (tiktoken.model) ship them with Python tokenizers that call tiktoken. Loaded as the tokenizer.json
  * pipeline they amount to: the model's split pattern, byte-level characters, BPE by rank (the model's
  * `tiktoken` mode: any adjacent pair whose bytes form a token merges, the lowest rank first; a piece that
  * is a token is taken whole), byte-level decoding. Which model's pattern, normalisation and special tokens
- * follows tokenizer_config.json's tokenizer_class (QWenTokenizer, ChatGLM4Tokenizer), else the file name:
+ * follows tokenizer_config.json's tokenizer_class (QWenTokenizer, ChatGLM4Tokenizer, TikTokenTokenizer), else the
+ * file name:
  *  - Qwen1 (tokenization_qwen.py): NFC first; <|endoftext|>, <|im_start|>, <|im_end|>, <|extra_0..204|>
  *    from id 151643 (its SPECIAL_START_ID), all matched in text;
  *  - GLM-4 (tokenization_chatglm.py): its pattern (numbers in groups of up to 3 digits); special tokens
- *    from tokenizer_config.json's added_tokens_decoder, as transformers adds them. */
+ *    from tokenizer_config.json's added_tokens_decoder, as transformers adds them;
+ *  - Kimi (tokenization_kimi.py: Kimi-Linear, Kimi K2): its pattern (runs of Han characters apart; letters
+ *    split by case, with class intersections); the 258 ids after the ranks are special tokens, named by
+ *    added_tokens_decoder or <|reserved_token_ID|>, all matched in text (its encode allows them all). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +23,14 @@ static const char QWEN_PAT[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N
                                "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char GLM4_PAT[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
                                "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char KIMI_PAT[] = "[\\p{Han}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 #define QWEN_SPECIAL_START 151643
+#define KIMI_SPECIALS 258 /* num_reserved_special_tokens 256 + 2 */
 
 static int b64val(int c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -155,6 +166,7 @@ vc_status tk_load_tiktoken(vc_tokenizer *t, const char *path, const char *config
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class");
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int qwen = cJSON_IsString(cls) ? !strcmp(cls->valuestring, "QWenTokenizer") : !strcmp(base, "qwen.tiktoken");
+    int kimi = cJSON_IsString(cls) ? !strcmp(cls->valuestring, "TikTokenTokenizer") : !strcmp(base, "tiktoken.model");
     cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(model, "type", "BPE");
     cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
@@ -175,8 +187,17 @@ vc_status tk_load_tiktoken(vc_tokenizer *t, const char *path, const char *config
         }
         cJSON *nfc = cJSON_AddObjectToObject(root, "normalizer");
         cJSON_AddStringToObject(nfc, "type", "NFC");
+    } else if (!st && kimi) { /* ids n_ranks .. n_ranks + 257: the config's names, else reserved ones */
+        const cJSON *dec = cJSON_GetObjectItemCaseSensitive(cfg, "added_tokens_decoder");
+        for (int i = 0; i < KIMI_SPECIALS; i++) {
+            char key[24], name[48];
+            snprintf(key, sizeof key, "%d", n_ranks + i);
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(dec, key), "content");
+            snprintf(name, sizeof name, "<|reserved_token_%d|>", n_ranks + i);
+            cJSON_AddItemToArray(added, added_token(cJSON_IsString(c) ? c->valuestring : name, n_ranks + i));
+        }
     } else if (!st) config_added(cfg, added);
-    cJSON_AddItemToObject(root, "pre_tokenizer", pre_tokenizer(qwen ? QWEN_PAT : GLM4_PAT));
+    cJSON_AddItemToObject(root, "pre_tokenizer", pre_tokenizer(qwen ? QWEN_PAT : kimi ? KIMI_PAT : GLM4_PAT));
     cJSON *dec = cJSON_AddObjectToObject(root, "decoder");
     cJSON_AddStringToObject(dec, "type", "ByteLevel");
     if (!st) st = tk_load_json_root(t, root, path);

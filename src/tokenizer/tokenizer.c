@@ -123,10 +123,11 @@ static vc_status vc_tokenizer_load_at(const char *dir, vc_tokenizer **out) {
         const char *slash = strrchr(dir, '/');
         folder = slash ? strndup(dir, (size_t)(slash - dir)) : vc_strdup(".");
         if (ends_with(dir, ".json")) json = vc_strdup(dir); else model = vc_strdup(dir);
-    } else { /* tokenizer.json, else Qwen1's qwen.tiktoken, else tokenizer.model (SentencePiece or tiktoken) */
+    } else { /* tokenizer.json, else Qwen1's qwen.tiktoken, Kimi's tiktoken.model, else tokenizer.model */
         folder = vc_strdup(dir);
         json = vc_path_join(dir, "tokenizer.json");
         model = vc_path_join(dir, "qwen.tiktoken");
+        if (model && !vc_file_exists(model)) { free(model); model = vc_path_join(dir, "tiktoken.model"); } /* Kimi */
         if (model && !vc_file_exists(model)) { free(model); model = vc_path_join(dir, "tokenizer.model"); }
     }
     cfg = folder ? vc_path_join(folder, "tokenizer_config.json") : NULL;
@@ -137,7 +138,7 @@ static vc_status vc_tokenizer_load_at(const char *dir, vc_tokenizer **out) {
         st = tk_load_spm(t, model);
         if (!st) st = tk_spm_config(t, cfg);
     }
-    else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json, tokenizer.model or qwen.tiktoken", dir); goto out; }
+    else { st = vc_fail(VC_ERR_IO, "%s: no tokenizer.json, tokenizer.model, qwen.tiktoken or tiktoken.model", dir); goto out; }
     if (st) goto out;
     for (int i = 0; i < t->n_added; i++) if (t->added[i].special) t->is_special[t->added[i].id] = 1;
     if ((st = index_added(t))) goto out;

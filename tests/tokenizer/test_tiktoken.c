@@ -1,5 +1,5 @@
-/* tiktoken-format tokenizers (Qwen1's qwen.tiktoken, GLM-4's tokenizer.model) against the Python tiktoken
- * library as Qwen1's and GLM-4's own tokenizer code calls it (tests/fixtures/tiktoken, made by
+/* tiktoken-format tokenizers (Qwen1's qwen.tiktoken, GLM-4's tokenizer.model, Kimi's tiktoken.model) against the
+ * Python tiktoken library as Qwen1's, GLM-4's and Kimi's own tokenizer code calls it (tests/fixtures/tiktoken, made by
  * tools/fixtures/make_tiktoken_ref.py: 519 texts each, special tokens included). The rank file is written
  * here from the shared Qwen3 tokenizer.json (Qwen2/3 kept Qwen1's 151,643 byte-level tokens) exactly as
  * the generator wrote the one it encoded with. Also: decoding gives the text back, a malformed rank file
@@ -115,7 +115,7 @@ int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     char dir[128], p[300], q[300];
     snprintf(dir, sizeof dir, "/tmp/verlc_tiktoken_%d", (int)getpid());
-    snprintf(p, sizeof p, "mkdir -p %s/qwen1 %s/glm4 %s/bad", dir, dir, dir);
+    snprintf(p, sizeof p, "mkdir -p %s/qwen1 %s/glm4 %s/kimi %s/bad", dir, dir, dir, dir);
     CHECK(system(p) == 0);
     snprintf(p, sizeof p, "%s/qwen1/qwen.tiktoken", dir);
     if (!write_ranks(p)) return vc_test_done();
@@ -124,8 +124,20 @@ int main(void) {
     snprintf(q, sizeof q, "cp %s %s/glm4/tokenizer.model && cp tests/fixtures/tiktoken/glm4_tokenizer_config.json "
              "%s/glm4/tokenizer_config.json", p, dir, dir);
     CHECK(system(q) == 0);
+    snprintf(q, sizeof q, "cp %s %s/kimi/tiktoken.model && cp tests/fixtures/tiktoken/kimi_tokenizer_config.json "
+             "%s/kimi/tokenizer_config.json", p, dir, dir);
+    CHECK(system(q) == 0);
     snprintf(q, sizeof q, "%s/qwen1", dir);
     compare(q, "tests/fixtures/tiktoken/qwen1.jsonl", 1);
+    snprintf(q, sizeof q, "%s/kimi", dir);
+    compare(q, "tests/fixtures/tiktoken/kimi.jsonl", 0);
+    { /* Kimi: the config's names and the reserved ones after the ranks are special tokens; BOS / EOS by name */
+        vc_tokenizer *t = NULL;
+        CHECK_OK(vc_tokenizer_load(q, &t));
+        CHECK(t && vc_tokenizer_token_to_id(t, "<|im_end|>") == N_RANKS + 2 && vc_tokenizer_is_special(t, N_RANKS + 2) &&
+              vc_tokenizer_token_to_id(t, "<|reserved_token_151900|>") == 151900 && vc_tokenizer_eos_id(t) == N_RANKS + 1);
+        vc_tokenizer_free(t);
+    }
     snprintf(q, sizeof q, "%s/glm4", dir);
     compare(q, "tests/fixtures/tiktoken/glm4.jsonl", 0);
     { /* GLM-4's special tokens from added_tokens_decoder; eos from the config */
