@@ -397,11 +397,17 @@ static const vc_tensor_rule NEMOTRON_H[] = {
     { L "mixer.fc1_latent_proj.weight", VC_W_LAT_IN }, { L "mixer.fc2_latent_proj.weight", VC_W_LAT_OUT },
     { 0 } };
 static const char *const NEMOTRON_H_NESTED[] = { "model.", "backbone.", NULL };
-/* Mamba and FalconMamba: Nemotron-H's block names (backbone.*, mixer.*, norm_f) with Mamba 1's x_proj and dt_proj */
-static const vc_tensor_rule MAMBA1_MIXER[] = {
-    { L "mixer.x_proj.weight", VC_W_LIN_XPROJ }, { L "mixer.dt_proj.weight", VC_W_LIN_DTPROJ },
-    { L "mixer.dt_proj.bias", VC_W_LIN_DT },
+/* Mamba and FalconMamba: blocks of one mixer behind its norm under backbone.* (transformers keeps the hub's names) */
+#define BL "backbone.layers.%d."
+static const vc_tensor_rule MAMBA1[] = {
+    { "backbone.embeddings.weight", VC_W_TOK_EMBD }, { "backbone.norm_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD }, { BL "norm.weight", VC_W_ATTN_NORM },
+    { BL "mixer.in_proj.weight", VC_W_LIN_QKV }, { BL "mixer.conv1d.weight", VC_W_LIN_CONV },
+    { BL "mixer.conv1d.bias", VC_W_LIN_CONV_B }, { BL "mixer.x_proj.weight", VC_W_LIN_XPROJ },
+    { BL "mixer.dt_proj.weight", VC_W_LIN_DTPROJ }, { BL "mixer.dt_proj.bias", VC_W_LIN_DT },
+    { BL "mixer.A_log", VC_W_LIN_ALOG }, { BL "mixer.D", VC_W_LIN_D }, { BL "mixer.out_proj.weight", VC_W_LIN_OUT },
     { 0 } };
+#undef BL
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
@@ -481,7 +487,7 @@ static const vc_arch ARCHS[] = {
     { "kimi_linear", "kimi_linear", T(HF_GLOBAL, HF_NORMS, HF_MLP, KIMI_LINEAR, MLA_ATTN, MIXTRAL_MOE, HF_MOE) },
     { "minimax", "minimax", T(HF_GLOBAL, HF_NORMS, MINIMAX, HF_ATTN, MIXTRAL_MOE) },
     { "jamba", "jamba", T(JAMBA, HF_ATTN), NULL, NULL, "feed_forward", "router" },
-    { "mamba", "mamba falcon_mamba", T(NEMOTRON_H, MAMBA1_MIXER), NEMOTRON_H_NESTED },
+    { "mamba", "mamba falcon_mamba", T(MAMBA1) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
@@ -671,7 +677,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         case VC_W_LIN_FB: return set(s, c->lin_nv * c->lin_dk, c->lin_dk, 0);
         case VC_W_LIN_GB: return set(s, vd, c->lin_dk, 0);
         case VC_W_LIN_DT: return set(s, c->lin_nv * c->lin_dk, 0, 0);
-        case VC_W_LIN_ALOG: return set(s, c->lin_nv, 1, 0); /* the hub's [1, 1, nv, 1] */
+        case VC_W_LIN_ALOG: set(s, 1, 1, c->lin_nv), s[3] = 1; return 4; /* [1, 1, nv, 1], as the hub's */
         }
     }
     switch (slot) {
