@@ -403,6 +403,32 @@ bench_moe() {
         --config "$CUT" --batch 256 --prompt 128 --new 128 $P
     rm -f "$CUT"
 }
+# A Qwen3.5-shaped Gated DeltaNet hybrid (18 linear-attention layers, 6 gated attention; the recurrence token by
+# token, decode steps as CUDA graphs with the states' tables uploaded per step): no Qwen3.5 config is among the
+# shared ones, so the shape is written here from its published figures
+bench_hybrid() {
+    local CFG="$OUTDIR/.qwen3.5-shaped.json" P="--device cuda --precision bf16"
+    [ "$(left)" -gt 150 ] || return 0
+    python3 - "$CFG" <<'PY' || return 0
+import json, sys
+t = ["linear_attention"] * 3 + ["full_attention"]
+json.dump({"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5_text", "hidden_size": 1024,
+           "intermediate_size": 3584, "num_hidden_layers": 24, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 256, "linear_num_key_heads": 16, "linear_num_value_heads": 16, "linear_key_head_dim": 128,
+           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "layer_types": t * 6, "vocab_size": 248320,
+           "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu", "bos_token_id": 1,
+           "eos_token_id": 2, "torch_dtype": "bfloat16",
+           "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25}},
+          open(sys.argv[1], "w"))
+PY
+    # shellcheck disable=SC2086
+    step "bench generate qwen3.5-shaped hybrid bf16 (batch 256, 128 + 128, graphs)" 60 "$BIN" bench generate \
+        --config "$CFG" --batch 256 --prompt 128 --new 128 $P
+    # shellcheck disable=SC2086
+    step "bench train qwen3.5-shaped hybrid bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 \
+        --seqs 16 --iters 3 $P
+    rm -f "$CFG"
+}
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host
 # waits: a low figure means the host, not the GPU, is the limit), short runs on the 0.5B shape.
 profile_model() { # config name
@@ -429,6 +455,7 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
         --precision bf16 $MODELS
     bench_model qwen2.5-1.5b 38843 121355 3905
     bench_moe
+    bench_hybrid
     # bf16 KV pages against float pages (the same bits, twice the KV bytes per decode step): the A/B figure
     CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
     [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && step "bench generate qwen2.5-0.5b bf16, float KV pages (VERLC_KV_BF16=0)" \

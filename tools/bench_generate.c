@@ -166,7 +166,9 @@ int vc_bench_generate(int argc, char **argv) {
             for (int t = 0; t < prompt; t++) ids[b * prompt + t] = (int32_t)vc_rng_below((uint64_t)c->vocab, 7, (uint64_t)b, 0, (uint64_t)t);
             rq[b] = (vc_rollout_request){ ids + (int64_t)b * prompt, prompt, 1, (uint64_t)b };
         }
-        vc_rollout_opts o = { .kv_budget_bytes = kv_tok * (double)B * (prompt + n_new + 16) * 1.5 + 1e6,
+        /* linear-attention states: a slot per running sequence (and two more) within half of the budget */
+        double states = 2.0 * (double)(B + 2) * (double)vc_lin_state_floats(c) * sizeof(float);
+        vc_rollout_opts o = { .kv_budget_bytes = kv_tok * (double)B * (prompt + n_new + 16) * 1.5 + 1e6 + states,
                               .max_batch = B, .prefill_chunk = B * prompt };
         vc_sampling sp = { .temperature = 1.0f, .top_p = 1.0f, .max_new_tokens = n_new, .seed = 1 };
         vc_rollout_engine *e = NULL;
