@@ -230,8 +230,10 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
     int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
                     is(c, "exaone_moe");
+    /* Mistral 4: DeepSeek-V3's grouped routing (top-2 sums per group) over softmax scores, no correction bias */
+    int mistral4 = is(c, "mistral4");
     if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
-        is(c, "exaone_moe")) {
+        is(c, "exaone_moe") || mistral4) {
         if ((st = get_int_any(o, "n_shared_experts num_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
@@ -243,7 +245,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         if ((st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)))
             return st;
         const char *method = NULL, *scoring = NULL;
-        if ((st = vc_json_get_str(o, "topk_method", v3_router ? "noaux_tc" : "greedy", &method, path)))
+        if ((st = vc_json_get_str(o, "topk_method", v3_router || mistral4 ? "noaux_tc" : "greedy", &method, path)))
             return st;
         if ((st = vc_json_get_str(o, "scoring_func", v3_router ? "sigmoid" : "softmax", &scoring, path)))
             return st;
@@ -371,7 +373,7 @@ static vc_status parse_mla(const cJSON *o, const char *path, vc_model_config *c)
     c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
     c->rot_dim = (int)c->qk_rope_dim;
     c->rope_interleaved = flag(o, "rope_interleave", 1);
-    double ms = is(c, "deepseek_v3") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
+    double ms = is(c, "deepseek_v3") || is(c, "mistral4") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim) * ms);
     return VC_OK;
 }
@@ -1057,7 +1059,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
     if (is(c, "falcon_h1") && (st = parse_falcon_h1(o, path, c))) return st;
-    if (is(c, "ministral3") && (st = parse_llama4_scaling(o, path, c))) return st;
+    if ((is(c, "ministral3") || is(c, "mistral4")) && (st = parse_llama4_scaling(o, path, c))) return st;
     if (is(c, "llama4_text") && (st = parse_llama4(o, path, c))) return st;
     if (is(c, "afmoe")) { /* sandwich norms, per-head q/k norms, a gated attention output, muP embeddings */
         c->sandwich_norm = c->qk_norm = c->attn_out_gate = 1;
@@ -1117,7 +1119,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if (flag(o, "multi_query_attention", 0) && (st = get_int_any(o, "multi_query_group_num", 1, &g, path))) return st;
         c->n_kv_head = g;
     }
-    if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear")) &&
+    if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear") ||
+         is(c, "mistral4")) &&
         (st = parse_mla(o, path, c)))
         return st;
     if ((st = parse_moe(o, path, c))) return st;

@@ -511,6 +511,11 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
         kpe = vc_op_rope_temp(g, kpe, f->cos, f->sin, 1, (int)dr, (int)dr, c->rope_interleaved);
     }
     vc_tensor *qq = vc_op_concat_cols(g, qnope, dn, qpe, dr, 1);
+    if (f->qscale && qq) { /* Mistral 4: q scaled by its position (Llama 4's attention scaling) */
+        int64_t s2[2] = { T, nh * (dn + dr) };
+        vc_tensor *q2 = vc_op_mul_rows(g, vc_reshape(g, qq, 2, s2), f->qscale);
+        qq = q2 ? vc_reshape(g, q2, qq->ndim, qq->shape) : NULL;
+    }
     vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
     vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
     if (!o) return NULL;
