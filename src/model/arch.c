@@ -161,6 +161,9 @@ static const vc_tensor_rule HUNYUAN_QK[] = {
     { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
     { 0 } };
 
+/* Granite SWA: a learnable sink per head, as gpt-oss's */
+static const vc_tensor_rule SINKS[] = { { L "self_attn.sinks", VC_W_SINKS }, { 0 } };
+
 /* OLMo 2: norms after attention and after the MLP only */
 static const vc_tensor_rule OLMO2_NORMS[] = {
     { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
@@ -432,6 +435,9 @@ static const vc_arch ARCHS[] = {
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
     { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE) },
+    /* Granite SWA: Granite (or its MoE) with sliding layers, attention sinks and a rope base per layer */
+    { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
+    { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },

@@ -198,7 +198,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->shared_inter = c->moe_inter;
         c->shared_gate = 0;
     }
-    if (is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid")) {
+    if (is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid") || is(c, "granitemoe_swa")) {
         /* a softmax over the top-k logits; an ungated shared MLP */
         c->norm_topk = 1;
         if ((st = get_int_any(o, "shared_intermediate_size", 0, &c->shared_inter, path))) return st;
@@ -690,6 +690,36 @@ static vc_status parse_mamba1(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* Granite SWA: attention sinks; layer_rope_theta, a rope base per layer (0: no rope), taken where the sliding layers
+ * share one base and the full layers another (the sliding layers' as a local rope) */
+static vc_status parse_granite_swa(const cJSON *o, const char *path, vc_model_config *c) {
+    c->attn_sinks = 1;
+    const cJSON *lt = vc_json_member(o, "layer_rope_theta"), *types = vc_json_member(o, "layer_types");
+    if (!lt || cJSON_IsNull(lt)) return VC_OK;
+    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != (int)c->n_layer)
+        return vc_fail(VC_ERR_FORMAT, "%s: layer_rope_theta must list %lld numbers", path, (long long)c->n_layer);
+    double base[2] = { -1, -1 }; /* full layers', sliding layers' */
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        const cJSON *e = cJSON_GetArrayItem(lt, (int)l), *t = cJSON_GetArrayItem(types, (int)l);
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0)
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_rope_theta[%lld] must be a non-negative number", path, (long long)l);
+        c->nope[l] = e->valuedouble == 0;
+        int slide = cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention");
+        if (c->nope[l]) continue;
+        if (base[slide] > 0 && base[slide] != e->valuedouble)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: layer_rope_theta: different rope bases among the %s layers are not "
+                           "built", path, slide ? "sliding" : "full");
+        base[slide] = e->valuedouble;
+    }
+    if (base[0] > 0) c->rope.theta = base[0];
+    if (base[1] > 0 && base[1] != c->rope.theta) {
+        c->local_rope = 1;
+        c->rope_local = c->rope;
+        c->rope_local.theta = base[1];
+    }
+    return VC_OK;
+}
+
 /* LFM2: gated short convolutions (layer_types "conv", else the layers not in full_attn_idxs) beside attention with
  * per-head q/k norms; the MLP's width as its block_* keys adjust it */
 static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c) {
@@ -990,7 +1020,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
-    if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid")) {
+    if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid") ||
+        is(c, "granite_swa") || is(c, "granitemoe_swa")) {
         /* IBM Granite (3.x, 4): four multipliers */
         double e, r, a, l;
         if ((st = get_num_any(o, "embedding_multiplier", 1, &e, path)) ||
@@ -1054,6 +1085,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "olmo_hybrid") && (st = parse_olmo_hybrid(o, path, c))) return st;
     if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
     if (is(c, "minimax") && (st = parse_minimax(o, path, c))) return st;
+    if ((is(c, "granite_swa") || is(c, "granitemoe_swa")) && (st = parse_granite_swa(o, path, c))) return st;
     if ((is(c, "jamba") || is(c, "mamba") || is(c, "falcon_mamba")) && (st = parse_mamba1(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
