@@ -410,6 +410,14 @@ static const vc_tensor_rule MAMBA1[] = {
     { BL "mixer.dt_proj.weight", VC_W_LIN_DTPROJ }, { BL "mixer.dt_proj.bias", VC_W_LIN_DT },
     { BL "mixer.A_log", VC_W_LIN_ALOG }, { BL "mixer.D", VC_W_LIN_D }, { BL "mixer.out_proj.weight", VC_W_LIN_OUT },
     { 0 } };
+/* Mamba 2 (Codestral Mamba): blocks of one Mamba 2 mixer behind its norm under backbone.* */
+static const vc_tensor_rule MAMBA2_PURE[] = {
+    { "backbone.embeddings.weight", VC_W_TOK_EMBD }, { "backbone.norm_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD }, { BL "norm.weight", VC_W_ATTN_NORM },
+    { BL "mixer.in_proj.weight", VC_W_LIN_QKV }, { BL "mixer.conv1d.weight", VC_W_LIN_CONV },
+    { BL "mixer.conv1d.bias", VC_W_LIN_CONV_B }, { BL "mixer.dt_bias", VC_W_LIN_DT }, { BL "mixer.A_log", VC_W_LIN_ALOG },
+    { BL "mixer.D", VC_W_LIN_D }, { BL "mixer.norm.weight", VC_W_LIN_NORM }, { BL "mixer.out_proj.weight", VC_W_LIN_OUT },
+    { 0 } };
 #undef BL
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
@@ -494,6 +502,7 @@ static const vc_arch ARCHS[] = {
     { "minimax", "minimax", T(HF_GLOBAL, HF_NORMS, MINIMAX, HF_ATTN, MIXTRAL_MOE) },
     { "jamba", "jamba", T(JAMBA, HF_ATTN), NULL, NULL, "feed_forward", "router" },
     { "mamba", "mamba falcon_mamba", T(MAMBA1) },
+    { "mamba2", "mamba2", T(MAMBA2_PURE) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },

@@ -690,6 +690,35 @@ static vc_status parse_mamba1(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* Mamba 2 (Codestral Mamba): every layer one Mamba 2 mixer behind its norm: num_heads heads of head_dim (expand x
+ * hidden channels), n_groups groups of B and C of state_size, the gated norm per group */
+static vc_status time_step_unclamped(const cJSON *o, const char *path);
+static vc_status parse_mamba2_pure(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t conv = 4, expand = 2;
+    if ((st = get_int_any(o, "num_heads", 128, &c->lin_nv, path)) || (st = get_int_any(o, "head_dim", 64, &c->lin_dv, path)) ||
+        (st = get_int_any(o, "n_groups", 8, &c->lin_nk, path)) || (st = get_int_any(o, "state_size", 128, &c->lin_dk, path)) ||
+        (st = get_int_any(o, "conv_kernel", 4, &conv, path)) || (st = get_int_any(o, "expand", 2, &expand, path)))
+        return st;
+    if (c->lin_nv < 1 || c->lin_nv > 65536 || c->lin_dv < 1 || c->lin_dv > 65536 || c->lin_nk < 1 ||
+        c->lin_nv % c->lin_nk || c->lin_dk < 1 || c->lin_dk > 65536 || conv < 1 || conv > 64 ||
+        c->lin_nv * c->lin_dv != expand * c->hidden)
+        return vc_fail(VC_ERR_FORMAT, "%s: num_heads x head_dim (expand x hidden_size), n_groups (dividing the heads), "
+                       "state_size or conv_kernel (1..64) out of range", path);
+    if (flag(o, "use_bias", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: use_bias (biases on in_proj and out_proj) is not built", path);
+    if ((st = time_step_unclamped(o, path))) return st;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        c->linear[l] = 1, c->block[l] = VC_BLOCK_MIXER;
+        c->n_linear++;
+    }
+    c->lin_kind = VC_LIN_MAMBA2;
+    c->lin_conv = (int)conv;
+    c->lin_act = VC_ACT_SILU;
+    c->lin_conv_bias = flag(o, "use_conv_bias", 1);
+    return VC_OK;
+}
+
 /* Granite SWA: attention sinks; layer_rope_theta, a rope base per layer (0: no rope), taken where the sliding layers
  * share one base and the full layers another (the sliding layers' as a local rope) */
 static vc_status parse_granite_swa(const cJSON *o, const char *path, vc_model_config *c) {
@@ -1086,6 +1115,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "kimi_linear") && (st = parse_kimi_linear(o, path, c))) return st;
     if (is(c, "minimax") && (st = parse_minimax(o, path, c))) return st;
     if ((is(c, "granite_swa") || is(c, "granitemoe_swa")) && (st = parse_granite_swa(o, path, c))) return st;
+    if (is(c, "mamba2") && (st = parse_mamba2_pure(o, path, c))) return st;
     if ((is(c, "jamba") || is(c, "mamba") || is(c, "falcon_mamba")) && (st = parse_mamba1(o, path, c))) return st;
     if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
@@ -1320,7 +1350,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         const cJSON *t = vc_json_member(o, "layers_block_type"), *p = vc_json_member(o, "hybrid_override_pattern");
         c->n_layer = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : cJSON_IsString(p) ? (int64_t)strlen(p->valuestring) : 0;
     }
-    if (c->n_head <= 0 && (is(c, "mamba") || is(c, "falcon_mamba"))) c->n_head = 1; /* no attention at all */
+    if (c->n_head <= 0 && (is(c, "mamba") || is(c, "falcon_mamba") || is(c, "mamba2"))) c->n_head = 1; /* no attention */
     if (c->vocab <= 0 || c->hidden <= 0 || c->n_layer <= 0 || c->n_head <= 0)
         return vc_fail(VC_ERR_FORMAT, "%s: vocab_size, hidden_size, num_hidden_layers and num_attention_heads must be positive", path);
     if (c->n_layer > VC_MAX_LAYERS) return vc_fail(VC_ERR_UNSUPPORTED, "%s: more than %d layers", path, VC_MAX_LAYERS);

@@ -91,7 +91,7 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
     /* PEFT refuses out_proj on its Mamba model types (their kernels read the weight directly): all-linear leaves
      * it out there, naming it is refused */
     int mamba = arch && (!strcmp(arch->name, "nemotron_h") || !strcmp(arch->name, "falcon_h1") ||
-                         !strcmp(arch->name, "mamba"));
+                         !strcmp(arch->name, "mamba") || !strcmp(arch->name, "mamba2"));
     if (!spec || !*spec || !strcmp(spec, "all-linear")) {
         for (size_t i = 0; i < N_TARGETS; i++)
             if (!(mamba && TARGETS[i].slot == VC_W_LIN_OUT)) *mask |= VC_SLOT_BIT(TARGETS[i].slot);
