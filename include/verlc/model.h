@@ -48,6 +48,7 @@ typedef struct vc_model_config {
     int route_scale_input;        /* the routing weights scale the experts' inputs (Llama 4) */
     int xielu;                    /* the MLP's activation is xIELU with two learnable scalars per layer (Apertus) */
     int parallel_block;           /* attention and MLP read the same normed input (Phi-2) */
+    int parallel_norms;           /* the parallel block's MLP reads its own norm (GPT-NeoX's post_attention_layernorm) */
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
     int router_bias;              /* the router has a choice-only correction bias (DeepSeek-V3's sigmoid, ERNIE's softmax) */

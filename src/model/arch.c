@@ -161,6 +161,25 @@ static const vc_tensor_rule HUNYUAN_QK[] = {
     { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
     { 0 } };
 
+/* GPT-NeoX (Pythia): query_key_value per head [q, k, v] (InternLM2's grouping with a group per head), LayerNorms with
+ * biases, a plain MLP with biases; the hub's causal-mask buffers and rotary cache ignored */
+#define GN "gpt_neox.layers.%d."
+static const vc_tensor_rule GPT_NEOX[] = {
+    { "gpt_neox.embed_in.weight", VC_W_TOK_EMBD }, { "gpt_neox.final_layer_norm.weight", VC_W_OUT_NORM },
+    { "gpt_neox.final_layer_norm.bias", VC_W_OUT_NORM_B }, { "embed_out.weight", VC_W_LM_HEAD },
+    { "lm_head.weight", VC_W_LM_HEAD }, /* transformers 5's name inside the model (embed_out on disk) */
+    { GN "input_layernorm.weight", VC_W_ATTN_NORM }, { GN "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { GN "post_attention_layernorm.weight", VC_W_FFN_NORM }, { GN "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { GN "attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { GN "attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { GN "attention.dense.weight", VC_W_O }, { GN "attention.dense.bias", VC_W_O_B },
+    { GN "mlp.dense_h_to_4h.weight", VC_W_UP }, { GN "mlp.dense_h_to_4h.bias", VC_W_UP_B },
+    { GN "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { GN "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    { GN "attention.rotary_emb.inv_freq", 0, VC_TR_IGNORE }, { GN "attention.bias", 0, VC_TR_IGNORE },
+    { GN "attention.masked_bias", 0, VC_TR_IGNORE },
+    { 0 } };
+#undef GN
+
 /* Granite SWA: a learnable sink per head, as gpt-oss's */
 static const vc_tensor_rule SINKS[] = { { L "self_attn.sinks", VC_W_SINKS }, { 0 } };
 
@@ -503,6 +522,7 @@ static const vc_arch ARCHS[] = {
     { "jamba", "jamba", T(JAMBA, HF_ATTN), NULL, NULL, "feed_forward", "router" },
     { "mamba", "mamba falcon_mamba", T(MAMBA1) },
     { "mamba2", "mamba2", T(MAMBA2_PURE) },
+    { "gpt_neox", "gpt_neox", T(GPT_NEOX) },
     { "lfm2", "lfm2", T(LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
@@ -740,8 +760,9 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
     case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm && !lpn ? set(s, H, 0, 0) : 0;
     case VC_W_FFN_NORM:
-        return c->parallel_block || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
-    case VC_W_FFN_NORM_B: return ln && !c->parallel_block ? set(s, H, 0, 0) : 0;
+        return (c->parallel_block && !c->parallel_norms) || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0
+                                                                                                  : set(s, H, 0, 0);
+    case VC_W_FFN_NORM_B: return ln && (!c->parallel_block || c->parallel_norms) ? set(s, H, 0, 0) : 0;
     case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
     case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);
     case VC_W_DOWN: return moe ? 0 : set(s, H, c->inter, 0);

@@ -1139,6 +1139,21 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->mlp_kind = VC_MLP_PLAIN;
         c->qkv_bias = c->o_bias = c->mlp_bias = flag(o, "use_bias", 1);
     }
+    if (is(c, "gpt_neox")) { /* LayerNorms with biases, a plain MLP with biases, parallel residuals with two norms */
+        c->norm_kind = VC_NORM_LAYER;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->qkv_bias = c->o_bias = flag(o, "attention_bias", 1);
+        c->mlp_bias = 1;
+        c->parallel_block = c->parallel_norms = flag(o, "use_parallel_residual", 1);
+        if (!vc_json_member(o, "rope_parameters")) { /* the hub's keys (Pythia) */
+            double base, pct;
+            if ((st = get_num_any(o, "rotary_emb_base", 10000, &base, path)) ||
+                (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
+                return st;
+            c->rope.theta = base;
+            if ((st = rot_from_fraction(c, pct, "rotary_pct", path))) return st;
+        }
+    }
     if (is(c, "phi")) {
         c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
         c->parallel_block = 1;

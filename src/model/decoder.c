@@ -782,8 +782,9 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
-    if (c->parallel_block) {
-        vc_tensor *mo = mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+    if (c->parallel_block) { /* GPT-NeoX: the MLP reads its own norm of x */
+        vc_tensor *mo = mlp(f, l, c->parallel_norms ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : h, VC_W_GATE,
+                            VC_W_UP, VC_W_DOWN);
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
     x = vc_op_add(f->g, x, a);
