@@ -457,7 +457,7 @@ static const char *const QWEN_VL_NESTED[] = { "model.", "model.language_model.",
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
-    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral ministral3 helium cohere cohere2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral ministral3 helium cohere cohere2 olmo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },

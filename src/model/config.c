@@ -1071,7 +1071,12 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
                                                                   * over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
     if (is(c, "olmoe")) c->qk_norm = c->qk_norm_full = 1; /* pre-norms, q and k normed over all their heads */
-    if ((is(c, "olmoe") || is(c, "flex_olmo")) && vc_json_member(o, "clip_qkv") &&
+    if (is(c, "olmo")) { /* OLMo 1: LayerNorms without weight or bias, eps 1e-5 */
+        c->norm_kind = VC_NORM_LAYER;
+        c->norm_no_weight = c->norm_no_bias = 1;
+        c->norm_eps = 1e-5f;
+    }
+    if ((is(c, "olmoe") || is(c, "flex_olmo") || is(c, "olmo")) && vc_json_member(o, "clip_qkv") &&
         !cJSON_IsNull(vc_json_member(o, "clip_qkv")))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
     if (is(c, "hunyuan_v1_moe")) c->qk_norm = c->qk_norm_after_rope = 1;
