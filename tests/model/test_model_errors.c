@@ -105,8 +105,8 @@ int main(void) {
     expect(d, VC_ERR_FORMAT, "config.json", "byte");
 
     d = fresh("arch");
-    write_text(d, "config.json", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}");
-    expect(d, VC_ERR_UNSUPPORTED, "config.json", "gpt_neox");
+    write_text(d, "config.json", "{\"model_type\": \"rwkv\", \"hidden_size\": 64}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "rwkv");
 
     /* hybrids: what is not built is refused by name (a negative Nemotron-H latent MoE width, a clamped Mamba time step, LFM2's conv
      * bias, a Gated DeltaNet layer type misspelt) */
