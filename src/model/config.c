@@ -1016,6 +1016,16 @@ static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model
     return VC_OK;
 }
 
+/* the older rope keys (Qwen1, GPT-NeoX's hub configs): rotary_emb_base, rotary_pct of each head */
+static vc_status rotary_keys(const cJSON *o, const char *path, vc_model_config *c) {
+    double base, pct;
+    vc_status st;
+    if ((st = get_num_any(o, "rotary_emb_base", 10000, &base, path)) || (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
+        return st;
+    c->rope.theta = base;
+    return rot_from_fraction(c, pct, "rotary_pct", path);
+}
+
 /* family-specific keys and flags */
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
@@ -1150,14 +1160,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->qkv_bias = c->o_bias = flag(o, "attention_bias", 1);
         c->mlp_bias = 1;
         c->parallel_block = c->parallel_norms = flag(o, "use_parallel_residual", 1);
-        if (!vc_json_member(o, "rope_parameters")) { /* the hub's keys (Pythia) */
-            double base, pct;
-            if ((st = get_num_any(o, "rotary_emb_base", 10000, &base, path)) ||
-                (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
-                return st;
-            c->rope.theta = base;
-            if ((st = rot_from_fraction(c, pct, "rotary_pct", path))) return st;
-        }
+        if (!vc_json_member(o, "rope_parameters") && (st = rotary_keys(o, path, c))) return st; /* Pythia's hub */
     }
     if (is(c, "phi")) {
         c->qk_norm = flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
@@ -1181,12 +1184,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "qwen")) {
         c->inter /= 2; /* Qwen(1) writes twice the MLP width */
-        double base, pct;
-        if ((st = get_num_any(o, "rotary_emb_base", 10000, &base, path)) ||
-            (st = get_num_any(o, "rotary_pct", 1.0, &pct, path)))
-            return st;
-        c->rope.theta = base;
-        if ((st = rot_from_fraction(c, pct, "rotary_pct", path))) return st;
+        if ((st = rotary_keys(o, path, c))) return st;
     }
     if (is(c, "chatglm")) {
         double ratio;

@@ -55,10 +55,7 @@ static const struct { const char *name; int slot; } MEGATRON_NAMES[] = {
 
 /* target_parameters: the tensors of an MoE layer PEFT wraps as parameters, by their transformers 5 names
  * under model.layers.N (slot: the adapter's; gate_up's adapter also covers VC_W_EXP_UP) */
-static const struct { const char *name; int slot; } PARAMS[] = { /* names: vc_arch_param_path (Jamba's feed_forward.*) */
-    { "mlp.experts.gate_up_proj", VC_W_EXP_GATE }, { "mlp.experts.down_proj", VC_W_EXP_DOWN },
-    { "mlp.gate.weight", VC_W_ROUTER },
-};
+static const int PARAMS[] = { VC_W_EXP_GATE, VC_W_EXP_DOWN, VC_W_ROUTER }; /* their paths: vc_arch_param_path */
 #define N_PARAMS (sizeof PARAMS / sizeof PARAMS[0])
 
 static int is_expert_slot(int slot) { return slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN; }
@@ -267,7 +264,7 @@ static vc_status parse_params(const vc_model *m, const char *spec, unsigned *wan
         for (int l = 0; l < c->n_layer; l++)
             for (size_t k = 0; k < N_PARAMS && c->is_moe[l]; k++) {
                 char key[160], path[96];
-                vc_arch_param_path(c->arch, PARAMS[k].slot, path, sizeof path);
+                vc_arch_param_path(c->arch, PARAMS[k], path, sizeof path);
                 size_t kl = (size_t)snprintf(key, sizeof key, "model.layers.%d.%s", l, path);
                 if (!strcmp(key, tok) || (kl > n && key[kl - n - 1] == '.' && !strcmp(key + kl - n, tok)))
                     want[l] |= 1u << k, hit = 1;
@@ -341,8 +338,8 @@ static vc_status choose(vc_model *m, vc_lora *a, vc_slot_mask mask, unsigned moe
         if (c->is_moe[l] && !ex_exp && moe & MOE_SHARED_FC2) add_adapter(m, a, l, VC_W_EXP_DOWN, r, 1);
         if (c->is_moe[l] && !ex_router && moe & MOE_ROUTER) add_adapter(m, a, l, VC_W_ROUTER, r, 0);
         for (size_t k = 0; k < N_PARAMS; k++)
-            if (want[l] >> k & 1 && vc_w(m, l, PARAMS[k].slot))
-                add_adapter(m, a, l, PARAMS[k].slot, PARAMS[k].slot == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r, 0);
+            if (want[l] >> k & 1 && vc_w(m, l, PARAMS[k]))
+                add_adapter(m, a, l, PARAMS[k], PARAMS[k] == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r, 0);
     }
     return a->n ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
 }
