@@ -115,9 +115,33 @@ typedef struct vc_model_config {
         float ssm_in, ssm_out, attn_in, attn_out, key, mlp_gate, mlp_down, zxbcdt[5];
     } mup;
     uint8_t block[VC_MAX_LAYERS]; /* vc_block_kind */
+    /* Gemma 4 */
+    int32_t layer_hd[VC_MAX_LAYERS], layer_nkv[VC_MAX_LAYERS]; /* a layer's own head_dim / kv heads (0: the model's;
+                                   * per_layer_config, global_head_dim) */
+    int rot_dim_local;            /* the sliding layers' rotated dims when local_rope and their heads differ (0: rot_dim) */
+    int k_eq_v;                   /* full layers' values are their key projection (attention_k_eq_v) */
+    int v_norm;                   /* values RMS-normed per head without a weight */
+    int layer_scalar;             /* each layer's output times its layer_scalar (a buffer, not trained) */
+    int moe_dense;                /* MoE layers keep the dense MLP: its output and the experts' each post-normed and
+                                   * summed; the router reads the residual (weightless norm, a scale, hidden^-0.5) and
+                                   * each expert's weight is scaled by its per_expert_scale */
+    int64_t ple_dim, ple_vocab;   /* per-layer embeddings: ple_dim per layer from a [ple_vocab, n_layer ple_dim] table */
+    int16_t kv_src[VC_MAX_LAYERS]; /* > 0: the layer attends with layer kv_src - 1's keys and values (KV sharing) */
+    uint8_t inter_x2[VC_MAX_LAYERS]; /* the layer's MLP is twice intermediate_size wide (use_double_wide_mlp) */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;
+
+/* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */
+static inline int64_t vc_cfg_head_dim(const vc_model_config *c, int l) {
+    return l >= 0 && c->layer_hd[l] ? c->layer_hd[l] : c->head_dim;
+}
+static inline int64_t vc_cfg_kv_heads(const vc_model_config *c, int l) {
+    return l >= 0 && c->layer_nkv[l] ? c->layer_nkv[l] : c->n_kv_head;
+}
+static inline int64_t vc_cfg_inter(const vc_model_config *c, int l) {
+    return l >= 0 && c->inter_x2[l] ? 2 * c->inter : c->inter;
+}
 
 /* Reads DIR/config.json (and generation_config.json when present). Errors name the file and key. */
 vc_status vc_config_load_model(const char *dir, vc_model_config *cfg);

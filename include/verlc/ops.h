@@ -114,6 +114,7 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, v
 /* the experts' biases (gpt-oss): gate / up [E, I], down [E, H]; each may be NULL */
 typedef struct vc_moe_bias {
     vc_tensor *gate, *up, *down;
+    vc_tensor *scale; /* [E]: each expert's routing weight times its scale (Gemma 4's per_expert_scale), or NULL */
 } vc_moe_bias;
 vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *router_logits, vc_tensor *gate, vc_tensor *up,
                         vc_tensor *down, int act, const struct vc_route_desc *rd, const vc_moe_lora *lora,

@@ -14,6 +14,8 @@ typedef enum vc_rope_type {
     VC_ROPE_YARN,
     VC_ROPE_LONGROPE,
     VC_ROPE_LLAMA3,
+    VC_ROPE_PROPORTIONAL, /* Gemma 4: the first partial_rotary_factor of each head's pairs rotate at the whole head's
+                           * frequencies, the others not at all */
 } vc_rope_type;
 
 #define VC_ROPE_MAX_FACTORS 512 /* longrope factor lists: rotary dims up to 1024 */

@@ -31,7 +31,7 @@ typedef void (*vc_backward_fn)(vc_graph *g, struct vc_node *n);
  * which node writes which gradient (data-parallel overlap, ZeRO-2's gradient memory plan) reads both;
  * a node's backward writes these gradients only while it runs. Set more with vc_node_writes after
  * vc_tape_push (NULL / 0 otherwise). */
-#define VC_NODE_IN 12 /* inputs of one node at most */
+#define VC_NODE_IN 13 /* inputs of one node at most */
 typedef struct vc_node {
     vc_backward_fn backward;
     vc_tensor *out;

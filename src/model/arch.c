@@ -442,6 +442,26 @@ static const vc_tensor_rule MAMBA2_PURE[] = {
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* Gemma 4: Gemma 2's norms, its own pieces (k_proj may hold the values too: attention_k_eq_v; KV-sharing layers
+ * have no k_proj / v_proj / k_norm), the MoE block beside the dense MLP, per-layer embeddings */
+static const vc_tensor_rule GEMMA4[] = {
+    { L "layer_scalar", VC_W_LAYER_SCALAR },
+    { L "pre_feedforward_layernorm_2.weight", VC_W_PRE_FFN_NORM2 },
+    { L "post_feedforward_layernorm_1.weight", VC_W_POST_FFN_NORM1 },
+    { L "post_feedforward_layernorm_2.weight", VC_W_POST_FFN_NORM2 },
+    { L "router.proj.weight", VC_W_ROUTER }, { L "router.scale", VC_W_ROUTER_SCALE },
+    { L "router.per_expert_scale", VC_W_EXP_SCALE },
+    { L "experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "experts.down_proj", VC_W_EXP_DOWN },
+    { L "per_layer_input_gate.weight", VC_W_PLE_GATE }, { L "per_layer_projection.weight", VC_W_PLE_PROJ },
+    { L "post_per_layer_input_norm.weight", VC_W_PLE_NORM },
+    { "model.embed_tokens_per_layer.weight", VC_W_PLE_EMBD },
+    { "model.per_layer_model_projection.weight", VC_W_PLE_MODEL_PROJ },
+    { "model.per_layer_projection_norm.weight", VC_W_PLE_PROJ_NORM },
+    { 0 } };
+/* Gemma 4's image-audio-text checkpoints: model.language_model.* */
+static const char *const GEMMA4_NESTED[] = { "model.", "model.language_model.", NULL };
+
 /* Qwen3-VL-MoE: the hub stores the experts input-major ([E, H, 2I] gate | up, [E, I, H]); checkpoints transformers
  * 5 writes have HF_MOE's layout (the loader tells them apart by shape) */
 static const vc_tensor_rule QWEN3VL_MOE[] = {
@@ -476,6 +496,11 @@ static const vc_arch ARCHS[] = {
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
     { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
       "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
+    /* Gemma 4 (Gemma4ForCausalLM, and Gemma4ForConditionalGeneration's text decoder beside its vision and audio
+     * towers); its router and experts sit directly under the layer */
+    { "gemma4_text", "gemma4_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP, GEMMA4), NULL, NULL, "", "router.proj" },
+    { "gemma4", "gemma4", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP, GEMMA4), GEMMA4_NESTED,
+      "model.vision_tower. model.audio_tower. model.embed_vision. model.embed_audio.", "", "router.proj" },
     /* the text decoders of Qwen's image-text models (vision towers left alone, copied through on export) */
     { "qwen_vl", "qwen2_vl qwen2_5_vl qwen3_vl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
       "visual. model.visual." },
@@ -583,9 +608,10 @@ const vc_arch *vc_arch_find(const char *model_type) {
 
 void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
     const char *moe = a && a->moe_module ? a->moe_module : "mlp", *router = a && a->router_module ? a->router_module : "gate";
+    const char *dot = *moe ? "." : ""; /* "": directly under the layer (Gemma 4) */
     if (slot == VC_W_EXP_GATE || slot == VC_W_EXP_DOWN)
-        snprintf(buf, cap, "%s.experts.%s", moe, slot == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj");
-    else if (slot == VC_W_ROUTER) snprintf(buf, cap, "%s.%s.weight", moe, router);
+        snprintf(buf, cap, "%s%sexperts.%s", moe, dot, slot == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj");
+    else if (slot == VC_W_ROUTER) snprintf(buf, cap, "%s%s%s.weight", moe, dot, router);
     else if (cap) buf[0] = 0;
 }
 
@@ -624,6 +650,10 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LIN_FB] = "linear.f_b", [VC_W_LIN_GA] = "linear.g_a", [VC_W_LIN_GB] = "linear.g_b",
     [VC_W_LIN_XPROJ] = "linear.x_proj", [VC_W_LIN_DTPROJ] = "linear.dt_proj", [VC_W_LIN_DT_NORM] = "linear.dt_norm",
     [VC_W_LIN_B_NORM] = "linear.b_norm", [VC_W_LIN_C_NORM] = "linear.c_norm", [VC_W_LAT_IN] = "experts.latent_in", [VC_W_LAT_OUT] = "experts.latent_out",
+    [VC_W_LAYER_SCALAR] = "layer_scalar", [VC_W_PRE_FFN_NORM2] = "pre_ffn_norm_2", [VC_W_POST_FFN_NORM1] = "post_ffn_norm_1",
+    [VC_W_POST_FFN_NORM2] = "post_ffn_norm_2", [VC_W_ROUTER_SCALE] = "router.scale", [VC_W_EXP_SCALE] = "experts.scale",
+    [VC_W_PLE_GATE] = "ple.gate", [VC_W_PLE_PROJ] = "ple.proj", [VC_W_PLE_NORM] = "ple.norm", [VC_W_PLE_EMBD] = "ple_embd",
+    [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -637,7 +667,8 @@ int vc_slot_is_bias(int slot) {
 }
 
 int vc_slot_is_global(int slot) {
-    return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B;
+    return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B ||
+           (slot >= VC_W_PLE_EMBD && slot <= VC_W_PLE_PROJ_NORM);
 }
 
 static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
@@ -648,7 +679,11 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
 }
 
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
-    int64_t H = c->hidden, hd = c->head_dim, nq = c->n_head * hd, nkv = c->n_kv_head * hd;
+    int64_t H = c->hidden, hd = vc_cfg_head_dim(c, layer), nq = c->n_head * hd, nkv = vc_cfg_kv_heads(c, layer) * hd;
+    int64_t inter = vc_cfg_inter(c, layer), P = c->ple_dim;
+    int kv_shared = layer >= 0 && c->kv_src[layer]; /* Gemma 4: attends with an earlier layer's keys and values */
+    int v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer]; /* ... or its values are its keys' projection */
+    int dense_moe = layer >= 0 && c->is_moe[layer] && c->moe_dense; /* an MoE block beside the dense MLP */
     int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
     int64_t qk = c->qk_nope_dim + c->qk_rope_dim, XH = c->moe_latent ? c->moe_latent : H; /* the experts' width */
     int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
@@ -740,9 +775,12 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_ATTN_NORM: return (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
-    case VC_W_K: case VC_W_V: return c->mla ? 0 : set(s, nkv, H, 0);
+    case VC_W_K: return c->mla || kv_shared ? 0 : set(s, nkv, H, 0);
+    case VC_W_V: return c->mla || kv_shared || v_from_k ? 0 : set(s, nkv, H, 0);
     case VC_W_Q_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nq, 0, 0);
-    case VC_W_K_B: case VC_W_V_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nkv, 0, 0);
+    case VC_W_K_B: case VC_W_V_B:
+        *optional = !c->qkv_bias;
+        return c->mla || kv_shared || (slot == VC_W_V_B && v_from_k) ? 0 : set(s, nkv, 0, 0);
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
     case VC_W_Q_NORM:
@@ -750,7 +788,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
     case VC_W_K_NORM:
         if (c->qk_norm_heads) return set(s, c->n_kv_head, hd, 0);
-        return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
+        return c->qk_norm && !c->norm_no_weight && !kv_shared ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
     case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
@@ -763,12 +801,14 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         return (c->parallel_block && !c->parallel_norms) || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0
                                                                                                   : set(s, H, 0, 0);
     case VC_W_FFN_NORM_B: return ln && (!c->parallel_block || c->parallel_norms) ? set(s, H, 0, 0) : 0;
-    case VC_W_GATE: return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, H, 0);
-    case VC_W_UP: return moe ? 0 : set(s, c->inter, H, 0);
-    case VC_W_DOWN: return moe ? 0 : set(s, H, c->inter, 0);
-    case VC_W_GATE_B: *optional = !c->mlp_bias; return moe || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, c->inter, 0, 0);
-    case VC_W_UP_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, c->inter, 0, 0);
-    case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe ? 0 : set(s, H, 0, 0);
+    case VC_W_GATE: return (moe && !dense_moe) || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, inter, H, 0);
+    case VC_W_UP: return moe && !dense_moe ? 0 : set(s, inter, H, 0);
+    case VC_W_DOWN: return moe && !dense_moe ? 0 : set(s, H, inter, 0);
+    case VC_W_GATE_B:
+        *optional = !c->mlp_bias;
+        return (moe && !dense_moe) || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, inter, 0, 0);
+    case VC_W_UP_B: *optional = !c->mlp_bias; return moe && !dense_moe ? 0 : set(s, inter, 0, 0);
+    case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe && !dense_moe ? 0 : set(s, H, 0, 0);
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
         return moe && ((c->router_sigmoid && !c->route_scale_input) || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
@@ -787,6 +827,16 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
     case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;
+    case VC_W_LAYER_SCALAR: return c->layer_scalar && layer >= 0 ? set(s, 1, 0, 0) : 0;
+    case VC_W_PRE_FFN_NORM2: case VC_W_POST_FFN_NORM1: case VC_W_POST_FFN_NORM2: case VC_W_ROUTER_SCALE:
+        return dense_moe ? set(s, H, 0, 0) : 0;
+    case VC_W_EXP_SCALE: return dense_moe ? set(s, c->n_expert, 0, 0) : 0;
+    case VC_W_PLE_GATE: return P && layer >= 0 ? set(s, P, H, 0) : 0;
+    case VC_W_PLE_PROJ: return P && layer >= 0 ? set(s, H, P, 0) : 0;
+    case VC_W_PLE_NORM: return P && layer >= 0 ? set(s, H, 0, 0) : 0;
+    case VC_W_PLE_EMBD: return P && layer < 0 ? set(s, c->ple_vocab, c->n_layer * P, 0) : 0;
+    case VC_W_PLE_MODEL_PROJ: return P && layer < 0 ? set(s, c->n_layer * P, H, 0) : 0;
+    case VC_W_PLE_PROJ_NORM: return P && layer < 0 ? set(s, P, 0, 0) : 0;
     }
     return 0;
 }

@@ -35,6 +35,14 @@ enum vc_slot {
     /* Mamba 1: x_proj [R + 2 N, I] (dt, B, C), dt_proj [I, R] (its bias: LIN_DT), Jamba's norms of dt, B and C */
     VC_W_LIN_XPROJ, VC_W_LIN_DTPROJ, VC_W_LIN_DT_NORM, VC_W_LIN_B_NORM, VC_W_LIN_C_NORM,
     VC_W_LAT_IN, VC_W_LAT_OUT,   /* latent MoE (Nemotron-H): [latent, H] before the routed experts, [H, latent] after */
+    /* Gemma 4: the layer's output scale (a buffer, not trained); the MoE block's norms (pre-norm of the experts' input,
+     * post-norms of the dense MLP's and the experts' outputs), the router's input scale [H] and per-expert scale [E];
+     * the per-layer embedding's gate [P, H], projection [H, P] and its post-norm [H] */
+    VC_W_LAYER_SCALAR, VC_W_PRE_FFN_NORM2, VC_W_POST_FFN_NORM1, VC_W_POST_FFN_NORM2, VC_W_ROUTER_SCALE, VC_W_EXP_SCALE,
+    VC_W_PLE_GATE, VC_W_PLE_PROJ, VC_W_PLE_NORM,
+    /* global: Gemma 4's per-layer embeddings [ple_vocab, n_layer P], their projection from the embeddings
+     * [n_layer P, H] and its norm [P] */
+    VC_W_PLE_EMBD, VC_W_PLE_MODEL_PROJ, VC_W_PLE_PROJ_NORM,
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
@@ -97,6 +105,8 @@ const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */
 int vc_slot_is_bias(int slot);
+/* a buffer the checkpoint carries that training leaves alone (the routing correction bias, Gemma 4's layer_scalar) */
+static inline int vc_slot_is_buffer(int slot) { return slot == VC_W_ROUTER_BIAS || slot == VC_W_LAYER_SCALAR; }
 /* The slot's shape for this config and layer; returns the number of dims, 0 if the slot does not
  * exist there. *optional is set for biases that only exist when the checkpoint carries them. */
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *shape, int *optional);

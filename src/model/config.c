@@ -139,7 +139,7 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
                 return vc_fail(VC_ERR_FORMAT, "%s: layer_types has no string for layer %lld", path, (long long)l);
             slide = !strcmp(t->valuestring, "sliding_attention");
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
-        else if (is(c, "gemma3_text")) slide = (l + 1) % pattern != 0;
+        else if (is(c, "gemma3_text") || is(c, "gemma4_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
             slide = use && l >= mwl;
         else slide = use;
@@ -1027,6 +1027,129 @@ static vc_status rotary_keys(const cJSON *o, const char *path, vc_model_config *
 }
 
 /* family-specific keys and flags */
+/* Gemma 4 (gemma4_text): the keys its layers do not depend on. Plain-weight RMSNorms, q / k norms, values normed
+ * without a weight, attention scale 1, a layer_scalar per layer, sandwich norms; MoE layers (enable_moe_block) keep
+ * their dense MLP beside softmax top-k experts; per-layer embeddings (hidden_size_per_layer_input) */
+static vc_status parse_gemma4(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    const char *bi = NULL;
+    if ((st = vc_json_get_str(o, "use_bidirectional_attention", NULL, &bi, path))) return st;
+    if (bi && !strcmp(bi, "all"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: use_bidirectional_attention 'all' (attention without a causal mask) is "
+                       "not built", path);
+    c->qk_norm = c->v_norm = c->layer_scalar = c->sandwich_norm = 1;
+    c->attn_scale = 1.0f;
+    c->emb_scale = sqrtf((float)c->hidden);
+    c->k_eq_v = flag(o, "attention_k_eq_v", 0);
+    double f;
+    if ((st = get_num_any(o, "final_logit_softcapping", 0, &f, path))) return st;
+    c->final_softcap = (float)f;
+    if (!vc_json_member(o, "rope_parameters")) { /* transformers' defaults: proportional full layers, plain sliding */
+        c->rope.type = VC_ROPE_PROPORTIONAL;
+        c->rope.partial_rotary_factor = 0.25;
+        if (!c->rope.theta_given) c->rope.theta = 1e6;
+        c->rope_local = c->rope;
+        c->rope_local.type = VC_ROPE_DEFAULT;
+        c->rope_local.partial_rotary_factor = 1.0;
+        c->rope_local.theta = 10000.0;
+        c->local_rope = 1;
+    }
+    int64_t ple = 0, plev = 0, tk = 0;
+    if ((st = get_int_any(o, "hidden_size_per_layer_input", 0, &ple, path)) ||
+        (st = get_int_any(o, "vocab_size_per_layer_input", c->vocab, &plev, path)) ||
+        (st = check_size(path, "hidden_size_per_layer_input", ple, 0, DIM_MAX)) ||
+        (st = check_size(path, "vocab_size_per_layer_input", plev, ple ? 1 : 0, DIM_MAX)))
+        return st;
+    if (ple && ple * c->n_layer > DIM_MAX)
+        return vc_fail(VC_ERR_FORMAT, "%s: hidden_size_per_layer_input %lld x %lld layers is too wide", path,
+                       (long long)ple, (long long)c->n_layer);
+    if (ple && plev < c->vocab)
+        return vc_fail(VC_ERR_FORMAT, "%s: vocab_size_per_layer_input %lld is below vocab_size %lld", path, (long long)plev,
+                       (long long)c->vocab);
+    c->ple_dim = ple;
+    c->ple_vocab = ple ? plev : 0;
+    if (!flag(o, "enable_moe_block", 0)) return VC_OK;
+    if ((st = get_int_any(o, "num_experts", 0, &c->n_expert, path)) ||
+        (st = get_int_any(o, "top_k_experts", 0, &tk, path)) ||
+        (st = get_int_any(o, "moe_intermediate_size", 0, &c->moe_inter, path)))
+        return st;
+    if (c->n_expert < 1 || c->n_expert > 1024 || tk < 1 || tk > c->n_expert || c->moe_inter < 1)
+        return vc_fail(VC_ERR_FORMAT, "%s: enable_moe_block with %lld experts, %lld per token (top_k_experts) and "
+                       "moe_intermediate_size %lld is not a valid MoE block", path, (long long)c->n_expert,
+                       (long long)tk, (long long)c->moe_inter);
+    c->top_k = tk;
+    c->norm_topk = c->moe_dense = 1;
+    c->routed_scaling = 1.0f;
+    for (int64_t l = 0; l < c->n_layer; l++) c->is_moe[l] = 1;
+    return VC_OK;
+}
+
+/* Gemma 4's layers: full layers' head_dim and kv heads (per_layer_config as transformers 5 writes it, else
+ * global_head_dim and, with attention_k_eq_v, num_global_key_value_heads), the last layer always full, the ropes'
+ * rotated dims, and KV sharing: the last num_kv_shared_layers layers attend with the keys and values of the last
+ * earlier layer of their type, and have double-wide MLPs with use_double_wide_mlp */
+static vc_status gemma4_layers(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int64_t ghd, gkv, shared;
+    if ((st = get_int_any(o, "global_head_dim", 512, &ghd, path)) ||
+        (st = get_int_any(o, "num_global_key_value_heads", 0, &gkv, path)) ||
+        (st = get_int_any(o, "num_kv_shared_layers", 0, &shared, path)) ||
+        (st = check_size(path, "global_head_dim", ghd, 1, HEAD_MAX)) ||
+        (st = check_size(path, "num_global_key_value_heads", gkv, 0, HEAD_MAX)) ||
+        (st = check_size(path, "num_kv_shared_layers", shared, 0, c->n_layer)))
+        return st;
+    int n = (int)c->n_layer;
+    c->window[n - 1] = 0; /* transformers forces the last layer to full attention */
+    const cJSON *plc = vc_json_member(o, "per_layer_config");
+    if (plc && !cJSON_IsObject(plc)) return vc_fail(VC_ERR_FORMAT, "%s: key 'per_layer_config': expected an object", path);
+    int32_t full_hd = 0;
+    for (int l = 0; l < n; l++) {
+        int64_t hd = 0, kv = 0;
+        if (plc) {
+            char key[24], ctx[600];
+            snprintf(key, sizeof key, "%d", l);
+            snprintf(ctx, sizeof ctx, "%s: per_layer_config.%d", path, l);
+            const cJSON *e = vc_json_member(plc, key);
+            if (e && !cJSON_IsObject(e)) return vc_fail(VC_ERR_FORMAT, "%s: expected an object", ctx);
+            if ((st = vc_json_get_int(e, "head_dim", 0, &hd, ctx)) ||
+                (st = vc_json_get_int(e, "num_key_value_heads", 0, &kv, ctx)) ||
+                (st = check_size(ctx, "head_dim", hd, 0, HEAD_MAX)) || (st = check_size(ctx, "num_key_value_heads", kv, 0, HEAD_MAX)))
+                return st;
+        } else if (!c->window[l]) {
+            hd = ghd;
+            kv = c->k_eq_v ? gkv : 0;
+        }
+        if (kv && c->n_head % kv)
+            return vc_fail(VC_ERR_FORMAT, "%s: layer %d's %lld kv heads do not divide %lld heads", path, l, (long long)kv,
+                           (long long)c->n_head);
+        c->layer_hd[l] = (int32_t)hd;
+        c->layer_nkv[l] = (int32_t)kv;
+        if (!c->window[l]) full_hd = (int32_t)vc_cfg_head_dim(c, l);
+    }
+    /* the full layers' rope spans their heads (proportional rope rotates a fraction of the pairs itself) */
+    double fr = c->rope.type == VC_ROPE_PROPORTIONAL ? 1.0 : c->rope.partial_rotary_factor;
+    c->rot_dim = (int)((double)(full_hd ? full_hd : c->head_dim) * fr);
+    c->rot_dim_local = (int)((double)c->head_dim * (c->local_rope ? c->rope_local.partial_rotary_factor : 1.0));
+    if (c->rot_dim % 2 || c->rot_dim_local % 2 || c->rot_dim_local > c->head_dim)
+        return vc_fail(VC_ERR_FORMAT, "%s: rotary dimensions %d / %d are not even within the heads", path, c->rot_dim,
+                       c->rot_dim_local);
+    int first = n - (int)shared, dbl = flag(o, "use_double_wide_mlp", 0);
+    for (int l = first; l < n; l++) {
+        int src = -1;
+        for (int k = first - 1; k >= 0 && src < 0; k--)
+            if (!c->window[k] == !c->window[l]) src = k;
+        if (src < 0)
+            return vc_fail(VC_ERR_FORMAT, "%s: layer %d shares keys and values (num_kv_shared_layers %lld) but no earlier "
+                           "layer of its type computes them", path, l, (long long)shared);
+        if (vc_cfg_head_dim(c, src) != vc_cfg_head_dim(c, l) || vc_cfg_kv_heads(c, src) != vc_cfg_kv_heads(c, l))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer %d shares layer %d's keys and values but its heads differ", path, l,
+                           src);
+        c->kv_src[l] = (int16_t)(src + 1);
+        c->inter_x2[l] = (uint8_t)dbl;
+    }
+    return VC_OK;
+}
+
 static vc_status parse_family(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st = VC_OK;
     note_dropout(o, path);
@@ -1203,6 +1326,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
          is(c, "mistral4")) &&
         (st = parse_mla(o, path, c)))
         return st;
+    if (is(c, "gemma4_text")) return parse_gemma4(o, path, c);
     if ((st = parse_moe(o, path, c))) return st;
 
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
@@ -1289,7 +1413,7 @@ static const struct {
     const char *outer, *inner, *as; /* model_type, text_config's, the text architecture it is parsed as */
     int flat;                       /* the text keys may sit at the top level instead (transformers 4's Qwen2-VL) */
 } NESTED_TEXT[] = {
-    { "gemma3", "gemma3_text", "gemma3_text", 0 },
+    { "gemma3", "gemma3_text", "gemma3_text", 0 }, { "gemma4", "gemma4_text", "gemma4_text", 0 },
     { "mistral3", "ministral3", "ministral3", 0 }, { "mistral3", "mistral", "mistral", 0 }, /* Ministral 3, Mistral Small 3 */
     { "llama4", "llama4_text", "llama4_text", 0 },
     { "internvl", "qwen2", "qwen2", 0 }, { "internvl", "qwen3", "qwen3", 0 }, { "internvl", "llama", "llama", 0 },
@@ -1386,7 +1510,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         return vc_fail(VC_ERR_FORMAT, "%s: the norm epsilon must be a non-negative number, got %g", path, eps);
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
-    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") ||
+    c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
@@ -1395,10 +1519,13 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_nope(o, path, c)) ||
         (st = parse_special_tokens(o, path, c)))
         return st;
+    if (is(c, "gemma4_text") && (st = gemma4_layers(o, path, c))) return st;
     if ((st = parse_labels(o, path, c)) || (st = parse_quant(o, path, c)) || (st = check_sizes(c, path))) return st;
-    if (c->rot_dim < 0 || c->rot_dim % 2 || c->rot_dim > c->head_dim)
+    int64_t hd_max = c->head_dim;
+    for (int l = 0; l < c->n_layer; l++) if (vc_cfg_head_dim(c, l) > hd_max) hd_max = vc_cfg_head_dim(c, l);
+    if (c->rot_dim < 0 || c->rot_dim % 2 || c->rot_dim > hd_max)
         return vc_fail(VC_ERR_FORMAT, "%s: rotary dimension %d does not fit head_dim %lld", path, c->rot_dim,
-                       (long long)c->head_dim);
+                       (long long)hd_max);
     return VC_OK;
 }
 

@@ -47,6 +47,12 @@ typedef struct {
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
     vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */
     float *slopes;          /* MiniMax-Text-01: [n_layer, n_head] each layer's decays -s_h, backend memory */
+    /* KV sharing (Gemma 4): [2 n_layer] the keys and values of each layer later layers reuse (kv_need), kept without a
+     * cache; kv_copy: they are copies in buffers made before the layers run (no tape: layers' temporaries die) */
+    vc_tensor **kv_keep;
+    uint8_t *kv_need;
+    int kv_copy;
+    vc_tensor **ple;         /* Gemma 4: [n_layer] each layer's per-layer input [T, P], else NULL */
     const int64_t *lin_tabs; /* per linear layer: its conv and recurrent states' tables (vc_seq_tabs_fill), backend
                               * memory uploaded before the layers run, else NULL */
 } fwd_ctx;
@@ -186,9 +192,9 @@ static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int6
 
 /* inv_freq as the model holds it (rounded to a bf16/f16 checkpoint dtype) for sequences up to maxpos; negated for
  * a rope that turns the other way (nanochat) */
-static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int64_t maxpos, float *inv, float *scale) {
-    int half = c->rot_dim / 2;
-    vc_status st = vc_rope_inv_freq(r, c->rot_dim, maxpos, (int)c->max_pos, inv, scale);
+static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int half, int64_t maxpos, float *inv,
+                          float *scale) {
+    vc_status st = vc_rope_inv_freq(r, 2 * half, maxpos, (int)c->max_pos, inv, scale);
     if (st) return st;
     if (c->dtype == VC_BF16 || c->dtype == VC_F16)
         for (int i = 0; i < half; i++)
@@ -203,14 +209,14 @@ static vc_status inv_freq(const vc_model_config *c, const vc_rope *r, int64_t ma
 static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int half) {
     const vc_model_config *c = &f->m->cfg;
     float inv[1024], scale = 1.0f;
-    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
+    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", 2 * half);
     /* only dynamic NTK and LongRoPE frequencies depend on the sequence's length: others are computed once */
     int by_len = r->type == VC_ROPE_DYNAMIC || r->type == VC_ROPE_LONGROPE, have = 0;
     for (int s = 0; s < f->b->n_seq; s++) {
         int64_t t0 = f->b->cu_seqlens[s], t1 = f->b->cu_seqlens[s + 1], base = f->paged->len[s];
         for (int64_t t = t0; t < t1; t++) f->pos[t] = base + t - t0;
         if (!half || t1 == t0) continue;
-        vc_status st = by_len || !have ? inv_freq(c, r, base + t1 - t0, inv, &scale) : VC_OK;
+        vc_status st = by_len || !have ? inv_freq(c, r, half, base + t1 - t0, inv, &scale) : VC_OK;
         if (st) return st;
         have = 1;
         for (int64_t t = t0; t < t1; t++)
@@ -226,8 +232,8 @@ static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int 
 static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int half);
 
 /* one rope's tables for this batch, computed on the host and uploaded (the rope op reads backend memory) */
-static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, const float **cos, const float **sin) {
-    int half = f->m->cfg.rot_dim / 2;
+static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, int rot, const float **cos, const float **sin) {
+    int half = rot / 2;
     size_t bytes = sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2;
     float *cs = vc_graph_alloc(f->g, bytes, 1);
     if (!cs) return vc_graph_status(f->g);
@@ -254,15 +260,18 @@ static vc_status qscale_upload(fwd_ctx *f, int temp, vc_tensor **out) {
     return *out ? VC_OK : vc_graph_status(f->g);
 }
 
+/* the sliding layers' rotated dims (Gemma 4's heads differ by layer type) */
+static int local_rot(const vc_model_config *c) { return c->rot_dim_local ? c->rot_dim_local : c->rot_dim; }
+
 /* positions, the rope tables, and the sliding layers' own ones (Gemma 3) */
 static vc_status rope_tables(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     f->pos = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)f->T, 0);
     if (!f->pos) return vc_graph_status(f->g);
-    vc_status st = rope_upload(f, &c->rope, &f->cos, &f->sin);
+    vc_status st = rope_upload(f, &c->rope, c->rot_dim, &f->cos, &f->sin);
     if (!st && c->q_pos_beta > 0) st = qscale_upload(f, 0, &f->qscale);
     if (!st && c->q_temp_scale > 0) st = qscale_upload(f, 1, &f->qtemp);
-    if (!st && c->local_rope) return rope_upload(f, &c->rope_local, &f->cos_l, &f->sin_l);
+    if (!st && c->local_rope) return rope_upload(f, &c->rope_local, local_rot(c), &f->cos_l, &f->sin_l);
     f->cos_l = f->cos;
     f->sin_l = f->sin;
     return st;
@@ -283,8 +292,8 @@ static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int h
         }
     }
     if (!half) return VC_OK;
-    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", c->rot_dim);
-    vc_status st = inv_freq(c, r, maxpos, inv, &scale);
+    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "rotary dimension %d is too large", 2 * half);
+    vc_status st = inv_freq(c, r, half, maxpos, inv, &scale);
     if (st) return st;
     for (int64_t t = 0; t < f->T; t++)
         for (int i = 0; i < half; i++) {
@@ -321,11 +330,13 @@ static float *pool_at(const vc_kv_pages *kv, size_t elems) {
 }
 
 /* paged cache: write the new keys/values into the sequences' pages, then attend over the pages */
-static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor *q, vc_tensor *k, vc_tensor *v) {
+static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *d, vc_tensor *q, vc_tensor *k,
+                               vc_tensor *v) {
     const vc_kv_pages *kv = f->paged;
     int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
-    if (f->T > 0 && kv->bf16) {
+    if (!append) {
+    } else if (f->T > 0 && kv->bf16) {
         vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, f->T, kw);
         vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw), f->kv_off, v->data, vw,
                                    f->T, vw);
@@ -367,25 +378,46 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, vc_attn_desc *d, vc_tensor
     return o;
 }
 
-/* attention over the batch, or over the cache after appending the new keys and values */
-static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_tensor *v, int nkv, int hd, int hdv) {
+/* a layer whose keys and values later layers reuse (KV sharing) keeps them for them: the tensors themselves with a
+ * tape, else copies in buffers that outlive the layer (vc_tensor *s from forward) */
+static void kv_keep(fwd_ctx *f, int layer, vc_tensor *k, vc_tensor *v) {
+    vc_tensor **kp = f->kv_keep + 2 * layer;
+    if (!f->kv_need || !f->kv_need[layer]) return;
+    if (!kp[0] || !f->kv_copy) {
+        kp[0] = k;
+        kp[1] = v;
+        return;
+    }
+    vc_be()->d2d(kp[0]->data, k->data, (size_t)k->n * sizeof(float));
+    vc_be()->d2d(kp[1]->data, v->data, (size_t)v->n * sizeof(float));
+}
+
+/* attention over the batch, or over the cache after appending the new keys and values; kv_layer: the layer whose keys
+ * and values it attends with (another one's under KV sharing: nothing is appended, k and v are that layer's kept ones
+ * without a cache) */
+static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_tensor *k, vc_tensor *v, int nkv, int hd,
+                         int hdv) {
     const vc_model_config *c = &f->m->cfg;
-    if (!q || !k || !v) return NULL;
+    int cached = f->cache || f->paged, append = kv_layer == layer;
+    if (!q || (!cached && (!k || !v)) || (append && (!k || !v))) return NULL;
     if (vc_matmul_precision() == VC_PREC_BF16) {
         /* bf16 attention inputs, as PyTorch autocast's (bf16 projections, RoPE in bf16): the same values
          * in training, log-prob passes and rollout, so a bf16 KV cache holds them exactly */
         q = vc_op_round_bf16_inplace(f->g, q);
-        k = vc_op_round_bf16_inplace(f->g, k);
-        v = vc_op_round_bf16_inplace(f->g, v);
-        if (!q || !k || !v) return NULL;
+        if (append) {
+            k = vc_op_round_bf16_inplace(f->g, k);
+            v = vc_op_round_bf16_inplace(f->g, v);
+        }
+        if (!q || (append && (!k || !v))) return NULL;
     }
+    if (append && !cached) kv_keep(f, layer, k, v);
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
                        .chunk = c->chunk[layer] };
     vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
     d.sinks = sinks ? sinks->data : NULL;
-    if (f->paged) return attend_paged(f, layer, &d, q, k, v);
+    if (f->paged) return attend_paged(f, kv_layer, append, &d, q, k, v);
     if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
         k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);
         v = vc_op_gather_rows(f->g, v, f->T, f->ext, f->T_ext);
@@ -403,10 +435,12 @@ static vc_tensor *attend(fwd_ctx *f, int layer, vc_tensor *q, vc_tensor *k, vc_t
     if (!ptr || !kvl || !o || !lse) return NULL;
     int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width;
     for (int s = 0; s < d.n_seq; s++) {
-        float *base = kc->mem + ((size_t)layer * kc->n_seq + s) * (size_t)(kc->max_len * row);
+        float *base = kc->mem + ((size_t)kv_layer * kc->n_seq + s) * (size_t)(kc->max_len * row);
         int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kc->len[s];
-        copy_rows(base + at * row, row, k->data + t0 * kw, kw, n, kw);
-        copy_rows(base + at * row + kw, row, v->data + t0 * vw, vw, n, vw);
+        if (append) {
+            copy_rows(base + at * row, row, k->data + t0 * kw, kw, n, kw);
+            copy_rows(base + at * row + kw, row, v->data + t0 * vw, vw, n, vw);
+        }
         ptr[s] = base;
         ptr[d.n_seq + s] = base + kw;
         kvl[s] = at + n;
@@ -429,53 +463,69 @@ static vc_tensor *lin(fwd_ctx *f, vc_tensor *x, int l, int slot, vc_tensor *b) {
     return vc_op_add(f->g, y, vc_op_scale(f->g, d, a->scale));
 }
 
+/* q or k [T, heads * hd] of layer l as attention reads it: the family's norms, the rope, Llama 4's weightless norm,
+ * q's scaling by position */
+static vc_tensor *qk_heads(fwd_ctx *f, int l, vc_tensor *x, int64_t heads, int is_k) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    vc_graph *g = f->g;
+    int64_t T = f->T, hd = vc_cfg_head_dim(c, l);
+    vc_tensor *wn = vc_w(m, l, is_k ? VC_W_K_NORM : VC_W_Q_NORM), *wb = vc_w(m, l, is_k ? VC_W_K_NORM_B : VC_W_Q_NORM_B);
+    if (is_k && c->mup.on && c->mup.key != 1.0f) x = vc_op_scale(g, x, c->mup.key); /* Falcon-H1's key multiplier */
+    if (c->qk_norm_heads) { /* Command R+: LayerNorm over each head, each head's own weight */
+        int64_t s2[2] = { T, heads * hd };
+        x = vc_op_layernorm(g, reshape3(g, x, T, heads, hd), NULL, NULL, c->norm_eps);
+        x = vc_op_affine_cols(g, x ? vc_reshape(g, x, 2, s2) : NULL, wn, NULL, 1);
+    } else if (c->qk_norm && c->norm_kind == VC_NORM_LAYER) /* Phi: LayerNorm over each head */
+        x = vc_op_layernorm(g, reshape3(g, x, T, heads, hd), wn, wb, c->norm_eps);
+    else if (c->qk_norm && !c->qk_norm_after_rope) /* per head, or (OLMo 2) over all heads at once */
+        x = vc_op_rmsnorm(g, x, wn, c->qk_norm_full ? heads * hd : hd, c->norm_eps, c->norm_offset);
+    int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
+    x = reshape3(g, x, T, heads, hd);
+    if (!c->nope[l]) /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
+        x = vc_op_rope_temp(g, x, loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, (int)heads, (int)hd,
+                            loc ? local_rot(c) : c->rot_dim, c->rope_interleaved);
+    if (c->qk_l2norm && !c->nope[l]) x = vc_op_rmsnorm(g, x, NULL, hd, c->norm_eps, 0); /* Llama 4's rope layers */
+    vc_tensor *qs = c->nope[l] && f->qtemp ? f->qtemp : f->qscale;
+    if (!is_k && qs) { /* Ministral 3: the rotated q scaled by its position; Llama 4: NoPE layers' temperature tuning */
+        int64_t s2[2] = { T, heads * hd }, s3[3] = { T, heads, hd };
+        x = vc_reshape(g, vc_op_mul_rows(g, vc_reshape(g, x, 2, s2), qs), 3, s3);
+    }
+    if (c->qk_norm && c->qk_norm_after_rope) /* Hunyuan: per-head RMSNorm of the rotated q and k */
+        x = vc_op_rmsnorm(g, x, wn, hd, c->norm_eps, c->norm_offset);
+    return x;
+}
+
+/* layer l's keys and values from its normed input h (Gemma 4: values normed without a weight, and on full layers
+ * with attention_k_eq_v the key projection before its norm and rope) */
+static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **v) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    int has_v = vc_w(m, l, VC_W_V) != NULL;
+    *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
+    *v = has_v ? lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B)) : *k;
+    if (c->v_norm) *v = vc_op_rmsnorm(f->g, *v, NULL, vc_cfg_head_dim(c, l), c->norm_eps, 0); /* a new tensor */
+    if (*k) *k = qk_heads(f, l, *k, vc_cfg_kv_heads(c, l), 1);
+}
+
 static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
     vc_graph *g = f->g;
-    int64_t T = f->T, nh = c->n_head, nkv = c->n_kv_head, hd = c->head_dim;
-    vc_op_hold(h, 1); /* q, k and v read the same input */
+    int64_t T = f->T, nh = c->n_head, nkv = vc_cfg_kv_heads(c, l), hd = vc_cfg_head_dim(c, l);
+    int src = (l >= 0 ? c->kv_src[l] : 0) - 1; /* Gemma 4's KV sharing: attend with layer src's keys and values */
+    vc_tensor *k = NULL, *v = NULL;
+    if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
     vc_tensor *q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
-    vc_tensor *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
-    vc_tensor *v = lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B));
-    vc_op_hold(h, 0);
-    if (c->mup.on && c->mup.key != 1.0f) k = vc_op_scale(g, k, c->mup.key); /* Falcon-H1's key multiplier */
-    if (c->qk_norm_heads) { /* Command R+: LayerNorm over each head, each head's own weight */
-        int64_t s2[2] = { T, nh * hd }, k2[2] = { T, nkv * hd };
-        q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), NULL, NULL, c->norm_eps);
-        k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), NULL, NULL, c->norm_eps);
-        q = vc_op_affine_cols(g, q ? vc_reshape(g, q, 2, s2) : NULL, vc_w(m, l, VC_W_Q_NORM), NULL, 1);
-        k = vc_op_affine_cols(g, k ? vc_reshape(g, k, 2, k2) : NULL, vc_w(m, l, VC_W_K_NORM), NULL, 1);
-    } else if (c->qk_norm && c->norm_kind == VC_NORM_LAYER) { /* Phi: LayerNorm over each head */
-        q = vc_op_layernorm(g, reshape3(g, q, T, nh, hd), vc_w(m, l, VC_W_Q_NORM), vc_w(m, l, VC_W_Q_NORM_B), c->norm_eps);
-        k = vc_op_layernorm(g, reshape3(g, k, T, nkv, hd), vc_w(m, l, VC_W_K_NORM), vc_w(m, l, VC_W_K_NORM_B),
-                            c->norm_eps);
-    } else if (c->qk_norm && !c->qk_norm_after_rope) { /* per head, or (OLMo 2) over all of q's and of k's heads */
-        int64_t qc = c->qk_norm_full ? nh * hd : hd, kc = c->qk_norm_full ? nkv * hd : hd;
-        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), qc, c->norm_eps, c->norm_offset);
-        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), kc, c->norm_eps, c->norm_offset);
+    if (src < 0) {
+        attn_kv(f, l, h, &k, &v);
+        vc_op_hold(h, 0);
+    } else if (!f->cache && !f->paged) {
+        k = f->kv_keep[2 * src];
+        v = f->kv_keep[2 * src + 1];
     }
-    int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
-    const float *cs = loc ? f->cos_l : f->cos, *sn = loc ? f->sin_l : f->sin;
-    q = reshape3(g, q, T, nh, hd), k = reshape3(g, k, T, nkv, hd);
-    if (!c->nope[l]) { /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
-        q = vc_op_rope_temp(g, q, cs, sn, (int)nh, (int)hd, c->rot_dim, c->rope_interleaved);
-        k = vc_op_rope_temp(g, k, cs, sn, (int)nkv, (int)hd, c->rot_dim, c->rope_interleaved);
-    }
-    if (c->qk_l2norm && !c->nope[l]) { /* Llama 4's rope layers: q and k RMS-normed per head, no weight */
-        q = vc_op_rmsnorm(g, q, NULL, hd, c->norm_eps, 0);
-        k = vc_op_rmsnorm(g, k, NULL, hd, c->norm_eps, 0);
-    }
-    vc_tensor *qs = c->nope[l] && f->qtemp ? f->qtemp : f->qscale;
-    if (qs) { /* Ministral 3: the rotated q scaled by its position; Llama 4: NoPE layers' temperature tuning */
-        int64_t s2[2] = { T, nh * hd }, s3[3] = { T, nh, hd };
-        q = vc_reshape(g, vc_op_mul_rows(g, vc_reshape(g, q, 2, s2), qs), 3, s3);
-    }
-    if (c->qk_norm && c->qk_norm_after_rope) { /* Hunyuan: per-head RMSNorm of the rotated q and k */
-        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_NORM), hd, c->norm_eps, c->norm_offset);
-        k = vc_op_rmsnorm(g, k, vc_w(m, l, VC_W_K_NORM), hd, c->norm_eps, c->norm_offset);
-    }
-    vc_tensor *o = attend(f, l, q, k, v, (int)nkv, (int)hd, (int)hd);
+    q = q ? qk_heads(f, l, q, nh, 0) : NULL;
+    vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hd);
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hd);
     if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
@@ -517,7 +567,7 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
         qq = q2 ? vc_reshape(g, q2, qq->ndim, qq->shape) : NULL;
     }
     vc_tensor *kk = vc_op_concat_cols(g, knope, dn, kpe, dr, nh);
-    vc_tensor *o = attend(f, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
+    vc_tensor *o = attend(f, l, l, qq, kk, v, (int)nh, (int)(dn + dr), (int)dv);
     if (!o) return NULL;
     return lin(f, reshape3(g, o, T, 1, nh * dv), l, VC_W_O, NULL);
 }
@@ -727,13 +777,21 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
         if (f->b->route_mode == VC_ROUTE_REPLAY) rd.replay_idx = r;
         else rd.record_idx = r;
     }
-    vc_tensor *logits = lin(f, h, l, VC_W_ROUTER, vc_w(m, l, VC_W_ROUTER_B));
+    vc_tensor *r = h, *xe = h;
+    if (c->moe_dense) { /* Gemma 4: h is the residual; the router reads it weightless-normed times a scale and
+                         * hidden^-0.5, the experts their own norm of it */
+        r = vc_op_scale(f->g, vc_op_rmsnorm(f->g, h, vc_w(m, l, VC_W_ROUTER_SCALE), c->hidden, c->norm_eps, 0),
+                        1.0f / sqrtf((float)c->hidden));
+        xe = norm(f, h, l, VC_W_PRE_FFN_NORM2, 0);
+    }
+    vc_tensor *logits = lin(f, r, l, VC_W_ROUTER, vc_w(m, l, VC_W_ROUTER_B));
     const vc_lora *a = m->lora; /* adapters on the routed experts (PEFT's target_parameters) */
     int gu = vc_lora_index(m, l, VC_W_EXP_GATE), dn = vc_lora_index(m, l, VC_W_EXP_DOWN);
     vc_moe_lora lo = { gu >= 0 ? &a->t[2 * gu] : NULL, gu >= 0 ? &a->t[2 * gu + 1] : NULL,
                        dn >= 0 ? &a->t[2 * dn] : NULL, dn >= 0 ? &a->t[2 * dn + 1] : NULL, a ? a->scale : 0 };
-    vc_moe_bias bi = { vc_w(m, l, VC_W_EXP_GATE_B), vc_w(m, l, VC_W_EXP_UP_B), vc_w(m, l, VC_W_EXP_DOWN_B) };
-    vc_tensor *xe = c->moe_latent ? lin(f, h, l, VC_W_LAT_IN, NULL) : h; /* Nemotron-H: experts in a latent space */
+    vc_moe_bias bi = { vc_w(m, l, VC_W_EXP_GATE_B), vc_w(m, l, VC_W_EXP_UP_B), vc_w(m, l, VC_W_EXP_DOWN_B),
+                       vc_w(m, l, VC_W_EXP_SCALE) };
+    if (c->moe_latent) xe = lin(f, h, l, VC_W_LAT_IN, NULL); /* Nemotron-H: experts in a latent space */
     vc_tensor *y = vc_op_moe_ex(f->g, xe, logits, vc_w(m, l, VC_W_EXP_GATE), vc_w(m, l, VC_W_EXP_UP),
                                 vc_w(m, l, VC_W_EXP_DOWN), c->act, &rd, &lo, &bi);
     if (c->moe_latent) y = lin(f, y, l, VC_W_LAT_OUT, NULL);
@@ -789,10 +847,25 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     }
     x = vc_op_add(f->g, x, a);
     h = pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
-    vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+    vc_tensor *mo;
+    if (c->is_moe[l] && c->moe_dense) { /* Gemma 4: the dense MLP and the experts (reading x) each post-normed */
+        vc_op_hold(x, 1);
+        mo = norm(f, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN), l, VC_W_POST_FFN_NORM1, 0);
+        mo = vc_op_add(f->g, mo, norm(f, moe(f, l, x), l, VC_W_POST_FFN_NORM2, 0));
+        vc_op_hold(x, 0);
+    } else mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
     if (post) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
-    return vc_op_add(f->g, x, mo);
+    x = vc_op_add(f->g, x, mo);
+    if (c->ple_dim) { /* Gemma 4's per-layer input: x + norm(proj(act(gate(x)) * ple_l)) */
+        vc_tensor *pl = f->ple[l];
+        vc_op_hold(x, 1);
+        vc_tensor *gt = vc_op_mul(f->g, vc_op_act(f->g, lin(f, x, l, VC_W_PLE_GATE, NULL), c->act), pl);
+        vc_op_hold(x, 0);
+        x = vc_op_add(f->g, x, norm(f, lin(f, gt, l, VC_W_PLE_PROJ, NULL), l, VC_W_PLE_NORM, 0));
+    }
+    if (c->layer_scalar) x = vc_op_affine_cols(f->g, x, vc_w(f->m, l, VC_W_LAYER_SCALAR), NULL, c->hidden);
+    return x;
 }
 
 /* Gradient checkpointing: the layer runs without a tape; its node re-runs it on a scratch graph in
@@ -802,28 +875,80 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
 typedef struct {
     fwd_ctx f;
     int layer;
+    vc_graph *sub; /* during its backward: the recomputation's graph */
 } ckpt_saved;
+
+/* Tensors of the forward's graph a layer reads besides x (KV sharing's kept keys and values, Gemma 4's per-layer
+ * input) are inputs 1, 2 and 3 of its checkpoint node; the recomputation reads them as leaves of its own graph and
+ * adds their gradients to theirs. A layer whose keys and values later layers reuse, and whose node runs after theirs
+ * in backward, seeds its recomputed keys and values with the gradients they gathered. keep: the recomputation's kept
+ * tensors (a copy, so the forward's stay for other layers); ple: its per-layer inputs likewise */
+static vc_status ckpt_in(vc_graph *sub, vc_node *n, const ckpt_saved *s, fwd_ctx *f, vc_tensor **keep, vc_tensor **ple) {
+    const vc_model_config *c = &f->m->cfg;
+    int l = s->layer, src = c->kv_src[l] - 1;
+    if (f->kv_keep) {
+        memcpy(keep, f->kv_keep, sizeof(vc_tensor *) * 2 * (size_t)c->n_layer);
+        f->kv_keep = keep;
+    }
+    if (f->ple) {
+        memcpy(ple, f->ple, sizeof(vc_tensor *) * (size_t)c->n_layer);
+        f->ple = ple;
+    }
+    vc_tensor **dst[3] = { src >= 0 ? &keep[2 * src] : NULL, src >= 0 ? &keep[2 * src + 1] : NULL, f->ple ? &ple[l] : NULL };
+    for (int i = 0; i < 3; i++) {
+        vc_tensor *t = n->in[1 + i], *w = t && dst[i] ? vc_tensor_wrap(sub, t->data, t->ndim, t->shape) : NULL;
+        if (!t || !dst[i]) continue;
+        if (!w) return vc_graph_status(sub) ? vc_graph_status(sub) : VC_ERR_INTERNAL;
+        w->requires_grad = 1;
+        *dst[i] = w;
+    }
+    return VC_OK;
+}
+
+static void ckpt_grads(vc_graph *g, vc_node *n, const ckpt_saved *s, vc_tensor **keep, vc_tensor **ple, int after) {
+    const vc_model_config *c = &s->f.m->cfg;
+    int l = s->layer, src = c->kv_src[l] - 1;
+    vc_tensor *leaf[3] = { src >= 0 ? keep[2 * src] : NULL, src >= 0 ? keep[2 * src + 1] : NULL, ple ? ple[l] : NULL };
+    for (int i = 0; after && i < 3; i++) { /* the leaves' gradients to the forward's tensors */
+        float *d = leaf[i] && leaf[i]->grad && n->in[1 + i] ? vc_tensor_grad(g, n->in[1 + i]) : NULL;
+        if (d) vc_be()->axpy(d, 1.0f, leaf[i]->grad, leaf[i]->n);
+    }
+    for (int i = 0; !after && s->f.kv_need && s->f.kv_need[l] && i < 2; i++) { /* the maker: seed its recomputed ones */
+        vc_tensor *kept = s->f.kv_keep[2 * l + i], *re = keep[2 * l + i];
+        float *d = kept && kept->grad && re ? vc_tensor_grad(s->sub, re) : NULL;
+        if (d) vc_be()->axpy(d, 1.0f, kept->grad, kept->n);
+    }
+}
 
 static void ckpt_bw(vc_graph *g, vc_node *n) {
     ckpt_saved *s = n->saved;
     vc_graph *sub = vc_graph_new();
     float *gx = vc_tensor_grad(g, n->in[0]);
-    if (!sub || !gx) {
+    size_t nl = (size_t)s->f.m->cfg.n_layer;
+    vc_tensor **keep = s->f.kv_keep ? calloc(2 * nl, sizeof *keep) : NULL, **ple = s->f.ple ? calloc(nl, sizeof *ple) : NULL;
+    if (!sub || !gx || (s->f.kv_keep && !keep) || (s->f.ple && !ple)) {
         vc_graph_free(sub);
+        free(keep);
+        free(ple);
         return;
     }
     vc_tensor *x = vc_tensor_wrap(sub, n->in[0]->data, n->in[0]->ndim, n->in[0]->shape);
     x->requires_grad = 1;
     fwd_ctx f = s->f;
     f.g = sub;
-    vc_tensor *y = layer_forward(&f, s->layer, x);
+    s->sub = sub;
+    vc_tensor *y = ckpt_in(sub, n, s, &f, keep, ple) ? NULL : layer_forward(&f, s->layer, x);
     float *gy = y ? vc_tensor_grad(sub, y) : NULL;
     if (gy) {
         vc_be()->d2d(gy, n->out->grad, (size_t)y->n * sizeof(float));
+        ckpt_grads(g, n, s, keep, ple, 0);
         vc_graph_backward_from(sub);
         if (x->grad) vc_be()->axpy(gx, 1.0f, x->grad, x->n);
+        ckpt_grads(g, n, s, keep, ple, 1);
     }
     vc_graph_free(sub);
+    free(keep);
+    free(ple);
 }
 
 static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
@@ -836,7 +961,10 @@ static vc_tensor *layer_checkpointed(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_lora *a = f->m->lora;
     uint8_t had = x->requires_grad;
     if (a) x->requires_grad = 1;
-    vc_node *n = vc_tape_push(f->g, ckpt_bw, y, 1, &x);
+    int src = f->m->cfg.kv_src[l] - 1; /* KV sharing's kept keys and values, the per-layer input (ckpt_in) */
+    vc_tensor *in[4] = { x, src >= 0 ? f->kv_keep[2 * src] : NULL, src >= 0 ? f->kv_keep[2 * src + 1] : NULL,
+                         f->ple ? f->ple[l] : NULL };
+    vc_node *n = vc_tape_push(f->g, ckpt_bw, y, 4, in);
     x->requires_grad = had;
     if (n) {
         ckpt_saved *s = vc_graph_alloc(f->g, sizeof *s, 0);
@@ -870,6 +998,45 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
     vc_tensor *x = forward(m, g, b, NULL, kv);
     vc_graph_set_grad(g, grad);
     return x;
+}
+
+/* Gemma 4's per-layer inputs [T, n_layer P]: (norm(proj(x) / sqrt(hidden)) per layer + the token's own per-layer
+ * embedding times sqrt(P)) / sqrt(2), x the scaled embeddings */
+static vc_tensor **per_layer_inputs(fwd_ctx *f, vc_tensor *x) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_graph *g = f->g;
+    vc_tensor **out = vc_graph_alloc(g, sizeof(vc_tensor *) * (size_t)c->n_layer, 1);
+    vc_tensor *tok = vc_op_embedding(g, vc_w(f->m, -1, VC_W_PLE_EMBD), f->b->ids, f->T);
+    tok = tok ? vc_op_scale(g, tok, sqrtf((float)c->ple_dim)) : NULL;
+    vc_tensor *pr = vc_op_scale(g, vc_op_linear(g, x, vc_w(f->m, -1, VC_W_PLE_MODEL_PROJ), NULL),
+                                1.0f / sqrtf((float)c->hidden));
+    pr = vc_op_rmsnorm(g, pr, vc_w(f->m, -1, VC_W_PLE_PROJ_NORM), c->ple_dim, c->norm_eps, 0);
+    vc_tensor *all = vc_op_scale(g, vc_op_add(g, pr, tok), 1.0f / sqrtf(2.0f));
+    for (int l = 0; l < c->n_layer && all && out; l++) /* sliced before the layers run: they outlive their temporaries */
+        if (!(out[l] = vc_op_slice_cols(g, all, c->n_layer * c->ple_dim, l * c->ple_dim, (l + 1) * c->ple_dim)))
+            return NULL;
+    return all ? out : NULL;
+}
+
+/* KV sharing: which layers' keys and values later layers reuse; without a tape or a cache, buffers for them made
+ * before the layers run (each layer's temporaries die with it) */
+static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
+    const vc_model_config *c = &f->m->cfg;
+    int any = 0;
+    for (int l = 0; l < c->n_layer; l++) any |= c->kv_src[l] != 0;
+    if (!any) return VC_OK;
+    f->kv_need = vc_graph_alloc(f->g, (size_t)c->n_layer, 1);
+    f->kv_keep = vc_graph_alloc(f->g, sizeof(vc_tensor *) * 2 * (size_t)c->n_layer, 1);
+    if (!f->kv_need || !f->kv_keep) return vc_graph_status(f->g);
+    for (int l = 0; l < c->n_layer; l++)
+        if (c->kv_src[l]) f->kv_need[c->kv_src[l] - 1] = 1;
+    f->kv_copy = no_tape && !f->cache && !f->paged;
+    for (int l = 0; l < c->n_layer && f->kv_copy; l++) {
+        int64_t shape[3] = { f->T, vc_cfg_kv_heads(c, l), vc_cfg_head_dim(c, l) };
+        for (int i = 0; i < 2 && f->kv_need[l]; i++)
+            if (!(f->kv_keep[2 * l + i] = vc_tensor_new(f->g, 3, shape, 0))) return vc_graph_status(f->g);
+    }
+    return VC_OK;
 }
 
 /* b->prefix checked, and the gather rows and key ranges of every layer's shared-prefix attention */
@@ -953,8 +1120,10 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */
+        if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);
+        if (x && kv_share_setup(&f, no_tape)) x = NULL;
         /* without a tape a layer's temporaries die with it: keep the residual stream in two buffers
          * and rewind the arena after every layer */
         vc_tensor *buf[2] = { NULL, NULL };
@@ -1048,6 +1217,15 @@ vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const i
 }
 
 /* ---- KV cache ---- */
+/* the widest layer's keys (each layer's rows hold its keys, then its values, in rows of twice this: Gemma 4's full
+ * layers have heads of their own) */
+static int64_t kv_width(const vc_model_config *c) {
+    int64_t w = c->n_kv_head * c->head_dim;
+    for (int l = 0; l < c->n_layer; l++)
+        if (vc_cfg_kv_heads(c, l) * vc_cfg_head_dim(c, l) > w) w = vc_cfg_kv_heads(c, l) * vc_cfg_head_dim(c, l);
+    return w;
+}
+
 vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_cache **out) {
     const vc_model_config *c = &m->cfg;
     vc_kv_cache *k = vc_calloc(1, sizeof *k);
@@ -1055,8 +1233,8 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
     k->n_seq = n_seq;
     k->n_layer = (int)c->n_layer;
     k->max_len = max_len;
-    k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : c->n_kv_head * c->head_dim;
-    k->v_width = c->mla ? c->n_head * c->v_head_dim : c->n_kv_head * c->head_dim;
+    k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : kv_width(c);
+    k->v_width = c->mla ? c->n_head * c->v_head_dim : kv_width(c);
     size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width) * 4;
     k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
     k->be = vc_be();
@@ -1083,6 +1261,6 @@ int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq) { return c->len[seq]; }
 
 int64_t vc_kv_row_floats(const vc_model *m) {
     const vc_model_config *c = &m->cfg;
-    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : 2 * c->n_kv_head * c->head_dim;
+    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : 2 * kv_width(c);
 }
 void vc_kv_cache_reset(vc_kv_cache *c) { memset(c->len, 0, sizeof(int64_t) * (size_t)c->n_seq); }

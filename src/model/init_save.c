@@ -13,7 +13,9 @@
 static int is_norm(int slot) {
     return slot == VC_W_OUT_NORM || slot == VC_W_ATTN_NORM || slot == VC_W_FFN_NORM || slot == VC_W_Q_NORM ||
            slot == VC_W_K_NORM || slot == VC_W_Q_A_NORM || slot == VC_W_KV_A_NORM || slot == VC_W_POST_ATTN_NORM ||
-           slot == VC_W_POST_FFN_NORM;
+           slot == VC_W_POST_FFN_NORM || slot == VC_W_PRE_FFN_NORM2 || slot == VC_W_POST_FFN_NORM1 ||
+           slot == VC_W_POST_FFN_NORM2 || slot == VC_W_PLE_NORM || slot == VC_W_PLE_PROJ_NORM ||
+           slot == VC_W_ROUTER_SCALE || slot == VC_W_EXP_SCALE || slot == VC_W_LAYER_SCALAR; /* (ones, as transformers) */
 }
 
 

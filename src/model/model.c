@@ -35,7 +35,7 @@ vc_status vc_model_enable_grad(vc_model *m) {
                            m->be->name);
         for (int i = 0; i < m->n_params; i++) {
             vc_tensor *t = &m->params[i].t;
-            if (m->params[i].slot == VC_W_ROUTER_BIAS) continue; /* a buffer: selection only, not trained */
+            if (vc_slot_is_buffer(m->params[i].slot)) continue; /* a buffer: not trained */
             t->grad = m->grad_storage + (t->data - m->storage);
             t->requires_grad = 1;
         }
@@ -52,7 +52,7 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area) {
     m->grad_storage = NULL;
     for (int i = 0; i < m->n_params; i++) {
         vc_tensor *t = &m->params[i].t;
-        if (m->params[i].slot == VC_W_ROUTER_BIAS) continue; /* a buffer, as in vc_model_enable_grad */
+        if (vc_slot_is_buffer(m->params[i].slot)) continue; /* a buffer, as in vc_model_enable_grad */
         t->grad = area;
         t->requires_grad = area != NULL;
     }

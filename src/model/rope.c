@@ -97,6 +97,13 @@ static void llama3_freqs(const vc_rope *r, int dim, float *inv) {
     }
 }
 
+/* proportional: pair i < floor(partial * dim / 2) at base^(-2i / dim), the rest 0 (cos 1, sin 0), all over factor */
+static void proportional_freqs(const vc_rope *r, int dim, float *inv) {
+    int angles = (int)floor(r->partial_rotary_factor * (double)dim / 2.0);
+    default_freqs((float)r->theta, dim, inv);
+    for (int i = 0; i < dim / 2; i++) inv[i] = i < angles ? inv[i] / (float)r->factor : 0.0f;
+}
+
 /* Dynamic NTK: base * ((factor * seq_len / max_pos) - (factor - 1)) ** (dim / (dim - 2)), evaluated on
  * torch tensors (seq_len is a tensor in the forward-time update), hence in float32. */
 static void dynamic_freqs(const vc_rope *r, int dim, int64_t seq_len, int max_pos, float *inv) {
@@ -129,6 +136,7 @@ vc_status vc_rope_inv_freq(const vc_rope *r, int rot_dim, int64_t seq_len, int m
     case VC_ROPE_YARN: attn = yarn_freqs(r, rot_dim, max_pos, inv_freq); break;
     case VC_ROPE_LONGROPE: st = longrope_freqs(r, rot_dim, seq_len, max_pos, inv_freq, &attn); break;
     case VC_ROPE_LLAMA3: llama3_freqs(r, rot_dim, inv_freq); break;
+    case VC_ROPE_PROPORTIONAL: proportional_freqs(r, rot_dim, inv_freq); break;
     default: return vc_fail(VC_ERR_ARG, "rope: invalid type %d", r->type);
     }
     if (st == VC_OK && attn_scale) *attn_scale = attn;

@@ -6,7 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-static const char *const TYPE_NAMES[] = { "default", "linear", "dynamic", "yarn", "longrope", "llama3" };
+static const char *const TYPE_NAMES[] = { "default", "linear", "dynamic", "yarn", "longrope", "llama3",
+                                                "proportional" };
 
 const char *vc_rope_type_name(int type) {
     return type >= 0 && type < (int)(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]) ? TYPE_NAMES[type] : "?";
@@ -40,7 +41,7 @@ static vc_status type_from_name(const char *s, const char *ctx, const char *key,
     /* Qwen2-VL's multimodal rope: text positions are the same on its three axes, so it is the default rope */
     if (!strcmp(s, "mrope")) { *type = VC_ROPE_DEFAULT; return VC_OK; }
     return vc_fail(VC_ERR_UNSUPPORTED,
-                   "%s: key '%s': unknown rope type '%s' (known: default, linear, dynamic, yarn, longrope, llama3)",
+                   "%s: key '%s': unknown rope type '%s' (known: default, linear, dynamic, yarn, longrope, llama3, proportional)",
                    ctx, key, s);
 }
 

@@ -29,6 +29,7 @@ typedef struct {
     int64_t eg, ed;    /* their expert counts: E, or 1 when shared by the experts (Megatron-Bridge's) */
     int64_t *off1;     /* [2] {0, R} (backend): every routed row as one group, for a shared adapter */
     float *XA, *AA;    /* [R, r]: the gathered inputs through gate_up's A, the activations through down's A */
+    float *wpre, *sc;  /* bi.scale: [T, K] the router's weights before the experts' scales, and those scales */
 } moe_saved;
 
 /* the gated activations as the grouped GEMMs take them: bf16 (a16 = 1) or f32 */
@@ -116,6 +117,19 @@ static void bias_bwd(vc_graph *g, const moe_saved *s, vc_tensor *b, const float 
     if (db) vc_be()->moe_bias_bwd(db, d, s->off, s->E, C);
 }
 
+/* the experts' scales: their gradient (the unscaled weight times the weight's gradient, summed per expert), and the
+ * weights' gradient through them (tmp: [R] scratch) */
+static void expert_scale_bwd(vc_graph *g, const moe_saved *s, float *dw, float *tmp) {
+    const vc_backend *B = vc_be();
+    int64_t R = s->T * s->K;
+    float *ds = s->bi.scale->requires_grad ? vc_tensor_grad(g, s->bi.scale) : NULL;
+    if (ds) {
+        B->mul(tmp, s->wpre, dw, R);
+        B->embed_bwd(ds, tmp, s->idx, R, 1);
+    }
+    B->mul(dw, dw, s->sc, R);
+}
+
 /* the experts' backward over the grouped rows, then the scatter and the router's gradient */
 static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *dWu, float *dWd, const float *dy,
                         float *dw, float *dY, float *dA, float *dG, float *dU, float *dX, float *dR) {
@@ -126,6 +140,7 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     int a16, x16;
     const void *A = acts(s, &a16), *X = inputs(s, &x16);
     B->moe_combine_bwd(dY, dw, dy, s->Y, s->Xs ? s->ones : s->w, s->inv, s->T, s->K, H);
+    if (s->sc) expert_scale_bwd(g, s, dw, dX); /* (dX: scratch until its GEMMs overwrite it) */
     bias_bwd(g, s, s->bi.down, dY, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
@@ -178,6 +193,14 @@ static int moe_route(vc_graph *g, moe_saved *s, const vc_tensor *logits) {
         s->rd.replay = 1;
     }
     B->route_fwd(s->w, s->idx, logits->data, s->T, &s->rd);
+    if (s->bi.scale) { /* Gemma 4: each choice's weight times its expert's scale */
+        s->wpre = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 0);
+        s->sc = vc_graph_dalloc(g, sizeof(float) * (size_t)R, 0);
+        if (!s->wpre || !s->sc) return -1;
+        B->d2d(s->wpre, s->w, sizeof(float) * (size_t)R);
+        B->embed_fwd(s->sc, s->bi.scale->data, s->idx, R, 1);
+        B->mul(s->w, s->wpre, s->sc, R);
+    }
     if (s->rd.record_idx) B->d2h(s->rd.record_idx, s->idx, sizeof(int32_t) * (size_t)R);
     B->moe_group(s->off, s->tok, s->inv, s->idx, s->T, s->K, s->E);
     return 0;
@@ -211,7 +234,8 @@ vc_tensor *vc_op_moe_lora(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tenso
 /* the biases' shapes against the experts' [E, I, H] */
 static int bias_shapes(vc_graph *g, const vc_moe_bias *b, const vc_tensor *Wg) {
     int64_t E = Wg->shape[0], I = Wg->shape[1], H = Wg->shape[2];
-    int ok = (!b->gate || b->gate->n == E * I) && (!b->up || b->up->n == E * I) && (!b->down || b->down->n == E * H);
+    int ok = (!b->gate || b->gate->n == E * I) && (!b->up || b->up->n == E * I) && (!b->down || b->down->n == E * H) &&
+             (!b->scale || b->scale->n == E);
     if (!ok) vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "moe: expert biases do not fit %lld experts [%lld, %lld]",
                                       (long long)E, (long long)I, (long long)H));
     return ok ? 0 : -1;
@@ -243,6 +267,10 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     }
     if (bias) {
         if (bias_shapes(g, bias, Wu)) return NULL;
+        if (bias->scale && rd->scale_input) {
+            vc_graph_fail(g, vc_fail(VC_ERR_UNSUPPORTED, "moe: experts' scales with inputs the routing scales"));
+            return NULL;
+        }
         s->bi = *bias;
     }
     if (lora && (lora->gu_a || lora->down_a)) {
@@ -313,9 +341,9 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     if (s->bi.down) B->moe_bias_fwd(s->Y, s->bi.down->data, s->off, s->E, H);
     /* y[t] = sum_k w[t, k] Y[inv[t, k]] (w = 1 with scaled inputs), k ascending: a fixed summation order */
     B->moe_combine_fwd(y->data, s->Y, s->Xs ? s->ones : s->w, s->inv, s->T, s->K, H);
-    vc_tensor *in[12] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b,
-                          s->bi.gate, s->bi.up, s->bi.down };
-    vc_node *n = vc_tape_push(g, moe_bw, y, 12, in);
+    vc_tensor *in[13] = { x, logits, Wg, Wu, Wd, lo->gu_a, lo->gu_b, lo->down_a, lo->down_b,
+                          s->bi.gate, s->bi.up, s->bi.down, s->bi.scale };
+    vc_node *n = vc_tape_push(g, moe_bw, y, 13, in);
     if (n) n->saved = s;
     return y;
 }

@@ -92,6 +92,19 @@ static const char *CONFIG_FALCON_MAMBA =
     " \"vocab_size\": 300, \"layer_norm_epsilon\": 1e-5, \"mixer_rms_eps\": 1e-6, \"hidden_act\": \"silu\","
     " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* Gemma 4: KV sharing (the last two layers attend with earlier layers' cached keys and values, appending none),
+ * full layers with wider heads and one kv head (rows of two widths in one pool), per-layer embeddings, MoE beside the
+ * MLP */
+static const char *CONFIG_GEMMA4 =
+    "{\"architectures\": [\"Gemma4ForCausalLM\"], \"model_type\": \"gemma4_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 32, \"num_hidden_layers\": 5, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"global_head_dim\": 24, \"num_global_key_value_heads\": 1, \"attention_k_eq_v\": true,"
+    " \"sliding_window\": 5, \"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\","
+    " \"sliding_attention\", \"full_attention\"], \"hidden_size_per_layer_input\": 8, \"num_kv_shared_layers\": 2,"
+    " \"use_double_wide_mlp\": true, \"enable_moe_block\": true, \"num_experts\": 4, \"top_k_experts\": 2,"
+    " \"moe_intermediate_size\": 16, \"final_logit_softcapping\": 30.0, \"vocab_size\": 300, \"rms_norm_eps\": 1e-6,"
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -403,12 +416,14 @@ int main(void) {
     suite(m, "qwen2", &sp, n);
     test_bf16_kv(m, &sp, n);
     vc_model_free(m);
-    /* models whose layers carry states: Gated DeltaNet, short convolutions, Mamba 2, Mamba 2 beside attention */
+    /* models whose layers carry states: Gated DeltaNet, short convolutions, Mamba 2, Mamba 2 beside attention; and
+     * Gemma 4, whose cache is laid out its own way */
     static const struct { const char *const *config, *name; uint64_t seed; } HYBRIDS[] = {
         { &CONFIG_HYBRID, "qwen3.5 hybrid", 11 }, { &CONFIG_LFM2, "lfm2", 13 },
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
-        { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 } };
+        { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 },
+        { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());

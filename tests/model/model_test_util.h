@@ -94,7 +94,8 @@ __attribute__((unused)) static float tensor_elem(vc_tensor *t, int64_t j, int gr
 
 /* models of other shapes than the fixtures: GQA with llama3 rope, Qwen3-MoE, DeepSeek-V3 (MLA, grouped routing,
  * yarn), Gemma 2 (soft-caps, sliding window), Phi (partial rotary), ChatGLM, InternLM2, Qwen3 with layer types
- * and bf16, Mistral (sliding window) */
+ * and bf16, Gemma 4 (per-layer embeddings, KV sharing, an MoE block beside the MLP, values from keys, heads of two
+ * sizes, proportional rope: the hub's config keys), Mistral (sliding window) */
 __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "{\"model_type\":\"llama\",\"vocab_size\":97,\"hidden_size\":48,\"num_hidden_layers\":3,\"num_attention_heads\":6,"
     "\"num_key_value_heads\":3,\"intermediate_size\":80,\"rms_norm_eps\":1e-5,\"rope_theta\":500000,"
@@ -125,6 +126,12 @@ __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"],\"sliding_window\":4,"
     "\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":1000000.0,\"factor\":4.0,"
     "\"original_max_position_embeddings\":8}}",
+    "{\"model_type\":\"gemma4_text\",\"vocab_size\":79,\"hidden_size\":40,\"num_hidden_layers\":5,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":2,\"head_dim\":12,\"global_head_dim\":24,\"num_global_key_value_heads\":1,"
+    "\"attention_k_eq_v\":true,\"intermediate_size\":36,\"hidden_activation\":\"gelu_pytorch_tanh\",\"sliding_window\":3,"
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\"],"
+    "\"hidden_size_per_layer_input\":6,\"num_kv_shared_layers\":2,\"use_double_wide_mlp\":true,\"enable_moe_block\":true,"
+    "\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":16,\"final_logit_softcapping\":15.0,\"rms_norm_eps\":1e-6}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };

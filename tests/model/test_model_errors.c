@@ -158,6 +158,29 @@ int main(void) {
                " \"num_hidden_layers\": 2, \"use_bias\": true}");
     expect(d, VC_ERR_UNSUPPORTED, "config.json", "use_bias");
 
+    /* Gemma 4: attention without a causal mask, a KV-sharing layer with no earlier layer of its type, an MoE block
+     * without its top-k, full layers' kv heads that do not divide the heads */
+    d = fresh("gemma4_bidir");
+    write_text(d, "config.json", "{\"model_type\": \"gemma4_text\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"use_bidirectional_attention\": \"all\"}");
+    expect(d, VC_ERR_UNSUPPORTED, "config.json", "use_bidirectional_attention");
+    d = fresh("gemma4_share");
+    write_text(d, "config.json", "{\"model_type\": \"gemma4_text\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"head_dim\": 4, \"global_head_dim\": 8,"
+               " \"sliding_window\": 2, \"num_kv_shared_layers\": 2,"
+               " \"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}");
+    expect(d, VC_ERR_FORMAT, "config.json", "num_kv_shared_layers");
+    d = fresh("gemma4_moe");
+    write_text(d, "config.json", "{\"model_type\": \"gemma4_text\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"enable_moe_block\": true, \"num_experts\": 4,"
+               " \"moe_intermediate_size\": 4}");
+    expect(d, VC_ERR_FORMAT, "config.json", "top_k_experts");
+    d = fresh("gemma4_kv");
+    write_text(d, "config.json", "{\"model_type\": \"gemma4_text\", \"vocab_size\": 8, \"hidden_size\": 8,"
+               " \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"head_dim\": 2, \"global_head_dim\": 4,"
+               " \"attention_k_eq_v\": true, \"num_global_key_value_heads\": 3}");
+    expect(d, VC_ERR_FORMAT, "config.json", "kv heads");
+
     d = fresh("dtype");
     write_text(d, "config.json", "{\"model_type\": \"llama\", \"torch_dtype\": \"int4\", \"vocab_size\": 8, \"hidden_size\": 8,"
                                  "\"num_hidden_layers\": 1, \"num_attention_heads\": 2}");
