@@ -658,6 +658,17 @@ vc_status vc_model_load(const char *dir, vc_model **out) {
     return st;
 }
 
+/* an image-text model's text tensors as transformers 5 writes them: model.* under model.language_model.* (the last
+ * of the architecture's nested prefixes that does that), lm_head.* as it is */
+static const char *synth_name(const vc_arch *a, const char *name, char *buf, size_t cap) {
+    const char *to = NULL;
+    for (const char *const *n = a->nested; n && n[0]; n += 2)
+        if (!strncmp(name, n[0], strlen(n[0])) && !strncmp(n[1], "model.", 6) && strcmp(n[0], n[1])) to = n[1];
+    if (!to) return name;
+    snprintf(buf, cap, "%s%s", to, name + strlen("model."));
+    return buf;
+}
+
 /* sources for a model that has no checkpoint: the first rule that provides each slot instance */
 typedef struct { vc_model *m; uint8_t *done; } synth_ctx;
 static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int expert, const char *name) {
@@ -675,6 +686,8 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
         slot_index(x->m, layer, ids[i], &sj);
         x->done[sj] = 2;
     }
+    char nested[512];
+    name = synth_name(x->m->cfg.arch, name, nested, sizeof nested);
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (st == VC_OK) x->m->src[x->m->n_src - 1].ndim = source_shape(x->m, &x->m->src[x->m->n_src - 1], x->m->src[x->m->n_src - 1].shape);
     return st;
