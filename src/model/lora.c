@@ -40,6 +40,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "g_a_proj", VC_W_LIN_GA }, { "g_b_proj", VC_W_LIN_GB },
     { "x_proj", VC_W_LIN_XPROJ }, { "dt_proj", VC_W_LIN_DTPROJ }, /* Mamba 1 (Jamba) */
     { "fc1_latent_proj", VC_W_LAT_IN }, { "fc2_latent_proj", VC_W_LAT_OUT }, /* Nemotron-H's latent MoE */
+    { "per_layer_input_gate", VC_W_PLE_GATE }, { "per_layer_projection", VC_W_PLE_PROJ }, /* Gemma 4's per-layer input */
 };
 #define N_TARGETS (sizeof TARGETS / sizeof TARGETS[0])
 _Static_assert(VC_W_COUNT <= 128, "slot masks are 128 bits");
@@ -375,6 +376,9 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
                            c->arch ? c->arch->name : "the model");
         moe &= MOE_ROUTER;
     }
+    if (c->moe_dense) /* Gemma 4: no transformers 4 layout to convert from, so module names reach the router's nn.Linear
+                       * only (the experts: target_parameters) */
+        moe &= MOE_ROUTER;
     if (!(moe & MOE_GATE) != !(moe & MOE_UP)) /* PEFT refuses this conversion on transformers 5 */
         vc_warn("LoRA target_modules names %s without %s: the routed experts' fused gate_up_proj gets no adapter",
                 moe & MOE_GATE ? "gate_proj (w1)" : "up_proj (w3)", moe & MOE_GATE ? "up_proj (w3)" : "gate_proj (w1)");
