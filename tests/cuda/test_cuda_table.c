@@ -651,6 +651,9 @@ static void test_paged(void) {
         { "chunked prefill, GQA 8/2 hd 64, attention sinks", 8, 2, 64, 64, 0, 16, 2, 0, { 20, 64 }, { 70, 64 }, 1 },
         { "decode and prefill, GQA 8/2 hd 64, chunks of 24", 8, 2, 64, 64, 0, 16, 3, 0, { 1, 30, 1 }, { 90, 60, 24 }, 0,
           24 },
+        { "decode and prefill, GQA 8/1 hd 512 (Gemma 4's full layers: 4 heads a block)", 8, 1, 512, 512, 0, 16, 3, 0,
+          { 1, 20, 1 }, { 70, 40, 3 } },
+        { "decode, GQA 4/2 hd 320, softcap 30", 4, 2, 320, 320, 0, 8, 2, 30.0f, { 1, 1 }, { 33, 9 } },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
 }

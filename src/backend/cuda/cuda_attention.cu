@@ -5,7 +5,7 @@
  * loops over the query heads of its group and the query blocks that can see its keys, and a dQ kernel
  * with one block per (sequence, head, query block) loops over key blocks. Every output element is
  * summed by one thread in a fixed order: no float atomics, results are the same bits run to run.
- * Head dims are padded to a bucket (64, 128, 256) with zeros. Threads form a 16 x 16 grid; a thread
+ * Head dims are padded to a bucket (64, 128, 256, 512) with zeros. Threads form a 16 x 16 grid; a thread
  * owns rows tr + 16 i and columns tc + 16 j of each tile, so row reductions are half-warp shuffles. */
 #include "cuda_internal.h"
 #include <stdio.h>
@@ -357,8 +357,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
 static int attn_check(const vc_attn_desc *d, const char *op) {
     const char *why = NULL;
     if (d->n_head <= 0 || d->n_kv_head <= 0 || d->n_head % d->n_kv_head) why = "n_head must be a multiple of n_kv_head";
-    else if (d->head_dim > 256 || d->v_head_dim > 256 || d->head_dim <= 0 || d->v_head_dim <= 0)
-        why = "head_dim and v_head_dim must be in 1..256";
+    else if (d->head_dim > 512 || d->v_head_dim > 512 || d->head_dim <= 0 || d->v_head_dim <= 0)
+        why = "head_dim and v_head_dim must be in 1..512";
     if (!why) return 1;
     char what[200];
     snprintf(what, sizeof what, "%s (%d heads, %d kv heads, dims %d/%d)", why, d->n_head, d->n_kv_head, d->head_dim,
@@ -426,7 +426,7 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
 
 static int bucket(const vc_attn_desc *d) {
     int m = d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim;
-    return m <= 64 ? 64 : m <= 128 ? 128 : 256;
+    return m <= 64 ? 64 : m <= 128 ? 128 : m <= 256 ? 256 : 512; /* 512: Gemma 4's full layers */
 }
 
 template <int D, int BQ, int BK>
@@ -456,7 +456,8 @@ void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d)
     switch (bucket(d)) {
     case 64: launch_fwd<64, 64, 64>(o, lse, q, d, op); break;
     case 128: launch_fwd<128, 64, 64>(o, lse, q, d, op); break;
-    default: launch_fwd<256, 64, 32>(o, lse, q, d, op); break;
+    case 256: launch_fwd<256, 64, 32>(o, lse, q, d, op); break;
+    default: launch_fwd<512, 32, 16>(o, lse, q, d, op); break;
     }
 }
 
@@ -524,9 +525,13 @@ void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *l
             if (dq) launch_dq<128, 64, 64>(dq, dout, lse, q, d, Dfull, op);
             if (need_kv) launch_dkdv<128, 32, 64>(dout, lse, q, d, Dfull, op);
             break;
-        default:
+        case 256:
             if (dq) launch_dq<256, 32, 32>(dq, dout, lse, q, d, Dfull, op);
             if (need_kv) launch_dkdv<256, 32, 32>(dout, lse, q, d, Dfull, op);
+            break;
+        default: /* 512: tiles of 16 keep shared memory under 227 KiB */
+            if (dq) launch_dq<512, 16, 16>(dq, dout, lse, q, d, Dfull, op);
+            if (need_kv) launch_dkdv<512, 16, 16>(dout, lse, q, d, Dfull, op);
             break;
         }
     }

@@ -36,10 +36,10 @@ struct paged_params {
 __device__ __forceinline__ float kv_load(const float *p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float kv_load(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
 
-template <int GC, typename KV>
+template <int GC, typename KV, int NC>
 __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, const float *q, paged_params p) {
-    __shared__ float qs[GC][256];
-    __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][256];
+    __shared__ float qs[GC][32 * NC];
+    __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][32 * NC];
     const int64_t row = p.row0 + blockIdx.x;
     const int h0 = blockIdx.y * GC, kvh = h0 / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const pseq sq = p.seq[p.row_seq[blockIdx.x]];
@@ -50,28 +50,28 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
     int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
     if (p.chunk > 0 && pos - pos % p.chunk > j0) j0 = pos - pos % p.chunk;
-    float m[GC], l[GC], acc[GC][8];
+    float m[GC], l[GC], acc[GC][NC];
     for (int g = 0; g < GC; g++) {
         m[g] = -INFINITY;
         l[g] = 0;
-        for (int c = 0; c < 8; c++) acc[g][c] = 0;
+        for (int c = 0; c < NC; c++) acc[g][c] = 0;
     }
     for (int64_t j = j0 + warp; j < j1; j += PW) {
         const KV *k = (const KV *)p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
         const KV *v = (const KV *)p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
-        float kk[8], vv[8];
-        for (int c = 0; c < 8; c++) {
+        float kk[NC], vv[NC];
+        for (int c = 0; c < NC; c++) {
             kk[c] = lane + 32 * c < p.hd ? kv_load(k, lane + 32 * c) : 0.0f;
             vv[c] = lane + 32 * c < p.dv ? kv_load(v, lane + 32 * c) : 0.0f;
         }
         for (int g = 0; g < GC; g++) {
             float dot = 0;
-            for (int c = 0; c < 8 && lane + 32 * c < p.hd; c++) dot += qs[g][lane + 32 * c] * kk[c];
+            for (int c = 0; c < NC && lane + 32 * c < p.hd; c++) dot += qs[g][lane + 32 * c] * kk[c];
             dot = vc_warp_sum(dot);
             float x = vc_attn_score(p, dot, h0 + g, pos, j);
             float mn = fmaxf(m[g], x), corr = expf(m[g] - mn), e = expf(x - mn);
             l[g] = l[g] * corr + e;
-            for (int c = 0; c < 8; c++) acc[g][c] = acc[g][c] * corr + (lane + 32 * c < p.dv ? e * vv[c] : 0.0f);
+            for (int c = 0; c < NC; c++) acc[g][c] = acc[g][c] * corr + (lane + 32 * c < p.dv ? e * vv[c] : 0.0f);
             m[g] = mn;
         }
     }
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             wl[warp][g] = l[g];
         }
     for (int g = 0; g < GC; g++) { /* merge head by head through one shared buffer */
-        for (int c = 0; c < 8; c++) wacc[warp][lane + 32 * c] = acc[g][c];
+        for (int c = 0; c < NC; c++) wacc[warp][lane + 32 * c] = acc[g][c];
         __syncthreads();
         float M = -INFINITY, L = 0, f[PW];
         for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
@@ -102,11 +102,11 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     }
 }
 
-/* query heads per block: the largest divisor of the group size up to 8 (VERLC_CUDA_PAGED_GROUPS=0: one) */
-static int heads_per_block(int group) {
+/* query heads per block: the largest divisor of the group size up to `most` (VERLC_CUDA_PAGED_GROUPS=0: one) */
+static int heads_per_block(int group, int most) {
     const char *e = getenv("VERLC_CUDA_PAGED_GROUPS");
     if (e && *e == '0') return 1;
-    for (int gc = 8; gc > 1; gc--)
+    for (int gc = most; gc > 1; gc--)
         if (group % gc == 0) return gc;
     return 1;
 }
@@ -214,17 +214,19 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
     return table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
 }
 
-template <typename KV>
+/* NC columns of the head per lane: 8 for heads up to 256 wide, 16 up to 512 (Gemma 4's full layers, at most 4 heads
+ * a block) */
+template <typename KV, int NC>
 static void launch_paged(int gc, dim3 grid, float *o, float *lse, const float *q, const paged_params &p) {
     switch (gc) {
-    case 8: k_attn_paged<8, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 7: k_attn_paged<7, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 6: k_attn_paged<6, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 5: k_attn_paged<5, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 4: k_attn_paged<4, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 3: k_attn_paged<3, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    case 2: k_attn_paged<2, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
-    default: k_attn_paged<1, KV><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 8: k_attn_paged<8, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 7: k_attn_paged<7, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 6: k_attn_paged<6, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 5: k_attn_paged<5, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 4: k_attn_paged<4, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 3: k_attn_paged<3, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    case 2: k_attn_paged<2, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
+    default: k_attn_paged<1, KV, NC><<<grid, PW * 32, 0, vc_cu_stream()>>>(o, lse, q, p); break;
     }
 }
 
@@ -270,9 +272,11 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.scale = d->scale;
     p.cap = d->softcap;
     p.sinks = d->sinks;
-    int gc = heads_per_block(d->n_head / d->n_kv_head);
+    int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
-    if (d->kv_bf16) launch_paged<__nv_bfloat16>(gc, grid, o, lse, q, p);
-    else launch_paged<float>(gc, grid, o, lse, q, p);
+    if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);
+    else if (d->kv_bf16) launch_paged<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
+    else if (wide) launch_paged<float, 16>(gc, grid, o, lse, q, p);
+    else launch_paged<float, 8>(gc, grid, o, lse, q, p);
     vc_cu_end(op);
 }
