@@ -14,7 +14,7 @@
 #include "verlc/rng.h"
 #include "verlc/train.h"
 
-#define NCFG 5
+#define NCFG 6
 static const char *CONFIGS[NCFG] = {
     "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 64,"
     " \"intermediate_size\": 96, \"num_hidden_layers\": 3, \"num_attention_heads\": 8, \"num_key_value_heads\": 2,"
@@ -46,10 +46,17 @@ static const char *CONFIGS[NCFG] = {
     " \"num_experts\": 1, \"attn_layer_period\": 3, \"attn_layer_offset\": 1, \"mamba_d_state\": 8,"
     " \"mamba_d_conv\": 4, \"mamba_expand\": 2, \"vocab_size\": 260, \"rms_norm_eps\": 1e-6, \"hidden_act\": \"silu\","
     " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
+    /* KV sharing: the last two layers read earlier layers' pages (and append none); full layers' wider rows */
+    "{\"architectures\": [\"Gemma4ForCausalLM\"], \"model_type\": \"gemma4_text\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 12, \"global_head_dim\": 24, \"num_global_key_value_heads\": 1, \"attention_k_eq_v\": true,"
+    " \"sliding_window\": 6, \"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\","
+    " \"full_attention\"], \"hidden_size_per_layer_input\": 8, \"num_kv_shared_layers\": 2, \"vocab_size\": 260,"
+    " \"rms_norm_eps\": 1e-6, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
 };
 static const char *NAMES[NCFG] = { "qwen2-like (GQA 8/2, tied)", "gemma2-like (window 6, soft-caps)",
                                    "qwen3-moe-like (40 experts, top 4)", "qwen3.5-like (Gated DeltaNet states)",
-                                   "jamba-like (Mamba 1 states)" };
+                                   "jamba-like (Mamba 1 states)", "gemma4-like (KV sharing, per-layer inputs)" };
 
 /* where two sample lists first differ (printed when they do) */
 static void first_difference(const vc_rollout_sample *a, const vc_rollout_sample *b, int n) {
@@ -134,7 +141,7 @@ int main(void) {
     CHECK_OK(vc_device_select("cuda", "test"));
     int64_t captures = 0, replays = 0;
     for (int c = 0; c < NCFG; c++)
-        for (int prec = 0; prec < (c < 3 ? 2 : 1); prec++) { /* the linear-attention models: f32 (their tables) */
+        for (int prec = 0; prec < (c < 3 || c == 5 ? 2 : 1); prec++) { /* the linear-attention models: f32 (their tables) */
             vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
             vc_model *m = model_from_config(CONFIGS[c], 3 + (uint64_t)c);
             CHECK(m != NULL);
