@@ -229,11 +229,10 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     }
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
     int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
-                    is(c, "exaone_moe");
+                    is(c, "exaone_moe") || is(c, "solar_open"); /* Solar Open: GLM-4.5's MoE in every layer */
     /* Mistral 4: DeepSeek-V3's grouped routing (top-2 sums per group) over softmax scores, no correction bias */
     int mistral4 = is(c, "mistral4");
-    if (!strncmp(c->model_type, "deepseek", 8) || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
-        is(c, "exaone_moe") || mistral4) {
+    if (!strncmp(c->model_type, "deepseek", 8) || v3_router || mistral4) {
         if ((st = get_int_any(o, "n_shared_experts num_shared_experts", 0, &v, path))) return st;
         c->shared_inter = v * c->moe_inter;
         double s;
