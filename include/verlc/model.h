@@ -52,7 +52,8 @@ typedef struct vc_model_config {
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
     int router_bias;              /* the router has a choice-only correction bias (DeepSeek-V3's sigmoid, ERNIE's softmax) */
-    int attn_sinks;               /* a learned sink logit per head in every softmax (gpt-oss) */
+    int attn_sinks;               /* a learned sink logit per head in every softmax (gpt-oss); 2: on sliding layers only
+                                   * (MiMo-V2-Flash) */
     int fp8_quant;                /* quantization_config fp8: every float8 weight has its *_scale_inv */
     int fp8_block[2];             /* its weight_block_size */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
@@ -128,6 +129,7 @@ typedef struct vc_model_config {
     int64_t ple_dim, ple_vocab;   /* per-layer embeddings: ple_dim per layer from a [ple_vocab, n_layer ple_dim] table */
     int16_t kv_src[VC_MAX_LAYERS]; /* > 0: the layer attends with layer kv_src - 1's keys and values (KV sharing) */
     uint8_t inter_x2[VC_MAX_LAYERS]; /* the layer's MLP is twice intermediate_size wide (use_double_wide_mlp) */
+    float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;
@@ -138,6 +140,10 @@ static inline int64_t vc_cfg_head_dim(const vc_model_config *c, int l) {
 }
 static inline int64_t vc_cfg_kv_heads(const vc_model_config *c, int l) {
     return l >= 0 && c->layer_nkv[l] ? c->layer_nkv[l] : c->n_kv_head;
+}
+/* values' head width: v_head_dim outside MLA where a config gives one (MiMo-V2-Flash), else the layer's head_dim */
+static inline int64_t vc_cfg_v_head_dim(const vc_model_config *c, int l) {
+    return !c->mla && c->v_head_dim ? c->v_head_dim : vc_cfg_head_dim(c, l);
 }
 static inline int64_t vc_cfg_inter(const vc_model_config *c, int l) {
     return l >= 0 && c->inter_x2[l] ? 2 * c->inter : c->inter;

@@ -442,6 +442,11 @@ static const vc_tensor_rule MAMBA2_PURE[] = {
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* MiMo-V2-Flash: the sliding layers' sinks (transformers 5 names them attention_sink_bias in the checkpoint) */
+static const vc_tensor_rule MIMO_SINKS[] = {
+    { L "self_attn.attention_sink_bias", VC_W_SINKS }, { L "self_attn.sinks", VC_W_SINKS },
+    { 0 } };
+
 /* Gemma 4: Gemma 2's norms, its own pieces (k_proj may hold the values too: attention_k_eq_v; KV-sharing layers
  * have no k_proj / v_proj / k_norm), the MoE block beside the dense MLP, per-layer embeddings */
 static const vc_tensor_rule GEMMA4[] = {
@@ -486,6 +491,8 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
+    { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
@@ -680,6 +687,7 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
 
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
     int64_t H = c->hidden, hd = vc_cfg_head_dim(c, layer), nq = c->n_head * hd, nkv = vc_cfg_kv_heads(c, layer) * hd;
+    int64_t nv = vc_cfg_kv_heads(c, layer) * vc_cfg_v_head_dim(c, layer), no = c->n_head * vc_cfg_v_head_dim(c, layer);
     int64_t inter = vc_cfg_inter(c, layer), P = c->ple_dim;
     int kv_shared = layer >= 0 && c->kv_src[layer]; /* Gemma 4: attends with an earlier layer's keys and values */
     int v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer]; /* ... or its values are its keys' projection */
@@ -776,12 +784,12 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
     case VC_W_K: return c->mla || kv_shared ? 0 : set(s, nkv, H, 0);
-    case VC_W_V: return c->mla || kv_shared || v_from_k ? 0 : set(s, nkv, H, 0);
+    case VC_W_V: return c->mla || kv_shared || v_from_k ? 0 : set(s, nv, H, 0);
     case VC_W_Q_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nq, 0, 0);
     case VC_W_K_B: case VC_W_V_B:
         *optional = !c->qkv_bias;
-        return c->mla || kv_shared || (slot == VC_W_V_B && v_from_k) ? 0 : set(s, nkv, 0, 0);
-    case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : nq, 0);
+        return c->mla || kv_shared || (slot == VC_W_V_B && v_from_k) ? 0 : set(s, slot == VC_W_V_B ? nv : nkv, 0, 0);
+    case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : no, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
     case VC_W_Q_NORM:
         if (c->qk_norm_heads) return set(s, c->n_head, hd, 0);
@@ -821,7 +829,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
-    case VC_W_SINKS: return c->attn_sinks ? set(s, c->n_head, 0, 0) : 0;
+    case VC_W_SINKS: return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, c->n_head, 0, 0) : 0;
     case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, nq, H, 0) : 0;
     case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && layer >= 0 ? set(s, 1, 0, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;

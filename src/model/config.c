@@ -229,7 +229,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     }
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
     int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
-                    is(c, "exaone_moe") || is(c, "solar_open"); /* Solar Open: GLM-4.5's MoE in every layer */
+                    is(c, "exaone_moe") || is(c, "solar_open") || /* Solar Open: GLM-4.5's MoE in every layer */
+                    is(c, "mimo_v2_flash");
     /* Mistral 4: DeepSeek-V3's grouped routing (top-2 sums per group) over softmax scores, no correction bias */
     int mistral4 = is(c, "mistral4");
     if (!strncmp(c->model_type, "deepseek", 8) || v3_router || mistral4) {
@@ -331,7 +332,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             if (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") && strcmp(t->valuestring, "sparse")))
                 return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", path, (long long)l);
             moe = !strcmp(t->valuestring, "sparse");
-        } else if (is(c, "glm4_moe_lite")) moe = l > 0; /* transformers' default: the first layer dense */
+        } else if (is(c, "glm4_moe_lite") || is(c, "mimo_v2_flash")) moe = l > 0; /* transformers' default: the first
+                                                                                  * layer dense */
         if (is(c, "llama4_text")) { /* moe_layers, else every interleave_moe_layer_step-th layer */
             const cJSON *ml = vc_json_member(o, "moe_layers"), *e;
             int64_t st2 = 1;
@@ -1026,6 +1028,30 @@ static vc_status rotary_keys(const cJSON *o, const char *path, vc_model_config *
 }
 
 /* family-specific keys and flags */
+/* MiMo-V2-Flash: q/k heads of head_dim and values of v_head_dim scaled by attention_value_scale; sliding layers with twice
+ * the kv heads and a sink per head; partial rope per layer type (each its own factor) */
+static vc_status parse_mimo_v2(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    double vs;
+    if ((st = get_int_any(o, "v_head_dim", c->head_dim, &c->v_head_dim, path)) ||
+        (st = check_size(path, "v_head_dim", c->v_head_dim, 1, HEAD_MAX)) ||
+        (st = get_num_any(o, "attention_value_scale", 1.0, &vs, path)))
+        return st;
+    if (!isfinite(vs) || vs == 0)
+        return vc_fail(VC_ERR_FORMAT, "%s: attention_value_scale must be a finite non-zero number", path);
+    c->v_scale = (float)vs;
+    c->attn_sinks = 2;
+    if (c->n_kv_head * 2 > HEAD_MAX || c->n_head % (2 * c->n_kv_head))
+        return vc_fail(VC_ERR_FORMAT, "%s: sliding layers' 2 x %lld kv heads do not divide %lld heads", path,
+                       (long long)c->n_kv_head, (long long)c->n_head);
+    for (int64_t l = 0; l < c->n_layer; l++) c->layer_nkv[l] = c->window[l] ? (int32_t)(2 * c->n_kv_head) : 0;
+    if (c->local_rope) c->rot_dim_local = (int)((double)c->head_dim * c->rope_local.partial_rotary_factor);
+    if (c->rot_dim_local % 2 || c->rot_dim_local > c->head_dim)
+        return vc_fail(VC_ERR_FORMAT, "%s: the sliding layers' rotary dimension %d does not fit head_dim %lld", path,
+                       c->rot_dim_local, (long long)c->head_dim);
+    return VC_OK;
+}
+
 /* Gemma 4 (gemma4_text): the keys its layers do not depend on. Plain-weight RMSNorms, q / k norms, values normed
  * without a weight, attention scale 1, a layer_scalar per layer, sandwich norms; MoE layers (enable_moe_block) keep
  * their dense MLP beside softmax top-k experts; per-layer embeddings (hidden_size_per_layer_input) */
@@ -1519,6 +1545,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = parse_special_tokens(o, path, c)))
         return st;
     if (is(c, "gemma4_text") && (st = gemma4_layers(o, path, c))) return st;
+    if (is(c, "mimo_v2_flash") && (st = parse_mimo_v2(o, path, c))) return st;
     if ((st = parse_labels(o, path, c)) || (st = parse_quant(o, path, c)) || (st = check_sizes(c, path))) return st;
     int64_t hd_max = c->head_dim;
     for (int l = 0; l < c->n_layer; l++) if (vc_cfg_head_dim(c, l) > hd_max) hd_max = vc_cfg_head_dim(c, l);

@@ -504,7 +504,8 @@ static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **
     int has_v = vc_w(m, l, VC_W_V) != NULL;
     *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     *v = has_v ? lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B)) : *k;
-    if (c->v_norm) *v = vc_op_rmsnorm(f->g, *v, NULL, vc_cfg_head_dim(c, l), c->norm_eps, 0); /* a new tensor */
+    if (c->v_norm) *v = vc_op_rmsnorm(f->g, *v, NULL, vc_cfg_v_head_dim(c, l), c->norm_eps, 0); /* a new tensor */
+    if (c->v_scale) *v = vc_op_scale(f->g, *v, c->v_scale); /* MiMo-V2-Flash */
     if (*k) *k = qk_heads(f, l, *k, vc_cfg_kv_heads(c, l), 1);
 }
 
@@ -513,6 +514,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_model *m = f->m;
     vc_graph *g = f->g;
     int64_t T = f->T, nh = c->n_head, nkv = vc_cfg_kv_heads(c, l), hd = vc_cfg_head_dim(c, l);
+    int64_t hdv = vc_cfg_v_head_dim(c, l);
     int src = (l >= 0 ? c->kv_src[l] : 0) - 1; /* Gemma 4's KV sharing: attend with layer src's keys and values */
     vc_tensor *k = NULL, *v = NULL;
     if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
@@ -525,9 +527,9 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         v = f->kv_keep[2 * src + 1];
     }
     q = q ? qk_heads(f, l, q, nh, 0) : NULL;
-    vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hd);
+    vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
     if (!o) return NULL;
-    o = reshape3(g, o, T, 1, nh * hd);
+    o = reshape3(g, o, T, 1, nh * hdv);
     if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
         o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID));
     return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
@@ -1217,12 +1219,14 @@ vc_status vc_model_logprobs(vc_model *m, vc_graph *g, vc_tensor *hidden, const i
 }
 
 /* ---- KV cache ---- */
-/* the widest layer's keys (each layer's rows hold its keys, then its values, in rows of twice this: Gemma 4's full
- * layers have heads of their own) */
-static int64_t kv_width(const vc_model_config *c) {
-    int64_t w = c->n_kv_head * c->head_dim;
-    for (int l = 0; l < c->n_layer; l++)
-        if (vc_cfg_kv_heads(c, l) * vc_cfg_head_dim(c, l) > w) w = vc_cfg_kv_heads(c, l) * vc_cfg_head_dim(c, l);
+/* the widest layer's keys (v 0) or values (v 1): each layer's rows hold its keys, then its values, in rows of both
+ * widths (Gemma 4's full layers and MiMo-V2-Flash's sliding ones have heads of their own) */
+static int64_t kv_width(const vc_model_config *c, int v) {
+    int64_t w = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        int64_t x = vc_cfg_kv_heads(c, l) * (v ? vc_cfg_v_head_dim(c, l) : vc_cfg_head_dim(c, l));
+        if (x > w) w = x;
+    }
     return w;
 }
 
@@ -1233,8 +1237,8 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
     k->n_seq = n_seq;
     k->n_layer = (int)c->n_layer;
     k->max_len = max_len;
-    k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : kv_width(c);
-    k->v_width = c->mla ? c->n_head * c->v_head_dim : kv_width(c);
+    k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : kv_width(c, 0);
+    k->v_width = c->mla ? c->n_head * c->v_head_dim : kv_width(c, 1);
     size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width) * 4;
     k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
     k->be = vc_be();
@@ -1261,6 +1265,6 @@ int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq) { return c->len[seq]; }
 
 int64_t vc_kv_row_floats(const vc_model *m) {
     const vc_model_config *c = &m->cfg;
-    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : 2 * kv_width(c);
+    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : kv_width(c, 0) + kv_width(c, 1);
 }
 void vc_kv_cache_reset(vc_kv_cache *c) { memset(c->len, 0, sizeof(int64_t) * (size_t)c->n_seq); }

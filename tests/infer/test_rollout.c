@@ -105,6 +105,14 @@ static const char *CONFIG_GEMMA4 =
     " \"moe_intermediate_size\": 16, \"final_logit_softcapping\": 30.0, \"vocab_size\": 300, \"rms_norm_eps\": 1e-6,"
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* MiMo-V2-Flash: values narrower than keys, sliding layers with twice the kv heads and sinks (KV rows of two layouts) */
+static const char *CONFIG_MIMO =
+    "{\"architectures\": [\"MiMoV2FlashForCausalLM\"], \"model_type\": \"mimo_v2_flash\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"moe_intermediate_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 1, \"head_dim\": 16, \"v_head_dim\": 8, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2,"
+    " \"sliding_window\": 5, \"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"],"
+    " \"vocab_size\": 300, \"rms_norm_eps\": 1e-5, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -423,7 +431,7 @@ int main(void) {
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
         { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 },
-        { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 } };
+        { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 }, { &CONFIG_MIMO, "mimo-v2-flash (sinks, v narrower)", 43 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());

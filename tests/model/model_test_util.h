@@ -95,7 +95,8 @@ __attribute__((unused)) static float tensor_elem(vc_tensor *t, int64_t j, int gr
 /* models of other shapes than the fixtures: GQA with llama3 rope, Qwen3-MoE, DeepSeek-V3 (MLA, grouped routing,
  * yarn), Gemma 2 (soft-caps, sliding window), Phi (partial rotary), ChatGLM, InternLM2, Qwen3 with layer types
  * and bf16, Gemma 4 (per-layer embeddings, KV sharing, an MoE block beside the MLP, values from keys, heads of two
- * sizes, proportional rope: the hub's config keys), Mistral (sliding window) */
+ * sizes, proportional rope: the hub's config keys), MiMo-V2-Flash (values narrower than keys, sinks and twice the kv
+ * heads on sliding layers, a rope fraction per layer type), Mistral (sliding window) */
 __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "{\"model_type\":\"llama\",\"vocab_size\":97,\"hidden_size\":48,\"num_hidden_layers\":3,\"num_attention_heads\":6,"
     "\"num_key_value_heads\":3,\"intermediate_size\":80,\"rms_norm_eps\":1e-5,\"rope_theta\":500000,"
@@ -132,6 +133,12 @@ __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\",\"sliding_attention\",\"full_attention\"],"
     "\"hidden_size_per_layer_input\":6,\"num_kv_shared_layers\":2,\"use_double_wide_mlp\":true,\"enable_moe_block\":true,"
     "\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":16,\"final_logit_softcapping\":15.0,\"rms_norm_eps\":1e-6}",
+    "{\"model_type\":\"mimo_v2_flash\",\"vocab_size\":73,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":1,\"head_dim\":20,\"v_head_dim\":12,\"intermediate_size\":40,\"moe_intermediate_size\":16,"
+    "\"n_routed_experts\":6,\"num_experts_per_tok\":2,\"sliding_window\":3,\"attention_value_scale\":0.8,"
+    "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"],\"rms_norm_eps\":1e-5,"
+    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":5000000.0,\"partial_rotary_factor\":0.5},"
+    "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0,\"partial_rotary_factor\":0.2}}}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };
