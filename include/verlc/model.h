@@ -42,7 +42,8 @@ typedef struct vc_model_config {
     int norm_no_weight;           /* RMSNorms without a weight, q/k norms too (nanochat) */
     int emb_norm;                 /* the embeddings RMS-normed before the first layer (nanochat) */
     int rope_neg;                 /* rope turning the other way (nanochat's rotate_half: cat(x2, -x1)) */
-    int attn_out_gate;            /* attention output gated by sigmoid(gate_proj(x)) per channel (AFMoE) */
+    int attn_out_gate;            /* attention output gated by sigmoid(gate_proj(x)) per channel (AFMoE); 2: per head
+                                   * (LFM3's g_proj) */
     int qk_l2norm;                /* Llama 4: q and k of the rope layers RMS-normed without weights after the rope */
     float q_temp_scale, q_temp_floor; /* Llama 4's NoPE layers: q x (log(floor((pos + 1) / floor) + 1) scale + 1) */
     int route_scale_input;        /* the routing weights scale the experts' inputs (Llama 4) */
@@ -130,6 +131,8 @@ typedef struct vc_model_config {
     int16_t kv_src[VC_MAX_LAYERS]; /* > 0: the layer attends with layer kv_src - 1's keys and values (KV sharing) */
     uint8_t inter_x2[VC_MAX_LAYERS]; /* the layer's MLP is twice intermediate_size wide (use_double_wide_mlp) */
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
+    int nested_text;              /* the text model of an image-text config (text_config): its tensors sit under
+                                   * model.language_model.* in what `verlc init` writes */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
 } vc_model_config;

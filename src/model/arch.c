@@ -105,11 +105,11 @@ static const vc_tensor_rule HUNYUAN_MOE[] = {
 
 /* Granite 3 MoE: fused experts [E, 2I, H] (gate rows, then up) and [E, H, I], a router module, a shared MLP
  * (granitemoeshared); the hub's names and transformers 5's */
-static const vc_tensor_rule GRANITE_MOE[] = {
-    { L "block_sparse_moe.input_linear.weight", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+static const vc_tensor_rule GRANITE_MOE[] = { /* (transformers 5's names first: what `verlc init` writes) */
     { L "block_sparse_moe.experts.gate_up_proj", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
-    { L "block_sparse_moe.output_linear.weight", VC_W_EXP_DOWN }, { L "block_sparse_moe.experts.down_proj", VC_W_EXP_DOWN },
-    { L "block_sparse_moe.router.layer.weight", VC_W_ROUTER }, { L "block_sparse_moe.router.weight", VC_W_ROUTER },
+    { L "block_sparse_moe.input_linear.weight", VC_W_EXP_GATE, VC_TR_EXPERT_GATE_UP, VC_W_EXP_UP },
+    { L "block_sparse_moe.experts.down_proj", VC_W_EXP_DOWN }, { L "block_sparse_moe.output_linear.weight", VC_W_EXP_DOWN },
+    { L "block_sparse_moe.router.weight", VC_W_ROUTER }, { L "block_sparse_moe.router.layer.weight", VC_W_ROUTER },
     { L "shared_mlp.input_linear.weight", VC_W_SH_GATE, VC_TR_SPLIT_ROWS, VC_W_SH_UP },
     { L "shared_mlp.output_linear.weight", VC_W_SH_DOWN },
     { 0 } };
@@ -369,6 +369,14 @@ static const vc_tensor_rule LFM2[] = {
     { L "feed_forward.w1.weight", VC_W_GATE }, { L "feed_forward.w3.weight", VC_W_UP },
     { L "feed_forward.w2.weight", VC_W_DOWN },
     { 0 } };
+/* LFM3: sandwich norms after each operator and MLP, a sigmoid gate per attention head (the module g_proj, which
+ * transformers 5.24 saves as gate_proj) */
+static const vc_tensor_rule LFM3[] = {
+    { L "post_operator_norm.weight", VC_W_POST_ATTN_NORM }, { L "post_ffn_norm.weight", VC_W_POST_FFN_NORM },
+    { L "self_attn.o_proj.weight", VC_W_O }, { L "self_attn.q_norm.weight", VC_W_Q_NORM },
+    { L "self_attn.k_norm.weight", VC_W_K_NORM }, { L "self_attn.g_proj.weight", VC_W_ATTN_GATE },
+    { L "self_attn.gate_proj.weight", VC_W_ATTN_GATE },
+    { 0 } };
 /* LFM2-MoE: experts, router and its choice-only bias under feed_forward (transformers 5's fused experts too) */
 static const vc_tensor_rule LFM2_MOE[] = {
     { L "feed_forward.gate.weight", VC_W_ROUTER }, { L "feed_forward.expert_bias", VC_W_ROUTER_BIAS },
@@ -439,7 +447,11 @@ static const vc_tensor_rule MAMBA2_PURE[] = {
     { 0 } };
 #undef BL
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
-static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "model.", "model.language_model.",
+static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "lm_head.", "language_model.lm_head.",
+                                             "model.", "model.language_model.", "lm_head.", "lm_head.", NULL };
+/* Llama 4's: transformers 5 keeps language_model.model.* and language_model.lm_head (the last pair of a prefix is
+ * what `verlc init` writes) */
+static const char *const LLAMA4_NESTED[] = { "model.", "model.language_model.", "model.", "language_model.model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
 /* MiMo-V2-Flash: the sliding layers' sinks (transformers 5 names them attention_sink_bias in the checkpoint) */
@@ -494,7 +506,7 @@ static const vc_arch ARCHS[] = {
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
-    { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, ERNIE_MOE) },
+    { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     { "vaultgemma", "vaultgemma", T(HF_GLOBAL, VAULTGEMMA_NORMS, HF_ATTN, HF_MLP) },
@@ -528,16 +540,16 @@ static const vc_arch ARCHS[] = {
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "flex_olmo", "flex_olmo", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MOE) },
     { "olmoe", "olmoe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MOE) },
-    { "hunyuan_v1_moe", "hunyuan_v1_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MOE, HUNYUAN_MOE) },
+    { "hunyuan_v1_moe", "hunyuan_v1_moe", T(HF_GLOBAL, HF_NORMS, HUNYUAN_QK, HF_ATTN, HUNYUAN_MOE, HF_MOE) },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
-    { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HUNYUAN_QK, HF_MLP) },
+    { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HUNYUAN_QK, HF_ATTN, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
     { "apertus", "apertus", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP) },
     { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
     { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), NULL, NULL, "feed_forward", "router" },
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
-    { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), GEMMA3_NESTED,
+    { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), LLAMA4_NESTED,
       "vision_model. multi_modal_projector. model.vision_model. model.multi_modal_projector.", "feed_forward", "router" },
     /* Qwen3.5 and Qwen3-Next: Gated DeltaNet layers among gated attention layers (their multi-token prediction
      * heads, mtp.*, are not used); Qwen3.5's image-text checkpoints nest the text model */
@@ -556,6 +568,7 @@ static const vc_arch ARCHS[] = {
     { "mamba2", "mamba2", T(MAMBA2_PURE) },
     { "gpt_neox", "gpt_neox", T(GPT_NEOX) },
     { "lfm2", "lfm2", T(LFM2) },
+    { "lfm3", "lfm3", T(LFM3, LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
     { "falcon_h1", "falcon_h1", T(BAMBA, HF_ATTN) }, /* Bamba's names, every layer with both mixers */
@@ -830,7 +843,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
     case VC_W_SINKS: return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, c->n_head, 0, 0) : 0;
-    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, nq, H, 0) : 0;
+    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, c->attn_out_gate == 2 ? c->n_head : nq, H, 0) : 0;
     case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && layer >= 0 ? set(s, 1, 0, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;

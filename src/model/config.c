@@ -776,9 +776,13 @@ static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c
     const cJSON *types = vc_json_member(o, "layer_types"), *full = vc_json_member(o, "full_attn_idxs");
     for (int64_t l = 0; l < c->n_layer; l++) {
         const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL, *e;
-        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "conv") && strcmp(t->valuestring, "full_attention"))))
-            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"conv\" or \"full_attention\"", path, (long long)l);
-        int attn = t ? !strcmp(t->valuestring, "full_attention") : !cJSON_IsArray(full);
+        int lfm3 = is(c, "lfm3"), sw = t && cJSON_IsString(t) && lfm3 && !strcmp(t->valuestring, "sliding_attention");
+        if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "conv") && strcmp(t->valuestring, "full_attention") && !sw)))
+            return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"conv\"%s or \"full_attention\"", path,
+                           (long long)l, lfm3 ? ", \"sliding_attention\"" : "");
+        if (!types && lfm3) /* transformers' default: full every 4th from 2, sliding every 4th from 4, conv between */
+            sw = l % 4 == 0 && l > 0;
+        int attn = t ? !strcmp(t->valuestring, "full_attention") || sw : lfm3 ? l % 4 == 2 || sw : !cJSON_IsArray(full);
         if (!t && cJSON_IsArray(full)) cJSON_ArrayForEach(e, full) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) attn = 1;
         c->linear[l] = !attn;
         c->n_linear += c->linear[l];
@@ -786,6 +790,20 @@ static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c
     c->lin_kind = VC_LIN_SHORTCONV;
     c->lin_conv = (int)k;
     c->qk_norm = 1;
+    if (is(c, "lfm3")) { /* sandwich norms, a sigmoid gate per attention head */
+        c->sandwich_norm = flag(o, "use_sandwich_norm", 1);
+        c->attn_out_gate = flag(o, "use_attention_gate", 1) ? 2 : 0;
+        if (!vc_json_member(o, "rope_parameters")) { /* transformers' defaults: proportional full layers, plain sliding */
+            c->rope.type = VC_ROPE_PROPORTIONAL;
+            c->rope.partial_rotary_factor = 0.5;
+            if (!c->rope.theta_given) c->rope.theta = 1e6;
+            c->rope_local = c->rope;
+            c->rope_local.type = VC_ROPE_DEFAULT;
+            c->rope_local.partial_rotary_factor = 1.0;
+            c->rope_local.theta = 10000.0;
+            c->local_rope = 1;
+        }
+    }
     return VC_OK;
 }
 
@@ -1280,7 +1298,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "granite_swa") || is(c, "granitemoe_swa")) && (st = parse_granite_swa(o, path, c))) return st;
     if (is(c, "mamba2") && (st = parse_mamba2_pure(o, path, c))) return st;
     if ((is(c, "jamba") || is(c, "mamba") || is(c, "falcon_mamba")) && (st = parse_mamba1(o, path, c))) return st;
-    if ((is(c, "lfm2") || is(c, "lfm2_moe")) && (st = parse_lfm2(o, path, c))) return st;
+    if ((is(c, "lfm2") || is(c, "lfm2_moe") || is(c, "lfm3")) && (st = parse_lfm2(o, path, c))) return st;
     if ((is(c, "granitemoehybrid") || is(c, "bamba")) && (st = parse_granite_hybrid(o, path, c))) return st;
     if (is(c, "nemotron_h") && (st = parse_nemotron_h(o, path, c))) return st;
     if (is(c, "falcon_h1") && (st = parse_falcon_h1(o, path, c))) return st;
@@ -1483,6 +1501,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     cJSON_Delete(copy);
     if (st) return st;
     c->arch = vc_arch_find(NESTED_TEXT[k].outer);
+    c->nested_text = 1;
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     c->tied = flag(o, "tie_word_embeddings", c->tied);
     return parse_special_tokens(o, path, c);
@@ -1536,10 +1555,11 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
-                                             is(c, "vaultgemma") || is(c, "lfm2") ||
+                                             is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = rot_from_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;
+    if (c->rope.type == VC_ROPE_PROPORTIONAL) c->rot_dim = (int)c->head_dim; /* it rotates its fraction itself */
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim));
     if ((st = parse_family(o, path, c)) || (st = parse_windows(o, path, c)) || (st = parse_nope(o, path, c)) ||
         (st = parse_special_tokens(o, path, c)))

@@ -530,7 +530,12 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hdv);
-    if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
+    if (c->attn_out_gate == 2) { /* LFM3: each head's output times sigmoid of its gate */
+        int64_t rows[2] = { T * nh, hdv }, one = T * nh;
+        vc_tensor *gt = vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID);
+        o = vc_op_mul_rows(g, vc_reshape(g, o, 2, rows), gt ? vc_reshape(g, gt, 1, &one) : NULL);
+        o = o ? reshape3(g, o, T, 1, nh * hdv) : NULL;
+    } else if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
         o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID));
     return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
 }

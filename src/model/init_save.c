@@ -145,6 +145,26 @@ static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w) {
     return st;
 }
 
+/* xIELU's beta and eps beside each layer's alpha_p (Apertus): buffers transformers saves and loads; without them it
+ * leaves them uninitialised */
+static vc_status xielu_constants(const vc_model *m, vc_st_writer *w, vc_dtype dtype) {
+    vc_status st = VC_OK;
+    for (int i = 0; i < m->n_src && !st; i++) {
+        const char *n = m->src[i].name, *at = strstr(n, "alpha_p");
+        if (m->src[i].rule->slot != VC_W_XIELU_AP || !at) continue;
+        for (int k = 0; k < 2 && !st; k++) {
+            char name[512];
+            float v = k ? VC_XIELU_EPS : VC_XIELU_BETA;
+            uint8_t out[4];
+            int64_t one = 1;
+            snprintf(name, sizeof name, "%.*s%s", (int)(at - n), n, k ? "eps" : "beta");
+            vc_convert_from_f32(out, dtype, &v, 1);
+            st = vc_st_writer_add(w, name, dtype, 0, &one, out, 1);
+        }
+    }
+    return st;
+}
+
 vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (dtype != VC_F32 && dtype != VC_BF16 && dtype != VC_F16)
         return vc_fail(VC_ERR_ARG, "export dtype must be f32, bf16 or f16");
@@ -169,6 +189,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
         free(out);
     }
     if (!st) st = copy_other_towers(m, w);
+    if (!st) st = xielu_constants(m, w, dtype);
     if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
     if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
     vc_st_writer_free(w);

@@ -658,25 +658,29 @@ vc_status vc_model_load(const char *dir, vc_model **out) {
     return st;
 }
 
-/* an image-text model's text tensors as transformers 5 writes them: model.* under model.language_model.* (the last
- * of the architecture's nested prefixes that does that), lm_head.* as it is */
-static const char *synth_name(const vc_arch *a, const char *name, char *buf, size_t cap) {
-    const char *to = NULL;
-    for (const char *const *n = a->nested; n && n[0]; n += 2)
-        if (!strncmp(name, n[0], strlen(n[0])) && !strncmp(n[1], "model.", 6) && strcmp(n[0], n[1])) to = n[1];
+/* an image-text config's text tensors as transformers 5 writes them: the last of the architecture's nested prefixes
+ * for the rule's (model.* under model.language_model.*, Llama 4's under language_model.model.*); a text config's as
+ * they are */
+static const char *synth_name(const vc_model_config *c, const char *name, char *buf, size_t cap) {
+    const char *const *to = NULL;
+    for (const char *const *n = c->nested_text ? c->arch->nested : NULL; n && n[0]; n += 2)
+        if (!strncmp(name, n[0], strlen(n[0]))) to = n;
     if (!to) return name;
-    snprintf(buf, cap, "%s%s", to, name + strlen("model."));
+    snprintf(buf, cap, "%s%s", to[1], name + strlen(to[0]));
     return buf;
 }
 
 /* sources for a model that has no checkpoint: the first rule that provides each slot instance */
-typedef struct { vc_model *m; uint8_t *done; } synth_ctx;
+typedef struct { vc_model *m; uint8_t *done; int pass; } synth_ctx;
 static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int expert, const char *name) {
     synth_ctx *x = p;
     size_t si;
+    if ((r->transform == VC_TR_EXPERT) != (x->pass == 1)) return VC_OK; /* fused experts first: transformers 5's own */
     slot_index(x->m, layer, r->slot, &si);
     int key = expert < 0 ? 0 : expert;
     if (x->done[si] == 2 || (x->done[si] == 1 && r->transform != VC_TR_EXPERT) || !x->m->slots[si]) return VC_OK;
+    /* shared experts: Qwen's gated one is mlp.shared_expert, DeepSeek's and GLM's ungated ones mlp.shared_experts */
+    if (strstr(name, x->m->cfg.shared_gate ? "mlp.shared_experts." : "mlp.shared_expert.")) return VC_OK;
     if (r->transform == VC_TR_EXPERT && key == (int)x->m->cfg.n_expert - 1) x->done[si] = 2;
     else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;
     else x->done[si] = 2;
@@ -687,16 +691,24 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
         x->done[sj] = 2;
     }
     char nested[512];
-    name = synth_name(x->m->cfg.arch, name, nested, sizeof nested);
+    name = synth_name(&x->m->cfg, name, nested, sizeof nested);
     vc_status st = add_source(x->m, r, layer, expert, name);
-    if (st == VC_OK) x->m->src[x->m->n_src - 1].ndim = source_shape(x->m, &x->m->src[x->m->n_src - 1], x->m->src[x->m->n_src - 1].shape);
+    vc_source *sc = st == VC_OK ? &x->m->src[x->m->n_src - 1] : NULL;
+    if (sc) sc->ndim = source_shape(x->m, sc, sc->shape);
+    if (sc && sc->ndim == 1 && strstr(name, "moe_statics.")) { /* ERNIE 4.5 keeps its routing bias as [1, E] */
+        sc->shape[1] = sc->shape[0];
+        sc->shape[0] = 1;
+        sc->ndim = 2;
+    }
     return st;
 }
 
 vc_status vc_model_synthesize_sources(vc_model *m) {
-    synth_ctx x = { m, vc_calloc((size_t)(m->cfg.n_layer + 1) * VC_W_COUNT, 1) };
+    synth_ctx x = { m, vc_calloc((size_t)(m->cfg.n_layer + 1) * VC_W_COUNT, 1), 0 };
     if (!x.done) return VC_ERR_NOMEM;
     vc_status st = visit_rules(&m->cfg, visit_synth, &x);
+    x.pass = 1; /* then per-expert tensors where an architecture has no fused ones */
+    if (!st) st = visit_rules(&m->cfg, visit_synth, &x);
     free(x.done);
     return st;
 }

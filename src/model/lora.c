@@ -31,6 +31,7 @@ static const struct { const char *name; int slot; } TARGETS[] = {
     { "shared_expert_gate", VC_W_SH_GATE_PROJ },
     { "gate_proj", VC_W_ATTN_GATE }, /* AFMoE's attention output gate, a gate_proj under self_attn (Qwen3.5's: in
                                       * q_proj, reached by the architecture's module names) */
+    { "g_proj", VC_W_ATTN_GATE },    /* LFM3's gate per head */
     /* Gated DeltaNet layers (Qwen3.5; Qwen3-Next fuses them as in_proj_qkvz and in_proj_ba) */
     { "in_proj_qkv", VC_W_LIN_QKV }, { "in_proj_z", VC_W_LIN_Z }, { "in_proj_b", VC_W_LIN_B },
     { "in_proj_a", VC_W_LIN_A }, { "out_proj", VC_W_LIN_OUT },
@@ -207,6 +208,8 @@ void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size
         snprintf(buf, cap, "model.layers.%d.%s", layer, path);
         return;
     }
+    /* LFM3's per-head gate is the module g_proj, which transformers 5.24 saves as gate_proj: PEFT names the module */
+    if (slot == VC_W_ATTN_GATE && m->cfg.attn_out_gate == 2 && vc_arch_module_name(m->cfg.arch, layer, slot, buf, cap)) return;
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);

@@ -113,6 +113,14 @@ static const char *CONFIG_MIMO =
     " \"sliding_window\": 5, \"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"],"
     " \"vocab_size\": 300, \"rms_norm_eps\": 1e-5, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* LFM3: short convolutions beside sliding and full (proportional rope) attention with a gate per head */
+static const char *CONFIG_LFM3 =
+    "{\"architectures\": [\"Lfm3ForCausalLM\"], \"model_type\": \"lfm3\", \"hidden_size\": 48, \"intermediate_size\": 64,"
+    " \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 12,"
+    " \"sliding_window\": 5, \"conv_L_cache\": 3, \"layer_types\": [\"conv\", \"sliding_attention\", \"full_attention\","
+    " \"conv\"], \"vocab_size\": 300, \"norm_eps\": 1e-5, \"bos_token_id\": 1, \"eos_token_id\": 2,"
+    " \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -431,7 +439,8 @@ int main(void) {
         { &CONFIG_MAMBA, "granite 4 (mamba 2)", 17 }, { &CONFIG_FALCON, "falcon-h1", 19 },
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
         { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 },
-        { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 }, { &CONFIG_MIMO, "mimo-v2-flash (sinks, v narrower)", 43 } };
+        { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 }, { &CONFIG_MIMO, "mimo-v2-flash (sinks, v narrower)", 43 },
+        { &CONFIG_LFM3, "lfm3 (conv, gated heads)", 47 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());

@@ -33,6 +33,39 @@ static void roundtrip(const char *dir, const char *name) {
     remove_tree(out);
 }
 
+/* `verlc init` from the fixture's config.json names shared experts and routers as transformers does (Qwen's gated
+ * mlp.shared_expert, DeepSeek's and GLM's mlp.shared_experts, Hunyuan's shared_mlp and gate.wg): every such name it
+ * writes is the fixture's (other names may be a family's other layout, which loads too) */
+static void init_names(const char *dir, const char *name) {
+    char cfg[1100], out[256];
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(out, sizeof out, "/tmp/verlc_init_%d_%s", (int)getpid(), name);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cfg, 1, &m));
+    if (!m) return;
+    CHECK_OK(vc_model_save_hf(m, out, VC_F32));
+    vc_model_free(m);
+    vc_checkpoint *a = NULL, *b = NULL;
+    CHECK_OK(vc_ckpt_open(dir, &a));
+    CHECK_OK(vc_ckpt_open(out, &b));
+    for (int i = 0; a && b && i < vc_ckpt_count(b); i++) { /* by the part from layers.N on (prefixes differ by layout) */
+        const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
+        if (!strstr(n, ".shared_") && !strstr(n, ".gate.")) continue;
+        int found = 0;
+        char alt[512] = ""; /* transformers 5 saves its routers' correction bias as mlp.e_score_correction_bias */
+        const char *g = tail ? strstr(tail, "gate.e_score") : NULL;
+        if (g) snprintf(alt, sizeof alt, "%.*s%s", (int)(g - tail), tail, g + 5);
+        for (int j = 0; tail && j < vc_ckpt_count(a) && !found; j++) {
+            const char *t = strstr(vc_ckpt_at(a, j)->name, "layers.");
+            found = t && (!strcmp(t, tail) || !strcmp(t, alt));
+        }
+        CHECK_MSG(found, "%s: `verlc init` writes %s", name, n);
+    }
+    vc_ckpt_close(a);
+    vc_ckpt_close(b);
+    remove_tree(out);
+}
+
 /* every model of one fixture folder; returns how many */
 static int check_root(const char *root) {
     DIR *d = opendir(root);
@@ -55,6 +88,7 @@ static int check_root(const char *root) {
         for (int i = 0; i < VC_CHECK_COUNT; i++) ran += r.item[i].ran;
         CHECK_MSG(ran >= 5, "%s: only %d checks ran", e->d_name, ran);
         roundtrip(dir, e->d_name);
+        init_names(dir, e->d_name);
         n++;
     }
     closedir(d);
