@@ -454,6 +454,14 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const char *const LLAMA4_NESTED[] = { "model.", "model.language_model.", "model.", "language_model.model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* Hunyuan 3 (Hy3): the hub's router, correction bias and shared MLP names, transformers 5's after them */
+static const vc_tensor_rule HY_V3[] = {
+    { L "mlp.router.gate.weight", VC_W_ROUTER }, { L "mlp.expert_bias", VC_W_ROUTER_BIAS },
+    { L "mlp.shared_mlp.gate_proj.weight", VC_W_SH_GATE }, { L "mlp.shared_mlp.up_proj.weight", VC_W_SH_UP },
+    { L "mlp.shared_mlp.down_proj.weight", VC_W_SH_DOWN },
+    { L "mlp.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { 0 } };
+
 /* MiMo-V2-Flash: the sliding layers' sinks (transformers 5 names them attention_sink_bias in the checkpoint) */
 static const vc_tensor_rule MIMO_SINKS[] = {
     { L "self_attn.attention_sink_bias", VC_W_SINKS }, { L "self_attn.sinks", VC_W_SINKS },
@@ -503,6 +511,7 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },

@@ -193,6 +193,16 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->shared_inter = c->moe_inter;
         c->shared_gate = 0;
     }
+    if (is(c, "hy_v3")) { /* sigmoid scores, a choice-only correction bias, renormalised and scaled; ungated shared */
+        double rs;
+        if ((st = vc_json_get_num(o, "router_scaling_factor", 1.0, &rs, path)) ||
+            (st = get_int_any(o, "num_shared_experts", 1, &v, path)))
+            return st;
+        c->router_sigmoid = c->router_bias = c->norm_topk = 1;
+        c->routed_scaling = (float)rs;
+        c->shared_inter = v * c->moe_inter;
+        c->shared_gate = 0;
+    }
     if (is(c, "hunyuan_v1_moe")) { /* renormalised top-k; the shared MLP (ungated) as wide as the experts */
         c->norm_topk = 1;
         c->shared_inter = c->moe_inter;
@@ -332,8 +342,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             if (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") && strcmp(t->valuestring, "sparse")))
                 return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", path, (long long)l);
             moe = !strcmp(t->valuestring, "sparse");
-        } else if (is(c, "glm4_moe_lite") || is(c, "mimo_v2_flash")) moe = l > 0; /* transformers' default: the first
-                                                                                  * layer dense */
+        } else if (is(c, "glm4_moe_lite") || is(c, "mimo_v2_flash") || is(c, "hy_v3"))
+            moe = l > 0; /* transformers' default: the first layer dense */
         if (is(c, "llama4_text")) { /* moe_layers, else every interleave_moe_layer_step-th layer */
             const cJSON *ml = vc_json_member(o, "moe_layers"), *e;
             int64_t st2 = 1;
@@ -1201,7 +1211,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0)) ||
                 flag(o, "attention_out_bias", 0); /* Seed-OSS */
     c->mlp_bias = flag(o, "mlp_bias", 0);
-    if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1")) c->qk_norm = 1;
+    if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1") || is(c, "hy_v3")) c->qk_norm = 1;
     if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
     if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "vaultgemma")) {
         c->norm_offset = 1.0f;

@@ -382,8 +382,9 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     if (c->moe_dense) /* Gemma 4: no transformers 4 layout to convert from, so module names reach the router's nn.Linear
                        * only (the experts: target_parameters) */
         moe &= MOE_ROUTER;
-    if (c->arch && !strcmp(c->arch->name, "mimo_v2_flash")) /* likewise, and its router is no nn.Linear either */
-        moe = 0;
+    /* MoE families new in transformers 5 (no per-expert layout PEFT converts module names to; their routers are no
+     * nn.Linear): module names reach no expert or router, as PEFT's all-linear (target_parameters do) */
+    if (c->arch && (!strcmp(c->arch->name, "mimo_v2_flash") || !strcmp(c->arch->name, "hy_v3"))) moe = 0;
     if (!(moe & MOE_GATE) != !(moe & MOE_UP)) /* PEFT refuses this conversion on transformers 5 */
         vc_warn("LoRA target_modules names %s without %s: the routed experts' fused gate_up_proj gets no adapter",
                 moe & MOE_GATE ? "gate_proj (w1)" : "up_proj (w3)", moe & MOE_GATE ? "up_proj (w3)" : "gate_proj (w1)");
