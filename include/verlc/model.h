@@ -129,7 +129,9 @@ typedef struct vc_model_config {
                                    * each expert's weight is scaled by its per_expert_scale */
     int64_t ple_dim, ple_vocab;   /* per-layer embeddings: ple_dim per layer from a [ple_vocab, n_layer ple_dim] table */
     int16_t kv_src[VC_MAX_LAYERS]; /* > 0: the layer attends with layer kv_src - 1's keys and values (KV sharing) */
-    uint8_t inter_x2[VC_MAX_LAYERS]; /* the layer's MLP is twice intermediate_size wide (use_double_wide_mlp) */
+    int32_t layer_inter[VC_MAX_LAYERS]; /* a layer's own MLP width (0: intermediate_size): Gemma 4's double-wide MLPs,
+                                   * Cohere2-MoE's dense prefix layers */
+    float shared_scale;           /* 0: 1; the shared expert's output times this (Cohere2-MoE's "average": 0.5) */
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     int nested_text;              /* the text model of an image-text config (text_config): its tensors sit under
                                    * model.language_model.* in what `verlc init` writes */
@@ -149,7 +151,7 @@ static inline int64_t vc_cfg_v_head_dim(const vc_model_config *c, int l) {
     return !c->mla && c->v_head_dim ? c->v_head_dim : vc_cfg_head_dim(c, l);
 }
 static inline int64_t vc_cfg_inter(const vc_model_config *c, int l) {
-    return l >= 0 && c->inter_x2[l] ? 2 * c->inter : c->inter;
+    return l >= 0 && c->layer_inter[l] ? c->layer_inter[l] : c->inter;
 }
 
 /* Reads DIR/config.json (and generation_config.json when present). Errors name the file and key. */

@@ -514,6 +514,7 @@ static const vc_arch ARCHS[] = {
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
+    { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
@@ -841,7 +842,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe && !dense_moe ? 0 : set(s, H, 0, 0);
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
-        return moe && ((c->router_sigmoid && !c->route_scale_input) || c->router_bias) ? set(s, c->n_expert, 0, 0) : 0;
+        return moe && c->router_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE: return moe && c->mlp_kind != VC_MLP_PLAIN ? set(s, c->n_expert, c->moe_inter, XH) : 0;
     case VC_W_EXP_UP: return moe ? set(s, c->n_expert, c->moe_inter, XH) : 0;
     case VC_W_EXP_DOWN: return moe ? set(s, c->n_expert, XH, c->moe_inter) : 0;

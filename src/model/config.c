@@ -138,6 +138,14 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
             if (!t || !cJSON_IsString(t))
                 return vc_fail(VC_ERR_FORMAT, "%s: layer_types has no string for layer %lld", path, (long long)l);
             slide = !strcmp(t->valuestring, "sliding_attention");
+        } else if (is(c, "cohere2_moe")) { /* the dense prefix's own pattern, then sliding_window_pattern */
+            int64_t k = 0, pp = 1, sp = 4;
+            if ((st = vc_json_get_int(o, "first_k_dense_replace", 0, &k, path)) ||
+                (st = vc_json_get_int(o, "prefix_dense_sliding_window_pattern", 1, &pp, path)) ||
+                (st = vc_json_get_int(o, "sliding_window_pattern", 4, &sp, path)))
+                return st;
+            if (pp < 1 || sp < 1) return vc_fail(VC_ERR_FORMAT, "%s: sliding window patterns must be >= 1", path);
+            slide = l < k ? (l + 1) % pp != 0 : (l - k + 1) % sp != 0;
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
         else if (is(c, "gemma3_text") || is(c, "gemma4_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
@@ -216,6 +224,28 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     }
     int64_t step = 1, first_dense = 0, freq = 1;
     if ((st = get_int_any(o, "decoder_sparse_step", 1, &step, path))) return st;
+    if (is(c, "cohere2_moe")) { /* experts and shared experts as wide as intermediate_size; dense prefix layers */
+        const char *fn = NULL, *comb = NULL;
+        int64_t pre = 0;
+        if ((st = vc_json_get_str(o, "expert_selection_fn", "softmax", &fn, path)) ||
+            (st = vc_json_get_str(o, "shared_expert_combination_strategy", "average", &comb, path)) ||
+            (st = get_int_any(o, "num_shared_experts", 0, &v, path)) ||
+            (st = get_int_any(o, "prefix_dense_intermediate_size", c->inter, &pre, path)) ||
+            (st = get_int_any(o, "first_k_dense_replace", 0, &first_dense, path)) ||
+            (st = check_size(path, "prefix_dense_intermediate_size", pre, 1, DIM_MAX)))
+            return st;
+        if (strcmp(fn, "softmax") && strcmp(fn, "sigmoid"))
+            return vc_fail(VC_ERR_FORMAT, "%s: expert_selection_fn '%s' is not softmax or sigmoid", path, fn);
+        if (strcmp(comb, "sum") && strcmp(comb, "average"))
+            return vc_fail(VC_ERR_FORMAT, "%s: shared_expert_combination_strategy '%s' is not sum or average", path, comb);
+        c->moe_inter = c->inter;
+        c->router_sigmoid = !strcmp(fn, "sigmoid"); /* a softmax over the top-k logits is the renormalised softmax */
+        c->norm_topk = c->router_sigmoid ? flag(o, "norm_topk_prob", 1) : 1;
+        c->shared_inter = v * c->inter;
+        c->shared_gate = 0;
+        if (v > 0 && !strcmp(comb, "average")) c->routed_scaling = c->shared_scale = 0.5f;
+        for (int64_t l = 0; l < c->n_layer; l++) c->layer_inter[l] = (int32_t)pre; /* (MoE layers have no dense MLP) */
+    }
     if (is(c, "lfm2_moe")) { /* sigmoid scores, a choice-only expert_bias, renormalised, routed_scaling_factor */
         double rs;
         c->router_sigmoid = 1;
@@ -260,6 +290,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         if ((st = vc_json_get_str(o, "scoring_func", v3_router ? "sigmoid" : "softmax", &scoring, path)))
             return st;
         c->router_sigmoid = !strcmp(scoring, "sigmoid");
+        c->router_bias |= c->router_sigmoid; /* DeepSeek-V3's sigmoid router has its correction bias */
         if (is(c, "deepseek_v2")) c->norm_topk = 0; /* transformers' V2 router never renormalises */
         if (!strcmp(method, "group_limited_greedy") || !strcmp(method, "noaux_tc")) {
             c->n_group = (int)ng;
@@ -422,8 +453,11 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
                                                    (long long)l);
             c->nope[l] = e->valuedouble == 0;
         }
-        if (((is(c, "exaone4") || is(c, "exaone_moe")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2"))
+        if (((is(c, "exaone4") || is(c, "exaone_moe")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2") ||
+            is(c, "cohere2_moe"))
             c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
+        if (is(c, "cohere2_moe") && !c->is_moe[l] && c->n_expert > 0 && flag(o, "prefix_dense_sliding_window_pattern", 1) == 1)
+            c->nope[l] = 0; /* its dense prefix layers use rope on full attention too (force_rope) */
         if (is(c, "afmoe")) { /* rope on the sliding_attention layers only, whatever the window */
             const cJSON *t = cJSON_GetArrayItem(vc_json_member(o, "layer_types"), (int)l);
             c->nope[l] = t ? !(cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")) : c->window[l] == 0;
@@ -1198,7 +1232,7 @@ static vc_status gemma4_layers(const cJSON *o, const char *path, vc_model_config
             return vc_fail(VC_ERR_FORMAT, "%s: layer %d shares layer %d's keys and values but its heads differ", path, l,
                            src);
         c->kv_src[l] = (int16_t)(src + 1);
-        c->inter_x2[l] = (uint8_t)dbl;
+        c->layer_inter[l] = dbl ? (int32_t)(2 * c->inter) : 0;
     }
     return VC_OK;
 }
@@ -1278,8 +1312,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "exaone4")) /* OLMo 2's norms with per-head q/k norms; with sliding layers, the others have no rope */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = 1;
-    if (is(c, "cohere") || is(c, "cohere2")) { /* Command R: one LayerNorm (no bias) feeding attention and MLP in parallel, GPT-J
-                            * pairs, logits times logit_scale */
+    if (is(c, "cohere") || is(c, "cohere2") || is(c, "cohere2_moe")) { /* Command R: one LayerNorm (no bias) feeding
+                            * attention and MLP in parallel, GPT-J pairs, logits times logit_scale */
         double ls;
         c->qk_norm = c->qk_norm_heads = flag(o, "use_qk_norm", 0); /* Command R+: per-head LayerNorm weights */
         if ((st = get_num_any(o, "logit_scale", 0.0625, &ls, path))) return st;
@@ -1287,6 +1321,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->parallel_block = c->norm_no_bias = c->rope_interleaved = 1;
         c->norm_kind = VC_NORM_LAYER;
         c->logit_divisor = (float)(1.0 / ls);
+        /* Cohere2-MoE: RMSNorms when rms_norm_eps is set */
+        if (is(c, "cohere2_moe") && vc_json_member(o, "rms_norm_eps")) c->norm_kind = VC_NORM_RMS;
     }
     if (is(c, "arcee")) c->mlp_kind = VC_MLP_PLAIN; /* down(act(up(x))): no gate (relu2) */
     if (is(c, "nanochat")) { /* weightless RMSNorms (embeddings too), q/k normed after a reversed rope, relu2 MLP */

@@ -770,6 +770,8 @@ static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int dow
     return lin(f, a, l, down, bd);
 }
 
+static vc_tensor *scaled(fwd_ctx *f, vc_tensor *x, float s) { return s == 1.0f ? x : vc_op_scale(f->g, x, s); }
+
 static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -804,6 +806,7 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     if (c->moe_latent) y = lin(f, y, l, VC_W_LAT_OUT, NULL);
     if (!c->shared_inter) return y;
     vc_tensor *s = mlp(f, l, h, VC_W_SH_GATE, VC_W_SH_UP, VC_W_SH_DOWN);
+    if (c->shared_scale) s = scaled(f, s, c->shared_scale); /* Cohere2-MoE's "average" */
     if (c->shared_gate) {
         vc_tensor *gt = vc_op_act(f->g, lin(f, h, l, VC_W_SH_GATE_PROJ, NULL), VC_ACT_SIGMOID);
         s = vc_op_mul_rows(f->g, s, gt ? vc_reshape(f->g, gt, 1, &f->T) : NULL);
@@ -811,7 +814,6 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     return vc_op_add(f->g, y, s);
 }
 
-static vc_tensor *scaled(fwd_ctx *f, vc_tensor *x, float s) { return s == 1.0f ? x : vc_op_scale(f->g, x, s); }
 
 static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
@@ -847,9 +849,9 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
-    if (c->parallel_block) { /* GPT-NeoX: the MLP reads its own norm of x */
-        vc_tensor *mo = mlp(f, l, c->parallel_norms ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : h, VC_W_GATE,
-                            VC_W_UP, VC_W_DOWN);
+    if (c->parallel_block) { /* GPT-NeoX: the MLP reads its own norm of x; Cohere2-MoE: MoE layers' experts */
+        vc_tensor *hm = c->parallel_norms ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : h;
+        vc_tensor *mo = c->is_moe[l] ? moe(f, l, hm) : mlp(f, l, hm, VC_W_GATE, VC_W_UP, VC_W_DOWN);
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
     x = vc_op_add(f->g, x, a);
