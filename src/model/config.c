@@ -414,8 +414,8 @@ static vc_status parse_mla(const cJSON *o, const char *path, vc_model_config *c)
     c->n_kv_head = c->n_head;
     c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
     c->rot_dim = (int)c->qk_rope_dim;
-    c->rope_interleaved = flag(o, "rope_interleave", 1);
-    double ms = is(c, "deepseek_v3") || is(c, "mistral4") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
+    c->rope_interleaved = flag(o, "rope_interleave", !is(c, "minicpm3")); /* MiniCPM3: rotate-half pairs */
+    double ms = is(c, "deepseek_v3") || is(c, "mistral4") || is(c, "minicpm3") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim) * ms);
     return VC_OK;
 }
@@ -1412,9 +1412,22 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->n_kv_head = g;
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear") ||
-         is(c, "mistral4")) &&
+         is(c, "mistral4") || is(c, "minicpm3")) &&
         (st = parse_mla(o, path, c)))
         return st;
+    if (is(c, "minicpm3")) { /* muP-style: embeddings times scale_emb, sublayers times scale_depth / sqrt(layers), the
+                              * final hidden over hidden_size / dim_model_base */
+        double se, sd, base;
+        if ((st = get_num_any(o, "scale_emb", 12, &se, path)) ||
+            (st = get_num_any(o, "scale_depth", sqrt((double)c->n_layer), &sd, path)) ||
+            (st = get_num_any(o, "dim_model_base", (double)c->hidden, &base, path)))
+            return st;
+        if (!isfinite(se) || !isfinite(sd) || !(base > 0) || se == 0 || sd == 0)
+            return vc_fail(VC_ERR_FORMAT, "%s: scale_emb, scale_depth and dim_model_base must be finite and non-zero", path);
+        c->emb_scale = (float)se;
+        c->residual_scale = (float)(sd / sqrt((double)c->n_layer));
+        c->logit_divisor = (float)((double)c->hidden / base);
+    }
     if (is(c, "gemma4_text")) return parse_gemma4(o, path, c);
     if ((st = parse_moe(o, path, c))) return st;
 
