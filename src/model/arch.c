@@ -511,6 +511,10 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): DeepSeek Sparse Attention, dense up to index_topk keys (its indexers are
+     * carried: they select every key there, and they are not trained by the language-model loss) */
+    { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), NULL, "mtp.", NULL,
+      NULL, ".self_attn.indexer." },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
@@ -644,6 +648,18 @@ void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
         snprintf(buf, cap, "%s%sexperts.%s", moe, dot, slot == VC_W_EXP_GATE ? "gate_up_proj" : "down_proj");
     else if (slot == VC_W_ROUTER) snprintf(buf, cap, "%s%s%s.weight", moe, dot, router);
     else if (cap) buf[0] = 0;
+}
+
+int vc_arch_carried(const vc_arch *a, const char *name) {
+    for (const char *p = a->carry; p && *p;) {
+        size_t k = strcspn(p, " ");
+        char part[96];
+        snprintf(part, sizeof part, "%.*s", (int)(k < sizeof part ? k : sizeof part - 1), p);
+        if (k && strstr(name, part)) return 1;
+        p += k;
+        while (*p == ' ') p++;
+    }
+    return 0;
 }
 
 int vc_arch_other_tower(const vc_arch *a, const char *name) {

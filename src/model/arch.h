@@ -88,6 +88,9 @@ typedef struct vc_arch {
     /* the MoE block's module under a layer in transformers 5 and its router's under that (PEFT's target_parameters
      * name them); NULL: "mlp", "gate" */
     const char *moe_module, *router_module;
+    /* space-separated parts of names of tensors the model carries without using them (DeepSeek Sparse Attention's
+     * indexers): loaded as ignored, exported as they were loaded; NULL: none */
+    const char *carry;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
@@ -101,6 +104,8 @@ int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t
 vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name);
 /* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
 int vc_arch_other_tower(const vc_arch *a, const char *name);
+/* whether a checkpoint tensor is one the model carries unused (vc_arch.carry) */
+int vc_arch_carried(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */

@@ -268,7 +268,8 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->shared_gate = 0;
     }
     /* DeepSeek's MoE, and GLM-4.5's (glm4_moe: DeepSeek-V3's sigmoid router with a correction bias and groups) */
-    int v3_router = is(c, "deepseek_v3") || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
+    int dsa = is(c, "deepseek_v32") || is(c, "glm_moe_dsa"); /* DeepSeek-V3's MoE, sparse attention beside */
+    int v3_router = is(c, "deepseek_v3") || dsa || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
                     is(c, "exaone_moe") || is(c, "solar_open") || /* Solar Open: GLM-4.5's MoE in every layer */
                     is(c, "mimo_v2_flash");
     /* Mistral 4: DeepSeek-V3's grouped routing (top-2 sums per group) over softmax scores, no correction bias */
@@ -279,7 +280,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         double s;
         if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &s, path))) return st;
         c->routed_scaling = (float)s;
-        if ((st = get_int_any(o, "first_k_dense_replace", 0, &first_dense, path))) return st;
+        if ((st = get_int_any(o, "first_k_dense_replace", dsa ? 3 : 0, &first_dense, path))) return st;
         if ((st = get_int_any(o, "moe_layer_freq", 1, &freq, path))) return st;
         int64_t ng = 1, tg = 1;
         if ((st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)))
@@ -415,7 +416,8 @@ static vc_status parse_mla(const cJSON *o, const char *path, vc_model_config *c)
     c->head_dim = c->qk_nope_dim + c->qk_rope_dim;
     c->rot_dim = (int)c->qk_rope_dim;
     c->rope_interleaved = flag(o, "rope_interleave", !is(c, "minicpm3")); /* MiniCPM3: rotate-half pairs */
-    double ms = is(c, "deepseek_v3") || is(c, "mistral4") || is(c, "minicpm3") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
+    double ms = is(c, "deepseek_v3") || is(c, "mistral4") || is(c, "minicpm3") || is(c, "deepseek_v32") ||
+                is(c, "glm_moe_dsa") ? vc_rope_softmax_mscale(&c->rope) : 1.0;
     c->attn_scale = (float)(1.0 / sqrt((double)c->head_dim) * ms);
     return VC_OK;
 }
@@ -1412,9 +1414,14 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->n_kv_head = g;
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear") ||
-         is(c, "mistral4") || is(c, "minicpm3")) &&
+         is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa")) &&
         (st = parse_mla(o, path, c)))
         return st;
+    if (is(c, "deepseek_v32") || is(c, "glm_moe_dsa")) { /* the indexer's selection keeps every key up to index_topk */
+        if ((st = get_int_any(o, "index_topk", 2048, &c->dsa_topk, path)) ||
+            (st = check_size(path, "index_topk", c->dsa_topk, 1, (int64_t)1 << 40)))
+            return st;
+    }
     if (is(c, "minicpm3")) { /* muP-style: embeddings times scale_emb, sublayers times scale_depth / sqrt(layers), the
                               * final hidden over hidden_size / dim_model_base */
         double se, sd, base;

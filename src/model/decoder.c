@@ -540,6 +540,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
 }
 
+/* the latent q and kv norms' eps: DeepSeek's modules build them without the config's rms_norm_eps (1e-6 in every MLA
+ * family transformers has) */
+#define VC_MLA_NORM_EPS 1e-6f
+
 /* multi-head latent attention: low-rank q and kv, a decoupled rotary part shared by all heads */
 static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
@@ -550,14 +554,14 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_op_hold(h, 1); /* the q and kv projections read the same input */
     if (c->q_lora_rank) {
         q = lin(f, h, l, VC_W_Q_A, NULL);
-        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, c->norm_eps, 0);
+        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, VC_MLA_NORM_EPS, 0);
         q = lin(f, q, l, VC_W_Q_BPROJ, NULL);
     } else q = lin(f, h, l, VC_W_Q, NULL);
     vc_tensor *ckv = lin(f, h, l, VC_W_KV_A, NULL); /* [T, rank + dr] */
     vc_op_hold(h, 0);
     vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
     vc_tensor *kpe = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, c->kv_lora_rank, c->kv_lora_rank + dr);
-    lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, c->norm_eps, 0);
+    lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, VC_MLA_NORM_EPS, 0);
     vc_tensor *kv = lin(f, lat, l, VC_W_KV_B, NULL); /* [T, nh * (dn + dv)] */
     vc_tensor *knope = vc_op_slice_cols(g, kv, dn + dv, 0, dn);          /* [T * nh, dn] */
     vc_tensor *v = vc_op_slice_cols(g, kv, dn + dv, dn, dn + dv);        /* [T * nh, dv] */
@@ -1115,6 +1119,15 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 vc_fail(VC_ERR_ARG, "sequence %d would exceed the kv cache length %lld", s, (long long)cache->max_len);
                 return NULL;
             }
+    for (int s = 0; s < b->n_seq && c->dsa_topk; s++) { /* DeepSeek Sparse Attention: dense up to index_topk keys */
+        int64_t n = b->cu_seqlens[s + 1] - b->cu_seqlens[s], p = b->prefix && b->prefix[s] >= 0 ? b->prefix[s] : -1;
+        n += cache ? cache->len[s] : paged ? paged->len[s] : p >= 0 ? b->cu_seqlens[p + 1] - b->cu_seqlens[p] : 0;
+        if (n > c->dsa_topk) {
+            vc_fail(VC_ERR_UNSUPPORTED, "model forward: sequence %d has %lld tokens; %s's sparse attention beyond "
+                    "index_topk (%lld) keys per query is not built", s, (long long)n, c->model_type, (long long)c->dsa_topk);
+            return NULL;
+        }
+    }
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;

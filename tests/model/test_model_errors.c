@@ -289,6 +289,29 @@ int main(void) {
     CHECK(truncate(p, 5000) == 0);
     expect(d, VC_ERR_FORMAT, "model.safetensors", NULL);
 
+    /* DeepSeek Sparse Attention: sequences up to index_topk tokens run (dense attention), longer ones are refused */
+    d = fresh("dsa");
+    write_text(d, "config.json", "{\"model_type\": \"glm_moe_dsa\", \"vocab_size\": 16, \"hidden_size\": 16,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"intermediate_size\": 16, \"kv_lora_rank\": 8,"
+               " \"q_lora_rank\": 8, \"qk_rope_head_dim\": 4, \"qk_nope_head_dim\": 4, \"v_head_dim\": 4,"
+               " \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 8,"
+               " \"first_k_dense_replace\": 1, \"index_topk\": 5}");
+    char cfgp[512];
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
+    vc_model *dm = NULL;
+    CHECK_OK(vc_model_init_random(cfgp, 3, &dm));
+    for (int len = 5; dm && len <= 6; len++) {
+        int32_t ids[6] = { 1, 2, 3, 4, 5, 6 };
+        int64_t cu[2] = { 0, len };
+        vc_batch b = { .n_seq = 1, .cu_seqlens = cu, .ids = ids };
+        vc_graph *g = vc_graph_new();
+        vc_tensor *h = vc_model_forward(dm, g, &b, NULL);
+        if (len == 5) CHECK_MSG(h != NULL, "5 tokens with index_topk 5: %s", vc_last_error());
+        else CHECK_MSG(!h && strstr(vc_last_error(), "index_topk"), "6 tokens with index_topk 5: '%s'", vc_last_error());
+        vc_graph_free(g);
+    }
+    vc_model_free(dm);
+
     /* the CLI prints one line and exits non-zero */
     const char *bin = getenv("VERLC_BIN");
     if (bin) {
