@@ -526,6 +526,10 @@ static const vc_arch ARCHS[] = {
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     { "vaultgemma", "vaultgemma", T(HF_GLOBAL, VAULTGEMMA_NORMS, HF_ATTN, HF_MLP) },
     { "jais2", "jais2", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
+    /* Nemotron (Nemotron-4, Minitron): LayerNorm1P with biases, a relu2 MLP without gate */
+    { "nemotron", "nemotron", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
+    /* StableLM (2): LayerNorms with biases, Llama's projections (q/k/v biases with use_qkv_bias) */
+    { "stablelm", "stablelm", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
     { "gemma3_text", "gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
     { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,

@@ -203,6 +203,8 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
             err = fmax(err, fabs(mine[k] - ref[k]));
         }
         double rel = err / (mx > 0 ? mx : 1);
+        if (getenv("VERLC_CHECK_GRADS_VERBOSE")) /* each tensor's figures (which one sets the worst) */
+            fprintf(stderr, "  grad %s: max |ref| %.3g, max err %.3g, rel %.3g\n", t->name + 5, mx, err, rel);
         if (rel > worst_rel) {
             worst_rel = rel;
             snprintf(detail, sizeof detail, "%s", t->name + 5);

@@ -1307,6 +1307,26 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->qk_norm = 1;
         c->mlp_kind = VC_MLP_PLAIN;
     }
+    if (is(c, "nemotron")) { /* LayerNorm1P: LayerNorms of weight + 1 with biases; relu2 without a gate; half rope */
+        c->norm_kind = VC_NORM_LAYER;
+        c->norm_offset = 1.0f;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->qkv_bias = c->o_bias = flag(o, "attention_bias", 0);
+        int given = vc_json_member(o, "partial_rotary_factor") ||
+                    vc_json_member(vc_json_member(o, "rope_parameters"), "partial_rotary_factor");
+        if (!given && (st = rot_from_fraction(c, 0.5, "partial_rotary_factor", path))) return st;
+    }
+    if (is(c, "stablelm")) { /* LayerNorms with biases, partial rope (a quarter by default), parallel residuals */
+        if (flag(o, "qk_layernorm", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: qk_layernorm (StableLM 2 12B's LayerNorm per head, each its own "
+                           "tensor) is not built", path);
+        c->norm_kind = VC_NORM_LAYER;
+        c->qkv_bias = flag(o, "use_qkv_bias", 0);
+        c->parallel_block = flag(o, "use_parallel_residual", 0);
+        int given = vc_json_member(o, "partial_rotary_factor") ||
+                    vc_json_member(vc_json_member(o, "rope_parameters"), "partial_rotary_factor");
+        if (!given && (st = rot_from_fraction(c, 0.25, "partial_rotary_factor", path))) return st;
+    }
     if (is(c, "jais2")) { /* LayerNorms with biases, a plain relu2 MLP, attention_bias on o_proj too */
         c->norm_kind = VC_NORM_LAYER;
         c->mlp_kind = VC_MLP_PLAIN;

@@ -181,6 +181,13 @@ static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_sl
     const vc_model_config *c = &f->m->cfg;
     if (!x) return NULL; /* an earlier op failed (the graph holds its status) */
     vc_tensor *w = vc_w(f->m, layer, w_slot);
+    if (c->norm_kind == VC_NORM_LAYER && c->norm_offset && w) { /* Nemotron's LayerNorm1P: xhat (w + 1) + b */
+        vc_op_hold(x, 1);
+        vc_tensor *y = vc_op_layernorm(f->g, x, w, b_slot ? vc_w(f->m, layer, b_slot) : NULL, c->norm_eps);
+        vc_tensor *u = vc_op_layernorm(f->g, x, NULL, NULL, c->norm_eps);
+        vc_op_hold(x, 0);
+        return vc_op_add(f->g, y, c->norm_offset == 1.0f ? u : vc_op_scale(f->g, u, c->norm_offset));
+    }
     if (c->norm_kind == VC_NORM_LAYER) return vc_op_layernorm(f->g, x, w, b_slot ? vc_w(f->m, layer, b_slot) : NULL, c->norm_eps);
     return vc_op_rmsnorm(f->g, x, w, x->shape[x->ndim - 1], c->norm_eps, c->norm_offset);
 }
