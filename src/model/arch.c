@@ -454,6 +454,26 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const char *const LLAMA4_NESTED[] = { "model.", "model.language_model.", "model.", "language_model.model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
+/* GPT-2: transformer.* (the hub's first checkpoints: without the prefix), Conv1D weights input-major, c_attn's q / k /
+ * v side by side in its columns, learned position embeddings, LayerNorms and linears with biases */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule GPT2[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
+    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
+    { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
+    { TH "attn.c_attn.weight", VC_W_Q, VC_TR_CONV1D, VC_W_K, VC_W_V },
+    { TH "attn.c_attn.bias", VC_W_Q_B, VC_TR_SPLIT_ROWS, VC_W_K_B, VC_W_V_B },
+    { TH "attn.c_proj.weight", VC_W_O, VC_TR_CONV1D }, { TH "attn.c_proj.bias", VC_W_O_B },
+    { TH "mlp.c_fc.weight", VC_W_UP, VC_TR_CONV1D }, { TH "mlp.c_fc.bias", VC_W_UP_B },
+    { TH "mlp.c_proj.weight", VC_W_DOWN, VC_TR_CONV1D }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
+    { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
+    { "h.%d.attn.bias", 0, VC_TR_IGNORE }, { "h.%d.attn.masked_bias", 0, VC_TR_IGNORE }, /* the causal-mask buffers */
+    { 0 } };
+#undef TH
+static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+
 /* Hunyuan 3 (Hy3): the hub's router, correction bias and shared MLP names, transformers 5's after them */
 static const vc_tensor_rule HY_V3[] = {
     { L "mlp.router.gate.weight", VC_W_ROUTER }, { L "mlp.expert_bias", VC_W_ROUTER_BIAS },
@@ -515,6 +535,7 @@ static const vc_arch ARCHS[] = {
      * carried: they select every key there, and they are not trained by the language-model loss) */
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), NULL, "mtp.", NULL,
       NULL, ".self_attn.indexer." },
+    { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
@@ -704,7 +725,7 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LAYER_SCALAR] = "layer_scalar", [VC_W_PRE_FFN_NORM2] = "pre_ffn_norm_2", [VC_W_POST_FFN_NORM1] = "post_ffn_norm_1",
     [VC_W_POST_FFN_NORM2] = "post_ffn_norm_2", [VC_W_ROUTER_SCALE] = "router.scale", [VC_W_EXP_SCALE] = "experts.scale",
     [VC_W_PLE_GATE] = "ple.gate", [VC_W_PLE_PROJ] = "ple.proj", [VC_W_PLE_NORM] = "ple.norm", [VC_W_PLE_EMBD] = "ple_embd",
-    [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm",
+    [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -719,7 +740,7 @@ int vc_slot_is_bias(int slot) {
 
 int vc_slot_is_global(int slot) {
     return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B ||
-           (slot >= VC_W_PLE_EMBD && slot <= VC_W_PLE_PROJ_NORM);
+           (slot >= VC_W_PLE_EMBD && slot <= VC_W_POS_EMBD);
 }
 
 static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
@@ -889,6 +910,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_PLE_EMBD: return P && layer < 0 ? set(s, c->ple_vocab, c->n_layer * P, 0) : 0;
     case VC_W_PLE_MODEL_PROJ: return P && layer < 0 ? set(s, c->n_layer * P, H, 0) : 0;
     case VC_W_PLE_PROJ_NORM: return P && layer < 0 ? set(s, P, 0, 0) : 0;
+    case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos, H, 0) : 0;
     }
     return 0;
 }

@@ -43,6 +43,7 @@ enum vc_slot {
     /* global: Gemma 4's per-layer embeddings [ple_vocab, n_layer P], their projection from the embeddings
      * [n_layer P, H] and its norm [P] */
     VC_W_PLE_EMBD, VC_W_PLE_MODEL_PROJ, VC_W_PLE_PROJ_NORM,
+    VC_W_POS_EMBD,     /* global: learned absolute position embeddings [max_pos, H] (GPT-2) */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
@@ -68,6 +69,8 @@ enum vc_transform {
     VC_TR_QKVZ,        /* Qwen3-Next's in_proj_qkvz: per q/k head [q, k, its value heads' v, their z] rows into
                         * in_proj_qkv's [all q; all k; all v] (slot) and z (slot2) */
     VC_TR_BA,          /* Qwen3-Next's in_proj_ba: per q/k head [its value heads' b, their a] into slot, slot2 */
+    VC_TR_CONV1D,      /* GPT-2's Conv1D: [in, out] input-major, the transpose of the slots' [out, in] rows of slot (then
+                        * slot2, slot3: c_attn's q, k and v) */
 };
 
 typedef struct vc_tensor_rule {

@@ -95,6 +95,7 @@ static vc_status check_sizes(const vc_model_config *c, const char *path) {
 static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c) {
     const char *a = NULL;
     vc_status st = vc_json_get_str(o, "hidden_activation", NULL, &a, path);
+    if (st == VC_OK && !a) st = vc_json_get_str(o, "activation_function", NULL, &a, path); /* GPT-2 */
     if (st == VC_OK && !a) st = vc_json_get_str(o, "hidden_act", "silu", &a, path);
     if (st != VC_OK) return st;
     static const struct { const char *name; int act; } A[] = {
@@ -1307,6 +1308,24 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->qk_norm = 1;
         c->mlp_kind = VC_MLP_PLAIN;
     }
+    if (is(c, "gpt2")) { /* LayerNorms and linears with biases, learned positions, no rope, a plain MLP */
+        int64_t inner = 0;
+        if ((st = get_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
+            (st = check_size(path, "n_inner", inner, 1, DIM_MAX)))
+            return st;
+        if (flag(o, "scale_attn_by_inverse_layer_idx", 0) || flag(o, "add_cross_attention", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: scale_attn_by_inverse_layer_idx / add_cross_attention are not built",
+                           path);
+        c->inter = inner;
+        c->n_kv_head = c->n_head; /* (multi-head attention whatever else a config says) */
+        c->norm_kind = VC_NORM_LAYER;
+        c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->learned_pos = 1;
+        c->rot_dim = 0;
+        for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
+        if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
+    }
     if (is(c, "nemotron")) { /* LayerNorm1P: LayerNorms of weight + 1 with biases; relu2 without a gate; half rope */
         c->norm_kind = VC_NORM_LAYER;
         c->norm_offset = 1.0f;
@@ -1641,6 +1660,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
+                                             is(c, "gpt2") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;

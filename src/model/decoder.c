@@ -1020,6 +1020,22 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
     return x;
 }
 
+/* GPT-2: the embeddings plus each position's learned embedding (positions past max_position_embeddings refused) */
+static vc_tensor *add_positions(fwd_ctx *f, vc_tensor *x) {
+    const vc_model_config *c = &f->m->cfg;
+    int32_t *pid = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
+    if (!pid) return NULL;
+    for (int64_t t = 0; t < f->T; t++) {
+        if (f->pos[t] >= c->max_pos) {
+            vc_graph_fail(f->g, vc_fail(VC_ERR_ARG, "model forward: position %lld is beyond %s's %lld learned positions "
+                                        "(n_positions)", (long long)f->pos[t], c->model_type, (long long)c->max_pos));
+            return NULL;
+        }
+        pid[t] = (int32_t)f->pos[t];
+    }
+    return vc_op_add(f->g, x, vc_op_embedding(f->g, vc_w(f->m, -1, VC_W_POS_EMBD), pid, f->T));
+}
+
 /* Gemma 4's per-layer inputs [T, n_layer P]: (norm(proj(x) / sqrt(hidden)) per layer + the token's own per-layer
  * embedding times sqrt(P)) / sqrt(2), x the scaled embeddings */
 static vc_tensor **per_layer_inputs(fwd_ctx *f, vc_tensor *x) {
@@ -1150,6 +1166,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */
         if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
+        if (c->learned_pos && x) x = add_positions(&f, x);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);
         if (x && kv_share_setup(&f, no_tape)) x = NULL;

@@ -85,6 +85,11 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
         shape[0] = p[0]->shape[0];
         shape[1] = 2 * p[0]->shape[1];
         return 2;
+    case VC_TR_CONV1D: /* [in, out] */
+        shape[0] = p[0]->shape[1];
+        shape[1] = 0;
+        for (int i = 0; i < n; i++) shape[1] += p[i]->shape[0];
+        return 2;
     case VC_TR_T_DOWN: /* [E, I, H] */
         shape[0] = p[0]->shape[0];
         shape[1] = p[0]->shape[2];
@@ -190,6 +195,25 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
             MOVE(DATA(p[0]) + e * g, buf + e * (g + u), g);
             MOVE(DATA(p[1]) + e * u, buf + e * (g + u) + g, u);
         }
+        break;
+    }
+    case VC_TR_CONV1D: { /* buf [in, out] <-> the parts' [out_i, in] rows, through a host transpose */
+        int64_t in = p[0]->shape[1], out = 0;
+        for (int i = 0; i < n; i++) out += p[i]->shape[0];
+        float *t = vc_malloc(sizeof(float) * (size_t)(in * out));
+        if (!t) break; /* out of host memory: the slots keep what they hold */
+        if (!store)
+            for (int64_t a = 0; a < in; a++)
+                for (int64_t o = 0; o < out; o++) t[o * in + a] = buf[a * out + o];
+        float *b = t;
+        for (int i = 0; i < n; i++) {
+            MOVE(DATA(p[i]), b, p[i]->n);
+            b += p[i]->n;
+        }
+        if (store) /* (d2h has finished on return, as h2d has read its source) */
+            for (int64_t a = 0; a < in; a++)
+                for (int64_t o = 0; o < out; o++) buf[a * out + o] = t[o * in + a];
+        free(t);
         break;
     }
     case VC_TR_GQA_QKV: case VC_TR_HEAD_SPLIT: case VC_TR_QKVZ: case VC_TR_BA: {

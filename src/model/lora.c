@@ -354,6 +354,10 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
     if (!(sp->alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", sp->alpha);
     if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
+    for (int i = 0; i < m->n_src; i++)
+        if (m->src[i].rule && m->src[i].rule->transform == VC_TR_CONV1D)
+            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on %s's Conv1D projections (PEFT's fan_in_fan_out) is not built; "
+                           "train it in full", m->cfg.model_type);
     const vc_model_config *c = &m->cfg;
     vc_slot_mask mask = 0;
     unsigned moe = 0;

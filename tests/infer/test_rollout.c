@@ -121,6 +121,12 @@ static const char *CONFIG_LFM3 =
     " \"conv\"], \"vocab_size\": 300, \"norm_eps\": 1e-5, \"bos_token_id\": 1, \"eos_token_id\": 2,"
     " \"torch_dtype\": \"float32\"}";
 
+/* GPT-2: learned positions (each decode step looks its own up), Conv1D weights, no rope */
+static const char *CONFIG_GPT2 =
+    "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"n_embd\": 48, \"n_layer\": 2, \"n_head\": 4,"
+    " \"n_positions\": 512, \"vocab_size\": 300, \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-5,"
+    " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -440,7 +446,7 @@ int main(void) {
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
         { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 },
         { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 }, { &CONFIG_MIMO, "mimo-v2-flash (sinks, v narrower)", 43 },
-        { &CONFIG_LFM3, "lfm3 (conv, gated heads)", 47 } };
+        { &CONFIG_LFM3, "lfm3 (conv, gated heads)", 47 }, { &CONFIG_GPT2, "gpt-2 (learned positions)", 53 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());
