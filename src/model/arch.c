@@ -473,6 +473,23 @@ static const vc_tensor_rule GPT2[] = {
     { 0 } };
 #undef TH
 static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+/* GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's layout with nn.Linear weights and c_attn grouped per kv head
+ * ([q, k, v] per head; multi_query: all q, then the one k and v) */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule GPT_BIGCODE[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
+    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
+    { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
+    { TH "attn.c_attn.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { TH "attn.c_attn.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { TH "attn.c_proj.weight", VC_W_O }, { TH "attn.c_proj.bias", VC_W_O_B },
+    { TH "mlp.c_fc.weight", VC_W_UP }, { TH "mlp.c_fc.bias", VC_W_UP_B },
+    { TH "mlp.c_proj.weight", VC_W_DOWN }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
+    { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
+    { 0 } };
+#undef TH
 
 /* Hunyuan 3 (Hy3): the hub's router, correction bias and shared MLP names, transformers 5's after them */
 static const vc_tensor_rule HY_V3[] = {
@@ -536,6 +553,7 @@ static const vc_arch ARCHS[] = {
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), NULL, "mtp.", NULL,
       NULL, ".self_attn.indexer." },
     { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
+    { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },

@@ -1308,7 +1308,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->qk_norm = 1;
         c->mlp_kind = VC_MLP_PLAIN;
     }
-    if (is(c, "gpt2")) { /* LayerNorms and linears with biases, learned positions, no rope, a plain MLP */
+    if (is(c, "gpt2") || is(c, "gpt_bigcode")) { /* LayerNorms and linears with biases, learned positions, no rope, a
+                                                 * plain MLP; GPT-BigCode: one kv head with multi_query */
         int64_t inner = 0;
         if ((st = get_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
             (st = check_size(path, "n_inner", inner, 1, DIM_MAX)))
@@ -1317,7 +1318,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: scale_attn_by_inverse_layer_idx / add_cross_attention are not built",
                            path);
         c->inter = inner;
-        c->n_kv_head = c->n_head; /* (multi-head attention whatever else a config says) */
+        c->n_kv_head = is(c, "gpt_bigcode") && flag(o, "multi_query", 1) ? 1 : c->n_head; /* (whatever else it says) */
         c->norm_kind = VC_NORM_LAYER;
         c->qkv_bias = c->o_bias = c->mlp_bias = 1;
         c->mlp_kind = VC_MLP_PLAIN;
@@ -1660,7 +1661,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
-                                             is(c, "gpt2") ||
+                                             is(c, "gpt2") || is(c, "gpt_bigcode") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
