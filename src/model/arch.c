@@ -473,6 +473,20 @@ static const vc_tensor_rule GPT2[] = {
     { 0 } };
 #undef TH
 static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+/* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule GPTJ[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
+    { "transformer.ln_f.bias", VC_W_OUT_NORM_B }, { "lm_head.weight", VC_W_LM_HEAD }, { "lm_head.bias", VC_W_LM_HEAD_B },
+    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
+    { TH "attn.q_proj.weight", VC_W_Q }, { TH "attn.k_proj.weight", VC_W_K }, { TH "attn.v_proj.weight", VC_W_V },
+    { TH "attn.out_proj.weight", VC_W_O },
+    { TH "mlp.fc_in.weight", VC_W_UP }, { TH "mlp.fc_in.bias", VC_W_UP_B },
+    { TH "mlp.fc_out.weight", VC_W_DOWN }, { TH "mlp.fc_out.bias", VC_W_DOWN_B },
+    { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
+    { 0 } };
+#undef TH
+
 /* GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's layout with nn.Linear weights and c_attn grouped per kv head
  * ([q, k, v] per head; multi_query: all q, then the one k and v) */
 #define TH "transformer.h.%d."
@@ -554,6 +568,7 @@ static const vc_arch ARCHS[] = {
       NULL, ".self_attn.indexer." },
     { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
+    { "gptj", "gptj", T(GPTJ) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
@@ -860,7 +875,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;
     case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, H, 0);
-    case VC_W_LM_HEAD_B: *optional = 1; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
+    case VC_W_LM_HEAD_B: *optional = !c->head_bias; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
     case VC_W_ATTN_NORM: return (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);

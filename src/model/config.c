@@ -1327,6 +1327,22 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "gptj")) { /* parallel attention and MLP from one LayerNorm, GPT-J pairs on rotary_dim, biases on the MLP */
+        int64_t inner = 0, rd = 64;
+        if ((st = get_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
+            (st = check_size(path, "n_inner", inner, 1, DIM_MAX)) ||
+            (st = get_int_any(o, "rotary_dim", c->head_dim, &rd, path)))
+            return st;
+        if (rd < 2 || rd % 2 || rd > c->head_dim)
+            return vc_fail(VC_ERR_FORMAT, "%s: rotary_dim %lld does not fit head_dim %lld", path, (long long)rd,
+                           (long long)c->head_dim);
+        c->inter = inner;
+        c->n_kv_head = c->n_head;
+        c->norm_kind = VC_NORM_LAYER;
+        c->mlp_bias = c->parallel_block = c->rope_interleaved = c->head_bias = 1;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->rot_dim = (int)rd;
+    }
     if (is(c, "nemotron")) { /* LayerNorm1P: LayerNorms of weight + 1 with biases; relu2 without a gate; half rope */
         c->norm_kind = VC_NORM_LAYER;
         c->norm_offset = 1.0f;
