@@ -134,6 +134,7 @@ typedef struct vc_model_config {
     float shared_scale;           /* 0: 1; the shared expert's output times this (Cohere2-MoE's "average": 0.5) */
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     int learned_pos;              /* learned absolute position embeddings added to the token's (GPT-2): max_pos rows */
+    int pos_offset;               /* ... after this many unused rows (OPT: 2) */
     int64_t dsa_topk;             /* > 0: DeepSeek Sparse Attention's index_topk: dense attention holds for sequences
                                    * up to this many tokens (longer ones are refused) */
     int nested_text;              /* the text model of an image-text config (text_config): its tensors sit under

@@ -473,6 +473,24 @@ static const vc_tensor_rule GPT2[] = {
     { 0 } };
 #undef TH
 static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+/* OPT: model.decoder.* (the hub's OPTModel checkpoints: decoder.*), learned positions offset by 2, LayerNorms and
+ * linears with biases, a relu MLP (fc1, fc2) */
+#define OD "model.decoder.layers.%d."
+static const vc_tensor_rule OPT[] = {
+    { "model.decoder.embed_tokens.weight", VC_W_TOK_EMBD }, { "model.decoder.embed_positions.weight", VC_W_POS_EMBD },
+    { "model.decoder.final_layer_norm.weight", VC_W_OUT_NORM }, { "model.decoder.final_layer_norm.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { OD "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { OD "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
+    { OD "final_layer_norm.weight", VC_W_FFN_NORM }, { OD "final_layer_norm.bias", VC_W_FFN_NORM_B },
+    { OD "self_attn.q_proj.weight", VC_W_Q }, { OD "self_attn.q_proj.bias", VC_W_Q_B },
+    { OD "self_attn.k_proj.weight", VC_W_K }, { OD "self_attn.k_proj.bias", VC_W_K_B },
+    { OD "self_attn.v_proj.weight", VC_W_V }, { OD "self_attn.v_proj.bias", VC_W_V_B },
+    { OD "self_attn.out_proj.weight", VC_W_O }, { OD "self_attn.out_proj.bias", VC_W_O_B },
+    { OD "fc1.weight", VC_W_UP }, { OD "fc1.bias", VC_W_UP_B }, { OD "fc2.weight", VC_W_DOWN }, { OD "fc2.bias", VC_W_DOWN_B },
+    { 0 } };
+#undef OD
+static const char *const OPT_NESTED[] = { "model.", "", NULL };
+
 /* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
 #define TH "transformer.h.%d."
 static const vc_tensor_rule GPTJ[] = {
@@ -569,6 +587,7 @@ static const vc_arch ARCHS[] = {
     { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
     { "gptj", "gptj", T(GPTJ) },
+    { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },
@@ -943,7 +962,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_PLE_EMBD: return P && layer < 0 ? set(s, c->ple_vocab, c->n_layer * P, 0) : 0;
     case VC_W_PLE_MODEL_PROJ: return P && layer < 0 ? set(s, c->n_layer * P, H, 0) : 0;
     case VC_W_PLE_PROJ_NORM: return P && layer < 0 ? set(s, P, 0, 0) : 0;
-    case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos, H, 0) : 0;
+    case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos + c->pos_offset, H, 0) : 0;
     }
     return 0;
 }

@@ -1327,6 +1327,25 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "opt")) { /* pre-norm LayerNorms and linears with biases, learned positions after 2 rows, relu MLP */
+        int64_t wp = c->hidden, ffn = 0;
+        if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||
+            (st = get_int_any(o, "ffn_dim", 4 * c->hidden, &ffn, path)) || (st = check_size(path, "ffn_dim", ffn, 1, DIM_MAX)))
+            return st;
+        if (!flag(o, "do_layer_norm_before", 1) || wp != c->hidden || !flag(o, "layer_norm_elementwise_affine", 1))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: OPT with do_layer_norm_before false, word_embed_proj_dim other than "
+                           "hidden_size (OPT-350m) or LayerNorms without weights is not built", path);
+        c->inter = ffn;
+        c->n_kv_head = c->n_head;
+        c->norm_kind = VC_NORM_LAYER;
+        c->norm_eps = 1e-5f; /* nn.LayerNorm's default: OPT's config names none */
+        c->qkv_bias = c->o_bias = c->mlp_bias = flag(o, "enable_bias", 1);
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->learned_pos = 1;
+        c->pos_offset = 2;
+        c->rot_dim = 0;
+        for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
+    }
     if (is(c, "gptj")) { /* parallel attention and MLP from one LayerNorm, GPT-J pairs on rotary_dim, biases on the MLP */
         int64_t inner = 0, rd = 64;
         if ((st = get_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
@@ -1677,7 +1696,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
-                                             is(c, "gpt2") || is(c, "gpt_bigcode") ||
+                                             is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;

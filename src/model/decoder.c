@@ -1020,7 +1020,7 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
     return x;
 }
 
-/* GPT-2: the embeddings plus each position's learned embedding (positions past max_position_embeddings refused) */
+/* GPT-2, OPT: the embeddings plus each position's learned embedding (positions past max_position_embeddings refused) */
 static vc_tensor *add_positions(fwd_ctx *f, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
     int32_t *pid = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
@@ -1031,7 +1031,7 @@ static vc_tensor *add_positions(fwd_ctx *f, vc_tensor *x) {
                                         "(n_positions)", (long long)f->pos[t], c->model_type, (long long)c->max_pos));
             return NULL;
         }
-        pid[t] = (int32_t)f->pos[t];
+        pid[t] = (int32_t)(f->pos[t] + c->pos_offset);
     }
     return vc_op_add(f->g, x, vc_op_embedding(f->g, vc_w(f->m, -1, VC_W_POS_EMBD), pid, f->T));
 }
