@@ -799,6 +799,19 @@ static vc_status parse_granite_swa(const cJSON *o, const char *path, vc_model_co
 
 /* LFM2: gated short convolutions (layer_types "conv", else the layers not in full_attn_idxs) beside attention with
  * per-head q/k norms; the MLP's width as its block_* keys adjust it */
+/* Gemma 4's and LFM3's ropes when a config has no rope_parameters (transformers' defaults): proportional on the full
+ * layers (base 1e6, a fraction `part` of the pairs), plain on the sliding ones (base 10000) */
+static void proportional_default(vc_model_config *c, double part) {
+    c->rope.type = VC_ROPE_PROPORTIONAL;
+    c->rope.partial_rotary_factor = part;
+    if (!c->rope.theta_given) c->rope.theta = 1e6;
+    c->rope_local = c->rope;
+    c->rope_local.type = VC_ROPE_DEFAULT;
+    c->rope_local.partial_rotary_factor = 1.0;
+    c->rope_local.theta = 10000.0;
+    c->local_rope = 1;
+}
+
 static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
     int64_t k = 3, mult_of = 256;
@@ -840,16 +853,7 @@ static vc_status parse_lfm2(const cJSON *o, const char *path, vc_model_config *c
     if (is(c, "lfm3")) { /* sandwich norms, a sigmoid gate per attention head */
         c->sandwich_norm = flag(o, "use_sandwich_norm", 1);
         c->attn_out_gate = flag(o, "use_attention_gate", 1) ? 2 : 0;
-        if (!vc_json_member(o, "rope_parameters")) { /* transformers' defaults: proportional full layers, plain sliding */
-            c->rope.type = VC_ROPE_PROPORTIONAL;
-            c->rope.partial_rotary_factor = 0.5;
-            if (!c->rope.theta_given) c->rope.theta = 1e6;
-            c->rope_local = c->rope;
-            c->rope_local.type = VC_ROPE_DEFAULT;
-            c->rope_local.partial_rotary_factor = 1.0;
-            c->rope_local.theta = 10000.0;
-            c->local_rope = 1;
-        }
+        if (!vc_json_member(o, "rope_parameters")) proportional_default(c, 0.5);
     }
     return VC_OK;
 }
@@ -1134,16 +1138,7 @@ static vc_status parse_gemma4(const cJSON *o, const char *path, vc_model_config 
     double f;
     if ((st = get_num_any(o, "final_logit_softcapping", 0, &f, path))) return st;
     c->final_softcap = (float)f;
-    if (!vc_json_member(o, "rope_parameters")) { /* transformers' defaults: proportional full layers, plain sliding */
-        c->rope.type = VC_ROPE_PROPORTIONAL;
-        c->rope.partial_rotary_factor = 0.25;
-        if (!c->rope.theta_given) c->rope.theta = 1e6;
-        c->rope_local = c->rope;
-        c->rope_local.type = VC_ROPE_DEFAULT;
-        c->rope_local.partial_rotary_factor = 1.0;
-        c->rope_local.theta = 10000.0;
-        c->local_rope = 1;
-    }
+    if (!vc_json_member(o, "rope_parameters")) proportional_default(c, 0.25);
     int64_t ple = 0, plev = 0, tk = 0;
     if ((st = get_int_any(o, "hidden_size_per_layer_input", 0, &ple, path)) ||
         (st = get_int_any(o, "vocab_size_per_layer_input", c->vocab, &plev, path)) ||
