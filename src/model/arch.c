@@ -491,6 +491,24 @@ static const vc_tensor_rule OPT[] = {
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
 
+/* Falcon: query_key_value grouped per kv head ([q x group, k, v]; the old multi-query layout is one group), a plain
+ * GELU MLP, one or two LayerNorms feeding attention and the MLP in parallel, or sequential */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule FALCON[] = {
+    { "transformer.word_embeddings.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
+    { "transformer.ln_f.bias", VC_W_OUT_NORM_B }, { "lm_head.weight", VC_W_LM_HEAD },
+    { TH "input_layernorm.weight", VC_W_ATTN_NORM }, { TH "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { TH "ln_attn.weight", VC_W_ATTN_NORM }, { TH "ln_attn.bias", VC_W_ATTN_NORM_B },
+    { TH "ln_mlp.weight", VC_W_FFN_NORM }, { TH "ln_mlp.bias", VC_W_FFN_NORM_B },
+    { TH "post_attention_layernorm.weight", VC_W_FFN_NORM }, { TH "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { TH "self_attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { TH "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { TH "self_attention.dense.weight", VC_W_O }, { TH "self_attention.dense.bias", VC_W_O_B },
+    { TH "mlp.dense_h_to_4h.weight", VC_W_UP }, { TH "mlp.dense_h_to_4h.bias", VC_W_UP_B },
+    { TH "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { TH "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    { 0 } };
+#undef TH
+
 /* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
 #define TH "transformer.h.%d."
 static const vc_tensor_rule GPTJ[] = {
@@ -587,6 +605,7 @@ static const vc_arch ARCHS[] = {
     { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
     { "gptj", "gptj", T(GPTJ) },
+    { "falcon", "falcon", T(FALCON) },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */

@@ -96,6 +96,7 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
     const char *a = NULL;
     vc_status st = vc_json_get_str(o, "hidden_activation", NULL, &a, path);
     if (st == VC_OK && !a) st = vc_json_get_str(o, "activation_function", NULL, &a, path); /* GPT-2 */
+    if (st == VC_OK && !a) st = vc_json_get_str(o, "activation", NULL, &a, path); /* Falcon */
     if (st == VC_OK && !a) st = vc_json_get_str(o, "hidden_act", "silu", &a, path);
     if (st != VC_OK) return st;
     static const struct { const char *name; int act; } A[] = {
@@ -1322,6 +1323,27 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "falcon")) { /* Falcon: GQA (new_decoder_architecture) or multi-query, parallel attention and MLP */
+        int64_t ffn = 0, kv = c->n_head, nln = 2;
+        int newa = flag(o, "new_decoder_architecture", 0);
+        if (flag(o, "alibi", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: Falcon with alibi (Falcon-RW) is not built", path);
+        if ((st = get_int_any(o, "ffn_hidden_size", 4 * c->hidden, &ffn, path)) ||
+            (st = check_size(path, "ffn_hidden_size", ffn, 1, DIM_MAX)) ||
+            (st = get_int_any(o, "num_kv_heads", c->n_head, &kv, path)) ||
+            (st = get_int_any(o, "num_ln_in_parallel_attn", 2, &nln, path)))
+            return st;
+        c->n_kv_head = newa ? kv : flag(o, "multi_query", 1) ? 1 : c->n_head;
+        if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
+            return vc_fail(VC_ERR_FORMAT, "%s: num_kv_heads %lld does not divide %lld heads", path,
+                           (long long)c->n_kv_head, (long long)c->n_head);
+        c->inter = ffn;
+        c->norm_kind = VC_NORM_LAYER;
+        c->qkv_bias = c->o_bias = c->mlp_bias = flag(o, "bias", 0);
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->parallel_block = newa || flag(o, "parallel_attn", 1);
+        c->parallel_norms = newa && nln == 2;
+    }
     if (is(c, "opt")) { /* pre-norm LayerNorms and linears with biases, learned positions after 2 rows, relu MLP */
         int64_t wp = c->hidden, ffn = 0;
         if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||
@@ -1691,7 +1713,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
-                                             is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") ||
+                                             is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") || is(c, "falcon") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
