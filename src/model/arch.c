@@ -509,6 +509,17 @@ static const vc_tensor_rule FALCON[] = {
     { 0 } };
 #undef TH
 
+/* MPT: transformer.blocks.*, Wqkv [q; k; v], LayerNorms without biases, a GELU MLP, ALiBi */
+#define MB "transformer.blocks.%d."
+static const vc_tensor_rule MPT[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.norm_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { MB "norm_1.weight", VC_W_ATTN_NORM }, { MB "norm_2.weight", VC_W_FFN_NORM },
+    { MB "attn.Wqkv.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V }, { MB "attn.out_proj.weight", VC_W_O },
+    { MB "ffn.up_proj.weight", VC_W_UP }, { MB "ffn.down_proj.weight", VC_W_DOWN },
+    { 0 } };
+#undef MB
+
 /* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
 #define TH "transformer.h.%d."
 static const vc_tensor_rule GPTJ[] = {
@@ -606,6 +617,7 @@ static const vc_arch ARCHS[] = {
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
     { "gptj", "gptj", T(GPTJ) },
     { "falcon", "falcon", T(FALCON) },
+    { "mpt", "mpt", T(MPT) },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */

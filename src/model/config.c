@@ -1323,6 +1323,32 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "mpt")) { /* ALiBi (MPT's slopes: the usual ones for a power-of-two head count), no biases, a GELU MLP */
+        const cJSON *ac = vc_json_member(o, "attn_config");
+        double ratio = 4, bmax = 8, ss = 0;
+        if (ac && !cJSON_IsObject(ac)) return vc_fail(VC_ERR_FORMAT, "%s: key 'attn_config': expected an object", path);
+        char ctx[600];
+        snprintf(ctx, sizeof ctx, "%s: attn_config", path);
+        if ((st = get_num_any(o, "expansion_ratio", 4, &ratio, path)) ||
+            (st = get_num_any(ac, "alibi_bias_max", 8, &bmax, ctx)) || (st = get_num_any(ac, "softmax_scale", 0, &ss, ctx)))
+            return st;
+        if (!flag(ac, "alibi", 1) || flag(ac, "qk_ln", 0) || vc_json_member(ac, "clip_qkv") || bmax != 8 ||
+            (c->n_head & (c->n_head - 1)) || !flag(o, "no_bias", 1))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: MPT is built with ALiBi (alibi_bias_max 8, a power-of-two head "
+                           "count), no qk_ln, no clip_qkv and no_bias", path);
+        if (ratio != 4) /* transformers' MptMLP is 4 x d_model wide whatever the config says */
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: expansion_ratio %g (transformers' MPT is built with 4)", path, ratio);
+        c->inter = 4 * c->hidden;
+        c->n_kv_head = c->n_head;
+        c->norm_kind = VC_NORM_LAYER;
+        c->norm_no_bias = 1;
+        c->norm_eps = 1e-5f;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->act = VC_ACT_GELU_ERF;
+        c->alibi = 1;
+        c->rot_dim = 0;
+        if (ss > 0) c->attn_scale = (float)ss;
+    }
     if (is(c, "falcon")) { /* Falcon: GQA (new_decoder_architecture) or multi-query, parallel attention and MLP */
         int64_t ffn = 0, kv = c->n_head, nln = 2;
         int newa = flag(o, "new_decoder_architecture", 0);
@@ -1683,11 +1709,11 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: dtype '%s' is not supported", path, dt);
     double eps;
     if ((st = get_int_any(o, "vocab_size padded_vocab_size", 0, &c->vocab, path)) ||
-        (st = get_int_any(o, "hidden_size n_embd", 0, &c->hidden, path)) ||
-        (st = get_int_any(o, "num_hidden_layers num_layers n_layer", 0, &c->n_layer, path)) ||
-        (st = get_int_any(o, "num_attention_heads n_head", 0, &c->n_head, path)) ||
+        (st = get_int_any(o, "hidden_size n_embd d_model", 0, &c->hidden, path)) ||
+        (st = get_int_any(o, "num_hidden_layers num_layers n_layer n_layers", 0, &c->n_layer, path)) ||
+        (st = get_int_any(o, "num_attention_heads n_head n_heads", 0, &c->n_head, path)) ||
         (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
-        (st = get_int_any(o, "max_position_embeddings seq_length n_positions", 4096, &c->max_pos, path)) ||
+        (st = get_int_any(o, "max_position_embeddings seq_length n_positions max_seq_len", 4096, &c->max_pos, path)) ||
         (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps", 1e-6, &eps, path)))
         return st;
     if (c->n_layer <= 0 && is(c, "nemotron_h")) { /* transformers 5 writes its blocks' list without the count */
@@ -1714,6 +1740,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
                                              is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") || is(c, "falcon") ||
+                                             is(c, "mpt") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
