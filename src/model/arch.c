@@ -509,6 +509,25 @@ static const vc_tensor_rule FALCON[] = {
     { 0 } };
 #undef TH
 
+/* BLOOM: a LayerNorm on the embeddings, query_key_value per head [q, k, v], ALiBi, biases everywhere; the hub's
+ * checkpoints without transformer. */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule BLOOM[] = {
+    { "transformer.word_embeddings.weight", VC_W_TOK_EMBD },
+    { "transformer.word_embeddings_layernorm.weight", VC_W_EMB_NORM },
+    { "transformer.word_embeddings_layernorm.bias", VC_W_EMB_NORM_B },
+    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { TH "input_layernorm.weight", VC_W_ATTN_NORM }, { TH "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { TH "post_attention_layernorm.weight", VC_W_FFN_NORM }, { TH "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { TH "self_attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { TH "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { TH "self_attention.dense.weight", VC_W_O }, { TH "self_attention.dense.bias", VC_W_O_B },
+    { TH "mlp.dense_h_to_4h.weight", VC_W_UP }, { TH "mlp.dense_h_to_4h.bias", VC_W_UP_B },
+    { TH "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { TH "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    { 0 } };
+#undef TH
+
 /* MPT: transformer.blocks.*, Wqkv [q; k; v], LayerNorms without biases, a GELU MLP, ALiBi */
 #define MB "transformer.blocks.%d."
 static const vc_tensor_rule MPT[] = {
@@ -618,6 +637,7 @@ static const vc_arch ARCHS[] = {
     { "gptj", "gptj", T(GPTJ) },
     { "falcon", "falcon", T(FALCON) },
     { "mpt", "mpt", T(MPT) },
+    { "bloom", "bloom", T(BLOOM), GPT2_NESTED },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
@@ -808,7 +828,7 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_LAYER_SCALAR] = "layer_scalar", [VC_W_PRE_FFN_NORM2] = "pre_ffn_norm_2", [VC_W_POST_FFN_NORM1] = "post_ffn_norm_1",
     [VC_W_POST_FFN_NORM2] = "post_ffn_norm_2", [VC_W_ROUTER_SCALE] = "router.scale", [VC_W_EXP_SCALE] = "experts.scale",
     [VC_W_PLE_GATE] = "ple.gate", [VC_W_PLE_PROJ] = "ple.proj", [VC_W_PLE_NORM] = "ple.norm", [VC_W_PLE_EMBD] = "ple_embd",
-    [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd",
+    [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd", [VC_W_EMB_NORM] = "emb_norm", [VC_W_EMB_NORM_B] = "emb_norm.bias",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -818,12 +838,12 @@ int vc_slot_is_bias(int slot) {
            slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
            slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
            slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
-           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B || slot == VC_W_LIN_CONV_B;
+           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B || slot == VC_W_LIN_CONV_B || slot == VC_W_EMB_NORM_B;
 }
 
 int vc_slot_is_global(int slot) {
     return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B ||
-           (slot >= VC_W_PLE_EMBD && slot <= VC_W_POS_EMBD);
+           (slot >= VC_W_PLE_EMBD && slot <= VC_W_EMB_NORM_B);
 }
 
 static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
@@ -994,6 +1014,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_PLE_MODEL_PROJ: return P && layer < 0 ? set(s, c->n_layer * P, H, 0) : 0;
     case VC_W_PLE_PROJ_NORM: return P && layer < 0 ? set(s, P, 0, 0) : 0;
     case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos + c->pos_offset, H, 0) : 0;
+    case VC_W_EMB_NORM: case VC_W_EMB_NORM_B: /* (nanochat's embedding norm has no weight) */
+        return c->emb_norm && !c->norm_no_weight && layer < 0 && (slot == VC_W_EMB_NORM || ln) ? set(s, H, 0, 0) : 0;
     }
     return 0;
 }

@@ -44,6 +44,7 @@ enum vc_slot {
      * [n_layer P, H] and its norm [P] */
     VC_W_PLE_EMBD, VC_W_PLE_MODEL_PROJ, VC_W_PLE_PROJ_NORM,
     VC_W_POS_EMBD,     /* global: learned absolute position embeddings [max_pos, H] (GPT-2) */
+    VC_W_EMB_NORM, VC_W_EMB_NORM_B, /* global: the embeddings' LayerNorm (BLOOM's word_embeddings_layernorm) */
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };

@@ -1323,6 +1323,21 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "bloom")) { /* the embeddings LayerNorm-ed, ALiBi, query_key_value per head, biases, a GELU MLP */
+        if (flag(o, "apply_residual_connection_post_layernorm", 0))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: apply_residual_connection_post_layernorm is not built", path);
+        int64_t H;
+        if ((st = get_int_any(o, "hidden_size n_embed", c->hidden, &H, path))) return st;
+        c->n_kv_head = c->n_head;
+        c->inter = 4 * c->hidden;
+        c->norm_kind = VC_NORM_LAYER;
+        c->emb_norm = 1;
+        c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->act = VC_ACT_GELU_TANH;
+        c->alibi = 1;
+        c->rot_dim = 0;
+    }
     if (is(c, "mpt")) { /* ALiBi (MPT's slopes: the usual ones for a power-of-two head count), no biases, a GELU MLP */
         const cJSON *ac = vc_json_member(o, "attn_config");
         double ratio = 4, bmax = 8, ss = 0;
@@ -1709,7 +1724,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: dtype '%s' is not supported", path, dt);
     double eps;
     if ((st = get_int_any(o, "vocab_size padded_vocab_size", 0, &c->vocab, path)) ||
-        (st = get_int_any(o, "hidden_size n_embd d_model", 0, &c->hidden, path)) ||
+        (st = get_int_any(o, "hidden_size n_embd d_model n_embed", 0, &c->hidden, path)) ||
         (st = get_int_any(o, "num_hidden_layers num_layers n_layer n_layers", 0, &c->n_layer, path)) ||
         (st = get_int_any(o, "num_attention_heads n_head n_heads", 0, &c->n_head, path)) ||
         (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
@@ -1740,7 +1755,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
                                              is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") || is(c, "falcon") ||
-                                             is(c, "mpt") ||
+                                             is(c, "mpt") || is(c, "bloom") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;

@@ -1164,7 +1164,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         ones_upload(&f) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
-        if (c->emb_norm) x = norm(&f, x, -1, 0, 0); /* nanochat: the embeddings normed (without a weight) */
+        if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
         if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
         if (c->learned_pos && x) x = add_positions(&f, x);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);

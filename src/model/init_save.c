@@ -15,7 +15,8 @@ static int is_norm(int slot) {
            slot == VC_W_K_NORM || slot == VC_W_Q_A_NORM || slot == VC_W_KV_A_NORM || slot == VC_W_POST_ATTN_NORM ||
            slot == VC_W_POST_FFN_NORM || slot == VC_W_PRE_FFN_NORM2 || slot == VC_W_POST_FFN_NORM1 ||
            slot == VC_W_POST_FFN_NORM2 || slot == VC_W_PLE_NORM || slot == VC_W_PLE_PROJ_NORM ||
-           slot == VC_W_ROUTER_SCALE || slot == VC_W_EXP_SCALE || slot == VC_W_LAYER_SCALAR; /* (ones, as transformers) */
+           slot == VC_W_ROUTER_SCALE || slot == VC_W_EXP_SCALE || slot == VC_W_LAYER_SCALAR || /* (ones, as transformers) */
+           slot == VC_W_EMB_NORM;
 }
 
 
