@@ -509,6 +509,23 @@ static const vc_tensor_rule FALCON[] = {
     { 0 } };
 #undef TH
 
+/* GPT-Neo: GPT-2's layout with nn.Linear projections under attn.attention, local (windowed) and global layers */
+#define TH "transformer.h.%d."
+static const vc_tensor_rule GPT_NEO[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
+    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
+    { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
+    { TH "attn.attention.q_proj.weight", VC_W_Q }, { TH "attn.attention.k_proj.weight", VC_W_K },
+    { TH "attn.attention.v_proj.weight", VC_W_V }, { TH "attn.attention.out_proj.weight", VC_W_O },
+    { TH "attn.attention.out_proj.bias", VC_W_O_B },
+    { TH "mlp.c_fc.weight", VC_W_UP }, { TH "mlp.c_fc.bias", VC_W_UP_B },
+    { TH "mlp.c_proj.weight", VC_W_DOWN }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
+    { TH "attn.attention.bias", 0, VC_TR_IGNORE }, { TH "attn.attention.masked_bias", 0, VC_TR_IGNORE },
+    { 0 } };
+#undef TH
+
 /* BLOOM: a LayerNorm on the embeddings, query_key_value per head [q, k, v], ALiBi, biases everywhere; the hub's
  * checkpoints without transformer. */
 #define TH "transformer.h.%d."
@@ -638,6 +655,7 @@ static const vc_arch ARCHS[] = {
     { "falcon", "falcon", T(FALCON) },
     { "mpt", "mpt", T(MPT) },
     { "bloom", "bloom", T(BLOOM), GPT2_NESTED },
+    { "gpt_neo", "gpt_neo", T(GPT_NEO) },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */

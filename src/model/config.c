@@ -119,6 +119,7 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
 /* sliding windows: layer_types (transformers 5), Gemma 2's alternation, Qwen2's max_window_layers */
 static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t w = 0;
+    if (is(c, "gpt_neo")) return VC_OK; /* its attention_layers, read with the family's keys */
     const cJSON *sw = vc_json_member(o, "sliding_window");
     if (sw && cJSON_IsNumber(sw)) {
         if (!(sw->valuedouble < 2147483648.0))
@@ -1323,6 +1324,36 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
         if (!flag(o, "scale_attn_weights", 1)) c->attn_scale = 1.0f;
     }
+    if (is(c, "gpt_neo")) { /* GPT-2's learned positions, no attention scaling, global and local (windowed) layers */
+        int64_t w = 256;
+        const cJSON *at = vc_json_member(o, "attention_layers"), *e;
+        if ((st = get_int_any(o, "window_size", 256, &w, path)) || (st = check_size(path, "window_size", w, 1, 1 << 30)))
+            return st;
+        int64_t l = 0;
+        if (!cJSON_IsArray(at)) { /* attention_types: [[["global", "local"], 12]] */
+            const cJSON *ty = vc_json_member(o, "attention_types"), *item;
+            cJSON_ArrayForEach(item, ty) {
+                const cJSON *kinds = cJSON_GetArrayItem(item, 0), *rep = cJSON_GetArrayItem(item, 1);
+                for (int r = 0; cJSON_IsArray(kinds) && cJSON_IsNumber(rep) && r < rep->valuedouble; r++)
+                    cJSON_ArrayForEach(e, kinds) if (l < c->n_layer && cJSON_IsString(e))
+                        c->window[l++] = strcmp(e->valuestring, "local") ? 0 : (int)w;
+            }
+        } else
+            cJSON_ArrayForEach(e, at) if (l < c->n_layer && cJSON_IsString(e))
+                c->window[l++] = strcmp(e->valuestring, "local") ? 0 : (int)w;
+        if (l != c->n_layer)
+            return vc_fail(VC_ERR_FORMAT, "%s: attention_layers / attention_types name %lld layers, not %lld", path,
+                           (long long)l, (long long)c->n_layer);
+        c->inter = c->inter > 0 ? c->inter : 4 * c->hidden;
+        c->n_kv_head = c->n_head;
+        c->norm_kind = VC_NORM_LAYER;
+        c->o_bias = c->mlp_bias = 1;
+        c->mlp_kind = VC_MLP_PLAIN;
+        c->learned_pos = 1;
+        c->rot_dim = 0;
+        c->attn_scale = 1.0f;
+        for (int64_t k = 0; k < c->n_layer; k++) c->nope[k] = 1;
+    }
     if (is(c, "bloom")) { /* the embeddings LayerNorm-ed, ALiBi, query_key_value per head, biases, a GELU MLP */
         if (flag(o, "apply_residual_connection_post_layernorm", 0))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: apply_residual_connection_post_layernorm is not built", path);
@@ -1726,7 +1757,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = get_int_any(o, "vocab_size padded_vocab_size", 0, &c->vocab, path)) ||
         (st = get_int_any(o, "hidden_size n_embd d_model n_embed", 0, &c->hidden, path)) ||
         (st = get_int_any(o, "num_hidden_layers num_layers n_layer n_layers", 0, &c->n_layer, path)) ||
-        (st = get_int_any(o, "num_attention_heads n_head n_heads", 0, &c->n_head, path)) ||
+        (st = get_int_any(o, "num_attention_heads n_head n_heads num_heads", 0, &c->n_head, path)) ||
         (st = get_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
         (st = get_int_any(o, "max_position_embeddings seq_length n_positions max_seq_len", 4096, &c->max_pos, path)) ||
         (st = get_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps", 1e-6, &eps, path)))
@@ -1755,7 +1786,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = flag(o, "tie_word_embeddings", is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "gemma4_text") ||
                                              is(c, "gpt2") || is(c, "gpt_bigcode") || is(c, "opt") || is(c, "falcon") ||
-                                             is(c, "mpt") || is(c, "bloom") ||
+                                             is(c, "mpt") || is(c, "bloom") || is(c, "gpt_neo") ||
                                              is(c, "vaultgemma") || is(c, "lfm2") || is(c, "lfm3") ||
                                              is(c, "lfm2_moe"));
     if ((st = parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
