@@ -454,15 +454,31 @@ static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", 
 static const char *const LLAMA4_NESTED[] = { "model.", "model.language_model.", "model.", "language_model.model.",
                                              "lm_head.", "language_model.lm_head.", NULL };
 
-/* GPT-2: transformer.* (the hub's first checkpoints: without the prefix), Conv1D weights input-major, c_attn's q / k /
- * v side by side in its columns, learned position embeddings, LayerNorms and linears with biases */
+/* GPT-2-era checkpoints under transformer.*: the final LayerNorm and the LM head; ln_1 / ln_2 LayerNorms; Falcon's and
+ * BLOOM's self_attention / mlp (query_key_value grouped per kv head, the old multi-query layout one group) */
 #define TH "transformer.h.%d."
-static const vc_tensor_rule GPT2[] = {
-    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
+static const vc_tensor_rule TF_FINAL[] = {
     { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
     { "lm_head.weight", VC_W_LM_HEAD },
+    { 0 } };
+static const vc_tensor_rule TF_LN12[] = {
     { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
     { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
+    { 0 } };
+static const vc_tensor_rule TF_SELF_ATTENTION[] = {
+    { TH "input_layernorm.weight", VC_W_ATTN_NORM }, { TH "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { TH "post_attention_layernorm.weight", VC_W_FFN_NORM }, { TH "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { TH "self_attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { TH "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { TH "self_attention.dense.weight", VC_W_O }, { TH "self_attention.dense.bias", VC_W_O_B },
+    { TH "mlp.dense_h_to_4h.weight", VC_W_UP }, { TH "mlp.dense_h_to_4h.bias", VC_W_UP_B },
+    { TH "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { TH "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    { 0 } };
+
+/* GPT-2: transformer.* (the hub's first checkpoints: without the prefix), Conv1D weights input-major, c_attn's q / k /
+ * v side by side in its columns, learned position embeddings, LayerNorms and linears with biases */
+static const vc_tensor_rule GPT2[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
     { TH "attn.c_attn.weight", VC_W_Q, VC_TR_CONV1D, VC_W_K, VC_W_V },
     { TH "attn.c_attn.bias", VC_W_Q_B, VC_TR_SPLIT_ROWS, VC_W_K_B, VC_W_V_B },
     { TH "attn.c_proj.weight", VC_W_O, VC_TR_CONV1D }, { TH "attn.c_proj.bias", VC_W_O_B },
@@ -471,8 +487,19 @@ static const vc_tensor_rule GPT2[] = {
     { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
     { "h.%d.attn.bias", 0, VC_TR_IGNORE }, { "h.%d.attn.masked_bias", 0, VC_TR_IGNORE }, /* the causal-mask buffers */
     { 0 } };
-#undef TH
 static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+/* GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's layout with nn.Linear weights and c_attn grouped per kv head
+ * ([q, k, v] per head; multi_query: all q, then the one k and v) */
+static const vc_tensor_rule GPT_BIGCODE[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
+    { TH "attn.c_attn.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { TH "attn.c_attn.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { TH "attn.c_proj.weight", VC_W_O }, { TH "attn.c_proj.bias", VC_W_O_B },
+    { TH "mlp.c_fc.weight", VC_W_UP }, { TH "mlp.c_fc.bias", VC_W_UP_B },
+    { TH "mlp.c_proj.weight", VC_W_DOWN }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
+    { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
+    { 0 } };
+
 /* OPT: model.decoder.* (the hub's OPTModel checkpoints: decoder.*), learned positions offset by 2, LayerNorms and
  * linears with biases, a relu MLP (fc1, fc2) */
 #define OD "model.decoder.layers.%d."
@@ -491,32 +518,17 @@ static const vc_tensor_rule OPT[] = {
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
 
-/* Falcon: query_key_value grouped per kv head ([q x group, k, v]; the old multi-query layout is one group), a plain
- * GELU MLP, one or two LayerNorms feeding attention and the MLP in parallel, or sequential */
-#define TH "transformer.h.%d."
+/* Falcon: ln_attn / ln_mlp feeding attention and a plain GELU MLP in parallel (the new decoder architecture), or one
+ * input_layernorm (parallel) or two (sequential); TF_SELF_ATTENTION's projections */
 static const vc_tensor_rule FALCON[] = {
-    { "transformer.word_embeddings.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
-    { "transformer.ln_f.bias", VC_W_OUT_NORM_B }, { "lm_head.weight", VC_W_LM_HEAD },
-    { TH "input_layernorm.weight", VC_W_ATTN_NORM }, { TH "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { "transformer.word_embeddings.weight", VC_W_TOK_EMBD },
     { TH "ln_attn.weight", VC_W_ATTN_NORM }, { TH "ln_attn.bias", VC_W_ATTN_NORM_B },
     { TH "ln_mlp.weight", VC_W_FFN_NORM }, { TH "ln_mlp.bias", VC_W_FFN_NORM_B },
-    { TH "post_attention_layernorm.weight", VC_W_FFN_NORM }, { TH "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
-    { TH "self_attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
-    { TH "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
-    { TH "self_attention.dense.weight", VC_W_O }, { TH "self_attention.dense.bias", VC_W_O_B },
-    { TH "mlp.dense_h_to_4h.weight", VC_W_UP }, { TH "mlp.dense_h_to_4h.bias", VC_W_UP_B },
-    { TH "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { TH "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
     { 0 } };
-#undef TH
 
 /* GPT-Neo: GPT-2's layout with nn.Linear projections under attn.attention, local (windowed) and global layers */
-#define TH "transformer.h.%d."
 static const vc_tensor_rule GPT_NEO[] = {
     { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
-    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
-    { "lm_head.weight", VC_W_LM_HEAD },
-    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
-    { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
     { TH "attn.attention.q_proj.weight", VC_W_Q }, { TH "attn.attention.k_proj.weight", VC_W_K },
     { TH "attn.attention.v_proj.weight", VC_W_V }, { TH "attn.attention.out_proj.weight", VC_W_O },
     { TH "attn.attention.out_proj.bias", VC_W_O_B },
@@ -524,26 +536,14 @@ static const vc_tensor_rule GPT_NEO[] = {
     { TH "mlp.c_proj.weight", VC_W_DOWN }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
     { TH "attn.attention.bias", 0, VC_TR_IGNORE }, { TH "attn.attention.masked_bias", 0, VC_TR_IGNORE },
     { 0 } };
-#undef TH
 
-/* BLOOM: a LayerNorm on the embeddings, query_key_value per head [q, k, v], ALiBi, biases everywhere; the hub's
+/* BLOOM: a LayerNorm on the embeddings, TF_SELF_ATTENTION's projections (query_key_value per head), ALiBi; the hub's
  * checkpoints without transformer. */
-#define TH "transformer.h.%d."
 static const vc_tensor_rule BLOOM[] = {
     { "transformer.word_embeddings.weight", VC_W_TOK_EMBD },
     { "transformer.word_embeddings_layernorm.weight", VC_W_EMB_NORM },
     { "transformer.word_embeddings_layernorm.bias", VC_W_EMB_NORM_B },
-    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
-    { "lm_head.weight", VC_W_LM_HEAD },
-    { TH "input_layernorm.weight", VC_W_ATTN_NORM }, { TH "input_layernorm.bias", VC_W_ATTN_NORM_B },
-    { TH "post_attention_layernorm.weight", VC_W_FFN_NORM }, { TH "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
-    { TH "self_attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
-    { TH "self_attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
-    { TH "self_attention.dense.weight", VC_W_O }, { TH "self_attention.dense.bias", VC_W_O_B },
-    { TH "mlp.dense_h_to_4h.weight", VC_W_UP }, { TH "mlp.dense_h_to_4h.bias", VC_W_UP_B },
-    { TH "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { TH "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
     { 0 } };
-#undef TH
 
 /* MPT: transformer.blocks.*, Wqkv [q; k; v], LayerNorms without biases, a GELU MLP, ALiBi */
 #define MB "transformer.blocks.%d."
@@ -557,33 +557,13 @@ static const vc_tensor_rule MPT[] = {
 #undef MB
 
 /* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
-#define TH "transformer.h.%d."
 static const vc_tensor_rule GPTJ[] = {
-    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
-    { "transformer.ln_f.bias", VC_W_OUT_NORM_B }, { "lm_head.weight", VC_W_LM_HEAD }, { "lm_head.bias", VC_W_LM_HEAD_B },
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "lm_head.bias", VC_W_LM_HEAD_B },
     { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
     { TH "attn.q_proj.weight", VC_W_Q }, { TH "attn.k_proj.weight", VC_W_K }, { TH "attn.v_proj.weight", VC_W_V },
     { TH "attn.out_proj.weight", VC_W_O },
     { TH "mlp.fc_in.weight", VC_W_UP }, { TH "mlp.fc_in.bias", VC_W_UP_B },
     { TH "mlp.fc_out.weight", VC_W_DOWN }, { TH "mlp.fc_out.bias", VC_W_DOWN_B },
-    { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
-    { 0 } };
-#undef TH
-
-/* GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's layout with nn.Linear weights and c_attn grouped per kv head
- * ([q, k, v] per head; multi_query: all q, then the one k and v) */
-#define TH "transformer.h.%d."
-static const vc_tensor_rule GPT_BIGCODE[] = {
-    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.wpe.weight", VC_W_POS_EMBD },
-    { "transformer.ln_f.weight", VC_W_OUT_NORM }, { "transformer.ln_f.bias", VC_W_OUT_NORM_B },
-    { "lm_head.weight", VC_W_LM_HEAD },
-    { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
-    { TH "ln_2.weight", VC_W_FFN_NORM }, { TH "ln_2.bias", VC_W_FFN_NORM_B },
-    { TH "attn.c_attn.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
-    { TH "attn.c_attn.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
-    { TH "attn.c_proj.weight", VC_W_O }, { TH "attn.c_proj.bias", VC_W_O_B },
-    { TH "mlp.c_fc.weight", VC_W_UP }, { TH "mlp.c_fc.bias", VC_W_UP_B },
-    { TH "mlp.c_proj.weight", VC_W_DOWN }, { TH "mlp.c_proj.bias", VC_W_DOWN_B },
     { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
     { 0 } };
 #undef TH
@@ -649,13 +629,13 @@ static const vc_arch ARCHS[] = {
      * carried: they select every key there, and they are not trained by the language-model loss) */
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), NULL, "mtp.", NULL,
       NULL, ".self_attn.indexer." },
-    { "gpt2", "gpt2", T(GPT2), GPT2_NESTED },
-    { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE) },
-    { "gptj", "gptj", T(GPTJ) },
-    { "falcon", "falcon", T(FALCON) },
+    { "gpt2", "gpt2", T(GPT2, TF_FINAL, TF_LN12), GPT2_NESTED },
+    { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE, TF_FINAL, TF_LN12) },
+    { "gptj", "gptj", T(GPTJ, TF_FINAL) },
+    { "falcon", "falcon", T(FALCON, TF_FINAL, TF_SELF_ATTENTION) },
     { "mpt", "mpt", T(MPT) },
-    { "bloom", "bloom", T(BLOOM), GPT2_NESTED },
-    { "gpt_neo", "gpt_neo", T(GPT_NEO) },
+    { "bloom", "bloom", T(BLOOM, TF_FINAL, TF_SELF_ATTENTION), GPT2_NESTED },
+    { "gpt_neo", "gpt_neo", T(GPT_NEO, TF_FINAL, TF_LN12) },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
