@@ -135,8 +135,12 @@ typedef struct vc_model_config {
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     int learned_pos;              /* learned absolute position embeddings added to the token's (GPT-2): max_pos rows */
     int pos_offset;               /* ... after this many unused rows (OPT: 2) */
-    int64_t dsa_topk;             /* > 0: DeepSeek Sparse Attention's index_topk: dense attention holds for sequences
-                                   * up to this many tokens (longer ones are refused) */
+    /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): each query attends to the dsa_topk (index_topk) keys its
+     * layer's indexer scores best, of dsa_heads heads dsa_dim wide (index_n_heads, index_head_dim) */
+    int64_t dsa_topk, dsa_heads, dsa_dim;
+    int dsa_rope_interleaved;     /* the indexer's rope on interleaved pairs (GLM-5) instead of halves (DeepSeek-V3.2) */
+    uint8_t dsa_shared[VC_MAX_LAYERS]; /* 1: the layer has no indexer and reuses the previous layer's selection (GLM-5's
+                                   * indexer_types "shared") */
     int nested_text;              /* the text model of an image-text config (text_config): its tensors sit under
                                    * model.language_model.* in what `verlc init` writes */
     /* special tokens from config.json / generation_config.json */

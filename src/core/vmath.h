@@ -79,4 +79,16 @@ static inline double vc_dot_f64(const float *a, const float *b, int64_t n) {
     for (; i < n; i++) a0 += (double)a[i] * b[i];
     return (a0 + a1) + (a2 + a3);
 }
+/* a . b in a fixed order whatever the caller (eight partial sums, then the tail): the same bits for a row on its
+ * own and in a batch */
+static inline float vc_dot_fixed(const float *a, const float *b, int n) {
+    float acc[8] = { 0 };
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
 #endif

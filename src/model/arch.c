@@ -78,6 +78,12 @@ static const vc_tensor_rule MLA_ATTN[] = {
     { L "self_attn.o_proj.weight", VC_W_O },
     { 0 } };
 
+static const vc_tensor_rule DSA_INDEXER[] = {
+    { L "self_attn.indexer.wq_b.weight", VC_W_IDX_WQ }, { L "self_attn.indexer.wk.weight", VC_W_IDX_WK },
+    { L "self_attn.indexer.k_norm.weight", VC_W_IDX_KNORM }, { L "self_attn.indexer.k_norm.bias", VC_W_IDX_KNORM_B },
+    { L "self_attn.indexer.weights_proj.weight", VC_W_IDX_WPROJ },
+    { 0 } };
+
 static const vc_tensor_rule GEMMA2_NORMS[] = {
     { L "input_layernorm.weight", VC_W_ATTN_NORM },
     { L "post_attention_layernorm.weight", VC_W_POST_ATTN_NORM },
@@ -625,10 +631,9 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
-    /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): DeepSeek Sparse Attention, dense up to index_topk keys (its indexers are
-     * carried: they select every key there, and they are not trained by the language-model loss) */
-    { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), NULL, "mtp.", NULL,
-      NULL, ".self_attn.indexer." },
+    /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): MLA behind DeepSeek Sparse Attention's indexer */
+    { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, DSA_INDEXER, HF_MLP, HF_MOE), NULL,
+      "mtp." },
     { "gpt2", "gpt2", T(GPT2, TF_FINAL, TF_LN12), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE, TF_FINAL, TF_LN12) },
     { "gptj", "gptj", T(GPTJ, TF_FINAL) },
@@ -776,18 +781,6 @@ void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap) {
     else if (cap) buf[0] = 0;
 }
 
-int vc_arch_carried(const vc_arch *a, const char *name) {
-    for (const char *p = a->carry; p && *p;) {
-        size_t k = strcspn(p, " ");
-        char part[96];
-        snprintf(part, sizeof part, "%.*s", (int)(k < sizeof part ? k : sizeof part - 1), p);
-        if (k && strstr(name, part)) return 1;
-        p += k;
-        while (*p == ' ') p++;
-    }
-    return 0;
-}
-
 int vc_arch_other_tower(const vc_arch *a, const char *name) {
     for (const char *p = a->ignore_prefixes; p && *p;) {
         size_t k = strcspn(p, " ");
@@ -827,6 +820,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_POST_FFN_NORM2] = "post_ffn_norm_2", [VC_W_ROUTER_SCALE] = "router.scale", [VC_W_EXP_SCALE] = "experts.scale",
     [VC_W_PLE_GATE] = "ple.gate", [VC_W_PLE_PROJ] = "ple.proj", [VC_W_PLE_NORM] = "ple.norm", [VC_W_PLE_EMBD] = "ple_embd",
     [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd", [VC_W_EMB_NORM] = "emb_norm", [VC_W_EMB_NORM_B] = "emb_norm.bias",
+    [VC_W_IDX_WQ] = "indexer.wq_b", [VC_W_IDX_WK] = "indexer.wk", [VC_W_IDX_KNORM] = "indexer.k_norm",
+    [VC_W_IDX_KNORM_B] = "indexer.k_norm.bias", [VC_W_IDX_WPROJ] = "indexer.weights_proj",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -836,7 +831,8 @@ int vc_slot_is_bias(int slot) {
            slot == VC_W_K_B || slot == VC_W_V_B || slot == VC_W_O_B || slot == VC_W_FFN_NORM_B ||
            slot == VC_W_GATE_B || slot == VC_W_UP_B || slot == VC_W_DOWN_B || slot == VC_W_ROUTER_BIAS ||
            slot == VC_W_Q_NORM_B || slot == VC_W_K_NORM_B || slot == VC_W_ROUTER_B || slot == VC_W_EXP_GATE_B ||
-           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B || slot == VC_W_LIN_CONV_B || slot == VC_W_EMB_NORM_B;
+           slot == VC_W_EXP_UP_B || slot == VC_W_EXP_DOWN_B || slot == VC_W_LIN_CONV_B || slot == VC_W_EMB_NORM_B ||
+           slot == VC_W_IDX_KNORM_B;
 }
 
 int vc_slot_is_global(int slot) {
@@ -858,6 +854,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     int kv_shared = layer >= 0 && c->kv_src[layer]; /* Gemma 4: attends with an earlier layer's keys and values */
     int v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer]; /* ... or its values are its keys' projection */
     int dense_moe = layer >= 0 && c->is_moe[layer] && c->moe_dense; /* an MoE block beside the dense MLP */
+    int idx = layer >= 0 && c->dsa_topk && !c->dsa_shared[layer]; /* DeepSeek Sparse Attention: the layer's own indexer */
     int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
     int64_t qk = c->qk_nope_dim + c->qk_rope_dim, XH = c->moe_latent ? c->moe_latent : H; /* the experts' width */
     int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
@@ -1002,6 +999,10 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
     case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_LAYER_SCALAR: return c->layer_scalar && layer >= 0 ? set(s, 1, 0, 0) : 0;
+    case VC_W_IDX_WQ: return idx ? set(s, c->dsa_heads * c->dsa_dim, c->q_lora_rank, 0) : 0;
+    case VC_W_IDX_WK: return idx ? set(s, c->dsa_dim, H, 0) : 0;
+    case VC_W_IDX_KNORM: case VC_W_IDX_KNORM_B: return idx ? set(s, c->dsa_dim, 0, 0) : 0;
+    case VC_W_IDX_WPROJ: return idx ? set(s, c->dsa_heads, H, 0) : 0;
     case VC_W_PRE_FFN_NORM2: case VC_W_POST_FFN_NORM1: case VC_W_POST_FFN_NORM2: case VC_W_ROUTER_SCALE:
         return dense_moe ? set(s, H, 0, 0) : 0;
     case VC_W_EXP_SCALE: return dense_moe ? set(s, c->n_expert, 0, 0) : 0;

@@ -45,6 +45,9 @@ enum vc_slot {
     VC_W_PLE_EMBD, VC_W_PLE_MODEL_PROJ, VC_W_PLE_PROJ_NORM,
     VC_W_POS_EMBD,     /* global: learned absolute position embeddings [max_pos, H] (GPT-2) */
     VC_W_EMB_NORM, VC_W_EMB_NORM_B, /* global: the embeddings' LayerNorm (BLOOM's word_embeddings_layernorm) */
+    /* DeepSeek Sparse Attention's indexer (buffers: the language-model loss gives it no gradient): wq_b [heads dim,
+     * q_lora_rank], wk [dim, H], k_norm's LayerNorm [dim] and its bias, weights_proj [heads, H] */
+    VC_W_IDX_WQ, VC_W_IDX_WK, VC_W_IDX_KNORM, VC_W_IDX_KNORM_B, VC_W_IDX_WPROJ,
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
     VC_W_COUNT
 };
@@ -92,9 +95,6 @@ typedef struct vc_arch {
     /* the MoE block's module under a layer in transformers 5 and its router's under that (PEFT's target_parameters
      * name them); NULL: "mlp", "gate" */
     const char *moe_module, *router_module;
-    /* space-separated parts of names of tensors the model carries without using them (DeepSeek Sparse Attention's
-     * indexers): loaded as ignored, exported as they were loaded; NULL: none */
-    const char *carry;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
@@ -108,14 +108,14 @@ int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t
 vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name);
 /* whether a checkpoint tensor belongs to another tower the text model does not use (ignore_prefixes) */
 int vc_arch_other_tower(const vc_arch *a, const char *name);
-/* whether a checkpoint tensor is one the model carries unused (vc_arch.carry) */
-int vc_arch_carried(const vc_arch *a, const char *name);
 const char *vc_slot_name(int slot);
 int vc_slot_is_global(int slot);
 /* a bias or a norm's bias: zero at random init; no weight decay even when it is stacked per expert (2-D) */
 int vc_slot_is_bias(int slot);
 /* a buffer the checkpoint carries that training leaves alone (the routing correction bias, Gemma 4's layer_scalar) */
-static inline int vc_slot_is_buffer(int slot) { return slot == VC_W_ROUTER_BIAS || slot == VC_W_LAYER_SCALAR; }
+static inline int vc_slot_is_buffer(int slot) {
+    return slot == VC_W_ROUTER_BIAS || slot == VC_W_LAYER_SCALAR || (slot >= VC_W_IDX_WQ && slot <= VC_W_IDX_WPROJ);
+}
 /* The slot's shape for this config and layer; returns the number of dims, 0 if the slot does not
  * exist there. *optional is set for biases that only exist when the checkpoint carries them. */
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *shape, int *optional);

@@ -116,6 +116,55 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
     return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", path, a);
 }
 
+/* DeepSeek Sparse Attention's indexer: index_topk, index_n_heads, index_head_dim; GLM-5's indexer_types ("full" /
+ * "shared" per layer), else index_topk_pattern ("F" / "S" per layer), else a full layer every index_topk_freq-th
+ * from index_skip_topk_offset - 1 on (transformers' defaults: every layer) */
+static vc_status parse_dsa(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st;
+    int glm = is(c, "glm_moe_dsa");
+    int64_t freq = 1, off = 2;
+    if ((st = get_int_any(o, "index_topk", 2048, &c->dsa_topk, path)) ||
+        (st = check_size(path, "index_topk", c->dsa_topk, 1, (int64_t)1 << 40)) ||
+        (st = get_int_any(o, "index_n_heads", glm ? 32 : 64, &c->dsa_heads, path)) ||
+        (st = check_size(path, "index_n_heads", c->dsa_heads, 1, 4096)) ||
+        (st = get_int_any(o, "index_head_dim", 128, &c->dsa_dim, path)) ||
+        (st = check_size(path, "index_head_dim", c->dsa_dim, 1, 65536)) ||
+        (st = get_int_any(o, "index_topk_freq", 1, &freq, path)) ||
+        (st = get_int_any(o, "index_skip_topk_offset", 2, &off, path)))
+        return st;
+    if (c->dsa_dim < c->qk_rope_dim)
+        return vc_fail(VC_ERR_FORMAT, "%s: index_head_dim (%lld) is narrower than qk_rope_head_dim (%lld)", path,
+                       (long long)c->dsa_dim, (long long)c->qk_rope_dim);
+    if (!c->q_lora_rank)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: DeepSeek Sparse Attention's indexer reads the q latent: q_lora_rank must "
+                       "be set", path);
+    c->dsa_rope_interleaved = glm;
+    const cJSON *types = vc_json_member(o, "indexer_types"), *pat = vc_json_member(o, "index_topk_pattern");
+    int str = cJSON_IsString(pat);
+    if (!glm) return VC_OK; /* DeepSeek-V3.2: an indexer in every layer */
+    if ((types && (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != (int)c->n_layer)) ||
+        (!types && pat && !(str ? (int64_t)strlen(pat->valuestring) == c->n_layer
+                                : cJSON_IsArray(pat) && cJSON_GetArraySize(pat) == (int)c->n_layer)))
+        return vc_fail(VC_ERR_FORMAT, "%s: %s must list %lld layers", path, types ? "indexer_types" : "index_topk_pattern",
+                       (long long)c->n_layer);
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        int64_t k = l - off + 1 > 0 ? l - off + 1 : 0;
+        int shared = freq > 1 && k % freq != 0;
+        const cJSON *t = types ? cJSON_GetArrayItem(types, (int)l) : pat && !str ? cJSON_GetArrayItem(pat, (int)l) : NULL;
+        const char *v = t && cJSON_IsString(t) ? t->valuestring : NULL;
+        if (str) shared = pat->valuestring[l] == 'S';
+        if (str ? !strchr("FS", pat->valuestring[l]) : t && (!v || (strcmp(v, "full") && strcmp(v, "shared"))))
+            return vc_fail(VC_ERR_FORMAT, "%s: %s[%lld] must be \"full\" or \"shared\"%s", path,
+                           types ? "indexer_types" : "index_topk_pattern", (long long)l, str ? " (F or S)" : "");
+        if (v) shared = !strcmp(v, "shared");
+        if (shared && l == 0)
+            return vc_fail(VC_ERR_FORMAT, "%s: layer 0 cannot reuse a previous layer's DeepSeek Sparse Attention selection",
+                           path);
+        c->dsa_shared[l] = (uint8_t)shared;
+    }
+    return VC_OK;
+}
+
 /* sliding windows: layer_types (transformers 5), Gemma 2's alternation, Qwen2's max_window_layers */
 static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t w = 0;
@@ -1581,11 +1630,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
          is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa")) &&
         (st = parse_mla(o, path, c)))
         return st;
-    if (is(c, "deepseek_v32") || is(c, "glm_moe_dsa")) { /* the indexer's selection keeps every key up to index_topk */
-        if ((st = get_int_any(o, "index_topk", 2048, &c->dsa_topk, path)) ||
-            (st = check_size(path, "index_topk", c->dsa_topk, 1, (int64_t)1 << 40)))
-            return st;
-    }
+    if ((is(c, "deepseek_v32") || is(c, "glm_moe_dsa")) && (st = parse_dsa(o, path, c))) return st;
     if (is(c, "minicpm3")) { /* muP-style: embeddings times scale_emb, sublayers times scale_depth / sqrt(layers), the
                               * final hidden over hidden_size / dim_model_base */
         double se, sd, base;

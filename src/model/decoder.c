@@ -1,61 +1,9 @@
 /* The one decoder. Every architecture runs through these functions; the branches read descriptor
  * fields of vc_model_config, never the architecture's name. */
-#include "model_internal.h"
-#include "tensor/backend.h"
-#include "tensor/graph_priv.h"
-#include "verlc/ops.h"
+#include "decoder_priv.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct vc_kv_cache {
-    int n_seq, n_layer;
-    int64_t max_len, k_width, v_width;
-    int64_t *len;             /* host */
-    const vc_backend *be;     /* owner of mem */
-    float *mem;               /* backend memory: [layer][seq][max_len][k_width + v_width] */
-    float *state;             /* linear-attention layers' states: [seq][vc_lin_state_floats] (NULL: none) */
-};
-
-/* KV appends and row moves in backend memory (never dereferenced here): rows of C floats,
- * dst[r * dld + c] = src[r * sld + c] for r < R */
-static void copy_rows(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C) {
-    if (R > 0 && C > 0) vc_be()->rows_copy(dst, dld, src, sld, R, C, 1, 0);
-}
-
-typedef struct {
-    vc_model *m;
-    vc_graph *g;
-    const vc_batch *b;
-    vc_kv_cache *cache;
-    const vc_kv_pages *paged;
-    int64_t T;
-    const float *cos, *sin; /* [T, rot/2], backend memory */
-    const float *cos_l, *sin_l; /* sliding layers' own tables when cfg.local_rope, else cos / sin */
-    vc_tensor *qscale;      /* [T] q's factor by position (cfg.q_pos_beta), else NULL */
-    vc_tensor *qtemp;       /* [T] q's factor by position on NoPE layers (cfg.q_temp_scale), else NULL */
-    int64_t *pos;           /* [T], host */
-    const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
-    int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
-    int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
-    /* shared prefixes (b->prefix): each layer's keys and values gathered into ext rows, every sequence's
-     * prefix rows (if any) then its own; sequence s attends to rows [kv_start[s], +kv_len[s]) */
-    const int32_t *ext;     /* [T_ext] backend memory */
-    int64_t T_ext;
-    int64_t *kv_start, *kv_len;
-    float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
-    vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
-    vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */
-    float *slopes;          /* MiniMax-Text-01: [n_layer, n_head] each layer's decays -s_h, backend memory */
-    /* KV sharing (Gemma 4): [2 n_layer] the keys and values of each layer later layers reuse (kv_need), kept without a
-     * cache; kv_copy: they are copies in buffers made before the layers run (no tape: layers' temporaries die) */
-    vc_tensor **kv_keep;
-    uint8_t *kv_need;
-    int kv_copy;
-    vc_tensor **ple;         /* Gemma 4: [n_layer] each layer's per-layer input [T, P], else NULL */
-    const int64_t *lin_tabs; /* per linear layer: its conv and recurrent states' tables (vc_seq_tabs_fill), backend
-                              * memory uploaded before the layers run, else NULL */
-} fwd_ctx;
 
 /* ---- linear-attention states: per sequence, for each linear layer in order, the conv's last K - 1 inputs [K - 1,
  * 2 nk dk + nv dv] then the recurrent state [nv, dk, dv] ---- */
@@ -330,12 +278,6 @@ static vc_status paged_offsets(fwd_ctx *f) {
     return f->kv_off || !f->T ? VC_OK : vc_graph_status(f->g);
 }
 
-/* the pool address `elems` values in: floats, or bf16 values (always at an even count: rows and head
- * widths are even, so the pointer stays float-aligned) */
-static float *pool_at(const vc_kv_pages *kv, size_t elems) {
-    return kv->bf16 ? (float *)(void *)((uint16_t *)(void *)kv->pool + elems) : kv->pool + elems;
-}
-
 /* paged cache: write the new keys/values into the sequences' pages, then attend over the pages */
 static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *d, vc_tensor *q, vc_tensor *k,
                                vc_tensor *v) {
@@ -421,7 +363,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
-                       .chunk = c->chunk[layer] };
+                       .chunk = c->chunk[layer], .sel = f->sel, .sel_words = f->sel_words };
     vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
     d.sinks = sinks ? sinks->data : NULL;
     if (f->paged) return attend_paged(f, kv_layer, append, &d, q, k, v);
@@ -440,7 +382,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
     float *lse = vc_graph_dalloc(f->g, sizeof(float) * (size_t)(f->T * c->n_head), 0);
     if (!ptr || !kvl || !o || !lse) return NULL;
-    int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width;
+    int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width + kc->x_width;
     for (int s = 0; s < d.n_seq; s++) {
         float *base = kc->mem + ((size_t)kv_layer * kc->n_seq + s) * (size_t)(kc->max_len * row);
         int64_t t0 = f->b->cu_seqlens[s], n = f->b->cu_seqlens[s + 1] - t0, at = kc->len[s];
@@ -557,15 +499,20 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     vc_model *m = f->m;
     vc_graph *g = f->g;
     int64_t T = f->T, nh = c->n_head, dn = c->qk_nope_dim, dr = c->qk_rope_dim, dv = c->v_head_dim;
-    vc_tensor *q;
+    vc_tensor *q, *qlat = NULL;
     vc_op_hold(h, 1); /* the q and kv projections read the same input */
     if (c->q_lora_rank) {
-        q = lin(f, h, l, VC_W_Q_A, NULL);
-        q = vc_op_rmsnorm(g, q, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, VC_MLA_NORM_EPS, 0);
-        q = lin(f, q, l, VC_W_Q_BPROJ, NULL);
+        qlat = lin(f, h, l, VC_W_Q_A, NULL);
+        qlat = vc_op_rmsnorm(g, qlat, vc_w(m, l, VC_W_Q_A_NORM), c->q_lora_rank, VC_MLA_NORM_EPS, 0);
+        q = lin(f, qlat, l, VC_W_Q_BPROJ, NULL);
     } else q = lin(f, h, l, VC_W_Q, NULL);
     vc_tensor *ckv = lin(f, h, l, VC_W_KV_A, NULL); /* [T, rank + dr] */
+    vc_status st = c->dsa_topk && qlat ? vc_dsa_layer(f, l, h, qlat) : VC_OK; /* DeepSeek Sparse Attention */
     vc_op_hold(h, 0);
+    if (st) {
+        vc_graph_fail(g, st);
+        return NULL;
+    }
     vc_tensor *lat = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, 0, c->kv_lora_rank);
     vc_tensor *kpe = vc_op_slice_cols(g, ckv, c->kv_lora_rank + dr, c->kv_lora_rank, c->kv_lora_rank + dr);
     lat = vc_op_rmsnorm(g, lat, vc_w(m, l, VC_W_KV_A_NORM), c->kv_lora_rank, VC_MLA_NORM_EPS, 0);
@@ -1142,15 +1089,6 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 vc_fail(VC_ERR_ARG, "sequence %d would exceed the kv cache length %lld", s, (long long)cache->max_len);
                 return NULL;
             }
-    for (int s = 0; s < b->n_seq && c->dsa_topk; s++) { /* DeepSeek Sparse Attention: dense up to index_topk keys */
-        int64_t n = b->cu_seqlens[s + 1] - b->cu_seqlens[s], p = b->prefix && b->prefix[s] >= 0 ? b->prefix[s] : -1;
-        n += cache ? cache->len[s] : paged ? paged->len[s] : p >= 0 ? b->cu_seqlens[p + 1] - b->cu_seqlens[p] : 0;
-        if (n > c->dsa_topk) {
-            vc_fail(VC_ERR_UNSUPPORTED, "model forward: sequence %d has %lld tokens; %s's sparse attention beyond "
-                    "index_topk (%lld) keys per query is not built", s, (long long)n, c->model_type, (long long)c->dsa_topk);
-            return NULL;
-        }
-    }
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
@@ -1161,7 +1099,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     }
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
         lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
-        ones_upload(&f) == VC_OK) {
+        ones_upload(&f) == VC_OK && vc_dsa_setup(&f, !vc_graph_grad_enabled(g)) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
@@ -1283,7 +1221,8 @@ vc_status vc_kv_cache_new(const vc_model *m, int n_seq, int64_t max_len, vc_kv_c
     k->max_len = max_len;
     k->k_width = c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim) : kv_width(c, 0);
     k->v_width = c->mla ? c->n_head * c->v_head_dim : kv_width(c, 1);
-    size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width) * 4;
+    k->x_width = c->dsa_topk ? c->dsa_dim : 0;
+    size_t bytes = (size_t)c->n_layer * (size_t)n_seq * (size_t)max_len * (size_t)(k->k_width + k->v_width + k->x_width) * 4;
     k->len = vc_calloc((size_t)n_seq, sizeof *k->len);
     k->be = vc_be();
     k->mem = k->be->alloc(bytes ? bytes : 64);
@@ -1309,6 +1248,7 @@ int64_t vc_kv_cache_len(const vc_kv_cache *c, int seq) { return c->len[seq]; }
 
 int64_t vc_kv_row_floats(const vc_model *m) {
     const vc_model_config *c = &m->cfg;
-    return c->mla ? c->n_head * (c->qk_nope_dim + c->qk_rope_dim + c->v_head_dim) : kv_width(c, 0) + kv_width(c, 1);
+    if (c->mla) return vc_dsa_key_offset(c) + (c->dsa_topk ? c->dsa_dim : 0); /* DSA: its indexer's keys behind */
+    return kv_width(c, 0) + kv_width(c, 1);
 }
 void vc_kv_cache_reset(vc_kv_cache *c) { memset(c->len, 0, sizeof(int64_t) * (size_t)c->n_seq); }

@@ -16,7 +16,7 @@ static int is_norm(int slot) {
            slot == VC_W_POST_FFN_NORM || slot == VC_W_PRE_FFN_NORM2 || slot == VC_W_POST_FFN_NORM1 ||
            slot == VC_W_POST_FFN_NORM2 || slot == VC_W_PLE_NORM || slot == VC_W_PLE_PROJ_NORM ||
            slot == VC_W_ROUTER_SCALE || slot == VC_W_EXP_SCALE || slot == VC_W_LAYER_SCALAR || /* (ones, as transformers) */
-           slot == VC_W_EMB_NORM;
+           slot == VC_W_EMB_NORM || slot == VC_W_IDX_KNORM;
 }
 
 
@@ -131,15 +131,15 @@ vc_status vc_model_copy_side_files(const char *from, const char *to, int overwri
     return st;
 }
 
-/* the source checkpoint's tensors of other towers (a multimodal model's vision tower) and the tensors the model
- * carries unused (DSA's indexers), as they were, so the export loads as the same kind of model */
+/* the source checkpoint's tensors of other towers (a multimodal model's vision tower), as they were, so the export
+ * loads as the same kind of model */
 static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w) {
-    if ((!m->cfg.arch->ignore_prefixes && !m->cfg.arch->carry) || !m->dir) return VC_OK;
+    if (!m->cfg.arch->ignore_prefixes || !m->dir) return VC_OK;
     vc_checkpoint *ck = NULL;
     vc_status st = vc_ckpt_open(m->dir, &ck);
     for (int i = 0; !st && i < vc_ckpt_count(ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(ck, i);
-        if (vc_arch_other_tower(m->cfg.arch, t->name) || vc_arch_carried(m->cfg.arch, t->name))
+        if (vc_arch_other_tower(m->cfg.arch, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 1);
     }
     vc_ckpt_close(ck);

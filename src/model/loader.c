@@ -480,8 +480,6 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
         }
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";
-        if (!why && vc_arch_carried(c->arch, name))
-            why = "DeepSeek Sparse Attention's indexer: every key is selected up to index_topk tokens; kept as loaded";
         if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)
             why = "multi-token-prediction layer, not used for training";
         if (!why)

@@ -783,11 +783,6 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
         st = vc_fail(VC_ERR_ARG, "data.max_prompt_length + data.max_response_length (%lld) exceeds %s's %lld learned "
                      "positions (n_positions)", (long long)(t->max_prompt + t->max_resp),
                      vc_model_cfg(t->actor)->model_type, (long long)vc_model_cfg(t->actor)->max_pos);
-    if (!st && vc_model_cfg(t->actor)->dsa_topk && t->max_prompt + t->max_resp > vc_model_cfg(t->actor)->dsa_topk)
-        st = vc_fail(VC_ERR_UNSUPPORTED, "data.max_prompt_length + data.max_response_length (%lld) exceeds %s's "
-                     "index_topk (%lld): sparse attention beyond index_topk keys per query is not built",
-                     (long long)(t->max_prompt + t->max_resp), vc_model_cfg(t->actor)->model_type,
-                     (long long)vc_model_cfg(t->actor)->dsa_topk);
     TRY(set_total_steps(t, cfg));
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
     vc_tensor *const *lora = NULL;

@@ -53,6 +53,11 @@ typedef struct vc_attn_desc {
     /* attention sinks (gpt-oss; NULL: none): [n_head] logits in backend memory, each counted in every row's
      * softmax of its head as one more key with a zero value (o and lse as if it were there) */
     const float *sinks;
+    /* DeepSeek Sparse Attention's selection (NULL: none; backend memory, from dsa_select): query row i of q (packed)
+     * sees key j of its sequence only where bit j % 32 of word sel[i * sel_words + j / 32] is set, on top of the
+     * causal mask, in every forward (paged too) and backward */
+    const uint32_t *sel;
+    int64_t sel_words;
 } vc_attn_desc;
 
 /* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)
@@ -224,6 +229,13 @@ typedef struct vc_backend {
                      const vc_attn_desc *d);
     /* the sinks' gradient (attn_fwd with d->sinks; T rows of nh heads): dsink[h] -= sum_t exp(sinks[h] -
      * lse[t, h]) (dout[t, h] . o[t, h]), t ascending */
+    /* DeepSeek Sparse Attention's indexer (no gradient): with d's keys one head of head_dim (k_seq / k_stride, or
+     * k_pages / page_tokens, kv_bf16; kv_len, q_start as for attention, causal), q [rows, n_head, head_dim] and w
+     * [rows, n_head], key j's score for query row i is sum_h w[i, h] relu(scale q[i, h] . k_j) (h ascending). Sets
+     * row i's words of sel [rows, words] to the bits of its topk best visible keys, ties to the lower j (every
+     * visible key where there are no more than topk); words >= ceil(max kv_len / 32). */
+    void (*dsa_select)(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
+                       const vc_attn_desc *d);
     void (*attn_sink_bwd)(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,
                           int64_t T, int nh, int dv);
     /* xIELU (Apertus) with its raw learnable scalars ap, an ([1] each, backend memory): with a_p = softplus(ap),

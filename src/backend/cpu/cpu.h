@@ -15,6 +15,8 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
 void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);
+void vc_cpu_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
+                       const vc_attn_desc *d);
 void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
                          const float *b, const int32_t *target, const vc_head_desc *d);
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,

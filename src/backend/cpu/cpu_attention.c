@@ -21,6 +21,10 @@ static void key_range(const vc_attn_desc *d, int64_t kvl, int64_t p0, int64_t p1
     if (*j0 < 0) *j0 = 0;
 }
 
+static inline int selected(const vc_attn_desc *d, int64_t row, int64_t j) {
+    return !d->sel || (d->sel[row * d->sel_words + (j >> 5)] >> (j & 31) & 1u);
+}
+
 static inline int visible(const vc_attn_desc *d, int64_t p, int64_t j) {
     if (d->causal && j > p) return 0;
     if (d->window > 0 && p - j >= d->window) return 0;
@@ -65,6 +69,8 @@ static void mask_rows(void *p, int64_t blk) {
             float slope = vc_alibi_slope(c->h, c->d->n_head);
             for (int64_t j = lo; j <= hi; j++) s[j] += slope * (float)(c->j0 + j - (c->pos0 + r));
         }
+        for (int64_t j = lo; c->d->sel && j <= hi; j++) /* DeepSeek Sparse Attention: the indexer's keys only */
+            if (!selected(c->d, c->lse_base + r, c->j0 + j)) s[j] = -INFINITY;
     }
 }
 
@@ -116,21 +122,11 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     int kvh = h / (d->n_head / d->n_kv_head);
     vc_cpu_sgemm(0, 1, nr, nj, d->head_dim, d->scale, q + qs * qstride + (int64_t)h * d->head_dim, qstride,
                 K + j0 * d->k_stride + (int64_t)kvh * d->head_dim, d->k_stride, 0.0f, S, nj);
-    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr, .h = h };
+    rows_ctx c = { .S = S, .nj = nj, .j0 = j0, .pos0 = pos0, .d = d, .nr = nr, .h = h, .lse_base = qs };
     vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
 }
 
 /* ---- paged forward: one query row at a time, a fixed summation order per row ---- */
-static float dot_fixed(const float *a, const float *b, int n) {
-    float acc[8] = { 0 };
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
 typedef struct {
     float *o, *lse;
     const float *q;
@@ -171,8 +167,12 @@ static void paged_task(void *p, int64_t task) {
         const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
         float m = -INFINITY, sum = 0, slope = d->alibi ? vc_alibi_slope(h, d->n_head) : 0.0f;
         for (int64_t j = j0; j < j1; j++) {
+            if (!selected(d, qa + r, j)) {
+                S[j - j0] = -INFINITY;
+                continue;
+            }
             const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, row);
-            float sc = d->scale * dot_fixed(qr, k, d->head_dim);
+            float sc = d->scale * vc_dot_fixed(qr, k, d->head_dim);
             if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
             if (d->alibi) sc += slope * (float)(j - pos);
             S[j - j0] = sc;
@@ -187,6 +187,7 @@ static void paged_task(void *p, int64_t task) {
         float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
         for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
         for (int64_t j = j0; j < j1; j++) {
+            if (S[j - j0] == 0.0f) continue; /* an unselected key (or one whose weight underflowed) */
             const float *v = kv_row(d, d->v_pages[s], d->v_stride, j, (int64_t)kvh * d->v_head_dim, d->v_head_dim, row);
             float pj = S[j - j0] * inv;
             for (int i = 0; i < d->v_head_dim; i++) orow[i] += pj * v[i];

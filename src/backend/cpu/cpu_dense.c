@@ -385,6 +385,7 @@ static const vc_backend CPU = {
     .rope = vc_cpu_rope,
     .attn_fwd = vc_cpu_attn_fwd,
     .attn_bwd = vc_cpu_attn_bwd,
+    .dsa_select = vc_cpu_dsa_select,
     .attn_sink_bwd = vc_cpu_attn_sink_bwd,
     .act_fwd = vc_cpu_act_fwd,
     .act_bwd = vc_cpu_act_bwd,

@@ -22,6 +22,8 @@ struct attn_params {
     float scale, cap;
     int window, causal, alibi, chunk;
     const float *sinks; /* [nh] or NULL */
+    const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
+    int64_t sel_words;
 };
 
 #define NT 256
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
             #pragma unroll
             for (int j = 0; j < CN; j++) {
                 int64_t key = kb + tc + 16 * j;
-                s[i][j] = (key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, s[i][j], h, pos, key) : -INFINITY;
+                s[i][j] = (key < j1 && vc_attn_visible(p, sm, pos, key)) ? vc_attn_score(p, s[i][j], h, pos, key) : -INFINITY;
                 mx = fmaxf(mx, s[i][j]);
             }
             for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -227,7 +229,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
                     int64_t key = kb + tr + 16 * i;
                     int qr = tc + 16 * j;
                     float P = 0, ds = 0;
-                    if (qr < nq && vc_attn_visible(p, off + qb + qr, key, sm.kvlen)) {
+                    if (qr < nq && vc_attn_visible(p, sm, off + qb + qr, key)) {
                         float sc = vc_attn_score(p, st[i][j], h, off + qb + qr, key);
                         P = expf(sc - Ls[qr]);
                         ds = P * (dp[i][j] - Dd[qr]);
@@ -316,7 +318,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
                 int r = tr + 16 * i;
                 int64_t key = kb + tc + 16 * j;
                 float ds = 0;
-                if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen)) {
+                if (r < nr && key < j1 && vc_attn_visible(p, sm, pos0 + r, key)) {
                     float sc = vc_attn_score(p, s[i][j], h, pos0 + r, key), P = expf(sc - Ls[r]);
                     ds = P * (dp[i][j] - Dd[r]);
                     if (p.cap > 0) {
@@ -420,6 +422,8 @@ static void *upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_para
     p->alibi = d->alibi;
     p->chunk = d->chunk;
     p->sinks = d->sinks;
+    p->sel = d->sel;
+    p->sel_words = d->sel_words;
     p->D = NULL;
     return dev;
 }

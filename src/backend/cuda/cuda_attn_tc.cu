@@ -37,6 +37,8 @@ struct tc_params {
     float scale, cap;
     int window, causal, alibi, chunk;
     const float *sinks; /* [nh] or NULL */
+    const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
+    int64_t sel_words;
 };
 
 constexpr int TB = 64;       /* query and key tile */
@@ -143,7 +145,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         for (int c = 0; c < TB / 2; c++) {
             int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
             int64_t key = kb + col;
-            float s = (r < nr && key < j1 && vc_attn_visible(p, pos, key, sm.kvlen)) ? vc_attn_score(p, srow[col], h, pos, key) : -INFINITY;
+            float s = (r < nr && key < j1 && vc_attn_visible(p, sm, pos, key)) ? vc_attn_score(p, srow[col], h, pos, key) : -INFINITY;
             srow[col] = s;
             mx = fmaxf(mx, s);
         }
@@ -265,7 +267,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
                 int kr = rw + e / TB, qc = e % TB;
                 int64_t key = kb + kr;
                 float P = 0.0f, ds = 0.0f;
-                if (qc < nq && kr < nk && vc_attn_visible(p, off + qb + qc, key, sm.kvlen))
+                if (qc < nq && kr < nk && vc_attn_visible(p, sm, off + qb + qc, key))
                     tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds, h, off + qb + qc, key);
                 PT[kr * LP + qc] = __float2bfloat16_rn(P);
                 dST[kr * LP + qc] = __float2bfloat16_rn(ds);
@@ -364,7 +366,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
             int r = rw + e / TB, kc = e % TB;
             int64_t key = kb + kc;
             float P = 0.0f, ds = 0.0f;
-            if (r < nr && key < j1 && vc_attn_visible(p, pos0 + r, key, sm.kvlen))
+            if (r < nr && key < j1 && vc_attn_visible(p, sm, pos0 + r, key))
                 tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds, h, pos0 + r, key);
             dSs[r * LP + kc] = __float2bfloat16_rn(ds);
         }
@@ -411,6 +413,8 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->alibi = d->alibi;
     p->chunk = d->chunk;
     p->sinks = d->sinks;
+    p->sel = d->sel;
+    p->sel_words = d->sel_words;
     return dev;
 }
 

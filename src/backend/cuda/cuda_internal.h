@@ -132,6 +132,8 @@ void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha
                     const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
+void vc_cu_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
+                      const vc_attn_desc *d);
 void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                     const vc_attn_desc *d);
 void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
@@ -193,15 +195,21 @@ static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));
 }
 
-/* Attention masks and scores shared by the f32 and tensor-core kernels (P: any parameter struct with
- * causal, window, scale, cap, alibi, nh): is key visible from query position pos; the score. */
+/* DeepSeek Sparse Attention: whether query row `row` (packed) selected key `key` (p.sel NULL: every key) */
 template <class P>
-__device__ __forceinline__ bool vc_attn_visible(const P &p, int64_t pos, int64_t key, int64_t kvlen) {
-    if (key < 0 || key >= kvlen) return false;
+__device__ __forceinline__ bool vc_attn_selected(const P &p, int64_t row, int64_t key) {
+    return !p.sel || ((p.sel[row * p.sel_words + (key >> 5)] >> (key & 31)) & 1u);
+}
+/* Attention masks and scores shared by the f32 and tensor-core kernels (P: any parameter struct with
+ * causal, window, scale, cap, alibi, nh, sel, sel_words; S: a sequence's q0, qlen, kvlen): is key visible from query
+ * position pos; the score. */
+template <class P, class S>
+__device__ __forceinline__ bool vc_attn_visible(const P &p, const S &sm, int64_t pos, int64_t key) {
+    if (key < 0 || key >= sm.kvlen) return false;
     if (p.causal && key > pos) return false;
     if (p.window > 0 && pos - key >= p.window) return false;
     if (p.chunk > 0 && key < pos - pos % p.chunk) return false;
-    return true;
+    return vc_attn_selected(p, sm.q0 + pos - (sm.kvlen - sm.qlen), key);
 }
 /* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
 template <class P>

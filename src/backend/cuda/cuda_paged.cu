@@ -26,6 +26,8 @@ struct paged_params {
     int nh, nkv, hd, dv, window, causal, alibi, chunk;
     float scale, cap;
     const float *sinks; /* [nh] or NULL */
+    const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
+    int64_t sel_words;
 };
 
 /* One block of PW warps per (query row, group of GC query heads sharing one key/value head): each key
@@ -57,6 +59,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
         for (int c = 0; c < NC; c++) acc[g][c] = 0;
     }
     for (int64_t j = j0 + warp; j < j1; j += PW) {
+        if (!vc_attn_selected(p, row, j)) continue; /* DeepSeek Sparse Attention: a key the indexer left out */
         const KV *k = (const KV *)p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
         const KV *v = (const KV *)p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
         float kk[NC], vv[NC];
@@ -272,6 +275,8 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.scale = d->scale;
     p.cap = d->softcap;
     p.sinks = d->sinks;
+    p.sel = d->sel;
+    p.sel_words = d->sel_words;
     int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
     if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);

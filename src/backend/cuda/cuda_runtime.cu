@@ -762,6 +762,7 @@ static vc_backend make_cuda_backend(void) {
     b.layernorm_bwd = vc_cu_layernorm_bwd;
     b.rope = vc_cu_rope;
     b.attn_fwd = vc_cu_attn_fwd;
+    b.dsa_select = vc_cu_dsa_select;
     b.attn_bwd = vc_cu_attn_bwd;
     b.attn_sink_bwd = vc_cu_attn_sink_bwd;
     b.act_fwd = vc_cu_act_fwd;

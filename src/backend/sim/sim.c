@@ -299,6 +299,7 @@ static const vc_backend SIM = {
     .rope = sim_rope,
     .attn_fwd = vc_sim_attn_fwd,
     .attn_bwd = vc_sim_attn_bwd,
+    .dsa_select = vc_sim_dsa_select,
     .attn_sink_bwd = vc_sim_attn_sink_bwd,
     .act_fwd = sim_act_fwd,
     .act_bwd = sim_act_bwd,

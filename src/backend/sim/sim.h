@@ -22,6 +22,8 @@ void vc_sim_error(const char *op, const char *what);
 #define SIM_END if (sim_bad_) return
 
 void vc_sim_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
+void vc_sim_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
+                       const vc_attn_desc *d);
 void vc_sim_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);
 void vc_sim_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,

@@ -36,6 +36,7 @@ static int tr_desc(attn_tr *t, const vc_attn_desc *d, const char *op) {
     t->d.dk_seq = (float *const *)tr_array((const float *const *)d->dk_seq, t->ptrs + 2 * n, n, &bad, op);
     t->d.dv_seq = (float *const *)tr_array((const float *const *)d->dv_seq, t->ptrs + 3 * n, n, &bad, op);
     if (d->sinks) t->d.sinks = vc_sim_tr(d->sinks, &bad, op);
+    if (d->sel) t->d.sel = vc_sim_tr(d->sel, &bad, op);
     if (d->page_tokens > 0 && (d->k_pages || d->v_pages)) {
         int64_t total = 0;
         for (int s = 0; s < n; s++) total += (d->kv_len[s] + d->page_tokens - 1) / d->page_tokens;
@@ -75,6 +76,18 @@ void vc_sim_attn_bwd(float *dq, const float *dout, const float *o, const float *
     attn_tr t;
     if (!tr_desc(&t, d, "attn_bwd")) vc_cpu_attn_bwd(DQ, DO, O, L, Q, &t.d);
     else vc_sim_error("attn_bwd", "cannot translate the descriptor");
+    tr_free(&t);
+}
+
+void vc_sim_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
+                       const vc_attn_desc *d) {
+    SIM_BEGIN("dsa_select");
+    uint32_t *S = D(sel);
+    const float *Q = D(q), *W = D(w);
+    SIM_END;
+    attn_tr t;
+    if (!tr_desc(&t, d, "dsa_select")) vc_cpu_dsa_select(S, words, Q, W, topk, &t.d);
+    else vc_sim_error("dsa_select", "cannot translate the descriptor");
     tr_free(&t);
 }
 
