@@ -48,6 +48,24 @@ static inline void attn_descs(attn_seqs *p, int n, int64_t k_stride, int64_t v_s
     p->gd2.dv_seq = p->gdvs2;
 }
 
+/* DeepSeek Sparse Attention: a random selection [Tq, words] of about half of each query row's keys, its own among
+ * them, for the sequences of p (host; its device copy in *dev) */
+static inline uint32_t *random_sel(const attn_seqs *p, int nseq, int64_t *words, const uint32_t **dev) {
+    int64_t most = 0;
+    for (int s = 0; s < nseq; s++) most = p->kvl[s] > most ? p->kvl[s] : most;
+    *words = (most + 31) / 32;
+    size_t n = (size_t)(p->qs[nseq] * *words);
+    uint32_t *h = (uint32_t *)hbuf(n);
+    for (int s = 0; s < nseq; s++)
+        for (int64_t r = p->qs[s]; r < p->qs[s + 1]; r++) {
+            int64_t pos = p->kvl[s] - (p->qs[s + 1] - r);
+            for (int64_t j = 0; j < p->kvl[s]; j++)
+                if (j == pos || urand() > 0) h[r * *words + j / 32] |= 1u << (j % 32);
+        }
+    *dev = (const uint32_t *)dcopy(h, n * 4);
+    return h;
+}
+
 /* the run-to-run bits line and check of the dk / dv of all sequences */
 static inline void attn_dkdv_same(const char *name, int same) {
     printf("  %-44s %s\n", "bwd dk, dv", same ? "identical bits run to run" : "DIFFERENT bits  FAIL");

@@ -18,6 +18,7 @@ typedef struct {
     int alibi; /* ALiBi biases (Baichuan-13B) */
     int sinks; /* attention sinks (gpt-oss) */
     int chunk; /* chunked attention (Llama 4) */
+    int sel;   /* DeepSeek Sparse Attention: each query row sees a random half of its keys (its own among them) */
 } acase;
 
 static void attn_case(const acase *a) {
@@ -51,6 +52,13 @@ static void attn_case(const acase *a) {
     p.d.sinks = sk;
     p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
     p.gd.sinks = p.gd2.sinks = gsk;
+    if (a->sel) {
+        int64_t words;
+        const uint32_t *gsel;
+        p.d.sel = random_sel(&p, a->nseq, &words, &gsel);
+        p.gd.sel = p.gd2.sel = gsel;
+        p.d.sel_words = p.gd.sel_words = p.gd2.sel_words = words;
+    }
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
     float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl);
@@ -204,6 +212,10 @@ int main(void) {
         { "sinks MQA 4/1 hd 128, chunked prefill", 4, 1, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 1 },
         { "chunks of 48 (Llama 4) GQA 8/2 hd 64", 8, 2, 64, 64, 1, 0, 0, 3, { 100, 5, 150 }, { 100, 5, 150 }, 0, 0, 0, 48 },
         { "chunks of 40, chunked prefill, MHA 4/4 hd 128", 4, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 0, 40 },
+        { "selected keys (DSA), MLA dims 192/128, chunked prefill", 4, 4, 192, 128, 1, 0, 0, 2, { 70, 20 }, { 70, 150 }, 0,
+          0, 0, 0, 1 },
+        { "selected keys (DSA), GQA 8/2 hd 64, softcap 30", 8, 2, 64, 64, 1, 0, 30.0f, 3, { 100, 5, 64 }, { 100, 5, 64 },
+          0, 0, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_case(&cases[i]);
     decode_case("GQA 14/2 hd 64", 14, 2, 64, 64, 0, 0);

@@ -22,6 +22,7 @@ typedef struct {
     int alibi;
     int sinks; /* attention sinks (gpt-oss) */
     int chunk; /* chunked attention (Llama 4) */
+    int sel;   /* DeepSeek Sparse Attention: a random half of each row's keys (random_sel) */
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -58,6 +59,13 @@ static void bf16_case(const bcase *a) {
     p.d.sinks = sk;
     p.gd.sinks = p.gd2.sinks = sk ? dup_f(sk, a->nh) : NULL;
     p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
+    if (a->sel) {
+        int64_t words;
+        const uint32_t *gsel;
+        p.d.sel = random_sel(&p, a->nseq, &words, &gsel);
+        p.gd.sel = p.gd2.sel = gsel;
+        p.d.sel_words = p.gd.sel_words = p.gd2.sel_words = words;
+    }
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);
@@ -179,6 +187,10 @@ int main(void) {
           2e-2, 0, 0, 1 },
         { "chunks of 48 (Llama 4) GQA 8/2 hd 128", 8, 2, 128, 1, 0, 0, 2, { 130, 40 }, { 130, 40 }, 0, 1e-2, 2e-4, 2e-2,
           0, 0, 0, 48 },
+        { "selected keys (DSA), MLA dims 192/128, chunked prefill", 4, 4, 192, 1, 0, 0, 2, { 70, 20 }, { 70, 150 }, 0,
+          1e-2, 2e-4, 2e-2, 128, 0, 0, 0, 1 },
+        { "selected keys (DSA), GQA 8/2 hd 128, softcap 30", 8, 2, 128, 1, 0, 30.0f, 2, { 100, 64 }, { 100, 64 }, 0, 1e-2,
+          2e-4, 2e-2, 0, 0, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
     if (!timing_skipped("bf16 attention")) {

@@ -6,6 +6,7 @@
  * tree or uses a different tanhf. Lines say "bits identical" when the results agree exactly.
  * Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "cuda_test_util.h"
+#include "verlc/dtype.h"
 #include "verlc/optim.h"
 
 static const vc_backend *C, *G;
@@ -561,6 +562,7 @@ typedef struct {
     int64_t qlen[4], kvlen[4];
     int sinks; /* gpt-oss's attention sinks */
     int chunk; /* Llama 4's chunked attention */
+    int sel;   /* DeepSeek Sparse Attention: each query row sees a random half of its keys (its own among them) */
 } pcase;
 
 static void paged_case(const pcase *a) {
@@ -606,6 +608,18 @@ static void paged_case(const pcase *a) {
         float *sk = hrand((size_t)a->nh, 3);
         d.sinks = sk;
         gd.sinks = dup_f(sk, a->nh);
+    }
+    if (a->sel) {
+        int64_t words = 0;
+        for (int s = 0; s < a->nseq; s++) words = (kvl[s] + 31) / 32 > words ? (kvl[s] + 31) / 32 : words;
+        uint32_t *h = (uint32_t *)hbuf((size_t)(Tq * words));
+        for (int s = 0; s < a->nseq; s++)
+            for (int64_t r = qs[s]; r < qs[s + 1]; r++)
+                for (int64_t j = 0; j < kvl[s]; j++)
+                    if (j == kvl[s] - (qs[s + 1] - r) || urand() > 0) h[r * words + j / 32] |= 1u << (j % 32);
+        d.sel = h;
+        gd.sel = (const uint32_t *)dcopy(h, (size_t)(Tq * words) * 4);
+        d.sel_words = gd.sel_words = words;
     }
     C->attn_fwd(o, lse, q, &d);
     G->attn_fwd(go, glse, gq, &gd);
@@ -654,8 +668,78 @@ static void test_paged(void) {
         { "decode and prefill, GQA 8/1 hd 512 (Gemma 4's full layers: 4 heads a block)", 8, 1, 512, 512, 0, 16, 3, 0,
           { 1, 20, 1 }, { 70, 40, 3 } },
         { "decode, GQA 4/2 hd 320, softcap 30", 4, 2, 320, 320, 0, 8, 2, 30.0f, { 1, 1 }, { 33, 9 } },
+        { "decode and prefill, MLA-like dims 192/128, selected keys (DSA)", 4, 4, 192, 128, 0, 16, 3, 0, { 1, 20, 1 },
+          { 70, 40, 3 }, 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) paged_case(&cases[i]);
+}
+
+/* ---- DeepSeek Sparse Attention's selection: bits equal to the CPU's for keys in rows, f32 pages and bf16 pages ---- */
+static void dsa_select_case(int layout, int64_t topk, int ties) {
+    enum { NS = 3, NH = 8, HD = 16, KS = 24, P = 8 };
+    static const char *LAYOUT[] = { "keys in rows", "f32 pages", "bf16 pages" };
+    int64_t qs[NS + 1] = { 0, 1, 41, 44 }, kvl[NS] = { 300, 40, 3 }; /* decode; prefill; fewer keys than topk */
+    int64_t rows = qs[NS], words = (300 + 31) / 32, npg = 0, pg0[NS];
+    for (int s = 0; s < NS; s++) {
+        pg0[s] = npg;
+        npg += (kvl[s] + P - 1) / P;
+    }
+    size_t es = layout == 2 ? 2 : 4, nq = (size_t)(rows * NH * HD);
+    /* one pool: rows of sequence s at page pg0[s] + j / P (pages in order, so "keys in rows" reads it as rows too) */
+    size_t pool_n = (size_t)(npg * P * KS);
+    float *pool = hrand(pool_n, 1);
+    uint16_t *pool16 = (uint16_t *)hbuf(pool_n / 2 + 1);
+    for (size_t i = 0; i < pool_n; i++) {
+        if (layout == 2) pool16[i] = vc_f32_to_bf16(pool[i]);
+    }
+    char *gpool = (char *)dcopy(layout == 2 ? (void *)pool16 : (void *)pool, pool_n * es);
+    const float **hp = calloc((size_t)npg * 2, sizeof(float *)), **gp = hp + npg;
+    const float *const *hps[NS], *const *gps[NS];
+    const float *hk[NS], *gk[NS];
+    for (int64_t i = 0; i < npg; i++) {
+        hp[i] = layout == 2 ? (const float *)(const void *)(pool16 + i * P * KS) : pool + i * P * KS;
+        gp[i] = (const float *)(const void *)(gpool + (size_t)(i * P * KS) * es);
+    }
+    for (int s = 0; s < NS; s++) {
+        hps[s] = hp + pg0[s];
+        gps[s] = gp + pg0[s];
+        hk[s] = hp[pg0[s]];
+        gk[s] = gp[pg0[s]];
+    }
+    vc_attn_desc d = { .n_seq = NS, .q_start = qs, .kv_len = kvl, .k_stride = KS, .n_head = NH, .n_kv_head = 1,
+                       .head_dim = HD, .v_head_dim = HD, .scale = 0.25f, .causal = 1 };
+    if (layout) {
+        d.page_tokens = P;
+        d.kv_bf16 = layout == 2;
+    }
+    vc_attn_desc gd = d;
+    d.k_seq = hk;
+    gd.k_seq = gk;
+    d.k_pages = hps;
+    gd.k_pages = gps;
+    float *q = hrand(nq, ties ? 0 : 1), *w = hrand((size_t)(rows * NH), 1); /* ties: every score 0 */
+    uint32_t *sel = (uint32_t *)hbuf((size_t)(rows * words)), *got = (uint32_t *)hbuf((size_t)(rows * words));
+    uint32_t *gsel = (uint32_t *)dalloc((size_t)(rows * words) * 4);
+    C->dsa_select(sel, words, q, w, topk, &d);
+    G->dsa_select(gsel, words, dup_f(q, nq), dup_f(w, (size_t)(rows * NH)), topk, &gd);
+    vc_cuda_d2h(got, gsel, (size_t)(rows * words) * 4);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < rows * words; i++) bad += got[i] != sel[i];
+    printf("  dsa_select topk %-3lld %-12s%s %lld of %lld words differ from the cpu's%s\n", (long long)topk,
+           LAYOUT[layout], ties ? " all tied" : "", (long long)bad, (long long)(rows * words), bad ? "  FAIL" : "");
+    CHECK_MSG(!bad, "dsa_select topk %lld %s: %lld words differ", (long long)topk, LAYOUT[layout], (long long)bad);
+    free(hp);
+    check_sticky("dsa_select");
+    release_all();
+}
+
+static void test_dsa_select(void) {
+    printf("DeepSeek Sparse Attention selection\n");
+    for (int layout = 0; layout < 3; layout++) {
+        dsa_select_case(layout, 1, 0);
+        dsa_select_case(layout, 64, 0);
+        dsa_select_case(layout, 64, 1);
+    }
 }
 
 int main(void) {
@@ -671,6 +755,7 @@ int main(void) {
     test_optim_entries();
     test_gemm_bf16();
     test_paged();
+    test_dsa_select();
     release_all();
     return vc_test_done();
 }

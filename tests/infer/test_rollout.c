@@ -127,6 +127,17 @@ static const char *CONFIG_GPT2 =
     " \"n_positions\": 512, \"vocab_size\": 300, \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-5,"
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
 
+/* GLM-5 (DeepSeek Sparse Attention): each query attends to its indexer's 4 best keys (the indexer's keys kept behind the
+ * values in the KV rows); layer 1 reuses layer 0's selection */
+static const char *CONFIG_DSA =
+    "{\"architectures\": [\"GlmMoeDsaForCausalLM\"], \"model_type\": \"glm_moe_dsa\", \"hidden_size\": 48,"
+    " \"intermediate_size\": 64, \"moe_intermediate_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 4, \"q_lora_rank\": 24, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8,"
+    " \"qk_rope_head_dim\": 8, \"v_head_dim\": 8, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2,"
+    " \"n_shared_experts\": 1, \"first_k_dense_replace\": 1, \"index_topk\": 4, \"index_n_heads\": 8,"
+    " \"index_head_dim\": 16, \"indexer_types\": [\"full\", \"shared\", \"full\"], \"vocab_size\": 300,"
+    " \"rms_norm_eps\": 1e-6, \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}";
+
 static vc_model *make_model(void) { return model_from_config(CONFIG, 7); }
 
 typedef struct {
@@ -342,11 +353,14 @@ static vc_rollout_sample *gen_env(vc_model *m, const char *kv, const char *act, 
 }
 
 static void test_bf16_archs(void) {
-    const char *names[] = { "deepseek_v2", "gemma2", "phi3", "chatglm3", "qwen2_moe", "internlm2" };
+    /* shared fixtures, and (a path) verlc's own */
+    const char *names[] = { "deepseek_v2", "gemma2", "phi3", "chatglm3", "qwen2_moe", "internlm2",
+                            "tests/fixtures/models/glm_moe_dsa" };
     vc_set_matmul_precision(VC_PREC_BF16);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char dir[1024];
-        snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), names[i]);
+        if (!strncmp(names[i], "tests/", 6)) snprintf(dir, sizeof dir, "%s", names[i]);
+        else snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), names[i]);
         vc_model *m = NULL;
         if (vc_model_load(dir, &m)) {
             CHECK_MSG(0, "%s: %s", dir, vc_last_error());
@@ -446,7 +460,8 @@ int main(void) {
         { &CONFIG_KIMI, "kimi-linear (kda)", 23 }, { &CONFIG_MINIMAX, "minimax-text-01 (lightning)", 29 },
         { &CONFIG_JAMBA, "jamba (mamba 1)", 31 }, { &CONFIG_FALCON_MAMBA, "falcon-mamba (no attention)", 37 },
         { &CONFIG_GEMMA4, "gemma 4 (kv sharing)", 41 }, { &CONFIG_MIMO, "mimo-v2-flash (sinks, v narrower)", 43 },
-        { &CONFIG_LFM3, "lfm3 (conv, gated heads)", 47 }, { &CONFIG_GPT2, "gpt-2 (learned positions)", 53 } };
+        { &CONFIG_LFM3, "lfm3 (conv, gated heads)", 47 }, { &CONFIG_GPT2, "gpt-2 (learned positions)", 53 },
+        { &CONFIG_DSA, "glm-5 (sparse attention, top 4 keys)", 59 } };
     for (size_t i = 0; i < sizeof HYBRIDS / sizeof HYBRIDS[0]; i++) {
         vc_model *h = model_from_config(*HYBRIDS[i].config, HYBRIDS[i].seed);
         CHECK_MSG(h != NULL, "%s: %s", HYBRIDS[i].name, vc_last_error());

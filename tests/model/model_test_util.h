@@ -139,6 +139,13 @@ __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"],\"rms_norm_eps\":1e-5,"
     "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":5000000.0,\"partial_rotary_factor\":0.5},"
     "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0,\"partial_rotary_factor\":0.2}}}",
+    "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":71,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+    "\"num_key_value_heads\":2,\"q_lora_rank\":16,\"kv_lora_rank\":12,\"qk_nope_head_dim\":6,\"qk_rope_head_dim\":4,"
+    "\"v_head_dim\":8,\"intermediate_size\":40,\"moe_intermediate_size\":16,\"n_routed_experts\":4,\"n_shared_experts\":1,"
+    "\"num_experts_per_tok\":2,\"n_group\":1,\"topk_group\":1,\"first_k_dense_replace\":1,\"index_topk\":3,"
+    "\"index_n_heads\":8,\"index_head_dim\":8,\"indexer_types\":[\"full\",\"shared\",\"full\"],\"rms_norm_eps\":1e-6,"
+    "\"rope_theta\":10000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":2.0,\"original_max_position_embeddings\":8,"
+    "\"mscale\":1.0,\"mscale_all_dim\":1.0,\"beta_fast\":32,\"beta_slow\":1}}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };

@@ -258,6 +258,26 @@ static void run_all(void) {
         make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1); make(3, 1, 4, 0, 0, 1.5f);
         check_op(sn[c], b_attn_sinks, 4, 1e-2f, 5e-3f);
     }
+    /* DeepSeek Sparse Attention: each query row sees only its selected keys (its own and those with (7 i + 3 j) % 5 < 2);
+     * the unselected keys get no gradient through that row */
+    uint32_t selh[12];
+    for (int i = 0; i < 12; i++) {
+        int p = i < 5 ? i : i - 5;
+        selh[i] = 0;
+        for (int j = 0; j <= p; j++)
+            if (j == p || (7 * i + 3 * j) % 5 < 2) selh[i] |= 1u << j;
+    }
+    uint32_t *dsel = vc_be()->alloc(sizeof selh);
+    vc_be()->h2d(dsel, selh, sizeof selh);
+    for (int c = 0; c < 2; c++) {
+        memset(&ad, 0, sizeof ad);
+        ad.n_seq = 2; ad.q_start = qstart; ad.n_head = 4; ad.n_kv_head = 2; ad.head_dim = 6; ad.v_head_dim = 5;
+        ad.scale = 0.4f; ad.causal = 1; ad.softcap = c ? 1.5f : 0.0f; ad.sel = dsel; ad.sel_words = 1;
+        make(0, 3, 12, 4, 6, 1); make(1, 3, 12, 2, 6, 1); make(2, 3, 12, 2, 5, 1);
+        check_op(c ? "attn selected keys (DSA), softcap" : "attn selected keys (DSA)", b_attn, 3, 1e-2f, 5e-3f);
+    }
+    vc_be()->free(dsel);
+    memset(&ad, 0, sizeof ad);
     for (int c = 0; c < 3; c++) {
         head_cap = c ? 3.0f : 0.0f;
         head_temp = c == 2 ? 0.6f : 1.0f; /* verl's logits / rollout.temperature */
