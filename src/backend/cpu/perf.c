@@ -68,6 +68,16 @@ double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t s
     double qk_dim = c->mla ? (double)(c->qk_nope_dim + c->qk_rope_dim) : hd;
     double v_dim = c->mla ? (double)c->v_head_dim : hd;
     double keys = (double)seq_len / 2.0;
+    if (c->dsa_topk && seq_len > c->dsa_topk) { /* DeepSeek Sparse Attention: at most index_topk keys a query */
+        double k = (double)c->dsa_topk, n = (double)seq_len;
+        keys = (k * (k + 1) / 2 + (n - k) * k) / n;
+        /* its indexers: their projections and their scores against every visible key */
+        for (int64_t l = 0; l < c->n_layer; l++)
+            if (!c->dsa_shared[l])
+                per_token += 2.0 * (double)(c->q_lora_rank * c->dsa_heads * c->dsa_dim + c->hidden * c->dsa_dim +
+                                            c->hidden * c->dsa_heads) +
+                             2.0 * (double)(c->dsa_heads * c->dsa_dim) * n / 2.0;
+    }
     per_token += (double)c->n_layer * 2.0 * nh * keys * (qk_dim + v_dim);
     return per_token * (double)tokens;
 }
