@@ -740,7 +740,9 @@ static int rule_module(const vc_tensor_rule *r, int layer, char *buf, size_t cap
 int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap) {
     for (const vc_tensor_rule *const *t = a->tables; *t; t++)
         for (const vc_tensor_rule *r = *t; r->name; r++)
-            if (r->slot == slot && r->transform == VC_TR_NONE && rule_module(r, layer, buf, cap)) return 1;
+            if (r->slot == slot && (r->transform == VC_TR_NONE || (r->transform == VC_TR_CONV1D && !r->slot2)) &&
+                rule_module(r, layer, buf, cap))
+                return 1;
     return 0;
 }
 

@@ -183,9 +183,9 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
             st = VC_ERR_NOMEM;
             break;
         }
-        vc_rule_transfer(m, s, buf, 1); /* d2h: the host holds buf on return */
-        vc_convert_from_f32(out, dtype, buf, (size_t)n);
-        st = vc_st_writer_add(w, s->name, dtype, s->ndim, s->shape, out, 1);
+        st = vc_rule_transfer(m, s, buf, 1); /* d2h: the host holds buf on return */
+        if (!st) vc_convert_from_f32(out, dtype, buf, (size_t)n);
+        if (!st) st = vc_st_writer_add(w, s->name, dtype, s->ndim, s->shape, out, 1);
         free(buf);
         free(out);
     }

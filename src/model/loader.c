@@ -135,9 +135,11 @@ static void expert_permute(float *buf, float *const *part, int np, int64_t E, in
 }
 
 /* the input-major expert transforms through host copies of the parts */
-static void expert_transfer(const vc_model *m, vc_tensor *const *p, int np, const vc_source *s, float *buf, int store) {
+static vc_status expert_transfer(const vc_model *m, vc_tensor *const *p, int np, const vc_source *s, float *buf,
+                                 int store) {
     const int grad = store == 2;
     float *h[2] = { NULL, NULL };
+    vc_status st = VC_ERR_NOMEM;
     for (int k = 0; k < np; k++)
         if (!(h[k] = vc_malloc(sizeof(float) * (size_t)p[k]->n))) goto out;
     int tr = s->rule->transform != VC_TR_OAI_GATE_UP_B;
@@ -145,9 +147,11 @@ static void expert_transfer(const vc_model *m, vc_tensor *const *p, int np, cons
     for (int k = 0; k < np && store; k++) m->be->d2h(h[k], grad ? p[k]->grad : p[k]->data, sizeof(float) * (size_t)p[k]->n);
     expert_permute(buf, h, np, E, R, C, tr, !store, s->rule->transform == VC_TR_T_GATE_UP);
     for (int k = 0; k < np && !store; k++) m->be->h2d(p[k]->data, h[k], sizeof(float) * (size_t)p[k]->n);
+    st = VC_OK;
 out:
     free(h[0]);
     free(h[1]);
+    return st;
 }
 
 int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *gl) {
@@ -172,7 +176,7 @@ int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *
     return 1;
 }
 
-void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
+vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
     vc_tensor *p[3];
     int n = vc_rule_parts(m, s->rule, s->layer, p);
     const int grad = store == 2; /* 2: store gradients instead of weights */
@@ -182,8 +186,7 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
     do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
     case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_T_DOWN: case VC_TR_T_GATE_UP:
-        expert_transfer(m, p, n, s, buf, store);
-        break;
+        return expert_transfer(m, p, n, s, buf, store);
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];
         MOVE(DATA(p[0]) + (int64_t)s->expert * per, buf, per);
@@ -201,7 +204,7 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
         int64_t in = p[0]->shape[1], out = 0;
         for (int i = 0; i < n; i++) out += p[i]->shape[0];
         float *t = vc_malloc(sizeof(float) * (size_t)(in * out));
-        if (!t) break; /* out of host memory: the slots keep what they hold */
+        if (!t) return VC_ERR_NOMEM; /* vc_malloc named the size */
         if (!store)
             for (int64_t a = 0; a < in; a++)
                 for (int64_t o = 0; o < out; o++) t[o * in + a] = buf[a * out + o];
@@ -238,6 +241,7 @@ void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int sto
     }
 #undef MOVE
 #undef DATA
+    return VC_OK;
 }
 
 typedef struct {
@@ -596,8 +600,9 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
             float *buf = NULL;
             vc_status st = load_mxfp4(m, ck, s, want, &buf);
             if (st) return st;
-            vc_rule_transfer(m, s, buf, 0);
+            st = vc_rule_transfer(m, s, buf, 0);
             free(buf);
+            if (st) return st;
             continue;
         }
         const vc_st_tensor *t = vc_ckpt_find(ck, s->name);
@@ -623,9 +628,9 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         }
         vc_st_tensor_to_f32(t, buf);
         vc_status st = s->fp8 ? fp8_scale(m, ck, t, buf) : VC_OK;
-        if (st) return free(buf), st;
-        vc_rule_transfer(m, s, buf, 0);
+        if (!st) st = vc_rule_transfer(m, s, buf, 0);
         free(buf);
+        if (st) return st;
     }
     return m->be->sync();
 }

@@ -214,7 +214,9 @@ void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);
         int part = s->rule && (s->rule->slot == slot || (s->rule->transform == VC_TR_HEAD_SPLIT && s->rule->slot2 == slot));
-        if (s->layer == layer && part && (s->rule->transform == VC_TR_NONE || s->rule->transform == VC_TR_HEAD_SPLIT) &&
+        int whole = s->rule && (s->rule->transform == VC_TR_NONE || s->rule->transform == VC_TR_HEAD_SPLIT ||
+                                (s->rule->transform == VC_TR_CONV1D && !s->rule->slot2)); /* GPT-2's c_proj, c_fc */
+        if (s->layer == layer && part && whole &&
             n > 7 && !strcmp(s->name + n - 7, ".weight")) {
             snprintf(buf, cap, "%.*s", (int)(n - 7), s->name);
             return;
@@ -354,10 +356,6 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     if (rank < 1 || rank > 4096) return vc_fail(VC_ERR_ARG, "LoRA rank must be in 1..4096, got %d", rank);
     if (!(sp->alpha > 0)) return vc_fail(VC_ERR_ARG, "LoRA alpha must be positive, got %g", sp->alpha);
     if (m->compacted || m->grad_storage) return vc_fail(VC_ERR_ARG, "model: attach LoRA before training starts");
-    for (int i = 0; i < m->n_src; i++)
-        if (m->src[i].rule && m->src[i].rule->transform == VC_TR_CONV1D)
-            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on %s's Conv1D projections (PEFT's fan_in_fan_out) is not built; "
-                           "train it in full", m->cfg.model_type);
     const vc_model_config *c = &m->cfg;
     vc_slot_mask mask = 0;
     unsigned moe = 0;

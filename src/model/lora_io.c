@@ -48,7 +48,8 @@ static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
         const vc_tensor_rule *r = s->rule;
         size_t n = strlen(s->name);
         vc_grouped_layout gl;
-        int fused = r && r->slot2 && (r->transform == VC_TR_SPLIT_ROWS || vc_grouped_rows(&m->cfg, r->transform, &gl));
+        int fused = r && r->slot2 && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_CONV1D || /* GPT-2's c_attn */
+                                      vc_grouped_rows(&m->cfg, r->transform, &gl));
         if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
             (r->slot == slot || r->slot2 == slot || r->slot3 == slot))
             return s;
@@ -188,12 +189,15 @@ static vc_status write_config(const vc_model *m, const char *dir, const char *mo
     const vc_lora *a = m->lora;
     char text[2048], tp[256];
     snprintf(tp, sizeof tp, *params ? "[%s]" : "null", params);
+    /* GPT-2's Conv1D modules: PEFT's adapters are laid out as for nn.Linear, and its merge transposes them */
+    int conv1d = 0;
+    for (int i = 0; i < m->n_src; i++) conv1d |= m->src[i].rule && m->src[i].rule->transform == VC_TR_CONV1D;
     snprintf(text, sizeof text,
              "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
-             "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"target_modules\": [%s],\n"
+             "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"fan_in_fan_out\": %s,\n  \"target_modules\": [%s],\n"
              "  \"target_parameters\": %s,\n"
              "  \"rank_pattern\": {%s},\n  \"alpha_pattern\": {%s},\n  \"base_model_name_or_path\": \"%s\"\n}\n",
-             a->rank, a->alpha, mods, tp, ranks, alphas, m->dir ? m->dir : "");
+             a->rank, a->alpha, conv1d ? "true" : "false", mods, tp, ranks, alphas, m->dir ? m->dir : "");
     char *path = vc_path_join(dir, "adapter_config.json");
     vc_status st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
     free(path);

@@ -145,8 +145,8 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
     if (s->rule->transform == VC_TR_EXPERT) total /= p[0]->shape[0];
     float *buf = vc_malloc((size_t)total * 4);
     if (!buf) return VC_ERR_NOMEM;
-    vc_rule_transfer(m, s, buf, 2);
-    vc_status st = m->be->sync();
+    vc_status st = vc_rule_transfer(m, s, buf, 2);
+    if (!st) st = m->be->sync();
     if (st) {
         free(buf);
         return st;

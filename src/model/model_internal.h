@@ -81,7 +81,7 @@ static inline vc_tensor *vc_w(const vc_model *m, int layer, int slot) {
 int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts);
 /* copies between a source tensor in the checkpoint layout (f32 host buffer) and the slots' backend
  * memory; store 0: load weights (h2d), 1: store weights, 2: store gradients (d2h) */
-void vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store);
+vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store); /* NOMEM: a host copy */
 /* Fused tensors stored group by group (InternLM2's wqkv per KV group, q_proj with its gate per head, Qwen3-Next's
  * in_proj_qkvz / _ba per q/k head): within each of `groups` groups, n runs of rows[k] rows in checkpoint order, run
  * k's going to part[k] (the rule's slot, slot2, slot3) at row base[k] + g * rows[k]. 0: not such a transform. */

@@ -146,10 +146,12 @@ static void test_arch_names(void) {
         { "internlm2", "w1,w3,wqkv", "model.layers.0.feed_forward.w3", "mlp.gate_proj", 5 },
         { "qwen1", "c_proj", "transformer.h.1.attn.c_proj", "o_proj", 2 },
         { "deepseek_v2", "kv_a_proj_with_mqa,gate_proj", "model.layers.1.mlp.shared_experts.gate_proj", "experts.0", 2 },
+        { "gpt2", "c_proj", "transformer.h.1.mlp.c_proj", "o_proj", 2 }, /* Conv1D modules: attention's and the MLP's */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char dir[512], out[256], name[300], *path = NULL;
         snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), CASES[i].fixture);
+        if (!vc_file_exists(dir)) snprintf(dir, sizeof dir, "tests/fixtures/models/%s", CASES[i].fixture); /* verlc's own */
         vc_model *m = NULL;
         CHECK_OK(vc_model_load(dir, &m));
         if (!m) continue;
@@ -204,6 +206,7 @@ static void test_fused(void) {
         { "qwen3_5_text", "model.layers.3.self_attn.q_proj", 2 },
         { "qwen3_next", "model.layers.0.linear_attn.in_proj_qkvz", 2 },
         { "qwen3_next", "model.layers.0.linear_attn.in_proj_ba", 2 },
+        { "gpt2", "transformer.h.0.attn.c_attn", 3 }, /* Conv1D: PEFT's fan_in_fan_out */
     };
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         char dir[512], out[256], name[300];
@@ -246,6 +249,8 @@ static void test_fused(void) {
         const cJSON *ap = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "alpha_pattern"), last);
         CHECK_MSG(rp && rp->valueint == 2 * CASES[c].parts && ap && ap->valuedouble == 4.0 * CASES[c].parts,
                   "%s: rank_pattern / alpha_pattern of %s", CASES[c].fixture, last);
+        const cJSON *fan = cJSON_GetObjectItem(j, "fan_in_fan_out");
+        CHECK_MSG(fan && cJSON_IsTrue(fan) == !strcmp(CASES[c].fixture, "gpt2"), "%s: fan_in_fan_out", CASES[c].fixture);
         cJSON_Delete(j);
         /* read back through adapter_config.json: the same model */
         CHECK_OK(vc_model_lora_attach_from(m2, out));
