@@ -203,6 +203,11 @@ static const vc_tensor_rule GLM4_NORMS[] = {
     { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* HyperCLOVA X: its post-sublayer norms (Peri-LN) */
+static const vc_tensor_rule HCX_NORMS[] = {
+    { L "post_norm1.weight", VC_W_POST_ATTN_NORM }, { L "post_norm2.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
 static const vc_tensor_rule PHI3_FUSED[] = {
     { L "self_attn.qkv_proj.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
     { L "self_attn.o_proj.weight", VC_W_O },
@@ -622,7 +627,9 @@ static const char *const QWEN_VL_NESTED[] = { "model.", "model.language_model.",
 static const vc_tensor_rule SCORE_HEAD[] = { { "score.weight", VC_W_SCORE }, { "score.bias", VC_W_SCORE_B }, { 0 } };
 #define T(...) (const vc_tensor_rule *const[]) { __VA_ARGS__, SCORE_HEAD, NULL }
 static const vc_arch ARCHS[] = {
-    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral ministral3 helium cohere cohere2 olmo", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "llama", "llama mistral qwen2 qwen3 gemma yi deepseek seed_oss ernie4_5 granite smollm3 arcee ministral ministral3 helium cohere cohere2 olmo cwm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    /* HyperCLOVA X: Granite with a norm after each sublayer */
+    { "hyperclovax", "hyperclovax", T(HF_GLOBAL, HF_NORMS, HCX_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
@@ -630,7 +637,7 @@ static const vc_arch ARCHS[] = {
     /* Granite SWA: Granite (or its MoE) with sliding layers, attention sinks and a rope base per layer */
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
-    { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
     /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): MLA behind DeepSeek Sparse Attention's indexer */
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, DSA_INDEXER, HF_MLP, HF_MOE), NULL,
       "mtp." },

@@ -199,6 +199,7 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
             if (pp < 1 || sp < 1) return vc_fail(VC_ERR_FORMAT, "%s: sliding window patterns must be >= 1", path);
             slide = l < k ? (l + 1) % pp != 0 : (l - k + 1) % sp != 0;
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
+        else if (is(c, "cwm")) slide = l % 4 != 0; /* CWM: every fourth layer full, from the first */
         else if (is(c, "gemma3_text") || is(c, "gemma4_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
             slide = use && l >= mwl;
@@ -1318,18 +1319,33 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->attn_softcap = (float)a;
         c->final_softcap = (float)f;
     }
+    if (is(c, "cwm") && !vc_json_member(o, "rope_parameters") && !vc_json_member(o, "rope_scaling")) {
+        /* CWM's default rope (transformers' CwmConfig): llama3 with theta 1e6, factor 16, frequency factors 1 and 4,
+         * 8192 original positions */
+        c->rope.type = VC_ROPE_LLAMA3;
+        if (!c->rope.theta_given) c->rope.theta = 1e6;
+        c->rope.factor = 16.0;
+        c->rope.has_factor = 1;
+        c->rope.low_freq_factor = 1.0;
+        c->rope.high_freq_factor = 4.0;
+        c->rope.original_max_pos = 8192;
+    }
+    int hcx = is(c, "hyperclovax");
     if (is(c, "granite") || is(c, "granitemoe") || is(c, "granitemoeshared") || is(c, "granitemoehybrid") ||
-        is(c, "granite_swa") || is(c, "granitemoe_swa")) {
-        /* IBM Granite (3.x, 4): four multipliers */
+        is(c, "granite_swa") || is(c, "granitemoe_swa") || hcx) {
+        /* IBM Granite (3.x, 4): four multipliers. HyperCLOVA X: the same, but its attention multiplier defaults to
+         * head_dim^-0.5 and its logits_scaling multiplies; norms after both sublayers (use_post_norm) */
         double e, r, a, l;
         if ((st = get_num_any(o, "embedding_multiplier", 1, &e, path)) ||
             (st = get_num_any(o, "residual_multiplier", 1, &r, path)) ||
-            (st = get_num_any(o, "attention_multiplier", 1.0, &a, path)) || /* transformers' default */
+            (st = get_num_any(o, "attention_multiplier", hcx ? 1.0 / sqrt((double)c->head_dim) : 1.0, &a, path)) ||
             (st = get_num_any(o, "logits_scaling", 1, &l, path)))
             return st;
         if (!(e > 0 && r > 0 && a > 0 && l > 0))
-            return vc_fail(VC_ERR_FORMAT, "%s: Granite's multipliers must be positive", path);
-        c->emb_scale = (float)e, c->residual_scale = (float)r, c->attn_scale = (float)a, c->logit_divisor = (float)l;
+            return vc_fail(VC_ERR_FORMAT, "%s: %s's multipliers must be positive", path, hcx ? "HyperCLOVA X" : "Granite");
+        c->emb_scale = (float)e, c->residual_scale = (float)r, c->attn_scale = (float)a;
+        c->logit_divisor = (float)(hcx ? 1.0 / l : l);
+        if (hcx) c->sandwich_norm = flag(o, "use_post_norm", 1);
     }
     if (is(c, "glm") || is(c, "glm4") || is(c, "ernie4_5") || is(c, "ernie4_5_moe") || is(c, "helium") ||
         is(c, "cohere") || is(c, "cohere2"))
@@ -1627,7 +1643,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->n_kv_head = g;
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear") ||
-         is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa")) &&
+         is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa") || is(c, "youtu")) &&
         (st = parse_mla(o, path, c)))
         return st;
     if ((is(c, "deepseek_v32") || is(c, "glm_moe_dsa")) && (st = parse_dsa(o, path, c))) return st;
@@ -1645,7 +1661,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->logit_divisor = (float)((double)c->hidden / base);
     }
     if (is(c, "gemma4_text")) return parse_gemma4(o, path, c);
-    if ((st = parse_moe(o, path, c))) return st;
+    /* Youtu-LLM: DeepSeek-V3's config and attention, a dense MLP in every layer (its MoE keys are unused) */
+    if (!is(c, "youtu") && (st = parse_moe(o, path, c))) return st;
 
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
     return VC_OK;
