@@ -124,6 +124,7 @@ typedef struct vc_model_config {
     int k_eq_v;                   /* full layers' values are their key projection (attention_k_eq_v) */
     int v_norm;                   /* values RMS-normed per head without a weight */
     int layer_scalar;             /* each layer's output times its layer_scalar (a buffer, not trained) */
+    int moe_post_norm;            /* MoE layers' output (experts and shared experts) RMS-normed (A.X K1) */
     int moe_dense;                /* MoE layers keep the dense MLP: its output and the experts' each post-normed and
                                    * summed; the router reads the residual (weightless norm, a scale, hidden^-0.5) and
                                    * each expert's weight is scaled by its per_expert_scale */

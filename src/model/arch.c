@@ -203,6 +203,10 @@ static const vc_tensor_rule GLM4_NORMS[] = {
     { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+static const vc_tensor_rule AXK1_NORM[] = {
+    { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM }, { L "mlp.post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
 /* HyperCLOVA X: its post-sublayer norms (Peri-LN) */
 static const vc_tensor_rule HCX_NORMS[] = {
     { L "post_norm1.weight", VC_W_POST_ATTN_NORM }, { L "post_norm2.weight", VC_W_POST_FFN_NORM },
@@ -638,6 +642,8 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    /* A.X K1: DeepSeek-V3 with a norm on the MoE block's output (post_mlp_layernorm at the layer, or under mlp.) */
+    { "axk1", "axk1", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE, AXK1_NORM) },
     /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): MLA behind DeepSeek Sparse Attention's indexer */
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, DSA_INDEXER, HF_MLP, HF_MOE), NULL,
       "mtp." },
@@ -976,7 +982,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_KV_A: return c->mla ? set(s, c->kv_lora_rank + c->qk_rope_dim, H, 0) : 0;
     case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
-    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM: return c->sandwich_norm && !lpn ? set(s, H, 0, 0) : 0;
+    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM:
+        return (c->sandwich_norm && !lpn) || (slot == VC_W_POST_FFN_NORM && c->moe_post_norm && moe) ? set(s, H, 0, 0) : 0;
     case VC_W_FFN_NORM:
         return (c->parallel_block && !c->parallel_norms) || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0
                                                                                                   : set(s, H, 0, 0);

@@ -324,7 +324,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
     int dsa = is(c, "deepseek_v32") || is(c, "glm_moe_dsa"); /* DeepSeek-V3's MoE, sparse attention beside */
     int v3_router = is(c, "deepseek_v3") || dsa || is(c, "glm4_moe") || is(c, "dots1") || is(c, "glm4_moe_lite") ||
                     is(c, "exaone_moe") || is(c, "solar_open") || /* Solar Open: GLM-4.5's MoE in every layer */
-                    is(c, "mimo_v2_flash");
+                    is(c, "mimo_v2_flash") || is(c, "axk1");
     /* Mistral 4: DeepSeek-V3's grouped routing (top-2 sums per group) over softmax scores, no correction bias */
     int mistral4 = is(c, "mistral4");
     if (!strncmp(c->model_type, "deepseek", 8) || v3_router || mistral4) {
@@ -333,7 +333,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         double s;
         if ((st = vc_json_get_num(o, "routed_scaling_factor", 1.0, &s, path))) return st;
         c->routed_scaling = (float)s;
-        if ((st = get_int_any(o, "first_k_dense_replace", dsa ? 3 : 0, &first_dense, path))) return st;
+        if ((st = get_int_any(o, "first_k_dense_replace", dsa ? 3 : is(c, "axk1") ? 1 : 0, &first_dense, path))) return st;
         if ((st = get_int_any(o, "moe_layer_freq", 1, &freq, path))) return st;
         int64_t ng = 1, tg = 1;
         if ((st = get_int_any(o, "n_group", 1, &ng, path)) || (st = get_int_any(o, "topk_group", 1, &tg, path)))
@@ -1352,6 +1352,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->rope_interleaved = 1; /* GPT-J pairs */
     if ((is(c, "ernie4_5") || is(c, "ernie4_5_moe")) && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
+    if (is(c, "axk1")) c->moe_post_norm = 1; /* A.X K1: the MoE block's output RMS-normed */
     if (is(c, "olmo2") || is(c, "olmo3") || is(c, "flex_olmo")) /* norms only after the sublayers; q and k normed
                                                                   * over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
@@ -1643,7 +1644,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->n_kv_head = g;
     }
     if ((!strncmp(c->model_type, "deepseek_v", 10) || is(c, "glm4_moe_lite") || is(c, "kimi_linear") ||
-         is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa") || is(c, "youtu")) &&
+         is(c, "mistral4") || is(c, "minicpm3") || is(c, "glm_moe_dsa") || is(c, "youtu") || is(c, "axk1")) &&
         (st = parse_mla(o, path, c)))
         return st;
     if ((is(c, "deepseek_v32") || is(c, "glm_moe_dsa")) && (st = parse_dsa(o, path, c))) return st;

@@ -821,7 +821,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         mo = vc_op_add(f->g, mo, norm(f, moe(f, l, x), l, VC_W_POST_FFN_NORM2, 0));
         vc_op_hold(x, 0);
     } else mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
-    if (post) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
+    if (post || (c->moe_post_norm && c->is_moe[l])) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
     x = vc_op_add(f->g, x, mo);
     if (c->ple_dim) { /* Gemma 4's per-layer input: x + norm(proj(act(gate(x)) * ple_l)) */
