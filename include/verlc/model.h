@@ -53,6 +53,7 @@ typedef struct vc_model_config {
     int sandwich_norm;            /* extra post-attention / post-MLP norms (Gemma 2) */
     int norm_head;                /* row-normalised LM head (Baichuan 2) */
     int router_bias;              /* the router has a choice-only correction bias (DeepSeek-V3's sigmoid, ERNIE's softmax) */
+    int router_bias_logits;       /* ... added to the logits for the choice, not to the scores (Kolibri) */
     int attn_sinks;               /* a learned sink logit per head in every softmax (gpt-oss); 2: on sliding layers only
                                    * (MiMo-V2-Flash) */
     int fp8_quant;                /* quantization_config fp8: every float8 weight has its *_scale_inv */

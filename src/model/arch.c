@@ -207,6 +207,12 @@ static const vc_tensor_rule AXK1_NORM[] = {
     { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM }, { L "mlp.post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* Kolibri's hub names (transformers 5 renames them on load and back on save) */
+static const vc_tensor_rule KOLIBRI_HUB[] = {
+    { L "moe.router.expert_bias", VC_W_ROUTER_BIAS },
+    { L "post_attn_norm.weight", VC_W_POST_ATTN_NORM }, { L "post_ffn_norm.weight", VC_W_POST_FFN_NORM },
+    { 0 } };
+
 /* HyperCLOVA X: its post-sublayer norms (Peri-LN) */
 static const vc_tensor_rule HCX_NORMS[] = {
     { L "post_norm1.weight", VC_W_POST_ATTN_NORM }, { L "post_norm2.weight", VC_W_POST_FFN_NORM },
@@ -696,6 +702,8 @@ static const vc_arch ARCHS[] = {
     { "phi3", "phi3", T(HF_GLOBAL, HF_NORMS, PHI3_FUSED) },
     { "glm", "glm", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GLM_MLP) },
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
+    /* Kolibri: GLM-4's sandwich norms, EXAONE 4's attention, a sigmoid router with a correction bias on its logits */
+    { "kolibri1", "kolibri1", T(HF_GLOBAL, KOLIBRI_HUB, GLM4_NORMS, HF_ATTN, HF_MOE) },
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "flex_olmo", "flex_olmo", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MOE) },
     { "olmoe", "olmoe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MOE) },

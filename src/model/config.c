@@ -200,6 +200,7 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
             slide = l < k ? (l + 1) % pp != 0 : (l - k + 1) % sp != 0;
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
         else if (is(c, "cwm")) slide = l % 4 != 0; /* CWM: every fourth layer full, from the first */
+        else if (is(c, "kolibri1")) slide = (l + 1) % 5 != 0; /* Kolibri: every fifth layer full */
         else if (is(c, "gemma3_text") || is(c, "gemma4_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
             slide = use && l >= mwl;
@@ -262,6 +263,11 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->router_sigmoid = c->router_bias = c->norm_topk = 1;
         c->routed_scaling = (float)rs;
         c->shared_inter = v * c->moe_inter;
+        c->shared_gate = 0;
+    }
+    if (is(c, "kolibri1")) { /* experts chosen by logits + correction bias, weighted by the sigmoid of their logits;
+                              * an ungated shared expert (shared_expert_intermediate_size) */
+        c->router_sigmoid = c->router_bias = c->router_bias_logits = 1;
         c->shared_gate = 0;
     }
     if (is(c, "hunyuan_v1_moe")) { /* renormalised top-k; the shared MLP (ungated) as wide as the experts */
@@ -441,6 +447,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             const cJSON *e;
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
         }
+        if (is(c, "kolibri1")) moe = 1; /* every layer, whatever mlp_only_layers / decoder_sparse_step say */
         c->is_moe[l] = (uint8_t)moe;
     }
     if (is(c, "jamba")) { /* experts on every expert_layer_period-th layer from expert_layer_offset; softmax top-k */
@@ -508,7 +515,8 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
                                                    (long long)l);
             c->nope[l] = e->valuedouble == 0;
         }
-        if (((is(c, "exaone4") || is(c, "exaone_moe")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) || is(c, "cohere2") ||
+        if (((is(c, "exaone4") || is(c, "exaone_moe") || is(c, "kolibri1")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) ||
+            is(c, "cohere2") ||
             is(c, "cohere2_moe"))
             c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
         if (is(c, "cohere2_moe") && !c->is_moe[l] && c->n_expert > 0 && flag(o, "prefix_dense_sliding_window_pattern", 1) == 1)
@@ -1353,6 +1361,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if ((is(c, "ernie4_5") || is(c, "ernie4_5_moe")) && flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "axk1")) c->moe_post_norm = 1; /* A.X K1: the MoE block's output RMS-normed */
+    if (is(c, "kolibri1")) c->sandwich_norm = c->qk_norm = 1; /* GLM-4's four norms, per-head q/k norms */
     if (is(c, "olmo2") || is(c, "olmo3") || is(c, "flex_olmo")) /* norms only after the sublayers; q and k normed
                                                                   * over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;

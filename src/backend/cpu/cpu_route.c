@@ -48,7 +48,7 @@ void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, co
     float s[1024], choice[1024];
     for (int64_t t = 0; t < T; t++) {
         scores_of(s, logits + t * E, E, d->sigmoid);
-        for (int e = 0; e < E; e++) choice[e] = s[e] + (d->bias ? d->bias[e] : 0.0f);
+        for (int e = 0; e < E; e++) choice[e] = (d->bias_logits ? logits[t * E + e] : s[e]) + (d->bias ? d->bias[e] : 0.0f);
         if (!d->replay) select_experts(idx + t * K, choice, d);
         float sum = 0;
         for (int k = 0; k < K; k++) sum += s[idx[t * K + k]];

@@ -13,6 +13,7 @@ struct route_params {
     int E, K, sigmoid, norm_topk, n_group, topk_group, top2, replay;
     float scaling;
     const float *bias;
+    int bias_logits; /* the choice is logits + bias (vc_route_desc.bias_logits) */
 };
 
 __device__ void scores_of(float *s, const float *z, int E, int sigmoid, int lane) {
@@ -66,7 +67,7 @@ __global__ void k_route_fwd(float *w, int32_t *idx, const float *logits, int64_t
         return;
     }
     for (int e = lane; e < E; e += 32) {
-        c[e] = s[e] + (p.bias ? p.bias[e] : 0.0f);
+        c[e] = (p.bias_logits ? logits[t * E + e] : s[e]) + (p.bias ? p.bias[e] : 0.0f);
         taken[e] = 0;
     }
     __syncwarp();
@@ -153,7 +154,7 @@ static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, cons
         return 0;
     }
     *p = route_params{ d->n_expert, d->top_k, d->sigmoid, d->norm_topk, d->n_group, d->topk_group, d->group_top2_sum,
-                       d->replay, d->scaling, d->bias };
+                       d->replay, d->scaling, d->bias, d->bias_logits };
     *sh = (size_t)RW * 2 * d->n_expert * sizeof(float) + (size_t)RW * d->n_expert;
     return 1;
 }
