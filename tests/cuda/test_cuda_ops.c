@@ -595,6 +595,10 @@ static void test_route(void) {
     route_case("sigmoid, bias, 8 groups top-4 (DeepSeek-V3)", c, 200);
     vc_route_desc e = { .n_expert = 160, .top_k = 6, .scaling = 16.0f, .n_group = 8, .topk_group = 3 };
     route_case("softmax, 8 groups top-3 max (DeepSeek-V2)", e, 100);
+    float *lbias = hrand(384, 2.0f); /* on the logits: as large as they are, so that it changes the choice */
+    vc_route_desc k = { .n_expert = 384, .top_k = 6, .sigmoid = 1, .norm_topk = 1, .scaling = 1.0f, .bias = lbias,
+                        .bias_logits = 1 };
+    route_case("sigmoid, bias on the logits (Kolibri)", k, 100);
 }
 
 /* ---- AdamW and the gradient norm ---- */

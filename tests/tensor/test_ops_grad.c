@@ -302,6 +302,18 @@ static void run_all(void) {
             make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
             check_op("moe scaled inputs (Llama 4)", b_moe_scaled, 5, 1e-3f, 2e-2f);
         }
+        if (c == 2) { /* Kolibri: chosen by logits + bias, weighted by the renormalised sigmoid of their logits */
+            memset(&rdesc, 0, sizeof rdesc);
+            rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.sigmoid = 1; rdesc.norm_topk = 1;
+            rdesc.bias_logits = 1;
+            float lb[4] = { 1.5f, -1.5f, 0.5f, 0.0f };
+            float *dlb = dev_upload(lb, 4);
+            rdesc.bias = dlb;
+            make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+            make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+            check_op("moe sigmoid, bias on the logits (Kolibri)", b_moe, 5, 1e-3f, 2e-2f);
+            vc_be()->free(dlb);
+        }
         if (c != 0) continue;
         make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
         make(2, 3, 4, 3, 5, 1.5f); make(3, 3, 4, 3, 5, 1.5f); make(4, 3, 4, 5, 3, 1);
