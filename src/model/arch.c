@@ -207,6 +207,10 @@ static const vc_tensor_rule AXK1_NORM[] = {
     { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM }, { L "mlp.post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+static const vc_tensor_rule FLINT_SINKS[] = {
+    { L "self_attn.sinks", VC_W_SINKS }, { L "self_attn.softmax_offset", VC_W_SINKS },
+    { 0 } };
+
 /* Kolibri's hub names (transformers 5 renames them on load and back on save) */
 static const vc_tensor_rule KOLIBRI_HUB[] = {
     { L "moe.router.expert_bias", VC_W_ROUTER_BIAS },
@@ -704,6 +708,8 @@ static const vc_arch ARCHS[] = {
     { "glm4", "glm4", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP) },
     /* Kolibri: GLM-4's sandwich norms, EXAONE 4's attention, a sigmoid router with a correction bias on its logits */
     { "kolibri1", "kolibri1", T(HF_GLOBAL, KOLIBRI_HUB, GLM4_NORMS, HF_ATTN, HF_MOE) },
+    /* Flint: Qwen3-MoE with sinks (the hub's softmax_offset), a sigmoid router and an ungated shared expert */
+    { "flint", "flint", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, FLINT_SINKS) },
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "flex_olmo", "flex_olmo", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MOE) },
     { "olmoe", "olmoe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MOE) },

@@ -201,6 +201,8 @@ static vc_status parse_windows(const cJSON *o, const char *path, vc_model_config
         } else if (is(c, "gemma2")) slide = l % 2 == 0;
         else if (is(c, "cwm")) slide = l % 4 != 0; /* CWM: every fourth layer full, from the first */
         else if (is(c, "kolibri1")) slide = (l + 1) % 5 != 0; /* Kolibri: every fifth layer full */
+        else if (is(c, "flint")) /* Flint: full on the first two layers, every fourth from the second and the last */
+            slide = !(l < 2 || l % 4 == 1 || l == c->n_layer - 1);
         else if (is(c, "gemma3_text") || is(c, "gemma4_text")) slide = (l + 1) % pattern != 0;
         else if (is(c, "qwen2") || is(c, "qwen2_moe") || is(c, "qwen3") || is(c, "qwen3_moe"))
             slide = use && l >= mwl;
@@ -263,6 +265,11 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->router_sigmoid = c->router_bias = c->norm_topk = 1;
         c->routed_scaling = (float)rs;
         c->shared_inter = v * c->moe_inter;
+        c->shared_gate = 0;
+    }
+    if (is(c, "flint")) { /* the sigmoid of the logits' top-k, renormalised; an ungated shared expert */
+        c->router_sigmoid = 1;
+        c->norm_topk = flag(o, "norm_topk_prob", 1);
         c->shared_gate = 0;
     }
     if (is(c, "kolibri1")) { /* experts chosen by logits + correction bias, weighted by the sigmoid of their logits;
@@ -443,6 +450,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             if (cJSON_IsArray(ml)) { cJSON_ArrayForEach(e, ml) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 1; }
             else moe = st2 > 0 && l % st2 == st2 - 1;
         }
+        if (is(c, "flint") && !only && l < 2) moe = 0; /* Flint: dense first two layers by default */
         if (only && cJSON_IsArray(only)) {
             const cJSON *e;
             cJSON_ArrayForEach(e, only) if (cJSON_IsNumber(e) && e->valuedouble == (double)l) moe = 0;
@@ -516,7 +524,7 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
             c->nope[l] = e->valuedouble == 0;
         }
         if (((is(c, "exaone4") || is(c, "exaone_moe") || is(c, "kolibri1")) && cJSON_IsNumber(sw) && sw->valuedouble > 0) ||
-            is(c, "cohere2") ||
+            is(c, "cohere2") || is(c, "flint") ||
             is(c, "cohere2_moe"))
             c->nope[l] = c->window[l] == 0; /* only sliding layers use rope */
         if (is(c, "cohere2_moe") && !c->is_moe[l] && c->n_expert > 0 && flag(o, "prefix_dense_sliding_window_pattern", 1) == 1)
@@ -1362,6 +1370,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "glm4")) c->sandwich_norm = 1;                     /* post_self_attn / post_mlp norms */
     if (is(c, "axk1")) c->moe_post_norm = 1; /* A.X K1: the MoE block's output RMS-normed */
     if (is(c, "kolibri1")) c->sandwich_norm = c->qk_norm = 1; /* GLM-4's four norms, per-head q/k norms */
+    if (is(c, "flint")) c->qk_norm = c->attn_sinks = 1; /* Qwen3-MoE's attention with a sink per head in every layer */
     if (is(c, "olmo2") || is(c, "olmo3") || is(c, "flex_olmo")) /* norms only after the sublayers; q and k normed
                                                                   * over all their heads */
         c->sandwich_norm = c->no_pre_norm = c->qk_norm = c->qk_norm_full = 1;
