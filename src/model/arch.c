@@ -207,6 +207,17 @@ static const vc_tensor_rule AXK1_NORM[] = {
     { L "post_mlp_layernorm.weight", VC_W_POST_FFN_NORM }, { L "mlp.post_mlp_layernorm.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* StableLM 2: Llama's projections; the 12B's LayerNorm per head of q and k, a tensor per head */
+static const vc_tensor_rule STABLELM_ATTN[] = {
+    { L "self_attn.q_proj.weight", VC_W_Q }, { L "self_attn.q_proj.bias", VC_W_Q_B },
+    { L "self_attn.k_proj.weight", VC_W_K }, { L "self_attn.k_proj.bias", VC_W_K_B },
+    { L "self_attn.v_proj.weight", VC_W_V }, { L "self_attn.v_proj.bias", VC_W_V_B },
+    { L "self_attn.o_proj.weight", VC_W_O }, { L "self_attn.o_proj.bias", VC_W_O_B },
+    { L "self_attn.q_layernorm.norms.%d.weight", VC_W_Q_NORM, VC_TR_EXPERT },
+    { L "self_attn.k_layernorm.norms.%d.weight", VC_W_K_NORM, VC_TR_EXPERT },
+    { L "self_attn.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
+    { 0 } };
+
 static const vc_tensor_rule FLINT_SINKS[] = {
     { L "self_attn.sinks", VC_W_SINKS }, { L "self_attn.softmax_offset", VC_W_SINKS },
     { 0 } };
@@ -679,7 +690,7 @@ static const vc_arch ARCHS[] = {
     /* Nemotron (Nemotron-4, Minitron): LayerNorm1P with biases, a relu2 MLP without gate */
     { "nemotron", "nemotron", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
     /* StableLM (2): LayerNorms with biases, Llama's projections (q/k/v biases with use_qkv_bias) */
-    { "stablelm", "stablelm", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },
+    { "stablelm", "stablelm", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, STABLELM_ATTN, HF_MLP) },
     { "gemma3_text", "gemma3_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     /* Gemma 3 4B and up (Gemma3ForConditionalGeneration): the text decoder of an image-text model */
     { "gemma3", "gemma3", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
@@ -989,7 +1000,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_K_NORM:
         if (c->qk_norm_heads) return set(s, c->n_kv_head, hd, 0);
         return c->qk_norm && !c->norm_no_weight && !kv_shared ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
-    case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln ? set(s, hd, 0, 0) : 0;
+    case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln && !c->qk_norm_heads ? set(s, hd, 0, 0) : 0;
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
     case VC_W_Q_BPROJ: return c->mla && c->q_lora_rank ? set(s, c->n_head * qk, c->q_lora_rank, 0) : 0;

@@ -1545,9 +1545,8 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if (!given && (st = rot_from_fraction(c, 0.5, "partial_rotary_factor", path))) return st;
     }
     if (is(c, "stablelm")) { /* LayerNorms with biases, partial rope (a quarter by default), parallel residuals */
-        if (flag(o, "qk_layernorm", 0))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: qk_layernorm (StableLM 2 12B's LayerNorm per head, each its own "
-                           "tensor) is not built", path);
+        /* StableLM 2 12B: a LayerNorm without bias over each head of q and k, each head its own weight */
+        c->qk_norm = c->qk_norm_heads = flag(o, "qk_layernorm", 0);
         c->norm_kind = VC_NORM_LAYER;
         c->qkv_bias = flag(o, "use_qkv_bias", 0);
         c->parallel_block = flag(o, "use_parallel_residual", 0);

@@ -278,11 +278,15 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
             if (r->transform == VC_TR_IGNORE) continue;
             int ph = n_placeholders(r->name);
             for (int l = ph ? 0 : -1; l < (ph ? (int)c->n_layer : 0); l++) {
-                int64_t sh[4];
+                int64_t sh[4], rows = 0;
                 int opt, ok = 1, ids[3] = { r->slot, r->slot2, r->slot3 };
-                for (int i = 0; i < 3 && ids[i]; i++) ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
+                for (int i = 0; i < 3 && ids[i]; i++) {
+                    ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
+                    if (!i) rows = sh[0];
+                }
                 if (!ok) continue;
-                int ne = ph == 2 ? (int)c->n_expert : 1;
+                /* a tensor per row block of a stacked slot: per expert, or (StableLM 2 12B's norms) per head */
+                int ne = ph == 2 ? (int)rows : 1;
                 for (int e = 0; e < ne; e++) {
                     snprintf(name, sizeof name, r->name, l, e);
                     vc_status st = fn(ctx, r, l, ph == 2 ? e : -1, name);
@@ -715,7 +719,7 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     /* Falcon's new decoder architecture names its two parallel norms ln_attn / ln_mlp, the others input_layernorm */
     if (!strcmp(x->m->cfg.arch->name, "falcon") && strstr(name, x->m->cfg.parallel_norms ? ".input_layernorm." : ".ln_attn."))
         return VC_OK;
-    if (r->transform == VC_TR_EXPERT && key == (int)x->m->cfg.n_expert - 1) x->done[si] = 2;
+    if (r->transform == VC_TR_EXPERT && key == (int)x->m->slots[si]->shape[0] - 1) x->done[si] = 2;
     else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;
     else x->done[si] = 2;
     int ids[3] = { r->slot2, r->slot3, 0 };
