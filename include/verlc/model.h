@@ -137,6 +137,7 @@ typedef struct vc_model_config {
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     int learned_pos;              /* learned absolute position embeddings added to the token's (GPT-2): max_pos rows */
     int pos_offset;               /* ... after this many unused rows (OPT: 2) */
+    float alibi_scale;            /* 0: 1; ALiBi's slopes times this (Falcon-RW: 1 / sqrt(head_dim)) */
     /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): each query attends to the dsa_topk (index_topk) keys its
      * layer's indexer scores best, of dsa_heads heads dsa_dim wide (index_n_heads, index_head_dim) */
     int64_t dsa_topk, dsa_heads, dsa_dim;

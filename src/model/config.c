@@ -1482,8 +1482,12 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     if (is(c, "falcon")) { /* Falcon: GQA (new_decoder_architecture) or multi-query, parallel attention and MLP */
         int64_t ffn = 0, kv = c->n_head, nln = 2;
         int newa = flag(o, "new_decoder_architecture", 0);
-        if (flag(o, "alibi", 0))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: Falcon with alibi (Falcon-RW) is not built", path);
+        if (flag(o, "alibi", 0)) { /* Falcon-RW: BLOOM's slopes in transformers' bf16 table, scaled by 1 / sqrt(d) as
+                                    * the scores are; no rope */
+            c->alibi = 2;
+            c->rot_dim = 0;
+            c->alibi_scale = (float)(1.0 / sqrt((double)c->head_dim));
+        }
         if ((st = get_int_any(o, "ffn_hidden_size", 4 * c->hidden, &ffn, path)) ||
             (st = check_size(path, "ffn_hidden_size", ffn, 1, DIM_MAX)) ||
             (st = get_int_any(o, "num_kv_heads", c->n_head, &kv, path)) ||

@@ -363,6 +363,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
+                       .alibi_scale = c->alibi_scale,
                        .chunk = c->chunk[layer], .sel = f->sel, .sel_words = f->sel_words };
     vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
     d.sinks = sinks ? sinks->data : NULL;

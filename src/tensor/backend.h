@@ -29,7 +29,9 @@ typedef struct vc_attn_desc {
     int window;    /* 0: none; else key j visible from query position p when p - j < window */
     int chunk;     /* 0: none; else key j visible from p only in p's chunk: j >= p - p % chunk (Llama 4) */
     int causal;
-    int alibi;     /* 1: score += slope(h) (j - p) with ALiBi's slopes for n_head heads (vc_alibi_slope) */
+    int alibi;     /* 1: score += slope(h) (j - p) with ALiBi's slopes for n_head heads (vc_alibi_slope); 2: += bf16(bf16(
+                    * slope(h)) j), the table transformers builds for Falcon-RW (a row's own term is a constant) */
+    float alibi_scale; /* 0: 1; else the slopes times this (Falcon-RW adds ALiBi before the 1 / sqrt(d) scaling) */
     /* paged keys/values (page_tokens > 0; forward only): key j of sequence s is at
      * k_pages[s][j / page_tokens] + (j % page_tokens) * k_stride (values likewise); k_seq/v_seq unused.
      * Each query row is then computed on its own, so its output does not depend on the other rows. */
@@ -66,6 +68,22 @@ static inline float vc_alibi_slope(int h, int n) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
     return h < p ? exp2f(-8.0f * (float)(h + 1) / (float)p) : exp2f(-4.0f * (float)(2 * (h - p) + 1) / (float)p);
+}
+
+/* round to bf16 and back (nearest even), as vc_f32_to_bf16 */
+static inline float vc_round_bf16_f(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) <= 0x7f800000u) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ALiBi's bias of key j for the query at position p in head h (d->alibi set) */
+static inline float vc_alibi_bias(const vc_attn_desc *d, int h, int64_t p, int64_t j) {
+    float slope = vc_alibi_slope(h, d->n_head), s = d->alibi_scale ? d->alibi_scale : 1.0f;
+    if (d->alibi == 2) return vc_round_bf16_f(vc_round_bf16_f(slope) * (float)j) * s;
+    return slope * s * (float)(j - p);
 }
 
 typedef struct vc_route_desc {

@@ -208,6 +208,8 @@ int main(void) {
           { 60, 33 }, 0 },
         { "ALiBi MHA 6/6 hd 64 (slopes of 4 heads and of 8)", 6, 6, 64, 64, 1, 0, 0, 2, { 50, 90 }, { 50, 90 }, 0, 1 },
         { "ALiBi GQA 12/4 hd 128, chunked prefill", 12, 4, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 1 },
+        { "ALiBi as Falcon-RW's bf16 table, MHA 6/6 hd 64, chunked prefill", 6, 6, 64, 64, 1, 0, 0, 2, { 20, 70 },
+          { 150, 70 }, 0, 2 },
         { "sinks GQA 8/2 hd 64, window 32", 8, 2, 64, 64, 1, 32, 0, 3, { 100, 5, 64 }, { 100, 5, 64 }, 0, 0, 1 },
         { "sinks MQA 4/1 hd 128, chunked prefill", 4, 1, 128, 128, 1, 0, 0, 2, { 20, 70 }, { 150, 70 }, 0, 0, 1 },
         { "chunks of 48 (Llama 4) GQA 8/2 hd 64", 8, 2, 64, 64, 1, 0, 0, 3, { 100, 5, 150 }, { 100, 5, 150 }, 0, 0, 0, 48 },

@@ -65,10 +65,7 @@ static void mask_rows(void *p, int64_t blk) {
         for (int64_t j = hi + 1; j < c->nj; j++) s[j] = -INFINITY;
         if (c->d->softcap > 0)
             for (int64_t j = lo; j <= hi; j++) s[j] = c->d->softcap * tanhf(s[j] / c->d->softcap);
-        if (c->d->alibi) {
-            float slope = vc_alibi_slope(c->h, c->d->n_head);
-            for (int64_t j = lo; j <= hi; j++) s[j] += slope * (float)(c->j0 + j - (c->pos0 + r));
-        }
+        for (int64_t j = lo; c->d->alibi && j <= hi; j++) s[j] += vc_alibi_bias(c->d, c->h, c->pos0 + r, c->j0 + j);
         for (int64_t j = lo; c->d->sel && j <= hi; j++) /* DeepSeek Sparse Attention: the indexer's keys only */
             if (!selected(c->d, c->lse_base + r, c->j0 + j)) s[j] = -INFINITY;
     }
@@ -165,7 +162,7 @@ static void paged_task(void *p, int64_t task) {
         int64_t pos = kvl - ql + r, j0, j1;
         key_range(d, kvl, pos, pos, &j0, &j1);
         const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
-        float m = -INFINITY, sum = 0, slope = d->alibi ? vc_alibi_slope(h, d->n_head) : 0.0f;
+        float m = -INFINITY, sum = 0;
         for (int64_t j = j0; j < j1; j++) {
             if (!selected(d, qa + r, j)) {
                 S[j - j0] = -INFINITY;
@@ -174,7 +171,7 @@ static void paged_task(void *p, int64_t task) {
             const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, row);
             float sc = d->scale * vc_dot_fixed(qr, k, d->head_dim);
             if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
-            if (d->alibi) sc += slope * (float)(j - pos);
+            if (d->alibi) sc += vc_alibi_bias(d, h, pos, j);
             S[j - j0] = sc;
             m = sc > m ? sc : m;
         }

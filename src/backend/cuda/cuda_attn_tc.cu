@@ -37,6 +37,7 @@ struct tc_params {
     float scale, cap;
     int window, causal, alibi, chunk;
     const float *sinks; /* [nh] or NULL */
+    float alibi_scale; /* the slopes' factor (vc_attn_desc.alibi_scale, 1 for 0) */
     const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
     int64_t sel_words;
 };
@@ -411,6 +412,7 @@ void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, c
     p->window = d->window;
     p->causal = d->causal;
     p->alibi = d->alibi;
+    p->alibi_scale = d->alibi_scale ? d->alibi_scale : 1.0f;
     p->chunk = d->chunk;
     p->sinks = d->sinks;
     p->sel = d->sel;

@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
 extern "C" {
 #include "tensor/backend.h"
 #include "verlc/core.h"
@@ -201,7 +202,7 @@ __device__ __forceinline__ bool vc_attn_selected(const P &p, int64_t row, int64_
     return !p.sel || ((p.sel[row * p.sel_words + (key >> 5)] >> (key & 31)) & 1u);
 }
 /* Attention masks and scores shared by the f32 and tensor-core kernels (P: any parameter struct with
- * causal, window, scale, cap, alibi, nh, sel, sel_words; S: a sequence's q0, qlen, kvlen): is key visible from query
+ * causal, window, scale, cap, alibi, alibi_scale, nh, sel, sel_words; S: a sequence's q0, qlen, kvlen): is key visible from query
  * position pos; the score. */
 template <class P, class S>
 __device__ __forceinline__ bool vc_attn_visible(const P &p, const S &sm, int64_t pos, int64_t key) {
@@ -241,7 +242,11 @@ template <class P>
 __device__ __forceinline__ float vc_attn_score(const P &p, float dot, int h, int64_t pos, int64_t key) {
     float x = p.scale * dot;
     x = p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
-    return p.alibi ? x + vc_attn_alibi_slope(h, p.nh) * (float)(key - pos) : x;
+    if (!p.alibi) return x;
+    if (p.alibi == 2) /* Falcon-RW: transformers' bf16 table, bf16(bf16(slope) key) */
+        return x + __bfloat162float(__float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(vc_attn_alibi_slope(h, p.nh))) *
+                                                        (float)key)) * p.alibi_scale;
+    return x + vc_attn_alibi_slope(h, p.nh) * p.alibi_scale * (float)(key - pos);
 }
 
 /* attention sinks (gpt-oss; P with `const float *sinks`, NULL: none): head h's sink logit folded into a row's

@@ -26,6 +26,7 @@ struct paged_params {
     int nh, nkv, hd, dv, window, causal, alibi, chunk;
     float scale, cap;
     const float *sinks; /* [nh] or NULL */
+    float alibi_scale; /* the slopes' factor (vc_attn_desc.alibi_scale, 1 for 0) */
     const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
     int64_t sel_words;
 };
@@ -271,6 +272,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.window = d->window;
     p.causal = d->causal;
     p.alibi = d->alibi;
+    p.alibi_scale = d->alibi_scale ? d->alibi_scale : 1.0f;
     p.chunk = d->chunk;
     p.scale = d->scale;
     p.cap = d->softcap;
