@@ -138,6 +138,10 @@ typedef struct vc_model_config {
     int learned_pos;              /* learned absolute position embeddings added to the token's (GPT-2): max_pos rows */
     int pos_offset;               /* ... after this many unused rows (OPT: 2) */
     float alibi_scale;            /* 0: 1; ALiBi's slopes times this (Falcon-RW: 1 / sqrt(head_dim)) */
+    int64_t emb_dim;              /* > 0: the embeddings' width (OPT-350m's word_embed_proj_dim): projected in to hidden
+                                   * after the lookup and out of it before the LM head (project_in / project_out) */
+    int post_ln;                  /* each sublayer as x = norm(x + sublayer(x)) (OPT-350m's do_layer_norm_before false) */
+    int no_final_norm;            /* no norm after the last layer */
     /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): each query attends to the dsa_topk (index_topk) keys its
      * layer's indexer scores best, of dsa_heads heads dsa_dim wide (index_n_heads, index_head_dim) */
     int64_t dsa_topk, dsa_heads, dsa_dim;
@@ -161,6 +165,8 @@ static inline int64_t vc_cfg_kv_heads(const vc_model_config *c, int l) {
 static inline int64_t vc_cfg_v_head_dim(const vc_model_config *c, int l) {
     return !c->mla && c->v_head_dim ? c->v_head_dim : vc_cfg_head_dim(c, l);
 }
+/* the width of the final hidden states the LM head, score and value heads read */
+static inline int64_t vc_cfg_out_hidden(const vc_model_config *c) { return c->emb_dim ? c->emb_dim : c->hidden; }
 static inline int64_t vc_cfg_inter(const vc_model_config *c, int l) {
     return l >= 0 && c->layer_inter[l] ? c->layer_inter[l] : c->inter;
 }

@@ -296,7 +296,7 @@ static vc_status sample_step(vc_graph *g, step_buf *b, const vc_tensor *z, int n
 static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows, int n_pad, int identity,
                                 vc_tensor **z) {
     vc_model *m = R->e->m;
-    int64_t H = vc_model_cfg(m)->hidden;
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m));
     *z = NULL;
     vc_graph_reset(g);
     vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids };

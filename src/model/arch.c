@@ -543,6 +543,7 @@ static const vc_tensor_rule OPT[] = {
     { "model.decoder.embed_tokens.weight", VC_W_TOK_EMBD }, { "model.decoder.embed_positions.weight", VC_W_POS_EMBD },
     { "model.decoder.final_layer_norm.weight", VC_W_OUT_NORM }, { "model.decoder.final_layer_norm.bias", VC_W_OUT_NORM_B },
     { "lm_head.weight", VC_W_LM_HEAD },
+    { "model.decoder.project_in.weight", VC_W_PROJ_IN }, { "model.decoder.project_out.weight", VC_W_PROJ_OUT },
     { OD "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { OD "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
     { OD "final_layer_norm.weight", VC_W_FFN_NORM }, { OD "final_layer_norm.bias", VC_W_FFN_NORM_B },
     { OD "self_attn.q_proj.weight", VC_W_Q }, { OD "self_attn.q_proj.bias", VC_W_Q_B },
@@ -861,7 +862,8 @@ static const char *const SLOT_NAMES[VC_W_COUNT] = {
     [VC_W_PLE_GATE] = "ple.gate", [VC_W_PLE_PROJ] = "ple.proj", [VC_W_PLE_NORM] = "ple.norm", [VC_W_PLE_EMBD] = "ple_embd",
     [VC_W_PLE_MODEL_PROJ] = "ple_model_proj", [VC_W_PLE_PROJ_NORM] = "ple_proj_norm", [VC_W_POS_EMBD] = "pos_embd", [VC_W_EMB_NORM] = "emb_norm", [VC_W_EMB_NORM_B] = "emb_norm.bias",
     [VC_W_IDX_WQ] = "indexer.wq_b", [VC_W_IDX_WK] = "indexer.wk", [VC_W_IDX_KNORM] = "indexer.k_norm",
-    [VC_W_IDX_KNORM_B] = "indexer.k_norm.bias", [VC_W_IDX_WPROJ] = "indexer.weights_proj",
+    [VC_W_IDX_KNORM_B] = "indexer.k_norm.bias", [VC_W_IDX_WPROJ] = "indexer.weights_proj", [VC_W_PROJ_IN] = "project_in",
+    [VC_W_PROJ_OUT] = "project_out",
 };
 
 const char *vc_slot_name(int slot) { return slot > 0 && slot < VC_W_COUNT ? SLOT_NAMES[slot] : "?"; }
@@ -877,7 +879,7 @@ int vc_slot_is_bias(int slot) {
 
 int vc_slot_is_global(int slot) {
     return (slot >= VC_W_TOK_EMBD && slot <= VC_W_LM_HEAD_B) || slot == VC_W_SCORE || slot == VC_W_SCORE_B ||
-           (slot >= VC_W_PLE_EMBD && slot <= VC_W_EMB_NORM_B);
+           (slot >= VC_W_PLE_EMBD && slot <= VC_W_EMB_NORM_B) || slot == VC_W_PROJ_IN || slot == VC_W_PROJ_OUT;
 }
 
 static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
@@ -976,12 +978,14 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LIN_D: case VC_W_LIN_CONV_B: case VC_W_LIN_FA: case VC_W_LIN_FB: case VC_W_LIN_GA: case VC_W_LIN_GB:
     case VC_W_LIN_XPROJ: case VC_W_LIN_DTPROJ: case VC_W_LIN_DT_NORM: case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM:
         return 0;
-    case VC_W_TOK_EMBD: return set(s, c->vocab, H, 0);
-    case VC_W_OUT_NORM: return c->norm_no_weight ? 0 : set(s, H, 0, 0);
-    case VC_W_OUT_NORM_B: return ln ? set(s, H, 0, 0) : 0;
-    case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, H, 0);
+    case VC_W_TOK_EMBD: return set(s, c->vocab, c->emb_dim ? c->emb_dim : H, 0);
+    case VC_W_OUT_NORM: return c->norm_no_weight || c->no_final_norm ? 0 : set(s, H, 0, 0);
+    case VC_W_OUT_NORM_B: return ln && !c->no_final_norm ? set(s, H, 0, 0) : 0;
+    case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, vc_cfg_out_hidden(c), 0);
     case VC_W_LM_HEAD_B: *optional = !c->head_bias; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
-    case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, H, 0) : 0;
+    case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, vc_cfg_out_hidden(c), 0) : 0;
+    case VC_W_PROJ_IN: return c->emb_dim ? set(s, H, c->emb_dim, 0) : 0;
+    case VC_W_PROJ_OUT: return c->emb_dim ? set(s, c->emb_dim, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
     case VC_W_ATTN_NORM: return (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;

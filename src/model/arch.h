@@ -49,6 +49,8 @@ enum vc_slot {
      * q_lora_rank], wk [dim, H], k_norm's LayerNorm [dim] and its bias, weights_proj [heads, H] */
     VC_W_IDX_WQ, VC_W_IDX_WK, VC_W_IDX_KNORM, VC_W_IDX_KNORM_B, VC_W_IDX_WPROJ,
     VC_W_SCORE, VC_W_SCORE_B, /* global: the score head of *ForSequenceClassification / *ForTokenClassification */
+    VC_W_PROJ_IN, VC_W_PROJ_OUT, /* global: OPT-350m's [hidden, emb_dim] after the embeddings, [emb_dim, hidden] before
+                                  * the LM head */
     VC_W_COUNT
 };
 

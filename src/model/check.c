@@ -274,7 +274,7 @@ static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, c
         vc_batch b = { 1, cu, feed };
         vc_tensor *h = vc_model_forward(m, g, &b, kc);
         if (!h) { st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_ARG; goto out; }
-        int64_t H = m->cfg.hidden, last = cu[1] - 1;
+        int64_t H = vc_cfg_out_hidden(&m->cfg), last = cu[1] - 1;
         vc_tensor *hl = vc_tensor_wrap(g, h->data + last * H, 2, (int64_t[]){ 1, H });
         vc_tensor *z = vc_model_logits(m, g, hl);
         if (!z) { st = vc_graph_status(g); goto out; }

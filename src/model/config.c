@@ -1509,9 +1509,14 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||
             (st = get_int_any(o, "ffn_dim", 4 * c->hidden, &ffn, path)) || (st = check_size(path, "ffn_dim", ffn, 1, DIM_MAX)))
             return st;
-        if (!flag(o, "do_layer_norm_before", 1) || wp != c->hidden || !flag(o, "layer_norm_elementwise_affine", 1))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: OPT with do_layer_norm_before false, word_embed_proj_dim other than "
-                           "hidden_size (OPT-350m) or LayerNorms without weights is not built", path);
+        if (!flag(o, "layer_norm_elementwise_affine", 1))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: OPT with LayerNorms without weights is not built", path);
+        if ((st = check_size(path, "word_embed_proj_dim", wp, 1, DIM_MAX))) return st;
+        /* OPT-350m: norms after the residual adds and none after the last layer; 512-wide embeddings projected in
+         * and out */
+        c->post_ln = !flag(o, "do_layer_norm_before", 1);
+        c->no_final_norm = c->post_ln || flag(o, "_remove_final_layer_norm", 0);
+        c->emb_dim = wp != c->hidden ? wp : 0;
         c->inter = ffn;
         c->n_kv_head = c->n_head;
         c->norm_kind = VC_NORM_LAYER;

@@ -791,6 +791,10 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         vc_tensor *mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
         return vc_op_add(f->g, scaled(f, h, c->norm_res.mlp_alpha), scaled(f, mo, c->norm_res.mlp_beta));
     }
+    if (c->post_ln) { /* OPT-350m: x = norm(x + attention(x)), then x = norm(x + mlp(x)) */
+        x = norm(f, vc_op_add(f->g, x, attention_std(f, l, x)), l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B);
+        return norm(f, vc_op_add(f->g, x, mlp(f, l, x, VC_W_GATE, VC_W_UP, VC_W_DOWN)), l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
+    }
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
@@ -1104,6 +1108,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
+        if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_IN), NULL); /* OPT-350m's project_in */
         if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
         if (c->learned_pos && x) x = add_positions(&f, x);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
@@ -1131,7 +1136,8 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 x = y ? dst : NULL;
             } else x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
         }
-        x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
+        if (!c->no_final_norm) x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
+        if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_OUT), NULL); /* OPT-350m's project_out */
     }
     if (cache) {
         vc_graph_set_grad(g, grad);

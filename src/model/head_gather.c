@@ -75,7 +75,7 @@ static int head_params(const vc_model *m, vc_tensor **w) {
 vc_tensor *vc_model_head_gather(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *ids, int K,
                                 float temperature, int64_t chunk_rows, int32_t *top) {
     if (!hidden || vc_graph_status(g)) return NULL;
-    int64_t H = m->cfg.hidden, P = hidden->n / (H > 0 ? H : 1), PK = P * K;
+    int64_t H = vc_cfg_out_hidden(&m->cfg), P = hidden->n / (H > 0 ? H : 1), PK = P * K;
     if (hidden->ndim != 2 || hidden->shape[1] != H || K < 1) {
         vc_graph_fail(g, vc_fail(VC_ERR_SHAPE, "head gather: hidden states [rows, %lld] and K >= 1", (long long)H));
         return NULL;

@@ -108,7 +108,7 @@ vc_status vc_share_plan(vc_graph *g, const vc_batch *b, const int32_t *group, co
 
 vc_status vc_model_logprobs_rows(vc_model *m, vc_graph *g, vc_tensor *hidden, const int32_t *target, float temperature,
                                  const uint8_t *need, vc_tensor **logp, vc_tensor **entropy, vc_tensor **sum_pi_sq) {
-    int64_t H = vc_model_cfg(m)->hidden, T = hidden ? hidden->n / H : 0, R = 0;
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m)), T = hidden ? hidden->n / H : 0, R = 0;
     for (int64_t t = 0; need && t < T; t++) R += need[t] != 0;
     if (!need || R == T || R == 0)
         return vc_model_logprobs_ex(m, g, hidden, target, temperature, logp, entropy, sum_pi_sq);

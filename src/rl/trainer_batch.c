@@ -374,7 +374,7 @@ vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *
         rl_critic_free(c);
         return vc_fail_ctx(st, "critic.model.lora_rank");
     }
-    int64_t H = vc_model_cfg(c->m)->hidden;
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(c->m));
     /* the value head is a trained tensor: backend memory, zeroed */
     c->w = vc_train_backend_alloc((size_t)H + 1);
     c->gw = vc_train_backend_alloc((size_t)H + 1);

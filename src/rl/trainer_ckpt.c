@@ -86,7 +86,7 @@ static vc_status fill_step(void *ctx, const char *dir) {
         st = vc_config_get_str_or(t->cfg, "critic.model.path", t->model_path, &cp);
         if (!st) st = save_one(t, dir, "critic", &t->ctr, cp, &critic);
         char *p = st ? NULL : vc_path_join(critic, "value_head.bin");
-        int64_t H = vc_model_cfg(t->critic.m)->hidden;
+        int64_t H = vc_cfg_out_hidden(vc_model_cfg(t->critic.m));
         vc_tensor whole; /* the value head [H + 1] lives in backend memory: one host copy */
         vc_param_init(&whole, t->critic.w, NULL, 1, (int64_t[]){ H + 1 });
         float *hw = NULL;
@@ -159,7 +159,7 @@ vc_status rl_ckpt_find(const vc_config *cfg, const char *out_dir, char **dir) {
 static vc_status load_critic(vc_rl_trainer *t, const char *dir) {
     char *cdir = vc_path_join(dir, "critic"), *p = cdir ? vc_path_join(cdir, "value_head.bin") : NULL, *buf = NULL;
     size_t n = 0;
-    int64_t H = vc_model_cfg(t->critic.m)->hidden;
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(t->critic.m));
     vc_train_state s;
     memset(&s, 0, sizeof s);
     vc_status st = p ? vc_train_ckpt_load(cdir, &t->ctr, &s) : VC_ERR_NOMEM;

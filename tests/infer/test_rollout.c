@@ -258,7 +258,7 @@ static void test_forward_invariance(vc_model *m) {
     for (int i = 0; i < 10; i++) pa[i] = i, pb[i] = 10 + i;
     const int32_t *tab[2] = { pa, pb };
     vc_graph *g = vc_graph_new();
-    int64_t H = vc_model_cfg(m)->hidden, L = plen[4];
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m)), L = plen[4];
     float *alone = malloc((size_t)(L * H) * 4);
     int64_t cu[3] = { 0, L }, len[2] = { 0, 0 };
     vc_batch b = { 1, cu, prompts[4] };

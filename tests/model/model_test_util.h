@@ -146,6 +146,9 @@ __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "\"index_n_heads\":8,\"index_head_dim\":8,\"indexer_types\":[\"full\",\"shared\",\"full\"],\"rms_norm_eps\":1e-6,"
     "\"rope_theta\":10000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":2.0,\"original_max_position_embeddings\":8,"
     "\"mscale\":1.0,\"mscale_all_dim\":1.0,\"beta_fast\":32,\"beta_slow\":1}}",
+    "{\"model_type\":\"opt\",\"vocab_size\":67,\"hidden_size\":32,\"word_embed_proj_dim\":24,\"num_hidden_layers\":2,"
+    "\"num_attention_heads\":4,\"ffn_dim\":48,\"do_layer_norm_before\":false,\"max_position_embeddings\":64,"
+    "\"activation_function\":\"relu\"}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };

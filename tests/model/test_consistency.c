@@ -28,7 +28,7 @@ static float param_elem(vc_model *m, int i, int64_t j, int grad, const float *se
 }
 
 static int argmax_last(vc_model *m, vc_graph *g, vc_tensor *h) {
-    int64_t H = vc_model_cfg(m)->hidden, T = h->n / H;
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m)), T = h->n / H;
     vc_tensor *hl = vc_tensor_wrap(g, h->data + (T - 1) * H, 2, (int64_t[]){ 1, H });
     vc_tensor *z = vc_model_logits(m, g, hl);
     float zh[256];
