@@ -555,6 +555,20 @@ static const vc_tensor_rule OPT[] = {
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
 
+/* DBRX: fused Wqkv (q, k, v rows), LayerNorms without bias, the experts stored flat ([E I, H]; w2 input-major) */
+#define DB "transformer.blocks.%d."
+static const vc_tensor_rule DBRX[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.norm_f.weight", VC_W_OUT_NORM },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { DB "norm_attn_norm.norm_1.weight", VC_W_ATTN_NORM }, { DB "norm_attn_norm.norm_2.weight", VC_W_FFN_NORM },
+    { DB "norm_attn_norm.attn.Wqkv.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { DB "norm_attn_norm.attn.out_proj.weight", VC_W_O },
+    { DB "ffn.router.layer.weight", VC_W_ROUTER },
+    { DB "ffn.experts.mlp.w1", VC_W_EXP_GATE, VC_TR_FLAT }, { DB "ffn.experts.mlp.v1", VC_W_EXP_UP, VC_TR_FLAT },
+    { DB "ffn.experts.mlp.w2", VC_W_EXP_DOWN, VC_TR_FLAT_T_DOWN },
+    { 0 } };
+#undef DB
+
 /* Falcon: ln_attn / ln_mlp feeding attention and a plain GELU MLP in parallel (the new decoder architecture), or one
  * input_layernorm (parallel) or two (sequential); TF_SELF_ATTENTION's projections */
 static const vc_tensor_rule FALCON[] = {
@@ -677,6 +691,7 @@ static const vc_arch ARCHS[] = {
     { "bloom", "bloom", T(BLOOM, TF_FINAL, TF_SELF_ATTENTION), GPT2_NESTED },
     { "gpt_neo", "gpt_neo", T(GPT_NEO, TF_FINAL, TF_LN12) },
     { "opt", "opt", T(OPT), OPT_NESTED },
+    { "dbrx", "dbrx", T(DBRX) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */
     { "mimo_v2_flash", "mimo_v2_flash", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MIMO_SINKS), NULL, "model.mtp. mtp." },

@@ -77,6 +77,8 @@ enum vc_transform {
     VC_TR_BA,          /* Qwen3-Next's in_proj_ba: per q/k head [its value heads' b, their a] into slot, slot2 */
     VC_TR_CONV1D,      /* GPT-2's Conv1D: [in, out] input-major, the transpose of the slots' [out, in] rows of slot (then
                         * slot2, slot3: c_attn's q, k and v) */
+    VC_TR_FLAT,        /* DBRX's experts: a stacked slot [E, R, C] stored flat as [E R, C] */
+    VC_TR_FLAT_T_DOWN, /* DBRX's w2: VC_TR_T_DOWN's input-major down stored flat as [E I, H] */
 };
 
 typedef struct vc_tensor_rule {

@@ -116,6 +116,54 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
     return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", path, a);
 }
 
+/* DBRX: attn_config (kv_n_heads, rope_theta, clip_qkv) and ffn_config (experts ffn_hidden_size wide, a softmax top-k
+ * renormalised as moe_normalize_expert_weights 1 does); LayerNorms without bias, every layer MoE */
+static vc_status parse_dbrx(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *ac = vc_json_member(o, "attn_config"), *fc = vc_json_member(o, "ffn_config");
+    char actx[512], fctx[512];
+    snprintf(actx, sizeof actx, "%s: attn_config", path);
+    snprintf(fctx, sizeof fctx, "%s: ffn_config", path);
+    if ((ac && !cJSON_IsObject(ac)) || (fc && !cJSON_IsObject(fc)))
+        return vc_fail(VC_ERR_FORMAT, "%s: attn_config and ffn_config must be objects", path);
+    static const cJSON empty = { 0 };
+    if (!ac) ac = &empty;
+    if (!fc) fc = &empty;
+    vc_status st;
+    int64_t kv = 1;
+    double theta = 10000.0, clip = 0;
+    const cJSON *cq = vc_json_member(ac, "clip_qkv"), *pn = vc_json_member(fc, "moe_normalize_expert_weights");
+    const cJSON *act = vc_json_member(fc, "ffn_act_fn"), *an = cJSON_IsObject(act) ? vc_json_member(act, "name") : NULL;
+    if ((st = get_int_any(ac, "kv_n_heads", 1, &kv, actx)) || (st = get_num_any(ac, "rope_theta", 10000.0, &theta, actx)) ||
+        (st = get_int_any(fc, "ffn_hidden_size", 3584, &c->moe_inter, fctx)) ||
+        (st = check_size(fctx, "ffn_hidden_size", c->moe_inter, 1, DIM_MAX)) ||
+        (st = get_int_any(fc, "moe_num_experts", 4, &c->n_expert, fctx)) ||
+        (st = get_int_any(fc, "moe_top_k", 1, &c->top_k, fctx)))
+        return st;
+    if (cq && !cJSON_IsNull(cq) && (!cJSON_IsNumber(cq) || !((clip = cq->valuedouble) > 0)))
+        return vc_fail(VC_ERR_FORMAT, "%s: clip_qkv must be a positive number or null", actx);
+    if (pn && !cJSON_IsNull(pn) && (!cJSON_IsNumber(pn) || pn->valuedouble != 1.0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_normalize_expert_weights other than 1 (the sum) or null is not built",
+                       fctx);
+    if (an && (!cJSON_IsString(an) || strcmp(an->valuestring, "silu")))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: ffn_act_fn other than silu is not built", fctx);
+    if (c->n_expert < 1 || c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)
+        return vc_fail(VC_ERR_FORMAT, "%s: %lld experts with %lld per token is not a valid routing", fctx,
+                       (long long)c->n_expert, (long long)c->top_k);
+    if (!vc_json_member(o, "num_key_value_heads")) c->n_kv_head = kv;
+    if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
+        return vc_fail(VC_ERR_FORMAT, "%s: kv_n_heads %lld does not divide %lld heads", actx, (long long)c->n_kv_head,
+                       (long long)c->n_head);
+    if (!c->rope.theta_given) c->rope.theta = theta;
+    c->clip_qkv = (float)clip;
+    c->norm_topk = !pn || !cJSON_IsNull(pn);
+    c->routed_scaling = 1.0f;
+    c->norm_kind = VC_NORM_LAYER;
+    c->norm_no_bias = 1;
+    c->norm_eps = 1e-5f; /* nn.LayerNorm's default: DBRX's config names none */
+    for (int64_t l = 0; l < c->n_layer; l++) c->is_moe[l] = 1;
+    return VC_OK;
+}
+
 /* DeepSeek Sparse Attention's indexer: index_topk, index_n_heads, index_head_dim; GLM-5's indexer_types ("full" /
  * "shared" per layer), else index_topk_pattern ("F" / "S" per layer), else a full layer every index_topk_freq-th
  * from index_skip_topk_offset - 1 on (transformers' defaults: every layer) */
@@ -1504,6 +1552,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->parallel_block = newa || flag(o, "parallel_attn", 1);
         c->parallel_norms = newa && nln == 2;
     }
+    if (is(c, "dbrx") && (st = parse_dbrx(o, path, c))) return st;
     if (is(c, "opt")) { /* pre-norm LayerNorms and linears with biases, learned positions after 2 rows, relu MLP */
         int64_t wp = c->hidden, ffn = 0;
         if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||
@@ -1689,7 +1738,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "gemma4_text")) return parse_gemma4(o, path, c);
     /* Youtu-LLM: DeepSeek-V3's config and attention, a dense MLP in every layer (its MoE keys are unused) */
-    if (!is(c, "youtu") && (st = parse_moe(o, path, c))) return st;
+    if (!is(c, "youtu") && !is(c, "dbrx") && (st = parse_moe(o, path, c))) return st; /* DBRX: parse_dbrx */
 
     if (is(c, "gpt_oss") && c->n_expert <= 0) return vc_fail(VC_ERR_FORMAT, "%s: gpt-oss without num_local_experts", path);
     return VC_OK;

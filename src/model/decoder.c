@@ -454,6 +454,10 @@ static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **
     int has_v = vc_w(m, l, VC_W_V) != NULL;
     *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     *v = has_v ? lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B)) : *k;
+    if (c->clip_qkv > 0) { /* DBRX: the projections clipped */
+        *k = vc_op_clip(f->g, *k, c->clip_qkv);
+        *v = has_v ? vc_op_clip(f->g, *v, c->clip_qkv) : *k;
+    }
     if (c->v_norm) *v = vc_op_rmsnorm(f->g, *v, NULL, vc_cfg_v_head_dim(c, l), c->norm_eps, 0); /* a new tensor */
     if (c->v_scale) *v = vc_op_scale(f->g, *v, c->v_scale); /* MiMo-V2-Flash */
     if (*k) *k = qk_heads(f, l, *k, vc_cfg_kv_heads(c, l), 1);
@@ -469,6 +473,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *k = NULL, *v = NULL;
     if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
     vc_tensor *q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
+    if (c->clip_qkv > 0) q = vc_op_clip(g, q, c->clip_qkv);
     if (src < 0) {
         attn_kv(f, l, h, &k, &v);
         vc_op_hold(h, 0);

@@ -95,6 +95,14 @@ static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
         shape[1] = p[0]->shape[2];
         shape[2] = p[0]->shape[1];
         return 3;
+    case VC_TR_FLAT: /* [E R, C] */
+        shape[0] = p[0]->shape[0] * p[0]->shape[1];
+        shape[1] = p[0]->shape[2];
+        return 2;
+    case VC_TR_FLAT_T_DOWN: /* [E I, H] */
+        shape[0] = p[0]->shape[0] * p[0]->shape[2];
+        shape[1] = p[0]->shape[1];
+        return 2;
     default:
         for (int d = 0; d < p[0]->ndim; d++) shape[d] = p[0]->shape[d];
         for (int i = 1; i < n; i++) shape[0] += p[i]->shape[0];
@@ -185,7 +193,7 @@ vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, in
 #define MOVE(dst_slot, src_buf, cnt) \
     do { if (store) be->d2h(src_buf, dst_slot, (size_t)(cnt) * 4); else be->h2d(dst_slot, src_buf, (size_t)(cnt) * 4); } while (0)
     switch (s->rule->transform) {
-    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_T_DOWN: case VC_TR_T_GATE_UP:
+    case VC_TR_OAI_GATE_UP: case VC_TR_OAI_GATE_UP_B: case VC_TR_T_DOWN: case VC_TR_T_GATE_UP: case VC_TR_FLAT_T_DOWN:
         return expert_transfer(m, p, n, s, buf, store);
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];

@@ -366,11 +366,12 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     int none = sp->targets && *sp->targets && !sp->targets[strspn(sp->targets, "[] ")];
     vc_status st = none ? VC_OK : parse_targets(c->arch, sp->targets, has_moe, &mask, &moe);
     if (st) return st;
-    if (c->expert_bias) { /* gpt-oss: experts and router are no nn.Linear, so PEFT's all-linear reaches q/k/v/o */
+    int dbrx = c->arch && !strcmp(c->arch->name, "dbrx");
+    if (c->expert_bias || dbrx) { /* gpt-oss, DBRX: their experts and routers in layouts of their own */
         int named = sp->targets && *sp->targets && strcmp(sp->targets, "all-linear");
         if ((moe && named) || has_params)
-            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on gpt-oss's experts and router (its own expert layout) is not "
-                           "built; target the attention projections (all-linear does)");
+            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA on %s's experts and router (its own expert layout) is not built; "
+                           "target the attention projections (all-linear does)", dbrx ? "DBRX" : "gpt-oss");
         moe = 0;
     }
     if (c->route_scale_input) { /* Llama 4: the routing scales the experts' inputs; the router is an nn.Linear */

@@ -175,8 +175,11 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
                           : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)"
                           : s->mxfp4 ? " (gpt-oss experts, MXFP4 dequantized)"
                           : s->fp8 ? " (fp8, block scales applied)"
-                          : s->rule->transform == VC_TR_T_GATE_UP || s->rule->transform == VC_TR_T_DOWN
+                          : s->rule->transform == VC_TR_T_GATE_UP || s->rule->transform == VC_TR_T_DOWN ||
+                                    s->rule->transform == VC_TR_FLAT_T_DOWN
                               ? " (input-major experts)"
+                          : s->rule->transform == VC_TR_FLAT ? " (flat experts)"
+                          : s->rule->transform == VC_TR_CONV1D ? " (Conv1D, transposed)"
                           : s->rule->transform == VC_TR_HEAD_SPLIT ? " (per head: q, output gate)"
                           : s->rule->transform == VC_TR_QKVZ || s->rule->transform == VC_TR_BA ? " (per q/k head)"
                           : s->rule->transform >= VC_TR_OAI_GATE_UP ? " (gpt-oss experts)" : "";

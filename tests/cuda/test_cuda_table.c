@@ -61,6 +61,13 @@ static void ref_col_sum(float *db, const float *dy, int64_t R, int64_t Cc) {
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < Cc; c++) db[c] += dy[r * Cc + c];
 }
+static void ref_clip_fwd(float *y, const float *x, float c, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
+}
+static void ref_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (fabsf(x[i]) <= c) dx[i] += dy[i];
+}
 static void ref_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = cap * tanhf(x[i] / cap);
 }
@@ -155,7 +162,7 @@ static void test_table_complete(void) {
     HAS(attn_fwd); HAS(attn_bwd); HAS(act_fwd); HAS(act_bwd); HAS(act_mul_fwd); HAS(act_mul_bwd);
     HAS(lm_head_fwd); HAS(lm_head_bwd); HAS(route_fwd); HAS(route_bwd); HAS(fill); HAS(axpy); HAS(add);
     HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
-    HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
+    HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(clip_fwd); HAS(clip_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
     HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
     HAS(gemm_b16);
@@ -230,6 +237,12 @@ static void test_elementwise(void) {
     PICK(softcap_bwd)(dx, b, y, 2.0f, n);
     G->softcap_bwd(gdx, gb, gyc, 2.0f, n);
     cmpb("softcap bwd (accumulated)", gdx, dx, (size_t)n, 1e-6);
+    PICK(clip_fwd)(y, a, 0.5f, n);
+    G->clip_fwd(gy, ga, 0.5f, n);
+    cmpb("clip fwd", gy, y, (size_t)n, 0);
+    PICK(clip_bwd)(dx, b, a, 0.5f, n);
+    G->clip_bwd(gdx, gb, ga, 0.5f, n);
+    cmpb("clip bwd (accumulated onto the soft-cap's)", gdx, dx, (size_t)n, 1e-6);
     float out = 0, *gout = dalloc(4);
     PICK(dot_fwd)(&out, a, b, n);
     G->dot_fwd(gout, ga, gb, n);

@@ -110,6 +110,7 @@ static vc_tensor *b_slicecat(vc_graph *g, vc_tensor **in) {
     return vc_op_concat_cols(g, a, 3, in[1], 2, 2);         /* b [4, 2] broadcast over pairs of rows */
 }
 static vc_tensor *b_softcap(vc_graph *g, vc_tensor **in) { return vc_op_softcap(g, in[0], 2.0f); }
+static vc_tensor *b_clip(vc_graph *g, vc_tensor **in) { return vc_op_clip(g, in[0], 0.45f); }
 static vc_tensor *b_rownorm(vc_graph *g, vc_tensor **in) { return vc_op_row_normalize(g, in[0]); }
 static int32_t ids[7] = { 3, 1, 3, 0, 4, 1, 1 };
 static vc_tensor *b_embed(vc_graph *g, vc_tensor **in) { return vc_op_embedding(g, in[0], ids, 7); }
@@ -227,6 +228,8 @@ static void run_all(void) {
     check_op("slice/concat", b_slicecat, 2, 1e-2f, 2e-3f);
     make(0, 2, 4, 5, 0, 4);
     check_op("softcap", b_softcap, 1, 1e-3f, 5e-3f);
+    make(0, 2, 4, 5, 0, 1); /* about half the values beyond +-0.45 (none within the step of it): no gradient there */
+    check_op("clip (clip_qkv)", b_clip, 1, 1e-3f, 5e-3f);
     make(0, 2, 4, 5, 0, 1);
     check_op("row_normalize", b_rownorm, 1, 1e-3f, 5e-3f);
     make(0, 2, 5, 4, 0, 1);

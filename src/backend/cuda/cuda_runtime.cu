@@ -800,6 +800,8 @@ static vc_backend make_cuda_backend(void) {
     b.rows_sum = vc_cu_rows_sum;
     b.col_sum = vc_cu_col_sum;
     b.softcap_fwd = vc_cu_softcap_fwd;
+    b.clip_fwd = vc_cu_clip_fwd;
+    b.clip_bwd = vc_cu_clip_bwd;
     b.softcap_bwd = vc_cu_softcap_bwd;
     b.rownorm_fwd = vc_cu_rownorm_fwd;
     b.rownorm_bwd = vc_cu_rownorm_bwd;
