@@ -1510,10 +1510,14 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         if ((st = get_num_any(o, "expansion_ratio", 4, &ratio, path)) ||
             (st = get_num_any(ac, "alibi_bias_max", 8, &bmax, ctx)) || (st = get_num_any(ac, "softmax_scale", 0, &ss, ctx)))
             return st;
-        if (!flag(ac, "alibi", 1) || flag(ac, "qk_ln", 0) || vc_json_member(ac, "clip_qkv") || bmax != 8 ||
-            (c->n_head & (c->n_head - 1)) || !flag(o, "no_bias", 1))
+        const cJSON *cq = vc_json_member(ac, "clip_qkv"); /* Wqkv's output clipped (null: not) */
+        if (cq && !cJSON_IsNull(cq) && (!cJSON_IsNumber(cq) || !(cq->valuedouble > 0)))
+            return vc_fail(VC_ERR_FORMAT, "%s: clip_qkv must be a positive number or null", ctx);
+        c->clip_qkv = cq && cJSON_IsNumber(cq) ? (float)cq->valuedouble : 0.0f;
+        if (!flag(ac, "alibi", 1) || flag(ac, "qk_ln", 0) || bmax != 8 || (c->n_head & (c->n_head - 1)) ||
+            !flag(o, "no_bias", 1))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: MPT is built with ALiBi (alibi_bias_max 8, a power-of-two head "
-                           "count), no qk_ln, no clip_qkv and no_bias", path);
+                           "count), no qk_ln and no_bias", path);
         if (ratio != 4) /* transformers' MptMLP is 4 x d_model wide whatever the config says */
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: expansion_ratio %g (transformers' MPT is built with 4)", path, ratio);
         c->inter = 4 * c->hidden;
