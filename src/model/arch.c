@@ -608,6 +608,11 @@ static const vc_tensor_rule MPT[] = {
 #undef MB
 
 /* GPT-J: one LayerNorm feeding attention and the MLP in parallel, GPT-J rope pairs, an LM head with a bias */
+/* CodeGen: GPT-J's layout with q, v and k fused in four blocks */
+static const vc_tensor_rule CODEGEN_QKV[] = {
+    { TH "attn.qkv_proj.weight", VC_W_Q, VC_TR_CODEGEN_QKV, VC_W_K, VC_W_V }, { TH "attn.causal_mask", 0, VC_TR_IGNORE },
+    { 0 } };
+
 static const vc_tensor_rule GPTJ[] = {
     { "transformer.wte.weight", VC_W_TOK_EMBD }, { "lm_head.bias", VC_W_LM_HEAD_B },
     { TH "ln_1.weight", VC_W_ATTN_NORM }, { TH "ln_1.bias", VC_W_ATTN_NORM_B },
@@ -686,6 +691,7 @@ static const vc_arch ARCHS[] = {
     { "gpt2", "gpt2", T(GPT2, TF_FINAL, TF_LN12), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE, TF_FINAL, TF_LN12) },
     { "gptj", "gptj", T(GPTJ, TF_FINAL) },
+    { "codegen", "codegen", T(CODEGEN_QKV, GPTJ, TF_FINAL) },
     { "falcon", "falcon", T(FALCON, TF_FINAL, TF_SELF_ATTENTION) },
     { "mpt", "mpt", T(MPT) },
     { "bloom", "bloom", T(BLOOM, TF_FINAL, TF_SELF_ATTENTION), GPT2_NESTED },

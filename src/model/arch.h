@@ -79,6 +79,7 @@ enum vc_transform {
                         * slot2, slot3: c_attn's q, k and v) */
     VC_TR_FLAT,        /* DBRX's experts: a stacked slot [E, R, C] stored flat as [E R, C] */
     VC_TR_FLAT_T_DOWN, /* DBRX's w2: VC_TR_T_DOWN's input-major down stored flat as [E I, H] */
+    VC_TR_CODEGEN_QKV, /* CodeGen's qkv_proj: 4 blocks (its mp_num) of [q, v, k] rows, hidden / 4 each */
 };
 
 typedef struct vc_tensor_rule {

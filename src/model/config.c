@@ -1581,12 +1581,19 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->rot_dim = 0;
         for (int64_t l = 0; l < c->n_layer; l++) c->nope[l] = 1;
     }
-    if (is(c, "gptj")) { /* parallel attention and MLP from one LayerNorm, GPT-J pairs on rotary_dim, biases on the MLP */
+    if (is(c, "gptj") || is(c, "codegen")) { /* parallel attention and MLP from one LayerNorm, GPT-J pairs on
+                                               * rotary_dim (null: the whole head), biases on the MLP; CodeGen: q, v
+                                               * and k fused in 4 blocks */
         int64_t inner = 0, rd = 64;
+        const cJSON *rdj = vc_json_member(o, "rotary_dim");
         if ((st = get_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
             (st = check_size(path, "n_inner", inner, 1, DIM_MAX)) ||
-            (st = get_int_any(o, "rotary_dim", c->head_dim, &rd, path)))
+            (!cJSON_IsNull(rdj) && (st = get_int_any(o, "rotary_dim", c->head_dim, &rd, path))))
             return st;
+        if (cJSON_IsNull(rdj)) rd = c->head_dim;
+        if (is(c, "codegen") && c->hidden % 4)
+            return vc_fail(VC_ERR_FORMAT, "%s: CodeGen's hidden size %lld is not a multiple of its 4 qkv blocks", path,
+                           (long long)c->hidden);
         if (rd < 2 || rd % 2 || rd > c->head_dim)
             return vc_fail(VC_ERR_FORMAT, "%s: rotary_dim %lld does not fit head_dim %lld", path, (long long)rd,
                            (long long)c->head_dim);

@@ -176,6 +176,9 @@ int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *
         *gl = (vc_grouped_layout){ c->lin_nk, 4, { 0, 0, 0, 1 }, { 0, kd, 2 * kd, 0 },
                                 { c->lin_dk, c->lin_dk, r * c->lin_dv, r * c->lin_dv } };
         break;
+    case VC_TR_CODEGEN_QKV: /* 4 blocks of [q, v, k], hidden / 4 rows each (slots q, k, v: parts 0, 2, 1) */
+        *gl = (vc_grouped_layout){ 4, 3, { 0, 2, 1 }, { 0, 0, 0 }, { c->hidden / 4, c->hidden / 4, c->hidden / 4 } };
+        break;
     case VC_TR_BA: /* per q/k head [b of its value heads, a of them] */
         *gl = (vc_grouped_layout){ c->lin_nk, 2, { 0, 1 }, { 0, 0 }, { r, r } };
         break;
@@ -227,7 +230,7 @@ vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, in
         free(t);
         break;
     }
-    case VC_TR_GQA_QKV: case VC_TR_HEAD_SPLIT: case VC_TR_QKVZ: case VC_TR_BA: {
+    case VC_TR_GQA_QKV: case VC_TR_HEAD_SPLIT: case VC_TR_QKVZ: case VC_TR_BA: case VC_TR_CODEGEN_QKV: {
         vc_grouped_layout gl;
         vc_grouped_rows(&m->cfg, s->rule->transform, &gl);
         int64_t cols = p[0]->ndim > 1 ? p[0]->n / p[0]->shape[0] : 1;

@@ -171,6 +171,7 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
             snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s", k ? " + " : "", vc_slot_name(ids[k]));
         const char *how = s->rule->transform == VC_TR_SPLIT_ROWS ? " (split rows)"
                           : s->rule->transform == VC_TR_GQA_QKV ? " (per-KV-group q/k/v)"
+                          : s->rule->transform == VC_TR_CODEGEN_QKV ? " (4 blocks of q/v/k)"
                           : s->rule->transform == VC_TR_EXPERT ? " (expert slice)"
                           : s->rule->transform == VC_TR_EXPERT_GATE_UP ? " (fused experts)"
                           : s->mxfp4 ? " (gpt-oss experts, MXFP4 dequantized)"
