@@ -49,21 +49,22 @@ static inline void attn_descs(attn_seqs *p, int n, int64_t k_stride, int64_t v_s
 }
 
 /* DeepSeek Sparse Attention: a random selection [Tq, words] of about half of each query row's keys, its own among
- * them, for the sequences of p (host; its device copy in *dev) */
-static inline uint32_t *random_sel(const attn_seqs *p, int nseq, int64_t *words, const uint32_t **dev) {
+ * them, for the first nseq sequences of p, set on the CPU descriptor p->d (host copy) and the GPU ones (device copy) */
+static inline void attn_random_sel(attn_seqs *p, int nseq) {
     int64_t most = 0;
     for (int s = 0; s < nseq; s++) most = p->kvl[s] > most ? p->kvl[s] : most;
-    *words = (most + 31) / 32;
-    size_t n = (size_t)(p->qs[nseq] * *words);
+    int64_t words = (most + 31) / 32;
+    size_t n = (size_t)(p->qs[nseq] * words);
     uint32_t *h = (uint32_t *)hbuf(n);
     for (int s = 0; s < nseq; s++)
         for (int64_t r = p->qs[s]; r < p->qs[s + 1]; r++) {
             int64_t pos = p->kvl[s] - (p->qs[s + 1] - r);
             for (int64_t j = 0; j < p->kvl[s]; j++)
-                if (j == pos || urand() > 0) h[r * *words + j / 32] |= 1u << (j % 32);
+                if (j == pos || urand() > 0) h[r * words + j / 32] |= 1u << (j % 32);
         }
-    *dev = (const uint32_t *)dcopy(h, n * 4);
-    return h;
+    p->d.sel = h;
+    p->gd.sel = p->gd2.sel = (const uint32_t *)dcopy(h, n * 4);
+    p->d.sel_words = p->gd.sel_words = p->gd2.sel_words = words;
 }
 
 /* the run-to-run bits line and check of the dk / dv of all sequences */

@@ -52,13 +52,7 @@ static void attn_case(const acase *a) {
     p.d.sinks = sk;
     p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
     p.gd.sinks = p.gd2.sinks = gsk;
-    if (a->sel) {
-        int64_t words;
-        const uint32_t *gsel;
-        p.d.sel = random_sel(&p, a->nseq, &words, &gsel);
-        p.gd.sel = p.gd2.sel = gsel;
-        p.d.sel_words = p.gd.sel_words = p.gd2.sel_words = words;
-    }
+    if (a->sel) attn_random_sel(&p, a->nseq);
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * a->dv), nl = (size_t)(Tq * a->nh);
     float *q = hrand(nq, 1), *o = hbuf(no), *lse = hbuf(nl);

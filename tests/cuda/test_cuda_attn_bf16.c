@@ -22,7 +22,7 @@ typedef struct {
     int alibi;
     int sinks; /* attention sinks (gpt-oss) */
     int chunk; /* chunked attention (Llama 4) */
-    int sel;   /* DeepSeek Sparse Attention: a random half of each row's keys (random_sel) */
+    int sel;   /* DeepSeek Sparse Attention: a random half of each row's keys (attn_random_sel) */
 } bcase;
 
 static float *hround(size_t n, float scale) { /* random values that are exact bf16 numbers */
@@ -59,13 +59,7 @@ static void bf16_case(const bcase *a) {
     p.d.sinks = sk;
     p.gd.sinks = p.gd2.sinks = sk ? dup_f(sk, a->nh) : NULL;
     p.d.chunk = p.gd.chunk = p.gd2.chunk = a->chunk;
-    if (a->sel) {
-        int64_t words;
-        const uint32_t *gsel;
-        p.d.sel = random_sel(&p, a->nseq, &words, &gsel);
-        p.gd.sel = p.gd2.sel = gsel;
-        p.d.sel_words = p.gd.sel_words = p.gd2.sel_words = words;
-    }
+    if (a->sel) attn_random_sel(&p, a->nseq);
     const vc_attn_desc *d = &p.d, *gd = &p.gd, *gd2 = &p.gd2;
     size_t nq = (size_t)(Tq * a->nh * a->hd), no = (size_t)(Tq * a->nh * dv), nl = (size_t)(Tq * a->nh);
     float *q = hround(nq, 3), *o = hbuf(no), *lse = hbuf(nl);

@@ -191,15 +191,8 @@ int vc_cu_attn_bucket(const vc_attn_desc *d) {
 
 template <int D, int BQ, int BK>
 static void launch_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
-    attn_params p;
-    int64_t nb;
-    void *meta = vc_cu_attn_upload_meta(d, BQ, 0, &p, &nb, op);
-    if (!meta) return;
     size_t sh = (size_t)(BQ * (D + 1) + 2 * BK * (D + 1) + BQ * (BK + 1)) * sizeof(float);
-    cudaFuncSetAttribute(k_attn_fwd<D, BQ, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
-    if (nb > 0) k_attn_fwd<D, BQ, BK><<<dim3((unsigned)nb, d->n_head), NT, sh, vc_cu_stream()>>>(o, lse, q, p);
-    vc_cu_end(op);
-    vc_cu_scratch_free(meta);
+    vc_cu_attn_launch(k_attn_fwd<D, BQ, BK>, d, BQ, 0, d->n_head, NT, sh, NULL, op, o, lse, q);
 }
 
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {

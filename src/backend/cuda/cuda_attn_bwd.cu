@@ -112,17 +112,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
 template <int D, int BQ, int BK>
 static void launch_dkdv(const float *dout, const float *lse, const float *q, const vc_attn_desc *d, float *Dd,
                         const char *op) {
-    attn_params p;
-    int64_t nb;
-    void *meta = vc_cu_attn_upload_meta(d, BK, 1, &p, &nb, op);
-    if (!meta) return;
-    p.D = Dd;
     size_t sh = (size_t)(2 * BK * (D + 1) + 2 * BQ * (D + 1) + 2 * BK * (BQ + 1) + 2 * BQ) * sizeof(float);
-    cudaFuncSetAttribute(k_attn_bwd_dkdv<D, BQ, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
-    if (nb > 0)
-        k_attn_bwd_dkdv<D, BQ, BK><<<dim3((unsigned)nb, d->n_kv_head), NT, sh, vc_cu_stream()>>>(dout, lse, q, p);
-    vc_cu_end(op);
-    vc_cu_scratch_free(meta);
+    vc_cu_attn_launch(k_attn_bwd_dkdv<D, BQ, BK>, d, BK, 1, d->n_kv_head, NT, sh, Dd, op, dout, lse, q);
 }
 
 void vc_cu_attn_bwd(float *dq, const float *dout, const float *o, const float *lse, const float *q,

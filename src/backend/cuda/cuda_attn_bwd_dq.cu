@@ -83,17 +83,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
 template <int D, int BQ, int BK>
 static void launch_dq(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                       float *Dd, const char *op) {
-    attn_params p;
-    int64_t nb;
-    void *meta = vc_cu_attn_upload_meta(d, BQ, 0, &p, &nb, op);
-    if (!meta) return;
-    p.D = Dd;
     size_t sh = (size_t)(2 * BQ * (D + 1) + 2 * BK * (D + 1) + BQ * (BK + 1) + 2 * BQ) * sizeof(float);
-    cudaFuncSetAttribute(k_attn_bwd_dq<D, BQ, BK>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
-    if (nb > 0)
-        k_attn_bwd_dq<D, BQ, BK><<<dim3((unsigned)nb, d->n_head), NT, sh, vc_cu_stream()>>>(dq, dout, lse, q, p);
-    vc_cu_end(op);
-    vc_cu_scratch_free(meta);
+    vc_cu_attn_launch(k_attn_bwd_dq<D, BQ, BK>, d, BQ, 0, d->n_head, NT, sh, Dd, op, dq, dout, lse, q);
 }
 
 void vc_cu_attn_bwd_dq(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,

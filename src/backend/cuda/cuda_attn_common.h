@@ -1,6 +1,7 @@
-/* Shared by the f32 (SIMT) flash-attention kernels' files (cuda_attention.cu: forward; cuda_attn_bwd.cu: D and
- * dK/dV; cuda_attn_bwd_dq.cu: dQ), split so they compile side by side: the launch parameters, the tile loaders and products, and the host helpers
- * that check a descriptor and upload its block table. */
+/* Shared by the flash-attention kernels' files, f32 (SIMT: cuda_attention.cu: forward; cuda_attn_bwd.cu: D and
+ * dK/dV; cuda_attn_bwd_dq.cu: dQ; split so they compile side by side) and bf16 tensor cores (cuda_attn_tc.cu): the
+ * launch parameters and the one launcher, the SIMT tile loaders and products, and the host helpers that check a
+ * descriptor and upload its block table. */
 #ifndef VC_CUDA_ATTN_COMMON_H
 #define VC_CUDA_ATTN_COMMON_H
 #include "cuda_internal.h"
@@ -12,7 +13,7 @@ typedef vc_cu_attn_seq seq_meta;
 struct attn_params {
     const seq_meta *seq;
     const int2 *blk; /* per thread block: sequence, first row (query or key) */
-    float *D;        /* backward: rowsum(dO * O) [Tq, nh] */
+    const float *D;  /* backward: rowsum(dO * O) [Tq, nh] */
     int nh, nkv, hd, dv;
     int64_t kstride, vstride;
     float scale, cap;
@@ -23,7 +24,7 @@ struct attn_params {
     int64_t sel_words;
 };
 
-#define NT 256
+constexpr int NT = 256; /* threads of a SIMT block */
 
 /* dst[r][c] (row pitch D + 1) = src[r * stride + c] for r < rows, c < cols; zeros elsewhere */
 template <int D>
@@ -73,6 +74,24 @@ __device__ __forceinline__ void dual_dot(float (&x)[R][C], float (&y)[R][C], con
 int vc_cu_attn_check(const vc_attn_desc *d, const char *op);
 void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_params *p, int64_t *nblk, const char *op);
 int vc_cu_attn_bucket(const vc_attn_desc *d);
+
+/* One launch of the attention kernel kern(args..., p): thread blocks of `rows` queries (keys when by_keys) times
+ * `heads`, nthr threads and sh bytes of dynamic shared memory each. Uploads the metadata, fills p (p.D = Dd),
+ * raises the kernel's shared-memory limit, launches and frees the metadata. */
+template <class K, class... A>
+void vc_cu_attn_launch(K kern, const vc_attn_desc *d, int rows, int by_keys, int heads, int nthr, size_t sh,
+                       const float *Dd, const char *op, A... args) {
+    attn_params p;
+    int64_t nb;
+    void *meta = vc_cu_attn_upload_meta(d, rows, by_keys, &p, &nb, op);
+    if (!meta) return;
+    p.D = Dd;
+    if (vc_cu_ok(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh), op) && nb > 0) {
+        kern<<<dim3((unsigned)nb, heads), nthr, sh, vc_cu_stream()>>>(args..., p);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(meta);
+}
 /* cuda_attn_bwd_dq.cu: dq += the gradient through the scores (D = rowsum(dO * O) in Dd) */
 void vc_cu_attn_bwd_dq(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        float *Dd, const char *op);

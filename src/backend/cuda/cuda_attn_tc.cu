@@ -15,7 +15,7 @@
  * stay in registers. dQ kernel: one block per (sequence, head, 64 queries) accumulates dQ += dS K over
  * the key tiles. Every output element is owned by one block and summed in a fixed order: no atomics,
  * the same bits run to run. */
-#include "cuda_internal.h"
+#include "cuda_attn_common.h"
 #include <cuda_bf16.h>
 #include <mma.h>
 #include <stdio.h>
@@ -27,20 +27,6 @@ typedef __nv_bfloat16 bf16;
 namespace {
 
 typedef vc_cu_attn_seq tc_seq;
-
-struct tc_params {
-    const tc_seq *seq;
-    const int2 *blk; /* per thread block: sequence, first row (query or key) */
-    const float *D;  /* backward: rowsum(dO * O) [Tq, nh] */
-    int nh, nkv;
-    int64_t kstride, vstride;
-    float scale, cap;
-    int window, causal, alibi, chunk;
-    const float *sinks; /* [nh] or NULL */
-    float alibi_scale; /* the slopes' factor (vc_attn_desc.alibi_scale, 1 for 0) */
-    const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
-    int64_t sel_words;
-};
 
 constexpr int TB = 64;       /* query and key tile */
 constexpr int NW = 4;        /* warps per block; warp w owns rows 16w .. 16w + 15 of a tile */
@@ -111,7 +97,7 @@ struct fwd_smem {
 };
 
 template <int D, int DV>
-__global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const float *q, tc_params p) {
+__global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const float *q, attn_params p) {
     typedef fwd_smem<D, DV> L;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TB * L::LQ, *Vs = Ks + TB * L::LQ;
@@ -198,7 +184,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
 }
 
 /* P and dS of one element from the recomputed score and dP (softmax backward, soft-cap chain rule) */
-__device__ __forceinline__ void tc_p_ds(const tc_params &p, float dot, float dp, float L, float Dr, float *P,
+__device__ __forceinline__ void tc_p_ds(const attn_params &p, float dot, float dp, float L, float Dr, float *P,
                                         float *ds, int h, int64_t pos, int64_t key) {
     float sc = vc_attn_score(p, dot, h, pos, key);
     *P = expf(sc - L);
@@ -222,7 +208,7 @@ struct dkdv_smem {
 
 template <int D, int DV>
 __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, const float *lse, const float *q,
-                                                          tc_params p) {
+                                                          attn_params p) {
     typedef dkdv_smem<D, DV> L;
     constexpr int LQ = L::LQ, LV = L::LV, LS = L::LS, LP = L::LP;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -328,7 +314,7 @@ struct dq_smem {
 
 template <int D, int DV>
 __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *dout, const float *lse,
-                                                        const float *q, tc_params p) {
+                                                        const float *q, attn_params p) {
     typedef dq_smem<D, DV> L;
     constexpr int LQ = L::LQ, LV = L::LV, LS = L::LS, LP = L::LP;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -397,79 +383,20 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
 }
 
 /* ---------------- host side ---------------- */
-/* per-sequence table and thread-block list (tiles of TB queries, or keys when by_keys) in one scratch
- * buffer; *nblk receives the block count */
-void *tc_meta(const vc_attn_desc *d, int by_keys, tc_params *p, int64_t *nblk, const char *op) {
-    void *dev = vc_cu_attn_meta(d, TB, by_keys, &p->seq, &p->blk, nblk, op);
-    if (!dev) return NULL;
-    p->D = NULL;
-    p->nh = d->n_head;
-    p->nkv = d->n_kv_head;
-    p->kstride = d->k_stride;
-    p->vstride = d->v_stride;
-    p->scale = d->scale;
-    p->cap = d->softcap;
-    p->window = d->window;
-    p->causal = d->causal;
-    p->alibi = d->alibi;
-    p->alibi_scale = d->alibi_scale ? d->alibi_scale : 1.0f;
-    p->chunk = d->chunk;
-    p->sinks = d->sinks;
-    p->sel = d->sel;
-    p->sel_words = d->sel_words;
-    return dev;
-}
-
 template <int D, int DV>
 void tc_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
-    tc_params p;
-    int64_t nb;
-    void *meta = tc_meta(d, 0, &p, &nb, op);
-    if (!meta) return;
-    size_t sh = fwd_smem<D, DV>::bytes;
-    if (vc_cu_ok(cudaFuncSetAttribute(k_attn_fwd_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh),
-                 op) &&
-        nb > 0) {
-        k_attn_fwd_tc<D, DV><<<dim3((unsigned)nb, d->n_head), NTH, sh, vc_cu_stream()>>>(o, lse, q, p);
-        vc_cu_end(op);
-    }
-    vc_cu_scratch_free(meta);
+    vc_cu_attn_launch(k_attn_fwd_tc<D, DV>, d, TB, 0, d->n_head, NTH, fwd_smem<D, DV>::bytes, NULL, op, o, lse, q);
 }
 
 template <int D, int DV>
 void tc_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
             const char *op) {
-    tc_params p;
-    int64_t nb;
-    if (dq) {
-        void *meta = tc_meta(d, 0, &p, &nb, op);
-        if (!meta) return;
-        p.D = Dd;
-        size_t sh = dq_smem<D, DV>::bytes;
-        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dq_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)sh),
-                     op) &&
-            nb > 0) {
-            k_attn_bwd_dq_tc<D, DV><<<dim3((unsigned)nb, d->n_head), NTH, sh, vc_cu_stream()>>>(dq, dout, lse, q, p);
-            vc_cu_end(op);
-        }
-        vc_cu_scratch_free(meta);
-    }
-    if (d->dk_seq && d->dv_seq) {
-        void *meta = tc_meta(d, 1, &p, &nb, op);
-        if (!meta) return;
-        p.D = Dd;
-        size_t sh = dkdv_smem<D, DV>::bytes;
-        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dkdv_tc<D, DV>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)sh),
-                     op) &&
-            nb > 0) {
-            k_attn_bwd_dkdv_tc<D, DV><<<dim3((unsigned)nb, d->n_kv_head), NTH, sh, vc_cu_stream()>>>(dout, lse, q,
-                                                                                                    p);
-            vc_cu_end(op);
-        }
-        vc_cu_scratch_free(meta);
-    }
+    if (dq)
+        vc_cu_attn_launch(k_attn_bwd_dq_tc<D, DV>, d, TB, 0, d->n_head, NTH, dq_smem<D, DV>::bytes, Dd, op, dq, dout,
+                          lse, q);
+    if (d->dk_seq && d->dv_seq)
+        vc_cu_attn_launch(k_attn_bwd_dkdv_tc<D, DV>, d, TB, 1, d->n_kv_head, NTH, dkdv_smem<D, DV>::bytes, Dd, op,
+                          dout, lse, q);
 }
 
 } // namespace
