@@ -73,7 +73,7 @@ int vc_bench_forward(int argc, char **argv) {
     int64_t *cu = calloc((size_t)n_seq + 1, sizeof *cu);
     int32_t *ids = malloc((size_t)tokens * 4), *tgt = malloc((size_t)tokens * 4);
     for (int s = 0; s < n_seq; s++) cu[s + 1] = cu[s] + (tokens - cu[s] < seq_len ? tokens - cu[s] : seq_len);
-    for (int64_t t = 0; t < tokens; t++) ids[t] = (int32_t)((t * 2654435761u) % (uint64_t)c->vocab);
+    for (int64_t t = 0; t < tokens; t++) ids[t] = (int32_t)((t * 2654435761u) % (uint64_t)vc_cfg_out_vocab(c));
     for (int64_t t = 0; t < tokens; t++) tgt[t] = t + 1 < tokens ? ids[t + 1] : -1;
     vc_batch b = { n_seq, cu, ids };
     vc_graph *g = vc_graph_new();
@@ -98,7 +98,8 @@ int vc_bench_forward(int argc, char **argv) {
     printf("  time %.3f s  %.0f tokens/s  %.1f GFLOP/s (%.2f TFLOP per forward)\n", best, tokens / best, gf, flops * 1e-12);
     if (vc_be()->host_visible) {
         double peak_t = vc_perf_peak_theoretical(), peak_g = vc_perf_peak_sgemm(2048);
-        printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s\n", peak_t, peak_g);
+        printf("  peak: theoretical %.1f GFLOP/s, sgemm 2048^3 %.1f GFLOP/s (OpenBLAS %s kernels)\n", peak_t, peak_g,
+               vc_blas_core());
         printf("  %.1f%% of theoretical fp32 peak, %.1f%% of measured sgemm peak\n", 100 * gf / peak_t, 100 * gf / peak_g);
     } else {
         /* the CPU peaks say nothing about a device: measure its own GEMM at this precision */

@@ -11,4 +11,7 @@ void vc_parallel(int64_t n, vc_task_fn fn, void *ctx);
  * Also sets OpenBLAS's thread count. */
 void vc_set_threads(int n);
 int vc_get_threads(void);
+/* OpenBLAS's kernel set (its core name, e.g. "SkylakeX"; core/blas_core.c picks the CPU's own where OpenBLAS
+ * falls back to a generic one) */
+const char *vc_blas_core(void);
 #endif

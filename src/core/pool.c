@@ -8,7 +8,7 @@
 
 #define MAX_THREADS 256
 
-extern void openblas_set_num_threads(int);
+void vc_blas_threads(int n); /* core/blas_core.c */
 
 static struct {
     pthread_mutex_t mu;
@@ -72,7 +72,7 @@ void vc_set_threads(int n) {
         P.started++;
     }
     P.n_threads = n;
-    openblas_set_num_threads(1); /* GEMMs are split over this pool instead (backend/cpu) */
+    vc_blas_threads(1); /* GEMMs are split over this pool instead (backend/cpu) */
     pthread_mutex_unlock(&run_mu);
 }
 

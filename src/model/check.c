@@ -38,13 +38,16 @@ static float *ref_f32(const vc_checkpoint *ck, const char *name, int64_t *n) {
  * layers, so the logits tolerance scales with the logits' size. The bf16 figures are about twice the
  * worst errors of a bf16-emulated CPU run over the 29 shared fixtures (logits 0.033 x max|ref logit|
  * (qwen3_moe), log-probs 0.065, entropy 0.046 (gemma), loss 1.5e-3 x |loss|, gradients 0.060 x
- * max|ref| (mixtral); packed vs one-at-a-time 0 with a row-invariant GEMM). */
+ * max|ref| (mixtral)). Packed vs one at a time: the GEMMs see other row counts, and an optimised GEMM (OpenBLAS's
+ * AVX-512 kernels, cuBLAS) need not give a row the same bits in both; over the fixtures that is up to 5.9e-5 in
+ * f32 (qwen3_next: the Gated DeltaNet recurrence carries it along) and 1.7e-2 in bf16 (a rounding that lands
+ * on the other side of a bf16 step; laguna, an MoE), so 1e-4 and 3e-2 (a packing mistake is of order 1). */
 typedef struct {
     double logits, logits_rel; /* max abs error <= logits + logits_rel * max|reference logit| */
     double logprobs, entropy, loss_rel, grads_rel, packed;
 } check_tol;
-static const check_tol TOL_F32 = { 1e-3, 0, 1e-3, 1e-3, 1e-4, 1e-3, 1e-5 };
-static const check_tol TOL_BF16 = { 0, 6e-2, 1.5e-1, 1e-1, 5e-3, 1.5e-1, 1e-2 };
+static const check_tol TOL_F32 = { 1e-3, 0, 1e-3, 1e-3, 1e-4, 1e-3, 1e-4 };
+static const check_tol TOL_BF16 = { 0, 6e-2, 1.5e-1, 1e-1, 5e-3, 1.5e-1, 3e-2 };
 
 static const check_tol *tolerances(void) { return vc_matmul_precision() == VC_PREC_BF16 ? &TOL_BF16 : &TOL_F32; }
 
@@ -133,7 +136,7 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
         cu[b + 1] = cu[b] + len;
     }
     vc_batch batch = { B, cu, packed };
-    int64_t T = cu[B], V = m->cfg.vocab, nl = 0, nlp = 0, nen = 0, nloss = 0;
+    int64_t T = cu[B], V = vc_cfg_out_vocab(&m->cfg), nl = 0, nlp = 0, nen = 0, nloss = 0;
     float *rl = ref_f32(ck, "logits", &nl), *rlp = ref_f32(ck, "token_logprobs", &nlp);
     float *ren = ref_f32(ck, "token_entropy", &nen), *rloss = ref_f32(ck, "loss", &nloss);
     float *w = vc_calloc((size_t)T, 4), *hz = NULL, *hlp = NULL, *hen = NULL, *hlp1 = NULL;
@@ -258,7 +261,7 @@ out:
 /* greedy decoding with the KV cache; with `force` the next input is force[step] (teacher forcing) instead
  * of the token just chosen, so one near-tie flip does not derail the rest of the comparison */
 static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, const int32_t *force, int32_t *out) {
-    int64_t V = m->cfg.vocab;
+    int64_t V = vc_cfg_out_vocab(&m->cfg);
     float *zh = vc_malloc((size_t)V * sizeof(float));
     vc_kv_cache *kc = NULL;
     vc_graph *g = vc_graph_new();

@@ -120,7 +120,9 @@ static void test_accumulation(void) {
         float *tok = grads_of(&t, &b, 1, 30, (vc_agg_mode)mode, NULL, &l_tok);
         float *cb = grads_of(&t, &b, 2, 0, (vc_agg_mode)mode, nll_cb, &l_cb);
         double rc = rel_diff(big, cnt, total), rt = rel_diff(big, tok, total);
-        CHECK_MSG(rc < 1e-6 && rt < 1e-6, "%s: grads by count %.3g, by tokens %.3g relative to one batch",
+        /* 1.05e-6 seen: the micro-batches' GEMMs have other row counts (OpenBLAS's AVX-512 kernels are not row
+         * invariant); a wrong aggregation is off by a factor */
+        CHECK_MSG(rc < 5e-6 && rt < 5e-6, "%s: grads by count %.3g, by tokens %.3g relative to one batch",
                   vc_agg_mode_name((vc_agg_mode)mode), rc, rt);
         CHECK_MSG(memcmp(cnt, cb, total * 4) == 0, "%s: callback NLL differs from built-in", vc_agg_mode_name((vc_agg_mode)mode));
         double ref = reference_loss(&t, &b, (vc_agg_mode)mode);
