@@ -69,7 +69,7 @@ static int setup(const bench_args *a, vc_model **m, int64_t **cu, int32_t **ids)
     *cu = calloc((size_t)a->seqs + 1, sizeof **cu);
     *ids = calloc((size_t)a->tokens, sizeof **ids);
     if (!*cu || !*ids) return 1;
-    int64_t V = vc_model_cfg(*m)->vocab;
+    int64_t V = vc_cfg_out_vocab(vc_model_cfg(*m)); /* inputs and targets */
     for (int s = 0; s <= a->seqs; s++) (*cu)[s] = a->tokens * s / a->seqs;
     for (int64_t k = 0; k < a->tokens; k++) (*ids)[k] = (int32_t)((k * 2654435761u) % (uint64_t)V);
     return 0;

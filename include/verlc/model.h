@@ -44,6 +44,7 @@ typedef struct vc_model_config {
     int rope_neg;                 /* rope turning the other way (nanochat's rotate_half: cat(x2, -x1)) */
     int attn_out_gate;            /* attention output gated by sigmoid(gate_proj(x)) per channel (AFMoE); 2: per head
                                    * (LFM3's g_proj) */
+    int attn_gate_softplus;       /* ... by softplus instead of sigmoid (Laguna) */
     int qk_l2norm;                /* Llama 4: q and k of the rope layers RMS-normed without weights after the rope */
     float q_temp_scale, q_temp_floor; /* Llama 4's NoPE layers: q x (log(floor((pos + 1) / floor) + 1) scale + 1) */
     int route_scale_input;        /* the routing weights scale the experts' inputs (Llama 4) */
@@ -84,6 +85,7 @@ typedef struct vc_model_config {
     int shared_gate;              /* sigmoid-gated shared expert (Qwen2-MoE) */
     int norm_topk, router_sigmoid, group_top2, n_group, topk_group;
     float routed_scaling;
+    float router_softcap;         /* > 0: router logits soft-capped, cap tanh(z / cap) (Laguna) */
     uint8_t is_moe[VC_MAX_LAYERS];
     /* multi-head latent attention (DeepSeek V2/V3) */
     int mla;
@@ -121,6 +123,7 @@ typedef struct vc_model_config {
     /* Gemma 4 */
     int32_t layer_hd[VC_MAX_LAYERS], layer_nkv[VC_MAX_LAYERS]; /* a layer's own head_dim / kv heads (0: the model's;
                                    * per_layer_config, global_head_dim) */
+    int32_t layer_nh[VC_MAX_LAYERS]; /* a layer's own query heads (Laguna's num_attention_heads_per_layer; 0: n_head) */
     int rot_dim_local;            /* the sliding layers' rotated dims when local_rope and their heads differ (0: rot_dim) */
     int k_eq_v;                   /* full layers' values are their key projection (attention_k_eq_v) */
     int v_norm;                   /* values RMS-normed per head without a weight */
@@ -149,6 +152,8 @@ typedef struct vc_model_config {
     int dsa_rope_interleaved;     /* the indexer's rope on interleaved pairs (GLM-5) instead of halves (DeepSeek-V3.2) */
     uint8_t dsa_shared[VC_MAX_LAYERS]; /* 1: the layer has no indexer and reuses the previous layer's selection (GLM-5's
                                    * indexer_types "shared") */
+    int64_t out_vocab;            /* > 0: the LM head's rows, a prefix of the vocabulary (Apertus 1.5's output_vocab_size:
+                                   * a head pruned to the text tokens); 0: vocab */
     int nested_text;              /* the text model of an image-text config (text_config): its tensors sit under
                                    * model.language_model.* in what `verlc init` writes */
     /* special tokens from config.json / generation_config.json */
@@ -159,6 +164,9 @@ typedef struct vc_model_config {
 static inline int64_t vc_cfg_head_dim(const vc_model_config *c, int l) {
     return l >= 0 && c->layer_hd[l] ? c->layer_hd[l] : c->head_dim;
 }
+static inline int64_t vc_cfg_heads(const vc_model_config *c, int l) {
+    return l >= 0 && c->layer_nh[l] ? c->layer_nh[l] : c->n_head;
+}
 static inline int64_t vc_cfg_kv_heads(const vc_model_config *c, int l) {
     return l >= 0 && c->layer_nkv[l] ? c->layer_nkv[l] : c->n_kv_head;
 }
@@ -168,6 +176,8 @@ static inline int64_t vc_cfg_v_head_dim(const vc_model_config *c, int l) {
 }
 /* the width of the final hidden states the LM head, score and value heads read */
 static inline int64_t vc_cfg_out_hidden(const vc_model_config *c) { return c->emb_dim ? c->emb_dim : c->hidden; }
+/* the LM head's rows (logits per token): token ids at or above it can be read but never predicted */
+static inline int64_t vc_cfg_out_vocab(const vc_model_config *c) { return c->out_vocab ? c->out_vocab : c->vocab; }
 static inline int64_t vc_cfg_inter(const vc_model_config *c, int l) {
     return l >= 0 && c->layer_inter[l] ? c->layer_inter[l] : c->inter;
 }

@@ -412,7 +412,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         vc_seq_register(R, s);
     }
     if (n_rows == 0) return VC_OK;
-    if ((st = sample_step(g, b, z, n_rows, n_draw, cfg->vocab))) return st;
+    if ((st = sample_step(g, b, z, n_rows, n_draw, vc_cfg_out_vocab(cfg)))) return st;
     return bookkeeping(R, b, n_rows);
 }
 

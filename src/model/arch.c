@@ -222,6 +222,10 @@ static const vc_tensor_rule FLINT_SINKS[] = {
     { L "self_attn.sinks", VC_W_SINKS }, { L "self_attn.softmax_offset", VC_W_SINKS },
     { 0 } };
 
+static const vc_tensor_rule LAGUNA[] = {
+    { L "self_attn.g_proj.weight", VC_W_ATTN_GATE }, { L "mlp.experts.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { 0 } };
+
 /* Kolibri's hub names (transformers 5 renames them on load and back on save) */
 static const vc_tensor_rule KOLIBRI_HUB[] = {
     { L "moe.router.expert_bias", VC_W_ROUTER_BIAS },
@@ -676,6 +680,11 @@ static const vc_arch ARCHS[] = {
     /* HyperCLOVA X: Granite with a norm after each sublayer */
     { "hyperclovax", "hyperclovax", T(HF_GLOBAL, HF_NORMS, HCX_NORMS, HF_ATTN, HF_MLP) },
     { "qwen2_moe", "qwen2_moe qwen3_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    /* Laguna: query heads per layer, a softplus gate on the attention output (g_proj), a sigmoid router with a
+     * correction bias (the hub's mlp.experts.e_score_correction_bias), an ungated shared expert */
+    { "laguna", "laguna", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, LAGUNA, HF_MOE) },
+    /* Mellum 2: Qwen3-MoE on sliding and full layers (each kind its own rope), its MTP layer left alone */
+    { "mellum", "mellum", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
     { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE) },
@@ -752,6 +761,10 @@ static const vc_arch ARCHS[] = {
     { "phi", "phi", T(PHI2, HF_ATTN) },
     { "nanochat", "nanochat", T(HF_GLOBAL, HF_ATTN, NANOCHAT_MLP) },
     { "apertus", "apertus", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP) },
+    /* Apertus 1.5: Apertus with an LM head pruned to the text tokens (output_vocab_size), and its image-audio-text
+     * checkpoints (model.language_model.*; the image and audio tokenizers are left alone) */
+    { "apertus1p5", "apertus1p5_text apertus1p5", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
+      "model.vision_tokenizer. model.audio_tokenizer." },
     { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
     { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), NULL, NULL, "feed_forward", "router" },
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
@@ -911,8 +924,9 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
 }
 
 int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
-    int64_t H = c->hidden, hd = vc_cfg_head_dim(c, layer), nq = c->n_head * hd, nkv = vc_cfg_kv_heads(c, layer) * hd;
-    int64_t nv = vc_cfg_kv_heads(c, layer) * vc_cfg_v_head_dim(c, layer), no = c->n_head * vc_cfg_v_head_dim(c, layer);
+    int64_t H = c->hidden, hd = vc_cfg_head_dim(c, layer), nh = vc_cfg_heads(c, layer), nq = nh * hd;
+    int64_t nkv = vc_cfg_kv_heads(c, layer) * hd;
+    int64_t nv = vc_cfg_kv_heads(c, layer) * vc_cfg_v_head_dim(c, layer), no = nh * vc_cfg_v_head_dim(c, layer);
     int64_t inter = vc_cfg_inter(c, layer), P = c->ple_dim;
     int kv_shared = layer >= 0 && c->kv_src[layer]; /* Gemma 4: attends with an earlier layer's keys and values */
     int v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer]; /* ... or its values are its keys' projection */
@@ -1002,8 +1016,10 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_TOK_EMBD: return set(s, c->vocab, c->emb_dim ? c->emb_dim : H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight || c->no_final_norm ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln && !c->no_final_norm ? set(s, H, 0, 0) : 0;
-    case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, c->vocab, vc_cfg_out_hidden(c), 0);
-    case VC_W_LM_HEAD_B: *optional = !c->head_bias; return c->tied || c->n_labels ? 0 : set(s, c->vocab, 0, 0);
+    case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, vc_cfg_out_vocab(c), vc_cfg_out_hidden(c), 0);
+    case VC_W_LM_HEAD_B:
+        *optional = !c->head_bias;
+        return c->tied || c->n_labels ? 0 : set(s, vc_cfg_out_vocab(c), 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, vc_cfg_out_hidden(c), 0) : 0;
     case VC_W_PROJ_IN: return c->emb_dim ? set(s, H, c->emb_dim, 0) : 0;
     case VC_W_PROJ_OUT: return c->emb_dim ? set(s, c->emb_dim, H, 0) : 0;
@@ -1020,7 +1036,7 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_O: return set(s, H, c->mla ? c->n_head * c->v_head_dim : no, 0);
     case VC_W_O_B: *optional = !c->o_bias; return set(s, H, 0, 0);
     case VC_W_Q_NORM:
-        if (c->qk_norm_heads) return set(s, c->n_head, hd, 0);
+        if (c->qk_norm_heads) return set(s, nh, hd, 0);
         return c->qk_norm && !c->norm_no_weight ? set(s, c->qk_norm_full ? nq : hd, 0, 0) : 0;
     case VC_W_K_NORM:
         if (c->qk_norm_heads) return set(s, c->n_kv_head, hd, 0);
@@ -1058,8 +1074,8 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
-    case VC_W_SINKS: return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, c->n_head, 0, 0) : 0;
-    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, c->attn_out_gate == 2 ? c->n_head : nq, H, 0) : 0;
+    case VC_W_SINKS: return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, nh, 0, 0) : 0;
+    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, c->attn_out_gate == 2 ? nh : nq, H, 0) : 0;
     case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && layer >= 0 ? set(s, 1, 0, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;

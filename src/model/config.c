@@ -118,6 +118,49 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
 
 /* DBRX: attn_config (kv_n_heads, rope_theta, clip_qkv) and ffn_config (experts ffn_hidden_size wide, a softmax top-k
  * renormalised as moe_normalize_expert_weights 1 does); LayerNorms without bias, every layer MoE */
+/* Apertus 1.5's output_vocab_size (null or vocab_size: the whole vocabulary): an LM head over the first ids only */
+static vc_status parse_out_vocab(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *v = vc_json_member(o, "output_vocab_size");
+    int64_t n = 0;
+    vc_status st;
+    if (!v || cJSON_IsNull(v)) return VC_OK;
+    if ((st = vc_json_get_int(o, "output_vocab_size", 0, &n, path)) ||
+        (st = check_size(path, "output_vocab_size", n, 1, c->vocab)))
+        return st;
+    c->out_vocab = n < c->vocab ? n : 0;
+    if (c->out_vocab && c->tied)
+        return vc_fail(VC_ERR_FORMAT, "%s: output_vocab_size %lld with tie_word_embeddings: a pruned LM head cannot be the "
+                       "%lld-row embedding matrix", path, (long long)n, (long long)c->vocab);
+    return VC_OK;
+}
+
+/* Laguna: query heads per layer (num_attention_heads_per_layer, each a multiple of the kv heads), per-head q/k norms,
+ * the attention output times the softplus of g_proj: per head (gating true or "per-head"), else per channel */
+static vc_status parse_laguna(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *nh = vc_json_member(o, "num_attention_heads_per_layer"), *gt = vc_json_member(o, "gating");
+    if (flag(o, "moe_apply_router_weight_on_input", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: moe_apply_router_weight_on_input (the routing weights on the experts' "
+                       "inputs; transformers refuses it too) is not built", path);
+    if (nh && !cJSON_IsNull(nh) && (!cJSON_IsArray(nh) || cJSON_GetArraySize(nh) != (int)c->n_layer))
+        return vc_fail(VC_ERR_FORMAT, "%s: num_attention_heads_per_layer must list %lld layers", path, (long long)c->n_layer);
+    for (int64_t l = 0; cJSON_IsArray(nh) && l < c->n_layer; l++) {
+        const cJSON *e = cJSON_GetArrayItem(nh, (int)l);
+        int v = 0;
+        vc_status st = cJSON_IsNumber(e) ? json_to_int(e, "num_attention_heads_per_layer", 1, path, &v)
+                                         : vc_fail(VC_ERR_FORMAT, "%s: num_attention_heads_per_layer[%lld] is not a "
+                                                   "number", path, (long long)l);
+        if (st) return st;
+        if (v > 65536 || v % c->n_kv_head)
+            return vc_fail(VC_ERR_FORMAT, "%s: num_attention_heads_per_layer[%lld] = %d is not a multiple of "
+                           "num_key_value_heads (%lld) up to 65536", path, (long long)l, v, (long long)c->n_kv_head);
+        c->layer_nh[l] = v;
+    }
+    c->qk_norm = 1;
+    c->attn_gate_softplus = 1;
+    c->attn_out_gate = !gt || cJSON_IsTrue(gt) || (cJSON_IsString(gt) && !strcmp(gt->valuestring, "per-head")) ? 2 : 1;
+    return VC_OK;
+}
+
 static vc_status parse_dbrx(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *ac = vc_json_member(o, "attn_config"), *fc = vc_json_member(o, "ffn_config");
     char actx[512], fctx[512];
@@ -320,6 +363,20 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->norm_topk = flag(o, "norm_topk_prob", 1);
         c->shared_gate = 0;
     }
+    if (is(c, "laguna")) { /* sigmoid scores of soft-capped logits, a choice-only correction bias, renormalised and
+                            * scaled; an ungated shared expert */
+        double rs, cap;
+        if ((st = get_num_any(o, "moe_routed_scaling_factor", 1.0, &rs, path)) ||
+            (st = get_num_any(o, "moe_router_logit_softcapping", 0.0, &cap, path)))
+            return st;
+        if (!isfinite(rs) || !isfinite(cap) || cap < 0)
+            return vc_fail(VC_ERR_FORMAT, "%s: moe_routed_scaling_factor and moe_router_logit_softcapping (>= 0) must be "
+                           "finite", path);
+        c->router_sigmoid = c->router_bias = c->norm_topk = 1;
+        c->routed_scaling = (float)rs;
+        c->router_softcap = (float)cap;
+        c->shared_gate = 0;
+    }
     if (is(c, "kolibri1")) { /* experts chosen by logits + correction bias, weighted by the sigmoid of their logits;
                               * an ungated shared expert (shared_expert_intermediate_size) */
         c->router_sigmoid = c->router_bias = c->router_bias_logits = 1;
@@ -488,7 +545,7 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
             if (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") && strcmp(t->valuestring, "sparse")))
                 return vc_fail(VC_ERR_FORMAT, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", path, (long long)l);
             moe = !strcmp(t->valuestring, "sparse");
-        } else if (is(c, "glm4_moe_lite") || is(c, "mimo_v2_flash") || is(c, "hy_v3"))
+        } else if (is(c, "glm4_moe_lite") || is(c, "mimo_v2_flash") || is(c, "hy_v3") || is(c, "laguna"))
             moe = l > 0; /* transformers' default: the first layer dense */
         if (is(c, "llama4_text")) { /* moe_layers, else every interleave_moe_layer_step-th layer */
             const cJSON *ml = vc_json_member(o, "moe_layers"), *e;
@@ -1359,7 +1416,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     c->o_bias = flag(o, "add_bias_linear", 0) || (is(c, "internlm2") && flag(o, "bias", 0)) ||
                 flag(o, "attention_out_bias", 0); /* Seed-OSS */
     c->mlp_bias = flag(o, "mlp_bias", 0);
-    if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1") || is(c, "hy_v3")) c->qk_norm = 1;
+    if (is(c, "qwen3") || is(c, "qwen3_moe") || is(c, "dots1") || is(c, "hy_v3") || is(c, "mellum")) c->qk_norm = 1;
     if (is(c, "glm4_moe")) c->qk_norm = flag(o, "use_qk_norm", 0); /* per-head RMSNorm of q and k, as Qwen3's */
     if (is(c, "gemma") || is(c, "gemma2") || is(c, "gemma3_text") || is(c, "vaultgemma")) {
         c->norm_offset = 1.0f;
@@ -1371,6 +1428,13 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         cJSON_IsObject(vc_json_member(rp, "full_attention"))) {
         c->local_rope = 1;
         if ((st = vc_rope_parse_layer(o, path, "sliding_attention", &c->rope_local))) return st;
+        double part = c->rope_local.partial_rotary_factor, r = (double)c->head_dim * part;
+        if (part != c->rope.partial_rotary_factor) { /* its own rotated share (Laguna: all dims; full layers half) */
+            if (!(r >= 2 && r <= (double)c->head_dim) || (int)r % 2)
+                return vc_fail(VC_ERR_FORMAT, "%s: rope_parameters.sliding_attention.partial_rotary_factor %g gives no even "
+                               "rotary dimension within head_dim %lld", path, part, (long long)c->head_dim);
+            c->rot_dim_local = (int)r;
+        }
     }
     if (is(c, "gemma2") || is(c, "gemma3_text") || is(c, "vaultgemma")) {
         double qs, a, f;
@@ -1433,10 +1497,11 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
     if (is(c, "hunyuan_v1_moe")) c->qk_norm = c->qk_norm_after_rope = 1;
     if (is(c, "exaone_moe")) c->qk_norm = 1; /* per-head q/k RMSNorm; global layers without rope (parse_nope) */
-    if (is(c, "apertus")) { /* per-head q/k norms, a plain MLP with xIELU */
+    if (is(c, "apertus") || is(c, "apertus1p5_text")) { /* per-head q/k norms, a plain MLP with xIELU */
         c->qk_norm = 1;
         c->mlp_kind = VC_MLP_PLAIN;
     }
+    if (is(c, "apertus1p5_text") && (st = parse_out_vocab(o, path, c))) return st;
     if (is(c, "gpt2") || is(c, "gpt_bigcode")) { /* LayerNorms and linears with biases, learned positions, no rope, a
                                                  * plain MLP; GPT-BigCode: one kv head with multi_query */
         int64_t inner = 0;
@@ -1557,6 +1622,7 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
         c->parallel_norms = newa && nln == 2;
     }
     if (is(c, "dbrx") && (st = parse_dbrx(o, path, c))) return st;
+    if (is(c, "laguna") && (st = parse_laguna(o, path, c))) return st;
     if (is(c, "opt")) { /* pre-norm LayerNorms and linears with biases, learned positions after 2 rows, relu MLP */
         int64_t wp = c->hidden, ffn = 0;
         if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||
@@ -1843,6 +1909,7 @@ static const struct {
     { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
     { "qwen3_vl", "qwen3_vl_text", "qwen3", 0 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0 },
     { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0 },
+    { "apertus1p5", "apertus1p5_text", "apertus1p5_text", 0 },
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */
@@ -1883,6 +1950,9 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     c->nested_text = 1;
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     c->tied = flag(o, "tie_word_embeddings", c->tied);
+    if (c->tied && c->out_vocab)
+        return vc_fail(VC_ERR_FORMAT, "%s: tie_word_embeddings with text_config.output_vocab_size %lld: a pruned LM head "
+                       "cannot be the embedding matrix", path, (long long)c->out_vocab);
     return parse_special_tokens(o, path, c);
 }
 

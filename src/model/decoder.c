@@ -360,7 +360,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         if (!q || (append && (!k || !v))) return NULL;
     }
     if (append && !cached) kv_keep(f, layer, k, v);
-    vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)c->n_head,
+    vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)vc_cfg_heads(c, layer),
                        .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
                        .alibi_scale = c->alibi_scale,
@@ -379,9 +379,9 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
-    int64_t shape[3] = { f->T, c->n_head, hdv };
+    int64_t shape[3] = { f->T, d.n_head, hdv };
     vc_tensor *o = vc_tensor_new(f->g, 3, shape, 0);
-    float *lse = vc_graph_dalloc(f->g, sizeof(float) * (size_t)(f->T * c->n_head), 0);
+    float *lse = vc_graph_dalloc(f->g, sizeof(float) * (size_t)(f->T * d.n_head), 0);
     if (!ptr || !kvl || !o || !lse) return NULL;
     int64_t kw = (int64_t)nkv * hd, vw = (int64_t)nkv * hdv, row = kc->k_width + kc->v_width + kc->x_width;
     for (int s = 0; s < d.n_seq; s++) {
@@ -467,7 +467,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
     vc_graph *g = f->g;
-    int64_t T = f->T, nh = c->n_head, nkv = vc_cfg_kv_heads(c, l), hd = vc_cfg_head_dim(c, l);
+    int64_t T = f->T, nh = vc_cfg_heads(c, l), nkv = vc_cfg_kv_heads(c, l), hd = vc_cfg_head_dim(c, l);
     int64_t hdv = vc_cfg_v_head_dim(c, l);
     int src = (l >= 0 ? c->kv_src[l] : 0) - 1; /* Gemma 4's KV sharing: attend with layer src's keys and values */
     vc_tensor *k = NULL, *v = NULL;
@@ -485,13 +485,14 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hdv);
-    if (c->attn_out_gate == 2) { /* LFM3: each head's output times sigmoid of its gate */
+    int gact = c->attn_gate_softplus ? VC_ACT_SOFTPLUS : VC_ACT_SIGMOID; /* Laguna's softplus */
+    if (c->attn_out_gate == 2) { /* LFM3, Laguna: each head's output times its gate */
         int64_t rows[2] = { T * nh, hdv }, one = T * nh;
-        vc_tensor *gt = vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID);
+        vc_tensor *gt = vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), gact);
         o = vc_op_mul_rows(g, vc_reshape(g, o, 2, rows), gt ? vc_reshape(g, gt, 1, &one) : NULL);
         o = o ? reshape3(g, o, T, 1, nh * hdv) : NULL;
-    } else if (c->attn_out_gate) /* AFMoE: each output channel times sigmoid of its gate projection */
-        o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), VC_ACT_SIGMOID));
+    } else if (c->attn_out_gate) /* AFMoE: each output channel times its gate projection's sigmoid */
+        o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), gact));
     return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
 }
 
@@ -758,6 +759,7 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
         xe = norm(f, h, l, VC_W_PRE_FFN_NORM2, 0);
     }
     vc_tensor *logits = lin(f, r, l, VC_W_ROUTER, vc_w(m, l, VC_W_ROUTER_B));
+    if (c->router_softcap > 0) logits = vc_op_softcap(f->g, logits, c->router_softcap); /* Laguna */
     const vc_lora *a = m->lora; /* adapters on the routed experts (PEFT's target_parameters) */
     int gu = vc_lora_index(m, l, VC_W_EXP_GATE), dn = vc_lora_index(m, l, VC_W_EXP_DOWN);
     vc_moe_lora lo = { gu >= 0 ? &a->t[2 * gu] : NULL, gu >= 0 ? &a->t[2 * gu + 1] : NULL,

@@ -60,7 +60,7 @@ static void gather_bw(vc_graph *g, vc_node *n) {
 }
 
 int64_t vc_model_head_gather_rows(const vc_model *m, int64_t chunk_rows) {
-    int64_t V = m->cfg.vocab, C = chunk_rows > 0 ? chunk_rows : ((int64_t)1 << 26) / (V > 0 ? V : 1);
+    int64_t V = vc_cfg_out_vocab(&m->cfg), C = chunk_rows > 0 ? chunk_rows : ((int64_t)1 << 26) / (V > 0 ? V : 1);
     return C < 1 ? 1 : C; /* as asked, else 64 Mi logits (256 MiB) */
 }
 

@@ -724,8 +724,8 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     int key = expert < 0 ? 0 : expert;
     if (x->done[si] == 2 || (x->done[si] == 1 && r->transform != VC_TR_EXPERT) || !x->m->slots[si]) return VC_OK;
     /* shared experts: Qwen's gated one is mlp.shared_expert, DeepSeek's and GLM's ungated ones mlp.shared_experts,
-     * Flint's ungated one mlp.shared_expert */
-    int singular = x->m->cfg.shared_gate || !strcmp(x->m->cfg.arch->name, "flint");
+     * Flint's and Laguna's ungated ones mlp.shared_expert */
+    int singular = x->m->cfg.shared_gate || !strcmp(x->m->cfg.arch->name, "flint") || !strcmp(x->m->cfg.arch->name, "laguna");
     if (strstr(name, singular ? "mlp.shared_experts." : "mlp.shared_expert.")) return VC_OK;
     /* Falcon's new decoder architecture names its two parallel norms ln_attn / ln_mlp, the others input_layernorm */
     if (!strcmp(x->m->cfg.arch->name, "falcon") && strstr(name, x->m->cfg.parallel_norms ? ".input_layernorm." : ".ln_attn."))

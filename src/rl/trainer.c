@@ -410,9 +410,11 @@ static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
             if (key && !strcmp(t->teacher_key[j], key)) st = vc_fail(VC_ERR_ARG, "%s=%s: a second teacher of it", k, key);
         int j = t->n_teacher;
         if (!st && (st = vc_model_load(path, &t->teacher[j]))) st = vc_fail_ctx(st, "%s.%s.model_path (%s)", M, name, path);
-        if (!st && vc_model_cfg(t->teacher[j])->vocab != vc_model_cfg(t->actor)->vocab)
-            st = vc_fail(VC_ERR_ARG, "%s.%s.model_path (%s): a vocabulary of %lld, the actor's has %lld", M, name, path,
-                         (long long)vc_model_cfg(t->teacher[j])->vocab, (long long)vc_model_cfg(t->actor)->vocab);
+        const vc_model_config *tc = st ? NULL : vc_model_cfg(t->teacher[j]), *ac = vc_model_cfg(t->actor);
+        if (tc && (tc->vocab != ac->vocab || vc_cfg_out_vocab(tc) != vc_cfg_out_vocab(ac)))
+            st = vc_fail(VC_ERR_ARG, "%s.%s.model_path (%s): a vocabulary of %lld (LM head %lld), the actor's has %lld "
+                         "(%lld)", M, name, path, (long long)tc->vocab, (long long)vc_cfg_out_vocab(tc),
+                         (long long)ac->vocab, (long long)vc_cfg_out_vocab(ac));
         if (!st && !(t->teacher_key[j] = vc_strdup(key ? key : ""))) st = VC_ERR_NOMEM;
         if (!st) t->n_teacher++;
         else vc_model_free(t->teacher[j]), t->teacher[j] = NULL;

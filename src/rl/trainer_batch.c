@@ -304,7 +304,7 @@ typedef struct {
  * 32 positions at a time, rewound after each), kept as its top K tokens and their log-probs */
 static vc_status topk_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb *mb) {
     int K = ((topk_ctx *)ctx)->K;
-    int64_t V = vc_model_cfg(m)->vocab, T = mb->cu[mb->n], P = 0;
+    int64_t V = vc_cfg_out_vocab(vc_model_cfg(m)), T = mb->cu[mb->n], P = 0;
     for (int i = 0; i < mb->n; i++) P += b->rlen[mb->rows[i]];
     int32_t *pos = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(P + 1), 0); /* packed position of each */
     size_t *dst = vc_graph_alloc(g, sizeof(size_t) * (size_t)(P + 1), 0);   /* its [B, T, K] offset */
@@ -342,9 +342,9 @@ static vc_status topk_fn(void *ctx, vc_model *m, vc_graph *g, rl_batch *b, rl_mb
 
 vc_status rl_batch_teacher_topk(vc_model *m, vc_graph *g, rl_batch *b, const int *rows, int n, int64_t max_tokens) {
     topk_ctx c = { b->tk_k };
-    if (!b->tk_ids || b->tk_k < 1 || b->tk_k > vc_model_cfg(m)->vocab)
-        return vc_fail(VC_ERR_ARG, "distillation: top-%d of a %lld-token vocabulary", b->tk_k,
-                       (long long)vc_model_cfg(m)->vocab);
+    int64_t V = vc_cfg_out_vocab(vc_model_cfg(m));
+    if (!b->tk_ids || b->tk_k < 1 || b->tk_k > V)
+        return vc_fail(VC_ERR_ARG, "distillation: top-%d of a %lld-token LM head", b->tk_k, (long long)V);
     return pass_rows_of(m, g, b, rows, n, max_tokens, 0, &c, topk_fn);
 }
 

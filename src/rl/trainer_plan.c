@@ -36,7 +36,7 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     const rl_distill_cfg *dc = &t->acfg.dist;
     if (dc->on && dc->topk) {
         const vc_model *am = t->atr.model;
-        ref += (size_t)vc_model_head_gather_rows(am, dc->chunk_rows) * (size_t)vc_model_cfg(am)->vocab * 16;
+        ref += (size_t)vc_model_head_gather_rows(am, dc->chunk_rows) * (size_t)vc_cfg_out_vocab(vc_model_cfg(am)) * 16;
     }
     size_t total = pa.total + critic + ref;
     if (t->rank == 0)

@@ -199,6 +199,13 @@ vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, c
     if (sum_pi_sq) *sum_pi_sq = NULL;
     if (!h || !W) return vc_graph_status(g);
     int64_t H = W->shape[1], V = W->shape[0], T = h->n / H;
+    for (int64_t t = 0; target && t < T; t++)
+        if (target[t] >= V) { /* a token the head cannot predict (Apertus 1.5's pruned head: image or audio codes) */
+            vc_fail(VC_ERR_ARG, "LM head: target token %d at row %lld is outside the head's %lld rows", target[t],
+                    (long long)t, (long long)V);
+            vc_graph_fail(g, VC_ERR_ARG);
+            return VC_ERR_ARG;
+        }
     vc_tensor *lp = vc_tensor_new(g, 1, &T, 0), *en = vc_tensor_new(g, 1, &T, 0);
     vc_tensor *sq = sum_pi_sq ? vc_tensor_new(g, 1, &T, 0) : NULL;
     head_saved *s = vc_graph_alloc(g, sizeof *s, 1);

@@ -82,7 +82,7 @@ vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t ma
         free(cu);
         return VC_ERR_NOMEM;
     }
-    int64_t V = vc_model_cfg(t->model)->vocab;
+    int64_t V = vc_cfg_out_vocab(vc_model_cfg(t->model)); /* inputs and targets */
     for (int64_t k = 0; k < max_micro_tokens; k++) ids[k] = (int32_t)((k * 7919) % V);
     for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
     vc_minibatch b = { n_seq, cu, ids, NULL };

@@ -149,6 +149,16 @@ __attribute__((unused)) static const char *RANDOM_CONFIGS[] = {
     "{\"model_type\":\"opt\",\"vocab_size\":67,\"hidden_size\":32,\"word_embed_proj_dim\":24,\"num_hidden_layers\":2,"
     "\"num_attention_heads\":4,\"ffn_dim\":48,\"do_layer_norm_before\":false,\"max_position_embeddings\":64,"
     "\"activation_function\":\"relu\"}",
+    "{\"model_type\":\"laguna\",\"vocab_size\":69,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":4,"
+    "\"num_key_value_heads\":2,\"head_dim\":8,\"num_attention_heads_per_layer\":[2,6,4],\"intermediate_size\":40,"
+    "\"moe_intermediate_size\":16,\"shared_expert_intermediate_size\":24,\"num_experts\":6,\"num_experts_per_tok\":2,"
+    "\"moe_routed_scaling_factor\":1.5,\"moe_router_logit_softcapping\":3.0,\"sliding_window\":3,"
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\"],\"rms_norm_eps\":1e-6,"
+    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":500000.0,\"partial_rotary_factor\":0.5},"
+    "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0}}}",
+    "{\"model_type\":\"apertus1p5_text\",\"vocab_size\":71,\"output_vocab_size\":51,\"hidden_size\":32,"
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":40,"
+    "\"hidden_act\":\"xielu\",\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
     "{\"model_type\":\"mistral\",\"vocab_size\":61,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
     "\"num_key_value_heads\":2,\"intermediate_size\":44,\"sliding_window\":3,\"rms_norm_eps\":1e-5,\"rope_theta\":10000}",
 };

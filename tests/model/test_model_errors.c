@@ -1,5 +1,6 @@
 /* Bad model directories: each fails with one message naming the file and the key or tensor at fault. */
 #include "verlc/model.h"
+#include "verlc/rollout.h"
 #include "verlc/safetensors.h"
 #include "vc_test.h"
 #include <sys/stat.h>
@@ -92,6 +93,70 @@ static void expect(const char *dir, vc_status want, const char *needle1, const c
     CHECK_MSG(strstr(msg, needle1) != NULL, "%s: message '%s' lacks '%s'", dir, msg, needle1);
     if (needle2) CHECK_MSG(strstr(msg, needle2) != NULL, "%s: message '%s' lacks '%s'", dir, msg, needle2);
     CHECK_MSG(!strchr(msg, '\n'), "message is one line: %s", msg);
+    vc_model_free(m);
+}
+
+/* Laguna's per-layer heads and Apertus 1.5's pruned LM head: malformed settings refused by key; a target the pruned
+ * head cannot predict stops the loss with its row named */
+static void family_errors(void) {
+    static const char *LAGUNA = "{\"model_type\": \"laguna\", \"vocab_size\": 16, \"hidden_size\": 16,"
+        " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 16,"
+        " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 8%s}";
+    static const char *APERTUS = "{\"model_type\": \"apertus1p5_text\", \"vocab_size\": 16, \"hidden_size\": 16,"
+        " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16%s}";
+    static const struct { const char *fmt, *extra, *needle; } BAD[] = {
+        { NULL, ", \"num_attention_heads_per_layer\": [4]", "num_attention_heads_per_layer must list 2 layers" },
+        { NULL, ", \"num_attention_heads_per_layer\": [4, 3]", "num_attention_heads_per_layer[1] = 3 is not a multiple" },
+        { NULL, ", \"num_attention_heads_per_layer\": [4, \"x\"]", "num_attention_heads_per_layer[1] is not a number" },
+        { NULL, ", \"moe_apply_router_weight_on_input\": true", "moe_apply_router_weight_on_input" },
+        { NULL, ", \"moe_router_logit_softcapping\": -1", "moe_router_logit_softcapping" },
+        { "a", ", \"output_vocab_size\": 17", "output_vocab_size is 17, outside [1, 16]" },
+        { "a", ", \"output_vocab_size\": 8, \"tie_word_embeddings\": true", "a pruned LM head cannot be" },
+    };
+    char cfgp[512], text[1024];
+    for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+        const char *d = fresh("family_bad");
+        snprintf(text, sizeof text, BAD[i].fmt ? APERTUS : LAGUNA, BAD[i].extra);
+        write_text(d, "config.json", text);
+        snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
+        vc_model *bad = NULL;
+        vc_status st = vc_model_init_random(cfgp, 3, &bad);
+        CHECK_MSG(st != VC_OK && strstr(vc_last_error(), BAD[i].needle), "config %zu: '%s'", i, vc_last_error());
+        vc_model_free(bad);
+    }
+    const char *d = fresh("pruned_head");
+    snprintf(text, sizeof text, APERTUS, ", \"output_vocab_size\": 8");
+    write_text(d, "config.json", text);
+    snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cfgp, 3, &m));
+    int32_t ids[4] = { 12, 3, 7, 5 }, ok_tgt[4] = { 3, 7, 5, -1 }, bad_tgt[4] = { 3, 7, 9, -1 };
+    int64_t cu[2] = { 0, 4 };
+    vc_batch b = { .n_seq = 1, .cu_seqlens = cu, .ids = ids }; /* id 12: an input only the embeddings know */
+    vc_graph *g = vc_graph_new();
+    vc_tensor *h = m ? vc_model_forward(m, g, &b, NULL) : NULL, *lp = NULL;
+    CHECK_MSG(h && vc_model_logprobs(m, g, h, ok_tgt, &lp, NULL) == VC_OK && lp && lp->n == 4, "pruned head: %s",
+              vc_last_error());
+    vc_graph_reset(g);
+    h = m ? vc_model_forward(m, g, &b, NULL) : NULL;
+    vc_status st = h ? vc_model_logprobs(m, g, h, bad_tgt, &lp, NULL) : VC_ERR_INTERNAL;
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "target token 9 at row 2 is outside the head's 8 rows"),
+              "a target beyond the pruned head: '%s'", vc_last_error());
+    vc_graph_free(g);
+    /* rollout samples from the head's 8 tokens only (at temperature 3 a flat draw over 16 would reach past them) */
+    vc_rollout_engine *e = NULL;
+    vc_rollout_opts ro = { .kv_budget_bytes = 1 << 20 };
+    vc_rollout_request rq = { .prompt = ids, .prompt_len = 4, .n_samples = 4, .prompt_index = 0 };
+    vc_sampling sp = { .temperature = 3.0f, .top_p = 1.0f, .max_new_tokens = 24, .seed = 5 };
+    vc_rollout_sample *out = NULL;
+    int n_out = 0, inside = 1;
+    CHECK_OK(m ? vc_rollout_new(m, &ro, &e) : VC_ERR_INTERNAL);
+    CHECK_OK(e ? vc_rollout_generate(e, &rq, 1, &sp, &out, &n_out) : VC_ERR_INTERNAL);
+    for (int i = 0; i < n_out; i++)
+        for (int64_t t = 0; t < out[i].n_tokens; t++) inside &= out[i].tokens[t] >= 0 && out[i].tokens[t] < 8;
+    CHECK_MSG(n_out == 4 && inside, "pruned head: rollout sampled a token past the head's 8 rows");
+    vc_rollout_samples_free(out, n_out);
+    vc_rollout_free(e);
     vc_model_free(m);
 }
 
@@ -332,6 +397,7 @@ int main(void) {
         vc_graph_free(g);
     }
     vc_model_free(dm);
+    family_errors();
 
     /* the CLI prints one line and exits non-zero */
     const char *bin = getenv("VERLC_BIN");

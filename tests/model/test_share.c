@@ -72,7 +72,7 @@ static void one_model(int k) {
     vc_model *m = random_model(RANDOM_CONFIGS[k], k);
     if (!m) return;
     CHECK_OK(vc_model_enable_grad(m));
-    build((int)vc_model_cfg(m)->vocab);
+    build((int)vc_cfg_out_vocab(vc_model_cfg(m))); /* ids are targets too: within the LM head */
     int64_t np = 0, T = cu[NS];
     for (int i = 0; i < vc_model_n_params(m); i++) np += vc_model_param(m, i, NULL, NULL)->n;
     float *g0 = calloc((size_t)np, 4), *g1 = calloc((size_t)np, 4), lp0[128], lp1[128];

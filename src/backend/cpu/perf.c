@@ -49,21 +49,22 @@ double vc_perf_peak_sgemm(int n) {
 
 double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t seq_len) {
     double H = (double)c->hidden, hd = (double)c->head_dim, nh = (double)c->n_head, nkv = (double)c->n_kv_head;
-    double per_token = 0;
+    double per_token = 0, heads = 0; /* heads: the query heads of all layers (Laguna: each layer its own) */
     for (int64_t l = 0; l < c->n_layer; l++) {
-        double attn;
+        double attn, lnh = (double)vc_cfg_heads(c, (int)l);
+        heads += lnh;
         if (c->mla) {
             double qk = (double)(c->qk_nope_dim + c->qk_rope_dim), r = (double)c->kv_lora_rank;
             attn = (c->q_lora_rank ? H * c->q_lora_rank + c->q_lora_rank * nh * qk : H * nh * qk) +
                    H * (r + c->qk_rope_dim) + r * nh * (c->qk_nope_dim + c->v_head_dim) + nh * c->v_head_dim * H;
-        } else attn = H * nh * hd + 2 * H * nkv * hd + nh * hd * H;
+        } else attn = H * lnh * hd + 2 * H * nkv * hd + lnh * hd * H;
         double mlp;
         if (c->is_moe[l])
             mlp = H * c->n_expert + c->top_k * 3.0 * H * c->moe_inter + 3.0 * H * c->shared_inter;
         else mlp = (c->mlp_kind == VC_MLP_GATED ? 3.0 : 2.0) * H * c->inter;
         per_token += 2 * (attn + mlp);
     }
-    per_token += 2 * H * c->vocab; /* LM head */
+    per_token += 2 * H * vc_cfg_out_vocab(c); /* LM head */
     /* attention scores and weighted values: causal, so half of seq_len keys on average */
     double qk_dim = c->mla ? (double)(c->qk_nope_dim + c->qk_rope_dim) : hd;
     double v_dim = c->mla ? (double)c->v_head_dim : hd;
@@ -78,7 +79,7 @@ double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t s
                                             c->hidden * c->dsa_heads) +
                              2.0 * (double)(c->dsa_heads * c->dsa_dim) * n / 2.0;
     }
-    per_token += (double)c->n_layer * 2.0 * nh * keys * (qk_dim + v_dim);
+    per_token += 2.0 * heads * keys * (qk_dim + v_dim);
     return per_token * (double)tokens;
 }
 
