@@ -7,7 +7,7 @@
 #   usage: scripts/emu-check.sh [quick|full]        (from the repository root; default quick)
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
 #   programs, runs the op-table, op, copy and f32 attention tests with threads in forward and in reverse
-#   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32),
+#   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32, half in each lane),
 #   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI),
 #   test_cuda_graph (decode steps captured and replayed as CUDA graphs against eager, bitwise), and a short
 #   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
@@ -46,8 +46,11 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
-# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixture
-# check, then training, graphs, routing, the head and the profiler; their reports in that order
+# the fixture check split between the two lanes (alternate models: their costs vary), so they end together
+models_a=$(echo "$models" | awk 'NR % 2 == 1')
+models_b=$(echo "$models" | awk 'NR % 2 == 0')
+# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and half the fixture
+# check, then training, graphs, routing, the head, the profiler and the other half; their reports in that order
 lane_ops() {
     LANE=a
     for t in table ops copy attn; do
@@ -55,7 +58,7 @@ lane_ops() {
         step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
     # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
+    step "verlc check --device cuda, f32 (odd-numbered fixtures)" "$B/verlc" check --device cuda $models_a
     return $fail
 }
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
@@ -75,6 +78,8 @@ lane_train() {
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda, f32 (even-numbered fixtures)" "$B/verlc" check --device cuda $models_b
     return $fail
 }
 lane_ops >"$B/emu-lane-a.out" 2>&1 &
