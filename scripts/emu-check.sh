@@ -6,12 +6,14 @@
 # barriers, timing, real NCCL).
 #   usage: scripts/emu-check.sh [quick|full]        (from the repository root; default quick)
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
-#   programs, runs the op-table, op, copy and f32 attention tests with threads in forward and in reverse
-#   order (a missing barrier shows as a difference), `verlc check --device cuda` over every fixture model (f32, half in each lane),
+#   programs, runs the op-table, op, copy and f32 attention tests (the attention test with threads in forward
+#   and in reverse order: a missing barrier shows as a difference), `verlc check --device cuda` over every
+#   fixture model (f32),
 #   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI),
 #   test_cuda_graph (decode steps captured and replayed as CUDA graphs against eager, bitwise), and a short
 #   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
-# full: also the bf16 tensor-core attention test (about 6 min), the sampling test (about 3 min),
+# full: also the other op tests in reverse order, the bf16 tensor-core attention test (about 6 min), the
+#   sampling test (about 3 min),
 #   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
 # Exit status 0 when every step passed.
 set -u
@@ -46,19 +48,18 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
-# the fixture check split between the two lanes (alternate models: their costs vary), so they end together
-models_a=$(echo "$models" | awk 'NR % 2 == 1')
-models_b=$(echo "$models" | awk 'NR % 2 == 0')
-# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and half the fixture
-# check, then training, graphs, routing, the head, the profiler and the other half; their reports in that order
+# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixture
+# check, then training, graphs, routing, the head and the profiler (about 150 s each); their reports in that order
 lane_ops() {
     LANE=a
     for t in table ops copy attn; do
         step "cuda_test_cuda_$t (threads in forward order)" "$B/tests/cuda_test_cuda_$t"
-        step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
+        # the attention kernels, the most barrier-laden, in reverse order too; every test in full mode
+        [ $t = attn ] || [ "$MODE" = full ] &&
+            step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
     # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32 (odd-numbered fixtures)" "$B/verlc" check --device cuda $models_a
+    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
     return $fail
 }
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
@@ -78,8 +79,6 @@ lane_train() {
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
-    # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32 (even-numbered fixtures)" "$B/verlc" check --device cuda $models_b
     return $fail
 }
 lane_ops >"$B/emu-lane-a.out" 2>&1 &
