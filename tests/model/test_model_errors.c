@@ -96,6 +96,23 @@ static void expect(const char *dir, vc_status want, const char *needle1, const c
     vc_model_free(m);
 }
 
+/* a config.json of `text` in a fresh folder named tag; its path in cfgp */
+static void config_dir(const char *tag, const char *text, char *cfgp, size_t cap) {
+    const char *d = fresh(tag);
+    write_text(d, "config.json", text);
+    snprintf(cfgp, cap, "%s/config.json", d);
+}
+
+/* a random model of the config `text` is refused with a message containing needle */
+static void expect_refused(const char *text, const char *needle, const char *what) {
+    char cfgp[512];
+    config_dir("bad_config", text, cfgp, sizeof cfgp);
+    vc_model *bad = NULL;
+    vc_status st = vc_model_init_random(cfgp, 3, &bad);
+    CHECK_MSG(st != VC_OK && strstr(vc_last_error(), needle), "%s: '%s'", what, vc_last_error());
+    vc_model_free(bad);
+}
+
 /* Laguna's per-layer heads and Apertus 1.5's pruned LM head: malformed settings refused by key; a target the pruned
  * head cannot predict stops the loss with its row named */
 static void family_errors(void) {
@@ -113,21 +130,14 @@ static void family_errors(void) {
         { "a", ", \"output_vocab_size\": 17", "output_vocab_size is 17, outside [1, 16]" },
         { "a", ", \"output_vocab_size\": 8, \"tie_word_embeddings\": true", "a pruned LM head cannot be" },
     };
-    char cfgp[512], text[1024];
+    char cfgp[512], text[1024], what[64];
     for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-        const char *d = fresh("family_bad");
         snprintf(text, sizeof text, BAD[i].fmt ? APERTUS : LAGUNA, BAD[i].extra);
-        write_text(d, "config.json", text);
-        snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
-        vc_model *bad = NULL;
-        vc_status st = vc_model_init_random(cfgp, 3, &bad);
-        CHECK_MSG(st != VC_OK && strstr(vc_last_error(), BAD[i].needle), "config %zu: '%s'", i, vc_last_error());
-        vc_model_free(bad);
+        snprintf(what, sizeof what, "config %zu", i);
+        expect_refused(text, BAD[i].needle, what);
     }
-    const char *d = fresh("pruned_head");
     snprintf(text, sizeof text, APERTUS, ", \"output_vocab_size\": 8");
-    write_text(d, "config.json", text);
-    snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
+    config_dir("pruned_head", text, cfgp, sizeof cfgp);
     vc_model *m = NULL;
     CHECK_OK(vc_model_init_random(cfgp, 3, &m));
     int32_t ids[4] = { 12, 3, 7, 5 }, ok_tgt[4] = { 3, 7, 5, -1 }, bad_tgt[4] = { 3, 7, 9, -1 };
@@ -370,21 +380,14 @@ int main(void) {
         { 0, 8, "", "q_lora_rank must be set" },
         { 8, 8, ", \"index_topk\": 0", "index_topk" },
     };
-    char cfgp[512], text[1024];
+    char cfgp[512], text[1024], what[64];
     for (size_t i = 0; i < sizeof DSA_BAD / sizeof *DSA_BAD; i++) {
-        d = fresh("dsa_bad");
         snprintf(text, sizeof text, DSA, DSA_BAD[i].qr, DSA_BAD[i].dim, DSA_BAD[i].extra);
-        write_text(d, "config.json", text);
-        snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
-        vc_model *bad = NULL;
-        vc_status st = vc_model_init_random(cfgp, 3, &bad);
-        CHECK_MSG(st != VC_OK && strstr(vc_last_error(), DSA_BAD[i].needle), "DSA config %zu: '%s'", i, vc_last_error());
-        vc_model_free(bad);
+        snprintf(what, sizeof what, "DSA config %zu", i);
+        expect_refused(text, DSA_BAD[i].needle, what);
     }
-    d = fresh("dsa");
     snprintf(text, sizeof text, DSA, 8, 8, ", \"indexer_types\": [\"full\", \"shared\"]");
-    write_text(d, "config.json", text);
-    snprintf(cfgp, sizeof cfgp, "%s/config.json", d);
+    config_dir("dsa", text, cfgp, sizeof cfgp);
     vc_model *dm = NULL;
     CHECK_OK(vc_model_init_random(cfgp, 3, &dm));
     for (int len = 5; dm && len <= 9; len += 4) {
