@@ -116,8 +116,6 @@ static vc_status parse_act(const cJSON *o, const char *path, vc_model_config *c)
     return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", path, a);
 }
 
-/* DBRX: attn_config (kv_n_heads, rope_theta, clip_qkv) and ffn_config (experts ffn_hidden_size wide, a softmax top-k
- * renormalised as moe_normalize_expert_weights 1 does); LayerNorms without bias, every layer MoE */
 /* Apertus 1.5's output_vocab_size (null or vocab_size: the whole vocabulary): an LM head over the first ids only */
 static vc_status parse_out_vocab(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *v = vc_json_member(o, "output_vocab_size");
@@ -161,6 +159,8 @@ static vc_status parse_laguna(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* DBRX: attn_config (kv_n_heads, rope_theta, clip_qkv) and ffn_config (experts ffn_hidden_size wide, a softmax top-k
+ * renormalised as moe_normalize_expert_weights 1 does); LayerNorms without bias, every layer MoE */
 static vc_status parse_dbrx(const cJSON *o, const char *path, vc_model_config *c) {
     const cJSON *ac = vc_json_member(o, "attn_config"), *fc = vc_json_member(o, "ffn_config");
     char actx[512], fctx[512];
