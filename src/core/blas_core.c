@@ -4,7 +4,8 @@
  * OPENBLAS_CORETYPE once, as it is loaded, before any code of ours runs; so when it chose a generic core on a
  * CPU with AVX2 or AVX-512 and the variable is unset, this constructor starts the program again (the same pid,
  * arguments and environment) with OPENBLAS_CORETYPE naming the CPU's class. A set OPENBLAS_CORETYPE is always
- * left as it is (which also ends the restart). */
+ * left as it is (which also ends the restart; set it to keep OpenBLAS's own choice). Any program linking libverlc
+ * gets this, the tests included. */
 #define _GNU_SOURCE
 #include "verlc/pool.h"
 #include <stdlib.h>
@@ -36,7 +37,9 @@ static const char *core_for_cpu(void) {
 __attribute__((constructor)) static void blas_core(int argc, char **argv, char **envp) {
     (void)argc;
     (void)envp;
-    if (getenv("OPENBLAS_CORETYPE") || !argv || !argv[0]) return;
+    const char *pre = getenv("LD_PRELOAD");
+    if (getenv("OPENBLAS_CORETYPE") || !argv || !argv[0] || (pre && strstr(pre, "vgpreload"))) return; /* (valgrind:
+                                                                   * /proc/self/exe would be its tool) */
     static const char *const generic[] = { "prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "unknown" };
     const char *now = vc_blas_core();
     int fallback = 0;
