@@ -86,6 +86,8 @@ typedef struct vc_model_config {
     int norm_topk, router_sigmoid, group_top2, n_group, topk_group;
     float routed_scaling;
     float router_softcap;         /* > 0: router logits soft-capped, cap tanh(z / cap) (Laguna) */
+    int router_sparsemixer;       /* PhiMoE's top-2 sparsemixer with router_jitter as its eps (backend/route_math.h) */
+    float router_jitter;
     uint8_t is_moe[VC_MAX_LAYERS];
     /* multi-head latent attention (DeepSeek V2/V3) */
     int mla;

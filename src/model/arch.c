@@ -222,6 +222,10 @@ static const vc_tensor_rule FLINT_SINKS[] = {
     { L "self_attn.sinks", VC_W_SINKS }, { L "self_attn.softmax_offset", VC_W_SINKS },
     { 0 } };
 
+static const vc_tensor_rule PHIMOE[] = {
+    { L "mlp.router.weight", VC_W_ROUTER }, { "lm_head.bias", VC_W_LM_HEAD_B },
+    { 0 } };
+
 static const vc_tensor_rule LAGUNA[] = {
     { L "self_attn.g_proj.weight", VC_W_ATTN_GATE }, { L "mlp.experts.e_score_correction_bias", VC_W_ROUTER_BIAS },
     { 0 } };
@@ -683,6 +687,9 @@ static const vc_arch ARCHS[] = {
     /* Laguna: query heads per layer, a softplus gate on the attention output (g_proj), a sigmoid router with a
      * correction bias (the hub's mlp.experts.e_score_correction_bias), an ungated shared expert */
     { "laguna", "laguna", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, LAGUNA, HF_MOE) },
+    /* PhiMoE (Phi-3.5-MoE): LayerNorms, Mixtral's experts behind the sparsemixer router (transformers 5's
+     * mlp.router, the hub's block_sparse_moe.gate) */
+    { "phimoe", "phimoe", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, PHIMOE, MIXTRAL_MOE), NULL, NULL, "mlp", "router" },
     /* Mellum 2: Qwen3-MoE on sliding and full layers (each kind its own rope), its MTP layer left alone */
     { "mellum", "mellum", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },

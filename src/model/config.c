@@ -363,6 +363,15 @@ static vc_status parse_moe(const cJSON *o, const char *path, vc_model_config *c)
         c->norm_topk = flag(o, "norm_topk_prob", 1);
         c->shared_gate = 0;
     }
+    if (is(c, "phimoe")) { /* the top-2 sparsemixer around router_jitter_noise (eval mode's routing) */
+        double j;
+        if ((st = get_num_any(o, "router_jitter_noise", 0.01, &j, path))) return st;
+        if (!isfinite(j) || j < 0 || j > 1 || c->top_k != 2)
+            return vc_fail(VC_ERR_FORMAT, "%s: PhiMoE's sparsemixer routes to 2 experts (num_experts_per_tok %lld) with a "
+                           "router_jitter_noise in [0, 1] (%g)", path, (long long)c->top_k, j);
+        c->router_sparsemixer = 1;
+        c->router_jitter = (float)j;
+    }
     if (is(c, "laguna")) { /* sigmoid scores of soft-capped logits, a choice-only correction bias, renormalised and
                             * scaled; an ungated shared expert */
         double rs, cap;
@@ -1623,6 +1632,11 @@ static vc_status parse_family(const cJSON *o, const char *path, vc_model_config 
     }
     if (is(c, "dbrx") && (st = parse_dbrx(o, path, c))) return st;
     if (is(c, "laguna") && (st = parse_laguna(o, path, c))) return st;
+    if (is(c, "phimoe")) { /* LayerNorms with biases, optional attention and LM-head biases */
+        c->norm_kind = VC_NORM_LAYER;
+        c->qkv_bias = c->o_bias = flag(o, "attention_bias", 0);
+        c->head_bias = flag(o, "lm_head_bias", 0);
+    }
     if (is(c, "opt")) { /* pre-norm LayerNorms and linears with biases, learned positions after 2 rows, relu MLP */
         int64_t wp = c->hidden, ffn = 0;
         if ((st = get_int_any(o, "word_embed_proj_dim", c->hidden, &wp, path)) ||

@@ -743,7 +743,8 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     vc_route_desc rd = { .n_expert = (int)c->n_expert, .top_k = (int)c->top_k, .sigmoid = c->router_sigmoid,
                          .norm_topk = c->norm_topk, .scaling = c->routed_scaling, .n_group = c->n_group,
                          .topk_group = c->topk_group, .group_top2_sum = c->group_top2,
-                         .scale_input = c->route_scale_input, .bias_logits = c->router_bias_logits };
+                         .scale_input = c->route_scale_input, .bias_logits = c->router_bias_logits,
+                         .sparsemixer = c->router_sparsemixer, .jitter_eps = c->router_jitter };
     vc_tensor *bias = vc_w(m, l, VC_W_ROUTER_BIAS);
     rd.bias = bias ? bias->data : NULL;
     if (f->b->route && f->b->route_mode) { /* router replay: this layer's experts of every token */

@@ -95,6 +95,8 @@ typedef struct vc_route_desc {
     int group_top2_sum;   /* group score: sum of top-2 (V3) instead of max (V2) */
     const float *bias;    /* e_score_correction_bias: affects selection only */
     int bias_logits;      /* the choice is logits + bias instead of scores + bias (Kolibri) */
+    int sparsemixer;      /* PhiMoE's top-2 sparsemixer (backend/route_math.h) with jitter_eps; the fields above unused */
+    float jitter_eps;
     int replay;           /* route_fwd: idx holds the experts already (router replay): the weights only */
     /* vc_op_moe only (host memory, [T, K]; NULL: none): the experts to route to (verl's router_replay), and
      * where to write the experts chosen */

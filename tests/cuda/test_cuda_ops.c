@@ -599,6 +599,8 @@ static void test_route(void) {
     vc_route_desc k = { .n_expert = 384, .top_k = 6, .sigmoid = 1, .norm_topk = 1, .scaling = 1.0f, .bias = lbias,
                         .bias_logits = 1 };
     route_case("sigmoid, bias on the logits (Kolibri)", k, 100);
+    vc_route_desc s = { .n_expert = 40, .top_k = 2, .scaling = 1.0f, .sparsemixer = 1, .jitter_eps = 0.3f };
+    route_case("sparsemixer, jitter 0.3 (PhiMoE)", s, 100);
 }
 
 /* ---- AdamW and the gradient norm ---- */

@@ -119,9 +119,13 @@ static void family_errors(void) {
     static const char *LAGUNA = "{\"model_type\": \"laguna\", \"vocab_size\": 16, \"hidden_size\": 16,"
         " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 16,"
         " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 8%s}";
+    static const char *PHIMOE = "{\"model_type\": \"phimoe\", \"vocab_size\": 16, \"hidden_size\": 16,"
+        " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16, \"num_local_experts\": 4%s}";
     static const char *APERTUS = "{\"model_type\": \"apertus1p5_text\", \"vocab_size\": 16, \"hidden_size\": 16,"
         " \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 16%s}";
     static const struct { const char *fmt, *extra, *needle; } BAD[] = {
+        { "p", ", \"num_experts_per_tok\": 3", "sparsemixer routes to 2 experts" },
+        { "p", ", \"num_experts_per_tok\": 2, \"router_jitter_noise\": -0.1", "router_jitter_noise in [0, 1]" },
         { NULL, ", \"num_attention_heads_per_layer\": [4]", "num_attention_heads_per_layer must list 2 layers" },
         { NULL, ", \"num_attention_heads_per_layer\": [4, 3]", "num_attention_heads_per_layer[1] = 3 is not a multiple" },
         { NULL, ", \"num_attention_heads_per_layer\": [4, \"x\"]", "num_attention_heads_per_layer[1] is not a number" },
@@ -132,7 +136,7 @@ static void family_errors(void) {
     };
     char cfgp[512], text[1024], what[64];
     for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
-        snprintf(text, sizeof text, BAD[i].fmt ? APERTUS : LAGUNA, BAD[i].extra);
+        snprintf(text, sizeof text, !BAD[i].fmt ? LAGUNA : BAD[i].fmt[0] == 'p' ? PHIMOE : APERTUS, BAD[i].extra);
         snprintf(what, sizeof what, "config %zu", i);
         expect_refused(text, BAD[i].needle, what);
     }

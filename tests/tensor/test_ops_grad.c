@@ -316,6 +316,12 @@ static void run_all(void) {
             make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
             check_op("moe sigmoid, bias on the logits (Kolibri)", b_moe, 5, 1e-3f, 2e-2f);
             vc_be()->free(dlb);
+            /* PhiMoE's sparsemixer: a jitter of 0.5 keeps logits within (m - z) / max(|z|, m) <= 1 in each softmax */
+            memset(&rdesc, 0, sizeof rdesc);
+            rdesc.n_expert = 5; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.sparsemixer = 1; rdesc.jitter_eps = 0.5f;
+            make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 5, 0, 2);
+            make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+            check_op("moe sparsemixer (PhiMoE)", b_moe, 5, 1e-3f, 2e-2f);
         }
         if (c != 0) continue;
         make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);

@@ -2,6 +2,7 @@
  * selection (DeepSeek), top-k, optional renormalisation and scaling. The correction bias changes which
  * experts are chosen, never the weights. With replay the experts are given (idx): only the weights are
  * computed, from the current scores. */
+#include "backend/route_math.h"
 #include "cpu.h"
 #include <math.h>
 #include <string.h>
@@ -47,6 +48,10 @@ void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, co
     int E = d->n_expert, K = d->top_k;
     float s[1024], choice[1024];
     for (int64_t t = 0; t < T; t++) {
+        if (d->sparsemixer) {
+            vc_sparsemixer_fwd(logits + t * E, E, d->jitter_eps, d->replay, idx + t * K, w + t * K);
+            continue;
+        }
         scores_of(s, logits + t * E, E, d->sigmoid);
         for (int e = 0; e < E; e++) choice[e] = (d->bias_logits ? logits[t * E + e] : s[e]) + (d->bias ? d->bias[e] : 0.0f);
         if (!d->replay) select_experts(idx + t * K, choice, d);
@@ -64,6 +69,10 @@ void vc_cpu_route_bwd(float *dlogits, const float *dw, const float *logits, cons
     for (int64_t t = 0; t < T; t++) {
         const int32_t *id = idx + t * K;
         const float *g = dw + t * K;
+        if (d->sparsemixer) {
+            vc_sparsemixer_bwd(dlogits + t * E, g, logits + t * E, E, d->jitter_eps, id, s);
+            continue;
+        }
         scores_of(s, logits + t * E, E, d->sigmoid);
         memset(ds, 0, (size_t)E * sizeof(float));
         if (d->norm_topk) {

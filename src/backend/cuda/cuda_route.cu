@@ -3,6 +3,7 @@
  * descending score order. The CPU backend reproduces torch.topk's CPU tie-breaking and order
  * instead; for scores without ties (random data, trained routers) the chosen set and the weights are
  * the same, only the order of the k slots may differ (it does not change the MoE output). */
+#include "backend/route_math.h"
 #include "cuda_internal.h"
 #include <limits.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@ struct route_params {
     float scaling;
     const float *bias;
     int bias_logits; /* the choice is logits + bias (vc_route_desc.bias_logits) */
+    int sparsemixer; /* PhiMoE's (backend/route_math.h), one lane per token */
+    float jitter_eps;
 };
 
 __device__ void scores_of(float *s, const float *z, int E, int sigmoid, int lane) {
@@ -56,6 +59,10 @@ __global__ void k_route_fwd(float *w, int32_t *idx, const float *logits, int64_t
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, E = p.E;
     int64_t t = blockIdx.x * (int64_t)RW + warp;
     if (t >= T) return;
+    if (p.sparsemixer) {
+        if (lane == 0) vc_sparsemixer_fwd(logits + t * E, E, p.jitter_eps, p.replay, idx + t * 2, w + t * 2);
+        return;
+    }
     float *s = sh + warp * 2 * E, *c = s + E;
     unsigned char *taken = (unsigned char *)(sh + RW * 2 * E) + warp * E;
     scores_of(s, logits + t * E, E, p.sigmoid, lane);
@@ -118,6 +125,10 @@ __global__ void k_route_bwd(float *dlogits, const float *dw, const float *logits
     float *s = sh + warp * 2 * E, *ds = s + E;
     const int32_t *id = idx + t * K;
     const float *g = dw + t * K;
+    if (p.sparsemixer) {
+        if (lane == 0) vc_sparsemixer_bwd(dlogits + t * E, g, logits + t * E, E, p.jitter_eps, id, s);
+        return;
+    }
     scores_of(s, logits + t * E, E, p.sigmoid, lane);
     for (int e = lane; e < E; e += 32) ds[e] = 0;
     __syncwarp();
@@ -146,7 +157,8 @@ __global__ void k_route_bwd(float *dlogits, const float *dw, const float *logits
 
 static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, const char *op) {
     if (d->n_expert <= 0 || d->n_expert > 1024 || d->top_k <= 0 || d->top_k > d->n_expert ||
-        (d->n_group > 1 && (d->n_group > 32 || d->n_expert % d->n_group || d->topk_group <= 0))) {
+        (d->n_group > 1 && (d->n_group > 32 || d->n_expert % d->n_group || d->topk_group <= 0)) ||
+        (d->sparsemixer && d->top_k != 2)) {
         char what[160];
         snprintf(what, sizeof what, "%d experts, top %d, %d groups (top %d) not supported", d->n_expert, d->top_k,
                  d->n_group, d->topk_group);
@@ -154,7 +166,7 @@ static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, cons
         return 0;
     }
     *p = route_params{ d->n_expert, d->top_k, d->sigmoid, d->norm_topk, d->n_group, d->topk_group, d->group_top2_sum,
-                       d->replay, d->scaling, d->bias, d->bias_logits };
+                       d->replay, d->scaling, d->bias, d->bias_logits, d->sparsemixer, d->jitter_eps };
     *sh = (size_t)RW * 2 * d->n_expert * sizeof(float) + (size_t)RW * d->n_expert;
     return 1;
 }
