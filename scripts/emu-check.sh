@@ -48,8 +48,11 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
+# every 11th fixture checked in the training lane, so that both lanes end together (about 185 s each)
+models_a=$(echo "$models" | awk 'NR % 11 != 0')
+models_b=$(echo "$models" | awk 'NR % 11 == 0')
 # two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixture
-# check, then training, graphs, routing, the head and the profiler (about 150 s each); their reports in that order
+# check, then training, graphs, routing, the head, the profiler and every 11th fixture; their reports in that order
 lane_ops() {
     LANE=a
     for t in table ops copy attn; do
@@ -59,7 +62,7 @@ lane_ops() {
             step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
     # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models
+    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models_a
     return $fail
 }
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
@@ -79,6 +82,8 @@ lane_train() {
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda, f32 (every 11th fixture)" "$B/verlc" check --device cuda $models_b
     return $fail
 }
 lane_ops >"$B/emu-lane-a.out" 2>&1 &
