@@ -53,4 +53,15 @@ static inline int vc_test_done(void) {
     printf("%d passed, %d failed\n", vc_t_pass, vc_t_fail);
     return vc_t_fail ? 1 : 0;
 }
+/* LIGHT: 1 in sanitizer builds, whose runs are several times slower (tests run a lighter set there) */
+#if defined(__SANITIZE_ADDRESS__)
+#define LIGHT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LIGHT 1
+#endif
+#endif
+#ifndef LIGHT
+#define LIGHT 0
+#endif
 #endif

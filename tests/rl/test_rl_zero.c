@@ -7,7 +7,7 @@
  * and ZeRO-3: weights sharded too, gathered per layer) and on one process gives the uninterrupted run's
  * weights (tolerance: other reduction orders);
  * a rank killed mid-step makes a 4-rank job end within the timeout. Skips without MPI or mpirun.
- * Sanitizer builds run a lighter set (LIGHT below). */
+ * Sanitizer builds run a lighter set (LIGHT, tests/vc_test.h). */
 #include <stdlib.h>
 #include "rl_dp_util.h"
 
@@ -59,16 +59,6 @@ static void resume_from(const char *src_run, const char *run, int np, const char
 
 /* Sanitizer builds run the model several times slower: 2 sharded ranks instead of 4, and the resumed
  * one-process run stands in for the one-process reference (the comparisons stay the same). */
-#if defined(__SANITIZE_ADDRESS__)
-#define LIGHT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LIGHT 1
-#endif
-#endif
-#ifndef LIGHT
-#define LIGHT 0
-#endif
 
 static void test_zero_resume(void) {
     const int W = LIGHT ? 2 : 4;

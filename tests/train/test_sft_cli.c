@@ -6,16 +6,6 @@
 #include "verlc/optim.h"
 #include "verlc/report.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LIGHT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LIGHT 1
-#endif
-#endif
-#ifndef LIGHT
-#define LIGHT 0
-#endif
 
 int main(void) {
     cli_quiet = 1; /* the failures some commands must give stay off stderr */
