@@ -79,7 +79,7 @@ static void softmax_rows(void *p, int64_t blk) {
         int64_t lo, hi;
         visible_span(c, r, &lo, &hi);
         float sink = c->d->sinks ? c->d->sinks[c->h] : -INFINITY; /* a key with a zero value */
-        for (int64_t j = lo; j <= hi; j++) m = pr[j] > m ? pr[j] : m;
+        m = vc_max_f32(pr + lo, hi - lo + 1);
         m = sink > m ? sink : m;
         for (int64_t j = 0; j < lo; j++) pr[j] = 0;
         for (int64_t j = hi + 1; j < c->nj; j++) pr[j] = 0;
@@ -99,16 +99,14 @@ static void dscore_rows(void *p, int64_t blk) {
         float L = c->lse[(c->lse_base + r) * d->n_head + c->h], D = 0;
         for (int i = 0; i < d->v_head_dim; i++) D += c->dO[r * c->ostride + i] * c->O[r * c->ostride + i];
         float *pr = c->S + r * c->nj, *dp = c->dP + r * c->nj;
-        for (int64_t j = 0; j < c->nj; j++) {
-            float sc = pr[j], pj = vc_expf(sc - L); /* exp(-inf) = 0 for masked keys */
-            float ds = pj * (dp[j] - D);
-            if (d->softcap > 0 && pj != 0.0f) { /* a masked key (sc = -inf) has ds = 0, not 0 * -inf */
-                float t = sc / d->softcap;
-                ds *= 1.0f - t * t;
+        for (int64_t j = 0; j < c->nj; j++) dp[j] -= D;
+        if (d->softcap > 0) /* dS w.r.t. the scaled, uncapped score; a masked key (sc = -inf) keeps dp: p = 0 */
+            for (int64_t j = 0; j < c->nj; j++) {
+                float t = pr[j] / d->softcap;
+                dp[j] *= pr[j] == -INFINITY ? 1.0f : 1.0f - t * t;
             }
-            pr[j] = pj; /* S now holds P */
-            dp[j] = ds; /* dP now holds dS (w.r.t. the scaled, uncapped score) */
-        }
+        vc_exp_shift(pr, pr, c->nj, L); /* S now holds P; exp(-inf) = 0 for masked keys */
+        for (int64_t j = 0; j < c->nj; j++) dp[j] *= pr[j]; /* dP now holds dS */
     }
 }
 

@@ -49,8 +49,7 @@ static void fwd_rows(void *p, int64_t blk) {
         float *z = c->Z + t * c->nv;
         bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
         scale_row(z, c->nv, c->scale);
-        float mx = -INFINITY;
-        for (int64_t v = 0; v < c->nv; v++) mx = z[v] > mx ? z[v] : mx;
+        float mx = vc_max_f32(z, c->nv);
         int32_t y = c->target ? c->target[t] : -1;
         if (y >= c->v0 && y < c->v0 + c->nv) c->logp[t] = z[y - c->v0]; /* raw logit; lse subtracted at the end */
         for (int64_t v = 0; v < c->nv; v++) d[v] = z[v] - mx;
@@ -106,30 +105,43 @@ out:
     if (raw != logp) free(raw);
 }
 
+/* d(loss)/dz for one logit: zs the scaled logit, pv its probability, hit 1 for the target */
+static inline float dlogit(float zs, float pv, float gl, float ge, float Ez, float hit) {
+    return gl * (hit - pv) - ge * pv * (zs - Ez);
+}
+
 /* dZ for a slice: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then
- * the scale and the soft-cap chain. */
+ * the scale and the soft-cap chain. The passes are plain loops over the row (they vectorise). */
 static void bwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
-    int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
+    int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T, n = c->nv;
+    float *zs = vc_malloc((size_t)n * 2 * sizeof(float)), *pv = zs + n, sc = c->scale, cap = c->cap;
+    if (!zs) return;
     for (int64_t t = blk * 16; t < t1; t++) {
-        float *z = c->Z + t * c->nv;
-        bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
+        float *z = c->Z + t * n;
+        bias_cap(z, c->b ? c->b + c->v0 : NULL, n, cap);
         float L = c->lse[t], gl = c->dlogp ? c->dlogp[t] : 0, ge = c->dent ? c->dent[t] : 0;
         float Ez = L - c->ent[t];
         int32_t y = c->target ? c->target[t] : -1;
         if (y < 0) gl = 0;
-        for (int64_t v = 0; v < c->nv; v++) {
-            float zs = z[v] * c->scale, pv = vc_expf(zs - L);
-            float dz = -gl * pv - ge * pv * (zs - Ez);
-            if (v + c->v0 == y) dz += gl;
-            dz *= c->scale;
-            if (c->cap > 0) {
-                float tt = z[v] / c->cap;
-                dz *= 1.0f - tt * tt;
+        int hit = y >= c->v0 && y < c->v0 + n;
+        float zy = hit ? z[y - c->v0] : 0; /* the soft-cap's chain at the target needs z, overwritten below */
+        for (int64_t v = 0; v < n; v++) zs[v] = z[v] * sc;
+        vc_exp_shift(pv, zs, n, L);
+        if (cap > 0)
+            for (int64_t v = 0; v < n; v++) {
+                float tt = z[v] / cap;
+                z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 0.0f) * sc * (1.0f - tt * tt);
             }
-            z[v] = dz;
+        else
+            for (int64_t v = 0; v < n; v++) z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 0.0f) * sc;
+        if (hit) {
+            int64_t v = y - c->v0;
+            float tt = cap > 0 ? zy / cap : 0;
+            z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 1.0f) * sc * (cap > 0 ? 1.0f - tt * tt : 1.0f);
         }
     }
+    free(zs);
 }
 
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
