@@ -13,13 +13,16 @@
 #include <pthread.h>
 #include <string.h>
 
-#define MB 30 /* rows per task (a multiple of the 3-row tile) */
-#define NB 48 /* columns per task (a multiple of 3 and 8) */
+/* rows and columns per task, per instruction set: multiples of the tiles' (AVX2: 3 x 3 and 1 x 8; AVX-512:
+ * 4 x 6 and 1 x 8) */
+#define MB_AVX2 30
+#define MB_512 32
+#define NB 48
 
 typedef struct {
     const float *A, *B;
     float *C;
-    int64_t M, N, K, lda, ldb, ldc, nmb;
+    int64_t M, N, K, lda, ldb, ldc, nmb, mb;
     float alpha, beta;
 } gemm_ctx;
 
@@ -71,10 +74,18 @@ TILE(1, 8)
 TILE(1, 1)
 #pragma GCC pop_options
 
+/* task t's rows [i0, i1) and columns [j0, j1) */
+static void task_span(const gemm_ctx *c, int64_t t, int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) {
+    *i0 = (t % c->nmb) * c->mb;
+    *j0 = (t / c->nmb) * NB;
+    *i1 = *i0 + c->mb < c->M ? *i0 + c->mb : c->M;
+    *j1 = *j0 + NB < c->N ? *j0 + NB : c->N;
+}
+
 AVX static void task_avx(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    int64_t i0 = (t % c->nmb) * MB, j0 = (t / c->nmb) * NB;
-    int64_t i1 = i0 + MB < c->M ? i0 + MB : c->M, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    int64_t i0, i1, j0, j1;
+    task_span(c, t, &i0, &i1, &j0, &j1);
     int64_t i = i0;
     for (; i + 3 <= i1; i += 3) {
         int64_t j = j0;
@@ -89,11 +100,70 @@ AVX static void task_avx(void *p, int64_t t) {
     }
 }
 
+/* ---- AVX-512: 16 lanes over k, folded to 8 (low half + high half), then AVX2's horizontal sum and a scalar
+ * tail over the last K % 16 ---- */
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+AVX512 static inline float hsum16(__m512 v) {
+    __m256 lo = _mm512_castps512_ps256(v), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    return hsum8(_mm256_add_ps(lo, hi));
+}
+
+#define TILE512(MR, NR)                                                                                           \
+    AVX512 static void t512_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                            \
+        __m512 acc[MR][NR];                                                                                     \
+        for (int i = 0; i < MR; i++)                                                                            \
+            for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_ps();                                       \
+        const float *a[MR], *b[NR];                                                                             \
+        for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
+        for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
+        int64_t k = 0;                                                                                          \
+        for (; k + 16 <= c->K; k += 16) {                                                                       \
+            __m512 av[MR];                                                                                      \
+            for (int i = 0; i < MR; i++) av[i] = _mm512_loadu_ps(a[i] + k);                                     \
+            for (int j = 0; j < NR; j++) {                                                                      \
+                __m512 bv = _mm512_loadu_ps(b[j] + k);                                                          \
+                for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);                 \
+            }                                                                                                   \
+        }                                                                                                       \
+        for (int i = 0; i < MR; i++)                                                                            \
+            for (int j = 0; j < NR; j++) {                                                                      \
+                float s = hsum16(acc[i][j]);                                                                    \
+                for (int64_t kk = k; kk < c->K; kk++) s = fmaf(a[i][kk], b[j][kk], s);                         \
+                float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
+                *out = finish(s, c->alpha, c->beta, out);                                                       \
+            }                                                                                                   \
+    }
+#pragma GCC push_options
+#pragma GCC optimize("unroll-loops")
+TILE512(4, 6)
+TILE512(4, 1)
+TILE512(1, 8)
+TILE512(1, 1)
+#pragma GCC pop_options
+
+AVX512 static void task_512(void *p, int64_t t) {
+    const gemm_ctx *c = p;
+    int64_t i0, i1, j0, j1;
+    task_span(c, t, &i0, &i1, &j0, &j1);
+    int64_t i = i0;
+    for (; i + 4 <= i1; i += 4) {
+        int64_t j = j0;
+        for (; j + 6 <= j1; j += 6) t512_4x6(c, i, j);
+        for (; j < j1; j++) t512_4x1(c, i, j);
+    }
+    for (; i < i1; i++) {
+        int64_t j = j0;
+        for (; j + 8 <= j1; j += 8) t512_1x8(c, i, j);
+        for (; j < j1; j++) t512_1x1(c, i, j);
+    }
+}
+
 /* ---- portable fallback (the same invariance, its own rounding) ---- */
 static void task_scalar(void *p, int64_t t) {
     const gemm_ctx *c = p;
-    int64_t i0 = (t % c->nmb) * MB, j0 = (t / c->nmb) * NB;
-    int64_t i1 = i0 + MB < c->M ? i0 + MB : c->M, j1 = j0 + NB < c->N ? j0 + NB : c->N;
+    int64_t i0, i1, j0, j1;
+    task_span(c, t, &i0, &i1, &j0, &j1);
     for (int64_t i = i0; i < i1; i++)
         for (int64_t j = j0; j < j1; j++) {
             const float *a = c->A + i * c->lda, *b = c->B + j * c->ldb;
@@ -108,10 +178,31 @@ static void task_scalar(void *p, int64_t t) {
         }
 }
 
-static int have_avx2(void) {
-    static int v = -1;
-    if (v < 0) v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+/* the instruction set every call on this machine uses (one per process: the same bits for every call) */
+static int g_isa = -1;
+
+static int best_isa(void) {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return VC_GEMM_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VC_GEMM_AVX2;
+    return VC_GEMM_SCALAR;
+}
+
+static int gemm_isa(void) {
+    int v = __atomic_load_n(&g_isa, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = best_isa();
+        __atomic_store_n(&g_isa, v, __ATOMIC_RELAXED);
+    }
     return v;
+}
+
+int vc_infer_gemm_set_isa(int isa) {
+    int best = best_isa();
+    if (isa < 0) isa = best;
+    if (isa > best) return -1;
+    __atomic_store_n(&g_isa, isa, __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* op(X) as a row-major [rows, K] matrix: a copy when X is transposed, or (round) when its values are
@@ -140,9 +231,12 @@ void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
     int r16 = vc_matmul_precision() == VC_PREC_BF16;
     float *Ar = as_rows(ta, A, lda, M, K, r16, &la), *Br = as_rows(!tb, B, ldb, N, K, r16, &lb);
     if (Ar && Br) {
+        int isa = gemm_isa();
+        int64_t mb = isa == VC_GEMM_AVX512 ? MB_512 : MB_AVX2;
         gemm_ctx c = { .A = Ar, .B = Br, .C = C, .M = M, .N = N, .K = K, .lda = la, .ldb = lb, .ldc = ldc,
-                       .nmb = (M + MB - 1) / MB, .alpha = alpha, .beta = beta };
-        vc_parallel(c.nmb * ((N + NB - 1) / NB), have_avx2() ? task_avx : task_scalar, &c);
+                       .nmb = (M + mb - 1) / mb, .mb = mb, .alpha = alpha, .beta = beta };
+        vc_task_fn fn = isa == VC_GEMM_AVX512 ? task_512 : isa == VC_GEMM_AVX2 ? task_avx : task_scalar;
+        vc_parallel(c.nmb * ((N + NB - 1) / NB), fn, &c);
     }
     if (Ar != A) free(Ar);
     if (Br != B) free(Br);
