@@ -150,16 +150,22 @@ static inline double vc_dot_f64(const float *x, const float *y, int64_t n) {
     return s;
 }
 
-/* a . b in a fixed order whatever the caller (eight partial sums, then the tail): the same bits for a row on its
- * own and in a batch */
+/* a . b in a fixed order whatever the caller (eight lane sums, a fixed pairing of them, then the tail): the same
+ * bits for a row on its own and in a batch */
 static inline float vc_dot_fixed(const float *a, const float *b, int n) {
-    float acc[8] = { 0 };
+    vc_f8 acc = vc_f8_splat(0.0f);
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    for (; i + 8 <= n; i += 8) acc += vc_f8_load(a + i) * vc_f8_load(b + i);
     float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     for (; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* y[i] += a x[i] (y and x do not overlap) */
+static inline void vc_axpy(float *y, float a, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) vc_f8_store(y + i, vc_f8_load(y + i) + a * vc_f8_load(x + i));
+    for (; i < n; i++) y[i] += a * x[i];
 }
 
 #endif

@@ -121,11 +121,14 @@ static void scores(float *S, const float *q, int64_t qs, int64_t nr, int h, cons
     vc_parallel((nr + ROWS - 1) / ROWS, mask_rows, &c);
 }
 
-/* ---- paged forward: one query row at a time, a fixed summation order per row ---- */
+/* ---- paged forward: one query row at a time, a fixed summation order per (row, head) ----
+ * A task is a sequence, a kv head and a run of its query heads (all of them unless the batch is too small to
+ * keep the threads busy): each key and value row is read (and converted from bf16) once for the run. */
 typedef struct {
     float *o, *lse;
     const float *q;
     const vc_attn_desc *d;
+    int hg, chunks; /* query heads per task, tasks per kv head */
 } paged_ctx;
 
 static inline const float *page_row(const float *const *pages, int64_t P, int64_t stride, int64_t j) {
@@ -141,62 +144,88 @@ static inline const float *kv_row(const vc_attn_desc *d, const float *const *pag
     return buf;
 }
 
-/* task = (sequence, head) */
+/* softmax of one head's scores S[0..n) in place (unnormalised weights), its log-sum-exp returned in *lse;
+ * returns 1 / the sum */
+static float paged_softmax(float *S, int64_t n, const vc_attn_desc *d, int h, float *lse) {
+    float m = vc_max_f32(S, n);
+    if (d->sinks && d->sinks[h] > m) m = d->sinks[h];
+    vc_exp_shift(S, S, n, m);
+    float sum = (float)vc_sum_f64(S, n);
+    if (d->sinks) sum += vc_expf(d->sinks[h] - m);
+    *lse = m + logf(sum);
+    return 1.0f / sum;
+}
+
+/* query row r of sequence s for heads [h0, h0 + nh) of kv head kvh; S: nh rows of the visible keys */
+static void paged_row(const paged_ctx *c, int s, int64_t r, int kvh, int h0, int nh, float *S, float *buf) {
+    const vc_attn_desc *d = c->d;
+    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
+    int64_t qstride = (int64_t)d->n_head * d->head_dim, ostride = (int64_t)d->n_head * d->v_head_dim;
+    int64_t pos = kvl - ql + r, j0, j1;
+    key_range(d, kvl, pos, pos, &j0, &j1);
+    int64_t n = j1 - j0;
+    const float *q0 = c->q + (qa + r) * qstride;
+    for (int64_t j = j0; j < j1; j++) {
+        if (!selected(d, qa + r, j)) {
+            for (int g = 0; g < nh; g++) S[g * n + j - j0] = -INFINITY;
+            continue;
+        }
+        const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, buf);
+        for (int g = 0; g < nh; g++) {
+            int h = h0 + g;
+            float sc = d->scale * vc_dot_fixed(q0 + (int64_t)h * d->head_dim, k, d->head_dim);
+            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
+            if (d->alibi) sc += vc_alibi_bias(d, h, pos, j);
+            S[g * n + j - j0] = sc;
+        }
+    }
+    float inv[nh > 0 ? nh : 1];
+    for (int g = 0; g < nh; g++) {
+        float L;
+        inv[g] = paged_softmax(S + g * n, n, d, h0 + g, &L);
+        if (c->lse) c->lse[(qa + r) * d->n_head + h0 + g] = L;
+        float *orow = c->o + (qa + r) * ostride + (int64_t)(h0 + g) * d->v_head_dim;
+        for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
+    }
+    for (int64_t j = j0; j < j1; j++) {
+        const float *v = NULL;
+        for (int g = 0; g < nh; g++) {
+            float w = S[g * n + j - j0];
+            if (w == 0.0f) continue; /* an unselected key (or one whose weight underflowed) */
+            if (!v) v = kv_row(d, d->v_pages[s], d->v_stride, j, (int64_t)kvh * d->v_head_dim, d->v_head_dim, buf);
+            float pj = w * inv[g], *orow = c->o + (qa + r) * ostride + (int64_t)(h0 + g) * d->v_head_dim;
+            vc_axpy(orow, pj, v, d->v_head_dim);
+        }
+    }
+}
+
+/* task = (sequence, kv head, run of query heads) */
 static void paged_task(void *p, int64_t task) {
     paged_ctx *c = p;
     const vc_attn_desc *d = c->d;
-    int s = (int)(task / d->n_head), h = (int)(task % d->n_head);
-    int kvh = h / (d->n_head / d->n_kv_head);
-    int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
-    int64_t qstride = (int64_t)d->n_head * d->head_dim, ostride = (int64_t)d->n_head * d->v_head_dim;
-    float *S = vc_malloc((size_t)(kvl ? kvl : 1) * sizeof(float));
-    float *row = vc_malloc((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float));
-    if (!S || !row) {
-        free(S);
-        free(row);
-        return;
-    }
-    for (int64_t r = 0; r < ql; r++) {
-        int64_t pos = kvl - ql + r, j0, j1;
-        key_range(d, kvl, pos, pos, &j0, &j1);
-        const float *qr = c->q + (qa + r) * qstride + (int64_t)h * d->head_dim;
-        float m = -INFINITY, sum = 0;
-        for (int64_t j = j0; j < j1; j++) {
-            if (!selected(d, qa + r, j)) {
-                S[j - j0] = -INFINITY;
-                continue;
-            }
-            const float *k = kv_row(d, d->k_pages[s], d->k_stride, j, (int64_t)kvh * d->head_dim, d->head_dim, row);
-            float sc = d->scale * vc_dot_fixed(qr, k, d->head_dim);
-            if (d->softcap > 0) sc = d->softcap * tanhf(sc / d->softcap);
-            if (d->alibi) sc += vc_alibi_bias(d, h, pos, j);
-            S[j - j0] = sc;
-            m = sc > m ? sc : m;
-        }
-        if (d->sinks && d->sinks[h] > m) m = d->sinks[h];
-        for (int64_t j = 0; j < j1 - j0; j++) {
-            S[j] = expf(S[j] - m);
-            sum += S[j];
-        }
-        if (d->sinks) sum += expf(d->sinks[h] - m);
-        float inv = 1.0f / sum, *orow = c->o + (qa + r) * ostride + (int64_t)h * d->v_head_dim;
-        for (int i = 0; i < d->v_head_dim; i++) orow[i] = 0;
-        for (int64_t j = j0; j < j1; j++) {
-            if (S[j - j0] == 0.0f) continue; /* an unselected key (or one whose weight underflowed) */
-            const float *v = kv_row(d, d->v_pages[s], d->v_stride, j, (int64_t)kvh * d->v_head_dim, d->v_head_dim, row);
-            float pj = S[j - j0] * inv;
-            for (int i = 0; i < d->v_head_dim; i++) orow[i] += pj * v[i];
-        }
-        if (c->lse) c->lse[(qa + r) * d->n_head + h] = m + logf(sum);
-    }
+    int G = d->n_head / d->n_kv_head;
+    int s = (int)(task / ((int64_t)d->n_kv_head * c->chunks)), rest = (int)(task % ((int64_t)d->n_kv_head * c->chunks));
+    int kvh = rest / c->chunks, h0 = kvh * G + (rest % c->chunks) * c->hg;
+    int nh = G - (h0 - kvh * G) < c->hg ? G - (h0 - kvh * G) : c->hg;
+    int64_t ql = d->q_start[s + 1] - d->q_start[s], kvl = d->kv_len[s];
+    float *S = vc_malloc((size_t)(kvl ? kvl : 1) * (size_t)nh * sizeof(float));
+    float *buf = vc_malloc((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float));
+    if (S && buf)
+        for (int64_t r = 0; r < ql; r++) paged_row(c, s, r, kvh, h0, nh, S, buf);
     free(S);
-    free(row);
+    free(buf);
+}
+
+static void paged_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
+    int G = d->n_head / d->n_kv_head, hg = G, want = 2 * vc_get_threads();
+    while (hg > 1 && (int64_t)d->n_seq * d->n_kv_head * ((G + hg - 1) / hg) < want) hg = (hg + 1) / 2;
+    paged_ctx c = { o, lse, q, d, hg, (G + hg - 1) / hg };
+    vc_parallel((int64_t)d->n_seq * d->n_kv_head * c.chunks, paged_task, &c);
 }
 
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d) {
     if (d->page_tokens > 0) {
-        paged_ctx c = { o, lse, q, d };
-        vc_parallel((int64_t)d->n_seq * d->n_head, paged_task, &c);
+        paged_fwd(o, lse, q, d);
         return;
     }
     int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
