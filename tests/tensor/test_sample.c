@@ -1,7 +1,9 @@
-/* The sample_rows entry against the rollout sampler it replaced (kept below verbatim as the reference,
- * renamed ref_*): every knob combination, several draws per row, ties in the logits; bitwise equal
- * tokens and log-probs on the CPU backend and on the sim backend (poisoned pointers). */
+/* The sample_rows entry against the rollout sampler it replaced (kept below as the reference, renamed ref_*;
+ * its log-sum-exp since changed to the LM head's reduction): every knob combination, several draws per row,
+ * ties in the logits; bitwise equal tokens and log-probs on the CPU backend and on the sim backend (poisoned
+ * pointers); and each draw's log-prob bitwise equal to the training path's fused LM head on the same logits. */
 #include "tensor/backend.h"
+#include "core/vmath.h"
 #include "vc_test.h"
 #include "verlc/core.h"
 #include "verlc/rollout.h"
@@ -22,7 +24,7 @@ struct ref_sampler {
     int32_t *idx;   /* kept tokens, in visiting order */
     int64_t n_keep;
     double total;   /* sum of w over kept tokens */
-    float lse;      /* log-sum-exp of the raw logits */
+    double lse;     /* log-sum-exp of the raw logits */
     const float *z;
     int greedy;
     int32_t argmax;
@@ -50,8 +52,9 @@ static void ref_sampler_free(ref_sampler *s) {
     free(s);
 }
 
-/* the same reduction as the training path's LM head: float max, double sum of exp, L = m + log(s) */
-static float log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
+/* the training path's LM head reduction (cpu_lmhead.c): float max, exp(z - m) in float, their sum in double,
+ * m + log(sum) in double; the argmax is the first largest logit */
+static double log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
     float m = -INFINITY;
     int32_t best = 0;
     for (int64_t v = 0; v < V; v++)
@@ -59,10 +62,14 @@ static float log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
             m = z[v];
             best = (int32_t)v;
         }
-    double s = 0;
-    for (int64_t v = 0; v < V; v++) s += exp((double)(z[v] - m));
+    float *e = malloc((size_t)V * sizeof *e);
+    if (!e) return NAN;
+    for (int64_t v = 0; v < V; v++) e[v] = z[v] - m;
+    vc_exp_shift(e, e, V, 0.0f);
+    double s = vc_sum_f64(e, V);
+    free(e);
     *argmax = best;
-    return m + (float)log(s);
+    return (double)m + log(s);
 }
 
 static _Thread_local const float *ref_key; /* qsort has no context argument */
@@ -188,7 +195,7 @@ static int32_t ref_sampler_draw(const ref_sampler *s, float u, float *logp, floa
         tok = s->idx[i];
         *logp_sampled = (float)log(s->w[i] / s->total);
     }
-    *logp = s->z[tok] - s->lse;
+    *logp = (float)((double)s->z[tok] - s->lse);
     return tok;
 }
 
@@ -252,8 +259,27 @@ static void run_entry(const vc_backend *be, outs *o, const float *z, int64_t R, 
 #define R_ROWS 5
 #define MAX_DRAW (R_ROWS * 3)
 
+/* each draw's log-prob is the CPU LM head's for its token on the same logits (an identity head over the row,
+ * eye: V x V; NULL: not checked for this V) */
+static int head_agrees(const float *z, int64_t V, const vc_sample_row *rows, const outs *o, const float *eye) {
+    if (!eye) return 1;
+    float h[MAX_DRAW * 1000], lp[MAX_DRAW], lse[MAX_DRAW];
+    int32_t tgt[MAX_DRAW];
+    int n = 0;
+    for (int r = 0; r < R_ROWS; r++)
+        for (int d = rows[r].first; d < rows[r].first + rows[r].n; d++, n++) {
+            memcpy(h + (int64_t)n * V, z + r * V, (size_t)V * sizeof *h);
+            tgt[n] = o->tok[d];
+        }
+    vc_head_desc hd = { .T = n, .H = V, .V = V, .softcap = 0, .scale = 1 };
+    vc_backend_cpu()->lm_head_fwd(lp, NULL, NULL, lse, h, eye, NULL, tgt, &hd);
+    int same = 1; /* equal values (a -0 logit gives the sampler -0 where the head's GEMM gives +0) */
+    for (int i = 0; i < n; i++) same &= lp[i] == o->lp[i];
+    return same;
+}
+
 /* one knob combination on R_ROWS rows (one of each kind), 1-3 draws each; returns 1 when all match */
-static int check_combo(int64_t V, const vc_sampling *sp, float *z, ref_sampler *ref, int *n_draws) {
+static int check_combo(int64_t V, const vc_sampling *sp, float *z, ref_sampler *ref, int *n_draws, const float *eye) {
     vc_sample_row rows[R_ROWS];
     float u[MAX_DRAW];
     int32_t t[3][MAX_DRAW];
@@ -274,7 +300,7 @@ static int check_combo(int64_t V, const vc_sampling *sp, float *z, ref_sampler *
     run_entry(vc_backend_cpu(), &cpu, z, R_ROWS, V, rows, u, n);
     run_entry(vc_backend_sim(), &sim, z, R_ROWS, V, rows, u, n);
     *n_draws += n;
-    return same_bits(&want, &cpu, n) && same_bits(&want, &sim, n);
+    return same_bits(&want, &cpu, n) && same_bits(&want, &sim, n) && head_agrees(z, V, rows, &cpu, eye);
 }
 
 static void test_knobs(void) {
@@ -284,7 +310,8 @@ static void test_knobs(void) {
     for (size_t iv = 0; iv < sizeof Vs / sizeof *Vs; iv++) {
         int64_t V = Vs[iv];
         const int top_ks[] = { 0, 1, 5, (int)V, (int)V + 3, -1 };
-        float *z = malloc((size_t)(R_ROWS * V) * sizeof *z);
+        float *z = malloc((size_t)(R_ROWS * V) * sizeof *z), *eye = V <= 1000 ? calloc((size_t)(V * V), 4) : NULL;
+        for (int64_t v = 0; eye && v < V; v++) eye[v * V + v] = 1.0f;
         ref_sampler *ref = ref_sampler_new(V);
         for (int g = 0; g < 2; g++)
             for (int it = 0; it < 3; it++)
@@ -293,7 +320,7 @@ static void test_knobs(void) {
                         for (int im = 0; im < 3; im++) {
                             vc_sampling sp = { .greedy = g, .temperature = temps[it], .top_k = top_ks[ik],
                                                .top_p = top_ps[ip], .min_p = min_ps[im] };
-                            int good = check_combo(V, &sp, z, ref, &draws);
+                            int good = check_combo(V, &sp, z, ref, &draws, eye);
                             CHECK_MSG(good, "V %lld greedy %d T %g top_k %d top_p %g min_p %g: entry != sampler",
                                       (long long)V, g, sp.temperature, sp.top_k, sp.top_p, sp.min_p);
                             ok += good;
@@ -301,8 +328,9 @@ static void test_knobs(void) {
                         }
         ref_sampler_free(ref);
         free(z);
+        free(eye);
     }
-    printf("sample_rows == reference sampler (cpu and sim, bitwise): %d/%d knob combinations, %d draws\n", ok,
+    printf("sample_rows == reference sampler (cpu and sim, bitwise; log-probs == the LM head's for V <= 1000): %d/%d knob combinations, %d draws\n", ok,
            combos, draws);
 }
 

@@ -4,6 +4,7 @@
  * ascending when sorted; id order otherwise), so a draw is a pure function of (logits, knobs, u).
  * Rows run in parallel, one scratch per task; a row's distribution is prepared once for all its draws. */
 #include "backend/cpu/cpu.h"
+#include "core/vmath.h"
 #include "verlc/pool.h"
 #include <math.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ typedef struct {
     int32_t *idx;   /* kept tokens, in visiting order */
     int64_t n_keep;
     double total;   /* sum of w over kept tokens */
-    float lse;      /* log-sum-exp of the raw logits */
+    double lse;     /* log-sum-exp of the raw logits */
     const float *z;
     int greedy;
     int32_t argmax;
@@ -37,19 +38,15 @@ static void sampler_release(sampler *s) {
     free(s->idx);
 }
 
-/* the same reduction as the training path's LM head: float max, double sum of exp, L = m + log(s) */
-static float log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
-    float m = -INFINITY;
-    int32_t best = 0;
-    for (int64_t v = 0; v < V; v++)
-        if (z[v] > m) {
-            m = z[v];
-            best = (int32_t)v;
-        }
-    double s = 0;
-    for (int64_t v = 0; v < V; v++) s += exp((double)(z[v] - m));
-    *argmax = best;
-    return m + (float)log(s);
+/* the same reduction as the training path's LM head (cpu_lmhead.c, a vocabulary in one slice): float max, exp(z - m)
+ * in float, their sum in double, L = m + log(sum) in double; the first largest logit is the argmax. tmp: V floats */
+static double log_sum_exp(const float *z, int64_t V, int32_t *argmax, float *tmp) {
+    float m = vc_max_f32(z, V);
+    int64_t best = 0;
+    while (best < V && !(z[best] == m)) best++;
+    *argmax = best < V ? (int32_t)best : 0;
+    vc_exp_shift(tmp, z, V, m);
+    return (double)m + log(vc_sum_f64(tmp, V));
 }
 
 static _Thread_local const float *t_key; /* qsort has no context argument */
@@ -145,7 +142,7 @@ static int64_t min_p_filter(sampler *s, int64_t n, float min_p, double *total) {
 
 static void sampler_prepare(sampler *s, const float *z, const vc_sample_row *sp) {
     s->z = z;
-    s->lse = log_sum_exp(z, s->V, &s->argmax);
+    s->lse = log_sum_exp(z, s->V, &s->argmax, s->x); /* x: scratch until filled below */
     s->greedy = sp->greedy;
     if (sp->greedy) return;
     float T = sp->temperature > 0 ? sp->temperature : 1.0f, xmax = -INFINITY;
@@ -181,7 +178,7 @@ static int32_t sampler_draw(const sampler *s, float u, float *logp, float *logp_
         tok = s->idx[i];
         *logp_sampled = (float)log(s->w[i] / s->total);
     }
-    *logp = s->z[tok] - s->lse;
+    *logp = (float)((double)s->z[tok] - s->lse);
     return tok;
 }
 
