@@ -41,35 +41,39 @@ AVX static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(h);
 }
 
-/* MR x NR tile: acc[i][j] over k, then the same per-element tail */
-#define TILE(MR, NR)                                                                                              \
-    AVX static void tile_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                              \
-        __m256 acc[MR][NR];                                                                                     \
+/* MR x NR tile of one instruction set (ATTR: its target attribute; VT, W: its vector type and lanes; LOAD, FMA,
+ * ZERO, HSUM: its loads, fused multiply-adds, zero and horizontal sum): acc[i][j] over k in steps of W, then the
+ * same per-element tail */
+#define TILE_ISA(NAME, ATTR, VT, W, LOAD, FMA, ZERO, HSUM, MR, NR)                                               \
+    ATTR static void NAME##_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                            \
+        VT acc[MR][NR];                                                                                         \
         for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) acc[i][j] = _mm256_setzero_ps();                                       \
+            for (int j = 0; j < NR; j++) acc[i][j] = ZERO();                                                    \
         const float *a[MR], *b[NR];                                                                             \
         for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
         for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
         int64_t k = 0;                                                                                          \
-        for (; k + 8 <= c->K; k += 8) {                                                                         \
-            __m256 av[MR];                                                                                      \
-            for (int i = 0; i < MR; i++) av[i] = _mm256_loadu_ps(a[i] + k);                                     \
+        for (; k + W <= c->K; k += W) {                                                                         \
+            VT av[MR];                                                                                          \
+            for (int i = 0; i < MR; i++) av[i] = LOAD(a[i] + k);                                                \
             for (int j = 0; j < NR; j++) {                                                                      \
-                __m256 bv = _mm256_loadu_ps(b[j] + k);                                                          \
-                for (int i = 0; i < MR; i++) acc[i][j] = _mm256_fmadd_ps(av[i], bv, acc[i][j]);                 \
+                VT bv = LOAD(b[j] + k);                                                                         \
+                for (int i = 0; i < MR; i++) acc[i][j] = FMA(av[i], bv, acc[i][j]);                             \
             }                                                                                                   \
         }                                                                                                       \
         for (int i = 0; i < MR; i++)                                                                            \
             for (int j = 0; j < NR; j++) {                                                                      \
-                float s = hsum8(acc[i][j]);                                                                     \
+                float s = HSUM(acc[i][j]);                                                                      \
                 for (int64_t kk = k; kk < c->K; kk++) s = fmaf(a[i][kk], b[j][kk], s);                         \
                 float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
                 *out = finish(s, c->alpha, c->beta, out);                                                       \
             }                                                                                                   \
     }
+#define TILE(MR, NR) TILE_ISA(tile, AVX, __m256, 8, _mm256_loadu_ps, _mm256_fmadd_ps, _mm256_setzero_ps, hsum8, MR, NR)
 #pragma GCC push_options
 #pragma GCC optimize("unroll-loops")
 TILE(3, 3)
+TILE(3, 1)
 TILE(1, 8)
 TILE(1, 1)
 #pragma GCC pop_options
@@ -82,23 +86,28 @@ static void task_span(const gemm_ctx *c, int64_t t, int64_t *i0, int64_t *i1, in
     *j1 = *j0 + NB < c->N ? *j0 + NB : c->N;
 }
 
-AVX static void task_avx(void *p, int64_t t) {
-    const gemm_ctx *c = p;
+typedef void (*tile_fn)(const gemm_ctx *c, int64_t i0, int64_t j0);
+
+/* task t in mr x nr tiles (big), its last columns in mr x 1 tiles, its last rows in 1 x 8 and 1 x 1 tiles: every
+ * element by the same sequence of operations whichever tile holds it */
+static void run_tiles(const gemm_ctx *c, int64_t t, int mr, int nr, tile_fn big, tile_fn col1, tile_fn row8,
+                      tile_fn one) {
     int64_t i0, i1, j0, j1;
     task_span(c, t, &i0, &i1, &j0, &j1);
     int64_t i = i0;
-    for (; i + 3 <= i1; i += 3) {
+    for (; i + mr <= i1; i += mr) {
         int64_t j = j0;
-        for (; j + 3 <= j1; j += 3) tile_3x3(c, i, j);
-        for (int r = 0; r < 3; r++)
-            for (int64_t jj = j; jj < j1; jj++) tile_1x1(c, i + r, jj);
+        for (; j + nr <= j1; j += nr) big(c, i, j);
+        for (; j < j1; j++) col1(c, i, j);
     }
     for (; i < i1; i++) {
         int64_t j = j0;
-        for (; j + 8 <= j1; j += 8) tile_1x8(c, i, j);
-        for (; j < j1; j++) tile_1x1(c, i, j);
+        for (; j + 8 <= j1; j += 8) row8(c, i, j);
+        for (; j < j1; j++) one(c, i, j);
     }
 }
+
+static void task_avx(void *p, int64_t t) { run_tiles(p, t, 3, 3, tile_3x3, tile_3x1, tile_1x8, tile_1x1); }
 
 /* ---- AVX-512: 16 lanes over k, folded to 8 (low half + high half), then AVX2's horizontal sum and a scalar
  * tail over the last K % 16 ---- */
@@ -110,30 +119,7 @@ AVX512 static inline float hsum16(__m512 v) {
 }
 
 #define TILE512(MR, NR)                                                                                           \
-    AVX512 static void t512_##MR##x##NR(const gemm_ctx *c, int64_t i0, int64_t j0) {                            \
-        __m512 acc[MR][NR];                                                                                     \
-        for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) acc[i][j] = _mm512_setzero_ps();                                       \
-        const float *a[MR], *b[NR];                                                                             \
-        for (int i = 0; i < MR; i++) a[i] = c->A + (i0 + i) * c->lda;                                           \
-        for (int j = 0; j < NR; j++) b[j] = c->B + (j0 + j) * c->ldb;                                           \
-        int64_t k = 0;                                                                                          \
-        for (; k + 16 <= c->K; k += 16) {                                                                       \
-            __m512 av[MR];                                                                                      \
-            for (int i = 0; i < MR; i++) av[i] = _mm512_loadu_ps(a[i] + k);                                     \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                __m512 bv = _mm512_loadu_ps(b[j] + k);                                                          \
-                for (int i = 0; i < MR; i++) acc[i][j] = _mm512_fmadd_ps(av[i], bv, acc[i][j]);                 \
-            }                                                                                                   \
-        }                                                                                                       \
-        for (int i = 0; i < MR; i++)                                                                            \
-            for (int j = 0; j < NR; j++) {                                                                      \
-                float s = hsum16(acc[i][j]);                                                                    \
-                for (int64_t kk = k; kk < c->K; kk++) s = fmaf(a[i][kk], b[j][kk], s);                         \
-                float *out = c->C + (i0 + i) * c->ldc + j0 + j;                                                 \
-                *out = finish(s, c->alpha, c->beta, out);                                                       \
-            }                                                                                                   \
-    }
+    TILE_ISA(t512, AVX512, __m512, 16, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_setzero_ps, hsum16, MR, NR)
 #pragma GCC push_options
 #pragma GCC optimize("unroll-loops")
 TILE512(4, 6)
@@ -142,22 +128,7 @@ TILE512(1, 8)
 TILE512(1, 1)
 #pragma GCC pop_options
 
-AVX512 static void task_512(void *p, int64_t t) {
-    const gemm_ctx *c = p;
-    int64_t i0, i1, j0, j1;
-    task_span(c, t, &i0, &i1, &j0, &j1);
-    int64_t i = i0;
-    for (; i + 4 <= i1; i += 4) {
-        int64_t j = j0;
-        for (; j + 6 <= j1; j += 6) t512_4x6(c, i, j);
-        for (; j < j1; j++) t512_4x1(c, i, j);
-    }
-    for (; i < i1; i++) {
-        int64_t j = j0;
-        for (; j + 8 <= j1; j += 8) t512_1x8(c, i, j);
-        for (; j < j1; j++) t512_1x1(c, i, j);
-    }
-}
+static void task_512(void *p, int64_t t) { run_tiles(p, t, 4, 6, t512_4x6, t512_4x1, t512_1x8, t512_1x1); }
 
 /* ---- portable fallback (the same invariance, its own rounding) ---- */
 static void task_scalar(void *p, int64_t t) {
