@@ -3,7 +3,9 @@
  * of these loops (the exp's bit casts and the max/sum reductions), and they were most of the CPU LM head's
  * time. exp uses a fixed polynomial (Cephes-style range reduction, about 1 ulp); every element, the tail of
  * an array and a lone scalar included, goes through the same 8-lane code, so results are identical on every
- * thread and every run; exp(-inf) = 0, exp(x > 88.38) = inf. */
+ * thread and every run, for code built with the same flags (whether the polynomial's multiply-adds are fused follows
+ * -march: the sanitizer build compiles the files that compare bits with one another alike); exp(-inf) = 0,
+ * exp(x > 88.38) = inf. */
 #ifndef VC_VMATH_H
 #define VC_VMATH_H
 #include <stdint.h>
