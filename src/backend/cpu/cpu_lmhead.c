@@ -105,18 +105,23 @@ out:
     if (raw != logp) free(raw);
 }
 
-/* d(loss)/dz for one logit: zs the scaled logit, pv its probability, hit 1 for the target */
-static inline float dlogit(float zs, float pv, float gl, float ge, float Ez, float hit) {
-    return gl * (hit - pv) - ge * pv * (zs - Ez);
+/* d(loss)/dz of 8 capped logits zv but for the target's 1[v=y] term (see bwd_rows) */
+static inline vc_f8 dlogit8(vc_f8 zv, float sc, float cap, float L, float gl, float ge, float Ez) {
+    vc_f8 zs = zv * sc, pv = vc_exp8(zs - L), dz = (-gl * pv - ge * pv * (zs - Ez)) * sc;
+    if (cap > 0) {
+        vc_f8 tt = zv / cap;
+        dz *= 1.0f - tt * tt;
+    }
+    return dz;
 }
 
 /* dZ for a slice: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then
- * the scale and the soft-cap chain. The passes are plain loops over the row (they vectorise). */
+ * the scale and the soft-cap chain. One pass over the row in blocks of 8 (core/vmath.h); the target's
+ * 1[v=y] term is added after it. */
 static void bwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
     int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T, n = c->nv;
-    float *zs = vc_malloc((size_t)n * 2 * sizeof(float)), *pv = zs + n, sc = c->scale, cap = c->cap;
-    if (!zs) return;
+    float sc = c->scale, cap = c->cap;
     for (int64_t t = blk * 16; t < t1; t++) {
         float *z = c->Z + t * n;
         bias_cap(z, c->b ? c->b + c->v0 : NULL, n, cap);
@@ -125,23 +130,18 @@ static void bwd_rows(void *p, int64_t blk) {
         int32_t y = c->target ? c->target[t] : -1;
         if (y < 0) gl = 0;
         int hit = y >= c->v0 && y < c->v0 + n;
-        float zy = hit ? z[y - c->v0] : 0; /* the soft-cap's chain at the target needs z, overwritten below */
-        for (int64_t v = 0; v < n; v++) zs[v] = z[v] * sc;
-        vc_exp_shift(pv, zs, n, L);
-        if (cap > 0)
-            for (int64_t v = 0; v < n; v++) {
-                float tt = z[v] / cap;
-                z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 0.0f) * sc * (1.0f - tt * tt);
-            }
-        else
-            for (int64_t v = 0; v < n; v++) z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 0.0f) * sc;
-        if (hit) {
-            int64_t v = y - c->v0;
+        float zy = hit ? z[y - c->v0] : 0;
+        int64_t v = 0;
+        for (; v + 8 <= n; v += 8) vc_f8_store(z + v, dlogit8(vc_f8_load(z + v), sc, cap, L, gl, ge, Ez));
+        if (v < n) {
+            vc_f8 dz = dlogit8(vc_f8_load_part(z + v, n - v), sc, cap, L, gl, ge, Ez);
+            memcpy(z + v, &dz, (size_t)(n - v) * sizeof(float));
+        }
+        if (hit) { /* + gl at the target, through the same scale and chain */
             float tt = cap > 0 ? zy / cap : 0;
-            z[v] = dlogit(zs[v], pv[v], gl, ge, Ez, 1.0f) * sc * (cap > 0 ? 1.0f - tt * tt : 1.0f);
+            z[y - c->v0] += gl * sc * (cap > 0 ? 1.0f - tt * tt : 1.0f);
         }
     }
-    free(zs);
 }
 
 void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
