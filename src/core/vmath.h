@@ -135,6 +135,42 @@ static inline double vc_sum_f64(const float *v, int64_t n) {
     return s;
 }
 
+/* Softmax statistics of a row in one pass, without scratch memory: with d = z - shift and e = exp(d) as
+ * vc_exp_shift gives them, *s = sum e, *a = sum e d and (q not NULL) *q = sum e^2, each in double and in
+ * vc_sum_f64's order, so the bits are those of vc_exp_shift followed by vc_sum_f64 / vc_dot_f64. */
+static inline void vc_softmax_stats(const float *z, int64_t n, float shift, double *s, double *a, double *q) {
+    vc_d4 s0 = { 0 }, s1 = { 0 }, a0 = { 0 }, a1 = { 0 }, q0 = { 0 }, q1 = { 0 };
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        vc_f8 d = vc_f8_load(z + i) - shift, e = vc_exp8(d);
+        vc_d4 e0, e1, d0, d1;
+        vc_f8_widen((const float *)&e, &e0, &e1);
+        vc_f8_widen((const float *)&d, &d0, &d1);
+        s0 += e0;
+        s1 += e1;
+        a0 += e0 * d0;
+        a1 += e1 * d1;
+        q0 += e0 * e0;
+        q1 += e1 * e1;
+    }
+    s0 += s1;
+    a0 += a1;
+    q0 += q1;
+    double S = (s0[0] + s0[1]) + (s0[2] + s0[3]), A = (a0[0] + a0[1]) + (a0[2] + a0[3]);
+    double Q = (q0[0] + q0[1]) + (q0[2] + q0[3]);
+    if (i < n) {
+        vc_f8 d = vc_f8_load_part(z + i, n - i) - shift, e = vc_exp8(d);
+        for (int l = 0; l < n - i; l++) {
+            S += e[l];
+            A += (double)e[l] * d[l];
+            Q += (double)e[l] * e[l];
+        }
+    }
+    *s = S;
+    *a = A;
+    if (q) *q = Q;
+}
+
 /* fixed-order dot product in double, in the same order as vc_sum_f64 */
 static inline double vc_dot_f64(const float *x, const float *y, int64_t n) {
     vc_d4 a = { 0 }, b = { 0 };

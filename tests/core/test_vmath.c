@@ -72,9 +72,38 @@ static void test_reductions(void) {
     free(y);
 }
 
+/* one-pass softmax statistics: the bits of exp_shift then sum / dot over the shifted row */
+static void test_softmax_stats(void) {
+    enum { N = 1003 };
+    float *z = malloc(N * sizeof *z), *d = malloc(N * sizeof *d), *e = malloc(N * sizeof *e);
+    if (!z || !d || !e) {
+        CHECK(0);
+        goto out;
+    }
+    for (int i = 0; i < N; i++) z[i] = (float)sin(i * 2.3) * 12.0f;
+    z[17] = -INFINITY; /* a masked logit */
+    for (int n = 1; n <= N; n += n < 20 ? 1 : 89) {
+        float m = vc_max_f32(z, n);
+        for (int i = 0; i < n; i++) d[i] = z[i] - m;
+        vc_exp_shift(e, d, n, 0.0f);
+        double s, a, q, s1, a1;
+        vc_softmax_stats(z, n, m, &s, &a, &q);
+        vc_softmax_stats(z, n, m, &s1, &a1, NULL);
+        int fin = n <= 17; /* -inf * 0 = NaN in the plain dot: compare sum e d only before the masked logit */
+        CHECK_MSG(s == vc_sum_f64(e, n) && s1 == s && (a1 == a || (isnan(a) && isnan(a1))), "softmax stats sum over %d values", n);
+        CHECK_MSG(!fin || a == vc_dot_f64(e, d, n), "softmax stats sum e d over %d values", n);
+        CHECK_MSG(q == vc_dot_f64(e, e, n), "softmax stats sum e^2 over %d values", n);
+    }
+out:
+    free(z);
+    free(d);
+    free(e);
+}
+
 int main(void) {
     test_exp_accuracy();
     test_exp_shift_layout();
     test_reductions();
+    test_softmax_stats();
     return vc_test_done();
 }

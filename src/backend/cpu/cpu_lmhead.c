@@ -43,8 +43,6 @@ static void scale_row(float *z, int64_t n, float scale) {
 static void fwd_rows(void *p, int64_t blk) {
     head_ctx *c = p;
     int64_t t1 = (blk + 1) * 16 < c->T ? (blk + 1) * 16 : c->T;
-    float *d = vc_malloc((size_t)c->nv * sizeof(float));
-    if (!d) return;
     for (int64_t t = blk * 16; t < t1; t++) {
         float *z = c->Z + t * c->nv;
         bias_cap(z, c->b ? c->b + c->v0 : NULL, c->nv, c->cap);
@@ -52,9 +50,8 @@ static void fwd_rows(void *p, int64_t blk) {
         float mx = vc_max_f32(z, c->nv);
         int32_t y = c->target ? c->target[t] : -1;
         if (y >= c->v0 && y < c->v0 + c->nv) c->logp[t] = z[y - c->v0]; /* raw logit; lse subtracted at the end */
-        for (int64_t v = 0; v < c->nv; v++) d[v] = z[v] - mx;
-        vc_exp_shift(z, d, c->nv, 0.0f);
-        double s = vc_sum_f64(z, c->nv), a = vc_dot_f64(z, d, c->nv), q = c->q ? vc_dot_f64(z, z, c->nv) : 0;
+        double s, a, q = 0;
+        vc_softmax_stats(z, c->nv, mx, &s, &a, c->q ? &q : NULL);
         /* merge (mx, s, a, q) into the running statistics */
         double M = c->m[t], m2 = mx;
         if (M == -INFINITY) {
@@ -70,7 +67,6 @@ static void fwd_rows(void *p, int64_t blk) {
             c->m[t] = nm;
         }
     }
-    free(d);
 }
 
 void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,

@@ -39,14 +39,15 @@ static void sampler_release(sampler *s) {
 }
 
 /* the same reduction as the training path's LM head (cpu_lmhead.c, a vocabulary in one slice): float max, exp(z - m)
- * in float, their sum in double, L = m + log(sum) in double; the first largest logit is the argmax. tmp: V floats */
-static double log_sum_exp(const float *z, int64_t V, int32_t *argmax, float *tmp) {
+ * in float, their sum in double, L = m + log(sum) in double; the first largest logit is the argmax */
+static double log_sum_exp(const float *z, int64_t V, int32_t *argmax) {
     float m = vc_max_f32(z, V);
     int64_t best = 0;
     while (best < V && !(z[best] == m)) best++;
     *argmax = best < V ? (int32_t)best : 0;
-    vc_exp_shift(tmp, z, V, m);
-    return (double)m + log(vc_sum_f64(tmp, V));
+    double sum, unused;
+    vc_softmax_stats(z, V, m, &sum, &unused, NULL);
+    return (double)m + log(sum);
 }
 
 static _Thread_local const float *t_key; /* qsort has no context argument */
@@ -142,7 +143,7 @@ static int64_t min_p_filter(sampler *s, int64_t n, float min_p, double *total) {
 
 static void sampler_prepare(sampler *s, const float *z, const vc_sample_row *sp) {
     s->z = z;
-    s->lse = log_sum_exp(z, s->V, &s->argmax, s->x); /* x: scratch until filled below */
+    s->lse = log_sum_exp(z, s->V, &s->argmax);
     s->greedy = sp->greedy;
     if (sp->greedy) return;
     float T = sp->temperature > 0 ? sp->temperature : 1.0f, xmax = -INFINITY;
