@@ -50,8 +50,14 @@ void vc_graph_free(vc_graph *g);
 void vc_graph_reset(vc_graph *g);                /* O(1): forgets all tensors and nodes */
 void vc_graph_set_grad(vc_graph *g, int enabled); /* record the tape? */
 int vc_graph_grad_enabled(const vc_graph *g);
-size_t vc_graph_peak_bytes(const vc_graph *g);
+size_t vc_graph_peak_bytes(const vc_graph *g); /* the most in use at once, its children's use included */
 size_t vc_graph_used_bytes(const vc_graph *g);
+/* A scratch graph for work inside one of g's nodes (a checkpointed layer's recompute, a head walked in chunks):
+ * g keeps it between uses (empty, its memory kept, so steady-state steps allocate nothing), and what it holds
+ * counts in g's peak. Release it when the node is done; taken again before that, a fresh one is made and freed
+ * at its release. NULL when out of memory. */
+vc_graph *vc_graph_child(vc_graph *g);
+void vc_graph_child_release(vc_graph *child);
 /* Backward from a scalar (n == 1) tensor with seed gradient `seed` (usually 1). Gradients
  * accumulate into parameters' persistent grad buffers. */
 vc_status vc_graph_backward(vc_graph *g, vc_tensor *loss, float seed);

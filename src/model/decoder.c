@@ -902,12 +902,12 @@ static void ckpt_grads(vc_graph *g, vc_node *n, const ckpt_saved *s, vc_tensor *
 
 static void ckpt_bw(vc_graph *g, vc_node *n) {
     ckpt_saved *s = n->saved;
-    vc_graph *sub = vc_graph_new();
+    vc_graph *sub = vc_graph_child(g);
     float *gx = vc_tensor_grad(g, n->in[0]);
     size_t nl = (size_t)s->f.m->cfg.n_layer;
     vc_tensor **keep = s->f.kv_keep ? calloc(2 * nl, sizeof *keep) : NULL, **ple = s->f.ple ? calloc(nl, sizeof *ple) : NULL;
     if (!sub || !gx || (s->f.kv_keep && !keep) || (s->f.ple && !ple)) {
-        vc_graph_free(sub);
+        vc_graph_child_release(sub);
         free(keep);
         free(ple);
         return;
@@ -926,7 +926,7 @@ static void ckpt_bw(vc_graph *g, vc_node *n) {
         if (x->grad) vc_be()->axpy(gx, 1.0f, x->grad, x->n);
         ckpt_grads(g, n, s, keep, ple, 1);
     }
-    vc_graph_free(sub);
+    vc_graph_child_release(sub);
     free(keep);
     free(ple);
 }

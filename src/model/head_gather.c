@@ -48,7 +48,7 @@ static void gather_bw(vc_graph *g, vc_node *n) {
     const gather_saved *s = n->saved;
     vc_tensor *hidden = n->in[0];
     float *gh = hidden->requires_grad ? vc_tensor_grad(g, hidden) : NULL;
-    vc_graph *sub = vc_graph_new();
+    vc_graph *sub = vc_graph_child(g);
     vc_status st = !sub || (hidden->requires_grad && !gh) ? VC_ERR_NOMEM : VC_OK;
     for (int64_t r0 = 0; !st && r0 < s->P; r0 += s->C) {
         vc_graph_reset(sub);
@@ -56,7 +56,7 @@ static void gather_bw(vc_graph *g, vc_node *n) {
         st = chunk_backward(s, sub, hidden, r0, c, n->out->grad + r0 * s->K, gh);
     }
     if (st) vc_graph_fail(g, st);
-    vc_graph_free(sub);
+    vc_graph_child_release(sub);
 }
 
 int64_t vc_model_head_gather_rows(const vc_model *m, int64_t chunk_rows) {
@@ -83,9 +83,9 @@ vc_tensor *vc_model_head_gather(vc_model *m, vc_graph *g, vc_tensor *hidden, con
     gather_saved *s = vc_graph_alloc(g, sizeof *s, 1);
     int32_t *id = vc_graph_alloc(g, sizeof(int32_t) * (size_t)(PK ? PK : 1), 0);
     vc_tensor *y = vc_tensor_new(g, 1, &PK, 0);
-    vc_graph *sub = vc_graph_new();
+    vc_graph *sub = vc_graph_child(g);
     if (!s || !id || !y || !sub) {
-        vc_graph_free(sub);
+        vc_graph_child_release(sub);
         vc_graph_fail(g, VC_ERR_NOMEM);
         return NULL;
     }
@@ -100,7 +100,7 @@ vc_tensor *vc_model_head_gather(vc_model *m, vc_graph *g, vc_tensor *hidden, con
         st = yc ? VC_OK : vc_graph_status(sub) ? vc_graph_status(sub) : VC_ERR_NOMEM;
         if (!st) vc_be()->d2d(y->data + r0 * K, yc->data, sizeof(float) * (size_t)(c * K));
     }
-    vc_graph_free(sub);
+    vc_graph_child_release(sub);
     if (st) {
         vc_graph_fail(g, st);
         return NULL;

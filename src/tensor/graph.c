@@ -38,6 +38,8 @@ struct vc_graph {
      * few layers at a time instead of every activation's */
     struct freed { void *p; size_t bytes; } *freed;
     int n_freed, cap_freed;
+    /* child graphs (vc_graph_child): the parent, the kept child, the child in use (NULL: none) */
+    vc_graph *parent, *kept, *active;
 };
 
 vc_graph *vc_graph_new(void) {
@@ -57,6 +59,7 @@ static void arena_free(arena *a) {
 
 void vc_graph_free(vc_graph *g) {
     if (!g) return;
+    vc_graph_free(g->kept);
     arena_free(&g->host);
     arena_free(&g->data);
     free(g->nodes);
@@ -102,6 +105,42 @@ void vc_graph_rewind(vc_graph *g, vc_graph_mark m) {
     g->n_nodes = m.nodes;
 }
 
+vc_graph *vc_graph_child(vc_graph *g) {
+    vc_graph *c = g->kept && g->active != g->kept ? g->kept : vc_graph_new();
+    if (!c) return NULL;
+    if (!g->kept) g->kept = c;
+    vc_graph_reset(c);
+    c->grad = 1;
+    c->hook = NULL;
+    c->pre = NULL;
+    c->parent = g;
+    if (!g->active) g->active = c;
+    return c;
+}
+
+void vc_graph_child_release(vc_graph *c) {
+    if (!c) return;
+    vc_graph *g = c->parent;
+    if (g && g->active == c) g->active = NULL;
+    if (!g || g->kept != c) {
+        vc_graph_free(c);
+        return;
+    }
+    vc_graph_reset(c); /* its chunks stay for the next use */
+}
+
+/* the peak of g, and of its root with the chain of children in use below the root (the root's peak counts them) */
+static void note_peak(vc_graph *g) {
+    size_t own = g->host.used + g->data.used;
+    if (own > g->peak) g->peak = own;
+    vc_graph *root = g;
+    while (root->parent) root = root->parent;
+    if (root == g && !g->active) return;
+    size_t total = 0;
+    for (vc_graph *x = root; x; x = x->active) total += x->host.used + x->data.used;
+    if (total > root->peak) root->peak = total;
+}
+
 void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
 int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
@@ -140,7 +179,7 @@ static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *
     void *p = c->mem + c->used;
     c->used += bytes;
     a->used += bytes;
-    if (g->host.used + g->data.used > g->peak) g->peak = g->host.used + g->data.used;
+    note_peak(g);
     return p;
 oom:
     if (g->status == VC_OK)

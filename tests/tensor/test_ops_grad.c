@@ -475,6 +475,38 @@ static void check_grad_reuse(void) {
     vc_be()->free(dgrad[0]);
 }
 
+/* A child graph (a checkpointed layer's recompute): its use counts in the parent's peak, the kept child's memory
+ * is reused from one use to the next, and a child taken while the kept one is in use is a fresh graph */
+static void check_child_graph(void) {
+    vc_graph *g = vc_graph_new();
+    int64_t n = 1 << 12, n2 = 2 * n;
+    size_t buf = (size_t)n * 4;
+    vc_tensor *a = vc_tensor_new(g, 1, &n, 1);
+    vc_graph *c = vc_graph_child(g);
+    vc_tensor *b = c ? vc_tensor_new(c, 1, &n2, 1) : NULL;
+    CHECK(a && c && b);
+    if (!a || !c || !b) return;
+    CHECK_MSG(vc_graph_peak_bytes(g) >= 3 * buf, "parent peak %zu with a child holding 2 buffers over its 1",
+              vc_graph_peak_bytes(g));
+    float *first = b->data;
+    vc_tensor *a2 = vc_tensor_new(g, 1, &n, 1); /* the parent allocating while the child holds its memory */
+    CHECK_MSG(a2 && vc_graph_peak_bytes(g) >= 4 * buf, "parent peak %zu with its own 2 buffers and the child's 2",
+              vc_graph_peak_bytes(g));
+    vc_graph *d = vc_graph_child(g); /* the kept one is in use: a fresh one */
+    CHECK(d && d != c);
+    vc_graph_child_release(d);
+    vc_graph_child_release(c);
+    size_t peak = vc_graph_peak_bytes(g);
+    vc_graph *c2 = vc_graph_child(g);
+    vc_tensor *b2 = c2 ? vc_tensor_new(c2, 1, &n2, 1) : NULL;
+    CHECK_MSG(c2 == c && b2 && b2->data == first, "the kept child and its memory are reused");
+    CHECK(vc_graph_peak_bytes(g) == peak); /* the same use again: no higher peak */
+    CHECK(vc_graph_used_bytes(c2) > 0);
+    vc_graph_child_release(c2);
+    CHECK(vc_graph_used_bytes(c2) == 0);
+    vc_graph_free(g); /* frees the kept child (the sanitizer build checks for leaks) */
+}
+
 /* The head's forward values against a host computation from explicit logits: log p(target), entropy and
  * sum_v p_v^2 of softcap(h W^T + b) / temperature, with enough tokens that the vocabulary is walked in
  * several slices (the CPU backend slices at 32 MiB of logits), so the statistics' merge is exercised. */
@@ -559,6 +591,7 @@ int main(void) {
         check_head_values();
         check_bf16_acts();
         check_grad_reuse();
+        check_child_graph();
         CHECK_OK(vc_be()->sync());
     }
     vc_set_backend(NULL);
