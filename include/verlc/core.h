@@ -47,6 +47,14 @@ char *vc_strdup(const char *s);
 vc_status vc_read_file(const char *path, char **out, size_t *len);
 /* Writes a file atomically: temp file in the same folder, fsync, rename. */
 vc_status vc_write_file_atomic(const char *path, const void *data, size_t len);
+/* The same, written in pieces (a checkpoint streamed tensor by tensor, never whole in memory): open, write any
+ * number of times, then commit (fsync, rename into place) or abort (the temp file removed). Commit and abort
+ * free the handle; after a failed write only abort is left to call. */
+typedef struct vc_afile vc_afile;
+vc_status vc_afile_open(const char *path, vc_afile **out);
+vc_status vc_afile_write(vc_afile *f, const void *data, size_t len);
+vc_status vc_afile_commit(vc_afile *f);
+void vc_afile_abort(vc_afile *f);
 /* Joins a directory and a file name into a new string. */
 char *vc_path_join(const char *dir, const char *name);
 int vc_file_exists(const char *path);

@@ -48,6 +48,10 @@ void vc_adamw_free(vc_adamw *opt);
  * "VCADAMW1", param count, step, then per param its size and m, v in little-endian f32. */
 size_t vc_adamw_state_size(const vc_adamw *opt);
 vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len);
+/* The same bytes handed to put(ctx, bytes, n) in order, a few MiB at a time (a checkpoint streamed to its file,
+ * never whole in host memory) */
+typedef vc_status (*vc_adamw_put_fn)(void *ctx, const void *p, size_t n);
+vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *ctx);
 /* Fails with VC_ERR_FORMAT / VC_ERR_SHAPE when the buffer does not match this optimiser's params. */
 vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
 

@@ -48,6 +48,11 @@ typedef struct vc_st_writer vc_st_writer;
 vc_status vc_st_writer_new(vc_st_writer **out);
 vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
                            const void *data, int copy);
+/* A tensor whose bytes fill(ctx, index, dst, nbytes) writes into dst when the file is written: one tensor is in
+ * host memory at a time (a checkpoint of a model that fills the memory is not copied whole first) */
+typedef vc_status (*vc_st_fill_fn)(void *ctx, int64_t index, void *dst, size_t nbytes);
+vc_status vc_st_writer_add_lazy(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
+                                vc_st_fill_fn fill, void *ctx, int64_t index);
 vc_status vc_st_writer_set_metadata(vc_st_writer *w, const char *key, const char *value);
 vc_status vc_st_writer_write(vc_st_writer *w, const char *path);
 /* Writes DIR/model.safetensors, or model-0000K-of-0000N.safetensors shards plus model.safetensors.index.json

@@ -86,36 +86,81 @@ vc_status vc_read_file(const char *path, char **out, size_t *len) {
     return VC_OK;
 }
 
-vc_status vc_write_file_atomic(const char *path, const void *data, size_t len) {
+struct vc_afile {
+    int fd;
+    char *path, *tmp;
+};
+
+vc_status vc_afile_open(const char *path, vc_afile **out) {
+    *out = NULL;
+    vc_afile *f = vc_calloc(1, sizeof *f);
     size_t n = strlen(path) + 32;
-    char *tmp = vc_malloc(n);
-    if (!tmp) return VC_ERR_NOMEM;
+    char *tmp = f ? vc_malloc(n) : NULL, *dup = tmp ? vc_strdup(path) : NULL;
+    if (!dup) {
+        free(tmp);
+        free(f);
+        return VC_ERR_NOMEM;
+    }
     snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
+    f->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0) {
         vc_status st = vc_fail(VC_ERR_IO, "%s: %s", tmp, strerror(errno));
         free(tmp);
+        free(dup);
+        free(f);
         return st;
     }
-    const char *p = data;
-    size_t left = len;
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            vc_status st = vc_fail(VC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-            close(fd); unlink(tmp); free(tmp);
-            return st;
-        }
-        p += w; left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
-        vc_status st = vc_fail(VC_ERR_IO, "%s: cannot commit: %s", path, strerror(errno));
-        unlink(tmp); free(tmp);
-        return st;
-    }
-    free(tmp);
+    f->tmp = tmp;
+    f->path = dup;
+    *out = f;
     return VC_OK;
+}
+
+vc_status vc_afile_write(vc_afile *f, const void *data, size_t len) {
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(f->fd, p, len > ((size_t)1 << 30) ? (size_t)1 << 30 : len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return vc_fail(VC_ERR_IO, "%s: write failed: %s", f->path, strerror(w < 0 ? errno : ENOSPC));
+        p += w;
+        len -= (size_t)w;
+    }
+    return VC_OK;
+}
+
+static void afile_free(vc_afile *f) {
+    free(f->tmp);
+    free(f->path);
+    free(f);
+}
+
+vc_status vc_afile_commit(vc_afile *f) {
+    vc_status st = VC_OK;
+    if (fsync(f->fd) != 0) st = vc_fail(VC_ERR_IO, "%s: fsync failed: %s", f->path, strerror(errno));
+    if (close(f->fd) != 0 && !st) st = vc_fail(VC_ERR_IO, "%s: close failed: %s", f->path, strerror(errno));
+    if (!st && rename(f->tmp, f->path) != 0)
+        st = vc_fail(VC_ERR_IO, "%s: cannot rename the temp file into place: %s", f->path, strerror(errno));
+    if (st) unlink(f->tmp);
+    afile_free(f);
+    return st;
+}
+
+void vc_afile_abort(vc_afile *f) {
+    if (!f) return;
+    close(f->fd);
+    unlink(f->tmp);
+    afile_free(f);
+}
+
+vc_status vc_write_file_atomic(const char *path, const void *data, size_t len) {
+    vc_afile *f;
+    vc_status st = vc_afile_open(path, &f);
+    if (st) return st;
+    if ((st = vc_afile_write(f, data, len))) {
+        vc_afile_abort(f);
+        return st;
+    }
+    return vc_afile_commit(f);
 }
 
 char *vc_path_join(const char *dir, const char *name) {

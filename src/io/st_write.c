@@ -18,6 +18,9 @@ typedef struct wtensor {
     const void *data;
     void *owned;
     size_t nbytes;
+    vc_st_fill_fn fill; /* lazy: the bytes come from fill(ctx, index, ...) at write time */
+    void *ctx;
+    int64_t index;
 } wtensor;
 
 struct vc_st_writer {
@@ -86,8 +89,9 @@ void vc_st_writer_free(vc_st_writer *w) {
 
 int vc_st_writer_count(const vc_st_writer *w) { return w ? w->n : 0; }
 
-vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
-                           const void *data, int copy) {
+/* a new entry (name, dtype, shape checked; its byte count in t->nbytes), data left to the caller */
+static vc_status add_entry(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
+                           wtensor **out) {
     if (!name || !*name || !strcmp(name, "__metadata__"))
         return vc_fail(VC_ERR_ARG, "safetensors writer: invalid tensor name '%s'", name ? name : "(null)");
     if ((unsigned)dt >= VC_DTYPE_COUNT)
@@ -101,7 +105,6 @@ vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int n
             return vc_fail(VC_ERR_ARG, "safetensors writer: tensor '%s': size overflows", name);
         nb *= (size_t)shape[i];
     }
-    if (nb && !data) return vc_fail(VC_ERR_ARG, "safetensors writer: tensor '%s': no data", name);
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
         wtensor *p = realloc(w->t, (size_t)cap * sizeof *p);
@@ -113,16 +116,45 @@ vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int n
     memset(t, 0, sizeof *t);
     t->name = vc_strdup(name);
     if (!t->name) return VC_ERR_NOMEM;
-    if (copy && nb) {
-        t->owned = vc_malloc(nb);
-        if (!t->owned) { free(t->name); return VC_ERR_NOMEM; }
-        memcpy(t->owned, data, nb);
-    }
-    t->data = t->owned ? t->owned : data;
     t->dt = dt;
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
     t->nbytes = nb;
+    *out = t;
+    return VC_OK;
+}
+
+vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
+                           const void *data, int copy) {
+    wtensor *t = NULL;
+    vc_status st = add_entry(w, name, dt, ndim, shape, &t);
+    if (st) return st;
+    if (t->nbytes && !data) {
+        free(t->name);
+        return vc_fail(VC_ERR_ARG, "safetensors writer: tensor '%s': no data", name);
+    }
+    if (copy && t->nbytes) {
+        t->owned = vc_malloc(t->nbytes);
+        if (!t->owned) {
+            free(t->name);
+            return VC_ERR_NOMEM;
+        }
+        memcpy(t->owned, data, t->nbytes);
+    }
+    t->data = t->owned ? t->owned : data;
+    w->n++;
+    return VC_OK;
+}
+
+vc_status vc_st_writer_add_lazy(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
+                                vc_st_fill_fn fill, void *ctx, int64_t index) {
+    if (!fill) return vc_fail(VC_ERR_ARG, "safetensors writer: tensor '%s': no fill function", name ? name : "(null)");
+    wtensor *t = NULL;
+    vc_status st = add_entry(w, name, dt, ndim, shape, &t);
+    if (st) return st;
+    t->fill = fill;
+    t->ctx = ctx;
+    t->index = index;
     w->n++;
     return VC_OK;
 }
@@ -167,18 +199,6 @@ static int name_cmp(const void *a, const void *b) {
     return strcmp((*(const wtensor *const *)a)->name, (*(const wtensor *const *)b)->name);
 }
 
-static vc_status write_all(int fd, const void *data, size_t len, const char *path) {
-    const char *p = data;
-    while (len) {
-        ssize_t k = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return vc_fail(VC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        p += k;
-        len -= (size_t)k;
-    }
-    return VC_OK;
-}
-
 static void build_header(const vc_st_writer *w, wtensor **ts, int n, sbuf *h) {
     sb_put(h, "{", 1);
     if (w->nm) {
@@ -205,36 +225,49 @@ static void build_header(const vc_st_writer *w, wtensor **ts, int n, sbuf *h) {
     while (!h->oom && h->n % 8) sb_put(h, " ", 1);
 }
 
+/* tensor t's bytes into f: its data, or its fill through the staging buffer *stage (grown as needed) */
+static vc_status write_tensor(vc_afile *f, const wtensor *t, void **stage, size_t *cap) {
+    if (!t->fill) return vc_afile_write(f, t->data, t->nbytes);
+    if (!t->nbytes) return VC_OK;
+    if (t->nbytes > *cap) {
+        free(*stage);
+        *cap = 0;
+        if (!(*stage = vc_malloc(t->nbytes))) return VC_ERR_NOMEM;
+        *cap = t->nbytes;
+    }
+    vc_status st = t->fill(t->ctx, t->index, *stage, t->nbytes);
+    return st ? vc_fail_ctx(st, "safetensors writer: tensor '%s'", t->name) : vc_afile_write(f, *stage, t->nbytes);
+}
+
 /* Writes tensors ts[0..n) (any order; re-sorted for layout) to path through a fsynced temp file. */
 static vc_status write_file(const vc_st_writer *w, wtensor **ts, int n, const char *path) {
-    vc_status st = VC_OK;
     sbuf h = { 0 };
-    char *tmp = NULL;
-    int fd = -1;
     qsort(ts, (size_t)n, sizeof *ts, layout_cmp);
     build_header(w, ts, n, &h);
-    if (h.oom) { st = vc_fail(VC_ERR_NOMEM, "%s: out of memory for the header", path); goto out; }
-    size_t tl = strlen(path) + 32;
-    if (!(tmp = vc_malloc(tl))) { st = VC_ERR_NOMEM; goto out; }
-    snprintf(tmp, tl, "%s.tmp.%d", path, (int)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { st = vc_fail(VC_ERR_IO, "%s: %s", tmp, strerror(errno)); goto out; }
+    if (h.oom) {
+        free(h.p);
+        return vc_fail(VC_ERR_NOMEM, "%s: out of memory for the header", path);
+    }
+    vc_afile *f;
+    vc_status st = vc_afile_open(path, &f);
+    if (st) {
+        free(h.p);
+        return st;
+    }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
-    st = write_all(fd, len8, 8, path);
-    if (st == VC_OK) st = write_all(fd, h.p, h.n, path);
-    for (int i = 0; i < n && st == VC_OK; i++) st = write_all(fd, ts[i]->data, ts[i]->nbytes, path);
-    if (st == VC_OK && fsync(fd) != 0) st = vc_fail(VC_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
-    if (close(fd) != 0 && st == VC_OK) st = vc_fail(VC_ERR_IO, "%s: close failed: %s", path, strerror(errno));
-    fd = -1;
-    if (st == VC_OK && rename(tmp, path) != 0)
-        st = vc_fail(VC_ERR_IO, "%s: cannot rename temp file into place: %s", path, strerror(errno));
-    if (st != VC_OK) unlink(tmp);
-out:
-    if (fd >= 0) { close(fd); unlink(tmp); }
-    free(tmp);
+    st = vc_afile_write(f, len8, 8);
+    if (!st) st = vc_afile_write(f, h.p, h.n);
+    void *stage = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < n && !st; i++) st = write_tensor(f, ts[i], &stage, &cap);
+    free(stage);
     free(h.p);
-    return st;
+    if (st) {
+        vc_afile_abort(f);
+        return st;
+    }
+    return vc_afile_commit(f);
 }
 
 /* Sorted-by-name view of the writer's tensors; duplicate names are an error. */

@@ -133,16 +133,14 @@ vc_status vc_model_copy_side_files(const char *from, const char *to, int overwri
 
 /* the source checkpoint's tensors of other towers (a multimodal model's vision tower), as they were, so the export
  * loads as the same kind of model */
-static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w) {
+static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkpoint **ck) {
     if (!m->cfg.arch->ignore_prefixes || !m->dir) return VC_OK;
-    vc_checkpoint *ck = NULL;
-    vc_status st = vc_ckpt_open(m->dir, &ck);
-    for (int i = 0; !st && i < vc_ckpt_count(ck); i++) {
-        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+    vc_status st = vc_ckpt_open(m->dir, ck); /* open until the file is written: its data is referenced, not copied */
+    for (int i = 0; !st && i < vc_ckpt_count(*ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(*ck, i);
         if (vc_arch_other_tower(m->cfg.arch, t->name))
-            st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 1);
+            st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
     }
-    vc_ckpt_close(ck);
     return st;
 }
 
@@ -166,34 +164,40 @@ static vc_status xielu_constants(const vc_model *m, vc_st_writer *w, vc_dtype dt
     return st;
 }
 
+typedef struct {
+    const vc_model *m;
+    vc_dtype dtype;
+} export_ctx;
+
+/* source tensor i in the export dtype, staged through f32 (the writer calls it as it writes the file) */
+static vc_status export_fill(void *p, int64_t i, void *dst, size_t nbytes) {
+    const export_ctx *c = p;
+    size_t n = nbytes / vc_dtype_size(c->dtype);
+    if (c->dtype == VC_F32) return vc_rule_transfer(c->m, &c->m->src[i], dst, 1); /* straight into the file's bytes */
+    float *buf = vc_malloc((n ? n : 1) * sizeof(float));
+    if (!buf) return VC_ERR_NOMEM;
+    vc_status st = vc_rule_transfer(c->m, &c->m->src[i], buf, 1); /* d2h: the host holds buf on return */
+    if (!st) vc_convert_from_f32(dst, c->dtype, buf, n);
+    free(buf);
+    return st;
+}
+
 vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (dtype != VC_F32 && dtype != VC_BF16 && dtype != VC_F16)
         return vc_fail(VC_ERR_ARG, "export dtype must be f32, bf16 or f16");
     if (mkdir(dir, 0755) != 0 && !vc_file_exists(dir)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", dir);
     vc_st_writer *w = NULL;
     vc_status st = vc_st_writer_new(&w);
-    for (int i = 0; i < m->n_src && !st; i++) {
-        const vc_source *s = &m->src[i];
-        int64_t n = 1;
-        for (int d = 0; d < s->ndim; d++) n *= s->shape[d];
-        float *buf = vc_malloc((size_t)n * 4);
-        void *out = buf ? vc_malloc((size_t)n * vc_dtype_size(dtype)) : NULL;
-        if (!out) {
-            free(buf);
-            st = VC_ERR_NOMEM;
-            break;
-        }
-        st = vc_rule_transfer(m, s, buf, 1); /* d2h: the host holds buf on return */
-        if (!st) vc_convert_from_f32(out, dtype, buf, (size_t)n);
-        if (!st) st = vc_st_writer_add(w, s->name, dtype, s->ndim, s->shape, out, 1);
-        free(buf);
-        free(out);
-    }
-    if (!st) st = copy_other_towers(m, w);
+    export_ctx ec = { m, dtype }; /* the weights are read as the file is written: one tensor in host memory at a time */
+    for (int i = 0; i < m->n_src && !st; i++)
+        st = vc_st_writer_add_lazy(w, m->src[i].name, dtype, m->src[i].ndim, m->src[i].shape, export_fill, &ec, i);
+    vc_checkpoint *towers = NULL;
+    if (!st) st = copy_other_towers(m, w, &towers);
     if (!st) st = xielu_constants(m, w, dtype);
     if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
     if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
     vc_st_writer_free(w);
+    vc_ckpt_close(towers);
     if (!st) st = write_config(m, dir, dtype);
     if (!st && m->dir) st = vc_model_copy_side_files(m->dir, dir, 1);
     return st;

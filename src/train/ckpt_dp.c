@@ -22,29 +22,40 @@ static void opt_range(const vc_trainer *t, size_t *first, size_t *count) {
     for (size_t i = 0; i < t->opt.n_params; i++) *count += t->opt.params[i].n;
 }
 
+/* the moments mv (m or v) of every tensor of this rank, in order, to f through a staging buffer */
+static vc_status put_moments(vc_afile *f, const vc_trainer *t, float *const *mv, float *stage, size_t cap) {
+    vc_status st = VC_OK;
+    for (size_t i = 0; i < t->opt.n_params && !st; i++)
+        for (size_t at = 0, n = t->opt.params[i].n; at < n && !st; at += cap) {
+            size_t k = n - at < cap ? n - at : cap;
+            vc_be()->d2h(stage, mv[i] + at, k * sizeof(float)); /* the moments are backend memory */
+            if (!(st = vc_be()->sync())) st = vc_afile_write(f, stage, k * sizeof(float));
+        }
+    return st;
+}
+
 vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t) {
     if (!t->dp || !t->dp->zero1) return VC_OK;
     const struct vc_trainer_dp *d = t->dp;
-    size_t first, count;
+    size_t first, count, cap = (size_t)1 << 22;
     opt_range(t, &first, &count);
-    size_t bytes = ZHEADER + 2 * count * sizeof(float);
-    unsigned char *buf = vc_malloc(bytes);
-    if (!buf) return VC_ERR_NOMEM;
+    unsigned char head[ZHEADER];
     uint64_t h[6] = { (uint64_t)d->world, (uint64_t)d->rank, d->n_flat, first, count, (uint64_t)t->opt.step };
-    memcpy(buf, ZMAGIC, 8);
-    memcpy(buf + 8, h, sizeof h);
-    float *m = (float *)(buf + ZHEADER), *v = m + count;
-    for (size_t i = 0, at = 0; i < t->opt.n_params; at += t->opt.params[i].n, i++) {
-        /* the moments are backend memory */
-        vc_be()->d2h(m + at, t->opt.m[i], t->opt.params[i].n * sizeof(float));
-        vc_be()->d2h(v + at, t->opt.v[i], t->opt.params[i].n * sizeof(float));
-    }
+    memcpy(head, ZMAGIC, 8);
+    memcpy(head + 8, h, sizeof h);
     char name[64];
     snprintf(name, sizeof name, "optim_shard_%d_of_%d.bin", d->rank, d->world);
     char *p = vc_path_join(dir, name);
-    vc_status st = p ? vc_write_file_atomic(p, buf, bytes) : VC_ERR_NOMEM;
+    float *stage = vc_malloc(cap * sizeof(float));
+    vc_afile *f = NULL;
+    vc_status st = p && stage ? vc_afile_open(p, &f) : VC_ERR_NOMEM; /* streamed: never whole in host memory */
+    if (!st) st = vc_afile_write(f, head, ZHEADER);
+    if (!st) st = put_moments(f, t, t->opt.m, stage, cap);
+    if (!st) st = put_moments(f, t, t->opt.v, stage, cap);
+    if (st) vc_afile_abort(f);
+    else st = vc_afile_commit(f);
+    free(stage);
     free(p);
-    free(buf);
     return st;
 }
 

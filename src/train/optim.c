@@ -78,29 +78,58 @@ size_t vc_adamw_state_size(const vc_adamw *opt) {
     return n;
 }
 
-static unsigned char *put(unsigned char *p, const void *x, size_t n) {
-    memcpy(p, x, n);
-    return p + n;
+/* floats staged from backend memory at a time when the state is streamed */
+#define STAGE_FLOATS ((size_t)1 << 22)
+
+/* n floats of backend memory at src handed to put() through the staging buffer, in pieces */
+static vc_status put_floats(const vc_adamw *opt, const float *src, size_t n, float *stage, vc_adamw_put_fn put,
+                            void *ctx) {
+    vc_status st = VC_OK;
+    for (size_t at = 0; at < n && !st; at += STAGE_FLOATS) {
+        size_t k = n - at < STAGE_FLOATS ? n - at : STAGE_FLOATS;
+        opt->be->d2h(stage, src + at, k * sizeof(float));
+        if (!(st = opt->be->sync())) st = put(ctx, stage, k * sizeof(float));
+    }
+    return st;
+}
+
+vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *ctx) {
+    float *stage = vc_malloc(STAGE_FLOATS * sizeof(float));
+    if (!stage) return VC_ERR_NOMEM;
+    uint64_t np = opt->n_params;
+    int64_t step = opt->step;
+    vc_status st = put(ctx, STATE_MAGIC, 8);
+    if (!st) st = put(ctx, &np, 8);
+    if (!st) st = put(ctx, &step, 8);
+    for (size_t i = 0; i < opt->n_params && !st; i++) {
+        uint64_t n = opt->params[i].n;
+        st = put(ctx, &n, 8);
+        if (!st) st = put_floats(opt, opt->m[i], n, stage, put, ctx);
+        if (!st) st = put_floats(opt, opt->v[i], n, stage, put, ctx);
+    }
+    free(stage);
+    return st;
+}
+
+typedef struct {
+    unsigned char *p;
+    size_t left;
+} mem_sink;
+
+static vc_status put_mem(void *ctx, const void *p, size_t n) {
+    mem_sink *s = ctx;
+    if (n > s->left) return vc_fail(VC_ERR_INTERNAL, "adamw state: more bytes than its size");
+    memcpy(s->p, p, n);
+    s->p += n;
+    s->left -= n;
+    return VC_OK;
 }
 
 vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len) {
     size_t need = vc_adamw_state_size(opt);
     if (len < need) return vc_fail(VC_ERR_ARG, "adamw state: buffer of %zu bytes, %zu needed", len, need);
-    unsigned char *p = buf;
-    uint64_t np = opt->n_params;
-    int64_t step = opt->step;
-    p = put(p, STATE_MAGIC, 8);
-    p = put(p, &np, 8);
-    p = put(p, &step, 8);
-    for (size_t i = 0; i < opt->n_params; i++) {
-        uint64_t n = opt->params[i].n;
-        p = put(p, &n, 8);
-        opt->be->d2h(p, opt->m[i], n * sizeof(float));
-        p += n * sizeof(float);
-        opt->be->d2h(p, opt->v[i], n * sizeof(float));
-        p += n * sizeof(float);
-    }
-    return opt->be->sync();
+    mem_sink s = { buf, len };
+    return vc_adamw_state_stream(opt, put_mem, &s);
 }
 
 vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len) {

@@ -40,23 +40,39 @@ static vc_status fsync_dir(const char *path) {
     return rc == 0 || errno == EINVAL ? VC_OK : vc_fail(VC_ERR_IO, "%s: fsync failed", path);
 }
 
+/* parameter i, f32, from backend memory (the writer calls it as it writes the file) */
+static vc_status weight_fill(void *m, int64_t i, void *dst, size_t nbytes) {
+    (void)nbytes;
+    return vc_model_param_read(m, (int)i, 0, dst);
+}
+
 static vc_status write_weights(const vc_model *mc, const char *path) {
     vc_model *m = (vc_model *)mc; /* vc_model_param is not const; nothing is modified */
     vc_st_writer *w = NULL;
     vc_status st = vc_st_writer_new(&w);
-    for (int i = 0; i < vc_model_n_params(m) && !st; i++) {
+    for (int i = 0; i < vc_model_n_params(m) && !st; i++) { /* read as the file is written: one tensor at a time */
         const char *name;
         vc_tensor *t = vc_model_param(m, i, &name, NULL);
-        /* weights live in backend memory: one host copy at a time, copied by the writer */
-        float *host = vc_malloc(sizeof(float) * (size_t)(t->n ? t->n : 1));
-        st = host ? vc_model_param_read(m, i, 0, host) : vc_fail(VC_ERR_NOMEM, "%s: cannot stage %s", path, name);
-        if (!st) st = vc_st_writer_add(w, name, VC_F32, t->ndim, t->shape, host, 1);
-        free(host);
+        st = vc_st_writer_add_lazy(w, name, VC_F32, t->ndim, t->shape, weight_fill, m, i);
     }
     if (!st) st = vc_st_writer_set_metadata(w, "format", VC_TRAIN_CKPT_FORMAT);
     if (!st) st = vc_st_writer_write(w, path);
     vc_st_writer_free(w);
     return st;
+}
+
+static vc_status put_afile(void *f, const void *p, size_t n) { return vc_afile_write(f, p, n); }
+
+/* the optimiser state streamed to path (vc_adamw_state_save's bytes, a few MiB in host memory at a time) */
+static vc_status write_optim(const vc_adamw *opt, const char *path) {
+    vc_afile *f;
+    vc_status st = vc_afile_open(path, &f);
+    if (!st) st = vc_adamw_state_stream(opt, put_afile, f);
+    if (st) {
+        vc_afile_abort(f);
+        return st;
+    }
+    return vc_afile_commit(f);
 }
 
 static vc_status write_text(const char *dir, const char *name, const char *text) {
@@ -118,14 +134,9 @@ static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_t
     if (!st) st = lora_io(tmp, t->model, 1);
     if (st) return st;
     if (t->dp && t->dp->zero1) goto rest; /* every rank writes its shard (vc_dp_save_optim) */
-    size_t n = vc_adamw_state_size(&t->opt);
-    void *buf = vc_malloc(n ? n : 1);
-    if (!buf) return VC_ERR_NOMEM;
-    st = vc_adamw_state_save(&t->opt, buf, n);
     p = vc_path_join(tmp, "optim.bin");
-    if (!st) st = p ? vc_write_file_atomic(p, buf, n) : VC_ERR_NOMEM;
+    st = p ? write_optim(&t->opt, p) : VC_ERR_NOMEM;
     free(p);
-    free(buf);
 rest:
     if (!st) st = write_state(tmp, t, s);
     if (!st && s->config_json) st = write_text(tmp, "run_config.json", s->config_json);

@@ -191,6 +191,53 @@ static void test_adamw_state(void) {
     dfree(dw1); dfree(dg); dfree(dwb); dfree(dgb); dfree(dw2); dfree(dwb2);
 }
 
+/* the state streamed in pieces: the same layout as the buffer, across the staging pieces of a large tensor, and a
+ * failing sink stops it with its status */
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    int calls, fail_at;
+} sink;
+
+static vc_status put_sink(void *ctx, const void *p, size_t n) {
+    sink *s = ctx;
+    if (++s->calls == s->fail_at) return vc_fail(VC_ERR_IO, "sink full");
+    if (s->n + n > s->cap) return vc_fail(VC_ERR_INTERNAL, "sink overflow");
+    memcpy(s->p + s->n, p, n);
+    s->n += n;
+    return VC_OK;
+}
+
+static void test_adamw_stream(void) {
+    size_t n = ((size_t)1 << 22) + 5; /* past one staging piece */
+    float *w = malloc(n * 4), *g = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) w[i] = 0.001f * (float)(i % 977), g[i] = 0.01f * (float)((i * 7) % 101) - 0.5f;
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    float *dw = dev(w, n), *dg = dev(g, n);
+    vc_optim_param p = { dw, dg, n, 1 };
+    vc_adamw a;
+    CHECK_OK(vc_adamw_init(&a, &cfg, &p, 1));
+    CHECK_OK(vc_adamw_step(&a, 1e-3));
+    pull(m, a.m[0], n);
+    pull(v, a.v[0], n);
+    sink s = { malloc(vc_adamw_state_size(&a)), 0, vc_adamw_state_size(&a), 0, 0 };
+    CHECK_OK(vc_adamw_state_stream(&a, put_sink, &s));
+    uint64_t cnt = 0;
+    if (s.n == s.cap) memcpy(&cnt, s.p + 24, 8);
+    CHECK_MSG(s.n == s.cap && !memcmp(s.p, "VCADAMW1", 8) && cnt == n && !memcmp(s.p + 32, m, n * 4) &&
+                  !memcmp(s.p + 32 + n * 4, v, n * 4),
+              "streamed state: %zu of %zu bytes, moments as in backend memory", s.n, s.cap);
+    CHECK_MSG(s.calls > 6, "%d pieces: the large tensor is staged in pieces", s.calls);
+    sink f = { s.p, 0, s.cap, 0, 6 };
+    CHECK(vc_adamw_state_stream(&a, put_sink, &f) == VC_ERR_IO && f.calls == 6);
+    free(s.p);
+    vc_adamw_free(&a);
+    dfree(dw);
+    dfree(dg);
+    free(w), free(g), free(m), free(v);
+}
+
 static void test_clip(void) {
     float a[3] = { 3.0f, 0.0f, 4.0f }, b[2] = { 0.0f, 12.0f };
     float *da = dev(a, 3), *db = dev(b, 2);
@@ -374,6 +421,7 @@ int main(void) {
         test_adamw_matches_reference();
         test_adamw_first_step();
         test_adamw_state();
+        test_adamw_stream();
         test_clip();
         CHECK_OK(vc_be()->sync());
     }
