@@ -108,6 +108,8 @@ static vc_status load_full(const char *path, const vc_trainer *t, size_t first, 
         flat += n;
     }
     if (!st && got != count) st = vc_fail(VC_ERR_FORMAT, "%s: holds %zu of %zu moments", path, got, count);
+    if (!st && (fseeko(f, 0, SEEK_END) != 0 || ftello(f) != (off_t)at))
+        st = vc_fail(VC_ERR_FORMAT, "%s: %lld bytes, %lld expected", path, (long long)ftello(f), at);
 out:
     fclose(f);
     return st;
@@ -159,25 +161,40 @@ static vc_status load_shards(const char *dir, int world, const vc_trainer *t, si
     return st;
 }
 
+/* the moments of the flat range [a, a + k) (m, v: host) into the backend memory of the tensors that hold them; the
+ * trainer's tensors lie one after the other from first */
+static vc_status scatter(const vc_trainer *t, size_t first, size_t a, size_t k, const float *m, const float *v) {
+    size_t off = first;
+    for (size_t i = 0; i < t->opt.n_params; off += t->opt.params[i].n, i++) {
+        size_t n = t->opt.params[i].n, lo = a > off ? a : off, hi = a + k < off + n ? a + k : off + n;
+        if (hi <= lo) continue;
+        vc_be()->h2d(t->opt.m[i] + (lo - off), m + (lo - a), (hi - lo) * sizeof(float));
+        vc_be()->h2d(t->opt.v[i] + (lo - off), v + (lo - a), (hi - lo) * sizeof(float));
+    }
+    return vc_be()->sync(); /* the staging buffers are reused */
+}
+
+/* this trainer's moments in pieces of at most 4 Mi floats (never a second copy of the whole state in host memory),
+ * from optim.bin or from the shards of any number of ranks */
 vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
-    size_t first, count;
+    size_t first, count, cap = (size_t)1 << 22;
     opt_range(t, &first, &count);
-    float *m = vc_malloc((count + 1) * sizeof(float)), *v = vc_malloc((count + 1) * sizeof(float));
+    cap = count < cap ? count : cap;
+    float *m = vc_malloc((cap + 1) * sizeof(float)), *v = vc_malloc((cap + 1) * sizeof(float));
     char *full = vc_path_join(dir, "optim.bin");
     int64_t step = 0;
-    int world = shard_world(dir);
+    int world = shard_world(dir), whole = full && vc_file_exists(full);
     vc_status st = m && v && full ? VC_OK : VC_ERR_NOMEM;
-    if (!st && vc_file_exists(full)) st = load_full(full, t, first, count, m, v, &step);
-    else if (!st && world > 0) st = load_shards(dir, world, t, first, count, m, v, &step);
-    else if (!st) st = vc_fail(VC_ERR_MISSING, "%s: no optim.bin and no optim_shard_*_of_N.bin", dir);
-    if (!st && step < 0) st = vc_fail(VC_ERR_FORMAT, "%s: negative optimiser step", dir);
-    if (!st) {
-        for (size_t i = 0, at = 0; i < t->opt.n_params; at += t->opt.params[i].n, i++) {
-            vc_be()->h2d(t->opt.m[i], m + at, t->opt.params[i].n * sizeof(float));
-            vc_be()->h2d(t->opt.v[i], v + at, t->opt.params[i].n * sizeof(float));
-        }
-        t->opt.step = step;
+    if (!st && !whole && world <= 0)
+        st = vc_fail(VC_ERR_MISSING, "%s: no optim.bin and no optim_shard_*_of_N.bin", dir);
+    for (size_t a = first, k; !st; a += k) { /* (once for an empty range: the header and step are still read) */
+        k = first + count - a < cap ? first + count - a : cap;
+        st = whole ? load_full(full, t, a, k, m, v, &step) : load_shards(dir, world, t, a, k, m, v, &step);
+        if (!st) st = scatter(t, first, a, k, m, v);
+        if (a + k >= first + count) break;
     }
+    if (!st && step < 0) st = vc_fail(VC_ERR_FORMAT, "%s: negative optimiser step", dir);
+    if (!st) t->opt.step = step;
     free(m);
     free(v);
     free(full);

@@ -452,20 +452,8 @@ vc_status vc_train_ckpt_load(const char *ckpt_dir, vc_trainer *t, vc_train_state
     if (st) return st;
     st = vc_train_ckpt_read_state(ckpt_dir, s);
     if (!st) st = vc_train_ckpt_load_weights(ckpt_dir, t->model);
-    char *p = vc_path_join(ckpt_dir, "optim.bin"), *buf = NULL;
-    size_t n = 0;
-    if (st || !p) {
-        st = st ? st : VC_ERR_NOMEM;
-    } else if (!t->dp && vc_file_exists(p)) {
-        st = vc_read_file(p, &buf, &n);
-        if (!st) st = vc_adamw_state_load(&t->opt, buf, n);
-        if (st) vc_fail_ctx(st, "%s", p);
-    } else {
-        /* this rank's range, from optim.bin or the shards of any number of ranks */
-        st = vc_dp_load_optim(ckpt_dir, t);
-    }
-    free(p);
-    free(buf);
+    /* this rank's range (the whole state on one rank), from optim.bin or the shards of any number of ranks */
+    if (!st) st = vc_dp_load_optim(ckpt_dir, t);
     st = agree(t, st, "resume");
     vc_status e = vc_trainer_full_weights(t, 0);
     if (!st) st = e;
