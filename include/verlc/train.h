@@ -244,6 +244,10 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
  * budget far above it would otherwise be measured as one sequence, with attention's quadratic cost) */
 vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, size_t max_bytes, FILE *log,
                              vc_mem_plan *plan);
+/* ... with a loss on the last loss_tail tokens of each trial row only (0: every token), as RL updates have on their
+ * responses: the LM head then runs on those positions only, as it does in the updates */
+vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
+                               size_t max_bytes, FILE *log, vc_mem_plan *plan);
 /* ZeRO-3: on 1 gathers the whole model's weights into a full-size buffer on every rank (a collective)
  * for work outside vc_trainer_step; on 0 copies this rank's block back into its master shard (so weights
  * written meanwhile are kept) and frees the buffer. Calls nest. Nothing to do otherwise. */

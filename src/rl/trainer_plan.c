@@ -1,7 +1,7 @@
 /* The RL trainer's memory plan, before the first step (verl's runs meet their out-of-memory an hour in): the
  * actor's weights, gradients, AdamW state and the activations of its largest micro-batch, measured by one
- * trial forward + backward (vc_trainer_plan_ex: rows of the longest prompt + the response length packed to the
- * token budget),
+ * trial forward + backward (vc_trainer_plan_rows: rows of the longest prompt + the response length packed to the
+ * token budget, the loss and so the LM head on their responses, as in the updates),
  * plus the critic's, the reference model's and the distillation teachers' resident state (and forward_kl_topk's
  * student head chunk). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
@@ -27,7 +27,7 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     int64_t seq = (longest < t->max_prompt ? longest : t->max_prompt) + t->max_resp;
     int64_t most = largest_micro(t->acfg.max_tokens, t->acfg.mini_rows, t->acfg.micro_rows, seq);
     vc_mem_plan pa;
-    vc_status st = vc_trainer_plan_ex(&t->atr, most, seq, 0, NULL, &pa);
+    vc_status st = vc_trainer_plan_rows(&t->atr, most, seq, t->max_resp, 0, NULL, &pa); /* a loss on responses */
     if (st) return vc_fail_ctx(st, "actor memory plan");
     size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;

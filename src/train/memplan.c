@@ -51,6 +51,21 @@ vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_by
 
 vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, size_t max_bytes, FILE *log,
                              vc_mem_plan *plan) {
+    return vc_trainer_plan_rows(t, max_micro_tokens, max_seq_len, 0, max_bytes, log, plan);
+}
+
+/* the trial's loss mask: the last `tail` tokens of each sequence (NULL: every token, or no memory: reported) */
+static float *tail_mask(const int64_t *cu, int n_seq, int64_t tail, vc_status *st) {
+    if (tail <= 0) return NULL;
+    float *mask = vc_malloc(sizeof(float) * (size_t)(cu[n_seq] > 0 ? cu[n_seq] : 1));
+    if (!mask) *st = VC_ERR_NOMEM;
+    for (int i = 0; mask && i < n_seq; i++)
+        for (int64_t k = cu[i]; k < cu[i + 1]; k++) mask[k] = cu[i + 1] - k <= tail ? 1.0f : 0.0f;
+    return mask;
+}
+
+vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
+                               size_t max_bytes, FILE *log, vc_mem_plan *plan) {
     memset(plan, 0, sizeof *plan);
     size_t trained = 0;
     for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
@@ -85,15 +100,18 @@ vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t ma
     int64_t V = vc_cfg_out_vocab(vc_model_cfg(t->model)); /* inputs and targets */
     for (int64_t k = 0; k < max_micro_tokens; k++) ids[k] = (int32_t)((k * 7919) % V);
     for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
-    vc_minibatch b = { n_seq, cu, ids, NULL };
+    vc_status s = VC_OK;
+    float *mask = tail_mask(cu, n_seq, loss_tail, &s);
+    vc_minibatch b = { n_seq, cu, ids, mask };
     vc_trainer_config saved = t->cfg;
     t->cfg.micro_bs = 1;
     t->cfg.max_tokens = 0;
     vc_step_stats st;
     vc_model_zero_grad(t->model);
-    vc_status s = vc_trainer_accumulate_ex(t, &b, NULL, NULL, &st, 0);
+    if (!s) s = vc_trainer_accumulate_ex(t, &b, NULL, NULL, &st, 0);
     t->cfg = saved;
     vc_model_zero_grad(t->model);
+    free(mask);
     free(ids);
     free(cu);
     if (s) return vc_fail_ctx(s, "memory plan trial step of %lld tokens", (long long)max_micro_tokens);

@@ -185,6 +185,12 @@ static void test_step_skip_clip(void) {
     CHECK_OK(vc_trainer_plan_ex(&t, 64, 16, 0, NULL, &packed));
     CHECK_MSG(packed.activations > 0 && packed.activations <= plan.activations, "packed trial %zu vs one sequence %zu",
               packed.activations, plan.activations);
+    /* a loss on the last 4 tokens of each row only (RL's responses): the head on those rows, gradients zero after */
+    vc_mem_plan tail;
+    CHECK_OK(vc_trainer_plan_rows(&t, 64, 16, 4, 0, NULL, &tail));
+    CHECK_MSG(tail.activations > 0 && tail.activations <= packed.activations, "loss-tail trial %zu vs packed %zu",
+              tail.activations, packed.activations);
+    CHECK(vc_grad_norm((const float *const *)t.grads, t.sizes, (size_t)t.n_params) == 0.0);
     CHECK(vc_trainer_plan(&t, 64, 1024, NULL, &plan) == VC_ERR_NOMEM);
     CHECK(strstr(vc_last_error(), "exceeds") != NULL);
     size_t bytes;
