@@ -930,81 +930,152 @@ static int set(int64_t *s, int64_t a, int64_t b, int64_t c) {
     return c ? 3 : b ? 2 : 1;
 }
 
-int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
-    int64_t H = c->hidden, hd = vc_cfg_head_dim(c, layer), nh = vc_cfg_heads(c, layer), nq = nh * hd;
-    int64_t nkv = vc_cfg_kv_heads(c, layer) * hd;
-    int64_t nv = vc_cfg_kv_heads(c, layer) * vc_cfg_v_head_dim(c, layer), no = nh * vc_cfg_v_head_dim(c, layer);
-    int64_t inter = vc_cfg_inter(c, layer), P = c->ple_dim;
-    int kv_shared = layer >= 0 && c->kv_src[layer]; /* Gemma 4: attends with an earlier layer's keys and values */
-    int v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer]; /* ... or its values are its keys' projection */
-    int dense_moe = layer >= 0 && c->is_moe[layer] && c->moe_dense; /* an MoE block beside the dense MLP */
-    int idx = layer >= 0 && c->dsa_topk && !c->dsa_shared[layer]; /* DeepSeek Sparse Attention: the layer's own indexer */
-    int ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias, moe = layer >= 0 && c->is_moe[layer];
-    int64_t qk = c->qk_nope_dim + c->qk_rope_dim, XH = c->moe_latent ? c->moe_latent : H; /* the experts' width */
-    int lin = layer >= 0 && c->linear[layer]; /* a Gated DeltaNet layer: its own slots instead of attention's */
-    int64_t kd = c->lin_nk * c->lin_dk, vd = c->lin_nv * c->lin_dv;
-    int sc = c->lin_kind == VC_LIN_SHORTCONV; /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
-    int blk = layer >= 0 ? c->block[layer] : VC_BLOCK_FULL;
-    int lpn = lin && c->lin_pre_norm; /* OLMo-hybrid's linear layers: pre-norms where attention layers have post-norms */
-    *optional = 0;
-    int mixer_slot = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
-                     (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) || slot == VC_W_POST_ATTN_NORM;
-    int mlp_slot = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) || (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) ||
-                   slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN || slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
+/* what decides the shapes of a layer's slots (layer -1: the model's own), worked out once per vc_slot_shape call */
+typedef struct {
+    const vc_model_config *c;
+    int layer;
+    int64_t H, hd, nh, nq, nkv, nv, no, inter, P;
+    int kv_shared; /* Gemma 4: attends with an earlier layer's keys and values */
+    int v_from_k;  /* ... or its values are its keys' projection */
+    int dense_moe; /* an MoE block beside the dense MLP */
+    int idx;       /* DeepSeek Sparse Attention: the layer's own indexer */
+    int ln, moe;
+    int64_t qk, XH; /* MLA's q/k head width; the experts' width */
+    int lin;       /* a Gated DeltaNet layer: its own slots instead of attention's */
+    int64_t kd, vd;
+    int sc;        /* LFM2: in_proj [3 H, H] (B, C, x), the conv over H, out_proj */
+    int blk;
+    int lpn;       /* OLMo-hybrid's linear layers: pre-norms where attention layers have post-norms */
+} slot_ctx;
+
+static slot_ctx slot_ctx_of(const vc_model_config *c, int layer) {
+    slot_ctx x = { .c = c, .layer = layer, .H = c->hidden };
+    x.hd = vc_cfg_head_dim(c, layer);
+    x.nh = vc_cfg_heads(c, layer);
+    x.nq = x.nh * x.hd;
+    x.nkv = vc_cfg_kv_heads(c, layer) * x.hd;
+    x.nv = vc_cfg_kv_heads(c, layer) * vc_cfg_v_head_dim(c, layer);
+    x.no = x.nh * vc_cfg_v_head_dim(c, layer);
+    x.inter = vc_cfg_inter(c, layer);
+    x.P = c->ple_dim;
+    x.kv_shared = layer >= 0 && c->kv_src[layer];
+    x.v_from_k = layer >= 0 && c->k_eq_v && !c->window[layer];
+    x.dense_moe = layer >= 0 && c->is_moe[layer] && c->moe_dense;
+    x.idx = layer >= 0 && c->dsa_topk && !c->dsa_shared[layer];
+    x.ln = c->norm_kind == VC_NORM_LAYER && !c->norm_no_bias;
+    x.moe = layer >= 0 && c->is_moe[layer];
+    x.qk = c->qk_nope_dim + c->qk_rope_dim;
+    x.XH = c->moe_latent ? c->moe_latent : x.H;
+    x.lin = layer >= 0 && c->linear[layer];
+    x.kd = c->lin_nk * c->lin_dk;
+    x.vd = c->lin_nv * c->lin_dv;
+    x.sc = c->lin_kind == VC_LIN_SHORTCONV;
+    x.blk = layer >= 0 ? c->block[layer] : VC_BLOCK_FULL;
+    x.lpn = x.lin && c->lin_pre_norm;
+    return x;
+}
+
+/* slots the layer's make-up rules out, whatever the sizes */
+static int slot_absent(const slot_ctx *x, int slot) {
+    int mixer = (slot >= VC_W_Q && slot <= VC_W_KV_B) || slot == VC_W_SINKS || slot == VC_W_ATTN_GATE ||
+                (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) || slot == VC_W_POST_ATTN_NORM;
+    int mlp = (slot >= VC_W_FFN_NORM && slot <= VC_W_SH_GATE_PROJ) ||
+              (slot >= VC_W_ROUTER_B && slot <= VC_W_EXP_DOWN_B) || slot == VC_W_XIELU_AP || slot == VC_W_XIELU_AN ||
+              slot == VC_W_LAT_IN || slot == VC_W_LAT_OUT;
     int ffn_norm = slot == VC_W_FFN_NORM || slot == VC_W_FFN_NORM_B || slot == VC_W_POST_FFN_NORM;
-    if ((blk == VC_BLOCK_MLP && (mixer_slot || ffn_norm)) || (blk == VC_BLOCK_MIXER && mlp_slot))
-        return 0; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
+    if ((x->blk == VC_BLOCK_MLP && (mixer || ffn_norm)) || (x->blk == VC_BLOCK_MIXER && mlp))
+        return 1; /* Nemotron-H's blocks: one mixer or one MLP behind attn_norm's slot */
     int lin_slot = slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM;
-    if (lin != lin_slot && (lin_slot || (!c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
-                                                                slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
-        return 0; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
-    if (lin && c->lin_kind == VC_LIN_MAMBA2) { /* in_proj [z, xBC, dt], the conv over xBC, the scan's A, D, dt_bias */
-        int64_t I = vd, cd = I + 2 * kd;
-        switch (slot) {
-        case VC_W_LIN_QKV: return set(s, I + cd + c->lin_nv, H, 0);
-        case VC_W_LIN_CONV: return set(s, cd, 1, c->lin_conv);
-        case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, cd, 0, 0) : 0;
-        case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
-        case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
-        case VC_W_LIN_OUT: return set(s, H, I, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
-        }
+    if (x->lin != lin_slot && (lin_slot || (!x->c->parallel_ssm && ((slot >= VC_W_Q && slot <= VC_W_KV_B) ||
+                                                                     slot == VC_W_SINKS || slot == VC_W_ATTN_GATE))))
+        return 1; /* a linear layer has its slots instead of attention's (Falcon-H1's: beside them) */
+    return 0;
+}
+
+/* a shape helper's answer when the slot is not its concern: the next helper decides */
+#define SLOT_NEXT (-1)
+
+/* Mamba 2: in_proj [z, xBC, dt], the conv over xBC, the scan's A, D, dt_bias */
+static int mamba2_slot(const slot_ctx *x, int slot, int64_t *s) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, I = x->vd, cd = I + 2 * x->kd;
+    switch (slot) {
+    case VC_W_LIN_QKV: return set(s, I + cd + c->lin_nv, H, 0);
+    case VC_W_LIN_CONV: return set(s, cd, 1, c->lin_conv);
+    case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, cd, 0, 0) : 0;
+    case VC_W_LIN_DT: case VC_W_LIN_ALOG: case VC_W_LIN_D: return set(s, c->lin_nv, 0, 0);
+    case VC_W_LIN_NORM: return c->lin_norm == 2 ? 0 : set(s, I, 0, 0);
+    case VC_W_LIN_OUT: return set(s, H, I, 0);
+    default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
     }
-    if (lin && c->lin_kind == VC_LIN_MAMBA1) { /* in_proj [x; z], the conv over x, x_proj, dt_proj, A_log [I, N], D */
-        int64_t I = c->lin_nv, N = c->lin_dk, R = c->lin_rank, nrm = c->lin_bcdt_norm == 1;
-        switch (slot) {
-        case VC_W_LIN_QKV: return set(s, 2 * I, H, 0);
-        case VC_W_LIN_CONV: return set(s, I, 1, c->lin_conv);
-        case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, I, 0, 0) : 0;
-        case VC_W_LIN_XPROJ: return set(s, R + 2 * N, I, 0);
-        case VC_W_LIN_DTPROJ: return set(s, I, R, 0);
-        case VC_W_LIN_DT: case VC_W_LIN_D: return set(s, I, 0, 0);
-        case VC_W_LIN_ALOG: return set(s, I, N, 0);
-        case VC_W_LIN_OUT: return set(s, H, I, 0);
-        case VC_W_LIN_DT_NORM: return nrm ? set(s, R, 0, 0) : 0;
-        case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM: return nrm ? set(s, N, 0, 0) : 0;
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
-        }
+    return SLOT_NEXT;
+}
+
+/* Mamba 1: in_proj [x; z], the conv over x, x_proj, dt_proj, A_log [I, N], D */
+static int mamba1_slot(const slot_ctx *x, int slot, int64_t *s) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, I = c->lin_nv, N = c->lin_dk, R = c->lin_rank, nrm = c->lin_bcdt_norm == 1;
+    switch (slot) {
+    case VC_W_LIN_QKV: return set(s, 2 * I, H, 0);
+    case VC_W_LIN_CONV: return set(s, I, 1, c->lin_conv);
+    case VC_W_LIN_CONV_B: return c->lin_conv_bias ? set(s, I, 0, 0) : 0;
+    case VC_W_LIN_XPROJ: return set(s, R + 2 * N, I, 0);
+    case VC_W_LIN_DTPROJ: return set(s, I, R, 0);
+    case VC_W_LIN_DT: case VC_W_LIN_D: return set(s, I, 0, 0);
+    case VC_W_LIN_ALOG: return set(s, I, N, 0);
+    case VC_W_LIN_OUT: return set(s, H, I, 0);
+    case VC_W_LIN_DT_NORM: return nrm ? set(s, R, 0, 0) : 0;
+    case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM: return nrm ? set(s, N, 0, 0) : 0;
+    default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
     }
-    if (lin && c->lin_kind == VC_LIN_LIGHTNING) { /* qkv_proj per head [q, k, v], output_gate, a norm over all heads */
-        switch (slot) {
-        case VC_W_LIN_QKV: return set(s, 3 * vd, H, 0);
-        case VC_W_LIN_Z: return set(s, vd, H, 0);
-        case VC_W_LIN_NORM: return set(s, vd, 0, 0);
-        case VC_W_LIN_OUT: return set(s, H, vd, 0);
-        default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
-        }
+    return SLOT_NEXT;
+}
+
+/* lightning attention: qkv_proj per head [q, k, v], output_gate, a norm over all heads */
+static int lightning_slot(const slot_ctx *x, int slot, int64_t *s) {
+    int64_t H = x->H, vd = x->vd;
+    switch (slot) {
+    case VC_W_LIN_QKV: return set(s, 3 * vd, H, 0);
+    case VC_W_LIN_Z: return set(s, vd, H, 0);
+    case VC_W_LIN_NORM: return set(s, vd, 0, 0);
+    case VC_W_LIN_OUT: return set(s, H, vd, 0);
+    default: if (slot >= VC_W_LIN_QKV && slot <= VC_W_LIN_C_NORM) return 0;
     }
-    if (lin && c->lin_kind == VC_LIN_KDA) { /* Kimi Delta Attention: per-channel decay and output gate, low-rank */
-        switch (slot) {
-        case VC_W_LIN_Z: case VC_W_LIN_A: return 0;
-        case VC_W_LIN_FA: case VC_W_LIN_GA: return set(s, c->lin_dk, H, 0);
-        case VC_W_LIN_FB: return set(s, c->lin_nv * c->lin_dk, c->lin_dk, 0);
-        case VC_W_LIN_GB: return set(s, vd, c->lin_dk, 0);
-        case VC_W_LIN_DT: return set(s, c->lin_nv * c->lin_dk, 0, 0);
-        case VC_W_LIN_ALOG: set(s, 1, 1, c->lin_nv), s[3] = 1; return 4; /* [1, 1, nv, 1], as the hub's */
-        }
+    return SLOT_NEXT;
+}
+
+/* Kimi Delta Attention: per-channel decay and output gate, low-rank; its other slots are Gated DeltaNet's */
+static int kda_slot(const slot_ctx *x, int slot, int64_t *s) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, vd = x->vd;
+    switch (slot) {
+    case VC_W_LIN_Z: case VC_W_LIN_A: return 0;
+    case VC_W_LIN_FA: case VC_W_LIN_GA: return set(s, c->lin_dk, H, 0);
+    case VC_W_LIN_FB: return set(s, c->lin_nv * c->lin_dk, c->lin_dk, 0);
+    case VC_W_LIN_GB: return set(s, vd, c->lin_dk, 0);
+    case VC_W_LIN_DT: return set(s, c->lin_nv * c->lin_dk, 0, 0);
+    case VC_W_LIN_ALOG: set(s, 1, 1, c->lin_nv), s[3] = 1; return 4; /* [1, 1, nv, 1], as the hub's */
     }
+    return SLOT_NEXT;
+}
+
+/* a linear layer's kind with slots of its own; Gated DeltaNet's and the short conv's are linear_slot's */
+static int lin_kind_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    if (!x->lin) return SLOT_NEXT;
+    switch (x->c->lin_kind) {
+    case VC_LIN_MAMBA2: return mamba2_slot(x, slot, s);
+    case VC_LIN_MAMBA1: return mamba1_slot(x, slot, s);
+    case VC_LIN_LIGHTNING: return lightning_slot(x, slot, s);
+    case VC_LIN_KDA: return kda_slot(x, slot, s);
+    }
+    return SLOT_NEXT;
+}
+
+/* Gated DeltaNet (OLMo-hybrid's with q, k and v apart) and LFM2's short conv */
+static int linear_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, kd = x->kd, vd = x->vd;
+    int sc = x->sc;
     switch (slot) {
     case VC_W_LIN_QKV: return set(s, sc ? 3 * H : c->lin_sep_qkv ? kd : 2 * kd + vd, H, 0);
     case VC_W_LIN_K: return c->lin_sep_qkv ? set(s, kd, H, 0) : 0;
@@ -1020,6 +1091,16 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_LIN_D: case VC_W_LIN_CONV_B: case VC_W_LIN_FA: case VC_W_LIN_FB: case VC_W_LIN_GA: case VC_W_LIN_GB:
     case VC_W_LIN_XPROJ: case VC_W_LIN_DTPROJ: case VC_W_LIN_DT_NORM: case VC_W_LIN_B_NORM: case VC_W_LIN_C_NORM:
         return 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* the model's slots outside its layers: embeddings, the final norm, the heads */
+static int global_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H;
+    int ln = x->ln, layer = x->layer;
+    switch (slot) {
     case VC_W_TOK_EMBD: return set(s, c->vocab, c->emb_dim ? c->emb_dim : H, 0);
     case VC_W_OUT_NORM: return c->norm_no_weight || c->no_final_norm ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln && !c->no_final_norm ? set(s, H, 0, 0) : 0;
@@ -1031,9 +1112,40 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_PROJ_IN: return c->emb_dim ? set(s, H, c->emb_dim, 0) : 0;
     case VC_W_PROJ_OUT: return c->emb_dim ? set(s, c->emb_dim, H, 0) : 0;
     case VC_W_SCORE_B: *optional = 1; return c->n_labels ? set(s, c->n_labels, 0, 0) : 0;
+    case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos + c->pos_offset, H, 0) : 0;
+    case VC_W_EMB_NORM: case VC_W_EMB_NORM_B: /* (nanochat's embedding norm has no weight) */
+        return c->emb_norm && !c->norm_no_weight && layer < 0 && (slot == VC_W_EMB_NORM || ln) ? set(s, H, 0, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* a layer's norms around its sublayers, and its output scalar */
+static int norm_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H;
+    int ln = x->ln, lpn = x->lpn, moe = x->moe;
+    switch (slot) {
     case VC_W_ATTN_NORM: return (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0 : set(s, H, 0, 0);
     case VC_W_ATTN_NORM_B: return ln ? set(s, H, 0, 0) : 0;
-    case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * qk, H, 0)) : set(s, nq, H, 0);
+    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM:
+        return (c->sandwich_norm && !lpn) || (slot == VC_W_POST_FFN_NORM && c->moe_post_norm && moe) ? set(s, H, 0, 0)
+                                                                                                      : 0;
+    case VC_W_FFN_NORM:
+        return (c->parallel_block && !c->parallel_norms) || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0
+                                                                                                  : set(s, H, 0, 0);
+    case VC_W_FFN_NORM_B: return ln && (!c->parallel_block || c->parallel_norms) ? set(s, H, 0, 0) : 0;
+    case VC_W_LAYER_SCALAR: return c->layer_scalar && x->layer >= 0 ? set(s, 1, 0, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* attention's projections, biases and q/k norms (MLA's are mla_slot's), sinks and output gate */
+static int attention_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, hd = x->hd, nh = x->nh, nq = x->nq, nkv = x->nkv, nv = x->nv, no = x->no;
+    int kv_shared = x->kv_shared, v_from_k = x->v_from_k, layer = x->layer;
+    switch (slot) {
+    case VC_W_Q: return c->mla ? (c->q_lora_rank ? 0 : set(s, c->n_head * x->qk, H, 0)) : set(s, nq, H, 0);
     case VC_W_K: return c->mla || kv_shared ? 0 : set(s, nkv, H, 0);
     case VC_W_V: return c->mla || kv_shared || v_from_k ? 0 : set(s, nv, H, 0);
     case VC_W_Q_B: *optional = !c->qkv_bias; return c->mla ? 0 : set(s, nq, 0, 0);
@@ -1048,19 +1160,40 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_K_NORM:
         if (c->qk_norm_heads) return set(s, c->n_kv_head, hd, 0);
         return c->qk_norm && !c->norm_no_weight && !kv_shared ? set(s, c->qk_norm_full ? nkv : hd, 0, 0) : 0;
-    case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && ln && !c->qk_norm_heads ? set(s, hd, 0, 0) : 0;
+    case VC_W_Q_NORM_B: case VC_W_K_NORM_B: return c->qk_norm && x->ln && !c->qk_norm_heads ? set(s, hd, 0, 0) : 0;
+    case VC_W_SINKS:
+        return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, nh, 0, 0) : 0;
+    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, c->attn_out_gate == 2 ? nh : nq, H, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* multi-head latent attention's low-rank projections, and DeepSeek Sparse Attention's indexer */
+static int mla_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, qk = x->qk;
+    int idx = x->idx;
+    switch (slot) {
     case VC_W_Q_A: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, H, 0) : 0;
     case VC_W_Q_A_NORM: return c->mla && c->q_lora_rank ? set(s, c->q_lora_rank, 0, 0) : 0;
     case VC_W_Q_BPROJ: return c->mla && c->q_lora_rank ? set(s, c->n_head * qk, c->q_lora_rank, 0) : 0;
     case VC_W_KV_A: return c->mla ? set(s, c->kv_lora_rank + c->qk_rope_dim, H, 0) : 0;
     case VC_W_KV_A_NORM: return c->mla ? set(s, c->kv_lora_rank, 0, 0) : 0;
     case VC_W_KV_B: return c->mla ? set(s, c->n_head * (c->qk_nope_dim + c->v_head_dim), c->kv_lora_rank, 0) : 0;
-    case VC_W_POST_ATTN_NORM: case VC_W_POST_FFN_NORM:
-        return (c->sandwich_norm && !lpn) || (slot == VC_W_POST_FFN_NORM && c->moe_post_norm && moe) ? set(s, H, 0, 0) : 0;
-    case VC_W_FFN_NORM:
-        return (c->parallel_block && !c->parallel_norms) || (c->no_pre_norm && !lpn) || c->norm_no_weight ? 0
-                                                                                                  : set(s, H, 0, 0);
-    case VC_W_FFN_NORM_B: return ln && (!c->parallel_block || c->parallel_norms) ? set(s, H, 0, 0) : 0;
+    case VC_W_IDX_WQ: return idx ? set(s, c->dsa_heads * c->dsa_dim, c->q_lora_rank, 0) : 0;
+    case VC_W_IDX_WK: return idx ? set(s, c->dsa_dim, H, 0) : 0;
+    case VC_W_IDX_KNORM: case VC_W_IDX_KNORM_B: return idx ? set(s, c->dsa_dim, 0, 0) : 0;
+    case VC_W_IDX_WPROJ: return idx ? set(s, c->dsa_heads, H, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* the dense MLP (an MoE layer's only where it keeps one beside the experts) */
+static int mlp_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, inter = x->inter;
+    int moe = x->moe, dense_moe = x->dense_moe;
+    switch (slot) {
     case VC_W_GATE: return (moe && !dense_moe) || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, inter, H, 0);
     case VC_W_UP: return moe && !dense_moe ? 0 : set(s, inter, H, 0);
     case VC_W_DOWN: return moe && !dense_moe ? 0 : set(s, H, inter, 0);
@@ -1069,6 +1202,17 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
         return (moe && !dense_moe) || c->mlp_kind == VC_MLP_PLAIN ? 0 : set(s, inter, 0, 0);
     case VC_W_UP_B: *optional = !c->mlp_bias; return moe && !dense_moe ? 0 : set(s, inter, 0, 0);
     case VC_W_DOWN_B: *optional = !c->mlp_bias; return moe && !dense_moe ? 0 : set(s, H, 0, 0);
+    case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && x->layer >= 0 ? set(s, 1, 0, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* the router, the routed and shared experts, and the norms and scales of an MoE block beside a dense MLP */
+static int moe_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, XH = x->XH;
+    int moe = x->moe;
+    switch (slot) {
     case VC_W_ROUTER: return moe ? set(s, c->n_expert, H, 0) : 0;
     case VC_W_ROUTER_BIAS: /* DeepSeek-V3's sigmoid router has one, Llama 4's none */
         return moe && c->router_bias ? set(s, c->n_expert, 0, 0) : 0;
@@ -1081,29 +1225,45 @@ int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int
     case VC_W_SH_UP: return moe && c->shared_inter ? set(s, c->shared_inter, H, 0) : 0;
     case VC_W_SH_DOWN: return moe && c->shared_inter ? set(s, H, c->shared_inter, 0) : 0;
     case VC_W_SH_GATE_PROJ: return moe && c->shared_gate ? set(s, 1, H, 0) : 0;
-    case VC_W_SINKS: return c->attn_sinks && (c->attn_sinks == 1 || (layer >= 0 && c->window[layer])) ? set(s, nh, 0, 0) : 0;
-    case VC_W_ATTN_GATE: return c->attn_out_gate ? set(s, c->attn_out_gate == 2 ? nh : nq, H, 0) : 0;
-    case VC_W_XIELU_AP: case VC_W_XIELU_AN: return c->xielu && layer >= 0 ? set(s, 1, 0, 0) : 0;
     case VC_W_ROUTER_B: return moe && c->expert_bias ? set(s, c->n_expert, 0, 0) : 0;
     case VC_W_EXP_GATE_B: case VC_W_EXP_UP_B: return moe && c->expert_bias ? set(s, c->n_expert, c->moe_inter, 0) : 0;
     case VC_W_EXP_DOWN_B: return moe && c->expert_bias ? set(s, c->n_expert, H, 0) : 0;
-    case VC_W_LAYER_SCALAR: return c->layer_scalar && layer >= 0 ? set(s, 1, 0, 0) : 0;
-    case VC_W_IDX_WQ: return idx ? set(s, c->dsa_heads * c->dsa_dim, c->q_lora_rank, 0) : 0;
-    case VC_W_IDX_WK: return idx ? set(s, c->dsa_dim, H, 0) : 0;
-    case VC_W_IDX_KNORM: case VC_W_IDX_KNORM_B: return idx ? set(s, c->dsa_dim, 0, 0) : 0;
-    case VC_W_IDX_WPROJ: return idx ? set(s, c->dsa_heads, H, 0) : 0;
     case VC_W_PRE_FFN_NORM2: case VC_W_POST_FFN_NORM1: case VC_W_POST_FFN_NORM2: case VC_W_ROUTER_SCALE:
-        return dense_moe ? set(s, H, 0, 0) : 0;
-    case VC_W_EXP_SCALE: return dense_moe ? set(s, c->n_expert, 0, 0) : 0;
+        return x->dense_moe ? set(s, H, 0, 0) : 0;
+    case VC_W_EXP_SCALE: return x->dense_moe ? set(s, c->n_expert, 0, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+/* per-layer embeddings (Gemma 4): each layer's gate, projection and norm, and the model's table */
+static int ple_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
+    const vc_model_config *c = x->c;
+    int64_t H = x->H, P = x->P;
+    int layer = x->layer;
+    switch (slot) {
     case VC_W_PLE_GATE: return P && layer >= 0 ? set(s, P, H, 0) : 0;
     case VC_W_PLE_PROJ: return P && layer >= 0 ? set(s, H, P, 0) : 0;
     case VC_W_PLE_NORM: return P && layer >= 0 ? set(s, H, 0, 0) : 0;
     case VC_W_PLE_EMBD: return P && layer < 0 ? set(s, c->ple_vocab, c->n_layer * P, 0) : 0;
     case VC_W_PLE_MODEL_PROJ: return P && layer < 0 ? set(s, c->n_layer * P, H, 0) : 0;
     case VC_W_PLE_PROJ_NORM: return P && layer < 0 ? set(s, P, 0, 0) : 0;
-    case VC_W_POS_EMBD: return c->learned_pos && layer < 0 ? set(s, c->max_pos + c->pos_offset, H, 0) : 0;
-    case VC_W_EMB_NORM: case VC_W_EMB_NORM_B: /* (nanochat's embedding norm has no weight) */
-        return c->emb_norm && !c->norm_no_weight && layer < 0 && (slot == VC_W_EMB_NORM || ln) ? set(s, H, 0, 0) : 0;
+    }
+    return SLOT_NEXT;
+}
+
+typedef int slot_fn(const slot_ctx *x, int slot, int64_t *s, int *optional);
+
+int vc_slot_shape(const vc_model_config *c, int layer, int slot, int64_t *s, int *optional) {
+    /* a linear layer's own kind first: Mamba's and lightning attention's slots are theirs alone, Kimi Delta
+     * Attention's partly Gated DeltaNet's; the others each own a disjoint set of slots */
+    static slot_fn *const BY_CONCERN[] = { lin_kind_slot, linear_slot, global_slot, norm_slot, attention_slot,
+                                           mla_slot, mlp_slot, moe_slot, ple_slot };
+    slot_ctx x = slot_ctx_of(c, layer);
+    *optional = 0;
+    if (slot_absent(&x, slot)) return 0;
+    for (size_t i = 0; i < sizeof BY_CONCERN / sizeof *BY_CONCERN; i++) {
+        int r = BY_CONCERN[i](&x, slot, s, optional);
+        if (r != SLOT_NEXT) return r;
     }
     return 0;
 }

@@ -114,47 +114,55 @@ static void item(vc_check_result *r, int k, double err, double tol, const char *
     if (detail) snprintf(it->detail, sizeof it->detail, "%s", detail);
 }
 
-/* logits, log-probs, entropy, loss and gradients on the reference batch (packed: pad tokens are
- * never computed) */
-static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch_bf16 *tb, vc_check_result *r) {
+/* the reference batch packed (pad tokens are never computed), the reference's values on it and the model's */
+typedef struct {
+    int B, L;
+    int64_t cu[65];
+    int32_t packed[4096], target[4096]; /* target: each token's next, -1 at a row's end */
+    float *rl, *rlp, *ren, *rloss;      /* the reference's logits, log-probs, entropies and loss */
+    int64_t nl;
+    float *hz, *hlp, *hen;              /* the model's logits, log-probs and entropies, host copies */
+} fwd_check;
+
+static vc_status read_batch(const vc_checkpoint *ck, fwd_check *f) {
     int32_t ids[4096], mask[4096];
     int64_t n, shape[2], n2, s2[2];
     vc_status st = read_ints(ck, "input_ids", ids, &n, shape);
     if (!st) st = read_ints(ck, "attention_mask", mask, &n2, s2);
     if (st) return st;
-    int B = (int)shape[0], L = (int)shape[1];
-    int64_t cu[65] = { 0 };
-    int32_t packed[4096], target[4096];
+    int B = f->B = (int)shape[0], L = f->L = (int)shape[1];
+    int64_t *cu = f->cu;
     if (B > 64) return vc_fail(VC_ERR_FORMAT, "reference batch too large");
     for (int b = 0; b < B; b++) {
         int len = 0;
         while (len < L && mask[b * L + len]) len++;
         for (int t = 0; t < len; t++) {
-            packed[cu[b] + t] = ids[b * L + t];
-            target[cu[b] + t] = t + 1 < len ? ids[b * L + t + 1] : -1;
+            f->packed[cu[b] + t] = ids[b * L + t];
+            f->target[cu[b] + t] = t + 1 < len ? ids[b * L + t + 1] : -1;
         }
         cu[b + 1] = cu[b] + len;
     }
-    vc_batch batch = { B, cu, packed };
-    int64_t T = cu[B], V = vc_cfg_out_vocab(&m->cfg), nl = 0, nlp = 0, nen = 0, nloss = 0;
-    float *rl = ref_f32(ck, "logits", &nl), *rlp = ref_f32(ck, "token_logprobs", &nlp);
-    float *ren = ref_f32(ck, "token_entropy", &nen), *rloss = ref_f32(ck, "loss", &nloss);
-    float *w = vc_calloc((size_t)T, 4), *hz = NULL, *hlp = NULL, *hen = NULL, *hlp1 = NULL;
-    const check_tol *tol = tolerances();
-    vc_graph *g = vc_graph_new();
-    st = rl && rlp && ren && rloss && w && g ? VC_OK : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
-    if (st) goto out;
-    if ((st = vc_model_enable_grad(m))) goto out;
-    vc_tensor *h = vc_model_forward(m, g, &batch, NULL);
-    vc_tensor *z = h ? vc_model_logits(m, g, h) : NULL, *lp = NULL, *en = NULL;
-    if (!z || (st = vc_model_logprobs(m, g, h, target, &lp, &en))) {
-        st = st ? st : vc_fail(VC_ERR_INTERNAL, "forward failed: %s", vc_last_error());
-        goto out;
-    }
-    if (!(hz = host_copy(z)) || !(hlp = host_copy(lp)) || !(hen = host_copy(en))) {
-        st = vc_fail(VC_ERR_INTERNAL, "reading results back: %s", vc_last_error());
-        goto out;
-    }
+    return VC_OK;
+}
+
+/* the forward's logits, log-probs (lp) and entropies, read back */
+static vc_status forward_outputs(vc_model *m, vc_graph *g, const vc_batch *batch, fwd_check *f, vc_tensor **lp) {
+    vc_status st = VC_OK;
+    vc_tensor *h = vc_model_forward(m, g, batch, NULL);
+    vc_tensor *z = h ? vc_model_logits(m, g, h) : NULL, *en = NULL;
+    if (!z || (st = vc_model_logprobs(m, g, h, f->target, lp, &en)))
+        return st ? st : vc_fail(VC_ERR_INTERNAL, "forward failed: %s", vc_last_error());
+    if (!(f->hz = host_copy(z)) || !(f->hlp = host_copy(*lp)) || !(f->hen = host_copy(en)))
+        return vc_fail(VC_ERR_INTERNAL, "reading results back: %s", vc_last_error());
+    return VC_OK;
+}
+
+/* the largest errors of logits, log-probs and entropies against the reference's padded rows (L - 1 log-probs
+ * and entropies a row); returns how many tokens have a target */
+static int forward_errors(const fwd_check *f, int64_t V, double *el_out, double *elp_out, double *een_out) {
+    int B = f->B, L = f->L;
+    const int64_t *cu = f->cu;
+    const float *hz = f->hz, *hlp = f->hlp, *hen = f->hen, *rl = f->rl, *rlp = f->rlp, *ren = f->ren;
     double el = 0, elp = 0, een = 0;
     int count = 0;
     for (int b = 0; b < B; b++)
@@ -162,32 +170,20 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
             int64_t row = cu[b] + t;
             for (int64_t v = 0; v < V; v++) el = fmax(el, fabs(hz[row * V + v] - rl[((int64_t)b * L + t) * V + v]));
             if (t < L - 1) een = fmax(een, fabs(hen[row] - ren[b * (L - 1) + t]));
-            if (target[row] >= 0) {
+            if (f->target[row] >= 0) {
                 elp = fmax(elp, fabs(hlp[row] - rlp[b * (L - 1) + t]));
                 count++;
             }
         }
-    for (int64_t t = 0; t < T; t++) w[t] = target[t] >= 0 ? -1.0f / (float)count : 0.0f;
-    vc_tensor *loss = vc_op_dot_const(g, lp, w);
-    float lv = NAN;
-    if (!loss || (st = vc_tensor_read(loss, &lv))) {
-        st = st ? st : vc_fail(VC_ERR_INTERNAL, "loss failed: %s", vc_last_error());
-        goto out;
-    }
-    double zmax = 0;
-    for (int64_t k = 0; k < nl; k++) zmax = fmax(zmax, fabs(rl[k]));
-    item(r, VC_CHECK_LOGITS, el, with_torch(tol->logits + tol->logits_rel * zmax, tb->logits), NULL);
-    item(r, VC_CHECK_LOGPROBS, elp, with_torch(tol->logprobs, tb->logprobs), NULL);
-    item(r, VC_CHECK_ENTROPY, een, with_torch(tol->entropy, tb->entropy), NULL);
-    double lerr = fabs(lv - rloss[0]);
-    item(r, VC_CHECK_LOSS, lerr, with_torch(tol->loss_rel * fabs(rloss[0]), tb->loss), NULL);
-    if ((st = vc_graph_backward(g, loss, 1.0f))) goto out;
-    /* gradients: each within 1e-3 of that tensor's largest reference magnitude, or of 1e-3 of the model's largest
-     * gradient where a tensor's is smaller (a gradient zero in exact arithmetic, such as a key bias's without rope,
-     * where the softmax cancels it, is float noise in the reference) */
-    double worst = 0, worst_rel = 0, gmax = 0;
-    char detail[160] = "";
-    int n_grads = 0;
+    *el_out = el;
+    *elp_out = elp;
+    *een_out = een;
+    return count;
+}
+
+/* the largest reference gradient of any tensor */
+static double grad_max(const vc_checkpoint *ck) {
+    double gmax = 0;
     for (int i = 0; i < vc_ckpt_count(ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(ck, i);
         int64_t nr;
@@ -195,6 +191,17 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
         for (int64_t k = 0; ref && k < nr; k++) gmax = fmax(gmax, fabs(ref[k]));
         free(ref);
     }
+    return gmax;
+}
+
+/* gradients: each within 1e-3 of that tensor's largest reference magnitude, or of 1e-3 of the model's largest
+ * gradient where a tensor's is smaller (a gradient zero in exact arithmetic, such as a key bias's without rope,
+ * where the softmax cancels it, is float noise in the reference) */
+static void check_grads(vc_model *m, const vc_checkpoint *ck, const check_tol *tol, const torch_bf16 *tb,
+                        vc_check_result *r) {
+    double worst = 0, worst_rel = 0, gmax = grad_max(ck);
+    char detail[160] = "";
+    int n_grads = 0;
     for (int i = 0; i < vc_ckpt_count(ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(ck, i);
         if (strncmp(t->name, "grad.", 5)) continue;
@@ -230,31 +237,76 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
     item(r, VC_CHECK_GRADS, worst_rel, gtol, detail);
     r->item[VC_CHECK_GRADS].max_abs_err = isinf(worst_rel) ? INFINITY : worst;
     r->item[VC_CHECK_GRADS].ok = worst_rel <= gtol && n_grads > 0;
-    /* padded vs packed: the same sequences one at a time give the same log-probs (not for rope types
-     * whose frequencies depend on the batch's longest sequence) */
+}
+
+/* padded vs packed: the same sequences one at a time give the same log-probs (not for rope types
+ * whose frequencies depend on the batch's longest sequence) */
+static void check_packed(vc_model *m, vc_graph *g, const fwd_check *f, double tol, vc_check_result *r) {
     double ep = 0;
+    float *hlp1 = NULL;
     int len_dependent = m->cfg.rope.type == VC_ROPE_DYNAMIC || m->cfg.rope.type == VC_ROPE_LONGROPE;
-    for (int b = 0; b < B && !len_dependent; b++) {
-        int64_t one[2] = { 0, cu[b + 1] - cu[b] };
-        vc_batch sb = { 1, one, packed + cu[b] };
+    for (int b = 0; b < f->B && !len_dependent; b++) {
+        int64_t one[2] = { 0, f->cu[b + 1] - f->cu[b] };
+        vc_batch sb = { 1, one, f->packed + f->cu[b] };
         vc_graph_reset(g);
         vc_graph_set_grad(g, 0);
         vc_tensor *h1 = vc_model_forward(m, g, &sb, NULL), *lp1 = NULL;
         free(hlp1);
-        if (!h1 || vc_model_logprobs(m, g, h1, target + cu[b], &lp1, NULL) || !(hlp1 = host_copy(lp1))) {
+        if (!h1 || vc_model_logprobs(m, g, h1, f->target + f->cu[b], &lp1, NULL) || !(hlp1 = host_copy(lp1))) {
             ep = INFINITY;
             break;
         }
-        for (int64_t t = 0; t < one[1]; t++) ep = fmax(ep, fabs(hlp1[t] - hlp[cu[b] + t]));
+        for (int64_t t = 0; t < one[1]; t++) ep = fmax(ep, fabs(hlp1[t] - f->hlp[f->cu[b] + t]));
     }
-    if (!len_dependent) item(r, VC_CHECK_PACKED, ep, tol->packed, NULL);
-out:
-    free(hz);
-    free(hlp);
-    free(hen);
+    if (!len_dependent) item(r, VC_CHECK_PACKED, ep, tol, NULL);
     free(hlp1);
+}
+
+/* logits, log-probs, entropy, loss and gradients on the reference batch, then packed vs one at a time */
+static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch_bf16 *tb, vc_check_result *r) {
+    fwd_check f = { .cu = { 0 } };
+    vc_status st = read_batch(ck, &f);
+    if (st) return st;
+    vc_batch batch = { f.B, f.cu, f.packed };
+    int64_t T = f.cu[f.B], V = vc_cfg_out_vocab(&m->cfg), nlp = 0, nen = 0, nloss = 0;
+    f.rl = ref_f32(ck, "logits", &f.nl);
+    f.rlp = ref_f32(ck, "token_logprobs", &nlp);
+    f.ren = ref_f32(ck, "token_entropy", &nen);
+    f.rloss = ref_f32(ck, "loss", &nloss);
+    float *w = vc_calloc((size_t)T, 4);
+    const check_tol *tol = tolerances();
+    vc_graph *g = vc_graph_new();
+    st = f.rl && f.rlp && f.ren && f.rloss && w && g
+             ? VC_OK
+             : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
+    if (st) goto out;
+    vc_tensor *lp = NULL;
+    if ((st = vc_model_enable_grad(m)) || (st = forward_outputs(m, g, &batch, &f, &lp))) goto out;
+    double el, elp, een;
+    int count = forward_errors(&f, V, &el, &elp, &een);
+    for (int64_t t = 0; t < T; t++) w[t] = f.target[t] >= 0 ? -1.0f / (float)count : 0.0f;
+    vc_tensor *loss = vc_op_dot_const(g, lp, w);
+    float lv = NAN;
+    if (!loss || (st = vc_tensor_read(loss, &lv))) {
+        st = st ? st : vc_fail(VC_ERR_INTERNAL, "loss failed: %s", vc_last_error());
+        goto out;
+    }
+    double zmax = 0;
+    for (int64_t k = 0; k < f.nl; k++) zmax = fmax(zmax, fabs(f.rl[k]));
+    item(r, VC_CHECK_LOGITS, el, with_torch(tol->logits + tol->logits_rel * zmax, tb->logits), NULL);
+    item(r, VC_CHECK_LOGPROBS, elp, with_torch(tol->logprobs, tb->logprobs), NULL);
+    item(r, VC_CHECK_ENTROPY, een, with_torch(tol->entropy, tb->entropy), NULL);
+    double lerr = fabs(lv - f.rloss[0]);
+    item(r, VC_CHECK_LOSS, lerr, with_torch(tol->loss_rel * fabs(f.rloss[0]), tb->loss), NULL);
+    if ((st = vc_graph_backward(g, loss, 1.0f))) goto out;
+    check_grads(m, ck, tol, tb, r);
+    check_packed(m, g, &f, tol->packed, r);
+out:
+    free(f.hz);
+    free(f.hlp);
+    free(f.hen);
     vc_graph_free(g);
-    free(rl); free(rlp); free(ren); free(rloss); free(w);
+    free(f.rl); free(f.rlp); free(f.ren); free(f.rloss); free(w);
     return st;
 }
 

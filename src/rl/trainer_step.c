@@ -344,21 +344,22 @@ static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
     return st ? vc_fail_ctx(st, "distillation teachers") : VC_OK;
 }
 
-vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
-    double t_step = vc_now(), t0;
-    rl_batch b;
-    rl_dp dp = { 0 };
-    float *baselines = NULL;
-    vc_status st;
-    if (t->filter_groups) { /* DAPO: generation batches until enough groups with varied rewards */
-        int rounds = 0;
-        t0 = vc_now();
-        if ((st = rl_dynamic_rollout(t, met, &b, &rounds))) return st;
-        rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
-        st = dp_layout_rows(t, &b, &dp);
-        if (!st) st = sum_metric(t, met, "reward/failed_rows");
-        goto scored;
-    }
+/* DAPO: generation batches until enough groups with varied rewards; *made: b holds a batch */
+static vc_status dapo_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, rl_dp *dp, int *made) {
+    int rounds = 0;
+    double t0 = vc_now();
+    vc_status st = rl_dynamic_rollout(t, met, b, &rounds);
+    if (st) return st;
+    *made = 1;
+    rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
+    st = dp_layout_rows(t, b, dp);
+    if (!st) st = sum_metric(t, met, "reward/failed_rows");
+    return st;
+}
+
+/* the next prompts rolled out and scored (remax: with its greedy baselines); *made: b holds a batch */
+static vc_status rollout_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, rl_dp *dp, float **baselines,
+                               int *made) {
     const uint32_t *idx = NULL;
     size_t n = vc_epoch_iter_next(&t->it, &idx);
     /* data parallel: rank r rolls out the contiguous block r of the prompts (all n samples of each, so
@@ -368,100 +369,159 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
                        (long long)t->step, n, t->world);
     int lo = 0, hi = (int)n;
     rl_dist_block(t, (int)n, &lo, &hi);
-    t0 = vc_now();
-    st = rl_rollout_or_skip(t, idx + lo, hi - lo, (uint64_t)t->step, 0, &b);
+    double t0 = vc_now();
+    vc_status st = rl_rollout_or_skip(t, idx + lo, hi - lo, (uint64_t)t->step, 0, b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
     if (t->agent && (st = rl_agent_metrics(t, met))) return st;
+    *made = 1;
     t0 = vc_now();
-    st = dp_layout(t, &b, (int)n, lo, &dp);
-    if (!st) st = rl_score_batch(t, t->train, &b, met, NULL);
+    st = dp_layout(t, b, (int)n, lo, dp);
+    if (!st) st = rl_score_batch(t, t->train, b, met, NULL);
     if (!st) st = sum_metric(t, met, "reward/failed_rows");
-    if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, &b, &baselines);
+    if (!st && !strcmp(t->adv, "remax")) st = remax_baselines(t, idx + lo, hi - lo, b, baselines);
     rl_metrics_set(met, "timing_s/reward", vc_now() - t0);
-scored:;
-    /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
-    const rl_rc_cfg *rc = &t->acfg.rc;
-    int corr = rc->is_level || rc->n_rs; /* decoupled rollout correction: needs the trainer's old log-probs */
-    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !corr;
+    return st;
+}
+
+/* the old policy's log-probs: the rollout's in bypass mode, else recomputed unless on policy (or for sum_pi_sq) */
+static vc_status old_logprobs(vc_rl_trainer *t, rl_batch *b, int on_policy, rl_metrics *met) {
+    vc_status st = VC_OK;
     /* log-probs of the logits divided by the rollout temperature, as verl's actor computes them */
     float temp = t->samp.temperature;
     int pg = t->acfg.prefix_share; /* verl's use_prefix_grouper: each group's prompt computed once */
-    float *sq = t->calc_sum_pi_sq ? b.sum_pi_sq : NULL; /* verl's actor.calculate_sum_pi_squared */
-    if (!st && rc->bypass) { /* bypass mode: the rollout's log-probs are the old policy's, no recomputation */
-        memcpy(b.old_logp, b.rollout_logp, sizeof(float) * (size_t)b.B * b.T);
-        b.have_old = 1;
-        if (sq) st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, NULL, NULL, sq);
-    } else if (!st && (!on_policy || sq)) {
-        t0 = vc_now();
+    float *sq = t->calc_sum_pi_sq ? b->sum_pi_sq : NULL; /* verl's actor.calculate_sum_pi_squared */
+    if (t->acfg.rc.bypass) { /* bypass mode: the rollout's log-probs are the old policy's, no recomputation */
+        memcpy(b->old_logp, b->rollout_logp, sizeof(float) * (size_t)b->B * b->T);
+        b->have_old = 1;
+        if (sq) st = rl_batch_logprobs_ex(t->actor, t->g, b, t->fwd_tokens, temp, pg, NULL, NULL, sq);
+    } else if (!on_policy || sq) {
+        double t0 = vc_now();
         const vc_model_config *mc = vc_model_cfg(t->actor);
         /* router replay (R2 / R3): this pass records the experts the update then routes to; on policy (one
          * mini-batch, one epoch) the update's routing is this one anyway */
-        if (t->router_replay && !on_policy && mc->n_expert > 0 && !(st = rl_batch_route_alloc(&b, mc->n_layer * mc->top_k)))
-            b.route_rec = 1;
-        if (!st) st = rl_batch_logprobs_ex(t->actor, t->g, &b, t->fwd_tokens, temp, pg, b.old_logp, NULL, sq);
-        b.route_rec = 0;
-        b.have_old = !st;
-        if (!st) st = probs_diff(t, &b, b.old_logp, met);
+        if (t->router_replay && !on_policy && mc->n_expert > 0 &&
+            !(st = rl_batch_route_alloc(b, mc->n_layer * mc->top_k)))
+            b->route_rec = 1;
+        if (!st) st = rl_batch_logprobs_ex(t->actor, t->g, b, t->fwd_tokens, temp, pg, b->old_logp, NULL, sq);
+        b->route_rec = 0;
+        b->have_old = !st;
+        if (!st) st = probs_diff(t, b, b->old_logp, met);
         rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
     }
-    if (!st && t->need_ref) {
+    return st;
+}
+
+/* the reference policy's and the distillation teachers' log-probs, and the critic's values */
+static vc_status ref_passes(vc_rl_trainer *t, rl_batch *b, rl_metrics *met) {
+    vc_status st = VC_OK;
+    float temp = t->samp.temperature; /* as old_logprobs' */
+    int pg = t->acfg.prefix_share;
+    double t0;
+    if (t->need_ref) {
         t0 = vc_now();
         /* under LoRA without a named reference model: the actor with its adapters off is the base model */
         int was = t->ref ? 0 : vc_model_lora_enable(t->actor, 0);
-        st = rl_batch_logprobs_ex(t->ref ? t->ref : t->actor, t->g, &b, t->ref_tokens, temp, pg, b.ref_logp, NULL, NULL);
+        st = rl_batch_logprobs_ex(t->ref ? t->ref : t->actor, t->g, b, t->ref_tokens, temp, pg, b->ref_logp, NULL,
+                                  NULL);
         if (!t->ref) vc_model_lora_enable(t->actor, was);
-        b.have_ref = !st;
+        b->have_ref = !st;
         rl_metrics_set(met, "timing_s/ref", vc_now() - t0);
     }
-    if (!st && t->n_teacher) st = teacher_logprobs(t, &b, pg);
+    if (!st && t->n_teacher) st = teacher_logprobs(t, b, pg);
     if (!st && t->use_critic) {
         t0 = vc_now();
-        st = rl_critic_values(&t->critic, t->g, &b, t->critic_tokens, b.values);
-        b.have_values = !st;
+        st = rl_critic_values(&t->critic, t->g, b, t->critic_tokens, b->values);
+        b->have_values = !st;
         rl_metrics_set(met, "timing_s/values", vc_now() - t0);
     }
-    t0 = vc_now();
-    if (!st && t->use_kl_in_reward) {
-        double kl = 0, beta = 0;
-        vc_kl_ctrl before = t->kl_ctrl;
-        st = vc_apply_kl_penalty(b.token_scores, b.old_logp, b.ref_logp, b.mask, b.B, b.T, t->kl_reward_spec,
-                                 &t->kl_ctrl, b.rewards, &kl, &beta);
-        if (!st && t->world > 1) {
-            /* the global batch's mean over rows, and the controller updated with it as on one rank */
-            double v[2] = { kl * b.B, b.B };
-            st = rl_dist_reduce(t, v, 2, VC_SUM);
-            kl = v[1] > 0 ? v[0] / v[1] : 0;
-            t->kl_ctrl = before;
-            vc_kl_ctrl_update(&t->kl_ctrl, kl, v[1]);
-        }
-        rl_metrics_set(met, "actor/reward_kl_penalty", kl);
-        rl_metrics_set(met, "actor/reward_kl_penalty_coeff", beta);
-    } else if (!st) memcpy(b.rewards, b.token_scores, sizeof(float) * (size_t)b.B * b.T);
+    return st;
+}
+
+/* use_kl_in_reward: the rewards are the scores less the KL penalty against the reference */
+static vc_status kl_rewards(vc_rl_trainer *t, rl_batch *b, rl_metrics *met) {
+    double kl = 0, beta = 0;
+    vc_kl_ctrl before = t->kl_ctrl;
+    vc_status st = vc_apply_kl_penalty(b->token_scores, b->old_logp, b->ref_logp, b->mask, b->B, b->T,
+                                       t->kl_reward_spec, &t->kl_ctrl, b->rewards, &kl, &beta);
+    if (!st && t->world > 1) {
+        /* the global batch's mean over rows, and the controller updated with it as on one rank */
+        double v[2] = { kl * b->B, b->B };
+        st = rl_dist_reduce(t, v, 2, VC_SUM);
+        kl = v[1] > 0 ? v[0] / v[1] : 0;
+        t->kl_ctrl = before;
+        vc_kl_ctrl_update(&t->kl_ctrl, kl, v[1]);
+    }
+    rl_metrics_set(met, "actor/reward_kl_penalty", kl);
+    rl_metrics_set(met, "actor/reward_kl_penalty_coeff", beta);
+    return st;
+}
+
+/* the rewards, then the rollout correction's weights and the advantages (corr: decoupled rollout correction) */
+static vc_status advantages(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, const float *baselines, int corr,
+                            rl_metrics *met) {
+    const rl_rc_cfg *rc = &t->acfg.rc;
+    vc_status st = VC_OK;
+    if (t->use_kl_in_reward) st = kl_rewards(t, b, met);
+    else memcpy(b->rewards, b->token_scores, sizeof(float) * (size_t)b->B * b->T);
     /* verl's order: weights and rejection after the KL penalty, before the advantages */
-    if (!st && !rc->bypass && b.have_old && (corr || rc->offpolicy)) st = rl_rollout_correction(t, &b, met);
-    if (!st) st = rl_compute_advantages(t, &b, baselines);
-    if (!st && t->pf_method[0]) st = rl_pf_ppo(t, &b, &dp);
-    rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
-    if (!st && t->balance_batch) st = rl_balance_batch(t, &b, &dp, met);
+    if (!st && !rc->bypass && b->have_old && (corr || rc->offpolicy)) st = rl_rollout_correction(t, b, met);
+    if (!st) st = rl_compute_advantages(t, b, baselines);
+    if (!st && t->pf_method[0]) st = rl_pf_ppo(t, b, dp);
+    return st;
+}
+
+/* the updates: the batch balanced over the ranks, the critic, then the actor once past critic_warmup */
+static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy, rl_metrics *met) {
+    vc_status st = VC_OK;
+    double t0;
+    if (t->balance_batch) st = rl_balance_batch(t, b, dp, met);
     if (!st && t->use_critic) {
         t0 = vc_now();
-        st = rl_update_critic_dp(&t->ctr, &t->critic, &b, &t->ccfg, &dp, met);
+        st = rl_update_critic_dp(&t->ctr, &t->critic, b, &t->ccfg, dp, met);
         rl_metrics_set(met, "timing_s/update_critic", vc_now() - t0);
     }
     if (!st && t->step >= t->critic_warmup) { /* verl: critic_warmup <= global_steps */
         t0 = vc_now();
-        st = rl_update_actor_dp(&t->atr, &b, &t->acfg, on_policy && !b.have_old, &dp, met);
+        st = rl_update_actor_dp(&t->atr, b, &t->acfg, on_policy && !b->have_old, dp, met);
         double dt = vc_now() - t0;
         rl_metrics_set(met, "timing_s/update_actor", dt);
         /* forward + backward ~ 6 N flops per token and epoch (this rank's tokens: a per-device figure) */
-        double flops = 6.0 * (double)t->n_params * tokens_of(&b) * t->acfg.ppo_epochs;
+        double flops = 6.0 * (double)t->n_params * tokens_of(b) * t->acfg.ppo_epochs;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
     }
-    if (!st) st = rl_data_metrics(t, &b, met);
-    if (!st) st = rl_gdpo_metrics(t, t->train, &b, met);
-    if (!st && t->calc_sum_pi_sq && b.have_old) st = variance_proxy(t, &b, met);
-    if (!st && t->rollout_dir) st = rl_dump_batch(t, t->train, &b, t->rollout_dir);
+    return st;
+}
+
+/* the batch's data metrics, and its dump under trainer.rollout_data_dir */
+static vc_status batch_metrics(vc_rl_trainer *t, rl_batch *b, rl_metrics *met) {
+    vc_status st = rl_data_metrics(t, b, met);
+    if (!st) st = rl_gdpo_metrics(t, t->train, b, met);
+    if (!st && t->calc_sum_pi_sq && b->have_old) st = variance_proxy(t, b, met);
+    if (!st && t->rollout_dir) st = rl_dump_batch(t, t->train, b, t->rollout_dir);
+    return st;
+}
+
+vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
+    double t_step = vc_now();
+    rl_batch b;
+    rl_dp dp = { 0 };
+    float *baselines = NULL;
+    int made = 0; /* an error before the batch exists returns at once; after, the step's work stops but b is freed */
+    vc_status st = t->filter_groups ? dapo_batch(t, met, &b, &dp, &made)
+                                    : rollout_batch(t, met, &b, &dp, &baselines, &made);
+    if (!made) return st;
+    /* verl's shortcut: with one epoch and one mini-batch the old policy is the current one */
+    const rl_rc_cfg *rc = &t->acfg.rc;
+    int corr = rc->is_level || rc->n_rs; /* decoupled rollout correction: needs the trainer's old log-probs */
+    int on_policy = t->acfg.ppo_epochs == 1 && t->acfg.mini_rows >= dp.g_B && !t->use_kl_in_reward && !corr;
+    if (!st) st = old_logprobs(t, &b, on_policy, met);
+    if (!st) st = ref_passes(t, &b, met);
+    double t0 = vc_now();
+    if (!st) st = advantages(t, &b, &dp, baselines, corr, met);
+    rl_metrics_set(met, "timing_s/adv", vc_now() - t0);
+    if (!st) st = update(t, &b, &dp, on_policy, met);
+    if (!st) st = batch_metrics(t, &b, met);
     double tokens = tokens_of(&b);
     if (!st) st = rl_dist_reduce(t, &tokens, 1, VC_SUM);
     double step_s = vc_now() - t_step;
