@@ -373,8 +373,8 @@ static vc_status rollout_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, r
     vc_status st = rl_rollout_or_skip(t, idx + lo, hi - lo, (uint64_t)t->step, 0, b);
     if (st) return vc_fail_ctx(st, "step %lld: rollout", (long long)t->step);
     rl_metrics_set(met, "timing_s/gen", vc_now() - t0);
+    *made = 1; /* (so the batch is freed whatever fails from here) */
     if (t->agent && (st = rl_agent_metrics(t, met))) return st;
-    *made = 1;
     t0 = vc_now();
     st = dp_layout(t, b, (int)n, lo, dp);
     if (!st) st = rl_score_batch(t, t->train, b, met, NULL);
