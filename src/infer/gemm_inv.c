@@ -183,7 +183,7 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
         *ld_out = ld;
         return (float *)X;
     }
-    float *T = vc_malloc((size_t)(rows * K > 0 ? rows * K : 1) * sizeof(float));
+    float *T = vc_cpu_scratch((size_t)(rows * K > 0 ? rows * K : 1), sizeof(float), 0); /* NULL: recorded for sync */
     if (!T) return NULL;
     for (int64_t k = 0; k < K; k++)
         for (int64_t r = 0; r < rows; r++) {

@@ -7,6 +7,7 @@
 #include "verlc/ops.h"
 #include "verlc/pool.h"
 #include "vc_test.h"
+#include "backend/cpu/cpu.h"
 
 #define MAXIN 9
 typedef vc_tensor *(*build_fn)(vc_graph *g, vc_tensor **in);
@@ -507,6 +508,37 @@ static void check_child_graph(void) {
     vc_graph_free(g); /* frees the kept child (the sanitizer build checks for leaks) */
 }
 
+/* an op whose scratch memory cannot be allocated (the RMSNorm backward's per-block weight-gradient partials) records
+ * the fault: sync fails from then on, naming it, instead of a step using a gradient left unwritten */
+static void check_scratch_fault(void) {
+    enum { R = 4, C = 8 };
+    float h[R * C], hw[C];
+    for (int i = 0; i < R * C; i++) h[i] = 0.1f * (float)(i % 7) - 0.2f;
+    for (int i = 0; i < C; i++) hw[i] = 1.0f + 0.01f * (float)i;
+    const vc_backend *be = vc_be();
+    float *x = be->alloc(sizeof h), *dy = be->alloc(sizeof h), *dx = be->alloc(sizeof h), *y = be->alloc(sizeof h);
+    float *w = be->alloc(sizeof hw), *dw = be->alloc(sizeof hw), *rstd = be->alloc(R * sizeof(float));
+    be->h2d(x, h, sizeof h);
+    be->h2d(dy, h, sizeof h);
+    be->h2d(w, hw, sizeof hw);
+    be->zero(dx, sizeof h);
+    be->zero(dw, sizeof hw);
+    be->rmsnorm_fwd(y, rstd, x, w, R, C, 1e-6f, 0.0f);
+    CHECK_OK(be->sync());
+    vc_cpu_scratch_test(1);
+    be->rmsnorm_bwd(dx, dw, dy, x, w, rstd, R, C, 0.0f);
+    vc_status st = be->sync();
+    CHECK_MSG(st == VC_ERR_NOMEM && strstr(vc_last_error(), "scratch memory"), "%s: sync after a failed scratch: %d %s",
+              be->name, st, vc_last_error());
+    CHECK(be->sync() == VC_ERR_NOMEM); /* sticky */
+    vc_cpu_scratch_test(0);
+    CHECK_OK(be->sync());
+    be->rmsnorm_bwd(dx, dw, dy, x, w, rstd, R, C, 0.0f);
+    CHECK_OK(be->sync());
+    float *ptr[7] = { x, dy, dx, y, w, dw, rstd };
+    for (int i = 0; i < 7; i++) be->free(ptr[i]);
+}
+
 /* The head's forward values against a host computation from explicit logits: log p(target), entropy and
  * sum_v p_v^2 of softcap(h W^T + b) / temperature, with enough tokens that the vocabulary is walked in
  * several slices (the CPU backend slices at 32 MiB of logits), so the statistics' merge is exercised. */
@@ -592,6 +624,7 @@ int main(void) {
         check_bf16_acts();
         check_grad_reuse();
         check_child_graph();
+        check_scratch_fault();
         CHECK_OK(vc_be()->sync());
     }
     vc_set_backend(NULL);

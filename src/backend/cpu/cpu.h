@@ -9,7 +9,13 @@ void *vc_cpu_alloc(size_t bytes);
 void vc_cpu_free(void *p);
 void vc_cpu_copy(void *dst, const void *src, size_t bytes);
 void vc_cpu_zero(void *dst, size_t bytes);
+/* the first fault of an op since the process started (sticky, as a GPU's): an op whose scratch memory could not be
+ * allocated skips its work, leaving its outputs unwritten, so the next sync fails instead of a step using them */
 vc_status vc_cpu_sync(void);
+/* an op's scratch memory, count x size bytes (zeroed when zero != 0); NULL: the fault is recorded for sync */
+void *vc_cpu_scratch(size_t count, size_t size, int zero);
+/* tests: the next n scratch allocations fail (0: none), and the recorded fault is cleared */
+void vc_cpu_scratch_test(int n);
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);

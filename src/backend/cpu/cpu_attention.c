@@ -208,8 +208,8 @@ static void paged_task(void *p, int64_t task) {
     int kvh = rest / c->chunks, h0 = kvh * G + (rest % c->chunks) * c->hg;
     int nh = G - (h0 - kvh * G) < c->hg ? G - (h0 - kvh * G) : c->hg;
     int64_t ql = d->q_start[s + 1] - d->q_start[s], kvl = d->kv_len[s];
-    float *S = vc_malloc((size_t)(kvl ? kvl : 1) * (size_t)nh * sizeof(float));
-    float *buf = vc_malloc((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float));
+    float *S = vc_cpu_scratch((size_t)(kvl ? kvl : 1) * (size_t)nh * sizeof(float), 1, 0);
+    float *buf = vc_cpu_scratch((size_t)(d->head_dim > d->v_head_dim ? d->head_dim : d->v_head_dim) * sizeof(float), 1, 0);
     if (S && buf)
         for (int64_t r = 0; r < ql; r++) paged_row(c, s, r, kvh, h0, nh, S, buf);
     free(S);
@@ -231,7 +231,7 @@ void vc_cpu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d
     int64_t ostride = (int64_t)d->n_head * d->v_head_dim;
     int64_t maxkv = 0;
     for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
-    float *S = vc_malloc((size_t)QBLK * (size_t)(maxkv ? maxkv : 1) * sizeof(float)), inv_sum[QBLK];
+    float *S = vc_cpu_scratch((size_t)QBLK * (size_t)(maxkv ? maxkv : 1) * sizeof(float), 1, 0), inv_sum[QBLK];
     if (!S) return;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];
@@ -263,7 +263,7 @@ void vc_cpu_attn_bwd(float *dq, const float *dout, const float *o, const float *
     int64_t maxkv = 0;
     for (int s = 0; s < d->n_seq; s++) maxkv = d->kv_len[s] > maxkv ? d->kv_len[s] : maxkv;
     size_t blk = (size_t)QBLK * (size_t)(maxkv ? maxkv : 1);
-    float *S = vc_malloc(blk * sizeof(float)), *dP = vc_malloc(blk * sizeof(float));
+    float *S = vc_cpu_scratch(blk * sizeof(float), 1, 0), *dP = vc_cpu_scratch(blk * sizeof(float), 1, 0);
     if (!S || !dP) goto out;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t qa = d->q_start[s], ql = d->q_start[s + 1] - qa, kvl = d->kv_len[s];

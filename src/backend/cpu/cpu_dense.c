@@ -64,7 +64,7 @@ void vc_cpu_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
 
 /* rows x cols stored with stride ld, rounded to bf16 (nearest even) into a packed copy */
 static float *bf16_copy(const float *X, int64_t rows, int64_t cols, int64_t ld) {
-    float *Y = vc_malloc((size_t)(rows * cols) * sizeof(float));
+    float *Y = vc_cpu_scratch((size_t)(rows * cols) * sizeof(float), 1, 0);
     if (!Y) return NULL;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) Y[r * cols + c] = vc_bf16_to_f32(vc_f32_to_bf16(X[r * ld + c]));
@@ -92,7 +92,7 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
 static float *operand_f32(const void *X, int is16, int64_t rows, int64_t cols, int64_t ld, int64_t *ld_out) {
     *ld_out = ld;
     if (!is16) return (float *)X;
-    float *Y = vc_malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof(float));
+    float *Y = vc_cpu_scratch((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof(float), 1, 0);
     if (!Y) return NULL;
     const uint16_t *h = X;
     for (int64_t r = 0; r < rows; r++)
@@ -175,7 +175,7 @@ static void sum_partials(float *dst, const float *part, int64_t nblk, int64_t co
 static void vc_cpu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
                                const float *rstd, int64_t rows, int64_t cols, float w_offset) {
     int64_t nblk = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-    float *part = dw ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
+    float *part = dw ? vc_cpu_scratch((size_t)(nblk * cols), sizeof(float), 1) : NULL;
     norm_ctx c = { .dx = dx, .dw_part = part, .dy = dy, .x = x, .w = w, .rs = rstd, .rows = rows, .cols = cols,
                    .off = w_offset };
     vc_parallel(nblk, rms_bwd_task, &c);
@@ -238,8 +238,8 @@ static void ln_bwd_task(void *p, int64_t blk) {
 static void vc_cpu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                                  const float *mean, const float *rstd, int64_t rows, int64_t cols) {
     int64_t nblk = (rows + ROW_BLOCK - 1) / ROW_BLOCK;
-    float *pw = dw ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
-    float *pb = db ? vc_calloc((size_t)(nblk * cols), sizeof(float)) : NULL;
+    float *pw = dw ? vc_cpu_scratch((size_t)(nblk * cols), sizeof(float), 1) : NULL;
+    float *pb = db ? vc_cpu_scratch((size_t)(nblk * cols), sizeof(float), 1) : NULL;
     norm_ctx c = { .dx = dx, .dw_part = pw, .db_part = pb, .dy = dy, .x = x, .w = w, .mean = mean, .rs = rstd,
                    .rows = rows, .cols = cols };
     vc_parallel(nblk, ln_bwd_task, &c);
@@ -313,7 +313,7 @@ static void vc_cpu_xielu_fwd(float *y, const float *x, int64_t n, const float *a
 void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
                       const float *an, float beta, float eps) {
     int64_t nb = (n + EW_BLOCK - 1) / EW_BLOCK;
-    double *part = vc_calloc((size_t)(2 * (nb ? nb : 1)), sizeof(double));
+    double *part = vc_cpu_scratch((size_t)(2 * (nb ? nb : 1)), sizeof(double), 1);
     if (!part) return;
     xielu_ctx c = { .dx = dx, .x = x, .dy = dy, .part = part, .n = n, .ap = vc_softplus(ap[0]),
                     .an = beta + vc_softplus(an[0]), .beta = beta, .eps = eps };

@@ -61,8 +61,8 @@ static void select_row(void *p, int64_t r) {
         for (int64_t j = 0; j < nvis; j++) bits[j >> 5] |= 1u << (j & 31);
         return;
     }
-    float *score = vc_malloc(sizeof(float) * (size_t)(2 * nvis + d->head_dim));
-    if (!score) return; /* vc_malloc reported it */
+    float *score = vc_cpu_scratch(sizeof(float) * (size_t)(2 * nvis + d->head_dim), 1, 0);
+    if (!score) return; /* recorded for sync */
     float *tmp = score + nvis, *buf = tmp + nvis;
     const float *qr = c->q + r * (int64_t)d->n_head * d->head_dim, *wr = c->w + r * (int64_t)d->n_head;
     for (int64_t j = 0; j < nvis; j++) {
@@ -86,7 +86,7 @@ static void select_row(void *p, int64_t r) {
 void vc_cpu_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
                        const vc_attn_desc *d) {
     int64_t rows = d->n_seq ? d->q_start[d->n_seq] : 0;
-    int64_t *row_seq = vc_malloc(sizeof(int64_t) * (size_t)(rows ? rows : 1));
+    int64_t *row_seq = vc_cpu_scratch(sizeof(int64_t) * (size_t)(rows ? rows : 1), 1, 0);
     if (!row_seq) return;
     for (int s = 0; s < d->n_seq; s++)
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) row_seq[r] = s;

@@ -48,7 +48,7 @@ static void gdn_fwd_task(void *p, int64_t task) {
     int s = (int)(task / d->n_v_head), h = (int)(task % d->n_v_head), kh = h / (d->n_v_head / d->n_k_head);
     int dk = d->dk, dv = d->dv;
     int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], t1 = d->cu[s + 1];
-    float *S = vc_calloc((size_t)(SS + dv), sizeof(float)), *tmp = S ? S + SS : NULL;
+    float *S = vc_cpu_scratch((size_t)(SS + dv), sizeof(float), 1), *tmp = S ? S + SS : NULL;
     if (!S) {
         c->fail = 1;
         return;
@@ -67,7 +67,7 @@ static void gdn_fwd_task(void *p, int64_t task) {
 }
 
 int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt) {
-    int64_t *b = vc_calloc((size_t)n_seq + 1, sizeof(int64_t));
+    int64_t *b = vc_cpu_scratch((size_t)n_seq + 1, sizeof(int64_t), 1);
     for (int s = 0; b && s < n_seq; s++) b[s + 1] = b[s] + (cu[s + 1] - cu[s] + ckpt - 1) / ckpt;
     return b;
 }
@@ -164,7 +164,7 @@ static void gdn_bwd_task(void *p, int64_t task) {
     const vc_gdn_desc *d = c->d;
     int s = (int)(task / d->n_k_head), kh = (int)(task % d->n_k_head), r = d->n_v_head / d->n_k_head;
     int64_t SS = (int64_t)d->dk * d->dv;
-    float *buf = vc_malloc(sizeof(float) * (size_t)(SS * (2 + d->ckpt) + 2 * d->dv + 2 * d->dk));
+    float *buf = vc_cpu_scratch(sizeof(float) * (size_t)(SS * (2 + d->ckpt) + 2 * d->dv + 2 * d->dk), 1, 0);
     if (!buf) {
         c->fail = 1;
         return;

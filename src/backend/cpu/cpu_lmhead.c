@@ -72,9 +72,9 @@ static void fwd_rows(void *p, int64_t blk) {
 void vc_cpu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,
                         const float *b, const int32_t *target, const vc_head_desc *hd) {
     int64_t T = hd->T, H = hd->H, V = hd->V, nv = slice_rows(T, V);
-    float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
-    double *st = vc_malloc((size_t)T * 4 * sizeof(double));
-    float *raw = logp ? logp : vc_malloc((size_t)T * sizeof(float));
+    float *Z = vc_cpu_scratch((size_t)(T * nv) * sizeof(float), 1, 0);
+    double *st = vc_cpu_scratch((size_t)T * 4 * sizeof(double), 1, 0);
+    float *raw = logp ? logp : vc_cpu_scratch((size_t)T * sizeof(float), 1, 0);
     if (!Z || !st || !raw) goto out;
     for (int64_t t = 0; t < T; t++) {
         st[t] = -INFINITY;
@@ -145,7 +145,7 @@ void vc_cpu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, con
                         const vc_head_desc *hd) {
     int64_t T = hd->T, H = hd->H, V = hd->V;
     int64_t nv = slice_rows(T, V);
-    float *Z = vc_malloc((size_t)(T * nv) * sizeof(float));
+    float *Z = vc_cpu_scratch((size_t)(T * nv) * sizeof(float), 1, 0);
     if (!Z) return;
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;

@@ -1,5 +1,6 @@
 /* CPU backend memory: backend memory is host memory. */
 #include "cpu.h"
+#include <stdint.h>
 #include <string.h>
 
 void *vc_cpu_alloc(size_t bytes) {
@@ -14,4 +15,30 @@ void vc_cpu_copy(void *dst, const void *src, size_t bytes) {
 void vc_cpu_zero(void *dst, size_t bytes) {
     if (bytes) memset(dst, 0, bytes);
 }
-vc_status vc_cpu_sync(void) { return VC_OK; }
+static size_t g_fault_bytes; /* the failed scratch allocation (0: none) */
+static int g_fail_next;
+
+void *vc_cpu_scratch(size_t count, size_t size, int zero) {
+    size_t n = size && count > SIZE_MAX / size ? SIZE_MAX : count * size;
+    void *p = NULL;
+    if (__atomic_load_n(&g_fail_next, __ATOMIC_RELAXED) > 0 && __atomic_sub_fetch(&g_fail_next, 1, __ATOMIC_RELAXED) >= 0)
+        p = NULL;
+    else if (n != SIZE_MAX)
+        p = zero ? calloc(n ? n : 1, 1) : malloc(n ? n : 1);
+    if (!p) {
+        size_t none = 0; /* the first fault is kept (ops may run on pool threads: the message is made at sync) */
+        __atomic_compare_exchange_n(&g_fault_bytes, &none, n ? n : 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    return p;
+}
+
+void vc_cpu_scratch_test(int n) {
+    __atomic_store_n(&g_fail_next, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_fault_bytes, 0, __ATOMIC_RELEASE);
+}
+
+vc_status vc_cpu_sync(void) {
+    size_t b = __atomic_load_n(&g_fault_bytes, __ATOMIC_ACQUIRE);
+    if (b) return vc_fail(VC_ERR_NOMEM, "cpu: an op could not allocate its %zu bytes of scratch memory", b);
+    return VC_OK;
+}

@@ -8,10 +8,9 @@ static int64_t clamp_id(int32_t id, int64_t E) { return id < 0 ? 0 : id >= E ? E
 
 void vc_cpu_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E) {
     int64_t n = T * K;
-    int64_t *fill = malloc(sizeof(int64_t) * (size_t)(E > 0 ? E : 1));
+    int64_t *fill = vc_cpu_scratch((size_t)(E > 0 ? E : 1), sizeof(int64_t), 0); /* (a failure is recorded for sync) */
     if (!fill || E <= 0) {
         free(fill);
-        if (E > 0) vc_fail(VC_ERR_NOMEM, "moe grouping: no memory for %lld counters", (long long)E);
         return;
     }
     memset(off, 0, sizeof(int64_t) * (size_t)(E + 1));

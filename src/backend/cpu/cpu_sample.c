@@ -26,9 +26,9 @@ typedef struct {
 static int sampler_init(sampler *s, int64_t V) {
     memset(s, 0, sizeof *s);
     s->V = V;
-    s->x = malloc((size_t)V * sizeof *s->x);
-    s->w = malloc((size_t)V * sizeof *s->w);
-    s->idx = malloc((size_t)V * sizeof *s->idx);
+    s->x = vc_cpu_scratch((size_t)V, sizeof *s->x, 0); /* (a failure is recorded for sync: the draws are -1) */
+    s->w = vc_cpu_scratch((size_t)V, sizeof *s->w, 0);
+    s->idx = vc_cpu_scratch((size_t)V, sizeof *s->idx, 0);
     return s->x && s->w && s->idx;
 }
 

@@ -33,7 +33,7 @@ static void ssm_fwd_task(void *p, int64_t task) {
     int64_t nb = (d->I + SSM_BLOCK - 1) / SSM_BLOCK, I = d->I;
     int s = (int)(task / nb), N = d->N;
     int64_t i0 = task % nb * SSM_BLOCK, i1 = i0 + SSM_BLOCK < I ? i0 + SSM_BLOCK : I, t0 = d->cu[s], t1 = d->cu[s + 1];
-    float *h = vc_malloc(sizeof(float) * 2 * (size_t)N), *A = h ? h + N : NULL;
+    float *h = vc_cpu_scratch(sizeof(float) * 2 * (size_t)N, 1, 0), *A = h ? h + N : NULL;
     if (!h) {
         c->fail = 1;
         return;
@@ -108,7 +108,7 @@ static void ssm_bwd_task(void *p, int64_t blk) {
     int N = d->N;
     int64_t i0 = blk * SSM_BLOCK, i1 = i0 + SSM_BLOCK < d->I ? i0 + SSM_BLOCK : d->I;
     int64_t T = d->cu[d->n_seq] - d->cu[0];
-    float *buf = vc_malloc(sizeof(float) * (size_t)((d->ckpt + 3) * N));
+    float *buf = vc_cpu_scratch(sizeof(float) * (size_t)((d->ckpt + 3) * N), 1, 0);
     if (!buf) {
         c->fail = 1;
         return;
@@ -128,7 +128,7 @@ void vc_cpu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, 
                     const vc_ssm_desc *d) {
     int64_t nb = (d->I + SSM_BLOCK - 1) / SSM_BLOCK, T = d->cu[d->n_seq] - d->cu[0], N = d->N, T0 = d->cu[0];
     int64_t *base = ssm_bases(d);
-    float *part = vc_calloc((size_t)(nb * T * 2 * N) + 1, sizeof(float));
+    float *part = vc_cpu_scratch((size_t)(nb * T * 2 * N) + 1, sizeof(float), 1);
     if (base && part) {
         ssm_ctx c = { .d = d, .dx = dx, .ddt = ddt, .dA = dA_log, .part = part, .x = x, .dt = dt, .A_log = A_log,
                       .B = B, .C = C, .dy = dy, .csaved = saved, .base = base };

@@ -75,7 +75,7 @@ static void sim_zero(void *dst, size_t bytes) {
 
 static vc_status sim_sync(void) {
     if (__atomic_load_n(&sim_err, __ATOMIC_ACQUIRE)) return vc_fail(VC_ERR_DEVICE, "%s", sim_msg);
-    return VC_OK;
+    return vc_cpu_sync(); /* the CPU kernels it runs: a scratch allocation that failed */
 }
 
 /* ---- dense kernels ---- */
