@@ -518,6 +518,7 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     vc_dp_zero2_step_start(t);
     int64_t g0 = vc_dp_zero3_gathers(t);
     vc_status s = vc_trainer_accumulate_ex(t, b, fn, ctx, st, VC_DP_STEP);
+    if (!s) s = vc_be()->sync(); /* a backend fault in backward (a CPU op without scratch memory) stops the step */
     if (s) return s;
     st->n_gathers = vc_dp_zero3_gathers(t) - g0;
     st->lr = vc_lr_at(&t->cfg.sched, t->step);

@@ -6,6 +6,7 @@
 #include "verlc/train.h"
 #include "train_test_util.h"
 #include "vc_test.h"
+#include "backend/cpu/cpu.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,11 @@ static void test_step_skip_clip(void) {
     CHECK_OK(vc_trainer_step(&t, &b, nan_cb, NULL, &st));
     CHECK(st.skipped == 1 && t.n_skipped == 1 && t.step == 1 && t.opt.step == 0);
     CHECK(memcmp(w0, t.opt.params[0].w, n0 * 4) == 0);
+    /* an op's scratch memory failing during the step: the step fails with the fault, nothing is updated */
+    vc_cpu_scratch_test(1);
+    CHECK(vc_trainer_step(&t, &b, NULL, NULL, &st) == VC_ERR_NOMEM && strstr(vc_last_error(), "scratch memory"));
+    CHECK(memcmp(w0, t.opt.params[0].w, n0 * 4) == 0 && t.step == 1 && t.opt.step == 0);
+    vc_cpu_scratch_test(0);
     /* pre-clip norm reported; after clipping the gradients have norm max_norm */
     vc_step_stats acc;
     vc_model_zero_grad(m);
