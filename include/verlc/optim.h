@@ -52,6 +52,12 @@ vc_status vc_adamw_state_save(const vc_adamw *opt, void *buf, size_t len);
  * never whole in host memory) */
 typedef vc_status (*vc_adamw_put_fn)(void *ctx, const void *p, size_t n);
 vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *ctx);
+/* floats of backend memory staged on the host at a time when the state is streamed (or read back) */
+#define VC_ADAMW_STAGE_FLOATS ((size_t)1 << 22)
+/* n floats of the optimiser backend's memory at src handed to put() in pieces, through stage
+ * (VC_ADAMW_STAGE_FLOATS host floats) */
+vc_status vc_adamw_put_floats(const vc_adamw *opt, const float *src, size_t n, float *stage, vc_adamw_put_fn put,
+                              void *ctx);
 /* Fails with VC_ERR_FORMAT / VC_ERR_SHAPE when the buffer does not match this optimiser's params. */
 vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
 

@@ -23,21 +23,17 @@ static void opt_range(const vc_trainer *t, size_t *first, size_t *count) {
 }
 
 /* the moments mv (m or v) of every tensor of this rank, in order, to f through a staging buffer */
-static vc_status put_moments(vc_afile *f, const vc_trainer *t, float *const *mv, float *stage, size_t cap) {
+static vc_status put_moments(vc_afile *f, const vc_trainer *t, float *const *mv, float *stage) {
     vc_status st = VC_OK;
     for (size_t i = 0; i < t->opt.n_params && !st; i++)
-        for (size_t at = 0, n = t->opt.params[i].n; at < n && !st; at += cap) {
-            size_t k = n - at < cap ? n - at : cap;
-            vc_be()->d2h(stage, mv[i] + at, k * sizeof(float)); /* the moments are backend memory */
-            if (!(st = vc_be()->sync())) st = vc_afile_write(f, stage, k * sizeof(float));
-        }
+        st = vc_adamw_put_floats(&t->opt, mv[i], t->opt.params[i].n, stage, vc_put_afile, f);
     return st;
 }
 
 vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t) {
     if (!t->dp || !t->dp->zero1) return VC_OK;
     const struct vc_trainer_dp *d = t->dp;
-    size_t first, count, cap = (size_t)1 << 22;
+    size_t first, count;
     opt_range(t, &first, &count);
     unsigned char head[ZHEADER];
     uint64_t h[6] = { (uint64_t)d->world, (uint64_t)d->rank, d->n_flat, first, count, (uint64_t)t->opt.step };
@@ -46,12 +42,12 @@ vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t) {
     char name[64];
     snprintf(name, sizeof name, "optim_shard_%d_of_%d.bin", d->rank, d->world);
     char *p = vc_path_join(dir, name);
-    float *stage = vc_malloc(cap * sizeof(float));
+    float *stage = vc_malloc(VC_ADAMW_STAGE_FLOATS * sizeof(float));
     vc_afile *f = NULL;
     vc_status st = p && stage ? vc_afile_open(p, &f) : VC_ERR_NOMEM; /* streamed: never whole in host memory */
     if (!st) st = vc_afile_write(f, head, ZHEADER);
-    if (!st) st = put_moments(f, t, t->opt.m, stage, cap);
-    if (!st) st = put_moments(f, t, t->opt.v, stage, cap);
+    if (!st) st = put_moments(f, t, t->opt.m, stage);
+    if (!st) st = put_moments(f, t, t->opt.v, stage);
     if (st) vc_afile_abort(f);
     else st = vc_afile_commit(f);
     free(stage);
@@ -177,9 +173,9 @@ static vc_status scatter(const vc_trainer *t, size_t first, size_t a, size_t k, 
 /* this trainer's moments in pieces of at most 4 Mi floats (never a second copy of the whole state in host memory),
  * from optim.bin or from the shards of any number of ranks */
 vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
-    size_t first, count, cap = (size_t)1 << 22;
+    size_t first, count;
     opt_range(t, &first, &count);
-    cap = count < cap ? count : cap;
+    size_t cap = count < VC_ADAMW_STAGE_FLOATS ? count : VC_ADAMW_STAGE_FLOATS;
     float *m = vc_malloc((cap + 1) * sizeof(float)), *v = vc_malloc((cap + 1) * sizeof(float));
     char *full = vc_path_join(dir, "optim.bin");
     int64_t step = 0;

@@ -78,15 +78,11 @@ size_t vc_adamw_state_size(const vc_adamw *opt) {
     return n;
 }
 
-/* floats staged from backend memory at a time when the state is streamed */
-#define STAGE_FLOATS ((size_t)1 << 22)
-
-/* n floats of backend memory at src handed to put() through the staging buffer, in pieces */
-static vc_status put_floats(const vc_adamw *opt, const float *src, size_t n, float *stage, vc_adamw_put_fn put,
-                            void *ctx) {
+vc_status vc_adamw_put_floats(const vc_adamw *opt, const float *src, size_t n, float *stage, vc_adamw_put_fn put,
+                              void *ctx) {
     vc_status st = VC_OK;
-    for (size_t at = 0; at < n && !st; at += STAGE_FLOATS) {
-        size_t k = n - at < STAGE_FLOATS ? n - at : STAGE_FLOATS;
+    for (size_t at = 0; at < n && !st; at += VC_ADAMW_STAGE_FLOATS) {
+        size_t k = n - at < VC_ADAMW_STAGE_FLOATS ? n - at : VC_ADAMW_STAGE_FLOATS;
         opt->be->d2h(stage, src + at, k * sizeof(float));
         if (!(st = opt->be->sync())) st = put(ctx, stage, k * sizeof(float));
     }
@@ -94,7 +90,7 @@ static vc_status put_floats(const vc_adamw *opt, const float *src, size_t n, flo
 }
 
 vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *ctx) {
-    float *stage = vc_malloc(STAGE_FLOATS * sizeof(float));
+    float *stage = vc_malloc(VC_ADAMW_STAGE_FLOATS * sizeof(float));
     if (!stage) return VC_ERR_NOMEM;
     uint64_t np = opt->n_params;
     int64_t step = opt->step;
@@ -104,8 +100,8 @@ vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *
     for (size_t i = 0; i < opt->n_params && !st; i++) {
         uint64_t n = opt->params[i].n;
         st = put(ctx, &n, 8);
-        if (!st) st = put_floats(opt, opt->m[i], n, stage, put, ctx);
-        if (!st) st = put_floats(opt, opt->v[i], n, stage, put, ctx);
+        if (!st) st = vc_adamw_put_floats(opt, opt->m[i], n, stage, put, ctx);
+        if (!st) st = vc_adamw_put_floats(opt, opt->v[i], n, stage, put, ctx);
     }
     free(stage);
     return st;

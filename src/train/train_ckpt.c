@@ -61,13 +61,11 @@ static vc_status write_weights(const vc_model *mc, const char *path) {
     return st;
 }
 
-static vc_status put_afile(void *f, const void *p, size_t n) { return vc_afile_write(f, p, n); }
-
 /* the optimiser state streamed to path (vc_adamw_state_save's bytes, a few MiB in host memory at a time) */
 static vc_status write_optim(const vc_adamw *opt, const char *path) {
     vc_afile *f;
     vc_status st = vc_afile_open(path, &f);
-    if (!st) st = vc_adamw_state_stream(opt, put_afile, f);
+    if (!st) st = vc_adamw_state_stream(opt, vc_put_afile, f);
     if (st) {
         vc_afile_abort(f);
         return st;

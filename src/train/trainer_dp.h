@@ -127,4 +127,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
 vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t);
 /* Loads the moments of this trainer's optimiser range from dir: optim.bin or optim_shard_*_of_N.bin. */
 vc_status vc_dp_load_optim(const char *dir, vc_trainer *t);
+/* a vc_adamw_put_fn writing to a vc_afile (checkpoints' optimiser state) */
+static inline vc_status vc_put_afile(void *f, const void *p, size_t n) { return vc_afile_write(f, p, n); }
+
 #endif
