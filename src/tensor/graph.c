@@ -145,6 +145,9 @@ void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
 int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
 size_t vc_graph_used_bytes(const vc_graph *g) { return g->host.used + g->data.used; }
+void vc_graph_clear_peak(vc_graph *g) {
+    for (vc_graph *x = g; x; x = x->kept) x->peak = x->host.used + x->data.used;
+}
 vc_status vc_graph_status(const vc_graph *g) { return g->status; }
 void vc_graph_fail(vc_graph *g, vc_status st) {
     if (g->status == VC_OK) g->status = st;

@@ -104,10 +104,11 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     float *mask = tail_mask(cu, n_seq, loss_tail, &s);
     vc_minibatch b = { n_seq, cu, ids, mask };
     vc_trainer_config saved = t->cfg;
-    t->cfg.micro_bs = 1;
+    t->cfg.micro_bs = n_seq; /* the rows are one micro-batch, as the updates pack them */
     t->cfg.max_tokens = 0;
     vc_step_stats st;
     vc_model_zero_grad(t->model);
+    vc_graph_clear_peak(t->g);
     if (!s) s = vc_trainer_accumulate_ex(t, &b, NULL, NULL, &st, 0);
     t->cfg = saved;
     vc_model_zero_grad(t->model);

@@ -185,17 +185,17 @@ static void test_step_skip_clip(void) {
     vc_mem_plan plan;
     CHECK_OK(vc_trainer_plan(&t, 64, 0, NULL, &plan));
     CHECK(plan.weights > 0 && plan.grads == plan.optim / 2 && plan.activations > 0);
-    /* a budget packed from short rows: the same tokens, attention on 16-token sequences (no more memory than one
-     * 64-token sequence); the trial leaves the weights' gradients zero either way */
+    /* a budget packed from short rows, one micro-batch as the updates pack them: the same tokens, so the same memory
+     * up to the rows' metadata (attention keeps no [T x T] scores in the arena); the trial leaves the weights'
+     * gradients zero either way (test_plan_covers_step: a real step of such rows fits the plan) */
     vc_mem_plan packed;
     CHECK_OK(vc_trainer_plan_ex(&t, 64, 16, 0, NULL, &packed));
-    CHECK_MSG(packed.activations > 0 && packed.activations <= plan.activations, "packed trial %zu vs one sequence %zu",
-              packed.activations, plan.activations);
+    CHECK_MSG(fabs((double)packed.activations - (double)plan.activations) <= 0.01 * (double)plan.activations,
+              "packed trial %zu vs one sequence %zu", packed.activations, plan.activations);
     /* a loss on the last 4 tokens of each row only (RL's responses): the head on those rows, gradients zero after */
     vc_mem_plan tail;
     CHECK_OK(vc_trainer_plan_rows(&t, 64, 16, 4, 0, NULL, &tail));
-    CHECK_MSG(tail.activations > 0 && tail.activations <= packed.activations, "loss-tail trial %zu vs packed %zu",
-              tail.activations, packed.activations);
+    CHECK(tail.activations > 0);
     CHECK(vc_grad_norm((const float *const *)t.grads, t.sizes, (size_t)t.n_params) == 0.0);
     CHECK(vc_trainer_plan(&t, 64, 1024, NULL, &plan) == VC_ERR_NOMEM);
     CHECK(strstr(vc_last_error(), "exceeds") != NULL);
@@ -220,6 +220,40 @@ static vc_status zero_cb(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_te
 
 /* weight decay reaches every trained tensor (norm weights and biases too), as verl's optimizer over
  * module.parameters() does; decay_matrices_only keeps 1-D tensors as they are */
+/* the plan's trial packs its rows into one micro-batch, as the updates do: a real step of the same rows (4 rows of
+ * 16 tokens, micro_bs 4) needs no more activation memory than the plan measured (it once ran the rows one by one,
+ * a quarter of the memory) */
+static void test_plan_covers_step(void) {
+    vc_model *m = load();
+    vc_trainer t;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    tc.micro_bs = 4;
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    int64_t cu[5] = { 0, 16, 32, 48, 64 };
+    int32_t ids[64];
+    float tail[64];
+    for (int i = 0; i < 64; i++) {
+        ids[i] = (i * 37 + 11) % 100;
+        tail[i] = i % 16 >= 12; /* the loss on each row's last 4 tokens, as vc_trainer_plan_rows' tail */
+    }
+    for (int k = 0; k < 2; k++) {
+        vc_mem_plan plan;
+        CHECK_OK(vc_trainer_plan_rows(&t, 64, 16, k ? 4 : 0, 0, NULL, &plan));
+        vc_minibatch b = { 4, cu, ids, k ? tail : NULL };
+        vc_step_stats st;
+        vc_graph_clear_peak(t.g);
+        CHECK_OK(vc_trainer_accumulate(&t, &b, NULL, NULL, &st));
+        CHECK(st.n_micro == 1);
+        size_t peak = vc_graph_peak_bytes(t.g);
+        CHECK_MSG(peak <= plan.activations && peak >= plan.activations * 0.9,
+                  "a 4 x 16-token micro-batch (loss tail %d) peaks at %zu bytes, the plan says %zu", k ? 4 : 0, peak,
+                  plan.activations);
+    }
+    vc_trainer_free(&t);
+    vc_model_free(m);
+}
+
 static void test_weight_decay(void) {
     for (int only = 0; only < 2; only++) {
         vc_model *m = load();
@@ -261,6 +295,7 @@ int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_accumulation();
     test_step_skip_clip();
+    test_plan_covers_step();
     test_weight_decay();
     return vc_test_done();
 }
