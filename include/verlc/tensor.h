@@ -52,6 +52,7 @@ void vc_graph_set_grad(vc_graph *g, int enabled); /* record the tape? */
 int vc_graph_grad_enabled(const vc_graph *g);
 size_t vc_graph_peak_bytes(const vc_graph *g); /* the most in use at once, its children's use included */
 void vc_graph_clear_peak(vc_graph *g); /* the peak from now on (a memory plan's trial measures itself alone) */
+void vc_graph_trim(vc_graph *g); /* reset, and its memory (and its kept child's) given back to the system */
 size_t vc_graph_used_bytes(const vc_graph *g);
 /* A scratch graph for work inside one of g's nodes (a checkpointed layer's recompute, a head walked in chunks):
  * g keeps it between uses (empty, its memory kept, so steady-state steps allocate nothing), and what it holds

@@ -130,6 +130,18 @@ vc_status rl_critic_load(const char *path, const rl_lora_opts *lora, rl_critic *
 void rl_critic_free(rl_critic *c);
 vc_tensor *rl_critic_forward(rl_critic *c, vc_graph *g, rl_mb *mb);
 vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
+/* the memory plan's trial of a no-grad pass (trainer_plan.c): its step-arena peak on one row of seq tokens (the
+ * last `tail` of them a response) and on two, extended to `rows` rows (such a pass keeps one layer's temporaries at
+ * a time: its memory grows by rows), plus 2% for the steps in which small per-row buffers grow */
+typedef enum { RL_PASS_LOGP, RL_PASS_TOPK, RL_PASS_VALUES } rl_pass_kind;
+typedef struct {
+    rl_pass_kind kind;
+    vc_model *m;       /* LOGP, TOPK: the model */
+    rl_critic *critic; /* VALUES */
+    int topk, sum_pi_sq;
+} rl_pass_spec;
+vc_status rl_pass_trial_bytes(const rl_pass_spec *p, vc_graph *g, int64_t rows, int64_t seq, int64_t tail,
+                              size_t *bytes);
 /* out[B]: a classification model's score head (vc_model_score, label 0) at each row's last token */
 vc_status rl_batch_last_scores(vc_model *m, vc_graph *g, rl_batch *b, int64_t max_tokens, float *out);
 

@@ -798,7 +798,9 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
                                .prefill_chunk = t->prefill_chunk, .no_prefix_cache = !t->prefix_cache };
         st = vc_rollout_new(t->actor, &ro, &t->eng);
     }
-    if (!st && !(t->g = vc_graph_new())) st = VC_ERR_NOMEM;
+    /* the log-prob, reference and value passes run in the actor trainer's arena, idle between its updates: one
+     * arena's memory for both (the memory plan counts the larger) */
+    if (!st) t->g = t->atr.g;
     if (!st) st = rl_memory_plan(t);
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
     if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
@@ -834,7 +836,6 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     vc_rl_dataset_free(t->val);
     vc_epoch_iter_free(&t->it);
     vc_rollout_free(t->eng);
-    vc_graph_free(t->g);
     rl_reward_close(t);
     rl_rm_free(t->rm);
     rl_agent_free(t->agent);
@@ -886,6 +887,9 @@ vc_status vc_rl_trainer_fit(vc_rl_trainer *t) {
         if (!st) st = log_step(t);
     }
     if (st) return st;
+    if (t->planned_act && t->rank == 0 && t->total_steps > 0)
+        vc_info("memory: the actor's step arena (updates and log-prob passes) peaked at %.2f MiB, planned %.2f MiB",
+                vc_graph_peak_bytes(t->g) / 1048576.0, t->planned_act / 1048576.0);
     char *dir = vc_path_join(t->out_dir, "hf_model");
     /* the weights are the same on every rank: rank 0 exports, the others learn whether it worked */
     st = !dir ? VC_ERR_NOMEM : t->rank == 0 ? rl_export_hf(t, dir) : VC_OK;

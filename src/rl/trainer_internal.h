@@ -30,6 +30,7 @@ struct vc_rl_trainer {
     int batch_prompts, n;
     int64_t max_resp, fwd_tokens; /* fwd_tokens: rollout.log_prob_max_token_len_per_gpu (old log-probs) */
     int64_t ref_tokens, critic_tokens, rm_tokens; /* ref / critic / reward-model forward token budgets */
+    size_t planned_act;         /* the memory plan's activations (the actor's arena: updates and passes) */
     int64_t overlong_len;       /* reward_model.overlong_buffer (DAPO): 0 off, else the buffer's tokens */
     char fg_key[8];             /* filter_groups.metric read from the reward's extra values: "acc", "score" or "" */
     int filter_groups, fg_acc, fg_max; /* algorithm.filter_groups (DAPO's dynamic sampling): on, metric acc,

@@ -3,7 +3,10 @@
  * trial forward + backward (vc_trainer_plan_rows: rows of the longest prompt + the response length packed to the
  * token budget, the loss and so the LM head on their responses, as in the updates),
  * plus the critic's, the reference model's and the distillation teachers' resident state (and forward_kl_topk's
- * student head chunk). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
+ * student head chunk). The log-prob, reference, teacher and value passes run in the actor's step arena too, so
+ * the activations are the largest of the update's and theirs: a pass's peak is measured on one and two rows and
+ * extended to the rows its token budget packs (no-grad passes keep one layer's temporaries at a time: their
+ * memory grows by rows). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,69 @@ static int64_t largest_micro(int64_t budget, int mini_rows, int micro_rows, int6
     return whole > 0 && most > whole ? whole : most;
 }
 
+/* the arena bytes of one pass of `rows` rows of seq tokens (a prompt, then `tail` response tokens) in one
+ * forward, the way the step runs it */
+static vc_status pass_rows_bytes(const rl_pass_spec *p, vc_graph *g, int rows, int64_t seq, int64_t tail,
+                                 size_t *bytes) {
+    rl_batch b;
+    vc_status st = rl_batch_alloc(&b, rows, (int)tail, (int64_t)rows * seq);
+    if (st) return st;
+    int64_t V = vc_cfg_out_vocab(vc_model_cfg(p->m));
+    for (int i = 0; i < rows; i++) {
+        b.cu[i + 1] = (int64_t)(i + 1) * seq;
+        b.plen[i] = seq - tail;
+        b.rlen[i] = tail;
+    }
+    for (int64_t k = 0; k < b.cu[rows]; k++) b.ids[k] = (int32_t)((k * 7919) % V);
+    if (p->kind == RL_PASS_TOPK) st = rl_batch_topk_alloc(&b, p->topk);
+    vc_graph_reset(g);
+    vc_graph_clear_peak(g);
+    float *sq = p->sum_pi_sq ? b.sum_pi_sq : NULL;
+    if (!st && p->kind == RL_PASS_LOGP) st = rl_batch_logprobs_ex(p->m, g, &b, 0, 1.0f, 0, b.old_logp, NULL, sq);
+    if (!st && p->kind == RL_PASS_TOPK) st = rl_batch_teacher_topk(p->m, g, &b, NULL, rows, 0);
+    if (!st && p->kind == RL_PASS_VALUES) st = rl_critic_values(p->critic, g, &b, 0, b.values);
+    *bytes = vc_graph_peak_bytes(g);
+    vc_graph_reset(g);
+    rl_batch_free(&b);
+    return st;
+}
+
+vc_status rl_pass_trial_bytes(const rl_pass_spec *p, vc_graph *g, int64_t rows, int64_t seq, int64_t tail,
+                              size_t *bytes) {
+    size_t one = 0, two = 0;
+    vc_status st = pass_rows_bytes(p, g, 1, seq, tail, &one);
+    if (!st && rows > 1) st = pass_rows_bytes(p, g, 2, seq, tail, &two);
+    if (st) return vc_fail_ctx(st, "memory plan trial of a %s pass", p->kind == RL_PASS_VALUES ? "value" : "log-prob");
+    size_t lin = rows > 1 && two > one ? one + (two - one) * (size_t)(rows - 1) : one;
+    *bytes = lin + lin / 50; /* 2%: small per-row buffers rounded up to the arena's 64 bytes grow by steps */
+    return VC_OK;
+}
+
+/* the peak of a pass whose token budget packs rows of seq tokens (budget 0: every row of the rank's batch at once) */
+static vc_status pass_bytes(vc_rl_trainer *t, rl_pass_kind kind, vc_model *m, int64_t budget, int64_t seq,
+                            int64_t tail, size_t *bytes) {
+    int64_t w = t->world > 0 ? t->world : 1, all = ((int64_t)t->batch_prompts * t->n + w - 1) / w;
+    int64_t rows = budget > 0 ? (budget + seq - 1) / seq : all;
+    if (rows > all) rows = all;
+    rl_pass_spec p = { kind, m, &t->critic, t->acfg.dist.topk, t->calc_sum_pi_sq && m == t->actor };
+    return rl_pass_trial_bytes(&p, t->g, rows < 1 ? 1 : rows, seq, tail, bytes);
+}
+
+/* the largest of the no-grad passes' peaks in the actor's arena: old log-probs, reference, teachers, values */
+static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
+    size_t b = 0;
+    int64_t tail = t->max_resp < seq ? t->max_resp : seq - 1;
+    vc_status st = pass_bytes(t, RL_PASS_LOGP, t->actor, t->fwd_tokens, seq, tail, most);
+    if (!st && t->need_ref && t->ref && !(st = pass_bytes(t, RL_PASS_LOGP, t->ref, t->ref_tokens, seq, tail, &b)))
+        *most = b > *most ? b : *most;
+    rl_pass_kind tk = t->acfg.dist.topk ? RL_PASS_TOPK : RL_PASS_LOGP;
+    for (int i = 0; !st && i < t->n_teacher; i++)
+        if (!(st = pass_bytes(t, tk, t->teacher[i], t->ref_tokens, seq, tail, &b))) *most = b > *most ? b : *most;
+    if (!st && t->use_critic && !(st = pass_bytes(t, RL_PASS_VALUES, t->critic.m, t->critic_tokens, seq, tail, &b)))
+        *most = b > *most ? b : *most;
+    return st;
+}
+
 vc_status rl_memory_plan(vc_rl_trainer *t) {
     const char *env = getenv("VERLC_MEMORY_PLAN"); /* 0: no trial step (quick runs; the tests that are not about it) */
     if (env && !strcmp(env, "0")) return VC_OK;
@@ -29,6 +95,13 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     vc_mem_plan pa;
     vc_status st = vc_trainer_plan_rows(&t->atr, most, seq, t->max_resp, 0, NULL, &pa); /* a loss on responses */
     if (st) return vc_fail_ctx(st, "actor memory plan");
+    size_t passes = 0; /* in the same arena as the updates: the larger counts */
+    if ((st = passes_bytes(t, seq, &passes))) return st;
+    if (passes > pa.activations) pa.total += passes - pa.activations;
+    t->planned_act = passes > pa.activations ? passes : pa.activations;
+    /* the steps take what they use (the plan is their bound); their peak from here (reported against the plan) */
+    vc_graph_trim(t->g);
+    vc_graph_clear_peak(t->g);
     size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
     for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
@@ -40,10 +113,11 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     }
     size_t total = pa.total + critic + ref;
     if (t->rank == 0)
-        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f of a %lld-token "
-                "micro-batch) + critic %.3f GiB (without activations) + reference%s %.3f GiB = %.3f GiB of %.3f GiB %s; "
+        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f: a %lld-token "
+                "micro-batch's %.3f, the log-prob passes' %.3f) + critic %.3f GiB (without activations) + reference%s %.3f GiB = %.3f GiB of %.3f GiB %s; "
                 "the rollout's KV pool (%.0f%% of the memory free when it generates) is released before the updates",
-                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), GIB(pa.activations), (long long)most,
+                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), GIB(t->planned_act), (long long)most,
+                GIB(pa.activations), GIB(passes),
                 GIB(critic), t->n_teacher ? " and distillation teachers" : "", GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available",
                 t->kv_fraction * 100);
     if (pa.available && total > pa.available)

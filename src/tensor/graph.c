@@ -145,6 +145,19 @@ void vc_graph_set_grad(vc_graph *g, int enabled) { g->grad = enabled; }
 int vc_graph_grad_enabled(const vc_graph *g) { return g->grad; }
 size_t vc_graph_peak_bytes(const vc_graph *g) { return g->peak; }
 size_t vc_graph_used_bytes(const vc_graph *g) { return g->host.used + g->data.used; }
+void vc_graph_trim(vc_graph *g) {
+    if (!g) return;
+    vc_graph_reset(g);
+    arena_free(&g->host);
+    arena_free(&g->data);
+    memset(&g->host, 0, sizeof g->host);
+    memset(&g->data, 0, sizeof g->data);
+    if (g->kept && g->active != g->kept) {
+        vc_graph_free(g->kept);
+        g->kept = NULL;
+    }
+}
+
 void vc_graph_clear_peak(vc_graph *g) {
     for (vc_graph *x = g; x; x = x->kept) x->peak = x->host.used + x->data.used;
 }

@@ -103,8 +103,13 @@ int main(void) {
     snprintf(log, sizeof log, "%s/grpo_b1.log", dir);
     run_grpo(out_b, 1, 1, 1, log);
     /* the memory plan before the first step: the actor's measured share and the reference model's */
-    CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch) .* reference' %s", log) == 0,
+    CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* log-prob passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
+    /* and the step arena's peak over the run (updates and log-prob passes) within the plan's activations */
+    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1); "
+                     "else if ($i == \"planned\") q = $(i + 1); n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
+                     log) == 0,
+              "the step arena's peak is not reported, or exceeds the plan, in %s", log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
     snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);

@@ -304,7 +304,40 @@ static void test_bypass(void) {
     }
 }
 
+/* the memory plan's trial of a log-prob pass: measured on one and two rows, extended to six, it matches a real pass
+ * of six such rows and bounds a pass of six shorter rows of the same budget */
+static void test_pass_trial(void) {
+    vc_model *m = make_model("p");
+    vc_graph *g = vc_graph_new();
+    enum { R = 6, SEQ = 24, TAIL = 8 };
+    rl_pass_spec spec = { RL_PASS_LOGP, m, NULL, 0, 0 };
+    size_t est = 0;
+    CHECK_OK(rl_pass_trial_bytes(&spec, g, R, SEQ, TAIL, &est));
+    for (int shorter = 0; shorter < 2; shorter++) {
+        rl_batch b;
+        CHECK_OK(rl_batch_alloc(&b, R, TAIL, R * SEQ));
+        for (int i = 0; i < R; i++) {
+            int64_t len = shorter ? SEQ - 1 - i % 3 : SEQ, resp = shorter ? TAIL - i % 2 : TAIL;
+            b.cu[i + 1] = b.cu[i] + len;
+            b.plen[i] = len - resp;
+            b.rlen[i] = resp;
+        }
+        for (int64_t k = 0; k < b.cu[R]; k++) b.ids[k] = (int32_t)((k * 13 + 5) % DEMO_VOCAB);
+        vc_graph_reset(g);
+        vc_graph_clear_peak(g);
+        CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, b.old_logp, NULL, NULL));
+        size_t real = vc_graph_peak_bytes(g);
+        CHECK_MSG(real <= est && (shorter || real >= est - est / 20),
+                  "a pass of %d %s rows peaks at %zu bytes, the trial's estimate is %zu", R, shorter ? "shorter" : "full",
+                  real, est);
+        rl_batch_free(&b);
+    }
+    vc_graph_free(g);
+    vc_model_free(m);
+}
+
 int main(void) {
+    test_pass_trial();
     test_bypass();
     test_accumulation();
     test_descent();
