@@ -248,6 +248,8 @@ vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay);
 struct vc_backend;
 const struct vc_backend *vc_model_backend(const vc_model *m); /* the backend holding its memory */
 vc_status vc_model_param_read(const vc_model *m, int i, int grad, float *dst);
+/* floats [offset, offset + n) of parameter i's weights into dst (a checkpoint streamed piece by piece) */
+vc_status vc_model_param_read_range(const vc_model *m, int i, size_t offset, size_t n, float *dst);
 vc_status vc_model_param_write(vc_model *m, int i, const float *src);
 /* Allocates (once, in the model's backend memory) and zeroes persistent gradient buffers. */
 vc_status vc_model_enable_grad(vc_model *m);

@@ -48,9 +48,11 @@ typedef struct vc_st_writer vc_st_writer;
 vc_status vc_st_writer_new(vc_st_writer **out);
 vc_status vc_st_writer_add(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
                            const void *data, int copy);
-/* A tensor whose bytes fill(ctx, index, dst, nbytes) writes into dst when the file is written: one tensor is in
- * host memory at a time (a checkpoint of a model that fills the memory is not copied whole first) */
-typedef vc_status (*vc_st_fill_fn)(void *ctx, int64_t index, void *dst, size_t nbytes);
+/* A tensor whose bytes fill(ctx, index, offset, dst, nbytes) writes into dst when the file is written: bytes
+ * [offset, offset + nbytes) of the tensor, asked for in order in pieces of at most VC_ST_FILL_PIECE bytes (whole
+ * elements), so a few MiB of host memory stage a checkpoint of a model that fills the memory */
+#define VC_ST_FILL_PIECE ((size_t)16 << 20)
+typedef vc_status (*vc_st_fill_fn)(void *ctx, int64_t index, size_t offset, void *dst, size_t nbytes);
 vc_status vc_st_writer_add_lazy(vc_st_writer *w, const char *name, vc_dtype dt, int ndim, const int64_t *shape,
                                 vc_st_fill_fn fill, void *ctx, int64_t index);
 vc_status vc_st_writer_set_metadata(vc_st_writer *w, const char *key, const char *value);

@@ -225,18 +225,20 @@ static void build_header(const vc_st_writer *w, wtensor **ts, int n, sbuf *h) {
     while (!h->oom && h->n % 8) sb_put(h, " ", 1);
 }
 
-/* tensor t's bytes into f: its data, or its fill through the staging buffer *stage (grown as needed) */
-static vc_status write_tensor(vc_afile *f, const wtensor *t, void **stage, size_t *cap) {
+/* tensor t's bytes into f: its data, or its fill piece by piece through the staging buffer *stage */
+static vc_status write_tensor(vc_afile *f, const wtensor *t, void **stage) {
     if (!t->fill) return vc_afile_write(f, t->data, t->nbytes);
     if (!t->nbytes) return VC_OK;
-    if (t->nbytes > *cap) {
-        free(*stage);
-        *cap = 0;
-        if (!(*stage = vc_malloc(t->nbytes))) return VC_ERR_NOMEM;
-        *cap = t->nbytes;
+    if (!*stage && !(*stage = vc_malloc(VC_ST_FILL_PIECE))) return VC_ERR_NOMEM;
+    size_t es = vc_dtype_size(t->dt), piece = VC_ST_FILL_PIECE / es * es;
+    vc_status st = VC_OK;
+    for (size_t off = 0; off < t->nbytes && !st; off += piece) {
+        size_t n = t->nbytes - off < piece ? t->nbytes - off : piece;
+        st = t->fill(t->ctx, t->index, off, *stage, n);
+        if (st) return vc_fail_ctx(st, "safetensors writer: tensor '%s'", t->name);
+        st = vc_afile_write(f, *stage, n);
     }
-    vc_status st = t->fill(t->ctx, t->index, *stage, t->nbytes);
-    return st ? vc_fail_ctx(st, "safetensors writer: tensor '%s'", t->name) : vc_afile_write(f, *stage, t->nbytes);
+    return st;
 }
 
 /* Writes tensors ts[0..n) (any order; re-sorted for layout) to path through a fsynced temp file. */
@@ -259,8 +261,7 @@ static vc_status write_file(const vc_st_writer *w, wtensor **ts, int n, const ch
     st = vc_afile_write(f, len8, 8);
     if (!st) st = vc_afile_write(f, h.p, h.n);
     void *stage = NULL;
-    size_t cap = 0;
-    for (int i = 0; i < n && !st; i++) st = write_tensor(f, ts[i], &stage, &cap);
+    for (int i = 0; i < n && !st; i++) st = write_tensor(f, ts[i], &stage);
     free(stage);
     free(h.p);
     if (st) {

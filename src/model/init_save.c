@@ -167,18 +167,38 @@ static vc_status xielu_constants(const vc_model *m, vc_st_writer *w, vc_dtype dt
 typedef struct {
     const vc_model *m;
     vc_dtype dtype;
+    float *piece;  /* a piece in f32 before its conversion to dtype */
+    int64_t whole_i; /* the source whose whole f32 copy `whole` holds (a transformed layout), -1: none */
+    float *whole;
 } export_ctx;
 
-/* source tensor i in the export dtype, staged through f32 (the writer calls it as it writes the file) */
-static vc_status export_fill(void *p, int64_t i, void *dst, size_t nbytes) {
-    const export_ctx *c = p;
-    size_t n = nbytes / vc_dtype_size(c->dtype);
-    if (c->dtype == VC_F32) return vc_rule_transfer(c->m, &c->m->src[i], dst, 1); /* straight into the file's bytes */
-    float *buf = vc_malloc((n ? n : 1) * sizeof(float));
-    if (!buf) return VC_ERR_NOMEM;
-    vc_status st = vc_rule_transfer(c->m, &c->m->src[i], buf, 1); /* d2h: the host holds buf on return */
-    if (!st) vc_convert_from_f32(dst, c->dtype, buf, n);
-    free(buf);
+/* floats [off, off + n) of source tensor i in the checkpoint layout: straight from the slots where that layout is
+ * theirs, else from one whole copy of the tensor (made at its first piece) */
+static vc_status export_range(export_ctx *c, int64_t i, size_t off, size_t n, float *to) {
+    const vc_source *s = &c->m->src[i];
+    vc_status st = c->whole_i == i ? VC_ERR_UNSUPPORTED : vc_rule_read_range(c->m, s, off, n, to);
+    if (st != VC_ERR_UNSUPPORTED) return st;
+    if (c->whole_i != i) {
+        free(c->whole);
+        c->whole_i = -1;
+        size_t total = 1;
+        for (int d = 0; d < s->ndim; d++) total *= (size_t)s->shape[d];
+        if (!(c->whole = vc_malloc((total ? total : 1) * sizeof(float)))) return VC_ERR_NOMEM;
+        if ((st = vc_rule_transfer(c->m, s, c->whole, 1))) return st; /* d2h: the host holds it on return */
+        c->whole_i = i;
+    }
+    memcpy(to, c->whole + off, n * sizeof(float));
+    return VC_OK;
+}
+
+/* bytes [offset, offset + nbytes) of source tensor i in the export dtype (the writer asks piece by piece) */
+static vc_status export_fill(void *p, int64_t i, size_t offset, void *dst, size_t nbytes) {
+    export_ctx *c = p;
+    size_t es = vc_dtype_size(c->dtype), n = nbytes / es;
+    if (c->dtype == VC_F32) return export_range(c, i, offset / es, n, dst); /* straight into the file's bytes */
+    if (!c->piece && !(c->piece = vc_malloc(VC_ST_FILL_PIECE / es * sizeof(float)))) return VC_ERR_NOMEM;
+    vc_status st = export_range(c, i, offset / es, n, c->piece);
+    if (!st) vc_convert_from_f32(dst, c->dtype, c->piece, n);
     return st;
 }
 
@@ -188,7 +208,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (mkdir(dir, 0755) != 0 && !vc_file_exists(dir)) return vc_fail(VC_ERR_IO, "%s: cannot create directory", dir);
     vc_st_writer *w = NULL;
     vc_status st = vc_st_writer_new(&w);
-    export_ctx ec = { m, dtype }; /* the weights are read as the file is written: one tensor in host memory at a time */
+    export_ctx ec = { m, dtype, NULL, -1, NULL }; /* the weights are read as the file is written, piece by piece */
     for (int i = 0; i < m->n_src && !st; i++)
         st = vc_st_writer_add_lazy(w, m->src[i].name, dtype, m->src[i].ndim, m->src[i].shape, export_fill, &ec, i);
     vc_checkpoint *towers = NULL;
@@ -197,6 +217,8 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
     if (!st) st = vc_st_writer_write_dir(w, dir, (size_t)5 << 30);
     vc_st_writer_free(w);
+    free(ec.piece);
+    free(ec.whole);
     vc_ckpt_close(towers);
     if (!st) st = write_config(m, dir, dtype);
     if (!st && m->dir) st = vc_model_copy_side_files(m->dir, dir, 1);

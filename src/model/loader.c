@@ -255,6 +255,35 @@ vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, in
     return VC_OK;
 }
 
+vc_status vc_rule_read_range(const vc_model *m, const vc_source *s, size_t offset, size_t n, float *buf) {
+    vc_tensor *p[3];
+    int np = vc_rule_parts(m, s->rule, s->layer, p);
+    const float *from[3];
+    size_t len[3];
+    switch (s->rule->transform) {
+    case VC_TR_EXPERT: {
+        int64_t per = p[0]->n / p[0]->shape[0];
+        from[0] = p[0]->data + (int64_t)s->expert * per, len[0] = (size_t)per, np = 1;
+        break;
+    }
+    case VC_TR_NONE: case VC_TR_SPLIT_ROWS: case VC_TR_FLAT: /* the parts' rows one after another */
+        for (int i = 0; i < np; i++) from[i] = p[i]->data, len[i] = (size_t)p[i]->n;
+        break;
+    default: return VC_ERR_UNSUPPORTED;
+    }
+    for (int i = 0; i < np && n; i++) {
+        if (offset >= len[i]) {
+            offset -= len[i];
+            continue;
+        }
+        size_t k = len[i] - offset < n ? len[i] - offset : n;
+        m->be->d2h(buf, from[i] + offset, k * sizeof(float));
+        buf += k, n -= k, offset = 0;
+    }
+    if (n) return vc_fail(VC_ERR_ARG, "%s: a range beyond the tensor", s->name);
+    return m->be->sync();
+}
+
 typedef struct {
     vc_model *m;
     vc_checkpoint *ck;

@@ -75,6 +75,16 @@ vc_status vc_model_param_read(const vc_model *m, int i, int grad, float *dst) {
     return m->be->sync();
 }
 
+vc_status vc_model_param_read_range(const vc_model *m, int i, size_t offset, size_t n, float *dst) {
+    if (i < 0 || i >= m->n_params) return vc_fail(VC_ERR_ARG, "model: no parameter %d", i);
+    const vc_param *p = &m->params[i];
+    if (offset > (size_t)p->t.n || n > (size_t)p->t.n - offset)
+        return vc_fail(VC_ERR_ARG, "model: floats [%zu, %zu) are outside parameter %s (%lld)", offset, offset + n, p->name,
+                       (long long)p->t.n);
+    m->be->d2h(dst, p->t.data + offset, n * sizeof(float));
+    return m->be->sync();
+}
+
 vc_status vc_model_param_write(vc_model *m, int i, const float *src) {
     if (i < 0 || i >= m->n_params) return vc_fail(VC_ERR_ARG, "model: no parameter %d", i);
     m->be->h2d(m->params[i].t.data, src, (size_t)m->params[i].t.n * sizeof(float));

@@ -82,6 +82,10 @@ int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tens
 /* copies between a source tensor in the checkpoint layout (f32 host buffer) and the slots' backend
  * memory; store 0: load weights (h2d), 1: store weights, 2: store gradients (d2h) */
 vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store); /* NOMEM: a host copy */
+/* floats [offset, offset + n) of source s's weights in the checkpoint layout into buf, where that layout is its
+ * slots' memory in order (no transform, fused rows, one expert's block): VC_ERR_UNSUPPORTED otherwise (then
+ * vc_rule_transfer it whole) */
+vc_status vc_rule_read_range(const vc_model *m, const vc_source *s, size_t offset, size_t n, float *buf);
 /* Fused tensors stored group by group (InternLM2's wqkv per KV group, q_proj with its gate per head, Qwen3-Next's
  * in_proj_qkvz / _ba per q/k head): within each of `groups` groups, n runs of rows[k] rows in checkpoint order, run
  * k's going to part[k] (the rule's slot, slot2, slot3) at row base[k] + g * rows[k]. 0: not such a transform. */

@@ -40,17 +40,16 @@ static vc_status fsync_dir(const char *path) {
     return rc == 0 || errno == EINVAL ? VC_OK : vc_fail(VC_ERR_IO, "%s: fsync failed", path);
 }
 
-/* parameter i, f32, from backend memory (the writer calls it as it writes the file) */
-static vc_status weight_fill(void *m, int64_t i, void *dst, size_t nbytes) {
-    (void)nbytes;
-    return vc_model_param_read(m, (int)i, 0, dst);
+/* bytes [offset, offset + nbytes) of parameter i, f32, from backend memory (the writer asks piece by piece) */
+static vc_status weight_fill(void *m, int64_t i, size_t offset, void *dst, size_t nbytes) {
+    return vc_model_param_read_range(m, (int)i, offset / sizeof(float), nbytes / sizeof(float), dst);
 }
 
 static vc_status write_weights(const vc_model *mc, const char *path) {
     vc_model *m = (vc_model *)mc; /* vc_model_param is not const; nothing is modified */
     vc_st_writer *w = NULL;
     vc_status st = vc_st_writer_new(&w);
-    for (int i = 0; i < vc_model_n_params(m) && !st; i++) { /* read as the file is written: one tensor at a time */
+    for (int i = 0; i < vc_model_n_params(m) && !st; i++) { /* read as the file is written, piece by piece */
         const char *name;
         vc_tensor *t = vc_model_param(m, i, &name, NULL);
         st = vc_st_writer_add_lazy(w, name, VC_F32, t->ndim, t->shape, weight_fill, m, i);

@@ -163,14 +163,21 @@ static void test_shards(void) {
     vc_st_writer_free(w);
 }
 
-/* lazy tensors: the bytes come from a fill function as the file is written; a failing fill leaves the file that
- * was there and no temp file */
-static int fills;
-static vc_status fill_ramp(void *ctx, int64_t index, void *dst, size_t nbytes) {
+/* lazy tensors: the bytes come from a fill function as the file is written, in order, in pieces of at most
+ * VC_ST_FILL_PIECE bytes; a failing fill leaves the file that was there and no temp file */
+#define HUGE_N ((int64_t)(VC_ST_FILL_PIECE / 4 + 5))
+static int fills, in_order = 1;
+static size_t biggest_piece;
+static vc_status fill_ramp(void *ctx, int64_t index, size_t offset, void *dst, size_t nbytes) {
+    static int64_t last_index = -1;
+    static size_t next = 0;
     fills++;
+    in_order &= index == last_index ? offset == next : offset == 0;
+    last_index = index, next = offset + nbytes;
+    if (nbytes > biggest_piece) biggest_piece = nbytes;
     if (ctx) return vc_fail(VC_ERR_IO, "fill of tensor %lld failed", (long long)index);
     float *f = dst;
-    for (size_t i = 0; i < nbytes / 4; i++) f[i] = (float)(index * 1000 + (int64_t)i);
+    for (size_t i = 0; i < nbytes / 4; i++) f[i] = (float)(index * 1000 + (int64_t)(offset / 4 + i));
     return VC_OK;
 }
 
@@ -191,6 +198,7 @@ static void test_lazy(void) {
         vc_st_writer *w = NULL;
         CHECK_OK(vc_st_writer_new(&w));
         CHECK_OK(vc_st_writer_add_lazy(w, "big", VC_F32, 2, (int64_t[]){ 3, 5 }, fill_ramp, NULL, 4));
+        CHECK_OK(vc_st_writer_add_lazy(w, "huge", VC_F32, 1, (int64_t[]){ HUGE_N }, fill_ramp, NULL, 2)); /* 2 pieces */
         CHECK_OK(vc_st_writer_add(w, "b", VC_F32, 1, (int64_t[]){ 3 }, b, 0));
         CHECK_OK(vc_st_writer_add_lazy(w, "small", VC_F32, 1, (int64_t[]){ 2 }, fill_ramp, round ? &fail : NULL, 9));
         CHECK_OK(vc_st_writer_add_lazy(w, "none", VC_F32, 1, (int64_t[]){ 0 }, fill_ramp, &fail, 1)); /* never called */
@@ -200,7 +208,8 @@ static void test_lazy(void) {
         if (!round) CHECK_OK(st);
         else CHECK_MSG(st == VC_ERR_IO && strstr(vc_last_error(), "tensor 'small'") && strstr(vc_last_error(), "fill of tensor 9"),
                        "failing fill: %d %s", st, vc_last_error());
-        CHECK(fills == 2);
+        CHECK_MSG(fills == 4 && in_order && biggest_piece == VC_ST_FILL_PIECE, "%d fills, in order %d, pieces up to %zu",
+                  fills, in_order, biggest_piece);
         vc_st_writer_free(w);
         b[0] = -1;
     }
@@ -212,6 +221,10 @@ static void test_lazy(void) {
     CHECK(big && big->nbytes == 60 && ((const float *)big->data)[14] == 4014.0f && ((const float *)big->data)[0] == 4000.0f);
     CHECK(sm && sm->nbytes == 8 && ((const float *)sm->data)[1] == 9001.0f);
     CHECK(bt && ((const float *)bt->data)[0] == 7.0f);
+    const vc_st_tensor *hg = ck ? vc_ckpt_find(ck, "huge") : NULL;
+    const float *hv = hg ? hg->data : NULL;
+    CHECK(hg && hg->nbytes == HUGE_N * 4 && hv[0] == 2000.0f && hv[HUGE_N / 2] == 2000.0f + HUGE_N / 2 &&
+          hv[VC_ST_FILL_PIECE / 4] == 2000.0f + VC_ST_FILL_PIECE / 4 && hv[HUGE_N - 1] == 2000.0f + HUGE_N - 1);
     CHECK(ck && vc_ckpt_find(ck, "none") && vc_ckpt_find(ck, "none")->nbytes == 0);
     vc_ckpt_close(ck);
     free(p);

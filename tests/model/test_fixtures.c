@@ -95,7 +95,56 @@ static int check_root(const char *root) {
     return n;
 }
 
+/* an export larger than the writer's pieces (VC_ST_FILL_PIECE): InternLM2's embedding and LM head (plain layout,
+ * read piece by piece) and its fused wqkv (grouped layout, copied whole once, then served piece by piece) span
+ * several pieces in f32 and in bf16; the export loads back to the same weights (bf16: rounded once) */
+static void export_pieces(void) {
+    char cfg[256], out[256];
+    snprintf(cfg, sizeof cfg, "/tmp/verlc_pieces_%d.json", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/verlc_pieces_%d", (int)getpid());
+    const char *text = "{\"architectures\": [\"InternLM2ForCausalLM\"], \"model_type\": \"internlm2\", \"bias\": false, "
+                       "\"hidden_act\": \"silu\", \"hidden_size\": 2048, \"intermediate_size\": 64, "
+                       "\"max_position_embeddings\": 64, \"num_attention_heads\": 16, \"num_hidden_layers\": 1, "
+                       "\"num_key_value_heads\": 4, \"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, "
+                       "\"tie_word_embeddings\": false, \"vocab_size\": 4200}";
+    CHECK_OK(vc_write_file_atomic(cfg, text, strlen(text)));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cfg, 3, &m));
+    for (int bf = 0; m && bf < 2; bf++) {
+        CHECK_OK(vc_model_save_hf(m, out, bf ? VC_BF16 : VC_F32));
+        vc_model *back = NULL;
+        CHECK_OK(vc_model_load(out, &back));
+        int np = back ? vc_model_n_params(m) : 0, eq = back && vc_model_n_params(back) == np, pieces = 0;
+        for (int i = 0; eq && i < np; i++) {
+            vc_tensor *x = vc_model_param(m, i, NULL, NULL), *y = vc_model_param(back, i, NULL, NULL);
+            size_t n = (size_t)x->n;
+            float *hx = malloc(sizeof(float) * n), *hy = malloc(sizeof(float) * n);
+            uint16_t *h16 = malloc(sizeof(uint16_t) * n);
+            eq = x->n == y->n && hx && hy && h16 && !vc_model_param_read(m, i, 0, hx) && !vc_model_param_read(back, i, 0, hy);
+            if (eq && bf) { /* the original rounded to bf16 */
+                vc_convert_from_f32(h16, VC_BF16, hx, n);
+                vc_convert_to_f32(hx, h16, VC_BF16, n);
+            }
+            eq = eq && !memcmp(hx, hy, sizeof(float) * n);
+            free(hx);
+            free(hy);
+            free(h16);
+        }
+        vc_checkpoint *ck = NULL; /* the file's tensors over one piece: embedding, LM head, wqkv (f32) */
+        CHECK_OK(vc_ckpt_open(out, &ck));
+        for (int i = 0; ck && i < vc_ckpt_count(ck); i++) pieces += vc_ckpt_at(ck, i)->nbytes > VC_ST_FILL_PIECE;
+        vc_ckpt_close(ck);
+        CHECK_MSG(eq && pieces >= (bf ? 2 : 3), "%s export in pieces (%d tensors over one piece): weights %s",
+                  bf ? "bf16" : "f32", pieces, eq ? "equal" : "differ");
+        vc_model_free(back);
+        remove_tree(out);
+    }
+    vc_model_free(m);
+    unlink(cfg);
+}
+
 int main(void) {
+    export_pieces();
     char root[512];
     int n = check_root(vc_test_model_root(0, root, sizeof root));
     CHECK_MSG(n >= 29, "found %d shared fixture models", n);
