@@ -49,6 +49,9 @@ vc_status vc_cuda_error(void); /* sticky status without waiting */
 void vc_cuda_clear_error(void);
 /* device memory in use by the pool and the total on the device, bytes */
 vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total);
+/* the pool's high-water marks since the start, bytes: in use by allocations, and held from the device (torch's
+ * max_memory_allocated / max_memory_reserved) */
+vc_status vc_cuda_mem_peak(size_t *used_high, size_t *reserved_high);
 
 /* The op table (src/tensor/backend.h) with device kernels; every pointer argument is device memory
  * except the vc_attn_desc / vc_route_desc structs and the desc's q_start, kv_len, k_seq, v_seq, dk_seq,

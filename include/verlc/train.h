@@ -234,6 +234,10 @@ typedef struct vc_mem_plan {
 /* Parses "24G", "512M", "1.5GiB", plain bytes. */
 vc_status vc_parse_bytes(const char *s, size_t *out);
 size_t vc_mem_available(void);
+/* the system's used memory (total - free - buffers - page cache, as psutil's virtual_memory().used), and this
+ * process's peak resident memory (VmHWM), bytes; 0 where /proc cannot tell */
+size_t vc_mem_used_system(void);
+size_t vc_mem_peak_rss(void);
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
  * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1)
  * and prints it to `log` (may be NULL), naming the device. Fails with VC_ERR_NOMEM and the numbers when

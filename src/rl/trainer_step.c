@@ -1,6 +1,8 @@
 /* One training step (the body of verl's RayPPOTrainer.fit loop): generate -> reward -> old / ref
  * log-probs -> values -> KL in reward -> advantages -> critic update -> actor update -> metrics. */
 #include "trainer_internal.h"
+#include "verlc/cuda.h"
+#include "verlc/device.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +473,20 @@ static vc_status advantages(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, const floa
     return st;
 }
 
+/* verl's memory figures of the actor update: the device pool's high-water marks (torch's max_memory_allocated and
+ * max_memory_reserved; on the CPU, where there is no pool, both are the process's peak resident memory) and the
+ * system's used memory (psutil's virtual_memory().used) */
+static void memory_metrics(rl_metrics *met) {
+    size_t used = 0, reserved = 0, sys = vc_mem_used_system();
+    int gpu = vc_device_is_gpu();
+    if (!gpu) used = reserved = vc_mem_peak_rss();
+    if (!gpu || vc_cuda_mem_peak(&used, &reserved) == VC_OK) {
+        rl_metrics_set(met, "perf/max_memory_allocated_gb", used / 1073741824.0);
+        rl_metrics_set(met, "perf/max_memory_reserved_gb", reserved / 1073741824.0);
+    }
+    if (sys) rl_metrics_set(met, "perf/cpu_memory_used_gb", sys / 1073741824.0);
+}
+
 /* the updates: the batch balanced over the ranks, the critic, then the actor once past critic_warmup */
 static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy, rl_metrics *met) {
     vc_status st = VC_OK;
@@ -489,6 +505,7 @@ static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy,
         /* forward + backward ~ 6 N flops per token and epoch (this rank's tokens: a per-device figure) */
         double flops = 6.0 * (double)t->n_params * tokens_of(b) * t->acfg.ppo_epochs;
         rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
+        if (!st) memory_metrics(met);
     }
     return st;
 }

@@ -32,16 +32,31 @@ vc_status vc_parse_bytes(const char *s, size_t *out) {
     return VC_OK;
 }
 
-size_t vc_mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
+/* the kB value of `key` in a /proc file (0: absent) */
+static size_t proc_kb(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[256];
-    size_t kb = 0;
+    size_t kb = 0, n = strlen(key);
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) break;
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            kb = strtoull(line + n + 1, NULL, 10);
+            break;
+        }
     fclose(f);
-    return kb * 1024;
+    return kb;
 }
+
+size_t vc_mem_available(void) { return proc_kb("/proc/meminfo", "MemAvailable") * 1024; }
+
+size_t vc_mem_used_system(void) {
+    size_t total = proc_kb("/proc/meminfo", "MemTotal"), free_kb = proc_kb("/proc/meminfo", "MemFree");
+    size_t held = free_kb + proc_kb("/proc/meminfo", "Buffers") + proc_kb("/proc/meminfo", "Cached") +
+                  proc_kb("/proc/meminfo", "SReclaimable");
+    return total > held ? (total - held) * 1024 : 0;
+}
+
+size_t vc_mem_peak_rss(void) { return proc_kb("/proc/self/status", "VmHWM") * 1024; }
 
 static double gib(size_t b) { return b / 1073741824.0; }
 

@@ -48,7 +48,20 @@ static const char *GRPO_METRICS[] = {
     "perf/throughput", "perf/total_num_tokens", "perf/mfu/actor", "val-core/openai/gsm8k/acc/mean@1",
     "training/rollout_probs_diff_mean", "training/rollout_probs_diff_max", "response/aborted_ratio",
     "response_length_non_aborted/mean", "response_length_non_aborted/clip_ratio", "prompt_length/clip_ratio",
-    "perf/time_per_step", "timing_per_token_ms/gen", "timing_per_token_ms/ref", "timing_per_token_ms/update_actor", NULL };
+    "perf/time_per_step", "timing_per_token_ms/gen", "timing_per_token_ms/ref", "timing_per_token_ms/update_actor",
+    "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb", "perf/cpu_memory_used_gb", NULL };
+
+/* verl's memory figures: on the CPU the process's peak resident memory, at least the actor's and the reference's
+ * weights, gradients and AdamW state (0.09 GiB for this model); the system's used memory at least that */
+static void check_memory_metrics(const char *path) {
+    vc_metrics *m = NULL;
+    CHECK_OK(vc_metrics_read(path, &m));
+    const vc_metric_series *a = m ? vc_metrics_find(m, "perf/max_memory_allocated_gb") : NULL;
+    const vc_metric_series *c = m ? vc_metrics_find(m, "perf/cpu_memory_used_gb") : NULL;
+    double peak = a && a->n ? a->y[a->n - 1] : -1, sys = c && c->n ? c->y[c->n - 1] : -1;
+    CHECK_MSG(peak > 0.09 && peak < 64 && sys >= peak, "memory metrics: peak %g GiB, system %g GiB", peak, sys);
+    vc_metrics_free(m);
+}
 
 static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "critic/returns/mean", "timing_s/update_critic",
                                      "timing_s/old_log_prob", "actor/pg_loss", "rollout_corr/rollout_is_mean",
@@ -112,6 +125,7 @@ int main(void) {
               "the step arena's peak is not reported, or exceeds the plan, in %s", log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
+    check_memory_metrics(path);
     snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);
     CHECK_MSG(vc_file_exists(path), "no checkpoint at %s", path);
     /* save_contents with hf_model: the checkpoint also holds a Hugging Face directory that loads */

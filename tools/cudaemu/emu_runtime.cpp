@@ -69,7 +69,7 @@ cudaError_t vc_emu_error(cudaError_t e, const char *fmt, ...) {
 
 /* ---- device memory ---- */
 static char *g_base;
-static size_t g_cap, g_hw, g_used;
+static size_t g_cap, g_hw, g_used, g_used_high;
 static std::map<size_t, size_t> g_free, g_live; /* offset -> bytes */
 static std::map<uintptr_t, size_t> g_pinned;
 static int g_open, g_protect = 1;
@@ -123,6 +123,7 @@ static void *dev_alloc(size_t bytes) {
     if (len > n) g_free[off + n] = len - n;
     g_live[off] = n;
     g_used += n;
+    if (g_used > g_used_high) g_used_high = g_used;
     size_t end = (off + n + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1); /* whole huge pages */
     if (end > g_hw) {
         if (g_open && g_protect) mprotect(g_base + g_hw, end - g_hw, PROT_READ | PROT_WRITE);
@@ -634,7 +635,7 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device) {
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, enum cudaMemPoolAttr, void *) { return cudaSuccess; }
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, enum cudaMemPoolAttr attr, void *value) {
     lock_t l(g_mu);
-    *(uint64_t *)value = attr == cudaMemPoolAttrUsedMemCurrent ? g_used : g_hw;
+    *(uint64_t *)value = attr == cudaMemPoolAttrUsedMemCurrent ? g_used : attr == cudaMemPoolAttrUsedMemHigh ? g_used_high : g_hw;
     return cudaSuccess;
 }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t) { return cudaSuccess; }

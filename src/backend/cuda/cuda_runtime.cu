@@ -483,6 +483,17 @@ vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
     return VC_OK;
 }
 
+vc_status vc_cuda_mem_peak(size_t *used_high, size_t *reserved_high) {
+    if (!vc_cu_begin_io("memory query")) return vc_cuda_error();
+    uint64_t u = 0, r = 0;
+    if (!vc_cu_ok(cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrUsedMemHigh, &u), "memory query") ||
+        !vc_cu_ok(cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrReservedMemHigh, &r), "memory query"))
+        return vc_cuda_error();
+    *used_high = (size_t)u;
+    *reserved_high = (size_t)r;
+    return VC_OK;
+}
+
 /* ---- GEMM ---- */
 __global__ void k_scale_rows(float *C, int64_t M, int64_t N, int64_t ldc, float beta) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;

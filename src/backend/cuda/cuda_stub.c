@@ -26,6 +26,10 @@ vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
     (void)used; (void)free_bytes; (void)total;
     return off();
 }
+vc_status vc_cuda_mem_peak(size_t *used_high, size_t *reserved_high) {
+    (void)used_high; (void)reserved_high;
+    return off();
+}
 const struct vc_backend *vc_backend_cuda(void) { return NULL; }
 vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                             int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {

@@ -64,7 +64,9 @@ enum cudaMemPoolAttr {
     cudaMemPoolReuseFollowEventDependencies = 1,
     cudaMemPoolAttrReleaseThreshold = 4,
     cudaMemPoolAttrReservedMemCurrent = 5,
-    cudaMemPoolAttrUsedMemCurrent = 7
+    cudaMemPoolAttrReservedMemHigh = 6,
+    cudaMemPoolAttrUsedMemCurrent = 7,
+    cudaMemPoolAttrUsedMemHigh = 8
 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrComputeCapabilityMajor = 75,
