@@ -238,6 +238,10 @@ size_t vc_mem_available(void);
  * process's peak resident memory (VmHWM), bytes; 0 where /proc cannot tell */
 size_t vc_mem_used_system(void);
 size_t vc_mem_peak_rss(void);
+/* verl's memory metrics, GiB: perf/max_memory_allocated_gb and perf/max_memory_reserved_gb (the CUDA pool's
+ * high-water marks; on the CPU, without a pool, both the process's peak resident memory; NaN if unknown) and
+ * perf/cpu_memory_used_gb (the system's used memory) */
+void vc_mem_metrics(double *allocated_gb, double *reserved_gb, double *cpu_used_gb);
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
  * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1)
  * and prints it to `log` (may be NULL), naming the device. Fails with VC_ERR_NOMEM and the numbers when

@@ -1,8 +1,6 @@
 /* One training step (the body of verl's RayPPOTrainer.fit loop): generate -> reward -> old / ref
  * log-probs -> values -> KL in reward -> advantages -> critic update -> actor update -> metrics. */
 #include "trainer_internal.h"
-#include "verlc/cuda.h"
-#include "verlc/device.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,18 +471,13 @@ static vc_status advantages(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, const floa
     return st;
 }
 
-/* verl's memory figures of the actor update: the device pool's high-water marks (torch's max_memory_allocated and
- * max_memory_reserved; on the CPU, where there is no pool, both are the process's peak resident memory) and the
- * system's used memory (psutil's virtual_memory().used) */
+/* verl's memory figures with the actor update (vc_mem_metrics) */
 static void memory_metrics(rl_metrics *met) {
-    size_t used = 0, reserved = 0, sys = vc_mem_used_system();
-    int gpu = vc_device_is_gpu();
-    if (!gpu) used = reserved = vc_mem_peak_rss();
-    if (!gpu || vc_cuda_mem_peak(&used, &reserved) == VC_OK) {
-        rl_metrics_set(met, "perf/max_memory_allocated_gb", used / 1073741824.0);
-        rl_metrics_set(met, "perf/max_memory_reserved_gb", reserved / 1073741824.0);
-    }
-    if (sys) rl_metrics_set(met, "perf/cpu_memory_used_gb", sys / 1073741824.0);
+    double a, r, c;
+    vc_mem_metrics(&a, &r, &c);
+    if (isfinite(a)) rl_metrics_set(met, "perf/max_memory_allocated_gb", a);
+    if (isfinite(r)) rl_metrics_set(met, "perf/max_memory_reserved_gb", r);
+    rl_metrics_set(met, "perf/cpu_memory_used_gb", c);
 }
 
 /* the updates: the batch balanced over the ranks, the critic, then the actor once past critic_warmup */

@@ -58,6 +58,15 @@ size_t vc_mem_used_system(void) {
 
 size_t vc_mem_peak_rss(void) { return proc_kb("/proc/self/status", "VmHWM") * 1024; }
 
+void vc_mem_metrics(double *allocated_gb, double *reserved_gb, double *cpu_used_gb) {
+    size_t used = 0, reserved = 0;
+    int gpu = vc_device_is_gpu(), ok = !gpu || vc_cuda_mem_peak(&used, &reserved) == VC_OK;
+    if (!gpu) used = reserved = vc_mem_peak_rss();
+    *allocated_gb = ok ? used / 1073741824.0 : NAN;
+    *reserved_gb = ok ? reserved / 1073741824.0 : NAN;
+    *cpu_used_gb = vc_mem_used_system() / 1073741824.0;
+}
+
 static double gib(size_t b) { return b / 1073741824.0; }
 
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan) {

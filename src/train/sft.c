@@ -210,7 +210,11 @@ static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double
             (long long)step, (long long)r->it.epoch, isfinite(s->loss) ? s->loss : 0.0, s->lr,
             isfinite(s->grad_norm) ? s->grad_norm : 0.0, s->skipped, (long long)s->n_tokens, tps, s->seconds);
     if (isfinite(val)) fprintf(r->metrics, ", \"val/loss\": %.9g", val);
-    fprintf(r->metrics, "}\n");
+    double mem[3]; /* verl's engine SFT trainer logs its memory with each step */
+    vc_mem_metrics(&mem[0], &mem[1], &mem[2]);
+    if (isfinite(mem[0]))
+        fprintf(r->metrics, ", \"perf/max_memory_allocated_gb\": %.6g, \"perf/max_memory_reserved_gb\": %.6g", mem[0], mem[1]);
+    fprintf(r->metrics, ", \"perf/cpu_memory_used_gb\": %.6g}\n", mem[2]);
     fflush(r->metrics);
     if (ferror(r->metrics)) return vc_fail(VC_ERR_IO, "%s/metrics.jsonl: write failed", r->c->out_dir);
     static const char *const names[] = { "train/loss", "train/lr", "train/grad_norm", "perf/throughput", "val/loss" };

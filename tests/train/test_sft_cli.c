@@ -36,6 +36,9 @@ int main(void) {
     /* metrics: verl names, 6 step lines plus the initial validation */
     CHECK(sh("test $(grep -c 'train/loss' %2$s/full/metrics.jsonl) = 6 && grep -q 'val/loss' %2$s/full/metrics.jsonl"
              " && grep -q 'perf/throughput' %2$s/part/metrics.jsonl%4$s", NULL) == 0);
+    /* and verl's memory figures with each step (the CPU: the process's peak resident memory) */
+    CHECK(sh("test $(grep -c '\"perf/max_memory_allocated_gb\": [0-9.e-]*, \"perf/max_memory_reserved_gb\": [0-9.e-]*, "
+             "\"perf/cpu_memory_used_gb\": [0-9.e-]*}' %2$s/full/metrics.jsonl) = 6%4$s", NULL) == 0);
     /* skip_bad_lines=false stops at the malformed line with file:line */
     snprintf(extra, sizeof extra, "--out %s/strict skip_bad_lines=false", TMP);
     CHECK(sh(common, extra) != 0);
