@@ -24,6 +24,7 @@ typedef struct sft_run {
     int64_t total_steps;
     FILE *metrics;
     vc_tracker *tracker;     /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
+    size_t planned_act;      /* the memory plan's activations (the step arena), reported against its peak at the end */
     /* mini-batch buffers */
     int64_t *cu;
     int32_t *ids;
@@ -129,7 +130,13 @@ static vc_status make_trainer(sft_run *r) {
     if (whole > 0 && most > whole) most = whole;
     vc_mem_plan plan;
     /* every rank prints its own plan: the optimiser state is per rank (1/N with ZeRO-1) */
-    return vc_trainer_plan_ex(&r->tr, most, r->train.longest, c->max_memory, stderr, &plan);
+    /* the loss on all but each row's first token: the LM head on gathered loss positions, as rows whose prompt is
+     * masked run it */
+    st = vc_trainer_plan_rows(&r->tr, most, r->train.longest, r->train.longest - 1, c->max_memory, stderr, &plan);
+    r->planned_act = plan.activations;
+    vc_graph_trim(r->tr.g); /* the steps take what they use; their peak from here */
+    vc_graph_clear_peak(r->tr.g);
+    return st;
 }
 
 static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
@@ -287,6 +294,9 @@ static vc_status run_loop(sft_run *r) {
         }
     }
     (void)last_saved;
+    if (!st && done && r->planned_act)
+        R0_INFO(r, "memory: the step arena peaked at %.2f MiB, planned %.2f MiB", vc_graph_peak_bytes(r->tr.g) / 1048576.0,
+                r->planned_act / 1048576.0);
     return st;
 }
 

@@ -119,8 +119,8 @@ int main(void) {
     CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* log-prob passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
     /* and the step arena's peak over the run (updates and log-prob passes) within the plan's activations */
-    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1); "
-                     "else if ($i == \"planned\") q = $(i + 1); n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
+    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1) + 0; "
+                     "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
                      log) == 0,
               "the step arena's peak is not reported, or exceeds the plan, in %s", log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
