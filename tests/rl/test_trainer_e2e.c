@@ -52,14 +52,14 @@ static const char *GRPO_METRICS[] = {
     "perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb", "perf/cpu_memory_used_gb", NULL };
 
 /* verl's memory figures: on the CPU the process's peak resident memory, at least the actor's and the reference's
- * weights, gradients and AdamW state (0.09 GiB for this model); the system's used memory at least that */
+ * weights, gradients and AdamW state (0.09 GiB for this model); the system's used memory now (not a peak) */
 static void check_memory_metrics(const char *path) {
     vc_metrics *m = NULL;
     CHECK_OK(vc_metrics_read(path, &m));
     const vc_metric_series *a = m ? vc_metrics_find(m, "perf/max_memory_allocated_gb") : NULL;
     const vc_metric_series *c = m ? vc_metrics_find(m, "perf/cpu_memory_used_gb") : NULL;
     double peak = a && a->n ? a->y[a->n - 1] : -1, sys = c && c->n ? c->y[c->n - 1] : -1;
-    CHECK_MSG(peak > 0.09 && peak < 64 && sys >= peak, "memory metrics: peak %g GiB, system %g GiB", peak, sys);
+    CHECK_MSG(peak > 0.09 && peak < 64 && sys > 0, "memory metrics: peak %g GiB, system %g GiB", peak, sys);
     vc_metrics_free(m);
 }
 
