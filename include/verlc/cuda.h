@@ -47,7 +47,8 @@ void *vc_cuda_stream(void);    /* the cudaStream_t all verlc kernels run on */
 vc_status vc_cuda_sync(void);
 vc_status vc_cuda_error(void); /* sticky status without waiting */
 void vc_cuda_clear_error(void);
-/* device memory in use by the pool and the total on the device, bytes */
+/* device memory in use by the pool, free (the device's, and the pool's freed blocks it keeps for reuse) and the
+ * total on the device, bytes */
 vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total);
 /* the pool's high-water marks since the start, bytes: in use by allocations, and held from the device (torch's
  * max_memory_allocated / max_memory_reserved) */

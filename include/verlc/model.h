@@ -266,6 +266,8 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area);
  * no room for the copies, VERLC_CUDA_WEIGHT_COPIES=0) it does nothing. One model at a time. Returns the
  * GEMM operands served since on (0 when on). */
 int64_t vc_model_weight_copies(vc_model *m, int on);
+/* the device memory vc_model_weight_copies(m, 1) takes (bf16 copies of the matrices; 0 where it makes none) */
+size_t vc_model_weight_copies_bytes(const vc_model *m);
 
 /* Gradient of a Hugging Face tensor name, in the checkpoint's layout (fused tensors re-fused), as f32;
  * *n receives the element count. Caller frees. */

@@ -225,8 +225,11 @@ const char *vc_train_precision_name(int prec);
  * host: the trainer's host staging of the largest micro-batch (ids, targets, masks, loss weights). */
 typedef struct vc_mem_plan {
     size_t weights, grads, optim, activations, total;
+    size_t copies;           /* bf16 copies of the weight matrices a GPU step's GEMMs read (0 in f32 and on the CPU) */
     size_t host;
-    size_t available;        /* free device memory on a GPU, else MemAvailable, at planning time (0 when unknown) */
+    size_t available;        /* free device memory on a GPU, else MemAvailable, at planning time (0 when unknown), after
+                              * the weights, gradients and AdamW state were allocated; VERLC_MEMORY_AVAILABLE=24G
+                              * plans against that much instead (what fits a smaller device) */
     size_t limit;            /* the limit applied to total (0: none) */
     int on_gpu;              /* available is the GPU's free memory */
 } vc_mem_plan;
@@ -234,6 +237,10 @@ typedef struct vc_mem_plan {
 /* Parses "24G", "512M", "1.5GiB", plain bytes. */
 vc_status vc_parse_bytes(const char *s, size_t *out);
 size_t vc_mem_available(void);
+/* what a memory plan may still take: VERLC_MEMORY_AVAILABLE (a byte size: "24G") if set, else the GPU's free memory
+ * (on_gpu) or MemAvailable; and the name of that source, for messages */
+vc_status vc_plan_available(int on_gpu, size_t *out);
+const char *vc_plan_available_source(int on_gpu);
 /* the system's used memory (total - free - buffers - page cache, as psutil's virtual_memory().used), and this
  * process's peak resident memory (VmHWM), bytes; 0 where /proc cannot tell */
 size_t vc_mem_used_system(void);

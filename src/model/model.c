@@ -204,11 +204,21 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
     return VC_OK;
 }
 
-int64_t vc_model_weight_copies(vc_model *m, int on) {
+static int copies_on(const vc_model *m) {
     const char *env = getenv("VERLC_CUDA_WEIGHT_COPIES"); /* 0: off (for comparisons) */
-    if ((env && *env == '0') || !vc_backend_cuda() || vc_be() != vc_backend_cuda() || m->be != vc_be() ||
-        vc_matmul_precision() != VC_PREC_BF16)
-        return 0;
+    return !(env && *env == '0') && vc_backend_cuda() && vc_be() == vc_backend_cuda() && m->be == vc_be() &&
+           vc_matmul_precision() == VC_PREC_BF16;
+}
+
+size_t vc_model_weight_copies_bytes(const vc_model *m) {
+    size_t n = 0;
+    for (int i = 0; copies_on(m) && i < m->n_params; i++)
+        if (m->params[i].t.ndim >= 2) n += (size_t)m->params[i].t.n * 2;
+    return n;
+}
+
+int64_t vc_model_weight_copies(vc_model *m, int on) {
+    if (!copies_on(m)) return 0;
     if (!on) {
         int64_t hits = vc_cuda_bf16_shadow_hits();
         vc_cuda_bf16_shadow_drop();

@@ -352,11 +352,6 @@ static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, 
     return st;
 }
 
-static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
-                          vc_rollout_sample **out, int *n_out) {
-    if (t->gen) return t->gen(t->gen_ctx, r, n, s, out, n_out);
-    return vc_rollout_generate(t->eng, r, n, s, out, n_out);
-}
 
 vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b) {
@@ -417,7 +412,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         }
         vc_rollout_sample *smp = NULL;
         int ns = 0;
-        st = generate(t, r, nr, &sp, &smp, &ns);
+        st = rl_generate(t, r, nr, &sp, &smp, &ns);
         if (!st) st = take_samples(t, d, S, req_state, smp, ns, &sp, max_resp);
         vc_rollout_samples_free(smp, ns);
         active = 0;

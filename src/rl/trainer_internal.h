@@ -271,4 +271,8 @@ static inline const float *rl_rollout_logp(const vc_rl_trainer *t, const vc_roll
     return t->raw_logprobs || sp->greedy || !s->logp_sampled ? s->logp : s->logp_sampled;
 }
 
+/* trainer_rollout.c: the rollout engine's generation (or the test hook t->gen's) */
+vc_status rl_generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
+                      vc_rollout_sample **out, int *n_out);
+
 #endif

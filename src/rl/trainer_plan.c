@@ -8,6 +8,7 @@
  * extended to the rows its token budget packs (no-grad passes keep one layer's temporaries at a time: their
  * memory grows by rows). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,23 +108,32 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
     /* forward_kl_topk: the student's head a chunk of positions at a time (logits, scaled, their gradients) */
     const rl_distill_cfg *dc = &t->acfg.dist;
+    size_t chunk = 0;
     if (dc->on && dc->topk) {
         const vc_model *am = t->atr.model;
-        ref += (size_t)vc_model_head_gather_rows(am, dc->chunk_rows) * (size_t)vc_cfg_out_vocab(vc_model_cfg(am)) * 16;
+        chunk = (size_t)vc_model_head_gather_rows(am, dc->chunk_rows) * (size_t)vc_cfg_out_vocab(vc_model_cfg(am)) * 16;
     }
+    ref += chunk;
     size_t total = pa.total + critic + ref;
+    char copies[64] = ""; /* bf16 copies of the weight matrices, where a GPU step makes them */
+    if (pa.copies) snprintf(copies, sizeof copies, " + bf16 weight copies %.3f", GIB(pa.copies));
     if (t->rank == 0)
-        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f + activations %.3f: a %lld-token "
-                "micro-batch's %.3f, the log-prob passes' %.3f) + critic %.3f GiB (without activations) + reference%s %.3f GiB = %.3f GiB of %.3f GiB %s; "
-                "the rollout's KV pool (%.0f%% of the memory free when it generates) is released before the updates",
-                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), GIB(t->planned_act), (long long)most,
-                GIB(pa.activations), GIB(passes),
-                GIB(critic), t->n_teacher ? " and distillation teachers" : "", GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available",
-                t->kv_fraction * 100);
-    if (pa.available && total > pa.available)
-        return vc_fail(VC_ERR_NOMEM, "RL memory plan: actor %.3f GiB + critic %.3f GiB + reference %.3f GiB = %.3f GiB "
-                                     "exceeds the %.3f GiB available (lower ppo_max_token_len_per_gpu or "
-                                     "ppo_micro_batch_size_per_gpu, or shard with more ranks)",
-                       GIB(pa.total), GIB(critic), GIB(ref), GIB(total), GIB(pa.available));
+        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f%s + activations %.3f: a %lld-token "
+                "micro-batch's %.3f, the log-prob passes' %.3f) + critic %.3f GiB (without activations) + reference%s "
+                "%.3f GiB = %.3f GiB, the steps' part in %.3f GiB %s after the rest is allocated; the rollout's KV pool "
+                "(%.0f%% of the memory free when it generates) is released before the updates",
+                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), copies, GIB(t->planned_act),
+                (long long)most, GIB(pa.activations), GIB(passes), GIB(critic), t->n_teacher ? " and distillation teachers" : "",
+                GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100);
+    /* the models, gradients and AdamW states are allocated already: the steps add their activations (and the
+     * bf16 weight copies, the distillation head chunk) to what is left */
+    size_t more = t->planned_act + pa.copies + chunk;
+    if (pa.available && more > pa.available)
+        return vc_fail(VC_ERR_NOMEM, "RL memory plan: the steps need %.3f GiB more (activations %.3f of the plan's %.3f "
+                                     "GiB) but %.3f GiB is available (%s): lower ppo_max_token_len_per_gpu, "
+                                     "ppo_micro_batch_size_per_gpu or log_prob_max_token_len_per_gpu, or shard with "
+                                     "more ranks",
+                       GIB(more), GIB(t->planned_act), GIB(total), GIB(pa.available),
+                       vc_plan_available_source(pa.on_gpu));
     return VC_OK;
 }

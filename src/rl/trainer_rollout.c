@@ -1,14 +1,18 @@
 /* Rollout of a batch of prompts (n samples each) into the trainer's rl_batch (rewards: trainer_reward.c). */
 #include "trainer_internal.h"
+#include "verlc/device.h"
 #include "verlc/tokenizer.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- generation ---- */
-static vc_status generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
-                          vc_rollout_sample **out, int *n_out) {
+vc_status rl_generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, const vc_sampling *s,
+                      vc_rollout_sample **out, int *n_out) {
     if (t->gen) return t->gen(t->gen_ctx, r, n, s, out, n_out);
+    /* on a GPU the actor's step arena goes back to the pool first, so the KV pool may take its memory (the next
+     * update takes it again from the pool); on the CPU it stays, the KV pool has the host's available memory */
+    if (t->g && vc_device_is_gpu()) vc_graph_trim(t->g);
     return vc_rollout_generate(t->eng, r, n, s, out, n_out);
 }
 
@@ -59,7 +63,7 @@ vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     sp.seed = t->seed * 0x9E3779B97F4A7C15ull + step_key * 0xD1B54A32D192ED03ull + 1;
     vc_rollout_sample *smp = NULL;
     int ns = 0;
-    vc_status st = generate(t, r, n, &sp, &smp, &ns);
+    vc_status st = rl_generate(t, r, n, &sp, &smp, &ns);
     if (!st) st = fill_batch(t, d, idx, smp, ns, &sp, step_key, b);
     samples_free(smp, ns);
     free(r);

@@ -69,6 +69,32 @@ void vc_mem_metrics(double *allocated_gb, double *reserved_gb, double *cpu_used_
 
 static double gib(size_t b) { return b / 1073741824.0; }
 
+/* "bf16 weight copies X GiB + " where a step makes them, else "" (one static buffer: the plan's log line) */
+static const char *copies_text(const vc_mem_plan *p) {
+    static char buf[64];
+    if (!p->copies) return "";
+    snprintf(buf, sizeof buf, "bf16 weight copies %.3f GiB + ", gib(p->copies));
+    return buf;
+}
+
+vc_status vc_plan_available(int on_gpu, size_t *out) {
+    const char *env = getenv("VERLC_MEMORY_AVAILABLE");
+    if (env && *env) {
+        vc_status st = vc_parse_bytes(env, out);
+        return st ? vc_fail_ctx(st, "VERLC_MEMORY_AVAILABLE") : VC_OK;
+    }
+    size_t used = 0, gfree = 0, gtotal = 0;
+    if (on_gpu) *out = vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK ? gfree : 0;
+    else *out = vc_mem_available();
+    vc_clear_error();
+    return VC_OK;
+}
+
+const char *vc_plan_available_source(int on_gpu) {
+    const char *env = getenv("VERLC_MEMORY_AVAILABLE");
+    return env && *env ? "VERLC_MEMORY_AVAILABLE" : on_gpu ? "free memory of the GPU" : "MemAvailable";
+}
+
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan) {
     return vc_trainer_plan_ex(t, max_micro_tokens, max_micro_tokens, max_bytes, log, plan);
 }
@@ -103,9 +129,9 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
     plan->optim = moments * 8;
     plan->on_gpu = vc_device_is_gpu();
-    size_t used = 0, gfree = 0, gtotal = 0;
-    if (plan->on_gpu && vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK) plan->available = gfree;
-    else plan->available = plan->on_gpu ? 0 : vc_mem_available();
+    plan->copies = vc_model_weight_copies_bytes(t->model);
+    vc_status s = vc_plan_available(plan->on_gpu, &plan->available);
+    if (s) return s;
     /* host staging of one micro-batch: src (8) + ids, targets, masks, weights, -weights (4 each) per token */
     plan->host = (size_t)(max_micro_tokens > 2 ? max_micro_tokens : 2) * 28 + 64;
     plan->limit = max_bytes;
@@ -124,7 +150,6 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     int64_t V = vc_cfg_out_vocab(vc_model_cfg(t->model)); /* inputs and targets */
     for (int64_t k = 0; k < max_micro_tokens; k++) ids[k] = (int32_t)((k * 7919) % V);
     for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
-    vc_status s = VC_OK;
     float *mask = tail_mask(cu, n_seq, loss_tail, &s);
     vc_minibatch b = { n_seq, cu, ids, mask };
     vc_trainer_config saved = t->cfg;
@@ -145,14 +170,14 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
      * tiny SFT model) */
     plan->activations = vc_graph_peak_bytes(t->g) + vc_graph_peak_bytes(t->g) / 20;
     if (t->dp && t->dp->zero2) plan->grads = vc_dp_grad_floats(t) * 4; /* the trial sized the working area */
-    plan->total = plan->weights + plan->grads + plan->optim + plan->activations;
+    plan->total = plan->weights + plan->grads + plan->optim + plan->copies + plan->activations;
     if (log && t->world > 1)
         fprintf(log, "rank %d/%d (%s): ", t->rank, t->world, vc_dp_sharding_name(t->dp));
     if (log)
         fprintf(log,
-                "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + activations %.3f GiB "
+                "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + %sactivations %.3f GiB "
                 "(micro-batch of %lld tokens) = %.3f GiB of %s memory; %s %.3f GiB; host staging %.3f MiB\n",
-                vc_device_name(), gib(plan->weights), gib(plan->grads), gib(plan->optim), gib(plan->activations),
+                vc_device_name(), gib(plan->weights), gib(plan->grads), gib(plan->optim), copies_text(plan), gib(plan->activations),
                 (long long)max_micro_tokens, gib(plan->total), plan->on_gpu ? "device" : "backend",
                 max_bytes ? "limit" : plan->on_gpu ? "free on the GPU" : "available", gib(max_bytes ? max_bytes : plan->available),
                 plan->host / 1048576.0);
@@ -162,12 +187,11 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
                        "the limit of %.3f GiB",
                        gib(plan->total), gib(plan->weights), gib(plan->grads), gib(plan->optim),
                        gib(plan->activations), gib(max_bytes));
-    /* weights and gradients are resident already; optimiser moments are touched at the first step */
-    if (!max_bytes && plan->available && plan->optim + plan->activations > plan->available)
-        return vc_fail(VC_ERR_NOMEM,
-                       "memory plan needs %.3f GiB more (AdamW %.3f + activations %.3f) but only %.3f GiB is "
-                       "available (%s)",
-                       gib(plan->optim + plan->activations), gib(plan->optim), gib(plan->activations),
-                       gib(plan->available), plan->on_gpu ? "free memory of the GPU" : "MemAvailable");
+    /* the weights, gradients and AdamW moments are allocated (and zeroed) already: the step adds the rest */
+    if (!max_bytes && plan->available && plan->copies + plan->activations > plan->available)
+        return vc_fail(VC_ERR_NOMEM, "memory plan needs %.3f GiB more (%sactivations %.3f GiB) but only %.3f GiB is "
+                                     "available (%s)",
+                       gib(plan->copies + plan->activations), copies_text(plan), gib(plan->activations),
+                       gib(plan->available), vc_plan_available_source(plan->on_gpu));
     return VC_OK;
 }

@@ -126,6 +126,17 @@ static float *train_bf16(int copies, const char *config, size_t *n_out) {
     if (m && !vc_trainer_init(&t, m, &tc)) {
         int ok = !vc_trainer_step(&t, &mb, NULL, NULL, &s) && !vc_trainer_step(&t, &mb, NULL, NULL, &s);
         CHECK_MSG(ok, "trainer step: %s", vc_last_error());
+        /* the memory plan counts the copies: 2 bytes per element of every matrix */
+        size_t mat = 0;
+        for (int i = 0; i < vc_model_n_params(m); i++) {
+            vc_tensor *p = vc_model_param(m, i, NULL, NULL);
+            if (p->ndim >= 2) mat += (size_t)p->n;
+        }
+        vc_mem_plan plan;
+        CHECK_OK(vc_trainer_plan(&t, 20, 0, NULL, &plan));
+        CHECK_MSG(plan.copies == (copies ? 2 * mat : 0) && plan.total >= plan.copies + plan.activations,
+                  "plan: bf16 weight copies %zu bytes (copies %s, %zu matrix elements)", plan.copies, copies ? "on" : "off",
+                  mat);
         size_t n = (size_t)vc_model_param_count(m), at = 0;
         w = ok ? malloc(n * sizeof *w) : NULL;
         for (int i = 0; w && i < vc_model_n_params(m); i++) {

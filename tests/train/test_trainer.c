@@ -199,6 +199,23 @@ static void test_step_skip_clip(void) {
     CHECK(vc_grad_norm((const float *const *)t.grads, t.sizes, (size_t)t.n_params) == 0.0);
     CHECK(vc_trainer_plan(&t, 64, 1024, NULL, &plan) == VC_ERR_NOMEM);
     CHECK(strstr(vc_last_error(), "exceeds") != NULL);
+    /* against the memory still available (VERLC_MEMORY_AVAILABLE stands for it): the weights, gradients and AdamW
+     * state are allocated already, so only the activations must fit what is left */
+    CHECK_OK(vc_trainer_plan(&t, 64, 0, NULL, &plan));
+    char avail[32];
+    snprintf(avail, sizeof avail, "%zu", plan.activations + 1024);
+    setenv("VERLC_MEMORY_AVAILABLE", avail, 1);
+    CHECK_MSG(vc_trainer_plan(&t, 64, 0, NULL, &plan) == VC_OK && plan.available == plan.activations + 1024 &&
+                  plan.total > plan.available,
+              "activations %zu fit %zu available (plan total %zu): %s", plan.activations, plan.available, plan.total,
+              vc_last_error());
+    snprintf(avail, sizeof avail, "%zu", plan.activations / 2);
+    setenv("VERLC_MEMORY_AVAILABLE", avail, 1);
+    CHECK(vc_trainer_plan(&t, 64, 0, NULL, &plan) == VC_ERR_NOMEM && strstr(vc_last_error(), "needs") &&
+          strstr(vc_last_error(), "VERLC_MEMORY_AVAILABLE"));
+    setenv("VERLC_MEMORY_AVAILABLE", "12X", 1);
+    CHECK(vc_trainer_plan(&t, 64, 0, NULL, &plan) == VC_ERR_ARG && strstr(vc_last_error(), "VERLC_MEMORY_AVAILABLE"));
+    unsetenv("VERLC_MEMORY_AVAILABLE");
     size_t bytes;
     CHECK_OK(vc_parse_bytes("1.5G", &bytes));
     CHECK(bytes == (size_t)(1.5 * 1073741824.0));

@@ -555,7 +555,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
     lock_t l(g_mu);
     region_init();
     *total = g_cap;
-    *free_bytes = g_cap - g_used;
+    *free_bytes = g_cap - g_hw; /* as on a GPU: memory the pool holds (freed or not) is not free to the device */
     return cudaSuccess;
 }
 

@@ -471,14 +471,17 @@ vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes) {
     return copy(dst, src, bytes, cudaMemcpyDeviceToDevice, "device-to-device copy", 0);
 }
 
+/* free: the device's free memory and what the pool holds unused (its freed blocks, kept for reuse: verlc's next
+ * allocations come from there first), so a plan or a KV pool made after other work has been freed sees it */
 vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
     if (!vc_cu_begin_io("memory query")) return vc_cuda_error();
-    uint64_t u = 0;
+    uint64_t u = 0, r = 0;
     size_t f = 0, t = 0;
     cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrUsedMemCurrent, &u);
+    cudaMemPoolGetAttribute(g_pool, cudaMemPoolAttrReservedMemCurrent, &r);
     if (!vc_cu_ok(cudaMemGetInfo(&f, &t), "memory query")) return vc_cuda_error();
     if (used) *used = (size_t)u;
-    if (free_bytes) *free_bytes = f;
+    if (free_bytes) *free_bytes = f + (r > u ? (size_t)(r - u) : 0);
     if (total) *total = t;
     return VC_OK;
 }
