@@ -114,7 +114,11 @@ int main(void) {
     snprintf(out_a, sizeof out_a, "%s/run_a", dir);
     snprintf(out_b, sizeof out_b, "%s/run_b", dir);
     snprintf(log, sizeof log, "%s/grpo_b1.log", dir);
+    /* planned against 24 MiB (VERLC_MEMORY_AVAILABLE): the models, gradients and AdamW states (0.09 GiB) are
+     * allocated before the plan, the steps' few MiB of activations fit what is left */
+    setenv("VERLC_MEMORY_AVAILABLE", "24M", 1);
     run_grpo(out_b, 1, 1, 1, log);
+    unsetenv("VERLC_MEMORY_AVAILABLE");
     /* the memory plan before the first step: the actor's measured share and the reference model's */
     CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* log-prob passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
@@ -123,6 +127,16 @@ int main(void) {
                      "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
                      log) == 0,
               "the step arena's peak is not reported, or exceeds the plan, in %s", log);
+    /* and against 256 KiB the steps do not fit: the run stops before its first step, naming the numbers' source */
+    char small_log[400];
+    snprintf(small_log, sizeof small_log, "%s/grpo_small.log", dir);
+    CHECK(cli_sh("VERLC_MEMORY_AVAILABLE=256K %s train algorithm.adv_estimator=grpo data.train_files=%s/data/train.jsonl "
+                 "data.val_files=%s/data/test.jsonl actor_rollout_ref.model.path=%s/model trainer.total_training_steps=1 "
+                 "trainer.default_local_dir=%s/small "
+                 "> %s 2>&1", bin, dir, dir, dir, dir, small_log) != 0);
+    CHECK_MSG(cli_sh("grep -q 'memory plan needs .* but only 0.000 GiB is available (VERLC_MEMORY_AVAILABLE)' %s && "
+                     "! grep -q '^step 1' %s", small_log, small_log) == 0,
+              "no refusal naming VERLC_MEMORY_AVAILABLE in %s", small_log);
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
     check_memory_metrics(path);
