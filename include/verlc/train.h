@@ -163,6 +163,7 @@ typedef struct vc_trainer {
     vc_trainer_config cfg;
     vc_adamw opt;
     vc_graph *g;
+    int borrowed_g;          /* g is another trainer's (vc_trainer_use_graph) */
     int n_params;            /* trained tensors (grad != NULL) */
     float **grads;
     size_t *sizes;
@@ -178,6 +179,9 @@ typedef struct vc_trainer {
  * gradient buffers, AdamW state over the model's f32 weights (the master weights). */
 vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg);
 void vc_trainer_free(vc_trainer *t);
+/* t's steps run in g's arena (another trainer's, whose steps never overlap t's: an RL critic beside its actor):
+ * t's own graph is freed, g stays its owner's */
+void vc_trainer_use_graph(vc_trainer *t, vc_graph *g);
 /* One optimiser step over mini-batch b. fn == NULL: negative log-likelihood of the masked targets.
  * A non-finite loss or gradient norm skips the update (counted in n_skipped); the step still counts. */
 vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st);
@@ -252,8 +256,8 @@ void vc_mem_metrics(double *allocated_gb, double *reserved_gb, double *cpu_used_
 /* Measures activations with one trial forward+backward of max_micro_tokens tokens (gradients zeroed
  * afterwards; local, no communication), fills the plan (optim: this rank's AdamW state, 1/N with ZeRO-1)
  * and prints it to `log` (may be NULL), naming the device. Fails with VC_ERR_NOMEM and the numbers when
- * total exceeds max_bytes (> 0), or when max_bytes == 0 and optimiser + activations exceed the memory
- * available (the GPU's free memory on a GPU, else MemAvailable; weights and gradients are resident). */
+ * total exceeds max_bytes (> 0), or when max_bytes == 0 and the activations (and bf16 weight copies) exceed the
+ * memory available (vc_plan_available: what is left once weights, gradients and AdamW state are allocated). */
 vc_status vc_trainer_plan(vc_trainer *t, int64_t max_micro_tokens, size_t max_bytes, FILE *log, vc_mem_plan *plan);
 /* ... with the trial micro-batch packed from sequences of at most max_seq_len tokens (the longest row: a token
  * budget far above it would otherwise be measured as one sequence, with attention's quadratic cost) */
@@ -263,6 +267,9 @@ vc_status vc_trainer_plan_ex(vc_trainer *t, int64_t max_micro_tokens, int64_t ma
  * responses: the LM head then runs on those positions only, as it does in the updates */
 vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
                                size_t max_bytes, FILE *log, vc_mem_plan *plan);
+/* ... with the trainer's own loss callback (NULL: the masked NLL), e.g. a critic's value head on the hidden states */
+vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
+                               vc_token_loss_fn fn, void *ctx, size_t max_bytes, FILE *log, vc_mem_plan *plan);
 /* ZeRO-3: on 1 gathers the whole model's weights into a full-size buffer on every rank (a collective)
  * for work outside vc_trainer_step; on 0 copies this rank's block back into its master shard (so weights
  * written meanwhile are kept) and frees the buffer. Calls nest. Nothing to do otherwise. */

@@ -793,6 +793,7 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     if (!st && t->use_critic)
         st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.extra, t->critic.n_extra, cfg, "critic", t->total_steps,
                                 1, dp);
+    if (!st && t->use_critic) vc_trainer_use_graph(&t->ctr, t->atr.g); /* its updates never overlap the actor's */
     if (!st) {
         vc_rollout_opts ro = { .kv_fraction = t->kv_fraction, .max_batch = t->max_seqs, .tokenizer = t->tok,
                                .prefill_chunk = t->prefill_chunk, .no_prefix_cache = !t->prefix_cache };
@@ -888,7 +889,7 @@ vc_status vc_rl_trainer_fit(vc_rl_trainer *t) {
     }
     if (st) return st;
     if (t->planned_act && t->rank == 0 && t->total_steps > 0)
-        vc_info("memory: the actor's step arena (updates and log-prob passes) peaked at %.2f MiB, planned %.2f MiB",
+        vc_info("memory: the step arena (updates and forward passes) peaked at %.2f MiB, planned %.2f MiB",
                 vc_graph_peak_bytes(t->g) / 1048576.0, t->planned_act / 1048576.0);
     char *dir = vc_path_join(t->out_dir, "hf_model");
     /* the weights are the same on every rank: rank 0 exports, the others learn whether it worked */

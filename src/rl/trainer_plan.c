@@ -8,6 +8,7 @@
  * extended to the rows its token budget packs (no-grad passes keep one layer's temporaries at a time: their
  * memory grows by rows). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
+#include "verlc/ops.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,32 @@ static vc_status pass_bytes(vc_rl_trainer *t, rl_pass_kind kind, vc_model *m, in
     return rl_pass_trial_bytes(&p, t->g, rows < 1 ? 1 : rows, seq, tail, bytes);
 }
 
+/* the critic's loss in its plan trial: its value head on the hidden states, their mean (the value loss's own
+ * temporaries are a few floats per token) */
+static vc_status critic_trial_loss(void *ctx, vc_graph *g, const vc_micro_batch *mb, vc_tensor *h, vc_tensor *ent,
+                                   vc_tensor **loss) {
+    (void)mb, (void)ent;
+    rl_critic *cr = ctx;
+    vc_tensor *v = vc_op_linear(g, h, &cr->head_w, &cr->head_b);
+    if (v) v = vc_reshape(g, v, 1, (int64_t[]){ v->n });
+    float *w = v ? vc_graph_alloc(g, sizeof(float) * (size_t)v->n, 0) : NULL;
+    for (int64_t i = 0; w && i < v->n; i++) w[i] = 1.0f / (float)v->n;
+    *loss = w ? vc_op_dot_const(g, v, w) : NULL;
+    return *loss ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+}
+
+/* the critic's update activations (its trainer shares the actor's arena), measured as the actor's */
+static vc_status critic_bytes(vc_rl_trainer *t, int64_t seq, size_t *bytes) {
+    *bytes = 0;
+    if (!t->use_critic) return VC_OK;
+    int64_t most = largest_micro(t->ccfg.max_tokens, t->ccfg.mini_rows, t->ccfg.micro_rows, seq);
+    vc_mem_plan pc;
+    vc_status st = vc_trainer_plan_loss(&t->ctr, most, seq, t->max_resp, critic_trial_loss, &t->critic, 0, NULL, &pc);
+    if (st) return vc_fail_ctx(st, "critic memory plan");
+    *bytes = pc.activations;
+    return VC_OK;
+}
+
 /* the largest of the no-grad passes' peaks in the actor's arena: old log-probs, reference, teachers, values */
 static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
     size_t b = 0;
@@ -96,14 +123,18 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     vc_mem_plan pa;
     vc_status st = vc_trainer_plan_rows(&t->atr, most, seq, t->max_resp, 0, NULL, &pa); /* a loss on responses */
     if (st) return vc_fail_ctx(st, "actor memory plan");
-    size_t passes = 0; /* in the same arena as the updates: the larger counts */
-    if ((st = passes_bytes(t, seq, &passes))) return st;
-    if (passes > pa.activations) pa.total += passes - pa.activations;
-    t->planned_act = passes > pa.activations ? passes : pa.activations;
+    size_t passes = 0, crit = 0; /* in the same arena as the actor's updates: the largest counts */
+    if ((st = passes_bytes(t, seq, &passes)) || (st = critic_bytes(t, seq, &crit))) return st;
+    t->planned_act = pa.activations;
+    if (passes > t->planned_act) t->planned_act = passes;
+    if (crit > t->planned_act) t->planned_act = crit;
+    pa.total += t->planned_act - pa.activations;
     /* the steps take what they use (the plan is their bound); their peak from here (reported against the plan) */
     vc_graph_trim(t->g);
     vc_graph_clear_peak(t->g);
     size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
+    char crit_act[64] = ""; /* the critic's update activations (the largest is counted in the actor's) */
+    if (t->use_critic) snprintf(crit_act, sizeof crit_act, ", the critic update's %.3f", GIB(crit));
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
     for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
     /* forward_kl_topk: the student's head a chunk of positions at a time (logits, scaled, their gradients) */
@@ -119,11 +150,12 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     if (pa.copies) snprintf(copies, sizeof copies, " + bf16 weight copies %.3f", GIB(pa.copies));
     if (t->rank == 0)
         vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f%s + activations %.3f: a %lld-token "
-                "micro-batch's %.3f, the log-prob passes' %.3f) + critic %.3f GiB (without activations) + reference%s "
+                "micro-batch's %.3f, the log-prob passes' %.3f%s) + critic %.3f GiB + reference%s "
                 "%.3f GiB = %.3f GiB, the steps' part in %.3f GiB %s after the rest is allocated; the rollout's KV pool "
                 "(%.0f%% of the memory free when it generates) is released before the updates",
                 GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), copies, GIB(t->planned_act),
-                (long long)most, GIB(pa.activations), GIB(passes), GIB(critic), t->n_teacher ? " and distillation teachers" : "",
+                (long long)most, GIB(pa.activations), GIB(passes), crit_act, GIB(critic),
+                t->n_teacher ? " and distillation teachers" : "",
                 GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100);
     /* the models, gradients and AdamW states are allocated already: the steps add their activations (and the
      * bf16 weight copies, the distillation head chunk) to what is left */

@@ -1,6 +1,7 @@
 /* Memory plan before the first step: weights, gradients, optimiser state and the activations of the
  * largest micro-batch (measured from the graph arena's peak in one trial step). */
 #include "trainer_dp.h"
+#include "tensor/backend.h"
 #include "verlc/cuda.h"
 #include "verlc/device.h"
 #include <ctype.h>
@@ -116,6 +117,19 @@ static float *tail_mask(const int64_t *cu, int n_seq, int64_t tail, vc_status *s
 
 vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
                                size_t max_bytes, FILE *log, vc_mem_plan *plan) {
+    return vc_trainer_plan_loss(t, max_micro_tokens, max_seq_len, loss_tail, NULL, NULL, max_bytes, log, plan);
+}
+
+/* the trial's gradients back to zero: the model's, and a trainer's extra tensors' (a critic's value head) */
+static void zero_trial_grads(vc_trainer *t) {
+    vc_model_zero_grad(t->model);
+    if (t->dp && t->dp->zero2) return; /* its gradients live in its working area, rebuilt each backward */
+    for (int i = 0; i < t->n_params; i++)
+        if (t->grads[i]) vc_be()->zero(t->grads[i], t->sizes[i] * sizeof(float));
+}
+
+vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t max_seq_len, int64_t loss_tail,
+                               vc_token_loss_fn fn, void *ctx, size_t max_bytes, FILE *log, vc_mem_plan *plan) {
     memset(plan, 0, sizeof *plan);
     size_t trained = 0;
     for (int i = 0; i < t->n_params; i++) trained += t->sizes[i];
@@ -156,11 +170,11 @@ vc_status vc_trainer_plan_rows(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     t->cfg.micro_bs = n_seq; /* the rows are one micro-batch, as the updates pack them */
     t->cfg.max_tokens = 0;
     vc_step_stats st;
-    vc_model_zero_grad(t->model);
+    zero_trial_grads(t);
     vc_graph_clear_peak(t->g);
-    if (!s) s = vc_trainer_accumulate_ex(t, &b, NULL, NULL, &st, 0);
+    if (!s) s = vc_trainer_accumulate_ex(t, &b, fn, ctx, &st, 0);
     t->cfg = saved;
-    vc_model_zero_grad(t->model);
+    zero_trial_grads(t);
     free(mask);
     free(ids);
     free(cu);

@@ -226,10 +226,16 @@ int vc_trainer_sharding(const vc_trainer *t) { return t->dp ? t->cfg.sharding : 
 void vc_trainer_free(vc_trainer *t) {
     if (t->opt.params) vc_adamw_free(&t->opt);
     vc_dp_free(t);
-    vc_graph_free(t->g);
+    if (!t->borrowed_g) vc_graph_free(t->g);
     free(t->grads);
     free(t->sizes);
     memset(t, 0, sizeof *t);
+}
+
+void vc_trainer_use_graph(vc_trainer *t, vc_graph *g) {
+    if (!t->borrowed_g) vc_graph_free(t->g);
+    t->g = g;
+    t->borrowed_g = 1;
 }
 
 /* Buffers of one micro-batch, sized for the largest group. */

@@ -30,6 +30,14 @@ static void run_grpo(const char *out, int steps, int val_before, int test_freq, 
     CHECK_MSG(rc == 0, "verlc train (grpo, %d steps) failed; see %s", steps, log);
 }
 
+/* the step arena's peak over the run (updates and forward passes) reported, within the plan's activations */
+static void check_arena_peak(const char *log) {
+    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1) + 0; "
+                     "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
+                     log) == 0,
+              "the step arena's peak is not reported, or exceeds the plan, in %s", log);
+}
+
 static void check_metrics(const char *path, const char *const *names) {
     vc_metrics *m = NULL;
     CHECK_OK(vc_metrics_read(path, &m));
@@ -122,11 +130,7 @@ int main(void) {
     /* the memory plan before the first step: the actor's measured share and the reference model's */
     CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* log-prob passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
-    /* and the step arena's peak over the run (updates and log-prob passes) within the plan's activations */
-    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1) + 0; "
-                     "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
-                     log) == 0,
-              "the step arena's peak is not reported, or exceeds the plan, in %s", log);
+    check_arena_peak(log);
     /* and against 256 KiB the steps do not fit: the run stops before its first step, naming the numbers' source */
     char small_log[400];
     snprintf(small_log, sizeof small_log, "%s/grpo_small.log", dir);
@@ -175,6 +179,10 @@ int main(void) {
                     "trainer.log_val_generations=2 "
                     "> %s 2>&1", dir, bin, common, dir, dir, dir, dir, log);
     CHECK_MSG(rc == 0, "verlc train (ppo) failed; see %s", log);
+    /* the critic's update runs in the actor's step arena: planned (its trial's peak) and within the plan */
+    CHECK_MSG(cli_sh("grep -q \"memory plan: actor .* the critic update's [0-9.]*) + critic\" %s", log) == 0,
+              "no critic activations in the memory plan in %s", log);
+    check_arena_peak(log);
     /* trainer.logger tensorboard: one event file in TENSORBOARD_DIR holding the run's scalar tags */
     CHECK_MSG(cli_sh("test $(ls %s/tb/events.out.tfevents.* | wc -l) -eq 1 && grep -aq critic/vf_loss %s/tb/events.out.tfevents.* "
                      "&& grep -aq val-core/openai/gsm8k/acc/mean@1 %s/tb/events.out.tfevents.*", dir, dir, dir) == 0,
