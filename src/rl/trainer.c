@@ -820,9 +820,10 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
 
 void vc_rl_trainer_free(vc_rl_trainer *t) {
     if (!t) return;
-    /* the trainers first: their ZeRO-2 state gives the models' gradient pointers back */
-    vc_trainer_free(&t->atr);
+    /* the trainers first: their ZeRO-2 state gives the models' gradient pointers back; the critic's before the
+     * actor's, whose step arena it borrows */
     vc_trainer_free(&t->ctr);
+    vc_trainer_free(&t->atr);
     vc_model_free(t->actor);
     vc_model_free(t->ref);
     for (int i = 0; i < t->n_teacher; i++) vc_model_free(t->teacher[i]), free(t->teacher_key[i]);
