@@ -25,6 +25,8 @@ struct rl_rm {
     char *path;
 };
 
+vc_model *rl_rm_model(const rl_rm *rm) { return rm->m; }
+
 void rl_rm_free(rl_rm *rm) {
     if (!rm) return;
     vc_model_free(rm->m);

@@ -133,10 +133,10 @@ vc_status rl_critic_values(rl_critic *c, vc_graph *g, rl_batch *b, int64_t max_t
 /* the memory plan's trial of a no-grad pass (trainer_plan.c): its step-arena peak on one row of seq tokens (the
  * last `tail` of them a response) and on two, extended to `rows` rows (such a pass keeps one layer's temporaries at
  * a time: its memory grows by rows), plus 2% for the steps in which small per-row buffers grow */
-typedef enum { RL_PASS_LOGP, RL_PASS_TOPK, RL_PASS_VALUES } rl_pass_kind;
+typedef enum { RL_PASS_LOGP, RL_PASS_TOPK, RL_PASS_VALUES, RL_PASS_SCORES } rl_pass_kind;
 typedef struct {
     rl_pass_kind kind;
-    vc_model *m;       /* LOGP, TOPK: the model */
+    vc_model *m;       /* LOGP, TOPK, SCORES: the model */
     rl_critic *critic; /* VALUES */
     int topk, sum_pi_sq;
 } rl_pass_spec;

@@ -223,6 +223,7 @@ void rl_agent_turns(const vc_rl_trainer *t, double acc[4]);
 /* reward_model.c: reward_model.enable (*out NULL when off); scores[B] of the batch's responses */
 typedef struct rl_rm rl_rm;
 vc_status rl_rm_open(const vc_config *c, rl_rm **out);
+vc_model *rl_rm_model(const rl_rm *rm);
 vc_status rl_rm_score(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, float *scores);
 void rl_rm_free(rl_rm *rm);
 

@@ -1,12 +1,14 @@
 /* The RL trainer's memory plan, before the first step (verl's runs meet their out-of-memory an hour in): the
  * actor's weights, gradients, AdamW state and the activations of its largest micro-batch, measured by one
- * trial forward + backward (vc_trainer_plan_rows: rows of the longest prompt + the response length packed to the
- * token budget, the loss and so the LM head on their responses, as in the updates),
- * plus the critic's, the reference model's and the distillation teachers' resident state (and forward_kl_topk's
- * student head chunk). The log-prob, reference, teacher and value passes run in the actor's step arena too, so
- * the activations are the largest of the update's and theirs: a pass's peak is measured on one and two rows and
- * extended to the rows its token budget packs (no-grad passes keep one layer's temporaries at a time: their
- * memory grows by rows). The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
+ * trial forward + backward (vc_trainer_plan_rows: rows of the longest prompt + the response length packed into one
+ * micro-batch, the loss and so the LM head on their responses, as in the updates),
+ * plus the critic's, the reference model's, the reward model's and the distillation teachers' resident state (and
+ * forward_kl_topk's student head chunk). The critic's updates and the log-prob, reference, teacher, value and
+ * reward-model passes run in the actor's step arena too, so the activations are the largest of all: the critic's
+ * update by a trial through its value head, a pass's peak measured on one and two rows and extended to the rows its
+ * token budget packs (no-grad passes keep one layer's temporaries at a time: their memory grows by rows). The
+ * models and optimiser states are allocated before the plan: the activations (and bf16 weight copies) must fit what
+ * is left. The rollout's KV pool is freed before the updates, so it is reported beside, not added. */
 #include "trainer_internal.h"
 #include "verlc/ops.h"
 #include <stdio.h>
@@ -44,6 +46,7 @@ static vc_status pass_rows_bytes(const rl_pass_spec *p, vc_graph *g, int rows, i
     if (!st && p->kind == RL_PASS_LOGP) st = rl_batch_logprobs_ex(p->m, g, &b, 0, 1.0f, 0, b.old_logp, NULL, sq);
     if (!st && p->kind == RL_PASS_TOPK) st = rl_batch_teacher_topk(p->m, g, &b, NULL, rows, 0);
     if (!st && p->kind == RL_PASS_VALUES) st = rl_critic_values(p->critic, g, &b, 0, b.values);
+    if (!st && p->kind == RL_PASS_SCORES) st = rl_batch_last_scores(p->m, g, &b, 0, b.score);
     *bytes = vc_graph_peak_bytes(g);
     vc_graph_reset(g);
     rl_batch_free(&b);
@@ -55,7 +58,8 @@ vc_status rl_pass_trial_bytes(const rl_pass_spec *p, vc_graph *g, int64_t rows, 
     size_t one = 0, two = 0;
     vc_status st = pass_rows_bytes(p, g, 1, seq, tail, &one);
     if (!st && rows > 1) st = pass_rows_bytes(p, g, 2, seq, tail, &two);
-    if (st) return vc_fail_ctx(st, "memory plan trial of a %s pass", p->kind == RL_PASS_VALUES ? "value" : "log-prob");
+    static const char *const what[] = { "log-prob", "teacher top-k", "value", "reward-model" };
+    if (st) return vc_fail_ctx(st, "memory plan trial of a %s pass", what[p->kind]);
     size_t lin = rows > 1 && two > one ? one + (two - one) * (size_t)(rows - 1) : one;
     *bytes = lin + lin / 50; /* 2%: small per-row buffers rounded up to the arena's 64 bytes grow by steps */
     return VC_OK;
@@ -97,7 +101,8 @@ static vc_status critic_bytes(vc_rl_trainer *t, int64_t seq, size_t *bytes) {
     return VC_OK;
 }
 
-/* the largest of the no-grad passes' peaks in the actor's arena: old log-probs, reference, teachers, values */
+/* the largest of the no-grad passes' peaks in the actor's arena: old log-probs, reference, teachers, values, reward
+ * model (its rows re-rendered with its own template are about as long) */
 static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
     size_t b = 0;
     int64_t tail = t->max_resp < seq ? t->max_resp : seq - 1;
@@ -108,6 +113,8 @@ static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
     for (int i = 0; !st && i < t->n_teacher; i++)
         if (!(st = pass_bytes(t, tk, t->teacher[i], t->ref_tokens, seq, tail, &b))) *most = b > *most ? b : *most;
     if (!st && t->use_critic && !(st = pass_bytes(t, RL_PASS_VALUES, t->critic.m, t->critic_tokens, seq, tail, &b)))
+        *most = b > *most ? b : *most;
+    if (!st && t->rm && !(st = pass_bytes(t, RL_PASS_SCORES, rl_rm_model(t->rm), t->rm_tokens, seq, tail, &b)))
         *most = b > *most ? b : *most;
     return st;
 }
@@ -137,6 +144,7 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     if (t->use_critic) snprintf(crit_act, sizeof crit_act, ", the critic update's %.3f", GIB(crit));
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
     for (int i = 0; i < t->n_teacher; i++) ref += (size_t)vc_model_param_count(t->teacher[i]) * 4; /* their weights */
+    if (t->rm) ref += (size_t)vc_model_param_count(rl_rm_model(t->rm)) * 4;
     /* forward_kl_topk: the student's head a chunk of positions at a time (logits, scaled, their gradients) */
     const rl_distill_cfg *dc = &t->acfg.dist;
     size_t chunk = 0;
@@ -150,12 +158,12 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     if (pa.copies) snprintf(copies, sizeof copies, " + bf16 weight copies %.3f", GIB(pa.copies));
     if (t->rank == 0)
         vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f%s + activations %.3f: a %lld-token "
-                "micro-batch's %.3f, the log-prob passes' %.3f%s) + critic %.3f GiB + reference%s "
+                "micro-batch's %.3f, the forward passes' %.3f%s) + critic %.3f GiB + reference%s%s "
                 "%.3f GiB = %.3f GiB, the steps' part in %.3f GiB %s after the rest is allocated; the rollout's KV pool "
                 "(%.0f%% of the memory free when it generates) is released before the updates",
                 GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), copies, GIB(t->planned_act),
                 (long long)most, GIB(pa.activations), GIB(passes), crit_act, GIB(critic),
-                t->n_teacher ? " and distillation teachers" : "",
+                t->n_teacher ? ", distillation teachers" : "", t->rm ? ", reward model" : "",
                 GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100);
     /* the models, gradients and AdamW states are allocated already: the steps add their activations (and the
      * bf16 weight copies, the distillation head chunk) to what is left */

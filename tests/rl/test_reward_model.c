@@ -220,7 +220,39 @@ static void test_trainer_scoring(void) {
     free(t);
 }
 
+/* the memory plan's trial of the reward model's pass (its score at each row's last token): measured on one and two
+ * rows and extended to five, it bounds a real pass of five rows of that length and is within 5% of it */
+static void test_pass_trial(void) {
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load("tests/fixtures/rm/qwen2_rm", &m));
+    if (!m) return;
+    enum { R = 5, SEQ = 20, TAIL = 6 };
+    vc_graph *g = vc_graph_new();
+    rl_pass_spec spec = { RL_PASS_SCORES, m, NULL, 0, 0 };
+    size_t est = 0;
+    CHECK_OK(rl_pass_trial_bytes(&spec, g, R, SEQ, TAIL, &est));
+    rl_batch b;
+    CHECK_OK(rl_batch_alloc(&b, R, TAIL, R * SEQ));
+    for (int i = 0; i < R; i++) {
+        b.cu[i + 1] = b.cu[i] + SEQ;
+        b.plen[i] = SEQ - TAIL;
+        b.rlen[i] = TAIL;
+    }
+    int64_t V = vc_model_cfg(m)->vocab;
+    for (int64_t k = 0; k < R * SEQ; k++) b.ids[k] = (int32_t)((k * 31 + 7) % V);
+    vc_graph_reset(g);
+    vc_graph_clear_peak(g);
+    CHECK_OK(rl_batch_last_scores(m, g, &b, 0, b.score));
+    size_t real = vc_graph_peak_bytes(g);
+    CHECK_MSG(real <= est && real >= est - est / 20, "a reward-model pass of %d rows peaks at %zu bytes, the trial says %zu",
+              R, real, est);
+    rl_batch_free(&b);
+    vc_graph_free(g);
+    vc_model_free(m);
+}
+
 int main(void) {
+    test_pass_trial();
     test_golden();
     /* the score head on another device: VC_RM_DEVICE=sim (the default here) or cuda (gpu-check.sh, the
      * emulator's build): the same golden scores through backend memory */

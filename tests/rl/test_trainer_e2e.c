@@ -128,7 +128,7 @@ int main(void) {
     run_grpo(out_b, 1, 1, 1, log);
     unsetenv("VERLC_MEMORY_AVAILABLE");
     /* the memory plan before the first step: the actor's measured share and the reference model's */
-    CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* log-prob passes. .*) .* reference' %s", log) == 0,
+    CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* forward passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
     check_arena_peak(log);
     /* and against 256 KiB the steps do not fit: the run stops before its first step, naming the numbers' source */
