@@ -89,15 +89,17 @@ static vc_status critic_trial_loss(void *ctx, vc_graph *g, const vc_micro_batch 
     return *loss ? VC_OK : vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
 }
 
-/* the critic's update activations (its trainer shares the actor's arena), measured as the actor's */
-static vc_status critic_bytes(vc_rl_trainer *t, int64_t seq, size_t *bytes) {
-    *bytes = 0;
+/* the critic's plan: its update activations (its trainer shares the actor's arena), measured as the actor's, and
+ * its resident state (this rank's shard of it under ZeRO) */
+static vc_status critic_plan(vc_rl_trainer *t, int64_t seq, size_t *act, size_t *resident) {
+    *act = *resident = 0;
     if (!t->use_critic) return VC_OK;
     int64_t most = largest_micro(t->ccfg.max_tokens, t->ccfg.mini_rows, t->ccfg.micro_rows, seq);
     vc_mem_plan pc;
     vc_status st = vc_trainer_plan_loss(&t->ctr, most, seq, t->max_resp, critic_trial_loss, &t->critic, 0, NULL, &pc);
     if (st) return vc_fail_ctx(st, "critic memory plan");
-    *bytes = pc.activations;
+    *act = pc.activations;
+    *resident = pc.weights + pc.grads + pc.optim + pc.copies;
     return VC_OK;
 }
 
@@ -130,8 +132,8 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     vc_mem_plan pa;
     vc_status st = vc_trainer_plan_rows(&t->atr, most, seq, t->max_resp, 0, NULL, &pa); /* a loss on responses */
     if (st) return vc_fail_ctx(st, "actor memory plan");
-    size_t passes = 0, crit = 0; /* in the same arena as the actor's updates: the largest counts */
-    if ((st = passes_bytes(t, seq, &passes)) || (st = critic_bytes(t, seq, &crit))) return st;
+    size_t passes = 0, crit = 0, critic = 0; /* in the same arena as the actor's updates: the largest counts */
+    if ((st = passes_bytes(t, seq, &passes)) || (st = critic_plan(t, seq, &crit, &critic))) return st;
     t->planned_act = pa.activations;
     if (passes > t->planned_act) t->planned_act = passes;
     if (crit > t->planned_act) t->planned_act = crit;
@@ -139,7 +141,6 @@ vc_status rl_memory_plan(vc_rl_trainer *t) {
     /* the steps take what they use (the plan is their bound); their peak from here (reported against the plan) */
     vc_graph_trim(t->g);
     vc_graph_clear_peak(t->g);
-    size_t critic = t->use_critic ? (size_t)vc_model_param_count(t->critic.m) * 16 : 0; /* weights, grads, AdamW */
     char crit_act[64] = ""; /* the critic's update activations (the largest is counted in the actor's) */
     if (t->use_critic) snprintf(crit_act, sizeof crit_act, ", the critic update's %.3f", GIB(crit));
     size_t ref = t->ref ? (size_t)vc_model_param_count(t->ref) * 4 : 0;
