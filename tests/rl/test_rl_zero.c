@@ -79,11 +79,17 @@ static void test_zero_resume(void) {
              "actor_rollout_ref.actor.overlap_grad_reduce=true", extra);
     snprintf(log, sizeof log, "%s/zero%d.log", dir, W);
     double t0 = vc_now();
+    unsetenv("VERLC_MEMORY_PLAN"); /* this run plans: the trials on every rank, sharded state, one step arena */
     rc = train(W, W, 2, z4, x, log);
+    setenv("VERLC_MEMORY_PLAN", "0", 1);
     CHECK_MSG(rc == 0, "mpirun -np %d (ZeRO-1) failed (%d); see %s", W, rc, log);
     printf("%d ranks, ZeRO-1, 2 steps: %.1f s\n", W, vc_now() - t0);
     if (rc) return;
     check_memory_lines(log, W, 1);
+    CHECK_MSG(cli_sh("grep -q '^memory plan: actor' %s && awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) "
+                     "if ($i == \"at\") p = $(i + 1) + 0; else if ($i == \"planned\") q = $(i + 1) + 0; n++ } "
+                     "END { exit !(n == 1 && p > 0 && p <= q) }' %s", log, log) == 0,
+              "no memory plan, or the step arena's peak over it, in %s", log);
     if (!LIGHT) {
         check_close(r1, z4, "GRPO, 2 steps: 1 process vs 4 ranks ZeRO-1", WEIGHT_TOL);
         double g1 = metric(r1, "actor/grad_norm"), g4 = metric(z4, "actor/grad_norm");
