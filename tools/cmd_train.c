@@ -49,18 +49,27 @@ static int device_args(int argc, char **argv, char ***out, int *n) {
 }
 
 int vc_cmd_train(int argc, char **argv) {
+    int plan_only = 0; /* --plan: the memory plan, then stop */
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plan")) {
+            plan_only = 1;
+            memmove(argv + i, argv + i + 1, sizeof *argv * (size_t)(argc - i - 1));
+            argc--, i--;
+            continue;
+        }
         if (!strcmp(argv[i], "--print-config") || (!strcmp(argv[i], "--cfg") && i + 1 < argc && !strcmp(argv[i + 1], "job")))
             return vc_train_print_config(argc, argv);
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: verlc train [--config FILE.yaml] [--print-config] key=value...\n"
+            printf("usage: verlc train [--config FILE.yaml] [--print-config] [--plan] key=value...\n"
                    "  verl's configuration keys, e.g. data.train_files=train.jsonl actor_rollout_ref.model.path=DIR\n"
                    "  algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=4 trainer.total_training_steps=10\n"
                    "Data parallel: mpirun -np N verlc train ... trainer.nnodes=1 trainer.n_gpus_per_node=N\n"
                    "  (VERLC_DIST=mpi|single overrides the launcher detection). Each rank rolls out a contiguous\n"
                    "  block of every step's prompts; updates use the global mini-batch; rank 0 prints and writes.\n"
                    "Device: --device auto|cpu|cuda|cuda:N (trainer.device; auto = cuda when a GPU is usable) and\n"
-                   "  --precision fp32|bf16 (actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype).\n");
+                   "  --precision fp32|bf16 (actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype).\n"
+                   "Memory: --plan loads, allocates and prints the memory plan, then stops (writes no file);\n"
+                   "  VERLC_MEMORY_AVAILABLE=24G plans against that much memory: will the run fit a smaller device?\n");
             return 0;
         }
     }
@@ -84,7 +93,8 @@ int vc_cmd_train(int argc, char **argv) {
     int rank = vc_comm_rank(comm), world = vc_comm_size(comm);
     /* ranks other than 0 keep quiet unless asked (warnings and errors still show) */
     if (rank != 0 && !getenv("VERLC_LOG")) setenv("VERLC_LOG", "warn", 1);
-    vc_status st = vc_rl_train_run_dp(cfg, comm);
+    if (plan_only) unsetenv("VERLC_MEMORY_PLAN"); /* the plan is what was asked for */
+    vc_status st = plan_only ? vc_rl_train_plan_dp(cfg, comm) : vc_rl_train_run_dp(cfg, comm);
     if (st) {
         if (world > 1) fprintf(stderr, "verlc train: rank %d: %s\n", rank, vc_last_error());
         else fprintf(stderr, "verlc train: %s\n", vc_last_error());

@@ -90,6 +90,10 @@ vc_status vc_rl_train_run(const vc_config *cfg);
  * rank 0's own. */
 vc_status vc_rl_trainer_new_dp(const vc_config *cfg, struct vc_comm *comm, vc_rl_trainer **out);
 vc_status vc_rl_train_run_dp(const vc_config *cfg, struct vc_comm *comm);
+/* `verlc train --plan`: loads the models and data, allocates what a run holds, prints the memory plan (rank 0) and
+ * stops, writing no file; VC_ERR_NOMEM, with the numbers, when the steps would not fit (VERLC_MEMORY_AVAILABLE: a
+ * smaller device) */
+vc_status vc_rl_train_plan_dp(const vc_config *cfg, struct vc_comm *comm);
 
 /* ---- `verlc demo`: RL that runs anywhere in minutes -------------------------------------------- */
 typedef struct vc_demo_opts {

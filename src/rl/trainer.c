@@ -725,7 +725,7 @@ static vc_status setup_device(vc_rl_trainer *t, const vc_config *c) {
 
 vc_status vc_rl_trainer_new(const vc_config *cfg, vc_rl_trainer **out) { return vc_rl_trainer_new_dp(cfg, NULL, out); }
 
-vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_trainer **out) {
+static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only, vc_rl_trainer **out) {
     *out = NULL;
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
     if (!t) return VC_ERR_NOMEM;
@@ -803,6 +803,11 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
      * arena's memory for both (the memory plan counts the larger) */
     if (!st) t->g = t->atr.g;
     if (!st) st = rl_memory_plan(t);
+    if (!st && plan_only) { /* verlc train --plan: the plan printed, no file written */
+        free(ckpt);
+        vc_rl_trainer_free(t);
+        return VC_OK;
+    }
     if (!st && !(t->metrics_path = vc_path_join(t->out_dir, "metrics.jsonl"))) st = VC_ERR_NOMEM;
     if (!st && ckpt) st = rl_ckpt_load_state(t, ckpt);
     if (!st && !ckpt && t->rank == 0) remove(t->metrics_path);
@@ -816,6 +821,15 @@ vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_traine
     t->peak_flops = rl_peak_flops();
     *out = t;
     return VC_OK;
+}
+
+vc_status vc_rl_trainer_new_dp(const vc_config *cfg, vc_comm *comm, vc_rl_trainer **out) {
+    return trainer_new(cfg, comm, 0, out);
+}
+
+vc_status vc_rl_train_plan_dp(const vc_config *cfg, vc_comm *comm) {
+    vc_rl_trainer *t = NULL;
+    return trainer_new(cfg, comm, 1, &t);
 }
 
 void vc_rl_trainer_free(vc_rl_trainer *t) {

@@ -131,16 +131,24 @@ int main(void) {
     CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* forward passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
     check_arena_peak(log);
-    /* and against 256 KiB the steps do not fit: the run stops before its first step, naming the numbers' source */
-    char small_log[400];
-    snprintf(small_log, sizeof small_log, "%s/grpo_small.log", dir);
-    CHECK(cli_sh("VERLC_MEMORY_AVAILABLE=256K %s train algorithm.adv_estimator=grpo data.train_files=%s/data/train.jsonl "
-                 "data.val_files=%s/data/test.jsonl actor_rollout_ref.model.path=%s/model trainer.total_training_steps=1 "
-                 "trainer.default_local_dir=%s/small "
-                 "> %s 2>&1", bin, dir, dir, dir, dir, small_log) != 0);
-    CHECK_MSG(cli_sh("grep -q 'memory plan needs .* but only 0.000 GiB is available (VERLC_MEMORY_AVAILABLE)' %s && "
-                     "! grep -q '^step 1' %s", small_log, small_log) == 0,
-              "no refusal naming VERLC_MEMORY_AVAILABLE in %s", small_log);
+    /* `verlc train --plan` with the default batch: the plan, then stop, no file written. Against 64 MiB it fits (its
+     * models and optimiser state, 0.11 GiB with the plan's activations, are allocated before it); against 256 KiB the
+     * steps do not fit: it stops, naming the numbers' source */
+    char plan_log[400];
+    snprintf(plan_log, sizeof plan_log, "%s/grpo_plan.log", dir);
+    for (int k = 0; k < 2; k++) {
+        int prc = cli_sh("VERLC_MEMORY_AVAILABLE=%s %s train --plan algorithm.adv_estimator=grpo "
+                         "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl "
+                         "actor_rollout_ref.model.path=%s/model trainer.default_local_dir=%s/plan%d > %s 2>&1",
+                         k ? "256K" : "64M", bin, dir, dir, dir, dir, k, plan_log);
+        CHECK_MSG(k ? prc != 0 : prc == 0, "verlc train --plan against %s: exit %d (see %s)", k ? "256K" : "64M", prc,
+                  plan_log);
+        CHECK_MSG(cli_sh(k ? "grep -q 'memory plan needs .* but only 0.000 GiB is available (VERLC_MEMORY_AVAILABLE)' %s"
+                           : "grep -q '^memory plan: actor' %s", plan_log) == 0,
+                  "--plan against %s: no %s in %s", k ? "256K" : "64M", k ? "refusal" : "plan", plan_log);
+        CHECK_MSG(cli_sh("test -z \"$(ls -A %s/plan%d 2>/dev/null)\" && ! grep -q '^step 1' %s", dir, k, plan_log) == 0,
+                  "--plan wrote files or ran a step (%s/plan%d)", dir, k);
+    }
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
     check_memory_metrics(path);
