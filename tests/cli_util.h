@@ -28,6 +28,14 @@ static inline int cli_sh(const char *fmt, ...) {
     return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
+/* 0 when log holds exactly one "memory: the step arena ... peaked at X MiB, planned Y MiB" line with 0 < X <= Y
+ * (the trainers' report of their step arena against the memory plan) */
+static inline int cli_arena_within_plan(const char *log) {
+    return cli_sh("awk '/step arena.* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1) + 0; "
+                  "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
+                  log);
+}
+
 /* 1 when both files read and hold the same bytes */
 static inline int cli_file_eq(const char *a, const char *b) {
     char *x = NULL, *y = NULL;

@@ -85,9 +85,9 @@ vc_status vc_plan_available(int on_gpu, size_t *out) {
         return st ? vc_fail_ctx(st, "VERLC_MEMORY_AVAILABLE") : VC_OK;
     }
     size_t used = 0, gfree = 0, gtotal = 0;
-    if (on_gpu) *out = vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK ? gfree : 0;
-    else *out = vc_mem_available();
-    vc_clear_error();
+    *out = on_gpu ? 0 : vc_mem_available(); /* 0: unknown, nothing checked */
+    if (on_gpu && vc_cuda_mem_info(&used, &gfree, &gtotal) == VC_OK) *out = gfree;
+    else if (on_gpu) vc_clear_error(); /* the query's failure: planned without the check, not an error */
     return VC_OK;
 }
 

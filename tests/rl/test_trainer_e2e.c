@@ -32,10 +32,7 @@ static void run_grpo(const char *out, int steps, int val_before, int test_freq, 
 
 /* the step arena's peak over the run (updates and forward passes) reported, within the plan's activations */
 static void check_arena_peak(const char *log) {
-    CHECK_MSG(cli_sh("awk '/step arena .* peaked at/ { for (i = 1; i < NF; i++) if ($i == \"at\") p = $(i + 1) + 0; "
-                     "else if ($i == \"planned\") q = $(i + 1) + 0; n++ } END { exit !(n == 1 && p > 0 && p <= q) }' %s",
-                     log) == 0,
-              "the step arena's peak is not reported, or exceeds the plan, in %s", log);
+    CHECK_MSG(cli_arena_within_plan(log) == 0, "the step arena's peak is not reported, or exceeds the plan, in %s", log);
 }
 
 static void check_metrics(const char *path, const char *const *names) {
