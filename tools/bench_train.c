@@ -101,6 +101,10 @@ int vc_bench_train(int argc, char **argv) {
         printf("model: %lld parameters, %d threads, %d sequence(s), activations %.1f MiB\n",
                (long long)vc_model_param_count(m), vc_get_threads(), a.seqs, vc_graph_peak_bytes(t.g) / 1048576.0);
         report("forward+backward+AdamW", model_flops(m, cu, a.seqs, 1), best, a.tokens, &a.peer);
+        /* the count behind verl's perf/mfu/actor, for comparison with a verl run's log */
+        double peak = vc_perf_promised_peak();
+        printf("  verl's FlopsCounter (perf/mfu/actor): %.1f%% of the promised peak (%.1f TFLOP/s)\n",
+               100.0 * vc_perf_verl_flops(m, 0, cu, a.seqs) / best / peak, peak / 1e12);
     } else {
         fprintf(stderr, "verlc bench train: %s\n", vc_last_error());
     }

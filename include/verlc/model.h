@@ -200,6 +200,10 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
 void vc_model_free(vc_model *m);
 const vc_model_config *vc_model_cfg(const vc_model *m);
 int64_t vc_model_param_count(const vc_model *m);
+/* the weights of its matrices one token multiplies by (projections, routers, shared experts, a token's top-k routed
+ * experts; no embeddings, LM head or score head, norms, biases or buffers): verl's FlopsCounter's N less its
+ * embedding and LM head */
+int64_t vc_model_active_weights(const vc_model *m);
 
 /* LoRA adapters (PEFT's layout) on the decoder layers' dense projections: targets "all-linear" or names
  * among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (comma-separated). A is drawn from

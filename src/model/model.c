@@ -13,6 +13,22 @@ int64_t vc_model_param_count(const vc_model *m) {
 
 int vc_model_n_params(const vc_model *m) { return m->n_params; }
 
+int64_t vc_model_active_weights(const vc_model *m) {
+    const vc_model_config *c = &m->cfg;
+    double n = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        const vc_param *p = &m->params[i];
+        int s = p->slot;
+        if (!p->decay || vc_slot_is_buffer(s)) continue; /* norms, biases and buffers: not matrices */
+        if (s == VC_W_TOK_EMBD || s == VC_W_LM_HEAD || s == VC_W_POS_EMBD || s == VC_W_PLE_EMBD || s == VC_W_SCORE)
+            continue; /* lookups, and the heads verl counts as 2 vocab x hidden */
+        if ((s == VC_W_EXP_GATE || s == VC_W_EXP_UP || s == VC_W_EXP_DOWN) && c->n_expert > 0)
+            n += (double)p->t.n * (double)c->top_k / (double)c->n_expert; /* a token's top-k experts */
+        else n += (double)p->t.n;
+    }
+    return (int64_t)(n + 0.5);
+}
+
 vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay) {
     if (i < 0 || i >= m->n_params) return NULL;
     if (name) *name = m->params[i].name;

@@ -17,20 +17,6 @@ static const char *ADV_NAMES[] = { "gae", "grpo", "rloo", "reinforce_plus_plus",
                                    "remax", "opo", "gpg", "grpo_vectorized", "rloo_vectorized", "grpo_passk",
                                    "optimal_token_baseline", "tir_optimal_token_baseline", "gdpo", NULL };
 
-/* the peak in FLOP/s for perf/mfu/actor: like verl's MFU, against the promised peak: the GPU's (bf16 tensor
- * cores with bf16 matmuls, else f32) when training on one, else the CPU's fp32 peak (vector width x FMA
- * pipes x cores x clock; a measured GEMM peak when the CPU cannot be identified) */
-double rl_peak_flops(void) {
-    double dev = 0;
-    if (vc_backend_cuda() && vc_be() == vc_backend_cuda() &&
-        vc_cuda_peak_flops(vc_matmul_precision() == VC_PREC_BF16, &dev) == VC_OK && dev > 0)
-        return dev;
-    vc_clear_error();
-    double g = vc_perf_peak_theoretical();
-    if (g <= 0) g = vc_perf_peak_sgemm(512);
-    return g > 0 ? g * 1e9 : 1e10;
-}
-
 #define TRY(x) do { if (!st) st = (x); } while (0)
 
 static vc_status get_int(const vc_config *c, const char *k, int64_t def, int64_t *v) { return vc_config_get_int_or(c, k, def, v); }
@@ -817,8 +803,7 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
         vc_rl_trainer_free(t);
         return st;
     }
-    t->n_params = vc_model_param_count(t->actor);
-    t->peak_flops = rl_peak_flops();
+    t->peak_flops = vc_perf_promised_peak();
     *out = t;
     return VC_OK;
 }

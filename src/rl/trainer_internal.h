@@ -104,7 +104,6 @@ struct vc_rl_trainer {
     rl_metrics last;  /* latest value of every metric */
     int verbose;
     double peak_flops;
-    int64_t n_params;
     /* data parallelism: comm NULL or one rank = none (not owned unless own_comm) */
     vc_comm *comm;
     int own_comm, rank, world;
@@ -253,7 +252,6 @@ vc_status rl_copy_tokenizer_files(const char *from_dir, const char *to_dir);
 /* trainer_val.c */
 vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met);
 
-double rl_peak_flops(void);
 /* val_metrics.c: verl's validation metrics over this rank's samples (whole prompts; comm NULL or one rank:
  * no exchange). info: the reward function's extra values (acc, pred, a custom program's keys), or NULL. */
 struct cJSON;

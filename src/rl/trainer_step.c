@@ -1,6 +1,7 @@
 /* One training step (the body of verl's RayPPOTrainer.fit loop): generate -> reward -> old / ref
  * log-probs -> values -> KL in reward -> advantages -> critic update -> actor update -> metrics. */
 #include "trainer_internal.h"
+#include "verlc/perf.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,14 @@ static vc_status sum_metric(vc_rl_trainer *t, rl_metrics *met, const char *name)
 
 static double tokens_of(const rl_batch *b) { return (double)b->cu[b->B]; }
 
+/* verl's MFU of a pass over this rank's rows of b that took dt seconds: its FlopsCounter's figure for m
+ * (vc_perf_verl_flops; head_rows: its output head's, 0 the model's own) times mult (the epochs; a third for a
+ * forward pass) over the promised peak */
+static double mfu_of(const vc_rl_trainer *t, const vc_model *m, int64_t head_rows, const rl_batch *b, double mult,
+                     double dt) {
+    return dt > 0 ? vc_perf_verl_flops(m, head_rows, b->cu, b->B) * mult / dt / t->peak_flops : 0;
+}
+
 /* the distillation teachers' log-probs of the response tokens (temperature 1, as verl's teacher servers
  * return prompt_logprobs): one teacher serves every row, or each row the teacher of its data source */
 static vc_status teacher_logprobs(vc_rl_trainer *t, rl_batch *b, int share) {
@@ -407,7 +416,9 @@ static vc_status old_logprobs(vc_rl_trainer *t, rl_batch *b, int on_policy, rl_m
         b->route_rec = 0;
         b->have_old = !st;
         if (!st) st = probs_diff(t, b, b->old_logp, met);
-        rl_metrics_set(met, "timing_s/old_log_prob", vc_now() - t0);
+        double dt = vc_now() - t0;
+        rl_metrics_set(met, "timing_s/old_log_prob", dt);
+        rl_metrics_set(met, "perf/mfu/actor_infer", mfu_of(t, t->actor, 0, b, 1.0 / 3.0, dt));
     }
     return st;
 }
@@ -488,16 +499,17 @@ static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy,
     if (!st && t->use_critic) {
         t0 = vc_now();
         st = rl_update_critic_dp(&t->ctr, &t->critic, b, &t->ccfg, dp, met);
-        rl_metrics_set(met, "timing_s/update_critic", vc_now() - t0);
+        double dt = vc_now() - t0;
+        rl_metrics_set(met, "timing_s/update_critic", dt);
+        rl_metrics_set(met, "perf/mfu/critic", mfu_of(t, t->critic.m, 1, b, t->ccfg.ppo_epochs, dt) /* its value head */);
     }
     if (!st && t->step >= t->critic_warmup) { /* verl: critic_warmup <= global_steps */
         t0 = vc_now();
         st = rl_update_actor_dp(&t->atr, b, &t->acfg, on_policy && !b->have_old, dp, met);
         double dt = vc_now() - t0;
         rl_metrics_set(met, "timing_s/update_actor", dt);
-        /* forward + backward ~ 6 N flops per token and epoch (this rank's tokens: a per-device figure) */
-        double flops = 6.0 * (double)t->n_params * tokens_of(b) * t->acfg.ppo_epochs;
-        rl_metrics_set(met, "perf/mfu/actor", dt > 0 ? flops / dt / t->peak_flops : 0);
+        /* this rank's rows: a per-device figure, as verl's global one over its world size */
+        rl_metrics_set(met, "perf/mfu/actor", mfu_of(t, t->actor, 0, b, t->acfg.ppo_epochs, dt));
         if (!st) memory_metrics(met);
     }
     return st;

@@ -3,6 +3,7 @@
 #include "verlc/tracking.h"
 #include "sft_internal.h"
 #include "verlc/pool.h"
+#include "verlc/perf.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -24,6 +25,7 @@ typedef struct sft_run {
     int64_t total_steps;
     FILE *metrics;
     vc_tracker *tracker;     /* trainer.logger file / tensorboard (rank 0; NULL: neither) */
+    double peak;             /* the promised peak FLOP/s train/mfu divides by (vc_perf_promised_peak) */
     size_t planned_act;      /* the memory plan's activations (the step arena), reported against its peak at the end */
     /* mini-batch buffers */
     int64_t *cu;
@@ -136,6 +138,7 @@ static vc_status make_trainer(sft_run *r) {
     r->planned_act = plan.activations;
     vc_graph_trim(r->tr.g); /* the steps take what they use; their peak from here */
     vc_graph_clear_peak(r->tr.g);
+    r->peak = vc_perf_promised_peak();
     return st;
 }
 
@@ -195,9 +198,12 @@ static vc_status save(sft_run *r) {
     return st;
 }
 
-static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double elapsed, int64_t done) {
+static vc_status log_step(sft_run *r, const vc_minibatch *b, const vc_step_stats *s, double val, double elapsed,
+                          int64_t done) {
     int64_t step = r->tr.step;
     double tps = s->seconds > 0 ? s->n_tokens / s->seconds : 0;
+    /* verl's engine SFT trainer's train/mfu: its FlopsCounter over this rank's rows, against the promised peak */
+    double mfu = s->seconds > 0 ? vc_perf_verl_flops(r->model, 0, b->cu_seqlens, b->n_seq) / s->seconds / r->peak : 0;
     if (s->skipped && r->rank == 0)
         vc_warn("sft: step %lld: non-finite %s (loss %g, grad_norm %g): update skipped (%lld so far)", (long long)step,
                 isfinite(s->loss) ? "gradient norm" : "loss", s->loss, s->grad_norm, (long long)r->tr.n_skipped);
@@ -213,9 +219,10 @@ static vc_status log_step(sft_run *r, const vc_step_stats *s, double val, double
     }
     fprintf(r->metrics,
             "{\"step\": %lld, \"epoch\": %lld, \"train/loss\": %.9g, \"train/lr\": %.9g, \"train/grad_norm\": %.9g, "
-            "\"train/skipped\": %d, \"train/n_tokens\": %lld, \"perf/throughput\": %.6g, \"perf/step_time\": %.6g",
+            "\"train/skipped\": %d, \"train/n_tokens\": %lld, \"train/mfu\": %.6g, \"perf/throughput\": %.6g, "
+            "\"perf/step_time\": %.6g",
             (long long)step, (long long)r->it.epoch, isfinite(s->loss) ? s->loss : 0.0, s->lr,
-            isfinite(s->grad_norm) ? s->grad_norm : 0.0, s->skipped, (long long)s->n_tokens, tps, s->seconds);
+            isfinite(s->grad_norm) ? s->grad_norm : 0.0, s->skipped, (long long)s->n_tokens, mfu, tps, s->seconds);
     if (isfinite(val)) fprintf(r->metrics, ", \"val/loss\": %.9g", val);
     double mem[3]; /* verl's engine SFT trainer logs its memory with each step */
     vc_mem_metrics(&mem[0], &mem[1], &mem[2]);
@@ -287,7 +294,7 @@ static vc_status run_loop(sft_run *r) {
         double val = NAN;
         int last = step >= stop;
         if (r->val.n && ((c->test_freq > 0 && step % c->test_freq == 0) || last) && (st = validate(r, &val))) break;
-        if ((st = log_step(r, &s, val, vc_now() - t0, done))) break;
+        if ((st = log_step(r, &b, &s, val, vc_now() - t0, done))) break;
         if ((c->save_freq > 0 && step % c->save_freq == 0) || last) {
             st = save(r);
             last_saved = step;

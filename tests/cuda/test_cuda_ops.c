@@ -5,6 +5,7 @@
 #include "cuda_test_util.h"
 #include "verlc/optim.h"
 #include "rl/trainer_internal.h"
+#include "verlc/perf.h"
 
 #define TOL 1e-4
 
@@ -138,9 +139,9 @@ static void test_peak(void) {
     int prec = vc_matmul_precision();
     vc_set_backend(G);
     vc_set_matmul_precision(VC_PREC_BF16);
-    CHECK_MSG(rl_peak_flops() == pb, "perf/mfu/actor's peak on cuda with bf16 matmuls: %g, device %g", rl_peak_flops(), pb);
+    CHECK_MSG(vc_perf_promised_peak() == pb, "perf/mfu/actor's peak on cuda with bf16 matmuls: %g, device %g", vc_perf_promised_peak(), pb);
     vc_set_matmul_precision(VC_PREC_F32);
-    CHECK_MSG(rl_peak_flops() == pf, "perf/mfu/actor's peak on cuda with f32 matmuls: %g, device %g", rl_peak_flops(), pf);
+    CHECK_MSG(vc_perf_promised_peak() == pf, "perf/mfu/actor's peak on cuda with f32 matmuls: %g, device %g", vc_perf_promised_peak(), pf);
     vc_set_matmul_precision(prec);
     vc_set_backend(prev);
 }

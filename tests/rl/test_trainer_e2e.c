@@ -68,11 +68,36 @@ static void check_memory_metrics(const char *path) {
     vc_metrics_free(m);
 }
 
+static double last_of(const vc_metrics *m, const char *name) {
+    const vc_metric_series *se = m ? vc_metrics_find(m, name) : NULL;
+    return se && se->n ? se->y[se->n - 1] : -1;
+}
+
+/* verl's MFU figures (vc_perf_verl_flops over the time and the promised peak): above 0 and below 1 (verl's count
+ * of the embedding as a matrix and of attention without the causal half can take a forward pass's past 1: only
+ * above 0), and the actor's update and its old-log-prob pass over the same rows count the same FLOPs, the pass a
+ * third of them, the update once per epoch (ppo_epochs 2) */
+static void check_mfu(const char *path, int infer) {
+    vc_metrics *m = NULL;
+    CHECK_OK(vc_metrics_read(path, &m));
+    double a = last_of(m, "perf/mfu/actor"), c = last_of(m, "perf/mfu/critic");
+    CHECK_MSG(a > 0 && a < 1, "%s: perf/mfu/actor = %g", path, a);
+    if (infer) {
+        double i = last_of(m, "perf/mfu/actor_infer"), ta = last_of(m, "timing_s/update_actor");
+        double ti = last_of(m, "timing_s/old_log_prob");
+        CHECK_MSG(c > 0 && c < 1, "%s: perf/mfu/critic = %g", path, c);
+        CHECK_MSG(i > 0 && fabs(6 * i * ti - a * ta) <= 1e-4 * a * ta, "%s: actor_infer %g x %g s x 3 x 2 against actor %g x %g s",
+                  path, i, ti, a, ta);
+    }
+    vc_metrics_free(m);
+}
+
 static const char *PPO_METRICS[] = { "critic/values/mean", "critic/vf_loss", "critic/returns/mean", "timing_s/update_critic",
                                      "timing_s/old_log_prob", "actor/pg_loss", "rollout_corr/rollout_is_mean",
                                      "rollout_corr/rollout_rs_token_k1_masked_fraction", "rollout_corr/k3_kl",
                                      "rollout_corr/chi2_seq", "critic/vf_explained_var", "timing_per_token_ms/values",
-                                     "timing_per_token_ms/update_critic", NULL };
+                                     "timing_per_token_ms/update_critic", "perf/mfu/critic", "perf/mfu/actor_infer",
+                                     NULL };
 
 /* trainer.rollout_data_dir / validation_data_dir: verl's JSONL samples with the reward's extra values
  * (validation lines also "reward"); the custom chat template renders the inputs; ignore_eos runs every
@@ -149,6 +174,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/metrics.jsonl", out_b);
     check_metrics(path, GRPO_METRICS);
     check_memory_metrics(path);
+    check_mfu(path, 0);
     snprintf(path, sizeof path, "%s/global_step_1/actor/model.safetensors", out_b);
     CHECK_MSG(vc_file_exists(path), "no checkpoint at %s", path);
     /* save_contents with hf_model: the checkpoint also holds a Hugging Face directory that loads */
@@ -199,6 +225,7 @@ int main(void) {
               "no val/generations text with two samples in %s/tb", dir);
     snprintf(path, sizeof path, "%s/run_ppo/metrics.jsonl", dir);
     check_metrics(path, PPO_METRICS);
+    check_mfu(path, 1);
     check_dumps(path);
     double dt = vc_now() - t0;
     printf("e2e: %.1f s\n", dt);

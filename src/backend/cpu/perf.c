@@ -2,6 +2,8 @@
 #include "verlc/perf.h"
 #include "verlc/pool.h"
 #include "cpu.h"
+#include "verlc/cuda.h"
+#include "tensor/backend.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,6 +83,47 @@ double vc_perf_forward_flops(const vc_model_config *c, int64_t tokens, int64_t s
     }
     per_token += 2.0 * heads * keys * (qk_dim + v_dim);
     return per_token * (double)tokens;
+}
+
+double vc_perf_promised_peak(void) {
+    double dev = 0;
+    if (vc_backend_cuda() && vc_be() == vc_backend_cuda() &&
+        vc_cuda_peak_flops(vc_matmul_precision() == VC_PREC_BF16, &dev) == VC_OK && dev > 0)
+        return dev;
+    vc_clear_error();
+    double g = vc_perf_peak_theoretical();
+    if (g <= 0) g = vc_perf_peak_sgemm(512);
+    return g > 0 ? g * 1e9 : 1e10;
+}
+
+/* the keys one query of a row of s tokens scores in layer l, by verl's count (s: causal masking not halved) */
+static double verl_keys(const vc_model_config *c, int l, double s) {
+    double k = s;
+    if (c->window[l] > 0 && c->window[l] < k) k = c->window[l];
+    if (c->chunk[l] > 0 && c->chunk[l] < k) k = c->chunk[l];
+    if (c->dsa_topk > 0 && (double)c->dsa_topk < k) k = (double)c->dsa_topk;
+    return k;
+}
+
+double vc_perf_verl_flops(const vc_model *m, int64_t head_rows, const int64_t *cu, int rows) {
+    const vc_model_config *c = vc_model_cfg(m);
+    double tokens = (double)(cu[rows] - cu[0]);
+    /* verl's 2 vocab x hidden: the embedding (a lookup, counted as a matrix) and the LM head; a critic's or reward
+     * model's score or value head in place of the LM head (verl counts an LM head there too) */
+    double head = head_rows > 0 ? (double)head_rows : c->n_labels > 0 ? (double)c->n_labels : (double)vc_cfg_out_vocab(c);
+    double dense = (double)vc_model_active_weights(m) + ((double)c->vocab + head) * (double)c->hidden;
+    double attn = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        if (c->block[l] == VC_BLOCK_MLP || (c->linear[l] && !c->parallel_ssm)) continue; /* no attention */
+        double qk = c->mla ? (double)(c->qk_nope_dim + c->qk_rope_dim) : (double)vc_cfg_head_dim(c, l);
+        double sq = 0;
+        for (int r = 0; r < rows; r++) {
+            double s = (double)(cu[r + 1] - cu[r]);
+            sq += s * verl_keys(c, l, s);
+        }
+        attn += sq * qk * (double)vc_cfg_heads(c, l);
+    }
+    return 6.0 * dense * tokens + 12.0 * attn;
 }
 
 double vc_perf_mem_bandwidth(int mb) {
