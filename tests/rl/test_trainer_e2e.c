@@ -73,19 +73,20 @@ static double last_of(const vc_metrics *m, const char *name) {
     return se && se->n ? se->y[se->n - 1] : -1;
 }
 
-/* verl's MFU figures (vc_perf_verl_flops over the time and the promised peak): above 0 and below 1 (verl's count
- * of the embedding as a matrix and of attention without the causal half can take a forward pass's past 1: only
- * above 0), and the actor's update and its old-log-prob pass over the same rows count the same FLOPs, the pass a
- * third of them, the update once per epoch (ppo_epochs 2) */
+/* verl's MFU figures (vc_perf_verl_flops over the time and the promised peak): above 0 and not absurd (verl's count
+ * takes the embedding for a matrix and the LM head over every position, where verlc's head runs on the response
+ * positions: on this model's 64-wide hidden and 151,936-token vocabulary the figures can pass 1 on a fast CPU), and
+ * the actor's update and its old-log-prob pass over the same rows count the same FLOPs, the pass a third of them,
+ * the update once per epoch (ppo_epochs 2) */
 static void check_mfu(const char *path, int infer) {
     vc_metrics *m = NULL;
     CHECK_OK(vc_metrics_read(path, &m));
     double a = last_of(m, "perf/mfu/actor"), c = last_of(m, "perf/mfu/critic");
-    CHECK_MSG(a > 0 && a < 1, "%s: perf/mfu/actor = %g", path, a);
+    CHECK_MSG(a > 0 && a < 100, "%s: perf/mfu/actor = %g", path, a);
     if (infer) {
         double i = last_of(m, "perf/mfu/actor_infer"), ta = last_of(m, "timing_s/update_actor");
         double ti = last_of(m, "timing_s/old_log_prob");
-        CHECK_MSG(c > 0 && c < 1, "%s: perf/mfu/critic = %g", path, c);
+        CHECK_MSG(c > 0 && c < 100, "%s: perf/mfu/critic = %g", path, c);
         CHECK_MSG(i > 0 && fabs(6 * i * ti - a * ta) <= 1e-4 * a * ta, "%s: actor_infer %g x %g s x 3 x 2 against actor %g x %g s",
                   path, i, ti, a, ta);
     }
