@@ -38,8 +38,11 @@ typedef enum vc_cfg_kind {
  * kept in the config (vc_config_notice). On error *out is NULL and the message names the file and
  * line, or the override and key, at fault. */
 vc_status vc_config_load(const char *yaml_path, int n_overrides, char **overrides, vc_config **out);
-/* ... on verl's ppo_megatron_trainer defaults when megatron is 1 (`--config-name ppo_megatron_trainer`) */
-vc_status vc_config_load_ex(const char *yaml_path, int megatron, int n_overrides, char **overrides, vc_config **out);
+/* verl's engines whose defaults a config starts from (later verl's `model_engine` group) */
+enum { VC_ENGINE_DP = 0, VC_ENGINE_MEGATRON = 1, VC_ENGINE_VEOMNI = 2 };
+/* ... on the defaults of an engine: VC_ENGINE_MEGATRON verl's ppo_megatron_trainer (`--config-name
+ * ppo_megatron_trainer`, `model_engine=megatron`), VC_ENGINE_VEOMNI later verl's `model_engine=veomni` */
+vc_status vc_config_load_ex(const char *yaml_path, int engine, int n_overrides, char **overrides, vc_config **out);
 
 /* A verl command line (the arguments after the subcommand): `--config FILE.yaml` (or Hydra's
  * `--config-path DIR --config-name NAME`), `--print-config` (also `--cfg job`), and overrides.

@@ -76,6 +76,7 @@ typedef enum vc_lr_kind {
     VC_LR_LINEAR,   /* linear warmup, then linear decay to min_lr_ratio at total_steps (Megatron's "linear") */
     VC_LR_WSD,      /* get_wsd_schedule_with_warmup (stable_ratio) */
     VC_LR_MEGATRON, /* Megatron-core's OptimizerParamScheduler (verl's megatron strategy): vc_lr_megatron_init */
+    VC_LR_VEOMNI,   /* VeOmni's build_lr_scheduler (verl's veomni strategy): vc_lr_veomni_init */
 } vc_lr_kind;
 
 typedef struct vc_lr_schedule {
@@ -90,7 +91,8 @@ typedef struct vc_lr_schedule {
     int one_indexed;      /* cosine: step + 1 (later verl's zero_indexed_step=false) */
     /* VC_LR_MEGATRON: warmup from init_lr to base_lr over warmup_steps, then lr_decay_style to min_lr at
      * decay_steps ("constant", "linear", "cosine", "inverse-square-root", "WSD" with its own style over
-     * wsd_steps: "linear", "cosine", "exponential", "minus_sqrt") */
+     * wsd_steps: "linear", "cosine", "exponential", "minus_sqrt"); VC_LR_VEOMNI: the same fields, mg_style its
+     * style (constant, linear, cosine) */
     double init_lr, min_lr;
     int64_t decay_steps, wsd_steps;
     int mg_style, wsd_style;
@@ -123,6 +125,16 @@ typedef struct vc_lr_megatron_config {
     const char *lr_decay_style, *lr_wsd_decay_style;
 } vc_lr_megatron_config;
 vc_status vc_lr_megatron_init(vc_lr_schedule *s, const vc_lr_megatron_config *c);
+/* VeOmni's schedules (veomni/optim/lr_scheduler.py, as verl's veomni engine builds them from its optim keys):
+ * warmup int(total x lr_warmup_steps_ratio) steps from lr_start to lr, then lr_scheduler_type "constant",
+ * "linear" (to 0 at total, floored at 1e-7: VeOmni does not pass lr_min there) or "cosine" (to lr_min at
+ * int(total x lr_decay_ratio) steps, lr_min after) */
+typedef struct vc_lr_veomni_config {
+    double lr, lr_min, lr_start, lr_warmup_steps_ratio, lr_decay_ratio;
+    int64_t total_training_steps;
+    const char *lr_scheduler_type;
+} vc_lr_veomni_config;
+vc_status vc_lr_veomni_init(vc_lr_schedule *s, const vc_lr_veomni_config *c);
 vc_status vc_lr_schedule_init(vc_lr_schedule *s, const vc_lr_config *c);
 /* Learning rate for optimiser step `step` (0-based: the first step uses vc_lr_at(s, 0), as torch's
  * LambdaLR before its first scheduler.step()). */

@@ -15,7 +15,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt, vc_
     return argv[++*i];
 }
 
-static vc_status hydra_file(const char *dir, const char *name, char **out, int *megatron) {
+static vc_status hydra_file(const char *dir, const char *name, char **out, int *engine) {
     *out = NULL;
     if (!name) return dir ? vc_fail(VC_ERR_ARG, "--config-path needs --config-name") : VC_OK;
     size_t nl = strlen(name);
@@ -29,24 +29,27 @@ static vc_status hydra_file(const char *dir, const char *name, char **out, int *
     free(*out);
     *out = NULL;
     int builtin = !strcmp(file, "ppo_trainer.yaml");
-    *megatron = !strcmp(file, "ppo_megatron_trainer.yaml");
+    int megatron = !strcmp(file, "ppo_megatron_trainer.yaml");
     free(file);
-    if (builtin || *megatron) return VC_OK; /* verl's own defaults are the embedded ones */
+    if (megatron) *engine = VC_ENGINE_MEGATRON; /* (ppo_trainer keeps a model_engine=... given beside it) */
+    if (builtin || megatron) return VC_OK; /* verl's own defaults are the embedded ones */
     return vc_fail(VC_ERR_IO, "--config-name %s: no such file in %s", name, dir ? dir : "(no --config-path)");
 }
 
-/* later verl's engine group (`model_engine=dp|megatron|...`, applied before any key, as Hydra applies groups) */
-static vc_status model_engine(const char *v, int *megatron) {
-    if (!strcmp(v, "megatron")) *megatron = 1;
-    else if (!strcmp(v, "dp") || !strcmp(v, "fsdp")) *megatron = 0;
-    else return vc_fail(VC_ERR_UNSUPPORTED, "model_engine=%s: verlc trains with its own engine and reads verl's dp (FSDP) "
-                        "and megatron configurations", v);
+/* later verl's engine group (`model_engine=dp|megatron|veomni|...`, applied before any key, as Hydra applies
+ * groups) */
+static vc_status model_engine(const char *v, int *engine) {
+    if (!strcmp(v, "megatron")) *engine = VC_ENGINE_MEGATRON;
+    else if (!strcmp(v, "veomni")) *engine = VC_ENGINE_VEOMNI;
+    else if (!strcmp(v, "dp") || !strcmp(v, "fsdp")) *engine = VC_ENGINE_DP;
+    else return vc_fail(VC_ERR_UNSUPPORTED, "model_engine=%s: verlc trains with its own engine and reads verl's dp (FSDP), "
+                        "megatron and veomni configurations", v);
     return VC_OK;
 }
 
 vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
     const char *file = NULL, *cpath = NULL, *cname = NULL;
-    int megatron = 0;
+    int engine = VC_ENGINE_DP;
     char **ov = calloc(argc > 0 ? (size_t)argc : 1, sizeof *ov);
     int n = 0;
     vc_status st = VC_OK;
@@ -65,19 +68,19 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else if (argv[i][0] == '-' && argv[i][1] == '-') st = vc_fail(VC_ERR_ARG, "unknown option '%s'", argv[i]);
         else if (!strchr(argv[i], '=') && argv[i][0] != '~')
             st = vc_fail(VC_ERR_ARG, "'%s' is not a key=value override", argv[i]);
-        else if (!strncmp(argv[i], "model_engine=", 13)) st = model_engine(argv[i] + 13, &megatron);
+        else if (!strncmp(argv[i], "model_engine=", 13)) st = model_engine(argv[i] + 13, &engine);
         else if (strchr(argv[i], '@') && strchr(argv[i], '@') < strchr(argv[i], '=')) /* group@package=option */
             st = vc_fail(VC_ERR_UNSUPPORTED, "'%s' selects an option of one of verl's config groups: verlc has "
-                         "verl's ppo_trainer and ppo_megatron_trainer defaults built in (model_engine=dp|megatron), "
+                         "verl's ppo_trainer and ppo_megatron_trainer defaults built in (model_engine=dp|megatron|veomni), "
                          "not verl's group files; set that option's keys instead", argv[i]);
         else ov[n++] = argv[i];
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");
     if (st == VC_OK && !file) {
-        st = hydra_file(cpath, cname, &hfile, &megatron);
+        st = hydra_file(cpath, cname, &hfile, &engine);
         file = hfile;
     }
-    if (st == VC_OK) st = vc_config_load_ex(file, megatron, n, ov, out);
+    if (st == VC_OK) st = vc_config_load_ex(file, engine, n, ov, out);
     free(hfile);
     free(ov);
     return st;

@@ -90,12 +90,13 @@ static vc_status group_entry(compose *c, const char *key, const vc_cfg_node *opt
     if (!opt || opt->kind == VC_CFG_NULL) return VC_OK; /* `group: null` leaves the group out */
     if (opt->kind != VC_CFG_STR || !opt->s || !strcmp(opt->s, "???"))
         return vc_fail(VC_ERR_ARG, "%s: defaults entry '%s' needs one option name", file, key);
-    if (!strcmp(group, "model_engine")) { /* later verl's engine group: dp, or megatron's defaults */
+    if (!strcmp(group, "model_engine")) { /* later verl's engine group: dp, or megatron's or veomni's defaults */
         char where[700];
         snprintf(where, sizeof where, "%s: defaults entry 'model_engine: %s'", file, opt->s);
-        if (!strcmp(opt->s, "megatron")) return vc_cfg_use_megatron(c->cfg, where);
+        if (!strcmp(opt->s, "megatron")) return vc_cfg_use_engine(c->cfg, VC_ENGINE_MEGATRON, where);
+        if (!strcmp(opt->s, "veomni")) return vc_cfg_use_engine(c->cfg, VC_ENGINE_VEOMNI, where);
         if (!strcmp(opt->s, "dp") || !strcmp(opt->s, "fsdp")) return VC_OK;
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: verlc reads verl's dp (FSDP) and megatron configurations", where);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: verlc reads verl's dp (FSDP), megatron and veomni configurations", where);
     }
     /* the package: @package as given (_global_: the root), else the group's path under this file's */
     if (at && !strcmp(at + 1, "_global_")) package[0] = 0;
@@ -136,7 +137,7 @@ static vc_status name_entry(compose *c, const char *name, const char *pkg, const
     if (!strcmp(name, "ppo_megatron_trainer")) { /* verl's own too: its embedded megatron defaults */
         char where[700];
         snprintf(where, sizeof where, "%s: defaults entry '%s'", file, name);
-        return vc_cfg_use_megatron(c->cfg, where);
+        return vc_cfg_use_engine(c->cfg, VC_ENGINE_MEGATRON, where);
     }
     return vc_fail(VC_ERR_IO, "%s: defaults entry '%s': no %s.yaml in %s%s", file, name, name,
                    c->n_dirs ? c->dirs[0] : "the config's folder", c->n_dirs > 1 ? " or hydra.searchpath" : "");

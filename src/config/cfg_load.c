@@ -128,21 +128,35 @@ static void drop_present(vc_cfg_node *later, vc_cfg_node *base) {
 
 vc_status vc_config_defaults(vc_config **out) { return vc_config_defaults_ex(0, out); }
 
-vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
-    vc_cfg_node *root, *mg = NULL;
+/* removes the key at a dotted path, if there */
+static void remove_path(vc_cfg_node *root, const char *path) {
+    char buf[256], *segs[16];
+    snprintf(buf, sizeof buf, "%s", path);
+    int n = vc_cfg_path_split(path, buf, segs, 16);
+    vc_cfg_node *parent = n > 1 ? vc_cfg_lookup_segs(root, segs, n - 1) : root;
+    if (n > 0 && parent && parent->kind == VC_CFG_MAP) vc_cfg_map_remove(parent, segs[n - 1]);
+}
+
+vc_status vc_config_defaults_ex(int engine, vc_config **out) {
+    vc_cfg_node *root, *ov = NULL;
     *out = NULL;
     vc_status st = vc_cfg_yaml_parse(vc_cfg_ppo_defaults_yaml, strlen(vc_cfg_ppo_defaults_yaml), "<verl defaults>", &root);
     if (st != VC_OK) return vc_fail_ctx(VC_ERR_INTERNAL, "embedded defaults");
-    if (megatron) {
-        st = vc_cfg_yaml_parse(vc_cfg_megatron_overlay_yaml, strlen(vc_cfg_megatron_overlay_yaml),
-                               "<verl megatron defaults>", &mg);
-        if (!st) st = overlay_into(root, mg);
-        if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded megatron defaults"); }
+    if (engine == VC_ENGINE_MEGATRON || engine == VC_ENGINE_VEOMNI) {
+        const char *y = engine == VC_ENGINE_MEGATRON ? vc_cfg_megatron_overlay_yaml : vc_cfg_veomni_overlay_yaml;
+        st = vc_cfg_yaml_parse(y, strlen(y), "<verl engine defaults>", &ov);
+        if (!st) st = overlay_into(root, ov);
+        if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded engine defaults"); }
     }
     vc_cfg_node *later = NULL;
     st = vc_cfg_yaml_parse(vc_cfg_later_yaml, strlen(vc_cfg_later_yaml), "<verl later defaults>", &later);
     if (!st) drop_present(later, root);
     if (!st) st = add_missing(root, later);
+    /* the FSDP engine's keys the veomni engine's groups do not have (verl refuses them there too) */
+    for (int i = 0; !st && engine == VC_ENGINE_VEOMNI && vc_cfg_veomni_removed[i]; i++) {
+        remove_path(root, vc_cfg_veomni_removed[i]);
+        remove_path(later, vc_cfg_veomni_removed[i]);
+    }
     if (st) {
         vc_cfg_node_free(root);
         vc_cfg_node_free(later);
@@ -161,20 +175,21 @@ vc_status vc_config_defaults_ex(int megatron, vc_config **out) {
     vc_status st2 = config_wrap(root, 1, out);
     if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); vc_cfg_node_free(later); return st2; }
     (*out)->resolved_defaults = tmp.root;
-    (*out)->megatron = megatron;
+    (*out)->engine = engine;
     (*out)->later = later;
     return VC_OK;
 }
 
-vc_status vc_cfg_use_megatron(vc_config *cfg, const char *where) {
-    if (cfg->megatron) return VC_OK;
+vc_status vc_cfg_use_engine(vc_config *cfg, int engine, const char *where) {
+    if (cfg->engine == engine) return VC_OK;
     vc_config *base = NULL, *m = NULL;
-    vc_status st = vc_config_defaults_ex(0, &base);
-    if (!st && !vc_cfg_node_equal(cfg->root, base->root))
-        st = vc_fail(VC_ERR_ARG, "%s: ppo_megatron_trainer must come first in the defaults list (before the entries "
-                     "and keys that change it)", where);
-    if (!st) st = vc_config_defaults_ex(1, &m);
-    if (!st) { /* the megatron defaults take the place of ppo_trainer's; notices so far are kept */
+    vc_status st = cfg->engine == VC_ENGINE_DP ? vc_config_defaults_ex(VC_ENGINE_DP, &base) : VC_OK;
+    if (!st && (cfg->engine != VC_ENGINE_DP || !vc_cfg_node_equal(cfg->root, base->root)))
+        st = vc_fail(VC_ERR_ARG, "%s: the %s engine's defaults must come first in the defaults list (before the entries "
+                     "and keys that change it, and before another engine's)", where,
+                     engine == VC_ENGINE_MEGATRON ? "megatron" : "veomni");
+    if (!st) st = vc_config_defaults_ex(engine, &m);
+    if (!st) { /* the engine's defaults take the place of ppo_trainer's; notices so far are kept */
         vc_cfg_node *r = cfg->root, *d = cfg->resolved_defaults;
         cfg->root = m->root;
         cfg->resolved_defaults = m->resolved_defaults;
@@ -183,7 +198,7 @@ vc_status vc_cfg_use_megatron(vc_config *cfg, const char *where) {
         vc_cfg_node *l = cfg->later;
         cfg->later = m->later;
         m->later = l;
-        cfg->megatron = 1;
+        cfg->engine = engine;
     }
     vc_config_free(base);
     vc_config_free(m);
@@ -370,10 +385,10 @@ vc_status vc_config_load(const char *yaml_path, int n_overrides, char **override
     return vc_config_load_ex(yaml_path, 0, n_overrides, overrides, out);
 }
 
-vc_status vc_config_load_ex(const char *yaml_path, int megatron, int n_overrides, char **overrides, vc_config **out) {
+vc_status vc_config_load_ex(const char *yaml_path, int engine, int n_overrides, char **overrides, vc_config **out) {
     vc_config *cfg = NULL;
     *out = NULL;
-    vc_status st = vc_config_defaults_ex(megatron, &cfg);
+    vc_status st = vc_config_defaults_ex(engine, &cfg);
     if (st == VC_OK && yaml_path) st = vc_config_merge_file(cfg, yaml_path);
     for (int i = 0; i < n_overrides && st == VC_OK; i++) st = vc_config_override(cfg, overrides[i]);
     if (st == VC_OK) st = vc_config_resolve(cfg);

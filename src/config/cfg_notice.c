@@ -22,7 +22,7 @@ struct notice_rule {
 };
 
 static const char R_ENGINE[] = "verlc generates with its built-in engine (paged KV cache, shared weights), not vLLM/SGLang";
-static const char R_FSDP[] = "verlc shards with its own data-parallel trainer (MPI/NCCL), not FSDP/Megatron";
+static const char R_FSDP[] = "verlc shards with its own data-parallel trainer (MPI/NCCL), not FSDP/Megatron/VeOmni";
 static const char R_RAY[] = "verlc runs without Ray";
 static const char R_TORCH[] = "verlc uses its own fused kernels; torch.compile/Liger/flash-attn options do not apply";
 static const char R_PROF[] = "Python profilers are not available; verlc reports its own timing/* metrics";
@@ -53,8 +53,8 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.checkpoint_engine.**", NULL, 0, "verlc shares weight buffers between trainer and rollout; no weight sync" },
     { "**.rollout.prometheus.**", NULL, 0, R_RAY },
     { "**.rollout.trace.**", NULL, 0, R_RAY },
-    { "*.strategy", "fsdp,fsdp2,megatron,verlc", 0, R_FSDP },
-    { "*.*.strategy", "fsdp,fsdp2,megatron,verlc", 0, R_FSDP },
+    { "*.strategy", "fsdp,fsdp2,megatron,veomni,verlc", 0, R_FSDP },
+    { "*.*.strategy", "fsdp,fsdp2,megatron,veomni,verlc", 0, R_FSDP },
     { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     /* honoured under the megatron strategy: the matmul precision and full recomputation (checkpointing) */
@@ -64,6 +64,11 @@ static const struct notice_rule RULES[] = {
     { "**.megatron.override_transformer_config.recompute_granularity", "full", 0,
       "verlc recomputes whole layers (full); selective recomputation is not built in" },
     { "**.megatron.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    /* the veomni engine's settings: its router replay read, its kernels and sharding noticed (its keys are fixed:
+     * a misspelt one is refused, as verl refuses it) */
+    { "actor_rollout_ref.actor.veomni.router_replay.mode", NULL, N_SILENT, "" },
+    { "**.veomni.mixed_precision", NULL, N_SILENT, "" }, /* the matmul precision is the trainer's */
+    { "**.veomni.**", NULL, 0, R_FSDP },
     /* verlc's own data-parallel sharding of the actor / critic optimiser state (src/rl/trainer_dist.c) */
     { "actor_rollout_ref.actor.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
     { "critic.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
@@ -194,8 +199,14 @@ vc_status vc_cfg_later_check(const vc_config *cfg) {
     return VC_OK;
 }
 
+/* the FSDP engine's sections the veomni engine's actor, reference and critic do not have (verl refuses their keys) */
+static const char *const VEOMNI_NO_FSDP[] = { "actor_rollout_ref.actor.fsdp_config.**", "actor_rollout_ref.ref.fsdp_config.**",
+                                              "critic.model.fsdp_config.**" };
+
 int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore) {
     *ignore = 0;
+    for (size_t i = 0; cfg->engine == VC_ENGINE_VEOMNI && i < sizeof VEOMNI_NO_FSDP / sizeof *VEOMNI_NO_FSDP; i++)
+        if (vc_cfg_path_match(VEOMNI_NO_FSDP[i], path)) return 0;
     int later = cfg->later && vc_cfg_lookup(cfg->later, path) != NULL;
     for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
         const struct notice_rule *rule = &RULES[r];

@@ -301,13 +301,14 @@ static vc_status read_skip(vc_rl_trainer *t, const vc_config *c) {
 #undef S
 }
 
-/* later verl's actor.router_replay.mode (or its megatron engine's): disabled, R2 (the old policy's routing
+/* later verl's actor.router_replay.mode (or its megatron or veomni engine's): disabled, R2 (the old policy's routing
  * replayed in the update) or R3 (the rollout's: verlc's old-log-prob pass computes bitwise what the rollout
  * computed, so its routing is the rollout's and R3 is R2) */
 static vc_status read_router_replay(vc_rl_trainer *t, const vc_config *c) {
     static const char *const KEYS[] = { "actor_rollout_ref.actor.router_replay.mode",
-                                        "actor_rollout_ref.actor.megatron.router_replay.mode" };
-    for (size_t i = 0; i < 2; i++) {
+                                        "actor_rollout_ref.actor.megatron.router_replay.mode",
+                                        "actor_rollout_ref.actor.veomni.router_replay.mode" };
+    for (size_t i = 0; i < 3; i++) {
         const char *mode = NULL;
         vc_status st = vc_config_get_str_or(c, KEYS[i], "disabled", &mode);
         if (st) return st;
@@ -683,6 +684,16 @@ static vc_status setup_device(vc_rl_trainer *t, const vc_config *c) {
     if (!st && rl_strategy_megatron(c, "actor_rollout_ref.actor")) { /* Megatron's dtype; f32 master weights */
         d.precision_key = "actor_rollout_ref.actor.megatron.dtype";
         TRY(vc_config_get_str_or(c, d.precision_key, "float32", &d.param_dtype));
+    }
+    if (!st && rl_strategy_veomni(c, "actor_rollout_ref.actor")) { /* VeOmni's bf16 mixed precision, or f32 */
+        int a = 0, b = 0;
+        d.precision_key = "actor_rollout_ref.actor.veomni.mixed_precision";
+        TRY(vc_config_get_bool_or(c, d.precision_key, 0, &a));
+        d.param_dtype = a ? "bf16" : "fp32";
+        if (!st && t->use_critic && rl_strategy_veomni(c, "critic") &&
+            !(st = vc_config_get_bool_or(c, "critic.veomni.mixed_precision", 0, &b)) && a != b)
+            st = vc_fail(VC_ERR_UNSUPPORTED, "critic.veomni.mixed_precision=%s differs from %s=%s: verlc's matmul "
+                         "precision is one per process", b ? "true" : "false", d.precision_key, a ? "true" : "false");
     }
     TRY(vc_config_get_str_or(c, MP "reduce_dtype", "fp32", &d.reduce_dtype));
     TRY(vc_config_get_str_or(c, MP "buffer_dtype", "fp32", &d.buffer_dtype));

@@ -139,6 +139,56 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc
     return VC_OK;
 }
 
+/* later verl's veomni strategy (model_engine=veomni): VeOmni's build_optimizer as verl's veomni engine calls it,
+ * AdamW (eps 1e-8) with optim.lr, betas and weight_decay on every parameter, gradients clipped at optim.clip_grad
+ * (its deprecated grad_clip wins when set, as verl's OptimizerConfig has it), and VeOmni's schedule
+ * (vc_lr_veomni_init); override_optimizer_config is not passed on by verl's engine, and not here either */
+int rl_strategy_veomni(const vc_config *cfg, const char *prefix) {
+    char k[160];
+    const char *s = NULL;
+    snprintf(k, sizeof k, "%s.strategy", prefix);
+    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "veomni");
+}
+
+static vc_status veomni_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
+                                  double *clip) {
+    char k[200];
+    const char *name = NULL;
+    vc_lr_veomni_config vc = { 0 };
+    double gc = NAN;
+    vc_status st = VC_OK;
+#define GETD(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_double_or(cfg, k, def, dst); } while (0)
+    snprintf(k, sizeof k, "%s.optim.optimizer", prefix);
+    st = vc_config_get_str_or(cfg, k, "adamw", &name);
+    if (!st && strcmp(name, "adamw"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc trains with VeOmni's adamw (torch's AdamW update)", k, name);
+    snprintf(k, sizeof k, "%s.optim.lr_scheduler_type", prefix);
+    if (!st) st = vc_config_get_str_or(cfg, k, "cosine", &vc.lr_scheduler_type);
+    GETD("lr", &vc.lr, 1e-6);
+    GETD("lr_min", &vc.lr_min, 0);
+    GETD("lr_start", &vc.lr_start, 0);
+    GETD("lr_warmup_steps_ratio", &vc.lr_warmup_steps_ratio, 0);
+    GETD("lr_decay_ratio", &vc.lr_decay_ratio, 1);
+    GETD("weight_decay", &a->weight_decay, 0.01);
+    GETD("betas.0", &a->beta1, 0.9);
+    GETD("betas.1", &a->beta2, 0.999);
+    GETD("clip_grad", clip, 1.0);
+    snprintf(k, sizeof k, "%s.optim.grad_clip", prefix);
+    if (!st && vc_config_kind(cfg, k) != VC_CFG_NULL && vc_config_has(cfg, k) && !(st = vc_config_get_double(cfg, k, &gc)))
+        *clip = gc;
+#undef GETD
+    if (st) return st;
+    snprintf(k, sizeof k, "%s.optim.override_optimizer_config", prefix);
+    size_t n = 0;
+    if (vc_config_kind(cfg, k) == VC_CFG_MAP && !vc_config_map_len(cfg, k, &n) && n)
+        vc_warn("%s: ignored, as verl's veomni engine does not pass it to VeOmni's optimizer", k);
+    a->eps = 1e-8;
+    vc.total_training_steps = s->total_steps;
+    if ((st = vc_lr_veomni_init(s, &vc))) return vc_fail_ctx(st, "%s.optim", prefix);
+    a->lr = s->base_lr;
+    return VC_OK;
+}
+
 static vc_status lr_from_cfg(const vc_config *cfg, const char *prefix, int64_t total, vc_lr_schedule *s, double *wd,
                              double *b1, double *b2, double *clip) {
     char k[160];
@@ -180,9 +230,12 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
                              const char *prefix, int64_t total_steps, int loss_on_hidden, vc_comm *comm) {
     vc_trainer_config tc;
     vc_trainer_config_default(&tc);
-    int megatron = rl_strategy_megatron(cfg, prefix);
+    int megatron = rl_strategy_megatron(cfg, prefix), veomni = rl_strategy_veomni(cfg, prefix);
     vc_status st;
-    if (megatron) {
+    if (veomni) {
+        tc.sched.total_steps = total_steps;
+        st = veomni_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
+    } else if (megatron) {
         tc.sched.total_steps = total_steps;
         st = megatron_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
         tc.decay_matrices_only = 1;
@@ -204,7 +257,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     /* the actor's log-probs and entropies are those of logits / rollout.temperature, as in verl */
     if (!st && strcmp(prefix, "critic"))
         st = vc_config_get_double_or(cfg, "actor_rollout_ref.rollout.temperature", 1.0, &temp);
-    if (!st && !megatron) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
+    if (!st && !megatron && !veomni) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
     if (st) return st;
     tc.temperature = temp > 0 ? (float)temp : 1.0f;
     tc.adamw.lr = tc.sched.base_lr;

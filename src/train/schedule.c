@@ -71,6 +71,7 @@ static double lr_lambda(const vc_lr_schedule *s, int64_t step) {
         return s->min_lr_ratio + (1.0 - ratio) * (1.0 - s->min_lr_ratio);
     }
     case VC_LR_MEGATRON: return 1.0; /* megatron_lr */
+    case VC_LR_VEOMNI: return 1.0;   /* veomni_factor */
     case VC_LR_WSD: {
         int64_t remaining = T - W > 0 ? T - W : 0;
         int64_t stable = (int64_t)((double)remaining * s->stable_ratio);
@@ -161,8 +162,58 @@ static double megatron_lr(const vc_lr_schedule *s, int64_t step) {
     return min_lr + coeff * (max_lr - min_lr);
 }
 
+/* ---- VeOmni's LambdaLR schedules (their factors computed as VeOmni computes them, times the base lr) ---- */
+enum { VO_CONSTANT, VO_LINEAR, VO_COSINE };
+
+vc_status vc_lr_veomni_init(vc_lr_schedule *s, const vc_lr_veomni_config *c) {
+    static const char *const STYLES[] = { "constant", "linear", "cosine" };
+    memset(s, 0, sizeof *s);
+    s->kind = VC_LR_VEOMNI;
+    s->mg_style = pick(c->lr_scheduler_type ? c->lr_scheduler_type : "constant", STYLES, 3);
+    if (s->mg_style < 0)
+        return vc_fail(VC_ERR_ARG, "lr_scheduler_type: unknown schedule '%s' (VeOmni's constant, linear, cosine)",
+                       c->lr_scheduler_type);
+    if (!(c->lr > 0)) return vc_fail(VC_ERR_ARG, "lr %g: VeOmni's schedules divide by it, it must be > 0", c->lr);
+    if (!(c->lr_warmup_steps_ratio >= 0 && c->lr_warmup_steps_ratio <= 1))
+        return vc_fail(VC_ERR_ARG, "lr_warmup_steps_ratio %g must lie in [0, 1]", c->lr_warmup_steps_ratio);
+    if (!(c->lr_decay_ratio >= 0) || !(c->lr_min >= 0) || !isfinite(c->lr_start))
+        return vc_fail(VC_ERR_ARG, "lr_decay_ratio %g and lr_min %g must be >= 0, lr_start %g finite", c->lr_decay_ratio,
+                       c->lr_min, c->lr_start);
+    if (c->total_training_steps <= 0)
+        return vc_fail(VC_ERR_ARG, "VeOmni's schedules need total_training_steps > 0 (got %lld)",
+                       (long long)c->total_training_steps);
+    s->base_lr = c->lr;
+    s->init_lr = c->lr_start;
+    s->min_lr = s->mg_style == VO_LINEAR ? 1e-7 : c->lr_min;
+    s->total_steps = c->total_training_steps;
+    s->warmup_steps = (int64_t)((double)c->total_training_steps * c->lr_warmup_steps_ratio); /* int() truncates */
+    s->decay_steps = (int64_t)((double)c->total_training_steps * c->lr_decay_ratio);
+    if (s->mg_style == VO_COSINE && s->warmup_steps > s->decay_steps) /* VeOmni asserts 0 <= progress there */
+        return vc_fail(VC_ERR_ARG, "cosine schedule: %lld warmup steps (lr_warmup_steps_ratio) past its %lld decay "
+                       "steps (lr_decay_ratio)", (long long)s->warmup_steps, (long long)s->decay_steps);
+    return VC_OK;
+}
+
+static double veomni_factor(const vc_lr_schedule *s, int64_t step) {
+    double lr = s->base_lr, start = s->init_lr;
+    int64_t W = s->warmup_steps, T = s->total_steps;
+    if (step < W) return (start + (lr - start) * (double)step / (double)(W > 1 ? W : 1)) / lr;
+    double min_ratio = s->min_lr / lr;
+    if (s->mg_style == VO_CONSTANT) return 1.0;
+    if (s->mg_style == VO_LINEAR) {
+        double f = (double)(T - step) / (double)(T - W > 1 ? T - W : 1);
+        return f > min_ratio ? f : min_ratio;
+    }
+    if (step > s->decay_steps) return min_ratio;
+    double progress = (double)(step - W) / (double)(s->decay_steps - W > 1 ? s->decay_steps - W : 1);
+    double f = 0.5 * (1.0 + cos(M_PI * 0.5 * 2.0 * progress));
+    f = f * (1 - min_ratio) + min_ratio;
+    return f > 0 ? f : 0;
+}
+
 double vc_lr_at(const vc_lr_schedule *s, int64_t step) {
     if (step < 0) step = 0;
     if (s->kind == VC_LR_MEGATRON) return megatron_lr(s, step);
+    if (s->kind == VC_LR_VEOMNI) return s->base_lr * veomni_factor(s, step);
     return s->base_lr * lr_lambda(s, step);
 }

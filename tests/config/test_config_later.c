@@ -80,7 +80,46 @@ int main(void) {
     CHECK_OK(load(NULL, "model_engine=dp", &c));
     CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "fsdp"));
     vc_config_free(c);
-    CHECK(load(NULL, "model_engine=veomni", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "veomni"));
+    /* model_engine=veomni: later verl's VeOmni groups (the keys of examples/grpo_trainer/run_qwen3_30b_veomni.sh):
+     * strategies veomni, VeOmni's optimizer keys with its cosine default, its engine settings noticed; the FSDP
+     * engine's keys it lacks refused, as verl refuses them */
+    CHECK_OK(load(NULL, "actor_rollout_ref.actor.optim.lr=1e-6|actor_rollout_ref.actor.veomni.param_offload=True|"
+                        "actor_rollout_ref.actor.veomni.optimizer_offload=True|actor_rollout_ref.actor.veomni.fsdp_size=-1|"
+                        "actor_rollout_ref.actor.veomni.expert_parallel_size=1|actor_rollout_ref.ref.veomni.param_offload=True|"
+                        "actor_rollout_ref.actor.use_torch_compile=False|model_engine=veomni", &c));
+    CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "veomni") &&
+          !strcmp(str(c, "actor_rollout_ref.ref.strategy"), "veomni") && !strcmp(str(c, "critic.strategy"), "veomni") &&
+          !strcmp(str(c, "actor_rollout_ref.actor.optim.lr_scheduler_type"), "cosine") &&
+          !strcmp(str(c, "critic.optim.optimizer"), "adamw"));
+    CHECK(noticed(c, "veomni.param_offload=true is ignored") && noticed(c, "veomni.optimizer_offload=true is ignored") &&
+          !noticed(c, "fsdp_size"));
+    int ref_off = 0;
+    CHECK_OK(vc_config_get_bool(c, "actor_rollout_ref.ref.veomni.param_offload", &ref_off));
+    CHECK(ref_off && !vc_config_has(c, "actor_rollout_ref.actor.fsdp_config") &&
+          !vc_config_has(c, "actor_rollout_ref.actor.optim.min_lr_ratio"));
+    vc_config_free(c);
+    static const char *const NOT_VEOMNI[] = { "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+                                              "actor_rollout_ref.actor.grad_clip=0.5",
+                                              "actor_rollout_ref.actor.optim.min_lr_ratio=0.1",
+                                              "critic.forward_micro_batch_size_per_gpu=2",
+                                              "actor_rollout_ref.actor.veomni.no_such_key=1" };
+    for (size_t i = 0; i < sizeof NOT_VEOMNI / sizeof *NOT_VEOMNI; i++) {
+        char line[300];
+        snprintf(line, sizeof line, "model_engine=veomni|%s", NOT_VEOMNI[i]);
+        vc_status st = load(NULL, line, &c);
+        CHECK_MSG(st == VC_ERR_ARG && c == NULL, "%s under veomni: %d (%s)", NOT_VEOMNI[i], (int)st, vc_last_error());
+        vc_config_free(c);
+        if (i < 4) CHECK_OK(load(NULL, NOT_VEOMNI[i], &c)); /* the FSDP engine's own keys */
+        vc_config_free(c);
+    }
+    /* --config-name ppo_trainer keeps the engine chosen beside it; a YAML defaults list selects it too */
+    CHECK_OK(load(NULL, "--config-name|ppo_trainer|model_engine=veomni", &c));
+    CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "veomni"));
+    vc_config_free(c);
+    CHECK_OK(load(NULL, "model_engine=megatron|--config-name|ppo_trainer", &c));
+    CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "megatron"));
+    vc_config_free(c);
+    CHECK(load(NULL, "model_engine=torchtitan", &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "torchtitan"));
     /* keys through an interpolated node, as later verl's scripts set them: ++ makes it a mapping of that key
      * alone (OmegaConf.update); a plain key=value goes into a copy of the mapping it interpolates (later verl
      * has that mapping there); a key the mapping lacks is still refused */

@@ -73,15 +73,15 @@ static inline void demo_rm_setup(const char *dir, uint64_t seed) {
     free(cp);
 }
 
-/* loads a config from "|"-separated overrides (buf is split in place; megatron: on verl's ppo_megatron_trainer
- * defaults) and runs vc_rl_trainer_new and vc_rl_trainer_fit quietly; *step (when fit succeeded): the
- * trainer's global steps done */
-static inline vc_status demo_fit_ex(char *buf, int megatron, int64_t *step) {
+/* loads a config from "|"-separated overrides (buf is split in place; engine: VC_ENGINE_DP, or the defaults of
+ * verl's ppo_megatron_trainer or later verl's veomni engine) and runs vc_rl_trainer_new and vc_rl_trainer_fit
+ * quietly; *step (when fit succeeded): the trainer's global steps done */
+static inline vc_status demo_fit_ex(char *buf, int engine, int64_t *step) {
     char *argv[64];
     int n = 0;
     for (char *s = strtok(buf, "|"); s && n < 64; s = strtok(NULL, "|")) argv[n++] = s;
     vc_config *cfg = NULL;
-    vc_status st = vc_config_load_ex(NULL, megatron, n, argv, &cfg);
+    vc_status st = vc_config_load_ex(NULL, engine, n, argv, &cfg);
     if (!st) {
         vc_config_set_quiet(cfg, 1);
         vc_rl_trainer *t = NULL;

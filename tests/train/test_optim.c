@@ -414,6 +414,56 @@ static void test_megatron_schedules(void) {
     CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "min_lr"));
 }
 
+/* VeOmni's schedules, run by tools/fixtures/make_veomni_lr.py (the wheel's own code) as verl's veomni engine builds
+ * them: every step's lr of eight schedules (cosine with and without warmup, lr_start, lr_min, an lr_decay_ratio
+ * before the end; linear; constant), to 1e-15 */
+static void test_veomni_schedules(void) {
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_OK(vc_read_file("tests/fixtures/veomni/lr_schedules.json", &text, &len));
+    cJSON *all = text ? cJSON_Parse(text) : NULL, *c;
+    free(text);
+    int n = 0, bad = 0;
+    cJSON_ArrayForEach(c, all) {
+        vc_lr_veomni_config vc = { .lr_decay_ratio = 1.0 };
+#define NUM(key, dst) do { const cJSON *_v = cJSON_GetObjectItem(c, key); if (cJSON_IsNumber(_v)) dst = _v->valuedouble; } while (0)
+        double total = 0;
+        NUM("lr", vc.lr);
+        NUM("total", total);
+        NUM("warmup_ratio", vc.lr_warmup_steps_ratio);
+        NUM("decay_ratio", vc.lr_decay_ratio);
+        NUM("lr_min", vc.lr_min);
+        NUM("lr_start", vc.lr_start);
+#undef NUM
+        const cJSON *style = cJSON_GetObjectItem(c, "style");
+        vc.lr_scheduler_type = cJSON_IsString(style) ? style->valuestring : NULL;
+        vc.total_training_steps = (int64_t)total;
+        vc_lr_schedule s;
+        CHECK_OK(vc_lr_veomni_init(&s, &vc));
+        const cJSON *lrs = cJSON_GetObjectItem(c, "lrs");
+        for (int k = 0; k < cJSON_GetArraySize(lrs); k++) {
+            double want = cJSON_GetArrayItem(lrs, k)->valuedouble, got = vc_lr_at(&s, k);
+            /* within 1e-15 (-march=native contracts a * b + c into one fused multiply-add, Python does not) */
+            if (fabs(got - want) > 1e-15 * fabs(want) + 1e-300 && bad++ < 5)
+                fprintf(stderr, "veomni schedule %d step %d: %.17g, VeOmni %.17g\n", n, k, got, want);
+        }
+        n++;
+    }
+    cJSON_Delete(all);
+    CHECK_MSG(n == 8 && bad == 0, "%d schedules, %d steps differ from VeOmni", n, bad);
+    /* what VeOmni cannot run: a warmup past the cosine's decay steps (its assert), lr 0 (it divides by it) */
+    vc_lr_veomni_config vc = { .lr = 1e-5, .total_training_steps = 10, .lr_warmup_steps_ratio = 0.6,
+                               .lr_decay_ratio = 0.5, .lr_scheduler_type = "cosine" };
+    vc_lr_schedule s;
+    CHECK(vc_lr_veomni_init(&s, &vc) == VC_ERR_ARG && strstr(vc_last_error(), "warmup"));
+    vc.lr_warmup_steps_ratio = 0;
+    vc.lr_scheduler_type = "wsd";
+    CHECK(vc_lr_veomni_init(&s, &vc) == VC_ERR_ARG && strstr(vc_last_error(), "wsd"));
+    vc.lr_scheduler_type = NULL;
+    vc.lr = 0;
+    CHECK(vc_lr_veomni_init(&s, &vc) == VC_ERR_ARG && strstr(vc_last_error(), "lr 0"));
+}
+
 int main(void) {
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
     for (int b = 0; b < 2; b++) {
@@ -428,5 +478,6 @@ int main(void) {
     vc_set_backend(NULL);
     test_schedules();
     test_megatron_schedules();
+    test_veomni_schedules();
     return vc_test_done();
 }
