@@ -97,9 +97,10 @@ static vc_status do_delete(struct ov *o, const char *value) {
 }
 
 /* Keys verl later dropped from its defaults (reward_model.overlong_buffer, reward_model.reward_kwargs: the
- * reward group's migration), so that later command lines add them with `+`: taken while still at the defaults */
+ * reward group's migration; trainer.use_legacy_worker_impl), so that later command lines add them with `+`: taken
+ * while still at the defaults */
 static int later_verl_adds(const struct ov *o) {
-    if (!vc_cfg_path_match("reward_model.**", o->key)) return 0;
+    if (!vc_cfg_path_match("reward_model.**", o->key) && strcmp(o->key, "trainer.use_legacy_worker_impl")) return 0;
     const vc_cfg_node *cur = vc_cfg_lookup(o->cfg->root, o->key);
     const vc_cfg_node *def = o->cfg->resolved_defaults ? vc_cfg_lookup(o->cfg->resolved_defaults, o->key) : NULL;
     return cur && def && vc_cfg_node_equal(cur, def);
