@@ -18,10 +18,12 @@
 #define GIB(x) ((double)(x) / 1073741824.0)
 
 /* the largest micro-batch of an update: the token budget (at most one mini-batch of full-length rows), or
- * micro_rows full-length rows */
+ * micro_rows full-length rows, or without either the whole mini-batch (the update runs it as one micro-batch). Under
+ * data parallelism a rank's share of a mini-batch is not bounded by mini_rows / world (its rows are its prompts'
+ * groups, then balanced by tokens): the whole mini-batch bounds it. */
 static int64_t largest_micro(int64_t budget, int mini_rows, int micro_rows, int64_t seq) {
     int64_t whole = (int64_t)mini_rows * seq;
-    int64_t most = budget > 0 ? budget : (int64_t)(micro_rows > 0 ? micro_rows : 1) * seq;
+    int64_t most = budget > 0 ? budget : (int64_t)(micro_rows > 0 ? micro_rows : mini_rows > 0 ? mini_rows : 1) * seq;
     return whole > 0 && most > whole ? whole : most;
 }
 

@@ -154,13 +154,14 @@ int main(void) {
     CHECK_MSG(cli_sh("grep -q 'memory plan: actor .* GiB (weights .* activations .* micro-batch.s .* forward passes. .*) .* reference' %s", log) == 0,
               "no memory plan in %s", log);
     check_arena_peak(log);
-    /* `verlc train --plan` with the default batch: the plan, then stop, no file written. Against 64 MiB it fits (its
+    /* `verlc train --plan` with the default batch in micro-batches of one row: the plan, then stop, no file written. Against 64 MiB it fits (its
      * models and optimiser state, 0.11 GiB with the plan's activations, are allocated before it); against 256 KiB the
      * steps do not fit: it stops, naming the numbers' source */
     char plan_log[400];
     snprintf(plan_log, sizeof plan_log, "%s/grpo_plan.log", dir);
     for (int k = 0; k < 2; k++) {
         int prc = cli_sh("VERLC_MEMORY_AVAILABLE=%s %s train --plan algorithm.adv_estimator=grpo "
+                         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 " /* (null: a whole mini-batch) */
                          "data.train_files=%s/data/train.jsonl data.val_files=%s/data/test.jsonl "
                          "actor_rollout_ref.model.path=%s/model trainer.default_local_dir=%s/plan%d > %s 2>&1",
                          k ? "256K" : "64M", bin, dir, dir, dir, dir, k, plan_log);
@@ -202,6 +203,8 @@ int main(void) {
     snprintf(log, sizeof log, "%s/ppo.log", dir);
     int rc = cli_sh("TENSORBOARD_DIR=%s/tb %s train %s algorithm.adv_estimator=gae critic.model.path=%s/model critic.optim.lr=1e-3 "
                     "critic.ppo_micro_batch_size_per_gpu=2 actor_rollout_ref.actor.ppo_epochs=2 algorithm.use_kl_in_reward=True "
+                    /* no micro-batch size: each mini-batch is one micro-batch (planned as such: check_arena_peak) */
+                    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null "
                     "algorithm.kl_ctrl.type=adaptive trainer.total_training_steps=1 trainer.val_before_train=False "
                     "algorithm.rollout_correction.rollout_is=token algorithm.rollout_correction.rollout_rs=token_k1 "
                     "algorithm.rollout_correction.rollout_rs_threshold=2.0 actor_rollout_ref.rollout.ignore_eos=true "
