@@ -67,10 +67,11 @@ vc_status rl_pass_trial_bytes(const rl_pass_spec *p, vc_graph *g, int64_t rows, 
     return VC_OK;
 }
 
-/* the peak of a pass whose token budget packs rows of seq tokens (budget 0: every row of the rank's batch at once) */
+/* the peak of a pass whose token budget packs rows of seq tokens (budget 0: every row of the rank's batch at once:
+ * its block of whole prompts, all n samples of each, as the rollout divides them) */
 static vc_status pass_bytes(vc_rl_trainer *t, rl_pass_kind kind, vc_model *m, int64_t budget, int64_t seq,
                             int64_t tail, size_t *bytes) {
-    int64_t w = t->world > 0 ? t->world : 1, all = ((int64_t)t->batch_prompts * t->n + w - 1) / w;
+    int64_t w = t->world > 0 ? t->world : 1, all = (((int64_t)t->batch_prompts + w - 1) / w) * t->n;
     int64_t rows = budget > 0 ? (budget + seq - 1) / seq : all;
     if (rows > all) rows = all;
     rl_pass_spec p = { kind, m, &t->critic, t->acfg.dist.topk, t->calc_sum_pi_sq && m == t->actor };
