@@ -168,6 +168,9 @@ typedef struct vc_trainer {
     float **grads;
     size_t *sizes;
     int64_t step;            /* trainer steps taken (skipped ones included: the LR schedule position) */
+    int64_t sched_pos;       /* >= 0: the LR schedule's position for the next steps instead of step (RL: the update's
+                              * index, as verl steps its scheduler once per training step, after all its mini-batches
+                              * and epochs); -1 (vc_trainer_init): step */
     int64_t n_skipped;
     /* data parallelism (from cfg.comm; rank 0 of 1 without) */
     int rank, world;

@@ -496,6 +496,10 @@ static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy,
     vc_status st = VC_OK;
     double t0;
     if (t->balance_batch) st = rl_balance_batch(t, b, dp, met);
+    /* the LR schedules' positions: verl steps each scheduler once per update call, after all its mini-batches and
+     * epochs: the critic's every step, the actor's from critic_warmup on */
+    t->ctr.sched_pos = t->step - 1;
+    t->atr.sched_pos = t->step - (t->critic_warmup > 1 ? t->critic_warmup : 1);
     if (!st && t->use_critic) {
         t0 = vc_now();
         st = rl_update_critic_dp(&t->ctr, &t->critic, b, &t->ccfg, dp, met);

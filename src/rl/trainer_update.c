@@ -182,6 +182,11 @@ static vc_status veomni_optimizer(const vc_config *cfg, const char *prefix, vc_l
     size_t n = 0;
     if (vc_config_kind(cfg, k) == VC_CFG_MAP && !vc_config_map_len(cfg, k, &n) && n)
         vc_warn("%s: ignored, as verl's veomni engine does not pass it to VeOmni's optimizer", k);
+    double ws = -1;
+    snprintf(k, sizeof k, "%s.optim.lr_warmup_steps", prefix);
+    if (!vc_config_get_double_or(cfg, k, -1, &ws) && ws > 0)
+        vc_warn("%s=%g: ignored, as verl's veomni engine warms up for int(total steps x lr_warmup_steps_ratio) steps", k,
+                ws);
     a->eps = 1e-8;
     vc.total_training_steps = s->total_steps;
     if ((st = vc_lr_veomni_init(s, &vc))) return vc_fail_ctx(st, "%s.optim", prefix);

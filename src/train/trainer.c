@@ -174,6 +174,7 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
     memset(t, 0, sizeof *t);
     t->model = m;
     t->cfg = *cfg;
+    t->sched_pos = -1;
     float *hold = NULL;
     vc_status st = enable_grads(m, cfg, &hold);
     if (st) return st;
@@ -527,7 +528,7 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     if (!s) s = vc_be()->sync(); /* a backend fault in backward (a CPU op without scratch memory) stops the step */
     if (s) return s;
     st->n_gathers = vc_dp_zero3_gathers(t) - g0;
-    st->lr = vc_lr_at(&t->cfg.sched, t->step);
+    st->lr = vc_lr_at(&t->cfg.sched, t->sched_pos >= 0 ? t->sched_pos : t->step);
     if (t->dp) {
         s = dp_step(t, st);
         st->seconds = vc_now() - t0;
