@@ -198,12 +198,12 @@ static vc_status save(sft_run *r) {
     return st;
 }
 
-static vc_status log_step(sft_run *r, const vc_minibatch *b, const vc_step_stats *s, double val, double elapsed,
-                          int64_t done) {
+/* flops: the step's count by verl's FlopsCounter (train/mfu) */
+static vc_status log_step(sft_run *r, double flops, const vc_step_stats *s, double val, double elapsed, int64_t done) {
     int64_t step = r->tr.step;
     double tps = s->seconds > 0 ? s->n_tokens / s->seconds : 0;
     /* verl's engine SFT trainer's train/mfu: its FlopsCounter over this rank's rows, against the promised peak */
-    double mfu = s->seconds > 0 ? vc_perf_verl_flops(r->model, 0, b->cu_seqlens, b->n_seq) / s->seconds / r->peak : 0;
+    double mfu = s->seconds > 0 ? flops / s->seconds / r->peak : 0;
     if (s->skipped && r->rank == 0)
         vc_warn("sft: step %lld: non-finite %s (loss %g, grad_norm %g): update skipped (%lld so far)", (long long)step,
                 isfinite(s->loss) ? "gradient norm" : "loss", s->loss, s->grad_norm, (long long)r->tr.n_skipped);
@@ -289,12 +289,13 @@ static vc_status run_loop(sft_run *r) {
         vc_step_stats s;
         if ((st = gather(r, &r->train, idx, n, &b))) break;
         if ((st = vc_trainer_step(&r->tr, &b, NULL, NULL, &s))) break;
+        double flops = vc_perf_verl_flops(r->model, 0, b.cu_seqlens, b.n_seq); /* (validation reuses b's buffers) */
         done++;
         int64_t step = r->tr.step;
         double val = NAN;
         int last = step >= stop;
         if (r->val.n && ((c->test_freq > 0 && step % c->test_freq == 0) || last) && (st = validate(r, &val))) break;
-        if ((st = log_step(r, &b, &s, val, vc_now() - t0, done))) break;
+        if ((st = log_step(r, flops, &s, val, vc_now() - t0, done))) break;
         if ((c->save_freq > 0 && step % c->save_freq == 0) || last) {
             st = save(r);
             last_saved = step;

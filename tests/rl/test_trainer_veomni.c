@@ -14,31 +14,7 @@
 static char dir[256];
 
 static vc_status run_on(int engine, const char *name, const char *extra, double *lrs, int n_lrs) {
-    char buf[4096], log[300];
-    demo_file_logger(dir, name);
-    snprintf(log, sizeof log, "%s/%s.jsonl", dir, name);
-    snprintf(buf, sizeof buf,
-             "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
-             "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|"
-             "actor_rollout_ref.rollout.n=2|algorithm.adv_estimator=grpo|actor_rollout_ref.actor.ppo_mini_batch_size=2|"
-             "actor_rollout_ref.actor.optim.lr=1e-2|trainer.total_training_steps=%d|trainer.save_freq=-1|"
-             "trainer.logger=[file]|trainer.default_local_dir=%s/%s|%s",
-             dir, dir, n_lrs, dir, name, extra);
-    int64_t done = 0;
-    vc_status st = demo_fit_ex(buf, engine, &done);
-    if (st) return st;
-    FILE *f = fopen(log, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    int k = 0;
-    while (f && getline(&line, &cap, f) > 0 && k < n_lrs) {
-        const char *p = strstr(line, "\"actor/lr\":");
-        lrs[k++] = p ? atof(p + 11) : -1;
-    }
-    free(line);
-    if (f) fclose(f);
-    CHECK_MSG(k == n_lrs, "%s: %d logged steps", name, k);
-    return VC_OK;
+    return demo_run_lrs(dir, engine, name, extra, lrs, n_lrs);
 }
 
 static vc_status run(const char *name, const char *extra, double *lrs, int n_lrs) {
