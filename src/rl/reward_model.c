@@ -92,6 +92,27 @@ static vc_status response_text(const vc_tokenizer *tok, const int32_t *ids, int6
     return VC_OK;
 }
 
+/* prompt p's chat and an assistant message resp through the reward model's template and tokenizer (malloc'd; not
+ * truncated) */
+static vc_status chat_tokens(const rl_rm *rm, const vc_rl_prompt *p, const char *resp, int32_t **ids, size_t *len) {
+    char *text = NULL;
+    cJSON *chat = cJSON_Duplicate(p->messages, 1), *msg = cJSON_CreateObject();
+    vc_status st = chat && msg && cJSON_AddStringToObject(msg, "role", "assistant") &&
+                           cJSON_AddStringToObject(msg, "content", resp) ? VC_OK : VC_ERR_NOMEM;
+    if (!st) {
+        cJSON_AddItemToArray(chat, msg);
+        msg = NULL;
+        vc_chat_opts o = { .add_generation_prompt = 0, .enable_thinking = -1 };
+        if ((st = vc_chat_template_render(rm->tmpl, chat, &o, &text)))
+            st = vc_fail_ctx(st, "reward model chat template, data line %lld", (long long)p->line);
+    }
+    if (!st) st = vc_tokenizer_encode(rm->tok, text, strlen(text), 0, ids, len);
+    cJSON_Delete(chat);
+    cJSON_Delete(msg);
+    free(text);
+    return st;
+}
+
 /* row i's reward-model tokens (malloc'd) */
 static vc_status row_tokens(const vc_rl_trainer *t, const rl_rm *rm, const vc_rl_dataset *d, const rl_batch *b, int i,
                             int32_t **ids, int64_t *n) {
@@ -102,28 +123,29 @@ static vc_status row_tokens(const vc_rl_trainer *t, const rl_rm *rm, const vc_rl
         memcpy(*ids, seq, sizeof(int32_t) * (size_t)*n);
         return VC_OK;
     }
-    const vc_rl_prompt *p = &d->p[b->prompt[i]];
-    char *resp = NULL, *text = NULL;
-    vc_status st = response_text(t->tok, seq + b->plen[i], b->rlen[i], &resp);
-    cJSON *chat = st ? NULL : cJSON_Duplicate(p->messages, 1), *msg = cJSON_CreateObject();
-    if (!st && (!chat || !msg || !cJSON_AddStringToObject(msg, "role", "assistant") ||
-                !cJSON_AddStringToObject(msg, "content", resp)))
-        st = VC_ERR_NOMEM;
-    if (!st) {
-        cJSON_AddItemToArray(chat, msg);
-        msg = NULL;
-        vc_chat_opts o = { .add_generation_prompt = 0, .enable_thinking = -1 };
-        if ((st = vc_chat_template_render(rm->tmpl, chat, &o, &text)))
-            st = vc_fail_ctx(st, "reward model chat template, data line %lld", (long long)p->line);
-    }
+    char *resp = NULL;
     size_t len = 0;
-    if (!st) st = vc_tokenizer_encode(rm->tok, text, strlen(text), 0, ids, &len);
+    vc_status st = response_text(t->tok, seq + b->plen[i], b->rlen[i], &resp);
+    if (!st) st = chat_tokens(rm, &d->p[b->prompt[i]], resp, ids, &len);
     *n = (int64_t)len < rm->max_len ? (int64_t)len : rm->max_len; /* verl truncates on the right */
-    cJSON_Delete(chat);
-    cJSON_Delete(msg);
     free(resp);
-    free(text);
     return st;
+}
+
+vc_status rl_rm_plan_len(const rl_rm *rm, const vc_rl_dataset *d, int64_t seq, int64_t tail, int64_t *len) {
+    *len = seq;
+    if (!rm->tok || !d || !d->n) return VC_OK;
+    size_t longest = 0;
+    for (size_t i = 1; i < d->n; i++)
+        if (d->p[i].len > d->p[longest].len) longest = i;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    vc_status st = chat_tokens(rm, &d->p[longest], "", &ids, &n);
+    free(ids);
+    if (st) return st;
+    int64_t est = (int64_t)n + tail; /* the response's tokens, about as many in the reward model's tokenizer */
+    *len = est < rm->max_len ? est : rm->max_len;
+    return VC_OK;
 }
 
 /* the reward model's input: one row per response (its tokens as the "prompt", no response part) */

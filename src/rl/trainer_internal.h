@@ -226,6 +226,10 @@ typedef struct rl_rm rl_rm;
 vc_status rl_rm_open(const vc_config *c, rl_rm **out);
 vc_model *rl_rm_model(const rl_rm *rm);
 vc_status rl_rm_score(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, float *scores);
+/* the reward model's longest row for the memory plan, for actor rows of seq tokens ending in tail response tokens:
+ * seq when it scores the actor's tokens; re-rendered, the longest prompt of d through its template and tokenizer
+ * plus tail, at most reward_model.max_length */
+vc_status rl_rm_plan_len(const rl_rm *rm, const vc_rl_dataset *d, int64_t seq, int64_t tail, int64_t *len);
 void rl_rm_free(rl_rm *rm);
 
 /* trainer_rollout.c: generates a batch for prompts idx[0..n) of dataset d */

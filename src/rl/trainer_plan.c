@@ -107,7 +107,7 @@ static vc_status critic_plan(vc_rl_trainer *t, int64_t seq, size_t *act, size_t 
 }
 
 /* the largest of the no-grad passes' peaks in the actor's arena: old log-probs, reference, teachers, values, reward
- * model (its rows re-rendered with its own template are about as long) */
+ * model (at its own rows' length: rl_rm_plan_len) */
 static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
     size_t b = 0;
     int64_t tail = t->max_resp < seq ? t->max_resp : seq - 1;
@@ -119,7 +119,9 @@ static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
         if (!(st = pass_bytes(t, tk, t->teacher[i], t->ref_tokens, seq, tail, &b))) *most = b > *most ? b : *most;
     if (!st && t->use_critic && !(st = pass_bytes(t, RL_PASS_VALUES, t->critic.m, t->critic_tokens, seq, tail, &b)))
         *most = b > *most ? b : *most;
-    if (!st && t->rm && !(st = pass_bytes(t, RL_PASS_SCORES, rl_rm_model(t->rm), t->rm_tokens, seq, tail, &b)))
+    int64_t rs = seq; /* the reward model's rows, re-rendered with its own template */
+    if (!st && t->rm && !(st = rl_rm_plan_len(t->rm, t->train, seq, tail, &rs)) &&
+        !(st = pass_bytes(t, RL_PASS_SCORES, rl_rm_model(t->rm), t->rm_tokens, rs, tail < rs ? tail : rs - 1, &b)))
         *most = b > *most ? b : *most;
     return st;
 }

@@ -169,6 +169,23 @@ static void test_trainer_scoring(void) {
         vc_config *cfg = NULL;
         CHECK_OK(vc_config_load(NULL, 4, ov, &cfg));
         CHECK_OK(rl_rm_open(cfg, &t->rm));
+        /* the memory plan's row length for the reward model: the actor's rows as they are; re-rendered, the longest
+         * prompt through the reward model's template plus the response tokens, at least every real row here (the
+         * responses are at most 3 tokens), at most max_length */
+        int64_t seq = t->train->p[0].len + 3, plen = 0, most = 0;
+        CHECK_OK(rl_rm_plan_len(t->rm, t->train, seq, 3, &plen));
+        for (int i = 0; i < 2 && pass; i++) {
+            char text[64];
+            snprintf(text, sizeof text, "%s+%s+", i ? "7+8=" : "12+34=", RESP[i]);
+            int32_t *ids = NULL;
+            size_t n = 0;
+            CHECK_OK(vc_tokenizer_encode(t->tok, text, strlen(text), 0, &ids, &n));
+            free(ids);
+            most = (int64_t)n > most ? (int64_t)n : most;
+        }
+        CHECK_MSG(pass == 0 ? plen == seq : pass == 2 ? plen == 5 : plen >= most && plen <= most + 3,
+                  "pass %d: the plan's reward-model rows are %lld tokens (actor rows %lld, longest real row %lld)", pass,
+                  (long long)plen, (long long)seq, (long long)most);
         float got[2] = { NAN, NAN };
         CHECK_OK(rl_rm_score(t, t->train, &b, got));
         for (int i = 0; i < 2; i++) {
