@@ -27,13 +27,15 @@ vc_status vc_train_precision_parse(const char *s, const char *who, int *prec) {
     return vc_fail(VC_ERR_ARG, "%s=%s: expected fp32 or bf16", who, s);
 }
 
-/* reduce_dtype / buffer_dtype: verlc reduces gradients and keeps buffers in f32 */
+/* reduce_dtype / buffer_dtype: verlc reduces gradients and keeps buffers in f32; a narrower type (verl's Ascend
+ * scripts ask for bf16 reductions) runs in f32 with a warning, the same update more precisely */
 static vc_status check_f32(const char *s, const char *who) {
     if (!s || !*s || is_f32(s)) return VC_OK;
-    if (is_bf16(s) || !strcasecmp(s, "fp16") || !strcasecmp(s, "float16"))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc keeps gradient reductions and buffers in fp32 (set fp32)", who,
-                       s);
-    return vc_fail(VC_ERR_ARG, "%s=%s: expected fp32", who, s);
+    if (is_bf16(s) || !strcasecmp(s, "fp16") || !strcasecmp(s, "float16")) {
+        vc_warn("%s=%s: verlc keeps gradient reductions and buffers in fp32 (more precise than asked)", who, s);
+        return VC_OK;
+    }
+    return vc_fail(VC_ERR_ARG, "%s=%s: expected fp32, bf16 or fp16", who, s);
 }
 
 const char *vc_train_precision_name(int prec) { return prec == VC_PREC_BF16 ? "bf16" : "f32"; }
