@@ -199,14 +199,19 @@ vc_status vc_cfg_later_check(const vc_config *cfg) {
     return VC_OK;
 }
 
-/* the FSDP engine's sections the veomni engine's actor, reference and critic do not have (verl refuses their keys) */
-static const char *const VEOMNI_NO_FSDP[] = { "actor_rollout_ref.actor.fsdp_config.**", "actor_rollout_ref.ref.fsdp_config.**",
-                                              "critic.model.fsdp_config.**" };
+/* a key under one of the FSDP engine's keys the veomni engine's groups do not have (vc_cfg_veomni_removed): no rule
+ * accepts it there (the fsdp_config rule would), so it is refused, as verl refuses it */
+static int veomni_removed(const vc_config *cfg, const char *path) {
+    for (size_t i = 0; cfg->engine == VC_ENGINE_VEOMNI && vc_cfg_veomni_removed[i]; i++) {
+        size_t n = strlen(vc_cfg_veomni_removed[i]);
+        if (!strncmp(path, vc_cfg_veomni_removed[i], n) && (path[n] == '.' || !path[n])) return 1;
+    }
+    return 0;
+}
 
 int vc_cfg_notice_check(vc_config *cfg, const char *path, const vc_cfg_node *val, int emit, int changed, int *ignore) {
     *ignore = 0;
-    for (size_t i = 0; cfg->engine == VC_ENGINE_VEOMNI && i < sizeof VEOMNI_NO_FSDP / sizeof *VEOMNI_NO_FSDP; i++)
-        if (vc_cfg_path_match(VEOMNI_NO_FSDP[i], path)) return 0;
+    if (veomni_removed(cfg, path)) return 0;
     int later = cfg->later && vc_cfg_lookup(cfg->later, path) != NULL;
     for (size_t r = 0; r < sizeof RULES / sizeof RULES[0]; r++) {
         const struct notice_rule *rule = &RULES[r];

@@ -174,8 +174,8 @@ static vc_status veomni_optimizer(const vc_config *cfg, const char *prefix, vc_l
     GETD("betas.1", &a->beta2, 0.999);
     GETD("clip_grad", clip, 1.0);
     snprintf(k, sizeof k, "%s.optim.grad_clip", prefix);
-    if (!st && vc_config_kind(cfg, k) != VC_CFG_NULL && vc_config_has(cfg, k) && !(st = vc_config_get_double(cfg, k, &gc)))
-        *clip = gc;
+    vc_cfg_kind gk = vc_config_kind(cfg, k); /* added with `+` only: verl's veomni optim group has no grad_clip */
+    if (!st && gk != VC_CFG_NULL && gk != VC_CFG_ABSENT && !(st = vc_config_get_double(cfg, k, &gc))) *clip = gc;
 #undef GETD
     if (st) return st;
     snprintf(k, sizeof k, "%s.optim.override_optimizer_config", prefix);
