@@ -1,0 +1,118 @@
+/* Image inputs of vision-language models, as verl prepares them: PNG / JPEG decoding to 8-bit RGB as Pillow
+ * opens and converts them, Pillow's BICUBIC resize bit for bit, and the Qwen2-VL / Qwen2.5-VL / Qwen3-VL image
+ * processor (transformers' Qwen2VLImageProcessor: smart_resize, rescale, normalize, patchify) with qwen_vl_utils'
+ * fetch_image in front of it (verl/utils/dataset/vision_utils.py process_image). */
+#ifndef VERLC_IMAGE_H
+#define VERLC_IMAGE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "verlc/core.h"
+
+/* Pillow's DecompressionBombError limit (2 x Image.MAX_IMAGE_PIXELS): larger images are refused before any pixel
+ * memory is allocated, so everything Pillow opens opens here too */
+#define VC_IMAGE_MAX_PIXELS 178956970LL
+
+/* The file's own layout, as Pillow names its modes */
+typedef enum vc_image_mode {
+    VC_IMG_L = 1,  /* grayscale (1/2/4/8-bit PNG, JPEG) */
+    VC_IMG_I16,    /* 16-bit grayscale PNG ("I;16") */
+    VC_IMG_LA,     /* grayscale + alpha */
+    VC_IMG_RGB,
+    VC_IMG_RGBA,
+    VC_IMG_P,      /* palette PNG */
+    VC_IMG_CMYK,   /* 4-component JPEG */
+} vc_image_mode;
+
+typedef struct vc_image {
+    int width, height;
+    uint8_t *rgb;       /* [height][width][3], row-major */
+    vc_image_mode mode; /* what the file held before the conversion to RGB */
+    int transparent;    /* the file had an alpha band or a tRNS chunk */
+    /* A transparent colour that Pillow keeps in image.info through convert("RGB") and resize: an L or RGB file's
+     * tRNS colour, or a palette's one fully transparent entry (a tRNS of 255s and one 0), decoded with
+     * VC_ALPHA_QWEN_VL_UTILS. transformers' convert_to_rgb then turns the pixels of exactly that colour white
+     * (alpha 0 over white) in the processor's input: vc_vl_image_process does the same. */
+    int has_key;
+    uint8_t key[3];
+} vc_image;
+
+/* How transparency becomes RGB: the two conversions verl's path meets */
+typedef enum vc_image_alpha {
+    /* qwen_vl_utils.to_rgb (fetch_image, verl's process_image): RGBA pasted onto white with its alpha as the mask;
+     * every other mode through Image.convert("RGB"), which drops LA's alpha and tRNS transparency */
+    VC_ALPHA_QWEN_VL_UTILS = 0,
+    /* transformers' convert_to_rgb (the image processor's do_convert_rgb on a PIL image): an alpha band or a tRNS
+     * colour / palette alpha composited onto white (Image.alpha_composite). For RGBA both give the same bytes. */
+    VC_ALPHA_TRANSFORMERS,
+} vc_image_alpha;
+
+/* Decodes PNG or JPEG bytes (told apart by their magic; GIF, WebP, BMP, TIFF, ... refused by name) into out->rgb
+ * (malloc'd). what names the image in error messages ("row 12 image 0", a path). A truncated or corrupt file is
+ * one VC_ERR_FORMAT line naming what; EXIF orientation is not applied (neither Pillow's open nor qwen_vl_utils
+ * does). */
+vc_status vc_image_decode(const uint8_t *bytes, size_t n, const char *what, vc_image_alpha alpha, vc_image *out);
+vc_status vc_image_load(const char *path, vc_image_alpha alpha, vc_image *out);
+void vc_image_free(vc_image *img);
+const char *vc_image_mode_name(vc_image_mode m); /* Pillow's name: "L", "I;16", "LA", "RGB", "RGBA", "P", "CMYK" */
+
+/* PIL.Image.resize((out_w, out_h), Image.BICUBIC) of an RGB image, bit for bit (Pillow's two-pass convolution,
+ * horizontal then vertical, a pass skipped when its size is unchanged). out->rgb malloc'd. */
+vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_image *out);
+
+/* ---- Qwen2-VL image processor ---- */
+
+typedef struct vc_vl_image_config {
+    int64_t min_pixels, max_pixels; /* size.shortest_edge / size.longest_edge (min_pixels / max_pixels win) */
+    int patch_size, temporal_patch_size, merge_size;
+    double image_mean[3], image_std[3];
+    double rescale_factor;
+    int do_resize, do_rescale, do_normalize, do_convert_rgb;
+} vc_vl_image_config;
+
+/* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
+ * the CLIP mean and std, rescale 1/255, every step on) */
+void vc_vl_image_config_default(vc_vl_image_config *c);
+/* MODEL_DIR/preprocessor_config.json (or that file's path) over the defaults; a bad value is refused naming the
+ * key and the file; a processor type other than Qwen2-VL's is refused by name */
+vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
+
+/* transformers' smart_resize: both sides multiples of factor, the area within [min_pixels, max_pixels] (the
+ * min bound met after rounding up, the max bound after rounding down, each at least factor), the aspect ratio
+ * kept; VC_ERR_ARG when max / min side > 200 */
+vc_status vc_vl_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels, int64_t max_pixels,
+                             int *out_h, int *out_w);
+/* qwen_vl_utils' smart_resize: the same but each side first rounded to at least factor, and the max-bound branch
+ * not clamped to factor (a side of 0 is refused here where Pillow would refuse the resize); max < min refused */
+vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels,
+                                        int64_t max_pixels, int *out_h, int *out_w);
+
+typedef struct vc_vl_pixels {
+    float *data;          /* [rows, cols] malloc'd */
+    int64_t rows, cols;   /* rows = grid_t * grid_h * grid_w, cols = 3 * temporal_patch_size * patch_size^2 */
+    int grid_t, grid_h, grid_w;
+} vc_vl_pixels;
+
+/* One image through the processor: pixel_values rows in transformers' order (merge_size x merge_size blocks of
+ * patches, each block's patches row by row) and columns (channel, temporal copy, patch row, patch column); the
+ * still image repeated temporal_patch_size times; grid_t = 1. img->mode tells do_convert_rgb = false apart (only
+ * an RGB file gets through it, as transformers' normalize refuses the others' channel counts). */
+vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, const char *what, vc_vl_pixels *out);
+void vc_vl_pixels_free(vc_vl_pixels *p);
+/* the image's placeholder tokens in the prompt: grid_t * grid_h * grid_w / merge_size^2 */
+int64_t vc_vl_image_tokens(const vc_vl_pixels *p, int merge_size);
+
+/* qwen_vl_utils.fetch_image's resize (after to_rgb, i.e. an image decoded with VC_ALPHA_QWEN_VL_UTILS): factor
+ * patch_size * 2; min / max pixels 0 = its defaults 4 and 16384 tokens (factor^2 pixels each); resized_h / _w both
+ * > 0: the row's resized_height / resized_width, smart-resized with the default bounds instead of the image's
+ * size. out->rgb malloc'd. */
+typedef struct vc_vl_fetch_opts {
+    int patch_size;
+    int64_t min_pixels, max_pixels;
+    int resized_h, resized_w;
+} vc_vl_fetch_opts;
+vc_status vc_vl_fetch_image(const vc_image *in, const vc_vl_fetch_opts *o, const char *what, vc_image *out);
+/* verl's path for one image: fetch_image (patch size from the config unless o->patch_size is set), then the
+ * processor */
+vc_status vc_vl_verl_image(const vc_vl_image_config *c, const vc_image *in, const vc_vl_fetch_opts *o,
+                           const char *what, vc_vl_pixels *out);
+#endif
