@@ -160,6 +160,9 @@ typedef struct vc_model_config {
                                    * model.language_model.* in what `verlc init` writes */
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
+    /* image-text configs' image_token_id (the tokens an image's features replace), video_token_id and
+     * vision_start_token_id; -1: none */
+    int image_id, video_id, vstart_id;
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */
@@ -300,6 +303,16 @@ typedef struct vc_batch {
      * current router (which so gets its gradient) */
     int32_t *route;
     int route_mode;
+    /* optional (NULL: none), image-text models (include/verlc/vision.h): the images of the batch's runs of image
+     * tokens, whose features replace those tokens' embeddings; with M-RoPE the positions are then get_rope_index's
+     * (vc_mrope_positions). Needs the model's vision tower loaded. */
+    const struct vc_images *images;
+    /* optional [n_seq] (NULL: 0), M-RoPE models with a cache: what each sequence's positions add to the tokens
+     * cached before them (the rope delta of a prompt with images: vc_mrope_positions' delta) */
+    const int64_t *mrope_delta;
+    /* optional [n_seq] (NULL: whole sequences), with images: the leading tokens of each sequence whose image tokens
+     * stand for images (its prompt's; an image token after them, one the model generated, is a token like any other) */
+    const int64_t *image_span;
 } vc_batch;
 enum { VC_ROUTE_NONE, VC_ROUTE_RECORD, VC_ROUTE_REPLAY };
 

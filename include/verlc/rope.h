@@ -43,6 +43,11 @@ typedef struct vc_rope {
     /* from the config's top level (or rope_parameters in transformers-5 configs) */
     int64_t max_position_embeddings; /* 0 when absent */
     double partial_rotary_factor;    /* 1.0 when absent; the caller turns it into a rotary dim */
+    /* multimodal rope (Qwen2-VL's mrope_section): pairs [0, s0) rotate by a token's temporal position, the next s1 by
+     * its height, the next s2 by its width (all 0: a plain rope); interleaved (Qwen3-VL): pair i by height when i % 3
+     * == 1 and i < 3 s1, by width when i % 3 == 2 and i < 3 s2, else by time */
+    int mrope[3];
+    int mrope_interleaved;
 } vc_rope;
 
 /* Reads the rope settings of a whole config.json object, in the classic style (rope_theta + rope_scaling

@@ -24,7 +24,8 @@ VC_HD float vc_act_f(float x, int kind) {
     case VC_ACT_RELU: return x > 0 ? x : 0;
     case VC_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case VC_ACT_RELU2: return x > 0 ? x * x : 0; /* relu(x)^2 (Arcee) */
-    case VC_ACT_OAI_GLU: return x / (1.0f + expf(-VC_OAI_ALPHA * x)); /* ungated: the gate's part unclamped */
+    case VC_ACT_OAI_GLU: /* ungated: the gate's part unclamped */
+    case VC_ACT_QUICK_GELU: return x / (1.0f + expf(-VC_OAI_ALPHA * x));
     case VC_ACT_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
     default: return x;
     }
@@ -48,7 +49,8 @@ VC_HD float vc_act_d(float x, int kind) {
         return s * (1.0f - s);
     }
     case VC_ACT_RELU2: return x > 0 ? 2.0f * x : 0.0f;
-    case VC_ACT_OAI_GLU: {
+    case VC_ACT_OAI_GLU:
+    case VC_ACT_QUICK_GELU: {
         float s = 1.0f / (1.0f + expf(-VC_OAI_ALPHA * x));
         return s * (1.0f + VC_OAI_ALPHA * x * (1.0f - s));
     }

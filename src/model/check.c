@@ -5,6 +5,7 @@
 #include "model_internal.h"
 #include "verlc/ops.h"
 #include "verlc/safetensors.h"
+#include "verlc/vision.h"
 #include "tensor/backend.h"
 #include <math.h>
 #include <string.h>
@@ -122,7 +123,32 @@ typedef struct {
     float *rl, *rlp, *ren, *rloss;      /* the reference's logits, log-probs, entropies and loss */
     int64_t nl;
     float *hz, *hlp, *hen;              /* the model's logits, log-probs and entropies, host copies */
+    vc_images im;                       /* image-text fixtures: pixel_values and image_grid_thw (im.n 0: none) */
+    int32_t grid[3 * 64];
 } fwd_check;
+
+/* pixel_values [patches, row] and image_grid_thw [images, 3] (im->n 0 when the reference has none) */
+static vc_status read_images(const vc_checkpoint *ck, const char *pix_name, const char *grid_name, int32_t *grid,
+                             vc_images *im) {
+    const vc_st_tensor *p = vc_ckpt_find(ck, pix_name);
+    int64_t n, shape[2], np;
+    memset(im, 0, sizeof *im);
+    if (!p) return VC_OK;
+    vc_status st = read_ints(ck, grid_name, grid, &n, shape);
+    if (st) return st;
+    if (p->ndim != 2 || shape[1] != 3) return vc_fail(VC_ERR_FORMAT, "reference.safetensors: '%s' is not [patches, "
+                                                      "floats] or '%s' not [images, 3]", pix_name, grid_name);
+    int64_t rows = 0;
+    for (int64_t i = 0; i < shape[0]; i++) rows += (int64_t)grid[3 * i] * grid[3 * i + 1] * grid[3 * i + 2];
+    if (rows != p->shape[0])
+        return vc_fail(VC_ERR_FORMAT, "reference.safetensors: '%s' has %lld patches; '%s' gives %lld", pix_name,
+                       (long long)p->shape[0], grid_name, (long long)rows);
+    im->n = (int)shape[0];
+    im->grid = grid;
+    im->row = p->shape[1];
+    im->pixels = ref_f32(ck, pix_name, &np);
+    return im->pixels ? VC_OK : VC_ERR_NOMEM;
+}
 
 static vc_status read_batch(const vc_checkpoint *ck, fwd_check *f) {
     int32_t ids[4096], mask[4096];
@@ -142,7 +168,7 @@ static vc_status read_batch(const vc_checkpoint *ck, fwd_check *f) {
         }
         cu[b + 1] = cu[b] + len;
     }
-    return VC_OK;
+    return read_images(ck, "pixel_values", "image_grid_thw", f->grid, &f->im);
 }
 
 /* the forward's logits, log-probs (lp) and entropies, read back */
@@ -247,7 +273,13 @@ static void check_packed(vc_model *m, vc_graph *g, const fwd_check *f, double to
     int len_dependent = m->cfg.rope.type == VC_ROPE_DYNAMIC || m->cfg.rope.type == VC_ROPE_LONGROPE;
     for (int b = 0; b < f->B && !len_dependent; b++) {
         int64_t one[2] = { 0, f->cu[b + 1] - f->cu[b] };
-        vc_batch sb = { 1, one, f->packed + f->cu[b] };
+        vc_batch sb = { 1, one, f->packed + f->cu[b] }, all = { f->B, f->cu, f->packed, .images = &f->im };
+        vc_images im;
+        if (f->im.n && vc_images_of_seq(m, &all, b, &im)) {
+            ep = INFINITY;
+            break;
+        }
+        if (f->im.n && im.n) sb.images = &im;
         vc_graph_reset(g);
         vc_graph_set_grad(g, 0);
         vc_tensor *h1 = vc_model_forward(m, g, &sb, NULL), *lp1 = NULL;
@@ -267,7 +299,7 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
     fwd_check f = { .cu = { 0 } };
     vc_status st = read_batch(ck, &f);
     if (st) return st;
-    vc_batch batch = { f.B, f.cu, f.packed };
+    vc_batch batch = { f.B, f.cu, f.packed, .images = f.im.n ? &f.im : NULL };
     int64_t T = f.cu[f.B], V = vc_cfg_out_vocab(&m->cfg), nlp = 0, nen = 0, nloss = 0;
     f.rl = ref_f32(ck, "logits", &f.nl);
     f.rlp = ref_f32(ck, "token_logprobs", &nlp);
@@ -281,7 +313,9 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
              : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
     if (st) goto out;
     vc_tensor *lp = NULL;
-    if ((st = vc_model_enable_grad(m)) || (st = forward_outputs(m, g, &batch, &f, &lp))) goto out;
+    if ((st = vc_model_enable_grad(m)) || (f.im.n && (st = vc_model_load_vision(m, 1))) ||
+        (st = forward_outputs(m, g, &batch, &f, &lp)))
+        goto out;
     double el, elp, een;
     int count = forward_errors(&f, V, &el, &elp, &een);
     for (int64_t t = 0; t < T; t++) w[t] = f.target[t] >= 0 ? -1.0f / (float)count : 0.0f;
@@ -305,6 +339,7 @@ out:
     free(f.hz);
     free(f.hlp);
     free(f.hen);
+    free((float *)f.im.pixels);
     vc_graph_free(g);
     free(f.rl); free(f.rlp); free(f.ren); free(f.rloss); free(w);
     return st;
@@ -312,7 +347,8 @@ out:
 
 /* greedy decoding with the KV cache; with `force` the next input is force[step] (teacher forcing) instead
  * of the token just chosen, so one near-tie flip does not derail the rest of the comparison */
-static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, const int32_t *force, int32_t *out) {
+static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, const int32_t *force,
+                        const vc_images *im, int32_t *out) {
     int64_t V = vc_cfg_out_vocab(&m->cfg);
     float *zh = vc_malloc((size_t)V * sizeof(float));
     vc_kv_cache *kc = NULL;
@@ -322,11 +358,13 @@ static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, c
     vc_graph_set_grad(g, 0);
     int32_t cur[4096];
     memcpy(cur, prompt, (size_t)np * 4);
-    int64_t cu[2] = { 0, np };
+    int64_t cu[2] = { 0, np }, delta = 0;
     const int32_t *feed = cur;
+    vc_batch first = { 1, cu, cur, .images = im };
+    if (im && ((st = vc_model_load_vision(m, 0)) || (st = vc_mrope_positions(m, &first, NULL, NULL, &delta)))) goto out;
     for (int step = 0; step < n_new; step++) {
         vc_graph_reset(g);
-        vc_batch b = { 1, cu, feed };
+        vc_batch b = { 1, cu, feed, .images = step ? NULL : im, .mrope_delta = im && step ? &delta : NULL };
         vc_tensor *h = vc_model_forward(m, g, &b, kc);
         if (!h) { st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_ARG; goto out; }
         int64_t H = vc_cfg_out_hidden(&m->cfg), last = cu[1] - 1;
@@ -358,7 +396,14 @@ static vc_status check_greedy(vc_model *m, const vc_checkpoint *ck, vc_check_res
     if (st) return st;
     int n_new = (int)(nw - np);
     if (n_new <= 0 || n_new > 1024) return vc_fail(VC_ERR_FORMAT, "reference.safetensors: greedy_output is not longer than greedy_prompt");
-    if ((st = greedy(m, prompt, (int)np, n_new, want + np, got))) return st;
+    int32_t grid[3 * 64];
+    vc_images im;
+    if ((st = read_images(ck, "greedy_pixel_values", "greedy_image_grid_thw", grid, &im)) ||
+        (st = greedy(m, prompt, (int)np, n_new, want + np, im.n ? &im : NULL, got))) {
+        free((float *)im.pixels);
+        return st;
+    }
+    free((float *)im.pixels);
     /* a flip is explained by the logits tolerance only where the reference top-2 margin is below twice it */
     int64_t nm = 0;
     float *margin = tolerances() == &TOL_BF16 ? ref_f32(ck, "greedy_margins", &nm) : NULL;
@@ -400,7 +445,7 @@ vc_status vc_check_model(const char *dir, vc_check_result *r) {
     } else {
         /* no reference: a forward and a short greedy generation must run */
         int32_t prompt[4] = { 1 % (int)c->vocab, 2 % (int)c->vocab, 3 % (int)c->vocab, 4 % (int)c->vocab }, got[8];
-        st = greedy(m, prompt, 4, 8, NULL, got);
+        st = greedy(m, prompt, 4, 8, NULL, NULL, got);
         if (!st) {
             int k = 0;
             for (int i = 0; i < 8; i++) k += snprintf(r->smoke + k, sizeof r->smoke - (size_t)k, "%s%d", i ? " " : "", got[i]);

@@ -687,6 +687,12 @@ static vc_status gemma4_layers(const cJSON *o, const char *path, vc_model_config
 static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t v;
     vc_status st;
+    const char *mm[3] = { "image_token_id", "video_token_id", "vision_start_token_id" };
+    int *mm_id[3] = { &c->image_id, &c->video_id, &c->vstart_id };
+    for (int k = 0; k < 3; k++) {
+        if ((st = vc_mcfg_int_any(o, mm[k], -1, &v, path))) return st;
+        *mm_id[k] = v < 0 || v >= c->vocab ? -1 : (int)v; /* outside the vocabulary: no such tokens (text use) */
+    }
     if ((st = vc_mcfg_int_any(o, "bos_token_id", -1, &v, path))) return st;
     if (v > 2147483647) return vc_fail(VC_ERR_FORMAT, "%s: bos_token_id %lld is out of range", path, (long long)v);
     if (v >= 0) c->bos_id = (int)v;

@@ -1,6 +1,7 @@
 /* The one decoder. Every architecture runs through these functions; the branches read descriptor
  * fields of vc_model_config, never the architecture's name. */
 #include "decoder_priv.h"
+#include "verlc/vision.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,13 +187,57 @@ static vc_status rope_tables_paged(fwd_ctx *f, const vc_rope *r, float *cs, int 
 
 static vc_status rope_tables_host(fwd_ctx *f, const vc_rope *r, float *cs, int half);
 
+/* the M-RoPE axis (0 time, 1 height, 2 width) pair i rotates by */
+static int mrope_axis(const vc_rope *r, int i) {
+    if (r->mrope_interleaved)
+        return i % 3 == 1 && i < 3 * r->mrope[1] ? 1 : i % 3 == 2 && i < 3 * r->mrope[2] ? 2 : 0;
+    return i < r->mrope[0] ? 0 : i < r->mrope[0] + r->mrope[1] ? 1 : 2;
+}
+
+/* the tokens of sequence s cached before this batch's */
+static int64_t seq_start(const fwd_ctx *f, int s) {
+    return f->paged ? f->paged->len[s] : f->cache ? vc_kv_cache_len(f->cache, s) : 0;
+}
+
+/* M-RoPE with images (or decode steps after them): each pair at its axis's position (vc_mrope_positions) */
+static vc_status mrope_tables(fwd_ctx *f, const vc_rope *r, float *cs, int half) {
+    const vc_batch *b = f->b;
+    if (r->mrope[0] + r->mrope[1] + r->mrope[2] != half)
+        return vc_fail(VC_ERR_FORMAT, "%s: mrope_section [%d, %d, %d] does not sum to the rotary dimension's %d pairs",
+                       f->m->dir, r->mrope[0], r->mrope[1], r->mrope[2], half);
+    if (b->prefix) return vc_fail(VC_ERR_UNSUPPORTED, "model forward: shared prefixes with images are not built");
+    int64_t *start = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)b->n_seq, 0);
+    int64_t *p3 = vc_graph_alloc(f->g, sizeof(int64_t) * 3 * (size_t)(f->T ? f->T : 1), 0);
+    float inv[1024], scale = 1.0f;
+    if (!start || !p3) return vc_graph_status(f->g);
+    int64_t maxpos = 1;
+    for (int s = 0; s < b->n_seq; s++) {
+        start[s] = seq_start(f, s);
+        for (int64_t t = b->cu_seqlens[s]; t < b->cu_seqlens[s + 1]; t++) f->pos[t] = start[s] + t - b->cu_seqlens[s];
+        if (start[s] + b->cu_seqlens[s + 1] - b->cu_seqlens[s] > maxpos)
+            maxpos = start[s] + b->cu_seqlens[s + 1] - b->cu_seqlens[s];
+    }
+    vc_status st = vc_mrope_positions(f->m, b, start, p3, NULL);
+    if (!st) st = inv_freq(&f->m->cfg, r, half, maxpos, inv, &scale);
+    if (st) return st;
+    for (int64_t t = 0; t < f->T; t++)
+        for (int i = 0; i < half; i++) {
+            float ang = (float)p3[mrope_axis(r, i) * f->T + t] * inv[i];
+            cs[t * half + i] = cosf(ang) * scale;
+            cs[f->T * half + t * half + i] = sinf(ang) * scale;
+        }
+    return VC_OK;
+}
+
 /* one rope's tables for this batch, computed on the host and uploaded (the rope op reads backend memory) */
 static vc_status rope_upload(fwd_ctx *f, const vc_rope *r, int rot, const float **cos, const float **sin) {
     int half = rot / 2;
     size_t bytes = sizeof(float) * (size_t)(f->T * (half ? half : 1)) * 2;
     float *cs = vc_graph_alloc(f->g, bytes, 1);
     if (!cs) return vc_graph_status(f->g);
-    vc_status st = f->paged ? rope_tables_paged(f, r, cs, half) : rope_tables_host(f, r, cs, half);
+    int mrope = half && r->mrope[0] + r->mrope[1] + r->mrope[2] && (f->b->images || f->b->mrope_delta);
+    vc_status st = mrope ? mrope_tables(f, r, cs, half)
+                         : f->paged ? rope_tables_paged(f, r, cs, half) : rope_tables_host(f, r, cs, half);
     if (st) return st;
     float *dev = vc_graph_upload(f->g, cs, bytes);
     if (!dev) return vc_graph_status(f->g);
@@ -1067,6 +1112,40 @@ static vc_status prefix_rows(fwd_ctx *f) {
     return f->ext ? VC_OK : vc_graph_status(f->g);
 }
 
+/* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's
+ * embedding gets no gradient from them) */
+static vc_tensor *with_images(fwd_ctx *f, vc_tensor *x) {
+    const vc_batch *b = f->b;
+    if (!f->m->vision) {
+        vc_graph_fail(f->g, vc_fail(VC_ERR_ARG, "model forward: images without the vision tower loaded"));
+        return NULL;
+    }
+    int32_t *ids = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)f->T, 0);
+    if (!ids) return NULL;
+    int64_t ni = 0, nt = 0, n_img = 0;
+    for (int s = 0; s < b->n_seq; s++)
+        for (int64_t t = b->cu_seqlens[s], st = seq_start(f, s); t < b->cu_seqlens[s + 1]; t++)
+            n_img += vc_image_row(&f->m->cfg, b, s, t, st);
+    for (int s = 0; s < b->n_seq; s++)
+        for (int64_t t = b->cu_seqlens[s], st = seq_start(f, s); t < b->cu_seqlens[s + 1]; t++) {
+            if (vc_image_row(&f->m->cfg, b, s, t, st)) ids[ni++] = (int32_t)t;
+            else ids[n_img + nt++] = (int32_t)t;
+        }
+    vc_tensor *feat = vc_vision_forward(f->m->vision, f->g, b->images);
+    if (!feat) return NULL;
+    if (feat->shape[0] != n_img) {
+        vc_graph_fail(f->g, vc_fail(VC_ERR_ARG, "model forward: %lld image tokens for images of %lld features",
+                                    (long long)n_img, (long long)feat->shape[0]));
+        return NULL;
+    }
+    int32_t *dev = vc_graph_upload(f->g, ids, sizeof(int32_t) * (size_t)f->T);
+    if (!dev) return NULL;
+    vc_tensor *y = vc_op_scatter_rows(f->g, feat, dev, n_img, f->T);
+    if (nt == 0) return y;
+    vc_tensor *txt = vc_op_gather_rows(f->g, x, f->T, dev + n_img, nt);
+    return vc_op_add(f->g, y, vc_op_scatter_rows(f->g, txt, dev + n_img, nt, f->T));
+}
+
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
     const char *env = getenv("VERLC_BF16_ACT"); /* read once per forward, not per layer */
@@ -1114,6 +1193,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
         ones_upload(&f) == VC_OK && vc_dsa_setup(&f, !vc_graph_grad_enabled(g)) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
+        if (b->images && x) x = with_images(&f, x);
         if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_IN), NULL); /* OPT-350m's project_in */

@@ -2,6 +2,7 @@
  * (and expert) where its destination slots exist; each checkpoint tensor must be claimed by a rule,
  * be known to be ignorable, or the load fails naming it. */
 #include "model_internal.h"
+#include "verlc/vision.h"
 #include "verlc/json.h"
 #include "verlc/pool.h"
 #include "verlc/safetensors.h"
@@ -808,6 +809,7 @@ void vc_model_free(vc_model *m) {
         m->be->free(m->grad_storage);
     }
     vc_lora_free(m->lora, m->be);
+    vc_vision_free(m->vision);
     free(m->dir);
     free(m->config_text);
     free(m);

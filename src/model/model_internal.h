@@ -5,6 +5,13 @@
 #include "tensor/backend.h"
 #include <stdlib.h>
 
+/* 1 when token t (a batch row) of sequence s stands for an image: an image token of a sequence computed from its
+ * first token (start 0), within its image_span (vision.h, model.h's vc_batch) */
+static inline int vc_image_row(const vc_model_config *c, const vc_batch *b, int s, int64_t t, int64_t start) {
+    return c->image_id >= 0 && b->ids[t] == c->image_id && !start &&
+           (!b->image_span || t - b->cu_seqlens[s] < b->image_span[s]);
+}
+
 typedef struct vc_param {
     vc_tensor t;
     int layer, slot; /* layer -1 for global slots */
@@ -66,6 +73,7 @@ struct vc_model {
     int compacted;
     char *config_text;   /* config.json as read, for export */
     vc_lora *lora;       /* NULL: none; else the base weights are frozen (no gradient storage) */
+    struct vc_vision *vision; /* the image-text checkpoint's vision tower once loaded (vc_model_load_vision), else NULL */
 };
 
 /* xIELU's beta and eps (Apertus): the values transformers' kernel takes; a checkpoint's buffers must hold them */

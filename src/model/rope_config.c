@@ -45,6 +45,21 @@ static vc_status type_from_name(const char *s, const char *ctx, const char *key,
                    ctx, key, s);
 }
 
+/* mrope_section [t, h, w] (pairs per axis) and mrope_interleaved */
+static vc_status parse_mrope(const cJSON *p, const char *ctx, vc_rope *r) {
+    const cJSON *ms = vc_json_member(p, "mrope_section");
+    if (!ms || cJSON_IsNull(ms)) return VC_OK;
+    if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) != 3)
+        return vc_fail(VC_ERR_FORMAT, "%s: key 'mrope_section': expected a list of 3 integers", ctx);
+    for (int k = 0; k < 3; k++) {
+        const cJSON *e = cJSON_GetArrayItem(ms, k);
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 4096 || e->valuedouble != (int)e->valuedouble)
+            return vc_fail(VC_ERR_FORMAT, "%s: key 'mrope_section': entry %d is not an integer in [0, 4096]", ctx, k);
+        r->mrope[k] = (int)e->valuedouble;
+    }
+    return vc_json_get_bool(p, "mrope_interleaved", 0, &r->mrope_interleaved, ctx);
+}
+
 /* Type-specific keys of one parameter dict p; ctx names the dict in errors, path the file. */
 static vc_status parse_params(const cJSON *config, const char *path, const cJSON *p, const char *ctx, vc_rope *r) {
     const char *ts = NULL, *key = "rope_type";
@@ -93,6 +108,7 @@ static vc_status parse_params(const cJSON *config, const char *path, const cJSON
     default:
         break;
     }
+    if ((st = parse_mrope(p, ctx, r)) != VC_OK) return st;
     if (r->factor <= 0 && need_factor)
         return vc_fail(VC_ERR_ARG, "%s: factor must be positive, got %g", ctx, r->factor);
     if (!(r->factor <= 1e6) || !(fabs(r->attention_factor) <= 1e6))

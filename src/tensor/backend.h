@@ -9,9 +9,10 @@
 #include <string.h>
 
 /* VC_ACT_OAI_GLU: gpt-oss's gated unit (backend/act_math.h vc_gate_f): clamped gate and up, g sigmoid(1.702 g) (u + 1) */
-/* VC_ACT_SOFTPLUS: PyTorch's softplus (x past 20), Mamba 2's time step */
+/* VC_ACT_SOFTPLUS: PyTorch's softplus (x past 20), Mamba 2's time step; VC_ACT_QUICK_GELU: x sigmoid(1.702 x) (CLIP's,
+ * Qwen2-VL's vision MLP) */
 enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_OAI_GLU,
-              VC_ACT_SOFTPLUS, VC_ACT_NONE };
+              VC_ACT_SOFTPLUS, VC_ACT_QUICK_GELU, VC_ACT_NONE };
 
 /* Attention over packed sequences. Sequence s has q rows [q_start[s], q_start[s+1]) of the packed q
  * and kv_len[s] keys at k_seq[s] / v_seq[s] (row strides k_stride / v_stride floats between tokens,

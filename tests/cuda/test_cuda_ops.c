@@ -476,7 +476,7 @@ static void test_affine_cols(void) {
 static void test_act(void) {
     printf("activations\n");
     static const char *names[] = { "silu", "gelu_tanh", "gelu_erf", "relu", "sigmoid", "relu2", "oai_glu", "softplus",
-                                   "none" };
+                                   "quick_gelu", "none" };
     int64_t n = 100003;
     float *x = hrand((size_t)n, 6), *u = hrand((size_t)n, 2), *dy = hrand((size_t)n, 1);
     float *gx = dup_f(x, n), *gu = dup_f(u, n), *gdy = dup_f(dy, n);

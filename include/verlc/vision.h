@@ -1,0 +1,56 @@
+/* Image inputs of image-text models (Qwen2-VL, Qwen2.5-VL): the vision tower that turns an image processor's patch
+ * rows into the features that replace the image's placeholder tokens, and the multimodal rope's positions (M-RoPE:
+ * a temporal, height and width position per token). */
+#ifndef VERLC_VISION_H
+#define VERLC_VISION_H
+#include "verlc/model.h"
+
+/* Images as the image processor gives them (transformers' pixel_values and image_grid_thw): image i has grid[3 i ..
+ * 3 i + 3) = (t, h, w) patches, its t h w rows of `row` floats (channels x temporal patch x patch x patch) following
+ * image i - 1's in pixels (host memory), in the processor's order (merge-size blocks of patches, frame by frame). In a
+ * batch, image i is the i-th run of image tokens (each run t h w / merge^2 tokens long), counted over the sequences in
+ * order. */
+typedef struct vc_images {
+    int n;
+    const int32_t *grid;
+    const float *pixels;
+    int64_t row;
+} vc_images;
+
+typedef struct vc_vision vc_vision;
+
+/* The vision tower of m's image-text checkpoint (config.json's vision_config, the visual.* / model.visual.* tensors),
+ * in the active backend's memory beside m, as m->vision; loaded once (later calls return VC_OK). trainable: its
+ * tensors get gradient buffers and gradients flow into them. VC_ERR_UNSUPPORTED naming the model type when verlc has
+ * no tower for it. */
+vc_status vc_model_load_vision(vc_model *m, int trainable);
+/* m's tower, or NULL before vc_model_load_vision */
+vc_vision *vc_model_vision(const vc_model *m);
+void vc_vision_free(vc_vision *v);
+/* VC_OK when the tower takes im: rows of its width, grids of whole merge x merge blocks; else a named error */
+vc_status vc_vision_check(const vc_vision *v, const vc_images *im);
+/* features [tokens, text hidden] of the images, tokens = sum of t h w / merge^2 (with gradient when trainable) */
+vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im);
+/* image i's tokens in the text */
+int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i);
+/* the floats of one patch row the tower takes, and its spatial merge size */
+int64_t vc_vision_row(const vc_vision *v);
+int vc_vision_merge(const vc_vision *v);
+/* the tower's tensors, for gradients and checks: n tensors, tensor i named name[i] as the checkpoint names it */
+int vc_vision_count(const vc_vision *v);
+vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name);
+void vc_vision_zero_grad(vc_vision *v);
+/* the gradient of the tensor the checkpoint names hf_name (visual.* or model.visual.*) into a new host array */
+vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out, int64_t *n);
+/* sequence s's images in b (the runs of image tokens in its rows: b->images from the first run in s on), as a view of
+ * b->images; out->n 0 when it has none */
+vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out);
+
+/* M-RoPE positions of a packed batch (transformers' get_rope_index): pos[3][T] (time, height, width), each sequence's
+ * from 0 (plus start[s] when not NULL: tokens already cached; a sequence's images are computed with its first tokens,
+ * so in a sequence with cached tokens the image token is a token like any other); an image's tokens take (start of the image + frame,
+ * + row, + column) of its merged grid and the text after it continues at the image's start + max(rows, columns).
+ * pos may be NULL (only delta wanted). delta[s] (NULL: not wanted) gets the offset of decoding positions after sequence s: its largest position + 1 less
+ * its length. Image runs past im's images, or a run whose length is not its image's tokens, are refused by row. */
+vc_status vc_mrope_positions(const vc_model *m, const vc_batch *b, const int64_t *start, int64_t *pos, int64_t *delta);
+#endif

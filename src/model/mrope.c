@@ -1,0 +1,88 @@
+/* Multimodal rope positions (Qwen2-VL's M-RoPE, transformers' get_rope_index) and the placement of image features
+ * among a batch's token embeddings. */
+#include "verlc/vision.h"
+#include "model_internal.h"
+#include <string.h>
+
+/* image i's run at t of sequence s: its tokens take (cur + frame, cur + row, cur + column) of the merged grid */
+static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t t, int64_t t1, int i, int64_t cur,
+                           int64_t *pos, int64_t T, int64_t *n_out, int64_t *adv, int64_t *maxp) {
+    const vc_images *im = b->images;
+    if (!im || i >= im->n)
+        return vc_fail(VC_ERR_ARG, "sequence %d: image tokens at position %lld, past the batch's %d images", s,
+                       (long long)(t - b->cu_seqlens[s]), im ? im->n : 0);
+    if (!m->vision) return vc_fail(VC_ERR_ARG, "model forward: images without the vision tower loaded");
+    int mg = vc_vision_merge(m->vision);
+    const int32_t *gr = im->grid + 3 * i;
+    int64_t H = gr[1] / mg, W = gr[2] / mg, n = vc_vision_image_tokens(m->vision, im, i);
+    int64_t run = 0;
+    while (t + run < t1 && vc_image_row(&m->cfg, b, s, t + run, 0)) run++;
+    if (run != n)
+        return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld image tokens from position "
+                       "%lld; the run there has %lld", s, i, gr[0], gr[1], gr[2], (long long)n,
+                       (long long)(t - b->cu_seqlens[s]), (long long)run);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t r = k % (H * W), a[3] = { cur + k / (H * W), cur + r / W, cur + r % W };
+        for (int x = 0; x < 3; x++) {
+            if (pos) pos[x * T + t + k] = a[x];
+            if (a[x] > *maxp) *maxp = a[x];
+        }
+    }
+    *n_out = n;
+    *adv = H > W ? H : W;
+    return VC_OK;
+}
+
+vc_status vc_mrope_positions(const vc_model *m, const vc_batch *b, const int64_t *start, int64_t *pos, int64_t *delta) {
+    int64_t T = b->cu_seqlens[b->n_seq];
+    int img = 0;
+    if (b->images && m->vision) {
+        vc_status st = vc_vision_check(m->vision, b->images);
+        if (st) return st;
+    }
+    for (int s = 0; s < b->n_seq; s++) {
+        int64_t t0 = b->cu_seqlens[s], t1 = b->cu_seqlens[s + 1], base = start ? start[s] : 0;
+        int64_t cur = base + (b->mrope_delta ? b->mrope_delta[s] : 0), maxp = cur - 1;
+        for (int64_t t = t0; t < t1;) {
+            if (vc_image_row(&m->cfg, b, s, t, base)) {
+                int64_t n = 0, adv = 0;
+                vc_status st = image_run(m, b, s, t, t1, img++, cur, pos, T, &n, &adv, &maxp);
+                if (st) return st;
+                t += n;
+                cur += adv;
+                continue;
+            }
+            if (pos) pos[t] = pos[T + t] = pos[2 * T + t] = cur;
+            maxp = cur > maxp ? cur : maxp;
+            cur++;
+            t++;
+        }
+        if (delta) delta[s] = maxp + 1 - (base + t1 - t0);
+    }
+    if (b->images && img != b->images->n)
+        return vc_fail(VC_ERR_ARG, "model forward: the batch has %d images but %d runs of image tokens", b->images->n, img);
+    return VC_OK;
+}
+
+vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out) {
+    const vc_images *im = b->images;
+    memset(out, 0, sizeof *out);
+    if (!im) return VC_OK;
+    if (!m->vision) return vc_fail(VC_ERR_ARG, "images without the vision tower loaded");
+    int i = 0, first = -1;
+    for (int q = 0; q <= s && q < b->n_seq; q++) {
+        if (q == s) first = i;
+        for (int64_t t = b->cu_seqlens[q]; t < b->cu_seqlens[q + 1];) {
+            if (!vc_image_row(&m->cfg, b, q, t, 0)) { t++; continue; }
+            if (i >= im->n) return vc_fail(VC_ERR_ARG, "sequence %d: more runs of image tokens than images", q);
+            t += vc_vision_image_tokens(m->vision, im, i++);
+        }
+    }
+    int64_t rows = 0;
+    for (int k = 0; k < first; k++) rows += (int64_t)im->grid[3 * k] * im->grid[3 * k + 1] * im->grid[3 * k + 2];
+    out->n = i - first;
+    out->grid = im->grid + 3 * first;
+    out->pixels = im->pixels + rows * im->row;
+    out->row = im->row;
+    return VC_OK;
+}

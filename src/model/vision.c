@@ -1,0 +1,497 @@
+/* The vision towers of Qwen2-VL and Qwen2.5-VL (transformers' Qwen2VisionTransformerPretrainedModel and
+ * Qwen2_5_VisionTransformerPretrainedModel): a linear patch embedding (the Conv3d whose kernel is its stride), blocks
+ * of bidirectional attention within each frame (Qwen2.5-VL: within windows of merged patches but in
+ * fullatt_block_indexes) with a 2-D rope on the patch's row and column, an MLP (Qwen2-VL: fc1, quick_gelu, fc2;
+ * Qwen2.5-VL: SwiGLU with biases), and the merger: a norm, each merge x merge block of patches as one row, two linears
+ * with a GELU between. Built from the tape's ops, so its backward is theirs. */
+#include "verlc/vision.h"
+#include "verlc/json.h"
+#include "verlc/ops.h"
+#include "verlc/safetensors.h"
+#include "model_internal.h"
+#include "tensor/graph_priv.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { VIS_QWEN2, VIS_QWEN25 };
+#define VIS_MAX_DEPTH 128
+
+typedef struct {
+    int kind, depth, dim, heads, hd, inter, out, act;
+    int patch, tpatch, merge, in_ch, window;
+    uint8_t full[VIS_MAX_DEPTH];
+    double theta;
+} vis_cfg;
+
+/* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
+ * down w/b (Qwen2.5-VL) */
+enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_COUNT };
+/* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b */
+enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_COUNT };
+
+struct vc_vision {
+    vis_cfg c;
+    const vc_backend *be;
+    float *data, *grad;
+    int n;                   /* tensors (some of the slots below are absent: NULL) */
+    vc_tensor *t;            /* [depth * B_COUNT + G_COUNT] slots; absent ones have data NULL */
+    char (*name)[80];
+    int *slot_of;            /* [n] the slot of present tensor i */
+};
+
+static vc_tensor *slot(vc_vision *v, int b, int k) {
+    vc_tensor *t = &v->t[b < 0 ? v->c.depth * B_COUNT + k : b * B_COUNT + k];
+    return t->data ? t : NULL;
+}
+
+static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
+                         const char *ctx) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", keys);
+    int64_t v = def;
+    for (char *k = strtok(buf, " "); k; k = strtok(NULL, " "))
+        if (vc_json_member(o, k)) {
+            vc_status st = vc_json_get_int(o, k, def, &v, ctx);
+            if (st) return st;
+            if (v < lo || v > hi)
+                return vc_fail(VC_ERR_FORMAT, "%s: key '%s' is %lld, outside [%lld, %lld]", ctx, k, (long long)v,
+                               (long long)lo, (long long)hi);
+            break;
+        }
+    *out = (int)v;
+    return VC_OK;
+}
+
+static vc_status parse_act(const cJSON *o, const char *ctx, int *act) {
+    const char *a = NULL;
+    vc_status st = vc_json_get_str(o, "hidden_act", NULL, &a, ctx);
+    if (st) return st;
+    if (!a) return VC_OK;
+    if (!strcmp(a, "quick_gelu")) *act = VC_ACT_QUICK_GELU;
+    else if (!strcmp(a, "silu") || !strcmp(a, "swish")) *act = VC_ACT_SILU;
+    else if (!strcmp(a, "gelu")) *act = VC_ACT_GELU_ERF;
+    else if (!strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_new")) *act = VC_ACT_GELU_TANH;
+    else return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", ctx, a);
+    return VC_OK;
+}
+
+static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
+    const cJSON *f = vc_json_member(o, "fullatt_block_indexes"), *e;
+    if (c->kind == VIS_QWEN2) {
+        memset(c->full, 1, sizeof c->full);
+        return VC_OK;
+    }
+    if (!f) { /* transformers' default (7, 15, 23, 31) */
+        for (int i = 7; i < VIS_MAX_DEPTH; i += 8) c->full[i] = 1;
+        return VC_OK;
+    }
+    if (!cJSON_IsArray(f)) return vc_fail(VC_ERR_FORMAT, "%s: key 'fullatt_block_indexes': expected a list", ctx);
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= c->depth)
+            return vc_fail(VC_ERR_FORMAT, "%s: key 'fullatt_block_indexes': an entry is not a block below depth %d",
+                           ctx, c->depth);
+        c->full[(int)e->valuedouble] = 1;
+    }
+    return VC_OK;
+}
+
+static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
+    char ctx[600];
+    cJSON *root = NULL;
+    snprintf(ctx, sizeof ctx, "%s/config.json: vision_config", m->dir);
+    if (!m->config_text) return vc_fail(VC_ERR_MISSING, "%s: config.json was not kept", m->dir);
+    vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), ctx, &root);
+    if (st) return st;
+    const cJSON *o = vc_json_member(root, "vision_config");
+    const char *mt = m->cfg.model_type;
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
+    else if (!strcmp(mt, "qwen2_vl")) c->kind = VIS_QWEN2;
+    else if (!strcmp(mt, "qwen2_5_vl")) c->kind = VIS_QWEN25;
+    else st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL and Qwen2.5-VL "
+                      "are)", m->dir, mt);
+    int q2 = c->kind == VIS_QWEN2, ratio = 4;
+    c->act = q2 ? VC_ACT_QUICK_GELU : VC_ACT_SILU;
+    if (!st) st = get_int(o, "depth", 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", 1280, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = get_int(o, "num_heads", 16, 1, 1024, &c->heads, ctx);
+    if (!st && q2) st = get_int(o, "mlp_ratio", 4, 1, 64, &ratio, ctx);
+    if (!st) st = get_int(o, "intermediate_size", q2 ? (int64_t)c->dim * ratio : 3420, 1, 1 << 20, &c->inter, ctx);
+    if (!st && q2) c->inter = c->dim * ratio;
+    if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
+    if (!st) st = get_int(o, "patch_size spatial_patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
+    if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
+    if (!st) st = get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
+    if (!st && !q2) st = get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
+    if (!st) st = parse_act(o, ctx, &c->act);
+    if (!st) st = parse_full(o, ctx, c);
+    c->theta = 10000.0;
+    const cJSON *rp = vc_json_member(o, "rope_parameters");
+    if (!st && rp) st = vc_json_get_num(rp, "rope_theta", 10000.0, &c->theta, ctx);
+    if (!st && (c->dim % c->heads || (c->dim / c->heads) % 4))
+        st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
+    if (!st && c->out != m->cfg.hidden)
+        st = vc_fail(VC_ERR_FORMAT, "%s: the merger's output width %d is not the text model's hidden size %lld", ctx,
+                     c->out, (long long)m->cfg.hidden);
+    if (!st && !q2 && c->window % (c->merge * c->patch))
+        st = vc_fail(VC_ERR_FORMAT, "%s: window_size %d is not a multiple of merge x patch (%d)", ctx, c->window,
+                     c->merge * c->patch);
+    c->hd = c->heads ? c->dim / c->heads : 0;
+    cJSON_Delete(root);
+    return st;
+}
+
+/* the checkpoint's name of slot k (block b, or -1: a global), its shape; NULL: the kind has no such tensor */
+static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim) {
+    static const char *const BQ2[B_COUNT] = { "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "attn.qkv.weight",
+        "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight",
+        "mlp.fc2.bias", NULL, NULL };
+    static const char *const BQ25[B_COUNT] = { "norm1.weight", NULL, "norm2.weight", NULL, "attn.qkv.weight",
+        "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "mlp.gate_proj.weight", "mlp.gate_proj.bias",
+        "mlp.up_proj.weight", "mlp.up_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias" };
+    static const char *const G[G_COUNT] = { "patch_embed.proj.weight", "merger.ln_q.weight", "merger.ln_q.bias",
+        "merger.mlp.0.weight", "merger.mlp.0.bias", "merger.mlp.2.weight", "merger.mlp.2.bias" };
+    int q2 = c->kind == VIS_QWEN2;
+    int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge;
+    const char *n = b < 0 ? G[k] : (q2 ? BQ2 : BQ25)[k];
+    if (!n || (b < 0 && k == G_LNB && !q2)) return NULL;
+    *ndim = 1;
+    if (b >= 0) {
+        /* q2's MLP: fc1 [I, D], fc2 [D, I]; q25's: gate, up [I, D], down [D, I] */
+        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, q2 ? D : I, q2 ? D : I, D, D };
+        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, q2 ? I : D, 0, I, 0 };
+        shape[0] = rows[k];
+        if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
+        return n;
+    }
+    int64_t rows[G_COUNT] = { D, D, D, M, M, c->out, c->out };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0 };
+    shape[0] = rows[k];
+    if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
+    return n;
+}
+
+/* the tensor under visual. (hub) or model.visual. (transformers 5) */
+static const vc_st_tensor *find(const vc_checkpoint *ck, const char *n, char *full, size_t cap) {
+    static const char *const PRE[2] = { "visual.", "model.visual." };
+    for (int p = 0; p < 2; p++) {
+        snprintf(full, cap, "%s%s", PRE[p], n);
+        const vc_st_tensor *t = vc_ckpt_find(ck, full);
+        if (t) return t;
+    }
+    snprintf(full, cap, "visual.%s", n);
+    return NULL;
+}
+
+static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const char *name, const int64_t *shape, int nd) {
+    int64_t want = shape[0] * (nd > 1 ? shape[1] : 1), have = vc_st_tensor_numel(t);
+    /* the patch embedding is a Conv3d weight [D, C, T, P, P]: its rows are the flattened kernels */
+    if (have == want && t->ndim >= 1 && t->shape[0] == shape[0] && (nd == 2 || t->ndim == 1)) return VC_OK;
+    return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has %lld values in %d dims; vision_config implies [%lld%s%lld]",
+                   m->dir, name, (long long)have, t->ndim, (long long)shape[0], nd > 1 ? ", " : "",
+                   nd > 1 ? (long long)shape[1] : 0LL);
+}
+
+static vc_status load_tensors(vc_vision *v, const vc_model *m, const vc_checkpoint *ck, int trainable) {
+    int slots = v->c.depth * B_COUNT + G_COUNT;
+    int64_t off[VIS_MAX_DEPTH * B_COUNT + G_COUNT], total = 0;
+    v->t = vc_calloc((size_t)slots, sizeof *v->t);
+    v->name = vc_calloc((size_t)slots, sizeof *v->name);
+    v->slot_of = vc_calloc((size_t)slots, sizeof *v->slot_of);
+    if (!v->t || !v->name || !v->slot_of) return VC_ERR_NOMEM;
+    const vc_st_tensor *src[VIS_MAX_DEPTH * B_COUNT + G_COUNT];
+    for (int s = 0; s < slots; s++) {
+        int b = s < v->c.depth * B_COUNT ? s / B_COUNT : -1, k = b < 0 ? s - v->c.depth * B_COUNT : s % B_COUNT, nd;
+        int64_t shape[2];
+        const char *n = slot_name(&v->c, b, k, shape, &nd);
+        off[s] = -1;
+        if (!n) continue;
+        char rel[80], full[96];
+        if (b >= 0) snprintf(rel, sizeof rel, "blocks.%d.%s", b, n);
+        else snprintf(rel, sizeof rel, "%s", n);
+        src[s] = find(ck, rel, full, sizeof full);
+        if (!src[s]) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
+        vc_status st = check_shape(m, src[s], full, shape, nd);
+        if (st) return st;
+        vc_param_init(&v->t[s], NULL, NULL, nd, shape);
+        snprintf(v->name[v->n], sizeof v->name[0], "%s", full);
+        v->slot_of[v->n++] = s;
+        off[s] = total;
+        total += v->t[s].n;
+    }
+    v->data = v->be->alloc(sizeof(float) * (size_t)total);
+    v->grad = trainable ? v->be->alloc(sizeof(float) * (size_t)total) : NULL;
+    float *host = vc_malloc(sizeof(float) * (size_t)total);
+    if (!v->data || (trainable && !v->grad) || !host) {
+        free(host);
+        return VC_ERR_NOMEM;
+    }
+    for (int s = 0; s < slots; s++) {
+        if (off[s] < 0) continue;
+        vc_st_tensor_to_f32(src[s], host + off[s]);
+        v->t[s].data = v->data + off[s];
+        v->t[s].grad = trainable ? v->grad + off[s] : NULL;
+        v->t[s].requires_grad = (uint8_t)trainable;
+        v->t[s].is_param = 1;
+    }
+    v->be->h2d(v->data, host, sizeof(float) * (size_t)total);
+    if (v->grad) v->be->zero(v->grad, sizeof(float) * (size_t)total);
+    free(host);
+    return VC_OK;
+}
+
+vc_status vc_model_load_vision(vc_model *m, int trainable) {
+    if (m->vision) return VC_OK;
+    vc_vision *v = vc_calloc(1, sizeof *v);
+    if (!v) return VC_ERR_NOMEM;
+    v->be = m->be;
+    vc_status st = parse_cfg(m, &v->c);
+    vc_checkpoint *ck = NULL;
+    if (!st) st = vc_ckpt_open(m->dir, &ck);
+    if (!st) st = load_tensors(v, m, ck, trainable);
+    vc_ckpt_close(ck);
+    if (st) {
+        vc_vision_free(v);
+        return st;
+    }
+    m->vision = v;
+    return VC_OK;
+}
+
+vc_vision *vc_model_vision(const vc_model *m) { return m->vision; }
+
+void vc_vision_free(vc_vision *v) {
+    if (!v) return;
+    if (v->be) {
+        v->be->free(v->data);
+        v->be->free(v->grad);
+    }
+    free(v->t);
+    free(v->name);
+    free(v->slot_of);
+    free(v);
+}
+
+int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i) {
+    const int32_t *g = im->grid + 3 * i;
+    return (int64_t)g[0] * g[1] * g[2] / ((int64_t)v->c.merge * v->c.merge);
+}
+int64_t vc_vision_row(const vc_vision *v) { return (int64_t)v->c.in_ch * v->c.tpatch * v->c.patch * v->c.patch; }
+int vc_vision_merge(const vc_vision *v) { return v->c.merge; }
+int vc_vision_count(const vc_vision *v) { return v->n; }
+vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name) {
+    if (name) *name = v->name[i];
+    return &v->t[v->slot_of[i]];
+}
+void vc_vision_zero_grad(vc_vision *v) {
+    if (v->grad)
+        for (int i = 0; i < v->n; i++) v->be->zero(v->t[v->slot_of[i]].grad, sizeof(float) * (size_t)v->t[v->slot_of[i]].n);
+}
+
+/* ---- the forward's layout: the order rows are processed in, attention segments, rope tables ---- */
+typedef struct {
+    int64_t N, U;          /* patches, merged units (N / merge^2) */
+    int32_t *perm, *inv;   /* Qwen2.5-VL: unit order by windows and its inverse (backend memory), else NULL */
+    int64_t *cu_full, *cu_win; /* segments: each frame; each window (host) */
+    int n_full, n_win;
+    float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
+} vis_plan;
+
+static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *N) {
+    const vis_cfg *c = &v->c;
+    *N = 0;
+    if (im->n < 1 || !im->grid || !im->pixels) return vc_fail(VC_ERR_ARG, "vision: no images");
+    if (im->row != vc_vision_row(v))
+        return vc_fail(VC_ERR_SHAPE, "vision: pixel rows of %lld floats; the patch embedding takes %lld (%d channels x %d "
+                       "frames x %d x %d)", (long long)im->row, (long long)vc_vision_row(v), c->in_ch, c->tpatch,
+                       c->patch, c->patch);
+    for (int i = 0; i < im->n; i++) {
+        const int32_t *g = im->grid + 3 * i;
+        if (g[0] < 1 || g[1] < 1 || g[2] < 1 || g[1] % c->merge || g[2] % c->merge || g[1] > 1 << 14 || g[2] > 1 << 14 ||
+            g[0] > 1 << 12)
+            return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d) is not whole %d x %d blocks of patches", i,
+                           g[0], g[1], g[2], c->merge, c->merge);
+        *N += (int64_t)g[0] * g[1] * g[2];
+    }
+    return VC_OK;
+}
+
+vc_status vc_vision_check(const vc_vision *v, const vc_images *im) {
+    int64_t n;
+    return check_images(v, im, &n);
+}
+
+/* Qwen2.5-VL's windows: the merged units of each frame in windows of w x w units (w = window / merge / patch), window
+ * by window, each row-major; empty windows dropped */
+static vc_status plan_windows(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, int32_t *perm) {
+    int m = v->c.merge, w = v->c.window / m / v->c.patch, mm = m * m;
+    int64_t u = 0, k = 0;
+    p->cu_win[0] = 0;
+    p->n_win = 0;
+    for (int i = 0; i < im->n; i++) {
+        const int32_t *gr = im->grid + 3 * i;
+        int H = gr[1] / m, W = gr[2] / m;
+        for (int t = 0; t < gr[0]; t++, u += (int64_t)H * W)
+            for (int wh = 0; wh < H; wh += w)
+                for (int ww = 0; ww < W; ww += w) {
+                    for (int y = wh; y < wh + w && y < H; y++)
+                        for (int x = ww; x < ww + w && x < W; x++) perm[k++] = (int32_t)(u + (int64_t)y * W + x);
+                    p->cu_win[p->n_win + 1] = k * mm;
+                    p->n_win++;
+                }
+    }
+    int32_t *inv = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->U, 0);
+    if (!inv) return vc_graph_status(g);
+    for (int64_t j = 0; j < p->U; j++) inv[perm[j]] = (int32_t)j;
+    p->perm = vc_graph_upload(g, perm, sizeof(int32_t) * (size_t)p->U);
+    p->inv = vc_graph_upload(g, inv, sizeof(int32_t) * (size_t)p->U);
+    return p->perm && p->inv ? VC_OK : vc_graph_status(g);
+}
+
+/* 2-D rope: pair j < hd/4 by the patch's row, the rest by its column, at theta^(-2j / (hd / 2)) */
+static vc_status plan_rope(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, const int32_t *perm) {
+    int m = v->c.merge, mm = m * m, q = v->c.hd / 4, half = v->c.hd / 2;
+    float inv[1024];
+    if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "vision: head width %d is too large", v->c.hd);
+    for (int j = 0; j < q; j++) /* float32 as torch: arange(0, dim, 2).float() / dim, then base ** that */
+        inv[j] = 1.0f / (float)pow((double)(float)v->c.theta, (double)((float)(2 * j) / (float)half));
+    int32_t *hw = vc_graph_alloc(g, sizeof(int32_t) * 2 * (size_t)p->N, 0);
+    float *cs = vc_graph_alloc(g, sizeof(float) * 2 * (size_t)(p->N * half), 0);
+    if (!hw || !cs) return vc_graph_status(g);
+    int64_t r = 0;
+    for (int i = 0; i < im->n; i++) { /* the processor's order: frame, block row, block column, row, column in block */
+        const int32_t *gr = im->grid + 3 * i;
+        for (int t = 0; t < gr[0]; t++)
+            for (int bh = 0; bh < gr[1] / m; bh++)
+                for (int bw = 0; bw < gr[2] / m; bw++)
+                    for (int k = 0; k < mm; k++, r++) {
+                        hw[2 * r] = bh * m + k / m;
+                        hw[2 * r + 1] = bw * m + k % m;
+                    }
+    }
+    for (int64_t j = 0; j < p->N; j++) {
+        int64_t src = perm ? (int64_t)perm[j / mm] * mm + j % mm : j;
+        for (int a = 0; a < half; a++) {
+            float ang = (float)hw[2 * src + (a >= q)] * inv[a % q];
+            cs[j * half + a] = cosf(ang);
+            cs[p->N * half + j * half + a] = sinf(ang);
+        }
+    }
+    float *dev = vc_graph_upload(g, cs, sizeof(float) * 2 * (size_t)(p->N * half));
+    if (!dev) return vc_graph_status(g);
+    p->cos = dev;
+    p->sin = dev + p->N * half;
+    return VC_OK;
+}
+
+static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
+    memset(p, 0, sizeof *p);
+    vc_status st = check_images(v, im, &p->N);
+    if (st) return st;
+    int mm = v->c.merge * v->c.merge, frames = 0;
+    p->U = p->N / mm;
+    for (int i = 0; i < im->n; i++) frames += im->grid[3 * i];
+    p->cu_full = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(frames + 1), 0);
+    p->cu_win = vc_graph_alloc(g, sizeof(int64_t) * (size_t)(p->U + 1), 0);
+    int32_t *perm = v->c.kind == VIS_QWEN25 ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->U, 0) : NULL;
+    if (!p->cu_full || !p->cu_win || (v->c.kind == VIS_QWEN25 && !perm)) return vc_graph_status(g);
+    p->cu_full[0] = 0;
+    for (int i = 0; i < im->n; i++)
+        for (int t = 0; t < im->grid[3 * i]; t++, p->n_full++)
+            p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
+    if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
+    return plan_rope(v, im, g, p, perm);
+}
+
+static vc_tensor *norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
+    return v->c.kind == VIS_QWEN2 ? vc_op_layernorm(g, x, w, b, 1e-6f) : vc_op_rmsnorm(g, x, w, v->c.dim, 1e-6f, 0.0f);
+}
+
+static vc_tensor *heads(vc_vision *v, vc_graph *g, vc_tensor *qkv, int part, const vis_plan *p, int rope) {
+    int64_t D = v->c.dim, s3[3] = { p->N, v->c.heads, v->c.hd };
+    vc_tensor *x = vc_op_slice_cols(g, qkv, 3 * D, part * D, (part + 1) * D);
+    x = x ? vc_reshape(g, x, 3, s3) : NULL;
+    return rope ? vc_op_rope(g, x, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, 0) : x;
+}
+
+static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_plan *p) {
+    int full = v->c.full[b];
+    vc_tensor *h = norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
+    vc_op_hold(h, 1);
+    vc_tensor *qkv = vc_op_linear(g, h, slot(v, b, B_QKV), slot(v, b, B_QKVB));
+    vc_op_hold(h, 0);
+    vc_tensor *q = heads(v, g, qkv, 0, p, 1), *k = heads(v, g, qkv, 1, p, 1), *val = heads(v, g, qkv, 2, p, 0);
+    vc_attn_desc d = { .n_seq = full ? p->n_full : p->n_win, .q_start = full ? p->cu_full : p->cu_win,
+                       .n_head = v->c.heads, .n_kv_head = v->c.heads, .head_dim = v->c.hd, .v_head_dim = v->c.hd,
+                       .scale = 1.0f / sqrtf((float)v->c.hd), .causal = 0 };
+    vc_tensor *o = vc_op_attention(g, q, k, val, &d);
+    int64_t s2[2] = { p->N, v->c.dim };
+    o = o ? vc_reshape(g, o, 2, s2) : NULL;
+    x = vc_op_add(g, x, vc_op_linear(g, o, slot(v, b, B_PROJ), slot(v, b, B_PROJB)));
+    h = norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
+    vc_tensor *y;
+    if (v->c.kind == VIS_QWEN2) {
+        y = vc_op_act(g, vc_op_linear(g, h, slot(v, b, B_M0), slot(v, b, B_M0B)), v->c.act);
+        y = vc_op_linear(g, y, slot(v, b, B_M1), slot(v, b, B_M1B));
+    } else {
+        vc_op_hold(h, 1);
+        vc_tensor *gt = vc_op_linear(g, h, slot(v, b, B_M0), slot(v, b, B_M0B));
+        vc_tensor *up = vc_op_linear(g, h, slot(v, b, B_M1), slot(v, b, B_M1B));
+        vc_op_hold(h, 0);
+        y = vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, b, B_M2), slot(v, b, B_M2B));
+    }
+    return vc_op_add(g, x, y);
+}
+
+vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
+    vis_plan p;
+    vc_status st = plan(v, im, g, &p);
+    if (st) {
+        vc_graph_fail(g, st);
+        return NULL;
+    }
+    int mm = v->c.merge * v->c.merge;
+    int64_t ps[2] = { p.N, im->row }, us[2] = { p.U, (int64_t)mm * v->c.dim };
+    float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
+    vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
+    x = vc_op_linear(g, x, slot(v, -1, G_PATCH), NULL);
+    if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
+    int64_t s2[2] = { p.N, v->c.dim };
+    x = x ? vc_reshape(g, x, 2, s2) : NULL;
+    for (int b = 0; b < v->c.depth && x; b++) x = block(v, g, b, x, &p);
+    x = norm(v, g, x, slot(v, -1, G_LN), slot(v, -1, G_LNB));
+    x = x ? vc_reshape(g, x, 2, us) : NULL;
+    x = vc_op_act(g, vc_op_linear(g, x, slot(v, -1, G_FC0), slot(v, -1, G_FC0B)), VC_ACT_GELU_ERF);
+    x = vc_op_linear(g, x, slot(v, -1, G_FC2), slot(v, -1, G_FC2B));
+    if (p.inv && x) x = vc_op_gather_rows(g, x, p.U, p.inv, p.U);
+    return x;
+}
+
+/* "visual.blocks.0.attn.qkv.weight" and "model.visual.blocks.0.attn.qkv.weight" name the same tensor */
+static const char *after_visual(const char *n) {
+    const char *p = strstr(n, "visual.");
+    return p ? p + 7 : n;
+}
+
+vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out, int64_t *n) {
+    *out = NULL;
+    for (int i = 0; i < v->n; i++) {
+        const vc_tensor *t = &v->t[v->slot_of[i]];
+        if (strcmp(after_visual(v->name[i]), after_visual(hf_name))) continue;
+        if (!t->grad) return vc_fail(VC_ERR_ARG, "the vision tower was loaded without gradients");
+        float *buf = vc_malloc(sizeof(float) * (size_t)t->n);
+        if (!buf) return VC_ERR_NOMEM;
+        v->be->d2h(buf, t->grad, sizeof(float) * (size_t)t->n);
+        vc_status st = v->be->sync();
+        if (st) {
+            free(buf);
+            return st;
+        }
+        *out = buf;
+        *n = t->n;
+        return VC_OK;
+    }
+    return vc_fail(VC_ERR_MISSING, "no vision tower tensor is named '%s'", hf_name);
+}
