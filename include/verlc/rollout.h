@@ -39,6 +39,10 @@ typedef struct vc_rollout_request {
     int64_t prompt_len;
     int n_samples;          /* GRPO group size (verl's rollout.n) */
     uint64_t prompt_index;  /* keys the random stream: (seed, prompt_index, sample, position) */
+    /* optional (NULL: none), image-text models with their vision tower loaded (include/verlc/vision.h): the images
+     * of the prompt's runs of image tokens, in order. Such a prompt is computed in one step (whatever
+     * prefill_chunk), never shares KV pages with other prompts, and decodes at M-RoPE's positions. */
+    const struct vc_images *images;
 } vc_rollout_request;
 
 enum { VC_FINISH_EOS, VC_FINISH_LENGTH, VC_FINISH_STOP };

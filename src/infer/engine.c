@@ -133,6 +133,29 @@ static vc_status check_inputs(vc_rollout_engine *e, const vc_rollout_request *re
     return VC_OK;
 }
 
+/* requests with images: the tower takes them and the prompt's runs of image tokens are theirs (a prompt without
+ * images has none); R->delta gets each request's M-RoPE delta. Nothing to do when no request has images. */
+static vc_status image_deltas(vc_run *R) {
+    const vc_model *m = R->e->m;
+    const vc_vision *v = vc_model_vision(m);
+    int any = 0;
+    for (int r = 0; r < R->n_req; r++) any |= R->reqs[r].images && R->reqs[r].images->n > 0;
+    if (!any) return VC_OK;
+    if (!(R->delta = vc_calloc((size_t)R->n_req, sizeof *R->delta))) return VC_ERR_NOMEM;
+    for (int r = 0; r < R->n_req; r++) {
+        const vc_rollout_request *q = &R->reqs[r];
+        int64_t cu[2] = { 0, q->prompt_len };
+        vc_batch b = { 1, cu, q->prompt };
+        vc_status st = VC_OK;
+        if (!q->images || q->images->n == 0) continue;
+        if (!v) return vc_fail(VC_ERR_ARG, "rollout: request %d has images but the model's vision tower is not loaded", r);
+        b.images = q->images;
+        if ((st = vc_vision_check(v, q->images)) || (st = vc_mrope_positions(m, &b, NULL, NULL, &R->delta[r])))
+            return vc_fail_ctx(st, "rollout: request %d", r);
+    }
+    return VC_OK;
+}
+
 /* ---- finishing ---- */
 static int stop_hit(const vc_run *R, const vc_seq *s) {
     const vc_sampling *sp = R->sp;
@@ -233,6 +256,12 @@ typedef struct {
     int32_t *tok;
     float *lp, *lps;
     int64_t cap_tokens, cap_draws;
+    int64_t *delta;          /* calls with images: each row's M-RoPE delta (0 for a prompt computed from its start) */
+    int64_t *span;           /* ... and its image span (vc_batch): its prompt's length, 0 for a prompt without images */
+    vc_images im;            /* the images of the rows computed from their start this step (im.n 0: none) */
+    int32_t *grid;           /* their grids and pixels, gathered from the requests */
+    float *pix;
+    int64_t cap_img, cap_pix;
 } step_buf;
 
 static vc_status bookkeeping(vc_run *R, const step_buf *c, int n_rows) {
@@ -299,7 +328,8 @@ static vc_status forward_logits(vc_run *R, vc_graph *g, step_buf *b, int n_rows,
     int64_t H = vc_cfg_out_hidden(vc_model_cfg(m));
     *z = NULL;
     vc_graph_reset(g);
-    vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids };
+    vc_batch batch = { R->n_plan + n_pad, b->cu, b->ids, .images = b->im.n ? &b->im : NULL,
+                       .mrope_delta = R->delta ? b->delta : NULL, .image_span = R->delta ? b->span : NULL };
     vc_kv_pages kv = { R->pool.mem, R->pool.page_tokens, b->table, b->len, R->pool.bf16, R->state, b->slot };
     vc_tensor *h = vc_model_forward_paged(m, g, &batch, &kv);
     if (!h) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;
@@ -330,6 +360,7 @@ static void pad_rows(vc_run *R, step_buf *b, int n, int k) {
         b->len[i] = 0;
         b->table[i] = &R->pad_page;
         b->slot[i] = R->n_slots - 1;
+        if (R->delta) b->delta[i] = b->span[i] = 0;
     }
 }
 
@@ -369,6 +400,39 @@ static vc_status forward_graph(vc_run *R, vc_graph *g, step_buf *b, int n_rows, 
     return padded ? forward_logits(R, g, b, k, k - n_rows, 1, z) : forward_logits(R, g, b, n_rows, 0, pure, z);
 }
 
+/* calls with images: each planned row's M-RoPE delta, and the images of the rows computed from their first token (a
+ * prompt, or a sequence recomputed after preemption) gathered in plan order */
+static vc_status step_images(vc_run *R, step_buf *b) {
+    b->im.n = 0;
+    if (!R->delta) return VC_OK;
+    int64_t rows = 0;
+    for (int i = 0; i < R->n_plan; i++) {
+        const vc_seq *s = R->plan[i];
+        const vc_images *q = R->reqs[s->req].images;
+        b->delta[i] = s->n_cached ? R->delta[s->req] : 0;
+        b->span[i] = vc_seq_images(R, s) ? s->n_prompt : 0; /* (without images, image tokens are plain tokens) */
+        if (s->n_cached || !vc_seq_images(R, s)) continue;
+        int64_t n = 0;
+        for (int k = 0; k < q->n; k++) n += (int64_t)q->grid[3 * k] * q->grid[3 * k + 1] * q->grid[3 * k + 2];
+        if (b->im.n + q->n > b->cap_img || (rows + n) * q->row > b->cap_pix) {
+            int64_t ci = 2 * (b->im.n + q->n), cp = 2 * (rows + n) * q->row;
+            int32_t *g = realloc(b->grid, sizeof *g * 3 * (size_t)ci);
+            if (g) b->grid = g, b->cap_img = ci;
+            float *p = g ? realloc(b->pix, sizeof *p * (size_t)cp) : NULL;
+            if (!p) return vc_fail(VC_ERR_NOMEM, "rollout: no memory for the images of request %d", s->req);
+            b->pix = p, b->cap_pix = cp;
+        }
+        memcpy(b->grid + 3 * b->im.n, q->grid, sizeof *b->grid * 3 * (size_t)q->n);
+        memcpy(b->pix + rows * q->row, q->pixels, sizeof *b->pix * (size_t)(n * q->row));
+        b->im.n += q->n;
+        b->im.row = q->row;
+        rows += n;
+    }
+    b->im.grid = b->grid;
+    b->im.pixels = b->pix;
+    return VC_OK;
+}
+
 static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
     const vc_model_config *cfg = vc_model_cfg(R->e->m);
     vc_status st = vc_sched_plan(R);
@@ -387,6 +451,7 @@ static vc_status step(vc_run *R, vc_graph *g, step_buf *b) {
         b->table[i] = s->pages;
         b->slot[i] = s->slot;
     }
+    if ((st = step_images(R, b))) return st;
     /* the sequences whose pending tokens are all computed after this step sample: rows, draws, uniforms */
     int n_rows = 0, n_draw = 0;
     for (int i = 0; i < R->n_plan; i++) {
@@ -431,6 +496,10 @@ static void step_buf_free(step_buf *b) {
     free(b->tok);
     free(b->lp);
     free(b->lps);
+    free(b->delta);
+    free(b->span);
+    free(b->grid);
+    free(b->pix);
 }
 
 static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_t draws) {
@@ -451,7 +520,9 @@ static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_
     b->tok = vc_malloc((size_t)draws * sizeof *b->tok);
     b->lp = vc_malloc((size_t)draws * sizeof *b->lp);
     b->lps = vc_malloc((size_t)draws * sizeof *b->lps);
-    if (!b->cu || !b->len || !b->ids || !b->table || !b->slot || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
+    b->delta = vc_calloc(n, sizeof *b->delta);
+    b->span = vc_calloc(n, sizeof *b->span);
+    if (!b->delta || !b->span || !b->cu || !b->len || !b->ids || !b->table || !b->slot || !b->rows || !b->off || !b->at || !b->srow || !b->u || !b->tok || !b->lp || !b->lps)
         return VC_ERR_NOMEM;
     return VC_OK;
 }
@@ -566,11 +637,16 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
         total += reqs[r].n_samples;
         max_n = reqs[r].n_samples > max_n ? reqs[r].n_samples : max_n;
     }
+    int64_t whole = 0; /* a sequence with images is computed whole: up to its prompt and all its new tokens at once */
+    for (int r = 0; r < n_req; r++)
+        if (reqs[r].images && reqs[r].images->n > 0 && reqs[r].prompt_len + s->max_new_tokens > whole)
+            whole = reqs[r].prompt_len + s->max_new_tokens;
     vc_graph *g = vc_graph_new();
     step_buf b;
     const vc_backend *prev = vc_be();
-    st = step_buf_init(&b, e->o.max_batch, (int64_t)e->o.max_batch + 2 + e->o.prefill_chunk,
+    st = step_buf_init(&b, e->o.max_batch, (int64_t)e->o.max_batch + 2 + e->o.prefill_chunk + whole,
                        (int64_t)(e->o.max_batch + 1) * max_n);
+    if (!st) st = image_deltas(&R);
     if (!st) st = alloc_outputs(&R, total);
     if (!st && !g) st = VC_ERR_NOMEM;
     if (st) goto out;
@@ -627,6 +703,7 @@ out:
     free(R.wait);
     free(R.base);
     free(R.left);
+    free(R.delta);
     vc_graph_free(g);
     step_buf_free(&b);
     if (st) {

@@ -38,7 +38,7 @@ void vc_seq_take_slot(vc_run *R, vc_seq *s, const vc_seq *from) {
 void vc_seq_prefix(vc_run *R, vc_seq *s) {
     vc_kv_pool *P = &R->pool;
     int64_t pt = P->page_tokens, most = (s->n_tok - 1) / pt, k = 0;
-    if (!P->c_parent || s->n_pg || s->n_cached || most <= 0) return;
+    if (!P->c_parent || s->n_pg || s->n_cached || most <= 0 || vc_seq_images(R, s)) return;
     int32_t *pages = realloc(s->pages, (size_t)most * sizeof *pages);
     if (!pages) return; /* no reuse: the tokens are computed */
     s->pages = pages;
@@ -53,7 +53,7 @@ void vc_seq_prefix(vc_run *R, vc_seq *s) {
 void vc_seq_register(vc_run *R, vc_seq *s) {
     vc_kv_pool *P = &R->pool;
     int64_t pt = P->page_tokens;
-    if (!P->c_parent) return;
+    if (!P->c_parent || vc_seq_images(R, s)) return; /* the same image tokens stand for other images elsewhere */
     for (; (s->n_reg + 1) * pt <= s->n_cached && s->n_reg < s->n_pg; s->n_reg++) {
         int32_t pg = s->pages[s->n_reg], canon = vc_kv_cache_put(P, s->last_reg, s->tok + s->n_reg * pt, pg);
         if (canon != pg) { /* the same tokens were registered first by another sequence: share that page */
@@ -186,9 +186,12 @@ static int make_room(vc_run *R, const vc_seq *s) {
     return 1;
 }
 
+/* the tokens s computes this step within what is left of the step's prefill budget; a sequence with images computes
+ * all its tokens at once (its images' features are computed whole), alone when they exceed the budget */
 static int64_t step_tokens(const vc_run *R, const vc_seq *s, int64_t budget) {
     int64_t pend = s->n_tok - s->n_cached;
     if (pend == 1) return 1;
+    if (s->n_cached == 0 && vc_seq_images(R, s)) return pend <= budget || budget == R->e->o.prefill_chunk ? pend : 0;
     return pend < budget ? pend : budget;
 }
 

@@ -4,6 +4,7 @@
 #define VC_INFER_SCHED_H
 #include "infer/infer.h"
 #include "verlc/model.h"
+#include "verlc/vision.h"
 
 enum { S_WAIT, S_RUN };
 
@@ -58,7 +59,16 @@ typedef struct vc_run {
     float *state;           /* backend memory [n_slots][state_floats] */
     int32_t *slot_free;
     int n_slots, n_slot_free;
+    /* calls with images: each request's M-RoPE delta (what its positions add to the cached tokens' count after
+     * the prompt, vc_mrope_positions); NULL when no request has images */
+    int64_t *delta;
 } vc_run;
+
+/* s belongs to a request with images: computed whole from its first token, never in the prefix cache */
+static inline int vc_seq_images(const vc_run *R, const vc_seq *s) {
+    const vc_rollout_request *q = &R->reqs[s->req];
+    return q->images && q->images->n > 0;
+}
 
 vc_seq *vc_seq_new(vc_run *R, int req);
 vc_seq *vc_seq_fork(vc_run *R, const vc_seq *parent, int sample);

@@ -7,6 +7,7 @@
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
 #include "verlc/safetensors.h"
+#include "verlc/vision.h"
 #include <dirent.h>
 
 static int read_ids(const vc_checkpoint *ck, const char *name, int32_t *out, int64_t *n) {
@@ -19,11 +20,23 @@ static int read_ids(const vc_checkpoint *ck, const char *name, int32_t *out, int
     return 1;
 }
 
-/* returns 1 when request 0's greedy tokens equal want */
-static int run(vc_model *m, const int32_t *prompt, int64_t np, const int32_t *want, int n_new, int batched) {
+/* image-text fixtures: the greedy prompt's images (greedy_pixel_values, greedy_image_grid_thw); 0 when it has none */
+static int read_images(const vc_checkpoint *ck, int32_t *grid, vc_images *im) {
+    const vc_st_tensor *p = vc_ckpt_find(ck, "greedy_pixel_values");
+    int64_t ng = 0;
+    memset(im, 0, sizeof *im);
+    if (!p) return 0;
+    CHECK(p->dtype == VC_F32 && p->ndim == 2 && read_ids(ck, "greedy_image_grid_thw", grid, &ng) && ng % 3 == 0);
+    *im = (vc_images){ (int)(ng / 3), grid, (const float *)p->data, p->shape[1] };
+    return im->n > 0;
+}
+
+/* returns 1 when the fixture's request's greedy tokens equal want */
+static int run(vc_model *m, const int32_t *prompt, int64_t np, const vc_images *im, const int32_t *want, int n_new,
+               int batched) {
     const vc_model_config *c = vc_model_cfg(m);
     int32_t other[3][40];
-    vc_rollout_request rq[4] = { { prompt, np, 1, 0 } };
+    vc_rollout_request rq[4] = { { prompt, np, 1, 0, im } };
     int nreq = 1;
     if (batched) {
         static const int len[3] = { 3, 29, 11 };
@@ -74,10 +87,14 @@ static void run_root(const char *root, int *total, int *alone, int *batched) {
         if (read_ids(ck, "greedy_prompt", prompt, &np) && read_ids(ck, "greedy_output", outp, &no) && no > np) {
             vc_model *m = NULL;
             CHECK_OK(vc_model_load(dir, &m));
+            int32_t grid[3 * 16];
+            vc_images im;
+            if (m && read_images(ck, grid, &im)) CHECK_OK(vc_model_load_vision(m, 0));
             if (m) {
                 (*total)++;
-                int a = run(m, prompt, np, outp + np, (int)(no - np), 0);
-                int b = run(m, prompt, np, outp + np, (int)(no - np), 1);
+                const vc_images *pim = im.n ? &im : NULL;
+                int a = run(m, prompt, np, pim, outp + np, (int)(no - np), 0);
+                int b = run(m, prompt, np, pim, outp + np, (int)(no - np), 1);
                 *alone += a;
                 *batched += b;
                 CHECK_MSG(a && b, "%s: greedy alone %s, batched %s", de->d_name, a ? "ok" : "differs", b ? "ok" : "differs");

@@ -1,0 +1,244 @@
+/* Image inputs (Qwen2-VL's vision tower and M-RoPE) beyond the golden checks of `verlc check`: bad images and
+ * checkpoints are refused by name; an image token after cached tokens is a token like any other; the rollout engine
+ * keeps prompts that share tokens but not images apart, forks a prompt with images into its samples and recomputes
+ * one after preemption with the same bits as alone. */
+#include "vc_test.h"
+#include "verlc/rollout.h"
+#include "verlc/safetensors.h"
+#include "verlc/vision.h"
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VL_DIR "tests/fixtures/models/qwen2_vl_image"
+
+typedef struct {
+    int32_t prompt[64], want[64], grid[3];
+    int64_t np, n_new;
+    float *pix;
+    vc_images im;
+} greedy_ref;
+
+static int read_ints(const vc_checkpoint *ck, const char *name, int32_t *out, int64_t cap, int64_t *n) {
+    const vc_st_tensor *t = vc_ckpt_find(ck, name);
+    if (!t || t->dtype != VC_I64 || (*n = vc_st_tensor_numel(t)) > cap) return 0;
+    for (int64_t i = 0; i < *n; i++) out[i] = (int32_t)((const int64_t *)t->data)[i];
+    return 1;
+}
+
+static int read_ref(greedy_ref *r) {
+    vc_checkpoint *ck = NULL;
+    int32_t out[64];
+    int64_t no = 0, ng = 0;
+    memset(r, 0, sizeof *r);
+    if (vc_ckpt_open(VL_DIR "/reference.safetensors", &ck)) return 0;
+    const vc_st_tensor *p = vc_ckpt_find(ck, "greedy_pixel_values");
+    int ok = p && p->dtype == VC_F32 && p->ndim == 2 && read_ints(ck, "greedy_prompt", r->prompt, 64, &r->np) &&
+             read_ints(ck, "greedy_output", out, 64, &no) && read_ints(ck, "greedy_image_grid_thw", r->grid, 3, &ng) &&
+             ng == 3 && no > r->np;
+    if (ok && (r->pix = malloc(sizeof(float) * (size_t)vc_st_tensor_numel(p))))
+        memcpy(r->pix, p->data, sizeof(float) * (size_t)vc_st_tensor_numel(p));
+    ok = ok && r->pix;
+    if (ok) {
+        r->n_new = no - r->np;
+        memcpy(r->want, out + r->np, sizeof(int32_t) * (size_t)r->n_new);
+        r->im = (vc_images){ 1, r->grid, r->pix, p->shape[1] };
+    }
+    vc_ckpt_close(ck);
+    return ok;
+}
+
+/* a forward of prompt with images im (and cache, when given) fails naming `what` */
+static void forward_fails(vc_model *m, const greedy_ref *r, const vc_images *im, const char *what) {
+    vc_graph *g = vc_graph_new();
+    int64_t cu[2] = { 0, r->np };
+    vc_batch b = { 1, cu, r->prompt, .images = im };
+    vc_graph_set_grad(g, 0);
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL);
+    CHECK_MSG(!h && strstr(vc_last_error(), what), "forward should fail naming '%s'; got: %s", what,
+              h ? "success" : vc_last_error());
+    vc_graph_free(g);
+}
+
+static void bad_images(vc_model *m, const greedy_ref *r) {
+    forward_fails(m, r, &r->im, "vision tower"); /* not loaded yet */
+    CHECK_OK(vc_model_load_vision(m, 0));
+    CHECK_OK(vc_model_load_vision(m, 0)); /* once */
+    vc_images im = r->im;
+    im.row = r->im.row - 1;
+    forward_fails(m, r, &im, "pixel rows of");
+    int32_t odd[3] = { 1, 3, 4 }, big[3] = { 1, 4, 6 }, two[6] = { 1, 2, 2, 1, 2, 2 };
+    im = r->im, im.grid = odd;
+    forward_fails(m, r, &im, "blocks of patches");
+    im = r->im, im.grid = big; /* 6 image tokens for a run of 4 (pixels are only read after the checks) */
+    forward_fails(m, r, &im, "needs 6 image tokens");
+    im = r->im, im.grid = two, im.n = 2; /* two images of one token each: the first run is 4 tokens */
+    forward_fails(m, r, &im, "needs 1 image tokens");
+}
+
+/* after a prompt with images, a decode step feeding the image token runs like any other token */
+static void image_token_decoded(vc_model *m, const greedy_ref *r) {
+    vc_kv_cache *kc = NULL;
+    vc_graph *g = vc_graph_new();
+    int64_t cu[2] = { 0, r->np }, delta = 0;
+    int32_t img = vc_model_cfg(m)->image_id;
+    vc_batch b = { 1, cu, r->prompt, .images = &r->im };
+    CHECK_OK(vc_mrope_positions(m, &b, NULL, NULL, &delta));
+    CHECK_MSG(delta < 0, "M-RoPE delta of a prompt with a 2 x 2 merged image: %lld", (long long)delta);
+    CHECK_OK(vc_kv_cache_new(m, 1, r->np + 2, &kc));
+    vc_graph_set_grad(g, 0);
+    CHECK(vc_model_forward(m, g, &b, kc) != NULL);
+    vc_graph_reset(g);
+    cu[1] = 1;
+    vc_batch d = { 1, cu, &img, .mrope_delta = &delta };
+    vc_tensor *h = vc_model_forward(m, g, &d, kc);
+    CHECK_MSG(h != NULL, "decode step with the image token: %s", vc_last_error());
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m));
+    float *dec = calloc((size_t)H, sizeof(float)), *full = calloc((size_t)(H * (r->np + 1)), sizeof(float));
+    if (h) CHECK_OK(vc_tensor_read(h, dec));
+    /* the prompt and that token from the start: with the prompt as the image span, the same hidden state */
+    int32_t ids[72];
+    memcpy(ids, r->prompt, sizeof(int32_t) * (size_t)r->np);
+    ids[r->np] = img;
+    int64_t cu2[2] = { 0, r->np + 1 }, span = r->np;
+    vc_batch whole = { 1, cu2, ids, .images = &r->im };
+    vc_graph_reset(g);
+    CHECK(vc_model_forward(m, g, &whole, NULL) == NULL && strstr(vc_last_error(), "past the batch's 1 images"));
+    vc_graph_reset(g);
+    whole.image_span = &span;
+    h = vc_model_forward(m, g, &whole, NULL);
+    CHECK_MSG(h != NULL, "the prompt and a generated image token: %s", vc_last_error());
+    if (h) CHECK_OK(vc_tensor_read(h, full));
+    double worst = 0;
+    for (int64_t i = 0; i < H; i++) worst = fmax(worst, fabs(dec[i] - full[r->np * H + i]));
+    CHECK_MSG(worst < 1e-4, "decoded vs recomputed hidden state of a generated image token: %g apart", worst);
+    free(dec);
+    free(full);
+    vc_graph_free(g);
+    vc_kv_cache_free(kc);
+}
+
+static int generate(vc_model *m, const vc_rollout_request *rq, int n, const vc_sampling *sp, double kv_bytes,
+                    vc_rollout_sample **out, int *n_out, vc_rollout_stats *st) {
+    vc_rollout_opts o = { .kv_budget_bytes = kv_bytes, .page_tokens = 4, .max_batch = 8, .prefill_chunk = 6 };
+    vc_rollout_engine *e = NULL;
+    vc_status s = vc_rollout_new(m, &o, &e);
+    if (!s) s = vc_rollout_generate(e, rq, n, sp, out, n_out);
+    if (!s && st) vc_rollout_last_stats(e, st);
+    vc_rollout_free(e);
+    return s == VC_OK;
+}
+
+static int same(const vc_rollout_sample *a, const vc_rollout_sample *b) {
+    return a->n_tokens == b->n_tokens && !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n_tokens) &&
+           !memcmp(a->logp, b->logp, sizeof(float) * (size_t)a->n_tokens);
+}
+
+/* the engine refuses images the model has no tower loaded for */
+static void engine_refusals(vc_model *m, const greedy_ref *r) {
+    vc_sampling sp = { .greedy = 1, .max_new_tokens = 2 };
+    vc_rollout_request rq = { r->prompt, r->np, 1, 0, &r->im };
+    vc_rollout_sample *out = NULL;
+    int n = 0;
+    CHECK(!generate(m, &rq, 1, &sp, 8e6, &out, &n, NULL) && strstr(vc_last_error(), "vision tower is not loaded"));
+}
+
+static void engine(vc_model *m, const greedy_ref *r) {
+    vc_sampling greedy = { .greedy = 1, .max_new_tokens = (int)r->n_new };
+    float *other = malloc(sizeof(float) * (size_t)(4 * 4 * r->im.row));
+    for (int64_t i = 0; i < 16 * r->im.row; i++) other[i] = -r->pix[i] * 0.5f + 0.1f;
+    vc_images im2 = { 1, r->grid, other, r->im.row };
+    /* B: A's tokens with other pixels; alone, then after A in one call with the prefix cache on; C: the tokens
+     * without images (the image tokens are plain tokens then), alone and after them */
+    vc_rollout_request rq[3] = { { r->prompt, r->np, 1, 0, &r->im }, { r->prompt, r->np, 1, 1, &im2 },
+                                 { r->prompt, r->np, 1, 2, NULL } };
+    vc_rollout_sample *a = NULL, *b = NULL, *c = NULL;
+    int na = 0, nb = 0, nc = 0;
+    vc_rollout_stats st;
+    CHECK(generate(m, rq + 1, 1, &greedy, 8e6, &a, &na, NULL) && generate(m, rq, 3, &greedy, 8e6, &b, &nb, &st) &&
+          generate(m, rq + 2, 1, &greedy, 8e6, &c, &nc, NULL));
+    if (a && b && c) {
+        CHECK_MSG(same(&c[0], &b[2]), "a prompt of image tokens without images: batched after ones with differs");
+        CHECK_MSG(b[0].n_tokens == r->n_new && !memcmp(b[0].tokens, r->want, sizeof(int32_t) * (size_t)r->n_new),
+                  "the fixture's greedy output through the engine");
+        CHECK_MSG(same(&a[0], &b[1]), "other pixels, same tokens: batched after the first differs from alone");
+        CHECK_MSG(memcmp(a[0].logp, b[0].logp, sizeof(float)), "the images do not change the log-probs");
+        CHECK_MSG(st.prefix_hit_tokens == 0, "pages of a prompt with images were reused: %lld tokens",
+                  (long long)st.prefix_hit_tokens);
+    }
+    vc_rollout_samples_free(a, na);
+    vc_rollout_samples_free(b, nb);
+    vc_rollout_samples_free(c, nc);
+    /* four samples of each forked from their prompts, with a pool so small that samples are preempted and
+     * recomputed (with their images) */
+    vc_sampling hot = { .temperature = 1.5f, .top_p = 1, .max_new_tokens = 16, .seed = 7 };
+    rq[0].n_samples = rq[1].n_samples = 4;
+    vc_rollout_stats big, small;
+    a = b = NULL;
+    int ok = generate(m, rq, 2, &hot, 8e6, &a, &na, &big);
+    double page = (double)big.page_bytes;
+    ok = ok && generate(m, rq, 2, &hot, 9 * page, &b, &nb, &small);
+    CHECK_MSG(ok, "sampling with images: %s", vc_last_error());
+    if (ok) {
+        int all = na == 8 && nb == 8;
+        for (int i = 0; all && i < 8; i++) all = same(&a[i], &b[i]) && a[i].n_tokens == 16;
+        CHECK_MSG(all && small.preemptions > 0, "a pool of 9 pages: %lld preemptions, samples %s", (long long)small.preemptions,
+                  all ? "equal" : "differ");
+        CHECK_MSG(!same(&a[0], &a[4]), "prompts with other images sample the same");
+    }
+    vc_rollout_samples_free(a, na);
+    vc_rollout_samples_free(b, nb);
+    free(other);
+}
+
+/* a checkpoint whose vision_config asks for more blocks than its tensors hold, and a text model */
+static void bad_checkpoints(void) {
+    char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(realpath(VL_DIR "/model.safetensors", src) && symlink(src, path) == 0);
+    FILE *in = fopen(VL_DIR "/config.json", "r");
+    char text[1 << 14];
+    size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+    if (in) fclose(in);
+    text[n] = 0;
+    char *d = strstr(text, "\"depth\": 2");
+    CHECK(d != NULL);
+    if (d) d[9] = '3';
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *out = fopen(path, "w");
+    if (out) fputs(text, out), fclose(out);
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) {
+        vc_status st = vc_model_load_vision(m, 0);
+        CHECK_MSG(st && strstr(vc_last_error(), "visual.blocks.2."), "depth 3 of 2 blocks: %s", vc_last_error());
+        CHECK(vc_model_vision(m) == NULL);
+        vc_model_free(m);
+    }
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    CHECK(system(path) == 0);
+    char text_model[1024];
+    snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
+    if (vc_model_load(text_model, &m) == VC_OK) {
+        CHECK(vc_model_load_vision(m, 0) != VC_OK && strstr(vc_last_error(), "vision_config"));
+        vc_model_free(m);
+    }
+}
+
+int main(void) {
+    greedy_ref r;
+    vc_model *m = NULL;
+    CHECK(read_ref(&r));
+    CHECK_OK(vc_model_load(VL_DIR, &m));
+    if (m && r.pix) {
+        engine_refusals(m, &r);
+        bad_images(m, &r);
+        image_token_decoded(m, &r);
+        engine(m, &r);
+    }
+    vc_model_free(m);
+    free(r.pix);
+    bad_checkpoints();
+    return vc_test_done();
+}
