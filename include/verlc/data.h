@@ -75,6 +75,15 @@ void vc_verl_row_clear(vc_verl_row *row);
 /* Checks every row; with need_ground_truth, reward_model.ground_truth must be present too. */
 vc_status vc_verl_check(const vc_jsonl *d, int need_ground_truth);
 
+/* ---- binary values as text -----------------------------------------------------------------------
+ * A Parquet BYTE_ARRAY value that is not UTF-8 text (image bytes) becomes this data URI in the JSON rows. */
+#define VC_DATA_URI_BINARY "data:application/octet-stream;base64,"
+/* standard base64 (RFC 4648, padded) of p[0, n) as a new NUL-terminated string behind prefix (may be NULL) */
+char *vc_base64_encode(const char *prefix, const uint8_t *p, size_t n);
+/* decodes s[0, n) (padding optional, ASCII whitespace skipped) into a new buffer (*out malloc'd, *len bytes);
+ * VC_ERR_FORMAT naming what and the offset of the first character that is not base64 */
+vc_status vc_base64_decode(const char *s, size_t n, const char *what, uint8_t **out, size_t *len);
+
 /* ---- GSM8K conversion (verl examples/data_preprocess/gsm8k.py) -------------------------------- */
 #define VC_GSM8K_INSTRUCTION "Let's think step by step and output the final answer after \"####\"."
 /* The answer after "#### " as verl's extract_solution gives it (regex "#### (\-?[0-9\.\,]+)",

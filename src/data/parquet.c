@@ -3,7 +3,8 @@
  * groups become objects, LIST groups arrays (3-level lists unwrapped to their items, 2-level ones
  * kept), MAP groups objects keyed by the key column, bare repeated fields arrays. Values: booleans,
  * integers (unsigned types as unsigned), floats (NaN and infinities as null, as the JSONL reader's
- * NaN), strings and other byte arrays as strings, decimals as numbers, dates as days and timestamps
+ * NaN), strings and other byte arrays as strings (binary that is not UTF-8, such as image bytes, as a
+ * "data:application/octet-stream;base64,..." URI), decimals as numbers, dates as days and timestamps
  * as their integer since the epoch (INT96 as nanoseconds). A column with fewer or more entries than
  * its rows need is an error naming it. */
 #include "parquet.h"
@@ -78,9 +79,13 @@ static cJSON *leaf_json(const pq_node *n, const pq_val *v) {
     default: break;
     }
     if (dec) return num_or_null(be_int(v->s.p, v->s.n) / pow10i(n->scale));
-    if (!utf8_text(v->s.p, v->s.n)) { /* image bytes and other binary: null; a text column: an error */
+    if (!utf8_text(v->s.p, v->s.n)) { /* image bytes and other binary: a base64 data URI; a text column: an error */
         int text = n->converted == 0 || n->converted == 19 || n->logical == 1 || n->logical == 12;
-        return text ? NULL : cJSON_CreateNull();
+        if (text) return NULL;
+        char *uri = vc_base64_encode(VC_DATA_URI_BINARY, v->s.p, v->s.n);
+        cJSON *j = uri ? cJSON_CreateString(uri) : NULL;
+        free(uri);
+        return j;
     }
     char *s = malloc((size_t)v->s.n + 1);
     if (!s) return NULL;
