@@ -13,10 +13,22 @@ struct vc_tokenizer;
 struct vc_chat_template;
 struct vc_jsonl;
 struct vc_comm;
+struct vc_vl_image_config;
 
 /* ---- prompt datasets (verl's RLHFDataset) -------------------------------------------------------- */
+/* One image of a prompt, as its row gives it (the pixels are made on demand: vc_rl_prompt_images) */
+typedef struct vc_rl_image {
+    const char *src;           /* in the dataset's rows: a path (relative: to the current directory, as verl opens
+                                * it), a "file://" path, or a base64 data URI (a {"bytes": ...} entry of a Parquet
+                                * file, a "data:image/...;base64," string) */
+    int64_t min_pixels, max_pixels; /* the row's per-image bounds for fetch_image; 0: its defaults */
+    int resized_h, resized_w;  /* the row's resized_height / resized_width (both or neither); 0: none */
+    int32_t grid[3];           /* image_grid_thw: t, h, w patches */
+    int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
+} vc_rl_image;
+
 typedef struct vc_rl_prompt {
-    int32_t *ids;              /* chat-template-rendered, tokenized prompt */
+    int32_t *ids;              /* chat-template-rendered, tokenized prompt (each image's pad token expanded) */
     int64_t len;
     const char *data_source;   /* points into the dataset */
     const char *ground_truth;  /* text of reward_model.ground_truth, NULL when absent */
@@ -24,6 +36,11 @@ typedef struct vc_rl_prompt {
     int64_t line;              /* source line */
     const struct cJSON *messages; /* the prompt's messages (verl's raw_prompt), in the dataset's rows */
     const struct cJSON *row;      /* the whole data row */
+    int n_images;                 /* images of the row's data.image_key list, in the order of their <image> markers */
+    vc_rl_image *images;          /* [n_images] (owned by the dataset) */
+    const struct cJSON *vl_messages; /* rows with images: the messages with content lists ({"type": "image"},
+                                      * {"type": "text", "text": ...}) that the template rendered (verl's
+                                      * raw_prompt); NULL for text rows */
 } vc_rl_prompt;
 
 typedef struct vc_rl_dataset {
@@ -32,6 +49,8 @@ typedef struct vc_rl_dataset {
     vc_rl_prompt *p;
     size_t n_filtered;         /* prompts dropped by filter_overlong_prompts */
     size_t n_truncated;
+    struct vc_vl_image_config *vl; /* the image processor's settings (a copy), NULL when images are off */
+    int image_patch_size;      /* fetch_image's patch size */
 } vc_rl_dataset;
 
 typedef struct vc_rl_data_opts {
@@ -44,12 +63,27 @@ typedef struct vc_rl_data_opts {
     const struct cJSON *chat_kwargs; /* data.apply_chat_template_kwargs (e.g. {"enable_thinking": false}) or NULL */
     const char *reward_fn_key;  /* data.reward_fn_key: the row field that selects the reward function and
                                  * groups validation metrics (NULL or "data_source": data_source) */
+    /* image inputs (verl's RLHFDataset with a Qwen2-VL / Qwen2.5-VL processor): a row whose image_key list is not
+     * empty has its messages' "<image>" markers turned into image items of content lists, rendered, each image's
+     * pad token expanded to its grid's tokens; rows without images stay text rows */
+    const char *image_key;      /* data.image_key ("images"); NULL: image lists are not looked at */
+    const char *video_key;      /* data.video_key ("videos"): rows with videos are refused (not built) */
+    const struct vc_vl_image_config *vl; /* the model's preprocessor_config.json; NULL: rows with images refused */
+    const char *no_image_reason; /* with vl NULL: why, for the refusal ("model_type llama has no vision_config") */
+    const char *image_token;    /* NULL: "<|image_pad|>" */
+    int image_patch_size;       /* data.image_patch_size for fetch_image; 0: vl's patch_size */
 } vc_rl_data_opts;
 
 /* Reads a JSONL file in verl's row schema; errors name file:line and the key. */
 vc_status vc_rl_dataset_load(const char *path, const struct vc_tokenizer *tok, const struct vc_chat_template *tmpl,
                              const vc_rl_data_opts *opts, vc_rl_dataset **out);
 void vc_rl_dataset_free(vc_rl_dataset *d);
+/* Prompt i's images through verl's path (fetch_image, then the image processor): *pixels [rows, *row] (transformers'
+ * pixel_values of all its images in order) and *grid [*n_images, 3] (image_grid_thw), both malloc'd (the caller
+ * frees them); a prompt without images gives NULL, NULL, 0. Images are read again from their sources: a file that
+ * changed since the load (another grid) is refused naming the row. */
+vc_status vc_rl_prompt_images(const vc_rl_dataset *d, size_t i, float **pixels, int32_t **grid, int *n_images,
+                              int64_t *row);
 
 /* ---- the trainer -------------------------------------------------------------------------------- */
 typedef struct vc_rl_trainer vc_rl_trainer;

@@ -1,10 +1,8 @@
 /* Prompt datasets for RL (verl's RLHFDataset): JSONL rows in verl's schema, prompts rendered with the
  * tokenizer's chat template (add_generation_prompt) and tokenized without special tokens, overlong
- * prompts filtered (counted) or truncated per data.truncation. */
-#include "verlc/chat_template.h"
-#include "verlc/data.h"
-#include "verlc/tokenizer.h"
-#include "verlc/trainer.h"
+ * prompts filtered (counted) or truncated per data.truncation. Rows with images: dataset_images.c. */
+#include "dataset_internal.h"
+#include "verlc/image.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +12,33 @@ void vc_rl_dataset_free(vc_rl_dataset *d) {
     for (size_t i = 0; i < d->n; i++) {
         free(d->p[i].ids);
         free(d->p[i].extra_info);
+        free(d->p[i].images);
     }
     free(d->p);
+    free(d->vl);
     vc_jsonl_free(d->rows);
     free(d);
 }
 
-/* keeps max tokens of ids per data.truncation; VC_ERR_ARG for "error" */
-static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, int64_t max, vc_rl_prompt *p) {
+/* an image token of p in ids [a, b): a cut there would split an image's run */
+static int cuts_image(const vc_rl_prompt *p, int image_id, int64_t a, int64_t b) {
+    for (int64_t t = a; p->n_images && t < b; t++)
+        if (p->ids[t] == image_id) return 1;
+    return 0;
+}
+
+/* keeps max tokens of ids per data.truncation; VC_ERR_ARG for "error" and for a cut through an image's tokens */
+static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, int64_t max, int image_id,
+                                 vc_rl_prompt *p) {
     int64_t n = p->len;
+    int cut = !mode ? 0 : !strcmp(mode, "left") ? cuts_image(p, image_id, 0, n - max)
+                        : !strcmp(mode, "right") ? cuts_image(p, image_id, max, n)
+                        : !strcmp(mode, "middle") ? cuts_image(p, image_id, max / 2, n - (max - max / 2)) : 0;
+    if (cut)
+        return vc_fail(VC_ERR_ARG, "%s:%lld: prompt with images is %lld tokens, longer than data.max_prompt_length="
+                       "%lld, and data.truncation=%s would cut through an image's tokens (set "
+                       "data.filter_overlong_prompts=true, as verl's image datasets do)", j->path,
+                       (long long)j->lines[i], (long long)n, (long long)max, mode);
     if (!mode || !strcmp(mode, "error"))
         return vc_fail(VC_ERR_ARG,
                        "%s:%lld: prompt is %lld tokens, longer than data.max_prompt_length=%lld "
@@ -39,15 +55,18 @@ static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, 
 }
 
 static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, const vc_chat_template *tmpl,
-                            const char *key, const cJSON *kwargs, vc_rl_prompt *p) {
-    const cJSON *msgs = NULL;
+                            const vc_rl_data_opts *opts, vc_rl_prompt *p) {
+    const char *key = opts->prompt_key ? opts->prompt_key : "prompt";
+    const cJSON *msgs = NULL, *imgs = NULL;
     vc_status st = vc_jsonl_field(j, i, key, &msgs);
     if (st) return st;
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
         return vc_fail(VC_ERR_FORMAT, "%s:%lld: %s must be a non-empty list of {role, content} messages", j->path,
                        (long long)j->lines[i], key);
+    if ((st = rl_row_images(j, i, opts, &imgs))) return st;
+    if (imgs) return rl_render_image_row(j, i, tok, tmpl, opts, msgs, imgs, p);
     char *text = NULL;
-    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .extra = kwargs };
+    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .extra = opts->chat_kwargs };
     st = vc_chat_template_render(tmpl, msgs, &o, &text);
     if (st) return vc_fail_ctx(st, "%s:%lld: chat template", j->path, (long long)j->lines[i]);
     size_t n = 0;
@@ -82,7 +101,7 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
     if (!st && o->reward_fn_key && strcmp(o->reward_fn_key, "data_source") &&
         (st = vc_jsonl_string(j, i, o->reward_fn_key, &p->data_source)))
         st = vc_fail_ctx(st, "data.reward_fn_key");
-    if (!st) st = render_row(j, i, tok, tmpl, o->prompt_key ? o->prompt_key : "prompt", o->chat_kwargs, p);
+    if (!st) st = render_row(j, i, tok, tmpl, o, p);
     return st;
 }
 
@@ -101,6 +120,10 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
     size_t n = st ? 0 : d->rows->n_rows;
     if (o->max_samples >= 0 && (size_t)o->max_samples < n) n = (size_t)o->max_samples;
     if (!st && !(d->p = vc_calloc(n, sizeof *d->p))) st = VC_ERR_NOMEM;
+    if (!st && o->vl && !(d->vl = vc_malloc(sizeof *d->vl))) st = VC_ERR_NOMEM;
+    if (d->vl) *d->vl = *o->vl;
+    d->image_patch_size = o->image_patch_size > 0 ? o->image_patch_size : o->vl ? o->vl->patch_size : 0;
+    int image_id = vc_tokenizer_token_to_id(tok, o->image_token ? o->image_token : RL_IMAGE_TOKEN);
     for (size_t i = 0; !st && i < n; i++) {
         vc_rl_prompt *p = &d->p[d->n];
         st = load_row(d->rows, i, tok, tmpl, o, p);
@@ -109,11 +132,12 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
         if (o->filter_overlong) {
             free(p->ids);
             free(p->extra_info);
+            free(p->images);
             memset(p, 0, sizeof *p);
             d->n--;
             d->n_filtered++;
         } else {
-            st = truncate_prompt(d->rows, i, o->truncation, o->max_prompt_length, p);
+            st = truncate_prompt(d->rows, i, o->truncation, o->max_prompt_length, image_id, p);
             d->n_truncated += !st;
         }
     }
