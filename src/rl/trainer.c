@@ -3,6 +3,8 @@
 #include "trainer_internal.h"
 #include "verlc/tracking.h"
 #include "verlc/chat_template.h"
+#include "verlc/image.h"
+#include "verlc/json.h"
 #include "verlc/reward.h"
 #include "verlc/tokenizer.h"
 #include <math.h>
@@ -614,8 +616,42 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* image inputs for the prompt datasets: the model's preprocessor_config.json when its config.json has a vision_config
+ * of a model type whose images verlc builds (Qwen2-VL, Qwen2.5-VL); else only the reason, for rows that hold images */
+static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why, size_t cap, vc_rl_data_opts *o) {
+    char *dir = NULL;
+    cJSON *cj = NULL;
+    vc_status st = vc_hf_resolve(t->model_path, &dir);
+    char *file = st ? NULL : vc_path_join(dir, "config.json");
+    if (!st && !file) st = VC_ERR_NOMEM;
+    if (!st) st = vc_json_load_file(file, &cj);
+    free(file);
+    const cJSON *vc = cJSON_GetObjectItemCaseSensitive(cj, "vision_config");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cj, "model_type");
+    const char *type = cJSON_IsString(mt) ? mt->valuestring : "?";
+    char *pre = dir ? vc_path_join(dir, "preprocessor_config.json") : NULL;
+    if (st) snprintf(why, cap, "%s/config.json could not be read", t->model_path), st = VC_OK;
+    else if (!cJSON_IsObject(vc)) snprintf(why, cap, "the model (%s, model_type %s) has no vision_config", t->model_path, type);
+    else if (strcmp(type, "qwen2_vl") && strcmp(type, "qwen2_5_vl"))
+        snprintf(why, cap, "image inputs of model_type %s are not built (qwen2_vl, qwen2_5_vl)", type);
+    else if (!pre || !vc_file_exists(pre)) snprintf(why, cap, "%s/preprocessor_config.json is not there", t->model_path);
+    else if (!(st = vc_vl_image_config_load(pre, vl))) o->vl = vl;
+    if (o->vl) { /* the processor's image token: the tokenizer's text of config.json's image_token_id */
+        int id = vc_model_cfg(t->actor)->image_id;
+        o->image_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
+    }
+    o->no_image_reason = why;
+    free(pre);
+    free(dir);
+    cJSON_Delete(cj);
+    return st ? vc_fail_ctx(st, "actor_rollout_ref.model.path") : VC_OK;
+}
+
 static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     vc_rl_data_opts o = { 0 };
+    vc_vl_image_config vl;
+    char why[512] = "";
+    int64_t ips = 0;
     const char *train = NULL, *val = NULL;
     int64_t tms = -1, vms = -1;
     size_t nv = 0;
@@ -625,6 +661,13 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     o.chat_kwargs = t->chat_kwargs;
     TRY(get_int(c, "data.max_prompt_length", 512, &o.max_prompt_length));
     t->max_prompt = o.max_prompt_length;
+    TRY(vc_config_get_str_or(c, "data.image_key", "images", &o.image_key));
+    TRY(vc_config_get_str_or(c, "data.video_key", "videos", &o.video_key));
+    TRY(get_int(c, "data.image_patch_size", 0, &ips));
+    if (!st && (ips < 0 || ips > 4096)) return vc_fail(VC_ERR_ARG, "data.image_patch_size must be a patch size in pixels, "
+                                                       "got %lld", (long long)ips);
+    o.image_patch_size = (int)ips;
+    TRY(data_images(t, &vl, why, sizeof why, &o));
     TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
     TRY(get_int(c, "data.train_max_samples", -1, &tms));

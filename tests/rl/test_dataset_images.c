@@ -2,6 +2,8 @@
  * tools/fixtures/make_vl_dataset_fixture.py (tests/fixtures/vision/dataset) read from JSONL (paths, file:// and data
  * URIs) and from Parquet (image bytes), input_ids compared exactly (each <|image_pad|> expanded to its grid's
  * tokens), pixel_values and image_grid_thw of vc_rl_prompt_images bit for bit; bad rows refused naming file:line. */
+#include "../../src/rl/demo_internal.h"
+#include "rl_demo_util.h"
 #include "vc_test.h"
 #include "verlc/chat_template.h"
 #include "verlc/data.h"
@@ -269,6 +271,59 @@ static void test_bad_rows(void) {
     unlink(corrupt);
 }
 
+/* ---- the trainer's wiring: data.image_key with the model's vision_config and preprocessor_config.json ---- */
+
+static vc_status trainer_load(const char *model, const char *tokenizer, const char *train) {
+    char buf[2048], *argv[32];
+    snprintf(buf, sizeof buf, "actor_rollout_ref.model.path=%s|data.tokenizer=%s|data.train_files=%s|data.val_files=null|"
+             "data.train_batch_size=2|data.max_prompt_length=200|data.max_response_length=3|actor_rollout_ref.rollout.n=2|"
+             "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.ppo_mini_batch_size=2|trainer.total_training_steps=1|"
+             "trainer.default_local_dir=%s/run|trainer.resume_mode=disable", model, tokenizer, train, TMPDIR_);
+    int n = 0;
+    for (char *s = strtok(buf, "|"); s && n < 32; s = strtok(NULL, "|")) argv[n++] = s;
+    vc_config *cfg = NULL;
+    vc_status st = vc_config_load_ex(NULL, 0, n, argv, &cfg);
+    vc_rl_trainer *t = NULL;
+    if (!st) vc_config_set_quiet(cfg, 1), st = vc_rl_trainer_new(cfg, &t);
+    vc_rl_trainer_free(t);
+    vc_config_free(cfg);
+    return st;
+}
+
+static void test_trainer(void) {
+    char dir[128], model[160], vlm[160], cmd[600];
+    snprintf(dir, sizeof dir, "%s/trainer", TMPDIR_);
+    demo_model_setup(dir, 3);
+    snprintf(model, sizeof model, "%s/model", dir);
+    char row[1024];
+    row_json(row, sizeof row, "<image>what?", "[\"" GOOD_IMG "\"]");
+    char tp[300], train[300];
+    snprintf(train, sizeof train, "%s", write_rows("train_images.jsonl", row)); /* write_rows' buffer is reused */
+    snprintf(tp, sizeof tp, "%s", train);
+    /* a text model: rows with images refused by row and key */
+    vc_status st = trainer_load(model, model, tp);
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "train_images.jsonl:2: images: the row has 1 image") &&
+              strstr(vc_last_error(), "has no vision_config"), "text model: %s: %s", vc_status_name(st), vc_last_error());
+    /* text rows with empty image lists load */
+    snprintf(tp, sizeof tp, "%s", write_rows("train_plain.jsonl", ""));
+    CHECK_OK(trainer_load(model, model, tp));
+    /* a Qwen2-VL checkpoint without, then with, preprocessor_config.json */
+    snprintf(vlm, sizeof vlm, "%s/vl", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/fixtures/models/qwen2_vl_image/config.json "
+             "tests/fixtures/models/qwen2_vl_image/model.safetensors %s/", vlm, vlm);
+    CHECK(system(cmd) == 0);
+    snprintf(tp, sizeof tp, "%s", train);
+    st = trainer_load(vlm, model, tp);
+    CHECK_MSG(st == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "preprocessor_config.json is not there"),
+              "no preprocessor config: %s: %s", vc_status_name(st), vc_last_error());
+    snprintf(cmd, sizeof cmd, "cp " DIR "preprocessor_config.json %s/", vlm);
+    CHECK(system(cmd) == 0);
+    st = trainer_load(vlm, model, tp); /* images on: the demo tokenizer's template renders no image pad */
+    CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "train_images.jsonl:2:") &&
+              strstr(vc_last_error(), "holds 0 <|image_pad|> tokens for 1 images"), "images on: %s: %s",
+              vc_status_name(st), vc_last_error());
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     char tp[512], *text = NULL;
@@ -288,6 +343,7 @@ int main(void) {
         test_golden(DIR "rows.parquet");
         test_parquet_bytes();
         test_bad_rows();
+        test_trainer();
     }
     printf("largest pixel difference from transformers: %g\n", WORST);
     char cmd[128];
