@@ -19,14 +19,17 @@ typedef struct vc_images {
 
 typedef struct vc_vision vc_vision;
 
-/* The vision tower of m's image-text checkpoint (config.json's vision_config, the visual.* / model.visual.* tensors),
- * in the active backend's memory beside m, as m->vision; loaded once (later calls return VC_OK). trainable: its
- * tensors get gradient buffers and gradients flow into them. VC_ERR_UNSUPPORTED naming the model type when verlc has
- * no tower for it. */
-vc_status vc_model_load_vision(vc_model *m, int trainable);
-/* m's tower, or NULL before vc_model_load_vision */
+/* The vision tower of an image-text checkpoint (config.json's vision_config, the visual.* / model.visual.* tensors)
+ * loads with the model (vc_model_load, vc_model_init_random), its tensors among the model's parameters (named as the
+ * checkpoint names them: trained, checkpointed and reduced across ranks with the text weights). VC_OK when m has it;
+ * else the reason, by name: VC_ERR_UNSUPPORTED for a model type verlc has no tower for, VC_ERR_MISSING for a
+ * checkpoint without vision_config or without the tower's tensors. */
+vc_status vc_model_load_vision(vc_model *m);
+/* frozen 1: the tower's parameters get no gradients and stay out of optimisers created afterwards (verl's
+ * actor.freeze_vision_tower); 0: trained again (gradient buffers as vc_model_enable_grad gives the rest) */
+vc_status vc_model_freeze_vision(vc_model *m, int frozen);
+/* m's tower, or NULL when it has none */
 vc_vision *vc_model_vision(const vc_model *m);
-void vc_vision_free(vc_vision *v);
 /* VC_OK when the tower takes im: rows of its width, grids of whole merge x merge blocks; else a named error */
 vc_status vc_vision_check(const vc_vision *v, const vc_images *im);
 /* features [tokens, text hidden] of the images, tokens = sum of t h w / merge^2 (with gradient when trainable) */
@@ -39,7 +42,6 @@ int vc_vision_merge(const vc_vision *v);
 /* the tower's tensors, for gradients and checks: n tensors, tensor i named name[i] as the checkpoint names it */
 int vc_vision_count(const vc_vision *v);
 vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name);
-void vc_vision_zero_grad(vc_vision *v);
 /* the gradient of the tensor the checkpoint names hf_name (visual.* or model.visual.*) into a new host array */
 vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out, int64_t *n);
 /* sequence s's images in b (the runs of image tokens in its rows: b->images from the first run in s on), as a view of

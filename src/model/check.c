@@ -313,7 +313,7 @@ static vc_status check_forward(vc_model *m, const vc_checkpoint *ck, const torch
              : vc_fail(VC_ERR_FORMAT, "reference.safetensors lacks logits/token_logprobs/token_entropy/loss");
     if (st) goto out;
     vc_tensor *lp = NULL;
-    if ((st = vc_model_enable_grad(m)) || (f.im.n && (st = vc_model_load_vision(m, 1))) ||
+    if ((st = vc_model_enable_grad(m)) || (f.im.n && (st = vc_model_load_vision(m))) ||
         (st = forward_outputs(m, g, &batch, &f, &lp)))
         goto out;
     double el, elp, een;
@@ -361,7 +361,7 @@ static vc_status greedy(vc_model *m, const int32_t *prompt, int np, int n_new, c
     int64_t cu[2] = { 0, np }, delta = 0;
     const int32_t *feed = cur;
     vc_batch first = { 1, cu, cur, .images = im };
-    if (im && ((st = vc_model_load_vision(m, 0)) || (st = vc_mrope_positions(m, &first, NULL, NULL, &delta)))) goto out;
+    if (im && ((st = vc_model_load_vision(m)) || (st = vc_mrope_positions(m, &first, NULL, NULL, &delta)))) goto out;
     for (int step = 0; step < n_new; step++) {
         vc_graph_reset(g);
         vc_batch b = { 1, cu, feed, .images = step ? NULL : im, .mrope_delta = im && step ? &delta : NULL };

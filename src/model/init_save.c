@@ -1,6 +1,7 @@
 /* Random initialisation from a config.json, and export back to a Hugging Face directory in the
  * checkpoint's own layout and names. */
 #include "model_internal.h"
+#include "verlc/vision.h"
 #include "verlc/json.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
@@ -58,7 +59,13 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
     }
     for (int i = 0; i < m->n_params; i++) {
         vc_param *p = &m->params[i];
-        if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT || p->slot == VC_W_LIN_D) /* gated norms (plain w), dt_bias, D */
+        size_t nl = strlen(p->name);
+        int vis_bias = p->slot == VC_SLOT_VISION && nl > 5 && !strcmp(p->name + nl - 5, ".bias");
+        int vis_norm = p->slot == VC_SLOT_VISION && !vis_bias && (strstr(p->name, "norm") || strstr(p->name, "ln_q"));
+        if (vis_bias) memset(w, 0, (size_t)p->t.n * 4); /* the vision tower's: biases 0, norms 1 */
+        else if (vis_norm)
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = 1.0f;
+        else if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT || p->slot == VC_W_LIN_D) /* gated norms (plain w), dt_bias, D */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = 1.0f;
         else if (p->slot == VC_W_LIN_ALOG) /* A uniform in (0, 16], as transformers draws it, kept as its log */
             for (int64_t k = 0; k < p->t.n; k++) w[k] = logf(16.0f * (1.0f - vc_rng_uniform(seed, (uint64_t)i, 0, (uint64_t)k)));
@@ -131,15 +138,51 @@ vc_status vc_model_copy_side_files(const char *from, const char *to, int overwri
     return st;
 }
 
-/* the source checkpoint's tensors of other towers (a multimodal model's vision tower), as they were, so the export
- * loads as the same kind of model */
+/* 1 when the model's vision tower has a parameter named `name` (written from the parameter, not copied) */
+static int vision_param(const vc_model *m, const char *name) {
+    for (int i = m->n_params - 1; i >= 0 && m->params[i].slot == VC_SLOT_VISION; i--)
+        if (!strcmp(m->params[i].name, name)) return 1;
+    return 0;
+}
+
+/* the source checkpoint's tensors of other towers (a multimodal model's vision tower verlc does not build), as they
+ * were, so the export loads as the same kind of model */
 static vc_status copy_other_towers(const vc_model *m, vc_st_writer *w, vc_checkpoint **ck) {
     if (!m->cfg.arch->ignore_prefixes || !m->dir) return VC_OK;
     vc_status st = vc_ckpt_open(m->dir, ck); /* open until the file is written: its data is referenced, not copied */
     for (int i = 0; !st && i < vc_ckpt_count(*ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(*ck, i);
-        if (vc_arch_other_tower(m->cfg.arch, t->name))
+        if (vc_arch_other_tower(m->cfg.arch, t->name) && !vision_param(m, t->name))
             st = vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 0);
+    }
+    return st;
+}
+
+typedef struct {
+    const vc_model *m;
+    vc_dtype dtype;
+    float *piece;
+} vision_ctx;
+
+/* bytes [offset, offset + nbytes) of parameter i (a vision tower tensor) in the export dtype */
+static vc_status vision_fill(void *p, int64_t i, size_t offset, void *dst, size_t nbytes) {
+    vision_ctx *c = p;
+    size_t es = vc_dtype_size(c->dtype), n = nbytes / es;
+    if (c->dtype == VC_F32) return vc_model_param_read_range(c->m, (int)i, offset / es, n, dst);
+    if (!c->piece && !(c->piece = vc_malloc(VC_ST_FILL_PIECE / es * sizeof(float)))) return VC_ERR_NOMEM;
+    vc_status st = vc_model_param_read_range(c->m, (int)i, offset / es, n, c->piece);
+    if (!st) vc_convert_from_f32(dst, c->dtype, c->piece, n);
+    return st;
+}
+
+/* the vision tower's parameters (the last ones) in their checkpoint shapes */
+static vc_status vision_tensors(const vc_model *m, vc_st_writer *w, vision_ctx *c) {
+    int first = m->n_params - (m->vision ? vc_vision_count(m->vision) : 0);
+    vc_status st = VC_OK;
+    for (int i = first; i < m->n_params && !st; i++) {
+        int64_t shape[5];
+        int nd = vc_vision_hf_shape(m->vision, i - first, shape);
+        st = vc_st_writer_add_lazy(w, m->params[i].name, c->dtype, nd, shape, vision_fill, c, i);
     }
     return st;
 }
@@ -212,6 +255,8 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     for (int i = 0; i < m->n_src && !st; i++)
         st = vc_st_writer_add_lazy(w, m->src[i].name, dtype, m->src[i].ndim, m->src[i].shape, export_fill, &ec, i);
     vc_checkpoint *towers = NULL;
+    vision_ctx vc = { m, dtype, NULL };
+    if (!st) st = vision_tensors(m, w, &vc);
     if (!st) st = copy_other_towers(m, w, &towers);
     if (!st) st = xielu_constants(m, w, dtype);
     if (!st) st = vc_st_writer_set_metadata(w, "format", "pt");
@@ -219,6 +264,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     vc_st_writer_free(w);
     free(ec.piece);
     free(ec.whole);
+    free(vc.piece);
     vc_ckpt_close(towers);
     if (!st) st = write_config(m, dir, dtype);
     if (!st && m->dir) st = vc_model_copy_side_files(m->dir, dir, 1);

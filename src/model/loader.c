@@ -416,11 +416,36 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
 
 /* allocates every required slot and every optional slot the checkpoint provides (or, with no
  * checkpoint, those the config asks for) */
+/* the vision tower's tensors after the text ones (pass 1: as parameters, named as the checkpoint names them) */
+static vc_status vision_params(vc_model *m, int pass, int64_t *off) {
+    for (int i = 0; m->vision && i < vc_vision_count(m->vision); i++) {
+        int64_t sh[2];
+        int nd = vc_vision_shape(m->vision, i, sh);
+        int64_t n = sh[0] * (nd > 1 ? sh[1] : 1);
+        if (*off > MAX_FLOATS - n - 16)
+            return vc_fail(VC_ERR_FORMAT, "%s: config.json implies more than %lld weights", m->dir, (long long)MAX_FLOATS);
+        if (pass == 1) {
+            vc_param *p = &m->params[m->n_params];
+            const char *name;
+            vc_vision_tensor(m->vision, i, &name);
+            vc_param_init(&p->t, m->storage + *off, NULL, nd, sh);
+            p->layer = -1;
+            p->slot = VC_SLOT_VISION;
+            p->decay = nd >= 2;
+            snprintf(p->name, sizeof p->name, "%s", name);
+            vc_vision_bind(m->vision, i, &p->t);
+        }
+        m->n_params++;
+        *off += (n + 15) & ~(int64_t)15;
+    }
+    return VC_OK;
+}
+
 static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckpt_floats) {
     const vc_model_config *c = &m->cfg;
     size_t n_slots = (size_t)(c->n_layer + 1) * VC_W_COUNT;
     m->slots = vc_calloc(n_slots, sizeof *m->slots);
-    m->params = vc_calloc(n_slots, sizeof *m->params);
+    m->params = vc_calloc(n_slots + (size_t)(m->vision ? vc_vision_count(m->vision) : 0), sizeof *m->params);
     if (!m->slots || !m->params) return VC_ERR_NOMEM;
     int64_t total = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -458,10 +483,14 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
                 m->n_params++;
                 off += (n + 15) & ~(int64_t)15; /* keep each tensor 64-byte aligned */
             }
+        int64_t text = off;
+        vc_status st = vision_params(m, pass, &off);
+        if (st) return st;
         if (pass == 0) {
             total = off;
             /* weights come from the checkpoint: a config.json implying far more (a 30B config next to a tiny
              * checkpoint) is refused here, before allocating, rather than after by a shape check */
+            if (ckpt_floats >= 0) ckpt_floats += off - text; /* the tower's tensors: their shapes checked */
             if (ckpt_floats >= 0 && total > 2 * ckpt_floats + ((int64_t)1 << 20))
                 return vc_fail(VC_ERR_SHAPE, "%s: config.json implies %lld weights but the checkpoint holds %lld",
                                m->dir, (long long)total, (long long)ckpt_floats);
@@ -707,8 +736,8 @@ static vc_status vc_model_load_at(const char *dir, vc_model **out) {
     x.present = vc_calloc(n_slots, 1);
     if (!x.claimed || !x.present) { st = VC_ERR_NOMEM; goto out; }
     if ((st = visit_rules(&m->cfg, visit_find, &x)) || (st = check_unclaimed(m, x.ck, x.claimed)) ||
-        (st = allocate_slots(m, x.present, claimed_floats(x.ck, x.claimed))) || (st = check_provided(m, x.present)) ||
-        (st = fill(m, x.ck)))
+        (st = vc_vision_plan(m, x.ck)) || (st = allocate_slots(m, x.present, claimed_floats(x.ck, x.claimed))) ||
+        (st = check_provided(m, x.present)) || (st = fill(m, x.ck)) || (m->vision && (st = vc_vision_fill(m->vision, m, x.ck))))
         goto out;
 out:
     free(x.claimed);
@@ -793,7 +822,8 @@ vc_status vc_model_synthesize_sources(vc_model *m) {
 }
 
 vc_status vc_model_alloc_from_config(vc_model *m, uint8_t *optional_present) {
-    return allocate_slots(m, optional_present, -1);
+    vc_status st = m->vision || !m->config_text ? VC_OK : vc_vision_plan(m, NULL);
+    return st ? st : allocate_slots(m, optional_present, -1);
 }
 
 void vc_model_free(vc_model *m) {

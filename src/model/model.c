@@ -52,12 +52,25 @@ vc_status vc_model_enable_grad(vc_model *m) {
                            m->be->name);
         for (int i = 0; i < m->n_params; i++) {
             vc_tensor *t = &m->params[i].t;
-            if (vc_slot_is_buffer(m->params[i].slot)) continue; /* a buffer: not trained */
+            if (vc_slot_is_buffer(m->params[i].slot) || m->params[i].frozen) continue; /* a buffer: not trained */
             t->grad = m->grad_storage + (t->data - m->storage);
             t->requires_grad = 1;
         }
     }
     vc_model_zero_grad(m);
+    return VC_OK;
+}
+
+vc_status vc_model_freeze_vision(vc_model *m, int frozen) {
+    vc_status st = vc_model_load_vision(m);
+    if (st) return st;
+    for (int i = 0; i < m->n_params; i++) {
+        vc_param *p = &m->params[i];
+        if (p->slot != VC_SLOT_VISION) continue;
+        p->frozen = frozen;
+        p->t.requires_grad = !frozen && m->grad_storage;
+        p->t.grad = p->t.requires_grad ? m->grad_storage + (p->t.data - m->storage) : NULL;
+    }
     return VC_OK;
 }
 
@@ -69,7 +82,7 @@ vc_status vc_model_enable_grad_at(vc_model *m, float *area) {
     m->grad_storage = NULL;
     for (int i = 0; i < m->n_params; i++) {
         vc_tensor *t = &m->params[i].t;
-        if (vc_slot_is_buffer(m->params[i].slot)) continue; /* a buffer, as in vc_model_enable_grad */
+        if (vc_slot_is_buffer(m->params[i].slot) || m->params[i].frozen) continue; /* as in vc_model_enable_grad */
         t->grad = area;
         t->requires_grad = area != NULL;
     }

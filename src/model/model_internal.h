@@ -14,10 +14,27 @@ static inline int vc_image_row(const vc_model_config *c, const vc_batch *b, int 
 
 typedef struct vc_param {
     vc_tensor t;
-    int layer, slot; /* layer -1 for global slots */
-    char name[48];   /* internal name, e.g. "layers.3.q" */
+    int layer, slot; /* layer -1 for global slots; slot VC_SLOT_VISION for the vision tower's tensors */
+    char name[48];   /* internal name, e.g. "layers.3.q"; a vision tower tensor's is its checkpoint name */
     int decay;       /* weight decay applies (matrices, not norms or biases) */
+    int frozen;      /* not trained (vc_model_freeze_vision): no gradient */
 } vc_param;
+
+/* the slot of the vision tower's parameters (the text slots start at 1) */
+#define VC_SLOT_VISION 0
+/* The loader's side of the vision tower (vision.c): plan reads vision_config and lists the tensors (checkpoint ck, or
+ * NULL for a random model) into m->vision, or leaves it NULL when the model type has no tower verlc builds or the
+ * checkpoint has none; shape gives tensor i's (returning its dims); bind points its slot at the parameter allocated
+ * for it; fill reads the checkpoint's values into them. */
+struct vc_checkpoint;
+struct vc_vision;
+vc_status vc_vision_plan(vc_model *m, const struct vc_checkpoint *ck);
+int vc_vision_shape(const struct vc_vision *v, int i, int64_t *shape);
+void vc_vision_bind(struct vc_vision *v, int i, vc_tensor *t);
+/* tensor i's shape in the checkpoint (the patch embedding: the Conv3d kernel [D, C, T, P, P]); returns its dims */
+int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
+vc_status vc_vision_fill(struct vc_vision *v, const vc_model *m, const struct vc_checkpoint *ck);
+void vc_vision_free(struct vc_vision *v);
 
 /* One Hugging Face tensor of the source layout: which rule produced it, for export and gradients. */
 typedef struct vc_source {

@@ -30,20 +30,20 @@ enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_
 /* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b */
 enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_COUNT };
 
+/* The tower's tensors are parameters of the model (vc_model_param: one storage, one gradient buffer, one optimiser,
+ * checkpoints and data parallelism as for the text weights); the tower keeps pointers to them by slot. */
 struct vc_vision {
     vis_cfg c;
     const vc_backend *be;
-    float *data, *grad;
-    int n;                   /* tensors (some of the slots below are absent: NULL) */
-    vc_tensor *t;            /* [depth * B_COUNT + G_COUNT] slots; absent ones have data NULL */
-    char (*name)[80];
-    int *slot_of;            /* [n] the slot of present tensor i */
+    int n;                   /* tensors (some of the slots below are absent) */
+    vc_tensor **t;           /* [depth * B_COUNT + G_COUNT] slots: the model's parameter, NULL where absent */
+    int64_t (*shape)[2];     /* [n] the shape of tensor i as the tower reads it (the patch embedding's kernels as rows) */
+    int *nd;                 /* [n] */
+    char (*name)[80];        /* [n] its checkpoint name */
+    int *slot_of;            /* [n] the slot of tensor i */
 };
 
-static vc_tensor *slot(vc_vision *v, int b, int k) {
-    vc_tensor *t = &v->t[b < 0 ? v->c.depth * B_COUNT + k : b * B_COUNT + k];
-    return t->data ? t : NULL;
-}
+static vc_tensor *slot(vc_vision *v, int b, int k) { return v->t[b < 0 ? v->c.depth * B_COUNT + k : b * B_COUNT + k]; }
 
 static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
                          const char *ctx) {
@@ -88,10 +88,9 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     }
     if (!cJSON_IsArray(f)) return vc_fail(VC_ERR_FORMAT, "%s: key 'fullatt_block_indexes': expected a list", ctx);
     cJSON_ArrayForEach(e, f) {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= c->depth)
-            return vc_fail(VC_ERR_FORMAT, "%s: key 'fullatt_block_indexes': an entry is not a block below depth %d",
-                           ctx, c->depth);
-        c->full[(int)e->valuedouble] = 1;
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= 1e6) || e->valuedouble != floor(e->valuedouble))
+            return vc_fail(VC_ERR_FORMAT, "%s: key 'fullatt_block_indexes': an entry is not a block index", ctx);
+        if (e->valuedouble < c->depth) c->full[(int)e->valuedouble] = 1; /* (those past the depth name no block) */
     }
     return VC_OK;
 }
@@ -99,7 +98,7 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
 static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     char ctx[600];
     cJSON *root = NULL;
-    snprintf(ctx, sizeof ctx, "%s/config.json: vision_config", m->dir);
+    snprintf(ctx, sizeof ctx, "%s%sconfig.json: vision_config", m->dir ? m->dir : "", m->dir ? "/" : "");
     if (!m->config_text) return vc_fail(VC_ERR_MISSING, "%s: config.json was not kept", m->dir);
     vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), ctx, &root);
     if (st) return st;
@@ -194,64 +193,49 @@ static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const cha
                    nd > 1 ? (long long)shape[1] : 0LL);
 }
 
-static vc_status load_tensors(vc_vision *v, const vc_model *m, const vc_checkpoint *ck, int trainable) {
+/* the tower's tensors: names as the checkpoint has them (ck; with none, as transformers writes them) and shapes */
+static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoint *ck) {
     int slots = v->c.depth * B_COUNT + G_COUNT;
-    int64_t off[VIS_MAX_DEPTH * B_COUNT + G_COUNT], total = 0;
     v->t = vc_calloc((size_t)slots, sizeof *v->t);
+    v->shape = vc_calloc((size_t)slots, sizeof *v->shape);
+    v->nd = vc_calloc((size_t)slots, sizeof *v->nd);
     v->name = vc_calloc((size_t)slots, sizeof *v->name);
     v->slot_of = vc_calloc((size_t)slots, sizeof *v->slot_of);
-    if (!v->t || !v->name || !v->slot_of) return VC_ERR_NOMEM;
-    const vc_st_tensor *src[VIS_MAX_DEPTH * B_COUNT + G_COUNT];
+    if (!v->t || !v->shape || !v->nd || !v->name || !v->slot_of) return VC_ERR_NOMEM;
     for (int s = 0; s < slots; s++) {
         int b = s < v->c.depth * B_COUNT ? s / B_COUNT : -1, k = b < 0 ? s - v->c.depth * B_COUNT : s % B_COUNT, nd;
         int64_t shape[2];
         const char *n = slot_name(&v->c, b, k, shape, &nd);
-        off[s] = -1;
         if (!n) continue;
         char rel[80], full[96];
         if (b >= 0) snprintf(rel, sizeof rel, "blocks.%d.%s", b, n);
         else snprintf(rel, sizeof rel, "%s", n);
-        src[s] = find(ck, rel, full, sizeof full);
-        if (!src[s]) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
-        vc_status st = check_shape(m, src[s], full, shape, nd);
-        if (st) return st;
-        vc_param_init(&v->t[s], NULL, NULL, nd, shape);
+        if (ck) {
+            const vc_st_tensor *src = find(ck, rel, full, sizeof full);
+            if (!src) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
+            vc_status st = check_shape(m, src, full, shape, nd);
+            if (st) return st;
+        } else snprintf(full, sizeof full, "%s%s", m->cfg.nested_text ? "model.visual." : "visual.", rel);
         snprintf(v->name[v->n], sizeof v->name[0], "%s", full);
+        memcpy(v->shape[v->n], shape, sizeof shape);
+        v->nd[v->n] = nd;
         v->slot_of[v->n++] = s;
-        off[s] = total;
-        total += v->t[s].n;
     }
-    v->data = v->be->alloc(sizeof(float) * (size_t)total);
-    v->grad = trainable ? v->be->alloc(sizeof(float) * (size_t)total) : NULL;
-    float *host = vc_malloc(sizeof(float) * (size_t)total);
-    if (!v->data || (trainable && !v->grad) || !host) {
-        free(host);
-        return VC_ERR_NOMEM;
-    }
-    for (int s = 0; s < slots; s++) {
-        if (off[s] < 0) continue;
-        vc_st_tensor_to_f32(src[s], host + off[s]);
-        v->t[s].data = v->data + off[s];
-        v->t[s].grad = trainable ? v->grad + off[s] : NULL;
-        v->t[s].requires_grad = (uint8_t)trainable;
-        v->t[s].is_param = 1;
-    }
-    v->be->h2d(v->data, host, sizeof(float) * (size_t)total);
-    if (v->grad) v->be->zero(v->grad, sizeof(float) * (size_t)total);
-    free(host);
     return VC_OK;
 }
 
-vc_status vc_model_load_vision(vc_model *m, int trainable) {
-    if (m->vision) return VC_OK;
+/* the model types whose towers verlc builds */
+static int tower_type(const char *mt) { return !strcmp(mt, "qwen2_vl") || !strcmp(mt, "qwen2_5_vl"); }
+
+vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
+    char full[96];
+    if (!tower_type(m->cfg.model_type) || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
+    if (ck && !find(ck, "patch_embed.proj.weight", full, sizeof full)) return VC_OK; /* a text-only export */
     vc_vision *v = vc_calloc(1, sizeof *v);
     if (!v) return VC_ERR_NOMEM;
-    v->be = m->be;
+    v->be = vc_be();
     vc_status st = parse_cfg(m, &v->c);
-    vc_checkpoint *ck = NULL;
-    if (!st) st = vc_ckpt_open(m->dir, &ck);
-    if (!st) st = load_tensors(v, m, ck, trainable);
-    vc_ckpt_close(ck);
+    if (!st) st = list_tensors(v, m, ck);
     if (st) {
         vc_vision_free(v);
         return st;
@@ -260,15 +244,57 @@ vc_status vc_model_load_vision(vc_model *m, int trainable) {
     return VC_OK;
 }
 
+int vc_vision_shape(const vc_vision *v, int i, int64_t *shape) {
+    memcpy(shape, v->shape[i], sizeof v->shape[i]);
+    return v->nd[i];
+}
+
+void vc_vision_bind(vc_vision *v, int i, vc_tensor *t) { v->t[v->slot_of[i]] = t; }
+
+int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
+    if (v->slot_of[i] != v->c.depth * B_COUNT + G_PATCH) return vc_vision_shape(v, i, shape);
+    int64_t s[5] = { v->c.dim, v->c.in_ch, v->c.tpatch, v->c.patch, v->c.patch };
+    memcpy(shape, s, sizeof s);
+    return 5;
+}
+
+vc_status vc_vision_fill(vc_vision *v, const vc_model *m, const vc_checkpoint *ck) {
+    for (int i = 0; i < v->n; i++) {
+        const vc_st_tensor *src = vc_ckpt_find(ck, v->name[i]);
+        vc_tensor *t = v->t[v->slot_of[i]];
+        if (src->dtype != VC_F32 && src->dtype != VC_BF16 && src->dtype != VC_F16)
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s", m->dir, v->name[i],
+                           vc_dtype_name(src->dtype));
+        float *host = vc_malloc(sizeof(float) * (size_t)t->n);
+        if (!host) return VC_ERR_NOMEM;
+        vc_st_tensor_to_f32(src, host);
+        v->be->h2d(t->data, host, sizeof(float) * (size_t)t->n);
+        vc_status st = v->be->sync();
+        free(host);
+        if (st) return st;
+    }
+    return VC_OK;
+}
+
+vc_status vc_model_load_vision(vc_model *m) {
+    if (m->vision) return VC_OK;
+    vis_cfg c;
+    char full[96];
+    vc_checkpoint *ck = NULL;
+    vc_status st = parse_cfg(m, &c); /* names what is missing or not built */
+    if (!st && !vc_ckpt_open(m->dir, &ck) && !find(ck, "patch_embed.proj.weight", full, sizeof full))
+        st = vc_fail(VC_ERR_MISSING, "%s: the checkpoint has no vision tower ('%s' is missing)", m->dir, full);
+    vc_ckpt_close(ck);
+    return st ? st : vc_fail(VC_ERR_INTERNAL, "%s: the vision tower was not loaded", m->dir);
+}
+
 vc_vision *vc_model_vision(const vc_model *m) { return m->vision; }
 
 void vc_vision_free(vc_vision *v) {
     if (!v) return;
-    if (v->be) {
-        v->be->free(v->data);
-        v->be->free(v->grad);
-    }
     free(v->t);
+    free(v->shape);
+    free(v->nd);
     free(v->name);
     free(v->slot_of);
     free(v);
@@ -283,11 +309,7 @@ int vc_vision_merge(const vc_vision *v) { return v->c.merge; }
 int vc_vision_count(const vc_vision *v) { return v->n; }
 vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name) {
     if (name) *name = v->name[i];
-    return &v->t[v->slot_of[i]];
-}
-void vc_vision_zero_grad(vc_vision *v) {
-    if (v->grad)
-        for (int i = 0; i < v->n; i++) v->be->zero(v->t[v->slot_of[i]].grad, sizeof(float) * (size_t)v->t[v->slot_of[i]].n);
+    return v->t[v->slot_of[i]];
 }
 
 /* ---- the forward's layout: the order rows are processed in, attention segments, rope tables ---- */
@@ -478,9 +500,9 @@ static const char *after_visual(const char *n) {
 vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out, int64_t *n) {
     *out = NULL;
     for (int i = 0; i < v->n; i++) {
-        const vc_tensor *t = &v->t[v->slot_of[i]];
+        const vc_tensor *t = v->t[v->slot_of[i]];
         if (strcmp(after_visual(v->name[i]), after_visual(hf_name))) continue;
-        if (!t->grad) return vc_fail(VC_ERR_ARG, "the vision tower was loaded without gradients");
+        if (!t->grad) return vc_fail(VC_ERR_ARG, "the vision tower has no gradients (frozen, or gradients not enabled)");
         float *buf = vc_malloc(sizeof(float) * (size_t)t->n);
         if (!buf) return VC_ERR_NOMEM;
         v->be->d2h(buf, t->grad, sizeof(float) * (size_t)t->n);

@@ -89,7 +89,7 @@ static void run_root(const char *root, int *total, int *alone, int *batched) {
             CHECK_OK(vc_model_load(dir, &m));
             int32_t grid[3 * 16];
             vc_images im;
-            if (m && read_images(ck, grid, &im)) CHECK_OK(vc_model_load_vision(m, 0));
+            if (m && read_images(ck, grid, &im)) CHECK_OK(vc_model_load_vision(m));
             if (m) {
                 (*total)++;
                 const vc_images *pim = im.n ? &im : NULL;

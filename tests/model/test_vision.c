@@ -61,9 +61,7 @@ static void forward_fails(vc_model *m, const greedy_ref *r, const vc_images *im,
 }
 
 static void bad_images(vc_model *m, const greedy_ref *r) {
-    forward_fails(m, r, &r->im, "vision tower"); /* not loaded yet */
-    CHECK_OK(vc_model_load_vision(m, 0));
-    CHECK_OK(vc_model_load_vision(m, 0)); /* once */
+    CHECK_OK(vc_model_load_vision(m)); /* (loaded with the model) */
     vc_images im = r->im;
     im.row = r->im.row - 1;
     forward_fails(m, r, &im, "pixel rows of");
@@ -134,13 +132,18 @@ static int same(const vc_rollout_sample *a, const vc_rollout_sample *b) {
            !memcmp(a->logp, b->logp, sizeof(float) * (size_t)a->n_tokens);
 }
 
-/* the engine refuses images the model has no tower loaded for */
+/* the engine refuses images the tower does not take and prompts whose image tokens are not the images' */
 static void engine_refusals(vc_model *m, const greedy_ref *r) {
     vc_sampling sp = { .greedy = 1, .max_new_tokens = 2 };
-    vc_rollout_request rq = { r->prompt, r->np, 1, 0, &r->im };
+    int32_t odd[3] = { 1, 3, 4 }, big[3] = { 1, 4, 6 };
+    vc_images im = r->im;
+    vc_rollout_request rq = { r->prompt, r->np, 1, 0, &im };
     vc_rollout_sample *out = NULL;
     int n = 0;
-    CHECK(!generate(m, &rq, 1, &sp, 8e6, &out, &n, NULL) && strstr(vc_last_error(), "vision tower is not loaded"));
+    im.grid = odd;
+    CHECK(!generate(m, &rq, 1, &sp, 8e6, &out, &n, NULL) && strstr(vc_last_error(), "request 0: vision: image 0's grid"));
+    im.grid = big;
+    CHECK(!generate(m, &rq, 1, &sp, 8e6, &out, &n, NULL) && strstr(vc_last_error(), "needs 6 image tokens"));
 }
 
 static void engine(vc_model *m, const greedy_ref *r) {
@@ -191,6 +194,77 @@ static void engine(vc_model *m, const greedy_ref *r) {
     free(other);
 }
 
+/* the last hidden state of the greedy prompt with its image under m (NULL on failure) */
+static float *hidden(vc_model *m, const greedy_ref *r) {
+    vc_graph *g = vc_graph_new();
+    int64_t cu[2] = { 0, r->np }, H = vc_cfg_out_hidden(vc_model_cfg(m));
+    vc_batch b = { 1, cu, r->prompt, .images = &r->im };
+    vc_graph_set_grad(g, 0);
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL);
+    float *all = h ? malloc(sizeof(float) * (size_t)(H * r->np)) : NULL, *out = NULL;
+    if (all && !vc_tensor_read(h, all) && (out = malloc(sizeof(float) * (size_t)H)))
+        memcpy(out, all + (r->np - 1) * H, sizeof(float) * (size_t)H);
+    free(all);
+    vc_graph_free(g);
+    return out;
+}
+
+/* the tower's tensors are the model's last parameters, named as the checkpoint names them; freezing takes their
+ * gradients away; an export writes their current values in the checkpoint's shapes and loads back to the same
+ * forward */
+static void tower_params(vc_model *m, const greedy_ref *r) {
+    vc_vision *v = vc_model_vision(m);
+    int np = vc_model_n_params(m), nv = v ? vc_vision_count(v) : 0, first = np - nv;
+    const char *name = NULL;
+    CHECK(nv > 0 && vc_model_param(m, first, &name, NULL) == vc_vision_tensor(v, 0, NULL));
+    CHECK_MSG(name && strstr(name, "visual.") == name, "first tower parameter: %s", name ? name : "none");
+    CHECK_OK(vc_model_enable_grad(m));
+    CHECK(vc_model_param(m, np - 1, NULL, NULL)->grad != NULL);
+    CHECK_OK(vc_model_freeze_vision(m, 1));
+    CHECK(vc_model_param(m, np - 1, NULL, NULL)->grad == NULL && vc_model_param(m, first - 1, NULL, NULL)->grad);
+    CHECK_OK(vc_model_freeze_vision(m, 0));
+    CHECK(vc_model_param(m, np - 1, NULL, NULL)->grad != NULL);
+    /* the patch embedding (the first tensor after the blocks' ...) nudged, exported, loaded back */
+    int pe = -1;
+    for (int i = first; i < np; i++) {
+        vc_model_param(m, i, &name, NULL);
+        if (strstr(name, "patch_embed")) pe = i;
+    }
+    CHECK(pe >= 0);
+    if (pe < 0) return;
+    vc_tensor *t = vc_model_param(m, pe, NULL, NULL);
+    float *w = malloc(sizeof(float) * (size_t)t->n);
+    CHECK_OK(vc_model_param_read(m, pe, 0, w));
+    for (int64_t k = 0; k < t->n; k += 7) w[k] += 0.25f;
+    CHECK_OK(vc_model_param_write(m, pe, w));
+    free(w);
+    char dir[] = "/tmp/vc_vision_exportXXXXXX", cmd[64];
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_OK(vc_model_save_hf(m, dir, VC_F32));
+    vc_model *back = NULL;
+    vc_checkpoint *ck = NULL;
+    CHECK_OK(vc_ckpt_open(dir, &ck));
+    vc_model_param(m, pe, &name, NULL);
+    const vc_st_tensor *st = ck ? vc_ckpt_find(ck, name) : NULL;
+    CHECK_MSG(st && st->ndim == 5, "exported %s: %d dims", name, st ? st->ndim : -1);
+    vc_ckpt_close(ck);
+    CHECK_OK(vc_model_load(dir, &back));
+    float *a = hidden(m, r), *b = back ? hidden(back, r) : NULL, *orig = NULL;
+    vc_model *fresh = NULL;
+    CHECK_OK(vc_model_load(VL_DIR, &fresh));
+    if (fresh) orig = hidden(fresh, r);
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m));
+    CHECK_MSG(a && b && !memcmp(a, b, sizeof(float) * (size_t)H), "exported tower: the forward differs");
+    CHECK_MSG(a && orig && memcmp(a, orig, sizeof(float) * (size_t)H), "the nudged patch embedding changes nothing");
+    free(a);
+    free(b);
+    free(orig);
+    vc_model_free(back);
+    vc_model_free(fresh);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* a checkpoint whose vision_config asks for more blocks than its tensors hold, and a text model */
 static void bad_checkpoints(void) {
     char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX];
@@ -209,19 +283,14 @@ static void bad_checkpoints(void) {
     FILE *out = fopen(path, "w");
     if (out) fputs(text, out), fclose(out);
     vc_model *m = NULL;
-    CHECK_OK(vc_model_load(dir, &m));
-    if (m) {
-        vc_status st = vc_model_load_vision(m, 0);
-        CHECK_MSG(st && strstr(vc_last_error(), "visual.blocks.2."), "depth 3 of 2 blocks: %s", vc_last_error());
-        CHECK(vc_model_vision(m) == NULL);
-        vc_model_free(m);
-    }
+    vc_status st = vc_model_load(dir, &m);
+    CHECK_MSG(st && !m && strstr(vc_last_error(), "visual.blocks.2."), "depth 3 of 2 blocks: %s", vc_last_error());
     snprintf(path, sizeof path, "rm -rf %s", dir);
     CHECK(system(path) == 0);
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
     if (vc_model_load(text_model, &m) == VC_OK) {
-        CHECK(vc_model_load_vision(m, 0) != VC_OK && strstr(vc_last_error(), "vision_config"));
+        CHECK(vc_model_load_vision(m) != VC_OK && strstr(vc_last_error(), "vision_config"));
         vc_model_free(m);
     }
 }
@@ -236,6 +305,7 @@ int main(void) {
         bad_images(m, &r);
         image_token_decoded(m, &r);
         engine(m, &r);
+        tower_params(m, &r);
     }
     vc_model_free(m);
     free(r.pix);
