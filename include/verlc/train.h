@@ -27,6 +27,11 @@ typedef struct vc_minibatch {
     /* optional (NULL: none), verl's router replay: [cu_seqlens[n_seq]][n_layer * top_k] the experts each
      * token was routed to in every layer (a dense layer's unused); the forward routes to them */
     const int32_t *route;
+    /* optional [n_seq] (NULL: none), image-text models (include/verlc/vision.h): each sequence's images (NULL or n 0:
+     * none), and optional [n_seq] the leading tokens whose image tokens stand for them (its prompt's length; NULL:
+     * the whole sequence; vc_batch.image_span). Sequences with images compute their prefixes unshared. */
+    const struct vc_images *const *images;
+    const int64_t *image_span;
 } vc_minibatch;
 
 /* One micro-batch as a loss callback sees it. Arrays are position-aligned and packed. */

@@ -48,6 +48,10 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
  * b->images; out->n 0 when it has none */
 vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out);
 
+/* the images of n sequences (each[i] NULL or with n 0: none) as one vc_images in g's arena (host memory), in that
+ * order (a packed batch's b->images); out->n 0 when none has any. Rows of different widths are refused. */
+vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_images *out);
+
 /* M-RoPE positions of a packed batch (transformers' get_rope_index): pos[3][T] (time, height, width), each sequence's
  * from 0 (plus start[s] when not NULL: tokens already cached; a sequence's images are computed with its first tokens,
  * so in a sequence with cached tokens the image token is a token like any other); an image's tokens take (start of the image + frame,

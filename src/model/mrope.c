@@ -64,6 +64,40 @@ vc_status vc_mrope_positions(const vc_model *m, const vc_batch *b, const int64_t
     return VC_OK;
 }
 
+vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_images *out) {
+    int64_t rows = 0, row = 0;
+    int k = 0;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n; i++) {
+        const vc_images *e = each[i];
+        if (!e || e->n < 1) continue;
+        if (row && e->row != row)
+            return vc_fail(VC_ERR_SHAPE, "images: sequence %d's pixel rows are %lld floats, an earlier one's %lld", i,
+                           (long long)e->row, (long long)row);
+        row = e->row;
+        k += e->n;
+        for (int j = 0; j < e->n; j++) rows += (int64_t)e->grid[3 * j] * e->grid[3 * j + 1] * e->grid[3 * j + 2];
+    }
+    if (!k) return VC_OK;
+    int32_t *grid = vc_graph_alloc(g, sizeof(int32_t) * 3 * (size_t)k, 0);
+    float *pix = vc_graph_alloc(g, sizeof(float) * (size_t)(rows * row), 0);
+    if (!grid || !pix) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    int at = 0;
+    int64_t r = 0;
+    for (int i = 0; i < n; i++) {
+        const vc_images *e = each[i];
+        if (!e || e->n < 1) continue;
+        int64_t er = 0;
+        for (int j = 0; j < e->n; j++) er += (int64_t)e->grid[3 * j] * e->grid[3 * j + 1] * e->grid[3 * j + 2];
+        memcpy(grid + 3 * at, e->grid, sizeof(int32_t) * 3 * (size_t)e->n);
+        memcpy(pix + r * row, e->pixels, sizeof(float) * (size_t)(er * row));
+        at += e->n;
+        r += er;
+    }
+    *out = (vc_images){ k, grid, pix, row };
+    return VC_OK;
+}
+
 vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out) {
     const vc_images *im = b->images;
     memset(out, 0, sizeof *out);

@@ -3,6 +3,7 @@
 #include "tensor/backend.h"
 #include "verlc/data.h"
 #include "verlc/ops.h"
+#include "verlc/vision.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,7 @@ typedef struct mb_buf {
     uint32_t *seq;
     int64_t saved; /* the last forward's positions not computed (shared prefixes) */
     const int32_t *route; /* the mini-batch's recorded experts (vc_minibatch.route), or NULL */
+    const vc_minibatch *b; /* the mini-batch (its images) */
 } mb_buf;
 
 static void mb_free(mb_buf *m) {
@@ -303,6 +305,29 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
     *mb = (vc_micro_batch){ (int)g, (int)p->n_groups, ns, m->cu, m->ids, m->target, m->mask, m->weight, m->seq,
                             m->src, T, NULL, NULL, 0 };
     m->route = b->route;
+    m->b = b;
+    return VC_OK;
+}
+
+/* the micro-batch's images (vc_minibatch.images) and image spans into the forward's batch; 1 when it has any */
+static vc_status mb_images(vc_trainer *t, const mb_buf *m, vc_batch *fb, int *any) {
+    const vc_minibatch *b = m->b;
+    int ns = m->mb.n_seq;
+    *any = 0;
+    if (!b || !b->images) return VC_OK;
+    const vc_images **each = vc_graph_alloc(t->g, sizeof *each * (size_t)ns, 0);
+    int64_t *span = vc_graph_alloc(t->g, sizeof *span * (size_t)ns, 0);
+    vc_images *im = vc_graph_alloc(t->g, sizeof *im, 0);
+    if (!each || !span || !im) return vc_graph_status(t->g);
+    for (int i = 0; i < ns; i++) {
+        each[i] = b->images[m->seq[i]];
+        span[i] = b->image_span ? b->image_span[m->seq[i]] : m->mb.cu_seqlens[i + 1] - m->mb.cu_seqlens[i];
+    }
+    vc_status st = vc_images_gather(t->g, each, ns, im);
+    if (st || !im->n) return st;
+    fb->images = im;
+    fb->image_span = span;
+    *any = 1;
     return VC_OK;
 }
 
@@ -328,10 +353,12 @@ static vc_status replay_routes(vc_trainer *t, const mb_buf *m, const vc_share *s
 static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tensor **logp, vc_tensor **ent) {
     vc_graph *g = t->g;
     const vc_micro_batch *mb = &m->mb;
-    vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids, NULL };
+    vc_batch batch = { mb->n_seq, mb->cu_seqlens, mb->ids, NULL }, imgs = { 0 };
     m->saved = 0;
     vc_share sh;
-    vc_status st = vc_share_plan(g, &batch, t->cfg.share_prefix ? m->group : NULL, m->share, 2, &sh);
+    int any = 0;
+    vc_status st = mb_images(t, m, &imgs, &any); /* (a prompt's image features are computed with it: unshared) */
+    if (!st) st = vc_share_plan(g, &batch, t->cfg.share_prefix && !any ? m->group : NULL, m->share, 2, &sh);
     const int32_t *tg = mb->target;
     int32_t *tg2 = sh.saved ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)(sh.T ? sh.T : 1), 0) : NULL;
     if (!st && sh.saved && !tg2) st = vc_graph_status(g);
@@ -341,6 +368,7 @@ static vc_status forward_shared(vc_trainer *t, mb_buf *m, vc_tensor **h, vc_tens
     vc_batch *fb = st ? NULL : vc_graph_alloc(g, sizeof *fb, 0);
     if (!st && !fb) st = vc_graph_status(g);
     if (fb) *fb = sh.b;
+    if (fb && any) fb->images = imgs.images, fb->image_span = imgs.image_span;
     if (fb && m->route) st = replay_routes(t, m, &sh, fb);
     if (!st && !(*h = vc_model_forward(t->model, g, fb, NULL)))
         st = vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_INTERNAL;

@@ -5,6 +5,7 @@
 #include "vc_test.h"
 #include "verlc/rollout.h"
 #include "verlc/safetensors.h"
+#include "verlc/train.h"
 #include "verlc/vision.h"
 #include <limits.h>
 #include <sys/stat.h>
@@ -265,6 +266,129 @@ static void tower_params(vc_model *m, const greedy_ref *r) {
     CHECK(system(cmd) == 0);
 }
 
+/* the fixture's two rows (one image each) as a mini-batch */
+typedef struct {
+    int64_t cu[3], span[2];
+    int32_t ids[64], grid[6];
+    float *pix, loss;
+    vc_images im[2];
+    const vc_images *each[2];
+    vc_minibatch b;
+} rows_ref;
+
+static int read_rows(rows_ref *r) {
+    vc_checkpoint *ck = NULL;
+    memset(r, 0, sizeof *r);
+    if (vc_ckpt_open(VL_DIR "/reference.safetensors", &ck)) return 0;
+    const vc_st_tensor *ids = vc_ckpt_find(ck, "input_ids"), *mask = vc_ckpt_find(ck, "attention_mask"),
+                       *pix = vc_ckpt_find(ck, "pixel_values"), *grid = vc_ckpt_find(ck, "image_grid_thw"),
+                       *loss = vc_ckpt_find(ck, "loss");
+    int ok = ids && mask && pix && grid && loss && ids->shape[0] == 2 && ids->shape[1] <= 32 && grid->shape[0] == 2 &&
+             pix->dtype == VC_F32;
+    if (ok) {
+        int64_t T = ids->shape[1], n = 0;
+        for (int b = 0; b < 2; b++) {
+            for (int64_t t = 0; t < T; t++)
+                if (((const int64_t *)mask->data)[b * T + t]) r->ids[n++] = (int32_t)((const int64_t *)ids->data)[b * T + t];
+            r->cu[b + 1] = n;
+            r->span[b] = n - r->cu[b];
+        }
+        for (int k = 0; k < 6; k++) r->grid[k] = (int32_t)((const int64_t *)grid->data)[k];
+        r->pix = malloc(sizeof(float) * (size_t)vc_st_tensor_numel(pix));
+        memcpy(r->pix, pix->data, sizeof(float) * (size_t)vc_st_tensor_numel(pix));
+        int64_t rows0 = (int64_t)r->grid[0] * r->grid[1] * r->grid[2];
+        r->im[0] = (vc_images){ 1, r->grid, r->pix, pix->shape[1] };
+        r->im[1] = (vc_images){ 1, r->grid + 3, r->pix + rows0 * pix->shape[1], pix->shape[1] };
+        r->each[0] = &r->im[0];
+        r->each[1] = &r->im[1];
+        r->loss = ((const float *)loss->data)[0];
+        r->b = (vc_minibatch){ 2, r->cu, r->ids, .images = r->each, .image_span = r->span };
+    }
+    vc_ckpt_close(ck);
+    return ok;
+}
+
+static float *tower_grad(vc_model *m, int i) {
+    float *g = malloc(sizeof(float) * (size_t)vc_model_param(m, i, NULL, NULL)->n);
+    if (vc_model_param_read(m, i, 1, g)) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* the trainer with images: transformers' loss; the same tower gradients whatever the micro-batching (each row's
+ * image goes with it); a step moves the tower, and a frozen tower stays */
+static void trainer_images(void) {
+    rows_ref r;
+    vc_model *m = NULL;
+    CHECK(read_rows(&r));
+    CHECK_OK(vc_model_load(VL_DIR, &m));
+    if (!m || !r.pix) {
+        vc_model_free(m);
+        free(r.pix);
+        return;
+    }
+    vc_trainer t;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    vc_lr_config lc;
+    vc_lr_config_default(&lc);
+    lc.lr = 1e-2;
+    CHECK_OK(vc_lr_schedule_init(&tc.sched, &lc));
+    tc.adamw.lr = 1e-2;
+    tc.micro_bs = 2;
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    double sum = 0, n = 0;
+    CHECK_OK(vc_trainer_eval_nll(&t, &r.b, &sum, &n));
+    CHECK_MSG(n > 0 && fabs(sum / n - r.loss) < 2e-5, "loss with images %.7f, transformers %.7f", n ? sum / n : 0.0,
+              r.loss);
+    int np = vc_model_n_params(m), pe = np - vc_vision_count(vc_model_vision(m)); /* the first tower tensor */
+    vc_step_stats ss;
+    float *g2 = NULL, *g1 = NULL;
+    vc_model_zero_grad(m);
+    CHECK_OK(vc_trainer_accumulate(&t, &r.b, NULL, NULL, &ss));
+    g2 = tower_grad(m, pe);
+    vc_trainer_free(&t);
+    tc.micro_bs = 1;
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    vc_model_zero_grad(m);
+    CHECK_OK(vc_trainer_accumulate(&t, &r.b, NULL, NULL, &ss));
+    g1 = tower_grad(m, pe);
+    double worst = 0, most = 0;
+    for (int64_t k = 0; g1 && g2 && k < vc_model_param(m, pe, NULL, NULL)->n; k++) {
+        worst = fmax(worst, fabs(g1[k] - g2[k]));
+        most = fmax(most, fabs(g2[k]));
+    }
+    CHECK_MSG(g1 && g2 && most > 0 && worst <= 1e-5 * most, "tower gradient by micro-batches of 1 vs 2: %g of %g", worst,
+              most);
+    free(g1);
+    free(g2);
+    /* a step moves the tower; frozen, it stays while the text weights move */
+    for (int frozen = 0; frozen < 2; frozen++) {
+        vc_trainer_free(&t);
+        CHECK_OK(vc_model_freeze_vision(m, frozen));
+        CHECK_OK(vc_trainer_init(&t, m, &tc));
+        float *e0 = malloc(sizeof(float) * (size_t)vc_model_param(m, 0, NULL, NULL)->n);
+        float *p0 = malloc(sizeof(float) * (size_t)vc_model_param(m, pe, NULL, NULL)->n);
+        float *p1 = malloc(sizeof(float) * (size_t)vc_model_param(m, pe, NULL, NULL)->n);
+        float *e1 = malloc(sizeof(float) * (size_t)vc_model_param(m, 0, NULL, NULL)->n);
+        CHECK_OK(vc_model_param_read(m, pe, 0, p0));
+        CHECK_OK(vc_model_param_read(m, 0, 0, e0));
+        CHECK_OK(vc_trainer_step(&t, &r.b, NULL, NULL, &ss));
+        CHECK_OK(vc_model_param_read(m, pe, 0, p1));
+        CHECK_OK(vc_model_param_read(m, 0, 0, e1));
+        int tower_moved = memcmp(p0, p1, sizeof(float) * (size_t)vc_model_param(m, pe, NULL, NULL)->n) != 0;
+        int text_moved = memcmp(e0, e1, sizeof(float) * (size_t)vc_model_param(m, 0, NULL, NULL)->n) != 0;
+        CHECK_MSG(text_moved && tower_moved == !frozen, "%s tower: text %s, tower %s", frozen ? "frozen" : "trained",
+                  text_moved ? "moved" : "stayed", tower_moved ? "moved" : "stayed");
+        free(e0); free(e1); free(p0); free(p1);
+    }
+    vc_trainer_free(&t);
+    vc_model_free(m);
+    free(r.pix);
+}
+
 /* a checkpoint whose vision_config asks for more blocks than its tensors hold, and a text model */
 static void bad_checkpoints(void) {
     char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX];
@@ -310,5 +434,6 @@ int main(void) {
     vc_model_free(m);
     free(r.pix);
     bad_checkpoints();
+    trainer_images();
     return vc_test_done();
 }
