@@ -52,7 +52,7 @@ vc_status vc_share_plan(vc_graph *g, const vc_batch *b, const int32_t *group, co
     const int64_t *cu = b->cu_seqlens;
     int64_t T0 = cu[n];
     out->T = T0;
-    if (!group || !share_len || n < 2 || b->prefix) return VC_OK;
+    if (!group || !share_len || n < 2 || b->prefix || b->images) return VC_OK; /* (images: computed unshared) */
     int *lead = vc_graph_alloc(g, sizeof(int) * (size_t)n, 0);
     int64_t *P = vc_graph_alloc(g, sizeof(int64_t) * (size_t)n, 0);
     if (!lead || !P) return vc_graph_status(g);

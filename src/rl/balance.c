@@ -244,6 +244,7 @@ static vc_status rebuild(const char *all, size_t total, const int *owner, int ra
     nb.have_old = b->have_old;
     nb.have_ref = b->have_ref;
     nb.have_values = b->have_values;
+    nb.imgs = b->imgs;
     rl_batch_free(b);
     *b = nb;
     if (gidx) *gidx = gi;
@@ -293,6 +294,7 @@ vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *ro
     for (int i = 0; i < n; i++) p = write_row(src, rows[i], k++, p);
     int T = acc->T > src->T ? acc->T : src->T;
     vc_status st = rebuild(buf, bytes, NULL, 0, T, acc, NULL);
+    if (!st && !acc->imgs) acc->imgs = src->imgs;
     free(buf);
     return st;
 }
@@ -449,6 +451,7 @@ vc_status rl_batch_take_global(vc_rl_trainer *t, rl_batch *b, const rl_dp *dp, c
         nb.have_old = b->have_old;
         nb.have_ref = b->have_ref;
         nb.have_values = b->have_values;
+        nb.imgs = b->imgs;
         rl_batch_free(b);
         *b = nb;
     }

@@ -8,6 +8,7 @@
 #include "verlc/rollout.h"
 #include "verlc/train.h"
 #include "verlc/trainer.h"
+#include "verlc/vision.h"
 #include "rollout_corr.h"
 #include <stdint.h>
 
@@ -30,6 +31,20 @@ void rl_metrics_free(rl_metrics *m);
 /* one JSON object line {"step": N, name: value, ...} appended to path */
 vc_status rl_metrics_append_jsonl(const rl_metrics *m, int64_t step, const char *path);
 void rl_metrics_console(const rl_metrics *m, int64_t step, int64_t total, FILE *f);
+
+/* ---- the images of a step's prompts (rl_images.c) ---- */
+typedef struct rl_images {
+    const vc_rl_dataset *d;  /* NULL: its dataset has no images */
+    vc_images *im;           /* [d->n] prompt i's images once made (n 0: none) */
+    uint8_t *loaded;         /* [d->n] */
+} rl_images;
+/* for d's prompts (nothing when d has no images) */
+vc_status rl_images_init(rl_images *c, const vc_rl_dataset *d);
+/* prompt's images (made on first use; *out NULL when it has none or c is NULL) */
+vc_status rl_images_get(rl_images *c, int prompt, const vc_images **out);
+/* frees the images made so far (the end of a step) */
+void rl_images_drop(rl_images *c);
+void rl_images_free(rl_images *c);
 
 /* ---- the rollout batch: B responses, [B,T] arrays with T = longest response ---- */
 typedef struct rl_batch {
@@ -58,7 +73,11 @@ typedef struct rl_batch {
     int32_t *tk_ids;
     float *tk_lp;
     int tk_k;
+    /* image-text models: the images of the rows' prompts (b->prompt indexes them; not owned), NULL: none */
+    rl_images *imgs;
 } rl_batch;
+/* the images of rows[0..n) (their prompts', with their prompt lengths as image spans) into batch (g's arena) */
+vc_status rl_images_of_rows(vc_graph *g, const rl_batch *b, const int *rows, int n, vc_batch *batch);
 /* b->tk_ids / tk_lp for k per response position (zeroed) */
 vc_status rl_batch_topk_alloc(rl_batch *b, int k);
 /* the teacher's top-k log-probs (temperature 1) of the response positions of rows[0..n) into b->tk_* */

@@ -70,6 +70,7 @@ static vc_status load(vc_rl_trainer *t, int64_t step, int round, rl_batch *b) {
     if (!st && (n < sizeof MAGIC || memcmp(data, MAGIC, sizeof MAGIC)))
         st = vc_fail(VC_ERR_FORMAT, "%s: not a verlc rollout dump", p);
     if (!st) st = rl_batch_rows_read(data + sizeof MAGIC, n - sizeof MAGIC, (int)t->max_resp, b);
+    if (!st) b->imgs = rl_images_for(t, t->train);
     free(data);
     for (int i = 0; !st && i < b->B; i++) { /* the dump's prompts must be the data's (rewards index them) */
         int pi = b->prompt[i];

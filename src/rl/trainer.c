@@ -688,6 +688,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     o.max_samples = vms;
     o.need_ground_truth = t->reward_cmd == NULL;
     if (val && (st = vc_rl_dataset_load(val, t->tok, t->tmpl, &o, &t->val))) return vc_fail_ctx(st, "data.val_files");
+    if ((st = rl_images_init(&t->train_img, t->train)) || (st = rl_images_init(&t->val_img, t->val))) return st;
     if (t->train->n_filtered || (t->val && t->val->n_filtered))
         vc_info("filter_overlong_prompts: dropped %zu train and %zu val prompts longer than %lld tokens",
                 t->train->n_filtered, t->val ? t->val->n_filtered : 0, (long long)o.max_prompt_length);
@@ -829,6 +830,9 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
     vc_tensor *const *lora = NULL;
     int n_lora = st ? 0 : vc_model_lora_params(t->actor, &lora);
+    int freeze = 0; /* verl's actor.freeze_vision_tower: the tower gets no gradients, out of the optimiser */
+    TRY(vc_config_get_bool_or(cfg, "actor_rollout_ref.actor.freeze_vision_tower", 0, &freeze));
+    if (!st && vc_model_vision(t->actor)) st = vc_model_freeze_vision(t->actor, freeze);
     TRY(rl_trainer_init_dp(&t->atr, t->actor, lora, n_lora, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
     if (!st && t->use_critic)
         st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.extra, t->critic.n_extra, cfg, "critic", t->total_steps,
@@ -887,6 +891,8 @@ void vc_rl_trainer_free(vc_rl_trainer *t) {
     if (t->own_comm) vc_comm_free(t->comm);
     vc_tokenizer_free(t->tok);
     vc_chat_template_free(t->tmpl);
+    rl_images_free(&t->train_img);
+    rl_images_free(&t->val_img);
     vc_rl_dataset_free(t->train);
     vc_rl_dataset_free(t->val);
     vc_epoch_iter_free(&t->it);

@@ -102,7 +102,7 @@ vc_status rl_mb_build(vc_graph *g, const rl_batch *b, const int *rows, int n, rl
     mb->rows = rows;
     mb->n = n;
     mb->batch = (vc_batch){ n, mb->cu, mb->ids };
-    return VC_OK;
+    return rl_images_of_rows(g, b, rows, n, &mb->batch);
 }
 
 /* token values src (packed) -> dst rows [n, T] in the micro-batch's row order (dst row i <- rows[i]),
@@ -192,6 +192,7 @@ static vc_status pass_rows_of(vc_model *m, vc_graph *g, rl_batch *b, const int *
         vc_graph_set_grad(g, 0);
         rl_mb mb;
         st = rl_mb_build(g, b, rows + starts[s], starts[s + 1] - starts[s], &mb);
+        if (!vc_model_vision(m)) mb.batch.images = NULL, mb.batch.image_span = NULL; /* a text model's image tokens */
         if (!st) st = fn(ctx, m, g, b, &mb);
     }
     vc_model_weight_copies(m, 0);

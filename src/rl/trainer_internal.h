@@ -20,6 +20,7 @@ struct vc_rl_trainer {
     struct vc_tokenizer *tok;
     struct vc_chat_template *tmpl;
     vc_rl_dataset *train, *val;
+    rl_images train_img, val_img; /* image-text models: the images of a step's train / validation prompts */
     vc_epoch_iter it;
     vc_trainer atr, ctr;        /* training cores of the actor and the critic */
     vc_rollout_engine *eng;     /* generation on the actor's weights */
@@ -236,6 +237,8 @@ void rl_rm_free(rl_rm *rm);
 /* DAPO's overlong reward shaping of a response of rlen tokens: min(-(rlen - (max - buffer)) / buffer *
  * factor, 0); 0 without reward_model.overlong_buffer */
 double rl_overlong_penalty(const vc_rl_trainer *t, int64_t rlen);
+/* the images of d's prompts (t's train or validation set; NULL when it has none) */
+rl_images *rl_images_for(vc_rl_trainer *t, const vc_rl_dataset *d);
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* scores of a generated batch (token scores at the last response token) */

@@ -18,6 +18,10 @@ vc_status rl_generate(vc_rl_trainer *t, const vc_rollout_request *r, int n, cons
 
 static void samples_free(vc_rollout_sample *s, int n) { vc_rollout_samples_free(s, n); }
 
+rl_images *rl_images_for(vc_rl_trainer *t, const vc_rl_dataset *d) {
+    return d == t->train && t->train_img.d ? &t->train_img : d == t->val && t->val_img.d ? &t->val_img : NULL;
+}
+
 static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, const vc_rollout_sample *smp,
                             int ns, const vc_sampling *sp, uint64_t step_key, rl_batch *b) {
     int64_t tot = 0, T = 1;
@@ -26,6 +30,7 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
         if (smp[i].n_tokens > T) T = smp[i].n_tokens;
     }
     vc_status st = rl_batch_alloc(b, ns, (int)T, tot);
+    if (!st) b->imgs = rl_images_for(t, d);
     for (int i = 0; !st && i < ns; i++) {
         const vc_rl_prompt *p = &d->p[idx[smp[i].request]];
         int64_t o = b->cu[i];
@@ -52,12 +57,20 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
 
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b) {
+    if (t->agent && d->vl) return vc_fail(VC_ERR_UNSUPPORTED, "multi-turn (agent) rollouts of prompts with images are not built");
     if (t->agent) return rl_agent_rollout(t, d, idx, n, s, n_samples, step_key, b);
     memset(b, 0, sizeof *b);
     vc_rollout_request *r = vc_calloc((size_t)n, sizeof *r);
     if (!r) return VC_ERR_NOMEM;
-    for (int i = 0; i < n; i++)
+    rl_images *im = rl_images_for(t, d);
+    for (int i = 0; i < n; i++) {
         r[i] = (vc_rollout_request){ d->p[idx[i]].ids, d->p[idx[i]].len, n_samples, idx[i] };
+        vc_status st = rl_images_get(im, (int)idx[i], &r[i].images);
+        if (st) {
+            free(r);
+            return st;
+        }
+    }
     vc_sampling sp = *s;
     /* a fresh random stream per step: (seed, step) -> sampling seed */
     sp.seed = t->seed * 0x9E3779B97F4A7C15ull + step_key * 0xD1B54A32D192ED03ull + 1;

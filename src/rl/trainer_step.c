@@ -560,5 +560,6 @@ vc_status rl_train_step(vc_rl_trainer *t, rl_metrics *met) {
     free(baselines);
     free(dp.g_idx);
     rl_batch_free(&b);
+    rl_images_drop(&t->train_img); /* the step's images: made again when a later step draws their prompts */
     return st ? vc_fail_ctx(st, "step %lld", (long long)t->step) : VC_OK;
 }

@@ -337,6 +337,8 @@ typedef struct mini {
     const char **uid;
     float *mask;
     int32_t *route; /* router replay: the rows' recorded experts, token-major (NULL: none) */
+    const vc_images **img; /* image-text models: the rows' prompts' images, and their prompt lengths */
+    int64_t *span;
 } mini;
 
 static vc_status mini_alloc(mini *m, const rl_batch *b) {
@@ -346,7 +348,9 @@ static vc_status mini_alloc(mini *m, const rl_batch *b) {
     m->group = vc_malloc(sizeof(int32_t) * ((size_t)b->B + 1));
     m->uid = vc_malloc(sizeof(char *) * ((size_t)b->B + 1));
     m->route = NULL;
-    return m->cu && m->ids && m->mask && m->group && m->uid ? VC_OK : VC_ERR_NOMEM;
+    m->img = vc_calloc((size_t)b->B + 1, sizeof *m->img);
+    m->span = vc_calloc((size_t)b->B + 1, sizeof *m->span);
+    return m->cu && m->ids && m->mask && m->group && m->uid && m->img && m->span ? VC_OK : VC_ERR_NOMEM;
 }
 
 static void mini_free(mini *m) {
@@ -356,14 +360,19 @@ static void mini_free(mini *m) {
     free(m->group);
     free(m->uid);
     free(m->route);
+    free(m->img);
+    free(m->span);
 }
 
 /* rows[0..n) packed (prompt + response) with a token-aligned mask on the response tokens (and the rows'
  * recorded experts when m->route is there) */
-static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
+static vc_status mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
     m->cu[0] = 0;
     for (int i = 0; i < n; i++) {
         int r = rows[i];
+        vc_status st = rl_images_get(b->imgs, b->prompt[r], &m->img[i]);
+        if (st) return st;
+        m->span[i] = b->plen[r];
         int64_t len = b->cu[r + 1] - b->cu[r], o = m->cu[i];
         memcpy(m->ids + o, b->ids + b->cu[r], sizeof(int32_t) * (size_t)len);
         if (m->route)
@@ -378,7 +387,9 @@ static void mini_build(mini *m, const rl_batch *b, const int *rows, int n) {
     }
     int ng = 0; /* without uids (never in a trainer batch) nothing is shared */
     int grouped = n > 0 && m->uid[0] && vc_group_ids(m->uid, n, m->group, &ng) == VC_OK;
-    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL, m->route };
+    m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL, m->route,
+                            b->imgs ? m->img : NULL, m->span };
+    return VC_OK;
 }
 
 /* the micro-batch's rows as an rl_mb view (for rl_mb_gather / rl_mb_scatter) */
@@ -464,7 +475,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
                 nm = e - a;
             } else
                 nm = local_rows(order + m0, gm, loc, rows);
-            mini_build(&mn, b, rows, nm);
+            if ((st = mini_build(&mn, b, rows, nm))) break;
             x->rows = rows;
             /* the global mini-batch's normalisers (summed over ranks in rank order) */
             double cnt[2] = { mask_sum_rows(b, rows, nm), nm };

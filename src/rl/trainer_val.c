@@ -124,5 +124,6 @@ vc_status rl_validate(vc_rl_trainer *t, rl_metrics *met) {
     free(acc);
     free(idx);
     free(sums);
+    rl_images_drop(&t->val_img);
     return st ? vc_fail_ctx(st, "validation") : VC_OK;
 }

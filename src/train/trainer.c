@@ -314,7 +314,7 @@ static vc_status mb_images(vc_trainer *t, const mb_buf *m, vc_batch *fb, int *an
     const vc_minibatch *b = m->b;
     int ns = m->mb.n_seq;
     *any = 0;
-    if (!b || !b->images) return VC_OK;
+    if (!b || !b->images || !vc_model_vision(t->model)) return VC_OK; /* (a text model: image tokens are tokens) */
     const vc_images **each = vc_graph_alloc(t->g, sizeof *each * (size_t)ns, 0);
     int64_t *span = vc_graph_alloc(t->g, sizeof *span * (size_t)ns, 0);
     vc_images *im = vc_graph_alloc(t->g, sizeof *im, 0);

@@ -1,0 +1,116 @@
+/* GRPO on an image-text model end to end through build/verlc: a tiny random Qwen2-VL (vision tower included) with the
+ * Qwen3 tokenizer's vocabulary, Qwen2-VL's chat template and image processor, prompts with images (paths, two images
+ * in a row, a text-only row); the rollout and the trainer compute the same log-probs of the sampled tokens (one set
+ * of kernels, M-RoPE and image features in both), the tower is trained unless actor.freeze_vision_tower, and the
+ * export carries it. */
+#include "rl_cli_util.h"
+#include "verlc/report.h"
+#include "verlc/safetensors.h"
+#include <limits.h>
+
+static const char *CFG =
+    "{\"architectures\":[\"Qwen2VLForConditionalGeneration\"],\"model_type\":\"qwen2_vl\",\"vocab_size\":%d,"
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
+    "\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[4,6,6]},\"hidden_act\":\"silu\","
+    "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"image_token_id\":151655,"
+    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"torch_dtype\":\"float32\","
+    "\"vision_config\":{\"depth\":1,\"embed_dim\":32,\"num_heads\":2,\"mlp_ratio\":2,\"hidden_size\":64,"
+    "\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_chans\":3,\"hidden_act\":\"quick_gelu\"}}";
+
+/* four rows: one image, two images, an image after text, no image */
+static void write_data(const char *path) {
+    char img[3][PATH_MAX];
+    const char *rel[3] = { "tests/fixtures/vision/images/rgb_37x53.png", "tests/fixtures/vision/images/progressive_61x47.jpg",
+                           "tests/fixtures/vision/images/rgb444_200x90.jpg" };
+    for (int i = 0; i < 3; i++)
+        if (!realpath(rel[i], img[i])) snprintf(img[i], sizeof img[i], "%s", rel[i]);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    const char *row = "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"%s\"}], "
+                      "\"images\": [%s], \"reward_model\": {\"style\": \"rule\", \"ground_truth\": \"%d\"}}\n";
+    char two[2 * PATH_MAX + 8], one[3][PATH_MAX + 4];
+    for (int i = 0; i < 3; i++) snprintf(one[i], sizeof one[i], "\"%s\"", img[i]);
+    snprintf(two, sizeof two, "\"%s\", \"%s\"", img[1], img[2]);
+    fprintf(f, row, "<image>How many sides? Answer after ####.", one[0], 3);
+    fprintf(f, row, "<image><image>Which is brighter?", two, 1);
+    fprintf(f, row, "Count the corners: <image> then answer.", one[2], 4);
+    fprintf(f, "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"What is 2 + 2?\"}], "
+               "\"reward_model\": {\"style\": \"rule\", \"ground_truth\": \"4\"}}\n");
+    fclose(f);
+}
+
+static void train(const char *name, const char *extra) {
+    CHECK_MSG(cli_sh("%s train algorithm.adv_estimator=grpo data.train_files=%s/rows.jsonl data.val_files=%s/rows.jsonl "
+                     "data.train_batch_size=2 data.max_prompt_length=512 data.max_response_length=6 data.image_key=images "
+                     "actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-2 "
+                     "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
+                     "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.01 actor_rollout_ref.actor.entropy_coeff=0.01 "
+                     "actor_rollout_ref.rollout.n=2 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 "
+                     "actor_rollout_ref.rollout.max_num_batched_tokens=16 trainer.logger=['console'] "
+                     "trainer.n_gpus_per_node=1 trainer.total_training_steps=2 trainer.val_before_train=True "
+                     "trainer.test_freq=2 trainer.save_freq=-1 trainer.default_local_dir=%s/%s %s > %s/%s.log 2>&1",
+                     bin, dir, dir, dir, dir, name, extra, dir, name) == 0,
+              "verlc train (%s) failed; see %s/%s.log", name, dir, name);
+}
+
+/* the run's first (first 1) or last value of metric name (-1: none) */
+static double value_of(const char *run, const char *name, int first) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/metrics.jsonl", dir, run);
+    vc_metrics *m = NULL;
+    if (vc_metrics_read(path, &m)) return -1;
+    const vc_metric_series *s = vc_metrics_find(m, name);
+    double v = s && s->n ? s->y[first ? 0 : s->n - 1] : -1;
+    vc_metrics_free(m);
+    return v;
+}
+
+static double last_of(const char *run, const char *name) { return value_of(run, name, 0); }
+
+/* 1 when tensor `name` holds the same bytes in both checkpoints */
+static int same_tensor(const char *a, const char *b, const char *name) {
+    vc_checkpoint *x = NULL, *y = NULL;
+    int same = -1;
+    if (!vc_ckpt_open(a, &x) && !vc_ckpt_open(b, &y)) {
+        const vc_st_tensor *s = vc_ckpt_find(x, name), *t = vc_ckpt_find(y, name);
+        if (s && t && s->nbytes == t->nbytes) same = !memcmp(s->data, t->data, s->nbytes);
+    }
+    vc_ckpt_close(x);
+    vc_ckpt_close(y);
+    return same;
+}
+
+int main(void) {
+    rl_cli_start("vl");
+    char cfg[4096], path[600], out[600], init[600];
+    CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG, rl_cli_vocab());
+    rl_cli_init_model("model", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja tests/fixtures/vision/dataset/preprocessor_config.json "
+                 "%s/model/", dir) == 0);
+    snprintf(path, sizeof path, "%s/rows.jsonl", dir);
+    write_data(path);
+    train("trained", "");
+    /* the rollout's log-probs of its tokens are the trainer's (before the first update): the same kernels */
+    double diff = last_of("trained", "training/rollout_probs_diff_max");
+    CHECK_MSG(diff >= 0 && diff < 1e-9, "rollout vs trainer probabilities with images: max diff %g", diff);
+    CHECK_MSG(last_of("trained", "actor/grad_norm") > 0, "no gradient");
+    /* the reference is the initial actor: its log-probs (the reference pass's images) are the actor's at step 1 */
+    double kl = value_of("trained", "actor/kl_loss", 1);
+    CHECK_MSG(kl >= 0 && kl < 1e-7, "step 1's KL to the reference (the same weights): %g", kl);
+    CHECK_MSG(last_of("trained", "val-core/openai/gsm8k/acc/mean@1") >= 0, "no validation with images");
+    snprintf(init, sizeof init, "%s/model", dir);
+    snprintf(out, sizeof out, "%s/trained/hf_model", dir);
+    CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained (or not exported)");
+    CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    train("frozen", "actor_rollout_ref.actor.freeze_vision_tower=True");
+    snprintf(out, sizeof out, "%s/frozen/hf_model", dir);
+    CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
+    CHECK_MSG(same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
+    CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    printf("rollout vs trainer max probability diff %g\n", diff);
+    if (!vc_t_fail) cli_sh("rm -rf %s", dir);
+    return vc_test_done();
+}
