@@ -180,6 +180,9 @@ typedef struct vc_trainer {
     /* data parallelism (from cfg.comm; rank 0 of 1 without) */
     int rank, world;
     struct vc_trainer_dp *dp; /* NULL without a communicator of more than one rank */
+    /* image-text models: images the memory plan's trial gives its first row (their tokens leading it), e.g. the
+     * largest prompt's, so the vision tower's activations are measured too; NULL: none. Not owned. */
+    const struct vc_images *plan_images;
 } vc_trainer;
 
 /* Parameter groups from the model (buffers without grad are skipped; weight decay on every tensor, or on

@@ -52,6 +52,11 @@ vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_image
  * order (a packed batch's b->images); out->n 0 when none has any. Rows of different widths are refused. */
 vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_images *out);
 
+/* a memory-plan trial row that leads with im's images: ids[0..) their runs of image tokens, each followed by one
+ * plain token, the rest of ids[0..len) made plain where it held the image token; returns the tokens the images took
+ * (their image span), or -1 when they do not fit len */
+int64_t vc_images_trial_ids(const vc_model *m, const vc_images *im, int32_t *ids, int64_t len);
+
 /* M-RoPE positions of a packed batch (transformers' get_rope_index): pos[3][T] (time, height, width), each sequence's
  * from 0 (plus start[s] when not NULL: tokens already cached; a sequence's images are computed with its first tokens,
  * so in a sequence with cached tokens the image token is a token like any other); an image's tokens take (start of the image + frame,

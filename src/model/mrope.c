@@ -98,6 +98,20 @@ vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_
     return VC_OK;
 }
 
+int64_t vc_images_trial_ids(const vc_model *m, const vc_images *im, int32_t *ids, int64_t len) {
+    int32_t img = m->cfg.image_id, sep = img ? 0 : 1;
+    int64_t span = 0;
+    for (int i = 0; i < im->n; i++) {
+        int64_t k = vc_vision_image_tokens(m->vision, im, i);
+        if (span + k + 1 > len) return -1;
+        for (int64_t j = 0; j < k; j++) ids[span++] = img;
+        ids[span++] = sep;
+    }
+    for (int64_t k = span; k < len; k++)
+        if (ids[k] == img) ids[k] = sep;
+    return span;
+}
+
 vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out) {
     const vc_images *im = b->images;
     memset(out, 0, sizeof *out);

@@ -37,6 +37,7 @@ typedef struct rl_images {
     const vc_rl_dataset *d;  /* NULL: its dataset has no images */
     vc_images *im;           /* [d->n] prompt i's images once made (n 0: none) */
     uint8_t *loaded;         /* [d->n] */
+    const vc_images *fixed;  /* memory-plan trials: every row's images (d NULL) */
 } rl_images;
 /* for d's prompts (nothing when d has no images) */
 vc_status rl_images_init(rl_images *c, const vc_rl_dataset *d);
@@ -158,6 +159,7 @@ typedef struct {
     vc_model *m;       /* LOGP, TOPK, SCORES: the model */
     rl_critic *critic; /* VALUES */
     int topk, sum_pi_sq;
+    const vc_images *img; /* image-text models: every trial row leads with these images (NULL: none) */
 } rl_pass_spec;
 vc_status rl_pass_trial_bytes(const rl_pass_spec *p, vc_graph *g, int64_t rows, int64_t seq, int64_t tail,
                               size_t *bytes);

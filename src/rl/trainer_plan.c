@@ -41,7 +41,16 @@ static vc_status pass_rows_bytes(const rl_pass_spec *p, vc_graph *g, int rows, i
         b.rlen[i] = tail;
     }
     for (int64_t k = 0; k < b.cu[rows]; k++) b.ids[k] = (int32_t)((k * 7919) % V);
-    if (p->kind == RL_PASS_TOPK) st = rl_batch_topk_alloc(&b, p->topk);
+    rl_images fixed = { .fixed = p->img };
+    vc_model *vm = p->kind == RL_PASS_VALUES ? p->critic->m : p->m;
+    if (p->img && vc_model_vision(vm)) { /* every row leads with the images (their span within its prompt) */
+        for (int i = 0; !st && i < rows; i++)
+            if (vc_images_trial_ids(vm, p->img, b.ids + b.cu[i], seq - tail) < 0)
+                st = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial prompt of %lld tokens",
+                             (long long)(seq - tail));
+        b.imgs = &fixed;
+    }
+    if (!st && p->kind == RL_PASS_TOPK) st = rl_batch_topk_alloc(&b, p->topk);
     vc_graph_reset(g);
     vc_graph_clear_peak(g);
     float *sq = p->sum_pi_sq ? b.sum_pi_sq : NULL;
@@ -74,7 +83,7 @@ static vc_status pass_bytes(vc_rl_trainer *t, rl_pass_kind kind, vc_model *m, in
     int64_t w = t->world > 0 ? t->world : 1, all = (((int64_t)t->batch_prompts + w - 1) / w) * t->n;
     int64_t rows = budget > 0 ? (budget + seq - 1) / seq : all;
     if (rows > all) rows = all;
-    rl_pass_spec p = { kind, m, &t->critic, t->acfg.dist.topk, t->calc_sum_pi_sq && m == t->actor };
+    rl_pass_spec p = { kind, m, &t->critic, t->acfg.dist.topk, t->calc_sum_pi_sq && m == t->actor, t->atr.plan_images };
     return rl_pass_trial_bytes(&p, t->g, rows < 1 ? 1 : rows, seq, tail, bytes);
 }
 
@@ -126,9 +135,52 @@ static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
     return st;
 }
 
+static vc_status memory_plan(vc_rl_trainer *t);
+
+/* image-text models: the training prompt with the most image patches, its images with zero pixels, for the plan's
+ * trial row (the tower's activations grow with the patches) into *im (grid and pixels malloc'd); n 0: none */
+static vc_status largest_images(const vc_rl_trainer *t, vc_images *im) {
+    const vc_rl_dataset *d = t->train;
+    memset(im, 0, sizeof *im);
+    if (!d || !d->vl || !vc_model_vision(t->actor)) return VC_OK;
+    int64_t best = 0, rows = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        int64_t n = 0;
+        for (int k = 0; k < d->p[i].n_images; k++)
+            n += (int64_t)d->p[i].images[k].grid[0] * d->p[i].images[k].grid[1] * d->p[i].images[k].grid[2];
+        if (n > best) best = n, at = i;
+    }
+    if (!best) return VC_OK;
+    const vc_rl_prompt *p = &d->p[at];
+    int32_t *grid = vc_malloc(sizeof(int32_t) * 3 * (size_t)p->n_images);
+    rows = vc_vision_row(vc_model_vision(t->actor));
+    float *pix = vc_calloc((size_t)(best * rows), sizeof(float));
+    if (!grid || !pix) {
+        free(grid);
+        free(pix);
+        return vc_fail(VC_ERR_NOMEM, "memory plan: images of %lld patches", (long long)best);
+    }
+    for (int k = 0; k < p->n_images; k++) memcpy(grid + 3 * k, p->images[k].grid, sizeof(int32_t) * 3);
+    *im = (vc_images){ p->n_images, grid, pix, rows };
+    return VC_OK;
+}
+
 vc_status rl_memory_plan(vc_rl_trainer *t) {
     const char *env = getenv("VERLC_MEMORY_PLAN"); /* 0: no trial step (quick runs; the tests that are not about it) */
     if (env && !strcmp(env, "0")) return VC_OK;
+    vc_images im;
+    vc_status st = largest_images(t, &im);
+    if (st) return st;
+    t->atr.plan_images = t->ctr.plan_images = im.n ? &im : NULL; /* (the passes' trials read the actor's) */
+    st = memory_plan(t);
+    t->atr.plan_images = t->ctr.plan_images = NULL;
+    free((void *)im.grid);
+    free((void *)im.pixels);
+    return st;
+}
+
+static vc_status memory_plan(vc_rl_trainer *t) {
     int64_t longest = 1; /* the longest training prompt (verlc packs rows: no padding to max_prompt_length) */
     for (size_t i = 0; t->train && i < t->train->n; i++)
         if (t->train->p[i].len > longest) longest = t->train->p[i].len;

@@ -4,6 +4,7 @@
 #include "tensor/backend.h"
 #include "verlc/cuda.h"
 #include "verlc/device.h"
+#include "verlc/vision.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -166,6 +167,14 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
     float *mask = tail_mask(cu, n_seq, loss_tail, &s);
     vc_minibatch b = { n_seq, cu, ids, mask };
+    const vc_images *first[1] = { t->plan_images };
+    int64_t span[1] = { 0 };
+    if (!s && t->plan_images && vc_model_vision(t->model)) { /* the first row leads with the images' tokens */
+        if ((span[0] = vc_images_trial_ids(t->model, t->plan_images, ids, cu[1])) < 0)
+            s = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial row of %lld tokens", (long long)cu[1]);
+        b.images = first;
+        b.image_span = span;
+    }
     vc_trainer_config saved = t->cfg;
     t->cfg.micro_bs = n_seq; /* the rows are one micro-batch, as the updates pack them */
     t->cfg.max_tokens = 0;

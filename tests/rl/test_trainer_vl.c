@@ -97,6 +97,9 @@ int main(void) {
     double diff = last_of("trained", "training/rollout_probs_diff_max");
     CHECK_MSG(diff >= 0 && diff < 1e-9, "rollout vs trainer probabilities with images: max diff %g", diff);
     CHECK_MSG(last_of("trained", "actor/grad_norm") > 0, "no gradient");
+    /* the memory plan's trials carry the largest prompt's images: the vision tower's activations are planned */
+    snprintf(path, sizeof path, "%s/trained.log", dir);
+    CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
     /* the reference is the initial actor: its log-probs (the reference pass's images) are the actor's at step 1 */
     double kl = value_of("trained", "actor/kl_loss", 1);
     CHECK_MSG(kl >= 0 && kl < 1e-7, "step 1's KL to the reference (the same weights): %g", kl);
