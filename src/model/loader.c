@@ -424,10 +424,13 @@ static vc_status vision_params(vc_model *m, int pass, int64_t *off) {
         int64_t n = sh[0] * (nd > 1 ? sh[1] : 1);
         if (*off > MAX_FLOATS - n - 16)
             return vc_fail(VC_ERR_FORMAT, "%s: config.json implies more than %lld weights", m->dir, (long long)MAX_FLOATS);
+        const char *name;
+        vc_vision_tensor(m->vision, i, &name);
+        if (strlen(name) >= sizeof m->params[0].name)
+            return vc_fail(VC_ERR_FORMAT, "%s: vision tower tensor name '%s' is longer than %zu characters", m->dir, name,
+                           sizeof m->params[0].name - 1);
         if (pass == 1) {
             vc_param *p = &m->params[m->n_params];
-            const char *name;
-            vc_vision_tensor(m->vision, i, &name);
             vc_param_init(&p->t, m->storage + *off, NULL, nd, sh);
             p->layer = -1;
             p->slot = VC_SLOT_VISION;

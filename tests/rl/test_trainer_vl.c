@@ -41,7 +41,7 @@ static void write_data(const char *path) {
     fclose(f);
 }
 
-static void train(const char *name, const char *extra) {
+static void train_steps(const char *name, int steps, const char *extra) {
     CHECK_MSG(cli_sh("%s train algorithm.adv_estimator=grpo data.train_files=%s/rows.jsonl data.val_files=%s/rows.jsonl "
                      "data.train_batch_size=2 data.max_prompt_length=512 data.max_response_length=6 data.image_key=images "
                      "actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-2 "
@@ -49,9 +49,9 @@ static void train(const char *name, const char *extra) {
                      "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.01 actor_rollout_ref.actor.entropy_coeff=0.01 "
                      "actor_rollout_ref.rollout.n=2 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 "
                      "actor_rollout_ref.rollout.max_num_batched_tokens=16 trainer.logger=['console'] "
-                     "trainer.n_gpus_per_node=1 trainer.total_training_steps=2 trainer.val_before_train=True "
-                     "trainer.test_freq=2 trainer.save_freq=-1 trainer.default_local_dir=%s/%s %s > %s/%s.log 2>&1",
-                     bin, dir, dir, dir, dir, name, extra, dir, name) == 0,
+                     "trainer.n_gpus_per_node=1 trainer.total_training_steps=%d trainer.val_before_train=True "
+                     "trainer.test_freq=2 trainer.default_local_dir=%s/%s %s >> %s/%s.log 2>&1",
+                     bin, dir, dir, dir, steps, dir, name, extra, dir, name) == 0,
               "verlc train (%s) failed; see %s/%s.log", name, dir, name);
 }
 
@@ -66,6 +66,8 @@ static double value_of(const char *run, const char *name, int first) {
     vc_metrics_free(m);
     return v;
 }
+
+static void train(const char *name, const char *extra) { train_steps(name, 2, extra); }
 
 static double last_of(const char *run, const char *name) { return value_of(run, name, 0); }
 
@@ -108,6 +110,16 @@ int main(void) {
     snprintf(out, sizeof out, "%s/trained/hf_model", dir);
     CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained (or not exported)");
     CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    /* one step and a checkpoint (the tower's weights and AdamW state among the actor's), then resumed to the second:
+     * the export is the uninterrupted run's, bit for bit */
+    train_steps("resumed", 1, "trainer.save_freq=1");
+    train_steps("resumed", 2, "trainer.save_freq=1");
+    snprintf(path, sizeof path, "%s/resumed.log", dir);
+    CHECK_MSG(cli_sh("grep -q 'resumed from .*global_step_1' %s", path) == 0, "the second run did not resume (%s)", path);
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/model.safetensors", out);
+    snprintf(b, sizeof b, "%s/resumed/hf_model/model.safetensors", dir);
+    CHECK_MSG(cli_file_eq(a, b), "the resumed run's export differs from the uninterrupted run's");
     train("frozen", "actor_rollout_ref.actor.freeze_vision_tower=True");
     snprintf(out, sizeof out, "%s/frozen/hf_model", dir);
     CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
