@@ -59,6 +59,25 @@ static const char *pick_template(const cJSON *ct) {
     return NULL;
 }
 
+/* the "chat_template" string of DIR/chat_template.json (a processor's, as image-text checkpoints carry it) into
+ * *out (NULL when there is none) */
+static vc_status processor_template(const char *dir, char **out) {
+    *out = NULL;
+    char *path = vc_path_join(dir, "chat_template.json"), *text = NULL;
+    size_t len = 0;
+    if (!path) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    vc_status st = vc_file_exists(path) ? vc_read_file(path, &text, &len) : VC_OK;
+    cJSON *j = !st && text ? cJSON_ParseWithLength(text, len) : NULL;
+    const cJSON *ct = j ? cJSON_GetObjectItemCaseSensitive(j, "chat_template") : NULL;
+    if (!st && text && !cJSON_IsString(ct))
+        st = vc_fail(VC_ERR_FORMAT, "%s: expected an object with a \"chat_template\" string", path);
+    if (!st && text && !(*out = strdup(ct->valuestring))) st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    cJSON_Delete(j);
+    free(text);
+    free(path);
+    return st;
+}
+
 static vc_status vc_chat_template_load_at(const char *dir, vc_chat_template **out) {
     *out = NULL;
     char *path = vc_path_join(dir, "tokenizer_config.json"), *text = NULL, *jpath = vc_path_join(dir, "chat_template.jinja");
@@ -83,6 +102,12 @@ static vc_status vc_chat_template_load_at(const char *dir, vc_chat_template **ou
     if (!cfg || !cJSON_IsObject(cfg)) { st = vc_fail(VC_ERR_FORMAT, "%s: not a JSON object", path); goto out; }
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
     const char *tmpl = jtext ? jtext : pick_template(ct);
+    if (!tmpl && (st = processor_template(dir, &jtext))) goto out;
+    if (!tmpl && jtext) { /* a processor's chat_template.json (image-text checkpoints) */
+        tmpl = jtext;
+        free(jpath);
+        jpath = vc_path_join(dir, "chat_template.json");
+    }
     if (jtext) {
         free(path);
         path = jpath; /* messages about the template name its file */

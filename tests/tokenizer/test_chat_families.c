@@ -298,6 +298,22 @@ static void test_load_errors(void) {
     cfg = "{\"bos_token\": \"<s>\"}";
     CHECK_OK(vc_write_file_atomic(path, cfg, strlen(cfg)));
     CHECK(vc_chat_template_load(dir, &t) == VC_ERR_MISSING && strstr(vc_last_error(), "no chat template"));
+    /* a processor's chat_template.json (image-text checkpoints) when the tokenizer has none */
+    char ppath[256];
+    snprintf(ppath, sizeof ppath, "%s/chat_template.json", dir);
+    const char *proc = "{\"chat_template\": \"{{ bos_token }}P{{ messages | length }}\"}";
+    CHECK_OK(vc_write_file_atomic(ppath, proc, strlen(proc)));
+    t = NULL;
+    CHECK_OK(vc_chat_template_load(dir, &t));
+    out = NULL;
+    if (t) CHECK_OK(vc_chat_template_render(t, m, NULL, &out));
+    CHECK_MSG(out && !strcmp(out, "<s>P0"), "chat_template.json rendered '%s'", out ? out : "");
+    free(out);
+    vc_chat_template_free(t);
+    proc = "{\"chat_template\": 7}";
+    CHECK_OK(vc_write_file_atomic(ppath, proc, strlen(proc)));
+    CHECK(vc_chat_template_load(dir, &t) == VC_ERR_FORMAT && strstr(vc_last_error(), "chat_template.json"));
+    remove(ppath);
     /* chat_template.jinja beside it is the template (as transformers loads it), the config still gives bos */
     char jpath[256];
     snprintf(jpath, sizeof jpath, "%s/chat_template.jinja", dir);
