@@ -34,6 +34,9 @@ vc_vision *vc_model_vision(const vc_model *m);
 vc_status vc_vision_check(const vc_vision *v, const vc_images *im);
 /* features [tokens, text hidden] of the images, tokens = sum of t h w / merge^2 (with gradient when trainable) */
 vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im);
+/* Qwen3-VL's deepstack: the last vc_vision_forward's features from its deepstack mergers into out[] (each [tokens,
+ * text hidden], added to the image tokens' hidden states after decoder layer j); returns how many (0: none) */
+int vc_vision_deepstack(const vc_vision *v, vc_tensor **out);
 /* image i's tokens in the text */
 int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i);
 /* the floats of one patch row the tower takes, and its spatial merge size */

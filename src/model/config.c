@@ -817,6 +817,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     if (st) return st;
     c->arch = vc_arch_find(NESTED_TEXT[k].outer);
     c->nested_text = 1;
+    if (!strncmp(NESTED_TEXT[k].outer, "qwen3_vl", 8)) c->rope.mrope_interleaved = 1; /* (its rope always interleaves) */
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)

@@ -1141,9 +1141,18 @@ static vc_tensor *with_images(fwd_ctx *f, vc_tensor *x) {
     int32_t *dev = vc_graph_upload(f->g, ids, sizeof(int32_t) * (size_t)f->T);
     if (!dev) return NULL;
     vc_tensor *y = vc_op_scatter_rows(f->g, feat, dev, n_img, f->T);
+    f->n_deep = vc_vision_deepstack(f->m->vision, f->deep); /* (Qwen3-VL: added after the first layers) */
+    f->img_rows = dev;
+    f->n_img = n_img;
     if (nt == 0) return y;
     vc_tensor *txt = vc_op_gather_rows(f->g, x, f->T, dev + n_img, nt);
     return vc_op_add(f->g, y, vc_op_scatter_rows(f->g, txt, dev + n_img, nt, f->T));
+}
+
+/* Qwen3-VL's deepstack: after layer l < n_deep, the image tokens' rows plus the features of deepstack merger l */
+static vc_tensor *deepstack(fwd_ctx *f, int l, vc_tensor *x) {
+    if (l >= f->n_deep || !x) return x;
+    return vc_op_add(f->g, x, vc_op_scatter_rows(f->g, f->deep[l], f->img_rows, f->n_img, f->T));
 }
 
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
@@ -1217,12 +1226,12 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         for (int l = 0; l < c->n_layer && x; l++) {
             if (no_tape) {
                 vc_graph_mark mk = vc_graph_get_mark(g);
-                vc_tensor *y = layer_forward(&f, l, x);
+                vc_tensor *y = deepstack(&f, l, layer_forward(&f, l, x));
                 vc_tensor *dst = buf[(l + 1) & 1];
                 if (y) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
                 vc_graph_rewind(g, mk);
                 x = y ? dst : NULL;
-            } else x = ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x);
+            } else x = deepstack(&f, l, ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x));
         }
         if (!c->no_final_norm) x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_OUT), NULL); /* OPT-350m's project_out */

@@ -59,6 +59,12 @@ typedef struct {
     int64_t sel_words;        /* words per query row of a selection */
     int64_t *dsa_kvl;         /* [n_seq] each sequence's keys (cached and new) */
     uint32_t *sel_buf;        /* without a tape: the one selection buffer (layers' temporaries die), else NULL */
+    /* Qwen3-VL's deepstack: [n_deep] image features added to the image tokens' rows (img_rows, backend memory, n_img
+     * of them) after each of the first n_deep layers */
+    vc_tensor *deep[16];
+    int n_deep;
+    const int32_t *img_rows;
+    int64_t n_img;
 } fwd_ctx;
 /* the pool address `elems` values in: floats, or bf16 values (always at an even count: rows and head
  * widths are even, so the pointer stays float-aligned) */

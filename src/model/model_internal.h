@@ -15,7 +15,7 @@ static inline int vc_image_row(const vc_model_config *c, const vc_batch *b, int 
 typedef struct vc_param {
     vc_tensor t;
     int layer, slot; /* layer -1 for global slots; slot VC_SLOT_VISION for the vision tower's tensors */
-    char name[48];   /* internal name, e.g. "layers.3.q"; a vision tower tensor's is its checkpoint name */
+    char name[72];   /* internal name, e.g. "layers.3.q"; a vision tower tensor's is its checkpoint name */
     int decay;       /* weight decay applies (matrices, not norms or biases) */
     int frozen;      /* not trained (vc_model_freeze_vision): no gradient */
 } vc_param;

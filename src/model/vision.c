@@ -14,21 +14,27 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { VIS_QWEN2, VIS_QWEN25 };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3 };
 #define VIS_MAX_DEPTH 128
+#define VIS_MAX_DEEP 16
 
 typedef struct {
     int kind, depth, dim, heads, hd, inter, out, act;
     int patch, tpatch, merge, in_ch, window;
     uint8_t full[VIS_MAX_DEPTH];
     double theta;
+    int n_pos, side;          /* Qwen3-VL: learned positions (side x side), bilinearly resampled to each grid */
+    int n_deep, deep[VIS_MAX_DEEP]; /* Qwen3-VL: the blocks whose outputs feed the deepstack mergers */
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
  * down w/b (Qwen2.5-VL) */
 enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_COUNT };
-/* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b */
-enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_COUNT };
+/* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
+ * embedding bias and learned positions */
+enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_COUNT };
+/* Qwen3-VL's deepstack mergers after the globals, each: its norm (over merged rows) w/b and two linears w/b */
+enum { D_LN, D_LNB, D_FC0, D_FC0B, D_FC2, D_FC2B, D_COUNT };
 
 /* The tower's tensors are parameters of the model (vc_model_param: one storage, one gradient buffer, one optimiser,
  * checkpoints and data parallelism as for the text weights); the tower keeps pointers to them by slot. */
@@ -41,9 +47,15 @@ struct vc_vision {
     int *nd;                 /* [n] */
     char (*name)[80];        /* [n] its checkpoint name */
     int *slot_of;            /* [n] the slot of tensor i */
+    vc_tensor *deep_out[VIS_MAX_DEEP]; /* the last forward's deepstack features (Qwen3-VL) */
 };
 
-static vc_tensor *slot(vc_vision *v, int b, int k) { return v->t[b < 0 ? v->c.depth * B_COUNT + k : b * B_COUNT + k]; }
+/* slots: the blocks' (b >= 0), the globals (b -1), deepstack merger j's (b -2 - j) */
+static int slot_index(const vis_cfg *c, int b, int k) {
+    return b >= 0 ? b * B_COUNT + k : b == -1 ? c->depth * B_COUNT + k : c->depth * B_COUNT + G_COUNT + (-2 - b) * D_COUNT + k;
+}
+static int n_slots(const vis_cfg *c) { return c->depth * B_COUNT + G_COUNT + c->n_deep * D_COUNT; }
+static vc_tensor *slot(vc_vision *v, int b, int k) { return v->t[slot_index(&v->c, b, k)]; }
 
 static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
                          const char *ctx) {
@@ -76,9 +88,28 @@ static vc_status parse_act(const cJSON *o, const char *ctx, int *act) {
     return VC_OK;
 }
 
+/* Qwen3-VL: the learned positions (a square count) and the deepstack blocks (ascending, below the depth) */
+static vc_status parse_qwen3(const cJSON *o, const char *ctx, vis_cfg *c) {
+    vc_status st = get_int(o, "num_position_embeddings", 2304, 1, 1 << 22, &c->n_pos, ctx);
+    if (st) return st;
+    c->side = (int)(sqrt((double)c->n_pos) + 0.5);
+    if (c->side * c->side != c->n_pos)
+        return vc_fail(VC_ERR_FORMAT, "%s: key 'num_position_embeddings' is %d, not a square", ctx, c->n_pos);
+    const cJSON *d = vc_json_member(o, "deepstack_visual_indexes"), *e;
+    if (d && !cJSON_IsArray(d)) return vc_fail(VC_ERR_FORMAT, "%s: key 'deepstack_visual_indexes': expected a list", ctx);
+    cJSON_ArrayForEach(e, d) {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble < c->depth) || e->valuedouble != floor(e->valuedouble) ||
+            c->n_deep >= VIS_MAX_DEEP || (c->n_deep && e->valuedouble <= c->deep[c->n_deep - 1]))
+            return vc_fail(VC_ERR_FORMAT, "%s: key 'deepstack_visual_indexes': entries must be ascending block indexes "
+                           "(at most %d)", ctx, VIS_MAX_DEEP);
+        c->deep[c->n_deep++] = (int)e->valuedouble;
+    }
+    return VC_OK;
+}
+
 static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     const cJSON *f = vc_json_member(o, "fullatt_block_indexes"), *e;
-    if (c->kind == VIS_QWEN2) {
+    if (c->kind != VIS_QWEN25) {
         memset(c->full, 1, sizeof c->full);
         return VC_OK;
     }
@@ -108,10 +139,11 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if (!strcmp(mt, "qwen2_vl")) c->kind = VIS_QWEN2;
     else if (!strcmp(mt, "qwen2_5_vl")) c->kind = VIS_QWEN25;
-    else st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL and Qwen2.5-VL "
-                      "are)", m->dir, mt);
-    int q2 = c->kind == VIS_QWEN2, ratio = 4;
-    c->act = q2 ? VC_ACT_QUICK_GELU : VC_ACT_SILU;
+    else if (!strcmp(mt, "qwen3_vl") || !strcmp(mt, "qwen3_vl_moe")) c->kind = VIS_QWEN3;
+    else st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
+                      "Qwen3-VL and Qwen3-VL-MoE are)", m->dir, mt);
+    int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, ratio = 4;
+    c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
     if (!st) st = get_int(o, "depth", 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
     if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", 1280, 2, 1 << 16, &c->dim, ctx);
     if (!st) st = get_int(o, "num_heads", 16, 1, 1024, &c->heads, ctx);
@@ -119,11 +151,12 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st) st = get_int(o, "intermediate_size", q2 ? (int64_t)c->dim * ratio : 3420, 1, 1 << 20, &c->inter, ctx);
     if (!st && q2) c->inter = c->dim * ratio;
     if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
-    if (!st) st = get_int(o, "patch_size spatial_patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
+    if (!st && q3) st = parse_qwen3(o, ctx, c);
     if (!st) st = get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
     if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
     if (!st) st = get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
-    if (!st && !q2) st = get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
+    if (!st && c->kind == VIS_QWEN25) st = get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
     if (!st) st = parse_act(o, ctx, &c->act);
     if (!st) st = parse_full(o, ctx, c);
     c->theta = 10000.0;
@@ -134,7 +167,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st && c->out != m->cfg.hidden)
         st = vc_fail(VC_ERR_FORMAT, "%s: the merger's output width %d is not the text model's hidden size %lld", ctx,
                      c->out, (long long)m->cfg.hidden);
-    if (!st && !q2 && c->window % (c->merge * c->patch))
+    if (!st && c->kind == VIS_QWEN25 && c->window % (c->merge * c->patch))
         st = vc_fail(VC_ERR_FORMAT, "%s: window_size %d is not a multiple of merge x patch (%d)", ctx, c->window,
                      c->merge * c->patch);
     c->hd = c->heads ? c->dim / c->heads : 0;
@@ -142,7 +175,8 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     return st;
 }
 
-/* the checkpoint's name of slot k (block b, or -1: a global), its shape; NULL: the kind has no such tensor */
+/* the checkpoint's name of slot k of block b (b -1: a global; b -2 - j: deepstack merger j), its shape; NULL: the kind
+ * has no such tensor */
 static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim) {
     static const char *const BQ2[B_COUNT] = { "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "attn.qkv.weight",
         "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight",
@@ -150,23 +184,37 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
     static const char *const BQ25[B_COUNT] = { "norm1.weight", NULL, "norm2.weight", NULL, "attn.qkv.weight",
         "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "mlp.gate_proj.weight", "mlp.gate_proj.bias",
         "mlp.up_proj.weight", "mlp.up_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias" };
+    static const char *const BQ3[B_COUNT] = { "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "attn.qkv.weight",
+        "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias", "mlp.linear_fc1.weight", "mlp.linear_fc1.bias",
+        "mlp.linear_fc2.weight", "mlp.linear_fc2.bias", NULL, NULL };
     static const char *const G[G_COUNT] = { "patch_embed.proj.weight", "merger.ln_q.weight", "merger.ln_q.bias",
-        "merger.mlp.0.weight", "merger.mlp.0.bias", "merger.mlp.2.weight", "merger.mlp.2.bias" };
-    int q2 = c->kind == VIS_QWEN2;
+        "merger.mlp.0.weight", "merger.mlp.0.bias", "merger.mlp.2.weight", "merger.mlp.2.bias", NULL, NULL };
+    static const char *const G3[G_COUNT] = { "patch_embed.proj.weight", "merger.norm.weight", "merger.norm.bias",
+        "merger.linear_fc1.weight", "merger.linear_fc1.bias", "merger.linear_fc2.weight", "merger.linear_fc2.bias",
+        "patch_embed.proj.bias", "pos_embed.weight" };
+    static const char *const DS[D_COUNT] = { "norm.weight", "norm.bias", "linear_fc1.weight", "linear_fc1.bias",
+        "linear_fc2.weight", "linear_fc2.bias" };
+    int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge;
-    const char *n = b < 0 ? G[k] : (q2 ? BQ2 : BQ25)[k];
-    if (!n || (b < 0 && k == G_LNB && !q2)) return NULL;
+    const char *n = b >= 0 ? (q25 ? BQ25 : q3 ? BQ3 : BQ2)[k] : b == -1 ? (q3 ? G3 : G)[k] : DS[k];
+    if (!n || (b == -1 && k == G_LNB && q25)) return NULL;
     *ndim = 1;
     if (b >= 0) {
-        /* q2's MLP: fc1 [I, D], fc2 [D, I]; q25's: gate, up [I, D], down [D, I] */
-        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, q2 ? D : I, q2 ? D : I, D, D };
-        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, q2 ? I : D, 0, I, 0 };
+        /* q2's / q3's MLP: fc1 [I, D], fc2 [D, I]; q25's: gate, up [I, D], down [D, I] */
+        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, q25 ? I : D, q25 ? I : D, D, D };
+        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, q25 ? D : I, 0, I, 0 };
         shape[0] = rows[k];
         if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
         return n;
     }
-    int64_t rows[G_COUNT] = { D, D, D, M, M, c->out, c->out };
-    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0 };
+    if (b < -1) { /* a deepstack merger: its norm over the merged rows */
+        int64_t rows[D_COUNT] = { M, M, M, M, c->out, c->out }, cols[D_COUNT] = { 0, 0, M, 0, M, 0 };
+        shape[0] = rows[k];
+        if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
+        return n;
+    }
+    int64_t rows[G_COUNT] = { D, D, D, M, M, c->out, c->out, D, c->n_pos };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
@@ -195,21 +243,24 @@ static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const cha
 
 /* the tower's tensors: names as the checkpoint has them (ck; with none, as transformers writes them) and shapes */
 static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoint *ck) {
-    int slots = v->c.depth * B_COUNT + G_COUNT;
+    int slots = n_slots(&v->c);
     v->t = vc_calloc((size_t)slots, sizeof *v->t);
     v->shape = vc_calloc((size_t)slots, sizeof *v->shape);
     v->nd = vc_calloc((size_t)slots, sizeof *v->nd);
     v->name = vc_calloc((size_t)slots, sizeof *v->name);
     v->slot_of = vc_calloc((size_t)slots, sizeof *v->slot_of);
     if (!v->t || !v->shape || !v->nd || !v->name || !v->slot_of) return VC_ERR_NOMEM;
+    int nb = v->c.depth * B_COUNT, ng = nb + G_COUNT;
     for (int s = 0; s < slots; s++) {
-        int b = s < v->c.depth * B_COUNT ? s / B_COUNT : -1, k = b < 0 ? s - v->c.depth * B_COUNT : s % B_COUNT, nd;
+        int b = s < nb ? s / B_COUNT : s < ng ? -1 : -2 - (s - ng) / D_COUNT;
+        int k = s < nb ? s % B_COUNT : s < ng ? s - nb : (s - ng) % D_COUNT, nd;
         int64_t shape[2];
         const char *n = slot_name(&v->c, b, k, shape, &nd);
         if (!n) continue;
         char rel[80], full[96];
         if (b >= 0) snprintf(rel, sizeof rel, "blocks.%d.%s", b, n);
-        else snprintf(rel, sizeof rel, "%s", n);
+        else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
+        else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
             const vc_st_tensor *src = find(ck, rel, full, sizeof full);
             if (!src) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
@@ -225,7 +276,9 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
 }
 
 /* the model types whose towers verlc builds */
-static int tower_type(const char *mt) { return !strcmp(mt, "qwen2_vl") || !strcmp(mt, "qwen2_5_vl"); }
+static int tower_type(const char *mt) {
+    return !strcmp(mt, "qwen2_vl") || !strcmp(mt, "qwen2_5_vl") || !strcmp(mt, "qwen3_vl") || !strcmp(mt, "qwen3_vl_moe");
+}
 
 vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     char full[96];
@@ -252,7 +305,7 @@ int vc_vision_shape(const vc_vision *v, int i, int64_t *shape) {
 void vc_vision_bind(vc_vision *v, int i, vc_tensor *t) { v->t[v->slot_of[i]] = t; }
 
 int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
-    if (v->slot_of[i] != v->c.depth * B_COUNT + G_PATCH) return vc_vision_shape(v, i, shape);
+    if (v->slot_of[i] != slot_index(&v->c, -1, G_PATCH)) return vc_vision_shape(v, i, shape);
     int64_t s[5] = { v->c.dim, v->c.in_ch, v->c.tpatch, v->c.patch, v->c.patch };
     memcpy(shape, s, sizeof s);
     return 5;
@@ -428,7 +481,7 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
 }
 
 static vc_tensor *norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
-    return v->c.kind == VIS_QWEN2 ? vc_op_layernorm(g, x, w, b, 1e-6f) : vc_op_rmsnorm(g, x, w, v->c.dim, 1e-6f, 0.0f);
+    return v->c.kind != VIS_QWEN25 ? vc_op_layernorm(g, x, w, b, 1e-6f) : vc_op_rmsnorm(g, x, w, v->c.dim, 1e-6f, 0.0f);
 }
 
 static vc_tensor *heads(vc_vision *v, vc_graph *g, vc_tensor *qkv, int part, const vis_plan *p, int rope) {
@@ -454,7 +507,7 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     x = vc_op_add(g, x, vc_op_linear(g, o, slot(v, b, B_PROJ), slot(v, b, B_PROJB)));
     h = norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
     vc_tensor *y;
-    if (v->c.kind == VIS_QWEN2) {
+    if (v->c.kind != VIS_QWEN25) {
         y = vc_op_act(g, vc_op_linear(g, h, slot(v, b, B_M0), slot(v, b, B_M0B)), v->c.act);
         y = vc_op_linear(g, y, slot(v, b, B_M1), slot(v, b, B_M1B));
     } else {
@@ -467,6 +520,68 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     return vc_op_add(g, x, y);
 }
 
+/* Qwen3-VL: the learned positions resampled to each image's grid (transformers' bilinear interpolation with aligned
+ * corners, in float32 as torch computes it): each patch's 4 taps into the side x side table and their weights,
+ * summed as weighted embedding rows */
+static vc_tensor *positions(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
+    int m = v->c.merge, side = v->c.side;
+    int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)N, 0);
+    float *w = vc_graph_alloc(g, sizeof(float) * 4 * (size_t)N, 0);
+    if (!idx || !w) return NULL;
+    int64_t r = 0;
+    for (int i = 0; i < im->n; i++) {
+        const int32_t *gr = im->grid + 3 * i;
+        for (int t = 0; t < gr[0]; t++)
+            for (int bh = 0; bh < gr[1] / m; bh++)
+                for (int bw = 0; bw < gr[2] / m; bw++)
+                    for (int k = 0; k < m * m; k++, r++) {
+                        int at[2] = { bh * m + k / m, bw * m + k % m }, size[2] = { gr[1], gr[2] }, tap[2][2];
+                        float wt[2][2];
+                        for (int a = 0; a < 2; a++) {
+                            float src = (float)at[a] * (float)(side - 1) / (float)(size[a] > 1 ? size[a] - 1 : 1);
+                            float fl = floorf(src);
+                            for (int o = 0; o < 2; o++) {
+                                int q = (int)fl + o;
+                                tap[a][o] = q < 0 ? 0 : q > side - 1 ? side - 1 : q;
+                                float d = fabsf(src - fl - (float)o);
+                                wt[a][o] = 1.0f - d > 0.0f ? 1.0f - d : 0.0f;
+                            }
+                        }
+                        for (int q = 0; q < 4; q++) {
+                            idx[q * N + r] = tap[0][q / 2] * side + tap[1][q % 2];
+                            w[q * N + r] = wt[0][q / 2] * wt[1][q % 2];
+                        }
+                    }
+    }
+    float *dw = vc_graph_upload(g, w, sizeof(float) * 4 * (size_t)N);
+    vc_tensor *sum = NULL;
+    for (int q = 0; q < 4 && dw; q++) {
+        vc_tensor *e = vc_op_embedding(g, slot(v, -1, G_POS), idx + q * N, N);
+        vc_tensor *wq = vc_tensor_wrap(g, dw + q * N, 1, (int64_t[]){ N });
+        e = e && wq ? vc_op_mul_rows(g, e, wq) : NULL;
+        sum = q ? vc_op_add(g, sum, e) : e;
+    }
+    return sum;
+}
+
+/* the merger (Qwen2-VL's and Qwen3-VL's main one: a norm per patch, then merge x merge patches as one row; Qwen3-VL's
+ * deepstack mergers, b -2 - j: the norm over the merged row) and its two linears with a GELU between */
+static vc_tensor *merger(vc_vision *v, vc_graph *g, vc_tensor *x, int b, const vis_plan *p) {
+    int64_t us[2] = { p->U, (int64_t)v->c.merge * v->c.merge * v->c.dim };
+    int pre = b == -1;
+    if (pre) x = norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
+    x = x ? vc_reshape(g, x, 2, us) : NULL;
+    if (!pre) x = vc_op_layernorm(g, x, slot(v, b, D_LN), slot(v, b, D_LNB), 1e-6f);
+    x = vc_op_act(g, vc_op_linear(g, x, slot(v, b, pre ? G_FC0 : D_FC0), slot(v, b, pre ? G_FC0B : D_FC0B)),
+                  VC_ACT_GELU_ERF);
+    return vc_op_linear(g, x, slot(v, b, pre ? G_FC2 : D_FC2), slot(v, b, pre ? G_FC2B : D_FC2B));
+}
+
+int vc_vision_deepstack(const vc_vision *v, vc_tensor **out) {
+    for (int j = 0; j < v->c.n_deep; j++) out[j] = v->deep_out[j];
+    return v->c.n_deep;
+}
+
 vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     vis_plan p;
     vc_status st = plan(v, im, g, &p);
@@ -474,19 +589,21 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
         vc_graph_fail(g, st);
         return NULL;
     }
-    int mm = v->c.merge * v->c.merge;
-    int64_t ps[2] = { p.N, im->row }, us[2] = { p.U, (int64_t)mm * v->c.dim };
+    int64_t ps[2] = { p.N, im->row };
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
-    x = vc_op_linear(g, x, slot(v, -1, G_PATCH), NULL);
+    x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
     int64_t s2[2] = { p.N, v->c.dim };
     x = x ? vc_reshape(g, x, 2, s2) : NULL;
-    for (int b = 0; b < v->c.depth && x; b++) x = block(v, g, b, x, &p);
-    x = norm(v, g, x, slot(v, -1, G_LN), slot(v, -1, G_LNB));
-    x = x ? vc_reshape(g, x, 2, us) : NULL;
-    x = vc_op_act(g, vc_op_linear(g, x, slot(v, -1, G_FC0), slot(v, -1, G_FC0B)), VC_ACT_GELU_ERF);
-    x = vc_op_linear(g, x, slot(v, -1, G_FC2), slot(v, -1, G_FC2B));
+    if (v->c.kind == VIS_QWEN3 && x) x = vc_op_add(g, x, positions(v, g, im, p.N));
+    for (int j = 0; j < v->c.n_deep; j++) v->deep_out[j] = NULL;
+    for (int b = 0, j = 0; b < v->c.depth && x; b++) {
+        x = block(v, g, b, x, &p);
+        if (j < v->c.n_deep && v->c.deep[j] == b && x && !(v->deep_out[j] = merger(v, g, x, -2 - j, &p))) x = NULL;
+        if (j < v->c.n_deep && v->c.deep[j] == b) j++;
+    }
+    x = x ? merger(v, g, x, -1, &p) : NULL;
     if (p.inv && x) x = vc_op_gather_rows(g, x, p.U, p.inv, p.U);
     return x;
 }

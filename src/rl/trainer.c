@@ -617,7 +617,8 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
 }
 
 /* image inputs for the prompt datasets: the model's preprocessor_config.json when its config.json has a vision_config
- * of a model type whose images verlc builds (Qwen2-VL, Qwen2.5-VL); else only the reason, for rows that hold images */
+ * of a model type whose images verlc builds (Qwen2-VL, Qwen2.5-VL, Qwen3-VL: its tower loaded); else only the reason,
+ * for rows that hold images */
 static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why, size_t cap, vc_rl_data_opts *o) {
     char *dir = NULL;
     cJSON *cj = NULL;
@@ -632,8 +633,8 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why
     char *pre = dir ? vc_path_join(dir, "preprocessor_config.json") : NULL;
     if (st) snprintf(why, cap, "%s/config.json could not be read", t->model_path), st = VC_OK;
     else if (!cJSON_IsObject(vc)) snprintf(why, cap, "the model (%s, model_type %s) has no vision_config", t->model_path, type);
-    else if (strcmp(type, "qwen2_vl") && strcmp(type, "qwen2_5_vl"))
-        snprintf(why, cap, "image inputs of model_type %s are not built (qwen2_vl, qwen2_5_vl)", type);
+    else if (vc_model_load_vision(t->actor)) /* (the tower loads with the model where verlc builds it) */
+        snprintf(why, cap, "%s", vc_last_error());
     else if (!pre || !vc_file_exists(pre)) snprintf(why, cap, "%s/preprocessor_config.json is not there", t->model_path);
     else if (!(st = vc_vl_image_config_load(pre, vl))) o->vl = vl;
     if (o->vl) { /* the processor's image token: the tokenizer's text of config.json's image_token_id */

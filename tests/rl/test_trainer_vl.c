@@ -18,6 +18,20 @@ static const char *CFG =
     "\"vision_config\":{\"depth\":1,\"embed_dim\":32,\"num_heads\":2,\"mlp_ratio\":2,\"hidden_size\":64,"
     "\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_chans\":3,\"hidden_act\":\"quick_gelu\"}}";
 
+/* Qwen3-VL: 16-pixel patches, learned positions, a deepstack merger after block 0, the interleaved M-RoPE */
+static const char *CFG3 =
+    "{\"architectures\":[\"Qwen3VLForConditionalGeneration\"],\"model_type\":\"qwen3_vl\",\"image_token_id\":151655,"
+    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"vision_end_token_id\":151653,\"tie_word_embeddings\":true,"
+    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"text_config\":{\"model_type\":\"qwen3_vl_text\",\"vocab_size\":%d,"
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"hidden_act\":\"silu\","
+    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1000000,\"mrope_section\":[4,6,6]}},"
+    "\"vision_config\":{\"depth\":2,\"hidden_size\":32,\"num_heads\":2,\"intermediate_size\":64,\"out_hidden_size\":64,"
+    "\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,\"num_position_embeddings\":16,"
+    "\"deepstack_visual_indexes\":[0],\"hidden_act\":\"gelu_pytorch_tanh\"}}";
+
+static const char *msub = "model"; /* the model folder the runs train */
+
 /* four rows: one image, two images, an image after text, no image */
 static void write_data(const char *path) {
     char img[3][PATH_MAX];
@@ -44,14 +58,14 @@ static void write_data(const char *path) {
 static void train_steps(const char *name, int steps, const char *extra) {
     CHECK_MSG(cli_sh("%s train algorithm.adv_estimator=grpo data.train_files=%s/rows.jsonl data.val_files=%s/rows.jsonl "
                      "data.train_batch_size=2 data.max_prompt_length=512 data.max_response_length=6 data.image_key=images "
-                     "actor_rollout_ref.model.path=%s/model actor_rollout_ref.actor.optim.lr=1e-2 "
+                     "actor_rollout_ref.model.path=%s/%s actor_rollout_ref.actor.optim.lr=1e-2 "
                      "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
                      "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_coef=0.01 actor_rollout_ref.actor.entropy_coeff=0.01 "
                      "actor_rollout_ref.rollout.n=2 actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 "
                      "actor_rollout_ref.rollout.max_num_batched_tokens=16 trainer.logger=['console'] "
                      "trainer.n_gpus_per_node=1 trainer.total_training_steps=%d trainer.val_before_train=True "
                      "trainer.test_freq=2 trainer.default_local_dir=%s/%s %s >> %s/%s.log 2>&1",
-                     bin, dir, dir, dir, steps, dir, name, extra, dir, name) == 0,
+                     bin, dir, dir, dir, msub, steps, dir, name, extra, dir, name) == 0,
               "verlc train (%s) failed; see %s/%s.log", name, dir, name);
 }
 
@@ -125,6 +139,23 @@ int main(void) {
     CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
     CHECK_MSG(same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
     CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    /* Qwen3-VL: its processor's 16-pixel patches, the deepstack features in rollout and training alike */
+    msub = "model3";
+    CHECK(cli_sh("mkdir -p %s/model3", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG3, rl_cli_vocab());
+    rl_cli_init_model("model3", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/model3/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
+                 "tests/fixtures/vision/dataset/preprocessor_config.json > %s/model3/preprocessor_config.json", dir, dir) == 0);
+    train("trained3", "");
+    double diff3 = last_of("trained3", "training/rollout_probs_diff_max"), kl3 = value_of("trained3", "actor/kl_loss", 1);
+    CHECK_MSG(diff3 >= 0 && diff3 < 1e-9 && kl3 >= 0 && kl3 < 1e-7, "Qwen3-VL: rollout vs trainer %g, step-1 KL %g", diff3,
+              kl3);
+    snprintf(path, sizeof path, "%s/trained3.log", dir);
+    CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
+    snprintf(init, sizeof init, "%s/model3", dir);
+    snprintf(out, sizeof out, "%s/trained3/hf_model", dir);
+    CHECK_MSG(same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
+              same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
