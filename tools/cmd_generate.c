@@ -128,6 +128,10 @@ static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk,
     const cJSON *row = d->rows[i], *msgs = cJSON_GetObjectItemCaseSensitive(row, "messages");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(row, "prompt");
     if (!msgs && cJSON_IsArray(pr)) msgs = pr;
+    const cJSON *img = cJSON_GetObjectItemCaseSensitive(row, "images");
+    if (cJSON_IsArray(img) && cJSON_GetArraySize(img) > 0) /* (rather than generating from "<image>" as text) */
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: rows with images are not taken by verlc generate (verlc train's "
+                       "data.image_key rows are)", d->path, (long long)d->lines[i]);
     int special = 1;
     if (msgs) {
         if (!cJSON_IsArray(msgs))
