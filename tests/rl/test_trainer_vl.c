@@ -4,6 +4,8 @@
  * of kernels, M-RoPE and image features in both), the tower is trained unless actor.freeze_vision_tower, and the
  * export carries it. */
 #include "rl_cli_util.h"
+#include "verlc/dist.h"
+#include "verlc/model.h"
 #include "verlc/report.h"
 #include "verlc/safetensors.h"
 #include <limits.h>
@@ -55,8 +57,10 @@ static void write_data(const char *path) {
     fclose(f);
 }
 
+static const char *launch = ""; /* an mpirun prefix for the data-parallel run */
+
 static void train_steps(const char *name, int steps, const char *extra) {
-    CHECK_MSG(cli_sh("%s train algorithm.adv_estimator=grpo data.train_files=%s/rows.jsonl data.val_files=%s/rows.jsonl "
+    CHECK_MSG(cli_sh("%s%s train algorithm.adv_estimator=grpo data.train_files=%s/rows.jsonl data.val_files=%s/rows.jsonl "
                      "data.train_batch_size=2 data.max_prompt_length=512 data.max_response_length=6 data.image_key=images "
                      "actor_rollout_ref.model.path=%s/%s actor_rollout_ref.actor.optim.lr=1e-2 "
                      "actor_rollout_ref.actor.ppo_mini_batch_size=2 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 "
@@ -65,7 +69,7 @@ static void train_steps(const char *name, int steps, const char *extra) {
                      "actor_rollout_ref.rollout.max_num_batched_tokens=16 trainer.logger=['console'] "
                      "trainer.n_gpus_per_node=1 trainer.total_training_steps=%d trainer.val_before_train=True "
                      "trainer.test_freq=2 trainer.default_local_dir=%s/%s %s >> %s/%s.log 2>&1",
-                     bin, dir, dir, dir, msub, steps, dir, name, extra, dir, name) == 0,
+                     launch, bin, dir, dir, dir, msub, steps, dir, name, extra, dir, name) == 0,
               "verlc train (%s) failed; see %s/%s.log", name, dir, name);
 }
 
@@ -96,6 +100,52 @@ static int same_tensor(const char *a, const char *b, const char *name) {
     vc_ckpt_close(x);
     vc_ckpt_close(y);
     return same;
+}
+
+/* the largest difference between two exported models' weights (the tower's included) */
+static double weight_diff(const char *a, const char *b) {
+    vc_model *x = NULL, *y = NULL;
+    double d = INFINITY;
+    if (!vc_model_load(a, &x) && !vc_model_load(b, &y) && vc_model_n_params(x) == vc_model_n_params(y)) {
+        d = 0;
+        for (int i = 0; i < vc_model_n_params(x) && isfinite(d); i++) {
+            vc_tensor *tx = vc_model_param(x, i, NULL, NULL), *ty = vc_model_param(y, i, NULL, NULL);
+            float *u = tx->n == ty->n ? malloc(sizeof(float) * (size_t)tx->n) : NULL, *v = u ? malloc(sizeof(float) * (size_t)tx->n) : NULL;
+            if (!v || vc_model_param_read(x, i, 0, u) || vc_model_param_read(y, i, 0, v)) d = INFINITY;
+            for (int64_t k = 0; v && isfinite(d) && k < tx->n; k++) d = fmax(d, fabs(u[k] - v[k]));
+            free(u);
+            free(v);
+        }
+    }
+    vc_model_free(x);
+    vc_model_free(y);
+    return d;
+}
+
+/* two ranks under mpirun (each rolls out its prompt with its images; balance_batch moves rows, and their images
+ * follow by prompt): the weights of the one-rank run within float rounding */
+static void data_parallel(const char *init) {
+    if (!vc_comm_available("mpi") || cli_sh("command -v mpirun > /dev/null 2>&1")) {
+        printf("data parallelism skipped: no MPI in this build or no mpirun\n");
+        return;
+    }
+    setenv("VERLC_DIST_TIMEOUT", "60", 1);
+    char *lsan = getenv("LSAN_OPTIONS") ? strdup(getenv("LSAN_OPTIONS")) : NULL;
+    setenv("LSAN_OPTIONS", "detect_leaks=0", 1); /* (Open MPI's own allocations under the sanitizer build) */
+    launch = "timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 "
+             "--mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent false -x VERLC_DIST_TIMEOUT -x LSAN_OPTIONS "
+             "-np 2 ";
+    train("two_ranks", "trainer.n_gpus_per_node=2");
+    launch = "";
+    if (lsan) setenv("LSAN_OPTIONS", lsan, 1);
+    else unsetenv("LSAN_OPTIONS");
+    free(lsan);
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/trained/hf_model", dir);
+    snprintf(b, sizeof b, "%s/two_ranks/hf_model", dir);
+    double d = weight_diff(a, b), moved = weight_diff(init, b);
+    printf("1 vs 2 ranks: max weight difference %.3g (moved %.3g)\n", d, moved);
+    CHECK_MSG(d <= 1e-5 && moved > 1e-3, "1 vs 2 ranks with images: weights differ by %g (moved %g)", d, moved);
 }
 
 int main(void) {
@@ -139,6 +189,7 @@ int main(void) {
     CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
     CHECK_MSG(same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
     CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    data_parallel(init);
     /* Qwen3-VL: its processor's 16-pixel patches, the deepstack features in rollout and training alike */
     msub = "model3";
     CHECK(cli_sh("mkdir -p %s/model3", dir) == 0);
