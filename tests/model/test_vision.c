@@ -390,27 +390,42 @@ static void trainer_images(void) {
 }
 
 /* a checkpoint whose vision_config asks for more blocks than its tensors hold, and a text model */
-static void bad_checkpoints(void) {
-    char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX];
+/* loading `model`'s checkpoint with `from` replaced by `to` in its config.json fails naming `what` */
+static void edited_fails(const char *model, const char *from, const char *to, const char *what) {
+    char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX], text[1 << 14], out[1 << 14];
     CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", model);
+    CHECK(realpath(path, src) != NULL);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    CHECK(realpath(VL_DIR "/model.safetensors", src) && symlink(src, path) == 0);
-    FILE *in = fopen(VL_DIR "/config.json", "r");
-    char text[1 << 14];
+    CHECK(symlink(src, path) == 0);
+    snprintf(path, sizeof path, "%s/config.json", model);
+    FILE *in = fopen(path, "r");
     size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
     if (in) fclose(in);
     text[n] = 0;
-    char *d = strstr(text, "\"depth\": 2");
-    CHECK(d != NULL);
-    if (d) d[9] = '3';
+    char *at = strstr(text, from);
+    CHECK_MSG(at != NULL, "%s: no '%s' in config.json", model, from);
+    if (at) snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
     snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *out = fopen(path, "w");
-    if (out) fputs(text, out), fclose(out);
+    FILE *f = fopen(path, "w");
+    if (f) fputs(at ? out : text, f), fclose(f);
     vc_model *m = NULL;
     vc_status st = vc_model_load(dir, &m);
-    CHECK_MSG(st && !m && strstr(vc_last_error(), "visual.blocks.2."), "depth 3 of 2 blocks: %s", vc_last_error());
+    CHECK_MSG(st && !m && strstr(vc_last_error(), what), "%s with %s: %s", model, to, st ? vc_last_error() : "loaded");
+    vc_model_free(m);
     snprintf(path, sizeof path, "rm -rf %s", dir);
     CHECK(system(path) == 0);
+}
+
+/* configs asking for more than the checkpoint holds, or what no tower is, and a text model */
+static void bad_checkpoints(void) {
+    edited_fails(VL_DIR, "\"depth\": 2", "\"depth\": 3", "visual.blocks.2.");
+    edited_fails(VL_DIR, "\"spatial_merge_size\": 2", "\"spatial_merge_size\": 3", "merger");
+    const char *q3 = "tests/fixtures/models/qwen3_vl_image";
+    edited_fails(q3, "\"deepstack_visual_indexes\": [", "\"deepstack_visual_indexes\": [7, ", "deepstack_visual_indexes");
+    edited_fails(q3, "\"num_position_embeddings\": 16", "\"num_position_embeddings\": 15", "not a square");
+    edited_fails(q3, "\"num_position_embeddings\": 16", "\"num_position_embeddings\": 25", "pos_embed");
+    vc_model *m = NULL;
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
     if (vc_model_load(text_model, &m) == VC_OK) {
