@@ -7,6 +7,9 @@
 #include "verlc/pool.h"
 #include "verlc/rollout.h"
 #include "verlc/tokenizer.h"
+#include "verlc/image.h"
+#include "verlc/trainer.h"
+#include "verlc/vision.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,8 +133,9 @@ static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk,
     if (!msgs && cJSON_IsArray(pr)) msgs = pr;
     const cJSON *img = cJSON_GetObjectItemCaseSensitive(row, "images");
     if (cJSON_IsArray(img) && cJSON_GetArraySize(img) > 0) /* (rather than generating from "<image>" as text) */
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: rows with images are not taken by verlc generate (verlc train's "
-                       "data.image_key rows are)", d->path, (long long)d->lines[i]);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: a row with images needs an image-text model (Qwen2-VL, Qwen2.5-VL, "
+                       "Qwen3-VL) and verl's schema: `prompt` as a list of messages with <image> markers", d->path,
+                       (long long)d->lines[i]);
     int special = 1;
     if (msgs) {
         if (!cJSON_IsArray(msgs))
@@ -151,6 +155,71 @@ static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk,
         return vc_fail(VC_ERR_MISSING, "%s:%lld: row has neither 'messages' nor a 'prompt' string or list", d->path,
                        (long long)d->lines[i]);
     return vc_tokenizer_encode(tk, r->text, strlen(r->text), special, &r->ids, &r->n_ids);
+}
+
+/* 1 when the model has a vision tower and some row holds images in verl's schema (a `prompt` list) */
+static int image_input(const vc_model *m, const vc_jsonl *d) {
+    for (size_t i = 0; vc_model_vision(m) && i < d->n_rows; i++) {
+        const cJSON *img = cJSON_GetObjectItemCaseSensitive(d->rows[i], "images");
+        if (cJSON_IsArray(img) && cJSON_GetArraySize(img) > 0 &&
+            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d->rows[i], "prompt")))
+            return 1;
+    }
+    return 0;
+}
+
+/* the rendered prompt for the output: its ids decoded with each image's run of pad tokens as one */
+static vc_status prompt_text(const vc_tokenizer *tk, const vc_rl_prompt *p, int32_t pad, char **out) {
+    int32_t *ids = vc_malloc(sizeof(int32_t) * (size_t)(p->len ? p->len : 1));
+    if (!ids) return VC_ERR_NOMEM;
+    size_t n = 0;
+    for (int64_t t = 0; t < p->len; t++)
+        if (p->ids[t] != pad || !n || ids[n - 1] != pad) ids[n++] = p->ids[t];
+    size_t len = 0;
+    vc_status st = vc_tokenizer_decode(tk, ids, n, 0, out, &len);
+    free(ids);
+    return st;
+}
+
+/* verl rows with images through its RLHFDataset path (the chat template over content lists, fetch_image and the
+ * image processor, each pad expanded): rows[], their requests with their images (pixels kept in im[]) */
+static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_tokenizer *tk, vc_chat_template **tmpl,
+                            int64_t limit, prompt_row *rows, vc_rollout_request *rq, vc_images *im, int *n_rows) {
+    vc_vl_image_config vl;
+    char *dir = NULL;
+    vc_rl_dataset *ds = NULL;
+    vc_status st = vc_hf_resolve(a->model, &dir);
+    if (!st) st = vc_vl_image_config_load(dir, &vl);
+    if (!st && !*tmpl) st = vc_chat_template_load(a->tok_dir, tmpl);
+    int32_t pad = vc_model_cfg(m)->image_id;
+    vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
+                          .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
+                          .filter_overlong = a->overlong == OVER_SKIP,
+                          .truncation = a->overlong == OVER_TRUNCATE ? "left" : "error" };
+    if (!st) st = vc_rl_dataset_load(a->input, tk, *tmpl, &o, &ds);
+    for (size_t i = 0; !st && i < ds->n; i++) {
+        const vc_rl_prompt *p = &ds->p[i];
+        prompt_row *r = &rows[*n_rows];
+        float *pix = NULL;
+        int32_t *grid = NULL;
+        int ni = 0;
+        int64_t row = 0;
+        r->index = p->line - 1;
+        r->n_ids = (size_t)p->len;
+        if ((st = vc_rl_prompt_images(ds, i, &pix, &grid, &ni, &row))) break;
+        im[*n_rows] = (vc_images){ ni, grid, pix, row };
+        r->ids = vc_malloc(sizeof(int32_t) * (size_t)(p->len ? p->len : 1));
+        if (!r->ids) st = VC_ERR_NOMEM;
+        else memcpy(r->ids, p->ids, sizeof(int32_t) * (size_t)p->len);
+        if (!st) st = prompt_text(tk, p, pad, &r->text);
+        rq[*n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a->n, (uint64_t)r->index, ni ? &im[*n_rows] : NULL };
+        (*n_rows)++;
+    }
+    if (ds && ds->n_filtered) fprintf(stderr, "verlc: generate: %zu prompts longer than %lld tokens skipped\n", ds->n_filtered,
+                                      (long long)limit);
+    vc_rl_dataset_free(ds);
+    free(dir);
+    return st;
 }
 
 /* applies the length limit; returns 0 to keep the row, 1 to skip it, -1 on error */
@@ -216,6 +285,7 @@ int vc_cmd_generate(int argc, char **argv) {
     vc_rollout_sample *out = NULL;
     prompt_row *rows = NULL;
     vc_rollout_request *rq = NULL;
+    vc_images *im = NULL;
     vc_status st;
     if ((st = vc_model_load(a.model, &m)) || (st = vc_tokenizer_load(a.tok_dir, &tk)) ||
         (st = vc_jsonl_read(a.input, VC_JSONL_STRICT, &d)))
@@ -223,11 +293,14 @@ int vc_cmd_generate(int argc, char **argv) {
     const vc_model_config *c = vc_model_cfg(m);
     rows = calloc(d->n_rows + 1, sizeof *rows);
     rq = calloc(d->n_rows + 1, sizeof *rq);
-    if (!rows || !rq) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
+    im = calloc(d->n_rows + 1, sizeof *im);
+    if (!rows || !rq || !im) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
     int64_t limit = c->max_pos > a.max_new ? c->max_pos - a.max_new : c->max_pos;
     const char *why = "context length minus --max-new-tokens";
     if (a.max_prompt > 0 && a.max_prompt < limit) { limit = a.max_prompt; why = "--max-prompt-len"; }
-    for (size_t i = 0; i < d->n_rows; i++) {
+    int vl = image_input(m, d); /* rows with images: through verl's dataset path, every row */
+    if (vl && (st = image_rows(&a, m, tk, &tmpl, limit, rows, rq, im, &n_rows))) goto out;
+    for (size_t i = 0; !vl && i < d->n_rows; i++) {
         prompt_row *r = &rows[n_rows];
         r->index = (int64_t)i;
         if ((st = render_row(d, i, tk, &tmpl, a.tok_dir, r))) { n_rows++; goto out; }
@@ -267,8 +340,11 @@ out:
     for (int i = 0; rows && i < n_rows; i++) {
         free(rows[i].text);
         free(rows[i].ids);
+        free((void *)im[i].grid);
+        free((void *)im[i].pixels);
     }
     free(rows);
+    free(im);
     free(rq);
     vc_jsonl_free(d);
     vc_chat_template_free(tmpl);

@@ -118,14 +118,14 @@ int main(void) {
     err = slurp("f.err");
     CHECK_MSG(err && strstr(err, "--device tpu: unknown device"), "%s", err ? err : "");
     free(err);
-    /* a row with images is refused by name (not generated from "<image>" as text) */
+    /* a row with images for a text model is refused by name (not generated from "<image>" as text) */
     put("img.jsonl", "{\"prompt\": \"Hi\"}\n{\"prompt\": [{\"role\": \"user\", \"content\": \"<image>What?\"}], "
                      "\"images\": [\"a.png\"]}\n");
     const char *run_img = "%s generate --model %s/model --tokenizer %s/tok --input %s/img.jsonl %s";
     snprintf(extra, sizeof extra, "--output %s/g.jsonl 2>%s/g.err", tmp, tmp);
     CHECK(sh(run_img, extra) != 0);
     err = slurp("g.err");
-    CHECK_MSG(err && strstr(err, "img.jsonl:2: rows with images are not taken"), "%s", err ? err : "");
+    CHECK_MSG(err && strstr(err, "img.jsonl:2: a row with images needs an image-text model"), "%s", err ? err : "");
     free(err);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);

@@ -102,6 +102,46 @@ static int same_tensor(const char *a, const char *b, const char *name) {
     return same;
 }
 
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+static int count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+/* `verlc generate` on the rows (verl's schema with images): one output per row, each image's pads shown once in the
+ * prompt, the same bytes with one sequence at a time, and other pixels give other log-probs */
+static void generate(void) {
+    const char *gen = "%s generate --model %s/model --input %s/%s --output %s/%s --greedy --max-new-tokens 4 %s 2>%s/gen.err";
+    CHECK_MSG(cli_sh(gen, bin, dir, dir, "rows.jsonl", dir, "g1.jsonl", "", dir) == 0, "verlc generate with images failed");
+    CHECK(cli_sh(gen, bin, dir, dir, "rows.jsonl", dir, "g2.jsonl", "--max-batch 1", dir) == 0);
+    CHECK(cli_sh("sed 's/rgb_37x53.png/rgb444_200x90.jpg/' %s/rows.jsonl > %s/rows_b.jsonl", dir, dir) == 0);
+    CHECK(cli_sh(gen, bin, dir, dir, "rows_b.jsonl", dir, "g3.jsonl", "", dir) == 0);
+    char p[700];
+    snprintf(p, sizeof p, "%s/g1.jsonl", dir);
+    char *a = slurp(p);
+    snprintf(p, sizeof p, "%s/g2.jsonl", dir);
+    char *b = slurp(p);
+    snprintf(p, sizeof p, "%s/g3.jsonl", dir);
+    char *c = slurp(p);
+    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<|image_pad|>") == 4, "generate's rows: %s", a ? a : "");
+    CHECK_MSG(a && b && !strcmp(a, b), "generate with images: --max-batch 1 differs");
+    char *l1 = a ? strstr(a, "\"logprobs\"") : NULL, *l3 = c ? strstr(c, "\"logprobs\"") : NULL;
+    CHECK_MSG(l1 && l3 && strncmp(l1, l3, 60), "other pixels, the same log-probs: the images were not used");
+    free(a);
+    free(b);
+    free(c);
+}
+
 /* the largest difference between two exported models' weights (the tower's included) */
 static double weight_diff(const char *a, const char *b) {
     vc_model *x = NULL, *y = NULL;
@@ -158,6 +198,7 @@ int main(void) {
                  "%s/model/", dir) == 0);
     snprintf(path, sizeof path, "%s/rows.jsonl", dir);
     write_data(path);
+    generate();
     train("trained", "");
     /* the rollout's log-probs of its tokens are the trainer's (before the first update): the same kernels */
     double diff = last_of("trained", "training/rollout_probs_diff_max");
