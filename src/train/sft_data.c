@@ -290,7 +290,11 @@ static vc_status row_images(const sft_tok *tk, const cJSON *row, const cJSON *ms
                             cJSON **vm, int *fatal) {
     const char *key = tk->image_key;
     const cJSON *im = key ? cJSON_GetObjectItemCaseSensitive(row, key) : NULL;
+    const cJSON *vid = cJSON_GetObjectItemCaseSensitive(row, "videos"); /* verl's video_key default */
     *vm = NULL;
+    if (vid && !cJSON_IsNull(vid) && (!cJSON_IsArray(vid) || cJSON_GetArraySize(vid) > 0))
+        return *fatal = 1, vc_fail(VC_ERR_UNSUPPORTED, "%s: videos: video inputs are not built (rows with videos are "
+                                   "refused)", where);
     if (!im || cJSON_IsNull(im)) return VC_OK;
     if (!cJSON_IsArray(im))
         return vc_fail(VC_ERR_FORMAT, "%s: %s must be a list of images (paths or {bytes, path} objects)", where, key);

@@ -202,6 +202,8 @@ static void test_bad(void) {
             "\"content\": \"Yo\"}], \"images\": [\"" IMG "rgb_37x53.png\"]}\n", "text", "has no vision tower");
     bad_row("prompt", "{\"prompt\": \"<image>Hi\", \"response\": \"Yo\", \"images\": [\"" IMG "rgb_37x53.png\"]}\n", "model",
             "prompt/response row");
+    bad_row("video", "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
+            "\"content\": \"Yo\"}], \"videos\": [\"clip.mp4\"]}\n", "model", "video inputs are not built");
     /* images for a text-only model stop the run even where bad rows are skipped */
     CHECK(sft("text", "rows.jsonl", "textskip", "") != 0 && log_has("textskip", "rows.jsonl:1: "));
 }
