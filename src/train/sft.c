@@ -60,13 +60,15 @@ static vc_status setup_images(sft_run *r, sft_tok *tk) {
     tk->pad_id = -1;
     if (!vc_model_vision(r->model)) {
         const char *mt = vc_model_cfg(r->model)->model_type;
-        snprintf(r->why, sizeof r->why, "the model %s (model_type %s) has no vision tower", c->model_dir, mt[0] ? mt : "?");
+        snprintf(r->why, sizeof r->why, "the model %s (model_type %s) has no vision tower", c->model_dir,
+                 mt[0] ? mt : "?");
         return VC_OK;
     }
     char *dir = NULL, *pre = NULL;
     vc_status st = vc_hf_resolve(c->model_dir, &dir);
     if (!st && !(pre = vc_path_join(dir, "preprocessor_config.json"))) st = VC_ERR_NOMEM;
-    if (!st && !vc_file_exists(pre)) snprintf(r->why, sizeof r->why, "%s/preprocessor_config.json is not there", c->model_dir);
+    if (!st && !vc_file_exists(pre))
+        snprintf(r->why, sizeof r->why, "%s/preprocessor_config.json is not there", c->model_dir);
     else if (!st && !(st = vc_vl_image_config_load(pre, &r->vl))) r->has_vl = 1;
     free(pre);
     free(dir);

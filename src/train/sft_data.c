@@ -359,7 +359,8 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
         }
         if (cJSON_IsArray(msgs)) st = row_options(c, j->rows[i], &ro, &parsed);
         if (!st) st = row_images(tk, j->rows[i], cJSON_IsArray(msgs) ? msgs : NULL, where, &ro, &vm, &fatal);
-        if (!st) st = cJSON_IsArray(msgs) ? messages_row(tk, vm ? vm : msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+        if (!st)
+            st = cJSON_IsArray(msgs) ? messages_row(tk, vm ? vm : msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
         cJSON_Delete(parsed);
         cJSON_Delete(vm);
     row_done:
