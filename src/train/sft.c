@@ -2,6 +2,9 @@
 #define _DEFAULT_SOURCE
 #include "verlc/tracking.h"
 #include "sft_internal.h"
+#include "data/vl_rows.h"
+#include "verlc/image.h"
+#include "verlc/vision.h"
 #include "verlc/pool.h"
 #include "verlc/perf.h"
 #include <errno.h>
@@ -31,6 +34,15 @@ typedef struct sft_run {
     int64_t *cu;
     int32_t *ids;
     float *mask;
+    /* image inputs: the processor's settings (has_vl 0: off, why says so), and a mini-batch's images (made for it,
+     * freed after it) */
+    vc_vl_image_config vl;
+    int has_vl;
+    char why[512];
+    vc_images *im;
+    const vc_images **im_each;
+    int64_t *im_span;
+    size_t im_n;
 } sft_run;
 
 /* progress and notices: rank 0 only (warnings and errors: every rank) */
@@ -38,6 +50,37 @@ typedef struct sft_run {
     do {                                      \
         if ((r)->rank == 0) vc_info(__VA_ARGS__); \
     } while (0)
+
+/* images on when the model's vision tower loaded and its folder has the processor's preprocessor_config.json (as the
+ * RL trainer decides); tk gets the processor's settings and the pad token (config.json's image_token_id) */
+static vc_status setup_images(sft_run *r, sft_tok *tk) {
+    const vc_sft_config *c = r->c;
+    tk->image_key = c->image_key && *c->image_key ? c->image_key : NULL;
+    tk->no_image_reason = r->why;
+    tk->pad_id = -1;
+    if (!vc_model_vision(r->model)) {
+        const char *mt = vc_model_cfg(r->model)->model_type;
+        snprintf(r->why, sizeof r->why, "the model %s (model_type %s) has no vision tower", c->model_dir,
+                 mt[0] ? mt : "?");
+        return VC_OK;
+    }
+    char *dir = NULL, *pre = NULL;
+    vc_status st = vc_hf_resolve(c->model_dir, &dir);
+    if (!st && !(pre = vc_path_join(dir, "preprocessor_config.json"))) st = VC_ERR_NOMEM;
+    if (!st && !vc_file_exists(pre))
+        snprintf(r->why, sizeof r->why, "%s/preprocessor_config.json is not there", c->model_dir);
+    else if (!st && !(st = vc_vl_image_config_load(pre, &r->vl))) r->has_vl = 1;
+    free(pre);
+    free(dir);
+    if (st) return vc_fail_ctx(st, "model %s", c->model_dir);
+    if (!r->has_vl) return VC_OK;
+    int id = vc_model_cfg(r->model)->image_id;
+    tk->pad = id >= 0 ? vc_tokenizer_id_to_token(r->tok, id) : VC_VL_IMAGE_TOKEN;
+    tk->pad_id = vc_tokenizer_token_to_id(r->tok, tk->pad);
+    if (tk->pad_id < 0) return vc_fail(VC_ERR_MISSING, "tokenizer: no %s token for the model's images", tk->pad);
+    tk->vl = &r->vl;
+    return VC_OK;
+}
 
 static vc_status load_inputs(sft_run *r) {
     const vc_sft_config *c = r->c;
@@ -64,7 +107,8 @@ static vc_status load_inputs(sft_run *r) {
     if ((st = vc_sft_chat_kwargs(c, &kw))) return st;
     sft_tok tk = { r->tok, r->tmpl, vc_tokenizer_eos_id(r->tok), kw };
     if (tk.eos < 0 && mc->n_eos > 0) tk.eos = mc->eos_ids[0];
-    st = sft_data_load(c, c->train_path, &tk, &r->train);
+    st = setup_images(r, &tk);
+    if (!st) st = sft_data_load(c, c->train_path, &tk, &r->train);
     if (!st && c->val_path) st = sft_data_load(c, c->val_path, &tk, &r->val);
     cJSON_Delete(kw);
     if (st) return st;
@@ -93,6 +137,34 @@ static vc_status megatron_schedule(sft_run *r, vc_trainer_config *tc) {
     tc->decay_matrices_only = 1;
     vc_status st = vc_lr_megatron_init(&tc->sched, &mc);
     return st ? vc_fail_ctx(st, "optim=megatron") : VC_OK;
+}
+
+/* image-text models: the training row with the most image patches, its images with zero pixels, for the memory
+ * plan's trial row (the tower's activations grow with the patches); im->n 0: none. grid and pixels malloc'd. */
+static vc_status largest_images(const sft_run *r, vc_images *im) {
+    const sft_data *d = &r->train;
+    memset(im, 0, sizeof *im);
+    if (!d->n_img || !vc_model_vision(r->model)) return VC_OK;
+    int64_t best = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        int64_t p = 0;
+        for (int64_t k = d->img_cu[i]; k < d->img_cu[i + 1]; k++)
+            p += (int64_t)d->img[k].grid[0] * d->img[k].grid[1] * d->img[k].grid[2];
+        if (p > best) best = p, at = i;
+    }
+    if (!best) return VC_OK;
+    int n = (int)(d->img_cu[at + 1] - d->img_cu[at]);
+    int64_t row = vc_vision_row(vc_model_vision(r->model));
+    int32_t *grid = vc_malloc(sizeof(int32_t) * 3 * (size_t)n);
+    float *pix = vc_calloc((size_t)(best * row), sizeof(float));
+    if (!grid || !pix) {
+        free(grid), free(pix);
+        return vc_fail(VC_ERR_NOMEM, "memory plan: images of %lld patches", (long long)best);
+    }
+    for (int k = 0; k < n; k++) memcpy(grid + 3 * k, d->img[d->img_cu[at] + k].grid, sizeof(int32_t) * 3);
+    *im = (vc_images){ n, grid, pix, row };
+    return VC_OK;
 }
 
 static vc_status make_trainer(sft_run *r) {
@@ -134,12 +206,53 @@ static vc_status make_trainer(sft_run *r) {
     /* every rank prints its own plan: the optimiser state is per rank (1/N with ZeRO-1) */
     /* the loss on all but each row's first token: the LM head on gathered loss positions, as rows whose prompt is
      * masked run it */
+    vc_images im;
+    if ((st = largest_images(r, &im))) return st;
+    r->tr.plan_images = im.n ? &im : NULL;
     st = vc_trainer_plan_rows(&r->tr, most, r->train.longest, r->train.longest - 1, c->max_memory, stderr, &plan);
+    r->tr.plan_images = NULL;
+    free((void *)im.grid), free((void *)im.pixels);
     r->planned_act = plan.activations;
     vc_graph_trim(r->tr.g); /* the steps take what they use; their peak from here */
     vc_graph_clear_peak(r->tr.g);
     r->peak = vc_perf_promised_peak();
     return st;
+}
+
+static void images_free(sft_run *r) {
+    for (size_t i = 0; i < r->im_n; i++) free((void *)r->im[i].grid), free((void *)r->im[i].pixels);
+    free(r->im), free(r->im_each), free(r->im_span);
+    r->im = NULL, r->im_each = NULL, r->im_span = NULL, r->im_n = 0;
+}
+
+/* the pixels of the mini-batch's rows' images into b (made now, freed with the next mini-batch or images_free) */
+static vc_status gather_images(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
+    images_free(r);
+    if (!d->n_img || !r->has_vl) return VC_OK;
+    r->im = vc_calloc(n, sizeof *r->im);
+    r->im_each = vc_calloc(n, sizeof *r->im_each);
+    r->im_span = vc_calloc(n, sizeof *r->im_span);
+    if (!r->im || !r->im_each || !r->im_span) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    r->im_n = n;
+    char where[512];
+    for (size_t i = 0; i < n; i++) {
+        size_t row = idx[i];
+        int k = (int)(d->img_cu[row + 1] - d->img_cu[row]);
+        r->im_span[i] = k ? d->span[row] : 0;
+        r->im_each[i] = &r->im[i];
+        if (!k) continue;
+        float *px = NULL;
+        int32_t *grid = NULL;
+        int64_t cols = 0;
+        snprintf(where, sizeof where, "%s:%lld", d == &r->train ? r->c->train_path : r->c->val_path,
+                 (long long)d->line[row]);
+        vc_status st = vc_vl_images_pixels(&r->vl, 0, d->img + d->img_cu[row], k, where, &px, &grid, &cols);
+        if (st) return st;
+        r->im[i] = (vc_images){ k, grid, px, cols };
+    }
+    b->images = r->im_each;
+    b->image_span = r->im_span;
+    return VC_OK;
 }
 
 static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
@@ -158,7 +271,7 @@ static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size
         r->cu[i + 1] = r->cu[i] + L;
     }
     *b = (vc_minibatch){ (int)n, r->cu, r->ids, r->mask };
-    return VC_OK;
+    return gather_images(r, d, idx, n, b);
 }
 
 static vc_status validate(sft_run *r, double *loss) {
@@ -289,6 +402,7 @@ static vc_status run_loop(sft_run *r) {
         vc_step_stats s;
         if ((st = gather(r, &r->train, idx, n, &b))) break;
         if ((st = vc_trainer_step(&r->tr, &b, NULL, NULL, &s))) break;
+        images_free(r); /* (a step's pixels live for the step) */
         double flops = vc_perf_verl_flops(r->model, 0, b.cu_seqlens, b.n_seq); /* (validation reuses b's buffers) */
         done++;
         int64_t step = r->tr.step;
@@ -386,6 +500,7 @@ out:
     if (r.metrics) fclose(r.metrics);
     vc_tracker_close(r.tracker);
     free(r.cu); free(r.ids); free(r.mask);
+    images_free(&r);
     vc_epoch_iter_free(&r.it);
     if (r.tr.g) vc_trainer_free(&r.tr);
     vc_train_state_clear(&r.state);

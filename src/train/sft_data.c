@@ -2,6 +2,7 @@
  * response + EOS, loss on the response) and multi-turn `messages` rows (verl's MultiTurnSFTDataset:
  * the conversation rendered incrementally, loss on assistant turns only). */
 #include "sft_internal.h"
+#include "data/vl_rows.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,16 @@ static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size
     return st;
 }
 
-/* the row's template options (verl's MultiTurnSFTDataset: tools and enable_thinking per row) */
-typedef struct { const cJSON *tools; int thinking; } row_opts;
-static const row_opts NO_OPTS = { NULL, -1 };
+/* the row's template options (verl's MultiTurnSFTDataset: tools and enable_thinking per row) and images (n_img
+ * 0: none; then msgs are content lists and each rendering's j-th pad token is image j, expanded to its tokens) */
+typedef struct {
+    const cJSON *tools;
+    int thinking;
+    const vc_rl_image *img;
+    int n_img;
+    const char *where;
+} row_opts;
+static const row_opts NO_OPTS = { NULL, -1, NULL, 0, NULL };
 
 static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, const row_opts *ro, char **out) {
     cJSON *arr = cJSON_CreateArray();
@@ -49,7 +57,23 @@ static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, co
     vc_chat_opts o = { gen, ro->thinking, ro->tools, tk->kwargs };
     vc_status st = vc_chat_template_render(tk->tmpl, arr, &o, out);
     cJSON_Delete(arr);
+    if (st || !ro->n_img) return st;
+    char *x = NULL; /* the whole conversation holds every image; its first messages the first ones */
+    st = vc_vl_expand_pads(*out, tk->pad, ro->img, ro->n_img, n == cJSON_GetArraySize(msgs), ro->where, &x, NULL);
+    free(*out);
+    *out = x;
     return st;
+}
+
+/* a message's text to locate it in the rendering: its string content, or its content list's last text */
+static const char *content_text(const cJSON *m) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content"), *last = NULL;
+    if (cJSON_IsString(c)) return c->valuestring;
+    for (const cJSON *e = cJSON_IsArray(c) ? c->child : NULL; e; e = e->next) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "text");
+        if (cJSON_IsString(t)) last = t;
+    }
+    return last ? last->valuestring : NULL;
 }
 
 static size_t lcp(const char *a, const char *b) {
@@ -81,13 +105,12 @@ static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_op
     for (int i = 0; i < n && !st; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
         if (!cJSON_IsString(role)) {
             st = vc_fail(VC_ERR_FORMAT, "message %d has no string role", i);
             break;
         }
         if ((st = render(tk, msgs, i + 1, 0, ro, &R))) break;
-        size_t end = i + 1 == n ? flen : message_end(F, prev, R, cJSON_IsString(content) ? content->valuestring : NULL);
+        size_t end = i + 1 == n ? flen : message_end(F, prev, R, content_text(m));
         if (end < prev) end = prev;
         size_t start = prev;
         if (!strcmp(role->valuestring, "assistant")) {
@@ -156,15 +179,23 @@ static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, 
     return st;
 }
 
-static vc_status data_append(sft_data *d, const row_buf *r, size_t off, size_t n) {
-    if (d->n + 2 > d->cap_rows) {
-        d->cap_rows = d->cap_rows * 2 + 64;
-        int64_t *cu = realloc(d->cu, d->cap_rows * sizeof *cu);
-        if (!cu) return vc_fail(VC_ERR_NOMEM, "out of memory");
-        d->cu = cu;
+static vc_status grow_rows(sft_data *d) {
+    size_t cap = d->cap_rows * 2 + 64;
+    int64_t **arr[] = { &d->cu, &d->img_cu, &d->span, &d->line };
+    for (int k = 0; k < 4; k++) {
+        int64_t *a = realloc(*arr[k], cap * sizeof *a);
+        if (!a) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        *arr[k] = a;
     }
+    d->cap_rows = cap;
+    return VC_OK;
+}
+
+static vc_status data_append(sft_data *d, const row_buf *r, size_t off, size_t n) {
+    vc_status st = d->n + 2 > d->cap_rows ? grow_rows(d) : VC_OK;
+    if (st) return st;
     size_t tot = d->n ? (size_t)d->cu[d->n] : 0;
-    if (!d->n) d->cu[0] = 0;
+    if (!d->n) d->cu[0] = d->img_cu[0] = 0;
     if (tot + n > d->cap_tok) {
         d->cap_tok = (tot + n) * 2 + 1024;
         int32_t *a = realloc(d->ids, d->cap_tok * sizeof *a);
@@ -182,8 +213,54 @@ static vc_status data_append(sft_data *d, const row_buf *r, size_t off, size_t n
     return VC_OK;
 }
 
+/* row d->n - 1's images (sources copied: the rows are freed after loading), its image span and source line */
+static vc_status append_images(sft_data *d, const row_opts *ro, int64_t span, int64_t line) {
+    size_t i = d->n - 1, at = (size_t)d->img_cu[i];
+    d->img_cu[i + 1] = (int64_t)(at + (size_t)ro->n_img);
+    d->span[i] = span, d->line[i] = line;
+    if (!ro->n_img) return VC_OK;
+    if (at + (size_t)ro->n_img > d->cap_img) {
+        size_t cap = (at + (size_t)ro->n_img) * 2 + 16;
+        vc_rl_image *a = realloc(d->img, cap * sizeof *a);
+        if (!a) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        d->img = a, d->cap_img = cap;
+    }
+    for (int k = 0; k < ro->n_img; k++) {
+        d->img[at + (size_t)k] = ro->img[k];
+        if (!(d->img[at + (size_t)k].src = vc_strdup(ro->img[k].src))) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        d->n_img = at + (size_t)k + 1; /* (the copies so far are freed with d) */
+    }
+    return VC_OK;
+}
+
+/* a row with images: its pad tokens are its images' (the tokenizer has the pad as one token) and the kept window
+ * [off, off + n) holds them all (verl's truncation would hand the model fewer image tokens than features: refused
+ * rather than cut); *span the tokens up to the end of the last image run */
+static vc_status check_image_tokens(const vc_sft_config *c, const sft_tok *tk, const char *path, int64_t line,
+                                    const row_buf *r, const row_opts *ro, size_t off, size_t n, int64_t *span) {
+    int64_t want = 0, got = 0, kept = 0;
+    *span = 0;
+    if (!ro->n_img) return VC_OK;
+    for (int k = 0; k < ro->n_img; k++) want += ro->img[k].tokens;
+    for (size_t t = 0; t < r->n; t++) {
+        if (r->ids[t] != tk->pad_id) continue;
+        got++;
+        if (t >= off && t < off + n) kept++, *span = (int64_t)(t - off) + 1;
+    }
+    if (got != want)
+        return vc_fail(VC_ERR_FORMAT, "%s:%lld: %lld %s tokens in the row's ids for %lld in its text (the tokenizer "
+                       "must have %s as one added token)", path, (long long)line, (long long)got, tk->pad,
+                       (long long)want, tk->pad);
+    if (kept != want)
+        return vc_fail(VC_ERR_ARG, "%s:%lld: truncation=%s to max_length %lld would cut the row's image tokens (%lld "
+                       "of %lld kept): raise data.max_length or drop the row", path, (long long)line, c->truncation,
+                       (long long)c->max_length, (long long)kept, (long long)want);
+    return VC_OK;
+}
+
 /* truncation and the "has a target" check for one tokenised row */
-static vc_status finish_row(const vc_sft_config *c, const char *path, int64_t line, const row_buf *r, sft_data *d) {
+static vc_status finish_row(const vc_sft_config *c, const sft_tok *tk, const char *path, int64_t line,
+                            const row_buf *r, const row_opts *ro, sft_data *d) {
     size_t off = 0, n = r->n;
     if ((int64_t)n > c->max_length) {
         if (!strcmp(c->truncation, "left")) off = n - (size_t)c->max_length;
@@ -191,15 +268,51 @@ static vc_status finish_row(const vc_sft_config *c, const char *path, int64_t li
             return vc_fail(VC_ERR_ARG, "%s:%lld: %zu tokens exceed max_length %lld (truncation=error; use left or right)",
                            path, (long long)line, n, (long long)c->max_length);
         n = (size_t)c->max_length;
-        d->n_truncated++;
     }
+    int64_t span = 0;
+    vc_status st = check_image_tokens(c, tk, path, line, r, ro, off, n, &span);
+    if (st) return st;
+    if (n < r->n) d->n_truncated++;
     double targets = 0;
     for (size_t i = off + 1; i < off + n; i++) targets += r->mask[i];
     if (targets <= 0) {
         d->n_no_target++;
         return VC_OK;
     }
-    return data_append(d, r, off, n);
+    if ((st = data_append(d, r, off, n))) return st;
+    return append_images(d, ro, span, line);
+}
+
+/* a row's images (tk->image_key): with any, *vm its messages with content lists and ro->img / n_img its images
+ * (parsed: sources into the row, grids); refused naming the row when the model takes no images or the row is a
+ * prompt/response row (verl's SFTDataset has no images) */
+static vc_status row_images(const sft_tok *tk, const cJSON *row, const cJSON *msgs, const char *where, row_opts *ro,
+                            cJSON **vm, int *fatal) {
+    const char *key = tk->image_key;
+    const cJSON *im = key ? cJSON_GetObjectItemCaseSensitive(row, key) : NULL;
+    const cJSON *vid = cJSON_GetObjectItemCaseSensitive(row, "videos"); /* verl's video_key default */
+    *vm = NULL;
+    if (vid && !cJSON_IsNull(vid) && (!cJSON_IsArray(vid) || cJSON_GetArraySize(vid) > 0))
+        return *fatal = 1, vc_fail(VC_ERR_UNSUPPORTED, "%s: videos: video inputs are not built (rows with videos are "
+                                   "refused)", where);
+    if (!im || cJSON_IsNull(im)) return VC_OK;
+    if (!cJSON_IsArray(im))
+        return vc_fail(VC_ERR_FORMAT, "%s: %s must be a list of images (paths or {bytes, path} objects)", where, key);
+    int n = cJSON_GetArraySize(im);
+    if (!n) return VC_OK;
+    *fatal = !tk->vl || !msgs; /* (not a bad row to skip: the model or the row kind takes no images) */
+    if (!tk->vl)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: the row has %d image%s but %s (image inputs need a Qwen2-VL / "
+                       "Qwen2.5-VL / Qwen3-VL model with a preprocessor_config.json)", where, key, n, n == 1 ? "" : "s",
+                       tk->no_image_reason ? tk->no_image_reason : "the model takes no image inputs");
+    if (!msgs)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: images in a prompt/response row are not built (verl's SFTDataset "
+                       "takes none): use a messages row with <image> markers", where, key);
+    vc_rl_image *img = NULL;
+    vc_status st = vc_vl_build_messages(msgs, n, where, key, vm);
+    if (!st) st = vc_vl_parse_images(im, tk->vl, 0, where, key, &img);
+    ro->img = img, ro->n_img = img ? n : 0;
+    return st;
 }
 
 /* tools: a list of schemas, or a JSON string of one (parquet conversions store them so); enable_thinking:
@@ -231,29 +344,33 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
     d->n_bad_lines = j->n_skipped;
     for (size_t i = 0; i < j->n_bad; i++) vc_warn("skipped malformed line: %s", j->bad[i].message);
     row_buf r = { 0 };
+    char where[512];
     for (size_t i = 0; i < j->n_rows && !st; i++) {
         r.n = 0;
+        snprintf(where, sizeof where, "%s:%lld", path, (long long)j->lines[i]);
         const cJSON *msgs = c->multiturn ? cJSON_GetObjectItemCaseSensitive(j->rows[i], c->messages_key) : NULL;
-        cJSON *parsed = NULL;
+        cJSON *parsed = NULL, *vm = NULL;
+        int fatal = 0;
+        row_opts ro = NO_OPTS;
+        ro.where = where;
         if (c->multiturn == 1 && !cJSON_IsArray(msgs)) {
             st = vc_fail(VC_ERR_FORMAT, "data.multiturn.enable=true: the row has no '%s' list", c->messages_key);
             goto row_done;
         }
-        row_opts ro = { NULL, -1 };
         if (cJSON_IsArray(msgs)) st = row_options(c, j->rows[i], &ro, &parsed);
-        if (!st) st = cJSON_IsArray(msgs) ? messages_row(tk, msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+        if (!st) st = row_images(tk, j->rows[i], cJSON_IsArray(msgs) ? msgs : NULL, where, &ro, &vm, &fatal);
+        if (!st)
+            st = cJSON_IsArray(msgs) ? messages_row(tk, vm ? vm : msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
         cJSON_Delete(parsed);
+        cJSON_Delete(vm);
     row_done:
-        if (st && st != VC_ERR_NOMEM && c->skip_bad_lines) {
-            if (d->n_bad_rows++ < 8) vc_warn("%s:%lld: skipped row: %s", path, (long long)j->lines[i], vc_last_error());
+        if (st && st != VC_ERR_NOMEM && !fatal && c->skip_bad_lines) {
+            if (d->n_bad_rows++ < 8) vc_warn("%s: skipped row: %s", where, vc_last_error());
             st = VC_OK;
-            continue;
-        }
-        if (st) {
-            vc_fail_ctx(st, "%s:%lld", path, (long long)j->lines[i]);
-            break;
-        }
-        st = finish_row(c, path, j->lines[i], &r, d);
+        } else if (st) {
+            if (strncmp(vc_last_error(), where, strlen(where))) vc_fail_ctx(st, "%s", where);
+        } else st = finish_row(c, tk, path, j->lines[i], &r, &ro, d);
+        free((void *)ro.img);
     }
     free(r.ids);
     free(r.mask);
@@ -264,6 +381,11 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
 }
 
 void sft_data_free(sft_data *d) {
+    for (size_t k = 0; k < d->n_img; k++) free((void *)d->img[k].src);
+    free(d->img);
+    free(d->img_cu);
+    free(d->span);
+    free(d->line);
     free(d->cu);
     free(d->ids);
     free(d->mask);

@@ -5,6 +5,7 @@
 #include "verlc/data.h"
 #include "verlc/tokenizer.h"
 #include "verlc/train.h"
+#include "verlc/trainer.h"
 
 /* Tokenised rows: row i is ids[cu[i] .. cu[i+1]) with token-aligned loss mask. */
 typedef struct sft_data {
@@ -16,6 +17,11 @@ typedef struct sft_data {
     size_t n_truncated, n_no_target, n_bad_rows, n_bad_lines;
     int32_t max_id;
     int64_t longest;
+    /* rows with images (image-text models): row i's images are img[img_cu[i] .. img_cu[i+1]) (sources owned), its
+     * image tokens within its first span[i] tokens (after its last image run); NULL when no row has any */
+    int64_t *img_cu, *span, *line; /* (line: the row's source line) */
+    vc_rl_image *img;
+    size_t n_img, cap_img;
 } sft_data;
 
 typedef struct sft_tok {
@@ -23,6 +29,13 @@ typedef struct sft_tok {
     const vc_chat_template *tmpl; /* may be NULL: prompts are used as plain text */
     int32_t eos;
     const cJSON *kwargs; /* data.apply_chat_template_kwargs (NULL: none); a row's enable_thinking wins */
+    /* image inputs (verl's MultiTurnSFTDataset with a Qwen2-VL processor): vl NULL when off (rows with images are
+     * then refused with no_image_reason) */
+    const char *image_key;              /* data.image_key ("images"); NULL: image lists are not looked at */
+    const struct vc_vl_image_config *vl;
+    const char *no_image_reason;
+    const char *pad;                    /* the image pad token's text; pad_id its id */
+    int32_t pad_id;
 } sft_tok;
 /* data.apply_chat_template_kwargs and its .KEY=VALUE items as one JSON object (*out NULL when empty) */
 vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out);
