@@ -5,6 +5,7 @@
 #ifndef VC_RL_CLI_UTIL_H
 #define VC_RL_CLI_UTIL_H
 #include "cli_util.h"
+#include "verlc/safetensors.h"
 #include "verlc/tokenizer.h"
 
 static char dir[256], bin[512], shared[512];
@@ -14,6 +15,19 @@ static inline void rl_cli_start(const char *tag) {
     snprintf(bin, sizeof bin, "%s", cli_bin());
     snprintf(shared, sizeof shared, "%s", vc_test_shared());
     cli_tmpdir(dir, sizeof dir, tag);
+}
+
+/* 1 when tensor `name` holds the same bytes in both checkpoints (files or folders), 0 when not, -1 when either lacks it */
+static inline int cli_same_tensor(const char *a, const char *b, const char *name) {
+    vc_checkpoint *x = NULL, *y = NULL;
+    int same = -1;
+    if (!vc_ckpt_open(a, &x) && !vc_ckpt_open(b, &y)) {
+        const vc_st_tensor *s = vc_ckpt_find(x, name), *t = vc_ckpt_find(y, name);
+        if (s && t && s->nbytes == t->nbytes) same = !memcmp(s->data, t->data, s->nbytes);
+    }
+    vc_ckpt_close(x);
+    vc_ckpt_close(y);
+    return same;
 }
 
 /* the Qwen3 tokenizer's vocabulary size (the fixture's, or Qwen3's when it cannot be read) */

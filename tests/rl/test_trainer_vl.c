@@ -89,19 +89,6 @@ static void train(const char *name, const char *extra) { train_steps(name, 2, ex
 
 static double last_of(const char *run, const char *name) { return value_of(run, name, 0); }
 
-/* 1 when tensor `name` holds the same bytes in both checkpoints */
-static int same_tensor(const char *a, const char *b, const char *name) {
-    vc_checkpoint *x = NULL, *y = NULL;
-    int same = -1;
-    if (!vc_ckpt_open(a, &x) && !vc_ckpt_open(b, &y)) {
-        const vc_st_tensor *s = vc_ckpt_find(x, name), *t = vc_ckpt_find(y, name);
-        if (s && t && s->nbytes == t->nbytes) same = !memcmp(s->data, t->data, s->nbytes);
-    }
-    vc_ckpt_close(x);
-    vc_ckpt_close(y);
-    return same;
-}
-
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -213,8 +200,8 @@ int main(void) {
     CHECK_MSG(last_of("trained", "val-core/openai/gsm8k/acc/mean@1") >= 0, "no validation with images");
     snprintf(init, sizeof init, "%s/model", dir);
     snprintf(out, sizeof out, "%s/trained/hf_model", dir);
-    CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained (or not exported)");
-    CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained (or not exported)");
+    CHECK_MSG(cli_same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
     /* one step and a checkpoint (the tower's weights and AdamW state among the actor's), then resumed to the second:
      * the export is the uninterrupted run's, bit for bit */
     train_steps("resumed", 1, "trainer.save_freq=1");
@@ -227,9 +214,9 @@ int main(void) {
     CHECK_MSG(cli_file_eq(a, b), "the resumed run's export differs from the uninterrupted run's");
     train("frozen", "actor_rollout_ref.actor.freeze_vision_tower=True");
     snprintf(out, sizeof out, "%s/frozen/hf_model", dir);
-    CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
-    CHECK_MSG(same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
-    CHECK_MSG(same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
+    CHECK_MSG(cli_same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
     data_parallel(init);
     /* Qwen3-VL: its processor's 16-pixel patches, the deepstack features in rollout and training alike */
     msub = "model3";
@@ -246,8 +233,8 @@ int main(void) {
     CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
     snprintf(init, sizeof init, "%s/model3", dir);
     snprintf(out, sizeof out, "%s/trained3/hf_model", dir);
-    CHECK_MSG(same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
-              same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
+              cli_same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();

@@ -140,19 +140,6 @@ static void test_rows(void) {
     vc_tokenizer_free(tok);
 }
 
-/* 1 when tensor `name` holds the same bytes in both files (-1: missing) */
-static int same_tensor(const char *a, const char *b, const char *name) {
-    vc_checkpoint *x = NULL, *y = NULL;
-    int same = -1;
-    if (!vc_ckpt_open(a, &x) && !vc_ckpt_open(b, &y)) {
-        const vc_st_tensor *s = vc_ckpt_find(x, name), *t = vc_ckpt_find(y, name);
-        if (s && t && s->nbytes == t->nbytes) same = !memcmp(s->data, t->data, s->nbytes);
-    }
-    vc_ckpt_close(x);
-    vc_ckpt_close(y);
-    return same;
-}
-
 /* `verlc sft` of model on rows into <dir>/<out>, its log <dir>/<out>.log; the exit status */
 static int sft(const char *model, const char *rows, const char *out, const char *extra) {
     return cli_sh("%s sft --model %s/%s --train %s/%s --out %s/%s max_length=2048 train_batch_size=2 micro_batch_size=1 "
@@ -169,8 +156,8 @@ static void test_cli(void) {
     char init[600], out[600], metrics[600];
     snprintf(init, sizeof init, "%s/model/model.safetensors", dir);
     snprintf(out, sizeof out, "%s/run/step_2/model.safetensors", dir);
-    CHECK_MSG(same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained");
-    CHECK_MSG(same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 0, "the tower's merger was not trained");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 0, "the tower's merger was not trained");
     snprintf(metrics, sizeof metrics, "%s/run/metrics.jsonl", dir);
     CHECK(cli_sh("test $(grep -c '\"train/loss\": [0-9]' %s) = 2", metrics) == 0);
     CHECK(cli_arena_within_plan(strcat(strcpy(out, dir), "/run.log")) == 0);
