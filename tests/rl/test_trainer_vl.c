@@ -231,6 +231,11 @@ int main(void) {
               kl3);
     snprintf(path, sizeof path, "%s/trained3.log", dir);
     CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
+    /* bf16 matmuls (verl's param_dtype=bf16): the rollout and the trainer still read the same bf16-rounded inputs */
+    train("bf16_3", "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16");
+    double diff16 = value_of("bf16_3", "training/rollout_probs_diff_max", 1), kl16 = value_of("bf16_3", "actor/kl_loss", 1);
+    CHECK_MSG(diff16 >= 0 && diff16 < 1e-6 && kl16 >= 0 && kl16 < 1e-7, "Qwen3-VL in bf16: rollout vs trainer %g, "
+              "step-1 KL %g", diff16, kl16);
     snprintf(init, sizeof init, "%s/model3", dir);
     snprintf(out, sizeof out, "%s/trained3/hf_model", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
