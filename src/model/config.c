@@ -769,6 +769,7 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
 static const struct {
     const char *outer, *inner, *as; /* model_type, text_config's, the text architecture it is parsed as */
     int flat;                       /* the text keys may sit at the top level instead (transformers 4's Qwen2-VL) */
+    int interleave;                 /* its M-RoPE always interleaves the axes (Qwen3-VL's rotary embedding) */
 } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text", 0 }, { "gemma4", "gemma4_text", "gemma4_text", 0 },
     { "mistral3", "ministral3", "ministral3", 0 }, { "mistral3", "mistral", "mistral", 0 }, /* Ministral 3, Mistral Small 3 */
@@ -776,7 +777,7 @@ static const struct {
     { "internvl", "qwen2", "qwen2", 0 }, { "internvl", "qwen3", "qwen3", 0 }, { "internvl", "llama", "llama", 0 },
     { "glm4v", "glm4v_text", "glm4", 0 }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe", 0 },
     { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
-    { "qwen3_vl", "qwen3_vl_text", "qwen3", 0 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0 },
+    { "qwen3_vl", "qwen3_vl_text", "qwen3", 0, 1 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0, 1 },
     { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0 },
     { "apertus1p5", "apertus1p5_text", "apertus1p5_text", 0 },
 };
@@ -817,7 +818,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     if (st) return st;
     c->arch = vc_arch_find(NESTED_TEXT[k].outer);
     c->nested_text = 1;
-    if (!strncmp(NESTED_TEXT[k].outer, "qwen3_vl", 8)) c->rope.mrope_interleaved = 1; /* (its rope always interleaves) */
+    if (NESTED_TEXT[k].interleave) c->rope.mrope_interleaved = 1;
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)

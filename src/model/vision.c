@@ -126,6 +126,15 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     return VC_OK;
 }
 
+/* the tower of a model type (VIS_*), -1 when verlc builds none for it */
+static int tower_kind(const char *mt) {
+    static const struct { const char *type; int kind; } T[] = {
+        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 }, { "qwen3_vl_moe", VIS_QWEN3 } };
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+        if (!strcmp(mt, T[i].type)) return T[i].kind;
+    return -1;
+}
+
 static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     char ctx[600];
     cJSON *root = NULL;
@@ -137,10 +146,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     const char *mt = m->cfg.model_type;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
-    else if (!strcmp(mt, "qwen2_vl")) c->kind = VIS_QWEN2;
-    else if (!strcmp(mt, "qwen2_5_vl")) c->kind = VIS_QWEN25;
-    else if (!strcmp(mt, "qwen3_vl") || !strcmp(mt, "qwen3_vl_moe")) c->kind = VIS_QWEN3;
-    else st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
+    else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
                       "Qwen3-VL and Qwen3-VL-MoE are)", m->dir, mt);
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
@@ -276,13 +282,10 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
 }
 
 /* the model types whose towers verlc builds */
-static int tower_type(const char *mt) {
-    return !strcmp(mt, "qwen2_vl") || !strcmp(mt, "qwen2_5_vl") || !strcmp(mt, "qwen3_vl") || !strcmp(mt, "qwen3_vl_moe");
-}
 
 vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     char full[96];
-    if (!tower_type(m->cfg.model_type) || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
+    if (tower_kind(m->cfg.model_type) < 0 || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
     if (ck && !find(ck, "patch_embed.proj.weight", full, sizeof full)) return VC_OK; /* a text-only export */
     vc_vision *v = vc_calloc(1, sizeof *v);
     if (!v) return VC_ERR_NOMEM;

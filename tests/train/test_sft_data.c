@@ -3,28 +3,12 @@
  * loss still covers exactly the assistant's text; `enable_thinking` is a per-row bool (false puts Qwen3's
  * empty think block in the generation prompt, out of the loss); other values are refused naming the key. */
 #include "train/sft_internal.h"
+#include "sft_test_util.h"
 #include "vc_test.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char *decode(const vc_tokenizer *tok, const int32_t *ids, size_t n) {
-    char *s = NULL;
-    size_t len = 0;
-    CHECK_OK(vc_tokenizer_decode(tok, ids, n, 0, &s, &len));
-    return s ? s : vc_strdup("");
-}
-
-/* the loss-masked tokens of row i, decoded */
-static char *trained(const vc_tokenizer *tok, const sft_data *d, size_t i) {
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(d->cu[i + 1] - d->cu[i] + 1));
-    size_t n = 0;
-    for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++)
-        if (d->mask[k] > 0) ids[n++] = d->ids[k];
-    char *s = decode(tok, ids, n);
-    free(ids);
-    return s;
-}
 
 /* every key of verl's sft_trainer.yaml at its default is accepted; the ones verlc has no setting for change
  * nothing at values that change nothing and are refused (naming key and value) otherwise */

@@ -7,19 +7,12 @@
 #include "rl/rl_cli_util.h"
 #include "data/vl_rows.h"
 #include "train/sft_internal.h"
+#include "sft_test_util.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
 #include <math.h>
 
-static const char *CFG =
-    "{\"architectures\":[\"Qwen2VLForConditionalGeneration\"],\"model_type\":\"qwen2_vl\",\"vocab_size\":%d,"
-    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
-    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000,"
-    "\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[4,6,6]},\"hidden_act\":\"silu\","
-    "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"image_token_id\":151655,"
-    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"torch_dtype\":\"float32\","
-    "\"vision_config\":{\"depth\":1,\"embed_dim\":32,\"num_heads\":2,\"mlp_ratio\":2,\"hidden_size\":64,"
-    "\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_chans\":3,\"hidden_act\":\"quick_gelu\"}}";
+static const char *CFG = RL_CLI_QWEN2_VL_CFG;
 
 static const char *TEXT_CFG =
     "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"vocab_size\":%d,\"hidden_size\":16,"
@@ -46,23 +39,6 @@ static void write_rows(const char *path, int img) {
     fclose(f);
 }
 
-static char *decode(const vc_tokenizer *tok, const int32_t *ids, size_t n) {
-    char *s = NULL;
-    size_t len = 0;
-    CHECK_OK(vc_tokenizer_decode(tok, ids, n, 0, &s, &len));
-    return s ? s : vc_strdup("");
-}
-
-/* the loss-masked tokens of row i, decoded */
-static char *trained(const vc_tokenizer *tok, const sft_data *d, size_t i) {
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(d->cu[i + 1] - d->cu[i] + 1));
-    size_t n = 0;
-    for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++)
-        if (d->mask[k] > 0) ids[n++] = d->ids[k];
-    char *s = decode(tok, ids, n);
-    free(ids);
-    return s;
-}
 
 /* the single-turn row against transformers' processor: the same ids, the same grid */
 static void check_golden(const sft_data *d) {
