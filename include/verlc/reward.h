@@ -19,6 +19,19 @@ char *vc_math_last_boxed(const char *s);  /* malloc'd, or NULL */
 /* strip_string; returns NULL where Python raises (callers then compare the raw strings, as is_equiv does). */
 char *vc_math_strip_string(const char *s);
 int vc_math_is_equiv(const char *a, const char *b);
+/* _strip_string as PRM800K's math_normalize has it (as verl's but removing "\\%" and "%"); NULL where Python
+ * raises */
+char *vc_math_strip_string_prm800k(const char *s);
+
+/* verl's hiyouga/geometry3k reward (geo3k.compute_score over mathruler 0.1.0's grader): 0.9 when the last
+ * \boxed{} content grades equal to ground_truth, plus 0.1 when solution is "<think>...</think>...\boxed{...}..."
+ * (so 0, 0.1, 0.9 or 1.0). Grading is mathruler's grade_answer: the MATH normalisation's strings, then its own
+ * normalisation (units, LaTeX to text as pylatexenc 2.11 makes it, lower case) and, element by element of a
+ * tuple, sympy's simplify(a - b) == 0 as parse_expr reads them (exact rationals, radicals and 53-bit Floats
+ * by sympy's rules; other expressions without a Float numerically at complex points). */
+vc_status vc_reward_geo3k(const char *solution, const char *ground_truth, double *score);
+int vc_mathruler_grade(const char *given, const char *ground_truth); /* grade_answer: 1 or 0 */
+char *vc_mathruler_boxed(const char *text); /* extract_boxed_content ("None" when there is none), malloc'd */
 
 /* Countdown (TinyZero): equation in the last <answer>...</answer> of the last line must use each of
  * `numbers` exactly once and evaluate (Python arithmetic, no eval) to target within 1e-5:

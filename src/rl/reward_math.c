@@ -123,12 +123,14 @@ static char *fix_a_slash_b(char *s) {
     return r;
 }
 
-char *vc_math_strip_string(const char *in) {
+/* Hendrycks' _strip_string; `percent`: the two percent replacements (verl's math_reward removes "\\%" and
+ * "\%"; PRM800K's math_normalize, in mathruler, removes "\%" and "%") */
+static char *strip_string(const char *in, const char *const percent[2]) {
     static const char *const R1[][2] = {
         { "\n", "" }, { "\\!", "" }, { "\\\\", "\\" }, { "tfrac", "frac" }, { "dfrac", "frac" },
         { "\\left", "" }, { "\\right", "" }, { "^{\\circ}", "" }, { "^\\circ", "" }, { "\\$", "" },
     };
-    static const char *const R2[][2] = { { "\\\\%", "" }, { "\\%", "" }, { " .", " 0." }, { "{.", "{0." } };
+    const char *const R2[][2] = { { percent[0], "" }, { percent[1], "" }, { " .", " 0." }, { "{.", "{0." } };
     char *s = vc_strdup(in);
     for (size_t i = 0; i < sizeof R1 / sizeof R1[0]; i++) s = step_replace(s, R1[i][0], R1[i][1]);
     if (!s) return NULL;
@@ -150,6 +152,16 @@ char *vc_math_strip_string(const char *in) {
     if (!s) return NULL;
     if (!strcmp(s, "0.5")) { free(s); s = vc_strdup("\\frac{1}{2}"); if (!s) return NULL; }
     return fix_a_slash_b(s);
+}
+
+char *vc_math_strip_string(const char *in) {
+    static const char *const P[2] = { "\\\\%", "\\%" };
+    return strip_string(in, P);
+}
+
+char *vc_math_strip_string_prm800k(const char *in) {
+    static const char *const P[2] = { "\\%", "%" };
+    return strip_string(in, P);
 }
 
 int vc_math_is_equiv(const char *a, const char *b) {
