@@ -26,7 +26,7 @@ static const char *CFG3 =
 
 static const char *msub = "model"; /* the model folder the runs train */
 
-/* four rows: one image, two images, an image after text, no image */
+/* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
 static void write_data(const char *path) {
     char img[3][PATH_MAX];
     const char *rel[3] = { "tests/fixtures/vision/images/rgb_37x53.png", "tests/fixtures/vision/images/progressive_61x47.jpg",
@@ -36,7 +36,7 @@ static void write_data(const char *path) {
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (!f) return;
-    const char *row = "{\"data_source\": \"openai/gsm8k\", \"prompt\": [{\"role\": \"user\", \"content\": \"%s\"}], "
+    const char *row = "{\"data_source\": \"hiyouga/geometry3k\", \"prompt\": [{\"role\": \"user\", \"content\": \"%s\"}], "
                       "\"images\": [%s], \"reward_model\": {\"style\": \"rule\", \"ground_truth\": \"%d\"}}\n";
     char two[2 * PATH_MAX + 8], one[3][PATH_MAX + 4];
     for (int i = 0; i < 3; i++) snprintf(one[i], sizeof one[i], "\"%s\"", img[i]);
