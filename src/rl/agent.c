@@ -6,9 +6,12 @@
  * mask 0 and log-prob 0, so the loss skips them. The loop ends when the model calls no tool, at
  * max_assistant_turns / max_user_turns, or when the response would reach max_response_length (a tool
  * response that does not fit is not appended, as in verl). Rows whose agent is single_turn_agent run
- * one generation of their dataset prompt, exactly as without the agent.
+ * one generation of their dataset prompt, exactly as without the agent. A prompt with images is rendered with the
+ * tools from its content-list messages, its pads expanded as the processor does; every turn's request carries its
+ * images (the engine computes such a prompt whole), and so does each response of the batch for the trainer.
  * All responses of a batch advance turn by turn together: each turn is one call of the rollout engine. */
 #include "agent_internal.h"
+#include "data/vl_rows.h"
 #include "tool_parser.h"
 #include "trainer_internal.h"
 #include "verlc/chat_template.h"
@@ -54,6 +57,23 @@ static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJS
     vc_status st = vc_chat_template_render(t->tmpl, msgs, &o, &text);
     if (!st) st = vc_tokenizer_encode(t->tok, text, strlen(text), 0, ids, n);
     free(text);
+    return st;
+}
+
+/* a prompt with images rendered with the tools: its content-list messages (verl's raw_prompt) through the template,
+ * each image's pad token repeated for its grid (the processor's expansion), tokenized */
+static vc_status render_image_ids(const vc_rl_trainer *t, const vc_rl_dataset *d, const vc_rl_prompt *p,
+                                  const cJSON *tools, int32_t **ids, size_t *n) {
+    char *text = NULL, *full = NULL, where[512];
+    snprintf(where, sizeof where, "%s:%lld", d->rows ? d->rows->path : "data", (long long)p->line);
+    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .tools = tools, .extra = t->chat_kwargs };
+    vc_status st = vc_chat_template_render(t->tmpl, p->vl_messages, &o, &text);
+    int id = t->actor ? vc_model_cfg(t->actor)->image_id : -1;
+    const char *pad = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
+    if (!st) st = vc_vl_expand_pads(text, pad ? pad : "<|image_pad|>", p->images, p->n_images, 1, where, &full, NULL);
+    if (!st) st = vc_tokenizer_encode(t->tok, full, strlen(full), 0, ids, n);
+    free(text);
+    free(full);
     return st;
 }
 
@@ -187,7 +207,8 @@ static vc_status row_interaction(const rl_agent *a, const vc_rl_prompt *p, uint6
         return vc_fail(VC_ERR_ARG, "data line %lld: interaction '%s' is not in the interaction config", (long long)p->line,
                        name->valuestring);
     s->ikw = kw;
-    if (!(s->msgs = cJSON_Duplicate(p->messages, 1))) return VC_ERR_NOMEM;
+    /* verl's raw_prompt: with images, the content-list messages */
+    if (!(s->msgs = cJSON_Duplicate(p->vl_messages ? p->vl_messages : p->messages, 1))) return VC_ERR_NOMEM;
     snprintf(s->rid, sizeof s->rid, "%llx-%d", (unsigned long long)step_key, i);
     vc_status st = rl_interaction_start(s->inter, s->rid, kw);
     return st ? vc_fail_ctx(st, "data line %lld", (long long)p->line) : VC_OK;
@@ -323,8 +344,8 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
     return st;
 }
 
-static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, uint64_t step_key, int64_t max_resp,
-                          rl_batch *b) {
+static vc_status to_batch(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S, int NS, int n_samples, uint64_t step_key,
+                          int64_t max_resp, rl_batch *b) {
     int64_t tot = 0, T = 1;
     for (int i = 0; i < NS; i++) { /* responses past the budget (an interaction's last turn) are cut */
         if (S[i].n - S[i].plen > max_resp) S[i].n = S[i].plen + max_resp;
@@ -332,6 +353,7 @@ static vc_status to_batch(vc_rl_trainer *t, ag_state *S, int NS, int n_samples, 
         if (S[i].n - S[i].plen > T) T = S[i].n - S[i].plen;
     }
     vc_status st = rl_batch_alloc(b, NS, (int)T, tot);
+    if (!st) b->imgs = rl_images_for(t, d); /* each row's images follow its prompt index */
     for (int i = 0; !st && i < NS; i++) {
         ag_state *s = &S[i];
         int64_t o = b->cu[i], r = s->n - s->plen;
@@ -369,7 +391,8 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         int32_t *ids = NULL;
         size_t len = (size_t)p->len;
         if (!(st = row_tools(a, p, &tools)) && tools && a->schemas)
-            st = render_ids(t, p->messages, a->schemas, 1, &ids, &len);
+            st = p->n_images ? render_image_ids(t, d, p, a->schemas, &ids, &len)
+                             : render_ids(t, p->messages, a->schemas, 1, &ids, &len);
         for (int k = 0; !st && k < n_samples; k++) {
             ag_state *q = &S[i * n_samples + k];
             q->prompt = (int)idx[i];
@@ -385,6 +408,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         free(ids);
     }
     double tsum = 0, tmin = 1e300, tmax = 0;
+    rl_images *im = rl_images_for(t, d);
     /* the turns of one rollout keep the KV pool: a turn's prompt starts with the last turn's tokens */
     int session = t->eng && !t->gen && t->prefix_cache;
     if (session) vc_rollout_session(t->eng, 1);
@@ -394,15 +418,17 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         if (a->stops) sp.eos_ids = a->stops, sp.n_eos = a->n_stops;
         sp.seed = t->seed * 0x9E3779B97F4A7C15ull + step_key * 0xD1B54A32D192ED03ull + 1; /* rl_rollout_batch's */
         if (turn == 0) /* every prompt with its n samples: the same streams as a single-turn rollout */
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; !st && i < n; i++) {
                 r[nr] = (vc_rollout_request){ S[i * n_samples].ids, S[i * n_samples].n, n_samples, idx[i] };
+                st = rl_images_get(im, (int)idx[i], &r[nr].images); /* every turn computes the prompt with its images */
                 req_state[nr++] = i * n_samples;
             }
         else {
             sp.seed ^= 0xA3EC647659359ACDull * (uint64_t)turn;
-            for (int i = 0; i < NS; i++)
+            for (int i = 0; !st && i < NS; i++)
                 if (!S[i].done) {
                     r[nr] = (vc_rollout_request){ S[i].ids, S[i].n, 1, (uint64_t)S[i].prompt * 0x10000u + (uint64_t)(i % n_samples) };
+                    st = rl_images_get(im, S[i].prompt, &r[nr].images);
                     req_state[nr++] = i;
                 }
             int64_t room = 0;
@@ -412,7 +438,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         }
         vc_rollout_sample *smp = NULL;
         int ns = 0;
-        st = rl_generate(t, r, nr, &sp, &smp, &ns);
+        if (!st) st = rl_generate(t, r, nr, &sp, &smp, &ns);
         if (!st) st = take_samples(t, d, S, req_state, smp, ns, &sp, max_resp);
         vc_rollout_samples_free(smp, ns);
         active = 0;
@@ -424,7 +450,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         tsum += nt, tmin = nt < tmin ? nt : tmin, tmax = nt > tmax ? nt : tmax;
     }
     a->turns_sum = tsum, a->turns_n = NS, a->turns_min = tmin, a->turns_max = tmax;
-    if (!st) st = to_batch(t, S, NS, n_samples, step_key, max_resp, b);
+    if (!st) st = to_batch(t, d, S, NS, n_samples, step_key, max_resp, b);
     for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp), cJSON_Delete(S[i].msgs);
     free(S);
     free(r);

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K };
 struct vc_reward_proc;
 struct rl_mcp;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };

@@ -1,7 +1,7 @@
 /* Tools of the multi-turn agent (verl's tool_agent loop): the tool config file (verl's
  * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}) and the tools verlc runs
  * natively (the tool-call formats are in tool_parser.c). verl's tools are Python classes; verlc implements the ones it ships with
- * under their class names (verl.tools.gsm8k_tool.Gsm8kTool) and runs any other class in a Python
+ * under their class names (verl.tools.gsm8k_tool.Gsm8kTool, verl.tools.geo3k_tool.Geo3kTool) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "mcp.h"
@@ -16,6 +16,7 @@
 
 static const struct { const char *cls; int kind; } BUILTIN[] = {
     { "verl.tools.gsm8k_tool.Gsm8kTool", RL_TOOL_GSM8K },
+    { "verl.tools.geo3k_tool.Geo3kTool", RL_TOOL_GEO3K },
     { "verlc.tools.CommandTool", RL_TOOL_COMMAND },
 };
 
@@ -387,6 +388,25 @@ static vc_status gsm8k_tool(const cJSON *args, const char *ground_truth, char **
     return *text ? VC_OK : VC_ERR_NOMEM;
 }
 
+/* verl's Geo3kTool: the answer graded as it is (geo3k.compute_score with use_boxed=False, format_score=0.0);
+ * a fresh instance per call, so the tool reward is 0 for a correct answer and -0.05 otherwise */
+static vc_status geo3k_tool(const cJSON *args, const char *ground_truth, char **text, double *tool_reward) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "answer");
+    char *ans = !a ? vc_strdup("") : cJSON_IsString(a) ? vc_strdup(a->valuestring) : cJSON_PrintUnformatted(a);
+    if (!ans) return VC_ERR_NOMEM;
+    double reward = ground_truth && vc_mathruler_grade(ans, ground_truth) ? 1.0 : 0.0;
+    *tool_reward = reward > 0.0 ? 0.0 : -0.05;
+    size_t rn = 2 * strlen(ans) + 8;
+    char *rep = vc_malloc(rn);
+    if (rep) py_repr(ans, rep, rn);
+    size_t tn = rep ? strlen(rep) + 64 : 0;
+    *text = rep ? vc_malloc(tn) : NULL;
+    if (*text) snprintf(*text, tn, "Current parsed answer=%s reward=%s", rep, reward > 0.0 ? "1.0" : "0.0");
+    free(ans);
+    free(rep);
+    return *text ? VC_OK : VC_ERR_NOMEM;
+}
+
 /* verlc.tools.CommandTool: one JSON line per call to a long-running program,
  *   {"name": ..., "arguments": {...}, "create_kwargs": {...}, "extra_info": {...}}
  * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
@@ -457,10 +477,11 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
     if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
-    if (tool->kind != RL_TOOL_GSM8K) return command_tool(tool, call, ck, ei, text, tool_reward);
+    if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K) return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
-    vc_status st = gsm8k_tool(call->args, gts, text, tool_reward);
+    vc_status st = tool->kind == RL_TOOL_GEO3K ? geo3k_tool(call->args, gts, text, tool_reward)
+                                               : gsm8k_tool(call->args, gts, text, tool_reward);
     free(gts);
     return st;
 }

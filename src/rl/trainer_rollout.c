@@ -57,7 +57,6 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
 
 vc_status rl_rollout_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b) {
-    if (t->agent && d->vl) return vc_fail(VC_ERR_UNSUPPORTED, "multi-turn (agent) rollouts of prompts with images are not built");
     if (t->agent) return rl_agent_rollout(t, d, idx, n, s, n_samples, step_key, b);
     memset(b, 0, sizeof *b);
     vc_rollout_request *r = vc_calloc((size_t)n, sizeof *r);

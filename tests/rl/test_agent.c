@@ -66,6 +66,28 @@ static void test_parser(void) {
         free(text);
         cJSON_Delete(call.args);
     }
+    /* Geo3kTool's: the answer graded as it is (mathruler), a fresh instance per call */
+    rl_tool geo[1] = { { "calc_geo3k_reward", RL_TOOL_GEO3K } };
+    cJSON *grow = cJSON_Parse("{\"extra_info\": {\"tools_kwargs\": {\"calc_geo3k_reward\": {\"create_kwargs\": "
+                              "{\"ground_truth\": \"2 \\\\sqrt { 221 }\"}}}}}");
+    static const struct { const char *args, *want; double reward; } GEO[] = {
+        { "{\"answer\": \"2\\\\sqrt{221}\"}", "Current parsed answer='2\\\\sqrt{221}' reward=1.0", 0.0 },
+        { "{\"answer\": \"\\\\sqrt{884}\"}", "Current parsed answer='\\\\sqrt{884}' reward=1.0", 0.0 },
+        { "{\"answer\": \"29.73\"}", "Current parsed answer='29.73' reward=0.0", -0.05 },
+        { "{\"answer\": \"\\\\boxed{2\\\\sqrt{221}}\"}", "Current parsed answer='\\\\boxed{2\\\\sqrt{221}}' reward=1.0", 0.0 }, /* \\boxed: an unknown macro to pylatexenc */
+        { "{}", "Current parsed answer='' reward=0.0", -0.05 },
+    };
+    for (size_t i = 0; i < sizeof GEO / sizeof GEO[0]; i++) {
+        rl_tool_call call = { "calc_geo3k_reward", cJSON_Parse(GEO[i].args) };
+        char *gtext = NULL;
+        double gr = 1;
+        CHECK_OK(rl_tool_run(geo, 1, &call, grow, &gtext, &gr));
+        CHECK_MSG(gtext && !strcmp(gtext, GEO[i].want) && gr == GEO[i].reward, "geo3k %s -> %s (%g)", GEO[i].args,
+                  gtext ? gtext : "(null)", gr);
+        free(gtext);
+        cJSON_Delete(call.args);
+    }
+    cJSON_Delete(grow);
     rl_tool_call bad = { "calculator", cJSON_Parse("{}") };
     char *text = NULL;
     double r = 0;
