@@ -270,6 +270,37 @@ static void b_sizes(const char *dir, double vis[2], double *txt) {
     free_names(mods, n > 0 ? n : 0);
 }
 
+/* dir's adapter file rewritten with the hub's module names (model.language_model. -> model., model.visual. ->
+ * visual.); 1 when done */
+static int hub_names(const char *dir) {
+    static const char *const MAP[2][2] = { { "base_model.model.model.language_model.", "base_model.model.model." },
+                                           { "base_model.model.model.visual.", "base_model.model.visual." } };
+    char path[320], name[300];
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    if (vc_ckpt_open(path, &ck) || vc_st_writer_new(&w)) {
+        vc_ckpt_close(ck);
+        return 0;
+    }
+    vc_status st = VC_OK;
+    for (int i = 0; !st && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        snprintf(name, sizeof name, "%s", t->name);
+        for (int k = 0; k < 2; k++)
+            if (!strncmp(t->name, MAP[k][0], strlen(MAP[k][0])))
+                snprintf(name, sizeof name, "%s%s", MAP[k][1], t->name + strlen(MAP[k][0]));
+        float *v = malloc(sizeof(float) * (size_t)vc_st_tensor_numel(t));
+        if (v) vc_st_tensor_to_f32(t, v);
+        st = v ? vc_st_writer_add(w, name, VC_F32, t->ndim, t->shape, v, 1) : VC_ERR_NOMEM;
+        free(v);
+    }
+    vc_ckpt_close(ck);
+    if (!st) st = vc_st_writer_write(w, path);
+    vc_st_writer_free(w);
+    return st == VC_OK;
+}
+
 /* a step on the rows with images (the trainer with the adapters as its parameters, as `verlc sft` and the RL trainer
  * run LoRA): every adapter's B moves, the tower's weights do not; with the tower frozen its adapters stay as drawn (B 0)
  * and out of the trained tensors while the text's move; saved and read back, the same logits bit for bit */
@@ -338,6 +369,18 @@ static void train_step(const char *tmp) {
             int64_t V = vc_model_cfg(m)->vocab;
             CHECK_MSG(a && c && !memcmp(a, c, sizeof(float) * (size_t)(r.T * V)), "%s: the saved adapter read back "
                       "gives other logits (%g)", FIXTURES[f], max_diff(a, c, r.T * V));
+            /* the same adapter under the hub's names (model.layers.*, visual.*: transformers before 4.52, earlier verlc) */
+            vc_model *hub = NULL;
+            float *h = NULL;
+            if (!frozen && hub_names(out)) {
+                CHECK_OK(vc_model_load(mdir, &hub));
+                CHECK_OK(vc_model_lora_attach_from(hub, out));
+                h = hub ? logits(hub, &r) : NULL;
+                CHECK_MSG(a && h && !memcmp(a, h, sizeof(float) * (size_t)(r.T * V)), "%s: the adapter under the hub's "
+                          "names gives other logits (%g)", FIXTURES[f], max_diff(a, h, r.T * V));
+            }
+            free(h);
+            vc_model_free(hub);
             free(a);
             free(c);
             free_names(mods, n > 0 ? n : 0);
