@@ -233,6 +233,8 @@ typedef struct vc_lora_spec {
 } vc_lora_spec;
 vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *spec);
 int vc_model_has_lora(const vc_model *m);
+/* the adapters' trained tensors (A, B of each adapter in order; a frozen vision tower's left out: see
+ * vc_model_freeze_vision) into *out, an array of m's that each call rewrites; returns how many */
 int vc_model_lora_params(vc_model *m, vc_tensor *const **out);
 /* switches the adapters in or out of the forward (out: the base model); returns the previous state */
 int vc_model_lora_enable(vc_model *m, int on);

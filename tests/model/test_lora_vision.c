@@ -3,7 +3,10 @@
  * modules PEFT adapts (all-linear, name lists, exclude_modules; count and names); PEFT's adapter with every A and B
  * drawn, read by verlc, gives PEFT's logits on two rows with images, and merged gives the same; a training step with
  * images moves the tower's adapters and not its weights, frozen (freeze_vision_tower) leaves them as drawn; the saved
- * adapter loads back to the same logits bit for bit; names that reach the tower's Conv3d are refused. */
+ * adapter loads back to the same logits bit for bit; names that reach the tower's Conv3d are refused. On cpu and on the
+ * sim device. */
+#include "tensor/backend.h"
+#include "verlc/device.h"
 #include "verlc/json.h"
 #include "verlc/model.h"
 #include "verlc/safetensors.h"
@@ -423,6 +426,14 @@ int main(void) {
     peft_logits();
     train_step(tmp);
     refusals();
+    /* again on the sim device: backend memory behind pointers that fault on host access (VC_LORA_DEVICE=cuda: on the
+     * CUDA backend) */
+    const char *dev = getenv("VC_LORA_DEVICE");
+    CHECK(vc_backend_sim() != NULL);
+    CHECK_OK(vc_device_select(dev && *dev ? dev : "sim", "test"));
+    peft_logits();
+    train_step(tmp);
+    CHECK_OK(vc_device_select("cpu", "test"));
     if (!vc_t_fail) remove_tree(tmp);
     return vc_test_done();
 }
