@@ -111,7 +111,7 @@ static const char *tower_other(const vc_model *m, const char *tok) {
 }
 static vc_status parse_targets(const vc_model *m, const char *spec, int has_moe, vc_slot_mask *mask, unsigned *moe) {
     const vc_arch *arch = m->cfg.arch;
-    int tower = 0; /* a name that reaches the vision tower's modules only */
+    int tower = 0; /* a name reaches modules of the vision tower */
     *mask = 0;
     *moe = 0;
     /* PEFT refuses out_proj on its Mamba model types (their kernels read the weight directly): all-linear leaves
@@ -730,7 +730,8 @@ vc_status vc_model_lora_attach_from(vc_model *m, const char *dir) {
     if (!st && r > 4096) st = vc_fail(VC_ERR_FORMAT, "%s: r = %lld", p, (long long)r);
     int gu = 0; /* rank_pattern / alpha_pattern of the experts' gate_up_proj */
     if (!st) st = gate_up_pattern(j, p, (int)r, alpha, &gu);
-    vc_lora_spec sp = { (int)r, alpha, *targets ? targets : NULL, *params ? params : NULL, *exclude ? exclude : NULL, 0, gu };
+    vc_lora_spec sp = { (int)r, alpha, *targets ? targets : NULL, *params ? params : NULL, *exclude ? exclude : NULL,
+                        0, gu };
     if (!st) st = vc_model_lora_attach(m, &sp);
     if (!st) st = vc_model_lora_load(m, dir);
     cJSON_Delete(j);

@@ -451,7 +451,8 @@ vc_status vc_model_lora_load(vc_model *m, const char *dir) {
         int owner;
         unit_of(m, i, &u, &owner);
         if (u.n > 1 && !owner) continue;
-        const vc_st_tensor *ta = u.n > 1 ? find_alias(ck, u.mod, 0) : NULL, *tb = u.n > 1 ? find_alias(ck, u.mod, 1) : NULL;
+        const vc_st_tensor *ta = u.n > 1 ? find_alias(ck, u.mod, 0) : NULL;
+        const vc_st_tensor *tb = u.n > 1 ? find_alias(ck, u.mod, 1) : NULL;
         if (ta && tb) st = load_fused(m, path, &u, ta, tb);
         else /* per part: a unit of one, or the parts of a fused tensor as earlier verlc files name them */
             for (int p = 0; !st && p < u.n; p++) st = load_one(m, path, ck, u.ad[p]);

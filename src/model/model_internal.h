@@ -39,7 +39,8 @@ void vc_vision_free(struct vc_vision *v);
 int vc_vision_model_type(const char *model_type);
 /* LoRA on the tower: its slots (0 .. n_slots), and the weight of slot s when it is an nn.Linear's (the blocks' attn.qkv,
  * attn.proj and MLP linears, the mergers' two linears; not the Conv3d patch embedding or the position table), with the
- * module's path on transformers 5's model (model.visual.blocks.0.attn.qkv, whatever the checkpoint's names); else NULL */
+ * module's path on transformers 5's model (model.visual.blocks.0.attn.qkv, whatever the checkpoint's names); else
+ * NULL */
 int vc_vision_n_slots(const struct vc_vision *v);
 vc_tensor *vc_vision_linear(const struct vc_vision *v, int s, char *path, size_t cap);
 

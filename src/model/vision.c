@@ -493,7 +493,8 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     return plan_rope(v, im, g, p, perm);
 }
 
-/* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are on */
+/* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are
+ * on */
 static vc_tensor *lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb) {
     vc_tensor *y = vc_op_linear(g, x, slot(v, b, k), slot(v, b, kb));
     return vc_lora_apply(v->m, g, vc_lora_tower_index(v->m, slot_index(&v->c, b, k)), x, y);

@@ -128,7 +128,9 @@ static void targets_of(const cJSON *tm, char *buf, size_t cap) {
     const cJSON *e;
     *buf = 0;
     if (cJSON_IsString(tm)) snprintf(buf, cap, "%s", tm->valuestring);
-    else cJSON_ArrayForEach(e, tm) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? "," : "", e->valuestring);
+    else
+        cJSON_ArrayForEach(e, tm) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? "," : "",
+                                           e->valuestring);
 }
 
 /* the adapters verlc attaches for each of PEFT's LoraConfigs, saved: PEFT's modules, no more, no fewer; and read back
@@ -140,7 +142,8 @@ static void same_modules_as_peft(const char *tmp) {
         char mdir[256];
         snprintf(mdir, sizeof mdir, "tests/fixtures/models/%s", FIXTURES[f]);
         const cJSON *cases = cJSON_GetObjectItem(ref, FIXTURES[f]), *c;
-        CHECK_MSG(cJSON_GetArraySize(cases) >= 5, "%s: vl_targets.json has %d cases", FIXTURES[f], cJSON_GetArraySize(cases));
+        CHECK_MSG(cJSON_GetArraySize(cases) >= 5, "%s: vl_targets.json has %d cases", FIXTURES[f],
+                  cJSON_GetArraySize(cases));
         int k = 0;
         cJSON_ArrayForEach(c, cases) {
             char tg[512], out[320];
@@ -372,7 +375,7 @@ static void train_step(const char *tmp) {
             int64_t V = vc_model_cfg(m)->vocab;
             CHECK_MSG(a && c && !memcmp(a, c, sizeof(float) * (size_t)(r.T * V)), "%s: the saved adapter read back "
                       "gives other logits (%g)", FIXTURES[f], max_diff(a, c, r.T * V));
-            /* the same adapter under the hub's names (model.layers.*, visual.*: transformers before 4.52, earlier verlc) */
+            /* the same adapter under the hub's names (model.layers.*, visual.*: transformers < 4.52, earlier verlc) */
             vc_model *hub = NULL;
             float *h = NULL;
             if (!frozen && hub_names(out)) {

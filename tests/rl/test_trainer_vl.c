@@ -193,9 +193,11 @@ static void lora(const char *init) {
     snprintf(out, sizeof out, "%s/lora/hf_model", dir);
     snprintf(ad, sizeof ad, "%s/lora_adapter", out);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.attn.qkv.weight") == 0 &&
-              cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 0, "LoRA: the tower's linears did not move");
+              cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 0,
+              "LoRA: the tower's linears did not move");
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1 &&
-              cli_same_tensor(init, out, "model.visual.blocks.0.norm1.weight") == 1, "LoRA moved the tower's base weights");
+              cli_same_tensor(init, out, "model.visual.blocks.0.norm1.weight") == 1,
+              "LoRA moved the tower's base weights");
     CHECK_MSG(adapter_b(ad, "model.visual.blocks.0.mlp.fc1", &moved) && moved, "LoRA: the tower's fc1 adapter is %s",
               moved ? "missing" : "untrained");
     train_steps("lora_resumed", 1, keys);
@@ -212,8 +214,8 @@ static void lora(const char *init) {
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.attn.qkv.weight") == 1, "LoRA: a frozen tower moved");
     CHECK_MSG(cli_same_tensor(init, out, "model.language_model.layers.0.self_attn.q_proj.weight") == 0,
               "LoRA: the text did not move with the tower frozen");
-    CHECK_MSG(adapter_b(ad, "model.visual.blocks.0.attn.qkv", &moved) && !moved, "LoRA: the frozen tower's adapter is %s",
-              moved ? "trained" : "missing");
+    CHECK_MSG(adapter_b(ad, "model.visual.blocks.0.attn.qkv", &moved) && !moved,
+              "LoRA: the frozen tower's adapter is %s", moved ? "trained" : "missing");
     snprintf(keys, sizeof keys, "%sactor_rollout_ref.model.lora_adapter_path=%s/lora/hf_model/lora_adapter", L, dir);
     train_steps("lora_from", 1, keys);
     double kl = value_of("lora_from", "actor/kl_loss", 1), kl0 = value_of("lora", "actor/kl_loss", 1);

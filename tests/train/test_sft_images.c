@@ -2,8 +2,9 @@
  * the Qwen3 tokenizer's vocabulary, Qwen2-VL's chat template and image processor: a single-turn row's ids are
  * transformers' processor's (tests/fixtures/vision/sft_single_turn.json), each row holds its images' pad tokens, the
  * loss covers exactly the assistant turns (the text the same rows without images train on); `verlc sft` trains the
- * tower (its weights move; under LoRA its adapters, unless exclude_modules leaves it out); a missing image, more <image> markers than images, images for a text-only model, images
- * in a prompt/response row and truncation through the image tokens are refused naming the row. */
+ * tower (its weights move; under LoRA its adapters, unless exclude_modules leaves it out); a missing image, more
+ * <image> markers than images, images for a text-only model, images in a prompt/response row and truncation through
+ * the image tokens are refused naming the row. */
 #include "rl/rl_cli_util.h"
 #include "data/vl_rows.h"
 #include "train/sft_internal.h"
@@ -147,7 +148,8 @@ static void test_cli(void) {
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.mlp.fc1.weight") == 1, "LoRA moved the tower's weights");
     snprintf(ad, sizeof ad, "%s/lora/step_2/lora_adapter/adapter_model.safetensors", dir);
     vc_checkpoint *ck = NULL;
-    const vc_st_tensor *b = vc_ckpt_open(ad, &ck) ? NULL : vc_ckpt_find(ck, "base_model.model.model.visual.blocks.0.mlp.fc1.lora_B.weight");
+    const char *fc1 = "base_model.model.model.visual.blocks.0.mlp.fc1.lora_B.weight";
+    const vc_st_tensor *b = vc_ckpt_open(ad, &ck) ? NULL : vc_ckpt_find(ck, fc1);
     int moved = 0;
     for (size_t k = 0; b && b->dtype == VC_F32 && k < b->nbytes / 4; k++) moved |= ((const float *)b->data)[k] != 0.0f;
     CHECK_MSG(b && moved, "SFT with LoRA: the tower's fc1 adapter is %s", b ? "untrained" : "missing");
