@@ -208,8 +208,9 @@ int64_t vc_model_param_count(const vc_model *m);
  * embedding and LM head */
 int64_t vc_model_active_weights(const vc_model *m);
 
-/* LoRA adapters (PEFT's layout) on the decoder layers' dense projections: targets "all-linear" or names
- * among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (comma-separated). A is drawn from
+/* LoRA adapters (PEFT's layout) on the decoder layers' dense projections (and a Qwen-VL vision tower's linears, as
+ * PEFT reaches them): targets "all-linear" or names among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+ * down_proj (comma-separated; the tower's by PEFT's match of module paths: qkv, attn.proj, mlp.0). A is drawn from
  * seed, B is zero; from then on the base weights are frozen (no gradients) and the adapters are the
  * trainable tensors (vc_model_lora_params: 2 per adapter, for vc_trainer_config.extra_params). */
 vc_status vc_model_lora_init(vc_model *m, int rank, double alpha, const char *targets, uint64_t seed);
@@ -232,6 +233,8 @@ typedef struct vc_lora_spec {
 } vc_lora_spec;
 vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *spec);
 int vc_model_has_lora(const vc_model *m);
+/* the adapters' trained tensors (A, B of each adapter in order; a frozen vision tower's left out: see
+ * vc_model_freeze_vision) into *out, an array of m's that each call rewrites; returns how many */
 int vc_model_lora_params(vc_model *m, vc_tensor *const **out);
 /* switches the adapters in or out of the forward (out: the base model); returns the previous state */
 int vc_model_lora_enable(vc_model *m, int on);

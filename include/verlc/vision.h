@@ -26,7 +26,8 @@ typedef struct vc_vision vc_vision;
  * checkpoint without vision_config or without the tower's tensors. */
 vc_status vc_model_load_vision(vc_model *m);
 /* frozen 1: the tower's parameters get no gradients and stay out of optimisers created afterwards (verl's
- * actor.freeze_vision_tower); 0: trained again (gradient buffers as vc_model_enable_grad gives the rest) */
+ * actor.freeze_vision_tower), and so do its LoRA adapters (kept as drawn: verl freezes the tower after PEFT made them;
+ * left out of vc_model_lora_params); 0: trained again (gradient buffers as vc_model_enable_grad gives the rest) */
 vc_status vc_model_freeze_vision(vc_model *m, int frozen);
 /* m's tower, or NULL when it has none */
 vc_vision *vc_model_vision(const vc_model *m);

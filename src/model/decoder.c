@@ -451,11 +451,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
 /* x W^T + b, plus the layer's LoRA adapter on this slot while adapters are on: + (alpha/r) (x A^T) B^T */
 static vc_tensor *lin(fwd_ctx *f, vc_tensor *x, int l, int slot, vc_tensor *b) {
     vc_tensor *y = vc_op_linear(f->g, x, vc_w(f->m, l, slot), b);
-    int i = vc_lora_index(f->m, l, slot);
-    if (i < 0 || !y) return y;
-    const vc_lora *a = f->m->lora;
-    vc_tensor *d = vc_op_linear(f->g, vc_op_linear(f->g, x, &a->t[2 * i], NULL), &a->t[2 * i + 1], NULL);
-    return vc_op_add(f->g, y, vc_op_scale(f->g, d, a->scale));
+    return vc_lora_apply(f->m, f->g, vc_lora_index(f->m, l, slot), x, y);
 }
 
 /* q or k [T, heads * hd] of layer l as attention reads it: the family's norms, the rope, Llama 4's weightless norm,

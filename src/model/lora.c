@@ -6,12 +6,17 @@
  * switched off the model is the base model (verl's reference policy under LoRA).
  * PEFT's target_parameters reach what is not nn.Linear in transformers 5: the routed experts' fused
  * tensors (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I]: one rank-r adapter per
- * expert, gate and up sharing A as the fused tensor does) and the router (mlp.gate.weight). */
+ * expert, gate and up sharing A as the fused tensor does) and the router (mlp.gate.weight).
+ * The vision tower of a Qwen-VL model takes adapters on its nn.Linear modules as PEFT gives them (all-linear reaches
+ * every one; a name matches a module path equal to it or ending in "." + it; exclude_modules as for the text): its
+ * adapters are numbered after the text's, slot_of VC_LORA_TOWER + the tower's slot. */
 #include "model_internal.h"
 #include "tensor/backend.h"
+#include "verlc/ops.h"
 #include "verlc/rng.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
+#include "verlc/vision.h"
 #include <oniguruma.h>
 #include <sys/stat.h>
 #include <math.h>
@@ -84,7 +89,29 @@ static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
  * Baichuan's W_pack, Phi-3's qkv_proj/gate_up_proj, Mixtral's w1/w2/w3 and gate, ...); a fused module
  * targets each of its parts. all-linear reaches what was nn.Linear in transformers 4, the routed experts
  * and the router too, as PEFT does. */
-static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_moe, vc_slot_mask *mask, unsigned *moe) {
+static int tower_matches(const vc_model *m, const char *tok);
+static int path_matches(const char *path, const char *name);
+/* the tower's module that PEFT adapts and verlc does not which name tok reaches (its Conv3d patch embedding, Qwen3-VL's
+ * position nn.Embedding), or NULL */
+static const char *tower_other(const vc_model *m, const char *tok) {
+    static const char *const OTHER[][2] = { { "patch_embed.proj", "Conv3d patch_embed.proj" },
+                                            { "pos_embed", "nn.Embedding pos_embed" } };
+    for (int i = 0; m->vision && i < vc_vision_count(m->vision); i++) {
+        const char *name = NULL, *v;
+        vc_vision_tensor(m->vision, i, &name);
+        v = name ? strstr(name, "visual.") : NULL;
+        for (size_t k = 0; v && k < sizeof OTHER / sizeof OTHER[0]; k++) {
+            char path[160], w[96];
+            snprintf(path, sizeof path, "model.visual.%s", OTHER[k][0]);
+            snprintf(w, sizeof w, "%s.weight", OTHER[k][0]);
+            if (!strcmp(v + 7, w) && path_matches(path, tok)) return OTHER[k][1];
+        }
+    }
+    return NULL;
+}
+static vc_status parse_targets(const vc_model *m, const char *spec, int has_moe, vc_slot_mask *mask, unsigned *moe) {
+    const vc_arch *arch = m->cfg.arch;
+    int tower = 0; /* a name reaches modules of the vision tower */
     *mask = 0;
     *moe = 0;
     /* PEFT refuses out_proj on its Mamba model types (their kernels read the weight directly): all-linear leaves
@@ -97,7 +124,7 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
         *moe = has_moe ? MOE_GATE | MOE_UP | MOE_DOWN | MOE_ROUTER : 0;
         return VC_OK;
     }
-    char buf[512];
+    char buf[4096];
     snprintf(buf, sizeof buf, "%s", spec);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save)) {
@@ -118,19 +145,46 @@ static vc_status parse_targets(const vc_arch *arch, const char *spec, int has_mo
         if (mamba && (own & VC_SLOT_BIT(VC_W_LIN_OUT)))
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s': PEFT refuses out_proj on Mamba models (%s: its mixers' "
                            "kernels read the weight directly); leave it out", tok, arch->name);
-        if (!own && !mb)
+        const char *other = tower_other(m, tok);
+        if (other)
+            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA target module '%s' reaches the vision tower's %s (PEFT adapts that "
+                           "module too); LoRA on it is not built: name the tower's linears (attn.qkv, attn.proj, its "
+                           "MLP's and mergers')", tok, other);
+        int tw = tower_matches(m, tok);
+        tower |= tw;
+        if (!own && !mb && !tw)
             return vc_fail(VC_ERR_ARG, "LoRA target module '%s' is not one of all-linear, q_proj, k_proj, v_proj, "
-                                       "o_proj, gate_proj, up_proj, down_proj or a projection module of %s", tok,
-                           arch ? arch->name : "the model");
+                                       "o_proj, gate_proj, up_proj, down_proj or a projection module of %s%s", tok,
+                           arch ? arch->name : "the model", m->vision ? " or its vision tower" : "");
         *mask |= own;
     }
-    return *mask || *moe ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
+    return *mask || *moe || tower ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA target_modules names no module");
 }
 
 int vc_lora_index(const vc_model *m, int layer, int slot) {
     const vc_lora *a = m->lora;
     if (!a || !a->on || layer < 0) return -1;
     return a->index[(size_t)layer * VC_W_COUNT + slot];
+}
+
+int vc_lora_tower_index(const vc_model *m, int s) {
+    const vc_lora *a = m ? m->lora : NULL;
+    if (!a || !a->on || !a->vindex || s < 0 || s >= a->n_vslots) return -1;
+    return a->vindex[s];
+}
+
+vc_tensor *vc_lora_apply(const vc_model *m, vc_graph *g, int i, vc_tensor *x, vc_tensor *y) {
+    if (i < 0 || !y) return y;
+    const vc_lora *a = m->lora;
+    vc_tensor *d = vc_op_linear(g, vc_op_linear(g, x, &a->t[2 * i], NULL), &a->t[2 * i + 1], NULL);
+    return vc_op_add(g, y, vc_op_scale(g, d, a->scale));
+}
+
+/* the base weight adapter i's (layer, slot) adapts: a decoder slot's, or the tower's */
+static vc_tensor *base_w(const vc_model *m, int layer, int slot) {
+    char path[160];
+    return slot >= VC_LORA_TOWER ? vc_vision_linear(m->vision, slot - VC_LORA_TOWER, path, sizeof path)
+                                 : vc_w(m, layer, slot);
 }
 
 void vc_lora_free(vc_lora *a, const vc_backend *be) {
@@ -147,6 +201,8 @@ void vc_lora_free(vc_lora *a, const vc_backend *be) {
     free(a->off);
     free(a->t);
     free(a->ptr);
+    free(a->vindex);
+    free(a->exclude);
     free(a);
 }
 
@@ -158,7 +214,7 @@ static int64_t span(int64_t n) { return (n + 15) & ~(int64_t)15; }
  * experts (Megatron-Bridge's adapter of a grouped linear) */
 typedef struct { int na, nb; int64_t a[4], b[4], an, bn; } ab_shape;
 static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r, int shared) {
-    const vc_tensor *W = vc_w(m, layer, slot);
+    const vc_tensor *W = base_w(m, layer, slot);
     ab_shape s = { 2, 2, { r, W->shape[W->ndim - 1] }, { W->shape[W->ndim - 2], r }, 0, 0 };
     if (W->ndim == 3) {
         int64_t E = shared ? 1 : W->shape[0], o = W->shape[1], in = W->shape[2];
@@ -172,6 +228,13 @@ static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r, int sh
     return s;
 }
 
+/* the tower is frozen (vc_model_freeze_vision) */
+static int tower_frozen(const vc_model *m) {
+    for (int i = m->n_params - 1; i >= 0 && m->params[i].slot == VC_SLOT_VISION; i--)
+        if (m->params[i].frozen) return 1;
+    return 0;
+}
+
 /* the adapters' tensors over the allocated storage, A drawn, B zero */
 static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
     float *host = vc_calloc((size_t)a->n_floats, sizeof(float));
@@ -182,7 +245,7 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
         vc_param_init(&a->t[2 * i], a->data + off, a->grad + off, sh.na, sh.a);
         vc_param_init(&a->t[2 * i + 1], a->data + boff, a->grad + boff, sh.nb, sh.b);
         for (int k = 0; k < 2; k++) {
-            a->t[2 * i + k].requires_grad = 1;
+            a->t[2 * i + k].requires_grad = !(a->slot_of[i] >= VC_LORA_TOWER && tower_frozen(m));
             a->ptr[2 * i + k] = &a->t[2 * i + k];
         }
         float bound = (float)(1.0 / sqrt((double)in)); /* PEFT: kaiming_uniform_(a = sqrt(5)) */
@@ -199,7 +262,33 @@ static vc_status place(vc_model *m, vc_lora *a, uint64_t seed) {
 /* the module path PEFT matches exclude_modules against and names adapters by: the checkpoint's own
  * (model.layers.3.mlp.fc1 for Phi-2), or, for a part of a fused tensor (W_pack, qkv_proj, c_attn), the
  * Llama-style path of the part, since verlc adapts each part on its own */
+static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap);
 void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
+    if (slot >= VC_LORA_TOWER) {
+        if (!vc_vision_linear(m->vision, slot - VC_LORA_TOWER, buf, cap)) snprintf(buf, cap, "model.visual.?");
+        return;
+    }
+    module_name(m, layer, slot, buf, cap);
+    vc_lora_peft_path(m, buf, cap);
+}
+
+int vc_lora_peft_path(const vc_model *m, char *buf, size_t cap) {
+    static const char *const HUB[2][2] = { { "model.", "model.language_model." }, { "visual.", "model.visual." } };
+    if (!vc_vision_model_type(m->cfg.model_type)) return 0;
+    for (int k = 0; k < 2; k++) {
+        size_t n = strlen(HUB[k][0]);
+        if (strncmp(buf, HUB[k][0], n) || !strncmp(buf, HUB[k][1], strlen(HUB[k][1])) ||
+            !strncmp(buf, "model.visual.", 13))
+            continue;
+        char tmp[256];
+        snprintf(tmp, sizeof tmp, "%s%s", HUB[k][1], buf + n);
+        snprintf(buf, cap, "%s", tmp);
+        return 1;
+    }
+    return 0;
+}
+
+static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
     if (is_expert_slot(slot) || slot == VC_W_ROUTER) { /* PEFT's path on transformers 5's model */
         char path[96];
         vc_arch_param_path(m->cfg.arch, slot == VC_W_ROUTER ? VC_W_ROUTER : VC_W_EXP_DOWN, path, sizeof path);
@@ -298,9 +387,16 @@ static void add_adapter(vc_model *m, vc_lora *a, int l, int slot, int r, int sha
     a->n++;
 }
 
-static vc_lora *lora_new(size_t cells, size_t most) {
+static vc_lora *lora_new(size_t cells, size_t most, int vslots) {
     vc_lora *a = vc_calloc(1, sizeof *a);
     if (!a) return NULL;
+    most += (size_t)vslots;
+    a->n_vslots = vslots;
+    if (vslots && !(a->vindex = vc_malloc(sizeof(int) * (size_t)vslots))) {
+        free(a);
+        return NULL;
+    }
+    for (int s = 0; s < vslots; s++) a->vindex[s] = -1;
     a->index = vc_malloc(sizeof(int) * cells);
     a->layer_of = vc_malloc(sizeof(int) * most);
     a->slot_of = vc_malloc(sizeof(int) * most);
@@ -317,10 +413,52 @@ static vc_lora *lora_new(size_t cells, size_t most) {
     return a;
 }
 
+/* PEFT's match of a target_modules name: the module's path is the name or ends in "." + the name */
+static int path_matches(const char *path, const char *name) {
+    size_t n = strlen(path), k = strlen(name);
+    return n >= k && !strcmp(path + n - k, name) && (n == k || path[n - k - 1] == '.');
+}
+
+static int tower_matches(const vc_model *m, const char *tok) {
+    char path[160];
+    for (int s = 0; m->vision && s < vc_vision_n_slots(m->vision); s++)
+        if (vc_vision_linear(m->vision, s, path, sizeof path) && path_matches(path, tok)) return 1;
+    return 0;
+}
+
+/* the tower's module at path is a target: all-linear (or no list) reaches every one, "[]" none, else a name */
+static int tower_target(const char *spec, const char *path) {
+    if (!spec || !*spec || !strcmp(spec, "all-linear")) return 1;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ", []'\"", &save); tok; tok = strtok_r(NULL, ", []'\"", &save))
+        if (path_matches(path, tok)) return 1;
+    return 0;
+}
+
+/* the vision tower's adapters (after the decoder's), in the tower's slot order */
+static void choose_tower(vc_model *m, vc_lora *a, const char *spec, OnigRegex ex) {
+    char path[160];
+    for (int s = 0; s < a->n_vslots; s++) {
+        if (!vc_vision_linear(m->vision, s, path, sizeof path) || !tower_target(spec, path)) continue;
+        if (ex && excluded(ex, path)) continue;
+        int slot = VC_LORA_TOWER + s;
+        ab_shape sh = shapes(m, -1, slot, a->rank, 0);
+        a->vindex[s] = a->n;
+        a->layer_of[a->n] = -1;
+        a->slot_of[a->n] = slot;
+        a->rank_of[a->n] = a->rank;
+        a->off[a->n] = a->n_floats;
+        a->n_floats += span(sh.an) + span(sh.bn);
+        a->n++;
+    }
+}
+
 /* the adapters' list: target_modules' dense projections not excluded and what they reach in the MoE
  * layers (moe: MOE_* bits; gate_up of rank 2 r, as PEFT converts gate and up), then target_parameters' */
 static vc_status choose(vc_model *m, vc_lora *a, vc_slot_mask mask, unsigned moe, OnigRegex ex, const unsigned *want,
-                        int gu_rank) {
+                        int gu_rank, const char *spec) {
     const vc_model_config *c = &m->cfg;
     int r = a->rank;
     for (int l = 0; l < c->n_layer; l++) { /* the dense projections this layer has */
@@ -347,6 +485,7 @@ static vc_status choose(vc_model *m, vc_lora *a, vc_slot_mask mask, unsigned moe
             if (want[l] >> k & 1 && vc_w(m, l, PARAMS[k]))
                 add_adapter(m, a, l, PARAMS[k], PARAMS[k] == VC_W_EXP_GATE && gu_rank > 0 ? gu_rank : r, 0);
     }
+    if (a->vindex) choose_tower(m, a, spec, ex);
     return a->n ? VC_OK : vc_fail(VC_ERR_ARG, "LoRA: the model has none of the target modules (or all are excluded)");
 }
 
@@ -364,7 +503,7 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
     int has_params = sp->params && strspn(sp->params, ", []'\"") < strlen(sp->params);
     /* target_modules "[]" (an empty list): no module, as with PEFT (target_parameters only) */
     int none = sp->targets && *sp->targets && !sp->targets[strspn(sp->targets, "[] ")];
-    vc_status st = none ? VC_OK : parse_targets(c->arch, sp->targets, has_moe, &mask, &moe);
+    vc_status st = none ? VC_OK : parse_targets(m, sp->targets, has_moe, &mask, &moe);
     if (st) return st;
     int dbrx = c->arch && !strcmp(c->arch->name, "dbrx");
     if (c->expert_bias || dbrx) { /* gpt-oss, DBRX: their experts and routers in layouts of their own */
@@ -402,14 +541,16 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
         free(want);
         return st;
     }
-    vc_lora *a = lora_new((size_t)c->n_layer * VC_W_COUNT, (size_t)c->n_layer * (N_TARGETS + N_PARAMS) + 1);
+    vc_lora *a = lora_new((size_t)c->n_layer * VC_W_COUNT, (size_t)c->n_layer * (N_TARGETS + N_PARAMS) + 1,
+                          m->vision ? vc_vision_n_slots(m->vision) : 0);
     if (!a) st = VC_ERR_NOMEM;
     else {
         a->rank = rank;
         a->alpha = sp->alpha;
         a->scale = (float)(sp->alpha / rank);
         a->on = 1;
-        st = choose(m, a, mask, moe, ex, want, sp->gu_rank);
+        if (sp->exclude && *sp->exclude && !(a->exclude = vc_strdup(sp->exclude))) st = VC_ERR_NOMEM;
+        if (!st) st = choose(m, a, mask, moe, ex, want, sp->gu_rank, sp->targets);
     }
     onig_free(ex);
     free(want);
@@ -428,8 +569,18 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
 }
 
 int vc_model_lora_params(vc_model *m, vc_tensor *const **out) {
-    *out = m && m->lora ? m->lora->ptr : NULL;
-    return m && m->lora ? 2 * m->lora->n : 0;
+    vc_lora *a = m ? m->lora : NULL;
+    int n = 0;
+    for (int i = 0; a && i < 2 * a->n; i++) /* the trained ones (a frozen tower's are not) */
+        if (a->t[i].requires_grad) a->ptr[n++] = &a->t[i];
+    *out = a ? a->ptr : NULL;
+    return n;
+}
+
+void vc_lora_freeze_tower(vc_model *m, int frozen) {
+    vc_lora *a = m->lora;
+    for (int i = 0; a && i < a->n; i++)
+        if (a->slot_of[i] >= VC_LORA_TOWER) a->t[2 * i].requires_grad = a->t[2 * i + 1].requires_grad = !frozen;
 }
 
 int vc_model_lora_enable(vc_model *m, int on) {
@@ -458,7 +609,7 @@ static vc_status merge(vc_model *m, float sign) {
         const vc_tensor *A = &a->t[2 * i], *B = &a->t[2 * i + 1];
         int64_t r = A->shape[A->ndim - 2];
         for (int p = 0; p < np; p++) {
-            vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+            vc_tensor *W = base_w(m, a->layer_of[i], sl[p]);
             int64_t E = W->ndim == 3 ? W->shape[0] : 1, out = W->shape[W->ndim - 2], in = W->shape[W->ndim - 1];
             int64_t Ea = A->ndim == 3 ? A->shape[0] : 1; /* 1: one adapter for every expert */
             const float *bp = B->data + p * Ea * out * r; /* up's B after gate's */
@@ -482,7 +633,7 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
     for (int i = 0; !st && i < a->n; i++) {
         int sl[2], np = touched(a, i, sl);
         for (int p = 0; !st && p < np; p++) {
-            vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+            vc_tensor *W = base_w(m, a->layer_of[i], sl[p]);
             if (!(keep[2 * i + p] = vc_malloc(sizeof(float) * (size_t)W->n))) st = VC_ERR_NOMEM;
             else m->be->d2h(keep[2 * i + p], W->data, sizeof(float) * (size_t)W->n);
         }
@@ -495,7 +646,7 @@ vc_status vc_model_lora_merged(vc_model *m, vc_status (*fn)(vc_model *m, void *c
         int sl[2], np = touched(a, i, sl);
         for (int p = 0; p < np; p++)
             if (keep[2 * i + p]) {
-                vc_tensor *W = vc_w(m, a->layer_of[i], sl[p]);
+                vc_tensor *W = base_w(m, a->layer_of[i], sl[p]);
                 m->be->h2d(W->data, keep[2 * i + p], sizeof(float) * (size_t)W->n);
                 free(keep[2 * i + p]);
             }
@@ -557,7 +708,7 @@ vc_status vc_model_lora_attach_from(vc_model *m, const char *dir) {
     vc_status st = p ? vc_json_load_file(p, &j) : VC_ERR_NOMEM;
     int64_t r = 0;
     double alpha = 0;
-    char targets[512] = "", params[512] = "";
+    char targets[4096] = "", params[512] = "";
     if (!st) st = vc_json_req_int(j, "r", &r, p);
     if (!st) st = vc_json_req_num(j, "lora_alpha", &alpha, p);
     const cJSON *tm = st ? NULL : vc_json_member(j, "target_modules");
@@ -567,10 +718,20 @@ vc_status vc_model_lora_attach_from(vc_model *m, const char *dir) {
         if (!*targets) snprintf(targets, sizeof targets, "[]"); /* PEFT: no module (target_parameters only) */
     }
     names_of(st ? NULL : vc_json_member(j, "target_parameters"), params, sizeof params);
+    char exclude[1024] = ""; /* PEFT's exclude_modules: a regular expression, or names matched at the end of paths */
+    const cJSON *ex = st ? NULL : vc_json_member(j, "exclude_modules");
+    if (ex && cJSON_IsString(ex)) snprintf(exclude, sizeof exclude, "%s", ex->valuestring);
+    else if (ex && cJSON_IsArray(ex) && cJSON_GetArraySize(ex) > 0) {
+        char names[900];
+        names_of(ex, names, sizeof names);
+        for (char *c = names; *c; c++) *c = *c == ',' ? '|' : *c;
+        snprintf(exclude, sizeof exclude, "(.*\\.)?(%s)", names);
+    }
     if (!st && r > 4096) st = vc_fail(VC_ERR_FORMAT, "%s: r = %lld", p, (long long)r);
     int gu = 0; /* rank_pattern / alpha_pattern of the experts' gate_up_proj */
     if (!st) st = gate_up_pattern(j, p, (int)r, alpha, &gu);
-    vc_lora_spec sp = { (int)r, alpha, *targets ? targets : NULL, *params ? params : NULL, NULL, 0, gu };
+    vc_lora_spec sp = { (int)r, alpha, *targets ? targets : NULL, *params ? params : NULL, *exclude ? exclude : NULL,
+                        0, gu };
     if (!st) st = vc_model_lora_attach(m, &sp);
     if (!st) st = vc_model_lora_load(m, dir);
     cJSON_Delete(j);

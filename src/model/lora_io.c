@@ -77,6 +77,7 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
             u->n = k;
             u->grouped = vc_grouped_rows(&m->cfg, s->rule->transform, &u->gl);
             snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
+            vc_lora_peft_path(m, u->mod, sizeof u->mod);
             *owner = u->ad[0] == i;
             return;
         }
@@ -107,6 +108,7 @@ static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
     char ex[96];
     experts_path(m, ex, sizeof ex);
     snprintf(buf, cap, "model.layers.%d.%s%s", l, ex, inner ? ".base_layer" : "");
+    vc_lora_peft_path(m, buf, cap);
 }
 
 /* A and B between verlc's [Ea, r, in] and [P, Ea, O, r] (P = 2: gate's, then up's; Ea = 1: one adapter
@@ -184,24 +186,54 @@ static vc_status fuse(const vc_lora *a, const float *host, const unit *u, float 
     return VC_OK;
 }
 
+/* exclude_modules as a JSON value: the string escaped, or null */
+static void json_string(const char *v, char *buf, size_t cap) {
+    size_t n = 0;
+    if (!v || !*v) {
+        snprintf(buf, cap, "null");
+        return;
+    }
+    buf[n++] = '"';
+    for (; *v && n + 8 < cap; v++) {
+        if (*v == '"' || *v == '\\') buf[n++] = '\\';
+        if ((unsigned char)*v < 0x20) n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", *v);
+        else buf[n++] = *v;
+    }
+    buf[n++] = '"';
+    buf[n] = 0;
+}
+
 static vc_status write_config(const vc_model *m, const char *dir, const char *mods, const char *params,
                               const char *ranks, const char *alphas) {
     const vc_lora *a = m->lora;
-    char text[2048], tp[256];
+    char text[8192], tp[256], ex[1300];
     snprintf(tp, sizeof tp, *params ? "[%s]" : "null", params);
+    json_string(a->exclude, ex, sizeof ex); /* PEFT applies it on load as verlc did: the same modules */
     /* GPT-2's Conv1D modules: PEFT's adapters are laid out as for nn.Linear, and its merge transposes them */
     int conv1d = 0;
     for (int i = 0; i < m->n_src; i++) conv1d |= m->src[i].rule && m->src[i].rule->transform == VC_TR_CONV1D;
     snprintf(text, sizeof text,
              "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n  \"r\": %d,\n  \"lora_alpha\": %g,\n"
              "  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n  \"fan_in_fan_out\": %s,\n  \"target_modules\": [%s],\n"
-             "  \"target_parameters\": %s,\n"
+             "  \"target_parameters\": %s,\n  \"exclude_modules\": %s,\n"
              "  \"rank_pattern\": {%s},\n  \"alpha_pattern\": {%s},\n  \"base_model_name_or_path\": \"%s\"\n}\n",
-             a->rank, a->alpha, conv1d ? "true" : "false", mods, tp, ranks, alphas, m->dir ? m->dir : "");
+             a->rank, a->alpha, conv1d ? "true" : "false", mods, tp, ex, ranks, alphas, m->dir ? m->dir : "");
     char *path = vc_path_join(dir, "adapter_config.json");
     vc_status st = path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
     free(path);
     return st;
+}
+
+/* the name target_modules gives module mod: its last component; a tower module's path under model.visual.blocks.N.
+ * (attn.qkv, mlp.fc1) or under model.visual. (merger.mlp.0, deepstack_merger_list.0.linear_fc1), which PEFT's match
+ * (the path is the name or ends in "." + it) gives that kind of the tower's modules and nothing else (not the Conv3d
+ * patch_embed.proj, not the text's layers.0) */
+static const char *target_of(const char *mod, int tower) {
+    const char *last = strrchr(mod, '.'), *rel = mod + strlen("model.visual.");
+    if (!tower || strncmp(mod, "model.visual.", strlen("model.visual."))) return last ? last + 1 : mod;
+    if (strncmp(rel, "blocks.", 7)) return rel;
+    const char *dot = strchr(rel + 7, '.');
+    return dot ? dot + 1 : rel;
 }
 
 /* adds "name" (quoted) to a comma-separated list unless it is there; returns 1 when added */
@@ -221,7 +253,7 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
     float *host = st ? NULL : vc_malloc(sizeof(float) * (size_t)a->n_floats);
     if (!st && !host) st = VC_ERR_NOMEM;
     if (!st) m->be->d2h(host, a->data, sizeof(float) * (size_t)a->n_floats);
-    char mods[512] = "", params[200] = "", ranks[256] = "", alphas[256] = "";
+    char mods[4096] = "", params[200] = "", ranks[256] = "", alphas[256] = "";
     for (int i = 0; !st && i < a->n; i++) {
         if (is_param_slot(a->slot_of[i])) { /* target_parameters */
             char pn[96];
@@ -255,7 +287,7 @@ vc_status vc_model_lora_save(const vc_model *m, const char *dir) {
         if (!st) st = vc_st_writer_add(w, name, VC_F32, 2, sb, B, 1);
         free(A);
         free(B);
-        const char *last = strrchr(u.mod, '.'), *shrt = last ? last + 1 : u.mod;
+        const char *shrt = target_of(u.mod, a->slot_of[i] >= VC_LORA_TOWER);
         if (!is_param_slot(a->slot_of[i]) && add_name(mods, sizeof mods, shrt) && u.n > 1) { /* PEFT: this module's r and alpha */
             snprintf(ranks + strlen(ranks), sizeof ranks - strlen(ranks), "%s\"%s\": %lld", *ranks ? ", " : "", shrt,
                      (long long)R);
@@ -313,12 +345,27 @@ static vc_status load_fused(vc_model *m, const char *path, const unit *u, const 
     return st;
 }
 
+/* module mod's tensor b in the file, or its hub name's (an image-text Qwen-VL's model.* / visual.* for PEFT's
+ * model.language_model.* / model.visual.*: files of transformers before 4.52 and of earlier verlc) */
+static const vc_st_tensor *find_alias(vc_checkpoint *ck, const char *mod, int b) {
+    static const char *const T5[2][2] = { { "model.language_model.", "model." }, { "model.visual.", "visual." } };
+    const vc_st_tensor *t = find(ck, mod, b);
+    for (int k = 0; !t && k < 2; k++) {
+        size_t n = strlen(T5[k][0]);
+        if (strncmp(mod, T5[k][0], n)) continue;
+        char alt[200];
+        snprintf(alt, sizeof alt, "%s%s", T5[k][1], mod + n);
+        t = find(ck, alt, b);
+    }
+    return t;
+}
+
 static vc_status load_one(vc_model *m, const char *path, vc_checkpoint *ck, int i) {
     vc_lora *a = m->lora;
     char mod[160];
     vc_lora_module_name(m, a->layer_of[i], a->slot_of[i], mod, sizeof mod);
     for (int b = 0; b < 2; b++) {
-        const vc_st_tensor *t = find(ck, mod, b);
+        const vc_st_tensor *t = find_alias(ck, mod, b);
         vc_tensor *d = &a->t[2 * i + b];
         if (!t) {
             char name[256];
@@ -350,7 +397,8 @@ static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, i
         char ex[96];
         experts_path(m, ex, sizeof ex);
         snprintf(mod, sizeof mod, "model.layers.%d.%s%s", a->layer_of[i], ex, inner ? ".base_layer" : "");
-        const vc_st_tensor *x = find(ck, mod, 0), *y = find(ck, mod, 1);
+        vc_lora_peft_path(m, mod, sizeof mod);
+        const vc_st_tensor *x = find_alias(ck, mod, 0), *y = find_alias(ck, mod, 1);
         if (x && y && x->ndim == 2 && y->ndim == 2 && x->shape[0] == r * E && x->shape[1] == in &&
             y->shape[0] == P * O && y->shape[1] == r * E)
             A = x, B = y;
@@ -403,7 +451,8 @@ vc_status vc_model_lora_load(vc_model *m, const char *dir) {
         int owner;
         unit_of(m, i, &u, &owner);
         if (u.n > 1 && !owner) continue;
-        const vc_st_tensor *ta = u.n > 1 ? find(ck, u.mod, 0) : NULL, *tb = u.n > 1 ? find(ck, u.mod, 1) : NULL;
+        const vc_st_tensor *ta = u.n > 1 ? find_alias(ck, u.mod, 0) : NULL;
+        const vc_st_tensor *tb = u.n > 1 ? find_alias(ck, u.mod, 1) : NULL;
         if (ta && tb) st = load_fused(m, path, &u, ta, tb);
         else /* per part: a unit of one, or the parts of a fused tensor as earlier verlc files name them */
             for (int p = 0; !st && p < u.n; p++) st = load_one(m, path, ck, u.ad[p]);

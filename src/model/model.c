@@ -71,6 +71,7 @@ vc_status vc_model_freeze_vision(vc_model *m, int frozen) {
         p->t.requires_grad = !frozen && m->grad_storage;
         p->t.grad = p->t.requires_grad ? m->grad_storage + (p->t.data - m->storage) : NULL;
     }
+    vc_lora_freeze_tower(m, frozen); /* its LoRA adapters too (kept, untrained: verl freezes after PEFT) */
     return VC_OK;
 }
 

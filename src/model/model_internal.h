@@ -35,6 +35,14 @@ void vc_vision_bind(struct vc_vision *v, int i, vc_tensor *t);
 int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
 vc_status vc_vision_fill(struct vc_vision *v, const vc_model *m, const struct vc_checkpoint *ck);
 void vc_vision_free(struct vc_vision *v);
+/* 1 when verlc builds the vision tower of this model_type (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE) */
+int vc_vision_model_type(const char *model_type);
+/* LoRA on the tower: its slots (0 .. n_slots), and the weight of slot s when it is an nn.Linear's (the blocks' attn.qkv,
+ * attn.proj and MLP linears, the mergers' two linears; not the Conv3d patch embedding or the position table), with the
+ * module's path on transformers 5's model (model.visual.blocks.0.attn.qkv, whatever the checkpoint's names); else
+ * NULL */
+int vc_vision_n_slots(const struct vc_vision *v);
+vc_tensor *vc_vision_linear(const struct vc_vision *v, int s, char *path, size_t cap);
 
 /* One Hugging Face tensor of the source layout: which rule produced it, for export and gradients. */
 typedef struct vc_source {
@@ -61,10 +69,25 @@ typedef struct vc_lora {
     vc_tensor **ptr;          /* [2n]: pointers to t, the trainer's extra parameters */
     float *data, *grad;       /* backend memory */
     int64_t n_floats;
+    int *vindex;              /* [n_vslots]: adapter of the vision tower's slot s, or -1 (NULL: no tower) */
+    int n_vslots;
+    char *exclude;            /* exclude_modules as given (a regular expression), NULL: none */
 } vc_lora;
+/* an adapter of the vision tower: slot_of VC_LORA_TOWER + the tower's slot, layer_of -1 */
+#define VC_LORA_TOWER VC_W_COUNT
 void vc_lora_free(vc_lora *a, const vc_backend *be);
 /* the adapter number of (layer, slot) while adapters are on, else -1 */
 int vc_lora_index(const vc_model *m, int layer, int slot);
+/* the adapter number of the vision tower's slot s (vc_vision_linear) while adapters are on, else -1 */
+int vc_lora_tower_index(const vc_model *m, int s);
+/* y + (alpha / r) (x A^T) B^T of adapter i (y itself when i < 0) */
+vc_tensor *vc_lora_apply(const vc_model *m, vc_graph *g, int i, vc_tensor *x, vc_tensor *y);
+/* the tower's adapters trained (0) or not (1: verl's freeze_vision_tower, applied after PEFT: present, untrained) */
+void vc_lora_freeze_tower(vc_model *m, int frozen);
+/* PEFT's path of a module on transformers 5's model in place: an image-text Qwen-VL's text decoder under
+ * model.language_model.* and its tower under model.visual.*, as the hub's model.* / visual.* checkpoints name them
+ * otherwise; returns 1 when it changed */
+int vc_lora_peft_path(const vc_model *m, char *buf, size_t cap);
 /* the module path PEFT matches and names adapters by: the checkpoint's own, or for a part of a fused tensor
  * the Llama-style path of the part (lora.c; lora_io.c writes fused tensors' adapters under the fused name) */
 void vc_lora_module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap);

@@ -11,6 +11,7 @@
 #include "model_internal.h"
 #include "tensor/graph_priv.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ struct vc_vision {
     char (*name)[80];        /* [n] its checkpoint name */
     int *slot_of;            /* [n] the slot of tensor i */
     vc_tensor *deep_out[VIS_MAX_DEEP]; /* the last forward's deepstack features (Qwen3-VL) */
+    const vc_model *m;       /* the model that holds the tower (its LoRA adapters) */
 };
 
 /* slots: the blocks' (b >= 0), the globals (b -1), deepstack merger j's (b -2 - j) */
@@ -56,6 +58,12 @@ static int slot_index(const vis_cfg *c, int b, int k) {
 }
 static int n_slots(const vis_cfg *c) { return c->depth * B_COUNT + G_COUNT + c->n_deep * D_COUNT; }
 static vc_tensor *slot(vc_vision *v, int b, int k) { return v->t[slot_index(&v->c, b, k)]; }
+/* slot s as block b (or -1, -2 - j as above) and index k */
+static void slot_bk(const vis_cfg *c, int s, int *b, int *k) {
+    int nb = c->depth * B_COUNT, ng = nb + G_COUNT;
+    *b = s < nb ? s / B_COUNT : s < ng ? -1 : -2 - (s - ng) / D_COUNT;
+    *k = s < nb ? s % B_COUNT : s < ng ? s - nb : (s - ng) % D_COUNT;
+}
 
 static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
                          const char *ctx) {
@@ -134,6 +142,8 @@ static int tower_kind(const char *mt) {
         if (!strcmp(mt, T[i].type)) return T[i].kind;
     return -1;
 }
+
+int vc_vision_model_type(const char *model_type) { return tower_kind(model_type) >= 0; }
 
 static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     char ctx[600];
@@ -256,10 +266,9 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
     v->name = vc_calloc((size_t)slots, sizeof *v->name);
     v->slot_of = vc_calloc((size_t)slots, sizeof *v->slot_of);
     if (!v->t || !v->shape || !v->nd || !v->name || !v->slot_of) return VC_ERR_NOMEM;
-    int nb = v->c.depth * B_COUNT, ng = nb + G_COUNT;
     for (int s = 0; s < slots; s++) {
-        int b = s < nb ? s / B_COUNT : s < ng ? -1 : -2 - (s - ng) / D_COUNT;
-        int k = s < nb ? s % B_COUNT : s < ng ? s - nb : (s - ng) % D_COUNT, nd;
+        int b, k, nd;
+        slot_bk(&v->c, s, &b, &k);
         int64_t shape[2];
         const char *n = slot_name(&v->c, b, k, shape, &nd);
         if (!n) continue;
@@ -296,6 +305,7 @@ vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
         vc_vision_free(v);
         return st;
     }
+    v->m = m;
     m->vision = v;
     return VC_OK;
 }
@@ -483,6 +493,13 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     return plan_rope(v, im, g, p, perm);
 }
 
+/* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are
+ * on */
+static vc_tensor *lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb) {
+    vc_tensor *y = vc_op_linear(g, x, slot(v, b, k), slot(v, b, kb));
+    return vc_lora_apply(v->m, g, vc_lora_tower_index(v->m, slot_index(&v->c, b, k)), x, y);
+}
+
 static vc_tensor *norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
     return v->c.kind != VIS_QWEN25 ? vc_op_layernorm(g, x, w, b, 1e-6f) : vc_op_rmsnorm(g, x, w, v->c.dim, 1e-6f, 0.0f);
 }
@@ -498,7 +515,7 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     int full = v->c.full[b];
     vc_tensor *h = norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
     vc_op_hold(h, 1);
-    vc_tensor *qkv = vc_op_linear(g, h, slot(v, b, B_QKV), slot(v, b, B_QKVB));
+    vc_tensor *qkv = lin(v, g, h, b, B_QKV, B_QKVB);
     vc_op_hold(h, 0);
     vc_tensor *q = heads(v, g, qkv, 0, p, 1), *k = heads(v, g, qkv, 1, p, 1), *val = heads(v, g, qkv, 2, p, 0);
     vc_attn_desc d = { .n_seq = full ? p->n_full : p->n_win, .q_start = full ? p->cu_full : p->cu_win,
@@ -507,18 +524,20 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     vc_tensor *o = vc_op_attention(g, q, k, val, &d);
     int64_t s2[2] = { p->N, v->c.dim };
     o = o ? vc_reshape(g, o, 2, s2) : NULL;
-    x = vc_op_add(g, x, vc_op_linear(g, o, slot(v, b, B_PROJ), slot(v, b, B_PROJB)));
+    x = vc_op_add(g, x, lin(v, g, o, b, B_PROJ, B_PROJB));
     h = norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
     vc_tensor *y;
     if (v->c.kind != VIS_QWEN25) {
-        y = vc_op_act(g, vc_op_linear(g, h, slot(v, b, B_M0), slot(v, b, B_M0B)), v->c.act);
-        y = vc_op_linear(g, y, slot(v, b, B_M1), slot(v, b, B_M1B));
+        y = vc_op_act(g, lin(v, g, h, b, B_M0, B_M0B), v->c.act);
+        y = lin(v, g, y, b, B_M1, B_M1B);
     } else {
         vc_op_hold(h, 1);
-        vc_tensor *gt = vc_op_linear(g, h, slot(v, b, B_M0), slot(v, b, B_M0B));
-        vc_tensor *up = vc_op_linear(g, h, slot(v, b, B_M1), slot(v, b, B_M1B));
+        vc_tensor *gt = lin(v, g, h, b, B_M0, B_M0B);
+        vc_tensor *up = lin(v, g, h, b, B_M1, B_M1B);
         vc_op_hold(h, 0);
-        y = vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, b, B_M2), slot(v, b, B_M2B));
+        if (vc_lora_tower_index(v->m, slot_index(&v->c, b, B_M2)) < 0)
+            y = vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, b, B_M2), slot(v, b, B_M2B));
+        else y = lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), b, B_M2, B_M2B); /* down's adapter reads the product */
     }
     return vc_op_add(g, x, y);
 }
@@ -575,9 +594,8 @@ static vc_tensor *merger(vc_vision *v, vc_graph *g, vc_tensor *x, int b, const v
     if (pre) x = norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
     x = x ? vc_reshape(g, x, 2, us) : NULL;
     if (!pre) x = vc_op_layernorm(g, x, slot(v, b, D_LN), slot(v, b, D_LNB), 1e-6f);
-    x = vc_op_act(g, vc_op_linear(g, x, slot(v, b, pre ? G_FC0 : D_FC0), slot(v, b, pre ? G_FC0B : D_FC0B)),
-                  VC_ACT_GELU_ERF);
-    return vc_op_linear(g, x, slot(v, b, pre ? G_FC2 : D_FC2), slot(v, b, pre ? G_FC2B : D_FC2B));
+    x = vc_op_act(g, lin(v, g, x, b, pre ? G_FC0 : D_FC0, pre ? G_FC0B : D_FC0B), VC_ACT_GELU_ERF);
+    return lin(v, g, x, b, pre ? G_FC2 : D_FC2, pre ? G_FC2B : D_FC2B);
 }
 
 int vc_vision_deepstack(const vc_vision *v, vc_tensor **out) {
@@ -636,4 +654,26 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
         return VC_OK;
     }
     return vc_fail(VC_ERR_MISSING, "no vision tower tensor is named '%s'", hf_name);
+}
+
+/* ---- LoRA: the tower's nn.Linear modules (not the Conv3d patch embedding, not the position table) ---- */
+static int is_linear(int b, int k) {
+    if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2;
+    return b == -1 ? k == G_FC0 || k == G_FC2 : k == D_FC0 || k == D_FC2;
+}
+
+int vc_vision_n_slots(const vc_vision *v) { return n_slots(&v->c); }
+
+vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
+    int b, k;
+    if (s < 0 || s >= n_slots(&v->c) || !v->t[s]) return NULL;
+    slot_bk(&v->c, s, &b, &k);
+    if (!is_linear(b, k)) return NULL;
+    for (int i = 0; i < v->n; i++) {
+        if (v->slot_of[i] != s) continue;
+        const char *rel = after_visual(v->name[i]), *w = strstr(rel, ".weight");
+        snprintf(path, cap, "model.visual.%.*s", (int)(w ? w - rel : (ptrdiff_t)strlen(rel)), rel);
+        return v->t[s];
+    }
+    return NULL;
 }

@@ -829,11 +829,12 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
                      vc_model_cfg(t->actor)->model_type, (long long)vc_model_cfg(t->actor)->max_pos);
     TRY(set_total_steps(t, cfg));
     vc_comm *dp = t->world > 1 ? t->comm : NULL;
-    vc_tensor *const *lora = NULL;
-    int n_lora = st ? 0 : vc_model_lora_params(t->actor, &lora);
-    int freeze = 0; /* verl's actor.freeze_vision_tower: the tower gets no gradients, out of the optimiser */
+    int freeze = 0; /* verl's actor.freeze_vision_tower: the tower gets no gradients, out of the optimiser (under LoRA
+                     * its adapters, which verl freezes after PEFT made them: kept in the files, never trained) */
     TRY(vc_config_get_bool_or(cfg, "actor_rollout_ref.actor.freeze_vision_tower", 0, &freeze));
     if (!st && vc_model_vision(t->actor)) st = vc_model_freeze_vision(t->actor, freeze);
+    vc_tensor *const *lora = NULL;
+    int n_lora = st ? 0 : vc_model_lora_params(t->actor, &lora);
     TRY(rl_trainer_init_dp(&t->atr, t->actor, lora, n_lora, cfg, "actor_rollout_ref.actor", t->total_steps, 0, dp));
     if (!st && t->use_critic)
         st = rl_trainer_init_dp(&t->ctr, t->critic.m, t->critic.extra, t->critic.n_extra, cfg, "critic", t->total_steps,

@@ -2,7 +2,7 @@
  * Qwen3 tokenizer's vocabulary, Qwen2-VL's chat template and image processor, prompts with images (paths, two images
  * in a row, a text-only row); the rollout and the trainer compute the same log-probs of the sampled tokens (one set
  * of kernels, M-RoPE and image features in both), the tower is trained unless actor.freeze_vision_tower, and the
- * export carries it. */
+ * export carries it; under LoRA the tower's linears get adapters (frozen: kept untrained). */
 #include "rl_cli_util.h"
 #include "verlc/dist.h"
 #include "verlc/model.h"
@@ -167,6 +167,62 @@ static void data_parallel(const char *init) {
     CHECK_MSG(d <= 1e-5 && moved > 1e-3, "1 vs 2 ranks with images: weights differ by %g (moved %g)", d, moved);
 }
 
+/* 1 when dir's adapter file has module mod's lora_B, and *moved whether any of its values is not 0 */
+static int adapter_b(const char *dir, const char *mod, int *moved) {
+    char path[700], name[300];
+    vc_checkpoint *ck = NULL;
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    snprintf(name, sizeof name, "base_model.model.%s.lora_B.weight", mod);
+    *moved = 0;
+    const vc_st_tensor *t = vc_ckpt_open(path, &ck) ? NULL : vc_ckpt_find(ck, name);
+    for (size_t k = 0; t && t->dtype == VC_F32 && k < t->nbytes / 4; k++) *moved |= ((const float *)t->data)[k] != 0.0f;
+    vc_ckpt_close(ck);
+    return t != NULL;
+}
+
+/* LoRA (verl's default target_modules all-linear): the tower's linears get adapters too, trained with the text's (the
+ * merged export moves them, not the Conv3d patch embedding); resumed, the same export bit for bit; with the tower frozen
+ * its adapters stay as drawn (B 0, kept in the file as verl keeps them); a run from the adapter (lora_adapter_path)
+ * starts from it: its step-1 KL to the adapters-off reference is not 0 */
+static void lora(const char *init) {
+    static const char *L = "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 ";
+    char keys[1024], out[700], ad[700], a[700], b[700];
+    int moved = 0;
+    snprintf(keys, sizeof keys, "%strainer.save_freq=1", L);
+    train("lora", keys);
+    snprintf(out, sizeof out, "%s/lora/hf_model", dir);
+    snprintf(ad, sizeof ad, "%s/lora_adapter", out);
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.attn.qkv.weight") == 0 &&
+              cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 0,
+              "LoRA: the tower's linears did not move");
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1 &&
+              cli_same_tensor(init, out, "model.visual.blocks.0.norm1.weight") == 1,
+              "LoRA moved the tower's base weights");
+    CHECK_MSG(adapter_b(ad, "model.visual.blocks.0.mlp.fc1", &moved) && moved, "LoRA: the tower's fc1 adapter is %s",
+              moved ? "missing" : "untrained");
+    train_steps("lora_resumed", 1, keys);
+    train_steps("lora_resumed", 2, keys);
+    snprintf(a, sizeof a, "%s/lora_resumed.log", dir);
+    CHECK_MSG(cli_sh("grep -q 'resumed from .*global_step_1' %s", a) == 0, "the LoRA run did not resume (%s)", a);
+    snprintf(a, sizeof a, "%s/model.safetensors", out);
+    snprintf(b, sizeof b, "%s/lora_resumed/hf_model/model.safetensors", dir);
+    CHECK_MSG(cli_file_eq(a, b), "LoRA with the tower's adapters: the resumed run's export differs");
+    snprintf(keys, sizeof keys, "%sactor_rollout_ref.actor.freeze_vision_tower=True", L);
+    train("lora_frozen", keys);
+    snprintf(out, sizeof out, "%s/lora_frozen/hf_model", dir);
+    snprintf(ad, sizeof ad, "%s/lora_adapter", out);
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.attn.qkv.weight") == 1, "LoRA: a frozen tower moved");
+    CHECK_MSG(cli_same_tensor(init, out, "model.language_model.layers.0.self_attn.q_proj.weight") == 0,
+              "LoRA: the text did not move with the tower frozen");
+    CHECK_MSG(adapter_b(ad, "model.visual.blocks.0.attn.qkv", &moved) && !moved,
+              "LoRA: the frozen tower's adapter is %s", moved ? "trained" : "missing");
+    snprintf(keys, sizeof keys, "%sactor_rollout_ref.model.lora_adapter_path=%s/lora/hf_model/lora_adapter", L, dir);
+    train_steps("lora_from", 1, keys);
+    double kl = value_of("lora_from", "actor/kl_loss", 1), kl0 = value_of("lora", "actor/kl_loss", 1);
+    printf("LoRA: step-1 KL to the reference %g fresh, %g from the trained adapter\n", kl0, kl);
+    CHECK_MSG(kl0 >= 0 && kl0 < 1e-7 && kl > 1e-6, "LoRA: step-1 KL %g fresh, %g from an adapter", kl0, kl);
+}
+
 int main(void) {
     rl_cli_start("vl");
     char cfg[4096], path[600], out[600], init[600];
@@ -209,6 +265,7 @@ int main(void) {
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
     CHECK_MSG(cli_same_tensor(init, out, "model.language_model.embed_tokens.weight") == 0, "the text weights were not trained");
+    lora(init);
     data_parallel(init);
     /* Qwen3-VL: its processor's 16-pixel patches, the deepstack features in rollout and training alike */
     msub = "model3";

@@ -2,8 +2,9 @@
  * the Qwen3 tokenizer's vocabulary, Qwen2-VL's chat template and image processor: a single-turn row's ids are
  * transformers' processor's (tests/fixtures/vision/sft_single_turn.json), each row holds its images' pad tokens, the
  * loss covers exactly the assistant turns (the text the same rows without images train on); `verlc sft` trains the
- * tower (its weights move); a missing image, more <image> markers than images, images for a text-only model, images
- * in a prompt/response row and truncation through the image tokens are refused naming the row. */
+ * tower (its weights move; under LoRA its adapters, unless exclude_modules leaves it out); a missing image, more
+ * <image> markers than images, images for a text-only model, images in a prompt/response row and truncation through
+ * the image tokens are refused naming the row. */
 #include "rl/rl_cli_util.h"
 #include "data/vl_rows.h"
 #include "train/sft_internal.h"
@@ -137,6 +138,25 @@ static void test_cli(void) {
     snprintf(metrics, sizeof metrics, "%s/run/metrics.jsonl", dir);
     CHECK(cli_sh("test $(grep -c '\"train/loss\": [0-9]' %s) = 2", metrics) == 0);
     CHECK(cli_arena_within_plan(strcat(strcpy(out, dir), "/run.log")) == 0);
+    /* LoRA (all-linear): the tower's linears get adapters that the images train, its weights stay; excluded, none */
+    CHECK_MSG(sft("model", "rows.jsonl", "lora", "lora_rank=4 lora_alpha=8") == 0, "verlc sft with LoRA and images "
+              "failed: see %s/lora.log", dir);
+    CHECK_MSG(sft("model", "rows.jsonl", "lora_ex", "lora_rank=4 lora_alpha=8 exclude_modules=.*visual.*") == 0,
+              "verlc sft with LoRA excluding the tower failed: see %s/lora_ex.log", dir);
+    char ad[600];
+    snprintf(out, sizeof out, "%s/lora/step_2/model.safetensors", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.mlp.fc1.weight") == 1, "LoRA moved the tower's weights");
+    snprintf(ad, sizeof ad, "%s/lora/step_2/lora_adapter/adapter_model.safetensors", dir);
+    vc_checkpoint *ck = NULL;
+    const char *fc1 = "base_model.model.model.visual.blocks.0.mlp.fc1.lora_B.weight";
+    const vc_st_tensor *b = vc_ckpt_open(ad, &ck) ? NULL : vc_ckpt_find(ck, fc1);
+    int moved = 0;
+    for (size_t k = 0; b && b->dtype == VC_F32 && k < b->nbytes / 4; k++) moved |= ((const float *)b->data)[k] != 0.0f;
+    CHECK_MSG(b && moved, "SFT with LoRA: the tower's fc1 adapter is %s", b ? "untrained" : "missing");
+    vc_ckpt_close(ck);
+    snprintf(ad, sizeof ad, "%s/lora_ex/step_2/lora_adapter/adapter_model.safetensors", dir);
+    CHECK_MSG(cli_sh("grep -q 'self_attn.q_proj.lora_A' %s && ! grep -q 'visual' %s", ad, ad) == 0,
+              "exclude_modules=.*visual.*: the tower has adapters (or the text none) in %s", ad);
     /* the same rows without their images train on other losses: the images reach the model */
     CHECK(sft("model", "rows.jsonl", "noimg", "data.image_key=none_here") == 0);
     CHECK(cli_sh("a=$(grep -o '\"train/loss\": [0-9.e-]*' %1$s/run/metrics.jsonl | head -1); "
