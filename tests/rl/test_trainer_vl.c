@@ -184,6 +184,29 @@ static int adapter_b(const char *dir, const char *mod, int *moved) {
  * merged export moves them, not the Conv3d patch embedding); resumed, the same export bit for bit; with the tower frozen
  * its adapters stay as drawn (B 0, kept in the file as verl keeps them); a run from the adapter (lora_adapter_path)
  * starts from it: its step-1 KL to the adapters-off reference is not 0 */
+/* the tool agent (verl's geo3k multi-turn example's Geo3kTool) on the rows with images: the prompts rendered with the
+ * tools through the real engine and trainer, whose log-probs still agree */
+static void agent(void) {
+    char tools[600];
+    snprintf(tools, sizeof tools, "%s/tools.yaml", dir);
+    FILE *f = fopen(tools, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("tools:\n  - class_name: verl.tools.geo3k_tool.Geo3kTool\n    config: {type: native}\n    tool_schema:\n"
+          "      type: function\n      function:\n        name: calc_geo3k_reward\n        description: geo3k\n"
+          "        parameters: {type: object, properties: {answer: {type: string}}, required: [answer]}\n", f);
+    fclose(f);
+    char extra[900];
+    snprintf(extra, sizeof extra, "actor_rollout_ref.rollout.multi_turn.enable=True "
+             "actor_rollout_ref.rollout.multi_turn.tool_config_path=%s actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3 "
+             "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent data.return_raw_chat=True", tools);
+    train("agent", extra);
+    double diff = last_of("agent", "training/rollout_probs_diff_max"), kl = value_of("agent", "actor/kl_loss", 1);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "tool agent with images: rollout vs trainer %g, step-1 KL %g",
+              diff, kl);
+    CHECK_MSG(last_of("agent", "num_turns/min") >= 2, "the tool agent's turns were not reported");
+}
+
 static void lora(const char *init) {
     static const char *L = "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 ";
     char keys[1024], out[700], ad[700], a[700], b[700];
@@ -239,6 +262,7 @@ int main(void) {
     double diff = last_of("trained", "training/rollout_probs_diff_max");
     CHECK_MSG(diff >= 0 && diff < 1e-9, "rollout vs trainer probabilities with images: max diff %g", diff);
     CHECK_MSG(last_of("trained", "actor/grad_norm") > 0, "no gradient");
+    agent();
     /* the memory plan's trials carry the largest prompt's images: the vision tower's activations are planned */
     snprintf(path, sizeof path, "%s/trained.log", dir);
     CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
