@@ -6,6 +6,7 @@
  * single_turn_agent rows, max_assistant_turns, the response budget, num_turns. Also the hermes parser,
  * the tool's reply text (Python repr quoting) and verl's truncation of long tool responses. */
 #include "../../src/rl/agent_internal.h"
+#include "agent_test_util.h"
 #include "../../src/rl/tool_parser.h"
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/chat_template.h"
@@ -48,7 +49,7 @@ static void test_parser(void) {
     rl_tool tools[1] = { { "calc_gsm8k_reward", RL_TOOL_GSM8K } };
     cJSON *row = cJSON_Parse("{\"extra_info\": {\"tools_kwargs\": {\"calc_gsm8k_reward\": {\"create_kwargs\": "
                              "{\"ground_truth\": \"72\"}}}}}");
-    static const struct { const char *args, *want; double reward; } CASES[] = {
+    static const agent_tool_case CASES[] = {
         { "{\"answer\": \"72\"}", "Current parsed answer='72' reward=1.0", 0.0 },
         { "{\"answer\": \"#### 71\"}", "Current parsed answer='#### 71' reward=0.0", -0.05 },
         { "{\"answer\": \"it's 72\"}", "Current parsed answer=\"it's 72\" reward=1.0", 0.0 },
@@ -56,37 +57,19 @@ static void test_parser(void) {
         /* no number: verl's compute_score returns the int 0 (checked against verl's Gsm8kTool run by vc_tool_py_start) */
         { "{\"answer\": \"seventy\"}", "Current parsed answer='seventy' reward=0", -0.05 },
     };
-    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        rl_tool_call call = { "calc_gsm8k_reward", cJSON_Parse(CASES[i].args) };
-        char *text = NULL;
-        double r = 1;
-        CHECK_OK(rl_tool_run(tools, 1, &call, row, &text, &r));
-        CHECK_MSG(text && !strcmp(text, CASES[i].want) && r == CASES[i].reward, "%s -> %s (%g)", CASES[i].args,
-                  text ? text : "(null)", r);
-        free(text);
-        cJSON_Delete(call.args);
-    }
+    agent_test_tool_cases(tools, 1, "calc_gsm8k_reward", row, CASES, sizeof CASES / sizeof CASES[0]);
     /* Geo3kTool's: the answer graded as it is (mathruler), a fresh instance per call */
     rl_tool geo[1] = { { "calc_geo3k_reward", RL_TOOL_GEO3K } };
     cJSON *grow = cJSON_Parse("{\"extra_info\": {\"tools_kwargs\": {\"calc_geo3k_reward\": {\"create_kwargs\": "
                               "{\"ground_truth\": \"2 \\\\sqrt { 221 }\"}}}}}");
-    static const struct { const char *args, *want; double reward; } GEO[] = {
+    static const agent_tool_case GEO[] = {
         { "{\"answer\": \"2\\\\sqrt{221}\"}", "Current parsed answer='2\\\\sqrt{221}' reward=1.0", 0.0 },
         { "{\"answer\": \"\\\\sqrt{884}\"}", "Current parsed answer='\\\\sqrt{884}' reward=1.0", 0.0 },
         { "{\"answer\": \"29.73\"}", "Current parsed answer='29.73' reward=0.0", -0.05 },
         { "{\"answer\": \"\\\\boxed{2\\\\sqrt{221}}\"}", "Current parsed answer='\\\\boxed{2\\\\sqrt{221}}' reward=1.0", 0.0 }, /* \\boxed: an unknown macro to pylatexenc */
         { "{}", "Current parsed answer='' reward=0.0", -0.05 },
     };
-    for (size_t i = 0; i < sizeof GEO / sizeof GEO[0]; i++) {
-        rl_tool_call call = { "calc_geo3k_reward", cJSON_Parse(GEO[i].args) };
-        char *gtext = NULL;
-        double gr = 1;
-        CHECK_OK(rl_tool_run(geo, 1, &call, grow, &gtext, &gr));
-        CHECK_MSG(gtext && !strcmp(gtext, GEO[i].want) && gr == GEO[i].reward, "geo3k %s -> %s (%g)", GEO[i].args,
-                  gtext ? gtext : "(null)", gr);
-        free(gtext);
-        cJSON_Delete(call.args);
-    }
+    agent_test_tool_cases(geo, 1, "calc_geo3k_reward", grow, GEO, sizeof GEO / sizeof GEO[0]);
     cJSON_Delete(grow);
     rl_tool_call bad = { "calculator", cJSON_Parse("{}") };
     char *text = NULL;
@@ -109,24 +92,15 @@ typedef struct {
 static vc_status scripted(void *p, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
                           int *n_out) {
     script_ctx *c = p;
-    int total = 0;
-    for (int i = 0; i < n; i++) total += r[i].n_samples;
-    vc_rollout_sample *smp = vc_calloc((size_t)total, sizeof *smp);
-    int k = 0;
+    int total = 0, k = 0;
+    vc_rollout_sample *smp = agent_test_samples(r, n, &total);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < r[i].n_samples; j++, k++) {
             /* turn 0: state = 2 i + j (2 samples per prompt); later turns: the i-th still active state */
             int state = c->calls == 0 ? 2 * i + j : c->state_of[i];
             const char *text = c->script[c->calls] ? c->script[c->calls][state] : NULL;
             if (!text) { fprintf(stderr, "script: call %d state %d has no text\n", c->calls, state); text = ""; }
-            size_t m = 0;
-            int32_t *ids = NULL;
-            vc_tokenizer_encode(c->tok, text, strlen(text), 0, &ids, &m);
-            int64_t keep = (int64_t)m < s->max_new_tokens ? (int64_t)m : s->max_new_tokens;
-            smp[k] = (vc_rollout_sample){ .request = i, .sample = j, .tokens = ids, .n_tokens = keep,
-                                          .finish = keep < (int64_t)m ? VC_FINISH_LENGTH : VC_FINISH_EOS };
-            smp[k].logp = vc_malloc(sizeof(float) * (size_t)(keep + 1));
-            for (int64_t q = 0; q < keep; q++) smp[k].logp[q] = -0.25f - 0.01f * (float)q;
+            smp[k] = agent_test_sample(c->tok, text, i, j, s->max_new_tokens, -0.25f, -0.01f);
         }
     c->calls++;
     *out = smp;

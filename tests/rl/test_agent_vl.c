@@ -4,6 +4,7 @@
  * them (that prompt is the rendering's tail); every engine request of every turn carries the row's images; the tool
  * turn answered by Geo3kTool; the batch's rows keep their images for the trainer's passes. */
 #include "../../src/rl/agent_internal.h"
+#include "agent_test_util.h"
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/chat_template.h"
 #include "verlc/image.h"
@@ -35,10 +36,8 @@ static const char *FINAL = "So \\boxed{\\frac{40}{3}}<|im_end|>";
 static vc_status scripted(void *p, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
                           int *n_out) {
     script_ctx *c = p;
-    int total = 0;
-    for (int i = 0; i < n; i++) total += r[i].n_samples;
-    vc_rollout_sample *smp = vc_calloc((size_t)total, sizeof *smp);
-    int k = 0;
+    int total = 0, k = 0;
+    vc_rollout_sample *smp = agent_test_samples(r, n, &total);
     for (int i = 0; i < n; i++) {
         c->requests++;
         /* turn 0's request id is the prompt index; later turns' prompt * 0x10000 + sample */
@@ -47,15 +46,7 @@ static vc_status scripted(void *p, const vc_rollout_request *r, int n, const vc_
         c->with_images += r[i].images != NULL;
         c->images_right += r[i].images && r[i].images->n == want && r[i].images->pixels && r[i].images->grid;
         for (int j = 0; j < r[i].n_samples; j++, k++) {
-            const char *text = c->calls == 0 ? CALL : FINAL;
-            size_t m = 0;
-            int32_t *ids = NULL;
-            vc_tokenizer_encode(c->tok, text, strlen(text), 0, &ids, &m);
-            int64_t keep = (int64_t)m < s->max_new_tokens ? (int64_t)m : s->max_new_tokens;
-            smp[k] = (vc_rollout_sample){ .request = i, .sample = j, .tokens = ids, .n_tokens = keep,
-                                          .finish = VC_FINISH_EOS };
-            smp[k].logp = vc_malloc(sizeof(float) * (size_t)(keep + 1));
-            for (int64_t q = 0; q < keep; q++) smp[k].logp[q] = -0.5f;
+            smp[k] = agent_test_sample(c->tok, c->calls == 0 ? CALL : FINAL, i, j, s->max_new_tokens, -0.5f, 0.0f);
         }
     }
     c->calls++;
