@@ -33,6 +33,14 @@ vc_status vc_reward_geo3k(const char *solution, const char *ground_truth, double
 int vc_mathruler_grade(const char *given, const char *ground_truth); /* grade_answer: 1 or 0 */
 char *vc_mathruler_boxed(const char *text); /* extract_boxed_content ("None" when there is none), malloc'd */
 
+/* verl's prime_math reward (the numina_* data sources): 1.0 when the answer match_answer takes from solution
+ * grades equal to ground_truth (the PRM800K grader as prime_math has it) or math_equal accepts it (strings,
+ * numbers within a relative 1e-4 (also as percentages), intervals and tuples part by part; with "\pi", pi as
+ * math.pi or 3.14; its sympy stage never accepts in verl, as here), else 0.0. */
+vc_status vc_reward_prime_math(const char *solution, const char *ground_truth, double *score);
+char *vc_prime_math_match_answer(const char *response); /* match_answer's text, malloc'd */
+int vc_prime_math_equal(const char *prediction, const char *reference, double pi); /* math_equal: 1 or 0 */
+
 /* Countdown (TinyZero): equation in the last <answer>...</answer> of the last line must use each of
  * `numbers` exactly once and evaluate (Python arithmetic, no eval) to target within 1e-5:
  * `score`; a malformed or wrong equation: `format_score`; no answer: 0. Defaults 0.1 / 1.0. */

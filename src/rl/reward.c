@@ -55,9 +55,16 @@ static int is_search_r1(const char *ds) {
 
 /* data sources verl's default_compute_score scores with Python-only code (sympy graders, code sandboxes) */
 static int is_verl_python_source(const char *ds) {
+    static const char *const S[] = { "codecontests", "apps", "codeforces", "taco" };
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
+        if (!strcmp(ds, S[i])) return 1;
+    return 0;
+}
+
+/* verl's prime_math sources */
+static int is_numina(const char *ds) {
     static const char *const S[] = { "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
-                                     "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads", "codecontests",
-                                     "apps", "codeforces", "taco" };
+                                     "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads" };
     for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
         if (!strcmp(ds, S[i])) return 1;
     return 0;
@@ -94,10 +101,11 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
         return vc_fail(VC_ERR_MISSING, "reward: data_source, solution_str and ground_truth are required");
     if (!strncmp(data_source, "countdown", 9)) return countdown(solution_str, ground_truth, score);
     if (is_search_r1(data_source)) return vc_reward_qa_em(solution_str, ground_truth, score);
-    if (!strcmp(data_source, "hiyouga/geometry3k")) {
+    int geo = !strcmp(data_source, "hiyouga/geometry3k"), numina = is_numina(data_source);
+    if (geo || numina) {
         char *gt = gt_text(ground_truth);
         if (!gt) return VC_ERR_NOMEM;
-        vc_status st = vc_reward_geo3k(solution_str, gt, score);
+        vc_status st = geo ? vc_reward_geo3k(solution_str, gt, score) : vc_reward_prime_math(solution_str, gt, score);
         free(gt);
         return st;
     }

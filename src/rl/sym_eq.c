@@ -1,9 +1,9 @@
 /* mathruler's are_equal_under_sympy (mathruler/grader.py, the PRM800K grader): should_allow_eval, then sympy's
  * parse_expr as Python 3.11 and sympy 1.14 run it (Python's tokens; auto_symbol, split_symbols,
  * auto_number, factorial_notation, implicit multiplication and application; Python's precedence), then
- * simplify(diff) == 0, decided by sym_eval.c. Names of sympy's namespace with at most two distinct letters
- * (the only ones should_allow_eval lets through) are known: pi, oo, nan, zoo, sqrt, ln, re, im, csc, frac; the
- * rest of them (ff, rf, li, id, all, eye, ...) make the answer "not equal". */
+ * simplify(diff) == 0, decided by sym_eval.c. Names of sympy's namespace (src/rl/sympy_names.inc) stay themselves;
+ * of those with at most two distinct letters (the only ones should_allow_eval lets through) pi, oo, nan, zoo, sqrt,
+ * ln, re, im, csc and frac are built, the rest (ff, rf, li, id, all, eye, ...) make the answer "not equal". */
 #include "rl/sym_eq.h"
 #include "rl/reward_str.h"
 #include <stdlib.h>
@@ -125,14 +125,21 @@ static const char *const GREEK[] = { "alpha", "beta", "gamma", "delta", "epsilon
                                      "kappa", "lamda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau",
                                      "upsilon", "phi", "chi", "psi", "omega", "digamma", "stigma", "koppa",
                                      "sampi", "heta", "san", "archaic koppa", "archaic sampi", "pamphylian digamma" };
-/* names of sympy's namespace (and Python's builtin functions) with at most two distinct letters, lower case */
+/* the names of sympy's namespace with at most two distinct letters (no others pass should_allow_eval) that are
+ * built; the rest of the namespace (ff, rf, li, id, all, eye, ...) is refused */
 static const struct { const char *name; item_kind kind; sym_kind sk; } KNOWN[] = {
     { "pi", IT_CONST, SN_PI },    { "oo", IT_CONST, SN_INF },  { "nan", IT_CONST, SN_NAN }, { "zoo", IT_CONST, SN_ZOO },
     { "sqrt", IT_FUNC, SN_SQRT }, { "ln", IT_FUNC, SN_LN },    { "re", IT_FUNC, SN_RE },    { "im", IT_FUNC, SN_IM },
     { "csc", IT_FUNC, SN_CSC },   { "frac", IT_FUNC, SN_FRAC },
 };
-static const char *const UNBUILT[] = { "all", "eye", "ff", "fft", "fu", "gff", "hn1", "hn2", "id", "jn", "li", "ntt",
-                                       "rf", "yn" };
+/* parse_expr's global namespace: `from sympy import *` and Python's builtin functions (generated) */
+static const char *const NAMESPACE[] = {
+#include "sympy_names.inc"
+};
+static int cmp_name(const void *a, const void *b) { return strcmp(a, *(const char *const *)b); }
+static int in_namespace(const char *s) {
+    return bsearch(s, NAMESPACE, sizeof NAMESPACE / sizeof NAMESPACE[0], sizeof NAMESPACE[0], cmp_name) != NULL;
+}
 
 static int in_list(const char *s, const char *const *l, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -171,17 +178,14 @@ static void name_item(sym_ps *p, const char *s, size_t n) {
     if (n >= sizeof name) { p->fail = 1; return; }
     memcpy(name, s, n);
     name[n] = 0;
-    if (in_list(name, KEYWORDS, sizeof KEYWORDS / sizeof KEYWORDS[0]) ||
-        in_list(name, UNBUILT, sizeof UNBUILT / sizeof UNBUILT[0])) {
-        p->fail = 1;
-        return;
-    }
+    if (in_list(name, KEYWORDS, sizeof KEYWORDS / sizeof KEYWORDS[0])) { p->fail = 1; return; }
     for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
         if (!strcmp(name, KNOWN[i].name)) {
             item *t = push(p, KNOWN[i].kind);
             if (t) { t->sk = KNOWN[i].sk; set_text(t, name, n, p); }
             return;
         }
+    if (in_namespace(name)) { p->fail = 1; return; } /* sympy's, not built here */
     if (!strchr(name, '_') && !greek_name(name) && vc_rs_cp_count(name, n) > 1) { split_name(p, name); return; }
     item *t = push(p, IT_SYM);
     if (t) set_text(t, name, n, p);
