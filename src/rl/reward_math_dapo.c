@@ -44,13 +44,6 @@ static const char *py_tail(const char *s, size_t n) {
     return s;
 }
 
-static int valid_utf8(const char *s) {
-    int32_t c;
-    for (utf8proc_ssize_t k; *s; s += k)
-        if ((k = utf8proc_iterate((const utf8proc_uint8_t *)s, -1, &c)) < 0) return 0;
-    return 1;
-}
-
 /* ---- the regular expressions, compiled once ---- */
 enum { RE_ANSWER, RE_DOLLARS, RE_TEXT, RE_TEXTBF, RE_OVERLINE, RE_BOXED, RE_FRAC, RE_SQRT, RE_COUNT };
 static const char *const PATTERN[RE_COUNT] = {
@@ -176,8 +169,8 @@ vc_status vc_reward_math_dapo(const char *solution, const char *ground_truth, in
                               double *score, int *acc, char **pred) {
     if (pred) *pred = NULL;
     if (!solution || !ground_truth) return vc_fail(VC_ERR_ARG, "math_dapo: solution and ground truth are required");
-    if (!valid_utf8(solution) || !valid_utf8(ground_truth))
-        return vc_fail(VC_ERR_ARG, "math_dapo: the %s is not valid UTF-8", valid_utf8(solution) ? "ground truth" : "solution");
+    if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))
+        return vc_fail(VC_ERR_ARG, "math_dapo: the %s is not valid UTF-8", vc_rs_valid_utf8(solution) ? "ground truth" : "solution");
     vc_status st = patterns_ready();
     if (st) return st;
     const char *tail = py_tail(solution, 300); /* "the longest answer in MATH-500 has 159 characters" */

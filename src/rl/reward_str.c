@@ -82,3 +82,10 @@ char *vc_rs_py_strip(const char *s) {
         if (k = vc_rs_next_cp(s + i, &c), !vc_rs_py_space(c)) end = i + k;
     return vc_rs_ndup(s, end);
 }
+
+int vc_rs_valid_utf8(const char *s) {
+    int32_t c;
+    for (utf8proc_ssize_t k; *s; s += k)
+        if ((k = utf8proc_iterate((const utf8proc_uint8_t *)s, -1, &c)) < 0) return 0;
+    return 1;
+}

@@ -21,6 +21,8 @@ int vc_rs_py_space(int32_t c);
 size_t vc_rs_next_cp(const char *s, int32_t *c);
 /* s.strip(): a new string (NULL on allocation failure) */
 char *vc_rs_py_strip(const char *s);
+/* 1 when s is valid UTF-8 */
+int vc_rs_valid_utf8(const char *s);
 /* Concatenation of up to 6 strings (NULLs ignored). */
 char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f);
 

@@ -73,6 +73,9 @@ static void direct(void) {
     CHECK(vc_mathruler_grade(NULL, "1") == 0);
     double s = -1;
     CHECK(vc_reward_geo3k(NULL, "1", &s) == VC_ERR_ARG);
+    vc_status st = vc_reward_geo3k("\\boxed{\xff}", "1", &s);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "solution is not valid UTF-8"), "invalid UTF-8: %s",
+              vc_last_error());
 }
 
 int main(void) {

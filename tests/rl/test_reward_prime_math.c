@@ -68,6 +68,9 @@ int main(void) {
     equals(cJSON_GetObjectItem(ref, "equal"));
     double s = -1;
     CHECK(vc_reward_prime_math(NULL, "1", &s) == VC_ERR_ARG);
+    st = vc_reward_prime_math("answer: 1", "\xc3", &s);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "ground truth is not valid UTF-8"), "invalid UTF-8: %s",
+              vc_last_error());
     cJSON_Delete(ref);
     return vc_test_done();
 }
