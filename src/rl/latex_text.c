@@ -3,7 +3,8 @@
  * tokens (macros with their post-space, groups, specials, \( \) \[ \] $ math), each known macro's arguments
  * as its LatexWalker parses them ('{' one expression, '[' an optional bracketed argument, '*' a star) and the
  * text latex2text makes of them (src/rl/latex_table.inc, generated from pylatexenc's tables). Environments
- * give their contents' text (pylatexenc lays out matrices, lists and displayed equations; not built). */
+ * give their contents' text, matrices laid out as "[ a b; c d ]" and equations as displayed math, as latex2text's
+ * environment table has them. */
 #include "rl/latex_text.h"
 #include "rl/reward_str.h"
 #include "verlc/core.h"
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-typedef struct {
+typedef struct lt_macro {
     const char *name, *argspec;
     char kind; /* L literal, F %-format, A arguments joined, D nothing, C accent, M math alphabet */
     const char *text;
@@ -33,6 +34,9 @@ typedef struct {
     int keyerror; /* Python raised: the whole conversion fails */
     int dollar;   /* inside $...$: "$$" is two tokens */
     int math;     /* inside math of any kind */
+    long n_nodes; /* nodes parsed so far (a matrix cell without any is left out) */
+    const char *env;  /* the innermost environment's name (env_n bytes): only its \end closes it */
+    size_t env_n;
     const char *bare_post; /* the post-space of the macro without arguments just parsed, if any */
     size_t bare_post_n;
 } lt_src;
@@ -129,8 +133,19 @@ static size_t post_space(const lt_src *x, size_t pos) {
     return i - pos;
 }
 
-enum { STOP_NONE, STOP_BRACE, STOP_BRACKET, STOP_MATH_PAREN, STOP_MATH_BRACKET, STOP_DOLLAR, STOP_DOLLAR2 };
+#define LT_MAX_ARGS 8
+typedef struct lt_args {
+    char *text[LT_MAX_ARGS];
+    int ke[LT_MAX_ARGS]; /* making the argument's text raised (it matters only where the text is used) */
+    int n;
+} lt_args;
+
+enum { STOP_NONE, STOP_BRACE, STOP_BRACKET, STOP_MATH_PAREN, STOP_MATH_BRACKET, STOP_DOLLAR, STOP_DOLLAR2, STOP_ENV,
+       STOP_MATRIX };
+enum { ENDED = 1, CELL, ROW }; /* what ended a run of nodes: its stop token, a matrix's '&' or \\ */
 static int nodes(lt_src *x, lt_buf *b, int stop, int depth);
+struct lt_macro;
+static int parse_args(lt_src *x, const struct lt_macro *m, struct lt_args *a, int depth);
 static int macro(lt_src *x, lt_buf *b, const char *name, size_t n, size_t after);
 
 /* Python's str.strip() of a buffer's text, appended to b */
@@ -161,7 +176,80 @@ static void math(lt_src *x, lt_buf *b, int stop, int display, int depth) {
     free(ind);
 }
 
-/* \begin{name} ... \end{name}: the contents' text */
+/* the environments latex2text and its walker know: their arguments (dropped) and how their contents read */
+enum { ENV_PLAIN, ENV_LINES, ENV_MATRIX, ENV_EQUATION };
+static const struct { const char *name, *argspec; int kind; } ENVS[] = {
+    { "figure", "[", ENV_PLAIN },       { "figure*", "[", ENV_PLAIN },      { "table", "[", ENV_PLAIN },
+    { "table*", "[", ENV_PLAIN },       { "tabular", "{", ENV_PLAIN },      { "tabular*", "{{", ENV_PLAIN },
+    { "tabularx", "{[{", ENV_PLAIN },   { "array", "[{", ENV_MATRIX },      { "pmatrix", "", ENV_MATRIX },
+    { "bmatrix", "", ENV_MATRIX },      { "smallmatrix", "", ENV_MATRIX },  { "psmallmatrix", "", ENV_MATRIX },
+    { "bsmallmatrix", "", ENV_MATRIX }, { "center", "", ENV_LINES },        { "flushleft", "", ENV_LINES },
+    { "flushright", "", ENV_LINES },    { "equation", "", ENV_EQUATION },   { "equation*", "", ENV_EQUATION },
+    { "eqnarray", "", ENV_EQUATION },   { "eqnarray*", "", ENV_EQUATION },  { "align", "", ENV_EQUATION },
+    { "align*", "", ENV_EQUATION },     { "multline", "", ENV_EQUATION },   { "multline*", "", ENV_EQUATION },
+    { "gather", "", ENV_EQUATION },     { "gather*", "", ENV_EQUATION },    { "dmath", "", ENV_EQUATION },
+    { "dmath*", "", ENV_EQUATION },     { "alignat", "{", ENV_PLAIN },      { "alignat*", "{", ENV_PLAIN },
+    { "enumerate", "[", ENV_PLAIN },    { "itemize", "[", ENV_PLAIN },      { "description", "[", ENV_PLAIN },
+    { "theorem", "[", ENV_PLAIN },      { "proposition", "[", ENV_PLAIN },  { "lemma", "[", ENV_PLAIN },
+    { "corollary", "[", ENV_PLAIN },    { "definition", "[", ENV_PLAIN },   { "conjecture", "[", ENV_PLAIN },
+    { "remark", "[", ENV_PLAIN },       { "proof", "[", ENV_PLAIN },        { "thm", "[", ENV_PLAIN },
+    { "prop", "[", ENV_PLAIN },         { "lem", "[", ENV_PLAIN },          { "cor", "[", ENV_PLAIN },
+    { "conj", "[", ENV_PLAIN },         { "rem", "[", ENV_PLAIN },          { "defn", "[", ENV_PLAIN },
+};
+
+#define LT_MAX_ROWS 256
+typedef struct {
+    char **cell; /* the row's cells' stripped texts */
+    int n, cap;
+} lt_row;
+
+/* a cell's stripped text onto row r; its code-point width raises *widest */
+static void add_cell(lt_row *r, const char *text, size_t *widest, lt_buf *b) {
+    char *t = vc_rs_py_strip(text ? text : "");
+    if (t && r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 4;
+        char **v = realloc(r->cell, sizeof *v * (size_t)cap);
+        if (v) r->cell = v, r->cap = cap;
+        else free(t), t = NULL;
+    }
+    if (!t) { b->nomem = 1; return; }
+    size_t w = vc_rs_cp_count(t, strlen(t));
+    if (w > *widest) *widest = w;
+    r->cell[r->n++] = t;
+}
+
+/* fmt_matrix_environment_node: cells split at the contents' own '&' and \\, each stripped (a cell without any
+ * node is left out), right-justified to the widest, "[ a b; c d ]"; no cell at all is Python's ValueError */
+static void matrix(lt_src *x, lt_buf *b, int depth) {
+    lt_row *rows = calloc(LT_MAX_ROWS, sizeof *rows);
+    if (!rows) { b->nomem = 1; return; }
+    int nr = 0, code, cells = 0;
+    size_t widest = 0;
+    do {
+        lt_buf c = { 0 };
+        long before = x->n_nodes;
+        code = nodes(x, &c, STOP_MATRIX, depth + 1);
+        if (x->n_nodes > before) add_cell(&rows[nr], c.p, &widest, b), cells++;
+        free(c.p);
+        if (code != CELL && nr < LT_MAX_ROWS - 1) nr++;
+    } while (code == CELL || code == ROW);
+    if (!cells) x->keyerror = 1; /* max() of nothing */
+    puts_(b, "[ ");
+    for (int i = 0; i < nr; i++) {
+        if (i) puts_(b, "; ");
+        for (int j = 0; j < rows[i].n; j++) {
+            if (j) puts_(b, " ");
+            for (size_t w = vc_rs_cp_count(rows[i].cell[j], strlen(rows[i].cell[j])); w < widest; w++) puts_(b, " ");
+            puts_(b, rows[i].cell[j]);
+            free(rows[i].cell[j]);
+        }
+        free(rows[i].cell);
+    }
+    free(rows);
+    puts_(b, " ]");
+}
+
+/* \begin{name} ... \end{name}: the environment's arguments dropped, its contents as latex2text lays them out */
 static int environment(lt_src *x, lt_buf *b, size_t at, int begin, int depth) {
     size_t i = at, k;
     while (is_space_at(x, i)) { cp_at(x, i, &k); i += k; }
@@ -169,14 +257,36 @@ static int environment(lt_src *x, lt_buf *b, size_t at, int begin, int depth) {
     size_t j = i + 1;
     while (j < x->len && x->s[j] != '}') {
         int32_t c = cp_at(x, j, &k);
-        if (!(c == '*' || c == ' ' || c == '.' || c == '_' || c == '-' || c == '_' || py_alpha(c) ||
-              (c >= '0' && c <= '9')))
+        if (!(c == '*' || c == ' ' || c == '.' || c == '_' || c == '-' || py_alpha(c) || (c >= '0' && c <= '9')))
             return 0;
         j += k;
     }
     if (j >= x->len || j == i + 1) return 0;
     x->pos = j + 1;
-    if (begin) nodes(x, b, STOP_NONE, depth + 1); /* up to the matching \end (consumed there) */
+    if (!begin) /* 2: the innermost environment's own \end; another is dropped */
+        return x->env && x->env_n == j - i - 1 && !memcmp(x->env, x->s + i + 1, x->env_n) ? 2 : 1;
+    const char *outer = x->env;
+    size_t outer_n = x->env_n;
+    x->env = x->s + i + 1;
+    x->env_n = j - i - 1;
+    int kind = ENV_PLAIN;
+    for (size_t e = 0; e < sizeof ENVS / sizeof ENVS[0]; e++)
+        if (strlen(ENVS[e].name) == j - i - 1 && !memcmp(ENVS[e].name, x->s + i + 1, j - i - 1)) {
+            lt_macro m = { ENVS[e].name, ENVS[e].argspec, 'D', "" };
+            struct lt_args a;
+            if (parse_args(x, &m, &a, depth))
+                for (int q = 0; q < a.n; q++) free(a.text[q]);
+            kind = ENVS[e].kind;
+        }
+    if (kind == ENV_MATRIX) matrix(x, b, depth);
+    else if (kind == ENV_EQUATION) math(x, b, STOP_ENV, 1, depth);
+    else {
+        if (kind == ENV_LINES) puts_(b, "\n");
+        nodes(x, b, STOP_ENV, depth + 1); /* up to its \end (consumed there) */
+        if (kind == ENV_LINES) puts_(b, "\n");
+    }
+    x->env = outer;
+    x->env_n = outer_n;
     return 1;
 }
 
@@ -244,12 +354,6 @@ static int arg_opt(lt_src *x, lt_buf *b, int no_space, int depth) {
     return 1;
 }
 
-#define LT_MAX_ARGS 8
-typedef struct {
-    char *text[LT_MAX_ARGS];
-    int ke[LT_MAX_ARGS]; /* making the argument's text raised (it matters only where the text is used) */
-    int n;
-} lt_args;
 
 /* the arguments of a macro by its spec; 0 (nothing consumed) when the input ends before a mandatory one */
 static int parse_args(lt_src *x, const lt_macro *m, lt_args *a, int depth) {
@@ -406,17 +510,28 @@ static int backslash(lt_src *x, lt_buf *b, int stop, int depth) {
     }
     if (n == 1 && (*name == ')' || *name == ']')) {
         x->pos = after;
-        return stop == (*name == ')' ? STOP_MATH_PAREN : STOP_MATH_BRACKET);
+        if (stop == (*name == ')' ? STOP_MATH_PAREN : STOP_MATH_BRACKET)) return ENDED;
+        x->n_nodes--; /* a stray closing delimiter is no node */
+        return 0;
     }
     if ((n == 5 && !memcmp(name, "begin", 5)) || (n == 3 && !memcmp(name, "end", 3))) {
         int begin = n == 5;
-        if (environment(x, b, after, begin, depth)) return !begin && stop == STOP_NONE && depth > 0;
+        int e = environment(x, b, after, begin, depth);
+        if (e && !begin && e == 2 && (stop == STOP_ENV || stop == STOP_MATRIX)) return ENDED;
+        if (e && !begin) x->n_nodes--; /* another environment's \end is dropped: no node */
+        if (e) return 0;
         put(b, x->s + p, n + 1); /* a malformed \begin / \end is kept as text */
         x->pos = after;
         return 0;
     }
     size_t ps = alpha ? post_space(x, after) : 0;
     if (n == 4 && !memcmp(name, "verb", 4)) return verb(x, after + ps);
+    if (n == 1 && *name == '\\' && stop == STOP_MATRIX) { /* a row ends; the macro's own arguments go */
+        lt_buf skip = { 0 };
+        macro(x, &skip, name, n, after);
+        free(skip.p);
+        return ROW;
+    }
     if (macro(x, b, name, n, after + ps) && ps) {
         x->bare_post = x->s + after;
         x->bare_post_n = ps;
@@ -455,6 +570,7 @@ static int nodes(lt_src *x, lt_buf *b, int stop, int depth) {
         char c = x->s[p];
         const char *bare = x->bare_post;
         x->bare_post = NULL;
+        x->n_nodes++; /* (taken back below for the token that ends the run) */
         if (plain_char(x, p, stop)) {
             x->bare_post = bare;
             chars_run(x, b, stop);
@@ -462,7 +578,10 @@ static int nodes(lt_src *x, lt_buf *b, int stop, int depth) {
             continue;
         }
         if (c == '\\') {
-            if (backslash(x, b, stop, depth)) return 1;
+            long seen = x->n_nodes;
+            int code = backslash(x, b, stop, depth);
+            if (code) { x->n_nodes--; return code; }
+            if (x->n_nodes < seen) x->bare_post = bare; /* not a node (a stray \end, \) or \]): nothing between */
             continue;
         }
         if (c == '{') {
@@ -474,7 +593,9 @@ static int nodes(lt_src *x, lt_buf *b, int stop, int depth) {
         if (c == '}') {
             x->pos++;
             if (stop == STOP_BRACE) return 1;
-            continue; /* a stray closing brace is dropped */
+            x->n_nodes--; /* a stray closing brace is dropped: no node */
+            x->bare_post = bare;
+            continue;
         }
         if (c == ']' && stop == STOP_BRACKET) { x->pos++; return 1; }
         if (c == '%') { /* a comment: up to the end of the line */
@@ -491,8 +612,9 @@ static int nodes(lt_src *x, lt_buf *b, int stop, int depth) {
         }
         k = 1;
         const char *sp = special_at(x, p, &k);
-        if (sp) puts_(b, sp);
         x->pos = p + k;
+        if (sp && stop == STOP_MATRIX && !strcmp(sp, "   ")) { x->n_nodes--; return CELL; } /* the matrix's '&' */
+        if (sp) puts_(b, sp);
     }
     return 0;
 }
