@@ -763,7 +763,8 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
 }
 
 /* Image-text checkpoints whose text decoder verlc runs (Gemma 3 4B and up, Mistral 3, Llama 4, InternVL on text; GLM-4V
- * and the Qwen VL models also with images: multimodal ropes are the plain rope on text positions). The text model is text_config
+ * and the Qwen VL models also with images: multimodal ropes are the plain rope on text positions). The text model is
+ * text_config
  * (Qwen2-VL's older configs: the top level), parsed as the text architecture it is; tied embeddings and special
  * tokens may sit at the top level. */
 static const struct {

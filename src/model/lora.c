@@ -96,7 +96,8 @@ static int path_matches(const char *path, const char *name);
 static const char *tower_other(const vc_model *m, const char *tok) {
     static const char *const OTHER[][2] = { { "patch_embed.proj", "Conv3d patch_embed.proj" },
                                             { "pos_embed", "nn.Embedding pos_embed" },
-                                            { "embeddings.position_embedding", "nn.Embedding embeddings.position_embedding" },
+                                            { "embeddings.position_embedding",
+                                              "nn.Embedding embeddings.position_embedding" },
                                             { "downsample", "Conv2d downsample" } };
     for (int i = 0; m->vision && i < vc_vision_count(m->vision); i++) {
         const char *name = NULL, *v;

@@ -162,8 +162,8 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
 /* the tower of a model type (VIS_*), -1 when verlc builds none for it */
 static int tower_kind(const char *mt) {
     static const struct { const char *type; int kind; } T[] = {
-        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 }, { "qwen3_vl_moe", VIS_QWEN3 },
-        { "glm4v", VIS_GLM4V }, { "glm4v_moe", VIS_GLM4V }, { "glm46v", VIS_GLM4V } };
+        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 },
+        { "qwen3_vl_moe", VIS_QWEN3 }, { "glm4v", VIS_GLM4V }, { "glm4v_moe", VIS_GLM4V }, { "glm46v", VIS_GLM4V } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return T[i].kind;
     return -1;
@@ -191,8 +191,8 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", glm ? 1536 : 1280, 2, 1 << 16, &c->dim, ctx);
     if (!st) st = get_int(o, "num_heads", glm ? 12 : 16, 1, 1024, &c->heads, ctx);
     if (!st && q2) st = get_int(o, "mlp_ratio", 4, 1, 64, &ratio, ctx);
-    if (!st) st = get_int(o, "intermediate_size", q2 ? (int64_t)c->dim * ratio : glm ? 13696 : 3420, 1, 1 << 20, &c->inter,
-                          ctx);
+    int64_t inter = q2 ? (int64_t)c->dim * ratio : glm ? 13696 : 3420;
+    if (!st) st = get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
     if (!st && q2) c->inter = c->dim * ratio;
     if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
     if (!st) st = get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
@@ -239,16 +239,18 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "patch_embed.proj.bias", "pos_embed.weight" };
     static const char *const DS[D_COUNT] = { "norm.weight", "norm.bias", "linear_fc1.weight", "linear_fc1.bias",
         "linear_fc2.weight", "linear_fc2.bias" };
-    static const char *const BG[B_COUNT] = { "norm1.weight", NULL, "norm2.weight", NULL, "attn.qkv.weight", "attn.qkv.bias",
-        "attn.proj.weight", NULL, "mlp.gate_proj.weight", NULL, "mlp.up_proj.weight", NULL, "mlp.down_proj.weight", NULL };
+    static const char *const BG[B_COUNT] = { "norm1.weight", NULL, "norm2.weight", NULL, "attn.qkv.weight",
+        "attn.qkv.bias", "attn.proj.weight", NULL, "mlp.gate_proj.weight", NULL, "mlp.up_proj.weight", NULL,
+        "mlp.down_proj.weight", NULL };
     static const char *const GG[G_COUNT] = { "patch_embed.proj.weight", "merger.post_projection_norm.weight",
         "merger.post_projection_norm.bias", NULL, NULL, NULL, NULL, "patch_embed.proj.bias",
-        "embeddings.position_embedding.weight", "post_conv_layernorm.weight", "post_layernorm.weight", "downsample.weight",
-        "downsample.bias", "merger.proj.weight", "merger.gate_proj.weight", "merger.up_proj.weight",
-        "merger.down_proj.weight" };
+        "embeddings.position_embedding.weight", "post_conv_layernorm.weight", "post_layernorm.weight",
+        "downsample.weight", "downsample.bias", "merger.proj.weight", "merger.gate_proj.weight",
+        "merger.up_proj.weight", "merger.down_proj.weight" };
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
-    const char *n = b >= 0 ? (glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k] : b == -1 ? (glm ? GG : q3 ? G3 : G)[k] : DS[k];
+    const char *n = b >= 0    ? (glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
+                    : b == -1 ? (glm ? GG : q3 ? G3 : G)[k] : DS[k];
     if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
     *ndim = 1;
     if (b >= 0) {
@@ -267,8 +269,8 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
     }
     /* GLM-4V's merger norm is over its output width; its downsample's kernels are rows of (channel, row, column) */
     int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O };
-    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D, 0, 0, M, 0, O,
-                              O, O, MI };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D, 0, 0, M,
+                              0, O, O, O, MI };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
@@ -428,7 +430,7 @@ typedef struct {
     int64_t *cu_full, *cu_win; /* segments: each frame; each window (host) */
     int n_full, n_win;
     float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
-    int32_t *down;         /* GLM-4V: [N * D] each merged unit's values as (channel, patch) (backend memory), else NULL */
+    int32_t *down;         /* GLM-4V: [N * D] each unit's values as (channel, patch) (backend memory), else NULL */
 } vis_plan;
 
 static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *N) {

@@ -158,7 +158,8 @@ vc_status vc_vl_smart_resize(int64_t height, int64_t width, int factor, int64_t 
 vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int factor, int64_t min_pixels,
                                 int64_t max_pixels, int *out_h, int *out_w) {
     if (height <= 0 || width <= 0 || factor <= 0 || temporal <= 0)
-        return vc_fail(VC_ERR_ARG, "smart_resize of %lldx%lld with factor %d", (long long)width, (long long)height, factor);
+        return vc_fail(VC_ERR_ARG, "smart_resize of %lldx%lld with factor %d", (long long)width, (long long)height,
+                       factor);
     if (height < factor || width < factor) { /* sides under one factor scaled up first, truncated as int() does */
         double scale = fmax((double)factor / (double)height, (double)factor / (double)width);
         height = (int64_t)((double)height * scale), width = (int64_t)((double)width * scale);

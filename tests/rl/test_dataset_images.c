@@ -146,16 +146,16 @@ static void test_golden(const char *file) {
     vc_rl_dataset_free(d);
 }
 
-/* GLM-4.1V's processor and chat template on the same rows (tools/fixtures/make_glm4v_dataset_fixture.py): the Qwen3
- * tokenizer with its image tokens renamed to GLM's, each <|image|> expanded to Glm4vImageProcessor's grid; ids and
- * grids as transformers' Glm4vProcessor gives them */
+/* GLM-4.1V's processor and a chat template with its image markup on the same rows
+ * (tools/fixtures/make_glm4v_dataset_fixture.py): the Qwen3 tokenizer with its image tokens renamed to GLM's, each
+ * <|image|> expanded to Glm4vImageProcessor's grid; ids and grids as transformers' Glm4vProcessor gives them */
 static void test_glm4v(void) {
     char cmd[1400], tdir[600];
     const char *G = "tests/fixtures/vision/glm4v/";
     snprintf(tdir, sizeof tdir, "%s/glm_tok", TMPDIR_);
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cd %s/fixtures/tokenizers/qwen3 && for f in tokenizer.json tokenizer_config.json; "
-             "do sed 's/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; s/<|vision_end|>/<|end_of_image|>/g' "
-             "$f > %s/$f; done", tdir, vc_test_shared(), tdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cd %s/fixtures/tokenizers/qwen3 && for f in tokenizer.json "
+             "tokenizer_config.json; do sed 's/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
+             "s/<|vision_end|>/<|end_of_image|>/g' $f > %s/$f; done", tdir, vc_test_shared(), tdir);
     CHECK(system(cmd) == 0);
     vc_tokenizer *tok = NULL;
     vc_chat_template *tmpl = NULL;
@@ -189,8 +189,8 @@ static void test_glm4v(void) {
         CHECK((gr != NULL) == (p->n_images > 0) && (!gr || gr->shape[0] == p->n_images));
         for (int i = 0; gr && i < p->n_images; i++)
             for (int a = 0; a < 3; a++)
-                CHECK_MSG(p->images[i].grid[a] == ((const int64_t *)gr->data)[3 * i + a], "GLM-4.1V row %d image %d: grid",
-                          r, i);
+                CHECK_MSG(p->images[i].grid[a] == ((const int64_t *)gr->data)[3 * i + a],
+                          "GLM-4.1V row %d image %d: grid", r, i);
         rows += same;
     }
     printf("GLM-4.1V: %d rows' ids as transformers' Glm4vProcessor\n", rows);

@@ -28,8 +28,9 @@ static const char *CFG3 =
  * GPT-J pairs, partial rotary and M-RoPE sections; the Qwen3 tokenizer's ids for its image tokens */
 static const char *CFG_GLM =
     "{\"architectures\":[\"Glm4vForConditionalGeneration\"],\"model_type\":\"glm4v\",\"image_token_id\":151655,"
-    "\"video_token_id\":151656,\"image_start_token_id\":151652,\"image_end_token_id\":151653,\"tie_word_embeddings\":false,"
-    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"text_config\":{\"model_type\":\"glm4v_text\",\"vocab_size\":%d,"
+    "\"video_token_id\":151656,\"image_start_token_id\":151652,\"image_end_token_id\":151653,"
+    "\"tie_word_embeddings\":false,\"bos_token_id\":151643,\"eos_token_id\":151645,"
+    "\"text_config\":{\"model_type\":\"glm4v_text\",\"vocab_size\":%d,"
     "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
     "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-5,\"hidden_act\":\"silu\","
     "\"attention_bias\":true,\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000,"
@@ -260,17 +261,19 @@ static void lora(const char *init) {
     CHECK_MSG(kl0 >= 0 && kl0 < 1e-7 && kl > 1e-6, "LoRA: step-1 KL %g fresh, %g from an adapter", kl0, kl);
 }
 
-/* GLM-4.1V through verl's dataset path with its processor (Glm4vImageProcessor's smart_resize after fetch_image) and
- * chat template (<|begin_of_image|><|image|><|end_of_image|>, each <|image|> expanded), on the Qwen3 tokenizer with its
- * image tokens renamed to GLM's: generate, then one GRPO step whose rollout and trainer log-probs agree */
+/* GLM-4.1V through verl's dataset path with its processor (Glm4vImageProcessor's smart_resize after fetch_image) and a
+ * chat template with its image markup (<|begin_of_image|><|image|><|end_of_image|>, each <|image|> expanded), on the
+ * Qwen3 tokenizer with its image tokens renamed to GLM's: generate, then one GRPO step whose rollout and trainer
+ * log-probs agree */
 static void glm(void) {
     char cfg[4096], init[600], out[600];
     msub = "model_glm";
     CHECK(cli_sh("mkdir -p %s/model_glm", dir) == 0);
     snprintf(cfg, sizeof cfg, CFG_GLM, rl_cli_vocab());
     rl_cli_init_model("model_glm", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/glm4v/chat_template.jinja tests/fixtures/vision/glm4v/preprocessor_config.json "
-                 "%s/model_glm/ && sed -i 's/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
+    CHECK(cli_sh("cp tests/fixtures/vision/glm4v/chat_template.jinja "
+                 "tests/fixtures/vision/glm4v/preprocessor_config.json %s/model_glm/ && sed -i "
+                 "'s/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
                  "s/<|vision_end|>/<|end_of_image|>/g' %s/model_glm/tokenizer.json %s/model_glm/tokenizer_config.json",
                  dir, dir, dir) == 0);
     CHECK_MSG(cli_sh("%s generate --model %s/model_glm --input %s/rows.jsonl --output %s/glm.jsonl --greedy "
@@ -283,9 +286,11 @@ static void glm(void) {
               "GLM-4.1V generate's rows: %s", a ? a : "");
     free(a);
     train_steps("trained_glm", 1, "");
-    double diff = value_of("trained_glm", "training/rollout_probs_diff_max", 1), kl = value_of("trained_glm", "actor/kl_loss", 1);
+    double diff = value_of("trained_glm", "training/rollout_probs_diff_max", 1);
+    double kl = value_of("trained_glm", "actor/kl_loss", 1);
     printf("GLM-4.1V: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
-    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "GLM-4.1V: rollout vs trainer %g, step-1 KL %g", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "GLM-4.1V: rollout vs trainer %g, step-1 KL %g", diff,
+              kl);
     snprintf(init, sizeof init, "%s/model_glm", dir);
     snprintf(out, sizeof out, "%s/trained_glm/hf_model", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.downsample.weight") == 0 &&

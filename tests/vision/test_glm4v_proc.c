@@ -63,14 +63,16 @@ static void check_pixels(void) {
             int same = g && p && gv[0] == px.grid_t && gv[1] == px.grid_h && gv[2] == px.grid_w &&
                        p->shape[0] == px.rows && p->shape[1] == px.cols;
             CHECK_MSG(same, "%s: grid %d x %d x %d, transformers %lld x %lld x %lld", key, px.grid_t, px.grid_h,
-                      px.grid_w, gv ? (long long)gv[0] : -1LL, gv ? (long long)gv[1] : -1LL, gv ? (long long)gv[2] : -1LL);
+                      px.grid_w, gv ? (long long)gv[0] : -1LL, gv ? (long long)gv[1] : -1LL,
+                      gv ? (long long)gv[2] : -1LL);
             for (int64_t k = 0; same && k < px.rows * px.cols; k++)
                 worst = fmax(worst, fabs((double)px.data[k] - (double)((const float *)p->data)[k]));
             vc_vl_pixels_free(&px);
             vc_image_free(&img);
         }
     }
-    printf("glm4v processor: %d images through fetch_image and Glm4vImageProcessor, max pixel difference %g\n", n, worst);
+    printf("glm4v processor: %d images through fetch_image and Glm4vImageProcessor, max pixel difference %g\n", n,
+           worst);
     CHECK_MSG(n == 10 && worst <= 1e-6, "GLM-4V pixel values differ from transformers by %g", worst);
     vc_ckpt_close(ck);
     cJSON_Delete(ref);
