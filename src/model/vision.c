@@ -685,40 +685,63 @@ static void cubic_taps(int at, int size, int side, int tap[4], float w[4]) {
     }
 }
 
+/* the sum over k < 4 of w[k] [R] times x[k] [R, C] (NULL if any is), added in that order as grid_sample's
+ * cubic_interp1d does */
+static vc_tensor *weighted_sum4(vc_graph *g, vc_tensor *const x[4], float *w, int64_t R) {
+    vc_tensor *sum = NULL;
+    for (int k = 0; k < 4; k++) {
+        vc_tensor *wk = vc_tensor_wrap(g, w + k * R, 1, (int64_t[]){ R });
+        vc_tensor *e = x[k] && wk ? vc_op_mul_rows(g, x[k], wk) : NULL;
+        sum = k ? vc_op_add(g, sum, e) : e;
+    }
+    return sum;
+}
+
 /* GLM-4V: the learned positions resampled to each image's grid (transformers' Glm4vVisionEmbeddings: F.grid_sample,
- * bicubic, align_corners False, border padding): each patch's 16 taps into the side x side table and their weights,
- * summed as weighted embedding rows */
+ * bicubic, align_corners False, border padding), separably as grid_sample computes it: each image's table rows
+ * interpolated at its columns (4 weighted embedding rows each: [side x W] rows per image), then each patch from 4 of
+ * those at its row */
 static vc_tensor *positions_bicubic(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
     int m = v->c.merge, side = v->c.side;
-    int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * 16 * (size_t)N, 0);
-    float *w = vc_graph_alloc(g, sizeof(float) * 16 * (size_t)N, 0);
-    if (!idx || !w) return NULL;
-    int64_t r = 0;
+    int64_t S = 0, r = 0, off = 0;
+    for (int i = 0; i < im->n; i++) S += (int64_t)side * im->grid[3 * i + 2];
+    int32_t *cid = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)S, 0);
+    int32_t *rid = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)N, 0);
+    float *w = vc_graph_alloc(g, sizeof(float) * 4 * (size_t)(S + N), 0);
+    if (!cid || !rid || !w) return NULL;
+    float *cw = w, *rw = w + 4 * S;
     for (int i = 0; i < im->n; i++) {
         const int32_t *gr = im->grid + 3 * i;
-        for (int t = 0; t < gr[0]; t++)
+        int W = gr[2], tap[4];
+        float wt[4];
+        for (int x = 0; x < W; x++) { /* the columns: rows (y, x) of this image's block, from table row y */
+            cubic_taps(x, W, side, tap, wt);
+            for (int y = 0; y < side; y++)
+                for (int k = 0; k < 4; k++) {
+                    cid[k * S + off + (int64_t)y * W + x] = y * side + tap[k];
+                    cw[k * S + off + (int64_t)y * W + x] = wt[k];
+                }
+        }
+        for (int t = 0; t < gr[0]; t++) /* the patches, in the processor's order, from their row's 4 taps */
             for (int bh = 0; bh < gr[1] / m; bh++)
                 for (int bw = 0; bw < gr[2] / m; bw++)
                     for (int k = 0; k < m * m; k++, r++) {
-                        int ty[4], tx[4];
-                        float wy[4], wx[4];
-                        cubic_taps(bh * m + k / m, gr[1], side, ty, wy);
-                        cubic_taps(bw * m + k % m, gr[2], side, tx, wx);
-                        for (int q = 0; q < 16; q++) {
-                            idx[q * N + r] = ty[q / 4] * side + tx[q % 4];
-                            w[q * N + r] = wy[q / 4] * wx[q % 4];
+                        cubic_taps(bh * m + k / m, gr[1], side, tap, wt);
+                        for (int q = 0; q < 4; q++) {
+                            rid[q * N + r] = (int32_t)(off + (int64_t)tap[q] * W + bw * m + k % m);
+                            rw[q * N + r] = wt[q];
                         }
                     }
+        off += (int64_t)side * W;
     }
-    float *dw = vc_graph_upload(g, w, sizeof(float) * 16 * (size_t)N);
-    vc_tensor *sum = NULL;
-    for (int q = 0; q < 16 && dw; q++) {
-        vc_tensor *e = vc_op_embedding(g, slot(v, -1, G_POS), idx + q * N, N);
-        vc_tensor *wq = vc_tensor_wrap(g, dw + q * N, 1, (int64_t[]){ N });
-        e = e && wq ? vc_op_mul_rows(g, e, wq) : NULL;
-        sum = q ? vc_op_add(g, sum, e) : e;
-    }
-    return sum;
+    float *dw = vc_graph_upload(g, w, sizeof(float) * 4 * (size_t)(S + N));
+    int32_t *drid = vc_graph_upload(g, rid, sizeof(int32_t) * 4 * (size_t)N);
+    if (!dw || !drid) return NULL;
+    vc_tensor *e[4], *cols, *rows[4];
+    for (int k = 0; k < 4; k++) e[k] = vc_op_embedding(g, slot(v, -1, G_POS), cid + k * S, S);
+    cols = weighted_sum4(g, e, dw, S);
+    for (int k = 0; k < 4; k++) rows[k] = cols ? vc_op_gather_rows(g, cols, S, drid + k * N, N) : NULL;
+    return weighted_sum4(g, rows, dw + 4 * S, N);
 }
 
 /* GLM-4V after the blocks: post_layernorm, the Conv2d downsample over each merge x merge block of patches (one linear
