@@ -67,13 +67,14 @@ typedef struct vc_vl_image_config {
     double image_mean[3], image_std[3];
     double rescale_factor;
     int do_resize, do_rescale, do_normalize, do_convert_rgb;
+    int glm; /* GLM-4V's processor (Glm4vImageProcessor): its smart_resize (vc_glm4v_smart_resize) and size defaults */
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
  * the CLIP mean and std, rescale 1/255, every step on) */
 void vc_vl_image_config_default(vc_vl_image_config *c);
 /* MODEL_DIR/preprocessor_config.json (or that file's path) over the defaults; a bad value is refused naming the
- * key and the file; a processor type other than Qwen2-VL's is refused by name */
+ * key and the file; a processor type other than Qwen2-VL's or GLM-4V's is refused by name */
 vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
 
 /* transformers' smart_resize: both sides multiples of factor, the area within [min_pixels, max_pixels] (the
@@ -81,6 +82,13 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
  * kept; VC_ERR_ARG when max / min side > 200 */
 vc_status vc_vl_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels, int64_t max_pixels,
                              int *out_h, int *out_w);
+/* GLM-4V's smart_resize (transformers' glm4v image_processing smart_resize with num_frames = temporal_factor =
+ * temporal): sides under factor first scaled up (truncated), then as vc_vl_smart_resize with the area counted over
+ * `temporal` frames (the min-bound branch not clamped to factor) */
+vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int factor, int64_t min_pixels,
+                                int64_t max_pixels, int *out_h, int *out_w);
+/* the processor's resize of a height x width image: c's smart_resize (Qwen2-VL's or GLM-4V's) */
+vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
 /* qwen_vl_utils' smart_resize: the same but each side first rounded to at least factor, and the max-bound branch
  * not clamped to factor (a side of 0 is refused here where Pillow would refuse the resize); max < min refused */
 vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels,

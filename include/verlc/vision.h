@@ -1,5 +1,5 @@
-/* Image inputs of image-text models (Qwen2-VL, Qwen2.5-VL): the vision tower that turns an image processor's patch
- * rows into the features that replace the image's placeholder tokens, and the multimodal rope's positions (M-RoPE:
+/* Image inputs of image-text models (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V): the vision tower that turns an image
+ * processor's patch rows into the features that replace the image's placeholder tokens, and the multimodal rope's positions (M-RoPE:
  * a temporal, height and width position per token). */
 #ifndef VERLC_VISION_H
 #define VERLC_VISION_H

@@ -112,7 +112,7 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
                        : vc_qwen_vl_utils_smart_resize(img->height, img->width, factor, mn, mx, &fh, &fw);
     if (st) return vc_fail_ctx(st, "%s: fetch_image", what);
     const int P = c->patch_size, M = c->merge_size;
-    if (c->do_resize && (st = vc_vl_smart_resize(fh, fw, P * M, c->min_pixels, c->max_pixels, &h, &w)))
+    if (c->do_resize && (st = vc_vl_processor_resize(c, fh, fw, &h, &w)))
         return vc_fail_ctx(st, "%s: image processor", what);
     if (!c->do_resize) {
         h = fh, w = fw;

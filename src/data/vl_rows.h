@@ -1,5 +1,5 @@
-/* Rows with images (verl's RLHFDataset and MultiTurnSFTDataset with a Qwen2-VL / Qwen2.5-VL / Qwen3-VL processor),
- * shared by the RL prompt dataset (src/rl/dataset_images.c) and SFT (src/train/sft_data.c): a row's image list
+/* Rows with images (verl's RLHFDataset and MultiTurnSFTDataset with a Qwen2-VL / Qwen2.5-VL / Qwen3-VL / GLM-4V
+ * processor), shared by the RL prompt dataset (src/rl/dataset_images.c) and SFT (src/train/sft_data.c): a row's image list
  * parsed into sources and grids, its messages' "<image>" markers turned into content lists, a rendered text's pad
  * tokens expanded to the images' tokens, and the pixels of a row's images made on demand. `where` names the row
  * ("file:line") in every refusal; `key` is data.image_key. */

@@ -746,7 +746,8 @@ static const vc_arch ARCHS[] = {
     /* InternVL (transformers' layout): a Qwen2 / Qwen3 / Llama text decoder beside its vision tower */
     { "internvl", "internvl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), GEMMA3_NESTED,
       "vision_tower. multi_modal_projector. model.vision_tower. model.multi_modal_projector." },
-    /* GLM-4.1V / 4.6V and GLM-4.5V: GLM-4's and GLM-4.5's text decoders (their mrope the plain rope on text) */
+    /* GLM-4.1V / 4.6V and GLM-4.5V: GLM-4's and GLM-4.5's text decoders beside the vision tower (vision.c; M-RoPE by
+     * mrope_section with images, the plain rope on text positions without) */
     { "glm4v", "glm4v", T(HF_GLOBAL, GLM4_NORMS, HF_ATTN, GLM_MLP), QWEN_VL_NESTED, "visual. model.visual." },
     { "glm4v_moe", "glm4v_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE), QWEN_VL_NESTED, "visual. model.visual." },
     /* Mistral 3 (Ministral 3, Mistral Small 3.x): a Pixtral vision tower beside the text decoder */

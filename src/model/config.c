@@ -762,20 +762,24 @@ static vc_status parse_labels(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
-/* Image-text checkpoints whose text decoder verlc runs on text (Gemma 3 4B and up, Mistral 3, Llama 4, InternVL,
- * GLM-4V, the Qwen VL models: multimodal ropes are the plain rope on text positions). The text model is text_config
+/* Image-text checkpoints whose text decoder verlc runs (Gemma 3 4B and up, Mistral 3, Llama 4, InternVL on text; GLM-4V
+ * and the Qwen VL models also with images: multimodal ropes are the plain rope on text positions). The text model is
+ * text_config
  * (Qwen2-VL's older configs: the top level), parsed as the text architecture it is; tied embeddings and special
  * tokens may sit at the top level. */
 static const struct {
     const char *outer, *inner, *as; /* model_type, text_config's, the text architecture it is parsed as */
     int flat;                       /* the text keys may sit at the top level instead (transformers 4's Qwen2-VL) */
     int interleave;                 /* its M-RoPE always interleaves the axes (Qwen3-VL's rotary embedding) */
+    const char *arch;               /* the tensor layout's architecture (NULL: outer's) */
 } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text", 0 }, { "gemma4", "gemma4_text", "gemma4_text", 0 },
     { "mistral3", "ministral3", "ministral3", 0 }, { "mistral3", "mistral", "mistral", 0 }, /* Ministral 3, Mistral Small 3 */
     { "llama4", "llama4_text", "llama4_text", 0 },
     { "internvl", "qwen2", "qwen2", 0 }, { "internvl", "qwen3", "qwen3", 0 }, { "internvl", "llama", "llama", 0 },
     { "glm4v", "glm4v_text", "glm4", 0 }, { "glm4v_moe", "glm4v_moe_text", "glm4_moe", 0 },
+    /* GLM-4.6V (transformers' Glm46VConfig): GLM-4.1V's or GLM-4.5V's text model, by its text_config */
+    { "glm46v", "glm4v_text", "glm4", 0, 0, "glm4v" }, { "glm46v", "glm4v_moe_text", "glm4_moe", 0, 0, "glm4v_moe" },
     { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
     { "qwen3_vl", "qwen3_vl_text", "qwen3", 0, 1 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0, 1 },
     { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0 },
@@ -816,7 +820,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     vc_status st = vc_config_parse_model(copy, ctx, c);
     cJSON_Delete(copy);
     if (st) return st;
-    c->arch = vc_arch_find(NESTED_TEXT[k].outer);
+    c->arch = vc_arch_find(NESTED_TEXT[k].arch ? NESTED_TEXT[k].arch : NESTED_TEXT[k].outer);
     c->nested_text = 1;
     if (NESTED_TEXT[k].interleave) c->rope.mrope_interleaved = 1;
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);

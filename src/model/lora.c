@@ -92,10 +92,13 @@ static const struct { const char *name; unsigned bit; } MOE_NAMES[] = {
 static int tower_matches(const vc_model *m, const char *tok);
 static int path_matches(const char *path, const char *name);
 /* the tower's module that PEFT adapts and verlc does not which name tok reaches (its Conv3d patch embedding, Qwen3-VL's
- * position nn.Embedding), or NULL */
+ * and GLM-4V's position nn.Embedding, GLM-4V's Conv2d downsample), or NULL */
 static const char *tower_other(const vc_model *m, const char *tok) {
     static const char *const OTHER[][2] = { { "patch_embed.proj", "Conv3d patch_embed.proj" },
-                                            { "pos_embed", "nn.Embedding pos_embed" } };
+                                            { "pos_embed", "nn.Embedding pos_embed" },
+                                            { "embeddings.position_embedding",
+                                              "nn.Embedding embeddings.position_embedding" },
+                                            { "downsample", "Conv2d downsample" } };
     for (int i = 0; m->vision && i < vc_vision_count(m->vision); i++) {
         const char *name = NULL, *v;
         vc_vision_tensor(m->vision, i, &name);

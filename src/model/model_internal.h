@@ -35,7 +35,7 @@ void vc_vision_bind(struct vc_vision *v, int i, vc_tensor *t);
 int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
 vc_status vc_vision_fill(struct vc_vision *v, const vc_model *m, const struct vc_checkpoint *ck);
 void vc_vision_free(struct vc_vision *v);
-/* 1 when verlc builds the vision tower of this model_type (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE) */
+/* 1 when verlc builds the vision tower of this model_type (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE, GLM-4V) */
 int vc_vision_model_type(const char *model_type);
 /* LoRA on the tower: its slots (0 .. n_slots), and the weight of slot s when it is an nn.Linear's (the blocks' attn.qkv,
  * attn.proj and MLP linears, the mergers' two linears; not the Conv3d patch embedding or the position table), with the

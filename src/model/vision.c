@@ -3,7 +3,10 @@
  * of bidirectional attention within each frame (Qwen2.5-VL: within windows of merged patches but in
  * fullatt_block_indexes) with a 2-D rope on the patch's row and column, an MLP (Qwen2-VL: fc1, quick_gelu, fc2;
  * Qwen2.5-VL: SwiGLU with biases), and the merger: a norm, each merge x merge block of patches as one row, two linears
- * with a GELU between. Built from the tape's ops, so its backward is theirs. */
+ * with a GELU between. Qwen3-VL's adds learned positions and deepstack mergers; GLM-4V's (Glm4vVisionModel) an RMSNorm
+ * after the patch embedding, learned positions resampled bicubically, SwiGLU blocks without biases, an RMSNorm, the
+ * Conv2d downsample over each merge x merge block and a merger of a linear, LayerNorm, GELU and a SwiGLU MLP. Built
+ * from the tape's ops, so its backward is theirs. */
 #include "verlc/vision.h"
 #include "verlc/json.h"
 #include "verlc/ops.h"
@@ -15,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3 };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -26,14 +29,18 @@ typedef struct {
     double theta;
     int n_pos, side;          /* Qwen3-VL: learned positions (side x side), bilinearly resampled to each grid */
     int n_deep, deep[VIS_MAX_DEEP]; /* Qwen3-VL: the blocks whose outputs feed the deepstack mergers */
+    int m_inter, qkv_bias;    /* GLM-4V: the merger's SwiGLU width (its blocks' is out); attn.qkv's bias */
+    float eps;                /* the blocks' norms' epsilon (GLM-4V: rms_norm_eps) */
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
  * down w/b (Qwen2.5-VL) */
 enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_COUNT };
 /* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
- * embedding bias and learned positions */
-enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_COUNT };
+ * embedding bias and learned positions; GLM-4V's norms after the patch embedding and after the blocks, the downsample
+ * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB) */
+enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_PCONV, G_POST, G_DOWN, G_DOWNB, G_MPROJ,
+       G_MGATE, G_MUP, G_MDOWN, G_COUNT };
 /* Qwen3-VL's deepstack mergers after the globals, each: its norm (over merged rows) w/b and two linears w/b */
 enum { D_LN, D_LNB, D_FC0, D_FC0B, D_FC2, D_FC2B, D_COUNT };
 
@@ -115,6 +122,24 @@ static vc_status parse_qwen3(const cJSON *o, const char *ctx, vis_cfg *c) {
     return VC_OK;
 }
 
+/* GLM-4V: learned positions of an (image_size / patch_size)^2 square, the norms' epsilon, attn.qkv's bias; its blocks'
+ * SwiGLU is out_hidden_size wide (transformers' Glm4VisionMlp), intermediate_size is the merger's */
+static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
+    int image = 336;
+    double eps = 1e-5;
+    vc_status st = get_int(o, "image_size", 336, 1, 1 << 20, &image, ctx);
+    if (!st) st = vc_json_get_num(o, "rms_norm_eps", 1e-5, &eps, ctx);
+    if (!st) st = vc_json_get_bool(o, "attention_bias", 0, &c->qkv_bias, ctx);
+    if (st) return st;
+    if (!(eps > 0 && eps < 1)) return vc_fail(VC_ERR_FORMAT, "%s: key 'rms_norm_eps' is %g, outside (0, 1)", ctx, eps);
+    c->m_inter = c->inter, c->inter = c->out, c->eps = (float)eps;
+    c->side = image / c->patch, c->n_pos = c->side * c->side;
+    if (c->side < 1)
+        return vc_fail(VC_ERR_FORMAT, "%s: image_size %d is under one patch of %d: no learned positions", ctx, image,
+                       c->patch);
+    return VC_OK;
+}
+
 static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     const cJSON *f = vc_json_member(o, "fullatt_block_indexes"), *e;
     if (c->kind != VIS_QWEN25) {
@@ -137,7 +162,8 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
 /* the tower of a model type (VIS_*), -1 when verlc builds none for it */
 static int tower_kind(const char *mt) {
     static const struct { const char *type; int kind; } T[] = {
-        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 }, { "qwen3_vl_moe", VIS_QWEN3 } };
+        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 },
+        { "qwen3_vl_moe", VIS_QWEN3 }, { "glm4v", VIS_GLM4V }, { "glm4v_moe", VIS_GLM4V }, { "glm46v", VIS_GLM4V } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return T[i].kind;
     return -1;
@@ -157,18 +183,21 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL and Qwen3-VL-MoE are)", m->dir, mt);
-    int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, ratio = 4;
+                      "Qwen3-VL, Qwen3-VL-MoE and GLM-4V are)", m->dir, mt);
+    int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
-    if (!st) st = get_int(o, "depth", 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", 1280, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = get_int(o, "num_heads", 16, 1, 1024, &c->heads, ctx);
+    c->eps = 1e-6f;
+    if (!st) st = get_int(o, "depth", glm ? 24 : 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", glm ? 1536 : 1280, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = get_int(o, "num_heads", glm ? 12 : 16, 1, 1024, &c->heads, ctx);
     if (!st && q2) st = get_int(o, "mlp_ratio", 4, 1, 64, &ratio, ctx);
-    if (!st) st = get_int(o, "intermediate_size", q2 ? (int64_t)c->dim * ratio : 3420, 1, 1 << 20, &c->inter, ctx);
+    int64_t inter = q2 ? (int64_t)c->dim * ratio : glm ? 13696 : 3420;
+    if (!st) st = get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
     if (!st && q2) c->inter = c->dim * ratio;
     if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
     if (!st) st = get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
     if (!st && q3) st = parse_qwen3(o, ctx, c);
+    if (!st && glm) st = parse_glm(o, ctx, c);
     if (!st) st = get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
     if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
     if (!st) st = get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
@@ -210,15 +239,24 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "patch_embed.proj.bias", "pos_embed.weight" };
     static const char *const DS[D_COUNT] = { "norm.weight", "norm.bias", "linear_fc1.weight", "linear_fc1.bias",
         "linear_fc2.weight", "linear_fc2.bias" };
-    int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3;
-    int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge;
-    const char *n = b >= 0 ? (q25 ? BQ25 : q3 ? BQ3 : BQ2)[k] : b == -1 ? (q3 ? G3 : G)[k] : DS[k];
-    if (!n || (b == -1 && k == G_LNB && q25)) return NULL;
+    static const char *const BG[B_COUNT] = { "norm1.weight", NULL, "norm2.weight", NULL, "attn.qkv.weight",
+        "attn.qkv.bias", "attn.proj.weight", NULL, "mlp.gate_proj.weight", NULL, "mlp.up_proj.weight", NULL,
+        "mlp.down_proj.weight", NULL };
+    static const char *const GG[G_COUNT] = { "patch_embed.proj.weight", "merger.post_projection_norm.weight",
+        "merger.post_projection_norm.bias", NULL, NULL, NULL, NULL, "patch_embed.proj.bias",
+        "embeddings.position_embedding.weight", "post_conv_layernorm.weight", "post_layernorm.weight",
+        "downsample.weight", "downsample.bias", "merger.proj.weight", "merger.gate_proj.weight",
+        "merger.up_proj.weight", "merger.down_proj.weight" };
+    int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
+    int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
+    const char *n = b >= 0    ? (glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
+                    : b == -1 ? (glm ? GG : q3 ? G3 : G)[k] : DS[k];
+    if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
     *ndim = 1;
     if (b >= 0) {
-        /* q2's / q3's MLP: fc1 [I, D], fc2 [D, I]; q25's: gate, up [I, D], down [D, I] */
-        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, q25 ? I : D, q25 ? I : D, D, D };
-        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, q25 ? D : I, 0, I, 0 };
+        /* q2's / q3's MLP: fc1 [I, D], fc2 [D, I]; q25's and GLM-4V's: gate, up [I, D], down [D, I] */
+        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, sw ? I : D, sw ? I : D, D, D };
+        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, sw ? D : I, 0, I, 0 };
         shape[0] = rows[k];
         if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
         return n;
@@ -229,8 +267,10 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
         return n;
     }
-    int64_t rows[G_COUNT] = { D, D, D, M, M, c->out, c->out, D, c->n_pos };
-    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D };
+    /* GLM-4V's merger norm is over its output width; its downsample's kernels are rows of (channel, row, column) */
+    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D, 0, 0, M,
+                              0, O, O, O, MI };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
@@ -318,6 +358,11 @@ int vc_vision_shape(const vc_vision *v, int i, int64_t *shape) {
 void vc_vision_bind(vc_vision *v, int i, vc_tensor *t) { v->t[v->slot_of[i]] = t; }
 
 int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
+    if (v->slot_of[i] == slot_index(&v->c, -1, G_DOWN)) { /* GLM-4V's Conv2d [out, D, merge, merge] */
+        int64_t s[4] = { v->c.out, v->c.dim, v->c.merge, v->c.merge };
+        memcpy(shape, s, sizeof s);
+        return 4;
+    }
     if (v->slot_of[i] != slot_index(&v->c, -1, G_PATCH)) return vc_vision_shape(v, i, shape);
     int64_t s[5] = { v->c.dim, v->c.in_ch, v->c.tpatch, v->c.patch, v->c.patch };
     memcpy(shape, s, sizeof s);
@@ -385,6 +430,7 @@ typedef struct {
     int64_t *cu_full, *cu_win; /* segments: each frame; each window (host) */
     int n_full, n_win;
     float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
+    int32_t *down;         /* GLM-4V: [N * D] each unit's values as (channel, patch) (backend memory), else NULL */
 } vis_plan;
 
 static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *N) {
@@ -474,6 +520,21 @@ static vc_status plan_rope(const vc_vision *v, const vc_images *im, vc_graph *g,
     return VC_OK;
 }
 
+/* GLM-4V's downsample reads each merged unit's merge^2 patches as a Conv2d does, channel by channel: the element order
+ * (unit, channel, patch in unit) of the patches' rows [N, D], as indexes of their values */
+static vc_status plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p) {
+    int64_t D = v->c.dim, mm = (int64_t)v->c.merge * v->c.merge, n = p->N * D;
+    if (n > INT32_MAX) return vc_fail(VC_ERR_UNSUPPORTED, "vision: %lld patches of width %lld are too many at once",
+                                      (long long)p->N, (long long)D);
+    int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * (size_t)n, 0);
+    if (!idx) return vc_graph_status(g);
+    for (int64_t u = 0, r = 0; u < p->U; u++)
+        for (int64_t d = 0; d < D; d++)
+            for (int64_t k = 0; k < mm; k++) idx[r++] = (int32_t)((u * mm + k) * D + d);
+    p->down = vc_graph_upload(g, idx, sizeof(int32_t) * (size_t)n);
+    return p->down ? VC_OK : vc_graph_status(g);
+}
+
 static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
     memset(p, 0, sizeof *p);
     vc_status st = check_images(v, im, &p->N);
@@ -490,18 +551,21 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
         for (int t = 0; t < im->grid[3 * i]; t++, p->n_full++)
             p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
+    if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
     return plan_rope(v, im, g, p, perm);
 }
 
 /* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are
  * on */
 static vc_tensor *lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb) {
-    vc_tensor *y = vc_op_linear(g, x, slot(v, b, k), slot(v, b, kb));
+    vc_tensor *y = vc_op_linear(g, x, slot(v, b, k), kb >= 0 ? slot(v, b, kb) : NULL);
     return vc_lora_apply(v->m, g, vc_lora_tower_index(v->m, slot_index(&v->c, b, k)), x, y);
 }
 
+/* the blocks' norms: LayerNorm (Qwen2-VL, Qwen3-VL) or RMSNorm (Qwen2.5-VL, GLM-4V) */
 static vc_tensor *norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
-    return v->c.kind != VIS_QWEN25 ? vc_op_layernorm(g, x, w, b, 1e-6f) : vc_op_rmsnorm(g, x, w, v->c.dim, 1e-6f, 0.0f);
+    int rms = v->c.kind == VIS_QWEN25 || v->c.kind == VIS_GLM4V;
+    return rms ? vc_op_rmsnorm(g, x, w, v->c.dim, v->c.eps, 0.0f) : vc_op_layernorm(g, x, w, b, v->c.eps);
 }
 
 static vc_tensor *heads(vc_vision *v, vc_graph *g, vc_tensor *qkv, int part, const vis_plan *p, int rope) {
@@ -527,7 +591,7 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     x = vc_op_add(g, x, lin(v, g, o, b, B_PROJ, B_PROJB));
     h = norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
     vc_tensor *y;
-    if (v->c.kind != VIS_QWEN25) {
+    if (v->c.kind != VIS_QWEN25 && v->c.kind != VIS_GLM4V) {
         y = vc_op_act(g, lin(v, g, h, b, B_M0, B_M0B), v->c.act);
         y = lin(v, g, y, b, B_M1, B_M1B);
     } else {
@@ -598,6 +662,106 @@ static vc_tensor *merger(vc_vision *v, vc_graph *g, vc_tensor *x, int b, const v
     return lin(v, g, x, b, pre ? G_FC2 : D_FC2, pre ? G_FC2B : D_FC2B);
 }
 
+/* PyTorch's cubic convolution weights (A = -0.75) of the 4 taps around a point at fraction t past the second, in float
+ * as grid_sample computes them */
+static void cubic_weights(float t, float w[4]) {
+    const float A = -0.75f;
+    float x1 = t, x2 = 1.0f - t, a = x1 + 1.0f, d = x2 + 1.0f;
+    w[0] = ((A * a - 5.0f * A) * a + 8.0f * A) * a - 4.0f * A;
+    w[1] = ((A + 2.0f) * x1 - (A + 3.0f)) * x1 * x1 + 1.0f;
+    w[2] = ((A + 2.0f) * x2 - (A + 3.0f)) * x2 * x2 + 1.0f;
+    w[3] = ((A * d - 5.0f * A) * d + 8.0f * A) * d - 4.0f * A;
+}
+
+/* the taps of patch coordinate at (of size patches) into a table side wide: grid_sample's bicubic sampling at the
+ * patch's centre ((at + 0.5) / size * 2 - 1, unnormalised without aligned corners), taps clamped to the border */
+static void cubic_taps(int at, int size, int side, int tap[4], float w[4]) {
+    float norm = ((float)at + 0.5f) / (float)size * 2.0f - 1.0f;
+    float x = (norm + 1.0f) * ((float)side / 2.0f) - 0.5f, fl = floorf(x);
+    cubic_weights(x - fl, w);
+    for (int o = 0; o < 4; o++) {
+        int q = (int)fl - 1 + o;
+        tap[o] = q < 0 ? 0 : q > side - 1 ? side - 1 : q;
+    }
+}
+
+/* the sum over k < 4 of w[k] [R] times x[k] [R, C] (NULL if any is), added in that order as grid_sample's
+ * cubic_interp1d does */
+static vc_tensor *weighted_sum4(vc_graph *g, vc_tensor *const x[4], float *w, int64_t R) {
+    vc_tensor *sum = NULL;
+    for (int k = 0; k < 4; k++) {
+        vc_tensor *wk = vc_tensor_wrap(g, w + k * R, 1, (int64_t[]){ R });
+        vc_tensor *e = x[k] && wk ? vc_op_mul_rows(g, x[k], wk) : NULL;
+        sum = k ? vc_op_add(g, sum, e) : e;
+    }
+    return sum;
+}
+
+/* GLM-4V: the learned positions resampled to each image's grid (transformers' Glm4vVisionEmbeddings: F.grid_sample,
+ * bicubic, align_corners False, border padding), separably as grid_sample computes it: each image's table rows
+ * interpolated at its columns (4 weighted embedding rows each: [side x W] rows per image), then each patch from 4 of
+ * those at its row */
+static vc_tensor *positions_bicubic(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
+    int m = v->c.merge, side = v->c.side;
+    int64_t S = 0, r = 0, off = 0;
+    for (int i = 0; i < im->n; i++) S += (int64_t)side * im->grid[3 * i + 2];
+    int32_t *cid = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)S, 0);
+    int32_t *rid = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)N, 0);
+    float *w = vc_graph_alloc(g, sizeof(float) * 4 * (size_t)(S + N), 0);
+    if (!cid || !rid || !w) return NULL;
+    float *cw = w, *rw = w + 4 * S;
+    for (int i = 0; i < im->n; i++) {
+        const int32_t *gr = im->grid + 3 * i;
+        int W = gr[2], tap[4];
+        float wt[4];
+        for (int x = 0; x < W; x++) { /* the columns: rows (y, x) of this image's block, from table row y */
+            cubic_taps(x, W, side, tap, wt);
+            for (int y = 0; y < side; y++)
+                for (int k = 0; k < 4; k++) {
+                    cid[k * S + off + (int64_t)y * W + x] = y * side + tap[k];
+                    cw[k * S + off + (int64_t)y * W + x] = wt[k];
+                }
+        }
+        for (int t = 0; t < gr[0]; t++) /* the patches, in the processor's order, from their row's 4 taps */
+            for (int bh = 0; bh < gr[1] / m; bh++)
+                for (int bw = 0; bw < gr[2] / m; bw++)
+                    for (int k = 0; k < m * m; k++, r++) {
+                        cubic_taps(bh * m + k / m, gr[1], side, tap, wt);
+                        for (int q = 0; q < 4; q++) {
+                            rid[q * N + r] = (int32_t)(off + (int64_t)tap[q] * W + bw * m + k % m);
+                            rw[q * N + r] = wt[q];
+                        }
+                    }
+        off += (int64_t)side * W;
+    }
+    float *dw = vc_graph_upload(g, w, sizeof(float) * 4 * (size_t)(S + N));
+    int32_t *drid = vc_graph_upload(g, rid, sizeof(int32_t) * 4 * (size_t)N);
+    if (!dw || !drid) return NULL;
+    vc_tensor *e[4], *cols, *rows[4];
+    for (int k = 0; k < 4; k++) e[k] = vc_op_embedding(g, slot(v, -1, G_POS), cid + k * S, S);
+    cols = weighted_sum4(g, e, dw, S);
+    for (int k = 0; k < 4; k++) rows[k] = cols ? vc_op_gather_rows(g, cols, S, drid + k * N, N) : NULL;
+    return weighted_sum4(g, rows, dw + 4 * S, N);
+}
+
+/* GLM-4V after the blocks: post_layernorm, the Conv2d downsample over each merge x merge block of patches (one linear
+ * over the block's values as (channel, row, column)), then its merger: proj, LayerNorm, GELU and a SwiGLU MLP */
+static vc_tensor *glm_merger(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p) {
+    int64_t n = p->N * v->c.dim, us[2] = { p->U, (int64_t)v->c.merge * v->c.merge * v->c.dim };
+    x = vc_op_rmsnorm(g, x, slot(v, -1, G_POST), v->c.dim, v->c.eps, 0.0f);
+    x = x ? vc_op_gather_rows(g, x, n, p->down, n) : NULL;
+    x = x ? vc_reshape(g, x, 2, us) : NULL;
+    x = vc_op_linear(g, x, slot(v, -1, G_DOWN), slot(v, -1, G_DOWNB));
+    x = lin(v, g, x, -1, G_MPROJ, -1);
+    x = vc_op_act(g, vc_op_layernorm(g, x, slot(v, -1, G_LN), slot(v, -1, G_LNB), 1e-5f), VC_ACT_GELU_ERF);
+    vc_op_hold(x, 1);
+    vc_tensor *gt = lin(v, g, x, -1, G_MGATE, -1), *up = lin(v, g, x, -1, G_MUP, -1);
+    vc_op_hold(x, 0);
+    if (vc_lora_tower_index(v->m, slot_index(&v->c, -1, G_MDOWN)) < 0)
+        return vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, -1, G_MDOWN), NULL);
+    return lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), -1, G_MDOWN, -1);
+}
+
 int vc_vision_deepstack(const vc_vision *v, vc_tensor **out) {
     for (int j = 0; j < v->c.n_deep; j++) out[j] = v->deep_out[j];
     return v->c.n_deep;
@@ -618,13 +782,17 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     int64_t s2[2] = { p.N, v->c.dim };
     x = x ? vc_reshape(g, x, 2, s2) : NULL;
     if (v->c.kind == VIS_QWEN3 && x) x = vc_op_add(g, x, positions(v, g, im, p.N));
+    if (v->c.kind == VIS_GLM4V && x) {
+        x = vc_op_rmsnorm(g, x, slot(v, -1, G_PCONV), v->c.dim, v->c.eps, 0.0f);
+        x = x ? vc_op_add(g, x, positions_bicubic(v, g, im, p.N)) : NULL;
+    }
     for (int j = 0; j < v->c.n_deep; j++) v->deep_out[j] = NULL;
     for (int b = 0, j = 0; b < v->c.depth && x; b++) {
         x = block(v, g, b, x, &p);
         if (j < v->c.n_deep && v->c.deep[j] == b && x && !(v->deep_out[j] = merger(v, g, x, -2 - j, &p))) x = NULL;
         if (j < v->c.n_deep && v->c.deep[j] == b) j++;
     }
-    x = x ? merger(v, g, x, -1, &p) : NULL;
+    x = x ? (v->c.kind == VIS_GLM4V ? glm_merger(v, g, x, &p) : merger(v, g, x, -1, &p)) : NULL;
     if (p.inv && x) x = vc_op_gather_rows(g, x, p.U, p.inv, p.U);
     return x;
 }
@@ -659,7 +827,8 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
 /* ---- LoRA: the tower's nn.Linear modules (not the Conv3d patch embedding, not the position table) ---- */
 static int is_linear(int b, int k) {
     if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2;
-    return b == -1 ? k == G_FC0 || k == G_FC2 : k == D_FC0 || k == D_FC2;
+    if (b == -1) return k == G_FC0 || k == G_FC2 || k == G_MPROJ || k == G_MGATE || k == G_MUP || k == G_MDOWN;
+    return k == D_FC0 || k == D_FC2;
 }
 
 int vc_vision_n_slots(const vc_vision *v) { return n_slots(&v->c); }

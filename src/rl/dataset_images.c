@@ -1,5 +1,5 @@
-/* Prompt rows with images (verl's RLHFDataset with a Qwen2-VL / Qwen2.5-VL processor): _build_messages splits each
- * message's content on "<image>" / "<video>" / "<audio>" into a content list, the chat template renders it, every
+/* Prompt rows with images (verl's RLHFDataset with a Qwen2-VL / Qwen2.5-VL or GLM-4V processor): _build_messages
+ * splits each message's content on "<image>" / "<video>" / "<audio>" into a content list, the chat template renders it, every
  * image goes through qwen_vl_utils' fetch_image and the image processor (verl/utils/dataset/vision_utils.py
  * process_image), and the processor repeats each "<|image_pad|>" grid_t * grid_h * grid_w / merge_size^2 times before
  * tokenizing. Only the images' sources and grids are kept; vc_rl_prompt_images makes a prompt's pixels on demand. */
@@ -57,8 +57,8 @@ vc_status rl_render_image_row(const vc_jsonl *j, size_t i, const vc_tokenizer *t
                               const vc_rl_data_opts *o, const cJSON *msgs, const cJSON *imgs, vc_rl_prompt *p) {
     int n = cJSON_GetArraySize(imgs);
     if (!o->vl)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: %s: the row has %d image%s but %s (image inputs need a Qwen2-VL / "
-                       "Qwen2.5-VL model with a preprocessor_config.json)", ROW(j, i), o->image_key, n, n == 1 ? "" : "s",
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: %s: the row has %d image%s but %s (image inputs need a Qwen-VL or "
+                       "GLM-4V model with a preprocessor_config.json)", ROW(j, i), o->image_key, n, n == 1 ? "" : "s",
                        o->no_image_reason ? o->no_image_reason : "the model takes no image inputs");
     cJSON *vm = NULL;
     char where[512];

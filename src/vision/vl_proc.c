@@ -1,5 +1,6 @@
-/* The Qwen2-VL image processor (transformers' Qwen2VLImageProcessor, which Qwen2.5-VL and Qwen3-VL use too) and
- * qwen_vl_utils' fetch_image in front of it, as verl runs them on each row's images. */
+/* The Qwen2-VL image processor (transformers' Qwen2VLImageProcessor, which Qwen2.5-VL and Qwen3-VL use too), GLM-4V's
+ * (Glm4vImageProcessor / Glm46VImageProcessor: the same steps, its own smart_resize and defaults) and qwen_vl_utils'
+ * fetch_image in front of them, as verl runs them on each row's images. */
 #include "verlc/image.h"
 #include "verlc/json.h"
 #include <math.h>
@@ -56,9 +57,11 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     vc_status st;
     const char *type = NULL;
     if ((st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) != VC_OK) return st;
-    if (type && strncmp(type, "Qwen2VLImageProcessor", 21))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's only)",
-                       file, type);
+    c->glm = type && (!strncmp(type, "Glm4vImageProcessor", 19) || !strncmp(type, "Glm46VImageProcessor", 20));
+    if (type && !c->glm && strncmp(type, "Qwen2VLImageProcessor", 21))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's and "
+                       "Glm4vImageProcessor's)", file, type);
+    if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
     if ((st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
     if (resample != 3)
@@ -77,8 +80,9 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
         if ((st = get_pos_int(size, "shortest_edge", INT64_C(1) << 40, &c->min_pixels, ctx)) != VC_OK) return st;
         if ((st = get_pos_int(size, "longest_edge", INT64_C(1) << 40, &c->max_pixels, ctx)) != VC_OK) return st;
     }
-    if ((st = get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
-    if ((st = get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
+    /* (GLM-4V's processor has no min_pixels / max_pixels: its size dict alone bounds it) */
+    if (!c->glm && (st = get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
+    if (!c->glm && (st = get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
     /* max_pixels below min_pixels is accepted as transformers accepts it: smart_resize checks the max bound first */
     int64_t p = c->patch_size, t = c->temporal_patch_size, m = c->merge_size;
     if ((st = get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
@@ -151,6 +155,40 @@ vc_status vc_vl_smart_resize(int64_t height, int64_t width, int factor, int64_t 
     return store_hw(hb, wb, out_h, out_w);
 }
 
+vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int factor, int64_t min_pixels,
+                                int64_t max_pixels, int *out_h, int *out_w) {
+    if (height <= 0 || width <= 0 || factor <= 0 || temporal <= 0)
+        return vc_fail(VC_ERR_ARG, "smart_resize of %lldx%lld with factor %d", (long long)width, (long long)height,
+                       factor);
+    if (height < factor || width < factor) { /* sides under one factor scaled up first, truncated as int() does */
+        double scale = fmax((double)factor / (double)height, (double)factor / (double)width);
+        height = (int64_t)((double)height * scale), width = (int64_t)((double)width * scale);
+    }
+    vc_status st = check_ratio(height, width, factor);
+    if (st != VC_OK) return st;
+    /* num_frames = temporal_factor = temporal_patch_size: t_bar is the temporal patch size */
+    double f = factor, h = (double)height, w = (double)width, t = temporal;
+    double hb = py_round(h / f) * f, wb = py_round(w / f) * f;
+    if (t * hb * wb > (double)max_pixels) {
+        double beta = sqrt(t * h * w / (double)max_pixels);
+        hb = fmax(f, floor(h / beta / f) * f);
+        wb = fmax(f, floor(w / beta / f) * f);
+    } else if (t * hb * wb < (double)min_pixels) {
+        double beta = sqrt((double)min_pixels / (t * h * w));
+        hb = ceil(h * beta / f) * f;
+        wb = ceil(w * beta / f) * f;
+    }
+    return store_hw(hb, wb, out_h, out_w);
+}
+
+vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w) {
+    int factor = c->patch_size * c->merge_size;
+    if (c->glm)
+        return vc_glm4v_smart_resize(height, width, c->temporal_patch_size, factor, c->min_pixels, c->max_pixels, out_h,
+                                     out_w);
+    return vc_vl_smart_resize(height, width, factor, c->min_pixels, c->max_pixels, out_h, out_w);
+}
+
 vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels,
                                         int64_t max_pixels, int *out_h, int *out_w) {
     if (max_pixels < min_pixels)
@@ -214,7 +252,7 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     }
     if (c->do_resize) {
         int h, w;
-        if ((st = vc_vl_smart_resize(img->height, img->width, factor, c->min_pixels, c->max_pixels, &h, &w)) != VC_OK ||
+        if ((st = vc_vl_processor_resize(c, img->height, img->width, &h, &w)) != VC_OK ||
             (st = vc_image_resize_bicubic(img, w, h, &resized)) != VC_OK) {
             vc_image_free(&keyed);
             return vc_fail_ctx(st, "%s", what);

@@ -1,5 +1,5 @@
-/* LoRA on the vision towers of the Qwen-VL image fixtures (qwen2_vl_image, qwen2_5_vl_image, qwen3_vl_image) against
- * PEFT 0.21 on transformers 5.24 (tools/fixtures/make_peft_vl_lora.py, tests/fixtures/lora): verlc adapts exactly the
+/* LoRA on the vision towers of the image fixtures (qwen2_vl_image, qwen2_5_vl_image, qwen3_vl_image, glm4v_image)
+ * against PEFT 0.21 on transformers 5.24 (tools/fixtures/make_peft_vl_lora.py, tests/fixtures/lora): verlc adapts exactly the
  * modules PEFT adapts (all-linear, name lists, exclude_modules; count and names); PEFT's adapter with every A and B
  * drawn, read by verlc, gives PEFT's logits on two rows with images, and merged gives the same; a training step with
  * images moves the tower's adapters and not its weights, frozen (freeze_vision_tower) leaves them as drawn; the saved
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *FIXTURES[] = { "qwen2_vl_image", "qwen2_5_vl_image", "qwen3_vl_image" };
+static const char *FIXTURES[] = { "qwen2_vl_image", "qwen2_5_vl_image", "qwen3_vl_image", "glm4v_image" };
 #define NFX (sizeof FIXTURES / sizeof FIXTURES[0])
 
 /* the fixture's two rows with their images (reference.safetensors), packed */
@@ -400,13 +400,15 @@ static void train_step(const char *tmp) {
     }
 }
 
-/* names that reach what PEFT adapts and verlc does not (the Conv3d patch embedding, Qwen3-VL's position table) are
- * refused by name; a name that reaches nothing is refused */
+/* names that reach what PEFT adapts and verlc does not (the Conv3d patch embedding, Qwen3-VL's and GLM-4V's position
+ * tables, GLM-4V's Conv2d downsample) are refused by name; a name that reaches nothing is refused */
 static void refusals(void) {
     static const struct { const char *fx, *targets, *what; } C[] = {
         { "qwen2_vl_image", "qkv,proj", "Conv3d patch_embed.proj" },
         { "qwen3_vl_image", "pos_embed", "nn.Embedding pos_embed" },
         { "qwen2_vl_image", "linear_fc9", "linear_fc9" },
+        { "glm4v_image", "downsample", "Conv2d downsample" },
+        { "glm4v_image", "position_embedding", "nn.Embedding embeddings.position_embedding" },
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         char mdir[256];

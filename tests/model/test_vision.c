@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #define VL_DIR "tests/fixtures/models/qwen2_vl_image"
+#define GLM_DIR "tests/fixtures/models/glm4v_image" /* GLM-4.1V's tower: bicubic positions, downsample, its merger */
 
 typedef struct {
     int32_t prompt[64], want[64], grid[3];
@@ -27,12 +28,14 @@ static int read_ints(const vc_checkpoint *ck, const char *name, int32_t *out, in
     return 1;
 }
 
-static int read_ref(greedy_ref *r) {
+static int read_ref(const char *dir, greedy_ref *r) {
     vc_checkpoint *ck = NULL;
     int32_t out[64];
     int64_t no = 0, ng = 0;
+    char path[600];
     memset(r, 0, sizeof *r);
-    if (vc_ckpt_open(VL_DIR "/reference.safetensors", &ck)) return 0;
+    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    if (vc_ckpt_open(path, &ck)) return 0;
     const vc_st_tensor *p = vc_ckpt_find(ck, "greedy_pixel_values");
     int ok = p && p->dtype == VC_F32 && p->ndim == 2 && read_ints(ck, "greedy_prompt", r->prompt, 64, &r->np) &&
              read_ints(ck, "greedy_output", out, 64, &no) && read_ints(ck, "greedy_image_grid_thw", r->grid, 3, &ng) &&
@@ -276,10 +279,12 @@ typedef struct {
     vc_minibatch b;
 } rows_ref;
 
-static int read_rows(rows_ref *r) {
+static int read_rows(const char *dir, rows_ref *r) {
     vc_checkpoint *ck = NULL;
+    char path[600];
     memset(r, 0, sizeof *r);
-    if (vc_ckpt_open(VL_DIR "/reference.safetensors", &ck)) return 0;
+    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    if (vc_ckpt_open(path, &ck)) return 0;
     const vc_st_tensor *ids = vc_ckpt_find(ck, "input_ids"), *mask = vc_ckpt_find(ck, "attention_mask"),
                        *pix = vc_ckpt_find(ck, "pixel_values"), *grid = vc_ckpt_find(ck, "image_grid_thw"),
                        *loss = vc_ckpt_find(ck, "loss");
@@ -319,11 +324,11 @@ static float *tower_grad(vc_model *m, int i) {
 
 /* the trainer with images: transformers' loss; the same tower gradients whatever the micro-batching (each row's
  * image goes with it); a step moves the tower, and a frozen tower stays */
-static void trainer_images(void) {
+static void trainer_images(const char *dir) {
     rows_ref r;
     vc_model *m = NULL;
-    CHECK(read_rows(&r));
-    CHECK_OK(vc_model_load(VL_DIR, &m));
+    CHECK(read_rows(dir, &r));
+    CHECK_OK(vc_model_load(dir, &m));
     if (!m || !r.pix) {
         vc_model_free(m);
         free(r.pix);
@@ -341,8 +346,9 @@ static void trainer_images(void) {
     CHECK_OK(vc_trainer_init(&t, m, &tc));
     double sum = 0, n = 0;
     CHECK_OK(vc_trainer_eval_nll(&t, &r.b, &sum, &n));
-    CHECK_MSG(n > 0 && fabs(sum / n - r.loss) < 2e-5, "loss with images %.7f, transformers %.7f", n ? sum / n : 0.0,
-              r.loss);
+    CHECK_MSG(n > 0 && fabs(sum / n - r.loss) < 2e-5, "%s: loss with images %.7f, transformers %.7f", dir,
+              n ? sum / n : 0.0, r.loss);
+    printf("%s: loss with images %.7f, transformers %.7f\n", dir, n ? sum / n : 0.0, r.loss);
     int np = vc_model_n_params(m), pe = np - vc_vision_count(vc_model_vision(m)); /* the first tower tensor */
     vc_step_stats ss;
     float *g2 = NULL, *g1 = NULL;
@@ -389,15 +395,18 @@ static void trainer_images(void) {
     free(r.pix);
 }
 
-/* a checkpoint whose vision_config asks for more blocks than its tensors hold, and a text model */
-/* loading `model`'s checkpoint with `from` replaced by `to` in its config.json fails naming `what` */
-static void edited_fails(const char *model, const char *from, const char *to, const char *what) {
-    char dir[] = "/tmp/vc_visionXXXXXX", path[256], src[PATH_MAX], text[1 << 14], out[1 << 14];
+/* dir (a mkdtemp template, filled in): `model`'s checkpoint and reference (linked) with `from` replaced by `to` in its
+ * config.json */
+static void edited_copy(const char *model, const char *from, const char *to, char *dir) {
+    char path[256], src[PATH_MAX], text[1 << 14], out[1 << 14];
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof path, "%s/model.safetensors", model);
-    CHECK(realpath(path, src) != NULL);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    CHECK(symlink(src, path) == 0);
+    static const char *const LINKED[2] = { "model.safetensors", "reference.safetensors" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", model, LINKED[i]);
+        CHECK(realpath(path, src) != NULL);
+        snprintf(path, sizeof path, "%s/%s", dir, LINKED[i]);
+        CHECK(symlink(src, path) == 0);
+    }
     snprintf(path, sizeof path, "%s/config.json", model);
     FILE *in = fopen(path, "r");
     size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
@@ -409,12 +418,23 @@ static void edited_fails(const char *model, const char *from, const char *to, co
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     if (f) fputs(at ? out : text, f), fclose(f);
+}
+
+static void remove_dir(const char *dir) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* loading `model`'s checkpoint with `from` replaced by `to` in its config.json fails naming `what` */
+static void edited_fails(const char *model, const char *from, const char *to, const char *what) {
+    char dir[] = "/tmp/vc_visionXXXXXX";
+    edited_copy(model, from, to, dir);
     vc_model *m = NULL;
     vc_status st = vc_model_load(dir, &m);
     CHECK_MSG(st && !m && strstr(vc_last_error(), what), "%s with %s: %s", model, to, st ? vc_last_error() : "loaded");
     vc_model_free(m);
-    snprintf(path, sizeof path, "rm -rf %s", dir);
-    CHECK(system(path) == 0);
+    remove_dir(dir);
 }
 
 /* configs asking for more than the checkpoint holds, or what no tower is, and a text model */
@@ -425,6 +445,9 @@ static void bad_checkpoints(void) {
     edited_fails(q3, "\"deepstack_visual_indexes\": [", "\"deepstack_visual_indexes\": [7, ", "deepstack_visual_indexes");
     edited_fails(q3, "\"num_position_embeddings\": 16", "\"num_position_embeddings\": 15", "not a square");
     edited_fails(q3, "\"num_position_embeddings\": 16", "\"num_position_embeddings\": 25", "pos_embed");
+    edited_fails(GLM_DIR, "\"image_size\": 56", "\"image_size\": 70", "embeddings.position_embedding");
+    edited_fails(GLM_DIR, "\"out_hidden_size\": 64", "\"out_hidden_size\": 32", "output width");
+    edited_fails(GLM_DIR, "\"attention_bias\": false", "\"attention_bias\": true", "attn.qkv.bias");
     vc_model *m = NULL;
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
@@ -437,7 +460,7 @@ static void bad_checkpoints(void) {
 int main(void) {
     greedy_ref r;
     vc_model *m = NULL;
-    CHECK(read_ref(&r));
+    CHECK(read_ref(VL_DIR, &r));
     CHECK_OK(vc_model_load(VL_DIR, &m));
     if (m && r.pix) {
         engine_refusals(m, &r);
@@ -448,7 +471,20 @@ int main(void) {
     }
     vc_model_free(m);
     free(r.pix);
+    /* GLM-4.1V: bad images refused by its tower as by Qwen's */
+    m = NULL;
+    CHECK(read_ref(GLM_DIR, &r));
+    CHECK_OK(vc_model_load(GLM_DIR, &m));
+    if (m && r.pix) bad_images(m, &r);
+    vc_model_free(m);
+    free(r.pix);
     bad_checkpoints();
-    trainer_images();
+    trainer_images(VL_DIR);
+    trainer_images(GLM_DIR);
+    /* GLM-4.6V (Glm46VConfig: GLM-4.1V's vision and text models under model_type glm46v): the same loss */
+    char g46[] = "/tmp/vc_glm46vXXXXXX";
+    edited_copy(GLM_DIR, "\"model_type\": \"glm4v\"", "\"model_type\": \"glm46v\"", g46);
+    trainer_images(g46);
+    remove_dir(g46);
     return vc_test_done();
 }

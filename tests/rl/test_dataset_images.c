@@ -146,6 +146,61 @@ static void test_golden(const char *file) {
     vc_rl_dataset_free(d);
 }
 
+/* GLM-4.1V's processor and a chat template with its image markup on the same rows
+ * (tools/fixtures/make_glm4v_dataset_fixture.py): the Qwen3 tokenizer with its image tokens renamed to GLM's, each
+ * <|image|> expanded to Glm4vImageProcessor's grid; ids and grids as transformers' Glm4vProcessor gives them */
+static void test_glm4v(void) {
+    char cmd[1400], tdir[600];
+    const char *G = "tests/fixtures/vision/glm4v/";
+    snprintf(tdir, sizeof tdir, "%s/glm_tok", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cd %s/fixtures/tokenizers/qwen3 && for f in tokenizer.json "
+             "tokenizer_config.json; do sed 's/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
+             "s/<|vision_end|>/<|end_of_image|>/g' $f > %s/$f; done", tdir, vc_test_shared(), tdir);
+    CHECK(system(cmd) == 0);
+    vc_tokenizer *tok = NULL;
+    vc_chat_template *tmpl = NULL;
+    vc_checkpoint *ref = NULL;
+    vc_vl_image_config vl;
+    char *text = NULL, path[700];
+    size_t n = 0;
+    CHECK_OK(vc_tokenizer_load(tdir, &tok));
+    snprintf(path, sizeof path, "%schat_template.jinja", G);
+    CHECK_OK(vc_read_file(path, &text, &n));
+    if (text) CHECK_OK(vc_chat_template_from_string(text, NULL, NULL, &tmpl));
+    free(text);
+    CHECK_OK(vc_vl_image_config_load(G, &vl));
+    snprintf(path, sizeof path, "%sdataset.safetensors", G);
+    CHECK_OK(vc_ckpt_open(path, &ref));
+    vc_rl_data_opts o = opts();
+    o.vl = &vl, o.image_token = "<|image|>";
+    vc_rl_dataset *d = NULL;
+    if (tok && tmpl && ref) CHECK_OK(vc_rl_dataset_load(DIR "rows.jsonl", tok, tmpl, &o, &d));
+    int rows = 0;
+    for (int r = 0; d && r < (int)d->n; r++) {
+        const vc_rl_prompt *p = &d->p[r];
+        char k[32];
+        snprintf(k, sizeof k, "ids.%d", r);
+        const vc_st_tensor *ids = vc_ckpt_find(ref, k);
+        snprintf(k, sizeof k, "grid.%d", r);
+        const vc_st_tensor *gr = vc_ckpt_find(ref, k);
+        int same = ids && ids->shape[0] == p->len && !memcmp(ids->data, p->ids, sizeof(int32_t) * (size_t)p->len);
+        CHECK_MSG(same, "GLM-4.1V row %d: %lld ids, transformers' %lld", r, (long long)p->len,
+                  ids ? (long long)ids->shape[0] : -1LL);
+        CHECK((gr != NULL) == (p->n_images > 0) && (!gr || gr->shape[0] == p->n_images));
+        for (int i = 0; gr && i < p->n_images; i++)
+            for (int a = 0; a < 3; a++)
+                CHECK_MSG(p->images[i].grid[a] == ((const int64_t *)gr->data)[3 * i + a],
+                          "GLM-4.1V row %d image %d: grid", r, i);
+        rows += same;
+    }
+    printf("GLM-4.1V: %d rows' ids as transformers' Glm4vProcessor\n", rows);
+    CHECK(d && rows == (int)d->n && rows == N_ROWS);
+    vc_rl_dataset_free(d);
+    vc_ckpt_close(ref);
+    vc_chat_template_free(tmpl);
+    vc_tokenizer_free(tok);
+}
+
 /* parquet image bytes come through as data URIs */
 static void test_parquet_bytes(void) {
     vc_jsonl *j = NULL;
@@ -344,6 +399,7 @@ int main(void) {
         test_parquet_bytes();
         test_bad_rows();
         test_trainer();
+        test_glm4v();
     }
     printf("largest pixel difference from transformers: %g\n", WORST);
     char cmd[128];

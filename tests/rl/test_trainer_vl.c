@@ -24,6 +24,21 @@ static const char *CFG3 =
     "\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,\"num_position_embeddings\":16,"
     "\"deepstack_visual_indexes\":[0],\"hidden_act\":\"gelu_pytorch_tanh\"}}";
 
+/* GLM-4.1V (glm4v): its tower (bicubic positions from a 4 x 4 table, downsample, its merger), GLM-4's text decoder with
+ * GPT-J pairs, partial rotary and M-RoPE sections; the Qwen3 tokenizer's ids for its image tokens */
+static const char *CFG_GLM =
+    "{\"architectures\":[\"Glm4vForConditionalGeneration\"],\"model_type\":\"glm4v\",\"image_token_id\":151655,"
+    "\"video_token_id\":151656,\"image_start_token_id\":151652,\"image_end_token_id\":151653,"
+    "\"tie_word_embeddings\":false,\"bos_token_id\":151643,\"eos_token_id\":151645,"
+    "\"text_config\":{\"model_type\":\"glm4v_text\",\"vocab_size\":%d,"
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-5,\"hidden_act\":\"silu\","
+    "\"attention_bias\":true,\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000,"
+    "\"mrope_section\":[2,3,3],\"partial_rotary_factor\":0.5}},"
+    "\"vision_config\":{\"depth\":1,\"hidden_size\":32,\"num_heads\":2,\"intermediate_size\":48,\"out_hidden_size\":64,"
+    "\"image_size\":56,\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,"
+    "\"hidden_act\":\"silu\",\"rms_norm_eps\":1e-5}}";
+
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -246,6 +261,43 @@ static void lora(const char *init) {
     CHECK_MSG(kl0 >= 0 && kl0 < 1e-7 && kl > 1e-6, "LoRA: step-1 KL %g fresh, %g from an adapter", kl0, kl);
 }
 
+/* GLM-4.1V through verl's dataset path with its processor (Glm4vImageProcessor's smart_resize after fetch_image) and a
+ * chat template with its image markup (<|begin_of_image|><|image|><|end_of_image|>, each <|image|> expanded), on the
+ * Qwen3 tokenizer with its image tokens renamed to GLM's: generate, then one GRPO step whose rollout and trainer
+ * log-probs agree */
+static void glm(void) {
+    char cfg[4096], init[600], out[600];
+    msub = "model_glm";
+    CHECK(cli_sh("mkdir -p %s/model_glm", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG_GLM, rl_cli_vocab());
+    rl_cli_init_model("model_glm", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/glm4v/chat_template.jinja "
+                 "tests/fixtures/vision/glm4v/preprocessor_config.json %s/model_glm/ && sed -i "
+                 "'s/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
+                 "s/<|vision_end|>/<|end_of_image|>/g' %s/model_glm/tokenizer.json %s/model_glm/tokenizer_config.json",
+                 dir, dir, dir) == 0);
+    CHECK_MSG(cli_sh("%s generate --model %s/model_glm --input %s/rows.jsonl --output %s/glm.jsonl --greedy "
+                     "--max-new-tokens 3 2>%s/glm_gen.err", bin, dir, dir, dir, dir) == 0,
+              "verlc generate with images on GLM-4.1V failed (%s/glm_gen.err)", dir);
+    char p[700];
+    snprintf(p, sizeof p, "%s/glm.jsonl", dir);
+    char *a = slurp(p);
+    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<|begin_of_image|><|image|><|end_of_image|>") == 4,
+              "GLM-4.1V generate's rows: %s", a ? a : "");
+    free(a);
+    train_steps("trained_glm", 1, "");
+    double diff = value_of("trained_glm", "training/rollout_probs_diff_max", 1);
+    double kl = value_of("trained_glm", "actor/kl_loss", 1);
+    printf("GLM-4.1V: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "GLM-4.1V: rollout vs trainer %g, step-1 KL %g", diff,
+              kl);
+    snprintf(init, sizeof init, "%s/model_glm", dir);
+    snprintf(out, sizeof out, "%s/trained_glm/hf_model", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.downsample.weight") == 0 &&
+              cli_same_tensor(init, out, "model.visual.embeddings.position_embedding.weight") == 0,
+              "GLM-4.1V's tower was not trained (or not exported)");
+}
+
 int main(void) {
     rl_cli_start("vl");
     char cfg[4096], path[600], out[600], init[600];
@@ -313,6 +365,7 @@ int main(void) {
     snprintf(out, sizeof out, "%s/trained3/hf_model", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
               cli_same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
+    glm();
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
