@@ -246,7 +246,7 @@ static void lora(const char *init) {
     snprintf(b, sizeof b, "%s/lora_resumed/hf_model/model.safetensors", dir);
     CHECK_MSG(cli_file_eq(a, b), "LoRA with the tower's adapters: the resumed run's export differs");
     snprintf(keys, sizeof keys, "%sactor_rollout_ref.actor.freeze_vision_tower=True", L);
-    train("lora_frozen", keys);
+    train_steps("lora_frozen", 1, keys); /* (one step shows what moves) */
     snprintf(out, sizeof out, "%s/lora_frozen/hf_model", dir);
     snprintf(ad, sizeof ad, "%s/lora_adapter", out);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.attn.qkv.weight") == 1, "LoRA: a frozen tower moved");
@@ -336,7 +336,7 @@ int main(void) {
     snprintf(a, sizeof a, "%s/model.safetensors", out);
     snprintf(b, sizeof b, "%s/resumed/hf_model/model.safetensors", dir);
     CHECK_MSG(cli_file_eq(a, b), "the resumed run's export differs from the uninterrupted run's");
-    train("frozen", "actor_rollout_ref.actor.freeze_vision_tower=True");
+    train_steps("frozen", 1, "actor_rollout_ref.actor.freeze_vision_tower=True");
     snprintf(out, sizeof out, "%s/frozen/hf_model", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 1, "a frozen tower moved");
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.merger.mlp.2.weight") == 1, "a frozen tower moved");
@@ -350,14 +350,14 @@ int main(void) {
     rl_cli_init_model("model3", cfg);
     CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/model3/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
                  "tests/fixtures/vision/dataset/preprocessor_config.json > %s/model3/preprocessor_config.json", dir, dir) == 0);
-    train("trained3", "");
+    train_steps("trained3", 1, "");
     double diff3 = last_of("trained3", "training/rollout_probs_diff_max"), kl3 = value_of("trained3", "actor/kl_loss", 1);
     CHECK_MSG(diff3 >= 0 && diff3 < 1e-9 && kl3 >= 0 && kl3 < 1e-7, "Qwen3-VL: rollout vs trainer %g, step-1 KL %g", diff3,
               kl3);
     snprintf(path, sizeof path, "%s/trained3.log", dir);
     CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
     /* bf16 matmuls (verl's param_dtype=bf16): the rollout and the trainer still read the same bf16-rounded inputs */
-    train("bf16_3", "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16");
+    train_steps("bf16_3", 1, "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=bf16");
     double diff16 = value_of("bf16_3", "training/rollout_probs_diff_max", 1), kl16 = value_of("bf16_3", "actor/kl_loss", 1);
     CHECK_MSG(diff16 >= 0 && diff16 < 1e-6 && kl16 >= 0 && kl16 < 1e-7, "Qwen3-VL in bf16: rollout vs trainer %g, "
               "step-1 KL %g", diff16, kl16);
