@@ -1,8 +1,9 @@
 /* Multi-turn tool rollouts of prompts with images (verl's tool_agent loop on a Qwen2-VL dataset, as its geo3k
  * multi-turn example runs with verl.tools.geo3k_tool.Geo3kTool), with a scripted rollout engine: the prompt rendered
- * with the tools from the row's content-list messages, each image's pads expanded as the dataset's own prompt has
- * them (that prompt is the rendering's tail); every engine request of every turn carries the row's images; the tool
- * turn answered by Geo3kTool; the batch's rows keep their images for the trainer's passes. */
+ * with the tools (by the example's own chat template) from the row's content-list messages, each image's pads
+ * expanded as the dataset's own prompt has them (from its user turn on, the two are the same text); every engine
+ * request of every turn carries the row's images; the tool turn answered by Geo3kTool; the batch's rows keep their
+ * images for the trainer's passes. */
 #include "../../src/rl/agent_internal.h"
 #include "agent_test_util.h"
 #include "../../src/rl/trainer_internal.h"
@@ -19,9 +20,9 @@
 static char dir[128];
 static vc_vl_image_config VL;
 
-/* Qwen2-VL's template with a tools block first (the fixture's template renders no tools) */
-static const char *TOOLS_BLOCK = "{% if tools %}<|im_start|>system\n# Tools\n{% for t in tools %}{{ t | tojson }}\n"
-                                 "{% endfor %}<|im_end|>\n{% endif %}";
+/* the chat template of verl's geo3k multi-turn example (examples/sglang_multiturn/config/geo3k_multiturn_grpo.yaml's
+ * custom_chat_template: Qwen2.5-VL's image markup with hermes tools in the system turn) */
+#define TOOLS_TEMPLATE "tests/fixtures/vision/dataset/chat_template_tools.jinja"
 
 typedef struct {
     vc_tokenizer *tok;
@@ -86,13 +87,11 @@ static void write_files(void) {
 }
 
 static vc_chat_template *load_template(void) {
-    FILE *f = fopen("tests/fixtures/vision/dataset/chat_template.jinja", "rb");
+    FILE *f = fopen(TOOLS_TEMPLATE, "rb");
     CHECK(f != NULL);
     if (!f) return NULL;
     static char buf[1 << 16];
-    size_t n = strlen(TOOLS_BLOCK);
-    memcpy(buf, TOOLS_BLOCK, n);
-    n += fread(buf + n, 1, sizeof buf - n - 1, f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = 0;
     fclose(f);
     vc_chat_template *t = NULL;
@@ -147,15 +146,17 @@ int main(void) {
         for (int k = 0; k < p->n_images; k++) want += p->images[k].tokens;
         CHECK_MSG(pads == want && want > 0, "row %d: %lld pad tokens in the prompt for %lld", i, (long long)pads,
                   (long long)want);
-        /* the tools block, then exactly the dataset's prompt (the same pads, the same text) */
-        int64_t off = b.plen[i] - p->len;
-        CHECK_MSG(off > 0 && !memcmp(b.ids + b.cu[i] + off, p->ids, sizeof(int32_t) * (size_t)p->len),
-                  "row %d: the prompt with tools does not end with the dataset's prompt", i);
-        char *text = NULL;
+        /* the system turn with the tools, then exactly the dataset's prompt from the user turn on (the same pads) */
+        char *text = NULL, *ds = NULL;
         size_t len = 0;
-        CHECK_OK(vc_tokenizer_decode(t->tok, b.ids + b.cu[i], (size_t)off, 0, &text, &len));
-        CHECK_MSG(text && strstr(text, "calc_geo3k_reward"), "row %d: no tool schema in %s", i, text ? text : "");
+        CHECK_OK(vc_tokenizer_decode(t->tok, b.ids + b.cu[i], (size_t)b.plen[i], 0, &text, &len));
+        CHECK_OK(vc_tokenizer_decode(t->tok, p->ids, (size_t)p->len, 0, &ds, &len));
+        const char *u = text ? strstr(text, "<|im_start|>user") : NULL, *wu = ds ? strstr(ds, "<|im_start|>user") : NULL;
+        CHECK_MSG(u && wu && !strcmp(u, wu), "row %d: the prompt with tools, from its user turn, is not the dataset's", i);
+        CHECK_MSG(text && u && strstr(text, "# Tools") && strstr(text, "calc_geo3k_reward") < u &&
+                  strstr(text, "Use the tool."), "row %d: no tool schema in its system turn: %s", i, text ? text : "");
         free(text);
+        free(ds);
         const vc_images *im = NULL;
         CHECK_OK(rl_images_get(b.imgs, b.prompt[i], &im));
         CHECK(im && im->n == p->n_images);
