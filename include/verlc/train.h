@@ -32,6 +32,10 @@ typedef struct vc_minibatch {
      * the whole sequence; vc_batch.image_span). Sequences with images compute their prefixes unshared. */
     const struct vc_images *const *images;
     const int64_t *image_span;
+    /* optional instead of images (NULL: none): sequence seq's images (*out NULL or n 0: none), asked for when a
+     * micro-batch this rank runs first needs them, so the images of the other ranks' sequences are never made */
+    vc_status (*image_get)(void *ctx, int seq, const struct vc_images **out);
+    void *image_ctx;
 } vc_minibatch;
 
 /* One micro-batch as a loss callback sees it. Arrays are position-aligned and packed. */

@@ -34,15 +34,17 @@ typedef struct sft_run {
     int64_t *cu;
     int32_t *ids;
     float *mask;
-    /* image inputs: the processor's settings (has_vl 0: off, why says so), and a mini-batch's images (made for it,
-     * freed after it) */
+    /* image inputs: the processor's settings (has_vl 0: off, why says so), and a mini-batch's images (made when a
+     * micro-batch of this rank first needs them, freed after the mini-batch) */
     vc_vl_image_config vl;
     int has_vl;
     char why[512];
     vc_images *im;
-    const vc_images **im_each;
     int64_t *im_span;
     size_t im_n;
+    const sft_data *im_d;   /* the mini-batch's rows: im_row[i] of im_d */
+    uint32_t *im_row;
+    uint8_t *im_made;
 } sft_run;
 
 /* progress and notices: rank 0 only (warnings and errors: every rank) */
@@ -221,26 +223,21 @@ static vc_status make_trainer(sft_run *r) {
 
 static void images_free(sft_run *r) {
     for (size_t i = 0; i < r->im_n; i++) free((void *)r->im[i].grid), free((void *)r->im[i].pixels);
-    free(r->im), free(r->im_each), free(r->im_span);
-    r->im = NULL, r->im_each = NULL, r->im_span = NULL, r->im_n = 0;
+    free(r->im), free(r->im_span), free(r->im_row), free(r->im_made);
+    r->im = NULL, r->im_span = NULL, r->im_row = NULL, r->im_made = NULL, r->im_n = 0;
 }
 
-/* the pixels of the mini-batch's rows' images into b (made now, freed with the next mini-batch or images_free) */
-static vc_status gather_images(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
-    images_free(r);
-    if (!d->n_img || !r->has_vl) return VC_OK;
-    r->im = vc_calloc(n, sizeof *r->im);
-    r->im_each = vc_calloc(n, sizeof *r->im_each);
-    r->im_span = vc_calloc(n, sizeof *r->im_span);
-    if (!r->im || !r->im_each || !r->im_span) return vc_fail(VC_ERR_NOMEM, "out of memory");
-    r->im_n = n;
-    char where[512];
-    for (size_t i = 0; i < n; i++) {
-        size_t row = idx[i];
-        int k = (int)(d->img_cu[row + 1] - d->img_cu[row]);
-        r->im_span[i] = k ? d->span[row] : 0;
-        r->im_each[i] = &r->im[i];
-        if (!k) continue;
+/* vc_minibatch.image_get: sequence seq's pixels, made the first time a micro-batch of this rank needs them (with data
+ * parallelism a rank never makes the images of the other ranks' rows) */
+static vc_status image_get(void *ctx, int seq, const vc_images **out) {
+    sft_run *r = ctx;
+    *out = NULL;
+    if (seq < 0 || (size_t)seq >= r->im_n) return vc_fail(VC_ERR_INTERNAL, "sft: image of sequence %d of %zu", seq, r->im_n);
+    const sft_data *d = r->im_d;
+    size_t row = r->im_row[seq];
+    int k = (int)(d->img_cu[row + 1] - d->img_cu[row]);
+    if (k && !r->im_made[seq]) {
+        char where[512];
         float *px = NULL;
         int32_t *grid = NULL;
         int64_t cols = 0;
@@ -248,9 +245,32 @@ static vc_status gather_images(sft_run *r, const sft_data *d, const uint32_t *id
                  (long long)d->line[row]);
         vc_status st = vc_vl_images_pixels(&r->vl, 0, d->img + d->img_cu[row], k, where, &px, &grid, &cols);
         if (st) return st;
-        r->im[i] = (vc_images){ k, grid, px, cols };
+        r->im[seq] = (vc_images){ k, grid, px, cols };
+        r->im_made[seq] = 1;
     }
-    b->images = r->im_each;
+    *out = &r->im[seq];
+    return VC_OK;
+}
+
+/* the mini-batch's image rows and spans into b; the pixels come through image_get (freed with the next mini-batch or
+ * images_free) */
+static vc_status gather_images(sft_run *r, const sft_data *d, const uint32_t *idx, size_t n, vc_minibatch *b) {
+    images_free(r);
+    if (!d->n_img || !r->has_vl) return VC_OK;
+    r->im = vc_calloc(n, sizeof *r->im);
+    r->im_span = vc_calloc(n, sizeof *r->im_span);
+    r->im_row = vc_calloc(n, sizeof *r->im_row);
+    r->im_made = vc_calloc(n, sizeof *r->im_made);
+    if (!r->im || !r->im_span || !r->im_row || !r->im_made) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    r->im_n = n;
+    r->im_d = d;
+    for (size_t i = 0; i < n; i++) {
+        size_t row = idx[i];
+        r->im_row[i] = (uint32_t)row;
+        r->im_span[i] = d->img_cu[row + 1] > d->img_cu[row] ? d->span[row] : 0;
+    }
+    b->image_get = image_get;
+    b->image_ctx = r;
     b->image_span = r->im_span;
     return VC_OK;
 }

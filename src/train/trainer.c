@@ -309,18 +309,22 @@ static vc_status mb_fill(mb_buf *m, const vc_minibatch *b, const vc_partition *p
     return VC_OK;
 }
 
-/* the micro-batch's images (vc_minibatch.images) and image spans into the forward's batch; 1 when it has any */
+/* the micro-batch's images (vc_minibatch.images or image_get) and image spans into the forward's batch; 1 when it has
+ * any */
 static vc_status mb_images(vc_trainer *t, const mb_buf *m, vc_batch *fb, int *any) {
     const vc_minibatch *b = m->b;
     int ns = m->mb.n_seq;
     *any = 0;
-    if (!b || !b->images || !vc_model_vision(t->model)) return VC_OK; /* (a text model: image tokens are tokens) */
+    if (!b || (!b->images && !b->image_get) || !vc_model_vision(t->model)) return VC_OK; /* (text: tokens) */
     const vc_images **each = vc_graph_alloc(t->g, sizeof *each * (size_t)ns, 0);
     int64_t *span = vc_graph_alloc(t->g, sizeof *span * (size_t)ns, 0);
     vc_images *im = vc_graph_alloc(t->g, sizeof *im, 0);
     if (!each || !span || !im) return vc_graph_status(t->g);
     for (int i = 0; i < ns; i++) {
-        each[i] = b->images[m->seq[i]];
+        if (!b->images) {
+            vc_status st = b->image_get(b->image_ctx, (int)m->seq[i], &each[i]);
+            if (st) return st;
+        } else each[i] = b->images[m->seq[i]];
         span[i] = b->image_span ? b->image_span[m->seq[i]] : m->mb.cu_seqlens[i + 1] - m->mb.cu_seqlens[i];
     }
     vc_status st = vc_images_gather(t->g, each, ns, im);
