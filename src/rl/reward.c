@@ -45,30 +45,20 @@ out:
     return st;
 }
 
-static int is_search_r1(const char *ds) {
-    static const char *const S[] = { "searchR1_nq", "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa",
-                                     "searchR1_2wikimultihopqa", "searchR1_musique", "searchR1_bamboogle" };
-    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
-        if (!strcmp(ds, S[i])) return 1;
+static int in_list(const char *ds, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ds, list[i])) return 1;
     return 0;
 }
+#define IN(ds, list) in_list(ds, list, sizeof list / sizeof list[0])
 
-/* data sources verl's default_compute_score scores with Python-only code (sympy graders, code sandboxes) */
-static int is_verl_python_source(const char *ds) {
-    static const char *const S[] = { "codecontests", "apps", "codeforces", "taco" };
-    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
-        if (!strcmp(ds, S[i])) return 1;
-    return 0;
-}
-
+static const char *const SEARCH_R1[] = { "searchR1_nq", "searchR1_triviaqa", "searchR1_popqa", "searchR1_hotpotqa",
+                                         "searchR1_2wikimultihopqa", "searchR1_musique", "searchR1_bamboogle" };
 /* verl's prime_math sources */
-static int is_numina(const char *ds) {
-    static const char *const S[] = { "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
-                                     "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads" };
-    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
-        if (!strcmp(ds, S[i])) return 1;
-    return 0;
-}
+static const char *const NUMINA[] = { "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
+                                      "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads" };
+/* data sources verl's default_compute_score scores with code sandboxes (Python-only here) */
+static const char *const VERL_PYTHON[] = { "codecontests", "apps", "codeforces", "taco" };
 
 /* verl's math_dapo sources: its dict result {"score", "acc", "pred"} */
 static int is_dapo_source(const char *ds) {
@@ -100,8 +90,8 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
     if (!data_source || !solution_str || !ground_truth)
         return vc_fail(VC_ERR_MISSING, "reward: data_source, solution_str and ground_truth are required");
     if (!strncmp(data_source, "countdown", 9)) return countdown(solution_str, ground_truth, score);
-    if (is_search_r1(data_source)) return vc_reward_qa_em(solution_str, ground_truth, score);
-    int geo = !strcmp(data_source, "hiyouga/geometry3k"), numina = is_numina(data_source);
+    if (IN(data_source, SEARCH_R1)) return vc_reward_qa_em(solution_str, ground_truth, score);
+    int geo = !strcmp(data_source, "hiyouga/geometry3k"), numina = IN(data_source, NUMINA);
     if (geo || numina) {
         char *gt = gt_text(ground_truth);
         if (!gt) return VC_ERR_NOMEM;
@@ -109,11 +99,10 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
         free(gt);
         return st;
     }
-    int is_math = 0, dapo = is_dapo_source(data_source);
-    for (size_t i = 0; i < sizeof MATH_SOURCES / sizeof MATH_SOURCES[0]; i++) is_math |= !strcmp(data_source, MATH_SOURCES[i]);
+    int is_math = IN(data_source, MATH_SOURCES), dapo = is_dapo_source(data_source);
     if (!is_math && !dapo && strcmp(data_source, "openai/gsm8k"))
         return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'%s", data_source,
-                       is_verl_python_source(data_source)
+                       IN(data_source, VERL_PYTHON)
                            ? " in verlc (verl scores it in Python: with verl installed, custom_reward_function.path="
                              "pkg://verl.utils.reward_score custom_reward_function.name=default_compute_score)"
                            : "");
