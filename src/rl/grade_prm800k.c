@@ -10,22 +10,54 @@
 #include "rl/sym_eq.h"
 #include "verlc/reward.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
-/* re.sub(pattern, repl, *s) in place; 0 on failure (the string is kept) */
-static int re_sub(char **s, const char *pattern, const char *repl) {
-    struct re_pattern_buffer *re = NULL;
+/* the regular expressions, compiled once: the units (mathruler's sixteen, then prime's "liter"), then the rest */
+static const char *const UNITS[] = { "degree", "cm",    "centimeter", "meter", "mile", "second", "minute", "hour", "day",
+                                     "week",   "month", "year",       "foot",  "feet", "inch",   "yard",   "liter" };
+#define N_UNITS (sizeof UNITS / sizeof UNITS[0])
+enum { RE_CIRC = N_UNITS, RE_COMMA_BANG, RE_MINUS, RE_MIXED, RE_COMMAS, RE_TEXT, RE_FRAC, RE_COUNT };
+static const char *const PATTERNS[RE_COUNT - N_UNITS] = {
+    "\\^ *\\\\circ", ",\\\\! *", "- *", "([0-9]) +([0-9])", "(\\d)(,)(\\d\\d\\d)($|\\D)", "^\\\\text\\{(.+?)\\}$",
+    "^-?[0-9]+.?/0*[1-9][0-9]*.?$",
+};
+static struct re_pattern_buffer *g_re[RE_COUNT];
+static int g_re_ok;
+static pthread_once_t g_re_once = PTHREAD_ONCE_INIT;
+
+static void compile_patterns(void) {
+    char pat[64];
+    for (size_t i = 0; i < RE_COUNT; i++) {
+        if (i < N_UNITS) snprintf(pat, sizeof pat, "%s(es)?(s)? *(\\^[0-9]+)?", UNITS[i]);
+        if (vc_rs_re_compile(i < N_UNITS ? pat : PATTERNS[i - N_UNITS], &g_re[i])) return;
+    }
+    g_re_ok = 1;
+}
+
+static struct re_pattern_buffer *re_at(int i) {
+    return pthread_once(&g_re_once, compile_patterns) || !g_re_ok ? NULL : g_re[i];
+}
+
+/* re.sub(pattern i, repl, *s) in place; 0 on failure (the string is kept) */
+static int re_sub(char **s, int i, const char *repl) {
+    struct re_pattern_buffer *re = re_at(i);
     char *out = NULL;
-    if (!*s || vc_rs_re_compile(pattern, &re)) return 0;
-    vc_status st = vc_rs_re_sub(re, repl, *s, &out);
-    vc_rs_re_free(re);
-    if (st) return 0;
+    if (!*s || !re || vc_rs_re_sub(re, repl, *s, &out)) return 0;
     free(*s);
     *s = out;
     return 1;
+}
+
+/* the last match's group 1 of pattern i (the pattern anchored: its only match), or NULL */
+static char *re_group(int i, const char *s) {
+    struct re_pattern_buffer *re = re_at(i);
+    char *g = NULL;
+    if (!re || vc_rs_re_findall_last(re, s, &g)) return NULL;
+    return g;
 }
 
 static int replace(char **s, const char *old, const char *rep) {
@@ -38,14 +70,7 @@ static int replace(char **s, const char *old, const char *rep) {
 }
 
 /* m = re.search(r"^\\text\{(?P<text>.+?)\}$", s): the group, or NULL */
-static char *text_group(const char *s) {
-    struct re_pattern_buffer *re = NULL;
-    char *g = NULL;
-    if (vc_rs_re_compile("^\\\\text\\{(.+?)\\}$", &re)) return NULL;
-    if (vc_rs_re_findall_last(re, s, &g)) g = NULL;
-    vc_rs_re_free(re);
-    return g;
-}
+static char *text_group(const char *s) { return re_group(RE_TEXT, s); }
 
 /* math_normalize.normalize_answer */
 static char *mathd_normalize(const char *answer, int flavor) {
@@ -131,7 +156,7 @@ static char *strip_commas(const char *s) {
     char *x = vc_strdup(s);
     for (;;) {
         char *before = x ? vc_strdup(x) : NULL;
-        if (!before || !re_sub(&x, "(\\d)(,)(\\d\\d\\d)($|\\D)", "\\1\\3\\4")) { free(before); free(x); return NULL; }
+        if (!before || !re_sub(&x, RE_COMMAS, "\\1\\3\\4")) { free(before); free(x); return NULL; }
         int same = !strcmp(before, x);
         free(before);
         if (same) return x;
@@ -199,21 +224,16 @@ static char *normalize(const char *in, int flavor) {
                                         { "million", "*10^6" }, { "billion", "*10^9" }, { "trillion", "*10^12" } };
     for (size_t i = 0; i < sizeof R / sizeof R[0]; i++)
         if (!replace(&e, R[i][0], R[i][1])) goto fail;
-    static const char *const UNITS[] = { "degree", "cm",   "centimeter", "meter", "mile", "second", "minute", "hour",   "day",
-                                         "week",   "month", "year",      "foot",  "feet", "inch",   "yard",   "liter" };
-    size_t n_units = sizeof UNITS / sizeof UNITS[0] - (flavor != VC_PRM_PRIME); /* "liter": prime's */
-    for (size_t i = 0; i < n_units; i++) {
-        char pat[64];
-        snprintf(pat, sizeof pat, "%s(es)?(s)? *(\\^[0-9]+)?", UNITS[i]);
-        if (!re_sub(&e, pat, "")) goto fail;
-    }
-    if (!re_sub(&e, "\\^ *\\\\circ", "")) goto fail;
+    size_t n_units = N_UNITS - (flavor != VC_PRM_PRIME); /* "liter": prime's */
+    for (size_t i = 0; i < n_units; i++)
+        if (!re_sub(&e, (int)i, "")) goto fail;
+    if (!re_sub(&e, RE_CIRC, "")) goto fail;
     size_t n = strlen(e);
     if (n && e[0] == '{' && e[n - 1] == '}') {
         memmove(e, e + 1, n - 2);
         e[n - 2] = 0;
     }
-    if (!re_sub(&e, ",\\\\! *", "")) goto fail;
+    if (!re_sub(&e, RE_COMMA_BANG, "")) goto fail;
     double v;
     if (vc_py_float(e, &v) && is_int_value(v)) {
         free(e);
@@ -223,7 +243,7 @@ static char *normalize(const char *in, int flavor) {
         char *t = parse_latex(e);
         if (t) { free(e); e = t; }
     }
-    if (!re_sub(&e, "- *", "-") || !re_sub(&e, "([0-9]) +([0-9])", "\\1+\\2")) goto fail;
+    if (!re_sub(&e, RE_MINUS, "-") || !re_sub(&e, RE_MIXED, "\\1+\\2")) goto fail;
     if (flavor != VC_PRM_PRIME && (!replace(&e, " ", "") || !replace(&e, "{", "") || !replace(&e, "}", ""))) goto fail;
     char *l = py_lower(e);
     free(e);
@@ -240,13 +260,9 @@ fail:
 
 /* _is_frac: ^-?[0-9]+.?/0*[1-9][0-9]*.?$ */
 static int is_frac(const char *s) {
-    struct re_pattern_buffer *re = NULL;
-    char *g = NULL;
-    if (vc_rs_re_compile("^-?[0-9]+.?/0*[1-9][0-9]*.?$", &re)) return 0;
-    int r = !vc_rs_re_findall_last(re, s, &g) && g;
+    char *g = re_group(RE_FRAC, s);
     free(g);
-    vc_rs_re_free(re);
-    return r;
+    return g != NULL;
 }
 
 /* split_tuple: the elements of "(a,b)" / "[a,b)" ... or the expression itself; *n elements */
