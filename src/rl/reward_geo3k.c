@@ -33,10 +33,9 @@ static int think_boxed_format(const char *s) {
 }
 
 vc_status vc_reward_geo3k(const char *solution, const char *ground_truth, double *score) {
-    if (!solution || !ground_truth || !score) return vc_fail(VC_ERR_ARG, "geo3k reward: NULL argument");
-    if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))
-        return vc_fail(VC_ERR_ARG, "%s reward: the %s is not valid UTF-8", "geo3k",
-                       vc_rs_valid_utf8(solution) ? "ground truth" : "solution");
+    vc_status st = score ? vc_rs_check_texts("geo3k reward", solution, ground_truth)
+                         : vc_fail(VC_ERR_ARG, "geo3k reward: no score to write");
+    if (st) return st;
     char *answer = vc_mathruler_boxed(solution);
     if (!answer) return VC_ERR_NOMEM;
     double acc = vc_mathruler_grade(answer, ground_truth) ? 1.0 : 0.0, fmt = think_boxed_format(solution) ? 1.0 : 0.0;

@@ -168,10 +168,8 @@ static vc_status minerva(const char *solution, const char *gt, int *correct, cha
 vc_status vc_reward_math_dapo(const char *solution, const char *ground_truth, int strict_box_verify,
                               double *score, int *acc, char **pred) {
     if (pred) *pred = NULL;
-    if (!solution || !ground_truth) return vc_fail(VC_ERR_ARG, "math_dapo: solution and ground truth are required");
-    if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))
-        return vc_fail(VC_ERR_ARG, "math_dapo: the %s is not valid UTF-8", vc_rs_valid_utf8(solution) ? "ground truth" : "solution");
-    vc_status st = patterns_ready();
+    vc_status st = vc_rs_check_texts("math_dapo", solution, ground_truth);
+    if (!st) st = patterns_ready();
     if (st) return st;
     const char *tail = py_tail(solution, 300); /* "the longest answer in MATH-500 has 159 characters" */
     int correct = 0;

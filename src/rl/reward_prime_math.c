@@ -499,10 +499,9 @@ int vc_prime_math_equal(const char *prediction, const char *reference, double pi
 }
 
 vc_status vc_reward_prime_math(const char *solution, const char *ground_truth, double *score) {
-    if (!solution || !ground_truth || !score) return vc_fail(VC_ERR_ARG, "prime_math reward: NULL argument");
-    if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))
-        return vc_fail(VC_ERR_ARG, "%s reward: the %s is not valid UTF-8", "prime_math",
-                       vc_rs_valid_utf8(solution) ? "ground truth" : "solution");
+    vc_status st = score ? vc_rs_check_texts("prime_math reward", solution, ground_truth)
+                         : vc_fail(VC_ERR_ARG, "prime_math reward: no score to write");
+    if (st) return st;
     char *ans = vc_prime_math_match_answer(solution);
     if (!ans) return VC_ERR_NOMEM;
     int ok = vc_prm800k_grade(ans, ground_truth, VC_PRM_PRIME);

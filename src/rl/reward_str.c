@@ -83,6 +83,14 @@ char *vc_rs_py_strip(const char *s) {
     return vc_rs_ndup(s, end);
 }
 
+vc_status vc_rs_check_texts(const char *who, const char *solution, const char *ground_truth) {
+    if (!solution || !ground_truth) return vc_fail(VC_ERR_ARG, "%s: solution and ground truth are required", who);
+    if (!vc_rs_valid_utf8(solution) || !vc_rs_valid_utf8(ground_truth))
+        return vc_fail(VC_ERR_ARG, "%s: the %s is not valid UTF-8", who, vc_rs_valid_utf8(solution) ? "ground truth"
+                                                                                                : "solution");
+    return VC_OK;
+}
+
 int vc_rs_valid_utf8(const char *s) {
     int32_t c;
     for (utf8proc_ssize_t k; *s; s += k)

@@ -23,6 +23,8 @@ size_t vc_rs_next_cp(const char *s, int32_t *c);
 char *vc_rs_py_strip(const char *s);
 /* 1 when s is valid UTF-8 */
 int vc_rs_valid_utf8(const char *s);
+/* a scorer's text arguments: VC_ERR_ARG naming the scorer `who` when solution or ground_truth is NULL or not UTF-8 */
+vc_status vc_rs_check_texts(const char *who, const char *solution, const char *ground_truth);
 /* Concatenation of up to 6 strings (NULLs ignored). */
 char *vc_rs_cat(const char *a, const char *b, const char *c, const char *d, const char *e, const char *f);
 

@@ -6,17 +6,13 @@
 #include "verlc/core.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
+#include "reward_test_util.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FIXTURE "tests/fixtures/rl/prime_math_reference.json"
-
-static const char *str_at(const cJSON *row, int i) {
-    const cJSON *x = cJSON_GetArrayItem(row, i);
-    return cJSON_IsString(x) ? x->valuestring : "";
-}
 
 static void scores(const cJSON *list) {
     int n = 0, same = 0, right = 0;
