@@ -18,6 +18,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+    const float slope = vc_attn_slope(p, h);
     const int64_t qb = bi.y, nr = sm.qlen - qb < BQ ? sm.qlen - qb : BQ, pos0 = sm.kvlen - sm.qlen + qb;
     const int64_t qstride = (int64_t)p.nh * p.hd, ostride = (int64_t)p.nh * p.dv;
     load_tile<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * p.hd, qstride, (int)nr, BQ, p.hd);
@@ -61,7 +62,7 @@ __global__ void __launch_bounds__(NT) k_attn_fwd(float *o, float *lse, const flo
             #pragma unroll
             for (int j = 0; j < CN; j++) {
                 int64_t key = kb + tc + 16 * j;
-                s[i][j] = (key < j1 && vc_attn_visible(p, sm, pos, key)) ? vc_attn_score(p, s[i][j], h, pos, key) : -INFINITY;
+                s[i][j] = (key < j1 && vc_attn_visible(p, sm, pos, key)) ? vc_attn_score(p, s[i][j], slope, pos, key) : -INFINITY;
                 mx = fmaxf(mx, s[i][j]);
             }
             for (int off = 8; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));

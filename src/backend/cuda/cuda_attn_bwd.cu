@@ -41,7 +41,8 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
         #pragma unroll
         for (int c = 0; c < ON; c++) dk[i][c] = dvv[i][c] = 0;
     for (int g = 0; g < grp; g++) {
-        int h = kvh * grp + g;
+        const int h = kvh * grp + g;
+        const float slope = vc_attn_slope(p, h);
         for (int64_t qb = i0; qb < i1; qb += BQ) {
             int nq = (int)(i1 - qb < BQ ? i1 - qb : BQ);
             __syncthreads();
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dkdv(const float *dout, const f
                     int qr = tc + 16 * j;
                     float P = 0, ds = 0;
                     if (qr < nq && vc_attn_visible(p, sm, off + qb + qr, key)) {
-                        float sc = vc_attn_score(p, st[i][j], h, off + qb + qr, key);
+                        float sc = vc_attn_score(p, st[i][j], slope, off + qb + qr, key);
                         P = expf(sc - Ls[qr]);
                         ds = P * (dp[i][j] - Dd[qr]);
                         if (p.cap > 0) {

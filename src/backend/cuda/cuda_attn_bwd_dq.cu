@@ -13,6 +13,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+    const float slope = vc_attn_slope(p, h);
     const int64_t qb = bi.y, nr = sm.qlen - qb < BQ ? sm.qlen - qb : BQ, pos0 = sm.kvlen - sm.qlen + qb;
     const int64_t qstride = (int64_t)p.nh * p.hd, ostride = (int64_t)p.nh * p.dv;
     load_tile<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * p.hd, qstride, (int)nr, BQ, p.hd);
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(NT) k_attn_bwd_dq(float *dq, const float *dout
                 int64_t key = kb + tc + 16 * j;
                 float ds = 0;
                 if (r < nr && key < j1 && vc_attn_visible(p, sm, pos0 + r, key)) {
-                    float sc = vc_attn_score(p, s[i][j], h, pos0 + r, key), P = expf(sc - Ls[r]);
+                    float sc = vc_attn_score(p, s[i][j], slope, pos0 + r, key), P = expf(sc - Ls[r]);
                     ds = P * (dp[i][j] - Dd[r]);
                     if (p.cap > 0) {
                         float t = sc / p.cap;

@@ -107,6 +107,7 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
     const int2 bi = p.blk[blockIdx.x];
     const tc_seq sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const float slope = vc_attn_slope(p, h);
     const int64_t qb = bi.y, nr = sm.qlen - qb < TB ? sm.qlen - qb : TB, pos0 = sm.kvlen - sm.qlen + qb;
     const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
     tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
@@ -132,7 +133,8 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
         for (int c = 0; c < TB / 2; c++) {
             int col = 2 * ((c + r) & (TB / 2 - 1)) + half;
             int64_t key = kb + col;
-            float s = (r < nr && key < j1 && vc_attn_visible(p, sm, pos, key)) ? vc_attn_score(p, srow[col], h, pos, key) : -INFINITY;
+            bool vis = r < nr && key < j1 && vc_attn_visible(p, sm, pos, key);
+            float s = vis ? vc_attn_score(p, srow[col], slope, pos, key) : -INFINITY;
             srow[col] = s;
             mx = fmaxf(mx, s);
         }
@@ -185,8 +187,8 @@ __global__ void __launch_bounds__(NTH) k_attn_fwd_tc(float *o, float *lse, const
 
 /* P and dS of one element from the recomputed score and dP (softmax backward, soft-cap chain rule) */
 __device__ __forceinline__ void tc_p_ds(const attn_params &p, float dot, float dp, float L, float Dr, float *P,
-                                        float *ds, int h, int64_t pos, int64_t key) {
-    float sc = vc_attn_score(p, dot, h, pos, key);
+                                        float *ds, float slope, int64_t pos, int64_t key) {
+    float sc = vc_attn_score(p, dot, slope, pos, key);
     *P = expf(sc - L);
     float g = *P * (dp - Dr);
     if (p.cap > 0) {
@@ -236,6 +238,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
     const int rw = warp * 16; /* the warp's first key row */
     for (int g = 0; g < grp; g++) {
         const int h = kvh * grp + g;
+        const float slope = vc_attn_slope(p, h);
         for (int64_t qb = i0; qb < i1; qb += TB) {
             int nq = (int)(i1 - qb < TB ? i1 - qb : TB);
             __syncthreads(); /* the previous Q / dO / L / D are no longer read */
@@ -255,7 +258,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
                 int64_t key = kb + kr;
                 float P = 0.0f, ds = 0.0f;
                 if (qc < nq && kr < nk && vc_attn_visible(p, sm, off + qb + qc, key))
-                    tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds, h, off + qb + qc, key);
+                    tc_p_ds(p, ST[kr * LS + qc], dPT[kr * LS + qc], Ls[qc], Dd[qc], &P, &ds, slope, off + qb + qc, key);
                 PT[kr * LP + qc] = __float2bfloat16_rn(P);
                 dST[kr * LP + qc] = __float2bfloat16_rn(ds);
             }
@@ -326,6 +329,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
     const int2 bi = p.blk[blockIdx.x];
     const tc_seq sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const float slope = vc_attn_slope(p, h);
     const int64_t qb = bi.y, nr = sm.qlen - qb < TB ? sm.qlen - qb : TB, pos0 = sm.kvlen - sm.qlen + qb;
     const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
     tc_load<D>(Qs, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
@@ -354,7 +358,7 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dq_tc(float *dq, const float *
             int64_t key = kb + kc;
             float P = 0.0f, ds = 0.0f;
             if (r < nr && key < j1 && vc_attn_visible(p, sm, pos0 + r, key))
-                tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds, h, pos0 + r, key);
+                tc_p_ds(p, Ss[r * LS + kc], dPs[r * LS + kc], Ls[r], Dd[r], &P, &ds, slope, pos0 + r, key);
             dSs[r * LP + kc] = __float2bfloat16_rn(ds);
         }
         __syncwarp();

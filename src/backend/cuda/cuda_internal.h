@@ -239,16 +239,24 @@ __device__ __forceinline__ float vc_attn_alibi_slope(int h, int n) {
     while (pw * 2 <= n) pw *= 2;
     return h < pw ? exp2f(-8.0f * (float)(h + 1) / (float)pw) : exp2f(-4.0f * (float)(2 * (h - pw) + 1) / (float)pw);
 }
-/* the score of key `key` for the query at position pos in head h: scaled, soft-capped, plus ALiBi's bias */
+/* head h's ALiBi slope as vc_attn_score takes it (0 without ALiBi; Falcon-RW's rounded to bf16): once per head,
+ * outside the tile loops (inlined into every unrolled score, the slope's loop took nvcc minutes per kernel) */
 template <class P>
-__device__ __forceinline__ float vc_attn_score(const P &p, float dot, int h, int64_t pos, int64_t key) {
+__device__ __forceinline__ float vc_attn_slope(const P &p, int h) {
+    if (!p.alibi) return 0.0f;
+    float s = vc_attn_alibi_slope(h, p.nh);
+    return p.alibi == 2 ? __bfloat162float(__float2bfloat16_rn(s)) : s;
+}
+/* the score of key `key` for the query at position pos in the head of `slope` (vc_attn_slope): scaled,
+ * soft-capped, plus ALiBi's bias */
+template <class P>
+__device__ __forceinline__ float vc_attn_score(const P &p, float dot, float slope, int64_t pos, int64_t key) {
     float x = p.scale * dot;
     x = p.cap > 0 ? p.cap * tanhf(x / p.cap) : x;
     if (!p.alibi) return x;
     if (p.alibi == 2) /* Falcon-RW: transformers' bf16 table, bf16(bf16(slope) key) */
-        return x + __bfloat162float(__float2bfloat16_rn(__bfloat162float(__float2bfloat16_rn(vc_attn_alibi_slope(h, p.nh))) *
-                                                        (float)key)) * p.alibi_scale;
-    return x + vc_attn_alibi_slope(h, p.nh) * p.alibi_scale * (float)(key - pos);
+        return x + __bfloat162float(__float2bfloat16_rn(slope * (float)key)) * p.alibi_scale;
+    return x + slope * p.alibi_scale * (float)(key - pos);
 }
 
 /* attention sinks (gpt-oss; P with `const float *sinks`, NULL: none): head h's sink logit folded into a row's

@@ -48,6 +48,8 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     const pseq sq = p.seq[p.row_seq[blockIdx.x]];
     for (int g = 0; g < GC; g++)
         for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g][c] = q[(row * p.nh + h0 + g) * p.hd + c];
+    float slope[GC];
+    for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, h0 + g);
     __syncthreads();
     const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
     int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
@@ -72,7 +74,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             float dot = 0;
             for (int c = 0; c < NC && lane + 32 * c < p.hd; c++) dot += qs[g][lane + 32 * c] * kk[c];
             dot = vc_warp_sum(dot);
-            float x = vc_attn_score(p, dot, h0 + g, pos, j);
+            float x = vc_attn_score(p, dot, slope[g], pos, j);
             float mn = fmaxf(m[g], x), corr = expf(m[g] - mn), e = expf(x - mn);
             l[g] = l[g] * corr + e;
             for (int c = 0; c < NC; c++) acc[g][c] = acc[g][c] * corr + (lane + 32 * c < p.dv ? e * vv[c] : 0.0f);
