@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "rl/agent_internal.h"
 #include "verlc/core.h"
+#include "verlc/image.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +53,14 @@ int vc_cmd_tools(int argc, char **argv) {
         } else {
             char *text = NULL;
             double reward = 0;
-            st = rl_tool_run(tools, n, &call, row, &text, &reward);
+            vc_image img = { 0 };
+            st = rl_tool_run(tools, n, &call, row, "ROW_JSON", &text, &reward, &img);
             if (st) {
                 fprintf(stderr, "verlc tools: %s\n", vc_last_error());
                 rc = 1;
             } else printf("%s\n", text);
+            if (!st && img.width) printf("[image %dx%d]\n", img.width, img.height); /* an image for the model */
+            vc_image_free(&img);
             free(text);
         }
         cJSON_Delete(call.args);

@@ -42,7 +42,7 @@ static vc_status image_options(const char *where, const char *key, int k, const 
 
 /* the entry's source: a path string, or an object's bytes (a data URI) / image / image_url / path (the Hugging Face
  * datasets Image feature's {"bytes": null, "path": ...}) */
-static vc_status image_source(const char *where, const char *key, int k, const cJSON *v, const char **src) {
+static vc_status image_source(const char *w, const cJSON *v, const char **src) {
     *src = NULL;
     if (cJSON_IsString(v)) *src = v->valuestring;
     else if (cJSON_IsObject(v)) {
@@ -50,30 +50,29 @@ static vc_status image_source(const char *where, const char *key, int k, const c
         const char *names[] = { "image", "image_url", "path" };
         if (present(b)) {
             if (!cJSON_IsString(b) || strncmp(b->valuestring, "data:", 5))
-                return vc_fail(VC_ERR_FORMAT, "%s: %s[%d].bytes must be an image's bytes (binary in Parquet, a "
-                               "base64 data URI in JSON)", where, key, k);
+                return vc_fail(VC_ERR_FORMAT, "%s.bytes must be an image's bytes (binary in Parquet, a "
+                               "base64 data URI in JSON)", w);
             *src = b->valuestring;
         }
         for (int n = 0; !*src && n < 3; n++) {
             const cJSON *s = item(v, names[n]);
             if (!present(s)) continue;
             if (!cJSON_IsString(s))
-                return vc_fail(VC_ERR_FORMAT, "%s: %s[%d].%s must be a string (a path, file:// or data URI)",
-                               where, key, k, names[n]);
+                return vc_fail(VC_ERR_FORMAT, "%s.%s must be a string (a path, file:// or data URI)",
+                               w, names[n]);
             *src = s->valuestring;
         }
         if (!*src)
-            return vc_fail(VC_ERR_FORMAT, "%s: %s[%d] has none of bytes, image, image_url or path", where, key,
-                           k);
+            return vc_fail(VC_ERR_FORMAT, "%s has none of bytes, image, image_url or path", w);
     } else
-        return vc_fail(VC_ERR_FORMAT, "%s: %s[%d] must be a path or an object with bytes / image / path",
-                       where, key, k);
-    if (!**src) return vc_fail(VC_ERR_FORMAT, "%s: %s[%d] is an empty path", where, key, k);
+        return vc_fail(VC_ERR_FORMAT, "%s must be a path or an object with bytes / image / path",
+                       w);
+    if (!**src) return vc_fail(VC_ERR_FORMAT, "%s is an empty path", w);
     if (!strncmp(*src, "http://", 7) || !strncmp(*src, "https://", 8))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s[%d]: %.200s: images from http(s) URLs are not fetched "
-                       "(verlc reads local files and data URIs only)", where, key, k, *src);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %.200s: images from http(s) URLs are not fetched "
+                       "(verlc reads local files and data URIs only)", w, *src);
     if (!strncmp(*src, "data:", 5) && !strstr(*src, ";base64,"))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s[%d]: a data URI without base64 data", where, key, k);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: a data URI without base64 data", w);
     return VC_OK;
 }
 
@@ -92,6 +91,13 @@ static vc_status decode_source(const char *src, const char *what, vc_image *out)
     }
     vc_status st = vc_image_load(!strncmp(src, "file://", 7) ? src + 7 : src, VC_ALPHA_QWEN_VL_UTILS, out);
     return st ? vc_fail_ctx(st, "%s", what) : VC_OK;
+}
+
+vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out) {
+    const char *src = NULL;
+    memset(out, 0, sizeof *out);
+    vc_status st = image_source(what, v, &src);
+    return st ? st : decode_source(src, what, out);
 }
 
 static vc_vl_fetch_opts fetch_opts(int patch, const vc_rl_image *im) {
@@ -136,10 +142,10 @@ vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int
     for (int k = 0; k < n; k++) {
         const cJSON *v = cJSON_GetArrayItem(imgs, k);
         vc_rl_image *im = &ims[k];
-        vc_status st = image_source(where, key, k, v, &im->src);
+        snprintf(what, sizeof what, "%s: %s[%d]", where, key, k);
+        vc_status st = image_source(what, v, &im->src);
         if (!st && cJSON_IsObject(v)) st = image_options(where, key, k, v, im);
         if (st) return st;
-        snprintf(what, sizeof what, "%s: %s[%d]", where, key, k);
         vc_image img;
         if ((st = decode_source(im->src, what, &img))) return st;
         st = image_grid(c, patch, &img, what, im);

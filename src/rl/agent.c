@@ -49,32 +49,25 @@ void rl_agent_free(rl_agent *a) {
     free(a);
 }
 
-/* messages -> tokens through the chat template (no special tokens added, as apply_chat_template) */
-static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJSON *tools, int gen, int32_t **ids,
-                            size_t *n) {
-    char *text = NULL;
+/* messages -> tokens through the chat template (no special tokens added, as apply_chat_template); with images
+ * (im[n_im], content-list messages) each image's pad token repeated for its grid first, as the processor expands
+ * it; where names the row */
+static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJSON *tools, int gen,
+                            const vc_rl_image *im, int n_im, const char *where, int32_t **ids, size_t *n) {
+    char *text = NULL, *full = NULL;
     vc_chat_opts o = { .add_generation_prompt = gen, .enable_thinking = -1, .tools = tools, .extra = t->chat_kwargs };
     vc_status st = vc_chat_template_render(t->tmpl, msgs, &o, &text);
-    if (!st) st = vc_tokenizer_encode(t->tok, text, strlen(text), 0, ids, n);
-    free(text);
-    return st;
-}
-
-/* a prompt with images rendered with the tools: its content-list messages (verl's raw_prompt) through the template,
- * each image's pad token repeated for its grid (the processor's expansion), tokenized */
-static vc_status render_image_ids(const vc_rl_trainer *t, const vc_rl_dataset *d, const vc_rl_prompt *p,
-                                  const cJSON *tools, int32_t **ids, size_t *n) {
-    char *text = NULL, *full = NULL, where[512];
-    snprintf(where, sizeof where, "%s:%lld", d->rows ? d->rows->path : "data", (long long)p->line);
-    vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .tools = tools, .extra = t->chat_kwargs };
-    vc_status st = vc_chat_template_render(t->tmpl, p->vl_messages, &o, &text);
-    int id = t->actor ? vc_model_cfg(t->actor)->image_id : -1;
+    int id = n_im && t->actor ? vc_model_cfg(t->actor)->image_id : -1;
     const char *pad = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
-    if (!st) st = vc_vl_expand_pads(text, pad ? pad : "<|image_pad|>", p->images, p->n_images, 1, where, &full, NULL);
-    if (!st) st = vc_tokenizer_encode(t->tok, full, strlen(full), 0, ids, n);
+    if (!st && n_im) st = vc_vl_expand_pads(text, pad ? pad : VC_VL_IMAGE_TOKEN, im, n_im, 1, where, &full, NULL);
+    if (!st) st = vc_tokenizer_encode(t->tok, full ? full : text, strlen(full ? full : text), 0, ids, n);
     free(text);
     free(full);
     return st;
+}
+
+static void row_where(const vc_rl_dataset *d, const vc_rl_prompt *p, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s:%lld", d->rows ? d->rows->path : "data", (long long)p->line);
 }
 
 /* verl's initialize_system_prompt: what one empty user turn renders to beyond what a second one adds */
@@ -83,8 +76,8 @@ static vc_status system_prompt(const vc_rl_trainer *t, rl_agent *a) {
     cJSON *two = cJSON_Parse("[{\"role\":\"user\",\"content\":\"\"},{\"role\":\"user\",\"content\":\"\"}]");
     int32_t *t1 = NULL, *t2 = NULL;
     size_t n1 = 0, n2 = 0;
-    vc_status st = one && two ? render_ids(t, one, NULL, 0, &t1, &n1) : VC_ERR_NOMEM;
-    if (!st) st = render_ids(t, two, NULL, 0, &t2, &n2);
+    vc_status st = one && two ? render_ids(t, one, NULL, 0, NULL, 0, NULL, &t1, &n1) : VC_ERR_NOMEM;
+    if (!st) st = render_ids(t, two, NULL, 0, NULL, 0, NULL, &t2, &n2);
     if (!st) {
         size_t turn = n2 > n1 ? n2 - n1 : 0;
         a->n_sys = n1 > turn ? n1 - turn : 0;
@@ -190,6 +183,8 @@ typedef struct {
     const cJSON *ikw;      /* its extra_info.interaction_kwargs */
     cJSON *msgs;           /* with an interaction: verl's agent messages (prompt, assistant, tool, user turns) */
     char rid[48];          /* the interaction's instance id */
+    vc_images own;         /* once a tool returned an image: the prompt's images, then the tools' (grid, pixels owned) */
+    int64_t span;          /* ... and the tokens they lie in (up to the last tool turn with an image) */
 } ag_state;
 
 /* the row's interaction (extra_info.interaction_kwargs: name, ...), as verl requires it, started for this
@@ -214,15 +209,69 @@ static vc_status row_interaction(const rl_agent *a, const vc_rl_prompt *p, uint6
     return st ? vc_fail_ctx(st, "data line %lld", (long long)p->line) : VC_OK;
 }
 
-/* appends {"role": role, "content": text} to the response's messages (kept with an interaction only) */
+/* {"role": role, "content": text}, or with an image the content list [{"type": "image"}, {"type": "text", ...}]
+ * (verl's tool message for a response with an image; the text item only when there is text) */
+static cJSON *message(const char *role, const char *text, int image) {
+    cJSON *m = cJSON_CreateObject(), *c = image ? cJSON_AddArrayToObject(m, "content") : NULL, *it;
+    int ok = m && cJSON_AddStringToObject(m, "role", role);
+    if (ok && !image) ok = cJSON_AddStringToObject(m, "content", text) != NULL;
+    if (ok && image) {
+        ok = c && (it = cJSON_CreateObject()) && (cJSON_AddItemToArray(c, it), cJSON_AddStringToObject(it, "type", "image"));
+        if (ok && *text)
+            ok = (it = cJSON_CreateObject()) && (cJSON_AddItemToArray(c, it), cJSON_AddStringToObject(it, "type", "text")) &&
+                 cJSON_AddStringToObject(it, "text", text);
+    }
+    if (!ok) cJSON_Delete(m);
+    return ok ? m : NULL;
+}
+
+/* appends a message to the response's messages (kept with an interaction only) */
 static vc_status add_msg(ag_state *s, const char *role, const char *text) {
     if (!s->msgs) return VC_OK;
-    cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddStringToObject(m, "role", role) || !cJSON_AddStringToObject(m, "content", text)) {
-        cJSON_Delete(m);
-        return VC_ERR_NOMEM;
-    }
+    cJSON *m = message(role, text, 0);
+    if (!m) return VC_ERR_NOMEM;
     cJSON_AddItemToArray(s->msgs, m);
+    return VC_OK;
+}
+
+/* appends n processed tool images to the response's own images (the prompt's first, from im) */
+static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, int n) {
+    const vc_images *base = NULL;
+    vc_status st = s->own.n ? VC_OK : rl_images_get(im, s->prompt, &base);
+    if (st) return st;
+    if (!s->own.n && base) { /* the prompt's images first */
+        int64_t rows = 0;
+        for (int k = 0; k < base->n; k++) rows += (int64_t)base->grid[3 * k] * base->grid[3 * k + 1] * base->grid[3 * k + 2];
+        int32_t *g = vc_malloc(12 * (size_t)base->n);
+        float *p = vc_malloc(sizeof(float) * (size_t)(rows * base->row) + 4);
+        if (!g || !p) {
+            free(g), free(p);
+            return VC_ERR_NOMEM;
+        }
+        memcpy(g, base->grid, 12 * (size_t)base->n);
+        memcpy(p, base->pixels, sizeof(float) * (size_t)(rows * base->row));
+        s->own = (vc_images){ base->n, g, p, base->row };
+    }
+    int64_t rows = 0, add = 0;
+    for (int k = 0; k < s->own.n; k++) rows += (int64_t)s->own.grid[3 * k] * s->own.grid[3 * k + 1] * s->own.grid[3 * k + 2];
+    for (int k = 0; k < n; k++) {
+        if (s->own.n && px[k].cols != s->own.row) return vc_fail(VC_ERR_SHAPE, "a tool image of %lld values a patch "
+                                                                 "beside images of %lld", (long long)px[k].cols, (long long)s->own.row);
+        add += px[k].rows;
+    }
+    int64_t row = n ? px[0].cols : s->own.row;
+    int32_t *g = realloc((void *)s->own.grid, 12 * (size_t)(s->own.n + n));
+    if (g) s->own.grid = g;
+    float *p = g ? realloc((void *)s->own.pixels, sizeof(float) * (size_t)((rows + add) * row) + 4) : NULL;
+    if (!p) return VC_ERR_NOMEM;
+    s->own.pixels = p;
+    for (int k = 0; k < n; k++) {
+        g[3 * (s->own.n + k)] = px[k].grid_t, g[3 * (s->own.n + k) + 1] = px[k].grid_h, g[3 * (s->own.n + k) + 2] = px[k].grid_w;
+        memcpy(p + rows * row, px[k].data, sizeof(float) * (size_t)(px[k].rows * row));
+        rows += px[k].rows;
+    }
+    s->own.n += n;
+    s->own.row = row;
     return VC_OK;
 }
 
@@ -240,12 +289,48 @@ static vc_status push(ag_state *s, const int32_t *tok, const float *lp, int64_t 
     return VC_OK;
 }
 
-/* after a generation: run the tool calls of its text and append their rendered responses */
-static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prompt *p, ag_state *s, const int32_t *gen,
-                           int64_t ng, int64_t max_resp, int *n_calls) {
-    char *text = NULL;
+/* one call's response into the turn's messages (and the response's own, with an interaction); an image it returned
+ * through the image processor into px[*n_px] (its pads expanded as verl's processor call expands them) */
+static vc_status tool_response(vc_rl_trainer *t, const rl_agent *a, const vc_rl_dataset *d, const vc_rl_prompt *p,
+                               ag_state *s, rl_tool_call *call, cJSON *msgs, vc_vl_pixels *px, vc_rl_image *pi, int *n_px) {
+    char *resp = NULL, *cut = NULL, where[600];
+    double reward = 0;
+    vc_image img = { 0 };
+    row_where(d, p, where, sizeof where);
+    vc_status st = rl_tool_run(a->tools, a->n_tools, call, p->row, where, &resp, &reward, &img);
+    if (!st && !(cut = rl_truncate_tool_text(resp, a->max_tool_len, a->trunc))) st = VC_ERR_NOMEM;
+    if (!st && img.width && (!d->vl || !t->actor || vc_model_cfg(t->actor)->image_id < 0))
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tool %s returned an image, but the model takes no images (verl: use a "
+                     "vision-language model)", where, call->name);
+    if (!st && img.width) {
+        char what[700];
+        snprintf(what, sizeof what, "%s: the image of tool %s", where, call->name);
+        if (!(st = vc_vl_image_process(d->vl, &img, what, &px[*n_px]))) {
+            pi[*n_px] = (vc_rl_image){ .grid = { px[*n_px].grid_t, px[*n_px].grid_h, px[*n_px].grid_w },
+                                       .tokens = vc_vl_image_tokens(&px[*n_px], d->vl->merge_size) };
+            ++*n_px;
+        }
+    }
+    cJSON *m = st ? NULL : message("tool", cut, img.width > 0);
+    if (!st && !m) st = VC_ERR_NOMEM;
+    if (m && s->msgs) cJSON_AddItemToArray(s->msgs, cJSON_Duplicate(m, 1));
+    if (m) cJSON_AddItemToArray(msgs, m);
+    vc_image_free(&img);
+    free(resp);
+    free(cut);
+    return st;
+}
+
+/* after a generation: run the tool calls of its text and append their rendered responses (and their images) */
+static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_dataset *d, int prompt, ag_state *s,
+                           const int32_t *gen, int64_t ng, int64_t max_resp, int *n_calls) {
+    const vc_rl_prompt *p = &d->p[prompt];
+    char *text = NULL, where[512];
     size_t len = 0;
     rl_tool_call calls[MAX_CALLS];
+    vc_vl_pixels px[MAX_CALLS];
+    vc_rl_image pi[MAX_CALLS];
+    int n_px = 0;
     vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
     int pad = vc_tokenizer_pad_id(t->tok);
     int nc = st ? 0 : rl_parse_tool_calls_as(a->format, text, pad >= 0 ? vc_tokenizer_id_to_token(t->tok, pad) : NULL,
@@ -257,22 +342,13 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
     cJSON *msgs = cJSON_CreateArray();
     if (!msgs) st = VC_ERR_NOMEM;
     for (int i = 0; i < nc; i++) {
-        char *resp = NULL, *cut = NULL;
-        double reward = 0;
-        if (!st) st = rl_tool_run(a->tools, a->n_tools, &calls[i], p->row, &resp, &reward);
-        if (!st && !(cut = rl_truncate_tool_text(resp, a->max_tool_len, a->trunc))) st = VC_ERR_NOMEM;
-        cJSON *m = st ? NULL : cJSON_CreateObject();
-        if (!st && (!m || !cJSON_AddStringToObject(m, "role", "tool") || !cJSON_AddStringToObject(m, "content", cut)))
-            st = VC_ERR_NOMEM;
-        if (!st) st = add_msg(s, "tool", cut);
-        if (m) cJSON_AddItemToArray(msgs, m);
-        free(resp);
-        free(cut);
+        if (!st) st = tool_response(t, a, d, p, s, &calls[i], msgs, px, pi, &n_px);
         cJSON_Delete(calls[i].args);
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    if (!st) st = render_ids(t, msgs, NULL, 1, &ids, &n);
+    row_where(d, p, where, sizeof where);
+    if (!st) st = render_ids(t, msgs, NULL, 1, pi, n_px, where, &ids, &n);
     cJSON_Delete(msgs);
     size_t cut = !st && n >= a->n_sys ? a->n_sys : 0;
     int64_t add = (int64_t)(n - cut);
@@ -280,7 +356,12 @@ static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_prom
     else if (!st) {
         st = push(s, ids + cut, NULL, add, 0, max_resp);
         s->turns_u++; /* max_user_turns is checked after the next generation, as in verl */
+        if (!st && n_px) { /* the images join the response's (verl's image_data) once the turn is appended */
+            st = add_images(s, rl_images_for(t, d), px, n_px);
+            s->span = s->n;
+        }
     }
+    for (int k = 0; k < n_px; k++) vc_vl_pixels_free(&px[k]);
     free(ids);
     return st;
 }
@@ -298,7 +379,7 @@ static vc_status interaction_turn(vc_rl_trainer *t, const rl_agent *a, ag_state 
     free(reply);
     int32_t *ids = NULL;
     size_t n = 0;
-    if (!st) st = render_ids(t, msgs, NULL, 1, &ids, &n);
+    if (!st) st = render_ids(t, msgs, NULL, 1, NULL, 0, NULL, &ids, &n);
     cJSON_Delete(msgs);
     size_t cut = !st && n >= a->n_sys ? a->n_sys : 0;
     if (!st) st = push(s, ids + cut, NULL, (int64_t)(n - cut), 0, max_resp);
@@ -336,7 +417,7 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
         else {
             int calls = 0;
             st = assistant_msg(t, s, smp[i].tokens, k);
-            if (!st) st = tool_turn(t, a, &d->p[s->prompt], s, smp[i].tokens, k, max_resp, &calls);
+            if (!st) st = tool_turn(t, a, d, s->prompt, s, smp[i].tokens, k, max_resp, &calls);
             if (!st && !calls && s->inter) st = interaction_turn(t, a, s, max_resp);
             else if (!st && !calls) s->done = 1;
         }
@@ -353,7 +434,13 @@ static vc_status to_batch(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S,
         if (S[i].n - S[i].plen > T) T = S[i].n - S[i].plen;
     }
     vc_status st = rl_batch_alloc(b, NS, (int)T, tot);
-    if (!st) b->imgs = rl_images_for(t, d); /* each row's images follow its prompt index */
+    if (!st) b->imgs = rl_images_for(t, d); /* each row's images follow its prompt index ... */
+    for (int i = 0; !st && i < NS; i++)
+        if (S[i].own.n && !(st = rl_batch_rimg_alloc(b))) { /* ... or are its own, with the tools' */
+            b->rimg[i] = S[i].own;
+            b->rspan[i] = S[i].span;
+            memset(&S[i].own, 0, sizeof S[i].own);
+        }
     for (int i = 0; !st && i < NS; i++) {
         ag_state *s = &S[i];
         int64_t o = b->cu[i], r = s->n - s->plen;
@@ -390,9 +477,11 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
         int tools = 0;
         int32_t *ids = NULL;
         size_t len = (size_t)p->len;
-        if (!(st = row_tools(a, p, &tools)) && tools && a->schemas)
-            st = p->n_images ? render_image_ids(t, d, p, a->schemas, &ids, &len)
-                             : render_ids(t, p->messages, a->schemas, 1, &ids, &len);
+        char where[512];
+        row_where(d, p, where, sizeof where);
+        if (!(st = row_tools(a, p, &tools)) && tools && a->schemas) /* with images: the content-list messages */
+            st = render_ids(t, p->n_images ? p->vl_messages : p->messages, a->schemas, 1, p->images, p->n_images, where,
+                            &ids, &len);
         for (int k = 0; !st && k < n_samples; k++) {
             ag_state *q = &S[i * n_samples + k];
             q->prompt = (int)idx[i];
@@ -428,7 +517,8 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
             for (int i = 0; !st && i < NS; i++)
                 if (!S[i].done) {
                     r[nr] = (vc_rollout_request){ S[i].ids, S[i].n, 1, (uint64_t)S[i].prompt * 0x10000u + (uint64_t)(i % n_samples) };
-                    st = rl_images_get(im, S[i].prompt, &r[nr].images);
+                    if (S[i].own.n) r[nr].images = &S[i].own; /* the prompt's and the tools' */
+                    else st = rl_images_get(im, S[i].prompt, &r[nr].images);
                     req_state[nr++] = i;
                 }
             int64_t room = 0;
@@ -451,7 +541,10 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     }
     a->turns_sum = tsum, a->turns_n = NS, a->turns_min = tmin, a->turns_max = tmax;
     if (!st) st = to_batch(t, d, S, NS, n_samples, step_key, max_resp, b);
-    for (int i = 0; S && i < NS; i++) free(S[i].ids), free(S[i].mask), free(S[i].lp), cJSON_Delete(S[i].msgs);
+    for (int i = 0; S && i < NS; i++) {
+        free(S[i].ids), free(S[i].mask), free(S[i].lp), cJSON_Delete(S[i].msgs);
+        free((void *)S[i].own.grid), free((void *)S[i].own.pixels);
+    }
     free(S);
     free(r);
     free(req_state);

@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM };
+struct vc_image;
 struct vc_reward_proc;
 struct rl_mcp;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };
@@ -44,9 +45,16 @@ vc_status rl_mcp_tools_load(const struct cJSON *entry, const char *path, int idx
 /* one call of an MCP tool: the text verl's MCPBaseTool (or MCPSearchTool) gives the model */
 vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
 /* runs one call for a data row (its extra_info.tools_kwargs): the tool's response text (malloc'd) and
- * reward; an unknown tool or bad arguments give verl's error text, not a failure */
-vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row,
-                       char **text, double *tool_reward);
+ * reward, and the image it returns (*image, RGB; width 0: none); an unknown tool or bad arguments give verl's error
+ * text, not a failure. where names the row in refusals. */
+vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row, const char *where,
+                      char **text, double *tool_reward, struct vc_image *image);
+/* verl's ImageZoomInTool (tool_zoom.c): _maybe_resize_bbox (1 with out[4], 0: None), PIL's crop of a box, and one
+ * call (args, the row's create_kwargs) giving the text, the tool reward and the crop (*crop, width 0: none) */
+int rl_zoom_resize_bbox(const double bbox[4], int image_w, int image_h, double out[4]);
+vc_status rl_zoom_crop(const struct vc_image *in, const double box[4], struct vc_image *out);
+vc_status rl_zoom_tool(const struct cJSON *args, const struct cJSON *create_kwargs, const char *where, char **text,
+                       double *tool_reward, struct vc_image *crop);
 /* interactions (interaction_config_path: a list `interaction` of {name, class_name, config}): verl's
  * Gsm8kInteraction is built in, any other class runs in Python (vc_interaction_py_start) */
 typedef struct rl_interaction {

@@ -1,10 +1,12 @@
 /* Tools of the multi-turn agent (verl's tool_agent loop): the tool config file (verl's
  * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}) and the tools verlc runs
  * natively (the tool-call formats are in tool_parser.c). verl's tools are Python classes; verlc implements the ones it ships with
- * under their class names (verl.tools.gsm8k_tool.Gsm8kTool, verl.tools.geo3k_tool.Geo3kTool) and runs any other class in a Python
+ * under their class names (verl.tools.gsm8k_tool.Gsm8kTool, verl.tools.geo3k_tool.Geo3kTool,
+ * verl.tools.image_zoom_in_tool.ImageZoomInTool: tool_zoom.c) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "mcp.h"
+#include "verlc/image.h"
 #include "verlc/config.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
@@ -17,6 +19,7 @@
 static const struct { const char *cls; int kind; } BUILTIN[] = {
     { "verl.tools.gsm8k_tool.Gsm8kTool", RL_TOOL_GSM8K },
     { "verl.tools.geo3k_tool.Geo3kTool", RL_TOOL_GEO3K },
+    { "verl.tools.image_zoom_in_tool.ImageZoomInTool", RL_TOOL_ZOOM },
     { "verlc.tools.CommandTool", RL_TOOL_COMMAND },
 };
 
@@ -456,10 +459,11 @@ static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJS
     return st;
 }
 
-vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const cJSON *row, char **text,
-                       double *tool_reward) {
+vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const cJSON *row, const char *where,
+                      char **text, double *tool_reward, vc_image *image) {
     *text = NULL;
     *tool_reward = 0;
+    memset(image, 0, sizeof *image);
     rl_tool *tool = NULL;
     for (int i = 0; i < n_tools; i++)
         if (!strcmp(tools[i].name, call->name)) tool = &tools[i];
@@ -477,7 +481,9 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
     if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
-    if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K) return command_tool(tool, call, ck, ei, text, tool_reward);
+    if (tool->kind == RL_TOOL_ZOOM) return rl_zoom_tool(call->args, ck, where, text, tool_reward, image);
+    if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K)
+        return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
     vc_status st = tool->kind == RL_TOOL_GEO3K ? geo3k_tool(call->args, gts, text, tool_reward)

@@ -70,18 +70,33 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
 /* ---- rows as bytes ---- */
 #define NA RL_BATCH_ARRAYS
 
-typedef struct { int64_t gidx, plen, rlen, n_ids, T, lk, tk; int32_t prompt, finish; float score; uint32_t n_uid, n_text, n_info; } row_hdr;
+typedef struct {
+    int64_t gidx, plen, rlen, n_ids, T, lk, tk;
+    int64_t img_rows, img_row, img_span; /* the row's own images (rl_batch.rimg): patch rows, their width, span */
+    int32_t prompt, finish, n_img;
+    float score;
+    uint32_t n_uid, n_text, n_info;
+} row_hdr;
 
 /* a row's routes (router replay): lk ints per token */
 static size_t route_bytes(int64_t n_ids, int64_t lk) { return sizeof(int32_t) * (size_t)(n_ids * lk); }
 /* a row's teacher top-k (distillation): T x tk ids and log-probs */
 static size_t topk_bytes(int64_t T, int64_t tk) { return 8 * (size_t)(T * tk); }
+/* a row's own images: n grids and rows x row pixels */
+static size_t img_bytes(int64_t n, int64_t rows, int64_t row) { return 12 * (size_t)n + 4 * (size_t)(rows * row); }
+static int64_t img_rows(const vc_images *im) {
+    int64_t r = 0;
+    for (int k = 0; k < im->n; k++) r += (int64_t)im->grid[3 * k] * im->grid[3 * k + 1] * im->grid[3 * k + 2];
+    return r;
+}
+static const vc_images *own_images(const rl_batch *b, int i) { return b->rimg && b->rimg[i].n ? &b->rimg[i] : NULL; }
 
 static size_t row_bytes(const rl_batch *b, int i) {
     size_t n = sizeof(row_hdr) + sizeof(int32_t) * (size_t)(b->cu[i + 1] - b->cu[i]);
     n += strlen(b->uid[i] ? b->uid[i] : "") + strlen(b->text[i] ? b->text[i] : "") + strlen(b->info[i] ? b->info[i] : "");
+    const vc_images *im = own_images(b, i);
     return n + NA * sizeof(float) * (size_t)b->T + (b->route ? route_bytes(b->cu[i + 1] - b->cu[i], b->route_lk) : 0) +
-           (b->tk_ids ? topk_bytes(b->T, b->tk_k) : 0);
+           (b->tk_ids ? topk_bytes(b->T, b->tk_k) : 0) + (im ? img_bytes(im->n, img_rows(im), im->row) : 0);
 }
 
 static char *put(char *p, const void *src, size_t n) {
@@ -91,8 +106,10 @@ static char *put(char *p, const void *src, size_t n) {
 
 static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     const char *uid = b->uid[i] ? b->uid[i] : "", *text = b->text[i] ? b->text[i] : "", *info = b->info[i] ? b->info[i] : "";
+    const vc_images *im = own_images(b, i);
     row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->route ? b->route_lk : 0,
-                  b->tk_ids ? b->tk_k : 0, b->prompt[i], b->finish[i], b->score[i], (uint32_t)strlen(uid),
+                  b->tk_ids ? b->tk_k : 0, im ? img_rows(im) : 0, im ? im->row : 0, im ? b->rspan[i] : 0,
+                  b->prompt[i], b->finish[i], im ? im->n : 0, b->score[i], (uint32_t)strlen(uid),
                   (uint32_t)strlen(text), (uint32_t)strlen(info) };
     p = put(p, &h, sizeof h);
     p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
@@ -107,6 +124,10 @@ static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
         size_t tk = (size_t)b->T * (size_t)h.tk;
         p = put(p, b->tk_ids + (size_t)i * tk, 4 * tk);
         p = put(p, b->tk_lp + (size_t)i * tk, 4 * tk);
+    }
+    if (im) {
+        p = put(p, im->grid, 12 * (size_t)im->n);
+        p = put(p, im->pixels, 4 * (size_t)(h.img_rows * h.img_row));
     }
     return p;
 }
@@ -159,6 +180,26 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
         memcpy(nb->tk_lp + (size_t)i * own, p + 4 * tk, 4 * n);
         p += 8 * tk;
     }
+    if (h.n_img) { /* the row's own images */
+        vc_status st = rl_batch_rimg_alloc(nb);
+        int32_t *grid = st ? NULL : vc_malloc(12 * (size_t)h.n_img);
+        float *px = grid ? vc_malloc(4 * (size_t)(h.img_rows * h.img_row) + 4) : NULL;
+        if (!px) {
+            free(grid);
+            return VC_ERR_NOMEM;
+        }
+        memcpy(grid, p, 12 * (size_t)h.n_img);
+        memcpy(px, p + 12 * (size_t)h.n_img, 4 * (size_t)(h.img_rows * h.img_row));
+        p += img_bytes(h.n_img, h.img_rows, h.img_row);
+        nb->rimg[i] = (vc_images){ h.n_img, grid, px, h.img_row };
+        nb->rspan[i] = h.img_span;
+        int64_t rows = 0;
+        for (int k = 0; k < 3 * h.n_img; k++) rows = grid[k] > 0 && grid[k] <= (1 << 20) ? rows : -1;
+        if (!rows) rows = img_rows(&nb->rimg[i]);
+        if (rows != h.img_rows)
+            return vc_fail(VC_ERR_FORMAT, "row record %d: its images' grids are not its %lld patch rows", i,
+                           (long long)h.img_rows);
+    }
     *next = p;
     return VC_OK;
 }
@@ -166,7 +207,8 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
 static vc_status skip_row(const char *p, const char **next, row_hdr *h) {
     memcpy(h, p, sizeof *h);
     *next = p + sizeof *h + sizeof(int32_t) * (size_t)h->n_ids + h->n_uid + h->n_text + h->n_info +
-            NA * sizeof(float) * (size_t)h->T + route_bytes(h->n_ids, h->lk) + topk_bytes(h->T, h->tk);
+            NA * sizeof(float) * (size_t)h->T + route_bytes(h->n_ids, h->lk) + topk_bytes(h->T, h->tk) +
+            img_bytes(h->n_img, h->img_rows, h->img_row);
     return VC_OK;
 }
 
@@ -271,8 +313,12 @@ vc_status rl_batch_rows_read(const char *buf, size_t bytes, int T, rl_batch *b) 
         memcpy(&h, buf + at, sizeof h);
         int ok = h.n_ids >= 0 && (size_t)h.n_ids <= left && h.T >= 0 && (size_t)h.T <= left && h.lk == 0 && h.tk == 0 &&
                  h.plen >= 0 && h.rlen >= 0 && h.plen + h.rlen <= h.n_ids && h.rlen <= h.T && h.gidx == (int64_t)k &&
-                 h.n_uid <= left && h.n_text <= left && h.n_info <= left;
-        need = ok ? sizeof h + 4 * (size_t)h.n_ids + h.n_uid + h.n_text + h.n_info + NA * 4 * (size_t)h.T : 0;
+                 h.n_uid <= left && h.n_text <= left && h.n_info <= left && h.n_img >= 0 && (size_t)h.n_img <= left &&
+                 h.img_rows >= 0 && h.img_row >= 0 && (size_t)h.img_rows <= left && (size_t)h.img_row <= left &&
+                 (!h.img_row || (size_t)h.img_rows <= left / (size_t)h.img_row) && h.img_span >= 0 &&
+                 h.img_span <= h.n_ids && (h.n_img > 0) == (h.img_rows > 0);
+        need = ok ? sizeof h + 4 * (size_t)h.n_ids + h.n_uid + h.n_text + h.n_info + NA * 4 * (size_t)h.T +
+                        img_bytes(h.n_img, h.img_rows, h.img_row) : 0;
         if (!ok || need > left) return vc_fail(VC_ERR_FORMAT, "row record %zu does not fit (%lld tokens)", k,
                                                (long long)h.n_ids);
         at += need;

@@ -53,16 +53,32 @@ void rl_images_free(rl_images *c) {
     memset(c, 0, sizeof *c);
 }
 
+vc_status rl_batch_row_images(const rl_batch *b, int r, const vc_images **im, int64_t *span) {
+    if (b->rimg && b->rimg[r].n) {
+        *im = &b->rimg[r];
+        *span = b->rspan[r];
+        return VC_OK;
+    }
+    *span = b->plen[r];
+    return rl_images_get(b->imgs, b->prompt[r], im);
+}
+
+vc_status rl_batch_rimg_alloc(rl_batch *b) {
+    if (b->rimg) return VC_OK;
+    b->rimg = vc_calloc((size_t)b->B + 1, sizeof *b->rimg);
+    b->rspan = vc_calloc((size_t)b->B + 1, sizeof *b->rspan);
+    return b->rimg && b->rspan ? VC_OK : VC_ERR_NOMEM;
+}
+
 vc_status rl_images_of_rows(vc_graph *g, const rl_batch *b, const int *rows, int n, vc_batch *batch) {
-    if (!b->imgs) return VC_OK;
+    if (!b->imgs && !b->rimg) return VC_OK;
     const vc_images **each = vc_graph_alloc(g, sizeof *each * (size_t)(n ? n : 1), 0);
     int64_t *span = vc_graph_alloc(g, sizeof *span * (size_t)(n ? n : 1), 0);
     vc_images *im = vc_graph_alloc(g, sizeof *im, 0);
     if (!each || !span || !im) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
     for (int i = 0; i < n; i++) {
-        vc_status st = rl_images_get(b->imgs, b->prompt[rows[i]], &each[i]);
+        vc_status st = rl_batch_row_images(b, rows[i], &each[i], &span[i]);
         if (st) return st;
-        span[i] = b->plen[rows[i]];
     }
     vc_status st = vc_images_gather(g, each, n, im);
     if (st || !im->n) return st;

@@ -76,8 +76,16 @@ typedef struct rl_batch {
     int tk_k;
     /* image-text models: the images of the rows' prompts (b->prompt indexes them; not owned), NULL: none */
     rl_images *imgs;
+    /* rows whose tool calls returned images (the multi-turn agent): row i's own images when rimg[i].n > 0 (its
+     * prompt's, then the tools' in order; grid and pixels owned) and the tokens they lie in (rspan[i]); NULL: none */
+    vc_images *rimg;
+    int64_t *rspan;
 } rl_batch;
-/* the images of rows[0..n) (their prompts', with their prompt lengths as image spans) into batch (g's arena) */
+/* row r's images (NULL: none) and the tokens they lie in: its own (rimg) or its prompt's (imgs, within plen) */
+vc_status rl_batch_row_images(const rl_batch *b, int r, const vc_images **im, int64_t *span);
+/* b->rimg / b->rspan for b->B rows (zeroed) unless there */
+vc_status rl_batch_rimg_alloc(rl_batch *b);
+/* the images of rows[0..n) (rl_batch_row_images) into batch (g's arena) */
 vc_status rl_images_of_rows(vc_graph *g, const rl_batch *b, const int *rows, int n, vc_batch *batch);
 /* b->tk_ids / tk_lp for k per response position (zeroed) */
 vc_status rl_batch_topk_alloc(rl_batch *b, int k);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char MAGIC[8] = "VCROWS1";
+static const char MAGIC[8] = "VCROWS2"; /* 2: rows carry their tools' images */
 
 /* the project's dump directory */
 static void project_dir(const vc_rl_trainer *t, char *buf, size_t cap) {

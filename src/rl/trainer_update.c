@@ -370,9 +370,8 @@ static vc_status mini_build(mini *m, const rl_batch *b, const int *rows, int n) 
     m->cu[0] = 0;
     for (int i = 0; i < n; i++) {
         int r = rows[i];
-        vc_status st = rl_images_get(b->imgs, b->prompt[r], &m->img[i]);
+        vc_status st = rl_batch_row_images(b, r, &m->img[i], &m->span[i]);
         if (st) return st;
-        m->span[i] = b->plen[r];
         int64_t len = b->cu[r + 1] - b->cu[r], o = m->cu[i];
         memcpy(m->ids + o, b->ids + b->cu[r], sizeof(int32_t) * (size_t)len);
         if (m->route)
@@ -388,7 +387,7 @@ static vc_status mini_build(mini *m, const rl_batch *b, const int *rows, int n) 
     int ng = 0; /* without uids (never in a trainer batch) nothing is shared */
     int grouped = n > 0 && m->uid[0] && vc_group_ids(m->uid, n, m->group, &ng) == VC_OK;
     m->mb = (vc_minibatch){ n, m->cu, m->ids, m->mask, grouped ? m->group : NULL, m->route,
-                            b->imgs ? m->img : NULL, m->span };
+                            b->imgs || b->rimg ? m->img : NULL, m->span };
     return VC_OK;
 }
 

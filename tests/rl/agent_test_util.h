@@ -4,6 +4,7 @@
 #define VC_AGENT_TEST_UTIL_H
 #include "../../src/rl/agent_internal.h"
 #include "vc_test.h"
+#include "verlc/image.h"
 #include "verlc/rollout.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
@@ -43,7 +44,7 @@ static inline void agent_test_tool_cases(rl_tool *tools, int n_tools, const char
         snprintf(call.name, sizeof call.name, "%s", name);
         char *text = NULL;
         double r = 1;
-        CHECK_OK(rl_tool_run(tools, n_tools, &call, row, &text, &r));
+        CHECK_OK(rl_tool_run(tools, n_tools, &call, row, "test row", &text, &r, &(vc_image){ 0 }));
         CHECK_MSG(text && !strcmp(text, c[i].want) && r == c[i].reward, "%s %s -> %s (%g)", name, c[i].args,
                   text ? text : "(null)", r);
         free(text);

@@ -12,6 +12,7 @@
 #include "verlc/chat_template.h"
 #include "verlc/tokenizer.h"
 #include "vc_test.h"
+#include "verlc/image.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static void test_parser(void) {
     rl_tool_call bad = { "calculator", cJSON_Parse("{}") };
     char *text = NULL;
     double r = 0;
-    CHECK_OK(rl_tool_run(tools, 1, &bad, row, &text, &r));
+    CHECK_OK(rl_tool_run(tools, 1, &bad, row, "test row", &text, &r, &(vc_image){ 0 }));
     CHECK_MSG(text && !strcmp(text, "Error when executing tool: 'calculator'"), "unknown tool: %s", text);
     free(text);
     cJSON_Delete(bad.args);
@@ -367,7 +368,7 @@ static void test_command_tool(void) {
         call.args = cJSON_Parse("{\"answer\": \"72\"}");
         char *text = NULL;
         double r = -1, t0 = vc_now();
-        CHECK_OK(rl_tool_run(tools, n, &call, NULL, &text, &r));
+        CHECK_OK(rl_tool_run(tools, n, &call, NULL, "test row", &text, &r, &(vc_image){ 0 }));
         CHECK_MSG(text && !strncmp(text, CASES[i].want, strlen(CASES[i].want)) && r == CASES[i].reward,
                   "%s: %s (%g)", CASES[i].name, text ? text : "(null)", r);
         CHECK_MSG(vc_now() - t0 < 3, "%s took %.1f s", CASES[i].name, vc_now() - t0);
@@ -428,7 +429,7 @@ static void test_python_tool(void) {
         call.args = cJSON_Parse(args);
         char *text = NULL;
         double r = -1;
-        CHECK_OK(rl_tool_run(tools, n, &call, row, &text, &r));
+        CHECK_OK(rl_tool_run(tools, n, &call, row, "test row", &text, &r, &(vc_image){ 0 }));
         CHECK_MSG(text && !strcmp(text, CASES[i].want) && r == CASES[i].reward, "python tool %s: %s (%g)",
                   CASES[i].answer, text ? text : "(null)", r);
         free(text);
@@ -509,7 +510,7 @@ static void test_function_tools(const char *tok_dir) {
         call.args = cJSON_Parse(args);
         char *text = NULL;
         double r = -1;
-        CHECK_OK(rl_tool_run(tl, n, &call, row, &text, &r));
+        CHECK_OK(rl_tool_run(tl, n, &call, row, "test row", &text, &r, &(vc_image){ 0 }));
         CHECK_MSG(text && !strcmp(text, CASES[i].want) && r == CASES[i].reward, "function tool %s: %s (%g)",
                   CASES[i].name, text ? text : "(null)", r);
         free(text);

@@ -12,6 +12,7 @@
 #include "verlc/reward.h"
 #include "../cli_util.h"
 #include "vc_test.h"
+#include "verlc/image.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static char *run(rl_tool *t, int n, const char *name, const char *args) {
     snprintf(c.name, sizeof c.name, "%s", name);
     char *text = NULL;
     double r = -1;
-    CHECK_OK(rl_tool_run(t, n, &c, NULL, &text, &r));
+    CHECK_OK(rl_tool_run(t, n, &c, NULL, "test row", &text, &r, &(vc_image){ 0 }));
     CHECK(r == 0);
     cJSON_Delete(c.args);
     return text ? text : vc_strdup("(none)");
