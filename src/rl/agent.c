@@ -299,7 +299,7 @@ static vc_status tool_response(vc_rl_trainer *t, const rl_agent *a, const vc_rl_
     row_where(d, p, where, sizeof where);
     vc_status st = rl_tool_run(a->tools, a->n_tools, call, p->row, where, &resp, &reward, &img);
     if (!st && !(cut = rl_truncate_tool_text(resp, a->max_tool_len, a->trunc))) st = VC_ERR_NOMEM;
-    if (!st && img.width && (!d->vl || !t->actor || vc_model_cfg(t->actor)->image_id < 0))
+    if (!st && img.width && !d->vl)
         st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tool %s returned an image, but the model takes no images (verl: use a "
                      "vision-language model)", where, call->name);
     if (!st && img.width) {

@@ -6,6 +6,7 @@
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "mcp.h"
+#include "py_text.h"
 #include "verlc/image.h"
 #include "verlc/config.h"
 #include "verlc/reward.h"
@@ -370,7 +371,7 @@ static void py_repr(const char *s, char *out, size_t cap) {
  * correct answer and -0.05 otherwise */
 static vc_status gsm8k_tool(const cJSON *args, const char *ground_truth, char **text, double *tool_reward) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "answer");
-    char *ans = !a ? vc_strdup("") : cJSON_IsString(a) ? vc_strdup(a->valuestring) : cJSON_PrintUnformatted(a);
+    char *ans = !a ? vc_strdup("") : pt_py_repr(a, 1); /* str(answer) */
     if (!ans) return VC_ERR_NOMEM;
     size_t n = strlen(ans) + 8;
     char *resp = vc_malloc(n), *rep = vc_malloc(2 * strlen(ans) + 8);
@@ -395,7 +396,7 @@ static vc_status gsm8k_tool(const cJSON *args, const char *ground_truth, char **
  * a fresh instance per call, so the tool reward is 0 for a correct answer and -0.05 otherwise */
 static vc_status geo3k_tool(const cJSON *args, const char *ground_truth, char **text, double *tool_reward) {
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(args, "answer");
-    char *ans = !a ? vc_strdup("") : cJSON_IsString(a) ? vc_strdup(a->valuestring) : cJSON_PrintUnformatted(a);
+    char *ans = !a ? vc_strdup("") : pt_py_repr(a, 1); /* str(answer) */
     if (!ans) return VC_ERR_NOMEM;
     double reward = ground_truth && vc_mathruler_grade(ans, ground_truth) ? 1.0 : 0.0;
     *tool_reward = reward > 0.0 ? 0.0 : -0.05;

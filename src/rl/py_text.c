@@ -2,8 +2,10 @@
  * a decoded response, substring search, str.isspace / str.strip, json.loads, int() / float() of a string,
  * ast.literal_eval of the literals a model writes, and the findall scans of their non-greedy regexes. */
 #include "py_text.h"
+#include "verlc/core.h"
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -70,6 +72,125 @@ cJSON *pt_str_of(pt_span s) {
     return j;
 }
 
+/* the number nodes of j in document order (a pre-order walk) into out[] (at most cap); returns how many */
+static size_t number_nodes(cJSON *j, cJSON **out, size_t n, size_t cap) {
+    for (; j; j = j->next) {
+        if (cJSON_IsNumber(j) && n < cap) out[n] = j;
+        n += cJSON_IsNumber(j);
+        n = number_nodes(j->child, out, n, cap);
+    }
+    return n;
+}
+
+/* json.loads tells 3 from 3.0 (an int from a float) and cJSON does not: each number node of j keeps its token from
+ * the text t in valuestring (cJSON copies and frees it with the node and prints numbers from valuedouble) */
+static void keep_number_tokens(cJSON *j, const char *t) {
+    size_t n = 0, k = 0;
+    for (const char *p = t; *p; p++) { /* the number tokens outside strings */
+        if (*p == '"')
+            for (p++; *p && *p != '"'; p++) p += *p == '\\' && p[1];
+        else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            n++;
+            while (p[1] && strchr("0123456789+-.eE", p[1])) p++;
+        }
+        if (!*p) break;
+    }
+    cJSON **nodes = n ? malloc(sizeof *nodes * n) : NULL;
+    if (!nodes || number_nodes(j, nodes, 0, n) != n) {
+        free(nodes);
+        return;
+    }
+    for (const char *p = t; *p && k < n; p++) {
+        if (*p == '"')
+            for (p++; *p && *p != '"'; p++) p += *p == '\\' && p[1];
+        else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            size_t len = strspn(p, "0123456789+-.eE");
+            char *tok = malloc(len + 1);
+            if (tok) memcpy(tok, p, len), tok[len] = 0;
+            nodes[k++]->valuestring = tok;
+            p += len - 1;
+        }
+        if (!*p) break;
+    }
+    free(nodes);
+}
+
+int pt_json_number_repr(const cJSON *v, char *buf, size_t cap) {
+    if (!cJSON_IsNumber(v)) return 0;
+    const char *tok = v->valuestring;
+    int is_float = tok ? strpbrk(tok, ".eE") != NULL : !(v->valuedouble == floor(v->valuedouble) &&
+                                                          fabs(v->valuedouble) < 9007199254740992.0);
+    if (is_float) vc_py_float_repr(v->valuedouble, buf, cap);
+    else if (tok) snprintf(buf, cap, "%s", strcmp(tok, "-0") ? tok : "0"); /* Python's int, digit for digit */
+    else snprintf(buf, cap, "%.0f", v->valuedouble);
+    return 1;
+}
+
+/* ---- repr() / str() of what json.loads made ---- */
+
+typedef struct { char *s; size_t n, cap; int nomem; } sbuf;
+
+static void put(sbuf *b, const char *s) {
+    size_t k = strlen(s);
+    if (b->nomem) return;
+    if (b->n + k + 1 > b->cap) {
+        size_t cap = (b->n + k + 1) * 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->nomem = 1;
+            return;
+        }
+        b->s = p, b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, k + 1);
+    b->n += k;
+}
+
+/* repr() of a JSON value as json.loads gives it (a tool call's numbers know whether they were ints or floats) */
+static void py_value(sbuf *b, const cJSON *v) {
+    char num[40];
+    if (cJSON_IsNumber(v)) {
+        pt_json_number_repr(v, num, sizeof num);
+        put(b, num);
+    } else if (cJSON_IsString(v)) {
+        int dq = strchr(v->valuestring, '\'') && !strchr(v->valuestring, '"');
+        put(b, dq ? "\"" : "'");
+        for (const char *s = v->valuestring; *s; s++) {
+            char c[8] = { *s, 0 };
+            if (*s == '\\') strcpy(c, "\\\\");
+            else if (*s == '\n') strcpy(c, "\\n");
+            else if (*s == '\t') strcpy(c, "\\t");
+            else if (*s == '\r') strcpy(c, "\\r");
+            else if (*s == '\'' && !dq) strcpy(c, "\\'");
+            put(b, c);
+        }
+        put(b, dq ? "\"" : "'");
+    } else if (cJSON_IsBool(v)) put(b, cJSON_IsTrue(v) ? "True" : "False");
+    else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+        int obj = cJSON_IsObject(v), first = 1;
+        put(b, obj ? "{" : "[");
+        for (const cJSON *e = v->child; e; e = e->next, first = 0) {
+            if (!first) put(b, ", ");
+            if (obj) {
+                cJSON key = { .type = cJSON_String, .valuestring = e->string };
+                py_value(b, &key);
+                put(b, ": ");
+            }
+            py_value(b, e);
+        }
+        put(b, obj ? "}" : "]");
+    } else put(b, "None");
+}
+
+char *pt_py_repr(const cJSON *v, int as_str) {
+    sbuf b = { 0 };
+    if (as_str && cJSON_IsString(v)) put(&b, v->valuestring);
+    else py_value(&b, v);
+    if (!b.nomem && !b.s) put(&b, "");
+    if (b.nomem) free(b.s);
+    return b.nomem ? NULL : b.s;
+}
+
 /* json.loads: the whole pt_span one JSON value (surrounding whitespace allowed), else NULL */
 cJSON *pt_json_loads(pt_span s) {
     char *t = malloc(s.n + 1);
@@ -77,6 +198,7 @@ cJSON *pt_json_loads(pt_span s) {
     memcpy(t, s.p, s.n);
     t[s.n] = 0;
     cJSON *j = cJSON_ParseWithOpts(t, NULL, 1);
+    if (j) keep_number_tokens(j, t);
     free(t);
     return j;
 }

@@ -18,6 +18,11 @@ const char *pt_skip_space(const char *p, const char *end);
 pt_span pt_strip(pt_span s); /* str.strip() */
 struct cJSON *pt_str_of(pt_span s);        /* a JSON string of the span */
 struct cJSON *pt_json_loads(pt_span s);    /* json.loads of the whole span, NULL if it is not JSON */
+/* repr() of a number node as json.loads makes it: an int's digits, a float's repr ("3.0", "1e-05"); pt_json_loads'
+ * nodes know which they are, other numbers print as ints when whole; 0 when v is not a number */
+int pt_json_number_repr(const struct cJSON *v, char *buf, size_t cap);
+/* Python's repr() of a value json.loads made (as_str: str(), a string as it is), malloc'd; NULL when out of memory */
+char *pt_py_repr(const struct cJSON *v, int as_str);
 struct cJSON *pt_json_or_text(pt_span s);  /* stripped, then json.loads, else the stripped text */
 int pt_py_int(pt_span s, double *out);     /* int(text): 0 when Python refuses it */
 int pt_py_float(pt_span s, double *out);   /* float(text): 0 when Python refuses it (inf and nan taken) */

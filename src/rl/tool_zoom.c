@@ -6,6 +6,7 @@
 #include "agent_internal.h"
 #include "data/vl_rows.h"
 #include "prm800k.h"
+#include "py_text.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -78,71 +79,6 @@ vc_status rl_zoom_crop(const vc_image *in, const double box[4], vc_image *out) {
     return VC_OK;
 }
 
-/* ---- Python's str() of the call's values ---- */
-
-typedef struct { char *s; size_t n, cap; int nomem; } sbuf;
-
-static void put(sbuf *b, const char *s) {
-    size_t k = strlen(s);
-    if (b->nomem) return;
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = (b->n + k + 1) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = p, b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, k + 1);
-    b->n += k;
-}
-
-/* repr() of a JSON value as json.loads gives it (a number with no fraction prints as an int: the text's 3.0 and 3
- * are one double here) */
-static void py_value(sbuf *b, const cJSON *v) {
-    char num[40];
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d == floor(d) && fabs(d) < 9007199254740992.0) snprintf(num, sizeof num, "%.0f", d);
-        else vc_py_float_repr(d, num, sizeof num);
-        put(b, num);
-    } else if (cJSON_IsString(v)) {
-        int dq = strchr(v->valuestring, '\'') && !strchr(v->valuestring, '"');
-        put(b, dq ? "\"" : "'");
-        for (const char *s = v->valuestring; *s; s++) {
-            char c[8] = { *s, 0 };
-            if (*s == '\\') strcpy(c, "\\\\");
-            else if (*s == '\n') strcpy(c, "\\n");
-            else if (*s == '\t') strcpy(c, "\\t");
-            else if (*s == '\r') strcpy(c, "\\r");
-            else if (*s == '\'' && !dq) strcpy(c, "\\'");
-            put(b, c);
-        }
-        put(b, dq ? "\"" : "'");
-    } else if (cJSON_IsBool(v)) put(b, cJSON_IsTrue(v) ? "True" : "False");
-    else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
-        int obj = cJSON_IsObject(v), first = 1;
-        put(b, obj ? "{" : "[");
-        for (const cJSON *e = v->child; e; e = e->next, first = 0) {
-            if (!first) put(b, ", ");
-            if (obj) {
-                cJSON key = { .type = cJSON_String, .valuestring = e->string };
-                py_value(b, &key);
-                put(b, ": ");
-            }
-            py_value(b, e);
-        }
-        put(b, obj ? "}" : "]");
-    } else put(b, "None");
-}
-
-/* str(): a string as it is, anything else as repr */
-static void py_str(sbuf *b, const cJSON *v) {
-    if (cJSON_IsString(v)) put(b, v->valuestring);
-    else py_value(b, v);
-}
-
 /* Python's truth of a JSON value */
 static int truthy(const cJSON *v) {
     if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return 0;
@@ -158,10 +94,9 @@ static int py_to_float(const cJSON *v, double *out, char *err, size_t cap) {
     if (cJSON_IsBool(v)) return *out = cJSON_IsTrue(v), 1;
     if (cJSON_IsString(v)) {
         if (vc_py_float(v->valuestring, out)) return 1;
-        sbuf b = { 0 };
-        py_value(&b, v);
-        snprintf(err, cap, "could not convert string to float: %s", b.s ? b.s : "''");
-        free(b.s);
+        char *r = pt_py_repr(v, 0);
+        snprintf(err, cap, "could not convert string to float: %.300s", r ? r : "''");
+        free(r);
         return 0;
     }
     snprintf(err, cap, "float() argument must be a string or a real number, not '%s'",
@@ -204,7 +139,6 @@ vc_status rl_zoom_tool(const cJSON *args, const cJSON *ck, const char *where, ch
     const cJSON *bb = cJSON_GetObjectItemCaseSensitive(args, "bbox_2d"), *label = cJSON_GetObjectItemCaseSensitive(args, "label");
     char err[400];
     double box[4], out[4];
-    sbuf b = { 0 };
     if (!truthy(bb) || py_len(bb) != 4) {
         vc_image_free(&fetched);
         return reply(text, reward, -0.05, "Error: bbox_2d parameter is missing or not a list of 4 numbers.");
@@ -237,33 +171,20 @@ vc_status rl_zoom_tool(const cJSON *args, const cJSON *ck, const char *where, ch
         vc_image_free(&fetched);
         return reply(text, reward, -0.05, msg);
     }
-    py_str(&b, bb); /* f"{bbox_2d}" */
-    if (!rl_zoom_resize_bbox(box, fetched.width, fetched.height, out)) {
-        sbuf m = { 0 };
-        put(&m, "Error: The specified bounding box ");
-        put(&m, b.s ? b.s : "");
-        put(&m, " is invalid or results in a crop smaller than the minimum size of 28x28.");
-        st = b.nomem || m.nomem ? VC_ERR_NOMEM : reply(text, reward, -0.05, m.s);
-        free(m.s), free(b.s);
-        vc_image_free(&fetched);
-        return st;
+    char *bs = pt_py_repr(bb, 1), *ls = truthy(label) ? pt_py_repr(label, 1) : NULL; /* f"{bbox_2d}", f"{label}" */
+    size_t cap = (bs ? strlen(bs) : 0) + (ls ? strlen(ls) : 0) + 128;
+    char *m = bs && (ls || !truthy(label)) ? vc_malloc(cap) : NULL;
+    if (!m) st = VC_ERR_NOMEM;
+    else if (!rl_zoom_resize_bbox(box, fetched.width, fetched.height, out)) {
+        snprintf(m, cap, "Error: The specified bounding box %s is invalid or results in a crop smaller than the "
+                 "minimum size of %dx%d.", bs, MIN_DIM, MIN_DIM);
+        st = reply(text, reward, -0.05, m);
+    } else if (!(st = rl_zoom_crop(&fetched, out, crop))) {
+        snprintf(m, cap, "Zoomed in on the image to the region %s%s%s.", bs, ls ? " with label " : "", ls ? ls : "");
+        st = reply(text, reward, 0.0, m);
     }
-    st = rl_zoom_crop(&fetched, out, crop);
+    free(m), free(bs), free(ls);
     vc_image_free(&fetched);
-    if (st) {
-        free(b.s);
-        return st;
-    }
-    sbuf m = { 0 };
-    put(&m, "Zoomed in on the image to the region ");
-    put(&m, b.s ? b.s : "");
-    if (truthy(label)) {
-        put(&m, " with label ");
-        py_str(&m, label);
-    }
-    put(&m, ".");
-    st = b.nomem || m.nomem ? VC_ERR_NOMEM : reply(text, reward, 0.0, m.s);
-    free(m.s), free(b.s);
     if (st) vc_image_free(crop);
     return st;
 }
