@@ -1,0 +1,14 @@
+/* A tiny Qwen2-VL config.json (vision tower of one block) with the Qwen3 tokenizer's special ids, for the image-text
+ * RL tests; %d: the vocabulary (the tokenizer's size). */
+#ifndef VC_TEST_VL_CFG_H
+#define VC_TEST_VL_CFG_H
+#define RL_CLI_QWEN2_VL_CFG \
+    "{\"architectures\":[\"Qwen2VLForConditionalGeneration\"],\"model_type\":\"qwen2_vl\",\"vocab_size\":%d," \
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1," \
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000," \
+    "\"rope_scaling\":{\"type\":\"mrope\",\"mrope_section\":[4,6,6]},\"hidden_act\":\"silu\"," \
+    "\"tie_word_embeddings\":true,\"bos_token_id\":151643,\"eos_token_id\":151645,\"image_token_id\":151655," \
+    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"torch_dtype\":\"float32\"," \
+    "\"vision_config\":{\"depth\":1,\"embed_dim\":32,\"num_heads\":2,\"mlp_ratio\":2,\"hidden_size\":64," \
+    "\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_chans\":3,\"hidden_act\":\"quick_gelu\"}}"
+#endif
