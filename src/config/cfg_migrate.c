@@ -19,6 +19,8 @@ static const struct { const char *from, *to; } MIGRATE[] = {
     { "reward.reward_model.model_path", "reward_model.model.path" },
     { "reward.reward_kwargs", "reward_model.reward_kwargs" },
     { "reward.sandbox_fusion.url", "reward_model.sandbox_fusion.url" },
+    { "reward.sandbox_fusion.max_concurrent", "reward_model.sandbox_fusion.max_concurrent" },
+    { "reward.sandbox_fusion.memory_limit_mb", "reward_model.sandbox_fusion.memory_limit_mb" },
 };
 
 /* the value at path, or NULL when it is absent or as the defaults have it */

@@ -80,8 +80,11 @@ static const struct notice_rule RULES[] = {
     { "reward.reward_model.nnodes", NULL, 0, R_RAY },
     { "reward.reward_model.rollout.**", NULL, N_ACCEPT_UNKNOWN, R_ENGINE },
     { "reward.reward_kwargs.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: reward_model.reward_kwargs */
-    { "**.sandbox_fusion.**", NULL, 0, "verl's sandbox fusion code executor is not built in (rewards come from verlc's "
-                                       "scorers or custom_reward_function)" },
+    /* honoured: the code data sources' reward (src/rl/sandbox.c) */
+    { "reward_model.sandbox_fusion.**", NULL, N_SILENT, "" },
+    { "reward.sandbox_fusion.**", NULL, N_SILENT, "" },
+    { "**.sandbox_fusion.**", NULL, 0, "verlc's Sandbox Fusion client is the reward's (reward_model.sandbox_fusion.*); "
+                                       "tools that run code in a sandbox are verl's Python" },
     { "ray_kwargs.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "ray_init.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "transfer_queue.**", NULL, 0, R_RAY },

@@ -57,7 +57,7 @@ static const char *const SEARCH_R1[] = { "searchR1_nq", "searchR1_triviaqa", "se
 /* verl's prime_math sources */
 static const char *const NUMINA[] = { "numina_aops_forum", "numina_synthetic_math", "numina_amc_aime",
                                       "numina_synthetic_amc", "numina_cn_k12", "numina_olympiads" };
-/* data sources verl's default_compute_score scores with code sandboxes (Python-only here) */
+/* data sources verl's default_compute_score scores by running code (with a sandbox URL: src/rl/sandbox.c) */
 static const char *const VERL_PYTHON[] = { "codecontests", "apps", "codeforces", "taco" };
 
 /* verl's math_dapo sources: its dict result {"score", "acc", "pred"} */
@@ -103,8 +103,10 @@ vc_status vc_reward_default_info(const char *data_source, const char *solution_s
     if (!is_math && !dapo && strcmp(data_source, "openai/gsm8k"))
         return vc_fail(VC_ERR_UNSUPPORTED, "reward function is not implemented for data_source '%s'%s", data_source,
                        IN(data_source, VERL_PYTHON)
-                           ? " in verlc (verl scores it in Python: with verl installed, custom_reward_function.path="
-                             "pkg://verl.utils.reward_score custom_reward_function.name=default_compute_score)"
+                           ? " without a sandbox: set reward_model.sandbox_fusion.url to a Sandbox Fusion service's "
+                             "run_code endpoint (or, with verl installed, custom_reward_function.path="
+                             "pkg://verl.utils.reward_score custom_reward_function.name=default_compute_score for its "
+                             "local prime_code)"
                            : "");
     char *gt = gt_text(ground_truth);
     if (!gt) return VC_ERR_NOMEM;

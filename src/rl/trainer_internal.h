@@ -2,6 +2,7 @@
 #ifndef VC_TRAINER_INTERNAL_H
 #define VC_TRAINER_INTERNAL_H
 #include "rl_internal.h"
+#include "sandbox.h"
 #include "verlc/data.h"
 #include "verlc/dist.h"
 
@@ -99,6 +100,7 @@ struct vc_rl_trainer {
     char *reward_kwargs;        /* the Python function's extra keyword arguments as JSON (NULL: none) */
     int reward_py;              /* reward_cmd is verl's Python file / pkg:// module (else a program) */
     int reward_mgr;             /* reward_model.reward_manager: RL_RM_* */
+    vc_sandbox_opts sandbox;    /* reward_model.sandbox_fusion (url NULL: none): the code data sources' reward */
     char exp_name[128];         /* trainer.experiment_name (the gdpo manager puts it in extra_info) */
     int reward_timeout_ms;
     rl_metrics met;   /* this step */

@@ -146,13 +146,42 @@ static vc_status score_rows_batched(vc_rl_trainer *t, const vc_rl_dataset *d, co
     return st;
 }
 
+/* the rows verl's default_compute_score sends to the sandbox, scored together (done[i] 1 for them) */
+static vc_status sandbox_rows(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, double *s, cJSON **info,
+                              uint8_t *done) {
+    int n = 0;
+    for (int i = 0; i < b->B; i++) n += vc_sandbox_source(d->p[b->prompt[i]].data_source) && d->p[b->prompt[i]].ground_truth;
+    if (!n || !t->sandbox.url || t->proc || t->reward_cmd) return VC_OK; /* a custom reward function scores them */
+    const char **sol = vc_calloc((size_t)n, sizeof *sol), **gt = vc_calloc((size_t)n, sizeof *gt);
+    double *sc = vc_calloc((size_t)n, sizeof *sc);
+    int *row = vc_calloc((size_t)n, sizeof *row), k = 0;
+    vc_status st = sol && gt && sc && row ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < b->B; i++) {
+        const vc_rl_prompt *p = &d->p[b->prompt[i]];
+        if (vc_sandbox_source(p->data_source) && p->ground_truth) row[k] = i, sol[k] = b->text[i], gt[k++] = p->ground_truth;
+    }
+    if (!st) st = vc_sandbox_score(&t->sandbox, n, sol, gt, sc);
+    for (int j = 0; !st && j < n; j++) {
+        s[row[j]] = sc[j];
+        done[row[j]] = 1;
+        if (info && !(info[row[j]] = scalar_info(sc[j]))) st = VC_ERR_NOMEM;
+    }
+    free(sol), free(gt), free(sc), free(row);
+    return st;
+}
+
 static vc_status score_rows(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_batch *b, double *s, int *failed,
                             cJSON **info, char *first_err, size_t n_err) {
     vc_status st = VC_OK;
+    uint8_t *done = vc_calloc((size_t)b->B + 1, 1);
+    if (!done) return VC_ERR_NOMEM;
     if (t->reward_mgr == RL_RM_BATCH) st = score_rows_batched(t, d, b, s, failed, info);
-    else
+    else {
+        st = sandbox_rows(t, d, b, s, info, done);
         for (int i = 0; !st && i < b->B; i++)
-            st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s[i], &failed[i], &info[i]);
+            if (!done[i]) st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s[i], &failed[i], &info[i]);
+    }
+    free(done);
     for (int i = 0; !st && i < b->B && !*first_err; i++)
         if (failed[i]) snprintf(first_err, n_err, "%s", vc_last_error());
     for (int i = 0; !st && t->reward_mgr == RL_RM_BATCH && i < b->B; i++) /* {"score": x} alone: acc = score */
@@ -281,6 +310,22 @@ out:
     return st;
 }
 
+/* reward_model.sandbox_fusion: verl's default_compute_score runs the code data sources there when url is set */
+static vc_status read_sandbox(vc_rl_trainer *t, const vc_config *c) {
+    int64_t conc = 64, mem = 1024;
+    t->sandbox = (vc_sandbox_opts){ .timeout_s = 10, .retry_delay = 1.0 };
+    vc_status st = vc_config_get_str_or(c, "reward_model.sandbox_fusion.url", NULL, &t->sandbox.url);
+    if (!st) st = vc_config_get_int_or(c, "reward_model.sandbox_fusion.max_concurrent", 64, &conc);
+    if (!st) st = vc_config_get_int_or(c, "reward_model.sandbox_fusion.memory_limit_mb", 1024, &mem);
+    if (st) return st;
+    if (t->sandbox.url && !*t->sandbox.url) t->sandbox.url = NULL;
+    if (conc < 1 || conc > 100000 || mem < 1 || mem > (1 << 24))
+        return vc_fail(VC_ERR_ARG, "reward_model.sandbox_fusion: max_concurrent %lld and memory_limit_mb %lld must be "
+                       "positive", (long long)conc, (long long)mem);
+    t->sandbox.max_concurrent = (int)conc, t->sandbox.memory_limit_mb = (int)mem;
+    return VC_OK;
+}
+
 static vc_status read_manager(vc_rl_trainer *t, const vc_config *c) {
     const char *name = NULL, *src = NULL;
     vc_status st = vc_config_get_str_or(c, "reward_manager.name", NULL, &name);
@@ -312,6 +357,7 @@ vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c) {
     if (!st) st = vc_config_get_str_or(c, "trainer.experiment_name", "", &exp);
     if (!st) snprintf(t->exp_name, sizeof t->exp_name, "%s", exp ? exp : "");
     if (!st) st = read_overlong(t, c, "reward_model.overlong_buffer", t->max_resp);
+    if (!st) st = read_sandbox(t, c);
     if (!st) st = read_manager_kwargs(t, c, &batch_kw);
     if (!st) st = vc_config_get_str_or(c, "custom_reward_function.path", NULL, &t->reward_cmd);
     if (!st) st = vc_config_get_str_or(c, "custom_reward_function.name", "compute_score", &t->reward_name);

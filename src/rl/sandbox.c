@@ -1,0 +1,416 @@
+/* verl's Sandbox Fusion reward (verl/utils/reward_score/sandbox_fusion at b178a3cd): the completion's code is run by a
+ * Sandbox Fusion service (https://github.com/bytedance/SandboxFusion, its /run_code API) on each test case, through
+ * libcurl, and each case is judged as verl judges the service's answer:
+ *   - the request: {"compile_timeout", "run_timeout", "code", "stdin", "memory_limit_MB", "language": "python",
+ *     "files": {}, "fetch_files": []}; a 504 answer is retried twice after 1 and 2 s, any other failure fails
+ *     the case;
+ *   - "Success" with the run "Finished": the stdout, trailing newlines stripped, against str(expected output)
+ *     (a case whose expected output is null passes);
+ *   - "Failed": a compile error (and every later case with it), a runtime error or a time-out; anything else an
+ *     error. Only passes count.
+ * With "fn_name" the code is wrapped in a harness (written for verlc, doing what verl's does): the standard
+ * modules verl's harness star-imports, the function (or Solution().fn_name) called on the arguments read as one
+ * JSON value per stdin line, its result printed as JSON (dict, list, tuple, None, bool) or with str(). With
+ * "assert_case" each case's assertion is appended to the code. The score is verl's continuous one: the pass
+ * rate of the first 10 cases (only those are run: the rest never count). */
+#include "sandbox.h"
+#include "py_text.h"
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#define FIRST_CASES 10 /* continuous=True scores the first 10 cases */
+
+int vc_sandbox_source(const char *ds) {
+    static const char *const S[] = { "codecontests", "apps", "codeforces", "taco" };
+    for (size_t i = 0; ds && i < sizeof S / sizeof S[0]; i++)
+        if (!strcmp(ds, S[i])) return 1;
+    return 0;
+}
+
+/* Python's str.strip().isalpha() of s[0..n) */
+static int py_stripped_isalpha(const char *s, size_t n) {
+    const uint8_t *p = (const uint8_t *)s;
+    utf8proc_ssize_t i = 0, len = (utf8proc_ssize_t)n;
+    int letters = 0, after_space = 0;
+    while (i < len) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate(p + i, len - i, &c);
+        if (k <= 0) return 0;
+        i += k;
+        utf8proc_category_t cat = utf8proc_category(c);
+        int space = (c >= 9 && c <= 13) || (c >= 28 && c <= 32) || c == 0x85 || c == 0xA0 || cat == UTF8PROC_CATEGORY_ZS ||
+                    cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+        if (space) {
+            after_space |= letters > 0;
+            continue;
+        }
+        if (after_space) return 0; /* a space inside the stripped text */
+        if (!(cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT ||
+              cat == UTF8PROC_CATEGORY_LM || cat == UTF8PROC_CATEGORY_LO))
+            return 0;
+        letters++;
+    }
+    return letters > 0;
+}
+
+static char *ndup(const char *s, size_t n) {
+    char *d = vc_malloc(n + 1);
+    if (d) memcpy(d, s, n), d[n] = 0;
+    return d;
+}
+
+char *vc_sandbox_code(const char *c) {
+    const char *py = NULL, *q;
+    for (q = strstr(c, "```python"); q; q = strstr(q + 1, "```python")) py = q; /* split(...)[-1] */
+    if (py) {
+        py += 9;
+        const char *end = strstr(py, "```");
+        return ndup(py, end ? (size_t)(end - py) : strlen(py));
+    }
+    const char *a = strstr(c, "```");
+    if (!a) return NULL;
+    a += 3;
+    const char *end = strstr(a, "```"), *nl = strchr(a, '\n');
+    size_t n = end ? (size_t)(end - a) : strlen(a);
+    if (nl && (size_t)(nl - a) < n && py_stripped_isalpha(a, (size_t)(nl - a))) /* a language name line */
+        return ndup(nl + 1, n - (size_t)(nl + 1 - a));
+    return ndup(a, n);
+}
+
+/* the harness of a function-call case (verl's fn_name path): stdin lines as JSON arguments, the result printed */
+static const char HARNESS_HEAD[] =
+    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, "
+    "functools, operator, io, sys, json, traceback\n"
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
+    "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\nfrom random import *\n"
+    "from statistics import *\nfrom itertools import *\nfrom functools import *\nfrom operator import *\n"
+    "from io import *\nfrom sys import *\nfrom json import *\nfrom builtins import *\nfrom typing import *\n"
+    "import string, re, datetime, collections, heapq, bisect, copy, math, random, statistics, itertools, "
+    "functools, operator, io, sys, json\n\n";
+static const char HARNESS_TAIL[] =
+    "\n\ndef __verlc_call(name):\n"
+    "    text = sys.stdin.read()\n"
+    "    try:\n"
+    "        args = [json.loads(l) for l in text.split('\\n')] if text.strip() else []\n"
+    "    except json.JSONDecodeError as e:\n"
+    "        sys.stderr.write('arguments of %%s are not JSON lines: %%s\\n' %% (name, e))\n"
+    "        return None, True\n"
+    "    try:\n"
+    "        g = globals()\n"
+    "        fn = g[name] if name in g else getattr(g['Solution'](), name) if 'Solution' in g else None\n"
+    "        if not fn:\n"
+    "            sys.stderr.write('no function or method %%s\\n' %% name)\n"
+    "            return None, True\n"
+    "        return fn(*args), False\n"
+    "    except Exception:\n"
+    "        sys.stderr.write(traceback.format_exc())\n"
+    "        return None, True\n\n"
+    "if __name__ == '__main__':\n"
+    "    __r, __failed = __verlc_call(%s)\n"
+    "    if not __failed:\n"
+    "        print(json.dumps(__r) if __r is None or isinstance(__r, (dict, list, tuple, bool)) else str(__r))\n";
+
+/* the code of one case: the generation, then the case's assertion, wrapped when the cases name a function */
+static char *case_code(const char *gen, const char *assert_case, const cJSON *fn_name) {
+    size_t n = strlen(gen) + strlen(assert_case) + 4;
+    char *code = vc_malloc(n), *fn = NULL;
+    if (!code) return NULL;
+    snprintf(code, n, "%s\n\n%s", gen, assert_case);
+    if (!cJSON_IsString(fn_name) || !*fn_name->valuestring) return code;
+    cJSON *name = cJSON_CreateString(fn_name->valuestring); /* a Python string literal (JSON's is one) */
+    fn = name ? cJSON_PrintUnformatted(name) : NULL;
+    cJSON_Delete(name);
+    size_t m = sizeof HARNESS_HEAD + strlen(code) + sizeof HARNESS_TAIL + (fn ? strlen(fn) : 0) + 16;
+    char *w = fn ? vc_malloc(m) : NULL, *tail = w ? vc_malloc(sizeof HARNESS_TAIL + strlen(fn) + 8) : NULL;
+    if (tail) {
+        snprintf(tail, sizeof HARNESS_TAIL + strlen(fn) + 8, HARNESS_TAIL, fn);
+        snprintf(w, m, "%s%s%s", HARNESS_HEAD, code, tail);
+    }
+    free(code), free(fn), free(tail);
+    if (!tail) free(w);
+    return tail ? w : NULL;
+}
+
+/* ---- one test case: its request and its verdict ---- */
+
+enum { R_PASS = 1, R_WRONG = 0, R_ERROR = -1, R_RUNTIME = -2, R_TIMEOUT = -3, R_COMPILE = -4 };
+
+typedef struct {
+    int row, idx, attempt;
+    char *body;        /* the request JSON */
+    char *expected;    /* str(expected output), NULL: None (passes on any output) */
+    double not_before; /* a 504 retry's time */
+    int result;
+} sb_case;
+
+static int str_eq_rstrip_nl(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    while (na && a[na - 1] == '\n') na--;
+    while (nb && b[nb - 1] == '\n') nb--;
+    return na == nb && !memcmp(a, b, na);
+}
+
+static const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int status_is(const cJSON *o, const char *k, const char *want) {
+    const char *s = jstr(o, k);
+    return s && !strcmp(s, want);
+}
+
+/* verl's _process_single_case verdict of the service's answer */
+static int verdict(const cJSON *ans, const char *expected) {
+    const cJSON *cr = cJSON_GetObjectItemCaseSensitive(ans, "compile_result"),
+                *rr = cJSON_GetObjectItemCaseSensitive(ans, "run_result");
+    if (!cJSON_IsObject(cr) || !cr->child) cr = NULL; /* None or {} is falsy */
+    if (!cJSON_IsObject(rr) || !rr->child) rr = NULL;
+    const cJSON *crc = cr ? cJSON_GetObjectItemCaseSensitive(cr, "return_code") : NULL,
+                *rrc = rr ? cJSON_GetObjectItemCaseSensitive(rr, "return_code") : NULL;
+    int rc_zero = cJSON_IsNumber(rrc) && rrc->valuedouble == 0;
+    if (status_is(ans, "status", "Failed")) {
+        if (cr && (status_is(cr, "status", "Error") || status_is(cr, "status", "TimeLimitExceeded") ||
+                   (status_is(cr, "status", "Finished") && !(cJSON_IsNumber(crc) && crc->valuedouble == 0))))
+            return R_COMPILE;
+        if (!rr) return R_ERROR;
+        if (status_is(rr, "status", "TimeLimitExceeded")) return R_TIMEOUT;
+        if (status_is(rr, "status", "Error") || (status_is(rr, "status", "Finished") && !rc_zero)) return R_RUNTIME;
+        return R_ERROR;
+    }
+    if (status_is(ans, "status", "Success")) {
+        if (!rr || !status_is(rr, "status", "Finished")) return R_ERROR;
+        const cJSON *out = cJSON_GetObjectItemCaseSensitive(rr, "stdout");
+        char *got = !out || cJSON_IsNull(out) ? vc_strdup("") : pt_py_repr(out, 1); /* str(actual_output) */
+        int pass = !expected || (got && str_eq_rstrip_nl(got, expected));
+        free(got);
+        return pass ? R_PASS : R_WRONG;
+    }
+    return R_ERROR; /* SandboxError or an unknown status */
+}
+
+/* ---- the cases of a row ---- */
+
+/* json.loads of the test cases (ints and floats kept apart: str(2.0) is "2.0") */
+static cJSON *loads(const char *s) { return pt_json_loads((pt_span){ s, strlen(s) }); }
+
+static cJSON *test_cases_of(const char *tests) {
+    cJSON *j = loads(tests);
+    if (cJSON_IsString(j)) { /* the test cases as a JSON string: json.loads */
+        cJSON *k = loads(j->valuestring);
+        cJSON_Delete(j);
+        j = k;
+    }
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* the row's first cases into c[*n..) (at most FIRST_CASES); 0 when verl scores the row 0 without running it */
+static int row_cases(const vc_sandbox_opts *o, int row, const char *code, const char *tests, sb_case *c, int *n,
+                     vc_status *st) {
+    cJSON *tc = test_cases_of(tests);
+    const cJSON *ac = cJSON_GetObjectItemCaseSensitive(tc, "assert_case");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(tc, "inputs"), *out = cJSON_GetObjectItemCaseSensitive(tc, "outputs");
+    int with_asserts = cJSON_IsArray(ac), na = with_asserts ? cJSON_GetArraySize(ac) : 0;
+    int ni = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : with_asserts && !in ? na : -1;
+    int no = cJSON_IsArray(out) ? cJSON_GetArraySize(out) : with_asserts && !out ? na : -1;
+    int ok = tc && ni > 0 && ni == no && (!ac || (with_asserts && na == ni)); /* verl's -1 / empty / invalid: 0 */
+    for (int i = 0; ok && i < ni && i < FIRST_CASES; i++) {
+        const cJSON *a = with_asserts ? cJSON_GetArrayItem(ac, i) : NULL;
+        if (a && !cJSON_IsString(a)) ok = 0; /* generation + "\n\n" + a raises: the row scores 0 */
+    }
+    for (int i = 0; ok && i < ni && i < FIRST_CASES; i++) {
+        const cJSON *x = cJSON_IsArray(in) ? cJSON_GetArrayItem(in, i) : NULL;
+        const cJSON *y = cJSON_IsArray(out) ? cJSON_GetArrayItem(out, i) : NULL;
+        const cJSON *a = with_asserts ? cJSON_GetArrayItem(ac, i) : NULL;
+        char *stdin_s = x ? (cJSON_IsNull(x) ? NULL : pt_py_repr(x, 1)) : vc_strdup(""); /* setdefault: "" */
+        char *exp = y && !cJSON_IsNull(y) ? pt_py_repr(y, 1) : NULL;
+        char *cc = case_code(code, a ? a->valuestring : "", cJSON_GetObjectItemCaseSensitive(tc, "fn_name"));
+        cJSON *req = cJSON_CreateObject();
+        if (req) {
+            cJSON_AddNumberToObject(req, "compile_timeout", o->timeout_s);
+            cJSON_AddNumberToObject(req, "run_timeout", o->timeout_s);
+            cJSON_AddStringToObject(req, "code", cc ? cc : "");
+            if (stdin_s) cJSON_AddStringToObject(req, "stdin", stdin_s);
+            else cJSON_AddNullToObject(req, "stdin");
+            cJSON_AddNumberToObject(req, "memory_limit_MB", o->memory_limit_mb);
+            cJSON_AddStringToObject(req, "language", "python");
+            cJSON_AddItemToObject(req, "files", cJSON_CreateObject());
+            cJSON_AddItemToObject(req, "fetch_files", cJSON_CreateArray());
+        }
+        char *body = req && cc ? cJSON_PrintUnformatted(req) : NULL;
+        cJSON_Delete(req);
+        free(cc), free(stdin_s);
+        if (!body || (y && !cJSON_IsNull(y) && !exp)) {
+            free(body), free(exp);
+            *st = VC_ERR_NOMEM;
+            ok = 0;
+            break;
+        }
+        c[(*n)++] = (sb_case){ .row = row, .idx = i, .body = body, .expected = exp, .result = R_ERROR };
+    }
+    cJSON_Delete(tc);
+    return ok;
+}
+
+#ifndef VC_HAVE_CURL
+int vc_sandbox_have_http(void) { return 0; }
+static vc_status run_cases(const vc_sandbox_opts *o, sb_case *c, int n) {
+    (void)c, (void)n;
+    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.sandbox_fusion.url=%s: this verlc was built without libcurl: "
+                   "install libcurl4-openssl-dev and rebuild", o->url);
+}
+#else
+#include <curl/curl.h>
+#include <pthread.h>
+
+int vc_sandbox_have_http(void) { return 1; }
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+typedef struct {
+    CURL *h;
+    int job;
+    char *buf;
+    size_t n, cap;
+} sb_req;
+
+static size_t on_data(char *p, size_t size, size_t nm, void *ud) {
+    sb_req *r = ud;
+    size_t k = size * nm;
+    if (r->n + k + 1 > r->cap) {
+        size_t cap = (r->n + k + 1) * 2;
+        char *b = realloc(r->buf, cap);
+        if (!b) return 0;
+        r->buf = b, r->cap = cap;
+    }
+    memcpy(r->buf + r->n, p, k);
+    r->n += k;
+    r->buf[r->n] = 0;
+    return k;
+}
+
+static vc_status start(CURLM *m, const vc_sandbox_opts *o, struct curl_slist *hdr, sb_case *c, int job, sb_req *r) {
+    memset(r, 0, sizeof *r);
+    r->job = job;
+    if (!(r->h = curl_easy_init())) return vc_fail(VC_ERR_NOMEM, "sandbox: curl_easy_init");
+    curl_easy_setopt(r->h, CURLOPT_URL, o->url);
+    curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(r->h, CURLOPT_POSTFIELDS, c[job].body);
+    curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->h, CURLOPT_TIMEOUT, (long)(2 * o->timeout_s + 10)); /* compile + run + verl's API_TIMEOUT */
+    curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+    curl_multi_add_handle(m, r->h);
+    return VC_OK;
+}
+
+/* a finished request: the verdict, or a 504 put back for a later try (1 when it was) */
+static int finish(const vc_sandbox_opts *o, sb_case *c, sb_req *r, CURLcode res) {
+    long code = 0;
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
+    sb_case *k = &c[r->job];
+    if (res == CURLE_OK && code == 504 && k->attempt < 2) { /* MAX_RETRIES 3 */
+        k->attempt++;
+        k->not_before = vc_now() + o->retry_delay * k->attempt;
+        return 1;
+    }
+    cJSON *ans = res == CURLE_OK && code >= 200 && code < 300 && r->buf ? cJSON_Parse(r->buf) : NULL;
+    k->result = cJSON_IsObject(ans) ? verdict(ans, k->expected) : R_ERROR;
+    cJSON_Delete(ans);
+    return 0;
+}
+
+static vc_status run_cases(const vc_sandbox_opts *o, sb_case *c, int n) {
+    pthread_once(&curl_once, curl_init);
+    int cap = o->max_concurrent > 0 ? o->max_concurrent : 64, *queue = vc_malloc(sizeof(int) * (size_t)(n + 1));
+    sb_req *reqs = vc_calloc((size_t)cap, sizeof *reqs);
+    CURLM *m = curl_multi_init();
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    hdr = curl_slist_append(hdr, "Accept: application/json");
+    vc_status st = queue && reqs && m && hdr ? VC_OK : VC_ERR_NOMEM;
+    int qn = n, active = 0, done = 0;
+    for (int i = 0; i < n; i++) queue[i] = i;
+    double last = vc_now();
+    while (!st && done < n) {
+        for (int s = 0; !st && s < cap && qn > 0; s++) { /* fill free slots with cases whose time has come */
+            if (reqs[s].h) continue;
+            int pick = -1;
+            for (int q = 0; q < qn && pick < 0; q++)
+                if (c[queue[q]].not_before <= vc_now()) pick = q;
+            if (pick < 0) break;
+            int job = queue[pick];
+            queue[pick] = queue[--qn];
+            if (!(st = start(m, o, hdr, c, job, &reqs[s]))) active++;
+        }
+        int running = 0;
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)))
+            if (msg->msg == CURLMSG_DONE) {
+                sb_req *r = NULL;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+                int again = finish(o, c, r, msg->data.result);
+                if (again) queue[qn++] = r->job;
+                else done++;
+                curl_multi_remove_handle(m, r->h);
+                curl_easy_cleanup(r->h);
+                free(r->buf);
+                memset(r, 0, sizeof *r);
+                active--;
+            }
+        if (done < n) curl_multi_poll(m, NULL, 0, active ? 50 : 20, NULL);
+        if (vc_now() - last > 30) { /* long work shows progress */
+            fprintf(stderr, "sandbox_fusion: %d of %d test cases judged\n", done, n);
+            last = vc_now();
+        }
+    }
+    for (int s = 0; reqs && s < cap; s++)
+        if (reqs[s].h) {
+            curl_multi_remove_handle(m, reqs[s].h);
+            curl_easy_cleanup(reqs[s].h);
+            free(reqs[s].buf);
+        }
+    if (m) curl_multi_cleanup(m);
+    curl_slist_free_all(hdr);
+    free(reqs), free(queue);
+    return st;
+}
+#endif
+
+vc_status vc_sandbox_score(const vc_sandbox_opts *o, int n, const char *const *solution, const char *const *tests,
+                           double *score) {
+    sb_case *c = vc_calloc((size_t)n * FIRST_CASES + 1, sizeof *c);
+    int *first = vc_malloc(sizeof(int) * (size_t)(n + 1)), *count = vc_calloc((size_t)n + 1, sizeof(int)), nc = 0;
+    vc_status st = c && first && count ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        score[i] = 0;
+        first[i] = nc;
+        char *code = solution[i] && tests[i] ? vc_sandbox_code(solution[i]) : NULL;
+        if (code && !row_cases(o, i, code, tests[i], c, &nc, &st)) /* the row scores 0: drop what it queued */
+            while (nc > first[i]) free(c[--nc].body), free(c[nc].expected);
+        count[i] = nc - first[i];
+        free(code);
+    }
+    if (!st && nc) st = run_cases(o, c, nc);
+    for (int i = 0; !st && i < n; i++) {
+        int pass = 0, compile_at = -1;
+        for (int k = 0; k < count[i]; k++) { /* a compile error fails every later case too */
+            int r = c[first[i] + k].result;
+            if (r == R_COMPILE && compile_at < 0) compile_at = k;
+            pass += r == R_PASS && compile_at < 0;
+        }
+        score[i] = count[i] ? (double)pass / count[i] : 0.0;
+    }
+    for (int k = 0; c && k < nc; k++) free(c[k].body), free(c[k].expected);
+    free(c), free(first), free(count);
+    return st;
+}

@@ -1,0 +1,150 @@
+/* verl's Sandbox Fusion reward (codecontests, apps, codeforces, taco with reward_model.sandbox_fusion.url) against
+ * tests/rl/sandbox_server.py, a stand-in service that runs the code with python3: every case's score must be the one
+ * verl's own sandbox_fusion.compute_score gave against the same server (tests/fixtures/rl/sandbox_reference.json,
+ * tools/fixtures/make_sandbox_ref.py): code-block extraction, stdin / stdout cases, fn_name calls (Solution classes,
+ * str() of the expected value), assert cases, the first 10 cases only, runtime errors, time-outs, 504 retries, HTTP
+ * and service errors, compile errors failing the later cases, malformed test cases. All rows are scored in one
+ * call, their cases in flight together; then the retries are counted, and the trainer's reward path is run. */
+#include "../../src/rl/sandbox.h"
+#include "../../src/rl/trainer_internal.h"
+#include "verlc/config.h"
+#include "verlc/json.h"
+#include "verlc/reward.h"
+#include "vc_test.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FIXTURE "tests/fixtures/rl/sandbox_reference.json"
+
+static char url[128], log_path[128];
+
+static int count_lines_with(const char *path, const char *needle) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    static char line[1 << 16];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+static void golden(const cJSON *cases) {
+    int n = cJSON_GetArraySize(cases), same = 0, i = 0;
+    const char **sol = vc_calloc((size_t)n, sizeof *sol), **gt = vc_calloc((size_t)n, sizeof *gt);
+    double *got = vc_calloc((size_t)n, sizeof *got);
+    for (const cJSON *c = cases->child; c; c = c->next, i++) {
+        sol[i] = cJSON_GetArrayItem(c, 0)->valuestring;
+        gt[i] = cJSON_GetArrayItem(c, 1)->valuestring;
+    }
+    vc_sandbox_opts o = { .url = url, .max_concurrent = 8, .memory_limit_mb = 1024, .timeout_s = 10, .retry_delay = 0.05 };
+    double t0 = vc_now();
+    CHECK_OK(vc_sandbox_score(&o, n, sol, gt, got));
+    i = 0;
+    for (const cJSON *c = cases->child; c; c = c->next, i++) {
+        double want = cJSON_GetArrayItem(c, 2)->valuedouble;
+        same += fabs(got[i] - want) < 1e-12;
+        CHECK_MSG(fabs(got[i] - want) < 1e-12, "case %d: score %g, verl %g\n%s\n%s", i, got[i], want, sol[i], gt[i]);
+    }
+    fprintf(stderr, "sandbox_fusion: %d of %d scores as verl's (%.1f s)\n", same, n, vc_now() - t0);
+    CHECK(n >= 40);
+    /* a 504 is tried three times in all, then the case fails */
+    CHECK_MSG(count_lines_with(log_path, "SB_504_ALWAYS") == 3, "%d tries of the always-504 case",
+              count_lines_with(log_path, "SB_504_ALWAYS"));
+    CHECK_MSG(count_lines_with(log_path, "SB_504_ONCE") == 2, "%d tries of the once-504 case",
+              count_lines_with(log_path, "SB_504_ONCE"));
+    /* only the first 10 cases run */
+    CHECK_MSG(count_lines_with(log_path, "\"stdin\":\"11\"") == 0, "a case past the 10th was run");
+    free(sol), free(gt), free(got);
+}
+
+static void code_blocks(void) {
+    struct { const char *in, *want; } C[] = {
+        { "a ```python\nx=1\n``` b", "\nx=1\n" },
+        { "```java\nint x;\n```", "int x;\n" },
+        { "```\nx=1\n```", "\nx=1\n" },
+        { "```  Python  \nx\n```", "x\n" },
+        { "```c++\nx\n```", "c++\nx\n" },
+        { "```x", "x" },
+        { "none", NULL },
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        char *got = vc_sandbox_code(C[i].in);
+        CHECK_MSG(C[i].want ? got && !strcmp(got, C[i].want) : !got, "%s -> [%s]", C[i].in, got ? got : "(none)");
+        free(got);
+    }
+}
+
+/* no service listening: every case fails, the rows score 0, nothing hangs */
+static void unreachable(void) {
+    const char *sol[] = { "```python\nprint(1)\n```" }, *gt[] = { "{\"inputs\": [\"\"], \"outputs\": [\"1\"]}" };
+    double s = 1;
+    vc_sandbox_opts o = { .url = "http://127.0.0.1:9/run_code", .max_concurrent = 2, .memory_limit_mb = 64,
+                          .timeout_s = 2, .retry_delay = 0.01 };
+    CHECK_OK(vc_sandbox_score(&o, 1, sol, gt, &s));
+    CHECK(s == 0);
+}
+
+/* the trainer's reward path: reward_model.sandbox_fusion.url read, the code rows scored through the service with
+ * their extra values, the other rows by their own scorers */
+static void trainer_path(void) {
+    char o1[200];
+    snprintf(o1, sizeof o1, "reward_model.sandbox_fusion.url=%s", url);
+    char *ov[] = { o1, "reward_model.sandbox_fusion.max_concurrent=4" };
+    vc_config *cfg = NULL;
+    CHECK_OK(vc_config_load(NULL, 2, ov, &cfg));
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    t->max_resp = 64;
+    if (cfg) CHECK_OK(rl_reward_config(t, cfg));
+    CHECK(t->sandbox.url && !strcmp(t->sandbox.url, url) && t->sandbox.max_concurrent == 4 &&
+          t->sandbox.memory_limit_mb == 1024);
+    vc_rl_prompt p[3] = { { .data_source = "codecontests", .ground_truth = "{\"inputs\": [\"1 2\"], \"outputs\": [\"3\"]}" },
+                          { .data_source = "openai/gsm8k", .ground_truth = "72" },
+                          { .data_source = "taco", .ground_truth = "{\"inputs\": [\"1 2\", \"2 2\"], \"outputs\": [\"3\", \"5\"]}" } };
+    vc_rl_dataset d = { .n = 3, .p = p };
+    rl_batch b;
+    CHECK_OK(rl_batch_alloc(&b, 3, 4, 3));
+    const char *txt[3] = { "```python\nprint(sum(map(int, input().split())))\n```", "so #### 72",
+                           "```python\nprint(sum(map(int, input().split())))\n```" };
+    for (int i = 0; i < 3; i++) {
+        b.prompt[i] = i, b.text[i] = vc_strdup(txt[i]), b.rlen[i] = 1, b.cu[i + 1] = i + 1;
+        b.uid[i] = vc_strdup("u");
+    }
+    rl_metrics met = { 0 };
+    CHECK_OK(rl_score_batch(t, &d, &b, &met, NULL));
+    CHECK_MSG(b.score[0] == 1 && b.score[1] == 1 && b.score[2] == 0.5, "scores %g %g %g", b.score[0], b.score[1],
+              b.score[2]);
+    rl_metrics_free(&met);
+    rl_batch_free(&b);
+    vc_config_free(cfg);
+    free(t);
+}
+
+int main(void) {
+    snprintf(log_path, sizeof log_path, "/tmp/verlc_sandbox_%d.log", (int)getpid());
+    setenv("SB_LOG", log_path, 1);
+    code_blocks();
+    if (!vc_sandbox_have_http() || system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
+        printf("skipping the service checks: %s\n", vc_sandbox_have_http() ? "no python3" : "built without libcurl");
+        return vc_test_done();
+    }
+    char *argv[] = { "python3", "tests/rl/sandbox_server.py", NULL }, *line = NULL;
+    vc_reward_proc *srv = NULL;
+    CHECK_OK(vc_reward_proc_start(argv, 60000, &srv));
+    if (srv) CHECK_OK(vc_reward_proc_read_line(srv, vc_now() + 20, &line));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/run_code", line ? atoi(line) : 0);
+    free(line);
+    cJSON *ref = NULL;
+    CHECK_OK(vc_json_load_file(FIXTURE, &ref));
+    const cJSON *cases = cJSON_GetObjectItem(ref, "cases");
+    if (cases) golden(cases);
+    cJSON_Delete(ref);
+    unreachable();
+    trainer_path();
+    vc_reward_proc_close(srv);
+    unlink(log_path);
+    return vc_test_done();
+}
