@@ -3,6 +3,7 @@
 #ifndef VC_AGENT_TEST_UTIL_H
 #define VC_AGENT_TEST_UTIL_H
 #include "../../src/rl/agent_internal.h"
+#include "../../src/rl/py_text.h"
 #include "vc_test.h"
 #include "verlc/image.h"
 #include "verlc/rollout.h"
@@ -36,11 +37,12 @@ typedef struct {
     double reward;           /* the tool reward */
 } agent_tool_case;
 
-/* each case through rl_tool_run of tool `name` (tools[n_tools]) for the data row */
+/* each case through rl_tool_run of tool `name` (tools[n_tools]) for the data row, its arguments parsed as a tool
+ * call's are (json.loads: 3.0 stays a float) */
 static inline void agent_test_tool_cases(rl_tool *tools, int n_tools, const char *name, const cJSON *row,
                                          const agent_tool_case *c, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        rl_tool_call call = { "", cJSON_Parse(c[i].args) };
+        rl_tool_call call = { "", pt_json_loads((pt_span){ c[i].args, strlen(c[i].args) }) }; /* as the parsers do */
         snprintf(call.name, sizeof call.name, "%s", name);
         char *text = NULL;
         double r = 1;

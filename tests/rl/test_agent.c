@@ -55,6 +55,10 @@ static void test_parser(void) {
         { "{\"answer\": \"#### 71\"}", "Current parsed answer='#### 71' reward=0.0", -0.05 },
         { "{\"answer\": \"it's 72\"}", "Current parsed answer=\"it's 72\" reward=1.0", 0.0 },
         { "{\"answer\": 72}", "Current parsed answer='72' reward=1.0", 0.0 },
+        /* str() of what json.loads made: a float keeps its ".0", a list its repr */
+        { "{\"answer\": 72.0}", "Current parsed answer='72.0' reward=0.0", -0.05 },
+        { "{\"answer\": [7, 2]}", "Current parsed answer='[7, 2]' reward=0.0", -0.05 },
+        { "{\"answer\": true}", "Current parsed answer='True' reward=0", -0.05 },
         /* no number: verl's compute_score returns the int 0 (checked against verl's Gsm8kTool run by vc_tool_py_start) */
         { "{\"answer\": \"seventy\"}", "Current parsed answer='seventy' reward=0", -0.05 },
     };

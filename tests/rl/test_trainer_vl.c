@@ -200,8 +200,9 @@ static int adapter_b(const char *dir, const char *mod, int *moved) {
  * merged export moves them, not the Conv3d patch embedding); resumed, the same export bit for bit; with the tower frozen
  * its adapters stay as drawn (B 0, kept in the file as verl keeps them); a run from the adapter (lora_adapter_path)
  * starts from it: its step-1 KL to the adapters-off reference is not 0 */
-/* the tool agent (verl's geo3k multi-turn example's Geo3kTool) on the rows with images: the prompts rendered with the
- * tools through the real engine and trainer, whose log-probs still agree */
+/* the tool agent (verl's geo3k multi-turn example's Geo3kTool, and the DeepEyes recipe's ImageZoomInTool beside it) on
+ * the rows with images: the prompts rendered with the tools through the real engine and trainer, whose log-probs
+ * still agree */
 static void agent(void) {
     char tools[600];
     snprintf(tools, sizeof tools, "%s/tools.yaml", dir);
@@ -210,7 +211,11 @@ static void agent(void) {
     if (!f) return;
     fputs("tools:\n  - class_name: verl.tools.geo3k_tool.Geo3kTool\n    config: {type: native}\n    tool_schema:\n"
           "      type: function\n      function:\n        name: calc_geo3k_reward\n        description: geo3k\n"
-          "        parameters: {type: object, properties: {answer: {type: string}}, required: [answer]}\n", f);
+          "        parameters: {type: object, properties: {answer: {type: string}}, required: [answer]}\n"
+          "  - class_name: verl.tools.image_zoom_in_tool.ImageZoomInTool\n    config: {num_workers: 2, type: native}\n"
+          "    tool_schema:\n      type: function\n      function:\n        name: image_zoom_in_tool\n"
+          "        description: zoom\n        parameters: {type: object, properties: {bbox_2d: {type: array, items: "
+          "{type: number}}}, required: [bbox_2d]}\n", f);
     fclose(f);
     char extra[900];
     snprintf(extra, sizeof extra, "actor_rollout_ref.rollout.multi_turn.enable=True "
