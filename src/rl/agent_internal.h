@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM, RL_TOOL_SANDBOX };
 struct vc_image;
 struct vc_reward_proc;
 struct rl_mcp;
@@ -22,6 +22,11 @@ typedef struct rl_tool {
     char *mcp_name;              /* the server's own name of the tool (without fastmcp's server prefix) */
     int owns_mcp, mcp_search;    /* mcp_search: verl's MCPSearchTool result parsing, else MCPBaseTool's */
     int shares_proc;             /* proc is another tool's (function tools of one file share its interpreter) */
+    /* RL_TOOL_SANDBOX (verl's SandboxFusionTool): config.sandbox_fusion_url (in command), default_language,
+     * default_timeout (s), memory_limit_mb */
+    char *language;
+    double default_timeout;
+    int memory_mb;
 } rl_tool;
 
 typedef struct rl_tool_call {

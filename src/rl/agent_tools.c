@@ -2,11 +2,12 @@
  * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}) and the tools verlc runs
  * natively (the tool-call formats are in tool_parser.c). verl's tools are Python classes; verlc implements the ones it ships with
  * under their class names (verl.tools.gsm8k_tool.Gsm8kTool, verl.tools.geo3k_tool.Geo3kTool,
- * verl.tools.image_zoom_in_tool.ImageZoomInTool: tool_zoom.c) and runs any other class in a Python
+ * verl.tools.image_zoom_in_tool.ImageZoomInTool: tool_zoom.c, verl.tools.sandbox_fusion_tools.SandboxFusionTool: sandbox.c) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "mcp.h"
 #include "py_text.h"
+#include "sandbox.h"
 #include "verlc/image.h"
 #include "verlc/config.h"
 #include "verlc/reward.h"
@@ -21,6 +22,7 @@ static const struct { const char *cls; int kind; } BUILTIN[] = {
     { "verl.tools.gsm8k_tool.Gsm8kTool", RL_TOOL_GSM8K },
     { "verl.tools.geo3k_tool.Geo3kTool", RL_TOOL_GEO3K },
     { "verl.tools.image_zoom_in_tool.ImageZoomInTool", RL_TOOL_ZOOM },
+    { "verl.tools.sandbox_fusion_tools.SandboxFusionTool", RL_TOOL_SANDBOX },
     { "verlc.tools.CommandTool", RL_TOOL_COMMAND },
 };
 
@@ -30,6 +32,7 @@ void rl_tools_free(rl_tool *tools, int n) {
         if (tools[i].owns_mcp) rl_mcp_free(tools[i].mcp);
         free(tools[i].command);
         free(tools[i].mcp_name);
+        free(tools[i].language);
     }
     free(tools);
 }
@@ -45,6 +48,46 @@ static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool
     if (!(secs > 0)) return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.timeout must be > 0", path, i);
     t->timeout_ms = (int)(secs * 1000);
     return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
+}
+
+/* verl's SandboxFusionTool's config: sandbox_fusion_url (required, as verl raises without it), default_timeout (30),
+ * default_language ("python"), memory_limit_mb (1024); num_workers and the rate limits are Ray's */
+static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool *t) {
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(e, "config");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(cfg, "sandbox_fusion_url");
+    const cJSON *to = cJSON_GetObjectItemCaseSensitive(cfg, "default_timeout");
+    const cJSON *lang = cJSON_GetObjectItemCaseSensitive(cfg, "default_language");
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(cfg, "memory_limit_mb");
+    if (!cJSON_IsString(url) || !*url->valuestring)
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: SandboxFusionTool needs config.sandbox_fusion_url (the service's "
+                       "run_code endpoint)", path, i);
+    if (!vc_sandbox_have_http())
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: SandboxFusionTool: this verlc was built without libcurl: "
+                       "install libcurl4-openssl-dev and rebuild", path, i);
+    if ((to && !cJSON_IsNumber(to)) || (lang && !cJSON_IsString(lang)) || (mem && !cJSON_IsNumber(mem)))
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: default_timeout and memory_limit_mb must be numbers, "
+                       "default_language a string", path, i);
+    t->default_timeout = to ? to->valuedouble : 30;
+    t->memory_mb = mem ? (int)mem->valuedouble : 1024;
+    t->command = vc_strdup(url->valuestring);
+    t->language = vc_strdup(lang ? lang->valuestring : "python");
+    return t->command && t->language ? VC_OK : VC_ERR_NOMEM;
+}
+
+/* verl's SandboxFusionTool.execute: code (str() of a non-string), timeout and language from the call or the config */
+static vc_status sandbox_tool(const rl_tool *tool, const cJSON *args, char **text) {
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code"), *to = cJSON_GetObjectItemCaseSensitive(args, "timeout");
+    const cJSON *lang = cJSON_GetObjectItemCaseSensitive(args, "language");
+    char *src = !code ? vc_strdup("") : pt_py_repr(code, 1);
+    if (!src) return VC_ERR_NOMEM;
+    vc_sandbox_opts o = { .url = tool->command, .max_concurrent = 1, .memory_limit_mb = tool->memory_mb,
+                          .retry_delay = 1.0 };
+    /* a timeout or language of another type fails the call in verl: "no stdout here" */
+    double t = !to ? tool->default_timeout : cJSON_IsNumber(to) ? to->valuedouble : -1;
+    const char *l = !lang ? tool->language : cJSON_IsString(lang) ? lang->valuestring : "";
+    vc_status st = vc_sandbox_tool_run(&o, src, t, l, text);
+    free(src);
+    return st;
 }
 
 /* any other class: verl's tool class in a Python interpreter, built from its config (without verlc_timeout, the
@@ -111,6 +154,7 @@ static vc_status native_tool(const cJSON *e, const char *path, int i, rl_tool *t
         if (!strcmp(cls->valuestring, BUILTIN[k].cls)) t->kind = BUILTIN[k].kind;
     if (t->kind < 0) st = python_tool(e, cls->valuestring, path, i, t);
     if (!st && t->kind == RL_TOOL_COMMAND) st = command_config(e, path, i, t);
+    if (!st && t->kind == RL_TOOL_SANDBOX) st = sandbox_config(e, path, i, t);
     if (!st && strlen(name->valuestring) >= sizeof t->name)
         st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tool name longer than %zu bytes", where, sizeof t->name - 1);
     snprintf(t->name, sizeof t->name, "%s", name->valuestring);
@@ -483,6 +527,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
     if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
     if (tool->kind == RL_TOOL_ZOOM) return rl_zoom_tool(call->args, ck, where, text, tool_reward, image);
+    if (tool->kind == RL_TOOL_SANDBOX) return sandbox_tool(tool, call->args, text);
     if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K)
         return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");

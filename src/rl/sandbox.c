@@ -142,8 +142,11 @@ typedef struct {
     int row, idx, attempt;
     char *body;        /* the request JSON */
     char *expected;    /* str(expected output), NULL: None (passes on any output) */
+    double timeout;    /* the request's compile and run timeouts (s) */
     double not_before; /* a 504 retry's time */
     int result;
+    int keep;          /* keep the service's answer (answer: NULL when the request failed) */
+    cJSON *answer;
 } sb_case;
 
 static int str_eq_rstrip_nl(const char *a, const char *b) {
@@ -192,6 +195,20 @@ static int verdict(const cJSON *ans, const char *expected) {
     return R_ERROR; /* SandboxError or an unknown status */
 }
 
+/* Sandbox Fusion's run_code request */
+static char *request_body(const char *code, const char *stdin_s, double timeout, int memory_mb, const char *language) {
+    cJSON *req = cJSON_CreateObject();
+    char *body = NULL;
+    if (req && cJSON_AddNumberToObject(req, "compile_timeout", timeout) && cJSON_AddNumberToObject(req, "run_timeout", timeout) &&
+        cJSON_AddStringToObject(req, "code", code) &&
+        (stdin_s ? cJSON_AddStringToObject(req, "stdin", stdin_s) : cJSON_AddNullToObject(req, "stdin")) &&
+        cJSON_AddNumberToObject(req, "memory_limit_MB", memory_mb) && cJSON_AddStringToObject(req, "language", language) &&
+        cJSON_AddObjectToObject(req, "files") && cJSON_AddArrayToObject(req, "fetch_files"))
+        body = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    return body;
+}
+
 /* ---- the cases of a row ---- */
 
 /* json.loads of the test cases (ints and floats kept apart: str(2.0) is "2.0") */
@@ -232,20 +249,7 @@ static int row_cases(const vc_sandbox_opts *o, int row, const char *code, const 
         char *stdin_s = x ? (cJSON_IsNull(x) ? NULL : pt_py_repr(x, 1)) : vc_strdup(""); /* setdefault: "" */
         char *exp = y && !cJSON_IsNull(y) ? pt_py_repr(y, 1) : NULL;
         char *cc = case_code(code, a ? a->valuestring : "", cJSON_GetObjectItemCaseSensitive(tc, "fn_name"));
-        cJSON *req = cJSON_CreateObject();
-        if (req) {
-            cJSON_AddNumberToObject(req, "compile_timeout", o->timeout_s);
-            cJSON_AddNumberToObject(req, "run_timeout", o->timeout_s);
-            cJSON_AddStringToObject(req, "code", cc ? cc : "");
-            if (stdin_s) cJSON_AddStringToObject(req, "stdin", stdin_s);
-            else cJSON_AddNullToObject(req, "stdin");
-            cJSON_AddNumberToObject(req, "memory_limit_MB", o->memory_limit_mb);
-            cJSON_AddStringToObject(req, "language", "python");
-            cJSON_AddItemToObject(req, "files", cJSON_CreateObject());
-            cJSON_AddItemToObject(req, "fetch_files", cJSON_CreateArray());
-        }
-        char *body = req && cc ? cJSON_PrintUnformatted(req) : NULL;
-        cJSON_Delete(req);
+        char *body = cc ? request_body(cc, stdin_s, o->timeout_s, o->memory_limit_mb, "python") : NULL;
         free(cc), free(stdin_s);
         if (!body || (y && !cJSON_IsNull(y) && !exp)) {
             free(body), free(exp);
@@ -253,7 +257,8 @@ static int row_cases(const vc_sandbox_opts *o, int row, const char *code, const 
             ok = 0;
             break;
         }
-        c[(*n)++] = (sb_case){ .row = row, .idx = i, .body = body, .expected = exp, .result = R_ERROR };
+        c[(*n)++] = (sb_case){ .row = row, .idx = i, .body = body, .expected = exp, .timeout = o->timeout_s,
+                               .result = R_ERROR };
     }
     cJSON_Delete(tc);
     return ok;
@@ -305,7 +310,7 @@ static vc_status start(CURLM *m, const vc_sandbox_opts *o, struct curl_slist *hd
     curl_easy_setopt(r->h, CURLOPT_POSTFIELDS, c[job].body);
     curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(r->h, CURLOPT_TIMEOUT, (long)(2 * o->timeout_s + 10)); /* compile + run + verl's API_TIMEOUT */
+    curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)(1000 * (2 * c[job].timeout + 10))); /* + verl's API_TIMEOUT */
     curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
     curl_multi_add_handle(m, r->h);
@@ -324,7 +329,8 @@ static int finish(const vc_sandbox_opts *o, sb_case *c, sb_req *r, CURLcode res)
     }
     cJSON *ans = res == CURLE_OK && code >= 200 && code < 300 && r->buf ? cJSON_Parse(r->buf) : NULL;
     k->result = cJSON_IsObject(ans) ? verdict(ans, k->expected) : R_ERROR;
-    cJSON_Delete(ans);
+    if (k->keep && cJSON_IsObject(ans)) k->answer = ans;
+    else cJSON_Delete(ans);
     return 0;
 }
 
@@ -412,5 +418,41 @@ vc_status vc_sandbox_score(const vc_sandbox_opts *o, int n, const char *const *s
     }
     for (int k = 0; c && k < nc; k++) free(c[k].body), free(c[k].expected);
     free(c), free(first), free(count);
+    return st;
+}
+
+/* ---- verl's SandboxFusionTool ---- */
+
+static int supported_language(const char *l) {
+    static const char *const L[] = { "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash",
+                                     "typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala",
+                                     "julia", "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu",
+                                     "lean", "swift", "racket" };
+    for (size_t i = 0; i < sizeof L / sizeof L[0]; i++)
+        if (!strcmp(l, L[i])) return 1;
+    return 0;
+}
+
+vc_status vc_sandbox_tool_run(const vc_sandbox_opts *o, const char *code, double timeout, const char *language,
+                              char **text) {
+    *text = NULL;
+    sb_case c = { .timeout = timeout, .result = R_ERROR, .keep = 1 };
+    vc_status st = VC_OK;
+    if (supported_language(language) && timeout >= 0 && timeout < 1e7) {
+        if (!(c.body = request_body(code, NULL, timeout, o->memory_limit_mb, language))) return VC_ERR_NOMEM;
+        st = run_cases(o, &c, 1);
+    }
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(c.answer, "run_result");
+    if (!st && cJSON_IsObject(rr) && status_is(rr, "status", "Finished")) { /* stdout + stderr */
+        const cJSON *out = cJSON_GetObjectItemCaseSensitive(rr, "stdout"), *err = cJSON_GetObjectItemCaseSensitive(rr, "stderr");
+        if (cJSON_IsString(out) && cJSON_IsString(err)) {
+            size_t n = strlen(out->valuestring) + strlen(err->valuestring) + 1;
+            if ((*text = vc_malloc(n))) snprintf(*text, n, "%s%s", out->valuestring, err->valuestring);
+        } else *text = vc_strdup(""); /* None + str raises: the tool gives no text */
+    } else if (!st)
+        *text = vc_strdup("no stdout here");
+    if (!st && !*text) st = VC_ERR_NOMEM;
+    free(c.body);
+    cJSON_Delete(c.answer);
     return st;
 }

@@ -23,6 +23,11 @@ int vc_sandbox_source(const char *data_source);
  * when out of memory or built without libcurl. */
 vc_status vc_sandbox_score(const vc_sandbox_opts *o, int n, const char *const *solution, const char *const *tests,
                            double *score);
+/* verl's SandboxFusionTool: code run in language with the compile and run timeouts (no stdin); *text (malloc'd) what
+ * the tool tells the model: the run's stdout then stderr when it finished, else "no stdout here" (also for a
+ * language Sandbox Fusion lacks, a failed request, a time-out) */
+vc_status vc_sandbox_tool_run(const vc_sandbox_opts *o, const char *code, double timeout, const char *language,
+                              char **text);
 /* 1 when built with libcurl (else vc_sandbox_score refuses a row that needs the service) */
 int vc_sandbox_have_http(void);
 /* the code verl sends for a completion (NULL when it has none: score 0); malloc'd */

@@ -4,10 +4,14 @@
  * tools/fixtures/make_sandbox_ref.py): code-block extraction, stdin / stdout cases, fn_name calls (Solution classes,
  * str() of the expected value), assert cases, the first 10 cases only, runtime errors, time-outs, 504 retries, HTTP
  * and service errors, compile errors failing the later cases, malformed test cases. All rows are scored in one
- * call, their cases in flight together; then the retries are counted, and the trainer's reward path is run. */
+ * call, their cases in flight together; then the retries are counted, verl's SandboxFusionTool (a code interpreter
+ * for multi-turn rollouts) is checked the same way, and the trainer's reward path is run. */
+#include "../../src/rl/agent_internal.h"
+#include "../../src/rl/py_text.h"
 #include "../../src/rl/sandbox.h"
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/config.h"
+#include "verlc/image.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
 #include "vc_test.h"
@@ -88,6 +92,63 @@ static void unreachable(void) {
     CHECK(s == 0);
 }
 
+/* verl's SandboxFusionTool (examples/sglang_multiturn's code_interpreter) loaded from its tool config: each call's text
+ * is the one verl's own tool gave against the same server (a traceback's last line, the rest being Python's) */
+static void tool(const cJSON *cases) {
+    char path[160];
+    snprintf(path, sizeof path, "/tmp/verlc_sandbox_tool_%d.yaml", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "tools:\n  - class_name: \"verl.tools.sandbox_fusion_tools.SandboxFusionTool\"\n    config:\n"
+               "      sandbox_fusion_url: \"%s\"\n      num_workers: 10\n      enable_global_rate_limit: true\n"
+               "      rate_limit: 10\n      default_timeout: 30\n      default_language: \"python\"\n"
+               "      memory_limit_mb: 1024\n      type: native\n    tool_schema:\n      type: \"function\"\n"
+               "      function:\n        name: \"code_interpreter\"\n        description: \"run code\"\n"
+               "        parameters:\n          type: \"object\"\n          properties:\n            code:\n"
+               "              type: \"string\"\n          required: [\"code\"]\n", url);
+    fclose(f);
+    rl_tool *tools = NULL;
+    int n = 0, same = 0, k = 0;
+    cJSON *schemas = NULL;
+    CHECK_OK(rl_tools_load(path, &tools, &n, &schemas));
+    for (const cJSON *c = cases ? cases->child : NULL; n == 1 && c; c = c->next, k++) {
+        const char *args = cJSON_GetArrayItem(c, 0)->valuestring, *want = cJSON_GetArrayItem(c, 1)->valuestring;
+        rl_tool_call call = { "code_interpreter", pt_json_loads((pt_span){ args, strlen(args) }) };
+        char *text = NULL;
+        double r = 1;
+        CHECK_OK(rl_tool_run(tools, n, &call, NULL, "row", &text, &r, &(vc_image){ 0 }));
+        const char *tail = strncmp(want, "Traceback", 9) ? want : strrchr(want, '\n') ? NULL : want;
+        int ok = text && r == 0;
+        if (ok && tail) ok = !strcmp(text, want);
+        else if (ok) { /* the last line of the traceback */
+            const char *w = want + strlen(want) - 1, *g = text + strlen(text) - (*text ? 1 : 0);
+            while (w > want && w[-1] != '\n') w--;
+            while (g > text && g[-1] != '\n') g--;
+            ok = !strcmp(w, g) && !strncmp(text, "Traceback", 9);
+        }
+        same += ok;
+        CHECK_MSG(ok, "code_interpreter %s: [%s], verl [%s]", args, text ? text : "(null)", want);
+        free(text);
+        cJSON_Delete(call.args);
+    }
+    fprintf(stderr, "SandboxFusionTool: %d of %d calls as verl's\n", same, k);
+    CHECK(k >= 10);
+    rl_tools_free(tools, n);
+    cJSON_Delete(schemas);
+    /* without its url the tool is refused when the config loads, as verl raises */
+    f = fopen(path, "w");
+    if (f) {
+        fputs("tools:\n  - class_name: verl.tools.sandbox_fusion_tools.SandboxFusionTool\n    config: {type: native}\n"
+              "    tool_schema: {type: function, function: {name: ci, description: x, parameters: {type: object, "
+              "properties: {code: {type: string}}, required: [code]}}}\n", f);
+        fclose(f);
+        CHECK(rl_tools_load(path, &tools, &n, &schemas) == VC_ERR_FORMAT);
+        CHECK_MSG(strstr(vc_last_error(), "sandbox_fusion_url"), "%s", vc_last_error());
+    }
+    unlink(path);
+}
+
 /* the trainer's reward path: reward_model.sandbox_fusion.url read, the code rows scored through the service with
  * their extra values, the other rows by their own scorers */
 static void trainer_path(void) {
@@ -141,6 +202,7 @@ int main(void) {
     CHECK_OK(vc_json_load_file(FIXTURE, &ref));
     const cJSON *cases = cJSON_GetObjectItem(ref, "cases");
     if (cases) golden(cases);
+    tool(cJSON_GetObjectItem(ref, "tool"));
     cJSON_Delete(ref);
     unreachable();
     trainer_path();
