@@ -321,30 +321,38 @@ static vc_status tool_response(vc_rl_trainer *t, const rl_agent *a, const vc_rl_
     return st;
 }
 
-/* after a generation: run the tool calls of its text and append their rendered responses (and their images) */
-static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_dataset *d, int prompt, ag_state *s,
-                           const int32_t *gen, int64_t ng, int64_t max_resp, int *n_calls) {
-    const vc_rl_prompt *p = &d->p[prompt];
-    char *text = NULL, where[512];
+/* the tool calls of a generation's text (at most max_parallel_calls) into calls[]; how many */
+static int parse_calls(vc_rl_trainer *t, const rl_agent *a, const int32_t *gen, int64_t ng, rl_tool_call *calls,
+                       vc_status *st) {
+    char *text = NULL;
     size_t len = 0;
-    rl_tool_call calls[MAX_CALLS];
+    *st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
+    int pad = vc_tokenizer_pad_id(t->tok);
+    int nc = *st ? 0 : rl_parse_tool_calls_as(a->format, text, pad >= 0 ? vc_tokenizer_id_to_token(t->tok, pad) : NULL,
+                                              a->schemas, calls, a->max_parallel, NULL);
+    if (nc < 0) nc = 0, *st = VC_ERR_NOMEM;
+    free(text);
+    return nc;
+}
+
+static void free_calls(rl_tool_call *calls, int n) {
+    for (int i = 0; i < n; i++) cJSON_Delete(calls[i].args), free(calls[i].text), calls[i].args = NULL, calls[i].text = NULL;
+}
+
+/* after a generation: run its tool calls (nc of them; freed here) and append their rendered responses (and images) */
+static vc_status tool_turn(vc_rl_trainer *t, const rl_agent *a, const vc_rl_dataset *d, int prompt, ag_state *s,
+                           rl_tool_call *calls, int nc, int64_t max_resp) {
+    const vc_rl_prompt *p = &d->p[prompt];
+    char where[512];
     vc_vl_pixels px[MAX_CALLS];
     vc_rl_image pi[MAX_CALLS];
     int n_px = 0;
-    vc_status st = vc_tokenizer_decode(t->tok, gen, (size_t)ng, 0, &text, &len);
-    int pad = vc_tokenizer_pad_id(t->tok);
-    int nc = st ? 0 : rl_parse_tool_calls_as(a->format, text, pad >= 0 ? vc_tokenizer_id_to_token(t->tok, pad) : NULL,
-                                             a->schemas, calls, a->max_parallel, NULL);
-    if (nc < 0) nc = 0, st = VC_ERR_NOMEM;
-    free(text);
-    *n_calls = nc;
-    if (st || nc == 0) return st;
+    vc_status st = VC_OK;
     cJSON *msgs = cJSON_CreateArray();
     if (!msgs) st = VC_ERR_NOMEM;
-    for (int i = 0; i < nc; i++) {
+    for (int i = 0; i < nc; i++)
         if (!st) st = tool_response(t, a, d, p, s, &calls[i], msgs, px, pi, &n_px);
-        cJSON_Delete(calls[i].args);
-    }
+    free_calls(calls, nc);
     int32_t *ids = NULL;
     size_t n = 0;
     row_where(d, p, where, sizeof where);
@@ -400,28 +408,46 @@ static vc_status assistant_msg(vc_rl_trainer *t, ag_state *s, const int32_t *gen
     return st;
 }
 
-/* the samples of one engine call into their states; j-th request -> state req_state[j] (+ sample) */
+/* the samples of one engine call into their states; j-th request -> state req_state[j] (+ sample). The tool calls of
+ * all samples are parsed first, so that calls to remote tools that keep no state (SandboxFusionTool) are made
+ * together; then each sample's turn runs in order. */
 static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S, const int *req_state,
                               const vc_rollout_sample *smp, int ns, const vc_sampling *sp, int64_t max_resp) {
     const rl_agent *a = t->agent;
-    vc_status st = VC_OK;
+    rl_tool_call(*calls)[MAX_CALLS] = vc_calloc((size_t)ns + 1, sizeof *calls);
+    rl_tool_call **all = vc_calloc((size_t)ns * MAX_CALLS + 1, sizeof *all);
+    int *nc = vc_calloc((size_t)ns + 1, sizeof *nc), *go = vc_calloc((size_t)ns + 1, sizeof *go), n_all = 0;
+    int64_t *kept = vc_calloc((size_t)ns + 1, sizeof *kept); /* the tokens each sample added */
+    vc_status st = calls && all && nc && go && kept ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < ns; i++) {
         ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
         int64_t room = max_resp - (s->n - s->plen), k = smp[i].n_tokens < room ? smp[i].n_tokens : room;
         if ((st = push(s, smp[i].tokens, rl_rollout_logp(t, &smp[i], sp), k, 1, max_resp))) break;
+        kept[i] = k;
         s->finish = k < smp[i].n_tokens ? VC_FINISH_LENGTH : smp[i].finish;
         s->turns_a++;
         if (s->n - s->plen >= max_resp || !s->tools || (a->max_assistant && s->turns_a >= a->max_assistant) ||
             (a->max_user && s->turns_u >= a->max_user))
             s->done = 1;
         else {
-            int calls = 0;
-            st = assistant_msg(t, s, smp[i].tokens, k);
-            if (!st) st = tool_turn(t, a, d, s->prompt, s, smp[i].tokens, k, max_resp, &calls);
-            if (!st && !calls && s->inter) st = interaction_turn(t, a, s, max_resp);
-            else if (!st && !calls) s->done = 1;
+            go[i] = 1;
+            nc[i] = parse_calls(t, a, smp[i].tokens, k, calls[i], &st);
+            for (int c = 0; c < nc[i]; c++) all[n_all++] = &calls[i][c];
         }
     }
+    if (!st && n_all) st = rl_tools_prefetch(a->tools, a->n_tools, all, n_all);
+    for (int i = 0; !st && i < ns; i++) {
+        if (!go[i]) continue;
+        ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
+        st = assistant_msg(t, s, smp[i].tokens, kept[i]);
+        int n_calls = nc[i];
+        if (!st && n_calls) st = tool_turn(t, a, d, s->prompt, s, calls[i], n_calls, max_resp);
+        nc[i] = 0;
+        if (!st && !n_calls && s->inter) st = interaction_turn(t, a, s, max_resp);
+        else if (!st && !n_calls) s->done = 1;
+    }
+    for (int i = 0; calls && nc && i < ns; i++) free_calls(calls[i], nc[i]);
+    free(calls), free(all), free(nc), free(go), free(kept);
     return st;
 }
 

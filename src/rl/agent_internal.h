@@ -26,12 +26,13 @@ typedef struct rl_tool {
      * default_timeout (s), memory_limit_mb */
     char *language;
     double default_timeout;
-    int memory_mb;
+    int memory_mb, concurrency; /* concurrency: config.rate_limit (10) with the global rate limit, else num_workers */
 } rl_tool;
 
 typedef struct rl_tool_call {
     char name[64];
     struct cJSON *args; /* owned */
+    char *text;         /* the response when it was fetched ahead (rl_tools_prefetch; owned), NULL: not yet */
 } rl_tool_call;
 
 /* the tool config file: tools[n] and their schemas (a JSON array for the chat template's `tools`) */
@@ -54,6 +55,9 @@ vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
  * text, not a failure. where names the row in refusals. */
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row, const char *where,
                       char **text, double *tool_reward, struct vc_image *image);
+/* the responses of calls[0..n) to tools that run remotely and keep no state (SandboxFusionTool), fetched all at once
+ * into their text (verl's loop runs a turn's calls concurrently); rl_tool_run then gives that text */
+vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n);
 /* verl's ImageZoomInTool (tool_zoom.c): _maybe_resize_bbox (1 with out[4], 0: None), PIL's crop of a box, and one
  * call (args, the row's create_kwargs) giving the text, the tool reward and the crop (*crop, width 0: none) */
 int rl_zoom_resize_bbox(const double bbox[4], int image_w, int image_h, double out[4]);

@@ -67,6 +67,10 @@ static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool
     if ((to && !cJSON_IsNumber(to)) || (lang && !cJSON_IsString(lang)) || (mem && !cJSON_IsNumber(mem)))
         return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: default_timeout and memory_limit_mb must be numbers, "
                        "default_language a string", path, i);
+    const cJSON *rl = cJSON_GetObjectItemCaseSensitive(cfg, "rate_limit"), *nw = cJSON_GetObjectItemCaseSensitive(cfg, "num_workers");
+    const cJSON *gl = cJSON_GetObjectItemCaseSensitive(cfg, "enable_global_rate_limit");
+    const cJSON *lim = cJSON_IsFalse(gl) ? nw : rl;
+    t->concurrency = cJSON_IsNumber(lim) && lim->valuedouble >= 1 ? (int)fmin(lim->valuedouble, 4096) : 10;
     t->default_timeout = to ? to->valuedouble : 30;
     t->memory_mb = mem ? (int)mem->valuedouble : 1024;
     t->command = vc_strdup(url->valuestring);
@@ -74,19 +78,55 @@ static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool
     return t->command && t->language ? VC_OK : VC_ERR_NOMEM;
 }
 
-/* verl's SandboxFusionTool.execute: code (str() of a non-string), timeout and language from the call or the config */
-static vc_status sandbox_tool(const rl_tool *tool, const cJSON *args, char **text) {
+/* verl's SandboxFusionTool.execute's arguments: code (str() of a non-string; malloc'd), timeout and language from the
+ * call or the config (another type fails the call in verl: "no stdout here") */
+static char *sandbox_args(const rl_tool *tool, const cJSON *args, double *timeout, const char **language) {
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(args, "code"), *to = cJSON_GetObjectItemCaseSensitive(args, "timeout");
     const cJSON *lang = cJSON_GetObjectItemCaseSensitive(args, "language");
-    char *src = !code ? vc_strdup("") : pt_py_repr(code, 1);
+    *timeout = !to ? tool->default_timeout : cJSON_IsNumber(to) ? to->valuedouble : -1;
+    *language = !lang ? tool->language : cJSON_IsString(lang) ? lang->valuestring : "";
+    return !code ? vc_strdup("") : pt_py_repr(code, 1);
+}
+
+static vc_sandbox_opts sandbox_opts(const rl_tool *tool) {
+    return (vc_sandbox_opts){ .url = tool->command, .max_concurrent = tool->concurrency, .memory_limit_mb = tool->memory_mb,
+                              .retry_delay = 1.0 };
+}
+
+static vc_status sandbox_tool(const rl_tool *tool, const cJSON *args, char **text) {
+    double t;
+    const char *l;
+    char *src = sandbox_args(tool, args, &t, &l);
     if (!src) return VC_ERR_NOMEM;
-    vc_sandbox_opts o = { .url = tool->command, .max_concurrent = 1, .memory_limit_mb = tool->memory_mb,
-                          .retry_delay = 1.0 };
-    /* a timeout or language of another type fails the call in verl: "no stdout here" */
-    double t = !to ? tool->default_timeout : cJSON_IsNumber(to) ? to->valuedouble : -1;
-    const char *l = !lang ? tool->language : cJSON_IsString(lang) ? lang->valuestring : "";
+    vc_sandbox_opts o = sandbox_opts(tool);
     vc_status st = vc_sandbox_tool_run(&o, src, t, l, text);
     free(src);
+    return st;
+}
+
+vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n) {
+    vc_status st = VC_OK;
+    for (int k = 0; !st && k < n_tools; k++) {
+        if (tools[k].kind != RL_TOOL_SANDBOX) continue;
+        int m = 0;
+        for (int i = 0; i < n; i++) m += !calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tools[k].name);
+        if (!m) continue;
+        char **code = vc_calloc((size_t)m, sizeof *code), **text = vc_calloc((size_t)m, sizeof *text);
+        const char **lang = vc_calloc((size_t)m, sizeof *lang);
+        double *to = vc_calloc((size_t)m, sizeof *to);
+        int *who = vc_calloc((size_t)m, sizeof *who), j = 0;
+        st = code && text && lang && to && who ? VC_OK : VC_ERR_NOMEM;
+        for (int i = 0; !st && i < n; i++)
+            if (!calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tools[k].name)) {
+                if (!(code[j] = sandbox_args(&tools[k], calls[i]->args, &to[j], &lang[j]))) st = VC_ERR_NOMEM;
+                who[j++] = i;
+            }
+        vc_sandbox_opts o = sandbox_opts(&tools[k]);
+        if (!st) st = vc_sandbox_tool_run_many(&o, m, (const char *const *)code, to, lang, text);
+        for (j = 0; !st && j < m; j++) calls[who[j]]->text = text[j];
+        for (j = 0; code && j < m; j++) free(code[j]);
+        free(code), free(text), free(lang), free(to), free(who);
+    }
     return st;
 }
 
@@ -521,6 +561,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
         snprintf(msg, sizeof msg, "Error when executing tool: the arguments of %s are not an object", call->name);
         return (*text = vc_strdup(msg)) ? VC_OK : VC_ERR_NOMEM;
     }
+    if (call->text) return (*text = vc_strdup(call->text)) ? VC_OK : VC_ERR_NOMEM; /* fetched ahead */
     /* extra_info.tools_kwargs.<name>.create_kwargs */
     const cJSON *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);

@@ -433,26 +433,42 @@ static int supported_language(const char *l) {
     return 0;
 }
 
+/* the text verl's tool gives for one answer of the service (NULL: the request failed) */
+static char *tool_text(const cJSON *ans) {
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(ans, "run_result");
+    if (!cJSON_IsObject(rr) || !status_is(rr, "status", "Finished")) return vc_strdup("no stdout here");
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(rr, "stdout"), *err = cJSON_GetObjectItemCaseSensitive(rr, "stderr");
+    if (!cJSON_IsString(out) || !cJSON_IsString(err)) return vc_strdup(""); /* None + str raises: no text */
+    size_t n = strlen(out->valuestring) + strlen(err->valuestring) + 1;
+    char *t = vc_malloc(n);
+    if (t) snprintf(t, n, "%s%s", out->valuestring, err->valuestring); /* stdout + stderr */
+    return t;
+}
+
+vc_status vc_sandbox_tool_run_many(const vc_sandbox_opts *o, int n, const char *const *code, const double *timeout,
+                                   const char *const *language, char **text) {
+    sb_case *run = vc_calloc((size_t)n + 1, sizeof *run);
+    int *at = vc_malloc(sizeof(int) * (size_t)(n + 1)), nr = 0;
+    vc_status st = run && at ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        text[i] = NULL;
+        at[i] = -1;
+        if (!supported_language(language[i]) || !(timeout[i] >= 0 && timeout[i] < 1e7)) continue; /* verl fails it */
+        run[nr] = (sb_case){ .timeout = timeout[i], .result = R_ERROR, .keep = 1,
+                             .body = request_body(code[i], NULL, timeout[i], o->memory_limit_mb, language[i]) };
+        if (!run[nr].body) st = VC_ERR_NOMEM;
+        at[i] = nr++;
+    }
+    if (!st && nr) st = run_cases(o, run, nr); /* all in flight together, up to max_concurrent */
+    for (int i = 0; !st && i < n; i++)
+        if (!(text[i] = tool_text(at[i] >= 0 ? run[at[i]].answer : NULL))) st = VC_ERR_NOMEM;
+    for (int i = 0; st && i < n; i++) free(text[i]), text[i] = NULL;
+    for (int k = 0; run && k < nr; k++) free(run[k].body), cJSON_Delete(run[k].answer);
+    free(run), free(at);
+    return st;
+}
+
 vc_status vc_sandbox_tool_run(const vc_sandbox_opts *o, const char *code, double timeout, const char *language,
                               char **text) {
-    *text = NULL;
-    sb_case c = { .timeout = timeout, .result = R_ERROR, .keep = 1 };
-    vc_status st = VC_OK;
-    if (supported_language(language) && timeout >= 0 && timeout < 1e7) {
-        if (!(c.body = request_body(code, NULL, timeout, o->memory_limit_mb, language))) return VC_ERR_NOMEM;
-        st = run_cases(o, &c, 1);
-    }
-    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(c.answer, "run_result");
-    if (!st && cJSON_IsObject(rr) && status_is(rr, "status", "Finished")) { /* stdout + stderr */
-        const cJSON *out = cJSON_GetObjectItemCaseSensitive(rr, "stdout"), *err = cJSON_GetObjectItemCaseSensitive(rr, "stderr");
-        if (cJSON_IsString(out) && cJSON_IsString(err)) {
-            size_t n = strlen(out->valuestring) + strlen(err->valuestring) + 1;
-            if ((*text = vc_malloc(n))) snprintf(*text, n, "%s%s", out->valuestring, err->valuestring);
-        } else *text = vc_strdup(""); /* None + str raises: the tool gives no text */
-    } else if (!st)
-        *text = vc_strdup("no stdout here");
-    if (!st && !*text) st = VC_ERR_NOMEM;
-    free(c.body);
-    cJSON_Delete(c.answer);
-    return st;
+    return vc_sandbox_tool_run_many(o, 1, &code, &timeout, &language, text);
 }

@@ -28,6 +28,9 @@ vc_status vc_sandbox_score(const vc_sandbox_opts *o, int n, const char *const *s
  * language Sandbox Fusion lacks, a failed request, a time-out) */
 vc_status vc_sandbox_tool_run(const vc_sandbox_opts *o, const char *code, double timeout, const char *language,
                               char **text);
+/* ... n of them at once, at most o->max_concurrent requests in flight (text[i] malloc'd) */
+vc_status vc_sandbox_tool_run_many(const vc_sandbox_opts *o, int n, const char *const *code, const double *timeout,
+                                   const char *const *language, char **text);
 /* 1 when built with libcurl (else vc_sandbox_score refuses a row that needs the service) */
 int vc_sandbox_have_http(void);
 /* the code verl sends for a completion (NULL when it has none: score 0); malloc'd */

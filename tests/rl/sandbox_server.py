@@ -12,11 +12,13 @@ the code or the stdin stand for what the real service would do slowly or rarely:
   #SB_TLE         the run timed out (TimeLimitExceeded)
   SB_COMPILE      (in the stdin) a compile error (compile_result Finished with return code 1)
 usage: sandbox_server.py [PORT]  (0 or none: any free port; the port is printed on the first line). Each request
-is appended to $SB_LOG as one JSON line when it is set. Standard library only."""
+is appended to $SB_LOG as one JSON line when it is set; $SB_PEAK gets the most runs in progress at once. Standard
+library only."""
 import json, os, subprocess, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 seen, lock = set(), threading.Lock()
+active, peak = 0, 0  # requests being run at once, and the most so far ($SB_PEAK gets it)
 
 
 def run(req):
@@ -72,7 +74,19 @@ class H(BaseHTTPRequestHandler):
             return self.answer(500, "internal error")
         if "#SB_NOT_JSON" in code:
             return self.answer(200, "<html>not json</html>")
-        self.answer(200, json.dumps(run(req)))
+        global active, peak
+        with lock:
+            active += 1
+            if active > peak and os.environ.get("SB_PEAK"):
+                peak = active
+                with open(os.environ["SB_PEAK"], "w") as f:
+                    f.write(str(peak))
+        try:
+            out = run(req)
+        finally:
+            with lock:
+                active -= 1
+        self.answer(200, json.dumps(out))
 
 
 srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), H)

@@ -10,6 +10,8 @@
 #include "../../src/rl/py_text.h"
 #include "../../src/rl/sandbox.h"
 #include "../../src/rl/trainer_internal.h"
+#include "agent_test_util.h"
+#include "verlc/chat_template.h"
 #include "verlc/config.h"
 #include "verlc/image.h"
 #include "verlc/json.h"
@@ -24,7 +26,7 @@
 
 #define FIXTURE "tests/fixtures/rl/sandbox_reference.json"
 
-static char url[128], log_path[128];
+static char url[128], log_path[128], peak_path[128];
 
 static int count_lines_with(const char *path, const char *needle) {
     FILE *f = fopen(path, "r");
@@ -149,6 +151,101 @@ static void tool(const cJSON *cases) {
     unlink(path);
 }
 
+/* a multi-turn rollout whose 8 responses all call code_interpreter in the same turn (a scripted engine, the Qwen3
+ * tokenizer and template): each gets its own run's output in its tool turn, and the calls reach the service together
+ * (at the tool's rate_limit of 10 in flight), as verl's loop makes them concurrently */
+typedef struct { vc_tokenizer *tok; int calls; } code_ctx;
+
+static vc_status code_script(void *p, const vc_rollout_request *r, int n, const vc_sampling *s, vc_rollout_sample **out,
+                             int *n_out) {
+    code_ctx *c = p;
+    int total = 0, k = 0;
+    vc_rollout_sample *smp = agent_test_samples(r, n, &total);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < r[i].n_samples; j++, k++) {
+            char text[300];
+            int who = c->calls == 0 ? (int)r[i].prompt_index * 10 + j : 0;
+            if (c->calls == 0)
+                snprintf(text, sizeof text, "<tool_call>\n{\"name\": \"code_interpreter\", \"arguments\": {\"code\": "
+                         "\"import time\\ntime.sleep(0.3)\\nprint(%d * 7)\"}}\n</tool_call><|im_end|>", who);
+            else snprintf(text, sizeof text, "Done.<|im_end|>");
+            smp[k] = agent_test_sample(c->tok, text, i, j, s->max_new_tokens, -0.5f, 0.0f);
+        }
+    c->calls++;
+    *out = smp;
+    *n_out = total;
+    return VC_OK;
+}
+
+static void batched_rollout(void) {
+    char tools[160], data[160], o1[300], tok_dir[600], peak2[160], url2[128], *line = NULL;
+    /* a server of its own: the most runs at once of this rollout alone */
+    snprintf(peak2, sizeof peak2, "%s.rollout", peak_path);
+    setenv("SB_PEAK", peak2, 1);
+    char *argv[] = { "python3", "tests/rl/sandbox_server.py", NULL };
+    vc_reward_proc *srv = NULL;
+    CHECK_OK(vc_reward_proc_start(argv, 60000, &srv));
+    if (srv) CHECK_OK(vc_reward_proc_read_line(srv, vc_now() + 20, &line));
+    snprintf(url2, sizeof url2, "http://127.0.0.1:%d/run_code", line ? atoi(line) : 0);
+    free(line);
+    snprintf(tools, sizeof tools, "/tmp/verlc_sandbox_tools_%d.yaml", (int)getpid());
+    snprintf(data, sizeof data, "/tmp/verlc_sandbox_data_%d.jsonl", (int)getpid());
+    FILE *f = fopen(tools, "w"), *g = fopen(data, "w");
+    CHECK(f && g);
+    if (!f || !g) return;
+    fprintf(f, "tools:\n  - class_name: verl.tools.sandbox_fusion_tools.SandboxFusionTool\n    config: {sandbox_fusion_url: "
+               "\"%s\", rate_limit: 10, type: native}\n    tool_schema: {type: function, function: {name: code_interpreter, "
+               "description: run code, parameters: {type: object, properties: {code: {type: string}}, required: [code]}}}\n",
+            url2);
+    for (int i = 0; i < 2; i++)
+        fprintf(g, "{\"data_source\": \"x\", \"prompt\": [{\"role\": \"user\", \"content\": \"Compute %d.\"}], "
+                   "\"reward_model\": {\"ground_truth\": \"0\"}}\n", i);
+    fclose(f), fclose(g);
+    snprintf(tok_dir, sizeof tok_dir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());
+    snprintf(o1, sizeof o1, "actor_rollout_ref.rollout.multi_turn.tool_config_path=%s", tools);
+    char *ov[] = { "actor_rollout_ref.rollout.multi_turn.enable=true", o1 };
+    vc_config *cfg = NULL;
+    vc_rl_trainer *t = vc_calloc(1, sizeof *t);
+    t->world = 1, t->seed = 3;
+    CHECK_OK(vc_tokenizer_load(tok_dir, &t->tok));
+    CHECK_OK(vc_chat_template_load(tok_dir, &t->tmpl));
+    CHECK_OK(vc_config_load(NULL, 2, ov, &cfg));
+    vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = 4096, .max_samples = -1 };
+    if (t->tok && t->tmpl) CHECK_OK(vc_rl_dataset_load(data, t->tok, t->tmpl, &o, &t->train));
+    if (t->train && cfg) CHECK_OK(rl_agent_open(t, cfg));
+    code_ctx cc = { t->tok, 0 };
+    t->gen = code_script;
+    t->gen_ctx = &cc;
+    uint32_t idx[2] = { 0, 1 };
+    vc_sampling s = { .temperature = 1, .top_p = 1, .max_new_tokens = 200 };
+    rl_batch b;
+    memset(&b, 0, sizeof b);
+    if (t->agent) CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &s, 4, 1, &b));
+    int right = 0;
+    for (int i = 0; i < b.B; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "<tool_response>\n%d\n", (b.prompt[i] * 10 + i % 4) * 7);
+        right += b.text[i] && strstr(b.text[i], want) != NULL;
+    }
+    CHECK_MSG(b.B == 8 && right == 8, "%d of %d responses got their own run's output", right, b.B);
+    FILE *pk = fopen(peak2, "r");
+    int peak = 0;
+    if (pk) {
+        if (fscanf(pk, "%d", &peak) != 1) peak = 0;
+        fclose(pk);
+    }
+    CHECK_MSG(peak >= 4, "at most %d runs were in progress at once", peak);
+    rl_batch_free(&b);
+    rl_agent_free(t->agent);
+    vc_rl_dataset_free(t->train);
+    vc_tokenizer_free(t->tok);
+    vc_chat_template_free(t->tmpl);
+    vc_config_free(cfg);
+    free(t);
+    vc_reward_proc_close(srv);
+    unlink(tools), unlink(data), unlink(peak2);
+}
+
 /* the trainer's reward path: reward_model.sandbox_fusion.url read, the code rows scored through the service with
  * their extra values, the other rows by their own scorers */
 static void trainer_path(void) {
@@ -187,6 +284,8 @@ static void trainer_path(void) {
 int main(void) {
     snprintf(log_path, sizeof log_path, "/tmp/verlc_sandbox_%d.log", (int)getpid());
     setenv("SB_LOG", log_path, 1);
+    snprintf(peak_path, sizeof peak_path, "/tmp/verlc_sandbox_peak_%d", (int)getpid());
+    setenv("SB_PEAK", peak_path, 1);
     code_blocks();
     if (!vc_sandbox_have_http() || system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
         printf("skipping the service checks: %s\n", vc_sandbox_have_http() ? "no python3" : "built without libcurl");
@@ -206,7 +305,8 @@ int main(void) {
     cJSON_Delete(ref);
     unreachable();
     trainer_path();
+    if (vc_test_have_shared()) batched_rollout();
     vc_reward_proc_close(srv);
-    unlink(log_path);
+    unlink(log_path), unlink(peak_path);
     return vc_test_done();
 }
