@@ -1,6 +1,6 @@
 /* verl's Sandbox Fusion reward (verl/utils/reward_score/sandbox_fusion at b178a3cd): the completion's code is run by a
  * Sandbox Fusion service (https://github.com/bytedance/SandboxFusion, its /run_code API) on each test case, through
- * libcurl, and each case is judged as verl judges the service's answer:
+ * libcurl (http_batch.c), and each case is judged as verl judges the service's answer:
  *   - the request: {"compile_timeout", "run_timeout", "code", "stdin", "memory_limit_MB", "language": "python",
  *     "files": {}, "fetch_files": []}; a 504 answer is retried twice after 1 and 2 s, any other failure fails
  *     the case;
@@ -14,6 +14,7 @@
  * "assert_case" each case's assertion is appended to the code. The score is verl's continuous one: the pass
  * rate of the first 10 cases (only those are run: the rest never count). */
 #include "sandbox.h"
+#include "http_batch.h"
 #include "py_text.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -139,11 +140,10 @@ static char *case_code(const char *gen, const char *assert_case, const cJSON *fn
 enum { R_PASS = 1, R_WRONG = 0, R_ERROR = -1, R_RUNTIME = -2, R_TIMEOUT = -3, R_COMPILE = -4 };
 
 typedef struct {
-    int row, idx, attempt;
+    int row, idx;
     char *body;        /* the request JSON */
     char *expected;    /* str(expected output), NULL: None (passes on any output) */
     double timeout;    /* the request's compile and run timeouts (s) */
-    double not_before; /* a 504 retry's time */
     int result;
     int keep;          /* keep the service's answer (answer: NULL when the request failed) */
     cJSON *answer;
@@ -264,133 +264,28 @@ static int row_cases(const vc_sandbox_opts *o, int row, const char *code, const 
     return ok;
 }
 
-#ifndef VC_HAVE_CURL
-int vc_sandbox_have_http(void) { return 0; }
+int vc_sandbox_have_http(void) { return vc_http_available(); }
+
+/* every case's request through the service (verl's call_sandbox_api: a 504 tried 3 times in all, after 1 and 2 s;
+ * any other failure ends the case) and its verdict */
 static vc_status run_cases(const vc_sandbox_opts *o, sb_case *c, int n) {
-    (void)c, (void)n;
-    return vc_fail(VC_ERR_UNSUPPORTED, "reward_model.sandbox_fusion.url=%s: this verlc was built without libcurl: "
-                   "install libcurl4-openssl-dev and rebuild", o->url);
-}
-#else
-#include <curl/curl.h>
-#include <pthread.h>
-
-int vc_sandbox_have_http(void) { return 1; }
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-typedef struct {
-    CURL *h;
-    int job;
-    char *buf;
-    size_t n, cap;
-} sb_req;
-
-static size_t on_data(char *p, size_t size, size_t nm, void *ud) {
-    sb_req *r = ud;
-    size_t k = size * nm;
-    if (r->n + k + 1 > r->cap) {
-        size_t cap = (r->n + k + 1) * 2;
-        char *b = realloc(r->buf, cap);
-        if (!b) return 0;
-        r->buf = b, r->cap = cap;
+    static const long RETRY[] = { 504 };
+    vc_http_policy pol = { .max_in_flight = o->max_concurrent > 0 ? o->max_concurrent : 64, .max_attempts = 3,
+                           .retry_delay = o->retry_delay, .retry_codes = RETRY, .n_retry_codes = 1 };
+    vc_http_req *r = vc_calloc((size_t)n + 1, sizeof *r);
+    if (!r) return VC_ERR_NOMEM;
+    for (int i = 0; i < n; i++) r[i] = (vc_http_req){ .body = c[i].body, .timeout_s = 2 * c[i].timeout + 10 };
+    vc_status st = vc_http_post_many(o->url, r, n, &pol); /* + verl's API_TIMEOUT of 10 s */
+    for (int i = 0; !st && i < n; i++) {
+        cJSON *ans = r[i].code >= 200 && r[i].code < 300 && r[i].resp ? cJSON_Parse(r[i].resp) : NULL;
+        c[i].result = cJSON_IsObject(ans) ? verdict(ans, c[i].expected) : R_ERROR;
+        if (c[i].keep && cJSON_IsObject(ans)) c[i].answer = ans;
+        else cJSON_Delete(ans);
     }
-    memcpy(r->buf + r->n, p, k);
-    r->n += k;
-    r->buf[r->n] = 0;
-    return k;
-}
-
-static vc_status start(CURLM *m, const vc_sandbox_opts *o, struct curl_slist *hdr, sb_case *c, int job, sb_req *r) {
-    memset(r, 0, sizeof *r);
-    r->job = job;
-    if (!(r->h = curl_easy_init())) return vc_fail(VC_ERR_NOMEM, "sandbox: curl_easy_init");
-    curl_easy_setopt(r->h, CURLOPT_URL, o->url);
-    curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(r->h, CURLOPT_POSTFIELDS, c[job].body);
-    curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)(1000 * (2 * c[job].timeout + 10))); /* + verl's API_TIMEOUT */
-    curl_easy_setopt(r->h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
-    curl_multi_add_handle(m, r->h);
-    return VC_OK;
-}
-
-/* a finished request: the verdict, or a 504 put back for a later try (1 when it was) */
-static int finish(const vc_sandbox_opts *o, sb_case *c, sb_req *r, CURLcode res) {
-    long code = 0;
-    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &code);
-    sb_case *k = &c[r->job];
-    if (res == CURLE_OK && code == 504 && k->attempt < 2) { /* MAX_RETRIES 3 */
-        k->attempt++;
-        k->not_before = vc_now() + o->retry_delay * k->attempt;
-        return 1;
-    }
-    cJSON *ans = res == CURLE_OK && code >= 200 && code < 300 && r->buf ? cJSON_Parse(r->buf) : NULL;
-    k->result = cJSON_IsObject(ans) ? verdict(ans, k->expected) : R_ERROR;
-    if (k->keep && cJSON_IsObject(ans)) k->answer = ans;
-    else cJSON_Delete(ans);
-    return 0;
-}
-
-static vc_status run_cases(const vc_sandbox_opts *o, sb_case *c, int n) {
-    pthread_once(&curl_once, curl_init);
-    int cap = o->max_concurrent > 0 ? o->max_concurrent : 64, *queue = vc_malloc(sizeof(int) * (size_t)(n + 1));
-    sb_req *reqs = vc_calloc((size_t)cap, sizeof *reqs);
-    CURLM *m = curl_multi_init();
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    hdr = curl_slist_append(hdr, "Accept: application/json");
-    vc_status st = queue && reqs && m && hdr ? VC_OK : VC_ERR_NOMEM;
-    int qn = n, active = 0, done = 0;
-    for (int i = 0; i < n; i++) queue[i] = i;
-    double last = vc_now();
-    while (!st && done < n) {
-        for (int s = 0; !st && s < cap && qn > 0; s++) { /* fill free slots with cases whose time has come */
-            if (reqs[s].h) continue;
-            int pick = -1;
-            for (int q = 0; q < qn && pick < 0; q++)
-                if (c[queue[q]].not_before <= vc_now()) pick = q;
-            if (pick < 0) break;
-            int job = queue[pick];
-            queue[pick] = queue[--qn];
-            if (!(st = start(m, o, hdr, c, job, &reqs[s]))) active++;
-        }
-        int running = 0;
-        curl_multi_perform(m, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left)))
-            if (msg->msg == CURLMSG_DONE) {
-                sb_req *r = NULL;
-                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-                int again = finish(o, c, r, msg->data.result);
-                if (again) queue[qn++] = r->job;
-                else done++;
-                curl_multi_remove_handle(m, r->h);
-                curl_easy_cleanup(r->h);
-                free(r->buf);
-                memset(r, 0, sizeof *r);
-                active--;
-            }
-        if (done < n) curl_multi_poll(m, NULL, 0, active ? 50 : 20, NULL);
-        if (vc_now() - last > 30) { /* long work shows progress */
-            fprintf(stderr, "sandbox_fusion: %d of %d test cases judged\n", done, n);
-            last = vc_now();
-        }
-    }
-    for (int s = 0; reqs && s < cap; s++)
-        if (reqs[s].h) {
-            curl_multi_remove_handle(m, reqs[s].h);
-            curl_easy_cleanup(reqs[s].h);
-            free(reqs[s].buf);
-        }
-    if (m) curl_multi_cleanup(m);
-    curl_slist_free_all(hdr);
-    free(reqs), free(queue);
+    vc_http_reqs_free(r, n);
+    free(r);
     return st;
 }
-#endif
 
 vc_status vc_sandbox_score(const vc_sandbox_opts *o, int n, const char *const *solution, const char *const *tests,
                            double *score) {
