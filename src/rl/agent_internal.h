@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 struct cJSON;
-enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM, RL_TOOL_SANDBOX };
+enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM, RL_TOOL_SANDBOX,
+       RL_TOOL_SEARCH };
 struct vc_image;
 struct vc_reward_proc;
 struct rl_mcp;
@@ -22,11 +23,13 @@ typedef struct rl_tool {
     char *mcp_name;              /* the server's own name of the tool (without fastmcp's server prefix) */
     int owns_mcp, mcp_search;    /* mcp_search: verl's MCPSearchTool result parsing, else MCPBaseTool's */
     int shares_proc;             /* proc is another tool's (function tools of one file share its interpreter) */
-    /* RL_TOOL_SANDBOX (verl's SandboxFusionTool): config.sandbox_fusion_url (in command), default_language,
-     * default_timeout (s), memory_limit_mb */
+    /* services: RL_TOOL_SANDBOX (verl's SandboxFusionTool: config.sandbox_fusion_url in command, default_language,
+     * default_timeout (s), memory_limit_mb) and RL_TOOL_SEARCH (verl's SearchTool: retrieval_service_url in command,
+     * timeout (s) in default_timeout, topk); concurrency: config.rate_limit with the global rate limit, else
+     * num_workers; retry_delay: verl's 1 s (config.verlc_retry_delay) */
     char *language;
-    double default_timeout;
-    int memory_mb, concurrency; /* concurrency: config.rate_limit (10) with the global rate limit, else num_workers */
+    double default_timeout, retry_delay;
+    int memory_mb, concurrency, topk;
 } rl_tool;
 
 typedef struct rl_tool_call {
@@ -55,9 +58,12 @@ vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
  * text, not a failure. where names the row in refusals. */
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row, const char *where,
                       char **text, double *tool_reward, struct vc_image *image);
-/* the responses of calls[0..n) to tools that run remotely and keep no state (SandboxFusionTool), fetched all at once
+/* the responses of calls[0..n) to tools that run remotely and keep no state (SandboxFusionTool, SearchTool), fetched all
+ * at once
  * into their text (verl's loop runs a turn's calls concurrently); rl_tool_run then gives that text */
 vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n);
+/* verl's SearchTool (tool_search.c): the texts of n calls (their arguments args[i]), sent together */
+vc_status rl_search_tool_many(const rl_tool *tool, const struct cJSON *const *args, int n, char **text);
 /* verl's ImageZoomInTool (tool_zoom.c): _maybe_resize_bbox (1 with out[4], 0: None), PIL's crop of a box, and one
  * call (args, the row's create_kwargs) giving the text, the tool reward and the crop (*crop, width 0: none) */
 int rl_zoom_resize_bbox(const double bbox[4], int image_w, int image_h, double out[4]);

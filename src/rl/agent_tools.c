@@ -2,11 +2,13 @@
  * multi_turn.tool_config_path YAML: a list of {class_name, config, tool_schema}) and the tools verlc runs
  * natively (the tool-call formats are in tool_parser.c). verl's tools are Python classes; verlc implements the ones it ships with
  * under their class names (verl.tools.gsm8k_tool.Gsm8kTool, verl.tools.geo3k_tool.Geo3kTool,
- * verl.tools.image_zoom_in_tool.ImageZoomInTool: tool_zoom.c, verl.tools.sandbox_fusion_tools.SandboxFusionTool: sandbox.c) and runs any other class in a Python
+ * verl.tools.image_zoom_in_tool.ImageZoomInTool: tool_zoom.c, verl.tools.sandbox_fusion_tools.SandboxFusionTool: sandbox.c,
+ * verl.tools.search_tool.SearchTool: tool_search.c) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
 #include "mcp.h"
 #include "py_text.h"
+#include "http_batch.h"
 #include "sandbox.h"
 #include "verlc/image.h"
 #include "verlc/config.h"
@@ -23,6 +25,7 @@ static const struct { const char *cls; int kind; } BUILTIN[] = {
     { "verl.tools.geo3k_tool.Geo3kTool", RL_TOOL_GEO3K },
     { "verl.tools.image_zoom_in_tool.ImageZoomInTool", RL_TOOL_ZOOM },
     { "verl.tools.sandbox_fusion_tools.SandboxFusionTool", RL_TOOL_SANDBOX },
+    { "verl.tools.search_tool.SearchTool", RL_TOOL_SEARCH },
     { "verlc.tools.CommandTool", RL_TOOL_COMMAND },
 };
 
@@ -50,6 +53,35 @@ static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool
     return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
 }
 
+/* a service tool's requests in flight (config.rate_limit with enable_global_rate_limit, as by default, else
+ * num_workers; verl's default dflt) and its retry delay (verl's 1 s; config.verlc_retry_delay, for tests) */
+static void service_limits(const cJSON *cfg, int dflt, rl_tool *t) {
+    const cJSON *rl = cJSON_GetObjectItemCaseSensitive(cfg, "rate_limit"), *nw = cJSON_GetObjectItemCaseSensitive(cfg, "num_workers");
+    const cJSON *gl = cJSON_GetObjectItemCaseSensitive(cfg, "enable_global_rate_limit");
+    const cJSON *lim = cJSON_IsFalse(gl) ? nw : rl, *rd = cJSON_GetObjectItemCaseSensitive(cfg, "verlc_retry_delay");
+    t->concurrency = cJSON_IsNumber(lim) && lim->valuedouble >= 1 ? (int)fmin(lim->valuedouble, 4096) : dflt;
+    t->retry_delay = cJSON_IsNumber(rd) && rd->valuedouble >= 0 ? rd->valuedouble : 1.0;
+}
+
+/* verl's SearchTool's config: retrieval_service_url (required, as verl asserts), topk (3), timeout (30 s) */
+static vc_status search_config(const cJSON *e, const char *path, int i, rl_tool *t) {
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(e, "config");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(cfg, "retrieval_service_url");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(cfg, "topk"), *to = cJSON_GetObjectItemCaseSensitive(cfg, "timeout");
+    if (!cJSON_IsString(url) || !*url->valuestring)
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: SearchTool needs config.retrieval_service_url (the retrieval "
+                       "service, e.g. http://127.0.0.1:8000/retrieve)", path, i);
+    if (!vc_http_available())
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: SearchTool: this verlc was built without libcurl: install "
+                       "libcurl4-openssl-dev and rebuild", path, i);
+    if ((k && !(cJSON_IsNumber(k) && k->valuedouble >= 1)) || (to && !(cJSON_IsNumber(to) && to->valuedouble > 0)))
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: topk and timeout must be positive numbers", path, i);
+    service_limits(cfg, 120, t);
+    t->topk = k ? (int)k->valuedouble : 3;
+    t->default_timeout = to ? to->valuedouble : 30;
+    return (t->command = vc_strdup(url->valuestring)) ? VC_OK : VC_ERR_NOMEM;
+}
+
 /* verl's SandboxFusionTool's config: sandbox_fusion_url (required, as verl raises without it), default_timeout (30),
  * default_language ("python"), memory_limit_mb (1024); num_workers and the rate limits are Ray's */
 static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool *t) {
@@ -67,10 +99,7 @@ static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool
     if ((to && !cJSON_IsNumber(to)) || (lang && !cJSON_IsString(lang)) || (mem && !cJSON_IsNumber(mem)))
         return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: default_timeout and memory_limit_mb must be numbers, "
                        "default_language a string", path, i);
-    const cJSON *rl = cJSON_GetObjectItemCaseSensitive(cfg, "rate_limit"), *nw = cJSON_GetObjectItemCaseSensitive(cfg, "num_workers");
-    const cJSON *gl = cJSON_GetObjectItemCaseSensitive(cfg, "enable_global_rate_limit");
-    const cJSON *lim = cJSON_IsFalse(gl) ? nw : rl;
-    t->concurrency = cJSON_IsNumber(lim) && lim->valuedouble >= 1 ? (int)fmin(lim->valuedouble, 4096) : 10;
+    service_limits(cfg, 10, t);
     t->default_timeout = to ? to->valuedouble : 30;
     t->memory_mb = mem ? (int)mem->valuedouble : 1024;
     t->command = vc_strdup(url->valuestring);
@@ -90,7 +119,7 @@ static char *sandbox_args(const rl_tool *tool, const cJSON *args, double *timeou
 
 static vc_sandbox_opts sandbox_opts(const rl_tool *tool) {
     return (vc_sandbox_opts){ .url = tool->command, .max_concurrent = tool->concurrency, .memory_limit_mb = tool->memory_mb,
-                              .retry_delay = 1.0 };
+                              .retry_delay = tool->retry_delay };
 }
 
 static vc_status sandbox_tool(const rl_tool *tool, const cJSON *args, char **text) {
@@ -104,9 +133,31 @@ static vc_status sandbox_tool(const rl_tool *tool, const cJSON *args, char **tex
     return st;
 }
 
+/* the calls of a SearchTool, sent together */
+static vc_status search_prefetch(const rl_tool *tool, rl_tool_call *const *calls, int n) {
+    int m = 0, j = 0;
+    for (int i = 0; i < n; i++) m += !calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tool->name);
+    if (!m) return VC_OK;
+    const cJSON **args = vc_calloc((size_t)m, sizeof *args);
+    char **text = vc_calloc((size_t)m, sizeof *text);
+    int *who = vc_calloc((size_t)m, sizeof *who);
+    vc_status st = args && text && who ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++)
+        if (!calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tool->name))
+            args[j] = calls[i]->args, who[j++] = i;
+    if (!st) st = rl_search_tool_many(tool, args, m, text);
+    for (j = 0; !st && j < m; j++) calls[who[j]]->text = text[j];
+    free(args), free(text), free(who);
+    return st;
+}
+
 vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n) {
     vc_status st = VC_OK;
     for (int k = 0; !st && k < n_tools; k++) {
+        if (tools[k].kind == RL_TOOL_SEARCH) {
+            st = search_prefetch(&tools[k], calls, n);
+            continue;
+        }
         if (tools[k].kind != RL_TOOL_SANDBOX) continue;
         int m = 0;
         for (int i = 0; i < n; i++) m += !calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tools[k].name);
@@ -195,6 +246,7 @@ static vc_status native_tool(const cJSON *e, const char *path, int i, rl_tool *t
     if (t->kind < 0) st = python_tool(e, cls->valuestring, path, i, t);
     if (!st && t->kind == RL_TOOL_COMMAND) st = command_config(e, path, i, t);
     if (!st && t->kind == RL_TOOL_SANDBOX) st = sandbox_config(e, path, i, t);
+    if (!st && t->kind == RL_TOOL_SEARCH) st = search_config(e, path, i, t);
     if (!st && strlen(name->valuestring) >= sizeof t->name)
         st = vc_fail(VC_ERR_UNSUPPORTED, "%s: tool name longer than %zu bytes", where, sizeof t->name - 1);
     snprintf(t->name, sizeof t->name, "%s", name->valuestring);
@@ -569,6 +621,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
     if (tool->kind == RL_TOOL_ZOOM) return rl_zoom_tool(call->args, ck, where, text, tool_reward, image);
     if (tool->kind == RL_TOOL_SANDBOX) return sandbox_tool(tool, call->args, text);
+    if (tool->kind == RL_TOOL_SEARCH) return rl_search_tool_many(tool, (const cJSON *const *)&call->args, 1, text);
     if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K)
         return command_tool(tool, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");

@@ -76,6 +76,7 @@ static int finish(const vc_http_policy *p, vc_http_req *r, slot *s, CURLcode res
     free(r->resp);
     r->resp = NULL;
     r->code = res == CURLE_OK ? code : 0;
+    r->timed_out = res == CURLE_OPERATION_TIMEDOUT;
     if (res != CURLE_OK) snprintf(r->err, sizeof r->err, "%s", *s->err ? s->err : curl_easy_strerror(res));
     else if (s->buf) r->resp = s->buf, s->buf = NULL;
     if (retry && r->attempt < p->max_attempts) {

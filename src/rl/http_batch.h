@@ -11,6 +11,7 @@ typedef struct vc_http_req {
     long code;          /* the HTTP status of the last attempt (0: no answer) */
     char *resp;         /* its body (malloc'd; NULL without one) */
     char err[256];      /* with code 0: what went wrong (curl's message) */
+    int timed_out;      /* ... and whether it was a time-out */
     /* internal */
     int attempt;
     double not_before;
