@@ -476,6 +476,7 @@ static vc_status to_batch(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state *S,
         b->rlen[i] = r;
         b->prompt[i] = s->prompt;
         b->finish[i] = s->finish;
+        b->turns[i] = s->turns_a + s->turns_u + 1; /* verl's num_turns */
         memcpy(b->mask + (size_t)i * b->T, s->mask, sizeof(float) * (size_t)r);
         memcpy(b->rollout_logp + (size_t)i * b->T, s->lp, sizeof(float) * (size_t)r);
         char uid[64];

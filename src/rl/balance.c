@@ -73,7 +73,7 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
 typedef struct {
     int64_t gidx, plen, rlen, n_ids, T, lk, tk;
     int64_t img_rows, img_row, img_span; /* the row's own images (rl_batch.rimg): patch rows, their width, span */
-    int32_t prompt, finish, n_img;
+    int32_t prompt, finish, n_img, turns;
     float score;
     uint32_t n_uid, n_text, n_info;
 } row_hdr;
@@ -109,7 +109,7 @@ static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     const vc_images *im = own_images(b, i);
     row_hdr h = { gidx, b->plen[i], b->rlen[i], b->cu[i + 1] - b->cu[i], b->T, b->route ? b->route_lk : 0,
                   b->tk_ids ? b->tk_k : 0, im ? img_rows(im) : 0, im ? im->row : 0, im ? b->rspan[i] : 0,
-                  b->prompt[i], b->finish[i], im ? im->n : 0, b->score[i], (uint32_t)strlen(uid),
+                  b->prompt[i], b->finish[i], im ? im->n : 0, b->turns[i], b->score[i], (uint32_t)strlen(uid),
                   (uint32_t)strlen(text), (uint32_t)strlen(info) };
     p = put(p, &h, sizeof h);
     p = put(p, b->ids + b->cu[i], sizeof(int32_t) * (size_t)h.n_ids);
@@ -150,6 +150,7 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
     nb->rlen[i] = h.rlen;
     nb->prompt[i] = h.prompt;
     nb->finish[i] = h.finish;
+    nb->turns[i] = h.turns;
     nb->score[i] = h.score;
     memcpy(nb->ids + nb->cu[i], p, sizeof(int32_t) * (size_t)h.n_ids);
     nb->cu[i + 1] = nb->cu[i] + h.n_ids;

@@ -56,6 +56,7 @@ typedef struct rl_batch {
     int *prompt;          /* [B] dataset prompt index */
     char **uid;           /* [B] group id (one per prompt) */
     int *finish;          /* [B] */
+    int *turns;           /* [B] verl's num_turns of each response (2: one prompt, one answer; 0: unknown) */
     char **text;          /* [B] decoded response */
     char **info;          /* [B] the reward's extra values as JSON text (verl's reward_extra_info), or NULL */
     float *mask, *rollout_logp, *old_logp, *ref_logp, *values, *token_scores, *rewards, *adv, *ret; /* [B,T] */

@@ -20,12 +20,14 @@ vc_status rl_batch_alloc(rl_batch *b, int B, int T, int64_t n_tokens) {
     b->prompt = vc_calloc((size_t)B, sizeof(int));
     b->uid = vc_calloc((size_t)B, sizeof(char *));
     b->finish = vc_calloc((size_t)B, sizeof(int));
+    b->turns = vc_calloc((size_t)B + 1, sizeof(int));
     b->text = vc_calloc((size_t)B, sizeof(char *));
     b->info = vc_calloc((size_t)B + 1, sizeof(char *));
     b->score = vc_calloc((size_t)B, sizeof(float));
     float **f[] = { &b->mask, &b->rollout_logp, &b->old_logp, &b->ref_logp, &b->values,
                     &b->token_scores, &b->rewards, &b->adv, &b->ret, &b->is_w, &b->sum_pi_sq, &b->teacher_logp };
-    int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->text && b->info && b->score;
+    int ok = b->cu && b->ids && b->plen && b->rlen && b->prompt && b->uid && b->finish && b->turns && b->text && b->info &&
+             b->score;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) ok &= (*f[i] = vc_calloc(bt, sizeof(float))) != NULL;
     if (!ok) {
         rl_batch_free(b);
@@ -53,6 +55,7 @@ void rl_batch_free(rl_batch *b) {
     free(b->rlen);
     free(b->prompt);
     free(b->finish);
+    free(b->turns);
     free(b->score);
     float *f[RL_BATCH_ARRAYS];
     rl_batch_arrays(b, f);

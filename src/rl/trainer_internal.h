@@ -190,10 +190,11 @@ vc_status rl_gdpo_metrics(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_bat
 vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c);
 vc_status rl_reward_open(vc_rl_trainer *t);
 /* info (NULL: not wanted): verl's reward_extra_info of the row, a JSON object the caller deletes ({"acc": score}
- * for a scalar reward; a math_dapo or custom program's dict as it came) */
+ * for a scalar reward; a math_dapo or custom program's dict as it came); num_turns: the response's (rl_batch.turns,
+ * 0: unknown), handed to a custom function in extra_info as verl's naive manager does */
 struct cJSON;
-vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed,
-                          struct cJSON **info);
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, int num_turns, double *score,
+                          int *failed, struct cJSON **info);
 void rl_reward_close(vc_rl_trainer *t);
 
 /* trainer_dump.c: trainer.rollout_data_dir / validation_data_dir; rl_dump_add collects a batch's lines

@@ -63,21 +63,44 @@ static const cJSON *row_extra(const vc_rl_prompt *p) {
     return cJSON_IsObject(e) ? e : NULL;
 }
 
-vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, double *score, int *failed,
-                          cJSON **info) {
+/* the extra_info a reward manager hands the function: the row's, and what verl's manager adds to it (naive, remote
+ * and gdpo: num_turns and rollout_reward_scores; gdpo: experiment_name; dapo: rollout_reward_scores); NULL with
+ * *own 0: the row's own (prime, batch) */
+static vc_status manager_extra(const vc_rl_trainer *t, const vc_rl_prompt *p, int num_turns, cJSON **out) {
+    int naive = t->reward_mgr == RL_RM_NAIVE || t->reward_mgr == RL_RM_GDPO, dapo = t->reward_mgr == RL_RM_DAPO;
+    *out = NULL;
+    if (!naive && !dapo) return VC_OK;
+    cJSON *ex = row_extra(p) ? cJSON_Duplicate(row_extra(p), 1) : cJSON_CreateObject();
+    int ok = ex != NULL;
+    if (ok && naive) { /* verl's agent loop's __num_turns__ */
+        cJSON_DeleteItemFromObjectCaseSensitive(ex, "num_turns");
+        ok = (num_turns > 0 ? cJSON_AddNumberToObject(ex, "num_turns", num_turns) : cJSON_AddNullToObject(ex, "num_turns")) != NULL;
+    }
+    if (ok) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ex, "rollout_reward_scores");
+        ok = cJSON_AddObjectToObject(ex, "rollout_reward_scores") != NULL; /* the agent loop's reward_scores: none */
+    }
+    if (ok && t->reward_mgr == RL_RM_GDPO) {
+        cJSON_DeleteItemFromObjectCaseSensitive(ex, "experiment_name");
+        ok = cJSON_AddStringToObject(ex, "experiment_name", t->exp_name) != NULL;
+    }
+    if (!ok) {
+        cJSON_Delete(ex);
+        return VC_ERR_NOMEM;
+    }
+    *out = ex;
+    return VC_OK;
+}
+
+vc_status rl_reward_score(vc_rl_trainer *t, const vc_rl_prompt *p, const char *text, int num_turns, double *score,
+                          int *failed, cJSON **info) {
     *failed = 0;
     *score = 0;
     if (info) *info = NULL;
     vc_status st = VC_OK;
     if (t->proc) {
         cJSON *ans = NULL, *ex = NULL;
-        if (t->reward_mgr == RL_RM_GDPO) { /* verl's gdpo manager: extra_info["experiment_name"] */
-            ex = row_extra(p) ? cJSON_Duplicate(row_extra(p), 1) : cJSON_CreateObject();
-            if (!ex || !cJSON_AddStringToObject(ex, "experiment_name", t->exp_name)) {
-                cJSON_Delete(ex);
-                return VC_ERR_NOMEM;
-            }
-        }
+        if ((st = manager_extra(t, p, num_turns, &ex))) return st;
         st = vc_reward_proc_score_v(t->proc, p->data_source, text, row_gt(p), ex ? ex : row_extra(p), score,
                                     info ? &ans : NULL);
         cJSON_Delete(ex);
@@ -179,7 +202,8 @@ static vc_status score_rows(vc_rl_trainer *t, const vc_rl_dataset *d, const rl_b
     else {
         st = sandbox_rows(t, d, b, s, info, done);
         for (int i = 0; !st && i < b->B; i++)
-            if (!done[i]) st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], &s[i], &failed[i], &info[i]);
+            if (!done[i])
+                st = rl_reward_score(t, &d->p[b->prompt[i]], b->text[i], b->turns[i], &s[i], &failed[i], &info[i]);
     }
     free(done);
     for (int i = 0; !st && i < b->B && !*first_err; i++)

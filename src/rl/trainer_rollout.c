@@ -41,6 +41,7 @@ static vc_status fill_batch(vc_rl_trainer *t, const vc_rl_dataset *d, const uint
         b->rlen[i] = smp[i].n_tokens;
         b->prompt[i] = (int)idx[smp[i].request];
         b->finish[i] = smp[i].finish;
+        b->turns[i] = 2; /* verl's single-turn agent loop: the prompt and the answer */
         const float *lp = rl_rollout_logp(t, &smp[i], sp);
         for (int64_t j = 0; j < smp[i].n_tokens; j++) {
             b->mask[(size_t)i * b->T + j] = 1;

@@ -28,7 +28,7 @@ static const char *PY =
     "    os.write(1, b'nor a write to fd 1 (as native libraries print)\\n')\n"
     "    assert extra_info['rollout_reward_scores'] == {}\n"
     "    return {'score': 0.01 * len(solution_str) + bonus, 'gt_type': type(ground_truth).__name__,\n"
-    "            'idx': extra_info.get('index', -1), 'src': data_source}\n"
+    "            'idx': extra_info.get('index', -1), 'src': data_source, 'turns': extra_info.get('num_turns', -1)}\n"
     "def compute_batch(data_sources, solution_strs, ground_truths, extra_infos, bonus=0.0, scale=1.0):\n"
     "    assert len(data_sources) == len(solution_strs) == len(ground_truths) == len(extra_infos)\n"
     "    return [scale * 0.01 * len(s) + bonus for s in solution_strs]\n"
@@ -118,7 +118,7 @@ static void check_row_function(void) {
         str_rows += cJSON_IsString(gts);
         num_rows += cJSON_IsNumber(gts);
         if (fabs(num(o, "score") - (0.01 * out_len(o) + 0.5)) > 1e-6 || strcmp(str(o, "gt_type"), want) ||
-            strcmp(str(o, "src"), "verlc/addition") || !(num(o, "idx") >= 0)) {
+            strcmp(str(o, "src"), "verlc/addition") || !(num(o, "idx") >= 0) || num(o, "turns") != 2) {
             char *s = cJSON_PrintUnformatted(o);
             printf("  unexpected line: %s\n", s);
             free(s);
@@ -127,7 +127,8 @@ static void check_row_function(void) {
     }
     CHECK_MSG(!bad && str_rows && num_rows, "row function: %d bad lines (%d string, %d number ground truths)", bad,
               str_rows, num_rows);
-    printf("  row function: 4 dump lines with score 0.01 x len + bonus, gt types str/int, extra keys kept\n");
+    printf("  row function: 4 dump lines with score 0.01 x len + bonus, gt types str/int, extra keys kept, "
+           "extra_info's num_turns 2 (verl's naive manager)\n");
     cJSON_Delete(L);
     /* later verl's remote manager: naive's rows and scores (verl runs them in worker processes, as verlc does) */
     snprintf(e, sizeof e, "reward.reward_manager.name=remote|custom_reward_function.path=%s/rewards.py|"
@@ -135,8 +136,17 @@ static void check_row_function(void) {
     CHECK_OK(run(e));
     L = dump_lines();
     bad = 0;
-    for (const cJSON *o = L ? L->child : NULL; o; o = o->next) bad += fabs(num(o, "score") - (0.01 * out_len(o) + 0.5)) > 1e-6;
+    for (const cJSON *o = L ? L->child : NULL; o; o = o->next)
+        bad += fabs(num(o, "score") - (0.01 * out_len(o) + 0.5)) > 1e-6 || num(o, "turns") != 2;
     CHECK_MSG(L && L->child && !bad, "remote manager: %d rows scored otherwise than naive", bad);
+    cJSON_Delete(L);
+    /* verl's prime manager hands the row's extra_info as it is: no num_turns */
+    snprintf(e, sizeof e, "reward_model.reward_manager=prime|custom_reward_function.path=%s/rewards.py", dir);
+    CHECK_OK(run(e));
+    L = dump_lines();
+    bad = 0;
+    for (const cJSON *o = L ? L->child : NULL; o; o = o->next) bad += num(o, "turns") != -1;
+    CHECK_MSG(L && L->child && !bad, "prime manager: %d rows saw a num_turns", bad);
     cJSON_Delete(L);
     /* an async function */
     snprintf(e, sizeof e, "custom_reward_function.path=file://%s/rewards.py|custom_reward_function.name=async_score", dir);
