@@ -4,6 +4,7 @@
  * For checking tools (MCP servers, programs, Python classes) before a long run. */
 #include "cli.h"
 #include "rl/agent_internal.h"
+#include "rl/py_text.h"
 #include "verlc/core.h"
 #include "verlc/image.h"
 #include <cjson/cJSON.h>
@@ -44,7 +45,7 @@ int vc_cmd_tools(int argc, char **argv) {
             free(t);
         }
     } else {
-        rl_tool_call call = { .args = cJSON_Parse(argv[2]) };
+        rl_tool_call call = { .args = pt_json_loads((pt_span){ argv[2], strlen(argv[2]) }) }; /* as a tool call's */
         snprintf(call.name, sizeof call.name, "%s", argv[1]);
         row = argc == 4 ? cJSON_Parse(argv[3]) : NULL;
         if (!call.args || (argc == 4 && !row)) {

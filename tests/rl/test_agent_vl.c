@@ -232,6 +232,7 @@ static void zoom_logprobs(vc_tokenizer *tok, const rl_batch *b) {
     double mx = 0;
     for (int64_t j = 0; j < K; j++) mx = fmax(mx, fabs(out[0].logp[j] - c.old_logp[c.rlen[0] - K + j]));
     CHECK_MSG(mx < 1e-5, "rollout vs trainer after a tool turn with an image: max diff %g", mx);
+    fprintf(stderr, "zoom: rollout vs trainer log-probs after a tool turn with an image: max diff %.3g\n", mx);
     /* without the row's images its image tokens are plain tokens: the log-probs move */
     free((void *)c.rimg[0].grid), free((void *)c.rimg[0].pixels);
     memset(&c.rimg[0], 0, sizeof c.rimg[0]);

@@ -235,6 +235,7 @@ static void batched_rollout(void) {
         fclose(pk);
     }
     CHECK_MSG(peak >= 4, "at most %d runs were in progress at once", peak);
+    fprintf(stderr, "SandboxFusionTool in a rollout: 8 responses' calls, %d runs at once at most\n", peak);
     rl_batch_free(&b);
     rl_agent_free(t->agent);
     vc_rl_dataset_free(t->train);

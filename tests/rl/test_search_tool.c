@@ -100,6 +100,7 @@ static void golden(const cJSON *calls) {
         fclose(pk);
     }
     CHECK_MSG(peak >= 4, "at most %d searches were in progress at once", peak);
+    fprintf(stderr, "SearchTool prefetch: %d calls, %d searches at once at most\n", N, peak);
     rl_tools_free(tools, n);
     cJSON_Delete(schemas);
 }
