@@ -128,10 +128,9 @@ int pt_json_number_repr(const cJSON *v, char *buf, size_t cap) {
 
 /* ---- repr() / str() of what json.loads made ---- */
 
-typedef struct { char *s; size_t n, cap; int nomem; } sbuf;
+typedef pt_buf sbuf;
 
-static void put(sbuf *b, const char *s) {
-    size_t k = strlen(s);
+void pt_buf_put(pt_buf *b, const char *s, size_t k) {
     if (b->nomem) return;
     if (b->n + k + 1 > b->cap) {
         size_t cap = (b->n + k + 1) * 2;
@@ -142,9 +141,12 @@ static void put(sbuf *b, const char *s) {
         }
         b->s = p, b->cap = cap;
     }
-    memcpy(b->s + b->n, s, k + 1);
+    memcpy(b->s + b->n, s, k);
     b->n += k;
+    b->s[b->n] = 0;
 }
+
+static void put(sbuf *b, const char *s) { pt_buf_put(b, s, strlen(s)); }
 
 /* repr() of a JSON value as json.loads gives it (a tool call's numbers know whether they were ints or floats) */
 static void py_value(sbuf *b, const cJSON *v) {

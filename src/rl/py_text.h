@@ -18,6 +18,9 @@ const char *pt_skip_space(const char *p, const char *end);
 pt_span pt_strip(pt_span s); /* str.strip() */
 struct cJSON *pt_str_of(pt_span s);        /* a JSON string of the span */
 struct cJSON *pt_json_loads(pt_span s);    /* json.loads of the whole span, NULL if it is not JSON */
+/* a growing text (s NUL-terminated once anything is put; nomem: an allocation failed, the rest dropped) */
+typedef struct pt_buf { char *s; size_t n, cap; int nomem; } pt_buf;
+void pt_buf_put(pt_buf *b, const char *s, size_t n);
 /* repr() of a number node as json.loads makes it: an int's digits, a float's repr ("3.0", "1e-05"); pt_json_loads'
  * nodes know which they are, other numbers print as ints when whole; 0 when v is not a number */
 int pt_json_number_repr(const struct cJSON *v, char *buf, size_t cap);

@@ -5,6 +5,7 @@
  * json.dumps({"result": ...}, ensure_ascii=False). A turn's calls of every response are sent together. */
 #include "agent_internal.h"
 #include "http_batch.h"
+#include "py_text.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,24 +21,9 @@ static char *result_json(const char *text) {
     return out;
 }
 
-typedef struct { char *s; size_t n, cap; int nomem; } buf_t;
-
-static void put(buf_t *b, const char *s, size_t k) {
-    if (b->nomem) return;
-    if (b->n + k + 1 > b->cap) {
-        size_t cap = (b->n + k + 1) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->nomem = 1;
-            return;
-        }
-        b->s = p, b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, k);
-    b->n += k;
-    b->s[b->n] = 0;
-}
-static void puts_(buf_t *b, const char *s) { put(b, s, strlen(s)); }
+typedef pt_buf buf_t;
+static void put(buf_t *b, const char *s, size_t k) { pt_buf_put(b, s, k); }
+static void puts_(buf_t *b, const char *s) { pt_buf_put(b, s, strlen(s)); }
 
 static int py_isspace(unsigned char c) { return c == ' ' || (c >= 9 && c <= 13) || (c >= 28 && c <= 31); }
 
