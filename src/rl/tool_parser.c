@@ -46,6 +46,7 @@ static int add_call(sink *k, pt_span name, cJSON *args) {
     memcpy(c->name, name.p, n);
     c->name[n] = 0;
     c->args = args;
+    c->text = NULL; /* not fetched yet */
     return 1;
 }
 
