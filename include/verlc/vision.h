@@ -43,6 +43,8 @@ int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i);
 /* the floats of one patch row the tower takes, and its spatial merge size */
 int64_t vc_vision_row(const vc_vision *v);
 int vc_vision_merge(const vc_vision *v);
+/* the patch rows (pixels rows) of images [0, n) of im: the sum of their t h w */
+int64_t vc_images_rows(const vc_images *im, int n);
 /* the tower's tensors, for gradients and checks: n tensors, tensor i named name[i] as the checkpoint names it */
 int vc_vision_count(const vc_vision *v);
 vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name);

@@ -412,8 +412,7 @@ static vc_status step_images(vc_run *R, step_buf *b) {
         b->delta[i] = s->n_cached ? R->delta[s->req] : 0;
         b->span[i] = vc_seq_images(R, s) ? s->n_prompt : 0; /* (without images, image tokens are plain tokens) */
         if (s->n_cached || !vc_seq_images(R, s)) continue;
-        int64_t n = 0;
-        for (int k = 0; k < q->n; k++) n += (int64_t)q->grid[3 * k] * q->grid[3 * k + 1] * q->grid[3 * k + 2];
+        int64_t n = vc_images_rows(q, q->n);
         if (b->im.n + q->n > b->cap_img || (rows + n) * q->row > b->cap_pix) {
             int64_t ci = 2 * (b->im.n + q->n), cp = 2 * (rows + n) * q->row;
             int32_t *g = realloc(b->grid, sizeof *g * 3 * (size_t)ci);

@@ -112,6 +112,12 @@ int64_t vc_images_trial_ids(const vc_model *m, const vc_images *im, int32_t *ids
     return span;
 }
 
+int64_t vc_images_rows(const vc_images *im, int n) {
+    int64_t rows = 0;
+    for (int k = 0; im && k < n; k++) rows += (int64_t)im->grid[3 * k] * im->grid[3 * k + 1] * im->grid[3 * k + 2];
+    return rows;
+}
+
 vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_images *out) {
     const vc_images *im = b->images;
     memset(out, 0, sizeof *out);
@@ -126,8 +132,7 @@ vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_image
             t += vc_vision_image_tokens(m->vision, im, i++);
         }
     }
-    int64_t rows = 0;
-    for (int k = 0; k < first; k++) rows += (int64_t)im->grid[3 * k] * im->grid[3 * k + 1] * im->grid[3 * k + 2];
+    int64_t rows = vc_images_rows(im, first);
     out->n = i - first;
     out->grid = im->grid + 3 * first;
     out->pixels = im->pixels + rows * im->row;

@@ -240,8 +240,7 @@ static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, 
     vc_status st = s->own.n ? VC_OK : rl_images_get(im, s->prompt, &base);
     if (st) return st;
     if (!s->own.n && base) { /* the prompt's images first */
-        int64_t rows = 0;
-        for (int k = 0; k < base->n; k++) rows += (int64_t)base->grid[3 * k] * base->grid[3 * k + 1] * base->grid[3 * k + 2];
+        int64_t rows = vc_images_rows(base, base->n);
         int32_t *g = vc_malloc(12 * (size_t)base->n);
         float *p = vc_malloc(sizeof(float) * (size_t)(rows * base->row) + 4);
         if (!g || !p) {
@@ -252,8 +251,7 @@ static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, 
         memcpy(p, base->pixels, sizeof(float) * (size_t)(rows * base->row));
         s->own = (vc_images){ base->n, g, p, base->row };
     }
-    int64_t rows = 0, add = 0;
-    for (int k = 0; k < s->own.n; k++) rows += (int64_t)s->own.grid[3 * k] * s->own.grid[3 * k + 1] * s->own.grid[3 * k + 2];
+    int64_t rows = vc_images_rows(&s->own, s->own.n), add = 0;
     for (int k = 0; k < n; k++) {
         if (s->own.n && px[k].cols != s->own.row) return vc_fail(VC_ERR_SHAPE, "a tool image of %lld values a patch "
                                                                  "beside images of %lld", (long long)px[k].cols, (long long)s->own.row);

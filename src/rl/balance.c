@@ -84,11 +84,7 @@ static size_t route_bytes(int64_t n_ids, int64_t lk) { return sizeof(int32_t) * 
 static size_t topk_bytes(int64_t T, int64_t tk) { return 8 * (size_t)(T * tk); }
 /* a row's own images: n grids and rows x row pixels */
 static size_t img_bytes(int64_t n, int64_t rows, int64_t row) { return 12 * (size_t)n + 4 * (size_t)(rows * row); }
-static int64_t img_rows(const vc_images *im) {
-    int64_t r = 0;
-    for (int k = 0; k < im->n; k++) r += (int64_t)im->grid[3 * k] * im->grid[3 * k + 1] * im->grid[3 * k + 2];
-    return r;
-}
+static int64_t img_rows(const vc_images *im) { return vc_images_rows(im, im->n); }
 static const vc_images *own_images(const rl_batch *b, int i) { return b->rimg && b->rimg[i].n ? &b->rimg[i] : NULL; }
 
 static size_t row_bytes(const rl_batch *b, int i) {

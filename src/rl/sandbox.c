@@ -16,6 +16,7 @@
 #include "sandbox.h"
 #include "http_batch.h"
 #include "py_text.h"
+#include "reward_str.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,35 +34,21 @@ int vc_sandbox_source(const char *ds) {
 
 /* Python's str.strip().isalpha() of s[0..n) */
 static int py_stripped_isalpha(const char *s, size_t n) {
-    const uint8_t *p = (const uint8_t *)s;
-    utf8proc_ssize_t i = 0, len = (utf8proc_ssize_t)n;
-    int letters = 0, after_space = 0;
+    pt_span t = pt_strip((pt_span){ s, n });
+    utf8proc_ssize_t i = 0, len = (utf8proc_ssize_t)t.n;
     while (i < len) {
         utf8proc_int32_t c;
-        utf8proc_ssize_t k = utf8proc_iterate(p + i, len - i, &c);
+        utf8proc_ssize_t k = utf8proc_iterate((const uint8_t *)t.p + i, len - i, &c);
         if (k <= 0) return 0;
         i += k;
         utf8proc_category_t cat = utf8proc_category(c);
-        int space = (c >= 9 && c <= 13) || (c >= 28 && c <= 32) || c == 0x85 || c == 0xA0 || cat == UTF8PROC_CATEGORY_ZS ||
-                    cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
-        if (space) {
-            after_space |= letters > 0;
-            continue;
-        }
-        if (after_space) return 0; /* a space inside the stripped text */
         if (!(cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT ||
               cat == UTF8PROC_CATEGORY_LM || cat == UTF8PROC_CATEGORY_LO))
             return 0;
-        letters++;
     }
-    return letters > 0;
+    return len > 0;
 }
 
-static char *ndup(const char *s, size_t n) {
-    char *d = vc_malloc(n + 1);
-    if (d) memcpy(d, s, n), d[n] = 0;
-    return d;
-}
 
 char *vc_sandbox_code(const char *c) {
     const char *py = NULL, *q;
@@ -69,7 +56,7 @@ char *vc_sandbox_code(const char *c) {
     if (py) {
         py += 9;
         const char *end = strstr(py, "```");
-        return ndup(py, end ? (size_t)(end - py) : strlen(py));
+        return vc_rs_ndup(py, end ? (size_t)(end - py) : strlen(py));
     }
     const char *a = strstr(c, "```");
     if (!a) return NULL;
@@ -77,8 +64,8 @@ char *vc_sandbox_code(const char *c) {
     const char *end = strstr(a, "```"), *nl = strchr(a, '\n');
     size_t n = end ? (size_t)(end - a) : strlen(a);
     if (nl && (size_t)(nl - a) < n && py_stripped_isalpha(a, (size_t)(nl - a))) /* a language name line */
-        return ndup(nl + 1, n - (size_t)(nl + 1 - a));
-    return ndup(a, n);
+        return vc_rs_ndup(nl + 1, n - (size_t)(nl + 1 - a));
+    return vc_rs_ndup(a, n);
 }
 
 /* the harness of a function-call case (verl's fn_name path): stdin lines as JSON arguments, the result printed */

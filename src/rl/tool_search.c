@@ -25,8 +25,6 @@ typedef pt_buf buf_t;
 static void put(buf_t *b, const char *s, size_t k) { pt_buf_put(b, s, k); }
 static void puts_(buf_t *b, const char *s) { pt_buf_put(b, s, strlen(s)); }
 
-static int py_isspace(unsigned char c) { return c == ' ' || (c >= 9 && c <= 13) || (c >= 28 && c <= 31); }
-
 /* _passages2string of one query's passages; 0 when a passage is not {"document": {"contents": str}}, with the
  * KeyError's text in *why (verl: "Error processing search results: 'document'") */
 static int passages(buf_t *b, const cJSON *list, const char **why) {
@@ -51,10 +49,8 @@ static int passages(buf_t *b, const cJSON *list, const char **why) {
     }
     if (ok && !cJSON_IsArray(list)) ok = 0;
     if (ok && one.s) { /* .strip() */
-        size_t a = 0, z = one.n;
-        while (a < z && py_isspace((unsigned char)one.s[a])) a++;
-        while (z > a && py_isspace((unsigned char)one.s[z - 1])) z--;
-        put(b, one.s + a, z - a);
+        pt_span t = pt_strip((pt_span){ one.s, one.n });
+        put(b, t.p, t.n);
     }
     free(one.s);
     return ok && !one.nomem;

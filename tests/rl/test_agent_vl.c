@@ -217,8 +217,7 @@ static void zoom_logprobs(vc_tokenizer *tok, const rl_batch *b) {
     memcpy(c.ids + span, out[0].tokens, sizeof(int32_t) * (size_t)K);
     c.cu[1] = span + K, c.plen[0] = b->plen[0], c.rlen[0] = span - b->plen[0] + K, c.prompt[0] = b->prompt[0];
     CHECK_OK(rl_batch_rimg_alloc(&c));
-    int64_t rows = 0;
-    for (int k = 0; k < b->rimg[0].n; k++) rows += (int64_t)b->rimg[0].grid[3 * k] * b->rimg[0].grid[3 * k + 1] * b->rimg[0].grid[3 * k + 2];
+    int64_t rows = vc_images_rows(&b->rimg[0], b->rimg[0].n);
     int32_t *grid = vc_malloc(12 * (size_t)b->rimg[0].n);
     float *px = vc_malloc(sizeof(float) * (size_t)(rows * b->rimg[0].row));
     if (grid && px) {
@@ -317,8 +316,7 @@ static void zoom(vc_tokenizer *tok, vc_chat_template *tmpl) {
     CHECK_OK(rl_batch_rows_read(buf, bytes, b.T, &back));
     int kept = back.B == b.B && back.rimg;
     for (int i = 0; kept && i < b.B; i++) {
-        int64_t rows = 0;
-        for (int k = 0; k < b.rimg[i].n; k++) rows += (int64_t)b.rimg[i].grid[3 * k] * b.rimg[i].grid[3 * k + 1] * b.rimg[i].grid[3 * k + 2];
+        int64_t rows = vc_images_rows(&b.rimg[i], b.rimg[i].n);
         kept = back.rimg[i].n == b.rimg[i].n && back.rspan[i] == b.rspan[i] &&
                !memcmp(back.rimg[i].grid, b.rimg[i].grid, 12 * (size_t)b.rimg[i].n) &&
                !memcmp(back.rimg[i].pixels, b.rimg[i].pixels, sizeof(float) * (size_t)(rows * b.rimg[i].row));

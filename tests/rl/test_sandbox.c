@@ -11,6 +11,7 @@
 #include "../../src/rl/sandbox.h"
 #include "../../src/rl/trainer_internal.h"
 #include "agent_test_util.h"
+#include "py_server_util.h"
 #include "verlc/chat_template.h"
 #include "verlc/config.h"
 #include "verlc/image.h"
@@ -178,16 +179,11 @@ static vc_status code_script(void *p, const vc_rollout_request *r, int n, const 
 }
 
 static void batched_rollout(void) {
-    char tools[160], data[160], o1[300], tok_dir[600], peak2[160], url2[128], *line = NULL;
+    char tools[160], data[160], o1[300], tok_dir[600], peak2[160], url2[128];
     /* a server of its own: the most runs at once of this rollout alone */
     snprintf(peak2, sizeof peak2, "%s.rollout", peak_path);
     setenv("SB_PEAK", peak2, 1);
-    char *argv[] = { "python3", "tests/rl/sandbox_server.py", NULL };
-    vc_reward_proc *srv = NULL;
-    CHECK_OK(vc_reward_proc_start(argv, 60000, &srv));
-    if (srv) CHECK_OK(vc_reward_proc_read_line(srv, vc_now() + 20, &line));
-    snprintf(url2, sizeof url2, "http://127.0.0.1:%d/run_code", line ? atoi(line) : 0);
-    free(line);
+    vc_reward_proc *srv = test_py_server("tests/rl/sandbox_server.py", "/run_code", url2, sizeof url2);
     snprintf(tools, sizeof tools, "/tmp/verlc_sandbox_tools_%d.yaml", (int)getpid());
     snprintf(data, sizeof data, "/tmp/verlc_sandbox_data_%d.jsonl", (int)getpid());
     FILE *f = fopen(tools, "w"), *g = fopen(data, "w");
@@ -292,12 +288,7 @@ int main(void) {
         printf("skipping the service checks: %s\n", vc_sandbox_have_http() ? "no python3" : "built without libcurl");
         return vc_test_done();
     }
-    char *argv[] = { "python3", "tests/rl/sandbox_server.py", NULL }, *line = NULL;
-    vc_reward_proc *srv = NULL;
-    CHECK_OK(vc_reward_proc_start(argv, 60000, &srv));
-    if (srv) CHECK_OK(vc_reward_proc_read_line(srv, vc_now() + 20, &line));
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/run_code", line ? atoi(line) : 0);
-    free(line);
+    vc_reward_proc *srv = test_py_server("tests/rl/sandbox_server.py", "/run_code", url, sizeof url);
     cJSON *ref = NULL;
     CHECK_OK(vc_json_load_file(FIXTURE, &ref));
     const cJSON *cases = cJSON_GetObjectItem(ref, "cases");

@@ -10,6 +10,7 @@
 #include "verlc/image.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
+#include "py_server_util.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -130,12 +131,7 @@ int main(void) {
     snprintf(cfg_path, sizeof cfg_path, "/tmp/verlc_search_%d.yaml", (int)getpid());
     snprintf(peak_path, sizeof peak_path, "/tmp/verlc_search_peak_%d", (int)getpid());
     setenv("SB_PEAK", peak_path, 1);
-    char *argv[] = { "python3", "tests/rl/retrieval_server.py", NULL }, *line = NULL;
-    vc_reward_proc *srv = NULL;
-    CHECK_OK(vc_reward_proc_start(argv, 60000, &srv));
-    if (srv) CHECK_OK(vc_reward_proc_read_line(srv, vc_now() + 20, &line));
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/retrieve", line ? atoi(line) : 0);
-    free(line);
+    vc_reward_proc *srv = test_py_server("tests/rl/retrieval_server.py", "/retrieve", url, sizeof url);
     cJSON *ref = NULL;
     CHECK_OK(vc_json_load_file(FIXTURE, &ref));
     golden(cJSON_GetObjectItem(ref, "calls"));
