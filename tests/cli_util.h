@@ -36,6 +36,19 @@ static inline int cli_arena_within_plan(const char *log) {
                   log);
 }
 
+/* the planned MiB of the step arena a run's log reports ("... peaked at X MiB, planned Y MiB"); -1: none */
+static inline double cli_planned_mib(const char *log) {
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    double v = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "step arena");
+        if (p && (p = strstr(p, "planned "))) v = atof(p + 8);
+    }
+    if (f) fclose(f);
+    return v;
+}
+
 /* 1 when both files read and hold the same bytes */
 static inline int cli_file_eq(const char *a, const char *b) {
     char *x = NULL, *y = NULL;

@@ -25,6 +25,7 @@ typedef struct vc_rl_image {
     int resized_h, resized_w;  /* the row's resized_height / resized_width (both or neither); 0: none */
     int32_t grid[3];           /* image_grid_thw: t, h, w patches */
     int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
+    int width, height;         /* the decoded source's pixels (0 where not known) */
 } vc_rl_image;
 
 typedef struct vc_rl_prompt {

@@ -93,6 +93,8 @@ static vc_status decode_source(const char *src, const char *what, vc_image *out)
     return st ? vc_fail_ctx(st, "%s", what) : VC_OK;
 }
 
+vc_status vc_vl_value_source(const cJSON *v, const char *what, const char **src) { return image_source(what, v, src); }
+
 vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out) {
     const char *src = NULL;
     memset(out, 0, sizeof *out);
@@ -149,6 +151,7 @@ vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int
         vc_image img;
         if ((st = decode_source(im->src, what, &img))) return st;
         st = image_grid(c, patch, &img, what, im);
+        im->width = img.width, im->height = img.height;
         vc_image_free(&img);
         if (st) return st;
     }

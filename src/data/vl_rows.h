@@ -19,6 +19,8 @@ vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int
 /* one image value as an image list holds it (a path, file:// or data URI, an object with bytes / image / image_url /
  * path) decoded as fetch_image's to_rgb gives it; what names it in refusals */
 vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out);
+/* the source string of such a value (pointing into it) without decoding it */
+vc_status vc_vl_value_source(const cJSON *v, const char *what, const char **src);
 /* verl's _build_messages: a copy of msgs whose string contents are content lists (text segments and an image item
  * per "<image>" marker, empty segments dropped; list contents kept); the markers must number n_images; "<video>" /
  * "<audio>" refused */

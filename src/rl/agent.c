@@ -173,6 +173,57 @@ static vc_status row_tools(const rl_agent *a, const vc_rl_prompt *p, int *tools)
     return VC_OK;
 }
 
+/* the source pixels of a row's zoom image: a prompt image's when the same source, else decoded here */
+static vc_status zoom_source_size(const vc_rl_prompt *p, const cJSON *img, const char *what, int *w, int *h) {
+    const char *src = NULL;
+    vc_status st = vc_vl_value_source(img, what, &src);
+    *w = *h = 0;
+    for (int j = 0; !st && j < p->n_images && !*w; j++)
+        if (p->images[j].src && !strcmp(p->images[j].src, src)) *w = p->images[j].width, *h = p->images[j].height;
+    if (st || *w > 0) return st;
+    vc_image im;
+    if ((st = vc_vl_decode_value(img, what, &im))) return st;
+    *w = im.width, *h = im.height;
+    vc_image_free(&im);
+    return VC_OK;
+}
+
+vc_status rl_agent_tool_images(const vc_rl_trainer *t, const vc_rl_dataset *d, const vc_rl_prompt *p, int64_t max_resp,
+                               int32_t grid[3], int *k) {
+    const rl_agent *a = t->agent;
+    int tools = 0;
+    grid[0] = grid[1] = grid[2] = 0, *k = 0;
+    if (!a || !d || !d->vl || max_resp < 2) return VC_OK;
+    vc_status st = row_tools(a, p, &tools);
+    if (st || !tools) return st;
+    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p->row, "extra_info"), "tools_kwargs");
+    int64_t most = 0; /* patches of the largest crop */
+    for (int i = 0; i < a->n_tools; i++) {
+        if (a->tools[i].kind != RL_TOOL_ZOOM) continue; /* the one tool that returns images */
+        const cJSON *ck = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tk, a->tools[i].name), "create_kwargs");
+        const cJSON *img = cJSON_GetObjectItemCaseSensitive(ck, "image");
+        if (!img || cJSON_IsNull(img)) continue; /* the call answers with an error text */
+        char what[400];
+        snprintf(what, sizeof what, "data line %lld: extra_info.tools_kwargs.%s.create_kwargs.image", (long long)p->line,
+                 a->tools[i].name);
+        int w, h;
+        if ((st = zoom_source_size(p, img, what, &w, &h))) return st;
+        int64_t n = rl_zoom_patches_bound(d->vl, w, h);
+        if (n > most) most = n;
+    }
+    if (!most) return VC_OK;
+    /* a grid of at least that many patches, sides in whole merge blocks */
+    int64_t M = d->vl->merge_size, gh = M * (int64_t)ceil(sqrt((double)most) / (double)M);
+    int64_t gw = M * ((most + gh * M - 1) / (gh * M)), tokens = gh * gw / (M * M) + 1;
+    /* tool turns are appended only while the response stays under max_resp tokens, each image with its pads and more;
+     * and there are no more of them than assistant turns times calls per turn */
+    int64_t n = (max_resp - 1) / tokens;
+    if (a->max_assistant > 0 && n > (int64_t)a->max_assistant * a->max_parallel) n = (int64_t)a->max_assistant * a->max_parallel;
+    grid[0] = 1, grid[1] = (int32_t)gh, grid[2] = (int32_t)gw;
+    *k = (int)(n < 1 << 20 ? n : 1 << 20);
+    return VC_OK;
+}
+
 /* ---- one response's state ---- */
 typedef struct {
     int32_t *ids;   /* prompt + response so far */

@@ -8,6 +8,7 @@ struct cJSON;
 enum { RL_TOOL_GSM8K, RL_TOOL_COMMAND, RL_TOOL_PYTHON, RL_TOOL_MCP, RL_TOOL_GEO3K, RL_TOOL_ZOOM, RL_TOOL_SANDBOX,
        RL_TOOL_SEARCH };
 struct vc_image;
+struct vc_vl_image_config;
 struct vc_reward_proc;
 struct rl_mcp;
 enum { RL_TRUNC_LEFT, RL_TRUNC_RIGHT, RL_TRUNC_MIDDLE };
@@ -67,6 +68,10 @@ vc_status rl_search_tool_many(const rl_tool *tool, const struct cJSON *const *ar
 /* verl's ImageZoomInTool (tool_zoom.c): _maybe_resize_bbox (1 with out[4], 0: None), PIL's crop of a box, and one
  * call (args, the row's create_kwargs) giving the text, the tool reward and the crop (*crop, width 0: none) */
 int rl_zoom_resize_bbox(const double bbox[4], int image_w, int image_h, double out[4]);
+/* the most patches the processor c can give a crop the tool cuts from a src_w x src_h image (the tool's fetch_image
+ * size, the crop within it, the processor's resize rounding a side up by half a step at most or raising the area to
+ * its min_pixels); 0 when fetch_image refuses the image */
+int64_t rl_zoom_patches_bound(const struct vc_vl_image_config *c, int src_w, int src_h);
 vc_status rl_zoom_crop(const struct vc_image *in, const double box[4], struct vc_image *out);
 vc_status rl_zoom_tool(const struct cJSON *args, const struct cJSON *create_kwargs, const char *where, char **text,
                        double *tool_reward, struct vc_image *crop);

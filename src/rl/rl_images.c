@@ -16,10 +16,6 @@ vc_status rl_images_init(rl_images *c, const vc_rl_dataset *d) {
 
 vc_status rl_images_get(rl_images *c, int prompt, const vc_images **out) {
     *out = NULL;
-    if (c && c->fixed) {
-        *out = c->fixed;
-        return VC_OK;
-    }
     if (!c || !c->d || prompt < 0 || (size_t)prompt >= c->d->n || c->d->p[prompt].n_images == 0) return VC_OK;
     vc_images *im = &c->im[prompt];
     if (!c->loaded[prompt]) {

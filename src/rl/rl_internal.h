@@ -37,7 +37,6 @@ typedef struct rl_images {
     const vc_rl_dataset *d;  /* NULL: its dataset has no images */
     vc_images *im;           /* [d->n] prompt i's images once made (n 0: none) */
     uint8_t *loaded;         /* [d->n] */
-    const vc_images *fixed;  /* memory-plan trials: every row's images (d NULL) */
 } rl_images;
 /* for d's prompts (nothing when d has no images) */
 vc_status rl_images_init(rl_images *c, const vc_rl_dataset *d);

@@ -5,6 +5,7 @@
  * without a valid box gets verl's error text and the tool reward -0.05. */
 #include "agent_internal.h"
 #include "data/vl_rows.h"
+#include "verlc/image.h"
 #include "prm800k.h"
 #include "py_text.h"
 #include <cjson/cJSON.h>
@@ -56,6 +57,25 @@ int rl_zoom_resize_bbox(const double bbox[4], int image_w, int image_h, double o
     if (floor(box[3]) - floor(box[1]) < MIN_DIM || floor(box[2]) - floor(box[0]) < MIN_DIM) return 0;
     memcpy(out, box, sizeof box);
     return 1;
+}
+
+int64_t rl_zoom_patches_bound(const vc_vl_image_config *c, int src_w, int src_h) {
+    int H, W; /* the tool's fetch_image: qwen_vl_utils' defaults (factor 28, 4 to 16384 steps of 28 x 28) */
+    if (vc_qwen_vl_utils_smart_resize(src_h, src_w, 28, 4 * 784, 16384 * 784, &H, &W)) {
+        vc_clear_error(); /* the tool's call names it when it comes */
+        return 0;
+    }
+    /* a crop is at most H x W (the box lies in the image) and at least 27 a side (28 between the box's floors, one
+     * less once PIL rounds its corners); the processor's rounding adds half a step to a side, and its area stays
+     * within max_pixels (GLM-4V's over its temporal frames) unless raised to min_pixels, where the rounding up of
+     * each side adds at most f beta (h + w) + f^2, beta (h + w) <= sqrt(min) (sqrt(r) + 1 / sqrt(r)) for the crop's
+     * aspect ratio r (at most the longer side over 27, and 200: smart_resize refuses more) */
+    double f = (double)c->patch_size * c->merge_size, t = c->glm ? c->temporal_patch_size : 1;
+    double mx = (double)c->max_pixels / t, mn = (double)c->min_pixels / t, r = fmin(200.0, fmax(H, W) / 27.0);
+    double area = fmin(((double)H + f / 2) * ((double)W + f / 2), mx);
+    double up = mn + f * sqrt(mn) * (sqrt(r) + 1 / sqrt(r)) + f * f;
+    area = fmax(fmax(area, up), f * f);
+    return (int64_t)ceil(area / ((double)c->patch_size * c->patch_size));
 }
 
 vc_status rl_zoom_crop(const vc_image *in, const double box[4], vc_image *out) {

@@ -218,6 +218,10 @@ vc_status rl_dump_batch(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batc
 typedef struct rl_agent rl_agent;
 vc_status rl_agent_open(vc_rl_trainer *t, const vc_config *c);
 void rl_agent_free(rl_agent *a);
+/* a bound on the images the tools may add to one response of prompt p (of dataset d) within max_resp tokens: at most
+ * *k images of grid[3] patches or fewer each (k 0: none; only ImageZoomInTool returns images) */
+vc_status rl_agent_tool_images(const vc_rl_trainer *t, const vc_rl_dataset *d, const vc_rl_prompt *p, int64_t max_resp,
+                               int32_t grid[3], int *k);
 vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint32_t *idx, int n, const vc_sampling *s,
                            int n_samples, uint64_t step_key, rl_batch *b);
 /* num_turns/{mean,min,max} of the last rollout over every rank */

@@ -41,14 +41,14 @@ static vc_status pass_rows_bytes(const rl_pass_spec *p, vc_graph *g, int rows, i
         b.rlen[i] = tail;
     }
     for (int64_t k = 0; k < b.cu[rows]; k++) b.ids[k] = (int32_t)((k * 7919) % V);
-    rl_images fixed = { .fixed = p->img };
     vc_model *vm = p->kind == RL_PASS_VALUES ? p->critic->m : p->m;
-    if (p->img && vc_model_vision(vm)) { /* every row leads with the images (their span within its prompt) */
-        for (int i = 0; !st && i < rows; i++)
-            if (vc_images_trial_ids(vm, p->img, b.ids + b.cu[i], seq - tail) < 0)
-                st = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial prompt of %lld tokens",
-                             (long long)(seq - tail));
-        b.imgs = &fixed;
+    if (p->img && vc_model_vision(vm) && !(st = rl_batch_rimg_alloc(&b))) {
+        /* every row leads with the images (a tool's lie in the response: the span is the row's, borrowed) */
+        for (int i = 0; !st && i < rows; i++) {
+            b.rimg[i] = *p->img;
+            if ((b.rspan[i] = vc_images_trial_ids(vm, p->img, b.ids + b.cu[i], seq)) < 0)
+                st = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial row of %lld tokens", (long long)seq);
+        }
     }
     if (!st && p->kind == RL_PASS_TOPK) st = rl_batch_topk_alloc(&b, p->topk);
     vc_graph_reset(g);
@@ -60,6 +60,7 @@ static vc_status pass_rows_bytes(const rl_pass_spec *p, vc_graph *g, int rows, i
     if (!st && p->kind == RL_PASS_SCORES) st = rl_batch_last_scores(p->m, g, &b, 0, b.score);
     *bytes = vc_graph_peak_bytes(g);
     vc_graph_reset(g);
+    if (b.rimg) memset(b.rimg, 0, sizeof *b.rimg * (size_t)rows); /* borrowed */
     rl_batch_free(&b);
     return st;
 }
@@ -137,23 +138,30 @@ static vc_status passes_bytes(vc_rl_trainer *t, int64_t seq, size_t *most) {
 
 static vc_status memory_plan(vc_rl_trainer *t);
 
-/* image-text models: the training prompt with the most image patches, its images with zero pixels, for the plan's
- * trial row (the tower's activations grow with the patches) into *im (grid and pixels malloc'd); n 0: none */
+/* image-text models: the training prompt whose rows can hold the most image patches (its own images and the most the
+ * tools can add to a response: ImageZoomInTool's crops), those images with zero pixels, for the plan's trial row (the
+ * tower's activations grow with the patches) into *im (grid and pixels malloc'd); n 0: none */
 static vc_status largest_images(const vc_rl_trainer *t, vc_images *im) {
     const vc_rl_dataset *d = t->train;
     memset(im, 0, sizeof *im);
     if (!d || !d->vl || !vc_model_vision(t->actor)) return VC_OK;
     int64_t best = 0, rows = 0;
     size_t at = 0;
+    int32_t tool_grid[3] = { 0 }, g[3];
+    int tool_n = 0, k;
     for (size_t i = 0; i < d->n; i++) {
+        const vc_rl_prompt *p = &d->p[i];
         int64_t n = 0;
-        for (int k = 0; k < d->p[i].n_images; k++)
-            n += (int64_t)d->p[i].images[k].grid[0] * d->p[i].images[k].grid[1] * d->p[i].images[k].grid[2];
-        if (n > best) best = n, at = i;
+        for (int j = 0; j < p->n_images; j++) n += (int64_t)p->images[j].grid[0] * p->images[j].grid[1] * p->images[j].grid[2];
+        vc_status st = rl_agent_tool_images(t, d, p, t->max_resp, g, &k);
+        if (st) return vc_fail_ctx(st, "memory plan: the tools' images");
+        n += (int64_t)k * g[0] * g[1] * g[2];
+        if (n > best) best = n, at = i, tool_n = k, memcpy(tool_grid, g, sizeof g);
     }
     if (!best) return VC_OK;
     const vc_rl_prompt *p = &d->p[at];
-    int32_t *grid = vc_malloc(sizeof(int32_t) * 3 * (size_t)p->n_images);
+    int n_im = p->n_images + tool_n;
+    int32_t *grid = vc_malloc(sizeof(int32_t) * 3 * (size_t)n_im);
     rows = vc_vision_row(vc_model_vision(t->actor));
     float *pix = vc_calloc((size_t)(best * rows), sizeof(float));
     if (!grid || !pix) {
@@ -162,7 +170,12 @@ static vc_status largest_images(const vc_rl_trainer *t, vc_images *im) {
         return vc_fail(VC_ERR_NOMEM, "memory plan: images of %lld patches", (long long)best);
     }
     for (int k = 0; k < p->n_images; k++) memcpy(grid + 3 * k, p->images[k].grid, sizeof(int32_t) * 3);
-    *im = (vc_images){ p->n_images, grid, pix, rows };
+    for (int k = p->n_images; k < n_im; k++) memcpy(grid + 3 * k, tool_grid, sizeof tool_grid);
+    if (tool_n && t->rank == 0)
+        vc_info("memory plan: a response may gain %d tool image%s of up to %d x %d patches (ImageZoomInTool's crops of "
+                "data line %lld's image): the trial rows carry them", tool_n, tool_n == 1 ? "" : "s", tool_grid[1],
+                tool_grid[2], (long long)p->line);
+    *im = (vc_images){ n_im, grid, pix, rows };
     return VC_OK;
 }
 

@@ -305,6 +305,18 @@ static void zoom(vc_tokenizer *tok, vc_chat_template *tmpl) {
         CHECK_OK(rl_batch_row_images(&b, i, &im, &span));
         CHECK_MSG(im == &b.rimg[i] && im->n == 2 && span == b.plen[i] + (int64_t)nc + n_ref,
                   "row %d: %d images, span %lld", i, im ? im->n : 0, (long long)span);
+        /* the memory plan's bound holds the crop: enough images of enough patches (the create_kwargs image
+         * found among the prompt's, or decoded when the prompt does not show it) */
+        vc_rl_prompt p = t->train->p[b.prompt[i]], bare = p;
+        int32_t g[3], g2[3];
+        int k = 0, k2 = 0;
+        CHECK_OK(rl_agent_tool_images(t, t->train, &p, s.max_new_tokens, g, &k));
+        bare.n_images = 0;
+        CHECK_OK(rl_agent_tool_images(t, t->train, &bare, s.max_new_tokens, g2, &k2));
+        const int32_t *crop = im ? im->grid + 3 : g;
+        CHECK_MSG(k >= 1 && g[0] * g[1] * g[2] >= crop[0] * crop[1] * crop[2] && k == k2 && !memcmp(g, g2, sizeof g),
+                  "row %d: the plan's bound %d x %dx%dx%d for a crop of %dx%dx%d (%d x %dx%dx%d decoded)", i, k, g[0],
+                  g[1], g[2], crop[0], crop[1], crop[2], k2, g2[0], g2[1], g2[2]);
         free(ct);
     }
     /* the rows travel with their images (balance_batch's records) */

@@ -82,6 +82,38 @@ static void resize(void) {
     CHECK(rl_zoom_resize_bbox(inv, 100, 200, out) == 0);
 }
 
+/* the plan's bound on a crop's patches holds for every crop size the tool can cut from a source (its fetch_image
+ * size, sides from 27 to the image's, aspect ratios to 100) through four processors, and is near the largest */
+static void patch_bound(void) {
+    vc_vl_image_config q2, big_min, q3, glm;
+    vc_vl_image_config_default(&q2);
+    big_min = q2, big_min.min_pixels = 256 * 28 * 28; /* crops raised to min_pixels */
+    q3 = q2, q3.patch_size = 16, q3.min_pixels = 65536, q3.max_pixels = 16777216; /* Qwen3-VL: 32-pixel steps */
+    glm = q2, glm.glm = 1, glm.min_pixels = 112 * 112, glm.max_pixels = 28 * 28 * 2 * 30000;
+    const vc_vl_image_config *cfg[] = { &q2, &big_min, &q3, &glm };
+    static const int src[][2] = { { 640, 480 }, { 1000, 300 }, { 300, 200 }, { 90, 60 }, { 2400, 1500 } };
+    for (int c = 0; c < 4; c++)
+        for (int s = 0; s < 5; s++) {
+            int64_t bound = rl_zoom_patches_bound(cfg[c], src[s][0], src[s][1]), most = 0;
+            int H, W, h, w;
+            CHECK_OK(vc_qwen_vl_utils_smart_resize(src[s][1], src[s][0], 28, 3136, 16384 * 784, &H, &W));
+            for (int ch = 27; ch <= H; ch++)
+                for (int cw = 27; cw <= W; cw++) {
+                    if (ch > 100 * cw || cw > 100 * ch) continue;
+                    if (vc_vl_processor_resize(cfg[c], ch, cw, &h, &w)) {
+                        vc_clear_error();
+                        continue;
+                    }
+                    int64_t n = (int64_t)(h / cfg[c]->patch_size) * (w / cfg[c]->patch_size);
+                    if (n > most) most = n;
+                }
+            CHECK_MSG(most > 0 && bound >= most && bound <= most + most / 4 + 64,
+                      "processor %d, a %dx%d source: crops of up to %lld patches, bound %lld", c, src[s][0], src[s][1],
+                      (long long)most, (long long)bound);
+        }
+    CHECK(rl_zoom_patches_bound(&q2, 10000, 20) == 0); /* fetch_image refuses the aspect ratio */
+}
+
 static void faults(void) {
     char *text = NULL;
     double r = 1;
@@ -110,6 +142,7 @@ int main(void) {
     if (ref) cases(ref);
     cJSON_Delete(ref);
     resize();
+    patch_bound();
     faults();
     return vc_test_done();
 }

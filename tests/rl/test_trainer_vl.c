@@ -226,6 +226,26 @@ static void agent(void) {
     CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "tool agent with images: rollout vs trainer %g, step-1 KL %g",
               diff, kl);
     CHECK_MSG(last_of("agent", "num_turns/min") >= 2, "the tool agent's turns were not reported");
+    /* with ImageZoomInTool's image in the rows (the text-only row's too, a file no prompt shows), the memory plan's
+     * trials carry the crops a response may gain (here 2 of 12 x 10 patches within 64 tokens: a 196 x 84 fetch of
+     * the 200 x 90 image, crops to 105 patches), so the trial's activations grow */
+    CHECK(cli_sh("sed 's|\"reward_model\"|\"extra_info\": {\"tools_kwargs\": {\"image_zoom_in_tool\": {\"create_kwargs\": "
+                 "{\"image\": \"tests/fixtures/vision/images/rgb444_200x90.jpg\"}}}}, \"reward_model\"|' %s/rows.jsonl > "
+                 "%s/zoom.jsonl", dir, dir) == 0);
+    char more[1200];
+    snprintf(more, sizeof more, "%s data.max_response_length=64 data.train_files=%s/zoom.jsonl", extra, dir);
+    train_steps("zoomplan", 1, more);
+    snprintf(more, sizeof more, "%s data.max_response_length=64", extra);
+    train_steps("zoomnone", 1, more);
+    char log[600], log0[600];
+    snprintf(log, sizeof log, "%s/zoomplan.log", dir);
+    snprintf(log0, sizeof log0, "%s/zoomnone.log", dir);
+    CHECK_MSG(cli_sh("grep -q 'may gain 2 tool images of up to 12 x 10 patches' %s", log) == 0 &&
+              cli_sh("grep -q 'tool image' %s", log0) != 0, "the plan's tool images (see %s)", log);
+    double with = cli_planned_mib(log), without = cli_planned_mib(log0);
+    CHECK_MSG(with > without && without > 0, "planned step arena %.3f MiB with the crops, %.3f without", with, without);
+    printf("zoom crops in the memory plan: step arena planned %.2f MiB, %.2f MiB without them\n", with, without);
+    CHECK_MSG(cli_arena_within_plan(log) == 0, "the step arena's peak exceeds the plan in %s", log);
 }
 
 static void lora(const char *init) {
