@@ -99,6 +99,10 @@ vc_status vc_reward_proc_score_ex(vc_reward_proc *proc, const char *data_source,
  * owned by the caller); failures as vc_reward_proc_score's (VC_ERR_TIMEOUT: killed, restarted next call) */
 struct cJSON;
 vc_status vc_reward_proc_call(vc_reward_proc *proc, const char *request_line, struct cJSON **answer);
+/* one request for n calls: answer lines {"i": k, ...} in any order into answers[k] (the caller frees them), each
+ * within the timeout (and 2 s: the program is to time its calls out) of the one before; a timeout, an exit or a stray line kills the program (restarted at the next
+ * call) and fails with the calls not answered left NULL */
+vc_status vc_reward_proc_call_many(vc_reward_proc *proc, const char *request_line, int n, struct cJSON **answers);
 /* ... with the row's own JSON values (NULL: JSON null) as ground_truth and extra_info, as verl passes them */
 vc_status vc_reward_proc_score_v(vc_reward_proc *proc, const char *data_source, const char *solution,
                                  const struct cJSON *ground_truth, const struct cJSON *extra_info, double *score,

@@ -465,9 +465,10 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
     const rl_agent *a = t->agent;
     rl_tool_call(*calls)[MAX_CALLS] = vc_calloc((size_t)ns + 1, sizeof *calls);
     rl_tool_call **all = vc_calloc((size_t)ns * MAX_CALLS + 1, sizeof *all);
+    const cJSON **rows = vc_calloc((size_t)ns * MAX_CALLS + 1, sizeof *rows); /* each call's data row */
     int *nc = vc_calloc((size_t)ns + 1, sizeof *nc), *go = vc_calloc((size_t)ns + 1, sizeof *go), n_all = 0;
     int64_t *kept = vc_calloc((size_t)ns + 1, sizeof *kept); /* the tokens each sample added */
-    vc_status st = calls && all && nc && go && kept ? VC_OK : VC_ERR_NOMEM;
+    vc_status st = calls && all && rows && nc && go && kept ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; !st && i < ns; i++) {
         ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
         int64_t room = max_resp - (s->n - s->plen), k = smp[i].n_tokens < room ? smp[i].n_tokens : room;
@@ -481,10 +482,10 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
         else {
             go[i] = 1;
             nc[i] = parse_calls(t, a, smp[i].tokens, k, calls[i], &st);
-            for (int c = 0; c < nc[i]; c++) all[n_all++] = &calls[i][c];
+            for (int c = 0; c < nc[i]; c++) rows[n_all] = d->p[s->prompt].row, all[n_all++] = &calls[i][c];
         }
     }
-    if (!st && n_all) st = rl_tools_prefetch(a->tools, a->n_tools, all, n_all);
+    if (!st && n_all) st = rl_tools_prefetch(a->tools, a->n_tools, all, rows, n_all);
     for (int i = 0; !st && i < ns; i++) {
         if (!go[i]) continue;
         ag_state *s = &S[req_state[smp[i].request] + smp[i].sample];
@@ -496,7 +497,7 @@ static vc_status take_samples(vc_rl_trainer *t, const vc_rl_dataset *d, ag_state
         else if (!st && !n_calls) s->done = 1;
     }
     for (int i = 0; calls && nc && i < ns; i++) free_calls(calls[i], nc[i]);
-    free(calls), free(all), free(nc), free(go), free(kept);
+    free(calls), free(all), free(rows), free(nc), free(go), free(kept);
     return st;
 }
 

@@ -37,6 +37,7 @@ typedef struct rl_tool_call {
     char name[64];
     struct cJSON *args; /* owned */
     char *text;         /* the response when it was fetched ahead (rl_tools_prefetch; owned), NULL: not yet */
+    double reward;      /* ... and its tool reward */
 } rl_tool_call;
 
 /* the tool config file: tools[n] and their schemas (a JSON array for the chat template's `tools`) */
@@ -59,10 +60,12 @@ vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
  * text, not a failure. where names the row in refusals. */
 vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, const struct cJSON *row, const char *where,
                       char **text, double *tool_reward, struct vc_image *image);
-/* the responses of calls[0..n) to tools that run remotely and keep no state (SandboxFusionTool, SearchTool), fetched all
- * at once
- * into their text (verl's loop runs a turn's calls concurrently); rl_tool_run then gives that text */
-vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n);
+/* the responses of calls[0..n) (call i for data row rows[i]; rows NULL: none) to tools that run remotely and keep no state
+ * (SandboxFusionTool, SearchTool), and to Python tools (a tool class's or a function_tool file's interpreter runs them
+ * concurrently), fetched at once into their text and reward (verl's loop runs a turn's calls concurrently);
+ * rl_tool_run then gives those */
+vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, const struct cJSON *const *rows,
+                            int n);
 /* verl's SearchTool (tool_search.c): the texts of n calls (their arguments args[i]), sent together */
 vc_status rl_search_tool_many(const rl_tool *tool, const struct cJSON *const *args, int n, char **text);
 /* verl's ImageZoomInTool (tool_zoom.c): _maybe_resize_bbox (1 with out[4], 0: None), PIL's crop of a box, and one

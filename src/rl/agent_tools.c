@@ -151,9 +151,23 @@ static vc_status search_prefetch(const rl_tool *tool, rl_tool_call *const *calls
     return st;
 }
 
-vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, int n) {
+static vc_status python_prefetch(rl_tool *tools, int n_tools, const rl_tool *tool, rl_tool_call *const *calls,
+                                 const cJSON *const *rows, int n);
+
+/* whether tools[k] is the first with its interpreter */
+static int first_of_proc(const rl_tool *tools, int k) {
+    for (int i = 0; i < k; i++)
+        if (tools[i].proc == tools[k].proc) return 0;
+    return 1;
+}
+
+vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, const cJSON *const *rows, int n) {
     vc_status st = VC_OK;
     for (int k = 0; !st && k < n_tools; k++) {
+        if (tools[k].kind == RL_TOOL_PYTHON && tools[k].proc && first_of_proc(tools, k)) {
+            st = python_prefetch(tools, n_tools, &tools[k], calls, rows, n);
+            continue;
+        }
         if (tools[k].kind == RL_TOOL_SEARCH) {
             st = search_prefetch(&tools[k], calls, n);
             continue;
@@ -552,6 +566,51 @@ static vc_status geo3k_tool(const cJSON *args, const char *ground_truth, char **
  * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
  * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
  * restarted at the next call. */
+/* the tool of that name (the last of that name, as rl_tool_run takes it); NULL: none */
+static const rl_tool *find_tool(const rl_tool *tools, int n_tools, const char *name) {
+    const rl_tool *t = NULL;
+    for (int i = 0; i < n_tools; i++)
+        if (!strcmp(tools[i].name, name)) t = &tools[i];
+    return t;
+}
+
+/* one call as a tool program takes it: {"name", "arguments", "create_kwargs", "extra_info"} (NULL: no memory) */
+static cJSON *call_request(const rl_tool_call *call, const cJSON *ck, const cJSON *ei) {
+    cJSON *req = cJSON_CreateObject();
+    int ok = req && cJSON_AddStringToObject(req, "name", call->name) &&
+             cJSON_AddItemToObject(req, "arguments", cJSON_Duplicate(call->args, 1)) &&
+             cJSON_AddItemToObject(req, "create_kwargs", ck ? cJSON_Duplicate(ck, 1) : cJSON_CreateObject()) &&
+             cJSON_AddItemToObject(req, "extra_info", ei ? cJSON_Duplicate(ei, 1) : cJSON_CreateNull());
+    if (!ok) cJSON_Delete(req);
+    return ok ? req : NULL;
+}
+
+/* a JSON value as one request line, ending in a newline (malloc'd; NULL: no memory) */
+static char *json_line(const cJSON *v) {
+    char *s = cJSON_PrintUnformatted(v), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    if (line) sprintf(line, "%s\n", s);
+    free(s);
+    return line;
+}
+
+/* a tool program's answer as the model sees it: {"text", "reward"}, or verl's error text when the call failed
+ * (st a failed row: why, else the last error) or the answer has no text; other failures returned */
+static vc_status program_answer(vc_status st, const cJSON *ans, const char *why, char **text, double *reward) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ans, "text"), *r = cJSON_GetObjectItemCaseSensitive(ans, "reward");
+    if (st && !vc_reward_row_failed(st)) return st;
+    if (st || !cJSON_IsString(t)) { /* the model sees the failure, as in verl */
+        const char *w = !st ? "the program's answer has no \"text\"" : why ? why : vc_last_error();
+        size_t n = strlen(w) + 40;
+        char *msg = vc_malloc(n);
+        if (msg) snprintf(msg, n, "Error when executing tool: %s", w);
+        *text = msg;
+        return msg ? VC_OK : VC_ERR_NOMEM;
+    }
+    *text = vc_strdup(t->valuestring);
+    *reward = cJSON_IsNumber(r) ? r->valuedouble : 0.0;
+    return *text ? VC_OK : VC_ERR_NOMEM;
+}
+
 static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJSON *ck, const cJSON *ei, char **text,
                               double *tool_reward) {
     vc_status st = VC_OK;
@@ -565,34 +624,55 @@ static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJS
         free(cmd);
         if (st) return vc_fail_ctx(st, "tool %s (%s)", tool->name, tool->command);
     }
-    cJSON *req = cJSON_CreateObject();
-    char *line = NULL, *msg = NULL;
-    if (req && cJSON_AddStringToObject(req, "name", call->name)) {
-        cJSON_AddItemToObject(req, "arguments", cJSON_Duplicate(call->args, 1));
-        cJSON_AddItemToObject(req, "create_kwargs", ck ? cJSON_Duplicate(ck, 1) : cJSON_CreateObject());
-        cJSON_AddItemToObject(req, "extra_info", ei ? cJSON_Duplicate(ei, 1) : cJSON_CreateNull());
-        char *s = cJSON_PrintUnformatted(req);
-        if (s && (line = vc_malloc(strlen(s) + 2))) sprintf(line, "%s\n", s);
-        free(s);
-    }
+    cJSON *req = call_request(call, ck, ei);
+    char *line = req ? json_line(req) : NULL;
     cJSON_Delete(req);
     if (!line) return VC_ERR_NOMEM;
     cJSON *ans = NULL;
     st = vc_reward_proc_call(tool->proc, line, &ans);
     free(line);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(ans, "text"), *r = cJSON_GetObjectItemCaseSensitive(ans, "reward");
-    if (vc_reward_row_failed(st) || (!st && !cJSON_IsString(t))) { /* the model sees the failure, as in verl */
-        const char *why = st ? vc_last_error() : "the program's answer has no \"text\"";
-        size_t n = strlen(why) + 40;
-        if ((msg = vc_malloc(n))) snprintf(msg, n, "Error when executing tool: %s", why);
-        st = msg ? VC_OK : VC_ERR_NOMEM;
-        *text = msg;
-    } else if (!st) {
-        *text = vc_strdup(t->valuestring);
-        *tool_reward = cJSON_IsNumber(r) ? r->valuedouble : 0.0;
-        if (!*text) st = VC_ERR_NOMEM;
-    }
+    st = program_answer(st, ans, NULL, text, tool_reward);
     cJSON_Delete(ans);
+    return st;
+}
+
+/* the row's extra_info and its extra_info.tools_kwargs.<name>.create_kwargs (NULL where absent) */
+static void row_kwargs(const cJSON *row, const char *name, const cJSON **ei, const cJSON **ck) {
+    *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
+    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*ei, "tools_kwargs"), name);
+    *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
+}
+
+/* the calls to Python tools of one interpreter (a tool class's, or a function_tool file's), sent in one request: the
+ * interpreter runs them concurrently, as verl's loop runs a turn's calls; a call that is not answered (the program
+ * timed out, exited or answered something else: killed, restarted at the next call) gets the failure's text */
+static vc_status python_prefetch(rl_tool *tools, int n_tools, const rl_tool *tool, rl_tool_call *const *calls,
+                                 const cJSON *const *rows, int n) {
+    int m = 0, j = 0, *who = vc_calloc((size_t)n + 1, sizeof *who);
+    cJSON *req = cJSON_CreateObject(), *list = NULL, **ans = vc_calloc((size_t)n + 1, sizeof *ans);
+    vc_status st = who && ans && req && cJSON_AddStringToObject(req, "op", "many") &&
+                   cJSON_AddNumberToObject(req, "timeout", tool->timeout_ms / 1000.0) &&
+                   (list = cJSON_AddArrayToObject(req, "calls")) ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        const rl_tool *c = calls[i]->text || !cJSON_IsObject(calls[i]->args) ? NULL : find_tool(tools, n_tools, calls[i]->name);
+        if (!c || c->kind != RL_TOOL_PYTHON || c->proc != tool->proc) continue;
+        const cJSON *ei, *ck;
+        row_kwargs(rows ? rows[i] : NULL, c->name, &ei, &ck);
+        cJSON *one = call_request(calls[i], ck, ei);
+        if (!one || !cJSON_AddItemToArray(list, one)) st = VC_ERR_NOMEM;
+        who[m++] = i;
+    }
+    char *line = !st && m > 1 ? json_line(req) : NULL, *failed = NULL; /* one call: rl_tool_run's */
+    if (!st && m > 1 && !line) st = VC_ERR_NOMEM;
+    if (line && (st = vc_reward_proc_call_many(tool->proc, line, m, ans)) && vc_reward_row_failed(st))
+        st = (failed = vc_strdup(vc_last_error())) ? VC_OK : VC_ERR_NOMEM; /* the unanswered calls' cause */
+    for (j = 0; line && !st && j < m; j++) {
+        rl_tool_call *c = calls[who[j]];
+        st = program_answer(ans[j] ? VC_OK : VC_ERR_TIMEOUT, ans[j], failed, &c->text, &c->reward);
+    }
+    for (j = 0; ans && j < m; j++) cJSON_Delete(ans[j]);
+    free(failed), free(line), free(who), free(ans);
+    cJSON_Delete(req);
     return st;
 }
 
@@ -601,9 +681,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     *text = NULL;
     *tool_reward = 0;
     memset(image, 0, sizeof *image);
-    rl_tool *tool = NULL;
-    for (int i = 0; i < n_tools; i++)
-        if (!strcmp(tools[i].name, call->name)) tool = &tools[i];
+    rl_tool *tool = (rl_tool *)find_tool(tools, n_tools, call->name);
     char msg[320];
     if (!tool) { /* verl's message for its KeyError */
         snprintf(msg, sizeof msg, "Error when executing tool: '%s'", call->name);
@@ -613,11 +691,12 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
         snprintf(msg, sizeof msg, "Error when executing tool: the arguments of %s are not an object", call->name);
         return (*text = vc_strdup(msg)) ? VC_OK : VC_ERR_NOMEM;
     }
-    if (call->text) return (*text = vc_strdup(call->text)) ? VC_OK : VC_ERR_NOMEM; /* fetched ahead */
-    /* extra_info.tools_kwargs.<name>.create_kwargs */
-    const cJSON *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
-    const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ei, "tools_kwargs"), tool->name);
-    const cJSON *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
+    if (call->text) { /* fetched ahead */
+        *tool_reward = call->reward;
+        return (*text = vc_strdup(call->text)) ? VC_OK : VC_ERR_NOMEM;
+    }
+    const cJSON *ei, *ck;
+    row_kwargs(row, tool->name, &ei, &ck);
     if (tool->kind == RL_TOOL_MCP) return rl_mcp_tool_run(tool, call->args, text);
     if (tool->kind == RL_TOOL_ZOOM) return rl_zoom_tool(call->args, ck, where, text, tool_reward, image);
     if (tool->kind == RL_TOOL_SANDBOX) return sandbox_tool(tool, call->args, text);

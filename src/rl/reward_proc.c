@@ -219,6 +219,39 @@ vc_status vc_reward_proc_call(vc_reward_proc *p, const char *request_line, cJSON
     return VC_OK;
 }
 
+vc_status vc_reward_proc_call_many(vc_reward_proc *p, const char *request_line, int n, cJSON **answers) {
+    long row = p->row;
+    double dummy;
+    vc_status st;
+    for (int k = 0; k < n; k++) answers[k] = NULL;
+    p->row += n;
+    if (!p->pid && (st = proc_spawn(p))) return st;
+    if (send_all(p, request_line, strlen(request_line), vc_now() + p->timeout_ms / 1000.0))
+        return row_failed(p, row, "was not accepted (program exited or hung)", &dummy);
+    for (int got = 0; got < n; got++) { /* each answer within the timeout (and 2 s) of the one before: the program
+                                          * times its calls out itself; this catches one that hangs it */
+        char *line = recv_line(p, vc_now() + p->timeout_ms / 1000.0 + 2.0);
+        if (!line) {
+            int gone = waitpid(p->pid, NULL, WNOHANG) == p->pid;
+            if (gone) p->pid = 0;
+            return row_failed(p, row + got, gone ? "got no answer: the program exited" : "timed out", &dummy);
+        }
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "i");
+        int k = cJSON_IsNumber(i) ? i->valueint : -1;
+        if (!j || k < 0 || k >= n || answers[k]) {
+            cJSON_Delete(j);
+            st = row_failed(p, row + got, "got a line that is not the answer to one of its calls", &dummy);
+            vc_fail_ctx(st, "'%.60s'", line);
+            free(line);
+            return st;
+        }
+        free(line);
+        answers[k] = j;
+    }
+    return VC_OK;
+}
+
 /* The score of one answer j (a number, a bool or an object with "score"; {"error": text} fails the row);
  * the object itself into *answer when wanted. */
 static vc_status answer_score(vc_reward_proc *p, long row, const cJSON *j, double *score) {

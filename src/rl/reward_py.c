@@ -24,7 +24,17 @@
     "def send(o):\n" \
     "    out.write(json.dumps(o, allow_nan=False) + '\\n'); out.flush()\n" \
     "def run(x):\n" \
-    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n"
+    "    return loop.run_until_complete(x) if inspect.isawaitable(x) else x\n" \
+    "async def aw(x):\n" \
+    "    return (await x) if inspect.isawaitable(x) else x\n" \
+    "def many(reqs, t, one):\n" \
+    "    async def timed(k, r):\n" \
+    "        try: a = await asyncio.wait_for(one(r), t)\n" \
+    "        except asyncio.TimeoutError: a = {'text': f'Error when executing tool: timed out after {t:g} s', 'reward': 0.0}\n" \
+    "        a['i'] = k; send(a)\n" \
+    "    async def every():\n" \
+    "        await asyncio.gather(*[timed(k, r) for k, r in enumerate(reqs)])\n" \
+    "    loop.run_until_complete(every())\n"
 
 /* after load(): obj (or the error), the request loop and the hello answer; each server's body follows */
 #define PY_SERVE \
@@ -130,7 +140,9 @@ vc_status vc_reward_py_start(const char *path, const char *name, const char *kwa
 /* verl's tools (BaseTool subclasses): built as verl's initialize_tools_from_config builds them, and per
  * request {"name", "arguments", "create_kwargs", ...} run as verl's ToolAgentLoop._call_tool runs them:
  * create(create_kwargs=...), execute(instance_id, arguments, agent_data=None), release(instance_id);
- * answered {"text", "reward"}, an exception as verl's "Error when executing tool: ..." text. */
+ * answered {"text", "reward"}, an exception as verl's "Error when executing tool: ..." text. {"op": "many",
+ * "calls": [...], "timeout": s} runs the calls concurrently in one event loop (asyncio.gather, as verl's loop runs a
+ * turn's calls), each within the timeout, and answers each {"i": k, "text", "reward"} as it finishes. */
 static const char TOOL_SERVER[] =
     PY_PRELUDE
     "cls_path, cfg, schema = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])\n"
@@ -143,20 +155,23 @@ static const char TOOL_SERVER[] =
     "    except ImportError:\n"
     "        sch = schema\n"
     "    return cls(config=cfg, tool_schema=sch)\n"
-    PY_SERVE
+    "async def one(req):\n"
     "    iid = None\n"
     "    try:\n"
-    "        r = run(obj.create(create_kwargs=req.get('create_kwargs') or {}))\n"
+    "        r = await aw(obj.create(create_kwargs=req.get('create_kwargs') or {}))\n"
     "        iid = r[0] if isinstance(r, tuple) else r\n"
-    "        resp, reward, _ = run(obj.execute(iid, req['arguments'], agent_data=None))\n"
+    "        resp, reward, _ = await aw(obj.execute(iid, req['arguments'], agent_data=None))\n"
     "        text = resp.text if hasattr(resp, 'text') else resp\n"
-    "        send({'text': '' if text is None else str(text), 'reward': float(reward or 0.0)})\n"
+    "        return {'text': '' if text is None else str(text), 'reward': float(reward or 0.0)}\n"
     "    except Exception as e:\n"
-    "        traceback.print_exc(); send({'text': f'Error when executing tool: {e}', 'reward': 0.0})\n"
+    "        traceback.print_exc(); return {'text': f'Error when executing tool: {e}', 'reward': 0.0}\n"
     "    finally:\n"
     "        if iid:\n"
-    "            try: run(obj.release(iid))\n"
-    "            except Exception: traceback.print_exc()\n";
+    "            try: await aw(obj.release(iid))\n"
+    "            except Exception: traceback.print_exc()\n"
+    PY_SERVE
+    "    if req.get('op') == 'many': many(req['calls'], req['timeout'], one); continue\n"
+    "    send(run(one(req)))\n";
 
 vc_status vc_tool_py_start(const char *class_name, const char *config_json, const char *schema_json, int timeout_ms,
                            vc_reward_proc **out) {
@@ -170,7 +185,8 @@ vc_status vc_tool_py_start(const char *class_name, const char *config_json, cons
  * by transformers' get_json_schema, or the decorator's schema=) and ToolResponse. {"op": "list"} ->
  * {"tools": [{"name", "schema"}]}; a call {"name", "arguments", ...} -> fn(**arguments), its return value
  * read as verl's normalize_function_tool_return -> {"text", "reward"}; an exception gives verl's
- * "Error executing tool 'NAME': ..." text. */
+ * "Error executing tool 'NAME': ..." text. A plain function runs in a thread (asyncio.to_thread) as verl's
+ * FunctionTool.call runs it; {"op": "many", ...} as the tool server's. */
 static const char FUNCTION_SERVER[] =
     PY_PRELUDE
     "path = sys.argv[1]\n"
@@ -220,14 +236,19 @@ static const char FUNCTION_SERVER[] =
     "        if not 1 <= len(r) <= 3: raise TypeError(f'@function_tool return tuple must have length 1, 2, or 3 (got length {len(r)}: {r!r})')\n"
     "        return coerce(r[0]), 0.0 if len(r) < 2 or r[1] is None else float(r[1])\n"
     "    return coerce(r), 0.0\n"
+    "async def one(req):\n"
+    "    try:\n"
+    "        fn, args = obj[req['name']][0], req['arguments']\n"
+    "        r = await (fn(**args) if inspect.iscoroutinefunction(fn) else asyncio.to_thread(fn, **args))\n"
+    "        text, reward = normalize(await aw(r))\n"
+    "        return {'text': text, 'reward': reward}\n"
+    "    except Exception as e:\n"
+    "        traceback.print_exc(); return {'text': f\"Error executing tool '{req['name']}': {e}\", 'reward': 0.0}\n"
     PY_SERVE
     "    if req.get('op') == 'list':\n"
     "        send({'tools': [{'name': n, 'schema': s} for n, (f, s) in obj.items()]}); continue\n"
-    "    try:\n"
-    "        text, reward = normalize(run(obj[req['name']][0](**req['arguments'])))\n"
-    "        send({'text': text, 'reward': reward})\n"
-    "    except Exception as e:\n"
-    "        traceback.print_exc(); send({'text': f\"Error executing tool '{req['name']}': {e}\", 'reward': 0.0})\n";
+    "    if req.get('op') == 'many': many(req['calls'], req['timeout'], one); continue\n"
+    "    send(run(one(req)))\n";
 
 vc_status vc_function_tools_py_start(const char *path, int timeout_ms, vc_reward_proc **out) {
     char *args[] = { (char *)path };

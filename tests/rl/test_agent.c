@@ -385,6 +385,67 @@ static void test_command_tool(void) {
     CHECK(rl_tools_load(p, &tools, &n, &sch) == VC_ERR_FORMAT && strstr(vc_last_error(), "config.command"));
 }
 
+/* calls[n] with these arguments to tool `name`, fetched ahead together: texts and rewards into text[] / reward[] */
+static void prefetch_calls(rl_tool *tools, int n_tools, const char *name, const char *const *args, int n, char **text,
+                           double *reward) {
+    rl_tool_call c[8], *ptr[8];
+    for (int i = 0; i < n && i < 8; i++) {
+        c[i] = (rl_tool_call){ .args = cJSON_Parse(args[i]) };
+        snprintf(c[i].name, sizeof c[i].name, "%s", name);
+        ptr[i] = &c[i];
+    }
+    CHECK_OK(rl_tools_prefetch(tools, n_tools, ptr, NULL, n));
+    for (int i = 0; i < n && i < 8; i++) {
+        text[i] = c[i].text, reward[i] = c[i].reward;
+        cJSON_Delete(c[i].args);
+    }
+}
+
+/* a turn's calls to a Python tool run concurrently in its interpreter (asyncio.gather, as verl's loop): calls that
+ * wait for each other all finish, one raising among them gets its error text; a call past config.verlc_timeout
+ * gets verl's error text while the others answer; a call that blocks the interpreter gets it killed (its batch's
+ * calls the failure's text) and restarted for the next call */
+static void python_gather(const char *yaml) {
+    write_file("py_tools.yaml", "tools:\n  - class_name: vtools.GatherTool\n    config: {type: native, verlc_timeout: 0.5}\n"
+                                "    tool_schema: {type: function, function: {name: meet, description: d}}\n");
+    rl_tool *tools = NULL;
+    int n = 0;
+    cJSON *sch = NULL;
+    CHECK_OK(rl_tools_load(yaml, &tools, &n, &sch));
+    if (n != 1) return;
+    char *text[8] = { 0 };
+    double rw[8];
+    static const char *const A[] = { "{\"q\": \"a0\", \"key\": \"a\", \"n\": 4}", "{\"mode\": \"boom\"}",
+                                     "{\"q\": \"a1\", \"key\": \"a\", \"n\": 4}", "{\"q\": \"a2\", \"key\": \"a\", \"n\": 4}",
+                                     "{\"q\": \"a3\", \"key\": \"a\", \"n\": 4}" };
+    prefetch_calls(tools, n, "meet", A, 5, text, rw);
+    static const char *const WANT[] = { "a0 with 4", "Error when executing tool: boom", "a1 with 4", "a2 with 4", "a3 with 4" };
+    for (int i = 0; i < 5; i++) {
+        CHECK_MSG(text[i] && !strcmp(text[i], WANT[i]) && rw[i] == (i == 1 ? 0.0 : 0.25), "gathered call %d: %s (%g)", i,
+                  text[i] ? text[i] : "(null)", rw[i]);
+        free(text[i]);
+    }
+    static const char *const B[] = { "{\"mode\": \"slow\"}", "{\"q\": \"b0\", \"key\": \"b\", \"n\": 2}",
+                                     "{\"q\": \"b1\", \"key\": \"b\", \"n\": 2}" };
+    prefetch_calls(tools, n, "meet", B, 3, text, rw);
+    CHECK_MSG(text[0] && !strcmp(text[0], "Error when executing tool: timed out after 0.5 s") && text[1] &&
+              !strcmp(text[1], "b0 with 2") && text[2] && !strcmp(text[2], "b1 with 2"), "timed out among others: %s | %s | %s",
+              text[0] ? text[0] : "", text[1] ? text[1] : "", text[2] ? text[2] : "");
+    for (int i = 0; i < 3; i++) free(text[i]);
+    static const char *const C[] = { "{\"mode\": \"hang\"}", "{\"q\": \"c0\", \"key\": \"c\", \"n\": 1}" };
+    prefetch_calls(tools, n, "meet", C, 2, text, rw);
+    CHECK_MSG(text[0] && strstr(text[0], "Error when executing tool: ") && strstr(text[0], "timed out") && text[1] &&
+              !strcmp(text[0], text[1]), "a blocked interpreter: %s | %s", text[0] ? text[0] : "", text[1] ? text[1] : "");
+    for (int i = 0; i < 2; i++) free(text[i]);
+    static const char *const D[] = { "{\"q\": \"d0\", \"key\": \"d\", \"n\": 2}", "{\"q\": \"d1\", \"key\": \"d\", \"n\": 2}" };
+    prefetch_calls(tools, n, "meet", D, 2, text, rw);
+    CHECK_MSG(text[0] && !strcmp(text[0], "d0 with 2") && text[1] && !strcmp(text[1], "d1 with 2"), "after the restart: %s",
+              text[0] ? text[0] : "(null)");
+    for (int i = 0; i < 2; i++) free(text[i]);
+    rl_tools_free(tools, n);
+    cJSON_Delete(sch);
+}
+
 /* any other tool class runs in Python as verl's loop calls it (create, execute, release per call); an exception
  * is verl's error text; a class that cannot be built stops the load naming it */
 static void test_python_tool(void) {
@@ -408,6 +469,21 @@ static void test_python_tool(void) {
                "        return r, 1.0 if parameters['answer'] == gt else 0.0, {}\n"
                "    async def release(self, instance_id, **kwargs):\n"
                "        del self.live[instance_id]\n"
+               "class GatherTool:\n"
+               "    groups = {}\n"
+               "    def __init__(self, config, tool_schema): pass\n"
+               "    async def create(self, create_kwargs=None, **kwargs): return 'x', None\n"
+               "    async def execute(self, instance_id, p, **kwargs):\n"
+               "        import asyncio, time\n"
+               "        if p.get('mode') == 'hang': time.sleep(30)\n"
+               "        if p.get('mode') == 'slow': await asyncio.sleep(30)\n"
+               "        if p.get('mode') == 'boom': raise ValueError('boom')\n"
+               "        g = GatherTool.groups.setdefault(p['key'], [0, asyncio.Event()])\n"
+               "        g[0] += 1\n"
+               "        if g[0] == p['n']: g[1].set()\n"
+               "        await asyncio.wait_for(g[1].wait(), 5)\n"
+               "        return f\"{p['q']} with {g[0]}\", 0.25, {}\n"
+               "    async def release(self, instance_id, **kwargs): pass\n"
                "class Broken:\n"
                "    def __init__(self, config, tool_schema): raise RuntimeError('no service')\n");
     setenv("PYTHONPATH", dir, 1);
@@ -442,6 +518,7 @@ static void test_python_tool(void) {
     cJSON_Delete(row);
     rl_tools_free(tools, n);
     cJSON_Delete(sch);
+    python_gather(p);
     static const struct { const char *yaml, *needle; vc_status st; } BAD[] = {
         { "tools:\n  - class_name: vtools.Broken\n    tool_schema: {type: function, function: {name: b, description: d}}\n", "no service", VC_ERR_ARG },
         { "tools:\n  - class_name: nomodule_verlc.T\n    tool_schema: {type: function, function: {name: b, description: d}}\n", "nomodule_verlc", VC_ERR_ARG },
@@ -478,7 +555,16 @@ static void test_function_tools(const char *tok_dir) {
                "    return {'q': q, 'n': 1}\n"
                "@function_tool(schema=S('plain'))\n"
                "def plain(q):\n"
-               "    return 42\n");
+               "    return 42\n"
+               "import threading\n"
+               "B = threading.Barrier(3, timeout=5)\n"
+               "@function_tool(schema=S('meet'))\n"
+               "def meet(q):\n"
+               "    B.wait(); return f'met {q}'\n"
+               "P = threading.Barrier(2, timeout=5)\n"
+               "@function_tool(schema=S('pair'))\n"
+               "def pair(q):\n"
+               "    P.wait(); return f'paired {q}'\n");
     write_file("empty_tools.py", "x = 1\n");
     write_file("clash_tools.py", "from verl.tools.function_tool import function_tool\n"
                "@function_tool('calc_gsm8k_reward', schema={'type': 'function', 'function': {'name': 'calc_gsm8k_reward', "
@@ -488,6 +574,25 @@ static void test_function_tools(const char *tok_dir) {
     snprintf(o, sizeof o, "actor_rollout_ref.rollout.multi_turn.function_tool_path=%s/ftools.py", dir);
     vc_config *cfg = NULL;
     vc_rl_trainer *t = make_trainer(tok_dir, o, &cfg); /* the agent takes the key */
+    /* the two samples' calls of one turn reach the interpreter together (they wait for each other) */
+    static const char *PAIR[] = { "<tool_call>\n{\"name\": \"pair\", \"arguments\": {\"q\": \"a\"}}\n</tool_call><|im_end|>",
+                                  "<tool_call>\n{\"name\": \"pair\", \"arguments\": {\"q\": \"b\"}}\n</tool_call><|im_end|>",
+                                  "#### 5<|im_end|>", "#### 9<|im_end|>" };
+    static const char *DONE[] = { "ok<|im_end|>", "ok<|im_end|>" };
+    script_ctx pc = { t->tok, 0, { PAIR, DONE, NULL }, { 0, 1 } };
+    t->gen = scripted;
+    t->gen_ctx = &pc;
+    uint32_t idx[2] = { 0, 1 };
+    vc_sampling smp = { .temperature = 1, .top_p = 1, .max_new_tokens = 200 };
+    rl_batch b;
+    CHECK_OK(rl_agent_rollout(t, t->train, idx, 2, &smp, 2, 7, &b));
+    for (int i = 0; i < 2 && b.B == 4; i++) {
+        char *resp = decode(t->tok, b.ids + b.cu[i] + b.plen[i], b.rlen[i]), want[64];
+        snprintf(want, sizeof want, "<tool_response>\npaired %c\n</tool_response>", 'a' + i);
+        CHECK_MSG(resp && strstr(resp, want), "sample %d's tool turn: %s", i, resp ? resp : "(null)");
+        free(resp);
+    }
+    rl_batch_free(&b);
     free_trainer(t, cfg);
     char p[400], tools_yaml[300];
     snprintf(tools_yaml, sizeof tools_yaml, "%s/tools.yaml", dir);
@@ -497,7 +602,16 @@ static void test_function_tools(const char *tok_dir) {
     cJSON *sc = NULL;
     CHECK_OK(rl_tools_load(tools_yaml, &tl, &n, &sc));
     CHECK_OK(rl_function_tools_load(p, &tl, &n, sc));
-    CHECK(n == 4);
+    CHECK(n == 6);
+    /* a turn's calls of a plain function run in threads at once (asyncio.to_thread, as verl's FunctionTool.call):
+     * three that wait for each other all return */
+    static const char *const M[] = { "{\"q\": \"x\"}", "{\"q\": \"y\"}", "{\"q\": \"z\"}" };
+    char *mt[8] = { 0 };
+    double mr[8];
+    prefetch_calls(tl, n, "meet", M, 3, mt, mr);
+    CHECK_MSG(mt[0] && !strcmp(mt[0], "met x") && mt[1] && !strcmp(mt[1], "met y") && mt[2] && !strcmp(mt[2], "met z"),
+              "function calls at once: %s | %s | %s", mt[0] ? mt[0] : "", mt[1] ? mt[1] : "", mt[2] ? mt[2] : "");
+    for (int i = 0; i < 3; i++) free(mt[i]);
     rl_tool_call call = { .args = NULL };
     static const struct { const char *name, *q, *want; double reward; } CASES[] = {
         { "lookup", "cat", "found cat", 0.5 },

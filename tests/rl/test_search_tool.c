@@ -85,7 +85,7 @@ static void golden(const cJSON *calls) {
         many[i] = (rl_tool_call){ "search", pt_json_loads((pt_span){ args[i], strlen(args[i]) }), NULL };
         ptr[i] = &many[i];
     }
-    CHECK_OK(rl_tools_prefetch(tools, n, ptr, N));
+    CHECK_OK(rl_tools_prefetch(tools, n, ptr, NULL, N));
     int right = 0;
     for (int i = 0; i < N; i++) {
         const char *want = i % 2 ? "{\"result\": \"Doc 1 (Title: \\\"Berlin\\\")"
