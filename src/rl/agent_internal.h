@@ -55,6 +55,8 @@ vc_status rl_mcp_tools_load(const struct cJSON *entry, const char *path, int idx
                             struct cJSON *schemas);
 /* one call of an MCP tool: the text verl's MCPBaseTool (or MCPSearchTool) gives the model */
 vc_status rl_mcp_tool_run(rl_tool *tool, const struct cJSON *args, char **text);
+/* n calls of MCP tools of one server (tool[i]->mcp the same), sent together: their texts into text[i] (malloc'd) */
+vc_status rl_mcp_tools_run_many(rl_tool *const *tool, const struct cJSON *const *args, int n, char **text);
 /* runs one call for a data row (its extra_info.tools_kwargs): the tool's response text (malloc'd) and
  * reward, and the image it returns (*image, RGB; width 0: none); an unknown tool or bad arguments give verl's error
  * text, not a failure. where names the row in refusals. */

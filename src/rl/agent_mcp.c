@@ -254,14 +254,13 @@ static void search_results(vc_strbuf *b, const char *text) {
     free(t);
 }
 
-vc_status rl_mcp_tool_run(rl_tool *tool, const cJSON *args, char **text) {
-    cJSON *res = NULL, *e;
+/* the text verl's tool gives the model for one call's outcome: the result res, or the failure st (why its message) */
+static vc_status mcp_text(const rl_tool *tool, vc_status st, const char *why, const cJSON *res, char **text) {
+    const cJSON *e;
     vc_strbuf b = { 0 };
-    vc_status st = rl_mcp_call_tool(tool->mcp, tool->mcp_name, args, &res);
-    if (st == VC_ERR_NOMEM) return st;
     if (st) /* verl's texts: an error answer is its "unexpected error", no answer a failed connection */
         vc_sb_printf(&b, "\n %s: %s", st == VC_ERR_FORMAT ? "An unexpected error occurred" : "Connection failed",
-                     vc_last_error());
+                     why ? why : "");
     int k = 0;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(res, "content")) {
         const cJSON *ty = cJSON_GetObjectItemCaseSensitive(e, "type"), *tx = cJSON_GetObjectItemCaseSensitive(e, "text");
@@ -272,11 +271,33 @@ vc_status rl_mcp_tool_run(rl_tool *tool, const cJSON *args, char **text) {
             vc_sb_puts(&b, tx->valuestring);
         }
     }
-    cJSON_Delete(res);
     if (b.oom) {
         free(b.p);
         return VC_ERR_NOMEM;
     }
     *text = b.p ? b.p : vc_strdup("");
     return *text ? VC_OK : VC_ERR_NOMEM;
+}
+
+vc_status rl_mcp_tool_run(rl_tool *tool, const cJSON *args, char **text) {
+    cJSON *res = NULL;
+    vc_status st = rl_mcp_call_tool(tool->mcp, tool->mcp_name, args, &res);
+    if (st == VC_ERR_NOMEM) return st;
+    st = mcp_text(tool, st, st ? vc_last_error() : NULL, res, text);
+    cJSON_Delete(res);
+    return st;
+}
+
+vc_status rl_mcp_tools_run_many(rl_tool *const *tool, const cJSON *const *args, int n, char **text) {
+    const char **name = vc_calloc((size_t)n + 1, sizeof *name);
+    cJSON **res = vc_calloc((size_t)n + 1, sizeof *res);
+    vc_status *one = vc_calloc((size_t)n + 1, sizeof *one);
+    char **why = vc_calloc((size_t)n + 1, sizeof *why);
+    vc_status st = name && res && one && why ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) name[i] = tool[i]->mcp_name;
+    if (!st) st = rl_mcp_call_tools(tool[0]->mcp, n, name, args, res, one, why);
+    for (int i = 0; !st && i < n; i++) st = mcp_text(tool[i], one[i], why[i], res[i], &text[i]);
+    for (int i = 0; res && why && i < n; i++) cJSON_Delete(res[i]), free(why[i]);
+    free(name), free(res), free(one), free(why);
+    return st;
 }

@@ -151,6 +151,14 @@ static vc_status search_prefetch(const rl_tool *tool, rl_tool_call *const *calls
     return st;
 }
 
+/* the tool of that name (the last of that name, as rl_tool_run takes it); NULL: none */
+static const rl_tool *find_tool(const rl_tool *tools, int n_tools, const char *name) {
+    const rl_tool *t = NULL;
+    for (int i = 0; i < n_tools; i++)
+        if (!strcmp(tools[i].name, name)) t = &tools[i];
+    return t;
+}
+
 static vc_status python_prefetch(rl_tool *tools, int n_tools, const rl_tool *tool, rl_tool_call *const *calls,
                                  const cJSON *const *rows, int n);
 
@@ -161,11 +169,41 @@ static int first_of_proc(const rl_tool *tools, int k) {
     return 1;
 }
 
+/* whether tools[k] is the first MCP tool of its server */
+static int first_of_server(const rl_tool *tools, int k) {
+    for (int i = 0; i < k; i++)
+        if (tools[i].kind == RL_TOOL_MCP && tools[i].mcp == tools[k].mcp) return 0;
+    return 1;
+}
+
+/* the calls to one MCP server's tools, sent together */
+static vc_status mcp_prefetch(rl_tool *tools, int n_tools, const struct rl_mcp *mcp, rl_tool_call *const *calls, int n) {
+    rl_tool **tool = vc_calloc((size_t)n + 1, sizeof *tool);
+    const cJSON **args = vc_calloc((size_t)n + 1, sizeof *args);
+    char **text = vc_calloc((size_t)n + 1, sizeof *text);
+    int *who = vc_calloc((size_t)n + 1, sizeof *who), m = 0;
+    vc_status st = tool && args && text && who ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        rl_tool *c = calls[i]->text || !cJSON_IsObject(calls[i]->args) ? NULL : (rl_tool *)find_tool(tools, n_tools, calls[i]->name);
+        if (c && c->kind == RL_TOOL_MCP && c->mcp == mcp) tool[m] = c, args[m] = calls[i]->args, who[m++] = i;
+    }
+    if (!st && m > 1) st = rl_mcp_tools_run_many(tool, args, m, text); /* one call: rl_tool_run's */
+    for (int j = 0; !st && m > 1 && j < m; j++) calls[who[j]]->text = text[j];
+    if (st)
+        for (int j = 0; text && j < m; j++) free(text[j]);
+    free(tool), free(args), free(text), free(who);
+    return st;
+}
+
 vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, const cJSON *const *rows, int n) {
     vc_status st = VC_OK;
     for (int k = 0; !st && k < n_tools; k++) {
         if (tools[k].kind == RL_TOOL_PYTHON && tools[k].proc && first_of_proc(tools, k)) {
             st = python_prefetch(tools, n_tools, &tools[k], calls, rows, n);
+            continue;
+        }
+        if (tools[k].kind == RL_TOOL_MCP && first_of_server(tools, k)) {
+            st = mcp_prefetch(tools, n_tools, tools[k].mcp, calls, n);
             continue;
         }
         if (tools[k].kind == RL_TOOL_SEARCH) {
@@ -566,14 +604,6 @@ static vc_status geo3k_tool(const cJSON *args, const char *ground_truth, char **
  * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
  * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
  * restarted at the next call. */
-/* the tool of that name (the last of that name, as rl_tool_run takes it); NULL: none */
-static const rl_tool *find_tool(const rl_tool *tools, int n_tools, const char *name) {
-    const rl_tool *t = NULL;
-    for (int i = 0; i < n_tools; i++)
-        if (!strcmp(tools[i].name, name)) t = &tools[i];
-    return t;
-}
-
 /* one call as a tool program takes it: {"name", "arguments", "create_kwargs", "extra_info"} (NULL: no memory) */
 static cJSON *call_request(const rl_tool_call *call, const cJSON *ck, const cJSON *ei) {
     cJSON *req = cJSON_CreateObject();

@@ -128,8 +128,8 @@ static vc_status stdio_start(rl_mcp *m) {
     return st;
 }
 
-/* Writes one message and, for a request (id >= 0), reads lines until the answer with that id. */
-static vc_status stdio_exchange(rl_mcp *m, const char *body, long id, double deadline, cJSON **answer) {
+/* one message as a line to the server */
+static vc_status stdio_send(rl_mcp *m, const char *body, double deadline) {
     size_t n = strlen(body);
     char *line = vc_malloc(n + 2);
     if (!line) return VC_ERR_NOMEM;
@@ -137,47 +137,123 @@ static vc_status stdio_exchange(rl_mcp *m, const char *body, long id, double dea
     memcpy(line + n, "\n", 2);
     vc_status st = vc_reward_proc_send_line(m->proc, line, deadline);
     free(line);
-    while (!st && id >= 0) {
+    return st;
+}
+
+/* a request from the server (j has an id and a method): ping answered, anything else "method not found" */
+static vc_status stdio_server_request(rl_mcp *m, const cJSON *j, double deadline) {
+    const cJSON *jid = cJSON_GetObjectItemCaseSensitive(j, "id"), *meth = cJSON_GetObjectItemCaseSensitive(j, "method");
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(r, "id", cJSON_Duplicate(jid, 1));
+    if (!strcmp(meth->valuestring, "ping")) cJSON_AddObjectToObject(r, "result");
+    else {
+        cJSON *err = cJSON_AddObjectToObject(r, "error");
+        cJSON_AddNumberToObject(err, "code", -32601);
+        cJSON_AddStringToObject(err, "message", "Method not found");
+    }
+    char *s = cJSON_PrintUnformatted(r);
+    vc_status st = s ? stdio_send(m, s, deadline) : VC_ERR_NOMEM;
+    free(s);
+    cJSON_Delete(r);
+    return st;
+}
+
+/* the next answer line (an object with a numeric id and no method) into *answer; the server's requests are
+ * answered, its notifications, log lines and anything else skipped */
+static vc_status stdio_next_answer(rl_mcp *m, double deadline, cJSON **answer) {
+    for (;;) {
         char *l = NULL;
-        if ((st = vc_reward_proc_read_line(m->proc, deadline, &l))) break;
+        vc_status st = vc_reward_proc_read_line(m->proc, deadline, &l);
+        if (st) return st;
         cJSON *j = cJSON_Parse(l);
         free(l);
         const cJSON *jid = cJSON_GetObjectItemCaseSensitive(j, "id"), *meth = cJSON_GetObjectItemCaseSensitive(j, "method");
-        if (cJSON_IsNumber(jid) && !meth && (long)jid->valuedouble == id) {
+        if (cJSON_IsNumber(jid) && !meth) {
             *answer = j;
             return VC_OK;
         }
-        if (jid && cJSON_IsString(meth)) { /* a request from the server: ping, or not supported */
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "jsonrpc", "2.0");
-            cJSON_AddItemToObject(r, "id", cJSON_Duplicate(jid, 1));
-            if (!strcmp(meth->valuestring, "ping")) cJSON_AddObjectToObject(r, "result");
-            else {
-                cJSON *err = cJSON_AddObjectToObject(r, "error");
-                cJSON_AddNumberToObject(err, "code", -32601);
-                cJSON_AddStringToObject(err, "message", "Method not found");
-            }
-            char *s = cJSON_PrintUnformatted(r), *sl = s ? vc_malloc(strlen(s) + 2) : NULL;
-            if (sl) sprintf(sl, "%s\n", s);
-            st = sl ? vc_reward_proc_send_line(m->proc, sl, deadline) : VC_ERR_NOMEM;
-            free(s);
-            free(sl);
-            cJSON_Delete(r);
+        st = jid && cJSON_IsString(meth) ? stdio_server_request(m, j, deadline) : VC_OK;
+        cJSON_Delete(j);
+        if (st) return st;
+    }
+}
+
+static long answer_id(const cJSON *ans) { return (long)cJSON_GetObjectItemCaseSensitive(ans, "id")->valuedouble; }
+
+/* Writes one message and, for a request (id >= 0), reads lines until the answer with that id. */
+static vc_status stdio_exchange(rl_mcp *m, const char *body, long id, double deadline, cJSON **answer) {
+    vc_status st = stdio_send(m, body, deadline);
+    while (!st && id >= 0) {
+        cJSON *j = NULL;
+        if ((st = stdio_next_answer(m, deadline, &j))) break;
+        if (answer_id(j) == id) {
+            *answer = j;
+            return VC_OK;
         }
-        cJSON_Delete(j); /* notifications, log lines and stray answers are skipped */
+        cJSON_Delete(j); /* a stray answer */
     }
     return st;
 }
 
-static vc_status exchange(rl_mcp *m, const char *method, cJSON *params, int notify, cJSON **result) {
-    cJSON *req = cJSON_CreateObject(), *ans = NULL;
-    long id = notify ? -1 : m->next_id++;
+/* n requests written together, their answers read in any order (each within the timeout of the one before); the
+ * calls a failure leaves unanswered get it (status, err) */
+static vc_status stdio_many(rl_mcp *m, int n, char *const *body, const long *id, cJSON **ans, vc_status *status,
+                            char **err) {
+    double deadline = vc_now() + m->timeout_ms / 1000.0;
+    vc_status st = VC_OK;
+    for (int i = 0; !st && i < n; i++) st = stdio_send(m, body[i], deadline);
+    for (int left = n; !st && left;) {
+        cJSON *j = NULL;
+        if ((st = stdio_next_answer(m, deadline, &j))) break;
+        int k = -1;
+        for (int i = 0; i < n; i++)
+            if (id[i] == answer_id(j) && !ans[i]) k = i;
+        if (k < 0) { /* a stray answer */
+            cJSON_Delete(j);
+            continue;
+        }
+        ans[k] = j;
+        left--;
+        deadline = vc_now() + m->timeout_ms / 1000.0;
+    }
+    if (st == VC_ERR_NOMEM) return st;
+    for (int i = 0; st && i < n; i++)
+        if (!ans[i] && !(status[i] = st, err[i] = vc_strdup(vc_last_error()))) return VC_ERR_NOMEM;
+    return VC_OK;
+}
+
+/* a request's JSON text (id < 0: a notification; params taken) */
+static char *message(const char *method, long id, cJSON *params) {
+    cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "jsonrpc", "2.0");
-    if (!notify) cJSON_AddNumberToObject(req, "id", (double)id);
+    if (id >= 0) cJSON_AddNumberToObject(req, "id", (double)id);
     cJSON_AddStringToObject(req, "method", method);
     if (params) cJSON_AddItemToObject(req, "params", params);
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
+    return body;
+}
+
+/* an answer's result object into *result; a JSON-RPC error (or no result) is VC_ERR_FORMAT with its message */
+static vc_status answer_result(cJSON *ans, cJSON **result) {
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
+    cJSON *res = cJSON_DetachItemFromObjectCaseSensitive(ans, "result");
+    vc_status st = VC_OK;
+    if (err || !cJSON_IsObject(res)) {
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
+        st = vc_fail(VC_ERR_FORMAT, "%s", cJSON_IsString(msg) ? msg->valuestring : "the answer has no result");
+        cJSON_Delete(res);
+        res = NULL;
+    }
+    *result = res;
+    return st;
+}
+
+static vc_status exchange(rl_mcp *m, const char *method, cJSON *params, int notify, cJSON **result) {
+    cJSON *ans = NULL;
+    long id = notify ? -1 : m->next_id++;
+    char *body = message(method, id, params);
     if (!body) return VC_ERR_NOMEM;
     double deadline = vc_now() + m->timeout_ms / 1000.0;
     vc_status st = m->kind == MCP_STDIO ? stdio_exchange(m, body, id, deadline, &ans)
@@ -185,16 +261,8 @@ static vc_status exchange(rl_mcp *m, const char *method, cJSON *params, int noti
     free(body);
     if (st) return vc_fail_ctx(st, "MCP server '%s': %s", m->name, method);
     if (notify) return VC_OK;
-    const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
-    cJSON *res = cJSON_DetachItemFromObjectCaseSensitive(ans, "result");
-    if (err || !cJSON_IsObject(res)) {
-        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-        st = vc_fail(VC_ERR_FORMAT, "%s", cJSON_IsString(msg) ? msg->valuestring : "the answer has no result");
-        cJSON_Delete(res);
-        res = NULL;
-    }
+    st = answer_result(ans, result);
     cJSON_Delete(ans);
-    *result = res;
     return st;
 }
 
@@ -268,6 +336,75 @@ vc_status rl_mcp_list_tools(rl_mcp *m, cJSON **tools) {
     if (st) {
         cJSON_Delete(*tools);
         *tools = NULL;
+    }
+    return st;
+}
+
+/* how many of `want` calls may start now under the rate limit (waiting for the first: verl's token per call) */
+static int rate_take(rl_mcp *m, int want) {
+    if (!(m->rate > 0)) return want;
+    rate_wait(m);
+    int k = 1;
+    for (; k < want && m->tokens >= 1; k++) m->tokens -= 1;
+    return k;
+}
+
+static cJSON *call_params(const char *tool, const cJSON *args) {
+    cJSON *p = cJSON_CreateObject();
+    if (!p) return NULL;
+    cJSON_AddStringToObject(p, "name", tool);
+    cJSON_AddItemToObject(p, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateObject());
+    return p;
+}
+
+/* calls [0, n) at once on a session that is up: outcomes in result / status / err */
+static vc_status call_batch(rl_mcp *m, int n, const char *const *tool, const cJSON *const *args, cJSON **result,
+                            vc_status *status, char **err) {
+    char **body = vc_calloc((size_t)n + 1, sizeof *body);
+    long *id = vc_calloc((size_t)n + 1, sizeof *id);
+    cJSON **ans = vc_calloc((size_t)n + 1, sizeof *ans);
+    vc_status st = body && id && ans ? VC_OK : VC_ERR_NOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        cJSON *p = call_params(tool[i], args[i]);
+        id[i] = m->next_id++;
+        if (!p || !(body[i] = message("tools/call", id[i], p))) st = VC_ERR_NOMEM;
+    }
+    if (!st)
+        st = m->kind == MCP_STDIO ? stdio_many(m, n, body, id, ans, status, err)
+                                  : rl_mcp_http_post_many(m->http, n, (const char *const *)body, id, m->timeout_ms / 1000.0,
+                                                          ans, status, err);
+    int broken = 0;
+    for (int i = 0; !st && i < n; i++) {
+        if (status[i]) { /* the transport failed it: named as exchange names it */
+            char *e = err[i];
+            vc_fail(status[i], "MCP server '%s': tools/call: %s", m->name, e ? e : "failed");
+            free(e);
+            err[i] = vc_strdup(vc_last_error());
+            broken = 1;
+        } else if ((status[i] = answer_result(ans[i], &result[i])))
+            err[i] = vc_strdup(vc_last_error());
+    }
+    if (broken) disconnect(m); /* a new session next time */
+    for (int i = 0; i < n; i++) {
+        if (body) free(body[i]);
+        if (ans) cJSON_Delete(ans[i]);
+    }
+    free(body), free(id), free(ans);
+    return st;
+}
+
+vc_status rl_mcp_call_tools(rl_mcp *m, int n, const char *const *tool, const cJSON *const *args, cJSON **result,
+                            vc_status *status, char **err) {
+    for (int i = 0; i < n; i++) result[i] = NULL, status[i] = VC_OK, err[i] = NULL;
+    vc_status st = VC_OK;
+    for (int at = 0; !st && at < n;) {
+        int k = rate_take(m, n - at);
+        vc_status up = m->ready ? VC_OK : connect_session(m);
+        if (up == VC_ERR_NOMEM) return up;
+        for (int i = at; up && i < at + k; i++)
+            if ((status[i] = up) && !(err[i] = vc_strdup(vc_last_error()))) return VC_ERR_NOMEM;
+        if (!up) st = call_batch(m, k, tool + at, args + at, result + at, status + at, err + at);
+        at += k;
     }
     return st;
 }

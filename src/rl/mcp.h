@@ -21,6 +21,11 @@ vc_status rl_mcp_list_tools(rl_mcp *m, struct cJSON **tools);
  * the server exited, HTTP error), VC_ERR_FORMAT: a JSON-RPC error answer, VC_ERR_TIMEOUT: no answer in time;
  * each leaves the message in vc_last_error, and the next request starts a new session. */
 vc_status rl_mcp_call_tool(rl_mcp *m, const char *tool, const struct cJSON *args, struct cJSON **result);
+/* n tools/call requests sent together (verl's loop makes a turn's calls concurrently) and answered in any order:
+ * result[i], or status[i] (as rl_mcp_call_tool's) with err[i] its message (malloc'd); each answer within the timeout
+ * of the one before. Fails itself only for want of memory. */
+vc_status rl_mcp_call_tools(rl_mcp *m, int n, const char *const *tool, const struct cJSON *const *args,
+                            struct cJSON **result, vc_status *status, char **err);
 
 /* ---- HTTP transports (mcp_http.c, libcurl; without it rl_mcp_http_open says so) ---- */
 typedef struct rl_mcp_http rl_mcp_http;
@@ -30,6 +35,10 @@ vc_status rl_mcp_http_open(const char *url, const struct cJSON *headers, int sse
 /* POSTs one JSON-RPC message; want_id >= 0: waits for the answer with that id (*answer, the caller's) until
  * the deadline (vc_now() seconds); want_id < 0: a notification, no answer awaited */
 vc_status rl_mcp_http_post(rl_mcp_http *h, const char *body, long want_id, double deadline, struct cJSON **answer);
+/* n messages POSTed at once (id[i] < 0: a notification): answer[i] (the caller's), or status[i] with err[i] (malloc'd),
+ * each call given `wait` seconds since the last one settled; a failure of its own (no memory) leaves no outcome */
+vc_status rl_mcp_http_post_many(rl_mcp_http *h, int n, const char *const *body, const long *id, double wait,
+                                struct cJSON **answer, vc_status *status, char **err);
 void rl_mcp_http_set_protocol(rl_mcp_http *h, const char *version);
 void rl_mcp_http_close(rl_mcp_http *h);
 

@@ -20,11 +20,16 @@ vc_status rl_mcp_http_open(const char *url, const cJSON *headers, int sse, rl_mc
 vc_status rl_mcp_http_post(rl_mcp_http *h, const char *body, long want_id, double deadline, cJSON **answer) {
     return vc_fail(VC_ERR_UNSUPPORTED, "MCP over HTTP: built without libcurl");
 }
+vc_status rl_mcp_http_post_many(rl_mcp_http *h, int n, const char *const *body, const long *id, double wait,
+                                cJSON **answer, vc_status *status, char **err) {
+    return vc_fail(VC_ERR_UNSUPPORTED, "MCP over HTTP: built without libcurl");
+}
 void rl_mcp_http_set_protocol(rl_mcp_http *h, const char *version) {}
 void rl_mcp_http_close(rl_mcp_http *h) {}
 #else
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 struct rl_mcp_http {
@@ -108,51 +113,27 @@ static int ms_left(double deadline) {
     return l <= 0 ? 0 : (int)l + 1;
 }
 
-/* Drives the multi handle until `done` says so, the deadline passes, or a transfer fails. */
-static vc_status pump(rl_mcp_http *h, CURL *post, int *post_done, long want, cJSON *inbox, double deadline,
-                      cJSON **answer) {
-    for (;;) {
-        int running = 0, left;
-        if (curl_multi_perform(h->multi, &running) != CURLM_OK) return vc_fail(VC_ERR_IO, "%s: curl failed", h->url);
-        CURLMsg *msg;
-        while ((msg = curl_multi_info_read(h->multi, &left))) {
-            if (msg->msg != CURLMSG_DONE) continue;
-            long code = 0;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
-            int bad = msg->data.result != CURLE_OK || code >= 400;
-            if (msg->easy_handle == h->stream) {
-                h->stream_done = 1;
-                if (bad || !*answer) return vc_fail(VC_ERR_IO, "%s: the event stream ended (HTTP %ld%s%s)", h->url,
-                                                    code, h->err[0] ? ": " : "", h->err);
-            } else if (msg->easy_handle == post) {
-                *post_done = 1;
-                if (bad) return vc_fail(VC_ERR_IO, "%s: HTTP %ld%s%s", h->endpoint, code,
-                                        msg->data.result ? ": " : "", msg->data.result ? curl_easy_strerror(msg->data.result) : "");
-            }
-        }
-        if (want >= 0 && !*answer) *answer = take_answer(inbox, want);
-        /* SSE: the answer comes on the stream once the POST is accepted; streamable HTTP: the POST's body is
-         * the answer (an event stream the server may keep open once the answer is in) */
-        if (h->sse ? *post_done && (want < 0 || *answer) : *post_done || *answer) return VC_OK;
-        if (!ms_left(deadline)) return vc_fail(VC_ERR_TIMEOUT, "%s: no answer in time", h->url);
-        if (h->sse && h->stream_done) return vc_fail(VC_ERR_IO, "%s: the event stream ended", h->url);
-        int ms = ms_left(deadline);
-        curl_multi_poll(h->multi, NULL, 0, ms < 100 ? ms : 100, NULL);
-    }
-}
-
-static CURL *easy(rl_mcp_http *h, const char *url) {
+static CURL *easy(rl_mcp_http *h, const char *url, char *errbuf) {
     CURL *c = curl_easy_init();
     if (!c) return NULL;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->err);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf ? errbuf : h->err);
     return c;
 }
 
-/* ---- streamable HTTP: one POST per message ---- */
-typedef struct { rl_mcp_http *h; vc_strbuf body; cJSON *inbox; int sse; } post_ctx;
+/* ---- POSTs, any number in flight: streamable HTTP answers in each POST's body (JSON, or events); HTTP+SSE
+ * accepts them (202) and answers on the stream ---- */
+typedef struct {
+    rl_mcp_http *h;
+    CURL *e;
+    struct curl_slist *hl;
+    vc_strbuf body;
+    rl_sse ev;     /* the body's events (streamable HTTP) */
+    int sse, done; /* the body is an event stream; the transfer finished */
+    char err[CURL_ERROR_SIZE];
+} post_ctx;
 
 static size_t post_header(char *p, size_t sz, size_t n, void *ud) {
     post_ctx *c = ud;
@@ -172,57 +153,147 @@ static size_t post_header(char *p, size_t sz, size_t n, void *ud) {
 
 static size_t post_write(char *p, size_t sz, size_t n, void *ud) {
     post_ctx *c = ud;
+    if (c->h->sse) return sz * n; /* the POST's own body (202 Accepted, or nothing) is not the answer */
     if (c->sse) {
-        ev_ctx e = { NULL, c->inbox };
-        rl_sse_feed(&c->h->ev, p, sz * n, on_event, &e);
+        ev_ctx e = { NULL, c->h->inbox };
+        rl_sse_feed(&c->ev, p, sz * n, on_event, &e);
     } else vc_sb_putn(&c->body, p, sz * n);
     return sz * n;
 }
 
-vc_status rl_mcp_http_post(rl_mcp_http *h, const char *body, long want_id, double deadline, cJSON **answer) {
-    *answer = NULL;
-    post_ctx c = { .h = h, .inbox = h->sse ? h->inbox : cJSON_CreateArray() };
-    const char *url = h->sse ? h->endpoint : h->url;
-    CURL *e = easy(h, url);
-    struct curl_slist *hl = header_list(h, 1);
-    if (!e || !hl || !c.inbox) {
-        if (e) curl_easy_cleanup(e);
-        curl_slist_free_all(hl);
-        if (!h->sse) cJSON_Delete(c.inbox);
-        return VC_ERR_NOMEM;
+static vc_status post_start(rl_mcp_http *h, post_ctx *c, const char *body) {
+    c->h = h;
+    c->e = easy(h, h->sse ? h->endpoint : h->url, c->err);
+    c->hl = header_list(h, 1);
+    if (!c->e || !c->hl) return VC_ERR_NOMEM;
+    curl_easy_setopt(c->e, CURLOPT_HTTPHEADER, c->hl);
+    curl_easy_setopt(c->e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c->e, CURLOPT_HEADERFUNCTION, post_header);
+    curl_easy_setopt(c->e, CURLOPT_HEADERDATA, c);
+    curl_easy_setopt(c->e, CURLOPT_WRITEFUNCTION, post_write);
+    curl_easy_setopt(c->e, CURLOPT_WRITEDATA, c);
+    return curl_multi_add_handle(h->multi, c->e) == CURLM_OK ? VC_OK : VC_ERR_IO;
+}
+
+static void post_end(post_ctx *c) {
+    if (c->e) {
+        curl_multi_remove_handle(c->h->multi, c->e);
+        curl_easy_cleanup(c->e);
     }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    if (!h->sse) {
-        rl_sse_free(&h->ev);
-        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, post_header);
-        curl_easy_setopt(e, CURLOPT_HEADERDATA, &c);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, post_write);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
-    } else {
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, post_write);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
-        c.sse = 0; /* the POST's own body (202 Accepted, or nothing) is not the answer */
+    curl_slist_free_all(c->hl);
+    free(c->body.p);
+    rl_sse_free(&c->ev);
+}
+
+/* the calls' outcomes: answer[i], or status[i] with err[i]; left counts the unsettled; progress moves the deadline */
+typedef struct {
+    int n, left;
+    cJSON **answer;
+    vc_status *status;
+    char **err;
+    char *settled;
+    double wait, deadline;
+} post_set;
+
+static void settle(post_set *s, int i, vc_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void settle(post_set *s, int i, vc_status st, const char *fmt, ...) {
+    if (s->settled[i]) return;
+    s->settled[i] = 1;
+    s->left--;
+    s->status[i] = st;
+    s->deadline = vc_now() + s->wait;
+    if (!st) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->err[i] = vc_strdup(msg);
+}
+
+/* call i's answer, if it is in: from the inbox, or (streamable HTTP, once the POST is done) its JSON body */
+static void collect(rl_mcp_http *h, post_ctx *c, const long *id, post_set *s, int i) {
+    if (id[i] < 0) { /* a notification: no answer */
+        if (c->done) settle(s, i, VC_OK, " ");
+        return;
     }
-    h->err[0] = 0;
-    int done = 0;
-    curl_multi_add_handle(h->multi, e);
-    vc_status st = pump(h, e, &done, want_id, c.inbox, deadline, answer);
-    curl_multi_remove_handle(h->multi, e);
-    curl_easy_cleanup(e);
-    curl_slist_free_all(hl);
-    if (!st && !h->sse && want_id >= 0 && !*answer) { /* the body: JSON (one message or a batch) */
-        cJSON *j = c.body.p ? cJSON_Parse(c.body.p) : NULL;
+    if (!s->answer[i]) s->answer[i] = take_answer(h->inbox, id[i]);
+    if (!s->answer[i] && !h->sse && c->done) {
+        cJSON *j = c->body.p ? cJSON_Parse(c->body.p) : NULL, *x;
         if (cJSON_IsArray(j)) {
-            cJSON *x;
-            while ((x = cJSON_DetachItemFromArray(j, 0))) cJSON_AddItemToArray(c.inbox, x);
+            while ((x = cJSON_DetachItemFromArray(j, 0))) cJSON_AddItemToArray(h->inbox, x);
             cJSON_Delete(j);
-        } else if (j) cJSON_AddItemToArray(c.inbox, j);
-        *answer = take_answer(c.inbox, want_id);
-        if (!*answer) st = vc_fail(VC_ERR_IO, "%s: the answer to request %ld is missing", h->url, want_id);
+        } else if (j) cJSON_AddItemToArray(h->inbox, j);
+        if (!(s->answer[i] = take_answer(h->inbox, id[i])))
+            settle(s, i, VC_ERR_IO, "%s: the answer to request %ld is missing", h->url, id[i]);
     }
-    free(c.body.p);
-    if (!h->sse) cJSON_Delete(c.inbox);
+    /* SSE: the answer comes on the stream once the POST is accepted; streamable HTTP: the POST's body is the answer
+     * (an event stream the server may keep open once the answer is in) */
+    if (s->answer[i] && (!h->sse || c->done)) settle(s, i, VC_OK, " ");
+}
+
+/* one pass over the multi handle's finished transfers: the POSTs' failures, the stream's end (*ended) */
+static vc_status transfers(rl_mcp_http *h, post_ctx *c, post_set *s, int *ended) {
+    int running = 0, left;
+    if (curl_multi_perform(h->multi, &running) != CURLM_OK) return vc_fail(VC_ERR_IO, "%s: curl failed", h->url);
+    CURLMsg *msg;
+    while ((msg = curl_multi_info_read(h->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        long code = 0;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+        int bad = msg->data.result != CURLE_OK || code >= 400;
+        if (msg->easy_handle == h->stream) {
+            h->stream_done = *ended = 1;
+            continue;
+        }
+        for (int i = 0; i < s->n; i++) {
+            if (msg->easy_handle != c[i].e) continue;
+            c[i].done = 1;
+            if (bad)
+                settle(s, i, VC_ERR_IO, "%s: HTTP %ld%s%s", h->sse ? h->endpoint : h->url, code,
+                       msg->data.result ? ": " : "", msg->data.result ? curl_easy_strerror(msg->data.result) : "");
+        }
+    }
+    return VC_OK;
+}
+
+vc_status rl_mcp_http_post_many(rl_mcp_http *h, int n, const char *const *body, const long *id, double wait,
+                                cJSON **answer, vc_status *status, char **err) {
+    post_ctx *c = vc_calloc((size_t)n + 1, sizeof *c);
+    char *settled = vc_calloc((size_t)n + 1, 1);
+    post_set s = { n, n, answer, status, err, settled, wait, vc_now() + wait };
+    for (int i = 0; i < n; i++) answer[i] = NULL, status[i] = VC_OK, err[i] = NULL;
+    vc_status st = c && settled ? VC_OK : VC_ERR_NOMEM;
+    h->err[0] = 0;
+    for (int i = 0; !st && i < n; i++) st = post_start(h, &c[i], body[i]);
+    while (!st && s.left) {
+        int ended = 0;
+        if ((st = transfers(h, c, &s, &ended))) break;
+        for (int i = 0; i < n; i++)
+            if (!settled[i]) collect(h, &c[i], id, &s, i);
+        for (int i = 0; (ended || (h->sse && h->stream_done)) && i < n; i++)
+            settle(&s, i, VC_ERR_IO, "%s: the event stream ended%s%s", h->url, h->err[0] ? ": " : "", h->err);
+        for (int i = 0; s.left && !ms_left(s.deadline) && i < n; i++)
+            settle(&s, i, VC_ERR_TIMEOUT, "%s: no answer in time", h->url);
+        int ms = ms_left(s.deadline);
+        if (s.left) curl_multi_poll(h->multi, NULL, 0, ms < 100 ? ms : 100, NULL);
+    }
+    for (int i = 0; c && i < n; i++) post_end(&c[i]);
+    if (st) /* no call's outcome stands */
+        for (int i = 0; i < n; i++) cJSON_Delete(answer[i]), answer[i] = NULL, free(err[i]), err[i] = NULL;
+    cJSON *x; /* what no call took (notifications, late answers) */
+    while (h->inbox && (x = cJSON_DetachItemFromArray(h->inbox, 0))) cJSON_Delete(x);
+    free(c);
+    free(settled);
+    return st;
+}
+
+vc_status rl_mcp_http_post(rl_mcp_http *h, const char *body, long want_id, double deadline, cJSON **answer) {
+    vc_status one = VC_OK;
+    char *err = NULL;
+    vc_status st = rl_mcp_http_post_many(h, 1, &body, &want_id, deadline - vc_now(), answer, &one, &err);
+    if (!st && one) st = vc_fail(one, "%s", err ? err : "MCP over HTTP failed");
+    free(err);
     return st;
 }
 
@@ -239,7 +310,7 @@ vc_status rl_mcp_http_open(const char *url, const cJSON *headers, int sse, rl_mc
     vc_status st = h->url && h->headers && h->inbox && h->multi ? VC_OK : VC_ERR_NOMEM;
     if (!st && sse) { /* open the stream and wait for its endpoint */
         struct curl_slist *hl = header_list(h, 0);
-        h->stream = easy(h, url);
+        h->stream = easy(h, url, NULL);
         if (!h->stream || !hl) st = VC_ERR_NOMEM;
         else {
             curl_easy_setopt(h->stream, CURLOPT_HTTPHEADER, hl);
@@ -288,7 +359,7 @@ void rl_mcp_http_close(rl_mcp_http *h) {
         curl_slist_free_all(hl);
     }
     if (h->session && !h->sse) { /* end the session, as the client does on close (best effort) */
-        CURL *e = easy(h, h->url);
+        CURL *e = easy(h, h->url, NULL);
         struct curl_slist *hl = header_list(h, 0);
         if (e && hl) {
             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");

@@ -2,8 +2,10 @@
 """A small MCP server for tests/rl/test_mcp.c, Python's standard library only, speaking the protocol's three
 transports: `stdio` (JSON-RPC lines), `http` (streamable HTTP at /mcp; --sse-answers answers POSTs as an event
 stream) and `sse` (the HTTP+SSE transport: GET /sse, POST /messages?session_id=...). HTTP modes print their port
-first. --token T requires "Authorization: Bearer T". Tools: add, search, fail, raise, slow, die, garbage; tools/list is
-paged two tools at a time. MCP_TEST_GREETING (environment) prefixes add's answer."""
+first. --token T requires "Authorization: Bearer T". Tools: add, search, fail, raise, slow, die, garbage, meet; tools/list
+is paged two tools at a time. Requests are served concurrently (a thread each; over stdio the server's ping to the
+client is matched by its id), as the MCP SDK's servers serve them: meet's calls wait for each other (a barrier of `n`
+per `key`). MCP_TEST_GREETING (environment) prefixes add's answer."""
 import json
 import os
 import queue
@@ -37,7 +39,11 @@ TOOLS = [
     {"name": "slow", "description": "Takes three seconds.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "die", "description": "Exits the server (stdio).", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "garbage", "description": "Answers badly (stdio).", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "meet", "description": "Waits for n calls of the same key.",
+     "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}, "n": {"type": "integer"}}}},
 ]
+BARRIERS = {}
+BARRIERS_LOCK = threading.Lock()
 
 
 def call(name, args):
@@ -59,6 +65,11 @@ def call(name, args):
         return {"content": [{"type": "text", "text": "late"}]}
     if name == "die":
         os._exit(3)
+    if name == "meet":
+        with BARRIERS_LOCK:
+            b = BARRIERS.setdefault(args["key"], threading.Barrier(args["n"], timeout=5))
+        b.wait()
+        return {"content": [{"type": "text", "text": "met %d" % args["n"]}]}
     raise KeyError(name)
 
 
@@ -89,21 +100,36 @@ def handle(msg):
 
 
 def stdio():
-    for line in sys.stdin:
-        msg = json.loads(line)
+    lock, pongs = threading.Lock(), {}
+
+    def out(*lines):
+        with lock:
+            for line in lines:
+                print(line, flush=True)
+
+    def serve(msg):
         if "id" in msg and msg.get("method") == "tools/call":  # a log notification and a ping first
-            print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                              "params": {"level": "info", "data": "calling"}}), flush=True)
-            print(json.dumps({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}), flush=True)
-            pong = json.loads(sys.stdin.readline())
-            assert pong.get("id") == "srv-1" and pong.get("result") == {}, pong
+            pid = "srv-%s" % msg["id"]
+            pongs[pid] = [threading.Event(), None]
+            out(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                            "params": {"level": "info", "data": "calling"}}),
+                json.dumps({"jsonrpc": "2.0", "id": pid, "method": "ping"}))
+            pongs[pid][0].wait(10)
+            pong = pongs.pop(pid)[1]
+            assert pong and pong.get("result") == {}, pong
         if msg.get("method") == "tools/call" and msg["params"]["name"] == "garbage":  # a stray line, then no result
-            print("this line is not JSON", flush=True)
-            print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": 5}), flush=True)
-            continue
+            return out("this line is not JSON", json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": 5}))
         ans = handle(msg)
         if ans is not None:
-            print(json.dumps(ans), flush=True)
+            out(json.dumps(ans))
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "method" not in msg and msg.get("id") in pongs:  # the client's answer to a ping
+            pongs[msg["id"]][1] = msg
+            pongs[msg["id"]][0].set()
+            continue
+        threading.Thread(target=serve, args=(msg,), daemon=True).start()
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -94,18 +94,56 @@ static void common_calls(rl_tool *t, int n, const char *add, const char *greet) 
     SAME(run(t, n, add, "{\"a\": 7}"), greet[0] ? "hi 7+0=7" : "7+0=7");
 }
 
+/* a turn's calls to one server at once (rl_tools_prefetch): calls that wait for each other all answer, beside an
+ * error result, a JSON-RPC error and a plain call; a call past the timeout fails as verl's text while the one beside
+ * it answers, and the next call opens a new session */
+static void gathered_calls(rl_tool *t, int n, const char *key) {
+    char meet[96];
+    snprintf(meet, sizeof meet, "{\"key\": \"%s\", \"n\": 3}", key);
+    const char *name[] = { "meet", "raise", "meet", "fail", "add", "meet" };
+    const char *args[] = { meet, "{}", meet, "{}", "{\"a\": 2, \"b\": 3}", meet };
+    const char *want[] = { "met 3", "\n An unexpected error occurred: tool exploded", "met 3", "boom", "5", "met 3" };
+    rl_tool_call c[6], *ptr[6];
+    for (int i = 0; i < 6; i++) {
+        c[i] = (rl_tool_call){ .args = cJSON_Parse(args[i]) };
+        snprintf(c[i].name, sizeof c[i].name, "%s", name[i]);
+        ptr[i] = &c[i];
+    }
+    CHECK_OK(rl_tools_prefetch(t, n, ptr, NULL, 6));
+    for (int i = 0; i < 6; i++) {
+        const char *w = want[i], *g = c[i].text;
+        int ok = g && (i == 4 ? strlen(g) >= 5 && !strcmp(g + strlen(g) - 5, "2+3=5") : !strcmp(g, w));
+        CHECK_MSG(ok, "%s: call %d at once: [%s]", key, i, g ? g : "(not fetched)");
+        free(c[i].text);
+        cJSON_Delete(c[i].args);
+    }
+    const char *n2[] = { "slow", "meet" };
+    char one[96];
+    snprintf(one, sizeof one, "{\"key\": \"%s1\", \"n\": 1}", key);
+    const char *a2[] = { "{}", one };
+    for (int i = 0; i < 2; i++) {
+        c[i] = (rl_tool_call){ .args = cJSON_Parse(a2[i]) };
+        snprintf(c[i].name, sizeof c[i].name, "%s", n2[i]);
+    }
+    CHECK_OK(rl_tools_prefetch(t, n, ptr, NULL, 2));
+    CHECK_MSG(c[0].text && !strncmp(c[0].text, "\n Connection failed: ", 21) && strstr(c[0].text, "MCP server") && c[1].text &&
+              !strcmp(c[1].text, "met 1"), "%s: a call past the timeout beside one that answers: [%s] [%s]", key,
+              c[0].text ? c[0].text : "", c[1].text ? c[1].text : "");
+    for (int i = 0; i < 2; i++) free(c[i].text), cJSON_Delete(c[i].args);
+}
+
 static void test_stdio(void) {
     char js[1024], yaml[2048];
     snprintf(js, sizeof js, "{\"mcpServers\": {\"local\": {\"command\": \"python3\", \"args\": [\"%s/tests/rl/mcp_server.py\", "
              "\"stdio\"], \"env\": {\"MCP_TEST_GREETING\": \"hi \"}}}}", getcwd(yaml, sizeof yaml));
-    tool_config("verl.tools.mcp_base_tool.MCPBaseTool", js, "[add, search, fail, raise, slow, die, garbage]", 1);
+    tool_config("verl.tools.mcp_base_tool.MCPBaseTool", js, "[add, search, fail, raise, slow, die, garbage, meet]", 1);
     int n = 0;
     cJSON *sch = NULL;
     rl_tool *t = NULL;
     char p[300];
     snprintf(p, sizeof p, "%s/tools.yaml", dir);
     CHECK_OK(rl_tools_load(p, &t, &n, &sch));
-    CHECK_MSG(n == 7 && cJSON_GetArraySize(sch) == 7, "%d tools", n);
+    CHECK_MSG(n == 8 && cJSON_GetArraySize(sch) == 8, "%d tools", n);
     char *s0 = cJSON_PrintUnformatted(cJSON_GetArrayItem(sch, 0)), want[600];
     snprintf(want, sizeof want, ADD_SCHEMA, "add");
     CHECK_MSG(s0 && !strcmp(s0, want), "schema: %s", s0);
@@ -127,6 +165,8 @@ static void test_stdio(void) {
     SAME(run(t, n, "garbage", "{}"), "\n An unexpected error occurred: the answer has no result");
     SAME(run(t, n, "add", "{\"a\": 1, \"b\": 2}"), "hi 1+2=3");
     SAME(run(t, n, "nosuch", "{}"), "Error when executing tool: 'nosuch'");
+    gathered_calls(t, n, "stdio");
+    SAME(run(t, n, "add", "{\"a\": 1, \"b\": 2}"), "hi 1+2=3");
     rl_tools_free(t, n);
     cJSON_Delete(sch);
 }
@@ -201,10 +241,14 @@ static void test_http(void) {
         int n = 0;
         cJSON *sch = NULL;
         CHECK_OK(rl_tools_load(p, &t, &n, &sch));
-        CHECK_MSG(n == 7, "%s %s: %d tools", CASES[i].mode, CASES[i].opt ? CASES[i].opt : "", n);
-        if (n == 7) {
+        CHECK_MSG(n == 8, "%s %s: %d tools", CASES[i].mode, CASES[i].opt ? CASES[i].opt : "", n);
+        if (n == 8) {
             common_calls(t, n, "add", "");
             STARTS(run(t, n, "slow", "{}"), "\n Connection failed: ");
+            SAME(run(t, n, "add", "{\"a\": 4, \"b\": 4}"), "4+4=8");
+            char key[32];
+            snprintf(key, sizeof key, "http%zu", i);
+            gathered_calls(t, n, key);
             SAME(run(t, n, "add", "{\"a\": 4, \"b\": 4}"), "4+4=8");
         }
         rl_tools_free(t, n);
