@@ -782,7 +782,7 @@ static const struct {
     { "glm46v", "glm4v_text", "glm4", 0, 0, "glm4v" }, { "glm46v", "glm4v_moe_text", "glm4_moe", 0, 0, "glm4v_moe" },
     { "qwen2_vl", "qwen2_vl_text", "qwen2", 1 }, { "qwen2_5_vl", "qwen2_5_vl_text", "qwen2", 1 },
     { "qwen3_vl", "qwen3_vl_text", "qwen3", 0, 1 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0, 1 },
-    { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0 },
+    { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0, 1 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0, 1 },
     { "apertus1p5", "apertus1p5_text", "apertus1p5_text", 0 },
 };
 

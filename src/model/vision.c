@@ -104,13 +104,13 @@ static vc_status parse_act(const cJSON *o, const char *ctx, int *act) {
 }
 
 /* Qwen3-VL: the learned positions (a square count) and the deepstack blocks (ascending, below the depth) */
-static vc_status parse_qwen3(const cJSON *o, const char *ctx, vis_cfg *c) {
+static vc_status parse_qwen3(const cJSON *o, int deep, const char *ctx, vis_cfg *c) {
     vc_status st = get_int(o, "num_position_embeddings", 2304, 1, 1 << 22, &c->n_pos, ctx);
     if (st) return st;
     c->side = (int)(sqrt((double)c->n_pos) + 0.5);
     if (c->side * c->side != c->n_pos)
         return vc_fail(VC_ERR_FORMAT, "%s: key 'num_position_embeddings' is %d, not a square", ctx, c->n_pos);
-    const cJSON *d = vc_json_member(o, "deepstack_visual_indexes"), *e;
+    const cJSON *d = deep ? vc_json_member(o, "deepstack_visual_indexes") : NULL, *e; /* (Qwen3.5: none) */
     if (d && !cJSON_IsArray(d)) return vc_fail(VC_ERR_FORMAT, "%s: key 'deepstack_visual_indexes': expected a list", ctx);
     cJSON_ArrayForEach(e, d) {
         if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble < c->depth) || e->valuedouble != floor(e->valuedouble) ||
@@ -159,14 +159,21 @@ static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     return VC_OK;
 }
 
-/* the tower of a model type (VIS_*), -1 when verlc builds none for it */
-static int tower_kind(const char *mt) {
-    static const struct { const char *type; int kind; } T[] = {
-        { "qwen2_vl", VIS_QWEN2 }, { "qwen2_5_vl", VIS_QWEN25 }, { "qwen3_vl", VIS_QWEN3 },
-        { "qwen3_vl_moe", VIS_QWEN3 }, { "glm4v", VIS_GLM4V }, { "glm4v_moe", VIS_GLM4V }, { "glm46v", VIS_GLM4V } };
+/* the tower of a model type (VIS_*), -1 when verlc builds none for it; *deep 0: it has no deepstack mergers (Qwen3.5's
+ * tower is Qwen3-VL's without them) */
+static int tower_kind_deep(const char *mt, int *deep) {
+    static const struct { const char *type; int kind, deep; } T[] = {
+        { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
+        { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
+        { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-        if (!strcmp(mt, T[i].type)) return T[i].kind;
+        if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
+}
+
+static int tower_kind(const char *mt) {
+    int deep;
+    return tower_kind_deep(mt, &deep);
 }
 
 int vc_vision_model_type(const char *model_type) { return tower_kind(model_type) >= 0; }
@@ -183,7 +190,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE and GLM-4V are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE and GLM-4V are)", m->dir, mt);
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
     c->eps = 1e-6f;
@@ -196,7 +203,9 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st && q2) c->inter = c->dim * ratio;
     if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
     if (!st) st = get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
-    if (!st && q3) st = parse_qwen3(o, ctx, c);
+    int deep = 0;
+    tower_kind_deep(mt, &deep);
+    if (!st && q3) st = parse_qwen3(o, deep, ctx, c);
     if (!st && glm) st = parse_glm(o, ctx, c);
     if (!st) st = get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
     if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);

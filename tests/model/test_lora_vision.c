@@ -1,4 +1,4 @@
-/* LoRA on the vision towers of the image fixtures (qwen2_vl_image, qwen2_5_vl_image, qwen3_vl_image, glm4v_image)
+/* LoRA on the vision towers of the image fixtures (qwen2_vl_image, qwen2_5_vl_image, qwen3_vl_image, glm4v_image, qwen3_5_image)
  * against PEFT 0.21 on transformers 5.24 (tools/fixtures/make_peft_vl_lora.py, tests/fixtures/lora): verlc adapts exactly the
  * modules PEFT adapts (all-linear, name lists, exclude_modules; count and names); PEFT's adapter with every A and B
  * drawn, read by verlc, gives PEFT's logits on two rows with images, and merged gives the same; a training step with
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *FIXTURES[] = { "qwen2_vl_image", "qwen2_5_vl_image", "qwen3_vl_image", "glm4v_image" };
+static const char *FIXTURES[] = { "qwen2_vl_image", "qwen2_5_vl_image", "qwen3_vl_image", "glm4v_image", "qwen3_5_image" };
 #define NFX (sizeof FIXTURES / sizeof FIXTURES[0])
 
 /* the fixture's two rows with their images (reference.safetensors), packed */
@@ -228,7 +228,10 @@ static void peft_logits(void) {
         CHECK_MSG(ok && worst < 1e-4 && span > 1, "%s: verlc's logits differ from PEFT's by %g", FIXTURES[f], worst);
         CHECK_MSG(ok && tower > 100 * worst && tower > 1e-3, "%s: the tower's adapters change the logits by %g only",
                   FIXTURES[f], tower);
-        CHECK_MSG(dm < 2e-5, "%s: adapted vs merged logits %g", FIXTURES[f], dm);
+        /* Qwen3.5's Gated DeltaNet recurrence carries rounding further: PEFT's own adapted and merged logits of this
+         * fixture differ by 3.9e-5 (its logits match transformers' to 4.7e-5 for the same reason) */
+        double tol = strstr(FIXTURES[f], "qwen3_5") ? 2e-4 : 2e-5;
+        CHECK_MSG(dm < tol, "%s: adapted vs merged logits %g", FIXTURES[f], dm);
         free(got);
         free(part);
         free(c.out);

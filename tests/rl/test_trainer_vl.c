@@ -24,6 +24,22 @@ static const char *CFG3 =
     "\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,\"num_position_embeddings\":16,"
     "\"deepstack_visual_indexes\":[0],\"hidden_act\":\"gelu_pytorch_tanh\"}}";
 
+/* Qwen3.5: Qwen3-VL's tower without deepstack beside the Gated DeltaNet text decoder (a linear-attention layer, then a
+ * gated full-attention layer whose partial rotary interleaves the M-RoPE axes) */
+static const char *CFG35 =
+    "{\"architectures\":[\"Qwen3_5ForConditionalGeneration\"],\"model_type\":\"qwen3_5\",\"image_token_id\":151655,"
+    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"vision_end_token_id\":151653,\"tie_word_embeddings\":true,"
+    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"text_config\":{\"model_type\":\"qwen3_5_text\",\"vocab_size\":%d,"
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"hidden_act\":\"silu\","
+    "\"layer_types\":[\"linear_attention\",\"full_attention\"],\"linear_num_key_heads\":2,\"linear_num_value_heads\":2,"
+    "\"linear_key_head_dim\":16,\"linear_value_head_dim\":16,\"linear_conv_kernel_dim\":4,"
+    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000000,\"partial_rotary_factor\":0.5,"
+    "\"mrope_section\":[3,3,2],\"mrope_interleaved\":true}},"
+    "\"vision_config\":{\"model_type\":\"qwen3_5_vision\",\"depth\":2,\"hidden_size\":32,\"num_heads\":2,"
+    "\"intermediate_size\":64,\"out_hidden_size\":64,\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,"
+    "\"in_channels\":3,\"num_position_embeddings\":16,\"hidden_act\":\"gelu_pytorch_tanh\"}}";
+
 /* GLM-4.1V (glm4v): its tower (bicubic positions from a 4 x 4 table, downsample, its merger), GLM-4's text decoder with
  * GPT-J pairs, partial rotary and M-RoPE sections; the Qwen3 tokenizer's ids for its image tokens */
 static const char *CFG_GLM =
@@ -287,6 +303,30 @@ static void lora(const char *init) {
     CHECK_MSG(kl0 >= 0 && kl0 < 1e-7 && kl > 1e-6, "LoRA: step-1 KL %g fresh, %g from an adapter", kl0, kl);
 }
 
+/* Qwen3.5 (verl's Qwen3.5 GRPO examples train on geo3k's images): one GRPO step with images whose rollout (the Gated
+ * DeltaNet's state slots beside the images' prompt) and trainer agree, the tower and the text trained */
+static void qwen3_5(void) {
+    char cfg[4096], init[600], out[600], path[600];
+    msub = "model35";
+    CHECK(cli_sh("mkdir -p %s/model35", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG35, rl_cli_vocab());
+    rl_cli_init_model("model35", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/model35/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
+                 "tests/fixtures/vision/dataset/preprocessor_config.json > %s/model35/preprocessor_config.json", dir, dir) == 0);
+    train_steps("trained35", 1, "");
+    double diff = last_of("trained35", "training/rollout_probs_diff_max"), kl = value_of("trained35", "actor/kl_loss", 1);
+    printf("Qwen3.5 with images: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-6 && kl >= 0 && kl < 1e-7, "Qwen3.5: rollout vs trainer %g, step-1 KL %g", diff, kl);
+    snprintf(path, sizeof path, "%s/trained35.log", dir);
+    CHECK_MSG(cli_arena_within_plan(path) == 0, "the step arena's peak exceeds the plan (or is not reported) in %s", path);
+    snprintf(init, sizeof init, "%s/model35", dir);
+    snprintf(out, sizeof out, "%s/trained35/hf_model", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.visual.pos_embed.weight") == 0 &&
+              cli_same_tensor(init, out, "model.visual.blocks.1.attn.qkv.weight") == 0 &&
+              cli_same_tensor(init, out, "model.language_model.layers.0.linear_attn.A_log") == 0,
+              "Qwen3.5's tower or Gated DeltaNet was not trained (or not exported)");
+}
+
 /* GLM-4.1V through verl's dataset path with its processor (Glm4vImageProcessor's smart_resize after fetch_image) and a
  * chat template with its image markup (<|begin_of_image|><|image|><|end_of_image|>, each <|image|> expanded), on the
  * Qwen3 tokenizer with its image tokens renamed to GLM's: generate, then one GRPO step whose rollout and trainer
@@ -391,6 +431,7 @@ int main(void) {
     snprintf(out, sizeof out, "%s/trained3/hf_model", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.deepstack_merger_list.0.linear_fc2.weight") == 0 &&
               cli_same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
+    qwen3_5();
     glm();
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
