@@ -3,8 +3,9 @@
 library and records its encodings (encode_reference.jsonl: text, ids, ids_with_special, decoded), so the C
 tests cover models and components that the real fixtures do not use (WordPiece, Unigram, Metaspace,
 Digits, Punctuation, Split behaviours, Replace/Strip/Lowercase/NFKC, TemplateProcessing, BertProcessing).
-usage: scripts/make_tok_synthetic.py  (run from the repo root; needs `pip install tokenizers`)"""
-import json, os
+usage: scripts/make_tok_synthetic.py [NAME ...]  (run from the repo root; needs `pip install tokenizers`; NAMEs: write
+only those folders)"""
+import json, os, sys
 from tokenizers import Tokenizer, Regex, models, normalizers as N, pre_tokenizers as P, decoders as D, processors, trainers
 
 OUT = "tests/tokenizer/data"
@@ -13,7 +14,11 @@ TEXTS = ["", " ", "Hello World", "  Hello   World  ", "HELLO, world! It's 12345 
          "a-b_c  d\te\nf", "$18.50 + 25% = ?", "<<16-3-4=9>>9 eggs", "[CLS] hi [SEP]", "unknown ☃ snowman",
          "The answer is #### 42", "tab\tand\nnewline\r\nend   ", "x" * 60, "mixed中English"] + CORPUS[:30]
 
+ONLY = set(sys.argv[1:])
+
 def save(name, tok, texts=TEXTS):
+    if ONLY and name not in ONLY:
+        return
     d = os.path.join(OUT, name); os.makedirs(d, exist_ok=True)
     tok.save(os.path.join(d, "tokenizer.json"))
     with open(os.path.join(d, "encode_reference.jsonl"), "w", encoding="utf-8") as f:
@@ -127,4 +132,20 @@ gp.decoder = D.ByteLevel()
 gp.add_special_tokens(["<|endoftext|>"])
 gp.add_tokens([" dozen"])
 save("gpt2_style", gp, TEXTS + ["Hello<|endoftext|>world", "a dozen eggs, two dozen", "<|endoftext|> lead", "tail <|endoftext|>"])
+# Qwen3.5's pipeline (transformers' Qwen3_5Tokenizer): NFC, its own split regex (letters with their combining marks, one
+# digit at a time, punctuation runs carrying their line breaks), then byte-level without a regex; trained on the corpus
+# and texts with combining marks, so that \p{M}, NFC and the CR/LF runs decide the splits
+Q35 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+MARKS = ["नमस्ते दुनिया, यह एक परीक्षा है।", "ภาษาไทย สวัสดีครับ", "e\u0301te\u0301 cafe\u0301 na\u0308ive", "Ångström ÅA\u030a",
+         "Tiếng Việt có dấu: người, được, những", "عَرَبِيّ مُشَكَّل", "x\u0301\u0302\u0303y 12\u0301 3", "He said: \"2024!\"\r\n\r\nOK?!\n",
+         "I'M HERE, YOU'LL SEE; it's they'RE", "a 1234567 b 3.14159 c ١٢٣ d ۴۵۶", "emoji 👍🏽 and 🇫🇷 flags", "tabs\t\tand   spaces  \n"]
+q5 = Tokenizer(models.BPE())
+q5.normalizer = N.NFC()
+q5.pre_tokenizer = P.Sequence([P.Split(Regex(Q35), behavior="isolated", invert=False),
+                               P.ByteLevel(add_prefix_space=False, use_regex=False)])
+q5.train_from_iterator(CORPUS + MARKS * 3, trainers.BpeTrainer(vocab_size=700, special_tokens=["<|endoftext|>"],
+                                                               initial_alphabet=P.ByteLevel.alphabet()))
+q5.decoder = D.ByteLevel()
+q5.add_special_tokens(["<|im_start|>", "<|im_end|>"])
+save("qwen3_5_style", q5, TEXTS + MARKS + ["<|im_start|>user\nनमस्ते<|im_end|>\n", "e\u0301" * 5, "\r\n\r\n\r\n", "1\u0301\u0301"])
 print("ok")

@@ -100,7 +100,8 @@ static int run_file(const vc_tokenizer *t, const char *path, int chat, int *ok, 
 int main(void) {
     /* shared fixtures (real tokenizers), then synthetic ones made by scripts/make_tok_synthetic.py */
     static const char *names[] = {"qwen3", "llama3", "llama2", "deepseek_v3", "spm_bpe_bytefallback", "spm_unigram_nfkc",
-                                  "@wordpiece", "@unigram_metaspace", "@bpe_split", "@wordpiece_ws", "@bert", "@strip_accents", "@unigram_precompiled", "@gpt2_style"};
+                                  "@wordpiece", "@unigram_metaspace", "@bpe_split", "@wordpiece_ws", "@bert", "@strip_accents", "@unigram_precompiled", "@gpt2_style",
+                                  "@qwen3_5_style"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char dir[1024], path[1200];
         if (names[i][0] == '@') snprintf(dir, sizeof dir, "tests/tokenizer/data/%s", names[i] + 1);
