@@ -82,6 +82,80 @@ void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
     free(base);
 }
 
+/* ---- row kernels of the backward: sums over a row of dv in a fixed order (8 interleaved partial sums, combined as
+ * (0+4 + 1+5) + (2+6 + 3+7), the tail after), written so the compiler vectorises them ---- */
+#define LANES 8
+static inline float lanes_sum(const float *acc) {
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static inline float row_dot(const float *x, const float *y, int n) {
+    float acc[LANES] = { 0 };
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += x[j + l] * y[j + l];
+    float s = lanes_sum(acc);
+    for (; j < n; j++) s += x[j] * y[j];
+    return s;
+}
+
+/* x . y, and z += a y */
+static inline float row_dot_axpy(const float *x, const float *y, float *z, float a, int n) {
+    float acc[LANES] = { 0 };
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            acc[l] += x[j + l] * y[j + l];
+            z[j + l] += a * y[j + l];
+        }
+    float s = lanes_sum(acc);
+    for (; j < n; j++) {
+        s += x[j] * y[j];
+        z[j] += a * y[j];
+    }
+    return s;
+}
+
+/* x . y, and z += a x */
+static inline float row_dot_axpx(const float *x, const float *y, float *z, float a, int n) {
+    float acc[LANES] = { 0 };
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            acc[l] += x[j + l] * y[j + l];
+            z[j + l] += a * x[j + l];
+        }
+    float s = lanes_sum(acc);
+    for (; j < n; j++) {
+        s += x[j] * y[j];
+        z[j] += a * x[j];
+    }
+    return s;
+}
+
+/* the last step of a token's row a: with dSp = ds + ka dd, *sk = sp . dd and the return value dSp . sp (the decay's
+ * gradient), then ds = e dSp (the gradient of the state before the token) */
+static inline float row_decay(const float *sp, const float *dd, float *ds, float ka, float e, int n, float *sk) {
+    float a1[LANES] = { 0 }, a2[LANES] = { 0 };
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float gsp = ds[j + l] + ka * dd[j + l];
+            a1[l] += sp[j + l] * dd[j + l];
+            a2[l] += gsp * sp[j + l];
+            ds[j + l] = e * gsp;
+        }
+    float s1 = lanes_sum(a1), s2 = lanes_sum(a2);
+    for (; j < n; j++) {
+        float gsp = ds[j] + ka * dd[j];
+        s1 += sp[j] * dd[j];
+        s2 += gsp * sp[j];
+        ds[j] = e * gsp;
+    }
+    *sk = s1;
+    return s2;
+}
+
 /* backward of one value head over one sequence, stretch by stretch from the last: the stretch's states are
  * recomputed from its kept one, then its tokens are walked back carrying dS, the gradient of the state after the
  * token */
@@ -106,7 +180,7 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             const float *q = c->q + (t * d->n_k_head + kh) * dk, *k = c->k + (t * d->n_k_head + kh) * dk;
             const float *v = c->v + (t * nv + h) * dv, *dy = c->dout + (t * nv + h) * dv;
             const float *gt = gate_at(c, t, h);
-            float be = c->beta[t * nv + h], dbeta = 0, dgs = 0;
+            float be = c->beta[t * nv + h], dgs = 0;
             for (int a = 0; a < dk; a++) { /* Sp = e P (gk: row a times e^g[a]) */
                 float e = expf(gt[d->gk ? a : 0]);
                 for (int j = 0; j < dv; j++) Sp[a * dv + j] = e * hist[i * SS + a * dv + j];
@@ -115,39 +189,21 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             for (int a = 0; a < dk && !d->no_delta; a++)
                 for (int j = 0; j < dv; j++) tmp[j] += Sp[a * dv + j] * k[a];
             for (int j = 0; j < dv; j++) tmp[j] = v[j] - tmp[j];
-            for (int a = 0; a < dk; a++) { /* o = S_t^T (scale q): dq = scale S_t dy, dS += (scale q) dy^T */
-                float sq = 0, qa = q[a] * d->scale;
-                for (int j = 0; j < dv; j++) {
-                    sq += (Sp[a * dv + j] + k[a] * (be * tmp[j])) * dy[j];
-                    dS[a * dv + j] += qa * dy[j];
-                }
-                gq[a] = sq * d->scale;
-            }
+            /* o = S_t^T (scale q) with S_t = Sp + k delta^T: dq = scale (Sp dy + k (delta . dy)), dS += (scale q) dy^T */
+            float rdy = be * row_dot(tmp, dy, dv);
+            for (int a = 0; a < dk; a++)
+                gq[a] = (row_dot_axpy(Sp + a * dv, dy, dS + a * dv, q[a] * d->scale, dv) + k[a] * rdy) * d->scale;
             for (int j = 0; j < dv; j++) dd[j] = 0; /* S_t = Sp + k delta^T: dk = dS delta, ddelta = dS^T k */
-            for (int a = 0; a < dk; a++) {
-                float sk = 0;
-                for (int j = 0; j < dv; j++) {
-                    sk += dS[a * dv + j] * (be * tmp[j]);
-                    dd[j] += dS[a * dv + j] * k[a];
-                }
-                gk[a] = sk;
-            }
-            for (int j = 0; j < dv; j++) { /* delta = beta r: dv = beta ddelta, dbeta = ddelta . r, dkv = -beta ddelta */
-                if (c->dv) c->dv[(t * nv + h) * dv + j] += be * dd[j];
-                dbeta += dd[j] * tmp[j];
-                dd[j] = d->no_delta ? 0.0f : -be * dd[j];
-            }
+            for (int a = 0; a < dk; a++) gk[a] = be * row_dot_axpx(dS + a * dv, tmp, dd, k[a], dv);
+            float dbeta = row_dot(dd, tmp, dv); /* delta = beta r: dv = beta ddelta, dbeta = ddelta . r, dkv = -beta ddelta */
+            for (int j = 0; c->dv && j < dv; j++) c->dv[(t * nv + h) * dv + j] += be * dd[j];
+            for (int j = 0; j < dv; j++) dd[j] = d->no_delta ? 0.0f : -be * dd[j];
             for (int a = 0; a < dk; a++) { /* kv = Sp^T k: dk += Sp dkv, dSp = dS + k dkv^T; dg; dS_prev = e dSp */
-                float sk = 0, e = expf(gt[d->gk ? a : 0]), dga = 0;
-                for (int j = 0; j < dv; j++) {
-                    sk += Sp[a * dv + j] * dd[j];
-                    float gsp = dS[a * dv + j] + k[a] * dd[j];
-                    if (d->gk) dga += gsp * Sp[a * dv + j]; /* per key channel */
-                    else dgs += gsp * Sp[a * dv + j];
-                    dS[a * dv + j] = e * gsp;
-                }
+                float sk, e = expf(gt[d->gk ? a : 0]);
+                float dga = row_decay(Sp + a * dv, dd, dS + a * dv, k[a], e, dv, &sk);
                 gk[a] += sk;
                 if (d->gk && c->dg) c->dg[(t * nv + h) * dk + a] += dga;
+                else dgs += dga;
             }
             if (c->dq)
                 for (int a = 0; a < dk; a++) c->dq[(t * d->n_k_head + kh) * dk + a] += gq[a];
@@ -220,34 +276,45 @@ typedef struct {
     const float *x, *w, *dy;
 } conv_ctx;
 
-/* x's row i of sequence s in channel c (i < 0: the state's, or zero) */
-static inline float conv_in(const conv_ctx *c, int s, int64_t i, int64_t ch) {
+static const float conv_zero[CONV_BLOCK];
+
+/* row i of sequence s from channel c0 on (i < 0: the state's row, or zeros) */
+static inline const float *conv_row(const conv_ctx *c, int s, int64_t i, int64_t c0) {
     const vc_conv_desc *d = c->d;
-    if (i >= 0) return c->x[(d->cu[s] + i) * d->C + ch];
+    if (i >= 0) return c->x + (d->cu[s] + i) * d->C + c0;
     const float *st = d->state ? d->state[s] : NULL;
-    return st ? st[(d->K - 1 + i) * d->C + ch] : 0.0f;
+    return st ? st + (d->K - 1 + i) * d->C + c0 : conv_zero;
 }
 
+/* w's taps of channels [c0, c0 + nb) by tap: wt[j][ch] */
+static void conv_taps(const conv_ctx *c, int64_t c0, int nb, float wt[][CONV_BLOCK]) {
+    for (int j = 0; j < c->d->K; j++)
+        for (int ch = 0; ch < nb; ch++) wt[j][ch] = c->w[(c0 + ch) * c->d->K + j];
+}
+
+/* tasks over blocks of 64 channels, each row's channels side by side (each output still sums its taps in order) */
 static void conv_fwd_task(void *p, int64_t b) {
     conv_ctx *c = p;
     const vc_conv_desc *d = c->d;
     int K = d->K;
-    int64_t c1 = (b + 1) * CONV_BLOCK < d->C ? (b + 1) * CONV_BLOCK : d->C;
-    float keep[CONV_MAX_K];
+    int64_t c0 = b * CONV_BLOCK, c1 = c0 + CONV_BLOCK < d->C ? c0 + CONV_BLOCK : d->C;
+    int nb = (int)(c1 - c0);
+    float wt[CONV_MAX_K][CONV_BLOCK], keep[CONV_MAX_K][CONV_BLOCK];
+    conv_taps(c, c0, nb, wt);
     for (int s = 0; s < d->n_seq; s++) {
         int64_t L = d->cu[s + 1] - d->cu[s];
-        for (int64_t ch = b * CONV_BLOCK; ch < c1; ch++) {
-            const float *w = c->w + ch * K;
-            for (int64_t t = 0; t < L; t++) {
-                float acc = 0;
-                for (int j = 0; j < K; j++) acc += w[j] * conv_in(c, s, t - K + 1 + j, ch);
-                c->y[(d->cu[s] + t) * d->C + ch] = acc;
+        for (int64_t t = 0; t < L; t++) {
+            float acc[CONV_BLOCK] = { 0 };
+            for (int j = 0; j < K; j++) {
+                const float *xr = conv_row(c, s, t - K + 1 + j, c0);
+                for (int ch = 0; ch < nb; ch++) acc[ch] += wt[j][ch] * xr[ch];
             }
-            float *st = d->state ? d->state[s] : NULL;
-            if (!st) continue;
-            for (int r = 0; r < K - 1; r++) keep[r] = conv_in(c, s, L - (K - 1) + r, ch);
-            for (int r = 0; r < K - 1; r++) st[r * d->C + ch] = keep[r];
+            memcpy(c->y + (d->cu[s] + t) * d->C + c0, acc, sizeof(float) * (size_t)nb);
         }
+        float *st = d->state ? d->state[s] : NULL;
+        if (!st) continue;
+        for (int r = 0; r < K - 1; r++) memcpy(keep[r], conv_row(c, s, L - (K - 1) + r, c0), sizeof(float) * (size_t)nb);
+        for (int r = 0; r < K - 1; r++) memcpy(st + r * d->C + c0, keep[r], sizeof(float) * (size_t)nb);
     }
 }
 
@@ -255,31 +322,36 @@ static void conv_bwd_task(void *p, int64_t b) {
     conv_ctx *c = p;
     const vc_conv_desc *d = c->d;
     int K = d->K;
-    int64_t C = d->C, c1 = (b + 1) * CONV_BLOCK < C ? (b + 1) * CONV_BLOCK : C;
-    for (int64_t ch = b * CONV_BLOCK; ch < c1; ch++) {
-        const float *w = c->w + ch * K;
-        float dw[CONV_MAX_K] = { 0 };
-        for (int s = 0; s < d->n_seq; s++) {
-            int64_t t0 = d->cu[s], L = d->cu[s + 1] - t0;
-            for (int64_t i = 0; c->dx && i < L; i++) {
-                float acc = 0;
-                for (int j = 0; j < K; j++) {
-                    int64_t t = i + K - 1 - j;
-                    if (t < L) acc += w[j] * c->dy[(t0 + t) * C + ch];
-                }
-                c->dx[(t0 + i) * C + ch] += acc;
+    int64_t C = d->C, c0 = b * CONV_BLOCK, c1 = c0 + CONV_BLOCK < C ? c0 + CONV_BLOCK : C;
+    int nb = (int)(c1 - c0);
+    float wt[CONV_MAX_K][CONV_BLOCK], dw[CONV_MAX_K][CONV_BLOCK];
+    conv_taps(c, c0, nb, wt);
+    memset(dw, 0, sizeof dw);
+    for (int s = 0; s < d->n_seq; s++) {
+        int64_t t0 = d->cu[s], L = d->cu[s + 1] - t0;
+        for (int64_t i = 0; c->dx && i < L; i++) {
+            float acc[CONV_BLOCK] = { 0 };
+            for (int j = 0; j < K; j++) {
+                int64_t t = i + K - 1 - j;
+                if (t >= L) continue;
+                const float *g = c->dy + (t0 + t) * C + c0;
+                for (int ch = 0; ch < nb; ch++) acc[ch] += wt[j][ch] * g[ch];
             }
-            for (int64_t t = 0; c->dw && t < L; t++) {
-                float g = c->dy[(t0 + t) * C + ch];
-                for (int j = 0; j < K; j++) {
-                    int64_t i = t - K + 1 + j;
-                    if (i >= 0) dw[j] += g * c->x[(t0 + i) * C + ch];
-                }
+            float *dx = c->dx + (t0 + i) * C + c0;
+            for (int ch = 0; ch < nb; ch++) dx[ch] += acc[ch];
+        }
+        for (int64_t t = 0; c->dw && t < L; t++) {
+            const float *g = c->dy + (t0 + t) * C + c0;
+            for (int j = 0; j < K; j++) {
+                int64_t i = t - K + 1 + j;
+                if (i < 0) continue;
+                const float *x = c->x + (t0 + i) * C + c0;
+                for (int ch = 0; ch < nb; ch++) dw[j][ch] += g[ch] * x[ch];
             }
         }
-        if (c->dw)
-            for (int j = 0; j < K; j++) c->dw[ch * K + j] += dw[j];
     }
+    for (int ch = 0; c->dw && ch < nb; ch++)
+        for (int j = 0; j < K; j++) c->dw[(c0 + ch) * K + j] += dw[j][ch];
 }
 
 void vc_cpu_conv1d_fwd(float *y, const float *x, const float *w, const vc_conv_desc *d) {
