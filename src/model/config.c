@@ -839,6 +839,9 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     const char *mt = NULL;
     vc_status st = vc_json_req_str(o, "model_type", &mt, path);
     if (st) return st;
+    /* Kimi K2 (moonshotai/Kimi-K2-*) is DeepSeek-V3's architecture under its own model_type, as Moonshot documents it
+     * (its remote code is DeepSeek's); the exported config.json keeps the checkpoint's */
+    if (!strcmp(mt, "kimi_k2")) mt = "deepseek_v3";
     snprintf(c->model_type, sizeof c->model_type, "%s", mt);
     c->arch = vc_arch_find(mt);
     if (!c->arch) return vc_fail(VC_ERR_UNSUPPORTED, "%s: model_type '%s' is not a supported architecture", path, mt);

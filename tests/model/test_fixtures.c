@@ -143,10 +143,37 @@ static void export_pieces(void) {
     unlink(cfg);
 }
 
+/* Kimi K2's model_type (DeepSeek-V3's architecture under its own name): the deepseek_v3 fixture renamed passes its
+ * checks, and its export keeps the name */
+static void kimi_k2(const char *shared_root) {
+    char dir[256], out[256], cmd[900], *text = NULL;
+    snprintf(dir, sizeof dir, "/tmp/verlc_kimi_%d", (int)getpid());
+    snprintf(out, sizeof out, "%s_out", dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/deepseek_v3/* %s/ && sed -i 's/\"model_type\": *\"deepseek_v3\"/"
+             "\"model_type\": \"kimi_k2\"/' %s/config.json && grep -q kimi_k2 %s/config.json", dir, shared_root, dir,
+             dir, dir);
+    CHECK(system(cmd) == 0);
+    vc_check_result r;
+    CHECK_OK(vc_check_model(dir, &r));
+    CHECK_MSG(r.ok && r.has_reference, "kimi_k2: the deepseek_v3 fixture renamed fails its checks");
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m) CHECK_OK(vc_model_save_hf(m, out, VC_F32));
+    snprintf(cmd, sizeof cmd, "%s/config.json", out);
+    size_t n = 0;
+    CHECK_OK(vc_read_file(cmd, &text, &n));
+    CHECK_MSG(text && strstr(text, "\"kimi_k2\""), "kimi_k2's export: %s", text ? text : "(none)");
+    free(text);
+    vc_model_free(m);
+    remove_tree(dir);
+    remove_tree(out);
+}
+
 int main(void) {
     export_pieces();
     char root[512];
     int n = check_root(vc_test_model_root(0, root, sizeof root));
+    kimi_k2(root);
     CHECK_MSG(n >= 29, "found %d shared fixture models", n);
     int own = check_root(vc_test_model_root(1, root, sizeof root));
     CHECK_MSG(own >= 5, "found %d of verlc's own fixture models", own);
