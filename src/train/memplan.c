@@ -167,12 +167,19 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     for (int i = 0; i <= n_seq; i++) cu[i] = (int64_t)i * max_seq_len < max_micro_tokens ? (int64_t)i * max_seq_len : max_micro_tokens;
     float *mask = tail_mask(cu, n_seq, loss_tail, &s);
     vc_minibatch b = { n_seq, cu, ids, mask };
-    const vc_images *first[1] = { t->plan_images };
-    int64_t span[1] = { 0 };
-    if (!s && t->plan_images && vc_model_vision(t->model)) { /* the first row leads with the images' tokens */
-        if ((span[0] = vc_images_trial_ids(t->model, t->plan_images, ids, cu[1])) < 0)
-            s = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial row of %lld tokens", (long long)cu[1]);
-        b.images = first;
+    const vc_images **each = NULL; /* every row leads with the images' tokens (the last, shorter one where they fit) */
+    int64_t *span = NULL;
+    if (!s && t->plan_images && vc_model_vision(t->model)) {
+        each = vc_calloc((size_t)n_seq, sizeof *each);
+        span = vc_calloc((size_t)n_seq, sizeof *span);
+        if (!each || !span) s = VC_ERR_NOMEM;
+        for (int q = 0; !s && q < n_seq; q++) {
+            int64_t k = vc_images_trial_ids(t->model, t->plan_images, ids + cu[q], cu[q + 1] - cu[q]);
+            if (k < 0 && q == 0)
+                s = vc_fail(VC_ERR_ARG, "memory plan: the images do not fit a trial row of %lld tokens", (long long)cu[1]);
+            else if (k >= 0) each[q] = t->plan_images, span[q] = k;
+        }
+        b.images = each;
         b.image_span = span;
     }
     vc_trainer_config saved = t->cfg;
@@ -187,6 +194,8 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     free(mask);
     free(ids);
     free(cu);
+    free(each);
+    free(span);
     if (s) return vc_fail_ctx(s, "memory plan trial step of %lld tokens", (long long)max_micro_tokens);
     /* 5% over the trial's peak: a step's gradient buffers are handed back and reused by size during backward, so
      * rows of other lengths or loss masks than the trial's peak a few percent higher or lower (2.1% higher on a

@@ -132,6 +132,10 @@ static int log_has(const char *out, const char *text) {
 
 static void test_cli(void) {
     CHECK_MSG(sft("model", "rows.jsonl", "run", "") == 0, "verlc sft with images failed: see %s/run.log", dir);
+    /* micro-batches of two rows with images: the memory plan's trial gives every row the images (it once read past
+     * its one-row list) */
+    CHECK_MSG(sft("model", "rows.jsonl", "micro2", "micro_batch_size=2") == 0 && log_has("micro2", "memory plan"),
+              "verlc sft with images in micro-batches of 2 failed: see %s/micro2.log", dir);
     char init[600], out[600], metrics[600];
     snprintf(init, sizeof init, "%s/model/model.safetensors", dir);
     snprintf(out, sizeof out, "%s/run/step_2/model.safetensors", dir);
