@@ -303,16 +303,23 @@ static void lora(const char *init) {
     CHECK_MSG(kl0 >= 0 && kl0 < 1e-7 && kl > 1e-6, "LoRA: step-1 KL %g fresh, %g from an adapter", kl0, kl);
 }
 
+/* a random model in <dir>/<sub> from config template tmpl (cfg: its text) with Qwen2-VL's template and the processor
+ * at 16-pixel patches (Qwen3-VL's and Qwen3.5's); the runs train it from here on */
+static void patch16_model(const char *sub, const char *tmpl, char *cfg, size_t cap) {
+    msub = sub;
+    CHECK(cli_sh("mkdir -p %s/%s", dir, sub) == 0);
+    snprintf(cfg, cap, tmpl, rl_cli_vocab());
+    rl_cli_init_model(sub, cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/%s/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
+                 "tests/fixtures/vision/dataset/preprocessor_config.json > %s/%s/preprocessor_config.json", dir, sub, dir,
+                 sub) == 0);
+}
+
 /* Qwen3.5 (verl's Qwen3.5 GRPO examples train on geo3k's images): one GRPO step with images whose rollout (the Gated
  * DeltaNet's state slots beside the images' prompt) and trainer agree, the tower and the text trained */
 static void qwen3_5(void) {
     char cfg[4096], init[600], out[600], path[600];
-    msub = "model35";
-    CHECK(cli_sh("mkdir -p %s/model35", dir) == 0);
-    snprintf(cfg, sizeof cfg, CFG35, rl_cli_vocab());
-    rl_cli_init_model("model35", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/model35/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
-                 "tests/fixtures/vision/dataset/preprocessor_config.json > %s/model35/preprocessor_config.json", dir, dir) == 0);
+    patch16_model("model35", CFG35, cfg, sizeof cfg);
     train_steps("trained35", 1, "");
     /* micro-batches of several rows with images (the memory plan's trial once read past its one-row image list) */
     train_steps("micro35", 1, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
@@ -431,12 +438,7 @@ int main(void) {
     lora(init);
     data_parallel(init);
     /* Qwen3-VL: its processor's 16-pixel patches, the deepstack features in rollout and training alike */
-    msub = "model3";
-    CHECK(cli_sh("mkdir -p %s/model3", dir) == 0);
-    snprintf(cfg, sizeof cfg, CFG3, rl_cli_vocab());
-    rl_cli_init_model("model3", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja %s/model3/ && sed 's/\"patch_size\": 14/\"patch_size\": 16/' "
-                 "tests/fixtures/vision/dataset/preprocessor_config.json > %s/model3/preprocessor_config.json", dir, dir) == 0);
+    patch16_model("model3", CFG3, cfg, sizeof cfg);
     train_steps("trained3", 1, "");
     double diff3 = last_of("trained3", "training/rollout_probs_diff_max"), kl3 = value_of("trained3", "actor/kl_loss", 1);
     CHECK_MSG(diff3 >= 0 && diff3 < 1e-9 && kl3 >= 0 && kl3 < 1e-7, "Qwen3-VL: rollout vs trainer %g, step-1 KL %g", diff3,
