@@ -59,6 +59,9 @@ typedef struct vc_model_config {
                                    * (MiMo-V2-Flash) */
     int fp8_quant;                /* quantization_config fp8: every float8 weight has its *_scale_inv */
     int fp8_block[2];             /* its weight_block_size */
+    int ct_quant;                 /* quantization_config compressed-tensors (pack-quantized / float-quantized weights,
+                                   * symmetric): dequantized on load */
+    int ct_group;                 /* ... its weights' group_size (0: none) */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */

@@ -714,6 +714,35 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
     return VC_OK;
 }
 
+/* compressed-tensors (llm-compressor's checkpoints; Kimi K2-Thinking's INT4): weights packed into int32s
+ * (pack-quantized) or stored as float8 (float-quantized), with a scale per tensor, row or group; symmetric schemes
+ * only (no zero points), groups in order (no activation ordering) */
+static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_model_config *c) {
+    const char *fmt = NULL;
+    vc_status st = vc_json_get_str(q, "format", "", &fmt, path);
+    if (st) return st;
+    const cJSON *groups = vc_json_member(q, "config_groups"), *g;
+    cJSON_ArrayForEach(g, groups) {
+        const cJSON *w = vc_json_member(g, "weights"), *sym = vc_json_member(w, "symmetric"), *ao = vc_json_member(w, "actorder");
+        const cJSON *gf = vc_json_member(g, "format");
+        const char *f = cJSON_IsString(gf) ? gf->valuestring : fmt;
+        if (!w || cJSON_IsNull(w)) continue;
+        if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized"))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) format '%s': verlc reads "
+                           "pack-quantized and float-quantized weights", path, f);
+        if (cJSON_IsFalse(sym))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: asymmetric weights (zero points) "
+                           "are not read", path, g->string ? g->string : "?");
+        if (ao && !cJSON_IsNull(ao) && !(cJSON_IsString(ao) && !strcmp(ao->valuestring, "static")))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: activation-ordered groups "
+                           "(actorder) are not read", path, g->string ? g->string : "?");
+        const cJSON *gs = vc_json_member(w, "group_size");
+        if (cJSON_IsNumber(gs) && gs->valuedouble >= 1 && !c->ct_group) c->ct_group = (int)gs->valuedouble;
+    }
+    c->ct_quant = 1;
+    return VC_OK;
+}
+
 /* quantization_config: block-scaled FP8 (DeepSeek-V3, MiniMax-M2, Qwen3-FP8: weights in float8_e4m3 with a
  * weight_scale_inv per block) and MXFP4 (gpt-oss's experts) are dequantized on load; other methods refused */
 static vc_status parse_quant(const cJSON *o, const char *path, vc_model_config *c) {
@@ -724,9 +753,10 @@ static vc_status parse_quant(const cJSON *o, const char *path, vc_model_config *
     vc_status st = vc_json_get_str(q, "quant_method", "", &m, path);
     if (st) return st;
     if (!strcmp(m, "mxfp4")) return VC_OK;
+    if (!strcmp(m, "compressed-tensors")) return parse_compressed_tensors(q, path, c);
     if (strcmp(m, "fp8"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.quant_method '%s': verlc loads plain, block-scaled "
-                       "fp8 and mxfp4 checkpoints (dequantized)", path, m);
+                       "fp8, mxfp4 and compressed-tensors checkpoints (dequantized)", path, m);
     c->fp8_quant = 1;
     const cJSON *b = vc_json_member(q, "weight_block_size");
     if (!b) return VC_OK;

@@ -389,6 +389,28 @@ static int expert_layout_fits(const vc_model_config *c, const vc_tensor_rule *r,
     return t->ndim == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] && t->shape[2] == want[2];
 }
 
+/* compressed-tensors' packed weights: name_packed, name_scale and name_shape instead of name (its float8 weights
+ * keep their name, with name_scale beside) */
+static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *name) {
+    char pn[340], sn[340], hn[340], zn[340], gn[340];
+    snprintf(pn, sizeof pn, "%s_packed", name);
+    snprintf(sn, sizeof sn, "%s_scale", name);
+    snprintf(hn, sizeof hn, "%s_shape", name);
+    snprintf(zn, sizeof zn, "%s_zero_point", name);
+    snprintf(gn, sizeof gn, "%s_g_idx", name);
+    const vc_st_tensor *p = vc_ckpt_find(x->ck, pn), *sc = vc_ckpt_find(x->ck, sn), *h = vc_ckpt_find(x->ck, hn);
+    if (!p) return VC_OK;
+    if (vc_ckpt_find(x->ck, zn) || vc_ckpt_find(x->ck, gn))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' has zero points or a group index (compressed-tensors asymmetric or "
+                       "activation-ordered weights are not read)", x->m->dir, pn);
+    if (!sc || !h) return vc_fail(VC_ERR_MISSING, "%s: '%s' without '%s' and '%s'", x->m->dir, pn, sn, hn);
+    x->claimed[p - vc_ckpt_at(x->ck, 0)] = x->claimed[sc - vc_ckpt_at(x->ck, 0)] = x->claimed[h - vc_ckpt_at(x->ck, 0)] = 1;
+    mark_present(x, r, layer);
+    vc_status st = add_source(x->m, r, layer, expert, name);
+    if (!st) x->m->src[x->m->n_src - 1].ct = 1;
+    return st;
+}
+
 static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
     load_ctx *x = p;
     char buf[320];
@@ -396,6 +418,7 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     const vc_st_tensor *t = find_nested(x->m, x->ck, rule_name, buf, sizeof buf, &name);
     if (!t && (r->transform == VC_TR_OAI_GATE_UP || r->transform == VC_TR_T_DOWN))
         return find_mxfp4(x, r, layer, expert, rule_name);
+    if (!t && x->m->cfg.ct_quant) return find_packed(x, r, layer, expert, rule_name);
     if (!t) return VC_OK;
     int idx = (int)(t - vc_ckpt_at(x->ck, 0));
     if (x->claimed[idx]) return VC_OK; /* an alternative rule already took it */
@@ -406,8 +429,12 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     snprintf(sn, sizeof sn, "%s_scale_inv", name); /* block-scaled fp8: the scales beside the weight */
     const vc_st_tensor *sc = t->dtype == VC_F8E4M3 ? vc_ckpt_find(x->ck, sn) : NULL;
     if (sc) x->claimed[sc - vc_ckpt_at(x->ck, 0)] = 1;
+    snprintf(sn, sizeof sn, "%s_scale", name); /* compressed-tensors' float8: a scale per tensor, row or group */
+    const vc_st_tensor *cs = !sc && t->dtype == VC_F8E4M3 && x->m->cfg.ct_quant ? vc_ckpt_find(x->ck, sn) : NULL;
+    if (cs) x->claimed[cs - vc_ckpt_at(x->ck, 0)] = 1;
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (!st && sc) x->m->src[x->m->n_src - 1].fp8 = 1;
+    if (!st && cs) x->m->src[x->m->n_src - 1].ct = 2;
     return st;
 }
 
@@ -673,9 +700,14 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         int64_t want[4], n = 1;
         int nd = source_shape(m, s, want);
         if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
-        if (s->mxfp4) {
+        if (s->mxfp4 || s->ct == 1) {
             float *buf = NULL;
-            vc_status st = load_mxfp4(m, ck, s, want, &buf);
+            vc_status st = s->mxfp4 ? load_mxfp4(m, ck, s, want, &buf)
+                                    : vc_ct_unpack(m->dir, ck, s->name, want, nd, m->cfg.ct_group, &buf);
+            if (!st && s->ct) { /* the checkpoint's shape, for export */
+                s->ndim = nd;
+                for (int d = 0; d < nd; d++) s->shape[d] = want[d];
+            }
             if (st) return st;
             st = vc_rule_transfer(m, s, buf, 0);
             free(buf);
@@ -698,6 +730,11 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         for (int d = 0; d < t->ndim; d++) n *= (s->shape[d] = t->shape[d]);
         float *buf = vc_malloc((size_t)n * 4);
         if (!buf) return VC_ERR_NOMEM;
+        if (t->dtype == VC_F8E4M3 && m->cfg.ct_quant && s->ct != 2) {
+            free(buf);
+            return vc_fail(VC_ERR_MISSING, "%s: float8 tensor '%s' has no '%s_scale' (compressed-tensors)", m->dir,
+                           s->name, s->name);
+        }
         if (t->dtype == VC_F8E4M3 && m->cfg.fp8_quant && !s->fp8) { /* its scales would be taken as 1 */
             free(buf);
             return vc_fail(VC_ERR_MISSING, "%s: float8 tensor '%s' has no '%s_scale_inv' (quantization_config fp8)",
@@ -705,6 +742,9 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         }
         vc_st_tensor_to_f32(t, buf);
         vc_status st = s->fp8 ? fp8_scale(m, ck, t, buf) : VC_OK;
+        if (!st && s->ct == 2)
+            st = t->ndim == 2 ? vc_ct_scale(m->dir, ck, s->name, buf, t->shape[0], t->shape[1], m->cfg.ct_group)
+                              : vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s': stacked float8 weights (compressed-tensors)", m->dir, s->name);
         if (!st) st = vc_rule_transfer(m, s, buf, 0);
         free(buf);
         if (st) return st;

@@ -1,0 +1,121 @@
+/* compressed-tensors checkpoints (quantization_config quant_method "compressed-tensors", llm-compressor's format):
+ * symmetric integer weights packed densely into int32s (pack-quantized: name_packed [rows, words], the original shape
+ * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)) and
+ * float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
+ * group of columns ([rows, groups]). Dequantized as compressed-tensors does it: value times scale, computed in the
+ * scale's dtype (a bf16 scale gives bf16 products). */
+#include "model_internal.h"
+#include "verlc/dtype.h"
+#include "verlc/pool.h"
+#include "verlc/safetensors.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t int_at(const vc_st_tensor *t, int64_t i) {
+    if (t->dtype == VC_I64) {
+        int64_t v;
+        memcpy(&v, (const char *)t->data + 8 * i, 8);
+        return v;
+    }
+    int32_t v;
+    memcpy(&v, (const char *)t->data + 4 * i, 4);
+    return v;
+}
+
+/* the scale tensor of name: its values as floats into *out ([R, *groups], or one when *groups is 0), *gs the columns
+ * of a group (group: the config's group_size, for rows that do not split evenly) */
+static vc_status read_scale(const char *dir, vc_checkpoint *ck, const char *name, int64_t R, int64_t C, int64_t group,
+                            float **out, int64_t *groups, int64_t *gs, vc_dtype *dt) {
+    char sn[340];
+    snprintf(sn, sizeof sn, "%s_scale", name);
+    const vc_st_tensor *s = vc_ckpt_find(ck, sn);
+    int64_t n = 1;
+    for (int d = 0; s && d < s->ndim; d++) n *= s->shape[d];
+    int ok = s && (s->dtype == VC_F32 || s->dtype == VC_BF16 || s->dtype == VC_F16) && s->ndim <= 2;
+    int64_t G = ok && s->ndim == 2 ? s->shape[1] : 1, size = G >= 1 && C % G == 0 ? C / G : group;
+    if (ok && s->ndim == 2) ok = s->shape[0] == R && G >= 1 && size >= 1 && (C + size - 1) / size == G;
+    if (ok && s->ndim < 2) ok = n == 1;
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not a float scale of '%s' per tensor, row or group of its [%lld, %lld] "
+                       "(compressed-tensors)", dir, sn, name, (long long)R, (long long)C);
+    float *v = vc_malloc(sizeof(float) * (size_t)n);
+    if (!v) return VC_ERR_NOMEM;
+    vc_st_tensor_to_f32(s, v);
+    *out = v, *groups = s->ndim == 2 ? G : 0, *gs = s->ndim == 2 ? size : C, *dt = s->dtype;
+    return VC_OK;
+}
+
+/* buf [R, C] (values) times its scales, rounded to the scale's dtype as compressed-tensors' dequantize computes */
+static void apply_scale(float *buf, int64_t R, int64_t C, const float *sc, int64_t G, int64_t gs, vc_dtype dt) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) {
+            float s = G ? sc[r * G + c / gs] : sc[0], x = buf[r * C + c] * s;
+            if (dt == VC_BF16) x = vc_bf16_to_f32(vc_f32_to_bf16(x));
+            else if (dt == VC_F16) x = vc_f16_to_f32(vc_f32_to_f16(x));
+            buf[r * C + c] = x;
+        }
+}
+
+vc_status vc_ct_scale(const char *dir, vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C,
+                      int64_t group) {
+    float *sc = NULL;
+    int64_t G = 0, gs = C;
+    vc_dtype dt = VC_F32;
+    vc_status st = read_scale(dir, ck, name, R, C, group, &sc, &G, &gs, &dt);
+    if (st) return st;
+    apply_scale(buf, R, C, sc, G, gs, dt);
+    free(sc);
+    return VC_OK;
+}
+
+/* the bits per value of a row of C values in W words (ceil(C b / 32) = W), 0: none fits */
+static int packed_bits(int64_t C, int64_t W) {
+    for (int b = 1; b <= 8; b++)
+        if ((C * b + 31) / 32 == W) return b;
+    return 0;
+}
+
+vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int64_t group,
+                       float **out) {
+    char pn[340], hn[340];
+    snprintf(pn, sizeof pn, "%s_packed", name);
+    snprintf(hn, sizeof hn, "%s_shape", name);
+    const vc_st_tensor *p = vc_ckpt_find(ck, pn), *h = vc_ckpt_find(ck, hn);
+    int64_t R = nd >= 2 ? want[nd - 2] : 1, C = want[nd - 1], lead = 1;
+    for (int d = 0; d < nd - 2; d++) lead *= want[d];
+    int ok = p && h && p->dtype == VC_I32 && p->ndim == nd && (h->dtype == VC_I32 || h->dtype == VC_I64) && h->ndim == 1 &&
+             h->shape[0] == nd;
+    for (int d = 0; ok && d < nd; d++) ok = int_at(h, d) == want[d] && (d == nd - 1 || p->shape[d] == want[d]);
+    int bits = ok ? packed_bits(C, p->shape[nd - 1]) : 0;
+    if (!bits)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' / '%s' are not int32 words of a [%lld, %lld] weight packed by "
+                       "compressed-tensors (config.json implies it)", dir, pn, hn, (long long)R, (long long)C);
+    if (lead != 1)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s': stacked packed weights are not read (compressed-tensors)", dir, pn);
+    float *buf = vc_malloc(sizeof(float) * (size_t)(R * C));
+    if (!buf) return VC_ERR_NOMEM;
+    int64_t W = p->shape[nd - 1];
+    uint32_t mask = (1u << bits) - 1;
+    int off = 1 << (bits - 1);
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) { /* value c of row r: bits c*b.. of the row's words */
+            int64_t bit = c * bits, w = bit / 32;
+            int sh = (int)(bit % 32);
+            uint32_t lo, hi = 0;
+            memcpy(&lo, (const char *)p->data + 4 * (r * W + w), 4);
+            uint32_t v = lo >> sh;
+            if (sh + bits > 32) {
+                memcpy(&hi, (const char *)p->data + 4 * (r * W + w + 1), 4);
+                v |= hi << (32 - sh);
+            }
+            buf[r * C + c] = (float)((int)(v & mask) - off);
+        }
+    vc_status st = vc_ct_scale(dir, ck, name, buf, R, C, group);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    return VC_OK;
+}
