@@ -715,8 +715,8 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
 }
 
 /* compressed-tensors (llm-compressor's checkpoints; Kimi K2-Thinking's INT4): weights packed into int32s
- * (pack-quantized) or stored as float8 (float-quantized), with a scale per tensor, row or group; symmetric schemes
- * only (no zero points), groups in order (no activation ordering) */
+ * (pack-quantized) or stored as int8 (int-quantized) or float8 (float-quantized), with a scale per tensor, row or
+ * group; symmetric schemes only (no zero points), groups in order (no activation ordering) */
 static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_model_config *c) {
     const char *fmt = NULL;
     vc_status st = vc_json_get_str(q, "format", "", &fmt, path);
@@ -727,9 +727,9 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
         const cJSON *gf = vc_json_member(g, "format");
         const char *f = cJSON_IsString(gf) ? gf->valuestring : fmt;
         if (!w || cJSON_IsNull(w)) continue;
-        if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized"))
+        if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized") && strcmp(f, "int-quantized"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) format '%s': verlc reads "
-                           "pack-quantized and float-quantized weights", path, f);
+                           "pack-quantized, int-quantized and float-quantized weights", path, f);
         if (cJSON_IsFalse(sym))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: asymmetric weights (zero points) "
                            "are not read", path, g->string ? g->string : "?");

@@ -430,7 +430,8 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     const vc_st_tensor *sc = t->dtype == VC_F8E4M3 ? vc_ckpt_find(x->ck, sn) : NULL;
     if (sc) x->claimed[sc - vc_ckpt_at(x->ck, 0)] = 1;
     snprintf(sn, sizeof sn, "%s_scale", name); /* compressed-tensors' float8: a scale per tensor, row or group */
-    const vc_st_tensor *cs = !sc && t->dtype == VC_F8E4M3 && x->m->cfg.ct_quant ? vc_ckpt_find(x->ck, sn) : NULL;
+    const vc_st_tensor *cs = !sc && (t->dtype == VC_F8E4M3 || t->dtype == VC_I8) && x->m->cfg.ct_quant ? vc_ckpt_find(x->ck, sn)
+                                                                                                     : NULL;
     if (cs) x->claimed[cs - vc_ckpt_at(x->ck, 0)] = 1;
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (!st && sc) x->m->src[x->m->n_src - 1].fp8 = 1;
@@ -724,7 +725,8 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
             for (int d = 0; d < nd; d++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "," : "", (long long)want[d]);
             return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has shape [%s], config.json implies [%s]", m->dir, s->name, a, b);
         }
-        if (t->dtype != VC_F32 && t->dtype != VC_BF16 && t->dtype != VC_F16 && t->dtype != VC_F8E4M3)
+        if (t->dtype != VC_F32 && t->dtype != VC_BF16 && t->dtype != VC_F16 && t->dtype != VC_F8E4M3 &&
+            !(t->dtype == VC_I8 && s->ct == 2))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s", m->dir, s->name, vc_dtype_name(t->dtype));
         s->ndim = t->ndim; /* the checkpoint's shape, for export */
         for (int d = 0; d < t->ndim; d++) n *= (s->shape[d] = t->shape[d]);

@@ -1,7 +1,7 @@
 /* compressed-tensors checkpoints (quantization_config quant_method "compressed-tensors", llm-compressor's format):
  * symmetric integer weights packed densely into int32s (pack-quantized: name_packed [rows, words], the original shape
- * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)) and
- * float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
+ * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)), int8
+ * (int-quantized) and float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
  * group of columns ([rows, groups]). Dequantized as compressed-tensors does it: value times scale, computed in the
  * scale's dtype (a bf16 scale gives bf16 products). */
 #include "model_internal.h"
