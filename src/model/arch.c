@@ -699,6 +699,9 @@ static const vc_arch ARCHS[] = {
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
     { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
+    /* Kimi K2.5 / K2.6 (KimiK25ForConditionalGeneration): Kimi K2's text model under language_model.*, its MoonViT
+     * tower and projector left alone (copied through on export) */
+    { "kimi_k25", "kimi_k25", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), GEMMA3_NESTED, "vision_tower. mm_projector." },
     /* A.X K1: DeepSeek-V3 with a norm on the MoE block's output (post_mlp_layernorm at the layer, or under mlp.) */
     { "axk1", "axk1", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE, AXK1_NORM) },
     /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): MLA behind DeepSeek Sparse Attention's indexer */

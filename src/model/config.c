@@ -814,6 +814,7 @@ static const struct {
     { "qwen3_vl", "qwen3_vl_text", "qwen3", 0, 1 }, { "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_moe", 0, 1 },
     { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0, 1 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0, 1 },
     { "apertus1p5", "apertus1p5_text", "apertus1p5_text", 0 },
+    { "kimi_k25", "kimi_k2", "deepseek_v3", 0 }, /* Kimi K2.5 / K2.6: Kimi K2's text model beside MoonViT (not read) */
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */
