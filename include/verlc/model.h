@@ -62,6 +62,7 @@ typedef struct vc_model_config {
     int ct_quant;                 /* quantization_config compressed-tensors (pack-quantized / float-quantized weights,
                                    * symmetric): dequantized on load */
     int ct_group;                 /* ... its weights' group_size (0: none) */
+    int ct_bits;                  /* ... their num_bits (packed integers) */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */

@@ -736,8 +736,13 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
         if (ao && !cJSON_IsNull(ao) && !(cJSON_IsString(ao) && !strcmp(ao->valuestring, "static")))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: activation-ordered groups "
                            "(actorder) are not read", path, g->string ? g->string : "?");
-        const cJSON *gs = vc_json_member(w, "group_size");
+        const cJSON *gs = vc_json_member(w, "group_size"), *nb = vc_json_member(w, "num_bits");
         if (cJSON_IsNumber(gs) && gs->valuedouble >= 1 && !c->ct_group) c->ct_group = (int)gs->valuedouble;
+        int bits = cJSON_IsNumber(nb) ? (int)nb->valuedouble : 0;
+        if (!strcmp(f, "pack-quantized") && (bits < 1 || bits > 8 || (c->ct_bits && c->ct_bits != bits)))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s.weights.num_bits must be one "
+                           "number in 1..8 for every packed group", path, g->string ? g->string : "?");
+        if (!strcmp(f, "pack-quantized")) c->ct_bits = bits;
     }
     c->ct_quant = 1;
     return VC_OK;
@@ -851,6 +856,10 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     vc_status st = vc_config_parse_model(copy, ctx, c);
     cJSON_Delete(copy);
     if (st) return st;
+    /* a quantization_config at the top (transformers reads it there) rather than in text_config */
+    if (tc && vc_json_member(o, "quantization_config") && !vc_json_member(tc, "quantization_config") &&
+        (st = parse_quant(o, path, c)))
+        return st;
     c->arch = vc_arch_find(NESTED_TEXT[k].arch ? NESTED_TEXT[k].arch : NESTED_TEXT[k].outer);
     c->nested_text = 1;
     if (NESTED_TEXT[k].interleave) c->rope.mrope_interleaved = 1;

@@ -391,15 +391,23 @@ static int expert_layout_fits(const vc_model_config *c, const vc_tensor_rule *r,
 
 /* compressed-tensors' packed weights: name_packed, name_scale and name_shape instead of name (its float8 weights
  * keep their name, with name_scale beside) */
-static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *name) {
-    char pn[340], sn[340], hn[340], zn[340], gn[340];
+static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
+    char pn[340], sn[340], hn[340], zn[340], gn[340], alt[320];
+    const char *name = rule_name; /* the rule's name, or a nested layout's (language_model.model.*) */
     snprintf(pn, sizeof pn, "%s_packed", name);
+    for (const char *const *n = x->m->cfg.arch->nested; !vc_ckpt_find(x->ck, pn) && n && n[0]; n += 2) {
+        size_t k = strlen(n[0]);
+        if (strncmp(rule_name, n[0], k)) continue;
+        snprintf(alt, sizeof alt, "%s%s", n[1], rule_name + k);
+        snprintf(pn, sizeof pn, "%s_packed", alt);
+        name = alt;
+    }
     snprintf(sn, sizeof sn, "%s_scale", name);
     snprintf(hn, sizeof hn, "%s_shape", name);
     snprintf(zn, sizeof zn, "%s_zero_point", name);
     snprintf(gn, sizeof gn, "%s_g_idx", name);
     const vc_st_tensor *p = vc_ckpt_find(x->ck, pn), *sc = vc_ckpt_find(x->ck, sn), *h = vc_ckpt_find(x->ck, hn);
-    if (!p) return VC_OK;
+    if (!p || x->claimed[p - vc_ckpt_at(x->ck, 0)]) return VC_OK; /* (an alternative rule already took it) */
     if (vc_ckpt_find(x->ck, zn) || vc_ckpt_find(x->ck, gn))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' has zero points or a group index (compressed-tensors asymmetric or "
                        "activation-ordered weights are not read)", x->m->dir, pn);
@@ -704,7 +712,7 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         if (s->mxfp4 || s->ct == 1) {
             float *buf = NULL;
             vc_status st = s->mxfp4 ? load_mxfp4(m, ck, s, want, &buf)
-                                    : vc_ct_unpack(m->dir, ck, s->name, want, nd, m->cfg.ct_group, &buf);
+                                    : vc_ct_unpack(m->dir, ck, s->name, want, nd, m->cfg.ct_bits, m->cfg.ct_group, &buf);
             if (!st && s->ct) { /* the checkpoint's shape, for export */
                 s->ndim = nd;
                 for (int d = 0; d < nd; d++) s->shape[d] = want[d];

@@ -33,7 +33,8 @@ static vc_status read_scale(const char *dir, vc_checkpoint *ck, const char *name
     int64_t n = 1;
     for (int d = 0; s && d < s->ndim; d++) n *= s->shape[d];
     int ok = s && (s->dtype == VC_F32 || s->dtype == VC_BF16 || s->dtype == VC_F16) && s->ndim <= 2;
-    int64_t G = ok && s->ndim == 2 ? s->shape[1] : 1, size = G >= 1 && C % G == 0 ? C / G : group;
+    int64_t G = ok && s->ndim == 2 ? s->shape[1] : 1; /* the config's group_size where it fits, else an even split */
+    int64_t size = group >= 1 && (C + group - 1) / group == G ? group : G >= 1 && C % G == 0 ? C / G : 0;
     if (ok && s->ndim == 2) ok = s->shape[0] == R && G >= 1 && size >= 1 && (C + size - 1) / size == G;
     if (ok && s->ndim < 2) ok = n == 1;
     if (!ok)
@@ -69,15 +70,8 @@ vc_status vc_ct_scale(const char *dir, vc_checkpoint *ck, const char *name, floa
     return VC_OK;
 }
 
-/* the bits per value of a row of C values in W words (ceil(C b / 32) = W), 0: none fits */
-static int packed_bits(int64_t C, int64_t W) {
-    for (int b = 1; b <= 8; b++)
-        if ((C * b + 31) / 32 == W) return b;
-    return 0;
-}
-
-vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int64_t group,
-                       float **out) {
+vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
+                       int64_t group, float **out) {
     char pn[340], hn[340];
     snprintf(pn, sizeof pn, "%s_packed", name);
     snprintf(hn, sizeof hn, "%s_shape", name);
@@ -87,10 +81,10 @@ vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, con
     int ok = p && h && p->dtype == VC_I32 && p->ndim == nd && (h->dtype == VC_I32 || h->dtype == VC_I64) && h->ndim == 1 &&
              h->shape[0] == nd;
     for (int d = 0; ok && d < nd; d++) ok = int_at(h, d) == want[d] && (d == nd - 1 || p->shape[d] == want[d]);
-    int bits = ok ? packed_bits(C, p->shape[nd - 1]) : 0;
-    if (!bits)
-        return vc_fail(VC_ERR_SHAPE, "%s: '%s' / '%s' are not int32 words of a [%lld, %lld] weight packed by "
-                       "compressed-tensors (config.json implies it)", dir, pn, hn, (long long)R, (long long)C);
+    if (ok) ok = bits >= 1 && bits <= 8 && p->shape[nd - 1] == (C * bits + 31) / 32;
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' / '%s' are not int32 words of a [%lld, %lld] weight packed %d bits a value "
+                       "by compressed-tensors (config.json implies it)", dir, pn, hn, (long long)R, (long long)C, bits);
     if (lead != 1)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s': stacked packed weights are not read (compressed-tensors)", dir, pn);
     float *buf = vc_malloc(sizeof(float) * (size_t)(R * C));

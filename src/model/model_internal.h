@@ -56,10 +56,10 @@ typedef struct vc_source {
     int ct;      /* compressed-tensors: 1 packed ints (name_packed, name_scale, name_shape), 2 float8 with name_scale */
 } vc_source;
 
-/* compressed-tensors weights (loader_ct.c): name_packed unpacked to want [nd dims] and scaled into *out (malloc'd);
+/* compressed-tensors weights (loader_ct.c): name_packed (bits a value) unpacked to want [nd dims] and scaled into *out;
  * buf [R, C] times name_scale; group: the config's group_size (0: none) for rows that do not split evenly */
-vc_status vc_ct_unpack(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int64_t group,
-                       float **out);
+vc_status vc_ct_unpack(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
+                       int64_t group, float **out);
 vc_status vc_ct_scale(const char *dir, struct vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C,
                       int64_t group);
 

@@ -1,6 +1,7 @@
 /* compressed-tensors checkpoints (tests/fixtures/quant_ct, tools/fixtures/make_ct_fixture.py): int4 weights packed
  * eight to a word with a bf16 scale per group of 16, int8 packed four to a word with a scale per row, float8 with a
- * scale per row, plain int8 with one scale; each loads as the float checkpoint compressed-tensors' own decompress gives (every parameter bit for
+ * scale per row, plain int8 with one scale, and Kimi K2.5's nested DeepSeek-V3 text model packed 8 bits a value with its
+ * quantization_config at the top (rows of 16: as many words as 7 bits would fill, so the bits are the config's); each loads as the float checkpoint compressed-tensors' own decompress gives (every parameter bit for
  * bit), exports plain weights without the quantization_config, and bad ones are refused by name. */
 #include "model_test_util.h"
 #include "vc_test.h"
@@ -28,7 +29,7 @@ static double param_diff(vc_model *a, vc_model *b) {
 }
 
 static void kinds(void) {
-    static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor" };
+    static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
