@@ -599,11 +599,6 @@ static vc_status geo3k_tool(const cJSON *args, const char *ground_truth, char **
     return *text ? VC_OK : VC_ERR_NOMEM;
 }
 
-/* verlc.tools.CommandTool: one JSON line per call to a long-running program,
- *   {"name": ..., "arguments": {...}, "create_kwargs": {...}, "extra_info": {...}}
- * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
- * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
- * restarted at the next call. */
 /* one call as a tool program takes it: {"name", "arguments", "create_kwargs", "extra_info"} (NULL: no memory) */
 static cJSON *call_request(const rl_tool_call *call, const cJSON *ck, const cJSON *ei) {
     cJSON *req = cJSON_CreateObject();
@@ -641,6 +636,11 @@ static vc_status program_answer(vc_status st, const cJSON *ans, const char *why,
     return *text ? VC_OK : VC_ERR_NOMEM;
 }
 
+/* verlc.tools.CommandTool: one JSON line per call to a long-running program,
+ *   {"name": ..., "arguments": {...}, "create_kwargs": {...}, "extra_info": {...}}
+ * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
+ * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
+ * restarted at the next call. */
 static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJSON *ck, const cJSON *ei, char **text,
                               double *tool_reward) {
     vc_status st = VC_OK;

@@ -268,7 +268,12 @@ vc_status rl_mcp_http_post_many(rl_mcp_http *h, int n, const char *const *body, 
     for (int i = 0; !st && i < n; i++) st = post_start(h, &c[i], body[i]);
     while (!st && s.left) {
         int ended = 0;
-        if ((st = transfers(h, c, &s, &ended))) break;
+        if (transfers(h, c, &s, &ended)) { /* curl itself failed: every call still waiting gets it */
+            char why[512];
+            snprintf(why, sizeof why, "%s", vc_last_error());
+            for (int i = 0; i < n; i++) settle(&s, i, VC_ERR_IO, "%s", why);
+            break;
+        }
         for (int i = 0; i < n; i++)
             if (!settled[i]) collect(h, &c[i], id, &s, i);
         for (int i = 0; (ended || (h->sse && h->stream_done)) && i < n; i++)
