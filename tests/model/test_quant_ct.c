@@ -5,6 +5,7 @@
  * bit), exports plain weights without the quantization_config, and bad ones are refused by name. */
 #include "model_test_util.h"
 #include "vc_test.h"
+#include "verlc/safetensors.h"
 #include <cjson/cJSON.h>
 #include <unistd.h>
 
@@ -72,8 +73,59 @@ static void refused(const char *what, const char *sed, const char *needle) {
     remove_tree(dir);
 }
 
+/* the w4 fixture rewritten with one tensor changed (mode 0: the scale of q_proj cut to 3 groups a row, 1: q_proj's
+ * packed words as floats, 2: a zero point beside it, 3: its scale dropped): refused naming it, no crash */
+static void corrupt(int mode, const char *needle) {
+    char src[256], dir[256], cmd[600];
+    snprintf(src, sizeof src, "%s/w4_group", ROOT);
+    snprintf(dir, sizeof dir, "/tmp/verlc_ct_corrupt_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
+    CHECK(system(cmd) == 0);
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    CHECK_OK(vc_ckpt_open(src, &ck));
+    CHECK_OK(vc_st_writer_new(&w));
+    static const float zeros[4096];
+    const char *q = "model.layers.0.self_attn.q_proj.weight";
+    char qs[128], qp[128];
+    snprintf(qs, sizeof qs, "%s_scale", q);
+    snprintf(qp, sizeof qp, "%s_packed", q);
+    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        int64_t shape[4] = { 0 };
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        if (mode == 0 && !strcmp(t->name, qs)) {
+            shape[1] = 3;
+            CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, 2, shape, t->data, 1));
+        } else if (mode == 1 && !strcmp(t->name, qp))
+            CHECK_OK(vc_st_writer_add(w, t->name, VC_F32, t->ndim, shape, t->data, 1));
+        else if (mode == 3 && !strcmp(t->name, qs))
+            continue;
+        else CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1));
+    }
+    if (mode == 2) {
+        char zn[128];
+        int64_t zs[2] = { 64, 1 };
+        snprintf(zn, sizeof zn, "%s_zero_point", q);
+        CHECK_OK(vc_st_writer_add(w, zn, VC_F32, 2, zs, zeros, 1));
+    }
+    CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
+    vc_st_writer_free(w);
+    vc_ckpt_close(ck);
+    vc_model *m = NULL;
+    vc_status st = vc_model_load(dir, &m);
+    CHECK_MSG(st != VC_OK && strstr(vc_last_error(), needle) && strstr(vc_last_error(), "q_proj"),
+              "corrupt %d: %s %s", mode, vc_status_name(st), vc_last_error());
+    vc_model_free(m);
+    remove_tree(dir);
+}
+
 int main(void) {
     kinds();
+    corrupt(0, "weight_scale");
+    corrupt(1, "weight_packed");
+    corrupt(2, "zero points");
+    corrupt(3, "weight_scale");
     refused("asymmetric", "s/\"symmetric\": true/\"symmetric\": false/", "asymmetric");
     refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"group\", \"dynamic\": false,/", "actorder");
     refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "nvfp4-pack-quantized");
