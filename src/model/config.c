@@ -716,23 +716,20 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
 
 /* compressed-tensors (llm-compressor's checkpoints; Kimi K2-Thinking's INT4): weights packed into int32s
  * (pack-quantized) or stored as int8 (int-quantized) or float8 (float-quantized), with a scale per tensor, row or
- * group; symmetric schemes only (no zero points), groups in order (no activation ordering) */
+ * group, and zero points with asymmetric schemes; groups in order (no activation ordering) */
 static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_model_config *c) {
     const char *fmt = NULL;
     vc_status st = vc_json_get_str(q, "format", "", &fmt, path);
     if (st) return st;
     const cJSON *groups = vc_json_member(q, "config_groups"), *g;
     cJSON_ArrayForEach(g, groups) {
-        const cJSON *w = vc_json_member(g, "weights"), *sym = vc_json_member(w, "symmetric"), *ao = vc_json_member(w, "actorder");
+        const cJSON *w = vc_json_member(g, "weights"), *ao = vc_json_member(w, "actorder");
         const cJSON *gf = vc_json_member(g, "format");
         const char *f = cJSON_IsString(gf) ? gf->valuestring : fmt;
         if (!w || cJSON_IsNull(w)) continue;
         if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized") && strcmp(f, "int-quantized"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) format '%s': verlc reads "
                            "pack-quantized, int-quantized and float-quantized weights", path, f);
-        if (cJSON_IsFalse(sym))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: asymmetric weights (zero points) "
-                           "are not read", path, g->string ? g->string : "?");
         if (ao && !cJSON_IsNull(ao) && !(cJSON_IsString(ao) && !strcmp(ao->valuestring, "static")))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: activation-ordered groups "
                            "(actorder) are not read", path, g->string ? g->string : "?");

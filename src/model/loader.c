@@ -408,11 +408,13 @@ static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, in
     snprintf(gn, sizeof gn, "%s_g_idx", name);
     const vc_st_tensor *p = vc_ckpt_find(x->ck, pn), *sc = vc_ckpt_find(x->ck, sn), *h = vc_ckpt_find(x->ck, hn);
     if (!p || x->claimed[p - vc_ckpt_at(x->ck, 0)]) return VC_OK; /* (an alternative rule already took it) */
-    if (vc_ckpt_find(x->ck, zn) || vc_ckpt_find(x->ck, gn))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' has zero points or a group index (compressed-tensors asymmetric or "
-                       "activation-ordered weights are not read)", x->m->dir, pn);
+    if (vc_ckpt_find(x->ck, gn))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' has a group index (compressed-tensors' activation-ordered weights "
+                       "are not read)", x->m->dir, pn);
     if (!sc || !h) return vc_fail(VC_ERR_MISSING, "%s: '%s' without '%s' and '%s'", x->m->dir, pn, sn, hn);
     x->claimed[p - vc_ckpt_at(x->ck, 0)] = x->claimed[sc - vc_ckpt_at(x->ck, 0)] = x->claimed[h - vc_ckpt_at(x->ck, 0)] = 1;
+    const vc_st_tensor *z = vc_ckpt_find(x->ck, zn); /* asymmetric schemes' zero points */
+    if (z) x->claimed[z - vc_ckpt_at(x->ck, 0)] = 1;
     mark_present(x, r, layer);
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (!st) x->m->src[x->m->n_src - 1].ct = 1;
@@ -441,6 +443,9 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     const vc_st_tensor *cs = !sc && (t->dtype == VC_F8E4M3 || t->dtype == VC_I8) && x->m->cfg.ct_quant ? vc_ckpt_find(x->ck, sn)
                                                                                                      : NULL;
     if (cs) x->claimed[cs - vc_ckpt_at(x->ck, 0)] = 1;
+    snprintf(sn, sizeof sn, "%s_zero_point", name);
+    const vc_st_tensor *cz = cs ? vc_ckpt_find(x->ck, sn) : NULL;
+    if (cz) x->claimed[cz - vc_ckpt_at(x->ck, 0)] = 1;
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (!st && sc) x->m->src[x->m->n_src - 1].fp8 = 1;
     if (!st && cs) x->m->src[x->m->n_src - 1].ct = 2;
@@ -753,7 +758,7 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         vc_st_tensor_to_f32(t, buf);
         vc_status st = s->fp8 ? fp8_scale(m, ck, t, buf) : VC_OK;
         if (!st && s->ct == 2)
-            st = t->ndim == 2 ? vc_ct_scale(m->dir, ck, s->name, buf, t->shape[0], t->shape[1], m->cfg.ct_group)
+            st = t->ndim == 2 ? vc_ct_scale(m->dir, ck, s->name, buf, t->shape[0], t->shape[1], 0, m->cfg.ct_group)
                               : vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s': stacked float8 weights (compressed-tensors)", m->dir, s->name);
         if (!st) st = vc_rule_transfer(m, s, buf, 0);
         free(buf);

@@ -2,8 +2,8 @@
  * symmetric integer weights packed densely into int32s (pack-quantized: name_packed [rows, words], the original shape
  * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)), int8
  * (int-quantized) and float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
- * group of columns ([rows, groups]). Dequantized as compressed-tensors does it: value times scale, computed in the
- * scale's dtype (a bf16 scale gives bf16 products). */
+ * group of columns ([rows, groups]), and with asymmetric schemes name_zero_point. Dequantized as compressed-tensors
+ * does it: (value - zero point) times scale, computed in the scale's dtype (a bf16 scale gives bf16 products). */
 #include "model_internal.h"
 #include "verlc/dtype.h"
 #include "verlc/pool.h"
@@ -47,27 +47,68 @@ static vc_status read_scale(const char *dir, vc_checkpoint *ck, const char *name
     return VC_OK;
 }
 
-/* buf [R, C] (values) times its scales, rounded to the scale's dtype as compressed-tensors' dequantize computes */
-static void apply_scale(float *buf, int64_t R, int64_t C, const float *sc, int64_t G, int64_t gs, vc_dtype dt) {
+/* the zero points of name (asymmetric schemes), one per scale: int8 as the scales lie ([R, G], [R, 1] or one), or int32
+ * words packed down the rows (pack-quantized: [ceil(R b / 32), G], row r at bits r*b of its column, stored + 2^(b-1));
+ * *out NULL when there are none */
+static vc_status read_zero_points(const char *dir, vc_checkpoint *ck, const char *name, int64_t R, int64_t G, int bits,
+                                  float **out) {
+    char zn[340];
+    snprintf(zn, sizeof zn, "%s_zero_point", name);
+    const vc_st_tensor *z = vc_ckpt_find(ck, zn);
+    *out = NULL;
+    if (!z) return VC_OK;
+    int64_t rows = G ? R : 1, cols = G ? G : 1, n = rows * cols, words = (R * bits + 31) / 32;
+    int packed = z->dtype == VC_I32 && bits >= 1 && G;
+    int ok = packed ? z->ndim == 2 && z->shape[0] == words && z->shape[1] == G
+                    : z->dtype == VC_I8 && vc_st_tensor_numel(z) == n;
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not one zero point per scale (int8, or int32 words packed down the rows)",
+                       dir, zn);
+    float *v = vc_malloc(sizeof(float) * (size_t)n);
+    if (!v) return VC_ERR_NOMEM;
+    if (!packed) vc_st_tensor_to_f32(z, v);
+    for (int64_t r = 0; packed && r < R; r++)
+        for (int64_t g = 0; g < G; g++) {
+            int64_t bit = r * bits, w = bit / 32;
+            int sh = (int)(bit % 32);
+            uint32_t lo, hi = 0;
+            memcpy(&lo, (const char *)z->data + 4 * (w * G + g), 4);
+            uint32_t u = lo >> sh;
+            if (sh + bits > 32) {
+                memcpy(&hi, (const char *)z->data + 4 * ((w + 1) * G + g), 4);
+                u |= hi << (32 - sh);
+            }
+            v[r * G + g] = (float)((int)(u & ((1u << bits) - 1)) - (1 << (bits - 1)));
+        }
+    *out = v;
+    return VC_OK;
+}
+
+/* buf [R, C] (values) less their zero points (zp, may be NULL), times their scales, in the scale's dtype as
+ * compressed-tensors' dequantize computes */
+static void apply_scale(float *buf, int64_t R, int64_t C, const float *sc, const float *zp, int64_t G, int64_t gs,
+                        vc_dtype dt) {
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++) {
-            float s = G ? sc[r * G + c / gs] : sc[0], x = buf[r * C + c] * s;
+            int64_t at = G ? r * G + c / gs : 0;
+            float s = sc[at], x = (buf[r * C + c] - (zp ? zp[at] : 0.0f)) * s;
             if (dt == VC_BF16) x = vc_bf16_to_f32(vc_f32_to_bf16(x));
             else if (dt == VC_F16) x = vc_f16_to_f32(vc_f32_to_f16(x));
             buf[r * C + c] = x;
         }
 }
 
-vc_status vc_ct_scale(const char *dir, vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C,
+vc_status vc_ct_scale(const char *dir, vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C, int bits,
                       int64_t group) {
-    float *sc = NULL;
+    float *sc = NULL, *zp = NULL;
     int64_t G = 0, gs = C;
     vc_dtype dt = VC_F32;
     vc_status st = read_scale(dir, ck, name, R, C, group, &sc, &G, &gs, &dt);
-    if (st) return st;
-    apply_scale(buf, R, C, sc, G, gs, dt);
+    if (!st) st = read_zero_points(dir, ck, name, R, G, bits, &zp);
+    if (!st) apply_scale(buf, R, C, sc, zp, G, gs, dt);
     free(sc);
-    return VC_OK;
+    free(zp);
+    return st;
 }
 
 vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
@@ -105,7 +146,7 @@ vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, con
             }
             buf[r * C + c] = (float)((int)(v & mask) - off);
         }
-    vc_status st = vc_ct_scale(dir, ck, name, buf, R, C, group);
+    vc_status st = vc_ct_scale(dir, ck, name, buf, R, C, bits, group);
     if (st) {
         free(buf);
         return st;

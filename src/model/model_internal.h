@@ -57,11 +57,12 @@ typedef struct vc_source {
 } vc_source;
 
 /* compressed-tensors weights (loader_ct.c): name_packed (bits a value) unpacked to want [nd dims] and scaled into *out;
- * buf [R, C] times name_scale; group: the config's group_size (0: none) for rows that do not split evenly */
+ * buf [R, C] less name_zero_point (asymmetric; packed at bits a value, 0: int8) times name_scale; group: the config's
+ * group_size (0: none) for rows that do not split evenly */
 vc_status vc_ct_unpack(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
                        int64_t group, float **out);
 vc_status vc_ct_scale(const char *dir, struct vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C,
-                      int64_t group);
+                      int bits, int64_t group);
 
 /* LoRA adapters (lora.c) */
 typedef struct vc_lora {

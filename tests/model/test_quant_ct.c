@@ -1,7 +1,8 @@
 /* compressed-tensors checkpoints (tests/fixtures/quant_ct, tools/fixtures/make_ct_fixture.py): int4 weights packed
  * eight to a word with a bf16 scale per group of 16, int8 packed four to a word with a scale per row, float8 with a
  * scale per row, plain int8 with one scale, and Kimi K2.5's nested DeepSeek-V3 text model packed 8 bits a value with its
- * quantization_config at the top (rows of 16: as many words as 7 bits would fill, so the bits are the config's); each loads as the float checkpoint compressed-tensors' own decompress gives (every parameter bit for
+ * quantization_config at the top (rows of 16: as many words as 7 bits would fill, so the bits are the config's), and
+ * asymmetric int4 per group (zero points packed down the rows) and int8 per row (int8 zero points); each loads as the float checkpoint compressed-tensors' own decompress gives (every parameter bit for
  * bit), exports plain weights without the quantization_config, and bad ones are refused by name. */
 #include "model_test_util.h"
 #include "vc_test.h"
@@ -30,7 +31,8 @@ static double param_diff(vc_model *a, vc_model *b) {
 }
 
 static void kinds(void) {
-    static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel" };
+    static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel", "w4_group_asym",
+                               "int8_channel_asym" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
@@ -74,7 +76,7 @@ static void refused(const char *what, const char *sed, const char *needle) {
 }
 
 /* the w4 fixture rewritten with one tensor changed (mode 0: the scale of q_proj cut to 3 groups a row, 1: q_proj's
- * packed words as floats, 2: a zero point beside it, 3: its scale dropped): refused naming it, no crash */
+ * packed words as floats, 2: a zero point of the wrong shape beside it, 3: its scale dropped): refused naming it, no crash */
 static void corrupt(int mode, const char *needle) {
     char src[256], dir[256], cmd[600];
     snprintf(src, sizeof src, "%s/w4_group", ROOT);
@@ -124,9 +126,8 @@ int main(void) {
     kinds();
     corrupt(0, "weight_scale");
     corrupt(1, "weight_packed");
-    corrupt(2, "zero points");
+    corrupt(2, "zero point");
     corrupt(3, "weight_scale");
-    refused("asymmetric", "s/\"symmetric\": true/\"symmetric\": false/", "asymmetric");
     refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"group\", \"dynamic\": false,/", "actorder");
     refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "nvfp4-pack-quantized");
     /* a packed weight of another shape than config.json implies */
