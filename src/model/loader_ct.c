@@ -47,6 +47,19 @@ static vc_status read_scale(const char *dir, vc_checkpoint *ck, const char *name
     return VC_OK;
 }
 
+/* the signed value at bit sh of word lo (continuing into word hi when it straddles them) of packed int32 data,
+ * b bits stored + 2^(b-1) */
+static int unpacked(const char *data, int64_t lo, int64_t hi, int sh, int bits) {
+    uint32_t a, b = 0;
+    memcpy(&a, data + 4 * lo, 4);
+    uint32_t u = a >> sh;
+    if (sh + bits > 32) {
+        memcpy(&b, data + 4 * hi, 4);
+        u |= b << (32 - sh);
+    }
+    return (int)(u & ((1u << bits) - 1)) - (1 << (bits - 1));
+}
+
 /* the zero points of name (asymmetric schemes), one per scale: int8 as the scales lie ([R, G], [R, 1] or one), or int32
  * words packed down the rows (pack-quantized: [ceil(R b / 32), G], row r at bits r*b of its column, stored + 2^(b-1));
  * *out NULL when there are none */
@@ -67,18 +80,10 @@ static vc_status read_zero_points(const char *dir, vc_checkpoint *ck, const char
     float *v = vc_malloc(sizeof(float) * (size_t)n);
     if (!v) return VC_ERR_NOMEM;
     if (!packed) vc_st_tensor_to_f32(z, v);
-    for (int64_t r = 0; packed && r < R; r++)
+    for (int64_t r = 0; packed && r < R; r++) /* down column g: row r at bits r*b */
         for (int64_t g = 0; g < G; g++) {
-            int64_t bit = r * bits, w = bit / 32;
-            int sh = (int)(bit % 32);
-            uint32_t lo, hi = 0;
-            memcpy(&lo, (const char *)z->data + 4 * (w * G + g), 4);
-            uint32_t u = lo >> sh;
-            if (sh + bits > 32) {
-                memcpy(&hi, (const char *)z->data + 4 * ((w + 1) * G + g), 4);
-                u |= hi << (32 - sh);
-            }
-            v[r * G + g] = (float)((int)(u & ((1u << bits) - 1)) - (1 << (bits - 1)));
+            int64_t w = r * bits / 32;
+            v[r * G + g] = (float)unpacked(z->data, w * G + g, (w + 1) * G + g, (int)(r * bits % 32), bits);
         }
     *out = v;
     return VC_OK;
@@ -131,20 +136,10 @@ vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, con
     float *buf = vc_malloc(sizeof(float) * (size_t)(R * C));
     if (!buf) return VC_ERR_NOMEM;
     int64_t W = p->shape[nd - 1];
-    uint32_t mask = (1u << bits) - 1;
-    int off = 1 << (bits - 1);
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++) { /* value c of row r: bits c*b.. of the row's words */
-            int64_t bit = c * bits, w = bit / 32;
-            int sh = (int)(bit % 32);
-            uint32_t lo, hi = 0;
-            memcpy(&lo, (const char *)p->data + 4 * (r * W + w), 4);
-            uint32_t v = lo >> sh;
-            if (sh + bits > 32) {
-                memcpy(&hi, (const char *)p->data + 4 * (r * W + w + 1), 4);
-                v |= hi << (32 - sh);
-            }
-            buf[r * C + c] = (float)((int)(v & mask) - off);
+            int64_t w = r * W + c * bits / 32;
+            buf[r * C + c] = (float)unpacked(p->data, w, w + 1, (int)(c * bits % 32), bits);
         }
     vc_status st = vc_ct_scale(dir, ck, name, buf, R, C, bits, group);
     if (st) {
