@@ -99,36 +99,19 @@ static inline float row_dot(const float *x, const float *y, int n) {
     return s;
 }
 
-/* x . y, and z += a y */
-static inline float row_dot_axpy(const float *x, const float *y, float *z, float a, int n) {
+/* x . y, and z += a w (w: x or y, read in the same pass) */
+static inline float row_dot_axpy(const float *x, const float *y, float *z, float a, const float *w, int n) {
     float acc[LANES] = { 0 };
     int j = 0;
     for (; j + LANES <= n; j += LANES)
         for (int l = 0; l < LANES; l++) {
             acc[l] += x[j + l] * y[j + l];
-            z[j + l] += a * y[j + l];
+            z[j + l] += a * w[j + l];
         }
     float s = lanes_sum(acc);
     for (; j < n; j++) {
         s += x[j] * y[j];
-        z[j] += a * y[j];
-    }
-    return s;
-}
-
-/* x . y, and z += a x */
-static inline float row_dot_axpx(const float *x, const float *y, float *z, float a, int n) {
-    float acc[LANES] = { 0 };
-    int j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int l = 0; l < LANES; l++) {
-            acc[l] += x[j + l] * y[j + l];
-            z[j + l] += a * x[j + l];
-        }
-    float s = lanes_sum(acc);
-    for (; j < n; j++) {
-        s += x[j] * y[j];
-        z[j] += a * x[j];
+        z[j] += a * w[j];
     }
     return s;
 }
@@ -192,9 +175,9 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             /* o = S_t^T (scale q) with S_t = Sp + k delta^T: dq = scale (Sp dy + k (delta . dy)), dS += (scale q) dy^T */
             float rdy = be * row_dot(tmp, dy, dv);
             for (int a = 0; a < dk; a++)
-                gq[a] = (row_dot_axpy(Sp + a * dv, dy, dS + a * dv, q[a] * d->scale, dv) + k[a] * rdy) * d->scale;
+                gq[a] = (row_dot_axpy(Sp + a * dv, dy, dS + a * dv, q[a] * d->scale, dy, dv) + k[a] * rdy) * d->scale;
             for (int j = 0; j < dv; j++) dd[j] = 0; /* S_t = Sp + k delta^T: dk = dS delta, ddelta = dS^T k */
-            for (int a = 0; a < dk; a++) gk[a] = be * row_dot_axpx(dS + a * dv, tmp, dd, k[a], dv);
+            for (int a = 0; a < dk; a++) gk[a] = be * row_dot_axpy(dS + a * dv, tmp, dd, k[a], dS + a * dv, dv);
             float dbeta = row_dot(dd, tmp, dv); /* delta = beta r: dv = beta ddelta, dbeta = ddelta . r, dkv = -beta ddelta */
             for (int j = 0; c->dv && j < dv; j++) c->dv[(t * nv + h) * dv + j] += be * dd[j];
             for (int j = 0; j < dv; j++) dd[j] = d->no_delta ? 0.0f : -be * dd[j];
