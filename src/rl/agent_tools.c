@@ -63,17 +63,25 @@ static void service_limits(const cJSON *cfg, int dflt, rl_tool *t) {
     t->retry_delay = cJSON_IsNumber(rd) && rd->valuedouble >= 0 ? rd->valuedouble : 1.0;
 }
 
+/* a service tool's URL (config.<key>, required as verl requires it) and libcurl to reach it */
+static vc_status service_url(const cJSON *url, const char *path, int i, const char *tool, const char *key,
+                             const char *what) {
+    if (!cJSON_IsString(url) || !*url->valuestring)
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: %s needs config.%s (%s)", path, i, tool, key, what);
+    if (!vc_http_available())
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: %s: this verlc was built without libcurl: install "
+                       "libcurl4-openssl-dev and rebuild", path, i, tool);
+    return VC_OK;
+}
+
 /* verl's SearchTool's config: retrieval_service_url (required, as verl asserts), topk (3), timeout (30 s) */
 static vc_status search_config(const cJSON *e, const char *path, int i, rl_tool *t) {
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(e, "config");
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(cfg, "retrieval_service_url");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(cfg, "topk"), *to = cJSON_GetObjectItemCaseSensitive(cfg, "timeout");
-    if (!cJSON_IsString(url) || !*url->valuestring)
-        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: SearchTool needs config.retrieval_service_url (the retrieval "
-                       "service, e.g. http://127.0.0.1:8000/retrieve)", path, i);
-    if (!vc_http_available())
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: SearchTool: this verlc was built without libcurl: install "
-                       "libcurl4-openssl-dev and rebuild", path, i);
+    vc_status st = service_url(url, path, i, "SearchTool", "retrieval_service_url",
+                               "the retrieval service, e.g. http://127.0.0.1:8000/retrieve");
+    if (st) return st;
     if ((k && !(cJSON_IsNumber(k) && k->valuedouble >= 1)) || (to && !(cJSON_IsNumber(to) && to->valuedouble > 0)))
         return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: topk and timeout must be positive numbers", path, i);
     service_limits(cfg, 120, t);
@@ -90,12 +98,8 @@ static vc_status sandbox_config(const cJSON *e, const char *path, int i, rl_tool
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(cfg, "default_timeout");
     const cJSON *lang = cJSON_GetObjectItemCaseSensitive(cfg, "default_language");
     const cJSON *mem = cJSON_GetObjectItemCaseSensitive(cfg, "memory_limit_mb");
-    if (!cJSON_IsString(url) || !*url->valuestring)
-        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: SandboxFusionTool needs config.sandbox_fusion_url (the service's "
-                       "run_code endpoint)", path, i);
-    if (!vc_sandbox_have_http())
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: tools[%d]: SandboxFusionTool: this verlc was built without libcurl: "
-                       "install libcurl4-openssl-dev and rebuild", path, i);
+    vc_status st = service_url(url, path, i, "SandboxFusionTool", "sandbox_fusion_url", "the service's run_code endpoint");
+    if (st) return st;
     if ((to && !cJSON_IsNumber(to)) || (lang && !cJSON_IsString(lang)) || (mem && !cJSON_IsNumber(mem)))
         return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: default_timeout and memory_limit_mb must be numbers, "
                        "default_language a string", path, i);

@@ -251,7 +251,6 @@ static int row_cases(const vc_sandbox_opts *o, int row, const char *code, const 
     return ok;
 }
 
-int vc_sandbox_have_http(void) { return vc_http_available(); }
 
 /* every case's request through the service (verl's call_sandbox_api: a 504 tried 3 times in all, after 1 and 2 s;
  * any other failure ends the case) and its verdict */

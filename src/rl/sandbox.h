@@ -31,8 +31,6 @@ vc_status vc_sandbox_tool_run(const vc_sandbox_opts *o, const char *code, double
 /* ... n of them at once, at most o->max_concurrent requests in flight (text[i] malloc'd) */
 vc_status vc_sandbox_tool_run_many(const vc_sandbox_opts *o, int n, const char *const *code, const double *timeout,
                                    const char *const *language, char **text);
-/* 1 when built with libcurl (else vc_sandbox_score refuses a row that needs the service) */
-int vc_sandbox_have_http(void);
 /* the code verl sends for a completion (NULL when it has none: score 0); malloc'd */
 char *vc_sandbox_code(const char *completion);
 #endif

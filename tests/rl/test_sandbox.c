@@ -7,6 +7,7 @@
  * call, their cases in flight together; then the retries are counted, verl's SandboxFusionTool (a code interpreter
  * for multi-turn rollouts) is checked the same way, and the trainer's reward path is run. */
 #include "../../src/rl/agent_internal.h"
+#include "../../src/rl/http_batch.h"
 #include "../../src/rl/py_text.h"
 #include "../../src/rl/sandbox.h"
 #include "../../src/rl/trainer_internal.h"
@@ -284,8 +285,8 @@ int main(void) {
     snprintf(peak_path, sizeof peak_path, "/tmp/verlc_sandbox_peak_%d", (int)getpid());
     setenv("SB_PEAK", peak_path, 1);
     code_blocks();
-    if (!vc_sandbox_have_http() || system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
-        printf("skipping the service checks: %s\n", vc_sandbox_have_http() ? "no python3" : "built without libcurl");
+    if (!vc_http_available() || system("python3 -c 'import json' > /dev/null 2>&1") != 0) {
+        printf("skipping the service checks: %s\n", vc_http_available() ? "no python3" : "built without libcurl");
         return vc_test_done();
     }
     vc_reward_proc *srv = test_py_server("tests/rl/sandbox_server.py", "/run_code", url, sizeof url);
