@@ -11,9 +11,9 @@ fixed corpus ranked by the words they share with the query (ties by id). Markers
   SB_BAD_DOC   a passage without document.contents
   SB_SLOW      the answer comes after 0.3 s
 usage: retrieval_server.py  (any free port, printed on the first line); $SB_PEAK gets the most requests in
-progress at once. Standard library only."""
-import json, os, re, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+progress at once (stand_in_http.py). Standard library only."""
+import json, re, time
+from stand_in_http import JsonHandler, in_flight, lock, serve
 
 CORPUS = [
     '"Paris"\nParis is the capital and most populous city of France.',
@@ -26,8 +26,7 @@ CORPUS = [
     '"Single line"',
     '"Tabs"\n\tindented\tline\n\nwith blank line',
 ]
-seen, lock = set(), threading.Lock()
-active, peak = 0, 0
+seen = set()
 
 
 def words(s):
@@ -41,20 +40,8 @@ def search(q, k):
             for i in ranked[:k]]
 
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def answer(self, code, body):
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class H(JsonHandler):
     def do_POST(self):
-        global active, peak
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         req = json.loads(raw)
         qs = req.get("queries") or []
@@ -62,12 +49,7 @@ class H(BaseHTTPRequestHandler):
         with lock:
             first = raw not in seen
             seen.add(raw)
-            active += 1
-            if active > peak and os.environ.get("SB_PEAK"):
-                peak = active
-                with open(os.environ["SB_PEAK"], "w") as f:
-                    f.write(str(peak))
-        try:
+        with in_flight():
             if "SB_SLOW" in text:
                 time.sleep(0.3)
             if "SB_503_ONCE" in text and first:
@@ -85,12 +67,6 @@ class H(BaseHTTPRequestHandler):
             if "SB_BAD_DOC" in text:
                 return self.answer(200, json.dumps({"result": [[{"doc": 1}]]}))
             self.answer(200, json.dumps({"result": [search(str(q), int(req.get("topk", 3))) for q in qs]}))
-        finally:
-            with lock:
-                active -= 1
 
 
-srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-srv.daemon_threads = True
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
+serve(H)

@@ -14,11 +14,10 @@ the code or the stdin stand for what the real service would do slowly or rarely:
 usage: sandbox_server.py [PORT]  (0 or none: any free port; the port is printed on the first line). Each request
 is appended to $SB_LOG as one JSON line when it is set; $SB_PEAK gets the most runs in progress at once. Standard
 library only."""
-import json, os, subprocess, sys, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, os, subprocess, sys, time
+from stand_in_http import JsonHandler, in_flight, lock, serve
 
-seen, lock = set(), threading.Lock()
-active, peak = 0, 0  # requests being run at once, and the most so far ($SB_PEAK gets it)
+seen = set()
 
 
 def run(req):
@@ -46,18 +45,7 @@ def run(req):
             "run_result": rr, "executor_pod_name": None, "files": {}}
 
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def answer(self, code, body):
-        data = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class H(JsonHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if os.environ.get("SB_LOG"):
@@ -74,22 +62,9 @@ class H(BaseHTTPRequestHandler):
             return self.answer(500, "internal error")
         if "#SB_NOT_JSON" in code:
             return self.answer(200, "<html>not json</html>")
-        global active, peak
-        with lock:
-            active += 1
-            if active > peak and os.environ.get("SB_PEAK"):
-                peak = active
-                with open(os.environ["SB_PEAK"], "w") as f:
-                    f.write(str(peak))
-        try:
+        with in_flight():
             out = run(req)
-        finally:
-            with lock:
-                active -= 1
         self.answer(200, json.dumps(out))
 
 
-srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0), H)
-srv.daemon_threads = True
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
+serve(H, int(sys.argv[1]) if len(sys.argv) > 1 else 0)
