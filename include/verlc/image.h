@@ -91,8 +91,8 @@ vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int
 vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
 /* qwen_vl_utils' smart_resize: the same but each side first rounded to at least factor, and the max-bound branch
  * not clamped to factor (a side of 0 is refused here where Pillow would refuse the resize); max < min refused */
-vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels,
-                                        int64_t max_pixels, int *out_h, int *out_w);
+vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, double min_pixels, double max_pixels,
+                                        int *out_h, int *out_w);
 
 typedef struct vc_vl_pixels {
     float *data;          /* [rows, cols] malloc'd */
@@ -123,4 +123,64 @@ vc_status vc_vl_fetch_image(const vc_image *in, const vc_vl_fetch_opts *o, const
  * processor */
 vc_status vc_vl_verl_image(const vc_vl_image_config *c, const vc_image *in, const vc_vl_fetch_opts *o,
                            const char *what, vc_vl_pixels *out);
+
+/* ---- videos: qwen_vl_utils' fetch_video and the Qwen2-VL / Qwen3-VL video processors ---- */
+
+/* transformers' Qwen2VLVideoProcessor (Qwen2-VL, Qwen2.5-VL) or Qwen3VLVideoProcessor (Qwen3-VL, Qwen3.5): what
+ * video_preprocessor_config.json (else preprocessor_config.json, as transformers falls back) sets over the class
+ * defaults */
+typedef struct vc_vl_video_config {
+    int64_t min_pixels, max_pixels; /* size.shortest_edge / size.longest_edge (min_pixels / max_pixels win) */
+    int patch_size, temporal_patch_size, merge_size;
+    double image_mean[3], image_std[3];
+    double rescale_factor;
+    int do_resize, do_rescale, do_normalize;
+    int qwen3;                 /* Qwen3VLVideoProcessor: smart_resize over all frames; timestamps in the text */
+    int cap_pixels_per_frame;  /* the processor's per-frame cap (default off, as transformers 5.25) */
+    int64_t max_video_tokens;  /* its budget (128000) */
+} vc_vl_video_config;
+
+void vc_vl_video_config_default(vc_vl_video_config *c, int qwen3);
+/* MODEL_DIR's video_preprocessor_config.json, else its preprocessor_config.json, over the class defaults of the
+ * processor qwen3 names; a video_processor_type of another family is refused by name */
+vc_status vc_vl_video_config_load(const char *model_dir, int qwen3, vc_vl_video_config *c);
+/* the processor's resize of n frames of height x width (Qwen3-VL's smart_resize counts every frame) */
+vc_status vc_vl_video_resize_hw(const vc_vl_video_config *c, int n, int height, int width, int *out_h, int *out_w);
+/* n frames (8-bit RGB, one size) through the processor: resize (torchvision's antialiased bicubic on float frames,
+ * skipped when the size stays), rescale and normalize fused as transformers fuses them, the last frame repeated to
+ * a multiple of temporal_patch_size, patches in transformers' order: grid (n / temporal, h / patch, w / patch) */
+vc_status vc_vl_video_process(const vc_vl_video_config *c, const vc_image *frames, int n, const char *what,
+                              vc_vl_pixels *out);
+
+/* a video entry's sampling and size keys, as qwen_vl_utils' fetch_video reads them (0 / has_*: absent) */
+typedef struct vc_vl_video_opts {
+    double fps;                 /* has_fps: frames sampled per second of video (default 2) */
+    int has_fps;
+    int64_t nframes;            /* >0: this many frames (rounded to 2) instead of fps sampling */
+    int64_t min_frames, max_frames;
+    int64_t min_pixels, max_pixels, total_pixels;
+    int resized_h, resized_w;
+    double video_start, video_end;
+    int has_start, has_end;
+    double sample_fps, raw_fps; /* frame lists: their fps (default 2) and the metadata's (default sample_fps) */
+} vc_vl_video_opts;
+
+/* qwen_vl_utils' smart_nframes: the frames sampled of total at video_fps */
+vc_status vc_vl_smart_nframes(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t *n);
+/* the frames fetch_video reads of a video of total frames at video_fps: calculate_video_frame_range, smart_nframes
+ * on the range, torch.linspace(start, end, n).round(); *idx malloc'd [*n] */
+vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t **idx, int64_t *n);
+/* fetch_video's resize of n sampled frames (torchvision's antialiased bicubic on 8-bit frames, as Pillow's), in place */
+vc_status vc_vl_fetch_resize(vc_image *frames, int n, const vc_vl_video_opts *o, int patch, const char *what);
+/* fetch_video on a frame list: each image through fetch_image (with the video's min / max_pixels and resized_*; in
+ * steps of 4 patches, as qwen_vl_utils passes its image factor for fetch_image's patch size), the last frame
+ * repeated to an even count, then vc_vl_fetch_resize; *out malloc'd [*n_out] (vc_image_free each) */
+vc_status vc_vl_fetch_frame_list(const vc_image *in, int n, const vc_vl_video_opts *o, int patch, const char *what,
+                                 vc_image **out, int *n_out);
+/* fetch_video's frame size for n frames of height x width at image patch size patch */
+vc_status vc_vl_fetch_video_hw(const vc_vl_video_opts *o, int patch, int64_t n, int height, int width, int *out_h,
+                               int *out_w);
+/* Qwen3-VL's timestamps: the frames' indices / fps, averaged in pairs (the last repeated to an even count);
+ * ts[(n + 1) / 2] */
+void vc_vl_video_timestamps(const int64_t *idx, int64_t n, double fps, double *ts);
 #endif

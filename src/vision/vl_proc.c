@@ -2,27 +2,27 @@
  * (Glm4vImageProcessor / Glm46VImageProcessor: the same steps, its own smart_resize and defaults) and qwen_vl_utils'
  * fetch_image in front of them, as verl runs them on each row's images. */
 #include "verlc/image.h"
+#include "vl_internal.h"
 #include "verlc/json.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* transformers' OPENAI_CLIP_MEAN / OPENAI_CLIP_STD */
-static const double CLIP_MEAN[3] = { 0.48145466, 0.4578275, 0.40821073 };
-static const double CLIP_STD[3] = { 0.26862954, 0.26130258, 0.27577711 };
+const double VC_CLIP_MEAN[3] = { 0.48145466, 0.4578275, 0.40821073 };
+const double VC_CLIP_STD[3] = { 0.26862954, 0.26130258, 0.27577711 };
 
 void vc_vl_image_config_default(vc_vl_image_config *c) {
     memset(c, 0, sizeof *c);
     c->min_pixels = 56 * 56, c->max_pixels = 28 * 28 * 1280;
     c->patch_size = 14, c->temporal_patch_size = 2, c->merge_size = 2;
-    memcpy(c->image_mean, CLIP_MEAN, sizeof CLIP_MEAN);
-    memcpy(c->image_std, CLIP_STD, sizeof CLIP_STD);
+    memcpy(c->image_mean, VC_CLIP_MEAN, sizeof VC_CLIP_MEAN);
+    memcpy(c->image_std, VC_CLIP_STD, sizeof VC_CLIP_STD);
     c->rescale_factor = 1.0 / 255;
     c->do_resize = c->do_rescale = c->do_normalize = c->do_convert_rgb = 1;
 }
 
 /* image_mean / image_std: a list of 3 numbers or one number for every channel (transformers' normalize) */
-static vc_status get_triple(const cJSON *j, const char *key, double out[3], int positive, const char *file) {
+vc_status vc_vl_get_triple(const cJSON *j, const char *key, double out[3], int positive, const char *file) {
     const cJSON *v = vc_json_member(j, key);
     if (!v) return VC_OK;
     if (cJSON_IsNumber(v)) {
@@ -43,7 +43,7 @@ static vc_status get_triple(const cJSON *j, const char *key, double out[3], int 
     return VC_OK;
 }
 
-static vc_status get_pos_int(const cJSON *j, const char *key, int64_t max, int64_t *v, const char *file) {
+vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_t *v, const char *file) {
     vc_status st = vc_json_get_int(j, key, *v, v, file);
     if (st != VC_OK) return st;
     if (*v <= 0 || *v > max) return vc_fail(VC_ERR_ARG, "%s: %s = %lld (1 to %lld)", file, key, (long long)*v,
@@ -77,20 +77,20 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
             return vc_fail(VC_ERR_MISSING, "%s: size has no shortest_edge (and there is no min_pixels)", file);
         if (!vc_json_member(size, "longest_edge") && !vc_json_member(j, "max_pixels"))
             return vc_fail(VC_ERR_MISSING, "%s: size has no longest_edge (and there is no max_pixels)", file);
-        if ((st = get_pos_int(size, "shortest_edge", INT64_C(1) << 40, &c->min_pixels, ctx)) != VC_OK) return st;
-        if ((st = get_pos_int(size, "longest_edge", INT64_C(1) << 40, &c->max_pixels, ctx)) != VC_OK) return st;
+        if ((st = vc_vl_get_pos_int(size, "shortest_edge", INT64_C(1) << 40, &c->min_pixels, ctx)) != VC_OK) return st;
+        if ((st = vc_vl_get_pos_int(size, "longest_edge", INT64_C(1) << 40, &c->max_pixels, ctx)) != VC_OK) return st;
     }
     /* (GLM-4V's processor has no min_pixels / max_pixels: its size dict alone bounds it) */
-    if (!c->glm && (st = get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
-    if (!c->glm && (st = get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
+    if (!c->glm && (st = vc_vl_get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
+    if (!c->glm && (st = vc_vl_get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
     /* max_pixels below min_pixels is accepted as transformers accepts it: smart_resize checks the max bound first */
     int64_t p = c->patch_size, t = c->temporal_patch_size, m = c->merge_size;
-    if ((st = get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
-    if ((st = get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
-    if ((st = get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
+    if ((st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
+    if ((st = vc_vl_get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
+    if ((st = vc_vl_get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
     c->patch_size = (int)p, c->temporal_patch_size = (int)t, c->merge_size = (int)m;
-    if ((st = get_triple(j, "image_mean", c->image_mean, 0, file)) != VC_OK) return st;
-    if ((st = get_triple(j, "image_std", c->image_std, 1, file)) != VC_OK) return st;
+    if ((st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file)) != VC_OK) return st;
+    if ((st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file)) != VC_OK) return st;
     if ((st = vc_json_get_num(j, "rescale_factor", c->rescale_factor, &c->rescale_factor, file)) != VC_OK) return st;
     if (!isfinite(c->rescale_factor) || c->rescale_factor <= 0)
         return vc_fail(VC_ERR_ARG, "%s: rescale_factor = %g (a positive number is needed)", file, c->rescale_factor);
@@ -118,7 +118,7 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c) {
 /* ---- smart_resize ---- */
 
 /* Python's round() of a float: half to even (nearbyint in the default rounding mode) */
-static double py_round(double x) { return nearbyint(x); }
+double vc_py_round(double x) { return nearbyint(x); }
 
 static vc_status check_ratio(int64_t h, int64_t w, int factor) {
     if (h <= 0 || w <= 0 || factor <= 0)
@@ -142,13 +142,13 @@ vc_status vc_vl_smart_resize(int64_t height, int64_t width, int factor, int64_t 
     vc_status st = check_ratio(height, width, factor);
     if (st != VC_OK) return st;
     double f = factor, h = (double)height, w = (double)width;
-    double hb = py_round(h / f) * f, wb = py_round(w / f) * f;
-    if (hb * wb > (double)max_pixels) {
-        double beta = sqrt(h * w / (double)max_pixels);
+    double hb = vc_py_round(h / f) * f, wb = vc_py_round(w / f) * f;
+    if (hb * wb > max_pixels) {
+        double beta = sqrt(h * w / max_pixels);
         hb = fmax(f, floor(h / beta / f) * f);
         wb = fmax(f, floor(w / beta / f) * f);
-    } else if (hb * wb < (double)min_pixels) {
-        double beta = sqrt((double)min_pixels / (h * w));
+    } else if (hb * wb < min_pixels) {
+        double beta = sqrt(min_pixels / (h * w));
         hb = ceil(h * beta / f) * f;
         wb = ceil(w * beta / f) * f;
     }
@@ -168,13 +168,13 @@ vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int
     if (st != VC_OK) return st;
     /* num_frames = temporal_factor = temporal_patch_size: t_bar is the temporal patch size */
     double f = factor, h = (double)height, w = (double)width, t = temporal;
-    double hb = py_round(h / f) * f, wb = py_round(w / f) * f;
-    if (t * hb * wb > (double)max_pixels) {
-        double beta = sqrt(t * h * w / (double)max_pixels);
+    double hb = vc_py_round(h / f) * f, wb = vc_py_round(w / f) * f;
+    if (t * hb * wb > max_pixels) {
+        double beta = sqrt(t * h * w / max_pixels);
         hb = fmax(f, floor(h / beta / f) * f);
         wb = fmax(f, floor(w / beta / f) * f);
-    } else if (t * hb * wb < (double)min_pixels) {
-        double beta = sqrt((double)min_pixels / (t * h * w));
+    } else if (t * hb * wb < min_pixels) {
+        double beta = sqrt(min_pixels / (t * h * w));
         hb = ceil(h * beta / f) * f;
         wb = ceil(w * beta / f) * f;
     }
@@ -189,28 +189,27 @@ vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, in
     return vc_vl_smart_resize(height, width, factor, c->min_pixels, c->max_pixels, out_h, out_w);
 }
 
-vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, int64_t min_pixels,
-                                        int64_t max_pixels, int *out_h, int *out_w) {
+vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int factor, double min_pixels, double max_pixels,
+                                        int *out_h, int *out_w) {
     if (max_pixels < min_pixels)
-        return vc_fail(VC_ERR_ARG, "smart_resize: max_pixels %lld is below min_pixels %lld", (long long)max_pixels,
-                       (long long)min_pixels);
+        return vc_fail(VC_ERR_ARG, "smart_resize: max_pixels %.0f is below min_pixels %.0f", max_pixels, min_pixels);
     vc_status st = check_ratio(height, width, factor);
     if (st != VC_OK) return st;
     double f = factor, h = (double)height, w = (double)width;
-    double hb = fmax(f, py_round(h / f) * f), wb = fmax(f, py_round(w / f) * f);
-    if (hb * wb > (double)max_pixels) {
-        double beta = sqrt(h * w / (double)max_pixels);
+    double hb = fmax(f, vc_py_round(h / f) * f), wb = fmax(f, vc_py_round(w / f) * f);
+    if (hb * wb > max_pixels) {
+        double beta = sqrt(h * w / max_pixels);
         hb = floor(h / beta / f) * f;
         wb = floor(w / beta / f) * f;
-    } else if (hb * wb < (double)min_pixels) {
-        double beta = sqrt((double)min_pixels / (h * w));
+    } else if (hb * wb < min_pixels) {
+        double beta = sqrt(min_pixels / (h * w));
         hb = ceil(h * beta / f) * f;
         wb = ceil(w * beta / f) * f;
     }
     if (hb < 1 || wb < 1)
-        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: qwen_vl_utils' smart_resize gives %.0fx%.0f (max_pixels %lld "
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: qwen_vl_utils' smart_resize gives %.0fx%.0f (max_pixels %.0f "
                        "leaves a side under one %d-pixel step)", (long long)width, (long long)height, wb, hb,
-                       (long long)max_pixels, factor);
+                       max_pixels, factor);
     return store_hw(hb, wb, out_h, out_w);
 }
 

@@ -1,0 +1,16 @@
+/* Helpers shared by the image and video processors' config readers (vl_proc.c, video_proc.c) */
+#ifndef VC_VISION_VL_INTERNAL_H
+#define VC_VISION_VL_INTERNAL_H
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include "verlc/core.h"
+
+/* transformers' OPENAI_CLIP_MEAN / OPENAI_CLIP_STD */
+extern const double VC_CLIP_MEAN[3], VC_CLIP_STD[3];
+/* key: 3 numbers (one per RGB channel) or one number for all; absent: out kept; positive: each must be > 0 */
+vc_status vc_vl_get_triple(const cJSON *j, const char *key, double out[3], int positive, const char *file);
+/* key: an integer in [1, max]; absent: *v kept */
+vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_t *v, const char *file);
+/* Python's round() of a float: half to even */
+double vc_py_round(double x);
+#endif
