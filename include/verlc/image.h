@@ -168,8 +168,10 @@ typedef struct vc_vl_video_opts {
 /* qwen_vl_utils' smart_nframes: the frames sampled of total at video_fps */
 vc_status vc_vl_smart_nframes(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t *n);
 /* the frames fetch_video reads of a video of total frames at video_fps: calculate_video_frame_range, smart_nframes
- * on the range, torch.linspace(start, end, n).round(); *idx malloc'd [*n] */
-vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t **idx, int64_t *n);
+ * on the range, torch.linspace(start, end, n).round(); *idx malloc'd [*n]; *count (may be NULL) the range's frames
+ * (its metadata's total_num_frames) */
+vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t **idx, int64_t *n,
+                             int64_t *count);
 /* fetch_video's resize of n sampled frames (torchvision's antialiased bicubic on 8-bit frames, as Pillow's), in place */
 vc_status vc_vl_fetch_resize(vc_image *frames, int n, const vc_vl_video_opts *o, int patch, const char *what);
 /* fetch_video on a frame list: each image through fetch_image (with the video's min / max_pixels and resized_*; in

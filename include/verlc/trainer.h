@@ -26,6 +26,14 @@ typedef struct vc_rl_image {
     int32_t grid[3];           /* image_grid_thw: t, h, w patches */
     int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
     int width, height;         /* the decoded source's pixels (0 where not known) */
+    /* a video (an entry of the row's data.video_key list; src its path, or NULL for a frame list): its frames
+     * sampled, sized and processed together. Qwen3-VL / Qwen3.5 split it into one entry per frame group (group of
+     * groups, each with its timestamp ts in seconds); Qwen2-VL / Qwen2.5-VL keep one entry (groups 0; t_scale:
+     * Qwen2.5-VL's time step per frame group, 0 for Qwen2-VL) */
+    const struct cJSON *video;
+    int group, groups;
+    double ts;
+    float t_scale;
 } vc_rl_image;
 
 typedef struct vc_rl_prompt {
@@ -37,7 +45,8 @@ typedef struct vc_rl_prompt {
     int64_t line;              /* source line */
     const struct cJSON *messages; /* the prompt's messages (verl's raw_prompt), in the dataset's rows */
     const struct cJSON *row;      /* the whole data row */
-    int n_images;                 /* images of the row's data.image_key list, in the order of their <image> markers */
+    int n_images;                 /* the row's images and videos (a Qwen3-VL video: an entry per frame group), in the
+                                   * order of their <image> / <video> markers */
     vc_rl_image *images;          /* [n_images] (owned by the dataset) */
     const struct cJSON *vl_messages; /* rows with images: the messages with content lists ({"type": "image"},
                                       * {"type": "text", "text": ...}) that the template rendered (verl's
@@ -52,6 +61,7 @@ typedef struct vc_rl_dataset {
     size_t n_truncated;
     struct vc_vl_image_config *vl; /* the image processor's settings (a copy), NULL when images are off */
     int image_patch_size;      /* fetch_image's patch size */
+    struct vc_vl_videos *videos; /* the video processor's settings (a copy), NULL when videos are off */
 } vc_rl_dataset;
 
 typedef struct vc_rl_data_opts {
@@ -68,10 +78,14 @@ typedef struct vc_rl_data_opts {
      * empty has its messages' "<image>" markers turned into image items of content lists, rendered, each image's
      * pad token expanded to its grid's tokens; rows without images stay text rows */
     const char *image_key;      /* data.image_key ("images"); NULL: image lists are not looked at */
-    const char *video_key;      /* data.video_key ("videos"): rows with videos are refused (not built) */
+    const char *video_key;      /* data.video_key ("videos"): each row's videos, in the order of its "<video>" markers */
+    const struct vc_vl_videos *videos; /* the model's video processor and how it takes videos; NULL: rows with
+                                        * videos refused (no_video_reason says why) */
+    const char *no_video_reason;
     const struct vc_vl_image_config *vl; /* the model's preprocessor_config.json; NULL: rows with images refused */
     const char *no_image_reason; /* with vl NULL: why, for the refusal ("model_type llama has no vision_config") */
     const char *image_token;    /* NULL: "<|image_pad|>" */
+    const char *video_token;    /* NULL: "<|video_pad|>" */
     int image_patch_size;       /* data.image_patch_size for fetch_image; 0: vl's patch_size */
 } vc_rl_data_opts;
 
@@ -85,6 +99,10 @@ void vc_rl_dataset_free(vc_rl_dataset *d);
  * changed since the load (another grid) is refused naming the row. */
 vc_status vc_rl_prompt_images(const vc_rl_dataset *d, size_t i, float **pixels, int32_t **grid, int *n_images,
                               int64_t *row);
+/* the same with videos (their entries among the images, in marker order); *t_scale (may be NULL) [*n_images]
+ * malloc'd when an entry has a time step (Qwen2.5-VL's videos: vc_images.t_scale), else NULL */
+vc_status vc_rl_prompt_visuals(const vc_rl_dataset *d, size_t i, float **pixels, int32_t **grid, int *n_images,
+                               int64_t *row, float **t_scale);
 
 /* ---- the trainer -------------------------------------------------------------------------------- */
 typedef struct vc_rl_trainer vc_rl_trainer;

@@ -9,12 +9,17 @@
  * 3 i + 3) = (t, h, w) patches, its t h w rows of `row` floats (channels x temporal patch x patch x patch) following
  * image i - 1's in pixels (host memory), in the processor's order (merge-size blocks of patches, frame by frame). In a
  * batch, image i is the i-th run of image tokens (each run t h w / merge^2 tokens long), counted over the sequences in
- * order. */
+ * order. Videos are entries too, their runs of the video token: Qwen2-VL's and Qwen2.5-VL's one entry of t frame
+ * groups, Qwen3-VL's and Qwen3.5's one entry of grid (1, h, w) per frame group (their runs apart, timestamps
+ * between). t_scale (NULL: 1 for every entry) is each entry's M-RoPE time step per frame group: Qwen2.5-VL's
+ * tokens_per_second * second_per_grid_t for a video, the temporal index being (int64)(frame * t_scale) in float32 as
+ * transformers computes it. */
 typedef struct vc_images {
     int n;
     const int32_t *grid;
     const float *pixels;
     int64_t row;
+    const float *t_scale;
 } vc_images;
 
 typedef struct vc_vision vc_vision;
@@ -43,6 +48,11 @@ int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i);
 /* the floats of one patch row the tower takes, and its spatial merge size */
 int64_t vc_vision_row(const vc_vision *v);
 int vc_vision_merge(const vc_vision *v);
+/* how the model takes a video (see vc_images): one entry whose temporal positions step by frame group (Qwen2-VL),
+ * one entry stepping by tokens_per_second * second_per_grid_t (Qwen2.5-VL: *tps its tokens_per_second), an entry per
+ * frame group with timestamps between (Qwen3-VL, Qwen3.5), or none built (GLM-4V) */
+enum { VC_VIDEO_NONE, VC_VIDEO_WHOLE, VC_VIDEO_TIMED, VC_VIDEO_SPLIT };
+int vc_vision_video_mode(const vc_vision *v, int *tps);
 /* the patch rows (pixels rows) of images [0, n) of im: the sum of their t h w */
 int64_t vc_images_rows(const vc_images *im, int n);
 /* the tower's tensors, for gradients and checks: n tensors, tensor i named name[i] as the checkpoint names it */

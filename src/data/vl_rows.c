@@ -5,6 +5,7 @@
 #include "data/vl_rows.h"
 #include "verlc/data.h"
 #include "verlc/image.h"
+#include "verlc/report.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -133,6 +134,22 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
     return VC_OK;
 }
 
+/* image value v (what names it) into im: its source, options and the grid the processor gives it */
+static vc_status parse_image(const cJSON *v, const vc_vl_image_config *c, int patch, const char *where,
+                             const char *key, int k, vc_rl_image *im) {
+    char what[512];
+    snprintf(what, sizeof what, "%s: %s[%d]", where, key, k);
+    vc_status st = image_source(what, v, &im->src);
+    if (!st && cJSON_IsObject(v)) st = image_options(where, key, k, v, im);
+    if (st) return st;
+    vc_image img;
+    if ((st = decode_source(im->src, what, &img))) return st;
+    st = image_grid(c, patch, &img, what, im);
+    im->width = img.width, im->height = img.height;
+    vc_image_free(&img);
+    return st;
+}
+
 vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int patch, const char *where,
                              const char *key, vc_rl_image **out) {
     int n = cJSON_GetArraySize(imgs);
@@ -140,22 +157,40 @@ vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int
     if (!ims) return VC_ERR_NOMEM;
     *out = ims;
     if (patch <= 0) patch = c->patch_size;
-    char what[512];
     for (int k = 0; k < n; k++) {
-        const cJSON *v = cJSON_GetArrayItem(imgs, k);
-        vc_rl_image *im = &ims[k];
-        snprintf(what, sizeof what, "%s: %s[%d]", where, key, k);
-        vc_status st = image_source(what, v, &im->src);
-        if (!st && cJSON_IsObject(v)) st = image_options(where, key, k, v, im);
-        if (st) return st;
-        vc_image img;
-        if ((st = decode_source(im->src, what, &img))) return st;
-        st = image_grid(c, patch, &img, what, im);
-        im->width = img.width, im->height = img.height;
-        vc_image_free(&img);
+        vc_status st = parse_image(cJSON_GetArrayItem(imgs, k), c, patch, where, key, k, &ims[k]);
         if (st) return st;
     }
     return VC_OK;
+}
+
+vc_status vc_vl_parse_visuals(const cJSON *imgs, const cJSON *vids, const char *order, const vc_vl_image_config *c,
+                              int patch, const vc_vl_videos *vv, const char *why, const char *where,
+                              const char *key, const char *video_key, vc_rl_image **out, int *n_out) {
+    int cap = (imgs ? cJSON_GetArraySize(imgs) : 0) + (vids ? cJSON_GetArraySize(vids) : 0) + 1, n = 0, ki = 0, kv = 0;
+    vc_rl_image *ims = vc_calloc((size_t)cap, sizeof *ims);
+    vc_status st = ims ? VC_OK : VC_ERR_NOMEM;
+    if (patch <= 0) patch = c->patch_size;
+    char what[512];
+    for (const char *o = order; !st && *o; o++) {
+        if (*o == 'i') {
+            if (n + 1 > cap) { /* (videos may have grown the array past its first size) */
+                vc_rl_image *g = realloc(ims, sizeof *g * (size_t)(2 * cap));
+                if (!g) { st = VC_ERR_NOMEM; break; }
+                memset(g + cap, 0, sizeof *g * (size_t)cap);
+                ims = g, cap *= 2;
+            }
+            st = parse_image(cJSON_GetArrayItem(imgs, ki), c, patch, where, key, ki, &ims[n]);
+            ki++, n++;
+            continue;
+        }
+        snprintf(what, sizeof what, "%s: %s[%d]", where, video_key, kv);
+        if (!vv) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: %s", what, why ? why : "the model takes no video inputs");
+        else st = vc_vl_parse_video(cJSON_GetArrayItem(vids, kv), vv, what, &ims, &n, &cap);
+        kv++;
+    }
+    *out = ims, *n_out = n;
+    return st;
 }
 
 /* ---- messages with content lists (verl's _build_messages) ---- */
@@ -174,9 +209,16 @@ static vc_status add_text(cJSON *list, const char *s, size_t n) {
     return VC_OK;
 }
 
-/* content split on the markers into list; *used counts the images taken */
-static vc_status split_content(const char *where, const char *key, const char *s, int n_images, int *used,
-                               cJSON *list) {
+/* content split on the markers into list; used[0] / used[1] count the images / videos taken, their kinds appended to
+ * ord ('i' / 'v') */
+typedef struct {
+    const char *where, *key, *video_key;
+    int n[2], used[2];
+    char *ord;
+    size_t n_ord;
+} marks_state;
+
+static vc_status split_content(marks_state *ms, const char *s, cJSON *list) {
     static const char *marks[] = { "<image>", "<video>", "<audio>" };
     vc_status st = VC_OK;
     while (!st) {
@@ -188,37 +230,47 @@ static vc_status split_content(const char *where, const char *key, const char *s
         }
         if (!at) return add_text(list, s, strlen(s));
         if ((st = add_text(list, s, (size_t)(at - s)))) break;
-        if (which > 0)
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: a %s marker: %s inputs are not built", where, marks[which],
-                           which == 1 ? "video" : "audio");
-        if (*used >= n_images)
-            return vc_fail(VC_ERR_FORMAT, "%s: more <image> markers in the messages than the %d images of %s "
-                           "(verl: image_offset %d >= len(images) %d)", where, n_images, key, *used, n_images);
+        if (which == 2) return vc_fail(VC_ERR_UNSUPPORTED, "%s: an <audio> marker: audio inputs are not built", ms->where);
+        const char *key = which ? ms->video_key : ms->key, *kind = which ? "video" : "image";
+        if (ms->used[which] >= ms->n[which])
+            return vc_fail(VC_ERR_FORMAT, "%s: more <%s> markers in the messages than the %d %ss of %s (verl: "
+                           "%s_offset %d >= len(%ss) %d)", ms->where, kind, ms->n[which], kind, key ? key : "the row",
+                           kind, ms->used[which], kind, ms->n[which]);
         cJSON *e = cJSON_CreateObject();
-        if (!e || !cJSON_AddStringToObject(e, "type", "image")) return cJSON_Delete(e), VC_ERR_NOMEM;
+        if (!e || !cJSON_AddStringToObject(e, "type", kind)) return cJSON_Delete(e), VC_ERR_NOMEM;
         cJSON_AddItemToArray(list, e);
-        (*used)++;
-        s = at + strlen(marks[0]);
+        ms->used[which]++;
+        ms->ord[ms->n_ord++] = which ? 'v' : 'i';
+        s = at + strlen(marks[which]);
     }
     return st;
 }
 
-vc_status vc_vl_build_messages(const cJSON *msgs, int n_images, const char *where, const char *key, cJSON **out) {
+vc_status vc_vl_build_messages(const cJSON *msgs, int n_images, int n_videos, const char *where, const char *key,
+                               const char *video_key, cJSON **out, char **order) {
     cJSON *arr = cJSON_Duplicate(msgs, 1);
-    if (!arr) return VC_ERR_NOMEM;
-    int used = 0;
+    marks_state ms = { where, key, video_key, { n_images, n_videos }, { 0, 0 }, NULL, 0 };
+    ms.ord = vc_malloc((size_t)n_images + (size_t)n_videos + 1);
+    if (!arr || !ms.ord) return cJSON_Delete(arr), free(ms.ord), VC_ERR_NOMEM;
     vc_status st = VC_OK;
     for (cJSON *m = arr->child; !st && m; m = m->next) {
         const cJSON *c = cJSON_IsObject(m) ? item(m, "content") : NULL;
         if (!cJSON_IsString(c)) continue; /* contents that are already lists are kept, as verl keeps them */
         cJSON *list = cJSON_CreateArray();
         if (!list) st = VC_ERR_NOMEM;
-        else if ((st = split_content(where, key, c->valuestring, n_images, &used, list))) cJSON_Delete(list);
+        else if ((st = split_content(&ms, c->valuestring, list))) cJSON_Delete(list);
         else cJSON_ReplaceItemInObjectCaseSensitive(m, "content", list);
     }
-    if (!st && used != n_images)
-        st = vc_fail(VC_ERR_FORMAT, "%s: %d <image> markers in the messages for the %d images of %s (verl: "
-                     "image_offset %d != len(images) %d)", where, used, n_images, key, used, n_images);
+    for (int w = 0; !st && w < 2; w++)
+        if (ms.used[w] != ms.n[w]) {
+            const char *kind = w ? "video" : "image";
+            st = vc_fail(VC_ERR_FORMAT, "%s: %d <%s> markers in the messages for the %d %ss of %s (verl: %s_offset %d "
+                         "!= len(%ss) %d)", where, ms.used[w], kind, ms.n[w], kind, (w ? video_key : key) ? (w ? video_key
+                         : key) : "the row", kind, ms.used[w], kind, ms.n[w]);
+        }
+    ms.ord[ms.n_ord] = 0;
+    if (st || !order) free(ms.ord);
+    else *order = ms.ord;
     if (st) cJSON_Delete(arr);
     else *out = arr;
     return st;
@@ -226,67 +278,153 @@ vc_status vc_vl_build_messages(const cJSON *msgs, int n_images, const char *wher
 
 /* ---- the rendered text with each pad token repeated ---- */
 
+/* the next pad of either kind at or after s (*video: which) */
+static const char *next_pad(const char *s, const vc_vl_pads *p, int *video) {
+    const char *a = strstr(s, p->image), *b = p->video ? strstr(s, p->video) : NULL;
+    *video = b && (!a || b < a);
+    return *video ? b : a;
+}
+
+/* the text one visual's pad becomes (im[k..]: *taken entries): a split video's pad becomes each frame group's
+ * "<T seconds><|vision_start|>" pads "<|vision_end|>" (transformers 5's Qwen3VLProcessor.replace_video_token: the
+ * template's own start and end tokens around the pad stay) */
+static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *im, int k, int n, const char *where,
+                             vc_strbuf *o, int *taken) {
+    const vc_rl_image *e = &im[k];
+    const char *pad = video ? p->video : p->image;
+    size_t pl = strlen(pad);
+    if (!!e->video != video)
+        return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt's %s pad %d stands where the row's %s is", where,
+                       video ? "video" : "image", k, e->video ? "video" : "image");
+    if (!video || !e->groups) {
+        for (int64_t t = 0; t < e->tokens; t++) vc_sb_putn(o, pad, pl);
+        *taken = 1;
+        return VC_OK;
+    }
+    if (k + e->groups > n) return vc_fail(VC_ERR_INTERNAL, "%s: video entries cut short", where);
+    for (int g = 0; g < e->groups; g++) {
+        vc_sb_printf(o, "<%.1f seconds><|vision_start|>", im[k + g].ts);
+        for (int64_t t = 0; t < im[k + g].tokens; t++) vc_sb_putn(o, pad, pl);
+        vc_sb_puts(o, "<|vision_end|>");
+    }
+    *taken = e->groups;
+    return VC_OK;
+}
+
+vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,
+                               const char *where, char **out, int *used) {
+    vc_strbuf o = { 0 };
+    int k = 0, video = 0, pads_found = 0;
+    const char *s = text;
+    vc_status st = VC_OK;
+    *out = NULL;
+    for (const char *at = next_pad(s, pads, &video); !st && at; at = next_pad(s, pads, &video)) {
+        if (k >= n) {
+            st = vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt holds more %s%s%s tokens than the row's %d images%s "
+                         "(transformers: the number of tokens in the prompts should be the same as the number of images "
+                         "passed)", where, pads->image, pads->video ? " / " : "", pads->video ? pads->video : "", n,
+                         pads->video ? " and video entries" : "");
+            break;
+        }
+        int taken = 0;
+        vc_strbuf seg = { 0 };
+        st = visual_text(pads, video, im, k, n, where, &seg, &taken);
+        if (!st) {
+            vc_sb_putn(&o, s, (size_t)(at - s));
+            vc_sb_putn(&o, seg.p ? seg.p : "", seg.n);
+        }
+        if (seg.oom && !st) st = VC_ERR_NOMEM;
+        free(seg.p);
+        s = at + strlen(video ? pads->video : pads->image);
+        k += taken, pads_found++;
+    }
+    if (!st && exact && k != n && !pads->video)
+        st = vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt holds %d %s tokens for %d images (transformers: the number "
+                     "of %s tokens in the prompts should be the same as the number of images passed)", where,
+                     pads_found, pads->image, n, pads->image);
+    else if (!st && exact && k != n)
+        st = vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt holds %d %s / %s tokens for the row's %d image and video "
+                     "entries (transformers: the number of tokens in the prompts should be the same as the number of "
+                     "images and videos passed)", where, pads_found, pads->image, pads->video, n);
+    if (!st) vc_sb_puts(&o, s);
+    if (!st && (o.oom || !o.p)) st = VC_ERR_NOMEM;
+    if (st) return free(o.p), st;
+    *out = o.p;
+    if (used) *used = k;
+    return VC_OK;
+}
+
 vc_status vc_vl_expand_pads(const char *text, const char *pad, const vc_rl_image *im, int n, int exact,
                             const char *where, char **out, int *used) {
-    size_t pl = strlen(pad), len = strlen(text), count = 0, extra = 0;
-    *out = NULL;
-    for (const char *s = strstr(text, pad); s; s = strstr(s + pl, pad)) count++;
-    if (exact ? count != (size_t)n : count > (size_t)n)
-        return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt holds %zu %s tokens for %d images (transformers: "
-                       "the number of %s tokens in the prompts should be the same as the number of images passed)",
-                       where, count, pad, n, pad);
-    for (size_t k = 0; k < count; k++) extra += (size_t)(im[k].tokens - 1) * pl;
-    char *o = vc_malloc(len + extra + 1), *w = o;
-    if (!o) return VC_ERR_NOMEM;
-    const char *s = text;
-    for (size_t k = 0; k < count; k++) {
-        const char *at = strstr(s, pad);
-        memcpy(w, s, (size_t)(at - s)), w += at - s;
-        for (int64_t t = 0; t < im[k].tokens; t++) memcpy(w, pad, pl), w += pl;
-        s = at + pl;
-    }
-    strcpy(w, s);
-    *out = o;
-    if (used) *used = (int)count;
-    return VC_OK;
+    vc_vl_pads p = { pad, NULL };
+    return vc_vl_expand_visuals(text, &p, im, n, exact, where, out, used);
 }
 
 /* ---- pixels on demand ---- */
 
-vc_status vc_vl_images_pixels(const vc_vl_image_config *c, int patch, const vc_rl_image *im, int n, const char *where,
-                              float **pixels, int32_t **grid, int64_t *row) {
+/* entry k's pixels: an image's, or a whole video's (all its frame groups) */
+static vc_status entry_pixels(const vc_vl_image_config *c, int patch, const vc_vl_videos *vv, const vc_rl_image *e,
+                              const char *where, int k, vc_vl_pixels *out) {
+    char what[512];
+    snprintf(what, sizeof what, "%s: %s %d", where, e->video ? "video entry" : "image", k);
+    if (e->video) {
+        if (!vv) return vc_fail(VC_ERR_INTERNAL, "%s: a video without a video processor", what);
+        return vc_vl_video_pixels(vv, e, what, out);
+    }
+    vc_image img;
+    vc_vl_fetch_opts f = fetch_opts(patch > 0 ? patch : c->patch_size, e);
+    vc_status st = decode_source(e->src, what, &img);
+    if (st) return st;
+    st = vc_vl_verl_image(c, &img, &f, what, out);
+    vc_image_free(&img);
+    return st;
+}
+
+vc_status vc_vl_visuals_pixels(const vc_vl_image_config *c, int patch, const vc_vl_videos *vv, const vc_rl_image *im,
+                               int n, const char *where, float **pixels, int32_t **grid, int64_t *row,
+                               float **t_scale) {
     *pixels = NULL, *grid = NULL, *row = 0;
+    if (t_scale) *t_scale = NULL;
     int64_t cols = 3LL * c->temporal_patch_size * c->patch_size * c->patch_size, rows = 0;
-    for (int k = 0; k < n; k++) rows += (int64_t)im[k].grid[0] * im[k].grid[1] * im[k].grid[2];
+    int timed = 0;
+    for (int k = 0; k < n; k++) rows += (int64_t)im[k].grid[0] * im[k].grid[1] * im[k].grid[2], timed |= im[k].t_scale != 0;
     float *px = vc_malloc(sizeof(float) * (size_t)(rows ? rows : 1) * (size_t)cols);
     int32_t *g = vc_malloc(sizeof(int32_t) * 3 * (size_t)(n ? n : 1));
-    vc_status st = px && g ? VC_OK : VC_ERR_NOMEM;
+    float *ts = timed && t_scale ? vc_malloc(sizeof(float) * (size_t)n) : NULL;
+    vc_status st = px && g && (ts || !timed || !t_scale) ? VC_OK : VC_ERR_NOMEM;
     int64_t at = 0;
-    char what[512];
-    for (int k = 0; !st && k < n; k++) {
-        snprintf(what, sizeof what, "%s: image %d", where, k);
-        vc_image img;
+    for (int k = 0; !st && k < n;) {
+        const vc_rl_image *e = &im[k];
+        int span = e->groups ? e->groups : 1; /* a split video's entries come from one processing */
         vc_vl_pixels out = { 0 };
-        vc_vl_fetch_opts f = fetch_opts(patch > 0 ? patch : c->patch_size, &im[k]);
-        if ((st = decode_source(im[k].src, what, &img))) break;
-        st = vc_vl_verl_image(c, &img, &f, what, &out);
-        vc_image_free(&img);
-        if (!st && (out.grid_t != im[k].grid[0] || out.grid_h != im[k].grid[1] || out.grid_w != im[k].grid[2] ||
-                    out.cols != cols || at + out.rows > rows))
-            st = vc_fail(VC_ERR_FORMAT, "%s: now a grid of %dx%dx%d patches, %dx%dx%d when the dataset was loaded (the "
-                         "file changed?)", what, out.grid_t, out.grid_h, out.grid_w, im[k].grid[0], im[k].grid[1],
-                         im[k].grid[2]);
+        if ((st = entry_pixels(c, patch, vv, e, where, k, &out))) break;
+        int gt = e->groups ? 1 : e->grid[0];
+        if (out.grid_t != gt * span || out.grid_h != e->grid[1] || out.grid_w != e->grid[2] || out.cols != cols ||
+            at + out.rows > rows || k + span > n)
+            st = vc_fail(VC_ERR_FORMAT, "%s: %s %d: now a grid of %dx%dx%d patches, %dx%dx%d when the dataset was "
+                         "loaded (the file changed?)", where, e->video ? "video entry" : "image", k, out.grid_t,
+                         out.grid_h, out.grid_w, gt * span, e->grid[1], e->grid[2]);
         if (!st) {
             memcpy(px + at * cols, out.data, sizeof(float) * (size_t)out.rows * (size_t)cols);
-            memcpy(g + 3 * k, im[k].grid, sizeof im[k].grid);
+            for (int j = 0; j < span; j++) {
+                memcpy(g + 3 * (k + j), im[k + j].grid, sizeof im[k + j].grid);
+                if (ts) ts[k + j] = im[k + j].t_scale != 0 ? im[k + j].t_scale : 1.0f;
+            }
             at += out.rows;
+            k += span;
         }
         vc_vl_pixels_free(&out);
     }
     if (st) {
-        free(px), free(g);
+        free(px), free(g), free(ts);
         return st;
     }
     *pixels = px, *grid = g, *row = cols;
+    if (t_scale) *t_scale = ts;
     return VC_OK;
+}
+
+vc_status vc_vl_images_pixels(const vc_vl_image_config *c, int patch, const vc_rl_image *im, int n, const char *where,
+                              float **pixels, int32_t **grid, int64_t *row) {
+    return vc_vl_visuals_pixels(c, patch, NULL, im, n, where, pixels, grid, row, NULL);
 }

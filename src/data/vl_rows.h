@@ -10,6 +10,19 @@
 #include <cjson/cJSON.h>
 
 #define VC_VL_IMAGE_TOKEN "<|image_pad|>"
+#define VC_VL_VIDEO_TOKEN "<|video_pad|>"
+
+/* How a model takes videos (src/data/vl_videos.c): its video processor, vc_vision_video_mode's mode and Qwen2.5-VL's
+ * tokens_per_second, the image patch size fetch_video sizes frames with */
+typedef struct vc_vl_videos {
+    vc_vl_video_config cfg;
+    int mode, tps, patch;
+} vc_vl_videos;
+
+/* The pad tokens a rendering holds: the image pad, and (videos: NULL for none) the video pad */
+typedef struct vc_vl_pads {
+    const char *image, *video;
+} vc_vl_pads;
 
 /* the image list imgs (n > 0 entries: paths, file:// or data URIs, {bytes, path, min_pixels, ...} objects) into
  * out[n] (calloc'd; each src points into imgs), each decoded once for its grid: fetch_image at patch (0: c's), then
@@ -21,16 +34,41 @@ vc_status vc_vl_parse_images(const cJSON *imgs, const vc_vl_image_config *c, int
 vc_status vc_vl_decode_value(const cJSON *v, const char *what, vc_image *out);
 /* the source string of such a value (pointing into it) without decoding it */
 vc_status vc_vl_value_source(const cJSON *v, const char *what, const char **src);
-/* verl's _build_messages: a copy of msgs whose string contents are content lists (text segments and an image item
- * per "<image>" marker, empty segments dropped; list contents kept); the markers must number n_images; "<video>" /
- * "<audio>" refused */
-vc_status vc_vl_build_messages(const cJSON *msgs, int n_images, const char *where, const char *key, cJSON **out);
+/* verl's _build_messages: a copy of msgs whose string contents are content lists (text segments, an image item per
+ * "<image>" marker and a video item per "<video>" marker, empty segments dropped; list contents kept); the markers
+ * must number n_images and n_videos; "<audio>" refused. *order (may be NULL; malloc'd) spells the markers' kinds in
+ * order, 'i' or 'v'. */
+vc_status vc_vl_build_messages(const cJSON *msgs, int n_images, int n_videos, const char *where, const char *key,
+                               const char *video_key, cJSON **out, char **order);
 /* text with its k-th pad repeated im[k].tokens times into *out (malloc'd); *used (may be NULL) the pads found.
  * exact: they must number n (a whole rendering); else at most n (a rendering of the first messages) */
 vc_status vc_vl_expand_pads(const char *text, const char *pad, const vc_rl_image *im, int n, int exact,
                             const char *where, char **out, int *used);
+/* the same over images and videos in text order: an image pad takes the next entry (an image), a video pad the next
+ * video's entries: Qwen2-VL's pad repeated for its grid; Qwen3-VL's pad replaced by each frame group's "<T seconds>"
+ * (one decimal), vision start, pads and vision end, as transformers 5's processor writes them. *used counts the
+ * entries taken. */
+vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,
+                               const char *where, char **out, int *used);
+/* the row's images (imgs, n_img) and videos (vids, n_vid) parsed in marker order (order from
+ * vc_vl_build_messages) into *out[*n_out] (calloc'd): each image as vc_vl_parse_images does, each video through
+ * vc_vl_parse_video. vv NULL: videos refused (why) */
+vc_status vc_vl_parse_visuals(const cJSON *imgs, const cJSON *vids, const char *order, const vc_vl_image_config *c,
+                              int patch, const vc_vl_videos *vv, const char *why, const char *where,
+                              const char *key, const char *video_key, vc_rl_image **out, int *n_out);
+/* a video value (a path or file:// URI, a list of frames, or an object with "video" and fetch_video's keys) read
+ * for its frame size and sampling: its entries appended to *ims (*n grows; *cap its capacity) */
+vc_status vc_vl_parse_video(const cJSON *v, const vc_vl_videos *vv, const char *what, vc_rl_image **ims, int *n,
+                            int *cap);
+/* video entry e's pixels through verl's path (fetch_video, the video processor): all its frame groups' rows */
+vc_status vc_vl_video_pixels(const vc_vl_videos *vv, const vc_rl_image *e, const char *what, vc_vl_pixels *out);
 /* the pixels of im[n] through verl's path (fetch_image, the processor): *pixels [rows, *row] and *grid [n, 3]
  * (malloc'd); each image's grid must still be the one parsed (a file changed is refused by name) */
 vc_status vc_vl_images_pixels(const vc_vl_image_config *c, int patch, const vc_rl_image *im, int n, const char *where,
                               float **pixels, int32_t **grid, int64_t *row);
+/* as vc_vl_images_pixels over images and videos (vv: the videos' processor, NULL when there are none); *t_scale
+ * (may be NULL) [n] malloc'd when an entry has a time step (Qwen2.5-VL's videos), else NULL */
+vc_status vc_vl_visuals_pixels(const vc_vl_image_config *c, int patch, const vc_vl_videos *vv, const vc_rl_image *im,
+                               int n, const char *where, float **pixels, int32_t **grid, int64_t *row,
+                               float **t_scale);
 #endif

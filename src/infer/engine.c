@@ -259,8 +259,8 @@ typedef struct {
     int64_t *delta;          /* calls with images: each row's M-RoPE delta (0 for a prompt computed from its start) */
     int64_t *span;           /* ... and its image span (vc_batch): its prompt's length, 0 for a prompt without images */
     vc_images im;            /* the images of the rows computed from their start this step (im.n 0: none) */
-    int32_t *grid;           /* their grids and pixels, gathered from the requests */
-    float *pix;
+    int32_t *grid;           /* their grids, time steps and pixels, gathered from the requests */
+    float *pix, *ts;
     int64_t cap_img, cap_pix;
 } step_buf;
 
@@ -406,6 +406,7 @@ static vc_status step_images(vc_run *R, step_buf *b) {
     b->im.n = 0;
     if (!R->delta) return VC_OK;
     int64_t rows = 0;
+    int timed = 0;
     for (int i = 0; i < R->n_plan; i++) {
         const vc_seq *s = R->plan[i];
         const vc_images *q = R->reqs[s->req].images;
@@ -416,12 +417,16 @@ static vc_status step_images(vc_run *R, step_buf *b) {
         if (b->im.n + q->n > b->cap_img || (rows + n) * q->row > b->cap_pix) {
             int64_t ci = 2 * (b->im.n + q->n), cp = 2 * (rows + n) * q->row;
             int32_t *g = realloc(b->grid, sizeof *g * 3 * (size_t)ci);
-            if (g) b->grid = g, b->cap_img = ci;
-            float *p = g ? realloc(b->pix, sizeof *p * (size_t)cp) : NULL;
+            float *t = g ? realloc(b->ts, sizeof *t * (size_t)ci) : NULL;
+            if (g) b->grid = g;
+            if (t) b->ts = t, b->cap_img = ci;
+            float *p = t ? realloc(b->pix, sizeof *p * (size_t)cp) : NULL;
             if (!p) return vc_fail(VC_ERR_NOMEM, "rollout: no memory for the images of request %d", s->req);
             b->pix = p, b->cap_pix = cp;
         }
         memcpy(b->grid + 3 * b->im.n, q->grid, sizeof *b->grid * 3 * (size_t)q->n);
+        for (int k = 0; k < q->n; k++) b->ts[b->im.n + k] = q->t_scale ? q->t_scale[k] : 1.0f;
+        timed |= q->t_scale != NULL;
         memcpy(b->pix + rows * q->row, q->pixels, sizeof *b->pix * (size_t)(n * q->row));
         b->im.n += q->n;
         b->im.row = q->row;
@@ -429,6 +434,7 @@ static vc_status step_images(vc_run *R, step_buf *b) {
     }
     b->im.grid = b->grid;
     b->im.pixels = b->pix;
+    b->im.t_scale = timed ? b->ts : NULL;
     return VC_OK;
 }
 
@@ -499,6 +505,7 @@ static void step_buf_free(step_buf *b) {
     free(b->span);
     free(b->grid);
     free(b->pix);
+    free(b->ts);
 }
 
 static vc_status step_buf_init(step_buf *b, int max_seqs, int64_t tokens, int64_t draws) {

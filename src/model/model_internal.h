@@ -7,8 +7,11 @@
 
 /* 1 when token t (a batch row) of sequence s stands for an image: an image token of a sequence computed from its
  * first token (start 0), within its image_span (vision.h, model.h's vc_batch) */
+/* a vision token: an image's or a video's (Qwen-VL's <|video_pad|>: its frames went through the tower as an image's
+ * do; a run of one of them is one entry of the batch's images) */
 static inline int vc_image_row(const vc_model_config *c, const vc_batch *b, int s, int64_t t, int64_t start) {
-    return c->image_id >= 0 && b->ids[t] == c->image_id && !start &&
+    int32_t id = b->ids[t];
+    return ((c->image_id >= 0 && id == c->image_id) || (c->video_id > 0 && id == c->video_id)) && !start &&
            (!b->image_span || t - b->cu_seqlens[s] < b->image_span[s]);
 }
 

@@ -16,13 +16,15 @@ static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t 
     const int32_t *gr = im->grid + 3 * i;
     int64_t H = gr[1] / mg, W = gr[2] / mg, n = vc_vision_image_tokens(m->vision, im, i);
     int64_t run = 0;
-    while (t + run < t1 && vc_image_row(&m->cfg, b, s, t + run, 0)) run++;
+    while (t + run < t1 && b->ids[t + run] == b->ids[t] && vc_image_row(&m->cfg, b, s, t + run, 0)) run++;
     if (run != n)
         return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld image tokens from position "
                        "%lld; the run there has %lld", s, i, gr[0], gr[1], gr[2], (long long)n,
                        (long long)(t - b->cu_seqlens[s]), (long long)run);
+    float step = im->t_scale ? im->t_scale[i] : 1.0f;
     for (int64_t k = 0; k < n; k++) {
-        int64_t r = k % (H * W), a[3] = { cur + k / (H * W), cur + r / W, cur + r % W };
+        int64_t f = k / (H * W), r = k % (H * W);
+        int64_t a[3] = { cur + (int64_t)((float)f * step), cur + r / W, cur + r % W };
         for (int x = 0; x < 3; x++) {
             if (pos) pos[x * T + t + k] = a[x];
             if (a[x] > *maxp) *maxp = a[x];
@@ -80,8 +82,12 @@ vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_
     }
     if (!k) return VC_OK;
     int32_t *grid = vc_graph_alloc(g, sizeof(int32_t) * 3 * (size_t)k, 0);
-    float *pix = vc_graph_alloc(g, sizeof(float) * (size_t)(rows * row), 0);
+    float *pix = vc_graph_alloc(g, sizeof(float) * (size_t)(rows * row), 0), *ts = NULL;
     if (!grid || !pix) return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        if (each[i] && each[i]->n > 0 && each[i]->t_scale && !ts &&
+            !(ts = vc_graph_alloc(g, sizeof(float) * (size_t)k, 0)))
+            return vc_graph_status(g) ? vc_graph_status(g) : VC_ERR_NOMEM;
     int at = 0;
     int64_t r = 0;
     for (int i = 0; i < n; i++) {
@@ -90,11 +96,12 @@ vc_status vc_images_gather(vc_graph *g, const vc_images *const *each, int n, vc_
         int64_t er = 0;
         for (int j = 0; j < e->n; j++) er += (int64_t)e->grid[3 * j] * e->grid[3 * j + 1] * e->grid[3 * j + 2];
         memcpy(grid + 3 * at, e->grid, sizeof(int32_t) * 3 * (size_t)e->n);
+        for (int j = 0; ts && j < e->n; j++) ts[at + j] = e->t_scale ? e->t_scale[j] : 1.0f;
         memcpy(pix + r * row, e->pixels, sizeof(float) * (size_t)(er * row));
         at += e->n;
         r += er;
     }
-    *out = (vc_images){ k, grid, pix, row };
+    *out = (vc_images){ k, grid, pix, row, ts };
     return VC_OK;
 }
 
@@ -136,6 +143,7 @@ vc_status vc_images_of_seq(const vc_model *m, const vc_batch *b, int s, vc_image
     out->n = i - first;
     out->grid = im->grid + 3 * first;
     out->pixels = im->pixels + rows * im->row;
+    out->t_scale = im->t_scale ? im->t_scale + first : NULL;
     out->row = im->row;
     return VC_OK;
 }

@@ -31,6 +31,7 @@ typedef struct {
     int n_deep, deep[VIS_MAX_DEEP]; /* Qwen3-VL: the blocks whose outputs feed the deepstack mergers */
     int m_inter, qkv_bias;    /* GLM-4V: the merger's SwiGLU width (its blocks' is out); attn.qkv's bias */
     float eps;                /* the blocks' norms' epsilon (GLM-4V: rms_norm_eps) */
+    int tps;                  /* Qwen2.5-VL: vision_config.tokens_per_second (videos' temporal positions) */
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
@@ -211,6 +212,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
     if (!st) st = get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
     if (!st && c->kind == VIS_QWEN25) st = get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
+    if (!st && c->kind == VIS_QWEN25) st = get_int(o, "tokens_per_second", 4, 1, 1 << 20, &c->tps, ctx);
     if (!st) st = parse_act(o, ctx, &c->act);
     if (!st) st = parse_full(o, ctx, c);
     c->theta = 10000.0;
@@ -426,6 +428,11 @@ int64_t vc_vision_image_tokens(const vc_vision *v, const vc_images *im, int i) {
 }
 int64_t vc_vision_row(const vc_vision *v) { return (int64_t)v->c.in_ch * v->c.tpatch * v->c.patch * v->c.patch; }
 int vc_vision_merge(const vc_vision *v) { return v->c.merge; }
+int vc_vision_video_mode(const vc_vision *v, int *tps) {
+    if (tps) *tps = v->c.tps;
+    return v->c.kind == VIS_QWEN2 ? VC_VIDEO_WHOLE : v->c.kind == VIS_QWEN25 ? VC_VIDEO_TIMED
+           : v->c.kind == VIS_QWEN3 ? VC_VIDEO_SPLIT : VC_VIDEO_NONE;
+}
 int vc_vision_count(const vc_vision *v) { return v->n; }
 vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name) {
     if (name) *name = v->name[i];

@@ -57,9 +57,11 @@ static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJS
     char *text = NULL, *full = NULL;
     vc_chat_opts o = { .add_generation_prompt = gen, .enable_thinking = -1, .tools = tools, .extra = t->chat_kwargs };
     vc_status st = vc_chat_template_render(t->tmpl, msgs, &o, &text);
-    int id = n_im && t->actor ? vc_model_cfg(t->actor)->image_id : -1;
-    const char *pad = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
-    if (!st && n_im) st = vc_vl_expand_pads(text, pad ? pad : VC_VL_IMAGE_TOKEN, im, n_im, 1, where, &full, NULL);
+    const vc_model_config *mc = n_im && t->actor ? vc_model_cfg(t->actor) : NULL;
+    const char *pad = mc && mc->image_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->image_id) : NULL;
+    const char *vpad = mc && mc->video_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->video_id) : NULL;
+    vc_vl_pads pads = { pad ? pad : VC_VL_IMAGE_TOKEN, vpad ? vpad : VC_VL_VIDEO_TOKEN };
+    if (!st && n_im) st = vc_vl_expand_visuals(text, &pads, im, n_im, 1, where, &full, NULL);
     if (!st) st = vc_tokenizer_encode(t->tok, full ? full : text, strlen(full ? full : text), 0, ids, n);
     free(text);
     free(full);
@@ -285,6 +287,13 @@ static vc_status add_msg(ag_state *s, const char *role, const char *text) {
     return VC_OK;
 }
 
+/* the time steps of n entries and `more` entries of step 1 after them (malloc'd) */
+static float *ts_copy(const float *ts, int n, int more) {
+    float *o = vc_malloc(sizeof(float) * (size_t)(n + more + 1));
+    for (int k = 0; o && k < n + more; k++) o[k] = k < n ? ts[k] : 1.0f;
+    return o;
+}
+
 /* appends n processed tool images to the response's own images (the prompt's first, from im) */
 static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, int n) {
     const vc_images *base = NULL;
@@ -301,6 +310,7 @@ static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, 
         memcpy(g, base->grid, 12 * (size_t)base->n);
         memcpy(p, base->pixels, sizeof(float) * (size_t)(rows * base->row));
         s->own = (vc_images){ base->n, g, p, base->row };
+        if (base->t_scale && !(s->own.t_scale = ts_copy(base->t_scale, base->n, 0))) return VC_ERR_NOMEM;
     }
     int64_t rows = vc_images_rows(&s->own, s->own.n), add = 0;
     for (int k = 0; k < n; k++) {
@@ -318,6 +328,12 @@ static vc_status add_images(ag_state *s, rl_images *im, const vc_vl_pixels *px, 
         g[3 * (s->own.n + k)] = px[k].grid_t, g[3 * (s->own.n + k) + 1] = px[k].grid_h, g[3 * (s->own.n + k) + 2] = px[k].grid_w;
         memcpy(p + rows * row, px[k].data, sizeof(float) * (size_t)(px[k].rows * row));
         rows += px[k].rows;
+    }
+    if (s->own.t_scale) { /* (the tools' images: a step of 1) */
+        float *ts = ts_copy(s->own.t_scale, s->own.n, n);
+        if (!ts) return VC_ERR_NOMEM;
+        free((void *)s->own.t_scale);
+        s->own.t_scale = ts;
     }
     s->own.n += n;
     s->own.row = row;
@@ -620,7 +636,7 @@ vc_status rl_agent_rollout(vc_rl_trainer *t, const vc_rl_dataset *d, const uint3
     if (!st) st = to_batch(t, d, S, NS, n_samples, step_key, max_resp, b);
     for (int i = 0; S && i < NS; i++) {
         free(S[i].ids), free(S[i].mask), free(S[i].lp), cJSON_Delete(S[i].msgs);
-        free((void *)S[i].own.grid), free((void *)S[i].own.pixels);
+        free((void *)S[i].own.grid), free((void *)S[i].own.pixels), free((void *)S[i].own.t_scale);
     }
     free(S);
     free(r);

@@ -82,8 +82,8 @@ typedef struct {
 static size_t route_bytes(int64_t n_ids, int64_t lk) { return sizeof(int32_t) * (size_t)(n_ids * lk); }
 /* a row's teacher top-k (distillation): T x tk ids and log-probs */
 static size_t topk_bytes(int64_t T, int64_t tk) { return 8 * (size_t)(T * tk); }
-/* a row's own images: n grids and rows x row pixels */
-static size_t img_bytes(int64_t n, int64_t rows, int64_t row) { return 12 * (size_t)n + 4 * (size_t)(rows * row); }
+/* a row's own images: n grids, n time steps (vc_images.t_scale) and rows x row pixels */
+static size_t img_bytes(int64_t n, int64_t rows, int64_t row) { return 16 * (size_t)n + 4 * (size_t)(rows * row); }
 static int64_t img_rows(const vc_images *im) { return vc_images_rows(im, im->n); }
 static const vc_images *own_images(const rl_batch *b, int i) { return b->rimg && b->rimg[i].n ? &b->rimg[i] : NULL; }
 
@@ -123,6 +123,10 @@ static char *write_row(const rl_batch *b, int i, int64_t gidx, char *p) {
     }
     if (im) {
         p = put(p, im->grid, 12 * (size_t)im->n);
+        for (int k = 0; k < im->n; k++) {
+            float ts = im->t_scale ? im->t_scale[k] : 1.0f;
+            p = put(p, &ts, 4);
+        }
         p = put(p, im->pixels, 4 * (size_t)(h.img_rows * h.img_row));
     }
     return p;
@@ -180,15 +184,17 @@ static vc_status read_row(rl_batch *nb, int i, const char *p, const char **next)
     if (h.n_img) { /* the row's own images */
         vc_status st = rl_batch_rimg_alloc(nb);
         int32_t *grid = st ? NULL : vc_malloc(12 * (size_t)h.n_img);
-        float *px = grid ? vc_malloc(4 * (size_t)(h.img_rows * h.img_row) + 4) : NULL;
+        float *ts = grid ? vc_malloc(4 * (size_t)h.n_img) : NULL;
+        float *px = ts ? vc_malloc(4 * (size_t)(h.img_rows * h.img_row) + 4) : NULL;
         if (!px) {
-            free(grid);
+            free(grid), free(ts);
             return VC_ERR_NOMEM;
         }
         memcpy(grid, p, 12 * (size_t)h.n_img);
-        memcpy(px, p + 12 * (size_t)h.n_img, 4 * (size_t)(h.img_rows * h.img_row));
+        memcpy(ts, p + 12 * (size_t)h.n_img, 4 * (size_t)h.n_img);
+        memcpy(px, p + 16 * (size_t)h.n_img, 4 * (size_t)(h.img_rows * h.img_row));
         p += img_bytes(h.n_img, h.img_rows, h.img_row);
-        nb->rimg[i] = (vc_images){ h.n_img, grid, px, h.img_row };
+        nb->rimg[i] = (vc_images){ h.n_img, grid, px, h.img_row, ts };
         nb->rspan[i] = h.img_span;
         int64_t rows = 0;
         for (int k = 0; k < 3 * h.n_img; k++) rows = grid[k] > 0 && grid[k] <= (1 << 20) ? rows : -1;

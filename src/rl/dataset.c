@@ -2,6 +2,7 @@
  * tokenizer's chat template (add_generation_prompt) and tokenized without special tokens, overlong
  * prompts filtered (counted) or truncated per data.truncation. Rows with images: dataset_images.c. */
 #include "dataset_internal.h"
+#include "data/vl_rows.h"
 #include "verlc/image.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -16,19 +17,20 @@ void vc_rl_dataset_free(vc_rl_dataset *d) {
     }
     free(d->p);
     free(d->vl);
+    free(d->videos);
     vc_jsonl_free(d->rows);
     free(d);
 }
 
-/* an image token of p in ids [a, b): a cut there would split an image's run */
-static int cuts_image(const vc_rl_prompt *p, int image_id, int64_t a, int64_t b) {
+/* an image or video token of p in ids [a, b): a cut there would split a run */
+static int cuts_image(const vc_rl_prompt *p, const int ids[2], int64_t a, int64_t b) {
     for (int64_t t = a; p->n_images && t < b; t++)
-        if (p->ids[t] == image_id) return 1;
+        if (p->ids[t] == ids[0] || (ids[1] >= 0 && p->ids[t] == ids[1])) return 1;
     return 0;
 }
 
 /* keeps max tokens of ids per data.truncation; VC_ERR_ARG for "error" and for a cut through an image's tokens */
-static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, int64_t max, int image_id,
+static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, int64_t max, const int image_id[2],
                                  vc_rl_prompt *p) {
     int64_t n = p->len;
     int cut = !mode ? 0 : !strcmp(mode, "left") ? cuts_image(p, image_id, 0, n - max)
@@ -57,14 +59,14 @@ static vc_status truncate_prompt(const vc_jsonl *j, size_t i, const char *mode, 
 static vc_status render_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, const vc_chat_template *tmpl,
                             const vc_rl_data_opts *opts, vc_rl_prompt *p) {
     const char *key = opts->prompt_key ? opts->prompt_key : "prompt";
-    const cJSON *msgs = NULL, *imgs = NULL;
+    const cJSON *msgs = NULL, *imgs = NULL, *vids = NULL;
     vc_status st = vc_jsonl_field(j, i, key, &msgs);
     if (st) return st;
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
         return vc_fail(VC_ERR_FORMAT, "%s:%lld: %s must be a non-empty list of {role, content} messages", j->path,
                        (long long)j->lines[i], key);
-    if ((st = rl_row_images(j, i, opts, &imgs))) return st;
-    if (imgs) return rl_render_image_row(j, i, tok, tmpl, opts, msgs, imgs, p);
+    if ((st = rl_row_images(j, i, opts, &imgs, &vids))) return st;
+    if (imgs || vids) return rl_render_image_row(j, i, tok, tmpl, opts, msgs, imgs, vids, p);
     char *text = NULL;
     vc_chat_opts o = { .add_generation_prompt = 1, .enable_thinking = -1, .extra = opts->chat_kwargs };
     st = vc_chat_template_render(tmpl, msgs, &o, &text);
@@ -122,8 +124,11 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
     if (!st && !(d->p = vc_calloc(n, sizeof *d->p))) st = VC_ERR_NOMEM;
     if (!st && o->vl && !(d->vl = vc_malloc(sizeof *d->vl))) st = VC_ERR_NOMEM;
     if (d->vl) *d->vl = *o->vl;
+    if (!st && o->videos && !(d->videos = vc_malloc(sizeof *d->videos))) st = VC_ERR_NOMEM;
+    if (d->videos) *d->videos = *o->videos;
     d->image_patch_size = o->image_patch_size > 0 ? o->image_patch_size : o->vl ? o->vl->patch_size : 0;
-    int image_id = vc_tokenizer_token_to_id(tok, o->image_token ? o->image_token : RL_IMAGE_TOKEN);
+    int image_id[2] = { vc_tokenizer_token_to_id(tok, o->image_token ? o->image_token : RL_IMAGE_TOKEN),
+                        vc_tokenizer_token_to_id(tok, o->video_token ? o->video_token : VC_VL_VIDEO_TOKEN) };
     for (size_t i = 0; !st && i < n; i++) {
         vc_rl_prompt *p = &d->p[d->n];
         st = load_row(d->rows, i, tok, tmpl, o, p);

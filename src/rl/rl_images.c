@@ -19,13 +19,13 @@ vc_status rl_images_get(rl_images *c, int prompt, const vc_images **out) {
     if (!c || !c->d || prompt < 0 || (size_t)prompt >= c->d->n || c->d->p[prompt].n_images == 0) return VC_OK;
     vc_images *im = &c->im[prompt];
     if (!c->loaded[prompt]) {
-        float *pix = NULL;
+        float *pix = NULL, *ts = NULL;
         int32_t *grid = NULL;
         int n = 0;
         int64_t row = 0;
-        vc_status st = vc_rl_prompt_images(c->d, (size_t)prompt, &pix, &grid, &n, &row);
+        vc_status st = vc_rl_prompt_visuals(c->d, (size_t)prompt, &pix, &grid, &n, &row, &ts);
         if (st) return st;
-        *im = (vc_images){ n, grid, pix, row };
+        *im = (vc_images){ n, grid, pix, row, ts };
         c->loaded[prompt] = 1;
     }
     *out = im->n ? im : NULL;
@@ -37,6 +37,7 @@ void rl_images_drop(rl_images *c) {
         if (c->loaded[i]) {
             free((void *)c->im[i].grid);
             free((void *)c->im[i].pixels);
+            free((void *)c->im[i].t_scale);
             memset(&c->im[i], 0, sizeof c->im[i]);
             c->loaded[i] = 0;
         }

@@ -4,6 +4,8 @@
 #include "verlc/tracking.h"
 #include "verlc/chat_template.h"
 #include "verlc/image.h"
+#include "verlc/vision.h"
+#include "data/vl_rows.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
 #include "verlc/tokenizer.h"
@@ -616,10 +618,32 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
+/* video inputs beside the images: the model's video processor (video_preprocessor_config.json, else
+ * preprocessor_config.json) and how its tower takes videos; GLM-4V's are not built (the reason kept) */
+static vc_status data_videos(vc_rl_trainer *t, const char *dir, vc_vl_videos *vv, char *why, size_t cap,
+                             vc_rl_data_opts *o) {
+    const vc_vision *v = vc_model_vision(t->actor);
+    int mode = v ? vc_vision_video_mode(v, &vv->tps) : VC_VIDEO_NONE;
+    if (mode == VC_VIDEO_NONE) {
+        snprintf(why, cap, "video inputs of model_type %s are not built (Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's and "
+                 "Qwen3.5's are)", vc_model_cfg(t->actor)->model_type);
+        return VC_OK;
+    }
+    vc_status st = vc_vl_video_config_load(dir, mode == VC_VIDEO_SPLIT, &vv->cfg);
+    if (st) return st;
+    vv->mode = mode;
+    vv->patch = o->image_patch_size > 0 ? o->image_patch_size : o->vl->patch_size;
+    int id = vc_model_cfg(t->actor)->video_id;
+    o->video_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
+    o->videos = vv;
+    return VC_OK;
+}
+
 /* image inputs for the prompt datasets: the model's preprocessor_config.json when its config.json has a vision_config
  * of a model type whose images verlc builds (Qwen2-VL, Qwen2.5-VL, Qwen3-VL: its tower loaded); else only the reason,
- * for rows that hold images */
-static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why, size_t cap, vc_rl_data_opts *o) {
+ * for rows that hold images; videos beside them (data_videos) */
+static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_videos *vv, char *why, size_t cap,
+                             vc_rl_data_opts *o) {
     char *dir = NULL;
     cJSON *cj = NULL;
     vc_status st = vc_hf_resolve(t->model_path, &dir);
@@ -641,7 +665,8 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why
         int id = vc_model_cfg(t->actor)->image_id;
         o->image_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
     }
-    o->no_image_reason = why;
+    o->no_image_reason = o->no_video_reason = why;
+    if (!st && o->vl) st = data_videos(t, dir, vv, why, cap, o);
     free(pre);
     free(dir);
     cJSON_Delete(cj);
@@ -651,6 +676,7 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, char *why
 static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     vc_rl_data_opts o = { 0 };
     vc_vl_image_config vl;
+    vc_vl_videos vv;
     char why[512] = "";
     int64_t ips = 0;
     const char *train = NULL, *val = NULL;
@@ -668,7 +694,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     if (!st && (ips < 0 || ips > 4096)) return vc_fail(VC_ERR_ARG, "data.image_patch_size must be a patch size in pixels, "
                                                        "got %lld", (long long)ips);
     o.image_patch_size = (int)ips;
-    TRY(data_images(t, &vl, why, sizeof why, &o));
+    TRY(data_images(t, &vl, &vv, why, sizeof why, &o));
     TRY(vc_config_get_bool_or(c, "data.filter_overlong_prompts", 0, &o.filter_overlong));
     TRY(vc_config_get_str_or(c, "data.truncation", "error", &o.truncation));
     TRY(get_int(c, "data.train_max_samples", -1, &tms));

@@ -60,7 +60,8 @@ void rl_batch_free(rl_batch *b) {
     float *f[RL_BATCH_ARRAYS];
     rl_batch_arrays(b, f);
     for (size_t i = 0; i < RL_BATCH_ARRAYS; i++) free(f[i]);
-    for (int i = 0; b->rimg && i < b->B; i++) free((void *)b->rimg[i].grid), free((void *)b->rimg[i].pixels);
+    for (int i = 0; b->rimg && i < b->B; i++)
+        free((void *)b->rimg[i].grid), free((void *)b->rimg[i].pixels), free((void *)b->rimg[i].t_scale);
     free(b->rimg);
     free(b->rspan);
     free(b->route);

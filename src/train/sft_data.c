@@ -309,7 +309,7 @@ static vc_status row_images(const sft_tok *tk, const cJSON *row, const cJSON *ms
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: images in a prompt/response row are not built (verl's SFTDataset "
                        "takes none): use a messages row with <image> markers", where, key);
     vc_rl_image *img = NULL;
-    vc_status st = vc_vl_build_messages(msgs, n, where, key, vm);
+    vc_status st = vc_vl_build_messages(msgs, n, 0, where, key, "videos", vm, NULL);
     if (!st) st = vc_vl_parse_images(im, tk->vl, 0, where, key, &img);
     ro->img = img, ro->n_img = img ? n : 0;
     return st;

@@ -296,7 +296,8 @@ static vc_status frame_range(const vc_vl_video_opts *o, int64_t total, double fp
     return VC_OK;
 }
 
-vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t **idx, int64_t *n) {
+vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double video_fps, int64_t **idx, int64_t *n,
+                              int64_t *count) {
     int64_t a, b;
     *idx = NULL, *n = 0;
     if (total < 1 || !(video_fps > 0) || !isfinite(video_fps))
@@ -304,6 +305,7 @@ vc_status vc_vl_video_sample(const vc_vl_video_opts *o, int64_t total, double vi
     vc_status st = frame_range(o, total, video_fps, &a, &b);
     if (!st) st = vc_vl_smart_nframes(o, b - a + 1, video_fps, n);
     if (st) return st;
+    if (count) *count = b - a + 1;
     if (!(*idx = malloc(sizeof(int64_t) * (size_t)*n))) return VC_ERR_NOMEM;
     /* torch.linspace in float32 (from both ends, as its kernel), then round half to even */
     float s = (float)a, e = (float)b, step = *n > 1 ? (e - s) / (float)(*n - 1) : 0.0f;

@@ -265,8 +265,8 @@ static void test_bad_rows(void) {
                NULL);
     expect_bad("fewer.jsonl", "<image>what?", "[\"" GOOD_IMG "\", \"" GOOD_IMG "\"]", &o, VC_ERR_FORMAT,
                "1 <image> markers", "2 images");
-    expect_bad("video.jsonl", "<image><video>what?", "[\"" GOOD_IMG "\"]", &o, VC_ERR_UNSUPPORTED,
-               "video inputs are not built", NULL);
+    expect_bad("video.jsonl", "<image><video>what?", "[\"" GOOD_IMG "\"]", &o, VC_ERR_FORMAT,
+               "more <video> markers in the messages than the 0 videos", NULL);
     expect_bad("b64.jsonl", "<image>what?", "[{\"bytes\": \"data:application/octet-stream;base64,iVB*\"}]", &o,
                VC_ERR_FORMAT, "not base64", NULL);
     expect_bad("notlist.jsonl", "<image>what?", "\"" GOOD_IMG "\"", &o, VC_ERR_FORMAT, "must be a list", NULL);
@@ -278,7 +278,7 @@ static void test_bad_rows(void) {
     const char *path = write_rows("videos.jsonl", row);
     vc_rl_dataset *d = NULL;
     CHECK(vc_rl_dataset_load(path, TOK, TMPL, &o, &d) == VC_ERR_UNSUPPORTED && !d);
-    CHECK(strstr(vc_last_error(), "videos.jsonl:2:") && strstr(vc_last_error(), "video inputs are not built"));
+    CHECK(strstr(vc_last_error(), "videos.jsonl:2: videos[0]") && strstr(vc_last_error(), "takes no video inputs"));
     /* a model without image inputs: rows with images refused, rows without them read */
     vc_rl_data_opts t = opts();
     t.vl = NULL;

@@ -37,7 +37,7 @@ static void check_sampling(void) {
     for (const cJSON *c = cJSON_GetObjectItem(REF, "nframes")->child; c; c = c->next, n++) {
         vc_vl_video_opts o = opts_of(cJSON_GetObjectItem(c, "opts"));
         int64_t total = (int64_t)num(c, "total", 0), *idx = NULL, k = 0;
-        CHECK_OK(vc_vl_video_sample(&o, total, num(c, "fps", 0), &idx, &k));
+        CHECK_OK(vc_vl_video_sample(&o, total, num(c, "fps", 0), &idx, &k, NULL));
         const cJSON *want = cJSON_GetObjectItem(c, "indices");
         int same = k == (int64_t)num(c, "nframes", -1) && k == cJSON_GetArraySize(want);
         for (int64_t i = 0; same && i < k; i++) same = idx[i] == (int64_t)cJSON_GetArrayItem(want, (int)i)->valuedouble;
@@ -48,10 +48,10 @@ static void check_sampling(void) {
     printf("%d frame samplings as qwen_vl_utils'\n", n);
     vc_vl_video_opts o = { .nframes = 12 }, r = { .has_start = 1, .video_start = 3, .has_end = 1, .video_end = 2 };
     int64_t *idx = NULL, k = 0;
-    CHECK(vc_vl_video_sample(&o, 10, 10, &idx, &k) == VC_ERR_ARG && strstr(vc_last_error(), "nframes should"));
-    CHECK(vc_vl_video_sample(&r, 100, 10, &idx, &k) == VC_ERR_ARG && strstr(vc_last_error(), "time range"));
-    CHECK(vc_vl_video_sample(&o, 0, 10, &idx, &k) == VC_ERR_FORMAT);
-    CHECK(vc_vl_video_sample(&o, 100, 0, &idx, &k) == VC_ERR_FORMAT);
+    CHECK(vc_vl_video_sample(&o, 10, 10, &idx, &k, NULL) == VC_ERR_ARG && strstr(vc_last_error(), "nframes should"));
+    CHECK(vc_vl_video_sample(&r, 100, 10, &idx, &k, NULL) == VC_ERR_ARG && strstr(vc_last_error(), "time range"));
+    CHECK(vc_vl_video_sample(&o, 0, 10, &idx, &k, NULL) == VC_ERR_FORMAT);
+    CHECK(vc_vl_video_sample(&o, 100, 0, &idx, &k, NULL) == VC_ERR_FORMAT);
 }
 
 /* the case's processor: its config written where vc_vl_video_config_load reads it */
