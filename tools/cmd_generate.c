@@ -8,6 +8,7 @@
 #include "verlc/rollout.h"
 #include "verlc/tokenizer.h"
 #include "verlc/image.h"
+#include "../src/data/vl_rows.h"
 #include "verlc/trainer.h"
 #include "verlc/vision.h"
 #include <cjson/cJSON.h>
@@ -126,16 +127,25 @@ typedef struct {
     size_t n_ids;
 } prompt_row;
 
+/* the row has a non-empty images or videos list */
+static int has_visuals(const cJSON *row) {
+    const char *keys[2] = { "images", "videos" };
+    for (int k = 0; k < 2; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, keys[k]);
+        if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0) return 1;
+    }
+    return 0;
+}
+
 static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk, vc_chat_template **tmpl,
                             const char *tok_dir, prompt_row *r) {
     const cJSON *row = d->rows[i], *msgs = cJSON_GetObjectItemCaseSensitive(row, "messages");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(row, "prompt");
     if (!msgs && cJSON_IsArray(pr)) msgs = pr;
-    const cJSON *img = cJSON_GetObjectItemCaseSensitive(row, "images");
-    if (cJSON_IsArray(img) && cJSON_GetArraySize(img) > 0) /* (rather than generating from "<image>" as text) */
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: a row with images needs an image-text model (Qwen2-VL, Qwen2.5-VL, "
-                       "Qwen3-VL) and verl's schema: `prompt` as a list of messages with <image> markers", d->path,
-                       (long long)d->lines[i]);
+    if (has_visuals(row)) /* (rather than generating from "<image>" / "<video>" as text) */
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s:%lld: a row with images or videos needs an image-text model (Qwen2-VL, "
+                       "Qwen2.5-VL, Qwen3-VL, Qwen3.5, GLM-4V) and verl's schema: `prompt` as a list of messages with "
+                       "<image> / <video> markers", d->path, (long long)d->lines[i]);
     int special = 1;
     if (msgs) {
         if (!cJSON_IsArray(msgs))
@@ -157,24 +167,21 @@ static vc_status render_row(const vc_jsonl *d, size_t i, const vc_tokenizer *tk,
     return vc_tokenizer_encode(tk, r->text, strlen(r->text), special, &r->ids, &r->n_ids);
 }
 
-/* 1 when the model has a vision tower and some row holds images in verl's schema (a `prompt` list) */
+/* 1 when the model has a vision tower and some row holds images or videos in verl's schema (a `prompt` list) */
 static int image_input(const vc_model *m, const vc_jsonl *d) {
-    for (size_t i = 0; vc_model_vision(m) && i < d->n_rows; i++) {
-        const cJSON *img = cJSON_GetObjectItemCaseSensitive(d->rows[i], "images");
-        if (cJSON_IsArray(img) && cJSON_GetArraySize(img) > 0 &&
-            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d->rows[i], "prompt")))
-            return 1;
-    }
+    for (size_t i = 0; vc_model_vision(m) && i < d->n_rows; i++)
+        if (has_visuals(d->rows[i]) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(d->rows[i], "prompt"))) return 1;
     return 0;
 }
 
-/* the rendered prompt for the output: its ids decoded with each image's run of pad tokens as one */
-static vc_status prompt_text(const vc_tokenizer *tk, const vc_rl_prompt *p, int32_t pad, char **out) {
+/* the rendered prompt for the output: its ids decoded with each image's (or video frame group's) run of pad tokens
+ * as one */
+static vc_status prompt_text(const vc_tokenizer *tk, const vc_rl_prompt *p, int32_t pad, int32_t vpad, char **out) {
     int32_t *ids = vc_malloc(sizeof(int32_t) * (size_t)(p->len ? p->len : 1));
     if (!ids) return VC_ERR_NOMEM;
     size_t n = 0;
     for (int64_t t = 0; t < p->len; t++)
-        if (p->ids[t] != pad || !n || ids[n - 1] != pad) ids[n++] = p->ids[t];
+        if ((p->ids[t] != pad && p->ids[t] != vpad) || !n || ids[n - 1] != p->ids[t]) ids[n++] = p->ids[t];
     size_t len = 0;
     vc_status st = vc_tokenizer_decode(tk, ids, n, 0, out, &len);
     free(ids);
@@ -186,32 +193,37 @@ static vc_status prompt_text(const vc_tokenizer *tk, const vc_rl_prompt *p, int3
 static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_tokenizer *tk, vc_chat_template **tmpl,
                             int64_t limit, prompt_row *rows, vc_rollout_request *rq, vc_images *im, int *n_rows) {
     vc_vl_image_config vl;
-    char *dir = NULL;
+    vc_vl_videos vv;
+    char *dir = NULL, why[400] = "";
+    int has_video = 0;
     vc_rl_dataset *ds = NULL;
     vc_status st = vc_hf_resolve(a->model, &dir);
     if (!st) st = vc_vl_image_config_load(dir, &vl);
+    if (!st) st = vc_vl_videos_setup(m, dir, vl.patch_size, &vv, why, sizeof why, &has_video);
     if (!st && !*tmpl) st = vc_chat_template_load(a->tok_dir, tmpl);
-    int32_t pad = vc_model_cfg(m)->image_id;
+    int32_t pad = vc_model_cfg(m)->image_id, vpad = vc_model_cfg(m)->video_id;
     vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
                           .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
+                          .videos = has_video ? &vv : NULL, .no_video_reason = why,
+                          .video_token = vpad >= 0 ? vc_tokenizer_id_to_token(tk, vpad) : NULL,
                           .filter_overlong = a->overlong == OVER_SKIP,
                           .truncation = a->overlong == OVER_TRUNCATE ? "left" : "error" };
     if (!st) st = vc_rl_dataset_load(a->input, tk, *tmpl, &o, &ds);
     for (size_t i = 0; !st && i < ds->n; i++) {
         const vc_rl_prompt *p = &ds->p[i];
         prompt_row *r = &rows[*n_rows];
-        float *pix = NULL;
+        float *pix = NULL, *ts = NULL;
         int32_t *grid = NULL;
         int ni = 0;
         int64_t row = 0;
         r->index = p->line - 1;
         r->n_ids = (size_t)p->len;
-        if ((st = vc_rl_prompt_images(ds, i, &pix, &grid, &ni, &row))) break;
-        im[*n_rows] = (vc_images){ ni, grid, pix, row };
+        if ((st = vc_rl_prompt_visuals(ds, i, &pix, &grid, &ni, &row, &ts))) break;
+        im[*n_rows] = (vc_images){ ni, grid, pix, row, ts };
         r->ids = vc_malloc(sizeof(int32_t) * (size_t)(p->len ? p->len : 1));
         if (!r->ids) st = VC_ERR_NOMEM;
         else memcpy(r->ids, p->ids, sizeof(int32_t) * (size_t)p->len);
-        if (!st) st = prompt_text(tk, p, pad, &r->text);
+        if (!st) st = prompt_text(tk, p, pad, vpad, &r->text);
         rq[*n_rows] = (vc_rollout_request){ r->ids, (int64_t)r->n_ids, a->n, (uint64_t)r->index, ni ? &im[*n_rows] : NULL };
         (*n_rows)++;
     }
@@ -342,6 +354,7 @@ out:
         free(rows[i].ids);
         free((void *)im[i].grid);
         free((void *)im[i].pixels);
+        free((void *)im[i].t_scale);
     }
     free(rows);
     free(im);

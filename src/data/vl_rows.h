@@ -6,6 +6,7 @@
 #ifndef VC_DATA_VL_ROWS_H
 #define VC_DATA_VL_ROWS_H
 #include "verlc/image.h"
+#include "verlc/model.h"
 #include "verlc/trainer.h"
 #include <cjson/cJSON.h>
 
@@ -60,6 +61,10 @@ vc_status vc_vl_parse_visuals(const cJSON *imgs, const cJSON *vids, const char *
  * for its frame size and sampling: its entries appended to *ims (*n grows; *cap its capacity) */
 vc_status vc_vl_parse_video(const cJSON *v, const vc_vl_videos *vv, const char *what, vc_rl_image **ims, int *n,
                             int *cap);
+/* how model m takes videos: its video processor from dir (the model's folder), the mode and time step of its tower,
+ * fetch_video's image patch size; *ok 0 (why says why) for a model without them (GLM-4V's are not built) */
+vc_status vc_vl_videos_setup(const vc_model *m, const char *dir, int patch, vc_vl_videos *vv, char *why,
+                             size_t cap, int *ok);
 /* video entry e's pixels through verl's path (fetch_video, the video processor): all its frame groups' rows */
 vc_status vc_vl_video_pixels(const vc_vl_videos *vv, const vc_rl_image *e, const char *what, vc_vl_pixels *out);
 /* the pixels of im[n] through verl's path (fetch_image, the processor): *pixels [rows, *row] and *grid [n, 3]

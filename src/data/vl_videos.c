@@ -186,3 +186,20 @@ vc_status vc_vl_video_pixels(const vc_vl_videos *vv, const vc_rl_image *e, const
     vframes_free(&f);
     return st;
 }
+
+vc_status vc_vl_videos_setup(const vc_model *m, const char *dir, int patch, vc_vl_videos *vv, char *why, size_t cap,
+                             int *ok) {
+    const vc_vision *v = vc_model_vision(m);
+    int mode = v ? vc_vision_video_mode(v, &vv->tps) : VC_VIDEO_NONE;
+    *ok = 0;
+    if (mode == VC_VIDEO_NONE) {
+        snprintf(why, cap, "video inputs of model_type %s are not built (Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's and "
+                 "Qwen3.5's are)", vc_model_cfg(m)->model_type);
+        return VC_OK;
+    }
+    vc_status st = vc_vl_video_config_load(dir, mode == VC_VIDEO_SPLIT, &vv->cfg);
+    if (st) return st;
+    vv->mode = mode, vv->patch = patch;
+    *ok = 1;
+    return VC_OK;
+}

@@ -622,17 +622,10 @@ static vc_status load_text(vc_rl_trainer *t, const vc_config *c) {
  * preprocessor_config.json) and how its tower takes videos; GLM-4V's are not built (the reason kept) */
 static vc_status data_videos(vc_rl_trainer *t, const char *dir, vc_vl_videos *vv, char *why, size_t cap,
                              vc_rl_data_opts *o) {
-    const vc_vision *v = vc_model_vision(t->actor);
-    int mode = v ? vc_vision_video_mode(v, &vv->tps) : VC_VIDEO_NONE;
-    if (mode == VC_VIDEO_NONE) {
-        snprintf(why, cap, "video inputs of model_type %s are not built (Qwen2-VL's, Qwen2.5-VL's, Qwen3-VL's and "
-                 "Qwen3.5's are)", vc_model_cfg(t->actor)->model_type);
-        return VC_OK;
-    }
-    vc_status st = vc_vl_video_config_load(dir, mode == VC_VIDEO_SPLIT, &vv->cfg);
-    if (st) return st;
-    vv->mode = mode;
-    vv->patch = o->image_patch_size > 0 ? o->image_patch_size : o->vl->patch_size;
+    int ok = 0;
+    vc_status st = vc_vl_videos_setup(t->actor, dir, o->image_patch_size > 0 ? o->image_patch_size : o->vl->patch_size,
+                                      vv, why, cap, &ok);
+    if (st || !ok) return st;
     int id = vc_model_cfg(t->actor)->video_id;
     o->video_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
     o->videos = vv;
