@@ -229,31 +229,12 @@ vc_status vc_vl_video_process(const vc_vl_video_config *c, const vc_image *frame
         if ((st = resize_float(px, n, h, w, oh, ow, &sized))) return free(px), vc_fail(st, "%s: resize", what);
         free(px), px = sized;
     }
-    int nt = (n + T - 1) / T, gh = oh / P, gw = ow / P;
-    out->grid_t = nt, out->grid_h = gh, out->grid_w = gw;
-    out->rows = (int64_t)nt * gh * gw, out->cols = (int64_t)3 * T * P * P;
-    out->data = malloc(sizeof(float) * (size_t)out->rows * (size_t)out->cols);
-    if (!out->data) return free(px), vc_fail(VC_ERR_NOMEM, "%s: %lld pixel rows", what, (long long)out->rows);
-    float *row = out->data;
     size_t op = (size_t)oh * ow * 3;
-    for (int t = 0; t < nt; t++)
-        for (int bh = 0; bh < gh / M; bh++)
-            for (int bw = 0; bw < gw / M; bw++)
-                for (int mh = 0; mh < M; mh++)
-                    for (int mw = 0; mw < M; mw++, row += out->cols) {
-                        int y0 = (bh * M + mh) * P, x0 = (bw * M + mw) * P;
-                        float *o = row;
-                        for (int ch = 0; ch < 3; ch++)
-                            for (int k = 0; k < T; k++) {
-                                int f = t * T + k < n ? t * T + k : n - 1; /* the last frame repeated */
-                                for (int py = 0; py < P; py++) {
-                                    const float *s = px + f * op + ((size_t)(y0 + py) * ow + x0) * 3 + ch;
-                                    for (int q = 0; q < P; q++) *o++ = level(c, ch, s[q * 3]);
-                                }
-                            }
-                    }
+    for (int f = 0; f < n; f++)
+        for (size_t k = 0; k < op; k++) px[f * op + k] = level(c, (int)(k % 3), px[f * op + k]);
+    st = vc_vl_patchify(px, n, oh, ow, P, M, T, what, out);
     free(px);
-    return VC_OK;
+    return st;
 }
 
 /* ---- qwen_vl_utils' fetch_video ---- */

@@ -11,6 +11,11 @@ extern const double VC_CLIP_MEAN[3], VC_CLIP_STD[3];
 vc_status vc_vl_get_triple(const cJSON *j, const char *key, double out[3], int positive, const char *file);
 /* key: an integer in [1, max]; absent: *v kept */
 vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_t *v, const char *file);
+/* n frames [n][h][w][3] of processed values into out's rows in transformers' order (frame groups of T, merge x merge
+ * blocks of P x P patches; columns: channel, temporal copy, y, x), the last frame repeated to a whole group */
+struct vc_vl_pixels;
+vc_status vc_vl_patchify(const float *frames, int n, int h, int w, int P, int M, int T, const char *what,
+                         struct vc_vl_pixels *out);
 /* Python's round() of a float: half to even */
 double vc_py_round(double x);
 #endif

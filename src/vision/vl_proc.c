@@ -262,33 +262,46 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
         return vc_fail(VC_ERR_SHAPE, "%s: %dx%d is not a multiple of patch_size * merge_size = %d and do_resize is "
                        "false", what, img->width, img->height, factor);
     }
-    const int gh = src->height / P, gw = src->width / P;
-    out->grid_t = 1, out->grid_h = gh, out->grid_w = gw;
-    out->rows = (int64_t)gh * gw, out->cols = (int64_t)3 * T * P * P;
-    out->data = malloc(sizeof(float) * (size_t)out->rows * (size_t)out->cols);
-    if (!out->data) {
-        vc_image_free(&resized), vc_image_free(&keyed);
-        return vc_fail(VC_ERR_NOMEM, "%s: %lld x %lld pixel values", what, (long long)out->rows,
-                       (long long)out->cols);
-    }
     float table[3][256];
     level_table(c, table);
-    /* rows: (block row, block column, row in block, column in block); columns: (channel, temporal copy, y, x) */
-    float *row = out->data;
-    for (int bh = 0; bh < gh / M; bh++)
-        for (int bw = 0; bw < gw / M; bw++)
-            for (int mh = 0; mh < M; mh++)
-                for (int mw = 0; mw < M; mw++, row += out->cols) {
-                    int y0 = (bh * M + mh) * P, x0 = (bw * M + mw) * P;
-                    float *o = row;
-                    for (int ch = 0; ch < 3; ch++)
-                        for (int t = 0; t < T; t++)
-                            for (int py = 0; py < P; py++) {
-                                const uint8_t *s = src->rgb + ((size_t)(y0 + py) * (size_t)src->width + x0) * 3 + ch;
-                                for (int px = 0; px < P; px++) *o++ = table[ch][s[px * 3]];
-                            }
-                }
+    size_t np = (size_t)src->width * (size_t)src->height;
+    float *plane = malloc(sizeof(float) * np * 3);
+    st = plane ? VC_OK : vc_fail(VC_ERR_NOMEM, "%s: %dx%d pixel values", what, src->width, src->height);
+    for (size_t i = 0; plane && i < np * 3; i++) plane[i] = table[i % 3][src->rgb[i]];
+    if (!st) st = vc_vl_patchify(plane, 1, src->height, src->width, P, M, T, what, out);
+    free(plane);
     vc_image_free(&resized), vc_image_free(&keyed);
+    return st;
+}
+
+vc_status vc_vl_patchify(const float *frames, int n, int h, int w, int P, int M, int T, const char *what,
+                         vc_vl_pixels *out) {
+    int nt = (n + T - 1) / T, gh = h / P, gw = w / P;
+    out->grid_t = nt, out->grid_h = gh, out->grid_w = gw;
+    out->rows = (int64_t)nt * gh * gw, out->cols = (int64_t)3 * T * P * P;
+    out->data = malloc(sizeof(float) * (size_t)out->rows * (size_t)out->cols);
+    if (!out->data)
+        return vc_fail(VC_ERR_NOMEM, "%s: %lld x %lld pixel values", what, (long long)out->rows, (long long)out->cols);
+    /* rows: (frame group, block row, block column, row in block, column in block); columns: (channel, temporal
+     * copy, y, x) */
+    float *row = out->data;
+    size_t fp = (size_t)h * (size_t)w * 3;
+    for (int t = 0; t < nt; t++)
+        for (int bh = 0; bh < gh / M; bh++)
+            for (int bw = 0; bw < gw / M; bw++)
+                for (int mh = 0; mh < M; mh++)
+                    for (int mw = 0; mw < M; mw++, row += out->cols) {
+                        int y0 = (bh * M + mh) * P, x0 = (bw * M + mw) * P;
+                        float *o = row;
+                        for (int ch = 0; ch < 3; ch++)
+                            for (int k = 0; k < T; k++) {
+                                int f = t * T + k < n ? t * T + k : n - 1; /* the last frame repeated */
+                                for (int py = 0; py < P; py++) {
+                                    const float *s = frames + f * fp + ((size_t)(y0 + py) * (size_t)w + x0) * 3 + ch;
+                                    for (int q = 0; q < P; q++) *o++ = s[q * 3];
+                                }
+                            }
+                    }
     return VC_OK;
 }
 

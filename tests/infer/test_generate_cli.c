@@ -125,7 +125,7 @@ int main(void) {
     snprintf(extra, sizeof extra, "--output %s/g.jsonl 2>%s/g.err", tmp, tmp);
     CHECK(sh(run_img, extra) != 0);
     err = slurp("g.err");
-    CHECK_MSG(err && strstr(err, "img.jsonl:2: a row with images needs an image-text model"), "%s", err ? err : "");
+    CHECK_MSG(err && strstr(err, "img.jsonl:2: a row with images or videos needs an image-text model"), "%s", err ? err : "");
     free(err);
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);

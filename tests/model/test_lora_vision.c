@@ -225,7 +225,9 @@ static void peft_logits(void) {
         double dm = max_diff(got, c.out, r.T * V);
         printf("%s: PEFT's adapter: |verlc - PEFT| logits %.2g (largest %.3g; without the tower's adapters %.3g), "
                "|adapted - merged| %.2g\n", FIXTURES[f], worst, span, tower, dm);
-        CHECK_MSG(ok && worst < 1e-4 && span > 1, "%s: verlc's logits differ from PEFT's by %g", FIXTURES[f], worst);
+        /* (Qwen3.5: the Gated DeltaNet's recurrence carries the GEMMs' rounding further, see below) */
+        double lt = strstr(FIXTURES[f], "qwen3_5") ? 2e-4 : 1e-4;
+        CHECK_MSG(ok && worst < lt && span > 1, "%s: verlc's logits differ from PEFT's by %g", FIXTURES[f], worst);
         CHECK_MSG(ok && tower > 100 * worst && tower > 1e-3, "%s: the tower's adapters change the logits by %g only",
                   FIXTURES[f], tower);
         /* Qwen3.5's Gated DeltaNet recurrence carries rounding further: PEFT's own adapted and merged logits of this

@@ -204,7 +204,9 @@ static void test_dp(void) {
     snprintf(b, sizeof b, "%s/dp2/step_2/model.safetensors", dir);
     double d = ckpt_diff(a, b);
     printf("sft with images, 1 vs 2 ranks: max weight difference %.3g\n", d);
-    CHECK_MSG(d <= 1e-5, "sft with images: 2 ranks' weights differ from 1 rank's by %g", d);
+    /* (one rank adds its second row's weight gradient into the first's inside the GEMM, two ranks add the two after
+     * it: AdamW at lr 1e-2 carries that rounding to 1e-5-2e-5 of the weights; a row computed wrong moves them 1e-2) */
+    CHECK_MSG(d <= 1e-4, "sft with images: 2 ranks' weights differ from 1 rank's by %g", d);
 }
 
 static void bad_row(const char *name, const char *row, const char *model, const char *want) {
