@@ -367,7 +367,7 @@ static void test_command_tool(void) {
         { "echo", "got 72", 0.5 }, /* still running */
     };
     for (size_t i = 0; n == 3 && i < sizeof CASES / sizeof CASES[0]; i++) {
-        rl_tool_call call;
+        rl_tool_call call = { 0 };
         snprintf(call.name, sizeof call.name, "%s", CASES[i].name);
         call.args = cJSON_Parse("{\"answer\": \"72\"}");
         char *text = NULL;
@@ -502,7 +502,7 @@ static void test_python_tool(void) {
         { "5", "got 5 vs 72 live=1", 0.0 }, /* the raising call's instance was released too */
     };
     for (size_t i = 0; n == 1 && i < sizeof CASES / sizeof CASES[0]; i++) {
-        rl_tool_call call;
+        rl_tool_call call = { 0 };
         snprintf(call.name, sizeof call.name, "echo");
         char args[64];
         snprintf(args, sizeof args, "{\"answer\": \"%s\"}", CASES[i].answer);
