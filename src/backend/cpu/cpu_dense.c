@@ -75,15 +75,16 @@ static float *bf16_copy(const float *X, int64_t rows, int64_t cols, int64_t ld) 
 /* The gemm entry: with VC_PREC_BF16 both inputs are rounded to bf16 first (their products are then
  * exact in f32) and accumulated in f32, emulating a tensor-core bf16 GEMM with f32 accumulation. If the
  * scratch copies cannot be allocated the product runs in f32.
- * Products whose rows are op(A)'s rows as stored (ta 0: the forward passes' activations times weights, the
- * input gradients, the LM head) take the row-invariant GEMM of src/infer/gemm_inv.c: a row's result never
- * depends on the other rows or its place among them. OpenBLAS rounds a row by its place in its kernel's tiles
- * (on AMD Zen rows 12 apart match, neighbours do not), so a packed row gave other bits in another batch: the
- * teacher and the student of one model, the trainer and the rollout, one rank and two drifted apart. The
- * weight gradients (ta 1: sums over the batch's rows) stay on OpenBLAS. */
+ * The forward products (ta 0, tb 1: activations times weights as stored, the LM head's logits) take the
+ * row-invariant GEMM of src/infer/gemm_inv.c: a row's result never depends on the other rows or its place among
+ * them. OpenBLAS rounds a row by its place in its kernel's tiles (on AMD Zen rows 12 apart match, neighbours do
+ * not), so a packed row's log-probs gave other bits in another batch: the teacher and the student of one model,
+ * the trainer and the rollout, one rank and two drifted apart. The backward products stay on OpenBLAS (the input
+ * gradients would need the weights transposed in every call: 22% slower training here; the weight gradients are
+ * sums over the batch's rows anyway). */
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (!ta && M > 0 && N > 0 && K > 0) { /* (bf16 rounding of the operands inside, as below) */
+    if (!ta && tb && M > 0 && N > 0 && K > 0) { /* (bf16 rounding of the operands inside, as below) */
         vc_infer_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
