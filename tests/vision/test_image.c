@@ -43,12 +43,6 @@ out:
     vc_ckpt_close(ck);
 }
 
-static char *read_all(const char *path, size_t *n) {
-    char *b = NULL;
-    if (vc_read_file(path, &b, n) != VC_OK) return NULL;
-    return b;
-}
-
 /* decoding must fail with one line that names `what` */
 static void expect_fail(const uint8_t *b, size_t n, const char *what, const char *needle) {
     vc_image img;

@@ -134,12 +134,6 @@ out:
 
 /* ---- bad inputs ---- */
 
-static char *read_all(const char *path, size_t *n) {
-    char *b = NULL;
-    if (vc_read_file(path, &b, n) != VC_OK) return NULL;
-    return b;
-}
-
 /* a temp file holding bytes, named with suffix; the caller unlinks and frees it */
 static char *temp_file(const void *b, size_t n, const char *suffix) {
     char *path = malloc(256);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "verlc/core.h"
 #include "verlc/image.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
@@ -23,6 +24,13 @@ static inline char *img_path(const char *name) {
     static char buf[1024];
     snprintf(buf, sizeof buf, VISION_DIR "/images/%s", name);
     return buf;
+}
+
+/* the whole file (malloc'd), NULL when it cannot be read */
+static inline char *read_all(const char *path, size_t *n) {
+    char *b = NULL;
+    if (vc_read_file(path, &b, n) != VC_OK) return NULL;
+    return b;
 }
 
 /* A reference U8 image tensor [h, w, 3] compared with img: the count of differing bytes (-1: shape or absent) and
