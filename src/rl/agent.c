@@ -60,7 +60,9 @@ static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJS
     const vc_model_config *mc = n_im && t->actor ? vc_model_cfg(t->actor) : NULL;
     const char *pad = mc && mc->image_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->image_id) : NULL;
     const char *vpad = mc && mc->video_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->video_id) : NULL;
-    vc_vl_pads pads = { pad ? pad : VC_VL_IMAGE_TOKEN, vpad ? vpad : VC_VL_VIDEO_TOKEN };
+    int videos = 0; /* (as the dataset renders it: a video pad is a pad only in a row with videos) */
+    for (int k = 0; k < n_im; k++) videos |= im[k].video != NULL;
+    vc_vl_pads pads = { pad ? pad : VC_VL_IMAGE_TOKEN, videos ? (vpad ? vpad : VC_VL_VIDEO_TOKEN) : NULL };
     if (!st && n_im) st = vc_vl_expand_visuals(text, &pads, im, n_im, 1, where, &full, NULL);
     if (!st) st = vc_tokenizer_encode(t->tok, full ? full : text, strlen(full ? full : text), 0, ids, n);
     free(text);
