@@ -6,6 +6,7 @@
 #include "infer/infer.h"
 #include "backend/cpu/cpu.h"
 #include "backend/sim/sim.h"
+#include "core/sanitize.h"
 #include "verlc/pool.h"
 #include "verlc/dtype.h"
 #include <immintrin.h>
@@ -26,13 +27,13 @@ typedef struct {
     float alpha, beta;
 } gemm_ctx;
 
-static inline float finish(float s, float alpha, float beta, const float *c) {
+VC_NO_ASAN static inline float finish(float s, float alpha, float beta, const float *c) {
     float r = alpha * s;
     return beta != 0.0f ? fmaf(beta, *c, r) : r;
 }
 
 /* ---- AVX2 + FMA ---- */
-#define AVX __attribute__((target("avx2,fma")))
+#define AVX __attribute__((target("avx2,fma"))) VC_NO_ASAN
 
 AVX static inline float hsum8(__m256 v) {
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -111,7 +112,7 @@ static void task_avx(void *p, int64_t t) { run_tiles(p, t, 3, 3, tile_3x3, tile_
 
 /* ---- AVX-512: 16 lanes over k, folded to 8 (low half + high half), then AVX2's horizontal sum and a scalar
  * tail over the last K % 16 ---- */
-#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,avx2,fma"))) VC_NO_ASAN
 
 AVX512 static inline float hsum16(__m512 v) {
     __m256 lo = _mm512_castps512_ps256(v), hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -131,7 +132,7 @@ TILE512(1, 1)
 static void task_512(void *p, int64_t t) { run_tiles(p, t, 4, 6, t512_4x6, t512_4x1, t512_1x8, t512_1x1); }
 
 /* ---- portable fallback (the same invariance, its own rounding) ---- */
-static void task_scalar(void *p, int64_t t) {
+VC_NO_ASAN static void task_scalar(void *p, int64_t t) {
     const gemm_ctx *c = p;
     int64_t i0, i1, j0, j1;
     task_span(c, t, &i0, &i1, &j0, &j1);
@@ -177,7 +178,30 @@ int vc_infer_gemm_set_isa(int isa) {
 }
 
 /* op(X) as a row-major [rows, K] matrix: a copy when X is transposed, or (round) when its values are
- * rounded to bf16, as bf16 matmuls take them (the same rounding as the training GEMMs') */
+ * rounded to bf16, as bf16 matmuls take them (the same rounding as the training GEMMs'); blocks of rows on the
+ * pool (the LM head's weights are copied on every call) */
+#define ROWS_BLOCK 256
+typedef struct {
+    const float *X;
+    float *T;
+    int64_t ld, rows, K;
+    int trans, round;
+} rows_ctx;
+
+static void rows_task(void *p, int64_t t) {
+    const rows_ctx *c = p;
+    int64_t r0 = t * ROWS_BLOCK, r1 = r0 + ROWS_BLOCK < c->rows ? r0 + ROWS_BLOCK : c->rows;
+    if (c->trans) /* X is [K, rows]: along its rows */
+        for (int64_t k = 0; k < c->K; k++)
+            for (int64_t r = r0; r < r1; r++) {
+                float v = c->X[k * c->ld + r];
+                c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+            }
+    else
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t k = 0; k < c->K; k++) c->T[r * c->K + k] = vc_bf16_to_f32(vc_f32_to_bf16(c->X[r * c->ld + k]));
+}
+
 static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round, int64_t *ld_out) {
     if (!trans && !round) {
         *ld_out = ld;
@@ -185,11 +209,8 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
     }
     float *T = vc_cpu_scratch((size_t)(rows * K > 0 ? rows * K : 1), sizeof(float), 0); /* NULL: recorded for sync */
     if (!T) return NULL;
-    for (int64_t k = 0; k < K; k++)
-        for (int64_t r = 0; r < rows; r++) {
-            float v = trans ? X[k * ld + r] : X[r * ld + k];
-            T[r * K + k] = round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
-        }
+    rows_ctx c = { .X = X, .T = T, .ld = ld, .rows = rows, .K = K, .trans = trans, .round = round };
+    vc_parallel((rows + ROWS_BLOCK - 1) / ROWS_BLOCK, rows_task, &c);
     *ld_out = K;
     return T;
 }
@@ -197,6 +218,11 @@ static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                    const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M == 0 || N == 0) return;
+    if (VC_ASAN) { /* the tiles' loads and stores are not checked one by one */
+        vc_asan_check_read(A, ta ? vc_matrix_bytes(K, M, lda) : vc_matrix_bytes(M, K, lda));
+        vc_asan_check_read(B, tb ? vc_matrix_bytes(N, K, ldb) : vc_matrix_bytes(K, N, ldb));
+        vc_asan_check_write(C, vc_matrix_bytes(M, N, ldc));
+    }
     int64_t la = 0, lb = 0;
     /* C = op(A) op(B): rows of op(A) are A's rows unless transposed; B is used as B^T rows */
     int r16 = vc_matmul_precision() == VC_PREC_BF16;

@@ -1,12 +1,15 @@
 /* Rollout engine: reproducibility across batch size / threads / request order / preemption, prompt page
  * sharing, rollout vs training log-probs, row invariance of the GEMM and of the paged forward, errors. */
 #include "infer/infer.h"
+#include "core/sanitize.h"
 #include "infer_test_util.h"
 #include "vc_test.h"
 #include "verlc/pool.h"
 #include "verlc/rng.h"
 #include "verlc/rollout.h"
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 static const char *CONFIG =
     "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 48,"
@@ -261,6 +264,28 @@ static void test_gemm_row_invariance(void) {
     vc_infer_gemm_set_isa(-1); /* the best again */
 }
 
+/* the sanitizer build: the GEMM's tiles are not instrumented, its entry checks the operands' extents, so an operand
+ * one float short still stops the process with AddressSanitizer's report (here in a child, its report discarded) */
+static void test_gemm_asan_extents(void) {
+    if (!VC_ASAN) return;
+    for (int which = 0; which < 3; which++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 2);
+            int64_t M = 5, N = 7, K = 19;
+            float *A = calloc((size_t)(M * K - (which == 0)), 4), *B = calloc((size_t)(N * K - (which == 1)), 4);
+            float *C = calloc((size_t)(M * N - (which == 2)), 4);
+            vc_infer_gemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+            _exit(0);
+        }
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        CHECK_MSG(!(WIFEXITED(st) && WEXITSTATUS(st) == 0), "a GEMM past operand %d's end went unreported", which);
+    }
+    printf("sanitizer build: the GEMM's reads and writes past its operands are reported\n");
+}
+
 /* hidden states of prompt 4 computed alone in one chunk == computed in 3 chunks batched with prompt 3 */
 static void test_forward_invariance(vc_model *m) {
     const vc_backend *prev = vc_be();
@@ -454,6 +479,7 @@ int main(void) {
     for (int i = 0; i < NP; i++)
         for (int t = 0; t < plen[i]; t++) prompts[i][t] = 3 + (int32_t)vc_rng_below(290, 99, (uint64_t)i, 0, (uint64_t)t);
     test_gemm_row_invariance();
+    test_gemm_asan_extents();
     vc_model *m = make_model();
     CHECK(m != NULL);
     if (!m) return vc_test_done();
