@@ -4,9 +4,14 @@
 JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 .PHONY: all deps test asan emu clean
+# a new build folder uses Ninja where installed (it schedules the CUDA, library and test compiles together; a folder
+# keeps the generator it was made with); the Release build compiles C through ccache where installed (the emulator's
+# build, scripts/emu-check.sh, then takes the same C objects from it)
+ninja = $$(test -f $(1)/CMakeCache.txt || ! command -v ninja >/dev/null 2>&1 || echo -G Ninja)
+ccache = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
 all: deps
-	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B build $(call ninja,build) $(ccache) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build build -j$(JOBS)
 
 deps:
@@ -16,7 +21,7 @@ test: all
 	@cd build && ctest --output-on-failure -j$(JOBS)
 
 asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DVC_SANITIZE=ON -DVC_CUDA=OFF >/dev/null
+	@cmake -S . -B build-asan $(call ninja,build-asan) -DCMAKE_BUILD_TYPE=Debug -DVC_SANITIZE=ON -DVC_CUDA=OFF >/dev/null
 	@cmake --build build-asan -j$(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 VERLC_SANITIZE=1 ctest --output-on-failure -j$(JOBS)
 

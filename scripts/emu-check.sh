@@ -8,7 +8,7 @@
 # quick (CI, a few minutes): builds build-emu (-DVC_CUDA_EMU=ON) with verlc and the tests/cuda
 #   programs, runs the op-table, op, copy and f32 attention tests (the attention test with threads in forward
 #   and in reverse order: a missing barrier shows as a difference), `verlc check --device cuda` over every
-#   fixture model (f32),
+#   other fixture model (f32; full: every one),
 #   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI),
 #   test_cuda_graph (decode steps captured and replayed as CUDA graphs against eager, bitwise), and a short
 #   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
@@ -40,7 +40,13 @@ step() { # name, command... (each lane its own log)
 TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train cuda_test_cuda_graph
     model_test_route model_test_head_gather"
 [ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
+# (Ninja for a new folder and ccache where installed, as the Makefile's builds: the C library's objects are the
+# Release build's)
+gen=""
+[ -f "$B/CMakeCache.txt" ] || ! command -v ninja >/dev/null 2>&1 || gen="-G Ninja"
+command -v ccache >/dev/null 2>&1 && gen="$gen -DCMAKE_C_COMPILER_LAUNCHER=ccache"
+# shellcheck disable=SC2086
+cmake -S . -B "$B" $gen -DCMAKE_BUILD_TYPE=Release -DVC_CUDA_EMU=ON >/dev/null || exit 1
 # shellcheck disable=SC2086
 cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 || {
     tail -n 40 "$B/emu-build.log"
@@ -48,11 +54,13 @@ cmake --build "$B" -j"$JOBS" --target verlc_bin $TESTS >"$B/emu-build.log" 2>&1 
 }
 models=$(ls -d "$SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
 [ -n "$models" ] || { echo "no fixture models under $SHARED/fixtures/models"; exit 1; }
-# every 11th fixture checked in the training lane, so that both lanes end together (about 185 s each)
-models_a=$(echo "$models" | awk 'NR % 11 != 0')
-models_b=$(echo "$models" | awk 'NR % 11 == 0')
-# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests and the fixture
-# check, then training, graphs, routing, the head, the profiler and every 11th fixture; their reports in that order
+# quick: every other fixture (in name order; full: all, and the CPU checks them all in the unit tests), split between
+# the lanes so that both end together (about 140 s each on 2 cores of an AMD EPYC)
+[ "$MODE" = full ] || models=$(echo "$models" | awk 'NR % 2 == 1')
+models_a=$(echo "$models" | awk 'NR % 2 == 1')
+models_b=$(echo "$models" | awk 'NR % 2 == 0')
+# two lanes of steps side by side (the emulator runs a kernel's threads on one core): op tests, graphs and half the
+# fixtures, then training, routing, the head, the profiler and the other half; their reports in that order
 lane_ops() {
     LANE=a
     for t in table ops copy attn; do
@@ -61,8 +69,9 @@ lane_ops() {
         [ $t = attn ] || [ "$MODE" = full ] &&
             step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
+    step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32" "$B/verlc" check --device cuda $models_a
+    step "verlc check --device cuda, f32 ($(echo "$models_a" | wc -w) fixtures)" "$B/verlc" check --device cuda $models_a
     return $fail
 }
 # the op profiler (VERLC_CUDA_PROFILE) and the emulator's counts (VC_EMU_STATS) on a short bf16 rollout
@@ -78,12 +87,12 @@ profile_check() {
 lane_train() {
     LANE=b
     step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
-    step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
     # shellcheck disable=SC2086
-    step "verlc check --device cuda, f32 (every 11th fixture)" "$B/verlc" check --device cuda $models_b
+    step "verlc check --device cuda, f32 (the other $(echo "$models_b" | wc -w) fixtures)" "$B/verlc" check --device cuda \
+        $models_b
     return $fail
 }
 lane_ops >"$B/emu-lane-a.out" 2>&1 &
