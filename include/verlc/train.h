@@ -362,6 +362,7 @@ typedef struct vc_sft_config {
     const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
                                                   * enable_thinking per row ("tools", "enable_thinking") */
     const char *image_key;   /* messages rows: the row's images ("images"; image-text models, docs/images.md) */
+    const char *video_key;   /* messages rows: the row's videos ("videos"; Qwen2-VL and Qwen2.5-VL models) */
     const char *enable_thinking_default; /* later verl's data.enable_thinking_default: "true" / "false" for rows
                                           * without the key; NULL or "none": the template's default */
     const char *prompt_dict_keys, *response_dict_keys; /* verl's: keys into nested prompt / response fields

@@ -18,6 +18,9 @@
 typedef struct vc_vl_videos {
     vc_vl_video_config cfg;
     int mode, tps, patch;
+    /* 1: the processor gets the frames without their timing, as verl's MultiTurnSFTDataset hands them over
+     * (transformers' VideoMetadata then says 24 frames per second: Qwen2.5-VL's time step) */
+    int no_metadata;
 } vc_vl_videos;
 
 /* The pad tokens a rendering holds: the image pad, and (videos: NULL for none) the video pad */

@@ -160,7 +160,7 @@ vc_status vc_vl_parse_video(const cJSON *v, const vc_vl_videos *vv, const char *
     if (split && !ts) return vframes_free(&f), VC_ERR_NOMEM;
     if (split) vc_vl_video_timestamps(f.idx, f.n, f.fps, ts);
     const cJSON *src = cJSON_IsObject(v) ? item(v, "video") : v;
-    double sampled = (double)f.n / f.total * f.fps; /* VideoMetadata.sampled_fps */
+    double sampled = vv->no_metadata ? 24.0 : (double)f.n / f.total * f.fps; /* VideoMetadata.sampled_fps */
     for (int g = 0; g < k; g++) {
         vc_rl_image *e = &(*ims)[*n + g];
         memset(e, 0, sizeof *e);
@@ -199,7 +199,7 @@ vc_status vc_vl_videos_setup(const vc_model *m, const char *dir, int patch, vc_v
     }
     vc_status st = vc_vl_video_config_load(dir, mode == VC_VIDEO_SPLIT, &vv->cfg);
     if (st) return st;
-    vv->mode = mode, vv->patch = patch;
+    vv->mode = mode, vv->patch = patch, vv->no_metadata = 0;
     *ok = 1;
     return VC_OK;
 }

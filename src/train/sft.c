@@ -39,6 +39,9 @@ typedef struct sft_run {
     vc_vl_image_config vl;
     int has_vl;
     char why[512];
+    vc_vl_videos vv; /* videos (has_vv 0: off, why_v says so) */
+    int has_vv;
+    char why_v[512];
     vc_images *im;
     int64_t *im_span;
     size_t im_n;
@@ -53,11 +56,37 @@ typedef struct sft_run {
         if ((r)->rank == 0) vc_info(__VA_ARGS__); \
     } while (0)
 
+/* videos beside the images (verl's MultiTurnSFTDataset: data.video_key, fetch_video's frames handed to the processor
+ * without their timing): Qwen2-VL's and Qwen2.5-VL's; Qwen3-VL's and Qwen3.5's are refused (without the timing their
+ * processor samples the frames again as 24 per second and stamps them so: not built) */
+static vc_status setup_videos(sft_run *r, const char *dir, sft_tok *tk) {
+    int ok = 0;
+    tk->no_video_reason = r->why_v;
+    tk->video_pad_id = -1;
+    vc_status st = vc_vl_videos_setup(r->model, dir, r->vl.patch_size, &r->vv, r->why_v, sizeof r->why_v, &ok);
+    if (st || !ok) return st;
+    if (r->vv.mode == VC_VIDEO_SPLIT) {
+        snprintf(r->why_v, sizeof r->why_v, "videos in SFT rows of model_type %s are not built (Qwen2-VL's and "
+                 "Qwen2.5-VL's are; RL rows take Qwen3-VL's)", vc_model_cfg(r->model)->model_type);
+        return VC_OK;
+    }
+    r->vv.no_metadata = 1;
+    int id = vc_model_cfg(r->model)->video_id;
+    tk->video_pad = id >= 0 ? vc_tokenizer_id_to_token(r->tok, id) : NULL;
+    tk->video_pad_id = tk->video_pad ? vc_tokenizer_token_to_id(r->tok, tk->video_pad) : -1;
+    if (tk->video_pad_id < 0)
+        return vc_fail(VC_ERR_MISSING, "tokenizer: no token for the model's videos (config.json's video_token_id %d)", id);
+    tk->vv = &r->vv;
+    r->has_vv = 1;
+    return VC_OK;
+}
+
 /* images on when the model's vision tower loaded and its folder has the processor's preprocessor_config.json (as the
  * RL trainer decides); tk gets the processor's settings and the pad token (config.json's image_token_id) */
 static vc_status setup_images(sft_run *r, sft_tok *tk) {
     const vc_sft_config *c = r->c;
     tk->image_key = c->image_key && *c->image_key ? c->image_key : NULL;
+    tk->video_key = c->video_key && *c->video_key ? c->video_key : NULL;
     tk->no_image_reason = r->why;
     tk->pad_id = -1;
     if (!vc_model_vision(r->model)) {
@@ -73,6 +102,7 @@ static vc_status setup_images(sft_run *r, sft_tok *tk) {
         snprintf(r->why, sizeof r->why, "%s/preprocessor_config.json is not there", c->model_dir);
     else if (!st && !(st = vc_vl_image_config_load(pre, &r->vl))) r->has_vl = 1;
     free(pre);
+    if (!st && r->has_vl) st = setup_videos(r, dir, tk);
     free(dir);
     if (st) return vc_fail_ctx(st, "model %s", c->model_dir);
     if (!r->has_vl) return VC_OK;
@@ -222,7 +252,8 @@ static vc_status make_trainer(sft_run *r) {
 }
 
 static void images_free(sft_run *r) {
-    for (size_t i = 0; i < r->im_n; i++) free((void *)r->im[i].grid), free((void *)r->im[i].pixels);
+    for (size_t i = 0; i < r->im_n; i++)
+        free((void *)r->im[i].grid), free((void *)r->im[i].pixels), free((void *)r->im[i].t_scale);
     free(r->im), free(r->im_span), free(r->im_row), free(r->im_made);
     r->im = NULL, r->im_span = NULL, r->im_row = NULL, r->im_made = NULL, r->im_n = 0;
 }
@@ -238,14 +269,15 @@ static vc_status image_get(void *ctx, int seq, const vc_images **out) {
     int k = (int)(d->img_cu[row + 1] - d->img_cu[row]);
     if (k && !r->im_made[seq]) {
         char where[512];
-        float *px = NULL;
+        float *px = NULL, *ts = NULL;
         int32_t *grid = NULL;
         int64_t cols = 0;
         snprintf(where, sizeof where, "%s:%lld", d == &r->train ? r->c->train_path : r->c->val_path,
                  (long long)d->line[row]);
-        vc_status st = vc_vl_images_pixels(&r->vl, 0, d->img + d->img_cu[row], k, where, &px, &grid, &cols);
+        vc_status st = vc_vl_visuals_pixels(&r->vl, 0, r->has_vv ? &r->vv : NULL, d->img + d->img_cu[row], k, where,
+                                            &px, &grid, &cols, &ts);
         if (st) return st;
-        r->im[seq] = (vc_images){ k, grid, px, cols };
+        r->im[seq] = (vc_images){ k, grid, px, cols, ts };
         r->im_made[seq] = 1;
     }
     *out = &r->im[seq];

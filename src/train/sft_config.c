@@ -18,6 +18,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->tools_key = "tools";
     c->enable_thinking_key = "enable_thinking";
     c->image_key = "images";
+    c->video_key = "videos";
     c->multiturn = -1;
     c->truncation = "error";
     c->max_length = 1024;
@@ -95,6 +96,8 @@ static const key_def KEYS[] = {
     { "data.tools_key", "tools_key", K_STR, F(tools_key), "messages rows: tool schemas for the chat template" },
     { "data.image_key", "image_key", K_STR, F(image_key),
       "messages rows: the row's images, one per <image> marker (image-text models: docs/images.md)" },
+    { "data.video_key", "video_key", K_STR, F(video_key),
+      "messages rows: the row's videos, one per <video> marker (Qwen2-VL, Qwen2.5-VL: docs/images.md)" },
     /* verl's sft_trainer.yaml names (data.multiturn.*) for the same settings */
     { "data.multiturn.enable", "multiturn", K_BOOL, F(multiturn),
       "true: every row is a messages row; false: prompt/response rows (default: either, per row)" },

@@ -45,11 +45,11 @@ static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size
 typedef struct {
     const cJSON *tools;
     int thinking;
-    const vc_rl_image *img;
-    int n_img;
+    const vc_rl_image *img; /* images and videos' entries in marker order */
+    int n_img, n_vid;
     const char *where;
 } row_opts;
-static const row_opts NO_OPTS = { NULL, -1, NULL, 0, NULL };
+static const row_opts NO_OPTS = { NULL, -1, NULL, 0, 0, NULL };
 
 static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, const row_opts *ro, char **out) {
     cJSON *arr = cJSON_CreateArray();
@@ -59,7 +59,8 @@ static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, co
     cJSON_Delete(arr);
     if (st || !ro->n_img) return st;
     char *x = NULL; /* the whole conversation holds every image; its first messages the first ones */
-    st = vc_vl_expand_pads(*out, tk->pad, ro->img, ro->n_img, n == cJSON_GetArraySize(msgs), ro->where, &x, NULL);
+    vc_vl_pads pads = { tk->pad, ro->n_vid ? tk->video_pad : NULL };
+    st = vc_vl_expand_visuals(*out, &pads, ro->img, ro->n_img, n == cJSON_GetArraySize(msgs), ro->where, &x, NULL);
     free(*out);
     *out = x;
     return st;
@@ -225,36 +226,44 @@ static vc_status append_images(sft_data *d, const row_opts *ro, int64_t span, in
         if (!a) return vc_fail(VC_ERR_NOMEM, "out of memory");
         d->img = a, d->cap_img = cap;
     }
-    for (int k = 0; k < ro->n_img; k++) {
-        d->img[at + (size_t)k] = ro->img[k];
-        if (!(d->img[at + (size_t)k].src = vc_strdup(ro->img[k].src))) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < ro->n_img; k++) { /* (a frame list's video has no src) */
+        vc_rl_image *e = &d->img[at + (size_t)k];
+        *e = ro->img[k];
+        e->src = ro->img[k].src ? vc_strdup(ro->img[k].src) : NULL;
+        e->video = ro->img[k].video ? cJSON_Duplicate(ro->img[k].video, 1) : NULL;
         d->n_img = at + (size_t)k + 1; /* (the copies so far are freed with d) */
+        if ((ro->img[k].src && !e->src) || (ro->img[k].video && !e->video))
+            return vc_fail(VC_ERR_NOMEM, "out of memory");
     }
     return VC_OK;
 }
 
-/* a row with images: its pad tokens are its images' (the tokenizer has the pad as one token) and the kept window
+/* a row with images or videos: its pad tokens are theirs (the tokenizer has each pad as one token) and the kept window
  * [off, off + n) holds them all (verl's truncation would hand the model fewer image tokens than features: refused
- * rather than cut); *span the tokens up to the end of the last image run */
+ * rather than cut); *span the tokens up to the end of the last image or video run */
 static vc_status check_image_tokens(const vc_sft_config *c, const sft_tok *tk, const char *path, int64_t line,
                                     const row_buf *r, const row_opts *ro, size_t off, size_t n, int64_t *span) {
-    int64_t want = 0, got = 0, kept = 0;
+    int64_t want[2] = { 0, 0 }, got[2] = { 0, 0 }, kept = 0;
     *span = 0;
     if (!ro->n_img) return VC_OK;
-    for (int k = 0; k < ro->n_img; k++) want += ro->img[k].tokens;
+    for (int k = 0; k < ro->n_img; k++) want[ro->img[k].video != NULL] += ro->img[k].tokens;
     for (size_t t = 0; t < r->n; t++) {
-        if (r->ids[t] != tk->pad_id) continue;
-        got++;
+        int v = ro->n_vid && r->ids[t] == tk->video_pad_id;
+        if (r->ids[t] != tk->pad_id && !v) continue;
+        got[v]++;
         if (t >= off && t < off + n) kept++, *span = (int64_t)(t - off) + 1;
     }
-    if (got != want)
-        return vc_fail(VC_ERR_FORMAT, "%s:%lld: %lld %s tokens in the row's ids for %lld in its text (the tokenizer "
-                       "must have %s as one added token)", path, (long long)line, (long long)got, tk->pad,
-                       (long long)want, tk->pad);
-    if (kept != want)
+    for (int v = 0; v < 2; v++)
+        if (got[v] != want[v]) {
+            const char *pad = v ? tk->video_pad : tk->pad;
+            return vc_fail(VC_ERR_FORMAT, "%s:%lld: %lld %s tokens in the row's ids for %lld in its text (the "
+                           "tokenizer must have %s as one added token)", path, (long long)line, (long long)got[v], pad,
+                           (long long)want[v], pad);
+        }
+    if (kept != want[0] + want[1])
         return vc_fail(VC_ERR_ARG, "%s:%lld: truncation=%s to max_length %lld would cut the row's image tokens (%lld "
                        "of %lld kept): raise data.max_length or drop the row", path, (long long)line, c->truncation,
-                       (long long)c->max_length, (long long)kept, (long long)want);
+                       (long long)c->max_length, (long long)kept, (long long)(want[0] + want[1]));
     return VC_OK;
 }
 
@@ -283,35 +292,45 @@ static vc_status finish_row(const vc_sft_config *c, const sft_tok *tk, const cha
     return append_images(d, ro, span, line);
 }
 
-/* a row's images (tk->image_key): with any, *vm its messages with content lists and ro->img / n_img its images
- * (parsed: sources into the row, grids); refused naming the row when the model takes no images or the row is a
- * prompt/response row (verl's SFTDataset has no images) */
+/* a row's images (tk->image_key) and videos (tk->video_key): with any, *vm its messages with content lists and
+ * ro->img / n_img their entries in marker order (parsed: sources into the row, grids; a video's entries its frame
+ * groups'); refused naming the row when the model takes neither or the row is a prompt/response row (verl's SFTDataset
+ * has no images) */
 static vc_status row_images(const sft_tok *tk, const cJSON *row, const cJSON *msgs, const char *where, row_opts *ro,
                             cJSON **vm, int *fatal) {
-    const char *key = tk->image_key;
+    const char *key = tk->image_key, *vkey = tk->video_key ? tk->video_key : "videos";
     const cJSON *im = key ? cJSON_GetObjectItemCaseSensitive(row, key) : NULL;
-    const cJSON *vid = cJSON_GetObjectItemCaseSensitive(row, "videos"); /* verl's video_key default */
+    const cJSON *vid = cJSON_GetObjectItemCaseSensitive(row, vkey);
     *vm = NULL;
-    if (vid && !cJSON_IsNull(vid) && (!cJSON_IsArray(vid) || cJSON_GetArraySize(vid) > 0))
-        return *fatal = 1, vc_fail(VC_ERR_UNSUPPORTED, "%s: videos: video inputs are not built (rows with videos are "
-                                   "refused)", where);
-    if (!im || cJSON_IsNull(im)) return VC_OK;
-    if (!cJSON_IsArray(im))
+    if (cJSON_IsNull(im)) im = NULL;
+    if (cJSON_IsNull(vid)) vid = NULL;
+    if (im && !cJSON_IsArray(im))
         return vc_fail(VC_ERR_FORMAT, "%s: %s must be a list of images (paths or {bytes, path} objects)", where, key);
-    int n = cJSON_GetArraySize(im);
-    if (!n) return VC_OK;
-    *fatal = !tk->vl || !msgs; /* (not a bad row to skip: the model or the row kind takes no images) */
+    if (vid && !cJSON_IsArray(vid))
+        return vc_fail(VC_ERR_FORMAT, "%s: %s must be a list of videos (paths, frame lists or {\"video\": ...} "
+                       "objects)", where, vkey);
+    int n = im ? cJSON_GetArraySize(im) : 0, nv = vid ? cJSON_GetArraySize(vid) : 0;
+    if (!n && !nv) return VC_OK;
+    /* (not a bad row to skip: the model or the row kind takes none) */
+    *fatal = !tk->vl || !msgs || (nv && !tk->vv);
+    const char *what = n ? key : vkey;
     if (!tk->vl)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: the row has %d image%s but %s (image inputs need a Qwen2-VL / "
-                       "Qwen2.5-VL / Qwen3-VL model with a preprocessor_config.json)", where, key, n, n == 1 ? "" : "s",
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: the row has %d %s%s but %s (image inputs need a Qwen2-VL / "
+                       "Qwen2.5-VL / Qwen3-VL model with a preprocessor_config.json)", where, what, n ? n : nv,
+                       n ? "image" : "video", (n ? n : nv) == 1 ? "" : "s",
                        tk->no_image_reason ? tk->no_image_reason : "the model takes no image inputs");
     if (!msgs)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: images in a prompt/response row are not built (verl's SFTDataset "
-                       "takes none): use a messages row with <image> markers", where, key);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s: %s in a prompt/response row are not built (verl's SFTDataset "
+                       "takes none): use a messages row with <image> / <video> markers", where, what,
+                       n ? "images" : "videos");
     vc_rl_image *img = NULL;
-    vc_status st = vc_vl_build_messages(msgs, n, 0, where, key, "videos", vm, NULL);
-    if (!st) st = vc_vl_parse_images(im, tk->vl, 0, where, key, &img);
-    ro->img = img, ro->n_img = img ? n : 0;
+    char *order = NULL;
+    int n_out = 0;
+    vc_status st = vc_vl_build_messages(msgs, n, nv, where, key, vkey, vm, &order);
+    if (!st) st = vc_vl_parse_visuals(im, vid, order, tk->vl, 0, tk->vv, tk->no_video_reason, where, key, vkey, &img,
+                                      &n_out);
+    free(order);
+    ro->img = img, ro->n_img = img ? n_out : 0, ro->n_vid = nv;
     return st;
 }
 
@@ -381,7 +400,7 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
 }
 
 void sft_data_free(sft_data *d) {
-    for (size_t k = 0; k < d->n_img; k++) free((void *)d->img[k].src);
+    for (size_t k = 0; k < d->n_img; k++) free((void *)d->img[k].src), cJSON_Delete((cJSON *)d->img[k].video);
     free(d->img);
     free(d->img_cu);
     free(d->span);

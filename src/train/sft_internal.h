@@ -36,6 +36,13 @@ typedef struct sft_tok {
     const char *no_image_reason;
     const char *pad;                    /* the image pad token's text; pad_id its id */
     int32_t pad_id;
+    /* video inputs (Qwen2-VL, Qwen2.5-VL): vv NULL when off (rows with videos are then refused with
+     * no_video_reason) */
+    const char *video_key;              /* data.video_key ("videos") */
+    const struct vc_vl_videos *vv;
+    const char *no_video_reason;
+    const char *video_pad;              /* the video pad token's text; video_pad_id its id */
+    int32_t video_pad_id;
 } sft_tok;
 /* data.apply_chat_template_kwargs and its .KEY=VALUE items as one JSON object (*out NULL when empty) */
 vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out);

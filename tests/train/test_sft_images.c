@@ -231,7 +231,11 @@ static void test_bad(void) {
     bad_row("prompt", "{\"prompt\": \"<image>Hi\", \"response\": \"Yo\", \"images\": [\"" IMG "rgb_37x53.png\"]}\n", "model",
             "prompt/response row");
     bad_row("video", "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
-            "\"content\": \"Yo\"}], \"videos\": [\"clip.mp4\"]}\n", "model", "video inputs are not built");
+            "\"content\": \"Yo\"}], \"videos\": [\"clip.mp4\"]}\n", "model", "0 <video> markers");
+    bad_row("videofile", "{\"messages\": [{\"role\": \"user\", \"content\": \"<video>Hi\"}, {\"role\": \"assistant\", "
+            "\"content\": \"Yo\"}], \"videos\": [\"no_such_clip.mp4\"]}\n", "model", "no_such_clip.mp4");
+    bad_row("textvideo", "{\"messages\": [{\"role\": \"user\", \"content\": \"<video>Hi\"}, {\"role\": \"assistant\", "
+            "\"content\": \"Yo\"}], \"videos\": [\"clip.mp4\"]}\n", "text", "has no vision tower");
     /* images for a text-only model stop the run even where bad rows are skipped */
     CHECK(sft("text", "rows.jsonl", "textskip", "") != 0 && log_has("textskip", "rows.jsonl:1: "));
 }
