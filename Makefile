@@ -9,6 +9,9 @@ MAKEFLAGS += --no-print-directory
 # build, scripts/emu-check.sh, then takes the same C objects from it)
 ninja = $$(test -f $(1)/CMakeCache.txt || ! command -v ninja >/dev/null 2>&1 || echo -G Ninja)
 ccache = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+# (ccache's depend mode: a miss costs no extra preprocessor run; a hit needs the same command line, which the
+# library's C files have in both builds)
+export CCACHE_DEPEND = true
 
 all: deps
 	@cmake -S . -B build $(call ninja,build) $(ccache) -DCMAKE_BUILD_TYPE=Release >/dev/null
