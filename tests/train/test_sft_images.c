@@ -134,7 +134,7 @@ static void test_cli(void) {
     CHECK_MSG(sft("model", "rows.jsonl", "run", "") == 0, "verlc sft with images failed: see %s/run.log", dir);
     /* micro-batches of two rows with images: the memory plan's trial gives every row the images (it once read past
      * its one-row list) */
-    CHECK_MSG(sft("model", "rows.jsonl", "micro2", "micro_batch_size=2") == 0 && log_has("micro2", "memory plan"),
+    CHECK_MSG(LIGHT || (sft("model", "rows.jsonl", "micro2", "micro_batch_size=2") == 0 && log_has("micro2", "memory plan")),
               "verlc sft with images in micro-batches of 2 failed: see %s/micro2.log", dir);
     char init[600], out[600], metrics[600];
     snprintf(init, sizeof init, "%s/model/model.safetensors", dir);
@@ -147,8 +147,6 @@ static void test_cli(void) {
     /* LoRA (all-linear): the tower's linears get adapters that the images train, its weights stay; excluded, none */
     CHECK_MSG(sft("model", "rows.jsonl", "lora", "lora_rank=4 lora_alpha=8") == 0, "verlc sft with LoRA and images "
               "failed: see %s/lora.log", dir);
-    CHECK_MSG(sft("model", "rows.jsonl", "lora_ex", "lora_rank=4 lora_alpha=8 exclude_modules=.*visual.*") == 0,
-              "verlc sft with LoRA excluding the tower failed: see %s/lora_ex.log", dir);
     char ad[600];
     snprintf(out, sizeof out, "%s/lora/step_2/model.safetensors", dir);
     CHECK_MSG(cli_same_tensor(init, out, "model.visual.blocks.0.mlp.fc1.weight") == 1, "LoRA moved the tower's weights");
@@ -160,6 +158,9 @@ static void test_cli(void) {
     for (size_t k = 0; b && b->dtype == VC_F32 && k < b->nbytes / 4; k++) moved |= ((const float *)b->data)[k] != 0.0f;
     CHECK_MSG(b && moved, "SFT with LoRA: the tower's fc1 adapter is %s", b ? "untrained" : "missing");
     vc_ckpt_close(ck);
+    if (LIGHT) return; /* (excluding modules, and the rows without their images: the release build) */
+    CHECK_MSG(sft("model", "rows.jsonl", "lora_ex", "lora_rank=4 lora_alpha=8 exclude_modules=.*visual.*") == 0,
+              "verlc sft with LoRA excluding the tower failed: see %s/lora_ex.log", dir);
     snprintf(ad, sizeof ad, "%s/lora_ex/step_2/lora_adapter/adapter_model.safetensors", dir);
     CHECK_MSG(cli_sh("grep -q 'self_attn.q_proj.lora_A' %s && ! grep -q 'visual' %s", ad, ad) == 0,
               "exclude_modules=.*visual.*: the tower has adapters (or the text none) in %s", ad);
