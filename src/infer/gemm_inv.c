@@ -252,42 +252,15 @@ int vc_infer_gemm_set_isa(int isa) {
     return 0;
 }
 
-/* op(X) as a row-major [rows, K] matrix: a copy when X is transposed, or (round) when its values are
- * rounded to bf16, as bf16 matmuls take them (the same rounding as the training GEMMs'); blocks of rows on the
- * pool (the LM head's weights are copied on every call) */
-#define ROWS_BLOCK 256
-typedef struct {
-    const float *X;
-    float *T;
-    int64_t ld, rows, K;
-    int trans, round;
-} rows_ctx;
-
-static void rows_task(void *p, int64_t t) {
-    const rows_ctx *c = p;
-    int64_t r0 = t * ROWS_BLOCK, r1 = r0 + ROWS_BLOCK < c->rows ? r0 + ROWS_BLOCK : c->rows;
-    if (c->trans) /* X is [K, rows]: along its rows */
-        for (int64_t k = 0; k < c->K; k++)
-            for (int64_t r = r0; r < r1; r++) {
-                float v = c->X[k * c->ld + r];
-                c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
-            }
-    else
-        for (int64_t r = r0; r < r1; r++)
-            for (int64_t k = 0; k < c->K; k++) c->T[r * c->K + k] = vc_bf16_to_f32(vc_f32_to_bf16(c->X[r * c->ld + k]));
-}
-
+/* op(X) as a row-major [rows, K] matrix: X itself, or a copy when X is transposed or (round) its values are
+ * rounded to bf16, as bf16 matmuls take them (the same rounding as the training GEMMs') */
 static float *as_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round, int64_t *ld_out) {
     if (!trans && !round) {
         *ld_out = ld;
         return (float *)X;
     }
-    float *T = vc_cpu_scratch((size_t)(rows * K > 0 ? rows * K : 1), sizeof(float), 0); /* NULL: recorded for sync */
-    if (!T) return NULL;
-    rows_ctx c = { .X = X, .T = T, .ld = ld, .rows = rows, .K = K, .trans = trans, .round = round };
-    vc_parallel((rows + ROWS_BLOCK - 1) / ROWS_BLOCK, rows_task, &c);
     *ld_out = K;
-    return T;
+    return vc_cpu_pack_rows(trans, X, ld, rows, K, round);
 }
 
 void vc_infer_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,

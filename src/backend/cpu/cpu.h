@@ -14,6 +14,9 @@ void vc_cpu_zero(void *dst, size_t bytes);
 vc_status vc_cpu_sync(void);
 /* an op's scratch memory, count x size bytes (zeroed when zero != 0); NULL: the fault is recorded for sync */
 void *vc_cpu_scratch(size_t count, size_t size, int zero);
+/* X's rows x K floats (row stride ld; trans: X is [K, rows] and its columns are taken) as a packed row-major copy,
+ * rounded to bf16 (nearest even) when round; blocks of rows on the pool. NULL: no memory (recorded for the sync) */
+float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round);
 /* tests: the next n scratch allocations fail (0: none), and the recorded fault is cleared */
 void vc_cpu_scratch_test(int n);
 void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,

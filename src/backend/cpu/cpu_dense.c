@@ -63,13 +63,39 @@ void vc_cpu_sgemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, 
     vc_parallel((len + GEMM_BLOCK - 1) / GEMM_BLOCK, gemm_block, &c);
 }
 
-/* rows x cols stored with stride ld, rounded to bf16 (nearest even) into a packed copy */
-static float *bf16_copy(const float *X, int64_t rows, int64_t cols, int64_t ld) {
-    float *Y = vc_cpu_scratch((size_t)(rows * cols) * sizeof(float), 1, 0);
-    if (!Y) return NULL;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) Y[r * cols + c] = vc_bf16_to_f32(vc_f32_to_bf16(X[r * ld + c]));
-    return Y;
+/* op(X)'s rows as a packed [rows, K] copy (vc_cpu_pack_rows): blocks of rows on the pool (the LM head's weights are
+ * copied in every bf16 call) */
+#define PACK_BLOCK 256
+typedef struct {
+    const float *X;
+    float *T;
+    int64_t ld, rows, K;
+    int trans, round;
+} pack_ctx;
+
+static void pack_task(void *p, int64_t t) {
+    const pack_ctx *c = p;
+    int64_t r0 = t * PACK_BLOCK, r1 = r0 + PACK_BLOCK < c->rows ? r0 + PACK_BLOCK : c->rows;
+    if (c->trans) /* X is [K, rows]: along its rows */
+        for (int64_t k = 0; k < c->K; k++)
+            for (int64_t r = r0; r < r1; r++) {
+                float v = c->X[k * c->ld + r];
+                c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+            }
+    else
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t k = 0; k < c->K; k++) {
+                float v = c->X[r * c->ld + k];
+                c->T[r * c->K + k] = c->round ? vc_bf16_to_f32(vc_f32_to_bf16(v)) : v;
+            }
+}
+
+float *vc_cpu_pack_rows(int trans, const float *X, int64_t ld, int64_t rows, int64_t K, int round) {
+    float *T = vc_cpu_scratch((size_t)(rows * K > 0 ? rows * K : 1), sizeof(float), 0); /* NULL: recorded for sync */
+    if (!T) return NULL;
+    pack_ctx c = { .X = X, .T = T, .ld = ld, .rows = rows, .K = K, .trans = trans, .round = round };
+    vc_parallel((rows + PACK_BLOCK - 1) / PACK_BLOCK, pack_task, &c);
+    return T;
 }
 
 /* The gemm entry: with VC_PREC_BF16 both inputs are rounded to bf16 first (their products are then
@@ -93,7 +119,7 @@ void vc_cpu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, c
         return;
     }
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    float *Ab = bf16_copy(A, ar, ac, lda), *Bb = Ab ? bf16_copy(B, br, bc, ldb) : NULL;
+    float *Ab = vc_cpu_pack_rows(0, A, lda, ar, ac, 1), *Bb = Ab ? vc_cpu_pack_rows(0, B, ldb, br, bc, 1) : NULL;
     if (Ab && Bb) vc_cpu_sgemm(ta, tb, M, N, K, alpha, Ab, ac, Bb, bc, beta, C, ldc);
     else vc_cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     free(Ab);
