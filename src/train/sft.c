@@ -71,11 +71,12 @@ static vc_status setup_videos(sft_run *r, const char *dir, sft_tok *tk) {
         return VC_OK;
     }
     r->vv.no_metadata = 1;
-    int id = vc_model_cfg(r->model)->video_id;
-    tk->video_pad = id >= 0 ? vc_tokenizer_id_to_token(r->tok, id) : NULL;
+    int id = vc_model_cfg(r->model)->video_id; /* (as the images' pad: the processor's default without the id) */
+    tk->video_pad = id >= 0 ? vc_tokenizer_id_to_token(r->tok, id) : VC_VL_VIDEO_TOKEN;
     tk->video_pad_id = tk->video_pad ? vc_tokenizer_token_to_id(r->tok, tk->video_pad) : -1;
     if (tk->video_pad_id < 0)
-        return vc_fail(VC_ERR_MISSING, "tokenizer: no token for the model's videos (config.json's video_token_id %d)", id);
+        return vc_fail(VC_ERR_MISSING, "tokenizer: no %s token for the model's videos (config.json's video_token_id %d)",
+                       tk->video_pad ? tk->video_pad : "video pad", id);
     tk->vv = &r->vv;
     r->has_vv = 1;
     return VC_OK;
