@@ -138,12 +138,24 @@ typedef struct vc_vl_video_config {
     int qwen3;                 /* Qwen3VLVideoProcessor: smart_resize over all frames; timestamps in the text */
     int cap_pixels_per_frame;  /* the processor's per-frame cap (default off, as transformers 5.25) */
     int64_t max_video_tokens;  /* its budget (128000) */
+    /* its own frame sampling (sample_frames), which runs on frames handed over without their timing (verl's SFT
+     * path; its RL path turns it off): on by default for Qwen3VLVideoProcessor, off for Qwen2VLVideoProcessor */
+    int do_sample_frames;
+    double fps;                /* frames per second it keeps (2; 0: null) */
+    int64_t num_frames;        /* > 0: this many frames instead (null by default) */
+    int64_t min_frames, max_frames; /* 4, 768 */
 } vc_vl_video_config;
 
 void vc_vl_video_config_default(vc_vl_video_config *c, int qwen3);
 /* MODEL_DIR's video_preprocessor_config.json, else its preprocessor_config.json, over the class defaults of the
  * processor qwen3 names; a video_processor_type of another family is refused by name */
 vc_status vc_vl_video_config_load(const char *model_dir, int qwen3, vc_vl_video_config *c);
+/* the processor's sample_frames over n frames handed over without their metadata (transformers then takes them for
+ * 24 per second): *idx (malloc'd [*m]) the frames kept, all of them unless c->do_sample_frames; Qwen3VLVideoProcessor's
+ * int(n / 24 * fps) frames within [min_frames, max_frames] and n (or num_frames), numpy's linspace(0, n - 1) rounded
+ * half to even; Qwen2VLVideoProcessor's sampling without the video's fps is refused, as transformers refuses it */
+vc_status vc_vl_video_processor_sample(const vc_vl_video_config *c, int64_t n, const char *what, int64_t **idx,
+                                       int64_t *m);
 /* the processor's resize of n frames of height x width (Qwen3-VL's smart_resize counts every frame) */
 vc_status vc_vl_video_resize_hw(const vc_vl_video_config *c, int n, int height, int width, int *out_h, int *out_w);
 /* n frames (8-bit RGB, one size) through the processor: resize (torchvision's antialiased bicubic on float frames,

@@ -125,6 +125,30 @@ static vc_status list_frames(const cJSON *list, const vc_vl_video_opts *o, int p
     return VC_OK;
 }
 
+/* frames handed over without their timing (verl's SFT path): the processor's own sampling of them, its metadata
+ * then the frames' places in what it got at 24 per second */
+static vc_status processor_frames(const vc_vl_videos *vv, const char *what, vframes *f) {
+    int64_t *idx = NULL, m = 0;
+    vc_status st = vc_vl_video_processor_sample(&vv->cfg, f->n, what, &idx, &m);
+    vc_image *fr = !st && f->fr ? calloc((size_t)m, sizeof *fr) : NULL;
+    if (!st && f->fr && !fr) st = VC_ERR_NOMEM;
+    for (int64_t i = 0; !st && fr && i < m; i++) { /* (the kept frames copied: an index may repeat) */
+        const vc_image *a = &f->fr[idx[i]];
+        size_t bytes = (size_t)a->width * a->height * 3;
+        fr[i] = *a;
+        if (!(fr[i].rgb = malloc(bytes))) st = VC_ERR_NOMEM;
+        else memcpy(fr[i].rgb, a->rgb, bytes);
+    }
+    if (st) {
+        for (int64_t i = 0; fr && i < m; i++) vc_image_free(&fr[i]);
+        return free(fr), free(idx), st;
+    }
+    int h = f->h, w = f->w;
+    vframes_free(f);
+    f->fr = fr, f->n = (int)m, f->h = h, f->w = w, f->idx = idx, f->fps = 24.0, f->total = (double)m;
+    return VC_OK;
+}
+
 static vc_status read_frames(const cJSON *v, const vc_vl_videos *vv, const char *what, int decode, vframes *f) {
     vc_vl_video_opts o;
     const cJSON *src;
@@ -132,6 +156,7 @@ static vc_status read_frames(const cJSON *v, const vc_vl_videos *vv, const char 
     vc_status st = video_opts(v, what, &o, &src);
     if (!st) st = cJSON_IsString(src) ? file_frames(src->valuestring, &o, vv->patch, what, decode, f)
                                       : list_frames(src, &o, vv->patch, what, f);
+    if (!st && vv->no_metadata) st = processor_frames(vv, what, f);
     if (st) vframes_free(f);
     return st;
 }

@@ -57,19 +57,14 @@ typedef struct sft_run {
     } while (0)
 
 /* videos beside the images (verl's MultiTurnSFTDataset: data.video_key, fetch_video's frames handed to the processor
- * without their timing): Qwen2-VL's and Qwen2.5-VL's; Qwen3-VL's and Qwen3.5's are refused (without the timing their
- * processor samples the frames again as 24 per second and stamps them so: not built) */
+ * without their timing): Qwen2-VL's and Qwen2.5-VL's as fetched; Qwen3-VL's and Qwen3.5's processor samples them
+ * again, taking them for 24 per second, and stamps the frame groups so */
 static vc_status setup_videos(sft_run *r, const char *dir, sft_tok *tk) {
     int ok = 0;
     tk->no_video_reason = r->why_v;
     tk->video_pad_id = -1;
     vc_status st = vc_vl_videos_setup(r->model, dir, r->vl.patch_size, &r->vv, r->why_v, sizeof r->why_v, &ok);
     if (st || !ok) return st;
-    if (r->vv.mode == VC_VIDEO_SPLIT) {
-        snprintf(r->why_v, sizeof r->why_v, "videos in SFT rows of model_type %s are not built (Qwen2-VL's and "
-                 "Qwen2.5-VL's are; RL rows take Qwen3-VL's)", vc_model_cfg(r->model)->model_type);
-        return VC_OK;
-    }
     r->vv.no_metadata = 1;
     int id = vc_model_cfg(r->model)->video_id; /* (as the images' pad: the processor's default without the id) */
     tk->video_pad = id >= 0 ? vc_tokenizer_id_to_token(r->tok, id) : VC_VL_VIDEO_TOKEN;

@@ -23,6 +23,24 @@ void vc_vl_video_config_default(vc_vl_video_config *c, int qwen3) {
     c->rescale_factor = 1.0 / 255;
     c->do_resize = c->do_rescale = c->do_normalize = 1;
     c->max_video_tokens = 128000;
+    c->do_sample_frames = qwen3, c->fps = 2.0, c->min_frames = 4, c->max_frames = 768;
+}
+
+/* the sampling keys: fps and num_frames may be null (num_frames is by default) */
+static vc_status parse_sampling(const cJSON *j, vc_vl_video_config *c, const char *file) {
+    vc_status st = vc_json_get_bool(j, "do_sample_frames", c->do_sample_frames, &c->do_sample_frames, file);
+    const cJSON *fps = cJSON_GetObjectItemCaseSensitive(j, "fps");
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(j, "num_frames");
+    if (!st && fps && cJSON_IsNull(fps)) c->fps = 0;
+    else if (!st && fps) {
+        st = vc_json_get_num(j, "fps", c->fps, &c->fps, file);
+        if (!st && !(isfinite(c->fps) && c->fps > 0 && c->fps < 1e6))
+            st = vc_fail(VC_ERR_ARG, "%s: fps = %g (a positive number is needed)", file, c->fps);
+    }
+    if (!st && nf && !cJSON_IsNull(nf)) st = vc_vl_get_pos_int(j, "num_frames", 1 << 20, &c->num_frames, file);
+    if (!st) st = vc_vl_get_pos_int(j, "min_frames", 1 << 20, &c->min_frames, file);
+    if (!st) st = vc_vl_get_pos_int(j, "max_frames", 1 << 20, &c->max_frames, file);
+    return st;
 }
 
 static vc_status parse_video_config(const cJSON *j, vc_vl_video_config *c, const char *file) {
@@ -55,6 +73,7 @@ static vc_status parse_video_config(const cJSON *j, vc_vl_video_config *c, const
     if (!st) st = vc_json_get_bool(j, "do_resize", c->do_resize, &c->do_resize, file);
     if (!st) st = vc_json_get_bool(j, "do_rescale", c->do_rescale, &c->do_rescale, file);
     if (!st) st = vc_json_get_bool(j, "do_normalize", c->do_normalize, &c->do_normalize, file);
+    if (!st) st = parse_sampling(j, c, file);
     const cJSON *cap = vc_json_member(j, "cap_pixels_per_frame");
     if (!st && cap && !cJSON_IsNull(cap)) st = vc_json_get_bool(j, "cap_pixels_per_frame", 0, &c->cap_pixels_per_frame,
                                                                  file);
@@ -76,6 +95,33 @@ vc_status vc_vl_video_config_load(const char *model_dir, int qwen3, vc_vl_video_
 }
 
 /* ---- the processor ---- */
+
+vc_status vc_vl_video_processor_sample(const vc_vl_video_config *c, int64_t n, const char *what, int64_t **idx,
+                                       int64_t *m) {
+    int64_t k = n;
+    if (c->do_sample_frames && !c->qwen3)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: the video processor's do_sample_frames needs the video's fps, which "
+                       "frames handed over without their timing lack (transformers' Qwen2VLVideoProcessor refuses "
+                       "them)", what);
+    if (c->do_sample_frames && c->num_frames > 0 && c->fps > 0)
+        return vc_fail(VC_ERR_ARG, "%s: the video processor's num_frames and fps are mutually exclusive", what);
+    if (c->do_sample_frames && c->num_frames > 0) k = c->num_frames;
+    else if (c->do_sample_frames && c->fps > 0) { /* (metadata.fps defaults to 24) */
+        k = (int64_t)((double)n / 24.0 * c->fps);
+        k = k > c->min_frames ? k : c->min_frames;
+        k = k < c->max_frames ? k : c->max_frames;
+        k = k < n ? k : n;
+    } else if (c->do_sample_frames) {
+        k = n > c->min_frames ? n : c->min_frames;
+        k = k < c->max_frames ? k : c->max_frames;
+    }
+    if (!(*idx = malloc(sizeof(int64_t) * (size_t)(k > 0 ? k : 1)))) return VC_ERR_NOMEM;
+    double step = k > 1 ? (double)(n - 1) / (double)(k - 1) : 0;
+    for (int64_t i = 0; i < k; i++) /* numpy's linspace (i * step, the last exactly n - 1), rounded half to even */
+        (*idx)[i] = !c->do_sample_frames ? i : i == k - 1 && k > 1 ? n - 1 : (int64_t)nearbyint((double)i * step);
+    *m = k;
+    return VC_OK;
+}
 
 /* Qwen3-VL's video smart_resize: the area bound counts all num_frames (rounded to the temporal factor) */
 static vc_status qwen3_video_resize(int n, double h, double w, int T, int f, double mn, double mx, int *oh, int *ow) {

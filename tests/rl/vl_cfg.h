@@ -11,4 +11,16 @@
     "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"torch_dtype\":\"float32\"," \
     "\"vision_config\":{\"depth\":1,\"embed_dim\":32,\"num_heads\":2,\"mlp_ratio\":2,\"hidden_size\":64," \
     "\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_chans\":3,\"hidden_act\":\"quick_gelu\"}}"
+/* A tiny Qwen3-VL config.json: 16-pixel patches, learned positions, a deepstack merger after block 0, the interleaved
+ * M-RoPE; %d: the vocabulary */
+#define RL_CLI_QWEN3_VL_CFG \
+    "{\"architectures\":[\"Qwen3VLForConditionalGeneration\"],\"model_type\":\"qwen3_vl\",\"image_token_id\":151655," \
+    "\"video_token_id\":151656,\"vision_start_token_id\":151652,\"vision_end_token_id\":151653,\"tie_word_embeddings\":true," \
+    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"text_config\":{\"model_type\":\"qwen3_vl_text\",\"vocab_size\":%d," \
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32," \
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"hidden_act\":\"silu\"," \
+    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1000000,\"mrope_section\":[4,6,6]}}," \
+    "\"vision_config\":{\"depth\":2,\"hidden_size\":32,\"num_heads\":2,\"intermediate_size\":64,\"out_hidden_size\":64," \
+    "\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,\"num_position_embeddings\":16," \
+    "\"deepstack_visual_indexes\":[0],\"hidden_act\":\"gelu_pytorch_tanh\"}}"
 #endif

@@ -1,11 +1,12 @@
 /* SFT messages rows with videos (verl's MultiTurnSFTDataset: data.video_key, <video> markers, each video through
- * fetch_video and handed to the processor without its timing) on Qwen2-VL's and Qwen2.5-VL's processors: every row's
- * ids and loss mask are those verl's per-message tokenization gives with transformers' processors, the videos' grids
- * and pixels (sampled rows) are the processors', Qwen2.5-VL's time step is its second_per_grid_ts (2 / 24: without the
- * timing transformers takes 24 frames per second) times tokens_per_second
+ * fetch_video and handed to the processor without its timing) on Qwen2-VL's, Qwen2.5-VL's and Qwen3-VL's processors:
+ * every row's ids and loss mask are those verl's per-message tokenization gives with transformers' processors, the
+ * videos' grids and pixels (sampled rows) are the processors', Qwen2.5-VL's time step is its second_per_grid_ts
+ * (2 / 24: without the timing transformers takes 24 frames per second) times tokens_per_second, Qwen3-VL's processor
+ * samples the frames again as 24 per second (62 frames: 5 kept) and stamps the frame groups so
  * (tests/fixtures/vision/sft_video, tools/fixtures/make_sft_video_fixture.py); a video in a row of a model without
- * video inputs, or of Qwen3-VL (not built for SFT rows), is refused naming the row; `verlc sft` on those rows trains a
- * tiny Qwen2-VL's tower, within its memory plan. */
+ * video inputs is refused naming the row, as is Qwen2-VL's processor asked to sample frames without their timing;
+ * `verlc sft` on those rows trains a tiny Qwen2-VL's tower, within its memory plan. */
 #include "rl/rl_cli_util.h"
 #include "train/sft_internal.h"
 #include "data/vl_rows.h"
@@ -26,7 +27,8 @@ static const vc_st_tensor *ref(const vc_checkpoint *ck, const char *kind, const 
     return vc_ckpt_find(ck, name);
 }
 
-/* row i of d against the reference's ids and loss mask, its video entries' grids and time steps */
+/* row i of d against the reference's ids and loss mask, its video entries' grids and time steps (Qwen3-VL's: an entry
+ * per frame group, the video's grid their count) */
 static void check_row(const vc_checkpoint *ck, const char *kind, const sft_data *d, size_t i, int timed) {
     const vc_st_tensor *ids = ref(ck, kind, "ids", i), *mask = ref(ck, kind, "mask", i), *vg = ref(ck, kind, "vgrid", i);
     CHECK(ids && mask && vg);
@@ -46,9 +48,10 @@ static void check_row(const vc_checkpoint *ck, const char *kind, const sft_data 
     int v = 0;
     for (int64_t k = d->img_cu[i]; k < d->img_cu[i + 1]; k++) {
         const vc_rl_image *e = &d->img[k];
-        if (!e->video) continue;
-        CHECK_MSG(v < vg->shape[0] && e->grid[0] == g[3 * v] && e->grid[1] == g[3 * v + 1] && e->grid[2] == g[3 * v + 2],
-                  "%s row %zu video %d: grid %dx%dx%d", kind, i, v, e->grid[0], e->grid[1], e->grid[2]);
+        if (!e->video || e->group > 0) continue;
+        int gt = e->groups ? e->groups : e->grid[0];
+        CHECK_MSG(v < vg->shape[0] && gt == g[3 * v] && e->grid[1] == g[3 * v + 1] && e->grid[2] == g[3 * v + 2],
+                  "%s row %zu video %d: grid %dx%dx%d", kind, i, v, gt, e->grid[1], e->grid[2]);
         if (timed) { /* Qwen2.5-VL: tokens_per_second 2 times second_per_grid_ts, in float32 as the model takes it */
             float want = sgt && v < sgt->shape[0] ? 2.0f * ((const float *)sgt->data)[v] : -1;
             CHECK_MSG(e->t_scale == want, "%s row %zu video %d: time step %.9g, verl's %.9g", kind, i, v, e->t_scale,
@@ -91,16 +94,19 @@ static void check_pixels(const vc_checkpoint *ck, const char *kind, const vc_vl_
     free(px), free(grid), free(ts);
 }
 
-static void test_kind(const char *kind, int timed, const vc_tokenizer *tok, const vc_chat_template *tmpl,
+/* kind's rows (mode: its processor's videos; Qwen3-VL's rows file has one more row) */
+static void test_kind(const char *kind, int mode, const vc_tokenizer *tok, const vc_chat_template *tmpl,
                       const vc_checkpoint *ck, const cJSON *meta) {
     char dir[256];
     snprintf(dir, sizeof dir, "tests/fixtures/vision/video_dataset/%s", kind);
     char pre[300];
     snprintf(pre, sizeof pre, "%s/preprocessor_config.json", dir);
     vc_vl_image_config vl;
-    vc_vl_videos vv = { .mode = timed ? VC_VIDEO_TIMED : VC_VIDEO_WHOLE, .tps = 2, .patch = 14, .no_metadata = 1 };
+    int split = mode == VC_VIDEO_SPLIT, timed = mode == VC_VIDEO_TIMED;
+    const char *rows_file = split ? FIX "/rows_qwen3.jsonl" : FIX "/rows.jsonl";
+    vc_vl_videos vv = { .mode = mode, .tps = 2, .patch = split ? 16 : 14, .no_metadata = 1 };
     CHECK_OK(vc_vl_image_config_load(pre, &vl));
-    CHECK_OK(vc_vl_video_config_load(dir, 0, &vv.cfg));
+    CHECK_OK(vc_vl_video_config_load(dir, split, &vv.cfg));
     int32_t pad = vc_tokenizer_token_to_id(tok, VC_VL_IMAGE_TOKEN), vpad = vc_tokenizer_token_to_id(tok, VC_VL_VIDEO_TOKEN);
     sft_tok tk = { tok, tmpl, vc_tokenizer_eos_id(tok), NULL, "images", &vl, NULL, VC_VL_IMAGE_TOKEN, pad,
                    "videos", &vv, NULL, VC_VL_VIDEO_TOKEN, vpad };
@@ -109,10 +115,11 @@ static void test_kind(const char *kind, int timed, const vc_tokenizer *tok, cons
     c.max_length = 4096;
     c.skip_bad_lines = 0;
     sft_data d;
-    CHECK_OK(sft_data_load(&c, FIX "/rows.jsonl", &tk, &d));
-    CHECK(d.n == 3);
+    CHECK_OK(sft_data_load(&c, rows_file, &tk, &d));
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(meta, kind);
-    for (size_t i = 0; i < d.n && i < 3; i++) {
+    size_t want = (size_t)cJSON_GetArraySize(rows);
+    CHECK_MSG(d.n == want && want >= 3, "%s: %zu rows, the reference's %zu", kind, d.n, want);
+    for (size_t i = 0; i < d.n && i < want; i++) {
         check_row(ck, kind, &d, i, timed);
         char *tr = trained(tok, &d, i);
         CHECK_MSG(!strstr(tr, "video_pad") && (i != 1 || (strstr(tr, "The colour.") && strstr(tr, "Nothing at all."))),
@@ -123,31 +130,38 @@ static void test_kind(const char *kind, int timed, const vc_tokenizer *tok, cons
         check_pixels(ck, kind, &vl, &vv, &d, i, cJSON_IsNumber(st) ? st->valueint : 1);
     }
     if (d.n) sft_data_free(&d);
+    if (!split) { /* Qwen2-VL's processor cannot sample frames without their fps: refused as transformers refuses it */
+        vv.cfg.do_sample_frames = 1;
+        CHECK(sft_data_load(&c, rows_file, &tk, &d) == VC_ERR_UNSUPPORTED);
+        CHECK_MSG(strstr(vc_last_error(), "rows.jsonl:1") && strstr(vc_last_error(), "do_sample_frames"), "%s",
+                  vc_last_error());
+    }
     /* without video inputs (a model that takes none): the row is refused by name, not skipped */
     tk.vv = NULL;
-    tk.no_video_reason = "videos in SFT rows of model_type qwen3_vl are not built";
+    tk.no_video_reason = "video inputs of model_type qwen3 are not built";
     c.skip_bad_lines = 1;
     CHECK(sft_data_load(&c, FIX "/rows.jsonl", &tk, &d) == VC_ERR_UNSUPPORTED);
-    CHECK_MSG(strstr(vc_last_error(), "rows.jsonl:1") && strstr(vc_last_error(), "qwen3_vl are not built"), "%s",
+    CHECK_MSG(strstr(vc_last_error(), "rows.jsonl:1") && strstr(vc_last_error(), "qwen3 are not built"), "%s",
               vc_last_error());
 }
 
-/* `verlc sft` on the rows: a tiny random Qwen2-VL with the video processor's config trains its tower on them */
-static void test_cli(void) {
+/* `verlc sft` on kind's rows: a tiny random model (cfg) with the kind's processor configs trains its tower on them
+ * (tensor: one of the tower's) */
+static void test_cli(const char *sub, const char *cfg_fmt, const char *kind, const char *rows, const char *tensor) {
     char cfg[4096], init[600], out[600];
-    CHECK(cli_sh("mkdir -p %s/model", dir) == 0);
-    snprintf(cfg, sizeof cfg, RL_CLI_QWEN2_VL_CFG, rl_cli_vocab());
-    rl_cli_init_model("model", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja tests/fixtures/vision/video_dataset/qwen2_vl/*.json "
-                 "%s/model/", dir) == 0);
-    CHECK_MSG(cli_sh("%s sft --model %s/model --train " FIX "/rows.jsonl --out %s/run max_length=2048 train_batch_size=2 "
-                     "micro_batch_size=1 lr=1e-2 epochs=2 max_steps=2 threads=2 quiet=1 > %s/run.log 2>&1", bin, dir, dir,
-                     dir) == 0, "verlc sft with videos failed: see %s/run.log", dir);
-    snprintf(init, sizeof init, "%s/model/model.safetensors", dir);
-    snprintf(out, sizeof out, "%s/run/step_2/model.safetensors", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "model.visual.patch_embed.proj.weight") == 0, "the tower was not trained");
-    CHECK(cli_sh("test $(grep -c '\"train/loss\": [0-9]' %s/run/metrics.jsonl) = 2", dir) == 0);
-    snprintf(out, sizeof out, "%s/run.log", dir);
+    CHECK(cli_sh("mkdir -p %s/%s", dir, sub) == 0);
+    snprintf(cfg, sizeof cfg, cfg_fmt, rl_cli_vocab());
+    rl_cli_init_model(sub, cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/dataset/chat_template.jinja tests/fixtures/vision/video_dataset/%s/*.json "
+                 "%s/%s/", kind, dir, sub) == 0);
+    CHECK_MSG(cli_sh("%s sft --model %s/%s --train %s --out %s/run_%s max_length=2048 train_batch_size=2 "
+                     "micro_batch_size=1 lr=1e-2 epochs=2 max_steps=2 threads=2 quiet=1 > %s/run_%s.log 2>&1", bin, dir, sub,
+                     rows, dir, sub, dir, sub) == 0, "verlc sft with videos failed: see %s/run_%s.log", dir, sub);
+    snprintf(init, sizeof init, "%s/%s/model.safetensors", dir, sub);
+    snprintf(out, sizeof out, "%s/run_%s/step_2/model.safetensors", dir, sub);
+    CHECK_MSG(cli_same_tensor(init, out, tensor) == 0, "%s: the tower was not trained", kind);
+    CHECK(cli_sh("test $(grep -c '\"train/loss\": [0-9]' %s/run_%s/metrics.jsonl) = 2", dir, sub) == 0);
+    snprintf(out, sizeof out, "%s/run_%s.log", dir, sub);
     CHECK(cli_arena_within_plan(out) == 0);
 }
 
@@ -169,10 +183,15 @@ int main(void) {
     CHECK_OK(vc_ckpt_open(FIX "/reference.safetensors", &ck));
     CHECK_OK(vc_json_load_file(FIX "/reference.json", &meta));
     if (tok && tmpl && ck && meta) {
-        test_kind("qwen2_vl", 0, tok, tmpl, ck, meta);
-        test_kind("qwen2_5_vl", 1, tok, tmpl, ck, meta);
+        test_kind("qwen2_vl", VC_VIDEO_WHOLE, tok, tmpl, ck, meta);
+        test_kind("qwen2_5_vl", VC_VIDEO_TIMED, tok, tmpl, ck, meta);
+        test_kind("qwen3_vl", VC_VIDEO_SPLIT, tok, tmpl, ck, meta);
     }
-    if (!LIGHT) test_cli(); /* (the sanitizer build: the rows' data path above; the training run in the release build) */
+    if (!LIGHT) { /* (the sanitizer build: the rows' data path above; the training runs in the release build) */
+        test_cli("model", RL_CLI_QWEN2_VL_CFG, "qwen2_vl", FIX "/rows.jsonl", "model.visual.patch_embed.proj.weight");
+        test_cli("model3", RL_CLI_QWEN3_VL_CFG, "qwen3_vl", FIX "/rows_qwen3.jsonl",
+                 "model.visual.deepstack_merger_list.0.linear_fc2.weight");
+    }
     cJSON_Delete(meta);
     vc_ckpt_close(ck);
     vc_chat_template_free(tmpl);

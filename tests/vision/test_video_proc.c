@@ -178,7 +178,58 @@ static void check_refusals(void) {
     unlink(path), rmdir(dir);
 }
 
+/* one run of the processor's own sampling against numpy's indices (k of them) */
+static void sample_case(const vc_vl_video_config *vc, int64_t n, const int64_t *want, int64_t k) {
+    int64_t *idx = NULL, m = -1, bad = 0;
+    CHECK_OK(vc_vl_video_processor_sample(vc, n, "v", &idx, &m));
+    for (int64_t i = 0; idx && i < m && i < k; i++) bad += idx[i] != want[i];
+    CHECK_MSG(m == k && bad == 0, "%lld frames (num_frames %lld, fps %g): %lld kept, %lld indices differ", (long long)n,
+              (long long)vc->num_frames, vc->fps, (long long)m, (long long)bad);
+    free(idx);
+}
+
+/* Qwen3VLVideoProcessor.sample_frames on frames without their metadata (verl's SFT path: taken for 24 per second):
+ * int(n / 24 * 2) frames within [4, n], numpy's linspace rounded half to even (62: 30.5 -> 30); num_frames instead;
+ * both refused; Qwen2VLVideoProcessor's refused; the config's keys read (null fps) and bad ones refused */
+static void check_processor_sampling(void) {
+    vc_vl_video_config vc;
+    vc_vl_video_config_default(&vc, 1);
+    sample_case(&vc, 62, (const int64_t[]){ 0, 15, 30, 46, 61 }, 5);
+    sample_case(&vc, 100, (const int64_t[]){ 0, 14, 28, 42, 57, 71, 85, 99 }, 8);
+    sample_case(&vc, 4, (const int64_t[]){ 0, 1, 2, 3 }, 4);
+    sample_case(&vc, 2, (const int64_t[]){ 0, 1 }, 2);
+    vc.fps = 0, vc.num_frames = 3;
+    sample_case(&vc, 10, (const int64_t[]){ 0, 4, 9 }, 3);
+    vc.num_frames = 0; /* neither: every frame, at least min_frames (repeating some) */
+    sample_case(&vc, 3, (const int64_t[]){ 0, 1, 1, 2 }, 4);
+    int64_t *idx = NULL, m = 0;
+    vc.fps = 2, vc.num_frames = 3;
+    CHECK(vc_vl_video_processor_sample(&vc, 10, "v", &idx, &m) == VC_ERR_ARG && strstr(vc_last_error(), "exclusive"));
+    vc_vl_video_config_default(&vc, 0);
+    sample_case(&vc, 7, (const int64_t[]){ 0, 1, 2, 3, 4, 5, 6 }, 7); /* (Qwen2-VL's: off by default) */
+    vc.do_sample_frames = 1;
+    CHECK(vc_vl_video_processor_sample(&vc, 10, "v", &idx, &m) == VC_ERR_UNSUPPORTED &&
+          strstr(vc_last_error(), "do_sample_frames"));
+    char dir[] = "/tmp/vc_video_sampXXXXXX", path[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/video_preprocessor_config.json", dir);
+    const char *cfg[] = { "{\"fps\": null, \"num_frames\": 6, \"min_frames\": 2, \"max_frames\": 9}",
+                          "{\"do_sample_frames\": false, \"fps\": 1.5}", "{\"fps\": -1}", "{\"max_frames\": 0}" };
+    for (int i = 0; i < 4; i++) {
+        FILE *fp = fopen(path, "w");
+        fputs(cfg[i], fp);
+        fclose(fp);
+        vc_status st = vc_vl_video_config_load(dir, 1, &vc);
+        if (i == 0) CHECK(!st && vc.fps == 0 && vc.num_frames == 6 && vc.min_frames == 2 && vc.max_frames == 9);
+        if (i == 1) CHECK(!st && !vc.do_sample_frames && vc.fps == 1.5 && vc.num_frames == 0);
+        if (i >= 2) CHECK_MSG(st && strstr(vc_last_error(), i == 2 ? "fps" : "max_frames"), "config %s: %s", cfg[i],
+                              st ? vc_last_error() : "accepted");
+    }
+    unlink(path), rmdir(dir);
+}
+
 int main(void) {
+    check_processor_sampling();
     CHECK_OK(vc_json_load_file(DIR "/reference.json", &REF));
     CHECK_OK(vc_ckpt_open(DIR "/reference.safetensors", &CK));
     if (!REF || !CK) return vc_test_done();
