@@ -19,8 +19,8 @@ struct vc_vl_image_config;
 /* One image of a prompt, as its row gives it (the pixels are made on demand: vc_rl_prompt_images) */
 typedef struct vc_rl_image {
     const char *src;           /* in the dataset's rows: a path (relative: to the current directory, as verl opens
-                                * it), a "file://" path, or a base64 data URI (a {"bytes": ...} entry of a Parquet
-                                * file, a "data:image/...;base64," string) */
+                                * it), a "file://" path, an http(s) URL, or a base64 data URI (a {"bytes": ...} entry
+                                * of a Parquet file, a "data:image/...;base64," string) */
     int64_t min_pixels, max_pixels; /* the row's per-image bounds for fetch_image; 0: its defaults */
     int resized_h, resized_w;  /* the row's resized_height / resized_width (both or neither); 0: none */
     int32_t grid[3];           /* image_grid_thw: t, h, w patches */

@@ -3,6 +3,7 @@
  * fetch_image and the image processor (verl/utils/dataset/vision_utils.py process_image), and the processor repeats
  * each "<|image_pad|>" grid_t * grid_h * grid_w / merge_size^2 times before tokenizing. */
 #include "data/vl_rows.h"
+#include "io/url_fetch.h"
 #include "verlc/data.h"
 #include "verlc/image.h"
 #include "verlc/report.h"
@@ -69,18 +70,25 @@ static vc_status image_source(const char *w, const cJSON *v, const char **src) {
         return vc_fail(VC_ERR_FORMAT, "%s must be a path or an object with bytes / image / path",
                        w);
     if (!**src) return vc_fail(VC_ERR_FORMAT, "%s is an empty path", w);
-    if (!strncmp(*src, "http://", 7) || !strncmp(*src, "https://", 8))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %.200s: images from http(s) URLs are not fetched "
-                       "(verlc reads local files and data URIs only)", w, *src);
     if (!strncmp(*src, "data:", 5) && !strstr(*src, ";base64,"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: a data URI without base64 data", w);
     return VC_OK;
 }
 
-/* decodes an image's source (a base64 data URI, a file:// URI or a path) as Pillow opens it and fetch_image's
- * to_rgb converts it */
+/* decodes an image's source (a base64 data URI, an http(s) URL, a file:// URI or a path) as Pillow opens it and
+ * fetch_image's to_rgb converts it */
 static vc_status decode_source(const char *src, const char *what, vc_image *out) {
     memset(out, 0, sizeof *out);
+    if (vc_url_is_http(src)) { /* (requests.get, then Image.open on the body) */
+        uint8_t *bytes = NULL;
+        size_t n = 0;
+        char name[512];
+        snprintf(name, sizeof name, "%s: %.300s", what, src);
+        vc_status st = vc_url_fetch(src, what, &bytes, &n);
+        if (!st) st = vc_image_decode(bytes, n, name, VC_ALPHA_QWEN_VL_UTILS, out);
+        free(bytes);
+        return st;
+    }
     if (!strncmp(src, "data:", 5)) {
         const char *b = strstr(src, ";base64,") + 8;
         uint8_t *bytes = NULL;

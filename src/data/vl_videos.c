@@ -4,6 +4,7 @@
  * The rows keep the video's entries (grids, tokens, Qwen3-VL's frame-group timestamps, Qwen2.5-VL's time step); the
  * pixels are made on demand. */
 #include "data/vl_rows.h"
+#include "io/url_fetch.h"
 #include "verlc/image.h"
 #include "verlc/video.h"
 #include "verlc/vision.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const cJSON *item(const cJSON *obj, const char *name) { return cJSON_GetObjectItemCaseSensitive(obj, name); }
 static int present(const cJSON *x) { return x && !cJSON_IsNull(x); }
@@ -83,12 +85,15 @@ static void vframes_free(vframes *f) {
 
 static vc_status file_frames(const char *src, const vc_vl_video_opts *o, int patch, const char *what, int decode,
                              vframes *f) {
-    if (!strncmp(src, "http://", 7) || !strncmp(src, "https://", 8))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: %.200s: videos from http(s) URLs are not fetched (verlc reads local "
-                       "files)", what, src);
+    char *tmp = NULL; /* an http(s) URL: its body in a temporary file, decoded as a local file */
+    vc_status st = vc_url_is_http(src) ? vc_url_fetch_file(src, what, &tmp) : VC_OK;
+    if (st) return st;
     vc_video *v = NULL;
-    vc_status st = vc_video_open(!strncmp(src, "file://", 7) ? src + 7 : src, &v);
-    if (st) return vc_fail_ctx(st, "%s", what);
+    st = vc_video_open(tmp ? tmp : !strncmp(src, "file://", 7) ? src + 7 : src, &v);
+    if (st) {
+        if (tmp) unlink(tmp), free(tmp);
+        return tmp ? vc_fail_ctx(st, "%s: %.200s", what, src) : vc_fail_ctx(st, "%s", what);
+    }
     const vc_video_meta *m = vc_video_info(v);
     int64_t n = 0, count = 0;
     st = vc_vl_video_sample(o, m->frames, m->fps, &f->idx, &n, &count);
@@ -100,6 +105,7 @@ static vc_status file_frames(const char *src, const vc_vl_video_opts *o, int pat
     if (!st && decode) f->h = f->fr[0].height, f->w = f->fr[0].width;
     if (!st && !decode) st = vc_vl_fetch_video_hw(o, patch, n, m->height, m->width, &f->h, &f->w);
     vc_video_close(v);
+    if (tmp) unlink(tmp), free(tmp);
     return st ? vc_fail_ctx(st, "%s", what) : VC_OK;
 }
 

@@ -2,6 +2,7 @@
  * tools/fixtures/make_vl_dataset_fixture.py (tests/fixtures/vision/dataset) read from JSONL (paths, file:// and data
  * URIs) and from Parquet (image bytes), input_ids compared exactly (each <|image_pad|> expanded to its grid's
  * tokens), pixel_values and image_grid_thw of vc_rl_prompt_images bit for bit; bad rows refused naming file:line. */
+#include "rl/http_batch.h"
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
 #include "vc_test.h"
@@ -259,8 +260,9 @@ static void test_bad_rows(void) {
                "images[0]", "no_such.png");
     snprintf(buf, sizeof buf, "[{\"image\": \"%s\"}]", corrupt);
     expect_bad("corrupt.jsonl", "<image>what?", buf, &o, VC_ERR_FORMAT, "images[0]", NULL);
-    expect_bad("http.jsonl", "<image>what?", "[\"https://example.com/a.png\"]", &o, VC_ERR_UNSUPPORTED, "http",
-               "images[0]");
+    /* an http(s) URL that cannot be fetched (nothing listens on port 9): one line naming it */
+    expect_bad("http.jsonl", "<image>what?", "[\"http://127.0.0.1:9/a.png\"]", &o,
+               vc_http_available() ? VC_ERR_IO : VC_ERR_UNSUPPORTED, "http://127.0.0.1:9/a.png", "images[0]");
     expect_bad("more.jsonl", "<image><image>what?", "[\"" GOOD_IMG "\"]", &o, VC_ERR_FORMAT, "more <image> markers",
                NULL);
     expect_bad("fewer.jsonl", "<image>what?", "[\"" GOOD_IMG "\", \"" GOOD_IMG "\"]", &o, VC_ERR_FORMAT,

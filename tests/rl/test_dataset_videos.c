@@ -4,6 +4,7 @@
  * with an image first), input_ids compared exactly (Qwen3-VL's frame-group timestamps in the text),
  * pixel_values_videos and video_grid_thw bit for bit, Qwen2.5-VL's time steps as tokens_per_second x
  * second_per_grid_ts; bad video rows refused naming file:line. */
+#include "rl/http_batch.h"
 #include "vc_test.h"
 #include "../../src/data/vl_rows.h"
 #include "verlc/chat_template.h"
@@ -171,7 +172,8 @@ static void bad_rows(void) {
                "\"video_start\": 0.8, \"video_end\": 0.3}]", VC_ERR_ARG, "time range");
     snprintf(v, sizeof v, "[[\"%s/c_0.png\", \"%s/a_1.png\"]]", F, F);
     expect_bad(&k, "sizes.jsonl", "<video>x", v, VC_ERR_SHAPE, "frame 1 is");
-    expect_bad(&k, "http.jsonl", "<video>x", "[\"https://example.com/v.mp4\"]", VC_ERR_UNSUPPORTED, "http(s)");
+    expect_bad(&k, "http.jsonl", "<video>x", "[\"http://127.0.0.1:9/v.mp4\"]",
+               vc_http_available() ? VC_ERR_IO : VC_ERR_UNSUPPORTED, "http://127.0.0.1:9/v.mp4");
     expect_bad(&k, "kind.jsonl", "<video>x", "[5]", VC_ERR_FORMAT, "must be a path, a list of frames");
     expect_bad(&k, "nolist.jsonl", "<video>x", "\"v.mp4\"", VC_ERR_FORMAT, "must be a list of videos");
     expect_bad(&k, "badnum.jsonl", "<video>x", "[{\"video\": \"tests/fixtures/vision/video/h264_32x24.mp4\", "
