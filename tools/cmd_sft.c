@@ -7,13 +7,14 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] --out RUN_DIR\n"
+            "usage: verlc sft --model DIR [--tokenizer DIR] --train FILE.jsonl [--val FILE.jsonl] [--out RUN_DIR]\n"
             "                 [--resume latest|auto|CKPT_DIR] [KEY=VALUE ...] [--ALIAS VALUE ...]\n"
             "Supervised fine-tuning (verl's fsdp_sft_trainer). Rows hold either `messages` (chat template,\n"
             "loss on assistant turns) or prompt/response fields (loss on the response + EOS); for raw GSM8K\n"
             "use --prompt-key question --response-key answer. Malformed JSONL lines are reported as file:line\n"
             "and skipped (skip_bad_lines=false stops instead). Progress goes to the console and\n"
             "RUN_DIR/metrics.jsonl; checkpoints to RUN_DIR/step_N (save_freq, keep_last); `verlc export`\n"
+            "(RUN_DIR by default verl's checkpoints/PROJECT_NAME/EXPERIMENT_NAME)\n"
             "turns one into a Hugging Face directory.\n"
             "Data parallel: mpirun -np N verlc sft ... (any MPI launcher; VERLC_DIST=mpi|single overrides the\n"
             "detection). Every rank loads the data and runs 1/N of each global batch's micro-batches;\n"
@@ -27,6 +28,7 @@ static void usage(FILE *f) {
 int vc_cmd_sft(int argc, char **argv) {
     vc_sft_config c;
     vc_sft_config_default(&c);
+    vc_sft_config_select(&c, argc - 1, argv + 1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -64,7 +66,12 @@ int vc_cmd_sft(int argc, char **argv) {
             return 2;
         }
     }
-    if (!c.model_dir || !c.train_path || !c.out_dir) {
+    char out_default[512];
+    if (!c.out_dir) { /* verl's trainer.default_local_dir: checkpoints/${trainer.project_name}/${trainer.experiment_name} */
+        snprintf(out_default, sizeof out_default, "checkpoints/%s/%s", c.project_name, c.experiment_name);
+        c.out_dir = out_default;
+    }
+    if (!c.model_dir || !c.train_path) {
         usage(stderr);
         return 2;
     }

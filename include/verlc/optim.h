@@ -11,9 +11,17 @@ typedef struct vc_adamw_config {
     double beta1, beta2; /* 0.9, 0.999 */
     double eps;          /* 1e-8 */
     double weight_decay; /* decoupled; 0.01 as torch's AdamW default */
+    /* TransformerEngine's FusedAdam with exp_avg_dtype / exp_avg_sq_dtype bfloat16 (Megatron's precision-aware
+     * optimizer, Automodel's FusedAdam): the first / second moment stored rounded to bf16 (nearest even) after each
+     * step; the step's own update uses them before rounding. 0: float32, as torch. */
+    int m_bf16, v_bf16;
 } vc_adamw_config;
 
 void vc_adamw_config_default(vc_adamw_config *c);
+/* A moment dtype as verl and its engines name it: "fp32" / "float32" / "32" / torch.float32 (and NULL or "null":
+ * the default) give *bf16 = 0, "bf16" / "bfloat16" / torch.bfloat16 give 1; others (fp16, fp8) VC_ERR_UNSUPPORTED
+ * naming `key`. */
+vc_status vc_adamw_moment_dtype(const char *key, const char *value, int *bf16);
 
 /* One parameter tensor: f32 weights updated in place, its gradient, and whether weight decay
  * applies (the caller turns it off for norms and biases). w and g are BACKEND memory (the active

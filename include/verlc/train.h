@@ -390,6 +390,19 @@ typedef struct vc_sft_config {
      * OptimizerParamScheduler with the keys below (and optim.lr, lr_warmup_steps(_ratio), weight_decay) */
     int megatron_optim;
     double lr_warmup_init, min_lr;
+    /* optim=automodel (verl's AutomodelOptimizerConfig, with engine=automodel): torch's AdamW over every tensor with
+     * optim.betas / eps / weight_decay, and Automodel's OptimizerParamScheduler (Megatron's) from init_lr = lr *
+     * init_lr_ratio to lr, then decaying to lr * min_lr_ratio in the style optim.lr_scheduler_type over the total steps
+     * (the group's defaults, applied by vc_sft_config_select before the keys: betas [0.9, 0.999], init_lr_ratio 0.1,
+     * min_lr_ratio 0.01, cosine, no warmup) */
+    int automodel_optim;
+    double init_lr_ratio;
+    /* optim.optimizer=FusedAdam from optim.optimizer_impl=transformer_engine.pytorch.optimizers (TransformerEngine's
+     * FusedAdam: AdamW's update), with optim.exp_avg_dtype / exp_avg_sq_dtype (bf16: the moments stored in bf16,
+     * vc_adamw_config); optim=megatron: those dtypes with optim.use_precision_aware_optimizer in bf16 runs, as verl
+     * passes them to Megatron (its CPU offload keeps fp32 moments) */
+    int fused_adam, te_optim_impl, precision_aware, optimizer_cpu_offload;
+    const char *exp_avg_dtype, *exp_avg_sq_dtype, *main_grads_dtype; /* NULL: fp32 */
     int64_t lr_decay_steps, lr_wsd_decay_steps;   /* -1: the total steps / none */
     const char *lr_decay_style, *lr_wsd_decay_style; /* "constant", "exponential" */
     const char *loss_agg_mode; /* "token-mean" */
@@ -424,6 +437,9 @@ typedef struct vc_sft_config {
 } vc_sft_config;
 
 void vc_sft_config_default(vc_sft_config *c);
+/* Hydra's group selections among args[0..n) ("KEY=VALUE" strings; others skipped): optim=automodel's defaults,
+ * which the keys then override whatever their order */
+void vc_sft_config_select(vc_sft_config *c, int n, char *const *args);
 /* Sets one key=value (verl-style dotted keys and short names); VC_ERR_ARG names an unknown key. */
 vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value);
 /* Prints the keys with defaults and meanings. */

@@ -73,7 +73,7 @@ static const char *const MEGATRON_PERF_ONLY[] = {
     "optimizer_cpu_offload", "optimizer_offload_fraction", "use_torch_optimizer_for_cpu_offload",
     "overlap_cpu_optimizer_d2h_h2d", "pin_cpu_grads", "pin_cpu_params", "store_param_remainders",
     "barrier_with_L1_time", "log_num_zeros_in_grad", "timers", "bf16", "fp16", "params_dtype",
-    "main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "decoupled_weight_decay",
+    "decoupled_weight_decay",
 };
 
 static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
@@ -123,7 +123,16 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc
         else if (!strcmp(key, "adam_eps")) st = vc_config_get_double(cfg, k, &a->eps);
         else if (!strcmp(key, "weight_decay")) st = vc_config_get_double(cfg, k, &a->weight_decay);
         else if (!strcmp(key, "clip_grad")) st = vc_config_get_double(cfg, k, clip);
-        else if (!perf)
+        else if (!strcmp(key, "main_grads_dtype") || !strcmp(key, "main_params_dtype") ||
+                 !strcmp(key, "exp_avg_dtype") || !strcmp(key, "exp_avg_sq_dtype")) {
+            const char *dt = NULL; /* Megatron's fp32 state; the other dtypes are torch dtypes YAML cannot name */
+            int bf16 = 0;
+            st = vc_config_get_str_or(cfg, k, "fp32", &dt);
+            if (!st) st = vc_adamw_moment_dtype(k, dt, &bf16);
+            if (!st && bf16)
+                st = vc_fail(VC_ERR_UNSUPPORTED, "%s=%s is not supported: verlc's Megatron optimizer keeps fp32 "
+                             "gradients, master weights and moments", k, dt);
+        } else if (!perf)
             st = vc_fail(VC_ERR_UNSUPPORTED, "%s: not built in (adam_beta1, adam_beta2, adam_eps, weight_decay and "
                          "clip_grad are honoured, and the options that only change how Megatron runs the same update)", k);
     }

@@ -7,11 +7,24 @@
 #include <string.h>
 
 void vc_adamw_config_default(vc_adamw_config *c) {
+    *c = (vc_adamw_config){ 0 };
     c->lr = 1e-3;
     c->beta1 = 0.9;
     c->beta2 = 0.999;
     c->eps = 1e-8;
     c->weight_decay = 1e-2;
+}
+
+vc_status vc_adamw_moment_dtype(const char *key, const char *value, int *bf16) {
+    static const char *const F32[] = { "fp32", "float32", "32", "torch.float32", "null" };
+    static const char *const BF16[] = { "bf16", "bfloat16", "torch.bfloat16" };
+    *bf16 = 0;
+    if (!value) return VC_OK;
+    for (size_t i = 0; i < sizeof F32 / sizeof *F32; i++)
+        if (!strcmp(value, F32[i])) return VC_OK;
+    for (size_t i = 0; i < sizeof BF16 / sizeof *BF16; i++)
+        if (!strcmp(value, BF16[i])) return *bf16 = 1, VC_OK;
+    return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc keeps AdamW's moments in fp32 or bf16", key, value);
 }
 
 vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params) {

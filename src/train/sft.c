@@ -167,6 +167,67 @@ static vc_status megatron_schedule(sft_run *r, vc_trainer_config *tc) {
     return st ? vc_fail_ctx(st, "optim=megatron") : VC_OK;
 }
 
+/* optim=automodel: Automodel's OptimizerParamScheduler (Megatron's) as verl's automodel engine builds it; torch's AdamW
+ * over every tensor with the group's betas, eps and weight decay */
+static vc_status automodel_schedule(sft_run *r, vc_trainer_config *tc) {
+    const vc_sft_config *c = r->c;
+    vc_lr_megatron_config mc = { .lr = c->lr, .lr_warmup_init = c->lr * c->init_lr_ratio,
+                                 .min_lr = c->lr * c->min_lr_ratio, .lr_warmup_steps_ratio = c->warmup_ratio,
+                                 .total_training_steps = r->total_steps, .lr_decay_steps = -1,
+                                 .lr_warmup_steps = c->warmup_steps, .lr_wsd_decay_steps = -1,
+                                 .lr_decay_style = c->lr_scheduler, .lr_wsd_decay_style = "exponential" };
+    if (!(c->init_lr_ratio >= 0 && c->init_lr_ratio <= 1) || !(c->min_lr_ratio >= 0 && c->min_lr_ratio <= 1))
+        return vc_fail(VC_ERR_ARG, "optim=automodel: init_lr_ratio %g and min_lr_ratio %g must lie in [0, 1]",
+                       c->init_lr_ratio, c->min_lr_ratio);
+    vc_status st = vc_lr_megatron_init(&tc->sched, &mc);
+    if (st) return vc_fail_ctx(st, "optim=automodel");
+    R0_INFO(r, "optim=automodel: AdamW betas (%g, %g), eps %g, weight decay %g; OptimizerParamScheduler total_steps=%lld, "
+            "decay_style=%s, init_lr=%.2e, max_lr=%.2e, min_lr=%.2e", c->beta1, c->beta2, c->eps, c->weight_decay,
+            (long long)r->total_steps, c->lr_scheduler, mc.lr_warmup_init, c->lr, mc.min_lr);
+    return VC_OK;
+}
+
+/* where AdamW keeps its moments: TransformerEngine's FusedAdam takes optim.exp_avg_dtype / exp_avg_sq_dtype; verl's
+ * megatron optimizer passes them to Megatron with use_precision_aware_optimizer in bf16 runs (Megatron's CPU optimizer
+ * keeps fp32 moments; without the precision-aware optimizer Megatron asserts fp32); torch's AdamW takes none */
+static vc_status adam_moments(const sft_run *r, vc_adamw_config *a) {
+    const vc_sft_config *c = r->c;
+    if (c->fused_adam != c->te_optim_impl)
+        return vc_fail(VC_ERR_ARG, c->fused_adam ? "optim.optimizer=FusedAdam: it comes from optim.optimizer_impl="
+                                                   "transformer_engine.pytorch.optimizers, not torch.optim"
+                                                 : "optim.optimizer_impl=transformer_engine.pytorch.optimizers holds "
+                                                   "FusedAdam (optim.optimizer=FusedAdam), not AdamW");
+    int m = 0, v = 0, g = 0;
+    vc_status st = vc_adamw_moment_dtype("optim.exp_avg_dtype", c->exp_avg_dtype, &m);
+    if (!st) st = vc_adamw_moment_dtype("optim.exp_avg_sq_dtype", c->exp_avg_sq_dtype, &v);
+    if (!st) st = vc_adamw_moment_dtype("optim.main_grads_dtype", c->main_grads_dtype, &g);
+    if (st) return st;
+    const int bf16_run = !strcmp(c->param_dtype, "bf16") || !strcmp(c->param_dtype, "bfloat16");
+    if (c->megatron_optim) {
+        if (!c->precision_aware && (m || v || g))
+            return vc_fail(VC_ERR_ARG, "optim.%s=bf16 needs optim.use_precision_aware_optimizer=true (Megatron keeps "
+                           "fp32 otherwise)", m ? "exp_avg_dtype" : v ? "exp_avg_sq_dtype" : "main_grads_dtype");
+        if (!bf16_run) m = v = g = 0; /* verl passes the dtypes in bf16 runs only */
+        if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is not supported: verlc accumulates "
+                              "gradients in fp32");
+        if ((m || v) && c->optimizer_cpu_offload) {
+            R0_INFO(r, "optim: Megatron's CPU optimizer keeps AdamW's moments in fp32 (optim.exp_avg_dtype and "
+                    "exp_avg_sq_dtype are not applied)");
+            m = v = 0;
+        }
+    } else {
+        if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is optim=megatron's, and not supported");
+        if ((m || v) && !c->fused_adam)
+            return vc_fail(VC_ERR_ARG, "optim.%s=bf16: torch.optim.AdamW keeps fp32 moments (TransformerEngine's "
+                           "FusedAdam, optim.optimizer=FusedAdam, stores them in bf16)",
+                           m ? "exp_avg_dtype" : "exp_avg_sq_dtype");
+    }
+    a->m_bf16 = m, a->v_bf16 = v;
+    if (m || v)
+        R0_INFO(r, "optim: AdamW's first moment stored in %s, its second in %s", m ? "bf16" : "fp32", v ? "bf16" : "fp32");
+    return VC_OK;
+}
+
 /* image-text models: the training row with the most image patches, its images with zero pixels, for the memory
  * plan's trial row (the tower's activations grow with the patches); im->n 0: none. grid and pixels malloc'd. */
 static vc_status largest_images(const sft_run *r, vc_images *im) {
@@ -210,7 +271,10 @@ static vc_status make_trainer(sft_run *r) {
     lc.min_lr_ratio = c->min_lr_ratio;
     lc.num_cycles = c->num_cycles;
     lc.one_indexed = !c->zero_indexed_step;
-    vc_status st = c->megatron_optim ? megatron_schedule(r, &tc) : vc_lr_schedule_init(&tc.sched, &lc);
+    vc_status st = c->megatron_optim    ? megatron_schedule(r, &tc)
+                   : c->automodel_optim ? automodel_schedule(r, &tc)
+                                        : vc_lr_schedule_init(&tc.sched, &lc);
+    if (!st) st = adam_moments(r, &tc.adamw);
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;
     tc.grad_clip = c->grad_clip;
@@ -502,10 +566,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
     if (st) return st;
     if ((st = setup_dist(&r))) goto out;
     if (c->threads > 0) vc_set_threads(c->threads);
-    if (mkdir(c->out_dir, 0755) != 0 && errno != EEXIST) {
-        st = vc_fail(VC_ERR_IO, "%s: cannot create", c->out_dir);
-        goto out;
-    }
+    if ((st = vc_mkdirs(c->out_dir))) goto out;
     if (r.world > 1)
         R0_INFO((&r), "sft: data parallel over %d ranks (%s communicator, %d per node), sharding %s; each rank "
                 "runs 1/%d of the micro-batches of every global batch of %lld rows", r.world, vc_comm_kind(r.comm),

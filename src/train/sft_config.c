@@ -28,6 +28,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->shuffle = 1;
     c->seed = 1;
     c->lora_alpha = 16;
+    c->init_lr_ratio = 0.1;
     c->num_cycles = 0.5;
     c->zero_indexed_step = 1;
     c->lora_targets = "all-linear";
@@ -97,7 +98,7 @@ static const key_def KEYS[] = {
     { "data.image_key", "image_key", K_STR, F(image_key),
       "messages rows: the row's images, one per <image> marker (image-text models: docs/images.md)" },
     { "data.video_key", "video_key", K_STR, F(video_key),
-      "messages rows: the row's videos, one per <video> marker (Qwen2-VL, Qwen2.5-VL: docs/images.md)" },
+      "messages rows: the row's videos, one per <video> marker (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5: docs/images.md)" },
     /* verl's sft_trainer.yaml names (data.multiturn.*) for the same settings */
     { "data.multiturn.enable", "multiturn", K_BOOL, F(multiturn),
       "true: every row is a messages row; false: prompt/response rows (default: either, per row)" },
@@ -140,6 +141,18 @@ static const key_def KEYS[] = {
     { "optim.lr_scheduler_type", "lr_scheduler_type", K_STR, F(lr_scheduler), "verl's optimizer-config name of optim.lr_scheduler" },
     { "optim.min_lr_ratio", "min_lr_ratio", K_F64, F(min_lr_ratio), "final lr / peak lr" },
     { "optim.num_cycles", "num_cycles", K_F64, F(num_cycles), "cosine schedule: cycles over the decay (0.5: half)" },
+    { "optim.init_lr_ratio", "init_lr_ratio", K_F64, F(init_lr_ratio),
+      "optim=automodel: the lr warmup starts at lr times this" },
+    { "optim.exp_avg_dtype", "exp_avg_dtype", K_STR, F(exp_avg_dtype),
+      "AdamW's first moment stored in fp32 or bf16 (FusedAdam; optim=megatron: with its precision-aware optimizer)" },
+    { "optim.exp_avg_sq_dtype", "exp_avg_sq_dtype", K_STR, F(exp_avg_sq_dtype),
+      "AdamW's second moment stored in fp32 or bf16 (as optim.exp_avg_dtype)" },
+    { "optim.main_grads_dtype", "main_grads_dtype", K_STR, F(main_grads_dtype),
+      "optim=megatron's gradient buffer dtype: fp32 (verlc accumulates gradients in fp32)" },
+    { "optim.use_precision_aware_optimizer", "use_precision_aware_optimizer", K_BOOL, F(precision_aware),
+      "optim=megatron: Megatron's precision-aware optimizer (optim.exp_avg_dtype / exp_avg_sq_dtype in bf16 runs)" },
+    { "optim.override_optimizer_config.optimizer_cpu_offload", "optimizer_cpu_offload", K_BOOL,
+      F(optimizer_cpu_offload), "optim=megatron: Megatron's CPU optimizer (its moments stay fp32)" },
     { "optim.lr_warmup_init", "lr_warmup_init", K_F64, F(lr_warmup_init), "optim=megatron: the lr warmup starts at" },
     { "optim.min_lr", "min_lr", K_F64, F(min_lr), "optim=megatron: the lr decays to" },
     { "optim.lr_decay_style", "lr_decay_style", K_STR, F(lr_decay_style),
@@ -170,6 +183,10 @@ static const key_def KEYS[] = {
     { "engine.dtype", "engine_dtype", K_STR, F(param_dtype),
       "the engine's compute dtype: bfloat16 (bf16 matmul inputs, f32 accumulation) or float32" },
     { "model.enable_gradient_checkpointing", "checkpointing", K_BOOL, F(checkpointing), "recompute layers" },
+    { "engine.activation_checkpointing", "activation_checkpointing", K_BOOL, F(checkpointing),
+      "engine=automodel's name of model.enable_gradient_checkpointing" },
+    { "engine.mp_param_dtype", "mp_param_dtype", K_STR, F(param_dtype),
+      "engine=automodel's matmul input dtype: bf16 (f32 accumulation) or fp32" },
     { "model.lora_rank", "lora_rank", K_INT, F(lora_rank), "LoRA adapters of this rank (0: full fine-tuning)" },
     { "model.lora_alpha", "lora_alpha", K_F64, F(lora_alpha), "LoRA scale alpha (adapters add alpha/rank B A)" },
     { "model.target_modules", "target_modules", K_STR, F(lora_targets),
@@ -285,8 +302,6 @@ static const verl_key VERL_KEYS[] = {
     { "trainer.default_hdfs_dir", "null", "note: HDFS upload is not built in; checkpoints stay in the run directory" },
     { "ulysses_sequence_parallel_size", "1", "note: sequence parallelism is not implemented; each rank holds whole sequences" },
     { "data.custom_cls.*", "null", "custom Python dataset classes cannot be loaded" },
-    { "optim.optimizer", "AdamW,adamw", "is not built in: verlc trains with AdamW (fused)" },
-    { "optim.optimizer_impl", "torch.optim", "is not built in: verlc's AdamW is torch.optim.AdamW's update" },
     { "optim.override_optimizer_config", "null,{}", "is not supported by verlc sft: set optim.eps / optim.betas" },
     /* verl's engine-based SFT trainer (sft_trainer_engine.yaml with its model, engine and optim groups) */
     { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp and megatron groups' keys are taken)" },
@@ -354,13 +369,50 @@ static const verl_key VERL_KEYS[] = {
     { "engine.pad_to_length*", "*", "" },
     { "engine.use_megatron_fsdp", "*", "" },
     { "engine.param_offload", "*", "" },
+    /* engine=automodel (verl's AutomodelEngineConfig) and engine=mlite (Megatron-lite): every rank is a data-parallel
+     * rank of verlc's own trainer */
+    { "engine.tp_size", "1", "note: every rank is a data-parallel rank (no tensor parallelism)" },
+    { "engine.pp_size", "1", "note: every rank is a data-parallel rank (no pipeline parallelism)" },
+    { "engine.ep_size", "1", "note: every rank is a data-parallel rank (no expert parallelism)" },
+    { "engine.cp_size", "1", "note: every rank holds whole sequences (no context parallelism)" },
+    { "engine.tp", "1", "note: every rank is a data-parallel rank (no tensor parallelism)" },
+    { "engine.pp", "1", "note: every rank is a data-parallel rank (no pipeline parallelism)" },
+    { "engine.vpp", "1,null", "note: every rank is a data-parallel rank (no pipeline parallelism)" },
+    { "engine.ep", "1", "note: every rank is a data-parallel rank (no expert parallelism)" },
+    { "engine.etp", "1,null", "note: every rank is a data-parallel rank (no expert parallelism)" },
+    { "engine.cp", "1", "note: every rank holds whole sequences (no context parallelism)" },
+    { "engine.dp_replicate_size", "*", "" },
+    /* engine=mlite's scripts add Megatron-lite's config package to Hydra's search path */
+    { "hydra.searchpath", "[]", "note: verlc sft reads no config packages; the engine and optim groups' keys are built in" },
+    { "engine.distributed_strategy", "fsdp2,fsdp,ddp", "is not built in: verlc shards with trainer.sharding (zero1/2/3)" },
+    { "engine.defer_fsdp_grad_sync", "*", "" },
+    { "engine.enable_fp8", "False,false", "is not supported: verlc computes in fp32 or bf16" },
+    { "engine.enable_compile", "*", "" },
+    { "engine.attn_implementation", "*", "" },
+    { "engine.attention_backend_override", "*", "" },
+    { "engine.backend_config.*", "*", "" },
+    { "engine.moe_config.*", "*", "" },
+    { "engine.impl_cfg.*", "*", "" },
+    { "engine.mp_reduce_dtype", "fp32,float32", "note: gradient reductions are fp32" },
+    { "engine.mp_output_dtype", "*", "" },
+    /* optim=automodel's keys that leave the update as it is (start and end weight decay are equal) */
+    { "optim.wd_incr_style", "*", "" },
+    { "optim.master_weights", "*", "" },
+    { "optim.master_weight_dtype", "*", "" },
+    { "optim.store_param_remainders", "*", "" },
+    { "optim.total_training_steps", "*", "" },
+    /* Megatron's optimizer offloading and precision-aware variants: where the same update runs */
+    { "optim.override_optimizer_config.offload_fraction", "*", "" },
+    { "optim.override_optimizer_config.optimizer_offload_fraction", "*", "" },
+    { "optim.override_optimizer_config.overlap_cpu_optimizer_d2h_h2d", "*", "" },
+    /* (verl passes the moment dtypes to Megatron only with optim.use_precision_aware_optimizer: through the override
+     * alone they stay fp32) */
+    { "optim.override_optimizer_config.use_precision_aware_optimizer", "*", "" },
+    { "optim.override_optimizer_config.decoupled_weight_decay", "True,true",
+      "is not supported: verlc's weight decay is decoupled (AdamW's)" },
     /* optim=megatron's keys that only change how Megatron runs the same update */
     { "optim.weight_decay_incr_style", "*", "" }, /* start and end weight decay are equal: constant */
     { "optim.use_checkpoint_opt_param_scheduler", "*", "" },
-    { "optim.use_precision_aware_optimizer", "*", "" },
-    { "optim.main_grads_dtype", "*", "" },
-    { "optim.exp_avg_dtype", "*", "" },
-    { "optim.exp_avg_sq_dtype", "*", "" },
 };
 
 static int value_in(const char *v, const char *list) {
@@ -447,13 +499,46 @@ vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out) {
     return VC_OK;
 }
 
+void vc_sft_config_select(vc_sft_config *c, int n, char *const *args) {
+    for (int i = 0; i < n; i++) {
+        const char *a = args[i];
+        while (*a == '+') a++;
+        if (strcmp(a, "optim=automodel")) continue;
+        /* verl's optim/automodel.yaml */
+        c->automodel_optim = 1;
+        c->beta1 = 0.9, c->beta2 = 0.999, c->eps = 1e-8, c->weight_decay = 0.01, c->grad_clip = 1.0;
+        c->init_lr_ratio = 0.1, c->min_lr_ratio = 0.01, c->lr_scheduler = "cosine";
+        c->warmup_ratio = 0.0, c->warmup_steps = -1;
+    }
+}
+
 vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value) {
     vc_status st = VC_OK;
     while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
     if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
     if (!strcmp(key, "model") && !strcmp(value, "hf_model")) return VC_OK; /* verl's model group (else `model` is the model directory) */
-    if (!strcmp(key, "engine") && !strcmp(value, "megatron")) return VC_OK; /* its keys are taken (VERL_KEYS) */
+    if (!strcmp(key, "engine") && (!strcmp(value, "megatron") || !strcmp(value, "automodel") || !strcmp(value, "mlite")))
+        return VC_OK; /* their keys are taken (VERL_KEYS) */
     if (!strcmp(key, "optim") && !strcmp(value, "megatron")) return c->megatron_optim = 1, VC_OK;
+    if (!strcmp(key, "optim") && !strcmp(value, "automodel")) return c->automodel_optim = 1, VC_OK;
+    if (!strcmp(key, "optim.optimizer")) { /* torch's AdamW, or TransformerEngine's FusedAdam (the same update) */
+        if (!strcmp(value, "AdamW") || !strcmp(value, "adamw")) return c->fused_adam = 0, VC_OK;
+        if (!strcmp(value, "FusedAdam")) return c->fused_adam = 1, VC_OK;
+        return vc_fail(VC_ERR_UNSUPPORTED, "optim.optimizer=%s is not built in: verlc trains with AdamW (torch.optim's, "
+                       "or TransformerEngine's FusedAdam)", value);
+    }
+    if (!strcmp(key, "optim.optimizer_impl")) {
+        if (!strcmp(value, "torch.optim")) return c->te_optim_impl = 0, VC_OK;
+        if (!strcmp(value, "transformer_engine.pytorch.optimizers") ||
+            !strcmp(value, "transformer_engine.pytorch.optimizers.fused_adam"))
+            return c->te_optim_impl = 1, VC_OK;
+        return vc_fail(VC_ERR_UNSUPPORTED, "optim.optimizer_impl=%s is not built in: verlc's AdamW is torch.optim's "
+                       "AdamW or transformer_engine.pytorch.optimizers' FusedAdam", value);
+    }
+    if (!strcmp(key, "engine.impl_cfg.recompute")) { /* Megatron-lite's recompute list: [full] recomputes layers */
+        c->checkpointing |= strstr(value, "full") != NULL;
+        return VC_OK;
+    }
     if (!strcmp(key, "engine.override_transformer_config.recompute_granularity")) { /* Megatron's full recompute */
         c->checkpointing |= !strcmp(value, "full");
         return VC_OK;

@@ -763,8 +763,9 @@ static void test_moe_grouped(void) {
     vc_set_matmul_precision(VC_PREC_F32);
 }
 
-static void test_optim(void) {
-    printf("adamw (bit-exact against src/train/optim.c) and grad norm\n");
+/* bf16: the moments stored in bf16 (TransformerEngine's FusedAdam with exp_avg_dtype / exp_avg_sq_dtype bf16) */
+static void test_optim(int bf16) {
+    printf("adamw (bit-exact against src/train/optim.c%s) and grad norm\n", bf16 ? ", moments in bf16" : "");
     enum { NP = 3 };
     size_t sizes[NP] = { 1000, 40961, 1 };
     vc_optim_param cp[NP], gp[NP];
@@ -782,6 +783,7 @@ static void test_optim(void) {
     vc_adamw_config cfg;
     vc_adamw_config_default(&cfg);
     cfg.weight_decay = 0.1;
+    cfg.m_bf16 = cfg.v_bf16 = bf16;
     vc_adamw opt;
     CHECK_OK(vc_adamw_init(&opt, &cfg, cp, NP));
     for (int step = 1; step <= 3; step++) {
@@ -866,7 +868,8 @@ int main(void) {
     lm_case(37, 96, 5003, 1, 30.0f, 0.7f, "1000");
     test_route();
     test_moe_grouped();
-    test_optim();
+    test_optim(0);
+    test_optim(1);
     check_sticky("routing / optimiser");
     release_all();
     const char *nf = getenv("VC_CUDA_TEST_NO_FAULT"); /* set under compute-sanitizer */

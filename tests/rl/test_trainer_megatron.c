@@ -86,7 +86,8 @@ static void test_run(void) {
     CHECK_OK(run("cosine", "actor_rollout_ref.actor.optim.lr_decay_style=cosine|actor_rollout_ref.actor.optim.lr_warmup_steps=1|"
                  "actor_rollout_ref.actor.optim.min_lr=1e-3|actor_rollout_ref.actor.megatron.override_transformer_config."
                  "recompute_granularity=full|actor_rollout_ref.actor.megatron.dtype=bfloat16|"
-                 "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.alpha=8", lr, 3));
+                 "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.alpha=8|"
+                 "actor_rollout_ref.actor.optim.override_optimizer_config={exp_avg_sq_dtype: fp32}", lr, 3));
     CHECK_MSG(lr[0] == 0 && fabs(lr[1] - 1e-2) < 1e-15 && fabs(lr[2] - (1e-3 + 0.5 * 9e-3)) < 1e-15,
               "actor/lr %.17g %.17g %.17g", lr[0], lr[1], lr[2]);
     /* refusals, named */
@@ -94,6 +95,8 @@ static void test_run(void) {
         { "actor_rollout_ref.actor.optim.optimizer=sgd", "optim.optimizer=sgd" },
         { "actor_rollout_ref.actor.optim.lr_decay_style=WSD", "lr_wsd_decay_steps" },
         { "actor_rollout_ref.actor.optim.override_optimizer_config={adam_beta3: 1}", "adam_beta3" },
+        /* Megatron's state dtypes through the override: fp32 only (the others are torch dtypes YAML cannot name) */
+        { "actor_rollout_ref.actor.optim.override_optimizer_config={exp_avg_dtype: bf16}", "exp_avg_dtype=bf16 is not" },
         { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.dropout=0.1", "lora.dropout" },
         { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.target_modules=[linear_x]", "linear_x" },
         { "actor_rollout_ref.actor.megatron.dtype=float16", "fp16" },

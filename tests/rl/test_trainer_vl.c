@@ -145,22 +145,30 @@ static void generate(void) {
 }
 
 /* the largest difference between two exported models' weights (the tower's included) */
-static double weight_diff(const char *a, const char *b) {
+/* the largest difference between two models' weights, and (rms) the root mean square one */
+static double weight_diff(const char *a, const char *b, double *rms) {
     vc_model *x = NULL, *y = NULL;
-    double d = INFINITY;
+    double d = INFINITY, ss = 0;
+    int64_t count = 0;
     if (!vc_model_load(a, &x) && !vc_model_load(b, &y) && vc_model_n_params(x) == vc_model_n_params(y)) {
         d = 0;
         for (int i = 0; i < vc_model_n_params(x) && isfinite(d); i++) {
             vc_tensor *tx = vc_model_param(x, i, NULL, NULL), *ty = vc_model_param(y, i, NULL, NULL);
             float *u = tx->n == ty->n ? malloc(sizeof(float) * (size_t)tx->n) : NULL, *v = u ? malloc(sizeof(float) * (size_t)tx->n) : NULL;
             if (!v || vc_model_param_read(x, i, 0, u) || vc_model_param_read(y, i, 0, v)) d = INFINITY;
-            for (int64_t k = 0; v && isfinite(d) && k < tx->n; k++) d = fmax(d, fabs(u[k] - v[k]));
+            for (int64_t k = 0; v && isfinite(d) && k < tx->n; k++) {
+                double e = fabs((double)u[k] - v[k]);
+                d = fmax(d, e);
+                ss += e * e;
+            }
+            count += tx->n;
             free(u);
             free(v);
         }
     }
     vc_model_free(x);
     vc_model_free(y);
+    *rms = count ? sqrt(ss / (double)count) : INFINITY;
     return d;
 }
 
@@ -186,7 +194,7 @@ static void data_parallel(const char *init) {
     char a[700], b[700];
     snprintf(a, sizeof a, "%s/trained/hf_model", dir);
     snprintf(b, sizeof b, "%s/two_ranks/hf_model", dir);
-    double d = weight_diff(a, b), moved = weight_diff(init, b);
+    double d_rms = 0, moved_rms = 0, d = weight_diff(a, b, &d_rms), moved = weight_diff(init, b, &moved_rms);
     /* the gradients agree to float rounding (the ranks sum their rows in other orders) and so do the weights: the
      * forward GEMMs are row-invariant (with OpenBLAS's, which round a row by its place in its tiles, AdamW at lr
      * 1e-2 turned the gradient's ulps into steps of the learning rate: 2e-3 apart on AMD EPYC) */
@@ -195,11 +203,16 @@ static void data_parallel(const char *init) {
     double k2[2] = { last_of("trained", "actor/kl_loss"), last_of("two_ranks", "actor/kl_loss") };
     double r1 = fabs(g1[0] - g1[1]) / fmax(g1[0], 1e-30), r2 = fabs(g2[0] - g2[1]) / fmax(g2[0], 1e-30);
     double rk = fabs(k2[0] - k2[1]) / fmax(k2[0], 1e-30);
-    printf("1 vs 2 ranks: grad norms %.3g / %.3g apart (relative), step-2 KL %.3g; weights %.3g apart (moved %.3g)\n",
-           r1, r2, rk, d, moved);
+    printf("1 vs 2 ranks: grad norms %.3g / %.3g apart (relative), step-2 KL %.3g; weights %.3g apart, %.3g in rms "
+           "(moved %.3g, %.3g in rms)\n", r1, r2, rk, d, d_rms, moved, moved_rms);
     CHECK_MSG(g1[0] > 0 && r1 < 1e-4 && r2 < 1e-3 && rk < 1e-3, "1 vs 2 ranks with images: grad norms %g / %g and "
               "%g / %g, step-2 KL %g / %g", g1[0], g1[1], g2[0], g2[1], k2[0], k2[1]);
-    CHECK_MSG(d <= 1e-5 && moved > 1e-3, "1 vs 2 ranks with images: weights differ by %g (moved %g)", d, moved);
+    /* AdamW divides by sqrt(v) + eps: an element whose gradient the ranks' sums round differently, relative to its
+     * size, moves by another fraction of the learning rate (1e-2): the largest difference stays under a tenth of it
+     * (1.6e-5 on AMD EPYC with AVX-512, under 1e-5 with AVX2), the root mean square one within 1e-5 of the steps' */
+    CHECK_MSG(d <= 1e-3 && d_rms <= 1e-5 * moved_rms && moved > 1e-3,
+              "1 vs 2 ranks with images: weights differ by %g, %g in rms (moved %g, %g in rms)", d, d_rms, moved,
+              moved_rms);
 }
 
 /* 1 when dir's adapter file has module mod's lora_B, and *moved whether any of its values is not 0 */

@@ -102,6 +102,58 @@ static void test_adamw_matches_reference(void) {
     dfree(dwa); dfree(dga); dfree(dwb); dfree(dgb);
 }
 
+/* TransformerEngine's FusedAdam with exp_avg_dtype / exp_avg_sq_dtype bf16: the step's update from the moments before
+ * rounding, the moments then stored rounded to bf16 (nearest even); either moment alone */
+static float bf16r(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static void test_adamw_bf16_moments(void) {
+    for (int which = 1; which <= 3; which++) { /* 1: first moment, 2: second, 3: both */
+        float w[NA], g[NA], r[NA], m[NA] = { 0 }, v[NA] = { 0 }, om[NA], ov[NA];
+        fill(w, g, NA, 0, 0.5f);
+        memcpy(r, w, sizeof w);
+        vc_adamw_config cfg;
+        vc_adamw_config_default(&cfg);
+        cfg.m_bf16 = which & 1, cfg.v_bf16 = (which >> 1) & 1;
+        float *dw = dev(w, NA), *dg = dev(g, NA);
+        vc_optim_param p = { dw, dg, NA, 1 };
+        vc_adamw opt;
+        CHECK_OK(vc_adamw_init(&opt, &cfg, &p, 1));
+        int mismatches = 0, rounded = 0;
+        for (int t = 1; t <= 5; t++) {
+            fill(NULL, g, NA, t, 0.5f);
+            push(dg, g, NA);
+            CHECK_OK(vc_adamw_step(&opt, 1e-3));
+            ref_step(r, g, m, v, NA, t, 1e-3, 0.9, 0.999, 1e-8, 0.01);
+            for (int i = 0; i < NA; i++) {
+                float mr = cfg.m_bf16 ? bf16r(m[i]) : m[i], vr = cfg.v_bf16 ? bf16r(v[i]) : v[i];
+                rounded += mr != m[i] || vr != v[i];
+                m[i] = mr, v[i] = vr;
+            }
+            pull(w, dw, NA);
+            pull(om, opt.m[0], NA);
+            pull(ov, opt.v[0], NA);
+            for (int i = 0; i < NA; i++) mismatches += w[i] != r[i] || om[i] != m[i] || ov[i] != v[i];
+        }
+        CHECK_MSG(mismatches == 0 && rounded > 0, "%s: bf16 moments (%d): %d mismatches, %d values rounded",
+                  vc_be()->name, which, mismatches, rounded);
+        vc_adamw_free(&opt);
+        dfree(dw);
+        dfree(dg);
+    }
+    int bf = -1;
+    CHECK(vc_adamw_moment_dtype("k", "torch.bfloat16", &bf) == VC_OK && bf == 1);
+    CHECK(vc_adamw_moment_dtype("k", "fp32", &bf) == VC_OK && bf == 0);
+    CHECK(vc_adamw_moment_dtype("k", NULL, &bf) == VC_OK && bf == 0);
+    CHECK(vc_adamw_moment_dtype("optim.exp_avg_dtype", "fp16", &bf) == VC_ERR_UNSUPPORTED);
+    CHECK(strstr(vc_last_error(), "optim.exp_avg_dtype=fp16") != NULL);
+}
+
 /* Step 1 from zero moments moves each weight by lr * sign(g) (up to eps), after decay. */
 static void test_adamw_first_step(void) {
     float w[4] = { 1.0f, -2.0f, 0.5f, 3.0f }, g[4] = { 0.3f, -0.01f, 5.0f, -1.0f };
@@ -470,6 +522,7 @@ int main(void) {
         vc_set_backend(bes[b]);
         test_adamw_matches_reference();
         test_adamw_first_step();
+        test_adamw_bf16_moments();
         test_adamw_state();
         test_adamw_stream();
         test_clip();

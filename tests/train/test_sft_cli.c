@@ -147,6 +147,51 @@ int main(void) {
     for (int i = 0; lr_ok && i < 6; i++) lr_ok = fabs(lr->y[i] - vc_lr_at(&ls, i)) <= 1e-7 * vc_lr_at(&ls, i);
     CHECK_MSG(lr_ok, "optim=megatron: train/lr is not Megatron's schedule (%d values)", lr ? (int)lr->n : -1);
     vc_metrics_free(mt);
+    /* verl's engine=automodel optim=automodel groups (the group's defaults under the keys before it: betas [0.9, 0.999],
+     * init_lr_ratio 0.1, min_lr_ratio 0.01, cosine): Automodel's OptimizerParamScheduler, written out here */
+    snprintf(extra, sizeof extra, "--out %s/am engine=automodel optim=automodel engine.tp_size=1 "
+             "engine.distributed_strategy=fsdp2 engine.activation_checkpointing=True engine.mp_param_dtype=fp32 "
+             "optim.wd_incr_style=constant engine.backend_config.attn=sdpa", TMP);
+    CHECK(sh(common, extra) == 0);
+    snprintf(mpath, sizeof mpath, "%s/am/metrics.jsonl", TMP);
+    CHECK_OK(vc_metrics_read(mpath, &mt));
+    lr = mt ? vc_metrics_find(mt, "train/lr") : NULL;
+    lr_ok = lr && lr->n == 6;
+    for (int s = 0; lr_ok && s < 6; s++) { /* warmup 1 step from 1e-3 to 1e-2, then cosine to 1e-4 at step 6 */
+        double want = s <= 1 ? 1e-3 + 9e-3 * s : 1e-4 + 0.5 * (cos(M_PI * (s - 1) / 5.0) + 1) * (1e-2 - 1e-4);
+        lr_ok = fabs(lr->y[s] - want) <= 1e-7 * want;
+    }
+    CHECK_MSG(lr_ok, "optim=automodel: train/lr is not Automodel's schedule (%d values)", lr ? (int)lr->n : -1);
+    vc_metrics_free(mt);
+    CHECK(sh("grep -q 'optim=automodel: AdamW betas (0.9, 0.999).*init_lr=1.00e-03, max_lr=1.00e-02, min_lr=1.00e-04' "
+             "%2$s/log.txt%4$s", NULL) == 0);
+    /* TransformerEngine's FusedAdam (AdamW's update) with its moments in bf16 (the arithmetic: test_optim.c); the
+     * combinations verl's optimizers refuse, refused */
+    snprintf(extra, sizeof extra, "--out %s/amf engine=automodel optim=automodel optim.optimizer=FusedAdam "
+             "optim.optimizer_impl=transformer_engine.pytorch.optimizers.fused_adam optim.exp_avg_dtype=bf16 "
+             "optim.exp_avg_sq_dtype=bf16 optim.master_weights=true max_steps=1", TMP);
+    CHECK(sh(common, extra) == 0);
+    CHECK(sh("grep -q 'first moment stored in bf16, its second in bf16' %2$s/log.txt%4$s", NULL) == 0);
+    static const char *const refused[][2] = {
+        { "optim=automodel optim.exp_avg_dtype=bf16", "torch.optim.AdamW keeps fp32 moments" },
+        { "optim.optimizer=FusedAdam", "it comes from optim.optimizer_impl=transformer_engine" },
+        { "optim=megatron optim.exp_avg_sq_dtype=bf16", "exp_avg_sq_dtype=bf16 needs optim.use_precision_aware" },
+        { "optim=megatron optim.use_precision_aware_optimizer=true engine.dtype=bf16 optim.main_grads_dtype=bf16",
+          "main_grads_dtype=bf16 is not supported" },
+        { "optim.exp_avg_dtype=fp8", "optim.exp_avg_dtype=fp8: verlc keeps" },
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        snprintf(extra, sizeof extra, "--out %s/amr %s max_steps=1", TMP, refused[i][0]);
+        CHECK_MSG(sh(common, extra) != 0, "%s: not refused", refused[i][0]);
+        char grep[300];
+        snprintf(grep, sizeof grep, "grep -q '%s' %%2$s/log.txt%%4$s", refused[i][1]);
+        CHECK_MSG(sh(grep, NULL) == 0, "%s: no line with '%s'", refused[i][0], refused[i][1]);
+    }
+    /* without --out: verl's trainer.default_local_dir, checkpoints/PROJECT/EXPERIMENT under the working directory */
+    CHECK(sh("B=$(realpath %1$s) && cd %2$s && $B sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
+             "--prompt-key question --response-key answer max_length=80 truncation=left train_batch_size=3 "
+             "micro_batch_size=2 max_steps=1 threads=1 quiet=1 trainer.project_name=proj trainer.experiment_name=exp 2> %2$s/log.txt && "
+             "test $(grep -c train/loss %2$s/checkpoints/proj/exp/metrics.jsonl) = 1%4$s", NULL) == 0);
     snprintf(extra, sizeof extra, "--out %s/mg2 optim=megatron engine.tensor_model_parallel_size=2 max_steps=1", TMP);
     CHECK(sh(common, extra) == 0); /* a parallel size is noticed: every rank is a data-parallel rank */
     CHECK(sh("grep -q 'data-parallel rank' %2$s/log.txt%4$s", NULL) == 0);

@@ -4,6 +4,7 @@
  * keep the compiler from fusing the others so the results match bit for bit. */
 #pragma GCC optimize("fp-contract=off")
 #include "cpu.h"
+#include "verlc/dtype.h"
 #include "verlc/optim.h"
 #include "verlc/pool.h"
 #include <math.h>
@@ -20,8 +21,10 @@ typedef struct {
     const float *g;
     size_t n;
     const adamw_scalars *s;
-    int decay;
+    int decay, m_bf16, v_bf16;
 } adamw_ctx;
+
+static inline float bf16_round(float x) { return vc_bf16_to_f32(vc_f32_to_bf16(x)); }
 
 static void adamw_task(void *p, int64_t blk) {
     const adamw_ctx *c = p;
@@ -40,8 +43,8 @@ static void adamw_task(void *p, int64_t blk) {
         vi = vi + s->one_minus_beta2 * gi * gi;      /* .addcmul_(grad, grad, value=1 - beta2) */
         float denom = sqrtf(vi) / s->bc2_sqrt + s->eps;
         wi = wi + s->neg_step_size * mi / denom;     /* param.addcdiv_(exp_avg, denom, value=-step_size) */
-        m[i] = mi;
-        v[i] = vi;
+        m[i] = c->m_bf16 ? bf16_round(mi) : mi;
+        v[i] = c->v_bf16 ? bf16_round(vi) : vi;
         w[i] = wi;
     }
 }
@@ -66,7 +69,7 @@ vc_status vc_cpu_adamw(const vc_optim_param *params, float *const *m, float *con
         if (!p->n) continue;
         if (!p->w || !p->g || !m[i] || !v[i])
             return vc_fail(VC_ERR_ARG, "cpu: adamw: parameter %zu has no weight, gradient or moment buffer", i);
-        adamw_ctx x = { p->w, m[i], v[i], p->g, p->n, &s, p->decay && c->weight_decay != 0 };
+        adamw_ctx x = { p->w, m[i], v[i], p->g, p->n, &s, p->decay && c->weight_decay != 0, c->m_bf16, c->v_bf16 };
         int64_t nblk = (int64_t)((p->n + BLK - 1) / BLK);
         if (nblk == 1) adamw_task(&x, 0);
         else vc_parallel(nblk, adamw_task, &x);

@@ -15,7 +15,16 @@ extern "C" {
 
 struct adamw_scalars {
     float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+    int m_bf16, v_bf16; /* moments stored rounded to bf16 (vc_adamw_config) */
 };
+
+/* round to the nearest bf16, ties to even (NaN kept quiet), as vc_f32_to_bf16 */
+__device__ __forceinline__ float bf16_round(float x) {
+    unsigned u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return __uint_as_float((u | 0x400000u) & 0xffff0000u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return __uint_as_float(u & 0xffff0000u);
+}
 
 /* one tensor of a multi-tensor launch: blocks [blk0, next tensor's blk0) cover its n elements */
 struct mt_entry {
@@ -57,8 +66,8 @@ __global__ void k_adamw_mt(const mt_entry *tab, int n_tab, adamw_scalars s, int 
         vi = __fadd_rn(vi, __fmul_rn(__fmul_rn(s.one_minus_beta2, gi), gi));
         float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), s.eps);
         wi = __fadd_rn(wi, __fdiv_rn(__fmul_rn(s.neg_step_size, mi), denom));
-        m[i] = mi;
-        v[i] = vi;
+        m[i] = s.m_bf16 ? bf16_round(mi) : mi;
+        v[i] = s.v_bf16 ? bf16_round(vi) : vi;
         w[i] = wi;
     }
 }
@@ -72,7 +81,7 @@ vc_status vc_cuda_adamw_step(const vc_optim_param *params, float *const *m, floa
     double t = (double)step, bc1 = 1.0 - pow(c->beta1, t), bc2 = 1.0 - pow(c->beta2, t);
     adamw_scalars s = {
         (float)(1.0 - lr * c->weight_decay), (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2),
-        (float)sqrt(bc2), (float)c->eps, (float)(-(lr / bc1)),
+        (float)sqrt(bc2), (float)c->eps, (float)(-(lr / bc1)), c->m_bf16, c->v_bf16,
     };
     mt_entry *tab = (mt_entry *)malloc((n_params ? n_params : 1) * sizeof *tab);
     if (!tab) return vc_fail(VC_ERR_NOMEM, "cuda: adamw: table of %zu tensors", n_params);
