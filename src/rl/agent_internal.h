@@ -20,6 +20,8 @@ typedef struct rl_tool {
     int timeout_ms;              /* config.timeout (seconds; default 60) */
     struct vc_reward_proc *proc; /* the running program (CommandTool: started at the first call; a Python
                                   * tool class: at load) */
+    struct vc_reward_proc **workers; /* CommandTool with config.num_workers N > 1: N - 1 more copies of the program
+                                      * (NULL until started), so a turn's calls run N at a time */
     struct rl_mcp *mcp;          /* RL_TOOL_MCP: its server (freed with the tool that owns_mcp) */
     char *mcp_name;              /* the server's own name of the tool (without fastmcp's server prefix) */
     int owns_mcp, mcp_search;    /* mcp_search: verl's MCPSearchTool result parsing, else MCPBaseTool's */

@@ -16,6 +16,8 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@ static const struct { const char *cls; int kind; } BUILTIN[] = {
 void rl_tools_free(rl_tool *tools, int n) {
     for (int i = 0; tools && i < n; i++) {
         if (tools[i].proc && !tools[i].shares_proc) vc_reward_proc_close(tools[i].proc);
+        for (int w = 0; tools[i].workers && w < tools[i].concurrency - 1; w++) vc_reward_proc_close(tools[i].workers[w]);
+        free(tools[i].workers);
         if (tools[i].owns_mcp) rl_mcp_free(tools[i].mcp);
         free(tools[i].command);
         free(tools[i].mcp_name);
@@ -40,15 +44,22 @@ void rl_tools_free(rl_tool *tools, int n) {
     free(tools);
 }
 
-/* verlc.tools.CommandTool's config: {command: "...", timeout: seconds} */
+/* verlc.tools.CommandTool's config: {command: "...", timeout: seconds, num_workers: copies of the program} */
 static vc_status command_config(const cJSON *e, const char *path, int i, rl_tool *t) {
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(e, "config");
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(cfg, "command");
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(cfg, "timeout");
+    const cJSON *nw = cJSON_GetObjectItemCaseSensitive(cfg, "num_workers");
     if (!cJSON_IsString(cmd) || !*cmd->valuestring)
         return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: verlc.tools.CommandTool needs config.command", path, i);
     double secs = cJSON_IsNumber(to) ? to->valuedouble : 60;
     if (!(secs > 0)) return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.timeout must be > 0", path, i);
+    double workers = nw ? (cJSON_IsNumber(nw) ? nw->valuedouble : -1) : 1;
+    if (!(workers >= 1 && workers <= 256 && workers == (int)workers))
+        return vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.num_workers must be a whole number from 1 to 256", path, i);
+    t->concurrency = (int)workers;
+    if (t->concurrency > 1 && !(t->workers = vc_calloc((size_t)t->concurrency - 1, sizeof *t->workers)))
+        return VC_ERR_NOMEM;
     t->timeout_ms = (int)(secs * 1000);
     return (t->command = vc_strdup(cmd->valuestring)) ? VC_OK : VC_ERR_NOMEM;
 }
@@ -199,6 +210,8 @@ static vc_status mcp_prefetch(rl_tool *tools, int n_tools, const struct rl_mcp *
     return st;
 }
 
+static vc_status command_prefetch(rl_tool *tool, rl_tool_call *const *calls, const cJSON *const *rows, int n);
+
 vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *calls, const cJSON *const *rows, int n) {
     vc_status st = VC_OK;
     for (int k = 0; !st && k < n_tools; k++) {
@@ -212,6 +225,10 @@ vc_status rl_tools_prefetch(rl_tool *tools, int n_tools, rl_tool_call *const *ca
         }
         if (tools[k].kind == RL_TOOL_SEARCH) {
             st = search_prefetch(&tools[k], calls, n);
+            continue;
+        }
+        if (tools[k].kind == RL_TOOL_COMMAND && tools[k].concurrency > 1) {
+            st = command_prefetch(&tools[k], calls, rows, n);
             continue;
         }
         if (tools[k].kind != RL_TOOL_SANDBOX) continue;
@@ -645,16 +662,17 @@ static vc_status program_answer(vc_status st, const cJSON *ans, const char *why,
  * and one line back, {"text": "...", "reward": x} (reward optional). A program that hangs past the
  * timeout, exits or answers badly gives the model verl's "Error when executing tool: ..." text, and is
  * restarted at the next call. */
-static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJSON *ck, const cJSON *ei, char **text,
-                              double *tool_reward) {
+static vc_status command_tool(rl_tool *tool, int slot, const rl_tool_call *call, const cJSON *ck, const cJSON *ei,
+                              char **text, double *tool_reward) {
     vc_status st = VC_OK;
-    if (!tool->proc) {
+    struct vc_reward_proc **proc = slot ? &tool->workers[slot - 1] : &tool->proc;
+    if (!*proc) {
         size_t n = strlen(tool->command) + 8;
         char *cmd = vc_malloc(n);
         if (!cmd) return VC_ERR_NOMEM;
         snprintf(cmd, n, "exec %s", tool->command);
         char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-        st = vc_reward_proc_start(argv, tool->timeout_ms, &tool->proc);
+        st = vc_reward_proc_start(argv, tool->timeout_ms, proc);
         free(cmd);
         if (st) return vc_fail_ctx(st, "tool %s (%s)", tool->name, tool->command);
     }
@@ -663,7 +681,7 @@ static vc_status command_tool(rl_tool *tool, const rl_tool_call *call, const cJS
     cJSON_Delete(req);
     if (!line) return VC_ERR_NOMEM;
     cJSON *ans = NULL;
-    st = vc_reward_proc_call(tool->proc, line, &ans);
+    st = vc_reward_proc_call(*proc, line, &ans);
     free(line);
     st = program_answer(st, ans, NULL, text, tool_reward);
     cJSON_Delete(ans);
@@ -675,6 +693,60 @@ static void row_kwargs(const cJSON *row, const char *name, const cJSON **ei, con
     *ei = cJSON_GetObjectItemCaseSensitive(row, "extra_info");
     const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*ei, "tools_kwargs"), name);
     *ck = cJSON_GetObjectItemCaseSensitive(tk, "create_kwargs");
+}
+
+/* a turn's calls to a CommandTool with num_workers > 1: a thread per copy of the program, each taking the next call
+ * until none are left (a copy answers one call at a time, as the protocol has it) */
+typedef struct command_job {
+    rl_tool *tool;
+    rl_tool_call *const *calls;
+    const cJSON *const *rows;
+    const int *who;
+    int m;
+    atomic_int next;
+} command_job;
+
+typedef struct command_worker {
+    command_job *job;
+    int slot;
+    vc_status st;
+    char err[400];
+} command_worker;
+
+static void *command_worker_run(void *arg) {
+    command_worker *w = arg;
+    command_job *j = w->job;
+    for (int k; !w->st && (k = atomic_fetch_add(&j->next, 1)) < j->m;) {
+        rl_tool_call *c = j->calls[j->who[k]];
+        const cJSON *ei, *ck;
+        row_kwargs(j->rows ? j->rows[j->who[k]] : NULL, j->tool->name, &ei, &ck);
+        w->st = command_tool(j->tool, w->slot, c, ck, ei, &c->text, &c->reward);
+        if (w->st) snprintf(w->err, sizeof w->err, "%s", vc_last_error());
+    }
+    return NULL;
+}
+
+static vc_status command_prefetch(rl_tool *tool, rl_tool_call *const *calls, const cJSON *const *rows, int n) {
+    int m = 0, *who = vc_calloc((size_t)n + 1, sizeof *who);
+    if (!who) return VC_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        if (!calls[i]->text && cJSON_IsObject(calls[i]->args) && !strcmp(calls[i]->name, tool->name)) who[m++] = i;
+    int nw = m < tool->concurrency ? m : tool->concurrency;
+    command_job job = { tool, calls, rows, who, m, 0 };
+    command_worker *ws = nw > 1 ? vc_calloc((size_t)nw, sizeof *ws) : NULL;
+    pthread_t *th = ws ? vc_calloc((size_t)nw, sizeof *th) : NULL;
+    vc_status st = nw <= 1 || th ? VC_OK : VC_ERR_NOMEM; /* one call (or none): rl_tool_run's */
+    int started = 0;
+    for (; th && started < nw; started++) {
+        ws[started] = (command_worker){ .job = &job, .slot = started };
+        if (pthread_create(&th[started], NULL, command_worker_run, &ws[started])) break;
+    }
+    if (th && started == 0) st = vc_fail(VC_ERR_IO, "tool %s: cannot start a thread", tool->name);
+    for (int w = 0; w < started; w++) pthread_join(th[w], NULL);
+    for (int w = 0; !st && w < started; w++)
+        if (ws[w].st) st = vc_fail(ws[w].st, "%s", ws[w].err);
+    free(ws), free(th), free(who);
+    return st;
 }
 
 /* the calls to Python tools of one interpreter (a tool class's, or a function_tool file's), sent in one request: the
@@ -736,7 +808,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     if (tool->kind == RL_TOOL_SANDBOX) return sandbox_tool(tool, call->args, text);
     if (tool->kind == RL_TOOL_SEARCH) return rl_search_tool_many(tool, (const cJSON *const *)&call->args, 1, text);
     if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K)
-        return command_tool(tool, call, ck, ei, text, tool_reward);
+        return command_tool(tool, 0, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
     char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
     vc_status st = tool->kind == RL_TOOL_GEO3K ? geo3k_tool(call->args, gts, text, tool_reward)

@@ -401,6 +401,58 @@ static void prefetch_calls(rl_tool *tools, int n_tools, const char *name, const 
     }
 }
 
+/* config.num_workers: a turn's calls to a CommandTool go to that many copies of the program at once. Each call
+ * leaves a file and waits (5 s at most) until it sees another call's: one copy taking calls one after another would
+ * answer its first call with 1; every answer is its own call's */
+static void test_command_pool(void) {
+    char marks[300], prog[2048], yaml[2600];
+    snprintf(marks, sizeof marks, "%s/marks", dir);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", marks, marks);
+    CHECK(system(cmd) == 0);
+    snprintf(prog, sizeof prog,
+             "while read -r line; do\n"
+             "  a=$(printf '%%s' \"$line\" | sed 's/.*\"answer\":\"\\([^\"]*\\)\".*/\\1/')\n"
+             "  touch %s/$$.$a; i=0\n"
+             "  while [ $(ls %s | wc -l) -lt 2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done\n"
+             "  echo \"{\\\"text\\\": \\\"$a $(ls %s | wc -l) $$\\\"}\"\n"
+             "done\n", marks, marks, marks);
+    write_file("pool.sh", prog);
+    snprintf(yaml, sizeof yaml, "tools:\n  - class_name: verlc.tools.CommandTool\n"
+             "    config: {command: 'sh %s/pool.sh', num_workers: 4, timeout: 20}\n"
+             "    tool_schema: {type: function, function: {name: pool, description: d}}\n", dir);
+    write_file("pool_tools.yaml", yaml);
+    char p[300];
+    snprintf(p, sizeof p, "%s/pool_tools.yaml", dir);
+    rl_tool *tools = NULL;
+    int n = 0;
+    cJSON *sch = NULL;
+    CHECK_OK(rl_tools_load(p, &tools, &n, &sch));
+    const char *args[6] = { "{\"answer\": \"a0\"}", "{\"answer\": \"a1\"}", "{\"answer\": \"a2\"}",
+                            "{\"answer\": \"a3\"}", "{\"answer\": \"a4\"}", "{\"answer\": \"a5\"}" };
+    char *text[6] = { 0 };
+    double reward[6];
+    if (n == 1) prefetch_calls(tools, n, "pool", args, 6, text, reward);
+    int pids[6] = { 0 }, distinct = 0;
+    for (int i = 0; i < 6; i++) {
+        char want[8];
+        int seen = 0;
+        snprintf(want, sizeof want, "a%d ", i);
+        CHECK_MSG(text[i] && !strncmp(text[i], want, 3) && sscanf(text[i] + 3, "%d %d", &seen, &pids[i]) == 2 &&
+                  seen >= 2, "call %d: %s", i, text[i] ? text[i] : "(null)");
+        int again = 0;
+        for (int j = 0; j < i; j++) again |= pids[j] == pids[i];
+        distinct += !again;
+        free(text[i]);
+    }
+    CHECK_MSG(distinct >= 2 && distinct <= 4, "%d copies of the program answered", distinct);
+    rl_tools_free(tools, n);
+    cJSON_Delete(sch);
+    write_file("pool_tools.yaml", "tools:\n  - class_name: verlc.tools.CommandTool\n    config: {command: cat, num_workers: 0}\n"
+                                  "    tool_schema: {type: function, function: {name: x, description: d}}\n");
+    CHECK(rl_tools_load(p, &tools, &n, &sch) == VC_ERR_FORMAT && strstr(vc_last_error(), "num_workers"));
+}
+
 /* a turn's calls to a Python tool run concurrently in its interpreter (asyncio.gather, as verl's loop): calls that
  * wait for each other all finish, one raising among them gets its error text; a call past config.verlc_timeout
  * gets verl's error text while the others answer; a call that blocks the interpreter gets it killed (its batch's
@@ -702,6 +754,7 @@ int main(void) {
     }
     test_loop(tok_dir);
     test_command_tool();
+    test_command_pool();
     test_python_tool();
     test_function_tools(tok_dir);
     test_interaction(tok_dir, 0);
