@@ -399,7 +399,7 @@ typedef struct vc_sft_config {
     double init_lr_ratio;
     /* optim.optimizer=FusedAdam from optim.optimizer_impl=transformer_engine.pytorch.optimizers (TransformerEngine's
      * FusedAdam: AdamW's update), with optim.exp_avg_dtype / exp_avg_sq_dtype (bf16: the moments stored in bf16,
-     * vc_adamw_config); optim=megatron: those dtypes with optim.use_precision_aware_optimizer in bf16 runs, as verl
+     * vc_adamw_config); optim=megatron: those dtypes with optim.use_precision_aware_optimizer in bf16 runs only, as verl
      * passes them to Megatron (its CPU offload keeps fp32 moments) */
     int fused_adam, te_optim_impl, precision_aware, optimizer_cpu_offload;
     const char *exp_avg_dtype, *exp_avg_sq_dtype, *main_grads_dtype; /* NULL: fp32 */

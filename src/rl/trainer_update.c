@@ -76,6 +76,49 @@ static const char *const MEGATRON_PERF_ONLY[] = {
     "decoupled_weight_decay",
 };
 
+/* later verl's precision-aware optimizer keys: with optim.use_precision_aware_optimizer in a bf16 run
+ * (megatron.dtype) verl passes optim.exp_avg_dtype / exp_avg_sq_dtype / main_grads_dtype to Megatron, whose
+ * TransformerEngine FusedAdam stores the moments in those dtypes (its CPU optimizer keeps fp32 ones); verl checks
+ * the names in any run */
+static vc_status precision_aware_moments(const vc_config *cfg, const char *prefix, vc_adamw_config *a) {
+    char k[200];
+    const char *v = NULL;
+    int on = 0, bf[3] = { 0 }, offload = 0;
+    static const char *const KEYS[3] = { "exp_avg_dtype", "exp_avg_sq_dtype", "main_grads_dtype" };
+    vc_status st = VC_OK;
+    for (int i = 0; i < 3 && !st; i++) {
+        snprintf(k, sizeof k, "%s.optim.%s", prefix, KEYS[i]);
+        st = vc_config_get_str_or(cfg, k, "fp32", &v);
+        if (!st) st = vc_adamw_moment_dtype(k, v, &bf[i]);
+    }
+    snprintf(k, sizeof k, "%s.optim.use_precision_aware_optimizer", prefix);
+    if (!st) st = vc_config_get_bool_or(cfg, k, 0, &on);
+    snprintf(k, sizeof k, "%s.megatron.dtype", prefix);
+    if (!st) st = vc_config_get_str_or(cfg, k, "float32", &v);
+    if (st) return st;
+    if (!on || !(!strcmp(v, "bfloat16") || !strcmp(v, "bf16"))) {
+        if (bf[0] || bf[1] || bf[2])
+            vc_info("%s.optim: the bf16 optimizer dtypes apply with use_precision_aware_optimizer=true in bf16 runs only, "
+                    "as verl passes them to Megatron: fp32 here", prefix);
+        return VC_OK;
+    }
+    if (bf[2])
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s.optim.main_grads_dtype=bf16 is not supported: verlc accumulates "
+                       "gradients in fp32", prefix);
+    snprintf(k, sizeof k, "%s.optim.override_optimizer_config.optimizer_cpu_offload", prefix);
+    if (vc_config_kind(cfg, k) != VC_CFG_ABSENT && (st = vc_config_get_bool_or(cfg, k, 0, &offload))) return st;
+    if ((bf[0] || bf[1]) && offload) {
+        vc_info("%s.optim: Megatron's CPU optimizer keeps AdamW's moments in fp32 (exp_avg_dtype and exp_avg_sq_dtype "
+                "are not applied)", prefix);
+        return VC_OK;
+    }
+    a->m_bf16 = bf[0], a->v_bf16 = bf[1];
+    if (bf[0] || bf[1])
+        vc_info("%s.optim: AdamW's first moment stored in %s, its second in %s (Megatron's precision-aware optimizer)",
+                prefix, bf[0] ? "bf16" : "fp32", bf[1] ? "bf16" : "fp32");
+    return VC_OK;
+}
+
 static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
                                     double *clip) {
     char k[200];
@@ -136,6 +179,7 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc
             st = vc_fail(VC_ERR_UNSUPPORTED, "%s: not built in (adam_beta1, adam_beta2, adam_eps, weight_decay and "
                          "clip_grad are honoured, and the options that only change how Megatron runs the same update)", k);
     }
+    if (!st) st = precision_aware_moments(cfg, prefix, a);
     if (st) return st;
     mc.lr_warmup_steps = (int64_t)warm;
     mc.lr_decay_steps = (int64_t)decay;

@@ -188,8 +188,8 @@ static vc_status automodel_schedule(sft_run *r, vc_trainer_config *tc) {
 }
 
 /* where AdamW keeps its moments: TransformerEngine's FusedAdam takes optim.exp_avg_dtype / exp_avg_sq_dtype; verl's
- * megatron optimizer passes them to Megatron with use_precision_aware_optimizer in bf16 runs (Megatron's CPU optimizer
- * keeps fp32 moments; without the precision-aware optimizer Megatron asserts fp32); torch's AdamW takes none */
+ * megatron optimizer passes them to Megatron with use_precision_aware_optimizer in bf16 runs only (Megatron's CPU
+ * optimizer keeps fp32 moments); torch's AdamW takes none */
 static vc_status adam_moments(const sft_run *r, vc_adamw_config *a) {
     const vc_sft_config *c = r->c;
     if (c->fused_adam != c->te_optim_impl)
@@ -204,10 +204,11 @@ static vc_status adam_moments(const sft_run *r, vc_adamw_config *a) {
     if (st) return st;
     const int bf16_run = !strcmp(c->param_dtype, "bf16") || !strcmp(c->param_dtype, "bfloat16");
     if (c->megatron_optim) {
-        if (!c->precision_aware && (m || v || g))
-            return vc_fail(VC_ERR_ARG, "optim.%s=bf16 needs optim.use_precision_aware_optimizer=true (Megatron keeps "
-                           "fp32 otherwise)", m ? "exp_avg_dtype" : v ? "exp_avg_sq_dtype" : "main_grads_dtype");
-        if (!bf16_run) m = v = g = 0; /* verl passes the dtypes in bf16 runs only */
+        if ((m || v || g) && (!c->precision_aware || !bf16_run)) { /* verl passes them in that case only */
+            R0_INFO(r, "optim: the bf16 optimizer dtypes apply with optim.use_precision_aware_optimizer=true in bf16 "
+                    "runs only, as verl passes them to Megatron: fp32 here");
+            m = v = g = 0;
+        }
         if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is not supported: verlc accumulates "
                               "gradients in fp32");
         if ((m || v) && c->optimizer_cpu_offload) {

@@ -5,6 +5,7 @@
  * bfloat16 from megatron.dtype, full recomputation as checkpointing, and Megatron's refusals named. */
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
+#include "../optim_file.h"
 #include "verlc/report.h"
 #include "vc_test.h"
 #include <stdlib.h>
@@ -90,6 +91,17 @@ static void test_run(void) {
                  "actor_rollout_ref.actor.optim.override_optimizer_config={exp_avg_sq_dtype: fp32}", lr, 3));
     CHECK_MSG(lr[0] == 0 && fabs(lr[1] - 1e-2) < 1e-15 && fabs(lr[2] - (1e-3 + 0.5 * 9e-3)) < 1e-15,
               "actor/lr %.17g %.17g %.17g", lr[0], lr[1], lr[2]);
+    /* later verl's precision-aware optimizer in a bf16 run: Megatron's moments stored in bf16 (the first only here; the
+     * entropy bonus gives gradients where the tiny model's rewards give none) */
+    CHECK_OK(run("pa", "actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True|"
+                 "actor_rollout_ref.actor.optim.exp_avg_dtype=bf16|actor_rollout_ref.actor.megatron.dtype=bfloat16|"
+                 "actor_rollout_ref.actor.entropy_coeff=0.01|trainer.save_freq=3", lr, 3));
+    char ob[400];
+    long nb[2], nz[2];
+    snprintf(ob, sizeof ob, "%s/pa/global_step_3/actor/optim.bin", dir);
+    CHECK(optim_file_moments(ob, nb, nz) == 0);
+    CHECK_MSG(nz[0] > 100 && nb[0] == nz[0] && nb[1] < nz[1] / 100, "precision-aware moments: %ld / %ld, %ld / %ld",
+              nb[0], nz[0], nb[1], nz[1]);
     /* refusals, named */
     static const struct { const char *ov, *needle; } BAD[] = {
         { "actor_rollout_ref.actor.optim.optimizer=sgd", "optim.optimizer=sgd" },
@@ -100,6 +112,9 @@ static void test_run(void) {
         { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.dropout=0.1", "lora.dropout" },
         { "actor_rollout_ref.model.lora.rank=4|actor_rollout_ref.model.lora.target_modules=[linear_x]", "linear_x" },
         { "actor_rollout_ref.actor.megatron.dtype=float16", "fp16" },
+        { "actor_rollout_ref.actor.optim.exp_avg_dtype=fp16", "exp_avg_dtype=fp16" },
+        { "actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True|actor_rollout_ref.actor.megatron.dtype=bfloat16|"
+          "actor_rollout_ref.actor.optim.main_grads_dtype=bf16", "main_grads_dtype=bf16 is not supported" },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         vc_status st = run("bad", BAD[i].ov, lr, 1);

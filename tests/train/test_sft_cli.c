@@ -1,6 +1,7 @@
 /* verlc sft end to end on a tiny model with the real Qwen3 tokenizer: GSM8K raw rows, messages rows,
  * a malformed line (file:line, skipped), interrupt + resume = uninterrupted (bit-identical), export. */
 #include "sft_util.h"
+#include "../optim_file.h"
 #include "verlc/check.h"
 #include "verlc/model.h"
 #include "verlc/optim.h"
@@ -169,13 +170,19 @@ int main(void) {
      * combinations verl's optimizers refuse, refused */
     snprintf(extra, sizeof extra, "--out %s/amf engine=automodel optim=automodel optim.optimizer=FusedAdam "
              "optim.optimizer_impl=transformer_engine.pytorch.optimizers.fused_adam optim.exp_avg_dtype=bf16 "
-             "optim.exp_avg_sq_dtype=bf16 optim.master_weights=true max_steps=1", TMP);
+             "optim.exp_avg_sq_dtype=bf16 optim.master_weights=true max_steps=1 save_freq=1", TMP);
     CHECK(sh(common, extra) == 0);
     CHECK(sh("grep -q 'first moment stored in bf16, its second in bf16' %2$s/log.txt%4$s", NULL) == 0);
+    long nb[2], nz[2], fb[2], fz[2];
+    snprintf(a, sizeof a, "%s/amf/step_1/optim.bin", TMP);
+    snprintf(b, sizeof b, "%s/full/step_6/optim.bin", TMP); /* torch's AdamW: fp32 moments */
+    CHECK(optim_file_moments(a, nb, nz) == 0 && optim_file_moments(b, fb, fz) == 0);
+    CHECK_MSG(nz[0] > 1000 && nb[0] == nz[0] && nb[1] == nz[1] && fb[0] < fz[0] / 100 && fb[1] < fz[1] / 100,
+              "moments in bf16: %ld / %ld and %ld / %ld; in fp32 %ld / %ld and %ld / %ld", nb[0], nz[0], nb[1], nz[1],
+              fb[0], fz[0], fb[1], fz[1]);
     static const char *const refused[][2] = {
         { "optim=automodel optim.exp_avg_dtype=bf16", "torch.optim.AdamW keeps fp32 moments" },
         { "optim.optimizer=FusedAdam", "it comes from optim.optimizer_impl=transformer_engine" },
-        { "optim=megatron optim.exp_avg_sq_dtype=bf16", "exp_avg_sq_dtype=bf16 needs optim.use_precision_aware" },
         { "optim=megatron optim.use_precision_aware_optimizer=true engine.dtype=bf16 optim.main_grads_dtype=bf16",
           "main_grads_dtype=bf16 is not supported" },
         { "optim.exp_avg_dtype=fp8", "optim.exp_avg_dtype=fp8: verlc keeps" },
