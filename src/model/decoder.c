@@ -754,6 +754,24 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
+/* a linear mixer with shared prefixes: its convolution and recurrence run over each sequence's prefix rows gathered in
+ * front of its own (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are not
+ * handed on: every member recomputes the prompt in these layers (the other layers compute it once), and gradients
+ * reach the prompt's rows through the gathers. */
+static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
+    if (!f->ext) return mix(f, l, h);
+    const vc_batch *b0 = f->b;
+    vc_batch be = *b0;
+    be.cu_seqlens = f->cu_ext;
+    be.prefix = NULL;
+    int64_t T0 = f->T;
+    vc_tensor *he = vc_op_gather_rows(f->g, h, T0, f->ext, f->T_ext);
+    f->b = &be, f->T = f->T_ext;
+    vc_tensor *y = he ? mix(f, l, he) : NULL;
+    f->b = b0, f->T = T0;
+    return vc_op_gather_rows(f->g, y, f->T_ext, f->own, T0);
+}
+
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -847,17 +865,17 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
-        vc_tensor *ms = vc_op_scale(f->g, mamba2(f, l, h), c->mup.ssm_out);
+        vc_tensor *ms = vc_op_scale(f->g, lin_mixer(f, l, h, mamba2), c->mup.ssm_out);
         vc_tensor *at = vc_op_scale(f->g, attention_std(f, l, vc_op_scale(f->g, h, c->mup.attn_in)), c->mup.attn_out);
         x = vc_op_add(f->g, x, vc_op_add(f->g, ms, at));
         h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
         return vc_op_add(f->g, x, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     }
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
-                   : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
-                   : c->lin_kind == VC_LIN_MAMBA2  ? mamba2(f, l, h)
-                   : c->lin_kind == VC_LIN_MAMBA1  ? mamba1(f, l, h)
-                                                    : linear_attention(f, l, h);
+                   : lin_mixer(f, l, h, c->lin_kind == VC_LIN_SHORTCONV ? short_conv
+                                        : c->lin_kind == VC_LIN_MAMBA2   ? mamba2
+                                        : c->lin_kind == VC_LIN_MAMBA1   ? mamba1
+                                                                          : linear_attention);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
@@ -1105,7 +1123,19 @@ static vc_status prefix_rows(fwd_ctx *f) {
     }
     f->T_ext = T_ext;
     f->ext = vc_graph_upload(f->g, ext, sizeof(int32_t) * (size_t)(T_ext ? T_ext : 1));
-    return f->ext ? VC_OK : vc_graph_status(f->g);
+    if (!f->ext) return vc_graph_status(f->g);
+    if (!f->m->cfg.n_linear) return VC_OK;
+    int32_t *own = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
+    f->cu_ext = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n + 1), 0);
+    if (!own || !f->cu_ext) return vc_graph_status(f->g);
+    for (int s = 0; s < n; s++) { /* a sequence's own rows end its ext rows */
+        int64_t L = b->cu_seqlens[s + 1] - b->cu_seqlens[s], first = f->kv_start[s] + f->kv_len[s] - L;
+        f->cu_ext[s] = f->kv_start[s];
+        for (int64_t t = 0; t < L; t++) own[b->cu_seqlens[s] + t] = (int32_t)(first + t);
+    }
+    f->cu_ext[n] = T_ext;
+    f->own = vc_graph_upload(f->g, own, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
+    return f->own ? VC_OK : vc_graph_status(f->g);
 }
 
 /* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's
@@ -1189,8 +1219,8 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (b->prefix && c->n_linear) {
-        vc_fail(VC_ERR_UNSUPPORTED, "model forward: shared prefixes with linear-attention layers (%s) are not built",
+    if (b->prefix && c->n_linear && c->lin_kind == VC_LIN_LIGHTNING) {
+        vc_fail(VC_ERR_UNSUPPORTED, "model forward: shared prefixes with lightning-attention layers (%s) are not built",
                 c->model_type);
         return NULL;
     }

@@ -41,6 +41,10 @@ typedef struct {
     const int32_t *ext;     /* [T_ext] backend memory */
     int64_t T_ext;
     int64_t *kv_start, *kv_len;
+    /* ... and the linear mixers' (cfg.n_linear): each sequence's recurrence run over its ext rows (cu_ext [n_seq + 1],
+     * host), its own rows' outputs taken back from them (own [T] backend memory) */
+    int64_t *cu_ext;
+    const int32_t *own;
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
     vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */

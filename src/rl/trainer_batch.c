@@ -154,22 +154,25 @@ int rl_split_rows(const rl_batch *b, const int *rows, int n, int64_t max_tokens,
 }
 
 /* With shared prompts: consecutive rows of one uid stay in one forward where the group fits, and a row
- * after its group's first in that forward counts only the tokens it adds (its prompt is computed once). */
-static int split_rows_shared(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int *starts) {
+ * after its group's first in that forward counts only the tokens it adds (its prompt is computed once). lin: a model
+ * with linear mixers, which run every row's prompt over its gathered rows: rows count in full, and a group's prompt
+ * once more for its own sequence. */
+static int split_rows_shared(const rl_batch *b, const int *rows, int n, int64_t max_tokens, int lin, int *starts) {
     int k = 0;
     int64_t acc = 0;
     for (int i = 0; i < n;) {
         int e = i + 1;
-        int64_t cost = b->cu[rows[i] + 1] - b->cu[rows[i]];
+        int64_t cost = b->cu[rows[i] + 1] - b->cu[rows[i]] + (lin ? b->plen[rows[i]] - 1 : 0);
         while (e < n && b->uid && b->uid[rows[e]] && b->uid[rows[i]] && !strcmp(b->uid[rows[e]], b->uid[rows[i]])) {
-            cost += b->cu[rows[e] + 1] - b->cu[rows[e]] - (b->plen[rows[e]] - 1);
+            cost += b->cu[rows[e] + 1] - b->cu[rows[e]] - (lin ? 0 : b->plen[rows[e]] - 1);
             e++;
         }
         if (max_tokens > 0 && cost > max_tokens) { /* a group beyond the budget: its rows by the budget alone */
             int first = 1;
             for (int r = i; r < e; r++) {
-                int64_t len = b->cu[rows[r] + 1] - b->cu[rows[r]], add = first ? len : len - (b->plen[rows[r]] - 1);
-                if (r == i || acc + add > max_tokens) starts[k++] = r, acc = 0, add = len;
+                int64_t len = b->cu[rows[r] + 1] - b->cu[rows[r]], pl = b->plen[rows[r]] - 1;
+                int64_t add = lin ? (first ? len + pl : len) : first ? len : len - pl;
+                if (r == i || acc + add > max_tokens) starts[k++] = r, acc = 0, add = lin ? len + pl : len;
                 acc += add;
                 first = 0;
             }
@@ -191,7 +194,7 @@ static vc_status pass_rows_of(vc_model *m, vc_graph *g, rl_batch *b, const int *
     int *rows = vc_malloc(sizeof(int) * (size_t)(n + 1)), *starts = vc_malloc(sizeof(int) * (size_t)(n + 1));
     vc_status st = rows && starts ? VC_OK : VC_ERR_NOMEM;
     for (int i = 0; rows && i < n; i++) rows[i] = only ? only[i] : i;
-    int k = st ? 0 : share ? split_rows_shared(b, rows, n, max_tokens, starts)
+    int k = st ? 0 : share ? split_rows_shared(b, rows, n, max_tokens, vc_model_cfg(m)->n_linear > 0, starts)
                            : rl_split_rows(b, rows, n, max_tokens, 0, starts);
     vc_model_weight_copies(m, 1); /* forward passes only: the weights do not change */
     for (int s = 0; !st && s < k; s++) {

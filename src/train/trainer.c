@@ -49,9 +49,10 @@ static int64_t free_rows(const vc_minibatch *b, int i) {
 }
 
 /* token-budget micro-batches that keep each group (b->group) whole: a group is one item whose tokens are its
- * first sequence's plus what the others add to its shared prompt; 0 (*out untouched) when a group alone
- * is beyond the budget or there are no groups */
-static int partition_groups(const vc_minibatch *b, int64_t max_tokens, size_t min_groups, vc_partition *out,
+ * first sequence's plus what the others add to its shared prompt (lin: a model with linear mixers, which run
+ * every member's prompt over its gathered rows: every member's tokens plus the prompt once); 0 (*out untouched)
+ * when a group alone is beyond the budget or there are no groups */
+static int partition_groups(const vc_minibatch *b, int64_t max_tokens, size_t min_groups, int lin, vc_partition *out,
                             vc_status *st) {
     int n = b->n_seq, nu = 0, ok = 1;
     int *unit = vc_malloc(sizeof(int) * (size_t)n), *first = vc_malloc(sizeof(int) * (size_t)n);
@@ -64,9 +65,10 @@ static int partition_groups(const vc_minibatch *b, int64_t max_tokens, size_t mi
             if (b->group[first[k]] == b->group[i]) u = k;
         int64_t len = b->cu_seqlens[i + 1] - b->cu_seqlens[i];
         if (u < 0) first[nu] = i, cost[nu] = len, u = nu++;
-        else cost[u] += len - free_rows(b, i);
+        else cost[u] += len - (lin ? 0 : free_rows(b, i));
         unit[i] = u;
     }
+    for (int k = 0; !*st && lin && k < nu; k++) cost[k] += free_rows(b, first[k]); /* the prompt's own sequence */
     for (int k = 0; !*st && k < nu; k++) ok &= cost[k] <= max_tokens;
     ok &= nu < n;
     if (!*st && ok) *st = vc_micro_batches_by_tokens(cost, (size_t)nu, max_tokens, min_groups, &up);
@@ -93,13 +95,15 @@ static int partition_groups(const vc_minibatch *b, int64_t max_tokens, size_t mi
     return !*st && ok;
 }
 
-/* micro-batches of b (at least min_groups: ZeRO-3); share: a token budget keeps b's groups whole */
+/* micro-batches of b (at least min_groups: ZeRO-3); share: a token budget keeps b's groups whole (2: the model has
+ * linear mixers, partition_groups' lin) */
 static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_tokens, size_t min_groups, int share,
                                vc_partition *out) {
     memset(out, 0, sizeof *out);
     if (b->n_seq <= 0) return vc_fail(VC_ERR_ARG, "empty mini-batch");
     vc_status st = VC_OK;
-    if (share && b->group && max_tokens > 0 && partition_groups(b, max_tokens, min_groups, out, &st)) return VC_OK;
+    if (share && b->group && max_tokens > 0 && partition_groups(b, max_tokens, min_groups, share == 2, out, &st))
+        return VC_OK;
     if (st) return st;
     if (max_tokens <= 0) {
         if (micro_bs <= 0) return vc_fail(VC_ERR_ARG, "micro batch size must be positive (got %d)", micro_bs);
@@ -113,6 +117,11 @@ static vc_status partition_min(const vc_minibatch *b, int micro_bs, int64_t max_
     st = vc_micro_batches_by_tokens(lens, (size_t)b->n_seq, max_tokens, min_groups, out);
     free(lens);
     return st;
+}
+
+/* partition_min's share for the trainer's model */
+static int share_mode(const vc_trainer *t) {
+    return !t->cfg.share_prefix ? 0 : vc_model_cfg(t->model)->n_linear ? 2 : 1;
 }
 
 vc_status vc_train_micro_partition(const vc_minibatch *b, int micro_bs, int64_t max_tokens, vc_partition *out) {
@@ -467,7 +476,7 @@ static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition 
                            "every rank at least %zu sequences)", local ? "the ranks' counts differ" :
                            "the mini-batch's micro-batches cannot be spread evenly", want);
         vc_partition q;
-        st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, t->cfg.share_prefix, &q);
+        st = partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, share_mode(t), &q);
         if (st && !local) return st;
         vc_partition_free(p);
         if (st) { /* the others must learn it: a count they cannot match */
@@ -487,7 +496,7 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     int local = !use_dp || !t->dp || t->cfg.local_batch;
     /* local mode: a rank may hold no sequence of the global mini-batch */
     int empty = use_dp && t->dp && t->cfg.local_batch && b->n_seq == 0;
-    vc_status st = empty ? VC_OK : partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, 1, t->cfg.share_prefix, &p);
+    vc_status st = empty ? VC_OK : partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, 1, share_mode(t), &p);
     if (st) return st;
     if (empty) memset(&p, 0, sizeof p);
     if (empty) memset(&norm, 0, sizeof norm);

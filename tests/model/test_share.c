@@ -68,9 +68,42 @@ static void run(vc_model *m, vc_graph *g, int shared, float *lp_out, float *grad
     }
 }
 
+static void check_model(vc_model *m, int k);
+
 static void one_model(int k) {
     vc_model *m = random_model(RANDOM_CONFIGS[k], k);
+    if (m) check_model(m, k);
+}
+
+/* models with linear mixers (verlc's fixtures): Gated DeltaNet (Qwen3-Next, OLMo-hybrid's separate q, k, v), Kimi
+ * Delta Attention, LFM2's short convolution, Mamba 2 (alone, beside attention as Falcon-H1's, in Nemotron-H's
+ * blocks), Mamba 1 (Jamba): the mixers recompute each member's prompt over its gathered rows, the other layers share
+ * it; MiniMax's lightning attention is refused */
+static const char *const LINEAR[] = { "qwen3_next", "olmo_hybrid", "kimi_linear", "lfm2", "mamba2", "falcon_h1",
+                                      "nemotron_h", "jamba", "minimax" };
+
+static void linear_model(int i) {
+    char root[512], dir[700];
+    snprintf(dir, sizeof dir, "%s/%s", vc_test_model_root(1, root, sizeof root), LINEAR[i]);
+    vc_model *m = NULL;
+    CHECK_MSG(vc_model_load(dir, &m) == VC_OK, "%s: %s", dir, vc_last_error());
     if (!m) return;
+    if (vc_model_cfg(m)->lin_kind == VC_LIN_LIGHTNING) {
+        build((int)vc_cfg_out_vocab(vc_model_cfg(m)));
+        vc_graph *g = vc_graph_new();
+        vc_share sh;
+        vc_batch b = { NS, cu, ids, NULL };
+        CHECK_OK(vc_share_plan(g, &b, GROUP, share, 2, &sh));
+        CHECK(vc_model_forward(m, g, &sh.b, NULL) == NULL && strstr(vc_last_error(), "lightning"));
+        vc_graph_free(g);
+        vc_model_free(m);
+        return;
+    }
+    CHECK_OK(vc_model_enable_grad(m));
+    check_model(m, 100 + i);
+}
+
+static void check_model(vc_model *m, int k) {
     CHECK_OK(vc_model_enable_grad(m));
     build((int)vc_cfg_out_vocab(vc_model_cfg(m))); /* ids are targets too: within the LM head */
     int64_t np = 0, T = cu[NS];
@@ -112,5 +145,6 @@ static void one_model(int k) {
 
 int main(void) {
     for (int k = 0; k < N_RANDOM_CONFIGS; k++) one_model(k);
+    for (int i = 0; i < (int)(sizeof LINEAR / sizeof *LINEAR); i++) linear_model(i);
     return vc_test_done();
 }

@@ -121,6 +121,57 @@ static void test_prefix_grouper(void) {
     CHECK(isnan(logged("pg0", 1, "perf/prefix_shared_tokens")));
 }
 
+/* ... on a model with Gated DeltaNet layers (Qwen3-Next's shape, random): the linear layers run each row's prompt over
+ * its gathered rows, the others compute it once; the same step as without the grouper, the budgets counting the rows
+ * the linear layers run */
+static void test_prefix_grouper_linear(void) {
+    char cp[300], md[300], cfg[1400];
+    snprintf(cp, sizeof cp, "%s/lin_config.json", dir);
+    snprintf(md, sizeof md, "%s/lin_model", dir);
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"Qwen3NextForCausalLM\"],\"model_type\":\"qwen3_next\",\"vocab_size\":%d,"
+             "\"hidden_size\":32,\"num_hidden_layers\":4,\"layer_types\":[\"linear_attention\",\"full_attention\","
+             "\"linear_attention\",\"full_attention\"],\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":8,"
+             "\"linear_conv_kernel_dim\":4,\"linear_key_head_dim\":8,\"linear_num_key_heads\":2,"
+             "\"linear_num_value_heads\":4,\"linear_value_head_dim\":8,\"intermediate_size\":48,\"num_experts\":4,"
+             "\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,\"shared_expert_intermediate_size\":16,"
+             "\"decoder_sparse_step\":1,\"mlp_only_layers\":[0],\"norm_topk_prob\":true,\"rms_norm_eps\":1e-6,"
+             "\"max_position_embeddings\":64,\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000.0,"
+             "\"partial_rotary_factor\":0.5},\"tie_word_embeddings\":true,\"eos_token_id\":1,\"pad_token_id\":0,"
+             "\"torch_dtype\":\"float32\"}", DEMO_VOCAB);
+    CHECK_OK(vc_write_file_atomic(cp, cfg, strlen(cfg)));
+    vc_model *m = NULL;
+    CHECK_OK(vc_model_init_random(cp, 21, &m));
+    if (!m) return;
+    CHECK_OK(vc_model_save_hf(m, md, VC_F32));
+    CHECK_OK(demo_write_tokenizer(md));
+    vc_model_free(m);
+    char ov[900];
+    static const char *BASE = "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.use_kl_loss=true|"
+                              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4|trainer.balance_batch=false";
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.model.path=%s", BASE, md);
+    CHECK_OK(run("lg0", 1, ov));
+    snprintf(ov, sizeof ov, "%s|actor_rollout_ref.model.path=%s|actor_rollout_ref.actor.use_prefix_grouper=true", BASE, md);
+    CHECK_OK(run("lg1", 1, ov));
+    /* token budgets: a group's rows counted in full plus its prompt once (the rows its linear layers run) */
+    snprintf(ov, sizeof ov, "algorithm.adv_estimator=grpo|actor_rollout_ref.actor.use_kl_loss=true|"
+             "actor_rollout_ref.actor.use_dynamic_bsz=true|actor_rollout_ref.actor.ppo_max_token_len_per_gpu=60|"
+             "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=24|trainer.balance_batch=false|"
+             "actor_rollout_ref.model.path=%s|actor_rollout_ref.actor.use_prefix_grouper=true", md);
+    CHECK_OK(run("lg3", 1, ov));
+    static const char *K[] = { "actor/pg_loss", "actor/kl_loss", "actor/ppo_kl", "actor/grad_norm", "actor/entropy" };
+    for (int i = 0; i < 5; i++) {
+        double a = logged("lg0", 1, K[i]), b = logged("lg1", 1, K[i]), c = logged("lg3", 1, K[i]);
+        CHECK_MSG(isfinite(a) && fabs(a - b) <= 2e-5 * fmax(1e-2, fabs(a)) && fabs(a - c) <= 2e-5 * fmax(1e-2, fabs(a)),
+                  "linear layers, %s: %.9g without, %.9g / %.9g with shared prompts", K[i], a, b, c);
+    }
+    double sh = logged("lg1", 1, "perf/prefix_shared_tokens");
+    /* prompts of 4 tokens: each update micro-batch holds one group of 4 rows (35 of the budget's 60 rows), the
+     * reference pass splits a group (24) */
+    CHECK_MSG(sh > 0 && logged("lg3", 1, "perf/prefix_shared_tokens") == sh, "linear layers: shared tokens %g / %g", sh,
+              logged("lg3", 1, "perf/prefix_shared_tokens"));
+}
+
 static void expect(const char *ov, const char *needle) {
     vc_status st = run("bad", 1, ov);
     CHECK_MSG(st && strstr(vc_last_error(), needle), "%s: %s", ov, st ? vc_last_error() : "accepted");
@@ -152,6 +203,7 @@ int main(void) {
     test_gdpo();
     test_losses();
     test_prefix_grouper();
+    test_prefix_grouper_linear();
     test_refusals();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
