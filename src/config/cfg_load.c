@@ -93,13 +93,19 @@ static vc_status overlay_into(vc_cfg_node *dst, vc_cfg_node *src) {
 }
 
 /* Adds the keys of src that dst lacks (src is not consumed). */
+/* a mapping of later verl's where b178a3cd has an interpolation of another node (the rollout's profiler.tool_config):
+ * later verl's replaces it */
+static int interp_replaced(const vc_cfg_node *base, const vc_cfg_node *later) {
+    return base && base->kind == VC_CFG_STR && base->s && !strncmp(base->s, "${", 2) && later->kind == VC_CFG_MAP;
+}
+
 static vc_status add_missing(vc_cfg_node *dst, const vc_cfg_node *src) {
     vc_status st = VC_OK;
     for (size_t i = 0; i < src->n && !st; i++) {
         vc_cfg_node *d = vc_cfg_map_get(dst, src->keys[i]);
         const vc_cfg_node *v = src->items[i];
         if (d && d->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP) st = add_missing(d, v);
-        else if (!d) {
+        else if (!d || interp_replaced(d, v)) {
             vc_cfg_node *c = vc_cfg_node_copy(v);
             st = c ? vc_cfg_map_put(dst, src->keys[i], c) : VC_ERR_NOMEM;
         }
@@ -115,7 +121,7 @@ static void drop_present(vc_cfg_node *later, vc_cfg_node *base) {
         vc_cfg_node *b = vc_cfg_map_get(base, later->keys[i]), *v = later->items[i];
         int maps = b && b->kind == VC_CFG_MAP && v->kind == VC_CFG_MAP;
         if (maps) drop_present(v, b);
-        if (b && (!maps || !v->n)) {
+        if (b && (!maps || !v->n) && !interp_replaced(b, v)) {
             free(later->keys[i]);
             vc_cfg_node_free(v);
             continue;

@@ -64,6 +64,13 @@ int main(void) {
     CHECK(noticed(c, "checkpoint.strict=false is ignored") && noticed(c, "critic.fsdp.param_offload=true is ignored") &&
           noticed(c, "disaggregation.enabled"));
     vc_config_free(c);
+    /* the rollout's own profiler tool_config (b178a3cd: the actor's by interpolation), as verl's profile example sets
+     * it; the actor's still its own */
+    CHECK_OK(load(NULL, "actor_rollout_ref.rollout.profiler.tool_config.torch.profile_token_start=0|"
+                        "actor_rollout_ref.rollout.profiler.tool_config.torch.discrete=True|"
+                        "actor_rollout_ref.actor.profiler.tool_config.torch.discrete=True", &c));
+    CHECK(noticed(c, "rollout.profiler.tool_config.torch.profile_token_start=0 is ignored"));
+    vc_config_free(c);
     /* on-policy distillation is read (its loss and teachers), the teacher servers' settings are noticed */
     CHECK_OK(load(NULL, "distillation.enabled=true|distillation.teacher_models.teacher_model.model_path=/m|"
                         "distillation.teacher_models.teacher_model.num_replicas=2", &c));
