@@ -611,6 +611,13 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
+    if (f->ext) { /* shared prefixes: projected once; the conv and the recurrence over each sequence's prefix rows
+                   * gathered in front of its own (the keys' ext rows), its own rows' outputs taken back below */
+        qkv = vc_op_gather_rows(g, qkv, f->T, f->ext, f->T_ext);
+        b = vc_op_gather_rows(g, b, f->T, f->ext, f->T_ext);
+        a = vc_op_gather_rows(g, a, f->T, f->ext, f->T_ext);
+        cu = f->cu_ext;
+    }
     vc_tensor *cw = vc_w(m, l, VC_W_LIN_CONV);
     if (c->lin_sep_qkv) { /* q's, k's and v's conv weights stacked */
         vc_tensor *ck = vc_w(m, l, VC_W_LIN_CONV_K), *cv = vc_w(m, l, VC_W_LIN_CONV_V);
@@ -628,6 +635,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
     vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, 0,
                               rs, rt);
+    if (f->ext) o = vc_op_gather_rows(g, o, f->T_ext, f->own, f->T);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
@@ -754,10 +762,11 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
-/* a linear mixer with shared prefixes: its convolution and recurrence run over each sequence's prefix rows gathered in
- * front of its own (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are not
- * handed on: every member recomputes the prompt in these layers (the other layers compute it once), and gradients
- * reach the prompt's rows through the gathers. */
+/* a linear mixer with shared prefixes: it runs over each sequence's prefix rows gathered in front of its own (the ext
+ * rows of the keys), and its own rows' outputs are taken back. The prompt's states are not handed on: every member
+ * recomputes the prompt in these layers, projections included (Gated DeltaNet's and KDA's gather after their
+ * projections: linear_attention), the other layers compute it once; gradients reach the prompt's rows through the
+ * gathers. */
 static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
     if (!f->ext) return mix(f, l, h);
     const vc_batch *b0 = f->b;
@@ -872,10 +881,10 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return vc_op_add(f->g, x, mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     }
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
+                   : c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA ? linear_attention(f, l, h) /* (its own) */
                    : lin_mixer(f, l, h, c->lin_kind == VC_LIN_SHORTCONV ? short_conv
                                         : c->lin_kind == VC_LIN_MAMBA2   ? mamba2
-                                        : c->lin_kind == VC_LIN_MAMBA1   ? mamba1
-                                                                          : linear_attention);
+                                                                          : mamba1);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
