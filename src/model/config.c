@@ -716,7 +716,7 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
 
 /* compressed-tensors (llm-compressor's checkpoints; Kimi K2-Thinking's INT4): weights packed into int32s
  * (pack-quantized) or stored as int8 (int-quantized) or float8 (float-quantized), with a scale per tensor, row or
- * group, and zero points with asymmetric schemes; groups in order (no activation ordering) */
+ * group, and zero points with asymmetric schemes; activation-ordered groups by their group index */
 static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_model_config *c) {
     const char *fmt = NULL;
     vc_status st = vc_json_get_str(q, "format", "", &fmt, path);
@@ -730,9 +730,13 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
         if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized") && strcmp(f, "int-quantized"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) format '%s': verlc reads "
                            "pack-quantized, int-quantized and float-quantized weights", path, f);
-        if (ao && !cJSON_IsNull(ao) && !(cJSON_IsString(ao) && !strcmp(ao->valuestring, "static")))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: activation-ordered groups "
-                           "(actorder) are not read", path, g->string ? g->string : "?");
+        /* GPTQ's activation ordering: "group" saves each column's group (name_g_idx, vc_ct_scale), "weight" and
+         * "static" keep the groups in column order */
+        if (ao && !cJSON_IsNull(ao) && !cJSON_IsFalse(ao) &&
+            !(cJSON_IsString(ao) && (!strcmp(ao->valuestring, "static") || !strcmp(ao->valuestring, "group") ||
+                                     !strcmp(ao->valuestring, "weight"))))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s.weights.actorder: verlc reads "
+                           "\"group\", \"weight\" and \"static\"", path, g->string ? g->string : "?");
         const cJSON *gs = vc_json_member(w, "group_size"), *nb = vc_json_member(w, "num_bits");
         if (cJSON_IsNumber(gs) && gs->valuedouble >= 1 && !c->ct_group) c->ct_group = (int)gs->valuedouble;
         int bits = cJSON_IsNumber(nb) ? (int)nb->valuedouble : 0;

@@ -408,9 +408,8 @@ static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, in
     snprintf(gn, sizeof gn, "%s_g_idx", name);
     const vc_st_tensor *p = vc_ckpt_find(x->ck, pn), *sc = vc_ckpt_find(x->ck, sn), *h = vc_ckpt_find(x->ck, hn);
     if (!p || x->claimed[p - vc_ckpt_at(x->ck, 0)]) return VC_OK; /* (an alternative rule already took it) */
-    if (vc_ckpt_find(x->ck, gn))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: '%s' has a group index (compressed-tensors' activation-ordered weights "
-                       "are not read)", x->m->dir, pn);
+    const vc_st_tensor *gi = vc_ckpt_find(x->ck, gn); /* activation-ordered groups (vc_ct_scale) */
+    if (gi) x->claimed[gi - vc_ckpt_at(x->ck, 0)] = 1;
     if (!sc || !h) return vc_fail(VC_ERR_MISSING, "%s: '%s' without '%s' and '%s'", x->m->dir, pn, sn, hn);
     x->claimed[p - vc_ckpt_at(x->ck, 0)] = x->claimed[sc - vc_ckpt_at(x->ck, 0)] = x->claimed[h - vc_ckpt_at(x->ck, 0)] = 1;
     const vc_st_tensor *z = vc_ckpt_find(x->ck, zn); /* asymmetric schemes' zero points */
@@ -446,6 +445,9 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
     snprintf(sn, sizeof sn, "%s_zero_point", name);
     const vc_st_tensor *cz = cs ? vc_ckpt_find(x->ck, sn) : NULL;
     if (cz) x->claimed[cz - vc_ckpt_at(x->ck, 0)] = 1;
+    snprintf(sn, sizeof sn, "%s_g_idx", name);
+    const vc_st_tensor *cg = cs ? vc_ckpt_find(x->ck, sn) : NULL;
+    if (cg) x->claimed[cg - vc_ckpt_at(x->ck, 0)] = 1;
     vc_status st = add_source(x->m, r, layer, expert, name);
     if (!st && sc) x->m->src[x->m->n_src - 1].fp8 = 1;
     if (!st && cs) x->m->src[x->m->n_src - 1].ct = 2;

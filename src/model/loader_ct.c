@@ -2,7 +2,8 @@
  * symmetric integer weights packed densely into int32s (pack-quantized: name_packed [rows, words], the original shape
  * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)), int8
  * (int-quantized) and float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
- * group of columns ([rows, groups]), and with asymmetric schemes name_zero_point. Dequantized as compressed-tensors
+ * group of columns ([rows, groups]; activation-ordered groups: name_g_idx), and with asymmetric schemes name_zero_point.
+ * Dequantized as compressed-tensors
  * does it: (value - zero point) times scale, computed in the scale's dtype (a bf16 scale gives bf16 products). */
 #include "model_internal.h"
 #include "verlc/dtype.h"
@@ -89,13 +90,49 @@ static vc_status read_zero_points(const char *dir, vc_checkpoint *ck, const char
     return VC_OK;
 }
 
-/* buf [R, C] (values) less their zero points (zp, may be NULL), times their scales, in the scale's dtype as
- * compressed-tensors' dequantize computes */
+/* activation-ordered groups (GPTQ's actorder=group): name_g_idx [C], each column's group; *out NULL when absent or
+ * holding -1 (column order, as compressed-tensors reads it). compressed-tensors sorts the columns by group and cuts
+ * them into groups of gs: column c is in group g_idx[c] when every group holds gs columns (the last the rest), which is
+ * checked. */
+static vc_status read_group_index(const char *dir, vc_checkpoint *ck, const char *name, int64_t C, int64_t G, int64_t gs,
+                                  int32_t **out) {
+    char gn[340];
+    snprintf(gn, sizeof gn, "%s_g_idx", name);
+    const vc_st_tensor *t = vc_ckpt_find(ck, gn);
+    *out = NULL;
+    if (!t) return VC_OK;
+    if (!((t->dtype == VC_I32 || t->dtype == VC_I64) && vc_st_tensor_numel(t) == C))
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not one int32 group index per column of '%s' (%lld columns)", dir, gn,
+                       name, (long long)C);
+    for (int64_t c = 0; c < C; c++)
+        if (int_at(t, c) == -1) return VC_OK; /* not initialised: column order */
+    int32_t *g = vc_malloc(sizeof(int32_t) * (size_t)C);
+    int64_t *count = vc_calloc((size_t)(G ? G : 1), sizeof(int64_t));
+    vc_status st = g && count ? VC_OK : VC_ERR_NOMEM;
+    for (int64_t c = 0; !st && c < C; c++) {
+        int64_t v = int_at(t, c);
+        if (!G || v < 0 || v >= G)
+            st = vc_fail(VC_ERR_FORMAT, "%s: '%s'[%lld] = %lld is not a group of '%s' (%lld groups)", dir, gn, (long long)c,
+                         (long long)v, name, (long long)G);
+        else g[c] = (int32_t)v, count[v]++;
+    }
+    for (int64_t k = 0; !st && k < G; k++)
+        if (count[k] != (k + 1 < G ? gs : C - gs * (G - 1)))
+            st = vc_fail(VC_ERR_FORMAT, "%s: '%s' puts %lld columns in group %lld, not %lld", dir, gn, (long long)count[k],
+                         (long long)k, (long long)(k + 1 < G ? gs : C - gs * (G - 1)));
+    free(count);
+    if (st) free(g);
+    else *out = g;
+    return st;
+}
+
+/* buf [R, C] (values) less their zero points (zp, may be NULL), times their scales (column c's group gidx[c], else
+ * c / gs), in the scale's dtype as compressed-tensors' dequantize computes */
 static void apply_scale(float *buf, int64_t R, int64_t C, const float *sc, const float *zp, int64_t G, int64_t gs,
-                        vc_dtype dt) {
+                        const int32_t *gidx, vc_dtype dt) {
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++) {
-            int64_t at = G ? r * G + c / gs : 0;
+            int64_t at = G ? r * G + (gidx ? gidx[c] : c / gs) : 0;
             float s = sc[at], x = (buf[r * C + c] - (zp ? zp[at] : 0.0f)) * s;
             if (dt == VC_BF16) x = vc_bf16_to_f32(vc_f32_to_bf16(x));
             else if (dt == VC_F16) x = vc_f16_to_f32(vc_f32_to_f16(x));
@@ -106,13 +143,16 @@ static void apply_scale(float *buf, int64_t R, int64_t C, const float *sc, const
 vc_status vc_ct_scale(const char *dir, vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C, int bits,
                       int64_t group) {
     float *sc = NULL, *zp = NULL;
+    int32_t *gidx = NULL;
     int64_t G = 0, gs = C;
     vc_dtype dt = VC_F32;
     vc_status st = read_scale(dir, ck, name, R, C, group, &sc, &G, &gs, &dt);
     if (!st) st = read_zero_points(dir, ck, name, R, G, bits, &zp);
-    if (!st) apply_scale(buf, R, C, sc, zp, G, gs, dt);
+    if (!st) st = read_group_index(dir, ck, name, C, G, gs, &gidx);
+    if (!st) apply_scale(buf, R, C, sc, zp, G, gs, gidx, dt);
     free(sc);
     free(zp);
+    free(gidx);
     return st;
 }
 

@@ -32,7 +32,7 @@ static double param_diff(vc_model *a, vc_model *b) {
 
 static void kinds(void) {
     static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel", "w4_group_asym",
-                               "int8_channel_asym" };
+                               "int8_channel_asym", "w4_group_actorder" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
@@ -76,7 +76,8 @@ static void refused(const char *what, const char *sed, const char *needle) {
 }
 
 /* the w4 fixture rewritten with one tensor changed (mode 0: the scale of q_proj cut to 3 groups a row, 1: q_proj's
- * packed words as floats, 2: a zero point of the wrong shape beside it, 3: its scale dropped): refused naming it, no crash */
+ * packed words as floats, 2: a zero point of the wrong shape beside it, 3: its scale dropped, 4 / 5: a group index that
+ * puts every column in one group, or misses a column): refused naming it, no crash */
 static void corrupt(int mode, const char *needle) {
     char src[256], dir[256], cmd[600];
     snprintf(src, sizeof src, "%s/w4_group", ROOT);
@@ -111,6 +112,12 @@ static void corrupt(int mode, const char *needle) {
         snprintf(zn, sizeof zn, "%s_zero_point", q);
         CHECK_OK(vc_st_writer_add(w, zn, VC_F32, 2, zs, zeros, 1));
     }
+    if (mode == 4 || mode == 5) { /* a group index beside it: every column in group 0, or one column short */
+        char gn[128];
+        int64_t gs[1] = { mode == 4 ? 64 : 63 };
+        snprintf(gn, sizeof gn, "%s_g_idx", q);
+        CHECK_OK(vc_st_writer_add(w, gn, VC_I32, 1, gs, zeros, 1));
+    }
     CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
     vc_st_writer_free(w);
     vc_ckpt_close(ck);
@@ -128,7 +135,9 @@ int main(void) {
     corrupt(1, "weight_packed");
     corrupt(2, "zero point");
     corrupt(3, "weight_scale");
-    refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"group\", \"dynamic\": false,/", "actorder");
+    corrupt(4, "columns in group 0");
+    corrupt(5, "group index per column");
+    refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"dynamic\", \"dynamic\": false,/", "actorder");
     refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "nvfp4-pack-quantized");
     /* a packed weight of another shape than config.json implies */
     refused("intermediate size", "s/\"intermediate_size\": 128/\"intermediate_size\": 96/", "weight_packed");
