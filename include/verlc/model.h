@@ -63,6 +63,7 @@ typedef struct vc_model_config {
                                    * symmetric): dequantized on load */
     int ct_group;                 /* ... its weights' group_size (0: none) */
     int ct_bits;                  /* ... their num_bits (packed integers) */
+    int ct_nvfp4;                 /* ... nvfp4-pack-quantized: E2M1 pairs a byte, fp8 group scales over a global scale */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */

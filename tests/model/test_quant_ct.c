@@ -32,7 +32,7 @@ static double param_diff(vc_model *a, vc_model *b) {
 
 static void kinds(void) {
     static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel", "w4_group_asym",
-                               "int8_channel_asym", "w4_group_actorder" };
+                               "int8_channel_asym", "w4_group_actorder", "nvfp4" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
@@ -138,7 +138,9 @@ int main(void) {
     corrupt(4, "columns in group 0");
     corrupt(5, "group index per column");
     refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"dynamic\", \"dynamic\": false,/", "actorder");
-    refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "nvfp4-pack-quantized");
+    refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"sparse-24-bitmask\"/g", "sparse-24-bitmask");
+    /* nvfp4-pack-quantized over integer groups: refused, as 4-bit floats in groups of 16 are what it holds */
+    refused("nvfp4 over ints", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "4-bit floats");
     /* a packed weight of another shape than config.json implies */
     refused("intermediate size", "s/\"intermediate_size\": 128/\"intermediate_size\": 96/", "weight_packed");
     return vc_test_done();
