@@ -728,17 +728,21 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
         const char *f = cJSON_IsString(gf) ? gf->valuestring : fmt;
         if (!w || cJSON_IsNull(w)) continue;
         if (strcmp(f, "pack-quantized") && strcmp(f, "float-quantized") && strcmp(f, "int-quantized") &&
-            strcmp(f, "nvfp4-pack-quantized"))
+            strcmp(f, "nvfp4-pack-quantized") && strcmp(f, "mxfp4-pack-quantized"))
             return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) format '%s': verlc reads "
-                           "pack-quantized, int-quantized, float-quantized and nvfp4-pack-quantized weights", path, f);
-        if (!strcmp(f, "nvfp4-pack-quantized")) { /* 4-bit floats in groups of 16 */
+                           "pack-quantized, int-quantized, float-quantized, nvfp4-pack-quantized and mxfp4-pack-quantized "
+                           "weights", path, f);
+        int fp4 = !strcmp(f, "nvfp4-pack-quantized") ? 1 : !strcmp(f, "mxfp4-pack-quantized") ? 2 : 0;
+        if (fp4) { /* 4-bit floats in groups of 16 (nvfp4) or 32 (mxfp4) */
             const cJSON *gs = vc_json_member(w, "group_size"), *nb = vc_json_member(w, "num_bits");
             const cJSON *ty = vc_json_member(w, "type");
-            if ((nb && !(cJSON_IsNumber(nb) && nb->valuedouble == 4)) || (gs && !(cJSON_IsNumber(gs) && gs->valuedouble == 16)) ||
-                (ty && !(cJSON_IsString(ty) && !strcmp(ty->valuestring, "float"))))
-                return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: nvfp4-pack-quantized is read "
-                               "as 4-bit floats in groups of 16", path, g->string ? g->string : "?");
-            c->ct_nvfp4 = 1;
+            double want = fp4 == 1 ? 16 : 32;
+            if ((nb && !(cJSON_IsNumber(nb) && nb->valuedouble == 4)) ||
+                (gs && !(cJSON_IsNumber(gs) && gs->valuedouble == want)) ||
+                (ty && !(cJSON_IsString(ty) && !strcmp(ty->valuestring, "float"))) || (c->ct_nvfp4 && c->ct_nvfp4 != fp4))
+                return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%s: %s is read as 4-bit floats "
+                               "in groups of %g", path, g->string ? g->string : "?", f, want);
+            c->ct_nvfp4 = fp4;
             continue;
         }
         /* GPTQ's activation ordering: "group" saves each column's group (name_g_idx, vc_ct_scale), "weight" and
@@ -757,8 +761,8 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
         if (!strcmp(f, "pack-quantized")) c->ct_bits = bits;
     }
     if (c->ct_nvfp4 && c->ct_bits)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) mixes nvfp4-pack-quantized with "
-                       "pack-quantized groups, which verlc does not read together", path);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) mixes 4-bit float groups with "
+                       "pack-quantized ones, which verlc does not read together", path);
     c->ct_quant = 1;
     return VC_OK;
 }

@@ -410,9 +410,9 @@ static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, in
     if (!p || x->claimed[p - vc_ckpt_at(x->ck, 0)]) return VC_OK; /* (an alternative rule already took it) */
     const vc_st_tensor *gi = vc_ckpt_find(x->ck, gn); /* activation-ordered groups (vc_ct_scale) */
     if (gi) x->claimed[gi - vc_ckpt_at(x->ck, 0)] = 1;
-    if (x->m->cfg.ct_nvfp4) { /* NVFP4: no shape tensor; a global scale beside the group scales */
+    if (x->m->cfg.ct_nvfp4) { /* 4-bit floats: no shape tensor; NVFP4's global scale beside the group scales */
         snprintf(hn, sizeof hn, "%s_global_scale", name);
-        h = vc_ckpt_find(x->ck, hn);
+        h = x->m->cfg.ct_nvfp4 == 1 ? vc_ckpt_find(x->ck, hn) : sc;
     }
     if (!sc || !h) return vc_fail(VC_ERR_MISSING, "%s: '%s' without '%s' and '%s'", x->m->dir, pn, sn, hn);
     x->claimed[p - vc_ckpt_at(x->ck, 0)] = x->claimed[sc - vc_ckpt_at(x->ck, 0)] = x->claimed[h - vc_ckpt_at(x->ck, 0)] = 1;
@@ -723,7 +723,7 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         if (s->mxfp4 || s->ct == 1) {
             float *buf = NULL;
             vc_status st = s->mxfp4 ? load_mxfp4(m, ck, s, want, &buf)
-                   : m->cfg.ct_nvfp4 ? vc_ct_unpack_nvfp4(m->dir, ck, s->name, want, nd, &buf)
+                   : m->cfg.ct_nvfp4 ? vc_ct_unpack_fp4(m->dir, ck, s->name, want, nd, m->cfg.ct_nvfp4 == 2, &buf)
                                     : vc_ct_unpack(m->dir, ck, s->name, want, nd, m->cfg.ct_bits, m->cfg.ct_group, &buf);
             if (!st && s->ct) { /* the checkpoint's shape, for export */
                 s->ndim = nd;

@@ -3,12 +3,13 @@
  * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)), int8
  * (int-quantized) and float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
  * group of columns ([rows, groups]; activation-ordered groups: name_g_idx), and with asymmetric schemes name_zero_point.
- * nvfp4-pack-quantized: vc_ct_unpack_nvfp4. Dequantized as compressed-tensors
+ * nvfp4- and mxfp4-pack-quantized: vc_ct_unpack_fp4. Dequantized as compressed-tensors
  * does it: (value - zero point) times scale, computed in the scale's dtype (a bf16 scale gives bf16 products). */
 #include "model_internal.h"
 #include "verlc/dtype.h"
 #include "verlc/pool.h"
 #include "verlc/safetensors.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,39 +191,43 @@ vc_status vc_ct_unpack(const char *dir, vc_checkpoint *ck, const char *name, con
     return VC_OK;
 }
 
-vc_status vc_ct_unpack_nvfp4(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd,
-                             float **out) {
+vc_status vc_ct_unpack_fp4(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int mx,
+                           float **out) {
     static const float E2M1[8] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f };
+    const int64_t GS = mx ? 32 : 16;
+    const char *kind = mx ? "mxfp4" : "nvfp4";
     char pn[340], sn[340], gn[340];
     snprintf(pn, sizeof pn, "%s_packed", name);
     snprintf(sn, sizeof sn, "%s_scale", name);
     snprintf(gn, sizeof gn, "%s_global_scale", name);
-    const vc_st_tensor *p = vc_ckpt_find(ck, pn), *s = vc_ckpt_find(ck, sn), *g = vc_ckpt_find(ck, gn);
+    const vc_st_tensor *p = vc_ckpt_find(ck, pn), *s = vc_ckpt_find(ck, sn), *g = mx ? NULL : vc_ckpt_find(ck, gn);
     int64_t R = nd >= 2 ? want[nd - 2] : 1, C = want[nd - 1];
-    int ok = nd == 2 && C % 16 == 0 && p && p->dtype == VC_U8 && p->ndim == 2 && p->shape[0] == R && p->shape[1] == C / 2;
+    int ok = nd == 2 && C % GS == 0 && p && p->dtype == VC_U8 && p->ndim == 2 && p->shape[0] == R && p->shape[1] == C / 2;
     if (!ok)
-        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not uint8 pairs of 4-bit floats of a [%lld, %lld] weight (nvfp4, "
-                       "compressed-tensors; config.json implies the shape)", dir, pn, (long long)R, (long long)C);
-    if (!(s && (s->dtype == VC_F8E4M3 || s->dtype == VC_BF16 || s->dtype == VC_F32) && s->ndim == 2 &&
-          s->shape[0] == R && s->shape[1] == C / 16))
-        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not an fp8 scale per 16 columns of '%s' [%lld, %lld]", dir, sn, pn,
-                       (long long)R, (long long)C);
-    if (!(g && g->dtype == VC_F32 && vc_st_tensor_numel(g) == 1))
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not uint8 pairs of 4-bit floats of a [%lld, %lld] weight (%s, "
+                       "compressed-tensors; config.json implies the shape)", dir, pn, (long long)R, (long long)C, kind);
+    int sdt = mx ? s && s->dtype == VC_U8 : s && (s->dtype == VC_F8E4M3 || s->dtype == VC_BF16 || s->dtype == VC_F32);
+    if (!(sdt && s->ndim == 2 && s->shape[0] == R && s->shape[1] == C / GS))
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not %s scale per %lld columns of '%s' [%lld, %lld]", dir, sn,
+                       mx ? "a uint8 E8M0" : "an fp8", (long long)GS, pn, (long long)R, (long long)C);
+    if (!mx && !(g && g->dtype == VC_F32 && vc_st_tensor_numel(g) == 1))
         return vc_fail(VC_ERR_SHAPE, "%s: '%s' is not one float32 global scale", dir, gn);
-    float gs, *sc = vc_malloc(sizeof(float) * (size_t)(R * (C / 16))), *buf = vc_malloc(sizeof(float) * (size_t)(R * C));
+    float gs = 1.0f, *sc = vc_malloc(sizeof(float) * (size_t)(R * (C / GS))), *buf = vc_malloc(sizeof(float) * (size_t)(R * C));
     if (!sc || !buf) {
         free(sc), free(buf);
         return VC_ERR_NOMEM;
     }
-    vc_st_tensor_to_f32(g, &gs);
-    vc_st_tensor_to_f32(s, sc);
+    if (g) vc_st_tensor_to_f32(g, &gs);
+    if (mx)
+        for (int64_t i = 0; i < R * (C / GS); i++) sc[i] = ldexpf(1.0f, (int)((const uint8_t *)s->data)[i] - 127);
+    else vc_st_tensor_to_f32(s, sc);
     const uint8_t *b = p->data;
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++) {
             uint8_t q = b[r * (C / 2) + c / 2];
             unsigned nib = c % 2 ? q >> 4 : q & 15u;
             float v = (nib & 8u ? -1.0f : 1.0f) * E2M1[nib & 7u];
-            float f = sc[r * (C / 16) + c / 16] / gs; /* the scale over the global scale, float32 */
+            float f = mx ? sc[r * (C / GS) + c / GS] : sc[r * (C / GS) + c / GS] / gs; /* float32 */
             buf[r * C + c] = vc_bf16_to_f32(vc_f32_to_bf16(v * f));
         }
     free(sc);

@@ -62,11 +62,12 @@ typedef struct vc_source {
 /* compressed-tensors weights (loader_ct.c): name_packed (bits a value) unpacked to want [nd dims] and scaled into *out;
  * buf [R, C] less name_zero_point (asymmetric; packed at bits a value, 0: int8) times name_scale; group: the config's
  * group_size (0: none) for rows that do not split evenly */
-/* compressed-tensors' nvfp4-pack-quantized weight of name (name_packed uint8 [R, C / 2]: E2M1 values, the low nibble
- * first; name_scale fp8 [R, C / 16]; name_global_scale float [1]): e2m1 x (scale / global scale) in float32, rounded to
- * bf16 as compressed-tensors' decompression gives it; *out [R, C] malloc'd */
-vc_status vc_ct_unpack_nvfp4(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd,
-                             float **out);
+/* compressed-tensors' 4-bit float weight of name (name_packed uint8 [R, C / 2]: E2M1 values, the low nibble first),
+ * nvfp4-pack-quantized (name_scale fp8 [R, C / 16] over name_global_scale float [1]: e2m1 x (scale / global scale) in
+ * float32) or mx (mxfp4-pack-quantized: name_scale uint8 E8M0 [R, C / 32], e2m1 x 2^(e - 127)), rounded to bf16 as
+ * compressed-tensors' decompression gives it; *out [R, C] malloc'd */
+vc_status vc_ct_unpack_fp4(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int mx,
+                           float **out);
 vc_status vc_ct_unpack(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
                        int64_t group, float **out);
 vc_status vc_ct_scale(const char *dir, struct vc_checkpoint *ck, const char *name, float *buf, int64_t R, int64_t C,

@@ -32,7 +32,7 @@ static double param_diff(vc_model *a, vc_model *b) {
 
 static void kinds(void) {
     static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel", "w4_group_asym",
-                               "int8_channel_asym", "w4_group_actorder", "nvfp4" };
+                               "int8_channel_asym", "w4_group_actorder", "nvfp4", "mxfp4" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
