@@ -586,6 +586,7 @@ static int vc_ends_with(const char *s, const char *tail) {
 /* checkpoint tensors no rule claimed: known-ignorable ones are listed, anything else is an error */
 static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *claimed) {
     const vc_model_config *c = &m->cfg;
+    int acts = 0;
     for (int i = 0; i < vc_ckpt_count(ck); i++) {
         if (claimed[i]) continue;
         const char *name = vc_ckpt_at(ck, i)->name, *why = NULL;
@@ -605,6 +606,14 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
             if (fabsf(v - want) > 1e-2f * fabsf(want))
                 return vc_fail(VC_ERR_UNSUPPORTED, "%s: tensor '%s' is %g: verlc's xIELU takes %g", m->dir, name, v, want);
             why = "xIELU's fixed constant";
+        }
+        if (!why && c->ct_quant &&
+            (vc_ends_with(name, ".input_global_scale") || vc_ends_with(name, ".input_scale") ||
+             vc_ends_with(name, ".input_zero_point"))) { /* a W4A4 / W8A8 scheme's static activation scales */
+            if (!acts++)
+                vc_info("%s: compressed-tensors' activation quantization is not applied: verlc computes with the weights "
+                        "dequantized and the activations in its compute dtype", m->dir);
+            why = "activation quantization's scale, not applied";
         }
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";

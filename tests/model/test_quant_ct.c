@@ -129,8 +129,50 @@ static void corrupt(int mode, const char *needle) {
     remove_tree(dir);
 }
 
+/* the nvfp4 fixture with a W4A4 scheme's activation scale beside q_proj: loaded with the same weights, the scale listed
+ * as ignored (activation quantization is not applied) */
+static void activation_scale(void) {
+    char src[256], dir[256], plain[256], cmd[600];
+    snprintf(src, sizeof src, "%s/nvfp4", ROOT);
+    snprintf(plain, sizeof plain, "%s/nvfp4_plain", ROOT);
+    snprintf(dir, sizeof dir, "/tmp/verlc_ct_act_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
+    CHECK(system(cmd) == 0);
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    CHECK_OK(vc_ckpt_open(src, &ck));
+    CHECK_OK(vc_st_writer_new(&w));
+    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        int64_t shape[4] = { 0 };
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1));
+    }
+    static const float one[1] = { 1.0f };
+    int64_t s1[1] = { 1 };
+    CHECK_OK(vc_st_writer_add(w, "model.layers.0.self_attn.q_proj.input_global_scale", VC_F32, 1, s1, one, 1));
+    CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
+    vc_st_writer_free(w);
+    vc_ckpt_close(ck);
+    vc_model *m = NULL, *mp = NULL;
+    CHECK_OK(vc_model_load(dir, &m));
+    CHECK_OK(vc_model_load(plain, &mp));
+    CHECK(m && mp && param_diff(m, mp) == 0);
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (m && f) CHECK_OK(vc_model_describe(m, f));
+    if (f) fclose(f);
+    CHECK_MSG(text && strstr(text, "ignored: model.layers.0.self_attn.q_proj.input_global_scale (activation quantization"),
+              "describe: %s", text ? text : "(none)");
+    free(text);
+    vc_model_free(m), vc_model_free(mp);
+    remove_tree(dir);
+}
+
 int main(void) {
     kinds();
+    activation_scale();
     corrupt(0, "weight_scale");
     corrupt(1, "weight_packed");
     corrupt(2, "zero point");
