@@ -63,6 +63,7 @@ typedef struct vc_model_config {
                                    * symmetric): dequantized on load */
     int ct_group;                 /* ... its weights' group_size (0: none) */
     int ct_bits;                  /* ... their num_bits (packed integers) */
+    int ct_sparse24;              /* ... sparsity_config sparse-24-bitmask: 2:4 sparse weights (name.compressed, .bitmask) */
     int ct_nvfp4;                 /* ... 4-bit floats (E2M1 pairs a byte): 1 nvfp4-pack-quantized (fp8 scales per 16
                                    * columns over a global scale), 2 mxfp4-pack-quantized (E8M0 scales per 32) */
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */

@@ -760,6 +760,17 @@ static vc_status parse_compressed_tensors(const cJSON *q, const char *path, vc_m
                            "number in 1..8 for every packed group", path, g->string ? g->string : "?");
         if (!strcmp(f, "pack-quantized")) c->ct_bits = bits;
     }
+    const cJSON *sp = vc_json_member(q, "sparsity_config"), *sf = vc_json_member(sp, "format");
+    if (sp && !cJSON_IsNull(sp)) { /* 2:4 sparse weights stored as their values and a bitmask */
+        const char *spf = cJSON_IsString(sf) ? sf->valuestring : "?";
+        if (!strcmp(spf, "sparse-24-bitmask")) c->ct_sparse24 = 1;
+        else if (strcmp(spf, "dense"))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config.sparsity_config.format '%s': verlc reads "
+                           "sparse-24-bitmask and dense", path, spf);
+        if (c->ct_sparse24 && (c->ct_bits || c->ct_nvfp4 || vc_json_member(groups, "group_0")))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config: sparse-24-bitmask over quantized weights is not "
+                           "read (sparse bf16 / f32 weights are)", path);
+    }
     if (c->ct_nvfp4 && c->ct_bits)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: quantization_config (compressed-tensors) mixes 4-bit float groups with "
                        "pack-quantized ones, which verlc does not read together", path);

@@ -391,8 +391,29 @@ static int expert_layout_fits(const vc_model_config *c, const vc_tensor_rule *r,
 
 /* compressed-tensors' packed weights: name_packed, name_scale and name_shape instead of name (its float8 weights
  * keep their name, with name_scale beside) */
+/* compressed-tensors' 2:4 sparse weights (sparsity_config sparse-24-bitmask): for name = MODULE.weight, MODULE.compressed
+ * (the kept values), MODULE.bitmask and MODULE.shape */
+static vc_status find_sparse24(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
+    char mod[320], cn[340], bn[340], hn[340];
+    size_t k = strlen(rule_name);
+    if (k < 8 || strcmp(rule_name + k - 7, ".weight")) return VC_OK;
+    snprintf(mod, sizeof mod, "%.*s", (int)(k - 7), rule_name);
+    snprintf(cn, sizeof cn, "%s.compressed", mod);
+    snprintf(bn, sizeof bn, "%s.bitmask", mod);
+    snprintf(hn, sizeof hn, "%s.shape", mod);
+    const vc_st_tensor *c = vc_ckpt_find(x->ck, cn), *b = vc_ckpt_find(x->ck, bn), *h = vc_ckpt_find(x->ck, hn);
+    if (!c || x->claimed[c - vc_ckpt_at(x->ck, 0)]) return VC_OK;
+    if (!b || !h) return vc_fail(VC_ERR_MISSING, "%s: '%s' without '%s' and '%s'", x->m->dir, cn, bn, hn);
+    x->claimed[c - vc_ckpt_at(x->ck, 0)] = x->claimed[b - vc_ckpt_at(x->ck, 0)] = x->claimed[h - vc_ckpt_at(x->ck, 0)] = 1;
+    mark_present(x, r, layer);
+    vc_status st = add_source(x->m, r, layer, expert, rule_name);
+    if (!st) x->m->src[x->m->n_src - 1].ct = 3;
+    return st;
+}
+
 static vc_status find_packed(load_ctx *x, const vc_tensor_rule *r, int layer, int expert, const char *rule_name) {
     char pn[340], sn[340], hn[340], zn[340], gn[340], alt[320];
+    if (x->m->cfg.ct_sparse24) return find_sparse24(x, r, layer, expert, rule_name);
     const char *name = rule_name; /* the rule's name, or a nested layout's (language_model.model.*) */
     snprintf(pn, sizeof pn, "%s_packed", name);
     for (const char *const *n = x->m->cfg.arch->nested; !vc_ckpt_find(x->ck, pn) && n && n[0]; n += 2) {
@@ -729,9 +750,10 @@ static vc_status fill(vc_model *m, vc_checkpoint *ck) {
         int64_t want[4], n = 1;
         int nd = source_shape(m, s, want);
         if (!nd) return vc_fail(VC_ERR_INTERNAL, "%s: '%s' has no destination", m->dir, s->name);
-        if (s->mxfp4 || s->ct == 1) {
+        if (s->mxfp4 || s->ct == 1 || s->ct == 3) {
             float *buf = NULL;
             vc_status st = s->mxfp4 ? load_mxfp4(m, ck, s, want, &buf)
+                   : s->ct == 3 ? vc_ct_unsparse24(m->dir, ck, s->name, want, nd, &buf)
                    : m->cfg.ct_nvfp4 ? vc_ct_unpack_fp4(m->dir, ck, s->name, want, nd, m->cfg.ct_nvfp4 == 2, &buf)
                                     : vc_ct_unpack(m->dir, ck, s->name, want, nd, m->cfg.ct_bits, m->cfg.ct_group, &buf);
             if (!st && s->ct) { /* the checkpoint's shape, for export */

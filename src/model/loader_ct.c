@@ -3,7 +3,7 @@
  * in name_shape, element i of a row at bits i*b of the row's words, little-endian, stored as value + 2^(b-1)), int8
  * (int-quantized) and float8 weights (float-quantized: name itself), each with name_scale per tensor ([1] or []), row ([rows, 1]) or
  * group of columns ([rows, groups]; activation-ordered groups: name_g_idx), and with asymmetric schemes name_zero_point.
- * nvfp4- and mxfp4-pack-quantized: vc_ct_unpack_fp4. Dequantized as compressed-tensors
+ * nvfp4- and mxfp4-pack-quantized: vc_ct_unpack_fp4; 2:4 sparse weights (sparse-24-bitmask): vc_ct_unsparse24. Dequantized as compressed-tensors
  * does it: (value - zero point) times scale, computed in the scale's dtype (a bf16 scale gives bf16 products). */
 #include "model_internal.h"
 #include "verlc/dtype.h"
@@ -233,4 +233,47 @@ vc_status vc_ct_unpack_fp4(const char *dir, vc_checkpoint *ck, const char *name,
     free(sc);
     *out = buf;
     return VC_OK;
+}
+
+vc_status vc_ct_unsparse24(const char *dir, vc_checkpoint *ck, const char *name, const int64_t *want, int nd,
+                           float **out) {
+    char cn[340], bn[340], hn[340];
+    size_t k = strlen(name);
+    int mk = k > 7 ? (int)(k - 7) : (int)k; /* MODULE: name without ".weight" */
+    snprintf(cn, sizeof cn, "%.*s.compressed", mk, name);
+    snprintf(bn, sizeof bn, "%.*s.bitmask", mk, name);
+    snprintf(hn, sizeof hn, "%.*s.shape", mk, name);
+    const vc_st_tensor *c = vc_ckpt_find(ck, cn), *b = vc_ckpt_find(ck, bn), *h = vc_ckpt_find(ck, hn);
+    int64_t R = nd == 2 ? want[0] : 0, C = nd == 2 ? want[1] : 0;
+    int ok = nd == 2 && h && (h->dtype == VC_I32 || h->dtype == VC_I64) && vc_st_tensor_numel(h) == 2 &&
+             int_at(h, 0) == R && int_at(h, 1) == C && b && b->dtype == VC_U8 && b->ndim == 2 && b->shape[0] == R &&
+             b->shape[1] == (C + 7) / 8 && c && (c->dtype == VC_F32 || c->dtype == VC_BF16 || c->dtype == VC_F16) &&
+             vc_st_tensor_numel(c) == R * (C / 2) && C % 4 == 0;
+    if (!ok)
+        return vc_fail(VC_ERR_SHAPE, "%s: '%s', '%s' and '%s' are not a 2:4 sparse [%lld, %lld] weight "
+                       "(compressed-tensors' sparse-24-bitmask; config.json implies the shape)", dir, cn, bn, hn,
+                       (long long)R, (long long)C);
+    float *vals = vc_malloc(sizeof(float) * (size_t)(R * (C / 2))), *buf = vc_calloc((size_t)(R * C), sizeof(float));
+    if (!vals || !buf) {
+        free(vals), free(buf);
+        return VC_ERR_NOMEM;
+    }
+    vc_st_tensor_to_f32(c, vals);
+    const uint8_t *m = b->data;
+    vc_status st = VC_OK;
+    for (int64_t r = 0; r < R && !st; r++) {
+        int64_t j = 0;
+        for (int64_t col = 0; col < C; col++)
+            if (m[r * ((C + 7) / 8) + col / 8] >> (col % 8) & 1) {
+                if (j < C / 2) buf[r * C + col] = vals[r * (C / 2) + j];
+                j++;
+            }
+        if (j != C / 2)
+            st = vc_fail(VC_ERR_FORMAT, "%s: '%s' row %lld keeps %s values, not %lld (2 of every 4)", dir, bn, (long long)r,
+                         j < C / 2 ? "fewer" : "more", (long long)(C / 2));
+    }
+    free(vals);
+    if (st) free(buf);
+    else *out = buf;
+    return st;
 }

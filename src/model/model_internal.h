@@ -56,7 +56,8 @@ typedef struct vc_source {
     int64_t shape[4];
     int mxfp4;   /* stored as name_blocks / name_scales (gpt-oss's MXFP4 experts), dequantized on load */
     int fp8;     /* float8_e4m3 with name_scale_inv per weight block (quantization_config fp8), dequantized */
-    int ct;      /* compressed-tensors: 1 packed ints (name_packed, name_scale, name_shape), 2 float8 with name_scale */
+    int ct;      /* compressed-tensors: 1 packed ints (name_packed, name_scale, name_shape), 2 float8 with name_scale,
+                  * 3 2:4 sparse (MODULE.compressed, .bitmask, .shape) */
 } vc_source;
 
 /* compressed-tensors weights (loader_ct.c): name_packed (bits a value) unpacked to want [nd dims] and scaled into *out;
@@ -67,6 +68,11 @@ typedef struct vc_source {
  * float32) or mx (mxfp4-pack-quantized: name_scale uint8 E8M0 [R, C / 32], e2m1 x 2^(e - 127)), rounded to bf16 as
  * compressed-tensors' decompression gives it; *out [R, C] malloc'd */
 vc_status vc_ct_unpack_fp4(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int mx,
+                           float **out);
+/* compressed-tensors' sparse-24-bitmask weight name (MODULE.weight): MODULE.compressed [R, C / 2] (float32, bf16 or
+ * f16: each row's kept values in order), MODULE.bitmask uint8 [R, ceil(C / 8)] (bit c % 8 of byte c / 8, little-endian:
+ * whether column c is kept), MODULE.shape [R, C]; the others 0; *out [R, C] malloc'd */
+vc_status vc_ct_unsparse24(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd,
                            float **out);
 vc_status vc_ct_unpack(const char *dir, struct vc_checkpoint *ck, const char *name, const int64_t *want, int nd, int bits,
                        int64_t group, float **out);

@@ -32,7 +32,7 @@ static double param_diff(vc_model *a, vc_model *b) {
 
 static void kinds(void) {
     static const char *K[] = { "w4_group", "w8_channel", "fp8_channel", "int8_tensor", "k25_w8_channel", "w4_group_asym",
-                               "int8_channel_asym", "w4_group_actorder", "nvfp4", "mxfp4" };
+                               "int8_channel_asym", "w4_group_actorder", "nvfp4", "mxfp4", "sparse24" };
     for (size_t k = 0; k < sizeof K / sizeof K[0]; k++) {
         char q[256], p[256], out[256], cfg[300];
         snprintf(q, sizeof q, "%s/%s", ROOT, K[k]);
@@ -170,8 +170,48 @@ static void activation_scale(void) {
     remove_tree(dir);
 }
 
+/* the sparse24 fixture with q_proj's first bitmask byte all ones (6 values kept in its first 8 columns' 2 groups of 4):
+ * refused naming the bitmask */
+static void sparse_corrupt(void) {
+    char src[256], dir[256], cmd[600];
+    snprintf(src, sizeof src, "%s/sparse24", ROOT);
+    snprintf(dir, sizeof dir, "/tmp/verlc_ct_sparse_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
+    CHECK(system(cmd) == 0);
+    vc_checkpoint *ck = NULL;
+    vc_st_writer *w = NULL;
+    CHECK_OK(vc_ckpt_open(src, &ck));
+    CHECK_OK(vc_st_writer_new(&w));
+    uint8_t *copy = NULL;
+    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
+        const vc_st_tensor *t = vc_ckpt_at(ck, i);
+        int64_t shape[4] = { 0 };
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        const void *data = t->data;
+        if (!strcmp(t->name, "model.layers.0.self_attn.q_proj.bitmask")) {
+            size_t n = (size_t)vc_st_tensor_numel(t);
+            copy = malloc(n);
+            memcpy(copy, t->data, n);
+            copy[0] = 0xff;
+            data = copy;
+        }
+        CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, data, 1));
+    }
+    CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
+    vc_st_writer_free(w);
+    vc_ckpt_close(ck);
+    free(copy);
+    vc_model *m = NULL;
+    vc_status st = vc_model_load(dir, &m);
+    CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "q_proj.bitmask' row 0 keeps more values"), "%s %s",
+              vc_status_name(st), vc_last_error());
+    vc_model_free(m);
+    remove_tree(dir);
+}
+
 int main(void) {
     kinds();
+    sparse_corrupt();
     activation_scale();
     corrupt(0, "weight_scale");
     corrupt(1, "weight_packed");
@@ -180,7 +220,7 @@ int main(void) {
     corrupt(4, "columns in group 0");
     corrupt(5, "group index per column");
     refused("activation order", "s/\"dynamic\": false,/\"actorder\": \"dynamic\", \"dynamic\": false,/", "actorder");
-    refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"sparse-24-bitmask\"/g", "sparse-24-bitmask");
+    refused("another format", "s/\"format\": \"pack-quantized\"/\"format\": \"marlin-24\"/g", "marlin-24");
     /* nvfp4-pack-quantized over integer groups: refused, as 4-bit floats in groups of 16 are what it holds */
     refused("nvfp4 over ints", "s/\"format\": \"pack-quantized\"/\"format\": \"nvfp4-pack-quantized\"/g", "4-bit floats");
     /* a packed weight of another shape than config.json implies */
