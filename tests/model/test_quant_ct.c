@@ -75,52 +75,66 @@ static void refused(const char *what, const char *sed, const char *needle) {
     remove_tree(dir);
 }
 
-/* the w4 fixture rewritten with one tensor changed (mode 0: the scale of q_proj cut to 3 groups a row, 1: q_proj's
- * packed words as floats, 2: a zero point of the wrong shape beside it, 3: its scale dropped, 4 / 5: a group index that
- * puts every column in one group, or misses a column): refused naming it, no crash */
-static void corrupt(int mode, const char *needle) {
-    char src[256], dir[256], cmd[600];
-    snprintf(src, sizeof src, "%s/w4_group", ROOT);
-    snprintf(dir, sizeof dir, "/tmp/verlc_ct_corrupt_%d", (int)getpid());
+/* a copy of fixture ROOT/name at dir (its config.json as it is): every tensor passed to edit, which writes it (changed
+ * or not) and returns 1, or returns 0 for a plain copy; then edit(NULL) adds any tensors */
+typedef int (*edit_fn)(const vc_st_tensor *t, vc_st_writer *w, void *ctx);
+
+static void rewrite(const char *name, const char *dir, edit_fn edit, void *ctx) {
+    char src[256], cmd[800];
+    snprintf(src, sizeof src, "%s/%s", ROOT, name);
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
     CHECK(system(cmd) == 0);
     vc_checkpoint *ck = NULL;
     vc_st_writer *w = NULL;
     CHECK_OK(vc_ckpt_open(src, &ck));
     CHECK_OK(vc_st_writer_new(&w));
-    static const float zeros[4096];
-    const char *q = "model.layers.0.self_attn.q_proj.weight";
-    char qs[128], qp[128];
-    snprintf(qs, sizeof qs, "%s_scale", q);
-    snprintf(qp, sizeof qp, "%s_packed", q);
     for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
         const vc_st_tensor *t = vc_ckpt_at(ck, i);
-        int64_t shape[4] = { 0 };
-        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-        if (mode == 0 && !strcmp(t->name, qs)) {
-            shape[1] = 3;
-            CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, 2, shape, t->data, 1));
-        } else if (mode == 1 && !strcmp(t->name, qp))
-            CHECK_OK(vc_st_writer_add(w, t->name, VC_F32, t->ndim, shape, t->data, 1));
-        else if (mode == 3 && !strcmp(t->name, qs))
-            continue;
-        else CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1));
+        if (!edit(t, w, ctx)) CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, 1));
     }
-    if (mode == 2) {
-        char zn[128];
-        int64_t zs[2] = { 64, 1 };
-        snprintf(zn, sizeof zn, "%s_zero_point", q);
-        CHECK_OK(vc_st_writer_add(w, zn, VC_F32, 2, zs, zeros, 1));
-    }
-    if (mode == 4 || mode == 5) { /* a group index beside it: every column in group 0, or one column short */
-        char gn[128];
-        int64_t gs[1] = { mode == 4 ? 64 : 63 };
-        snprintf(gn, sizeof gn, "%s_g_idx", q);
-        CHECK_OK(vc_st_writer_add(w, gn, VC_I32, 1, gs, zeros, 1));
-    }
+    if (w) edit(NULL, w, ctx);
     CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
     vc_st_writer_free(w);
     vc_ckpt_close(ck);
+}
+
+static const char *const QP = "model.layers.0.self_attn.q_proj.weight";
+static const float zeros[4096];
+
+/* corrupt's edits of the w4 fixture, by mode */
+static int corrupt_edit(const vc_st_tensor *t, vc_st_writer *w, void *ctx) {
+    int mode = *(const int *)ctx;
+    char qs[128], qp[128], extra[128];
+    snprintf(qs, sizeof qs, "%s_scale", QP);
+    snprintf(qp, sizeof qp, "%s_packed", QP);
+    if (!t) { /* beside q_proj: a zero point of the wrong shape, or a group index (every column in group 0 / one short) */
+        int64_t zs[2] = { 64, 1 }, gs[1] = { mode == 4 ? 64 : 63 };
+        snprintf(extra, sizeof extra, "%s_%s", QP, mode == 2 ? "zero_point" : "g_idx");
+        if (mode == 2) CHECK_OK(vc_st_writer_add(w, extra, VC_F32, 2, zs, zeros, 1));
+        if (mode == 4 || mode == 5) CHECK_OK(vc_st_writer_add(w, extra, VC_I32, 1, gs, zeros, 1));
+        return 1;
+    }
+    int64_t shape[4] = { 0 };
+    for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+    if (mode == 0 && !strcmp(t->name, qs)) {
+        shape[1] = 3;
+        CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, 2, shape, t->data, 1));
+        return 1;
+    }
+    if (mode == 1 && !strcmp(t->name, qp)) {
+        CHECK_OK(vc_st_writer_add(w, t->name, VC_F32, t->ndim, shape, t->data, 1));
+        return 1;
+    }
+    return mode == 3 && !strcmp(t->name, qs); /* dropped */
+}
+
+/* the w4 fixture rewritten with one tensor changed (mode 0: the scale of q_proj cut to 3 groups a row, 1: q_proj's
+ * packed words as floats, 2: a zero point of the wrong shape beside it, 3: its scale dropped, 4 / 5: a group index that
+ * puts every column in one group, or misses a column): refused naming it, no crash */
+static void corrupt(int mode, const char *needle) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "/tmp/verlc_ct_corrupt_%d", (int)getpid());
+    rewrite("w4_group", dir, corrupt_edit, &mode);
     vc_model *m = NULL;
     vc_status st = vc_model_load(dir, &m);
     CHECK_MSG(st != VC_OK && strstr(vc_last_error(), needle) && strstr(vc_last_error(), "q_proj"),
@@ -129,31 +143,21 @@ static void corrupt(int mode, const char *needle) {
     remove_tree(dir);
 }
 
+static int add_input_scale(const vc_st_tensor *t, vc_st_writer *w, void *ctx) {
+    (void)ctx;
+    static const float one[1] = { 1.0f };
+    int64_t s1[1] = { 1 };
+    if (!t) CHECK_OK(vc_st_writer_add(w, "model.layers.0.self_attn.q_proj.input_global_scale", VC_F32, 1, s1, one, 1));
+    return !t;
+}
+
 /* the nvfp4 fixture with a W4A4 scheme's activation scale beside q_proj: loaded with the same weights, the scale listed
  * as ignored (activation quantization is not applied) */
 static void activation_scale(void) {
-    char src[256], dir[256], plain[256], cmd[600];
-    snprintf(src, sizeof src, "%s/nvfp4", ROOT);
+    char dir[256], plain[256];
     snprintf(plain, sizeof plain, "%s/nvfp4_plain", ROOT);
     snprintf(dir, sizeof dir, "/tmp/verlc_ct_act_%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
-    CHECK(system(cmd) == 0);
-    vc_checkpoint *ck = NULL;
-    vc_st_writer *w = NULL;
-    CHECK_OK(vc_ckpt_open(src, &ck));
-    CHECK_OK(vc_st_writer_new(&w));
-    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
-        const vc_st_tensor *t = vc_ckpt_at(ck, i);
-        int64_t shape[4] = { 0 };
-        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-        CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, t->data, 1));
-    }
-    static const float one[1] = { 1.0f };
-    int64_t s1[1] = { 1 };
-    CHECK_OK(vc_st_writer_add(w, "model.layers.0.self_attn.q_proj.input_global_scale", VC_F32, 1, s1, one, 1));
-    CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
-    vc_st_writer_free(w);
-    vc_ckpt_close(ck);
+    rewrite("nvfp4", dir, add_input_scale, NULL);
     vc_model *m = NULL, *mp = NULL;
     CHECK_OK(vc_model_load(dir, &m));
     CHECK_OK(vc_model_load(plain, &mp));
@@ -170,37 +174,25 @@ static void activation_scale(void) {
     remove_tree(dir);
 }
 
+static int full_bitmask(const vc_st_tensor *t, vc_st_writer *w, void *ctx) {
+    (void)ctx;
+    if (!t || strcmp(t->name, "model.layers.0.self_attn.q_proj.bitmask")) return !t;
+    size_t n = (size_t)vc_st_tensor_numel(t);
+    uint8_t *copy = malloc(n);
+    if (!copy) return 0;
+    memcpy(copy, t->data, n);
+    copy[0] = 0xff;
+    CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, copy, 1));
+    free(copy);
+    return 1;
+}
+
 /* the sparse24 fixture with q_proj's first bitmask byte all ones (6 values kept in its first 8 columns' 2 groups of 4):
  * refused naming the bitmask */
 static void sparse_corrupt(void) {
-    char src[256], dir[256], cmd[600];
-    snprintf(src, sizeof src, "%s/sparse24", ROOT);
+    char dir[256];
     snprintf(dir, sizeof dir, "/tmp/verlc_ct_sparse_%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp %s/config.json %s/", dir, dir, src, dir);
-    CHECK(system(cmd) == 0);
-    vc_checkpoint *ck = NULL;
-    vc_st_writer *w = NULL;
-    CHECK_OK(vc_ckpt_open(src, &ck));
-    CHECK_OK(vc_st_writer_new(&w));
-    uint8_t *copy = NULL;
-    for (int i = 0; ck && w && i < vc_ckpt_count(ck); i++) {
-        const vc_st_tensor *t = vc_ckpt_at(ck, i);
-        int64_t shape[4] = { 0 };
-        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
-        const void *data = t->data;
-        if (!strcmp(t->name, "model.layers.0.self_attn.q_proj.bitmask")) {
-            size_t n = (size_t)vc_st_tensor_numel(t);
-            copy = malloc(n);
-            memcpy(copy, t->data, n);
-            copy[0] = 0xff;
-            data = copy;
-        }
-        CHECK_OK(vc_st_writer_add(w, t->name, t->dtype, t->ndim, shape, data, 1));
-    }
-    CHECK_OK(vc_st_writer_write_dir(w, dir, 0));
-    vc_st_writer_free(w);
-    vc_ckpt_close(ck);
-    free(copy);
+    rewrite("sparse24", dir, full_bitmask, NULL);
     vc_model *m = NULL;
     vc_status st = vc_model_load(dir, &m);
     CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "q_proj.bitmask' row 0 keeps more values"), "%s %s",
