@@ -22,6 +22,12 @@ void vc_adamw_config_default(vc_adamw_config *c);
  * the default) give *bf16 = 0, "bf16" / "bfloat16" / torch.bfloat16 give 1; others (fp16, fp8) VC_ERR_UNSUPPORTED
  * naming `key`. */
 vc_status vc_adamw_moment_dtype(const char *key, const char *value, int *bf16);
+/* Megatron's precision-aware optimizer as verl configures it: the bf16 flags of optim (prefix: the keys' group, for
+ * the messages) exp_avg_dtype, exp_avg_sq_dtype and main_grads_dtype (bf[0..2]) apply with use_precision_aware_optimizer
+ * in a bf16 run only, and Megatron's CPU optimizer keeps fp32 moments (notices); main_grads bf16 is refused. Sets
+ * a->m_bf16 / v_bf16. */
+vc_status vc_adamw_megatron_moments(const char *prefix, const int bf[3], int precision_aware, int bf16_run,
+                                    int cpu_offload, vc_adamw_config *a);
 
 /* One parameter tensor: f32 weights updated in place, its gradient, and whether weight decay
  * applies (the caller turns it off for norms and biases). w and g are BACKEND memory (the active

@@ -95,28 +95,10 @@ static vc_status precision_aware_moments(const vc_config *cfg, const char *prefi
     if (!st) st = vc_config_get_bool_or(cfg, k, 0, &on);
     snprintf(k, sizeof k, "%s.megatron.dtype", prefix);
     if (!st) st = vc_config_get_str_or(cfg, k, "float32", &v);
-    if (st) return st;
-    if (!on || !(!strcmp(v, "bfloat16") || !strcmp(v, "bf16"))) {
-        if (bf[0] || bf[1] || bf[2])
-            vc_info("%s.optim: the bf16 optimizer dtypes apply with use_precision_aware_optimizer=true in bf16 runs only, "
-                    "as verl passes them to Megatron: fp32 here", prefix);
-        return VC_OK;
-    }
-    if (bf[2])
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s.optim.main_grads_dtype=bf16 is not supported: verlc accumulates "
-                       "gradients in fp32", prefix);
     snprintf(k, sizeof k, "%s.optim.override_optimizer_config.optimizer_cpu_offload", prefix);
-    if (vc_config_kind(cfg, k) != VC_CFG_ABSENT && (st = vc_config_get_bool_or(cfg, k, 0, &offload))) return st;
-    if ((bf[0] || bf[1]) && offload) {
-        vc_info("%s.optim: Megatron's CPU optimizer keeps AdamW's moments in fp32 (exp_avg_dtype and exp_avg_sq_dtype "
-                "are not applied)", prefix);
-        return VC_OK;
-    }
-    a->m_bf16 = bf[0], a->v_bf16 = bf[1];
-    if (bf[0] || bf[1])
-        vc_info("%s.optim: AdamW's first moment stored in %s, its second in %s (Megatron's precision-aware optimizer)",
-                prefix, bf[0] ? "bf16" : "fp32", bf[1] ? "bf16" : "fp32");
-    return VC_OK;
+    if (!st && vc_config_kind(cfg, k) != VC_CFG_ABSENT) st = vc_config_get_bool_or(cfg, k, 0, &offload);
+    snprintf(k, sizeof k, "%s.optim", prefix);
+    return st ? st : vc_adamw_megatron_moments(k, bf, on, !strcmp(v, "bfloat16") || !strcmp(v, "bf16"), offload, a);
 }
 
 static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,

@@ -27,6 +27,29 @@ vc_status vc_adamw_moment_dtype(const char *key, const char *value, int *bf16) {
     return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: verlc keeps AdamW's moments in fp32 or bf16", key, value);
 }
 
+vc_status vc_adamw_megatron_moments(const char *prefix, const int bf[3], int precision_aware, int bf16_run,
+                                    int cpu_offload, vc_adamw_config *a) {
+    a->m_bf16 = a->v_bf16 = 0;
+    if (!bf[0] && !bf[1] && !bf[2]) return VC_OK;
+    if (!precision_aware || !bf16_run) {
+        vc_info("%s: the bf16 optimizer dtypes apply with use_precision_aware_optimizer=true in bf16 runs only, as verl "
+                "passes them to Megatron: fp32 here", prefix);
+        return VC_OK;
+    }
+    if (bf[2])
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s.main_grads_dtype=bf16 is not supported: verlc accumulates gradients in "
+                       "fp32", prefix);
+    if (cpu_offload) {
+        vc_info("%s: Megatron's CPU optimizer keeps AdamW's moments in fp32 (exp_avg_dtype and exp_avg_sq_dtype are not "
+                "applied)", prefix);
+        return VC_OK;
+    }
+    a->m_bf16 = bf[0], a->v_bf16 = bf[1];
+    vc_info("%s: AdamW's first moment stored in %s, its second in %s (Megatron's precision-aware optimizer)", prefix,
+            bf[0] ? "bf16" : "fp32", bf[1] ? "bf16" : "fp32");
+    return VC_OK;
+}
+
 vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params) {
     memset(opt, 0, sizeof *opt);
     if (!(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1))

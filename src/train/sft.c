@@ -202,27 +202,16 @@ static vc_status adam_moments(const sft_run *r, vc_adamw_config *a) {
     if (!st) st = vc_adamw_moment_dtype("optim.exp_avg_sq_dtype", c->exp_avg_sq_dtype, &v);
     if (!st) st = vc_adamw_moment_dtype("optim.main_grads_dtype", c->main_grads_dtype, &g);
     if (st) return st;
-    const int bf16_run = !strcmp(c->param_dtype, "bf16") || !strcmp(c->param_dtype, "bfloat16");
     if (c->megatron_optim) {
-        if ((m || v || g) && (!c->precision_aware || !bf16_run)) { /* verl passes them in that case only */
-            R0_INFO(r, "optim: the bf16 optimizer dtypes apply with optim.use_precision_aware_optimizer=true in bf16 "
-                    "runs only, as verl passes them to Megatron: fp32 here");
-            m = v = g = 0;
-        }
-        if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is not supported: verlc accumulates "
-                              "gradients in fp32");
-        if ((m || v) && c->optimizer_cpu_offload) {
-            R0_INFO(r, "optim: Megatron's CPU optimizer keeps AdamW's moments in fp32 (optim.exp_avg_dtype and "
-                    "exp_avg_sq_dtype are not applied)");
-            m = v = 0;
-        }
-    } else {
-        if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is optim=megatron's, and not supported");
-        if ((m || v) && !c->fused_adam)
-            return vc_fail(VC_ERR_ARG, "optim.%s=bf16: torch.optim.AdamW keeps fp32 moments (TransformerEngine's "
-                           "FusedAdam, optim.optimizer=FusedAdam, stores them in bf16)",
-                           m ? "exp_avg_dtype" : "exp_avg_sq_dtype");
+        const int bf[3] = { m, v, g };
+        return vc_adamw_megatron_moments("optim", bf, c->precision_aware,
+                                         !strcmp(c->param_dtype, "bf16") || !strcmp(c->param_dtype, "bfloat16"),
+                                         c->optimizer_cpu_offload, a);
     }
+    if (g) return vc_fail(VC_ERR_UNSUPPORTED, "optim.main_grads_dtype=bf16 is optim=megatron's, and not supported");
+    if ((m || v) && !c->fused_adam)
+        return vc_fail(VC_ERR_ARG, "optim.%s=bf16: torch.optim.AdamW keeps fp32 moments (TransformerEngine's "
+                       "FusedAdam, optim.optimizer=FusedAdam, stores them in bf16)", m ? "exp_avg_dtype" : "exp_avg_sq_dtype");
     a->m_bf16 = m, a->v_bf16 = v;
     if (m || v)
         R0_INFO(r, "optim: AdamW's first moment stored in %s, its second in %s", m ? "bf16" : "fp32", v ? "bf16" : "fp32");
