@@ -259,6 +259,11 @@ vc_status vc_model_save_hf_merged(vc_model *m, const char *dir, vc_dtype dtype);
  * trained (DeepSeek-V3's e_score_correction_bias) have no grad (t->grad stays NULL). */
 int vc_model_n_params(const vc_model *m);
 vc_tensor *vc_model_param(vc_model *m, int i, const char **name, int *decay);
+/* Muon's view of parameter i (verl's megatron optim.optimizer=muon, as Megatron-core splits the parameters): 1 when
+ * Muon updates it, as *mats row-major [*rows, *cols] matrices, with *fuse > 0 shared by the parameters of one fused
+ * Megatron module (linear_fc1's gate and up, the Gated DeltaNet's in_proj, linear_qkv unless split_qkv); 0 for
+ * AdamW's (embeddings, output layer, norms, biases, convolutions, 1-D tensors) */
+int vc_model_param_matrix(vc_model *m, int i, int split_qkv, int64_t *mats, int64_t *rows, int64_t *cols, int *fuse);
 /* Host copies of parameter i's weights (grad 0) or gradient (grad 1), t->n floats; and an upload of
  * new weights from the host. Parameter data and grad pointers are backend memory: never dereference
  * them on the host. */

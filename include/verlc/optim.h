@@ -6,6 +6,50 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Muon (verl's megatron optim.optimizer=muon: Megatron-core's TensorParallelMuon over emerging_optimizers'
+ * OrthogonalizedOptimizer) on the matrices (vc_optim_param.mats > 0); AdamW on the rest. Per matrix group G [R, C]
+ * (a parameter's k-th matrix, row blocks of the params sharing a fuse id stacked): w *= 1 - lr wd;
+ * m = lerp(m, g, 1 - momentum); u = nesterov ? lerp(g, m, momentum) : m; w -= lr * extra_scale * scale(R, C) *
+ * NS(u), NS the Newton-Schulz orthogonalisation of u / max(|u|_F, 1e-7) over the smaller side, ns_steps steps of
+ * X = a X + (b A + c A A) X, A = X X^T, with the coefficient set's (a, b, c) */
+enum vc_muon_scale { VC_MUON_SPECTRAL, VC_MUON_SHAPE_SCALING, VC_MUON_UNIT_RMS_NORM };
+typedef struct vc_muon_config {
+    int on;
+    double momentum;    /* muon_momentum: 0.95 */
+    int nesterov;       /* muon_nesterov: 0 */
+    int split_qkv;      /* muon_split_qkv: 1 (q, k and v orthogonalised apart; the caller's grouping) */
+    int scale_mode;     /* muon_scale_mode: enum vc_muon_scale */
+    int coeff;          /* muon_coefficient_type: an index of vc_muon_coeff_parse's names (quintic) */
+    int ns_steps;       /* muon_num_ns_steps: 5 */
+    int bf16;           /* muon_fp32_matmul_prec=medium: the iteration in bf16 (X rounded, each product's result
+                         * rounded), as emerging_optimizers runs it; high / highest: f32 */
+    double extra_scale; /* muon_extra_scale_factor: 1.0 */
+} vc_muon_config;
+void vc_muon_config_default(vc_muon_config *c);
+/* the names verl passes: muon_coefficient_type (simple, quintic, polar_express, cans, aol, deepseekv4),
+ * muon_scale_mode (spectral, shape_scaling, unit_rms_norm), muon_fp32_matmul_prec (medium, high, highest);
+ * others VC_ERR_UNSUPPORTED naming key */
+vc_status vc_muon_coeff_parse(const char *key, const char *value, int *coeff);
+vc_status vc_muon_scale_parse(const char *key, const char *value, int *mode);
+vc_status vc_muon_prec_parse(const char *key, const char *value, int *bf16);
+/* verl's megatron optim keys for Muon (optim/megatron.yaml) as read: vc_muon_configure checks them as verl and
+ * Megatron-core do (muon_match_adamw_update_rms derives the extra scale sqrt((1 - beta1) / (1 + beta1)) from
+ * optim.betas[0] and refuses an explicit muon_extra_scale_factor beside it; muon_scalar_optimizer adam only; the
+ * tensor-parallel modes are one and the same without tensor parallelism) and fills c (c->on set) */
+typedef struct vc_muon_keys {
+    const char *prefix; /* the keys' group, for messages ("actor_rollout_ref.actor.optim", "optim") */
+    double momentum, extra_scale, beta1;
+    int64_t ns_steps;
+    int nesterov, split_qkv, match_adamw_rms, layer_wise;
+    const char *scale_mode, *coefficient_type, *tp_mode, *fp32_matmul_prec, *scalar_optimizer;
+} vc_muon_keys;
+void vc_muon_keys_default(vc_muon_keys *k);
+vc_status vc_muon_configure(const vc_muon_keys *k, vc_muon_config *c);
+/* NS(x) of one row-major [R, C] matrix in place (x: memory of the active backend), without the scales */
+vc_status vc_muon_orthogonalize(const vc_muon_config *c, float *x, int64_t R, int64_t C);
+/* get_muon_scale_factor(R, C, mode) */
+double vc_muon_scale_factor(int mode, int64_t R, int64_t C);
+
 typedef struct vc_adamw_config {
     double lr;           /* base learning rate (a schedule passes the current one to each step) */
     double beta1, beta2; /* 0.9, 0.999 */
@@ -15,6 +59,7 @@ typedef struct vc_adamw_config {
      * optimizer, Automodel's FusedAdam): the first / second moment stored rounded to bf16 (nearest even) after each
      * step; the step's own update uses them before rounding. 0: float32, as torch. */
     int m_bf16, v_bf16;
+    vc_muon_config muon; /* muon.on: Muon on the params with mats > 0 */
 } vc_adamw_config;
 
 void vc_adamw_config_default(vc_adamw_config *c);
@@ -37,6 +82,11 @@ typedef struct vc_optim_param {
     const float *g;
     size_t n;
     int decay;
+    /* Muon (cfg.muon.on): mats > 0 makes this tensor `mats` row-major [rows, cols] matrices (n = mats rows cols)
+     * that Muon updates; params with the same fuse id (> 0) are one module's fused weight: their k-th matrices
+     * stacked by rows (in param order) are orthogonalised as one (Megatron's linear_fc1 = [gate; up]) */
+    int64_t mats, rows, cols;
+    int fuse;
 } vc_optim_param;
 
 typedef struct vc_adamw {
@@ -46,6 +96,7 @@ typedef struct vc_adamw {
     float **m, **v;         /* first and second moments, owned: BACKEND memory (host array of pointers);
                                read them with the backend's d2h, never on the host */
     int64_t step;           /* steps taken (torch's state["step"]) */
+    struct vc_muon_plan *muon; /* cfg.muon.on: its matrix groups (m holds their momentum; v is NULL for them) */
     const struct vc_backend *be; /* the backend active at init: owns m and v and runs the steps */
 } vc_adamw;
 
@@ -56,6 +107,8 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
  * w += (-lr/(1-b1^t)) * m / (sqrt(v)/sqrt(1-b2^t) + eps). */
 vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
+/* "AdamW", or "Muon+AdamW" when Muon updates the matrices (memory plans name the optimiser state so) */
+const char *vc_adamw_name(const vc_adamw *opt);
 
 /* Optimiser state (step and moments, not the weights) as bytes in HOST memory (copied from / to the
  * backend's moments), for checkpoints. The layout is

@@ -402,6 +402,10 @@ typedef struct vc_sft_config {
      * vc_adamw_config); optim=megatron: those dtypes with optim.use_precision_aware_optimizer in bf16 runs only, as verl
      * passes them to Megatron (its CPU offload keeps fp32 moments) */
     int fused_adam, te_optim_impl, precision_aware, optimizer_cpu_offload;
+    /* optim=megatron with optim.optimizer=muon (later verl): Megatron-core's Muon on the matrices with the muon_* keys
+     * (vc_muon_configure), Megatron's adam on the rest */
+    int muon;
+    vc_muon_keys muon_keys;
     const char *exp_avg_dtype, *exp_avg_sq_dtype, *main_grads_dtype; /* NULL: fp32 */
     int64_t lr_decay_steps, lr_wsd_decay_steps;   /* -1: the total steps / none */
     const char *lr_decay_style, *lr_wsd_decay_style; /* "constant", "exponential" */

@@ -228,11 +228,12 @@ static vc_status memory_plan(vc_rl_trainer *t) {
     char copies[64] = ""; /* bf16 copies of the weight matrices, where a GPU step makes them */
     if (pa.copies) snprintf(copies, sizeof copies, " + bf16 weight copies %.3f", GIB(pa.copies));
     if (t->rank == 0)
-        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + AdamW %.3f%s + activations %.3f: a %lld-token "
+        vc_info("memory plan: actor %.3f GiB (weights %.3f + grads %.3f + %s %.3f%s + activations %.3f: a %lld-token "
                 "micro-batch's %.3f, the forward passes' %.3f%s) + critic %.3f GiB + reference%s%s "
                 "%.3f GiB = %.3f GiB, the steps' part in %.3f GiB %s after the rest is allocated; the rollout's KV pool "
                 "(%.0f%% of the memory free when it generates) is released before the updates",
-                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), GIB(pa.optim), copies, GIB(t->planned_act),
+                GIB(pa.total), GIB(pa.weights), GIB(pa.grads), vc_adamw_name(&t->atr.opt), GIB(pa.optim), copies,
+                GIB(t->planned_act),
                 (long long)most, GIB(pa.activations), GIB(passes), crit_act, GIB(critic),
                 t->n_teacher ? ", distillation teachers" : "", t->rm ? ", reward model" : "",
                 GIB(ref), GIB(total), GIB(pa.available), pa.on_gpu ? "free on the GPU" : "available", t->kv_fraction * 100);

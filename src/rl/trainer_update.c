@@ -101,6 +101,37 @@ static vc_status precision_aware_moments(const vc_config *cfg, const char *prefi
     return st ? st : vc_adamw_megatron_moments(k, bf, on, !strcmp(v, "bfloat16") || !strcmp(v, "bf16"), offload, a);
 }
 
+/* later verl's optimizer=muon (optim/megatron.yaml's muon_* keys, as verl hands them to Megatron-core) */
+static vc_status muon_optimizer(const vc_config *cfg, const char *prefix, vc_muon_config *m) {
+    char k[200], g[200];
+    vc_muon_keys mk;
+    vc_muon_keys_default(&mk);
+    snprintf(g, sizeof g, "%s.optim", prefix);
+    mk.prefix = g;
+    vc_status st = VC_OK;
+#define KD(key, dst) do { snprintf(k, sizeof k, "%s.%s", g, key); if (!st) st = vc_config_get_double_or(cfg, k, dst, &dst); } while (0)
+#define KB(key, dst) do { snprintf(k, sizeof k, "%s.%s", g, key); if (!st) st = vc_config_get_bool_or(cfg, k, dst, &dst); } while (0)
+#define KS(key, dst) do { snprintf(k, sizeof k, "%s.%s", g, key); if (!st) st = vc_config_get_str_or(cfg, k, dst, &dst); } while (0)
+    KD("muon_momentum", mk.momentum);
+    KD("muon_extra_scale_factor", mk.extra_scale);
+    KD("betas.0", mk.beta1);
+    KB("muon_nesterov", mk.nesterov);
+    KB("muon_split_qkv", mk.split_qkv);
+    KB("muon_match_adamw_update_rms", mk.match_adamw_rms);
+    KB("use_layer_wise_distributed_optimizer", mk.layer_wise);
+    KS("muon_scale_mode", mk.scale_mode);
+    KS("muon_coefficient_type", mk.coefficient_type);
+    KS("muon_tp_mode", mk.tp_mode);
+    KS("muon_fp32_matmul_prec", mk.fp32_matmul_prec);
+    KS("muon_scalar_optimizer", mk.scalar_optimizer);
+    snprintf(k, sizeof k, "%s.muon_num_ns_steps", g);
+    if (!st) st = vc_config_get_int_or(cfg, k, mk.ns_steps, &mk.ns_steps);
+#undef KD
+#undef KB
+#undef KS
+    return st ? st : vc_muon_configure(&mk, m);
+}
+
 static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
                                     double *clip) {
     char k[200];
@@ -111,9 +142,10 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc
 #define GETD(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_double_or(cfg, k, def, dst); } while (0)
 #define GETS(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_str_or(cfg, k, def, dst); } while (0)
     GETS("optimizer", &name, "adam");
-    if (!st && strcmp(name, "adam"))
+    if (!st && strcmp(name, "adam") && strcmp(name, "muon"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s.optim.optimizer=%s: verlc trains with Megatron's adam (decoupled weight "
-                       "decay, as AdamW)", prefix, name);
+                       "decay, as AdamW) or Megatron-core's muon", prefix, name);
+    if (!st && !strcmp(name, "muon")) st = muon_optimizer(cfg, prefix, &a->muon);
     GETD("lr", &mc.lr, 1e-6);
     GETD("lr_warmup_init", &mc.lr_warmup_init, 0);
     GETD("min_lr", &mc.min_lr, 0);

@@ -165,7 +165,7 @@ static vc_status scatter(const vc_trainer *t, size_t first, size_t a, size_t k, 
         size_t n = t->opt.params[i].n, lo = a > off ? a : off, hi = a + k < off + n ? a + k : off + n;
         if (hi <= lo) continue;
         vc_be()->h2d(t->opt.m[i] + (lo - off), m + (lo - a), (hi - lo) * sizeof(float));
-        vc_be()->h2d(t->opt.v[i] + (lo - off), v + (lo - a), (hi - lo) * sizeof(float));
+        if (t->opt.v[i]) vc_be()->h2d(t->opt.v[i] + (lo - off), v + (lo - a), (hi - lo) * sizeof(float)); /* Muon: none */
     }
     return vc_be()->sync(); /* the staging buffers are reused */
 }

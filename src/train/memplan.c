@@ -141,8 +141,8 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     for (int i = 0, n = vc_model_lora_params(t->model, &lora); i < n; i++) plan->weights += (size_t)lora[i]->n * 4;
     plan->grads = trained * 4; /* ZeRO-2: its shard + working area, set after the trial step below */
     size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
-    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
-    plan->optim = moments * 8;
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n * (t->opt.v[i] ? 2 : 1); /* Muon: 1 */
+    plan->optim = moments * 4;
     plan->on_gpu = vc_device_is_gpu();
     plan->copies = vc_model_weight_copies_bytes(t->model);
     vc_status s = vc_plan_available(plan->on_gpu, &plan->available);
@@ -207,9 +207,10 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
         fprintf(log, "rank %d/%d (%s): ", t->rank, t->world, vc_dp_sharding_name(t->dp));
     if (log)
         fprintf(log,
-                "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + AdamW %.3f GiB + %sactivations %.3f GiB "
+                "memory plan (device %s): weights %.3f GiB + grads %.3f GiB + %s %.3f GiB + %sactivations %.3f GiB "
                 "(micro-batch of %lld tokens) = %.3f GiB of %s memory; %s %.3f GiB; host staging %.3f MiB\n",
-                vc_device_name(), gib(plan->weights), gib(plan->grads), gib(plan->optim), copies_text(plan), gib(plan->activations),
+                vc_device_name(), gib(plan->weights), gib(plan->grads), vc_adamw_name(&t->opt), gib(plan->optim),
+                copies_text(plan), gib(plan->activations),
                 (long long)max_micro_tokens, gib(plan->total), plan->on_gpu ? "device" : "backend",
                 max_bytes ? "limit" : plan->on_gpu ? "free on the GPU" : "available", gib(max_bytes ? max_bytes : plan->available),
                 plan->host / 1048576.0);

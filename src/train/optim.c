@@ -2,6 +2,7 @@
  * the update, the norm and the scaling run as backend entries (src/tensor/backend.h). */
 #include "verlc/optim.h"
 #include "tensor/backend.h"
+#include "muon.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +69,19 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
     for (size_t i = 0; i < n_params; i++) {
         size_t bytes = params[i].n * sizeof(float);
         opt->params[i] = params[i];
+        int muon = vc_muon_param(opt, i); /* Muon keeps one buffer, its momentum */
         opt->m[i] = B->alloc(bytes);
-        opt->v[i] = B->alloc(bytes);
-        if (!opt->m[i] || !opt->v[i]) goto nomem;
+        opt->v[i] = muon ? NULL : B->alloc(bytes);
+        if (!opt->m[i] || (!muon && !opt->v[i])) goto nomem;
         B->zero(opt->m[i], bytes);
-        B->zero(opt->v[i], bytes);
+        if (!muon) B->zero(opt->v[i], bytes);
+    }
+    if (cfg->muon.on) {
+        vc_status st = vc_muon_plan_init(opt);
+        if (st) {
+            vc_adamw_free(opt);
+            return st == VC_ERR_NOMEM ? vc_fail(st, "muon: cannot allocate its plan and workspace") : st;
+        }
     }
     return VC_OK;
 nomem:
@@ -80,8 +89,11 @@ nomem:
     return vc_fail(VC_ERR_NOMEM, "adamw: cannot allocate moments for %zu tensors", n_params);
 }
 
+const char *vc_adamw_name(const vc_adamw *opt) { return opt->muon ? "Muon+AdamW" : "AdamW"; }
+
 void vc_adamw_free(vc_adamw *opt) {
     const vc_backend *B = opt->be ? opt->be : vc_be();
+    vc_muon_plan_free(opt);
     for (size_t i = 0; i < opt->n_params; i++) {
         if (opt->m) B->free(opt->m[i]);
         if (opt->v) B->free(opt->v[i]);
@@ -99,7 +111,8 @@ vc_status vc_adamw_step(vc_adamw *opt, double lr) {
         if (opt->params[i].n && (!opt->params[i].w || !opt->params[i].g))
             return vc_fail(VC_ERR_ARG, "adamw: parameter %zu has no weight or gradient buffer", i);
     const vc_backend *B = opt->be;
-    vc_status st = B->adamw(opt->params, opt->m, opt->v, opt->n_params, &opt->cfg, opt->step + 1, lr);
+    vc_status st = opt->muon ? vc_muon_step(opt, opt->step + 1, lr)
+                             : B->adamw(opt->params, opt->m, opt->v, opt->n_params, &opt->cfg, opt->step + 1, lr);
     if (st) return st;
     opt->step++;
     return VC_OK;
@@ -126,7 +139,7 @@ vc_status vc_adamw_put_floats(const vc_adamw *opt, const float *src, size_t n, f
 }
 
 vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *ctx) {
-    float *stage = vc_malloc(VC_ADAMW_STAGE_FLOATS * sizeof(float));
+    float *stage = vc_malloc(VC_ADAMW_STAGE_FLOATS * sizeof(float)), *zeros = NULL;
     if (!stage) return VC_ERR_NOMEM;
     uint64_t np = opt->n_params;
     int64_t step = opt->step;
@@ -137,8 +150,14 @@ vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *
         uint64_t n = opt->params[i].n;
         st = put(ctx, &n, 8);
         if (!st) st = vc_adamw_put_floats(opt, opt->m[i], n, stage, put, ctx);
-        if (!st) st = vc_adamw_put_floats(opt, opt->v[i], n, stage, put, ctx);
+        if (!st && opt->v[i]) st = vc_adamw_put_floats(opt, opt->v[i], n, stage, put, ctx);
+        for (size_t at = 0; !st && !opt->v[i] && at < n; at += VC_ADAMW_STAGE_FLOATS) { /* Muon's: no second moment */
+            if (!zeros && !(zeros = vc_calloc(VC_ADAMW_STAGE_FLOATS, sizeof(float)))) st = VC_ERR_NOMEM;
+            size_t k = n - at < VC_ADAMW_STAGE_FLOATS ? n - at : VC_ADAMW_STAGE_FLOATS;
+            if (!st) st = put(ctx, zeros, k * sizeof(float));
+        }
     }
+    free(zeros);
     free(stage);
     return st;
 }
@@ -199,7 +218,7 @@ vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len) {
     for (size_t i = 0; i < opt->n_params; i++) {
         size_t bytes = opt->params[i].n * sizeof(float);
         opt->be->h2d(opt->m[i], p + at + 8, bytes);
-        opt->be->h2d(opt->v[i], p + at + 8 + bytes, bytes);
+        if (opt->v[i]) opt->be->h2d(opt->v[i], p + at + 8 + bytes, bytes);
         at += 8 + 2 * bytes;
     }
     vc_status st = opt->be->sync();

@@ -218,6 +218,19 @@ static vc_status adam_moments(const sft_run *r, vc_adamw_config *a) {
     return VC_OK;
 }
 
+/* optim.optimizer=muon: optim=megatron's (later verl's Megatron optimizer group), with its muon_* keys */
+static vc_status muon_config(const sft_run *r, vc_muon_config *m) {
+    const vc_sft_config *c = r->c;
+    if (!c->megatron_optim)
+        return vc_fail(VC_ERR_ARG, "optim.optimizer=muon is Megatron-core's (optim=megatron engine=megatron), not the "
+                       "fsdp optimizer group's");
+    vc_muon_keys k = c->muon_keys;
+    k.prefix = "optim";
+    k.beta1 = c->beta1;
+    if (r->rank != 0) k.layer_wise = 0; /* the notices once */
+    return vc_muon_configure(&k, m);
+}
+
 /* image-text models: the training row with the most image patches, its images with zero pixels, for the memory
  * plan's trial row (the tower's activations grow with the patches); im->n 0: none. grid and pixels malloc'd. */
 static vc_status largest_images(const sft_run *r, vc_images *im) {
@@ -265,6 +278,7 @@ static vc_status make_trainer(sft_run *r) {
                    : c->automodel_optim ? automodel_schedule(r, &tc)
                                         : vc_lr_schedule_init(&tc.sched, &lc);
     if (!st) st = adam_moments(r, &tc.adamw);
+    if (!st && r->c->muon) st = muon_config(r, &tc.adamw.muon);
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;
     tc.grad_clip = c->grad_clip;

@@ -19,6 +19,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->enable_thinking_key = "enable_thinking";
     c->image_key = "images";
     c->video_key = "videos";
+    vc_muon_keys_default(&c->muon_keys);
     c->multiturn = -1;
     c->truncation = "error";
     c->max_length = 1024;
@@ -153,6 +154,28 @@ static const key_def KEYS[] = {
       "optim=megatron: Megatron's precision-aware optimizer (optim.exp_avg_dtype / exp_avg_sq_dtype in bf16 runs)" },
     { "optim.override_optimizer_config.optimizer_cpu_offload", "optimizer_cpu_offload", K_BOOL,
       F(optimizer_cpu_offload), "optim=megatron: Megatron's CPU optimizer (its moments stay fp32)" },
+    { "optim.muon_momentum", "muon_momentum", K_F64, F(muon_keys.momentum), "optim.optimizer=muon: the momentum" },
+    { "optim.muon_nesterov", "muon_nesterov", K_BOOL, F(muon_keys.nesterov), "optim.optimizer=muon: Nesterov momentum" },
+    { "optim.muon_split_qkv", "muon_split_qkv", K_BOOL, F(muon_keys.split_qkv),
+      "optim.optimizer=muon: q, k and v orthogonalised apart" },
+    { "optim.muon_scale_mode", "muon_scale_mode", K_STR, F(muon_keys.scale_mode),
+      "optim.optimizer=muon: spectral | shape_scaling | unit_rms_norm" },
+    { "optim.muon_coefficient_type", "muon_coefficient_type", K_STR, F(muon_keys.coefficient_type),
+      "optim.optimizer=muon: simple | quintic | polar_express | cans | aol | deepseekv4" },
+    { "optim.muon_num_ns_steps", "muon_num_ns_steps", K_I64, F(muon_keys.ns_steps),
+      "optim.optimizer=muon: Newton-Schulz steps" },
+    { "optim.muon_tp_mode", "muon_tp_mode", K_STR, F(muon_keys.tp_mode),
+      "optim.optimizer=muon: blockwise | duplicated | distributed (the same without tensor parallelism)" },
+    { "optim.muon_fp32_matmul_prec", "muon_fp32_matmul_prec", K_STR, F(muon_keys.fp32_matmul_prec),
+      "optim.optimizer=muon: medium (the iteration in bf16) | high | highest (f32)" },
+    { "optim.muon_extra_scale_factor", "muon_extra_scale_factor", K_F64, F(muon_keys.extra_scale),
+      "optim.optimizer=muon: the update's extra scale" },
+    { "optim.muon_scalar_optimizer", "muon_scalar_optimizer", K_STR, F(muon_keys.scalar_optimizer),
+      "optim.optimizer=muon: adam (on the tensors Muon does not take)" },
+    { "optim.muon_match_adamw_update_rms", "muon_match_adamw_update_rms", K_BOOL, F(muon_keys.match_adamw_rms),
+      "optim.optimizer=muon: extra scale sqrt((1 - beta1) / (1 + beta1))" },
+    { "optim.use_layer_wise_distributed_optimizer", "use_layer_wise_distributed_optimizer", K_BOOL,
+      F(muon_keys.layer_wise), "optim.optimizer=muon: noted (each rank keeps its matrices whole)" },
     { "optim.lr_warmup_init", "lr_warmup_init", K_F64, F(lr_warmup_init), "optim=megatron: the lr warmup starts at" },
     { "optim.min_lr", "min_lr", K_F64, F(min_lr), "optim=megatron: the lr decays to" },
     { "optim.lr_decay_style", "lr_decay_style", K_STR, F(lr_decay_style),
@@ -524,8 +547,10 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
     if (!strcmp(key, "optim.optimizer")) { /* torch's AdamW, or TransformerEngine's FusedAdam (the same update) */
         if (!strcmp(value, "AdamW") || !strcmp(value, "adamw")) return c->fused_adam = 0, VC_OK;
         if (!strcmp(value, "FusedAdam")) return c->fused_adam = 1, VC_OK;
+        if (!strcmp(value, "adam")) return c->fused_adam = c->muon = 0, VC_OK; /* optim=megatron's: AdamW's update */
+        if (!strcmp(value, "muon")) return c->fused_adam = 0, c->muon = 1, VC_OK;
         return vc_fail(VC_ERR_UNSUPPORTED, "optim.optimizer=%s is not built in: verlc trains with AdamW (torch.optim's, "
-                       "or TransformerEngine's FusedAdam)", value);
+                       "or TransformerEngine's FusedAdam) and, with optim=megatron, Megatron's adam or muon", value);
     }
     if (!strcmp(key, "optim.optimizer_impl")) {
         if (!strcmp(value, "torch.optim")) return c->te_optim_impl = 0, VC_OK;

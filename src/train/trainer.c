@@ -180,6 +180,14 @@ static vc_status enable_grads(vc_model *m, const vc_trainer_config *cfg, float *
     return vc_model_enable_grad_at(m, *hold);
 }
 
+/* whether an extra parameter is one of the model's LoRA adapters (the critic's value head is not) */
+static int is_lora(vc_model *m, const vc_tensor *p) {
+    vc_tensor *const *ad = NULL;
+    for (int i = 0, n = vc_model_lora_params(m, &ad); i < n; i++)
+        if (ad[i] == p) return 1;
+    return 0;
+}
+
 vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *cfg) {
     memset(t, 0, sizeof *t);
     t->model = m;
@@ -205,6 +213,10 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
         vc_tensor *p = vc_model_param(m, i, NULL, &decay);
         if (!p->grad) continue; /* a buffer */
         op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, cfg->decay_matrices_only ? decay : 1 };
+        vc_optim_param *q = &op[t->n_params];
+        if (cfg->adamw.muon.on && !vc_model_param_matrix(m, i, cfg->adamw.muon.split_qkv, &q->mats, &q->rows, &q->cols,
+                                                         &q->fuse))
+            q->mats = 0;
         tens[t->n_params] = p;
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;
@@ -217,6 +229,12 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
             goto out;
         }
         op[t->n_params] = (vc_optim_param){ p->data, p->grad, (size_t)p->n, 1 };
+        if (cfg->adamw.muon.on && is_lora(m, p) && p->ndim >= 2) { /* LoRA's A and B: Muon's (Megatron-Bridge's) */
+            vc_optim_param *q = &op[t->n_params];
+            q->rows = p->shape[p->ndim - 2];
+            q->cols = p->shape[p->ndim - 1];
+            q->mats = p->n / (q->rows * q->cols);
+        }
         tens[t->n_params] = p;
         t->grads[t->n_params] = p->grad;
         t->sizes[t->n_params] = (size_t)p->n;

@@ -2,7 +2,8 @@
  * `--config-name ppo_megatron_trainer` and by a YAML defaults entry, Hydra's `+` over null values (verl's
  * megatron scripts add recompute_method so), and a GRPO run whose actor/lr per step is Megatron-core's
  * schedule (cosine after one warmup step from lr_warmup_init), with Megatron's names for LoRA targets,
- * bfloat16 from megatron.dtype, full recomputation as checkpointing, and Megatron's refusals named. */
+ * bfloat16 from megatron.dtype, full recomputation as checkpointing, later verl's optimizer=muon, and Megatron's
+ * refusals named. */
 #include "../../src/rl/demo_internal.h"
 #include "rl_demo_util.h"
 #include "../optim_file.h"
@@ -102,9 +103,31 @@ static void test_run(void) {
     CHECK(optim_file_moments(ob, nb, nz) == 0);
     CHECK_MSG(nz[0] > 100 && nb[0] == nz[0] && nb[1] < nz[1] / 100, "precision-aware moments: %ld / %ld, %ld / %ld",
               nb[0], nz[0], nb[1], nz[1]);
+    /* later verl's optimizer=muon: Megatron-core's Muon on the matrices (one momentum buffer, no second moment), adam on
+     * the embeddings, the head and the norms; the same run with adam keeps second moments everywhere */
+    long mb[2], mz[2];
+    CHECK_OK(run("muon", "actor_rollout_ref.actor.optim.optimizer=muon|actor_rollout_ref.actor.optim.muon_nesterov=True|"
+                 "actor_rollout_ref.actor.optim.muon_match_adamw_update_rms=True|"
+                 "actor_rollout_ref.actor.optim.use_layer_wise_distributed_optimizer=True|"
+                 "actor_rollout_ref.actor.entropy_coeff=0.01|trainer.save_freq=3", lr, 3));
+    snprintf(ob, sizeof ob, "%s/muon/global_step_3/actor/optim.bin", dir);
+    CHECK(optim_file_moments(ob, mb, mz) == 0);
+    CHECK_OK(run("adam", "actor_rollout_ref.actor.entropy_coeff=0.01|trainer.save_freq=3", lr, 3));
+    snprintf(ob, sizeof ob, "%s/adam/global_step_3/actor/optim.bin", dir);
+    CHECK(optim_file_moments(ob, nb, nz) == 0);
+    CHECK_MSG(mz[0] > 100 && mz[1] > 0 && mz[1] < nz[1] / 2 && nz[1] > 100,
+              "muon: %ld first, %ld second moments not 0 (adam: %ld, %ld)", mz[0], mz[1], nz[0], nz[1]);
     /* refusals, named */
     static const struct { const char *ov, *needle; } BAD[] = {
         { "actor_rollout_ref.actor.optim.optimizer=sgd", "optim.optimizer=sgd" },
+        { "actor_rollout_ref.actor.optim.optimizer=muon|actor_rollout_ref.actor.optim.muon_scalar_optimizer=lion",
+          "muon_scalar_optimizer=lion" },
+        { "actor_rollout_ref.actor.optim.optimizer=muon|actor_rollout_ref.actor.optim.muon_coefficient_type=custom",
+          "muon_coefficient_type=custom" },
+        { "actor_rollout_ref.actor.optim.optimizer=muon|actor_rollout_ref.actor.optim.muon_match_adamw_update_rms=True|"
+          "actor_rollout_ref.actor.optim.muon_extra_scale_factor=0.2", "set one of the two" },
+        { "actor_rollout_ref.actor.optim.optimizer=muon|actor_rollout_ref.actor.optim.muon_num_ns_steps=0",
+          "muon_num_ns_steps=0" },
         { "actor_rollout_ref.actor.optim.lr_decay_style=WSD", "lr_wsd_decay_steps" },
         { "actor_rollout_ref.actor.optim.override_optimizer_config={adam_beta3: 1}", "adam_beta3" },
         /* Megatron's state dtypes through the override: fp32 only (the others are torch dtypes YAML cannot name) */

@@ -186,6 +186,8 @@ int main(void) {
         { "optim=megatron optim.use_precision_aware_optimizer=true engine.dtype=bf16 optim.main_grads_dtype=bf16",
           "main_grads_dtype=bf16 is not supported" },
         { "optim.exp_avg_dtype=fp8", "optim.exp_avg_dtype=fp8: verlc keeps" },
+        { "optim.optimizer=muon", "optim.optimizer=muon is Megatron-core" },
+        { "optim=megatron optim.optimizer=muon optim.muon_scale_mode=rms", "optim.muon_scale_mode=rms" },
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         snprintf(extra, sizeof extra, "--out %s/amr %s max_steps=1", TMP, refused[i][0]);
@@ -194,6 +196,24 @@ int main(void) {
         snprintf(grep, sizeof grep, "grep -q '%s' %%2$s/log.txt%%4$s", refused[i][1]);
         CHECK_MSG(sh(grep, NULL) == 0, "%s: no line with '%s'", refused[i][0], refused[i][1]);
     }
+    /* later verl's optim.optimizer=muon (Megatron-core's Muon on the matrices, its arithmetic: test_muon.c): one momentum
+     * buffer for them, second moments only for adam's tensors (embeddings, head, norms: most of this tiny model) */
+    snprintf(extra, sizeof extra, "--out %s/mu optim=megatron engine=megatron optim.optimizer=muon "
+             "optim.muon_fp32_matmul_prec=highest optim.muon_nesterov=true max_steps=2 save_freq=2", TMP);
+    CHECK(sh(common, extra) == 0);
+    long mb[2], mz[2];
+    snprintf(a, sizeof a, "%s/mu/step_2/optim.bin", TMP);
+    CHECK(optim_file_moments(a, mb, mz) == 0);
+    CHECK_MSG(mz[0] > 1000 && mz[1] > 0 && mz[0] - mz[1] > 1000, "muon: %ld first, %ld second moments not 0", mz[0],
+              mz[1]);
+    CHECK(sh("grep -q 'Muon+AdamW' %2$s/log.txt%4$s", NULL) == 0);
+    /* LoRA under Muon: every adapter matrix is Muon's (as Megatron-Bridge's adapters are 2-D weights): no second moment */
+    snprintf(extra, sizeof extra, "--out %s/mul optim=megatron engine=megatron optim.optimizer=muon model.lora_rank=4 "
+             "model.lora_alpha=8 max_steps=1 save_freq=1", TMP);
+    CHECK(sh(common, extra) == 0);
+    snprintf(a, sizeof a, "%s/mul/step_1/optim.bin", TMP);
+    CHECK(optim_file_moments(a, mb, mz) == 0);
+    CHECK_MSG(mz[0] > 100 && mz[1] == 0, "muon + LoRA: %ld first, %ld second moments not 0", mz[0], mz[1]);
     /* without --out: verl's trainer.default_local_dir, checkpoints/PROJECT/EXPERIMENT under the working directory */
     CHECK(sh("B=$(realpath %1$s) && cd %2$s && $B sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
              "--prompt-key question --response-key answer max_length=80 truncation=left train_batch_size=3 "
