@@ -84,8 +84,7 @@ size_t vc_muon_ws_floats(int64_t R, int64_t C) {
 
 /* NS of g [R, C] (backend memory) into g; ws holds vc_muon_ws_floats(R, C) floats. X is g when R <= C, else its
  * transpose, which the products take through gemm's transpose flags (G' = a G + G B^T) */
-vc_status vc_muon_ns(const vc_muon_config *c, float *g, int64_t R, int64_t C, float *ws) {
-    const vc_backend *B = vc_be();
+vc_status vc_muon_ns(const vc_backend *B, const vc_muon_config *c, float *g, int64_t R, int64_t C, float *ws) {
     if (c->coeff < 0 || c->coeff >= N_COEFFS || c->ns_steps < 1)
         return vc_fail(VC_ERR_ARG, "muon: coefficient set %d, %d steps", c->coeff, c->ns_steps);
     int64_t n = R * C, r = R < C ? R : C;
@@ -100,6 +99,10 @@ vc_status vc_muon_ns(const vc_muon_config *c, float *g, int64_t R, int64_t C, fl
     B->scale(g, g, 1.0f / (nrm > 1e-7f ? nrm : 1e-7f), n); /* F.normalize(x, dim=(-2, -1), eps=1e-7) */
     if (c->bf16) B->round_bf16(g, g, n);
     const coeff_set *cs = &COEFFS[c->coeff];
+    /* the products' precision is the setting's, not the run's: f32, or bf16 inputs (the values are bf16 already, so
+     * a bf16 GEMM path gives the same sums, faster) */
+    int prec = vc_matmul_precision();
+    vc_set_matmul_precision(c->bf16 ? VC_PREC_BF16 : VC_PREC_F32);
     float *x = g;
     for (int s = 0; s < c->ns_steps; s++) {
         int j = s < cs->n ? s : cs->repeat_last ? cs->n - 1 : s % cs->n;
@@ -118,6 +121,7 @@ vc_status vc_muon_ns(const vc_muon_config *c, float *g, int64_t R, int64_t C, fl
         x = xn;
         xn = t;
     }
+    vc_set_matmul_precision(prec);
     if (x != g) B->d2d(g, x, sizeof(float) * (size_t)n);
     return B->sync();
 }
@@ -126,7 +130,7 @@ vc_status vc_muon_orthogonalize(const vc_muon_config *c, float *x, int64_t R, in
     if (R < 1 || C < 1) return vc_fail(VC_ERR_ARG, "muon: matrix [%lld, %lld]", (long long)R, (long long)C);
     float *ws = vc_be()->alloc(sizeof(float) * vc_muon_ws_floats(R, C));
     if (!ws) return VC_ERR_NOMEM;
-    vc_status st = vc_muon_ns(c, x, R, C, ws);
+    vc_status st = vc_muon_ns(vc_be(), c, x, R, C, ws);
     vc_be()->free(ws);
     return st;
 }
@@ -231,8 +235,8 @@ vc_status vc_muon_plan_init(vc_adamw *opt) {
 
 /* the momentum of one member's k-th matrix, and its update direction into the group's matrix at row block dst:
  * m = lerp(m, g, 1 - beta) as m + (1 - beta)(g - m); u = m, or lerp(g, m, beta) = m + (1 - beta)(g - m) (Nesterov) */
-static void member_momentum(const vc_muon_config *c, float *m, const float *g, float *dst, float *tmp, int64_t n) {
-    const vc_backend *B = vc_be();
+static void member_momentum(const vc_backend *B, const vc_muon_config *c, float *m, const float *g, float *dst,
+                            float *tmp, int64_t n) {
     float w = (float)(1.0 - c->momentum);
     B->scale(tmp, m, -1.0f, n);
     B->add(tmp, g, tmp, n); /* g - m */
@@ -260,10 +264,10 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
         for (int i = 0; i < gr->n; i++) {
             const vc_optim_param *q = &opt->params[gr->member[i]];
             int64_t blk = q->rows * q->cols, off = k * blk;
-            member_momentum(c, opt->m[gr->member[i]] + off, q->g + off, p->mat + row * gr->cols, p->ws, blk);
+            member_momentum(B, c, opt->m[gr->member[i]] + off, q->g + off, p->mat + row * gr->cols, p->ws, blk);
             row += q->rows;
         }
-        vc_status st = vc_muon_ns(c, p->mat, gr->rows, gr->cols, p->ws);
+        vc_status st = vc_muon_ns(B, c, p->mat, gr->rows, gr->cols, p->ws);
         if (st) return st;
         B->scale(p->mat, p->mat, s1, gr->rows * gr->cols); /* orth_grad * scale_factor * extra_scale_factor */
         B->scale(p->mat, p->mat, s2, gr->rows * gr->cols);

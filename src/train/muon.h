@@ -4,7 +4,8 @@
 #include "verlc/optim.h"
 
 size_t vc_muon_ws_floats(int64_t R, int64_t C);
-vc_status vc_muon_ns(const vc_muon_config *c, float *g, int64_t R, int64_t C, float *ws);
+struct vc_backend;
+vc_status vc_muon_ns(const struct vc_backend *B, const vc_muon_config *c, float *g, int64_t R, int64_t C, float *ws);
 /* the groups of opt->params with mats > 0 (checked: fused members agree on mats and cols), the AdamW subset's
  * arrays and the workspace; opt->m must be allocated, opt->v NULL for Muon's params */
 vc_status vc_muon_plan_init(vc_adamw *opt);

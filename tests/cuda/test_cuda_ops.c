@@ -818,6 +818,63 @@ static void test_optim(int bf16) {
     for (int i = 0; i < NP; i++) cmp("clipped gradient", gg[i], cg[i], sizes[i], 1e-6);
 }
 
+/* Muon (verl's megatron optim.optimizer=muon) on the CUDA backend's gemm and elementwise entries against the CPU
+ * backend (whose arithmetic tests/train/test_muon.c checks against Megatron-core): q and k apart, a fused [gate; up],
+ * stacked experts' fused [gate; up], a norm under AdamW; f32 and bf16 (fp32_matmul_prec=medium) iterations */
+static void test_muon(int bf16) {
+    printf("muon (%s Newton-Schulz) against the CPU backend\n", bf16 ? "bf16" : "f32");
+    enum { NP = 7 };
+    static const int64_t shp[NP][3] = { { 1, 12, 10 }, { 1, 6, 10 }, { 1, 7, 10 }, { 1, 7, 10 }, { 2, 4, 10 },
+                                        { 2, 4, 10 }, { 0, 1, 10 } };
+    static const int fuse[NP] = { 0, 0, 1, 1, 2, 2, 0 };
+    vc_optim_param cp[NP], gp[NP];
+    size_t n[NP];
+    float *w0[NP];
+    for (int i = 0; i < NP; i++) {
+        n[i] = (size_t)((shp[i][0] ? shp[i][0] : 1) * shp[i][1] * shp[i][2]);
+        float *w = hrand(n[i], 1), *g = hrand(n[i], 1);
+        w0[i] = clone(w, n[i]);
+        cp[i] = (vc_optim_param){ .w = w, .g = g, .n = n[i], .decay = shp[i][0] > 0, .mats = shp[i][0],
+                                  .rows = shp[i][1], .cols = shp[i][2], .fuse = fuse[i] };
+        gp[i] = cp[i];
+        gp[i].w = dup_f(w, n[i]);
+        gp[i].g = dup_f(g, n[i]);
+    }
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    cfg.weight_decay = 0.1;
+    vc_muon_config_default(&cfg.muon);
+    cfg.muon.on = 1;
+    cfg.muon.nesterov = 1;
+    cfg.muon.bf16 = bf16;
+    const vc_backend *prev = vc_be();
+    vc_adamw oc, og;
+    vc_set_backend(C);
+    CHECK_OK(vc_adamw_init(&oc, &cfg, cp, NP));
+    vc_set_backend(G);
+    CHECK_OK(vc_adamw_init(&og, &cfg, gp, NP));
+    for (int step = 1; step <= 2; step++) {
+        vc_set_backend(C);
+        CHECK_OK(vc_adamw_step(&oc, 0.02 / step));
+        vc_set_backend(G);
+        CHECK_OK(vc_adamw_step(&og, 0.02 / step));
+    }
+    vc_set_backend(prev);
+    for (int i = 0; i < NP; i++) {
+        float *w = fetch(gp[i].w, n[i]), *dw = hbuf(n[i]), *dr = hbuf(n[i]);
+        for (size_t k = 0; k < n[i]; k++) dw[k] = w[k] - w0[i][k], dr[k] = cp[i].w[k] - w0[i][k];
+        char nm[64];
+        snprintf(nm, sizeof nm, "muon 2 steps tensor %d update", i);
+        /* the CPU's and cuBLAS's sums in other orders; in bf16 a rounding step apart where they straddle one */
+        cmp_host(nm, dw, dr, n[i], bf16 ? 3e-2 : 1e-4);
+    }
+    vc_set_backend(C);
+    vc_adamw_free(&oc);
+    vc_set_backend(G);
+    vc_adamw_free(&og);
+    vc_set_backend(prev);
+}
+
 /* ---- a faulting kernel is reported with the op name; must run last (the context is lost) ---- */
 static void test_fault(void) {
     printf("error reporting\n");
@@ -868,6 +925,8 @@ int main(void) {
     lm_case(37, 96, 5003, 1, 30.0f, 0.7f, "1000");
     test_route();
     test_moe_grouped();
+    test_muon(0);
+    test_muon(1);
     test_optim(0);
     test_optim(1);
     check_sticky("routing / optimiser");

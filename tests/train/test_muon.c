@@ -265,6 +265,10 @@ int main(void) {
         vc_set_backend(bes[b]);
         test_newton_schulz();
         test_megatron_steps();
+        /* in a bf16 run (the matmul precision bf16) the iteration keeps its own setting's precision */
+        vc_set_matmul_precision(VC_PREC_BF16);
+        test_megatron_steps();
+        vc_set_matmul_precision(VC_PREC_F32);
         test_state();
         test_bad();
     }
