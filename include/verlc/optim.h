@@ -41,6 +41,7 @@ typedef struct vc_muon_keys {
     double momentum, extra_scale, beta1;
     int64_t ns_steps;
     int nesterov, split_qkv, match_adamw_rms, layer_wise;
+    int quiet; /* no notices (ranks other than 0) */
     const char *scale_mode, *coefficient_type, *tp_mode, *fp32_matmul_prec, *scalar_optimizer;
 } vc_muon_keys;
 void vc_muon_keys_default(vc_muon_keys *k);
@@ -109,6 +110,8 @@ vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
 /* "AdamW", or "Muon+AdamW" when Muon updates the matrices (memory plans name the optimiser state so) */
 const char *vc_adamw_name(const vc_adamw *opt);
+/* floats of optimiser state this optimiser holds: two moments per AdamW value, one momentum per Muon value */
+size_t vc_adamw_state_floats(const vc_adamw *opt);
 
 /* Optimiser state (step and moments, not the weights) as bytes in HOST memory (copied from / to the
  * backend's moments), for checkpoints. The layout is

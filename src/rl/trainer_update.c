@@ -102,12 +102,13 @@ static vc_status precision_aware_moments(const vc_config *cfg, const char *prefi
 }
 
 /* later verl's optimizer=muon (optim/megatron.yaml's muon_* keys, as verl hands them to Megatron-core) */
-static vc_status muon_optimizer(const vc_config *cfg, const char *prefix, vc_muon_config *m) {
+static vc_status muon_optimizer(const vc_config *cfg, const char *prefix, int quiet, vc_muon_config *m) {
     char k[200], g[200];
     vc_muon_keys mk;
     vc_muon_keys_default(&mk);
     snprintf(g, sizeof g, "%s.optim", prefix);
     mk.prefix = g;
+    mk.quiet = quiet;
     vc_status st = VC_OK;
 #define KD(key, dst) do { snprintf(k, sizeof k, "%s.%s", g, key); if (!st) st = vc_config_get_double_or(cfg, k, dst, &dst); } while (0)
 #define KB(key, dst) do { snprintf(k, sizeof k, "%s.%s", g, key); if (!st) st = vc_config_get_bool_or(cfg, k, dst, &dst); } while (0)
@@ -132,8 +133,8 @@ static vc_status muon_optimizer(const vc_config *cfg, const char *prefix, vc_muo
     return st ? st : vc_muon_configure(&mk, m);
 }
 
-static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
-                                    double *clip) {
+static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, int quiet, vc_lr_schedule *s,
+                                    vc_adamw_config *a, double *clip) {
     char k[200];
     const char *name = NULL, *style = NULL, *wsd_style = NULL, *incr = NULL;
     vc_lr_megatron_config mc = { 0 };
@@ -145,7 +146,7 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, vc
     if (!st && strcmp(name, "adam") && strcmp(name, "muon"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s.optim.optimizer=%s: verlc trains with Megatron's adam (decoupled weight "
                        "decay, as AdamW) or Megatron-core's muon", prefix, name);
-    if (!st && !strcmp(name, "muon")) st = muon_optimizer(cfg, prefix, &a->muon);
+    if (!st && !strcmp(name, "muon")) st = muon_optimizer(cfg, prefix, quiet, &a->muon);
     GETD("lr", &mc.lr, 1e-6);
     GETD("lr_warmup_init", &mc.lr_warmup_init, 0);
     GETD("min_lr", &mc.min_lr, 0);
@@ -309,7 +310,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
         st = veomni_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
     } else if (megatron) {
         tc.sched.total_steps = total_steps;
-        st = megatron_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
+        st = megatron_optimizer(cfg, prefix, comm && vc_comm_rank(comm) != 0, &tc.sched, &tc.adamw, &tc.grad_clip);
         tc.decay_matrices_only = 1;
     } else {
         st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1, &tc.adamw.beta2,

@@ -442,16 +442,13 @@ const char *vc_dp_sharding_name(const struct vc_trainer_dp *d) {
 void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
     const struct vc_trainer_dp *d = t->dp;
     if (!d || !log) return;
-    size_t moments = 0, floats = 0; /* parameters with state, and its floats (Muon's: one buffer) */
-    for (size_t i = 0; i < t->opt.n_params; i++) {
-        moments += t->opt.params[i].n;
-        floats += t->opt.params[i].n * (t->opt.v[i] ? 2 : 1);
-    }
+    size_t moments = 0;
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
     size_t wm = 0, ws = 0, wk = 0, wf = d->zero3 ? vc_dp_zero3_weight_floats(t, &wm, &ws, &wk) : d->n_flat;
     fprintf(log, "rank %d/%d %s (%s): %s weights %.3f MiB + grads %.3f MiB + %s %.3f MiB "
                  "(%zu of %zu parameters' moments)\n",
             d->rank, d->world, who ? who : "trainer", vc_dp_sharding_name(d), d->zero3 ? "sharded" : "trained",
-            mib(wf), mib(vc_dp_grad_floats(t)), vc_adamw_name(&t->opt), mib(floats),
+            mib(wf), mib(vc_dp_grad_floats(t)), vc_adamw_name(&t->opt), mib(vc_adamw_state_floats(&t->opt)),
             moments, d->n_flat);
     if (d->zero3)
         fprintf(log, "rank %d/%d %s: ZeRO-3 weights = master shard %.3f MiB + layer slots %.3f MiB + kept whole "

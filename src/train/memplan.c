@@ -140,9 +140,7 @@ vc_status vc_trainer_plan_loss(vc_trainer *t, int64_t max_micro_tokens, int64_t 
     vc_tensor *const *lora = NULL; /* LoRA adapters: weights too (their gradients are among the trained) */
     for (int i = 0, n = vc_model_lora_params(t->model, &lora); i < n; i++) plan->weights += (size_t)lora[i]->n * 4;
     plan->grads = trained * 4; /* ZeRO-2: its shard + working area, set after the trial step below */
-    size_t moments = 0; /* this rank's AdamW state: the whole model, or its ZeRO-1 shard */
-    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n * (t->opt.v[i] ? 2 : 1); /* Muon: 1 */
-    plan->optim = moments * 4;
+    plan->optim = vc_adamw_state_floats(&t->opt) * 4; /* this rank's: the whole model's, or its ZeRO-1 shard's */
     plan->on_gpu = vc_device_is_gpu();
     plan->copies = vc_model_weight_copies_bytes(t->model);
     vc_status s = vc_plan_available(plan->on_gpu, &plan->available);

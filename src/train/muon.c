@@ -39,7 +39,7 @@ void vc_muon_config_default(vc_muon_config *c) {
     c->momentum = 0.95;
     c->split_qkv = 1;
     c->scale_mode = VC_MUON_SPECTRAL;
-    c->coeff = 1;
+    c->coeff = 1; /* quintic */
     c->ns_steps = 5;
     c->bf16 = 1;
     c->extra_scale = 1.0;
@@ -295,7 +295,7 @@ vc_status vc_muon_step(vc_adamw *opt, int64_t step, double lr) {
 
 /* ---- verl's keys ---- */
 void vc_muon_keys_default(vc_muon_keys *k) {
-    *k = (vc_muon_keys){ "optim", 0.95, 1.0, 0.9, 5, 0, 1, 0, 0, "spectral", "quintic", "blockwise", "medium", "adam" };
+    *k = (vc_muon_keys){ "optim", 0.95, 1.0, 0.9, 5, 0, 1, 0, 0, 0, "spectral", "quintic", "blockwise", "medium", "adam" };
 }
 
 vc_status vc_muon_configure(const vc_muon_keys *k, vc_muon_config *c) {
@@ -332,12 +332,13 @@ vc_status vc_muon_configure(const vc_muon_keys *k, vc_muon_config *c) {
             return vc_fail(VC_ERR_ARG, "%s: betas[0]=%g must lie in [0, 1) to match AdamW's update RMS", k->prefix,
                            k->beta1);
         c->extra_scale = sqrt((1.0 - k->beta1) / (1.0 + k->beta1));
-        vc_info("%s=true: muon_extra_scale_factor %.6g = sqrt((1 - beta1) / (1 + beta1)) with beta1 %g",
+        if (!k->quiet)
+            vc_info("%s=true: muon_extra_scale_factor %.6g = sqrt((1 - beta1) / (1 + beta1)) with beta1 %g",
                 KEY("muon_match_adamw_update_rms"), c->extra_scale, k->beta1);
     }
     if (!(c->extra_scale > 0) || !isfinite(c->extra_scale))
         return vc_fail(VC_ERR_ARG, "%s=%g: expected a positive factor", KEY("muon_extra_scale_factor"), c->extra_scale);
-    if (k->layer_wise)
+    if (k->layer_wise && !k->quiet)
         vc_info("%s=true: noted; verlc's Muon keeps each rank's matrices whole (its state is not sharded)",
                 KEY("use_layer_wise_distributed_optimizer"));
 #undef KEY

@@ -91,6 +91,12 @@ nomem:
 
 const char *vc_adamw_name(const vc_adamw *opt) { return opt->muon ? "Muon+AdamW" : "AdamW"; }
 
+size_t vc_adamw_state_floats(const vc_adamw *opt) {
+    size_t n = 0;
+    for (size_t i = 0; i < opt->n_params; i++) n += opt->params[i].n * (opt->v[i] ? 2 : 1);
+    return n;
+}
+
 void vc_adamw_free(vc_adamw *opt) {
     const vc_backend *B = opt->be ? opt->be : vc_be();
     vc_muon_plan_free(opt);

@@ -227,7 +227,7 @@ static vc_status muon_config(const sft_run *r, vc_muon_config *m) {
     vc_muon_keys k = c->muon_keys;
     k.prefix = "optim";
     k.beta1 = c->beta1;
-    if (r->rank != 0) k.layer_wise = 0; /* the notices once */
+    k.quiet = r->rank != 0; /* the notices once */
     return vc_muon_configure(&k, m);
 }
 
