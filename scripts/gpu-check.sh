@@ -461,6 +461,10 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && [ "$(left)" -gt 90 ] && step "bench generate qwen2.5-0.5b bf16, float KV pages (VERLC_KV_BF16=0)" \
         60 env VERLC_KV_BF16=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
         --device cuda --precision bf16
+    # Muon's optimizer step (Megatron-core's defaults: bf16 Newton-Schulz) beside the training step, timed apart
+    [ -f "$CFG05" ] && [ "$(left)" -gt 80 ] && step "bench train qwen2.5-0.5b bf16 with Muon (16 x 512)" 45 \
+        "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 2 --optimizer muon --device cuda \
+        --precision bf16
 else
     say "== verlc CLI on the GPU: skipped (no $BIN built here)"
 fi

@@ -110,6 +110,9 @@ vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
 /* "AdamW", or "Muon+AdamW" when Muon updates the matrices (memory plans name the optimiser state so) */
 const char *vc_adamw_name(const vc_adamw *opt);
+/* floating-point operations of one Muon step's Newton-Schulz iterations (per matrix [R, C], r = min, c = max, and
+ * step: r r c for X X^T, r r r for A A, r r c for B X, each 2 flops); 0 without Muon */
+double vc_adamw_muon_flops(const vc_adamw *opt);
 /* floats of optimiser state this optimiser holds: two moments per AdamW value, one momentum per Muon value */
 size_t vc_adamw_state_floats(const vc_adamw *opt);
 

@@ -282,6 +282,16 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
     return VC_OK;
 }
 
+double vc_adamw_muon_flops(const vc_adamw *opt) {
+    const struct vc_muon_plan *p = opt->muon;
+    double f = 0;
+    for (int k = 0; p && k < p->n_groups; k++) {
+        double R = (double)p->g[k].rows, C = (double)p->g[k].cols, r = R < C ? R : C, c = R < C ? C : R;
+        f += (double)p->g[k].mats * 2.0 * (2.0 * r * r * c + r * r * r);
+    }
+    return p ? f * opt->cfg.muon.ns_steps : 0;
+}
+
 vc_status vc_muon_step(vc_adamw *opt, int64_t step, double lr) {
     struct vc_muon_plan *p = opt->muon;
     vc_status st = VC_OK;
