@@ -110,6 +110,13 @@ vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
 /* "AdamW", or "Muon+AdamW" when Muon updates the matrices (memory plans name the optimiser state so) */
 const char *vc_adamw_name(const vc_adamw *opt);
+/* Muon's groups shared out over `world` data-parallel ranks (balanced by their Newton-Schulz work, the same on every
+ * rank): each step this rank orthogonalises and applies only the groups it owns (every rank still updates every
+ * momentum: the state stays whole and equal), and the caller broadcasts each Muon parameter's weights from
+ * vc_adamw_muon_owner's rank. world 1: every group here (the default). */
+vc_status vc_adamw_muon_share(vc_adamw *opt, int rank, int world);
+/* the rank whose step computes param i's new weights (-1: not Muon's; every rank updates it) */
+int vc_adamw_muon_owner(const vc_adamw *opt, size_t i);
 /* floating-point operations of one Muon step's Newton-Schulz iterations (per matrix [R, C], r = min, c = max, and
  * step: r r c for X X^T, r r r for A A, r r c for B X, each 2 flops); 0 without Muon */
 double vc_adamw_muon_flops(const vc_adamw *opt);

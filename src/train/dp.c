@@ -171,7 +171,10 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) 
     if ((st = alloc_buffers(t, d))) return st;
     if (d->zero2 && (st = vc_dp_zero2_init(t, tens))) return st;
     if (d->zero3 && (st = vc_dp_zero3_init(t))) return st;
-    if (!d->zero1) return vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params);
+    if (!d->zero1) { /* Muon: the ranks share out its groups' Newton-Schulz work (muon_bcast) */
+        if ((st = vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params))) return st;
+        return vc_adamw_muon_share(&t->opt, d->rank, d->world);
+    }
     return make_opt(t, op, d->first, d->count, d->shard_grad, vc_dp_zero3_master(t));
 }
 
@@ -359,6 +362,30 @@ vc_status vc_dp_reduce_all(vc_trainer *t) {
     return st;
 }
 
+/* Muon shared out over the ranks: each run of consecutive Muon parameters updated by one rank goes to the others from
+ * it, in pieces of the communication buffer (every rank then holds the same bits) */
+static vc_status muon_bcast(vc_trainer *t) {
+    struct vc_trainer_dp *d = t->dp;
+    size_t cap = ((size_t)d->world + 1) * d->bucket;
+    vc_status st = VC_OK;
+    for (int i = 0; i < t->n_params && !st;) {
+        int r = vc_adamw_muon_owner(&t->opt, (size_t)i), j = i + 1;
+        if (r < 0) {
+            i++;
+            continue;
+        }
+        while (j < t->n_params && vc_adamw_muon_owner(&t->opt, (size_t)j) == r) j++;
+        for (size_t a = d->offs[i]; a < d->offs[j] && !st; a += cap) {
+            size_t n = min_sz(cap, d->offs[j] - a);
+            if (r == d->rank) vc_dp_flat_read(t, d->w, a, n, d->buf);
+            st = vc_comm_bcast(d->comm, d->buf, n * sizeof(float), r);
+            if (!st && r != d->rank) vc_dp_flat_write(t, d->w, a, n, d->buf);
+        }
+        i = j;
+    }
+    return st;
+}
+
 vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
     struct vc_trainer_dp *d = t->dp;
     /* reduced: overlapped with backward (dp_overlap.c); ZeRO-2: every micro-batch reduced (dp_zero2.c) */
@@ -382,6 +409,7 @@ vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
             for (int i = 0; i < t->n_params; i++) scale(t->grads[i], t->sizes[i], (float)coef);
     }
     if ((s = vc_adamw_step(&t->opt, st->lr))) return s;
+    if (t->opt.muon) return muon_bcast(t); /* (never sharded) */
     if (d->zero3) return vc_dp_zero3_refresh(t);
     return d->zero1 ? gather_weights(t) : VC_OK;
 }

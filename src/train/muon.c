@@ -140,11 +140,14 @@ typedef struct muon_group {
     int *member; /* indices into opt->params, in order */
     int n;
     int64_t mats, rows, cols; /* rows: the members' summed */
+    int owner;                /* the rank that orthogonalises it (vc_adamw_muon_share) */
 } muon_group;
 
 struct vc_muon_plan {
     muon_group *g;
     int n_groups;
+    int rank;      /* this rank (vc_adamw_muon_share; 0) */
+    int *owner_of; /* per param: its group's owner, -1 for AdamW's */
     size_t n_adam;
     vc_optim_param *adam_p; /* the AdamW params' descriptors (g refreshed from opt->params each step) */
     size_t *adam_idx;
@@ -157,6 +160,7 @@ void vc_muon_plan_free(vc_adamw *opt) {
     if (!p) return;
     for (int i = 0; i < p->n_groups; i++) free(p->g[i].member);
     free(p->g);
+    free(p->owner_of);
     free(p->adam_p);
     free(p->adam_idx);
     free(p->adam_m);
@@ -186,7 +190,7 @@ static vc_status add_member(struct vc_muon_plan *p, const vc_adamw *opt, size_t 
         if (!ng) return VC_ERR_NOMEM;
         p->g = ng;
         g = &p->g[p->n_groups++];
-        *g = (muon_group){ NULL, 0, q->mats, 0, q->cols };
+        *g = (muon_group){ NULL, 0, q->mats, 0, q->cols, 0 };
     }
     int *nm = realloc(g->member, sizeof *nm * (size_t)(g->n + 1));
     if (!nm) return VC_ERR_NOMEM;
@@ -209,7 +213,8 @@ vc_status vc_muon_plan_init(vc_adamw *opt) {
     p->adam_idx = vc_calloc(opt->n_params + 1, sizeof *p->adam_idx);
     p->adam_m = vc_calloc(opt->n_params + 1, sizeof *p->adam_m);
     p->adam_v = vc_calloc(opt->n_params + 1, sizeof *p->adam_v);
-    if (!p->adam_p || !p->adam_idx || !p->adam_m || !p->adam_v) return VC_ERR_NOMEM;
+    p->owner_of = vc_calloc(opt->n_params + 1, sizeof *p->owner_of);
+    if (!p->adam_p || !p->adam_idx || !p->adam_m || !p->adam_v || !p->owner_of) return VC_ERR_NOMEM;
     vc_status st = VC_OK;
     for (size_t i = 0; i < opt->n_params && !st; i++) {
         if (!vc_muon_param(opt, i)) {
@@ -219,6 +224,7 @@ vc_status vc_muon_plan_init(vc_adamw *opt) {
         } else st = add_member(p, opt, i);
     }
     if (st) return st;
+    if ((st = vc_adamw_muon_share(opt, 0, 1))) return st;
     size_t ws = 0, mat = 0;
     for (int k = 0; k < p->n_groups; k++) {
         size_t w = vc_muon_ws_floats(p->g[k].rows, p->g[k].cols), m = (size_t)(p->g[k].rows * p->g[k].cols);
@@ -255,7 +261,8 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
     struct vc_muon_plan *p = opt->muon;
     float s1 = (float)vc_muon_scale_factor(c->scale_mode, gr->rows, gr->cols), s2 = (float)c->extra_scale;
     float decay = (float)(1.0 - lr * opt->cfg.weight_decay);
-    for (int i = 0; i < gr->n; i++) { /* decoupled weight decay, p += (-lr wd) p, before the update */
+    int mine = gr->owner == p->rank; /* another rank's: only the momentum here, its weights come by broadcast */
+    for (int i = 0; mine && i < gr->n; i++) { /* decoupled weight decay, p += (-lr wd) p, before the update */
         const vc_optim_param *q = &opt->params[gr->member[i]];
         if (q->decay && opt->cfg.weight_decay != 0) B->scale(q->w, q->w, decay, (int64_t)q->n);
     }
@@ -267,6 +274,7 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
             member_momentum(B, c, opt->m[gr->member[i]] + off, q->g + off, p->mat + row * gr->cols, p->ws, blk);
             row += q->rows;
         }
+        if (!mine) continue;
         vc_status st = vc_muon_ns(B, c, p->mat, gr->rows, gr->cols, p->ws);
         if (st) return st;
         B->scale(p->mat, p->mat, s1, gr->rows * gr->cols); /* orth_grad * scale_factor * extra_scale_factor */
@@ -282,13 +290,55 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
     return VC_OK;
 }
 
+/* a group's Newton-Schulz work per step (2 flops per multiply-add, times the steps' common factor) */
+static double group_work(const muon_group *g) {
+    double R = (double)g->rows, C = (double)g->cols, r = R < C ? R : C, c = R < C ? C : R;
+    return (double)g->mats * 2.0 * (2.0 * r * r * c + r * r * r);
+}
+
+vc_status vc_adamw_muon_share(vc_adamw *opt, int rank, int world) {
+    struct vc_muon_plan *p = opt->muon;
+    if (!p) return VC_OK;
+    if (world < 1 || rank < 0 || rank >= world) return vc_fail(VC_ERR_ARG, "muon: rank %d of %d", rank, world);
+    double *load = vc_calloc((size_t)world, sizeof *load);
+    int *order = vc_calloc((size_t)p->n_groups + 1, sizeof *order);
+    if (!load || !order) {
+        free(load);
+        free(order);
+        return VC_ERR_NOMEM;
+    }
+    /* the largest groups first, each to the least loaded rank (lowest rank on ties): the same on every rank */
+    for (int k = 0; k < p->n_groups; k++) order[k] = k;
+    for (int a = 1; a < p->n_groups; a++)
+        for (int b = a; b > 0 && group_work(&p->g[order[b]]) > group_work(&p->g[order[b - 1]]); b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int a = 0; a < p->n_groups; a++) {
+        int best = 0;
+        for (int r = 1; r < world; r++)
+            if (load[r] < load[best]) best = r;
+        p->g[order[a]].owner = best;
+        load[best] += group_work(&p->g[order[a]]);
+    }
+    p->rank = rank;
+    for (size_t i = 0; i < opt->n_params; i++) p->owner_of[i] = -1;
+    for (int k = 0; k < p->n_groups; k++)
+        for (int i = 0; i < p->g[k].n; i++) p->owner_of[p->g[k].member[i]] = p->g[k].owner;
+    free(load);
+    free(order);
+    return VC_OK;
+}
+
+int vc_adamw_muon_owner(const vc_adamw *opt, size_t i) {
+    return opt->muon && i < opt->n_params ? opt->muon->owner_of[i] : -1;
+}
+
 double vc_adamw_muon_flops(const vc_adamw *opt) {
     const struct vc_muon_plan *p = opt->muon;
     double f = 0;
-    for (int k = 0; p && k < p->n_groups; k++) {
-        double R = (double)p->g[k].rows, C = (double)p->g[k].cols, r = R < C ? R : C, c = R < C ? C : R;
-        f += (double)p->g[k].mats * 2.0 * (2.0 * r * r * c + r * r * r);
-    }
+    for (int k = 0; p && k < p->n_groups; k++) f += group_work(&p->g[k]);
     return p ? f * opt->cfg.muon.ns_steps : 0;
 }
 
@@ -349,7 +399,8 @@ vc_status vc_muon_configure(const vc_muon_keys *k, vc_muon_config *c) {
     if (!(c->extra_scale > 0) || !isfinite(c->extra_scale))
         return vc_fail(VC_ERR_ARG, "%s=%g: expected a positive factor", KEY("muon_extra_scale_factor"), c->extra_scale);
     if (k->layer_wise && !k->quiet)
-        vc_info("%s=true: noted; verlc's Muon keeps each rank's matrices whole (its state is not sharded)",
+        vc_info("%s=true: noted; with data parallelism verlc's ranks share out Muon's orthogonalisation (each matrix on "
+                "one rank, its update broadcast), and every rank keeps the whole momentum",
                 KEY("use_layer_wise_distributed_optimizer"));
 #undef KEY
     return VC_OK;

@@ -53,6 +53,7 @@ static int OVERLAP; /* overlap_grad_reduce of the next trainers */
 static int CKPT;    /* gradient checkpointing of the next trainers */
 static int MAXTOK;  /* token budget per micro-batch of the next trainers (0: by count) */
 static int64_t GATHERS; /* ZeRO-3 layer gathers of the last step train() took */
+static int MUON;        /* Muon (Megatron-core's defaults, f32 iteration) on the matrices of the next trainers */
 
 static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_bs, double clip) {
     vc_trainer_config_default(c);
@@ -67,6 +68,11 @@ static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_
     c->overlap_grad_reduce = OVERLAP;
     c->checkpointing = CKPT;
     c->max_tokens = MAXTOK;
+    if (MUON) {
+        vc_muon_config_default(&c->adamw.muon);
+        c->adamw.muon.on = 1;
+        c->adamw.muon.bf16 = 0;
+    }
 }
 
 static size_t n_trained(const vc_trainer *t) {
@@ -113,6 +119,15 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
     }
     float *w = NULL;
     CHECK_OK(vc_trainer_init(&t, m, &c));
+    if (MUON && comm && vc_comm_size(comm) > 1) { /* every rank owns some of Muon's groups */
+        int owns[8] = { 0 }, P = vc_comm_size(comm), all = 1;
+        for (size_t i = 0; i < t.opt.n_params; i++) {
+            int o = vc_adamw_muon_owner(&t.opt, i);
+            if (o >= 0 && o < 8) owns[o] = 1;
+        }
+        for (int r = 0; r < P && r < 8; r++) all &= owns[r];
+        CHECK_MSG(all, "Muon's groups not shared out over the %d ranks", P);
+    }
     vc_step_stats st;
     for (int s = 0; s < steps; s++) {
         vc_status rc = vc_trainer_step(&t, &b, NULL, NULL, &st);
@@ -614,6 +629,26 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
     free(dp);
     free(z1);
     free(loc);
+    /* Muon with its groups shared out over the ranks (each orthogonalised on one, broadcast to the others; the
+     * weights' hash checked equal on every rank each step): the same update as one rank computing them all */
+    MUON = 1;
+    float *mu = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
+    vc_model *mm = load_model();
+    vc_trainer_config mc;
+    config(&mc, c, VC_SHARD_ZERO1, 1, 0.5);
+    vc_trainer mt;
+    CHECK(mm && vc_trainer_init(&mt, mm, &mc) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "zero_stage=0"));
+    vc_model_free(mm);
+    if (me == 0 && mu) {
+        float *mu1 = train(NULL, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
+        double rel = 1, d = mu1 ? max_abs_diff(mu1, mu, n, &rel) : 1;
+        CHECK_MSG(mu1 && d < 1e-5 && rel < 1e-5, "Muon np %d vs one rank: max |dw| %.3g, rel %.3g", np, d, rel);
+        printf("np %d: Muon with its Newton-Schulz groups shared out vs one rank after 2 steps: max |dw| = %.3g, "
+               "relative L2 %.3g\n", np, d, rel);
+        free(mu1);
+    }
+    MUON = 0;
+    free(mu);
     if (!strcmp(mode, "dp_save")) {
         save_and_continue(c, dir);
         resume_and_compare(c, VC_SHARD_NONE, dir, "np 4 plain DP");
