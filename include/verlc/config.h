@@ -40,6 +40,8 @@ typedef enum vc_cfg_kind {
 vc_status vc_config_load(const char *yaml_path, int n_overrides, char **overrides, vc_config **out);
 /* verl's engines whose defaults a config starts from (later verl's `model_engine` group) */
 enum { VC_ENGINE_DP = 0, VC_ENGINE_MEGATRON = 1, VC_ENGINE_VEOMNI = 2 };
+/* or-ed into an engine: Megatron-lite's actor group (`actor@actor_rollout_ref.actor=mlite_actor`) over its defaults */
+enum { VC_GROUP_MLITE_ACTOR = 0x100 };
 /* ... on the defaults of an engine: VC_ENGINE_MEGATRON verl's ppo_megatron_trainer (`--config-name
  * ppo_megatron_trainer`, `model_engine=megatron`), VC_ENGINE_VEOMNI later verl's `model_engine=veomni` */
 vc_status vc_config_load_ex(const char *yaml_path, int engine, int n_overrides, char **overrides, vc_config **out);

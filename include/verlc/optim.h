@@ -157,6 +157,7 @@ typedef enum vc_lr_kind {
     VC_LR_WSD,      /* get_wsd_schedule_with_warmup (stable_ratio) */
     VC_LR_MEGATRON, /* Megatron-core's OptimizerParamScheduler (verl's megatron strategy): vc_lr_megatron_init */
     VC_LR_VEOMNI,   /* VeOmni's build_lr_scheduler (verl's veomni strategy): vc_lr_veomni_init */
+    VC_LR_MLITE,    /* Megatron-lite's scheduler (verl's mlite actor): vc_lr_mlite_init */
 } vc_lr_kind;
 
 typedef struct vc_lr_schedule {
@@ -205,6 +206,13 @@ typedef struct vc_lr_megatron_config {
     const char *lr_decay_style, *lr_wsd_decay_style;
 } vc_lr_megatron_config;
 vc_status vc_lr_megatron_init(vc_lr_schedule *s, const vc_lr_megatron_config *c);
+/* Megatron-lite's own scheduler (_MegatronLiteLRScheduler, as its verl engine builds it from the same keys): none (the
+ * constant lr) without total_training_steps > 0; warmup lr_warmup_steps (> 0), else int(lr_warmup_steps_ratio x
+ * total_training_steps), from lr_warmup_init; lr_decay_steps (<= 0: the total; at least warmup + 1); then
+ * lr_decay_style constant / linear / cosine / inverse-square-root / wsd (any case) to min_lr, the WSD decay over the last
+ * lr_wsd_decay_steps in linear / cosine / exponential (start (end / start)^ratio) / constant; the styles Megatron-lite
+ * lacks (minus_sqrt) are refused */
+vc_status vc_lr_mlite_init(vc_lr_schedule *s, const vc_lr_megatron_config *c);
 /* VeOmni's schedules (veomni/optim/lr_scheduler.py, as verl's veomni engine builds them from its optim keys):
  * warmup int(total x lr_warmup_steps_ratio) steps from lr_start to lr, then lr_scheduler_type "constant",
  * "linear" (to 0 at total, floored at 1e-7: VeOmni does not pass lr_min there) or "cosine" (to lr_min at

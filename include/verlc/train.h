@@ -389,6 +389,8 @@ typedef struct vc_sft_config {
      * 0.999 and eps 1e-8, which verl does not pass on; no weight decay on biases and norms) and its
      * OptimizerParamScheduler with the keys below (and optim.lr, lr_warmup_steps(_ratio), weight_decay) */
     int megatron_optim;
+    int mlite_engine;        /* engine=mlite (Megatron-lite): optim=megatron runs its optimizer and scheduler (betas and
+                              * eps as set, vc_lr_mlite_init) */
     double lr_warmup_init, min_lr;
     /* optim=automodel (verl's AutomodelOptimizerConfig, with engine=automodel): torch's AdamW over every tensor with
      * optim.betas / eps / weight_decay, and Automodel's OptimizerParamScheduler (Megatron's) from init_lr = lr *

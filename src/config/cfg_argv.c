@@ -49,7 +49,7 @@ static vc_status model_engine(const char *v, int *engine) {
 
 vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_config **out) {
     const char *file = NULL, *cpath = NULL, *cname = NULL;
-    int engine = VC_ENGINE_DP;
+    int engine = VC_ENGINE_DP, groups = 0;
     char **ov = calloc(argc > 0 ? (size_t)argc : 1, sizeof *ov);
     int n = 0;
     vc_status st = VC_OK;
@@ -69,10 +69,12 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         else if (!strchr(argv[i], '=') && argv[i][0] != '~')
             st = vc_fail(VC_ERR_ARG, "'%s' is not a key=value override", argv[i]);
         else if (!strncmp(argv[i], "model_engine=", 13)) st = model_engine(argv[i] + 13, &engine);
+        else if (!strcmp(argv[i], "actor@actor_rollout_ref.actor=mlite_actor")) groups |= VC_GROUP_MLITE_ACTOR;
         else if (strchr(argv[i], '@') && strchr(argv[i], '@') < strchr(argv[i], '=')) /* group@package=option */
             st = vc_fail(VC_ERR_UNSUPPORTED, "'%s' selects an option of one of verl's config groups: verlc has "
-                         "verl's ppo_trainer and ppo_megatron_trainer defaults built in (model_engine=dp|megatron|veomni), "
-                         "not verl's group files; set that option's keys instead", argv[i]);
+                         "verl's ppo_trainer and ppo_megatron_trainer defaults built in (model_engine=dp|megatron|veomni) "
+                         "and Megatron-lite's actor group (actor@actor_rollout_ref.actor=mlite_actor), not verl's group "
+                         "files; set that option's keys instead", argv[i]);
         else ov[n++] = argv[i];
     }
     if (st == VC_OK && file && cname) st = vc_fail(VC_ERR_ARG, "give either --config or --config-name, not both");
@@ -80,7 +82,7 @@ vc_status vc_config_load_argv(int argc, char **argv, int *print_config, vc_confi
         st = hydra_file(cpath, cname, &hfile, &engine);
         file = hfile;
     }
-    if (st == VC_OK) st = vc_config_load_ex(file, engine, n, ov, out);
+    if (st == VC_OK) st = vc_config_load_ex(file, engine | groups, n, ov, out);
     free(hfile);
     free(ov);
     return st;

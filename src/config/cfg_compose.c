@@ -98,6 +98,12 @@ static vc_status group_entry(compose *c, const char *key, const vc_cfg_node *opt
         if (!strcmp(opt->s, "dp") || !strcmp(opt->s, "fsdp")) return VC_OK;
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: verlc reads verl's dp (FSDP), megatron and veomni configurations", where);
     }
+    if (!strcmp(group, "actor") && at && !strcmp(at + 1, "actor_rollout_ref.actor") && !*pkg &&
+        !strcmp(opt->s, "mlite_actor")) { /* Megatron-lite's actor group: its defaults built in */
+        char where[700];
+        snprintf(where, sizeof where, "%s: defaults entry '%s: mlite_actor'", file, key);
+        return vc_cfg_use_group(c->cfg, VC_GROUP_MLITE_ACTOR, where);
+    }
     /* the package: @package as given (_global_: the root), else the group's path under this file's */
     if (at && !strcmp(at + 1, "_global_")) package[0] = 0;
     else if (at) snprintf(package, sizeof package, "%s%s%s", pkg, *pkg ? "." : "", at + 1);

@@ -856,6 +856,69 @@ const char *const vc_cfg_veomni_removed[] = {
     "critic.optim.warmup_style", "critic.optim.zero_indexed_step", "critic.ulysses_sequence_parallel_size", NULL,
 };
 
+/* Megatron-lite's actor group (`actor@actor_rollout_ref.actor=mlite_actor`, NVIDIA/Megatron-LM's
+ * experimental/lite/examples/verl/verl_mlite/config: verl's actor.yaml with the megatron optim group and its own
+ * engine group, strategy mlite), as what it adds to the fsdp actor; vc_cfg_mlite_actor_removed what it lacks. On
+ * purpose, as verlc's megatron defaults: engine.dtype float32 (Megatron-lite: bfloat16), so runs stay exact f32
+ * unless a config asks for bfloat16. The engine keys its verl engine reads beside its yaml's are here too. */
+const char vc_cfg_mlite_actor_overlay_yaml[] =
+    "actor_rollout_ref:\n"
+    "  actor:\n"
+    "    strategy: mlite\n"
+    "    optim:\n"
+    "      optimizer: adam\n"
+    "      lr_warmup_init: 0.0\n"
+    "      lr_decay_steps: null\n"
+    "      lr_decay_style: constant\n"
+    "      min_lr: 0.0\n"
+    "      weight_decay_incr_style: constant\n"
+    "      lr_wsd_decay_style: exponential\n"
+    "      lr_wsd_decay_steps: null\n"
+    "      use_checkpoint_opt_param_scheduler: false\n"
+    "      use_precision_aware_optimizer: false\n"
+    "      main_grads_dtype: fp32\n"
+    "      exp_avg_dtype: fp32\n"
+    "      exp_avg_sq_dtype: fp32\n"
+    "      override_optimizer_config: {}\n"
+    "    engine:\n"
+    "      strategy: mlite\n"
+    "      custom_backend_module: verl_mlite.engine.mlite_engine\n"
+    "      param_offload: false\n"
+    "      optimizer_offload: false\n"
+    "      grad_offload: false\n"
+    "      forward_only: false\n"
+    "      dtype: float32\n"
+    "      export_dtype: bfloat16\n"
+    "      model_name: auto\n"
+    "      impl: lite\n"
+    "      tp: 1\n"
+    "      etp: null\n"
+    "      ep: 1\n"
+    "      pp: 1\n"
+    "      vpp: 1\n"
+    "      cp: 1\n"
+    "      attention_backend_override: flash\n"
+    "      router_aux_loss_coef: null\n"
+    "      router_replay_mode: null\n"
+    "      load_hf_weights: true\n"
+    "      full_determinism: false\n"
+    "      seed: 42\n"
+    "      resync_format: null\n"
+    "      resync_config: {}\n"
+    "      qat: {}\n"
+    "      impl_cfg:\n"
+    "        use_thd: true\n";
+
+const char *const vc_cfg_mlite_actor_removed[] = {
+    "actor_rollout_ref.actor.entropy_checkpointing", "actor_rollout_ref.actor.entropy_from_logits_chunk_size",
+    "actor_rollout_ref.actor.entropy_from_logits_with_chunking", "actor_rollout_ref.actor.fsdp_config",
+    "actor_rollout_ref.actor.grad_clip", "actor_rollout_ref.actor.pad_to_length",
+    "actor_rollout_ref.actor.use_remove_padding", "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.min_lr_ratio",
+    "actor_rollout_ref.actor.optim.num_cycles", "actor_rollout_ref.actor.optim.optimizer_impl",
+    "actor_rollout_ref.actor.optim.warmup_style", "actor_rollout_ref.actor.optim.zero_indexed_step", NULL,
+};
+
 /* verl's ppo_megatron_trainer (verl/trainer/config/_generated_ppo_megatron_trainer.yaml at b178a3cd) as what it
  * adds to or changes in ppo_trainer: the megatron engine groups, Megatron's optimizer and schedule keys, the
  * strategies, model.lora. Chosen by `--config-name ppo_megatron_trainer` or a defaults-list entry of that name.

@@ -33,6 +33,7 @@ struct vc_config {
     size_t n_notices, cap_notices;
     char suggest_buf[512];
     int engine;       /* the defaults it is built on: VC_ENGINE_DP (ppo_trainer), _MEGATRON or _VEOMNI */
+    int groups;       /* group options over them: VC_GROUP_MLITE_ACTOR */
     vc_cfg_node *later; /* the keys of verl's later configuration added to the defaults (notices) */
 };
 
@@ -40,12 +41,16 @@ struct vc_config {
 extern const char vc_cfg_megatron_overlay_yaml[];
 extern const char vc_cfg_veomni_overlay_yaml[];
 extern const char *const vc_cfg_veomni_removed[];
+extern const char vc_cfg_mlite_actor_overlay_yaml[];
+extern const char *const vc_cfg_mlite_actor_removed[];
 extern const char vc_cfg_later_yaml[];
 /* cfg_load.c: defaults on ppo_trainer (VC_ENGINE_DP), ppo_megatron_trainer or later verl's veomni engine;
  * switching a config still at ppo_trainer's defaults to another engine's (`where` names the defaults entry or the
  * override in messages) */
 vc_status vc_config_defaults_ex(int engine, vc_config **out);
 vc_status vc_cfg_use_engine(vc_config *cfg, int engine, const char *where);
+/* the same for a group option (VC_GROUP_MLITE_ACTOR) over the engine's defaults */
+vc_status vc_cfg_use_group(vc_config *cfg, int group, const char *where);
 /* cfg_migrate.c: verl's later `reward` group onto the keys verlc reads (after resolving) */
 vc_status vc_cfg_migrate_reward(vc_config *cfg);
 /* later verl's feature switches verlc does not have, refused when on (after resolving) */

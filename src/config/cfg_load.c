@@ -145,6 +145,8 @@ static void remove_path(vc_cfg_node *root, const char *path) {
 
 vc_status vc_config_defaults_ex(int engine, vc_config **out) {
     vc_cfg_node *root, *ov = NULL;
+    int groups = engine & VC_GROUP_MLITE_ACTOR;
+    engine &= 0xff;
     *out = NULL;
     vc_status st = vc_cfg_yaml_parse(vc_cfg_ppo_defaults_yaml, strlen(vc_cfg_ppo_defaults_yaml), "<verl defaults>", &root);
     if (st != VC_OK) return vc_fail_ctx(VC_ERR_INTERNAL, "embedded defaults");
@@ -154,6 +156,13 @@ vc_status vc_config_defaults_ex(int engine, vc_config **out) {
         if (!st) st = overlay_into(root, ov);
         if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded engine defaults"); }
     }
+    if (groups & VC_GROUP_MLITE_ACTOR) { /* Megatron-lite's actor group: its keys in, the FSDP actor's it lacks out */
+        vc_cfg_node *ml = NULL;
+        st = vc_cfg_yaml_parse(vc_cfg_mlite_actor_overlay_yaml, strlen(vc_cfg_mlite_actor_overlay_yaml),
+                               "<mlite actor defaults>", &ml);
+        if (!st) st = overlay_into(root, ml); /* (takes ml) */
+        if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded mlite actor defaults"); }
+    }
     vc_cfg_node *later = NULL;
     st = vc_cfg_yaml_parse(vc_cfg_later_yaml, strlen(vc_cfg_later_yaml), "<verl later defaults>", &later);
     if (!st) drop_present(later, root);
@@ -162,6 +171,10 @@ vc_status vc_config_defaults_ex(int engine, vc_config **out) {
     for (int i = 0; !st && engine == VC_ENGINE_VEOMNI && vc_cfg_veomni_removed[i]; i++) {
         remove_path(root, vc_cfg_veomni_removed[i]);
         remove_path(later, vc_cfg_veomni_removed[i]);
+    }
+    for (int i = 0; !st && (groups & VC_GROUP_MLITE_ACTOR) && vc_cfg_mlite_actor_removed[i]; i++) {
+        remove_path(root, vc_cfg_mlite_actor_removed[i]);
+        remove_path(later, vc_cfg_mlite_actor_removed[i]);
     }
     if (st) {
         vc_cfg_node_free(root);
@@ -182,6 +195,7 @@ vc_status vc_config_defaults_ex(int engine, vc_config **out) {
     if (st2 != VC_OK) { vc_cfg_node_free(tmp.root); vc_cfg_node_free(later); return st2; }
     (*out)->resolved_defaults = tmp.root;
     (*out)->engine = engine;
+    (*out)->groups = groups;
     (*out)->later = later;
     return VC_OK;
 }
@@ -189,12 +203,12 @@ vc_status vc_config_defaults_ex(int engine, vc_config **out) {
 vc_status vc_cfg_use_engine(vc_config *cfg, int engine, const char *where) {
     if (cfg->engine == engine) return VC_OK;
     vc_config *base = NULL, *m = NULL;
-    vc_status st = cfg->engine == VC_ENGINE_DP ? vc_config_defaults_ex(VC_ENGINE_DP, &base) : VC_OK;
+    vc_status st = cfg->engine == VC_ENGINE_DP ? vc_config_defaults_ex(VC_ENGINE_DP | cfg->groups, &base) : VC_OK;
     if (!st && (cfg->engine != VC_ENGINE_DP || !vc_cfg_node_equal(cfg->root, base->root)))
         st = vc_fail(VC_ERR_ARG, "%s: the %s engine's defaults must come first in the defaults list (before the entries "
                      "and keys that change it, and before another engine's)", where,
                      engine == VC_ENGINE_MEGATRON ? "megatron" : "veomni");
-    if (!st) st = vc_config_defaults_ex(engine, &m);
+    if (!st) st = vc_config_defaults_ex(engine | cfg->groups, &m);
     if (!st) { /* the engine's defaults take the place of ppo_trainer's; notices so far are kept */
         vc_cfg_node *r = cfg->root, *d = cfg->resolved_defaults;
         cfg->root = m->root;
@@ -205,6 +219,29 @@ vc_status vc_cfg_use_engine(vc_config *cfg, int engine, const char *where) {
         cfg->later = m->later;
         m->later = l;
         cfg->engine = engine;
+    }
+    vc_config_free(base);
+    vc_config_free(m);
+    return st;
+}
+
+vc_status vc_cfg_use_group(vc_config *cfg, int group, const char *where) {
+    if (cfg->groups & group) return VC_OK;
+    vc_config *base = NULL, *m = NULL;
+    vc_status st = vc_config_defaults_ex(cfg->engine | cfg->groups, &base);
+    if (!st && !vc_cfg_node_equal(cfg->root, base->root))
+        st = vc_fail(VC_ERR_ARG, "%s: a group option must come before the entries and keys that change the "
+                     "configuration", where);
+    if (!st) st = vc_config_defaults_ex(cfg->engine | cfg->groups | group, &m);
+    if (!st) { /* its defaults take the place of the engine's alone; notices so far are kept */
+        vc_cfg_node *r = cfg->root, *d = cfg->resolved_defaults, *l = cfg->later;
+        cfg->root = m->root;
+        cfg->resolved_defaults = m->resolved_defaults;
+        cfg->later = m->later;
+        m->root = r;
+        m->resolved_defaults = d;
+        m->later = l;
+        cfg->groups |= group;
     }
     vc_config_free(base);
     vc_config_free(m);

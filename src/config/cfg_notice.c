@@ -27,6 +27,7 @@ static const char R_RAY[] = "verlc runs without Ray";
 static const char R_TORCH[] = "verlc uses its own fused kernels; torch.compile/Liger/flash-attn options do not apply";
 static const char R_PROF[] = "Python profilers are not available; verlc reports its own timing/* metrics";
 static const char R_PY[] = "a Python data-loader option";
+static const char R_DP[] = "every rank is a data-parallel rank of verlc's own trainer (no model parallelism)";
 
 static const struct notice_rule RULES[] = {
     { "**._target_", NULL, N_ACCEPT_UNKNOWN | N_DROP | N_SILENT, "" },
@@ -53,8 +54,8 @@ static const struct notice_rule RULES[] = {
     { "**.rollout.checkpoint_engine.**", NULL, 0, "verlc shares weight buffers between trainer and rollout; no weight sync" },
     { "**.rollout.prometheus.**", NULL, 0, R_RAY },
     { "**.rollout.trace.**", NULL, 0, R_RAY },
-    { "*.strategy", "fsdp,fsdp2,megatron,veomni,verlc", 0, R_FSDP },
-    { "*.*.strategy", "fsdp,fsdp2,megatron,veomni,verlc", 0, R_FSDP },
+    { "*.strategy", "fsdp,fsdp2,megatron,veomni,mlite,verlc", 0, R_FSDP },
+    { "*.*.strategy", "fsdp,fsdp2,megatron,veomni,mlite,verlc", 0, R_FSDP },
     { "**.fsdp_config.mixed_precision.**", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" }, /* honoured: the matmul precision */
     { "**.fsdp_config.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
     /* honoured under the megatron strategy: the matmul precision and full recomputation (checkpointing) */
@@ -69,6 +70,17 @@ static const struct notice_rule RULES[] = {
     { "actor_rollout_ref.actor.veomni.router_replay.mode", NULL, N_SILENT, "" },
     { "**.veomni.mixed_precision", NULL, N_SILENT, "" }, /* the matmul precision is the trainer's */
     { "**.veomni.**", NULL, 0, R_FSDP },
+    /* Megatron-lite's actor engine (mlite_actor): the matmul precision and full recomputation read, the rest noticed */
+    { "actor_rollout_ref.actor.engine.dtype", NULL, N_SILENT, "" },
+    { "actor_rollout_ref.actor.engine.impl_cfg.recompute", NULL, N_ACCEPT_UNKNOWN | N_SILENT, "" },
+    { "actor_rollout_ref.actor.engine.impl_cfg.**", NULL, N_ACCEPT_UNKNOWN, R_FSDP },
+    { "actor_rollout_ref.actor.engine.tp", "1", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.pp", "1", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.vpp", "1,null", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.ep", "1", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.cp", "1", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.etp", "1,null", 0, R_DP },
+    { "actor_rollout_ref.actor.engine.**", NULL, 0, R_FSDP },
     /* verlc's own data-parallel sharding of the actor / critic optimiser state (src/rl/trainer_dist.c) */
     { "actor_rollout_ref.actor.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },
     { "critic.zero_stage", NULL, N_ACCEPT_UNKNOWN | N_SILENT, NULL },

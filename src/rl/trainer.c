@@ -749,6 +749,10 @@ static vc_status setup_device(vc_rl_trainer *t, const vc_config *c) {
         d.precision_key = "actor_rollout_ref.actor.megatron.dtype";
         TRY(vc_config_get_str_or(c, d.precision_key, "float32", &d.param_dtype));
     }
+    if (!st && rl_strategy_mlite(c, "actor_rollout_ref.actor")) { /* Megatron-lite's engine.dtype; f32 master weights */
+        d.precision_key = "actor_rollout_ref.actor.engine.dtype";
+        TRY(vc_config_get_str_or(c, d.precision_key, "float32", &d.param_dtype));
+    }
     if (!st && rl_strategy_veomni(c, "actor_rollout_ref.actor")) { /* VeOmni's bf16 mixed precision, or f32 */
         int a = 0, b = 0;
         d.precision_key = "actor_rollout_ref.actor.veomni.mixed_precision";

@@ -146,6 +146,8 @@ vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *ro
 int rl_strategy_megatron(const vc_config *cfg, const char *prefix);
 /* <prefix>.strategy is veomni (later verl's model_engine=veomni): VeOmni's optimizer keys and schedule */
 int rl_strategy_veomni(const vc_config *cfg, const char *prefix);
+/* Megatron-lite's actor (mlite_actor): <prefix>.strategy mlite */
+int rl_strategy_mlite(const vc_config *cfg, const char *prefix);
 vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extra, int n_extra, const vc_config *cfg,
                              const char *prefix, int64_t total_steps, int loss_on_hidden, vc_comm *comm);
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- optimiser ---- */
 /* verl builds <prefix>.optim.optimizer from optimizer_impl with lr, weight_decay, betas and
@@ -207,6 +208,80 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, in
     return VC_OK;
 }
 
+/* Megatron-lite's actor (actor@actor_rollout_ref.actor=mlite_actor: strategy mlite), its optimizer as its verl engine
+ * builds it (_build_mlite_optimizer_config): Adam-style only, optim.lr, weight_decay (decoupled; none on biases and
+ * norms, as Megatron's parameter groups), clip_grad, betas from optim.betas, eps from override_optimizer_config's
+ * adam_eps / eps (else 1e-8); the other overrides it reads change only where the state lives; its own scheduler
+ * (vc_lr_mlite_init), min_lr or lr x min_lr_ratio */
+int rl_strategy_mlite(const vc_config *cfg, const char *prefix) {
+    char k[160];
+    const char *s = NULL;
+    snprintf(k, sizeof k, "%s.strategy", prefix);
+    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "mlite");
+}
+
+static vc_status mlite_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
+                                 double *clip) {
+    char k[200], o[200];
+    const char *name = NULL;
+    vc_lr_megatron_config mc = { 0 };
+    double warm = -1, decay = -1, wsd = -1, ratio = NAN;
+    vc_status st = VC_OK;
+#define GETD(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_double_or(cfg, k, def, dst); } while (0)
+#define GETS(key, dst, def) do { snprintf(k, sizeof k, "%s.optim.%s", prefix, key); if (!st) st = vc_config_get_str_or(cfg, k, def, dst); } while (0)
+    GETS("optimizer", &name, "adam");
+    int adam = 0; /* its _normalize_optimizer_name: any name holding "adam", in any case */
+    for (const char *c = name; !st && *c && !adam; c++) adam = !strncasecmp(c, "adam", 4);
+    if (!st && !adam)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s=%s: Megatron-lite's engine takes Adam-style optimizers only", k, name);
+    GETD("lr", &mc.lr, 1e-6);
+    GETD("lr_warmup_init", &mc.lr_warmup_init, 0);
+    GETD("min_lr", &mc.min_lr, NAN);
+    GETD("min_lr_ratio", &ratio, NAN); /* (added with `+`: the megatron optim group has none) */
+    GETD("lr_warmup_steps_ratio", &mc.lr_warmup_steps_ratio, 0);
+    GETD("lr_warmup_steps", &warm, -1);
+    GETD("lr_decay_steps", &decay, -1);
+    GETD("lr_wsd_decay_steps", &wsd, -1);
+    GETD("weight_decay", &a->weight_decay, 0.01);
+    GETD("clip_grad", clip, 1.0);
+    GETD("betas.0", &a->beta1, 0.9);
+    GETD("betas.1", &a->beta2, 0.999);
+    GETS("lr_decay_style", &mc.lr_decay_style, "constant");
+    GETS("lr_wsd_decay_style", &mc.lr_wsd_decay_style, "exponential");
+#undef GETD
+#undef GETS
+    if (st) return st;
+    if (isnan(mc.min_lr)) mc.min_lr = isnan(ratio) ? 0.0 : mc.lr * ratio;
+    a->eps = 1e-8;
+    snprintf(o, sizeof o, "%s.optim.override_optimizer_config", prefix);
+    size_t n = 0;
+    if (vc_config_kind(cfg, o) == VC_CFG_MAP && (st = vc_config_map_len(cfg, o, &n))) return st;
+    for (size_t i = 0; i < n && !st; i++) {
+        const char *key = NULL;
+        if ((st = vc_config_map_key(cfg, o, i, &key))) break;
+        snprintf(k, sizeof k, "%s.%s", o, key);
+        int on = 0;
+        if (!strcmp(key, "adam_eps") || (!strcmp(key, "eps") && vc_config_kind(cfg, k) != VC_CFG_NULL))
+            st = vc_config_get_double(cfg, k, &a->eps);
+        else if (!strcmp(key, "decoupled_weight_decay")) {
+            if (vc_config_kind(cfg, k) != VC_CFG_NULL && !(st = vc_config_get_bool(cfg, k, &on)) && !on)
+                st = vc_fail(VC_ERR_UNSUPPORTED, "%s=false (L2 regularisation) is not built in: verlc's weight decay "
+                             "is decoupled (AdamW's)", k);
+        } else if (!strcmp(key, "use_precision_aware_optimizer")) { /* (without moment dtypes: fp32 moments) */
+        } else if (strcmp(key, "offload_fraction") && strcmp(key, "optimizer_offload_fraction") &&
+                   strcmp(key, "optimizer_cpu_offload") && strcmp(key, "overlap_cpu_optimizer_d2h_h2d"))
+            vc_info("%s: not read by Megatron-lite's engine (ignored)", k);
+    }
+    if (st) return st;
+    mc.lr_warmup_steps = (int64_t)warm;
+    mc.lr_decay_steps = (int64_t)decay;
+    mc.lr_wsd_decay_steps = (int64_t)wsd;
+    mc.total_training_steps = s->total_steps;
+    if ((st = vc_lr_mlite_init(s, &mc))) return vc_fail_ctx(st, "%s.optim", prefix);
+    a->lr = s->base_lr;
+    return VC_OK;
+}
+
 /* later verl's veomni strategy (model_engine=veomni): VeOmni's build_optimizer as verl's veomni engine calls it,
  * AdamW (eps 1e-8) with optim.lr, betas and weight_decay on every parameter, gradients clipped at optim.clip_grad
  * (its deprecated grad_clip wins when set, as verl's OptimizerConfig has it), and VeOmni's schedule
@@ -304,6 +379,7 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     vc_trainer_config tc;
     vc_trainer_config_default(&tc);
     int megatron = rl_strategy_megatron(cfg, prefix), veomni = rl_strategy_veomni(cfg, prefix);
+    int mlite = rl_strategy_mlite(cfg, prefix);
     vc_status st;
     if (veomni) {
         tc.sched.total_steps = total_steps;
@@ -311,6 +387,10 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     } else if (megatron) {
         tc.sched.total_steps = total_steps;
         st = megatron_optimizer(cfg, prefix, comm && vc_comm_rank(comm) != 0, &tc.sched, &tc.adamw, &tc.grad_clip);
+        tc.decay_matrices_only = 1;
+    } else if (mlite) {
+        tc.sched.total_steps = total_steps;
+        st = mlite_optimizer(cfg, prefix, &tc.sched, &tc.adamw, &tc.grad_clip);
         tc.decay_matrices_only = 1;
     } else {
         st = lr_from_cfg(cfg, prefix, total_steps, &tc.sched, &tc.adamw.weight_decay, &tc.adamw.beta1, &tc.adamw.beta2,
@@ -326,11 +406,24 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
         st = vc_config_get_str_or(cfg, k, NULL, &g);
         if (!st && g && !strcmp(g, "full")) tc.checkpointing = 1;
     }
+    if (!st && mlite) { /* Megatron-lite's impl_cfg.recompute list: [full] recomputes whole layers */
+        snprintf(k, sizeof k, "%s.engine.impl_cfg.recompute", prefix);
+        if (vc_config_kind(cfg, k) == VC_CFG_LIST) {
+            size_t n = 0;
+            st = vc_config_list_len(cfg, k, &n);
+            for (size_t i = 0; i < n && !st; i++) {
+                const char *g = NULL;
+                char e[220];
+                snprintf(e, sizeof e, "%s.%zu", k, i);
+                if (!(st = vc_config_get_str(cfg, e, &g)) && g && !strcmp(g, "full")) tc.checkpointing = 1;
+            }
+        }
+    }
     double temp = 1;
     /* the actor's log-probs and entropies are those of logits / rollout.temperature, as in verl */
     if (!st && strcmp(prefix, "critic"))
         st = vc_config_get_double_or(cfg, "actor_rollout_ref.rollout.temperature", 1.0, &temp);
-    if (!st && !megatron && !veomni) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
+    if (!st && !megatron && !veomni && !mlite) st = optimizer_from_cfg(cfg, prefix, &tc.adamw);
     if (st) return st;
     tc.temperature = temp > 0 ? (float)temp : 1.0f;
     tc.adamw.lr = tc.sched.base_lr;

@@ -2,6 +2,7 @@
 #include "verlc/optim.h"
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 void vc_lr_config_default(vc_lr_config *c) {
     memset(c, 0, sizeof *c);
@@ -70,7 +71,8 @@ static double lr_lambda(const vc_lr_schedule *s, int64_t step) {
         double ratio = (double)(step - W) / (double)(T - W > 1 ? T - W : 1);
         return s->min_lr_ratio + (1.0 - ratio) * (1.0 - s->min_lr_ratio);
     }
-    case VC_LR_MEGATRON: return 1.0; /* megatron_lr */
+    case VC_LR_MEGATRON: /* megatron_lr */
+    case VC_LR_MLITE: return 1.0; /* mlite_lr */
     case VC_LR_VEOMNI: return 1.0;   /* veomni_factor */
     case VC_LR_WSD: {
         int64_t remaining = T - W > 0 ? T - W : 0;
@@ -162,6 +164,77 @@ static double megatron_lr(const vc_lr_schedule *s, int64_t step) {
     return min_lr + coeff * (max_lr - min_lr);
 }
 
+/* ---- Megatron-lite's _MegatronLiteLRScheduler ---- */
+enum { ML_CONSTANT, ML_LINEAR, ML_COSINE, ML_INV_SQRT, ML_WSD, ML_EXP };
+
+static int pick_nocase(const char *s, const char *const *names, int n) {
+    for (int i = 0; s && i < n; i++)
+        if (!strcasecmp(s, names[i])) return i;
+    return -1;
+}
+
+vc_status vc_lr_mlite_init(vc_lr_schedule *s, const vc_lr_megatron_config *c) {
+    static const char *const STYLES[] = { "constant", "linear", "cosine", "inverse-square-root", "wsd" };
+    static const char *const DECAY[] = { "constant", "linear", "cosine", "", "", "exponential" };
+    memset(s, 0, sizeof *s);
+    s->kind = VC_LR_MLITE;
+    s->mg_style = pick_nocase(c->lr_decay_style ? c->lr_decay_style : "constant", STYLES, 5);
+    if (s->mg_style < 0)
+        return vc_fail(VC_ERR_ARG, "lr_decay_style: unknown style '%s' (Megatron-lite's constant, linear, cosine, "
+                       "inverse-square-root, wsd)", c->lr_decay_style);
+    s->wsd_style = pick_nocase(c->lr_wsd_decay_style ? c->lr_wsd_decay_style : "exponential", DECAY, 6);
+    if (s->wsd_style < 0 || s->wsd_style == ML_INV_SQRT || s->wsd_style == ML_WSD)
+        return vc_fail(VC_ERR_ARG, "lr_wsd_decay_style: unknown style '%s' (Megatron-lite's linear, cosine, exponential, "
+                       "constant)", c->lr_wsd_decay_style);
+    if (!(c->lr >= 0) || !(c->min_lr >= 0) || !isfinite(c->lr_warmup_init))
+        return vc_fail(VC_ERR_ARG, "mlite lr schedule: lr %g and min_lr %g must be >= 0", c->lr, c->min_lr);
+    s->base_lr = c->lr;
+    s->init_lr = c->lr_warmup_init;
+    s->min_lr = c->min_lr;
+    s->total_steps = c->total_training_steps;
+    if (s->total_steps <= 0) { /* no scheduler: the optimizer's lr */
+        s->mg_style = ML_CONSTANT;
+        return VC_OK;
+    }
+    int64_t w = c->lr_warmup_steps;
+    if (w <= 0 && c->lr_warmup_steps_ratio > 0) w = (int64_t)(c->lr_warmup_steps_ratio * (double)s->total_steps);
+    s->warmup_steps = w > 0 ? w : 0;
+    int64_t d = c->lr_decay_steps > 0 ? c->lr_decay_steps : s->total_steps;
+    s->decay_steps = d > s->warmup_steps + 1 ? d : s->warmup_steps + 1;
+    s->wsd_steps = c->lr_wsd_decay_steps > 0 ? c->lr_wsd_decay_steps : 0;
+    return VC_OK;
+}
+
+static double mlite_decay(double start, double end, double ratio, int style) {
+    if (style == ML_LINEAR) return start + (end - start) * ratio;
+    if (style == ML_COSINE) return end + (start - end) * (0.5 * (cos(M_PI * ratio) + 1.0));
+    if (style == ML_EXP) return start == 0.0 ? 0.0 : end == 0.0 ? start * (1.0 - ratio) : start * pow(end / start, ratio);
+    return start;
+}
+
+static double mlite_lr(const vc_lr_schedule *s, int64_t step) {
+    if (s->total_steps <= 0) return s->base_lr;
+    double max_lr = s->base_lr, n = (double)step;
+    if (s->warmup_steps > 0 && step <= s->warmup_steps)
+        return s->init_lr + (max_lr - s->init_lr) * (n / (double)s->warmup_steps);
+    if (s->mg_style == ML_CONSTANT) return max_lr;
+    if (s->mg_style == ML_INV_SQRT) {
+        double w = (double)(s->warmup_steps > 1 ? s->warmup_steps : 1), k = step > 1 ? n : 1.0;
+        double lr = max_lr * sqrt(w) / sqrt(k);
+        return lr > s->min_lr ? lr : s->min_lr;
+    }
+    if (s->mg_style == ML_WSD) {
+        int64_t start = s->decay_steps - s->wsd_steps > s->warmup_steps ? s->decay_steps - s->wsd_steps : s->warmup_steps;
+        if (s->wsd_steps <= 0 || step <= start) return max_lr;
+        double r = (n - (double)start) / (double)s->wsd_steps;
+        return mlite_decay(max_lr, s->min_lr, r < 1.0 ? r : 1.0, s->wsd_style);
+    }
+    double span = (double)(s->decay_steps - s->warmup_steps > 1 ? s->decay_steps - s->warmup_steps : 1);
+    double r = (n - (double)s->warmup_steps) / span;
+    r = r < 0 ? 0 : r > 1 ? 1 : r;
+    return mlite_decay(max_lr, s->min_lr, r, s->mg_style);
+}
+
 /* ---- VeOmni's LambdaLR schedules (their factors computed as VeOmni computes them, times the base lr) ---- */
 enum { VO_CONSTANT, VO_LINEAR, VO_COSINE };
 
@@ -215,5 +288,6 @@ double vc_lr_at(const vc_lr_schedule *s, int64_t step) {
     if (step < 0) step = 0;
     if (s->kind == VC_LR_MEGATRON) return megatron_lr(s, step);
     if (s->kind == VC_LR_VEOMNI) return s->base_lr * veomni_factor(s, step);
+    if (s->kind == VC_LR_MLITE) return mlite_lr(s, step);
     return s->base_lr * lr_lambda(s, step);
 }

@@ -153,7 +153,8 @@ static vc_status load_inputs(sft_run *r) {
 }
 
 /* optim=megatron: Megatron-core's adam (betas and eps Megatron's: verl does not pass optim.betas on; decay on
- * matrices only) and its OptimizerParamScheduler, as the RL trainer's megatron strategy */
+ * matrices only) and its OptimizerParamScheduler, as the RL trainer's megatron strategy; with engine=mlite
+ * Megatron-lite's (its engine passes optim.betas and eps on) and its own scheduler, as the RL trainer's mlite actor */
 static vc_status megatron_schedule(sft_run *r, vc_trainer_config *tc) {
     const vc_sft_config *c = r->c;
     vc_lr_megatron_config mc = { .lr = c->lr, .lr_warmup_init = c->lr_warmup_init, .min_lr = c->min_lr,
@@ -162,9 +163,10 @@ static vc_status megatron_schedule(sft_run *r, vc_trainer_config *tc) {
                                  .lr_wsd_decay_steps = c->lr_wsd_decay_steps, .lr_decay_style = c->lr_decay_style,
                                  .lr_wsd_decay_style = c->lr_wsd_decay_style };
     tc->adamw.beta1 = 0.9, tc->adamw.beta2 = 0.999, tc->adamw.eps = 1e-8;
+    if (c->mlite_engine) tc->adamw.beta1 = c->beta1, tc->adamw.beta2 = c->beta2, tc->adamw.eps = c->eps;
     tc->decay_matrices_only = 1;
-    vc_status st = vc_lr_megatron_init(&tc->sched, &mc);
-    return st ? vc_fail_ctx(st, "optim=megatron") : VC_OK;
+    vc_status st = c->mlite_engine ? vc_lr_mlite_init(&tc->sched, &mc) : vc_lr_megatron_init(&tc->sched, &mc);
+    return st ? vc_fail_ctx(st, c->mlite_engine ? "optim=megatron engine=mlite" : "optim=megatron") : VC_OK;
 }
 
 /* optim=automodel: Automodel's OptimizerParamScheduler (Megatron's) as verl's automodel engine builds it; torch's AdamW

@@ -540,7 +540,8 @@ vc_status vc_sft_config_set(vc_sft_config *c, const char *key, const char *value
     while (*key == '+') key++; /* Hydra's +key / ++key (add or replace): every key here exists */
     if (!strcmp(key, "trainer.resume_mode")) return resume_mode(c, value);
     if (!strcmp(key, "model") && !strcmp(value, "hf_model")) return VC_OK; /* verl's model group (else `model` is the model directory) */
-    if (!strcmp(key, "engine") && (!strcmp(value, "megatron") || !strcmp(value, "automodel") || !strcmp(value, "mlite")))
+    if (!strcmp(key, "engine") && !strcmp(value, "mlite")) return c->mlite_engine = 1, VC_OK; /* (keys: VERL_KEYS) */
+    if (!strcmp(key, "engine") && (!strcmp(value, "megatron") || !strcmp(value, "automodel")))
         return VC_OK; /* their keys are taken (VERL_KEYS) */
     if (!strcmp(key, "optim") && !strcmp(value, "megatron")) return c->megatron_optim = 1, VC_OK;
     if (!strcmp(key, "optim") && !strcmp(value, "automodel")) return c->automodel_optim = 1, VC_OK;

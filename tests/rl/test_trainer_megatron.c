@@ -145,6 +145,58 @@ static void test_run(void) {
     }
 }
 
+/* Megatron-lite's actor group (actor@actor_rollout_ref.actor=mlite_actor, verl's Megatron-lite example scripts): its
+ * keys composed (the megatron optim group, its engine group; the FSDP actor's keys it lacks refused), its own lr
+ * scheduler per step (WSD's exponential decay is start (end / start)^ratio there, not Megatron-core's), and refusals */
+static void test_mlite(void) {
+    vc_config *c = NULL;
+    char *argv[] = { "actor@actor_rollout_ref.actor=mlite_actor", "actor_rollout_ref.actor.engine.ep=8",
+                     "+actor_rollout_ref.actor.engine.impl_cfg.optimizer=fsdp2",
+                     "+actor_rollout_ref.actor.engine.impl_cfg.recompute=[full]",
+                     "+actor_rollout_ref.actor.optim.override_optimizer_config.offload_fraction=1.0",
+                     "actor_rollout_ref.actor.optim.betas=[0.9,0.95]", "hydra.searchpath=[pkg://verl_mlite.config]" };
+    CHECK_OK(vc_config_load_argv(7, argv, NULL, &c));
+    if (c) {
+        CHECK(!strcmp(str(c, "actor_rollout_ref.actor.strategy"), "mlite") &&
+              !strcmp(str(c, "actor_rollout_ref.actor.optim.lr_decay_style"), "constant") &&
+              !strcmp(str(c, "critic.strategy"), "fsdp") && !vc_config_has(c, "actor_rollout_ref.actor.fsdp_config"));
+        vc_config_free(c);
+    }
+    char *bad[] = { "actor@actor_rollout_ref.actor=mlite_actor", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine" };
+    CHECK(vc_config_load_argv(2, bad, NULL, &c) == VC_ERR_ARG && strstr(vc_last_error(), "lr_scheduler_type"));
+    char *other[] = { "ref@actor_rollout_ref.ref=mlite_ref" };
+    CHECK(vc_config_load_argv(1, other, NULL, &c) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "mlite_ref"));
+    /* the same group from a YAML defaults list */
+    char y[300];
+    snprintf(y, sizeof y, "%s/ml.yaml", dir);
+    const char *Y = "defaults:\n  - ppo_trainer\n  - actor@actor_rollout_ref.actor: mlite_actor\n  - _self_\n"
+                    "actor_rollout_ref:\n  actor:\n    engine:\n      tp: 1\n";
+    CHECK_OK(vc_write_file_atomic(y, Y, strlen(Y)));
+    char ov[8] = "";
+    CHECK_OK(load(0, y, ov, &c));
+    CHECK(c && !strcmp(str(c, "actor_rollout_ref.actor.strategy"), "mlite"));
+    vc_config_free(c);
+    /* a run: Megatron-lite's scheduler (lr 1e-2, WSD over the last 2 of 3 steps to 1e-3, exponential) */
+    double lr[3] = { -1, -1, -1 };
+    CHECK_OK(demo_run_lrs(dir, VC_ENGINE_DP | VC_GROUP_MLITE_ACTOR, "mlite",
+                          "actor_rollout_ref.actor.optim.lr_decay_style=WSD|actor_rollout_ref.actor.optim.min_lr=1e-3|"
+                          "actor_rollout_ref.actor.optim.lr_wsd_decay_steps=2|actor_rollout_ref.actor.optim.betas=[0.9,0.95]|"
+                          "+actor_rollout_ref.actor.engine.impl_cfg.recompute=[full]|"
+                          "+actor_rollout_ref.actor.optim.override_optimizer_config.adam_eps=1e-6", lr, 3));
+    CHECK_MSG(fabs(lr[0] - 1e-2) < 1e-15 && fabs(lr[1] - 1e-2) < 1e-15 && fabs(lr[2] - 1e-2 * sqrt(0.1)) < 1e-15,
+              "mlite actor/lr %.17g %.17g %.17g", lr[0], lr[1], lr[2]);
+    static const struct { const char *ov, *needle; } BAD[] = {
+        { "actor_rollout_ref.actor.optim.optimizer=sgd", "Adam-style" },
+        { "+actor_rollout_ref.actor.optim.override_optimizer_config.decoupled_weight_decay=false",
+          "decoupled_weight_decay=false" },
+        { "actor_rollout_ref.actor.optim.lr_decay_style=poly", "poly" },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        vc_status st = demo_run_lrs(dir, VC_ENGINE_DP | VC_GROUP_MLITE_ACTOR, "mlbad", BAD[i].ov, lr, 1);
+        CHECK_MSG(st && strstr(vc_last_error(), BAD[i].needle), "mlite bad %zu: %s", i, vc_last_error());
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_megatron_%d", (int)getpid());
     demo_model_setup(dir, 11);
@@ -152,6 +204,7 @@ int main(void) {
     demo_rows_setup(dir, "verlc/addition");
     test_config();
     test_run();
+    test_mlite();
     snprintf(p, sizeof p, "rm -rf %s", dir);
     CHECK(system(p) == 0);
     return vc_test_done();

@@ -1,6 +1,7 @@
 #pragma GCC optimize("fp-contract=off")
 #include "verlc/core.h"
 #include "verlc/optim.h"
+#include "verlc/json.h"
 #include "tensor/backend.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
@@ -466,6 +467,49 @@ static void test_megatron_schedules(void) {
     CHECK(vc_lr_megatron_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "min_lr"));
 }
 
+/* Megatron-lite's _MegatronLiteLRScheduler (verl's mlite actor), run by tools/fixtures/make_mlite_lr.py from its own
+ * code: every step's lr of ten schedules (constant, cosine and linear with warmups from an init lr or a ratio of the
+ * total, inverse-square-root, wsd in three styles and without decay steps, decay steps shorter than the warmup, no
+ * total steps: no scheduler) */
+static void test_mlite_schedules(void) {
+    cJSON *all = NULL, *c;
+    CHECK_OK(vc_json_load_file("tests/fixtures/megatron/mlite_lr_schedules.json", &all));
+    int n = 0, bad = 0;
+    cJSON_ArrayForEach(c, all) {
+        vc_lr_megatron_config mc = { 0 };
+        const cJSON *v;
+#define NUM(key, dst, def) dst = cJSON_IsNumber(v = cJSON_GetObjectItem(c, key)) ? v->valuedouble : def
+        NUM("lr", mc.lr, 0);
+        NUM("lr_warmup_init", mc.lr_warmup_init, 0);
+        NUM("min_lr", mc.min_lr, 0);
+        NUM("lr_warmup_steps_ratio", mc.lr_warmup_steps_ratio, 0);
+        NUM("total_training_steps", mc.total_training_steps, 0);
+        NUM("lr_decay_steps", mc.lr_decay_steps, -1);
+        NUM("lr_warmup_steps", mc.lr_warmup_steps, -1);
+        NUM("lr_wsd_decay_steps", mc.lr_wsd_decay_steps, -1);
+#undef NUM
+        mc.lr_decay_style = cJSON_GetObjectItem(c, "lr_decay_style")->valuestring;
+        mc.lr_wsd_decay_style = cJSON_GetObjectItem(c, "lr_wsd_decay_style")->valuestring;
+        vc_lr_schedule s;
+        CHECK_OK(vc_lr_mlite_init(&s, &mc));
+        const cJSON *lrs = cJSON_GetObjectItem(c, "lrs");
+        for (int k = 0; k < cJSON_GetArraySize(lrs); k++) {
+            double want = cJSON_GetArrayItem(lrs, k)->valuedouble, got = vc_lr_at(&s, k);
+            if (fabs(got - want) > 1e-15 * fabs(want) + 1e-300 && bad++ < 5)
+                fprintf(stderr, "mlite schedule %d step %d: %.17g, Megatron-lite %.17g\n", n, k, got, want);
+        }
+        n++;
+    }
+    cJSON_Delete(all);
+    CHECK_MSG(n == 10 && bad == 0, "%d schedules, %d steps differ from Megatron-lite's", n, bad);
+    vc_lr_megatron_config mc = { .lr = 1e-5, .total_training_steps = 10, .lr_decay_style = "poly" };
+    vc_lr_schedule s;
+    CHECK(vc_lr_mlite_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "poly"));
+    mc.lr_decay_style = "WSD";
+    mc.lr_wsd_decay_style = "minus_sqrt"; /* Megatron's, not Megatron-lite's */
+    CHECK(vc_lr_mlite_init(&s, &mc) == VC_ERR_ARG && strstr(vc_last_error(), "minus_sqrt"));
+}
+
 /* VeOmni's schedules, run by tools/fixtures/make_veomni_lr.py (the wheel's own code) as verl's veomni engine builds
  * them: every step's lr of eight schedules (cosine with and without warmup, lr_start, lr_min, an lr_decay_ratio
  * before the end; linear; constant), to 1e-15 */
@@ -531,6 +575,7 @@ int main(void) {
     vc_set_backend(NULL);
     test_schedules();
     test_megatron_schedules();
+    test_mlite_schedules();
     test_veomni_schedules();
     return vc_test_done();
 }

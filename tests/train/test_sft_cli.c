@@ -148,6 +148,22 @@ int main(void) {
     for (int i = 0; lr_ok && i < 6; i++) lr_ok = fabs(lr->y[i] - vc_lr_at(&ls, i)) <= 1e-7 * vc_lr_at(&ls, i);
     CHECK_MSG(lr_ok, "optim=megatron: train/lr is not Megatron's schedule (%d values)", lr ? (int)lr->n : -1);
     vc_metrics_free(mt);
+    /* engine=mlite (Megatron-lite) with its optim=megatron group: Megatron-lite's scheduler (its WSD's exponential decay
+     * start (end / start)^ratio, not Megatron-core's) */
+    snprintf(extra, sizeof extra, "--out %s/ml optim=megatron engine=mlite engine.tp=1 optim.min_lr=1e-4 "
+             "optim.lr_decay_style=wsd optim.lr_wsd_decay_steps=3 optim.lr_warmup_steps=0", TMP);
+    CHECK(sh(common, extra) == 0);
+    mc = (vc_lr_megatron_config){ .lr = 1e-2, .min_lr = 1e-4, .total_training_steps = 6, .lr_decay_steps = -1,
+                                  .lr_warmup_steps = 0, .lr_wsd_decay_steps = 3, .lr_decay_style = "wsd",
+                                  .lr_wsd_decay_style = "exponential" };
+    CHECK_OK(vc_lr_mlite_init(&ls, &mc));
+    snprintf(mpath, sizeof mpath, "%s/ml/metrics.jsonl", TMP);
+    CHECK_OK(vc_metrics_read(mpath, &mt));
+    lr = mt ? vc_metrics_find(mt, "train/lr") : NULL;
+    lr_ok = lr && lr->n == 6 && fabs(lr->y[5] - 1e-2 * pow(1e-2, 2.0 / 3.0)) <= 1e-7 * lr->y[5];
+    for (int i = 0; lr_ok && i < 6; i++) lr_ok = fabs(lr->y[i] - vc_lr_at(&ls, i)) <= 1e-7 * vc_lr_at(&ls, i);
+    CHECK_MSG(lr_ok, "engine=mlite: train/lr is not Megatron-lite's schedule (%d values)", lr ? (int)lr->n : -1);
+    vc_metrics_free(mt);
     /* verl's engine=automodel optim=automodel groups (the group's defaults under the keys before it: betas [0.9, 0.999],
      * init_lr_ratio 0.1, min_lr_ratio 0.01, cosine): Automodel's OptimizerParamScheduler, written out here */
     snprintf(extra, sizeof extra, "--out %s/am engine=automodel optim=automodel engine.tp_size=1 "
