@@ -157,10 +157,18 @@ vc_status vc_config_defaults_ex(int engine, vc_config **out) {
         if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded engine defaults"); }
     }
     if (groups & VC_GROUP_MLITE_ACTOR) { /* Megatron-lite's actor group: its keys in, the FSDP actor's it lacks out */
-        vc_cfg_node *ml = NULL;
+        vc_cfg_node *ml = NULL, *mg = NULL, *optim = NULL;
         st = vc_cfg_yaml_parse(vc_cfg_mlite_actor_overlay_yaml, strlen(vc_cfg_mlite_actor_overlay_yaml),
                                "<mlite actor defaults>", &ml);
         if (!st) st = overlay_into(root, ml); /* (takes ml) */
+        /* its optim group is the megatron one: the megatron overlay's actor optim keys */
+        if (!st) st = vc_cfg_yaml_parse(vc_cfg_megatron_overlay_yaml, strlen(vc_cfg_megatron_overlay_yaml),
+                                        "<verl engine defaults>", &mg);
+        const vc_cfg_node *mo = st ? NULL : vc_cfg_lookup(mg, "actor_rollout_ref.actor.optim");
+        vc_cfg_node *ro = (vc_cfg_node *)vc_cfg_lookup(root, "actor_rollout_ref.actor.optim");
+        if (!st && (!mo || !ro || !(optim = vc_cfg_node_copy(mo)))) st = VC_ERR_INTERNAL;
+        if (!st) st = overlay_into(ro, optim); /* (takes optim) */
+        vc_cfg_node_free(mg);
         if (st) { vc_cfg_node_free(root); return vc_fail_ctx(VC_ERR_INTERNAL, "embedded mlite actor defaults"); }
     }
     vc_cfg_node *later = NULL;

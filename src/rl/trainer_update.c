@@ -62,12 +62,14 @@ static vc_status optimizer_from_cfg(const vc_config *cfg, const char *prefix, vc
  * optim.lr, weight_decay and clip_grad, betas and eps Megatron's (0.9, 0.999, 1e-8; optim.betas is not passed
  * by verl) unless override_optimizer_config sets adam_beta1 / adam_beta2 / adam_eps; no weight decay on biases
  * and norms (Megatron's parameter groups: tensors of one dimension); its OptimizerParamScheduler. */
-int rl_strategy_megatron(const vc_config *cfg, const char *prefix) {
+static int strategy_is(const vc_config *cfg, const char *prefix, const char *name) {
     char k[160];
     const char *s = NULL;
     snprintf(k, sizeof k, "%s.strategy", prefix);
-    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "megatron");
+    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, name);
 }
+
+int rl_strategy_megatron(const vc_config *cfg, const char *prefix) { return strategy_is(cfg, prefix, "megatron"); }
 
 static const char *const MEGATRON_PERF_ONLY[] = {
     "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "use_precision_aware_optimizer",
@@ -213,12 +215,7 @@ static vc_status megatron_optimizer(const vc_config *cfg, const char *prefix, in
  * norms, as Megatron's parameter groups), clip_grad, betas from optim.betas, eps from override_optimizer_config's
  * adam_eps / eps (else 1e-8); the other overrides it reads change only where the state lives; its own scheduler
  * (vc_lr_mlite_init), min_lr or lr x min_lr_ratio */
-int rl_strategy_mlite(const vc_config *cfg, const char *prefix) {
-    char k[160];
-    const char *s = NULL;
-    snprintf(k, sizeof k, "%s.strategy", prefix);
-    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "mlite");
-}
+int rl_strategy_mlite(const vc_config *cfg, const char *prefix) { return strategy_is(cfg, prefix, "mlite"); }
 
 static vc_status mlite_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
                                  double *clip) {
@@ -286,12 +283,7 @@ static vc_status mlite_optimizer(const vc_config *cfg, const char *prefix, vc_lr
  * AdamW (eps 1e-8) with optim.lr, betas and weight_decay on every parameter, gradients clipped at optim.clip_grad
  * (its deprecated grad_clip wins when set, as verl's OptimizerConfig has it), and VeOmni's schedule
  * (vc_lr_veomni_init); override_optimizer_config is not passed on by verl's engine, and not here either */
-int rl_strategy_veomni(const vc_config *cfg, const char *prefix) {
-    char k[160];
-    const char *s = NULL;
-    snprintf(k, sizeof k, "%s.strategy", prefix);
-    return !vc_config_get_str_or(cfg, k, "fsdp", &s) && s && !strcmp(s, "veomni");
-}
+int rl_strategy_veomni(const vc_config *cfg, const char *prefix) { return strategy_is(cfg, prefix, "veomni"); }
 
 static vc_status veomni_optimizer(const vc_config *cfg, const char *prefix, vc_lr_schedule *s, vc_adamw_config *a,
                                   double *clip) {
