@@ -24,6 +24,10 @@ typedef struct vc_muon_config {
     int bf16;           /* muon_fp32_matmul_prec=medium: the iteration in bf16 (X rounded, each product's result
                          * rounded), as emerging_optimizers runs it; high / highest: f32 */
     double extra_scale; /* muon_extra_scale_factor: 1.0 */
+    /* use_layer_wise_distributed_optimizer (Megatron-core's LayerWiseDistributedOptimizer): with data parallelism
+     * every tensor has one owner rank, which alone keeps its optimiser state, updates it and broadcasts its new
+     * weights (vc_adamw_init_dp); off, every rank keeps the whole state and only the orthogonalisation is shared */
+    int layer_wise;
 } vc_muon_config;
 void vc_muon_config_default(vc_muon_config *c);
 /* the names verl passes: muon_coefficient_type (simple, quintic, polar_express, cans, aol, deepseekv4),
@@ -95,7 +99,8 @@ typedef struct vc_adamw {
     size_t n_params;
     vc_optim_param *params; /* copy of the descriptors; g pointers may be changed between steps */
     float **m, **v;         /* first and second moments, owned: BACKEND memory (host array of pointers);
-                               read them with the backend's d2h, never on the host */
+                               read them with the backend's d2h, never on the host; NULL for the tensors another
+                               rank holds (vc_adamw_holds) */
     int64_t step;           /* steps taken (torch's state["step"]) */
     struct vc_muon_plan *muon; /* cfg.muon.on: its matrix groups (m holds their momentum; v is NULL for them) */
     const struct vc_backend *be; /* the backend active at init: owns m and v and runs the steps */
@@ -110,17 +115,24 @@ vc_status vc_adamw_step(vc_adamw *opt, double lr);
 void vc_adamw_free(vc_adamw *opt);
 /* "AdamW", or "Muon+AdamW" when Muon updates the matrices (memory plans name the optimiser state so) */
 const char *vc_adamw_name(const vc_adamw *opt);
-/* Muon's groups shared out over `world` data-parallel ranks (balanced by their Newton-Schulz work, the same on every
- * rank): each step this rank orthogonalises and applies only the groups it owns (every rank still updates every
- * momentum: the state stays whole and equal), and the caller broadcasts each Muon parameter's weights from
- * vc_adamw_muon_owner's rank. world 1: every group here (the default). */
-vc_status vc_adamw_muon_share(vc_adamw *opt, int rank, int world);
-/* the rank whose step computes param i's new weights (-1: not Muon's; every rank updates it) */
+/* vc_adamw_init as one of `world` data-parallel ranks (rank `rank`): with Muon the ranks share out its matrix groups
+ * (balanced by their Newton-Schulz work, the same assignment on every rank): each step this rank orthogonalises and
+ * applies only the groups it owns, and the caller broadcasts each owned tensor's new weights from
+ * vc_adamw_muon_owner's rank. Without cfg->muon.layer_wise every rank keeps (and updates) every momentum; with it
+ * AdamW's tensors get owners too (balanced by state size after Muon's) and a rank allocates and updates the state of
+ * the tensors it owns only (vc_adamw_holds), so the state per rank falls about as 1/world. vc_adamw_init is rank 0
+ * of 1. */
+vc_status vc_adamw_init_dp(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params,
+                           int rank, int world);
+/* the rank whose step computes param i's new weights (-1: every rank updates it: AdamW's without layer_wise) */
 int vc_adamw_muon_owner(const vc_adamw *opt, size_t i);
+/* whether this rank keeps param i's optimiser state (m[i] != NULL): all but layer-wise Muon's other owners' */
+int vc_adamw_holds(const vc_adamw *opt, size_t i);
 /* floating-point operations of one Muon step's Newton-Schulz iterations (per matrix [R, C], r = min, c = max, and
  * step: r r c for X X^T, r r r for A A, r r c for B X, each 2 flops); 0 without Muon */
 double vc_adamw_muon_flops(const vc_adamw *opt);
-/* floats of optimiser state this optimiser holds: two moments per AdamW value, one momentum per Muon value */
+/* floats of optimiser state this optimiser holds: two moments per AdamW value, one momentum per Muon value (of the
+ * tensors it holds) */
 size_t vc_adamw_state_floats(const vc_adamw *opt);
 
 /* Optimiser state (step and moments, not the weights) as bytes in HOST memory (copied from / to the

@@ -1,9 +1,12 @@
-/* Optimiser state of data-parallel checkpoints. With ZeRO-1 every rank writes
- * optim_shard_R_of_N.bin: "VCZERO01", u64 world, rank, n_flat, first, count, i64 step, then m[count] and
- * v[count] (little-endian f32) of its range [first, first + count) of the flattened trained tensors.
- * Loading reads the moments of this trainer's range from those shards or from a whole-model optim.bin
- * (vc_adamw_state_save's layout), whatever the number of ranks that wrote them: re-sharding on load.
- * The moments live in backend memory: they are staged through host buffers with vc_be()->d2h / h2d. */
+/* Optimiser state of data-parallel checkpoints. With ZeRO-1 (and -2, -3) and with layer-wise Muon every rank writes
+ * optim_shard_R_of_N.bin: "VCZERO02", u64 world, rank, n_flat, n_runs, i64 step, n_runs pairs of u64 (first, count),
+ * then the m of every run in order and the v of every run (little-endian f32; zeros for Muon's tensors, which have
+ * no second moment): the runs are the ranges [first, first + count) of the flattened trained tensors this rank holds
+ * (ZeRO: its one block; layer-wise: its tensors, consecutive ones merged). "VCZERO01" files (one range: u64 world,
+ * rank, n_flat, first, count, i64 step) read as before. Loading reads the moments of this trainer's runs from those
+ * shards or from a whole-model optim.bin (vc_adamw_state_save's layout), whatever the number of ranks or the
+ * sharding that wrote them: re-sharding on load. The moments live in backend memory: they are staged through host
+ * buffers with vc_be()->d2h / h2d. */
 #define _DEFAULT_SOURCE
 #include "trainer_dp.h"
 #include "tensor/backend.h"
@@ -12,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char ZMAGIC[8] = { 'V', 'C', 'Z', 'E', 'R', 'O', '0', '1' };
-#define ZHEADER (8 + 6 * 8)
+static const char ZMAGIC1[8] = { 'V', 'C', 'Z', 'E', 'R', 'O', '0', '1' };
+static const char ZMAGIC2[8] = { 'V', 'C', 'Z', 'E', 'R', 'O', '0', '2' };
+#define ZHEADER (8 + 6 * 8)  /* VCZERO01's */
+#define ZHEADER2 (8 + 5 * 8) /* VCZERO02's, before its runs */
 
 /* this trainer's optimiser range of the flat vector */
 static void opt_range(const vc_trainer *t, size_t *first, size_t *count) {
@@ -22,35 +27,65 @@ static void opt_range(const vc_trainer *t, size_t *first, size_t *count) {
     for (size_t i = 0; i < t->opt.n_params; i++) *count += t->opt.params[i].n;
 }
 
-/* the moments mv (m or v) of every tensor of this rank, in order, to f through a staging buffer */
+/* the runs of consecutive tensors whose state this rank holds, as flat [first, first + count) pairs (run[2 k],
+ * run[2 k + 1]); at least room for one */
+static size_t held_runs(const vc_trainer *t, uint64_t *run) {
+    size_t first, count, n = 0, off;
+    opt_range(t, &first, &count);
+    off = first;
+    for (size_t i = 0; i < t->opt.n_params; off += t->opt.params[i].n, i++) {
+        if (!t->opt.m[i] || !t->opt.params[i].n) continue;
+        if (n && run[2 * n - 2] + run[2 * n - 1] == off) run[2 * n - 1] += t->opt.params[i].n;
+        else {
+            run[2 * n] = off;
+            run[2 * n + 1] = t->opt.params[i].n;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* the moments mv (m or v) of every held tensor of this rank, in order, to f through a staging buffer (zeros where
+ * the tensor has none: Muon's v) */
 static vc_status put_moments(vc_afile *f, const vc_trainer *t, float *const *mv, float *stage) {
     vc_status st = VC_OK;
-    for (size_t i = 0; i < t->opt.n_params && !st; i++)
-        st = vc_adamw_put_floats(&t->opt, mv[i], t->opt.params[i].n, stage, vc_put_afile, f);
+    for (size_t i = 0; i < t->opt.n_params && !st; i++) {
+        size_t n = t->opt.params[i].n;
+        if (!t->opt.m[i]) continue;
+        if (mv[i]) {
+            st = vc_adamw_put_floats(&t->opt, mv[i], n, stage, vc_put_afile, f);
+            continue;
+        }
+        memset(stage, 0, (n < VC_ADAMW_STAGE_FLOATS ? n : VC_ADAMW_STAGE_FLOATS) * sizeof(float));
+        for (size_t at = 0; at < n && !st; at += VC_ADAMW_STAGE_FLOATS)
+            st = vc_afile_write(f, stage, (n - at < VC_ADAMW_STAGE_FLOATS ? n - at : VC_ADAMW_STAGE_FLOATS) * 4);
+    }
     return st;
 }
 
 vc_status vc_dp_save_optim(const char *dir, const vc_trainer *t) {
-    if (!t->dp || !t->dp->zero1) return VC_OK;
+    if (!vc_trainer_sharded(t)) return VC_OK;
     const struct vc_trainer_dp *d = t->dp;
-    size_t first, count;
-    opt_range(t, &first, &count);
+    uint64_t *run = vc_calloc(2 * (t->opt.n_params + 1), sizeof *run);
+    size_t n_runs = run ? held_runs(t, run) : 0;
     unsigned char head[ZHEADER];
-    uint64_t h[6] = { (uint64_t)d->world, (uint64_t)d->rank, d->n_flat, first, count, (uint64_t)t->opt.step };
-    memcpy(head, ZMAGIC, 8);
-    memcpy(head + 8, h, sizeof h);
+    uint64_t h[6] = { (uint64_t)d->world, (uint64_t)d->rank, d->n_flat, n_runs, (uint64_t)t->opt.step, 0 };
+    memcpy(head, ZMAGIC2, 8);
+    memcpy(head + 8, h, ZHEADER2 - 8);
     char name[64];
     snprintf(name, sizeof name, "optim_shard_%d_of_%d.bin", d->rank, d->world);
     char *p = vc_path_join(dir, name);
     float *stage = vc_malloc(VC_ADAMW_STAGE_FLOATS * sizeof(float));
     vc_afile *f = NULL;
-    vc_status st = p && stage ? vc_afile_open(p, &f) : VC_ERR_NOMEM; /* streamed: never whole in host memory */
-    if (!st) st = vc_afile_write(f, head, ZHEADER);
+    vc_status st = p && stage && run ? vc_afile_open(p, &f) : VC_ERR_NOMEM; /* streamed: never whole in host memory */
+    if (!st) st = vc_afile_write(f, head, ZHEADER2);
+    if (!st && n_runs) st = vc_afile_write(f, run, n_runs * 2 * sizeof *run);
     if (!st) st = put_moments(f, t, t->opt.m, stage);
     if (!st) st = put_moments(f, t, t->opt.v, stage);
     if (st) vc_afile_abort(f);
     else st = vc_afile_commit(f);
     free(stage);
+    free(run);
     free(p);
     return st;
 }
@@ -123,6 +158,51 @@ static int shard_world(const char *dir) {
     return n;
 }
 
+/* one shard file's moments overlapping [first, first + count): its header checked against rank r of world */
+static vc_status load_shard(FILE *f, const char *p, int r, int world, size_t n_flat, size_t n_params, size_t first,
+                            size_t count, float *m, float *v, int64_t *step, size_t *got) {
+    unsigned char hd[ZHEADER];
+    uint64_t h[6], one[2], *run = one, n_runs = 1, total = 0;
+    vc_status st = read_at(f, p, 0, hd, ZHEADER2);
+    int v2 = !st && !memcmp(hd, ZMAGIC2, 8);
+    if (!st && !v2) st = read_at(f, p, ZHEADER2, hd + ZHEADER2, ZHEADER - ZHEADER2);
+    if (!st) memcpy(h, hd + 8, sizeof h);
+    if (!st && ((!v2 && memcmp(hd, ZMAGIC1, 8)) || h[0] != (uint64_t)world || h[1] != (uint64_t)r))
+        return vc_fail(VC_ERR_FORMAT, "%s: bad header", p);
+    if (!st && h[2] != n_flat)
+        return vc_fail(VC_ERR_SHAPE, "%s: %llu parameters saved, the trainer has %zu (another model?)", p,
+                       (unsigned long long)h[2], n_flat);
+    int64_t s = (int64_t)(v2 ? h[4] : h[5]);
+    if (!st && r > 0 && s != *step)
+        return vc_fail(VC_ERR_FORMAT, "%s: optimiser step %lld, shard 0 has %lld", p, (long long)s, (long long)*step);
+    if (st) return st;
+    *step = s;
+    long long base = ZHEADER;
+    if (v2) {
+        n_runs = h[3];
+        if (n_runs > n_params) return vc_fail(VC_ERR_FORMAT, "%s: %llu runs of tensors", p, (unsigned long long)n_runs);
+        run = vc_calloc(2 * n_runs + 2, sizeof *run);
+        if (!run) return VC_ERR_NOMEM;
+        base = ZHEADER2;
+        st = read_at(f, p, base, run, n_runs * 2 * sizeof *run);
+        base += (long long)(n_runs * 2 * sizeof *run);
+    } else {
+        one[0] = h[3];
+        one[1] = h[4];
+    }
+    for (uint64_t k = 0; k < n_runs && !st; k++) {
+        if (run[2 * k] > n_flat || run[2 * k + 1] > n_flat - run[2 * k])
+            st = vc_fail(VC_ERR_FORMAT, "%s: range [%llu, +%llu) outside the %zu parameters", p,
+                         (unsigned long long)run[2 * k], (unsigned long long)run[2 * k + 1], n_flat);
+        total += run[2 * k + 1];
+    }
+    for (uint64_t k = 0, pre = 0; k < n_runs && !st; pre += run[2 * k + 1], k++)
+        st = copy_overlap(f, p, run[2 * k], run[2 * k + 1], base + (long long)pre * 4,
+                          base + (long long)(total + pre) * 4, first, count, m, v, got);
+    if (run != one) free(run);
+    return st;
+}
+
 static vc_status load_shards(const char *dir, int world, const vc_trainer *t, size_t first, size_t count, float *m,
                              float *v, int64_t *step) {
     size_t got = 0, n_flat = 0;
@@ -133,23 +213,8 @@ static vc_status load_shards(const char *dir, int world, const vc_trainer *t, si
         snprintf(name, sizeof name, "optim_shard_%d_of_%d.bin", r, world);
         char *p = vc_path_join(dir, name);
         FILE *f = p ? fopen(p, "rb") : NULL;
-        unsigned char hd[ZHEADER];
-        uint64_t h[6];
         if (!f) st = vc_fail(VC_ERR_MISSING, "%s: missing (a checkpoint written by %d ranks)", p ? p : dir, world);
-        if (!st) st = read_at(f, p, 0, hd, ZHEADER);
-        if (!st) memcpy(h, hd + 8, sizeof h);
-        if (!st && (memcmp(hd, ZMAGIC, 8) || h[0] != (uint64_t)world || h[1] != (uint64_t)r))
-            st = vc_fail(VC_ERR_FORMAT, "%s: bad header", p);
-        if (!st && h[2] != n_flat)
-            st = vc_fail(VC_ERR_SHAPE, "%s: %llu parameters saved, the trainer has %zu (another model?)", p,
-                         (unsigned long long)h[2], n_flat);
-        if (!st && r > 0 && (int64_t)h[5] != *step)
-            st = vc_fail(VC_ERR_FORMAT, "%s: optimiser step %lld, shard 0 has %lld", p, (long long)h[5],
-                         (long long)*step);
-        if (!st) {
-            *step = (int64_t)h[5];
-            st = copy_overlap(f, p, h[3], h[4], ZHEADER, ZHEADER + (long long)h[4] * 4, first, count, m, v, &got);
-        }
+        else st = load_shard(f, p, r, world, n_flat, (size_t)t->n_params, first, count, m, v, step, &got);
         if (f) fclose(f);
         free(p);
     }
@@ -163,7 +228,7 @@ static vc_status scatter(const vc_trainer *t, size_t first, size_t a, size_t k, 
     size_t off = first;
     for (size_t i = 0; i < t->opt.n_params; off += t->opt.params[i].n, i++) {
         size_t n = t->opt.params[i].n, lo = a > off ? a : off, hi = a + k < off + n ? a + k : off + n;
-        if (hi <= lo) continue;
+        if (hi <= lo || !t->opt.m[i]) continue; /* (layer-wise: another rank's tensor) */
         vc_be()->h2d(t->opt.m[i] + (lo - off), m + (lo - a), (hi - lo) * sizeof(float));
         if (t->opt.v[i]) vc_be()->h2d(t->opt.v[i] + (lo - off), v + (lo - a), (hi - lo) * sizeof(float)); /* Muon: none */
     }
@@ -171,32 +236,37 @@ static vc_status scatter(const vc_trainer *t, size_t first, size_t a, size_t k, 
 }
 
 /* this trainer's moments in pieces of at most 4 Mi floats (never a second copy of the whole state in host memory),
- * from optim.bin or from the shards of any number of ranks */
+ * run by run of the tensors it holds, from optim.bin or from the shards of any number of ranks */
 vc_status vc_dp_load_optim(const char *dir, vc_trainer *t) {
     size_t first, count;
     opt_range(t, &first, &count);
     size_t cap = count < VC_ADAMW_STAGE_FLOATS ? count : VC_ADAMW_STAGE_FLOATS;
     float *m = vc_malloc((cap + 1) * sizeof(float)), *v = vc_malloc((cap + 1) * sizeof(float));
+    uint64_t *run = vc_calloc(2 * (t->opt.n_params + 1), sizeof *run);
     char *full = vc_path_join(dir, "optim.bin");
     int64_t step = 0;
     int world = shard_world(dir), whole = full && vc_file_exists(full);
-    vc_status st = m && v && full ? VC_OK : VC_ERR_NOMEM;
+    vc_status st = m && v && full && run ? VC_OK : VC_ERR_NOMEM;
+    size_t n_runs = st ? 0 : held_runs(t, run);
+    if (!st && !n_runs) run[0] = first, run[1] = 0, n_runs = 1; /* (the header and step are still read) */
     if (!st && !whole && world <= 0)
         st = vc_fail(VC_ERR_MISSING, "%s: no optim.bin and no optim_shard_*_of_N.bin", dir);
-    for (size_t a = first, k; !st; a += k) { /* (once for an empty range: the header and step are still read) */
-        k = first + count - a < cap ? first + count - a : cap;
-        st = whole ? load_full(full, t, a, k, m, v, &step) : load_shards(dir, world, t, a, k, m, v, &step);
-        if (!st) st = scatter(t, first, a, k, m, v);
-        if (a + k >= first + count) break;
-    }
+    for (size_t r = 0; r < n_runs && !st; r++)
+        for (size_t a = run[2 * r], end = a + run[2 * r + 1], k; !st; a += k) {
+            k = end - a < cap ? end - a : cap;
+            st = whole ? load_full(full, t, a, k, m, v, &step) : load_shards(dir, world, t, a, k, m, v, &step);
+            if (!st) st = scatter(t, first, a, k, m, v);
+            if (a + k >= end) break;
+        }
     if (!st && step < 0) st = vc_fail(VC_ERR_FORMAT, "%s: negative optimiser step", dir);
     if (!st) t->opt.step = step;
     free(m);
     free(v);
+    free(run);
     free(full);
     return st;
 }
 
 vc_status vc_train_ckpt_write_shard(const char *dir, const vc_trainer *t) { return vc_dp_save_optim(dir, t); }
 
-int vc_trainer_sharded(const vc_trainer *t) { return t->dp && t->dp->zero1; }
+int vc_trainer_sharded(const vc_trainer *t) { return t->dp && (t->dp->zero1 || t->dp->lw); }

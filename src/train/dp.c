@@ -171,9 +171,9 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens) 
     if ((st = alloc_buffers(t, d))) return st;
     if (d->zero2 && (st = vc_dp_zero2_init(t, tens))) return st;
     if (d->zero3 && (st = vc_dp_zero3_init(t))) return st;
-    if (!d->zero1) { /* Muon: the ranks share out its groups' Newton-Schulz work (muon_bcast) */
-        if ((st = vc_adamw_init(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params))) return st;
-        return vc_adamw_muon_share(&t->opt, d->rank, d->world);
+    if (!d->zero1) { /* Muon: the ranks share out its groups' Newton-Schulz work (muon_bcast), layer-wise its state */
+        d->lw = t->cfg.adamw.muon.on && t->cfg.adamw.muon.layer_wise;
+        return vc_adamw_init_dp(&t->opt, &t->cfg.adamw, op, (size_t)t->n_params, d->rank, d->world);
     }
     return make_opt(t, op, d->first, d->count, d->shard_grad, vc_dp_zero3_master(t));
 }
@@ -409,7 +409,7 @@ vc_status vc_dp_update(vc_trainer *t, vc_step_stats *st) {
             for (int i = 0; i < t->n_params; i++) scale(t->grads[i], t->sizes[i], (float)coef);
     }
     if ((s = vc_adamw_step(&t->opt, st->lr))) return s;
-    if (t->opt.muon) return muon_bcast(t); /* (never sharded) */
+    if (t->opt.muon) return muon_bcast(t); /* (never ZeRO) */
     if (d->zero3) return vc_dp_zero3_refresh(t);
     return d->zero1 ? gather_weights(t) : VC_OK;
 }
@@ -464,6 +464,7 @@ const char *vc_dp_sharding_name(const struct vc_trainer_dp *d) {
            : d->zero3 ? "ZeRO-3, weights, AdamW state and gradients for its 1/N shard"
            : d->zero2 ? "ZeRO-2, AdamW state and gradients for its 1/N shard"
            : d->zero1 ? "ZeRO-1, AdamW state for its 1/N shard"
+           : d->lw    ? "layer-wise, Muon+AdamW state of the tensors it owns"
                       : "data parallel, full AdamW state";
 }
 
@@ -471,7 +472,7 @@ void vc_trainer_print_memory(const vc_trainer *t, const char *who, FILE *log) {
     const struct vc_trainer_dp *d = t->dp;
     if (!d || !log) return;
     size_t moments = 0;
-    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.params[i].n;
+    for (size_t i = 0; i < t->opt.n_params; i++) moments += t->opt.m[i] ? t->opt.params[i].n : 0;
     size_t wm = 0, ws = 0, wk = 0, wf = d->zero3 ? vc_dp_zero3_weight_floats(t, &wm, &ws, &wk) : d->n_flat;
     fprintf(log, "rank %d/%d %s (%s): %s weights %.3f MiB + grads %.3f MiB + %s %.3f MiB "
                  "(%zu of %zu parameters' moments)\n",

@@ -140,13 +140,13 @@ typedef struct muon_group {
     int *member; /* indices into opt->params, in order */
     int n;
     int64_t mats, rows, cols; /* rows: the members' summed */
-    int owner;                /* the rank that orthogonalises it (vc_adamw_muon_share) */
+    int owner;                /* the rank that orthogonalises it (share) */
 } muon_group;
 
 struct vc_muon_plan {
     muon_group *g;
     int n_groups;
-    int rank;      /* this rank (vc_adamw_muon_share; 0) */
+    int rank;      /* this rank (share; 0) */
     int *owner_of; /* per param: its group's owner, -1 for AdamW's */
     size_t n_adam;
     vc_optim_param *adam_p; /* the AdamW params' descriptors (g refreshed from opt->params each step) */
@@ -200,7 +200,9 @@ static vc_status add_member(struct vc_muon_plan *p, const vc_adamw *opt, size_t 
     return VC_OK;
 }
 
-vc_status vc_muon_plan_init(vc_adamw *opt) {
+static vc_status share(vc_adamw *opt, int rank, int world);
+
+vc_status vc_muon_plan_init(vc_adamw *opt, int rank, int world) {
     const vc_muon_config *c = &opt->cfg.muon;
     if (!(c->momentum >= 0 && c->momentum < 1) || c->ns_steps < 1 || c->coeff < 0 || c->coeff >= N_COEFFS ||
         !(c->extra_scale > 0) || !isfinite(c->extra_scale))
@@ -216,22 +218,27 @@ vc_status vc_muon_plan_init(vc_adamw *opt) {
     p->owner_of = vc_calloc(opt->n_params + 1, sizeof *p->owner_of);
     if (!p->adam_p || !p->adam_idx || !p->adam_m || !p->adam_v || !p->owner_of) return VC_ERR_NOMEM;
     vc_status st = VC_OK;
-    for (size_t i = 0; i < opt->n_params && !st; i++) {
-        if (!vc_muon_param(opt, i)) {
+    for (size_t i = 0; i < opt->n_params && !st; i++)
+        if (vc_muon_param(opt, i)) st = add_member(p, opt, i);
+    return st ? st : share(opt, rank, world);
+}
+
+vc_status vc_muon_plan_bind(vc_adamw *opt) {
+    struct vc_muon_plan *p = opt->muon;
+    for (size_t i = 0; i < opt->n_params; i++)
+        if (!vc_muon_param(opt, i) && opt->m[i]) {
             p->adam_idx[p->n_adam] = i;
             p->adam_m[p->n_adam] = opt->m[i];
             p->adam_v[p->n_adam++] = opt->v[i];
-        } else st = add_member(p, opt, i);
-    }
-    if (st) return st;
-    if ((st = vc_adamw_muon_share(opt, 0, 1))) return st;
+        }
     size_t ws = 0, mat = 0;
     for (int k = 0; k < p->n_groups; k++) {
+        if (!opt->m[p->g[k].member[0]]) continue; /* another rank's (layer-wise) */
         size_t w = vc_muon_ws_floats(p->g[k].rows, p->g[k].cols), m = (size_t)(p->g[k].rows * p->g[k].cols);
         if (w > ws) ws = w;
         if (m > mat) mat = m;
     }
-    if (p->n_groups) {
+    if (mat) {
         p->ws = opt->be->alloc(sizeof(float) * ws);
         p->mat = opt->be->alloc(sizeof(float) * mat);
         if (!p->ws || !p->mat) return VC_ERR_NOMEM;
@@ -262,6 +269,7 @@ static vc_status group_step(vc_adamw *opt, const muon_group *gr, double lr) {
     float s1 = (float)vc_muon_scale_factor(c->scale_mode, gr->rows, gr->cols), s2 = (float)c->extra_scale;
     float decay = (float)(1.0 - lr * opt->cfg.weight_decay);
     int mine = gr->owner == p->rank; /* another rank's: only the momentum here, its weights come by broadcast */
+    if (!mine && c->layer_wise) return VC_OK; /* ... and layer-wise not even that: its owner keeps it */
     for (int i = 0; mine && i < gr->n; i++) { /* decoupled weight decay, p += (-lr wd) p, before the update */
         const vc_optim_param *q = &opt->params[gr->member[i]];
         if (q->decay && opt->cfg.weight_decay != 0) B->scale(q->w, q->w, decay, (int64_t)q->n);
@@ -296,43 +304,72 @@ static double group_work(const muon_group *g) {
     return (double)g->mats * 2.0 * (2.0 * r * r * c + r * r * r);
 }
 
-vc_status vc_adamw_muon_share(vc_adamw *opt, int rank, int world) {
-    struct vc_muon_plan *p = opt->muon;
-    if (!p) return VC_OK;
-    if (world < 1 || rank < 0 || rank >= world) return vc_fail(VC_ERR_ARG, "muon: rank %d of %d", rank, world);
-    double *load = vc_calloc((size_t)world, sizeof *load);
-    int *order = vc_calloc((size_t)p->n_groups + 1, sizeof *order);
-    if (!load || !order) {
-        free(load);
-        free(order);
-        return VC_ERR_NOMEM;
-    }
-    /* the largest groups first, each to the least loaded rank (lowest rank on ties): the same on every rank */
-    for (int k = 0; k < p->n_groups; k++) order[k] = k;
-    for (int a = 1; a < p->n_groups; a++)
-        for (int b = a; b > 0 && group_work(&p->g[order[b]]) > group_work(&p->g[order[b - 1]]); b--) {
+/* the item of the largest load first, each to the least loaded rank (lowest rank on ties): the same on every rank */
+static void assign(const double *work, int n, int *owner, double *load, int world, int *order) {
+    for (int k = 0; k < n; k++) order[k] = k;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && work[order[b]] > work[order[b - 1]]; b--) {
             int t = order[b];
             order[b] = order[b - 1];
             order[b - 1] = t;
         }
-    for (int a = 0; a < p->n_groups; a++) {
+    for (int a = 0; a < n; a++) {
         int best = 0;
         for (int r = 1; r < world; r++)
             if (load[r] < load[best]) best = r;
-        p->g[order[a]].owner = best;
-        load[best] += group_work(&p->g[order[a]]);
+        owner[order[a]] = best;
+        load[best] += work[order[a]];
     }
-    p->rank = rank;
-    for (size_t i = 0; i < opt->n_params; i++) p->owner_of[i] = -1;
-    for (int k = 0; k < p->n_groups; k++)
-        for (int i = 0; i < p->g[k].n; i++) p->owner_of[p->g[k].member[i]] = p->g[k].owner;
+}
+
+/* Muon's groups by their Newton-Schulz work; layer-wise, every group and AdamW tensor by its state size (the largest
+ * first: a group's momentum, an AdamW tensor's two moments) */
+static vc_status share(vc_adamw *opt, int rank, int world) {
+    struct vc_muon_plan *p = opt->muon;
+    if (world < 1 || rank < 0 || rank >= world) return vc_fail(VC_ERR_ARG, "muon: rank %d of %d", rank, world);
+    int lw = opt->cfg.muon.layer_wise, n = 0;
+    size_t cap = opt->n_params + (size_t)p->n_groups + 1;
+    double *load = vc_calloc((size_t)world, sizeof *load), *work = vc_calloc(cap, sizeof *work);
+    int *order = vc_calloc(cap, sizeof *order), *owner = vc_calloc(cap, sizeof *owner);
+    size_t *adam = vc_calloc(cap, sizeof *adam);
+    vc_status st = load && work && order && owner && adam ? VC_OK : VC_ERR_NOMEM;
+    if (!st) {
+        for (int k = 0; k < p->n_groups; k++) {
+            work[n] = lw ? 0 : group_work(&p->g[k]);
+            for (int i = 0; lw && i < p->g[k].n; i++) work[n] += (double)opt->params[p->g[k].member[i]].n;
+            n++;
+        }
+        for (size_t i = 0; lw && i < opt->n_params; i++)
+            if (!vc_muon_param(opt, i)) {
+                adam[n - p->n_groups] = i;
+                work[n++] = 2.0 * (double)opt->params[i].n;
+            }
+        assign(work, n, owner, load, world, order);
+        p->rank = rank;
+        for (size_t i = 0; i < opt->n_params; i++) p->owner_of[i] = -1; /* AdamW's, not layer-wise: every rank */
+        for (int k = 0; k < p->n_groups; k++) {
+            p->g[k].owner = owner[k];
+            for (int i = 0; i < p->g[k].n; i++) p->owner_of[p->g[k].member[i]] = owner[k];
+        }
+        for (int a = p->n_groups; a < n; a++) p->owner_of[adam[a - p->n_groups]] = owner[a];
+    }
     free(load);
+    free(work);
     free(order);
-    return VC_OK;
+    free(owner);
+    free(adam);
+    return st;
 }
 
 int vc_adamw_muon_owner(const vc_adamw *opt, size_t i) {
     return opt->muon && i < opt->n_params ? opt->muon->owner_of[i] : -1;
+}
+
+int vc_adamw_holds(const vc_adamw *opt, size_t i) {
+    if (i >= opt->n_params) return 0;
+    if (!opt->muon || !opt->cfg.muon.layer_wise) return 1;
+    int o = opt->muon->owner_of[i];
+    return o < 0 || o == opt->muon->rank;
 }
 
 double vc_adamw_muon_flops(const vc_adamw *opt) {
@@ -398,10 +435,7 @@ vc_status vc_muon_configure(const vc_muon_keys *k, vc_muon_config *c) {
     }
     if (!(c->extra_scale > 0) || !isfinite(c->extra_scale))
         return vc_fail(VC_ERR_ARG, "%s=%g: expected a positive factor", KEY("muon_extra_scale_factor"), c->extra_scale);
-    if (k->layer_wise && !k->quiet)
-        vc_info("%s=true: noted; with data parallelism verlc's ranks share out Muon's orthogonalisation (each matrix on "
-                "one rank, its update broadcast), and every rank keeps the whole momentum",
-                KEY("use_layer_wise_distributed_optimizer"));
+    c->layer_wise = k->layer_wise; /* (with one rank: every tensor its own) */
 #undef KEY
     return VC_OK;
 }

@@ -6,9 +6,11 @@
 size_t vc_muon_ws_floats(int64_t R, int64_t C);
 struct vc_backend;
 vc_status vc_muon_ns(const struct vc_backend *B, const vc_muon_config *c, float *g, int64_t R, int64_t C, float *ws);
-/* the groups of opt->params with mats > 0 (checked: fused members agree on mats and cols), the AdamW subset's
- * arrays and the workspace; opt->m must be allocated, opt->v NULL for Muon's params */
-vc_status vc_muon_plan_init(vc_adamw *opt);
+/* the groups of opt->params with mats > 0 (checked: fused members agree on mats and cols) and every tensor's owner
+ * among `world` ranks (vc_adamw_init_dp); then, once opt->m / v of the held tensors are allocated (v NULL for
+ * Muon's), vc_muon_plan_bind: the held AdamW subset's arrays and the workspace */
+vc_status vc_muon_plan_init(vc_adamw *opt, int rank, int world);
+vc_status vc_muon_plan_bind(vc_adamw *opt);
 void vc_muon_plan_free(vc_adamw *opt);
 /* one step with learning rate lr: AdamW on the other params (AdamW step count `step`), Muon on the groups */
 vc_status vc_muon_step(vc_adamw *opt, int64_t step, double lr);

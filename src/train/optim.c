@@ -52,6 +52,11 @@ vc_status vc_adamw_megatron_moments(const char *prefix, const int bf[3], int pre
 }
 
 vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params) {
+    return vc_adamw_init_dp(opt, cfg, params, n_params, 0, 1);
+}
+
+vc_status vc_adamw_init_dp(vc_adamw *opt, const vc_adamw_config *cfg, const vc_optim_param *params, size_t n_params,
+                           int rank, int world) {
     memset(opt, 0, sizeof *opt);
     if (!(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1))
         return vc_fail(VC_ERR_ARG, "adamw: betas (%g, %g) must lie in [0, 1)", cfg->beta1, cfg->beta2);
@@ -59,16 +64,19 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
         return vc_fail(VC_ERR_ARG, "adamw: lr %g, eps %g and weight_decay %g must be non-negative", cfg->lr, cfg->eps,
                        cfg->weight_decay);
     const vc_backend *B = vc_be();
+    vc_status st = VC_OK;
     opt->be = B;
     opt->cfg = *cfg;
     opt->n_params = n_params;
-    opt->params = vc_calloc(n_params, sizeof *opt->params);
-    opt->m = vc_calloc(n_params, sizeof *opt->m);
-    opt->v = vc_calloc(n_params, sizeof *opt->v);
+    opt->params = vc_calloc(n_params + 1, sizeof *opt->params);
+    opt->m = vc_calloc(n_params + 1, sizeof *opt->m);
+    opt->v = vc_calloc(n_params + 1, sizeof *opt->v);
     if (!opt->params || !opt->m || !opt->v) goto nomem;
+    if (n_params) memcpy(opt->params, params, n_params * sizeof *params);
+    if (cfg->muon.on && (st = vc_muon_plan_init(opt, rank, world))) goto fail; /* the owners first */
     for (size_t i = 0; i < n_params; i++) {
+        if (!vc_adamw_holds(opt, i)) continue; /* another rank's (layer-wise) */
         size_t bytes = params[i].n * sizeof(float);
-        opt->params[i] = params[i];
         int muon = vc_muon_param(opt, i); /* Muon keeps one buffer, its momentum */
         opt->m[i] = B->alloc(bytes);
         opt->v[i] = muon ? NULL : B->alloc(bytes);
@@ -76,14 +84,11 @@ vc_status vc_adamw_init(vc_adamw *opt, const vc_adamw_config *cfg, const vc_opti
         B->zero(opt->m[i], bytes);
         if (!muon) B->zero(opt->v[i], bytes);
     }
-    if (cfg->muon.on) {
-        vc_status st = vc_muon_plan_init(opt);
-        if (st) {
-            vc_adamw_free(opt);
-            return st == VC_ERR_NOMEM ? vc_fail(st, "muon: cannot allocate its plan and workspace") : st;
-        }
-    }
+    if (cfg->muon.on && (st = vc_muon_plan_bind(opt))) goto fail;
     return VC_OK;
+fail:
+    vc_adamw_free(opt);
+    return st == VC_ERR_NOMEM ? vc_fail(st, "muon: cannot allocate its plan and workspace") : st;
 nomem:
     vc_adamw_free(opt);
     return vc_fail(VC_ERR_NOMEM, "adamw: cannot allocate moments for %zu tensors", n_params);
@@ -93,7 +98,8 @@ const char *vc_adamw_name(const vc_adamw *opt) { return opt->muon ? "Muon+AdamW"
 
 size_t vc_adamw_state_floats(const vc_adamw *opt) {
     size_t n = 0;
-    for (size_t i = 0; i < opt->n_params; i++) n += opt->params[i].n * (opt->v[i] ? 2 : 1);
+    for (size_t i = 0; i < opt->n_params; i++)
+        if (opt->m[i]) n += opt->params[i].n * (opt->v[i] ? 2 : 1);
     return n;
 }
 
@@ -154,6 +160,10 @@ vc_status vc_adamw_state_stream(const vc_adamw *opt, vc_adamw_put_fn put, void *
     if (!st) st = put(ctx, &step, 8);
     for (size_t i = 0; i < opt->n_params && !st; i++) {
         uint64_t n = opt->params[i].n;
+        if (!opt->m[i]) {
+            st = vc_fail(VC_ERR_INTERNAL, "adamw state: tensor %zu is another rank's (layer-wise: written as shards)", i);
+            break;
+        }
         st = put(ctx, &n, 8);
         if (!st) st = vc_adamw_put_floats(opt, opt->m[i], n, stage, put, ctx);
         if (!st && opt->v[i]) st = vc_adamw_put_floats(opt, opt->v[i], n, stage, put, ctx);
@@ -223,7 +233,7 @@ vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len) {
     at = 24;
     for (size_t i = 0; i < opt->n_params; i++) {
         size_t bytes = opt->params[i].n * sizeof(float);
-        opt->be->h2d(opt->m[i], p + at + 8, bytes);
+        if (opt->m[i]) opt->be->h2d(opt->m[i], p + at + 8, bytes); /* (layer-wise: this rank's only) */
         if (opt->v[i]) opt->be->h2d(opt->v[i], p + at + 8 + bytes, bytes);
         at += 8 + 2 * bytes;
     }

@@ -175,7 +175,7 @@ static const key_def KEYS[] = {
     { "optim.muon_match_adamw_update_rms", "muon_match_adamw_update_rms", K_BOOL, F(muon_keys.match_adamw_rms),
       "optim.optimizer=muon: extra scale sqrt((1 - beta1) / (1 + beta1))" },
     { "optim.use_layer_wise_distributed_optimizer", "use_layer_wise_distributed_optimizer", K_BOOL,
-      F(muon_keys.layer_wise), "optim.optimizer=muon: noted (each rank keeps its matrices whole)" },
+      F(muon_keys.layer_wise), "optim.optimizer=muon: each data-parallel rank keeps the state of the tensors it owns" },
     { "optim.lr_warmup_init", "lr_warmup_init", K_F64, F(lr_warmup_init), "optim=megatron: the lr warmup starts at" },
     { "optim.min_lr", "min_lr", K_F64, F(min_lr), "optim=megatron: the lr decays to" },
     { "optim.lr_decay_style", "lr_decay_style", K_STR, F(lr_decay_style),

@@ -130,7 +130,7 @@ static vc_status write_contents(const char *tmp, const vc_trainer *t, const vc_t
     free(p);
     if (!st) st = lora_io(tmp, t->model, 1);
     if (st) return st;
-    if (t->dp && t->dp->zero1) goto rest; /* every rank writes its shard (vc_dp_save_optim) */
+    if (vc_trainer_sharded(t)) goto rest; /* every rank writes its shard (vc_dp_save_optim) */
     p = vc_path_join(tmp, "optim.bin");
     st = p ? write_optim(&t->opt, p) : VC_ERR_NOMEM;
     free(p);

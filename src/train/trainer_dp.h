@@ -11,6 +11,7 @@ struct vc_trainer_dp {
     int zero2;            /* also sharded gradients: no full-size gradient buffer (dp_zero2.c) */
     struct vc_dp_zero2 *z2;
     int zero3;            /* also sharded weights, gathered per layer (dp_zero3.c; implies zero2) */
+    int lw;               /* layer-wise Muon (muon.layer_wise): each tensor's state on its owner only (vc_adamw_holds) */
     struct vc_dp_zero3 *z3;
     vc_tensor **tens;     /* [n_params] the trained tensors */
     int z2_local;         /* ZeRO-2 micro-batches run now are local (the memory plan's trial): no reduction */

@@ -54,6 +54,10 @@ static int CKPT;    /* gradient checkpointing of the next trainers */
 static int MAXTOK;  /* token budget per micro-batch of the next trainers (0: by count) */
 static int64_t GATHERS; /* ZeRO-3 layer gathers of the last step train() took */
 static int MUON;        /* Muon (Megatron-core's defaults, f32 iteration) on the matrices of the next trainers */
+static int LAYERWISE;   /* ... with use_layer_wise_distributed_optimizer: each tensor's state on its owner only */
+static size_t STATE;    /* optimiser state floats this rank held in the last train() */
+static size_t BIGGEST;  /* ... and the largest unit's (an AdamW tensor's two moments, a Muon group's momentum) */
+static const char *CKPT_FROM = "a 4-rank ZeRO-2"; /* what resume_and_compare resumes from */
 
 static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_bs, double clip) {
     vc_trainer_config_default(c);
@@ -72,6 +76,7 @@ static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_
         vc_muon_config_default(&c->adamw.muon);
         c->adamw.muon.on = 1;
         c->adamw.muon.bf16 = 0;
+        c->adamw.muon.layer_wise = LAYERWISE;
     }
 }
 
@@ -145,6 +150,16 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
                        sharding == VC_SHARD_ZERO2 ? "ZeRO-2" : sharding ? "ZeRO-1" : "DP", local ? ", local" : "",
                        CKPT ? ", checkpointing" : "", st.n_buckets_early, st.n_buckets);
         }
+    }
+    STATE = vc_adamw_state_floats(&t.opt);
+    BIGGEST = 0;
+    for (size_t i = 0; i < t.opt.n_params; i++) { /* (Muon's fused members are one unit) */
+        const vc_optim_param *q = &t.opt.params[i];
+        int muon = t.opt.cfg.muon.on && q->mats > 0;
+        size_t f = q->n * (muon ? 1 : 2);
+        for (size_t j = 0; muon && q->fuse > 0 && j < t.opt.n_params; j++)
+            if (j != i && t.opt.params[j].mats > 0 && t.opt.params[j].fuse == q->fuse) f += t.opt.params[j].n;
+        if (f > BIGGEST) BIGGEST = f;
     }
     if (moments) {
         *moments = 0;
@@ -248,7 +263,7 @@ static void resume_and_compare(vc_comm *comm, int sharding, const char *dir, con
     int ok = r && n == n_trained(&t) * sizeof(float) &&
              (sharding == VC_SHARD_ZERO3 ? d < 1e-5 && rel < 1e-6 : same_values(w, r, n_trained(&t)));
     CHECK_MSG(ok, "%s: weights after resume differ from the uninterrupted run (max |dw| %.3g)", what, d);
-    printf("%s: resumed from a 4-rank ZeRO-2 checkpoint, step 2 weights %s the uninterrupted run%s\n", what,
+    printf("%s: resumed from %s checkpoint, step 2 weights %s the uninterrupted run%s\n", what, CKPT_FROM,
            ok ? "equal" : "DIFFER FROM", sharding == VC_SHARD_ZERO3 ? " (within float rounding: 1e-5)" : "");
     free(w);
     free(r);
@@ -256,7 +271,7 @@ static void resume_and_compare(vc_comm *comm, int sharding, const char *dir, con
     vc_model_free(m);
 }
 
-static void save_and_continue(vc_comm *comm, const char *dir) {
+static void save_and_continue(vc_comm *comm, const char *dir, int sharding) {
     vc_model *m;
     vc_trainer t;
     vc_train_state s;
@@ -264,7 +279,7 @@ static void save_and_continue(vc_comm *comm, const char *dir) {
     vc_step_stats st;
     make_batch(&b);
     ckpt_state(&s);
-    if (ckpt_trainer(comm, VC_SHARD_ZERO2, &m, &t)) { CHECK(0); vc_model_free(m); return; }
+    if (ckpt_trainer(comm, sharding, &m, &t)) { CHECK(0); vc_model_free(m); return; }
     CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
     char *path = NULL;
     vc_status rc = vc_train_ckpt_save(dir, &t, &s, 0, &path);
@@ -557,6 +572,61 @@ static void zero2_checks(vc_comm *c, const float *dp, size_t n) {
     zero2_ckpt_area(c, n, g2);
 }
 
+/* layer-wise Muon's 4-rank checkpoint (DIR_muon) resumed here: layer-wise, and with every rank keeping the whole
+ * state */
+static void muon_resume(vc_comm *c, const char *dir) {
+    char lw[PATH_MAX], what[64];
+    snprintf(lw, sizeof lw, "%s_muon", dir);
+    CKPT_FROM = "a 4-rank layer-wise Muon";
+    MUON = 1;
+    for (LAYERWISE = 1; LAYERWISE >= 0; LAYERWISE--) {
+        snprintf(what, sizeof what, "np %d Muon%s", c ? vc_comm_size(c) : 1, LAYERWISE ? ", layer-wise" : "");
+        resume_and_compare(c, VC_SHARD_NONE, lw, what);
+    }
+    MUON = LAYERWISE = 0;
+    CKPT_FROM = "a 4-rank ZeRO-2";
+}
+
+/* a shard of layer-wise Muon's checkpoint (DIR_muon) made corrupt: the resume fails naming it, never crashes */
+static void corrupt_shard(const char *dir) {
+    char ck[PATH_MAX], p[PATH_MAX + 32];
+    snprintf(ck, sizeof ck, "%s_muon/step_1", dir);
+    snprintf(p, sizeof p, "%s/optim_shard_1_of_4.bin", ck);
+    char *orig = NULL;
+    size_t len = 0;
+    CHECK_OK(vc_read_file(p, &orig, &len));
+    if (!orig || len < 64) { CHECK(0); free(orig); return; }
+    static const struct { int at; uint64_t value; size_t len; const char *want; } cases[] = {
+        { 48, 1u << 30, 0, "outside" },      /* the first run starts past the parameters */
+        { 32, 1u << 20, 0, "runs" },         /* more runs than tensors */
+        { 0, 0x3130524f455a4356ull, 0, "" }, /* "VCZERO01" with a v2 body: ranges misread, or sizes mismatch */
+        { -1, 0, 60, "truncated" },          /* cut inside the run table */
+    };
+    MUON = LAYERWISE = 1;
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *b = malloc(len);
+        memcpy(b, orig, len);
+        if (cases[k].at >= 0) memcpy(b + cases[k].at, &cases[k].value, 8);
+        CHECK_OK(vc_write_file_atomic(p, b, cases[k].len ? cases[k].len : len));
+        free(b);
+        vc_model *m;
+        vc_trainer t;
+        vc_train_state s;
+        if (ckpt_trainer(NULL, VC_SHARD_NONE, &m, &t)) { CHECK(0); vc_model_free(m); continue; }
+        vc_status rc = vc_train_ckpt_load(ck, &t, &s);
+        vc_train_state_clear(&s);
+        CHECK_MSG(rc != VC_OK && strstr(vc_last_error(), "optim_shard_1_of_4.bin") &&
+                  strstr(vc_last_error(), cases[k].want), "corrupt shard %zu: %s", k, rc ? vc_last_error() : "loaded");
+        vc_trainer_free(&t);
+        vc_model_free(m);
+    }
+    MUON = LAYERWISE = 0;
+    CHECK_OK(vc_write_file_atomic(p, orig, len));
+    free(orig);
+    printf("layer-wise Muon shards with a range past the parameters, too many runs, the old magic over a new body "
+           "and a cut run table: refused naming the file\n");
+}
+
 /* ---- children under mpirun ---- */
 static int child_dp(int *argc, char ***argv, const char *mode) {
     vc_comm *c = NULL;
@@ -571,6 +641,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
         resume_and_compare(c, VC_SHARD_ZERO1, dir, "np 2 ZeRO-1");
         resume_and_compare(c, VC_SHARD_ZERO2, dir, "np 2 ZeRO-2");
         resume_and_compare(c, VC_SHARD_ZERO3, dir, "np 2 ZeRO-3");
+        muon_resume(c, dir);
         goto done;
     }
     double loss_dp = 0, loss_1 = 0;
@@ -647,11 +718,32 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
                "relative L2 %.3g\n", np, d, rel);
         free(mu1);
     }
-    MUON = 0;
+    size_t whole = STATE; /* every rank keeps the whole state */
+    LAYERWISE = 1;
+    float *lw = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
+    double held = (double)STATE, most = held, sum = held;
+    CHECK_OK(vc_comm_allreduce_f64(c, &sum, 1, VC_SUM));
+    CHECK_OK(vc_comm_allreduce_f64(c, &most, 1, VC_MAX));
+    /* the largest first, each to the least loaded rank: at most 1/N of the whole plus one tensor */
+    CHECK_MSG(sum == (double)whole && most < (double)whole && most <= (double)whole / np + (double)BIGGEST,
+              "layer-wise Muon: rank %d holds %.0f of %zu state floats "
+              "(%.0f on all ranks, %.0f on the fullest)", me, held, whole, sum, most);
+    if (mu && lw) CHECK_MSG(!memcmp(mu, lw, n * sizeof(float)), "rank %d: layer-wise Muon's weights differ", me);
+    if (me == 0)
+        printf("np %d: layer-wise Muon: bitwise the weights of the shared-out run; state per rank %.0f floats on the "
+               "fullest rank, %.2f of the whole %zu (1/N = %.2f)\n", np, most, most / (double)whole, whole, 1.0 / np);
+    LAYERWISE = MUON = 0;
+    free(lw);
     free(mu);
     if (!strcmp(mode, "dp_save")) {
-        save_and_continue(c, dir);
+        save_and_continue(c, dir, VC_SHARD_ZERO2);
         resume_and_compare(c, VC_SHARD_NONE, dir, "np 4 plain DP");
+        MUON = LAYERWISE = 1;
+        char lw[PATH_MAX];
+        snprintf(lw, sizeof lw, "%s_muon", dir);
+        save_and_continue(c, lw, VC_SHARD_NONE);
+        MUON = LAYERWISE = 0;
+        muon_resume(c, dir);
     }
 done:
     fflush(stdout);
@@ -742,6 +834,8 @@ static void test_mpi_runs(void) {
     show_log(log, !ok);
     /* one rank, no communicator, from the same 4-rank checkpoint; then export it to a HF dir */
     resume_and_compare(NULL, VC_SHARD_NONE, run, "one rank");
+    muon_resume(NULL, run);
+    corrupt_shard(run);
     char hf[PATH_MAX + 16], ck[PATH_MAX + 16];
     snprintf(hf, sizeof hf, "%s/hf", dir);
     snprintf(ck, sizeof ck, "%s/step_1", run);
