@@ -82,7 +82,10 @@ void vc_gemm_rows_grouped_via(vc_gemm_fn gemm, int tb, int64_t E, const int64_t 
                               const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
 void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const float *x, int64_t n, const float *ap,
                       const float *an, float beta, float eps);
-/* linear-attention layers (cpu_gdn.c), semantics in src/tensor/backend.h */
+/* linear-attention layers (cpu_gdn.c), semantics in src/tensor/backend.h; Gated DeltaNet's scalar-decay recurrence
+ * runs in its chunked form (cpu_gdn_chunk.c) where no rollout state is carried, unless this is set (tests: the
+ * token-by-token recurrence everywhere) */
+extern int vc_cpu_gdn_recurrence_only;
 void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
                     const float *beta, const vc_gdn_desc *d);
 void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,

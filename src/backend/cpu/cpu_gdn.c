@@ -2,18 +2,12 @@
  * d->ckpt rows, backward recomputing each stretch from its kept state), its log decay, and the depthwise causal
  * conv1d in front of it. Semantics in src/tensor/backend.h; every sum runs in a fixed order. */
 #include "backend/act_math.h"
-#include "cpu.h"
+#include "cpu_gdn.h"
 #include "verlc/pool.h"
 #include <string.h>
 
 /* ---- Gated DeltaNet ---- */
-typedef struct {
-    const vc_gdn_desc *d;
-    float *o, *saved, *dq, *dk, *dv, *dg, *dbeta;
-    const float *q, *k, *v, *g, *beta, *dout, *csaved;
-    const int64_t *base; /* [n_seq]: each sequence's first kept state */
-    int fail;
-} gdn_ctx;
+typedef vc_gdn_ctx gdn_ctx;
 
 /* one token: S = e^g S (gk: row i of S times e^g[i]), delta = beta (v - S^T k) (no_delta: beta v), S += k delta^T,
  * o = S^T (scale q) (o may be NULL) */
@@ -66,6 +60,20 @@ static void gdn_fwd_task(void *p, int64_t task) {
     free(S);
 }
 
+int vc_cpu_gdn_recurrence_only;
+
+static int chunked(const vc_gdn_desc *d) { return vc_gdn_chunked(d) && !vc_cpu_gdn_recurrence_only; }
+
+static void chunk_fwd_task(void *p, int64_t task) {
+    gdn_ctx *c = p;
+    vc_cpu_gdn_chunk_fwd(c, (int)(task / c->d->n_v_head), (int)(task % c->d->n_v_head));
+}
+
+static void chunk_bwd_task(void *p, int64_t task) {
+    gdn_ctx *c = p;
+    vc_cpu_gdn_chunk_bwd(c, (int)(task / c->d->n_k_head), (int)(task % c->d->n_k_head));
+}
+
 int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt) {
     int64_t *b = vc_cpu_scratch((size_t)n_seq + 1, sizeof(int64_t), 1);
     for (int s = 0; b && s < n_seq; s++) b[s + 1] = b[s] + (cu[s + 1] - cu[s] + ckpt - 1) / ckpt;
@@ -78,26 +86,14 @@ void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
     int64_t *base = saved ? saved_bases(d) : NULL;
     if (saved && !base) return;
     gdn_ctx c = { .d = d, .o = o, .saved = saved, .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    vc_parallel((int64_t)d->n_seq * d->n_v_head, gdn_fwd_task, &c);
+    vc_parallel((int64_t)d->n_seq * d->n_v_head, chunked(d) ? chunk_fwd_task : gdn_fwd_task, &c);
     free(base);
 }
 
-/* ---- row kernels of the backward: sums over a row of dv in a fixed order (8 interleaved partial sums, combined as
- * (0+4 + 1+5) + (2+6 + 3+7), the tail after), written so the compiler vectorises them ---- */
-#define LANES 8
-static inline float lanes_sum(const float *acc) {
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-static inline float row_dot(const float *x, const float *y, int n) {
-    float acc[LANES] = { 0 };
-    int j = 0;
-    for (; j + LANES <= n; j += LANES)
-        for (int l = 0; l < LANES; l++) acc[l] += x[j + l] * y[j + l];
-    float s = lanes_sum(acc);
-    for (; j < n; j++) s += x[j] * y[j];
-    return s;
-}
+/* ---- row kernels of the backward: sums over a row of dv in a fixed order (vc_gdn_dot's) ---- */
+#define LANES VC_GDN_LANES
+#define lanes_sum vc_gdn_lanes_sum
+#define row_dot vc_gdn_dot
 
 /* x . y, and z += a w (w: x or y, read in the same pass) */
 static inline float row_dot_axpy(const float *x, const float *y, float *z, float a, const float *w, int n) {
@@ -219,7 +215,7 @@ void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, co
     if (!base) return;
     gdn_ctx c = { .d = d, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = dbeta, .dout = dout, .csaved = saved,
                   .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    vc_parallel((int64_t)d->n_seq * d->n_k_head, gdn_bwd_task, &c);
+    vc_parallel((int64_t)d->n_seq * d->n_k_head, chunked(d) ? chunk_bwd_task : gdn_bwd_task, &c);
     free(base);
 }
 
