@@ -113,10 +113,10 @@ static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
 
 /* A and B between verlc's [Ea, r, in] and [P, Ea, O, r] (P = 2: gate's, then up's; Ea = 1: one adapter
  * shared by the E experts, else E) and PEFT's [r E, in] and [P O, r E] (expert e's B in columns k E + e);
- * to_peft: that way (a shared adapter written for every expert), else back; returns 1 when a shared
- * adapter's experts differ in the file */
+ * to_peft: that way (a shared adapter written for every expert), else back; interleaved: PEFT's B rows alternate
+ * gate and up (gpt-oss's gate_up_proj columns); returns 1 when a shared adapter's experts differ in the file */
 static int expert_ab(float *pA, float *pB, float *oA, float *oB, int64_t P, int64_t E, int64_t Ea, int64_t O,
-                     int64_t r, int64_t in, int to_peft) {
+                     int64_t r, int64_t in, int to_peft, int interleaved) {
     int differ = 0;
     for (int64_t e = 0; e < E; e++) {
         int64_t ea = Ea == 1 ? 0 : e;
@@ -129,7 +129,8 @@ static int expert_ab(float *pA, float *pB, float *oA, float *oB, int64_t P, int6
         for (int64_t p = 0; p < P; p++)
             for (int64_t o = 0; o < O; o++)
                 for (int64_t k = 0; k < r; k++) {
-                    float *x = &pB[(p * O + o) * r * E + k * E + e], *y = &oB[((p * Ea + ea) * O + o) * r + k];
+                    int64_t row = interleaved ? o * P + p : p * O + o; /* gpt-oss: gate and up columns alternate */
+                    float *x = &pB[row * r * E + k * E + e], *y = &oB[((p * Ea + ea) * O + o) * r + k];
                     if (to_peft) *x = *y;
                     else if (e > ea) differ |= *y != *x;
                     else *y = *x;
@@ -156,7 +157,7 @@ static vc_status save_expert(const vc_model *m, vc_st_writer *w, const float *ho
     float *A = vc_malloc(sizeof(float) * (size_t)(d.E * d.r * d.in)), *B = vc_malloc(sizeof(float) * (size_t)(d.P * d.O * d.r * d.E));
     vc_status st = A && B ? VC_OK : VC_ERR_NOMEM;
     if (!st) expert_ab(A, B, (float *)host + (ta->data - a->data), (float *)host + (tb->data - a->data), d.P, d.E, d.Ea,
-                       d.O, d.r, d.in, 1);
+                       d.O, d.r, d.in, 1, m->cfg.expert_bias);
     char mod[160], name[256];
     expert_module(m, i, mod, sizeof mod);
     int64_t sa[2] = { d.r * d.E, d.in }, sb[2] = { d.P * d.O, d.r * d.E };
@@ -414,7 +415,7 @@ static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, i
     if (!st) {
         vc_st_tensor_to_f32(A, hA);
         vc_st_tensor_to_f32(B, hB);
-        if (expert_ab(hA, hB, oA, oB, P, E, d.Ea, O, r, in, 0))
+        if (expert_ab(hA, hB, oA, oB, P, E, d.Ea, O, r, in, 0, m->cfg.expert_bias))
             st = vc_fail(VC_ERR_FORMAT, "%s: layer %d's %s adapters differ between experts, but this run shares one "
                          "adapter among them (Megatron's linear_fc1 / linear_fc2)", path, a->layer_of[i], what);
     }

@@ -27,9 +27,18 @@ static vc_status merged_logp(vc_model *m, void *p) {
     return isnan(loss_of(m, c->g, c->out, 0)) ? VC_ERR_INTERNAL : VC_OK;
 }
 
+/* a fixture model's folder: the shared set's, else verlc's own (tests/fixtures/models) */
+static void fixture_dir(const char *name, char *dir, size_t cap) {
+    char root[256];
+    for (int i = 0; vc_test_model_root(i, root, sizeof root); i++) {
+        snprintf(dir, cap, "%s/%s", root, name);
+        if (vc_file_exists(dir)) return;
+    }
+}
+
 static void run_p(const char *fixture, const char *targets, const char *params) {
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/fixtures/models/%s", vc_test_shared(), fixture);
+    fixture_dir(fixture, dir, sizeof dir);
     vc_model *m = NULL;
     CHECK_OK(vc_model_load(dir, &m));
     if (!m) return;
@@ -400,7 +409,7 @@ static void test_expert_errors(void) {
  * ParamWrappers, all-linear's gate_up_proj at rank 2 r through rank_pattern): verlc reads each and gives the
  * adapted model's logits; attached from the same target_modules it names and shapes its adapters as PEFT */
 static void test_peft_experts(void) {
-    static const char *CASES[] = { "qwen3_moe_experts", "mixtral_all_linear", "deepseek_v3_gate_up" };
+    static const char *CASES[] = { "qwen3_moe_experts", "mixtral_all_linear", "deepseek_v3_gate_up", "gpt_oss_experts" };
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         char dir[256], path[320], mdir[512];
         snprintf(dir, sizeof dir, "tests/fixtures/lora/%s", CASES[c]);
@@ -414,7 +423,7 @@ static void test_peft_experts(void) {
             cJSON_Delete(ref);
             continue;
         }
-        snprintf(mdir, sizeof mdir, "%s/fixtures/models/%s", vc_test_shared(), model->valuestring);
+        fixture_dir(model->valuestring, mdir, sizeof mdir);
         vc_model *m = NULL;
         CHECK_OK(vc_model_load(mdir, &m));
         CHECK_OK(vc_model_lora_attach_from(m, dir));
@@ -515,6 +524,19 @@ int main(void) {
     run_p("qwen3_moe", "[]", "mlp.experts.gate_up_proj,mlp.experts.down_proj,mlp.gate.weight");
     run_p("mixtral", "q_proj", "experts.down_proj");
     run_p("deepseek_v3", "all-linear", "gate_up_proj,model.layers.1.mlp.gate.weight");
+    run_p("gpt_oss", "q_proj,o_proj", "mlp.experts.gate_up_proj,mlp.experts.down_proj"); /* its own expert layout */
+    { /* gpt-oss's router (a weight with a bias) is refused by name, and module names reach no expert of it */
+        char dir[512];
+        fixture_dir("gpt_oss", dir, sizeof dir);
+        vc_model *m = NULL;
+        CHECK_OK(vc_model_load(dir, &m));
+        vc_lora_spec sp = { 4, 8.0, "q_proj", "mlp.experts.down_proj,mlp.router.weight", NULL, 7, 0 };
+        CHECK(m && vc_model_lora_attach(m, &sp) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "router") &&
+              strstr(vc_last_error(), "mlp.router.weight"));
+        vc_lora_spec sp2 = { 4, 8.0, "q_proj,gate_proj", NULL, NULL, 7, 0 };
+        CHECK(m && vc_model_lora_attach(m, &sp2) == VC_ERR_UNSUPPORTED && strstr(vc_last_error(), "target_parameters"));
+        vc_model_free(m);
+    }
     /* Megatron-Bridge's names: linear_fc1 / linear_fc2 of a MoE layer are one adapter shared by its experts */
     run("qwen3_moe", "linear_qkv,linear_fc1,linear_fc2,router");
     test_megatron_shared();
