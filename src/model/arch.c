@@ -724,7 +724,7 @@ static const vc_arch ARCHS[] = {
     { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
-    { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS) },
+    { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS), NULL, NULL, "mlp", "router" },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
     { "vaultgemma", "vaultgemma", T(HF_GLOBAL, VAULTGEMMA_NORMS, HF_ATTN, HF_MLP) },
     { "jais2", "jais2", T(HF_GLOBAL, HF_NORMS, JAIS2_NORMS, HF_ATTN, HF_MLP) },

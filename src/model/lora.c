@@ -8,7 +8,7 @@
  * tensors (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I]: one rank-r adapter per
  * expert, gate and up sharing A as the fused tensor does) and the router (mlp.gate.weight); gpt-oss's input-major
  * experts ([E, H, 2I] with gate and up columns alternating, [E, I, H]; PEFT's adapters the same [r E, in] and
- * [out, r E], B's gate_up rows alternating: src/model/lora_io.c), not its router.
+ * [out, r E], B's gate_up rows alternating: src/model/lora_io.c) and its router (mlp.router.weight, beside its bias).
  * The vision tower of a Qwen-VL model takes adapters on its nn.Linear modules as PEFT gives them (all-linear reaches
  * every one; a name matches a module path equal to it or ending in "." + it; exclude_modules as for the text): its
  * adapters are numbered after the text's, slot_of VC_LORA_TOWER + the tower's slot. */
@@ -363,17 +363,12 @@ static vc_status parse_params(const vc_model *m, const char *spec, unsigned *wan
         size_t n = strlen(tok);
         for (int l = 0; l < c->n_layer; l++)
             for (size_t k = 0; k < N_PARAMS && c->is_moe[l]; k++) {
-                if (c->expert_bias && PARAMS[k] == VC_W_ROUTER) continue; /* gpt-oss's mlp.router: refused above */
                 char key[160], path[96];
                 vc_arch_param_path(c->arch, PARAMS[k], path, sizeof path);
                 size_t kl = (size_t)snprintf(key, sizeof key, "model.layers.%d.%s", l, path);
                 if (!strcmp(key, tok) || (kl > n && key[kl - n - 1] == '.' && !strcmp(key + kl - n, tok)))
                     want[l] |= 1u << k, hit = 1;
             }
-        if (c->expert_bias && (strstr(tok, "router") || strstr(tok, ".gate.")))
-            return vc_fail(VC_ERR_UNSUPPORTED, "LoRA target_parameters '%s': an adapter on gpt-oss's router (a weight "
-                           "with a bias) is not built; its experts take adapters (mlp.experts.gate_up_proj, "
-                           "mlp.experts.down_proj)", tok);
         if (!hit)
             return vc_fail(VC_ERR_ARG, "LoRA target_parameters '%s' names no parameter of %s (verlc adapts the MoE "
                            "layers' mlp.experts.gate_up_proj, mlp.experts.down_proj and mlp.gate.weight)", tok,
@@ -523,11 +518,11 @@ vc_status vc_model_lora_attach(vc_model *m, const vc_lora_spec *sp) {
                            "target the attention projections (all-linear does)");
         moe = 0;
     }
-    if (c->expert_bias) { /* gpt-oss: its experts are parameters (target_parameters reach them), its router too */
+    if (c->expert_bias) { /* gpt-oss: its experts and router are parameters (target_parameters reach them) */
         if (moe && named)
             return vc_fail(VC_ERR_UNSUPPORTED, "LoRA target_modules reach no expert or router of gpt-oss (parameters, "
-                           "not nn.Linear modules): name its experts in target_parameters (mlp.experts.gate_up_proj, "
-                           "mlp.experts.down_proj), as PEFT does");
+                           "not nn.Linear modules): name them in target_parameters (mlp.experts.gate_up_proj, "
+                           "mlp.experts.down_proj, mlp.router.weight), as PEFT does");
         moe = 0;
     }
     if (c->route_scale_input) { /* Llama 4: the routing scales the experts' inputs; the router is an nn.Linear */
