@@ -4,6 +4,7 @@
 #include "backend/act_math.h"
 #include "cpu_gdn.h"
 #include "verlc/pool.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Gated DeltaNet ---- */
@@ -62,7 +63,15 @@ static void gdn_fwd_task(void *p, int64_t task) {
 
 int vc_cpu_gdn_recurrence_only;
 
-static int chunked(const vc_gdn_desc *d) { return vc_gdn_chunked(d) && !vc_cpu_gdn_recurrence_only; }
+/* VERLC_GDN_RECURRENCE=1: the token-by-token recurrence in training too (comparisons) */
+static int chunked(const vc_gdn_desc *d) {
+    static int env = -1;
+    if (env < 0) {
+        const char *e = getenv("VERLC_GDN_RECURRENCE");
+        env = e && *e && strcmp(e, "0");
+    }
+    return vc_gdn_chunked(d) && !vc_cpu_gdn_recurrence_only && !env;
+}
 
 static void chunk_fwd_task(void *p, int64_t task) {
     gdn_ctx *c = p;
