@@ -46,28 +46,46 @@ static inline __attribute__((always_inline)) void mm_block(float *restrict C, in
         for (int j = 0; j < cols; j++) C[r * ldc + j] = t[r][j];
 }
 
+/* tri: a(i, l) is zero for l > i (TRI_LOWER: A lower triangular) or for l < i (TRI_UPPER: the transpose of a lower
+ * triangular A): a block of rows skips those terms (zeros: the same sums) */
+enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
+
 WIDE static void mm(float *restrict C, int64_t ldc, const float *restrict A, int64_t ai, int64_t al,
-                    const float *restrict B, int64_t ldb, int n, int K, int m, float sign, int acc) {
-    for (int i0 = 0; i0 < n; i0 += MB)
+                    const float *restrict B, int64_t ldb, int n, int K, int m, float sign, int acc, int tri) {
+    for (int i0 = 0; i0 < n; i0 += MB) {
+        int rows = n - i0 < MB ? n - i0 : MB;
+        int l0 = tri == TRI_UPPER && i0 < K ? i0 : 0, l1 = tri == TRI_LOWER && i0 + rows < K ? i0 + rows : K;
         for (int j0 = 0; j0 < m; j0 += NB) {
             float *c = C + i0 * ldc + j0;
-            const float *a = A + i0 * ai, *b = B + j0;
-            if (i0 + MB <= n && j0 + NB <= m) {
-                if (ai == 1) mm_block(c, ldc, a, 1, al, b, ldb, MB, NB, K, sign, acc); /* (A^T: rows side by side) */
-                else mm_block(c, ldc, a, ai, 1, b, ldb, MB, NB, K, sign, acc);
+            const float *a = A + i0 * ai + l0 * al, *b = B + l0 * ldb + j0;
+            if (rows == MB && j0 + NB <= m) {
+                if (ai == 1) mm_block(c, ldc, a, 1, al, b, ldb, MB, NB, l1 - l0, sign, acc); /* (A^T: rows side by side) */
+                else mm_block(c, ldc, a, ai, 1, b, ldb, MB, NB, l1 - l0, sign, acc);
             } else
-                mm_block(c, ldc, a, ai, al, b, ldb, n - i0 < MB ? n - i0 : MB, m - j0 < NB ? m - j0 : NB, K, sign, acc);
+                mm_block(c, ldc, a, ai, al, b, ldb, rows, m - j0 < NB ? m - j0 : NB, l1 - l0, sign, acc);
         }
+    }
 }
 
 static void mm_nn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
                   float sign, int acc) {
-    mm(C, ldc, A, lda, 1, B, ldb, n, K, m, sign, acc);
+    mm(C, ldc, A, lda, 1, B, ldb, n, K, m, sign, acc, TRI_NONE);
 }
 
 static void mm_tn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
                   float sign, int acc) {
-    mm(C, ldc, A, 1, lda, B, ldb, n, K, m, sign, acc);
+    mm(C, ldc, A, 1, lda, B, ldb, n, K, m, sign, acc, TRI_NONE);
+}
+
+/* the same with a lower triangular A [n, n] (mm_nn_lo: A; mm_tn_lo: A^T) */
+static void mm_nn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
+                     float sign, int acc) {
+    mm(C, ldc, A, lda, 1, B, ldb, n, n, m, sign, acc, TRI_LOWER);
+}
+
+static void mm_tn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
+                     float sign, int acc) {
+    mm(C, ldc, A, 1, lda, B, ldb, n, n, m, sign, acc, TRI_UPPER);
 }
 
 /* ---- one chunk ---- */
@@ -141,8 +159,8 @@ static void chunk_prep(ck *x, const float *S0) {
         for (int j = 0; j < n; j++) t[j] = j == i ? 1.0f : 0.0f;
         for (int j = 0; j < i; j++) axpy(t, -x->A[i * C + j], x->T + j * C, j + 1);
     }
-    mm_nn(x->U, dv, x->T, C, x->Bv, dv, n, n, dv, 1.0f, 0);
-    mm_nn(x->W, dk, x->T, C, x->Bk, dk, n, n, dk, 1.0f, 0);
+    mm_nn_lo(x->U, dv, x->T, C, x->Bv, dv, n, dv, 1.0f, 0);
+    mm_nn_lo(x->W, dk, x->T, C, x->Bk, dk, n, dk, 1.0f, 0);
     memcpy(x->D, x->U, sizeof(float) * (size_t)n * (size_t)dv);
     mm_nn(x->D, dv, x->W, dk, S0, dv, n, dk, dv, -1.0f, 1);
 }
@@ -194,7 +212,7 @@ void vc_cpu_gdn_chunk_fwd(vc_gdn_ctx *c, int s, int h) {
         chunk_prep(&x, S);
         float *o = c->o + x.t0 * x.vs + (int64_t)h * dv;
         mm_nn(o, x.vs, x.Qa, dk, S, dv, x.n, dk, dv, 1.0f, 0); /* scale diag(a) Q S0 */
-        mm_nn(o, x.vs, x.M, C, x.D, dv, x.n, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
+        mm_nn_lo(o, x.vs, x.M, C, x.D, dv, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
         if (c0 + C >= L) break; /* (no state leaves the sequence here) */
         for (int64_t e = 0; e < SS; e++) S[e] *= x.b;
         mm_tn(S, dv, x.Kt, dk, x.D, dv, dk, x.n, dv, 1.0f, 1); /* S = b S0 + K~^T D */
@@ -227,7 +245,7 @@ static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     transpose_to(B->DT, C, x->D, dv, n, dv);
     /* dD = M^T dO + K~ dS; R = dO D^T; Y = D dS^T (dK~); Z = dO S0^T (dQa) */
     mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
-    mm_tn(B->dD, dv, x->M, C, dO, x->vs, n, n, dv, 1.0f, 1);
+    mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
     mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
     mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
     mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
@@ -247,8 +265,8 @@ static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     /* dQ = scale diag(a) Z + dP K; dK = dP^T Q + diag(kt) Y */
     for (int i = 0; i < n; i++)
         for (int l = 0; l < dk; l++) B->dQ[i * dk + l] = d->scale * x->a[i] * B->Z[i * dk + l];
-    mm_nn(B->dQ, dk, B->R, C, Kr(x, 0), x->qs, n, n, dk, 1.0f, 1);
-    mm_tn(B->dK, dk, B->R, C, Qr(x, 0), x->qs, n, n, dk, 1.0f, 0);
+    mm_nn_lo(B->dQ, dk, B->R, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
+    mm_tn_lo(B->dK, dk, B->R, C, Qr(x, 0), x->qs, n, dk, 1.0f, 0);
     for (int i = 0; i < n; i++) axpy(B->dK + i * dk, x->E[(n - 1) * C + i], B->Y + i * dk, dk);
     /* the state's gradient before the chunk: b dS + Qa^T dO (- W^T dD: the delta rule's) */
     for (int64_t e = 0; e < SS; e++) B->dSn[e] = x->b * B->dS[e];
@@ -262,8 +280,8 @@ static void bwd_delta(ck *x, bwd_buf *B) {
     mm_tn(B->dSn, dv, x->W, dk, B->dD, dv, dk, n, dv, -1.0f, 1);
     /* dU = dD, dW = -dD S0^T; [dB1 | dB2] = T^T [dU | dW]; dA = -(dB1 U^T + dB2 W^T) (j < i) */
     mm_nn(B->dW, dk, B->dD, dv, B->S0T, dk, n, dv, dk, -1.0f, 0);
-    mm_tn(B->dB1, dv, x->T, C, B->dD, dv, n, n, dv, 1.0f, 0);
-    mm_tn(B->dB2, dk, x->T, C, B->dW, dk, n, n, dk, 1.0f, 0);
+    mm_tn_lo(B->dB1, dv, x->T, C, B->dD, dv, n, dv, 1.0f, 0);
+    mm_tn_lo(B->dB2, dk, x->T, C, B->dW, dk, n, dk, 1.0f, 0);
     transpose_to(B->UT, C, x->U, dv, n, dv);
     transpose_to(B->WT, C, x->W, dk, n, dk);
     mm_nn(B->dA, C, B->dB1, dv, B->UT, C, n, dv, n, -1.0f, 0);
@@ -285,8 +303,8 @@ static void bwd_delta(ck *x, bwd_buf *B) {
         if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += db;
     }
     /* KK = K K^T: dK += dKK K + dKK^T K */
-    mm_nn(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, n, dk, 1.0f, 1);
-    mm_tn(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, n, dk, 1.0f, 1);
+    mm_nn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
+    mm_tn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
 }
 
 /* the gradients of the chunk's inputs from dO (rows of dout) and dS (the state after it, replaced by the state's
