@@ -1,7 +1,9 @@
 /* Muon's view of the parameters (verl's megatron optim.optimizer=muon): Megatron-core's get_megatron_muon_optimizer
  * gives Muon the 2-D weights other than the embeddings and the output layer (AdamW the rest), and orthogonalises
  * each of Megatron's modules whole: its fused linear_fc1 ([gate; up], per expert for the grouped experts), the Gated
- * DeltaNet's in_proj ([qkv; z; b; a]) and, with muon_split_qkv=false, linear_qkv ([q; k; v]). */
+ * DeltaNet's in_proj ([qkv; z; b; a]) and, with muon_split_qkv=false, linear_qkv ([q; k; v], with Qwen3-Next's and
+ * Qwen3.5's output gate rows). With muon_split_qkv (Megatron-core 0.16 splits linear_qkv by [q, k, v] sizes per
+ * query group, which does not fit the gated layout's rows) q, the gate, k and v are orthogonalised apart. */
 #include "arch.h"
 #include "model_internal.h"
 #include <string.h>
@@ -25,7 +27,10 @@ static int fused_kind(const vc_model_config *c, int s, int split_qkv) {
     if (s == VC_W_GATE || s == VC_W_UP) return 1;
     if (s == VC_W_SH_GATE || s == VC_W_SH_UP) return 2;
     if (s == VC_W_EXP_GATE || s == VC_W_EXP_UP) return 3;
-    if (!split_qkv && c->kv_lora_rank <= 0 && (s == VC_W_Q || s == VC_W_K || s == VC_W_V)) return 4;
+    /* linear_qkv: q, k, v, and the output gate that Qwen3-Next's and Qwen3.5's q_proj carry (Megatron's
+     * attention_output_gate rows of linear_qkv) */
+    int gate = s == VC_W_ATTN_GATE && c->lin_kind == VC_LIN_GDN && c->attn_out_gate == 1;
+    if (!split_qkv && c->kv_lora_rank <= 0 && (s == VC_W_Q || s == VC_W_K || s == VC_W_V || gate)) return 4;
     if (c->lin_kind == VC_LIN_GDN && (s == VC_W_LIN_QKV || s == VC_W_LIN_Z || s == VC_W_LIN_B || s == VC_W_LIN_A))
         return 5;
     return 0;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 typedef struct counts {
-    int muon, adam, fused_groups, expert_mats, qkv_fused, lin_fused, tower;
+    int muon, adam, fused_groups, expert_mats, qkv_fused, lin_fused, tower, gate_fused;
     int bad; /* an embedding, head, norm or bias taken as a matrix, or a projection left out */
 } counts;
 
@@ -47,6 +47,7 @@ static counts plan(const char *dir, int split_qkv) {
                 if (!seen && nf < 512) fuses[nf++] = fuse;
                 c.qkv_fused += ends(name, ".q") || ends(name, ".k") || ends(name, ".v");
                 c.lin_fused += strstr(name, "linear.") != NULL;
+                c.gate_fused += ends(name, ".attn_gate");
             }
         } else {
             c.adam++;
@@ -79,7 +80,14 @@ int main(void) {
     counts gdn = plan("tests/fixtures/models/qwen3_5_text", 1);
     printf("qwen3_5_text: %d Muon, %d AdamW tensors, %d fused (in_proj parts: %d)\n", gdn.muon, gdn.adam,
            gdn.fused_groups, gdn.lin_fused);
-    CHECK(gdn.bad == 0 && gdn.lin_fused >= 4);
+    CHECK(gdn.bad == 0 && gdn.lin_fused >= 4 && gdn.gate_fused == 0);
+    /* muon_split_qkv=false: Qwen3.5's linear_qkv whole, its output gate rows with q, k and v (one more fused module
+     * per full-attention layer, the gate no group of its own) */
+    counts gdn2 = plan("tests/fixtures/models/qwen3_5_text", 0);
+    CHECK(gdn2.bad == 0 && gdn2.gate_fused > 0 && gdn2.qkv_fused >= 3 * gdn2.gate_fused && gdn2.muon == gdn.muon &&
+          gdn2.fused_groups == gdn.fused_groups + gdn2.gate_fused);
+    printf("qwen3_5_text, muon_split_qkv=false: %d fused modules (%d output gates inside linear_qkv)\n",
+           gdn2.fused_groups, gdn2.gate_fused);
     counts vl = plan("tests/fixtures/models/qwen2_5_vl_image", 1);
     CHECK(vl.bad == 0 && vl.muon > a.muon / 2);
     return vc_test_done();
