@@ -290,7 +290,7 @@ e2e_all() {
 finish() {
     # the figures to record, gathered from the steps' output (bench lines, ratios to PyTorch, MFU, GRPO perf)
     say "== figures"
-    grep -E "^== bench|^== profile|tokens/s|x PyTorch|x HF generate|MFU|perf/throughput|perf/mfu|CUDA graphs|cuda profile:|^  [a-z].* [0-9.]+%$|models passed" \
+    grep -E "^== bench|^== profile|tokens/s|rows/s|x PyTorch|x HF generate|MFU|perf/throughput|perf/mfu|CUDA graphs|cuda profile:|^  [a-z].* [0-9.]+%$|models passed" \
         "$SUM" | grep -v "^== figures" | head -n 80 >"$SUM.fig" 2>/dev/null
     cat "$SUM.fig" >>"$SUM" 2>/dev/null
     rm -f "$SUM.fig"
@@ -427,6 +427,10 @@ PY
     # shellcheck disable=SC2086
     step "bench train qwen3.5-shaped hybrid bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 \
         --seqs 16 --iters 3 $P
+    # the recurrence op alone (the CUDA backend walks it token by token; the CPU runs chunks of 64 rows): 8 rows
+    # of 4,096 at Qwen3.5's 16 heads of 128 x 128, forward keeping states and backward
+    step "bench gdn on cuda (8 x 4096 rows, 16 heads of 128 x 128)" 40 "$BIN" bench gdn --tokens 32768 --seqs 8 \
+        --iters 2 --device cuda
     rm -f "$CFG"
 }
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host

@@ -1,4 +1,4 @@
-/* verlc bench <forward|train|logprob|generate|tokenize|allreduce> ... */
+/* verlc bench <forward|train|logprob|generate|tokenize|allreduce|gdn> ... */
 #include "cli.h"
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,7 @@ int vc_cmd_bench(int argc, char **argv) {
         { "generate", vc_bench_generate, "decode tokens/s at several batch sizes vs the bandwidth roofline" },
         { "tokenize", vc_bench_tokenize, "tokenizer MB/s, single thread and all threads" },
         { "allreduce", vc_bench_allreduce, "collective bus bandwidth (run under mpirun)" },
+        { "gdn", vc_bench_gdn, "Gated DeltaNet's recurrence op, forward and backward: rows/s" },
     };
     int n = (int)(sizeof B / sizeof B[0]);
     if (argc >= 2)

@@ -2,7 +2,8 @@
  * the forward's outputs and kept states and every gradient of the backward (q, k, v, the log decay, beta) for packed
  * sequences of 1 to 200 rows (inside one chunk, at its edge, over several), with and without the delta rule, with
  * several value heads per q/k head, head sizes that are and are not multiples of the products' blocks, mild and strong
- * decays; the chunked form's bits on one thread and two, and of a sequence alone or in a batch. */
+ * decays; the chunked form's bits on one thread and two, and of a sequence alone or in a batch; and `verlc bench gdn`
+ * runs (no figure is checked: speed is the bench's to print). */
 #include "../../src/backend/cpu/cpu.h"
 #include "tensor/backend.h"
 #include "verlc/pool.h"
@@ -10,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) { /* [-1, 1) */
@@ -180,6 +182,24 @@ int main(void) {
     }
     printf("worst relative error over all cases: %.2e (tolerance 5e-6)\n", worst);
     invariance();
+    const char *bin = getenv("VERLC_BIN");
+    if (bin && *bin) { /* the bench on a small shape: runs, and prints both passes */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "'%s' bench gdn --tokens 130 --seqs 2 --qk-heads 1 --v-heads 2 --dk 16 --dv 24 "
+                 "--iters 1 > /tmp/vc_bench_gdn_%d.txt 2>&1", bin, (int)getpid());
+        int rc = system(cmd);
+        snprintf(cmd, sizeof cmd, "/tmp/vc_bench_gdn_%d.txt", (int)getpid());
+        FILE *f = fopen(cmd, "r");
+        char buf[2048] = "";
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[n] = 0;
+        if (f) fclose(f);
+        remove(cmd);
+        CHECK_MSG(rc == 0 && strstr(buf, "forward (states kept)") && strstr(buf, "backward:") &&
+                  strstr(buf, "chunks of 64 rows"), "verlc bench gdn: exit %d: %s", rc, buf);
+        snprintf(cmd, sizeof cmd, "'%s' bench gdn --v-heads 3 --qk-heads 2 > /dev/null 2>&1", bin);
+        CHECK(system(cmd) != 0); /* value heads not a multiple of the q/k heads: refused */
+    }
     printf("%d passed, %d failed\n", vc_t_pass, vc_t_fail);
     return vc_t_fail != 0;
 }
