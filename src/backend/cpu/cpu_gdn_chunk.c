@@ -1,15 +1,17 @@
 /* The chunked form of Gated DeltaNet's scalar-decay recurrence (and of its form without the delta rule: Mamba 2's SSD,
  * lightning attention) on the CPU. In a chunk of n rows that starts from state S0, with G_i the cumulative log decay
  * of its rows 0..i, a_i = e^G_i, E_ij = e^(G_i - G_j) (j <= i) and b = e^G_(n-1):
- *   delta rule: (I + A) [U | W] = [beta V | beta a K] with A_ij = beta_i E_ij (k_i . k_j) (j < i), solved by forward
- *               substitution; the rows' deltas D = U - W S0 (the recurrence's beta (v - S^T k))
+ *   delta rule: (I + A) [U | W] = [beta V | beta a K] with A_ij = beta_i E_ij (k_i . k_j) (j < i): T = (I + A)^-1 by
+ *               forward substitution, [U | W] = T [beta V | beta a K]; the rows' deltas D = U - W S0 (the
+ *               recurrence's beta (v - S^T k))
  *   no delta:   D = beta V
  *   O = scale (diag(a) Q S0 + (E o Q K^T) D), the product's lower triangle with its diagonal
  *   S_n = b S0 + K~^T D, K~_j = e^(G_(n-1) - G_j) k_j
  * the recurrence's values in other sums, as matrix products over the chunk instead of a pass over the state per row.
  * The backward walks the chunks from the last one carrying dS (the gradient of the state after the chunk) and
  * recomputes each chunk's quantities from its kept state. Each product sums its terms in a fixed order per element
- * (mm) and each dot runs vc_gdn_dot's lanes: the same bits on any thread count and in any batch. */
+ * (mm; a triangular operand's zero blocks skipped) and each row dot runs vc_gdn_dot's lanes: the same bits on any
+ * thread count and in any batch. */
 #include "cpu_gdn.h"
 #include <math.h>
 #include <string.h>
