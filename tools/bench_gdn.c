@@ -10,6 +10,7 @@
 #include "tensor/backend.h"
 #include "verlc/core.h"
 #include "verlc/pool.h"
+#include "verlc/rng.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,16 +67,10 @@ static int parse(int argc, char **argv, gdn_opts *o) {
     return 0;
 }
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-/* n random floats of a kind (0: values, 1: keys, 2: log decays, 3: beta) in backend memory (NULL: out of memory) */
-static float *upload(size_t n, int kind, int dk) {
+/* n random floats of a kind (0: values, 1: keys, 2: log decays, 3: beta) from stream salt in backend memory (NULL: out
+ * of memory) */
+static float *upload(size_t n, int kind, int dk, uint64_t salt) {
+#define frand() (2.0f * vc_rng_uniform(7, salt, i, 0) - 1.0f) /* [-1, 1), a stream per array */
     float *h = malloc(sizeof(float) * (n ? n : 1)), *d = vc_be()->alloc(sizeof(float) * (n ? n : 1));
     if (!h || !d) {
         free(h);
@@ -86,6 +81,7 @@ static float *upload(size_t n, int kind, int dk) {
         h[i] = kind == 0 ? frand() : kind == 1 ? frand() / sqrtf((float)dk) /* keys, about l2-normed / sqrt(dk) */
              : kind == 2 ? -0.1f + 0.05f * frand()                          /* log decays */
                          : 0.7f + 0.25f * frand();                          /* beta */
+#undef frand
     vc_be()->h2d(d, h, sizeof(float) * n);
     free(h);
     return d;
@@ -103,8 +99,8 @@ int vc_bench_gdn(int argc, char **argv) {
                       .scale = 1.0f / sqrtf((float)o.dk), .no_delta = o.no_delta, .ckpt = 64 };
     size_t nq = (size_t)T * o.nk * o.dk, nvv = (size_t)T * o.nv * o.dv, ng = (size_t)T * o.nv;
     size_t ns = (size_t)vc_gdn_saved(&d) * o.nv * o.dk * o.dv;
-    float *q = upload(nq, 0, o.dk), *k = upload(nq, 1, o.dk), *v = upload(nvv, 0, o.dk), *dout = upload(nvv, 0, o.dk);
-    float *g = upload(ng, 2, o.dk), *beta = upload(ng, 3, o.dk);
+    float *q = upload(nq, 0, o.dk, 1), *k = upload(nq, 1, o.dk, 2), *v = upload(nvv, 0, o.dk, 3);
+    float *dout = upload(nvv, 0, o.dk, 4), *g = upload(ng, 2, o.dk, 5), *beta = upload(ng, 3, o.dk, 6);
     float *out = vc_be()->alloc(sizeof(float) * nvv), *saved = vc_be()->alloc(sizeof(float) * (ns ? ns : 1));
     float *dq = vc_be()->alloc(sizeof(float) * nq), *dk = vc_be()->alloc(sizeof(float) * nq);
     float *dv = vc_be()->alloc(sizeof(float) * nvv), *dg = vc_be()->alloc(sizeof(float) * ng);
