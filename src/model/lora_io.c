@@ -139,6 +139,16 @@ static int expert_ab(float *pA, float *pB, float *oA, float *oB, int64_t P, int6
     return differ;
 }
 
+/* whether the architecture's fused gate_up_proj alternates gate and up columns (gpt-oss's layout, VC_TR_OAI_GATE_UP):
+ * PEFT's B rows then alternate the same way */
+static int gate_up_interleaved(const vc_model *m) {
+    const vc_arch *a = m->cfg.arch;
+    for (const vc_tensor_rule *const *t = a ? a->tables : NULL; t && *t; t++)
+        for (const vc_tensor_rule *r = *t; r->name; r++)
+            if (r->slot == VC_W_EXP_GATE && r->transform == VC_TR_OAI_GATE_UP) return 1;
+    return 0;
+}
+
 /* the experts' count of adapter i's tensor and the adapter's shapes */
 typedef struct { int64_t E, Ea, r, in, P, O; } exp_dims;
 static exp_dims expert_dims(const vc_model *m, int i) {
@@ -157,7 +167,7 @@ static vc_status save_expert(const vc_model *m, vc_st_writer *w, const float *ho
     float *A = vc_malloc(sizeof(float) * (size_t)(d.E * d.r * d.in)), *B = vc_malloc(sizeof(float) * (size_t)(d.P * d.O * d.r * d.E));
     vc_status st = A && B ? VC_OK : VC_ERR_NOMEM;
     if (!st) expert_ab(A, B, (float *)host + (ta->data - a->data), (float *)host + (tb->data - a->data), d.P, d.E, d.Ea,
-                       d.O, d.r, d.in, 1, m->cfg.expert_bias);
+                       d.O, d.r, d.in, 1, gate_up_interleaved(m));
     char mod[160], name[256];
     expert_module(m, i, mod, sizeof mod);
     int64_t sa[2] = { d.r * d.E, d.in }, sb[2] = { d.P * d.O, d.r * d.E };
@@ -415,7 +425,7 @@ static vc_status load_expert(vc_model *m, const char *path, vc_checkpoint *ck, i
     if (!st) {
         vc_st_tensor_to_f32(A, hA);
         vc_st_tensor_to_f32(B, hB);
-        if (expert_ab(hA, hB, oA, oB, P, E, d.Ea, O, r, in, 0, m->cfg.expert_bias))
+        if (expert_ab(hA, hB, oA, oB, P, E, d.Ea, O, r, in, 0, gate_up_interleaved(m)))
             st = vc_fail(VC_ERR_FORMAT, "%s: layer %d's %s adapters differ between experts, but this run shares one "
                          "adapter among them (Megatron's linear_fc1 / linear_fc2)", path, a->layer_of[i], what);
     }
