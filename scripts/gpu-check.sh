@@ -427,10 +427,13 @@ PY
     # shellcheck disable=SC2086
     step "bench train qwen3.5-shaped hybrid bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 \
         --seqs 16 --iters 3 $P
-    # the recurrence op alone (the CUDA backend walks it token by token; the CPU runs chunks of 64 rows): 8 rows
-    # of 4,096 at Qwen3.5's 16 heads of 128 x 128, forward keeping states and backward
-    step "bench gdn on cuda (8 x 4096 rows, 16 heads of 128 x 128)" 40 "$BIN" bench gdn --tokens 32768 --seqs 8 \
-        --iters 2 --device cuda
+    # the recurrence op alone, in chunks of 64 rows (cuda_gdn_chunk.cu) and token by token: 8 rows of 4,096 at
+    # Qwen3.5's 16 heads of 128 x 128, forward keeping states and backward
+    step "bench gdn on cuda, chunked (8 x 4096 rows, 16 heads of 128 x 128)" 40 "$BIN" bench gdn --tokens 32768 \
+        --seqs 8 --iters 2 --device cuda
+    step "bench gdn on cuda, chunked (1 x 4096 rows)" 30 "$BIN" bench gdn --tokens 4096 --iters 2 --device cuda
+    step "bench gdn on cuda, recurrence (8 x 4096 rows)" 40 env VERLC_GDN_RECURRENCE=1 "$BIN" bench gdn \
+        --tokens 32768 --seqs 8 --iters 2 --device cuda
     rm -f "$CFG"
 }
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host

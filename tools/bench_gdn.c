@@ -3,8 +3,8 @@
  * Gated DeltaNet's recurrence op as training runs it (the forward keeping a state every 64 rows, then the backward)
  * on the active backend, random inputs of Qwen3.5's shape by default (16 q/k and 16 value heads of 128 x 128): the
  * best time of each over --iters calls, rows per second and nominal GFLOP/s (the recurrence's 8 dk dv flops per row
- * and value head forward, three times that backward, whatever form computes it: the CPU's chunks of 64 rows, or
- * the token-by-token recurrence with VERLC_GDN_RECURRENCE=1 and on CUDA). */
+ * and value head forward, three times that backward, whatever form computes it: chunks of 64 rows, or the
+ * token-by-token recurrence with VERLC_GDN_RECURRENCE=1). */
 #include "cli.h"
 #include "device_args.h"
 #include "tensor/backend.h"
@@ -124,12 +124,11 @@ int vc_bench_gdn(int argc, char **argv) {
     }
     if (!st) {
         const char *e = getenv("VERLC_GDN_RECURRENCE");
-        int cpu = !strcmp(vc_device_name(), "cpu") || !strcmp(vc_device_name(), "sim");
         double fl = 8.0 * (double)o.dk * o.dv * (double)o.nv * (double)T; /* nominal forward flops */
         printf("bench gdn: %lld rows in %d sequence(s), %d q/k and %d value heads of %d x %d%s, device %s, %d threads, "
                "%s\n", (long long)T, o.seqs, o.nk, o.nv, o.dk, o.dv, o.no_delta ? ", no delta rule" : "",
                vc_device_name(), vc_get_threads(),
-               cpu && !(e && *e && strcmp(e, "0")) ? "chunks of 64 rows" : "token-by-token recurrence");
+               !(e && *e && strcmp(e, "0")) ? "chunks of 64 rows" : "token-by-token recurrence");
         printf("  forward (states kept): %.2f ms, %.0f rows/s, %.1f GFLOP/s nominal\n", best_f * 1e3, T / best_f,
                fl / best_f * 1e-9);
         printf("  backward: %.2f ms, %.0f rows/s, %.1f GFLOP/s nominal\n", best_b * 1e3, T / best_b,

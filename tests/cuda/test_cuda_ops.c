@@ -365,14 +365,56 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
     same_bits("gdn bwd dg", gdg[0], gdg[1], ng);
 }
 
+/* the chunked form's outputs and gradients of a sequence are the same bits alone as after another in a batch (its
+ * chunks start at its own row 0; the state passes' column groups change with the batch) */
+static void gdn_batch_bits(int no_delta) {
+    printf("%s, chunked: a sequence alone and second in a batch\n", no_delta ? "SSD scan" : "gated delta rule");
+    static const int64_t len[2] = { 70, 45 };
+    const int nk = 1, nv = 2, dk = 32, dv = 48;
+    int64_t *cu = cu_of(len, 2), *cu1 = cu_of(len + 1, 1), T = cu[2], r0 = len[0];
+    gdn_in in = gdn_inputs(T, nk, nv, dk, dv, 0);
+    size_t no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv), SS = (size_t)nv * dk * dv;
+    vc_gdn_desc d = { .n_seq = 2, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
+                      .no_delta = no_delta, .ckpt = 16 }, d1 = d;
+    d1.n_seq = 1, d1.cu = cu1;
+    float *o = dup_f(hbuf(no), no), *sv = dup_f(hbuf((size_t)vc_gdn_saved(&d) * SS), (size_t)vc_gdn_saved(&d) * SS);
+    float *o1 = dup_f(hbuf(no), no), *sv1 = dup_f(hbuf((size_t)vc_gdn_saved(&d1) * SS), (size_t)vc_gdn_saved(&d1) * SS);
+    int64_t qo = r0 * nk * dk, vo = r0 * nv * dv, ho = r0 * nv;
+    G->gdn_fwd(o, sv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &d);
+    G->gdn_fwd(o1, sv1, in.gq + qo, in.gk + qo, in.gv + vo, in.gg + ho, in.gbeta + ho, &d1);
+    same_bits("o of the sequence (alone / in the batch)", o1, o + vo, (size_t)(len[1] * nv * dv));
+    float *dout = dup_f(hrand(no, 1), no), *g2[5], *g1[5];
+    size_t n5[5] = { nq, nq, no, nh, nh };
+    for (int i = 0; i < 5; i++) g2[i] = dup_f(hbuf(n5[i]), n5[i]), g1[i] = dup_f(hbuf(n5[i]), n5[i]);
+    G->gdn_bwd(g2[0], g2[1], g2[2], g2[3], g2[4], dout, sv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &d);
+    G->gdn_bwd(g1[0], g1[1], g1[2], g1[3], g1[4], dout + vo, sv1, in.gq + qo, in.gk + qo, in.gv + vo, in.gg + ho,
+               in.gbeta + ho, &d1);
+    static const char *nm[5] = { "dq of the sequence", "dk of the sequence", "dv of the sequence", "dg of the sequence",
+                                 "dbeta of the sequence" };
+    int64_t off[5] = { qo, qo, vo, ho, ho }, per[5] = { nk * dk, nk * dk, nv * dv, nv, nv };
+    for (int i = 0; i < 5; i++) same_bits(nm[i], g1[i], g2[i] + off[i], (size_t)(len[1] * per[i]));
+}
+
+/* the training calls (no states, one decay per head) run the chunked form unless VERLC_GDN_RECURRENCE=1: both are
+ * checked against the CPU (whose own chunked form test_gdn_chunk checks against its recurrence) */
 static void test_gdn(void) {
-    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 3, 6 }, len3[2] = { 5, 4 };
-    for (int nd = 0; nd < 2; nd++) {
-        gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4, nd, 0);
-        gdn_case(nd ? "Mamba 2's state size 128, over 48 KiB of shared memory"
-                    : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd, 0);
-        gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd, 0);
+    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 3, 6 }, len3[2] = { 5, 4 }, len4[3] = { 40, 16, 7 };
+    static const int64_t len5[2] = { 130, 64 };
+    for (int rec = 0; rec < 2; rec++) {
+        setenv("VERLC_GDN_RECURRENCE", rec ? "1" : "0", 1);
+        printf("-- training calls by the %s\n", rec ? "recurrence (VERLC_GDN_RECURRENCE=1)" : "chunked form");
+        for (int nd = 0; nd < 2; nd++) {
+            gdn_case("states in shared memory", 2, 4, 8, 6, len1, 3, 4, nd, 0);
+            gdn_case(nd ? "Mamba 2's state size 128, over 48 KiB of shared memory"
+                        : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd, 0);
+            gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd, 0);
+            gdn_case("chunks of 16 rows, a partial last chunk", 2, 4, 24, 40, len4, 3, 16, nd, 0);
+        }
+        gdn_case("Qwen3.5's head size, chunks of 64 rows", 1, 2, 128, 128, len5, 2, 64, 0, 0);
     }
+    gdn_batch_bits(0);
+    gdn_batch_bits(1);
+    unsetenv("VERLC_GDN_RECURRENCE");
     gdn_case("states in shared memory", 3, 3, 8, 8, len1, 3, 4, 0, 1);
     gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);
 }

@@ -28,11 +28,6 @@ static inline float vc_gdn_dot(const float *x, const float *y, int n) {
     return s;
 }
 
-/* The chunked form runs where no rollout state is carried and the decay is one per head (training's forward and
- * backward, the log-prob passes): a sequence's chunks start at its rows 0, ckpt, 2 ckpt, ..., whatever batch it is in,
- * so its outputs are the same bits in any batch. Rollout (a state per sequence) and Kimi's per-channel decay keep the
- * recurrence. */
-static inline int vc_gdn_chunked(const vc_gdn_desc *d) { return !d->state && !d->gk && d->ckpt > 0; }
 /* forward of value head h over sequence s (o, and the state before each chunk into saved when kept) */
 void vc_cpu_gdn_chunk_fwd(vc_gdn_ctx *c, int s, int h);
 /* backward of the value heads of q/k head kh over sequence s, in order (gradients accumulated) */

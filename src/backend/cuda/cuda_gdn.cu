@@ -134,6 +134,10 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
                    const float *beta, const vc_gdn_desc *d) {
     const char *op = "gated delta rule forward";
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
+    if (vc_cu_gdn_chunk_ok(d)) {
+        vc_cu_gdn_chunk_fwd(o, saved, q, k, v, g, beta, d);
+        return;
+    }
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
                        d->ckpt, d->no_delta, d->gk };
     void *tabs = NULL;
@@ -319,6 +323,11 @@ __global__ void k_gdn_head_sum(float *dst, const float *part, int64_t r0, int64_
     }
 }
 
+void vc_cu_gdn_head_sum(float *dst, const float *part, int64_t r0, int64_t rows, int nk, int rep, int dk) {
+    int64_t n = rows * nk * dk;
+    if (n > 0) k_gdn_head_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dst, part, r0, rows, nk, rep, dk);
+}
+
 /* the backward's scratch: the q/k partials, the recomputed states and (when they do not fit in shared memory) Sp and
  * dS; the grid is sized so the recomputed states stay within GDN_HIST_BUDGET. Returns the grid (0 on failure). */
 static int64_t gdn_bwd_scratch(gdn_bwd_args *p, const vc_gdn_desc *d, int want_q, int want_k, size_t *sh,
@@ -351,6 +360,10 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
         return;
     }
     if (!dq && !dk && !dv && !dg && !dbeta) return;
+    if (vc_cu_gdn_chunk_ok(d)) {
+        vc_cu_gdn_chunk_bwd(dq, dk, dv, dg, dbeta, dout, saved, q, k, v, g, beta, d);
+        return;
+    }
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
                        d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta, d->gk };
     void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
@@ -358,14 +371,12 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     size_t sh = 0;
     int64_t grid = gdn_bwd_scratch(&p, d, dq != NULL, dk != NULL, &sh, op);
     if (grid > 0) {
-        int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0, n = rows * d->n_k_head * d->dk;
+        int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
         int rep = d->n_v_head / d->n_k_head;
         cudaFuncSetAttribute(k_gdn_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
         k_gdn_bwd<<<(unsigned)grid, state_threads(d->dk > d->dv ? d->dk : d->dv), sh, vc_cu_stream()>>>(p);
-        if (dq && n > 0)
-            k_gdn_head_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dq, p.pq, r0, rows, d->n_k_head, rep, d->dk);
-        if (dk && n > 0)
-            k_gdn_head_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dk, p.pk, r0, rows, d->n_k_head, rep, d->dk);
+        if (dq) vc_cu_gdn_head_sum(dq, p.pq, r0, rows, d->n_k_head, rep, d->dk);
+        if (dk) vc_cu_gdn_head_sum(dk, p.pk, r0, rows, d->n_k_head, rep, d->dk);
         vc_cu_end(op);
     }
     vc_cu_scratch_free(p.pq);

@@ -113,6 +113,16 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
 void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
                    const float *q, const float *k, const float *v, const float *g, const float *beta,
                    const vc_gdn_desc *d);
+/* the chunked form (cuda_gdn_chunk.cu) where vc_cu_gdn_chunk_ok: no rollout states, one decay per head, chunks of
+ * ckpt <= 128 rows, VERLC_GDN_RECURRENCE unset; the entries above choose it */
+int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d);
+void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, const vc_gdn_desc *d);
+void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                         const float *q, const float *k, const float *v, const float *g, const float *beta,
+                         const vc_gdn_desc *d);
+/* dst[t, kh, a] += part[t, kh rep + m, a] over value heads m ascending, rows [r0, r0 + rows) (on the stream) */
+void vc_cu_gdn_head_sum(float *dst, const float *part, int64_t r0, int64_t rows, int nk, int rep, int dk);
 void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp);
 void vc_cu_gdn_gate_bwd(float *da, float *dA_log, float *ddt_bias, const float *dg, const float *a, const float *A_log,
                         const float *dt_bias, int64_t T, int nh, int grp);

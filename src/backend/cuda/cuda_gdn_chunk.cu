@@ -1,0 +1,571 @@
+/* Gated DeltaNet's chunked form on CUDA (the CPU's is src/backend/cpu/cpu_gdn_chunk.c, whose header gives the
+ * algebra): where no rollout state is carried and the decay is one per head (training's forward and backward, the
+ * log-prob passes), chunks of d->ckpt rows from each sequence's row 0, so a sequence's outputs are the same bits
+ * in any batch. Three launches each way:
+ *   forward   1. per (chunk, value head), in parallel: decays, Q K^T, K K^T, T = (I + A)^-1, U = T beta V and
+ *                W = T beta a K (D = beta V without the delta rule)
+ *             2. per (sequence, value head, group of state columns): the state through the chunks (a column of
+ *                the state needs only its own columns of U and D): keeps S0, D = U - W S0, S = b S0 + K~^T D
+ *             3. per (chunk, value head): O = scale diag(a) Q S0 + (E o scale Q K^T) D
+ *   backward  1. per (chunk, value head): W and dD0 = M^T dO
+ *             2. per (sequence, value head, column group), from the last chunk: keeps dS (the gradient of the
+ *                state after the chunk), dD = dD0 + K~ dS, dS = b dS + Qa^T dO - W^T dD
+ *             3. per (chunk, value head): everything else from S0, dS and dD: dq and dk of each value head (summed
+ *                over a q/k head's value heads in order by the recurrence's kernel), dv, dg, dbeta
+ * Products are block-wide loops (bmm) with each element's terms in a fixed order, so the same bits run to run; the
+ * per-chunk arrays of the parallel launches live in a global workspace per resident block. */
+#include "cuda_internal.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef __CUDACC__
+#pragma nv_diag_suppress 550 /* (CK_SETUP's row pointers a function does not read) */
+#endif
+
+#define CK_THREADS 256
+#define CK_MAX 128                        /* chunks up to this many rows (the C x C workspaces) */
+#define CK_SMEM_MAX (200 * 1024)          /* the state passes' shared memory */
+#define CK_WS_BUDGET ((size_t)1 << 30)    /* the per-block workspaces of the parallel launches */
+#define CK_RB 4                           /* rows of C per thread in bmm */
+
+enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
+
+/* C[i ldc + j] = (acc ? C : 0) + sum over l (ascending) of sign a(i, l) b(l, j), i < n, j < m, l < K, with
+ * a(i, l) = A[i ai + l al], b(l, j) = B[l bl + j bj]; TRI_LOWER: a is zero for l > i, TRI_UPPER: for l < i (those
+ * terms skipped, others of the thread's rows added as zeros). Each thread computes CK_RB rows of one column; the
+ * caller synchronises before reading C. C must not overlap A or B. */
+__device__ void bmm(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
+                    int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
+    int groups = (n + CK_RB - 1) / CK_RB;
+    for (int e = threadIdx.x; e < groups * m; e += blockDim.x) {
+        int i0 = e / m * CK_RB, j = e % m, rows = n - i0 < CK_RB ? n - i0 : CK_RB;
+        int l0 = tri == TRI_UPPER ? i0 : 0, l1 = tri == TRI_LOWER && i0 + rows < K ? i0 + rows : K;
+        float s[CK_RB];
+#pragma unroll
+        for (int r = 0; r < CK_RB; r++) s[r] = acc && r < rows ? C[(i0 + r) * ldc + j] : 0.0f;
+        for (int l = l0; l < l1; l++) {
+            float b = B[l * bl + j * bj];
+#pragma unroll
+            for (int r = 0; r < CK_RB; r++)
+                if (r < rows) s[r] = fmaf(sign * A[(i0 + r) * ai + l * al], b, s[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < CK_RB; r++)
+            if (r < rows) C[(i0 + r) * ldc + j] = s[r];
+    }
+}
+
+/* ---- arguments and chunk geometry ---- */
+struct ck_args {
+    const int64_t *cu;
+    int n_seq, nk, nv, dk, dv, C, no_delta, cw, ncg;
+    float scale;
+    int64_t nc, ws_floats;
+    const float *q, *k, *v, *g, *beta, *dout;
+    float *o, *states; /* states [nc, nv, dk, dv]: the state before each chunk (the kept states, or scratch) */
+    float *U, *W;      /* [nc, nv, C, dv] (U, then D; backward: dD0, then dD), [nc, nv, C, dk] */
+    float *dS;         /* backward: [nc, nv, dk, dv] the gradient of the state after each chunk */
+    float *pq, *pk, *gv, *gg, *gb;
+    float *ws;         /* ws_floats per block */
+};
+
+struct ck_pos {
+    int s, n;   /* sequence, rows */
+    int64_t t0; /* first row */
+};
+
+/* chunk gi (sequence after sequence, as the kept states) */
+__device__ ck_pos ck_find(const ck_args &p, int64_t gi) {
+    int64_t acc = 0;
+    for (int s = 0; s < p.n_seq; s++) {
+        int64_t L = p.cu[s + 1] - p.cu[s], nc = (L + p.C - 1) / p.C;
+        if (gi < acc + nc) {
+            int64_t c0 = (gi - acc) * p.C;
+            return { s, (int)(L - c0 < p.C ? L - c0 : p.C), p.cu[s] + c0 };
+        }
+        acc += nc;
+    }
+    return { -1, 0, 0 };
+}
+
+/* the first chunk of sequence s */
+__device__ int64_t ck_base(const ck_args &p, int s) {
+    int64_t acc = 0;
+    for (int i = 0; i < s; i++) acc += (p.cu[i + 1] - p.cu[i] + p.C - 1) / p.C;
+    return acc;
+}
+
+/* the chunk's cumulative log decays G (double, as the CPU) and a = e^G: thread 0, then a barrier */
+__device__ void ck_decays(const ck_args &p, ck_pos x, int h, double *G, float *a) {
+    if (threadIdx.x == 0) {
+        double acc = 0;
+        for (int i = 0; i < x.n; i++) {
+            acc += p.g[(x.t0 + i) * p.nv + h];
+            G[i] = acc;
+            if (a) a[i] = expf((float)acc);
+        }
+    }
+    __syncthreads();
+}
+
+/* ---- one block's workspace of a parallel launch ---- */
+struct ck_ws {
+    double *G, *tp, *dGv;                     /* [C], [C, C] pair terms of dG (backward), [C] */
+    float *a, *E, *P, *KK, *A, *M, *T, *R, *dA; /* [C], [C, C] x 8 */
+    float *U, *D, *Bv, *dB1;                  /* [C, dv] */
+    float *W, *Qa, *Kt, *Bk, *dW, *dB2, *Y, *Z, *dQ, *dK; /* [C, dk] */
+};
+
+/* carves f (NULL: counts) into w; returns the floats used */
+__host__ __device__ int64_t ck_carve(ck_ws *w, float *f, int C, int dk, int dv) {
+    ck_ws none;
+    int64_t o = 0, CC = (int64_t)C * C;
+    if (!w) w = &none;
+#define CK_TAKE(field, type, count)                                                    \
+    do {                                                                               \
+        w->field = f ? (type *)(f + o) : NULL;                                         \
+        o += (int64_t)(count) * (int64_t)(sizeof(type) / sizeof(float));               \
+    } while (0)
+    CK_TAKE(G, double, C);
+    CK_TAKE(tp, double, CC);
+    CK_TAKE(dGv, double, C);
+    float **cc[] = { &w->E, &w->P, &w->KK, &w->A, &w->M, &w->T, &w->R, &w->dA };
+    float **cv[] = { &w->U, &w->D, &w->Bv, &w->dB1 };
+    float **ck[] = { &w->W, &w->Qa, &w->Kt, &w->Bk, &w->dW, &w->dB2, &w->Y, &w->Z, &w->dQ, &w->dK };
+    CK_TAKE(a, float, C);
+    for (int i = 0; i < 8; i++) *cc[i] = f ? f + o : NULL, o += CC;
+    for (int i = 0; i < 4; i++) *cv[i] = f ? f + o : NULL, o += (int64_t)C * dv;
+    for (int i = 0; i < 10; i++) *ck[i] = f ? f + o : NULL, o += (int64_t)C * dk;
+#undef CK_TAKE
+    return (o + 3) / 4 * 4; /* (the next block's doubles aligned) */
+}
+
+__device__ ck_ws ck_ws_of(const ck_args &p) {
+    ck_ws w;
+    ck_carve(&w, p.ws + (int64_t)blockIdx.x * p.ws_floats, p.C, p.dk, p.dv);
+    return w;
+}
+
+/* row pointers of chunk x, value head h */
+#define CK_SETUP(p, x, h)                                                                                \
+    const int kh = (h) / ((p).nv / (p).nk), dk = (p).dk, dv = (p).dv, C = (p).C, n = (x).n;             \
+    const int64_t qs = (int64_t)(p).nk * dk, vs = (int64_t)(p).nv * dv;                                   \
+    const float *Q = (p).q + (x).t0 * qs + (int64_t)kh * dk, *K = (p).k + (x).t0 * qs + (int64_t)kh * dk;  \
+    const float *V = (p).v + (x).t0 * vs + (int64_t)(h) * dv;                                              \
+    (void)Q, (void)K, (void)V, (void)C, (void)n
+
+/* decays, P = Q K^T, KK = K K^T, E, M = scale E o P, A = beta E o KK (j < i), Qa = scale a Q, Kt = K~, Bv = beta V,
+ * Bk = beta a K; then (solve) T = (I + A)^-1 and W = T Bk, and U = T Bv into U when not NULL (no delta: U = Bv) */
+__device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int solve, float *U, float *W) {
+    CK_SETUP(p, x, h);
+    const int nd = p.no_delta;
+    ck_decays(p, x, h, w.G, w.a);
+    bmm(w.P, C, Q, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
+    if (!nd) bmm(w.KK, C, K, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
+    __syncthreads();
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+        int i = e / n, j = e % n;
+        float ee = j <= i ? expf((float)(w.G[i] - w.G[j])) : 0.0f, be = p.beta[(x.t0 + i) * p.nv + h];
+        w.E[i * C + j] = ee;
+        w.M[i * C + j] = p.scale * ee * w.P[i * C + j];
+        w.A[i * C + j] = j < i && !nd ? be * ee * w.KK[i * C + j] : 0.0f;
+    }
+    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+        int i = e / dk, l = e % dk;
+        float be = p.beta[(x.t0 + i) * p.nv + h], kt = expf((float)(w.G[n - 1] - w.G[i])), kv = K[i * qs + l];
+        w.Qa[e] = p.scale * w.a[i] * Q[i * qs + l];
+        w.Kt[e] = kt * kv;
+        w.Bk[e] = be * w.a[i] * kv;
+    }
+    for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
+        int i = e / dv, j = e % dv;
+        w.Bv[e] = p.beta[(x.t0 + i) * p.nv + h] * V[i * vs + j];
+    }
+    __syncthreads();
+    if (!solve) return;
+    if (nd) {
+        for (int e = threadIdx.x; U && e < n * dv; e += blockDim.x) U[e] = w.Bv[e];
+        __syncthreads();
+        return;
+    }
+    /* T by forward substitution, a column per thread: T_ic = [i == c] - sum over c <= j < i of A_ij T_jc */
+    for (int c = threadIdx.x; c < n; c += blockDim.x)
+        for (int i = 0; i < n; i++) {
+            float t = i == c ? 1.0f : 0.0f;
+            for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], w.T[j * C + c], t);
+            w.T[i * C + c] = i < c ? 0.0f : t;
+        }
+    __syncthreads();
+    if (U) bmm(U, dv, w.T, C, 1, w.Bv, dv, 1, n, n, dv, 1.0f, 0, TRI_LOWER);
+    bmm(W, dk, w.T, C, 1, w.Bk, dk, 1, n, n, dk, 1.0f, 0, TRI_LOWER);
+    __syncthreads();
+}
+
+/* ---- forward ---- */
+__global__ void k_ck_fwd_prep(ck_args p) {
+    ck_ws w = ck_ws_of(p);
+    for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
+        int64_t gi = task / p.nv;
+        int h = (int)(task % p.nv);
+        ck_prep(p, w, ck_find(p, gi), h, 1, p.U + task * p.C * p.dv, p.W + task * p.C * p.dk);
+    }
+}
+
+/* the state-pass block's sequence, value head and columns [j0, j0 + cn) */
+struct ck_cols {
+    int s, h, j0, cn;
+};
+
+__device__ ck_cols ck_cols_of(const ck_args &p) {
+    int b = blockIdx.x, cg = b % p.ncg, h = (b / p.ncg) % p.nv, s = b / (p.ncg * p.nv), j0 = cg * p.cw;
+    return { s, h, j0, p.dv - j0 < p.cw ? p.dv - j0 : p.cw };
+}
+
+/* shared memory of the state passes: the state (or its gradient) columns [dk, cw], K~ and Qa [C, dk], G [C] */
+struct ck_sh {
+    double *G;
+    float *S, *Kt, *Qa;
+};
+
+__device__ ck_sh ck_sh_of(const ck_args &p, char *base) {
+    ck_sh s;
+    s.G = (double *)base;
+    s.S = (float *)(s.G + p.C);
+    s.Kt = s.S + p.dk * p.cw;
+    s.Qa = s.Kt + p.C * p.dk;
+    return s;
+}
+
+/* K~ (and with qa, Qa) of chunk x into shared memory (G ready), then a barrier */
+__device__ void ck_rows_sh(const ck_args &p, const ck_sh &sh, ck_pos x, int h, int qa) {
+    CK_SETUP(p, x, h);
+    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+        int i = e / dk, l = e % dk;
+        sh.Kt[e] = expf((float)(sh.G[n - 1] - sh.G[i])) * K[i * qs + l];
+        if (qa) sh.Qa[e] = p.scale * expf((float)sh.G[i]) * Q[i * qs + l];
+    }
+    __syncthreads();
+}
+
+__global__ void k_ck_fwd_state(ck_args p) {
+    extern __shared__ double ck_shm[];
+    ck_sh sh = ck_sh_of(p, (char *)ck_shm);
+    ck_cols c = ck_cols_of(p);
+    const int dk = p.dk, dv = p.dv, cw = p.cw;
+    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s);
+    for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
+    __syncthreads();
+    for (int64_t c0 = 0, gi = base; c0 < L; c0 += p.C, gi++) {
+        ck_pos x = { c.s, (int)(L - c0 < p.C ? L - c0 : p.C), p.cu[c.s] + c0 };
+        int64_t task = gi * p.nv + c.h;
+        float *S0 = p.states + task * SS, *D = p.U + task * p.C * dv + c.j0;
+        for (int e = threadIdx.x; e < dk * c.cn; e += blockDim.x) S0[e / c.cn * dv + c.j0 + e % c.cn] = sh.S[e / c.cn * cw + e % c.cn];
+        if (!p.no_delta) /* D = U - W S0 */
+            bmm(D, dv, p.W + task * p.C * dk, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, -1.0f, 1, TRI_NONE);
+        if (c0 + p.C >= L) break;
+        ck_decays(p, x, c.h, sh.G, NULL); /* (a barrier: D is complete) */
+        ck_rows_sh(p, sh, x, c.h, 0);
+        float b = expf((float)sh.G[x.n - 1]);
+        for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] *= b;
+        __syncthreads();
+        bmm(sh.S, cw, sh.Kt, 1, dk, D, dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* S = b S0 + K~^T D */
+        __syncthreads();
+    }
+}
+
+__global__ void k_ck_fwd_out(ck_args p) {
+    ck_ws w = ck_ws_of(p);
+    for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
+        int h = (int)(task % p.nv);
+        ck_pos x = ck_find(p, task / p.nv);
+        CK_SETUP(p, x, h);
+        ck_prep(p, w, x, h, 0, NULL, NULL);
+        float *o = p.o + x.t0 * vs + (int64_t)h * dv;
+        const float *S0 = p.states + task * dk * dv, *D = p.U + task * C * dv;
+        bmm(o, vs, w.Qa, dk, 1, S0, dv, 1, n, dk, dv, 1.0f, 0, TRI_NONE);            /* scale diag(a) Q S0 */
+        bmm(o, vs, w.M, C, 1, D, dv, 1, n, n, dv, 1.0f, 1, TRI_LOWER);                /* + (scale E o Q K^T) D */
+        __syncthreads();
+    }
+}
+
+/* ---- backward ---- */
+__global__ void k_ck_bwd_prep(ck_args p) {
+    ck_ws w = ck_ws_of(p);
+    for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
+        int h = (int)(task % p.nv);
+        ck_pos x = ck_find(p, task / p.nv);
+        CK_SETUP(p, x, h);
+        ck_prep(p, w, x, h, 1, NULL, p.W + task * C * dk);
+        const float *dO = p.dout + x.t0 * vs + (int64_t)h * dv;
+        bmm(p.U + task * C * dv, dv, w.M, 1, C, dO, vs, 1, n, n, dv, 1.0f, 0, TRI_UPPER); /* dD0 = M^T dO */
+        __syncthreads();
+    }
+}
+
+__global__ void k_ck_bwd_state(ck_args p) {
+    extern __shared__ double ck_shm[];
+    ck_sh sh = ck_sh_of(p, (char *)ck_shm);
+    ck_cols c = ck_cols_of(p);
+    const int dk = p.dk, dv = p.dv, cw = p.cw;
+    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s);
+    if (L <= 0) return;
+    for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
+    __syncthreads();
+    for (int64_t c0 = (L - 1) / p.C * p.C, gi = base + c0 / p.C; c0 >= 0; c0 -= p.C, gi--) {
+        ck_pos x = { c.s, (int)(L - c0 < p.C ? L - c0 : p.C), p.cu[c.s] + c0 };
+        int64_t task = gi * p.nv + c.h;
+        float *dSk = p.dS + task * SS, *dD = p.U + task * p.C * dv + c.j0;
+        const float *dO = p.dout + x.t0 * ((int64_t)p.nv * dv) + (int64_t)c.h * dv + c.j0;
+        for (int e = threadIdx.x; e < dk * c.cn; e += blockDim.x) dSk[e / c.cn * dv + c.j0 + e % c.cn] = sh.S[e / c.cn * cw + e % c.cn];
+        ck_decays(p, x, c.h, sh.G, NULL);
+        ck_rows_sh(p, sh, x, c.h, c0 > 0);
+        bmm(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
+        if (c0 == 0) break; /* (the state before the sequence has no gradient to pass) */
+        __syncthreads();
+        float b = expf((float)sh.G[x.n - 1]);
+        for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] *= b;
+        __syncthreads();
+        bmm(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* + Qa^T dO */
+        if (!p.no_delta) /* - W^T dD (the same thread's elements: no barrier) */
+            bmm(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
+        __syncthreads();
+    }
+}
+
+/* sum over the block of x (per thread, in its own order), reduced in thread order in double: every thread gets it */
+__device__ double ck_block_sum(double x) {
+    __shared__ double red[CK_THREADS];
+    __shared__ double total;
+    red[threadIdx.x] = x;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0;
+        for (int i = 0; i < (int)blockDim.x; i++) s += red[i];
+        total = s;
+    }
+    __syncthreads();
+    return total;
+}
+
+__device__ float ck_dot(const float *x, const float *y, int n) {
+    float s = 0;
+    for (int i = 0; i < n; i++) s = fmaf(x[i], y[i], s);
+    return s;
+}
+
+/* the outputs' part: R = dO D^T, Y = D dS^T, Z = dO S0^T, the dG terms of O and S_n, dQ and dK (D, dD ready) */
+__device__ void ck_bwd_outputs(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
+                               const float *dO) {
+    CK_SETUP(p, x, h);
+    bmm(w.R, C, dO, vs, 1, w.D, 1, dv, n, dv, n, 1.0f, 0, TRI_NONE);
+    bmm(w.Y, dk, w.D, dv, 1, dS, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
+    bmm(w.Z, dk, dO, vs, 1, S0, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
+    double sd = 0; /* <S0, dS>: the gradient of b */
+    for (int64_t e = threadIdx.x; e < (int64_t)dk * dv; e += blockDim.x) sd += (double)S0[e] * dS[e];
+    sd = ck_block_sum(sd); /* (a barrier) */
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x) { /* pair terms of O; R becomes dP */
+        int i = e / n, j = e % n;
+        float r = w.R[i * C + j];
+        w.tp[i * C + j] = j < i ? (double)p.scale * w.P[i * C + j] * r * w.E[i * C + j] : 0.0;
+        w.R[i * C + j] = j <= i ? p.scale * w.E[i * C + j] * r : 0.0f;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float kt = w.E[(n - 1) * C + i];
+        w.dGv[i] = (double)p.scale * w.a[i] * ck_dot(Q + i * qs, w.Z + i * dk, dk) + (i == n - 1 ? sd * w.a[n - 1] : 0);
+        if (i < n - 1) w.tp[(n - 1) * C + i] += kt * ck_dot(K + i * qs, w.Y + i * dk, dk);
+    }
+    /* dQ = scale diag(a) Z + dP K; dK = dP^T Q + diag(kt) Y */
+    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) w.dQ[e] = p.scale * w.a[e / dk] * w.Z[e];
+    __syncthreads();
+    bmm(w.dQ, dk, w.R, C, 1, K, qs, 1, n, n, dk, 1.0f, 1, TRI_LOWER);
+    bmm(w.dK, dk, w.R, 1, C, Q, qs, 1, n, n, dk, 1.0f, 0, TRI_UPPER);
+    __syncthreads();
+    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) w.dK[e] += w.E[(n - 1) * C + e / dk] * w.Y[e];
+    __syncthreads();
+}
+
+/* the delta rule's part: [U | W] = T [beta V | beta a K], D = U - W S0 */
+__device__ void ck_bwd_delta(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dD) {
+    CK_SETUP(p, x, h);
+    bmm(w.dW, dk, dD, dv, 1, S0, 1, dv, n, dv, dk, -1.0f, 0, TRI_NONE); /* dW = -dD S0^T */
+    bmm(w.dB1, dv, w.T, 1, C, dD, dv, 1, n, n, dv, 1.0f, 0, TRI_UPPER); /* T^T dU */
+    __syncthreads();
+    bmm(w.dB2, dk, w.T, 1, C, w.dW, dk, 1, n, n, dk, 1.0f, 0, TRI_UPPER); /* T^T dW */
+    __syncthreads();
+    bmm(w.dA, C, w.dB1, dv, 1, w.U, 1, dv, n, dv, n, -1.0f, 0, TRI_NONE); /* dA = -(dB1 U^T + dB2 W^T) */
+    bmm(w.dA, C, w.dB2, dk, 1, w.W, 1, dk, n, dk, n, -1.0f, 1, TRI_NONE); /* (the same thread's elements) */
+    for (int e = threadIdx.x; p.gv && e < n * dv; e += blockDim.x) {
+        int i = e / dv, j = e % dv;
+        p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * w.dB1[e];
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) { /* Bk = beta a K */
+        int i = e / dk;
+        w.dK[e] += p.beta[(x.t0 + i) * p.nv + h] * w.a[i] * w.dB2[e];
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float be = p.beta[(x.t0 + i) * p.nv + h], ai = w.a[i], tt = ck_dot(K + i * qs, w.dB2 + i * dk, dk);
+        float db = ck_dot(V + i * vs, w.dB1 + i * dv, dv) + ai * tt;
+        w.dGv[i] += (double)be * ai * tt;
+        for (int j = 0; j < n; j++) { /* A_ij = beta_i E_ij KK_ij: dA_ij becomes dKK_ij */
+            float dA = j < i ? w.dA[i * C + j] : 0.0f, e = w.E[i * C + j], kk = w.KK[i * C + j], dkk = dA * be * e;
+            db += dA * e * kk;
+            if (j < i) w.tp[i * C + j] += (double)dkk * kk;
+            w.dA[i * C + j] = dkk;
+        }
+        if (p.gb) p.gb[(x.t0 + i) * p.nv + h] += db;
+    }
+    __syncthreads();
+    bmm(w.dK, dk, w.dA, C, 1, K, qs, 1, n, n, dk, 1.0f, 1, TRI_LOWER); /* KK = K K^T: dK += dKK K + dKK^T K */
+    bmm(w.dK, dk, w.dA, 1, C, K, qs, 1, n, n, dk, 1.0f, 1, TRI_UPPER);
+    __syncthreads();
+}
+
+__global__ void k_ck_bwd_main(ck_args p) {
+    ck_ws w = ck_ws_of(p);
+    for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
+        int h = (int)(task % p.nv);
+        ck_pos x = ck_find(p, task / p.nv);
+        CK_SETUP(p, x, h);
+        const float *S0 = p.states + task * dk * dv, *dS = p.dS + task * dk * dv, *dD = p.U + task * C * dv;
+        const float *dO = p.dout + x.t0 * vs + (int64_t)h * dv;
+        ck_prep(p, w, x, h, 1, w.U, w.W);
+        for (int e = threadIdx.x; e < n * dv; e += blockDim.x) w.D[e] = w.U[e];
+        __syncthreads();
+        if (!p.no_delta) /* D = U - W S0 (no delta: U = D = beta V) */
+            bmm(w.D, dv, w.W, dk, 1, S0, dv, 1, n, dk, dv, -1.0f, 1, TRI_NONE);
+        __syncthreads();
+        ck_bwd_outputs(p, w, x, h, S0, dS, dO);
+        if (!p.no_delta) ck_bwd_delta(p, w, x, h, S0, dD);
+        else {
+            for (int e = threadIdx.x; p.gv && e < n * dv; e += blockDim.x) {
+                int i = e / dv, j = e % dv;
+                p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * dD[e];
+            }
+            for (int i = threadIdx.x; p.gb && i < n; i += blockDim.x)
+                p.gb[(x.t0 + i) * p.nv + h] += ck_dot(V + i * vs, dD + i * dv, dv);
+            __syncthreads();
+        }
+        for (int i = threadIdx.x; i < n; i += blockDim.x) { /* dG_i: its own terms, pairs (i, j < i) less (i' > i, i) */
+            double s = w.dGv[i];
+            for (int j = 0; j < i; j++) s += w.tp[i * C + j];
+            for (int r = i + 1; r < n; r++) s -= w.tp[r * C + i];
+            w.G[i] = s; /* (G is not read again) */
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && p.gg) { /* G_i = sum of g over rows 0..i */
+            double acc = 0;
+            for (int i = n - 1; i >= 0; i--) {
+                acc += w.G[i];
+                p.gg[(x.t0 + i) * p.nv + h] += (float)acc;
+            }
+        }
+        for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+            int64_t at = ((x.t0 + e / dk) * p.nv + h) * dk + e % dk;
+            if (p.pq) p.pq[at] = w.dQ[e];
+            if (p.pk) p.pk[at] = w.dK[e];
+        }
+        __syncthreads();
+    }
+}
+
+/* ---- host ---- */
+static int ck_env_off(void) {
+    const char *e = getenv("VERLC_GDN_RECURRENCE");
+    return e && *e && strcmp(e, "0");
+}
+
+/* the state passes' column group width: 32 columns, fewer while the passes would have under 264 blocks */
+static int ck_cw(const vc_gdn_desc *d) {
+    int cw = 32;
+    while (cw > 8 && (int64_t)d->n_seq * d->n_v_head * ((d->dv + cw - 1) / cw) < 264) cw /= 2;
+    return cw < d->dv ? cw : d->dv;
+}
+
+static size_t ck_smem(const vc_gdn_desc *d, int cw) {
+    return sizeof(double) * (size_t)d->ckpt + sizeof(float) * ((size_t)d->dk * cw + 2 * (size_t)d->ckpt * d->dk);
+}
+
+int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
+    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
+}
+
+/* the common arguments, the chunk count and the parallel launches' grid and workspace; 0 on failure */
+static int64_t ck_setup(ck_args *p, const vc_gdn_desc *d, const int64_t *cu_dev, const char *op) {
+    memset(p, 0, sizeof *p);
+    p->cu = cu_dev, p->n_seq = d->n_seq, p->nk = d->n_k_head, p->nv = d->n_v_head, p->dk = d->dk, p->dv = d->dv;
+    p->C = (int)d->ckpt, p->no_delta = d->no_delta, p->scale = d->scale, p->cw = ck_cw(d);
+    p->ncg = (d->dv + p->cw - 1) / p->cw;
+    p->nc = vc_gdn_saved(d);
+    p->ws_floats = ck_carve(NULL, NULL, p->C, p->dk, p->dv);
+    int64_t tasks = p->nc * p->nv, grid = (int64_t)(CK_WS_BUDGET / ((size_t)p->ws_floats * sizeof(float)));
+    grid = grid < 1 ? 1 : grid > tasks ? tasks : grid;
+    if (tasks > 0 && !(p->ws = (float *)vc_cu_scratch((size_t)grid * p->ws_floats * sizeof(float), op))) return 0;
+    return grid;
+}
+
+void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
+                         const float *beta, const vc_gdn_desc *d) {
+    const char *op = "gated delta rule forward (chunked)";
+    seq_tabs tab;
+    void *tabs = NULL;
+    if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, NULL, &tab, &tabs, op)) return;
+    ck_args p;
+    int64_t grid = ck_setup(&p, d, tab.cu, op);
+    size_t SS = (size_t)d->dk * d->dv, sh = ck_smem(d, p.cw);
+    p.q = q, p.k = k, p.v = v, p.g = g, p.beta = beta, p.o = o;
+    p.states = saved ? saved : (float *)vc_cu_scratch(sizeof(float) * SS * (size_t)(p.nc * p.nv), op);
+    p.U = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dv, op);
+    p.W = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dk, op);
+    if (grid > 0 && p.states && p.U && p.W) {
+        cudaStream_t st = vc_cu_stream();
+        cudaFuncSetAttribute(k_ck_fwd_state, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+        k_ck_fwd_prep<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
+        k_ck_fwd_state<<<(unsigned)(d->n_seq * p.nv * p.ncg), CK_THREADS, sh, st>>>(p);
+        if (o) k_ck_fwd_out<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
+        vc_cu_end(op);
+    }
+    if (!saved) vc_cu_scratch_free(p.states);
+    vc_cu_scratch_free(p.U);
+    vc_cu_scratch_free(p.W);
+    vc_cu_scratch_free(p.ws);
+    vc_cu_scratch_free(tabs);
+}
+
+void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
+                         const float *q, const float *k, const float *v, const float *g, const float *beta,
+                         const vc_gdn_desc *d) {
+    const char *op = "gated delta rule backward (chunked)";
+    seq_tabs tab;
+    void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &tab, op);
+    if (!tabs) return;
+    ck_args p;
+    int64_t grid = ck_setup(&p, d, tab.cu, op);
+    size_t SS = (size_t)d->dk * d->dv, sh = ck_smem(d, p.cw), part = (size_t)d->cu[d->n_seq] * d->n_v_head * d->dk;
+    p.q = q, p.k = k, p.v = v, p.g = g, p.beta = beta, p.dout = dout, p.states = (float *)saved;
+    p.gv = dv, p.gg = dg, p.gb = dbeta;
+    p.U = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dv, op);
+    p.W = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dk, op);
+    p.dS = (float *)vc_cu_scratch(sizeof(float) * SS * (size_t)(p.nc * p.nv), op);
+    int ok = grid > 0 && p.U && p.W && p.dS;
+    if (ok && dq) ok = (p.pq = (float *)vc_cu_scratch(sizeof(float) * part, op)) != NULL;
+    if (ok && dk) ok = (p.pk = (float *)vc_cu_scratch(sizeof(float) * part, op)) != NULL;
+    if (ok) {
+        cudaStream_t st = vc_cu_stream();
+        cudaFuncSetAttribute(k_ck_bwd_state, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+        k_ck_bwd_prep<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
+        k_ck_bwd_state<<<(unsigned)(d->n_seq * p.nv * p.ncg), CK_THREADS, sh, st>>>(p);
+        k_ck_bwd_main<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
+        int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
+        if (dq) vc_cu_gdn_head_sum(dq, p.pq, r0, rows, d->n_k_head, d->n_v_head / d->n_k_head, d->dk);
+        if (dk) vc_cu_gdn_head_sum(dk, p.pk, r0, rows, d->n_k_head, d->n_v_head / d->n_k_head, d->dk);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(p.pq);
+    vc_cu_scratch_free(p.pk);
+    vc_cu_scratch_free(p.dS);
+    vc_cu_scratch_free(p.U);
+    vc_cu_scratch_free(p.W);
+    vc_cu_scratch_free(p.ws);
+    vc_cu_scratch_free(tabs);
+}
