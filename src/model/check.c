@@ -41,14 +41,15 @@ static float *ref_f32(const vc_checkpoint *ck, const char *name, int64_t *n) {
  * (qwen3_moe), log-probs 0.065, entropy 0.046 (gemma), loss 1.5e-3 x |loss|, gradients 0.060 x
  * max|ref| (mixtral)). Packed vs one at a time: the GEMMs see other row counts, and an optimised GEMM (OpenBLAS's
  * AVX-512 kernels, cuBLAS) need not give a row the same bits in both; over the fixtures that is up to 5.9e-5 in
- * f32 (qwen3_next: the Gated DeltaNet recurrence carries it along) and 1.7e-2 in bf16 (a rounding that lands
- * on the other side of a bf16 step; laguna, an MoE), so 1e-4 and 3e-2 (a packing mistake is of order 1). */
+ * f32 (qwen3_next: the Gated DeltaNet recurrence carries it along) and 4.7e-2 in bf16 on the CUDA emulator (a
+ * rounding that lands on the other side of a bf16 step, in an MoE: laguna 1.7e-2, glm4v_moe_image 4.7e-2), so 1e-4
+ * and 6e-2 (a packing mistake is of order 1). */
 typedef struct {
     double logits, logits_rel; /* max abs error <= logits + logits_rel * max|reference logit| */
     double logprobs, entropy, loss_rel, grads_rel, packed;
 } check_tol;
 static const check_tol TOL_F32 = { 1e-3, 0, 1e-3, 1e-3, 1e-4, 1e-3, 1e-4 };
-static const check_tol TOL_BF16 = { 0, 6e-2, 1.5e-1, 1e-1, 5e-3, 1.5e-1, 3e-2 };
+static const check_tol TOL_BF16 = { 0, 6e-2, 1.5e-1, 1e-1, 5e-3, 1.5e-1, 6e-2 };
 
 static const check_tol *tolerances(void) { return vc_matmul_precision() == VC_PREC_BF16 ? &TOL_BF16 : &TOL_F32; }
 

@@ -409,6 +409,7 @@ static void test_gdn(void) {
                         : "Qwen3-Next's head sizes, over 48 KiB of shared memory", 1, 2, 128, 128, len3, 2, 3, nd, 0);
             gdn_case("states in global scratch, dv past the block", 1, 2, 200, 288, len2, 2, 4, nd, 0);
             gdn_case("chunks of 16 rows, a partial last chunk", 2, 4, 24, 40, len4, 3, 16, nd, 0);
+            gdn_case("dk past the products' tallest tile (256 rows)", 1, 2, 300, 40, len2, 2, 4, nd, 0);
         }
         gdn_case("Qwen3.5's head size, chunks of 64 rows", 1, 2, 128, 128, len5, 2, 64, 0, 0);
     }

@@ -25,33 +25,74 @@
 #define CK_MAX 128                        /* chunks up to this many rows (the C x C workspaces) */
 #define CK_SMEM_MAX (200 * 1024)          /* the state passes' shared memory */
 #define CK_WS_BUDGET ((size_t)1 << 30)    /* the per-block workspaces of the parallel launches */
-#define CK_RB 4                           /* rows of C per thread in bmm */
 
 enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
 
 /* C[i ldc + j] = (acc ? C : 0) + sum over l (ascending) of sign a(i, l) b(l, j), i < n, j < m, l < K, with
- * a(i, l) = A[i ai + l al], b(l, j) = B[l bl + j bj]; TRI_LOWER: a is zero for l > i, TRI_UPPER: for l < i (those
- * terms skipped, others of the thread's rows added as zeros). Each thread computes CK_RB rows of one column; the
- * caller synchronises before reading C. C must not overlap A or B. */
+ * a(i, l) = A[i ai + l al], b(l, j) = B[l bl + j bj]; TRI_LOWER: a is zero for l > i, TRI_UPPER: for l < i (the
+ * slices of such terms a tile of rows does not need are skipped; others are added as zeros). Called by the whole
+ * block (CK_THREADS threads, barriers inside). Tiles of TM x TN elements, each thread 4 x 4 of them in registers,
+ * the operands staged through shared memory CK_TK terms at a time (tiles as tall as the columns are few: the state
+ * passes' narrow column groups keep every thread busy). Each element's terms are added in l order whatever the
+ * tiling. C must not overlap A or B. */
+#define CK_TK 16
+#define CK_STAGE (CK_TK * (256 + 4) + CK_TK * (64 + 4))
+
+template <int TN>
+__device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
+                          int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
+    const int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
+    float *As = stage, *Bs = stage + CK_TK * LA;                     /* [CK_TK][LA]: A^T; [CK_TK][LB] */
+    const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4), t = threadIdx.x;
+    for (int i0 = 0; i0 < n; i0 += TM)
+        for (int j0 = 0; j0 < m; j0 += TN) {
+            int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
+            float s[4][4];
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    int i = i0 + ty * 4 + r, j = j0 + tx * 4 + c;
+                    s[r][c] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
+                }
+            for (int l0 = lo; l0 < hi; l0 += CK_TK) {
+                int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
+                __syncthreads(); /* (the last slice read) */
+                for (int e = t; e < TM * CK_TK; e += CK_THREADS) { /* consecutive threads on the unit stride */
+                    int i = al == 1 ? e / CK_TK : e % TM, l = al == 1 ? e % CK_TK : e / TM;
+                    As[l * LA + i] = i0 + i < n && l < kk ? sign * A[(i0 + i) * ai + (l0 + l) * al] : 0.0f;
+                }
+                for (int e = t; e < TN * CK_TK; e += CK_THREADS) {
+                    int j = bj == 1 ? e % TN : e / CK_TK, l = bj == 1 ? e / TN : e % CK_TK;
+                    Bs[l * LB + j] = j0 + j < m && l < kk ? B[(l0 + l) * bl + (j0 + j) * bj] : 0.0f;
+                }
+                __syncthreads();
+                for (int l = 0; l < kk; l++) {
+                    float4 a = *(const float4 *)&As[l * LA + ty * 4], b = *(const float4 *)&Bs[l * LB + tx * 4];
+                    float av[4] = { a.x, a.y, a.z, a.w }, bv[4] = { b.x, b.y, b.z, b.w };
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+#pragma unroll
+                        for (int c = 0; c < 4; c++) s[r][c] = fmaf(av[r], bv[c], s[r][c]);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    int i = i0 + ty * 4 + r, j = j0 + tx * 4 + c;
+                    if (i < n && j < m) C[i * ldc + j] = s[r][c];
+                }
+        }
+    __syncthreads(); /* (the stage free for the next product) */
+}
+
 __device__ void bmm(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
                     int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    int groups = (n + CK_RB - 1) / CK_RB;
-    for (int e = threadIdx.x; e < groups * m; e += blockDim.x) {
-        int i0 = e / m * CK_RB, j = e % m, rows = n - i0 < CK_RB ? n - i0 : CK_RB;
-        int l0 = tri == TRI_UPPER ? i0 : 0, l1 = tri == TRI_LOWER && i0 + rows < K ? i0 + rows : K;
-        float s[CK_RB];
-#pragma unroll
-        for (int r = 0; r < CK_RB; r++) s[r] = acc && r < rows ? C[(i0 + r) * ldc + j] : 0.0f;
-        for (int l = l0; l < l1; l++) {
-            float b = B[l * bl + j * bj];
-#pragma unroll
-            for (int r = 0; r < CK_RB; r++)
-                if (r < rows) s[r] = fmaf(sign * A[(i0 + r) * ai + l * al], b, s[r]);
-        }
-#pragma unroll
-        for (int r = 0; r < CK_RB; r++)
-            if (r < rows) C[(i0 + r) * ldc + j] = s[r];
-    }
+    __shared__ __align__(16) float stage[CK_STAGE];
+    if (m <= 16) bmm_tiles<16>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    else if (m <= 32) bmm_tiles<32>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    else bmm_tiles<64>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
 }
 
 /* ---- arguments and chunk geometry ---- */
@@ -201,7 +242,7 @@ __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int s
 }
 
 /* ---- forward ---- */
-__global__ void k_ck_fwd_prep(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_prep(ck_args p) {
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int64_t gi = task / p.nv;
@@ -246,7 +287,7 @@ __device__ void ck_rows_sh(const ck_args &p, const ck_sh &sh, ck_pos x, int h, i
     __syncthreads();
 }
 
-__global__ void k_ck_fwd_state(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
     extern __shared__ double ck_shm[];
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
@@ -272,7 +313,7 @@ __global__ void k_ck_fwd_state(ck_args p) {
     }
 }
 
-__global__ void k_ck_fwd_out(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_out(ck_args p) {
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);
@@ -288,7 +329,7 @@ __global__ void k_ck_fwd_out(ck_args p) {
 }
 
 /* ---- backward ---- */
-__global__ void k_ck_bwd_prep(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_prep(ck_args p) {
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);
@@ -301,7 +342,7 @@ __global__ void k_ck_bwd_prep(ck_args p) {
     }
 }
 
-__global__ void k_ck_bwd_state(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
     extern __shared__ double ck_shm[];
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
@@ -421,7 +462,7 @@ __device__ void ck_bwd_delta(const ck_args &p, const ck_ws &w, ck_pos x, int h, 
     __syncthreads();
 }
 
-__global__ void k_ck_bwd_main(ck_args p) {
+__global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);
