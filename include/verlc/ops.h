@@ -70,6 +70,15 @@ vc_tensor *vc_op_gdn_gate(vc_graph *g, vc_tensor *a, vc_tensor *A_log, vc_tensor
 vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
                      const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states,
                      const int64_t *tabs);
+/* the same without states, where sequence s starts from the state of sequence from[s] (host [n_seq]; -1: from zero;
+ * else an earlier sequence with from -1) at that one's row vc_gdn_shared_tap(its length); gradients flow through
+ * it. A decay per key channel is refused. */
+vc_tensor *vc_op_gdn_shared(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta,
+                            int n_seq, const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta,
+                            const int32_t *from);
+/* the row of a sequence of L rows that vc_op_gdn_shared's starts take its state at (its last multiple of the op's
+ * chunk of 64 rows) */
+int64_t vc_gdn_shared_tap(int64_t L);
 /* Mamba 1's selective scan (src/tensor/backend.h vc_ssm_desc): x and dt [T, I], A_log [I, N], B and C [T, N]; y [T, I]
  * without the D skip; a state: [I, N] */
 vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,

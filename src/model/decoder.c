@@ -626,6 +626,14 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
         cw = cw ? vc_reshape(g, cw, 3, s3) : NULL;
     }
     qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs, ct), c->lin_act);
+    const int32_t *back = f->own;
+    int64_t Tb = f->T_ext;
+    if (f->ext && f->lin_from && !kda) { /* shared starts: the recurrence from each prefix's tap row on */
+        qkv = vc_op_gather_rows(g, qkv, f->T_ext, f->ext2, f->T_ext2);
+        b = vc_op_gather_rows(g, b, f->T_ext, f->ext2, f->T_ext2);
+        a = vc_op_gather_rows(g, a, f->T_ext, f->ext2, f->T_ext2);
+        cu = f->cu_ext2, back = f->own2, Tb = f->T_ext2;
+    }
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
     q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
@@ -633,9 +641,11 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
     if (c->lin_beta_scale > 0 && c->lin_beta_scale != 1.0f) beta = vc_op_scale(g, beta, c->lin_beta_scale);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv, 1.0f / (float)dk, 0,
-                              rs, rt);
-    if (f->ext) o = vc_op_gather_rows(g, o, f->T_ext, f->own, f->T);
+    vc_tensor *o = back != f->own ? vc_op_gdn_shared(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
+                                                     (int)dv, 1.0f / (float)dk, 0, f->lin_from)
+                                  : vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv,
+                                              1.0f / (float)dk, 0, rs, rt);
+    if (f->ext) o = vc_op_gather_rows(g, o, Tb, back, f->T);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
@@ -1103,6 +1113,42 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
     return VC_OK;
 }
 
+/* Gated DeltaNet with shared prefixes: each sequence whose prefix reaches a tap row starts from the prefix's state
+ * there (its convolution still runs over the whole prefix, whose last rows it reads) */
+static vc_status gdn_share_rows(fwd_ctx *f) {
+    const vc_batch *b = f->b;
+    int n = b->n_seq;
+    int64_t drop = 0, *R = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)n, 0);
+    f->lin_from = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)n, 0);
+    if (!R || !f->lin_from) return vc_graph_status(f->g);
+    for (int s = 0; s < n; s++) {
+        int32_t p = b->prefix[s];
+        R[s] = p >= 0 ? vc_gdn_shared_tap(b->cu_seqlens[p + 1] - b->cu_seqlens[p]) : 0;
+        f->lin_from[s] = R[s] > 0 ? p : -1;
+        drop += R[s];
+    }
+    if (!drop) { /* (no prefix reaches a tap: every sequence runs its prefix) */
+        f->lin_from = NULL;
+        return VC_OK;
+    }
+    f->T_ext2 = f->T_ext - drop;
+    int32_t *ext2 = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T_ext2 ? f->T_ext2 : 1), 0);
+    int32_t *own2 = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
+    f->cu_ext2 = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n + 1), 0);
+    if (!ext2 || !own2 || !f->cu_ext2) return vc_graph_status(f->g);
+    int64_t r = 0;
+    for (int s = 0; s < n; s++) {
+        int64_t L = b->cu_seqlens[s + 1] - b->cu_seqlens[s];
+        f->cu_ext2[s] = r;
+        for (int64_t e = f->kv_start[s] + R[s]; e < f->kv_start[s] + f->kv_len[s]; e++) ext2[r++] = (int32_t)e;
+        for (int64_t t = 0; t < L; t++) own2[b->cu_seqlens[s] + t] = (int32_t)(r - L + t);
+    }
+    f->cu_ext2[n] = r;
+    f->ext2 = vc_graph_upload(f->g, ext2, sizeof(int32_t) * (size_t)(f->T_ext2 ? f->T_ext2 : 1));
+    f->own2 = vc_graph_upload(f->g, own2, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
+    return f->ext2 && f->own2 ? VC_OK : vc_graph_status(f->g);
+}
+
 /* b->prefix checked, and the gather rows and key ranges of every layer's shared-prefix attention */
 static vc_status prefix_rows(fwd_ctx *f) {
     const vc_batch *b = f->b;
@@ -1144,7 +1190,8 @@ static vc_status prefix_rows(fwd_ctx *f) {
     }
     f->cu_ext[n] = T_ext;
     f->own = vc_graph_upload(f->g, own, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
-    return f->own ? VC_OK : vc_graph_status(f->g);
+    if (!f->own) return vc_graph_status(f->g);
+    return f->m->cfg.lin_kind == VC_LIN_GDN ? gdn_share_rows(f) : VC_OK;
 }
 
 /* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's

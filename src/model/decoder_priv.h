@@ -45,6 +45,13 @@ typedef struct {
      * host), its own rows' outputs taken back from them (own [T] backend memory) */
     int64_t *cu_ext;
     const int32_t *own;
+    /* ... and Gated DeltaNet's recurrence over fewer of them (NULL: all): a sequence whose prefix reaches a tap row
+     * (vc_gdn_shared_tap) starts from the prefix's state there (lin_from [n_seq], host), its ext rows before it left
+     * out (ext2 [T_ext2], backend memory: the ext rows kept; cu_ext2 [n_seq + 1], host; own2 [T]: each row's
+     * position among them) */
+    const int32_t *ext2, *own2;
+    int64_t T_ext2, *cu_ext2;
+    int32_t *lin_from;
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
     vc_tensor *ones;        /* MiniMax-Text-01: [T, n_head] ones (lightning attention's beta; its decays scale them) */

@@ -148,7 +148,16 @@ typedef struct vc_gdn_desc {
     /* forward only, optional: cu, the kept-state bases and the state pointers already in backend memory
      * (vc_seq_tabs_fill's words), so a CUDA graph can capture the call; NULL: the backend copies them itself */
     const int64_t *dev_tabs;
+    /* chunked calls only (vc_gdn_chunked), optional (host [n_seq]): sequence s starts, instead of from zero, from the
+     * state of the earlier sequence from[s] of the call (one with from -1) at its tap row vc_gdn_tap(); the backward
+     * passes the gradient of that start back into it (a shared prompt's state, computed once for every response:
+     * the same bits as each running the prompt's rows from its tap row) */
+    const int32_t *from;
 } vc_gdn_desc;
+
+/* the row of a sequence of L rows whose state other sequences may start from: its last multiple of ckpt (the start
+ * of its last partial chunk, or its end) */
+static inline int64_t vc_gdn_tap(int64_t L, int64_t ckpt) { return L / ckpt * ckpt; }
 
 /* the sequence tables of a linear-attention call as 3 n + 2 int64 words: cu[n + 1], base[n + 1] (each sequence's
  * first kept state when ckpt > 0, else zeros), then n state pointers (NULL where a sequence has none) */

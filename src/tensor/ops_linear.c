@@ -113,9 +113,25 @@ static void gdn_bw(vc_graph *g, vc_node *n) {
 #undef GR
 }
 
-vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
-                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states,
-                     const int64_t *tabs) {
+int64_t vc_gdn_shared_tap(int64_t L) { return vc_gdn_tap(L, GDN_CKPT); }
+
+/* from (shared starts) checked: an earlier sequence with from -1, or -1; 0 (graph failed) otherwise */
+static int from_ok(vc_graph *g, int n_seq, const int32_t *from, int gk) {
+    for (int s = 0; from && s < n_seq; s++) {
+        int p = from[s];
+        if (p < -1 || p >= s || (p >= 0 && from[p] != -1) || (p >= 0 && gk)) {
+            vc_fail(VC_ERR_ARG, "gated delta rule: sequence %d cannot start from sequence %d (%s)", s, p,
+                    gk ? "a decay per key channel has no shared starts" : "an earlier one starting from zero");
+            vc_graph_fail(g, VC_ERR_ARG);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static vc_tensor *gdn_op(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta,
+                         int n_seq, const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta,
+                         float *const *states, const int64_t *tabs, const int32_t *from) {
     if (!q || !k || !v || !gt || !beta) return NULL;
     int64_t T = cu[n_seq];
     int gk = gt->n == T * nv * dk && dk > 1; /* the decay per key channel (Kimi Delta Attention) */
@@ -129,14 +145,17 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
     }
     vc_tensor *in[5] = { q, k, v, gt, beta };
     int rec = records(g, 5, in);
-    if (stateful_grad(g, rec, states, "gated delta rule")) return NULL;
+    if (stateful_grad(g, rec, states, "gated delta rule") || !from_ok(g, n_seq, from, gk)) return NULL;
     int64_t shape[3] = { T, nv, dv };
     vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
     vc_gdn_desc *d = vc_graph_alloc(g, sizeof *d, 0);
     int64_t *c = keep_cu(g, n_seq, cu);
     if (!o || !d || !c) return NULL;
+    int32_t *fr = from ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)(n_seq ? n_seq : 1), 0) : NULL;
+    if (from && !fr) return NULL;
+    if (fr) memcpy(fr, from, sizeof(int32_t) * (size_t)n_seq);
     *d = (vc_gdn_desc){ .n_seq = n_seq, .cu = c, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = scale,
-                        .state = states, .ckpt = GDN_CKPT, .no_delta = no_delta, .gk = gk };
+                        .state = states, .ckpt = GDN_CKPT, .no_delta = no_delta, .gk = gk, .from = fr };
     float *saved = NULL;
     if (rec) {
         int64_t ns = vc_gdn_saved(d);
@@ -152,6 +171,18 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
         n->ptr[1] = saved;
     }
     return o;
+}
+
+vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta, int n_seq,
+                     const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta, float *const *states,
+                     const int64_t *tabs) {
+    return gdn_op(g, q, k, v, gt, beta, n_seq, cu, nk, nv, dk, dv, scale, no_delta, states, tabs, NULL);
+}
+
+vc_tensor *vc_op_gdn_shared(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta,
+                            int n_seq, const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta,
+                            const int32_t *from) {
+    return gdn_op(g, q, k, v, gt, beta, n_seq, cu, nk, nv, dk, dv, scale, no_delta, NULL, NULL, from);
 }
 
 /* ---- Mamba 1's selective scan ---- */

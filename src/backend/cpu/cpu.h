@@ -12,6 +12,8 @@ void vc_cpu_zero(void *dst, size_t bytes);
 /* the first fault of an op since the process started (sticky, as a GPU's): an op whose scratch memory could not be
  * allocated skips its work, leaving its outputs unwritten, so the next sync fails instead of a step using them */
 vc_status vc_cpu_sync(void);
+/* records an op's refused arguments (what: a static message) as the sticky fault */
+void vc_cpu_fault(const char *what);
 /* an op's scratch memory, count x size bytes (zeroed when zero != 0); NULL: the fault is recorded for sync */
 void *vc_cpu_scratch(size_t count, size_t size, int zero);
 /* X's rows x K floats (row stride ld; trans: X is [K, rows] and its columns are taken) as a packed row-major copy,

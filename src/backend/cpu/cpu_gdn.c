@@ -64,24 +64,47 @@ static void gdn_fwd_task(void *p, int64_t task) {
 
 int vc_cpu_gdn_recurrence_only;
 
-/* VERLC_GDN_RECURRENCE=1: the token-by-token recurrence in training too (comparisons) */
+/* VERLC_GDN_RECURRENCE=1: the token-by-token recurrence in training too (comparisons; not for shared starts, which
+ * only the chunked form takes) */
 static int chunked(const vc_gdn_desc *d) {
     static int env = -1;
     if (env < 0) {
         const char *e = getenv("VERLC_GDN_RECURRENCE");
         env = e && *e && strcmp(e, "0");
     }
-    return vc_gdn_chunked(d) && !vc_cpu_gdn_recurrence_only && !env;
+    return vc_gdn_chunked(d) && (d->from || (!vc_cpu_gdn_recurrence_only && !env));
 }
 
 static void chunk_fwd_task(void *p, int64_t task) {
     gdn_ctx *c = p;
-    vc_cpu_gdn_chunk_fwd(c, (int)(task / c->d->n_v_head), (int)(task % c->d->n_v_head));
+    int64_t i = task / c->d->n_v_head;
+    vc_cpu_gdn_chunk_fwd(c, c->seqs ? c->seqs[i] : (int)i, (int)(task % c->d->n_v_head));
 }
 
 static void chunk_bwd_task(void *p, int64_t task) {
     gdn_ctx *c = p;
-    vc_cpu_gdn_chunk_bwd(c, (int)(task / c->d->n_k_head), (int)(task % c->d->n_k_head));
+    int64_t i = task / c->d->n_k_head;
+    vc_cpu_gdn_chunk_bwd(c, c->seqs ? c->seqs[i] : (int)i, (int)(task % c->d->n_k_head));
+}
+
+#define SHARE_BAD "gated delta rule: a sequence starts from a later one, or from one that starts from another (from)"
+
+/* shared starts (d->from): the sequences others start from get tap slots (tap_of, their count returned), and seqs
+ * lists those starting from zero (n0 of them) then the others; -1 when from is malformed */
+static int share_passes(const vc_gdn_desc *d, int *tap_of, int *seqs, int *n0) {
+    int n = d->n_seq, nt = 0, k = 0;
+    for (int s = 0; s < n; s++) tap_of[s] = -1;
+    for (int s = 0; s < n; s++) {
+        int p = d->from[s];
+        if (p >= 0 && (p >= s || d->from[p] >= 0)) return -1;
+        if (p >= 0 && tap_of[p] < 0) tap_of[p] = nt++;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int s = 0; s < n; s++)
+            if ((d->from[s] >= 0) == pass) seqs[k++] = s;
+        if (!pass) *n0 = k;
+    }
+    return nt;
 }
 
 int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt) {
@@ -96,7 +119,21 @@ void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
     int64_t *base = saved ? saved_bases(d) : NULL;
     if (saved && !base) return;
     gdn_ctx c = { .d = d, .o = o, .saved = saved, .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    vc_parallel((int64_t)d->n_seq * d->n_v_head, chunked(d) ? chunk_fwd_task : gdn_fwd_task, &c);
+    if (d->from && chunked(d)) { /* the tapped sequences first, then those starting from their taps */
+        int n = d->n_seq, n0 = 0, *tap_of = vc_cpu_scratch(2 * (size_t)n, sizeof(int), 0), *seqs = tap_of + n;
+        int nt = tap_of ? share_passes(d, tap_of, seqs, &n0) : 0;
+        if (nt < 0) vc_cpu_fault(SHARE_BAD);
+        c.tap = nt > 0 ? vc_cpu_scratch((size_t)nt * d->n_v_head * d->dk * d->dv, sizeof(float), 0) : NULL;
+        if (nt >= 0 && (c.tap || !nt)) {
+            c.tap_of = tap_of, c.seqs = seqs;
+            vc_parallel((int64_t)n0 * d->n_v_head, chunk_fwd_task, &c);
+            c.seqs = seqs + n0;
+            vc_parallel((int64_t)(n - n0) * d->n_v_head, chunk_fwd_task, &c);
+        }
+        free(c.tap);
+        free(tap_of);
+    } else
+        vc_parallel((int64_t)d->n_seq * d->n_v_head, chunked(d) ? chunk_fwd_task : gdn_fwd_task, &c);
     free(base);
 }
 
@@ -218,6 +255,33 @@ static void gdn_bwd_task(void *p, int64_t task) {
     free(buf);
 }
 
+/* the backward with shared starts: the sequences starting from others' taps first (the gradients of their starts into
+ * dinit), those gradients summed per tap in sequence order, then the tapped sequences and the rest */
+static void share_bwd(gdn_ctx *c) {
+    const vc_gdn_desc *d = c->d;
+    int n = d->n_seq, n0 = 0, *tap_of = vc_cpu_scratch(2 * (size_t)n, sizeof(int), 0), *seqs = tap_of + n;
+    int nt = tap_of ? share_passes(d, tap_of, seqs, &n0) : 0;
+    if (nt < 0) vc_cpu_fault(SHARE_BAD);
+    size_t SH = (size_t)d->n_v_head * d->dk * d->dv; /* one sequence's states */
+    float *dinit = nt > 0 ? vc_cpu_scratch((size_t)n * SH, sizeof(float), 1) : NULL;
+    c->dinit = dinit;
+    c->tap = nt > 0 ? vc_cpu_scratch((size_t)nt * SH, sizeof(float), 1) : NULL;
+    if (nt >= 0 && ((dinit && c->tap) || !nt)) {
+        c->seqs = seqs + n0;
+        vc_parallel((int64_t)(n - n0) * d->n_k_head, chunk_bwd_task, c);
+        for (int s = 0; s < n; s++) /* (sequence order: the same sums on any thread count) */
+            if (d->from[s] >= 0) {
+                float *t = c->tap + (size_t)tap_of[d->from[s]] * SH, *x = dinit + (size_t)s * SH;
+                for (size_t e = 0; e < SH; e++) t[e] += x[e];
+            }
+        c->tap_of = tap_of, c->seqs = seqs, c->dinit = NULL;
+        vc_parallel((int64_t)n0 * d->n_k_head, chunk_bwd_task, c);
+    }
+    free(c->tap);
+    free(dinit);
+    free(tap_of);
+}
+
 void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout,
                            const float *saved, const float *q, const float *k, const float *v, const float *g,
                            const float *beta, const vc_gdn_desc *d) {
@@ -225,7 +289,10 @@ void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, co
     if (!base) return;
     gdn_ctx c = { .d = d, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = dbeta, .dout = dout, .csaved = saved,
                   .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    vc_parallel((int64_t)d->n_seq * d->n_k_head, chunked(d) ? chunk_bwd_task : gdn_bwd_task, &c);
+    if (d->from && chunked(d))
+        share_bwd(&c);
+    else
+        vc_parallel((int64_t)d->n_seq * d->n_k_head, chunked(d) ? chunk_bwd_task : gdn_bwd_task, &c);
     free(base);
 }
 

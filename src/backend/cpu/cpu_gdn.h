@@ -9,6 +9,12 @@ typedef struct vc_gdn_ctx {
     float *o, *saved, *dq, *dk, *dv, *dg, *dbeta;
     const float *q, *k, *v, *g, *beta, *dout, *csaved;
     const int64_t *base; /* [n_seq]: each sequence's first kept state */
+    /* shared starts (d->from): tap [n_tap, nv, dk, dv] the tapped states (forward) or their gradients (backward),
+     * tap_of [n_seq] each sequence's slot in tap (-1: not tapped); dinit [n_seq, nv, dk, dv] the backward's
+     * gradients of the starting states of the sequences with from >= 0; seqs: the current pass's sequences (NULL:
+     * all) */
+    float *tap, *dinit;
+    const int *tap_of, *seqs;
     int fail;
 } vc_gdn_ctx;
 

@@ -207,18 +207,25 @@ void vc_cpu_gdn_chunk_fwd(vc_gdn_ctx *c, int s, int h) {
     float *S = chunk_alloc(&x, c, (size_t)SS);
     if (!S) return;
     x.h = h, x.kh = h / (nv / d->n_k_head);
-    memset(S, 0, sizeof(float) * (size_t)SS);
+    /* a shared start (d->from): the tapped state of sequence from[s]; this sequence's own tap at row R */
+    const float *init = d->from && d->from[s] >= 0 ? c->tap + ((int64_t)c->tap_of[d->from[s]] * nv + h) * SS : NULL;
+    float *tap = c->tap_of && c->tap_of[s] >= 0 ? c->tap + ((int64_t)c->tap_of[s] * nv + h) * SS : NULL;
+    int64_t R = vc_gdn_tap(L, C);
+    if (init) memcpy(S, init, sizeof(float) * (size_t)SS);
+    else memset(S, 0, sizeof(float) * (size_t)SS);
     for (int64_t c0 = 0; c0 < L; c0 += C) {
+        if (tap && c0 == R) memcpy(tap, S, sizeof(float) * (size_t)SS);
         if (c->saved) memcpy(c->saved + ((c->base[s] + c0 / C) * nv + h) * SS, S, sizeof(float) * (size_t)SS);
         x.t0 = t0 + c0, x.n = (int)(L - c0 < C ? L - c0 : C);
         chunk_prep(&x, S);
         float *o = c->o + x.t0 * x.vs + (int64_t)h * dv;
         mm_nn(o, x.vs, x.Qa, dk, S, dv, x.n, dk, dv, 1.0f, 0); /* scale diag(a) Q S0 */
         mm_nn_lo(o, x.vs, x.M, C, x.D, dv, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
-        if (c0 + C >= L) break; /* (no state leaves the sequence here) */
+        if (c0 + C >= L && !(tap && R == L)) break; /* (no state leaves the sequence here) */
         for (int64_t e = 0; e < SS; e++) S[e] *= x.b;
         mm_tn(S, dv, x.Kt, dk, x.D, dv, dk, x.n, dv, 1.0f, 1); /* S = b S0 + K~^T D */
     }
+    if (tap && R == L) memcpy(tap, S, sizeof(float) * (size_t)SS); /* (its end: the state after the last chunk) */
     free(x.G);
 }
 
@@ -353,13 +360,20 @@ void vc_cpu_gdn_chunk_bwd(vc_gdn_ctx *c, int s, int kh) {
                      Cz * dk, Cz * dk, Cz * Cz, Cz * Cz };
     for (size_t i = 0; i < sizeof len / sizeof *len; f += len[i], i++) *slot[i] = f;
     x.kh = kh;
+    int64_t R = vc_gdn_tap(L, C);
     for (int h = kh * r; h < (kh + 1) * r; h++) { /* a q/k head's value heads in order */
         x.h = h;
-        memset(B.dS, 0, sizeof(float) * (size_t)SS);
+        /* the gradient reaching this sequence's tap from the sequences that start from it (c->tap: their sum) */
+        const float *dtap = c->tap_of && c->tap_of[s] >= 0 ? c->tap + ((int64_t)c->tap_of[s] * nv + h) * SS : NULL;
+        if (dtap && R == L) memcpy(B.dS, dtap, sizeof(float) * (size_t)SS);
+        else memset(B.dS, 0, sizeof(float) * (size_t)SS);
         for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
             x.t0 = t0 + c0, x.n = (int)(L - c0 < C ? L - c0 : C);
             chunk_bwd(&x, c->csaved + ((c->base[s] + c0 / C) * nv + h) * SS, &B);
+            if (dtap && c0 == R) axpy(B.dS, 1.0f, dtap, (int)SS);
         }
+        if (c->dinit && d->from[s] >= 0) /* the gradient of its starting state */
+            memcpy(c->dinit + ((int64_t)s * nv + h) * SS, B.dS, sizeof(float) * (size_t)SS);
     }
     free(x.G);
 }

@@ -37,7 +37,16 @@ void vc_cpu_scratch_test(int n) {
     __atomic_store_n(&g_fault_bytes, 0, __ATOMIC_RELEASE);
 }
 
+static const char *g_fault_what; /* an op's refused arguments (a static message; NULL: none) */
+
+void vc_cpu_fault(const char *what) {
+    const char *none = NULL;
+    __atomic_compare_exchange_n(&g_fault_what, &none, what, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 vc_status vc_cpu_sync(void) {
+    const char *w = __atomic_load_n(&g_fault_what, __ATOMIC_ACQUIRE);
+    if (w) return vc_fail(VC_ERR_ARG, "cpu: %s", w);
     size_t b = __atomic_load_n(&g_fault_bytes, __ATOMIC_ACQUIRE);
     if (b) return vc_fail(VC_ERR_NOMEM, "cpu: an op could not allocate its %zu bytes of scratch memory", b);
     return VC_OK;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define GT 256                          /* threads of the elementwise kernels */
+#define GDN_FROM_UNSUPPORTED "shared starts (from) need the chunked form (chunks of at most 128 rows)"
 #define GDN_SMEM_MAX (200 * 1024)       /* dynamic shared memory past which states live in global scratch */
 #define GDN_HIST_BUDGET ((size_t)512 << 20) /* backward: scratch for the recomputed states of the resident blocks */
 #define GRID_LOOP(i, n) \
@@ -136,6 +137,10 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
     if (!vc_cu_begin(op) || d->n_seq <= 0 || !gdn_check(d, saved != NULL, op)) return;
     if (vc_cu_gdn_chunk_ok(d)) {
         vc_cu_gdn_chunk_fwd(o, saved, q, k, v, g, beta, d);
+        return;
+    }
+    if (d->from) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, GDN_FROM_UNSUPPORTED);
         return;
     }
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
@@ -362,6 +367,10 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     if (!dq && !dk && !dv && !dg && !dbeta) return;
     if (vc_cu_gdn_chunk_ok(d)) {
         vc_cu_gdn_chunk_bwd(dq, dk, dv, dg, dbeta, dout, saved, q, k, v, g, beta, d);
+        return;
+    }
+    if (d->from) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, GDN_FROM_UNSUPPORTED);
         return;
     }
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,

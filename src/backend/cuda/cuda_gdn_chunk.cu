@@ -107,7 +107,32 @@ struct ck_args {
     float *dS;         /* backward: [nc, nv, dk, dv] the gradient of the state after each chunk */
     float *pq, *pk, *gv, *gg, *gb;
     float *ws;         /* ws_floats per block */
+    /* shared starts (vc_gdn_desc.from): from and tap_of [n_seq] (each sequence's slot in tap, -1: none), backend
+     * memory; tap [n_tap, nv, dk, dv] the tapped states (forward) or the gradients reaching them (backward); dinit
+     * [n_seq, nv, dk, dv] the backward's gradients of the shared starts; pass: the state passes' sequences (0: those
+     * from zero, 1: the others) */
+    const int *from, *tap_of;
+    float *tap, *dinit;
+    int pass;
 };
+
+/* the tapped state (or its gradient) of sequence s, value head h, or NULL */
+__device__ float *ck_tap(const ck_args &p, int s, int h) {
+    if (!p.tap_of || s < 0 || p.tap_of[s] < 0) return NULL;
+    return p.tap + ((int64_t)p.tap_of[s] * p.nv + h) * p.dk * p.dv;
+}
+
+/* the block's state columns [dk, cn] (shared memory, row stride cw) to or from (add: +=) a [dk, dv] state at column
+ * j0 */
+__device__ void ck_cols_out(float *dst, const float *S, int dk, int dv, int cw, int j0, int cn) {
+    for (int e = threadIdx.x; e < dk * cn; e += blockDim.x) dst[e / cn * dv + j0 + e % cn] = S[e / cn * cw + e % cn];
+}
+__device__ void ck_cols_in(float *S, const float *src, int dk, int dv, int cw, int j0, int cn, int add) {
+    for (int e = threadIdx.x; e < dk * cn; e += blockDim.x) {
+        float x = src[e / cn * dv + j0 + e % cn];
+        S[e / cn * cw + e % cn] = add ? S[e / cn * cw + e % cn] + x : x;
+    }
+}
 
 struct ck_pos {
     int s, n;   /* sequence, rows */
@@ -292,17 +317,23 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
     const int dk = p.dk, dv = p.dv, cw = p.cw;
-    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s);
+    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s), R = L / p.C * p.C;
+    if (p.from && (p.from[c.s] >= 0) != p.pass) return; /* (another pass's sequence) */
+    const float *init = p.from && p.from[c.s] >= 0 ? ck_tap(p, p.from[c.s], c.h) : NULL;
+    float *tap = ck_tap(p, c.s, c.h);
     for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
+    __syncthreads();
+    if (init) ck_cols_in(sh.S, init, dk, dv, cw, c.j0, c.cn, 0);
     __syncthreads();
     for (int64_t c0 = 0, gi = base; c0 < L; c0 += p.C, gi++) {
         ck_pos x = { c.s, (int)(L - c0 < p.C ? L - c0 : p.C), p.cu[c.s] + c0 };
         int64_t task = gi * p.nv + c.h;
         float *S0 = p.states + task * SS, *D = p.U + task * p.C * dv + c.j0;
-        for (int e = threadIdx.x; e < dk * c.cn; e += blockDim.x) S0[e / c.cn * dv + c.j0 + e % c.cn] = sh.S[e / c.cn * cw + e % c.cn];
+        ck_cols_out(S0, sh.S, dk, dv, cw, c.j0, c.cn);
+        if (tap && c0 == R) ck_cols_out(tap, sh.S, dk, dv, cw, c.j0, c.cn);
         if (!p.no_delta) /* D = U - W S0 */
             bmm(D, dv, p.W + task * p.C * dk, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, -1.0f, 1, TRI_NONE);
-        if (c0 + p.C >= L) break;
+        if (c0 + p.C >= L && !(tap && R == L)) break;
         ck_decays(p, x, c.h, sh.G, NULL); /* (a barrier: D is complete) */
         ck_rows_sh(p, sh, x, c.h, 0);
         float b = expf((float)sh.G[x.n - 1]);
@@ -311,6 +342,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
         bmm(sh.S, cw, sh.Kt, 1, dk, D, dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* S = b S0 + K~^T D */
         __syncthreads();
     }
+    if (tap && R == L) ck_cols_out(tap, sh.S, dk, dv, cw, c.j0, c.cn); /* (its end: the state after the last chunk) */
 }
 
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_out(ck_args p) {
@@ -347,9 +379,13 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
     const int dk = p.dk, dv = p.dv, cw = p.cw;
-    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s);
-    if (L <= 0) return;
+    const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s), R = L / p.C * p.C;
+    const int start = p.from && p.from[c.s] >= 0; /* its start's gradient wanted (dinit) */
+    if (L <= 0 || (p.from && start != p.pass)) return;
+    const float *dtap = ck_tap(p, c.s, c.h); /* the gradient reaching its tap from the sequences starting there */
     for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
+    __syncthreads();
+    if (dtap && R == L) ck_cols_in(sh.S, dtap, dk, dv, cw, c.j0, c.cn, 0);
     __syncthreads();
     for (int64_t c0 = (L - 1) / p.C * p.C, gi = base + c0 / p.C; c0 >= 0; c0 -= p.C, gi--) {
         ck_pos x = { c.s, (int)(L - c0 < p.C ? L - c0 : p.C), p.cu[c.s] + c0 };
@@ -358,9 +394,9 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         const float *dO = p.dout + x.t0 * ((int64_t)p.nv * dv) + (int64_t)c.h * dv + c.j0;
         for (int e = threadIdx.x; e < dk * c.cn; e += blockDim.x) dSk[e / c.cn * dv + c.j0 + e % c.cn] = sh.S[e / c.cn * cw + e % c.cn];
         ck_decays(p, x, c.h, sh.G, NULL);
-        ck_rows_sh(p, sh, x, c.h, c0 > 0);
+        ck_rows_sh(p, sh, x, c.h, c0 > 0 || start);
         bmm(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
-        if (c0 == 0) break; /* (the state before the sequence has no gradient to pass) */
+        if (c0 == 0 && !start) break; /* (the state before the sequence has no gradient to pass) */
         __syncthreads();
         float b = expf((float)sh.G[x.n - 1]);
         for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] *= b;
@@ -369,6 +405,24 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         if (!p.no_delta) /* - W^T dD (the same thread's elements: no barrier) */
             bmm(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
         __syncthreads();
+        if (dtap && c0 == R) {
+            ck_cols_in(sh.S, dtap, dk, dv, cw, c.j0, c.cn, 1);
+            __syncthreads();
+        }
+    }
+    if (start) ck_cols_out(p.dinit + ((int64_t)c.s * p.nv + c.h) * SS, sh.S, dk, dv, cw, c.j0, c.cn);
+}
+
+/* the gradients reaching each tap: tap[tap_of[p]] = the sum over the sequences s starting from p, in order, of
+ * dinit[s] */
+__global__ void k_ck_tap_sum(ck_args p, int n_tap) {
+    int64_t SH = (int64_t)p.nv * p.dk * p.dv;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_tap * SH; i += (int64_t)gridDim.x * blockDim.x) {
+        int slot = (int)(i / SH);
+        float acc = 0;
+        for (int s = 0; s < p.n_seq; s++)
+            if (p.from[s] >= 0 && p.tap_of[p.from[s]] == slot) acc += p.dinit[s * SH + i % SH];
+        p.tap[i] = acc;
     }
 }
 
@@ -528,7 +582,38 @@ static size_t ck_smem(const vc_gdn_desc *d, int cw) {
 }
 
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
-    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
+    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && (d->from || !ck_env_off());
+}
+
+/* shared starts (d->from): from and each sequence's tap slot uploaded (p->from, p->tap_of) and the taps' memory;
+ * returns the taps' count (0: no from), -1 on failure (sticky error set) */
+static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
+    if (!d->from) return 0;
+    int n = d->n_seq, nt = 0, *h = (int *)malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the shared starts' table");
+        return -1;
+    }
+    for (int s = 0; s < n; s++) h[s] = d->from[s], h[n + s] = -1;
+    for (int s = 0; s < n && nt >= 0; s++) {
+        int f = d->from[s];
+        if (f >= 0 && (f >= s || d->from[f] >= 0)) nt = -1;
+        else if (f >= 0 && h[n + f] < 0) h[n + f] = nt++;
+    }
+    if (nt < 0) vc_cu_fail(VC_ERR_ARG, op, "a sequence starts from a later one, or from one that starts from another");
+    int *dev = nt >= 0 ? (int *)vc_cu_upload(h, sizeof(int) * 2 * (size_t)n, op) : NULL;
+    free(h);
+    if (!dev) return -1;
+    p->from = dev, p->tap_of = dev + n;
+    size_t SH = (size_t)d->n_v_head * d->dk * d->dv;
+    if (nt && !(p->tap = (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)nt, op))) return -1;
+    return nt;
+}
+
+static void ck_share_free(ck_args *p) {
+    vc_cu_scratch_free((void *)p->from);
+    vc_cu_scratch_free(p->tap);
+    vc_cu_scratch_free(p->dinit);
 }
 
 /* the common arguments, the chunk count and the parallel launches' grid and workspace; 0 on failure */
@@ -558,14 +643,21 @@ void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k,
     p.states = saved ? saved : (float *)vc_cu_scratch(sizeof(float) * SS * (size_t)(p.nc * p.nv), op);
     p.U = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dv, op);
     p.W = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dk, op);
-    if (grid > 0 && p.states && p.U && p.W) {
+    int nt = grid > 0 ? ck_share_setup(&p, d, op) : -1;
+    if (nt >= 0 && p.states && p.U && p.W) {
         cudaStream_t st = vc_cu_stream();
+        unsigned sblocks = (unsigned)(d->n_seq * p.nv * p.ncg);
         cudaFuncSetAttribute(k_ck_fwd_state, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
         k_ck_fwd_prep<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
-        k_ck_fwd_state<<<(unsigned)(d->n_seq * p.nv * p.ncg), CK_THREADS, sh, st>>>(p);
+        k_ck_fwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);
+        if (p.from) { /* then the sequences starting from the taps the first pass kept */
+            p.pass = 1;
+            k_ck_fwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);
+        }
         if (o) k_ck_fwd_out<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
         vc_cu_end(op);
     }
+    ck_share_free(&p);
     if (!saved) vc_cu_scratch_free(p.states);
     vc_cu_scratch_free(p.U);
     vc_cu_scratch_free(p.W);
@@ -588,20 +680,31 @@ void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbet
     p.U = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dv, op);
     p.W = (float *)vc_cu_scratch(sizeof(float) * (size_t)(p.nc * p.nv) * p.C * p.dk, op);
     p.dS = (float *)vc_cu_scratch(sizeof(float) * SS * (size_t)(p.nc * p.nv), op);
-    int ok = grid > 0 && p.U && p.W && p.dS;
+    int nt = grid > 0 ? ck_share_setup(&p, d, op) : -1, ok = nt >= 0 && p.U && p.W && p.dS;
     if (ok && dq) ok = (p.pq = (float *)vc_cu_scratch(sizeof(float) * part, op)) != NULL;
     if (ok && dk) ok = (p.pk = (float *)vc_cu_scratch(sizeof(float) * part, op)) != NULL;
+    if (ok && nt) ok = (p.dinit = (float *)vc_cu_scratch(sizeof(float) * SS * (size_t)d->n_seq * d->n_v_head, op)) &&
+                       vc_cu_ok(cudaMemsetAsync(p.dinit, 0, sizeof(float) * SS * (size_t)d->n_seq * d->n_v_head,
+                                                vc_cu_stream()), op);
     if (ok) {
         cudaStream_t st = vc_cu_stream();
+        unsigned sblocks = (unsigned)(d->n_seq * p.nv * p.ncg);
         cudaFuncSetAttribute(k_ck_bwd_state, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
         k_ck_bwd_prep<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
-        k_ck_bwd_state<<<(unsigned)(d->n_seq * p.nv * p.ncg), CK_THREADS, sh, st>>>(p);
+        if (p.from) { /* the sequences starting from taps first, their starts' gradients summed per tap */
+            p.pass = 1;
+            k_ck_bwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);
+            if (nt) k_ck_tap_sum<<<vc_cu_blocks((int64_t)nt * SS * p.nv, CK_THREADS), CK_THREADS, 0, st>>>(p, nt);
+            p.pass = 0;
+        }
+        k_ck_bwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);
         k_ck_bwd_main<<<(unsigned)grid, CK_THREADS, 0, st>>>(p);
         int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
         if (dq) vc_cu_gdn_head_sum(dq, p.pq, r0, rows, d->n_k_head, d->n_v_head / d->n_k_head, d->dk);
         if (dk) vc_cu_gdn_head_sum(dk, p.pk, r0, rows, d->n_k_head, d->n_v_head / d->n_k_head, d->dk);
         vc_cu_end(op);
     }
+    ck_share_free(&p);
     vc_cu_scratch_free(p.pq);
     vc_cu_scratch_free(p.pk);
     vc_cu_scratch_free(p.dS);
