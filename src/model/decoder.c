@@ -693,10 +693,10 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
 }
 
-/* Mamba's conv over the packed rows (its states carried with a cache), its bias, then the activation */
-static vc_tensor *mamba_conv(fwd_ctx *f, int l, vc_tensor *x, float **cs, const int64_t *ct) {
+/* Mamba's conv over the packed rows cu (its states carried with a cache), its bias, then the activation */
+static vc_tensor *mamba_conv(fwd_ctx *f, int l, vc_tensor *x, const int64_t *cu, float **cs, const int64_t *ct) {
     const vc_model_config *c = &f->m->cfg;
-    x = vc_op_conv1d_causal(f->g, x, vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq, f->b->cu_seqlens, cs, ct);
+    x = vc_op_conv1d_causal(f->g, x, vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq, cu, cs, ct);
     vc_tensor *cb = vc_w(f->m, l, VC_W_LIN_CONV_B);
     if (cb) x = vc_op_affine_cols(f->g, x, NULL, cb, 1);
     return vc_op_act(f->g, x, c->lin_act);
@@ -705,7 +705,9 @@ static vc_tensor *mamba_conv(fwd_ctx *f, int l, vc_tensor *x, float **cs, const 
 /* Mamba 2 (Granite 4): in_proj into z [I], xBC [I + 2 G N] and dt [nh]; xBC through the conv (+ bias) and silu; the
  * SSD scan per head with state [N, P] (the gated delta rule's kernels without the delta rule: k = B, v = x, q = C,
  * beta = dt = softplus(dt + dt_bias), decay -exp(A_log) dt), plus D x; y silu(z) RMS-normed in G groups times the
- * norm's weight; out_proj */
+ * norm's weight; out_proj. With shared prefixes (f->ext) as Gated DeltaNet: projected once, the conv over each
+ * sequence's prefix rows gathered in front of its own, the scan from the prefix's tap (f->lin_from) where it has
+ * one, the rest on the sequences' own rows. */
 static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -722,14 +724,30 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    xbc = mamba_conv(f, l, xbc, cs, ct);
+    const int32_t *back = NULL; /* shared prefixes: each sequence's own rows among the scan's */
+    int64_t Ts = f->T;
+    if (f->ext) {
+        xbc = vc_op_gather_rows(g, xbc, f->T, f->ext, f->T_ext);
+        dt = vc_op_gather_rows(g, dt, f->T, f->ext, f->T_ext);
+        cu = f->cu_ext, back = f->own, Ts = f->T_ext;
+    }
+    xbc = mamba_conv(f, l, xbc, cu, cs, ct);
+    if (f->ext && f->lin_from) { /* the scan from each prefix's tap row on */
+        xbc = vc_op_gather_rows(g, xbc, f->T_ext, f->ext2, f->T_ext2);
+        dt = vc_op_gather_rows(g, dt, f->T_ext, f->ext2, f->T_ext2);
+        cu = f->cu_ext2, back = f->own2, Ts = f->T_ext2;
+    }
     vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
     vc_tensor *decay = vc_op_gdn_gate(g, dt, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *y = vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs, rt);
-    int64_t s2[2] = { f->T, I };
+    vc_tensor *y = back && back == f->own2
+                       ? vc_op_gdn_shared(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1,
+                                          f->lin_from)
+                       : vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs, rt);
+    int64_t s2[2] = { Ts, I };
     y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
+    if (back) y = vc_op_gather_rows(g, y, Ts, back, f->T);
     vc_tensor *gz = vc_op_act(g, z, VC_ACT_SILU); /* y silu(z), RMS-normed per group before or after, or not */
     if (c->lin_norm != 1) y = vc_op_mul(g, y, gz);
     if (c->lin_norm != 2) {
@@ -755,7 +773,7 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    x = mamba_conv(f, l, x, cs, ct);
+    x = mamba_conv(f, l, x, cu, cs, ct);
     vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
     vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
     vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);
@@ -772,11 +790,11 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
-/* a linear mixer with shared prefixes: it runs over each sequence's prefix rows gathered in front of its own (the ext
- * rows of the keys), and its own rows' outputs are taken back. The prompt's states are not handed on: every member
- * recomputes the prompt in these layers, projections included (Gated DeltaNet's and KDA's gather after their
- * projections: linear_attention), the other layers compute it once; gradients reach the prompt's rows through the
- * gathers. */
+/* a linear mixer with shared prefixes (short convolutions, Mamba 1): it runs over each sequence's prefix rows gathered
+ * in front of its own (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are
+ * not handed on: every member recomputes the prompt in these layers, projections included (Gated DeltaNet, KDA and
+ * Mamba 2 gather after their projections and hand the prompt's recurrent state on: linear_attention, mamba2), the
+ * other layers compute it once; gradients reach the prompt's rows through the gathers. */
 static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
     if (!f->ext) return mix(f, l, h);
     const vc_batch *b0 = f->b;
@@ -884,7 +902,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (c->block[l] == VC_BLOCK_MLP) /* Nemotron-H: a block of an MLP (or MoE) only */
         return vc_op_add(f->g, x, c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN));
     if (c->parallel_ssm) { /* Falcon-H1: attention and the Mamba 2 mixer read the same input, their outputs summed */
-        vc_tensor *ms = vc_op_scale(f->g, lin_mixer(f, l, h, mamba2), c->mup.ssm_out);
+        vc_tensor *ms = vc_op_scale(f->g, mamba2(f, l, h), c->mup.ssm_out);
         vc_tensor *at = vc_op_scale(f->g, attention_std(f, l, vc_op_scale(f->g, h, c->mup.attn_in)), c->mup.attn_out);
         x = vc_op_add(f->g, x, vc_op_add(f->g, ms, at));
         h = norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B);
@@ -892,9 +910,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     }
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA ? linear_attention(f, l, h) /* (its own) */
-                   : lin_mixer(f, l, h, c->lin_kind == VC_LIN_SHORTCONV ? short_conv
-                                        : c->lin_kind == VC_LIN_MAMBA2   ? mamba2
-                                                                          : mamba1);
+                   : c->lin_kind == VC_LIN_MAMBA2 ? mamba2(f, l, h) /* (likewise) */
+                   : lin_mixer(f, l, h, c->lin_kind == VC_LIN_SHORTCONV ? short_conv : mamba1);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
@@ -1113,8 +1130,8 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
     return VC_OK;
 }
 
-/* Gated DeltaNet with shared prefixes: each sequence whose prefix reaches a tap row starts from the prefix's state
- * there (its convolution still runs over the whole prefix, whose last rows it reads) */
+/* Gated DeltaNet and Mamba 2 with shared prefixes: each sequence whose prefix reaches a tap row starts from the
+ * prefix's state there (its convolution still runs over the whole prefix, whose last rows it reads) */
 static vc_status gdn_share_rows(fwd_ctx *f) {
     const vc_batch *b = f->b;
     int n = b->n_seq;
@@ -1191,7 +1208,7 @@ static vc_status prefix_rows(fwd_ctx *f) {
     f->cu_ext[n] = T_ext;
     f->own = vc_graph_upload(f->g, own, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
     if (!f->own) return vc_graph_status(f->g);
-    return f->m->cfg.lin_kind == VC_LIN_GDN ? gdn_share_rows(f) : VC_OK;
+    return f->m->cfg.lin_kind == VC_LIN_GDN || f->m->cfg.lin_kind == VC_LIN_MAMBA2 ? gdn_share_rows(f) : VC_OK;
 }
 
 /* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's

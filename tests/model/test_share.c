@@ -4,8 +4,8 @@
  * member whose prompt differs after 3 tokens, and a sequence on its own) gives the same log-probs of every
  * response token and the same weight gradients when each group's prompt is computed once, to float
  * rounding, also with the LM head on the response positions only (vc_model_logprobs_rows: the others 0); the
- * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet models also
- * with a prompt of 150 and of 129 tokens, whose responses start from the prompt's state at row 128. */
+ * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet and Mamba 2
+ * models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's state at row 128. */
 #include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
@@ -114,10 +114,10 @@ static void linear_model(int i) {
     }
     CHECK_OK(vc_model_enable_grad(m));
     check_model(m, 100 + i);
-    if (i < 2) long_prompts(i);
+    if (i < 2 || (i >= 4 && i <= 6)) long_prompts(i); /* Gated DeltaNet, Mamba 2 */
 }
 
-/* Gated DeltaNet (LINEAR[i]): prompts whose members start from the prompt's state (row 128 inside its last chunk, and
+/* Gated DeltaNet or Mamba 2 (LINEAR[i]): prompts whose members start from the prompt's state (row 128 inside its last chunk, and
  * at its end) */
 static void long_prompts(int i) {
     char root[512], dir[700];
@@ -175,10 +175,11 @@ static void check_model(vc_model *m, int k) {
 
 int main(void) {
     const char *dev = getenv("VC_SHARE_DEVICE");
-    if (dev && *dev) { /* (e.g. cuda on the emulator's build): the Gated DeltaNet models' shared starts only */
+    if (dev && *dev) { /* (e.g. cuda on the emulator's build): Gated DeltaNet's and Mamba 2's shared starts only */
         CHECK_OK(vc_device_select(dev, "test"));
         on_device = 1;
         long_prompts(0);
+        long_prompts(4);
         return vc_test_done();
     }
     for (int k = 0; k < N_RANDOM_CONFIGS; k++) one_model(k);
