@@ -585,6 +585,19 @@ static vc_tensor *attention_mla(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, reshape3(g, o, T, 1, nh * dv), l, VC_W_O, NULL);
 }
 
+/* the linear mixers' conv rows under shared prefixes (lin_share_rows's, else the ext rows): rows among the T, each
+ * row's position among them, their count and sequences */
+typedef struct {
+    const int32_t *rows, *own;
+    int64_t T;
+    const int64_t *cu;
+} lin_rows;
+
+static lin_rows conv_rows(const fwd_ctx *f) {
+    return f->lc_rows ? (lin_rows){ f->lc_rows, f->own_lc, f->T_lc, f->cu_lc }
+                      : (lin_rows){ f->ext, f->own, f->T_ext, f->cu_ext };
+}
+
 /* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo-hybrid): q, k, v through a depthwise causal conv and silu, q and k
  * l2-normed (a weightless RMSNorm with eps 1e-6 / dk is sqrt(dk) times FLA's l2norm: k is scaled back, q's
  * 1 / sqrt(dk) becomes 1 / dk), the gated delta rule with beta = sigmoid(b) and decay -exp(A_log) softplus(a +
@@ -611,12 +624,16 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    if (f->ext) { /* shared prefixes: projected once; the conv and the recurrence over each sequence's prefix rows
-                   * gathered in front of its own (the keys' ext rows), its own rows' outputs taken back below */
-        qkv = vc_op_gather_rows(g, qkv, f->T, f->ext, f->T_ext);
-        b = vc_op_gather_rows(g, b, f->T, f->ext, f->T_ext);
-        a = vc_op_gather_rows(g, a, f->T, f->ext, f->T_ext);
-        cu = f->cu_ext;
+    lin_rows r = { NULL, NULL, f->T, cu };
+    if (f->ext) { /* shared prefixes: projected once; the conv over each sequence's prefix rows gathered in front of
+                   * its own, the recurrence over them or from the prefix's tap (ls_rows), its own rows taken back */
+        r = conv_rows(f);
+        qkv = vc_op_gather_rows(g, qkv, f->T, r.rows, r.T);
+        if (!f->ls_rows) {
+            b = vc_op_gather_rows(g, b, f->T, r.rows, r.T);
+            a = vc_op_gather_rows(g, a, f->T, r.rows, r.T);
+        }
+        cu = r.cu;
     }
     vc_tensor *cw = vc_w(m, l, VC_W_LIN_CONV);
     if (c->lin_sep_qkv) { /* q's, k's and v's conv weights stacked */
@@ -626,13 +643,11 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
         cw = cw ? vc_reshape(g, cw, 3, s3) : NULL;
     }
     qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs, ct), c->lin_act);
-    const int32_t *back = f->own;
-    int64_t Tb = f->T_ext;
-    if (f->ext && f->lin_from && !kda) { /* shared starts: the recurrence from each prefix's tap row on */
-        qkv = vc_op_gather_rows(g, qkv, f->T_ext, f->ext2, f->T_ext2);
-        b = vc_op_gather_rows(g, b, f->T_ext, f->ext2, f->T_ext2);
-        a = vc_op_gather_rows(g, a, f->T_ext, f->ext2, f->T_ext2);
-        cu = f->cu_ext2, back = f->own2, Tb = f->T_ext2;
+    if (f->ext && f->ls_rows) { /* shared starts: the recurrence from each prefix's tap row on */
+        qkv = vc_op_gather_rows(g, qkv, f->T_lc, f->ls_of, f->T_ls);
+        b = vc_op_gather_rows(g, b, f->T, f->ls_rows, f->T_ls);
+        a = vc_op_gather_rows(g, a, f->T, f->ls_rows, f->T_ls);
+        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
     }
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
@@ -641,11 +656,11 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
     if (c->lin_beta_scale > 0 && c->lin_beta_scale != 1.0f) beta = vc_op_scale(g, beta, c->lin_beta_scale);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *o = back != f->own ? vc_op_gdn_shared(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
-                                                     (int)dv, 1.0f / (float)dk, 0, f->lin_from)
-                                  : vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk, (int)dv,
-                                              1.0f / (float)dk, 0, rs, rt);
-    if (f->ext) o = vc_op_gather_rows(g, o, Tb, back, f->T);
+    vc_tensor *o = f->ext && f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
+                                                           (int)dv, 1.0f / (float)dk, 0, f->lin_from)
+                                        : vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
+                                                    (int)dv, 1.0f / (float)dk, 0, rs, rt);
+    if (f->ext) o = vc_op_gather_rows(g, o, r.T, r.own, f->T);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
@@ -677,7 +692,8 @@ static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, o, l, VC_W_LIN_OUT, NULL);
 }
 
-/* LFM2's gated short convolution: in_proj into B, C and x; C * conv(B * x) (depthwise, causal, no activation) */
+/* LFM2's gated short convolution: in_proj into B, C and x; C * conv(B * x) (depthwise, causal, no activation); with
+ * shared prefixes computed once but for the conv, which reads each sequence's last K - 1 prefix rows */
 static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_graph *g = f->g;
@@ -688,8 +704,14 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     float **cs = NULL, **rs = NULL;
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
-    vc_tensor *y = vc_op_conv1d_causal(g, vc_op_mul(g, B, x), vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq,
-                                       f->b->cu_seqlens, cs, ct);
+    vc_tensor *bx = vc_op_mul(g, B, x);
+    lin_rows r = { NULL, NULL, f->T, f->b->cu_seqlens };
+    if (f->ext) { /* shared prefixes: the conv over each sequence's last K - 1 prefix rows in front of its own */
+        r = conv_rows(f);
+        bx = vc_op_gather_rows(g, bx, f->T, r.rows, r.T);
+    }
+    vc_tensor *y = vc_op_conv1d_causal(g, bx, vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq, r.cu, cs, ct);
+    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
 }
 
@@ -724,30 +746,30 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
-    const int32_t *back = NULL; /* shared prefixes: each sequence's own rows among the scan's */
-    int64_t Ts = f->T;
+    lin_rows r = { NULL, NULL, f->T, cu }; /* shared prefixes: the scan's rows and each sequence's own among them */
     if (f->ext) {
-        xbc = vc_op_gather_rows(g, xbc, f->T, f->ext, f->T_ext);
-        dt = vc_op_gather_rows(g, dt, f->T, f->ext, f->T_ext);
-        cu = f->cu_ext, back = f->own, Ts = f->T_ext;
+        r = conv_rows(f);
+        xbc = vc_op_gather_rows(g, xbc, f->T, r.rows, r.T);
+        if (!f->ls_rows) dt = vc_op_gather_rows(g, dt, f->T, r.rows, r.T);
+        cu = r.cu;
     }
     xbc = mamba_conv(f, l, xbc, cu, cs, ct);
-    if (f->ext && f->lin_from) { /* the scan from each prefix's tap row on */
-        xbc = vc_op_gather_rows(g, xbc, f->T_ext, f->ext2, f->T_ext2);
-        dt = vc_op_gather_rows(g, dt, f->T_ext, f->ext2, f->T_ext2);
-        cu = f->cu_ext2, back = f->own2, Ts = f->T_ext2;
+    if (f->ext && f->ls_rows) { /* the scan from each prefix's tap row on */
+        xbc = vc_op_gather_rows(g, xbc, f->T_lc, f->ls_of, f->T_ls);
+        dt = vc_op_gather_rows(g, dt, f->T, f->ls_rows, f->T_ls);
+        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
     }
     vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
     vc_tensor *decay = vc_op_gdn_gate(g, dt, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *y = back && back == f->own2
+    vc_tensor *y = f->ext && f->ls_rows
                        ? vc_op_gdn_shared(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1,
                                           f->lin_from)
                        : vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs, rt);
-    int64_t s2[2] = { Ts, I };
+    int64_t s2[2] = { r.T, I };
     y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
-    if (back) y = vc_op_gather_rows(g, y, Ts, back, f->T);
+    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
     vc_tensor *gz = vc_op_act(g, z, VC_ACT_SILU); /* y silu(z), RMS-normed per group before or after, or not */
     if (c->lin_norm != 1) y = vc_op_mul(g, y, gz);
     if (c->lin_norm != 2) {
@@ -790,11 +812,12 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
-/* a linear mixer with shared prefixes (short convolutions, Mamba 1): it runs over each sequence's prefix rows gathered
- * in front of its own (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are
- * not handed on: every member recomputes the prompt in these layers, projections included (Gated DeltaNet, KDA and
- * Mamba 2 gather after their projections and hand the prompt's recurrent state on: linear_attention, mamba2), the
- * other layers compute it once; gradients reach the prompt's rows through the gathers. */
+/* a linear mixer with shared prefixes (Mamba 1): it runs over each sequence's prefix rows gathered in front of its own
+ * (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are not handed on: every
+ * member recomputes the prompt in these layers, projections included (short convolutions, Gated DeltaNet, KDA and
+ * Mamba 2 gather after their projections; all but KDA run only the prompt rows from their recurrence's start, and
+ * the K - 1 before it for their conv: short_conv, linear_attention, mamba2), the other layers compute it once;
+ * gradients reach the prompt's rows through the gathers. */
 static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
     if (!f->ext) return mix(f, l, h);
     const vc_batch *b0 = f->b;
@@ -911,7 +934,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     vc_tensor *a = !c->linear[l] ? (c->mla ? attention_mla(f, l, h) : attention_std(f, l, h))
                    : c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA ? linear_attention(f, l, h) /* (its own) */
                    : c->lin_kind == VC_LIN_MAMBA2 ? mamba2(f, l, h) /* (likewise) */
-                   : lin_mixer(f, l, h, c->lin_kind == VC_LIN_SHORTCONV ? short_conv : mamba1);
+                   : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
+                   : lin_mixer(f, l, h, mamba1);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
@@ -1130,40 +1154,59 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
     return VC_OK;
 }
 
-/* Gated DeltaNet and Mamba 2 with shared prefixes: each sequence whose prefix reaches a tap row starts from the
- * prefix's state there (its convolution still runs over the whole prefix, whose last rows it reads) */
-static vc_status gdn_share_rows(fwd_ctx *f) {
+/* the linear mixers' rows with shared prefixes (f->lc_rows ...): a short convolution reads only the last K - 1 rows
+ * of a sequence's prefix; Gated DeltaNet and Mamba 2 start their recurrence from the prefix's state at its tap row
+ * (the prefix's run keeps it) and their conv reads the K - 1 rows before it. Left NULL (the ext rows) when no prefix
+ * reaches past those rows, and for the other mixers. */
+static vc_status lin_share_rows(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
     const vc_batch *b = f->b;
-    int n = b->n_seq;
-    int64_t drop = 0, *R = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)n, 0);
-    f->lin_from = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)n, 0);
-    if (!R || !f->lin_from) return vc_graph_status(f->g);
+    const int64_t *cu = b->cu_seqlens;
+    int scan = c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_MAMBA2, n = b->n_seq, any = 0;
+    if (!scan && c->lin_kind != VC_LIN_SHORTCONV) return VC_OK;
+    int64_t K1 = c->lin_conv > 1 ? c->lin_conv - 1 : 0, Tc = 0, Ts = 0;
+    int64_t *R = vc_graph_alloc(f->g, sizeof(int64_t) * 2 * (size_t)n, 0), *st = R ? R + n : NULL;
+    int32_t *from = scan ? vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)n, 0) : NULL;
+    if (!R || (scan && !from)) return vc_graph_status(f->g);
+    for (int s = 0; s < n; s++) { /* the recurrence from row R of the prefix, the conv from row st */
+        int32_t p = b->prefix[s];
+        int64_t Lp = p >= 0 ? cu[p + 1] - cu[p] : 0, L = cu[s + 1] - cu[s];
+        R[s] = p < 0 ? 0 : scan ? vc_gdn_shared_tap(Lp) : Lp;
+        st[s] = R[s] > K1 ? R[s] - K1 : 0;
+        if (from) from[s] = R[s] > 0 ? p : -1;
+        any |= st[s] > 0;
+        Tc += Lp - st[s] + L;
+        Ts += Lp - R[s] + L;
+    }
+    if (!any) return VC_OK;
+    int32_t *lc = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(Tc ? Tc : 1), 0);
+    int32_t *olc = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
+    int32_t *ls = scan ? vc_graph_alloc(f->g, sizeof(int32_t) * 2 * (size_t)(Ts ? Ts : 1), 0) : NULL, *lso = NULL;
+    int32_t *ols = scan ? vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0) : NULL;
+    f->cu_lc = vc_graph_alloc(f->g, sizeof(int64_t) * 2 * (size_t)(n + 1), 0);
+    if (!lc || !olc || !f->cu_lc || (scan && (!ls || !ols))) return vc_graph_status(f->g);
+    f->cu_ls = f->cu_lc + n + 1;
+    if (ls) lso = ls + Ts;
+    int64_t rc = 0, rs = 0;
     for (int s = 0; s < n; s++) {
         int32_t p = b->prefix[s];
-        R[s] = p >= 0 ? vc_gdn_shared_tap(b->cu_seqlens[p + 1] - b->cu_seqlens[p]) : 0;
-        f->lin_from[s] = R[s] > 0 ? p : -1;
-        drop += R[s];
+        int64_t Lp = p >= 0 ? cu[p + 1] - cu[p] : 0, L = cu[s + 1] - cu[s];
+        f->cu_lc[s] = rc, f->cu_ls[s] = rs;
+        for (int64_t t = st[s]; t < Lp; t++) lc[rc++] = (int32_t)(cu[p] + t);
+        for (int64_t t = 0; t < L; t++) olc[cu[s] + t] = (int32_t)rc, lc[rc++] = (int32_t)(cu[s] + t);
+        for (int64_t i = f->cu_lc[s] + (R[s] - st[s]); ls && i < rc; i++) ls[rs] = lc[i], lso[rs++] = (int32_t)i;
+        for (int64_t t = 0; ols && t < L; t++) ols[cu[s] + t] = (int32_t)(rs - L + t);
     }
-    if (!drop) { /* (no prefix reaches a tap: every sequence runs its prefix) */
-        f->lin_from = NULL;
-        return VC_OK;
-    }
-    f->T_ext2 = f->T_ext - drop;
-    int32_t *ext2 = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T_ext2 ? f->T_ext2 : 1), 0);
-    int32_t *own2 = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
-    f->cu_ext2 = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n + 1), 0);
-    if (!ext2 || !own2 || !f->cu_ext2) return vc_graph_status(f->g);
-    int64_t r = 0;
-    for (int s = 0; s < n; s++) {
-        int64_t L = b->cu_seqlens[s + 1] - b->cu_seqlens[s];
-        f->cu_ext2[s] = r;
-        for (int64_t e = f->kv_start[s] + R[s]; e < f->kv_start[s] + f->kv_len[s]; e++) ext2[r++] = (int32_t)e;
-        for (int64_t t = 0; t < L; t++) own2[b->cu_seqlens[s] + t] = (int32_t)(r - L + t);
-    }
-    f->cu_ext2[n] = r;
-    f->ext2 = vc_graph_upload(f->g, ext2, sizeof(int32_t) * (size_t)(f->T_ext2 ? f->T_ext2 : 1));
-    f->own2 = vc_graph_upload(f->g, own2, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
-    return f->ext2 && f->own2 ? VC_OK : vc_graph_status(f->g);
+    f->cu_lc[n] = rc, f->cu_ls[n] = rs;
+    f->T_lc = Tc, f->T_ls = Ts, f->lin_from = from;
+    f->lc_rows = vc_graph_upload(f->g, lc, sizeof(int32_t) * (size_t)(Tc ? Tc : 1));
+    f->own_lc = vc_graph_upload(f->g, olc, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
+    if (!f->lc_rows || !f->own_lc) return vc_graph_status(f->g);
+    if (!scan) return VC_OK;
+    f->ls_rows = vc_graph_upload(f->g, ls, sizeof(int32_t) * (size_t)(Ts ? Ts : 1));
+    f->ls_of = vc_graph_upload(f->g, lso, sizeof(int32_t) * (size_t)(Ts ? Ts : 1));
+    f->own_ls = vc_graph_upload(f->g, ols, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
+    return f->ls_rows && f->ls_of && f->own_ls ? VC_OK : vc_graph_status(f->g);
 }
 
 /* b->prefix checked, and the gather rows and key ranges of every layer's shared-prefix attention */
@@ -1208,7 +1251,7 @@ static vc_status prefix_rows(fwd_ctx *f) {
     f->cu_ext[n] = T_ext;
     f->own = vc_graph_upload(f->g, own, sizeof(int32_t) * (size_t)(f->T ? f->T : 1));
     if (!f->own) return vc_graph_status(f->g);
-    return f->m->cfg.lin_kind == VC_LIN_GDN || f->m->cfg.lin_kind == VC_LIN_MAMBA2 ? gdn_share_rows(f) : VC_OK;
+    return lin_share_rows(f);
 }
 
 /* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's

@@ -45,12 +45,13 @@ typedef struct {
      * host), its own rows' outputs taken back from them (own [T] backend memory) */
     int64_t *cu_ext;
     const int32_t *own;
-    /* ... and Gated DeltaNet's recurrence over fewer of them (NULL: all): a sequence whose prefix reaches a tap row
-     * (vc_gdn_shared_tap) starts from the prefix's state there (lin_from [n_seq], host), its ext rows before it left
-     * out (ext2 [T_ext2], backend memory: the ext rows kept; cu_ext2 [n_seq + 1], host; own2 [T]: each row's
-     * position among them) */
-    const int32_t *ext2, *own2;
-    int64_t T_ext2, *cu_ext2;
+    /* ... or, for short convolutions, Gated DeltaNet and Mamba 2 (lin_share_rows; lc_rows NULL: the ext rows), rows of
+     * their own: the conv's (each sequence's prefix rows from the conv's start row on, then its own: lc_rows [T_lc]
+     * their rows among the T, backend memory; cu_lc [n_seq + 1] host; own_lc [T] each row's position among them) and
+     * the recurrence's (from each prefix's tap row vc_gdn_shared_tap on: ls_rows [T_ls] among the T rows, ls_of among
+     * the conv's, cu_ls, own_ls [T]; lin_from [n_seq] host: the prefix a sequence starts from, -1: none) */
+    const int32_t *lc_rows, *own_lc, *ls_rows, *ls_of, *own_ls;
+    int64_t T_lc, T_ls, *cu_lc, *cu_ls;
     int32_t *lin_from;
     float **seq_state;      /* [n_seq] each sequence's linear-attention states (cache or paged), else NULL */
     vc_tensor *mup_vec;     /* Falcon-H1: the multipliers of in_proj's z, x, B, C and dt columns, else NULL */
