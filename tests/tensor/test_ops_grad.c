@@ -169,6 +169,16 @@ static vc_tensor *b_ssd(vc_graph *g, vc_tensor **in) {
     vc_tensor *dt = vc_op_act(g, vc_op_affine_cols(g, in[3], NULL, in[6], 1), VC_ACT_SOFTPLUS);
     return vc_op_gdn(g, in[0], in[1], in[2], gt, dt, 2, cu2, 1, 2, 3, 2, 1.0f, 1, NULL, NULL);
 }
+/* shared starts: the second sequence starts from the first's state at its row 64 (inside its last chunk, or at its
+ * end), the gradient through that state checked too */
+static int64_t cu_sh[2][3] = { { 0, 70, 75 }, { 0, 64, 75 } };
+static int sh_case, sh_nd;
+static vc_tensor *b_gdn_shared(vc_graph *g, vc_tensor **in) {
+    static const int32_t from[2] = { -1, 0 };
+    vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
+    return vc_op_gdn_shared(g, in[0], in[1], in[2], gt, beta, 2, cu_sh[sh_case], 1, 2, 3, 2, sh_nd ? 1.0f : 0.6f, sh_nd,
+                            from);
+}
 /* Kimi Delta Attention: the decay per key channel (a and dt_bias per channel, A_log per head), 2 q/k and value heads */
 static vc_tensor *b_kda(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
@@ -349,6 +359,15 @@ static void run_all(void) {
     make(0, 3, 75, 1, 3, 0.7f); make(1, 3, 75, 1, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 2, 0, 1);
     make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 2, 0, 0, 1);
     check_op("mamba2 scan (no delta)", b_ssd, 7, 1e-2f, 5e-3f);
+    for (sh_nd = 0; sh_nd < 2; sh_nd++)
+        for (sh_case = 0; sh_case < 2; sh_case++) {
+            make(0, 3, 75, 1, 3, 0.7f); make(1, 3, 75, 1, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 2, 0, 1);
+            make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 2, 0, 0, 1);
+            char nm[96];
+            snprintf(nm, sizeof nm, "%s, shared start %s", sh_nd ? "mamba2 scan" : "gated delta rule",
+                     sh_case ? "at the end of the first" : "inside the first's last chunk");
+            check_op(nm, b_gdn_shared, 7, 1e-2f, 5e-3f);
+        }
     make(0, 2, 5, 6, 0, 1); make(1, 1, 2, 0, 0, 1); make(2, 1, 2, 0, 0, 1);
     check_op("affine cols (groups of 3)", b_affine, 3, 1e-2f, 2e-3f);
     act_kind = VC_ACT_SOFTPLUS;
