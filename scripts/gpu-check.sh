@@ -317,7 +317,7 @@ TESTS="$BUILD/tests"
 CUDA_TESTS=""
 for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c)"; done
 # LoRA (dense and routed-expert adapters), router replay, reward models' score head on the GPU
-CUDA_TESTS="$CUDA_TESTS model_test_lora model_test_route model_test_head_gather rl_test_reward_model"
+CUDA_TESTS="$CUDA_TESTS model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model"
 built=0
 configured=0
 # shellcheck disable=SC2086
@@ -363,6 +363,8 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
     env VC_ROUTE_DEVICE=cuda "$TESTS/model_test_route"
 [ -x "$TESTS/model_test_head_gather" ] && step "test_head_gather on cuda (distillation's chunked student head)" 20 \
     env VC_HEAD_DEVICE=cuda "$TESTS/model_test_head_gather"
+[ -x "$TESTS/model_test_share" ] && step "test_share on cuda (Gated DeltaNet's and Mamba 2's shared prompt states)" 20 \
+    env VC_SHARE_DEVICE=cuda VC_SHARE_ALL=1 "$TESTS/model_test_share"
 [ -x "$TESTS/rl_test_reward_model" ] && step "test_reward_model on cuda (score head vs transformers)" 30 \
     env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"
 # The CLI on the GPU: fixture check and the benches.
