@@ -425,6 +425,7 @@ typedef struct vc_sft_config {
     const char *lora_targets; /* model.target_modules: all-linear or names */
     const char *lora_exclude; /* model.exclude_modules: a regular expression over module paths, or NULL */
     const char *lora_params;  /* model.target_parameters (later verl; PEFT's): routed experts / router, or NULL */
+    const char *lora_from;    /* model.lora_adapter_path: the adapters start from this PEFT directory, or NULL */
     int threads;             /* 0: default */
     size_t max_memory;       /* 0: MemAvailable */
     int quiet;

@@ -130,6 +130,11 @@ static vc_status load_inputs(sft_run *r) {
     if ((st = vc_model_load(c->model_dir, &r->model))) return st;
     vc_lora_spec ls = { c->lora_rank, c->lora_alpha, c->lora_targets, c->lora_params, c->lora_exclude, c->seed, 0 };
     if (c->lora_rank > 0 && (st = vc_model_lora_attach(r->model, &ls))) return vc_fail_ctx(st, "model.lora_rank");
+    if (c->lora_from && *c->lora_from) { /* (verl's FSDP engine: PeftModel.from_pretrained over the adapters) */
+        if (c->lora_rank <= 0)
+            return vc_fail(VC_ERR_ARG, "model.lora_adapter_path=%s needs model.lora_rank > 0", c->lora_from);
+        if ((st = vc_model_lora_load(r->model, c->lora_from))) return vc_fail_ctx(st, "model.lora_adapter_path");
+    }
     const vc_model_config *mc = vc_model_cfg(r->model);
     cJSON *kw = NULL;
     if ((st = vc_sft_chat_kwargs(c, &kw))) return st;

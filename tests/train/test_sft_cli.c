@@ -102,6 +102,25 @@ int main(void) {
     CHECK_MSG(cli_file_eq(a, b), "LoRA run: the base weights changed between steps 2 and 6");
     CHECK(sh("python3 -c \"import json,sys; L=[json.loads(l)['train/loss'] for l in open('%2$s/lora/metrics.jsonl') "
              "if 'train/loss' in l]; sys.exit(0 if L[-1] < L[0] else 1)\"%4$s", NULL) == 0);
+    /* model.lora_adapter_path: a run starting from the trained adapters (lr 0: they come back unchanged, bit for bit)
+     * begins below the first run's first loss; without lora_rank, or from a missing directory, it stops naming the key */
+    snprintf(extra, sizeof extra, "--out %s/lora_from lora_rank=8 lora_alpha=16 target_modules=q_proj,v_proj,gate_proj,"
+             "down_proj model.lora_adapter_path=%s/lora/step_6/lora_adapter lr=0 max_steps=1 save_freq=1", TMP, TMP);
+    CHECK(sh(common, extra) == 0);
+    snprintf(a, sizeof a, "%s/lora/step_6/lora_adapter/adapter_model.safetensors", TMP);
+    snprintf(b, sizeof b, "%s/lora_from/step_1/lora_adapter/adapter_model.safetensors", TMP);
+    CHECK_MSG(cli_file_eq(a, b), "adapters loaded from lora_adapter_path and kept by lr 0 differ from the file");
+    CHECK(sh("python3 -c \"import json,sys; f=lambda p: [json.loads(l)['train/loss'] for l in open(p) if 'train/loss' "
+             "in l][0]; sys.exit(0 if f('%2$s/lora_from/metrics.jsonl') < f('%2$s/lora/metrics.jsonl') else 1)\"%4$s",
+             NULL) == 0);
+    CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
+             "--prompt-key question --response-key answer --out %2$s/lora_bad model.lora_adapter_path=%2$s/lora "
+             "threads=1 quiet=1 2> %2$s/log4.txt; test $? -ne 0 && grep -q 'lora_adapter_path.*lora_rank' "
+             "%2$s/log4.txt%4$s", NULL) == 0);
+    CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/train.jsonl "
+             "--prompt-key question --response-key answer --out %2$s/lora_bad lora_rank=8 "
+             "model.lora_adapter_path=%2$s/nowhere threads=1 quiet=1 2> %2$s/log4.txt; test $? -ne 0 && "
+             "grep -q 'lora_adapter_path' %2$s/log4.txt%4$s", NULL) == 0);
     CHECK(sh("%1$s export %2$s/lora --out %2$s/hf_lora > /dev/null%4$s", NULL) == 0);
     CHECK(sh("test -f %2$s/hf_lora/lora_adapter/adapter_config.json%4$s", NULL) == 0);
     /* the merged export moved the targeted projections only */
