@@ -72,7 +72,7 @@ vc_tensor *vc_op_gdn(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_t
                      const int64_t *tabs);
 /* the same without states, where sequence s starts from the state of sequence from[s] (host [n_seq]; -1: from zero;
  * else an earlier sequence with from -1) at that one's row vc_gdn_shared_tap(its length); gradients flow through
- * it. A decay per key channel is refused. */
+ * it. */
 vc_tensor *vc_op_gdn_shared(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, vc_tensor *gt, vc_tensor *beta,
                             int n_seq, const int64_t *cu, int nk, int nv, int dk, int dv, float scale, int no_delta,
                             const int32_t *from);

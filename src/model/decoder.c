@@ -815,9 +815,9 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
 /* a linear mixer with shared prefixes (Mamba 1): it runs over each sequence's prefix rows gathered in front of its own
  * (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are not handed on: every
  * member recomputes the prompt in these layers, projections included (short convolutions, Gated DeltaNet, KDA and
- * Mamba 2 gather after their projections; all but KDA run only the prompt rows from their recurrence's start, and
- * the K - 1 before it for their conv: short_conv, linear_attention, mamba2), the other layers compute it once;
- * gradients reach the prompt's rows through the gathers. */
+ * Mamba 2 gather after their projections and run only the prompt rows from their recurrence's start, and the K - 1
+ * before it for their conv: short_conv, linear_attention, mamba2), the other layers compute it once; gradients reach
+ * the prompt's rows through the gathers. */
 static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
     if (!f->ext) return mix(f, l, h);
     const vc_batch *b0 = f->b;
@@ -1155,14 +1155,15 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
 }
 
 /* the linear mixers' rows with shared prefixes (f->lc_rows ...): a short convolution reads only the last K - 1 rows
- * of a sequence's prefix; Gated DeltaNet and Mamba 2 start their recurrence from the prefix's state at its tap row
+ * of a sequence's prefix; Gated DeltaNet, KDA and Mamba 2 start their recurrence from the prefix's state at its tap row
  * (the prefix's run keeps it) and their conv reads the K - 1 rows before it. Left NULL (the ext rows) when no prefix
  * reaches past those rows, and for the other mixers. */
 static vc_status lin_share_rows(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     const vc_batch *b = f->b;
     const int64_t *cu = b->cu_seqlens;
-    int scan = c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_MAMBA2, n = b->n_seq, any = 0;
+    int scan = c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA || c->lin_kind == VC_LIN_MAMBA2;
+    int n = b->n_seq, any = 0;
     if (!scan && c->lin_kind != VC_LIN_SHORTCONV) return VC_OK;
     int64_t K1 = c->lin_conv > 1 ? c->lin_conv - 1 : 0, Tc = 0, Ts = 0;
     int64_t *R = vc_graph_alloc(f->g, sizeof(int64_t) * 2 * (size_t)n, 0), *st = R ? R + n : NULL;

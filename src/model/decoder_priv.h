@@ -45,8 +45,8 @@ typedef struct {
      * host), its own rows' outputs taken back from them (own [T] backend memory) */
     int64_t *cu_ext;
     const int32_t *own;
-    /* ... or, for short convolutions, Gated DeltaNet and Mamba 2 (lin_share_rows; lc_rows NULL: the ext rows), rows of
-     * their own: the conv's (each sequence's prefix rows from the conv's start row on, then its own: lc_rows [T_lc]
+    /* ... or, for short convolutions, Gated DeltaNet, KDA and Mamba 2 (lin_share_rows; lc_rows NULL: the ext rows),
+     * rows of their own: the conv's (each sequence's prefix rows from the conv's start row on, then its own: lc_rows [T_lc]
      * their rows among the T, backend memory; cu_lc [n_seq + 1] host; own_lc [T] each row's position among them) and
      * the recurrence's (from each prefix's tap row vc_gdn_shared_tap on: ls_rows [T_ls] among the T rows, ls_of among
      * the conv's, cu_ls, own_ls [T]; lin_from [n_seq] host: the prefix a sequence starts from, -1: none) */

@@ -148,10 +148,10 @@ typedef struct vc_gdn_desc {
     /* forward only, optional: cu, the kept-state bases and the state pointers already in backend memory
      * (vc_seq_tabs_fill's words), so a CUDA graph can capture the call; NULL: the backend copies them itself */
     const int64_t *dev_tabs;
-    /* chunked calls only (vc_gdn_chunked), optional (host [n_seq]): sequence s starts, instead of from zero, from the
+    /* calls without states (ckpt > 0), optional (host [n_seq]): sequence s starts, instead of from zero, from the
      * state of the earlier sequence from[s] of the call (one with from -1) at its tap row vc_gdn_tap(); the backward
      * passes the gradient of that start back into it (a shared prompt's state, computed once for every response:
-     * the same bits as each running the prompt's rows from its tap row) */
+     * the same bits as each running the prompt's rows from its tap row, in either form of the recurrence) */
     const int32_t *from;
 } vc_gdn_desc;
 

@@ -116,12 +116,12 @@ static void gdn_bw(vc_graph *g, vc_node *n) {
 int64_t vc_gdn_shared_tap(int64_t L) { return vc_gdn_tap(L, GDN_CKPT); }
 
 /* from (shared starts) checked: an earlier sequence with from -1, or -1; 0 (graph failed) otherwise */
-static int from_ok(vc_graph *g, int n_seq, const int32_t *from, int gk) {
+static int from_ok(vc_graph *g, int n_seq, const int32_t *from) {
     for (int s = 0; from && s < n_seq; s++) {
         int p = from[s];
-        if (p < -1 || p >= s || (p >= 0 && from[p] != -1) || (p >= 0 && gk)) {
-            vc_fail(VC_ERR_ARG, "gated delta rule: sequence %d cannot start from sequence %d (%s)", s, p,
-                    gk ? "a decay per key channel has no shared starts" : "an earlier one starting from zero");
+        if (p < -1 || p >= s || (p >= 0 && from[p] != -1)) {
+            vc_fail(VC_ERR_ARG, "gated delta rule: sequence %d cannot start from sequence %d (only from an earlier one "
+                    "starting from zero)", s, p);
             vc_graph_fail(g, VC_ERR_ARG);
             return 0;
         }
@@ -145,7 +145,7 @@ static vc_tensor *gdn_op(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, 
     }
     vc_tensor *in[5] = { q, k, v, gt, beta };
     int rec = records(g, 5, in);
-    if (stateful_grad(g, rec, states, "gated delta rule") || !from_ok(g, n_seq, from, gk)) return NULL;
+    if (stateful_grad(g, rec, states, "gated delta rule") || !from_ok(g, n_seq, from)) return NULL;
     int64_t shape[3] = { T, nv, dv };
     vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
     vc_gdn_desc *d = vc_graph_alloc(g, sizeof *d, 0);

@@ -396,16 +396,18 @@ static void gdn_batch_bits(int no_delta) {
 }
 
 /* shared starts (vc_gdn_desc.from): sequences starting from an earlier one's state at its tap row (inside its last
- * chunk, and at its end), forward and backward against the CPU, the backward twice (the same bits) */
-static void gdn_share_case(const int64_t *len, const int32_t *from, int ns, int no_delta) {
+ * chunk, and at its end), forward and backward against the CPU, the backward twice (the same bits); in the chunked
+ * form and the recurrence (as the caller's VERLC_GDN_RECURRENCE says: the CPU's chunked form the reference of both) */
+static void gdn_share_case(const int64_t *len, const int32_t *from, int ns, int no_delta, int gk) {
     printf("%s with shared starts: %d sequences, the first of %lld rows (tap %lld)\n",
-           no_delta ? "SSD scan" : "gated delta rule", ns, (long long)len[0], (long long)vc_gdn_tap(len[0], 64));
+           no_delta ? "SSD scan" : gk ? "delta rule with a per-channel decay" : "gated delta rule", ns,
+           (long long)len[0], (long long)vc_gdn_tap(len[0], 64));
     const int nk = 1, nv = 2, dk = 32, dv = 48;
     int64_t *cu = cu_of(len, ns), T = cu[ns];
-    gdn_in in = gdn_inputs(T, nk, nv, dk, dv, 0);
+    gdn_in in = gdn_inputs(T, nk, nv, dk, dv, gk);
     size_t no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv), SS = (size_t)nv * dk * dv;
     vc_gdn_desc d = { .n_seq = ns, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
-                      .no_delta = no_delta, .ckpt = 64, .from = from };
+                      .no_delta = no_delta, .gk = gk, .ckpt = 64, .from = from };
     size_t nsv = (size_t)vc_gdn_saved(&d) * SS;
     float *o = hbuf(no), *sv = hbuf(nsv), *go = dup_f(o, no), *gsv = dup_f(sv, nsv);
     C->gdn_fwd(o, sv, in.q, in.k, in.v, in.g, in.beta, &d);
@@ -413,14 +415,15 @@ static void gdn_share_case(const int64_t *len, const int32_t *from, int ns, int 
     cmp("shared starts: o", go, o, no, TOL);
     cmp("shared starts: kept states", gsv, sv, nsv, TOL);
     float *dout = hrand(no, 1), *gdout = dup_f(dout, no), *h5[5], *g5[2][5];
-    size_t n5[5] = { nq, nq, no, nh, nh };
+    size_t n5[5] = { nq, nq, no, nh * (gk ? (size_t)dk : 1), nh };
     for (int i = 0; i < 5; i++) {
         h5[i] = hrand(n5[i], 1);
         for (int r = 0; r < 2; r++) g5[r][i] = dup_f(h5[i], n5[i]);
     }
     C->gdn_bwd(h5[0], h5[1], h5[2], h5[3], h5[4], dout, sv, in.q, in.k, in.v, in.g, in.beta, &d);
     for (int r = 0; r < 2; r++)
-        G->gdn_bwd(g5[r][0], g5[r][1], g5[r][2], g5[r][3], g5[r][4], gdout, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &d);
+        G->gdn_bwd(g5[r][0], g5[r][1], g5[r][2], g5[r][3], g5[r][4], gdout, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta,
+                   &d);
     static const char *nm[5] = { "shared starts: dq", "shared starts: dk", "shared starts: dv", "shared starts: dg",
                                  "shared starts: dbeta" };
     for (int i = 0; i < 5; i++) cmp(nm[i], g5[0][i], h5[i], n5[i], TOL);
@@ -444,15 +447,19 @@ static void test_gdn(void) {
             gdn_case("dk past the products' tallest tile (256 rows)", 1, 2, 300, 40, len2, 2, 4, nd, 0);
         }
         gdn_case("Qwen3.5's head size, chunks of 64 rows", 1, 2, 128, 128, len5, 2, 64, 0, 0);
+        static const int64_t sl1[4] = { 150, 30, 70, 20 }, sl2[3] = { 128, 10, 5 };
+        static const int32_t sf1[4] = { -1, 0, 0, -1 }, sf2[3] = { -1, 0, 0 };
+        for (int nd = 0; nd < 2; nd++) {
+            gdn_share_case(sl1, sf1, 4, nd, 0);
+            gdn_share_case(sl2, sf2, 3, nd, 0);
+        }
+        if (rec) { /* Kimi Delta Attention (the recurrence's only) */
+            gdn_share_case(sl1, sf1, 4, 0, 1);
+            gdn_share_case(sl2, sf2, 3, 0, 1);
+        }
     }
     gdn_batch_bits(0);
     gdn_batch_bits(1);
-    static const int64_t sl1[4] = { 150, 30, 70, 20 }, sl2[3] = { 128, 10, 5 };
-    static const int32_t sf1[4] = { -1, 0, 0, -1 }, sf2[3] = { -1, 0, 0 };
-    for (int nd = 0; nd < 2; nd++) {
-        gdn_share_case(sl1, sf1, 4, nd);
-        gdn_share_case(sl2, sf2, 3, nd);
-    }
     unsetenv("VERLC_GDN_RECURRENCE");
     gdn_case("states in shared memory", 3, 3, 8, 8, len1, 3, 4, 0, 1);
     gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);

@@ -4,8 +4,9 @@
  * member whose prompt differs after 3 tokens, and a sequence on its own) gives the same log-probs of every
  * response token and the same weight gradients when each group's prompt is computed once, to float
  * rounding, also with the LM head on the response positions only (vc_model_logprobs_rows: the others 0); the
- * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet and Mamba 2
- * models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's state at row 128. */
+ * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet, KDA and
+ * Mamba 2 models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's state at row
+ * 128. */
 #include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
@@ -114,11 +115,11 @@ static void linear_model(int i) {
     }
     CHECK_OK(vc_model_enable_grad(m));
     check_model(m, 100 + i);
-    if (i < 2 || (i >= 4 && i <= 6)) long_prompts(i); /* Gated DeltaNet, Mamba 2 */
+    if (i < 3 || (i >= 4 && i <= 6)) long_prompts(i); /* Gated DeltaNet, KDA, Mamba 2 */
 }
 
-/* Gated DeltaNet or Mamba 2 (LINEAR[i]): prompts whose members start from the prompt's state (row 128 inside its last chunk, and
- * at its end) */
+/* Gated DeltaNet, KDA or Mamba 2 (LINEAR[i]): prompts whose members start from the prompt's state (row 128 inside its
+ * last chunk, and at its end) */
 static void long_prompts(int i) {
     char root[512], dir[700];
     snprintf(dir, sizeof dir, "%s/%s", vc_test_model_root(1, root, sizeof root), LINEAR[i]);
@@ -180,7 +181,7 @@ int main(void) {
         on_device = 1;
         long_prompts(4); /* Mamba 2; with VC_SHARE_ALL=1 Qwen3-Next's Gated DeltaNet too (the ops' own CUDA tests
                           * check both on shared starts) */
-        if (getenv("VC_SHARE_ALL")) long_prompts(0);
+        if (getenv("VC_SHARE_ALL")) long_prompts(0), long_prompts(2);
         return vc_test_done();
     }
     for (int k = 0; k < N_RANDOM_CONFIGS; k++) one_model(k);

@@ -184,6 +184,12 @@ static vc_tensor *b_kda(vc_graph *g, vc_tensor **in) {
     vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
     return vc_op_gdn(g, in[0], in[1], in[2], gt, beta, 2, cu2, 2, 2, 3, 2, 0.6f, 0, NULL, NULL);
 }
+/* ... with the second sequence starting from the first's state at its row 64 (the recurrence's shared starts) */
+static vc_tensor *b_kda_shared(vc_graph *g, vc_tensor **in) {
+    static const int32_t from[2] = { -1, 0 };
+    vc_tensor *gt = vc_op_gdn_gate(g, in[3], in[5], in[6]), *beta = vc_op_act(g, in[4], VC_ACT_SIGMOID);
+    return vc_op_gdn_shared(g, in[0], in[1], in[2], gt, beta, 2, cu_sh[0], 2, 2, 3, 2, 0.6f, 0, from);
+}
 /* Mamba 1's selective scan: dt = softplus(a) > 0, 5 channels, state 3, over 2 sequences (5 and 300 rows: past one
  * kept state, every 256 rows) */
 static int64_t cu_ssm[3] = { 0, 5, 305 };
@@ -383,6 +389,9 @@ static void run_all(void) {
     make(0, 3, 75, 2, 3, 0.7f); make(1, 3, 75, 2, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 6, 0, 1);
     make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 6, 0, 0, 1);
     check_op("delta rule, decay per key channel", b_kda, 7, 1e-2f, 5e-3f);
+    make(0, 3, 75, 2, 3, 0.7f); make(1, 3, 75, 2, 3, 0.7f); make(2, 3, 75, 2, 2, 1); make(3, 2, 75, 6, 0, 1);
+    make(4, 2, 75, 2, 0, 2); make(5, 1, 2, 0, 0, 1); make(6, 1, 6, 0, 0, 1);
+    check_op("delta rule, decay per key channel, shared start", b_kda_shared, 7, 1e-2f, 5e-3f);
     make(0, 2, 305, 5, 0, 1); make(1, 2, 305, 5, 0, 1); make(2, 2, 5, 3, 0, 0.5f); make(3, 2, 305, 3, 0, 0.7f);
     make(4, 2, 305, 3, 0, 0.7f);
     check_op("selective scan (mamba 1)", b_ssm, 5, 1e-2f, 5e-3f);

@@ -41,7 +41,8 @@ static const float *gate_at(const gdn_ctx *c, int64_t t, int h) {
 static void gdn_fwd_task(void *p, int64_t task) {
     gdn_ctx *c = p;
     const vc_gdn_desc *d = c->d;
-    int s = (int)(task / d->n_v_head), h = (int)(task % d->n_v_head), kh = h / (d->n_v_head / d->n_k_head);
+    int64_t i = task / d->n_v_head;
+    int s = c->seqs ? c->seqs[i] : (int)i, h = (int)(task % d->n_v_head), kh = h / (d->n_v_head / d->n_k_head);
     int dk = d->dk, dv = d->dv;
     int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], t1 = d->cu[s + 1];
     float *S = vc_cpu_scratch((size_t)(SS + dv), sizeof(float), 1), *tmp = S ? S + SS : NULL;
@@ -50,29 +51,35 @@ static void gdn_fwd_task(void *p, int64_t task) {
         return;
     }
     float *st = d->state && d->state[s] ? d->state[s] + h * SS : NULL;
-    if (st) memcpy(S, st, sizeof(float) * (size_t)SS);
+    /* shared starts (d->from): the tapped state of sequence from[s]; this sequence's own tap at row R */
+    const float *init = d->from && d->from[s] >= 0 ? c->tap + ((int64_t)c->tap_of[d->from[s]] * d->n_v_head + h) * SS
+                                                   : NULL;
+    float *tap = c->tap_of && c->tap_of[s] >= 0 ? c->tap + ((int64_t)c->tap_of[s] * d->n_v_head + h) * SS : NULL;
+    int64_t R = tap ? vc_gdn_tap(t1 - t0, d->ckpt) : -1;
+    if (st || init) memcpy(S, st ? st : init, sizeof(float) * (size_t)SS);
     for (int64_t t = t0; t < t1; t++) {
+        if (tap && t - t0 == R) memcpy(tap, S, sizeof(float) * (size_t)SS);
         if (c->saved && (t - t0) % d->ckpt == 0)
             memcpy(c->saved + ((c->base[s] + (t - t0) / d->ckpt) * d->n_v_head + h) * SS, S, sizeof(float) * (size_t)SS);
         gdn_step(S, c->q + (t * d->n_k_head + kh) * dk, c->k + (t * d->n_k_head + kh) * dk, c->v + (t * d->n_v_head + h) * dv,
                  gate_at(c, t, h), d->gk, c->beta[t * d->n_v_head + h], d->scale, c->o + (t * d->n_v_head + h) * dv,
                  dk, dv, tmp, d->no_delta);
     }
+    if (tap && R == t1 - t0) memcpy(tap, S, sizeof(float) * (size_t)SS);
     if (st) memcpy(st, S, sizeof(float) * (size_t)SS);
     free(S);
 }
 
 int vc_cpu_gdn_recurrence_only;
 
-/* VERLC_GDN_RECURRENCE=1: the token-by-token recurrence in training too (comparisons; not for shared starts, which
- * only the chunked form takes) */
+/* VERLC_GDN_RECURRENCE=1: the token-by-token recurrence in training too (comparisons) */
 static int chunked(const vc_gdn_desc *d) {
     static int env = -1;
     if (env < 0) {
         const char *e = getenv("VERLC_GDN_RECURRENCE");
         env = e && *e && strcmp(e, "0");
     }
-    return vc_gdn_chunked(d) && (d->from || (!vc_cpu_gdn_recurrence_only && !env));
+    return vc_gdn_chunked(d) && !vc_cpu_gdn_recurrence_only && !env;
 }
 
 static void chunk_fwd_task(void *p, int64_t task) {
@@ -119,16 +126,17 @@ void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
     int64_t *base = saved ? saved_bases(d) : NULL;
     if (saved && !base) return;
     gdn_ctx c = { .d = d, .o = o, .saved = saved, .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    if (d->from && chunked(d)) { /* the tapped sequences first, then those starting from their taps */
+    if (d->from) { /* the tapped sequences first, then those starting from their taps */
+        void (*task)(void *, int64_t) = chunked(d) ? chunk_fwd_task : gdn_fwd_task;
         int n = d->n_seq, n0 = 0, *tap_of = vc_cpu_scratch(2 * (size_t)n, sizeof(int), 0), *seqs = tap_of + n;
         int nt = tap_of ? share_passes(d, tap_of, seqs, &n0) : 0;
         if (nt < 0) vc_cpu_fault(SHARE_BAD);
         c.tap = nt > 0 ? vc_cpu_scratch((size_t)nt * d->n_v_head * d->dk * d->dv, sizeof(float), 0) : NULL;
         if (nt >= 0 && (c.tap || !nt)) {
             c.tap_of = tap_of, c.seqs = seqs;
-            vc_parallel((int64_t)n0 * d->n_v_head, chunk_fwd_task, &c);
+            vc_parallel((int64_t)n0 * d->n_v_head, task, &c);
             c.seqs = seqs + n0;
-            vc_parallel((int64_t)(n - n0) * d->n_v_head, chunk_fwd_task, &c);
+            vc_parallel((int64_t)(n - n0) * d->n_v_head, task, &c);
         }
         free(c.tap);
         free(tap_of);
@@ -191,7 +199,11 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
     int64_t SS = (int64_t)dk * dv, t0 = d->cu[s], L = d->cu[s + 1] - t0, C = d->ckpt;
     float *dS = buf, *Sp = dS + SS, *tmp = Sp + SS, *dd = tmp + dv, *gq = dd + dv, *gk = gq + dk, *hist = gk + dk;
     if (L == 0) return; /* no kept state either */
-    memset(dS, 0, sizeof(float) * (size_t)SS);
+    /* shared starts: the gradient reaching this sequence's tap row R from the sequences starting there */
+    const float *dtap = c->tap_of && c->tap_of[s] >= 0 ? c->tap + ((int64_t)c->tap_of[s] * nv + h) * SS : NULL;
+    int64_t R = vc_gdn_tap(L, C);
+    if (dtap && R == L) memcpy(dS, dtap, sizeof(float) * (size_t)SS);
+    else memset(dS, 0, sizeof(float) * (size_t)SS);
     for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
         int64_t n = L - c0 < C ? L - c0 : C;
         memcpy(hist, c->csaved + ((c->base[s] + c0 / C) * nv + h) * SS, sizeof(float) * (size_t)SS);
@@ -238,13 +250,17 @@ static void gdn_bwd_head(gdn_ctx *c, int s, int h, float *buf) {
             if (c->dg && !d->gk) c->dg[t * nv + h] += dgs;
             if (c->dbeta) c->dbeta[t * nv + h] += dbeta;
         }
+        for (int64_t e = 0; dtap && c0 == R && e < SS; e++) dS[e] += dtap[e];
     }
+    if (c->dinit && d->from[s] >= 0) /* the gradient of its starting state */
+        memcpy(c->dinit + ((int64_t)s * nv + h) * SS, dS, sizeof(float) * (size_t)SS);
 }
 
 static void gdn_bwd_task(void *p, int64_t task) {
     gdn_ctx *c = p;
     const vc_gdn_desc *d = c->d;
-    int s = (int)(task / d->n_k_head), kh = (int)(task % d->n_k_head), r = d->n_v_head / d->n_k_head;
+    int64_t i = task / d->n_k_head;
+    int s = c->seqs ? c->seqs[i] : (int)i, kh = (int)(task % d->n_k_head), r = d->n_v_head / d->n_k_head;
     int64_t SS = (int64_t)d->dk * d->dv;
     float *buf = vc_cpu_scratch(sizeof(float) * (size_t)(SS * (2 + d->ckpt) + 2 * d->dv + 2 * d->dk), 1, 0);
     if (!buf) {
@@ -266,16 +282,17 @@ static void share_bwd(gdn_ctx *c) {
     float *dinit = nt > 0 ? vc_cpu_scratch((size_t)n * SH, sizeof(float), 1) : NULL;
     c->dinit = dinit;
     c->tap = nt > 0 ? vc_cpu_scratch((size_t)nt * SH, sizeof(float), 1) : NULL;
+    void (*task)(void *, int64_t) = chunked(d) ? chunk_bwd_task : gdn_bwd_task;
     if (nt >= 0 && ((dinit && c->tap) || !nt)) {
         c->seqs = seqs + n0;
-        vc_parallel((int64_t)(n - n0) * d->n_k_head, chunk_bwd_task, c);
+        vc_parallel((int64_t)(n - n0) * d->n_k_head, task, c);
         for (int s = 0; s < n; s++) /* (sequence order: the same sums on any thread count) */
             if (d->from[s] >= 0) {
                 float *t = c->tap + (size_t)tap_of[d->from[s]] * SH, *x = dinit + (size_t)s * SH;
                 for (size_t e = 0; e < SH; e++) t[e] += x[e];
             }
         c->tap_of = tap_of, c->seqs = seqs, c->dinit = NULL;
-        vc_parallel((int64_t)n0 * d->n_k_head, chunk_bwd_task, c);
+        vc_parallel((int64_t)n0 * d->n_k_head, task, c);
     }
     free(c->tap);
     free(dinit);
@@ -289,7 +306,7 @@ void vc_cpu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, co
     if (!base) return;
     gdn_ctx c = { .d = d, .dq = dq, .dk = dk, .dv = dv, .dg = dg, .dbeta = dbeta, .dout = dout, .csaved = saved,
                   .q = q, .k = k, .v = v, .g = g, .beta = beta, .base = base };
-    if (d->from && chunked(d))
+    if (d->from)
         share_bwd(&c);
     else
         vc_parallel((int64_t)d->n_seq * d->n_k_head, chunked(d) ? chunk_bwd_task : gdn_bwd_task, &c);

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #define GT 256                          /* threads of the elementwise kernels */
-#define GDN_FROM_UNSUPPORTED "shared starts (from) need the chunked form (chunks of at most 128 rows)"
 #define GDN_SMEM_MAX (200 * 1024)       /* dynamic shared memory past which states live in global scratch */
 #define GDN_HIST_BUDGET ((size_t)512 << 20) /* backward: scratch for the recomputed states of the resident blocks */
 #define GRID_LOOP(i, n) \
@@ -87,7 +86,17 @@ struct gdn_fwd_args {
     int64_t ckpt;
     int no_delta; /* 1: delta = beta v (no kv = S^T k) */
     int gk;       /* 1: g per key channel [T, nv, dk] (row a of S decays by exp(g[a])) */
+    /* shared starts (d->from; vc_cu_gdn_share_setup): from and tap_of [n_seq] backend memory, tap [n_tap, nv, dk, dv];
+     * pass: the sequences starting from zero (0) or from a tap (1) */
+    const int *from, *tap_of;
+    float *tap;
+    int pass;
 };
+
+/* the tapped state (or its gradient) of sequence s, value head h (dk dv SS floats), or NULL */
+__device__ float *gdn_tap(const int *tap_of, float *tap, int s, int nv, int h, int64_t SS) {
+    return tap_of && s >= 0 && tap_of[s] >= 0 ? tap + ((int64_t)tap_of[s] * nv + h) * SS : NULL;
+}
 
 /* row t's log decay for value head h, key channel a (one per head unless gk) */
 __device__ __forceinline__ float gdn_g(const float *g, int gk, int64_t t, int nv, int h, int dk, int a) {
@@ -99,8 +108,13 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
     const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv;
     const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], t1 = p.tab.cu[s + 1];
     float *st = p.tab.state[s] ? p.tab.state[s] + h * SS : NULL;
-    for (int a = 0; a < dk; a++) S[a * dv + j] = st ? st[a * dv + j] : 0.0f;
+    const float *init = p.from && p.from[s] >= 0 ? gdn_tap(p.tap_of, p.tap, p.from[s], p.nv, h, SS) : NULL;
+    float *tap = gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS);
+    int64_t R = tap ? (t1 - t0) / p.ckpt * p.ckpt : -1; /* (its tap row) */
+    for (int a = 0; a < dk; a++) S[a * dv + j] = st ? st[a * dv + j] : init ? init[a * dv + j] : 0.0f;
     for (int64_t t = t0; t < t1; t++) {
+        if (tap && t - t0 == R)
+            for (int a = 0; a < dk; a++) tap[a * dv + j] = S[a * dv + j];
         if (p.saved && (t - t0) % p.ckpt == 0) {
             float *sv = p.saved + ((p.tab.base[s] + (t - t0) / p.ckpt) * p.nv + h) * SS;
             for (int a = 0; a < dk; a++) sv[a * dv + j] = S[a * dv + j];
@@ -120,6 +134,8 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
         }
         if (p.o) p.o[(t * p.nv + h) * dv + j] = y;
     }
+    if (tap && R == t1 - t0)
+        for (int a = 0; a < dk; a++) tap[a * dv + j] = S[a * dv + j];
     if (st)
         for (int a = 0; a < dk; a++) st[a * dv + j] = S[a * dv + j];
 }
@@ -127,6 +143,7 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
 __global__ void k_gdn_fwd(gdn_fwd_args p) {
     extern __shared__ float gdn_sh[];
     int s = blockIdx.x / p.nv, h = blockIdx.x % p.nv;
+    if (p.from && (p.from[s] >= 0) != p.pass) return; /* (another pass's sequence) */
     float *S = p.work ? p.work + (int64_t)blockIdx.x * p.dk * p.dv : gdn_sh;
     for (int j = threadIdx.x; j < p.dv; j += blockDim.x) gdn_fwd_col(p, S, s, h, j);
 }
@@ -139,23 +156,30 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
         vc_cu_gdn_chunk_fwd(o, saved, q, k, v, g, beta, d);
         return;
     }
-    if (d->from) {
-        vc_cu_fail(VC_ERR_UNSUPPORTED, op, GDN_FROM_UNSUPPORTED);
-        return;
-    }
     gdn_fwd_args p = { {}, q, k, v, g, beta, o, saved, NULL, d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale,
-                       d->ckpt, d->no_delta, d->gk };
+                       d->ckpt, d->no_delta, d->gk, NULL, NULL, NULL, 0 };
     void *tabs = NULL;
     if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, &tabs, op)) return;
+    if (vc_cu_gdn_share_setup(d, &p.from, &p.tap_of, &p.tap, op) < 0) {
+        vc_cu_scratch_free((void *)p.from);
+        vc_cu_scratch_free(tabs);
+        return;
+    }
     int64_t blocks = (int64_t)d->n_seq * d->n_v_head;
     size_t sbytes = (size_t)d->dk * d->dv * sizeof(float), sh = sbytes <= GDN_SMEM_MAX ? sbytes : 0;
     if (!sh) p.work = (float *)vc_cu_scratch(sbytes * (size_t)blocks, op);
     if (sh || p.work) {
         cudaFuncSetAttribute(k_gdn_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
         k_gdn_fwd<<<(unsigned)blocks, state_threads(d->dv), sh, vc_cu_stream()>>>(p);
+        if (p.from) { /* then the sequences starting from the taps the first pass kept */
+            p.pass = 1;
+            k_gdn_fwd<<<(unsigned)blocks, state_threads(d->dv), sh, vc_cu_stream()>>>(p);
+        }
         vc_cu_end(op);
     }
     vc_cu_scratch_free(p.work);
+    vc_cu_scratch_free((void *)p.from);
+    vc_cu_scratch_free(p.tap);
     vc_cu_scratch_free(tabs);
 }
 
@@ -171,6 +195,11 @@ struct gdn_bwd_args {
     int64_t ckpt, hmax;
     int no_delta; /* 1: delta = beta v, so no kv term: dd = 0 */
     int gk;       /* 1: g per key channel: e and dg per row a of the state */
+    /* shared starts: from, tap_of (as the forward's), tap the gradients reaching the taps, dinit [n_seq, nv, dk, dv]
+     * the gradients of the starts of the sequences with from >= 0; pass as the forward's */
+    const int *from, *tap_of;
+    float *tap, *dinit;
+    int pass;
 };
 
 /* one block's buffers: vectors over the columns (shared memory), Sp and dS [dk, dv + 1], the recomputed states */
@@ -286,16 +315,23 @@ __device__ void gdn_bwd_token(const gdn_bwd_args &p, const gdn_blk &b, const flo
 /* value head h over sequence s, stretch by stretch from the last */
 __device__ void gdn_bwd_task(const gdn_bwd_args &p, const gdn_blk &b, int s, int h) {
     const int dk = p.dk, dv = p.dv, ld = dv + 1;
-    const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0, C = p.ckpt;
+    const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0, C = p.ckpt, R = L / C * C;
     if (L <= 0) return;
+    const float *dtap = gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS); /* (shared starts: the gradient at its tap row) */
     for (int j = threadIdx.x; j < dv; j += blockDim.x)
-        for (int a = 0; a < dk; a++) b.dS[a * ld + j] = 0;
+        for (int a = 0; a < dk; a++) b.dS[a * ld + j] = dtap && R == L ? dtap[a * dv + j] : 0.0f;
     for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {
         int64_t n = L - c0 < C ? L - c0 : C;
         const float *kept = p.saved + ((p.tab.base[s] + c0 / C) * p.nv + h) * SS;
         for (int j = threadIdx.x; j < dv; j += blockDim.x) gdn_recompute_col(p, kept, b.hist, s, h, c0, n, j);
         for (int64_t i = n - 1; i >= 0; i--) gdn_bwd_token(p, b, i ? b.hist + (i - 1) * SS : kept, t0 + c0 + i, h);
+        if (dtap && c0 == R) /* (columns as their owners wrote them: no barrier) */
+            for (int j = threadIdx.x; j < dv; j += blockDim.x)
+                for (int a = 0; a < dk; a++) b.dS[a * ld + j] += dtap[a * dv + j];
     }
+    if (p.dinit && p.from[s] >= 0) /* the gradient of its starting state */
+        for (int j = threadIdx.x; j < dv; j += blockDim.x)
+            for (int a = 0; a < dk; a++) p.dinit[((int64_t)s * p.nv + h) * SS + a * dv + j] = b.dS[a * ld + j];
 }
 
 #undef GDN_E
@@ -313,8 +349,10 @@ __global__ void k_gdn_bwd(gdn_bwd_args p) {
     b.Sp = p.work ? p.work + (int64_t)blockIdx.x * 2 * dk * (dv + 1) : b.dg + dv;
     b.dS = b.Sp + dk * (dv + 1);
     b.hist = p.hist ? p.hist + (int64_t)blockIdx.x * (p.hmax - 1) * dk * dv : NULL;
-    for (int64_t task = blockIdx.x; task < (int64_t)p.n_seq * p.nv; task += gridDim.x)
-        gdn_bwd_task(p, b, (int)(task / p.nv), (int)(task % p.nv));
+    for (int64_t task = blockIdx.x; task < (int64_t)p.n_seq * p.nv; task += gridDim.x) {
+        int s = (int)(task / p.nv);
+        if (!p.from || (p.from[s] >= 0) == p.pass) gdn_bwd_task(p, b, s, (int)(task % p.nv));
+    }
 }
 
 /* dst[t, kh, a] += part[t, kh * rep + m, a], m ascending (a q/k head's value heads in order), rows [r0, r0 + rows) */
@@ -369,21 +407,31 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
         vc_cu_gdn_chunk_bwd(dq, dk, dv, dg, dbeta, dout, saved, q, k, v, g, beta, d);
         return;
     }
-    if (d->from) {
-        vc_cu_fail(VC_ERR_UNSUPPORTED, op, GDN_FROM_UNSUPPORTED);
-        return;
-    }
     gdn_bwd_args p = { {}, q, k, v, g, beta, dout, saved, NULL, NULL, dv, dg, dbeta, NULL, NULL, d->n_seq,
-                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta, d->gk };
+                       d->n_k_head, d->n_v_head, d->dk, d->dv, d->scale, d->ckpt, 1, d->no_delta, d->gk,
+                       NULL, NULL, NULL, NULL, 0 };
     void *tabs = vc_cu_upload_tabs(d->n_seq, d->cu, d->ckpt, NULL, &p.tab, op);
     if (!tabs) return;
-    size_t sh = 0;
+    size_t sh = 0, SH = (size_t)d->n_v_head * d->dk * d->dv;
     int64_t grid = gdn_bwd_scratch(&p, d, dq != NULL, dk != NULL, &sh, op);
-    if (grid > 0) {
+    int nt = grid > 0 ? vc_cu_gdn_share_setup(d, &p.from, &p.tap_of, &p.tap, op) : -1;
+    float *dinit = nt > 0 ? (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)d->n_seq, op) : NULL;
+    if (nt > 0 && (!dinit || !vc_cu_ok(cudaMemsetAsync(dinit, 0, sizeof(float) * SH * (size_t)d->n_seq,
+                                                       vc_cu_stream()), op)))
+        nt = -1;
+    p.dinit = dinit;
+    if (nt >= 0) {
         int64_t r0 = d->cu[0], rows = d->cu[d->n_seq] - r0;
         int rep = d->n_v_head / d->n_k_head;
+        unsigned th = state_threads(d->dk > d->dv ? d->dk : d->dv);
         cudaFuncSetAttribute(k_gdn_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
-        k_gdn_bwd<<<(unsigned)grid, state_threads(d->dk > d->dv ? d->dk : d->dv), sh, vc_cu_stream()>>>(p);
+        if (p.from) { /* the sequences starting from taps first, their starts' gradients summed per tap */
+            p.pass = 1;
+            k_gdn_bwd<<<(unsigned)grid, th, sh, vc_cu_stream()>>>(p);
+            vc_cu_gdn_tap_sum(p.tap, p.dinit, p.from, p.tap_of, d->n_seq, nt, (int64_t)SH);
+            p.pass = 0, p.dinit = NULL;
+        }
+        k_gdn_bwd<<<(unsigned)grid, th, sh, vc_cu_stream()>>>(p);
         if (dq) vc_cu_gdn_head_sum(dq, p.pq, r0, rows, d->n_k_head, rep, d->dk);
         if (dk) vc_cu_gdn_head_sum(dk, p.pk, r0, rows, d->n_k_head, rep, d->dk);
         vc_cu_end(op);
@@ -392,6 +440,9 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     vc_cu_scratch_free(p.pk);
     vc_cu_scratch_free(p.hist);
     vc_cu_scratch_free(p.work);
+    vc_cu_scratch_free((void *)p.from);
+    vc_cu_scratch_free(p.tap);
+    vc_cu_scratch_free(dinit);
     vc_cu_scratch_free(tabs);
 }
 

@@ -392,7 +392,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         int64_t task = gi * p.nv + c.h;
         float *dSk = p.dS + task * SS, *dD = p.U + task * p.C * dv + c.j0;
         const float *dO = p.dout + x.t0 * ((int64_t)p.nv * dv) + (int64_t)c.h * dv + c.j0;
-        for (int e = threadIdx.x; e < dk * c.cn; e += blockDim.x) dSk[e / c.cn * dv + c.j0 + e % c.cn] = sh.S[e / c.cn * cw + e % c.cn];
+        ck_cols_out(dSk, sh.S, dk, dv, cw, c.j0, c.cn);
         ck_decays(p, x, c.h, sh.G, NULL);
         ck_rows_sh(p, sh, x, c.h, c0 > 0 || start);
         bmm(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
@@ -411,19 +411,6 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         }
     }
     if (start) ck_cols_out(p.dinit + ((int64_t)c.s * p.nv + c.h) * SS, sh.S, dk, dv, cw, c.j0, c.cn);
-}
-
-/* the gradients reaching each tap: tap[tap_of[p]] = the sum over the sequences s starting from p, in order, of
- * dinit[s] */
-__global__ void k_ck_tap_sum(ck_args p, int n_tap) {
-    int64_t SH = (int64_t)p.nv * p.dk * p.dv;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_tap * SH; i += (int64_t)gridDim.x * blockDim.x) {
-        int slot = (int)(i / SH);
-        float acc = 0;
-        for (int s = 0; s < p.n_seq; s++)
-            if (p.from[s] >= 0 && p.tap_of[p.from[s]] == slot) acc += p.dinit[s * SH + i % SH];
-        p.tap[i] = acc;
-    }
 }
 
 /* sum over the block of x (per thread, in its own order), reduced in thread order in double: every thread gets it */
@@ -582,12 +569,15 @@ static size_t ck_smem(const vc_gdn_desc *d, int cw) {
 }
 
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
-    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && (d->from || !ck_env_off());
+    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
 }
 
-/* shared starts (d->from): from and each sequence's tap slot uploaded (p->from, p->tap_of) and the taps' memory;
- * returns the taps' count (0: no from), -1 on failure (sticky error set) */
-static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
+/* shared starts (d->from): from and each sequence's tap slot uploaded (*from, *tap_of: one block, freed with
+ * vc_cu_scratch_free(*from)) and the taps' memory (*tap); returns the taps' count (0: no from), -1 on failure (sticky
+ * error set) */
+int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **tap_of, float **tap, const char *op) {
+    *from = *tap_of = NULL;
+    *tap = NULL;
     if (!d->from) return 0;
     int n = d->n_seq, nt = 0, *h = (int *)malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
     if (!h) {
@@ -604,10 +594,35 @@ static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
     int *dev = nt >= 0 ? (int *)vc_cu_upload(h, sizeof(int) * 2 * (size_t)n, op) : NULL;
     free(h);
     if (!dev) return -1;
-    p->from = dev, p->tap_of = dev + n;
+    *from = dev, *tap_of = dev + n;
     size_t SH = (size_t)d->n_v_head * d->dk * d->dv;
-    if (nt && !(p->tap = (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)nt, op))) return -1;
+    if (nt && !(*tap = (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)nt, op))) return -1;
     return nt;
+}
+
+/* tap[slot] = the sum over the sequences s starting from the sequence in that slot, in order, of dinit[s] (SH floats
+ * each) */
+__global__ void k_gdn_tap_sum(float *tap, const float *dinit, const int *from, const int *tap_of, int n_seq, int nt,
+                              int64_t SH) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nt * SH;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int slot = (int)(i / SH);
+        float acc = 0;
+        for (int s = 0; s < n_seq; s++)
+            if (from[s] >= 0 && tap_of[from[s]] == slot) acc += dinit[s * SH + i % SH];
+        tap[i] = acc;
+    }
+}
+
+void vc_cu_gdn_tap_sum(float *tap, const float *dinit, const int *from, const int *tap_of, int n_seq, int nt,
+                       int64_t SH) {
+    if (nt > 0)
+        k_gdn_tap_sum<<<vc_cu_blocks(nt * SH, CK_THREADS), CK_THREADS, 0, vc_cu_stream()>>>(tap, dinit, from, tap_of,
+                                                                                          n_seq, nt, SH);
+}
+
+static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
+    return vc_cu_gdn_share_setup(d, &p->from, &p->tap_of, &p->tap, op);
 }
 
 static void ck_share_free(ck_args *p) {
@@ -665,8 +680,8 @@ void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k,
     vc_cu_scratch_free(tabs);
 }
 
-void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
-                         const float *q, const float *k, const float *v, const float *g, const float *beta,
+void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout,
+                         const float *saved, const float *q, const float *k, const float *v, const float *g, const float *beta,
                          const vc_gdn_desc *d) {
     const char *op = "gated delta rule backward (chunked)";
     seq_tabs tab;
@@ -694,7 +709,7 @@ void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbet
         if (p.from) { /* the sequences starting from taps first, their starts' gradients summed per tap */
             p.pass = 1;
             k_ck_bwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);
-            if (nt) k_ck_tap_sum<<<vc_cu_blocks((int64_t)nt * SS * p.nv, CK_THREADS), CK_THREADS, 0, st>>>(p, nt);
+            vc_cu_gdn_tap_sum(p.tap, p.dinit, p.from, p.tap_of, d->n_seq, nt, (int64_t)SS * p.nv);
             p.pass = 0;
         }
         k_ck_bwd_state<<<sblocks, CK_THREADS, sh, st>>>(p);

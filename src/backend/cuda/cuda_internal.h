@@ -118,9 +118,15 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d);
 void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
                          const float *beta, const vc_gdn_desc *d);
-void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
-                         const float *q, const float *k, const float *v, const float *g, const float *beta,
+void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout,
+                         const float *saved, const float *q, const float *k, const float *v, const float *g, const float *beta,
                          const vc_gdn_desc *d);
+/* shared starts (vc_gdn_desc.from, cuda_gdn_chunk.cu): from and the tap slots uploaded (one block at *from), the taps'
+ * memory; the taps' count, -1 on failure. vc_cu_gdn_tap_sum: tap[slot] = the sum in sequence order of the start
+ * gradients dinit [n_seq, SH] of the sequences starting from that slot's sequence */
+int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **tap_of, float **tap, const char *op);
+void vc_cu_gdn_tap_sum(float *tap, const float *dinit, const int *from, const int *tap_of, int n_seq, int nt,
+                       int64_t SH);
 /* dst[t, kh, a] += part[t, kh rep + m, a] over value heads m ascending, rows [r0, r0 + rows) (on the stream) */
 void vc_cu_gdn_head_sum(float *dst, const float *part, int64_t r0, int64_t rows, int nk, int rep, int dk);
 void vc_cu_gdn_gate_fwd(float *g, const float *a, const float *A_log, const float *dt_bias, int64_t T, int nh, int grp);
