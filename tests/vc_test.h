@@ -3,6 +3,7 @@
 #ifndef VC_TEST_H
 #define VC_TEST_H
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,14 @@ static inline int vc_test_have_shared(void) {
         fprintf(stderr, "shared reference folder %s is missing (set VERLC_SHARED)\n", p);
     }
     return f != NULL;
+}
+
+/* a test's own random stream: xorshift64 over *state, floats in [-1, 1) */
+static inline float vc_test_frand(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (float)((*state >> 40) * (1.0 / 8388608.0)) - 1.0f;
 }
 
 static inline int vc_test_done(void) {

@@ -11,12 +11,7 @@
 #include <string.h>
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static float frand(void) { /* [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static float frand(void) { return vc_test_frand(&rng); } /* [-1, 1) */
 
 static void *up(const void *h, size_t bytes) {
     void *d = vc_be()->alloc(bytes ? bytes : 4);

@@ -14,12 +14,7 @@
 #include <unistd.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static float frand(void) { return vc_test_frand(&rng); } /* [-1, 1) */
 
 typedef struct {
     int n_seq, nk, nv, dk, dv, no_delta;
