@@ -93,10 +93,6 @@ struct gdn_fwd_args {
     int pass;
 };
 
-/* the tapped state (or its gradient) of sequence s, value head h (dk dv SS floats), or NULL */
-__device__ float *gdn_tap(const int *tap_of, float *tap, int s, int nv, int h, int64_t SS) {
-    return tap_of && s >= 0 && tap_of[s] >= 0 ? tap + ((int64_t)tap_of[s] * nv + h) * SS : NULL;
-}
 
 /* row t's log decay for value head h, key channel a (one per head unless gk) */
 __device__ __forceinline__ float gdn_g(const float *g, int gk, int64_t t, int nv, int h, int dk, int a) {
@@ -108,8 +104,9 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
     const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv;
     const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], t1 = p.tab.cu[s + 1];
     float *st = p.tab.state[s] ? p.tab.state[s] + h * SS : NULL;
-    const float *init = p.from && p.from[s] >= 0 ? gdn_tap(p.tap_of, p.tap, p.from[s], p.nv, h, SS) : NULL;
-    float *tap = gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS);
+    const float *init = p.from && p.from[s] >= 0 ? vc_cu_gdn_tap(p.tap_of, p.tap, p.from[s], p.nv, h, SS)
+                                                 : NULL;
+    float *tap = vc_cu_gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS);
     int64_t R = tap ? (t1 - t0) / p.ckpt * p.ckpt : -1; /* (its tap row) */
     for (int a = 0; a < dk; a++) S[a * dv + j] = st ? st[a * dv + j] : init ? init[a * dv + j] : 0.0f;
     for (int64_t t = t0; t < t1; t++) {
@@ -317,7 +314,8 @@ __device__ void gdn_bwd_task(const gdn_bwd_args &p, const gdn_blk &b, int s, int
     const int dk = p.dk, dv = p.dv, ld = dv + 1;
     const int64_t SS = (int64_t)dk * dv, t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0, C = p.ckpt, R = L / C * C;
     if (L <= 0) return;
-    const float *dtap = gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS); /* (shared starts: the gradient at its tap row) */
+    /* shared starts: the gradient reaching its tap row */
+    const float *dtap = vc_cu_gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS);
     for (int j = threadIdx.x; j < dv; j += blockDim.x)
         for (int a = 0; a < dk; a++) b.dS[a * ld + j] = dtap && R == L ? dtap[a * dv + j] : 0.0f;
     for (int64_t c0 = (L - 1) / C * C; c0 >= 0; c0 -= C) {

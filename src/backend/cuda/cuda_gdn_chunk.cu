@@ -116,11 +116,6 @@ struct ck_args {
     int pass;
 };
 
-/* the tapped state (or its gradient) of sequence s, value head h, or NULL */
-__device__ float *ck_tap(const ck_args &p, int s, int h) {
-    if (!p.tap_of || s < 0 || p.tap_of[s] < 0) return NULL;
-    return p.tap + ((int64_t)p.tap_of[s] * p.nv + h) * p.dk * p.dv;
-}
 
 /* the block's state columns [dk, cn] (shared memory, row stride cw) to or from (add: +=) a [dk, dv] state at column
  * j0 */
@@ -319,8 +314,9 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
     const int dk = p.dk, dv = p.dv, cw = p.cw;
     const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s), R = L / p.C * p.C;
     if (p.from && (p.from[c.s] >= 0) != p.pass) return; /* (another pass's sequence) */
-    const float *init = p.from && p.from[c.s] >= 0 ? ck_tap(p, p.from[c.s], c.h) : NULL;
-    float *tap = ck_tap(p, c.s, c.h);
+    const float *init = p.from && p.from[c.s] >= 0 ? vc_cu_gdn_tap(p.tap_of, p.tap, p.from[c.s], p.nv, c.h, SS)
+                                                   : NULL;
+    float *tap = vc_cu_gdn_tap(p.tap_of, p.tap, c.s, p.nv, c.h, SS);
     for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
     __syncthreads();
     if (init) ck_cols_in(sh.S, init, dk, dv, cw, c.j0, c.cn, 0);
@@ -382,7 +378,8 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
     const int64_t L = p.cu[c.s + 1] - p.cu[c.s], SS = (int64_t)dk * dv, base = ck_base(p, c.s), R = L / p.C * p.C;
     const int start = p.from && p.from[c.s] >= 0; /* its start's gradient wanted (dinit) */
     if (L <= 0 || (p.from && start != p.pass)) return;
-    const float *dtap = ck_tap(p, c.s, c.h); /* the gradient reaching its tap from the sequences starting there */
+    /* the gradient reaching its tap from the sequences starting there */
+    const float *dtap = vc_cu_gdn_tap(p.tap_of, p.tap, c.s, p.nv, c.h, SS);
     for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] = 0.0f;
     __syncthreads();
     if (dtap && R == L) ck_cols_in(sh.S, dtap, dk, dv, cw, c.j0, c.cn, 0);

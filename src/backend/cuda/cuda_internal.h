@@ -125,6 +125,11 @@ void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbet
  * memory; the taps' count, -1 on failure. vc_cu_gdn_tap_sum: tap[slot] = the sum in sequence order of the start
  * gradients dinit [n_seq, SH] of the sequences starting from that slot's sequence */
 int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **tap_of, float **tap, const char *op);
+/* the tapped state (or its gradient) of sequence s, value head h (SS floats a head), or NULL when s has none */
+static __device__ __forceinline__ float *vc_cu_gdn_tap(const int *tap_of, float *tap, int s, int nv, int h,
+                                                       int64_t SS) {
+    return tap_of && s >= 0 && tap_of[s] >= 0 ? tap + ((int64_t)tap_of[s] * nv + h) * SS : NULL;
+}
 void vc_cu_gdn_tap_sum(float *tap, const float *dinit, const int *from, const int *tap_of, int n_seq, int nt,
                        int64_t SH);
 /* dst[t, kh, a] += part[t, kh rep + m, a] over value heads m ascending, rows [r0, r0 + rows) (on the stream) */
