@@ -83,6 +83,10 @@ int64_t vc_gdn_shared_tap(int64_t L);
  * without the D skip; a state: [I, N] */
 vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
                           int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs);
+/* the same without states, where sequence s starts from the final state of sequence from[s] (host [n_seq]; -1: from
+ * zero; else an earlier sequence with from -1); gradients flow through it */
+vc_tensor *vc_op_ssm_scan_shared(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B,
+                                 vc_tensor *C, int n_seq, const int64_t *cu, const int32_t *from);
 /* y = x w + b per channel broadcast over rows: x [.., C], w and b [C / grp] (either NULL), channel k covering columns
  * [k grp, (k + 1) grp) */
 vc_tensor *vc_op_affine_cols(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, int64_t grp);

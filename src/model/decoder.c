@@ -780,9 +780,11 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, y, l, VC_W_LIN_OUT, NULL);
 }
 
-/* Mamba 1 (Jamba): in_proj into x [I] and z [I]; x through the conv (+ bias) and silu; x_proj into dt [R], B and C
- * [N] (Jamba: each RMS-normed with its weight); delta = softplus(dt_proj(dt) + dt_proj's bias); the selective scan
- * per channel with state [N], plus D x; times silu(z); out_proj */
+/* Mamba 1 (Jamba, Mamba, FalconMamba): in_proj into x [I] and z [I]; x through the conv (+ bias) and silu; x_proj into
+ * dt [R], B and C [N] (Jamba: each RMS-normed with its weight); delta = softplus(dt_proj(dt) + dt_proj's bias); the
+ * selective scan per channel with state [N], plus D x; times silu(z); out_proj. With shared prefixes (f->ext):
+ * projected once, the conv over each sequence's last K - 1 prefix rows in front of its own, the scan from the
+ * prefix's final state (f->lin_from) on its own rows. */
 static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -795,7 +797,17 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
     const int64_t *cu = f->b->cu_seqlens;
+    lin_rows r = { NULL, NULL, f->T, cu }; /* shared prefixes: the scan's rows and each sequence's own among them */
+    if (f->ext) {
+        r = conv_rows(f);
+        x = vc_op_gather_rows(g, x, f->T, r.rows, r.T);
+        cu = r.cu;
+    }
     x = mamba_conv(f, l, x, cu, cs, ct);
+    if (f->ext && f->ls_rows) { /* the scan over each sequence's own rows, from its prefix's final state */
+        x = vc_op_gather_rows(g, x, f->T_lc, f->ls_of, f->T_ls);
+        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
+    }
     vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
     vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
     vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);
@@ -807,29 +819,12 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     }
     dt = lin(f, dt, l, VC_W_LIN_DTPROJ, NULL);
     vc_tensor *delta = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
-    vc_tensor *y = vc_op_ssm_scan(g, x, delta, vc_w(m, l, VC_W_LIN_ALOG), B, C, ns, cu, rs, rt);
+    vc_tensor *A = vc_w(m, l, VC_W_LIN_ALOG);
+    vc_tensor *y = f->ext && f->ls_rows ? vc_op_ssm_scan_shared(g, x, delta, A, B, C, ns, cu, f->lin_from)
+                                        : vc_op_ssm_scan(g, x, delta, A, B, C, ns, cu, rs, rt);
     y = vc_op_add(g, y, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, 1));
+    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
-}
-
-/* a linear mixer with shared prefixes (Mamba 1): it runs over each sequence's prefix rows gathered in front of its own
- * (the ext rows of the keys), and its own rows' outputs are taken back. The prompt's states are not handed on: every
- * member recomputes the prompt in these layers, projections included (short convolutions, Gated DeltaNet, KDA and
- * Mamba 2 gather after their projections and run only the prompt rows from their recurrence's start, and the K - 1
- * before it for their conv: short_conv, linear_attention, mamba2), the other layers compute it once; gradients reach
- * the prompt's rows through the gathers. */
-static vc_tensor *lin_mixer(fwd_ctx *f, int l, vc_tensor *h, vc_tensor *(*mix)(fwd_ctx *f, int l, vc_tensor *h)) {
-    if (!f->ext) return mix(f, l, h);
-    const vc_batch *b0 = f->b;
-    vc_batch be = *b0;
-    be.cu_seqlens = f->cu_ext;
-    be.prefix = NULL;
-    int64_t T0 = f->T;
-    vc_tensor *he = vc_op_gather_rows(f->g, h, T0, f->ext, f->T_ext);
-    f->b = &be, f->T = f->T_ext;
-    vc_tensor *y = he ? mix(f, l, he) : NULL;
-    f->b = b0, f->T = T0;
-    return vc_op_gather_rows(f->g, y, f->T_ext, f->own, T0);
 }
 
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
@@ -935,7 +930,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
                    : c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA ? linear_attention(f, l, h) /* (its own) */
                    : c->lin_kind == VC_LIN_MAMBA2 ? mamba2(f, l, h) /* (likewise) */
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
-                   : lin_mixer(f, l, h, mamba1);
+                   : mamba1(f, l, h);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
@@ -1156,13 +1151,14 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
 
 /* the linear mixers' rows with shared prefixes (f->lc_rows ...): a short convolution reads only the last K - 1 rows
  * of a sequence's prefix; Gated DeltaNet, KDA and Mamba 2 start their recurrence from the prefix's state at its tap row
- * (the prefix's run keeps it) and their conv reads the K - 1 rows before it. Left NULL (the ext rows) when no prefix
- * reaches past those rows, and for the other mixers. */
+ * (the prefix's run keeps it), Mamba 1 its scan from the prefix's final state, and their conv reads the K - 1 rows
+ * before it. Left NULL (the ext rows) when no prefix reaches past those rows, and for lightning attention. */
 static vc_status lin_share_rows(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     const vc_batch *b = f->b;
     const int64_t *cu = b->cu_seqlens;
-    int scan = c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA || c->lin_kind == VC_LIN_MAMBA2;
+    int m1 = c->lin_kind == VC_LIN_MAMBA1;
+    int scan = m1 || c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA || c->lin_kind == VC_LIN_MAMBA2;
     int n = b->n_seq, any = 0;
     if (!scan && c->lin_kind != VC_LIN_SHORTCONV) return VC_OK;
     int64_t K1 = c->lin_conv > 1 ? c->lin_conv - 1 : 0, Tc = 0, Ts = 0;
@@ -1172,7 +1168,7 @@ static vc_status lin_share_rows(fwd_ctx *f) {
     for (int s = 0; s < n; s++) { /* the recurrence from row R of the prefix, the conv from row st */
         int32_t p = b->prefix[s];
         int64_t Lp = p >= 0 ? cu[p + 1] - cu[p] : 0, L = cu[s + 1] - cu[s];
-        R[s] = p < 0 ? 0 : scan ? vc_gdn_shared_tap(Lp) : Lp;
+        R[s] = p < 0 ? 0 : scan && !m1 ? vc_gdn_shared_tap(Lp) : Lp;
         st[s] = R[s] > K1 ? R[s] - K1 : 0;
         if (from) from[s] = R[s] > 0 ? p : -1;
         any |= st[s] > 0;

@@ -210,6 +210,10 @@ typedef struct vc_ssm_desc {
     float *const *state; /* forward only, as vc_gdn_desc's: [I, N] per sequence */
     int64_t ckpt;        /* training: the state before rows cu[s] + j ckpt kept in `saved`, sequence after sequence */
     const int64_t *dev_tabs; /* forward only, optional, as vc_gdn_desc's */
+    /* calls without states, optional (host [n_seq]): sequence s starts, instead of from zero, from the final state of
+     * the earlier sequence from[s] of the call (one with from -1); the backward passes the gradient of that start back
+     * into it (a shared prompt's state, computed once for every response: the same bits as each running the prompt) */
+    const int32_t *from;
 } vc_ssm_desc;
 
 /* the states ssm_fwd keeps for the backward (each I N floats) */

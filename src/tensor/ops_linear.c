@@ -116,12 +116,12 @@ static void gdn_bw(vc_graph *g, vc_node *n) {
 int64_t vc_gdn_shared_tap(int64_t L) { return vc_gdn_tap(L, GDN_CKPT); }
 
 /* from (shared starts) checked: an earlier sequence with from -1, or -1; 0 (graph failed) otherwise */
-static int from_ok(vc_graph *g, int n_seq, const int32_t *from) {
+static int from_ok(vc_graph *g, int n_seq, const int32_t *from, const char *op) {
     for (int s = 0; from && s < n_seq; s++) {
         int p = from[s];
         if (p < -1 || p >= s || (p >= 0 && from[p] != -1)) {
-            vc_fail(VC_ERR_ARG, "gated delta rule: sequence %d cannot start from sequence %d (only from an earlier one "
-                    "starting from zero)", s, p);
+            vc_fail(VC_ERR_ARG, "%s: sequence %d cannot start from sequence %d (only from an earlier one starting from "
+                    "zero)", op, s, p);
             vc_graph_fail(g, VC_ERR_ARG);
             return 0;
         }
@@ -145,7 +145,7 @@ static vc_tensor *gdn_op(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, 
     }
     vc_tensor *in[5] = { q, k, v, gt, beta };
     int rec = records(g, 5, in);
-    if (stateful_grad(g, rec, states, "gated delta rule") || !from_ok(g, n_seq, from)) return NULL;
+    if (stateful_grad(g, rec, states, "gated delta rule") || !from_ok(g, n_seq, from, "gated delta rule")) return NULL;
     int64_t shape[3] = { T, nv, dv };
     vc_tensor *o = vc_tensor_new(g, 3, shape, 0);
     vc_gdn_desc *d = vc_graph_alloc(g, sizeof *d, 0);
@@ -194,8 +194,8 @@ static void ssm_bw(vc_graph *g, vc_node *n) {
 #undef GR
 }
 
-vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
-                          int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs) {
+static vc_tensor *ssm_op(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
+                         int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs, const int32_t *from) {
     if (!x || !dt || !A_log || !B || !C) return NULL;
     int64_t T = cu[n_seq], I = x->shape[x->ndim - 1], N = I ? A_log->n / I : 0;
     if (x->n != T * I || dt->n != x->n || N < 1 || A_log->n != I * N || B->n != T * N || C->n != B->n) {
@@ -207,12 +207,14 @@ vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A
     }
     vc_tensor *in[5] = { x, dt, A_log, B, C };
     int rec = records(g, 5, in);
-    if (stateful_grad(g, rec, states, "selective scan")) return NULL;
+    if (stateful_grad(g, rec, states, "selective scan") || !from_ok(g, n_seq, from, "selective scan")) return NULL;
     vc_tensor *y = vc_tensor_new(g, x->ndim, x->shape, 0);
     vc_ssm_desc *d = vc_graph_alloc(g, sizeof *d, 0);
     int64_t *c = keep_cu(g, n_seq, cu);
-    if (!y || !d || !c) return NULL;
-    *d = (vc_ssm_desc){ .n_seq = n_seq, .cu = c, .I = I, .N = (int)N, .state = states, .ckpt = SSM_CKPT };
+    int32_t *fr = from ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)(n_seq ? n_seq : 1), 0) : NULL;
+    if (!y || !d || !c || (from && !fr)) return NULL;
+    if (fr) memcpy(fr, from, sizeof(int32_t) * (size_t)n_seq);
+    *d = (vc_ssm_desc){ .n_seq = n_seq, .cu = c, .I = I, .N = (int)N, .state = states, .ckpt = SSM_CKPT, .from = fr };
     float *saved = NULL;
     if (rec) {
         int64_t ns = vc_ssm_saved(d);
@@ -228,6 +230,16 @@ vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A
         n->ptr[1] = saved;
     }
     return y;
+}
+
+vc_tensor *vc_op_ssm_scan(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B, vc_tensor *C,
+                          int n_seq, const int64_t *cu, float *const *states, const int64_t *tabs) {
+    return ssm_op(g, x, dt, A_log, B, C, n_seq, cu, states, tabs, NULL);
+}
+
+vc_tensor *vc_op_ssm_scan_shared(vc_graph *g, vc_tensor *x, vc_tensor *dt, vc_tensor *A_log, vc_tensor *B,
+                                 vc_tensor *C, int n_seq, const int64_t *cu, const int32_t *from) {
+    return ssm_op(g, x, dt, A_log, B, C, n_seq, cu, NULL, NULL, from);
 }
 
 /* ---- per-channel scale and bias ---- */

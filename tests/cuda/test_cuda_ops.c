@@ -511,10 +511,44 @@ static void ssm_case(int64_t I, int N, const int64_t *len, int ns, int64_t ckpt)
     same_bits("ssm bwd dA_log", g2[0][2], g2[1][2], nA);
 }
 
+/* ... with shared starts (vc_ssm_desc.from): sequences starting from earlier ones' final states, forward and
+ * backward (twice on the GPU: the same bits) against the CPU */
+static void ssm_share_case(int64_t I, int N, const int64_t *len, const int32_t *from, int ns, int64_t ckpt) {
+    printf("selective scan with shared starts: %lld channels, state %d, %d sequences, ckpt %lld\n", (long long)I, N,
+           ns, (long long)ckpt);
+    int64_t *cu = cu_of(len, ns), T = cu[ns];
+    size_t nx = (size_t)(T * I), nA = (size_t)(I * N), nb = (size_t)(T * N);
+    float *x = hrand(nx, 1), *dt = hbuf(nx), *A = hrand(nA, 1), *B = hrand(nb, 1), *Cc = hrand(nb, 1);
+    for (size_t i = 0; i < nx; i++) dt[i] = 0.05f + 0.2f * (urand() + 1.0f);
+    float *gx = dup_f(x, nx), *gdt = dup_f(dt, nx), *gA = dup_f(A, nA), *gB = dup_f(B, nb), *gC = dup_f(Cc, nb);
+    vc_ssm_desc d = { .n_seq = ns, .cu = cu, .I = I, .N = N, .ckpt = ckpt, .from = from };
+    size_t nsv = (size_t)vc_ssm_saved(&d) * nA;
+    float *y = hbuf(nx), *sv = hbuf(nsv), *gy = dup_f(y, nx), *gsv = dup_f(sv, nsv);
+    C->ssm_fwd(y, sv, x, dt, A, B, Cc, &d);
+    G->ssm_fwd(gy, gsv, gx, gdt, gA, gB, gC, &d);
+    cmp("shared starts: ssm fwd y", gy, y, nx, TOL);
+    cmp("shared starts: ssm fwd kept states", gsv, sv, nsv, TOL);
+    float *dy = hrand(nx, 1), *gdy = dup_f(dy, nx), *h5[5], *g5[2][5];
+    size_t n5[5] = { nx, nx, nA, nb, nb };
+    for (int i = 0; i < 5; i++) {
+        h5[i] = hrand(n5[i], 1);
+        for (int r = 0; r < 2; r++) g5[r][i] = dup_f(h5[i], n5[i]);
+    }
+    C->ssm_bwd(h5[0], h5[1], h5[2], h5[3], h5[4], dy, sv, x, dt, A, B, Cc, &d);
+    for (int r = 0; r < 2; r++)
+        G->ssm_bwd(g5[r][0], g5[r][1], g5[r][2], g5[r][3], g5[r][4], gdy, gsv, gx, gdt, gA, gB, gC, &d);
+    static const char *nm[5] = { "shared starts: ssm dx", "shared starts: ssm ddt", "shared starts: ssm dA_log",
+                                 "shared starts: ssm dB", "shared starts: ssm dC" };
+    for (int i = 0; i < 5; i++) cmp(nm[i], g5[0][i], h5[i], n5[i], TOL);
+    for (int i = 0; i < 5; i++) same_bits(nm[i], g5[0][i], g5[1][i], n5[i]);
+}
+
 static void test_ssm(void) {
-    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 5, 4 };
+    static const int64_t len1[3] = { 1, 9, 13 }, len2[2] = { 5, 4 }, sl[5] = { 11, 6, 9, 7, 3 };
+    static const int32_t sf[5] = { -1, 0, -1, 2, 0 };
     ssm_case(300, 16, len1, 3, 4);
     ssm_case(70, 64, len2, 2, 3);
+    ssm_share_case(300, 16, sl, sf, 5, 4);
 }
 
 /* per-channel scale and bias over columns: forward with w and b, w only, b only; backward accumulated into random

@@ -4,9 +4,9 @@
  * member whose prompt differs after 3 tokens, and a sequence on its own) gives the same log-probs of every
  * response token and the same weight gradients when each group's prompt is computed once, to float
  * rounding, also with the LM head on the response positions only (vc_model_logprobs_rows: the others 0); the
- * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet, KDA and
- * Mamba 2 models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's state at row
- * 128. */
+ * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet, KDA,
+ * Mamba 2 and Mamba 1 models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's
+ * state at row 128 (Mamba 1: at its end). */
 #include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
@@ -91,10 +91,10 @@ static void one_model(int k) {
 
 /* models with linear mixers (verlc's fixtures): Gated DeltaNet (Qwen3-Next, OLMo-hybrid's separate q, k, v), Kimi
  * Delta Attention, LFM2's short convolution, Mamba 2 (alone, beside attention as Falcon-H1's, in Nemotron-H's
- * blocks), Mamba 1 (Jamba): the mixers recompute each member's prompt over its gathered rows, the other layers share
- * it; MiniMax's lightning attention is refused */
+ * blocks), Mamba 1 (Jamba, Mamba, FalconMamba): the mixers project the prompt once, convolve its last rows again per
+ * member and start their recurrence from its state; MiniMax's lightning attention is refused */
 static const char *const LINEAR[] = { "qwen3_next", "olmo_hybrid", "kimi_linear", "lfm2", "mamba2", "falcon_h1",
-                                      "nemotron_h", "jamba", "minimax" };
+                                      "nemotron_h", "jamba", "minimax", "mamba", "falcon_mamba" };
 
 static void linear_model(int i) {
     char root[512], dir[700];
@@ -115,11 +115,11 @@ static void linear_model(int i) {
     }
     CHECK_OK(vc_model_enable_grad(m));
     check_model(m, 100 + i);
-    if (i < 3 || (i >= 4 && i <= 6)) long_prompts(i); /* Gated DeltaNet, KDA, Mamba 2 */
+    if (i < 3 || (i >= 4 && i <= 7)) long_prompts(i); /* Gated DeltaNet, KDA, Mamba 2, Mamba 1 */
 }
 
-/* Gated DeltaNet, KDA or Mamba 2 (LINEAR[i]): prompts whose members start from the prompt's state (row 128 inside its
- * last chunk, and at its end) */
+/* Gated DeltaNet, KDA, Mamba 2 or Mamba 1 (LINEAR[i]): prompts whose members start from the prompt's state (row 128
+ * inside its last chunk, and at its end; Mamba 1: at its end) */
 static void long_prompts(int i) {
     char root[512], dir[700];
     snprintf(dir, sizeof dir, "%s/%s", vc_test_model_root(1, root, sizeof root), LINEAR[i]);
@@ -176,11 +176,12 @@ static void check_model(vc_model *m, int k) {
 
 int main(void) {
     const char *dev = getenv("VC_SHARE_DEVICE");
-    if (dev && *dev) { /* (e.g. cuda on the emulator's build): Gated DeltaNet's and Mamba 2's shared starts only */
+    if (dev && *dev) { /* (e.g. cuda on the emulator's build): the linear mixers' shared starts only */
         CHECK_OK(vc_device_select(dev, "test"));
         on_device = 1;
-        long_prompts(4); /* Mamba 2; with VC_SHARE_ALL=1 Qwen3-Next's Gated DeltaNet too (the ops' own CUDA tests
-                          * check both on shared starts) */
+        long_prompts(4), long_prompts(7); /* Mamba 2, Jamba's Mamba 1; with VC_SHARE_ALL=1 Qwen3-Next's Gated
+                                           * DeltaNet and Kimi's KDA too (the ops' own CUDA tests check them all on
+                                           * shared starts) */
         if (getenv("VC_SHARE_ALL")) long_prompts(0), long_prompts(2);
         return vc_test_done();
     }

@@ -197,6 +197,13 @@ static vc_tensor *b_ssm(vc_graph *g, vc_tensor **in) {
     vc_tensor *dt = vc_op_act(g, in[1], VC_ACT_SOFTPLUS);
     return vc_op_ssm_scan(g, in[0], dt, in[2], in[3], in[4], 2, cu_ssm, NULL, NULL);
 }
+/* ... with the second sequence (5 rows) starting from the first's final state (300 rows), the gradient through it */
+static int64_t cu_ssm_sh[3] = { 0, 300, 305 };
+static vc_tensor *b_ssm_shared(vc_graph *g, vc_tensor **in) {
+    static const int32_t from[2] = { -1, 0 };
+    vc_tensor *dt = vc_op_act(g, in[1], VC_ACT_SOFTPLUS);
+    return vc_op_ssm_scan_shared(g, in[0], dt, in[2], in[3], in[4], 2, cu_ssm_sh, from);
+}
 /* experts without a gate (Nemotron-H): act(x Wu^T) Wd^T, sigmoid routing over 2 groups */
 static vc_tensor *b_moe_plain(vc_graph *g, vc_tensor **in) {
     return vc_op_moe_ex(g, in[0], in[1], NULL, in[2], in[3], VC_ACT_GELU_TANH, &rdesc, NULL, NULL);
@@ -395,6 +402,9 @@ static void run_all(void) {
     make(0, 2, 305, 5, 0, 1); make(1, 2, 305, 5, 0, 1); make(2, 2, 5, 3, 0, 0.5f); make(3, 2, 305, 3, 0, 0.7f);
     make(4, 2, 305, 3, 0, 0.7f);
     check_op("selective scan (mamba 1)", b_ssm, 5, 1e-2f, 5e-3f);
+    make(0, 2, 305, 5, 0, 1); make(1, 2, 305, 5, 0, 1); make(2, 2, 5, 3, 0, 0.5f); make(3, 2, 305, 3, 0, 0.7f);
+    make(4, 2, 305, 3, 0, 0.7f);
+    check_op("selective scan (mamba 1), shared start", b_ssm_shared, 5, 1e-2f, 5e-3f);
 }
 
 /* forward + backward of f on params 0..nin-1 (the loss: a dot of the output with random weights drawn from

@@ -101,6 +101,10 @@ void vc_cpu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, co
                             int64_t C, int64_t grp);
 /* each sequence's first kept state for states kept every ckpt rows ([n_seq + 1], vc_calloc'd; NULL: no memory) */
 int64_t *vc_cpu_ckpt_bases(int n_seq, const int64_t *cu, int64_t ckpt);
+/* shared starts (vc_gdn_desc.from, vc_ssm_desc.from): the sequences others start from get tap slots (tap_of [n], their
+ * count returned), and seqs [n] lists those starting from zero (*n0 of them) then the others; -1 when from is
+ * malformed */
+int vc_cpu_share_passes(int n, const int32_t *from, int *tap_of, int *seqs, int *n0);
 void vc_cpu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, const float *A_log, const float *B,
                     const float *C, const vc_ssm_desc *d);
 void vc_cpu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, const float *dy, const float *saved,

@@ -96,19 +96,17 @@ static void chunk_bwd_task(void *p, int64_t task) {
 
 #define SHARE_BAD "gated delta rule: a sequence starts from a later one, or from one that starts from another (from)"
 
-/* shared starts (d->from): the sequences others start from get tap slots (tap_of, their count returned), and seqs
- * lists those starting from zero (n0 of them) then the others; -1 when from is malformed */
-static int share_passes(const vc_gdn_desc *d, int *tap_of, int *seqs, int *n0) {
-    int n = d->n_seq, nt = 0, k = 0;
+int vc_cpu_share_passes(int n, const int32_t *from, int *tap_of, int *seqs, int *n0) {
+    int nt = 0, k = 0;
     for (int s = 0; s < n; s++) tap_of[s] = -1;
     for (int s = 0; s < n; s++) {
-        int p = d->from[s];
-        if (p >= 0 && (p >= s || d->from[p] >= 0)) return -1;
+        int p = from[s];
+        if (p >= 0 && (p >= s || from[p] >= 0)) return -1;
         if (p >= 0 && tap_of[p] < 0) tap_of[p] = nt++;
     }
     for (int pass = 0; pass < 2; pass++) {
         for (int s = 0; s < n; s++)
-            if ((d->from[s] >= 0) == pass) seqs[k++] = s;
+            if ((from[s] >= 0) == pass) seqs[k++] = s;
         if (!pass) *n0 = k;
     }
     return nt;
@@ -129,7 +127,7 @@ void vc_cpu_gdn_fwd(float *o, float *saved, const float *q, const float *k, cons
     if (d->from) { /* the tapped sequences first, then those starting from their taps */
         void (*task)(void *, int64_t) = chunked(d) ? chunk_fwd_task : gdn_fwd_task;
         int n = d->n_seq, n0 = 0, *tap_of = vc_cpu_scratch(2 * (size_t)n, sizeof(int), 0), *seqs = tap_of + n;
-        int nt = tap_of ? share_passes(d, tap_of, seqs, &n0) : 0;
+        int nt = tap_of ? vc_cpu_share_passes(d->n_seq, d->from, tap_of, seqs, &n0) : 0;
         if (nt < 0) vc_cpu_fault(SHARE_BAD);
         c.tap = nt > 0 ? vc_cpu_scratch((size_t)nt * d->n_v_head * d->dk * d->dv, sizeof(float), 0) : NULL;
         if (nt >= 0 && (c.tap || !nt)) {
@@ -276,7 +274,7 @@ static void gdn_bwd_task(void *p, int64_t task) {
 static void share_bwd(gdn_ctx *c) {
     const vc_gdn_desc *d = c->d;
     int n = d->n_seq, n0 = 0, *tap_of = vc_cpu_scratch(2 * (size_t)n, sizeof(int), 0), *seqs = tap_of + n;
-    int nt = tap_of ? share_passes(d, tap_of, seqs, &n0) : 0;
+    int nt = tap_of ? vc_cpu_share_passes(d->n_seq, d->from, tap_of, seqs, &n0) : 0;
     if (nt < 0) vc_cpu_fault(SHARE_BAD);
     size_t SH = (size_t)d->n_v_head * d->dk * d->dv; /* one sequence's states */
     float *dinit = nt > 0 ? vc_cpu_scratch((size_t)n * SH, sizeof(float), 1) : NULL;

@@ -86,7 +86,7 @@ struct gdn_fwd_args {
     int64_t ckpt;
     int no_delta; /* 1: delta = beta v (no kv = S^T k) */
     int gk;       /* 1: g per key channel [T, nv, dk] (row a of S decays by exp(g[a])) */
-    /* shared starts (d->from; vc_cu_gdn_share_setup): from and tap_of [n_seq] backend memory, tap [n_tap, nv, dk, dv];
+    /* shared starts (d->from; vc_cu_share_setup): from and tap_of [n_seq] backend memory, tap [n_tap, nv, dk, dv];
      * pass: the sequences starting from zero (0) or from a tap (1) */
     const int *from, *tap_of;
     float *tap;
@@ -157,7 +157,7 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
                        d->ckpt, d->no_delta, d->gk, NULL, NULL, NULL, 0 };
     void *tabs = NULL;
     if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, &tabs, op)) return;
-    if (vc_cu_gdn_share_setup(d, &p.from, &p.tap_of, &p.tap, op) < 0) {
+    if (vc_cu_share_setup(d->n_seq, d->from, (size_t)d->n_v_head * d->dk * d->dv, &p.from, &p.tap_of, &p.tap, op) < 0) {
         vc_cu_scratch_free((void *)p.from);
         vc_cu_scratch_free(tabs);
         return;
@@ -412,7 +412,7 @@ void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, con
     if (!tabs) return;
     size_t sh = 0, SH = (size_t)d->n_v_head * d->dk * d->dv;
     int64_t grid = gdn_bwd_scratch(&p, d, dq != NULL, dk != NULL, &sh, op);
-    int nt = grid > 0 ? vc_cu_gdn_share_setup(d, &p.from, &p.tap_of, &p.tap, op) : -1;
+    int nt = grid > 0 ? vc_cu_share_setup(d->n_seq, d->from, (size_t)d->n_v_head * d->dk * d->dv, &p.from, &p.tap_of, &p.tap, op) : -1;
     float *dinit = nt > 0 ? (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)d->n_seq, op) : NULL;
     if (nt > 0 && (!dinit || !vc_cu_ok(cudaMemsetAsync(dinit, 0, sizeof(float) * SH * (size_t)d->n_seq,
                                                        vc_cu_stream()), op)))

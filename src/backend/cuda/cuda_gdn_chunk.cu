@@ -572,19 +572,20 @@ int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
 /* shared starts (d->from): from and each sequence's tap slot uploaded (*from, *tap_of: one block, freed with
  * vc_cu_scratch_free(*from)) and the taps' memory (*tap); returns the taps' count (0: no from), -1 on failure (sticky
  * error set) */
-int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **tap_of, float **tap, const char *op) {
+int vc_cu_share_setup(int n, const int32_t *fr, size_t SH, const int **from, const int **tap_of, float **tap,
+                      const char *op) {
     *from = *tap_of = NULL;
     *tap = NULL;
-    if (!d->from) return 0;
-    int n = d->n_seq, nt = 0, *h = (int *)malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
+    if (!fr) return 0;
+    int nt = 0, *h = (int *)malloc(sizeof(int) * 2 * (size_t)(n ? n : 1));
     if (!h) {
         vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the shared starts' table");
         return -1;
     }
-    for (int s = 0; s < n; s++) h[s] = d->from[s], h[n + s] = -1;
+    for (int s = 0; s < n; s++) h[s] = fr[s], h[n + s] = -1;
     for (int s = 0; s < n && nt >= 0; s++) {
-        int f = d->from[s];
-        if (f >= 0 && (f >= s || d->from[f] >= 0)) nt = -1;
+        int f = fr[s];
+        if (f >= 0 && (f >= s || fr[f] >= 0)) nt = -1;
         else if (f >= 0 && h[n + f] < 0) h[n + f] = nt++;
     }
     if (nt < 0) vc_cu_fail(VC_ERR_ARG, op, "a sequence starts from a later one, or from one that starts from another");
@@ -592,7 +593,6 @@ int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **ta
     free(h);
     if (!dev) return -1;
     *from = dev, *tap_of = dev + n;
-    size_t SH = (size_t)d->n_v_head * d->dk * d->dv;
     if (nt && !(*tap = (float *)vc_cu_scratch(sizeof(float) * SH * (size_t)nt, op))) return -1;
     return nt;
 }
@@ -619,7 +619,7 @@ void vc_cu_gdn_tap_sum(float *tap, const float *dinit, const int *from, const in
 }
 
 static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
-    return vc_cu_gdn_share_setup(d, &p->from, &p->tap_of, &p->tap, op);
+    return vc_cu_share_setup(d->n_seq, d->from, (size_t)d->n_v_head * d->dk * d->dv, &p->from, &p->tap_of, &p->tap, op);
 }
 
 static void ck_share_free(ck_args *p) {

@@ -121,10 +121,12 @@ void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k,
 void vc_cu_gdn_chunk_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout,
                          const float *saved, const float *q, const float *k, const float *v, const float *g, const float *beta,
                          const vc_gdn_desc *d);
-/* shared starts (vc_gdn_desc.from, cuda_gdn_chunk.cu): from and the tap slots uploaded (one block at *from), the taps'
- * memory; the taps' count, -1 on failure. vc_cu_gdn_tap_sum: tap[slot] = the sum in sequence order of the start
- * gradients dinit [n_seq, SH] of the sequences starting from that slot's sequence */
-int vc_cu_gdn_share_setup(const vc_gdn_desc *d, const int **from, const int **tap_of, float **tap, const char *op);
+/* shared starts (vc_gdn_desc.from, vc_ssm_desc.from; cuda_gdn_chunk.cu): fr [n] (host) and the tap slots uploaded (one
+ * block at *from), the taps' memory (SH floats a slot, not zeroed); the taps' count, -1 on failure.
+ * vc_cu_gdn_tap_sum: tap[slot] = the sum in sequence order of the start gradients dinit [n_seq, SH] of the sequences
+ * starting from that slot's sequence */
+int vc_cu_share_setup(int n, const int32_t *fr, size_t SH, const int **from, const int **tap_of, float **tap,
+                      const char *op);
 /* the tapped state (or its gradient) of sequence s, value head h (SS floats a head), or NULL when s has none */
 static __device__ __forceinline__ float *vc_cu_gdn_tap(const int *tap_of, float *tap, int s, int nv, int h,
                                                        int64_t SS) {

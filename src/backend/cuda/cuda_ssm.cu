@@ -1,6 +1,7 @@
 /* CUDA kernels of Mamba 1's selective scan (semantics in src/tensor/backend.h vc_ssm_desc, reference in
  * src/backend/cpu/cpu_ssm.c). Forward: a thread per (sequence, channel) walks its rows with the channel's state
- * [N] in shared memory. Backward: a thread per channel walks every sequence from its last row, recomputing each
+ * [N] in shared memory; with shared starts (d->from) the sequences others start from run first, keeping their final
+ * states, then the others from those. Backward: a thread per channel walks every sequence from its last row, recomputing each
  * stretch of d->ckpt rows from the kept state into global scratch; dA_log is the thread's own sum; dB and dC, sums
  * over the channels, are reduced per row within the block (warp shuffles, then the block's warps in order) into
  * per-block partials that a second kernel adds in block order. Every sum runs in a fixed order and nothing uses
@@ -19,16 +20,29 @@ struct ssm_args {
     float *dx, *ddt, *dA, *part, *hist; /* backward: += outputs, [blocks, T, 2 N] partials, [I, ckpt, N] recomputed */
     int n_seq, N;
     int64_t I, ckpt, T0, T;
+    /* shared starts (d->from; vc_cu_share_setup): from and tap_of [n_seq], tap [n_tap, I, N] the tapped sequences'
+     * final states (forward) or their gradients (backward, zeroed first); pass: the forward's sequences starting from
+     * zero (0) or from a tap (1) */
+    const int *from, *tap_of;
+    float *tap;
+    int pass;
 };
+
+/* sequence s's tapped state (or its gradient) of channel i, or NULL when it has none */
+__device__ __forceinline__ float *ssm_tap(const ssm_args &p, int s, int64_t i) {
+    return p.tap_of && s >= 0 && p.tap_of[s] >= 0 ? p.tap + ((int64_t)p.tap_of[s] * p.I + i) * p.N : NULL;
+}
 
 __global__ void k_ssm_fwd(ssm_args p) {
     extern __shared__ float ssm_sh[];
     const int N = p.N, s = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * ST + threadIdx.x, I = p.I;
-    if (i >= I) return;
+    if (i >= I || (p.from && (p.from[s] >= 0) != p.pass)) return; /* (past I, or another pass's sequence) */
     float *h = ssm_sh + threadIdx.x * (N + 1);
     float *st = p.tab.state[s] ? p.tab.state[s] + i * N : NULL;
-    for (int n = 0; n < N; n++) h[n] = st ? st[n] : 0.0f;
+    const float *init = p.from && p.from[s] >= 0 ? ssm_tap(p, p.from[s], i) : NULL;
+    float *tap = ssm_tap(p, s, i);
+    for (int n = 0; n < N; n++) h[n] = st ? st[n] : init ? init[n] : 0.0f;
     const int64_t t0 = p.tab.cu[s], t1 = p.tab.cu[s + 1];
     for (int64_t t = t0; t < t1; t++) {
         if (p.keep && (t - t0) % p.ckpt == 0) {
@@ -46,6 +60,8 @@ __global__ void k_ssm_fwd(ssm_args p) {
     }
     if (st)
         for (int n = 0; n < N; n++) st[n] = h[n];
+    if (tap)
+        for (int n = 0; n < N; n++) tap[n] = h[n];
 }
 
 static int ssm_check(const vc_ssm_desc *d, const char *op) {
@@ -65,11 +81,19 @@ void vc_cu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, cons
     p.n_seq = d->n_seq, p.N = d->N, p.I = d->I, p.ckpt = d->ckpt;
     void *tabs = NULL;
     if (!vc_cu_seq_tabs(d->dev_tabs, d->n_seq, d->cu, saved ? d->ckpt : 0, d->state, &p.tab, &tabs, op)) return;
-    dim3 grid((unsigned)((d->I + ST - 1) / ST), (unsigned)d->n_seq);
-    size_t sh = (size_t)ST * (d->N + 1) * sizeof(float);
-    cudaFuncSetAttribute(k_ssm_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
-    k_ssm_fwd<<<grid, ST, sh, vc_cu_stream()>>>(p);
-    vc_cu_end(op);
+    if (vc_cu_share_setup(d->n_seq, d->from, (size_t)(d->I * d->N), &p.from, &p.tap_of, &p.tap, op) >= 0) {
+        dim3 grid((unsigned)((d->I + ST - 1) / ST), (unsigned)d->n_seq);
+        size_t sh = (size_t)ST * (d->N + 1) * sizeof(float);
+        cudaFuncSetAttribute(k_ssm_fwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
+        k_ssm_fwd<<<grid, ST, sh, vc_cu_stream()>>>(p);
+        if (p.from) { /* then the sequences starting from the taps the first pass kept */
+            p.pass = 1;
+            k_ssm_fwd<<<grid, ST, sh, vc_cu_stream()>>>(p);
+        }
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free((void *)p.from);
+    vc_cu_scratch_free(p.tap);
     vc_cu_scratch_free(tabs);
 }
 
@@ -95,7 +119,9 @@ __device__ void ssm_row_partial(const ssm_args &p, float *red, const float *cb, 
     __syncthreads(); /* red is written again for the next row */
 }
 
-/* a thread per channel (those past I take part in the reductions with zeros), sequences in order */
+/* a thread per channel (those past I take part in the reductions with zeros), sequences in order; with shared starts
+ * those starting from a tap first, the gradients of their starts summed into the taps' (sequence order), then the
+ * rest, a tapped one's final state's gradient from its tap */
 __global__ void k_ssm_bwd(ssm_args p) {
     extern __shared__ float ssm_sh[];
     const int N = p.N, ld = N + 1;
@@ -106,9 +132,12 @@ __global__ void k_ssm_bwd(ssm_args p) {
     float *red = ssm_sh + 4 * ST * ld;
     float *hist = on ? p.hist + i * K * N : NULL;
     for (int n = 0; n < N; n++) dA[n] = 0;
-    for (int s = 0; s < p.n_seq; s++) {
+    for (int k = 0; k < (p.from ? 2 : 1) * p.n_seq; k++) {
+        const int s = k % p.n_seq;
+        if (p.from && (p.from[s] >= 0) != (k < p.n_seq)) continue; /* (another pass's sequence) */
         const int64_t t0 = p.tab.cu[s], L = p.tab.cu[s + 1] - t0;
-        for (int n = 0; n < N; n++) dh[n] = 0;
+        const float *dh0 = on ? ssm_tap(p, s, i) : NULL;
+        for (int n = 0; n < N; n++) dh[n] = dh0 ? dh0[n] : 0.0f;
         for (int64_t c0 = L ? (L - 1) / K * K : -1; c0 >= 0; c0 -= K) {
             const int64_t m = L - c0 < K ? L - c0 : K;
             if (on) { /* hist[j]: the state before row c0 + j */
@@ -144,6 +173,8 @@ __global__ void k_ssm_bwd(ssm_args p) {
                 ssm_row_partial(p, red, cb, cc, t);
             }
         }
+        float *dstart = on && p.from && p.from[s] >= 0 ? ssm_tap(p, p.from[s], i) : NULL;
+        for (int n = 0; dstart && n < N; n++) dstart[n] += dh[n];
     }
     if (on && p.dA)
         for (int n = 0; n < N; n++) p.dA[i * N + n] += dA[n];
@@ -179,7 +210,9 @@ void vc_cu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, c
     if (!tabs) return;
     p.part = (float *)vc_cu_scratch((size_t)(nb * (p.T ? p.T : 1) * 2 * d->N) * sizeof(float), op);
     p.hist = p.part ? (float *)vc_cu_scratch((size_t)(d->I * d->ckpt * d->N) * sizeof(float), op) : NULL;
-    if (p.hist) {
+    int nt = p.hist ? vc_cu_share_setup(d->n_seq, d->from, (size_t)(d->I * d->N), &p.from, &p.tap_of, &p.tap, op) : -1;
+    if (nt > 0) cudaMemsetAsync(p.tap, 0, sizeof(float) * (size_t)(nt * d->I * d->N), vc_cu_stream());
+    if (nt >= 0) {
         size_t sh = ((size_t)4 * ST * (d->N + 1) + (size_t)(ST / 32) * 2 * d->N) * sizeof(float);
         cudaFuncSetAttribute(k_ssm_bwd, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh);
         k_ssm_bwd<<<(unsigned)nb, ST, sh, vc_cu_stream()>>>(p);
@@ -188,6 +221,8 @@ void vc_cu_ssm_bwd(float *dx, float *ddt, float *dA_log, float *dB, float *dC, c
             k_ssm_part_sum<<<vc_cu_blocks(n, GT), GT, 0, vc_cu_stream()>>>(dB, dC, p.part, p.T0, p.T, d->N, nb);
         vc_cu_end(op);
     }
+    vc_cu_scratch_free((void *)p.from);
+    vc_cu_scratch_free(p.tap);
     vc_cu_scratch_free(p.part);
     vc_cu_scratch_free(p.hist);
     vc_cu_scratch_free(tabs);
