@@ -11,7 +11,13 @@
  * The backward walks the chunks from the last one carrying dS (the gradient of the state after the chunk) and
  * recomputes each chunk's quantities from its kept state. Each product sums its terms in a fixed order per element
  * (mm; a triangular operand's zero blocks skipped) and each row dot runs vc_gdn_dot's lanes: the same bits on any
- * thread count and in any batch. */
+ * thread count and in any batch.
+ * A decay per key channel (Kimi Delta Attention, d->gk): G_i, a_i and b are vectors over the key channels; E o (Q K^T)
+ * and E o (K K^T) become the decayed products P_ij = sum_l q_il k_jl e^(G_il - G_jl) (KK likewise, j < i), each
+ * pair's decays exponentiated (every factor <= 1: no overflow, whatever the decay), diag(a) Q, K~ and beta a K
+ * scale channel by channel, and S_n = diag(b) S0 + K~^T D; the backward takes the pairs' gradients in one pass
+ * (gk_pairs_bwd), where a pair's decay gradient is its terms' q (or k) times their gradient. */
+#include "core/vmath.h"
 #include "cpu_gdn.h"
 #include <math.h>
 #include <string.h>
@@ -91,12 +97,21 @@ static void mm_tn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const f
 }
 
 /* ---- one chunk ---- */
+#define SUB 16       /* gk: rows of a block of the decayed products */
+#define GK_SPAN 60.0 /* gk: a block's pairs factored through its first row while no channel decays past e^-60 in it */
+
 typedef struct ck {
     vc_gdn_ctx *c;
-    int h, kh, n, C, dk, dv;
+    int h, kh, n, C, dk, dv, gk;
     int64_t t0, qs, vs; /* the chunk's first row; the row strides of q / k and of v / o */
-    double *G, *dG;     /* [C] */
-    float *a, b;        /* [C] e^G_i; e^G_(n-1) */
+    double *G, *dG;     /* [C] (gk: [C, dk]) */
+    float *a, b;        /* [C] e^G_i (gk: [C, dk]); e^G_(n-1) */
+    float *bv, *w;      /* gk: [dk] e^G_(n-1) (a's last row); [dk] a pair's decays */
+    /* gk, a block of SUB rows I0.. against the rows before it (gk_block): [SUB, dk] its q and k rows times
+     * e^(G_i - G_I0) and their gradients; [C, dk] the earlier k rows times e^(G_I0 - G_j), that transposed [dk, C],
+     * its gradient */
+    float *Qh, *Kh, *dQh, *dKh, *Kl, *KlT, *dKl;
+    float *Kd, *KdT, *dKd; /* [SUB, dk] the block's own k rows times e^(G_i0 - G_j) (at least 1), transposed [dk, SUB] */
     /* [C, C]: E_ij (j <= i), P = Q K^T, KK = K K^T (j < i), A_ij = beta_i E_ij KK_ij (j < i), M = scale E o P
      * (j <= i), T = (I + A)^-1 */
     float *E, *P, *KK, *A, *M, *T;
@@ -119,8 +134,10 @@ static void transpose_to(float *dst, int64_t ldt, const float *src, int64_t ld, 
         for (int c = 0; c < cols; c++) dst[c * ldt + r] = src[r * ld + c];
 }
 
-/* the chunk's decays, products, solve and deltas from its starting state S0 */
-static void chunk_prep(ck *x, const float *S0) {
+static void prep_gk(ck *x);
+
+/* one decay per head: G, a, b, E, P, KK, M, A and the scaled rows */
+static void prep_scalar(ck *x) {
     const vc_gdn_desc *d = x->c->d;
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = d->n_v_head, nd = d->no_delta;
     double acc = 0;
@@ -152,7 +169,14 @@ static void chunk_prep(ck *x, const float *S0) {
         }
         for (int j = 0; j < dv; j++) x->Bv[i * dv + j] = be * v[j];
     }
-    if (nd) { /* D = beta V */
+}
+
+/* the chunk's decays, products, solve and deltas from its starting state S0 */
+static void chunk_prep(ck *x, const float *S0) {
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
+    if (x->gk) prep_gk(x);
+    else prep_scalar(x);
+    if (x->c->d->no_delta) { /* D = beta V */
         memcpy(x->D, x->Bv, sizeof(float) * (size_t)n * (size_t)dv);
         return;
     }
@@ -167,20 +191,143 @@ static void chunk_prep(ck *x, const float *S0) {
     mm_nn(x->D, dv, x->W, dk, S0, dv, n, dk, dv, -1.0f, 1);
 }
 
+/* ---- a decay per key channel (d->gk) ---- */
+static inline const float *gate_row(const ck *x, int i) {
+    return x->c->g + ((x->t0 + i) * x->c->d->n_v_head + x->h) * (int64_t)x->dk;
+}
+
+/* x->w = e^(G_i - G_j) channel by channel (j <= i: every factor at most 1) */
+static void pair_decay(ck *x, int i, int j) {
+    const double *gi = x->G + (int64_t)i * x->dk, *gj = x->G + (int64_t)j * x->dk;
+    for (int l = 0; l < x->dk; l++) x->w[l] = (float)(gi[l] - gj[l]);
+    vc_exp_shift(x->w, x->w, x->dk, 0.0f);
+}
+
+/* sum over l of x[l] y[l] w[l], in vc_gdn_dot's lanes */
+static inline float dot3(const float *x, const float *y, const float *w, int n) {
+    float acc[VC_GDN_LANES] = { 0 };
+    int j = 0;
+    for (; j + VC_GDN_LANES <= n; j += VC_GDN_LANES)
+        for (int l = 0; l < VC_GDN_LANES; l++) acc[l] += x[j + l] * y[j + l] * w[j + l];
+    float s = vc_gdn_lanes_sum(acc);
+    for (; j < n; j++) s += x[j] * y[j] * w[j];
+    return s;
+}
+
+
+/* block [i0, i0 + m) of the chunk: Qh_i = q_i e^(G_i - G_i0), Kh_i = k_i e^(G_i - G_i0) (i in the block); against
+ * its rows before i0 Kl_j = k_j e^(G_i0 - G_j) (j < i0) and KlT, so that P_ij = Qh_i . Kl_j, KK_ij = Kh_i . Kl_j
+ * (products of factors at most 1); within the block, unless a channel decays past e^-GK_SPAN there (returns 0: its
+ * pairs one by one instead), Kd_j = k_j e^(G_i0 - G_j) (j in the block: factors at most e^GK_SPAN) and KdT.
+ * Called for i0 = 0, SUB, 2 SUB, ... in order: the rows before the previous block's i0 take its Kl times
+ * e^(G_i0 - G_(i0 - SUB)), the others their own. */
+static int block_safe(const ck *x, int i0, int m) {
+    const double *Gr = x->G + (int64_t)i0 * x->dk, *Ge = x->G + (int64_t)(i0 + m - 1) * x->dk;
+    int safe = 1;
+    for (int l = 0; l < x->dk; l++) safe &= Gr[l] - Ge[l] <= GK_SPAN;
+    return safe;
+}
+
+static int gk_block(ck *x, int i0, int m) {
+    int dk = x->dk, C = x->C, p0 = i0 - SUB, safe = block_safe(x, i0, m);
+    const double *Gr = x->G + (int64_t)i0 * dk;
+    for (int i = 0; i < m; i++) {
+        const double *Gi = x->G + (int64_t)(i0 + i) * dk;
+        const float *q = Qr(x, i0 + i), *k = Kr(x, i0 + i);
+        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gi[l] - Gr[l]);
+        vc_exp_shift(x->w, x->w, dk, 0.0f);
+        for (int l = 0; l < dk; l++) x->Qh[i * dk + l] = q[l] * x->w[l], x->Kh[i * dk + l] = k[l] * x->w[l];
+        if (!safe) continue;
+        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gi[l]);
+        vc_exp_shift(x->w, x->w, dk, 0.0f);
+        for (int l = 0; l < dk; l++) x->KdT[l * SUB + i] = x->Kd[i * dk + l] = k[l] * x->w[l];
+    }
+    if (p0 > 0) {
+        const double *Gp = x->G + (int64_t)p0 * dk;
+        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gp[l]);
+        vc_exp_shift(x->w, x->w, dk, 0.0f);
+        for (int j = 0; j < p0; j++)
+            for (int l = 0; l < dk; l++) x->KlT[l * C + j] = x->Kl[j * dk + l] *= x->w[l];
+    }
+    for (int j = p0 > 0 ? p0 : 0; j < i0; j++) {
+        const double *Gj = x->G + (int64_t)j * dk;
+        const float *k = Kr(x, j);
+        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gj[l]);
+        vc_exp_shift(x->w, x->w, dk, 0.0f);
+        for (int l = 0; l < dk; l++) x->KlT[l * C + j] = x->Kl[j * dk + l] = k[l] * x->w[l];
+    }
+    return safe;
+}
+
+/* G, a, b, the decayed products P and KK, M, A and the scaled rows */
+static void prep_gk(ck *x) {
+    const vc_gdn_desc *d = x->c->d;
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nd = d->no_delta;
+    for (int i = 0; i < n; i++) {
+        const float *g = gate_row(x, i);
+        for (int l = 0; l < dk; l++) {
+            double G = (i ? x->G[(int64_t)(i - 1) * dk + l] : 0.0) + g[l];
+            x->G[(int64_t)i * dk + l] = G;
+            x->a[(int64_t)i * dk + l] = expf((float)G);
+        }
+    }
+    x->bv = x->a + (int64_t)(n - 1) * dk;
+    for (int i0 = 0; i0 < n; i0 += SUB) { /* P and KK by blocks of SUB rows */
+        int m = n - i0 < SUB ? n - i0 : SUB, safe = gk_block(x, i0, m);
+        if (i0) { /* against the earlier rows */
+            mm_nn(x->P + i0 * C, C, x->Qh, dk, x->KlT, C, m, dk, i0, 1.0f, 0);
+            if (!nd) mm_nn(x->KK + i0 * C, C, x->Kh, dk, x->KlT, C, m, dk, i0, 1.0f, 0);
+        }
+        if (safe) { /* within the block (the upper triangle dropped below) */
+            mm_nn(x->P + i0 * C + i0, C, x->Qh, dk, x->KdT, SUB, m, dk, m, 1.0f, 0);
+            if (!nd) mm_nn(x->KK + i0 * C + i0, C, x->Kh, dk, x->KdT, SUB, m, dk, m, 1.0f, 0);
+            continue;
+        }
+        for (int i = i0; i < i0 + m; i++) /* ... or pair by pair */
+            for (int j = i0; j <= i; j++) {
+                pair_decay(x, i, j);
+                x->P[i * C + j] = dot3(Qr(x, i), Kr(x, j), x->w, dk);
+                x->KK[i * C + j] = !nd && j < i ? dot3(Kr(x, i), Kr(x, j), x->w, dk) : 0.0f;
+            }
+    }
+    for (int i = 0; i < n; i++) {
+        float be = beta_at(x, i);
+        for (int j = 0; j < n; j++) {
+            float p = j <= i ? x->P[i * C + j] : 0.0f, kk = j < i && !nd ? x->KK[i * C + j] : 0.0f;
+            x->P[i * C + j] = p, x->KK[i * C + j] = kk;
+            x->M[i * C + j] = d->scale * p;
+            x->A[i * C + j] = be * kk;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const float *q = Qr(x, i), *k = Kr(x, i), *v = Vr(x, i), *ai = x->a + (int64_t)i * dk;
+        float be = beta_at(x, i);
+        pair_decay(x, n - 1, i); /* K~_i = e^(G_(n-1) - G_i) k_i */
+        for (int l = 0; l < dk; l++) {
+            x->Qa[i * dk + l] = d->scale * ai[l] * q[l];
+            x->Kt[i * dk + l] = x->w[l] * k[l];
+            x->Bk[i * dk + l] = be * ai[l] * k[l];
+        }
+        for (int j = 0; j < dv; j++) x->Bv[i * dv + j] = be * v[j];
+    }
+}
+
 /* scratch of one task: the chunk's arrays (doubles first), then extra floats */
 static float *chunk_alloc(ck *x, vc_gdn_ctx *c, size_t extra) {
     const vc_gdn_desc *d = c->d;
-    size_t C = (size_t)d->ckpt, dk = (size_t)d->dk, dv = (size_t)d->dv;
-    size_t nf = C + 6 * C * C + 3 * C * dv + 5 * C * dk + extra;
-    double *G = vc_cpu_scratch(2 * C + (nf + 1) / 2 + 1, sizeof(double), 0);
+    size_t C = (size_t)d->ckpt, dk = (size_t)d->dk, dv = (size_t)d->dv, gw = d->gk ? dk : 1; /* (decays a row) */
+    size_t gb = (C > SUB ? C : SUB) * dk; /* gk: each of the blocks' 10 arrays */
+    size_t nf = C * gw + 6 * C * C + 3 * C * dv + 5 * C * dk + dk + extra + (d->gk ? 10 * gb : 0);
+    double *G = vc_cpu_scratch(2 * C * gw + (nf + 1) / 2 + 1, sizeof(double), 0);
     if (!G) {
         c->fail = 1;
         return NULL;
     }
-    *x = (ck){ .c = c, .C = (int)C, .dk = d->dk, .dv = d->dv, .qs = (int64_t)d->n_k_head * d->dk,
-               .vs = (int64_t)d->n_v_head * d->dv, .G = G, .dG = G + C };
-    float *f = (float *)(G + 2 * C);
-    x->a = f, f += C;
+    *x = (ck){ .c = c, .C = (int)C, .dk = d->dk, .dv = d->dv, .gk = d->gk, .qs = (int64_t)d->n_k_head * d->dk,
+               .vs = (int64_t)d->n_v_head * d->dv, .G = G, .dG = G + C * gw };
+    float *f = (float *)(G + 2 * C * gw);
+    x->a = f, f += C * gw;
+    x->w = f, f += dk;
     x->E = f, f += C * C;
     x->P = f, f += C * C;
     x->KK = f, f += C * C;
@@ -195,6 +342,10 @@ static float *chunk_alloc(ck *x, vc_gdn_ctx *c, size_t extra) {
     x->Kt = f, f += C * dk;
     x->Bk = f, f += C * dk;
     x->KT = f, f += C * dk;
+    if (d->gk) {
+        float **gp[] = { &x->Qh, &x->Kh, &x->dQh, &x->dKh, &x->Kl, &x->KlT, &x->dKl, &x->Kd, &x->KdT, &x->dKd };
+        for (int i = 0; i < 10; i++) *gp[i] = f, f += gb;
+    }
     return f;
 }
 
@@ -222,7 +373,11 @@ void vc_cpu_gdn_chunk_fwd(vc_gdn_ctx *c, int s, int h) {
         mm_nn(o, x.vs, x.Qa, dk, S, dv, x.n, dk, dv, 1.0f, 0); /* scale diag(a) Q S0 */
         mm_nn_lo(o, x.vs, x.M, C, x.D, dv, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
         if (c0 + C >= L && !(tap && R == L)) break; /* (no state leaves the sequence here) */
-        for (int64_t e = 0; e < SS; e++) S[e] *= x.b;
+        if (x.gk)
+            for (int a = 0; a < dk; a++) /* (row a of the state: its channel's decay) */
+                for (int j = 0; j < dv; j++) S[a * dv + j] *= x.bv[a];
+        else
+            for (int64_t e = 0; e < SS; e++) S[e] *= x.b;
         mm_tn(S, dv, x.Kt, dk, x.D, dv, dk, x.n, dv, 1.0f, 1); /* S = b S0 + K~^T D */
     }
     if (tap && R == L) memcpy(tap, S, sizeof(float) * (size_t)SS); /* (its end: the state after the last chunk) */
@@ -282,12 +437,11 @@ static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     mm_tn(B->dSn, dv, x->Qa, dk, dO, x->vs, dk, n, dv, 1.0f, 1);
 }
 
-/* the delta rule's part: D = U - W S0 with [U | W] = T [beta V | beta a K] */
-static void bwd_delta(ck *x, bwd_buf *B) {
-    vc_gdn_ctx *c = x->c;
-    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = c->d->n_v_head;
+/* the delta rule's products, D = U - W S0 with [U | W] = T [beta V | beta a K]: the state's gradient before the chunk
+ * less W^T dD; dU = dD, dW = -dD S0^T; [dB1 | dB2] = T^T [dU | dW]; dA = -(dB1 U^T + dB2 W^T) (j < i) */
+static void delta_mats(ck *x, bwd_buf *B) {
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
     mm_tn(B->dSn, dv, x->W, dk, B->dD, dv, dk, n, dv, -1.0f, 1);
-    /* dU = dD, dW = -dD S0^T; [dB1 | dB2] = T^T [dU | dW]; dA = -(dB1 U^T + dB2 W^T) (j < i) */
     mm_nn(B->dW, dk, B->dD, dv, B->S0T, dk, n, dv, dk, -1.0f, 0);
     mm_tn_lo(B->dB1, dv, x->T, C, B->dD, dv, n, dv, 1.0f, 0);
     mm_tn_lo(B->dB2, dk, x->T, C, B->dW, dk, n, dk, 1.0f, 0);
@@ -295,6 +449,13 @@ static void bwd_delta(ck *x, bwd_buf *B) {
     transpose_to(B->WT, C, x->W, dk, n, dk);
     mm_nn(B->dA, C, B->dB1, dv, B->UT, C, n, dv, n, -1.0f, 0);
     mm_nn(B->dA, C, B->dB2, dk, B->WT, C, n, dk, n, -1.0f, 1);
+}
+
+/* the delta rule's part (one decay per head) */
+static void bwd_delta(ck *x, bwd_buf *B) {
+    vc_gdn_ctx *c = x->c;
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = c->d->n_v_head;
+    delta_mats(x, B);
     for (int i = 0; i < n; i++) {
         float be = beta_at(x, i), ai = x->a[i];
         const float *b1 = B->dB1 + i * dv, *b2 = B->dB2 + i * dk;
@@ -316,6 +477,156 @@ static void bwd_delta(ck *x, bwd_buf *B) {
     mm_tn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
 }
 
+/* ---- the backward with a decay per key channel ---- */
+/* dO's part as bwd_outputs's, the pairs' terms left to gk_pairs_bwd (B->R becomes dP) */
+static void bwd_outputs_gk(ck *x, const float *S0, const float *dO, bwd_buf *B) {
+    const vc_gdn_desc *d = x->c->d;
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
+    double *dGl = x->dG + (int64_t)(n - 1) * dk;
+    transpose_to(B->S0T, dk, S0, dv, dk, dv);
+    transpose_to(B->dST, dk, B->dS, dv, dk, dv);
+    transpose_to(B->DT, C, x->D, dv, n, dv);
+    mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
+    mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
+    mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
+    mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
+    mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
+    for (int a = 0; a < dk; a++) /* b = a_(n-1): row a of S_n's b S0 term */
+        dGl[a] += (double)x->bv[a] * vc_gdn_dot(S0 + (int64_t)a * dv, B->dS + (int64_t)a * dv, dv);
+    for (int i = 0; i < n; i++) {
+        const float *ai = x->a + (int64_t)i * dk, *Z = B->Z + i * dk, *Y = B->Y + i * dk;
+        double *dGi = x->dG + (int64_t)i * dk;
+        pair_decay(x, n - 1, i);
+        for (int l = 0; l < dk; l++) { /* Qa = scale a q; K~ = e^(G_(n-1) - G_i) k */
+            B->dQ[i * dk + l] = d->scale * ai[l] * Z[l];
+            dGi[l] += (double)x->Qa[i * dk + l] * Z[l];
+            B->dK[i * dk + l] = x->w[l] * Y[l];
+            double t = (double)x->Kt[i * dk + l] * Y[l];
+            dGl[l] += t;
+            dGi[l] -= t;
+        }
+        for (int j = 0; j < n; j++) B->R[i * C + j] = j <= i ? d->scale * B->R[i * C + j] : 0.0f; /* dP */
+    }
+    for (int a = 0; a < dk; a++)
+        for (int j = 0; j < dv; j++) B->dSn[a * dv + j] = x->bv[a] * B->dS[a * dv + j];
+    mm_tn(B->dSn, dv, x->Qa, dk, dO, x->vs, dk, n, dv, 1.0f, 1);
+}
+
+/* the delta rule's part: Bv = beta V, Bk = beta a K, A_ij = beta_i KK_ij (B->dA becomes dKK) */
+static void bwd_delta_gk(ck *x, bwd_buf *B) {
+    vc_gdn_ctx *c = x->c;
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = c->d->n_v_head;
+    delta_mats(x, B);
+    for (int i = 0; i < n; i++) {
+        float be = beta_at(x, i);
+        const float *b1 = B->dB1 + i * dv, *b2 = B->dB2 + i * dk, *ai = x->a + (int64_t)i * dk, *k = Kr(x, i);
+        double *dGi = x->dG + (int64_t)i * dk;
+        if (c->dv) axpy(c->dv + (x->t0 + i) * x->vs + (int64_t)x->h * dv, be, b1, dv);
+        float db = vc_gdn_dot(Vr(x, i), b1, dv) + dot3(k, b2, ai, dk);
+        for (int l = 0; l < dk; l++) {
+            B->dK[i * dk + l] += be * ai[l] * b2[l];
+            dGi[l] += (double)be * ai[l] * k[l] * b2[l];
+        }
+        for (int j = 0; j < n; j++) {
+            float dA = j < i ? B->dA[i * C + j] : 0.0f;
+            db += dA * x->KK[i * C + j];
+            B->dA[i * C + j] = be * dA;
+        }
+        if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += db;
+    }
+}
+
+/* the decayed products' gradients (dP in B->R, dKK in B->dA): P_ij = sum_l q_il k_jl w_l and KK_ij = sum_l k_il k_jl w_l
+ * with w = e^(G_i - G_j), a term's decay gradient its value times its gradient, + on G_i, - on G_j. Blocks of SUB
+ * rows against the earlier rows through gk_block's factors (their decays' gradients on G_i and G_j through G_i0),
+ * pairs within a block one by one. */
+static void gk_pairs_bwd(ck *x, bwd_buf *B) {
+    int n = x->n, C = x->C, dk = x->dk, nd = x->c->d->no_delta;
+    for (int i0 = 0; i0 < n; i0 += SUB) {
+        int m = n - i0 < SUB ? n - i0 : SUB, safe = gk_block(x, i0, m);
+        double *dGr = x->dG + (int64_t)i0 * dk;
+        const double *Gr = x->G + (int64_t)i0 * dk;
+        const float *dP = B->R + i0 * C, *dKK = B->dA + i0 * C;
+        /* dQh = dP [Kl; Kd], dKh = dKK [Kl; Kd]; dKl = dP^T Qh + dKK^T Kh over the rows before i0, dKd within */
+        if (!i0 && !safe) continue; /* (the first block, pair by pair below) */
+        if (i0) {
+            mm_nn(x->dQh, dk, dP, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
+            mm_tn(x->dKl, dk, dP, C, x->Qh, dk, i0, m, dk, 1.0f, 0);
+        }
+        if (safe) {
+            mm_nn(x->dQh, dk, dP + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
+            mm_tn(x->dKd, dk, dP + i0, C, x->Qh, dk, m, m, dk, 1.0f, 0);
+        }
+        if (!nd) {
+            if (i0) {
+                mm_nn(x->dKh, dk, dKK, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
+                mm_tn(x->dKl, dk, dKK, C, x->Kh, dk, i0, m, dk, 1.0f, 1);
+            }
+            if (safe) {
+                mm_nn(x->dKh, dk, dKK + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
+                mm_tn(x->dKd, dk, dKK + i0, C, x->Kh, dk, m, m, dk, 1.0f, 1);
+            }
+        }
+        for (int i = 0; i < m; i++) { /* Qh, Kh: e^(G_i - G_i0) */
+            const double *Gi = x->G + (int64_t)(i0 + i) * dk;
+            double *dGi = x->dG + (int64_t)(i0 + i) * dk;
+            float *dq = B->dQ + (i0 + i) * dk, *dki = B->dK + (i0 + i) * dk;
+            for (int l = 0; l < dk; l++) x->w[l] = (float)(Gi[l] - Gr[l]);
+            vc_exp_shift(x->w, x->w, dk, 0.0f);
+            for (int l = 0; l < dk; l++) {
+                float gq = x->dQh[i * dk + l], gk = nd ? 0.0f : x->dKh[i * dk + l];
+                dq[l] += gq * x->w[l];
+                dki[l] += gk * x->w[l];
+                double t = (double)gq * x->Qh[i * dk + l] + (double)gk * x->Kh[i * dk + l];
+                dGi[l] += t;
+                dGr[l] -= t;
+            }
+        }
+        for (int j = 0; j < i0 + (safe ? m : 0); j++) { /* Kl, Kd: e^(G_i0 - G_j) */
+            const double *Gj = x->G + (int64_t)j * dk;
+            double *dGj = x->dG + (int64_t)j * dk;
+            float *dkj = B->dK + j * dk;
+            const float *g = j < i0 ? x->dKl + j * dk : x->dKd + (j - i0) * dk;
+            const float *kv = j < i0 ? x->Kl + j * dk : x->Kd + (j - i0) * dk;
+            for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gj[l]);
+            vc_exp_shift(x->w, x->w, dk, 0.0f);
+            for (int l = 0; l < dk; l++) {
+                dkj[l] += g[l] * x->w[l];
+                double t = (double)g[l] * kv[l];
+                dGr[l] += t;
+                dGj[l] -= t;
+            }
+        }
+    }
+    for (int i0 = 0; i0 < n; i0 += SUB) { /* the blocks whose pairs go one by one */
+        int m = n - i0 < SUB ? n - i0 : SUB, safe = block_safe(x, i0, m);
+        for (int i = i0; i < i0 + m && !safe; i++) {
+            const float *q = Qr(x, i), *k = Kr(x, i);
+            float *dq = B->dQ + i * dk, *dki = B->dK + i * dk;
+            double *dGi = x->dG + (int64_t)i * dk;
+            for (int j = i0; j <= i; j++) {
+                float rp = B->R[i * C + j], rk = !nd && j < i ? B->dA[i * C + j] : 0.0f;
+                if (rp == 0.0f && rk == 0.0f) continue;
+                pair_decay(x, i, j);
+                const float *kj = Kr(x, j);
+                float *dkj = B->dK + j * dk;
+                double *dGj = x->dG + (int64_t)j * dk;
+                for (int l = 0; l < dk; l++) {
+                    float wk = x->w[l] * kj[l], u = rp * q[l] + rk * k[l];
+                    dq[l] += rp * wk;
+                    dki[l] += rk * wk;
+                    dkj[l] += x->w[l] * u;
+                    if (j < i) {
+                        double t = (double)wk * u;
+                        dGi[l] += t;
+                        dGj[l] -= t;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* the gradients of the chunk's inputs from dO (rows of dout) and dS (the state after it, replaced by the state's
  * before it); S0 the kept state */
 static void chunk_bwd(ck *x, const float *S0, bwd_buf *B) {
@@ -324,16 +635,28 @@ static void chunk_bwd(ck *x, const float *S0, bwd_buf *B) {
     int n = x->n, dk = x->dk, dv = x->dv, nv = d->n_v_head;
     const float *dO = c->dout + x->t0 * x->vs + (int64_t)x->h * dv;
     chunk_prep(x, S0);
-    for (int i = 0; i < n; i++) x->dG[i] = 0;
-    bwd_outputs(x, S0, dO, B);
+    for (int64_t i = 0; i < (int64_t)n * (x->gk ? dk : 1); i++) x->dG[i] = 0;
+    if (x->gk) bwd_outputs_gk(x, S0, dO, B);
+    else bwd_outputs(x, S0, dO, B);
     if (d->no_delta) /* D = beta V */
         for (int i = 0; i < n; i++) {
             if (c->dv) axpy(c->dv + (x->t0 + i) * x->vs + (int64_t)x->h * dv, beta_at(x, i), B->dD + i * dv, dv);
             if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += vc_gdn_dot(Vr(x, i), B->dD + i * dv, dv);
         }
+    else if (x->gk)
+        bwd_delta_gk(x, B);
     else
         bwd_delta(x, B);
-    if (c->dg) { /* G_i = sum of g over rows 0..i */
+    if (x->gk) gk_pairs_bwd(x, B); /* (after the delta rule's: its dKK) */
+    if (c->dg && x->gk) /* G_i = sum of g over rows 0..i, channel by channel */
+        for (int l = 0; l < dk; l++) {
+            double acc = 0;
+            for (int i = n - 1; i >= 0; i--) {
+                acc += x->dG[(int64_t)i * dk + l];
+                c->dg[((x->t0 + i) * nv + x->h) * dk + l] += (float)acc;
+            }
+        }
+    else if (c->dg) { /* G_i = sum of g over rows 0..i */
         double acc = 0;
         for (int i = n - 1; i >= 0; i--) {
             acc += x->dG[i];

@@ -566,7 +566,7 @@ static size_t ck_smem(const vc_gdn_desc *d, int cw) {
 }
 
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
-    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
+    return vc_gdn_chunked(d) && !d->gk && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
 }
 
 /* shared starts (d->from): from and each sequence's tap slot uploaded (*from, *tap_of: one block, freed with
