@@ -436,6 +436,8 @@ PY
     step "bench gdn on cuda, chunked (1 x 4096 rows)" 30 "$BIN" bench gdn --tokens 4096 --iters 2 --device cuda
     step "bench gdn on cuda, recurrence (8 x 4096 rows)" 40 env VERLC_GDN_RECURRENCE=1 "$BIN" bench gdn \
         --tokens 32768 --seqs 8 --iters 2 --device cuda
+    step "bench gdn --kda on cuda, chunked (8 x 4096 rows: Kimi's decay per key channel)" 40 "$BIN" bench gdn --kda \
+        --tokens 32768 --seqs 8 --iters 2 --device cuda
     rm -f "$CFG"
 }
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host

@@ -179,10 +179,9 @@ static inline int64_t vc_gdn_saved(const vc_gdn_desc *d) {
     return n;
 }
 
-/* The chunked form runs where no rollout state is carried (training's forward and backward, the log-prob passes): a
- * sequence's chunks start at its rows 0, ckpt, 2 ckpt, ..., whatever batch it is in, so its outputs are the same bits
- * in any batch. Rollout (a state per sequence) keeps the recurrence; so does Kimi's per-channel decay on CUDA (the
- * CPU has its chunked form). */
+/* The chunked form runs where no rollout state is carried (training's forward and backward, the log-prob passes), with
+ * one decay per head or per key channel: a sequence's chunks start at its rows 0, ckpt, 2 ckpt, ..., whatever batch
+ * it is in, so its outputs are the same bits in any batch. Rollout (a state per sequence) keeps the recurrence. */
 static inline int vc_gdn_chunked(const vc_gdn_desc *d) { return !d->state && d->ckpt > 0; }
 
 /* A depthwise causal conv1d over packed sequences (Gated DeltaNet, Mamba, LFM2): x and y [T, C], w [C, K],

@@ -291,6 +291,8 @@ typedef struct {
     float *gq, *gk, *gv, *gg, *gbeta;  /* device */
 } gdn_in;
 
+static float g_scale = 1.0f; /* the log decays' scale (10: strong decays, past gk's factored blocks) */
+
 static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv, int gk) {
     gdn_in in;
     size_t nq = (size_t)(T * nk * dk), nvv = (size_t)(T * nv * dv), nh = (size_t)(T * nv), ng = nh * (gk ? dk : 1);
@@ -299,7 +301,7 @@ static gdn_in gdn_inputs(int64_t T, int nk, int nv, int dk, int dv, int gk) {
     in.v = hrand(nvv, 1);
     in.g = hbuf(ng);
     in.beta = hbuf(nh);
-    for (size_t i = 0; i < ng; i++) in.g[i] = -0.1f - 0.25f * (urand() + 1.0f);
+    for (size_t i = 0; i < ng; i++) in.g[i] = g_scale * (-0.1f - 0.25f * (urand() + 1.0f));
     for (size_t i = 0; i < nh; i++) in.beta[i] = 0.5f + 0.5f * urand();
     in.gq = dup_f(in.q, nq);
     in.gk = dup_f(in.k, nq);
@@ -453,16 +455,20 @@ static void test_gdn(void) {
             gdn_share_case(sl1, sf1, 4, nd, 0);
             gdn_share_case(sl2, sf2, 3, nd, 0);
         }
-        if (rec) { /* Kimi Delta Attention (the recurrence's only) */
-            gdn_share_case(sl1, sf1, 4, 0, 1);
-            gdn_share_case(sl2, sf2, 3, 0, 1);
-        }
+        gdn_share_case(sl1, sf1, 4, 0, 1); /* Kimi Delta Attention */
+        gdn_share_case(sl2, sf2, 3, 0, 1);
     }
     gdn_batch_bits(0);
     gdn_batch_bits(1);
     unsetenv("VERLC_GDN_RECURRENCE");
     gdn_case("states in shared memory", 3, 3, 8, 8, len1, 3, 4, 0, 1);
     gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);
+    gdn_case("Kimi-Linear's head size, chunks of 64 rows (blocks of 16 against the earlier)", 1, 2, 128, 128, len5, 2,
+             64, 0, 1);
+    g_scale = 10.0f; /* some blocks' pairs one by one */
+    gdn_case("strong decays, chunks of 64 rows", 1, 2, 32, 40, len5, 2, 64, 0, 1);
+    gdn_case("strong decays, chunks of 64 rows, no delta rule", 1, 2, 32, 40, len5, 2, 64, 1, 1);
+    g_scale = 1.0f;
 }
 
 /* Mamba 1's selective scan: forward with states (one NULL) and kept states, a training forward, the backward

@@ -1,6 +1,6 @@
 /* Linear-attention layers' kernels on the CPU: Gated DeltaNet's recurrence (forward keeping a state every
- * d->ckpt rows, backward recomputing each stretch from its kept state; where no rollout state is carried and the
- * decay is one per head, both run its chunked form instead: cpu_gdn_chunk.c), its log decay, and the depthwise causal
+ * d->ckpt rows, backward recomputing each stretch from its kept state; where no rollout state is carried, both run
+ * its chunked form instead: cpu_gdn_chunk.c), its log decay, and the depthwise causal
  * conv1d in front of it. Semantics in src/tensor/backend.h; every sum runs in a fixed order. */
 #include "backend/act_math.h"
 #include "cpu_gdn.h"

@@ -1,6 +1,5 @@
 /* Gated DeltaNet's chunked form on CUDA (the CPU's is src/backend/cpu/cpu_gdn_chunk.c, whose header gives the
- * algebra): where no rollout state is carried and the decay is one per head (training's forward and backward, the
- * log-prob passes), chunks of d->ckpt rows from each sequence's row 0, so a sequence's outputs are the same bits
+ * algebra): where no rollout state is carried (training's forward and backward, the log-prob passes), chunks of d->ckpt rows from each sequence's row 0, so a sequence's outputs are the same bits
  * in any batch. Three launches each way:
  *   forward   1. per (chunk, value head), in parallel: decays, Q K^T, K K^T, T = (I + A)^-1, U = T beta V and
  *                W = T beta a K (D = beta V without the delta rule)
@@ -13,7 +12,9 @@
  *             3. per (chunk, value head): everything else from S0, dS and dD: dq and dk of each value head (summed
  *                over a q/k head's value heads in order by the recurrence's kernel), dv, dg, dbeta
  * Products are block-wide loops (bmm) with each element's terms in a fixed order, so the same bits run to run; the
- * per-chunk arrays of the parallel launches live in a global workspace per resident block. */
+ * per-chunk arrays of the parallel launches live in a global workspace per resident block. A decay per key channel
+ * (Kimi Delta Attention, d->gk) takes the same launches with the CPU's blocks of decayed products
+ * (cuda_gdn_chunk_gk.h). */
 #include "cuda_internal.h"
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,7 @@ __device__ void bmm(float *C, int64_t ldc, const float *A, int64_t ai, int64_t a
 /* ---- arguments and chunk geometry ---- */
 struct ck_args {
     const int64_t *cu;
-    int n_seq, nk, nv, dk, dv, C, no_delta, cw, ncg;
+    int n_seq, nk, nv, dk, dv, C, no_delta, cw, ncg, gk; /* gk: a decay per key channel (g [T, nv, dk]) */
     float scale;
     int64_t nc, ws_floats;
     const float *q, *k, *v, *g, *beta, *dout;
@@ -169,40 +170,44 @@ __device__ void ck_decays(const ck_args &p, ck_pos x, int h, double *G, float *a
 }
 
 /* ---- one block's workspace of a parallel launch ---- */
+#define CK_SUB 16 /* gk: rows of a block of the decayed products */
 struct ck_ws {
-    double *G, *tp, *dGv;                     /* [C], [C, C] pair terms of dG (backward), [C] */
-    float *a, *E, *P, *KK, *A, *M, *T, *R, *dA; /* [C], [C, C] x 8 */
+    double *G, *tp, *dGv;                     /* [C], [C, C] pair terms of dG (backward), [C] (gk: [C, dk], -, [C, dk]) */
+    float *a, *E, *P, *KK, *A, *M, *T, *R, *dA; /* [C] (gk: [C, dk]), [C, C] x 8 */
     float *U, *D, *Bv, *dB1;                  /* [C, dv] */
     float *W, *Qa, *Kt, *Bk, *dW, *dB2, *Y, *Z, *dQ, *dK; /* [C, dk] */
+    float *Qh, *Kh, *Kd, *dQh, *dKh, *dKd, *Kl, *dKl; /* gk: [CK_SUB, dk] x 6 (a block's rows), [C, dk] x 2 */
 };
 
 /* carves f (NULL: counts) into w; returns the floats used */
-__host__ __device__ int64_t ck_carve(ck_ws *w, float *f, int C, int dk, int dv) {
+__host__ __device__ int64_t ck_carve(ck_ws *w, float *f, int C, int dk, int dv, int gk) {
     ck_ws none;
-    int64_t o = 0, CC = (int64_t)C * C;
+    int64_t o = 0, CC = (int64_t)C * C, gw = gk ? dk : 1;
     if (!w) w = &none;
 #define CK_TAKE(field, type, count)                                                    \
     do {                                                                               \
         w->field = f ? (type *)(f + o) : NULL;                                         \
         o += (int64_t)(count) * (int64_t)(sizeof(type) / sizeof(float));               \
     } while (0)
-    CK_TAKE(G, double, C);
-    CK_TAKE(tp, double, CC);
-    CK_TAKE(dGv, double, C);
+    CK_TAKE(G, double, C * gw);
+    CK_TAKE(tp, double, gk ? 0 : CC);
+    CK_TAKE(dGv, double, C * gw);
     float **cc[] = { &w->E, &w->P, &w->KK, &w->A, &w->M, &w->T, &w->R, &w->dA };
     float **cv[] = { &w->U, &w->D, &w->Bv, &w->dB1 };
     float **ck[] = { &w->W, &w->Qa, &w->Kt, &w->Bk, &w->dW, &w->dB2, &w->Y, &w->Z, &w->dQ, &w->dK };
-    CK_TAKE(a, float, C);
+    CK_TAKE(a, float, C * gw);
     for (int i = 0; i < 8; i++) *cc[i] = f ? f + o : NULL, o += CC;
     for (int i = 0; i < 4; i++) *cv[i] = f ? f + o : NULL, o += (int64_t)C * dv;
     for (int i = 0; i < 10; i++) *ck[i] = f ? f + o : NULL, o += (int64_t)C * dk;
+    float **cg[] = { &w->Qh, &w->Kh, &w->Kd, &w->dQh, &w->dKh, &w->dKd, &w->Kl, &w->dKl };
+    for (int i = 0; i < 8 && gk; i++) *cg[i] = f ? f + o : NULL, o += (int64_t)(i < 6 ? CK_SUB : C) * dk;
 #undef CK_TAKE
     return (o + 3) / 4 * 4; /* (the next block's doubles aligned) */
 }
 
 __device__ ck_ws ck_ws_of(const ck_args &p) {
     ck_ws w;
-    ck_carve(&w, p.ws + (int64_t)blockIdx.x * p.ws_floats, p.C, p.dk, p.dv);
+    ck_carve(&w, p.ws + (int64_t)blockIdx.x * p.ws_floats, p.C, p.dk, p.dv, p.gk);
     return w;
 }
 
@@ -214,11 +219,20 @@ __device__ ck_ws ck_ws_of(const ck_args &p) {
     const float *V = (p).v + (x).t0 * vs + (int64_t)(h) * dv;                                              \
     (void)Q, (void)K, (void)V, (void)C, (void)n
 
+/* a decay per key channel (cuda_gdn_chunk_gk.h, included after this file's device code) */
+__device__ void ck_prods_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h);
+__device__ void ck_bwd_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
+                          const float *dO, const float *dD);
+
 /* decays, P = Q K^T, KK = K K^T, E, M = scale E o P, A = beta E o KK (j < i), Qa = scale a Q, Kt = K~, Bv = beta V,
  * Bk = beta a K; then (solve) T = (I + A)^-1 and W = T Bk, and U = T Bv into U when not NULL (no delta: U = Bv) */
 __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int solve, float *U, float *W) {
     CK_SETUP(p, x, h);
     const int nd = p.no_delta;
+    if (p.gk) {
+        ck_prods_gk(p, w, x, h);
+        goto rows;
+    }
     ck_decays(p, x, h, w.G, w.a);
     bmm(w.P, C, Q, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
     if (!nd) bmm(w.KK, C, K, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
@@ -237,6 +251,7 @@ __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int s
         w.Kt[e] = kt * kv;
         w.Bk[e] = be * w.a[i] * kv;
     }
+rows:
     for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
         int i = e / dv, j = e % dv;
         w.Bv[e] = p.beta[(x.t0 + i) * p.nv + h] * V[i * vs + j];
@@ -281,10 +296,11 @@ __device__ ck_cols ck_cols_of(const ck_args &p) {
     return { s, h, j0, p.dv - j0 < p.cw ? p.dv - j0 : p.cw };
 }
 
-/* shared memory of the state passes: the state (or its gradient) columns [dk, cw], K~ and Qa [C, dk], G [C] */
+/* shared memory of the state passes: the state (or its gradient) columns [dk, cw], K~ and Qa [C, dk], G [C], and (gk)
+ * b per key channel [dk] */
 struct ck_sh {
     double *G;
-    float *S, *Kt, *Qa;
+    float *S, *Kt, *Qa, *bv;
 };
 
 __device__ ck_sh ck_sh_of(const ck_args &p, char *base) {
@@ -293,6 +309,7 @@ __device__ ck_sh ck_sh_of(const ck_args &p, char *base) {
     s.S = (float *)(s.G + p.C);
     s.Kt = s.S + p.dk * p.cw;
     s.Qa = s.Kt + p.C * p.dk;
+    s.bv = s.Qa + p.C * p.dk;
     return s;
 }
 
@@ -304,6 +321,25 @@ __device__ void ck_rows_sh(const ck_args &p, const ck_sh &sh, ck_pos x, int h, i
         sh.Kt[e] = expf((float)(sh.G[n - 1] - sh.G[i])) * K[i * qs + l];
         if (qa) sh.Qa[e] = p.scale * expf((float)sh.G[i]) * Q[i * qs + l];
     }
+    __syncthreads();
+}
+
+__device__ void ck_rows_sh_gk(const ck_args &p, const ck_sh &sh, ck_pos x, int h, int qa);
+
+/* the state passes' rows of chunk x: its decays, K~ (and with qa, Qa), and (gk) b per key channel; a barrier */
+__device__ void ck_state_rows(const ck_args &p, const ck_sh &sh, ck_pos x, int h, int qa) {
+    if (p.gk) {
+        ck_rows_sh_gk(p, sh, x, h, qa);
+        return;
+    }
+    ck_decays(p, x, h, sh.G, NULL);
+    ck_rows_sh(p, sh, x, h, qa);
+}
+
+/* S = b S (gk: row a by its channel's b) for the state columns in shared memory (rows ready); then a barrier */
+__device__ void ck_state_decay(const ck_args &p, const ck_sh &sh, int n) {
+    float b = p.gk ? 0.0f : expf((float)sh.G[n - 1]);
+    for (int e = threadIdx.x; e < p.dk * p.cw; e += blockDim.x) sh.S[e] *= p.gk ? sh.bv[e / p.cw] : b;
     __syncthreads();
 }
 
@@ -330,11 +366,9 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
         if (!p.no_delta) /* D = U - W S0 */
             bmm(D, dv, p.W + task * p.C * dk, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, -1.0f, 1, TRI_NONE);
         if (c0 + p.C >= L && !(tap && R == L)) break;
-        ck_decays(p, x, c.h, sh.G, NULL); /* (a barrier: D is complete) */
-        ck_rows_sh(p, sh, x, c.h, 0);
-        float b = expf((float)sh.G[x.n - 1]);
-        for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] *= b;
-        __syncthreads();
+        __syncthreads(); /* (D is complete) */
+        ck_state_rows(p, sh, x, c.h, 0);
+        ck_state_decay(p, sh, x.n);
         bmm(sh.S, cw, sh.Kt, 1, dk, D, dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* S = b S0 + K~^T D */
         __syncthreads();
     }
@@ -390,14 +424,12 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         float *dSk = p.dS + task * SS, *dD = p.U + task * p.C * dv + c.j0;
         const float *dO = p.dout + x.t0 * ((int64_t)p.nv * dv) + (int64_t)c.h * dv + c.j0;
         ck_cols_out(dSk, sh.S, dk, dv, cw, c.j0, c.cn);
-        ck_decays(p, x, c.h, sh.G, NULL);
-        ck_rows_sh(p, sh, x, c.h, c0 > 0 || start);
+        __syncthreads();
+        ck_state_rows(p, sh, x, c.h, c0 > 0 || start);
         bmm(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
         if (c0 == 0 && !start) break; /* (the state before the sequence has no gradient to pass) */
         __syncthreads();
-        float b = expf((float)sh.G[x.n - 1]);
-        for (int e = threadIdx.x; e < dk * cw; e += blockDim.x) sh.S[e] *= b;
-        __syncthreads();
+        ck_state_decay(p, sh, x.n);
         bmm(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* + Qa^T dO */
         if (!p.no_delta) /* - W^T dD (the same thread's elements: no barrier) */
             bmm(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
@@ -463,8 +495,9 @@ __device__ void ck_bwd_outputs(const ck_args &p, const ck_ws &w, ck_pos x, int h
     __syncthreads();
 }
 
-/* the delta rule's part: [U | W] = T [beta V | beta a K], D = U - W S0 */
-__device__ void ck_bwd_delta(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dD) {
+/* the delta rule's products, [U | W] = T [beta V | beta a K], D = U - W S0: dW = -dD S0^T, [dB1 | dB2] = T^T [dD | dW],
+ * dA = -(dB1 U^T + dB2 W^T), and dv from dB1 (Bv = beta V); a barrier */
+__device__ void ck_delta_mats(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dD) {
     CK_SETUP(p, x, h);
     bmm(w.dW, dk, dD, dv, 1, S0, 1, dv, n, dv, dk, -1.0f, 0, TRI_NONE); /* dW = -dD S0^T */
     bmm(w.dB1, dv, w.T, 1, C, dD, dv, 1, n, n, dv, 1.0f, 0, TRI_UPPER); /* T^T dU */
@@ -478,6 +511,12 @@ __device__ void ck_bwd_delta(const ck_args &p, const ck_ws &w, ck_pos x, int h, 
         p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * w.dB1[e];
     }
     __syncthreads();
+}
+
+/* the delta rule's part (one decay per head) */
+__device__ void ck_bwd_delta(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dD) {
+    CK_SETUP(p, x, h);
+    ck_delta_mats(p, w, x, h, S0, dD);
     for (int e = threadIdx.x; e < n * dk; e += blockDim.x) { /* Bk = beta a K */
         int i = e / dk;
         w.dK[e] += p.beta[(x.t0 + i) * p.nv + h] * w.a[i] * w.dB2[e];
@@ -514,6 +553,10 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
         if (!p.no_delta) /* D = U - W S0 (no delta: U = D = beta V) */
             bmm(w.D, dv, w.W, dk, 1, S0, dv, 1, n, dk, dv, -1.0f, 1, TRI_NONE);
         __syncthreads();
+        if (p.gk) {
+            ck_bwd_gk(p, w, x, h, S0, dS, dO, dD);
+            goto out;
+        }
         ck_bwd_outputs(p, w, x, h, S0, dS, dO);
         if (!p.no_delta) ck_bwd_delta(p, w, x, h, S0, dD);
         else {
@@ -539,6 +582,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
                 p.gg[(x.t0 + i) * p.nv + h] += (float)acc;
             }
         }
+    out:
         for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
             int64_t at = ((x.t0 + e / dk) * p.nv + h) * dk + e % dk;
             if (p.pq) p.pq[at] = w.dQ[e];
@@ -547,6 +591,8 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
         __syncthreads();
     }
 }
+
+#include "cuda_gdn_chunk_gk.h"
 
 /* ---- host ---- */
 static int ck_env_off(void) {
@@ -562,11 +608,11 @@ static int ck_cw(const vc_gdn_desc *d) {
 }
 
 static size_t ck_smem(const vc_gdn_desc *d, int cw) {
-    return sizeof(double) * (size_t)d->ckpt + sizeof(float) * ((size_t)d->dk * cw + 2 * (size_t)d->ckpt * d->dk);
+    return sizeof(double) * (size_t)d->ckpt + sizeof(float) * ((size_t)d->dk * cw + 2 * (size_t)d->ckpt * d->dk + d->dk);
 }
 
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d) {
-    return vc_gdn_chunked(d) && !d->gk && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
+    return vc_gdn_chunked(d) && d->ckpt <= CK_MAX && ck_smem(d, ck_cw(d)) <= CK_SMEM_MAX && !ck_env_off();
 }
 
 /* shared starts (d->from): from and each sequence's tap slot uploaded (*from, *tap_of: one block, freed with
@@ -635,7 +681,8 @@ static int64_t ck_setup(ck_args *p, const vc_gdn_desc *d, const int64_t *cu_dev,
     p->C = (int)d->ckpt, p->no_delta = d->no_delta, p->scale = d->scale, p->cw = ck_cw(d);
     p->ncg = (d->dv + p->cw - 1) / p->cw;
     p->nc = vc_gdn_saved(d);
-    p->ws_floats = ck_carve(NULL, NULL, p->C, p->dk, p->dv);
+    p->gk = d->gk;
+    p->ws_floats = ck_carve(NULL, NULL, p->C, p->dk, p->dv, d->gk);
     int64_t tasks = p->nc * p->nv, grid = (int64_t)(CK_WS_BUDGET / ((size_t)p->ws_floats * sizeof(float)));
     grid = grid < 1 ? 1 : grid > tasks ? tasks : grid;
     if (tasks > 0 && !(p->ws = (float *)vc_cu_scratch((size_t)grid * p->ws_floats * sizeof(float), op))) return 0;

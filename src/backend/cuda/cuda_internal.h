@@ -113,7 +113,7 @@ void vc_cu_gdn_fwd(float *o, float *saved, const float *q, const float *k, const
 void vc_cu_gdn_bwd(float *dq, float *dk, float *dv, float *dg, float *dbeta, const float *dout, const float *saved,
                    const float *q, const float *k, const float *v, const float *g, const float *beta,
                    const vc_gdn_desc *d);
-/* the chunked form (cuda_gdn_chunk.cu) where vc_cu_gdn_chunk_ok: no rollout states, one decay per head, chunks of
+/* the chunked form (cuda_gdn_chunk.cu) where vc_cu_gdn_chunk_ok: no rollout states, chunks of
  * ckpt <= 128 rows, VERLC_GDN_RECURRENCE unset; the entries above choose it */
 int vc_cu_gdn_chunk_ok(const vc_gdn_desc *d);
 void vc_cu_gdn_chunk_fwd(float *o, float *saved, const float *q, const float *k, const float *v, const float *g,
