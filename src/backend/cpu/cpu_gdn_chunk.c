@@ -400,19 +400,24 @@ static inline void dG_pair(ck *x, int i, int j, double t) {
 
 /* dO's part: dD (from O and S_n), dP, dQ, dK and the decays of O's and S_n's terms; dS becomes the state's gradient
  * before the chunk but for the delta rule's -W^T dD */
-static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
-    const vc_gdn_desc *d = x->c->d;
+/* dD = M^T dO + K~ dS; R = dO D^T; Y = D dS^T (dK~); Z = dO S0^T (dQa) */
+static void out_mats(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
-    int64_t SS = (int64_t)dk * dv;
     transpose_to(B->S0T, dk, S0, dv, dk, dv);
     transpose_to(B->dST, dk, B->dS, dv, dk, dv);
     transpose_to(B->DT, C, x->D, dv, n, dv);
-    /* dD = M^T dO + K~ dS; R = dO D^T; Y = D dS^T (dK~); Z = dO S0^T (dQa) */
     mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
     mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
     mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
     mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
     mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
+}
+
+static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
+    const vc_gdn_desc *d = x->c->d;
+    int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
+    int64_t SS = (int64_t)dk * dv;
+    out_mats(x, S0, dO, B);
     double sd = 0; /* <S0, dS>: the gradient of b */
     for (int64_t e = 0; e < SS; e++) sd += (double)S0[e] * B->dS[e];
     x->dG[n - 1] += sd * x->b;
@@ -483,14 +488,7 @@ static void bwd_outputs_gk(ck *x, const float *S0, const float *dO, bwd_buf *B) 
     const vc_gdn_desc *d = x->c->d;
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
     double *dGl = x->dG + (int64_t)(n - 1) * dk;
-    transpose_to(B->S0T, dk, S0, dv, dk, dv);
-    transpose_to(B->dST, dk, B->dS, dv, dk, dv);
-    transpose_to(B->DT, C, x->D, dv, n, dv);
-    mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
-    mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
-    mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
-    mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
-    mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
+    out_mats(x, S0, dO, B);
     for (int a = 0; a < dk; a++) /* b = a_(n-1): row a of S_n's b S0 term */
         dGl[a] += (double)x->bv[a] * vc_gdn_dot(S0 + (int64_t)a * dv, B->dS + (int64_t)a * dv, dv);
     for (int i = 0; i < n; i++) {
@@ -549,22 +547,16 @@ static void gk_pairs_bwd(ck *x, bwd_buf *B) {
         const float *dP = B->R + i0 * C, *dKK = B->dA + i0 * C;
         /* dQh = dP [Kl; Kd], dKh = dKK [Kl; Kd]; dKl = dP^T Qh + dKK^T Kh over the rows before i0, dKd within */
         if (!i0 && !safe) continue; /* (the first block, pair by pair below) */
-        if (i0) {
-            mm_nn(x->dQh, dk, dP, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
-            mm_tn(x->dKl, dk, dP, C, x->Qh, dk, i0, m, dk, 1.0f, 0);
-        }
-        if (safe) {
-            mm_nn(x->dQh, dk, dP + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
-            mm_tn(x->dKd, dk, dP + i0, C, x->Qh, dk, m, m, dk, 1.0f, 0);
-        }
-        if (!nd) {
+        for (int r = 0; r < (nd ? 1 : 2); r++) { /* P's terms (Qh), then KK's (Kh) */
+            const float *dX = r ? dKK : dP, *H = r ? x->Kh : x->Qh;
+            float *dH = r ? x->dKh : x->dQh;
             if (i0) {
-                mm_nn(x->dKh, dk, dKK, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
-                mm_tn(x->dKl, dk, dKK, C, x->Kh, dk, i0, m, dk, 1.0f, 1);
+                mm_nn(dH, dk, dX, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
+                mm_tn(x->dKl, dk, dX, C, H, dk, i0, m, dk, 1.0f, r);
             }
             if (safe) {
-                mm_nn(x->dKh, dk, dKK + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
-                mm_tn(x->dKd, dk, dKK + i0, C, x->Kh, dk, m, m, dk, 1.0f, 1);
+                mm_nn(dH, dk, dX + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
+                mm_tn(x->dKd, dk, dX + i0, C, H, dk, m, m, dk, 1.0f, r);
             }
         }
         for (int i = 0; i < m; i++) { /* Qh, Kh: e^(G_i - G_i0) */

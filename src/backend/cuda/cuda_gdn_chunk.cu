@@ -463,13 +463,32 @@ __device__ float ck_dot(const float *x, const float *y, int n) {
     return s;
 }
 
-/* the outputs' part: R = dO D^T, Y = D dS^T, Z = dO S0^T, the dG terms of O and S_n, dQ and dK (D, dD ready) */
-__device__ void ck_bwd_outputs(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
-                               const float *dO) {
+/* without the delta rule (D = beta V): dv and dbeta from dD; a barrier */
+__device__ void ck_bwd_beta_v(const ck_args &p, ck_pos x, int h, const float *dD) {
+    CK_SETUP(p, x, h);
+    for (int e = threadIdx.x; p.gv && e < n * dv; e += blockDim.x) {
+        int i = e / dv, j = e % dv;
+        p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * dD[e];
+    }
+    for (int i = threadIdx.x; p.gb && i < n; i += blockDim.x)
+        p.gb[(x.t0 + i) * p.nv + h] += ck_dot(V + i * vs, dD + i * dv, dv);
+    __syncthreads();
+}
+
+/* R = dO D^T, Y = D dS^T, Z = dO S0^T (a barrier: bmm's) */
+__device__ void ck_out_mats(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
+                            const float *dO) {
     CK_SETUP(p, x, h);
     bmm(w.R, C, dO, vs, 1, w.D, 1, dv, n, dv, n, 1.0f, 0, TRI_NONE);
     bmm(w.Y, dk, w.D, dv, 1, dS, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
     bmm(w.Z, dk, dO, vs, 1, S0, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
+}
+
+/* the outputs' part: R, Y, Z, the dG terms of O and S_n, dQ and dK (D, dD ready) */
+__device__ void ck_bwd_outputs(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
+                               const float *dO) {
+    CK_SETUP(p, x, h);
+    ck_out_mats(p, w, x, h, S0, dS, dO);
     double sd = 0; /* <S0, dS>: the gradient of b */
     for (int64_t e = threadIdx.x; e < (int64_t)dk * dv; e += blockDim.x) sd += (double)S0[e] * dS[e];
     sd = ck_block_sum(sd); /* (a barrier) */
@@ -559,15 +578,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
         }
         ck_bwd_outputs(p, w, x, h, S0, dS, dO);
         if (!p.no_delta) ck_bwd_delta(p, w, x, h, S0, dD);
-        else {
-            for (int e = threadIdx.x; p.gv && e < n * dv; e += blockDim.x) {
-                int i = e / dv, j = e % dv;
-                p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * dD[e];
-            }
-            for (int i = threadIdx.x; p.gb && i < n; i += blockDim.x)
-                p.gb[(x.t0 + i) * p.nv + h] += ck_dot(V + i * vs, dD + i * dv, dv);
-            __syncthreads();
-        }
+        else ck_bwd_beta_v(p, x, h, dD);
         for (int i = threadIdx.x; i < n; i += blockDim.x) { /* dG_i: its own terms, pairs (i, j < i) less (i' > i, i) */
             double s = w.dGv[i];
             for (int j = 0; j < i; j++) s += w.tp[i * C + j];

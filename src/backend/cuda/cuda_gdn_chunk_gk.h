@@ -4,7 +4,7 @@
  * earlier rows through the block's first row i0 (q_i e^(G_i - G_i0) . k_j e^(G_i0 - G_j), every factor at most 1),
  * within the block likewise while no channel decays past e^-CK_GK_SPAN in it, else pair by pair. Sums over the rows of
  * a channel (the decays' gradients, the state's b) run a thread per channel in row order: the same bits run to run.
- * Included by cuda_gdn_chunk.cu after its own device code (ck_args, ck_ws, bmm, ck_delta_mats). */
+ * Included by cuda_gdn_chunk.cu after its own device code (ck_args, ck_ws, bmm, ck_out_mats, ck_delta_mats, ck_bwd_beta_v). */
 #define CK_GK_SPAN 60.0
 
 /* G [n, dk] (double, each channel's cumulative sum in row order) and a = e^G; a barrier */
@@ -124,9 +124,7 @@ __device__ void ck_rows_sh_gk(const ck_args &p, const ck_sh &sh, ck_pos x, int h
 __device__ void ck_bwd_outputs_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
                                   const float *dO) {
     CK_SETUP(p, x, h);
-    bmm(w.R, C, dO, vs, 1, w.D, 1, dv, n, dv, n, 1.0f, 0, TRI_NONE);
-    bmm(w.Y, dk, w.D, dv, 1, dS, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
-    bmm(w.Z, dk, dO, vs, 1, S0, 1, dv, n, dv, dk, 1.0f, 0, TRI_NONE);
+    ck_out_mats(p, w, x, h, S0, dS, dO);
     for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
         int i = e / n, j = e % n;
         w.R[i * C + j] = j <= i ? p.scale * w.R[i * C + j] : 0.0f;
@@ -181,20 +179,16 @@ __device__ void ck_pairs_bwd_gk(const ck_args &p, const ck_ws &w, ck_pos x, int 
         int m = n - i0 < CK_SUB ? n - i0 : CK_SUB, safe = ck_block_safe(p, w.G, i0, m);
         ck_block_rows(p, w, x, h, i0, m, safe);
         const float *dP = w.R + i0 * C, *dKK = w.dA + i0 * C;
-        if (i0) { /* dQh = dP Kl, dKh = dKK Kl, dKl = dP^T Qh + dKK^T Kh */
-            bmm(w.dQh, dk, dP, C, 1, w.Kl, dk, 1, m, i0, dk, 1.0f, 0, TRI_NONE);
-            bmm(w.dKl, dk, dP, 1, C, w.Qh, dk, 1, i0, m, dk, 1.0f, 0, TRI_NONE);
-            if (!nd) {
-                bmm(w.dKh, dk, dKK, C, 1, w.Kl, dk, 1, m, i0, dk, 1.0f, 0, TRI_NONE);
-                bmm(w.dKl, dk, dKK, 1, C, w.Kh, dk, 1, i0, m, dk, 1.0f, 1, TRI_NONE);
+        for (int r = 0; r < (nd ? 1 : 2); r++) { /* P's terms (Qh), then KK's (Kh) */
+            const float *dX = r ? dKK : dP, *H = r ? w.Kh : w.Qh;
+            float *dH = r ? w.dKh : w.dQh;
+            if (i0) { /* dQh = dP Kl, dKh = dKK Kl, dKl = dP^T Qh + dKK^T Kh */
+                bmm(dH, dk, dX, C, 1, w.Kl, dk, 1, m, i0, dk, 1.0f, 0, TRI_NONE);
+                bmm(w.dKl, dk, dX, 1, C, H, dk, 1, i0, m, dk, 1.0f, r, TRI_NONE);
             }
-        }
-        if (safe) { /* ... and within the block through Kd */
-            bmm(w.dQh, dk, dP + i0, C, 1, w.Kd, dk, 1, m, m, dk, 1.0f, i0 > 0, TRI_NONE);
-            bmm(w.dKd, dk, dP + i0, 1, C, w.Qh, dk, 1, m, m, dk, 1.0f, 0, TRI_NONE);
-            if (!nd) {
-                bmm(w.dKh, dk, dKK + i0, C, 1, w.Kd, dk, 1, m, m, dk, 1.0f, i0 > 0, TRI_NONE);
-                bmm(w.dKd, dk, dKK + i0, 1, C, w.Kh, dk, 1, m, m, dk, 1.0f, 1, TRI_NONE);
+            if (safe) { /* ... and within the block through Kd */
+                bmm(dH, dk, dX + i0, C, 1, w.Kd, dk, 1, m, m, dk, 1.0f, i0 > 0, TRI_NONE);
+                bmm(w.dKd, dk, dX + i0, 1, C, H, dk, 1, m, m, dk, 1.0f, r, TRI_NONE);
             }
         }
         for (int l = threadIdx.x; (i0 || safe) && l < dk; l += blockDim.x) {
@@ -245,15 +239,7 @@ __device__ void ck_bwd_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h, con
     CK_SETUP(p, x, h);
     ck_bwd_outputs_gk(p, w, x, h, S0, dS, dO);
     if (!p.no_delta) ck_bwd_delta_gk(p, w, x, h, S0, dD);
-    else {
-        for (int e = threadIdx.x; p.gv && e < n * dv; e += blockDim.x) {
-            int i = e / dv, j = e % dv;
-            p.gv[(x.t0 + i) * vs + (int64_t)h * dv + j] += p.beta[(x.t0 + i) * p.nv + h] * dD[e];
-        }
-        for (int i = threadIdx.x; p.gb && i < n; i += blockDim.x)
-            p.gb[(x.t0 + i) * p.nv + h] += ck_dot(V + i * vs, dD + i * dv, dv);
-        __syncthreads();
-    }
+    else ck_bwd_beta_v(p, x, h, dD);
     ck_pairs_bwd_gk(p, w, x, h);
     for (int l = threadIdx.x; p.gg && l < dk; l += blockDim.x) { /* G_i = sum of g over rows 0..i */
         double acc = 0;
