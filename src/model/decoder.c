@@ -58,11 +58,12 @@ static vc_status mup_upload(fwd_ctx *f) {
     return f->mup_vec ? VC_OK : vc_graph_status(f->g);
 }
 
-/* MiniMax-Text-01's lightning layers: [T, nh] ones, uploaded per forward */
+/* MiniMax-Text-01's lightning layers: [T, nh] ones (with shared prefixes as many rows as the gathered ones, T_ext),
+ * uploaded per forward */
 static vc_status ones_upload(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     if (c->lin_kind != VC_LIN_LIGHTNING || !c->n_linear) return VC_OK;
-    int64_t sh[2] = { f->T, c->lin_nv }, n = sh[0] * sh[1];
+    int64_t sh[2] = { f->ext && f->T_ext > f->T ? f->T_ext : f->T, c->lin_nv }, n = sh[0] * sh[1];
     float *v = vc_graph_alloc(f->g, sizeof(float) * (size_t)(n ? n : 1), 0);
     if (!v) return vc_graph_status(f->g);
     for (int64_t i = 0; i < n; i++) v[i] = 1.0f;
@@ -678,14 +679,27 @@ static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
     vc_op_hold(h, 1);
     vc_tensor *qkv = vc_op_act(g, lin(f, h, l, VC_W_LIN_QKV, NULL), c->lin_act), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
     vc_op_hold(h, 0);
+    lin_rows r = { NULL, NULL, f->T, f->b->cu_seqlens };
+    if (f->ext) { /* shared prefixes: each sequence's prefix rows from its tap on (ls_rows; else all of them) in front
+                   * of its own, the recurrence from the prefix's tap, its own rows taken back */
+        r = f->ls_rows ? (lin_rows){ f->ls_rows, f->own_ls, f->T_ls, f->cu_ls }
+                       : (lin_rows){ f->ext, f->own, f->T_ext, f->cu_ext };
+        qkv = vc_op_gather_rows(g, qkv, f->T, r.rows, r.T);
+    }
     vc_tensor *q = vc_op_slice_cols(g, qkv, 3 * hd, 0, hd), *k = vc_op_slice_cols(g, qkv, 3 * hd, hd, 2 * hd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, 3 * hd, 2 * hd, 3 * hd);
     float **cs = NULL, **rs = NULL;
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
-    vc_tensor *decay = vc_op_affine_cols(g, f->ones, vc_tensor_wrap(g, f->slopes + l * nh, 1, &nh), NULL, 1);
-    vc_tensor *o = vc_op_gdn(g, q, k, v, decay, f->ones, f->b->n_seq, f->b->cu_seqlens, (int)nh, (int)nh, (int)hd,
-                             (int)hd, 1.0f, 1, rs, rt);
+    int64_t s1[2] = { r.T, nh };
+    vc_tensor *ones = vc_tensor_wrap(g, f->ones->data, 2, s1); /* (its first r.T rows) */
+    vc_tensor *decay = vc_op_affine_cols(g, ones, vc_tensor_wrap(g, f->slopes + l * nh, 1, &nh), NULL, 1);
+    int ns = f->b->n_seq;
+    vc_tensor *o = f->ext && f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd,
+                                                           (int)hd, 1.0f, 1, f->lin_from)
+                                        : vc_op_gdn(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd,
+                                                    (int)hd, 1.0f, 1, rs, rt);
+    if (f->ext) o = vc_op_gather_rows(g, o, r.T, r.own, f->T);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_rmsnorm(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_w(f->m, l, VC_W_LIN_NORM), vd, c->lin_norm_eps, 0);
     o = vc_op_mul(g, o, vc_op_act(g, z, c->lin_gate_act));
@@ -1150,15 +1164,16 @@ static vc_status kv_share_setup(fwd_ctx *f, int no_tape) {
 }
 
 /* the linear mixers' rows with shared prefixes (f->lc_rows ...): a short convolution reads only the last K - 1 rows
- * of a sequence's prefix; Gated DeltaNet, KDA and Mamba 2 start their recurrence from the prefix's state at its tap row
- * (the prefix's run keeps it), Mamba 1 its scan from the prefix's final state, and their conv reads the K - 1 rows
- * before it. Left NULL (the ext rows) when no prefix reaches past those rows, and for lightning attention. */
+ * of a sequence's prefix; Gated DeltaNet, KDA, Mamba 2 and lightning attention start their recurrence from the
+ * prefix's state at its tap row (the prefix's run keeps it), Mamba 1 its scan from the prefix's final state, and their
+ * conv reads the K - 1 rows before it. Left NULL (the ext rows) when no prefix reaches past those rows. */
 static vc_status lin_share_rows(fwd_ctx *f) {
     const vc_model_config *c = &f->m->cfg;
     const vc_batch *b = f->b;
     const int64_t *cu = b->cu_seqlens;
     int m1 = c->lin_kind == VC_LIN_MAMBA1;
-    int scan = m1 || c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA || c->lin_kind == VC_LIN_MAMBA2;
+    int scan = m1 || c->lin_kind == VC_LIN_GDN || c->lin_kind == VC_LIN_KDA || c->lin_kind == VC_LIN_MAMBA2 ||
+               c->lin_kind == VC_LIN_LIGHTNING;
     int n = b->n_seq, any = 0;
     if (!scan && c->lin_kind != VC_LIN_SHORTCONV) return VC_OK;
     int64_t K1 = c->lin_conv > 1 ? c->lin_conv - 1 : 0, Tc = 0, Ts = 0;
@@ -1332,11 +1347,6 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
     int grad = vc_graph_grad_enabled(g);
     if (cache) vc_graph_set_grad(g, 0);
     vc_tensor *x = NULL;
-    if (b->prefix && c->n_linear && c->lin_kind == VC_LIN_LIGHTNING) {
-        vc_fail(VC_ERR_UNSUPPORTED, "model forward: shared prefixes with lightning-attention layers (%s) are not built",
-                c->model_type);
-        return NULL;
-    }
     if (prefix_rows(&f) == VC_OK && rope_tables(&f) == VC_OK && (!paged || paged_offsets(&f) == VC_OK) &&
         lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
         ones_upload(&f) == VC_OK && vc_dsa_setup(&f, !vc_graph_grad_enabled(g)) == VC_OK) {

@@ -821,12 +821,6 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
-    if (!st && t->acfg.prefix_share && vc_model_cfg(t->actor)->n_linear &&
-        vc_model_cfg(t->actor)->lin_kind == VC_LIN_LIGHTNING) { /* the same results, more work */
-        vc_info("actor_rollout_ref.actor.use_prefix_grouper: %s's lightning-attention layers take no shared prompts: "
-                "every row computes its prompt", vc_model_cfg(t->actor)->model_type);
-        t->acfg.prefix_share = 0;
-    }
     TRY(attach_lora(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */

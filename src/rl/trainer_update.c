@@ -426,8 +426,6 @@ vc_status rl_trainer_init_dp(vc_trainer *tr, vc_model *m, vc_tensor *const *extr
     if (strcmp(prefix, "critic")) { /* later verl's actor.use_prefix_grouper: the actor's prompts computed once per group */
         snprintf(k, sizeof k, "%s.use_prefix_grouper", prefix);
         if ((st = vc_config_get_bool_or(cfg, k, 0, &tc.share_prefix))) return st;
-        if (vc_model_cfg(m)->n_linear && vc_model_cfg(m)->lin_kind == VC_LIN_LIGHTNING) /* not shared */
-            tc.share_prefix = 0;
     }
     /* each rank passes the rows it rolled out; counts are summed before the micro-batches run */
     tc.comm = comm;

@@ -5,8 +5,8 @@
  * response token and the same weight gradients when each group's prompt is computed once, to float
  * rounding, also with the LM head on the response positions only (vc_model_logprobs_rows: the others 0); the
  * plan's packing and the positions it saves are as stated; malformed prefixes are refused. Gated DeltaNet, KDA,
- * Mamba 2 and Mamba 1 models also with a prompt of 150 and of 129 tokens, whose responses start from the prompt's
- * state at row 128 (Mamba 1: at its end). */
+ * Mamba 2, Mamba 1 and lightning-attention models also with a prompt of 150 and of 129 tokens, whose responses start
+ * from the prompt's state at row 128 (Mamba 1: at its end). */
 #include "verlc/device.h"
 #include "verlc/model.h"
 #include "verlc/ops.h"
@@ -91,8 +91,8 @@ static void one_model(int k) {
 
 /* models with linear mixers (verlc's fixtures): Gated DeltaNet (Qwen3-Next, OLMo-hybrid's separate q, k, v), Kimi
  * Delta Attention, LFM2's short convolution, Mamba 2 (alone, beside attention as Falcon-H1's, in Nemotron-H's
- * blocks), Mamba 1 (Jamba, Mamba, FalconMamba): the mixers project the prompt once, convolve its last rows again per
- * member and start their recurrence from its state; MiniMax's lightning attention is refused */
+ * blocks), Mamba 1 (Jamba, Mamba, FalconMamba), MiniMax's lightning attention: the mixers project the prompt once,
+ * convolve its last rows again per member and start their recurrence from its state */
 static const char *const LINEAR[] = { "qwen3_next", "olmo_hybrid", "kimi_linear", "lfm2", "mamba2", "falcon_h1",
                                       "nemotron_h", "jamba", "minimax", "mamba", "falcon_mamba" };
 
@@ -102,24 +102,13 @@ static void linear_model(int i) {
     vc_model *m = NULL;
     CHECK_MSG(vc_model_load(dir, &m) == VC_OK, "%s: %s", dir, vc_last_error());
     if (!m) return;
-    if (vc_model_cfg(m)->lin_kind == VC_LIN_LIGHTNING) {
-        build((int)vc_cfg_out_vocab(vc_model_cfg(m)));
-        vc_graph *g = vc_graph_new();
-        vc_share sh;
-        vc_batch b = { NS, cu, ids, NULL };
-        CHECK_OK(vc_share_plan(g, &b, GROUP, share, 2, &sh));
-        CHECK(vc_model_forward(m, g, &sh.b, NULL) == NULL && strstr(vc_last_error(), "lightning"));
-        vc_graph_free(g);
-        vc_model_free(m);
-        return;
-    }
     CHECK_OK(vc_model_enable_grad(m));
     check_model(m, 100 + i);
-    if (i < 3 || (i >= 4 && i <= 7)) long_prompts(i); /* Gated DeltaNet, KDA, Mamba 2, Mamba 1 */
+    if (i != 3 && i < 9) long_prompts(i); /* Gated DeltaNet, KDA, Mamba 2, Mamba 1, lightning attention */
 }
 
-/* Gated DeltaNet, KDA, Mamba 2 or Mamba 1 (LINEAR[i]): prompts whose members start from the prompt's state (row 128
- * inside its last chunk, and at its end; Mamba 1: at its end) */
+/* Gated DeltaNet, KDA, Mamba 2, Mamba 1 or lightning attention (LINEAR[i]): prompts whose members start from the
+ * prompt's state (row 128 inside its last chunk, and at its end; Mamba 1: at its end) */
 static void long_prompts(int i) {
     char root[512], dir[700];
     snprintf(dir, sizeof dir, "%s/%s", vc_test_model_root(1, root, sizeof root), LINEAR[i]);
@@ -180,9 +169,9 @@ int main(void) {
         CHECK_OK(vc_device_select(dev, "test"));
         on_device = 1;
         long_prompts(4), long_prompts(7); /* Mamba 2, Jamba's Mamba 1; with VC_SHARE_ALL=1 Qwen3-Next's Gated
-                                           * DeltaNet and Kimi's KDA too (the ops' own CUDA tests check them all on
-                                           * shared starts) */
-        if (getenv("VC_SHARE_ALL")) long_prompts(0), long_prompts(2);
+                                           * DeltaNet, Kimi's KDA and MiniMax's lightning attention too (the ops' own
+                                           * CUDA tests check them all on shared starts) */
+        if (getenv("VC_SHARE_ALL")) long_prompts(0), long_prompts(2), long_prompts(8);
         return vc_test_done();
     }
     for (int k = 0; k < N_RANDOM_CONFIGS; k++) one_model(k);
