@@ -2,6 +2,7 @@
  * channel's state every d->ckpt rows; the backward recomputes each stretch from its kept state and walks it back.
  * Tasks are blocks of channels; dB and dC (sums over the channels) are summed per block, then over the blocks in
  * order, so every sum runs in a fixed order. */
+#include "core/vmath.h"
 #include "cpu.h"
 #include "verlc/pool.h"
 #include <math.h>
@@ -21,11 +22,18 @@ typedef struct {
     int n0, nt, fail;
 } ssm_ctx;
 
-/* one row of one channel: h = exp(A dt) h + dt x B; returns C . h */
-static float ssm_step(float *h, const float *A, float dt, float x, const float *B, const float *C, int N) {
+/* a = exp(A dt) over the state (vc_exp8's lanes: the scan's exps were most of its time) */
+static inline void decays(float *a, const float *A, float dt, int N) {
+    for (int n = 0; n < N; n++) a[n] = A[n] * dt;
+    vc_exp_shift(a, a, N, 0.0f);
+}
+
+/* one row of one channel: h = exp(A dt) h + dt x B; returns C . h (a: [N] scratch) */
+static float ssm_step(float *h, const float *A, float dt, float x, const float *B, const float *C, int N, float *a) {
     float y = 0;
+    decays(a, A, dt, N);
     for (int n = 0; n < N; n++) {
-        h[n] = expf(A[n] * dt) * h[n] + dt * x * B[n];
+        h[n] = a[n] * h[n] + dt * x * B[n];
         y += C[n] * h[n];
     }
     return y;
@@ -37,7 +45,7 @@ static void ssm_fwd_task(void *p, int64_t task) {
     int64_t nb = (d->I + SSM_BLOCK - 1) / SSM_BLOCK, I = d->I;
     int s = c->seqs ? c->seqs[task / nb] : (int)(task / nb), N = d->N;
     int64_t i0 = task % nb * SSM_BLOCK, i1 = i0 + SSM_BLOCK < I ? i0 + SSM_BLOCK : I, t0 = d->cu[s], t1 = d->cu[s + 1];
-    float *h = vc_cpu_scratch(sizeof(float) * 2 * (size_t)N, 1, 0), *A = h ? h + N : NULL;
+    float *h = vc_cpu_scratch(sizeof(float) * 3 * (size_t)N, 1, 0), *A = h ? h + N : NULL, *a = h ? h + 2 * N : NULL;
     if (!h) {
         c->fail = 1;
         return;
@@ -53,7 +61,7 @@ static void ssm_fwd_task(void *p, int64_t task) {
         for (int64_t t = t0; t < t1; t++) {
             if (c->saved && (t - t0) % d->ckpt == 0)
                 memcpy(c->saved + ((c->base[s] + (t - t0) / d->ckpt) * I + i) * N, h, sizeof(float) * (size_t)N);
-            c->y[t * I + i] = ssm_step(h, A, c->dt[t * I + i], c->x[t * I + i], c->B + t * N, c->C + t * N, N);
+            c->y[t * I + i] = ssm_step(h, A, c->dt[t * I + i], c->x[t * I + i], c->B + t * N, c->C + t * N, N, a);
         }
         if (st) memcpy(st + i * N, h, sizeof(float) * (size_t)N);
         if (tap) memcpy(tap + i * N, h, sizeof(float) * (size_t)N);
@@ -96,14 +104,14 @@ void vc_cpu_ssm_fwd(float *y, float *saved, const float *x, const float *dt, con
     free(base);
 }
 
-/* channel i over sequence s, stretch by stretch from the last; buf: hist [ckpt, N], dh, A [N]; the gradient of its
+/* channel i over sequence s, stretch by stretch from the last; buf: hist [ckpt, N], dh, A, a [N]; the gradient of its
  * final state from dh0 (NULL: zero), that of its start added to dstart (NULL: not wanted) */
 static void ssm_bwd_channel(ssm_ctx *c, int s, int64_t i, float *buf, float *part, float *dA, const float *dh0,
                             float *dstart) {
     const vc_ssm_desc *d = c->d;
     int N = d->N;
     int64_t I = d->I, t0 = d->cu[s], L = d->cu[s + 1] - t0, K = d->ckpt, T0 = d->cu[0];
-    float *hist = buf, *dh = hist + K * N, *A = dh + N;
+    float *hist = buf, *dh = hist + K * N, *A = dh + N, *a = A + N;
     for (int n = 0; n < N; n++) A[n] = -expf(c->A_log[i * N + n]), dh[n] = dh0 ? dh0[n] : 0.0f;
     for (int64_t c0 = L ? (L - 1) / K * K : -1; c0 >= 0; c0 -= K) {
         int64_t m = L - c0 < K ? L - c0 : K;
@@ -111,23 +119,24 @@ static void ssm_bwd_channel(ssm_ctx *c, int s, int64_t i, float *buf, float *par
         for (int64_t j = 0; j + 1 < m; j++) { /* hist[j]: the state before row c0 + j */
             int64_t t = t0 + c0 + j;
             memcpy(hist + (j + 1) * N, hist + j * N, sizeof(float) * (size_t)N);
-            ssm_step(hist + (j + 1) * N, A, c->dt[t * I + i], c->x[t * I + i], c->B + t * N, c->C + t * N, N);
+            ssm_step(hist + (j + 1) * N, A, c->dt[t * I + i], c->x[t * I + i], c->B + t * N, c->C + t * N, N, a);
         }
         for (int64_t j = m - 1; j >= 0; j--) {
             int64_t t = t0 + c0 + j;
             const float *hp = hist + j * N, *B = c->B + t * N, *C = c->C + t * N;
             float dtv = c->dt[t * I + i], xv = c->x[t * I + i], gy = c->dy[t * I + i], gx = 0, gdt = 0;
             float *pb = part + (t - T0) * 2 * N, *pc = pb + N;
+            decays(a, A, dtv, N);
             for (int n = 0; n < N; n++) {
-                float a = expf(A[n] * dtv), h = a * hp[n] + dtv * xv * B[n];
+                float h = a[n] * hp[n] + dtv * xv * B[n];
                 pc[n] += gy * h;              /* y = C . h */
                 float g = dh[n] + gy * C[n]; /* the gradient of h after row t */
                 float da = g * hp[n];        /* h = a h_prev + dt x B */
-                gdt += da * a * A[n] + g * xv * B[n];
-                dA[n] += da * a * dtv * A[n]; /* a = exp(A dt), A = -exp(A_log) */
+                gdt += da * a[n] * A[n] + g * xv * B[n];
+                dA[n] += da * a[n] * dtv * A[n]; /* a = exp(A dt), A = -exp(A_log) */
                 pb[n] += g * dtv * xv;
                 gx += g * dtv * B[n];
-                dh[n] = a * g;
+                dh[n] = a[n] * g;
             }
             if (c->dx) c->dx[t * I + i] += gx;
             if (c->ddt) c->ddt[t * I + i] += gdt;
@@ -143,12 +152,12 @@ static void ssm_bwd_task(void *p, int64_t blk) {
     int64_t i0 = blk * SSM_BLOCK, i1 = i0 + SSM_BLOCK < d->I ? i0 + SSM_BLOCK : d->I;
     int64_t T = d->cu[d->n_seq] - d->cu[0];
     int nt = c->nt;
-    float *buf = vc_cpu_scratch(sizeof(float) * (size_t)((d->ckpt + 3 + nt) * N), 1, 0);
+    float *buf = vc_cpu_scratch(sizeof(float) * (size_t)((d->ckpt + 4 + nt) * N), 1, 0);
     if (!buf) {
         c->fail = 1;
         return;
     }
-    float *part = c->part + blk * T * 2 * N, *dA = buf + (d->ckpt + 2) * N, *dtap = dA + N;
+    float *part = c->part + blk * T * 2 * N, *dA = buf + (d->ckpt + 3) * N, *dtap = dA + N;
     for (int64_t i = i0; i < i1; i++) {
         for (int n = 0; n < N; n++) dA[n] = 0;
         if (!c->seqs) {
