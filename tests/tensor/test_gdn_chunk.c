@@ -219,6 +219,9 @@ int main(void) {
         remove(cmd);
         CHECK_MSG(rc == 0 && strstr(buf, "forward (states kept)") && strstr(buf, "backward:") &&
                   strstr(buf, "chunks of 64 rows"), "verlc bench gdn: exit %d: %s", rc, buf);
+        snprintf(cmd, sizeof cmd, "'%s' bench gdn --kda --tokens 70 --qk-heads 1 --v-heads 1 --dk 16 --dv 8 --iters 1 "
+                 "--device sim > /dev/null 2>&1", bin);
+        CHECK(system(cmd) == 0); /* a decay per key channel, on the sim backend */
         snprintf(cmd, sizeof cmd, "'%s' bench gdn --v-heads 3 --qk-heads 2 > /dev/null 2>&1", bin);
         CHECK(system(cmd) != 0); /* value heads not a multiple of the q/k heads: refused */
     }
