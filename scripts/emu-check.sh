@@ -89,7 +89,7 @@ lane_train() {
     step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
-    step "model_test_share on cuda (Mamba 2's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"
+    step "model_test_share on cuda (Mamba 2's and Mamba 1's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"
     step "bench generate bf16 with VERLC_CUDA_PROFILE=1 and VC_EMU_STATS=1" profile_check
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32 (the other $(echo "$models_b" | wc -w) fixtures)" "$B/verlc" check --device cuda \

@@ -13,12 +13,9 @@
  * (mm; a triangular operand's zero blocks skipped) and each row dot runs vc_gdn_dot's lanes: the same bits on any
  * thread count and in any batch.
  * A decay per key channel (Kimi Delta Attention, d->gk): G_i, a_i and b are vectors over the key channels; E o (Q K^T)
- * and E o (K K^T) become the decayed products P_ij = sum_l q_il k_jl e^(G_il - G_jl) (KK likewise, j < i), each
- * pair's decays exponentiated (every factor <= 1: no overflow, whatever the decay), diag(a) Q, K~ and beta a K
- * scale channel by channel, and S_n = diag(b) S0 + K~^T D; the backward takes the pairs' gradients in one pass
- * (gk_pairs_bwd), where a pair's decay gradient is its terms' q (or k) times their gradient. */
-#include "core/vmath.h"
-#include "cpu_gdn.h"
+ * and E o (K K^T) become decayed products (cpu_gdn_chunk_gk.c), diag(a) Q, K~ and beta a K scale channel by channel,
+ * and S_n = diag(b) S0 + K~^T D; the rest is this file's. */
+#include "cpu_gdn_chunk.h"
 #include <math.h>
 #include <string.h>
 
@@ -75,66 +72,31 @@ WIDE static void mm(float *restrict C, int64_t ldc, const float *restrict A, int
     }
 }
 
-static void mm_nn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
+void vc_ck_mm_nn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
                   float sign, int acc) {
     mm(C, ldc, A, lda, 1, B, ldb, n, K, m, sign, acc, TRI_NONE);
 }
 
-static void mm_tn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
+void vc_ck_mm_tn(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int K, int m,
                   float sign, int acc) {
     mm(C, ldc, A, 1, lda, B, ldb, n, K, m, sign, acc, TRI_NONE);
 }
 
 /* the same with a lower triangular A [n, n] (mm_nn_lo: A; mm_tn_lo: A^T) */
-static void mm_nn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
+void vc_ck_mm_nn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
                      float sign, int acc) {
     mm(C, ldc, A, lda, 1, B, ldb, n, n, m, sign, acc, TRI_LOWER);
 }
 
-static void mm_tn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
+void vc_ck_mm_tn_lo(float *C, int64_t ldc, const float *A, int64_t lda, const float *B, int64_t ldb, int n, int m,
                      float sign, int acc) {
     mm(C, ldc, A, 1, lda, B, ldb, n, n, m, sign, acc, TRI_UPPER);
 }
 
-/* ---- one chunk ---- */
-#define SUB 16       /* gk: rows of a block of the decayed products */
-#define GK_SPAN 60.0 /* gk: a block's pairs factored through its first row while no channel decays past e^-60 in it */
-
-typedef struct ck {
-    vc_gdn_ctx *c;
-    int h, kh, n, C, dk, dv, gk;
-    int64_t t0, qs, vs; /* the chunk's first row; the row strides of q / k and of v / o */
-    double *G, *dG;     /* [C] (gk: [C, dk]) */
-    float *a, b;        /* [C] e^G_i (gk: [C, dk]); e^G_(n-1) */
-    float *bv, *w;      /* gk: [dk] e^G_(n-1) (a's last row); [dk] a pair's decays */
-    /* gk, a block of SUB rows I0.. against the rows before it (gk_block): [SUB, dk] its q and k rows times
-     * e^(G_i - G_I0) and their gradients; [C, dk] the earlier k rows times e^(G_I0 - G_j), that transposed [dk, C],
-     * its gradient */
-    float *Qh, *Kh, *dQh, *dKh, *Kl, *KlT, *dKl;
-    float *Kd, *KdT, *dKd; /* [SUB, dk] the block's own k rows times e^(G_i0 - G_j) (at least 1), transposed [dk, SUB] */
-    /* [C, C]: E_ij (j <= i), P = Q K^T, KK = K K^T (j < i), A_ij = beta_i E_ij KK_ij (j < i), M = scale E o P
-     * (j <= i), T = (I + A)^-1 */
-    float *E, *P, *KK, *A, *M, *T;
-    float *U, *W, *D, *Qa, *Kt; /* [C, dv], [C, dk], [C, dv], [C, dk] (scale a_i q_i), [C, dk] (K~) */
-    float *KT, *Bv, *Bk;        /* [dk, C] K^T; [C, dv] beta V; [C, dk] beta a K */
-} ck;
-
-static inline const float *Qr(const ck *x, int i) { return x->c->q + (x->t0 + i) * x->qs + (int64_t)x->kh * x->dk; }
-static inline const float *Kr(const ck *x, int i) { return x->c->k + (x->t0 + i) * x->qs + (int64_t)x->kh * x->dk; }
-static inline const float *Vr(const ck *x, int i) { return x->c->v + (x->t0 + i) * x->vs + (int64_t)x->h * x->dv; }
-static inline float beta_at(const ck *x, int i) { return x->c->beta[(x->t0 + i) * x->c->d->n_v_head + x->h]; }
-
-static inline void axpy(float *y, float a, const float *x, int n) {
-    for (int j = 0; j < n; j++) y[j] += a * x[j];
-}
-
-/* rows x cols at row stride ld into dst [cols, ldt] (columns beyond rows left as they are) */
-static void transpose_to(float *dst, int64_t ldt, const float *src, int64_t ld, int rows, int cols) {
+void vc_ck_transpose(float *dst, int64_t ldt, const float *src, int64_t ld, int rows, int cols) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) dst[c * ldt + r] = src[r * ld + c];
 }
-
-static void prep_gk(ck *x);
 
 /* one decay per head: G, a, b, E, P, KK, M, A and the scaled rows */
 static void prep_scalar(ck *x) {
@@ -147,9 +109,9 @@ static void prep_scalar(ck *x) {
         x->a[i] = expf((float)acc);
     }
     x->b = x->a[n - 1];
-    transpose_to(x->KT, C, Kr(x, 0), x->qs, n, dk);
-    mm_nn(x->P, C, Qr(x, 0), x->qs, x->KT, C, n, dk, n, 1.0f, 0);
-    if (!nd) mm_nn(x->KK, C, Kr(x, 0), x->qs, x->KT, C, n, dk, n, 1.0f, 0);
+    vc_ck_transpose(x->KT, C, Kr(x, 0), x->qs, n, dk);
+    vc_ck_mm_nn(x->P, C, Qr(x, 0), x->qs, x->KT, C, n, dk, n, 1.0f, 0);
+    if (!nd) vc_ck_mm_nn(x->KK, C, Kr(x, 0), x->qs, x->KT, C, n, dk, n, 1.0f, 0);
     for (int i = 0; i < n; i++) {
         float be = beta_at(x, i);
         for (int j = 0; j < n; j++) {
@@ -174,7 +136,7 @@ static void prep_scalar(ck *x) {
 /* the chunk's decays, products, solve and deltas from its starting state S0 */
 static void chunk_prep(ck *x, const float *S0) {
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
-    if (x->gk) prep_gk(x);
+    if (x->gk) vc_ck_prep_gk(x);
     else prep_scalar(x);
     if (x->c->d->no_delta) { /* D = beta V */
         memcpy(x->D, x->Bv, sizeof(float) * (size_t)n * (size_t)dv);
@@ -185,131 +147,10 @@ static void chunk_prep(ck *x, const float *S0) {
         for (int j = 0; j < n; j++) t[j] = j == i ? 1.0f : 0.0f;
         for (int j = 0; j < i; j++) axpy(t, -x->A[i * C + j], x->T + j * C, j + 1);
     }
-    mm_nn_lo(x->U, dv, x->T, C, x->Bv, dv, n, dv, 1.0f, 0);
-    mm_nn_lo(x->W, dk, x->T, C, x->Bk, dk, n, dk, 1.0f, 0);
+    vc_ck_mm_nn_lo(x->U, dv, x->T, C, x->Bv, dv, n, dv, 1.0f, 0);
+    vc_ck_mm_nn_lo(x->W, dk, x->T, C, x->Bk, dk, n, dk, 1.0f, 0);
     memcpy(x->D, x->U, sizeof(float) * (size_t)n * (size_t)dv);
-    mm_nn(x->D, dv, x->W, dk, S0, dv, n, dk, dv, -1.0f, 1);
-}
-
-/* ---- a decay per key channel (d->gk) ---- */
-static inline const float *gate_row(const ck *x, int i) {
-    return x->c->g + ((x->t0 + i) * x->c->d->n_v_head + x->h) * (int64_t)x->dk;
-}
-
-/* x->w = e^(G_i - G_j) channel by channel (j <= i: every factor at most 1) */
-static void pair_decay(ck *x, int i, int j) {
-    const double *gi = x->G + (int64_t)i * x->dk, *gj = x->G + (int64_t)j * x->dk;
-    for (int l = 0; l < x->dk; l++) x->w[l] = (float)(gi[l] - gj[l]);
-    vc_exp_shift(x->w, x->w, x->dk, 0.0f);
-}
-
-/* sum over l of x[l] y[l] w[l], in vc_gdn_dot's lanes */
-static inline float dot3(const float *x, const float *y, const float *w, int n) {
-    float acc[VC_GDN_LANES] = { 0 };
-    int j = 0;
-    for (; j + VC_GDN_LANES <= n; j += VC_GDN_LANES)
-        for (int l = 0; l < VC_GDN_LANES; l++) acc[l] += x[j + l] * y[j + l] * w[j + l];
-    float s = vc_gdn_lanes_sum(acc);
-    for (; j < n; j++) s += x[j] * y[j] * w[j];
-    return s;
-}
-
-
-/* block [i0, i0 + m) of the chunk: Qh_i = q_i e^(G_i - G_i0), Kh_i = k_i e^(G_i - G_i0) (i in the block); against
- * its rows before i0 Kl_j = k_j e^(G_i0 - G_j) (j < i0) and KlT, so that P_ij = Qh_i . Kl_j, KK_ij = Kh_i . Kl_j
- * (products of factors at most 1); within the block, unless a channel decays past e^-GK_SPAN there (returns 0: its
- * pairs one by one instead), Kd_j = k_j e^(G_i0 - G_j) (j in the block: factors at most e^GK_SPAN) and KdT.
- * Called for i0 = 0, SUB, 2 SUB, ... in order: the rows before the previous block's i0 take its Kl times
- * e^(G_i0 - G_(i0 - SUB)), the others their own. */
-static int block_safe(const ck *x, int i0, int m) {
-    const double *Gr = x->G + (int64_t)i0 * x->dk, *Ge = x->G + (int64_t)(i0 + m - 1) * x->dk;
-    int safe = 1;
-    for (int l = 0; l < x->dk; l++) safe &= Gr[l] - Ge[l] <= GK_SPAN;
-    return safe;
-}
-
-static int gk_block(ck *x, int i0, int m) {
-    int dk = x->dk, C = x->C, p0 = i0 - SUB, safe = block_safe(x, i0, m);
-    const double *Gr = x->G + (int64_t)i0 * dk;
-    for (int i = 0; i < m; i++) {
-        const double *Gi = x->G + (int64_t)(i0 + i) * dk;
-        const float *q = Qr(x, i0 + i), *k = Kr(x, i0 + i);
-        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gi[l] - Gr[l]);
-        vc_exp_shift(x->w, x->w, dk, 0.0f);
-        for (int l = 0; l < dk; l++) x->Qh[i * dk + l] = q[l] * x->w[l], x->Kh[i * dk + l] = k[l] * x->w[l];
-        if (!safe) continue;
-        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gi[l]);
-        vc_exp_shift(x->w, x->w, dk, 0.0f);
-        for (int l = 0; l < dk; l++) x->KdT[l * SUB + i] = x->Kd[i * dk + l] = k[l] * x->w[l];
-    }
-    if (p0 > 0) {
-        const double *Gp = x->G + (int64_t)p0 * dk;
-        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gp[l]);
-        vc_exp_shift(x->w, x->w, dk, 0.0f);
-        for (int j = 0; j < p0; j++)
-            for (int l = 0; l < dk; l++) x->KlT[l * C + j] = x->Kl[j * dk + l] *= x->w[l];
-    }
-    for (int j = p0 > 0 ? p0 : 0; j < i0; j++) {
-        const double *Gj = x->G + (int64_t)j * dk;
-        const float *k = Kr(x, j);
-        for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gj[l]);
-        vc_exp_shift(x->w, x->w, dk, 0.0f);
-        for (int l = 0; l < dk; l++) x->KlT[l * C + j] = x->Kl[j * dk + l] = k[l] * x->w[l];
-    }
-    return safe;
-}
-
-/* G, a, b, the decayed products P and KK, M, A and the scaled rows */
-static void prep_gk(ck *x) {
-    const vc_gdn_desc *d = x->c->d;
-    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nd = d->no_delta;
-    for (int i = 0; i < n; i++) {
-        const float *g = gate_row(x, i);
-        for (int l = 0; l < dk; l++) {
-            double G = (i ? x->G[(int64_t)(i - 1) * dk + l] : 0.0) + g[l];
-            x->G[(int64_t)i * dk + l] = G;
-            x->a[(int64_t)i * dk + l] = expf((float)G);
-        }
-    }
-    x->bv = x->a + (int64_t)(n - 1) * dk;
-    for (int i0 = 0; i0 < n; i0 += SUB) { /* P and KK by blocks of SUB rows */
-        int m = n - i0 < SUB ? n - i0 : SUB, safe = gk_block(x, i0, m);
-        if (i0) { /* against the earlier rows */
-            mm_nn(x->P + i0 * C, C, x->Qh, dk, x->KlT, C, m, dk, i0, 1.0f, 0);
-            if (!nd) mm_nn(x->KK + i0 * C, C, x->Kh, dk, x->KlT, C, m, dk, i0, 1.0f, 0);
-        }
-        if (safe) { /* within the block (the upper triangle dropped below) */
-            mm_nn(x->P + i0 * C + i0, C, x->Qh, dk, x->KdT, SUB, m, dk, m, 1.0f, 0);
-            if (!nd) mm_nn(x->KK + i0 * C + i0, C, x->Kh, dk, x->KdT, SUB, m, dk, m, 1.0f, 0);
-            continue;
-        }
-        for (int i = i0; i < i0 + m; i++) /* ... or pair by pair */
-            for (int j = i0; j <= i; j++) {
-                pair_decay(x, i, j);
-                x->P[i * C + j] = dot3(Qr(x, i), Kr(x, j), x->w, dk);
-                x->KK[i * C + j] = !nd && j < i ? dot3(Kr(x, i), Kr(x, j), x->w, dk) : 0.0f;
-            }
-    }
-    for (int i = 0; i < n; i++) {
-        float be = beta_at(x, i);
-        for (int j = 0; j < n; j++) {
-            float p = j <= i ? x->P[i * C + j] : 0.0f, kk = j < i && !nd ? x->KK[i * C + j] : 0.0f;
-            x->P[i * C + j] = p, x->KK[i * C + j] = kk;
-            x->M[i * C + j] = d->scale * p;
-            x->A[i * C + j] = be * kk;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        const float *q = Qr(x, i), *k = Kr(x, i), *v = Vr(x, i), *ai = x->a + (int64_t)i * dk;
-        float be = beta_at(x, i);
-        pair_decay(x, n - 1, i); /* K~_i = e^(G_(n-1) - G_i) k_i */
-        for (int l = 0; l < dk; l++) {
-            x->Qa[i * dk + l] = d->scale * ai[l] * q[l];
-            x->Kt[i * dk + l] = x->w[l] * k[l];
-            x->Bk[i * dk + l] = be * ai[l] * k[l];
-        }
-        for (int j = 0; j < dv; j++) x->Bv[i * dv + j] = be * v[j];
-    }
+    vc_ck_mm_nn(x->D, dv, x->W, dk, S0, dv, n, dk, dv, -1.0f, 1);
 }
 
 /* scratch of one task: the chunk's arrays (doubles first), then extra floats */
@@ -370,54 +211,47 @@ void vc_cpu_gdn_chunk_fwd(vc_gdn_ctx *c, int s, int h) {
         x.t0 = t0 + c0, x.n = (int)(L - c0 < C ? L - c0 : C);
         chunk_prep(&x, S);
         float *o = c->o + x.t0 * x.vs + (int64_t)h * dv;
-        mm_nn(o, x.vs, x.Qa, dk, S, dv, x.n, dk, dv, 1.0f, 0); /* scale diag(a) Q S0 */
-        mm_nn_lo(o, x.vs, x.M, C, x.D, dv, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
+        vc_ck_mm_nn(o, x.vs, x.Qa, dk, S, dv, x.n, dk, dv, 1.0f, 0); /* scale diag(a) Q S0 */
+        vc_ck_mm_nn_lo(o, x.vs, x.M, C, x.D, dv, x.n, dv, 1.0f, 1); /* + (scale E o QK^T) D */
         if (c0 + C >= L && !(tap && R == L)) break; /* (no state leaves the sequence here) */
         if (x.gk)
             for (int a = 0; a < dk; a++) /* (row a of the state: its channel's decay) */
                 for (int j = 0; j < dv; j++) S[a * dv + j] *= x.bv[a];
         else
             for (int64_t e = 0; e < SS; e++) S[e] *= x.b;
-        mm_tn(S, dv, x.Kt, dk, x.D, dv, dk, x.n, dv, 1.0f, 1); /* S = b S0 + K~^T D */
+        vc_ck_mm_tn(S, dv, x.Kt, dk, x.D, dv, dk, x.n, dv, 1.0f, 1); /* S = b S0 + K~^T D */
     }
     if (tap && R == L) memcpy(tap, S, sizeof(float) * (size_t)SS); /* (its end: the state after the last chunk) */
     free(x.G);
 }
 
 /* ---- backward ---- */
-typedef struct bwd_buf {
-    float *dS, *dSn, *S0T, *dST; /* [dk, dv], [dk, dv], [dv, dk], [dv, dk] */
-    float *dD, *dB1, *DT, *UT;   /* [C, dv], [C, dv], [dv, C], [dv, C] */
-    float *dW, *dB2, *WT, *Y, *Z, *dQ, *dK; /* [C, dk] x 2, [dk, C], [C, dk] x 4 */
-    float *R, *dA;               /* [C, C]: dP, then dA / dKK */
-} bwd_buf;
-
 /* the decay gradients of E-shaped terms: t on E_ij (j < i) adds t to dG_i and takes it from dG_j */
 static inline void dG_pair(ck *x, int i, int j, double t) {
     x->dG[i] += t;
     x->dG[j] -= t;
 }
 
-/* dO's part: dD (from O and S_n), dP, dQ, dK and the decays of O's and S_n's terms; dS becomes the state's gradient
- * before the chunk but for the delta rule's -W^T dD */
 /* dD = M^T dO + K~ dS; R = dO D^T; Y = D dS^T (dK~); Z = dO S0^T (dQa) */
-static void out_mats(ck *x, const float *S0, const float *dO, bwd_buf *B) {
+void vc_ck_out_mats(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
-    transpose_to(B->S0T, dk, S0, dv, dk, dv);
-    transpose_to(B->dST, dk, B->dS, dv, dk, dv);
-    transpose_to(B->DT, C, x->D, dv, n, dv);
-    mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
-    mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
-    mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
-    mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
-    mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
+    vc_ck_transpose(B->S0T, dk, S0, dv, dk, dv);
+    vc_ck_transpose(B->dST, dk, B->dS, dv, dk, dv);
+    vc_ck_transpose(B->DT, C, x->D, dv, n, dv);
+    vc_ck_mm_nn(B->dD, dv, x->Kt, dk, B->dS, dv, n, dk, dv, 1.0f, 0);
+    vc_ck_mm_tn_lo(B->dD, dv, x->M, C, dO, x->vs, n, dv, 1.0f, 1);
+    vc_ck_mm_nn(B->R, C, dO, x->vs, B->DT, C, n, dv, n, 1.0f, 0);
+    vc_ck_mm_nn(B->Y, dk, x->D, dv, B->dST, dk, n, dv, dk, 1.0f, 0);
+    vc_ck_mm_nn(B->Z, dk, dO, x->vs, B->S0T, dk, n, dv, dk, 1.0f, 0);
 }
 
+/* dO's part: dD (from O and S_n), dP, dQ, dK and the decays of O's and S_n's terms; dS becomes the state's gradient
+ * before the chunk but for the delta rule's -W^T dD */
 static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     const vc_gdn_desc *d = x->c->d;
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
     int64_t SS = (int64_t)dk * dv;
-    out_mats(x, S0, dO, B);
+    vc_ck_out_mats(x, S0, dO, B);
     double sd = 0; /* <S0, dS>: the gradient of b */
     for (int64_t e = 0; e < SS; e++) sd += (double)S0[e] * B->dS[e];
     x->dG[n - 1] += sd * x->b;
@@ -434,33 +268,33 @@ static void bwd_outputs(ck *x, const float *S0, const float *dO, bwd_buf *B) {
     /* dQ = scale diag(a) Z + dP K; dK = dP^T Q + diag(kt) Y */
     for (int i = 0; i < n; i++)
         for (int l = 0; l < dk; l++) B->dQ[i * dk + l] = d->scale * x->a[i] * B->Z[i * dk + l];
-    mm_nn_lo(B->dQ, dk, B->R, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
-    mm_tn_lo(B->dK, dk, B->R, C, Qr(x, 0), x->qs, n, dk, 1.0f, 0);
+    vc_ck_mm_nn_lo(B->dQ, dk, B->R, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
+    vc_ck_mm_tn_lo(B->dK, dk, B->R, C, Qr(x, 0), x->qs, n, dk, 1.0f, 0);
     for (int i = 0; i < n; i++) axpy(B->dK + i * dk, x->E[(n - 1) * C + i], B->Y + i * dk, dk);
     /* the state's gradient before the chunk: b dS + Qa^T dO (- W^T dD: the delta rule's) */
     for (int64_t e = 0; e < SS; e++) B->dSn[e] = x->b * B->dS[e];
-    mm_tn(B->dSn, dv, x->Qa, dk, dO, x->vs, dk, n, dv, 1.0f, 1);
+    vc_ck_mm_tn(B->dSn, dv, x->Qa, dk, dO, x->vs, dk, n, dv, 1.0f, 1);
 }
 
 /* the delta rule's products, D = U - W S0 with [U | W] = T [beta V | beta a K]: the state's gradient before the chunk
  * less W^T dD; dU = dD, dW = -dD S0^T; [dB1 | dB2] = T^T [dU | dW]; dA = -(dB1 U^T + dB2 W^T) (j < i) */
-static void delta_mats(ck *x, bwd_buf *B) {
+void vc_ck_delta_mats(ck *x, bwd_buf *B) {
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
-    mm_tn(B->dSn, dv, x->W, dk, B->dD, dv, dk, n, dv, -1.0f, 1);
-    mm_nn(B->dW, dk, B->dD, dv, B->S0T, dk, n, dv, dk, -1.0f, 0);
-    mm_tn_lo(B->dB1, dv, x->T, C, B->dD, dv, n, dv, 1.0f, 0);
-    mm_tn_lo(B->dB2, dk, x->T, C, B->dW, dk, n, dk, 1.0f, 0);
-    transpose_to(B->UT, C, x->U, dv, n, dv);
-    transpose_to(B->WT, C, x->W, dk, n, dk);
-    mm_nn(B->dA, C, B->dB1, dv, B->UT, C, n, dv, n, -1.0f, 0);
-    mm_nn(B->dA, C, B->dB2, dk, B->WT, C, n, dk, n, -1.0f, 1);
+    vc_ck_mm_tn(B->dSn, dv, x->W, dk, B->dD, dv, dk, n, dv, -1.0f, 1);
+    vc_ck_mm_nn(B->dW, dk, B->dD, dv, B->S0T, dk, n, dv, dk, -1.0f, 0);
+    vc_ck_mm_tn_lo(B->dB1, dv, x->T, C, B->dD, dv, n, dv, 1.0f, 0);
+    vc_ck_mm_tn_lo(B->dB2, dk, x->T, C, B->dW, dk, n, dk, 1.0f, 0);
+    vc_ck_transpose(B->UT, C, x->U, dv, n, dv);
+    vc_ck_transpose(B->WT, C, x->W, dk, n, dk);
+    vc_ck_mm_nn(B->dA, C, B->dB1, dv, B->UT, C, n, dv, n, -1.0f, 0);
+    vc_ck_mm_nn(B->dA, C, B->dB2, dk, B->WT, C, n, dk, n, -1.0f, 1);
 }
 
 /* the delta rule's part (one decay per head) */
 static void bwd_delta(ck *x, bwd_buf *B) {
     vc_gdn_ctx *c = x->c;
     int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = c->d->n_v_head;
-    delta_mats(x, B);
+    vc_ck_delta_mats(x, B);
     for (int i = 0; i < n; i++) {
         float be = beta_at(x, i), ai = x->a[i];
         const float *b1 = B->dB1 + i * dv, *b2 = B->dB2 + i * dk;
@@ -478,145 +312,8 @@ static void bwd_delta(ck *x, bwd_buf *B) {
         if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += db;
     }
     /* KK = K K^T: dK += dKK K + dKK^T K */
-    mm_nn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
-    mm_tn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
-}
-
-/* ---- the backward with a decay per key channel ---- */
-/* dO's part as bwd_outputs's, the pairs' terms left to gk_pairs_bwd (B->R becomes dP) */
-static void bwd_outputs_gk(ck *x, const float *S0, const float *dO, bwd_buf *B) {
-    const vc_gdn_desc *d = x->c->d;
-    int n = x->n, C = x->C, dk = x->dk, dv = x->dv;
-    double *dGl = x->dG + (int64_t)(n - 1) * dk;
-    out_mats(x, S0, dO, B);
-    for (int a = 0; a < dk; a++) /* b = a_(n-1): row a of S_n's b S0 term */
-        dGl[a] += (double)x->bv[a] * vc_gdn_dot(S0 + (int64_t)a * dv, B->dS + (int64_t)a * dv, dv);
-    for (int i = 0; i < n; i++) {
-        const float *ai = x->a + (int64_t)i * dk, *Z = B->Z + i * dk, *Y = B->Y + i * dk;
-        double *dGi = x->dG + (int64_t)i * dk;
-        pair_decay(x, n - 1, i);
-        for (int l = 0; l < dk; l++) { /* Qa = scale a q; K~ = e^(G_(n-1) - G_i) k */
-            B->dQ[i * dk + l] = d->scale * ai[l] * Z[l];
-            dGi[l] += (double)x->Qa[i * dk + l] * Z[l];
-            B->dK[i * dk + l] = x->w[l] * Y[l];
-            double t = (double)x->Kt[i * dk + l] * Y[l];
-            dGl[l] += t;
-            dGi[l] -= t;
-        }
-        for (int j = 0; j < n; j++) B->R[i * C + j] = j <= i ? d->scale * B->R[i * C + j] : 0.0f; /* dP */
-    }
-    for (int a = 0; a < dk; a++)
-        for (int j = 0; j < dv; j++) B->dSn[a * dv + j] = x->bv[a] * B->dS[a * dv + j];
-    mm_tn(B->dSn, dv, x->Qa, dk, dO, x->vs, dk, n, dv, 1.0f, 1);
-}
-
-/* the delta rule's part: Bv = beta V, Bk = beta a K, A_ij = beta_i KK_ij (B->dA becomes dKK) */
-static void bwd_delta_gk(ck *x, bwd_buf *B) {
-    vc_gdn_ctx *c = x->c;
-    int n = x->n, C = x->C, dk = x->dk, dv = x->dv, nv = c->d->n_v_head;
-    delta_mats(x, B);
-    for (int i = 0; i < n; i++) {
-        float be = beta_at(x, i);
-        const float *b1 = B->dB1 + i * dv, *b2 = B->dB2 + i * dk, *ai = x->a + (int64_t)i * dk, *k = Kr(x, i);
-        double *dGi = x->dG + (int64_t)i * dk;
-        if (c->dv) axpy(c->dv + (x->t0 + i) * x->vs + (int64_t)x->h * dv, be, b1, dv);
-        float db = vc_gdn_dot(Vr(x, i), b1, dv) + dot3(k, b2, ai, dk);
-        for (int l = 0; l < dk; l++) {
-            B->dK[i * dk + l] += be * ai[l] * b2[l];
-            dGi[l] += (double)be * ai[l] * k[l] * b2[l];
-        }
-        for (int j = 0; j < n; j++) {
-            float dA = j < i ? B->dA[i * C + j] : 0.0f;
-            db += dA * x->KK[i * C + j];
-            B->dA[i * C + j] = be * dA;
-        }
-        if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += db;
-    }
-}
-
-/* the decayed products' gradients (dP in B->R, dKK in B->dA): P_ij = sum_l q_il k_jl w_l and KK_ij = sum_l k_il k_jl w_l
- * with w = e^(G_i - G_j), a term's decay gradient its value times its gradient, + on G_i, - on G_j. Blocks of SUB
- * rows against the earlier rows through gk_block's factors (their decays' gradients on G_i and G_j through G_i0),
- * pairs within a block one by one. */
-static void gk_pairs_bwd(ck *x, bwd_buf *B) {
-    int n = x->n, C = x->C, dk = x->dk, nd = x->c->d->no_delta;
-    for (int i0 = 0; i0 < n; i0 += SUB) {
-        int m = n - i0 < SUB ? n - i0 : SUB, safe = gk_block(x, i0, m);
-        double *dGr = x->dG + (int64_t)i0 * dk;
-        const double *Gr = x->G + (int64_t)i0 * dk;
-        const float *dP = B->R + i0 * C, *dKK = B->dA + i0 * C;
-        /* dQh = dP [Kl; Kd], dKh = dKK [Kl; Kd]; dKl = dP^T Qh + dKK^T Kh over the rows before i0, dKd within */
-        if (!i0 && !safe) continue; /* (the first block, pair by pair below) */
-        for (int r = 0; r < (nd ? 1 : 2); r++) { /* P's terms (Qh), then KK's (Kh) */
-            const float *dX = r ? dKK : dP, *H = r ? x->Kh : x->Qh;
-            float *dH = r ? x->dKh : x->dQh;
-            if (i0) {
-                mm_nn(dH, dk, dX, C, x->Kl, dk, m, i0, dk, 1.0f, 0);
-                mm_tn(x->dKl, dk, dX, C, H, dk, i0, m, dk, 1.0f, r);
-            }
-            if (safe) {
-                mm_nn(dH, dk, dX + i0, C, x->Kd, dk, m, m, dk, 1.0f, i0 > 0);
-                mm_tn(x->dKd, dk, dX + i0, C, H, dk, m, m, dk, 1.0f, r);
-            }
-        }
-        for (int i = 0; i < m; i++) { /* Qh, Kh: e^(G_i - G_i0) */
-            const double *Gi = x->G + (int64_t)(i0 + i) * dk;
-            double *dGi = x->dG + (int64_t)(i0 + i) * dk;
-            float *dq = B->dQ + (i0 + i) * dk, *dki = B->dK + (i0 + i) * dk;
-            for (int l = 0; l < dk; l++) x->w[l] = (float)(Gi[l] - Gr[l]);
-            vc_exp_shift(x->w, x->w, dk, 0.0f);
-            for (int l = 0; l < dk; l++) {
-                float gq = x->dQh[i * dk + l], gk = nd ? 0.0f : x->dKh[i * dk + l];
-                dq[l] += gq * x->w[l];
-                dki[l] += gk * x->w[l];
-                double t = (double)gq * x->Qh[i * dk + l] + (double)gk * x->Kh[i * dk + l];
-                dGi[l] += t;
-                dGr[l] -= t;
-            }
-        }
-        for (int j = 0; j < i0 + (safe ? m : 0); j++) { /* Kl, Kd: e^(G_i0 - G_j) */
-            const double *Gj = x->G + (int64_t)j * dk;
-            double *dGj = x->dG + (int64_t)j * dk;
-            float *dkj = B->dK + j * dk;
-            const float *g = j < i0 ? x->dKl + j * dk : x->dKd + (j - i0) * dk;
-            const float *kv = j < i0 ? x->Kl + j * dk : x->Kd + (j - i0) * dk;
-            for (int l = 0; l < dk; l++) x->w[l] = (float)(Gr[l] - Gj[l]);
-            vc_exp_shift(x->w, x->w, dk, 0.0f);
-            for (int l = 0; l < dk; l++) {
-                dkj[l] += g[l] * x->w[l];
-                double t = (double)g[l] * kv[l];
-                dGr[l] += t;
-                dGj[l] -= t;
-            }
-        }
-    }
-    for (int i0 = 0; i0 < n; i0 += SUB) { /* the blocks whose pairs go one by one */
-        int m = n - i0 < SUB ? n - i0 : SUB, safe = block_safe(x, i0, m);
-        for (int i = i0; i < i0 + m && !safe; i++) {
-            const float *q = Qr(x, i), *k = Kr(x, i);
-            float *dq = B->dQ + i * dk, *dki = B->dK + i * dk;
-            double *dGi = x->dG + (int64_t)i * dk;
-            for (int j = i0; j <= i; j++) {
-                float rp = B->R[i * C + j], rk = !nd && j < i ? B->dA[i * C + j] : 0.0f;
-                if (rp == 0.0f && rk == 0.0f) continue;
-                pair_decay(x, i, j);
-                const float *kj = Kr(x, j);
-                float *dkj = B->dK + j * dk;
-                double *dGj = x->dG + (int64_t)j * dk;
-                for (int l = 0; l < dk; l++) {
-                    float wk = x->w[l] * kj[l], u = rp * q[l] + rk * k[l];
-                    dq[l] += rp * wk;
-                    dki[l] += rk * wk;
-                    dkj[l] += x->w[l] * u;
-                    if (j < i) {
-                        double t = (double)wk * u;
-                        dGi[l] += t;
-                        dGj[l] -= t;
-                    }
-                }
-            }
-        }
-    }
+    vc_ck_mm_nn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
+    vc_ck_mm_tn_lo(B->dK, dk, B->dA, C, Kr(x, 0), x->qs, n, dk, 1.0f, 1);
 }
 
 /* the gradients of the chunk's inputs from dO (rows of dout) and dS (the state after it, replaced by the state's
@@ -628,7 +325,7 @@ static void chunk_bwd(ck *x, const float *S0, bwd_buf *B) {
     const float *dO = c->dout + x->t0 * x->vs + (int64_t)x->h * dv;
     chunk_prep(x, S0);
     for (int64_t i = 0; i < (int64_t)n * (x->gk ? dk : 1); i++) x->dG[i] = 0;
-    if (x->gk) bwd_outputs_gk(x, S0, dO, B);
+    if (x->gk) vc_ck_bwd_outputs_gk(x, S0, dO, B);
     else bwd_outputs(x, S0, dO, B);
     if (d->no_delta) /* D = beta V */
         for (int i = 0; i < n; i++) {
@@ -636,10 +333,10 @@ static void chunk_bwd(ck *x, const float *S0, bwd_buf *B) {
             if (c->dbeta) c->dbeta[(x->t0 + i) * nv + x->h] += vc_gdn_dot(Vr(x, i), B->dD + i * dv, dv);
         }
     else if (x->gk)
-        bwd_delta_gk(x, B);
+        vc_ck_bwd_delta_gk(x, B);
     else
         bwd_delta(x, B);
-    if (x->gk) gk_pairs_bwd(x, B); /* (after the delta rule's: its dKK) */
+    if (x->gk) vc_ck_pairs_bwd_gk(x, B); /* (after the delta rule's: its dKK) */
     if (c->dg && x->gk) /* G_i = sum of g over rows 0..i, channel by channel */
         for (int l = 0; l < dk; l++) {
             double acc = 0;
