@@ -595,8 +595,27 @@ typedef struct {
 } lin_rows;
 
 static lin_rows conv_rows(const fwd_ctx *f) {
+    if (!f->ext) return (lin_rows){ NULL, NULL, f->T, f->b->cu_seqlens };
     return f->lc_rows ? (lin_rows){ f->lc_rows, f->own_lc, f->T_lc, f->cu_lc }
                       : (lin_rows){ f->ext, f->own, f->T_ext, f->cu_ext };
+}
+
+/* ... and the recurrence's: from each prefix's tap row on (ls_rows) where lin_share_rows made them, else the conv's */
+static lin_rows scan_rows(const fwd_ctx *f) {
+    return f->ls_rows ? (lin_rows){ f->ls_rows, f->own_ls, f->T_ls, f->cu_ls } : conv_rows(f);
+}
+
+/* x's rows among the T gathered into r's (none without shared prefixes) */
+static vc_tensor *rows_in(fwd_ctx *f, vc_tensor *x, lin_rows r) {
+    return f->ext ? vc_op_gather_rows(f->g, x, f->T, r.rows, r.T) : x;
+}
+
+/* the conv's output rows taken to the recurrence's, and a sequence's own rows back from r's */
+static vc_tensor *conv_to_scan(fwd_ctx *f, vc_tensor *x) {
+    return f->ls_rows ? vc_op_gather_rows(f->g, x, f->T_lc, f->ls_of, f->T_ls) : x;
+}
+static vc_tensor *rows_out(fwd_ctx *f, vc_tensor *x, lin_rows r) {
+    return f->ext ? vc_op_gather_rows(f->g, x, r.T, r.own, f->T) : x;
 }
 
 /* Gated DeltaNet (Qwen3-Next, Qwen3.5, OLMo-hybrid): q, k, v through a depthwise causal conv and silu, q and k
@@ -624,18 +643,11 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
-    const int64_t *cu = f->b->cu_seqlens;
-    lin_rows r = { NULL, NULL, f->T, cu };
-    if (f->ext) { /* shared prefixes: projected once; the conv over each sequence's prefix rows gathered in front of
-                   * its own, the recurrence over them or from the prefix's tap (ls_rows), its own rows taken back */
-        r = conv_rows(f);
-        qkv = vc_op_gather_rows(g, qkv, f->T, r.rows, r.T);
-        if (!f->ls_rows) {
-            b = vc_op_gather_rows(g, b, f->T, r.rows, r.T);
-            a = vc_op_gather_rows(g, a, f->T, r.rows, r.T);
-        }
-        cu = r.cu;
-    }
+    /* shared prefixes: projected once; the conv over each sequence's prefix rows gathered in front of its own, the
+     * recurrence over them or from the prefix's tap (ls_rows), its own rows taken back */
+    lin_rows r = conv_rows(f), sr = scan_rows(f);
+    qkv = rows_in(f, qkv, r);
+    b = rows_in(f, b, sr), a = rows_in(f, a, sr);
     vc_tensor *cw = vc_w(m, l, VC_W_LIN_CONV);
     if (c->lin_sep_qkv) { /* q's, k's and v's conv weights stacked */
         vc_tensor *ck = vc_w(m, l, VC_W_LIN_CONV_K), *cv = vc_w(m, l, VC_W_LIN_CONV_V);
@@ -643,13 +655,7 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
         cw = vc_op_concat_cols(g, vc_op_concat_cols(g, cw, cw->n, ck, ck->n, 1), cw->n + ck->n, cv, cv->n, 1);
         cw = cw ? vc_reshape(g, cw, 3, s3) : NULL;
     }
-    qkv = vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, cu, cs, ct), c->lin_act);
-    if (f->ext && f->ls_rows) { /* shared starts: the recurrence from each prefix's tap row on */
-        qkv = vc_op_gather_rows(g, qkv, f->T_lc, f->ls_of, f->T_ls);
-        b = vc_op_gather_rows(g, b, f->T, f->ls_rows, f->T_ls);
-        a = vc_op_gather_rows(g, a, f->T, f->ls_rows, f->T_ls);
-        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
-    }
+    qkv = conv_to_scan(f, vc_op_act(g, vc_op_conv1d_causal(g, qkv, cw, c->lin_conv, ns, r.cu, cs, ct), c->lin_act));
     vc_tensor *q = vc_op_slice_cols(g, qkv, C, 0, kd), *k = vc_op_slice_cols(g, qkv, C, kd, 2 * kd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, C, 2 * kd, C);
     q = vc_op_rmsnorm(g, q, NULL, dk, 1e-6f / (float)dk, 0);
@@ -657,11 +663,11 @@ static vc_tensor *linear_attention(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *beta = vc_op_act(g, b, VC_ACT_SIGMOID);
     if (c->lin_beta_scale > 0 && c->lin_beta_scale != 1.0f) beta = vc_op_scale(g, beta, c->lin_beta_scale);
     vc_tensor *decay = vc_op_gdn_gate(g, a, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *o = f->ext && f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
-                                                           (int)dv, 1.0f / (float)dk, 0, f->lin_from)
-                                        : vc_op_gdn(g, q, k, v, decay, beta, ns, cu, (int)nk, (int)nv, (int)dk,
-                                                    (int)dv, 1.0f / (float)dk, 0, rs, rt);
-    if (f->ext) o = vc_op_gather_rows(g, o, r.T, r.own, f->T);
+    vc_tensor *o = f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, beta, ns, sr.cu, (int)nk, (int)nv, (int)dk,
+                                                 (int)dv, 1.0f / (float)dk, 0, f->lin_from)
+                              : vc_op_gdn(g, q, k, v, decay, beta, ns, sr.cu, (int)nk, (int)nv, (int)dk, (int)dv,
+                                          1.0f / (float)dk, 0, rs, rt);
+    o = rows_out(f, o, sr);
     o = vc_op_rmsnorm(g, o, vc_w(m, l, VC_W_LIN_NORM), dv, c->lin_norm_eps > 0 ? c->lin_norm_eps : c->norm_eps, 0);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_mul(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_op_act(g, z, c->lin_gate_act));
@@ -679,13 +685,8 @@ static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
     vc_op_hold(h, 1);
     vc_tensor *qkv = vc_op_act(g, lin(f, h, l, VC_W_LIN_QKV, NULL), c->lin_act), *z = lin(f, h, l, VC_W_LIN_Z, NULL);
     vc_op_hold(h, 0);
-    lin_rows r = { NULL, NULL, f->T, f->b->cu_seqlens };
-    if (f->ext) { /* shared prefixes: each sequence's prefix rows from its tap on (ls_rows; else all of them) in front
-                   * of its own, the recurrence from the prefix's tap, its own rows taken back */
-        r = f->ls_rows ? (lin_rows){ f->ls_rows, f->own_ls, f->T_ls, f->cu_ls }
-                       : (lin_rows){ f->ext, f->own, f->T_ext, f->cu_ext };
-        qkv = vc_op_gather_rows(g, qkv, f->T, r.rows, r.T);
-    }
+    lin_rows r = scan_rows(f); /* shared prefixes: the recurrence from each prefix's tap (no conv) */
+    qkv = rows_in(f, qkv, r);
     vc_tensor *q = vc_op_slice_cols(g, qkv, 3 * hd, 0, hd), *k = vc_op_slice_cols(g, qkv, 3 * hd, hd, 2 * hd);
     vc_tensor *v = vc_op_slice_cols(g, qkv, 3 * hd, 2 * hd, 3 * hd);
     float **cs = NULL, **rs = NULL;
@@ -695,11 +696,11 @@ static vc_tensor *lightning(fwd_ctx *f, int l, vc_tensor *h) {
     vc_tensor *ones = vc_tensor_wrap(g, f->ones->data, 2, s1); /* (its first r.T rows) */
     vc_tensor *decay = vc_op_affine_cols(g, ones, vc_tensor_wrap(g, f->slopes + l * nh, 1, &nh), NULL, 1);
     int ns = f->b->n_seq;
-    vc_tensor *o = f->ext && f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd,
-                                                           (int)hd, 1.0f, 1, f->lin_from)
-                                        : vc_op_gdn(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd,
-                                                    (int)hd, 1.0f, 1, rs, rt);
-    if (f->ext) o = vc_op_gather_rows(g, o, r.T, r.own, f->T);
+    vc_tensor *o = f->ls_rows ? vc_op_gdn_shared(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd,
+                                                 (int)hd, 1.0f, 1, f->lin_from)
+                              : vc_op_gdn(g, q, k, v, decay, ones, ns, r.cu, (int)nh, (int)nh, (int)hd, (int)hd, 1.0f, 1,
+                                          rs, rt);
+    o = rows_out(f, o, r);
     int64_t s2[2] = { f->T, vd };
     o = vc_op_rmsnorm(g, o ? vc_reshape(g, o, 2, s2) : NULL, vc_w(f->m, l, VC_W_LIN_NORM), vd, c->lin_norm_eps, 0);
     o = vc_op_mul(g, o, vc_op_act(g, z, c->lin_gate_act));
@@ -718,14 +719,10 @@ static vc_tensor *short_conv(fwd_ctx *f, int l, vc_tensor *h) {
     float **cs = NULL, **rs = NULL;
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
-    vc_tensor *bx = vc_op_mul(g, B, x);
-    lin_rows r = { NULL, NULL, f->T, f->b->cu_seqlens };
-    if (f->ext) { /* shared prefixes: the conv over each sequence's last K - 1 prefix rows in front of its own */
-        r = conv_rows(f);
-        bx = vc_op_gather_rows(g, bx, f->T, r.rows, r.T);
-    }
+    lin_rows r = conv_rows(f); /* shared prefixes: each sequence's last K - 1 prefix rows in front of its own */
+    vc_tensor *bx = rows_in(f, vc_op_mul(g, B, x), r);
     vc_tensor *y = vc_op_conv1d_causal(g, bx, vc_w(f->m, l, VC_W_LIN_CONV), c->lin_conv, f->b->n_seq, r.cu, cs, ct);
-    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
+    y = rows_out(f, y, r);
     return lin(f, vc_op_mul(g, C, y), l, VC_W_LIN_OUT, NULL);
 }
 
@@ -759,31 +756,21 @@ static vc_tensor *mamba2(fwd_ctx *f, int l, vc_tensor *h) {
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
-    const int64_t *cu = f->b->cu_seqlens;
-    lin_rows r = { NULL, NULL, f->T, cu }; /* shared prefixes: the scan's rows and each sequence's own among them */
-    if (f->ext) {
-        r = conv_rows(f);
-        xbc = vc_op_gather_rows(g, xbc, f->T, r.rows, r.T);
-        if (!f->ls_rows) dt = vc_op_gather_rows(g, dt, f->T, r.rows, r.T);
-        cu = r.cu;
-    }
-    xbc = mamba_conv(f, l, xbc, cu, cs, ct);
-    if (f->ext && f->ls_rows) { /* the scan from each prefix's tap row on */
-        xbc = vc_op_gather_rows(g, xbc, f->T_lc, f->ls_of, f->T_ls);
-        dt = vc_op_gather_rows(g, dt, f->T, f->ls_rows, f->T_ls);
-        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
-    }
+    lin_rows r = conv_rows(f), sr = scan_rows(f); /* shared prefixes: the conv's and the scan's rows */
+    xbc = conv_to_scan(f, mamba_conv(f, l, rows_in(f, xbc, r), r.cu, cs, ct));
+    dt = rows_in(f, dt, sr);
+    const int64_t *cu = sr.cu;
     vc_tensor *x = vc_op_slice_cols(g, xbc, cd, 0, I), *B = vc_op_slice_cols(g, xbc, cd, I, I + G * N);
     vc_tensor *C = vc_op_slice_cols(g, xbc, cd, I + G * N, cd);
     vc_tensor *dtp = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
     vc_tensor *decay = vc_op_gdn_gate(g, dt, vc_w(m, l, VC_W_LIN_ALOG), vc_w(m, l, VC_W_LIN_DT));
-    vc_tensor *y = f->ext && f->ls_rows
+    vc_tensor *y = f->ls_rows
                        ? vc_op_gdn_shared(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1,
                                           f->lin_from)
                        : vc_op_gdn(g, C, B, x, decay, dtp, ns, cu, (int)G, (int)nh, (int)N, (int)P, 1.0f, 1, rs, rt);
-    int64_t s2[2] = { r.T, I };
+    int64_t s2[2] = { sr.T, I };
     y = vc_op_add(g, y ? vc_reshape(g, y, 2, s2) : NULL, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, P));
-    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
+    y = rows_out(f, y, sr);
     vc_tensor *gz = vc_op_act(g, z, VC_ACT_SILU); /* y silu(z), RMS-normed per group before or after, or not */
     if (c->lin_norm != 1) y = vc_op_mul(g, y, gz);
     if (c->lin_norm != 2) {
@@ -810,18 +797,9 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     const int64_t *ct = NULL, *rt = NULL;
     if (lin_states(f, l, &cs, &rs, &ct, &rt)) return NULL;
     int ns = f->b->n_seq;
-    const int64_t *cu = f->b->cu_seqlens;
-    lin_rows r = { NULL, NULL, f->T, cu }; /* shared prefixes: the scan's rows and each sequence's own among them */
-    if (f->ext) {
-        r = conv_rows(f);
-        x = vc_op_gather_rows(g, x, f->T, r.rows, r.T);
-        cu = r.cu;
-    }
-    x = mamba_conv(f, l, x, cu, cs, ct);
-    if (f->ext && f->ls_rows) { /* the scan over each sequence's own rows, from its prefix's final state */
-        x = vc_op_gather_rows(g, x, f->T_lc, f->ls_of, f->T_ls);
-        cu = f->cu_ls, r.own = f->own_ls, r.T = f->T_ls;
-    }
+    lin_rows r = conv_rows(f), sr = scan_rows(f); /* shared prefixes: the conv's and the scan's rows */
+    x = conv_to_scan(f, mamba_conv(f, l, rows_in(f, x, r), r.cu, cs, ct));
+    const int64_t *cu = sr.cu;
     vc_tensor *dbc = lin(f, x, l, VC_W_LIN_XPROJ, NULL);
     vc_tensor *dt = vc_op_slice_cols(g, dbc, W, 0, R), *B = vc_op_slice_cols(g, dbc, W, R, R + N);
     vc_tensor *C = vc_op_slice_cols(g, dbc, W, R + N, W);
@@ -834,10 +812,9 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     dt = lin(f, dt, l, VC_W_LIN_DTPROJ, NULL);
     vc_tensor *delta = vc_op_act(g, vc_op_affine_cols(g, dt, NULL, vc_w(m, l, VC_W_LIN_DT), 1), VC_ACT_SOFTPLUS);
     vc_tensor *A = vc_w(m, l, VC_W_LIN_ALOG);
-    vc_tensor *y = f->ext && f->ls_rows ? vc_op_ssm_scan_shared(g, x, delta, A, B, C, ns, cu, f->lin_from)
-                                        : vc_op_ssm_scan(g, x, delta, A, B, C, ns, cu, rs, rt);
-    y = vc_op_add(g, y, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, 1));
-    if (f->ext) y = vc_op_gather_rows(g, y, r.T, r.own, f->T);
+    vc_tensor *y = f->ls_rows ? vc_op_ssm_scan_shared(g, x, delta, A, B, C, ns, cu, f->lin_from)
+                              : vc_op_ssm_scan(g, x, delta, A, B, C, ns, cu, rs, rt);
+    y = rows_out(f, vc_op_add(g, y, vc_op_affine_cols(g, x, vc_w(m, l, VC_W_LIN_D), NULL, 1)), sr);
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
