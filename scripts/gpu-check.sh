@@ -188,6 +188,9 @@ if [ -z "${VERLC_SHARED:-}" ]; then
     [ ! -d "$VERLC_SHARED/fixtures" ] && [ -d .gpu/shared ] && VERLC_SHARED=$(pwd)/.gpu/shared
 fi
 export VERLC_SHARED
+# the Qwen3 tokenizer travels gzipped (gpu-prepare.sh): test_cuda_train reads the folder as it is
+TQ=$VERLC_SHARED/fixtures/tokenizers/qwen3
+[ ! -f "$TQ/tokenizer.json" ] && [ -f "$TQ/tokenizer.json.gz" ] && gunzip -c "$TQ/tokenizer.json.gz" >"$TQ/tokenizer.json"
 say "VERLC_SHARED=$VERLC_SHARED ($(ls -d "$VERLC_SHARED"/fixtures/models/*/ 2>/dev/null | wc -l) fixture models)"
 # ---- end to end: one or two GRPO steps, and the NCCL runs (issues 7 and 8) ----
 W=${VC_GPU_WORK:-/tmp/vc_gpu_e2e}
@@ -363,7 +366,8 @@ step "test_cuda_attn (VERLC_CUDA_SYNC=1)" 60 env VERLC_CUDA_SYNC=1 "$TESTS/cuda_
     env VC_ROUTE_DEVICE=cuda "$TESTS/model_test_route"
 [ -x "$TESTS/model_test_head_gather" ] && step "test_head_gather on cuda (distillation's chunked student head)" 20 \
     env VC_HEAD_DEVICE=cuda "$TESTS/model_test_head_gather"
-[ -x "$TESTS/model_test_share" ] && step "test_share on cuda (Gated DeltaNet's and Mamba 2's shared prompt states)" 20 \
+# (its fixtures, verlc's own linear-mixer models, travel only when the carry budget allows: see gpu-prepare.sh)
+[ -x "$TESTS/model_test_share" ] && [ -d tests/fixtures/models/jamba ] && step "test_share on cuda (Gated DeltaNet's and Mamba 2's shared prompt states)" 20 \
     env VC_SHARE_DEVICE=cuda VC_SHARE_ALL=1 "$TESTS/model_test_share"
 [ -x "$TESTS/rl_test_reward_model" ] && step "test_reward_model on cuda (score head vs transformers)" 30 \
     env VC_RM_DEVICE=cuda "$TESTS/rl_test_reward_model"

@@ -19,7 +19,9 @@
 #                 family), then the others smallest first while the total stays under VC_GPU_CARRY_MB
 #                 (default 58 MiB, of the 64 MiB a call may carry, repository included).
 # Prints the sizes, the models left out, and the exact `carry` list for the device `run` call.
-#   usage: scripts/gpu-prepare.sh          (from anywhere; VC_GPU_CARRY_MB, VERLC_SHARED optional)
+# VC_GPU_MODELS="qwen3 phi ...": only these shared fixture models (when the repository's own fixtures leave
+# little room).
+#   usage: scripts/gpu-prepare.sh          (from anywhere; VC_GPU_CARRY_MB, VC_GPU_MODELS, VERLC_SHARED optional)
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -68,6 +70,14 @@ if [ "${VC_GPU_MPI:-1}" != 0 ]; then
     apt_fetch "$G/debs/mpi" $MPI_PKGS || { echo "gpu-prepare: Open MPI debs not fetched: no NCCL run" >&2; rm -rf "$G/debs/mpi"; }
 fi
 rm -f "$G/apt.log"
+# the static libraries of the -dev packages (libopenblas.a alone is megabytes) are never linked: repacked without
+for d in "$G"/debs/*-dev_*.deb; do
+    dpkg-deb -c "$d" | grep -q '\.a$' || continue
+    x=$(mktemp -d)
+    dpkg-deb -R "$d" "$x/p" && find "$x/p" -name '*.a' -delete && dpkg-deb -b "$x/p" "$d" >/dev/null ||
+        echo "gpu-prepare: repacking $d without its static libraries failed (kept as it was)" >&2
+    rm -rf "$x"
+done
 # every direct dependency is either carried or part of any glibc system (libc6, libgcc-s1, gcc-*-base)
 for d in "$G"/debs/*.deb "$G"/debs/mpi/*.deb; do
     [ -f "$d" ] || continue
@@ -120,6 +130,9 @@ take() { # size name: copies the model when it fits the budget
 }
 seen=" "
 left_out=""
+if [ -n "${VC_GPU_MODELS:-}" ]; then # the models named (e.g. those the GPU tests load), nothing else
+    list=$(echo "$list" | while read -r k n t; do case " $VC_GPU_MODELS " in *" $n "*) echo "$k $n $t" ;; esac; done)
+fi
 while read -r k n t; do # pass 1: the smallest model of every family
     case $seen in *" $t "*) continue ;; esac
     seen="$seen$t "
