@@ -94,7 +94,7 @@ deb_unpack() { # deb file, destination folder
 }
 deps_setup() {
     local d sys="" miss="" mode=${VC_GPU_DEPS:-auto}
-    for d in pkg-config openblas libcjson oniguruma libutf8proc yaml-0.1 snappy libzstd zlib liblz4 libbrotlidec; do
+    for d in pkg-config openblas libcjson oniguruma libutf8proc yaml-0.1 snappy libzstd zlib liblz4 libbrotlidec libpng libjpeg; do
         if sys_has "$d"; then sys="$sys $d"; else miss="$miss $d"; fi
     done
     DEPS_REPORT="dependencies on the system:${sys:- none}; missing:${miss:- none}"
@@ -132,7 +132,7 @@ deps_setup() {
     DEPS_CMAKE="-DPKG_CONFIG_EXECUTABLE=$pc -DOPENBLAS_INCLUDE=$R/usr/include/$ARCH_DIR/openblas-pthread"
     DEPS_CMAKE="$DEPS_CMAKE -DOPENBLAS_LIB=$L/openblas-pthread/libopenblas.so"
     DEPS_REPORT="$DEPS_REPORT; building against the carried debs in .gpu/root ($(ls .gpu/debs/*.deb | wc -l)"
-    DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml, snappy, zstd, zlib, lz4, brotli; pkg-config binary $pc)"
+    DEPS_REPORT="$DEPS_REPORT packages: pkg-config, OpenBLAS, cJSON, Oniguruma, utf8proc, libyaml, snappy, zstd, zlib, lz4, brotli, libpng, libjpeg; pkg-config binary $pc)"
 }
 
 # ---- Open MPI (NCCL's bootstrap): the system's, or .gpu/debs/mpi unpacked into .gpu/mpiroot ----
@@ -183,6 +183,19 @@ deps_setup
 say "$DEPS_REPORT"
 mpi_setup
 say "$MPI_REPORT; mpirun: $(mpirun --version 2>/dev/null | head -n 1 || echo none)"
+# NCCL: the CUDA toolkit's, else the one PyTorch's wheels bring (nvidia-nccl-cu13: libnccl.so.2 only, no libnccl.so)
+nccl_setup() {
+    local inc lib d
+    for inc in /usr/local/cuda/include /usr/include /usr/local/include; do [ -f $inc/nccl.h ] && return 0; done
+    d=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.dirname(n.__file__) if n.__file__ else list(n.__path__)[0])' 2>/dev/null)
+    [ -n "$d" ] && [ -f "$d/include/nccl.h" ] || { say "NCCL: no nccl.h found (no NCCL communicator)"; return 1; }
+    lib=$(ls "$d"/lib/libnccl.so* 2>/dev/null | head -n 1)
+    [ -n "$lib" ] || { say "NCCL: $d has no lib/libnccl.so*"; return 1; }
+    DEPS_CMAKE="$DEPS_CMAKE -DNCCL_INCLUDE=$d/include -DNCCL_LIB=$lib"
+    export LD_LIBRARY_PATH="$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "NCCL: PyTorch's ($d)"
+}
+nccl_setup
 if [ -z "${VERLC_SHARED:-}" ]; then
     VERLC_SHARED=$(pwd)/../shared
     [ ! -d "$VERLC_SHARED/fixtures" ] && [ -d .gpu/shared ] && VERLC_SHARED=$(pwd)/.gpu/shared

@@ -5,7 +5,8 @@
 # .gpu/ in the repository root with what scripts/gpu-check.sh needs there:
 #   .gpu/debs/    the .deb files (apt-get download, nothing installed) of the build and runtime
 #                 packages: OpenBLAS (pthread flavour, its libgfortran5/libquadmath0 runtime),
-#                 Oniguruma, utf8proc, cJSON, libyaml, snappy, zstd, zlib, lz4, brotli and pkgconf; gpu-check.sh unpacks them with
+#                 Oniguruma, utf8proc, cJSON, libyaml, snappy, zstd, zlib, lz4, brotli, libpng, libjpeg and pkgconf
+#                 (FFmpeg's many libraries do not fit: the build there refuses video inputs); gpu-check.sh unpacks them with
 #                 `dpkg -x` into .gpu/root (never into /) when the machine lacks the dependencies.
 #   .gpu/debs/mpi/ the Open MPI runtime + headers (openmpi-bin, libopenmpi-dev, libopenmpi3 and the
 #                 libraries they load; no -dev dependencies, no hwloc plugins): NCCL's unique id travels
@@ -32,6 +33,7 @@ GSM_ROWS=${VC_GPU_GSM8K_ROWS:-400}
 PKGS="libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0
  libonig-dev libonig5 libutf8proc-dev libutf8proc2 libcjson-dev libcjson1 libyaml-dev libyaml-0-2
  libsnappy-dev libsnappy1v5 libzstd-dev libzstd1 zlib1g-dev liblz4-dev liblz4-1 libbrotli-dev libbrotli1
+ libpng-dev libpng16-16 libjpeg-dev libjpeg62-turbo-dev libjpeg62-turbo
  pkgconf pkgconf-bin libpkgconf3 pkg-config"
 # Open MPI 4.1 (Debian 12): binaries, headers and wrappers, the library and what it loads. Left out:
 # base-system libraries (libc6, libstdc++6, zlib1g, libudev1, libuuid1, libatomic1), the -dev packages
