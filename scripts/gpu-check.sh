@@ -20,6 +20,7 @@
 # libyaml, snappy, zstd, zlib, lz4, brotli) are missing and .gpu/debs exists (scripts/gpu-prepare.sh fills it on a machine with apt),
 # the .deb files are unpacked with `dpkg -x` (or ar + tar) into .gpu/root, never into /, and the build
 # uses that prefix (pkg-config files rewritten to it, LIBRARY_PATH/CPATH, rpath, LD_LIBRARY_PATH).
+# VC_GPU_SKIP="*check* GRPO*": the steps whose names match these patterns are skipped (a rerun of what failed).
 # VC_GPU_DEPS=system|carried forces one source (default auto). VERLC_SHARED defaults to ../shared,
 # else .gpu/shared. The summary starts with the OS, glibc, compilers and where each dependency came
 # from. VC_GPU_DRY_RUN=1 stops after the configure step (to try the script on a machine with no GPU).
@@ -40,8 +41,15 @@ left() { echo $((BUDGET - ($(date +%s) - t0))); }
 : >"$SUM"
 say() { echo "$@" | tee -a "$SUM"; }
 step() { # name, timeout seconds (cut to the budget left), command...
-    local name=$1 lim=$2
+    local name=$1 lim=$2 pat pats
     shift 2
+    read -r -a pats <<<"${VC_GPU_SKIP:-}" # (no pathname expansion of the patterns)
+    for pat in "${pats[@]}"; do # shellcheck disable=SC2254
+        case $name in $pat)
+            say "== $name: skipped (VC_GPU_SKIP)"
+            return 0 ;;
+        esac
+    done
     local s=$(date +%s) rest=$(($(left) - 5))
     [ $lim -gt $rest ] && lim=$rest
     if [ $lim -lt 5 ]; then
@@ -466,12 +474,15 @@ profile_model() { # config name
     step "profile: bench train $1 bf16 (16 x 512, 2 iterations)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench train \
         --config "$CFG" --tokens 8192 --seqs 16 --iters 2 $P
     # shellcheck disable=SC2086
+    # shellcheck disable=SC2086
+    step "profile: bench logprob $1 bf16 (16 x 1024)" 40 env VERLC_CUDA_PROFILE=1 "$BIN" bench logprob \
+        --config "$CFG" --tokens 16384 --seq-len 1024 --reps 2 $P
     # graphs off here, so the profile shows each op of a decode step (with graphs: one "graph launch")
     step "profile: bench generate $1 bf16 (batch 256, 128 + 32, graphs off)" 40 env VERLC_CUDA_PROFILE=1 \
         VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" --batch 256 --prompt 128 --new 32 $P
 }
 if [ $built = 1 ] && [ -x "$BIN" ]; then
-    MODELS=$(ls -d "$VERLC_SHARED"/fixtures/models/*/ tests/fixtures/models/*/ 2>/dev/null)
+    MODELS=$(for m in "$VERLC_SHARED"/fixtures/models/*/ tests/fixtures/models/*/; do [ -f "$m/config.json" ] && echo "$m"; done)
     [ -z "$MODELS" ] && say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
@@ -498,11 +509,11 @@ else
 fi
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$CS" ] && [ "$(left)" -gt 60 ]; then
-    step "memcheck test_cuda_attn" $(($(left) / 2)) "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_attn"
+    step "memcheck test_cuda_attn" $(($(left) / 2)) "$CS" --tool memcheck --report-api-errors no --error-exitcode 9 "$TESTS/cuda_test_cuda_attn"
     [ "$(left)" -gt 40 ] && step "memcheck test_cuda_table" $(($(left) / 2)) "$CS" --tool memcheck \
-        --error-exitcode 9 "$TESTS/cuda_test_cuda_table"
+        --report-api-errors no --error-exitcode 9 "$TESTS/cuda_test_cuda_table"
     [ "$(left)" -gt 30 ] && step "memcheck test_cuda_ops (no fault test)" "$(left)" env VC_CUDA_TEST_NO_FAULT=1 \
-        "$CS" --tool memcheck --error-exitcode 9 "$TESTS/cuda_test_cuda_ops"
+        "$CS" --tool memcheck --report-api-errors no --error-exitcode 9 "$TESTS/cuda_test_cuda_ops"
 else
     say "== memcheck skipped (compute-sanitizer ${CS:-not found}, $(left) s left)"
 fi

@@ -270,8 +270,9 @@ static vc_status local_setup(vc_comm *c, ncclUniqueId *id) {
     if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
     if (ndev <= 0) return vc_fail(VC_ERR_DEVICE, "no CUDA device visible");
     c->device = c->local_rank % ndev;
-    if (c->local_size > ndev)
-        vc_warn("%d ranks on this node share %d GPU(s); NCCL expects one rank per GPU", c->local_size, ndev);
+    if (c->local_size > ndev) /* NCCL refuses a communicator whose ranks share a device ("Duplicate GPU") */
+        return vc_fail(VC_ERR_DEVICE, "VERLC_DIST=nccl: %d ranks on this node share %d GPU(s); NCCL needs a GPU per rank "
+                       "(start at most %d ranks per node, or use VERLC_DIST=mpi)", c->local_size, ndev, ndev);
     if ((e = cudaSetDevice(c->device)) != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
     if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess)
         return cuda_fail(e, "cudaStreamCreateWithFlags");

@@ -170,10 +170,11 @@ static void oom_rows(void) {
     enum { MAXH = 1 << 16 };
     static void *hog[MAXH];
     int nh = 0;
-    for (size_t sz = (size_t)1 << 30; sz >= ((size_t)1 << 20); sz >>= 3) /* leave less than 1 MiB free */
+    for (size_t sz = (size_t)1 << 30; sz >= ((size_t)1 << 18); sz >>= 3) /* leave less than 256 KiB free */
         while (nh < MAXH && (hog[nh] = vc_cuda_malloc(sz))) nh++;
     vc_clear_error();
-    if (nh > 0 && nh < MAXH) vc_cuda_free(hog[--nh]); /* about 1 MiB back: small uploads fit, 2.4 MB of scratch not */
+    /* 1 MiB back (four blocks of 256 KiB): small uploads fit, 2.4 MB of scratch not */
+    for (int k = 0; k < 4 && nh > 0 && nh < MAXH; k++) vc_cuda_free(hog[--nh]);
     G->sample_rows(dt, dl, dls, dz, R, V, rows, u);
     CHECK_MSG(vc_cuda_sync() == VC_OK, "out of scratch memory became a device error: %s", vc_last_error());
     vc_cuda_d2h(got, dt, sizeof got);

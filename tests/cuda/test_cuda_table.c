@@ -299,7 +299,7 @@ static void test_rows(void) {
     float *db = hrand((size_t)Cc, 1), *gdb = dup_f(db, Cc);
     PICK(col_sum)(db, dy, R, Cc);
     G->col_sum(gdb, gdy, R, Cc);
-    cmpb("col_sum (accumulated, r ascending)", gdb, db, (size_t)Cc, 1e-6);
+    cmpb("col_sum (accumulated; 301 rows: blocks of 128 summed in order)", gdb, db, (size_t)Cc, 1e-6);
     /* rownorm, including a zero row (clamped norm) */
     int64_t RR = 97, CC = 513;
     float *W = hrand((size_t)(RR * CC), 1);

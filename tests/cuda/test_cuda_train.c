@@ -167,6 +167,16 @@ static void dist_pair(const char *name, const char *extra) {
         return;
     }
     const char *runs[2][2] = { { "mpi", "cpu" }, { "nccl", "cuda" } };
+    if (vc_cuda_device_count() < 2) { /* NCCL needs a GPU per rank: the job is refused with one line */
+        CHECK(cli_sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 VERLC_DIST=nccl %s --oversubscribe -np 2 "
+                     "-x VERLC_DIST %s sft --model %s/model --train %s/sft_train.jsonl --prompt-key question "
+                     "--response-key answer max_length=64 %s --device cuda --out %s/%s_nccl > %s/%s_nccl.log 2>&1",
+                     mpirun, bin, dir, dir, extra, dir, name, dir, name) != 0);
+        CHECK_MSG(cli_sh("grep -q 'ranks on this node share 1 GPU' %s/%s_nccl.log", dir, name) == 0,
+                  "%s: 2 NCCL ranks on one GPU are not refused by name (see %s/%s_nccl.log)", name, dir, name);
+        printf("  %-5s one GPU: 2 NCCL ranks refused by name (the NCCL/MPI comparison needs 2 GPUs)\n", name);
+        return;
+    }
     for (int i = 0; i < 2; i++)
         CHECK_MSG(cli_sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 VERLC_DIST=%s %s --oversubscribe -np 2 "
                          "-x VERLC_DIST %s sft --model %s/model --train %s/sft_train.jsonl --prompt-key question "

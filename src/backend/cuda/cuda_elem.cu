@@ -139,10 +139,42 @@ void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int6
     k_rows_sum<<<LAUNCH(n_out * C)>>>(dst, dld, src, sld, n_out, C, rep);
     vc_cu_end(op);
 }
+/* part[p, c] = the sum of dy[r, c] over rows r of block p (COLS_ROWS rows, r ascending) */
+#define COLS_ROWS 128
+__global__ void k_col_sum_part(float *part, const float *dy, int64_t R, int64_t C) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, r0 = (int64_t)blockIdx.y * COLS_ROWS;
+    if (c >= C) return;
+    int64_t r1 = r0 + COLS_ROWS < R ? r0 + COLS_ROWS : R;
+    float a = 0;
+    for (int64_t r = r0; r < r1; r++) a += dy[r * C + c];
+    part[blockIdx.y * C + c] = a;
+}
+/* db[c] += the blocks' sums in block order */
+__global__ void k_col_sum_fin(float *db, const float *part, int64_t np, int64_t C) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float a = db[c];
+    for (int64_t p = 0; p < np; p++) a += part[p * C + c];
+    db[c] = a;
+}
+/* Up to COLS_ROWS rows: one pass, r ascending. More (a bias gradient over a whole micro-batch of tokens): blocks of
+ * COLS_ROWS rows summed side by side, then the blocks' sums in order: a fixed order whatever the GPU, and the whole
+ * GPU busy instead of one thread per column walking every row */
 void vc_cu_col_sum(float *db, const float *dy, int64_t R, int64_t C) {
-    if (!vc_cu_begin("col_sum") || R <= 0 || C <= 0) return;
-    k_col_sum<<<(unsigned)((C + ET - 1) / ET), ET, 0, vc_cu_stream()>>>(db, dy, R, C);
-    vc_cu_end("col_sum");
+    const char *op = "col_sum";
+    if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
+    unsigned cb = (unsigned)((C + ET - 1) / ET);
+    int64_t np = (R + COLS_ROWS - 1) / COLS_ROWS;
+    if (np <= 1 || np > 65535) {
+        k_col_sum<<<cb, ET, 0, vc_cu_stream()>>>(db, dy, R, C);
+    } else {
+        float *part = (float *)vc_cu_scratch((size_t)(np * C) * sizeof(float), op);
+        if (!part) return; /* out of device memory: the sticky error says so */
+        k_col_sum_part<<<dim3(cb, (unsigned)np), ET, 0, vc_cu_stream()>>>(part, dy, R, C);
+        k_col_sum_fin<<<cb, ET, 0, vc_cu_stream()>>>(db, part, np, C);
+        vc_cu_scratch_free(part);
+    }
+    vc_cu_end(op);
 }
 
 /* ---- soft-cap: y = cap tanh(x / cap);  dx += dy (1 - (y / cap)^2) ---- */

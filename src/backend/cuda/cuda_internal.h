@@ -235,7 +235,7 @@ __device__ __forceinline__ bool vc_attn_visible(const P &p, const S &sm, int64_t
     if (p.causal && key > pos) return false;
     if (p.window > 0 && pos - key >= p.window) return false;
     if (p.chunk > 0 && key < pos - pos % p.chunk) return false;
-    return vc_attn_selected(p, sm.q0 + pos - (sm.kvlen - sm.qlen), key);
+    return pos >= sm.kvlen || vc_attn_selected(p, sm.q0 + pos - (sm.kvlen - sm.qlen), key); /* rows past the last query: no word */
 }
 /* visible keys [*j0, *j1) of query positions pos0 .. pos0 + nr - 1 */
 template <class P>

@@ -255,6 +255,8 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
         vbase = d->v_base;
     } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, &kbase, &vbase, op)))
         return;
+    /* the profile tells decode steps (a row per sequence) from prefill chunks apart */
+    if (vc_cu_prof_enabled()) op = rows > d->n_seq ? "attention forward, paged prefill" : "attention forward, paged decode";
     if (!vc_cu_begin(op)) return;
     paged_params p;
     p.seq = (const pseq *)dev;

@@ -514,11 +514,31 @@ static int dims_ok(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, in
     return 1;
 }
 
-/* dst[r * cols + c] = bf16(src[r * ld + c]): the used part of a strided operand, packed */
-__global__ void k_pack_bf16(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
-         i += (int64_t)gridDim.x * blockDim.x)
-        dst[i] = __float2bfloat16_rn(src[(i / cols) * ld + i % cols]);
+/* dst[i] = bf16(src[i]) four at a time (a float4 in, two bf16 pairs out) */
+__global__ void k_pack_bf16_flat4(__nv_bfloat16 *dst, const float *src, int64_t n4) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        float4 v = reinterpret_cast<const float4 *>(src)[i];
+        reinterpret_cast<__nv_bfloat162 *>(dst)[2 * i] = __floats2bfloat162_rn(v.x, v.y);
+        reinterpret_cast<__nv_bfloat162 *>(dst)[2 * i + 1] = __floats2bfloat162_rn(v.z, v.w);
+    }
+}
+/* dst[r * cols + c] = bf16(src[r * ld + c]): rows across blockIdx.y, columns across the threads (no divisions) */
+__global__ void k_pack_bf16_rows(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
+            dst[r * cols + c] = __float2bfloat16_rn(src[r * ld + c]);
+}
+/* the used part of a strided operand, rounded to bf16 (nearest even) and packed */
+static void pack_bf16(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
+    int64_t n = rows * cols;
+    if (n <= 0) return;
+    if ((ld == cols || rows == 1) && n % 4 == 0 && ((uintptr_t)src & 15) == 0 && ((uintptr_t)dst & 7) == 0) {
+        k_pack_bf16_flat4<<<vc_cu_blocks(n / 4, 256), 256, 0, g_stream>>>(dst, src, n / 4);
+        return;
+    }
+    int64_t gx = (cols + 255) / 256;
+    dim3 grid((unsigned)(gx < 64 ? gx : 64), (unsigned)(rows < 65535 ? rows : 65535));
+    k_pack_bf16_rows<<<grid, 256, 0, g_stream>>>(dst, src, rows, cols, ld);
 }
 
 /* ---- bf16 weight copies (vc_cuda_bf16_shadow_add) ---- */
@@ -559,7 +579,7 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
     for (int i = 0; i < n; i++) {
         sh[i] = bf16_copy{ w[i], rows[i], cols[i], at };
         if (rows[i] * cols[i] > 0)
-            k_pack_bf16<<<vc_cu_blocks(rows[i] * cols[i], 256), 256, 0, g_stream>>>(at, w[i], rows[i], cols[i], cols[i]);
+            pack_bf16(at, w[i], rows[i], cols[i], cols[i]);
         at += rows[i] * cols[i];
     }
     g_sh = sh;
@@ -593,7 +613,7 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
         return;
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
-    k_pack_bf16<<<vc_cu_blocks(rows * cols, 256), 256, 0, g_stream>>>(h, p, rows, cols, cols);
+    pack_bf16(h, p, rows, cols, cols);
     if (!vc_cu_end(op)) {
         vc_cu_scratch_free(h);
         return;
@@ -606,7 +626,9 @@ static const __nv_bfloat16 *copy_of(const bf16_copy *s, const float *p, int64_t 
     if (a < b || a >= b + (uintptr_t)(s->rows * s->cols) * sizeof(float) || ld != s->cols) return NULL;
     *found = 1;
     int64_t off = p - s->w;
-    if (off % s->cols + c > s->cols || off / s->cols + r > s->rows) return NULL;
+    /* runs of whole rows only: that is the packed operand's layout, so cuBLAS picks the kernel it picks for the
+     * operand rounded on the fly (a column block's offset and leading dimension can select another: other bits) */
+    if (off % s->cols != 0 || c != s->cols || off / s->cols + r > s->rows) return NULL;
     g_sh_hits++;
     return s->h + off;
 }
@@ -643,8 +665,8 @@ static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
     __nv_bfloat16 *b16 = sb || (!sa && !a16) ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(br * bc) * 2, op);
     int ok = 0;
     if ((sa || a16) && (sb || b16)) {
-        if (a16) k_pack_bf16<<<vc_cu_blocks(ar * ac, 256), 256, 0, g_stream>>>(a16, A, ar, ac, lda);
-        if (b16) k_pack_bf16<<<vc_cu_blocks(br * bc, 256), 256, 0, g_stream>>>(b16, B, br, bc, ldb);
+        if (a16) pack_bf16(a16, A, ar, ac, lda);
+        if (b16) pack_bf16(b16, B, br, bc, ldb);
         cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         (int)N, (int)M, (int)K, &alpha, sb ? sb : b16, CUDA_R_16BF, (int)(sb ? ldb : bc),
                                         sa ? sa : a16, CUDA_R_16BF, (int)(sa ? lda : ac), &beta, C, CUDA_R_32F,
