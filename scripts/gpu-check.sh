@@ -373,6 +373,8 @@ if [ $built = 0 ]; then
 fi
 step "test_cuda_ops" 100 "$TESTS/cuda_test_cuda_ops"
 step "test_cuda_table" 60 "$TESTS/cuda_test_cuda_table"
+step "test_cuda_table (VERLC_CUDA_PAGED=keys: paged attention with the lanes over keys)" 60 env VERLC_CUDA_PAGED=keys \
+    "$TESTS/cuda_test_cuda_table"
 step "test_cuda_copy" 40 "$TESTS/cuda_test_cuda_copy"
 step "test_cuda_attn" 100 "$TESTS/cuda_test_cuda_attn"
 step "test_cuda_attn_bf16" 60 "$TESTS/cuda_test_cuda_attn_bf16"
@@ -435,7 +437,7 @@ bench_moe() {
 # shared ones, so the shape is written here from its published figures
 bench_hybrid() {
     local CFG="$OUTDIR/.qwen3.5-shaped.json" P="--device cuda --precision bf16"
-    [ "$(left)" -gt 150 ] || return 0
+    [ "$(left)" -gt 100 ] || return 0
     python3 - "$CFG" <<'PY' || return 0
 import json, sys
 t = ["linear_attention"] * 3 + ["full_attention"]
@@ -487,6 +489,14 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
     bench_model qwen2.5-0.5b 72171 246363 3858
+    # paged attention with the lanes over keys (cuda_paged_keys.h) against the default kernel: A/B
+    CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=keys" 60 \
+        env VERLC_CUDA_PAGED=keys "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
+        --device cuda --precision bf16 --peer 3858 --peer-name "HF generate, PyTorch 2.11 + transformers 5.17 on an H200 (issue 7)"
+    [ -f "$CFG05" ] && step "profile: bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 32, graphs off), VERLC_CUDA_PAGED=keys" \
+        40 env VERLC_CUDA_PROFILE=1 VERLC_CUDA_GRAPHS=0 VERLC_CUDA_PAGED=keys "$BIN" bench generate --config "$CFG05" \
+        --batch 256 --prompt 128 --new 32 --device cuda --precision bf16
     e2e_all
     profile_model qwen2.5-0.5b
     # shellcheck disable=SC2086

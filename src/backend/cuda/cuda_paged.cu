@@ -236,6 +236,18 @@ static void launch_paged(int gc, dim3 grid, float *o, float *lse, const float *q
     }
 }
 
+#include "cuda_paged_keys.h"
+
+/* VERLC_CUDA_PAGED=keys: the kernel with the lanes over keys (cuda_paged_keys.h) where the heads allow */
+static int paged_keys(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("VERLC_CUDA_PAGED");
+        on = e && !strcmp(e, "keys");
+    }
+    return on;
+}
+
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -285,7 +297,12 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.sel_words = d->sel_words;
     int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
-    if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);
+    if (paged_keys() && !wide) {
+        if (d->kv_bf16 && d->v_head_dim <= 128) launch_paged_keys<__nv_bfloat16, 4>(gc, grid, o, lse, q, p);
+        else if (d->kv_bf16) launch_paged_keys<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
+        else if (d->v_head_dim <= 128) launch_paged_keys<float, 4>(gc, grid, o, lse, q, p);
+        else launch_paged_keys<float, 8>(gc, grid, o, lse, q, p);
+    } else if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);
     else if (d->kv_bf16) launch_paged<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
     else if (wide) launch_paged<float, 16>(gc, grid, o, lse, q, p);
     else launch_paged<float, 8>(gc, grid, o, lse, q, p);
