@@ -86,7 +86,8 @@ profile_check() {
 }
 lane_train() {
     LANE=b
-    step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" "$B/tests/cuda_test_cuda_train"
+    # two emulated devices: NCCL takes a GPU per rank (on one, the 2-rank NCCL job is refused)
+    step "cuda_test_cuda_train (GRPO, PPO, SFT cuda vs cpu; NCCL sft)" env VC_EMU_DEVICES=2 "$B/tests/cuda_test_cuda_train"
     step "model_test_route on cuda (router replay: record, replay, gradients)" env VC_ROUTE_DEVICE=cuda "$B/tests/model_test_route"
     step "model_test_head_gather on cuda (distillation's chunked student head)" env VC_HEAD_DEVICE=cuda "$B/tests/model_test_head_gather"
     step "model_test_share on cuda (Mamba 2's and Mamba 1's shared prompt states)" env VC_SHARE_DEVICE=cuda "$B/tests/model_test_share"

@@ -33,6 +33,9 @@ vc_status vc_cuda_device_name(char *buf, size_t len);
  * pool). NULL and VC_ERR_NOMEM (with the sizes) when out of memory. */
 void *vc_cuda_malloc(size_t bytes);
 void vc_cuda_free(void *p);
+/* For tests of the out-of-memory paths: from now on the ops' scratch requests over `bytes` fail as the device's
+ * memory running out would (0: off). A pool that keeps freed blocks makes a real shortage hard to stage. */
+void vc_cuda_fault_scratch_over(size_t bytes);
 vc_status vc_cuda_memset0(void *dst, size_t bytes);
 /* Host -> device: the host buffer may be reused as soon as this returns. The bytes are copied into a
  * pinned staging ring (4 chunks of 2 MiB, larger copies in pieces) and the DMA is queued on the

@@ -41,6 +41,8 @@ int vc_cu_blas_ok(cublasStatus_t s, const char *op);
 vc_status vc_cu_fail(vc_status st, const char *op, const char *what);
 /* stream-ordered scratch; NULL (sticky VC_ERR_NOMEM) on failure */
 void *vc_cu_scratch(size_t bytes, const char *op);
+/* cudaMallocAsync on the verlc stream, failing over vc_cuda_fault_scratch_over's size (no sticky error) */
+cudaError_t vc_cu_malloc_async(void **p, size_t bytes);
 /* the linear-attention kernels' per-call sequence tables: rows, each sequence's first kept state (ckpt > 0; else
  * zeros) and the per-sequence state pointers (NULL array: NULLs), uploaded together; free the returned block with
  * vc_cu_scratch_free (NULL on failure, and while a graph captures) */

@@ -1,4 +1,4 @@
-/* Paged attention with the lanes over keys (included by cuda_paged.cu; VERLC_CUDA_PAGED=keys): one block of PW
+/* Paged attention with the lanes over keys (included by cuda_paged.cu; the default, VERLC_CUDA_PAGED=dims: the other): one block of PW
  * warps per (query row, group of GC query heads sharing a key/value head), as k_attn_paged, but a warp takes a tile
  * of 32 keys at once, lane l the key j0 + 32 t + l: the lane forms the GC dot products over the whole head from its
  * own key row (no shuffles per key), the warp's online softmax moves once per tile (a max across the lanes), and the

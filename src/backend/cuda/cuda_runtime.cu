@@ -251,9 +251,18 @@ vc_status vc_cuda_sync(void) {
 }
 
 /* ---- memory ---- */
+static size_t g_scratch_fault; /* vc_cuda_fault_scratch_over */
+
+void vc_cuda_fault_scratch_over(size_t bytes) { g_scratch_fault = bytes; }
+
+cudaError_t vc_cu_malloc_async(void **p, size_t bytes) {
+    if (g_scratch_fault && bytes > g_scratch_fault) return cudaErrorMemoryAllocation;
+    return cudaMallocAsync(p, bytes ? bytes : 256, g_stream);
+}
+
 void *vc_cu_scratch(size_t bytes, const char *op) {
     void *p = NULL;
-    cudaError_t e = cudaMallocAsync(&p, bytes ? bytes : 256, g_stream);
+    cudaError_t e = vc_cu_malloc_async(&p, bytes);
     if (e != cudaSuccess) {
         char what[160];
         snprintf(what, sizeof what, "out of device memory allocating %.1f MiB (%s)", bytes / 1048576.0,

@@ -493,7 +493,7 @@ static int launch_sorted_group(int32_t *tok, float *lp, float *lps, const float 
     int64_t base = h[0].off;
     size_t bytes = (size_t)(h[n - 1].off - base) + (size_t)16 * (size_t)h[n - 1].cap;
     char *scr = NULL;
-    if (cudaMallocAsync((void **)&scr, bytes, vc_cu_stream()) != cudaSuccess) {
+    if (vc_cu_malloc_async((void **)&scr, bytes) != cudaSuccess) {
         cudaGetLastError();
         if (n > 1)
             return launch_sorted_group(tok, lp, lps, logits, V, h, n / 2, du, op) &&

@@ -14,6 +14,7 @@ void vc_cuda_shutdown(void) {}
 vc_status vc_cuda_device_name(char *buf, size_t len) { if (len) buf[0] = 0; return off(); }
 void *vc_cuda_malloc(size_t bytes) { (void)bytes; off(); return NULL; }
 void vc_cuda_free(void *p) { (void)p; }
+void vc_cuda_fault_scratch_over(size_t bytes) { (void)bytes; }
 vc_status vc_cuda_memset0(void *dst, size_t bytes) { (void)dst; (void)bytes; return off(); }
 vc_status vc_cuda_h2d(void *dst, const void *src, size_t bytes) { (void)dst; (void)src; (void)bytes; return off(); }
 vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) { (void)dst; (void)src; (void)bytes; return off(); }
