@@ -373,7 +373,7 @@ if [ $built = 0 ]; then
 fi
 step "test_cuda_ops" 100 "$TESTS/cuda_test_cuda_ops"
 step "test_cuda_table" 60 "$TESTS/cuda_test_cuda_table"
-step "test_cuda_table (VERLC_CUDA_PAGED=keys: paged attention with the lanes over keys)" 60 env VERLC_CUDA_PAGED=keys \
+step "test_cuda_table (VERLC_CUDA_PAGED=dims: the other paged attention kernel)" 60 env VERLC_CUDA_PAGED=dims \
     "$TESTS/cuda_test_cuda_table"
 step "test_cuda_copy" 40 "$TESTS/cuda_test_cuda_copy"
 step "test_cuda_attn" 100 "$TESTS/cuda_test_cuda_attn"
@@ -489,14 +489,17 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
     bench_model qwen2.5-0.5b 72171 246363 3858
-    # paged attention with the lanes over keys (cuda_paged_keys.h) against the default kernel: A/B
+    # A/B: the paged attention kernel with the lanes over the head's dimensions (the default's predecessor, 1.74x
+    # slower on 2026-12-04), and the held operands off (`operand hold` took 16-18% of the GPU time then, several
+    # times its bytes' worth: is rounding each GEMM's operand itself cheaper?)
     CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
-    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=keys" 60 \
-        env VERLC_CUDA_PAGED=keys "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
-        --device cuda --precision bf16 --peer 3858 --peer-name "HF generate, PyTorch 2.11 + transformers 5.17 on an H200 (issue 7)"
-    [ -f "$CFG05" ] && step "profile: bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 32, graphs off), VERLC_CUDA_PAGED=keys" \
-        40 env VERLC_CUDA_PROFILE=1 VERLC_CUDA_GRAPHS=0 VERLC_CUDA_PAGED=keys "$BIN" bench generate --config "$CFG05" \
-        --batch 256 --prompt 128 --new 32 --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=dims" 60 \
+        env VERLC_CUDA_PAGED=dims "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
+        --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_HOLD=0" 45 env VERLC_CUDA_HOLD=0 \
+        "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_HOLD=0" 60 env VERLC_CUDA_HOLD=0 \
+        "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 --device cuda --precision bf16
     e2e_all
     profile_model qwen2.5-0.5b
     # shellcheck disable=SC2086

@@ -578,8 +578,8 @@ vc_status vc_sft_run(const vc_sft_config *c) {
     if ((st = setup_dist(&r))) goto out;
     if (c->threads > 0) vc_set_threads(c->threads);
     if ((st = vc_mkdirs(c->out_dir))) goto out;
-    if (r.world > 1)
-        R0_INFO((&r), "sft: data parallel over %d ranks (%s communicator, %d per node), sharding %s; each rank "
+    if (r.world > 1 || (r.comm && strcmp(vc_comm_kind(r.comm), "single")))
+        R0_INFO((&r), "sft: data parallel over %d rank(s) (%s communicator, %d per node), sharding %s; each rank "
                 "runs 1/%d of the micro-batches of every global batch of %lld rows", r.world, vc_comm_kind(r.comm),
                 vc_comm_local_size(r.comm), c->sharding ? c->sharding : "none", r.world,
                 (long long)c->train_batch_size);
