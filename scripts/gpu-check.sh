@@ -493,6 +493,9 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # slower on 2026-12-04), and the held operands off (`operand hold` took 16-18% of the GPU time then, several
     # times its bytes' worth: is rounding each GEMM's operand itself cheaper?)
     CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
+    # every GEMM of a layer and the LM head at decode, training and log-prob row counts, and the bf16 rounding's cost
+    [ -f "$CFG05" ] && step "bench gemm qwen2.5-0.5b bf16 (rows 256, 8192, 16384; forward and backward)" 60 \
+        "$BIN" bench gemm --config "$CFG05" --rows 256,8192,16384 --backward --device cuda --precision bf16
     [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=dims" 60 \
         env VERLC_CUDA_PAGED=dims "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
         --device cuda --precision bf16

@@ -26,6 +26,7 @@ VC_CMD(vc_bench_tokenize);
 VC_CMD(vc_bench_allreduce);
 VC_CMD(vc_bench_logprob);
 VC_CMD(vc_bench_gdn);
+VC_CMD(vc_bench_gemm);
 /* the config printer used by `verlc train --print-config` */
 VC_CMD(vc_train_print_config);
 #undef VC_CMD

@@ -1,4 +1,4 @@
-/* verlc bench <forward|train|logprob|generate|tokenize|allreduce|gdn> ... */
+/* verlc bench <forward|train|logprob|generate|tokenize|allreduce|gdn|gemm> ... */
 #include "cli.h"
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +12,7 @@ int vc_cmd_bench(int argc, char **argv) {
         { "tokenize", vc_bench_tokenize, "tokenizer MB/s, single thread and all threads" },
         { "allreduce", vc_bench_allreduce, "collective bus bandwidth (run under mpirun)" },
         { "gdn", vc_bench_gdn, "Gated DeltaNet's recurrence op, forward and backward: rows/s" },
+        { "gemm", vc_bench_gemm, "a model shape's GEMMs per row count: ms, TFLOP/s, bf16 rounding's cost" },
     };
     int n = (int)(sizeof B / sizeof B[0]);
     if (argc >= 2)

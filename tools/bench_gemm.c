@@ -1,0 +1,247 @@
+/* verlc bench gemm --config CONFIG.json [--rows 256,8192] [--iters N] [--device D] [--precision P]
+ * The GEMMs of one decoder layer and the LM head of a model's shape, as the engine issues them (row-major y = x W^T
+ * with x [M, K] in f32 and W [N, K]; in training also dx = dy W and dW += dy^T x), for each row count M: milliseconds
+ * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with bf16 matmuls, the
+ * cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient pay) beside
+ * what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a generate
+ * call does. Random data; the best of --iters timed calls after one warm-up. */
+#include "cli.h"
+#include "device_args.h"
+#include "tensor/backend.h"
+#include "verlc/core.h"
+#include "verlc/cuda.h"
+#include "verlc/json.h"
+#include "verlc/model.h"
+#include "verlc/rng.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ROWS 8
+
+typedef struct {
+    const char *config, *device, *precision;
+    int64_t rows[MAX_ROWS];
+    int n_rows, iters, backward;
+} gemm_opts;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: verlc bench gemm --config CONFIG.json [--rows M[,M...] (256,8192)] [--iters N (5)] [--backward] "
+               VC_DEVICE_USAGE "\n");
+}
+
+static int parse(int argc, char **argv, gemm_opts *o) {
+    *o = (gemm_opts){ .rows = { 256, 8192 }, .n_rows = 2, .iters = 5 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(a, "--backward")) {
+            o->backward = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "verlc bench gemm: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--config")) o->config = v;
+        else if (!strcmp(a, "--device")) o->device = v;
+        else if (!strcmp(a, "--precision")) o->precision = v;
+        else if (!strcmp(a, "--iters") && atoi(v) > 0 && atoi(v) < 10000) o->iters = atoi(v);
+        else if (!strcmp(a, "--rows")) {
+            o->n_rows = 0;
+            for (const char *p = v; *p && o->n_rows < MAX_ROWS;) {
+                char *end;
+                long long m = strtoll(p, &end, 10);
+                if (end == p || m < 1 || m > (1LL << 24)) {
+                    fprintf(stderr, "verlc bench gemm: --rows %s: expected row counts 1..16777216, comma-separated\n", v);
+                    return -1;
+                }
+                o->rows[o->n_rows++] = m;
+                p = *end == ',' ? end + 1 : end;
+                if (*end && *end != ',') {
+                    fprintf(stderr, "verlc bench gemm: --rows %s: expected row counts, comma-separated\n", v);
+                    return -1;
+                }
+            }
+        } else {
+            fprintf(stderr, "verlc bench gemm: bad option %s %s\n", a, v);
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (!o->config) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* n random floats in [-1, 1) in backend memory (NULL: out of memory) */
+static float *upload(size_t n, uint64_t salt) {
+    float *h = malloc(sizeof(float) * (n ? n : 1)), *d = vc_be()->alloc(sizeof(float) * (n ? n : 1));
+    if (!h || !d) {
+        free(h);
+        if (d) vc_be()->free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) h[i] = 2.0f * vc_rng_uniform(11, salt, i, 0) - 1.0f;
+    vc_be()->h2d(d, h, sizeof(float) * n);
+    free(h);
+    return d;
+}
+
+typedef struct {
+    const char *name;
+    int64_t N, K; /* W [N, K] */
+} lin;
+
+/* the best seconds of `iters` runs of fn after a warm-up; negative on a backend error */
+typedef void (*run_fn)(void *ctx);
+static double best_of(run_fn fn, void *ctx, int iters) {
+    double best = INFINITY;
+    for (int it = 0; it <= iters; it++) {
+        if (vc_be()->sync()) return -1;
+        double t0 = vc_now();
+        fn(ctx);
+        if (vc_be()->sync()) return -1;
+        double t = vc_now() - t0;
+        if (it && t < best) best = t;
+    }
+    return best;
+}
+
+typedef struct {
+    int kind; /* 0: y = x W^T, 1: dx = dy W, 2: dW += dy^T x, 3: hold and release x */
+    int64_t M, N, K;
+    const float *x, *W, *dy;
+    float *y;
+} job;
+
+static void run_job(void *p) {
+    const job *j = p;
+    const vc_backend *B = vc_be();
+    if (j->kind == 0) B->gemm(0, 1, j->M, j->N, j->K, 1.0f, j->x, j->K, j->W, j->K, 0.0f, j->y, j->N);
+    else if (j->kind == 1) B->gemm(0, 0, j->M, j->K, j->N, 1.0f, j->dy, j->N, j->W, j->K, 0.0f, j->y, j->K);
+    else if (j->kind == 2) B->gemm(1, 0, j->N, j->K, j->M, 1.0f, j->dy, j->N, j->x, j->K, 1.0f, j->y, j->K);
+    else if (B->operand_hold) {
+        B->operand_hold(j->x, j->M, j->K, 1);
+        B->operand_hold(j->x, j->M, j->K, 0);
+    }
+}
+
+/* one shape at M rows: prints its line, adds its seconds and flops */
+static int bench_shape(const lin *l, int64_t M, const gemm_opts *o, float *x, float *dy, float *W, float *y,
+                       double *sec, double *flops) {
+    const char *what[3] = { "y = x W^T", "dx = dy W", "dW += dy^T x" };
+    for (int kind = 0; kind < (o->backward ? 3 : 1); kind++) {
+        job j = { kind, M, l->N, l->K, x, W, dy, y };
+        double t = best_of(run_job, &j, o->iters);
+        if (t < 0) return 1;
+        double f = 2.0 * (double)M * l->N * l->K;
+        printf("  %-9s %-13s M %-6lld N %-6lld K %-6lld %9.3f ms %8.2f TFLOP/s\n", l->name, what[kind], (long long)M,
+               (long long)l->N, (long long)l->K, t * 1e3, f / t * 1e-12);
+        *sec += t;
+        *flops += f;
+    }
+    return 0;
+}
+
+/* rounding x [M, K] to bf16 once (operand_hold) against the bytes it moves */
+static int bench_hold(int64_t M, int64_t K, float *x, int iters) {
+    if (!vc_be()->operand_hold || vc_matmul_precision() != VC_PREC_BF16) return 0;
+    job j = { 3, M, 0, K, x, NULL, NULL, NULL };
+    double t = best_of(run_job, &j, iters);
+    if (t < 0) return 1;
+    double bytes = 6.0 * (double)M * K; /* f32 in, bf16 out */
+    printf("  operand hold of [%lld, %lld] (round to bf16 once, then release): %.3f ms, %.0f GB/s\n", (long long)M,
+           (long long)K, t * 1e3, bytes / t * 1e-9);
+    return 0;
+}
+
+static double peak_tflops(int iters, int64_t n) {
+    float *a = upload((size_t)(n * n), 21), *b = upload((size_t)(n * n), 22), *c = vc_be()->alloc(sizeof(float) * n * n);
+    double t = -1;
+    if (a && b && c) {
+        job j = { 0, n, n, n, a, b, NULL, c };
+        t = best_of(run_job, &j, iters < 3 ? iters : 3);
+    }
+    if (a) vc_be()->free(a);
+    if (b) vc_be()->free(b);
+    if (c) vc_be()->free(c);
+    return t > 0 ? 2.0 * n * n * n / t * 1e-12 : 0;
+}
+
+int vc_bench_gemm(int argc, char **argv) {
+    gemm_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc > 0 ? 0 : 2;
+    cJSON *root = NULL;
+    vc_model_config c;
+    if (vc_json_load_file(o.config, &root) || vc_config_parse_model(root, o.config, &c)) {
+        fprintf(stderr, "verlc bench gemm: %s\n", vc_last_error());
+        cJSON_Delete(root);
+        return 1;
+    }
+    cJSON_Delete(root);
+    if ((rc = vc_cli_device_apply("bench gemm", o.device, o.precision))) return rc;
+    int64_t H = c.hidden, hd = c.head_dim, I = c.moe_inter > 0 && c.inter <= 0 ? c.moe_inter : c.inter;
+    lin L[] = { { "q_proj", c.n_head * hd, H }, { "k_proj", c.n_kv_head * hd, H }, { "v_proj", c.n_kv_head * hd, H },
+                { "o_proj", H, c.n_head * hd }, { "gate_proj", I, H }, { "up_proj", I, H }, { "down_proj", H, I },
+                { "lm_head", c.vocab, H } };
+    int nl = (int)(sizeof L / sizeof L[0]);
+    int64_t maxM = 0, maxNK = 0, maxW = 0;
+    for (int r = 0; r < o.n_rows; r++) maxM = o.rows[r] > maxM ? o.rows[r] : maxM;
+    for (int i = 0; i < nl; i++) {
+        maxNK = L[i].N > maxNK ? L[i].N : maxNK;
+        maxNK = L[i].K > maxNK ? L[i].K : maxNK;
+        maxW = L[i].N * L[i].K > maxW ? L[i].N * L[i].K : maxW;
+    }
+    printf("bench gemm: %s (hidden %lld, %lld/%lld heads of %lld, MLP %lld, vocab %lld), device %s, %s matmuls\n",
+           o.config, (long long)H, (long long)c.n_head, (long long)c.n_kv_head, (long long)hd, (long long)I,
+           (long long)c.vocab, vc_device_name(), vc_cli_precision_name());
+    const int64_t pn = strcmp(vc_be()->name, "cuda") ? 1024 : 4096; /* a CPU's peak: a smaller cube */
+    double peak = peak_tflops(o.iters, pn);
+    printf("  GEMM peak here (%lld^3, the same path): %.2f TFLOP/s\n", (long long)pn, peak);
+    float *Ws[8] = { 0 }, *x = upload((size_t)(maxM * maxNK), 1), *dy = upload((size_t)(maxM * maxNK), 2);
+    size_t ny = (size_t)(maxM * maxNK > maxW ? maxM * maxNK : maxW); /* y [M, N], dx [M, K] or dW [N, K] */
+    float *y = vc_be()->alloc(sizeof(float) * ny);
+    int ok = x && dy && y;
+    for (int i = 0; ok && i < nl; i++) ok = (Ws[i] = upload((size_t)(L[i].N * L[i].K), 10 + (uint64_t)i)) != NULL;
+    int copies = 0;
+    if (ok && !strcmp(vc_be()->name, "cuda") && vc_matmul_precision() == VC_PREC_BF16) {
+        const float *w[8];
+        int64_t rows[8], cols[8];
+        for (int i = 0; i < nl; i++) w[i] = Ws[i], rows[i] = L[i].N, cols[i] = L[i].K;
+        copies = vc_cuda_bf16_shadow_add(w, rows, cols, nl) == VC_OK;
+    }
+    vc_status st = ok ? VC_OK : VC_ERR_NOMEM;
+    for (int r = 0; !st && r < o.n_rows; r++) {
+        int64_t M = o.rows[r];
+        double sec = 0, fl = 0, lsec = 0, lfl = 0;
+        printf("rows %lld%s:\n", (long long)M, copies ? " (weights read from their bf16 copies)" : "");
+        for (int i = 0; !st && i < nl; i++) {
+            if (i == nl - 1) lsec = sec, lfl = fl; /* the layer's, before the LM head */
+            if (bench_shape(&L[i], M, &o, x, dy, Ws[i], y, &sec, &fl) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
+        }
+        if (!st && (bench_hold(M, H, x, o.iters) || bench_hold(M, I, dy, o.iters)) && !(st = vc_be()->sync()))
+            st = VC_ERR_INTERNAL;
+        if (!st)
+            printf("  one layer: %.3f ms, %.1f TFLOP/s (%.0f%% of the peak above); with the LM head %.3f ms\n", lsec * 1e3,
+                   lfl / lsec * 1e-12, peak > 0 ? 100.0 * lfl / lsec * 1e-12 / peak : 0.0, sec * 1e3);
+    }
+    if (copies) vc_cuda_bf16_shadow_drop();
+    if (st) fprintf(stderr, "verlc bench gemm: %s\n", ok ? vc_last_error() : "out of memory for the operands");
+    for (int i = 0; i < nl; i++)
+        if (Ws[i]) vc_be()->free(Ws[i]);
+    if (x) vc_be()->free(x);
+    if (dy) vc_be()->free(dy);
+    if (y) vc_be()->free(y);
+    return st ? 1 : 0;
+}
