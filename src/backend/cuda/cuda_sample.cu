@@ -6,9 +6,10 @@
  *    block tree over strided partial sums;
  *  - greedy rows take the argmax (lps 0);
  *  - the plain temperature case, optionally with min-p (top_k off, top_p >= 1: verl's default) samples
- *    by inverse CDF over kept token ids in id order (k_sample): each thread sums w = exp((double)(z/T -
- *    xmax)) over a contiguous chunk of ids, thread 0 scans the chunk sums in double (fixed order), the
- *    thread whose chunk crosses u * total walks its chunk; none crossing: the last kept token.
+ *    by inverse CDF over kept token ids in id order (k_sample): each warp sums w = exp((double)(z/T -
+ *    xmax)) over a contiguous segment of ids (its lanes strided through it, coalesced; a fixed butterfly),
+ *    thread 0 scans the 16 segment sums in double (fixed order), the warp whose segment crosses u * total
+ *    walks it 32 ids at a time with a warp scan; none crossing: the last kept token.
  *  - rows with top-k or top-p (visiting order: probability descending, id ascending; k_sample_sorted):
  *    the candidates are the top k (the k-th largest key x = z/T found exactly by a 4-pass radix select
  *    on the order-preserving bit pattern of x, -0 folded onto +0; ties at the threshold taken in id
@@ -40,6 +41,7 @@ extern "C" void vc_cu_sample_rows(int32_t *tok, float *lp, float *lps, const flo
                                   const vc_sample_row *rows, const float *u);
 
 #define NT 512
+#define NW (NT / 32)
 
 struct dev_row {
     float temperature, min_p;
@@ -126,23 +128,29 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
         }
         return;
     }
-    /* x = z / T, its max, then chunk sums of the kept weights */
+    /* x = z / T, its max, then the kept weights' sums over NW contiguous segments of ids, one a warp, its lanes
+     * strided through it (coalesced); the segment total is lane 0's after a fixed butterfly */
     const float T = q.temperature > 0 ? q.temperature : 1.0f;
     const float xmax = row_xmax(z, V, T, sv, si);
-    const int64_t chunk = (V + NT - 1) / NT, c0 = t * chunk, c1 = c0 + chunk < V ? c0 + chunk : V;
+    const int w = t / 32, lane = t % 32;
+    const int64_t seg = (V + NW - 1) / NW, s0 = (int64_t)w * seg, s1 = s0 + seg < V ? s0 + seg : V;
     double cs = 0;
     int last = -1;
-    for (int64_t v = c0; v < c1; v++) {
-        double w = exp((double)(z[v] / T - xmax));
-        if (kept(w, q.min_p)) cs += w, last = (int)v;
+    for (int64_t v = s0 + lane; v < s1; v += 32) {
+        double wt = exp((double)(z[v] / T - xmax));
+        if (kept(wt, q.min_p)) cs += wt, last = (int)v;
     }
-    sd[t] = cs;
-    si[t] = last;
+    cs = __shfl_sync(0xffffffffu, vc_warp_sum_d(cs), 0);
+    for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+    if (lane == 0) {
+        sd[w] = cs;
+        si[w] = last;
+    }
     __syncthreads();
-    if (t == 0) { /* fixed-order scan of the chunk sums; the last kept token */
+    if (t == 0) { /* fixed-order scan of the segment sums; the last kept token */
         double run = 0;
         int l = -1;
-        for (int i = 0; i < NT; i++) {
+        for (int i = 0; i < NW; i++) {
             ex[i] = run;
             run += sd[i];
             in[i] = run;
@@ -151,21 +159,32 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
         s_last = l;
     }
     __syncthreads();
-    const double total = in[NT - 1];
+    const double total = in[NW - 1];
     for (int d = 0; d < q.n; d++) {
         const double goal = (double)u[q.first + d] * total;
         if (t == 0) s_tok = s_last;
         __syncthreads();
-        if (in[t] > goal && (t == 0 || !(in[t - 1] > goal)) && s_last >= 0) {
-            double cum = ex[t];
+        if (in[w] > goal && (w == 0 || !(in[w - 1] > goal)) && s_last >= 0) {
+            /* the crossing segment, 32 ids at a time in id order: a warp scan of the kept weights */
+            double run = ex[w];
             int pick = -1;
-            for (int64_t v = c0; v < c1 && pick < 0; v++) {
-                double w = exp((double)(z[v] / T - xmax));
-                if (!kept(w, q.min_p)) continue;
-                cum += w;
-                if (cum > goal) pick = (int)v;
+            for (int64_t b = s0; b < s1 && pick < 0; b += 32) {
+                const int64_t v = b + lane;
+                double wt = 0;
+                if (v < s1) {
+                    wt = exp((double)(z[v] / T - xmax));
+                    if (!kept(wt, q.min_p)) wt = 0;
+                }
+                double incl = wt;
+                for (int o = 1; o < 32; o <<= 1) {
+                    double y = __shfl_up_sync(0xffffffffu, incl, o);
+                    if (lane >= o) incl += y;
+                }
+                const unsigned hit = __ballot_sync(0xffffffffu, v < s1 && wt > 0 && run + incl > goal);
+                if (hit) pick = (int)(b + __ffs(hit) - 1);
+                run += __shfl_sync(0xffffffffu, incl, 31);
             }
-            s_tok = pick >= 0 ? pick : si[t]; /* rounding at the chunk's end: its last kept token */
+            if (lane == 0) s_tok = pick >= 0 ? pick : si[w]; /* rounding at the segment's end: its last kept token */
         }
         __syncthreads();
         if (t == 0) {
@@ -186,7 +205,6 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
 }
 
 /* ---- rows with top-k / top-p: candidates sorted by (x desc, id asc) ---- */
-#define NW (NT / 32)
 #define SORT_BUDGET ((size_t)256 << 20) /* scratch bytes per launch group */
 #define TAU 1e-7                        /* the CPU entry's top-p prefilter */
 
