@@ -4,7 +4,7 @@
  * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with bf16 matmuls, the
  * cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient pay) beside
  * what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a generate
- * call does. Random data; the best of --iters timed calls after one warm-up. */
+ * call does. Random data; per call, the best of --iters runs of 10 calls in a row, after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
 #include "tensor/backend.h"
@@ -102,16 +102,18 @@ typedef struct {
     int64_t N, K; /* W [N, K] */
 } lin;
 
-/* the best seconds of `iters` runs of fn after a warm-up; negative on a backend error */
+/* the best seconds per call of `iters` runs of CALLS back-to-back calls of fn (one wait each: a small GEMM's time is
+ * then the device's, or the host's rate of issuing it, not a round trip), after a warm-up; negative on an error */
+#define CALLS 10
 typedef void (*run_fn)(void *ctx);
 static double best_of(run_fn fn, void *ctx, int iters) {
     double best = INFINITY;
     for (int it = 0; it <= iters; it++) {
         if (vc_be()->sync()) return -1;
         double t0 = vc_now();
-        fn(ctx);
+        for (int c = 0; c < CALLS; c++) fn(ctx);
         if (vc_be()->sync()) return -1;
-        double t = vc_now() - t0;
+        double t = (vc_now() - t0) / CALLS;
         if (it && t < best) best = t;
     }
     return best;

@@ -39,22 +39,77 @@ struct paged_params {
 __device__ __forceinline__ float kv_load(const float *p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float kv_load(const __nv_bfloat16 *p, int64_t i) { return __bfloat162float(p[i]); }
 
+/* a block's query row, its heads' kv head, its sequence and the visible keys [j0, j1) */
+struct paged_blk {
+    int64_t row, pos, j0, j1;
+    int h0, kvh;
+    pseq sq;
+};
+
+/* the block's row and key range; its GC query heads copied into qs (row pitch qp floats) and their ALiBi slopes */
+template <int GC>
+__device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const float *q, float *qs, int qp,
+                                                 float (&slope)[GC]) {
+    paged_blk b;
+    b.row = p.row0 + blockIdx.x;
+    b.h0 = blockIdx.y * GC;
+    b.kvh = b.h0 / (p.nh / p.nkv);
+    b.sq = p.seq[p.row_seq[blockIdx.x]];
+    for (int g = 0; g < GC; g++)
+        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g * qp + c] = q[(b.row * p.nh + b.h0 + g) * p.hd + c];
+    for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, b.h0 + g);
+    __syncthreads();
+    b.pos = b.sq.kvlen - b.sq.qlen + (b.row - b.sq.q0);
+    b.j1 = p.causal ? (b.pos + 1 < b.sq.kvlen ? b.pos + 1 : b.sq.kvlen) : b.sq.kvlen;
+    b.j0 = p.window > 0 && b.pos - p.window + 1 > 0 ? b.pos - p.window + 1 : 0;
+    if (p.chunk > 0 && b.pos - b.pos % p.chunk > b.j0) b.j0 = b.pos - b.pos % p.chunk;
+    return b;
+}
+
+/* the warps' partials (m, l and NC value columns a lane, the same on every lane but acc) merged head by head in warp
+ * order through shared wm, wl, wacc; the output rows and lse written */
+template <int GC, int NC>
+__device__ __forceinline__ void paged_merge(const paged_params &p, const paged_blk &b, float (*wm)[GC],
+                                            float (*wl)[GC], float (*wacc)[32 * NC], const float (&m)[GC],
+                                            const float (&l)[GC], const float (&acc)[GC][NC], float *o, float *lse) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0)
+        for (int g = 0; g < GC; g++) {
+            wm[warp][g] = m[g];
+            wl[warp][g] = l[g];
+        }
+    for (int g = 0; g < GC; g++) {
+        for (int c = 0; c < NC; c++) wacc[warp][lane + 32 * c] = acc[g][c];
+        __syncthreads();
+        float M = -INFINITY, L = 0, f[PW];
+        for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
+        for (int w = 0; w < PW; w++) {
+            f[w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
+            L += wl[w][g] * f[w];
+        }
+        const int h = b.h0 + g;
+        float sf = vc_attn_sink_fold(p, h, &M, &L);
+        float inv = L > 0 ? sf / L : 0.0f;
+        for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
+            float a = 0;
+            for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
+            o[(b.row * p.nh + h) * p.dv + c] = a * inv;
+        }
+        if (lse && threadIdx.x == 0) lse[b.row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+        __syncthreads();
+    }
+}
+
 template <int GC, typename KV, int NC>
 __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, const float *q, paged_params p) {
     __shared__ float qs[GC][32 * NC];
     __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][32 * NC];
-    const int64_t row = p.row0 + blockIdx.x;
-    const int h0 = blockIdx.y * GC, kvh = h0 / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const pseq sq = p.seq[p.row_seq[blockIdx.x]];
-    for (int g = 0; g < GC; g++)
-        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g][c] = q[(row * p.nh + h0 + g) * p.hd + c];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float slope[GC];
-    for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, h0 + g);
-    __syncthreads();
-    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
-    int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
-    int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-    if (p.chunk > 0 && pos - pos % p.chunk > j0) j0 = pos - pos % p.chunk;
+    const paged_blk b = paged_setup<GC>(p, q, &qs[0][0], 32 * NC, slope);
+    const int64_t row = b.row, pos = b.pos, j0 = b.j0, j1 = b.j1;
+    const int kvh = b.kvh;
+    const pseq sq = b.sq;
     float m[GC], l[GC], acc[GC][NC];
     for (int g = 0; g < GC; g++) {
         m[g] = -INFINITY;
@@ -81,31 +136,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             m[g] = mn;
         }
     }
-    if (lane == 0)
-        for (int g = 0; g < GC; g++) {
-            wm[warp][g] = m[g];
-            wl[warp][g] = l[g];
-        }
-    for (int g = 0; g < GC; g++) { /* merge head by head through one shared buffer */
-        for (int c = 0; c < NC; c++) wacc[warp][lane + 32 * c] = acc[g][c];
-        __syncthreads();
-        float M = -INFINITY, L = 0, f[PW];
-        for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
-        for (int w = 0; w < PW; w++) {
-            f[w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
-            L += wl[w][g] * f[w];
-        }
-        const int h = h0 + g;
-        float sf = vc_attn_sink_fold(p, h, &M, &L);
-        float inv = L > 0 ? sf / L : 0.0f;
-        for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
-            float a = 0;
-            for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
-            o[(row * p.nh + h) * p.dv + c] = a * inv;
-        }
-        if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
-        __syncthreads();
-    }
+    paged_merge<GC, NC>(p, b, wm, wl, wacc, m, l, acc, o, lse);
 }
 
 /* query heads per block: the largest divisor of the group size up to `most` (VERLC_CUDA_PAGED_GROUPS=0: one) */

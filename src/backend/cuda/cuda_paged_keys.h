@@ -12,18 +12,12 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged_keys(float *o, float *ls
     __shared__ float ps[PW][GC][32];
     __shared__ int64_t vo[PW][32];
     __shared__ float wm[PW][GC], wl[PW][GC], wacc[PW][32 * NCV];
-    const int64_t row = p.row0 + blockIdx.x;
-    const int h0 = blockIdx.y * GC, kvh = h0 / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const pseq sq = p.seq[p.row_seq[blockIdx.x]];
-    for (int g = 0; g < GC; g++)
-        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g][c] = q[(row * p.nh + h0 + g) * p.hd + c];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     float slope[GC];
-    for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, h0 + g);
-    __syncthreads();
-    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
-    int64_t j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
-    int64_t j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-    if (p.chunk > 0 && pos - pos % p.chunk > j0) j0 = pos - pos % p.chunk;
+    const paged_blk b = paged_setup<GC>(p, q, &qs[0][0], 256, slope);
+    const int64_t row = b.row, pos = b.pos, j0 = b.j0, j1 = b.j1;
+    const int kvh = b.kvh;
+    const pseq sq = b.sq;
     float m[GC], l[GC], acc[GC][NCV];
     for (int g = 0; g < GC; g++) {
         m[g] = -INFINITY;
@@ -72,31 +66,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged_keys(float *o, float *ls
         __syncwarp();
     }
     for (int g = 0; g < GC; g++) l[g] = vc_warp_sum(l[g]);
-    if (lane == 0)
-        for (int g = 0; g < GC; g++) {
-            wm[warp][g] = m[g];
-            wl[warp][g] = l[g];
-        }
-    for (int g = 0; g < GC; g++) { /* merge head by head through one shared buffer, warps in order */
-        for (int c = 0; c < NCV; c++) wacc[warp][lane + 32 * c] = acc[g][c];
-        __syncthreads();
-        float M = -INFINITY, L = 0, f[PW];
-        for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
-        for (int w = 0; w < PW; w++) {
-            f[w] = wm[w][g] == -INFINITY ? 0.0f : expf(wm[w][g] - M);
-            L += wl[w][g] * f[w];
-        }
-        const int h = h0 + g;
-        float sf = vc_attn_sink_fold(p, h, &M, &L);
-        float inv = L > 0 ? sf / L : 0.0f;
-        for (int c = threadIdx.x; c < p.dv; c += blockDim.x) {
-            float a = 0;
-            for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
-            o[(row * p.nh + h) * p.dv + c] = a * inv;
-        }
-        if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
-        __syncthreads();
-    }
+    paged_merge<GC, NCV>(p, b, wm, wl, wacc, m, l, acc, o, lse);
 }
 
 template <typename KV, int NCV>
