@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct vc_nccl {
     vc_comm *host; /* inner MPI communicator */
     ncclComm_t nc;
     cudaStream_t stream;
+    char bus[32]; /* this rank's GPU's PCI bus id */
 };
 
 static vc_status cuda_fail(cudaError_t e, const char *call) {
@@ -270,10 +272,9 @@ static vc_status local_setup(vc_comm *c, ncclUniqueId *id) {
     if (e != cudaSuccess) return cuda_fail(e, "cudaGetDeviceCount");
     if (ndev <= 0) return vc_fail(VC_ERR_DEVICE, "no CUDA device visible");
     c->device = c->local_rank % ndev;
-    if (c->local_size > ndev) /* NCCL refuses a communicator whose ranks share a device ("Duplicate GPU") */
-        return vc_fail(VC_ERR_DEVICE, "VERLC_DIST=nccl: %d ranks on this node share %d GPU(s); NCCL needs a GPU per rank "
-                       "(start at most %d ranks per node, or use VERLC_DIST=mpi)", c->local_size, ndev, ndev);
     if ((e = cudaSetDevice(c->device)) != cudaSuccess) return cuda_fail(e, "cudaSetDevice");
+    if ((e = cudaDeviceGetPCIBusId(g->bus, (int)sizeof g->bus, c->device)) != cudaSuccess)
+        return cuda_fail(e, "cudaDeviceGetPCIBusId");
     if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess)
         return cuda_fail(e, "cudaStreamCreateWithFlags");
     if (c->rank == 0) {
@@ -281,6 +282,33 @@ static vc_status local_setup(vc_comm *c, ncclUniqueId *id) {
         if (r != ncclSuccess) return nccl_fail(g, r, "ncclGetUniqueId");
     }
     return VC_OK;
+}
+
+/* NCCL refuses a communicator two of whose ranks drive one GPU ("Duplicate GPU detected"): every rank learns every
+ * rank's host and GPU bus id first, and all refuse such a set-up alike, naming the ranks (a per-rank device
+ * visibility such as Slurm's --gpus-per-task=1 gives each rank its own GPU as its device 0: not refused) */
+struct gpu_id {
+    char host[64], bus[32];
+};
+
+static vc_status shared_gpu_check(vc_comm *c, vc_comm *h) {
+    struct vc_nccl *g = c->impl;
+    struct gpu_id me, *all = vc_calloc((size_t)c->size, sizeof *all);
+    if (!all) return VC_ERR_NOMEM; /* (the others' allgather then ends at the communicator's deadline) */
+    memset(&me, 0, sizeof me);
+    if (gethostname(me.host, sizeof me.host - 1)) snprintf(me.host, sizeof me.host, "?");
+    snprintf(me.bus, sizeof me.bus, "%s", g->bus);
+    vc_status st = host_call(c, h->ops->allgather(h, &me, all, sizeof me));
+    for (int i = 1; !st && i < c->size; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(all[i].host, all[j].host) && !strcmp(all[i].bus, all[j].bus)) {
+                st = vc_fail(VC_ERR_DEVICE, "VERLC_DIST=nccl: ranks %d and %d on %s share the GPU %s; NCCL needs a GPU "
+                             "per rank (start at most one rank per GPU, or use VERLC_DIST=mpi)", j, i, all[i].host,
+                             all[i].bus);
+                break;
+            }
+    free(all);
+    return st;
 }
 
 vc_status vc_dist_nccl_create(vc_comm *c, int *argc, char ***argv) {
@@ -317,6 +345,7 @@ vc_status vc_dist_nccl_create(vc_comm *c, int *argc, char ***argv) {
     }
     if ((st = host_call(c, h->ops->allreduce(h, &failed, 1, VC_DIST_F64, VC_MAX)))) goto out;
     if (failed) { st = vc_fail(VC_ERR_DEVICE, "another rank could not set up its GPU (see its message)"); goto out; }
+    if ((st = shared_gpu_check(c, h))) goto out;
     if ((st = host_call(c, h->ops->bcast(h, &id, sizeof id, 0)))) goto out;
     ncclResult_t r = ncclCommInitRank(&g->nc, c->size, id, c->rank);
     if (r != ncclSuccess) {

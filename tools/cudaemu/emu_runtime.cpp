@@ -406,6 +406,12 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
     }
     return vc_emu_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute %d", (int)attr);
 }
+/* device d's PCI bus id, as "0000:XX:00.0": distinct per emulated device, the same for every process on the host */
+cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d) {
+    if (d < 0 || d >= n_devices()) return vc_emu_error(cudaErrorInvalidDevice, "cudaDeviceGetPCIBusId: device %d", d);
+    if (len > 0) snprintf(buf, (size_t)len, "0000:%02x:00.0", d + 1);
+    return cudaSuccess;
+}
 cudaError_t cudaRuntimeGetVersion(int *v) {
     *v = CUDART_VERSION;
     return cudaSuccess;

@@ -90,6 +90,7 @@ cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDevice(int *d);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d);
+cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d);
 cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaGetLastError(void);
