@@ -116,6 +116,11 @@ else
 fi
 kib() { du -sk "$@" | awk '{s += $1} END {print s + 0}'; }
 repo_k=$(git ls-files -co --exclude-standard -z | du -ck --files0-from=- 2>/dev/null | tail -n 1 | cut -f1)
+if [ "$repo_k" -gt $((CAP_MB * 1024 / 2)) ]; then # verlc's own fixtures alone are about 200 MiB
+    echo "gpu-prepare: the checkout's tracked files are $((repo_k / 1024)) MiB of the $CAP_MB MiB a call may carry:" \
+        "run scripts/gpu-branch.sh start first (a branch keeping only the fixtures the GPU steps load)," \
+        "then this script with VC_GPU_MODELS=\"\$(scripts/gpu-branch.sh models)\"" >&2
+fi
 used=$((repo_k + $(kib "$G/debs" "$G/shared")))
 cap=$((CAP_MB * 1024))
 # model folders smallest first, each with its model_type
