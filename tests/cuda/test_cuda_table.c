@@ -578,6 +578,52 @@ typedef struct {
     int sel;   /* DeepSeek Sparse Attention: each query row sees a random half of its keys (its own among them) */
 } pcase;
 
+/* the same pages in bf16 (the rollout's KV pool): vs the CPU on the same bf16 pages, and the same bits as float pages
+ * holding the bf16-rounded values (both kernels read a bf16 value exactly) */
+static void paged_bf16(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *gd, const float *pool,
+                       int64_t pool_n, const float *q, const float *gq, size_t no, size_t nl) {
+    uint16_t *p16 = (uint16_t *)hbuf((size_t)pool_n / 2 + 1);
+    float *pr = hbuf((size_t)pool_n);
+    for (int64_t i = 0; i < pool_n; i++) {
+        p16[i] = vc_f32_to_bf16(pool[i]);
+        pr[i] = vc_bf16_to_f32(p16[i]);
+    }
+    char *g16 = (char *)dcopy(p16, (size_t)pool_n * 2);
+    float *gpr = dup_f(pr, (size_t)pool_n);
+    int64_t npg = 0;
+    for (int s = 0; s < a->nseq; s++) npg += (a->kvlen[s] + a->P - 1) / a->P;
+    /* every page pointer moved to the same element of the other pools */
+    const float **pp = calloc((size_t)npg * 6, sizeof(float *)); /* [w][k|v] */
+    const float *const *seqs[3][2][4];
+    const float *bases[3] = { (const float *)(const void *)p16, (const float *)(const void *)g16, gpr };
+    int64_t at = 0;
+    for (int w = 0; w < 3; w++)
+        for (int side = 0; side < 2; side++)
+            for (int s = 0; s < a->nseq; s++) {
+                const float *const *from = side ? d->v_pages[s] : d->k_pages[s];
+                const float **to = pp + at;
+                for (int64_t i = 0, n = (a->kvlen[s] + a->P - 1) / a->P; i < n; i++, at++) {
+                    size_t e = (size_t)(from[i] - pool);
+                    to[i] = w == 2 ? bases[2] + e : (const float *)(const void *)((const char *)bases[w] + e * 2);
+                }
+                seqs[w][side][s] = to;
+            }
+    vc_attn_desc c16 = *d, g16d = *gd, gr = *gd;
+    c16.k_pages = seqs[0][0], c16.v_pages = seqs[0][1], c16.kv_bf16 = 1;
+    g16d.k_pages = seqs[1][0], g16d.v_pages = seqs[1][1], g16d.kv_bf16 = 1;
+    gr.k_pages = seqs[2][0], gr.v_pages = seqs[2][1];
+    float *o = hbuf(no), *lse = hbuf(nl), *go = dalloc(no * 4), *glse = dalloc(nl * 4), *gor = dalloc(no * 4);
+    float *glr = dalloc(nl * 4);
+    C->attn_fwd(o, lse, q, &c16);
+    G->attn_fwd(go, glse, gq, &g16d);
+    G->attn_fwd(gor, glr, gq, &gr);
+    cmp("paged fwd, bf16 pages: output", go, o, no, 1e-4);
+    cmp("paged fwd, bf16 pages: lse", glse, lse, nl, 1e-4);
+    same_bits("paged fwd: bf16 pages vs float pages of the same values (output)", go, gor, no);
+    same_bits("paged fwd: bf16 pages vs float pages of the same values (lse)", glse, glr, nl);
+    free(pp);
+}
+
 static void paged_case(const pcase *a) {
     printf("paged attention: %s (heads %d/%d, dims %d/%d, window %d, softcap %g, page %d)\n", a->name, a->nh, a->nkv,
            a->hd, a->dv, a->window, a->cap, a->P);
@@ -659,6 +705,7 @@ static void paged_case(const pcase *a) {
     G->attn_fwd(go1, NULL, gq, &g1);
     size_t o0 = (size_t)(qs[last] * a->nh * a->dv), on = (size_t)(a->qlen[last] * a->nh * a->dv);
     same_bits("paged fwd: last sequence alone vs in the batch", go1 + o0, go + o0, on);
+    paged_bf16(a, &d, &gd, pool, pool_n, q, gq, no, nl);
     free(hk);
     check_sticky(a->name);
     release_all();
@@ -681,6 +728,8 @@ static void test_paged(void) {
         { "decode and prefill, GQA 8/1 hd 512 (Gemma 4's full layers: 4 heads a block)", 8, 1, 512, 512, 0, 16, 3, 0,
           { 1, 20, 1 }, { 70, 40, 3 } },
         { "decode, GQA 4/2 hd 320, softcap 30", 4, 2, 320, 320, 0, 8, 2, 30.0f, { 1, 1 }, { 33, 9 } },
+        { "decode and prefill, GQA 6/2 dims 34/20 (rows off 16-byte alignment, part-filled 8-column chunks)", 6, 2, 34,
+          20, 0, 16, 3, 0, { 1, 9, 1 }, { 70, 40, 3 } },
         { "decode and prefill, MLA-like dims 192/128, selected keys (DSA)", 4, 4, 192, 128, 0, 16, 3, 0, { 1, 20, 1 },
           { 70, 40, 3 }, 0, 0, 1 },
     };

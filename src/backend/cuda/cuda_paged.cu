@@ -66,12 +66,12 @@ __device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const fl
     return b;
 }
 
-/* the warps' partials (m, l and NC value columns a lane, the same on every lane but acc) merged head by head in warp
- * order through shared wm, wl, wacc; the output rows and lse written */
-template <int GC, int NC>
+/* the warps' partials (m and l, the same on every lane; put(g, row) writes the warp's value columns of head g into
+ * its row of wacc) merged head by head in warp order through shared wm, wl, wacc; the output rows and lse written */
+template <int GC, int NC, class Put>
 __device__ __forceinline__ void paged_merge(const paged_params &p, const paged_blk &b, float (*wm)[GC],
                                             float (*wl)[GC], float (*wacc)[32 * NC], const float (&m)[GC],
-                                            const float (&l)[GC], const float (&acc)[GC][NC], float *o, float *lse) {
+                                            const float (&l)[GC], Put put, float *o, float *lse) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0)
         for (int g = 0; g < GC; g++) {
@@ -79,7 +79,7 @@ __device__ __forceinline__ void paged_merge(const paged_params &p, const paged_b
             wl[warp][g] = l[g];
         }
     for (int g = 0; g < GC; g++) {
-        for (int c = 0; c < NC; c++) wacc[warp][lane + 32 * c] = acc[g][c];
+        put(g, wacc[warp]);
         __syncthreads();
         float M = -INFINITY, L = 0, f[PW];
         for (int w = 0; w < PW; w++) M = fmaxf(M, wm[w][g]);
@@ -136,7 +136,9 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
             m[g] = mn;
         }
     }
-    paged_merge<GC, NC>(p, b, wm, wl, wacc, m, l, acc, o, lse);
+    paged_merge<GC, NC>(p, b, wm, wl, wacc, m, l, [&](int g, float *w) {
+        for (int c = 0; c < NC; c++) w[lane + 32 * c] = acc[g][c];
+    }, o, lse);
 }
 
 /* query heads per block: the largest divisor of the group size up to `most` (VERLC_CUDA_PAGED_GROUPS=0: one) */

@@ -39,6 +39,9 @@ struct float4 {
 struct int2 {
     int x, y;
 };
+struct __align__(16) uint4 {
+    unsigned x, y, z, w;
+};
 static inline int2 make_int2(int a, int b) { return int2{ a, b }; }
 static inline float2 make_float2(float a, float b) { return float2{ a, b }; }
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{ a, b, c, d }; }
