@@ -399,7 +399,8 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         /* bf16 attention inputs, as PyTorch autocast's (bf16 projections, RoPE in bf16): the same values
          * in training, log-prob passes and rollout, so a bf16 KV cache holds them exactly */
         q = vc_op_round_bf16_inplace(f->g, q);
-        if (append) {
+        /* a bf16 page pool rounds k and v as it stores them (the same rounding), and nothing else reads them */
+        if (append && !(f->paged && f->paged->bf16)) {
             k = vc_op_round_bf16_inplace(f->g, k);
             v = vc_op_round_bf16_inplace(f->g, v);
         }
