@@ -422,6 +422,7 @@ int vc_cu_attn_tc_eligible(const vc_attn_desc *d) {
 }
 
 void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    if (vc_cu_attn_fwd_mma(o, lse, q, d, op)) return; /* the register-tiled kernel (cuda_attn_mma.cu) */
     switch (d->head_dim) {
     case 64: tc_fwd<64, 64>(o, lse, q, d, op); break;
     case 80: tc_fwd<80, 80>(o, lse, q, d, op); break;

@@ -215,6 +215,8 @@ void vc_cu_paged_release(void); /* frees the cached page table (shutdown) */
  * the backward takes D = rowsum(dO * O) [Tq, n_head] computed by the caller */
 int vc_cu_attn_tc_eligible(const vc_attn_desc *d);
 void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+/* cuda_attn_mma.cu: the forward with the tiles in registers where the heads allow (1), else 0 (nothing done) */
+int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op);
 

@@ -29,6 +29,7 @@ typedef __nv_bfloat162 nv_bfloat162;
 static inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 static inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 static inline float __bfloat162float(__nv_bfloat16 h) { return (float)h; }
+static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
 static inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return __nv_bfloat162{ __nv_bfloat16(a), __nv_bfloat16(b) }; }
 static inline __nv_bfloat162 __float22bfloat162_rn(float2 f) { return __floats2bfloat162_rn(f.x, f.y); }
 static inline float2 __bfloat1622float2(__nv_bfloat162 h) { return float2{ (float)h.x, (float)h.y }; }

@@ -66,4 +66,36 @@ static inline void mma_sync(fragment<accumulator, M, N, K, Tc> &d, const fragmen
 }
 } // namespace wmma
 } // namespace nvcuda
+
+/* PTX's mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (cuda_mma.h's vc_mma_16816 on a GPU), with the
+ * fragments where the PTX ISA puts them (g = lane / 4, t = lane % 4; each 32-bit register two bf16, the lower
+ * column in the low half): a[0] = A[g][2t..], a[1] = A[g + 8][2t..], a[2] = A[g][2t + 8..], a[3] = A[g + 8][2t + 8..];
+ * b[0] = B[2t..][g], b[1] = B[2t + 8..][g] (k pairs); d[0..1] = D[g][2t..], d[2..3] = D[g + 8][2t..]. The warp's
+ * registers meet through the scheduler's exchange, so a lane whose fragment is laid out wrongly gives wrong sums
+ * here as on a GPU. Each output adds its 16 products to c in k order, in f32. */
+static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                                    const float (&c)[4]) {
+    uint64_t A01[32], A23[32], B[32];
+    vc_emu_exchange((uint64_t)a[0] | (uint64_t)a[1] << 32, 0xffffffffu, A01);
+    vc_emu_exchange((uint64_t)a[2] | (uint64_t)a[3] << 32, 0xffffffffu, A23);
+    vc_emu_exchange((uint64_t)b[0] | (uint64_t)b[1] << 32, 0xffffffffu, B);
+    const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
+    auto half = [](uint64_t w, int hi32, int hi16) {
+        unsigned u = hi32 ? (unsigned)(w >> 32) : (unsigned)w;
+        return vc_emu_bf2f((unsigned short)(hi16 ? u >> 16 : u & 0xffffu));
+    };
+    float out[4];
+    for (int e = 0; e < 4; e++) {
+        const int row = g + (e >= 2 ? 8 : 0), col = 2 * t + (e & 1);
+        float acc = c[e];
+        for (int k = 0; k < 16; k++) {
+            const int src_a = (row % 8) * 4 + (k % 8) / 2, src_b = col * 4 + (k % 8) / 2;
+            const float x = half(k >= 8 ? A23[src_a] : A01[src_a], row >= 8, k & 1);
+            const float y = half(B[src_b], k >= 8, k & 1);
+            acc += x * y;
+        }
+        out[e] = acc;
+    }
+    for (int e = 0; e < 4; e++) d[e] = out[e];
+}
 #endif

@@ -1,0 +1,219 @@
+/* bf16 tensor-core flash attention forward with the tiles in registers (FlashAttention-2's layout), for heads of
+ * 64, 80, 96 or 128 (keys and values alike): one block of 4 warps per (sequence, head, 64 queries), warp w owning
+ * query rows 16w .. 16w + 15 as cuda_attn_tc.cu's forward, the same numerics (q, k, v rounded to bf16 as each tile is
+ * copied to shared memory, f32 scores and softmax statistics, the probabilities rounded to bf16 for P V, f32 sums),
+ * but S = Q K^T, P and O never leave the registers: each lane holds the elements mma.sync's fragments give it (rows
+ * g and g + 8 of the warp's 16, g = lane / 4; columns 2t, 2t + 1 of every 8, t = lane % 4), a row's max and sum are
+ * taken over its 4 lanes by shuffles, and S's accumulators become P V's A fragments as they are (two 8-column
+ * tiles of S are one 16-key step of P). V is stored transposed in shared memory so that its B fragments are 32-bit
+ * loads. Every row sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a
+ * row added in a fixed butterfly: the same bits run to run, a row's result independent of the batch around its
+ * sequence. VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's WMMA kernel instead (A/B). */
+#include "cuda_attn_common.h"
+#include "cuda_mma.h"
+#include <cuda_bf16.h>
+#include <stdlib.h>
+
+typedef __nv_bfloat16 bf16;
+
+namespace {
+
+constexpr int TQ = 64;  /* query rows and keys per tile */
+constexpr int NWM = 4;  /* warps per block */
+constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragment loads on 32 banks */
+
+template <int D, int DV>
+struct mma_smem {
+    static constexpr int LQ = D + PADM, LT = TQ + PADM;
+    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 2 + (size_t)DV * LT * 2;
+};
+
+/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to TQ; float4 loads when aligned */
+template <int D>
+__device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
+    if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {
+        for (int idx = threadIdx.x; idx < TQ * (D / 4); idx += NWM * 32) {
+            const int r = idx / (D / 4), c = (idx % (D / 4)) * 4;
+            const float4 x = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
+            uint32_t *o = reinterpret_cast<uint32_t *>(dst + r * ld + c);
+            o[0] = vc_pack_bf16x2(x.x, x.y);
+            o[1] = vc_pack_bf16x2(x.z, x.w);
+        }
+        return;
+    }
+    for (int idx = threadIdx.x; idx < TQ * D; idx += NWM * 32) {
+        const int r = idx / D, c = idx % D;
+        dst[r * ld + c] = __float2bfloat16_rn(r < rows ? src[r * stride + c] : 0.0f);
+    }
+}
+
+/* dst[c][r] (pitch ld) = bf16(src[r * stride + c]): the tile transposed, a thread taking two keys of four columns
+ * (float4 loads when aligned) and storing each column's key pair as one 32-bit word, the warp's threads along the
+ * keys (no bank conflicts); zero past `rows` */
+template <int DV>
+__device__ __forceinline__ void mma_load_cols(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
+    const bool vec = ((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0;
+    for (int idx = threadIdx.x; idx < (TQ / 2) * (DV / 4); idx += NWM * 32) {
+        const int rp = 2 * (idx % (TQ / 2)), c = 4 * (idx / (TQ / 2));
+        float x0[4] = { 0, 0, 0, 0 }, x1[4] = { 0, 0, 0, 0 };
+        if (vec) {
+            if (rp < rows) {
+                const float4 v = *reinterpret_cast<const float4 *>(src + rp * stride + c);
+                x0[0] = v.x, x0[1] = v.y, x0[2] = v.z, x0[3] = v.w;
+            }
+            if (rp + 1 < rows) {
+                const float4 v = *reinterpret_cast<const float4 *>(src + (rp + 1) * stride + c);
+                x1[0] = v.x, x1[1] = v.y, x1[2] = v.z, x1[3] = v.w;
+            }
+        } else
+            for (int i = 0; i < 4; i++) {
+                x0[i] = rp < rows ? src[rp * stride + c + i] : 0.0f;
+                x1[i] = rp + 1 < rows ? src[(rp + 1) * stride + c + i] : 0.0f;
+            }
+#pragma unroll
+        for (int i = 0; i < 4; i++) *reinterpret_cast<uint32_t *>(dst + (c + i) * ld + rp) = vc_pack_bf16x2(x0[i], x1[i]);
+    }
+}
+
+template <int D, int DV>
+__global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse, const float *q, attn_params p) {
+    typedef mma_smem<D, DV> L;
+    constexpr int LQ = L::LQ, LT = L::LT;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TQ * LQ, *Vt = Ks + TQ * LQ;
+    const int2 bi = p.blk[blockIdx.x];
+    const seq_meta sm = p.seq[bi.x];
+    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const float slope = vc_attn_slope(p, h);
+    const int64_t qb = bi.y, nr = sm.qlen - qb < TQ ? sm.qlen - qb : TQ, pos0 = sm.kvlen - sm.qlen + qb;
+    const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
+    mma_load_rows<D>(Qs, LQ, q + (sm.q0 + qb) * qstride + (int64_t)h * D, qstride, (int)nr);
+    int64_t j0, j1;
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    const int rr[2] = { warp * 16 + g, warp * 16 + g + 8 }; /* the lane's two rows of the tile */
+    /* the keys [lo, hi] each row sees (vc_attn_visible's causal, window and chunk bounds, found once: no 64-bit
+     * division in the tile loop); none for rows past the tile's last */
+    int64_t lo[2], hi[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int64_t pos = pos0 + rr[i];
+        hi[i] = rr[i] >= nr ? -1 : p.causal && pos < sm.kvlen - 1 ? pos : sm.kvlen - 1;
+        lo[i] = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
+        if (p.chunk > 0 && pos - pos % p.chunk > lo[i]) lo[i] = pos - pos % p.chunk;
+    }
+    float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[DV / 8][4];
+#pragma unroll
+    for (int n = 0; n < DV / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    for (int64_t kb = j0; kb < j1; kb += TQ) {
+        const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
+        __syncthreads(); /* the previous tile's K and V are no longer read (and Q is in place) */
+        mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+        mma_load_cols<DV>(Vt, LT, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
+        __syncthreads();
+        float s[TQ / 8][4];
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+        for (int kc = 0; kc < D / 16; kc++) {
+            const bf16 *q0 = Qs + rr[0] * LQ + kc * 16 + 2 * t, *q1 = Qs + rr[1] * LQ + kc * 16 + 2 * t;
+            const uint32_t a[4] = { vc_ld32(q0), vc_ld32(q1), vc_ld32(q0 + 8), vc_ld32(q1 + 8) };
+#pragma unroll
+            for (int n = 0; n < TQ / 8; n++) {
+                const bf16 *kp = Ks + (n * 8 + g) * LQ + kc * 16 + 2 * t;
+                const uint32_t b[2] = { vc_ld32(kp), vc_ld32(kp + 8) };
+                vc_mma_16816(s[n], a, b);
+            }
+        }
+        /* scores, masks and the online softmax of the lane's two rows */
+        float mx[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = e >> 1;
+                const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
+                const bool vis = key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key);
+                s[n][e] = vis ? vc_attn_score(p, s[n][e], slope, pos, key) : -INFINITY;
+                mx[i] = fmaxf(mx[i], s[n][e]);
+            }
+        float mn[2], corr[2], sum[2] = { 0.0f, 0.0f };
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+            mn[i] = fmaxf(m[i], mx[i]);
+            corr[i] = mn[i] == -INFINITY ? 1.0f : expf(m[i] - mn[i]);
+        }
+        uint32_t pa[TQ / 16][4]; /* P as the A fragments of P V: S tiles 2kc and 2kc + 1 make key step kc */
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++) {
+            float e[4];
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int i = x >> 1;
+                e[x] = mn[i] == -INFINITY ? 0.0f : expf(s[n][x] - mn[i]);
+                sum[i] += e[x];
+            }
+            pa[n / 2][(n & 1) * 2] = vc_pack_bf16x2(e[0], e[1]);
+            pa[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(e[2], e[3]);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            l[i] = l[i] * corr[i] + sum[i]; /* the lane's part of the row's sum */
+            m[i] = mn[i];
+        }
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++) {
+            acc[n][0] *= corr[0];
+            acc[n][1] *= corr[0];
+            acc[n][2] *= corr[1];
+            acc[n][3] *= corr[1];
+        }
+#pragma unroll
+        for (int kc = 0; kc < TQ / 16; kc++)
+#pragma unroll
+            for (int n = 0; n < DV / 8; n++) {
+                const bf16 *vp = Vt + (n * 8 + g) * LT + kc * 16 + 2 * t;
+                const uint32_t b[2] = { vc_ld32(vp), vc_ld32(vp + 8) };
+                vc_mma_16816(acc[n], pa[kc], b);
+            }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+        const float sf = vc_attn_sink_fold(p, h, &m[i], &l[i]), inv = l[i] > 0 ? sf / l[i] : 0.0f;
+        if (rr[i] >= nr) continue;
+        const int64_t row = sm.q0 + qb + rr[i];
+        if (lse && t == 0) lse[row * p.nh + h] = l[i] > 0 ? m[i] + logf(l[i]) : -INFINITY;
+        float *orow = o + row * ostride + (int64_t)h * DV + 2 * t;
+        const bool pair = (reinterpret_cast<uintptr_t>(orow) & 7) == 0;
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++) {
+            const float x0 = acc[n][2 * i] * inv, x1 = acc[n][2 * i + 1] * inv;
+            if (pair) *reinterpret_cast<float2 *>(orow + n * 8) = make_float2(x0, x1);
+            else orow[n * 8] = x0, orow[n * 8 + 1] = x1;
+        }
+    }
+}
+
+template <int D>
+void mma_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    vc_cu_attn_launch(k_attn_fwd_mma<D, D>, d, TQ, 0, d->n_head, NWM * 32, mma_smem<D, D>::bytes, NULL, op, o, lse, q);
+}
+
+} // namespace
+
+int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
+    static int off = -1;
+    if (off < 0) off = getenv("VERLC_CUDA_ATTN_MMA") && *getenv("VERLC_CUDA_ATTN_MMA") == '0';
+    if (off || d->head_dim != d->v_head_dim) return 0;
+    switch (d->head_dim) {
+    case 64: mma_fwd<64>(o, lse, q, d, op); return 1;
+    case 80: mma_fwd<80>(o, lse, q, d, op); return 1;
+    case 96: mma_fwd<96>(o, lse, q, d, op); return 1;
+    case 128: mma_fwd<128>(o, lse, q, d, op); return 1;
+    default: return 0;
+    }
+}
