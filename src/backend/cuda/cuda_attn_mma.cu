@@ -9,71 +9,16 @@
  * loads. Every row sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a
  * row added in a fixed butterfly: the same bits run to run, a row's result independent of the batch around its
  * sequence. VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's WMMA kernel instead (A/B). */
-#include "cuda_attn_common.h"
-#include "cuda_mma.h"
-#include <cuda_bf16.h>
+#include "cuda_attn_mma.h"
 #include <stdlib.h>
 
-typedef __nv_bfloat16 bf16;
-
 namespace {
-
-constexpr int TQ = 64;  /* query rows and keys per tile */
-constexpr int NWM = 4;  /* warps per block */
-constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragment loads on 32 banks */
 
 template <int D, int DV>
 struct mma_smem {
     static constexpr int LQ = D + PADM, LT = TQ + PADM;
     static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 2 + (size_t)DV * LT * 2;
 };
-
-/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to TQ; float4 loads when aligned */
-template <int D>
-__device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
-    if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {
-        for (int idx = threadIdx.x; idx < TQ * (D / 4); idx += NWM * 32) {
-            const int r = idx / (D / 4), c = (idx % (D / 4)) * 4;
-            const float4 x = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
-            uint32_t *o = reinterpret_cast<uint32_t *>(dst + r * ld + c);
-            o[0] = vc_pack_bf16x2(x.x, x.y);
-            o[1] = vc_pack_bf16x2(x.z, x.w);
-        }
-        return;
-    }
-    for (int idx = threadIdx.x; idx < TQ * D; idx += NWM * 32) {
-        const int r = idx / D, c = idx % D;
-        dst[r * ld + c] = __float2bfloat16_rn(r < rows ? src[r * stride + c] : 0.0f);
-    }
-}
-
-/* dst[c][r] (pitch ld) = bf16(src[r * stride + c]): the tile transposed, a thread taking two keys of four columns
- * (float4 loads when aligned) and storing each column's key pair as one 32-bit word, the warp's threads along the
- * keys (no bank conflicts); zero past `rows` */
-template <int DV>
-__device__ __forceinline__ void mma_load_cols(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
-    const bool vec = ((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0;
-    for (int idx = threadIdx.x; idx < (TQ / 2) * (DV / 4); idx += NWM * 32) {
-        const int rp = 2 * (idx % (TQ / 2)), c = 4 * (idx / (TQ / 2));
-        float x0[4] = { 0, 0, 0, 0 }, x1[4] = { 0, 0, 0, 0 };
-        if (vec) {
-            if (rp < rows) {
-                const float4 v = *reinterpret_cast<const float4 *>(src + rp * stride + c);
-                x0[0] = v.x, x0[1] = v.y, x0[2] = v.z, x0[3] = v.w;
-            }
-            if (rp + 1 < rows) {
-                const float4 v = *reinterpret_cast<const float4 *>(src + (rp + 1) * stride + c);
-                x1[0] = v.x, x1[1] = v.y, x1[2] = v.z, x1[3] = v.w;
-            }
-        } else
-            for (int i = 0; i < 4; i++) {
-                x0[i] = rp < rows ? src[rp * stride + c + i] : 0.0f;
-                x1[i] = rp + 1 < rows ? src[(rp + 1) * stride + c + i] : 0.0f;
-            }
-#pragma unroll
-        for (int i = 0; i < 4; i++) *reinterpret_cast<uint32_t *>(dst + (c + i) * ld + rp) = vc_pack_bf16x2(x0[i], x1[i]);
-    }
-}
 
 template <int D, int DV>
 __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse, const float *q, attn_params p) {
@@ -96,12 +41,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
      * division in the tile loop); none for rows past the tile's last */
     int64_t lo[2], hi[2];
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int64_t pos = pos0 + rr[i];
-        hi[i] = rr[i] >= nr ? -1 : p.causal && pos < sm.kvlen - 1 ? pos : sm.kvlen - 1;
-        lo[i] = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-        if (p.chunk > 0 && pos - pos % p.chunk > lo[i]) lo[i] = pos - pos % p.chunk;
-    }
+    for (int i = 0; i < 2; i++) mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
     float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[DV / 8][4];
 #pragma unroll
     for (int n = 0; n < DV / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;

@@ -435,6 +435,9 @@ void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc 
 
 void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op) {
+    const int done = vc_cu_attn_bwd_mma(dq, dout, lse, q, d, D, op); /* the register-tiled kernels */
+    if (done & 2) return;
+    if (done) dq = NULL; /* dQ done; dK, dV (Llama 4's chunks) here */
     switch (d->head_dim) {
     case 64: tc_bwd<64, 64>(dq, dout, lse, q, d, D, op); break;
     case 80: tc_bwd<80, 80>(dq, dout, lse, q, d, D, op); break;

@@ -217,6 +217,10 @@ int vc_cu_attn_tc_eligible(const vc_attn_desc *d);
 void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 /* cuda_attn_mma.cu: the forward with the tiles in registers where the heads allow (1), else 0 (nothing done) */
 int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+/* cuda_attn_mma_bwd.cu: the backward with the tiles in registers where the heads allow: 0 (nothing done), else 1 | 2
+ * when dK and dV were done too */
+int vc_cu_attn_bwd_mma(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
+                       const float *D, const char *op);
 void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op);
 

@@ -1,0 +1,269 @@
+/* bf16 tensor-core flash attention backward with the tiles in registers (mma.sync m16n8k16; the layout of
+ * cuda_attn_mma.cu's forward), heads of 64, 80, 96 or 128 (keys and values alike): the numerics of cuda_attn_tc.cu's
+ * backward (P recomputed from the saved lse, dS = P (dP - D) times 1 - tanh^2 under soft-cap, P and dS rounded to bf16
+ * for their products, f32 sums), the same two kernels and blocks:
+ * - dQ: one block of 4 warps per (sequence, head, 64 queries), warp w owning query rows 16w ..; per key tile
+ *   S = Q K^T and dP = dO V^T in registers, dS formed where they lie and used as the A fragments of dQ += dS K
+ *   (K also stored transposed, so its B fragments are 32-bit loads);
+ * - dK, dV: one block per (sequence, key/value head, 64 keys), warp w owning keys 16w ..; over the group's heads and
+ *   the query tiles that see its keys, S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q with
+ *   dO and Q transposed in shared memory. Its accumulators stay in registers to the end.
+ * Every output element is owned by one lane of one block and summed in a fixed order: no atomics, the same bits run
+ * to run. Llama 4's chunked attention keeps cuda_attn_tc.cu's dK/dV kernel (its chunk test would divide per key);
+ * VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's kernels for both. */
+#include "cuda_attn_mma.h"
+#include <stdlib.h>
+
+namespace {
+
+/* P and dS of a visible element from its raw dot product and dP (softmax backward, the soft-cap chain rule) */
+template <class P>
+__device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float L, float Dr, float slope, int64_t pos,
+                                         int64_t key, float *pr, float *ds) {
+    const float sc = vc_attn_score(p, dot, slope, pos, key), e = expf(sc - L);
+    float gr = e * (dp - Dr);
+    if (p.cap > 0) {
+        const float t = sc / p.cap;
+        gr *= 1.0f - t * t;
+    }
+    *pr = e;
+    *ds = gr;
+}
+
+/* s[n] (+)= A B over K (the A rows ra0 / ra1 of pitch la, the B rows of pitch lb: B^T given by rows) for 8 n-tiles */
+template <int K>
+__device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A0, const bf16 *A1, const bf16 *B, int lb) {
+    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++) {
+        const bf16 *a0 = A0 + kc * 16 + 2 * t, *a1 = A1 + kc * 16 + 2 * t;
+        const uint32_t a[4] = { vc_ld32(a0), vc_ld32(a1), vc_ld32(a0 + 8), vc_ld32(a1 + 8) };
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++) {
+            const bf16 *bp = B + (n * 8 + g) * lb + kc * 16 + 2 * t;
+            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
+            vc_mma_16816(s[n], a, b);
+        }
+    }
+}
+
+/* acc[n] += X Y over the 64 tile rows, X in A fragments (xa: 4 key/query steps), Y^T given by rows (pitch ly) */
+template <int D>
+__device__ __forceinline__ void mma_acc(float (&acc)[D / 8][4], const uint32_t (&xa)[TQ / 16][4], const bf16 *Yt, int ly) {
+    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+#pragma unroll
+    for (int kc = 0; kc < TQ / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            const bf16 *bp = Yt + (n * 8 + g) * ly + kc * 16 + 2 * t;
+            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
+            vc_mma_16816(acc[n], xa[kc], b);
+        }
+}
+
+/* ---------------- dQ ---------------- */
+template <int D>
+struct dq_mma_smem {
+    static constexpr int LQ = D + PADM, LT = TQ + PADM;
+    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2; /* Q, dO, K, V; K^T */
+};
+
+template <int D>
+__global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const float *dout, const float *lse,
+                                                             const float *q, attn_params p) {
+    typedef dq_mma_smem<D> L;
+    constexpr int LQ = L::LQ, LT = L::LT;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *dOs = Qs + TQ * LQ, *Ks = dOs + TQ * LQ, *Vs = Ks + TQ * LQ;
+    bf16 *Kt = Vs + TQ * LQ;
+    const int2 bi = p.blk[blockIdx.x];
+    const seq_meta sm = p.seq[bi.x];
+    const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int t = lane % 4;
+    const float slope = vc_attn_slope(p, h);
+    const int64_t qb = bi.y, nr = sm.qlen - qb < TQ ? sm.qlen - qb : TQ, pos0 = sm.kvlen - sm.qlen + qb;
+    const int64_t stride = (int64_t)p.nh * D;
+    mma_load_rows<D>(Qs, LQ, q + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
+    mma_load_rows<D>(dOs, LQ, dout + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
+    const int rr[2] = { warp * 16 + lane / 4, warp * 16 + lane / 4 + 8 };
+    int64_t lo[2], hi[2];
+    float Lr[2], Dr[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
+        const int64_t row = sm.q0 + qb + rr[i];
+        Lr[i] = rr[i] < nr ? lse[row * p.nh + h] : 0.0f;
+        Dr[i] = rr[i] < nr ? p.D[row * p.nh + h] : 0.0f;
+    }
+    int64_t j0, j1;
+    vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
+    float acc[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    for (int64_t kb = j0; kb < j1; kb += TQ) {
+        const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
+        __syncthreads(); /* the previous tile is no longer read (and Q, dO are in place) */
+        mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+        mma_load_rows<D>(Vs, LQ, sm.v + kb * p.vstride + (int64_t)kvh * D, p.vstride, nk);
+        mma_load_cols<D>(Kt, LT, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+        __syncthreads();
+        float s[TQ / 8][4], dp[TQ / 8][4];
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Ks, LQ);
+        mma_rows<D>(dp, dOs + rr[0] * LQ, dOs + rr[1] * LQ, Vs, LQ);
+        uint32_t da[TQ / 16][4];
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++) {
+            float ds[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = e >> 1;
+                const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
+                float pr = 0.0f;
+                ds[e] = 0.0f;
+                if (key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key))
+                    mma_p_ds(p, s[n][e], dp[n][e], Lr[i], Dr[i], slope, pos, key, &pr, &ds[e]);
+            }
+            da[n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
+            da[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
+        }
+        mma_acc<D>(acc, da, Kt, LT);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        if (rr[i] >= nr) continue;
+        float *out = dq + (sm.q0 + qb + rr[i]) * stride + (int64_t)h * D + 2 * t;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            out[n * 8] += p.scale * acc[n][2 * i];
+            out[n * 8 + 1] += p.scale * acc[n][2 * i + 1];
+        }
+    }
+}
+
+/* ---------------- dK, dV ---------------- */
+template <int D>
+struct dkdv_mma_smem {
+    static constexpr int LQ = D + PADM, LT = TQ + PADM;
+    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2 * 2 + (size_t)TQ * 4 * 2;
+};
+
+template <int D>
+__global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dout, const float *lse, const float *q,
+                                                               attn_params p) {
+    typedef dkdv_mma_smem<D> L;
+    constexpr int LQ = L::LQ, LT = L::LT;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    bf16 *Ks = reinterpret_cast<bf16 *>(smem_raw), *Vs = Ks + TQ * LQ, *Qs = Vs + TQ * LQ, *dOs = Qs + TQ * LQ;
+    bf16 *Qt = dOs + TQ * LQ, *dOt = Qt + D * LT;
+    float *Ls = reinterpret_cast<float *>(dOt + D * LT), *Dd = Ls + TQ;
+    const int2 bi = p.blk[blockIdx.x];
+    const seq_meta sm = p.seq[bi.x];
+    const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int t = lane % 4;
+    const int64_t kb = bi.y, nk = sm.kvlen - kb < TQ ? sm.kvlen - kb : TQ, off = sm.kvlen - sm.qlen;
+    const int64_t stride = (int64_t)p.nh * D;
+    int64_t i0, i1;
+    vc_attn_query_range(p, kb, nk, off, sm.qlen, &i0, &i1);
+    if (i0 >= i1) return; /* no query sees these keys: their gradients get nothing (+= 0) */
+    mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, (int)nk);
+    mma_load_rows<D>(Vs, LQ, sm.v + kb * p.vstride + (int64_t)kvh * D, p.vstride, (int)nk);
+    const int kr[2] = { warp * 16 + lane / 4, warp * 16 + lane / 4 + 8 }; /* the lane's two keys of the tile */
+    float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    for (int gi = 0; gi < grp; gi++) {
+        const int h = kvh * grp + gi;
+        const float slope = vc_attn_slope(p, h);
+        for (int64_t qb = i0; qb < i1; qb += TQ) {
+            const int nq = (int)(i1 - qb < TQ ? i1 - qb : TQ);
+            __syncthreads(); /* the previous query tile is no longer read (and K, V are in place) */
+            const float *qsrc = q + (sm.q0 + qb) * stride + (int64_t)h * D, *osrc = dout + (sm.q0 + qb) * stride + (int64_t)h * D;
+            mma_load_rows<D>(Qs, LQ, qsrc, stride, nq);
+            mma_load_rows<D>(dOs, LQ, osrc, stride, nq);
+            mma_load_cols<D>(Qt, LT, qsrc, stride, nq);
+            mma_load_cols<D>(dOt, LT, osrc, stride, nq);
+            for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
+                Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+                Dd[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+            }
+            __syncthreads();
+            float s[TQ / 8][4], dp[TQ / 8][4];
+#pragma unroll
+            for (int n = 0; n < TQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+            mma_rows<D>(s, Ks + kr[0] * LQ, Ks + kr[1] * LQ, Qs, LQ);   /* S^T: keys x queries */
+            mma_rows<D>(dp, Vs + kr[0] * LQ, Vs + kr[1] * LQ, dOs, LQ); /* dP^T */
+            uint32_t pa[TQ / 16][4], da[TQ / 16][4];
+#pragma unroll
+            for (int n = 0; n < TQ / 8; n++) {
+                float pr[4], ds[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int qc = n * 8 + 2 * t + (e & 1);
+                    const int64_t key = kb + kr[e >> 1], pos = off + qb + qc;
+                    pr[e] = ds[e] = 0.0f;
+                    const bool vis = qc < nq && kr[e >> 1] < nk && (!p.causal || key <= pos) &&
+                                     (p.window <= 0 || pos - key < p.window) &&
+                                     vc_attn_selected(p, sm.q0 + qb + qc, key);
+                    if (vis) mma_p_ds(p, s[n][e], dp[n][e], Ls[qc], Dd[qc], slope, pos, key, &pr[e], &ds[e]);
+                }
+                pa[n / 2][(n & 1) * 2] = vc_pack_bf16x2(pr[0], pr[1]);
+                pa[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(pr[2], pr[3]);
+                da[n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
+                da[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
+            }
+            mma_acc<D>(dv, pa, dOt, LT);
+            mma_acc<D>(dk, da, Qt, LT);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        if (kr[i] >= nk) continue;
+        float *ok = sm.dk + (kb + kr[i]) * p.kstride + (int64_t)kvh * D + 2 * t;
+        float *ov = sm.dv + (kb + kr[i]) * p.vstride + (int64_t)kvh * D + 2 * t;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            ok[n * 8] += p.scale * dk[n][2 * i];
+            ok[n * 8 + 1] += p.scale * dk[n][2 * i + 1];
+            ov[n * 8] += dv[n][2 * i];
+            ov[n * 8 + 1] += dv[n][2 * i + 1];
+        }
+    }
+}
+
+template <int D>
+void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
+             int dkdv, const char *op) {
+    if (dq)
+        vc_cu_attn_launch(k_attn_bwd_dq_mma<D>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D>::bytes, Dd, op, dq, dout,
+                          lse, q);
+    if (dkdv)
+        vc_cu_attn_launch(k_attn_bwd_dkdv_mma<D>, d, TQ, 1, d->n_kv_head, NWM * 32, dkdv_mma_smem<D>::bytes, Dd, op,
+                          dout, lse, q);
+}
+
+} // namespace
+
+/* 0: the heads do not suit (nothing done); else bit 1: dq done, bit 2: dK/dV done (the caller does the rest) */
+int vc_cu_attn_bwd_mma(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
+                       const float *D, const char *op) {
+    static int off = -1;
+    if (off < 0) off = getenv("VERLC_CUDA_ATTN_MMA") && *getenv("VERLC_CUDA_ATTN_MMA") == '0';
+    if (off || d->head_dim != d->v_head_dim) return 0;
+    const int kv = d->dk_seq && d->dv_seq && d->chunk <= 0;
+    switch (d->head_dim) {
+    case 64: mma_bwd<64>(dq, dout, lse, q, d, D, kv, op); break;
+    case 80: mma_bwd<80>(dq, dout, lse, q, d, D, kv, op); break;
+    case 96: mma_bwd<96>(dq, dout, lse, q, d, D, kv, op); break;
+    case 128: mma_bwd<128>(dq, dout, lse, q, d, D, kv, op); break;
+    default: return 0;
+    }
+    return 1 | (kv ? 2 : 0);
+}
