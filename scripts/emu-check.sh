@@ -11,8 +11,9 @@
 #   other fixture model (f32; full: every one),
 #   test_cuda_train (GRPO, PPO and SFT on cuda against cpu; 2-rank NCCL sft against MPI),
 #   test_cuda_graph (decode steps captured and replayed as CUDA graphs against eager, bitwise), and a short
-#   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on.
-# full: also the other op tests in reverse order, the bf16 tensor-core attention test (about 6 min), the
+#   bf16 `verlc bench generate` with the op profiler (VERLC_CUDA_PROFILE=1) and the emulator counts on, and the
+#   small cases of the bf16 tensor-core attention test (mma.sync and WMMA kernels).
+# full: also the other op tests in reverse order, the whole bf16 tensor-core attention test (about 6 min), the
 #   sampling test (about 3 min),
 #   `verlc check --device cuda --precision bf16`, and the f32 check with threads in random order.
 # Exit status 0 when every step passed.
@@ -38,8 +39,8 @@ step() { # name, command... (each lane its own log)
     fi
 }
 TESTS="cuda_test_cuda_table cuda_test_cuda_ops cuda_test_cuda_copy cuda_test_cuda_attn cuda_test_cuda_train cuda_test_cuda_graph
-    model_test_route model_test_head_gather model_test_share"
-[ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_attn_bf16 cuda_test_cuda_sample"
+    model_test_route model_test_head_gather model_test_share cuda_test_cuda_attn_bf16"
+[ "$MODE" = full ] && TESTS="$TESTS cuda_test_cuda_sample"
 # (Ninja for a new folder and ccache where installed, as the Makefile's builds: the C library's objects are the
 # Release build's)
 gen=""
@@ -69,6 +70,8 @@ lane_ops() {
         [ $t = attn ] || [ "$MODE" = full ] &&
             step "cuda_test_cuda_$t (threads in reverse order)" env VC_EMU_ORDER=reverse "$B/tests/cuda_test_cuda_$t"
     done
+    [ "$MODE" = full ] || step "cuda_test_cuda_attn_bf16 quick (the small cases: mma.sync and WMMA kernels)" \
+        "$B/tests/cuda_test_cuda_attn_bf16" quick
     step "cuda_test_cuda_graph (decode steps as CUDA graphs vs eager, bitwise)" "$B/tests/cuda_test_cuda_graph"
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32 ($(echo "$models_a" | wc -w) fixtures)" "$B/verlc" check --device cuda $models_a

@@ -499,6 +499,13 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=dims" 60 \
         env VERLC_CUDA_PAGED=dims "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
         --device cuda --precision bf16
+    # the register-tiled (mma.sync) flash attention against the WMMA kernels it replaced (written without a GPU)
+    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_ATTN_MMA=0" 45 \
+        env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 \
+        --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ATTN_MMA=0" 60 \
+        env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
+        --device cuda --precision bf16
     [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_HOLD=0" 45 env VERLC_CUDA_HOLD=0 \
         "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 --device cuda --precision bf16
     [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_HOLD=0" 60 env VERLC_CUDA_HOLD=0 \

@@ -128,8 +128,10 @@ static void timing(int nh, int nkv, int hd) {
                        .dv_seq = dvs, .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv,
                        .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
     double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
-    for (int f32 = 0; f32 < 2; f32++) {
-        setenv("VERLC_CUDA_ATTN_F32", f32 ? "1" : "0", 1);
+    static const char *kname[] = { "bf16 mma.sync    ", "bf16 WMMA        ", "f32 kernels      " };
+    for (int kind = 0; kind < 3; kind++) { /* the register-tiled kernels, the WMMA ones (A/B), the f32 ones */
+        setenv("VERLC_CUDA_ATTN_F32", kind == 2 ? "1" : "0", 1);
+        setenv("VERLC_CUDA_ATTN_MMA", kind == 1 ? "0" : "1", 1);
         G->attn_fwd(o, lse, q, &d); /* warm-up */
         G->attn_bwd(dq, dout, o, lse, q, &d);
         vc_cuda_sync();
@@ -141,16 +143,18 @@ static void timing(int nh, int nkv, int hd) {
         vc_cuda_sync();
         double t2 = vc_now();
         printf("timing: %s 16 x 1024 causal, heads %d/%d hd %d: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms "
-               "(%.1f TFLOP/s)\n", f32 ? "f32 kernels " : "bf16 tensor cores", nh, nkv, hd, (t1 - t0) * 1e3,
+               "(%.1f TFLOP/s)\n", kname[kind], nh, nkv, hd, (t1 - t0) * 1e3,
                fl / (t1 - t0) / 1e12, (t2 - t1) * 1e3, 2.5 * fl / (t2 - t1) / 1e12);
     }
     unsetenv("VERLC_CUDA_ATTN_F32");
+    unsetenv("VERLC_CUDA_ATTN_MMA");
     check_sticky("timing");
     release_all();
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     if (gpu_skip()) return 0;
+    const int quick = argc > 1 && !strcmp(argv[1], "quick");
     C = vc_backend_cpu();
     G = vc_backend_cuda();
     vc_set_matmul_precision(VC_PREC_BF16);
@@ -186,8 +190,18 @@ int main(void) {
         { "selected keys (DSA), GQA 8/2 hd 128, softcap 30", 8, 2, 128, 1, 0, 30.0f, 2, { 100, 64 }, { 100, 64 }, 0, 1e-2,
           2e-4, 2e-2, 0, 0, 0, 0, 1 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) bf16_case(&cases[i]);
-    if (!timing_skipped("bf16 attention")) {
+    /* quick (the emulator's CI pass): the small cases, register-tiled kernels (heads 64 / 128: MQA, non-causal
+     * window, sinks, chunks) and the WMMA ones they leave (chunked dK/dV, heads 192 / 256 in the full run) */
+    static const int small[] = { 3, 4, 12, 13 };
+    const size_t n = quick ? sizeof small / sizeof small[0] : sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < n; i++) bf16_case(&cases[quick ? small[i] : (int)i]);
+    /* the WMMA kernels where the register-tiled ones would run (VERLC_CUDA_ATTN_MMA=0, the A/B switch) */
+    setenv("VERLC_CUDA_ATTN_MMA", "0", 1);
+    printf("VERLC_CUDA_ATTN_MMA=0 (the WMMA kernels):\n");
+    bf16_case(&cases[3]);
+    if (!quick) bf16_case(&cases[1]);
+    unsetenv("VERLC_CUDA_ATTN_MMA");
+    if (!quick && !timing_skipped("bf16 attention")) {
         timing(12, 2, 128); /* Qwen2.5-1.5B */
         timing(14, 2, 64);  /* Qwen2.5-0.5B */
     }

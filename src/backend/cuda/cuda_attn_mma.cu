@@ -146,9 +146,8 @@ void mma_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const 
 } // namespace
 
 int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
-    static int off = -1;
-    if (off < 0) off = getenv("VERLC_CUDA_ATTN_MMA") && *getenv("VERLC_CUDA_ATTN_MMA") == '0';
-    if (off || d->head_dim != d->v_head_dim) return 0;
+    const char *e = getenv("VERLC_CUDA_ATTN_MMA"); /* read per call: a test switches it */
+    if ((e && *e == '0') || d->head_dim != d->v_head_dim) return 0;
     switch (d->head_dim) {
     case 64: mma_fwd<64>(o, lse, q, d, op); return 1;
     case 80: mma_fwd<80>(o, lse, q, d, op); return 1;

@@ -254,9 +254,8 @@ void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, con
 /* 0: the heads do not suit (nothing done); else bit 1: dq done, bit 2: dK/dV done (the caller does the rest) */
 int vc_cu_attn_bwd_mma(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op) {
-    static int off = -1;
-    if (off < 0) off = getenv("VERLC_CUDA_ATTN_MMA") && *getenv("VERLC_CUDA_ATTN_MMA") == '0';
-    if (off || d->head_dim != d->v_head_dim) return 0;
+    const char *e = getenv("VERLC_CUDA_ATTN_MMA"); /* read per call: a test switches it */
+    if ((e && *e == '0') || d->head_dim != d->v_head_dim) return 0;
     const int kv = d->dk_seq && d->dv_seq && d->chunk <= 0;
     switch (d->head_dim) {
     case 64: mma_bwd<64>(dq, dout, lse, q, d, D, kv, op); break;
