@@ -563,6 +563,35 @@ static void test_gemm_bf16(void) {
     vc_set_matmul_precision(VC_PREC_F32);
     cmp("lm head fwd bf16 logp", glogp, logp, (size_t)T, 1e-5);
     cmp("lm head fwd bf16 entropy", gent, ent, (size_t)T, 1e-5);
+    /* backward: dZ rounded to bf16 as the row kernel writes it into a held copy (no f32 rows) gives the bits of
+     * dZ written in f32 and rounded by each GEMM (VERLC_CUDA_HOLD=0), in one slice and in several; near the CPU */
+    float *dl = hrand((size_t)T, 1), *de = hrand((size_t)T, 1), *gdl = dup_f(dl, T), *gde = dup_f(de, T);
+    float *dh = hbuf((size_t)(T * H)), *dW = hbuf((size_t)(V * H));
+    C->lm_head_bwd(dh, dW, NULL, dl, de, lse, ent, h, W, NULL, tg, &hd);
+    float *gdh[2][2], *gdW[2][2];
+    vc_set_matmul_precision(VC_PREC_BF16);
+    for (int sl = 0; sl < 2; sl++)
+        for (int hold = 0; hold < 2; hold++) {
+            if (sl) setenv("VERLC_CUDA_HEAD_SLICE", "1000", 1);
+            if (!hold) setenv("VERLC_CUDA_HOLD", "0", 1);
+            gdh[sl][hold] = dalloc((size_t)(T * H) * 4);
+            gdW[sl][hold] = dalloc((size_t)(V * H) * 4);
+            G->fill(gdh[sl][hold], 0.0f, T * H);
+            G->fill(gdW[sl][hold], 0.0f, V * H);
+            G->lm_head_bwd(gdh[sl][hold], gdW[sl][hold], NULL, gdl, gde, glse, gent, gh, gW, NULL, gtg, &hd);
+            unsetenv("VERLC_CUDA_HEAD_SLICE");
+            unsetenv("VERLC_CUDA_HOLD");
+        }
+    vc_set_matmul_precision(VC_PREC_F32);
+    cmp("lm head bwd bf16 dh", gdh[0][1], dh, (size_t)(T * H), 1e-2);
+    cmp("lm head bwd bf16 dW", gdW[0][1], dW, (size_t)(V * H), 1e-2);
+    for (int sl = 0; sl < 2; sl++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "lm head bwd bf16 dh, %s: dZ held as written vs rounded per GEMM", sl ? "slices" : "1 slice");
+        same_bits(nm, gdh[sl][1], gdh[sl][0], (size_t)(T * H));
+        snprintf(nm, sizeof nm, "lm head bwd bf16 dW, %s: dZ held as written vs rounded per GEMM", sl ? "slices" : "1 slice");
+        same_bits(nm, gdW[sl][1], gdW[sl][0], (size_t)(V * H));
+    }
     check_sticky("bf16");
     release_all();
 }

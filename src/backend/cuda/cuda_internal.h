@@ -73,6 +73,10 @@ void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_
 /* vc_backend.operand_hold: with bf16 matmuls, the block rounded to bf16 once for the GEMMs that read it
  * until released (at most 8 held at once; more are simply not held) */
 void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold);
+/* +1 / -1 around an op's calls of other op-table entries (vc_cu_operand_hold): the profiler books them to the op */
+void vc_cu_prof_nest(int d);
+/* an empty bf16 held copy of p for its producer to fill (cuda_runtime.cu); NULL: write p itself */
+void *vc_cu_hold_slot(const float *p, int64_t rows, int64_t cols);
 /* the bf16 copy (registered weight or held operand) of the rows x cols operand at p with leading dimension
  * ld, or NULL */
 const void *vc_cu_bf16_copy(const float *p, int64_t rows, int64_t cols, int64_t ld);

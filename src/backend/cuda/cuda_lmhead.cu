@@ -5,6 +5,7 @@
  * Backward recomputes each slice's logits, turns them into dZ in place, and adds dh += dZ W,
  * dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
 #include "cuda_internal.h"
+#include <cuda_bf16.h>
 #include <stdlib.h>
 
 #define SLICE_BYTES ((int64_t)256 << 20)
@@ -35,33 +36,31 @@ __global__ void k_head_init(double *st, float *raw, int64_t T) {
     }
 }
 
-/* one block per token: bias, cap, scale, slice statistics, merge into (m, s, a) and, with want_q, q */
-__global__ void k_head_fwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+/* one block per token: bias, cap, scale, slice statistics, merge into (m, s, a) and, with want_q, q. The slice's
+ * logits are read, never written back (the second pass forms each one again, the same bits); each exponential in
+ * f32 (expf: the FP64 exp of every logit cost more than the GEMM), the sums in double. */
+__global__ void k_head_fwd_rows(const float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, double *st, float *raw, int64_t T, int want_q) {
     __shared__ float shf[32];
     __shared__ double shd[32];
     int64_t t = blockIdx.x;
-    float *z = Z + t * nv;
+    const float *z = Z + t * nv;
     float mx = -INFINITY;
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        float x = bias_cap(z[v], b, v0 + v, cap) * scale;
-        z[v] = x;
-        mx = fmaxf(mx, x);
-    }
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) mx = fmaxf(mx, bias_cap(z[v], b, v0 + v, cap) * scale);
     mx = vc_block_max(mx, shf);
     double s = 0, a = 0, q = 0;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        double d = (double)(z[v] - mx), e = exp(d);
+        const float d = bias_cap(z[v], b, v0 + v, cap) * scale - mx, e = expf(d);
         s += e;
-        a += e * d;
-        if (want_q) q += e * e; /* uniform over the block */
+        a += (double)e * d;
+        if (want_q) q += (double)e * e; /* uniform over the block */
     }
     s = vc_block_sum_d(s, shd);
     a = vc_block_sum_d(a, shd);
     if (want_q) q = vc_block_sum_d(q, shd);
     if (threadIdx.x) return;
     int32_t y = target ? target[t] : -1;
-    if (y >= v0 && y < v0 + nv) raw[t] = z[y - v0];
+    if (y >= v0 && y < v0 + nv) raw[t] = bias_cap(z[y - v0], b, y, cap) * scale;
     double M = st[t], m2 = mx;
     if (M == -INFINITY) {
         st[t] = m2;
@@ -93,6 +92,7 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
     const char *op = "lm head forward";
     int64_t T = hd->T, H = hd->H, V = hd->V;
     if (!vc_cu_begin(op) || T == 0) return;
+    vc_cu_prof_nest(1); /* the held operands are this op's time in the profile */
     cudaStream_t st = vc_cu_stream();
     int64_t nv = slice_rows(T, V);
     float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
@@ -115,15 +115,22 @@ out:
     vc_cu_scratch_free(Z);
     vc_cu_scratch_free(stat);
     vc_cu_scratch_free(raw);
+    vc_cu_prof_nest(-1);
 }
 
 /* dZ in place: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the scale
- * and the soft-cap chain */
-__global__ void k_head_bwd_rows(float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+ * and the soft-cap chain. OUT: float (Z itself) or __nv_bfloat16 (zo, the held bf16 copy of Z that the GEMMs read:
+ * the f32 rows are then never written, nor read back to be rounded) */
+__device__ __forceinline__ void put(float *p, float x) { *p = x; }
+__device__ __forceinline__ void put(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); } /* as pack_bf16 */
+
+template <typename OUT>
+__global__ void k_head_bwd_rows(float *Z, OUT *zo, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, const float *dlogp, const float *dent, const float *lse,
                                 const float *ent) {
     int64_t t = blockIdx.x;
-    float *z = Z + t * nv;
+    const float *z = Z + t * nv;
+    OUT *zw = zo + t * nv;
     float L = lse[t], gl = dlogp ? dlogp[t] : 0, ge = dent ? dent[t] : 0, Ez = L - ent[t];
     int32_t y = target ? target[t] : -1;
     if (y < 0) gl = 0;
@@ -137,7 +144,7 @@ __global__ void k_head_bwd_rows(float *Z, int64_t nv, int64_t v0, const float *b
             float tt = zv / cap;
             dz *= 1.0f - tt * tt;
         }
-        z[v] = dz;
+        put(zw + v, dz);
     }
 }
 
@@ -159,6 +166,7 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     int64_t nv = slice_rows(T, V);
     float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
     if (!Z) return;
+    vc_cu_prof_nest(1); /* the held operands are this op's time in the profile */
     /* with bf16 matmuls each operand read by two GEMMs is rounded once: h (every slice), the slice of W
      * (logits and dh), the slice's dZ (dh and dW) */
     vc_cu_operand_hold(h, T, H, 1);
@@ -167,10 +175,19 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
         int ok = 0;
         vc_cu_operand_hold(W + v0 * H, n, H, 1);
         if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
-        k_head_bwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, dlogp, dent, lse,
-                                                    ent);
-        if (!vc_cu_end(op)) goto slice;
-        vc_cu_operand_hold(Z, T, n, 1);
+        /* bf16 matmuls without a bias: dZ straight into a held bf16 copy (db's column sums read the f32 rows) */
+        if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Z, T, n))
+            k_head_bwd_rows<__nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Z, zh, n, v0, b, hd->softcap, hd->scale, target,
+                                                                       dlogp, dent, lse, ent);
+        else {
+            k_head_bwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Z, Z, n, v0, b, hd->softcap, hd->scale, target, dlogp,
+                                                               dent, lse, ent);
+            vc_cu_operand_hold(Z, T, n, 1);
+        }
+        if (!vc_cu_end(op)) {
+            vc_cu_operand_hold(Z, T, n, 0);
+            goto slice;
+        }
         ok = (!dh || vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) &&
              (!dW || vc_cu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H, op));
         vc_cu_operand_hold(Z, T, n, 0);
@@ -184,4 +201,5 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     }
     vc_cu_operand_hold(h, T, H, 0);
     vc_cu_scratch_free(Z);
+    vc_cu_prof_nest(-1);
 }

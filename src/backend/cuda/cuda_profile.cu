@@ -31,7 +31,7 @@ static int g_nfree, g_capfree;
 static prof_sum g_sum[MAX_OPS];
 static int g_nsum;
 static double g_span_ms, g_busy_ms;
-static long g_ops;
+static long g_ops, g_nested; /* g_nested: begins while another op's record was open and not yet ended */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* ops may come from a communication thread */
 
 static void report(void) {
@@ -46,6 +46,9 @@ static void report(void) {
                 g_sum[i] = g_sum[j];
                 g_sum[j] = t;
             }
+    if (g_nested)
+        fprintf(stderr, "  (%ld ops began inside another op's interval before its first end: that op's time so far went "
+                "to them; vc_cu_prof_nest around an op's internal calls keeps them out)\n", g_nested);
     fprintf(stderr, "  %-34s %9s %11s %10s %6s\n", "op", "calls", "total ms", "mean us", "share");
     for (int i = 0; i < g_nsum; i++)
         fprintf(stderr, "  %-34s %9ld %11.3f %10.2f %5.1f%%\n", g_sum[i].op, g_sum[i].calls, g_sum[i].ms,
@@ -107,6 +110,7 @@ void vc_cu_prof_begin(const char *op) {
 }
 
 static void begin_locked(const char *op) {
+    if (g_open >= 0 && !g_rec[g_open].closed) g_nested++;
     if (g_nrec == g_caprec) {
         int cap = g_caprec ? 2 * g_caprec : 1024;
         prof_rec *r = (prof_rec *)realloc(g_rec, (size_t)cap * sizeof *r);

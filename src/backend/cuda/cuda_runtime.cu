@@ -216,10 +216,15 @@ vc_status vc_cuda_peak_flops(int bf16, double *flops) {
     return *flops > 0 ? VC_OK : vc_fail(VC_ERR_DEVICE, "cuda: %s: no clock or SM count", p.name);
 }
 
+/* > 0 while an op runs other op-table entries inside its own interval (the LM head's held operands): the profiler
+ * counts them as part of that op instead of opening entries of their own */
+static int g_prof_nest;
+void vc_cu_prof_nest(int d) { g_prof_nest += d; }
+
 int vc_cu_begin(const char *op) {
     if (!vc_cu_begin_io(op)) return 0;
     if (vc_cu_graph_mode) return vc_cu_graph_note(op); /* replaying: the op is in the graph, queue nothing */
-    if (vc_cu_prof_on && vc_cu_prof_enabled()) vc_cu_prof_begin(op);
+    if (vc_cu_prof_on && !g_prof_nest && vc_cu_prof_enabled()) vc_cu_prof_begin(op);
     return 1;
 }
 
@@ -337,14 +342,14 @@ void vc_cuda_free(void *p) {
 vc_status vc_cuda_memset0(void *dst, size_t bytes) {
     if (!vc_cu_begin("memset")) return vc_cuda_error();
     if (!vc_cu_ok(cudaMemsetAsync(dst, 0, bytes, g_stream), "memset")) return vc_cuda_error();
-    return VC_OK;
+    return vc_cu_end("memset") ? VC_OK : vc_cuda_error(); /* (the profiler's entry closes here) */
 }
 
 static vc_status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, const char *op, int wait) {
     if (!vc_cu_begin(op)) return vc_cuda_error();
-    if (!bytes) return VC_OK;
-    if (!vc_cu_ok(cudaMemcpyAsync(dst, src, bytes, kind, g_stream), op)) return vc_cuda_error();
-    if (wait && !wait_stream(op)) return vc_cuda_error();
+    if (bytes && !vc_cu_ok(cudaMemcpyAsync(dst, src, bytes, kind, g_stream), op)) return vc_cuda_error();
+    if (!vc_cu_end(op)) return vc_cuda_error(); /* (the profiler's entry closes here) */
+    if (bytes && wait && !wait_stream(op)) return vc_cuda_error();
     return VC_OK;
 }
 
@@ -616,9 +621,8 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
             }
         return;
     }
-    static int off = -1; /* VERLC_CUDA_HOLD=0: every GEMM rounds its operands itself (for comparisons) */
-    if (off < 0) off = getenv("VERLC_CUDA_HOLD") && *getenv("VERLC_CUDA_HOLD") == '0';
-    if (off || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
+    const char *e = getenv("VERLC_CUDA_HOLD"); /* 0: every GEMM rounds its operands itself (A/B; read per call) */
+    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
         return;
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
@@ -628,6 +632,21 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
         return;
     }
     g_held[g_nheld++] = bf16_copy{ p, rows, cols, h };
+}
+
+/* an empty held copy of p (rows x cols) for the caller to fill before any GEMM reads p (a kernel that produces p
+ * can write its bf16 rounding straight there and skip the f32 rows: the LM head's dZ); NULL when operands are not
+ * held (f32 matmuls, VERLC_CUDA_HOLD=0, no slot or no memory): then p itself must be written. Released as any hold. */
+void *vc_cu_hold_slot(const float *p, int64_t rows, int64_t cols) {
+    const char *e = getenv("VERLC_CUDA_HOLD");
+    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0) return NULL;
+    __nv_bfloat16 *h = NULL;
+    if (vc_cu_malloc_async((void **)&h, (size_t)(rows * cols) * 2) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the caller writes p */
+        return NULL;
+    }
+    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h };
+    return h;
 }
 
 static const __nv_bfloat16 *copy_of(const bf16_copy *s, const float *p, int64_t r, int64_t c, int64_t ld, int *found) {
