@@ -106,6 +106,11 @@ vc_tensor *vc_tensor_wrap(vc_graph *g, float *data, int ndim, const int64_t *sha
 vc_tensor *vc_reshape(vc_graph *g, vc_tensor *x, int ndim, const int64_t *shape);
 /* Gradient buffer of t, allocated zeroed in the arena when first needed. */
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t);
+/* In a backward function: node n's output gradient handed to input `in` as its gradient when in has none yet (the
+ * node would add it to zeros): 1 when done, n->out->grad is then gone (call it last); 0: add as usual. */
+int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in);
+/* t's gradient += src (t->n floats in backend memory): copied into fresh memory when t has none yet. */
+void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src);
 /* Initialise a free-standing parameter tensor header (memory owned by the caller). */
 void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64_t *shape);
 

@@ -281,15 +281,54 @@ void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64
 }
 
 /* the smallest handed-back gradient buffer that holds `bytes`, zeroed; NULL when none */
-static void *reuse_grad(vc_graph *g, size_t bytes) {
+static void *reuse_grad_raw(vc_graph *g, size_t bytes) {
     int best = -1;
     for (int i = 0; i < g->n_freed; i++)
         if (g->freed[i].bytes >= bytes && (best < 0 || g->freed[i].bytes < g->freed[best].bytes)) best = i;
     if (best < 0) return NULL;
     void *p = g->freed[best].p;
     g->freed[best] = g->freed[--g->n_freed];
-    vc_be()->zero(p, bytes);
     return p;
+}
+
+static void *reuse_grad(vc_graph *g, size_t bytes) {
+    void *p = reuse_grad_raw(g, bytes);
+    if (p) vc_be()->zero(p, bytes);
+    return p;
+}
+
+/* node n's output gradient becomes the gradient of its input `in` when in has none yet and the node's backward would
+ * only add it to zeros (a view, a rounding, one side of a sum): nothing zeroed, nothing added. Only as the backward's
+ * last use of n->out->grad (the output loses it); 0 when it does not apply (then add as usual). */
+int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in) {
+    vc_tensor *out = n->out;
+    (void)g;
+    if (!in || in->grad || in->is_param || !in->requires_grad || !out->grad || !out->grad_pooled || out->is_param ||
+        in->n != out->n)
+        return 0;
+    for (int k = 0; k < VC_NODE_IN; k++)
+        if (n->in[k] == out) return 0;
+    in->grad = out->grad;
+    in->grad_pooled = 1;
+    out->grad = NULL;
+    out->grad_pooled = 0;
+    return 1;
+}
+
+/* t's gradient += src (t->n floats): a copy into fresh memory when t has none yet (no zeroing first) */
+void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src) {
+    const vc_backend *B = vc_be();
+    if (t->grad) {
+        B->axpy(t->grad, 1.0f, src, t->n);
+        return;
+    }
+    size_t bytes = (size_t)t->n * sizeof(float);
+    float *p = reuse_grad_raw(g, bytes);
+    if (!p) p = vc_graph_dalloc(g, bytes, 0);
+    if (!p) return; /* the graph holds the status */
+    B->d2d(p, src, bytes);
+    t->grad = p;
+    t->grad_pooled = 1;
 }
 
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {
@@ -372,8 +411,8 @@ vc_status vc_node_writes(vc_graph *g, vc_node *n, int count, vc_tensor *const *t
 }
 
 static void reshape_backward(vc_graph *g, vc_node *n) {
-    float *gx = vc_tensor_grad(g, n->in[0]);
-    if (gx) vc_be()->axpy(gx, 1.0f, n->out->grad, n->out->n);
+    if (vc_grad_take(g, n, n->in[0])) return;
+    vc_grad_add(g, n->in[0], n->out->grad);
 }
 
 vc_tensor *vc_reshape(vc_graph *g, vc_tensor *x, int ndim, const int64_t *shape) {

@@ -131,11 +131,9 @@ vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {
 
 /* ---- add / mul / scale ---- */
 static void add_bw(vc_graph *g, vc_node *n) {
-    for (int k = 0; k < 2; k++) {
-        if (!n->in[k]->requires_grad) continue;
-        float *d = vc_tensor_grad(g, n->in[k]);
-        if (d) vc_be()->axpy(d, 1.0f, n->out->grad, n->out->n);
-    }
+    /* the second input first: the first may then take dy itself (its last use) */
+    if (n->in[1]->requires_grad) vc_grad_add(g, n->in[1], n->out->grad);
+    if (n->in[0]->requires_grad && !vc_grad_take(g, n, n->in[0])) vc_grad_add(g, n->in[0], n->out->grad);
 }
 
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b) {
@@ -172,8 +170,12 @@ vc_tensor *vc_op_mul(vc_graph *g, vc_tensor *a, vc_tensor *b) {
 }
 
 static void scale_bw(vc_graph *g, vc_node *n) {
-    float *d = vc_tensor_grad(g, n->in[0]);
     float s = (float)n->f[0];
+    if (vc_grad_take(g, n, n->in[0])) { /* dx = s dy in place */
+        vc_be()->scale(n->in[0]->grad, n->in[0]->grad, s, n->in[0]->n);
+        return;
+    }
+    float *d = vc_tensor_grad(g, n->in[0]);
     if (d) vc_be()->axpy(d, s, n->out->grad, n->out->n);
 }
 
@@ -188,8 +190,7 @@ vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s) {
 }
 
 static void round_bf16_bw(vc_graph *g, vc_node *n) {
-    float *d = vc_tensor_grad(g, n->in[0]);
-    if (d) vc_be()->axpy(d, 1.0f, n->out->grad, n->out->n);
+    if (!vc_grad_take(g, n, n->in[0])) vc_grad_add(g, n->in[0], n->out->grad);
 }
 
 vc_tensor *vc_op_round_bf16_inplace(vc_graph *g, vc_tensor *a) {

@@ -63,13 +63,18 @@ vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b
  * transposed rotation. ---- */
 static void rope_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0];
+    const vc_backend *B = vc_be();
+    int nh = (int)n->i[0], hd = (int)n->i[1];
+    int64_t rows = x->n / ((int64_t)nh * hd);
+    if (vc_grad_take(g, n, x)) { /* dx: dy rotated back in place */
+        B->rope(x->grad, n->ptr[0], n->ptr[1], rows, nh, hd, (int)n->i[2], (int)n->i[3], -1);
+        return;
+    }
     float *dx = vc_tensor_grad(g, x);
     float *tmp = vc_graph_temp(g, (size_t)x->n * 4, 0);
     if (!dx || !tmp) return;
-    const vc_backend *B = vc_be();
     B->d2d(tmp, n->out->grad, (size_t)x->n * 4);
-    int nh = (int)n->i[0], hd = (int)n->i[1];
-    B->rope(tmp, n->ptr[0], n->ptr[1], x->n / ((int64_t)nh * hd), nh, hd, (int)n->i[2], (int)n->i[3], -1);
+    B->rope(tmp, n->ptr[0], n->ptr[1], rows, nh, hd, (int)n->i[2], (int)n->i[3], -1);
     B->axpy(dx, 1.0f, tmp, x->n);
     vc_graph_release(g, tmp, (size_t)x->n * 4);
 }
