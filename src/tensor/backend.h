@@ -11,6 +11,7 @@
 /* VC_ACT_OAI_GLU: gpt-oss's gated unit (backend/act_math.h vc_gate_f): clamped gate and up, g sigmoid(1.702 g) (u + 1) */
 /* VC_ACT_SOFTPLUS: PyTorch's softplus (x past 20), Mamba 2's time step; VC_ACT_QUICK_GELU: x sigmoid(1.702 x) (CLIP's,
  * Qwen2-VL's vision MLP) */
+#define VC_ACT_WRITE 0x100 /* act_mul_bwd: write the gradients instead of adding to them */
 enum vc_act { VC_ACT_SILU, VC_ACT_GELU_TANH, VC_ACT_GELU_ERF, VC_ACT_RELU, VC_ACT_SIGMOID, VC_ACT_RELU2, VC_ACT_OAI_GLU,
               VC_ACT_SOFTPLUS, VC_ACT_QUICK_GELU, VC_ACT_NONE };
 
@@ -318,6 +319,7 @@ typedef struct vc_backend {
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);
+    /* dg += , du += ; with VC_ACT_WRITE or'ed into kind, dg = , du = (0 + the term: the bits of adding to zeros) */
     void (*act_mul_bwd)(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
     /* act_mul_fwd into bf16 storage: y (uint16_t[n]) = bf16(act(g) * u), nearest even (bf16 matmuls: the
      * activation only a GEMM reads, kept in bf16) */

@@ -315,6 +315,21 @@ int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in) {
     return 1;
 }
 
+float *vc_grad_fresh(vc_graph *g, vc_tensor *t) {
+    if (t->grad) return NULL;
+    size_t bytes = (size_t)t->n * sizeof(float);
+    float *p = reuse_grad_raw(g, bytes);
+    if (!p) p = vc_graph_dalloc(g, bytes, 0);
+    t->grad = p;
+    t->grad_pooled = p != NULL;
+    return p;
+}
+
+void *vc_graph_scratch(vc_graph *g, size_t bytes) {
+    void *p = reuse_grad_raw(g, bytes);
+    return p ? p : vc_graph_dalloc(g, bytes, 0);
+}
+
 /* t's gradient += src (t->n floats): a copy into fresh memory when t has none yet (no zeroing first) */
 void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src) {
     const vc_backend *B = vc_be();
@@ -322,13 +337,8 @@ void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src) {
         B->axpy(t->grad, 1.0f, src, t->n);
         return;
     }
-    size_t bytes = (size_t)t->n * sizeof(float);
-    float *p = reuse_grad_raw(g, bytes);
-    if (!p) p = vc_graph_dalloc(g, bytes, 0);
-    if (!p) return; /* the graph holds the status */
-    B->d2d(p, src, bytes);
-    t->grad = p;
-    t->grad_pooled = 1;
+    float *p = vc_grad_fresh(g, t);
+    if (p) B->d2d(p, src, (size_t)t->n * sizeof(float)); /* (else the graph holds the status) */
 }
 
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {

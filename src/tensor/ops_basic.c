@@ -258,11 +258,21 @@ vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, 
     return y;
 }
 
+/* gate's and up's gradients for act_mul_bwd: written (kind | VC_ACT_WRITE, no zeroing first) when neither has one
+ * yet, else added to */
+static int gate_grads(vc_graph *g, vc_tensor *gate, vc_tensor *up, float **dg, float **du) {
+    int wr = gate != up && !(gate->requires_grad && gate->grad) && !(up->requires_grad && up->grad);
+    *dg = !gate->requires_grad ? NULL : wr ? vc_grad_fresh(g, gate) : vc_tensor_grad(g, gate);
+    *du = !up->requires_grad ? NULL : wr ? vc_grad_fresh(g, up) : vc_tensor_grad(g, up);
+    return wr ? VC_ACT_WRITE : 0;
+}
+
 static void act_mul_bw(vc_graph *g, vc_node *n) {
     vc_tensor *a = n->in[0], *b = n->in[1];
-    float *da = a->requires_grad ? vc_tensor_grad(g, a) : NULL;
-    float *db = b->requires_grad ? vc_tensor_grad(g, b) : NULL;
-    vc_be()->act_mul_bwd(da, db, n->out->grad, a->data, b->data, a->n, (int)n->i[0]);
+    float *da, *db;
+    int wr = gate_grads(g, a, b, &da, &db);
+    if ((a->requires_grad && !da) || (b->requires_grad && !db)) return; /* the graph holds the status */
+    vc_be()->act_mul_bwd(da, db, n->out->grad, a->data, b->data, a->n, (int)n->i[0] | wr);
 }
 
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind) {
@@ -290,17 +300,18 @@ static void act_mul_linear_bw(vc_graph *g, vc_node *n) {
         float *dW = vc_tensor_grad(g, W);
         if (dW) B->gemm_b16(1, 0, N, K, M, 1.0f, dy, 0, N, a16, 1, K, 1.0f, dW, K);
     }
-    float *da = need_da ? vc_graph_temp(g, sizeof(float) * (size_t)(M * K), 1) : NULL; /* zeroed, as a grad */
-    if (da) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, da, K);
+    float *da = need_da ? vc_graph_scratch(g, sizeof(float) * (size_t)(M * K)) : NULL;
+    if (da) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 0.0f, da, K);
     if (b && b->requires_grad) {
         float *db = vc_tensor_grad(g, b);
         if (db) B->col_sum(db, dy, M, N);
     }
     if (hold) B->operand_hold(dy, M, N, 0);
     if (!da) return;
-    float *dg = gate->requires_grad ? vc_tensor_grad(g, gate) : NULL;
-    float *du = up->requires_grad ? vc_tensor_grad(g, up) : NULL;
-    B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, (int)n->i[0]);
+    float *dg, *du;
+    int wr = gate_grads(g, gate, up, &dg, &du);
+    if ((!gate->requires_grad || dg) && (!up->requires_grad || du))
+        B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, (int)n->i[0] | wr);
     vc_graph_release(g, da, sizeof(float) * (size_t)(M * K));
 }
 

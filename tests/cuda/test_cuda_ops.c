@@ -631,6 +631,15 @@ static void test_act(void) {
         cmp(nm, gdx, dx, (size_t)n, TOL);
         snprintf(nm, sizeof nm, "%s * up bwd dup", names[k]);
         cmp(nm, gdu, du, (size_t)n, TOL);
+        /* VC_ACT_WRITE: written over whatever the buffers held, as added to zeros (CPU) */
+        for (int64_t i = 0; i < n; i++) dx[i] = du[i] = 0.0f;
+        C->act_mul_bwd(dx, du, dy, x, u, n, k);
+        G->fill(gdx, NAN, n);
+        G->fill(gdu, NAN, n);
+        G->act_mul_bwd(gdx, gdu, gdy, gx, gu, n, k | VC_ACT_WRITE);
+        snprintf(nm, sizeof nm, "%s * up bwd, written over NaN vs added to zeros", names[k]);
+        cmp(nm, gdx, dx, (size_t)n, TOL);
+        cmp(nm, gdu, du, (size_t)n, TOL);
     }
 }
 

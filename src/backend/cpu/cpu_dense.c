@@ -308,11 +308,12 @@ static void act_fwd_task(void *p, int64_t b) {
 static void act_bwd_task(void *p, int64_t b) {
     act_ctx *c = p;
     int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
+    const int wr = c->kind & VC_ACT_WRITE, kind = c->kind & ~VC_ACT_WRITE;
     for (int64_t i = b * EW_BLOCK; i < i1; i++) {
         if (c->u) {
-            if (c->dg) c->dg[i] += vc_gate_dg(c->dy[i], c->g[i], c->u[i], c->kind);
-            if (c->du) c->du[i] += vc_gate_du(c->dy[i], c->g[i], c->u[i], c->kind);
-        } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], c->kind);
+            if (c->dg) c->dg[i] = (wr ? 0.0f : c->dg[i]) + vc_gate_dg(c->dy[i], c->g[i], c->u[i], kind);
+            if (c->du) c->du[i] = (wr ? 0.0f : c->du[i]) + vc_gate_du(c->dy[i], c->g[i], c->u[i], kind);
+        } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], kind);
     }
 }
 

@@ -198,9 +198,11 @@ __global__ void k_act_mul_fwd(float *y, const float *g, const float *u, int64_t 
 }
 __global__ void k_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                               int kind) {
+    const bool wr = kind & VC_ACT_WRITE; /* (0 + the term: the bits of adding to zeros) */
+    kind &= ~VC_ACT_WRITE;
     GRID_LOOP(i, n) {
-        if (dg) dg[i] += vc_gate_dg(dy[i], g[i], u[i], kind);
-        if (du) du[i] += vc_gate_du(dy[i], g[i], u[i], kind);
+        if (dg) dg[i] = (wr ? 0.0f : dg[i]) + vc_gate_dg(dy[i], g[i], u[i], kind);
+        if (du) du[i] = (wr ? 0.0f : du[i]) + vc_gate_du(dy[i], g[i], u[i], kind);
     }
 }
 
