@@ -111,7 +111,8 @@ float *vc_tensor_grad(vc_graph *g, vc_tensor *t);
 int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in);
 /* t's gradient += src (t->n floats in backend memory): copied into fresh memory when t has none yet. */
 void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src);
-/* t's gradient buffer, uninitialised, when t has none yet (the caller writes all of it); NULL when it has one. */
+/* t's gradient buffer, uninitialised, when t has none yet (the caller writes all of it); NULL when it has one, is
+ * a parameter or memory ran out (then use vc_tensor_grad and add). */
 float *vc_grad_fresh(vc_graph *g, vc_tensor *t);
 /* A backward temporary like vc_graph_temp's, uninitialised (the caller writes all of it before reading). */
 void *vc_graph_scratch(vc_graph *g, size_t bytes);

@@ -316,7 +316,7 @@ int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in) {
 }
 
 float *vc_grad_fresh(vc_graph *g, vc_tensor *t) {
-    if (t->grad) return NULL;
+    if (t->grad || t->is_param) return NULL; /* (a parameter's gradient persists: never pooled memory) */
     size_t bytes = (size_t)t->n * sizeof(float);
     float *p = reuse_grad_raw(g, bytes);
     if (!p) p = vc_graph_dalloc(g, bytes, 0);
@@ -333,12 +333,13 @@ void *vc_graph_scratch(vc_graph *g, size_t bytes) {
 /* t's gradient += src (t->n floats): a copy into fresh memory when t has none yet (no zeroing first) */
 void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src) {
     const vc_backend *B = vc_be();
-    if (t->grad) {
-        B->axpy(t->grad, 1.0f, src, t->n);
+    float *p = vc_grad_fresh(g, t);
+    if (p) {
+        B->d2d(p, src, (size_t)t->n * sizeof(float));
         return;
     }
-    float *p = vc_grad_fresh(g, t);
-    if (p) B->d2d(p, src, (size_t)t->n * sizeof(float)); /* (else the graph holds the status) */
+    float *d = vc_tensor_grad(g, t); /* (NULL: the graph holds the status) */
+    if (d) B->axpy(d, 1.0f, src, t->n);
 }
 
 float *vc_tensor_grad(vc_graph *g, vc_tensor *t) {

@@ -99,9 +99,10 @@ static void linear_bw(vc_graph *g, vc_node *n) {
     const vc_backend *B = vc_be();
     int hold = B->operand_hold && x->requires_grad && W->requires_grad; /* dy feeds two GEMMs */
     if (hold) B->operand_hold(dy, M, N, 1);
-    if (x->requires_grad) {
-        float *dx = vc_tensor_grad(g, x);
-        if (dx) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, 1.0f, dx, K);
+    if (x->requires_grad) { /* a fresh gradient is written (beta 0: nothing zeroed, nothing read) */
+        float *dx = vc_grad_fresh(g, x), beta = 0.0f;
+        if (!dx) dx = vc_tensor_grad(g, x), beta = 1.0f;
+        if (dx) B->gemm(0, 0, M, K, N, 1.0f, dy, N, W->data, K, beta, dx, K);
     }
     if (W->requires_grad) {
         float *dW = vc_tensor_grad(g, W);
@@ -261,7 +262,8 @@ vc_tensor *vc_op_xielu(vc_graph *g, vc_tensor *x, vc_tensor *ap, vc_tensor *an, 
 /* gate's and up's gradients for act_mul_bwd: written (kind | VC_ACT_WRITE, no zeroing first) when neither has one
  * yet, else added to */
 static int gate_grads(vc_graph *g, vc_tensor *gate, vc_tensor *up, float **dg, float **du) {
-    int wr = gate != up && !(gate->requires_grad && gate->grad) && !(up->requires_grad && up->grad);
+    int wr = gate != up && !gate->is_param && !up->is_param && !(gate->requires_grad && gate->grad) &&
+             !(up->requires_grad && up->grad);
     *dg = !gate->requires_grad ? NULL : wr ? vc_grad_fresh(g, gate) : vc_tensor_grad(g, gate);
     *du = !up->requires_grad ? NULL : wr ? vc_grad_fresh(g, up) : vc_tensor_grad(g, up);
     return wr ? VC_ACT_WRITE : 0;
