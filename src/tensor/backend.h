@@ -417,6 +417,8 @@ typedef struct vc_backend {
                        const struct vc_adamw_config *cfg, int64_t step, double lr);
     /* sum of squares of every gradient in double, fixed order (host result) */
     vc_status (*sumsq)(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+    /* x[t] *= c for every tensor t in one pass (gradient clipping); optional: NULL = one scale per tensor */
+    void (*scale_tensors)(float *const *x, const size_t *sizes, size_t n_tensors, float c);
     /* ---- sampling (rollout engine) ---- */
     /* Draws tokens from logits[R, V] (backend memory): for row r and draw d in [rows[r].first, +n):
      * tok[d], lp[d] = log softmax(z_r)[tok] under the RAW logits (float max, double sum of exp: the LM

@@ -260,7 +260,9 @@ int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors
     double coef = max_norm / (nrm + 1e-6);
     if (coef < 1.0) {
         float c = (float)coef;
-        for (size_t t = 0; t < n_tensors; t++) vc_be()->scale(grads[t], grads[t], c, (int64_t)sizes[t]);
+        if (vc_be()->scale_tensors) vc_be()->scale_tensors(grads, sizes, n_tensors, c); /* one launch on a GPU */
+        else
+            for (size_t t = 0; t < n_tensors; t++) vc_be()->scale(grads[t], grads[t], c, (int64_t)sizes[t]);
     }
     return 1;
 }

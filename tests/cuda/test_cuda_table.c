@@ -164,7 +164,7 @@ static void test_table_complete(void) {
     HAS(mul); HAS(mul_acc); HAS(scale); HAS(mul_rows_fwd); HAS(mul_rows_bwd); HAS(rows_copy); HAS(rows_sum);
     HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(clip_fwd); HAS(clip_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
-    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
+    HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(scale_tensors); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
     HAS(gemm_b16);
     HAS(gdn_fwd); HAS(gdn_bwd); HAS(gdn_gate_fwd); HAS(gdn_gate_bwd); HAS(conv1d_fwd); HAS(conv1d_bwd);
     HAS(affine_cols_fwd); HAS(affine_cols_bwd); HAS(ssm_fwd); HAS(ssm_bwd);
@@ -457,6 +457,16 @@ static void test_optim_entries(void) {
     printf("  %-44s ref %.15g gpu %.15g rel %.2e; rerun %s\n", "sumsq", ref, got, fabs(got - ref) / ref,
            got == got2 ? "identical" : "DIFFERENT  FAIL");
     CHECK(fabs(got - ref) <= 1e-12 * ref && got == got2);
+    /* scale_tensors (clipping's one launch): the bits of one scale per tensor */
+    float *sx[NP], *sy[NP];
+    for (int i = 0; i < NP; i++) {
+        float *h = hrand(sizes[i], 3);
+        sx[i] = dup_f(h, sizes[i]);
+        sy[i] = dup_f(h, sizes[i]);
+        G->scale(sy[i], sy[i], 0.3721f, (int64_t)sizes[i]);
+    }
+    G->scale_tensors(sx, sizes, NP, 0.3721f);
+    for (int i = 0; i < NP; i++) same_bits("scale_tensors vs a scale per tensor", sx[i], sy[i], sizes[i]);
     /* adamw through the table: bit-exact against vc_adamw_step on host memory */
     vc_optim_param cp[NP], gp[NP];
     float *gm[NP], *gv[NP];

@@ -210,6 +210,7 @@ void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y
 void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
 /* optimiser entries (cuda_optim.cu): sum of squares in double, fixed order, host result */
 vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+void vc_cu_scale_tensors(float *const *x, const size_t *sizes, size_t n_tensors, float c);
 /* paged attention forward (cuda_paged.cu), called by vc_cu_attn_fwd when d->page_tokens > 0 */
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 void vc_cu_paged_release(void); /* frees the cached page table (shutdown) */

@@ -182,6 +182,17 @@ vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tenso
     return st;
 }
 
+/* x[t] *= c for every tensor: one launch (as x[t] = c x[t] per tensor: the same bits) */
+void vc_cu_scale_tensors(float *const *x, const size_t *sizes, size_t n_tensors, float c) {
+    const char *op = "scale tensors";
+    if (!vc_cu_begin(op)) return;
+    size_t nt = 0, nb = 0;
+    mt_entry *tab = chunk_table((const float *const *)x, sizes, n_tensors, MT_PER_BLOCK, &nt, &nb, op);
+    if (tab) k_scale_mt<<<(unsigned)nb, MT_THREADS, 0, vc_cu_stream()>>>(tab, (int)nt, c);
+    vc_cu_scratch_free(tab);
+    vc_cu_end(op);
+}
+
 vc_status vc_cuda_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors, double *norm) {
     double ss = 0;
     vc_status st = vc_cu_sumsq(grads, sizes, n_tensors, &ss);

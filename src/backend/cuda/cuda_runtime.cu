@@ -888,6 +888,7 @@ static vc_backend make_cuda_backend(void) {
     b.gemm_wgrad_grouped = vc_cu_gemm_wgrad_grouped;
     b.adamw = vc_cuda_adamw_step;
     b.sumsq = vc_cu_sumsq;
+    b.scale_tensors = vc_cu_scale_tensors;
     b.sample_rows = vc_cu_sample_rows;
     return b;
 }
