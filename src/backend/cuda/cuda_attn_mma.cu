@@ -43,8 +43,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
 #pragma unroll
     for (int i = 0; i < 2; i++) mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
     float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[DV / 8][4];
-#pragma unroll
-    for (int n = 0; n < DV / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    mma_zero(acc);
     for (int64_t kb = j0; kb < j1; kb += TQ) {
         const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
         __syncthreads(); /* the previous tile's K and V are no longer read (and Q is in place) */
@@ -52,19 +51,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
         mma_load_cols<DV>(Vt, LT, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
         __syncthreads();
         float s[TQ / 8][4];
-#pragma unroll
-        for (int n = 0; n < TQ / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-        for (int kc = 0; kc < D / 16; kc++) {
-            const bf16 *q0 = Qs + rr[0] * LQ + kc * 16 + 2 * t, *q1 = Qs + rr[1] * LQ + kc * 16 + 2 * t;
-            const uint32_t a[4] = { vc_ld32(q0), vc_ld32(q1), vc_ld32(q0 + 8), vc_ld32(q1 + 8) };
-#pragma unroll
-            for (int n = 0; n < TQ / 8; n++) {
-                const bf16 *kp = Ks + (n * 8 + g) * LQ + kc * 16 + 2 * t;
-                const uint32_t b[2] = { vc_ld32(kp), vc_ld32(kp + 8) };
-                vc_mma_16816(s[n], a, b);
-            }
-        }
+        mma_zero(s);
+        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Ks, LQ); /* S = Q K^T */
         /* scores, masks and the online softmax of the lane's two rows */
         float mx[2] = { -INFINITY, -INFINITY };
 #pragma unroll
@@ -110,14 +98,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
             acc[n][2] *= corr[1];
             acc[n][3] *= corr[1];
         }
-#pragma unroll
-        for (int kc = 0; kc < TQ / 16; kc++)
-#pragma unroll
-            for (int n = 0; n < DV / 8; n++) {
-                const bf16 *vp = Vt + (n * 8 + g) * LT + kc * 16 + 2 * t;
-                const uint32_t b[2] = { vc_ld32(vp), vc_ld32(vp + 8) };
-                vc_mma_16816(acc[n], pa[kc], b);
-            }
+        mma_acc<DV>(acc, pa, Vt, LT); /* O += P V */
     }
 #pragma unroll
     for (int i = 0; i < 2; i++) {

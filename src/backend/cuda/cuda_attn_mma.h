@@ -69,4 +69,42 @@ __device__ __forceinline__ void mma_row_bounds(const P &p, const S &sm, int64_t 
     *lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
     if (p.chunk > 0 && pos - pos % p.chunk > *lo) *lo = pos - pos % p.chunk;
 }
+/* every element of a tile's accumulators to 0 */
+template <int N>
+__device__ __forceinline__ void mma_zero(float (&x)[N][4]) {
+#pragma unroll
+    for (int n = 0; n < N; n++) x[n][0] = x[n][1] = x[n][2] = x[n][3] = 0.0f;
+}
+
+/* s[n] (+)= A B over K (the A rows ra0 / ra1 of pitch la, the B rows of pitch lb: B^T given by rows) for 8 n-tiles */
+template <int K>
+__device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A0, const bf16 *A1, const bf16 *B, int lb) {
+    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++) {
+        const bf16 *a0 = A0 + kc * 16 + 2 * t, *a1 = A1 + kc * 16 + 2 * t;
+        const uint32_t a[4] = { vc_ld32(a0), vc_ld32(a1), vc_ld32(a0 + 8), vc_ld32(a1 + 8) };
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n++) {
+            const bf16 *bp = B + (n * 8 + g) * lb + kc * 16 + 2 * t;
+            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
+            vc_mma_16816(s[n], a, b);
+        }
+    }
+}
+
+/* acc[n] += X Y over the 64 tile rows, X in A fragments (xa: 4 key/query steps), Y^T given by rows (pitch ly) */
+template <int D>
+__device__ __forceinline__ void mma_acc(float (&acc)[D / 8][4], const uint32_t (&xa)[TQ / 16][4], const bf16 *Yt, int ly) {
+    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+#pragma unroll
+    for (int kc = 0; kc < TQ / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            const bf16 *bp = Yt + (n * 8 + g) * ly + kc * 16 + 2 * t;
+            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
+            vc_mma_16816(acc[n], xa[kc], b);
+        }
+}
+
 #endif

@@ -30,37 +30,6 @@ __device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float 
     *ds = gr;
 }
 
-/* s[n] (+)= A B over K (the A rows ra0 / ra1 of pitch la, the B rows of pitch lb: B^T given by rows) for 8 n-tiles */
-template <int K>
-__device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A0, const bf16 *A1, const bf16 *B, int lb) {
-    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-#pragma unroll
-    for (int kc = 0; kc < K / 16; kc++) {
-        const bf16 *a0 = A0 + kc * 16 + 2 * t, *a1 = A1 + kc * 16 + 2 * t;
-        const uint32_t a[4] = { vc_ld32(a0), vc_ld32(a1), vc_ld32(a0 + 8), vc_ld32(a1 + 8) };
-#pragma unroll
-        for (int n = 0; n < TQ / 8; n++) {
-            const bf16 *bp = B + (n * 8 + g) * lb + kc * 16 + 2 * t;
-            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
-            vc_mma_16816(s[n], a, b);
-        }
-    }
-}
-
-/* acc[n] += X Y over the 64 tile rows, X in A fragments (xa: 4 key/query steps), Y^T given by rows (pitch ly) */
-template <int D>
-__device__ __forceinline__ void mma_acc(float (&acc)[D / 8][4], const uint32_t (&xa)[TQ / 16][4], const bf16 *Yt, int ly) {
-    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-#pragma unroll
-    for (int kc = 0; kc < TQ / 16; kc++)
-#pragma unroll
-        for (int n = 0; n < D / 8; n++) {
-            const bf16 *bp = Yt + (n * 8 + g) * ly + kc * 16 + 2 * t;
-            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
-            vc_mma_16816(acc[n], xa[kc], b);
-        }
-}
-
 /* ---------------- dQ ---------------- */
 template <int D>
 struct dq_mma_smem {
@@ -98,8 +67,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     int64_t j0, j1;
     vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     float acc[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    mma_zero(acc);
     for (int64_t kb = j0; kb < j1; kb += TQ) {
         const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
         __syncthreads(); /* the previous tile is no longer read (and Q, dO are in place) */
@@ -108,10 +76,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
         mma_load_cols<D>(Kt, LT, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
         __syncthreads();
         float s[TQ / 8][4], dp[TQ / 8][4];
-#pragma unroll
-        for (int n = 0; n < TQ / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+        mma_zero(s);
+        mma_zero(dp);
         mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Ks, LQ);
         mma_rows<D>(dp, dOs + rr[0] * LQ, dOs + rr[1] * LQ, Vs, LQ);
         uint32_t da[TQ / 16][4];
@@ -173,10 +139,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
     mma_load_rows<D>(Vs, LQ, sm.v + kb * p.vstride + (int64_t)kvh * D, p.vstride, (int)nk);
     const int kr[2] = { warp * 16 + lane / 4, warp * 16 + lane / 4 + 8 }; /* the lane's two keys of the tile */
     float dk[D / 8][4], dv[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.0f;
+    mma_zero(dk);
+    mma_zero(dv);
     for (int gi = 0; gi < grp; gi++) {
         const int h = kvh * grp + gi;
         const float slope = vc_attn_slope(p, h);
@@ -194,10 +158,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
             }
             __syncthreads();
             float s[TQ / 8][4], dp[TQ / 8][4];
-#pragma unroll
-            for (int n = 0; n < TQ / 8; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
+            mma_zero(s);
+            mma_zero(dp);
             mma_rows<D>(s, Ks + kr[0] * LQ, Ks + kr[1] * LQ, Qs, LQ);   /* S^T: keys x queries */
             mma_rows<D>(dp, Vs + kr[0] * LQ, Vs + kr[1] * LQ, dOs, LQ); /* dP^T */
             uint32_t pa[TQ / 16][4], da[TQ / 16][4];
