@@ -395,9 +395,22 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     const vc_model_config *c = &f->m->cfg;
     int cached = f->cache || f->paged, append = kv_layer == layer;
     if (!q || (!cached && (!k || !v)) || (append && (!k || !v))) return NULL;
-    if (vc_matmul_precision() == VC_PREC_BF16) {
-        /* bf16 attention inputs, as PyTorch autocast's (bf16 projections, RoPE in bf16): the same values
-         * in training, log-prob passes and rollout, so a bf16 KV cache holds them exactly */
+    vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)vc_cfg_heads(c, layer),
+                       .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
+                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
+                       .alibi_scale = c->alibi_scale,
+                       .chunk = c->chunk[layer], .sel = f->sel, .sel_words = f->sel_words };
+    vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
+    d.sinks = sinks ? sinks->data : NULL;
+    /* bf16 attention inputs, as PyTorch autocast's (bf16 projections, RoPE in bf16): the same values in training,
+     * log-prob passes and rollout, so a bf16 KV cache holds them exactly. Without a cache, where the backend's
+     * attention rounds q, k and v to bf16 as it reads them (the same rounding), and no other layer keeps k and v,
+     * they are not rounded in place first */
+    const vc_backend *B = vc_be();
+    const char *pre = getenv("VERLC_ROUND_QKV"); /* 1: rounded in place always (A/B; the same bits) */
+    int rounds = !(pre && *pre == '1') && !cached && !(f->kv_need && f->kv_need[layer]) && B->attn_rounds_bf16 &&
+                 B->attn_rounds_bf16(&d);
+    if (vc_matmul_precision() == VC_PREC_BF16 && !rounds) {
         q = vc_op_round_bf16_inplace(f->g, q);
         /* a bf16 page pool rounds k and v as it stores them (the same rounding), and nothing else reads them */
         if (append && !(f->paged && f->paged->bf16)) {
@@ -407,13 +420,6 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         if (!q || (append && (!k || !v))) return NULL;
     }
     if (append && !cached) kv_keep(f, layer, k, v);
-    vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)vc_cfg_heads(c, layer),
-                       .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
-                       .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
-                       .alibi_scale = c->alibi_scale,
-                       .chunk = c->chunk[layer], .sel = f->sel, .sel_words = f->sel_words };
-    vc_tensor *sinks = vc_w(f->m, layer, VC_W_SINKS);
-    d.sinks = sinks ? sinks->data : NULL;
     if (f->paged) return attend_paged(f, kv_layer, append, &d, q, k, v);
     if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
         k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);

@@ -417,6 +417,9 @@ typedef struct vc_backend {
                        const struct vc_adamw_config *cfg, int64_t step, double lr);
     /* sum of squares of every gradient in double, fixed order (host result) */
     vc_status (*sumsq)(const float *const *x, const size_t *sizes, size_t n_tensors, double *out);
+    /* 1 when attn_fwd and attn_bwd, under VC_PREC_BF16, round q, k and v to bf16 (nearest even) as they read them for
+     * this descriptor, so callers need not round them first (the same values); optional: NULL = never */
+    int (*attn_rounds_bf16)(const vc_attn_desc *d);
     /* x[t] *= c for every tensor t in one pass (gradient clipping); optional: NULL = one scale per tensor */
     void (*scale_tensors)(float *const *x, const size_t *sizes, size_t n_tensors, float c);
     /* ---- sampling (rollout engine) ---- */

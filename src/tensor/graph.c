@@ -280,7 +280,7 @@ void vc_param_init(vc_tensor *t, float *data, float *grad, int ndim, const int64
     t->requires_grad = grad != NULL;
 }
 
-/* the smallest handed-back gradient buffer that holds `bytes`, zeroed; NULL when none */
+/* the smallest handed-back gradient buffer that holds `bytes` (as it was left; reuse_grad: zeroed); NULL when none */
 static void *reuse_grad_raw(vc_graph *g, size_t bytes) {
     int best = -1;
     for (int i = 0; i < g->n_freed; i++)

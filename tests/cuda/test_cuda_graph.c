@@ -228,6 +228,24 @@ int main(void) {
                same_act ? "bitwise equal to" : "DIFFERENT from");
         CHECK_MSG(same_act, "bf16 MLP activation storage changes training");
         free(c32);
+        /* heads of 64 (the tensor-core attention rounds q, k, v as it loads them): not rounded in place first
+         * (default) or rounded in place (VERLC_ROUND_QKV=1): the same bits */
+        static const char *HD64 =
+            "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 128,"
+            " \"intermediate_size\": 96, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"num_key_value_heads\": 1,"
+            " \"vocab_size\": 257, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
+            " \"tie_word_embeddings\": true, \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"}";
+        size_t nr = 0, nr2 = 0;
+        float *r0 = train_bf16(1, HD64, &nr);
+        setenv("VERLC_ROUND_QKV", "1", 1);
+        float *r1 = train_bf16(1, HD64, &nr2);
+        unsetenv("VERLC_ROUND_QKV");
+        int same_qkv = r0 && r1 && nr == nr2 && nr > 0 && !memcmp(r0, r1, nr * sizeof *r0);
+        printf("training, bf16 matmuls, heads of 64: weights with q, k, v rounded by the attention kernels %s with "
+               "them rounded in place first\n", same_qkv ? "bitwise equal to" : "DIFFERENT from");
+        CHECK_MSG(same_qkv, "rounding q, k, v in the attention kernels changes training");
+        free(r0);
+        free(r1);
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
         size_t nm = 0, nm32 = 0;
         float *m16 = train_bf16(1, CONFIGS[2], &nm);

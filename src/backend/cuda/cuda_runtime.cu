@@ -889,6 +889,7 @@ static vc_backend make_cuda_backend(void) {
     b.adamw = vc_cuda_adamw_step;
     b.sumsq = vc_cu_sumsq;
     b.scale_tensors = vc_cu_scale_tensors;
+    b.attn_rounds_bf16 = vc_cu_attn_tc_eligible; /* the tensor-core kernels round each tile as they load it */
     b.sample_rows = vc_cu_sample_rows;
     return b;
 }
