@@ -153,6 +153,23 @@ static float *train_bf16(int copies, const char *config, size_t *n_out) {
     return w;
 }
 
+/* training of config with bf16 matmuls, then again with env=val: the same weights bit for bit (what: the report,
+ * %s for "bitwise equal to" or "DIFFERENT from") */
+static void same_training_env(const char *config, const char *env, const char *val, const char *what) {
+    size_t na = 0, nb = 0;
+    float *a = train_bf16(1, config, &na);
+    setenv(env, val, 1);
+    float *b = train_bf16(1, config, &nb);
+    unsetenv(env);
+    int same = a && b && na == nb && na > 0 && !memcmp(a, b, na * sizeof *a);
+    printf("training, bf16 matmuls, ");
+    printf(what, same ? "bitwise equal to" : "DIFFERENT from");
+    printf("\n");
+    CHECK_MSG(same, "%s=%s changes training", env, val);
+    free(a);
+    free(b);
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     for (int i = 0; i < NP; i++)
@@ -235,29 +252,11 @@ int main(void) {
             " \"intermediate_size\": 96, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"num_key_value_heads\": 1,"
             " \"vocab_size\": 257, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
             " \"tie_word_embeddings\": true, \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"}";
-        size_t nr = 0, nr2 = 0;
-        float *r0 = train_bf16(1, HD64, &nr);
-        setenv("VERLC_ROUND_QKV", "1", 1);
-        float *r1 = train_bf16(1, HD64, &nr2);
-        unsetenv("VERLC_ROUND_QKV");
-        int same_qkv = r0 && r1 && nr == nr2 && nr > 0 && !memcmp(r0, r1, nr * sizeof *r0);
-        printf("training, bf16 matmuls, heads of 64: weights with q, k, v rounded by the attention kernels %s with "
-               "them rounded in place first\n", same_qkv ? "bitwise equal to" : "DIFFERENT from");
-        CHECK_MSG(same_qkv, "rounding q, k, v in the attention kernels changes training");
-        free(r0);
-        free(r1);
+        same_training_env(HD64, "VERLC_ROUND_QKV", "1", "heads of 64: weights with q, k, v rounded by the attention "
+                          "kernels %s with them rounded in place first");
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
-        size_t nm = 0, nm32 = 0;
-        float *m16 = train_bf16(1, CONFIGS[2], &nm);
-        setenv("VERLC_BF16_ACT", "0", 1);
-        float *m32 = train_bf16(1, CONFIGS[2], &nm32);
-        unsetenv("VERLC_BF16_ACT");
-        int same_moe = m16 && m32 && nm == nm32 && nm > 0 && !memcmp(m16, m32, nm * sizeof *m16);
-        printf("training, bf16 matmuls, MoE: weights with the experts' inputs and activations in bf16 %s with them in "
-               "f32\n", same_moe ? "bitwise equal to" : "DIFFERENT from");
-        CHECK_MSG(same_moe, "bf16 MoE input / activation storage changes training");
-        free(m16);
-        free(m32);
+        same_training_env(CONFIGS[2], "VERLC_BF16_ACT", "0", "MoE: weights with the experts' inputs and activations in "
+                          "bf16 %s with them in f32");
         free(a);
         free(b);
     }
