@@ -209,12 +209,6 @@ vc_status vc_cuda_clip_grad_norm(float *const *grads, const size_t *sizes, size_
     *finite = isfinite(nrm) ? 1 : 0;
     if (!*finite || max_norm <= 0) return VC_OK;
     double coef = max_norm / (nrm + 1e-6);
-    if (coef < 1.0) {
-        size_t nt = 0, nb = 0;
-        mt_entry *tab = chunk_table((const float *const *)grads, sizes, n_tensors, MT_PER_BLOCK, &nt, &nb, "grad clip");
-        if (tab) k_scale_mt<<<(unsigned)nb, MT_THREADS, 0, vc_cu_stream()>>>(tab, (int)nt, (float)coef);
-        vc_cu_scratch_free(tab);
-        if (!vc_cu_end("grad clip")) return vc_cuda_error();
-    }
-    return VC_OK;
+    if (coef < 1.0) vc_cu_scale_tensors(grads, sizes, n_tensors, (float)coef);
+    return vc_cuda_error();
 }
