@@ -607,6 +607,11 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
  * several GEMMs read it (q, k and v from one normed input; a linear's output gradient in its two backward
  * GEMMs) is rounded to bf16 once ---- */
 #define MAX_HELD 8
+/* VERLC_CUDA_HOLD=0: every GEMM rounds its operands itself (A/B; read per call, so a test can switch it) */
+static int holds_off(void) {
+    const char *e = getenv("VERLC_CUDA_HOLD");
+    return e && *e == '0';
+}
 static bf16_copy g_held[MAX_HELD];
 static int g_nheld;
 
@@ -621,8 +626,7 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
             }
         return;
     }
-    const char *e = getenv("VERLC_CUDA_HOLD"); /* 0: every GEMM rounds its operands itself (A/B; read per call) */
-    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
+    if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
         return;
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
@@ -638,8 +642,7 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
  * can write its bf16 rounding straight there and skip the f32 rows: the LM head's dZ); NULL when operands are not
  * held (f32 matmuls, VERLC_CUDA_HOLD=0, no slot or no memory): then p itself must be written. Released as any hold. */
 void *vc_cu_hold_slot(const float *p, int64_t rows, int64_t cols) {
-    const char *e = getenv("VERLC_CUDA_HOLD");
-    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0) return NULL;
+    if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0) return NULL;
     __nv_bfloat16 *h = NULL;
     if (vc_cu_malloc_async((void **)&h, (size_t)(rows * cols) * 2) != cudaSuccess) {
         cudaGetLastError(); /* not sticky: the caller writes p */
