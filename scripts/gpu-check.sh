@@ -489,16 +489,16 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda (fixture models, f32)" 60 "$BIN" check --device cuda $MODELS
     bench_model qwen2.5-0.5b 72171 246363 3858
-    # A/B: the paged attention kernel with the lanes over the head's dimensions (the default's predecessor, 1.74x
-    # slower on 2026-12-04), and the held operands off (`operand hold` took 16-18% of the GPU time then, several
+    # A/B: prefill on the paged kernel, and the held operands off (`operand hold` took 16-18% of the GPU time then, several
     # times its bytes' worth: is rounding each GEMM's operand itself cheaper?)
     CFG05="$VERLC_SHARED/configs/qwen2.5-0.5b.json"
     # every GEMM of a layer and the LM head at decode, training and log-prob row counts, and the bf16 rounding's cost
     [ -f "$CFG05" ] && step "bench gemm qwen2.5-0.5b bf16 (rows 256, 8192, 16384; forward and backward)" 60 \
         "$BIN" bench gemm --config "$CFG05" --rows 256,8192,16384 --backward --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED=dims" 60 \
-        env VERLC_CUDA_PAGED=dims "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
-        --device cuda --precision bf16
+    # prefill chunks on the paged kernel (a block per query row) instead of the flash kernels on gathered keys
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED_PREFILL=paged" \
+        60 env VERLC_CUDA_PAGED_PREFILL=paged "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \
+        --new 256 --device cuda --precision bf16
     # the register-tiled (mma.sync) flash attention against the WMMA kernels it replaced (written without a GPU)
     [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_ATTN_MMA=0" 45 \
         env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 \

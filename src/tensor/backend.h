@@ -62,6 +62,9 @@ typedef struct vc_attn_desc {
      * causal mask, in every forward (paged too) and backward */
     const uint32_t *sel;
     int64_t sel_words;
+    /* set by the CUDA backend's paged prefill only (0 elsewhere): a forward over the sequences with at least this
+     * many query rows; the other sequences' output rows are left as they are */
+    int min_q_rows;
 } vc_attn_desc;
 
 /* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)

@@ -660,7 +660,39 @@ static void paged_bf16(const pcase *a, const vc_attn_desc *d, const vc_attn_desc
     cmp("paged fwd, bf16 pages: lse", glse, lse, nl, 1e-4);
     same_bits("paged fwd: bf16 pages vs float pages of the same values (output)", go, gor, no);
     same_bits("paged fwd: bf16 pages vs float pages of the same values (lse)", glse, glr, nl);
+    if (d->q_start[a->nseq] > a->nseq) { /* bf16 matmuls: the prefill rows on tensor cores where the heads allow */
+        size_t nq = (size_t)(d->q_start[a->nseq] * a->nh * a->hd);
+        float *qr = hbuf(nq);
+        for (size_t i = 0; i < nq; i++) qr[i] = vc_bf16_to_f32(vc_f32_to_bf16(q[i]));
+        float *gqr = dup_f(qr, nq);
+        C->attn_fwd(o, lse, qr, &c16);
+        vc_set_matmul_precision(VC_PREC_BF16);
+        G->attn_fwd(go, glse, gqr, &g16d);
+        vc_set_matmul_precision(VC_PREC_F32);
+        cmp("paged prefill, bf16 matmuls (q and P in bf16): output", go, o, no, 1e-2);
+        cmp("paged prefill, bf16 matmuls (q and P in bf16): lse", glse, lse, nl, 2e-4);
+    }
     free(pp);
+}
+
+/* a prefill call (sequences of several query rows) on the paged kernel alone (VERLC_CUDA_PAGED_PREFILL=paged) instead of
+ * the flash kernels on the gathered keys: as close to the CPU, and its decode rows (sequences of one row) the same bits */
+static void paged_prefill_kernel(const pcase *a, const vc_attn_desc *gd, const int64_t *qs, const float *go,
+                                 const float *o, const float *glse, const float *lse, const float *gq, size_t no,
+                                 size_t nl) {
+    float *gop = dalloc(no * 4), *glp = dalloc(nl * 4);
+    setenv("VERLC_CUDA_PAGED_PREFILL", "paged", 1);
+    G->attn_fwd(gop, glp, gq, gd);
+    unsetenv("VERLC_CUDA_PAGED_PREFILL");
+    cmp("paged fwd, prefill rows on the paged kernel: output", gop, o, no, 1e-4);
+    cmp("paged fwd, prefill rows on the paged kernel: lse", glp, lse, nl, 1e-4);
+    for (int s = 0; s < a->nseq; s++) {
+        if (qs[s + 1] - qs[s] != 1) continue;
+        size_t r = (size_t)qs[s] * a->nh;
+        same_bits("paged fwd: a prefill call's decode row on the paged kernel (output)", go + r * a->dv, gop + r * a->dv,
+                  (size_t)(a->nh * a->dv));
+        same_bits("paged fwd: a prefill call's decode row on the paged kernel (lse)", glse + r, glp + r, (size_t)a->nh);
+    }
 }
 
 static void paged_case(const pcase *a) {
@@ -744,6 +776,7 @@ static void paged_case(const pcase *a) {
     G->attn_fwd(go1, NULL, gq, &g1);
     size_t o0 = (size_t)(qs[last] * a->nh * a->dv), on = (size_t)(a->qlen[last] * a->nh * a->dv);
     same_bits("paged fwd: last sequence alone vs in the batch", go1 + o0, go + o0, on);
+    if (Tq > a->nseq) paged_prefill_kernel(a, &gd, qs, go, o, glse, lse, gq, no, nl);
     paged_bf16(a, &d, &gd, pool, pool_n, q, gq, no, nl);
     free(hk);
     check_sticky(a->name);

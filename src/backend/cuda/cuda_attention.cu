@@ -129,6 +129,7 @@ void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_
     int64_t nb = 0;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = by_keys ? d->kv_len[s] : d->q_start[s + 1] - d->q_start[s];
+        if (!by_keys && n < d->min_q_rows) continue;
         nb += (n + rows - 1) / rows;
     }
     size_t meta_bytes = (size_t)d->n_seq * sizeof(vc_cu_attn_seq), bytes = meta_bytes + (size_t)nb * sizeof(int2);
@@ -149,6 +150,7 @@ void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_
         sm[s].dk = d->dk_seq ? d->dk_seq[s] : NULL;
         sm[s].dv = d->dv_seq ? d->dv_seq[s] : NULL;
         int64_t n = by_keys ? sm[s].kvlen : sm[s].qlen;
+        if (!by_keys && n < d->min_q_rows) continue; /* the paged prefill's decode rows: another kernel's */
         for (int64_t r = 0; r < n; r += rows) bl[b++] = make_int2(s, (int)r);
     }
     char *dev = (char *)vc_cu_upload(h, bytes, op);
@@ -203,6 +205,10 @@ void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d)
         return;
     }
     if (!vc_cu_begin(op) || !vc_cu_attn_check(d, op) || d->n_seq <= 0) return;
+    vc_cu_attn_fwd_flat(o, lse, q, d, op);
+}
+
+void vc_cu_attn_fwd_flat(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     if (vc_cu_attn_tc_eligible(d)) {
         vc_cu_attn_fwd_tc(o, lse, q, d, op);
         return;

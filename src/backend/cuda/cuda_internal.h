@@ -213,6 +213,8 @@ vc_status vc_cu_sumsq(const float *const *x, const size_t *sizes, size_t n_tenso
 void vc_cu_scale_tensors(float *const *x, const size_t *sizes, size_t n_tensors, float c);
 /* paged attention forward (cuda_paged.cu), called by vc_cu_attn_fwd when d->page_tokens > 0 */
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
+/* the forward over keys in rows (d->page_tokens 0), after vc_cu_begin(op): the tensor-core kernels where eligible */
+void vc_cu_attn_fwd_flat(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 void vc_cu_paged_release(void); /* frees the cached page table (shutdown) */
 
 /* bf16 tensor-core flash attention (cuda_attn_tc.cu): eligible when the matmul precision is bf16,

@@ -29,6 +29,7 @@ struct paged_params {
     float alibi_scale; /* the slopes' factor (vc_attn_desc.alibi_scale, 1 for 0) */
     const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
     int64_t sel_words;
+    const int32_t *rows; /* the blocks' rows (from row0; NULL: row0 + blockIdx.x): a prefill's decode rows */
 };
 
 /* One block of PW warps per (query row, group of GC query heads sharing one key/value head): each key
@@ -51,10 +52,11 @@ template <int GC>
 __device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const float *q, float *qs, int qp,
                                                  float (&slope)[GC]) {
     paged_blk b;
-    b.row = p.row0 + blockIdx.x;
+    const int64_t i = p.rows ? p.rows[blockIdx.x] : blockIdx.x;
+    b.row = p.row0 + i;
     b.h0 = blockIdx.y * GC;
     b.kvh = b.h0 / (p.nh / p.nkv);
-    b.sq = p.seq[p.row_seq[blockIdx.x]];
+    b.sq = p.seq[p.row_seq[i]];
     for (int g = 0; g < GC; g++)
         for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g * qp + c] = q[(b.row * p.nh + b.h0 + g) * p.hd + c];
     for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, b.h0 + g);
@@ -282,6 +284,131 @@ static int paged_keys(void) {
     return on;
 }
 
+/* ---- prefill rows through the flash kernels ----
+ * A prefill chunk has many query rows a sequence; the kernels above take a block per row, which reads each of its keys
+ * for that row alone (3.8 ms a layer for 256 x 128 rows of the Qwen2.5-0.5B shape on an H200). The sequences with
+ * several query rows instead have their keys and values gathered out of the pages into rows (f32: a bf16 page's value
+ * exactly) and go through the flash forward over keys in rows, which shares each key tile among a tile of queries (on
+ * tensor cores with bf16 matmuls: the training forward's kernels and numerics). A sequence's rows still depend only
+ * on that sequence; the decode rows (one a sequence) of the same call keep the paged kernel.
+ * VERLC_CUDA_PAGED_PREFILL=paged (read per call): every row on the paged kernel. */
+struct gseq {
+    int64_t s, koff; /* the sequence and its first key's row in the gathered keys */
+};
+
+template <typename KV>
+__global__ void k_paged_gather(float *K, float *V, paged_params p, const gseq *list) {
+    const gseq g = list[blockIdx.y];
+    const pseq sq = p.seq[g.s];
+    const int kw = p.nkv * p.hd, vw = p.nkv * p.dv;
+    for (int64_t j = blockIdx.x; j < sq.kvlen; j += gridDim.x) {
+        const int64_t pg = sq.pg + j / p.P, slot = j % p.P;
+        const KV *k = (const KV *)p.kbase + p.kp[pg] + slot * p.kstride;
+        const KV *v = (const KV *)p.vbase + p.vp[pg] + slot * p.vstride;
+        float *kd = K + (g.koff + j) * kw, *vd = V + (g.koff + j) * vw;
+        for (int c = threadIdx.x; c < kw; c += blockDim.x) kd[c] = kv_load(k, c);
+        for (int c = threadIdx.x; c < vw; c += blockDim.x) vd[c] = kv_load(v, c);
+    }
+}
+
+static int prefill_flash_on(void) {
+    const char *e = getenv("VERLC_CUDA_PAGED_PREFILL");
+    return !(e && !strcmp(e, "paged"));
+}
+
+/* the sequences of d with two or more query rows through the flash forward on their gathered keys (after
+ * vc_cu_begin(op)); 0 with nothing launched when there is no room for the gathered rows (the caller runs them on the
+ * paged kernel), -1 on an error (sticky) */
+static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_desc *d, const paged_params &p, int kv16,
+                         const char *op) {
+    const int n = d->n_seq;
+    const int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
+    int64_t keys = 0, most = 0, np = 0;
+    for (int s = 0; s < n; s++)
+        if (d->q_start[s + 1] - d->q_start[s] >= 2) {
+            keys += d->kv_len[s];
+            most = d->kv_len[s] > most ? d->kv_len[s] : most;
+            np++;
+        }
+    float *buf = NULL;
+    if (np > 65535 || vc_cu_malloc_async((void **)&buf, (size_t)(keys * (kw + vw)) * sizeof(float)) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky */
+        return 0;
+    }
+    gseq *list = (gseq *)malloc((size_t)np * sizeof(gseq));
+    const float **ptr = (const float **)malloc(2 * (size_t)n * sizeof(float *));
+    void *dlist = NULL;
+    int ok = list && ptr;
+    if (!ok) vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the prefill's sequence list");
+    float *K = buf, *V = buf + keys * kw;
+    for (int64_t s = 0, at = 0, i = 0; ok && s < n; s++) {
+        ptr[s] = K + at * kw;
+        ptr[n + s] = V + at * vw;
+        if (d->q_start[s + 1] - d->q_start[s] < 2) continue;
+        list[i++] = gseq{ s, at };
+        at += d->kv_len[s];
+    }
+    if (ok && (ok = (dlist = vc_cu_upload(list, (size_t)np * sizeof(gseq), op)) != NULL)) {
+        dim3 grid((unsigned)(most < 4096 ? (most > 0 ? most : 1) : 4096), (unsigned)np);
+        if (kv16) k_paged_gather<__nv_bfloat16><<<grid, 128, 0, vc_cu_stream()>>>(K, V, p, (const gseq *)dlist);
+        else k_paged_gather<float><<<grid, 128, 0, vc_cu_stream()>>>(K, V, p, (const gseq *)dlist);
+        vc_attn_desc f = *d;
+        f.page_tokens = 0;
+        f.k_pages = f.v_pages = NULL;
+        f.k_base = f.v_base = NULL;
+        f.same_pages = f.kv_bf16 = 0;
+        f.k_seq = ptr;
+        f.v_seq = ptr + n;
+        f.k_stride = kw;
+        f.v_stride = vw;
+        f.min_q_rows = 2;
+        vc_cu_attn_fwd_flat(o, lse, q, &f, op);
+    }
+    vc_cu_scratch_free(dlist);
+    vc_cu_scratch_free(buf);
+    free(list);
+    free(ptr);
+    return ok ? 1 : -1;
+}
+
+/* the paged kernel for the rows p.rows lists (all rows from p.row0 when NULL) */
+static void launch_rows(const vc_attn_desc *d, const paged_params &p, int64_t rows, float *o, float *lse,
+                        const float *q) {
+    int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
+    dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
+    if (paged_keys() && !wide) {
+        if (d->kv_bf16 && d->v_head_dim <= 128) launch_paged_keys<__nv_bfloat16, 4>(gc, grid, o, lse, q, p);
+        else if (d->kv_bf16) launch_paged_keys<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
+        else if (d->v_head_dim <= 128) launch_paged_keys<float, 4>(gc, grid, o, lse, q, p);
+        else launch_paged_keys<float, 8>(gc, grid, o, lse, q, p);
+    } else if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);
+    else if (d->kv_bf16) launch_paged<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
+    else if (wide) launch_paged<float, 16>(gc, grid, o, lse, q, p);
+    else launch_paged<float, 8>(gc, grid, o, lse, q, p);
+}
+
+/* the rows of the sequences with one query row (a prefill call's decode rows) on the paged kernel */
+static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *lse, const float *q) {
+    const char *op = "attention forward, paged decode";
+    int64_t n = 0;
+    for (int s = 0; s < d->n_seq; s++) n += d->q_start[s + 1] - d->q_start[s] == 1;
+    if (!n || !vc_cu_begin(op)) return;
+    int32_t *h = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+    if (!h) {
+        vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the decode rows' list");
+        return;
+    }
+    for (int s = 0, i = 0; s < d->n_seq; s++)
+        if (d->q_start[s + 1] - d->q_start[s] == 1) h[i++] = (int32_t)(d->q_start[s] - p.row0);
+    void *dev = vc_cu_upload(h, (size_t)n * sizeof(int32_t), op);
+    free(h);
+    if (!dev) return;
+    p.rows = (const int32_t *)dev;
+    launch_rows(d, p, n, o, lse, q);
+    vc_cu_end(op);
+    vc_cu_scratch_free(dev);
+}
+
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -301,8 +428,9 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
         vbase = d->v_base;
     } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, &kbase, &vbase, op)))
         return;
+    const int prefill = rows > d->n_seq;
     /* the profile tells decode steps (a row per sequence) from prefill chunks apart */
-    if (vc_cu_prof_enabled()) op = rows > d->n_seq ? "attention forward, paged prefill" : "attention forward, paged decode";
+    if (vc_cu_prof_enabled()) op = prefill ? "attention forward, paged prefill" : "attention forward, paged decode";
     if (!vc_cu_begin(op)) return;
     paged_params p;
     p.seq = (const pseq *)dev;
@@ -329,16 +457,15 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.sinks = d->sinks;
     p.sel = d->sel;
     p.sel_words = d->sel_words;
-    int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
-    dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
-    if (paged_keys() && !wide) {
-        if (d->kv_bf16 && d->v_head_dim <= 128) launch_paged_keys<__nv_bfloat16, 4>(gc, grid, o, lse, q, p);
-        else if (d->kv_bf16) launch_paged_keys<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
-        else if (d->v_head_dim <= 128) launch_paged_keys<float, 4>(gc, grid, o, lse, q, p);
-        else launch_paged_keys<float, 8>(gc, grid, o, lse, q, p);
-    } else if (d->kv_bf16 && wide) launch_paged<__nv_bfloat16, 16>(gc, grid, o, lse, q, p);
-    else if (d->kv_bf16) launch_paged<__nv_bfloat16, 8>(gc, grid, o, lse, q, p);
-    else if (wide) launch_paged<float, 16>(gc, grid, o, lse, q, p);
-    else launch_paged<float, 8>(gc, grid, o, lse, q, p);
+    p.rows = NULL;
+    if (prefill && !vc_cu_graph_mode && prefill_flash_on()) {
+        const int done = prefill_flash(o, lse, q, d, p, d->kv_bf16, op);
+        if (done < 0) return;
+        if (done) {
+            decode_rows(d, p, o, lse, q);
+            return;
+        }
+    }
+    launch_rows(d, p, rows, o, lse, q);
     vc_cu_end(op);
 }
