@@ -3,7 +3,8 @@
  * GQA, MQA, MHA, sliding window, soft-cap, chunked prefill, keys and values inside fused rows.
  * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
- * rounded to bf16). Backward results must be the same bits run to run. A head dim of 72 under bf16
+ * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward and dQ the
+ * same bits with their cp.async pipeline as without (VERLC_CUDA_ATTN_PIPE=0). A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -70,12 +71,22 @@ static void bf16_case(const bcase *a) {
     cmp("fwd output", go, o, no, a->tol_o);
     cmp("fwd lse", glse, lse, nl, a->tol_lse);
     same_bits("fwd output (lse NULL)", go, go2, no);
+    { /* the register-tiled forward without its cp.async pipeline (VERLC_CUDA_ATTN_PIPE=0): the same bits */
+        float *go3 = dup_f(o, no), *glse3 = dup_f(lse, nl);
+        setenv("VERLC_CUDA_ATTN_PIPE", "0", 1);
+        G->attn_fwd(go3, glse3, gq, gd);
+        unsetenv("VERLC_CUDA_ATTN_PIPE");
+        same_bits("fwd output: pipelined copies vs none", go, go3, no);
+        same_bits("fwd lse: pipelined copies vs none", glse, glse3, nl);
+    }
     float *dout = hround(no, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
     float *gdout = dup_f(dout, no), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
     float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
     C->attn_bwd(dq, dout, o, lse, q, d);
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
+    setenv("VERLC_CUDA_ATTN_PIPE", "0", 1); /* the second run's dQ without the cp.async pipeline: the same bits */
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
+    unsetenv("VERLC_CUDA_ATTN_PIPE");
     /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
     float *gq_h = fetch(gdq, nq);
     for (size_t i = 0; i < nq; i++) {
@@ -97,7 +108,7 @@ static void bf16_case(const bcase *a) {
         }
         at += kvn[s];
     }
-    same_bits("bwd dq", gdq, gdq2, nq);
+    same_bits("bwd dq (pipelined copies vs none)", gdq, gdq2, nq);
     int same = !memcmp(got, got2, tot * 4);
     attn_dkdv_same(a->name, same);
     cmp_host("bwd dk and dv increments", got, ref, tot, a->tol_bwd);
@@ -128,10 +139,12 @@ static void timing(int nh, int nkv, int hd) {
                        .dv_seq = dvs, .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv,
                        .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
     double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
-    static const char *kname[] = { "bf16 mma.sync    ", "bf16 WMMA        ", "f32 kernels      " };
-    for (int kind = 0; kind < 3; kind++) { /* the register-tiled kernels, the WMMA ones (A/B), the f32 ones */
-        setenv("VERLC_CUDA_ATTN_F32", kind == 2 ? "1" : "0", 1);
-        setenv("VERLC_CUDA_ATTN_MMA", kind == 1 ? "0" : "1", 1);
+    static const char *kname[] = { "bf16 mma.sync    ", "bf16 mma, no pipe", "bf16 WMMA        ", "f32 kernels      " };
+    for (int kind = 0; kind < 4; kind++) { /* the register-tiled kernels (with and without the forward's cp.async
+                                            * pipeline), the WMMA ones (A/B), the f32 ones */
+        setenv("VERLC_CUDA_ATTN_F32", kind == 3 ? "1" : "0", 1);
+        setenv("VERLC_CUDA_ATTN_MMA", kind == 2 ? "0" : "1", 1);
+        setenv("VERLC_CUDA_ATTN_PIPE", kind == 1 ? "0" : "1", 1);
         G->attn_fwd(o, lse, q, &d); /* warm-up */
         G->attn_bwd(dq, dout, o, lse, q, &d);
         vc_cuda_sync();
@@ -148,6 +161,7 @@ static void timing(int nh, int nkv, int hd) {
     }
     unsetenv("VERLC_CUDA_ATTN_F32");
     unsetenv("VERLC_CUDA_ATTN_MMA");
+    unsetenv("VERLC_CUDA_ATTN_PIPE");
     check_sticky("timing");
     release_all();
 }

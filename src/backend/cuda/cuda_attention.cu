@@ -184,6 +184,8 @@ void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_
     p->sel = d->sel;
     p->sel_words = d->sel_words;
     p->D = NULL;
+    p->kmir = p->vmir = NULL;
+    p->kbase = p->vbase = NULL;
     return dev;
 }
 

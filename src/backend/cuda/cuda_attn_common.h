@@ -22,6 +22,10 @@ struct attn_params {
     float alibi_scale; /* the slopes' factor (vc_attn_desc.alibi_scale, 1 for 0) */
     const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
     int64_t sel_words;
+    /* the pipelined mma forward: bf16 mirrors of the keys' and values' f32 ranges from kbase / vbase (element e of
+     * kmir is kbase[e] rounded to bf16), or NULL */
+    const void *kmir, *vmir;
+    const float *kbase, *vbase;
 };
 
 constexpr int NT = 256; /* threads of a SIMT block */

@@ -14,18 +14,23 @@
 
 namespace {
 
-template <int D, int DV>
+/* PIPE: K and V tiles double-buffered, V row-major (LV) */
+template <int D, int DV, bool PIPE>
 struct mma_smem {
-    static constexpr int LQ = D + PADM, LT = TQ + PADM;
-    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 2 + (size_t)DV * LT * 2;
+    static constexpr int LQ = D + PADM, LT = TQ + PADM, LV = DV + PADM;
+    static constexpr size_t bytes = PIPE ? (size_t)TQ * LQ * 2 * 3 + (size_t)TQ * LV * 2 * 2
+                                         : (size_t)TQ * LQ * 2 * 2 + (size_t)DV * LT * 2;
 };
 
-template <int D, int DV>
+/* PIPE: the key and value tiles come from p.kmir / p.vmir (bf16) by cp.async into two buffers, the next tile's copy
+ * in flight while the current one is multiplied; V's B fragments by ldmatrix.trans from its row-major tile. The same
+ * roundings and products in the same order as the plain form: the same bits. */
+template <int D, int DV, bool PIPE>
 __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse, const float *q, attn_params p) {
-    typedef mma_smem<D, DV> L;
-    constexpr int LQ = L::LQ, LT = L::LT;
+    typedef mma_smem<D, DV, PIPE> L;
+    constexpr int LQ = L::LQ, LT = L::LT, LV = L::LV;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TQ * LQ, *Vt = Ks + TQ * LQ;
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *Ks = Qs + TQ * LQ, *Vt = Ks + (PIPE ? 2 : 1) * TQ * LQ;
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -44,15 +49,43 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
     for (int i = 0; i < 2; i++) mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
     float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[DV / 8][4];
     mma_zero(acc);
+    const bf16 *kg = NULL, *vg = NULL;
+    if (PIPE) { /* the head's columns in the mirrors; the first tile's copy in flight */
+        kg = reinterpret_cast<const bf16 *>(p.kmir) + (sm.k - p.kbase) + (int64_t)kvh * D;
+        vg = reinterpret_cast<const bf16 *>(p.vmir) + (sm.v - p.vbase) + (int64_t)kvh * DV;
+        if (j0 < j1) {
+            const int nk = (int)(j1 - j0 < TQ ? j1 - j0 : TQ);
+            mma_cp_rows<D>(Ks, LQ, kg + j0 * p.kstride, p.kstride, nk);
+            mma_cp_rows<DV>(Vt, LV, vg + j0 * p.vstride, p.vstride, nk);
+            vc_cp_commit();
+        }
+    }
+    int buf = 0;
     for (int64_t kb = j0; kb < j1; kb += TQ) {
-        const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
-        __syncthreads(); /* the previous tile's K and V are no longer read (and Q is in place) */
-        mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
-        mma_load_cols<DV>(Vt, LT, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
-        __syncthreads();
+        const bf16 *Kc = Ks, *Vc = Vt;
+        if (PIPE) {
+            const int64_t nb = kb + TQ;
+            if (nb < j1) { /* the next tile into the other buffers (last read before the previous tile's barrier) */
+                const int nn = (int)(j1 - nb < TQ ? j1 - nb : TQ);
+                mma_cp_rows<D>(Ks + (buf ^ 1) * TQ * LQ, LQ, kg + nb * p.kstride, p.kstride, nn);
+                mma_cp_rows<DV>(Vt + (buf ^ 1) * TQ * LV, LV, vg + nb * p.vstride, p.vstride, nn);
+                vc_cp_commit();
+                vc_cp_wait<1>();
+            } else
+                vc_cp_wait<0>();
+            __syncthreads(); /* this tile's copies (and Q) seen by every warp */
+            Kc = Ks + buf * TQ * LQ;
+            Vc = Vt + buf * TQ * LV;
+        } else {
+            const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
+            __syncthreads(); /* the previous tile's K and V are no longer read (and Q is in place) */
+            mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+            mma_load_cols<DV>(Vt, LT, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, nk);
+            __syncthreads();
+        }
         float s[TQ / 8][4];
         mma_zero(s);
-        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Ks, LQ); /* S = Q K^T */
+        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Kc, LQ); /* S = Q K^T */
         /* scores, masks and the online softmax of the lane's two rows */
         float mx[2] = { -INFINITY, -INFINITY };
 #pragma unroll
@@ -98,7 +131,12 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
             acc[n][2] *= corr[1];
             acc[n][3] *= corr[1];
         }
-        mma_acc<DV>(acc, pa, Vt, LT); /* O += P V */
+        if (PIPE) {
+            mma_acc_t<DV>(acc, pa, Vc, LV); /* O += P V */
+            __syncthreads(); /* the tile is no longer read: the next iteration's copy may overwrite it */
+            buf ^= 1;
+        } else
+            mma_acc<DV>(acc, pa, Vt, LT);
     }
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -121,10 +159,70 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
 
 template <int D>
 void mma_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
-    vc_cu_attn_launch(k_attn_fwd_mma<D, D>, d, TQ, 0, d->n_head, NWM * 32, mma_smem<D, D>::bytes, NULL, op, o, lse, q);
+    if (vc_cu_attn_launch_pipe(k_attn_fwd_mma<D, D, true>, d, (int64_t)d->n_kv_head * D, d->n_head,
+                               mma_smem<D, D, true>::bytes, NULL, op, o, lse, q))
+        return; /* done, or failed (sticky) */
+    vc_cu_attn_launch(k_attn_fwd_mma<D, D, false>, d, TQ, 0, d->n_head, NWM * 32, mma_smem<D, D, false>::bytes, NULL,
+                      op, o, lse, q);
 }
 
 } // namespace
+
+/* the mirrors: each sequence's key and value rows rounded to bf16 at their offsets from p.kbase / p.vbase */
+__global__ void k_mirror_kv(attn_params p, int n_seq, int kw, int vw) {
+    bf16 *km = (bf16 *)p.kmir, *vm = (bf16 *)p.vmir;
+    for (int s = blockIdx.y; s < n_seq; s += gridDim.y) {
+        const seq_meta sm = p.seq[s];
+        for (int64_t j = blockIdx.x; j < sm.kvlen; j += gridDim.x) {
+            const float *kr = sm.k + j * p.kstride, *vr = sm.v + j * p.vstride;
+            bf16 *kd = km + (kr - p.kbase), *vd = vm + (vr - p.vbase);
+            for (int c = threadIdx.x; c < kw; c += blockDim.x) kd[c] = __float2bfloat16_rn(kr[c]);
+            for (int c = threadIdx.x; c < vw; c += blockDim.x) vd[c] = __float2bfloat16_rn(vr[c]);
+        }
+    }
+}
+
+/* [*lo, *hi): the elements the sequences' rows of w columns span from their pointers x (stride st); 0 when there are
+ * none or a row starts off a 16-byte bf16 boundary from *lo (cp.async copies 16 bytes) */
+static int kv_span(const vc_attn_desc *d, const float *const *x, int64_t st, int64_t w, const float **lo,
+                   const float **hi) {
+    *lo = *hi = NULL;
+    for (int s = 0; s < d->n_seq; s++) {
+        if (d->kv_len[s] <= 0) continue;
+        const float *a = x[s], *b = x[s] + (d->kv_len[s] - 1) * st + w;
+        if (!*lo || a < *lo) *lo = a;
+        if (!*hi || b > *hi) *hi = b;
+    }
+    for (int s = 0; *lo && s < d->n_seq; s++)
+        if (d->kv_len[s] > 0 && (x[s] - *lo) % 8) return 0;
+    return *lo != NULL && st % 8 == 0;
+}
+
+int vc_cu_attn_mirror_plan(const vc_attn_desc *d, int64_t kw, vc_kv_mirror *m) {
+    const char *e = getenv("VERLC_CUDA_ATTN_PIPE"); /* read per call: a test switches it */
+    const float *k1, *v1;
+    if ((e && *e == '0') || !kv_span(d, d->k_seq, d->k_stride, kw, &m->k0, &k1) ||
+        !kv_span(d, d->v_seq, d->v_stride, kw, &m->v0, &v1))
+        return 0;
+    m->kn = ((size_t)(k1 - m->k0) + 7) & ~(size_t)7;
+    m->vn = (size_t)(v1 - m->v0);
+    return 1;
+}
+
+void *vc_cu_attn_mirror_make(const vc_kv_mirror *m, attn_params *p, int n_seq, int64_t kw) {
+    bf16 *mir = NULL;
+    if (vc_cu_malloc_async((void **)&mir, (m->kn + m->vn) * sizeof(bf16)) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the plain kernel runs */
+        return NULL;
+    }
+    p->kmir = mir;
+    p->vmir = mir + m->kn;
+    p->kbase = m->k0;
+    p->vbase = m->v0;
+    const unsigned ys = n_seq < 65535 ? (unsigned)n_seq : 65535u;
+    k_mirror_kv<<<dim3(256, ys), 128, 0, vc_cu_stream()>>>(*p, n_seq, (int)kw, (int)kw);
+    return mir;
+}
 
 int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const char *e = getenv("VERLC_CUDA_ATTN_MMA"); /* read per call: a test switches it */

@@ -60,6 +60,55 @@ __device__ __forceinline__ void mma_load_cols(bf16 *dst, int ld, const float *sr
     }
 }
 
+/* The pipelined kernels' bf16 mirrors of the keys and values (attn_params.kmir / vmir): the f32 ranges they copy.
+ * vc_cu_attn_mirror_plan: 0 when there is nothing to mirror, a row starts off a 16-byte boundary of the mirror, or
+ * VERLC_CUDA_ATTN_PIPE=0 (read per call). vc_cu_attn_mirror_make (p->seq uploaded): the mirrors allocated, filled on
+ * the stream and set on p; the block to free after the launches, or NULL (no room, not sticky). kw: the columns of
+ * a key (value) row the kernels read, n_kv_head times the head dim. */
+struct vc_kv_mirror {
+    const float *k0, *v0;
+    size_t kn, vn;
+};
+int vc_cu_attn_mirror_plan(const vc_attn_desc *d, int64_t kw, vc_kv_mirror *m);
+void *vc_cu_attn_mirror_make(const vc_kv_mirror *m, attn_params *p, int n_seq, int64_t kw);
+
+/* vc_cu_attn_launch of a kernel that reads the mirrors (blocks of TQ queries): 1 when launched, -1 on an error
+ * (sticky), 0 with nothing launched when there are no mirrors (the caller runs the plain kernel) */
+template <class K, class... A>
+int vc_cu_attn_launch_pipe(K kern, const vc_attn_desc *d, int64_t kw, int heads, size_t sh, const float *Dd,
+                           const char *op, A... args) {
+    vc_kv_mirror m;
+    if (!vc_cu_attn_mirror_plan(d, kw, &m)) return 0;
+    attn_params p;
+    int64_t nb;
+    void *meta = vc_cu_attn_upload_meta(d, TQ, 0, &p, &nb, op);
+    if (!meta) return -1;
+    p.D = Dd;
+    void *mir = nb > 0 ? vc_cu_attn_mirror_make(&m, &p, d->n_seq, kw) : NULL;
+    int ok = 1;
+    if (mir) {
+        ok = vc_cu_ok(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh), op);
+        if (ok) {
+            kern<<<dim3((unsigned)nb, heads), NWM * 32, sh, vc_cu_stream()>>>(args..., p);
+            ok = vc_cu_end(op);
+        }
+    }
+    vc_cu_scratch_free(meta);
+    vc_cu_scratch_free(mir);
+    return !ok ? -1 : mir || nb == 0 ? 1 : 0;
+}
+
+/* dst[r][c] (pitch ld) = src[r * stride + c] for r < rows by cp.async (bf16 rows, 16-byte aligned; the caller commits
+ * and waits), zero rows up to TQ */
+template <int W>
+__device__ __forceinline__ void mma_cp_rows(bf16 *dst, int ld, const bf16 *src, int64_t stride, int rows) {
+    for (int idx = threadIdx.x; idx < TQ * (W / 8); idx += NWM * 32) {
+        const int r = idx / (W / 8), c = (idx % (W / 8)) * 8;
+        if (r < rows) vc_cp16(dst + r * ld + c, src + r * stride + c);
+        else *reinterpret_cast<uint4 *>(dst + r * ld + c) = uint4{ 0, 0, 0, 0 };
+    }
+}
+
 /* the keys [*lo, *hi] query position pos sees (vc_attn_visible's causal, window and chunk bounds; the division once
  * per row, not per key); hi = -1 for a row past the tile's last (valid 0) */
 template <class P, class S>
@@ -104,6 +153,23 @@ __device__ __forceinline__ void mma_acc(float (&acc)[D / 8][4], const uint32_t (
             const bf16 *bp = Yt + (n * 8 + g) * ly + kc * 16 + 2 * t;
             const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
             vc_mma_16816(acc[n], xa[kc], b);
+        }
+}
+
+/* mma_acc with Y given row-major (pitch ly, 16-byte aligned rows): its B fragments by ldmatrix.trans, two n-tiles a
+ * load; the same products in the same order, so the same bits */
+template <int D>
+__device__ __forceinline__ void mma_acc_t(float (&acc)[D / 8][4], const uint32_t (&xa)[TQ / 16][4], const bf16 *Y, int ly) {
+    const int lane = threadIdx.x % 32, j = lane / 8, r = lane % 8;
+#pragma unroll
+    for (int kc = 0; kc < TQ / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < D / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4_t(b, Y + (kc * 16 + (j & 1) * 8 + r) * ly + (n + (j >> 1)) * 8);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+            vc_mma_16816(acc[n], xa[kc], b0);
+            vc_mma_16816(acc[n + 1], xa[kc], b1);
         }
 }
 

@@ -31,20 +31,23 @@ __device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float 
 }
 
 /* ---------------- dQ ---------------- */
-template <int D>
+/* PIPE: K and V tiles double-buffered from the mirrors by cp.async (the forward's pipeline), K^T not stored: dQ's B
+ * fragments by ldmatrix.trans from the K tile (the same bits) */
+template <int D, bool PIPE>
 struct dq_mma_smem {
     static constexpr int LQ = D + PADM, LT = TQ + PADM;
-    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2; /* Q, dO, K, V; K^T */
+    static constexpr size_t bytes = PIPE ? (size_t)TQ * LQ * 2 * 6                        /* Q, dO, 2 K, 2 V */
+                                         : (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2; /* Q, dO, K, V; K^T */
 };
 
-template <int D>
+template <int D, bool PIPE>
 __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const float *dout, const float *lse,
                                                              const float *q, attn_params p) {
-    typedef dq_mma_smem<D> L;
-    constexpr int LQ = L::LQ, LT = L::LT;
+    typedef dq_mma_smem<D, PIPE> L;
+    constexpr int LQ = L::LQ, LT = L::LT, NB = PIPE ? 2 : 1;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *dOs = Qs + TQ * LQ, *Ks = dOs + TQ * LQ, *Vs = Ks + TQ * LQ;
-    bf16 *Kt = Vs + TQ * LQ;
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *dOs = Qs + TQ * LQ, *Ks = dOs + TQ * LQ, *Vs = Ks + NB * TQ * LQ;
+    bf16 *Kt = Vs + NB * TQ * LQ;
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -68,18 +71,46 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     float acc[D / 8][4];
     mma_zero(acc);
+    const bf16 *kg = NULL, *vg = NULL;
+    if (PIPE) { /* the head's columns in the mirrors; the first tile's copy in flight */
+        kg = reinterpret_cast<const bf16 *>(p.kmir) + (sm.k - p.kbase) + (int64_t)kvh * D;
+        vg = reinterpret_cast<const bf16 *>(p.vmir) + (sm.v - p.vbase) + (int64_t)kvh * D;
+        if (j0 < j1) {
+            const int nk = (int)(j1 - j0 < TQ ? j1 - j0 : TQ);
+            mma_cp_rows<D>(Ks, LQ, kg + j0 * p.kstride, p.kstride, nk);
+            mma_cp_rows<D>(Vs, LQ, vg + j0 * p.vstride, p.vstride, nk);
+            vc_cp_commit();
+        }
+    }
+    int buf = 0;
     for (int64_t kb = j0; kb < j1; kb += TQ) {
-        const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
-        __syncthreads(); /* the previous tile is no longer read (and Q, dO are in place) */
-        mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
-        mma_load_rows<D>(Vs, LQ, sm.v + kb * p.vstride + (int64_t)kvh * D, p.vstride, nk);
-        mma_load_cols<D>(Kt, LT, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
-        __syncthreads();
+        const bf16 *Kc = Ks, *Vc = Vs;
+        if (PIPE) {
+            const int64_t nb = kb + TQ;
+            if (nb < j1) { /* the next tile into the other buffers (last read before the previous tile's barrier) */
+                const int nn = (int)(j1 - nb < TQ ? j1 - nb : TQ);
+                mma_cp_rows<D>(Ks + (buf ^ 1) * TQ * LQ, LQ, kg + nb * p.kstride, p.kstride, nn);
+                mma_cp_rows<D>(Vs + (buf ^ 1) * TQ * LQ, LQ, vg + nb * p.vstride, p.vstride, nn);
+                vc_cp_commit();
+                vc_cp_wait<1>();
+            } else
+                vc_cp_wait<0>();
+            __syncthreads(); /* this tile's copies (and Q, dO) seen by every warp */
+            Kc = Ks + buf * TQ * LQ;
+            Vc = Vs + buf * TQ * LQ;
+        } else {
+            const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
+            __syncthreads(); /* the previous tile is no longer read (and Q, dO are in place) */
+            mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+            mma_load_rows<D>(Vs, LQ, sm.v + kb * p.vstride + (int64_t)kvh * D, p.vstride, nk);
+            mma_load_cols<D>(Kt, LT, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
+            __syncthreads();
+        }
         float s[TQ / 8][4], dp[TQ / 8][4];
         mma_zero(s);
         mma_zero(dp);
-        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Ks, LQ);
-        mma_rows<D>(dp, dOs + rr[0] * LQ, dOs + rr[1] * LQ, Vs, LQ);
+        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Kc, LQ);
+        mma_rows<D>(dp, dOs + rr[0] * LQ, dOs + rr[1] * LQ, Vc, LQ);
         uint32_t da[TQ / 16][4];
 #pragma unroll
         for (int n = 0; n < TQ / 8; n++) {
@@ -96,7 +127,12 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
             da[n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
             da[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
         }
-        mma_acc<D>(acc, da, Kt, LT);
+        if (PIPE) {
+            mma_acc_t<D>(acc, da, Kc, LQ); /* dQ += dS K */
+            __syncthreads(); /* the tile is no longer read: the next iteration's copy may overwrite it */
+            buf ^= 1;
+        } else
+            mma_acc<D>(acc, da, Kt, LT);
     }
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -203,9 +239,10 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
 template <int D>
 void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
              int dkdv, const char *op) {
-    if (dq)
-        vc_cu_attn_launch(k_attn_bwd_dq_mma<D>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D>::bytes, Dd, op, dq, dout,
-                          lse, q);
+    if (dq && !vc_cu_attn_launch_pipe(k_attn_bwd_dq_mma<D, true>, d, (int64_t)d->n_kv_head * D, d->n_head,
+                                      dq_mma_smem<D, true>::bytes, Dd, op, dq, dout, lse, q))
+        vc_cu_attn_launch(k_attn_bwd_dq_mma<D, false>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D, false>::bytes, Dd,
+                          op, dq, dout, lse, q);
     if (dkdv)
         vc_cu_attn_launch(k_attn_bwd_dkdv_mma<D>, d, TQ, 1, d->n_kv_head, NWM * 32, dkdv_mma_smem<D>::bytes, Dd, op,
                           dout, lse, q);

@@ -29,6 +29,45 @@ __device__ __forceinline__ uint32_t vc_pack_bf16x2(float lo, float hi) {
     return l | h << 16;
 }
 
+/* ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: four 8 x 8 bf16 matrices of shared memory, transposed. Lanes 8j ..
+ * 8j + 7 give the addresses of matrix j's rows (8 bf16 each, 16-byte aligned); lane l (g = l / 4, t = l % 4) gets
+ * r[j] = M_j[2t][g] | M_j[2t + 1][g] << 16: an mma B fragment's k pair from a row-major k x n tile */
+__device__ __forceinline__ void vc_ldsm_x4_t(uint32_t (&r)[4], const __nv_bfloat16 *row) {
+#ifdef VC_EMU_MMA_H
+    unsigned u[4];
+    vc_emu_ldsm_x4_t(u, row);
+    r[0] = u[0], r[1] = u[1], r[2] = u[2], r[3] = u[3];
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
+/* cp.async.cg.shared.global: 16 bytes from global to shared memory (both 16-byte aligned) without registers; a
+ * thread's copies since its last commit form a group, vc_cp_wait<n> waits until at most n of its groups are in
+ * flight (the emulator copies at once) */
+__device__ __forceinline__ void vc_cp16(void *smem, const void *gmem) {
+#ifdef VC_EMU_MMA_H
+    memcpy(smem, gmem, 16);
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
+#endif
+}
+__device__ __forceinline__ void vc_cp_commit(void) {
+#ifndef VC_EMU_MMA_H
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void vc_cp_wait(void) {
+#ifndef VC_EMU_MMA_H
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 /* the 32-bit word at p (two bf16; p 4-byte aligned) */
 __device__ __forceinline__ uint32_t vc_ld32(const __nv_bfloat16 *p) { return *reinterpret_cast<const uint32_t *>(p); }
 #endif
