@@ -109,6 +109,41 @@ __device__ __forceinline__ void mma_cp_rows(bf16 *dst, int ld, const bf16 *src, 
     }
 }
 
+/* The pipelined kernels' key and value tiles: K tiles of pitch lk at Ks (+ TQ lk for the second buffer), V tiles of
+ * pitch lv at Vs; kg / vg the head's columns in the mirrors. mma_pipe_start: the first tile's copy in flight.
+ * mma_pipe_next: the next tile's copy into the other buffers (last read before the previous tile's closing barrier),
+ * then the wait for tile kb and a barrier; the caller ends each tile with a barrier too. */
+template <int D, int DV>
+struct mma_pipe {
+    bf16 *Ks, *Vs;
+    int lk, lv;
+    const bf16 *kg, *vg;
+    __device__ __forceinline__ mma_pipe(bf16 *k, int lk_, bf16 *v, int lv_, const attn_params &p, const seq_meta &sm,
+                                        int kvh)
+        : Ks(k), Vs(v), lk(lk_), lv(lv_), kg(NULL), vg(NULL) {
+        if (!p.kmir) return; /* the plain kernels */
+        kg = reinterpret_cast<const bf16 *>(p.kmir) + (sm.k - p.kbase) + (int64_t)kvh * D;
+        vg = reinterpret_cast<const bf16 *>(p.vmir) + (sm.v - p.vbase) + (int64_t)kvh * DV;
+    }
+    __device__ __forceinline__ void copy(int buf, const attn_params &p, int64_t kb, int64_t j1) const {
+        const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
+        mma_cp_rows<D>(Ks + buf * TQ * lk, lk, kg + kb * p.kstride, p.kstride, nk);
+        mma_cp_rows<DV>(Vs + buf * TQ * lv, lv, vg + kb * p.vstride, p.vstride, nk);
+        vc_cp_commit();
+    }
+    __device__ __forceinline__ void start(const attn_params &p, int64_t j0, int64_t j1) const {
+        if (j0 < j1) copy(0, p, j0, j1);
+    }
+    __device__ __forceinline__ void next(int buf, const attn_params &p, int64_t kb, int64_t j1) const {
+        if (kb + TQ < j1) {
+            copy(buf ^ 1, p, kb + TQ, j1);
+            vc_cp_wait<1>();
+        } else
+            vc_cp_wait<0>();
+        __syncthreads(); /* tile kb's copies (and what was stored before the loop) seen by every warp */
+    }
+};
+
 /* the keys [*lo, *hi] query position pos sees (vc_attn_visible's causal, window and chunk bounds; the division once
  * per row, not per key); hi = -1 for a row past the tile's last (valid 0) */
 template <class P, class S>

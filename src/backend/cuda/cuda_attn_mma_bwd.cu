@@ -71,31 +71,13 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
     float acc[D / 8][4];
     mma_zero(acc);
-    const bf16 *kg = NULL, *vg = NULL;
-    if (PIPE) { /* the head's columns in the mirrors; the first tile's copy in flight */
-        kg = reinterpret_cast<const bf16 *>(p.kmir) + (sm.k - p.kbase) + (int64_t)kvh * D;
-        vg = reinterpret_cast<const bf16 *>(p.vmir) + (sm.v - p.vbase) + (int64_t)kvh * D;
-        if (j0 < j1) {
-            const int nk = (int)(j1 - j0 < TQ ? j1 - j0 : TQ);
-            mma_cp_rows<D>(Ks, LQ, kg + j0 * p.kstride, p.kstride, nk);
-            mma_cp_rows<D>(Vs, LQ, vg + j0 * p.vstride, p.vstride, nk);
-            vc_cp_commit();
-        }
-    }
+    const mma_pipe<D, D> pipe(Ks, LQ, Vs, LQ, p, sm, kvh);
+    if (PIPE) pipe.start(p, j0, j1);
     int buf = 0;
     for (int64_t kb = j0; kb < j1; kb += TQ) {
         const bf16 *Kc = Ks, *Vc = Vs;
         if (PIPE) {
-            const int64_t nb = kb + TQ;
-            if (nb < j1) { /* the next tile into the other buffers (last read before the previous tile's barrier) */
-                const int nn = (int)(j1 - nb < TQ ? j1 - nb : TQ);
-                mma_cp_rows<D>(Ks + (buf ^ 1) * TQ * LQ, LQ, kg + nb * p.kstride, p.kstride, nn);
-                mma_cp_rows<D>(Vs + (buf ^ 1) * TQ * LQ, LQ, vg + nb * p.vstride, p.vstride, nn);
-                vc_cp_commit();
-                vc_cp_wait<1>();
-            } else
-                vc_cp_wait<0>();
-            __syncthreads(); /* this tile's copies (and Q, dO) seen by every warp */
+            pipe.next(buf, p, kb, j1);
             Kc = Ks + buf * TQ * LQ;
             Vc = Vs + buf * TQ * LQ;
         } else {
