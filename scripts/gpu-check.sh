@@ -495,6 +495,10 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # every GEMM of a layer and the LM head at decode, training and log-prob row counts, and the bf16 rounding's cost
     [ -f "$CFG05" ] && step "bench gemm qwen2.5-0.5b bf16 (rows 256, 8192, 16384; forward and backward)" 60 \
         "$BIN" bench gemm --config "$CFG05" --rows 256,8192,16384 --backward --device cuda --precision bf16
+    # decode rows on the f32 paged kernel (lanes over keys) instead of the tensor-core one
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED_MMA=0" \
+        60 env VERLC_CUDA_PAGED_MMA=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \
+        --new 256 --device cuda --precision bf16
     # prefill chunks on the paged kernel (a block per query row) instead of the flash kernels on gathered keys
     [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED_PREFILL=paged" \
         60 env VERLC_CUDA_PAGED_PREFILL=paged "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \

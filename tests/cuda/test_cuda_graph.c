@@ -27,10 +27,11 @@ static const char *CONFIGS[NCFG] = {
     " \"rope_theta\": 10000.0, \"sliding_window\": 6, \"attn_logit_softcapping\": 50.0,"
     " \"final_logit_softcapping\": 30.0, \"query_pre_attn_scalar\": 32, \"hidden_activation\": \"gelu_pytorch_tanh\","
     " \"bos_token_id\": 2, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}",
+    /* heads of 64: with bf16 matmuls its decode rows take the tensor-core paged kernel, captured and replayed */
     "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", \"hidden_size\": 64,"
     " \"intermediate_size\": 96, \"moe_intermediate_size\": 32, \"num_experts\": 40, \"num_experts_per_tok\": 4,"
     " \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
-    " \"num_key_value_heads\": 2, \"head_dim\": 16, \"vocab_size\": 260, \"max_position_embeddings\": 512,"
+    " \"num_key_value_heads\": 2, \"head_dim\": 64, \"vocab_size\": 260, \"max_position_embeddings\": 512,"
     " \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\","
     " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}",
     /* linear-attention states: their per-row pointers change from step to step, their tables ride in the arena */

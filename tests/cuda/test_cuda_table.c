@@ -617,6 +617,42 @@ typedef struct {
     int sel;   /* DeepSeek Sparse Attention: each query row sees a random half of its keys (its own among them) */
 } pcase;
 
+/* bf16 matmuls on bf16 pages (q rounded to bf16 for the CPU): the prefill rows through the flash kernels, the decode
+ * rows through the tensor-core paged kernel where the heads allow (q and P in bf16): within the bf16 kernels'
+ * tolerances of the CPU; the last sequence alone gives the same bits; VERLC_CUDA_PAGED_MMA=0 puts the decode rows
+ * back on the f32 kernel (the CPU's accuracy where there are no prefill rows) */
+static void paged_bf16_matmuls(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *c16,
+                               const vc_attn_desc *g16d, const float *q, size_t no, size_t nl) {
+    const int prefill = d->q_start[a->nseq] > a->nseq, last = a->nseq - 1;
+    size_t nq = (size_t)(d->q_start[a->nseq] * a->nh * a->hd);
+    float *qr = hbuf(nq), *o = hbuf(no), *lse = hbuf(nl);
+    for (size_t i = 0; i < nq; i++) qr[i] = vc_bf16_to_f32(vc_f32_to_bf16(q[i]));
+    float *gqr = dup_f(qr, nq), *go = dalloc(no * 4), *glse = dalloc(nl * 4), *go1 = dalloc(no * 4);
+    float *gof = dalloc(no * 4), *glf = dalloc(nl * 4);
+    int64_t qs1[2] = { d->q_start[last], d->q_start[last + 1] };
+    vc_attn_desc g1 = *g16d;
+    g1.n_seq = 1;
+    g1.q_start = qs1;
+    g1.kv_len = d->kv_len + last;
+    g1.k_pages = g16d->k_pages + last;
+    g1.v_pages = g16d->v_pages + last;
+    C->attn_fwd(o, lse, qr, c16);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    G->attn_fwd(go, glse, gqr, g16d);
+    G->fill(go1, 0.0f, (int64_t)no);
+    G->attn_fwd(go1, NULL, gqr, &g1);
+    setenv("VERLC_CUDA_PAGED_MMA", "0", 1);
+    G->attn_fwd(gof, glf, gqr, g16d);
+    unsetenv("VERLC_CUDA_PAGED_MMA");
+    vc_set_matmul_precision(VC_PREC_F32);
+    cmp("paged, bf16 matmuls (q and P in bf16): output", go, o, no, 1e-2);
+    cmp("paged, bf16 matmuls (q and P in bf16): lse", glse, lse, nl, 2e-4);
+    size_t o0 = (size_t)(qs1[0] * a->nh * a->dv), on = (size_t)((qs1[1] - qs1[0]) * a->nh * a->dv);
+    same_bits("paged, bf16 matmuls: last sequence alone vs in the batch", go1 + o0, go + o0, on);
+    cmp("paged, bf16 matmuls, VERLC_CUDA_PAGED_MMA=0: output", gof, o, no, prefill ? 1e-2 : 1e-4);
+    cmp("paged, bf16 matmuls, VERLC_CUDA_PAGED_MMA=0: lse", glf, lse, nl, prefill ? 2e-4 : 1e-4);
+}
+
 /* the same pages in bf16 (the rollout's KV pool): vs the CPU on the same bf16 pages, and the same bits as float pages
  * holding the bf16-rounded values (both kernels read a bf16 value exactly) */
 static void paged_bf16(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *gd, const float *pool,
@@ -660,18 +696,7 @@ static void paged_bf16(const pcase *a, const vc_attn_desc *d, const vc_attn_desc
     cmp("paged fwd, bf16 pages: lse", glse, lse, nl, 1e-4);
     same_bits("paged fwd: bf16 pages vs float pages of the same values (output)", go, gor, no);
     same_bits("paged fwd: bf16 pages vs float pages of the same values (lse)", glse, glr, nl);
-    if (d->q_start[a->nseq] > a->nseq) { /* bf16 matmuls: the prefill rows on tensor cores where the heads allow */
-        size_t nq = (size_t)(d->q_start[a->nseq] * a->nh * a->hd);
-        float *qr = hbuf(nq);
-        for (size_t i = 0; i < nq; i++) qr[i] = vc_bf16_to_f32(vc_f32_to_bf16(q[i]));
-        float *gqr = dup_f(qr, nq);
-        C->attn_fwd(o, lse, qr, &c16);
-        vc_set_matmul_precision(VC_PREC_BF16);
-        G->attn_fwd(go, glse, gqr, &g16d);
-        vc_set_matmul_precision(VC_PREC_F32);
-        cmp("paged prefill, bf16 matmuls (q and P in bf16): output", go, o, no, 1e-2);
-        cmp("paged prefill, bf16 matmuls (q and P in bf16): lse", glse, lse, nl, 2e-4);
-    }
+    paged_bf16_matmuls(a, d, &c16, &g16d, q, no, nl);
     free(pp);
 }
 

@@ -47,6 +47,14 @@ struct paged_blk {
     pseq sq;
 };
 
+/* the keys [*j0, *j1) the query at position pos of sequence sq sees (causal, window, chunk) */
+__device__ __forceinline__ void paged_range(const paged_params &p, const pseq &sq, int64_t pos, int64_t *j0,
+                                            int64_t *j1) {
+    *j1 = p.causal ? (pos + 1 < sq.kvlen ? pos + 1 : sq.kvlen) : sq.kvlen;
+    *j0 = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
+    if (p.chunk > 0 && pos - pos % p.chunk > *j0) *j0 = pos - pos % p.chunk;
+}
+
 /* the block's row and key range; its GC query heads copied into qs (row pitch qp floats) and their ALiBi slopes */
 template <int GC>
 __device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const float *q, float *qs, int qp,
@@ -62,9 +70,7 @@ __device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const fl
     for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, b.h0 + g);
     __syncthreads();
     b.pos = b.sq.kvlen - b.sq.qlen + (b.row - b.sq.q0);
-    b.j1 = p.causal ? (b.pos + 1 < b.sq.kvlen ? b.pos + 1 : b.sq.kvlen) : b.sq.kvlen;
-    b.j0 = p.window > 0 && b.pos - p.window + 1 > 0 ? b.pos - p.window + 1 : 0;
-    if (p.chunk > 0 && b.pos - b.pos % p.chunk > b.j0) b.j0 = b.pos - b.pos % p.chunk;
+    paged_range(p, b.sq, b.pos, &b.j0, &b.j1);
     return b;
 }
 
@@ -159,6 +165,7 @@ static int heads_per_block(int group, int most) {
  * same table when the caller passes k_base / v_base. */
 static char *g_tab_host, *g_tab_dev;
 static size_t g_tab_bytes, g_tab_cap, g_tab_fixed, g_tab_npg; /* the last table; device buffer size */
+static int g_tab_aligned; /* the last table's page offsets all on 16-byte boundaries */
 
 void vc_cu_paged_release(void) {
     vc_cuda_free(g_tab_dev);
@@ -239,6 +246,7 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
     int64_t *kp = (int64_t *)(h + fixed), *vp = kp + cap;
     page_bases(d, P, kbase, vbase);
     int64_t at = 0;
+    g_tab_aligned = 1;
     for (int s = 0; s < d->n_seq; s++) {
         int64_t n = (d->kv_len[s] + P - 1) / P;
         sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
@@ -247,6 +255,7 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
             int64_t vb = (const char *)d->v_pages[s][i] - (const char *)*vbase;
             kp[at + i] = d->kv_bf16 ? kb / 2 : kb / 4;
             vp[at + i] = d->kv_bf16 ? vb / 2 : vb / 4;
+            if (kb % 16 || vb % 16) g_tab_aligned = 0;
         }
         at += n;
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
@@ -272,6 +281,7 @@ static void launch_paged(int gc, dim3 grid, float *o, float *lse, const float *q
 }
 
 #include "cuda_paged_keys.h"
+#include "cuda_paged_mma.h"
 
 /* the kernel with the lanes over keys (cuda_paged_keys.h) where the heads allow: 1.74x the decode tokens/s of
  * k_attn_paged on an H200 (Qwen2.5-0.5B shape, batch 256, 128 + 256 tokens); VERLC_CUDA_PAGED=dims: k_attn_paged */
@@ -373,7 +383,11 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
 
 /* the paged kernel for the rows p.rows lists (all rows from p.row0 when NULL) */
 static void launch_rows(const vc_attn_desc *d, const paged_params &p, int64_t rows, float *o, float *lse,
-                        const float *q) {
+                        const float *q, const char *op) {
+    const int es = d->kv_bf16 ? 2 : 4; /* the tensor-core kernel's 16-byte copies: bases, strides, page offsets */
+    const int aligned = g_tab_aligned && ((uintptr_t)p.kbase % 16) == 0 && ((uintptr_t)p.vbase % 16) == 0 &&
+                        (d->k_stride * es) % 16 == 0 && (d->v_stride * es) % 16 == 0;
+    if (launch_paged_mma(d, p, aligned, rows, o, lse, q, op)) return;
     int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
     if (paged_keys() && !wide) {
@@ -404,7 +418,7 @@ static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *
     free(h);
     if (!dev) return;
     p.rows = (const int32_t *)dev;
-    launch_rows(d, p, n, o, lse, q);
+    launch_rows(d, p, n, o, lse, q, op);
     vc_cu_end(op);
     vc_cu_scratch_free(dev);
 }
@@ -466,6 +480,6 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
             return;
         }
     }
-    launch_rows(d, p, rows, o, lse, q);
+    launch_rows(d, p, rows, o, lse, q, op);
     vc_cu_end(op);
 }

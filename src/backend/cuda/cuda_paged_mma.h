@@ -1,0 +1,196 @@
+/* Paged attention on tensor cores (included by cuda_paged.cu; with bf16 matmuls and bf16 pages, heads of 64, 80, 96 or
+ * 128, up to 16 query heads a key/value head; VERLC_CUDA_PAGED_MMA=0: the kernels above). One block of 4 warps per
+ * (query row, key/value head): the group's query heads are the 16 rows of mma.sync's A operand (q rounded to bf16,
+ * rows past the group zero), so a key tile is read once for the whole group and multiplied, not walked lane by lane.
+ * The visible keys go in tiles of 64, copied out of their pages by cp.async into two buffers (the next tile's copy in
+ * flight while the current one is multiplied); warp w takes keys 16w .. 16w + 15 of each tile: S = Q K^T in
+ * registers, its online softmax (f32), P rounded to bf16 and O += P V with V's fragments by ldmatrix.trans. The warps'
+ * partials are merged in warp order. A row's output depends only on its sequence's keys: batch-invariant as the
+ * kernels above, the numerics of the flash kernels (q and P in bf16, f32 sums) rather than theirs. */
+#include "cuda_mma.h"
+
+typedef __nv_bfloat16 pbf16;
+static constexpr int PMT = 64; /* keys a tile */
+
+template <int D>
+struct paged_mma_smem {
+    static constexpr int LD = D + 8; /* bf16 pitch: 16-byte rows, 32-bit fragment loads across the banks */
+    static constexpr size_t bytes = (size_t)(16 + 4 * PMT) * LD * 2; /* Q, two K and two V tiles */
+    static_assert((size_t)4 * 16 * D * 4 + 4 * 16 * 2 * 4 <= (size_t)4 * PMT * LD * 2, "merge area");
+};
+
+/* the key tile at t0 (rows below j1) into the buffers Kb / Vb by cp.async (one group); rows past j1 zero */
+template <int D>
+__device__ __forceinline__ void paged_mma_copy(pbf16 *Kb, pbf16 *Vb, const paged_params &p, const pseq &sq, int kvh,
+                                               int64_t t0, int64_t j1) {
+    constexpr int LD = paged_mma_smem<D>::LD, C = D / 8;
+    const pbf16 *kb = (const pbf16 *)p.kbase, *vb = (const pbf16 *)p.vbase;
+    for (int idx = threadIdx.x; idx < PMT * C; idx += 128) {
+        const int r = idx / C, c = (idx % C) * 8;
+        const int64_t j = t0 + r;
+        if (j < j1) {
+            const int64_t pg = sq.pg + j / p.P, slot = j % p.P;
+            vc_cp16(Kb + r * LD + c, kb + p.kp[pg] + slot * p.kstride + (int64_t)kvh * D + c);
+            vc_cp16(Vb + r * LD + c, vb + p.vp[pg] + slot * p.vstride + (int64_t)kvh * D + c);
+        } else {
+            *reinterpret_cast<uint4 *>(Kb + r * LD + c) = uint4{ 0, 0, 0, 0 };
+            *reinterpret_cast<uint4 *>(Vb + r * LD + c) = uint4{ 0, 0, 0, 0 };
+        }
+    }
+    vc_cp_commit();
+}
+
+template <int D>
+__global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, const float *q, paged_params p) {
+    typedef paged_mma_smem<D> L;
+    constexpr int LD = L::LD;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    pbf16 *Qs = reinterpret_cast<pbf16 *>(smem_raw), *Ks = Qs + 16 * LD, *Vs = Ks + 2 * PMT * LD;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t i = p.rows ? p.rows[blockIdx.x] : blockIdx.x, row = p.row0 + i;
+    const pseq sq = p.seq[p.row_seq[i]];
+    const int kvh = blockIdx.y, G = p.nh / p.nkv, h0 = kvh * G;
+    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
+    int64_t j0, j1;
+    paged_range(p, sq, pos, &j0, &j1);
+    for (int idx = threadIdx.x; idx < 16 * D; idx += 128) {
+        const int r = idx / D, c = idx % D;
+        Qs[r * LD + c] = __float2bfloat16_rn(r < G ? q[(row * p.nh + h0 + r) * D + c] : 0.0f);
+    }
+    if (j0 < j1) paged_mma_copy<D>(Ks, Vs, p, sq, kvh, j0, j1);
+    __syncthreads(); /* Q */
+    uint32_t qa[D / 16][4]; /* Q's A fragments, rows g and g + 8: heads h0 + g, h0 + g + 8 */
+#pragma unroll
+    for (int kc = 0; kc < D / 16; kc++) {
+        const pbf16 *a0 = Qs + g * LD + kc * 16 + 2 * t, *a1 = a0 + 8 * LD;
+        qa[kc][0] = vc_ld32(a0), qa[kc][1] = vc_ld32(a1), qa[kc][2] = vc_ld32(a0 + 8), qa[kc][3] = vc_ld32(a1 + 8);
+    }
+    float slope[2], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
+    for (int r = 0; r < 2; r++) slope[r] = g + 8 * r < G ? vc_attn_slope(p, h0 + g + 8 * r) : 0.0f;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    int buf = 0;
+    for (int64_t t0 = j0; t0 < j1; t0 += PMT) {
+        if (t0 + PMT < j1) { /* the next tile into the other buffers (last read before the previous barrier) */
+            paged_mma_copy<D>(Ks + (buf ^ 1) * PMT * LD, Vs + (buf ^ 1) * PMT * LD, p, sq, kvh, t0 + PMT, j1);
+            vc_cp_wait<1>();
+        } else
+            vc_cp_wait<0>();
+        __syncthreads(); /* tile t0 seen by every warp */
+        const pbf16 *Kc = Ks + buf * PMT * LD + warp * 16 * LD, *Vc = Vs + buf * PMT * LD + warp * 16 * LD;
+        float s[2][4] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 } };
+#pragma unroll
+        for (int kc = 0; kc < D / 16; kc++)
+#pragma unroll
+            for (int n = 0; n < 2; n++) {
+                const pbf16 *bp = Kc + (n * 8 + g) * LD + kc * 16 + 2 * t;
+                const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
+                vc_mma_16816(s[n], qa[kc], b);
+            }
+        float mx[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = e >> 1;
+                const int64_t key = t0 + warp * 16 + n * 8 + 2 * t + (e & 1);
+                const bool vis = g + 8 * r < G && key < j1 && vc_attn_selected(p, row, key);
+                s[n][e] = vis ? vc_attn_score(p, s[n][e], slope[r], pos, key) : -INFINITY;
+                mx[r] = fmaxf(mx[r], s[n][e]);
+            }
+        float mn[2], corr[2], ev[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            mn[r] = fmaxf(m[r], mx[r]);
+            corr[r] = mn[r] == -INFINITY ? 1.0f : expf(m[r] - mn[r]);
+            l[r] *= corr[r];
+            m[r] = mn[r];
+        }
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = e >> 1;
+                ev[n][e] = mn[r] == -INFINITY ? 0.0f : expf(s[n][e] - mn[r]);
+                l[r] += ev[n][e];
+            }
+        const uint32_t pa[4] = { vc_pack_bf16x2(ev[0][0], ev[0][1]), vc_pack_bf16x2(ev[0][2], ev[0][3]),
+                                 vc_pack_bf16x2(ev[1][0], ev[1][1]), vc_pack_bf16x2(ev[1][2], ev[1][3]) };
+        const int j = lane / 8, rr = lane % 8;
+#pragma unroll
+        for (int n = 0; n < D / 8; n += 2) {
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                acc[n][x] *= corr[x >> 1];
+                acc[n + 1][x] *= corr[x >> 1];
+            }
+            uint32_t b[4];
+            vc_ldsm_x4_t(b, Vc + ((j & 1) * 8 + rr) * LD + (n + (j >> 1)) * 8);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+            vc_mma_16816(acc[n], pa, b0);
+            vc_mma_16816(acc[n + 1], pa, b1);
+        }
+        __syncthreads(); /* the tile is no longer read: the next iteration's copy may overwrite it */
+        buf ^= 1;
+    }
+    /* the warps' partials, merged head by head in warp order (the tiles' area reused) */
+    float *Am = reinterpret_cast<float *>(Ks), *Mm = Am + 4 * 16 * D, *Lm = Mm + 4 * 16;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        if (t == 0) {
+            Mm[warp * 16 + g + 8 * r] = m[r];
+            Lm[warp * 16 + g + 8 * r] = l[r];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            float *a = Am + (warp * 16 + g + 8 * r) * D + n * 8 + 2 * t;
+            a[0] = acc[n][2 * r];
+            a[1] = acc[n][2 * r + 1];
+        }
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < G * D; idx += 128) {
+        const int r = idx / D, c = idx % D;
+        float M = -INFINITY, Lsum = 0.0f, f[4];
+        for (int w = 0; w < 4; w++) M = fmaxf(M, Mm[w * 16 + r]);
+        for (int w = 0; w < 4; w++) {
+            f[w] = Mm[w * 16 + r] == -INFINITY ? 0.0f : expf(Mm[w * 16 + r] - M);
+            Lsum += Lm[w * 16 + r] * f[w];
+        }
+        const float sf = vc_attn_sink_fold(p, h0 + r, &M, &Lsum), inv = Lsum > 0 ? sf / Lsum : 0.0f;
+        float a = 0.0f;
+        for (int w = 0; w < 4; w++) a += Am[(w * 16 + r) * D + c] * f[w];
+        o[(row * p.nh + h0 + r) * D + c] = a * inv;
+        if (lse && c == 0) lse[row * p.nh + h0 + r] = Lsum > 0 ? M + logf(Lsum) : -INFINITY;
+    }
+}
+
+/* the tensor-core kernel for d where it applies (bf16 matmuls and pages, heads 64 / 80 / 96 / 128 alike, at most 16
+ * query heads a key/value head, rows and pages on 16-byte boundaries: `aligned`); 0: not launched */
+static int launch_paged_mma(const vc_attn_desc *d, const paged_params &p, int aligned, int64_t rows, float *o,
+                            float *lse, const float *q, const char *op) {
+    const char *e = getenv("VERLC_CUDA_PAGED_MMA"); /* read per call: a test switches it */
+    const int G = d->n_head / d->n_kv_head, D = d->head_dim;
+    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || !d->kv_bf16 || !aligned || G > 16 ||
+        D != d->v_head_dim || (D != 64 && D != 80 && D != 96 && D != 128) || d->n_kv_head > 65535)
+        return 0;
+    dim3 grid((unsigned)rows, (unsigned)d->n_kv_head);
+#define VC_PAGED_MMA(DD)                                                                                       \
+    case DD:                                                                                                   \
+        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_paged_mma<DD>, cudaFuncAttributeMaxDynamicSharedMemorySize,   \
+                                          (int)paged_mma_smem<DD>::bytes), op))                                \
+            k_attn_paged_mma<DD><<<grid, 128, paged_mma_smem<DD>::bytes, vc_cu_stream()>>>(o, lse, q, p);     \
+        return 1;
+    switch (D) {
+        VC_PAGED_MMA(64)
+        VC_PAGED_MMA(80)
+        VC_PAGED_MMA(96)
+        VC_PAGED_MMA(128)
+    }
+#undef VC_PAGED_MMA
+    return 0;
+}
