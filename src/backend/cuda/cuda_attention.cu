@@ -186,6 +186,7 @@ void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_
     p->D = NULL;
     p->kmir = p->vmir = NULL;
     p->kbase = p->vbase = NULL;
+    p->qmir = p->omir = NULL;
     return dev;
 }
 

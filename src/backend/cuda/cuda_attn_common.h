@@ -26,6 +26,7 @@ struct attn_params {
      * kmir is kbase[e] rounded to bf16), or NULL */
     const void *kmir, *vmir;
     const float *kbase, *vbase;
+    const void *qmir, *omir; /* the pipelined dK/dV: q and dO rounded to bf16, in their layout (or NULL) */
 };
 
 constexpr int NT = 256; /* threads of a SIMT block */

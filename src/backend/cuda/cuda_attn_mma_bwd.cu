@@ -129,21 +129,40 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
 }
 
 /* ---------------- dK, dV ---------------- */
-template <int D>
+/* PIPE: the query tiles (Q, dO, lse, D) double-buffered, Q and dO by cp.async from p.qmir / p.omir, no transposed
+ * copies (dV += P^T dO and dK += dS^T Q take their B fragments by ldmatrix.trans): the same bits */
+template <int D, bool PIPE>
 struct dkdv_mma_smem {
     static constexpr int LQ = D + PADM, LT = TQ + PADM;
-    static constexpr size_t bytes = (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2 * 2 + (size_t)TQ * 4 * 2;
+    static constexpr size_t bytes = PIPE ? (size_t)TQ * LQ * 2 * 6 + (size_t)TQ * 4 * 4
+                                         : (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2 * 2 + (size_t)TQ * 4 * 2;
 };
 
+/* PIPE: query tile (h, qb) of the block's sequence into buffer b: Q and dO by cp.async (one group), lse and D stored */
 template <int D>
+__device__ __forceinline__ void dkdv_copy(bf16 *Qb, bf16 *dOb, float *Lb, float *Db, const attn_params &p,
+                                          const seq_meta &sm, const float *lse, int h, int64_t qb, int64_t i1) {
+    constexpr int LQ = D + PADM;
+    const int nq = (int)(i1 - qb < TQ ? i1 - qb : TQ);
+    const int64_t stride = (int64_t)p.nh * D, at = (sm.q0 + qb) * stride + (int64_t)h * D;
+    mma_cp_rows<D>(Qb, LQ, reinterpret_cast<const bf16 *>(p.qmir) + at, stride, nq);
+    mma_cp_rows<D>(dOb, LQ, reinterpret_cast<const bf16 *>(p.omir) + at, stride, nq);
+    vc_cp_commit();
+    for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
+        Lb[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+        Db[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+    }
+}
+
+template <int D, bool PIPE>
 __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dout, const float *lse, const float *q,
                                                                attn_params p) {
-    typedef dkdv_mma_smem<D> L;
-    constexpr int LQ = L::LQ, LT = L::LT;
+    typedef dkdv_mma_smem<D, PIPE> L;
+    constexpr int LQ = L::LQ, LT = L::LT, NB = PIPE ? 2 : 1;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    bf16 *Ks = reinterpret_cast<bf16 *>(smem_raw), *Vs = Ks + TQ * LQ, *Qs = Vs + TQ * LQ, *dOs = Qs + TQ * LQ;
-    bf16 *Qt = dOs + TQ * LQ, *dOt = Qt + D * LT;
-    float *Ls = reinterpret_cast<float *>(dOt + D * LT), *Dd = Ls + TQ;
+    bf16 *Ks = reinterpret_cast<bf16 *>(smem_raw), *Vs = Ks + TQ * LQ, *Qs = Vs + TQ * LQ, *dOs = Qs + NB * TQ * LQ;
+    bf16 *Qt = dOs + NB * TQ * LQ, *dOt = Qt + (PIPE ? 0 : D * LT);
+    float *Ls = reinterpret_cast<float *>(dOt + (PIPE ? 0 : D * LT)), *Dd = Ls + NB * TQ;
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -159,27 +178,48 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
     float dk[D / 8][4], dv[D / 8][4];
     mma_zero(dk);
     mma_zero(dv);
+    if (PIPE) dkdv_copy<D>(Qs, dOs, Ls, Dd, p, sm, lse, kvh * grp, i0, i1); /* the first tile's copy in flight */
+    int buf = 0;
     for (int gi = 0; gi < grp; gi++) {
         const int h = kvh * grp + gi;
         const float slope = vc_attn_slope(p, h);
         for (int64_t qb = i0; qb < i1; qb += TQ) {
             const int nq = (int)(i1 - qb < TQ ? i1 - qb : TQ);
-            __syncthreads(); /* the previous query tile is no longer read (and K, V are in place) */
-            const float *qsrc = q + (sm.q0 + qb) * stride + (int64_t)h * D, *osrc = dout + (sm.q0 + qb) * stride + (int64_t)h * D;
-            mma_load_rows<D>(Qs, LQ, qsrc, stride, nq);
-            mma_load_rows<D>(dOs, LQ, osrc, stride, nq);
-            mma_load_cols<D>(Qt, LT, qsrc, stride, nq);
-            mma_load_cols<D>(dOt, LT, osrc, stride, nq);
-            for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
-                Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
-                Dd[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+            const bf16 *Qc = Qs, *dOc = dOs;
+            const float *Lc = Ls, *Dc = Dd;
+            if (PIPE) { /* the next tile (this head's next, or the next head's first) into the other buffers */
+                const int nx = qb + TQ < i1 ? h : h + 1;
+                if (nx < kvh * grp + grp) {
+                    const int b2 = buf ^ 1;
+                    dkdv_copy<D>(Qs + b2 * TQ * LQ, dOs + b2 * TQ * LQ, Ls + b2 * TQ, Dd + b2 * TQ, p, sm, lse, nx,
+                                 nx == h ? qb + TQ : i0, i1);
+                    vc_cp_wait<1>();
+                } else
+                    vc_cp_wait<0>();
+                __syncthreads(); /* this tile's copies and stores (and K, V) seen by every warp */
+                Qc = Qs + buf * TQ * LQ;
+                dOc = dOs + buf * TQ * LQ;
+                Lc = Ls + buf * TQ;
+                Dc = Dd + buf * TQ;
+            } else {
+                __syncthreads(); /* the previous query tile is no longer read (and K, V are in place) */
+                const float *qsrc = q + (sm.q0 + qb) * stride + (int64_t)h * D;
+                const float *osrc = dout + (sm.q0 + qb) * stride + (int64_t)h * D;
+                mma_load_rows<D>(Qs, LQ, qsrc, stride, nq);
+                mma_load_rows<D>(dOs, LQ, osrc, stride, nq);
+                mma_load_cols<D>(Qt, LT, qsrc, stride, nq);
+                mma_load_cols<D>(dOt, LT, osrc, stride, nq);
+                for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
+                    Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+                    Dd[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+                }
+                __syncthreads();
             }
-            __syncthreads();
             float s[TQ / 8][4], dp[TQ / 8][4];
             mma_zero(s);
             mma_zero(dp);
-            mma_rows<D>(s, Ks + kr[0] * LQ, Ks + kr[1] * LQ, Qs, LQ);   /* S^T: keys x queries */
-            mma_rows<D>(dp, Vs + kr[0] * LQ, Vs + kr[1] * LQ, dOs, LQ); /* dP^T */
+            mma_rows<D>(s, Ks + kr[0] * LQ, Ks + kr[1] * LQ, Qc, LQ);   /* S^T: keys x queries */
+            mma_rows<D>(dp, Vs + kr[0] * LQ, Vs + kr[1] * LQ, dOc, LQ); /* dP^T */
             uint32_t pa[TQ / 16][4], da[TQ / 16][4];
 #pragma unroll
             for (int n = 0; n < TQ / 8; n++) {
@@ -192,15 +232,22 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
                     const bool vis = qc < nq && kr[e >> 1] < nk && (!p.causal || key <= pos) &&
                                      (p.window <= 0 || pos - key < p.window) &&
                                      vc_attn_selected(p, sm.q0 + qb + qc, key);
-                    if (vis) mma_p_ds(p, s[n][e], dp[n][e], Ls[qc], Dd[qc], slope, pos, key, &pr[e], &ds[e]);
+                    if (vis) mma_p_ds(p, s[n][e], dp[n][e], Lc[qc], Dc[qc], slope, pos, key, &pr[e], &ds[e]);
                 }
                 pa[n / 2][(n & 1) * 2] = vc_pack_bf16x2(pr[0], pr[1]);
                 pa[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(pr[2], pr[3]);
                 da[n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
                 da[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
             }
-            mma_acc<D>(dv, pa, dOt, LT);
-            mma_acc<D>(dk, da, Qt, LT);
+            if (PIPE) {
+                mma_acc_t<D>(dv, pa, dOc, LQ); /* dV += P^T dO */
+                mma_acc_t<D>(dk, da, Qc, LQ);  /* dK += dS^T Q */
+                __syncthreads(); /* the tile is no longer read: the next iteration's copy may overwrite it */
+                buf ^= 1;
+            } else {
+                mma_acc<D>(dv, pa, dOt, LT);
+                mma_acc<D>(dk, da, Qt, LT);
+            }
         }
     }
 #pragma unroll
@@ -218,6 +265,50 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
     }
 }
 
+__global__ void k_round_rows(bf16 *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+/* the pipelined dK/dV on bf16 mirrors of q and dO (their rows 16-byte aligned; VERLC_CUDA_ATTN_PIPE=0: not): 1 when
+ * launched, -1 on an error (sticky), 0 with nothing launched (the plain kernel runs) */
+template <int D>
+int dkdv_pipe(const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
+              const char *op) {
+    const char *e = getenv("VERLC_CUDA_ATTN_PIPE"); /* read per call: a test switches it */
+    const int64_t Tq = d->q_start[d->n_seq] - d->q_start[0];
+    const size_t n = (size_t)(d->q_start[d->n_seq] * d->n_head * D);
+    if ((e && *e == '0') || Tq <= 0 || ((uintptr_t)q % 16) || ((uintptr_t)dout % 16)) return 0;
+    bf16 *mir = NULL;
+    if (vc_cu_malloc_async((void **)&mir, 2 * n * sizeof(bf16)) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the plain kernel runs */
+        return 0;
+    }
+    attn_params p;
+    int64_t nb;
+    void *meta = vc_cu_attn_upload_meta(d, TQ, 1, &p, &nb, op);
+    int ok = meta != NULL;
+    p.D = Dd;
+    p.qmir = mir;
+    p.omir = mir + n;
+    constexpr size_t sh = dkdv_mma_smem<D, true>::bytes;
+    if (ok && nb > 0) {
+        const unsigned blocks = vc_cu_blocks((int64_t)n, 256);
+        k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir, q, n);
+        k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir + n, dout, n);
+        ok = vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dkdv_mma<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)sh), op);
+        if (ok) {
+            k_attn_bwd_dkdv_mma<D, true><<<dim3((unsigned)nb, d->n_kv_head), NWM * 32, sh, vc_cu_stream()>>>(dout, lse,
+                                                                                                          q, p);
+            ok = vc_cu_end(op);
+        }
+    }
+    vc_cu_scratch_free(meta);
+    vc_cu_scratch_free(mir);
+    return ok ? 1 : -1;
+}
+
 template <int D>
 void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
              int dkdv, const char *op) {
@@ -225,9 +316,9 @@ void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, con
                                       dq_mma_smem<D, true>::bytes, Dd, op, dq, dout, lse, q))
         vc_cu_attn_launch(k_attn_bwd_dq_mma<D, false>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D, false>::bytes, Dd,
                           op, dq, dout, lse, q);
-    if (dkdv)
-        vc_cu_attn_launch(k_attn_bwd_dkdv_mma<D>, d, TQ, 1, d->n_kv_head, NWM * 32, dkdv_mma_smem<D>::bytes, Dd, op,
-                          dout, lse, q);
+    if (dkdv && !dkdv_pipe<D>(dout, lse, q, d, Dd, op))
+        vc_cu_attn_launch(k_attn_bwd_dkdv_mma<D, false>, d, TQ, 1, d->n_kv_head, NWM * 32,
+                          dkdv_mma_smem<D, false>::bytes, Dd, op, dout, lse, q);
 }
 
 } // namespace
