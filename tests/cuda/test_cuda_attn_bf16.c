@@ -3,8 +3,8 @@
  * GQA, MQA, MHA, sliding window, soft-cap, chunked prefill, keys and values inside fused rows.
  * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
- * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward and dQ the
- * same bits with their cp.async pipeline as without (VERLC_CUDA_ATTN_PIPE=0). A head dim of 72 under bf16
+ * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward, dQ and
+ * dK/dV the same bits with their cp.async pipelines as without (VERLC_CUDA_ATTN_PIPE=0). A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -84,7 +84,7 @@ static void bf16_case(const bcase *a) {
     float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
     C->attn_bwd(dq, dout, o, lse, q, d);
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
-    setenv("VERLC_CUDA_ATTN_PIPE", "0", 1); /* the second run's dQ without the cp.async pipeline: the same bits */
+    setenv("VERLC_CUDA_ATTN_PIPE", "0", 1); /* the second run without the cp.async pipelines: the same bits */
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     unsetenv("VERLC_CUDA_ATTN_PIPE");
     /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
