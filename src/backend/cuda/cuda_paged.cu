@@ -347,14 +347,17 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
     }
     gseq *list = (gseq *)malloc((size_t)np * sizeof(gseq));
     const float **ptr = (const float **)malloc(2 * (size_t)n * sizeof(float *));
+    int64_t *kvl = (int64_t *)malloc((size_t)n * sizeof(int64_t));
     void *dlist = NULL;
-    int ok = list && ptr;
+    int ok = list && ptr && kvl;
     if (!ok) vc_cu_fail(VC_ERR_NOMEM, op, "cannot allocate the prefill's sequence list");
     float *K = buf, *V = buf + keys * kw;
     for (int64_t s = 0, at = 0, i = 0; ok && s < n; s++) {
         ptr[s] = K + at * kw;
         ptr[n + s] = V + at * vw;
-        if (d->q_start[s + 1] - d->q_start[s] < 2) continue;
+        /* the decode rows' sequences: no keys here (nothing of theirs is gathered, nor read) */
+        kvl[s] = d->q_start[s + 1] - d->q_start[s] < 2 ? 0 : d->kv_len[s];
+        if (!kvl[s]) continue;
         list[i++] = gseq{ s, at };
         at += d->kv_len[s];
     }
@@ -369,6 +372,7 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
         f.same_pages = f.kv_bf16 = 0;
         f.k_seq = ptr;
         f.v_seq = ptr + n;
+        f.kv_len = kvl;
         f.k_stride = kw;
         f.v_stride = vw;
         f.min_q_rows = 2;
@@ -378,6 +382,7 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
     vc_cu_scratch_free(buf);
     free(list);
     free(ptr);
+    free(kvl);
     return ok ? 1 : -1;
 }
 
