@@ -68,6 +68,19 @@ cudaError_t vc_emu_error(cudaError_t e, const char *fmt, ...) {
 }
 
 /* ---- device memory ---- */
+/* Built with AddressSanitizer (a sanitizer build of the emulator), each allocation is followed by a poisoned redzone
+ * and a freed one is poisoned whole, so a kernel (instrumented C++ here) that reads or writes past its buffer, or a
+ * freed one, is reported where it does it */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define VC_EMU_RZ ((size_t)4096)
+#define VC_EMU_ASAN_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define VC_EMU_ASAN_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define VC_EMU_RZ ((size_t)0)
+#define VC_EMU_ASAN_POISON(p, n) ((void)0)
+#define VC_EMU_ASAN_UNPOISON(p, n) ((void)0)
+#endif
 static char *g_base;
 static size_t g_cap, g_hw, g_used, g_used_high;
 static std::map<size_t, size_t> g_free, g_live; /* offset -> bytes */
@@ -113,7 +126,7 @@ static void poison(size_t off, size_t n) {
 static void *dev_alloc(size_t bytes) {
     lock_t l(g_mu);
     region_init();
-    size_t n = ((bytes ? bytes : 1) + 255) & ~(size_t)255;
+    size_t n = (((bytes ? bytes : 1) + 255) & ~(size_t)255) + VC_EMU_RZ;
     auto best = g_free.end();
     for (auto it = g_free.begin(); it != g_free.end(); ++it)
         if (it->second >= n && (best == g_free.end() || it->second < best->second)) best = it;
@@ -129,7 +142,9 @@ static void *dev_alloc(size_t bytes) {
         if (g_open && g_protect) mprotect(g_base + g_hw, end - g_hw, PROT_READ | PROT_WRITE);
         g_hw = end;
     }
+    VC_EMU_ASAN_UNPOISON(g_base + off, n);
     poison(off, n);
+    VC_EMU_ASAN_POISON(g_base + off + (bytes ? bytes : 1), n - (bytes ? bytes : 1));
     return g_base + off;
 }
 
@@ -173,7 +188,9 @@ static cudaError_t dev_free(void *p) {
     size_t n = it->second;
     g_live.erase(it);
     g_used -= n;
+    VC_EMU_ASAN_UNPOISON(g_base + o, n);
     poison(o, n);
+    VC_EMU_ASAN_POISON(g_base + o, n);
     auto nx = g_free.lower_bound(o);
     if (nx != g_free.end() && nx->first == o + n) {
         n += nx->second;

@@ -80,7 +80,18 @@ static void fibers_reserve(int n) {
 
 /* Stack tops are staggered by a multiple of 64 bytes (below 64 KiB): tops at the same offset from a
  * large power of two would all map to the same cache sets. */
-static void fiber_start(fiber *f, int i) {
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define VC_EMU_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define VC_EMU_NO_ASAN
+#endif
+/* under ASan (a sanitizer build of the emulator) a reused stack is unpoisoned first: frames of fibers that ended
+ * switched out leave their redzones behind */
+VC_EMU_NO_ASAN static void fiber_start(fiber *f, int i) {
+#if defined(__SANITIZE_ADDRESS__)
+    __asan_unpoison_memory_region(f->stack, stack_bytes());
+#endif
     uintptr_t top = ((uintptr_t)f->stack + stack_bytes() - ((size_t)i * 1088u % 65536u)) & ~(uintptr_t)15;
     void **sp = (void **)top;
     *--sp = NULL;                  /* fiber_entry's return address (never used) */
