@@ -33,4 +33,4 @@ emu: deps
 	@bash scripts/emu-check.sh quick
 
 clean:
-	rm -rf build build-asan build-emu
+	rm -rf build build-asan build-emu build-emu-asan
