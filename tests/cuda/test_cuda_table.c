@@ -901,6 +901,68 @@ static void test_dsa_select(void) {
     }
 }
 
+/* timing only (a GPU; skipped on the emulator): paged attention with bf16 pages and matmuls in the Qwen2.5-0.5B shape
+ * (14/2 heads of 64, pages of 16): 256 decode rows over 512 keys each on the tensor-core kernel and on the f32 one
+ * (VERLC_CUDA_PAGED_MMA=0), and a prefill of 32 x 128 rows through the flash kernels and through the paged kernel
+ * (VERLC_CUDA_PAGED_PREFILL=paged) */
+static double paged_time(const vc_attn_desc *d, float *o, float *lse, const float *q, const char *env, const char *val) {
+    if (env) setenv(env, val, 1);
+    G->attn_fwd(o, lse, q, d); /* warm-up */
+    vc_cuda_sync();
+    double t0 = vc_now();
+    for (int r = 0; r < 5; r++) G->attn_fwd(o, lse, q, d);
+    vc_cuda_sync();
+    double t = (vc_now() - t0) / 5;
+    if (env) unsetenv(env);
+    return t;
+}
+
+static void paged_timing(void) {
+    if (timing_skipped("paged attention")) return;
+    enum { NS = 256, KV = 512, P = 16, NH = 14, NKV = 2, HD = 64, NP = 32, QP = 128 };
+    const int64_t row = 2 * NKV * HD, spg = KV / P, npg = (int64_t)NS * spg;
+    const size_t pool_n = (size_t)(npg * P * row);
+    uint16_t *h16 = (uint16_t *)hbuf(pool_n / 2 + 1);
+    for (size_t i = 0; i < pool_n; i++) h16[i] = vc_f32_to_bf16(urand());
+    char *pool = (char *)dcopy(h16, pool_n * 2);
+    const float **pp = calloc((size_t)npg * 2, sizeof(float *));
+    const float *const *ks[NS], *const *vs[NS];
+    int64_t qs[NS + 1], kvl[NS], qp[NP + 1], kvp[NP];
+    for (int64_t i = 0; i < npg; i++) {
+        pp[i] = (const float *)(const void *)(pool + (size_t)(i * P * row) * 2);
+        pp[npg + i] = (const float *)(const void *)(pool + (size_t)(i * P * row + NKV * HD) * 2);
+    }
+    for (int s = 0; s <= NS; s++) qs[s] = s;
+    for (int s = 0; s <= NP; s++) qp[s] = (int64_t)s * QP;
+    for (int s = 0; s < NS; s++) {
+        ks[s] = pp + s * spg;
+        vs[s] = pp + npg + s * spg;
+        kvl[s] = KV;
+        if (s < NP) kvp[s] = QP;
+    }
+    vc_attn_desc d = { .n_seq = NS, .q_start = qs, .kv_len = kvl, .k_stride = row, .v_stride = row, .n_head = NH,
+                       .n_kv_head = NKV, .head_dim = HD, .v_head_dim = HD, .scale = 0.125f, .causal = 1,
+                       .k_pages = ks, .v_pages = vs, .page_tokens = P, .kv_bf16 = 1 };
+    vc_attn_desc dp = d;
+    dp.n_seq = NP;
+    dp.q_start = qp;
+    dp.kv_len = kvp;
+    size_t nq = (size_t)NP * QP * NH * HD;
+    float *q = dup_f(hrand(nq, 1), nq), *o = dalloc(nq * 4), *lse = dalloc((size_t)NP * QP * NH * 4);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    double tm = paged_time(&d, o, lse, q, NULL, NULL), tf = paged_time(&d, o, lse, q, "VERLC_CUDA_PAGED_MMA", "0");
+    double gb = (double)NS * KV * row * 2 / 1e9;
+    printf("timing: paged decode, %d rows x %d keys, heads %d/%d of %d, bf16 pages: tensor cores %.1f us (%.0f GB/s), "
+           "f32 kernel %.1f us (%.0f GB/s)\n", NS, KV, NH, NKV, HD, tm * 1e6, gb / tm, tf * 1e6, gb / tf);
+    double pf = paged_time(&dp, o, lse, q, NULL, NULL), pk = paged_time(&dp, o, lse, q, "VERLC_CUDA_PAGED_PREFILL", "paged");
+    printf("timing: paged prefill, %d x %d rows: flash kernels on gathered keys %.1f us, paged kernel %.1f us\n", NP, QP,
+           pf * 1e6, pk * 1e6);
+    vc_set_matmul_precision(VC_PREC_F32);
+    free(pp);
+    check_sticky("paged timing");
+    release_all();
+}
+
 int main(void) {
     if (gpu_skip()) return 0;
     C = vc_backend_cpu();
@@ -914,6 +976,7 @@ int main(void) {
     test_optim_entries();
     test_gemm_bf16();
     test_paged();
+    paged_timing();
     test_dsa_select();
     release_all();
     return vc_test_done();
