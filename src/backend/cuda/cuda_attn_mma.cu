@@ -54,11 +54,9 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
     int buf = 0;
     for (int64_t kb = j0; kb < j1; kb += TQ) {
         const bf16 *Kc = Ks, *Vc = Vt;
-        if (PIPE) {
-            pipe.next(buf, p, kb, j1);
-            Kc = Ks + buf * TQ * LQ;
-            Vc = Vt + buf * TQ * LV;
-        } else {
+        if (PIPE)
+            pipe.next(buf, p, kb, j1, &Kc, &Vc);
+        else {
             const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
             __syncthreads(); /* the previous tile's K and V are no longer read (and Q is in place) */
             mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);

@@ -110,9 +110,10 @@ __device__ __forceinline__ void mma_cp_rows(bf16 *dst, int ld, const bf16 *src, 
 }
 
 /* The pipelined kernels' key and value tiles: K tiles of pitch lk at Ks (+ TQ lk for the second buffer), V tiles of
- * pitch lv at Vs; kg / vg the head's columns in the mirrors. mma_pipe_start: the first tile's copy in flight.
- * mma_pipe_next: the next tile's copy into the other buffers (last read before the previous tile's closing barrier),
- * then the wait for tile kb and a barrier; the caller ends each tile with a barrier too. */
+ * pitch lv at Vs; kg / vg the head's columns in the mirrors. start: the first tile's copy in flight.
+ * next: the next tile's copy into the other buffers (last read before the previous tile's closing barrier),
+ * then the wait for tile kb and a barrier, tile kb's buffers in *Kc / *Vc; the caller ends each tile with a barrier
+ * too. */
 template <int D, int DV>
 struct mma_pipe {
     bf16 *Ks, *Vs;
@@ -134,13 +135,16 @@ struct mma_pipe {
     __device__ __forceinline__ void start(const attn_params &p, int64_t j0, int64_t j1) const {
         if (j0 < j1) copy(0, p, j0, j1);
     }
-    __device__ __forceinline__ void next(int buf, const attn_params &p, int64_t kb, int64_t j1) const {
+    __device__ __forceinline__ void next(int buf, const attn_params &p, int64_t kb, int64_t j1, const bf16 **Kc,
+                                         const bf16 **Vc) const {
         if (kb + TQ < j1) {
             copy(buf ^ 1, p, kb + TQ, j1);
             vc_cp_wait<1>();
         } else
             vc_cp_wait<0>();
         __syncthreads(); /* tile kb's copies (and what was stored before the loop) seen by every warp */
+        *Kc = Ks + buf * TQ * lk;
+        *Vc = Vs + buf * TQ * lv;
     }
 };
 

@@ -76,11 +76,9 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     int buf = 0;
     for (int64_t kb = j0; kb < j1; kb += TQ) {
         const bf16 *Kc = Ks, *Vc = Vs;
-        if (PIPE) {
-            pipe.next(buf, p, kb, j1);
-            Kc = Ks + buf * TQ * LQ;
-            Vc = Vs + buf * TQ * LQ;
-        } else {
+        if (PIPE)
+            pipe.next(buf, p, kb, j1, &Kc, &Vc);
+        else {
             const int nk = (int)(j1 - kb < TQ ? j1 - kb : TQ);
             __syncthreads(); /* the previous tile is no longer read (and Q, dO are in place) */
             mma_load_rows<D>(Ks, LQ, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
