@@ -81,21 +81,37 @@ void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_
 int vc_cu_attn_bucket(const vc_attn_desc *d);
 
 /* One launch of the attention kernel kern(args..., p): thread blocks of `rows` queries (keys when by_keys) times
- * `heads`, nthr threads and sh bytes of dynamic shared memory each. Uploads the metadata, fills p (p.D = Dd),
- * raises the kernel's shared-memory limit, launches and frees the metadata. */
-template <class K, class... A>
-void vc_cu_attn_launch(K kern, const vc_attn_desc *d, int rows, int by_keys, int heads, int nthr, size_t sh,
-                       const float *Dd, const char *op, A... args) {
+ * `heads`, nthr threads and sh bytes of dynamic shared memory each. Uploads the metadata, fills p (p.D = Dd), then
+ * prep(&p, &own) readies what else the kernel reads (a block to free after the launch in *own) and says whether to
+ * launch (0: nothing launched, the caller runs another kernel); raises the kernel's shared-memory limit, launches,
+ * frees the metadata and *own. 1 when launched (or there is nothing to launch), 0 when prep declined, -1 on an error
+ * (sticky). */
+template <class K, class Prep, class... A>
+int vc_cu_attn_launch_prep(K kern, const vc_attn_desc *d, int rows, int by_keys, int heads, int nthr, size_t sh,
+                           const float *Dd, const char *op, Prep prep, A... args) {
     attn_params p;
     int64_t nb;
     void *meta = vc_cu_attn_upload_meta(d, rows, by_keys, &p, &nb, op);
-    if (!meta) return;
+    if (!meta) return -1;
     p.D = Dd;
-    if (vc_cu_ok(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh), op) && nb > 0) {
+    void *own = NULL;
+    const int go = nb == 0 || prep(&p, &own);
+    int ok = 1;
+    if (go && nb > 0 && (ok = vc_cu_ok(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh), op))) {
         kern<<<dim3((unsigned)nb, heads), nthr, sh, vc_cu_stream()>>>(args..., p);
-        vc_cu_end(op);
+        ok = vc_cu_end(op);
     }
+    vc_cu_scratch_free(own);
     vc_cu_scratch_free(meta);
+    return !ok ? -1 : go;
+}
+
+/* vc_cu_attn_launch_prep with nothing else to ready */
+template <class K, class... A>
+void vc_cu_attn_launch(K kern, const vc_attn_desc *d, int rows, int by_keys, int heads, int nthr, size_t sh,
+                       const float *Dd, const char *op, A... args) {
+    vc_cu_attn_launch_prep(kern, d, rows, by_keys, heads, nthr, sh, Dd, op, [](attn_params *, void **) { return 1; },
+                           args...);
 }
 /* cuda_attn_bwd_dq.cu: dq += the gradient through the scores (D = rowsum(dO * O) in Dd) */
 void vc_cu_attn_bwd_dq(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,

@@ -79,23 +79,9 @@ int vc_cu_attn_launch_pipe(K kern, const vc_attn_desc *d, int64_t kw, int heads,
                            const char *op, A... args) {
     vc_kv_mirror m;
     if (!vc_cu_attn_mirror_plan(d, kw, &m)) return 0;
-    attn_params p;
-    int64_t nb;
-    void *meta = vc_cu_attn_upload_meta(d, TQ, 0, &p, &nb, op);
-    if (!meta) return -1;
-    p.D = Dd;
-    void *mir = nb > 0 ? vc_cu_attn_mirror_make(&m, &p, d->n_seq, kw) : NULL;
-    int ok = 1;
-    if (mir) {
-        ok = vc_cu_ok(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sh), op);
-        if (ok) {
-            kern<<<dim3((unsigned)nb, heads), NWM * 32, sh, vc_cu_stream()>>>(args..., p);
-            ok = vc_cu_end(op);
-        }
-    }
-    vc_cu_scratch_free(meta);
-    vc_cu_scratch_free(mir);
-    return !ok ? -1 : mir || nb == 0 ? 1 : 0;
+    return vc_cu_attn_launch_prep(kern, d, TQ, 0, heads, NWM * 32, sh, Dd, op, [&](attn_params *p, void **own) {
+        return (*own = vc_cu_attn_mirror_make(&m, p, d->n_seq, kw)) != NULL;
+    }, args...);
 }
 
 /* dst[r][c] (pitch ld) = src[r * stride + c] for r < rows by cp.async (bf16 rows, 16-byte aligned; the caller commits

@@ -275,37 +275,24 @@ template <int D>
 int dkdv_pipe(const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
               const char *op) {
     const char *e = getenv("VERLC_CUDA_ATTN_PIPE"); /* read per call: a test switches it */
-    const int64_t Tq = d->q_start[d->n_seq] - d->q_start[0];
     const size_t n = (size_t)(d->q_start[d->n_seq] * d->n_head * D);
-    if ((e && *e == '0') || Tq <= 0) return 0;
-    bf16 *mir = NULL;
-    if (vc_cu_malloc_async((void **)&mir, 2 * n * sizeof(bf16)) != cudaSuccess) {
-        cudaGetLastError(); /* not sticky: the plain kernel runs */
-        return 0;
-    }
-    attn_params p;
-    int64_t nb;
-    void *meta = vc_cu_attn_upload_meta(d, TQ, 1, &p, &nb, op);
-    int ok = meta != NULL;
-    p.D = Dd;
-    p.qmir = mir;
-    p.omir = mir + n;
-    constexpr size_t sh = dkdv_mma_smem<D, true>::bytes;
-    if (ok && nb > 0) {
+    if ((e && *e == '0') || d->q_start[d->n_seq] <= d->q_start[0]) return 0;
+    auto mirrors = [&](attn_params *p, void **own) {
+        bf16 *mir = NULL;
+        if (vc_cu_malloc_async((void **)&mir, 2 * n * sizeof(bf16)) != cudaSuccess) {
+            cudaGetLastError(); /* not sticky: the plain kernel runs */
+            return 0;
+        }
         const unsigned blocks = vc_cu_blocks((int64_t)n, 256);
         k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir, q, n);
         k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir + n, dout, n);
-        ok = vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dkdv_mma<D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)sh), op);
-        if (ok) {
-            k_attn_bwd_dkdv_mma<D, true><<<dim3((unsigned)nb, d->n_kv_head), NWM * 32, sh, vc_cu_stream()>>>(dout, lse,
-                                                                                                          q, p);
-            ok = vc_cu_end(op);
-        }
-    }
-    vc_cu_scratch_free(meta);
-    vc_cu_scratch_free(mir);
-    return ok ? 1 : -1;
+        p->qmir = mir;
+        p->omir = mir + n;
+        *own = mir;
+        return 1;
+    };
+    return vc_cu_attn_launch_prep(k_attn_bwd_dkdv_mma<D, true>, d, TQ, 1, d->n_kv_head, NWM * 32,
+                                  dkdv_mma_smem<D, true>::bytes, Dd, op, mirrors, dout, lse, q);
 }
 
 template <int D>
