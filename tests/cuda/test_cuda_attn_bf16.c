@@ -4,7 +4,8 @@
  * Tolerances (max abs error / max |reference|): forward o 1e-2 and lse 2e-4 (P is rounded to bf16
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
  * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward, dQ and
- * dK/dV the same bits with their cp.async pipelines as without (VERLC_CUDA_ATTN_PIPE=0). A head dim of 72 under bf16
+ * dK/dV the same bits with their cp.async pipelines as without (VERLC_CUDA_ATTN_PIPE=0) and with the tiles a warp
+ * sees whole taken without masks as with (VERLC_CUDA_ATTN_WHOLE=0). A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -78,15 +79,23 @@ static void bf16_case(const bcase *a) {
         unsetenv("VERLC_CUDA_ATTN_PIPE");
         same_bits("fwd output: pipelined copies vs none", go, go3, no);
         same_bits("fwd lse: pipelined copies vs none", glse, glse3, nl);
+        setenv("VERLC_CUDA_ATTN_WHOLE", "0", 1); /* every tile through the masks */
+        G->attn_fwd(go3, glse3, gq, gd);
+        unsetenv("VERLC_CUDA_ATTN_WHOLE");
+        same_bits("fwd output: whole tiles unmasked vs masked", go, go3, no);
+        same_bits("fwd lse: whole tiles unmasked vs masked", glse, glse3, nl);
     }
     float *dout = hround(no, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
     float *gdout = dup_f(dout, no), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
     float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
     C->attn_bwd(dq, dout, o, lse, q, d);
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
-    setenv("VERLC_CUDA_ATTN_PIPE", "0", 1); /* the second run without the cp.async pipelines: the same bits */
+    /* the second run without the cp.async pipelines and with every tile masked: the same bits */
+    setenv("VERLC_CUDA_ATTN_PIPE", "0", 1);
+    setenv("VERLC_CUDA_ATTN_WHOLE", "0", 1);
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     unsetenv("VERLC_CUDA_ATTN_PIPE");
+    unsetenv("VERLC_CUDA_ATTN_WHOLE");
     /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
     float *gq_h = fetch(gdq, nq);
     for (size_t i = 0; i < nq; i++) {
@@ -108,7 +117,7 @@ static void bf16_case(const bcase *a) {
         }
         at += kvn[s];
     }
-    same_bits("bwd dq (pipelined copies vs none)", gdq, gdq2, nq);
+    same_bits("bwd dq (pipelined copies, whole tiles unmasked vs neither)", gdq, gdq2, nq);
     int same = !memcmp(got, got2, tot * 4);
     attn_dkdv_same(a->name, same);
     cmp_host("bwd dk and dv increments", got, ref, tot, a->tol_bwd);
@@ -203,10 +212,13 @@ int main(int argc, char **argv) {
           1e-2, 2e-4, 2e-2, 128, 0, 0, 0, 1 },
         { "selected keys (DSA), GQA 8/2 hd 128, softcap 30", 8, 2, 128, 1, 0, 30.0f, 2, { 100, 64 }, { 100, 64 }, 0, 1e-2,
           2e-4, 2e-2, 0, 0, 0, 0, 1 },
+        /* the second query tile sees the first key tile whole: the forward's, dQ's and dK/dV's unmasked tiles */
+        { "MQA 2/1 hd 64, whole tiles", 2, 1, 64, 1, 0, 0, 1, { 128 }, { 128 }, 0, 1e-2, 2e-4, 2e-2 },
     };
     /* quick (the emulator's CI pass): the small cases, register-tiled kernels (heads 64 / 128: MQA, non-causal
-     * window, sinks, chunks) and the WMMA ones they leave (chunked dK/dV, heads 192 / 256 in the full run) */
-    static const int small[] = { 3, 4, 12, 13 };
+     * window, sinks, chunks, whole tiles) and the WMMA ones they leave (chunked dK/dV, heads 192 / 256 in the full
+     * run) */
+    static const int small[] = { 3, 4, 12, 13, 16 };
     const size_t n = quick ? sizeof small / sizeof small[0] : sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < n; i++) bf16_case(&cases[quick ? small[i] : (int)i]);
     /* the WMMA kernels where the register-tiled ones would run (VERLC_CUDA_ATTN_MMA=0, the A/B switch) */

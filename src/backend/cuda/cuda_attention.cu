@@ -187,6 +187,8 @@ void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_
     p->kmir = p->vmir = NULL;
     p->kbase = p->vbase = NULL;
     p->qmir = p->omir = NULL;
+    const char *w = getenv("VERLC_CUDA_ATTN_WHOLE");
+    p->plain = !(w && *w == '0') && p->cap <= 0 && !p->alibi && !p->sel;
     return dev;
 }
 

@@ -27,6 +27,9 @@ struct attn_params {
     const void *kmir, *vmir;
     const float *kbase, *vbase;
     const void *qmir, *omir; /* the pipelined dK/dV: q and dO rounded to bf16, in their layout (or NULL) */
+    /* the mma kernels: scores without soft-cap, ALiBi or selection take no masks on a tile that a warp sees whole
+     * (the same bits; 0 when VERLC_CUDA_ATTN_WHOLE=0, read per call: the A/B and the tests' same-bits check) */
+    int plain;
 };
 
 constexpr int NT = 256; /* threads of a SIMT block */

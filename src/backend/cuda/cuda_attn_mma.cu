@@ -1,12 +1,12 @@
 /* bf16 tensor-core flash attention forward with the tiles in registers (FlashAttention-2's layout), for heads of
  * 64, 80, 96 or 128 (keys and values alike): one block of 4 warps per (sequence, head, 64 queries), warp w owning
- * query rows 16w .. 16w + 15 as cuda_attn_tc.cu's forward, the same numerics (q, k, v rounded to bf16 as each tile is
- * copied to shared memory, f32 scores and softmax statistics, the probabilities rounded to bf16 for P V, f32 sums),
- * but S = Q K^T, P and O never leave the registers: each lane holds the elements mma.sync's fragments give it (rows
+ * query rows 16w .. 16w + 15 as cuda_attn_tc.cu's forward, its numerics (q, k, v rounded to bf16, f32 scores and
+ * softmax statistics, the probabilities rounded to bf16 for P V, f32 sums) but for the exponentials, taken as
+ * FlashAttention takes them (2^(x log2 e - m log2 e) on the special-function unit), and with the warp's Q fragments
+ * kept in registers and the K and V fragments loaded by ldmatrix. S = Q K^T, P and O never leave the registers: each lane holds the elements mma.sync's fragments give it (rows
  * g and g + 8 of the warp's 16, g = lane / 4; columns 2t, 2t + 1 of every 8, t = lane % 4), a row's max and sum are
  * taken over its 4 lanes by shuffles, and S's accumulators become P V's A fragments as they are (two 8-column
- * tiles of S are one 16-key step of P). V is stored transposed in shared memory so that its B fragments are 32-bit
- * loads. Every row sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a
+ * tiles of S are one 16-key step of P). A tile that every row of a warp sees whole skips the masks. Every row sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a
  * row added in a fixed butterfly: the same bits run to run, a row's result independent of the batch around its
  * sequence. VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's WMMA kernel instead (A/B). */
 #include "cuda_attn_mma.h"
@@ -49,6 +49,14 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
     for (int i = 0; i < 2; i++) mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
     float m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[DV / 8][4];
     mma_zero(acc);
+    /* heads up to QREG: the warp's Q fragments stay in registers (for wider ones the registers they would take cost
+     * more than loading them again a tile) */
+    constexpr int QREG = 96, NQA = D <= QREG ? D / 16 : 1;
+    uint32_t qa[NQA][4];
+    if constexpr (D <= QREG) {
+        __syncthreads(); /* Q in place */
+        mma_frag_a<NQA * 16>(qa, Qs + warp * 16 * LQ, LQ);
+    }
     const mma_pipe<D, DV> pipe(Ks, LQ, Vt, LV, p, sm, kvh);
     if (PIPE) pipe.start(p, j0, j1);
     int buf = 0;
@@ -65,26 +73,41 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
         }
         float s[TQ / 8][4];
         mma_zero(s);
-        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Kc, LQ); /* S = Q K^T */
-        /* scores, masks and the online softmax of the lane's two rows */
+        if constexpr (D <= QREG) /* S = Q K^T */
+            mma_rows_f<NQA * 16>(s, qa, Kc, LQ);
+        else
+            mma_rows<D>(s, Qs + warp * 16 * LQ, LQ, Kc, LQ);
+        /* scores, masks and the online softmax of the lane's two rows; a tile every row of the warp sees whole takes
+         * no masks (the same scores: the mask keeps every key) */
         float mx[2] = { -INFINITY, -INFINITY };
+        if (p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1])) {
 #pragma unroll
-        for (int n = 0; n < TQ / 8; n++)
+            for (int n = 0; n < TQ / 8; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = e >> 1;
-                const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
-                const bool vis = key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key);
-                s[n][e] = vis ? vc_attn_score(p, s[n][e], slope, pos, key) : -INFINITY;
-                mx[i] = fmaxf(mx[i], s[n][e]);
-            }
-        float mn[2], corr[2], sum[2] = { 0.0f, 0.0f };
+                for (int e = 0; e < 4; e++) {
+                    s[n][e] *= p.scale;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
+                }
+        } else
+#pragma unroll
+            for (int n = 0; n < TQ / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = e >> 1;
+                    const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
+                    const bool vis = key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key);
+                    s[n][e] = vis ? vc_attn_score(p, s[n][e], slope, pos, key) : -INFINITY;
+                    mx[i] = fmaxf(mx[i], s[n][e]);
+                }
+        /* exponentials as 2^(x log2 e - max log2 e); a row that sees nothing yet (max -inf) gets 2^-inf = 0 */
+        float mn[2], ml[2], corr[2], sum[2] = { 0.0f, 0.0f };
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
             mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
             mn[i] = fmaxf(m[i], mx[i]);
-            corr[i] = mn[i] == -INFINITY ? 1.0f : expf(m[i] - mn[i]);
+            ml[i] = mn[i] == -INFINITY ? 0.0f : mn[i] * VC_LOG2E;
+            corr[i] = vc_ex2(fmaf(m[i], VC_LOG2E, -ml[i]));
         }
         uint32_t pa[TQ / 16][4]; /* P as the A fragments of P V: S tiles 2kc and 2kc + 1 make key step kc */
 #pragma unroll
@@ -92,9 +115,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
             float e[4];
 #pragma unroll
             for (int x = 0; x < 4; x++) {
-                const int i = x >> 1;
-                e[x] = mn[i] == -INFINITY ? 0.0f : expf(s[n][x] - mn[i]);
-                sum[i] += e[x];
+                e[x] = vc_ex2(fmaf(s[n][x], VC_LOG2E, -ml[x >> 1]));
+                sum[x >> 1] += e[x];
             }
             pa[n / 2][(n & 1) * 2] = vc_pack_bf16x2(e[0], e[1]);
             pa[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(e[2], e[3]);

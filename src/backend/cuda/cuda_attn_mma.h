@@ -13,16 +13,28 @@ static constexpr int TQ = 64;  /* query rows and keys per tile */
 static constexpr int NWM = 4;  /* warps per block */
 static constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragment loads on 32 banks */
 
-/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to TQ; float4 loads when aligned */
+/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to TQ; float4 loads when aligned, all
+ * of a thread's loads (in two halves past 8) issued before its first store: one memory latency, not one a load */
 template <int D>
 __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
     if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {
-        for (int idx = threadIdx.x; idx < TQ * (D / 4); idx += NWM * 32) {
-            const int r = idx / (D / 4), c = (idx % (D / 4)) * 4;
-            const float4 x = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
-            uint32_t *o = reinterpret_cast<uint32_t *>(dst + r * ld + c);
-            o[0] = vc_pack_bf16x2(x.x, x.y);
-            o[1] = vc_pack_bf16x2(x.z, x.w);
+        constexpr int N = TQ * (D / 4) / (NWM * 32), CH = N > 8 ? N / 2 : N; /* float4s a thread: D / 8 */
+        static_assert(N * NWM * 32 == TQ * (D / 4) && N % CH == 0, "tile columns");
+#pragma unroll
+        for (int c0 = 0; c0 < N; c0 += CH) {
+            float4 x[CH];
+#pragma unroll
+            for (int i = 0; i < CH; i++) {
+                const int idx = threadIdx.x + (c0 + i) * NWM * 32, r = idx / (D / 4), c = (idx % (D / 4)) * 4;
+                x[i] = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < CH; i++) {
+                const int idx = threadIdx.x + (c0 + i) * NWM * 32, r = idx / (D / 4), c = (idx % (D / 4)) * 4;
+                uint32_t *o = reinterpret_cast<uint32_t *>(dst + r * ld + c);
+                o[0] = vc_pack_bf16x2(x[i].x, x[i].y);
+                o[1] = vc_pack_bf16x2(x[i].z, x[i].w);
+            }
         }
         return;
     }
@@ -150,19 +162,50 @@ __device__ __forceinline__ void mma_zero(float (&x)[N][4]) {
     for (int n = 0; n < N; n++) x[n][0] = x[n][1] = x[n][2] = x[n][3] = 0.0f;
 }
 
-/* s[n] (+)= A B over K (the A rows ra0 / ra1 of pitch la, the B rows of pitch lb: B^T given by rows) for 8 n-tiles */
+/* a warp's A fragments over K columns of its 16 rows at A (pitch la, 16-byte aligned rows), by ldmatrix: a[kc] for
+ * columns 16 kc .. 16 kc + 15 */
 template <int K>
-__device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A0, const bf16 *A1, const bf16 *B, int lb) {
-    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+__device__ __forceinline__ void mma_frag_a(uint32_t (&a)[K / 16][4], const bf16 *A, int la) {
+    const int lane = threadIdx.x % 32;
+    const bf16 *at = A + (lane % 16) * la + (lane / 16) * 8;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++) vc_ldsm_x4(a[kc], at + kc * 16);
+}
+
+/* s[n] (+)= A B over K for the 8 n-tiles of a tile, A in fragments (mma_frag_a), B^T given by rows (pitch lb,
+ * 16-byte aligned rows) and its fragments by ldmatrix, two n-tiles a load; each s[n] sums its k steps in order */
+template <int K>
+__device__ __forceinline__ void mma_rows_f(float (&s)[TQ / 8][4], const uint32_t (&a)[K / 16][4], const bf16 *B, int lb) {
+    const int lane = threadIdx.x % 32, j = lane / 8;
+    const bf16 *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+            vc_mma_16816(s[n], a[kc], b0);
+            vc_mma_16816(s[n + 1], a[kc], b1);
+        }
+}
+
+/* mma_rows_f with A's fragments loaded a k step at a time from the warp's 16 rows at A (pitch la) */
+template <int K>
+__device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A, int la, const bf16 *B, int lb) {
+    const int lane = threadIdx.x % 32, j = lane / 8;
+    const bf16 *at = A + (lane % 16) * la + (lane / 16) * 8, *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
 #pragma unroll
     for (int kc = 0; kc < K / 16; kc++) {
-        const bf16 *a0 = A0 + kc * 16 + 2 * t, *a1 = A1 + kc * 16 + 2 * t;
-        const uint32_t a[4] = { vc_ld32(a0), vc_ld32(a1), vc_ld32(a0 + 8), vc_ld32(a1 + 8) };
+        uint32_t a[4];
+        vc_ldsm_x4(a, at + kc * 16);
 #pragma unroll
-        for (int n = 0; n < TQ / 8; n++) {
-            const bf16 *bp = B + (n * 8 + g) * lb + kc * 16 + 2 * t;
-            const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
-            vc_mma_16816(s[n], a, b);
+        for (int n = 0; n < TQ / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+            vc_mma_16816(s[n], a, b0);
+            vc_mma_16816(s[n + 1], a, b1);
         }
     }
 }

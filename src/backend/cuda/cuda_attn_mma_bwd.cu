@@ -16,11 +16,12 @@
 
 namespace {
 
-/* P and dS of a visible element from its raw dot product and dP (softmax backward, the soft-cap chain rule) */
+/* P and dS of a visible element from its raw dot product and dP (softmax backward, the soft-cap chain rule); LL: the
+ * row's lse times log2(e) (P = 2^(score log2 e - LL), the forward's exponential) */
 template <class P>
-__device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float L, float Dr, float slope, int64_t pos,
+__device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float LL, float Dr, float slope, int64_t pos,
                                          int64_t key, float *pr, float *ds) {
-    const float sc = vc_attn_score(p, dot, slope, pos, key), e = expf(sc - L);
+    const float sc = vc_attn_score(p, dot, slope, pos, key), e = vc_ex2(fmaf(sc, VC_LOG2E, -LL));
     float gr = e * (dp - Dr);
     if (p.cap > 0) {
         const float t = sc / p.cap;
@@ -28,6 +29,13 @@ __device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float 
     }
     *pr = e;
     *ds = gr;
+}
+/* mma_p_ds of a score that is the scaled dot product (no soft-cap, ALiBi or selection): the same bits */
+template <class P>
+__device__ __forceinline__ void mma_p_ds_plain(const P &p, float dot, float dp, float LL, float Dr, float *pr, float *ds) {
+    const float e = vc_ex2(fmaf(p.scale * dot, VC_LOG2E, -LL));
+    *pr = e;
+    *ds = e * (dp - Dr);
 }
 
 /* ---------------- dQ ---------------- */
@@ -64,7 +72,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     for (int i = 0; i < 2; i++) {
         mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
         const int64_t row = sm.q0 + qb + rr[i];
-        Lr[i] = rr[i] < nr ? lse[row * p.nh + h] : 0.0f;
+        Lr[i] = rr[i] < nr ? lse[row * p.nh + h] * VC_LOG2E : 0.0f;
         Dr[i] = rr[i] < nr ? p.D[row * p.nh + h] : 0.0f;
     }
     int64_t j0, j1;
@@ -89,14 +97,22 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
         float s[TQ / 8][4], dp[TQ / 8][4];
         mma_zero(s);
         mma_zero(dp);
-        mma_rows<D>(s, Qs + rr[0] * LQ, Qs + rr[1] * LQ, Kc, LQ);
-        mma_rows<D>(dp, dOs + rr[0] * LQ, dOs + rr[1] * LQ, Vc, LQ);
+        mma_rows<D>(s, Qs + warp * 16 * LQ, LQ, Kc, LQ);
+        mma_rows<D>(dp, dOs + warp * 16 * LQ, LQ, Vc, LQ);
         uint32_t da[TQ / 16][4];
+        /* a tile every row of the warp sees whole: no masks */
+        const bool whole =
+            p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1]);
 #pragma unroll
         for (int n = 0; n < TQ / 8; n++) {
             float ds[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
+                if (whole) {
+                    float pr;
+                    mma_p_ds_plain(p, s[n][e], dp[n][e], Lr[e >> 1], Dr[e >> 1], &pr, &ds[e]);
+                    continue;
+                }
                 const int i = e >> 1;
                 const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
                 float pr = 0.0f;
@@ -147,7 +163,7 @@ __device__ __forceinline__ void dkdv_copy(bf16 *Qb, bf16 *dOb, float *Lb, float 
     mma_cp_rows<D>(dOb, LQ, reinterpret_cast<const bf16 *>(p.omir) + at, stride, nq);
     vc_cp_commit();
     for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
-        Lb[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+        Lb[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] * VC_LOG2E : 0.0f;
         Db[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
     }
 }
@@ -208,7 +224,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
                 mma_load_cols<D>(Qt, LT, qsrc, stride, nq);
                 mma_load_cols<D>(dOt, LT, osrc, stride, nq);
                 for (int i = threadIdx.x; i < TQ; i += NWM * 32) {
-                    Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
+                    Ls[i] = i < nq ? lse[(sm.q0 + qb + i) * p.nh + h] * VC_LOG2E : 0.0f;
                     Dd[i] = i < nq ? p.D[(sm.q0 + qb + i) * p.nh + h] : 0.0f;
                 }
                 __syncthreads();
@@ -216,14 +232,23 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
             float s[TQ / 8][4], dp[TQ / 8][4];
             mma_zero(s);
             mma_zero(dp);
-            mma_rows<D>(s, Ks + kr[0] * LQ, Ks + kr[1] * LQ, Qc, LQ);   /* S^T: keys x queries */
-            mma_rows<D>(dp, Vs + kr[0] * LQ, Vs + kr[1] * LQ, dOc, LQ); /* dP^T */
+            mma_rows<D>(s, Ks + warp * 16 * LQ, LQ, Qc, LQ);   /* S^T: keys x queries */
+            mma_rows<D>(dp, Vs + warp * 16 * LQ, LQ, dOc, LQ); /* dP^T */
             uint32_t pa[TQ / 16][4], da[TQ / 16][4];
+            /* every query of the tile sees every key of the warp's: no masks */
+            const int64_t wk = kb + warp * 16;
+            const bool whole = p.plain && nq == TQ && warp * 16 + 15 < nk && (!p.causal || off + qb >= wk + 15) &&
+                               (p.window <= 0 || off + qb + TQ - 1 - wk < p.window);
 #pragma unroll
             for (int n = 0; n < TQ / 8; n++) {
                 float pr[4], ds[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
+                    if (whole) {
+                        const int qc = n * 8 + 2 * t + (e & 1);
+                        mma_p_ds_plain(p, s[n][e], dp[n][e], Lc[qc], Dc[qc], &pr[e], &ds[e]);
+                        continue;
+                    }
                     const int qc = n * 8 + 2 * t + (e & 1);
                     const int64_t key = kb + kr[e >> 1], pos = off + qb + qc;
                     pr[e] = ds[e] = 0.0f;

@@ -45,6 +45,36 @@ __device__ __forceinline__ void vc_ldsm_x4_t(uint32_t (&r)[4], const __nv_bfloat
 #endif
 }
 
+/* ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8 x 8 bf16 matrices of shared memory as they are. Lanes 8j .. 8j + 7
+ * give the addresses of matrix j's rows (16-byte aligned); lane l (g = l / 4, t = l % 4) gets
+ * r[j] = M_j[g][2t] | M_j[g][2t + 1] << 16: an mma A fragment's, or the B fragment of a tile whose rows are B's
+ * columns (K in Q K^T) */
+__device__ __forceinline__ void vc_ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16 *row) {
+#ifdef VC_EMU_MMA_H
+    unsigned u[4];
+    vc_emu_ldsm_x4(u, row);
+    r[0] = u[0], r[1] = u[1], r[2] = u[2], r[3] = u[3];
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
+/* 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp, results under 2^-126 flushed to 0; 2^-inf = 0):
+ * the flash kernels' exponentials, their scores taken times log2(e) as FlashAttention does. The emulator: exp2f. */
+#define VC_LOG2E 1.44269504088896341f
+__device__ __forceinline__ float vc_ex2(float x) {
+#ifdef VC_EMU_MMA_H
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 /* cp.async.cg.shared.global: 16 bytes from global to shared memory (both 16-byte aligned) without registers; a
  * thread's copies since its last commit form a group, vc_cp_wait<n> waits until at most n of its groups are in
  * flight (the emulator copies at once) */

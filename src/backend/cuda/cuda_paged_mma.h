@@ -79,14 +79,15 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
         __syncthreads(); /* tile t0 seen by every warp */
         const pbf16 *Kc = Ks + buf * PMT * LD + warp * 16 * LD, *Vc = Vs + buf * PMT * LD + warp * 16 * LD;
         float s[2][4] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 } };
+        const int j = lane / 8, rr = lane % 8;
 #pragma unroll
-        for (int kc = 0; kc < D / 16; kc++)
-#pragma unroll
-            for (int n = 0; n < 2; n++) {
-                const pbf16 *bp = Kc + (n * 8 + g) * LD + kc * 16 + 2 * t;
-                const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
-                vc_mma_16816(s[n], qa[kc], b);
-            }
+        for (int kc = 0; kc < D / 16; kc++) { /* the warp's two key n-tiles' B fragments by one ldmatrix */
+            uint32_t b[4];
+            vc_ldsm_x4(b, Kc + ((j >> 1) * 8 + rr) * LD + kc * 16 + (j & 1) * 8);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+            vc_mma_16816(s[0], qa[kc], b0);
+            vc_mma_16816(s[1], qa[kc], b1);
+        }
         float mx[2] = { -INFINITY, -INFINITY };
 #pragma unroll
         for (int n = 0; n < 2; n++)
@@ -98,13 +99,15 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
                 s[n][e] = vis ? vc_attn_score(p, s[n][e], slope[r], pos, key) : -INFINITY;
                 mx[r] = fmaxf(mx[r], s[n][e]);
             }
-        float mn[2], corr[2], ev[2][4];
+        /* exponentials as the flash forward takes them: 2^(x log2 e - max log2 e), 0 while a head sees nothing */
+        float mn[2], ml[2], corr[2], ev[2][4];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
             mn[r] = fmaxf(m[r], mx[r]);
-            corr[r] = mn[r] == -INFINITY ? 1.0f : expf(m[r] - mn[r]);
+            ml[r] = mn[r] == -INFINITY ? 0.0f : mn[r] * VC_LOG2E;
+            corr[r] = vc_ex2(fmaf(m[r], VC_LOG2E, -ml[r]));
             l[r] *= corr[r];
             m[r] = mn[r];
         }
@@ -113,12 +116,11 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int r = e >> 1;
-                ev[n][e] = mn[r] == -INFINITY ? 0.0f : expf(s[n][e] - mn[r]);
+                ev[n][e] = vc_ex2(fmaf(s[n][e], VC_LOG2E, -ml[r]));
                 l[r] += ev[n][e];
             }
         const uint32_t pa[4] = { vc_pack_bf16x2(ev[0][0], ev[0][1]), vc_pack_bf16x2(ev[0][2], ev[0][3]),
                                  vc_pack_bf16x2(ev[1][0], ev[1][1]), vc_pack_bf16x2(ev[1][2], ev[1][3]) };
-        const int j = lane / 8, rr = lane % 8;
 #pragma unroll
         for (int n = 0; n < D / 8; n += 2) {
 #pragma unroll

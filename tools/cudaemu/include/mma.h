@@ -99,6 +99,19 @@ static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const
     for (int e = 0; e < 4; e++) d[e] = out[e];
 }
 
+/* PTX's ldmatrix.sync.aligned.m8n8.x4.shared.b16 (cuda_mma.h's vc_ldsm_x4): lanes 8j .. 8j + 7 give the addresses of
+ * matrix j's 8 rows; lane l (g = l / 4, t = l % 4) gets r[j] = M_j[g][2t] in the low half, M_j[g][2t + 1] in the
+ * high half */
+static inline void vc_emu_ldsm_x4(unsigned (&r)[4], const void *row) {
+    uint64_t at[32];
+    vc_emu_exchange((uint64_t)(uintptr_t)row, 0xffffffffu, at);
+    const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
+    for (int j = 0; j < 4; j++) {
+        const unsigned short *r0 = (const unsigned short *)(uintptr_t)at[8 * j + g];
+        r[j] = (unsigned)r0[2 * t] | (unsigned)r0[2 * t + 1] << 16;
+    }
+}
+
 /* PTX's ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 (cuda_mma.h's vc_ldsm_x4_t): lanes 8j .. 8j + 7 give the
  * addresses of matrix j's 8 rows (8 bf16 each); lane l (g = l / 4, t = l % 4) gets r[j] = M_j[2t][g] in the low
  * half, M_j[2t + 1][g] in the high half. The addresses meet through the scheduler's exchange, as the lanes' registers
