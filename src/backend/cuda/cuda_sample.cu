@@ -2,14 +2,16 @@
  * logits stay on the device; only tokens and log-probs go back. Every row is sampled on the device.
  *
  * One block per row, fixed-order reductions (deterministic run to run):
- *  - argmax (lowest id on ties) and the raw log-sum-exp: float max, double sum of exp(z - max) by a
- *    block tree over strided partial sums;
+ *  - argmax (lowest id on ties; float4 loads) and the raw log-sum-exp: float max, double sum of exp(z - max);
+ *    the max of x = z / T is max / T exactly (division by T > 0 keeps the order: no pass of its own);
  *  - greedy rows take the argmax (lps 0);
  *  - the plain temperature case, optionally with min-p (top_k off, top_p >= 1: verl's default) samples
- *    by inverse CDF over kept token ids in id order (k_sample): each warp sums w = exp((double)(z/T -
- *    xmax)) over a contiguous segment of ids (its lanes strided through it, coalesced; a fixed butterfly),
- *    thread 0 scans the 16 segment sums in double (fixed order), the warp whose segment crosses u * total
- *    walks it 32 ids at a time with a warp scan; none crossing: the last kept token.
+ *    by inverse CDF over kept token ids in id order (k_sample): in one pass over the row each warp sums
+ *    w = exp((double)(z/T - xmax)) over a contiguous segment of ids (its lanes strided through it, coalesced;
+ *    a fixed butterfly) and the log-sum-exp's exp(z - max) beside it (the same numbers when T is 1: one exp),
+ *    thread 0 scans the 16 segment sums in double (fixed order); the segment that crosses u * total is cut
+ *    into 16 chunks, a warp sums each, thread 0 scans them from the segment's start, and the crossing chunk's
+ *    warp walks it 32 ids at a time with a warp scan; none crossing (rounding): the last kept token before.
  *  - rows with top-k or top-p (visiting order: probability descending, id ascending; k_sample_sorted):
  *    the candidates are the top k (the k-th largest key x = z/T found exactly by a 4-pass radix select
  *    on the order-preserving bit pattern of x, -0 folded onto +0; ties at the threshold taken in id
@@ -72,54 +74,147 @@ __device__ static void block_sum(double *d) {
 
 __device__ static bool kept(double w, float min_p) { return !(min_p > 0) || w >= (double)min_p; }
 
-/* argmax of the raw logits (lowest id on ties) and their log-sum-exp, as the CPU entry */
-__device__ static void row_stats(const float *z, int64_t V, float *sv, int *si, double *sd, int *amax, float *lse) {
+/* argmax of a row's logits (lowest id on ties) and its value, by the block: float4 loads when the row is on a
+ * 16-byte boundary, several in flight a thread */
+__device__ static void row_argmax(const float *z, int64_t V, float *sv, int *si, float *zmax, int *amax) {
     const int t = threadIdx.x;
     float m = -INFINITY;
     int best = INT_MAX;
-    for (int64_t v = t; v < V; v += NT)
+    int64_t v0 = 0;
+    if ((reinterpret_cast<uintptr_t>(z) & 15) == 0) {
+        const float4 *z4 = reinterpret_cast<const float4 *>(z);
+        const int64_t V4 = V / 4;
+#pragma unroll 4
+        for (int64_t i = t; i < V4; i += NT) {
+            const float4 x = z4[i];
+            const int v = (int)(4 * i);
+            if (x.x > m) m = x.x, best = v;
+            if (x.y > m) m = x.y, best = v + 1;
+            if (x.z > m) m = x.z, best = v + 2;
+            if (x.w > m) m = x.w, best = v + 3;
+        }
+        v0 = 4 * V4; /* the last V % 4 ids: larger than every id above, so a thread's ids still ascend */
+    }
+    for (int64_t v = v0 + t; v < V; v += NT)
         if (z[v] > m) m = z[v], best = (int)v;
     sv[t] = m;
     si[t] = best;
     __syncthreads();
     block_argmax(sv, si);
-    const float zmax = sv[0];
+    *zmax = sv[0];
     *amax = si[0] == INT_MAX ? 0 : si[0];
-    double s = 0;
-    for (int64_t v = t; v < V; v += NT) s += exp((double)(z[v] - zmax));
-    sd[t] = s;
-    __syncthreads();
-    block_sum(sd);
-    *lse = zmax + (float)log(sd[0]);
     __syncthreads();
 }
 
-/* max of x = z / T */
-__device__ static float row_xmax(const float *z, int64_t V, float T, float *sv, int *si) {
+/* argmax of the raw logits (lowest id on ties), its value and their log-sum-exp, as the CPU entry */
+__device__ static void row_stats(const float *z, int64_t V, float *sv, int *si, double *sd, int *amax, float *zmax,
+                                 float *lse) {
     const int t = threadIdx.x;
-    float xm = -INFINITY;
-    for (int64_t v = t; v < V; v += NT) xm = fmaxf(xm, z[v] / T);
-    sv[t] = xm;
-    si[t] = 0;
+    row_argmax(z, V, sv, si, zmax, amax);
+    double s = 0;
+    for (int64_t v = t; v < V; v += NT) s += exp((double)(z[v] - *zmax));
+    sd[t] = s;
     __syncthreads();
-    block_argmax(sv, si);
-    const float xmax = sv[0];
+    block_sum(sd);
+    *lse = *zmax + (float)log(sd[0]);
     __syncthreads();
-    return xmax;
+}
+
+/* the sums of a warp's ids [s0, s1), its lanes strided through them, reduced by a fixed
+ * butterfly (4 loads in flight): e = exp(z - zmax) over all (the log-sum-exp's terms) and, unless greedy, the kept weights
+ * w = exp(z / T - xmax) (the same numbers as e when T is 1); *last: the last kept id (-1: none) */
+__device__ static void warp_sums(const float *z, int64_t s0, int64_t s1, float zmax, float T, float xmax, float min_p,
+                                 bool greedy, double *ce, double *cw, int *last) {
+    const int lane = threadIdx.x % 32;
+    const bool same = T == 1.0f;
+    double se = 0, sw = 0;
+    int l = -1;
+#pragma unroll 4
+    for (int64_t v = s0 + lane; v < s1; v += 32) {
+        const float zv = z[v];
+        const double e = exp((double)(zv - zmax));
+        se += e;
+        if (greedy) continue;
+        const double wt = same ? e : exp((double)(zv / T - xmax));
+        if (kept(wt, min_p)) sw += wt, l = (int)v;
+    }
+    *ce = __shfl_sync(0xffffffffu, vc_warp_sum_d(se), 0);
+    *cw = __shfl_sync(0xffffffffu, vc_warp_sum_d(sw), 0);
+    for (int o = 16; o > 0; o >>= 1) l = max(l, __shfl_xor_sync(0xffffffffu, l, o));
+    *last = l;
+}
+
+/* thread 0: exclusive and inclusive running sums of x[0..NW) from `start`, in order; the last id >= 0 of li */
+__device__ static int scan_segments(const double *x, const int *li, double start, double *ex, double *in) {
+    double run = start;
+    int l = -1;
+    for (int i = 0; i < NW; i++) {
+        ex[i] = run;
+        run += x[i];
+        in[i] = run;
+        l = li[i] >= 0 ? li[i] : l;
+    }
+    return l;
+}
+
+/* the draw's token in the ids [c0, c1) whose kept weights begin at running sum `run` (the crossing warp: 32 ids
+ * at a time in id order, a warp scan of the kept weights): the first id whose running sum passes goal; -1 if
+ * rounding leaves none */
+__device__ static int walk_chunk(const float *z, int64_t c0, int64_t c1, float T, float xmax, float min_p, double run,
+                                 double goal) {
+    const int lane = threadIdx.x % 32;
+    for (int64_t b = c0; b < c1; b += 32) {
+        const int64_t v = b + lane;
+        double wt = 0;
+        if (v < c1) {
+            wt = exp((double)(z[v] / T - xmax));
+            if (!kept(wt, min_p)) wt = 0;
+        }
+        double incl = wt;
+        for (int o = 1; o < 32; o <<= 1) {
+            double y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, v < c1 && wt > 0 && run + incl > goal);
+        if (hit) return (int)(b + __ffs(hit) - 1);
+        run += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    return -1;
 }
 
 __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float *logits, int64_t V,
                                 const dev_row *rows, const float *u) {
     __shared__ float sv[NT];
     __shared__ int si[NT];
-    __shared__ double sd[NT], ex[NT], in[NT];
-    __shared__ int s_tok, s_last;
+    __shared__ double se[NW], sw[NW], ex[NW], in[NW], cex[NW], cin[NW];
+    __shared__ int sl[NW], s_tok, s_last, s_seg, s_chunk;
     const dev_row q = rows[blockIdx.x];
     const float *z = logits + (int64_t)q.row * V;
-    const int t = threadIdx.x;
+    const int t = threadIdx.x, w = t / 32, lane = t % 32;
     int amax;
-    float lse;
-    row_stats(z, V, sv, si, sd, &amax, &lse);
+    float zmax;
+    row_argmax(z, V, sv, si, &zmax, &amax);
+    /* x = z / T and its max (division by T > 0 keeps the order: the max is zmax / T); one pass over NW contiguous
+     * segments of ids, a warp each, for the log-sum-exp's sum and the kept weights' */
+    const float T = q.temperature > 0 ? q.temperature : 1.0f, xmax = zmax / T;
+    const int64_t seg = (V + NW - 1) / NW, s0 = (int64_t)w * seg, s1 = s0 + seg < V ? s0 + seg : V;
+    double ce, cw;
+    int last;
+    warp_sums(z, s0, s1 < s0 ? s0 : s1, zmax, T, xmax, q.min_p, q.greedy, &ce, &cw, &last);
+    if (lane == 0) {
+        se[w] = ce;
+        sw[w] = cw;
+        sl[w] = last;
+    }
+    __syncthreads();
+    if (t == 0) {
+        double tot = 0;
+        for (int i = 0; i < NW; i++) tot += se[i];
+        sv[0] = zmax + (float)log(tot);
+        s_last = scan_segments(sw, sl, 0.0, ex, in);
+    }
+    __syncthreads();
+    const float lse = sv[0];
     if (q.greedy) {
         for (int d = t; d < q.n; d += NT) {
             tok[q.first + d] = amax;
@@ -128,63 +223,44 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
         }
         return;
     }
-    /* x = z / T, its max, then the kept weights' sums over NW contiguous segments of ids, one a warp, its lanes
-     * strided through it (coalesced); the segment total is lane 0's after a fixed butterfly */
-    const float T = q.temperature > 0 ? q.temperature : 1.0f;
-    const float xmax = row_xmax(z, V, T, sv, si);
-    const int w = t / 32, lane = t % 32;
-    const int64_t seg = (V + NW - 1) / NW, s0 = (int64_t)w * seg, s1 = s0 + seg < V ? s0 + seg : V;
-    double cs = 0;
-    int last = -1;
-    for (int64_t v = s0 + lane; v < s1; v += 32) {
-        double wt = exp((double)(z[v] / T - xmax));
-        if (kept(wt, q.min_p)) cs += wt, last = (int)v;
-    }
-    cs = __shfl_sync(0xffffffffu, vc_warp_sum_d(cs), 0);
-    for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
-    if (lane == 0) {
-        sd[w] = cs;
-        si[w] = last;
-    }
-    __syncthreads();
-    if (t == 0) { /* fixed-order scan of the segment sums; the last kept token */
-        double run = 0;
-        int l = -1;
-        for (int i = 0; i < NW; i++) {
-            ex[i] = run;
-            run += sd[i];
-            in[i] = run;
-            l = si[i] >= 0 ? si[i] : l;
-        }
-        s_last = l;
-    }
-    __syncthreads();
     const double total = in[NW - 1];
     for (int d = 0; d < q.n; d++) {
         const double goal = (double)u[q.first + d] * total;
-        if (t == 0) s_tok = s_last;
+        if (t == 0) {
+            int c = -1;
+            for (int i = 0; i < NW && c < 0; i++)
+                if (in[i] > goal) c = i;
+            s_seg = s_last >= 0 ? c : -1;
+            s_tok = s_last;
+        }
         __syncthreads();
-        if (in[w] > goal && (w == 0 || !(in[w - 1] > goal)) && s_last >= 0) {
-            /* the crossing segment, 32 ids at a time in id order: a warp scan of the kept weights */
-            double run = ex[w];
-            int pick = -1;
-            for (int64_t b = s0; b < s1 && pick < 0; b += 32) {
-                const int64_t v = b + lane;
-                double wt = 0;
-                if (v < s1) {
-                    wt = exp((double)(z[v] / T - xmax));
-                    if (!kept(wt, q.min_p)) wt = 0;
-                }
-                double incl = wt;
-                for (int o = 1; o < 32; o <<= 1) {
-                    double y = __shfl_up_sync(0xffffffffu, incl, o);
-                    if (lane >= o) incl += y;
-                }
-                const unsigned hit = __ballot_sync(0xffffffffu, v < s1 && wt > 0 && run + incl > goal);
-                if (hit) pick = (int)(b + __ffs(hit) - 1);
-                run += __shfl_sync(0xffffffffu, incl, 31);
+        const int c = s_seg;
+        if (c >= 0) { /* the crossing segment, NW chunks of it a warp each, then the crossing chunk walked */
+            const int64_t a0 = (int64_t)c * seg, a1 = a0 + seg < V ? a0 + seg : V, ch = (a1 - a0 + NW - 1) / NW;
+            const int64_t c0 = a0 + w * ch < a1 ? a0 + w * ch : a1, c1 = c0 + ch < a1 ? c0 + ch : a1;
+            warp_sums(z, c0, c1, zmax, T, xmax, q.min_p, false, &ce, &cw, &last);
+            if (lane == 0) {
+                se[w] = cw;
+                sl[w] = last;
             }
-            if (lane == 0) s_tok = pick >= 0 ? pick : si[w]; /* rounding at the segment's end: its last kept token */
+            __syncthreads();
+            if (t == 0) {
+                scan_segments(se, sl, ex[c], cex, cin);
+                int k = -1;
+                for (int i = 0; i < NW && k < 0; i++)
+                    if (cin[i] > goal) k = i;
+                s_chunk = k;
+                for (int i = NW - 1; i >= 0 && k < 0; i--) /* rounding at the segment's end: its last kept token */
+                    if (sl[i] >= 0) {
+                        s_tok = sl[i];
+                        break;
+                    }
+            }
+            __syncthreads();
+            if (w == s_chunk) {
+                const int pick = walk_chunk(z, c0, c1, T, xmax, q.min_p, cex[w], goal);
+                if (lane == 0) s_tok = pick >= 0 ? pick : sl[w]; /* rounding at the chunk's end: its last kept */
+            }
         }
         __syncthreads();
         if (t == 0) {
@@ -194,9 +270,9 @@ __global__ static void k_sample(int32_t *tok, float *lp, float *lps, const float
                 lps[q.first + d] = 0.0f;
                 k = amax;
             } else {
-                double w = exp((double)(z[k] / T - xmax));
+                double wk = exp((double)(z[k] / T - xmax));
                 tok[q.first + d] = k;
-                lps[q.first + d] = (float)log(w / total);
+                lps[q.first + d] = (float)log(wk / total);
             }
             lp[q.first + d] = z[k] - lse;
         }
@@ -423,10 +499,10 @@ __global__ static void k_sample_sorted(int32_t *tok, float *lp, float *lps, cons
     double *P = (double *)base; /* reuses the key buffers once sorted */
     int *ia = (int *)(base + (size_t)8 * q.cap), *ib = ia + q.cap;
     int amax;
-    float lse;
-    row_stats(z, V, s.sv, s.si, s.sd, &amax, &lse);
+    float zmax, lse;
+    row_stats(z, V, s.sv, s.si, s.sd, &amax, &zmax, &lse);
     const float T = q.temperature > 0 ? q.temperature : 1.0f;
-    const float xmax = row_xmax(z, V, T, s.sv, s.si);
+    const float xmax = zmax / T; /* the max of z / T: division by T > 0 keeps the order */
     int mode = 0;
     if (q.top_k > 0) select_kth(&s, z, V, T, (unsigned)q.top_k);
     else { /* top-p only: the prefilter holds the nucleus when it holds top_p of the mass */
