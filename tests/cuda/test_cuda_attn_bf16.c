@@ -148,12 +148,15 @@ static void timing(int nh, int nkv, int hd) {
                        .dv_seq = dvs, .k_stride = nkv * hd, .v_stride = nkv * hd, .n_head = nh, .n_kv_head = nkv,
                        .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
     double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
-    static const char *kname[] = { "bf16 mma.sync    ", "bf16 mma, no pipe", "bf16 WMMA        ", "f32 kernels      " };
-    for (int kind = 0; kind < 4; kind++) { /* the register-tiled kernels (with and without the forward's cp.async
-                                            * pipeline), the WMMA ones (A/B), the f32 ones */
+    static const char *kname[] = { "bf16 mma.sync    ", "bf16 mma, no pipe", "bf16 WMMA        ", "f32 kernels      ",
+                                   "bf16 mma, masked " };
+    for (int kind = 0; kind < 5; kind++) { /* the register-tiled kernels (with and without the cp.async pipelines),
+                                            * the WMMA ones (A/B), the f32 ones, the register-tiled ones with every
+                                            * tile masked (VERLC_CUDA_ATTN_WHOLE=0) */
         setenv("VERLC_CUDA_ATTN_F32", kind == 3 ? "1" : "0", 1);
         setenv("VERLC_CUDA_ATTN_MMA", kind == 2 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_PIPE", kind == 1 ? "0" : "1", 1);
+        setenv("VERLC_CUDA_ATTN_WHOLE", kind == 4 ? "0" : "1", 1);
         G->attn_fwd(o, lse, q, &d); /* warm-up */
         G->attn_bwd(dq, dout, o, lse, q, &d);
         vc_cuda_sync();
@@ -171,6 +174,7 @@ static void timing(int nh, int nkv, int hd) {
     unsetenv("VERLC_CUDA_ATTN_F32");
     unsetenv("VERLC_CUDA_ATTN_MMA");
     unsetenv("VERLC_CUDA_ATTN_PIPE");
+    unsetenv("VERLC_CUDA_ATTN_WHOLE");
     check_sticky("timing");
     release_all();
 }

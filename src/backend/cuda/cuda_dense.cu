@@ -157,20 +157,21 @@ void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const
     if (dw || db) norm_dparams(dw, db, dy, x, mean, rstd, rows, cols, op);
 }
 
-/* ---- RoPE: one thread per rotated pair ---- */
-__global__ void k_rope(float *x, const float *cs, const float *sn, int64_t T, int nh, int hd, int rot, int inter,
-                       float sign) {
-    int half = rot / 2;
-    int64_t n = T * nh * half;
-    for (int64_t id = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; id < n; id += (int64_t)gridDim.x * blockDim.x) {
-        int i = (int)(id % half);
-        int64_t th = id / half, t = th / nh;
-        float *v = x + th * hd;
-        int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
-        float c = cs[t * half + i], s = sign * sn[t * half + i];
-        float x1 = v[a], x2 = v[b];
-        v[a] = x1 * c - x2 * s;
-        v[b] = x2 * c + x1 * s;
+/* ---- RoPE: one thread per rotated pair; tokens across the grid's rows, a token's (head, pair) across the threads
+ * (the head by vc_udiv: no 64-bit division an element) ---- */
+__global__ void k_rope(float *x, const float *cs, const float *sn, int64_t T, int nh, int hd, int rot, vc_udiv by_half,
+                       int inter, float sign) {
+    const int half = rot / 2;
+    VC_ROW_LOOP(t, T) {
+        const float *ct = cs + t * half, *st = sn + t * half;
+        VC_COL_LOOP(j, (int64_t)nh * half) {
+            const int h = (int)vc_udiv_do(by_half, (uint32_t)j), i = (int)j - h * half;
+            float *v = x + (t * nh + h) * hd;
+            const int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
+            const float c = ct[i], s = sign * st[i], x1 = v[a], x2 = v[b];
+            v[a] = x1 * c - x2 * s;
+            v[b] = x2 * c + x1 * s;
+        }
     }
 }
 
@@ -178,8 +179,8 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
                 int sign) {
     const char *op = "rope";
     if (!vc_cu_begin(op) || T == 0 || rot < 2) return;
-    k_rope<<<vc_cu_blocks(T * nh * (rot / 2), 256), 256, 0, vc_cu_stream()>>>(x, cos, sin, T, nh, hd, rot,
-                                                                               interleaved, (float)sign);
+    k_rope<<<vc_cu_rows_grid(T, (int64_t)nh * (rot / 2), 256), 256, 0, vc_cu_stream()>>>(
+        x, cos, sin, T, nh, hd, rot, vc_udiv_make((uint32_t)(rot / 2)), interleaved, (float)sign);
     vc_cu_end(op);
 }
 

@@ -12,6 +12,7 @@
 #define GRID_LOOP(i, n) \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 #define LAUNCH(n) vc_cu_blocks((n), ET), ET, 0, vc_cu_stream()
+#define LAUNCH_ROWS(R, C) vc_cu_rows_grid((R), (C), ET), ET, 0, vc_cu_stream()
 
 /* ---- plain elementwise ---- */
 __global__ void k_fill(float *y, float v, int64_t n) { GRID_LOOP(i, n) y[i] = v; }
@@ -64,10 +65,10 @@ void vc_cu_round_bf16(float *y, const float *x, int64_t n) {
 
 /* ---- row scaling: y[r, c] = x[r, c] s[r] ---- */
 __global__ void k_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
-    GRID_LOOP(i, R * C) y[i] = x[i] * s[i / C];
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C) y[r * C + c] = x[r * C + c] * s[r];
 }
 __global__ void k_mul_rows_dx(float *dx, const float *dy, const float *s, int64_t R, int64_t C) {
-    GRID_LOOP(i, R * C) dx[i] += dy[i] * s[i / C];
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C) dx[r * C + c] += dy[r * C + c] * s[r];
 }
 /* one block per row: ds[r] += sum_c dy x (block tree, fixed) */
 __global__ void k_mul_rows_ds(float *ds, const float *dy, const float *x, int64_t C) {
@@ -82,32 +83,31 @@ __global__ void k_mul_rows_ds(float *ds, const float *dy, const float *x, int64_
 
 void vc_cu_mul_rows_fwd(float *y, const float *x, const float *s, int64_t R, int64_t C) {
     if (!vc_cu_begin("mul_rows forward") || R <= 0 || C <= 0) return;
-    k_mul_rows_fwd<<<LAUNCH(R * C)>>>(y, x, s, R, C);
+    k_mul_rows_fwd<<<LAUNCH_ROWS(R, C)>>>(y, x, s, R, C);
     vc_cu_end("mul_rows forward");
 }
 void vc_cu_mul_rows_bwd(float *dx, float *ds, const float *dy, const float *x, const float *s, int64_t R, int64_t C) {
     const char *op = "mul_rows backward";
     if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
-    if (dx) k_mul_rows_dx<<<LAUNCH(R * C)>>>(dx, dy, s, R, C);
+    if (dx) k_mul_rows_dx<<<LAUNCH_ROWS(R, C)>>>(dx, dy, s, R, C);
     if (ds) k_mul_rows_ds<<<(unsigned)R, ET, 0, vc_cu_stream()>>>(ds, dy, x, C);
     vc_cu_end(op);
 }
 
 /* ---- row copies and sums ---- */
+/* dst row r (+)= src row r / rep (the quotient by vc_udiv: rows below 2^31) */
 __global__ void k_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep,
-                            int acc) {
-    GRID_LOOP(i, R * C) {
-        int64_t r = i / C, c = i % C;
-        float v = src[(r / rep) * sld + c];
-        float *d = dst + r * dld + c;
-        *d = acc ? *d + v : v;
+                            vc_udiv ru, int acc) {
+    VC_ROW_LOOP(r, R) {
+        const float *s = src + (rep == 1 ? r : rep >= R ? 0 : (int64_t)vc_udiv_do(ru, (uint32_t)r)) * sld;
+        float *d = dst + r * dld;
+        VC_COL_LOOP(c, C) d[c] = acc ? d[c] + s[c] : s[c];
     }
 }
 /* dst[i, c] += src[i*rep + j, c] for j ascending, one thread per (i, c) */
 __global__ void k_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t n_out, int64_t C,
                            int64_t rep) {
-    GRID_LOOP(e, n_out * C) {
-        int64_t i = e / C, c = e % C;
+    VC_ROW_LOOP(i, n_out) VC_COL_LOOP(c, C) {
         float a = dst[i * dld + c];
         const float *s = src + i * rep * sld + c;
         for (int64_t j = 0; j < rep; j++) a += s[j * sld];
@@ -128,7 +128,11 @@ void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int
     const char *op = "rows_copy";
     if (!vc_cu_begin(op) || R <= 0 || C <= 0) return;
     if (rep < 1) rep = 1; /* as the CPU entry */
-    k_rows_copy<<<LAUNCH(R * C)>>>(dst, dld, src, sld, R, C, rep, acc);
+    if (R > INT32_MAX) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "2^31 rows or more");
+        return;
+    }
+    k_rows_copy<<<LAUNCH_ROWS(R, C)>>>(dst, dld, src, sld, R, C, rep, vc_udiv_make((uint32_t)(rep < R ? rep : 1)), acc);
     vc_cu_end(op);
 }
 void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep) {
@@ -136,7 +140,7 @@ void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int6
     if (!vc_cu_begin(op) || R <= 0 || C <= 0 || rep < 1) return;
     int64_t n_out = R / rep;
     if (n_out <= 0) return;
-    k_rows_sum<<<LAUNCH(n_out * C)>>>(dst, dld, src, sld, n_out, C, rep);
+    k_rows_sum<<<LAUNCH_ROWS(n_out, C)>>>(dst, dld, src, sld, n_out, C, rep);
     vc_cu_end(op);
 }
 /* part[p, c] = the sum of dy[r, c] over rows r of block p (COLS_ROWS rows, r ascending) */
@@ -300,7 +304,10 @@ void vc_cu_dot_bwd(float *dx, const float *dout, const float *w, int64_t n) {
 
 /* ---- embedding ---- */
 __global__ void k_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H) {
-    GRID_LOOP(i, T * H) y[i] = W[(int64_t)ids[i / H] * H + i % H];
+    VC_ROW_LOOP(t, T) {
+        const float *w = W + (int64_t)ids[t] * H;
+        VC_COL_LOOP(c, H) y[t * H + c] = w[c];
+    }
 }
 /* Backward without atomics: block (x, g) owns columns x*ET .. x*ET + ET - 1 of the rows whose id % EG == g
  * and walks the tokens in ascending order (ids staged in shared memory), so every dW element is
@@ -327,7 +334,7 @@ __global__ void k_embed_bwd(float *dW, const float *dy, const int32_t *ids, int6
 }
 void vc_cu_embed_fwd(float *y, const float *W, const int32_t *ids, int64_t T, int64_t H) {
     if (!vc_cu_begin("embedding forward") || T <= 0 || H <= 0) return;
-    k_embed_fwd<<<LAUNCH(T * H)>>>(y, W, ids, T, H);
+    k_embed_fwd<<<LAUNCH_ROWS(T, H)>>>(y, W, ids, T, H);
     vc_cu_end("embedding forward");
 }
 void vc_cu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, int64_t H) {
@@ -339,59 +346,58 @@ void vc_cu_embed_bwd(float *dW, const float *dy, const int32_t *ids, int64_t T, 
 
 /* ---- row gather ---- */
 __global__ void k_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
-    GRID_LOOP(i, R * H) dst[i] = src[idx[i / H] * H + i % H];
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, H) dst[r * H + c] = src[idx[r] * H + c];
 }
 void vc_cu_gather_rows(float *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
     if (!vc_cu_begin("gather_rows") || R <= 0 || H <= 0) return;
-    k_gather_rows<<<LAUNCH(R * H)>>>(dst, src, idx, R, H);
+    k_gather_rows<<<LAUNCH_ROWS(R, H)>>>(dst, src, idx, R, H);
     vc_cu_end("gather_rows");
 }
 
 __global__ void k_gather_rows_bf16(__nv_bfloat16 *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
-    GRID_LOOP(i, R * H) dst[i] = __float2bfloat16_rn(src[idx[i / H] * H + i % H]);
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, H) dst[r * H + c] = __float2bfloat16_rn(src[idx[r] * H + c]);
 }
 void vc_cu_gather_rows_bf16(void *dst, const float *src, const int64_t *idx, int64_t R, int64_t H) {
     if (!vc_cu_begin("gather_rows_bf16") || R <= 0 || H <= 0) return;
-    k_gather_rows_bf16<<<LAUNCH(R * H)>>>((__nv_bfloat16 *)dst, src, idx, R, H);
+    k_gather_rows_bf16<<<LAUNCH_ROWS(R, H)>>>((__nv_bfloat16 *)dst, src, idx, R, H);
     vc_cu_end("gather_rows_bf16");
 }
 
 /* ---- row scatter (the paged KV append) ---- */
 __global__ void k_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
-    GRID_LOOP(i, R * C) dst[off[i / C] + i % C] = src[(i / C) * sld + i % C];
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C) dst[off[r] + c] = src[r * sld + c];
 }
 void vc_cu_scatter_rows(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     if (!vc_cu_begin("scatter_rows") || R <= 0 || C <= 0) return;
-    k_scatter_rows<<<LAUNCH(R * C)>>>(dst, off, src, sld, R, C);
+    k_scatter_rows<<<LAUNCH_ROWS(R, C)>>>(dst, off, src, sld, R, C);
     vc_cu_end("scatter_rows");
 }
 
 __global__ void k_scatter_rows_bf16(__nv_bfloat16 *dst, const int64_t *off, const float *src, int64_t sld, int64_t R,
                                     int64_t C) {
-    GRID_LOOP(i, R * C) dst[off[i / C] + i % C] = __float2bfloat16_rn(src[(i / C) * sld + i % C]);
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C) dst[off[r] + c] = __float2bfloat16_rn(src[r * sld + c]);
 }
 void vc_cu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C) {
     if (!vc_cu_begin("scatter_rows_bf16") || R <= 0 || C <= 0) return;
-    k_scatter_rows_bf16<<<LAUNCH(R * C)>>>((__nv_bfloat16 *)dst, off, src, sld, R, C);
+    k_scatter_rows_bf16<<<LAUNCH_ROWS(R, C)>>>((__nv_bfloat16 *)dst, off, src, sld, R, C);
     vc_cu_end("scatter_rows_bf16");
 }
 
 /* ---- MoE combine / scatter (inv[t*K + k]: grouped row of token t's k-th choice) ---- */
 __global__ void k_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                                   int64_t H) {
-    GRID_LOOP(i, T * H) {
-        int64_t t = i / H, c = i % H;
+    VC_ROW_LOOP(t, T) VC_COL_LOOP(c, H) {
         float a = 0;
         for (int64_t k = 0; k < K; k++) a += w[t * K + k] * Y[inv[t * K + k] * H + c];
-        y[i] = a;
+        y[t * H + c] = a;
     }
 }
 /* dY[inv[t*K+k]] = w[t*K+k] dy[t] */
 __global__ void k_moe_combine_dY(float *dY, const float *dy, const float *w, const int64_t *inv, int64_t T, int64_t K,
                                  int64_t H) {
-    GRID_LOOP(i, T * K * H) {
-        int64_t tk = i / H, c = i % H;
-        dY[inv[tk] * H + c] = w[tk] * dy[(tk / K) * H + c];
+    VC_ROW_LOOP(t, T) for (int64_t k = 0; k < K; k++) {
+        const int64_t tk = t * K + k;
+        VC_COL_LOOP(c, H) dY[inv[tk] * H + c] = w[tk] * dy[t * H + c];
     }
 }
 /* dw[t*K+k] = dy[t] . Y[inv[t*K+k]], one warp per (t, k) */
@@ -409,29 +415,28 @@ __global__ void k_moe_combine_dw(float *dw, const float *dy, const float *Y, con
 }
 /* dx[t] += dX[inv[t*K+k]] for k ascending */
 __global__ void k_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
-    GRID_LOOP(i, T * H) {
-        int64_t t = i / H, c = i % H;
-        float a = dx[i];
+    VC_ROW_LOOP(t, T) VC_COL_LOOP(c, H) {
+        float a = dx[t * H + c];
         for (int64_t k = 0; k < K; k++) a += dX[inv[t * K + k] * H + c];
-        dx[i] = a;
+        dx[t * H + c] = a;
     }
 }
 void vc_cu_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                            int64_t H) {
     if (!vc_cu_begin("moe combine forward") || T <= 0 || H <= 0) return;
-    k_moe_combine_fwd<<<LAUNCH(T * H)>>>(y, Y, w, inv, T, K, H);
+    k_moe_combine_fwd<<<LAUNCH_ROWS(T, H)>>>(y, Y, w, inv, T, K, H);
     vc_cu_end("moe combine forward");
 }
 void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                            int64_t T, int64_t K, int64_t H) {
     const char *op = "moe combine backward";
     if (!vc_cu_begin(op) || T <= 0 || K <= 0 || H <= 0) return;
-    if (dY) k_moe_combine_dY<<<LAUNCH(T * K * H)>>>(dY, dy, w, inv, T, K, H);
+    if (dY) k_moe_combine_dY<<<LAUNCH_ROWS(T, H)>>>(dY, dy, w, inv, T, K, H);
     if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
     vc_cu_end(op);
 }
 void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
     if (!vc_cu_begin("moe scatter add") || T <= 0 || K <= 0 || H <= 0) return;
-    k_moe_scatter_add<<<LAUNCH(T * H)>>>(dx, dX, inv, T, K, H);
+    k_moe_scatter_add<<<LAUNCH_ROWS(T, H)>>>(dx, dX, inv, T, K, H);
     vc_cu_end("moe scatter add");
 }

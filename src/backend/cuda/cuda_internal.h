@@ -2,6 +2,7 @@
 #ifndef VC_CUDA_INTERNAL_H
 #define VC_CUDA_INTERNAL_H
 #include <cublasLt.h>
+#include "core/udiv.h"
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -231,6 +232,16 @@ int vc_cu_attn_bwd_mma(float *dq, const float *dout, const float *lse, const flo
 void vc_cu_attn_bwd_tc(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d,
                        const float *D, const char *op);
 
+/* Element loops over a rows x columns matrix without divisions (a 64-bit division an element costs a memory-bound
+ * kernel more than its traffic): rows across blockIdx.y (strided by gridDim.y), columns across the threads along x;
+ * launched on vc_cu_rows_grid(R, C, threads) */
+#define VC_ROW_LOOP(r, R) for (int64_t r = blockIdx.y; r < (R); r += gridDim.y)
+#define VC_COL_LOOP(c, C) \
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < (C); c += (int64_t)gridDim.x * blockDim.x)
+static inline dim3 vc_cu_rows_grid(int64_t R, int64_t C, int threads) {
+    const int64_t gx = (C + threads - 1) / threads;
+    return dim3((unsigned)(gx < 1 ? 1 : gx > 4096 ? 4096 : gx), (unsigned)(R < 1 ? 1 : R > 65535 ? 65535 : R));
+}
 static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));

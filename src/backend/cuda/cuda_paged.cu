@@ -30,7 +30,10 @@ struct paged_params {
     const uint32_t *sel; /* DeepSeek Sparse Attention's selection (vc_attn_desc.sel) or NULL */
     int64_t sel_words;
     const int32_t *rows; /* the blocks' rows (from row0; NULL: row0 + blockIdx.x): a prefill's decode rows */
+    vc_udiv pdiv;        /* key j's page j / P by a multiply (keys below 2^31) */
 };
+/* key j's page and slot within its sequence's pages */
+__device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
 
 /* One block of PW warps per (query row, group of GC query heads sharing one key/value head): each key
  * and value row is read once for the group (grouped-query attention reads it once, not once per
@@ -126,8 +129,9 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged(float *o, float *lse, co
     }
     for (int64_t j = j0 + warp; j < j1; j += PW) {
         if (!vc_attn_selected(p, row, j)) continue; /* DeepSeek Sparse Attention: a key the indexer left out */
-        const KV *k = (const KV *)p.kbase + p.kp[sq.pg + j / p.P] + (j % p.P) * p.kstride + (int64_t)kvh * p.hd;
-        const KV *v = (const KV *)p.vbase + p.vp[sq.pg + j / p.P] + (j % p.P) * p.vstride + (int64_t)kvh * p.dv;
+        const int64_t pj = page_of(p, j), slot = j - pj * p.P;
+        const KV *k = (const KV *)p.kbase + p.kp[sq.pg + pj] + slot * p.kstride + (int64_t)kvh * p.hd;
+        const KV *v = (const KV *)p.vbase + p.vp[sq.pg + pj] + slot * p.vstride + (int64_t)kvh * p.dv;
         float kk[NC], vv[NC];
         for (int c = 0; c < NC; c++) {
             kk[c] = lane + 32 * c < p.hd ? kv_load(k, lane + 32 * c) : 0.0f;
@@ -312,7 +316,7 @@ __global__ void k_paged_gather(float *K, float *V, paged_params p, const gseq *l
     const pseq sq = p.seq[g.s];
     const int kw = p.nkv * p.hd, vw = p.nkv * p.dv;
     for (int64_t j = blockIdx.x; j < sq.kvlen; j += gridDim.x) {
-        const int64_t pg = sq.pg + j / p.P, slot = j % p.P;
+        const int64_t pj = page_of(p, j), pg = sq.pg + pj, slot = j - pj * p.P;
         const KV *k = (const KV *)p.kbase + p.kp[pg] + slot * p.kstride;
         const KV *v = (const KV *)p.vbase + p.vp[pg] + slot * p.vstride;
         float *kd = K + (g.koff + j) * kw, *vd = V + (g.koff + j) * vw;
@@ -431,8 +435,10 @@ static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
-    if (rows > 0x7fffffff) {
-        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "over 2^31 query rows");
+    int64_t kmax = P;
+    for (int s = 0; s < d->n_seq; s++) kmax = d->kv_len[s] > kmax ? d->kv_len[s] : kmax;
+    if (rows > 0x7fffffff || kmax > 0x7fffffff) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "over 2^31 query rows, keys or page tokens");
         return;
     }
     size_t seq_b = (size_t)d->n_seq * sizeof(pseq), rs_b = ((size_t)rows * sizeof(int32_t) + 7) & ~(size_t)7;
@@ -460,6 +466,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.vbase = vbase ? vbase : q;
     p.row0 = row0;
     p.P = P;
+    p.pdiv = vc_udiv_make((uint32_t)P);
     p.kstride = d->k_stride;
     p.vstride = d->v_stride;
     p.nh = d->n_head;

@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(PW * 32) k_attn_paged_keys(float *o, float *ls
         for (int g = 0; g < GC; g++) s[g] = 0;
         int64_t voff = -1;
         if (vis) {
-            const int64_t pg = sq.pg + j / p.P, slot = j % p.P;
+            const int64_t pj = page_of(p, j), pg = sq.pg + pj, slot = j - pj * p.P;
             const KV *k = (const KV *)p.kbase + p.kp[pg] + slot * p.kstride + (int64_t)kvh * p.hd;
             voff = p.vp[pg] + slot * p.vstride + (int64_t)kvh * p.dv;
 #pragma unroll 2

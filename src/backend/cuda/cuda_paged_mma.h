@@ -29,7 +29,7 @@ __device__ __forceinline__ void paged_mma_copy(pbf16 *Kb, pbf16 *Vb, const paged
         const int r = idx / C, c = (idx % C) * 8;
         const int64_t j = t0 + r;
         if (j < j1) {
-            const int64_t pg = sq.pg + j / p.P, slot = j % p.P;
+            const int64_t pj = page_of(p, j), pg = sq.pg + pj, slot = j - pj * p.P;
             vc_cp16(Kb + r * LD + c, kb + p.kp[pg] + slot * p.kstride + (int64_t)kvh * D + c);
             vc_cp16(Vb + r * LD + c, vb + p.vp[pg] + slot * p.vstride + (int64_t)kvh * D + c);
         } else {
