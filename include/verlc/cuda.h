@@ -48,6 +48,8 @@ vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes);
 void *vc_cuda_stream(void);    /* the cudaStream_t all verlc kernels run on */
 /* Waits for all queued work; returns the sticky error, if any, naming the op. */
 vc_status vc_cuda_sync(void);
+/* VERLC_CUDA_PROFILE=1: forget the ops counted so far (a bench's warm-up); otherwise nothing */
+void vc_cuda_profile_reset(void);
 vc_status vc_cuda_error(void); /* sticky status without waiting */
 void vc_cuda_clear_error(void);
 /* device memory in use by the pool, free (the device's, and the pool's freed blocks it keeps for reuse) and the

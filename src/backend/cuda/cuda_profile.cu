@@ -32,10 +32,12 @@ static prof_sum g_sum[MAX_OPS];
 static int g_nsum;
 static double g_span_ms, g_busy_ms;
 static long g_ops, g_nested; /* g_nested: begins while another op's record was open and not yet ended */
+static long g_dropped;        /* ops counted before the last vc_cuda_profile_reset (a bench's warm-up) */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* ops may come from a communication thread */
 
 static void report(void) {
     if (!g_ops) return;
+    if (g_dropped) fprintf(stderr, "cuda profile: the warm-up's %ld ops not counted\n", g_dropped);
     fprintf(stderr, "cuda profile: %ld ops, %.3f s of GPU time; the GPU was busy %.0f%% of the time between the first "
             "and last op of each host wait\n", g_ops, g_busy_ms / 1e3, g_span_ms > 0 ? 100.0 * g_busy_ms / g_span_ms : 0.0);
     /* by total time, descending */
@@ -140,6 +142,18 @@ void vc_cu_prof_end(const char *op) {
         if (cudaEventRecord(g_rec[g_open].b, vc_cu_stream()) == cudaSuccess) g_rec[g_open].closed = 1;
         else cudaGetLastError();
     }
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* forget the counts so far (a bench calls it after its warm-up: first calls pay for module loading, cuBLAS's
+ * heuristics and the memory pool's growth) */
+void vc_cuda_profile_reset(void) {
+    if (vc_cu_prof_on <= 0 || vc_cuda_sync() != VC_OK) return; /* the wait collects what is recorded */
+    pthread_mutex_lock(&g_mu);
+    g_dropped += g_ops;
+    g_nsum = 0;
+    g_span_ms = g_busy_ms = 0;
+    g_ops = g_nested = 0;
     pthread_mutex_unlock(&g_mu);
 }
 

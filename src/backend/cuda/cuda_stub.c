@@ -21,6 +21,7 @@ vc_status vc_cuda_d2h(void *dst, const void *src, size_t bytes) { (void)dst; (vo
 vc_status vc_cuda_d2d(void *dst, const void *src, size_t bytes) { (void)dst; (void)src; (void)bytes; return off(); }
 void *vc_cuda_stream(void) { return NULL; }
 vc_status vc_cuda_sync(void) { return off(); }
+void vc_cuda_profile_reset(void) {}
 vc_status vc_cuda_error(void) { return VC_OK; }
 void vc_cuda_clear_error(void) {}
 vc_status vc_cuda_mem_info(size_t *used, size_t *free_bytes, size_t *total) {
