@@ -14,6 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* VERLC_CUDA_PROFILE_DECODE=1 (with VERLC_CUDA_PROFILE=1): the op profile counts the decode steps only */
+static int profile_decode(void) {
+    const char *p = getenv("VERLC_CUDA_PROFILE_DECODE");
+    return p && *p == '1';
+}
+
 vc_status vc_rollout_new(vc_model *m, const vc_rollout_opts *opts, vc_rollout_engine **out) {
     *out = NULL;
     if (!m) return vc_fail(VC_ERR_ARG, "rollout: no model");
@@ -688,7 +694,8 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
         if (e->stats.prefill_tokens == pre) {
             e->stats.decode_only_tokens += e->stats.decode_tokens - dec;
             e->stats.decode_only_seconds += vc_now() - t0;
-        }
+        } else if (profile_decode())
+            vc_cuda_profile_reset(); /* the profile keeps the steps after the last one that read prompts */
         if (e->o.progress) {
             double dt = vc_now() - R.t_start;
             e->o.progress(e->o.progress_ctx, R.prompts_done, n_req, dt > 0 ? e->stats.generated / dt : 0);
