@@ -37,7 +37,8 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* ops may come from a 
 
 static void report(void) {
     if (!g_ops) return;
-    if (g_dropped) fprintf(stderr, "cuda profile: the warm-up's %ld ops not counted\n", g_dropped);
+    if (g_dropped)
+        fprintf(stderr, "cuda profile: %ld ops before the last reset not counted (a warm-up, prompt steps)\n", g_dropped);
     fprintf(stderr, "cuda profile: %ld ops, %.3f s of GPU time; the GPU was busy %.0f%% of the time between the first "
             "and last op of each host wait\n", g_ops, g_busy_ms / 1e3, g_span_ms > 0 ? 100.0 * g_busy_ms / g_span_ms : 0.0);
     /* by total time, descending */
