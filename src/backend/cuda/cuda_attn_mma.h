@@ -100,8 +100,11 @@ int vc_cu_attn_launch_pipe(K kern, const vc_attn_desc *d, int64_t kw, int heads,
  * and waits), zero rows up to TQ */
 template <int W>
 __device__ __forceinline__ void mma_cp_rows(bf16 *dst, int ld, const bf16 *src, int64_t stride, int rows) {
-    for (int idx = threadIdx.x; idx < TQ * (W / 8); idx += NWM * 32) {
-        const int r = idx / (W / 8), c = (idx % (W / 8)) * 8;
+    constexpr int CPR = W / 8, N = TQ * CPR / (NWM * 32); /* 16-byte chunks a row; a thread's copies (unrolled) */
+    static_assert(N * NWM * 32 == TQ * CPR, "tile chunks");
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const int idx = threadIdx.x + i * NWM * 32, r = idx / CPR, c = (idx % CPR) * 8;
         if (r < rows) vc_cp16(dst + r * ld + c, src + r * stride + c);
         else *reinterpret_cast<uint4 *>(dst + r * ld + c) = uint4{ 0, 0, 0, 0 };
     }

@@ -25,8 +25,11 @@ __device__ __forceinline__ void paged_mma_copy(pbf16 *Kb, pbf16 *Vb, const paged
                                                int64_t t0, int64_t j1) {
     constexpr int LD = paged_mma_smem<D>::LD, C = D / 8;
     const pbf16 *kb = (const pbf16 *)p.kbase, *vb = (const pbf16 *)p.vbase;
-    for (int idx = threadIdx.x; idx < PMT * C; idx += 128) {
-        const int r = idx / C, c = (idx % C) * 8;
+    constexpr int N = PMT * C / 128; /* a thread's chunks (two at a time: registers for 3 blocks an SM) */
+    static_assert(N * 128 == PMT * C, "tile chunks");
+#pragma unroll 2
+    for (int i = 0; i < N; i++) {
+        const int idx = threadIdx.x + i * 128, r = idx / C, c = (idx % C) * 8;
         const int64_t j = t0 + r;
         if (j < j1) {
             const int64_t pj = page_of(p, j), pg = sq.pg + pj, slot = j - pj * p.P;
