@@ -29,38 +29,33 @@ __device__ __forceinline__ uint32_t vc_pack_bf16x2(float lo, float hi) {
     return l | h << 16;
 }
 
-/* ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: four 8 x 8 bf16 matrices of shared memory, transposed. Lanes 8j ..
- * 8j + 7 give the addresses of matrix j's rows (8 bf16 each, 16-byte aligned); lane l (g = l / 4, t = l % 4) gets
- * r[j] = M_j[2t][g] | M_j[2t + 1][g] << 16: an mma B fragment's k pair from a row-major k x n tile */
-__device__ __forceinline__ void vc_ldsm_x4_t(uint32_t (&r)[4], const __nv_bfloat16 *row) {
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 bf16 matrices of shared memory. Lanes 8j .. 8j + 7 give
+ * the addresses of matrix j's rows (8 bf16 each, 16-byte aligned); lane l (g = l / 4, t = l % 4) gets
+ * - as they are (vc_ldsm_x4): r[j] = M_j[g][2t] | M_j[g][2t + 1] << 16, an mma A fragment's, or the B fragment of a
+ *   tile whose rows are B's columns (K in Q K^T);
+ * - transposed (vc_ldsm_x4_t): r[j] = M_j[2t][g] | M_j[2t + 1][g] << 16, an mma B fragment's k pair from a row-major
+ *   k x n tile. */
+template <bool TRANS>
+__device__ __forceinline__ void vc_ldsm_x4_of(uint32_t (&r)[4], const __nv_bfloat16 *row) {
 #ifdef VC_EMU_MMA_H
     unsigned u[4];
-    vc_emu_ldsm_x4_t(u, row);
+    if (TRANS) vc_emu_ldsm_x4_t(u, row);
+    else vc_emu_ldsm_x4(u, row);
     r[0] = u[0], r[1] = u[1], r[2] = u[2], r[3] = u[3];
 #else
     const unsigned a = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
 #endif
 }
-
-/* ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8 x 8 bf16 matrices of shared memory as they are. Lanes 8j .. 8j + 7
- * give the addresses of matrix j's rows (16-byte aligned); lane l (g = l / 4, t = l % 4) gets
- * r[j] = M_j[g][2t] | M_j[g][2t + 1] << 16: an mma A fragment's, or the B fragment of a tile whose rows are B's
- * columns (K in Q K^T) */
-__device__ __forceinline__ void vc_ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16 *row) {
-#ifdef VC_EMU_MMA_H
-    unsigned u[4];
-    vc_emu_ldsm_x4(u, row);
-    r[0] = u[0], r[1] = u[1], r[2] = u[2], r[3] = u[3];
-#else
-    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-#endif
-}
+__device__ __forceinline__ void vc_ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16 *row) { vc_ldsm_x4_of<false>(r, row); }
+__device__ __forceinline__ void vc_ldsm_x4_t(uint32_t (&r)[4], const __nv_bfloat16 *row) { vc_ldsm_x4_of<true>(r, row); }
 
 /* 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp, results under 2^-126 flushed to 0; 2^-inf = 0):
  * the flash kernels' exponentials, their scores taken times log2(e) as FlashAttention does. The emulator: exp2f. */
