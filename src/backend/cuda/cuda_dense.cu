@@ -23,11 +23,52 @@ __global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w,
     for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = xr[i] * rs * (w ? w[i] + off : 1.0f);
 }
 
+/* Rows whose columns are whole float4s (and every pointer on a 16-byte boundary) go a warp a row, NORM_THREADS / 32
+ * rows a block: float4 loads, the row's sum by a warp butterfly, no block barrier (short rows, q/k norms' heads
+ * above all, left most of a block idle behind its barriers). The same arithmetic an element as the block kernels. */
+#define NORM_ROWS (NORM_THREADS / 32)
+static bool norm_by_warps(int64_t cols, const void *a, const void *b, const void *c, const void *d) {
+    const char *e = getenv("VERLC_CUDA_NORM_WARPS"); /* 0: the block kernels (A/B; read per call) */
+    return !(e && *e == '0') && cols % 4 == 0 && !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15);
+}
+static unsigned norm_blocks(int64_t rows) { return (unsigned)((rows + NORM_ROWS - 1) / NORM_ROWS); }
+__device__ __forceinline__ float4 norm_w4(const float *w, int64_t i, float off) {
+    if (!w) return make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    const float4 v = reinterpret_cast<const float4 *>(w)[i];
+    return make_float4(v.x + off, v.y + off, v.z + off, v.w + off);
+}
+
+__global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
+                            float off) {
+    const int lane = threadIdx.x % 32;
+    const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
+    if (r >= rows) return;
+    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols);
+    float ss = 0;
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 v = xr[i];
+        ss += v.x * v.x;
+        ss += v.y * v.y;
+        ss += v.z * v.z;
+        ss += v.w * v.w;
+    }
+    ss = vc_warp_sum(ss);
+    const float rs = 1.0f / sqrtf(ss / (float)cols + eps);
+    if (rstd && lane == 0) rstd[r] = rs;
+    float4 *yr = reinterpret_cast<float4 *>(y + r * cols);
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 v = xr[i], g = norm_w4(w, i, off);
+        yr[i] = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
+    }
+}
+
 void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
                        float w_offset) {
     const char *op = "rmsnorm forward";
     if (!vc_cu_begin(op) || rows == 0) return;
-    k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset);
+    if (norm_by_warps(cols, y, x, w, NULL))
+        k_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, rows, cols, eps, w_offset);
+    else k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset);
     vc_cu_end(op);
 }
 
@@ -42,6 +83,36 @@ __global__ void k_rms_bwd_dx(float *dx, const float *dy, const float *x, const f
     float k = dot * rs * rs * rs / (float)cols;
     float *dxr = dx + r * cols;
     for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) dxr[i] += rs * dyr[i] * (w ? w[i] + off : 1.0f) - k * xr[i];
+}
+
+/* k_rms_bwd_dx a warp a row (norm_by_warps) */
+__global__ void k_rms_bwd_dx_w(float *dx, const float *dy, const float *x, const float *w, const float *rstd,
+                               int64_t rows, int64_t cols, float off) {
+    const int lane = threadIdx.x % 32;
+    const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
+    if (r >= rows) return;
+    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols), *dyr = reinterpret_cast<const float4 *>(dy + r * cols);
+    const float rs = rstd[r];
+    float dot = 0;
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 d = dyr[i], v = xr[i], g = norm_w4(w, i, off);
+        dot += d.x * g.x * v.x;
+        dot += d.y * g.y * v.y;
+        dot += d.z * g.z * v.z;
+        dot += d.w * g.w * v.w;
+    }
+    dot = vc_warp_sum(dot);
+    const float k = dot * rs * rs * rs / (float)cols;
+    float4 *dxr = reinterpret_cast<float4 *>(dx + r * cols);
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 d = dyr[i], v = xr[i], g = norm_w4(w, i, off);
+        float4 o = dxr[i];
+        o.x += rs * d.x * g.x - k * v.x;
+        o.y += rs * d.y * g.y - k * v.y;
+        o.z += rs * d.z * g.z - k * v.z;
+        o.w += rs * d.w * g.w - k * v.w;
+        dxr[i] = o;
+    }
 }
 
 /* part[blk, c] = sum over rows of block blk of dy * x * rstd (rms) or dy * xhat and dy (layer norm) */
@@ -95,7 +166,10 @@ void vc_cu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, co
                        int64_t rows, int64_t cols, float w_offset) {
     const char *op = "rmsnorm backward";
     if (!vc_cu_begin(op) || rows == 0) return;
-    if (dx) k_rms_bwd_dx<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(dx, dy, x, w, rstd, cols, w_offset);
+    if (dx && norm_by_warps(cols, dx, dy, x, w))
+        k_rms_bwd_dx_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(dx, dy, x, w, rstd, rows, cols,
+                                                                               w_offset);
+    else if (dx) k_rms_bwd_dx<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(dx, dy, x, w, rstd, cols, w_offset);
     if (!vc_cu_end(op)) return;
     if (dw) norm_dparams(dw, NULL, dy, x, NULL, rstd, rows, cols, op);
 }
