@@ -614,6 +614,7 @@ static int holds_off(void) {
 }
 static bf16_copy g_held[MAX_HELD];
 static int g_nheld;
+static int weight_copy_of(const float *p, int64_t rows, int64_t cols);
 
 void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
     const char *op = "operand hold";
@@ -628,6 +629,7 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
     }
     if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
         return;
+    if (weight_copy_of(p, rows, cols)) return; /* rows of a weight with its bf16 copy: the GEMMs read that */
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
     pack_bf16(h, p, rows, cols, cols);
@@ -662,6 +664,17 @@ static const __nv_bfloat16 *copy_of(const bf16_copy *s, const float *p, int64_t 
     if (off % s->cols != 0 || c != s->cols || off / s->cols + r > s->rows) return NULL;
     g_sh_hits++;
     return s->h + off;
+}
+
+/* whether p's rows x cols (packed) are a run of rows of a registered weight (the LM head's slices of W) */
+static int weight_copy_of(const float *p, int64_t rows, int64_t cols) {
+    int found = 0;
+    for (int i = 0; i < g_nsh && !found; i++)
+        if (copy_of(&g_sh[i], p, rows, cols, cols, &found)) {
+            g_sh_hits--; /* not a GEMM's operand */
+            return 1;
+        }
+    return 0;
 }
 
 /* the bf16 copy of the r x c operand at p (leading dimension ld): a run of rows of a registered weight or
