@@ -2,13 +2,15 @@
  * 64, 80, 96 or 128 (keys and values alike): one block of 4 warps per (sequence, head, 64 queries), warp w owning
  * query rows 16w .. 16w + 15 as cuda_attn_tc.cu's forward, its numerics (q, k, v rounded to bf16, f32 scores and
  * softmax statistics, the probabilities rounded to bf16 for P V, f32 sums) but for the exponentials, taken as
- * FlashAttention takes them (2^(x log2 e - m log2 e) on the special-function unit), and with the warp's Q fragments
- * kept in registers and the K and V fragments loaded by ldmatrix. S = Q K^T, P and O never leave the registers: each lane holds the elements mma.sync's fragments give it (rows
- * g and g + 8 of the warp's 16, g = lane / 4; columns 2t, 2t + 1 of every 8, t = lane % 4), a row's max and sum are
- * taken over its 4 lanes by shuffles, and S's accumulators become P V's A fragments as they are (two 8-column
- * tiles of S are one 16-key step of P). A tile that every row of a warp sees whole skips the masks. Every row sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a
- * row added in a fixed butterfly: the same bits run to run, a row's result independent of the batch around its
- * sequence. VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's WMMA kernel instead (A/B). */
+ * FlashAttention takes them (2^(x log2 e - m log2 e) on the special-function unit). S = Q K^T, P and O never leave
+ * the registers: each lane holds the elements mma.sync's fragments give it (rows g and g + 8 of the warp's 16,
+ * g = lane / 4; columns 2t, 2t + 1 of every 8, t = lane % 4), a row's max and sum are taken over its 4 lanes by
+ * shuffles, and S's accumulators become P V's A fragments as they are (two 8-column tiles of S are one 16-key step
+ * of P). The warp's Q fragments stay in registers (heads up to 96), K's and V's come by ldmatrix (the unpipelined
+ * form stores V transposed: 32-bit loads). A tile that every row of a warp sees whole skips the masks. Every row
+ * sums its key tiles in order from the tile the query tile starts at, the lanes' partial sums of a row added in a
+ * fixed butterfly: the same bits run to run, a row's result independent of the batch around its sequence.
+ * VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's WMMA kernel instead (A/B). */
 #include "cuda_attn_mma.h"
 #include <stdlib.h>
 
@@ -80,7 +82,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
         /* scores, masks and the online softmax of the lane's two rows; a tile every row of the warp sees whole takes
          * no masks (the same scores: the mask keeps every key) */
         float mx[2] = { -INFINITY, -INFINITY };
-        if (p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1])) {
+        if (mma_tile_whole(p, lo, hi, kb)) {
 #pragma unroll
             for (int n = 0; n < TQ / 8; n++)
 #pragma unroll

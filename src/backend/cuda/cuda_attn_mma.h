@@ -158,6 +158,12 @@ __device__ __forceinline__ void mma_row_bounds(const P &p, const S &sm, int64_t 
     *lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
     if (p.chunk > 0 && pos - pos % p.chunk > *lo) *lo = pos - pos % p.chunk;
 }
+/* whether every row of the warp sees all of keys kb .. kb + TQ - 1 (each lane's two rows' [lo, hi] from
+ * mma_row_bounds) and the scores are the scaled dot products (p.plain): the tile then takes no masks */
+__device__ __forceinline__ bool mma_tile_whole(const attn_params &p, const int64_t (&lo)[2], const int64_t (&hi)[2],
+                                               int64_t kb) {
+    return p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1]);
+}
 /* every element of a tile's accumulators to 0 */
 template <int N>
 __device__ __forceinline__ void mma_zero(float (&x)[N][4]) {

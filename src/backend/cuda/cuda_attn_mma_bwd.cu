@@ -32,7 +32,8 @@ __device__ __forceinline__ void mma_p_ds(const P &p, float dot, float dp, float 
 }
 /* mma_p_ds of a score that is the scaled dot product (no soft-cap, ALiBi or selection): the same bits */
 template <class P>
-__device__ __forceinline__ void mma_p_ds_plain(const P &p, float dot, float dp, float LL, float Dr, float *pr, float *ds) {
+__device__ __forceinline__ void mma_p_ds_plain(const P &p, float dot, float dp, float LL, float Dr, float *pr,
+                                               float *ds) {
     const float e = vc_ex2(fmaf(p.scale * dot, VC_LOG2E, -LL));
     *pr = e;
     *ds = e * (dp - Dr);
@@ -101,8 +102,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
         mma_rows<D>(dp, dOs + warp * 16 * LQ, LQ, Vc, LQ);
         uint32_t da[TQ / 16][4];
         /* a tile every row of the warp sees whole: no masks */
-        const bool whole =
-            p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1]);
+        const bool whole = mma_tile_whole(p, lo, hi, kb);
 #pragma unroll
         for (int n = 0; n < TQ / 8; n++) {
             float ds[4];

@@ -38,8 +38,8 @@ __device__ __forceinline__ float4 norm_w4(const float *w, int64_t i, float off) 
     return make_float4(v.x + off, v.y + off, v.z + off, v.w + off);
 }
 
-__global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
-                            float off) {
+__global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
+                            float eps, float off) {
     const int lane = threadIdx.x % 32;
     const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
     if (r >= rows) return;
@@ -91,7 +91,8 @@ __global__ void k_rms_bwd_dx_w(float *dx, const float *dy, const float *x, const
     const int lane = threadIdx.x % 32;
     const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
     if (r >= rows) return;
-    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols), *dyr = reinterpret_cast<const float4 *>(dy + r * cols);
+    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols);
+    const float4 *dyr = reinterpret_cast<const float4 *>(dy + r * cols);
     const float rs = rstd[r];
     float dot = 0;
     for (int64_t i = lane; i < c4; i += 32) {
