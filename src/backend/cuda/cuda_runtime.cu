@@ -627,9 +627,9 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
             }
         return;
     }
-    if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 || !vc_cu_begin(op))
+    if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 ||
+        weight_copy_of(p, rows, cols) /* rows of a weight with its bf16 copy: the GEMMs read that */ || !vc_cu_begin(op))
         return;
-    if (weight_copy_of(p, rows, cols)) return; /* rows of a weight with its bf16 copy: the GEMMs read that */
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_scratch((size_t)(rows * cols) * 2, op);
     if (!h) return;
     pack_bf16(h, p, rows, cols, cols);
