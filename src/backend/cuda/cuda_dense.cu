@@ -369,29 +369,24 @@ void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, 
                                                                                        n - 4 * n4, kind);
     vc_cu_end("gated activation forward (bf16 out)");
 }
-/* k_act_mul_bwd four elements a thread */
+/* k_act_mul_bwd four elements a thread: one gradient (DU: up's, else gate's) added to out[i], or written (wr) */
+template <bool DU>
+__device__ __forceinline__ void gate_grad4(float4 *out, int64_t i, bool wr, float4 d, float4 a, float4 b, int kind) {
+    float4 o = wr ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : out[i];
+    o.x += DU ? vc_gate_du(d.x, a.x, b.x, kind) : vc_gate_dg(d.x, a.x, b.x, kind);
+    o.y += DU ? vc_gate_du(d.y, a.y, b.y, kind) : vc_gate_dg(d.y, a.y, b.y, kind);
+    o.z += DU ? vc_gate_du(d.z, a.z, b.z, kind) : vc_gate_dg(d.z, a.z, b.z, kind);
+    o.w += DU ? vc_gate_du(d.w, a.w, b.w, kind) : vc_gate_dg(d.w, a.w, b.w, kind);
+    out[i] = o;
+}
 __global__ void k_act_mul_bwd_x4(float4 *dg, float4 *du, const float4 *dy, const float4 *g, const float4 *u, int64_t n4,
                                  int kind) {
     const bool wr = kind & VC_ACT_WRITE;
     kind &= ~VC_ACT_WRITE;
     GRID_LOOP(i, n4) {
         const float4 d = dy[i], a = g[i], b = u[i];
-        if (dg) {
-            float4 o = wr ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : dg[i];
-            o.x += vc_gate_dg(d.x, a.x, b.x, kind);
-            o.y += vc_gate_dg(d.y, a.y, b.y, kind);
-            o.z += vc_gate_dg(d.z, a.z, b.z, kind);
-            o.w += vc_gate_dg(d.w, a.w, b.w, kind);
-            dg[i] = o;
-        }
-        if (du) {
-            float4 o = wr ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : du[i];
-            o.x += vc_gate_du(d.x, a.x, b.x, kind);
-            o.y += vc_gate_du(d.y, a.y, b.y, kind);
-            o.z += vc_gate_du(d.z, a.z, b.z, kind);
-            o.w += vc_gate_du(d.w, a.w, b.w, kind);
-            du[i] = o;
-        }
+        if (dg) gate_grad4<false>(dg, i, wr, d, a, b, kind);
+        if (du) gate_grad4<true>(du, i, wr, d, a, b, kind);
     }
 }
 void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind) {
