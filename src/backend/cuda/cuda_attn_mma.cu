@@ -102,15 +102,9 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
                     mx[i] = fmaxf(mx[i], s[n][e]);
                 }
         /* exponentials as 2^(x log2 e - max log2 e); a row that sees nothing yet (max -inf) gets 2^-inf = 0 */
-        float mn[2], ml[2], corr[2], sum[2] = { 0.0f, 0.0f };
+        float ml[2], corr[2], sum[2] = { 0.0f, 0.0f };
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-            mn[i] = fmaxf(m[i], mx[i]);
-            ml[i] = mn[i] == -INFINITY ? 0.0f : mn[i] * VC_LOG2E;
-            corr[i] = vc_ex2(fmaf(m[i], VC_LOG2E, -ml[i]));
-        }
+        for (int i = 0; i < 2; i++) corr[i] = vc_softmax_step(mx[i], &m[i], &ml[i]);
         uint32_t pa[TQ / 16][4]; /* P as the A fragments of P V: S tiles 2kc and 2kc + 1 make key step kc */
 #pragma unroll
         for (int n = 0; n < TQ / 8; n++) {
@@ -124,10 +118,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
             pa[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(e[2], e[3]);
         }
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
-            l[i] = l[i] * corr[i] + sum[i]; /* the lane's part of the row's sum */
-            m[i] = mn[i];
-        }
+        for (int i = 0; i < 2; i++) l[i] = l[i] * corr[i] + sum[i]; /* the lane's part of the row's sum */
 #pragma unroll
         for (int n = 0; n < DV / 8; n++) {
             acc[n][0] *= corr[0];

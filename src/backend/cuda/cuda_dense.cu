@@ -29,7 +29,7 @@ __global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w,
 #define NORM_ROWS (NORM_THREADS / 32)
 static bool norm_by_warps(int64_t cols, const void *a, const void *b, const void *c, const void *d) {
     const char *e = getenv("VERLC_CUDA_NORM_WARPS"); /* 0: the block kernels (A/B; read per call) */
-    return !(e && *e == '0') && cols % 4 == 0 && !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15);
+    return !(e && *e == '0') && cols % 4 == 0 && vc_cu_aligned16(a, b, c, d);
 }
 static unsigned norm_blocks(int64_t rows) { return (unsigned)((rows + NORM_ROWS - 1) / NORM_ROWS); }
 __device__ __forceinline__ float4 norm_w4(const float *w, int64_t i, float off) {
@@ -353,13 +353,9 @@ __global__ void k_act_mul_fwd_bf16_x4(__nv_bfloat162 *y, const float4 *g, const 
         y[2 * i + 1] = __floats2bfloat162_rn(vc_gate_f(a.z, b.z, kind), vc_gate_f(a.w, b.w, kind));
     }
 }
-/* whether every pointer sits on a 16-byte boundary (float4 access; NULLs pass) */
-static bool aligned16(const void *a, const void *b, const void *c, const void *d = NULL, const void *e = NULL) {
-    return !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d | (uintptr_t)e) & 15);
-}
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
     if (!vc_cu_begin("gated activation forward (bf16 out)") || n == 0) return;
-    const int64_t n4 = aligned16(y, g, u) ? n / 4 : 0;
+    const int64_t n4 = vc_cu_aligned16(y, g, u) ? n / 4 : 0;
     if (n4)
         k_act_mul_fwd_bf16_x4<<<vc_cu_blocks(n4, 256), 256, 0, vc_cu_stream()>>>((__nv_bfloat162 *)y, (const float4 *)g,
                                                                                 (const float4 *)u, n4, kind);
@@ -391,7 +387,7 @@ __global__ void k_act_mul_bwd_x4(float4 *dg, float4 *du, const float4 *dy, const
 }
 void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind) {
     if (!vc_cu_begin("gated activation backward") || n == 0) return;
-    const int64_t n4 = aligned16(dg, du, dy, g, u) ? n / 4 : 0;
+    const int64_t n4 = vc_cu_aligned16(dg, du, dy, g, u) ? n / 4 : 0;
     if (n4)
         k_act_mul_bwd_x4<<<vc_cu_blocks(n4, 256), 256, 0, vc_cu_stream()>>>(
             (float4 *)dg, (float4 *)du, (const float4 *)dy, (const float4 *)g, (const float4 *)u, n4, kind);

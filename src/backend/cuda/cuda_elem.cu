@@ -50,9 +50,6 @@ __global__ void k_map4(float *y, const float *a, const float *b, int64_t n, F f)
     const int64_t t = 4 * n4 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (t < n) y[t] = f(F::RY ? y[t] : 0.0f, a[t], b ? b[t] : 0.0f);
 }
-static bool vec4_ok(const void *y, const void *a, const void *b) {
-    return !(((uintptr_t)y | (uintptr_t)a | (uintptr_t)b) & 15);
-}
 #define LAUNCH4(n) vc_cu_blocks((n) / 4 > 0 ? (n) / 4 : 1, ET), ET, 0, vc_cu_stream()
 
 void vc_cu_fill(float *y, float v, int64_t n) {
@@ -62,13 +59,13 @@ void vc_cu_fill(float *y, float v, int64_t n) {
 }
 void vc_cu_axpy(float *y, float a, const float *x, int64_t n) {
     if (!vc_cu_begin("axpy") || n <= 0) return;
-    if (vec4_ok(y, x, NULL)) k_map4<f_axpy><<<LAUNCH4(n)>>>(y, x, (const float *)NULL, n, f_axpy{ a });
+    if (vc_cu_aligned16(y, x)) k_map4<f_axpy><<<LAUNCH4(n)>>>(y, x, (const float *)NULL, n, f_axpy{ a });
     else k_axpy<<<LAUNCH(n)>>>(y, a, x, n);
     vc_cu_end("axpy");
 }
 void vc_cu_add(float *y, const float *a, const float *b, int64_t n) {
     if (!vc_cu_begin("add") || n <= 0) return;
-    if (vec4_ok(y, a, b)) k_map4<f_add><<<LAUNCH4(n)>>>(y, a, b, n, f_add{});
+    if (vc_cu_aligned16(y, a, b)) k_map4<f_add><<<LAUNCH4(n)>>>(y, a, b, n, f_add{});
     else k_add<<<LAUNCH(n)>>>(y, a, b, n);
     vc_cu_end("add");
 }

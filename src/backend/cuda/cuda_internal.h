@@ -242,6 +242,11 @@ static inline dim3 vc_cu_rows_grid(int64_t R, int64_t C, int threads) {
     const int64_t gx = (C + threads - 1) / threads;
     return dim3((unsigned)(gx < 1 ? 1 : gx > 4096 ? 4096 : gx), (unsigned)(R < 1 ? 1 : R > 65535 ? 65535 : R));
 }
+/* whether every pointer sits on a 16-byte boundary (float4 access; NULLs pass) */
+static inline bool vc_cu_aligned16(const void *a, const void *b, const void *c = NULL, const void *d = NULL,
+                                   const void *e = NULL) {
+    return !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d | (uintptr_t)e) & 15);
+}
 static inline unsigned vc_cu_blocks(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
     return (unsigned)(b > 65535 * 16 ? 65535 * 16 : (b < 1 ? 1 : b));

@@ -70,6 +70,19 @@ __device__ __forceinline__ float vc_ex2(float x) {
 #endif
 }
 
+/* one online-softmax step of a row whose tile max mx lies over a quad of lanes (mma's 4 lanes a row): the quad's
+ * max, the running max *m updated and *ml its log2(e) multiple (0 while the row sees nothing: its exponentials
+ * 2^(x log2 e - ml) are then 2^-inf = 0); returns the factor the row's earlier sums take */
+__device__ __forceinline__ float vc_softmax_step(float mx, float *m, float *ml) {
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mn = fmaxf(*m, mx);
+    *ml = mn == -INFINITY ? 0.0f : mn * VC_LOG2E;
+    const float corr = vc_ex2(fmaf(*m, VC_LOG2E, -*ml));
+    *m = mn;
+    return corr;
+}
+
 /* cp.async.cg.shared.global: 16 bytes from global to shared memory (both 16-byte aligned) without registers; a
  * thread's copies since its last commit form a group, vc_cp_wait<n> waits until at most n of its groups are in
  * flight (the emulator copies at once) */

@@ -103,16 +103,11 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
                 mx[r] = fmaxf(mx[r], s[n][e]);
             }
         /* exponentials as the flash forward takes them: 2^(x log2 e - max log2 e), 0 while a head sees nothing */
-        float mn[2], ml[2], corr[2], ev[2][4];
+        float ml[2], corr[2], ev[2][4];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            mn[r] = fmaxf(m[r], mx[r]);
-            ml[r] = mn[r] == -INFINITY ? 0.0f : mn[r] * VC_LOG2E;
-            corr[r] = vc_ex2(fmaf(m[r], VC_LOG2E, -ml[r]));
+            corr[r] = vc_softmax_step(mx[r], &m[r], &ml[r]);
             l[r] *= corr[r];
-            m[r] = mn[r];
         }
 #pragma unroll
         for (int n = 0; n < 2; n++)

@@ -538,9 +538,7 @@ __global__ void k_pack_bf16_flat4(__nv_bfloat16 *dst, const float *src, int64_t 
 }
 /* dst[r * cols + c] = bf16(src[r * ld + c]): rows across blockIdx.y, columns across the threads (no divisions) */
 __global__ void k_pack_bf16_rows(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-        for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
-            dst[r * cols + c] = __float2bfloat16_rn(src[r * ld + c]);
+    VC_ROW_LOOP(r, rows) VC_COL_LOOP(c, cols) dst[r * cols + c] = __float2bfloat16_rn(src[r * ld + c]);
 }
 /* the used part of a strided operand, rounded to bf16 (nearest even) and packed */
 static void pack_bf16(__nv_bfloat16 *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
