@@ -4,7 +4,8 @@
  * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with bf16 matmuls, the
  * cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient pay) beside
  * what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a generate
- * call does. Random data; per call, the best of --iters runs of 10 calls in a row, after one warm-up. */
+ * call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two. Random data; per call, the best
+ * of --iters runs of 10 calls in a row, after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
 #include "tensor/backend.h"
@@ -196,8 +197,8 @@ int vc_bench_gemm(int argc, char **argv) {
     int64_t H = c.hidden, hd = c.head_dim, I = c.moe_inter > 0 && c.inter <= 0 ? c.moe_inter : c.inter;
     lin L[] = { { "q_proj", c.n_head * hd, H }, { "k_proj", c.n_kv_head * hd, H }, { "v_proj", c.n_kv_head * hd, H },
                 { "o_proj", H, c.n_head * hd }, { "gate_proj", I, H }, { "up_proj", I, H }, { "down_proj", H, I },
-                { "lm_head", c.vocab, H } };
-    int nl = (int)(sizeof L / sizeof L[0]);
+                { "lm_head", c.vocab, H }, { "gate_up", 2 * I, H } };
+    int nl = (int)(sizeof L / sizeof L[0]), GU = nl - 1; /* the fused one last: not in the layer's sums */
     int64_t maxM = 0, maxNK = 0, maxW = 0;
     for (int r = 0; r < o.n_rows; r++) maxM = o.rows[r] > maxM ? o.rows[r] : maxM;
     for (int i = 0; i < nl; i++) {
@@ -211,27 +212,33 @@ int vc_bench_gemm(int argc, char **argv) {
     const int64_t pn = strcmp(vc_be()->name, "cuda") ? 1024 : 4096; /* a CPU's peak: a smaller cube */
     double peak = peak_tflops(o.iters, pn);
     printf("  GEMM peak here (%lld^3, the same path): %.2f TFLOP/s\n", (long long)pn, peak);
-    float *Ws[8] = { 0 }, *x = upload((size_t)(maxM * maxNK), 1), *dy = upload((size_t)(maxM * maxNK), 2);
+    float *Ws[9] = { 0 }, *x = upload((size_t)(maxM * maxNK), 1), *dy = upload((size_t)(maxM * maxNK), 2);
     size_t ny = (size_t)(maxM * maxNK > maxW ? maxM * maxNK : maxW); /* y [M, N], dx [M, K] or dW [N, K] */
     float *y = vc_be()->alloc(sizeof(float) * ny);
     int ok = x && dy && y;
     for (int i = 0; ok && i < nl; i++) ok = (Ws[i] = upload((size_t)(L[i].N * L[i].K), 10 + (uint64_t)i)) != NULL;
     int copies = 0;
     if (ok && !strcmp(vc_be()->name, "cuda") && vc_matmul_precision() == VC_PREC_BF16) {
-        const float *w[8];
-        int64_t rows[8], cols[8];
+        const float *w[9];
+        int64_t rows[9], cols[9];
         for (int i = 0; i < nl; i++) w[i] = Ws[i], rows[i] = L[i].N, cols[i] = L[i].K;
         copies = vc_cuda_bf16_shadow_add(w, rows, cols, nl) == VC_OK;
     }
     vc_status st = ok ? VC_OK : VC_ERR_NOMEM;
     for (int r = 0; !st && r < o.n_rows; r++) {
         int64_t M = o.rows[r];
-        double sec = 0, fl = 0, lsec = 0, lfl = 0;
+        double sec = 0, fl = 0, lsec = 0, lfl = 0, g0 = 0, gsec = 0, gusec = 0, gufl = 0;
         printf("rows %lld%s:\n", (long long)M, copies ? " (weights read from their bf16 copies)" : "");
         for (int i = 0; !st && i < nl; i++) {
-            if (i == nl - 1) lsec = sec, lfl = fl; /* the layer's, before the LM head */
-            if (bench_shape(&L[i], M, &o, x, dy, Ws[i], y, &sec, &fl) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
+            if (i == GU - 1) lsec = sec, lfl = fl; /* the layer's, before the LM head */
+            if (i == 4) g0 = sec;
+            if (i == 6) gsec = sec - g0; /* gate_proj's and up_proj's */
+            double *s_ = i == GU ? &gusec : &sec, *f_ = i == GU ? &gufl : &fl;
+            if (bench_shape(&L[i], M, &o, x, dy, Ws[i], y, s_, f_) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
         }
+        if (!st)
+            printf("  gate and up: %.3f ms as one GEMM, %.3f ms as two (what vc_op_gated_mlp saves a layer)\n",
+                   gusec * 1e3, gsec * 1e3);
         if (!st && (bench_hold(M, H, x, o.iters) || bench_hold(M, I, dy, o.iters)) && !(st = vc_be()->sync()))
             st = VC_ERR_INTERNAL;
         if (!st)

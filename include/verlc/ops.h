@@ -24,6 +24,12 @@ vc_tensor *vc_op_scale(vc_graph *g, vc_tensor *a, float s);
 /* (act(gate) * up) W^T + b, as vc_op_linear(vc_op_act_mul(gate, up), W, b). With bf16 matmuls the
  * activation is kept in bf16 (the GEMM rounds it to bf16 anyway): half its memory, the same bits. */
 vc_tensor *vc_op_act_mul_linear(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind, vc_tensor *W, vc_tensor *b);
+/* the same with gate and up as one [2I, H] matrix (Wu's rows right after Wg's in memory: vc_gate_up_adjacent): one GEMM
+ * for both projections and one each for their gradients (src/tensor/ops_mlp.c); the activation in bf16 when bf16_act
+ * and matmuls are bf16. NULL (nothing done) when the weights are not adjacent or the shapes disagree. */
+vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *Wu, int kind, vc_tensor *W, vc_tensor *b,
+                           int bf16_act);
+int vc_gate_up_adjacent(const vc_tensor *Wg, const vc_tensor *Wu);
 /* a's values rounded to bf16 (nearest even) IN PLACE, as a new tensor on the same memory; the gradient
  * passes through unchanged (a cast's). Only for a tensor whose producer's backward does not read its
  * output and that nothing else read before (the attention inputs in bf16 precision). */

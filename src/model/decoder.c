@@ -825,9 +825,23 @@ static vc_tensor *mamba1(fwd_ctx *f, int l, vc_tensor *h) {
     return lin(f, vc_op_mul(g, y, vc_op_act(g, z, VC_ACT_SILU)), l, VC_W_LIN_OUT, NULL);
 }
 
+/* gate and up in one GEMM (vc_op_gated_mlp): where they lie together in memory and carry no bias, LoRA adapter or
+ * muP multiplier */
+static int gate_up_fused(fwd_ctx *f, int l, int gate, int up, int down) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    if (f->split_gu || !gate || (c->mup.on && (c->mup.mlp_gate != 1.0f || c->mup.mlp_down != 1.0f))) return 0;
+    if (gate == VC_W_GATE && (vc_w(m, l, VC_W_GATE_B) || vc_w(m, l, VC_W_UP_B))) return 0;
+    if (vc_lora_index(m, l, gate) >= 0 || vc_lora_index(m, l, up) >= 0 || vc_lora_index(m, l, down) >= 0) return 0;
+    return vc_gate_up_adjacent(vc_w(m, l, gate), vc_w(m, l, up));
+}
+
 static vc_tensor *mlp(fwd_ctx *f, int l, vc_tensor *h, int gate, int up, int down) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
+    if (gate_up_fused(f, l, gate, up, down))
+        return vc_op_gated_mlp(f->g, h, vc_w(m, l, gate), vc_w(m, l, up), c->act, vc_w(m, l, down),
+                               down == VC_W_DOWN ? vc_w(m, l, VC_W_DOWN_B) : NULL, !f->f32_act);
     int gated = gate && vc_w(m, l, gate);
     if (gated) vc_op_hold(h, 1); /* up and gate read the same input */
     vc_tensor *u = lin(f, h, l, up, up == VC_W_UP ? vc_w(m, l, VC_W_UP_B) : NULL);
@@ -1295,9 +1309,9 @@ static vc_tensor *deepstack(fwd_ctx *f, int l, vc_tensor *x) {
 
 static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cache *cache, const vc_kv_pages *paged) {
     const vc_model_config *c = &m->cfg;
-    const char *env = getenv("VERLC_BF16_ACT"); /* read once per forward, not per layer */
+    const char *env = getenv("VERLC_BF16_ACT"), *gu = getenv("VERLC_FUSED_GATE_UP"); /* once per forward */
     fwd_ctx f = { .m = m, .g = g, .b = b, .cache = cache, .paged = paged, .T = b->cu_seqlens[b->n_seq],
-                  .f32_act = env && *env == '0' };
+                  .f32_act = env && *env == '0', .split_gu = gu && *gu == '0' };
     if (m->be->alloc != vc_be()->alloc || (cache && cache->be->alloc != vc_be()->alloc)) {
         vc_fail(VC_ERR_ARG, "model forward: the weights%s are in %s memory but the active backend is %s (select the "
                 "device before loading the model)", cache ? " or kv cache" : "", m->be->name, vc_be()->name);

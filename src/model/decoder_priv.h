@@ -36,6 +36,7 @@ typedef struct {
     const int64_t *kv_off;  /* paged: [T] float offset of each new token's layer-0 KV row in the pool, backend memory */
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
     int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
+    int split_gu;           /* VERLC_FUSED_GATE_UP=0: gate and up projected apart even when adjacent (comparisons) */
     /* shared prefixes (b->prefix): each layer's keys and values gathered into ext rows, every sequence's
      * prefix rows (if any) then its own; sequence s attends to rows [kv_start[s], +kv_len[s]) */
     const int32_t *ext;     /* [T_ext] backend memory */

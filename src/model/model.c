@@ -262,9 +262,14 @@ int64_t vc_model_weight_copies(vc_model *m, int on) {
     for (int i = 0; w && rc && i < n; i++) {
         const vc_tensor *t = &m->params[i].t;
         if (t->ndim < 2) continue;
+        int64_t cols = t->shape[t->ndim - 1], rows = t->n / cols;
+        if (k && rc[n + k - 1] == cols && w[k - 1] + rc[k - 1] * cols == t->data) { /* one copy for matrices that lie */
+            rc[k - 1] += rows; /* together (gate and up: vc_op_gated_mlp's one operand) */
+            continue;
+        }
         w[k] = t->data;
-        rc[n + k] = t->shape[t->ndim - 1];
-        rc[k++] = t->n / t->shape[t->ndim - 1];
+        rc[n + k] = cols;
+        rc[k++] = rows;
     }
     if (w && rc && vc_cuda_bf16_shadow_add(w, rc, rc + n, k) != VC_OK) vc_clear_error(); /* GEMMs round as before */
     free(w);

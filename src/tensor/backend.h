@@ -321,12 +321,16 @@ typedef struct vc_backend {
     void (*conv1d_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
-    void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int kind);
+    /* y = act(g) * u over n = rows x cols elements: g and u (and act_mul_bwd's dg, du) rows of cols elements ld
+     * apart (the two halves of a fused gate/up projection's rows: ld = 2 cols; ld == cols: one contiguous run),
+     * y and dy packed rows x cols */
+    void (*act_mul_fwd)(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
     /* dg += , du += ; with VC_ACT_WRITE or'ed into kind, dg = , du = (0 + the term: the bits of adding to zeros) */
-    void (*act_mul_bwd)(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
+    void (*act_mul_bwd)(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int64_t cols,
+                        int64_t ld, int kind);
     /* act_mul_fwd into bf16 storage: y (uint16_t[n]) = bf16(act(g) * u), nearest even (bf16 matmuls: the
      * activation only a GEMM reads, kept in bf16) */
-    void (*act_mul_fwd_bf16)(void *y, const float *g, const float *u, int64_t n, int kind);
+    void (*act_mul_fwd_bf16)(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
      * sumsq[t] = sum_v softmax(z_t)_v^2 (NULL: not computed; no gradient), z_t = softcap(h_t W^T + b) * scale
      * (d: host memory); lse saved for backward. target < 0: logp is 0. */

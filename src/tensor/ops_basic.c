@@ -274,14 +274,14 @@ static void act_mul_bw(vc_graph *g, vc_node *n) {
     float *da, *db;
     int wr = gate_grads(g, a, b, &da, &db);
     if ((a->requires_grad && !da) || (b->requires_grad && !db)) return; /* the graph holds the status */
-    vc_be()->act_mul_bwd(da, db, n->out->grad, a->data, b->data, a->n, (int)n->i[0] | wr);
+    vc_be()->act_mul_bwd(da, db, n->out->grad, a->data, b->data, a->n, a->n, a->n, (int)n->i[0] | wr);
 }
 
 vc_tensor *vc_op_act_mul(vc_graph *g, vc_tensor *gate, vc_tensor *up, int kind) {
     GUARD2(gate, up);
     vc_tensor *y = like(g, gate);
     GUARD1(y);
-    vc_be()->act_mul_fwd(y->data, gate->data, up->data, gate->n, kind);
+    vc_be()->act_mul_fwd(y->data, gate->data, up->data, gate->n, gate->n, gate->n, kind);
     vc_tensor *in[2] = { gate, up };
     vc_node *n = vc_tape_push(g, act_mul_bw, y, 2, in);
     if (n) n->i[0] = kind;
@@ -313,7 +313,7 @@ static void act_mul_linear_bw(vc_graph *g, vc_node *n) {
     float *dg, *du;
     int wr = gate_grads(g, gate, up, &dg, &du);
     if ((!gate->requires_grad || dg) && (!up->requires_grad || du))
-        B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, (int)n->i[0] | wr);
+        B->act_mul_bwd(dg, du, da, gate->data, up->data, gate->n, gate->n, gate->n, (int)n->i[0] | wr);
     vc_graph_release(g, da, sizeof(float) * (size_t)(M * K));
 }
 
@@ -330,7 +330,7 @@ vc_tensor *vc_op_act_mul_linear(vc_graph *g, vc_tensor *gate, vc_tensor *up, int
     shape[gate->ndim - 1] = N;
     vc_tensor *y = a16 ? vc_tensor_new(g, gate->ndim, shape, 0) : NULL;
     GUARD1(y);
-    B->act_mul_fwd_bf16(a16, gate->data, up->data, gate->n, kind);
+    B->act_mul_fwd_bf16(a16, gate->data, up->data, gate->n, gate->n, gate->n, kind);
     if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
     B->gemm_b16(0, 1, M, N, K, 1.0f, a16, 1, K, W->data, 0, K, b ? 1.0f : 0.0f, y->data, N);
     vc_tensor *in[4] = { gate, up, W, b };

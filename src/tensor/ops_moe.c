@@ -145,7 +145,7 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
     if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
-    if (Wg) B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, s->act);
+    if (Wg) B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, I, I, s->act);
     else { /* experts without a gate (Nemotron-H): A = act(U) */
         B->fill(dU, 0.0f, R * I);
         B->act_bwd(dU, dA, s->U, R * I, s->act);
@@ -328,8 +328,8 @@ vc_tensor *vc_op_moe_ex(vc_graph *g, vc_tensor *x, vc_tensor *logits, vc_tensor 
     if (s->bi.gate) B->moe_bias_fwd(s->G, s->bi.gate->data, s->off, s->E, I);
     if (s->bi.up) B->moe_bias_fwd(s->U, s->bi.up->data, s->off, s->E, I);
     if (!Wg) B->act_fwd(s->A, s->U, R * I, act);
-    else if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, act);
-    else B->act_mul_fwd(s->A, s->G, s->U, R * I, act);
+    else if (a16) B->act_mul_fwd_bf16(s->A16, s->G, s->U, R * I, I, I, act);
+    else B->act_mul_fwd(s->A, s->G, s->U, R * I, I, I, act);
     int is16;
     const void *A = acts(s, &is16);
     B->gemm_rows_grouped(1, s->E, s->off, R, H, I, 1.0f, A, is16, I, Wd->data, 0.0f, s->Y, H);

@@ -6,6 +6,7 @@
 #include "verlc/optim.h"
 #include "rl/trainer_internal.h"
 #include "verlc/perf.h"
+#include "verlc/dtype.h"
 
 #define TOL 1e-4
 
@@ -622,25 +623,69 @@ static void test_act(void) {
         G->act_bwd(gdx, gdy, gx, n, k);
         snprintf(nm, sizeof nm, "%s bwd (accumulated)", names[k]);
         cmp(nm, gdx, dx, (size_t)n, TOL);
-        C->act_mul_fwd(y, x, u, n, k);
-        G->act_mul_fwd(gy, gx, gu, n, k);
+        C->act_mul_fwd(y, x, u, n, n, n, k);
+        G->act_mul_fwd(gy, gx, gu, n, n, n, k);
         snprintf(nm, sizeof nm, "%s * up fwd", names[k]);
         cmp(nm, gy, y, (size_t)n, TOL);
-        C->act_mul_bwd(dx, du, dy, x, u, n, k);
-        G->act_mul_bwd(gdx, gdu, gdy, gx, gu, n, k);
+        C->act_mul_bwd(dx, du, dy, x, u, n, n, n, k);
+        G->act_mul_bwd(gdx, gdu, gdy, gx, gu, n, n, n, k);
         snprintf(nm, sizeof nm, "%s * up bwd dgate", names[k]);
         cmp(nm, gdx, dx, (size_t)n, TOL);
         snprintf(nm, sizeof nm, "%s * up bwd dup", names[k]);
         cmp(nm, gdu, du, (size_t)n, TOL);
         /* VC_ACT_WRITE: written over whatever the buffers held, as added to zeros (CPU) */
         for (int64_t i = 0; i < n; i++) dx[i] = du[i] = 0.0f;
-        C->act_mul_bwd(dx, du, dy, x, u, n, k);
+        C->act_mul_bwd(dx, du, dy, x, u, n, n, n, k);
         G->fill(gdx, NAN, n);
         G->fill(gdu, NAN, n);
-        G->act_mul_bwd(gdx, gdu, gdy, gx, gu, n, k | VC_ACT_WRITE);
+        G->act_mul_bwd(gdx, gdu, gdy, gx, gu, n, n, n, k | VC_ACT_WRITE);
         snprintf(nm, sizeof nm, "%s * up bwd, written over NaN vs added to zeros", names[k]);
         cmp(nm, gdx, dx, (size_t)n, TOL);
         cmp(nm, gdu, du, (size_t)n, TOL);
+    }
+}
+
+/* the gated activation on a fused gate/up projection's rows (gate's cols, then up's: ld = 2 cols), forward in f32 and
+ * bf16 and backward (added, and written into the fused gradient): bitwise the CPU's; cols 96 takes the float4 kernels,
+ * 37 the scalar ones */
+static void test_act_rows(void) {
+    printf("activations over fused gate/up rows\n");
+    const int64_t R = 133, cols[2] = { 96, 37 };
+    for (int c = 0; c < 2; c++) {
+        const int64_t Cc = cols[c], n = R * Cc, ld = 2 * Cc;
+        float *gu = hrand((size_t)(R * ld), 3), *dy = hrand((size_t)n, 1), *dgu = hrand((size_t)(R * ld), 1);
+        float *ggu = dup_f(gu, R * ld), *gdy = dup_f(dy, n), *gdgu = dup_f(dgu, R * ld);
+        float *y = hbuf((size_t)n), *gy = dup_f(y, n);
+        uint16_t *h16 = (uint16_t *)calloc((size_t)n, 2), *g16 = (uint16_t *)calloc((size_t)n, 2);
+        void *d16 = dalloc((size_t)n * 2);
+        char nm[96];
+        for (int k = 0; k < 2; k++) {
+            C->act_mul_fwd(y, gu, gu + Cc, n, Cc, ld, k);
+            G->act_mul_fwd(gy, ggu, ggu + Cc, n, Cc, ld, k);
+            snprintf(nm, sizeof nm, "act %d * up fwd, %lld cols %lld apart", k, (long long)Cc, (long long)ld);
+            cmp(nm, gy, y, (size_t)n, TOL);
+            C->act_mul_fwd_bf16(h16, gu, gu + Cc, n, Cc, ld, k);
+            G->act_mul_fwd_bf16(d16, ggu, ggu + Cc, n, Cc, ld, k);
+            G->d2h(g16, d16, (size_t)n * 2);
+            float *w16 = (float *)malloc((size_t)n * 4), *v16 = (float *)malloc((size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) w16[i] = vc_bf16_to_f32(g16[i]), v16[i] = vc_bf16_to_f32(h16[i]);
+            snprintf(nm, sizeof nm, "act %d * up fwd (bf16 out), %lld cols", k, (long long)Cc);
+            cmp_host(nm, w16, v16, (size_t)n, 8e-3); /* a bf16 ulp (the device's exp may differ in f32's last bit) */
+            free(w16);
+            free(v16);
+            C->act_mul_bwd(dgu, dgu + Cc, dy, gu, gu + Cc, n, Cc, ld, k);
+            G->act_mul_bwd(gdgu, gdgu + Cc, gdy, ggu, ggu + Cc, n, Cc, ld, k);
+            snprintf(nm, sizeof nm, "act %d * up bwd (added), %lld cols %lld apart", k, (long long)Cc, (long long)ld);
+            cmp(nm, gdgu, dgu, (size_t)(R * ld), TOL);
+            for (int64_t i = 0; i < R * ld; i++) dgu[i] = 0.0f;
+            C->act_mul_bwd(dgu, dgu + Cc, dy, gu, gu + Cc, n, Cc, ld, k);
+            G->fill(gdgu, NAN, R * ld);
+            G->act_mul_bwd(gdgu, gdgu + Cc, gdy, ggu, ggu + Cc, n, Cc, ld, k | VC_ACT_WRITE);
+            snprintf(nm, sizeof nm, "act %d * up bwd (written), %lld cols %lld apart", k, (long long)Cc, (long long)ld);
+            cmp(nm, gdgu, dgu, (size_t)(R * ld), TOL);
+        }
+        free(h16);
+        free(g16);
     }
 }
 
@@ -1050,6 +1095,7 @@ int main(void) {
     test_norms();
     test_rope();
     test_act();
+    test_act_rows();
     test_xielu();
     check_sticky("dense ops");
     release_all();

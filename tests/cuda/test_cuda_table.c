@@ -403,11 +403,11 @@ static void test_embed_moe(void) {
         float *a32 = dalloc(na * 4), *y1 = dalloc((size_t)(Mr * Nr) * 4), *y2 = dalloc((size_t)(Mr * Nr) * 4);
         float *w1 = dalloc((size_t)(Nr * Kr) * 4), *w2 = dalloc((size_t)(Nr * Kr) * 4);
         vc_set_matmul_precision(VC_PREC_BF16);
-        C->act_mul_fwd_bf16(h16, gt, up, (int64_t)na, 0);
-        G->act_mul_fwd_bf16(d16, dg, du, (int64_t)na, 0);
+        C->act_mul_fwd_bf16(h16, gt, up, (int64_t)na, (int64_t)na, (int64_t)na, 0);
+        G->act_mul_fwd_bf16(d16, dg, du, (int64_t)na, (int64_t)na, (int64_t)na, 0);
         G->d2h(g16, d16, na * 2);
         CHECK_MSG(!memcmp(g16, h16, na * 2), "act_mul_fwd_bf16 differs from the CPU backend");
-        G->act_mul_fwd(a32, dg, du, (int64_t)na, 0);
+        G->act_mul_fwd(a32, dg, du, (int64_t)na, (int64_t)na, (int64_t)na, 0);
         G->gemm(0, 1, Mr, Nr, Kr, 1.0f, a32, Kr, dW, Kr, 0.0f, y1, Nr);
         G->gemm_b16(0, 1, Mr, Nr, Kr, 1.0f, d16, 1, Kr, dW, 0, Kr, 0.0f, y2, Nr);
         cmpb("gemm_b16 (bf16 A) vs gemm on the f32 activation", y2, fetch(y1, (size_t)(Mr * Nr)), (size_t)(Mr * Nr), 0);

@@ -38,6 +38,36 @@ static void make(int i, int ndim, int64_t a, int64_t b, int64_t c, float scale) 
     vc_param_init(&params[i], ddata[i], dgrad[i], ndim, s);
 }
 
+/* inputs whose data (or gradient) lies inside the previous input's buffer (make_pair): not freed apart */
+static int alias_data[MAXIN], alias_grad[MAXIN];
+
+/* inputs i and i + 1, rows x cols each, i + 1's values right after i's in one buffer (a fused gate/up pair), their
+ * gradients likewise or (apart_grads) in two buffers, as ZeRO-2's working area may place them */
+static void make_pair(int i, int64_t rows, int64_t cols, float scale, int apart_grads) {
+    int64_t n = rows * cols, s[3] = { rows, cols, 0 };
+    float *d = vc_be()->alloc((size_t)(2 * n) * 4), *gr = vc_be()->alloc((size_t)((apart_grads ? 1 : 2) * n) * 4);
+    for (int k = 0; k < 2; k++) {
+        pdata[i + k] = calloc((size_t)n, 4);
+        for (int64_t j = 0; j < n; j++) pdata[i + k][j] = frand() * scale;
+        ddata[i + k] = d + k * n;
+        vc_be()->h2d(ddata[i + k], pdata[i + k], (size_t)n * 4);
+    }
+    dgrad[i] = gr;
+    dgrad[i + 1] = apart_grads ? vc_be()->alloc((size_t)n * 4) : gr + n;
+    alias_data[i + 1] = 1;
+    alias_grad[i + 1] = !apart_grads;
+    for (int k = 0; k < 2; k++) vc_param_init(&params[i + k], ddata[i + k], dgrad[i + k], 2, s);
+}
+
+static void free_inputs(int nin) {
+    for (int i = 0; i < nin; i++) {
+        free(pdata[i]);
+        if (!alias_data[i]) vc_be()->free(ddata[i]);
+        if (!alias_grad[i]) vc_be()->free(dgrad[i]);
+        alias_data[i] = alias_grad[i] = 0;
+    }
+}
+
 static void set_elem(int i, int64_t k, float v) { vc_be()->h2d(ddata[i] + k, &v, 4); }
 
 static double eval(vc_graph *g, build_fn f, int nin, const float *r) {
@@ -89,11 +119,7 @@ static void check_op(const char *name, build_fn f, int nin, float eps, float tol
     printf("%-4s %-18s worst rel err %.2e\n", vc_be()->name, name, worst);
     free(r);
     vc_graph_free(g);
-    for (int i = 0; i < nin; i++) {
-        free(pdata[i]);
-        vc_be()->free(ddata[i]);
-        vc_be()->free(dgrad[i]);
-    }
+    free_inputs(nin);
 }
 
 /* ---- builders ---- */
@@ -452,10 +478,8 @@ static void same_bits(const char *what, build_fn a, build_fn b, int f32_env, int
     for (int i = 0; i < nin; i++) {
         free(ga[i]);
         free(gb[i]);
-        free(pdata[i]);
-        vc_be()->free(ddata[i]);
-        vc_be()->free(dgrad[i]);
     }
+    free_inputs(nin);
     free(ya);
     free(yb);
     vc_set_matmul_precision(VC_PREC_F32);
@@ -468,6 +492,73 @@ static vc_tensor *b_mlp_bf16(vc_graph *g, vc_tensor **in) {
 }
 static vc_tensor *b_mlp_f32(vc_graph *g, vc_tensor **in) {
     return vc_op_linear(g, vc_op_act_mul(g, in[0], in[1], act_kind), in[2], in[3]);
+}
+
+/* the gated MLP with gate and up as one matrix (vc_op_gated_mlp): x, Wg, Wu (adjacent), W, b */
+static vc_tensor *b_gmlp(vc_graph *g, vc_tensor **in) {
+    return vc_op_gated_mlp(g, in[0], in[1], in[2], act_kind, in[3], in[4], 1);
+}
+static vc_tensor *b_gmlp_f32act(vc_graph *g, vc_tensor **in) {
+    return vc_op_gated_mlp(g, in[0], in[1], in[2], act_kind, in[3], in[4], 0);
+}
+static vc_tensor *b_gmlp_split(vc_graph *g, vc_tensor **in) {
+    vc_tensor *gt = vc_op_linear(g, in[0], in[1], NULL), *u = vc_op_linear(g, in[0], in[2], NULL);
+    return vc_op_act_mul_linear(g, gt, u, act_kind, in[3], in[4]);
+}
+
+static void make_gmlp(int apart_grads) {
+    make(0, 2, 6, 8, 0, 1);
+    make_pair(1, 5, 8, 1, apart_grads);
+    make(3, 2, 7, 5, 0, 1);
+    make(4, 1, 7, 0, 0, 1);
+}
+
+/* finite differences through every input; not-adjacent weights refused; the forward's bits those of the two
+ * projections (bf16 matmuls: the CPU's forward GEMM computes each element alike whatever the matrix's width), the
+ * gradients theirs to rounding; the bf16 activation the f32 one's bits */
+static void check_gated_mlp(void) {
+    const char *nm[2] = { "gated mlp silu", "gated mlp gelu_tanh" };
+    for (int k = 0; k < 2; k++) {
+        act_kind = k ? VC_ACT_GELU_TANH : VC_ACT_SILU;
+        make_gmlp(0);
+        check_op(nm[k], b_gmlp, 5, 1e-2f, 5e-3f);
+        make_gmlp(1);
+        check_op("gated mlp, grads apart", b_gmlp, 5, 1e-2f, 5e-3f);
+    }
+    make(0, 2, 6, 8, 0, 1); make(1, 2, 5, 8, 0, 1); make(2, 2, 5, 8, 0, 1); make(3, 2, 7, 5, 0, 1);
+    vc_graph *g = vc_graph_new();
+    vc_tensor *in[5] = { &params[0], &params[1], &params[2], &params[3], NULL };
+    CHECK_MSG(!b_gmlp(g, in), "vc_op_gated_mlp took gate and up weights that are not adjacent");
+    vc_graph_free(g);
+    free_inputs(4);
+    act_kind = VC_ACT_SILU;
+    make_gmlp(0);
+    same_bits("gated mlp bf16 activation", b_gmlp, b_gmlp_f32act, 0, 5);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    make_gmlp(0);
+    float *ga[MAXIN], *gb[MAXIN];
+    int64_t na = 0, nb = 0;
+    uint64_t seed = rng;
+    float *ya = run_build(b_gmlp, 5, seed, &na, ga), *yb = run_build(b_gmlp_split, 5, seed, &nb, gb);
+    double worst = 0;
+    for (int i = 0; i < 5; i++) {
+        for (int64_t j = 0; j < params[i].n; j++) {
+            double e = fabs(ga[i][j] - gb[i][j]) / (fabs(gb[i][j]) + 1e-3);
+            worst = e > worst ? e : worst;
+        }
+        free(ga[i]);
+        free(gb[i]);
+    }
+    int same = na == nb && na > 0 && !memcmp(ya, yb, (size_t)na * 4);
+    if (vc_be() == vc_backend_cpu() || vc_be() == vc_backend_sim())
+        CHECK_MSG(same, "%s: the fused gate/up forward differs from the two projections' bits", vc_be()->name);
+    CHECK_MSG(worst < 1e-4, "%s: fused gate/up gradients differ from the two projections' by %.2e", vc_be()->name, worst);
+    printf("%-4s gated mlp, gate and up fused: forward bits %s, gradients within %.1e of the two projections'\n",
+           vc_be()->name, same ? "equal" : "differ", worst);
+    free(ya);
+    free(yb);
+    free_inputs(5);
+    vc_set_matmul_precision(VC_PREC_F32);
 }
 
 static void check_bf16_acts(void) {
@@ -640,7 +731,7 @@ static void check_act_mul_rounding(void) {
     const int kinds[2] = { VC_ACT_SILU, VC_ACT_GELU_TANH };
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < N; i++) dg[i] = du[i] = 0;
-        vc_backend_cpu()->act_mul_bwd(dg, du, dy, g, u, N, kinds[k]);
+        vc_backend_cpu()->act_mul_bwd(dg, du, dy, g, u, N, N, N, kinds[k]);
         int same = 1;
         for (int i = 0; i < N && same; i++) {
             float want = dy[i] * u[i] * vc_act_d(g[i], kinds[k]);
@@ -660,6 +751,7 @@ int main(void) {
         run_all();
         check_head_values();
         check_bf16_acts();
+        check_gated_mlp();
         check_grad_reuse();
         check_child_graph();
         check_scratch_fault();

@@ -47,7 +47,7 @@ void vc_cpu_mul(float *y, const float *a, const float *b, int64_t n);
 void vc_cpu_mul_acc(float *y, const float *a, const float *b, int64_t n);
 void vc_cpu_scale(float *y, const float *x, float s, int64_t n);
 void vc_cpu_round_bf16(float *y, const float *x, int64_t n);
-void vc_cpu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
+void vc_cpu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
 /* gemm_b16 through an f32 gemm (the bf16 operands converted to packed f32); vc_fail on no memory */
 typedef void (*vc_gemm_fn)(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                            const float *B, int64_t ldb, float beta, float *C, int64_t ldc);

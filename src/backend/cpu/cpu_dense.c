@@ -290,31 +290,56 @@ typedef struct {
     float *y, *dx, *dg, *du;
     uint16_t *y16; /* act_mul_fwd_bf16 */
     const float *x, *g, *u, *dy;
-    int64_t n;
+    int64_t n, cols, ld; /* act_mul with ld != cols: a task a block of rows */
     int kind;
 } act_ctx;
 #define EW_BLOCK 16384
 
+/* a task's elements: y, dy (packed) from o, the gated inputs and their gradients from i, len of them */
+typedef struct { int64_t o, i, len; } act_span;
+
+/* task b's spans: a block of EW_BLOCK elements of one contiguous run, or of rows (EW_BLOCK / cols at least one) */
+static int64_t act_tasks(const act_ctx *c) {
+    if (c->ld == c->cols) return (c->n + EW_BLOCK - 1) / EW_BLOCK;
+    int64_t rows = c->n / c->cols, per = EW_BLOCK / c->cols > 0 ? EW_BLOCK / c->cols : 1;
+    return (rows + per - 1) / per;
+}
+static int act_span_of(const act_ctx *c, int64_t b, int64_t k, act_span *s) {
+    if (c->ld == c->cols) {
+        int64_t i0 = b * EW_BLOCK, i1 = i0 + EW_BLOCK < c->n ? i0 + EW_BLOCK : c->n;
+        *s = (act_span){ i0, i0, i1 - i0 };
+        return k == 0;
+    }
+    int64_t per = EW_BLOCK / c->cols > 0 ? EW_BLOCK / c->cols : 1, r = b * per + k;
+    if (k >= per || r >= c->n / c->cols) return 0;
+    *s = (act_span){ r * c->cols, r * c->ld, c->cols };
+    return 1;
+}
+
 static void act_fwd_task(void *p, int64_t b) {
     act_ctx *c = p;
-    int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
-    for (int64_t i = b * EW_BLOCK; i < i1; i++) {
-        if (c->y16) c->y16[i] = vc_f32_to_bf16(vc_gate_f(c->g[i], c->u[i], c->kind));
-        else if (c->u) c->y[i] = vc_gate_f(c->g[i], c->u[i], c->kind);
-        else c->y[i] = vc_act_f(c->x[i], c->kind);
-    }
+    act_span s;
+    for (int64_t k = 0; act_span_of(c, b, k, &s); k++)
+        for (int64_t j = 0; j < s.len; j++) {
+            int64_t o = s.o + j, i = s.i + j;
+            if (c->y16) c->y16[o] = vc_f32_to_bf16(vc_gate_f(c->g[i], c->u[i], c->kind));
+            else if (c->u) c->y[o] = vc_gate_f(c->g[i], c->u[i], c->kind);
+            else c->y[o] = vc_act_f(c->x[i], c->kind);
+        }
 }
 
 static void act_bwd_task(void *p, int64_t b) {
     act_ctx *c = p;
-    int64_t i1 = (b + 1) * EW_BLOCK < c->n ? (b + 1) * EW_BLOCK : c->n;
     const int wr = c->kind & VC_ACT_WRITE, kind = c->kind & ~VC_ACT_WRITE;
-    for (int64_t i = b * EW_BLOCK; i < i1; i++) {
-        if (c->u) {
-            if (c->dg) c->dg[i] = (wr ? 0.0f : c->dg[i]) + vc_gate_dg(c->dy[i], c->g[i], c->u[i], kind);
-            if (c->du) c->du[i] = (wr ? 0.0f : c->du[i]) + vc_gate_du(c->dy[i], c->g[i], c->u[i], kind);
-        } else c->dx[i] += c->dy[i] * vc_act_d(c->x[i], kind);
-    }
+    act_span s;
+    for (int64_t k = 0; act_span_of(c, b, k, &s); k++)
+        for (int64_t j = 0; j < s.len; j++) {
+            int64_t o = s.o + j, i = s.i + j;
+            if (c->u) {
+                if (c->dg) c->dg[i] = (wr ? 0.0f : c->dg[i]) + vc_gate_dg(c->dy[o], c->g[i], c->u[i], kind);
+                if (c->du) c->du[i] = (wr ? 0.0f : c->du[i]) + vc_gate_du(c->dy[o], c->g[i], c->u[i], kind);
+            } else c->dx[i] += c->dy[o] * vc_act_d(c->x[i], kind);
+        }
 }
 
 /* ---- xIELU: elementwise forward; backward dx per block, the two scalar sums per block then in block order ---- */
@@ -366,25 +391,25 @@ void vc_cpu_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, const 
 }
 
 static void vc_cpu_act_fwd(float *y, const float *x, int64_t n, int kind) {
-    act_ctx c = { .y = y, .x = x, .n = n, .kind = kind };
-    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+    act_ctx c = { .y = y, .x = x, .n = n, .cols = n, .ld = n, .kind = kind };
+    vc_parallel(act_tasks(&c), act_fwd_task, &c);
 }
 static void vc_cpu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind) {
-    act_ctx c = { .dx = dx, .dy = dy, .x = x, .n = n, .kind = kind };
-    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_bwd_task, &c);
+    act_ctx c = { .dx = dx, .dy = dy, .x = x, .n = n, .cols = n, .ld = n, .kind = kind };
+    vc_parallel(act_tasks(&c), act_bwd_task, &c);
 }
-static void vc_cpu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
-    act_ctx c = { .y = y, .g = g, .u = u, .n = n, .kind = kind };
-    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+static void vc_cpu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
+    act_ctx c = { .y = y, .g = g, .u = u, .n = n, .cols = cols, .ld = ld, .kind = kind };
+    if (n > 0) vc_parallel(act_tasks(&c), act_fwd_task, &c);
 }
-void vc_cpu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
-    act_ctx c = { .y16 = y, .g = g, .u = u, .n = n, .kind = kind };
-    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_fwd_task, &c);
+void vc_cpu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
+    act_ctx c = { .y16 = y, .g = g, .u = u, .n = n, .cols = cols, .ld = ld, .kind = kind };
+    if (n > 0) vc_parallel(act_tasks(&c), act_fwd_task, &c);
 }
 static void vc_cpu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
-                               int kind) {
-    act_ctx c = { .dg = dg, .du = du, .dy = dy, .g = g, .u = u, .n = n, .kind = kind };
-    vc_parallel((n + EW_BLOCK - 1) / EW_BLOCK, act_bwd_task, &c);
+                               int64_t cols, int64_t ld, int kind) {
+    act_ctx c = { .dg = dg, .du = du, .dy = dy, .g = g, .u = u, .n = n, .cols = cols, .ld = ld, .kind = kind };
+    if (n > 0) vc_parallel(act_tasks(&c), act_bwd_task, &c);
 }
 
 /* ---- RoPE on x[T, nh, hd]: the first `rot` dims of each head rotate; pairs are (i, i + rot/2)

@@ -337,9 +337,34 @@ void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int ki
     k_act_bwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(dx, dy, x, n, kind);
     vc_cu_end("activation backward");
 }
-void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
+/* gate and up as rows of C elements LD apart (a fused gate/up projection's halves), y and dy packed [R, C]: rows across
+ * the grid, columns across the threads, four a thread (float4) where C, LD and the pointers allow */
+__device__ __forceinline__ void act_put(float *p, float v) { *p = v; }
+__device__ __forceinline__ void act_put(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+template <int V, typename OUT>
+__global__ void k_act_mul_fwd_ld(OUT *y, const float *g, const float *u, int64_t R, int64_t C, int64_t ld, int kind) {
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
+        const float *gr = g + r * ld + c * V, *ur = u + r * ld + c * V;
+        OUT *yr = y + r * C + c * V;
+        if (V == 4) {
+            const float4 a = *(const float4 *)gr, b = *(const float4 *)ur;
+            const float o[4] = { vc_gate_f(a.x, b.x, kind), vc_gate_f(a.y, b.y, kind), vc_gate_f(a.z, b.z, kind),
+                                 vc_gate_f(a.w, b.w, kind) };
+            for (int k = 0; k < 4; k++) act_put(yr + k, o[k]);
+        } else act_put(yr, vc_gate_f(gr[0], ur[0], kind));
+    }
+}
+template <typename OUT>
+static void act_mul_fwd_ld(OUT *y, const float *g, const float *u, int64_t n, int64_t C, int64_t ld, int kind) {
+    const int64_t R = n / C;
+    if (C % 4 == 0 && ld % 4 == 0 && vc_cu_aligned16(g, u))
+        k_act_mul_fwd_ld<4, OUT><<<vc_cu_rows_grid(R, C / 4, 256), 256, 0, vc_cu_stream()>>>(y, g, u, R, C, ld, kind);
+    else k_act_mul_fwd_ld<1, OUT><<<vc_cu_rows_grid(R, C, 256), 256, 0, vc_cu_stream()>>>(y, g, u, R, C, ld, kind);
+}
+void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
     if (!vc_cu_begin("gated activation forward") || n == 0) return;
-    k_act_mul_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, g, u, n, kind);
+    if (ld != cols) act_mul_fwd_ld<float>(y, g, u, n, cols, ld, kind);
+    else k_act_mul_fwd<<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(y, g, u, n, kind);
     vc_cu_end("gated activation forward");
 }
 __global__ void k_act_mul_fwd_bf16(__nv_bfloat16 *y, const float *g, const float *u, int64_t n, int kind) {
@@ -353,8 +378,13 @@ __global__ void k_act_mul_fwd_bf16_x4(__nv_bfloat162 *y, const float4 *g, const 
         y[2 * i + 1] = __floats2bfloat162_rn(vc_gate_f(a.z, b.z, kind), vc_gate_f(a.w, b.w, kind));
     }
 }
-void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
+void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
     if (!vc_cu_begin("gated activation forward (bf16 out)") || n == 0) return;
+    if (ld != cols) {
+        act_mul_fwd_ld<__nv_bfloat16>((__nv_bfloat16 *)y, g, u, n, cols, ld, kind);
+        vc_cu_end("gated activation forward (bf16 out)");
+        return;
+    }
     const int64_t n4 = vc_cu_aligned16(y, g, u) ? n / 4 : 0;
     if (n4)
         k_act_mul_fwd_bf16_x4<<<vc_cu_blocks(n4, 256), 256, 0, vc_cu_stream()>>>((__nv_bfloat162 *)y, (const float4 *)g,
@@ -385,8 +415,39 @@ __global__ void k_act_mul_bwd_x4(float4 *dg, float4 *du, const float4 *dy, const
         if (du) gate_grad4<true>(du, i, wr, d, a, b, kind);
     }
 }
-void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind) {
+/* k_act_mul_bwd over rows LD apart (dy packed [R, C]), four a thread where it can */
+template <int V>
+__global__ void k_act_mul_bwd_ld(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t R,
+                                 int64_t C, int64_t ld, int kind) {
+    const bool wr = kind & VC_ACT_WRITE;
+    kind &= ~VC_ACT_WRITE;
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
+        const int64_t i = r * ld + c * V, o = r * C + c * V;
+        if (V == 4) {
+            const int64_t i4 = i / 4;
+            const float4 d = *(const float4 *)(dy + o), a = ((const float4 *)g)[i4], b = ((const float4 *)u)[i4];
+            if (dg) gate_grad4<false>((float4 *)dg, i4, wr, d, a, b, kind);
+            if (du) gate_grad4<true>((float4 *)du, i4, wr, d, a, b, kind);
+        } else {
+            if (dg) dg[i] = (wr ? 0.0f : dg[i]) + vc_gate_dg(dy[o], g[i], u[i], kind);
+            if (du) du[i] = (wr ? 0.0f : du[i]) + vc_gate_du(dy[o], g[i], u[i], kind);
+        }
+    }
+}
+void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int64_t cols,
+                       int64_t ld, int kind) {
     if (!vc_cu_begin("gated activation backward") || n == 0) return;
+    if (ld != cols) {
+        const int64_t R = n / cols;
+        if (cols % 4 == 0 && ld % 4 == 0 && vc_cu_aligned16(dg, du, dy, g, u))
+            k_act_mul_bwd_ld<4><<<vc_cu_rows_grid(R, cols / 4, 256), 256, 0, vc_cu_stream()>>>(dg, du, dy, g, u, R, cols,
+                                                                                              ld, kind);
+        else
+            k_act_mul_bwd_ld<1><<<vc_cu_rows_grid(R, cols, 256), 256, 0, vc_cu_stream()>>>(dg, du, dy, g, u, R, cols, ld,
+                                                                                          kind);
+        vc_cu_end("gated activation backward");
+        return;
+    }
     const int64_t n4 = vc_cu_aligned16(dg, du, dy, g, u) ? n / 4 : 0;
     if (n4)
         k_act_mul_bwd_x4<<<vc_cu_blocks(n4, 256), 256, 0, vc_cu_stream()>>>(

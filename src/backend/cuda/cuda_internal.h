@@ -157,11 +157,12 @@ void vc_cu_affine_cols_fwd(float *y, const float *x, const float *w, const float
                            int64_t grp);
 void vc_cu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                            int64_t C, int64_t grp);
-void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind);
-void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
+void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,
                     const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
-void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int kind);
+void vc_cu_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n, int64_t cols,
+                       int64_t ld, int kind);
 void vc_cu_attn_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d);
 void vc_cu_dsa_select(uint32_t *sel, int64_t words, const float *q, const float *w, int64_t topk,
                       const vc_attn_desc *d);

@@ -114,12 +114,12 @@ static void sim_xielu_bwd(float *dx, float *dap, float *dan, const float *dy, co
     vc_cpu_xielu_bwd(DX, DAP, DAN, DY, X, n, AP, AN, beta, eps);
 }
 
-static void sim_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int kind) {
+static void sim_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
     SIM_BEGIN("act_mul_fwd_bf16");
     void *Y = D(y);
     const float *G = D(g), *U = D(u);
     SIM_END;
-    vc_cpu_act_mul_fwd_bf16(Y, G, U, n, kind);
+    vc_cpu_act_mul_fwd_bf16(Y, G, U, n, cols, ld, kind);
 }
 
 static void sim_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
@@ -183,21 +183,21 @@ static void sim_act_bwd(float *dx, const float *dy, const float *x, int64_t n, i
     vc_backend_cpu()->act_bwd(DX, DY, X, n, kind);
 }
 
-static void sim_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int kind) {
+static void sim_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind) {
     SIM_BEGIN("act_mul_fwd");
     float *Y = D(y);
     const float *G = D(g), *U = D(u);
     SIM_END;
-    vc_backend_cpu()->act_mul_fwd(Y, G, U, n, kind);
+    vc_backend_cpu()->act_mul_fwd(Y, G, U, n, cols, ld, kind);
 }
 
 static void sim_act_mul_bwd(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
-                            int kind) {
+                            int64_t cols, int64_t ld, int kind) {
     SIM_BEGIN("act_mul_bwd");
     float *DG = D(dg), *DU = D(du);
     const float *DY = D(dy), *G = D(g), *U = D(u);
     SIM_END;
-    vc_backend_cpu()->act_mul_bwd(DG, DU, DY, G, U, n, kind);
+    vc_backend_cpu()->act_mul_bwd(DG, DU, DY, G, U, n, cols, ld, kind);
 }
 
 static void sim_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const float *h, const float *W,

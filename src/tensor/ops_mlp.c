@@ -1,0 +1,113 @@
+/* The gated MLP with its gate and up projections as one matrix: y = (act(x Wg^T) * (x Wu^T)) W^T + b, where Wu's rows
+ * follow Wg's in memory ([2I, H] together, as vLLM's and Megatron's merged gate_up_proj). One GEMM gives both halves
+ * of each row ([T, 2I]: gate's I columns, then up's), the activation reads them LD = 2I apart; backward writes their
+ * gradient the same way and takes x's gradient (K = 2I) and the two weights' gradients in one GEMM each. Fewer and
+ * larger GEMMs than vc_op_act_mul_linear's two projections (one kernel a decode step's layer fewer, and no second
+ * pass over dx). On the CPU backend the forward GEMM is its row-invariant one, whose every element is computed by the
+ * same fixed sequence whatever the matrix's width: the gate and up values have the bits the two projections give. */
+#include "tensor/backend.h"
+#include "tensor/graph_priv.h"
+#include "verlc/ops.h"
+#include <string.h>
+
+int vc_gate_up_adjacent(const vc_tensor *Wg, const vc_tensor *Wu) {
+    return Wg && Wu && Wg->ndim == 2 && Wu->ndim == 2 && Wg->shape[0] == Wu->shape[0] && Wg->shape[1] == Wu->shape[1] &&
+           Wg->data && Wu->data == Wg->data + Wg->n;
+}
+
+/* the weights' gradients: one GEMM over [2I, H] when their gradient buffers are adjacent as the weights are, else
+ * one a half (ZeRO-2's working area may place them apart) */
+static void gate_up_wgrad(vc_graph *g, vc_tensor *Wg, vc_tensor *Wu, const float *dgu, const float *x, int64_t M) {
+    const vc_backend *B = vc_be();
+    int64_t I = Wg->shape[0], H = Wg->shape[1];
+    float *dg = Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL, *du = Wu->requires_grad ? vc_tensor_grad(g, Wu) : NULL;
+    if (dg && du && du == dg + Wg->n) {
+        B->gemm(1, 0, 2 * I, H, M, 1.0f, dgu, 2 * I, x, H, 1.0f, dg, H);
+        return;
+    }
+    if (dg) B->gemm(1, 0, I, H, M, 1.0f, dgu, 2 * I, x, H, 1.0f, dg, H);
+    if (du) B->gemm(1, 0, I, H, M, 1.0f, dgu + I, 2 * I, x, H, 1.0f, du, H);
+}
+
+/* node 1: x -> a = act(x Wg^T) * (x Wu^T), a's storage bf16 (n->i[1]) or f32; gu [M, 2I] kept for backward */
+static void gate_up_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *x = n->in[0], *Wg = n->in[1], *Wu = n->in[2];
+    const float *gu = n->ptr[0], *da = n->out->grad;
+    int64_t I = Wg->shape[0], H = Wg->shape[1], M = x->n / H;
+    const vc_backend *B = vc_be();
+    float *dgu = vc_graph_scratch(g, sizeof(float) * (size_t)(2 * M * I));
+    if (!dgu) return;
+    B->act_mul_bwd(dgu, dgu + I, da, gu, gu + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
+    int both = x->requires_grad && (Wg->requires_grad || Wu->requires_grad); /* dgu feeds two GEMMs */
+    if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 1);
+    if (x->requires_grad) { /* a fresh gradient is written (beta 0) */
+        float *dx = vc_grad_fresh(g, x), beta = 0.0f;
+        if (!dx) dx = vc_tensor_grad(g, x), beta = 1.0f;
+        if (dx) B->gemm(0, 0, M, H, 2 * I, 1.0f, dgu, 2 * I, Wg->data, H, beta, dx, H);
+    }
+    gate_up_wgrad(g, Wg, Wu, dgu, x->data, M);
+    if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 0);
+    vc_graph_release(g, dgu, sizeof(float) * (size_t)(2 * M * I));
+}
+
+/* node 2: y = a W^T + b; a's gradient written fresh. Two nodes, not one: the down projection's weight gradient is
+ * written before gate's and up's, as with three linears (ZeRO-2 reduces and frees the layer above's gradients at the
+ * first node of a layer's backward: in one node, all three would be live beside them) */
+static void act_linear_bw(vc_graph *g, vc_node *n) {
+    vc_tensor *a = n->in[0], *W = n->in[1], *b = n->in[2];
+    int a16 = (int)n->i[1];
+    int64_t N = W->shape[0], I = W->shape[1], M = a->n / I;
+    const float *dy = n->out->grad;
+    const vc_backend *B = vc_be();
+    int hold = B->operand_hold && a->requires_grad && W->requires_grad; /* dy feeds two GEMMs */
+    if (hold) B->operand_hold(dy, M, N, 1);
+    if (W->requires_grad) {
+        float *dW = vc_tensor_grad(g, W);
+        if (dW && a16) B->gemm_b16(1, 0, N, I, M, 1.0f, dy, 0, N, a->data, 1, I, 1.0f, dW, I);
+        else if (dW) B->gemm(1, 0, N, I, M, 1.0f, dy, N, a->data, I, 1.0f, dW, I);
+    }
+    if (a->requires_grad) {
+        float *da = vc_grad_fresh(g, a), beta = 0.0f;
+        if (!da) da = vc_tensor_grad(g, a), beta = 1.0f;
+        if (da) B->gemm(0, 0, M, I, N, 1.0f, dy, N, W->data, I, beta, da, I);
+    }
+    if (b && b->requires_grad) {
+        float *db = vc_tensor_grad(g, b);
+        if (db) B->col_sum(db, dy, M, N);
+    }
+    if (hold) B->operand_hold(dy, M, N, 0);
+}
+
+vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *Wu, int kind, vc_tensor *W, vc_tensor *b,
+                           int bf16_act) {
+    if (!x || !W || !vc_gate_up_adjacent(Wg, Wu)) return NULL;
+    const vc_backend *B = vc_be();
+    int64_t I = Wg->shape[0], H = Wg->shape[1], N = W->shape[0], M = x->n / H;
+    if (x->shape[x->ndim - 1] != H || W->ndim != 2 || W->shape[1] != I) return NULL;
+    int a16 = bf16_act && vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16;
+    float *gu = vc_graph_dalloc(g, sizeof(float) * (size_t)(2 * M * I), 0);
+    void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(M * I), 0) : NULL;
+    int64_t shape[VC_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = I;
+    vc_tensor *a = ad ? vc_tensor_wrap(g, ad, x->ndim, shape) : NULL; /* bf16 storage when a16: only node 2 reads it */
+    shape[x->ndim - 1] = N;
+    vc_tensor *y = a ? vc_tensor_new(g, x->ndim, shape, 0) : NULL;
+    if (!y) return NULL;
+    B->gemm(0, 1, M, 2 * I, H, 1.0f, x->data, H, Wg->data, H, 0.0f, gu, 2 * I);
+    if (a16) B->act_mul_fwd_bf16(ad, gu, gu + I, M * I, I, 2 * I, kind);
+    else B->act_mul_fwd(ad, gu, gu + I, M * I, I, 2 * I, kind);
+    vc_tensor *in1[3] = { x, Wg, Wu };
+    vc_node *n = vc_tape_push(g, gate_up_bw, a, 3, in1);
+    if (n) {
+        n->i[0] = kind;
+        n->ptr[0] = gu;
+    }
+    if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
+    if (a16) B->gemm_b16(0, 1, M, N, I, 1.0f, ad, 1, I, W->data, 0, I, b ? 1.0f : 0.0f, y->data, N);
+    else B->gemm(0, 1, M, N, I, 1.0f, ad, I, W->data, I, b ? 1.0f : 0.0f, y->data, N);
+    vc_tensor *in2[3] = { a, W, b };
+    n = vc_tape_push(g, act_linear_bw, y, 3, in2);
+    if (n) n->i[1] = a16;
+    return y;
+}
