@@ -319,6 +319,9 @@ typedef struct vc_backend {
                     const vc_ssm_desc *d);
     void (*conv1d_fwd)(float *y, const float *x, const float *w, const vc_conv_desc *d);
     void (*conv1d_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const vc_conv_desc *d);
+    /* y = x W^T + b (x [M, K], W [N, K], b [N]) with the bias inside the GEMM (cuBLASLt's epilogue); NULL: rows_copy
+     * of b into y, then gemm with beta 1 */
+    void (*linear_bias)(int64_t M, int64_t N, int64_t K, const float *x, const float *W, const float *b, float *y);
     void (*act_fwd)(float *y, const float *x, int64_t n, int kind);
     void (*act_bwd)(float *dx, const float *dy, const float *x, int64_t n, int kind); /* dx += */
     /* y = act(g) * u over n = rows x cols elements: g and u (and act_mul_bwd's dg, du) rows of cols elements ld

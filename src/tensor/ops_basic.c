@@ -123,8 +123,12 @@ vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {
     shape[x->ndim - 1] = N;
     vc_tensor *y = vc_tensor_new(g, x->ndim, shape, 0);
     GUARD1(y);
-    if (b) vc_be()->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
-    vc_be()->gemm(0, 1, M, N, K, 1.0f, x->data, K, W->data, K, b ? 1.0f : 0.0f, y->data, N);
+    const vc_backend *B = vc_be();
+    if (b && B->linear_bias) B->linear_bias(M, N, K, x->data, W->data, b->data, y->data);
+    else {
+        if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
+        B->gemm(0, 1, M, N, K, 1.0f, x->data, K, W->data, K, b ? 1.0f : 0.0f, y->data, N);
+    }
     vc_tensor *in[3] = { x, W, b };
     vc_tape_push(g, linear_bw, y, 3, in);
     return y;

@@ -67,6 +67,49 @@ static void test_gemm_bf16(void) {
     cmp("gemm bf16 96x200x512 tb=1", dC, Cm, (size_t)(M * N), 1e-3);
 }
 
+/* a linear's bias in the GEMM (cuBLASLt's bias epilogue, with bf16 matmuls) against the CPU's bias copy then GEMM; the
+ * other path (VERLC_CUDA_LT=0: the bias copied into y, beta 1) likewise; shapes with odd sizes and an operand 4 bytes
+ * off alignment (another plan), a weight read from its bf16 copy, and f32 matmuls (no epilogue) */
+static void test_linear_bias(void) {
+    printf("linear with bias (y = x W^T + b)\n");
+    const int64_t shapes[3][3] = { { 37, 29, 96 }, { 256, 1152, 896 }, { 5, 7, 3 } };
+    for (int prec = 0; prec < 2; prec++) {
+        vc_set_matmul_precision(prec ? VC_PREC_BF16 : VC_PREC_F32);
+        for (int si = 0; si < 3; si++) {
+            int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+            float *x = hrand((size_t)(M * K + 1), 1), *W = hrand((size_t)(N * K), 1), *b = hrand((size_t)N, 1);
+            float *y = hbuf((size_t)(M * N)), *gx = dup_f(x, M * K + 1), *gW = dup_f(W, N * K), *gb = dup_f(b, N);
+            float *gy = dalloc((size_t)(M * N) * 4);
+            for (int off = 0; off < 2; off++) { /* off 1: x 4 bytes past alignment */
+                C->rows_copy(y, N, b, 0, M, N, 1, 0);
+                C->gemm(0, 1, M, N, K, 1.0f, x + off, K, W, K, 1.0f, y, N);
+                for (int lt = 1; lt >= 0; lt--) {
+                    if (!lt) setenv("VERLC_CUDA_LT", "0", 1);
+                    G->fill(gy, NAN, M * N);
+                    G->linear_bias(M, N, K, gx + off, gW, gb, gy);
+                    unsetenv("VERLC_CUDA_LT");
+                    char nm[96];
+                    snprintf(nm, sizeof nm, "%s %lldx%lldx%lld%s%s", prec ? "bf16" : "f32", (long long)M, (long long)N,
+                             (long long)K, off ? " x+1" : "", lt ? "" : " (bias copied)");
+                    cmp(nm, gy, y, (size_t)(M * N), prec ? 1e-3 : 1e-5);
+                }
+            }
+            if (prec) { /* the weight from its bf16 copy */
+                const float *ws[1] = { gW };
+                int64_t rows[1] = { N }, cols[1] = { K };
+                CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, cols, 1));
+                G->fill(gy, NAN, M * N);
+                G->linear_bias(M, N, K, gx, gW, gb, gy);
+                C->rows_copy(y, N, b, 0, M, N, 1, 0);
+                C->gemm(0, 1, M, N, K, 1.0f, x, K, W, K, 1.0f, y, N);
+                cmp("bf16, the weight's bf16 copy", gy, y, (size_t)(M * N), 1e-3);
+                vc_cuda_bf16_shadow_drop();
+            }
+        }
+    }
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 /* bf16 weight copies: a GEMM that reads a registered weight (whole, or a run of its rows such as an LM
  * head chunk) gives the same bits as one that rounds it on the fly; other operands are not served */
 static void test_bf16_copies(void) {
@@ -1089,6 +1132,7 @@ int main(void) {
     test_gemm();
     test_gemm_bf16();
     test_bf16_copies();
+    test_linear_bias();
     test_peak();
     check_sticky("gemm");
     release_all();

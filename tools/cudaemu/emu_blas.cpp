@@ -1,6 +1,9 @@
 /* verlc CUDA emulator: cublasSgemm and cublasGemmEx (f32 or bf16 inputs, f32 output, f32 compute), queued
  * like kernels and run by OpenBLAS. bf16 operands are widened to f32 exactly, so a GemmEx is the f32
- * product of the bf16 values. Operand ranges are checked against the live device allocations. */
+ * product of the bf16 values. Operand ranges are checked against the live device allocations. cuBLASLt's
+ * matmul with the bias epilogue (the descriptors verlc sets; its heuristic offers one algorithm) is the same GEMM,
+ * then the bias added to each row of D. */
+#include "cublasLt.h"
 #include "cublas_v2.h"
 #include "cuda_bf16.h"
 #include "emu_internal.h"
@@ -119,5 +122,136 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
         return CUBLAS_STATUS_NOT_SUPPORTED;
     return gemm("cublasGemmEx", h, ta, tb, m, n, k, *(const float *)alpha, A, at, lda, B, bt, ldb, *(const float *)beta,
                 (float *)C, ldc);
+}
+}
+
+/* ---- cuBLASLt ---- */
+struct vc_emu_blaslt {
+    int unused;
+};
+struct vc_emu_lt_desc {
+    cublasComputeType_t compute;
+    int32_t ta, tb;
+    uint32_t epilogue;
+    const float *bias;
+    int32_t bias_type;
+};
+struct vc_emu_lt_layout {
+    cudaDataType type;
+    uint64_t rows, cols;
+    int64_t ld;
+};
+struct vc_emu_lt_pref {
+    int unused;
+};
+
+template <typename T> static cublasStatus_t put_attr(T *dst, const void *buf, size_t n) {
+    if (!buf || n != sizeof(T)) return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(dst, buf, sizeof(T));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* the descriptors verlc's plan uses: bf16 or f32 A and B of one type, f32 C = D, f32 compute, bias epilogue or none */
+static int lt_supported(cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                        cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd) {
+    if (!d || !a || !b || !c || !dd || c != dd || d->compute != CUBLAS_COMPUTE_32F) return 0;
+    if (a->type != b->type || (a->type != CUDA_R_16BF && a->type != CUDA_R_32F) || c->type != CUDA_R_32F) return 0;
+    if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS) return 0;
+    uint64_t m = c->rows, n = c->cols, k = d->ta == CUBLAS_OP_N ? a->cols : a->rows;
+    return (d->ta == CUBLAS_OP_N ? a->rows : a->cols) == m && (d->tb == CUBLAS_OP_N ? b->rows : b->cols) == k &&
+           (d->tb == CUBLAS_OP_N ? b->cols : b->rows) == n;
+}
+
+extern "C" {
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
+    *h = new vc_emu_blaslt{ 0 };
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+    vc_emu_flush();
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute, cudaDataType_t) {
+    *d = new vc_emu_lt_desc{ compute, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, NULL, -1 };
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+    delete d;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const void *buf,
+                                              size_t n) {
+    if (!d) return CUBLAS_STATUS_INVALID_VALUE;
+    switch (a) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: return put_attr(&d->ta, buf, n);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return put_attr(&d->tb, buf, n);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: return put_attr(&d->epilogue, buf, n);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return put_attr(&d->bias, buf, n);
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return put_attr(&d->bias_type, buf, n);
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType type, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
+    if (ld < (int64_t)(rows > 1 ? rows : 1)) return CUBLAS_STATUS_INVALID_VALUE;
+    *l = new vc_emu_lt_layout{ type, rows, cols, ld };
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+    delete l;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+    *p = new vc_emu_lt_pref{ 0 };
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+    delete p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t,
+                                                    const void *buf, size_t) {
+    return p && buf ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                              cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t p, int n,
+                                              cublasLtMatmulHeuristicResult_t r[], int *got) {
+    if (!h || !p || n <= 0 || !r || !got) return CUBLAS_STATUS_INVALID_VALUE;
+    *got = 0;
+    if (!lt_supported(d, a, b, c, dd)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    memset(&r[0], 0, sizeof r[0]);
+    r[0].algo.data[0] = 1; /* the one algorithm: OpenBLAS */
+    r[0].state = CUBLAS_STATUS_SUCCESS;
+    r[0].wavesCount = 1.0f;
+    *got = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t a, const void *B, cublasLtMatrixLayout_t b, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t dd,
+                              const cublasLtMatmulAlgo_t *algo, void *, size_t, cudaStream_t s) {
+    if (!h || !algo || algo->data[0] != 1 || C != D || !lt_supported(d, a, b, c, dd)) return CUBLAS_STATUS_INVALID_VALUE;
+    int m = (int)c->rows, n = (int)c->cols, k = (int)(d->ta == CUBLAS_OP_N ? a->cols : a->rows);
+    const float *bias = d->epilogue == CUBLASLT_EPILOGUE_BIAS ? d->bias : NULL;
+    if (d->epilogue == CUBLASLT_EPILOGUE_BIAS &&
+        (!bias || (d->bias_type != -1 && d->bias_type != CUDA_R_32F) || !vc_emu_dev_range(bias, sizeof(float) * (size_t)m))) {
+        fprintf(stderr, "cuda emulator: cublasLtMatmul: the bias (%p, %d floats) is not f32 device memory\n",
+                (const void *)bias, m);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    vc_emu_blas blas{ s, 0 };
+    cublasStatus_t st = gemm("cublasLtMatmul", &blas, (cublasOperation_t)d->ta, (cublasOperation_t)d->tb, m, n, k,
+                             *(const float *)alpha, A, a->type, (int)a->ld, B, b->type, (int)b->ld, *(const float *)beta,
+                             (float *)D, (int)c->ld);
+    if (st != CUBLAS_STATUS_SUCCESS || !bias || !m || !n) return st;
+    float *out = (float *)D;
+    int64_t ld = c->ld;
+    vc_emu_enqueue_on(s, [=]() { /* D = (alpha A B + beta C) + bias per row */
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) out[(size_t)j * ld + i] += bias[i];
+    });
+    return CUBLAS_STATUS_SUCCESS;
 }
 }

@@ -157,6 +157,14 @@ void vc_cu_affine_cols_fwd(float *y, const float *x, const float *w, const float
                            int64_t grp);
 void vc_cu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, int64_t R,
                            int64_t C, int64_t grp);
+void vc_cu_linear_bias(int64_t M, int64_t N, int64_t K, const float *x, const float *W, const float *b, float *y);
+/* cuda_lt.cu: C = alpha op(A) op(B) + bias (bf16 A and B, f32 C, row-major as vc_cu_gemm) by cuBLASLt's bias epilogue;
+ * 0 when it has no plan for the shape (VERLC_CUDA_LT=0, no cuBLASLt, no algorithm): nothing issued. 1: issued, with
+ * cuBLASLt's status in *status */
+int vc_cu_lt_gemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
+                       const void *B, int64_t ldb, const float *bias, float *C, int64_t ldc, void *ws, size_t ws_bytes,
+                       cublasStatus_t *status);
+void vc_cu_lt_release(void);
 void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,

@@ -141,6 +141,7 @@ void vc_cuda_shutdown(void) {
         cudaStreamSynchronize(g_stream);
         stage_free();
         vc_cuda_graph_drop();
+        vc_cu_lt_release();
         cublasDestroy(g_blas);
         if (g_blas_ws) cudaFree(g_blas_ws);
         g_blas_ws = NULL;
@@ -697,10 +698,14 @@ const void *vc_cu_bf16_copy(const float *p, int64_t rows, int64_t cols, int64_t 
 /* VC_PREC_BF16: both operands rounded to bf16 (nearest even) into packed scratch (or read from a
  * registered bf16 copy of a weight), then a bf16 x bf16 GEMM with f32 accumulation and an f32 C (alpha
  * and beta applied in f32), as torch autocast does. */
-/* A16 / B16: an operand already in bf16 (gemm_b16), used as it is */
+/* A16 / B16: an operand already in bf16 (gemm_b16), used as it is. bias (beta 0): + bias[j] on every row's column j,
+ * in cuBLASLt's epilogue where it has a plan (cuda_lt.cu), else copied into C first and added with beta 1 */
+__global__ void k_bias_rows(float *C, int64_t M, int64_t N, int64_t ldc, const float *bias) {
+    VC_ROW_LOOP(r, M) VC_COL_LOOP(c, N) C[r * ldc + c] = bias[c];
+}
 static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                          const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op,
-                         const __nv_bfloat16 *A16 = NULL, const __nv_bfloat16 *B16 = NULL) {
+                         const __nv_bfloat16 *A16 = NULL, const __nv_bfloat16 *B16 = NULL, const float *bias = NULL) {
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     const __nv_bfloat16 *sa = A16 ? A16 : shadow_of(A, ar, ac, lda), *sb = B16 ? B16 : shadow_of(B, br, bc, ldb);
     __nv_bfloat16 *a16 = sa ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
@@ -709,6 +714,19 @@ static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
     if ((sa || a16) && (sb || b16)) {
         if (a16) pack_bf16(a16, A, ar, ac, lda);
         if (b16) pack_bf16(b16, B, br, bc, ldb);
+        cublasStatus_t ls = CUBLAS_STATUS_SUCCESS;
+        if (bias && vc_cu_lt_gemm_bias(ta, tb, M, N, K, alpha, sa ? (const void *)sa : a16, sa ? lda : ac,
+                                       sb ? (const void *)sb : b16, sb ? ldb : bc, bias, C, ldc, g_blas_ws,
+                                       g_blas_ws ? BLAS_WS : 0, &ls)) {
+            ok = vc_cu_blas_ok(ls, op) && vc_cu_end(op);
+            vc_cu_scratch_free(a16);
+            vc_cu_scratch_free(b16);
+            return ok;
+        }
+        if (bias) {
+            k_bias_rows<<<vc_cu_rows_grid(M, N, 256), 256, 0, g_stream>>>(C, M, N, ldc, bias);
+            beta = 1.0f;
+        }
         cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         (int)N, (int)M, (int)K, &alpha, sb ? sb : b16, CUDA_R_16BF, (int)(sb ? ldb : bc),
                                         sa ? sa : a16, CUDA_R_16BF, (int)(sa ? lda : ac), &beta, C, CUDA_R_32F,
@@ -733,6 +751,19 @@ int vc_cu_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, con
     cublasStatus_t s = cublasSgemm(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                                    (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc);
     return vc_cu_blas_ok(s, op) && vc_cu_end(op);
+}
+
+/* y = x W^T + b (x [M, K], W [N, K], b [N]): with bf16 matmuls the bias in the GEMM's epilogue (gemm_bf16_f32) */
+void vc_cu_linear_bias(int64_t M, int64_t N, int64_t K, const float *x, const float *W, const float *b, float *y) {
+    const char *op = "gemm";
+    if (!vc_cu_begin(op) || M == 0 || N == 0) return;
+    if (K == 0 || vc_matmul_precision() != VC_PREC_BF16) {
+        k_bias_rows<<<vc_cu_rows_grid(M, N, 256), 256, 0, g_stream>>>(y, M, N, N, b);
+        vc_cu_gemm(0, 1, M, N, K, 1.0f, x, K, W, K, 1.0f, y, N, op);
+        return;
+    }
+    if (!dims_ok(M, N, K, K, K, N, op)) return;
+    gemm_bf16_f32(0, 1, M, N, K, 1.0f, x, K, W, K, 0.0f, y, N, op, NULL, NULL, b);
 }
 
 void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -834,6 +865,7 @@ static vc_backend make_cuda_backend(void) {
     b.zero = be_zero;
     b.sync = vc_cuda_sync;
     b.gemm = vc_cu_gemm_entry;
+    b.linear_bias = vc_cu_linear_bias;
     b.rmsnorm_fwd = vc_cu_rmsnorm_fwd;
     b.rmsnorm_bwd = vc_cu_rmsnorm_bwd;
     b.layernorm_fwd = vc_cu_layernorm_fwd;
