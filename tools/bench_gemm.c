@@ -1,11 +1,12 @@
 /* verlc bench gemm --config CONFIG.json [--rows 256,8192] [--iters N] [--device D] [--precision P]
  * The GEMMs of one decoder layer and the LM head of a model's shape, as the engine issues them (row-major y = x W^T
  * with x [M, K] in f32 and W [N, K]; in training also dx = dy W and dW += dy^T x), for each row count M: milliseconds
- * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with bf16 matmuls, the
- * cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient pay) beside
- * what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a generate
- * call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two. Random data; per call, the best
- * of --iters runs of 10 calls in a row, after one warm-up. */
+ * and TFLOP/s per shape, the layer's total against the device's own GEMM peak (4096^3; 1024^3 off the GPU), and, with
+ * bf16 matmuls, the cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient
+ * pay) beside what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a
+ * generate call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two, and q_proj with a bias
+ * (in the GEMM's epilogue, and copied in first). Random data; per call, the best of --iters runs of 10 calls in a row,
+ * after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
 #include "tensor/backend.h"
@@ -121,7 +122,7 @@ static double best_of(run_fn fn, void *ctx, int iters) {
 }
 
 typedef struct {
-    int kind; /* 0: y = x W^T, 1: dx = dy W, 2: dW += dy^T x, 3: hold and release x */
+    int kind; /* 0: y = x W^T, 1: dx = dy W, 2: dW += dy^T x, 3: hold and release x, 4: y = x W^T + b (b: dy) */
     int64_t M, N, K;
     const float *x, *W, *dy;
     float *y;
@@ -133,7 +134,11 @@ static void run_job(void *p) {
     if (j->kind == 0) B->gemm(0, 1, j->M, j->N, j->K, 1.0f, j->x, j->K, j->W, j->K, 0.0f, j->y, j->N);
     else if (j->kind == 1) B->gemm(0, 0, j->M, j->K, j->N, 1.0f, j->dy, j->N, j->W, j->K, 0.0f, j->y, j->K);
     else if (j->kind == 2) B->gemm(1, 0, j->N, j->K, j->M, 1.0f, j->dy, j->N, j->x, j->K, 1.0f, j->y, j->K);
-    else if (B->operand_hold) {
+    else if (j->kind == 4 && B->linear_bias) B->linear_bias(j->M, j->N, j->K, j->x, j->W, j->dy, j->y);
+    else if (j->kind == 4) { /* as vc_op_linear without the backend entry */
+        B->rows_copy(j->y, j->N, j->dy, 0, j->M, j->N, 1, 0);
+        B->gemm(0, 1, j->M, j->N, j->K, 1.0f, j->x, j->K, j->W, j->K, 1.0f, j->y, j->N);
+    } else if (B->operand_hold) {
         B->operand_hold(j->x, j->M, j->K, 1);
         B->operand_hold(j->x, j->M, j->K, 0);
     }
@@ -153,6 +158,21 @@ static int bench_shape(const lin *l, int64_t M, const gemm_opts *o, float *x, fl
         *sec += t;
         *flops += f;
     }
+    return 0;
+}
+
+/* q_proj with its bias (Qwen2's q, k and v have one): in the GEMM's epilogue (cuBLASLt) and copied into y first
+ * (VERLC_CUDA_LT=0), beside the GEMM without a bias */
+static int bench_bias(const lin *q, int64_t M, int iters, float *x, float *W, float *b, float *y) {
+    job j = { 4, M, q->N, q->K, x, W, b, y }, j0 = { 0, M, q->N, q->K, x, W, NULL, y };
+    double te = best_of(run_job, &j, iters);
+    setenv("VERLC_CUDA_LT", "0", 1);
+    double tc = best_of(run_job, &j, iters);
+    unsetenv("VERLC_CUDA_LT");
+    double t0 = best_of(run_job, &j0, iters);
+    if (te < 0 || tc < 0 || t0 < 0) return 1;
+    printf("  %s + bias: %.3f ms in the GEMM's epilogue, %.3f ms copied into y first (no bias: %.3f ms)\n", q->name,
+           te * 1e3, tc * 1e3, t0 * 1e3);
     return 0;
 }
 
@@ -239,6 +259,7 @@ int vc_bench_gemm(int argc, char **argv) {
         if (!st)
             printf("  gate and up: %.3f ms as one GEMM, %.3f ms as two (what vc_op_gated_mlp saves a layer)\n",
                    gusec * 1e3, gsec * 1e3);
+        if (!st && bench_bias(&L[0], M, o.iters, x, Ws[0], dy, y) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
         if (!st && (bench_hold(M, H, x, o.iters) || bench_hold(M, I, dy, o.iters)) && !(st = vc_be()->sync()))
             st = VC_ERR_INTERNAL;
         if (!st)
