@@ -38,6 +38,9 @@ vc_tensor *vc_op_round_bf16_inplace(vc_graph *g, vc_tensor *a);
 vc_tensor *vc_op_mul_rows(vc_graph *g, vc_tensor *x, vc_tensor *s);
 /* normalise each row of the last `cols` elements; w may be NULL; y = x * rstd * (w + w_offset) */
 vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset);
+/* RMSNorm over the last dimension whose output several GEMMs read: held as vc_op_hold(y, 1) would hold it, its bf16
+ * rounding written by the norm's own kernel where the backend can (no separate pass); release with vc_op_hold(y, 0) */
+vc_tensor *vc_op_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *w, float eps, float w_offset);
 vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps);
 /* x will not change until the matching release (on 0): several ops that read it (q, k and v from one normed
  * input) may share what the backend derives from it (its bf16 rounding for GEMMs). Calls must pair. */

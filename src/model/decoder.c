@@ -142,6 +142,14 @@ static vc_tensor *norm(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_sl
     return vc_op_rmsnorm(f->g, x, w, x->shape[x->ndim - 1], c->norm_eps, c->norm_offset);
 }
 
+/* a norm whose output several GEMMs read (q, k and v; gate and up): an RMSNorm holds it for them, rounded to bf16 by
+ * its own kernel (vc_op_rmsnorm_held); the caller releases it (vc_op_hold(h, 0)) after them */
+static vc_tensor *norm_held(fwd_ctx *f, vc_tensor *x, int layer, int w_slot, int b_slot) {
+    const vc_model_config *c = &f->m->cfg;
+    if (!x || c->norm_kind == VC_NORM_LAYER) return norm(f, x, layer, w_slot, b_slot);
+    return vc_op_rmsnorm_held(f->g, x, vc_w(f->m, layer, w_slot), c->norm_eps, c->norm_offset);
+}
+
 static vc_tensor *reshape3(vc_graph *g, vc_tensor *x, int64_t a, int64_t b, int64_t c) {
     int64_t s[3] = { a, b, c };
     return vc_reshape(g, x, 3, s);
@@ -916,7 +924,10 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         return NULL;
     }
     int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
-    vc_tensor *h = pre ? norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B) : x;
+    /* the usual block (its norms' outputs read by the projections only): the norms hold them for those GEMMs */
+    int held = pre && !c->norm_res.on && !c->post_ln && c->block[l] != VC_BLOCK_MLP && !c->parallel_ssm;
+    vc_tensor *h = held ? norm_held(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B)
+                   : pre ? norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B) : x;
     if (c->norm_res.on) { /* MiniMax-Text-01: x' = alpha norm(x) + beta sublayer(norm(x)), twice */
         int li = c->linear[l];
         vc_tensor *a = li ? lightning(f, l, h) : attention_std(f, l, h);
@@ -943,16 +954,18 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
                    : c->lin_kind == VC_LIN_MAMBA2 ? mamba2(f, l, h) /* (likewise) */
                    : c->lin_kind == VC_LIN_SHORTCONV ? short_conv(f, l, h)
                    : mamba1(f, l, h);
+    if (held && !c->parallel_block) vc_op_hold(h, 0);
     if (c->block[l] == VC_BLOCK_MIXER) return vc_op_add(f->g, x, a); /* ... or of a mixer only */
     if (post) a = norm(f, a, l, VC_W_POST_ATTN_NORM, 0);
     if (c->residual_scale) a = vc_op_scale(f->g, a, c->residual_scale);
     if (c->parallel_block) { /* GPT-NeoX: the MLP reads its own norm of x; Cohere2-MoE: MoE layers' experts */
         vc_tensor *hm = c->parallel_norms ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : h;
         vc_tensor *mo = c->is_moe[l] ? moe(f, l, hm) : mlp(f, l, hm, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+        if (held) vc_op_hold(h, 0); /* (the MLP may have read it too) */
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
     x = vc_op_add(f->g, x, a);
-    h = pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
+    h = held ? norm_held(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
     vc_tensor *mo;
     if (c->is_moe[l] && c->moe_dense) { /* Gemma 4: the dense MLP and the experts (reading x) each post-normed */
         vc_op_hold(x, 1);
@@ -960,6 +973,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         mo = vc_op_add(f->g, mo, norm(f, moe(f, l, x), l, VC_W_POST_FFN_NORM2, 0));
         vc_op_hold(x, 0);
     } else mo = c->is_moe[l] ? moe(f, l, h) : mlp(f, l, h, VC_W_GATE, VC_W_UP, VC_W_DOWN);
+    if (held) vc_op_hold(h, 0);
     if (post || (c->moe_post_norm && c->is_moe[l])) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
     x = vc_op_add(f->g, x, mo);

@@ -259,6 +259,10 @@ typedef struct vc_backend {
                      int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, int64_t ldc);
     void (*rmsnorm_fwd)(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
                         float eps, float w_offset);
+    /* rmsnorm_fwd, and y held for the GEMMs that read it as operand_hold(y, rows, cols, 1) would (its bf16 rounding
+     * written by the norm itself); released by operand_hold(y, rows, cols, 0). NULL: rmsnorm_fwd, nothing held */
+    void (*rmsnorm_fwd_held)(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
+                             float eps, float w_offset);
     void (*rmsnorm_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
                         int64_t rows, int64_t cols, float w_offset);
     void (*layernorm_fwd)(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,

@@ -18,13 +18,15 @@ static void rmsnorm_bw(vc_graph *g, vc_node *n) {
     vc_be()->rmsnorm_bwd(dx, dw, n->out->grad, x->data, w ? w->data : NULL, n->saved, x->n / C, C, (float)n->f[0]);
 }
 
-vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset) {
+static vc_tensor *rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset, int held) {
     if (!x) return NULL;
     int64_t R = x->n / cols;
     vc_tensor *y = like(g, x);
     float *rstd = vc_graph_dalloc(g, (size_t)R * 4, 0);
     if (!y || !rstd) return NULL;
-    vc_be()->rmsnorm_fwd(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
+    const vc_backend *B = vc_be();
+    if (held && B->rmsnorm_fwd_held) B->rmsnorm_fwd_held(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
+    else B->rmsnorm_fwd(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
     vc_tensor *in[2] = { x, w };
     vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
     if (n) {
@@ -33,6 +35,14 @@ vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, 
         n->f[0] = w_offset;
     }
     return y;
+}
+
+vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset) {
+    return rmsnorm(g, x, w, cols, eps, w_offset, 0);
+}
+
+vc_tensor *vc_op_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *w, float eps, float w_offset) {
+    return rmsnorm(g, x, w, x ? x->shape[x->ndim - 1] : 0, eps, w_offset, 1);
 }
 
 /* ---- LayerNorm ---- */

@@ -192,6 +192,51 @@ static void test_peak(void) {
 }
 
 /* ---- norms ---- */
+/* RMSNorm holding its output for the GEMMs (rmsnorm_fwd_held): the same f32 output, a GEMM reads its bf16 copy (a hit)
+ * with the bits of rounding on the fly; a consumer's own hold and release keep it held (counted), the last release
+ * drops it; with holds off nothing is held. Rows in whole float4s (a warp a row) and not (the block kernel). */
+static void test_norm_held(void) {
+    printf("rmsnorm holding its output for the GEMMs\n");
+    static const int64_t shapes[2][2] = { { 33, 96 }, { 7, 130 } };
+    int prev = vc_matmul_precision();
+    vc_set_matmul_precision(VC_PREC_BF16);
+    for (int si = 0; si < 2; si++) {
+        int64_t R = shapes[si][0], Cc = shapes[si][1], N = 40;
+        float *x = hrand((size_t)(R * Cc), 2), *w = hrand((size_t)Cc, 1), *W = hrand((size_t)(N * Cc), 1);
+        float *gx = dup_f(x, R * Cc), *gw = dup_f(w, Cc), *gW = dup_f(W, N * Cc);
+        float *y0 = dalloc((size_t)(R * Cc) * 4), *y1 = dalloc((size_t)(R * Cc) * 4), *rs = dalloc((size_t)R * 4);
+        float *c0 = dalloc((size_t)(R * N) * 4), *c1 = dalloc((size_t)(R * N) * 4);
+        G->rmsnorm_fwd(y0, rs, gx, gw, R, Cc, 1e-6f, 0.0f);
+        G->gemm(0, 1, R, N, Cc, 1.0f, y0, Cc, gW, Cc, 0.0f, c0, N);
+        int h0 = vc_cuda_bf16_shadow_hits();
+        G->rmsnorm_fwd_held(y1, rs, gx, gw, R, Cc, 1e-6f, 0.0f);
+        G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);
+        int h1 = vc_cuda_bf16_shadow_hits();
+        G->operand_hold(y1, R, Cc, 1); /* a consumer's own hold: counted, not a second copy */
+        G->operand_hold(y1, R, Cc, 0);
+        G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);
+        int h2 = vc_cuda_bf16_shadow_hits();
+        G->operand_hold(y1, R, Cc, 0); /* the norm's: the last */
+        G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);
+        int h3 = vc_cuda_bf16_shadow_hits();
+        float *a = fetch(y0, (size_t)(R * Cc)), *b = fetch(y1, (size_t)(R * Cc));
+        float *p = fetch(c0, (size_t)(R * N)), *q = fetch(c1, (size_t)(R * N));
+        CHECK_MSG(!memcmp(a, b, (size_t)(R * Cc) * 4), "rmsnorm_fwd_held's output differs from rmsnorm_fwd's");
+        CHECK_MSG(!memcmp(p, q, (size_t)(R * N) * 4), "a GEMM on the norm's held copy differs from rounding on the fly");
+        CHECK_MSG(h1 == h0 + 1 && h2 == h1 + 1 && h3 == h2, "held copy hits %d, %d, %d (want +1, +1, +0)", h1 - h0,
+                  h2 - h1, h3 - h2);
+        printf("  %lld x %lld: output and GEMM bitwise equal; hits while held %d, %d, after release %d\n", (long long)R,
+               (long long)Cc, h1 - h0, h2 - h1, h3 - h2);
+        setenv("VERLC_CUDA_HOLD", "0", 1);
+        G->rmsnorm_fwd_held(y1, rs, gx, gw, R, Cc, 1e-6f, 0.0f);
+        G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);
+        CHECK_MSG(vc_cuda_bf16_shadow_hits() == h3, "VERLC_CUDA_HOLD=0: the norm held its output");
+        G->operand_hold(y1, R, Cc, 0);
+        unsetenv("VERLC_CUDA_HOLD");
+    }
+    vc_set_matmul_precision(prev);
+}
+
 static void test_norms(void) {
     printf("rmsnorm / layernorm\n");
     /* columns in whole float4s: RMSNorm a warp a row; 130: the block kernels */
@@ -1137,6 +1182,7 @@ int main(void) {
     check_sticky("gemm");
     release_all();
     test_norms();
+    test_norm_held();
     test_rope();
     test_act();
     test_act_rows();

@@ -10,7 +10,9 @@
 #define ROWS 64 /* rows per parameter-gradient partial (doubled past 65535 blocks) */
 
 /* ---- RMSNorm ---- */
-__global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t cols, float eps, float off) {
+/* y16 (when not NULL): y rounded to bf16 as well, the held operand of the GEMMs that read y (rmsnorm_fwd_held) */
+__global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t cols, float eps, float off,
+                          __nv_bfloat16 *y16) {
     __shared__ float sh[32];
     int64_t r = blockIdx.x;
     const float *xr = x + r * cols;
@@ -20,7 +22,11 @@ __global__ void k_rms_fwd(float *y, float *rstd, const float *x, const float *w,
     float rs = 1.0f / sqrtf(ss / (float)cols + eps);
     if (rstd && threadIdx.x == 0) rstd[r] = rs;
     float *yr = y + r * cols;
-    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) yr[i] = xr[i] * rs * (w ? w[i] + off : 1.0f);
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+        const float v = xr[i] * rs * (w ? w[i] + off : 1.0f);
+        yr[i] = v;
+        if (y16) y16[r * cols + i] = __float2bfloat16_rn(v);
+    }
 }
 
 /* Rows whose columns are whole float4s (and every pointer on a 16-byte boundary) go a warp a row, NORM_THREADS / 32
@@ -39,7 +45,7 @@ __device__ __forceinline__ float4 norm_w4(const float *w, int64_t i, float off) 
 }
 
 __global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
-                            float eps, float off) {
+                            float eps, float off, __nv_bfloat162 *y16) {
     const int lane = threadIdx.x % 32;
     const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
     if (r >= rows) return;
@@ -56,19 +62,41 @@ __global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *
     const float rs = 1.0f / sqrtf(ss / (float)cols + eps);
     if (rstd && lane == 0) rstd[r] = rs;
     float4 *yr = reinterpret_cast<float4 *>(y + r * cols);
+    __nv_bfloat162 *y2 = y16 ? y16 + r * (cols / 2) : NULL;
     for (int64_t i = lane; i < c4; i += 32) {
         const float4 v = xr[i], g = norm_w4(w, i, off);
-        yr[i] = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
+        const float4 o = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
+        yr[i] = o;
+        if (y2) {
+            y2[2 * i] = __floats2bfloat162_rn(o.x, o.y);
+            y2[2 * i + 1] = __floats2bfloat162_rn(o.z, o.w);
+        }
     }
+}
+
+static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
+                    float w_offset, __nv_bfloat16 *y16) {
+    if (norm_by_warps(cols, y, x, w, NULL))
+        k_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, rows, cols, eps, w_offset,
+                                                                            (__nv_bfloat162 *)y16);
+    else k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset, y16);
 }
 
 void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
                        float w_offset) {
     const char *op = "rmsnorm forward";
     if (!vc_cu_begin(op) || rows == 0) return;
-    if (norm_by_warps(cols, y, x, w, NULL))
-        k_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, rows, cols, eps, w_offset);
-    else k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset);
+    rms_fwd(y, rstd, x, w, rows, cols, eps, w_offset, NULL);
+    vc_cu_end(op);
+}
+
+/* the same, y also rounded to bf16 into a held copy (vc_cu_hold_slot: released by operand_hold(y, .., 0)) for the
+ * GEMMs that read it, in the norm's own pass: no separate rounding pass (q, k and v's input; gate and up's) */
+void vc_cu_rmsnorm_fwd_held(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
+                            float eps, float w_offset) {
+    const char *op = "rmsnorm forward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    rms_fwd(y, rstd, x, w, rows, cols, eps, w_offset, (__nv_bfloat16 *)vc_cu_hold_slot(y, rows, cols));
     vc_cu_end(op);
 }
 

@@ -559,6 +559,7 @@ struct bf16_copy {
     const float *w;
     int64_t rows, cols;
     __nv_bfloat16 *h;
+    int refs; /* a held operand: its holds not yet released (a norm's own, then its consumer's) */
 };
 static bf16_copy *g_sh;
 static int g_nsh, g_sh_hits;
@@ -617,15 +618,22 @@ static int weight_copy_of(const float *p, int64_t rows, int64_t cols);
 
 void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
     const char *op = "operand hold";
-    if (!hold) {
-        for (int i = 0; i < g_nheld; i++)
-            if (g_held[i].w == p) {
-                vc_cu_scratch_free(g_held[i].h);
-                g_held[i] = g_held[--g_nheld];
-                return;
-            }
-        return;
+    for (int i = 0; i < g_nheld; i++) {
+        if (g_held[i].w != p) continue;
+        if (hold && g_held[i].rows == rows && g_held[i].cols == cols) { /* held already (by its norm): one more */
+            g_held[i].refs++;
+            /* a capture notes the op as a replay (where the norm, queuing nothing, held nothing) meets it below */
+            if (vc_cu_graph_mode) vc_cu_graph_note(op);
+            return;
+        }
+        if (!hold && --g_held[i].refs > 0) return;
+        if (!hold) {
+            vc_cu_scratch_free(g_held[i].h);
+            g_held[i] = g_held[--g_nheld];
+            return;
+        }
     }
+    if (!hold) return;
     if (holds_off() || vc_matmul_precision() != VC_PREC_BF16 || g_nheld == MAX_HELD || rows * cols <= 0 ||
         weight_copy_of(p, rows, cols) /* rows of a weight with its bf16 copy: the GEMMs read that */ || !vc_cu_begin(op))
         return;
@@ -636,7 +644,7 @@ void vc_cu_operand_hold(const float *p, int64_t rows, int64_t cols, int hold) {
         vc_cu_scratch_free(h);
         return;
     }
-    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h };
+    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h, 1 };
 }
 
 /* an empty held copy of p (rows x cols) for the caller to fill before any GEMM reads p (a kernel that produces p
@@ -649,7 +657,7 @@ void *vc_cu_hold_slot(const float *p, int64_t rows, int64_t cols) {
         cudaGetLastError(); /* not sticky: the caller writes p */
         return NULL;
     }
-    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h };
+    g_held[g_nheld++] = bf16_copy{ p, rows, cols, h, 1 };
     return h;
 }
 
@@ -867,6 +875,7 @@ static vc_backend make_cuda_backend(void) {
     b.gemm = vc_cu_gemm_entry;
     b.linear_bias = vc_cu_linear_bias;
     b.rmsnorm_fwd = vc_cu_rmsnorm_fwd;
+    b.rmsnorm_fwd_held = vc_cu_rmsnorm_fwd_held;
     b.rmsnorm_bwd = vc_cu_rmsnorm_bwd;
     b.layernorm_fwd = vc_cu_layernorm_fwd;
     b.layernorm_bwd = vc_cu_layernorm_bwd;
