@@ -339,6 +339,8 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *
     int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
     if (!append) {
+    } else if (f->T > 0 && kv->bf16 && vc_be()->scatter_kv_bf16) { /* keys and values in one pass */
+        vc_be()->scatter_kv_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, v->data, vw, f->T);
     } else if (f->T > 0 && kv->bf16) {
         vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, f->T, kw);
         vc_be()->scatter_rows_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw), f->kv_off, v->data, vw,

@@ -393,6 +393,10 @@ typedef struct vc_backend {
     void (*scatter_rows)(float *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
     /* the same into bf16 rows: dst and off count uint16_t elements, values rounded to nearest even */
     void (*scatter_rows_bf16)(void *dst, const int64_t *off, const float *src, int64_t sld, int64_t R, int64_t C);
+    /* the keys and values of a layer's new rows into a bf16 page pool in one pass: dst[off[r] + c] = k[r kw + c] for
+     * c < kw, v[r vw + c - kw] after (a pool row: its keys, then its values). NULL: two scatter_rows_bf16 calls */
+    void (*scatter_kv_bf16)(void *dst, const int64_t *off, const float *k, int64_t kw, const float *v, int64_t vw,
+                            int64_t R);
     /* MoE combine with inv[t*K + k] = grouped row of token t's k-th choice:
      * fwd y[t] = sum_k w[t*K+k] Y[inv[t*K+k]] (k ascending);  bwd dY[inv] = w dy[t], dw[t*K+k] = dy[t].Y[inv];
      * scatter dx[t] += sum_k dX[inv[t*K+k]] (k ascending) */

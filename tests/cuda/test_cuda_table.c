@@ -165,7 +165,7 @@ static void test_table_complete(void) {
     HAS(col_sum); HAS(softcap_fwd); HAS(softcap_bwd); HAS(clip_fwd); HAS(clip_bwd); HAS(rownorm_fwd); HAS(rownorm_bwd); HAS(dot_fwd);
     HAS(dot_bwd); HAS(embed_fwd); HAS(embed_bwd); HAS(gather_rows); HAS(scatter_rows); HAS(moe_combine_fwd); HAS(moe_combine_bwd);
     HAS(moe_scatter_add); HAS(adamw); HAS(sumsq); HAS(scale_tensors); HAS(round_bf16); HAS(scatter_rows_bf16); HAS(act_mul_fwd_bf16);
-    HAS(gemm_b16);
+    HAS(gemm_b16); HAS(scatter_kv_bf16); HAS(linear_bias); HAS(rmsnorm_fwd_held);
     HAS(gdn_fwd); HAS(gdn_bwd); HAS(gdn_gate_fwd); HAS(gdn_gate_bwd); HAS(conv1d_fwd); HAS(conv1d_bwd);
     HAS(affine_cols_fwd); HAS(affine_cols_bwd); HAS(ssm_fwd); HAS(ssm_bwd);
 #undef HAS
@@ -374,6 +374,19 @@ static void test_embed_moe(void) {
         G->d2h(g16, d16, nh * 2);
         CHECK_MSG(!memcmp(g16, h16, nh * 2), "scatter_rows_bf16 differs from the CPU backend");
         printf("  %-52s bits identical: %s\n", "scatter_rows_bf16 (bf16 rows, nearest even)", memcmp(g16, h16, nh * 2) ? "no" : "yes");
+        /* keys and values in one pass (scatter_kv_bf16): the keys' kw columns then the values' as two scatters put them */
+        int64_t kw = Cs / 2, vw = Cs - kw;
+        float *kk = hrand((size_t)(G_ * kw), 1), *vv = hrand((size_t)(G_ * vw), 1);
+        float *gk = dup_f(kk, (size_t)(G_ * kw)), *gv = dup_f(vv, (size_t)(G_ * vw));
+        int64_t *off2 = (int64_t *)calloc((size_t)G_, 8);
+        for (int64_t r = 0; r < G_; r++) off2[r] = off[r] + kw;
+        C->scatter_rows_bf16(h16, off, kk, kw, G_, kw);
+        C->scatter_rows_bf16(h16, off2, vv, vw, G_, vw);
+        G->scatter_kv_bf16(d16, goff, gk, kw, gv, vw, G_);
+        G->d2h(g16, d16, nh * 2);
+        CHECK_MSG(!memcmp(g16, h16, nh * 2), "scatter_kv_bf16 differs from two scatter_rows_bf16");
+        printf("  %-52s bits identical: %s\n", "scatter_kv_bf16 (keys and values, one pass)", memcmp(g16, h16, nh * 2) ? "no" : "yes");
+        free(off2);
         free(h16);
         free(g16);
         free(off);

@@ -415,6 +415,18 @@ void vc_cu_scatter_rows_bf16(void *dst, const int64_t *off, const float *src, in
     vc_cu_end("scatter_rows_bf16");
 }
 
+__global__ void k_scatter_kv_bf16(__nv_bfloat16 *dst, const int64_t *off, const float *k, int64_t kw, const float *v,
+                                  int64_t vw, int64_t R) {
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, kw + vw)
+        dst[off[r] + c] = __float2bfloat16_rn(c < kw ? k[r * kw + c] : v[r * vw + (c - kw)]);
+}
+void vc_cu_scatter_kv_bf16(void *dst, const int64_t *off, const float *k, int64_t kw, const float *v, int64_t vw,
+                           int64_t R) {
+    if (!vc_cu_begin("scatter_rows_bf16") || R <= 0 || kw + vw <= 0) return;
+    k_scatter_kv_bf16<<<LAUNCH_ROWS(R, kw + vw)>>>((__nv_bfloat16 *)dst, off, k, kw, v, vw, R);
+    vc_cu_end("scatter_rows_bf16");
+}
+
 /* ---- MoE combine / scatter (inv[t*K + k]: grouped row of token t's k-th choice) ---- */
 __global__ void k_moe_combine_fwd(float *y, const float *Y, const float *w, const int64_t *inv, int64_t T, int64_t K,
                                   int64_t H) {

@@ -933,6 +933,7 @@ static vc_backend make_cuda_backend(void) {
     b.operand_hold = vc_cu_operand_hold;
     b.scatter_rows = vc_cu_scatter_rows;
     b.scatter_rows_bf16 = vc_cu_scatter_rows_bf16;
+    b.scatter_kv_bf16 = vc_cu_scatter_kv_bf16;
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
     b.moe_scatter_add = vc_cu_moe_scatter_add;
