@@ -41,6 +41,10 @@ vc_tensor *vc_op_rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, 
 /* RMSNorm over the last dimension whose output several GEMMs read: held as vc_op_hold(y, 1) would hold it, its bf16
  * rounding written by the norm's own kernel where the backend can (no separate pass); release with vc_op_hold(y, 0) */
 vc_tensor *vc_op_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *w, float eps, float w_offset);
+/* *sum = x + a and its RMSNorm (returned, held as vc_op_rmsnorm_held's) in one pass where the backend can: the
+ * residual sum and the norm after it; the same values and gradients as vc_op_add then vc_op_rmsnorm_held */
+vc_tensor *vc_op_add_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *a, vc_tensor *w, float eps, float w_offset,
+                                  vc_tensor **sum);
 vc_tensor *vc_op_layernorm(vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b, float eps);
 /* x will not change until the matching release (on 0): several ops that read it (q, k and v from one normed
  * input) may share what the backend derives from it (its bf16 rounding for GEMMs). Calls must pair. */

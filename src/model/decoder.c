@@ -966,8 +966,12 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         if (held) vc_op_hold(h, 0); /* (the MLP may have read it too) */
         return vc_op_add(f->g, vc_op_add(f->g, x, a), mo);
     }
-    x = vc_op_add(f->g, x, a);
-    h = held ? norm_held(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
+    if (held && c->norm_kind != VC_NORM_LAYER) /* the residual sum and the MLP's norm in one pass */
+        h = vc_op_add_rmsnorm_held(f->g, x, a, vc_w(f->m, l, VC_W_FFN_NORM), c->norm_eps, c->norm_offset, &x);
+    else {
+        x = vc_op_add(f->g, x, a);
+        h = held ? norm_held(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : pre ? norm(f, x, l, VC_W_FFN_NORM, VC_W_FFN_NORM_B) : x;
+    }
     vc_tensor *mo;
     if (c->is_moe[l] && c->moe_dense) { /* Gemma 4: the dense MLP and the experts (reading x) each post-normed */
         vc_op_hold(x, 1);

@@ -263,6 +263,10 @@ typedef struct vc_backend {
      * written by the norm itself); released by operand_hold(y, rows, cols, 0). NULL: rmsnorm_fwd, nothing held */
     void (*rmsnorm_fwd_held)(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
                              float eps, float w_offset);
+    /* s = x + a (as add) and y = RMSNorm(s) held (as rmsnorm_fwd_held) in one pass: a residual sum and the next norm.
+     * NULL: add, then rmsnorm_fwd_held */
+    void (*add_rmsnorm_held)(float *s, float *y, float *rstd, const float *x, const float *a, const float *w, int64_t rows,
+                             int64_t cols, float eps, float w_offset);
     void (*rmsnorm_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
                         int64_t rows, int64_t cols, float w_offset);
     void (*layernorm_fwd)(float *y, float *mean, float *rstd, const float *x, const float *w, const float *b,

@@ -141,6 +141,11 @@ static void add_bw(vc_graph *g, vc_node *n) {
     if (n->in[0]->requires_grad && !vc_grad_take(g, n, n->in[0])) vc_grad_add(g, n->in[0], n->out->grad);
 }
 
+void vc_tape_add(vc_graph *g, vc_tensor *y, vc_tensor *a, vc_tensor *b) {
+    vc_tensor *in[2] = { a, b };
+    vc_tape_push(g, add_bw, y, 2, in);
+}
+
 vc_tensor *vc_op_add(vc_graph *g, vc_tensor *a, vc_tensor *b) {
     GUARD2(a, b);
     vc_tensor *y = like(g, a);

@@ -45,6 +45,32 @@ vc_tensor *vc_op_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *w, float eps
     return rmsnorm(g, x, w, x ? x->shape[x->ndim - 1] : 0, eps, w_offset, 1);
 }
 
+vc_tensor *vc_op_add_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *a, vc_tensor *w, float eps, float w_offset,
+                                  vc_tensor **sum) {
+    const vc_backend *B = vc_be();
+    *sum = NULL;
+    if (!x || !a) return NULL;
+    if (!B->add_rmsnorm_held || x->n != a->n) {
+        *sum = vc_op_add(g, x, a);
+        return vc_op_rmsnorm_held(g, *sum, w, eps, w_offset);
+    }
+    int64_t C = x->shape[x->ndim - 1], R = x->n / C;
+    vc_tensor *s = like(g, x), *y = like(g, x);
+    float *rstd = vc_graph_dalloc(g, (size_t)R * 4, 0);
+    if (!s || !y || !rstd) return NULL;
+    B->add_rmsnorm_held(s->data, y->data, rstd, x->data, a->data, w ? w->data : NULL, R, C, eps, w_offset);
+    vc_tape_add(g, s, x, a);
+    vc_tensor *in[2] = { s, w };
+    vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
+    if (n) {
+        n->saved = rstd;
+        n->i[0] = C;
+        n->f[0] = w_offset;
+    }
+    *sum = s;
+    return y;
+}
+
 /* ---- LayerNorm ---- */
 static void layernorm_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];

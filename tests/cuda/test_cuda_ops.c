@@ -227,6 +227,23 @@ static void test_norm_held(void) {
                   h2 - h1, h3 - h2);
         printf("  %lld x %lld: output and GEMM bitwise equal; hits while held %d, %d, after release %d\n", (long long)R,
                (long long)Cc, h1 - h0, h2 - h1, h3 - h2);
+        /* the residual sum and the norm in one pass: add's and the norm's bits, the output held */
+        float *a_ = hrand((size_t)(R * Cc), 1), *ga = dup_f(a_, R * Cc);
+        float *s0 = dalloc((size_t)(R * Cc) * 4), *s1 = dalloc((size_t)(R * Cc) * 4);
+        G->add(s0, gx, ga, R * Cc);
+        G->rmsnorm_fwd(y0, rs, s0, gw, R, Cc, 1e-6f, 0.0f);
+        G->add_rmsnorm_held(s1, y1, rs, gx, ga, gw, R, Cc, 1e-6f, 0.0f);
+        G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);
+        int h4 = vc_cuda_bf16_shadow_hits();
+        G->operand_hold(y1, R, Cc, 0);
+        float *e0 = fetch(s0, (size_t)(R * Cc)), *e1 = fetch(s1, (size_t)(R * Cc));
+        float *f0 = fetch(y0, (size_t)(R * Cc)), *f1 = fetch(y1, (size_t)(R * Cc));
+        CHECK_MSG(!memcmp(e0, e1, (size_t)(R * Cc) * 4) && !memcmp(f0, f1, (size_t)(R * Cc) * 4),
+                  "add_rmsnorm_held differs from add, then rmsnorm_fwd (%lld x %lld)", (long long)R, (long long)Cc);
+        CHECK_MSG(h4 == h3 + 1, "add_rmsnorm_held did not hold its output");
+        printf("  %lld x %lld: add + norm in one pass bitwise equal to the two ops, its output held\n", (long long)R,
+               (long long)Cc);
+        h3 = h4;
         setenv("VERLC_CUDA_HOLD", "0", 1);
         G->rmsnorm_fwd_held(y1, rs, gx, gw, R, Cc, 1e-6f, 0.0f);
         G->gemm(0, 1, R, N, Cc, 1.0f, y1, Cc, gW, Cc, 0.0f, c1, N);

@@ -74,6 +74,40 @@ __global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *
     }
 }
 
+/* s = x + a, then k_rms_fwd_w's norm of s (the same arithmetic an element: the add kernel's sum, the norm's warp sum) */
+__global__ void k_add_rms_fwd_w(float *s, float *y, float *rstd, const float *x, const float *a, const float *w,
+                                int64_t rows, int64_t cols, float eps, float off, __nv_bfloat162 *y16) {
+    const int lane = threadIdx.x % 32;
+    const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
+    if (r >= rows) return;
+    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols), *ar = reinterpret_cast<const float4 *>(a + r * cols);
+    float4 *sr = reinterpret_cast<float4 *>(s + r * cols);
+    float ss = 0;
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 u = xr[i], b = ar[i];
+        const float4 v = make_float4(u.x + b.x, u.y + b.y, u.z + b.z, u.w + b.w);
+        sr[i] = v;
+        ss += v.x * v.x;
+        ss += v.y * v.y;
+        ss += v.z * v.z;
+        ss += v.w * v.w;
+    }
+    ss = vc_warp_sum(ss);
+    const float rs = 1.0f / sqrtf(ss / (float)cols + eps);
+    if (rstd && lane == 0) rstd[r] = rs;
+    float4 *yr = reinterpret_cast<float4 *>(y + r * cols);
+    __nv_bfloat162 *y2 = y16 ? y16 + r * (cols / 2) : NULL;
+    for (int64_t i = lane; i < c4; i += 32) {
+        const float4 v = sr[i], g = norm_w4(w, i, off); /* (the lane's own stores, read back) */
+        const float4 o = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
+        yr[i] = o;
+        if (y2) {
+            y2[2 * i] = __floats2bfloat162_rn(o.x, o.y);
+            y2[2 * i + 1] = __floats2bfloat162_rn(o.z, o.w);
+        }
+    }
+}
+
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
                     float w_offset, __nv_bfloat16 *y16) {
     if (norm_by_warps(cols, y, x, w, NULL))
@@ -87,6 +121,22 @@ void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, in
     const char *op = "rmsnorm forward";
     if (!vc_cu_begin(op) || rows == 0) return;
     rms_fwd(y, rstd, x, w, rows, cols, eps, w_offset, NULL);
+    vc_cu_end(op);
+}
+
+/* s = x + a and y = RMSNorm(s), y held for the GEMMs as by vc_cu_rmsnorm_fwd_held: one pass where the rows are whole
+ * float4s (as the norm's warp kernel: the same bits as add, then the norm), else the two ops */
+void vc_cu_add_rmsnorm_held(float *s, float *y, float *rstd, const float *x, const float *a, const float *w, int64_t rows,
+                            int64_t cols, float eps, float w_offset) {
+    if (!norm_by_warps(cols, y, x, w, s) || !vc_cu_aligned16(a, NULL)) {
+        vc_cu_add(s, x, a, rows * cols);
+        vc_cu_rmsnorm_fwd_held(y, rstd, s, w, rows, cols, eps, w_offset);
+        return;
+    }
+    const char *op = "add + rmsnorm forward";
+    if (!vc_cu_begin(op) || rows == 0) return;
+    k_add_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(
+        s, y, rstd, x, a, w, rows, cols, eps, w_offset, (__nv_bfloat162 *)vc_cu_hold_slot(y, rows, cols));
     vc_cu_end(op);
 }
 

@@ -96,6 +96,8 @@ void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alp
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 void vc_cu_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
                        float w_offset);
+void vc_cu_add_rmsnorm_held(float *s, float *y, float *rstd, const float *x, const float *a, const float *w, int64_t rows,
+                            int64_t cols, float eps, float w_offset);
 void vc_cu_rmsnorm_fwd_held(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
                             float eps, float w_offset);
 void vc_cu_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,

@@ -876,6 +876,7 @@ static vc_backend make_cuda_backend(void) {
     b.linear_bias = vc_cu_linear_bias;
     b.rmsnorm_fwd = vc_cu_rmsnorm_fwd;
     b.rmsnorm_fwd_held = vc_cu_rmsnorm_fwd_held;
+    b.add_rmsnorm_held = vc_cu_add_rmsnorm_held;
     b.rmsnorm_bwd = vc_cu_rmsnorm_bwd;
     b.layernorm_fwd = vc_cu_layernorm_fwd;
     b.layernorm_bwd = vc_cu_layernorm_bwd;
