@@ -18,6 +18,16 @@ static void rmsnorm_bw(vc_graph *g, vc_node *n) {
     vc_be()->rmsnorm_bwd(dx, dw, n->out->grad, x->data, w ? w->data : NULL, n->saved, x->n / C, C, (float)n->f[0]);
 }
 
+static void push_rms(vc_graph *g, vc_tensor *y, vc_tensor *x, vc_tensor *w, float *rstd, int64_t cols, float w_offset) {
+    vc_tensor *in[2] = { x, w };
+    vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
+    if (n) {
+        n->saved = rstd;
+        n->i[0] = cols;
+        n->f[0] = w_offset;
+    }
+}
+
 static vc_tensor *rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols, float eps, float w_offset, int held) {
     if (!x) return NULL;
     int64_t R = x->n / cols;
@@ -27,13 +37,7 @@ static vc_tensor *rmsnorm(vc_graph *g, vc_tensor *x, vc_tensor *w, int64_t cols,
     const vc_backend *B = vc_be();
     if (held && B->rmsnorm_fwd_held) B->rmsnorm_fwd_held(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
     else B->rmsnorm_fwd(y->data, rstd, x->data, w ? w->data : NULL, R, cols, eps, w_offset);
-    vc_tensor *in[2] = { x, w };
-    vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
-    if (n) {
-        n->saved = rstd;
-        n->i[0] = cols;
-        n->f[0] = w_offset;
-    }
+    push_rms(g, y, x, w, rstd, cols, w_offset);
     return y;
 }
 
@@ -60,13 +64,7 @@ vc_tensor *vc_op_add_rmsnorm_held(vc_graph *g, vc_tensor *x, vc_tensor *a, vc_te
     if (!s || !y || !rstd) return NULL;
     B->add_rmsnorm_held(s->data, y->data, rstd, x->data, a->data, w ? w->data : NULL, R, C, eps, w_offset);
     vc_tape_add(g, s, x, a);
-    vc_tensor *in[2] = { s, w };
-    vc_node *n = vc_tape_push(g, rmsnorm_bw, y, 2, in);
-    if (n) {
-        n->saved = rstd;
-        n->i[0] = C;
-        n->f[0] = w_offset;
-    }
+    push_rms(g, y, s, w, rstd, C, w_offset);
     *sum = s;
     return y;
 }

@@ -44,27 +44,11 @@ __device__ __forceinline__ float4 norm_w4(const float *w, int64_t i, float off) 
     return make_float4(v.x + off, v.y + off, v.z + off, v.w + off);
 }
 
-__global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
-                            float eps, float off, __nv_bfloat162 *y16) {
-    const int lane = threadIdx.x % 32;
-    const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
-    if (r >= rows) return;
-    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols);
-    float ss = 0;
+/* a warp's row of the norm: y = v rs (w + off), and y's bf16 rounding into y2 when held (not NULL) */
+__device__ __forceinline__ void rms_row_out(float4 *yr, __nv_bfloat162 *y2, const float4 *vr, const float *w, float off,
+                                            float rs, int64_t c4, int lane) {
     for (int64_t i = lane; i < c4; i += 32) {
-        const float4 v = xr[i];
-        ss += v.x * v.x;
-        ss += v.y * v.y;
-        ss += v.z * v.z;
-        ss += v.w * v.w;
-    }
-    ss = vc_warp_sum(ss);
-    const float rs = 1.0f / sqrtf(ss / (float)cols + eps);
-    if (rstd && lane == 0) rstd[r] = rs;
-    float4 *yr = reinterpret_cast<float4 *>(y + r * cols);
-    __nv_bfloat162 *y2 = y16 ? y16 + r * (cols / 2) : NULL;
-    for (int64_t i = lane; i < c4; i += 32) {
-        const float4 v = xr[i], g = norm_w4(w, i, off);
+        const float4 v = vr[i], g = norm_w4(w, i, off);
         const float4 o = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
         yr[i] = o;
         if (y2) {
@@ -74,19 +58,24 @@ __global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *
     }
 }
 
-/* s = x + a, then k_rms_fwd_w's norm of s (the same arithmetic an element: the add kernel's sum, the norm's warp sum) */
-__global__ void k_add_rms_fwd_w(float *s, float *y, float *rstd, const float *x, const float *a, const float *w,
-                                int64_t rows, int64_t cols, float eps, float off, __nv_bfloat162 *y16) {
+/* ADD: s = x + a first (the add kernel's sum an element), the norm then of s: a residual sum and the next norm */
+template <bool ADD>
+__global__ void k_rms_fwd_w(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols,
+                            float eps, float off, __nv_bfloat162 *y16, const float *a, float *s) {
     const int lane = threadIdx.x % 32;
     const int64_t r = blockIdx.x * (int64_t)NORM_ROWS + threadIdx.x / 32, c4 = cols / 4;
     if (r >= rows) return;
-    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols), *ar = reinterpret_cast<const float4 *>(a + r * cols);
-    float4 *sr = reinterpret_cast<float4 *>(s + r * cols);
+    const float4 *xr = reinterpret_cast<const float4 *>(x + r * cols);
+    const float4 *ar = ADD ? reinterpret_cast<const float4 *>(a + r * cols) : NULL;
+    float4 *sr = ADD ? reinterpret_cast<float4 *>(s + r * cols) : NULL;
     float ss = 0;
     for (int64_t i = lane; i < c4; i += 32) {
-        const float4 u = xr[i], b = ar[i];
-        const float4 v = make_float4(u.x + b.x, u.y + b.y, u.z + b.z, u.w + b.w);
-        sr[i] = v;
+        float4 v = xr[i];
+        if (ADD) {
+            const float4 b = ar[i];
+            v = make_float4(v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w);
+            sr[i] = v;
+        }
         ss += v.x * v.x;
         ss += v.y * v.y;
         ss += v.z * v.z;
@@ -95,24 +84,15 @@ __global__ void k_add_rms_fwd_w(float *s, float *y, float *rstd, const float *x,
     ss = vc_warp_sum(ss);
     const float rs = 1.0f / sqrtf(ss / (float)cols + eps);
     if (rstd && lane == 0) rstd[r] = rs;
-    float4 *yr = reinterpret_cast<float4 *>(y + r * cols);
-    __nv_bfloat162 *y2 = y16 ? y16 + r * (cols / 2) : NULL;
-    for (int64_t i = lane; i < c4; i += 32) {
-        const float4 v = sr[i], g = norm_w4(w, i, off); /* (the lane's own stores, read back) */
-        const float4 o = make_float4(v.x * rs * g.x, v.y * rs * g.y, v.z * rs * g.z, v.w * rs * g.w);
-        yr[i] = o;
-        if (y2) {
-            y2[2 * i] = __floats2bfloat162_rn(o.x, o.y);
-            y2[2 * i + 1] = __floats2bfloat162_rn(o.z, o.w);
-        }
-    }
+    rms_row_out(reinterpret_cast<float4 *>(y + r * cols), y16 ? y16 + r * (cols / 2) : NULL, ADD ? sr : xr, w, off, rs,
+                c4, lane); /* (sr: the lane's own stores, read back) */
 }
 
 static void rms_fwd(float *y, float *rstd, const float *x, const float *w, int64_t rows, int64_t cols, float eps,
                     float w_offset, __nv_bfloat16 *y16) {
     if (norm_by_warps(cols, y, x, w, NULL))
-        k_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, rows, cols, eps, w_offset,
-                                                                            (__nv_bfloat162 *)y16);
+        k_rms_fwd_w<false><<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(
+            y, rstd, x, w, rows, cols, eps, w_offset, (__nv_bfloat162 *)y16, (const float *)NULL, (float *)NULL);
     else k_rms_fwd<<<(unsigned)rows, NORM_THREADS, 0, vc_cu_stream()>>>(y, rstd, x, w, cols, eps, w_offset, y16);
 }
 
@@ -135,8 +115,8 @@ void vc_cu_add_rmsnorm_held(float *s, float *y, float *rstd, const float *x, con
     }
     const char *op = "add + rmsnorm forward";
     if (!vc_cu_begin(op) || rows == 0) return;
-    k_add_rms_fwd_w<<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(
-        s, y, rstd, x, a, w, rows, cols, eps, w_offset, (__nv_bfloat162 *)vc_cu_hold_slot(y, rows, cols));
+    k_rms_fwd_w<true><<<norm_blocks(rows), NORM_THREADS, 0, vc_cu_stream()>>>(
+        y, rstd, x, w, rows, cols, eps, w_offset, (__nv_bfloat162 *)vc_cu_hold_slot(y, rows, cols), a, s);
     vc_cu_end(op);
 }
 
