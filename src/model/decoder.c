@@ -982,6 +982,11 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (held) vc_op_hold(h, 0);
     if (post || (c->moe_post_norm && c->is_moe[l])) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
+    vc_tensor *into = f->into;
+    if (into && x && mo && !c->ple_dim && !c->layer_scalar && x->n == into->n && mo->n == into->n) {
+        vc_be()->add(into->data, x->data, mo->data, x->n); /* the layer's output straight into forward's buffer */
+        return into;
+    }
     x = vc_op_add(f->g, x, mo);
     if (c->ple_dim) { /* Gemma 4's per-layer input: x + norm(proj(act(gate(x)) * ple_l)) */
         vc_tensor *pl = f->ple[l];
@@ -1393,9 +1398,11 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         for (int l = 0; l < c->n_layer && x; l++) {
             if (no_tape) {
                 vc_graph_mark mk = vc_graph_get_mark(g);
-                vc_tensor *y = deepstack(&f, l, layer_forward(&f, l, x));
                 vc_tensor *dst = buf[(l + 1) & 1];
-                if (y) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
+                f.into = dst; /* the layer's last sum written there (no copy) where it can */
+                vc_tensor *y = deepstack(&f, l, layer_forward(&f, l, x));
+                f.into = NULL;
+                if (y && y->data != dst->data) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
                 vc_graph_rewind(g, mk);
                 x = y ? dst : NULL;
             } else x = deepstack(&f, l, ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x));

@@ -37,6 +37,8 @@ typedef struct {
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
     int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
     int split_gu;           /* VERLC_FUSED_GATE_UP=0: gate and up projected apart even when adjacent (comparisons) */
+    vc_tensor *into;        /* without a tape: the buffer the layer's last residual sum is written to (forward's
+                             * ping-pong buffers), or NULL */
     /* shared prefixes (b->prefix): each layer's keys and values gathered into ext rows, every sequence's
      * prefix rows (if any) then its own; sequence s attends to rows [kv_start[s], +kv_len[s]) */
     const int32_t *ext;     /* [T_ext] backend memory */
