@@ -918,6 +918,29 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
 }
 
 
+/* layer l's block is the usual one: its norms' outputs are read by the projections only, and held for them */
+static int layer_held(const vc_model_config *c, int l) {
+    int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm);
+    return pre && !c->norm_res.on && !c->post_ln && c->block[l] != VC_BLOCK_MLP && !c->parallel_ssm;
+}
+
+/* without a tape, the layer's output x + mo straight into forward's buffer f->into; where the next layer starts with
+ * an RMSNorm of it that it holds, that norm in the same pass (into f->into_h, read by the next layer as f->pre_h) */
+static vc_tensor *layer_out(fwd_ctx *f, int l, vc_tensor *x, vc_tensor *mo) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_tensor *into = f->into, *hn = f->into_h;
+    int64_t C = into->shape[into->ndim - 1], R = into->n / C;
+    const vc_backend *B = vc_be();
+    if (hn && B->add_rmsnorm_held && l + 1 < c->n_layer && l >= f->n_deep && !f->m->layer_hook &&
+        c->norm_kind != VC_NORM_LAYER && layer_held(c, l + 1)) {
+        vc_tensor *w = vc_w(f->m, l + 1, VC_W_ATTN_NORM);
+        B->add_rmsnorm_held(into->data, hn->data, NULL, x->data, mo->data, w ? w->data : NULL, R, C, c->norm_eps,
+                            c->norm_offset);
+        f->pre_h = hn;
+    } else B->add(into->data, x->data, mo->data, x->n);
+    return into;
+}
+
 static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
     vc_status hs = f->m->layer_hook ? f->m->layer_hook(f->m->layer_hook_ctx, l) : VC_OK; /* ZeRO-3: gather */
@@ -927,9 +950,11 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     }
     int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
     /* the usual block (its norms' outputs read by the projections only): the norms hold them for those GEMMs */
-    int held = pre && !c->norm_res.on && !c->post_ln && c->block[l] != VC_BLOCK_MLP && !c->parallel_ssm;
-    vc_tensor *h = held ? norm_held(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B)
+    int held = layer_held(c, l);
+    vc_tensor *h = held && f->pre_h ? f->pre_h /* (the layer before normed x in its last pass) */
+                   : held ? norm_held(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B)
                    : pre ? norm(f, x, l, VC_W_ATTN_NORM, VC_W_ATTN_NORM_B) : x;
+    f->pre_h = NULL;
     if (c->norm_res.on) { /* MiniMax-Text-01: x' = alpha norm(x) + beta sublayer(norm(x)), twice */
         int li = c->linear[l];
         vc_tensor *a = li ? lightning(f, l, h) : attention_std(f, l, h);
@@ -982,11 +1007,8 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
     if (held) vc_op_hold(h, 0);
     if (post || (c->moe_post_norm && c->is_moe[l])) mo = norm(f, mo, l, VC_W_POST_FFN_NORM, 0);
     if (c->residual_scale) mo = vc_op_scale(f->g, mo, c->residual_scale);
-    vc_tensor *into = f->into;
-    if (into && x && mo && !c->ple_dim && !c->layer_scalar && x->n == into->n && mo->n == into->n) {
-        vc_be()->add(into->data, x->data, mo->data, x->n); /* the layer's output straight into forward's buffer */
-        return into;
-    }
+    if (f->into && x && mo && !c->ple_dim && !c->layer_scalar && x->n == f->into->n && mo->n == f->into->n)
+        return layer_out(f, l, x, mo);
     x = vc_op_add(f->g, x, mo);
     if (c->ple_dim) { /* Gemma 4's per-layer input: x + norm(proj(act(gate(x)) * ple_l)) */
         vc_tensor *pl = f->ple[l];
@@ -1385,11 +1407,12 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         if (x && kv_share_setup(&f, no_tape)) x = NULL;
         /* without a tape a layer's temporaries die with it: keep the residual stream in two buffers
          * and rewind the arena after every layer */
-        vc_tensor *buf[2] = { NULL, NULL };
+        vc_tensor *buf[3] = { NULL, NULL, NULL };
         if (no_tape && x) {
             buf[0] = vc_tensor_new(g, x->ndim, x->shape, 0);
             buf[1] = vc_tensor_new(g, x->ndim, x->shape, 0);
-            if (!buf[0] || !buf[1]) x = NULL;
+            buf[2] = vc_tensor_new(g, x->ndim, x->shape, 0); /* the next layer's norm, written by the one before */
+            if (!buf[0] || !buf[1] || !buf[2]) x = NULL;
             else {
                 vc_be()->d2d(buf[0]->data, x->data, (size_t)x->n * sizeof(float));
                 x = buf[0];
@@ -1400,13 +1423,16 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
                 vc_graph_mark mk = vc_graph_get_mark(g);
                 vc_tensor *dst = buf[(l + 1) & 1];
                 f.into = dst; /* the layer's last sum written there (no copy) where it can */
+                f.into_h = buf[2];
                 vc_tensor *y = deepstack(&f, l, layer_forward(&f, l, x));
-                f.into = NULL;
+                f.into = f.into_h = NULL;
                 if (y && y->data != dst->data) vc_be()->d2d(dst->data, y->data, (size_t)y->n * sizeof(float));
                 vc_graph_rewind(g, mk);
                 x = y ? dst : NULL;
             } else x = deepstack(&f, l, ckpt ? layer_checkpointed(&f, l, x) : layer_forward(&f, l, x));
         }
+        if (f.pre_h) vc_op_hold(f.pre_h, 0); /* a layer's norm the next one never read (it failed) */
+        f.pre_h = NULL;
         if (!c->no_final_norm) x = norm(&f, x, -1, VC_W_OUT_NORM, VC_W_OUT_NORM_B);
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_OUT), NULL); /* OPT-350m's project_out */
     }

@@ -39,6 +39,8 @@ typedef struct {
     int split_gu;           /* VERLC_FUSED_GATE_UP=0: gate and up projected apart even when adjacent (comparisons) */
     vc_tensor *into;        /* without a tape: the buffer the layer's last residual sum is written to (forward's
                              * ping-pong buffers), or NULL */
+    vc_tensor *into_h;      /* ... and where it writes the next layer's attention norm of that sum (held), or NULL */
+    vc_tensor *pre_h;       /* the held norm of this layer's input the layer before wrote (into_h), or NULL */
     /* shared prefixes (b->prefix): each layer's keys and values gathered into ext rows, every sequence's
      * prefix rows (if any) then its own; sequence s attends to rows [kv_start[s], +kv_len[s]) */
     const int32_t *ext;     /* [T_ext] backend memory */
