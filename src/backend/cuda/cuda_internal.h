@@ -163,11 +163,10 @@ void vc_cu_affine_cols_bwd(float *dx, float *dw, float *db, const float *dy, con
                            int64_t C, int64_t grp);
 void vc_cu_linear_bias(int64_t M, int64_t N, int64_t K, const float *x, const float *W, const float *b, float *y);
 /* cuda_lt.cu: C = alpha op(A) op(B) + bias (bf16 A and B, f32 C, row-major as vc_cu_gemm) by cuBLASLt's bias epilogue;
- * 0 when it has no plan for the shape (VERLC_CUDA_LT=0, no cuBLASLt, no algorithm): nothing issued. 1: issued, with
- * cuBLASLt's status in *status */
+ * 1: issued. 0: nothing issued (VERLC_CUDA_LT=0, no cuBLASLt, no algorithm for the shape, or cuBLASLt refused the
+ * call: the shape is not tried again), the caller adds the bias itself */
 int vc_cu_lt_gemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
-                       const void *B, int64_t ldb, const float *bias, float *C, int64_t ldc, void *ws, size_t ws_bytes,
-                       cublasStatus_t *status);
+                       const void *B, int64_t ldb, const float *bias, float *C, int64_t ldc, void *ws, size_t ws_bytes);
 void vc_cu_scatter_kv_bf16(void *dst, const int64_t *off, const float *k, int64_t kw, const float *v, int64_t vw,
                            int64_t R);
 void vc_cu_lt_release(void);

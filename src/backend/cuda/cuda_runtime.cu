@@ -722,11 +722,10 @@ static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
     if ((sa || a16) && (sb || b16)) {
         if (a16) pack_bf16(a16, A, ar, ac, lda);
         if (b16) pack_bf16(b16, B, br, bc, ldb);
-        cublasStatus_t ls = CUBLAS_STATUS_SUCCESS;
         if (bias && vc_cu_lt_gemm_bias(ta, tb, M, N, K, alpha, sa ? (const void *)sa : a16, sa ? lda : ac,
                                        sb ? (const void *)sb : b16, sb ? ldb : bc, bias, C, ldc, g_blas_ws,
-                                       g_blas_ws ? BLAS_WS : 0, &ls)) {
-            ok = vc_cu_blas_ok(ls, op) && vc_cu_end(op);
+                                       g_blas_ws ? BLAS_WS : 0)) {
+            ok = vc_cu_end(op);
             vc_cu_scratch_free(a16);
             vc_cu_scratch_free(b16);
             return ok;
