@@ -918,10 +918,12 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
 }
 
 
+/* layer l normalises its input before its mixer */
+static int pre_norm(const vc_model_config *c, int l) { return !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm); }
+
 /* layer l's block is the usual one: its norms' outputs are read by the projections only, and held for them */
 static int layer_held(const vc_model_config *c, int l) {
-    int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm);
-    return pre && !c->norm_res.on && !c->post_ln && c->block[l] != VC_BLOCK_MLP && !c->parallel_ssm;
+    return pre_norm(c, l) && !c->norm_res.on && !c->post_ln && c->block[l] != VC_BLOCK_MLP && !c->parallel_ssm;
 }
 
 /* without a tape, the layer's output x + mo straight into forward's buffer f->into; where the next layer starts with
@@ -948,7 +950,7 @@ static vc_tensor *layer_forward(fwd_ctx *f, int l, vc_tensor *x) {
         vc_graph_fail(f->g, hs);
         return NULL;
     }
-    int pre = !c->no_pre_norm || (c->linear[l] && c->lin_pre_norm), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
+    int pre = pre_norm(c, l), post = c->sandwich_norm && !(c->linear[l] && c->lin_pre_norm);
     /* the usual block (its norms' outputs read by the projections only): the norms hold them for those GEMMs */
     int held = layer_held(c, l);
     vc_tensor *h = held && f->pre_h ? f->pre_h /* (the layer before normed x in its last pass) */
@@ -1411,8 +1413,9 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         if (no_tape && x) {
             buf[0] = vc_tensor_new(g, x->ndim, x->shape, 0);
             buf[1] = vc_tensor_new(g, x->ndim, x->shape, 0);
-            buf[2] = vc_tensor_new(g, x->ndim, x->shape, 0); /* the next layer's norm, written by the one before */
-            if (!buf[0] || !buf[1] || !buf[2]) x = NULL;
+            if (vc_be()->add_rmsnorm_held) /* the next layer's norm, written by the one before (layer_out) */
+                buf[2] = vc_tensor_new(g, x->ndim, x->shape, 0);
+            if (!buf[0] || !buf[1] || (vc_be()->add_rmsnorm_held && !buf[2])) x = NULL;
             else {
                 vc_be()->d2d(buf[0]->data, x->data, (size_t)x->n * sizeof(float));
                 x = buf[0];

@@ -106,13 +106,20 @@ static void linear_bw(vc_graph *g, vc_node *n) {
     }
     if (W->requires_grad) {
         float *dW = vc_tensor_grad(g, W);
-        if (dW) B->gemm(1, 0, N, K, M, 1.0f, dy, N, x->data, K, 1.0f, dW, K);
+        if (dW && n->i[1]) B->gemm_b16(1, 0, N, K, M, 1.0f, dy, 0, N, x->data, 1, K, 1.0f, dW, K); /* x in bf16 */
+        else if (dW) B->gemm(1, 0, N, K, M, 1.0f, dy, N, x->data, K, 1.0f, dW, K);
     }
     if (b && b->requires_grad) {
         float *db = vc_tensor_grad(g, b);
         if (db) B->col_sum(db, dy, M, N);
     }
     if (hold) B->operand_hold(dy, M, N, 0);
+}
+
+void vc_tape_linear(vc_graph *g, vc_tensor *y, vc_tensor *x, vc_tensor *W, vc_tensor *b, int x16) {
+    vc_tensor *in[3] = { x, W, b };
+    vc_node *n = vc_tape_push(g, linear_bw, y, 3, in);
+    if (n) n->i[1] = x16;
 }
 
 vc_tensor *vc_op_linear(vc_graph *g, vc_tensor *x, vc_tensor *W, vc_tensor *b) {

@@ -29,7 +29,8 @@ static void gate_up_wgrad(vc_graph *g, vc_tensor *Wg, vc_tensor *Wu, const float
     if (du) B->gemm(1, 0, I, H, M, 1.0f, dgu + I, 2 * I, x, H, 1.0f, du, H);
 }
 
-/* node 1: x -> a = act(x Wg^T) * (x Wu^T), a's storage bf16 (n->i[1]) or f32; gu [M, 2I] kept for backward */
+/* gate and up's node: x -> a = act(x Wg^T) * (x Wu^T) (a's storage bf16 or f32; its gradient f32); gu [M, 2I] kept
+ * for backward */
 static void gate_up_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *Wg = n->in[1], *Wu = n->in[2];
     const float *gu = n->ptr[0], *da = n->out->grad;
@@ -50,34 +51,6 @@ static void gate_up_bw(vc_graph *g, vc_node *n) {
     vc_graph_release(g, dgu, sizeof(float) * (size_t)(2 * M * I));
 }
 
-/* node 2: y = a W^T + b; a's gradient written fresh. Two nodes, not one: the down projection's weight gradient is
- * written before gate's and up's, as with three linears (ZeRO-2 reduces and frees the layer above's gradients at the
- * first node of a layer's backward: in one node, all three would be live beside them) */
-static void act_linear_bw(vc_graph *g, vc_node *n) {
-    vc_tensor *a = n->in[0], *W = n->in[1], *b = n->in[2];
-    int a16 = (int)n->i[1];
-    int64_t N = W->shape[0], I = W->shape[1], M = a->n / I;
-    const float *dy = n->out->grad;
-    const vc_backend *B = vc_be();
-    int hold = B->operand_hold && a->requires_grad && W->requires_grad; /* dy feeds two GEMMs */
-    if (hold) B->operand_hold(dy, M, N, 1);
-    if (W->requires_grad) {
-        float *dW = vc_tensor_grad(g, W);
-        if (dW && a16) B->gemm_b16(1, 0, N, I, M, 1.0f, dy, 0, N, a->data, 1, I, 1.0f, dW, I);
-        else if (dW) B->gemm(1, 0, N, I, M, 1.0f, dy, N, a->data, I, 1.0f, dW, I);
-    }
-    if (a->requires_grad) {
-        float *da = vc_grad_fresh(g, a), beta = 0.0f;
-        if (!da) da = vc_tensor_grad(g, a), beta = 1.0f;
-        if (da) B->gemm(0, 0, M, I, N, 1.0f, dy, N, W->data, I, beta, da, I);
-    }
-    if (b && b->requires_grad) {
-        float *db = vc_tensor_grad(g, b);
-        if (db) B->col_sum(db, dy, M, N);
-    }
-    if (hold) B->operand_hold(dy, M, N, 0);
-}
-
 vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *Wu, int kind, vc_tensor *W, vc_tensor *b,
                            int bf16_act) {
     if (!x || !W || !vc_gate_up_adjacent(Wg, Wu)) return NULL;
@@ -90,7 +63,7 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     int64_t shape[VC_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = I;
-    vc_tensor *a = ad ? vc_tensor_wrap(g, ad, x->ndim, shape) : NULL; /* bf16 storage when a16: only node 2 reads it */
+    vc_tensor *a = ad ? vc_tensor_wrap(g, ad, x->ndim, shape) : NULL; /* bf16 storage when a16: only the down projection's node reads it */
     shape[x->ndim - 1] = N;
     vc_tensor *y = a ? vc_tensor_new(g, x->ndim, shape, 0) : NULL;
     if (!y) return NULL;
@@ -106,8 +79,9 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
     if (a16) B->gemm_b16(0, 1, M, N, I, 1.0f, ad, 1, I, W->data, 0, I, b ? 1.0f : 0.0f, y->data, N);
     else B->gemm(0, 1, M, N, I, 1.0f, ad, I, W->data, I, b ? 1.0f : 0.0f, y->data, N);
-    vc_tensor *in2[3] = { a, W, b };
-    n = vc_tape_push(g, act_linear_bw, y, 3, in2);
-    if (n) n->i[1] = a16;
+    /* the down projection its own node (a linear's, a in bf16 or f32): its weight gradient is written before gate's and
+     * up's, as with three linears (ZeRO-2 reduces and frees the layer above's gradients at the first node of a layer's
+     * backward: in one node, all three would be live beside them) */
+    vc_tape_linear(g, y, a, W, b, a16);
     return y;
 }
