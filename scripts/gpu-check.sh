@@ -482,9 +482,10 @@ profile_model() { # config name
     # graphs off here, so the profile shows each op of a decode step (with graphs: one "graph launch")
     step "profile: bench generate $1 bf16 (batch 256, 128 + 32, graphs off)" 40 env VERLC_CUDA_PROFILE=1 \
         VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" --batch 256 --prompt 128 --new 32 $P
-    # the decode steps alone (the profile forgets each step that read prompts)
-    step "profile: bench generate $1 bf16 decode steps only (batch 256, 128 + 32, graphs off)" 40 env \
-        VERLC_CUDA_PROFILE=1 VERLC_CUDA_PROFILE_DECODE=1 VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" \
+    # the decode steps alone (the profile forgets each step that read prompts), each op queued behind a spin so that
+    # its interval is its GPU time, not the host's launch gaps (graphs off, the host is slower than the GPU)
+    step "profile: bench generate $1 bf16 decode steps only (batch 256, 128 + 32, graphs off, ops queued ahead)" 40 \
+        env VERLC_CUDA_PROFILE=ahead VERLC_CUDA_PROFILE_DECODE=1 VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" \
         --batch 256 --prompt 128 --new 32 $P
 }
 if [ $built = 1 ] && [ -x "$BIN" ]; then

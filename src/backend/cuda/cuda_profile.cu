@@ -2,7 +2,11 @@
  * op entry (recorded at vc_cu_begin and at its last vc_cu_end), resolved whenever the host waits for
  * the stream; plus how busy the GPU was between the first and last op of each wait (an idle GPU means
  * the host is the bottleneck: launch overhead, synchronisation). Printed to stderr at exit. The event
- * records add host time per op, so the run is a little slower than without. Off: one flag test per op. */
+ * records add host time per op, so the run is a little slower than without. Off: one flag test per op.
+ * When the host is the bottleneck an op's interval holds the GPU's wait for the host to queue the op's kernels
+ * (cuBLAS's host work, a page table's upload), not only their run: VERLC_CUDA_PROFILE=ahead queues a spin of
+ * VERLC_CUDA_PROFILE_AHEAD_US microseconds (50 unless set) before each op's first event, so that the op is queued in
+ * full before the GPU reaches it and its interval is its GPU time alone (the run is slower: the spins). */
 #include "cuda_internal.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +15,20 @@
 #include <time.h>
 
 int vc_cu_prof_on = -1;
+static long long g_ahead_ns; /* VERLC_CUDA_PROFILE=ahead: the spin queued before each op */
+
+/* waits ns nanoseconds of the GPU's global timer (one thread); the emulator runs kernels in order on the host, so
+ * there is nothing to get ahead of */
+__global__ void k_prof_spin(long long ns) {
+#ifndef VC_CUDA_EMULATOR
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while ((long long)(t - t0) < ns);
+#else
+    (void)ns;
+#endif
+}
 
 struct prof_rec {
     const char *op;
@@ -37,6 +55,9 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* ops may come from a 
 
 static void report(void) {
     if (!g_ops) return;
+    if (g_ahead_ns)
+        fprintf(stderr, "cuda profile: each op queued behind a %.0f us spin: its interval is its GPU time without the "
+                "host's launch gaps (the busy share below counts the spins as idle)\n", g_ahead_ns / 1e3);
     if (g_dropped)
         fprintf(stderr, "cuda profile: %ld ops before the last reset not counted (a warm-up, prompt steps)\n", g_dropped);
     fprintf(stderr, "cuda profile: %ld ops, %.3f s of GPU time; the GPU was busy %.0f%% of the time between the first "
@@ -61,7 +82,11 @@ static void report(void) {
 int vc_cu_prof_enabled(void) {
     if (vc_cu_prof_on < 0) {
         const char *e = getenv("VERLC_CUDA_PROFILE");
-        vc_cu_prof_on = e && atoi(e) ? 1 : 0;
+        vc_cu_prof_on = e && (atoi(e) || !strcmp(e, "ahead")) ? 1 : 0;
+        if (vc_cu_prof_on && !strcmp(e, "ahead")) {
+            const char *us = getenv("VERLC_CUDA_PROFILE_AHEAD_US");
+            g_ahead_ns = 1000LL * (us && atoll(us) > 0 ? atoll(us) : 50);
+        }
         if (vc_cu_prof_on) atexit(report);
     }
     return vc_cu_prof_on;
@@ -126,6 +151,7 @@ static void begin_locked(const char *op) {
     r->a = event();
     r->b = event();
     r->closed = 0;
+    if (g_ahead_ns) k_prof_spin<<<1, 1, 0, vc_cu_stream()>>>(g_ahead_ns);
     if (!r->a || !r->b || cudaEventRecord(r->a, vc_cu_stream()) != cudaSuccess) {
         cudaGetLastError();
         recycle(r->a);
