@@ -5,7 +5,8 @@
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
  * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward, dQ and
  * dK/dV the same bits with their cp.async pipelines as without (VERLC_CUDA_ATTN_PIPE=0) and with the tiles a warp
- * sees whole taken without masks as with (VERLC_CUDA_ATTN_WHOLE=0). A head dim of 72 under bf16
+ * sees whole taken without masks as with (VERLC_CUDA_ATTN_WHOLE=0), the forward with two m-tiles a warp as with one
+ * (VERLC_CUDA_ATTN_M2=0) where no window or chunk moves a row's first key tile. A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -72,13 +73,26 @@ static void bf16_case(const bcase *a) {
     cmp("fwd output", go, o, no, a->tol_o);
     cmp("fwd lse", glse, lse, nl, a->tol_lse);
     same_bits("fwd output (lse NULL)", go, go2, no);
-    { /* the register-tiled forward without its cp.async pipeline (VERLC_CUDA_ATTN_PIPE=0): the same bits */
-        float *go3 = dup_f(o, no), *glse3 = dup_f(lse, nl);
+    { /* one 16-row m-tile a warp (64-query blocks; VERLC_CUDA_ATTN_M2=0) instead of two (128, heads of 64): the
+       * same bits where a row's key tiles start at the same key either way (no window, no chunks: every row's first
+       * tile at key 0); without the cp.async pipeline (VERLC_CUDA_ATTN_PIPE=0, one m-tile): the same bits as one
+       * m-tile with it */
+        float *go3 = dup_f(o, no), *glse3 = dup_f(lse, nl), *go1 = dup_f(o, no), *glse1 = dup_f(lse, nl);
+        setenv("VERLC_CUDA_ATTN_M2", "0", 1);
+        G->attn_fwd(go1, glse1, gq, gd);
         setenv("VERLC_CUDA_ATTN_PIPE", "0", 1);
         G->attn_fwd(go3, glse3, gq, gd);
         unsetenv("VERLC_CUDA_ATTN_PIPE");
-        same_bits("fwd output: pipelined copies vs none", go, go3, no);
-        same_bits("fwd lse: pipelined copies vs none", glse, glse3, nl);
+        unsetenv("VERLC_CUDA_ATTN_M2");
+        same_bits("fwd output: pipelined copies vs none", go1, go3, no);
+        same_bits("fwd lse: pipelined copies vs none", glse1, glse3, nl);
+        if (!a->window && !a->chunk) {
+            same_bits("fwd output: two m-tiles a warp vs one", go, go1, no);
+            same_bits("fwd lse: two m-tiles a warp vs one", glse, glse1, nl);
+        } else {
+            cmp("fwd output, one m-tile a warp", go1, o, no, a->tol_o);
+            cmp("fwd lse, one m-tile a warp", glse1, lse, nl, a->tol_lse);
+        }
         setenv("VERLC_CUDA_ATTN_WHOLE", "0", 1); /* every tile through the masks */
         G->attn_fwd(go3, glse3, gq, gd);
         unsetenv("VERLC_CUDA_ATTN_WHOLE");
@@ -149,10 +163,12 @@ static void timing(int nh, int nkv, int hd) {
                        .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
     double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
     static const char *kname[] = { "bf16 mma.sync    ", "bf16 mma, no pipe", "bf16 WMMA        ", "f32 kernels      ",
-                                   "bf16 mma, masked " };
-    for (int kind = 0; kind < 5; kind++) { /* the register-tiled kernels (with and without the cp.async pipelines),
+                                   "bf16 mma, masked ", "bf16 mma, 1 mtile" };
+    for (int kind = 0; kind < 6; kind++) { /* the register-tiled kernels (with and without the cp.async pipelines),
                                             * the WMMA ones (A/B), the f32 ones, the register-tiled ones with every
-                                            * tile masked (VERLC_CUDA_ATTN_WHOLE=0) */
+                                            * tile masked (VERLC_CUDA_ATTN_WHOLE=0), the forward with one m-tile a
+                                            * warp (VERLC_CUDA_ATTN_M2=0) */
+        setenv("VERLC_CUDA_ATTN_M2", kind == 5 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_F32", kind == 3 ? "1" : "0", 1);
         setenv("VERLC_CUDA_ATTN_MMA", kind == 2 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_PIPE", kind == 1 ? "0" : "1", 1);
@@ -175,6 +191,7 @@ static void timing(int nh, int nkv, int hd) {
     unsetenv("VERLC_CUDA_ATTN_MMA");
     unsetenv("VERLC_CUDA_ATTN_PIPE");
     unsetenv("VERLC_CUDA_ATTN_WHOLE");
+    unsetenv("VERLC_CUDA_ATTN_M2");
     check_sticky("timing");
     release_all();
 }

@@ -13,13 +13,14 @@ static constexpr int TQ = 64;  /* query rows and keys per tile */
 static constexpr int NWM = 4;  /* warps per block */
 static constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragment loads on 32 banks */
 
-/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to TQ; float4 loads when aligned, all
- * of a thread's loads (in two halves past 8) issued before its first store: one memory latency, not one a load */
-template <int D>
+/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to R (TQ, or a block's query rows);
+ * float4 loads when aligned, all of a thread's loads (in halves past 8) issued before its first store: one memory
+ * latency, not one a load */
+template <int D, int R = TQ>
 __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
     if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {
-        constexpr int N = TQ * (D / 4) / (NWM * 32), CH = N > 8 ? N / 2 : N; /* float4s a thread: D / 8 */
-        static_assert(N * NWM * 32 == TQ * (D / 4) && N % CH == 0, "tile columns");
+        constexpr int N = R * (D / 4) / (NWM * 32), CH = N > 8 ? N / 2 : N; /* float4s a thread: R D / 512 */
+        static_assert(N * NWM * 32 == R * (D / 4) && N % CH == 0, "tile columns");
 #pragma unroll
         for (int c0 = 0; c0 < N; c0 += CH) {
             float4 x[CH];
@@ -38,7 +39,7 @@ __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *sr
         }
         return;
     }
-    for (int idx = threadIdx.x; idx < TQ * D; idx += NWM * 32) {
+    for (int idx = threadIdx.x; idx < R * D; idx += NWM * 32) {
         const int r = idx / D, c = idx % D;
         dst[r * ld + c] = __float2bfloat16_rn(r < rows ? src[r * stride + c] : 0.0f);
     }
@@ -87,13 +88,18 @@ void *vc_cu_attn_mirror_make(const vc_kv_mirror *m, attn_params *p, int n_seq, i
 /* vc_cu_attn_launch of a kernel that reads the mirrors (blocks of TQ queries): 1 when launched, -1 on an error
  * (sticky), 0 with nothing launched when there are no mirrors (the caller runs the plain kernel) */
 template <class K, class... A>
-int vc_cu_attn_launch_pipe(K kern, const vc_attn_desc *d, int64_t kw, int heads, size_t sh, const float *Dd,
-                           const char *op, A... args) {
+int vc_cu_attn_launch_pipe_rows(K kern, const vc_attn_desc *d, int rows, int64_t kw, int heads, size_t sh,
+                                const float *Dd, const char *op, A... args) {
     vc_kv_mirror m;
     if (!vc_cu_attn_mirror_plan(d, kw, &m)) return 0;
-    return vc_cu_attn_launch_prep(kern, d, TQ, 0, heads, NWM * 32, sh, Dd, op, [&](attn_params *p, void **own) {
+    return vc_cu_attn_launch_prep(kern, d, rows, 0, heads, NWM * 32, sh, Dd, op, [&](attn_params *p, void **own) {
         return (*own = vc_cu_attn_mirror_make(&m, p, d->n_seq, kw)) != NULL;
     }, args...);
+}
+template <class K, class... A>
+int vc_cu_attn_launch_pipe(K kern, const vc_attn_desc *d, int64_t kw, int heads, size_t sh, const float *Dd,
+                           const char *op, A... args) {
+    return vc_cu_attn_launch_pipe_rows(kern, d, TQ, kw, heads, sh, Dd, op, args...);
 }
 
 /* dst[r][c] (pitch ld) = src[r * stride + c] for r < rows by cp.async (bf16 rows, 16-byte aligned; the caller commits
@@ -158,11 +164,24 @@ __device__ __forceinline__ void mma_row_bounds(const P &p, const S &sm, int64_t 
     *lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
     if (p.chunk > 0 && pos - pos % p.chunk > *lo) *lo = pos - pos % p.chunk;
 }
-/* whether every row of the warp sees all of keys kb .. kb + TQ - 1 (each lane's two rows' [lo, hi] from
+/* whether every row of the warp sees all of keys kb .. kb + TQ - 1 (each lane's N rows' [lo, hi] from
  * mma_row_bounds) and the scores are the scaled dot products (p.plain): the tile then takes no masks */
-__device__ __forceinline__ bool mma_tile_whole(const attn_params &p, const int64_t (&lo)[2], const int64_t (&hi)[2],
+template <int N>
+__device__ __forceinline__ bool mma_tile_whole(const attn_params &p, const int64_t (&lo)[N], const int64_t (&hi)[N],
                                                int64_t kb) {
-    return p.plain && __all_sync(0xffffffffu, lo[0] <= kb && kb + TQ - 1 <= hi[0] && lo[1] <= kb && kb + TQ - 1 <= hi[1]);
+    bool all = true;
+#pragma unroll
+    for (int i = 0; i < N; i++) all = all && lo[i] <= kb && kb + TQ - 1 <= hi[i];
+    return p.plain && __all_sync(0xffffffffu, all);
+}
+/* whether no row of the warp sees any of keys kb .. kb + TQ - 1: the tile would leave every sum of the warp's rows as
+ * it is (its scores -inf: the online softmax's factor exactly 1, P 0), so the warp skips it */
+template <int N>
+__device__ __forceinline__ bool mma_tile_none(const int64_t (&lo)[N], const int64_t (&hi)[N], int64_t kb) {
+    bool none = true;
+#pragma unroll
+    for (int i = 0; i < N; i++) none = none && (hi[i] < kb || lo[i] > kb + TQ - 1);
+    return __all_sync(0xffffffffu, none);
 }
 /* every element of a tile's accumulators to 0 */
 template <int N>
@@ -199,6 +218,52 @@ __device__ __forceinline__ void mma_rows_f(float (&s)[TQ / 8][4], const uint32_t
         }
 }
 
+/* mma_rows_f for MT m-tiles of 16 rows (a[mt] the fragments of rows 16 mt ..): each B fragment loaded once feeds
+ * every m-tile; each s[mt][n] sums its k steps in order, so a row's scores are the same bits as with one m-tile */
+template <int K, int MT>
+__device__ __forceinline__ void mma_rows_fm(float (&s)[MT][TQ / 8][4], const uint32_t (&a)[MT][K / 16][4], const bf16 *B,
+                                            int lb) {
+    const int lane = threadIdx.x % 32, j = lane / 8;
+    const bf16 *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                vc_mma_16816(s[mt][n], a[mt][kc], b0);
+                vc_mma_16816(s[mt][n + 1], a[mt][kc], b1);
+            }
+        }
+}
+
+/* mma_rows_fm with A's fragments loaded a k step at a time from the warp's MT x 16 rows at A (pitch la) */
+template <int K, int MT>
+__device__ __forceinline__ void mma_rows_m(float (&s)[MT][TQ / 8][4], const bf16 *A, int la, const bf16 *B, int lb) {
+    const int lane = threadIdx.x % 32, j = lane / 8;
+    const bf16 *at = A + (lane % 16) * la + (lane / 16) * 8, *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
+#pragma unroll
+    for (int kc = 0; kc < K / 16; kc++) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) vc_ldsm_x4(a[mt], at + mt * 16 * la + kc * 16);
+#pragma unroll
+        for (int n = 0; n < TQ / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                vc_mma_16816(s[mt][n], a[mt], b0);
+                vc_mma_16816(s[mt][n + 1], a[mt], b1);
+            }
+        }
+    }
+}
+
 /* mma_rows_f with A's fragments loaded a k step at a time from the warp's 16 rows at A (pitch la) */
 template <int K>
 __device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A, int la, const bf16 *B, int lb) {
@@ -230,6 +295,27 @@ __device__ __forceinline__ void mma_acc(float (&acc)[D / 8][4], const uint32_t (
             const bf16 *bp = Yt + (n * 8 + g) * ly + kc * 16 + 2 * t;
             const uint32_t b[2] = { vc_ld32(bp), vc_ld32(bp + 8) };
             vc_mma_16816(acc[n], xa[kc], b);
+        }
+}
+
+/* mma_acc_t for MT m-tiles (xa[mt], acc[mt]): each B fragment loaded once feeds every m-tile, each acc[mt][n] takes
+ * its products in mma_acc_t's order */
+template <int D, int MT>
+__device__ __forceinline__ void mma_acc_tm(float (&acc)[MT][D / 8][4], const uint32_t (&xa)[MT][TQ / 16][4],
+                                           const bf16 *Y, int ly) {
+    const int lane = threadIdx.x % 32, j = lane / 8, r = lane % 8;
+#pragma unroll
+    for (int kc = 0; kc < TQ / 16; kc++)
+#pragma unroll
+        for (int n = 0; n < D / 8; n += 2) {
+            uint32_t b[4];
+            vc_ldsm_x4_t(b, Y + (kc * 16 + (j & 1) * 8 + r) * ly + (n + (j >> 1)) * 8);
+            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                vc_mma_16816(acc[mt][n], xa[mt][kc], b0);
+                vc_mma_16816(acc[mt][n + 1], xa[mt][kc], b1);
+            }
         }
 }
 

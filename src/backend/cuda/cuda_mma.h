@@ -71,14 +71,16 @@ __device__ __forceinline__ float vc_ex2(float x) {
 }
 
 /* one online-softmax step of a row whose tile max mx lies over a quad of lanes (mma's 4 lanes a row): the quad's
- * max, the running max *m updated and *ml its log2(e) multiple (0 while the row sees nothing: its exponentials
+ * max, the running max *m updated and *ml (in: the previous step's) its log2(e) multiple (0 while the row sees nothing: its exponentials
  * 2^(x log2 e - ml) are then 2^-inf = 0); returns the factor the row's earlier sums take */
 __device__ __forceinline__ float vc_softmax_step(float mx, float *m, float *ml) {
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float mn = fmaxf(*m, mx);
+    const float mn = fmaxf(*m, mx), mo = *ml;
     *ml = mn == -INFINITY ? 0.0f : mn * VC_LOG2E;
-    const float corr = vc_ex2(fmaf(*m, VC_LOG2E, -*ml));
+    /* the earlier exponentials were 2^(x log2 e - mo): the factor is 2^(mo - ml), exactly 1 while the max stays (the
+     * residual of an fma with the rounded product would scale the sums by up to 2^(half an ulp) every tile) */
+    const float corr = *m == -INFINITY ? 0.0f : vc_ex2(mo - *ml);
     *m = mn;
     return corr;
 }

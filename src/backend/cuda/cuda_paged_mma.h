@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
         const pbf16 *a0 = Qs + g * LD + kc * 16 + 2 * t, *a1 = a0 + 8 * LD;
         qa[kc][0] = vc_ld32(a0), qa[kc][1] = vc_ld32(a1), qa[kc][2] = vc_ld32(a0 + 8), qa[kc][3] = vc_ld32(a1 + 8);
     }
-    float slope[2], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
+    float slope[2], m[2] = { -INFINITY, -INFINITY }, ml[2] = { 0.0f, 0.0f }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
     for (int r = 0; r < 2; r++) slope[r] = g + 8 * r < G ? vc_attn_slope(p, h0 + g + 8 * r) : 0.0f;
 #pragma unroll
     for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
                 mx[r] = fmaxf(mx[r], s[n][e]);
             }
         /* exponentials as the flash forward takes them: 2^(x log2 e - max log2 e), 0 while a head sees nothing */
-        float ml[2], corr[2], ev[2][4];
+        float corr[2], ev[2][4];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             corr[r] = vc_softmax_step(mx[r], &m[r], &ml[r]);
