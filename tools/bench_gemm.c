@@ -5,8 +5,9 @@
  * bf16 matmuls, the cost of rounding an operand once (`operand_hold`: what q/k/v's input and a linear's output gradient
  * pay) beside what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a
  * generate call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two, and q_proj with a bias
- * (in the GEMM's epilogue, and copied in first). Random data; per call, the best of --iters runs of 10 calls in a row,
- * after one warm-up. */
+ * (in the GEMM's epilogue, and copied in first), and on cuda with bf16 each forward shape through cuBLAS alone with
+ * operands already in bf16, C in f32 and in bf16. Random data; per call, the best of --iters runs of 10 calls in a
+ * row, after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
 #include "tensor/backend.h"
@@ -188,6 +189,50 @@ static int bench_hold(int64_t M, int64_t K, float *x, int iters) {
     return 0;
 }
 
+/* cuBLAS alone on operands already in bf16 (no rounding pass, no bf16 copy lookup), C in f32 as the engine writes it
+ * and in bf16 (what an autocast linear writes): how far the engine's GEMMs are from the library's, and what an f32 C
+ * costs. cuda with bf16 matmuls only. */
+typedef struct {
+    int64_t M, N, K;
+    const uint16_t *a, *w;
+    void *c;
+    int c16;
+} raw_job;
+
+static void run_raw(void *p) {
+    const raw_job *j = p;
+    vc_cuda_gemm_bf16_out(0, 1, j->M, j->N, j->K, 1.0f, j->a, j->K, j->w, j->K, 0.0f, j->c, j->c16, j->N);
+}
+
+static int bench_raw(const lin *L, int nl, int64_t M, int iters, const float *x, float *const *Ws, float *y) {
+    if (strcmp(vc_be()->name, "cuda") || vc_matmul_precision() != VC_PREC_BF16) return 0;
+    int64_t maxK = 0, maxW = 0;
+    for (int i = 0; i < nl; i++) {
+        maxK = L[i].K > maxK ? L[i].K : maxK;
+        maxW = L[i].N * L[i].K > maxW ? L[i].N * L[i].K : maxW;
+    }
+    uint16_t *a = vc_cuda_malloc(2 * (size_t)(M * maxK)), *w = vc_cuda_malloc(2 * (size_t)maxW);
+    int rc = !a || !w;
+    if (!rc) printf("  cuBLAS alone, operands already bf16 (ms and TFLOP/s with C in f32 | C in bf16):\n");
+    for (int i = 0; !rc && i < nl; i++) {
+        double t[2], f = 2.0 * (double)M * L[i].N * L[i].K;
+        if (vc_cuda_f32_to_bf16(a, x, (size_t)(M * L[i].K)) || vc_cuda_f32_to_bf16(w, Ws[i], (size_t)(L[i].N * L[i].K))) {
+            rc = 1;
+            break;
+        }
+        for (int c16 = 0; c16 < 2 && !rc; c16++) {
+            raw_job j = { M, L[i].N, L[i].K, a, w, y, c16 };
+            rc = (t[c16] = best_of(run_raw, &j, iters)) < 0;
+        }
+        if (!rc)
+            printf("    %-9s M %-6lld N %-6lld K %-6lld %9.3f ms %8.2f | %9.3f ms %8.2f\n", L[i].name, (long long)M,
+                   (long long)L[i].N, (long long)L[i].K, t[0] * 1e3, f / t[0] * 1e-12, t[1] * 1e3, f / t[1] * 1e-12);
+    }
+    if (a) vc_cuda_free(a);
+    if (w) vc_cuda_free(w);
+    return rc;
+}
+
 static double peak_tflops(int iters, int64_t n) {
     float *a = upload((size_t)(n * n), 21), *b = upload((size_t)(n * n), 22), *c = vc_be()->alloc(sizeof(float) * n * n);
     double t = -1;
@@ -262,6 +307,7 @@ int vc_bench_gemm(int argc, char **argv) {
         if (!st && bench_bias(&L[0], M, o.iters, x, Ws[0], dy, y) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
         if (!st && (bench_hold(M, H, x, o.iters) || bench_hold(M, I, dy, o.iters)) && !(st = vc_be()->sync()))
             st = VC_ERR_INTERNAL;
+        if (!st && bench_raw(L, nl, M, o.iters, x, Ws, y) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
         if (!st)
             printf("  one layer: %.3f ms, %.1f TFLOP/s (%.0f%% of the peak above); with the LM head %.3f ms\n", lsec * 1e3,
                    lfl / lsec * 1e-12, peak > 0 ? 100.0 * lfl / lsec * 1e-12 / peak : 0.0, sec * 1e3);

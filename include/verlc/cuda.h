@@ -70,6 +70,10 @@ const struct vc_backend *vc_backend_cuda(void);
 /* C[M,N] (f32) = alpha * op(A) op(B) + beta * C with A, B bf16 (uint16 bit patterns), f32 accumulation. */
 vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                             int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* the same with C in bf16 (c_bf16: C is uint16 bf16 bit patterns, f32 accumulation rounded once at the end) or f32 */
+vc_status vc_cuda_gemm_bf16_out(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                                int64_t lda, const uint16_t *B, int64_t ldb, float beta, void *C, int c_bf16,
+                                int64_t ldc);
 /* bf16 copies of weight matrices for the bf16 matmul precision (the rollout engine, around one
  * generate call): packs the row-major device matrices w[i] (rows[i] x cols[i]) once, and until
  * vc_cuda_bf16_shadow_drop() a bf16 GEMM whose operand is one of them, or a run of its rows at the

@@ -65,6 +65,18 @@ static void test_gemm_bf16(void) {
     C->gemm(0, 1, M, N, K, 1.0f, A, K, B, K, 0.0f, Cm, N);
     CHECK_OK(vc_cuda_gemm_bf16(0, 1, M, N, K, 1.0f, gA16, K, gB16, K, 0.0f, dC, N));
     cmp("gemm bf16 96x200x512 tb=1", dC, Cm, (size_t)(M * N), 1e-3);
+    /* C in bf16 (vc_cuda_gemm_bf16_out): within one bf16 rounding of the f32 result (each element, relative) */
+    uint16_t *gC16 = dalloc((size_t)(M * N) * 2), *hC16 = (uint16_t *)hbuf((size_t)(M * N));
+    CHECK_OK(vc_cuda_gemm_bf16_out(0, 1, M, N, K, 1.0f, gA16, K, gB16, K, 0.0f, gC16, 1, N));
+    CHECK_OK(vc_cuda_d2h(hC16, gC16, (size_t)(M * N) * 2));
+    double worst = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        double e = fabs((double)from_bf16(hC16[i]) - Cm[i]) / (fabs(Cm[i]) + 1e-3);
+        worst = e > worst ? e : worst;
+    }
+    printf("  gemm bf16 with a bf16 C: worst relative error %.2e against the f32 product (one rounding: <= 2^-8)\n",
+           worst);
+    CHECK_MSG(worst <= 1.0 / 256 + 1e-4, "gemm with a bf16 C is off the f32 product by more than one bf16 rounding");
 }
 
 /* a linear's bias in the GEMM (cuBLASLt's bias epilogue, with bf16 matmuls) against the CPU's bias copy then GEMM; the

@@ -1,4 +1,4 @@
-/* verlc CUDA emulator: cublasSgemm and cublasGemmEx (f32 or bf16 inputs, f32 output, f32 compute), queued
+/* verlc CUDA emulator: cublasSgemm and cublasGemmEx (f32 or bf16 inputs, f32 or bf16 output, f32 compute), queued
  * like kernels and run by OpenBLAS. bf16 operands are widened to f32 exactly, so a GemmEx is the f32
  * product of the bf16 values. Operand ranges are checked against the live device allocations. cuBLASLt's
  * matmul with the bias epilogue (the descriptors verlc sets; its heuristic offers one algorithm) is the same GEMM,
@@ -80,9 +80,26 @@ static std::vector<float> widen(const void *p, cudaDataType t, int rows, int col
     return out;
 }
 
+/* column-major C (f32) = alpha op(A) op(B) + beta C (OpenBLAS on f32 copies of A and B) */
+static void run_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void *A,
+                     cudaDataType at, int lda, const void *B, cudaDataType bt, int ldb, float beta, float *C, int ldc) {
+    int ar = ta == CUBLAS_OP_N ? m : k, br = tb == CUBLAS_OP_N ? k : n;
+    if (beta == 0.0f) /* C is not read when beta is 0 (it may hold NaN) */
+        for (int c = 0; c < n; c++) memset(C + (size_t)c * ldc, 0, sizeof(float) * (size_t)m);
+    if (!k) {
+        for (int c = 0; c < n; c++)
+            for (int r = 0; r < m; r++) C[(size_t)c * ldc + r] *= beta;
+        return;
+    }
+    std::vector<float> a = widen(A, at, ar, ta == CUBLAS_OP_N ? k : m, lda), b = widen(B, bt, br, tb == CUBLAS_OP_N ? n : k, ldb);
+    cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
+                m, n, k, alpha, a.data(), ar, b.data(), br, beta == 0.0f ? 0.0f : beta, C, ldc);
+}
+
+/* C (ct: f32, or bf16 rounded once from the f32 result) = alpha op(A) op(B) + beta C */
 static cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                            int k, float alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
-                           int ldb, float beta, float *C, int ldc) {
+                           int ldb, float beta, void *Cv, int ldc, cudaDataType ct = CUDA_R_32F) {
     if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (m < 0 || n < 0 || k < 0 || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
         return CUBLAS_STATUS_INVALID_VALUE;
@@ -90,20 +107,18 @@ static cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t
     int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
     int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
     if (!operand_ok(call, "A", A, at, ar, ac, lda) || !operand_ok(call, "B", B, bt, br, bc, ldb) ||
-        !operand_ok(call, "C", C, CUDA_R_32F, m, n, ldc))
+        !operand_ok(call, "C", Cv, ct, m, n, ldc))
         return CUBLAS_STATUS_INVALID_VALUE;
     vc_emu_count(VC_EMU_GEMM);
     vc_emu_enqueue_on(h->stream, [=]() {
-        if (beta == 0.0f) /* C is not read when beta is 0 (it may hold NaN) */
-            for (int c = 0; c < n; c++) memset(C + (size_t)c * ldc, 0, sizeof(float) * (size_t)m);
-        if (!k) {
-            for (int c = 0; c < n; c++)
-                for (int r = 0; r < m; r++) C[(size_t)c * ldc + r] *= beta;
+        if (ct == CUDA_R_32F) {
+            run_gemm(ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, (float *)Cv, ldc);
             return;
         }
-        std::vector<float> a = widen(A, at, ar, ac, lda), b = widen(B, bt, br, bc, ldb);
-        cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, tb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
-                    m, n, k, alpha, a.data(), ar, b.data(), br, beta == 0.0f ? 0.0f : beta, C, ldc);
+        std::vector<float> c = widen(Cv, ct, m, n, ldc); /* a bf16 C's f32 image (ld m), rounded back at the end */
+        run_gemm(ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, c.data(), m);
+        for (int j = 0; j < n; j++)
+            for (int r = 0; r < m; r++) ((__nv_bfloat16 *)Cv)[(size_t)j * ldc + r] = __float2bfloat16_rn(c[(size_t)j * m + r]);
     });
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -118,10 +133,11 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const void *alpha, const void *A, cudaDataType at, int lda, const void *B, cudaDataType bt,
                             int ldb, const void *beta, void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
                             cublasGemmAlgo_t) {
-    if (ct != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F || (at != CUDA_R_16BF && at != CUDA_R_32F) || at != bt)
+    if ((ct != CUDA_R_32F && ct != CUDA_R_16BF) || compute != CUBLAS_COMPUTE_32F ||
+        (at != CUDA_R_16BF && at != CUDA_R_32F) || at != bt)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     return gemm("cublasGemmEx", h, ta, tb, m, n, k, *(const float *)alpha, A, at, lda, B, bt, ldb, *(const float *)beta,
-                (float *)C, ldc);
+                C, ldc, ct);
 }
 }
 

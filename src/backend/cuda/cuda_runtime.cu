@@ -805,17 +805,25 @@ void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha
 
 vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                             int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    return vc_cuda_gemm_bf16_out(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, 0, ldc);
+}
+
+vc_status vc_cuda_gemm_bf16_out(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                                int64_t lda, const uint16_t *B, int64_t ldb, float beta, void *C, int c_bf16,
+                                int64_t ldc) {
     const char *op = "gemm bf16";
     if (!vc_cu_begin(op)) return vc_cuda_error();
     if (M == 0 || N == 0) return VC_OK;
+    if (K == 0 && c_bf16) return vc_fail(VC_ERR_UNSUPPORTED, "cuda: %s: K = 0 with a bf16 C", op);
     if (K == 0) {
-        k_scale_rows<<<vc_cu_blocks(M * N, 256), 256, 0, g_stream>>>(C, M, N, ldc, beta);
+        k_scale_rows<<<vc_cu_blocks(M * N, 256), 256, 0, g_stream>>>((float *)C, M, N, ldc, beta);
         return vc_cu_end(op) ? VC_OK : vc_cuda_error();
     }
     if (!dims_ok(M, N, K, lda, ldb, ldc, op)) return vc_cuda_error();
     cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                                     (int)M, (int)K, &alpha, B, CUDA_R_16BF, (int)ldb, A, CUDA_R_16BF, (int)lda, &beta,
-                                    C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                    C, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
     return vc_cu_blas_ok(s, op) && vc_cu_end(op) ? VC_OK : vc_cuda_error();
 }
 
