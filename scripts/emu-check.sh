@@ -123,6 +123,9 @@ if [ "$MODE" = full ]; then
     step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
     # shellcheck disable=SC2086
     step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
+    # shellcheck disable=SC2086
+    step "verlc check --device cuda --precision bf16, gate and up in bf16" env VERLC_GATE_UP_BF16=1 "$B/verlc" check \
+        --device cuda --precision bf16 $models
     for t in attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
 fi
 rm -f "$B"/emu-step-*.log "$B/emu-prof.log" "$B"/emu-lane-*.out

@@ -342,6 +342,15 @@ typedef struct vc_backend {
     /* act_mul_fwd into bf16 storage: y (uint16_t[n]) = bf16(act(g) * u), nearest even (bf16 matmuls: the
      * activation only a GEMM reads, kept in bf16) */
     void (*act_mul_fwd_bf16)(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
+    /* y16 (uint16_t [M, N]) = bf16(x W^T) (x [M, K], W [N, K]; bf16 matmuls: f32 accumulation rounded once, what an
+     * autocast linear writes); NULL: gemm into f32, then round_bf16 (the same values) */
+    void (*gemm_c16)(int64_t M, int64_t N, int64_t K, const float *x, const float *W, void *y16);
+    /* act_mul_fwd and act_mul_bwd with g and u in bf16 storage (uint16_t, rows ld apart; gemm_c16's output): y in
+     * bf16 (y16) or f32. NULL: not on this backend (gate and up then stay f32, rounded in place) */
+    void (*act_mul16_fwd)(void *y, int y16, const void *g, const void *u, int64_t n, int64_t cols, int64_t ld,
+                          int kind);
+    void (*act_mul16_bwd)(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
+                          int64_t ld, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
      * sumsq[t] = sum_v softmax(z_t)_v^2 (NULL: not computed; no gradient), z_t = softcap(h_t W^T + b) * scale
      * (d: host memory); lse saved for backward. target < 0: logp is 0. */

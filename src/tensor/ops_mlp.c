@@ -8,7 +8,17 @@
 #include "tensor/backend.h"
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
+#include <stdlib.h>
 #include <string.h>
+
+/* VERLC_GATE_UP_BF16=1 (read per call; bf16 matmuls only): gate and up rounded to bf16 as an autocast linear writes
+ * them. Where the backend has gemm_c16 and the act_mul16 entries (cuda) they are stored in bf16 (the GEMM writes half
+ * the bytes, the activation and its backward read half); elsewhere the f32 values are rounded in place (the same
+ * numbers). Off by default: not the bits of the f32 gate and up. */
+static int gu_bf16(void) {
+    const char *e = getenv("VERLC_GATE_UP_BF16");
+    return e && *e == '1' && vc_matmul_precision() == VC_PREC_BF16;
+}
 
 int vc_gate_up_adjacent(const vc_tensor *Wg, const vc_tensor *Wu) {
     return Wg && Wu && Wg->ndim == 2 && Wu->ndim == 2 && Wg->shape[0] == Wu->shape[0] && Wg->shape[1] == Wu->shape[1] &&
@@ -30,7 +40,7 @@ static void gate_up_wgrad(vc_graph *g, vc_tensor *Wg, vc_tensor *Wu, const float
 }
 
 /* gate and up's node: x -> a = act(x Wg^T) * (x Wu^T) (a's storage bf16 or f32; its gradient f32); gu [M, 2I] kept
- * for backward */
+ * for backward (bf16 storage when n->i[1]) */
 static void gate_up_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *Wg = n->in[1], *Wu = n->in[2];
     const float *gu = n->ptr[0], *da = n->out->grad;
@@ -38,7 +48,10 @@ static void gate_up_bw(vc_graph *g, vc_node *n) {
     const vc_backend *B = vc_be();
     float *dgu = vc_graph_scratch(g, sizeof(float) * (size_t)(2 * M * I));
     if (!dgu) return;
-    B->act_mul_bwd(dgu, dgu + I, da, gu, gu + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
+    if (n->i[1]) {
+        const uint16_t *g16 = n->ptr[0];
+        B->act_mul16_bwd(dgu, dgu + I, da, g16, g16 + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
+    } else B->act_mul_bwd(dgu, dgu + I, da, gu, gu + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
     int both = x->requires_grad && (Wg->requires_grad || Wu->requires_grad); /* dgu feeds two GEMMs */
     if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 1);
     if (x->requires_grad) { /* a fresh gradient is written (beta 0) */
@@ -58,7 +71,8 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     int64_t I = Wg->shape[0], H = Wg->shape[1], N = W->shape[0], M = x->n / H;
     if (x->shape[x->ndim - 1] != H || W->ndim != 2 || W->shape[1] != I) return NULL;
     int a16 = bf16_act && vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16;
-    float *gu = vc_graph_dalloc(g, sizeof(float) * (size_t)(2 * M * I), 0);
+    int r16 = gu_bf16(), s16 = r16 && B->gemm_c16 && B->act_mul16_fwd && B->act_mul16_bwd; /* rounded; stored bf16 */
+    float *gu = vc_graph_dalloc(g, (s16 ? 2 : 4) * (size_t)(2 * M * I), 0);
     void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(M * I), 0) : NULL;
     int64_t shape[VC_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
@@ -67,13 +81,21 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     shape[x->ndim - 1] = N;
     vc_tensor *y = a ? vc_tensor_new(g, x->ndim, shape, 0) : NULL;
     if (!y) return NULL;
-    B->gemm(0, 1, M, 2 * I, H, 1.0f, x->data, H, Wg->data, H, 0.0f, gu, 2 * I);
-    if (a16) B->act_mul_fwd_bf16(ad, gu, gu + I, M * I, I, 2 * I, kind);
-    else B->act_mul_fwd(ad, gu, gu + I, M * I, I, 2 * I, kind);
+    if (s16) {
+        const uint16_t *g16 = (const uint16_t *)gu;
+        B->gemm_c16(M, 2 * I, H, x->data, Wg->data, gu);
+        B->act_mul16_fwd(ad, a16, g16, g16 + I, M * I, I, 2 * I, kind);
+    } else {
+        B->gemm(0, 1, M, 2 * I, H, 1.0f, x->data, H, Wg->data, H, 0.0f, gu, 2 * I);
+        if (r16) B->round_bf16(gu, gu, 2 * M * I);
+        if (a16) B->act_mul_fwd_bf16(ad, gu, gu + I, M * I, I, 2 * I, kind);
+        else B->act_mul_fwd(ad, gu, gu + I, M * I, I, 2 * I, kind);
+    }
     vc_tensor *in1[3] = { x, Wg, Wu };
     vc_node *n = vc_tape_push(g, gate_up_bw, a, 3, in1);
     if (n) {
         n->i[0] = kind;
+        n->i[1] = s16;
         n->ptr[0] = gu;
     }
     if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);

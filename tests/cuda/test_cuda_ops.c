@@ -806,6 +806,67 @@ static void test_act_rows(void) {
     }
 }
 
+/* gate and up in bf16 storage (VERLC_GATE_UP_BF16): gemm_c16 against the CPU's f32 GEMM rounded to bf16, the
+ * act_mul16 entries against the f32 ones on the same bf16 values (f32 and bf16 y; gradients added and written), rows
+ * whose widths take the vector loads (96) and not (37), a row start 2 bytes off (the scalar path) */
+static void test_act16_rows(void) {
+    printf("gate and up in bf16 storage (gemm_c16, act_mul16_fwd / _bwd)\n");
+    const int64_t R = 133, cols[2] = { 96, 37 }, H = 64;
+    vc_set_matmul_precision(VC_PREC_BF16);
+    for (int c = 0; c < 2; c++) {
+        const int64_t Cc = cols[c], n = R * Cc, ld = 2 * Cc;
+        float *x = hrand((size_t)(R * H), 1), *W = hrand((size_t)(ld * H), 0.3f), *gu = hbuf((size_t)(R * ld));
+        C->gemm(0, 1, R, ld, H, 1.0f, x, H, W, H, 0.0f, gu, ld);
+        C->round_bf16(gu, gu, R * ld);
+        uint16_t *g16 = dalloc((size_t)(R * ld + 8) * 2), *h16 = (uint16_t *)calloc((size_t)(R * ld + 8), 2);
+        float *gx = dup_f(x, R * H), *gW = dup_f(W, ld * H), *w = (float *)malloc((size_t)(R * ld) * 4);
+        G->gemm_c16(R, ld, H, gx, gW, g16);
+        G->d2h(h16, g16, (size_t)(R * ld) * 2);
+        for (int64_t i = 0; i < R * ld; i++) w[i] = vc_bf16_to_f32(h16[i]);
+        char nm[96];
+        snprintf(nm, sizeof nm, "gemm_c16 [%lld, %lld] (bf16 C) vs f32 GEMM rounded", (long long)R, (long long)ld);
+        cmp_host(nm, w, gu, (size_t)(R * ld), 8e-3); /* a bf16 ulp: the f32 sums may differ in their last bits */
+        for (int64_t i = 0; i < R * ld; i++) h16[i] = vc_f32_to_bf16(gu[i]); /* the CPU's values, as the device's input */
+        for (int off = 0; off < 2; off++) { /* off 1: g and u 2 bytes past 16-byte alignment */
+            G->h2d(g16 + off, h16, (size_t)(R * ld) * 2);
+            float *dy = hrand((size_t)n, 1), *dgu = hrand((size_t)(R * ld), 1), *y = hbuf((size_t)n);
+            float *gdy = dup_f(dy, n), *gdgu = dup_f(dgu, R * ld), *gy = dup_f(y, n);
+            uint16_t *y16 = (uint16_t *)calloc((size_t)n, 2), *c16 = (uint16_t *)calloc((size_t)n, 2);
+            void *dy16 = dalloc((size_t)n * 2);
+            for (int k = 0; k < 2; k++) {
+                C->act_mul_fwd(y, gu, gu + Cc, n, Cc, ld, k);
+                G->act_mul16_fwd(gy, 0, g16 + off, g16 + off + Cc, n, Cc, ld, k);
+                snprintf(nm, sizeof nm, "act16 %d fwd (f32 y), %lld cols, offset %d", k, (long long)Cc, off);
+                cmp(nm, gy, y, (size_t)n, TOL);
+                C->act_mul_fwd_bf16(c16, gu, gu + Cc, n, Cc, ld, k);
+                G->act_mul16_fwd(dy16, 1, g16 + off, g16 + off + Cc, n, Cc, ld, k);
+                G->d2h(y16, dy16, (size_t)n * 2);
+                float *a = (float *)malloc((size_t)n * 4), *b = (float *)malloc((size_t)n * 4);
+                for (int64_t i = 0; i < n; i++) a[i] = vc_bf16_to_f32(y16[i]), b[i] = vc_bf16_to_f32(c16[i]);
+                snprintf(nm, sizeof nm, "act16 %d fwd (bf16 y), %lld cols, offset %d", k, (long long)Cc, off);
+                cmp_host(nm, a, b, (size_t)n, 8e-3);
+                free(a);
+                free(b);
+                C->act_mul_bwd(dgu, dgu + Cc, dy, gu, gu + Cc, n, Cc, ld, k);
+                G->act_mul16_bwd(gdgu, gdgu + Cc, gdy, g16 + off, g16 + off + Cc, n, Cc, ld, k);
+                snprintf(nm, sizeof nm, "act16 %d bwd (added), %lld cols, offset %d", k, (long long)Cc, off);
+                cmp(nm, gdgu, dgu, (size_t)(R * ld), TOL);
+                for (int64_t i = 0; i < R * ld; i++) dgu[i] = 0.0f;
+                C->act_mul_bwd(dgu, dgu + Cc, dy, gu, gu + Cc, n, Cc, ld, k);
+                G->fill(gdgu, NAN, R * ld);
+                G->act_mul16_bwd(gdgu, gdgu + Cc, gdy, g16 + off, g16 + off + Cc, n, Cc, ld, k | VC_ACT_WRITE);
+                snprintf(nm, sizeof nm, "act16 %d bwd (written), %lld cols, offset %d", k, (long long)Cc, off);
+                cmp(nm, gdgu, dgu, (size_t)(R * ld), TOL);
+            }
+            free(y16);
+            free(c16);
+        }
+        free(h16);
+        free(w);
+    }
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 /* ---- fused LM head ---- */
 static void lm_case(int64_t T, int64_t H, int64_t V, int bias, float cap, float temp, const char *slice) {
     printf("lm head T=%lld H=%lld V=%lld bias=%d softcap=%g temperature=%g%s%s\n", (long long)T, (long long)H,
@@ -1215,6 +1276,7 @@ int main(void) {
     test_rope();
     test_act();
     test_act_rows();
+    test_act16_rows();
     test_xielu();
     check_sticky("dense ops");
     release_all();

@@ -506,6 +506,15 @@ static vc_tensor *b_gmlp_split(vc_graph *g, vc_tensor **in) {
     return vc_op_act_mul_linear(g, gt, u, act_kind, in[3], in[4]);
 }
 
+/* gate and up rounded to bf16 before the activation (the reference for VERLC_GATE_UP_BF16): the rounding's gradient
+ * passes through, the activation's backward reads the rounded values */
+static vc_tensor *b_gmlp_split_r16(vc_graph *g, vc_tensor **in) {
+    vc_tensor *gt = vc_op_linear(g, in[0], in[1], NULL), *u = vc_op_linear(g, in[0], in[2], NULL);
+    gt = vc_op_round_bf16_inplace(g, gt);
+    u = vc_op_round_bf16_inplace(g, u);
+    return vc_op_act_mul_linear(g, gt, u, act_kind, in[3], in[4]);
+}
+
 static void make_gmlp(int apart_grads) {
     make(0, 2, 6, 8, 0, 1);
     make_pair(1, 5, 8, 1, apart_grads);
@@ -555,6 +564,41 @@ static void check_gated_mlp(void) {
     CHECK_MSG(worst < 1e-4, "%s: fused gate/up gradients differ from the two projections' by %.2e", vc_be()->name, worst);
     printf("%-4s gated mlp, gate and up fused: forward bits %s, gradients within %.1e of the two projections'\n",
            vc_be()->name, same ? "equal" : "differ", worst);
+    free(ya);
+    free(yb);
+    free_inputs(5);
+    /* VERLC_GATE_UP_BF16=1: gate and up rounded to bf16 (stored so on cuda, rounded in place elsewhere) against the two
+     * projections rounded by vc_op_round_bf16_inplace: the CPU's forward bits, gradients to rounding; an f32 gate
+     * and up would be off by about 2^-9 of the activations */
+    setenv("VERLC_GATE_UP_BF16", "1", 1);
+    make_gmlp(0);
+    seed = rng;
+    ya = run_build(b_gmlp, 5, seed, &na, ga);
+    unsetenv("VERLC_GATE_UP_BF16");
+    yb = run_build(b_gmlp_split_r16, 5, seed, &nb, gb);
+    worst = 0;
+    for (int i = 0; i < 5; i++) {
+        for (int64_t j = 0; j < params[i].n; j++) {
+            double e = fabs(ga[i][j] - gb[i][j]) / (fabs(gb[i][j]) + 1e-3);
+            worst = e > worst ? e : worst;
+        }
+        free(ga[i]);
+        free(gb[i]);
+    }
+    double fw = 0;
+    for (int64_t j = 0; na == nb && j < na; j++) {
+        double e = fabs(ya[j] - yb[j]) / (fabs(yb[j]) + 1e-3);
+        fw = e > fw ? e : fw;
+    }
+    same = na == nb && na > 0 && !memcmp(ya, yb, (size_t)na * 4);
+    if (vc_be() == vc_backend_cpu() || vc_be() == vc_backend_sim())
+        CHECK_MSG(same, "%s: gate and up in bf16: the forward differs from the rounded projections' bits", vc_be()->name);
+    CHECK_MSG(na == nb && fw < 1e-4, "%s: gate and up in bf16: forward off the rounded projections' by %.2e",
+              vc_be()->name, fw);
+    CHECK_MSG(worst < 1e-4, "%s: gate and up in bf16: gradients off the rounded projections' by %.2e", vc_be()->name,
+              worst);
+    printf("%-4s gated mlp, gate and up in bf16 (VERLC_GATE_UP_BF16): forward bits %s (%.1e), gradients within %.1e of "
+           "the rounded projections'\n", vc_be()->name, same ? "equal" : "differ", fw, worst);
     free(ya);
     free(yb);
     free_inputs(5);

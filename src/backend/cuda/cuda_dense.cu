@@ -453,6 +453,80 @@ void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, 
                                                                                        n - 4 * n4, kind);
     vc_cu_end("gated activation forward (bf16 out)");
 }
+/* ---- gate and up in bf16 storage (gemm_c16's rows, the halves LD apart), y packed [R, C] in bf16 or f32: rows across
+ * the grid, columns across the threads, V elements a thread (16-byte loads of 8 at V 8, 8-byte loads of 4 at V 4
+ * where C, LD and the pointers allow); each element the formula of the f32 kernels on the bf16 values ---- */
+template <int V>
+__device__ __forceinline__ void ld_b16(float (&x)[V], const __nv_bfloat16 *p) {
+    if (V == 8) {
+        const uint4 w = *reinterpret_cast<const uint4 *>(p);
+        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&w);
+        for (int k = 0; k < V; k++) x[k] = __bfloat162float(h[k]);
+    } else if (V == 4) {
+        const uint2 w = *reinterpret_cast<const uint2 *>(p);
+        const __nv_bfloat16 *h = reinterpret_cast<const __nv_bfloat16 *>(&w);
+        for (int k = 0; k < V; k++) x[k] = __bfloat162float(h[k]);
+    } else
+        for (int k = 0; k < V; k++) x[k] = __bfloat162float(p[k]);
+}
+template <int V, typename OUT>
+__global__ void k_act_mul16_fwd(OUT *y, const __nv_bfloat16 *g, const __nv_bfloat16 *u, int64_t R, int64_t C,
+                                int64_t ld, int kind) {
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
+        float a[V], b[V];
+        ld_b16<V>(a, g + r * ld + c * V);
+        ld_b16<V>(b, u + r * ld + c * V);
+        OUT *yr = y + r * C + c * V;
+        for (int k = 0; k < V; k++) act_put(yr + k, vc_gate_f(a[k], b[k], kind));
+    }
+}
+template <typename OUT>
+static void act_mul16_fwd(OUT *y, const __nv_bfloat16 *g, const __nv_bfloat16 *u, int64_t R, int64_t C, int64_t ld,
+                          int kind) {
+    if (C % 8 == 0 && ld % 8 == 0 && vc_cu_aligned16(g, u))
+        k_act_mul16_fwd<8, OUT><<<vc_cu_rows_grid(R, C / 8, 256), 256, 0, vc_cu_stream()>>>(y, g, u, R, C, ld, kind);
+    else k_act_mul16_fwd<1, OUT><<<vc_cu_rows_grid(R, C, 256), 256, 0, vc_cu_stream()>>>(y, g, u, R, C, ld, kind);
+}
+void vc_cu_act_mul16_fwd(void *y, int y16, const void *g, const void *u, int64_t n, int64_t cols, int64_t ld,
+                         int kind) {
+    const char *op = y16 ? "gated activation forward (bf16 in and out)" : "gated activation forward (bf16 in)";
+    if (!vc_cu_begin(op) || n == 0) return;
+    const __nv_bfloat16 *gb = (const __nv_bfloat16 *)g, *ub = (const __nv_bfloat16 *)u;
+    if (y16) act_mul16_fwd<__nv_bfloat16>((__nv_bfloat16 *)y, gb, ub, n / cols, cols, ld, kind);
+    else act_mul16_fwd<float>((float *)y, gb, ub, n / cols, cols, ld, kind);
+    vc_cu_end(op);
+}
+template <int V>
+__global__ void k_act_mul16_bwd(float *dg, float *du, const float *dy, const __nv_bfloat16 *g, const __nv_bfloat16 *u,
+                                int64_t R, int64_t C, int64_t ld, int kind) {
+    const bool wr = kind & VC_ACT_WRITE;
+    kind &= ~VC_ACT_WRITE;
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
+        const int64_t i = r * ld + c * V, o = r * C + c * V;
+        float a[V], b[V];
+        ld_b16<V>(a, g + i);
+        ld_b16<V>(b, u + i);
+        for (int k = 0; k < V; k++) {
+            if (dg) dg[i + k] = (wr ? 0.0f : dg[i + k]) + vc_gate_dg(dy[o + k], a[k], b[k], kind);
+            if (du) du[i + k] = (wr ? 0.0f : du[i + k]) + vc_gate_du(dy[o + k], a[k], b[k], kind);
+        }
+    }
+}
+void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
+                         int64_t ld, int kind) {
+    const char *op = "gated activation backward (bf16 in)";
+    if (!vc_cu_begin(op) || n == 0) return;
+    const int64_t R = n / cols;
+    const __nv_bfloat16 *gb = (const __nv_bfloat16 *)g, *ub = (const __nv_bfloat16 *)u;
+    if (cols % 4 == 0 && ld % 4 == 0 && vc_cu_aligned16(dg, du, dy) && ((uintptr_t)gb | (uintptr_t)ub) % 8 == 0)
+        k_act_mul16_bwd<4><<<vc_cu_rows_grid(R, cols / 4, 256), 256, 0, vc_cu_stream()>>>(dg, du, dy, gb, ub, R, cols,
+                                                                                          ld, kind);
+    else
+        k_act_mul16_bwd<1><<<vc_cu_rows_grid(R, cols, 256), 256, 0, vc_cu_stream()>>>(dg, du, dy, gb, ub, R, cols, ld,
+                                                                                      kind);
+    vc_cu_end(op);
+}
+
 /* k_act_mul_bwd four elements a thread: one gradient (DU: up's, else gate's) added to out[i], or written (wr) */
 template <bool DU>
 __device__ __forceinline__ void gate_grad4(float4 *out, int64_t i, bool wr, float4 d, float4 a, float4 b, int kind) {

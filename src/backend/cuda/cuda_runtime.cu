@@ -713,7 +713,8 @@ __global__ void k_bias_rows(float *C, int64_t M, int64_t N, int64_t ldc, const f
 }
 static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                          const float *B, int64_t ldb, float beta, float *C, int64_t ldc, const char *op,
-                         const __nv_bfloat16 *A16 = NULL, const __nv_bfloat16 *B16 = NULL, const float *bias = NULL) {
+                         const __nv_bfloat16 *A16 = NULL, const __nv_bfloat16 *B16 = NULL, const float *bias = NULL,
+                         int c16 = 0) {
     int64_t ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     const __nv_bfloat16 *sa = A16 ? A16 : shadow_of(A, ar, ac, lda), *sb = B16 ? B16 : shadow_of(B, br, bc, ldb);
     __nv_bfloat16 *a16 = sa ? NULL : (__nv_bfloat16 *)vc_cu_scratch((size_t)(ar * ac) * 2, op);
@@ -722,7 +723,7 @@ static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
     if ((sa || a16) && (sb || b16)) {
         if (a16) pack_bf16(a16, A, ar, ac, lda);
         if (b16) pack_bf16(b16, B, br, bc, ldb);
-        if (bias && vc_cu_lt_gemm_bias(ta, tb, M, N, K, alpha, sa ? (const void *)sa : a16, sa ? lda : ac,
+        if (bias && !c16 && vc_cu_lt_gemm_bias(ta, tb, M, N, K, alpha, sa ? (const void *)sa : a16, sa ? lda : ac,
                                        sb ? (const void *)sb : b16, sb ? ldb : bc, bias, C, ldc, g_blas_ws,
                                        g_blas_ws ? BLAS_WS : 0)) {
             ok = vc_cu_end(op);
@@ -736,8 +737,9 @@ static int gemm_bf16_f32(int ta, int tb, int64_t M, int64_t N, int64_t K, float 
         }
         cublasStatus_t s = cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         (int)N, (int)M, (int)K, &alpha, sb ? sb : b16, CUDA_R_16BF, (int)(sb ? ldb : bc),
-                                        sa ? sa : a16, CUDA_R_16BF, (int)(sa ? lda : ac), &beta, C, CUDA_R_32F,
-                                        (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                        sa ? sa : a16, CUDA_R_16BF, (int)(sa ? lda : ac), &beta, C,
+                                        c16 ? CUDA_R_16BF : CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
         ok = vc_cu_blas_ok(s, op) && vc_cu_end(op);
     }
     vc_cu_scratch_free(a16);
@@ -771,6 +773,18 @@ void vc_cu_linear_bias(int64_t M, int64_t N, int64_t K, const float *x, const fl
     }
     if (!dims_ok(M, N, K, K, K, N, op)) return;
     gemm_bf16_f32(0, 1, M, N, K, 1.0f, x, K, W, K, 0.0f, y, N, op, NULL, NULL, b);
+}
+
+/* y16 = bf16(x W^T): C in bf16 from cuBLAS (f32 accumulation rounded once in its epilogue) */
+void vc_cu_gemm_c16(int64_t M, int64_t N, int64_t K, const float *x, const float *W, void *y16) {
+    const char *op = "gemm";
+    if (!vc_cu_begin(op) || M == 0 || N == 0) return;
+    if (K == 0 || vc_matmul_precision() != VC_PREC_BF16) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "a bf16 C needs bf16 matmuls and K > 0");
+        return;
+    }
+    if (!dims_ok(M, N, K, K, K, N, op)) return;
+    gemm_bf16_f32(0, 1, M, N, K, 1.0f, x, K, W, K, 0.0f, (float *)y16, N, op, NULL, NULL, NULL, 1);
 }
 
 void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -909,6 +923,9 @@ static vc_backend make_cuda_backend(void) {
     b.affine_cols_bwd = vc_cu_affine_cols_bwd;
     b.act_mul_bwd = vc_cu_act_mul_bwd;
     b.act_mul_fwd_bf16 = vc_cu_act_mul_fwd_bf16;
+    b.gemm_c16 = vc_cu_gemm_c16;
+    b.act_mul16_fwd = vc_cu_act_mul16_fwd;
+    b.act_mul16_bwd = vc_cu_act_mul16_bwd;
     b.gemm_b16 = vc_cu_gemm_b16;
     b.lm_head_fwd = vc_cu_lm_head_fwd;
     b.lm_head_bwd = vc_cu_lm_head_bwd;

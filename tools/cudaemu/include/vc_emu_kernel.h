@@ -39,6 +39,9 @@ struct float4 {
 struct int2 {
     int x, y;
 };
+struct __align__(8) uint2 {
+    unsigned x, y;
+};
 struct __align__(16) uint4 {
     unsigned x, y, z, w;
 };
