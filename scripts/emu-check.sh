@@ -124,8 +124,8 @@ if [ "$MODE" = full ]; then
     # shellcheck disable=SC2086
     step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
     # shellcheck disable=SC2086
-    step "verlc check --device cuda --precision bf16, gate and up in bf16" env VERLC_GATE_UP_BF16=1 "$B/verlc" check \
-        --device cuda --precision bf16 $models
+    step "verlc check --device cuda --precision bf16, gate and up and logits in bf16" env VERLC_GATE_UP_BF16=1 \
+        VERLC_HEAD_BF16=1 "$B/verlc" check --device cuda --precision bf16 $models
     for t in attn_bf16 sample; do step "cuda_test_cuda_$t" "$B/tests/cuda_test_cuda_$t"; done
 fi
 rm -f "$B"/emu-step-*.log "$B/emu-prof.log" "$B"/emu-lane-*.out

@@ -523,6 +523,13 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_GATE_UP_BF16=1" 60 \
         env VERLC_GATE_UP_BF16=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
         --device cuda --precision bf16
+    # and the LM head's logits in bf16 too (VERLC_HEAD_BF16=1, autocast's: half the bytes of every logit slice)
+    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1" 45 \
+        env VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1 "$BIN" bench logprob --config "$CFG05" --tokens 16384 \
+        --seq-len 1024 --reps 3 --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1" 60 \
+        env VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 \
+        --iters 3 --device cuda --precision bf16
     [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_HOLD=0" 45 env VERLC_CUDA_HOLD=0 \
         "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 --device cuda --precision bf16
     [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_HOLD=0" 60 env VERLC_CUDA_HOLD=0 \
@@ -533,8 +540,8 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
     # shellcheck disable=SC2086
-    [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16, VERLC_GATE_UP_BF16=1" 60 env \
-        VERLC_GATE_UP_BF16=1 "$BIN" check --device cuda --precision bf16 $MODELS
+    [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16, VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1" 60 \
+        env VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1 "$BIN" check --device cuda --precision bf16 $MODELS
     bench_model qwen2.5-1.5b 38843 121355 3905
     bench_moe
     bench_hybrid

@@ -615,6 +615,55 @@ static void test_gemm_bf16(void) {
         snprintf(nm, sizeof nm, "lm head bwd bf16 dW, %s: dZ held as written vs rounded per GEMM", sl ? "slices" : "1 slice");
         same_bits(nm, gdW[sl][1], gdW[sl][0], (size_t)(V * H));
     }
+    /* VERLC_HEAD_BF16=1: the logits in bf16 (autocast's); log-probs and entropies against the host's on the f32
+     * products rounded to bf16 (a product whose f32 sum lands beside a rounding boundary may round the other way on
+     * the device: one bf16 ulp of one logit), the gradients near the CPU's f32-logit ones; in one slice and in several */
+    double *zr = (double *)malloc(sizeof(double) * (size_t)V);
+    float *rlogp = hbuf((size_t)T), *rent = hbuf((size_t)T);
+    for (int64_t t = 0; t < T; t++) {
+        double mx = -INFINITY, se = 0, sz = 0;
+        for (int64_t v = 0; v < V; v++) {
+            float acc = 0;
+            for (int64_t k = 0; k < H; k++) acc += h[t * H + k] * W[v * H + k];
+            zr[v] = bf16_round(acc);
+            mx = fmax(mx, zr[v]);
+        }
+        for (int64_t v = 0; v < V; v++) se += exp(zr[v] - mx), sz += exp(zr[v] - mx) * zr[v];
+        double L = mx + log(se);
+        rlogp[t] = (float)(zr[tg[t]] - L);
+        rent[t] = (float)(L - sz / se);
+    }
+    free(zr);
+    setenv("VERLC_HEAD_BF16", "1", 1);
+    vc_set_matmul_precision(VC_PREC_BF16);
+    double b16err = 0; /* the bf16-logit path's worst log-prob error */
+    for (int sl = 0; sl < 2; sl++) {
+        if (sl) setenv("VERLC_CUDA_HEAD_SLICE", "1000", 1);
+        G->lm_head_fwd(glogp, gent, NULL, glse, gh, gW, NULL, gtg, &hd);
+        float *gb16dh = dalloc((size_t)(T * H) * 4), *gb16dW = dalloc((size_t)(V * H) * 4);
+        G->fill(gb16dh, 0.0f, T * H);
+        G->fill(gb16dW, 0.0f, V * H);
+        G->lm_head_bwd(gb16dh, gb16dW, NULL, gdl, gde, glse, gent, gh, gW, NULL, gtg, &hd);
+        unsetenv("VERLC_CUDA_HEAD_SLICE");
+        char nm[96];
+        snprintf(nm, sizeof nm, "lm head fwd, bf16 logits (%s): logp", sl ? "slices" : "1 slice");
+        cmp(nm, glogp, rlogp, (size_t)T, 2e-4);
+        snprintf(nm, sizeof nm, "lm head fwd, bf16 logits (%s): entropy", sl ? "slices" : "1 slice");
+        cmp(nm, gent, rent, (size_t)T, 2e-4);
+        float *got = fetch(glogp, (size_t)T);
+        for (int64_t t = 0; t < T; t++) b16err = fmax(b16err, fabs(got[t] - rlogp[t]));
+        snprintf(nm, sizeof nm, "lm head bwd, bf16 logits (%s): dh", sl ? "slices" : "1 slice");
+        cmp(nm, gb16dh, dh, (size_t)(T * H), 2e-2);
+        snprintf(nm, sizeof nm, "lm head bwd, bf16 logits (%s): dW", sl ? "slices" : "1 slice");
+        cmp(nm, gb16dW, dW, (size_t)(V * H), 2e-2);
+    }
+    unsetenv("VERLC_HEAD_BF16");
+    vc_set_matmul_precision(VC_PREC_F32);
+    /* the f32-logit log-probs are off the bf16-logit reference by far more than the bf16 path is (it is taken) */
+    double off = 0;
+    for (int64_t t = 0; t < T; t++) off = fmax(off, fabs(logp[t] - rlogp[t]));
+    printf("  log-probs off the bf16-logit reference: f32 logits %.2e, the bf16-logit path %.2e\n", off, b16err);
+    CHECK_MSG(off > 10 * b16err + 1e-5, "bf16 logits not told apart from f32 ones (%.2e vs %.2e)", b16err, off);
     check_sticky("bf16");
     release_all();
 }

@@ -1,5 +1,5 @@
 /* Fused LM head on the GPU: the vocabulary is walked in slices; each slice's logits for all tokens are
- * one cuBLAS GEMM into a scratch buffer, then one block per token folds the slice into running
+ * one cuBLAS GEMM into a scratch buffer (f32, or bf16 with VERLC_HEAD_BF16=1), then one block per token folds the slice into running
  * statistics (max, sum of exponentials, sum of exponentials times (logit - max), when asked the sum of
  * squared exponentials; in double as the CPU backend keeps them). Logits are softcap(h W^T + b) * scale.
  * Backward recomputes each slice's logits, turns them into dZ in place, and adds dh += dZ W,
@@ -11,15 +11,27 @@
 #define SLICE_BYTES ((int64_t)256 << 20)
 #define HT 256
 
-/* vocabulary rows per slice; $VERLC_CUDA_HEAD_SLICE (rows) overrides, for tests of the slice merge */
-static int64_t slice_rows(int64_t T, int64_t V) {
+/* VERLC_HEAD_BF16=1 (read per call; bf16 matmuls, no bias): each slice's logits written by its GEMM in bf16, as an
+ * autocast lm_head writes them (transformers then takes log_softmax of logits.float()): half the bytes written and
+ * read a slice, twice the rows a slice. Off by default: not the bits of f32 logits. */
+static int head_bf16(const float *b) {
+    const char *e = getenv("VERLC_HEAD_BF16");
+    return e && *e == '1' && !b && vc_matmul_precision() == VC_PREC_BF16;
+}
+
+/* vocabulary rows per slice (es: a logit's bytes); $VERLC_CUDA_HEAD_SLICE (rows) overrides, for tests of the slice
+ * merge */
+static int64_t slice_rows(int64_t T, int64_t V, int es = 4) {
     const char *env = getenv("VERLC_CUDA_HEAD_SLICE");
     if (env && atoll(env) > 0) return atoll(env) < V ? atoll(env) : V;
-    int64_t nv = SLICE_BYTES / 4 / (T > 0 ? T : 1);
+    int64_t nv = SLICE_BYTES / es / (T > 0 ? T : 1);
     if (nv < 256) nv = 256;
     nv = (nv + 15) & ~(int64_t)15;
     return nv < V ? nv : V;
 }
+
+__device__ __forceinline__ float zval(const float *p) { return *p; }
+__device__ __forceinline__ float zval(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
 
 __device__ __forceinline__ float bias_cap(float z, const float *b, int64_t v, float cap) {
     if (b) z += b[v];
@@ -39,18 +51,19 @@ __global__ void k_head_init(double *st, float *raw, int64_t T) {
 /* one block per token: bias, cap, scale, slice statistics, merge into (m, s, a) and, with want_q, q. The slice's
  * logits are read, never written back (the second pass forms each one again, the same bits); each exponential in
  * f32 (expf: the FP64 exp of every logit cost more than the GEMM), the sums in double. */
-__global__ void k_head_fwd_rows(const float *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+template <typename ZT>
+__global__ void k_head_fwd_rows(const ZT *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, double *st, float *raw, int64_t T, int want_q) {
     __shared__ float shf[32];
     __shared__ double shd[32];
     int64_t t = blockIdx.x;
-    const float *z = Z + t * nv;
+    const ZT *z = Z + t * nv;
     float mx = -INFINITY;
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) mx = fmaxf(mx, bias_cap(z[v], b, v0 + v, cap) * scale);
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) mx = fmaxf(mx, bias_cap(zval(z + v), b, v0 + v, cap) * scale);
     mx = vc_block_max(mx, shf);
     double s = 0, a = 0, q = 0;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        const float d = bias_cap(z[v], b, v0 + v, cap) * scale - mx, e = expf(d);
+        const float d = bias_cap(zval(z + v), b, v0 + v, cap) * scale - mx, e = expf(d);
         s += e;
         a += (double)e * d;
         if (want_q) q += (double)e * e; /* uniform over the block */
@@ -60,7 +73,7 @@ __global__ void k_head_fwd_rows(const float *Z, int64_t nv, int64_t v0, const fl
     if (want_q) q = vc_block_sum_d(q, shd);
     if (threadIdx.x) return;
     int32_t y = target ? target[t] : -1;
-    if (y >= v0 && y < v0 + nv) raw[t] = bias_cap(z[y - v0], b, y, cap) * scale;
+    if (y >= v0 && y < v0 + nv) raw[t] = bias_cap(zval(z + (y - v0)), b, y, cap) * scale;
     double M = st[t], m2 = mx;
     if (M == -INFINITY) {
         st[t] = m2;
@@ -94,8 +107,9 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
     if (!vc_cu_begin(op) || T == 0) return;
     vc_cu_prof_nest(1); /* the held operands are this op's time in the profile */
     cudaStream_t st = vc_cu_stream();
-    int64_t nv = slice_rows(T, V);
-    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
+    const int z16 = head_bf16(b);
+    int64_t nv = slice_rows(T, V, z16 ? 2 : 4);
+    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * (z16 ? 2 : 4), op);
     double *stat = (double *)vc_cu_scratch((size_t)T * 4 * sizeof(double), op);
     float *raw = (float *)vc_cu_scratch((size_t)T * sizeof(float), op);
     if (!Z || !stat || !raw) goto out;
@@ -103,9 +117,15 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
     k_head_init<<<vc_cu_blocks(T, 256), 256, 0, st>>>(stat, raw, T);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
-        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto out;
-        k_head_fwd_rows<<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, stat, raw, T,
-                                                    sumsq != NULL);
+        if (z16) {
+            vc_cu_gemm_c16(T, n, H, h, W + v0 * H, Z);
+            k_head_fwd_rows<__nv_bfloat16><<<(unsigned)T, HT, 0, st>>>((const __nv_bfloat16 *)Z, n, v0, b, hd->softcap,
+                                                                       hd->scale, target, stat, raw, T, sumsq != NULL);
+        } else {
+            if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto out;
+            k_head_fwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, stat, raw, T,
+                                                               sumsq != NULL);
+        }
         if (!vc_cu_end(op)) goto out;
     }
     k_head_final<<<vc_cu_blocks(T, 256), 256, 0, st>>>(logp, ent, sumsq, lse, stat, raw, target, T);
@@ -124,18 +144,18 @@ out:
 __device__ __forceinline__ void put(float *p, float x) { *p = x; }
 __device__ __forceinline__ void put(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); } /* as pack_bf16 */
 
-template <typename OUT>
-__global__ void k_head_bwd_rows(float *Z, OUT *zo, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+template <typename ZT, typename OUT>
+__global__ void k_head_bwd_rows(const ZT *Z, OUT *zo, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, const float *dlogp, const float *dent, const float *lse,
                                 const float *ent) {
     int64_t t = blockIdx.x;
-    const float *z = Z + t * nv;
+    const ZT *z = Z + t * nv;
     OUT *zw = zo + t * nv;
     float L = lse[t], gl = dlogp ? dlogp[t] : 0, ge = dent ? dent[t] : 0, Ez = L - ent[t];
     int32_t y = target ? target[t] : -1;
     if (y < 0) gl = 0;
     for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        float zv = bias_cap(z[v], b, v0 + v, cap), zs = zv * scale;
+        float zv = bias_cap(zval(z + v), b, v0 + v, cap), zs = zv * scale;
         float pv = expf(zs - L);
         float dz = -gl * pv - ge * pv * (zs - Ez);
         if (v + v0 == y) dz += gl;
@@ -163,9 +183,14 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     int64_t T = hd->T, H = hd->H, V = hd->V;
     if (!vc_cu_begin(op) || T == 0) return;
     cudaStream_t st = vc_cu_stream();
+    const int z16 = head_bf16(b);
     int64_t nv = slice_rows(T, V);
     float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
-    if (!Z) return;
+    __nv_bfloat16 *Z16 = z16 && Z ? (__nv_bfloat16 *)vc_cu_scratch((size_t)(T * nv) * 2, op) : NULL;
+    if (!Z || (z16 && !Z16)) {
+        vc_cu_scratch_free(Z);
+        return;
+    }
     vc_cu_prof_nest(1); /* the held operands are this op's time in the profile */
     /* with bf16 matmuls each operand read by two GEMMs is rounded once: h (every slice), the slice of W
      * (logits and dh), the slice's dZ (dh and dW) */
@@ -174,14 +199,25 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
         int64_t n = V - v0 < nv ? V - v0 : nv;
         int ok = 0;
         vc_cu_operand_hold(W + v0 * H, n, H, 1);
-        if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
+        /* the logits again (VERLC_HEAD_BF16: in bf16, as the forward had them; Z then only the key of dZ's hold) */
+        if (z16) vc_cu_gemm_c16(T, n, H, h, W + v0 * H, Z16);
+        else if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
         /* bf16 matmuls without a bias: dZ straight into a held bf16 copy (db's column sums read the f32 rows) */
-        if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Z, T, n))
-            k_head_bwd_rows<__nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Z, zh, n, v0, b, hd->softcap, hd->scale, target,
-                                                                       dlogp, dent, lse, ent);
-        else {
-            k_head_bwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Z, Z, n, v0, b, hd->softcap, hd->scale, target, dlogp,
-                                                               dent, lse, ent);
+        if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Z, T, n)) {
+            if (z16)
+                k_head_bwd_rows<__nv_bfloat16, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(
+                    Z16, zh, n, v0, b, hd->softcap, hd->scale, target, dlogp, dent, lse, ent);
+            else
+                k_head_bwd_rows<float, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Z, zh, n, v0, b, hd->softcap, hd->scale,
+                                                                                  target, dlogp, dent, lse, ent);
+        } else {
+            if (z16)
+                k_head_bwd_rows<__nv_bfloat16, float><<<(unsigned)T, HT, 0, st>>>(Z16, Z, n, v0, b, hd->softcap,
+                                                                                  hd->scale, target, dlogp, dent, lse,
+                                                                                  ent);
+            else
+                k_head_bwd_rows<float, float><<<(unsigned)T, HT, 0, st>>>(Z, Z, n, v0, b, hd->softcap, hd->scale, target,
+                                                                          dlogp, dent, lse, ent);
             vc_cu_operand_hold(Z, T, n, 1);
         }
         if (!vc_cu_end(op)) {
@@ -201,5 +237,6 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     }
     vc_cu_operand_hold(h, T, H, 0);
     vc_cu_scratch_free(Z);
+    vc_cu_scratch_free(Z16);
     vc_cu_prof_nest(-1);
 }
