@@ -420,8 +420,11 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     const char *pre = getenv("VERLC_ROUND_QKV"); /* 1: rounded in place always (A/B; the same bits) */
     int rounds = !(pre && *pre == '1') && !cached && !(f->kv_need && f->kv_need[layer]) && B->attn_rounds_bf16 &&
                  B->attn_rounds_bf16(&d);
+    /* a bf16 page pool's attention that rounds q as it reads it (one kernel a decode layer fewer) */
+    int rounds_q = rounds || (!(pre && *pre == '1') && f->paged && f->paged->bf16 && B->paged_rounds_q &&
+                              B->paged_rounds_q(&d));
     if (vc_matmul_precision() == VC_PREC_BF16 && !rounds) {
-        q = vc_op_round_bf16_inplace(f->g, q);
+        if (!rounds_q) q = vc_op_round_bf16_inplace(f->g, q);
         /* a bf16 page pool rounds k and v as it stores them (the same rounding), and nothing else reads them */
         if (append && !(f->paged && f->paged->bf16)) {
             k = vc_op_round_bf16_inplace(f->g, k);

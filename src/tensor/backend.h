@@ -451,6 +451,9 @@ typedef struct vc_backend {
     /* 1 when attn_fwd and attn_bwd, under VC_PREC_BF16, round q, k and v to bf16 (nearest even) as they read them for
      * this descriptor, so callers need not round them first (the same values); optional: NULL = never */
     int (*attn_rounds_bf16)(const vc_attn_desc *d);
+    /* whether the paged attention rounds q to bf16 as it reads it (d: heads and dims; bf16 matmuls), whatever kernels a
+     * call's decode and prefill rows take: q then need not be rounded in place first (the same values). NULL: no */
+    int (*paged_rounds_q)(const vc_attn_desc *d);
     /* x[t] *= c for every tensor t in one pass (gradient clipping); optional: NULL = one scale per tensor */
     void (*scale_tensors)(float *const *x, const size_t *sizes, size_t n_tensors, float c);
     /* ---- sampling (rollout engine) ---- */

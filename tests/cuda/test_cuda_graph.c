@@ -106,6 +106,30 @@ static vc_rollout_sample *run(vc_model *m, int graphs, int long_run, int *n_out,
     return out;
 }
 
+/* q rounded by the paged attention as it reads it (default) or in place first (VERLC_ROUND_QKV=1), on the tensor-core
+ * paged kernel (g: its samples) and on the f32 one (VERLC_CUDA_PAGED_MMA=0): the same bits either way */
+static void same_rounding(vc_model *m, const vc_rollout_sample *g, int ng) {
+    for (int f32k = 0; f32k < 2; f32k++) {
+        vc_rollout_stats st = { 0 };
+        int na = 0, nb = 0;
+        if (f32k) setenv("VERLC_CUDA_PAGED_MMA", "0", 1);
+        vc_rollout_sample *a = f32k ? run(m, 1, 0, &na, &st) : NULL;
+        setenv("VERLC_ROUND_QKV", "1", 1);
+        vc_rollout_sample *b = run(m, 1, 0, &nb, &st);
+        unsetenv("VERLC_ROUND_QKV");
+        unsetenv("VERLC_CUDA_PAGED_MMA");
+        const vc_rollout_sample *ref = f32k ? a : g;
+        int nr = f32k ? na : ng, eq = ref && b && nr == nb && same_samples(ref, b, nb);
+        if (!eq) first_difference(ref, b, nr < nb ? nr : nb);
+        CHECK_MSG(eq, "q rounded by the paged attention vs in place first (%s kernel): samples differ",
+                  f32k ? "f32" : "tensor-core");
+        printf("  q rounded by the %s paged attention as it reads it: samples %s with q rounded in place first\n",
+               f32k ? "f32" : "tensor-core", eq ? "bitwise equal" : "DIFFERENT");
+        if (a) vc_rollout_samples_free(a, na);
+        if (b) vc_rollout_samples_free(b, nb);
+    }
+}
+
 /* two trainer steps with bf16 matmuls (two micro-batches each), weight copies on or off: the weights */
 static float *train_bf16(int copies, const char *config, size_t *n_out) {
     if (copies) unsetenv("VERLC_CUDA_WEIGHT_COPIES");
@@ -222,6 +246,9 @@ int main(void) {
                        (long long)sf.page_bytes, eq ? "bitwise equal to a float pool" : "DIFFERENT");
                 vc_rollout_samples_free(f, nf);
             }
+            if (prec && c < 3) /* q rounded by the paged kernels as they read it (bf16 pages, heads the tensor-core
+                                * kernels take: the MoE model's 64) or in place first (VERLC_ROUND_QKV=1) */
+                same_rounding(m, g, ng);
             captures += sg.graph_captures;
             replays += sg.graph_replays;
             vc_rollout_samples_free(g, ng);

@@ -240,6 +240,7 @@ void vc_cu_paged_release(void); /* frees the cached page table (shutdown) */
  * keys are not paged and head_dim == v_head_dim in {64, 128} (VERLC_CUDA_ATTN_F32=1 turns it off);
  * the backward takes D = rowsum(dO * O) [Tq, n_head] computed by the caller */
 int vc_cu_attn_tc_eligible(const vc_attn_desc *d);
+int vc_cu_paged_rounds_q(const vc_attn_desc *d);
 void vc_cu_attn_fwd_tc(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);
 /* cuda_attn_mma.cu: the forward with the tiles in registers where the heads allow (1), else 0 (nothing done) */
 int vc_cu_attn_fwd_mma(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op);

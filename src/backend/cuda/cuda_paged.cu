@@ -31,6 +31,7 @@ struct paged_params {
     int64_t sel_words;
     const int32_t *rows; /* the blocks' rows (from row0; NULL: row0 + blockIdx.x): a prefill's decode rows */
     vc_udiv pdiv;        /* key j's page j / P by a multiply (keys below 2^31) */
+    int rq;              /* bf16 matmuls: q rounded to bf16 as it is read (the tensor-core kernels' operand) */
 };
 /* key j's page and slot within its sequence's pages */
 __device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
@@ -69,7 +70,10 @@ __device__ __forceinline__ paged_blk paged_setup(const paged_params &p, const fl
     b.kvh = b.h0 / (p.nh / p.nkv);
     b.sq = p.seq[p.row_seq[i]];
     for (int g = 0; g < GC; g++)
-        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) qs[g * qp + c] = q[(b.row * p.nh + b.h0 + g) * p.hd + c];
+        for (int c = threadIdx.x; c < p.hd; c += blockDim.x) {
+            const float x = q[(b.row * p.nh + b.h0 + g) * p.hd + c];
+            qs[g * qp + c] = p.rq ? __bfloat162float(__float2bfloat16_rn(x)) : x;
+        }
     for (int g = 0; g < GC; g++) slope[g] = vc_attn_slope(p, b.h0 + g);
     __syncthreads();
     b.pos = b.sq.kvlen - b.sq.qlen + (b.row - b.sq.q0);
@@ -432,6 +436,15 @@ static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *
     vc_cu_scratch_free(dev);
 }
 
+/* the paged kernels round q as they read it (p.rq); a prefill's rows through the flash forward do where the
+ * tensor-core kernels take the heads (they round each tile as they load it) */
+int vc_cu_paged_rounds_q(const vc_attn_desc *d) {
+    if (vc_matmul_precision() != VC_PREC_BF16) return 0;
+    vc_attn_desc f = *d;
+    f.page_tokens = 0;
+    return !prefill_flash_on() || vc_cu_attn_tc_eligible(&f);
+}
+
 void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t P = d->page_tokens, row0 = d->q_start[0], rows = d->q_start[d->n_seq] - row0;
     if (rows <= 0) return;
@@ -484,6 +497,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.sel = d->sel;
     p.sel_words = d->sel_words;
     p.rows = NULL;
+    p.rq = vc_matmul_precision() == VC_PREC_BF16;
     if (prefill && !vc_cu_graph_mode && prefill_flash_on()) {
         const int done = prefill_flash(o, lse, q, d, p, d->kv_bf16, op);
         if (done < 0) return;

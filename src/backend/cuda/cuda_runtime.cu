@@ -971,6 +971,7 @@ static vc_backend make_cuda_backend(void) {
     b.sumsq = vc_cu_sumsq;
     b.scale_tensors = vc_cu_scale_tensors;
     b.attn_rounds_bf16 = vc_cu_attn_tc_eligible; /* the tensor-core kernels round each tile as they load it */
+    b.paged_rounds_q = vc_cu_paged_rounds_q;
     b.sample_rows = vc_cu_sample_rows;
     return b;
 }
