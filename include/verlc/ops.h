@@ -57,6 +57,10 @@ vc_tensor *vc_op_rope(vc_graph *g, vc_tensor *x, const float *cos, const float *
  * that nothing reads afterwards. With a tape it is vc_op_rope. */
 vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const float *sin, int nh, int hd, int rot,
                            int interleaved);
+/* vc_op_rope_temp of q [T, nhq, hd] and k [T, nhk, hd] with the same tables: without a tape, where the backend has
+ * rope2, both in one pass (the same values); *q and *k replaced by the results (NULL on failure) */
+void vc_op_rope2_temp(vc_graph *g, vc_tensor **q, int nhq, vc_tensor **k, int nhk, const float *cos, const float *sin,
+                      int hd, int rot, int interleaved);
 /* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
 vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d);
 /* the same with attention sinks (gpt-oss): sinks [n_head] logits, one more key per head with a zero value;

@@ -475,8 +475,16 @@ static vc_tensor *lin(fwd_ctx *f, vc_tensor *x, int l, int slot, vc_tensor *b) {
     return vc_lora_apply(f->m, f->g, vc_lora_index(f->m, l, slot), x, y);
 }
 
-/* q or k [T, heads * hd] of layer l as attention reads it: the family's norms, the rope, Llama 4's weightless norm,
- * q's scaling by position */
+/* whether layer l's q and k take their rope last, from the same tables, and no tape is recorded: attention_std then
+ * rotates both in one pass (vc_op_rope2_temp) after qk_heads left it out */
+static int rope_last(fwd_ctx *f, int l) {
+    const vc_model_config *c = &f->m->cfg;
+    return l >= 0 && !vc_graph_grad_enabled(f->g) && vc_be()->rope2 && c->kv_src[l] == 0 && !c->nope[l] &&
+           !c->qk_l2norm && !f->qscale && !(c->qk_norm && c->qk_norm_after_rope);
+}
+
+/* q or k [T, heads * hd] of layer l as attention reads it: the family's norms, the rope (not when rope_last), Llama 4's
+ * weightless norm, q's scaling by position */
 static vc_tensor *qk_heads(fwd_ctx *f, int l, vc_tensor *x, int64_t heads, int is_k) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -494,6 +502,7 @@ static vc_tensor *qk_heads(fwd_ctx *f, int l, vc_tensor *x, int64_t heads, int i
         x = vc_op_rmsnorm(g, x, wn, c->qk_norm_full ? heads * hd : hd, c->norm_eps, c->norm_offset);
     int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
     x = reshape3(g, x, T, heads, hd);
+    if (rope_last(f, l)) return x;
     if (!c->nope[l]) /* NoPE layers (SmolLM3, EXAONE 4) attend without positions */
         x = vc_op_rope_temp(g, x, loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, (int)heads, (int)hd,
                             loc ? local_rot(c) : c->rot_dim, c->rope_interleaved);
@@ -544,6 +553,11 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         v = f->kv_keep[2 * src + 1];
     }
     q = q ? qk_heads(f, l, q, nh, 0) : NULL;
+    if (rope_last(f, l)) { /* q's and k's ropes in one pass */
+        int loc = c->window[l] > 0;
+        vc_op_rope2_temp(g, &q, (int)nh, &k, (int)nkv, loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, (int)hd,
+                         loc ? local_rot(c) : c->rot_dim, c->rope_interleaved);
+    }
     vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hdv);

@@ -276,6 +276,9 @@ typedef struct vc_backend {
     /* rotate pairs of x[T, nh, hd] in place (inverse: sign = -1) with cos/sin tables [T, rot/2] */
     void (*rope)(float *x, const float *cos, const float *sin, int64_t T, int nh, int hd, int rot, int interleaved,
                  int sign);
+    /* rope (sign +1) of q [T, nhq, hd] and k [T, nhk, hd] in one pass, each pair as rope rotates it. NULL: two ropes */
+    void (*rope2)(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
+                  int interleaved);
     void (*attn_fwd)(float *o, float *lse, const float *q, const vc_attn_desc *d);
     void (*attn_bwd)(float *dq, const float *dout, const float *o, const float *lse, const float *q,
                      const vc_attn_desc *d);

@@ -139,6 +139,18 @@ vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const fl
     return x;
 }
 
+void vc_op_rope2_temp(vc_graph *g, vc_tensor **q, int nhq, vc_tensor **k, int nhk, const float *cos, const float *sin,
+                      int hd, int rot, int interleaved) {
+    const vc_backend *B = vc_be();
+    if (!*q || !*k || vc_graph_grad_enabled(g) || !B->rope2 || (*q)->n % ((int64_t)nhq * hd) ||
+        (*k)->n / ((int64_t)nhk * hd) != (*q)->n / ((int64_t)nhq * hd)) {
+        *q = vc_op_rope_temp(g, *q, cos, sin, nhq, hd, rot, interleaved);
+        *k = vc_op_rope_temp(g, *k, cos, sin, nhk, hd, rot, interleaved);
+        return;
+    }
+    B->rope2((*q)->data, nhq, (*k)->data, nhk, cos, sin, (*q)->n / ((int64_t)nhq * hd), hd, rot, interleaved);
+}
+
 /* ---- attention ---- */
 typedef struct {
     vc_attn_desc d;

@@ -318,6 +318,22 @@ static void test_rope(void) {
         char nm[96];
         snprintf(nm, sizeof nm, "rope rot=%d interleaved=%d sign=%d", rot, inter, sign);
         cmp(nm, gx, x, n, TOL);
+        if (sign < 0) continue;
+        /* q (nh heads) and k (2 heads) in one launch: the bits of two ropes, dims past rot untouched */
+        size_t nk = (size_t)(T * 2 * hd);
+        float *q0 = hrand(n, 1), *k0 = hrand(nk, 1);
+        float *gq = dup_f(q0, n), *gk = dup_f(k0, nk), *gq2 = dup_f(q0, n), *gk2 = dup_f(k0, nk);
+        G->rope(gq, gc, gs, T, nh, hd, rot, inter, 1);
+        G->rope(gk, gc, gs, T, 2, hd, rot, inter, 1);
+        G->rope2(gq2, nh, gk2, 2, gc, gs, T, hd, rot, inter);
+        snprintf(nm, sizeof nm, "rope2 q rot=%d interleaved=%d: vs rope", rot, inter);
+        same_bits(nm, gq2, gq, n);
+        snprintf(nm, sizeof nm, "rope2 k rot=%d interleaved=%d: vs rope", rot, inter);
+        same_bits(nm, gk2, gk, nk);
+        float *hq = fetch(gq2, n);
+        int moved = 0;
+        for (size_t i = 0; i < n; i++) moved += hq[i] != q0[i];
+        CHECK_MSG(moved > (int)(n / 4), "rope2 left q as it was (%d of %zu elements moved)", moved, n);
     }
 }
 

@@ -292,18 +292,23 @@ void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const
 
 /* ---- RoPE: one thread per rotated pair; tokens across the grid's rows, a token's (head, pair) across the threads
  * (the head by vc_udiv: no 64-bit division an element) ---- */
-__global__ void k_rope(float *x, const float *cs, const float *sn, int64_t T, int nh, int hd, int rot, vc_udiv by_half,
-                       int inter, float sign) {
+/* pair i of the head at v rotated by (c, s) */
+__device__ __forceinline__ void rope_pair(float *v, int i, int half, int inter, float c, float s) {
+    const int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
+    const float x1 = v[a], x2 = v[b];
+    v[a] = x1 * c - x2 * s;
+    v[b] = x2 * c + x1 * s;
+}
+/* x [T, nh, hd] and, with nh2 > 0, x2 [T, nh2, hd] (q and k: one launch, heads nh .. nh + nh2 - 1 those of x2) */
+__global__ void k_rope(float *x, int nh, float *x2, int nh2, const float *cs, const float *sn, int64_t T, int hd, int rot,
+                       vc_udiv by_half, int inter, float sign) {
     const int half = rot / 2;
     VC_ROW_LOOP(t, T) {
         const float *ct = cs + t * half, *st = sn + t * half;
-        VC_COL_LOOP(j, (int64_t)nh * half) {
+        VC_COL_LOOP(j, (int64_t)(nh + nh2) * half) {
             const int h = (int)vc_udiv_do(by_half, (uint32_t)j), i = (int)j - h * half;
-            float *v = x + (t * nh + h) * hd;
-            const int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
-            const float c = ct[i], s = sign * st[i], x1 = v[a], x2 = v[b];
-            v[a] = x1 * c - x2 * s;
-            v[b] = x2 * c + x1 * s;
+            float *v = h < nh ? x + (t * nh + h) * hd : x2 + (t * nh2 + h - nh) * hd;
+            rope_pair(v, i, half, inter, ct[i], sign * st[i]);
         }
     }
 }
@@ -313,7 +318,16 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
     const char *op = "rope";
     if (!vc_cu_begin(op) || T == 0 || rot < 2) return;
     k_rope<<<vc_cu_rows_grid(T, (int64_t)nh * (rot / 2), 256), 256, 0, vc_cu_stream()>>>(
-        x, cos, sin, T, nh, hd, rot, vc_udiv_make((uint32_t)(rot / 2)), interleaved, (float)sign);
+        x, nh, (float *)NULL, 0, cos, sin, T, hd, rot, vc_udiv_make((uint32_t)(rot / 2)), interleaved, (float)sign);
+    vc_cu_end(op);
+}
+
+void vc_cu_rope2(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
+                 int interleaved) {
+    const char *op = "rope (q and k)";
+    if (!vc_cu_begin(op) || T == 0 || rot < 2) return;
+    k_rope<<<vc_cu_rows_grid(T, (int64_t)(nhq + nhk) * (rot / 2), 256), 256, 0, vc_cu_stream()>>>(
+        q, nhq, k, nhk, cos, sin, T, hd, rot, vc_udiv_make((uint32_t)(rot / 2)), interleaved, 1.0f);
     vc_cu_end(op);
 }
 

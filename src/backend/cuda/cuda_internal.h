@@ -108,6 +108,8 @@ void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const
                          const float *mean, const float *rstd, int64_t rows, int64_t cols);
 void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh, int hd, int rot, int interleaved,
                 int sign);
+void vc_cu_rope2(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
+                 int interleaved);
 void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind);
 void vc_cu_act_bwd(float *dx, const float *dy, const float *x, int64_t n, int kind);
 void vc_cu_attn_sink_bwd(float *dsink, const float *dout, const float *o, const float *lse, const float *sinks,

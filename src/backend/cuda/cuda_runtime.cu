@@ -902,6 +902,7 @@ static vc_backend make_cuda_backend(void) {
     b.layernorm_fwd = vc_cu_layernorm_fwd;
     b.layernorm_bwd = vc_cu_layernorm_bwd;
     b.rope = vc_cu_rope;
+    b.rope2 = vc_cu_rope2;
     b.attn_fwd = vc_cu_attn_fwd;
     b.dsa_select = vc_cu_dsa_select;
     b.attn_bwd = vc_cu_attn_bwd;
