@@ -500,6 +500,10 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # every GEMM of a layer and the LM head at decode, training and log-prob row counts, and the bf16 rounding's cost
     [ -f "$CFG05" ] && step "bench gemm qwen2.5-0.5b bf16 (rows 256, 8192, 16384; forward and backward)" 60 \
         "$BIN" bench gemm --config "$CFG05" --rows 256,8192,16384 --backward --device cuda --precision bf16
+    # q, k and v as three GEMMs and the ropes (the default: one GEMM and one split / bias / rope pass at decode rows)
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_QKV_FUSED=0" 60 \
+        env VERLC_QKV_FUSED=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 --new 256 \
+        --device cuda --precision bf16
     # decode rows on the f32 paged kernel (lanes over keys) instead of the tensor-core one
     [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED_MMA=0" \
         60 env VERLC_CUDA_PAGED_MMA=0 "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \

@@ -534,6 +534,42 @@ static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **
     if (*k) *k = qk_heads(f, l, *k, vc_cfg_kv_heads(c, l), 1);
 }
 
+/* without a tape and at decode-sized row counts (up to 1024: wider, three GEMMs run as well and the fused one's rows
+ * would be written and read once more), q, k and v with their biases and rope in one GEMM and one pass
+ * (vc_backend.qkv_rope) where nothing else stands between the projections and the rope (no q/k norms, clipping,
+ * value norms or scales, LoRA); VERLC_QKV_FUSED=0 (read per call) turns it off. 1 with *q, *k ([T, heads, hd]) and
+ * *v made */
+static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor **k, vc_tensor **v) {
+    const vc_model_config *c = &f->m->cfg;
+    vc_model *m = f->m;
+    const vc_backend *B = vc_be();
+    const char *e = getenv("VERLC_QKV_FUSED");
+    if ((e && *e == '0') || !B->qkv_rope || !rope_last(f, l) || f->T > 1024 || !h || c->qk_norm || c->qk_norm_heads ||
+        c->clip_qkv > 0 || c->v_norm || c->v_scale || (c->mup.on && c->mup.key != 1.0f))
+        return 0;
+    vc_tensor *Wq = vc_w(m, l, VC_W_Q), *Wk = vc_w(m, l, VC_W_K), *Wv = vc_w(m, l, VC_W_V);
+    if (!Wq || !Wk || !Wv || vc_lora_index(m, l, VC_W_Q) >= 0 || vc_lora_index(m, l, VC_W_K) >= 0 ||
+        vc_lora_index(m, l, VC_W_V) >= 0)
+        return 0;
+    int64_t T = f->T, H = Wq->shape[1], nh = vc_cfg_heads(c, l), nkv = vc_cfg_kv_heads(c, l);
+    int64_t hd = vc_cfg_head_dim(c, l), hdv = vc_cfg_v_head_dim(c, l);
+    if (h->n != T * H || Wq->shape[0] != nh * hd || Wk->shape[0] != nkv * hd || Wv->shape[0] != nkv * hdv) return 0;
+    int64_t sq[3] = { T, nh, hd }, sk[3] = { T, nkv, hd }, sv[2] = { T, nkv * hdv };
+    vc_tensor *tq = vc_tensor_new(f->g, 3, sq, 0), *tk = vc_tensor_new(f->g, 3, sk, 0), *tv = vc_tensor_new(f->g, 2, sv, 0);
+    if (!tq || !tk || !tv) return 0;
+    int loc = c->window[l] > 0;
+    vc_tensor *bq = vc_w(m, l, VC_W_Q_B), *bk = vc_w(m, l, VC_W_K_B), *bv = vc_w(m, l, VC_W_V_B);
+    vc_qkv_desc d = { (int)nh, (int)nkv, (int)hd, (int)hdv, loc ? local_rot(c) : c->rot_dim, c->rope_interleaved,
+                      loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin };
+    if (!B->qkv_rope(T, H, h->data, Wq->data, Wk->data, Wv->data, bq ? bq->data : NULL, bk ? bk->data : NULL,
+                     bv ? bv->data : NULL, tq->data, tk->data, tv->data, &d))
+        return 0;
+    *q = tq;
+    *k = tk;
+    *v = tv;
+    return 1;
+}
+
 static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
@@ -541,9 +577,10 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     int64_t T = f->T, nh = vc_cfg_heads(c, l), nkv = vc_cfg_kv_heads(c, l), hd = vc_cfg_head_dim(c, l);
     int64_t hdv = vc_cfg_v_head_dim(c, l);
     int src = (l >= 0 ? c->kv_src[l] : 0) - 1; /* Gemma 4's KV sharing: attend with layer src's keys and values */
-    vc_tensor *k = NULL, *v = NULL;
+    vc_tensor *k = NULL, *v = NULL, *q = NULL;
+    if (qkv_fused(f, l, h, &q, &k, &v)) goto attn;
     if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
-    vc_tensor *q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
+    q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
     if (c->clip_qkv > 0) q = vc_op_clip(g, q, c->clip_qkv);
     if (src < 0) {
         attn_kv(f, l, h, &k, &v);
@@ -558,6 +595,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
         vc_op_rope2_temp(g, &q, (int)nh, &k, (int)nkv, loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, (int)hd,
                          loc ? local_rot(c) : c->rot_dim, c->rope_interleaved);
     }
+attn:;
     vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hdv);

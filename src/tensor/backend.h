@@ -120,6 +120,14 @@ typedef struct vc_head_desc {
     float softcap, scale;
 } vc_head_desc;
 
+/* q, k and v of one attention layer from one input (vc_backend.qkv_rope): q [M, n_head * head_dim], k [M, n_kv_head *
+ * head_dim], v [M, n_kv_head * v_head_dim]; q's and k's rope over their first rot dims (0: none; interleaved pairs or
+ * halves) with cos / sin [M, rot / 2] in backend memory */
+typedef struct vc_qkv_desc {
+    int n_head, n_kv_head, head_dim, v_head_dim, rot, interleaved;
+    const float *cos, *sin;
+} vc_qkv_desc;
+
 /* One logits row to sample from (host memory). Knobs as in vc_sampling: temperature > 0 (ignored when
  * greedy); top_k <= 0 or >= V: off; top_p >= 1: off; min_p == 0: off. The row's draws are outputs
  * [first, first + n), each with its uniform u[first + i] in [0, 1) (n > 1: several samples of one row). */
@@ -276,6 +284,13 @@ typedef struct vc_backend {
     /* rotate pairs of x[T, nh, hd] in place (inverse: sign = -1) with cos/sin tables [T, rot/2] */
     void (*rope)(float *x, const float *cos, const float *sin, int64_t T, int nh, int hd, int rot, int interleaved,
                  int sign);
+    /* q = x Wq^T + bq, k = x Wk^T + bk, v = x Wv^T + bv (x [M, K]; biases may be NULL), then q's and k's rope, with one
+     * GEMM where the three weights' bf16 copies lie together and one pass that splits its columns, adds the biases and
+     * rotates (bf16 matmuls). 0 with nothing done where it cannot (the caller projects and rotates as usual), else 1.
+     * NULL: never */
+    int (*qkv_rope)(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
+                    const float *bq, const float *bk, const float *bv, float *q, float *k, float *v,
+                    const vc_qkv_desc *d);
     /* rope (sign +1) of q [T, nhq, hd] and k [T, nhk, hd] in one pass, each pair as rope rotates it. NULL: two ropes */
     void (*rope2)(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
                   int interleaved);

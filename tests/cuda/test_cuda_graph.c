@@ -130,6 +130,30 @@ static void same_rounding(vc_model *m, const vc_rollout_sample *g, int ng) {
     }
 }
 
+/* q, k and v in one GEMM with their biases and rope in one pass (default, the weights' bf16 copies adjacent) or three
+ * linears and the ropes (VERLC_QKV_FUSED=0): another GEMM's summation, so not the same bits on a GPU; the same tokens
+ * and finish reasons, log-probs within 1e-3 (a token's draw lies near a boundary of its CDF rarely) */
+static void close_fused(vc_model *m, const vc_rollout_sample *g, int ng) {
+    vc_rollout_stats st = { 0 };
+    int nb = 0;
+    setenv("VERLC_QKV_FUSED", "0", 1);
+    vc_rollout_sample *b = run(m, 1, 0, &nb, &st);
+    unsetenv("VERLC_QKV_FUSED");
+    int same = b && nb == ng, bits = same && same_samples(g, b, ng);
+    double worst = 0;
+    for (int i = 0; same && i < ng; i++) {
+        same = g[i].n_tokens == b[i].n_tokens && g[i].finish == b[i].finish &&
+               !memcmp(g[i].tokens, b[i].tokens, (size_t)g[i].n_tokens * 4);
+        for (int64_t t = 0; same && t < g[i].n_tokens; t++) worst = fmax(worst, fabs(g[i].logp[t] - b[i].logp[t]));
+    }
+    if (!same) first_difference(g, b, ng < nb ? ng : nb);
+    CHECK_MSG(same && worst <= 1e-3, "q, k, v in one GEMM vs three: tokens %s, log-probs within %.2e",
+              same ? "equal" : "differ", worst);
+    printf("  q, k and v in one GEMM: samples %s three GEMMs' (log-probs within %.1e)\n",
+           bits ? "bitwise equal to" : same ? "the same tokens as" : "DIFFERENT from", worst);
+    if (b) vc_rollout_samples_free(b, nb);
+}
+
 /* two trainer steps with bf16 matmuls (two micro-batches each), weight copies on or off: the weights */
 static float *train_bf16(int copies, const char *config, size_t *n_out) {
     if (copies) unsetenv("VERLC_CUDA_WEIGHT_COPIES");
@@ -249,6 +273,7 @@ int main(void) {
             if (prec && c < 3) /* q rounded by the paged kernels as they read it (bf16 pages, heads the tensor-core
                                 * kernels take: the MoE model's 64) or in place first (VERLC_ROUND_QKV=1) */
                 same_rounding(m, g, ng);
+            if (prec && c < 3) close_fused(m, g, ng);
             captures += sg.graph_captures;
             replays += sg.graph_replays;
             vc_rollout_samples_free(g, ng);

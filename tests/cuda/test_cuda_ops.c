@@ -337,6 +337,56 @@ static void test_rope(void) {
     }
 }
 
+/* q, k and v in one GEMM and one split / bias / rope pass (qkv_rope, bf16 matmuls, the weights' bf16 copies adjacent)
+ * against three linears and two ropes: GQA heads of 16 with biases and full rotary, of 24 without biases and a partial
+ * interleaved rotary, values of another width; copies registered apart (q, v, k): refused */
+static void test_qkv_rope(void) {
+    printf("q, k and v in one GEMM (qkv_rope)\n");
+    vc_set_matmul_precision(VC_PREC_BF16);
+    const int cases[2][6] = { { 4, 2, 16, 16, 16, 0 }, { 3, 1, 24, 8, 12, 1 } }; /* nh nkv hd hdv rot interleaved */
+    for (int ci = 0; ci < 2; ci++) {
+        const int nh = cases[ci][0], nkv = cases[ci][1], hd = cases[ci][2], hdv = cases[ci][3], rot = cases[ci][4];
+        const int inter = cases[ci][5], bias = ci == 0;
+        const int64_t M = 37, K = 40, Nq = nh * hd, Nk = nkv * hd, Nv = nkv * hdv;
+        float *x = hrand((size_t)(M * K), 1), *cs = hrand((size_t)(M * rot / 2), 1), *sn = hrand((size_t)(M * rot / 2), 1);
+        float *gx = dup_f(x, M * K), *gc = dup_f(cs, M * rot / 2), *gs = dup_f(sn, M * rot / 2);
+        float *W[3], *b[3], *ref[3], *got[3];
+        const int64_t N[3] = { Nq, Nk, Nv };
+        for (int i = 0; i < 3; i++) {
+            W[i] = dup_f(hrand((size_t)(N[i] * K), 0.3f), N[i] * K);
+            b[i] = bias ? dup_f(hrand((size_t)N[i], 1), N[i]) : NULL;
+            ref[i] = dalloc((size_t)(M * N[i]) * 4);
+            got[i] = dalloc((size_t)(M * N[i]) * 4);
+            G->fill(got[i], NAN, M * N[i]);
+        }
+        const float *ws[3] = { W[0], W[1], W[2] }, *wr[3] = { W[0], W[2], W[1] };
+        int64_t kcols[3] = { K, K, K }, rows[3] = { Nq, Nk, Nv }, rr[3] = { Nq, Nv, Nk };
+        vc_qkv_desc d = { nh, nkv, hd, hdv, rot, inter, gc, gs };
+        /* registered apart: refused */
+        CHECK_OK(vc_cuda_bf16_shadow_add(wr, rr, kcols, 3));
+        CHECK_MSG(!G->qkv_rope(M, K, gx, W[0], W[1], W[2], b[0], b[1], b[2], got[0], got[1], got[2], &d),
+                  "qkv_rope took weight copies that do not lie q, k, v");
+        CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, kcols, 3));
+        for (int i = 0; i < 3; i++) {
+            if (b[i]) G->linear_bias(M, N[i], K, gx, W[i], b[i], ref[i]);
+            else G->gemm(0, 1, M, N[i], K, 1.0f, gx, K, W[i], K, 0.0f, ref[i], N[i]);
+        }
+        G->rope(ref[0], gc, gs, M, nh, hd, rot, inter, 1);
+        G->rope(ref[1], gc, gs, M, nkv, hd, rot, inter, 1);
+        CHECK_MSG(G->qkv_rope(M, K, gx, W[0], W[1], W[2], b[0], b[1], b[2], got[0], got[1], got[2], &d),
+                  "qkv_rope refused adjacent weight copies");
+        vc_cuda_bf16_shadow_drop();
+        const char *nm[3] = { "q", "k", "v" };
+        for (int i = 0; i < 3; i++) {
+            char t[96];
+            snprintf(t, sizeof t, "qkv_rope %s (heads of %d, rot %d%s%s)", nm[i], hd, rot, inter ? ", interleaved" : "",
+                     bias ? ", biases" : "");
+            cmp(t, got[i], fetch(ref[i], (size_t)(M * N[i])), (size_t)(M * N[i]), 1e-5);
+        }
+    }
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 /* xIELU: forward, dx and the two scalars' sums */
 static void test_xielu(void) {
     int64_t n = 100003;
@@ -1290,6 +1340,7 @@ int main(void) {
     test_norms();
     test_norm_held();
     test_rope();
+    test_qkv_rope();
     test_act();
     test_act_rows();
     test_act16_rows();

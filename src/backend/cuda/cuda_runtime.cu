@@ -787,6 +787,26 @@ void vc_cu_gemm_c16(int64_t M, int64_t N, int64_t K, const float *x, const float
     gemm_bf16_f32(0, 1, M, N, K, 1.0f, x, K, W, K, 0.0f, (float *)y16, N, op, NULL, NULL, NULL, 1);
 }
 
+/* q, k and v with one GEMM over the three weights' adjacent bf16 copies into scratch rows, then one pass that splits,
+ * adds the biases and rotates (vc_backend.qkv_rope); the host-side lookups decide alike in a capture and its replays */
+int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
+                   const float *bq, const float *bk, const float *bv, float *q, float *k, float *v, const vc_qkv_desc *d) {
+    if (vc_matmul_precision() != VC_PREC_BF16 || M <= 0 || K <= 0 || d->rot % 2 || d->rot > d->head_dim) return 0;
+    const int64_t Nq = (int64_t)d->n_head * d->head_dim, Nk = (int64_t)d->n_kv_head * d->head_dim;
+    const int64_t Nv = (int64_t)d->n_kv_head * d->v_head_dim, Nt = Nq + Nk + Nv;
+    const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
+    if (!pq || pk != pq + Nq * K || pv != pk + Nk * K || !dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
+    const char *op = "q, k and v (one GEMM, split and rope)";
+    if (!vc_cu_begin(op)) return 1; /* replaying (the graph holds it), or a sticky error */
+    float *Y = (float *)vc_cu_scratch((size_t)(M * Nt) * sizeof(float), op);
+    if (Y && gemm_bf16_f32(0, 1, M, Nt, K, 1.0f, x, K, NULL, K, 0.0f, Y, Nt, op, NULL, pq)) {
+        vc_cu_qkv_split(q, k, v, Y, M, d, bq, bk, bv);
+        vc_cu_end(op);
+    }
+    vc_cu_scratch_free(Y);
+    return 1;
+}
+
 void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (!vc_cu_begin("gemm")) return;
@@ -903,6 +923,7 @@ static vc_backend make_cuda_backend(void) {
     b.layernorm_bwd = vc_cu_layernorm_bwd;
     b.rope = vc_cu_rope;
     b.rope2 = vc_cu_rope2;
+    b.qkv_rope = vc_cu_qkv_rope;
     b.attn_fwd = vc_cu_attn_fwd;
     b.dsa_select = vc_cu_dsa_select;
     b.attn_bwd = vc_cu_attn_bwd;
