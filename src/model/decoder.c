@@ -338,7 +338,8 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *
     const vc_kv_pages *kv = f->paged;
     int64_t row = vc_kv_row_floats(f->m), P = kv->page_tokens, nl = f->m->cfg.n_layer;
     int64_t kw = (int64_t)d->n_kv_head * d->head_dim, vw = (int64_t)d->n_kv_head * d->v_head_dim;
-    if (!append) {
+    if (!append || f->kv_stored) {
+        f->kv_stored = 0;
     } else if (f->T > 0 && kv->bf16 && vc_be()->scatter_kv_bf16) { /* keys and values in one pass */
         vc_be()->scatter_kv_bf16(pool_at(kv, (size_t)layer * (size_t)(P * row)), f->kv_off, k->data, kw, v->data, vw, f->T);
     } else if (f->T > 0 && kv->bf16) {
@@ -560,13 +561,20 @@ static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor *
     int loc = c->window[l] > 0;
     vc_tensor *bq = vc_w(m, l, VC_W_Q_B), *bk = vc_w(m, l, VC_W_K_B), *bv = vc_w(m, l, VC_W_V_B);
     vc_qkv_desc d = { (int)nh, (int)nkv, (int)hd, (int)hdv, loc ? local_rot(c) : c->rot_dim, c->rope_interleaved,
-                      loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin };
+                      loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, NULL, NULL };
+    const vc_kv_pages *kv = f->paged;
+    if (kv && kv->bf16 && T > 0 && vc_be()->scatter_kv_bf16) { /* the keys and values straight into their pages */
+        int64_t row = vc_kv_row_floats(m), P = kv->page_tokens;
+        d.kv_dst = pool_at(kv, (size_t)l * (size_t)(P * row));
+        d.kv_off = f->kv_off;
+    }
     if (!B->qkv_rope(T, H, h->data, Wq->data, Wk->data, Wv->data, bq ? bq->data : NULL, bk ? bk->data : NULL,
                      bv ? bv->data : NULL, tq->data, tk->data, tv->data, &d))
         return 0;
     *q = tq;
     *k = tk;
     *v = tv;
+    f->kv_stored = d.kv_dst != NULL;
     return 1;
 }
 
@@ -578,6 +586,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     int64_t hdv = vc_cfg_v_head_dim(c, l);
     int src = (l >= 0 ? c->kv_src[l] : 0) - 1; /* Gemma 4's KV sharing: attend with layer src's keys and values */
     vc_tensor *k = NULL, *v = NULL, *q = NULL;
+    f->kv_stored = 0;
     if (qkv_fused(f, l, h, &q, &k, &v)) goto attn;
     if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
     q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));

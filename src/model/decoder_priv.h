@@ -37,6 +37,8 @@ typedef struct {
     int pages_sent;         /* paged: an earlier layer of this forward attended over the same pages */
     int f32_act;            /* VERLC_BF16_ACT=0: the gated MLP activation in f32 (same bits; comparisons) */
     int split_gu;           /* VERLC_FUSED_GATE_UP=0: gate and up projected apart even when adjacent (comparisons) */
+    int kv_stored;          /* paged: the current layer's keys and values are in their bf16 pages already (qkv_rope
+                             * wrote them): attend_paged appends nothing */
     vc_tensor *into;        /* without a tape: the buffer the layer's last residual sum is written to (forward's
                              * ping-pong buffers), or NULL */
     vc_tensor *into_h;      /* ... and where it writes the next layer's attention norm of that sum (held), or NULL */

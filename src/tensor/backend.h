@@ -122,10 +122,13 @@ typedef struct vc_head_desc {
 
 /* q, k and v of one attention layer from one input (vc_backend.qkv_rope): q [M, n_head * head_dim], k [M, n_kv_head *
  * head_dim], v [M, n_kv_head * v_head_dim]; q's and k's rope over their first rot dims (0: none; interleaved pairs or
- * halves) with cos / sin [M, rot / 2] in backend memory */
+ * halves) with cos / sin [M, rot / 2] in backend memory. kv_dst (or NULL): a bf16 page pool's layer base where each
+ * row's key and value go as scatter_kv_bf16 puts them (at kv_off[r], the value kw = n_kv_head * head_dim after) */
 typedef struct vc_qkv_desc {
     int n_head, n_kv_head, head_dim, v_head_dim, rot, interleaved;
     const float *cos, *sin;
+    void *kv_dst;
+    const int64_t *kv_off;
 } vc_qkv_desc;
 
 /* One logits row to sample from (host memory). Knobs as in vc_sampling: temperature > 0 (ignored when

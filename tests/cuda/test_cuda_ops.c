@@ -361,7 +361,15 @@ static void test_qkv_rope(void) {
         }
         const float *ws[3] = { W[0], W[1], W[2] }, *wr[3] = { W[0], W[2], W[1] };
         int64_t kcols[3] = { K, K, K }, rows[3] = { Nq, Nk, Nv }, rr[3] = { Nq, Nv, Nk };
-        vc_qkv_desc d = { nh, nkv, hd, hdv, rot, inter, gc, gs };
+        /* the keys and values also into a bf16 page pool (rows of 2 (kw + vw) values, each row's at an odd slot) */
+        const int64_t rowlen = 2 * (Nk + Nv);
+        int64_t *off = (int64_t *)hbuf((size_t)M * 2);
+        for (int64_t r = 0; r < M; r++) off[r] = ((r * 7) % M) * rowlen + (r % 2) * (Nk + Nv);
+        int64_t *goff = dcopy(off, (size_t)M * 8);
+        uint16_t *pool = dalloc((size_t)(M * rowlen) * 2), *pref = dalloc((size_t)(M * rowlen) * 2);
+        G->fill((float *)pool, 0.0f, M * rowlen / 2);
+        G->fill((float *)pref, 0.0f, M * rowlen / 2);
+        vc_qkv_desc d = { nh, nkv, hd, hdv, rot, inter, gc, gs, ci ? pool : NULL, ci ? goff : NULL };
         /* registered apart: refused */
         CHECK_OK(vc_cuda_bf16_shadow_add(wr, rr, kcols, 3));
         CHECK_MSG(!G->qkv_rope(M, K, gx, W[0], W[1], W[2], b[0], b[1], b[2], got[0], got[1], got[2], &d),
@@ -376,6 +384,23 @@ static void test_qkv_rope(void) {
         CHECK_MSG(G->qkv_rope(M, K, gx, W[0], W[1], W[2], b[0], b[1], b[2], got[0], got[1], got[2], &d),
                   "qkv_rope refused adjacent weight copies");
         vc_cuda_bf16_shadow_drop();
+        if (ci) { /* the pages as scatter_kv_bf16 fills them from the reference keys and values */
+            G->scatter_kv_bf16(pref, goff, ref[1], Nk, ref[2], Nv, M);
+            uint16_t *a = (uint16_t *)hbuf((size_t)M * rowlen / 2), *bb = (uint16_t *)hbuf((size_t)M * rowlen / 2);
+            G->d2h(a, pool, (size_t)(M * rowlen) * 2);
+            G->d2h(bb, pref, (size_t)(M * rowlen) * 2);
+            /* the f32 keys may differ in their last bits (another GEMM's sums): a bf16 value one rounding away */
+            int differ = 0, far = 0, set = 0;
+            for (int64_t i = 0; i < M * rowlen; i++) {
+                float x = vc_bf16_to_f32(a[i]), y = vc_bf16_to_f32(bb[i]);
+                differ += a[i] != bb[i];
+                far += fabsf(x - y) > fabsf(y) / 128 + 1e-30f;
+                set += a[i] != 0;
+            }
+            printf("  qkv_rope keys and values into bf16 pages: %d of %lld values differ from scatter_kv_bf16's, %d by "
+                   "more than a rounding (%d set)\n", differ, (long long)(M * rowlen), far, set);
+            CHECK_MSG(far == 0 && set > M * (Nk + Nv) / 2, "qkv_rope's pages differ from scatter_kv_bf16's (%d)", far);
+        }
         const char *nm[3] = { "q", "k", "v" };
         for (int i = 0; i < 3; i++) {
             char t[96];

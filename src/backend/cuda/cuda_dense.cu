@@ -324,7 +324,8 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
 
 /* q, k and v out of the fused projection's rows Y [M, Nq + Nk + Nv] (vc_cu_qkv_rope): a thread an output element, the
  * bias added as the GEMM's epilogue would (one f32 add), q's and k's pairs rotated as rope_pair rotates them (each
- * thread forms the element of its pair it owns: the same products and sums) */
+ * thread forms the element of its pair it owns: the same products and sums); with d.kv_dst, each key and value also
+ * into its page as k_scatter_kv_bf16 writes it */
 __global__ void k_qkv_split(float *q, float *k, float *v, const float *Y, int64_t M, vc_qkv_desc d, const float *bq,
                             const float *bk, const float *bv) {
     const int hd = d.head_dim, Nq = d.n_head * hd, Nk = d.n_kv_head * hd, Nv = d.n_kv_head * d.v_head_dim;
@@ -335,22 +336,26 @@ __global__ void k_qkv_split(float *q, float *k, float *v, const float *Y, int64_
             const int c = (int)j;
             if (c >= Nq + Nk) {
                 const int e = c - Nq - Nk;
-                v[r * Nv + e] = y[c] + (bv ? bv[e] : 0.0f);
+                const float x = y[c] + (bv ? bv[e] : 0.0f);
+                v[r * Nv + e] = x;
+                if (d.kv_dst) ((__nv_bfloat16 *)d.kv_dst)[d.kv_off[r] + Nk + e] = __float2bfloat16_rn(x);
                 continue;
             }
             const bool isq = c < Nq;
             const int col = isq ? c : c - Nq, e = col % hd, hb = col - e; /* the head's first column */
             const float *b = isq ? bq : bk, *yh = y + (isq ? 0 : Nq) + hb;
             float *out = isq ? q + r * Nq + col : k + r * Nk + col;
-            if (e >= d.rot) {
-                *out = yh[e] + (b ? b[hb + e] : 0.0f);
-                continue;
+            float val;
+            if (e >= d.rot) val = yh[e] + (b ? b[hb + e] : 0.0f);
+            else {
+                const int i = d.interleaved ? e / 2 : (e < half ? e : e - half);
+                const int a = d.interleaved ? 2 * i : i, bb = d.interleaved ? 2 * i + 1 : i + half;
+                const float x1 = yh[a] + (b ? b[hb + a] : 0.0f), x2 = yh[bb] + (b ? b[hb + bb] : 0.0f);
+                const float cs = d.cos[r * half + i], sn = d.sin[r * half + i];
+                val = e == a ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
             }
-            const int i = d.interleaved ? e / 2 : (e < half ? e : e - half);
-            const int a = d.interleaved ? 2 * i : i, bb = d.interleaved ? 2 * i + 1 : i + half;
-            const float x1 = yh[a] + (b ? b[hb + a] : 0.0f), x2 = yh[bb] + (b ? b[hb + bb] : 0.0f);
-            const float cs = d.cos[r * half + i], sn = d.sin[r * half + i];
-            *out = e == a ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
+            *out = val;
+            if (!isq && d.kv_dst) ((__nv_bfloat16 *)d.kv_dst)[d.kv_off[r] + col] = __float2bfloat16_rn(val);
         }
     }
 }
