@@ -515,6 +515,20 @@ static vc_tensor *b_gmlp_split_r16(vc_graph *g, vc_tensor **in) {
     return vc_op_act_mul_linear(g, gt, u, act_kind, in[3], in[4]);
 }
 
+/* the worst relative difference between the n inputs' gradients ga[i] and gb[i] (params' sizes); frees them */
+static double worst_grads(float **ga, float **gb, int n) {
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        for (int64_t j = 0; j < params[i].n; j++) {
+            double e = fabs(ga[i][j] - gb[i][j]) / (fabs(gb[i][j]) + 1e-3);
+            worst = e > worst ? e : worst;
+        }
+        free(ga[i]);
+        free(gb[i]);
+    }
+    return worst;
+}
+
 static void make_gmlp(int apart_grads) {
     make(0, 2, 6, 8, 0, 1);
     make_pair(1, 5, 8, 1, apart_grads);
@@ -549,15 +563,7 @@ static void check_gated_mlp(void) {
     int64_t na = 0, nb = 0;
     uint64_t seed = rng;
     float *ya = run_build(b_gmlp, 5, seed, &na, ga), *yb = run_build(b_gmlp_split, 5, seed, &nb, gb);
-    double worst = 0;
-    for (int i = 0; i < 5; i++) {
-        for (int64_t j = 0; j < params[i].n; j++) {
-            double e = fabs(ga[i][j] - gb[i][j]) / (fabs(gb[i][j]) + 1e-3);
-            worst = e > worst ? e : worst;
-        }
-        free(ga[i]);
-        free(gb[i]);
-    }
+    double worst = worst_grads(ga, gb, 5);
     int same = na == nb && na > 0 && !memcmp(ya, yb, (size_t)na * 4);
     if (vc_be() == vc_backend_cpu() || vc_be() == vc_backend_sim())
         CHECK_MSG(same, "%s: the fused gate/up forward differs from the two projections' bits", vc_be()->name);
@@ -576,15 +582,7 @@ static void check_gated_mlp(void) {
     ya = run_build(b_gmlp, 5, seed, &na, ga);
     unsetenv("VERLC_GATE_UP_BF16");
     yb = run_build(b_gmlp_split_r16, 5, seed, &nb, gb);
-    worst = 0;
-    for (int i = 0; i < 5; i++) {
-        for (int64_t j = 0; j < params[i].n; j++) {
-            double e = fabs(ga[i][j] - gb[i][j]) / (fabs(gb[i][j]) + 1e-3);
-            worst = e > worst ? e : worst;
-        }
-        free(ga[i]);
-        free(gb[i]);
-    }
+    worst = worst_grads(ga, gb, 5);
     double fw = 0;
     for (int64_t j = 0; na == nb && j < na; j++) {
         double e = fabs(ya[j] - yb[j]) / (fabs(yb[j]) + 1e-3);

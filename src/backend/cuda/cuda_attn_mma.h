@@ -200,24 +200,6 @@ __device__ __forceinline__ void mma_frag_a(uint32_t (&a)[K / 16][4], const bf16 
     for (int kc = 0; kc < K / 16; kc++) vc_ldsm_x4(a[kc], at + kc * 16);
 }
 
-/* s[n] (+)= A B over K for the 8 n-tiles of a tile, A in fragments (mma_frag_a), B^T given by rows (pitch lb,
- * 16-byte aligned rows) and its fragments by ldmatrix, two n-tiles a load; each s[n] sums its k steps in order */
-template <int K>
-__device__ __forceinline__ void mma_rows_f(float (&s)[TQ / 8][4], const uint32_t (&a)[K / 16][4], const bf16 *B, int lb) {
-    const int lane = threadIdx.x % 32, j = lane / 8;
-    const bf16 *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
-#pragma unroll
-    for (int kc = 0; kc < K / 16; kc++)
-#pragma unroll
-        for (int n = 0; n < TQ / 8; n += 2) {
-            uint32_t b[4];
-            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
-            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
-            vc_mma_16816(s[n], a[kc], b0);
-            vc_mma_16816(s[n + 1], a[kc], b1);
-        }
-}
-
 /* mma_rows_f for MT m-tiles of 16 rows (a[mt] the fragments of rows 16 mt ..): each B fragment loaded once feeds
  * every m-tile; each s[mt][n] sums its k steps in order, so a row's scores are the same bits as with one m-tile */
 template <int K, int MT>
@@ -264,24 +246,20 @@ __device__ __forceinline__ void mma_rows_m(float (&s)[MT][TQ / 8][4], const bf16
     }
 }
 
-/* mma_rows_f with A's fragments loaded a k step at a time from the warp's 16 rows at A (pitch la) */
+/* s[n] (+)= A B over K for the 8 n-tiles of a tile, A in fragments (mma_frag_a), B^T given by rows (pitch lb,
+ * 16-byte aligned rows) and its fragments by ldmatrix, two n-tiles a load; each s[n] sums its k steps in order:
+ * mma_rows_fm of one m-tile */
+template <int K>
+__device__ __forceinline__ void mma_rows_f(float (&s)[TQ / 8][4], const uint32_t (&a)[K / 16][4], const bf16 *B, int lb) {
+    mma_rows_fm<K, 1>(reinterpret_cast<float(&)[1][TQ / 8][4]>(s), reinterpret_cast<const uint32_t(&)[1][K / 16][4]>(a),
+                      B, lb);
+}
+
+/* mma_rows_f with A's fragments loaded a k step at a time from the warp's 16 rows at A (pitch la): mma_rows_m of one
+ * m-tile */
 template <int K>
 __device__ __forceinline__ void mma_rows(float (&s)[TQ / 8][4], const bf16 *A, int la, const bf16 *B, int lb) {
-    const int lane = threadIdx.x % 32, j = lane / 8;
-    const bf16 *at = A + (lane % 16) * la + (lane / 16) * 8, *bt = B + ((j >> 1) * 8 + lane % 8) * lb + (j & 1) * 8;
-#pragma unroll
-    for (int kc = 0; kc < K / 16; kc++) {
-        uint32_t a[4];
-        vc_ldsm_x4(a, at + kc * 16);
-#pragma unroll
-        for (int n = 0; n < TQ / 8; n += 2) {
-            uint32_t b[4];
-            vc_ldsm_x4(b, bt + n * 8 * lb + kc * 16);
-            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
-            vc_mma_16816(s[n], a, b0);
-            vc_mma_16816(s[n + 1], a, b1);
-        }
-    }
+    mma_rows_m<K, 1>(reinterpret_cast<float(&)[1][TQ / 8][4]>(s), A, la, B, lb);
 }
 
 /* acc[n] += X Y over the 64 tile rows, X in A fragments (xa: 4 key/query steps), Y^T given by rows (pitch ly) */
@@ -320,20 +298,11 @@ __device__ __forceinline__ void mma_acc_tm(float (&acc)[MT][D / 8][4], const uin
 }
 
 /* mma_acc with Y given row-major (pitch ly, 16-byte aligned rows): its B fragments by ldmatrix.trans, two n-tiles a
- * load; the same products in the same order, so the same bits */
+ * load; the same products in the same order, so the same bits (mma_acc_tm of one m-tile) */
 template <int D>
 __device__ __forceinline__ void mma_acc_t(float (&acc)[D / 8][4], const uint32_t (&xa)[TQ / 16][4], const bf16 *Y, int ly) {
-    const int lane = threadIdx.x % 32, j = lane / 8, r = lane % 8;
-#pragma unroll
-    for (int kc = 0; kc < TQ / 16; kc++)
-#pragma unroll
-        for (int n = 0; n < D / 8; n += 2) {
-            uint32_t b[4];
-            vc_ldsm_x4_t(b, Y + (kc * 16 + (j & 1) * 8 + r) * ly + (n + (j >> 1)) * 8);
-            const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
-            vc_mma_16816(acc[n], xa[kc], b0);
-            vc_mma_16816(acc[n + 1], xa[kc], b1);
-        }
+    mma_acc_tm<D, 1>(reinterpret_cast<float(&)[1][D / 8][4]>(acc), reinterpret_cast<const uint32_t(&)[1][TQ / 16][4]>(xa),
+                     Y, ly);
 }
 
 #endif
