@@ -376,6 +376,7 @@ static vc_tensor *attend_paged(fwd_ctx *f, int layer, int append, vc_attn_desc *
     d->k_base = pool_at(kv, (size_t)layer * (size_t)(P * row)); /* page 0 of this layer: below every page */
     d->v_base = pool_at(kv, (size_t)layer * (size_t)(P * row) + (size_t)kw);
     d->kv_bf16 = kv->bf16;
+    d->hold_out = f->hold_o;
     d->same_pages = f->pages_sent;
     f->pages_sent = 1;
     d->kv_len = kvl;
@@ -605,7 +606,12 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
                          loc ? local_rot(c) : c->rot_dim, c->rope_interleaved);
     }
 attn:;
+    /* paged, bf16 matmuls, o straight into its projection: the attention writes o's bf16 rounding beside it, held for
+     * that GEMM (no rounding pass of its own a decode layer) */
+    f->hold_o = f->paged && !c->attn_out_gate && vc_matmul_precision() == VC_PREC_BF16;
     vc_tensor *o = attend(f, l, src < 0 ? l : src, q, k, v, (int)nkv, (int)hd, (int)hdv);
+    int held_o = f->hold_o;
+    f->hold_o = 0;
     if (!o) return NULL;
     o = reshape3(g, o, T, 1, nh * hdv);
     int gact = c->attn_gate_softplus ? VC_ACT_SOFTPLUS : VC_ACT_SIGMOID; /* Laguna's softplus */
@@ -616,7 +622,9 @@ attn:;
         o = o ? reshape3(g, o, T, 1, nh * hdv) : NULL;
     } else if (c->attn_out_gate) /* AFMoE: each output channel times its gate projection's sigmoid */
         o = vc_op_mul(g, o, vc_op_act(g, lin(f, h, l, VC_W_ATTN_GATE, NULL), gact));
-    return lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
+    vc_tensor *y = lin(f, o, l, VC_W_O, vc_w(m, l, VC_W_O_B));
+    if (held_o && o) vc_op_hold(o, 0); /* the attention's held rounding of o, read */
+    return y;
 }
 
 /* the latent q and kv norms' eps: DeepSeek's modules build them without the config's rms_norm_eps (1e-6 in every MLA

@@ -65,6 +65,10 @@ typedef struct vc_attn_desc {
     /* set by the CUDA backend's paged prefill only (0 elsewhere): a forward over the sequences with at least this
      * many query rows; the other sequences' output rows are left as they are */
     int min_q_rows;
+    /* paged, bf16 matmuls: the output's bf16 rounding is written beside it and held for the GEMM that reads it (as
+     * operand_hold(o, rows, n_head * v_head_dim, 1) would make it; the caller releases it with operand_hold(o, .., 0)
+     * after that GEMM); backends without holds ignore it */
+    int hold_out;
 } vc_attn_desc;
 
 /* ALiBi's slope of head h of n (Press et al. 2022, as BLOOM and Baichuan-13B compute it): 2^(-8 (h+1) / p)

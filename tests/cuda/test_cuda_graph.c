@@ -274,6 +274,19 @@ int main(void) {
                                 * kernels take: the MoE model's 64) or in place first (VERLC_ROUND_QKV=1) */
                 same_rounding(m, g, ng);
             if (prec && c < 3) close_fused(m, g, ng);
+            if (prec && c < 3) { /* no held operands (VERLC_CUDA_HOLD=0): each GEMM rounds its own operand, the
+                                  * attention's output and the norms' included: the same bits */
+                vc_rollout_stats sh = { 0 };
+                int nh0 = 0;
+                setenv("VERLC_CUDA_HOLD", "0", 1);
+                vc_rollout_sample *h0 = run(m, 1, 0, &nh0, &sh);
+                unsetenv("VERLC_CUDA_HOLD");
+                int eq = h0 && nh0 == ng && same_samples(g, h0, ng);
+                if (!eq) first_difference(g, h0, ng < nh0 ? ng : nh0);
+                CHECK_MSG(eq, "held operands (norms, attention output) change the samples");
+                printf("  held operands off: samples %s\n", eq ? "bitwise equal" : "DIFFERENT");
+                if (h0) vc_rollout_samples_free(h0, nh0);
+            }
             captures += sg.graph_captures;
             replays += sg.graph_replays;
             vc_rollout_samples_free(g, ng);

@@ -32,6 +32,7 @@ struct paged_params {
     const int32_t *rows; /* the blocks' rows (from row0; NULL: row0 + blockIdx.x): a prefill's decode rows */
     vc_udiv pdiv;        /* key j's page j / P by a multiply (keys below 2^31) */
     int rq;              /* bf16 matmuls: q rounded to bf16 as it is read (the tensor-core kernels' operand) */
+    __nv_bfloat16 *o16;  /* or NULL: the output's bf16 rounding (a held operand: vc_attn_desc.hold_out) */
 };
 /* key j's page and slot within its sequence's pages */
 __device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
@@ -109,6 +110,7 @@ __device__ __forceinline__ void paged_merge(const paged_params &p, const paged_b
             float a = 0;
             for (int w = 0; w < PW; w++) a += wacc[w][c] * f[w];
             o[(b.row * p.nh + h) * p.dv + c] = a * inv;
+            if (p.o16) p.o16[(b.row * p.nh + h) * p.dv + c] = __float2bfloat16_rn(a * inv);
         }
         if (lse && threadIdx.x == 0) lse[b.row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
         __syncthreads();
@@ -436,6 +438,15 @@ static void decode_rows(const vc_attn_desc *d, paged_params p, float *o, float *
     vc_cu_scratch_free(dev);
 }
 
+/* dst = bf16(src), n values (the held output after the flash kernels) */
+__global__ void k_round_out(__nv_bfloat16 *dst, const float *src, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+static void vc_cu_round_rows(__nv_bfloat16 *dst, const float *src, size_t n) {
+    if (n) k_round_out<<<vc_cu_blocks((int64_t)n, 256), 256, 0, vc_cu_stream()>>>(dst, src, n);
+}
+
 /* the paged kernels round q as they read it (p.rq); a prefill's rows through the flash forward do where the
  * tensor-core kernels take the heads (they round each tile as they load it) */
 int vc_cu_paged_rounds_q(const vc_attn_desc *d) {
@@ -498,11 +509,15 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     p.sel_words = d->sel_words;
     p.rows = NULL;
     p.rq = vc_matmul_precision() == VC_PREC_BF16;
+    p.o16 = d->hold_out && p.rq ? (__nv_bfloat16 *)vc_cu_hold_slot(o, rows, (int64_t)d->n_head * d->v_head_dim) : NULL;
     if (prefill && !vc_cu_graph_mode && prefill_flash_on()) {
         const int done = prefill_flash(o, lse, q, d, p, d->kv_bf16, op);
         if (done < 0) return;
         if (done) {
             decode_rows(d, p, o, lse, q);
+            /* the flash kernels write f32 only: the held rounding of every row after them */
+            if (p.o16) vc_cu_round_rows(p.o16, o, (size_t)(rows * d->n_head * d->v_head_dim));
+            vc_cu_end(op);
             return;
         }
     }

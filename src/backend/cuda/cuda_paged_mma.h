@@ -165,6 +165,7 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
         float a = 0.0f;
         for (int w = 0; w < 4; w++) a += Am[(w * 16 + r) * D + c] * f[w];
         o[(row * p.nh + h0 + r) * D + c] = a * inv;
+        if (p.o16) p.o16[(row * p.nh + h0 + r) * D + c] = __float2bfloat16_rn(a * inv);
         if (lse && c == 0) lse[row * p.nh + h0 + r] = Lsum > 0 ? M + logf(Lsum) : -INFINITY;
     }
 }
