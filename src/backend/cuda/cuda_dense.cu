@@ -292,12 +292,17 @@ void vc_cu_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const
 
 /* ---- RoPE: one thread per rotated pair; tokens across the grid's rows, a token's (head, pair) across the threads
  * (the head by vc_udiv: no 64-bit division an element) ---- */
+/* the rotation of the pair (x1, x2) by (c, s): its first element, or (second) its second: every RoPE kernel's
+ * arithmetic */
+__device__ __forceinline__ float rope_rot(float x1, float x2, float c, float s, bool second) {
+    return second ? x2 * c + x1 * s : x1 * c - x2 * s;
+}
 /* pair i of the head at v rotated by (c, s) */
 __device__ __forceinline__ void rope_pair(float *v, int i, int half, int inter, float c, float s) {
     const int a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
     const float x1 = v[a], x2 = v[b];
-    v[a] = x1 * c - x2 * s;
-    v[b] = x2 * c + x1 * s;
+    v[a] = rope_rot(x1, x2, c, s, false);
+    v[b] = rope_rot(x1, x2, c, s, true);
 }
 /* x [T, nh, hd] and, with nh2 > 0, x2 [T, nh2, hd] (q and k: one launch, heads nh .. nh + nh2 - 1 those of x2) */
 __global__ void k_rope(float *x, int nh, float *x2, int nh2, const float *cs, const float *sn, int64_t T, int hd, int rot,
@@ -323,8 +328,8 @@ void vc_cu_rope(float *x, const float *cos, const float *sin, int64_t T, int nh,
 }
 
 /* q, k and v out of the fused projection's rows Y [M, Nq + Nk + Nv] (vc_cu_qkv_rope): a thread an output element, the
- * bias added as the GEMM's epilogue would (one f32 add), q's and k's pairs rotated as rope_pair rotates them (each
- * thread forms the element of its pair it owns: the same products and sums); with d.kv_dst, each key and value also
+ * bias added as the GEMM's epilogue would (one f32 add), q's and k's pairs rotated by rope_rot as rope_pair rotates
+ * them (each thread forms the element of its pair it owns); with d.kv_dst, each key and value also
  * into its page as k_scatter_kv_bf16 writes it */
 __global__ void k_qkv_split(float *q, float *k, float *v, const float *Y, int64_t M, vc_qkv_desc d, const float *bq,
                             const float *bk, const float *bv) {
@@ -352,7 +357,7 @@ __global__ void k_qkv_split(float *q, float *k, float *v, const float *Y, int64_
                 const int a = d.interleaved ? 2 * i : i, bb = d.interleaved ? 2 * i + 1 : i + half;
                 const float x1 = yh[a] + (b ? b[hb + a] : 0.0f), x2 = yh[bb] + (b ? b[hb + bb] : 0.0f);
                 const float cs = d.cos[r * half + i], sn = d.sin[r * half + i];
-                val = e == a ? x1 * cs - x2 * sn : x2 * cs + x1 * sn;
+                val = rope_rot(x1, x2, cs, sn, e != a);
             }
             *out = val;
             if (!isq && d.kv_dst) ((__nv_bfloat16 *)d.kv_dst)[d.kv_off[r] + col] = __float2bfloat16_rn(val);

@@ -794,8 +794,12 @@ int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const 
     if (vc_matmul_precision() != VC_PREC_BF16 || M <= 0 || K <= 0 || d->rot % 2 || d->rot > d->head_dim) return 0;
     const int64_t Nq = (int64_t)d->n_head * d->head_dim, Nk = (int64_t)d->n_kv_head * d->head_dim;
     const int64_t Nv = (int64_t)d->n_kv_head * d->v_head_dim, Nt = Nq + Nk + Nv;
+    if (!dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
+    const int hits = g_sh_hits; /* the lookups are not GEMM operands: the one GEMM below reads one */
     const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
-    if (!pq || pk != pq + Nq * K || pv != pk + Nk * K || !dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
+    const int together = pq && pk == pq + Nq * K && pv == pk + Nk * K;
+    g_sh_hits = hits + together;
+    if (!together) return 0;
     const char *op = "q, k and v (one GEMM, split and rope)";
     if (!vc_cu_begin(op)) return 1; /* replaying (the graph holds it), or a sticky error */
     float *Y = (float *)vc_cu_scratch((size_t)(M * Nt) * sizeof(float), op);
