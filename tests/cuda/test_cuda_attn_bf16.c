@@ -5,8 +5,10 @@
  * before P V; scores are exact bf16 products summed in f32), backward dq / dk / dv 2e-2 (P and dS
  * rounded to bf16). Backward results must be the same bits run to run, and the register-tiled forward, dQ and
  * dK/dV the same bits with their cp.async pipelines as without (VERLC_CUDA_ATTN_PIPE=0) and with the tiles a warp
- * sees whole taken without masks as with (VERLC_CUDA_ATTN_WHOLE=0), the forward with two m-tiles a warp as with one
- * (VERLC_CUDA_ATTN_M2=0) where no window or chunk moves a row's first key tile. A head dim of 72 under bf16
+ * sees whole taken without masks as with (VERLC_CUDA_ATTN_WHOLE=0) and the blocks longest first as in order
+ * (VERLC_CUDA_ATTN_ORDER=0), the forward with two m-tiles a warp as with one
+ * (VERLC_CUDA_ATTN_M2=0) where no window or chunk moves a row's first key tile; dK / dV within 1e-5 of themselves
+ * with a GQA group's heads in one block or in pairs (VERLC_CUDA_ATTN_SPLIT=1, 2). A head dim of 72 under bf16
  * must still take the f32 kernels (tolerance 1e-4). Without a GPU: "no CUDA device: skipped", exit 0. */
 #include "attn_test_util.h"
 #include "verlc/dtype.h"
@@ -94,22 +96,27 @@ static void bf16_case(const bcase *a) {
             cmp("fwd lse, one m-tile a warp", glse1, lse, nl, a->tol_lse);
         }
         setenv("VERLC_CUDA_ATTN_WHOLE", "0", 1); /* every tile through the masks */
+        setenv("VERLC_CUDA_ATTN_ORDER", "0", 1); /* the blocks in (sequence, row) order, not longest first */
         G->attn_fwd(go3, glse3, gq, gd);
         unsetenv("VERLC_CUDA_ATTN_WHOLE");
-        same_bits("fwd output: whole tiles unmasked vs masked", go, go3, no);
-        same_bits("fwd lse: whole tiles unmasked vs masked", glse, glse3, nl);
+        unsetenv("VERLC_CUDA_ATTN_ORDER");
+        same_bits("fwd output: whole tiles unmasked, longest first vs masked, in order", go, go3, no);
+        same_bits("fwd lse: whole tiles unmasked, longest first vs masked, in order", glse, glse3, nl);
     }
     float *dout = hround(no, 1), *dq0 = hrand(nq, 1), *dq = clone(dq0, nq);
     float *gdout = dup_f(dout, no), *gdq = dup_f(dq0, nq), *gdq2 = dup_f(dq0, nq);
     float *go_c = dup_f(o, no), *glse_c = dup_f(lse, nl);
     C->attn_bwd(dq, dout, o, lse, q, d);
     G->attn_bwd(gdq, gdout, go_c, glse_c, gq, gd);
-    /* the second run without the cp.async pipelines and with every tile masked: the same bits */
+    /* the second run without the cp.async pipelines, with every tile masked and the blocks in (sequence, row) order:
+     * the same bits */
     setenv("VERLC_CUDA_ATTN_PIPE", "0", 1);
     setenv("VERLC_CUDA_ATTN_WHOLE", "0", 1);
+    setenv("VERLC_CUDA_ATTN_ORDER", "0", 1);
     G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
     unsetenv("VERLC_CUDA_ATTN_PIPE");
     unsetenv("VERLC_CUDA_ATTN_WHOLE");
+    unsetenv("VERLC_CUDA_ATTN_ORDER");
     /* compare the increments (the accumulated-onto values are O(1) and would hide errors) */
     float *gq_h = fetch(gdq, nq);
     for (size_t i = 0; i < nq; i++) {
@@ -131,10 +138,29 @@ static void bf16_case(const bcase *a) {
         }
         at += kvn[s];
     }
-    same_bits("bwd dq (pipelined copies, whole tiles unmasked vs neither)", gdq, gdq2, nq);
+    same_bits("bwd dq (pipelined copies, whole tiles unmasked, longest first vs none)", gdq, gdq2, nq);
     int same = !memcmp(got, got2, tot * 4);
     attn_dkdv_same(a->name, same);
     cmp_host("bwd dk and dv increments", got, ref, tot, a->tol_bwd);
+    /* a GQA group's heads split over several dK/dV blocks (the default with few blocks: every case here) or not
+     * (VERLC_CUDA_ATTN_SPLIT=1), or in pairs (=2): the same P and dS, the f32 sums of the heads in another order */
+    for (int split = 1; split <= 2 && a->nh > a->nkv; split++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", split);
+        setenv("VERLC_CUDA_ATTN_SPLIT", v, 1);
+        at = 0;
+        for (int s = 0; s < a->nseq; s++) vc_cuda_h2d(gdks2[s], inits[s], kvn[s] * 4);
+        G->attn_bwd(gdq2, gdout, go_c, glse_c, gq, gd2);
+        unsetenv("VERLC_CUDA_ATTN_SPLIT");
+        for (int s = 0; s < a->nseq; s++) {
+            vc_cuda_d2h(got2 + at, gdks2[s], kvn[s] * 4);
+            for (size_t i = 0; i < kvn[s]; i++) got2[at + i] -= inits[s][i];
+            at += kvn[s];
+        }
+        char what[64];
+        snprintf(what, sizeof what, "bwd dk, dv: heads split %s vs default", split == 1 ? "none" : "in pairs");
+        cmp_host(what, got2, got, tot, 1e-5);
+    }
     check_sticky(a->name);
     release_all();
 }

@@ -124,6 +124,41 @@ int vc_cu_attn_check(const vc_attn_desc *d, const char *op) {
     return 0;
 }
 
+/* a block's work, roughly: the keys its queries see (by queries) or the queries that see its keys (by keys) */
+struct blk_order {
+    int64_t work;
+    int s, r;
+};
+static int64_t blk_work(const vc_attn_desc *d, const vc_cu_attn_seq *sm, int64_t r, int rows, int by_keys) {
+    const int64_t off = sm->kvlen - sm->qlen;
+    int64_t w;
+    if (by_keys) w = d->causal ? sm->qlen - (r - off > 0 ? r - off : 0) : sm->qlen;
+    else w = d->causal ? (off + r + rows < sm->kvlen ? off + r + rows : sm->kvlen) : sm->kvlen;
+    if (d->window > 0 && w > d->window + rows) w = d->window + rows;
+    return w > 0 ? w : 0;
+}
+static int blk_cmp(const void *a, const void *b) { /* the most work first; ties in (sequence, row) order */
+    const blk_order *x = (const blk_order *)a, *y = (const blk_order *)b;
+    if (x->work != y->work) return x->work > y->work ? -1 : 1;
+    if (x->s != y->s) return x->s < y->s ? -1 : 1;
+    return x->r < y->r ? -1 : x->r > y->r;
+}
+/* The block list longest first: under a causal mask a sequence's blocks differ up to its tile count times in work
+ * (the last query tile sees every key tile, the first one), and in (sequence, row) order each head's run of blocks
+ * ended on its last sequence's longest, a tail the other multiprocessors waited out. Longest first, the short ones
+ * fill in behind. Each block's work is its own: the same bits in any order (tested). VERLC_CUDA_ATTN_ORDER=0 (read
+ * per call): (sequence, row) order. */
+static void blk_sort(const vc_attn_desc *d, const vc_cu_attn_seq *sm, int2 *bl, int64_t nb, int rows, int by_keys) {
+    const char *e = getenv("VERLC_CUDA_ATTN_ORDER");
+    if ((e && *e == '0') || nb < 2) return;
+    blk_order *o = (blk_order *)malloc((size_t)nb * sizeof *o);
+    if (!o) return; /* (sequence, row) order: the same results */
+    for (int64_t i = 0; i < nb; i++) o[i] = blk_order{ blk_work(d, &sm[bl[i].x], bl[i].y, rows, by_keys), bl[i].x, bl[i].y };
+    qsort(o, (size_t)nb, sizeof *o, blk_cmp);
+    for (int64_t i = 0; i < nb; i++) bl[i] = make_int2(o[i].s, o[i].r);
+    free(o);
+}
+
 void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_attn_seq **seq, const int2 **blk,
                       int64_t *nblk, const char *op) {
     int64_t nb = 0;
@@ -153,6 +188,7 @@ void *vc_cu_attn_meta(const vc_attn_desc *d, int rows, int by_keys, const vc_cu_
         if (!by_keys && n < d->min_q_rows) continue; /* the paged prefill's decode rows: another kernel's */
         for (int64_t r = 0; r < n; r += rows) bl[b++] = make_int2(s, (int)r);
     }
+    blk_sort(d, sm, bl, nb, rows, by_keys);
     char *dev = (char *)vc_cu_upload(h, bytes, op);
     free(h);
     if (!dev) return NULL;
@@ -187,6 +223,8 @@ void *vc_cu_attn_upload_meta(const vc_attn_desc *d, int rows, int by_keys, attn_
     p->kmir = p->vmir = NULL;
     p->kbase = p->vbase = NULL;
     p->qmir = p->omir = NULL;
+    p->split = 1;
+    p->dkp = p->dvp = NULL;
     const char *w = getenv("VERLC_CUDA_ATTN_WHOLE");
     p->plain = !(w && *w == '0') && p->cap <= 0 && !p->alibi && !p->sel;
     return dev;

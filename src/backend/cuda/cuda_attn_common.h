@@ -30,6 +30,11 @@ struct attn_params {
     /* the mma kernels: scores without soft-cap, ALiBi or selection take no masks on a tile that a warp sees whole
      * (the same bits; 0 when VERLC_CUDA_ATTN_WHOLE=0, read per call: the A/B and the tests' same-bits check) */
     int plain;
+    /* the mma dK/dV over a GQA group split across `split` blocks (each its share of the group's heads), each block's
+     * unscaled sums stored in dkp / dvp ([block][kv head][split][TQ][head dim]) for a second kernel to add in order;
+     * split 1: each block adds its own (dkp, dvp NULL) */
+    int split;
+    float *dkp, *dvp;
 };
 
 constexpr int NT = 256; /* threads of a SIMT block */

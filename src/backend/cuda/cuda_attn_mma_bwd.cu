@@ -7,10 +7,12 @@
  *   (K also stored transposed, so its B fragments are 32-bit loads);
  * - dK, dV: one block per (sequence, key/value head, 64 keys), warp w owning keys 16w ..; over the group's heads and
  *   the query tiles that see its keys, S^T = K Q^T and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q with
- *   dO and Q transposed in shared memory. Its accumulators stay in registers to the end.
- * Every output element is owned by one lane of one block and summed in a fixed order: no atomics, the same bits run
- * to run. Llama 4's chunked attention keeps cuda_attn_tc.cu's dK/dV kernel (its chunk test would divide per key);
- * VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's kernels for both. */
+ *   dO and Q transposed in shared memory. Its accumulators stay in registers to the end. With few blocks (GQA with
+ *   few kv heads) the group's heads are split over several blocks, each storing its sums for a second kernel that
+ *   adds them in order (dkdv_split).
+ * Every output element is owned by one lane of one block (or one thread of the split sums) and summed in a fixed
+ * order: no atomics, the same bits run to run. Llama 4's chunked attention keeps cuda_attn_tc.cu's dK/dV kernel (its
+ * chunk test would divide per key); VERLC_CUDA_ATTN_MMA=0: cuda_attn_tc.cu's kernels for both. */
 #include "cuda_attn_mma.h"
 #include <stdlib.h>
 
@@ -179,8 +181,8 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
     float *Ls = reinterpret_cast<float *>(dOt + (PIPE ? 0 : D * LT)), *Dd = Ls + NB * TQ;
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
-    const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int t = lane % 4;
+    const int kvh = blockIdx.y / p.split, part = blockIdx.y % p.split, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int t = lane % 4, hn = p.nh / p.nkv / p.split, h0 = kvh * (p.nh / p.nkv) + part * hn, h1 = h0 + hn;
     const int64_t kb = bi.y, nk = sm.kvlen - kb < TQ ? sm.kvlen - kb : TQ, off = sm.kvlen - sm.qlen;
     const int64_t stride = (int64_t)p.nh * D;
     int64_t i0, i1;
@@ -192,10 +194,9 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
     float dk[D / 8][4], dv[D / 8][4];
     mma_zero(dk);
     mma_zero(dv);
-    if (PIPE) dkdv_copy<D>(Qs, dOs, Ls, Dd, p, sm, lse, kvh * grp, i0, i1); /* the first tile's copy in flight */
+    if (PIPE) dkdv_copy<D>(Qs, dOs, Ls, Dd, p, sm, lse, h0, i0, i1); /* the first tile's copy in flight */
     int buf = 0;
-    for (int gi = 0; gi < grp; gi++) {
-        const int h = kvh * grp + gi;
+    for (int h = h0; h < h1; h++) { /* the block's heads of the group: all of them, or its share when split */
         const float slope = vc_attn_slope(p, h);
         for (int64_t qb = i0; qb < i1; qb += TQ) {
             const int nq = (int)(i1 - qb < TQ ? i1 - qb : TQ);
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
             const float *Lc = Ls, *Dc = Dd;
             if (PIPE) { /* the next tile (this head's next, or the next head's first) into the other buffers */
                 const int nx = qb + TQ < i1 ? h : h + 1;
-                if (nx < kvh * grp + grp) {
+                if (nx < h1) {
                     const int b2 = buf ^ 1;
                     dkdv_copy<D>(Qs + b2 * TQ * LQ, dOs + b2 * TQ * LQ, Ls + b2 * TQ, Dd + b2 * TQ, p, sm, lse, nx,
                                  nx == h ? qb + TQ : i0, i1);
@@ -273,6 +274,20 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dkdv_mma(const float *dou
             }
         }
     }
+    if (p.split > 1) { /* the block's sums as they are, for k_dkdv_split_sum */
+        const int64_t at = (((int64_t)blockIdx.x * p.nkv + kvh) * p.split + part) * TQ * D + 2 * t;
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float2 *pk = reinterpret_cast<float2 *>(p.dkp + at + kr[i] * D);
+            float2 *pv = reinterpret_cast<float2 *>(p.dvp + at + kr[i] * D);
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                pk[n * 4] = make_float2(dk[n][2 * i], dk[n][2 * i + 1]);
+                pv[n * 4] = make_float2(dv[n][2 * i], dv[n][2 * i + 1]);
+            }
+        }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         if (kr[i] >= nk) continue;
@@ -293,31 +308,108 @@ __global__ void k_round_rows(bf16 *dst, const float *src, size_t n) {
         dst[i] = __float2bfloat16_rn(src[i]);
 }
 
-/* the pipelined dK/dV on bf16 mirrors of q and dO (fresh buffers in their layout: every head's row starts on a
- * 16-byte boundary; VERLC_CUDA_ATTN_PIPE=0: not): 1 when launched, -1 on an error (sticky), 0 with nothing launched
- * (no room for the mirrors: the plain kernel runs) */
+/* a split block's sums added in order of its share of the group (the first heads' first), once per key: dK += scale
+ * sum, dV += sum; a key tile that no query sees has nothing (its blocks returned before storing) */
 template <int D>
-int dkdv_pipe(const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
-              const char *op) {
-    const char *e = getenv("VERLC_CUDA_ATTN_PIPE"); /* read per call: a test switches it */
+__global__ void k_dkdv_split_sum(attn_params p) {
+    const int2 bi = p.blk[blockIdx.x];
+    const seq_meta sm = p.seq[bi.x];
+    const int kvh = blockIdx.y;
+    const int64_t kb = bi.y, nk = sm.kvlen - kb < TQ ? sm.kvlen - kb : TQ;
+    int64_t i0, i1;
+    vc_attn_query_range(p, kb, nk, sm.kvlen - sm.qlen, sm.qlen, &i0, &i1);
+    if (i0 >= i1) return;
+    const size_t one = (size_t)TQ * D, at = ((size_t)blockIdx.x * p.nkv + kvh) * p.split * one;
+    const float *pk = p.dkp + at, *pv = p.dvp + at;
+    for (int idx = threadIdx.x; idx < nk * D; idx += blockDim.x) {
+        const int r = idx / D, c = idx % D;
+        float a = pk[idx], b = pv[idx];
+        for (int s = 1; s < p.split; s++) {
+            a += pk[s * one + idx];
+            b += pv[s * one + idx];
+        }
+        sm.dk[(kb + r) * p.kstride + (int64_t)kvh * D + c] += p.scale * a;
+        sm.dv[(kb + r) * p.vstride + (int64_t)kvh * D + c] += b;
+    }
+}
+
+/* The blocks a GQA group's heads are split over (attn_params.split): a block per key tile and kv head holds the
+ * whole group (Qwen2.5's 7 or 6 heads), and with few kv heads there are few blocks, each as long as the group's heads
+ * times the query tiles that see its keys: 256 blocks of up to 56 tiles for 16 x 512 tokens at 14 / 2 heads, the
+ * first key tiles' blocks 8 times the last ones'. Split, each block takes a share of the heads; a second kernel adds
+ * the shares in order. The least divisor of the group that gives 4 blocks an SM (the group when none does);
+ * VERLC_CUDA_ATTN_SPLIT=N (read per call): the largest divisor up to N (1: no split, the A/B). The bits depend on the
+ * split (the shares' order of summation), so on the blocks of the call: the same call, the same bits. */
+static int dkdv_split(int grp, int64_t blocks) {
+    const char *e = getenv("VERLC_CUDA_ATTN_SPLIT");
+    if (e && *e) {
+        const int want = atoi(e);
+        int s = 1;
+        for (int x = 1; x <= grp && x <= want; x++)
+            if (grp % x == 0) s = x;
+        return s;
+    }
+    for (int s = 1; s <= grp; s++)
+        if (grp % s == 0 && blocks * s >= 4 * (int64_t)vc_cu_sm_count()) return s;
+    return grp;
+}
+
+/* dK/dV: PIPE on bf16 mirrors of q and dO (fresh buffers in their layout: every head's row starts on a 16-byte
+ * boundary; VERLC_CUDA_ATTN_PIPE=0: not), heads split per dkdv_split (their sums in scratch; with no room for them,
+ * not split). 1 when launched, -1 on an error (sticky), 0 with nothing launched (PIPE with no room for the mirrors:
+ * the plain kernel runs) */
+template <int D, bool PIPE>
+int dkdv_launch(const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
+                const char *op) {
+    typedef dkdv_mma_smem<D, PIPE> L;
     const size_t n = (size_t)(d->q_start[d->n_seq] * d->n_head * D);
-    if ((e && *e == '0') || d->q_start[d->n_seq] <= d->q_start[0]) return 0;
-    auto mirrors = [&](attn_params *p, void **own) {
-        bf16 *mir = NULL;
+    const char *e = getenv("VERLC_CUDA_ATTN_PIPE"); /* read per call: a test switches it */
+    if (PIPE && ((e && *e == '0') || d->q_start[d->n_seq] <= d->q_start[0])) return 0;
+    attn_params p;
+    int64_t nb;
+    void *meta = vc_cu_attn_upload_meta(d, TQ, 1, &p, &nb, op);
+    if (!meta) return -1;
+    p.D = Dd;
+    bf16 *mir = NULL;
+    float *part = NULL;
+    int ok = 1;
+    if (nb > 0 && PIPE) {
         if (vc_cu_malloc_async((void **)&mir, 2 * n * sizeof(bf16)) != cudaSuccess) {
             cudaGetLastError(); /* not sticky: the plain kernel runs */
+            vc_cu_scratch_free(meta);
             return 0;
         }
         const unsigned blocks = vc_cu_blocks((int64_t)n, 256);
         k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir, q, n);
         k_round_rows<<<blocks, 256, 0, vc_cu_stream()>>>(mir + n, dout, n);
-        p->qmir = mir;
-        p->omir = mir + n;
-        *own = mir;
-        return 1;
-    };
-    return vc_cu_attn_launch_prep(k_attn_bwd_dkdv_mma<D, true>, d, TQ, 1, d->n_kv_head, NWM * 32,
-                                  dkdv_mma_smem<D, true>::bytes, Dd, op, mirrors, dout, lse, q);
+        p.qmir = mir;
+        p.omir = mir + n;
+    }
+    if (nb > 0) {
+        int S = dkdv_split(d->n_head / d->n_kv_head, nb * d->n_kv_head);
+        const size_t pn = (size_t)nb * d->n_kv_head * S * TQ * D;
+        if (S > 1 && vc_cu_malloc_async((void **)&part, 2 * pn * sizeof(float)) != cudaSuccess) {
+            cudaGetLastError(); /* not sticky: not split */
+            part = NULL;
+            S = 1;
+        }
+        p.split = S;
+        p.dkp = part;
+        p.dvp = part ? part + pn : NULL;
+        ok = vc_cu_ok(cudaFuncSetAttribute(k_attn_bwd_dkdv_mma<D, PIPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)L::bytes),
+                      op);
+        if (ok) {
+            const dim3 grid((unsigned)nb, (unsigned)(d->n_kv_head * S)), sums((unsigned)nb, (unsigned)d->n_kv_head);
+            k_attn_bwd_dkdv_mma<D, PIPE><<<grid, NWM * 32, L::bytes, vc_cu_stream()>>>(dout, lse, q, p);
+            if (S > 1) k_dkdv_split_sum<D><<<sums, 256, 0, vc_cu_stream()>>>(p);
+            ok = vc_cu_end(op);
+        }
+    }
+    vc_cu_scratch_free(part);
+    vc_cu_scratch_free(mir);
+    vc_cu_scratch_free(meta);
+    return ok ? 1 : -1;
 }
 
 template <int D>
@@ -327,9 +419,7 @@ void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, con
                                       dq_mma_smem<D, true>::bytes, Dd, op, dq, dout, lse, q))
         vc_cu_attn_launch(k_attn_bwd_dq_mma<D, false>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D, false>::bytes, Dd,
                           op, dq, dout, lse, q);
-    if (dkdv && !dkdv_pipe<D>(dout, lse, q, d, Dd, op))
-        vc_cu_attn_launch(k_attn_bwd_dkdv_mma<D, false>, d, TQ, 1, d->n_kv_head, NWM * 32,
-                          dkdv_mma_smem<D, false>::bytes, Dd, op, dout, lse, q);
+    if (dkdv && !dkdv_launch<D, true>(dout, lse, q, d, Dd, op)) dkdv_launch<D, false>(dout, lse, q, d, Dd, op);
 }
 
 } // namespace

@@ -57,6 +57,8 @@ void *vc_cu_upload_tabs(int n, const int64_t *cu, int64_t ckpt, float *const *st
 int vc_cu_seq_tabs(const int64_t *dev_tabs, int n, const int64_t *cu, int64_t ckpt, float *const *state, seq_tabs *t,
                    void **own, const char *op);
 void vc_cu_scratch_free(void *p);
+/* the device's multiprocessors (read at init; 1 before) */
+int vc_cu_sm_count(void);
 /* uploads a host buffer into new scratch memory */
 void *vc_cu_upload(const void *src, size_t bytes, const char *op);
 

@@ -9,7 +9,9 @@
 #include <string.h>
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_ready = 0, g_device = -1, g_sync_each = 0;
+static int g_ready = 0, g_device = -1, g_sync_each = 0, g_sms = 1;
+
+int vc_cu_sm_count(void) { return g_sms; }
 static cudaStream_t g_stream;
 static cublasHandle_t g_blas;
 static cudaMemPool_t g_pool;
@@ -121,6 +123,10 @@ static vc_status init_locked(int device) {
     const char *sy = getenv("VERLC_CUDA_SYNC");
     g_sync_each = sy && atoi(sy);
     stage_init();
+    if (cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || g_sms < 1) {
+        cudaGetLastError();
+        g_sms = 1;
+    }
     g_device = device;
     g_ready = 1;
     return VC_OK;
