@@ -166,9 +166,9 @@ static void bf16_case(const bcase *a) {
 }
 
 
-/* timing only: 16 causal sequences of 1024 tokens (Qwen2.5 shapes), bf16 tensor cores vs the f32 kernels */
-static void timing(int nh, int nkv, int hd) {
-    enum { NS = 16, T = 1024 };
+/* timing only: 16 causal sequences of T tokens (Qwen2.5 shapes), bf16 tensor cores vs the f32 kernels */
+static void timing(int nh, int nkv, int hd, int T) {
+    enum { NS = 16 };
     int64_t qs[NS + 1], kvl[NS], Tq = (int64_t)NS * T;
     size_t nq = (size_t)(Tq * nh * hd), nk = (size_t)(Tq * nkv * hd);
     float *q = dup_f(hrand(nq, 1), nq), *k = dup_f(hrand(nk, 1), nk), *v = dup_f(hrand(nk, 1), nk);
@@ -189,16 +189,22 @@ static void timing(int nh, int nkv, int hd) {
                        .head_dim = hd, .v_head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .causal = 1 };
     double fl = 2.0 * (double)T * T * hd * nh * NS; /* causal: half of 4 T^2 hd per head */
     static const char *kname[] = { "bf16 mma.sync    ", "bf16 mma, no pipe", "bf16 WMMA        ", "f32 kernels      ",
-                                   "bf16 mma, masked ", "bf16 mma, 1 mtile" };
-    for (int kind = 0; kind < 6; kind++) { /* the register-tiled kernels (with and without the cp.async pipelines),
+                                   "bf16 mma, masked ", "bf16 mma, 1 mtile", "bf16 mma, 1 block a kv head (no split)",
+                                   "bf16 mma, blocks in order" };
+    for (int kind = 0; kind < 8; kind++) { /* the register-tiled kernels (with and without the cp.async pipelines),
                                             * the WMMA ones (A/B), the f32 ones, the register-tiled ones with every
                                             * tile masked (VERLC_CUDA_ATTN_WHOLE=0), the forward with one m-tile a
-                                            * warp (VERLC_CUDA_ATTN_M2=0) */
+                                            * warp (VERLC_CUDA_ATTN_M2=0), dK/dV with a GQA group's heads in one
+                                            * block (VERLC_CUDA_ATTN_SPLIT=1), the blocks in (sequence, row) order
+                                            * (VERLC_CUDA_ATTN_ORDER=0) */
         setenv("VERLC_CUDA_ATTN_M2", kind == 5 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_F32", kind == 3 ? "1" : "0", 1);
         setenv("VERLC_CUDA_ATTN_MMA", kind == 2 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_PIPE", kind == 1 ? "0" : "1", 1);
         setenv("VERLC_CUDA_ATTN_WHOLE", kind == 4 ? "0" : "1", 1);
+        if (kind == 6) setenv("VERLC_CUDA_ATTN_SPLIT", "1", 1);
+        else unsetenv("VERLC_CUDA_ATTN_SPLIT");
+        setenv("VERLC_CUDA_ATTN_ORDER", kind == 7 ? "0" : "1", 1);
         G->attn_fwd(o, lse, q, &d); /* warm-up */
         G->attn_bwd(dq, dout, o, lse, q, &d);
         vc_cuda_sync();
@@ -209,8 +215,8 @@ static void timing(int nh, int nkv, int hd) {
         G->attn_bwd(dq, dout, o, lse, q, &d);
         vc_cuda_sync();
         double t2 = vc_now();
-        printf("timing: %s 16 x 1024 causal, heads %d/%d hd %d: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms "
-               "(%.1f TFLOP/s)\n", kname[kind], nh, nkv, hd, (t1 - t0) * 1e3,
+        printf("timing: %s 16 x %d causal, heads %d/%d hd %d: fwd %.2f ms (%.1f TFLOP/s), bwd %.2f ms "
+               "(%.1f TFLOP/s)\n", kname[kind], T, nh, nkv, hd, (t1 - t0) * 1e3,
                fl / (t1 - t0) / 1e12, (t2 - t1) * 1e3, 2.5 * fl / (t2 - t1) / 1e12);
     }
     unsetenv("VERLC_CUDA_ATTN_F32");
@@ -218,6 +224,8 @@ static void timing(int nh, int nkv, int hd) {
     unsetenv("VERLC_CUDA_ATTN_PIPE");
     unsetenv("VERLC_CUDA_ATTN_WHOLE");
     unsetenv("VERLC_CUDA_ATTN_M2");
+    unsetenv("VERLC_CUDA_ATTN_SPLIT");
+    unsetenv("VERLC_CUDA_ATTN_ORDER");
     check_sticky("timing");
     release_all();
 }
@@ -275,8 +283,9 @@ int main(int argc, char **argv) {
     if (!quick) bf16_case(&cases[1]);
     unsetenv("VERLC_CUDA_ATTN_MMA");
     if (!quick && !timing_skipped("bf16 attention")) {
-        timing(12, 2, 128); /* Qwen2.5-1.5B */
-        timing(14, 2, 64);  /* Qwen2.5-0.5B */
+        timing(12, 2, 128, 1024); /* Qwen2.5-1.5B */
+        timing(14, 2, 64, 1024);  /* Qwen2.5-0.5B */
+        timing(14, 2, 64, 512);   /* Qwen2.5-0.5B, bench train's 16 x 512 */
     }
     vc_set_matmul_precision(VC_PREC_F32);
     return vc_test_done();
