@@ -204,6 +204,26 @@ static void run_raw(void *p) {
     vc_cuda_gemm_bf16_out(0, 1, j->M, j->N, j->K, 1.0f, j->a, j->K, j->w, j->K, 0.0f, j->c, j->c16, j->N);
 }
 
+/* cuBLASLt's first 8 ranked algorithms for the shape (C f32), each timed: whether its heuristic's first choice (what
+ * cuBLASLt runs) is the fastest, or how far from it */
+static int lt_ranked(int64_t M, int64_t N, int64_t K, const uint16_t *a, const uint16_t *w, float *y, int iters,
+                     double f) {
+    double ms[8];
+    int n = 0, best = -1;
+    if (vc_cuda_gemm_algos(M, N, K, a, w, y, 8, iters, ms, &n)) return 1;
+    if (n < 1) return 0;
+    printf("      cuBLASLt's ranked algorithms (ms):");
+    for (int i = 0; i < n; i++) {
+        printf(ms[i] < 0 ? " refused" : " %.3f", ms[i]);
+        if (ms[i] > 0 && (best < 0 || ms[i] < ms[best])) best = i;
+    }
+    if (best >= 0 && ms[0] > 0)
+        printf("; the first %.2f TFLOP/s, the best (#%d) %.2f TFLOP/s, %.2fx\n", f / (ms[0] * 1e-3) * 1e-12, best,
+               f / (ms[best] * 1e-3) * 1e-12, ms[0] / ms[best]);
+    else printf("\n");
+    return 0;
+}
+
 static int bench_raw(const lin *L, int nl, int64_t M, int iters, const float *x, float *const *Ws, float *y) {
     if (strcmp(vc_be()->name, "cuda") || vc_matmul_precision() != VC_PREC_BF16) return 0;
     int64_t maxK = 0, maxW = 0;
@@ -227,6 +247,7 @@ static int bench_raw(const lin *L, int nl, int64_t M, int iters, const float *x,
         if (!rc)
             printf("    %-9s M %-6lld N %-6lld K %-6lld %9.3f ms %8.2f | %9.3f ms %8.2f\n", L[i].name, (long long)M,
                    (long long)L[i].N, (long long)L[i].K, t[0] * 1e3, f / t[0] * 1e-12, t[1] * 1e3, f / t[1] * 1e-12);
+        if (!rc) rc = lt_ranked(M, L[i].N, L[i].K, a, w, y, iters, f);
     }
     if (a) vc_cuda_free(a);
     if (w) vc_cuda_free(w);

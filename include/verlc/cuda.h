@@ -74,6 +74,11 @@ vc_status vc_cuda_gemm_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, flo
 vc_status vc_cuda_gemm_bf16_out(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                                 int64_t lda, const uint16_t *B, int64_t ldb, float beta, void *C, int c_bf16,
                                 int64_t ldc);
+/* bench gemm: C (f32, M x N) = A (M x K) B^T (B: N x K), bf16 row-major packed, with each of the first `want` (up to
+ * 16) algorithms cuBLASLt's heuristic ranks for it (the first: what cuBLASLt would run); ms[i] the best of `iters`
+ * calls of algorithm i in milliseconds (-1: refused when called), *n how many were ranked (0: none, or no cuBLASLt) */
+vc_status vc_cuda_gemm_algos(int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C, int want,
+                             int iters, double *ms, int *n);
 /* bf16 copies of weight matrices for the bf16 matmul precision (the rollout engine, around one
  * generate call): packs the row-major device matrices w[i] (rows[i] x cols[i]) once, and until
  * vc_cuda_bf16_shadow_drop() a bf16 GEMM whose operand is one of them, or a run of its rows at the

@@ -173,6 +173,9 @@ void vc_cu_linear_bias(int64_t M, int64_t N, int64_t K, const float *x, const fl
 /* cuda_lt.cu: C = alpha op(A) op(B) + bias (bf16 A and B, f32 C, row-major as vc_cu_gemm) by cuBLASLt's bias epilogue;
  * 1: issued. 0: nothing issued (VERLC_CUDA_LT=0, no cuBLASLt, no algorithm for the shape, or cuBLASLt refused the
  * call: the shape is not tried again), the caller adds the bias itself */
+/* cuda_lt.cu: bench gemm's timing of cuBLASLt's ranked algorithms (vc_cuda_gemm_algos) */
+int vc_cu_lt_algo_times(int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, void *ws,
+                        size_t ws_bytes, int want, int iters, double *ms);
 int vc_cu_lt_gemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
                        const void *B, int64_t ldb, const float *bias, float *C, int64_t ldc, void *ws, size_t ws_bytes);
 void vc_cu_scatter_kv_bf16(void *dst, const int64_t *off, const float *k, int64_t kw, const float *v, int64_t vw,

@@ -46,10 +46,11 @@ void vc_cu_lt_release(void) {
     g_lt_state = 0;
 }
 
-/* column-major, as cuBLAS sees the row-major product (C^T = op(B)^T op(A)^T): its A is our B, its m our N, its n our M */
-static int plan_make(lt_plan *p, size_t ws_bytes) {
+/* column-major, as cuBLAS sees the row-major product (C^T = op(B)^T op(A)^T): its A is our B, its m our N, its n our M;
+ * bias: the bias epilogue (f32 bias) */
+static int plan_layouts(lt_plan *p, int bias) {
     cublasOperation_t opa = p->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = p->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     cudaDataType_t bias_t = CUDA_R_32F;
     int32_t ta = opa, tb = opb;
     uint64_t m = (uint64_t)p->N, n = (uint64_t)p->M, k = (uint64_t)p->K;
@@ -57,15 +58,19 @@ static int plan_make(lt_plan *p, size_t ws_bytes) {
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t) !=
-            CUBLAS_STATUS_SUCCESS)
+        (bias && cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_t, sizeof bias_t) !=
+                     CUBLAS_STATUS_SUCCESS))
         return 0;
-    if (cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, opa == CUBLAS_OP_N ? m : k, opa == CUBLAS_OP_N ? k : m, p->ldb) !=
-            CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, opb == CUBLAS_OP_N ? k : n, opb == CUBLAS_OP_N ? n : k, p->lda) !=
-            CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, m, n, p->ldc) != CUBLAS_STATUS_SUCCESS)
-        return 0;
+    return cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, opa == CUBLAS_OP_N ? m : k, opa == CUBLAS_OP_N ? k : m,
+                                      p->ldb) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, opb == CUBLAS_OP_N ? k : n, opb == CUBLAS_OP_N ? n : k,
+                                      p->lda) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, m, n, p->ldc) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* the first `want` algorithms cuBLASLt's heuristic ranks for the plan's layouts (up to ws_bytes of workspace, the
+ * plan's alignment); how many, 0 for none */
+static int plan_ranked(lt_plan *p, size_t ws_bytes, int want, cublasLtMatmulHeuristicResult_t *r) {
     cublasLtMatmulPreference_t pref = NULL;
     if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return 0;
     uint32_t al = (uint32_t)p->align;
@@ -74,14 +79,25 @@ static int plan_make(lt_plan *p, size_t ws_bytes) {
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
-    cublasLtMatmulHeuristicResult_t r = {};
     int got = 0;
-    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &r, &got);
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(g_lt, p->desc, p->a, p->b, p->c, p->c, pref, want, r, &got);
     cublasLtMatmulPreferenceDestroy(pref);
-    if (s != CUBLAS_STATUS_SUCCESS || got < 1 || r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ws_bytes) return 0;
+    return s == CUBLAS_STATUS_SUCCESS ? got : 0;
+}
+
+static int plan_make(lt_plan *p, size_t ws_bytes) {
+    cublasLtMatmulHeuristicResult_t r = {};
+    if (!plan_layouts(p, 1) || plan_ranked(p, ws_bytes, 1, &r) < 1 || r.state != CUBLAS_STATUS_SUCCESS ||
+        r.workspaceSize > ws_bytes)
+        return 0;
     p->algo = r.algo;
     p->ws = r.workspaceSize;
     return 1;
+}
+
+static int lt_ready(void) {
+    if (g_lt_state == 0) g_lt_state = cublasLtCreate(&g_lt) == CUBLAS_STATUS_SUCCESS ? 1 : -1;
+    return g_lt_state > 0;
 }
 
 static lt_plan *plan_for(const lt_plan *key, size_t ws_bytes) {
@@ -108,9 +124,7 @@ static lt_plan *plan_for(const lt_plan *key, size_t ws_bytes) {
 int vc_cu_lt_gemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
                        const void *B, int64_t ldb, const float *bias, float *C, int64_t ldc, void *ws, size_t ws_bytes) {
     const char *env = getenv("VERLC_CUDA_LT"); /* 0: the bias copied into C, then beta = 1 (comparisons) */
-    if ((env && *env == '0') || g_lt_state < 0) return 0;
-    if (g_lt_state == 0) g_lt_state = cublasLtCreate(&g_lt) == CUBLAS_STATUS_SUCCESS ? 1 : -1;
-    if (g_lt_state < 0) return 0;
+    if ((env && *env == '0') || !lt_ready()) return 0;
     lt_plan key = {};
     key.ta = ta, key.tb = tb, key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
     key.align = align_of(A, B, C, bias);
@@ -127,4 +141,44 @@ int vc_cu_lt_gemm_bias(int ta, int tb, int64_t M, int64_t N, int64_t K, float al
         return 0;
     }
     return 1;
+}
+
+/* bench gemm: C (f32, M x N) = A (M x K) B^T (B: N x K), bf16, row-major and packed, with each of the first `want`
+ * (up to 16) algorithms cuBLASLt's heuristic ranks for it: ms[i] the best of `iters` calls of algorithm i (-1: refused
+ * when called). How many it ranked (0: none, or no cuBLASLt); -1 with the sticky error set on a CUDA error. */
+int vc_cu_lt_algo_times(int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, void *ws,
+                        size_t ws_bytes, int want, int iters, double *ms) {
+    const char *op = "gemm algorithms";
+    cublasLtMatmulHeuristicResult_t r[16];
+    if (want > 16) want = 16;
+    if (!lt_ready() || want < 1) return 0;
+    lt_plan p = {};
+    p.ta = 0, p.tb = 1, p.M = M, p.N = N, p.K = K, p.lda = K, p.ldb = K, p.ldc = N;
+    p.align = align_of(A, B, C, C);
+    const int got = plan_layouts(&p, 0) ? plan_ranked(&p, ws ? ws_bytes : 0, want, r) : 0;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    int ok = got > 0 && vc_cu_ok(cudaEventCreate(&e0), op) && vc_cu_ok(cudaEventCreate(&e1), op);
+    const float alpha = 1.0f, beta = 0.0f;
+    for (int i = 0; ok && i < got; i++) {
+        ms[i] = -1;
+        if (r[i].state != CUBLAS_STATUS_SUCCESS || r[i].workspaceSize > (ws ? ws_bytes : 0)) continue;
+        for (int it = 0; ok && it <= iters; it++) { /* the first call warms up */
+            ok = vc_cu_ok(cudaEventRecord(e0, vc_cu_stream()), op);
+            cublasStatus_t st = cublasLtMatmul(g_lt, p.desc, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &r[i].algo,
+                                               ws, r[i].workspaceSize, vc_cu_stream());
+            if (st != CUBLAS_STATUS_SUCCESS) {
+                cudaGetLastError();
+                ms[i] = -1;
+                break;
+            }
+            float t = 0;
+            ok = ok && vc_cu_ok(cudaEventRecord(e1, vc_cu_stream()), op) && vc_cu_ok(cudaEventSynchronize(e1), op) &&
+                 vc_cu_ok(cudaEventElapsedTime(&t, e0, e1), op);
+            if (ok && it > 0 && (ms[i] < 0 || t < ms[i])) ms[i] = t;
+        }
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    plan_free(&p);
+    return ok ? got : (got > 0 ? -1 : 0);
 }

@@ -871,6 +871,18 @@ vc_status vc_cuda_gemm_bf16_out(int ta, int tb, int64_t M, int64_t N, int64_t K,
     return vc_cu_blas_ok(s, op) && vc_cu_end(op) ? VC_OK : vc_cuda_error();
 }
 
+vc_status vc_cuda_gemm_algos(int64_t M, int64_t N, int64_t K, const uint16_t *A, const uint16_t *B, float *C, int want,
+                             int iters, double *ms, int *n) {
+    const char *op = "gemm algorithms";
+    *n = 0;
+    if (!vc_cu_begin(op)) return vc_cuda_error();
+    if (M <= 0 || N <= 0 || K <= 0 || !dims_ok(M, N, K, K, K, N, op)) return M > 0 && N > 0 && K > 0 ? vc_cuda_error() : VC_OK;
+    const int got = vc_cu_lt_algo_times(M, N, K, A, B, C, g_blas_ws, g_blas_ws ? BLAS_WS : 0, want, iters, ms);
+    if (got < 0) return vc_cuda_error();
+    *n = got;
+    return VC_OK;
+}
+
 __global__ void k_f32_to_bf16(uint16_t *dst, const float *src, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         __nv_bfloat16 b = __float2bfloat16_rn(src[i]);
