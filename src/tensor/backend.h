@@ -376,6 +376,13 @@ typedef struct vc_backend {
                           int kind);
     void (*act_mul16_bwd)(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
                           int64_t ld, int kind);
+    /* act_mul_bwd (g16 0) or act_mul16_bwd (g16 1) with VC_ACT_WRITE for dgu = [dg | du] (dg = dgu, du = dgu + cols,
+     * u = g + cols, ld = 2 cols) whose only readers are GEMMs over its whole rows: 1 when the backend holds dgu
+     * [n / cols, ld] as operand_hold(dgu, n / cols, ld, 1) would, the held copy written by this call and dgu itself
+     * never (the same values: the bf16 rounding of what act_mul_bwd would write), released by operand_hold(dgu, ..,
+     * 0); 0 (nothing done, no error): the caller writes dgu. NULL: never */
+    int (*act_mul_bwd_held)(float *dgu, const float *dy, const void *g, const void *u, int g16, int64_t n, int64_t cols,
+                            int64_t ld, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
      * sumsq[t] = sum_v softmax(z_t)_v^2 (NULL: not computed; no gradient), z_t = softcap(h_t W^T + b) * scale
      * (d: host memory); lse saved for backward. target < 0: logp is 0. */

@@ -27,10 +27,9 @@ int vc_gate_up_adjacent(const vc_tensor *Wg, const vc_tensor *Wu) {
 
 /* the weights' gradients: one GEMM over [2I, H] when their gradient buffers are adjacent as the weights are, else
  * one a half (ZeRO-2's working area may place them apart) */
-static void gate_up_wgrad(vc_graph *g, vc_tensor *Wg, vc_tensor *Wu, const float *dgu, const float *x, int64_t M) {
+static void gate_up_wgrad(const vc_tensor *Wg, float *dg, float *du, const float *dgu, const float *x, int64_t M) {
     const vc_backend *B = vc_be();
     int64_t I = Wg->shape[0], H = Wg->shape[1];
-    float *dg = Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL, *du = Wu->requires_grad ? vc_tensor_grad(g, Wu) : NULL;
     if (dg && du && du == dg + Wg->n) {
         B->gemm(1, 0, 2 * I, H, M, 1.0f, dgu, 2 * I, x, H, 1.0f, dg, H);
         return;
@@ -40,27 +39,34 @@ static void gate_up_wgrad(vc_graph *g, vc_tensor *Wg, vc_tensor *Wu, const float
 }
 
 /* gate and up's node: x -> a = act(x Wg^T) * (x Wu^T) (a's storage bf16 or f32; its gradient f32); gu [M, 2I] kept
- * for backward (bf16 storage when n->i[1]) */
+ * for backward (bf16 storage when n->i[1]). dgu = [dg | du] goes to GEMMs only: where they all read its whole rows
+ * (x's gradient, and the weights' in one GEMM or none) the backend may write its bf16 rounding straight into the copy
+ * those GEMMs read (act_mul_bwd_held: the f32 rows neither written nor read back to be rounded, the same bits) */
 static void gate_up_bw(vc_graph *g, vc_node *n) {
     vc_tensor *x = n->in[0], *Wg = n->in[1], *Wu = n->in[2];
-    const float *gu = n->ptr[0], *da = n->out->grad;
+    const float *da = n->out->grad;
     int64_t I = Wg->shape[0], H = Wg->shape[1], M = x->n / H;
     const vc_backend *B = vc_be();
     float *dgu = vc_graph_scratch(g, sizeof(float) * (size_t)(2 * M * I));
     if (!dgu) return;
-    if (n->i[1]) {
-        const uint16_t *g16 = n->ptr[0];
-        B->act_mul16_bwd(dgu, dgu + I, da, g16, g16 + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
-    } else B->act_mul_bwd(dgu, dgu + I, da, gu, gu + I, M * I, I, 2 * I, (int)n->i[0] | VC_ACT_WRITE);
-    int both = x->requires_grad && (Wg->requires_grad || Wu->requires_grad); /* dgu feeds two GEMMs */
-    if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 1);
+    float *dg = Wg->requires_grad ? vc_tensor_grad(g, Wg) : NULL, *du = Wu->requires_grad ? vc_tensor_grad(g, Wu) : NULL;
+    const int whole = (!dg && !du) || (dg && du && du == dg + Wg->n), g16 = (int)n->i[1];
+    const char *gu = n->ptr[0], *uu = gu + I * (g16 ? 2 : 4);
+    const int kind = (int)n->i[0] | VC_ACT_WRITE;
+    int held = whole && B->act_mul_bwd_held && B->act_mul_bwd_held(dgu, da, gu, uu, g16, M * I, I, 2 * I, kind);
+    int both = !held && x->requires_grad && (dg || du); /* dgu feeds two GEMMs: rounded once */
+    if (!held) {
+        if (g16) B->act_mul16_bwd(dgu, dgu + I, da, gu, uu, M * I, I, 2 * I, kind);
+        else B->act_mul_bwd(dgu, dgu + I, da, (const float *)gu, (const float *)uu, M * I, I, 2 * I, kind);
+        if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 1);
+    }
     if (x->requires_grad) { /* a fresh gradient is written (beta 0) */
         float *dx = vc_grad_fresh(g, x), beta = 0.0f;
         if (!dx) dx = vc_tensor_grad(g, x), beta = 1.0f;
         if (dx) B->gemm(0, 0, M, H, 2 * I, 1.0f, dgu, 2 * I, Wg->data, H, beta, dx, H);
     }
-    gate_up_wgrad(g, Wg, Wu, dgu, x->data, M);
-    if (both && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 0);
+    gate_up_wgrad(Wg, dg, du, dgu, x->data, M);
+    if ((held || both) && B->operand_hold) B->operand_hold(dgu, M, 2 * I, 0);
     vc_graph_release(g, dgu, sizeof(float) * (size_t)(2 * M * I));
 }
 

@@ -320,6 +320,14 @@ int main(void) {
             " \"tie_word_embeddings\": true, \"hidden_act\": \"silu\", \"torch_dtype\": \"float32\"}";
         same_training_env(HD64, "VERLC_ROUND_QKV", "1", "heads of 64: weights with q, k, v rounded by the attention "
                           "kernels %s with them rounded in place first");
+        /* the gated MLP's gradients of gate and up written straight into the bf16 copy their GEMMs read (default)
+         * or in f32, then rounded by the hold (VERLC_CUDA_ACT_HELD=0): the same bits, gate and up in f32 or bf16 */
+        same_training_env(CONFIGS[0], "VERLC_CUDA_ACT_HELD", "0", "weights with the gate / up gradients written into "
+                          "their held bf16 copy %s with them written in f32 and rounded by the hold");
+        setenv("VERLC_GATE_UP_BF16", "1", 1);
+        same_training_env(CONFIGS[0], "VERLC_CUDA_ACT_HELD", "0", "gate and up in bf16 storage: weights with their "
+                          "gradients written into the held bf16 copy %s with them written in f32");
+        unsetenv("VERLC_GATE_UP_BF16");
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
         same_training_env(CONFIGS[2], "VERLC_BF16_ACT", "0", "MoE: weights with the experts' inputs and activations in "
                           "bf16 %s with them in f32");

@@ -948,6 +948,19 @@ static void test_act16_rows(void) {
                 G->act_mul16_bwd(gdgu, gdgu + Cc, gdy, g16 + off, g16 + off + Cc, n, Cc, ld, k | VC_ACT_WRITE);
                 snprintf(nm, sizeof nm, "act16 %d bwd (written), %lld cols, offset %d", k, (long long)Cc, off);
                 cmp(nm, gdgu, dgu, (size_t)(R * ld), TOL);
+                /* written into dgu's held bf16 copy instead (act_mul_bwd_held, dgu itself never): a GEMM reading
+                 * dgu gives the bits it gives over the f32 gradients just written (which it rounds itself) */
+                float *gdx1 = dalloc((size_t)(R * H) * 4), *gdx2 = dalloc((size_t)(R * H) * 4);
+                float *gdgu2 = dalloc((size_t)(R * ld) * 4);
+                G->gemm(0, 0, R, H, ld, 1.0f, gdgu, ld, gW, H, 0.0f, gdx1, H);
+                G->fill(gdgu2, NAN, R * ld);
+                const int held = G->act_mul_bwd_held(gdgu2, gdy, g16 + off, g16 + off + Cc, 1, n, Cc, ld,
+                                                     k | VC_ACT_WRITE);
+                CHECK_MSG(held, "act_mul_bwd_held declined with bf16 matmuls");
+                G->gemm(0, 0, R, H, ld, 1.0f, gdgu2, ld, gW, H, 0.0f, gdx2, H);
+                if (held) G->operand_hold(gdgu2, R, ld, 0);
+                snprintf(nm, sizeof nm, "act %d bwd into the held copy, %lld cols, offset %d: dx", k, (long long)Cc, off);
+                same_bits(nm, gdx1, gdx2, (size_t)(R * H));
             }
             free(y16);
             free(c16);

@@ -590,6 +590,57 @@ void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, c
     vc_cu_end(op);
 }
 
+/* the gated activation's gradients written (VC_ACT_WRITE) straight into the held bf16 copy of dgu = [dg | du] (rows of
+ * 2 C): each the rounding (nearest even) of 0 + the term, what the f32 dgu then its hold gave. IN: g and u's storage
+ * (f32, or bf16 from gemm_c16), V elements a thread */
+__device__ __forceinline__ void ld_in(float (&x)[4], const float *p) {
+    const float4 w = *reinterpret_cast<const float4 *>(p);
+    x[0] = w.x, x[1] = w.y, x[2] = w.z, x[3] = w.w;
+}
+__device__ __forceinline__ void ld_in(float (&x)[4], const __nv_bfloat16 *p) { ld_b16<4>(x, p); }
+__device__ __forceinline__ void ld_in(float (&x)[1], const float *p) { x[0] = *p; }
+__device__ __forceinline__ void ld_in(float (&x)[1], const __nv_bfloat16 *p) { x[0] = __bfloat162float(*p); }
+template <typename IN, int V>
+__global__ void k_act_mul_bwd_held(__nv_bfloat16 *o, const float *dy, const IN *g, const IN *u, int64_t R, int64_t C,
+                                   int kind) {
+    VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
+        const int64_t i = r * 2 * C + c * V, d = r * C + c * V;
+        float a[V], b[V];
+        ld_in(a, g + i);
+        ld_in(b, u + i);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            o[i + k] = __float2bfloat16_rn(0.0f + vc_gate_dg(dy[d + k], a[k], b[k], kind));
+            o[i + C + k] = __float2bfloat16_rn(0.0f + vc_gate_du(dy[d + k], a[k], b[k], kind));
+        }
+    }
+}
+template <typename IN>
+static void act_mul_bwd_held(__nv_bfloat16 *o, const float *dy, const IN *g, const IN *u, int64_t R, int64_t C,
+                             int kind) {
+    if (C % 4 == 0 && vc_cu_aligned16(dy, g, u))
+        k_act_mul_bwd_held<IN, 4><<<vc_cu_rows_grid(R, C / 4, 256), 256, 0, vc_cu_stream()>>>(o, dy, g, u, R, C, kind);
+    else k_act_mul_bwd_held<IN, 1><<<vc_cu_rows_grid(R, C, 256), 256, 0, vc_cu_stream()>>>(o, dy, g, u, R, C, kind);
+}
+/* vc_backend.act_mul_bwd_held: dgu's bf16 copy held (vc_cu_hold_slot) and written, dgu itself never; 0 when operands
+ * are not held (f32 matmuls, VERLC_CUDA_HOLD=0, no slot or memory), ld is not 2 cols, the gradients add (no
+ * VC_ACT_WRITE), or VERLC_CUDA_ACT_HELD=0 (read per call: the A/B, the same bits) */
+int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const void *u, int g16, int64_t n, int64_t cols,
+                           int64_t ld, int kind) {
+    const char *op = "gated activation backward (held bf16 out)", *e = getenv("VERLC_CUDA_ACT_HELD");
+    if ((e && *e == '0') || ld != 2 * cols || n <= 0 || !(kind & VC_ACT_WRITE) || u != (const char *)g + cols * (g16 ? 2 : 4))
+        return 0;
+    const int64_t R = n / cols;
+    if (!vc_cu_begin(op)) return 0;
+    __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_hold_slot(dgu, R, ld);
+    if (!h) return 0;
+    kind &= ~VC_ACT_WRITE;
+    if (g16) act_mul_bwd_held(h, dy, (const __nv_bfloat16 *)g, (const __nv_bfloat16 *)u, R, cols, kind);
+    else act_mul_bwd_held(h, dy, (const float *)g, (const float *)u, R, cols, kind);
+    vc_cu_end(op);
+    return 1;
+}
+
 /* k_act_mul_bwd four elements a thread: one gradient (DU: up's, else gate's) added to out[i], or written (wr) */
 template <bool DU>
 __device__ __forceinline__ void gate_grad4(float4 *out, int64_t i, bool wr, float4 d, float4 a, float4 b, int kind) {

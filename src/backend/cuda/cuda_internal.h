@@ -185,6 +185,8 @@ void vc_cu_act_mul_fwd(float *y, const float *g, const float *u, int64_t n, int6
 void vc_cu_act_mul_fwd_bf16(void *y, const float *g, const float *u, int64_t n, int64_t cols, int64_t ld, int kind);
 void vc_cu_gemm_c16(int64_t M, int64_t N, int64_t K, const float *x, const float *W, void *y16);
 void vc_cu_act_mul16_fwd(void *y, int y16, const void *g, const void *u, int64_t n, int64_t cols, int64_t ld, int kind);
+int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const void *u, int g16, int64_t n, int64_t cols,
+                           int64_t ld, int kind);
 void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
                          int64_t ld, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,
