@@ -4,7 +4,7 @@
  * earlier rows through the block's first row i0 (q_i e^(G_i - G_i0) . k_j e^(G_i0 - G_j), every factor at most 1),
  * within the block likewise while no channel decays past e^-CK_GK_SPAN in it, else pair by pair. Sums over the rows of
  * a channel (the decays' gradients, the state's b) run a thread per channel in row order: the same bits run to run.
- * Included by cuda_gdn_chunk.cu after its own device code (ck_args, ck_ws, bmm, ck_out_mats, ck_delta_mats, ck_bwd_beta_v). */
+ * Included by cuda_gdn_chunk.h after the device code it uses (ck_args, ck_ws, bmm, ck_out_mats, ck_delta_mats, ck_bwd_beta_v). */
 #define CK_GK_SPAN 60.0
 
 /* G [n, dk] (double, each channel's cumulative sum in row order) and a = e^G; a barrier */
