@@ -111,22 +111,64 @@ __device__ __forceinline__ float ldf(const bf16 *p, int64_t i) { return __bfloat
 __device__ __forceinline__ void stv(float *p, float v) { *p = v; }
 __device__ __forceinline__ void stv(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
 
-/* stages op(A)[:, k0 .. k0 + BK) and op(B)[k0 .. k0 + BK, :) (zero outside) as As[BM][LA], Bs[BK][LB]; the index runs
- * along each operand's contiguous dimension so that global reads coalesce */
-template <class TA, class TB, class S> __device__ __forceinline__ void stage(S *As, S *Bs, const tile &t, int64_t k0) {
-    const TA *A = (const TA *)t.A;
-    const TB *B = (const TB *)t.B;
-    for (int idx = threadIdx.x; idx < BM * BK; idx += NT) {
-        int i = t.ta ? idx % BM : idx / BK, k = t.ta ? idx / BM : idx % BK;
-        float v = 0.0f;
-        if (i < t.mt && k0 + k < t.kk) v = ldf(A, t.ta ? (k0 + k) * t.lda + i : i * t.lda + k0 + k);
-        stv(As + i * LA + k, v);
+/* Staging op(A)[:, k0 .. k0 + BK) and op(B)[k0 .. k0 + BK, :) (zero outside) as As[BM][LA], Bs[BK][LB], consecutive
+ * threads along each operand's contiguous dimension so that global reads coalesce. In two halves: stage_load reads a
+ * thread's NA + NB elements into registers, all issued before any is used (one memory latency, not one an element:
+ * a load then a store to shared memory each, as before, waited for every load), and stage_store writes them; the
+ * tile loops load the next step's while the current one is multiplied. TAT / TBT: the transposes (compile-time, so
+ * that a thread keeps one pointer and stride an operand: its element u of A is row tid / BK + u NT / BK at column
+ * tid % BK, or row tid % BM at column tid / BM + u NT / BM, the same elements as before). The same values staged:
+ * the same bits. */
+constexpr int NA = BM * BK / NT, NB = BK * BN / NT;
+static_assert(NA * NT == BM * BK && NB * NT == BK * BN && NT % BK == 0 && NT % BM == 0 && NT % BN == 0, "shares");
+struct staged {
+    float a[NA], b[NB];
+};
+template <class TA, class TB, int TAT, int TBT>
+__device__ __forceinline__ void stage_load(staged *v, const tile &t, int64_t k0) {
+    const int tid = threadIdx.x;
+    if (TAT == 0) { /* rows of A along k: a thread's column fixed */
+        const int k = tid % BK, i0 = tid / BK;
+        const TA *a = (const TA *)t.A + (int64_t)i0 * t.lda + k0 + k;
+        const bool kin = k0 + k < t.kk;
+#pragma unroll
+        for (int u = 0; u < NA; u++)
+            v->a[u] = kin && i0 + u * (NT / BK) < t.mt ? ldf(a, (int64_t)u * (NT / BK) * t.lda) : 0.0f;
+    } else { /* A's k down its rows: a thread's row fixed */
+        const int i = tid % BM, kb = tid / BM;
+        const TA *a = (const TA *)t.A + (k0 + kb) * t.lda + i;
+        const bool iin = i < t.mt;
+#pragma unroll
+        for (int u = 0; u < NA; u++)
+            v->a[u] = iin && k0 + kb + u * (NT / BM) < t.kk ? ldf(a, (int64_t)u * (NT / BM) * t.lda) : 0.0f;
     }
-    for (int idx = threadIdx.x; idx < BK * BN; idx += NT) {
-        int j = t.tb ? idx / BK : idx % BN, k = t.tb ? idx % BK : idx / BN;
-        float v = 0.0f;
-        if (j < t.nt && k0 + k < t.kk) v = ldf(B, t.tb ? j * t.ldb + k0 + k : (k0 + k) * t.ldb + j);
-        stv(Bs + k * LB + j, v);
+    if (TBT == 1) { /* B's rows are its columns j, k along them */
+        const int k = tid % BK, j0 = tid / BK;
+        const TB *b = (const TB *)t.B + (int64_t)j0 * t.ldb + k0 + k;
+        const bool kin = k0 + k < t.kk;
+#pragma unroll
+        for (int u = 0; u < NB; u++)
+            v->b[u] = kin && j0 + u * (NT / BK) < t.nt ? ldf(b, (int64_t)u * (NT / BK) * t.ldb) : 0.0f;
+    } else {
+        const int j = tid % BN, kb = tid / BN;
+        const TB *b = (const TB *)t.B + (k0 + kb) * t.ldb + j;
+        const bool jin = j < t.nt;
+#pragma unroll
+        for (int u = 0; u < NB; u++)
+            v->b[u] = jin && k0 + kb + u * (NT / BN) < t.kk ? ldf(b, (int64_t)u * (NT / BN) * t.ldb) : 0.0f;
+    }
+}
+template <int TAT, int TBT, class S> __device__ __forceinline__ void stage_store(S *As, S *Bs, const staged &v) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int u = 0; u < NA; u++) {
+        if (TAT == 0) stv(As + (tid / BK + u * (NT / BK)) * LA + tid % BK, v.a[u]);
+        else stv(As + (tid % BM) * LA + tid / BM + u * (NT / BM), v.a[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < NB; u++) {
+        if (TBT == 1) stv(Bs + (tid % BK) * LB + tid / BK + u * (NT / BK), v.b[u]);
+        else stv(Bs + (tid / BN + u * (NT / BN)) * LB + tid % BN, v.b[u]);
     }
 }
 
@@ -137,7 +179,7 @@ __device__ __forceinline__ void put(const tile &t, float alpha, float beta, int 
 }
 
 /* bf16 tensor cores: warp w owns rows 32 (w / 2) .. +32, columns 32 (w % 2) .. +32 (2 x 2 fragments) */
-template <class TA, class TB> __device__ void tile_tc(const tile &t, float alpha, float beta) {
+template <class TA, class TB, int TAT, int TBT> __device__ void tile_tc(const tile &t, float alpha, float beta) {
     __shared__ __align__(128) bf16 As[BM * LA];
     __shared__ __align__(128) bf16 Bs[BK * LB];
     __shared__ __align__(128) float Cs[BM * LC];
@@ -145,9 +187,12 @@ template <class TA, class TB> __device__ void tile_tc(const tile &t, float alpha
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
     for (int x = 0; x < 2; x++)
         for (int y = 0; y < 2; y++) wmma::fill_fragment(acc[x][y], 0.0f);
+    staged v;
+    if (t.kk > 0) stage_load<TA, TB, TAT, TBT>(&v, t, 0);
     for (int64_t k0 = 0; k0 < t.kk; k0 += BK) {
-        stage<TA, TB>(As, Bs, t, k0);
+        stage_store<TAT, TBT>(As, Bs, v);
         __syncthreads();
+        if (k0 + BK < t.kk) stage_load<TA, TB, TAT, TBT>(&v, t, k0 + BK); /* in flight while this step is multiplied */
         for (int ks = 0; ks < BK; ks += 16) {
             wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a[2];
             wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> b[2];
@@ -168,16 +213,19 @@ template <class TA, class TB> __device__ void tile_tc(const tile &t, float alpha
 }
 
 /* f32: thread (ty, tx) = (tid / 16, tid % 16) owns rows 8 ty .. +8, columns tx + 16 c (c < 4) */
-__device__ void tile_f32(const tile &t, float alpha, float beta) {
+template <int TAT, int TBT> __device__ void tile_f32(const tile &t, float alpha, float beta) {
     __shared__ float As[BM * LA];
     __shared__ float Bs[BK * LB];
     const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
     float acc[8][4];
     for (int r = 0; r < 8; r++)
         for (int c = 0; c < 4; c++) acc[r][c] = 0.0f;
+    staged v;
+    if (t.kk > 0) stage_load<float, float, TAT, TBT>(&v, t, 0);
     for (int64_t k0 = 0; k0 < t.kk; k0 += BK) {
-        stage<float, float>(As, Bs, t, k0);
+        stage_store<TAT, TBT>(As, Bs, v);
         __syncthreads();
+        if (k0 + BK < t.kk) stage_load<float, float, TAT, TBT>(&v, t, k0 + BK);
         for (int k = 0; k < BK; k++) {
             float a[8], b[4];
             for (int r = 0; r < 8; r++) a[r] = As[(ty * 8 + r) * LA + k];
@@ -234,14 +282,15 @@ __device__ void rows_tile(const gparams &p, int64_t *r0, int *e_out, int *mt) {
 }
 
 /* the tile kernel of a precision (only the chosen one's shared arrays are in a launch) */
-template <class TA, class TB, bool TC> struct tile_run {
-    static __device__ void go(const tile &t, float alpha, float beta) { tile_tc<TA, TB>(t, alpha, beta); }
+template <class TA, class TB, bool TC, int TAT, int TBT> struct tile_run {
+    static __device__ void go(const tile &t, float alpha, float beta) { tile_tc<TA, TB, TAT, TBT>(t, alpha, beta); }
 };
-template <> struct tile_run<float, float, false> {
-    static __device__ void go(const tile &t, float alpha, float beta) { tile_f32(t, alpha, beta); }
+template <int TAT, int TBT> struct tile_run<float, float, false, TAT, TBT> {
+    static __device__ void go(const tile &t, float alpha, float beta) { tile_f32<TAT, TBT>(t, alpha, beta); }
 };
 
-template <class TA, class TB, bool TC> __global__ void __launch_bounds__(NT) k_grouped(gparams p) {
+/* TAT, TBT: the layout's transposes (wgrad: 1, 0; rows: 0, p.tb) */
+template <class TA, class TB, bool TC, int TAT, int TBT> __global__ void __launch_bounds__(NT) k_grouped(gparams p) {
     tile t;
     if (!p.wgrad) {
         int64_t r0;
@@ -266,24 +315,30 @@ template <class TA, class TB, bool TC> __global__ void __launch_bounds__(NT) k_g
         t.lda = p.lda, t.ldb = p.ldb, t.ldc = p.N, t.kk = rows > 0 ? rows : 0;
         t.ta = 1, t.tb = 0, t.mt = (int)(p.M - m0 < BM ? p.M - m0 : BM), t.nt = (int)(p.N - n0 < BN ? p.N - n0 : BN);
     }
-    tile_run<TA, TB, TC>::go(t, p.alpha, p.beta);
+    tile_run<TA, TB, TC, TAT, TBT>::go(t, p.alpha, p.beta);
+}
+
+template <int TAT, int TBT> void launch_as(const gparams &p, int a16, int b16, dim3 grid) {
+    if (vc_matmul_precision() != VC_PREC_BF16)
+        k_grouped<float, float, false, TAT, TBT><<<grid, NT, 0, vc_cu_stream()>>>(p);
+    else if (a16 && b16)
+        k_grouped<bf16, bf16, true, TAT, TBT><<<grid, NT, 0, vc_cu_stream()>>>(p);
+    else if (a16)
+        k_grouped<bf16, float, true, TAT, TBT><<<grid, NT, 0, vc_cu_stream()>>>(p);
+    else if (b16)
+        k_grouped<float, bf16, true, TAT, TBT><<<grid, NT, 0, vc_cu_stream()>>>(p);
+    else
+        k_grouped<float, float, true, TAT, TBT><<<grid, NT, 0, vc_cu_stream()>>>(p);
 }
 
 void launch(const gparams &p, int a16, int b16, dim3 grid, const char *op) {
-    if (vc_matmul_precision() != VC_PREC_BF16) {
-        if (a16 || b16) {
-            vc_cu_fail(VC_ERR_UNSUPPORTED, op, "bf16 operands need bf16 matmul precision");
-            return;
-        }
-        k_grouped<float, float, false><<<grid, NT, 0, vc_cu_stream()>>>(p);
-    } else if (a16 && b16)
-        k_grouped<bf16, bf16, true><<<grid, NT, 0, vc_cu_stream()>>>(p);
-    else if (a16)
-        k_grouped<bf16, float, true><<<grid, NT, 0, vc_cu_stream()>>>(p);
-    else if (b16)
-        k_grouped<float, bf16, true><<<grid, NT, 0, vc_cu_stream()>>>(p);
-    else
-        k_grouped<float, float, true><<<grid, NT, 0, vc_cu_stream()>>>(p);
+    if (vc_matmul_precision() != VC_PREC_BF16 && (a16 || b16)) {
+        vc_cu_fail(VC_ERR_UNSUPPORTED, op, "bf16 operands need bf16 matmul precision");
+        return;
+    }
+    if (p.wgrad) launch_as<1, 0>(p, a16, b16, grid);
+    else if (p.tb) launch_as<0, 1>(p, a16, b16, grid);
+    else launch_as<0, 0>(p, a16, b16, grid);
     vc_cu_end(op);
 }
 
