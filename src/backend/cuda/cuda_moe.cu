@@ -124,39 +124,30 @@ static_assert(NA * NT == BM * BK && NB * NT == BK * BN && NT % BK == 0 && NT % B
 struct staged {
     float a[NA], b[NB];
 };
+/* a run of N elements of a thread's share: element u at p[u STEP ld], kept where ok and first + u STEP < lim (zero
+ * elsewhere) */
+template <int N, int STEP, class T>
+__device__ __forceinline__ void load_run(float *v, const T *p, int64_t ld, bool ok, int64_t first, int64_t lim) {
+#pragma unroll
+    for (int u = 0; u < N; u++) v[u] = ok && first + u * STEP < lim ? ldf(p, (int64_t)u * STEP * ld) : 0.0f;
+}
 template <class TA, class TB, int TAT, int TBT>
 __device__ __forceinline__ void stage_load(staged *v, const tile &t, int64_t k0) {
     const int tid = threadIdx.x;
-    if (TAT == 0) { /* rows of A along k: a thread's column fixed */
-        const int k = tid % BK, i0 = tid / BK;
-        const TA *a = (const TA *)t.A + (int64_t)i0 * t.lda + k0 + k;
-        const bool kin = k0 + k < t.kk;
-#pragma unroll
-        for (int u = 0; u < NA; u++)
-            v->a[u] = kin && i0 + u * (NT / BK) < t.mt ? ldf(a, (int64_t)u * (NT / BK) * t.lda) : 0.0f;
-    } else { /* A's k down its rows: a thread's row fixed */
-        const int i = tid % BM, kb = tid / BM;
-        const TA *a = (const TA *)t.A + (k0 + kb) * t.lda + i;
-        const bool iin = i < t.mt;
-#pragma unroll
-        for (int u = 0; u < NA; u++)
-            v->a[u] = iin && k0 + kb + u * (NT / BM) < t.kk ? ldf(a, (int64_t)u * (NT / BM) * t.lda) : 0.0f;
-    }
-    if (TBT == 1) { /* B's rows are its columns j, k along them */
-        const int k = tid % BK, j0 = tid / BK;
-        const TB *b = (const TB *)t.B + (int64_t)j0 * t.ldb + k0 + k;
-        const bool kin = k0 + k < t.kk;
-#pragma unroll
-        for (int u = 0; u < NB; u++)
-            v->b[u] = kin && j0 + u * (NT / BK) < t.nt ? ldf(b, (int64_t)u * (NT / BK) * t.ldb) : 0.0f;
-    } else {
-        const int j = tid % BN, kb = tid / BN;
-        const TB *b = (const TB *)t.B + (k0 + kb) * t.ldb + j;
-        const bool jin = j < t.nt;
-#pragma unroll
-        for (int u = 0; u < NB; u++)
-            v->b[u] = jin && k0 + kb + u * (NT / BN) < t.kk ? ldf(b, (int64_t)u * (NT / BN) * t.ldb) : 0.0f;
-    }
+    const TA *A = (const TA *)t.A;
+    const TB *B = (const TB *)t.B;
+    if (TAT == 0) /* rows of A along k: a thread's column fixed */
+        load_run<NA, NT / BK>(v->a, A + (int64_t)(tid / BK) * t.lda + k0 + tid % BK, t.lda, k0 + tid % BK < t.kk,
+                              tid / BK, t.mt);
+    else /* A's k down its rows: a thread's row fixed */
+        load_run<NA, NT / BM>(v->a, A + (k0 + tid / BM) * t.lda + tid % BM, t.lda, tid % BM < t.mt, k0 + tid / BM,
+                              t.kk);
+    if (TBT == 1) /* B's rows are its columns j, k along them */
+        load_run<NB, NT / BK>(v->b, B + (int64_t)(tid / BK) * t.ldb + k0 + tid % BK, t.ldb, k0 + tid % BK < t.kk,
+                              tid / BK, t.nt);
+    else
+        load_run<NB, NT / BN>(v->b, B + (k0 + tid / BN) * t.ldb + tid % BN, t.ldb, tid % BN < t.nt, k0 + tid / BN,
+                              t.kk);
 }
 template <int TAT, int TBT, class S> __device__ __forceinline__ void stage_store(S *As, S *Bs, const staged &v) {
     const int tid = threadIdx.x;
