@@ -519,6 +519,14 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ATTN_MMA=0" 60 \
         env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
         --device cuda --precision bf16
+    # 2026-12-05 (written without a GPU): dK/dV with a GQA group's heads split over blocks, and the gated MLP's
+    # backward into its held bf16 copy, each against its A/B (the default figures are bench train's above)
+    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ATTN_SPLIT=1" 60 \
+        env VERLC_CUDA_ATTN_SPLIT=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
+        --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ACT_HELD=0" 60 \
+        env VERLC_CUDA_ACT_HELD=0 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
+        --device cuda --precision bf16
     # gate and up in bf16 (the GEMM writes bf16, the activation reads it: half the bytes of the widest activation;
     # autocast's numerics, off by default until these say it wins)
     [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_GATE_UP_BF16=1" 45 \
