@@ -344,8 +344,13 @@ for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c
 CUDA_TESTS="$CUDA_TESTS model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model"
 built=0
 configured=0
+# Ninja where the machine has it (a new build folder only: CMake keeps a folder's generator): Make builds libverlc's
+# C files only after every .cu file (a target's objects wait for the targets it takes objects from), Ninja both at
+# once; the 2026-12-04 builds (Make) took 116 and 156 s
+GEN=""
+if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then GEN="-G Ninja"; fi
 # shellcheck disable=SC2086
-step "configure" 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
+step "configure" 120 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
 if [ "${VC_GPU_DRY_RUN:-0}" = 1 ]; then
     grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_|MPI_C_COMPILER|MPI_C_HEADER_DIR|MPI_mpi_LIBRARY|NCCL_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
     say "RESULT: DRY RUN (configure $([ $configured = 1 ] && echo ok || echo FAILED); build and GPU steps skipped)"
