@@ -472,6 +472,17 @@ PY
         --tokens 32768 --seqs 8 --iters 2 --device cuda
     rm -f "$CFG"
 }
+# A/B benches on the 0.5B shape ($CFG05): bench train (16 x 512) or logprob (16 x 1024) with the settings given
+ab_train() { # NAME=VALUE...
+    [ -f "$CFG05" ] || return 0
+    step "bench train qwen2.5-0.5b bf16 (16 x 512), $*" 60 env "$@" "$BIN" bench train --config "$CFG05" \
+        --tokens 8192 --seqs 16 --iters 3 --device cuda --precision bf16
+}
+ab_logprob() { # NAME=VALUE...
+    [ -f "$CFG05" ] || return 0
+    step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), $*" 45 env "$@" "$BIN" bench logprob --config "$CFG05" \
+        --tokens 16384 --seq-len 1024 --reps 3 --device cuda --precision bf16
+}
 # Where the GPU time goes (VERLC_CUDA_PROFILE=1: time per op, and how busy the GPU was between host
 # waits: a low figure means the host, not the GPU, is the limit), short runs on the 0.5B shape.
 profile_model() { # config name
@@ -518,39 +529,21 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
         60 env VERLC_CUDA_PAGED_PREFILL=paged "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \
         --new 256 --device cuda --precision bf16
     # the register-tiled (mma.sync) flash attention against the WMMA kernels it replaced (written without a GPU)
-    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_ATTN_MMA=0" 45 \
-        env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 \
-        --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ATTN_MMA=0" 60 \
-        env VERLC_CUDA_ATTN_MMA=0 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
-        --device cuda --precision bf16
+    ab_logprob VERLC_CUDA_ATTN_MMA=0
+    ab_train VERLC_CUDA_ATTN_MMA=0
     # 2026-12-05 (written without a GPU): dK/dV with a GQA group's heads split over blocks, and the gated MLP's
     # backward into its held bf16 copy, each against its A/B (the default figures are bench train's above)
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ATTN_SPLIT=1" 60 \
-        env VERLC_CUDA_ATTN_SPLIT=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
-        --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_ACT_HELD=0" 60 \
-        env VERLC_CUDA_ACT_HELD=0 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
-        --device cuda --precision bf16
+    ab_train VERLC_CUDA_ATTN_SPLIT=1
+    ab_train VERLC_CUDA_ACT_HELD=0
     # gate and up in bf16 (the GEMM writes bf16, the activation reads it: half the bytes of the widest activation;
     # autocast's numerics, off by default until these say it wins)
-    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_GATE_UP_BF16=1" 45 \
-        env VERLC_GATE_UP_BF16=1 "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 \
-        --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_GATE_UP_BF16=1" 60 \
-        env VERLC_GATE_UP_BF16=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 \
-        --device cuda --precision bf16
+    ab_logprob VERLC_GATE_UP_BF16=1
+    ab_train VERLC_GATE_UP_BF16=1
     # and the LM head's logits in bf16 too (VERLC_HEAD_BF16=1, autocast's: half the bytes of every logit slice)
-    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1" 45 \
-        env VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1 "$BIN" bench logprob --config "$CFG05" --tokens 16384 \
-        --seq-len 1024 --reps 3 --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1" 60 \
-        env VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1 "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 \
-        --iters 3 --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (16 x 1024), VERLC_CUDA_HOLD=0" 45 env VERLC_CUDA_HOLD=0 \
-        "$BIN" bench logprob --config "$CFG05" --tokens 16384 --seq-len 1024 --reps 3 --device cuda --precision bf16
-    [ -f "$CFG05" ] && step "bench train qwen2.5-0.5b bf16 (16 x 512), VERLC_CUDA_HOLD=0" 60 env VERLC_CUDA_HOLD=0 \
-        "$BIN" bench train --config "$CFG05" --tokens 8192 --seqs 16 --iters 3 --device cuda --precision bf16
+    ab_logprob VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1
+    ab_train VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1
+    ab_logprob VERLC_CUDA_HOLD=0
+    ab_train VERLC_CUDA_HOLD=0
     e2e_all
     profile_model qwen2.5-0.5b
     # shellcheck disable=SC2086
