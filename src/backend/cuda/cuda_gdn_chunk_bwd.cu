@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
     if (start) ck_cols_out(p.dinit + ((int64_t)c.s * p.nv + c.h) * SS, sh.S, dk, dv, cw, c.j0, c.cn);
 }
 
-
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
