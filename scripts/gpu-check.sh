@@ -535,6 +535,9 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # backward into its held bf16 copy, each against its A/B (the default figures are bench train's above)
     ab_train VERLC_CUDA_ATTN_SPLIT=1
     ab_train VERLC_CUDA_ACT_HELD=0
+    # the LM head's logits kept from its forward for its backward (default; 5 GB at 8,192 rows) against forming them
+    # again by a GEMM there (a quarter of the head's work, 9% of the 0.5B step's flops)
+    ab_train VERLC_CUDA_HEAD_KEEP=0
     # gate and up in bf16 (the GEMM writes bf16, the activation reads it: half the bytes of the widest activation;
     # autocast's numerics, off by default until these say it wins)
     ab_logprob VERLC_GATE_UP_BF16=1

@@ -86,6 +86,8 @@ void vc_graph_rewind(vc_graph *g, vc_graph_mark mark);
  * writes), from the active backend's allocator: device memory on a GPU. See src/tensor/backend.h. */
 void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero);
 void *vc_graph_dalloc(vc_graph *g, size_t bytes, int zero);
+/* vc_graph_dalloc for memory the caller can do without (a cache): NULL on failure, the graph's status untouched */
+void *vc_graph_dalloc_try(vc_graph *g, size_t bytes);
 /* Backward temporaries (backend memory): vc_graph_temp takes a buffer handed back earlier in this backward
  * when one holds `bytes` (zeroed then), else arena memory (zeroed when zero); vc_graph_release hands one
  * back (bytes as asked) once the node is done with it, for later gradients and temporaries. */

@@ -122,6 +122,9 @@ typedef struct vc_route_desc {
 typedef struct vc_head_desc {
     int64_t T, H, V;
     float softcap, scale;
+    /* backend memory of lm_head_keep's bytes (NULL: none): the forward leaves its logits there, the backward reads
+     * them instead of computing them again (the same values) and may overwrite them */
+    void *keep;
 } vc_head_desc;
 
 /* q, k and v of one attention layer from one input (vc_backend.qkv_rope): q [M, n_head * head_dim], k [M, n_kv_head *
@@ -391,6 +394,9 @@ typedef struct vc_backend {
     void (*lm_head_bwd)(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
                         const vc_head_desc *d);
+    /* the bytes of d->keep with which lm_head_fwd leaves its logits for lm_head_bwd (bias b or NULL); 0: the backward
+     * forms them again. NULL: never kept */
+    size_t (*lm_head_keep)(const vc_head_desc *d, const float *b);
     /* top-k routing: weights[T,k] and expert ids[T,k] from router logits[T,E] */
     void (*route_fwd)(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
     void (*route_bwd)(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,

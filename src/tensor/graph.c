@@ -168,7 +168,7 @@ void vc_graph_fail(vc_graph *g, vc_status st) {
 
 /* the backend memory of a chunk comes from the backend active when it was made; a chunk made by a
  * backend with another memory kind (a different allocator) is not reused */
-static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *be) {
+static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *be, int quiet) {
     bytes = (bytes + 63) & ~(size_t)63;
     if (!bytes) bytes = 64;
     chunk *c = a->cur;
@@ -198,6 +198,10 @@ static void *arena_alloc(vc_graph *g, arena *a, size_t bytes, const vc_backend *
     note_peak(g);
     return p;
 oom:
+    if (quiet) { /* the caller does without */
+        vc_clear_error();
+        return NULL;
+    }
     if (g->status == VC_OK)
         g->status = vc_fail(VC_ERR_NOMEM, "step arena: cannot allocate %zu bytes of %s memory (%zu in use)", bytes,
                             be ? be->name : "host", a->used);
@@ -205,17 +209,19 @@ oom:
 }
 
 void *vc_graph_alloc(vc_graph *g, size_t bytes, int zero) {
-    void *p = arena_alloc(g, &g->host, bytes, NULL);
+    void *p = arena_alloc(g, &g->host, bytes, NULL, 0);
     if (p && zero) memset(p, 0, bytes);
     return p;
 }
 
 void *vc_graph_dalloc(vc_graph *g, size_t bytes, int zero) {
     const vc_backend *be = vc_be();
-    void *p = arena_alloc(g, &g->data, bytes, be);
+    void *p = arena_alloc(g, &g->data, bytes, be, 0);
     if (p && zero) be->zero(p, bytes);
     return p;
 }
+
+void *vc_graph_dalloc_try(vc_graph *g, size_t bytes) { return arena_alloc(g, &g->data, bytes, vc_be(), 1); }
 
 void *vc_graph_upload(vc_graph *g, const void *src, size_t bytes) {
     void *p = vc_graph_dalloc(g, bytes, 0);

@@ -239,6 +239,7 @@ typedef struct {
     const int32_t *target;
     vc_tensor *ent;
     vc_head_desc d;
+    size_t keep_bytes; /* d.keep's */
 } head_saved;
 
 static void head_bw(vc_graph *g, vc_node *n);
@@ -268,6 +269,12 @@ vc_status vc_op_lm_head(vc_graph *g, vc_tensor *h, vc_tensor *W, vc_tensor *b, c
     s->d = (vc_head_desc){ .T = T, .H = H, .V = V, .softcap = softcap,
                            .scale = temperature > 0 ? 1.0f / temperature : 1.0f };
     s->ent = en;
+    /* where the backend keeps the logits for the backward (a GEMM fewer) and memory allows: arena memory, handed back
+     * to the backward's pool once read */
+    if (vc_be()->lm_head_keep && vc_graph_grad_enabled(g) &&
+        (h->requires_grad || W->requires_grad || (b && b->requires_grad)) &&
+        (s->keep_bytes = vc_be()->lm_head_keep(&s->d, b ? b->data : NULL)))
+        s->d.keep = vc_graph_dalloc_try(g, s->keep_bytes);
     vc_be()->lm_head_fwd(lp->data, en->data, sq ? sq->data : NULL, s->lse, h->data, W->data, b ? b->data : NULL, tg,
                          &s->d);
     vc_tensor *in[3] = { h, W, b };
@@ -293,4 +300,6 @@ static void head_bw(vc_graph *g, vc_node *n) {
     float *db = b && b->requires_grad ? vc_tensor_grad(g, b) : NULL;
     vc_be()->lm_head_bwd(dh, dW, db, n->out->grad, s->ent->grad, s->lse, s->ent->data, h->data, W->data,
                          b ? b->data : NULL, s->target, &s->d);
+    vc_graph_release(g, s->d.keep, s->keep_bytes);
+    s->d.keep = NULL;
 }

@@ -99,6 +99,14 @@ static inline double cmp(const char *name, const float *dev, const float *ref, s
 }
 
 /* GPU result equal bit for bit to another run (determinism) */
+/* a's n floats (device memory) bit for bit b's: two ways to the same values */
+static inline void same_bits_as(const char *name, const float *a_dev, const float *b_dev, size_t n) {
+    float *a = fetch(a_dev, n), *b = fetch(b_dev, n);
+    int ok = memcmp(a, b, n * sizeof(float)) == 0;
+    printf("  %-60s %s\n", name, ok ? "the same bits" : "DIFFERENT bits  FAIL");
+    CHECK_MSG(ok, "%s: different bits", name);
+}
+
 static inline void same_bits(const char *name, const float *a_dev, const float *b_dev, size_t n) {
     float *a = fetch(a_dev, n), *b = fetch(b_dev, n);
     int ok = memcmp(a, b, n * sizeof(float)) == 0;

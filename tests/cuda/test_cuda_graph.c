@@ -328,6 +328,10 @@ int main(void) {
         same_training_env(CONFIGS[0], "VERLC_CUDA_ACT_HELD", "0", "gate and up in bf16 storage: weights with their "
                           "gradients written into the held bf16 copy %s with them written in f32");
         unsetenv("VERLC_GATE_UP_BF16");
+        /* the LM head's logits kept from its forward for its backward (default) or formed again there
+         * (VERLC_CUDA_HEAD_KEEP=0): the same bits */
+        same_training_env(CONFIGS[0], "VERLC_CUDA_HEAD_KEEP", "0", "weights with the LM head's logits kept for its "
+                          "backward %s with them formed again by a GEMM");
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
         same_training_env(CONFIGS[2], "VERLC_BF16_ACT", "0", "MoE: weights with the experts' inputs and activations in "
                           "bf16 %s with them in f32");

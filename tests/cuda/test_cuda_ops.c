@@ -996,11 +996,26 @@ static void lm_case(int64_t T, int64_t H, int64_t V, int bias, float cap, float 
     float *gdb = db ? dup_f(db, V) : NULL;
     /* the GPU backward uses the CPU forward's lse/entropy so the comparison isolates the backward */
     float *glse_c = dup_f(lse, T), *gent_c = dup_f(ent, T);
+    float *kdh = dup_f(dh, T * H), *kdW = dup_f(dW, V * H), *kdb = db ? dup_f(db, V) : NULL; /* for the kept run */
     C->lm_head_bwd(dh, dW, db, dlogp, dent, lse, ent, h, W, b, tg, &hd);
     G->lm_head_bwd(gdh, gdW, gdb, gdlogp, gdent, glse_c, gent_c, gh, gW, gb, gtg, &hd);
     cmp("lm head bwd dh (accumulated)", gdh, dh, (size_t)(T * H), TOL);
     cmp("lm head bwd dW (accumulated)", gdW, dW, (size_t)(V * H), TOL);
     if (db) cmp("lm head bwd db (accumulated)", gdb, db, (size_t)V, TOL);
+    /* the forward's logits kept for the backward (vc_head_desc.keep, where the op layer gives the backend what
+     * lm_head_keep asks): the backward reads them instead of forming them again: the same bits, dZ written over
+     * them (and the bias's column sums read from them) */
+    vc_head_desc kd = hd;
+    kd.keep = dalloc((size_t)(T * V) * 4);
+    float *klogp = dup_f(logp, T), *kent = dup_f(ent, T), *klse = dup_f(lse, T), *ksq = dup_f(sq, T);
+    G->lm_head_fwd(klogp, kent, ksq, klse, gh, gW, gb, gtg, &kd);
+    same_bits_as("lm head fwd, logits kept: logp", klogp, glogp, (size_t)T);
+    same_bits_as("lm head fwd, logits kept: lse", klse, glse, (size_t)T);
+    same_bits_as("lm head fwd, logits kept: entropy", kent, gent, (size_t)T);
+    G->lm_head_bwd(kdh, kdW, kdb, gdlogp, gdent, glse_c, gent_c, gh, gW, gb, gtg, &kd);
+    same_bits_as("lm head bwd, logits kept: dh", kdh, gdh, (size_t)(T * H));
+    same_bits_as("lm head bwd, logits kept: dW", kdW, gdW, (size_t)(V * H));
+    if (db) same_bits_as("lm head bwd, logits kept: db", kdb, gdb, (size_t)V);
     if (slice) unsetenv("VERLC_CUDA_HEAD_SLICE");
     check_sticky("lm head");
     release_all();

@@ -605,6 +605,26 @@ static void test_gemm_bf16(void) {
             unsetenv("VERLC_CUDA_HEAD_SLICE");
             unsetenv("VERLC_CUDA_HOLD");
         }
+    /* with the forward's logits kept (vc_head_desc.keep): the backward reads them: the same bits as forming them
+     * again, dZ held as written; one slice and several */
+    for (int sl = 0; sl < 2; sl++) {
+        if (sl) setenv("VERLC_CUDA_HEAD_SLICE", "1000", 1);
+        vc_head_desc kd = hd;
+        kd.keep = dalloc((size_t)(T * V) * 4);
+        float *klogp = dalloc((size_t)T * 4), *kent = dalloc((size_t)T * 4), *klse = dalloc((size_t)T * 4);
+        float *kdh = dalloc((size_t)(T * H) * 4), *kdW = dalloc((size_t)(V * H) * 4);
+        G->fill(kdh, 0.0f, T * H);
+        G->fill(kdW, 0.0f, V * H);
+        G->lm_head_fwd(klogp, kent, NULL, klse, gh, gW, NULL, gtg, &kd);
+        G->lm_head_bwd(kdh, kdW, NULL, gdl, gde, glse, gent, gh, gW, NULL, gtg, &kd);
+        unsetenv("VERLC_CUDA_HEAD_SLICE");
+        char nm[96];
+        snprintf(nm, sizeof nm, "lm head bwd bf16 dh, %s, logits kept", sl ? "slices" : "1 slice");
+        same_bits_as(nm, kdh, gdh[sl][1], (size_t)(T * H));
+        snprintf(nm, sizeof nm, "lm head bwd bf16 dW, %s, logits kept", sl ? "slices" : "1 slice");
+        same_bits_as(nm, kdW, gdW[sl][1], (size_t)(V * H));
+        if (!sl) same_bits_as("lm head fwd bf16 logp, logits kept", klogp, glogp, (size_t)T);
+    }
     vc_set_matmul_precision(VC_PREC_F32);
     cmp("lm head bwd bf16 dh", gdh[0][1], dh, (size_t)(T * H), 1e-2);
     cmp("lm head bwd bf16 dW", gdW[0][1], dW, (size_t)(V * H), 1e-2);

@@ -203,6 +203,7 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
 void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, const float *dent, const float *lse,
                         const float *ent, const float *h, const float *W, const float *b, const int32_t *target,
                         const vc_head_desc *d);
+size_t vc_cu_lm_head_keep(const vc_head_desc *d, const float *b);
 void vc_cu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, const vc_route_desc *d);
 void vc_cu_route_bwd(float *dlogits, const float *dw, const float *logits, const int32_t *idx, int64_t T,
                      const vc_route_desc *d);

@@ -2,11 +2,12 @@
  * one cuBLAS GEMM into a scratch buffer (f32, or bf16 with VERLC_HEAD_BF16=1), then one block per token folds the slice into running
  * statistics (max, sum of exponentials, sum of exponentials times (logit - max), when asked the sum of
  * squared exponentials; in double as the CPU backend keeps them). Logits are softcap(h W^T + b) * scale.
- * Backward recomputes each slice's logits, turns them into dZ in place, and adds dh += dZ W,
- * dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
+ * Backward recomputes each slice's logits (or reads them where the forward kept them: vc_head_desc.keep), turns them
+ * into dZ, and adds dh += dZ W, dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
 #include "cuda_internal.h"
 #include <cuda_bf16.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SLICE_BYTES ((int64_t)256 << 20)
 #define HT 256
@@ -28,6 +29,29 @@ static int64_t slice_rows(int64_t T, int64_t V, int es = 4) {
     if (nv < 256) nv = 256;
     nv = (nv + 15) & ~(int64_t)15;
     return nv < V ? nv : V;
+}
+
+/* the bytes of logits the forward keeps for the backward (vc_backend.lm_head_keep): f32 logits up to
+ * $VERLC_CUDA_HEAD_KEEP bytes (0: never; K / M / G suffixes), by default a sixteenth of the device's memory (8.8 GB on
+ * an H200: 14,000 rows of a 151,936-token vocabulary). The backward then skips the GEMM that formed them again, a
+ * quarter of the LM head's work (the same values: the forward's own) */
+size_t vc_cu_lm_head_keep(const vc_head_desc *d, const float *b) {
+    if (head_bf16(b) || d->T <= 0 || d->V <= 0) return 0;
+    size_t bytes = (size_t)(d->T * d->V) * sizeof(float), cap = 0, fr = 0;
+    const char *e = getenv("VERLC_CUDA_HEAD_KEEP");
+    char *end = NULL;
+    double v = e && *e ? strtod(e, &end) : -1;
+    if (v >= 0 && end != e) {
+        const char *u = "KMG", *k = *end ? strchr(u, *end) : NULL;
+        for (int i = k ? (int)(k - u) + 1 : 0; i > 0; i--) v *= 1024;
+        cap = (size_t)v;
+    } else if (cudaMemGetInfo(&fr, &cap) == cudaSuccess) {
+        cap /= 16;
+    } else {
+        cudaGetLastError();
+        return 0;
+    }
+    return bytes <= cap ? bytes : 0;
 }
 
 __device__ __forceinline__ float zval(const float *p) { return *p; }
@@ -108,11 +132,12 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
     vc_cu_prof_nest(1); /* the held operands are this op's time in the profile */
     cudaStream_t st = vc_cu_stream();
     const int z16 = head_bf16(b);
+    float *keep = z16 ? NULL : (float *)hd->keep; /* slice v0's logits at keep + T v0, for the backward */
     int64_t nv = slice_rows(T, V, z16 ? 2 : 4);
-    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * (z16 ? 2 : 4), op);
+    float *Z = keep ? NULL : (float *)vc_cu_scratch((size_t)(T * nv) * (z16 ? 2 : 4), op);
     double *stat = (double *)vc_cu_scratch((size_t)T * 4 * sizeof(double), op);
     float *raw = (float *)vc_cu_scratch((size_t)T * sizeof(float), op);
-    if (!Z || !stat || !raw) goto out;
+    if ((!Z && !keep) || !stat || !raw) goto out;
     vc_cu_operand_hold(h, T, H, 1); /* every slice's GEMM reads h: rounded to bf16 once */
     k_head_init<<<vc_cu_blocks(T, 256), 256, 0, st>>>(stat, raw, T);
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
@@ -122,9 +147,10 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
             k_head_fwd_rows<__nv_bfloat16><<<(unsigned)T, HT, 0, st>>>((const __nv_bfloat16 *)Z, n, v0, b, hd->softcap,
                                                                        hd->scale, target, stat, raw, T, sumsq != NULL);
         } else {
-            if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto out;
-            k_head_fwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Z, n, v0, b, hd->softcap, hd->scale, target, stat, raw, T,
-                                                               sumsq != NULL);
+            float *Zs = keep ? keep + T * v0 : Z;
+            if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Zs, n, op)) goto out;
+            k_head_fwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Zs, n, v0, b, hd->softcap, hd->scale, target, stat, raw,
+                                                               T, sumsq != NULL);
         }
         if (!vc_cu_end(op)) goto out;
     }
@@ -184,10 +210,11 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     if (!vc_cu_begin(op) || T == 0) return;
     cudaStream_t st = vc_cu_stream();
     const int z16 = head_bf16(b);
+    float *keep = z16 ? NULL : (float *)hd->keep; /* the forward's logits: its slices, no GEMM to form them again */
     int64_t nv = slice_rows(T, V);
-    float *Z = (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
+    float *Z = keep ? NULL : (float *)vc_cu_scratch((size_t)(T * nv) * sizeof(float), op);
     __nv_bfloat16 *Z16 = z16 && Z ? (__nv_bfloat16 *)vc_cu_scratch((size_t)(T * nv) * 2, op) : NULL;
-    if (!Z || (z16 && !Z16)) {
+    if ((!Z && !keep) || (z16 && !Z16)) {
         vc_cu_scratch_free(Z);
         return;
     }
@@ -198,37 +225,38 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
     for (int64_t v0 = 0; v0 < V; v0 += nv) {
         int64_t n = V - v0 < nv ? V - v0 : nv;
         int ok = 0;
+        float *Zs = keep ? keep + T * v0 : Z;
         vc_cu_operand_hold(W + v0 * H, n, H, 1);
-        /* the logits again (VERLC_HEAD_BF16: in bf16, as the forward had them; Z then only the key of dZ's hold) */
+        /* the logits again (VERLC_HEAD_BF16: in bf16, as the forward had them; Zs then only the key of dZ's hold) */
         if (z16) vc_cu_gemm_c16(T, n, H, h, W + v0 * H, Z16);
-        else if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Z, n, op)) goto slice;
+        else if (!keep && !vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Zs, n, op)) goto slice;
         /* bf16 matmuls without a bias: dZ straight into a held bf16 copy (db's column sums read the f32 rows) */
-        if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Z, T, n)) {
+        if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Zs, T, n)) {
             if (z16)
                 k_head_bwd_rows<__nv_bfloat16, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(
                     Z16, zh, n, v0, b, hd->softcap, hd->scale, target, dlogp, dent, lse, ent);
             else
-                k_head_bwd_rows<float, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Z, zh, n, v0, b, hd->softcap, hd->scale,
+                k_head_bwd_rows<float, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Zs, zh, n, v0, b, hd->softcap, hd->scale,
                                                                                   target, dlogp, dent, lse, ent);
         } else {
             if (z16)
-                k_head_bwd_rows<__nv_bfloat16, float><<<(unsigned)T, HT, 0, st>>>(Z16, Z, n, v0, b, hd->softcap,
+                k_head_bwd_rows<__nv_bfloat16, float><<<(unsigned)T, HT, 0, st>>>(Z16, Zs, n, v0, b, hd->softcap,
                                                                                   hd->scale, target, dlogp, dent, lse,
                                                                                   ent);
             else
-                k_head_bwd_rows<float, float><<<(unsigned)T, HT, 0, st>>>(Z, Z, n, v0, b, hd->softcap, hd->scale, target,
+                k_head_bwd_rows<float, float><<<(unsigned)T, HT, 0, st>>>(Zs, Zs, n, v0, b, hd->softcap, hd->scale, target,
                                                                           dlogp, dent, lse, ent);
-            vc_cu_operand_hold(Z, T, n, 1);
+            vc_cu_operand_hold(Zs, T, n, 1);
         }
         if (!vc_cu_end(op)) {
-            vc_cu_operand_hold(Z, T, n, 0);
+            vc_cu_operand_hold(Zs, T, n, 0);
             goto slice;
         }
-        ok = (!dh || vc_cu_gemm(0, 0, T, H, n, 1.0f, Z, n, W + v0 * H, H, 1.0f, dh, H, op)) &&
-             (!dW || vc_cu_gemm(1, 0, n, H, T, 1.0f, Z, n, h, H, 1.0f, dW + v0 * H, H, op));
-        vc_cu_operand_hold(Z, T, n, 0);
+        ok = (!dh || vc_cu_gemm(0, 0, T, H, n, 1.0f, Zs, n, W + v0 * H, H, 1.0f, dh, H, op)) &&
+             (!dW || vc_cu_gemm(1, 0, n, H, T, 1.0f, Zs, n, h, H, 1.0f, dW + v0 * H, H, op));
+        vc_cu_operand_hold(Zs, T, n, 0);
         if (ok && db) {
-            k_colsum<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(db + v0, Z, T, n);
+            k_colsum<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(db + v0, Zs, T, n);
             ok = vc_cu_end(op);
         }
     slice:

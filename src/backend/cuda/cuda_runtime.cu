@@ -974,6 +974,7 @@ static vc_backend make_cuda_backend(void) {
     b.gemm_b16 = vc_cu_gemm_b16;
     b.lm_head_fwd = vc_cu_lm_head_fwd;
     b.lm_head_bwd = vc_cu_lm_head_bwd;
+    b.lm_head_keep = vc_cu_lm_head_keep;
     b.route_fwd = vc_cu_route_fwd;
     b.route_bwd = vc_cu_route_bwd;
     b.fill = vc_cu_fill;
