@@ -1,7 +1,8 @@
 /* Fused LM head on the GPU: the vocabulary is walked in slices; each slice's logits for all tokens are
- * one cuBLAS GEMM into a scratch buffer (f32, or bf16 with VERLC_HEAD_BF16=1), then one block per token folds the slice into running
- * statistics (max, sum of exponentials, sum of exponentials times (logit - max), when asked the sum of
- * squared exponentials; in double as the CPU backend keeps them). Logits are softcap(h W^T + b) * scale.
+ * one cuBLAS GEMM into a scratch buffer (f32, or bf16 with VERLC_HEAD_BF16=1), then one warp per token folds the slice
+ * into running statistics in one pass (max, sum of exponentials, sum of exponentials times (logit - max), when asked
+ * the sum of squared exponentials; in double, as the CPU backend keeps them, over f32 sums of 16-32 terms). Logits are
+ * softcap(h W^T + b) * scale.
  * Backward recomputes each slice's logits (or reads them where the forward kept them: vc_head_desc.keep), turns them
  * into dZ, and adds dh += dZ W, dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
 #include "cuda_internal.h"
@@ -72,45 +73,121 @@ __global__ void k_head_init(double *st, float *raw, int64_t T) {
     }
 }
 
-/* one block per token: bias, cap, scale, slice statistics, merge into (m, s, a) and, with want_q, q. The slice's
- * logits are read, never written back (the second pass forms each one again, the same bits); each exponential in
- * f32 (expf: the FP64 exp of every logit cost more than the GEMM), the sums in double. */
-template <typename ZT>
-__global__ void k_head_fwd_rows(const ZT *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
+/* running softmax statistics of a run of scaled logits: their max m, s = sum e^(z - m), a = sum e^(z - m) (z - m),
+ * q = sum e^(2 (z - m)); merged as the slices are (rescaled to the larger max) */
+struct head_stat {
+    double m, s, a, q;
+};
+/* merged with the factors e^(m - max) in double (fexp 0: the slices' merge) or f32 (1: a warp's lanes, whose maxima
+ * are f32 logits) */
+template <int FEXP> __device__ __forceinline__ head_stat stat_merge(head_stat x, head_stat y) {
+    if (y.m == -INFINITY) return x; /* nothing in y (or in both) */
+    if (x.m == -INFINITY) return y;
+    const double nm = x.m > y.m ? x.m : y.m, dx = x.m - nm, dy = y.m - nm;
+    const double fx = FEXP ? (double)expf((float)dx) : exp(dx), fy = FEXP ? (double)expf((float)dy) : exp(dy);
+    return head_stat{ nm, fx * x.s + fy * y.s, fx * (x.a + dx * x.s) + fy * (y.a + dy * y.s), fx * fx * x.q + fy * fy * y.q };
+}
+
+/* VW logits from p (16 bytes when VW > 1: float4, or 8 bf16) */
+template <int VW> __device__ __forceinline__ void zload(const float *p, float *x) {
+    if (VW == 4) {
+        float4 v = *(const float4 *)p;
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else x[0] = *p;
+}
+template <int VW> __device__ __forceinline__ void zload(const __nv_bfloat16 *p, float *x) {
+    if (VW == 8) {
+        uint4 v = *(const uint4 *)p;
+        const unsigned w[4] = { v.x, v.y, v.z, v.w };
+        for (int k = 0; k < 4; k++) x[2 * k] = __uint_as_float(w[k] << 16), x[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+    } else x[0] = __bfloat162float(*p);
+}
+
+#define HEAD_WARPS 8 /* rows a block */
+#define HEAD_CH 4    /* VW-wide loads a lane takes together: one max and one rescale per HEAD_CH x VW logits */
+
+/* a warp per token: bias, cap, scale, the slice's statistics in one pass (each lane's run in chunks: the chunk's max,
+ * the lane's sums rescaled where it rose, the chunk's exponentials summed in f32, added in double; the lanes merged
+ * in a fixed tree), merged into the token's (m, s, a) and, with want_q, q. The slice's logits are read once, never
+ * written back. VW: logits a load (rows of whole 16-byte runs), else 1 */
+template <typename ZT, int VW, int PLAIN /* no bias, no soft-cap */>
+__global__ void k_head_fwd_warp(const ZT *Z, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, double *st, float *raw, int64_t T, int want_q) {
-    __shared__ float shf[32];
-    __shared__ double shd[32];
-    int64_t t = blockIdx.x;
+    const int lane = threadIdx.x & 31;
+    const int64_t t = (int64_t)blockIdx.x * HEAD_WARPS + (threadIdx.x >> 5);
+    if (t >= T) return; /* a whole warp */
     const ZT *z = Z + t * nv;
-    float mx = -INFINITY;
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) mx = fmaxf(mx, bias_cap(zval(z + v), b, v0 + v, cap) * scale);
-    mx = vc_block_max(mx, shf);
-    double s = 0, a = 0, q = 0;
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        const float d = bias_cap(zval(z + v), b, v0 + v, cap) * scale - mx, e = expf(d);
-        s += e;
-        a += (double)e * d;
-        if (want_q) q += (double)e * e; /* uniform over the block */
+    float m = -INFINITY; /* the lane's running max, its sums in double relative to it */
+    double rs = 0, ra = 0, rq = 0;
+    for (int64_t c0 = (int64_t)lane * VW; c0 < nv; c0 += (int64_t)32 * VW * HEAD_CH) {
+        float x[HEAD_CH * VW];
+        float cm = -INFINITY;
+#pragma unroll
+        for (int g = 0; g < HEAD_CH; g++) {
+            const int64_t v = c0 + (int64_t)g * 32 * VW;
+            if (v < nv) zload<VW>(z + v, x + g * VW);
+#pragma unroll
+            for (int k = 0; k < VW; k++) {
+                const float zk = PLAIN ? x[g * VW + k] : bias_cap(x[g * VW + k], b, v0 + v + k, cap);
+                x[g * VW + k] = v < nv ? zk * scale : -INFINITY;
+                cm = fmaxf(cm, x[g * VW + k]);
+            }
+        }
+        if (cm > m) { /* the max rose: the sums so far rescaled to it (rare after the first chunks) */
+            if (m != -INFINITY) {
+                const float dm = m - cm;
+                const double f = expf(dm);
+                ra = f * (ra + (double)dm * rs);
+                rs *= f;
+                rq *= f * f;
+            }
+            m = cm;
+        }
+        float cs = 0, ca = 0, cq = 0;
+#pragma unroll
+        for (int k = 0; k < HEAD_CH * VW; k++) { /* past the row (or a -inf logit): e = 0, no term */
+            const float d = x[k] - m, e = expf(d);
+            cs += e;
+            ca += e > 0.0f ? e * d : 0.0f;
+            cq += e * e;
+        }
+        rs += cs;
+        ra += ca;
+        if (want_q) rq += cq;
     }
-    s = vc_block_sum_d(s, shd);
-    a = vc_block_sum_d(a, shd);
-    if (want_q) q = vc_block_sum_d(q, shd);
-    if (threadIdx.x) return;
+    head_stat r = { m, rs, ra, rq };
+    for (int o = 16; o > 0; o >>= 1) {
+        head_stat y = { __shfl_xor_sync(0xffffffffu, r.m, o), __shfl_xor_sync(0xffffffffu, r.s, o),
+                        __shfl_xor_sync(0xffffffffu, r.a, o), __shfl_xor_sync(0xffffffffu, r.q, o) };
+        r = lane & o ? stat_merge<1>(y, r) : stat_merge<1>(r, y); /* the lower lanes' run first: the same in both */
+    }
+    if (lane) return;
     int32_t y = target ? target[t] : -1;
     if (y >= v0 && y < v0 + nv) raw[t] = bias_cap(zval(z + (y - v0)), b, y, cap) * scale;
-    double M = st[t], m2 = mx;
-    if (M == -INFINITY) {
-        st[t] = m2;
-        st[T + t] = s;
-        st[2 * T + t] = a;
-        st[3 * T + t] = q;
-    } else {
-        double nm = M > m2 ? M : m2, f1 = exp(M - nm), f2 = exp(m2 - nm);
-        st[2 * T + t] = f1 * (st[2 * T + t] + (M - nm) * st[T + t]) + f2 * (a + (m2 - nm) * s);
-        st[3 * T + t] = f1 * f1 * st[3 * T + t] + f2 * f2 * q;
-        st[T + t] = f1 * st[T + t] + f2 * s;
-        st[t] = nm;
-    }
+    head_stat acc = { st[t], st[T + t], st[2 * T + t], st[3 * T + t] };
+    acc = stat_merge<0>(acc, r);
+    st[t] = acc.m;
+    st[T + t] = acc.s;
+    st[2 * T + t] = acc.a;
+    st[3 * T + t] = acc.q;
+}
+
+/* the row kernel for slice Z (n logits a row): 16-byte loads where every row starts on a 16-byte boundary */
+template <typename ZT>
+static void head_fwd_slice(const ZT *Z, int64_t n, int64_t v0, const float *b, const vc_head_desc *hd,
+                           const int32_t *target, double *stat, float *raw, int64_t T, int want_q, cudaStream_t st) {
+    constexpr int VW = 16 / sizeof(ZT);
+    dim3 grid((unsigned)((T + HEAD_WARPS - 1) / HEAD_WARPS)), block(32 * HEAD_WARPS);
+    const float cap = hd->softcap, sc = hd->scale;
+    const int wide = n % VW == 0 && (uintptr_t)Z % 16 == 0, plain = !b && !(cap > 0);
+    if (wide && plain)
+        k_head_fwd_warp<ZT, VW, 1><<<grid, block, 0, st>>>(Z, n, v0, b, cap, sc, target, stat, raw, T, want_q);
+    else if (wide)
+        k_head_fwd_warp<ZT, VW, 0><<<grid, block, 0, st>>>(Z, n, v0, b, cap, sc, target, stat, raw, T, want_q);
+    else if (plain)
+        k_head_fwd_warp<ZT, 1, 1><<<grid, block, 0, st>>>(Z, n, v0, b, cap, sc, target, stat, raw, T, want_q);
+    else
+        k_head_fwd_warp<ZT, 1, 0><<<grid, block, 0, st>>>(Z, n, v0, b, cap, sc, target, stat, raw, T, want_q);
 }
 
 __global__ void k_head_final(float *logp, float *ent, float *sumsq, float *lse, const double *st, const float *raw,
@@ -144,13 +221,11 @@ void vc_cu_lm_head_fwd(float *logp, float *ent, float *sumsq, float *lse, const 
         int64_t n = V - v0 < nv ? V - v0 : nv;
         if (z16) {
             vc_cu_gemm_c16(T, n, H, h, W + v0 * H, Z);
-            k_head_fwd_rows<__nv_bfloat16><<<(unsigned)T, HT, 0, st>>>((const __nv_bfloat16 *)Z, n, v0, b, hd->softcap,
-                                                                       hd->scale, target, stat, raw, T, sumsq != NULL);
+            head_fwd_slice((const __nv_bfloat16 *)Z, n, v0, b, hd, target, stat, raw, T, sumsq != NULL, st);
         } else {
             float *Zs = keep ? keep + T * v0 : Z;
             if (!vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Zs, n, op)) goto out;
-            k_head_fwd_rows<float><<<(unsigned)T, HT, 0, st>>>(Zs, n, v0, b, hd->softcap, hd->scale, target, stat, raw,
-                                                               T, sumsq != NULL);
+            head_fwd_slice(Zs, n, v0, b, hd, target, stat, raw, T, sumsq != NULL, st);
         }
         if (!vc_cu_end(op)) goto out;
     }
