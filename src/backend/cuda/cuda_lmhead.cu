@@ -239,13 +239,27 @@ out:
     vc_cu_prof_nest(-1);
 }
 
-/* dZ in place: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the scale
- * and the soft-cap chain. OUT: float (Z itself) or __nv_bfloat16 (zo, the held bf16 copy of Z that the GEMMs read:
- * the f32 rows are then never written, nor read back to be rounded) */
-__device__ __forceinline__ void put(float *p, float x) { *p = x; }
-__device__ __forceinline__ void put(__nv_bfloat16 *p, float x) { *p = __float2bfloat16_rn(x); } /* as pack_bf16 */
+/* VW dZ values to p: float (Z itself) or bf16 (as pack_bf16 rounds), 16 / 8-byte stores where VW > 1 */
+template <int VW> __device__ __forceinline__ void zstore(float *p, const float *x) {
+    if (VW == 1) *p = x[0];
+    for (int k = 0; VW > 1 && k < VW; k += 4) *(float4 *)(p + k) = make_float4(x[k], x[k + 1], x[k + 2], x[k + 3]);
+}
+__device__ __forceinline__ unsigned bf16_pair(float lo, float hi) {
+    return (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+template <int VW> __device__ __forceinline__ void zstore(__nv_bfloat16 *p, const float *x) {
+    if (VW == 1) *p = __float2bfloat16_rn(x[0]);
+    else if (VW == 4) *(uint2 *)p = make_uint2(bf16_pair(x[0], x[1]), bf16_pair(x[2], x[3]));
+    else if (VW == 8)
+        *(uint4 *)p = make_uint4(bf16_pair(x[0], x[1]), bf16_pair(x[2], x[3]), bf16_pair(x[4], x[5]), bf16_pair(x[6], x[7]));
+}
 
-template <typename ZT, typename OUT>
+/* dZ: with z the scaled logits, d logp_y / dz = 1[v=y] - p, d H / dz = -p (z - E[z]); then the scale and the soft-cap
+ * chain. OUT: float (Z itself) or __nv_bfloat16 (zo, the held bf16 copy of Z that the GEMMs read: the f32 rows are then
+ * never written, nor read back to be rounded). A block per token, VW logits a thread at a time (rows of whole 16-byte
+ * runs of Z, else 1); PLAIN: no bias, no soft-cap */
+template <typename ZT, typename OUT, int VW, int PLAIN>
 __global__ void k_head_bwd_rows(const ZT *Z, OUT *zo, int64_t nv, int64_t v0, const float *b, float cap, float scale,
                                 const int32_t *target, const float *dlogp, const float *dent, const float *lse,
                                 const float *ent) {
@@ -255,18 +269,45 @@ __global__ void k_head_bwd_rows(const ZT *Z, OUT *zo, int64_t nv, int64_t v0, co
     float L = lse[t], gl = dlogp ? dlogp[t] : 0, ge = dent ? dent[t] : 0, Ez = L - ent[t];
     int32_t y = target ? target[t] : -1;
     if (y < 0) gl = 0;
-    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-        float zv = bias_cap(zval(z + v), b, v0 + v, cap), zs = zv * scale;
-        float pv = expf(zs - L);
-        float dz = -gl * pv - ge * pv * (zs - Ez);
-        if (v + v0 == y) dz += gl;
-        dz *= scale;
-        if (cap > 0) {
-            float tt = zv / cap;
-            dz *= 1.0f - tt * tt;
+    for (int64_t v = (int64_t)threadIdx.x * VW; v < nv; v += (int64_t)blockDim.x * VW) {
+        float x[VW];
+        zload<VW>(z + v, x);
+#pragma unroll
+        for (int k = 0; k < VW; k++) {
+            const float zv = PLAIN ? x[k] : bias_cap(x[k], b, v0 + v + k, cap), zs = zv * scale;
+            const float pv = expf(zs - L);
+            float dz = -gl * pv - ge * pv * (zs - Ez);
+            if (v + k + v0 == y) dz += gl;
+            dz *= scale;
+            if (!PLAIN && cap > 0) {
+                float tt = zv / cap;
+                dz *= 1.0f - tt * tt;
+            }
+            x[k] = dz;
         }
-        put(zw + v, dz);
+        zstore<VW>(zw + v, x);
     }
+}
+
+/* dZ of slice Z (n logits a row) into zo, as k_head_bwd_rows */
+template <typename ZT, typename OUT>
+static void head_bwd_slice(const ZT *Z, OUT *zo, int64_t n, int64_t v0, const float *b, const vc_head_desc *hd,
+                           const int32_t *target, const float *dlogp, const float *dent, const float *lse,
+                           const float *ent, cudaStream_t st) {
+    constexpr int VW = 16 / sizeof(ZT);
+    const int64_t T = hd->T;
+    const float cap = hd->softcap, sc = hd->scale;
+    dim3 grid((unsigned)T), block(HT);
+    const int wide = n % VW == 0 && (uintptr_t)Z % 16 == 0 && (uintptr_t)zo % (VW * sizeof(OUT)) == 0;
+    const int plain = !b && !(cap > 0);
+    if (wide && plain)
+        k_head_bwd_rows<ZT, OUT, VW, 1><<<grid, block, 0, st>>>(Z, zo, n, v0, b, cap, sc, target, dlogp, dent, lse, ent);
+    else if (wide)
+        k_head_bwd_rows<ZT, OUT, VW, 0><<<grid, block, 0, st>>>(Z, zo, n, v0, b, cap, sc, target, dlogp, dent, lse, ent);
+    else if (plain)
+        k_head_bwd_rows<ZT, OUT, 1, 1><<<grid, block, 0, st>>>(Z, zo, n, v0, b, cap, sc, target, dlogp, dent, lse, ent);
+    else
+        k_head_bwd_rows<ZT, OUT, 1, 0><<<grid, block, 0, st>>>(Z, zo, n, v0, b, cap, sc, target, dlogp, dent, lse, ent);
 }
 
 __global__ void k_colsum(float *db, const float *Z, int64_t T, int64_t nv) {
@@ -307,20 +348,11 @@ void vc_cu_lm_head_bwd(float *dh, float *dW, float *db, const float *dlogp, cons
         else if (!keep && !vc_cu_gemm(0, 1, T, n, H, 1.0f, h, H, W + v0 * H, H, 0.0f, Zs, n, op)) goto slice;
         /* bf16 matmuls without a bias: dZ straight into a held bf16 copy (db's column sums read the f32 rows) */
         if (__nv_bfloat16 *zh = db ? NULL : (__nv_bfloat16 *)vc_cu_hold_slot(Zs, T, n)) {
-            if (z16)
-                k_head_bwd_rows<__nv_bfloat16, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(
-                    Z16, zh, n, v0, b, hd->softcap, hd->scale, target, dlogp, dent, lse, ent);
-            else
-                k_head_bwd_rows<float, __nv_bfloat16><<<(unsigned)T, HT, 0, st>>>(Zs, zh, n, v0, b, hd->softcap, hd->scale,
-                                                                                  target, dlogp, dent, lse, ent);
+            if (z16) head_bwd_slice(Z16, zh, n, v0, b, hd, target, dlogp, dent, lse, ent, st);
+            else head_bwd_slice(Zs, zh, n, v0, b, hd, target, dlogp, dent, lse, ent, st);
         } else {
-            if (z16)
-                k_head_bwd_rows<__nv_bfloat16, float><<<(unsigned)T, HT, 0, st>>>(Z16, Zs, n, v0, b, hd->softcap,
-                                                                                  hd->scale, target, dlogp, dent, lse,
-                                                                                  ent);
-            else
-                k_head_bwd_rows<float, float><<<(unsigned)T, HT, 0, st>>>(Zs, Zs, n, v0, b, hd->softcap, hd->scale, target,
-                                                                          dlogp, dent, lse, ent);
+            if (z16) head_bwd_slice(Z16, Zs, n, v0, b, hd, target, dlogp, dent, lse, ent, st);
+            else head_bwd_slice(Zs, Zs, n, v0, b, hd, target, dlogp, dent, lse, ent, st);
             vc_cu_operand_hold(Zs, T, n, 1);
         }
         if (!vc_cu_end(op)) {

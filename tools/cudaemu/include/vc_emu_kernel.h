@@ -48,6 +48,8 @@ struct __align__(16) uint4 {
 static inline int2 make_int2(int a, int b) { return int2{ a, b }; }
 static inline float2 make_float2(float a, float b) { return float2{ a, b }; }
 static inline float4 make_float4(float a, float b, float c, float d) { return float4{ a, b, c, d }; }
+static inline uint2 make_uint2(unsigned a, unsigned b) { return uint2{ a, b }; }
+static inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return uint4{ a, b, c, d }; }
 
 /* the running thread's coordinates (set by the scheduler before each switch into a fiber) */
 extern uint3 threadIdx, blockIdx;
