@@ -133,13 +133,17 @@ static void test_bf16_copies(void) {
     int prev = vc_matmul_precision();
     vc_set_matmul_precision(VC_PREC_BF16);
     float *c2 = dalloc((size_t)(M * N) * 4), *c3 = dalloc((size_t)(M * N) * 4);
-    float *ref[4], *got[4];
+    /* a weight 3 floats into its buffer, 50 x 97: rounded by the copies' scalar path (not on 16-byte runs) */
+    float *W3 = hrand((size_t)(50 * 97 + 3), 1), *dW3 = dup_f(W3, 50 * 97 + 3), *c4 = dalloc((size_t)(M * 50) * 4);
+    float *ref[4], *got[4], *ref4 = hbuf((size_t)(M * 50)), *got4 = hbuf((size_t)(M * 50));
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
-            const float *ws[2] = { dW, dW2 };
-            int64_t rows[2] = { N, K }, cols[2] = { K, R };
-            CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, cols, 2));
+            const float *ws[3] = { dW, dW2, dW3 + 3 };
+            int64_t rows[3] = { N, K, 50 }, cols[3] = { K, R, 97 };
+            CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, cols, 3));
         }
+        G->gemm(0, 1, M, 50, 97, 1.0f, dA, K, dW3 + 3, 97, 0.0f, c4, 50);
+        CHECK_OK(vc_cuda_d2h(pass ? got4 : ref4, c4, (size_t)(M * 50) * 4));
         G->gemm(0, 1, M, N, K, 1.0f, dA, K, dW, K, 0.0f, c0, N);                          /* whole */
         G->gemm(0, 1, M, 100, K, 0.5f, dA, K, dW + 150 * K, K, 0.0f, c0 + 150, N);        /* rows 150..249 */
         G->gemm(0, 0, M, R, K, 1.0f, dA, K, dW2, R, 0.0f, c1, R);                         /* tb = 0 */
@@ -153,14 +157,15 @@ static void test_bf16_copies(void) {
             CHECK_OK(vc_cuda_d2h(dst[i], dev[i], (size_t)(M * (i == 1 ? R : N)) * 4));
         }
     }
-    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 3, "3 operands served from the copies (got %d)", vc_cuda_bf16_shadow_hits());
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "4 operands served from the copies (got %d)", vc_cuda_bf16_shadow_hits());
+    CHECK_MSG(memcmp(got4, ref4, (size_t)(M * 50) * 4) == 0, "bf16 GEMM with a copy off 16-byte runs differs");
     const char *what[4] = { "whole weight and a run of its rows", "tb=0", "a column block", "another ld" };
     for (int i = 0; i < 4; i++)
         CHECK_MSG(memcmp(got[i], ref[i], (size_t)(M * (i == 1 ? R : N)) * 4) == 0,
                   "bf16 GEMM with registered copies differs from rounding on the fly: %s", what[i]);
     vc_cuda_bf16_shadow_drop();
     G->gemm(0, 1, M, N, K, 1.0f, dA, K, dW, K, 0.0f, c0, N);
-    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 3, "dropped copies are not used");
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 4, "dropped copies are not used");
     /* a held activation (a linear's output gradient in its two backward GEMMs): rounded once, same bits */
     float *dy = dup_f(W, M * N), *g1 = dalloc((size_t)(M * K) * 4), *g2 = dalloc((size_t)(N * K) * 4);
     float *r1 = hbuf((size_t)(M * K)), *r2 = hbuf((size_t)(N * K)), *h1 = hbuf((size_t)(M * K)), *h2 = hbuf((size_t)(N * K));
@@ -175,11 +180,11 @@ static void test_bf16_copies(void) {
         CHECK_OK(vc_cuda_d2h(pass ? h1 : r1, g1, (size_t)(M * K) * 4));
         CHECK_OK(vc_cuda_d2h(pass ? h2 : r2, g2, (size_t)(N * K) * 4));
     }
-    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 5, "the held operand served both GEMMs (hits %d)", vc_cuda_bf16_shadow_hits());
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 6, "the held operand served both GEMMs (hits %d)", vc_cuda_bf16_shadow_hits());
     CHECK_MSG(!memcmp(h1, r1, (size_t)(M * K) * 4) && !memcmp(h2, r2, (size_t)(N * K) * 4),
               "GEMMs reading a held operand differ from rounding it on the fly");
     G->gemm(0, 0, M, K, N, 1.0f, dy, N, dW, K, 1.0f, g1, K);
-    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 5, "a released operand is not used");
+    CHECK_MSG(vc_cuda_bf16_shadow_hits() == 6, "a released operand is not used");
     CHECK_OK(vc_cuda_sync());
     vc_set_matmul_precision(prev);
 }

@@ -581,6 +581,59 @@ void vc_cuda_bf16_shadow_drop(void) {
 
 int vc_cuda_bf16_shadow_hits(void) { return g_sh_hits; }
 
+/* every registered weight rounded in one launch (a model's few hundred tensors were as many launches, the small ones'
+ * launch gaps longer than their bytes): a table of runs, each block rounds PACK_PER_BLOCK elements of one run (its run
+ * found by a binary search over the first blocks), four at a time where the run's ends allow: the bits of pack_bf16 */
+struct pack_run {
+    const float *src;
+    __nv_bfloat16 *dst;
+    int64_t n, blk0;
+};
+#define PACK_PER_BLOCK 8192
+__global__ void k_pack_bf16_mt(const pack_run *tab, int n_tab) {
+    int lo = 0, hi = n_tab - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (tab[mid].blk0 <= (int64_t)blockIdx.x) lo = mid;
+        else hi = mid - 1;
+    }
+    const pack_run e = tab[lo];
+    const int64_t i0 = ((int64_t)blockIdx.x - e.blk0) * PACK_PER_BLOCK, i1 = i0 + PACK_PER_BLOCK < e.n ? i0 + PACK_PER_BLOCK : e.n;
+    if (((uintptr_t)e.src & 15) == 0 && ((uintptr_t)e.dst & 7) == 0) { /* i0 is a multiple of 4: aligned runs of 4 */
+        const int64_t i4 = i0 + (i1 - i0) / 4 * 4;
+        for (int64_t i = i0 + 4 * (int64_t)threadIdx.x; i < i4; i += 4 * (int64_t)blockDim.x) {
+            float4 v = *reinterpret_cast<const float4 *>(e.src + i);
+            reinterpret_cast<__nv_bfloat162 *>(e.dst + i)[0] = __floats2bfloat162_rn(v.x, v.y);
+            reinterpret_cast<__nv_bfloat162 *>(e.dst + i)[1] = __floats2bfloat162_rn(v.z, v.w);
+        }
+        for (int64_t i = i4 + threadIdx.x; i < i1; i += blockDim.x) e.dst[i] = __float2bfloat16_rn(e.src[i]);
+    } else
+        for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) e.dst[i] = __float2bfloat16_rn(e.src[i]);
+}
+
+/* the n runs of floats src[i] (len[i] each) rounded into dst, one after another, in one launch */
+static void pack_bf16_runs(__nv_bfloat16 *dst, const float *const *src, const int64_t *len, int n, const char *op) {
+    pack_run *tab = (pack_run *)malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
+    if (!tab) {
+        set_sticky(VC_ERR_NOMEM, op, "no memory for the table of runs");
+        return;
+    }
+    int nt = 0;
+    int64_t blocks = 0;
+    for (int i = 0; i < n; dst += len[i], i++) {
+        if (len[i] <= 0) continue;
+        tab[nt++] = pack_run{ src[i], dst, len[i], blocks };
+        blocks += (len[i] + PACK_PER_BLOCK - 1) / PACK_PER_BLOCK;
+    }
+    if (blocks > 0x7fffffff) set_sticky(VC_ERR_UNSUPPORTED, op, "over 2^31 blocks");
+    else if (nt) {
+        pack_run *dev = (pack_run *)vc_cu_upload(tab, (size_t)nt * sizeof *tab, op);
+        if (dev) k_pack_bf16_mt<<<(unsigned)blocks, 256, 0, g_stream>>>(dev, nt);
+        vc_cu_scratch_free(dev);
+    }
+    free(tab);
+}
+
 vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n) {
     const char *op = "bf16 weight copies";
     vc_cuda_bf16_shadow_drop();
@@ -596,12 +649,16 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
         return vc_fail(VC_ERR_NOMEM, "cuda: %s: no room for %.1f MiB", op, total * 2 / 1048576.0);
     }
     __nv_bfloat16 *at = (__nv_bfloat16 *)mem;
+    int64_t *len = (int64_t *)malloc((size_t)n * sizeof *len);
     for (int i = 0; i < n; i++) {
         sh[i] = bf16_copy{ w[i], rows[i], cols[i], at };
-        if (rows[i] * cols[i] > 0)
+        if (len) len[i] = rows[i] * cols[i];
+        else if (rows[i] * cols[i] > 0) /* (no host memory for the table: a launch each) */
             pack_bf16(at, w[i], rows[i], cols[i], cols[i]);
         at += rows[i] * cols[i];
     }
+    if (len) pack_bf16_runs((__nv_bfloat16 *)mem, w, len, n, op);
+    free(len);
     g_sh = sh;
     g_nsh = n;
     g_sh_mem = (__nv_bfloat16 *)mem;
