@@ -5,6 +5,7 @@
 #include "tensor/backend.h"
 #include "verlc/dtype.h"
 #include "verlc/pool.h"
+#include "verlc/tensor.h"
 #include "vc_test.h"
 #include <signal.h>
 #include <sys/wait.h>
@@ -294,8 +295,40 @@ static void test_sim_faults(void) {
     CHECK(S->sync() == VC_ERR_DEVICE && strstr(vc_last_error(), "fill") != NULL);
 }
 
+/* the step arena's vc_graph_dalloc_try (a cache the caller can do without, such as the LM head's kept logits): NULL
+ * where the backend has no memory for it, the graph's status untouched and later allocations fine; vc_graph_dalloc of
+ * the same size fails the graph by name */
+static void *small_alloc(size_t bytes) {
+    if (bytes > ((size_t)64 << 20)) {
+        vc_fail(VC_ERR_NOMEM, "test backend: %zu bytes over its 64 MiB", bytes);
+        return NULL;
+    }
+    return vc_backend_cpu()->alloc(bytes);
+}
+static void test_arena_try(void) {
+    vc_backend small = *vc_backend_cpu();
+    small.name = "small";
+    small.alloc = small_alloc;
+    vc_set_backend(&small);
+    vc_graph *g = vc_graph_new();
+    CHECK(g != NULL);
+    float *a = g ? vc_graph_dalloc_try(g, (size_t)1 << 20) : NULL;
+    CHECK_MSG(a != NULL && vc_graph_status(g) == VC_OK, "a small try allocation");
+    void *big = g ? vc_graph_dalloc_try(g, (size_t)1 << 30) : NULL;
+    CHECK_MSG(big == NULL && vc_graph_status(g) == VC_OK, "a try allocation past the backend's memory: NULL, status kept");
+    float *b = g ? vc_graph_dalloc(g, (size_t)1 << 20, 1) : NULL;
+    CHECK_MSG(b != NULL && b[0] == 0.0f && vc_graph_status(g) == VC_OK, "allocations go on after it");
+    void *big2 = g ? vc_graph_dalloc(g, (size_t)1 << 30, 0) : NULL;
+    CHECK_MSG(big2 == NULL && vc_graph_status(g) == VC_ERR_NOMEM && strstr(vc_last_error(), "step arena"),
+              "vc_graph_dalloc past it fails the graph by name (%s)", vc_last_error());
+    vc_graph_free(g);
+    vc_set_backend(NULL);
+    vc_clear_error();
+}
+
 int main(void) {
     vc_set_threads(2);
+    test_arena_try();
     const vc_backend *bes[2] = { vc_backend_cpu(), vc_backend_sim() };
     for (int b = 0; b < 2; b++) {
         rng = 0x9e3779b97f4a7c15ull;
