@@ -6,6 +6,7 @@
 #include "verlc/tensor.h"
 
 struct vc_attn_desc;
+struct vc_qkv_desc;
 struct vc_route_desc;
 
 /* [T, H] rows of W [V, H] at ids (host array, uploaded; may be reused on return) */
@@ -61,6 +62,12 @@ vc_tensor *vc_op_rope_temp(vc_graph *g, vc_tensor *x, const float *cos, const fl
  * rope2, both in one pass (the same values); *q and *k replaced by the results (NULL on failure) */
 void vc_op_rope2_temp(vc_graph *g, vc_tensor **q, int nhq, vc_tensor **k, int nhk, const float *cos, const float *sin,
                       int hd, int rot, int interleaved);
+/* q = x Wq^T + bq, k = x Wk^T + bk, v = x Wv^T + bv (biases may be NULL), then q's and k's rope as d gives it, with one
+ * GEMM and one pass (the backend's qkv_rope: bf16 matmuls, the weights' bf16 copies adjacent); with a tape, its
+ * backward with one GEMM for x's gradient and one for the weights' (qkv_rope_bwd). 0 with nothing made where the
+ * backend cannot (the caller projects and rotates as usual); else 1 with *q [T, n_head, head_dim], *k, *v made */
+int vc_op_qkv_rope(vc_graph *g, vc_tensor *x, vc_tensor *Wq, vc_tensor *Wk, vc_tensor *Wv, vc_tensor *bq, vc_tensor *bk,
+                   vc_tensor *bv, const struct vc_qkv_desc *d, vc_tensor **q, vc_tensor **k, vc_tensor **v);
 /* attention; q [T, nh, hd], k [T, nkv, hd], v [T, nkv, hdv] packed like q (training / prefill). */
 vc_tensor *vc_op_attention(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_tensor *v, const struct vc_attn_desc *d);
 /* the same with attention sinks (gpt-oss): sinks [n_head] logits, one more key per head with a zero value;

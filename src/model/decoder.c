@@ -477,13 +477,17 @@ static vc_tensor *lin(fwd_ctx *f, vc_tensor *x, int l, int slot, vc_tensor *b) {
     return vc_lora_apply(f->m, f->g, vc_lora_index(f->m, l, slot), x, y);
 }
 
-/* whether layer l's q and k take their rope last, from the same tables, and no tape is recorded: attention_std then
- * rotates both in one pass (vc_op_rope2_temp) after qk_heads left it out */
-static int rope_last(fwd_ctx *f, int l) {
+/* whether layer l's q and k take their rope last, from the same tables (nothing after it: no NoPE, q scaling, l2 or
+ * later norm, KV sharing) */
+static int rope_plain(fwd_ctx *f, int l) {
     const vc_model_config *c = &f->m->cfg;
-    return l >= 0 && !vc_graph_grad_enabled(f->g) && vc_be()->rope2 && c->kv_src[l] == 0 && !c->nope[l] &&
-           !c->qk_l2norm && !f->qscale && !(c->qk_norm && c->qk_norm_after_rope);
+    return l >= 0 && c->kv_src[l] == 0 && !c->nope[l] && !c->qk_l2norm && !f->qscale &&
+           !(c->qk_norm && c->qk_norm_after_rope);
 }
+
+/* rope_plain and no tape is recorded: attention_std then rotates both in one pass (vc_op_rope2_temp) after qk_heads
+ * left it out */
+static int rope_last(fwd_ctx *f, int l) { return rope_plain(f, l) && !vc_graph_grad_enabled(f->g) && vc_be()->rope2; }
 
 /* q or k [T, heads * hd] of layer l as attention reads it: the family's norms, the rope (not when rope_last), Llama 4's
  * weightless norm, q's scaling by position */
@@ -536,18 +540,17 @@ static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **
     if (*k) *k = qk_heads(f, l, *k, vc_cfg_kv_heads(c, l), 1);
 }
 
-/* without a tape and at decode-sized row counts (up to 1024: wider, three GEMMs run as well and the fused one's rows
- * would be written and read once more), q, k and v with their biases and rope in one GEMM and one pass
- * (vc_backend.qkv_rope) where nothing else stands between the projections and the rope (no q/k norms, clipping,
- * value norms or scales, LoRA); VERLC_QKV_FUSED=0 (read per call) turns it off. 1 with *q, *k ([T, heads, hd]) and
- * *v made */
+/* q, k and v with their biases and rope in one GEMM and one pass (vc_op_qkv_rope), with a tape too (its backward one
+ * GEMM for x's gradient and one for the weights'), where nothing else stands between the projections and the rope (no
+ * q/k norms, clipping, value norms or scales, LoRA) and the backend can; VERLC_QKV_FUSED=0 (read per call) turns it
+ * off. 1 with *q, *k ([T, heads, hd]) and *v made. The same path with and without a tape at any row count: a
+ * log-prob pass and the training forward form the same bits */
 static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor **k, vc_tensor **v) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
-    const vc_backend *B = vc_be();
     const char *e = getenv("VERLC_QKV_FUSED");
-    if ((e && *e == '0') || !B->qkv_rope || !rope_last(f, l) || f->T > 1024 || !h || c->qk_norm || c->qk_norm_heads ||
-        c->clip_qkv > 0 || c->v_norm || c->v_scale || (c->mup.on && c->mup.key != 1.0f))
+    if ((e && *e == '0') || !rope_plain(f, l) || !h || c->qk_norm || c->qk_norm_heads || c->clip_qkv > 0 || c->v_norm ||
+        c->v_scale || (c->mup.on && c->mup.key != 1.0f))
         return 0;
     vc_tensor *Wq = vc_w(m, l, VC_W_Q), *Wk = vc_w(m, l, VC_W_K), *Wv = vc_w(m, l, VC_W_V);
     if (!Wq || !Wk || !Wv || vc_lora_index(m, l, VC_W_Q) >= 0 || vc_lora_index(m, l, VC_W_K) >= 0 ||
@@ -556,11 +559,7 @@ static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor *
     int64_t T = f->T, H = Wq->shape[1], nh = vc_cfg_heads(c, l), nkv = vc_cfg_kv_heads(c, l);
     int64_t hd = vc_cfg_head_dim(c, l), hdv = vc_cfg_v_head_dim(c, l);
     if (h->n != T * H || Wq->shape[0] != nh * hd || Wk->shape[0] != nkv * hd || Wv->shape[0] != nkv * hdv) return 0;
-    int64_t sq[3] = { T, nh, hd }, sk[3] = { T, nkv, hd }, sv[2] = { T, nkv * hdv };
-    vc_tensor *tq = vc_tensor_new(f->g, 3, sq, 0), *tk = vc_tensor_new(f->g, 3, sk, 0), *tv = vc_tensor_new(f->g, 2, sv, 0);
-    if (!tq || !tk || !tv) return 0;
     int loc = c->window[l] > 0;
-    vc_tensor *bq = vc_w(m, l, VC_W_Q_B), *bk = vc_w(m, l, VC_W_K_B), *bv = vc_w(m, l, VC_W_V_B);
     vc_qkv_desc d = { (int)nh, (int)nkv, (int)hd, (int)hdv, loc ? local_rot(c) : c->rot_dim, c->rope_interleaved,
                       loc ? f->cos_l : f->cos, loc ? f->sin_l : f->sin, NULL, NULL };
     const vc_kv_pages *kv = f->paged;
@@ -569,12 +568,9 @@ static int qkv_fused(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **q, vc_tensor *
         d.kv_dst = pool_at(kv, (size_t)l * (size_t)(P * row));
         d.kv_off = f->kv_off;
     }
-    if (!B->qkv_rope(T, H, h->data, Wq->data, Wk->data, Wv->data, bq ? bq->data : NULL, bk ? bk->data : NULL,
-                     bv ? bv->data : NULL, tq->data, tk->data, tv->data, &d))
+    if (!vc_op_qkv_rope(f->g, h, Wq, Wk, Wv, vc_w(m, l, VC_W_Q_B), vc_w(m, l, VC_W_K_B), vc_w(m, l, VC_W_V_B), &d, q, k,
+                        v))
         return 0;
-    *q = tq;
-    *k = tk;
-    *v = tv;
     f->kv_stored = d.kv_dst != NULL;
     return 1;
 }

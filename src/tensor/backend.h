@@ -301,6 +301,13 @@ typedef struct vc_backend {
     int (*qkv_rope)(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
                     const float *bq, const float *bk, const float *bv, float *q, float *k, float *v,
                     const vc_qkv_desc *d);
+    /* qkv_rope's backward, with dq, dk, dv the gradients of its outputs after the rope (each may be NULL: zeros): dx
+     * ([M, K]) += , dWq, dWk, dWv += , dbq, dbk, dbv += (each may be NULL), d's rope as the forward's; one GEMM for dx
+     * over the weights' adjacent bf16 copies and one for the weights. 0 (nothing done): not so (the copies apart, f32
+     * matmuls). NULL: never */
+    int (*qkv_rope_bwd)(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
+                        const float *dq, const float *dk, const float *dv, float *dx, float *dWq, float *dWk, float *dWv,
+                        float *dbq, float *dbk, float *dbv, const vc_qkv_desc *d);
     /* rope (sign +1) of q [T, nhq, hd] and k [T, nhk, hd] in one pass, each pair as rope rotates it. NULL: two ropes */
     void (*rope2)(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
                   int interleaved);

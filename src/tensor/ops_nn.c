@@ -233,6 +233,70 @@ vc_tensor *vc_op_attention_sinks(vc_graph *g, vc_tensor *q, vc_tensor *k, vc_ten
     return o;
 }
 
+/* ---- q, k and v in one GEMM ---- */
+typedef struct {
+    vc_qkv_desc d;
+    vc_tensor *k, *v;
+} qkv_saved;
+
+static void qkv_bw(vc_graph *g, vc_node *n) {
+    qkv_saved *s = n->saved;
+    vc_tensor *x = n->in[0], *W[3] = { n->in[1], n->in[2], n->in[3] }, *b[3] = { n->in[4], n->in[5], n->in[6] };
+    float *dW[3], *db[3];
+    for (int i = 0; i < 3; i++) {
+        dW[i] = W[i]->requires_grad ? vc_tensor_grad(g, W[i]) : NULL;
+        db[i] = b[i] && b[i]->requires_grad ? vc_tensor_grad(g, b[i]) : NULL;
+    }
+    float *dx = x->requires_grad ? vc_tensor_grad(g, x) : NULL;
+    int64_t K = W[0]->shape[1], M = x->n / K;
+    if (vc_graph_status(g)) return;
+    if (!vc_be()->qkv_rope_bwd(M, K, x->data, W[0]->data, W[1]->data, W[2]->data, n->out->grad, s->k->grad, s->v->grad, dx,
+                               dW[0], dW[1], dW[2], db[0], db[1], db[2], &s->d))
+        vc_graph_fail(g, vc_fail(VC_ERR_INTERNAL, "q, k and v backward: the weights' bf16 copies are gone"));
+    for (int i = 0; i < 2; i++) { /* k's and v's gradients are dead now (their readers ran before): handed back */
+        vc_tensor *t = i ? s->v : s->k;
+        if (!t->grad || !t->grad_pooled || t->is_param) continue;
+        vc_graph_release(g, t->grad, (size_t)t->n * sizeof(float));
+        t->grad = NULL;
+        t->grad_pooled = 0;
+    }
+}
+
+int vc_op_qkv_rope(vc_graph *g, vc_tensor *x, vc_tensor *Wq, vc_tensor *Wk, vc_tensor *Wv, vc_tensor *bq, vc_tensor *bk,
+                   vc_tensor *bv, const vc_qkv_desc *d, vc_tensor **q, vc_tensor **k, vc_tensor **v) {
+    const vc_backend *B = vc_be();
+    vc_tensor *in[7] = { x, Wq, Wk, Wv, bq, bk, bv };
+    int need = 0;
+    for (int i = 0; i < 7; i++) need |= in[i] && in[i]->requires_grad;
+    const int tape = need && vc_graph_grad_enabled(g);
+    if (!B->qkv_rope || (tape && !B->qkv_rope_bwd) || !x || !Wq || !Wk || !Wv) return 0;
+    int64_t K = Wq->shape[1], M = x->n / K;
+    int64_t sq[3] = { M, d->n_head, d->head_dim }, sk[3] = { M, d->n_kv_head, d->head_dim };
+    int64_t sv[2] = { M, (int64_t)d->n_kv_head * d->v_head_dim };
+    vc_tensor *tq = vc_tensor_new(g, 3, sq, 0), *tk = vc_tensor_new(g, 3, sk, 0), *tv = vc_tensor_new(g, 2, sv, 0);
+    qkv_saved *s = tape ? vc_graph_alloc(g, sizeof *s, 1) : NULL;
+    if (!tq || !tk || !tv || (tape && !s)) return 0;
+    if (!B->qkv_rope(M, K, x->data, Wq->data, Wk->data, Wv->data, bq ? bq->data : NULL, bk ? bk->data : NULL,
+                     bv ? bv->data : NULL, tq->data, tk->data, tv->data, d))
+        return 0;
+    if (tape) {
+        vc_node *n = vc_tape_push(g, qkv_bw, tq, 7, in);
+        if (n) {
+            s->d = *d;
+            s->d.kv_dst = NULL; /* (the pages are the forward's business) */
+            s->d.kv_off = NULL;
+            s->k = tk;
+            s->v = tv;
+            n->saved = s;
+            tk->requires_grad = tv->requires_grad = 1;
+        }
+    }
+    *q = tq;
+    *k = tk;
+    *v = tv;
+    return 1;
+}
+
 /* ---- fused LM head ---- */
 typedef struct {
     float *lse;

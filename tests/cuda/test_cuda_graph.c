@@ -294,10 +294,15 @@ int main(void) {
             vc_model_free(m);
         }
     vc_set_matmul_precision(VC_PREC_F32);
-    {   /* training with bf16 matmuls: weights rounded once per step (copies) or in every GEMM, same bits */
-        size_t na = 0, nb = 0;
-        float *a = train_bf16(1, CONFIGS[0], &na), *b = train_bf16(0, CONFIGS[0], &nb);
-        int same = a && b && na == nb && na > 0 && !memcmp(a, b, na * sizeof *a);
+    {   /* training with bf16 matmuls: weights rounded once per step (copies) or in every GEMM, same bits (q, k and v
+         * as three GEMMs in both: their one GEMM reads the copies) */
+        size_t na = 0, nb = 0, n3 = 0;
+        float *a = train_bf16(1, CONFIGS[0], &na);
+        setenv("VERLC_QKV_FUSED", "0", 1);
+        float *a3 = train_bf16(1, CONFIGS[0], &n3), *b = train_bf16(0, CONFIGS[0], &nb);
+        unsetenv("VERLC_QKV_FUSED");
+        int same = a3 && b && n3 == nb && n3 > 0 && !memcmp(a3, b, n3 * sizeof *a3);
+        free(a3);
         printf("training, bf16 matmuls, 2 steps of 2 micro-batches: weights with the bf16 weight copies %s without\n",
                same ? "bitwise equal to" : "DIFFERENT from");
         CHECK_MSG(same, "bf16 weight copies change training");
@@ -332,6 +337,35 @@ int main(void) {
          * (VERLC_CUDA_HEAD_KEEP=0): the same bits */
         same_training_env(CONFIGS[0], "VERLC_CUDA_HEAD_KEEP", "0", "weights with the LM head's logits kept for its "
                           "backward %s with them formed again by a GEMM");
+        /* q, k and v in one GEMM with a tape too (default; its backward one GEMM for x's gradient and one for the
+         * weights') or three linears and two ropes (VERLC_QKV_FUSED=0): the same sums in another order. AdamW's first
+         * steps move a weight by about the learning rate whatever its gradient's size, so a gradient near 0 whose sign
+         * went the other way moves it by twice that: at most one weight in 1,000 further apart than a tenth of it (a
+         * gradient left out or wrong moves whole matrices) */
+        {
+            size_t nq = 0, nu = 0;
+            float *fq = train_bf16(1, CONFIGS[0], &nq);
+            setenv("VERLC_QKV_FUSED", "0", 1);
+            float *fu = train_bf16(1, CONFIGS[0], &nu);
+            unsetenv("VERLC_QKV_FUSED");
+            vc_trainer_config tc;
+            vc_trainer_config_default(&tc);
+            double worst = 0;
+            size_t moved = 0, far = 0;
+            for (size_t i = 0; fq && fu && nq == nu && i < nq; i++) {
+                double e = fabs((double)fq[i] - fu[i]);
+                worst = fmax(worst, e);
+                moved += e > 0;
+                far += e > tc.adamw.lr / 10;
+            }
+            printf("training, bf16 matmuls: weights with q, k and v in one GEMM (forward and backward) within %.2e of "
+                   "three GEMMs' (%zu of %zu differ, %zu by over a tenth of the learning rate %g)\n", worst, moved, nq, far,
+                   tc.adamw.lr);
+            CHECK_MSG(fq && fu && nq == nu && moved > 0 && far <= nq / 1000,
+                      "q, k and v in one GEMM: training differs (%zu weights by over lr / 10, %zu moved)", far, moved);
+            free(fq);
+            free(fu);
+        }
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
         same_training_env(CONFIGS[2], "VERLC_BF16_ACT", "0", "MoE: weights with the experts' inputs and activations in "
                           "bf16 %s with them in f32");

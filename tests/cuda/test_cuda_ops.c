@@ -342,6 +342,49 @@ static void test_rope(void) {
     }
 }
 
+/* qkv_rope_bwd (the weights' copies registered adjacent) against the rope's backward on dq and dk, then three linears'
+ * backward GEMMs and column sums: the same bf16 operands, the sums in another order (within 1e-5); dx, the weights'
+ * and biases' gradients added to what they held; with dk missing (zeros) too */
+static void qkv_rope_bwd_case(int64_t M, int64_t K, const float *gx, float *const *W, float *const *b, const int64_t *N,
+                              const vc_qkv_desc *d, int bias) {
+    const int hd = d->head_dim;
+    float *dy[3], *dyr[3], *dW[3], *dWr[3], *db[3], *dbr[3];
+    for (int i = 0; i < 3; i++) {
+        dy[i] = dup_f(hrand((size_t)(M * N[i]), 1), M * N[i]);
+        dyr[i] = dalloc((size_t)(M * N[i]) * 4);
+        G->d2d(dyr[i], dy[i], (size_t)(M * N[i]) * 4);
+        float *w0 = hrand((size_t)(N[i] * K), 0.1f), *b0 = hrand((size_t)N[i], 0.1f);
+        dW[i] = dup_f(w0, N[i] * K), dWr[i] = dup_f(w0, N[i] * K);
+        db[i] = dup_f(b0, N[i]), dbr[i] = dup_f(b0, N[i]);
+    }
+    float *x0 = hrand((size_t)(M * K), 0.1f), *dx = dup_f(x0, M * K), *dxr = dup_f(x0, M * K);
+    for (int miss = 0; miss < 2; miss++) { /* miss: no gradient for k (zeros) */
+        G->rope(dyr[0], d->cos, d->sin, M, d->n_head, hd, d->rot, d->interleaved, -1);
+        if (!miss) G->rope(dyr[1], d->cos, d->sin, M, d->n_kv_head, hd, d->rot, d->interleaved, -1);
+        for (int i = 0; i < 3; i++) {
+            if (miss && i == 1) continue;
+            G->gemm(0, 0, M, K, N[i], 1.0f, dyr[i], N[i], W[i], K, 1.0f, dxr, K);
+            G->gemm(1, 0, N[i], K, M, 1.0f, dyr[i], N[i], gx, K, 1.0f, dWr[i], K);
+            if (bias) G->col_sum(dbr[i], dyr[i], M, N[i]);
+        }
+        CHECK_MSG(G->qkv_rope_bwd(M, K, gx, W[0], W[1], W[2], dy[0], miss ? NULL : dy[1], dy[2], dx, dW[0], dW[1], dW[2],
+                                  bias ? db[0] : NULL, bias ? db[1] : NULL, bias ? db[2] : NULL, d),
+                  "qkv_rope_bwd refused adjacent weight copies");
+        const char *nm[3] = { "dWq", "dWk", "dWv" }, *bn[3] = { "dbq", "dbk", "dbv" };
+        char t[96];
+        snprintf(t, sizeof t, "qkv_rope_bwd dx (heads of %d%s)", hd, miss ? ", no dk" : "");
+        cmp(t, dx, fetch(dxr, (size_t)(M * K)), (size_t)(M * K), 1e-5);
+        for (int i = 0; i < 3; i++) {
+            snprintf(t, sizeof t, "qkv_rope_bwd %s (heads of %d%s)", nm[i], hd, miss ? ", no dk" : "");
+            cmp(t, dW[i], fetch(dWr[i], (size_t)(N[i] * K)), (size_t)(N[i] * K), 1e-5);
+            if (!bias) continue;
+            snprintf(t, sizeof t, "qkv_rope_bwd %s (heads of %d%s)", bn[i], hd, miss ? ", no dk" : "");
+            cmp(t, db[i], fetch(dbr[i], (size_t)N[i]), (size_t)N[i], 1e-5);
+        }
+        for (int i = 0; i < 3; i++) G->d2d(dyr[i], dy[i], (size_t)(M * N[i]) * 4); /* the unrotated gradients again */
+    }
+}
+
 /* q, k and v in one GEMM and one split / bias / rope pass (qkv_rope, bf16 matmuls, the weights' bf16 copies adjacent)
  * against three linears and two ropes: GQA heads of 16 with biases and full rotary, of 24 without biases and a partial
  * interleaved rotary, values of another width; copies registered apart (q, v, k): refused */
@@ -388,6 +431,7 @@ static void test_qkv_rope(void) {
         G->rope(ref[1], gc, gs, M, nkv, hd, rot, inter, 1);
         CHECK_MSG(G->qkv_rope(M, K, gx, W[0], W[1], W[2], b[0], b[1], b[2], got[0], got[1], got[2], &d),
                   "qkv_rope refused adjacent weight copies");
+        qkv_rope_bwd_case(M, K, gx, W, b, N, &d, bias);
         vc_cuda_bf16_shadow_drop();
         if (ci) { /* the pages as scatter_kv_bf16 fills them from the reference keys and values */
             G->scatter_kv_bf16(pref, goff, ref[1], Nk, ref[2], Nv, M);

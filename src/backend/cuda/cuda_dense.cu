@@ -371,6 +371,42 @@ void vc_cu_qkv_split(float *q, float *k, float *v, const float *Y, int64_t M, co
     k_qkv_split<<<vc_cu_rows_grid(M, Nt, 256), 256, 0, vc_cu_stream()>>>(q, k, v, Y, M, *d, bq, bk, bv);
 }
 
+/* the gradient of the fused projection's rows, Y [M, Nq + Nk + Nv], out of its outputs' gradients dq, dk, dv (NULL:
+ * zeros): q's and k's pairs rotated back (rope_rot by -sin, as rope with sign -1), v's as they are */
+__global__ void k_qkv_unsplit(float *Y, const float *dq, const float *dk, const float *dv, int64_t M, vc_qkv_desc d) {
+    const int hd = d.head_dim, Nq = d.n_head * hd, Nk = d.n_kv_head * hd, Nv = d.n_kv_head * d.v_head_dim;
+    const int Nt = Nq + Nk + Nv, half = d.rot / 2;
+    VC_ROW_LOOP(r, M) {
+        float *y = Y + r * Nt;
+        VC_COL_LOOP(j, (int64_t)Nt) {
+            const int c = (int)j;
+            if (c >= Nq + Nk) {
+                y[c] = dv ? dv[r * Nv + c - Nq - Nk] : 0.0f;
+                continue;
+            }
+            const bool isq = c < Nq;
+            const float *g = isq ? dq : dk;
+            const int col = isq ? c : c - Nq, e = col % hd, hb = col - e;
+            if (!g) {
+                y[c] = 0.0f;
+                continue;
+            }
+            const float *gh = g + r * (isq ? Nq : Nk) + hb;
+            if (e >= d.rot) y[c] = gh[e];
+            else {
+                const int i = d.interleaved ? e / 2 : (e < half ? e : e - half);
+                const int a = d.interleaved ? 2 * i : i, bb = d.interleaved ? 2 * i + 1 : i + half;
+                y[c] = rope_rot(gh[a], gh[bb], d.cos[r * half + i], -d.sin[r * half + i], e != a);
+            }
+        }
+    }
+}
+
+void vc_cu_qkv_unsplit(float *Y, const float *dq, const float *dk, const float *dv, int64_t M, const vc_qkv_desc *d) {
+    const int64_t Nt = (int64_t)d->n_head * d->head_dim + (int64_t)d->n_kv_head * (d->head_dim + d->v_head_dim);
+    k_qkv_unsplit<<<vc_cu_rows_grid(M, Nt, 256), 256, 0, vc_cu_stream()>>>(Y, dq, dk, dv, M, *d);
+}
+
 void vc_cu_rope2(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
                  int interleaved) {
     const char *op = "rope (q and k)";

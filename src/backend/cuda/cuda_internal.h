@@ -114,6 +114,10 @@ void vc_cu_qkv_split(float *q, float *k, float *v, const float *Y, int64_t M, co
                      const float *bk, const float *bv);
 int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
                    const float *bq, const float *bk, const float *bv, float *q, float *k, float *v, const vc_qkv_desc *d);
+void vc_cu_qkv_unsplit(float *Y, const float *dq, const float *dk, const float *dv, int64_t M, const vc_qkv_desc *d);
+int vc_cu_qkv_rope_bwd(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
+                       const float *dq, const float *dk, const float *dv, float *dx, float *dWq, float *dWk, float *dWv,
+                       float *dbq, float *dbk, float *dbv, const vc_qkv_desc *d);
 void vc_cu_rope2(float *q, int nhq, float *k, int nhk, const float *cos, const float *sin, int64_t T, int hd, int rot,
                  int interleaved);
 void vc_cu_act_fwd(float *y, const float *x, int64_t n, int kind);

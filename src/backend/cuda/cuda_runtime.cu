@@ -874,6 +874,52 @@ int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const 
     return 1;
 }
 
+/* vc_cu_qkv_rope's backward (vc_backend.qkv_rope_bwd): the gradient of its GEMM's rows Y out of dq, dk, dv in one pass
+ * (vc_cu_qkv_unsplit), the biases' sums over Y's columns, then dx += Y [Wq; Wk; Wv] with one GEMM over the adjacent
+ * bf16 copies and the three weights' gradients out of one GEMM Y^T x (added into each) */
+int vc_cu_qkv_rope_bwd(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
+                       const float *dq, const float *dk, const float *dv, float *dx, float *dWq, float *dWk, float *dWv,
+                       float *dbq, float *dbk, float *dbv, const vc_qkv_desc *d) {
+    if (vc_matmul_precision() != VC_PREC_BF16 || M <= 0 || K <= 0 || d->rot % 2 || d->rot > d->head_dim) return 0;
+    const int64_t Nq = (int64_t)d->n_head * d->head_dim, Nk = (int64_t)d->n_kv_head * d->head_dim;
+    const int64_t Nv = (int64_t)d->n_kv_head * d->v_head_dim, Nt = Nq + Nk + Nv;
+    if (!dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
+    const int hits = g_sh_hits;
+    const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
+    const int together = pq && pk == pq + Nq * K && pv == pk + Nk * K;
+    g_sh_hits = hits + (together && dx);
+    if (!together) return 0;
+    const char *op = "q, k and v backward (one GEMM for x, one for the weights)";
+    if (!vc_cu_begin(op)) return 1;
+    const int wgrad = dWq || dWk || dWv, bgrad = dbq || dbk || dbv;
+    float *Y = (float *)vc_cu_scratch((size_t)(M * Nt) * sizeof(float), op);
+    float *D = wgrad && Y ? (float *)vc_cu_scratch((size_t)(Nt * K) * sizeof(float), op) : NULL;
+    float *db = bgrad && Y ? (float *)vc_cu_scratch((size_t)Nt * sizeof(float), op) : NULL;
+    float *const dW[3] = { dWq, dWk, dWv }, *const dB[3] = { dbq, dbk, dbv };
+    const int64_t N[3] = { Nq, Nk, Nv };
+    if (Y && (!wgrad || D) && (!bgrad || db)) {
+        vc_cu_prof_nest(1); /* the sums, adds and GEMMs inside are this op's time in the profile */
+        vc_cu_qkv_unsplit(Y, dq, dk, dv, M, d);
+        if (db && vc_cuda_memset0(db, (size_t)Nt * sizeof(float)) == VC_OK) {
+            vc_cu_col_sum(db, Y, M, Nt);
+            for (int i = 0, at = 0; i < 3; at += (int)N[i], i++)
+                if (dB[i]) vc_cu_axpy(dB[i], 1.0f, db + at, N[i]);
+        }
+        vc_cu_operand_hold(Y, M, Nt, 1); /* both GEMMs read it: rounded once */
+        int ok = !dx || gemm_bf16_f32(0, 0, M, K, Nt, 1.0f, Y, Nt, NULL, K, 1.0f, dx, K, op, NULL, pq);
+        if (ok && D && gemm_bf16_f32(1, 0, Nt, K, M, 1.0f, Y, Nt, x, K, 0.0f, D, K, op))
+            for (int i = 0, at = 0; i < 3; at += (int)N[i], i++)
+                if (dW[i]) vc_cu_axpy(dW[i], 1.0f, D + at * K, N[i] * K);
+        vc_cu_operand_hold(Y, M, Nt, 0);
+        vc_cu_end(op);
+        vc_cu_prof_nest(-1);
+    }
+    vc_cu_scratch_free(Y);
+    vc_cu_scratch_free(D);
+    vc_cu_scratch_free(db);
+    return 1;
+}
+
 void vc_cu_gemm_entry(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     if (!vc_cu_begin("gemm")) return;
@@ -1003,6 +1049,7 @@ static vc_backend make_cuda_backend(void) {
     b.rope = vc_cu_rope;
     b.rope2 = vc_cu_rope2;
     b.qkv_rope = vc_cu_qkv_rope;
+    b.qkv_rope_bwd = vc_cu_qkv_rope_bwd;
     b.attn_fwd = vc_cu_attn_fwd;
     b.dsa_select = vc_cu_dsa_select;
     b.attn_bwd = vc_cu_attn_bwd;
