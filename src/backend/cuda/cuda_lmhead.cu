@@ -127,9 +127,9 @@ __global__ void k_head_fwd_warp(const ZT *Z, int64_t nv, int64_t v0, const float
             const int64_t v = c0 + (int64_t)g * 32 * VW;
             if (v < nv) zload<VW>(z + v, x + g * VW);
 #pragma unroll
-            for (int k = 0; k < VW; k++) {
-                const float zk = PLAIN ? x[g * VW + k] : bias_cap(x[g * VW + k], b, v0 + v + k, cap);
-                x[g * VW + k] = v < nv ? zk * scale : -INFINITY;
+            for (int k = 0; k < VW; k++) { /* past the row (whole VW runs): -inf, nothing read */
+                if (v < nv) x[g * VW + k] = (PLAIN ? x[g * VW + k] : bias_cap(x[g * VW + k], b, v0 + v + k, cap)) * scale;
+                else x[g * VW + k] = -INFINITY;
                 cm = fmaxf(cm, x[g * VW + k]);
             }
         }
