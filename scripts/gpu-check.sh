@@ -538,6 +538,10 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # the LM head's logits kept from its forward for its backward (default; 5 GB at 8,192 rows) against forming them
     # again by a GEMM there (a quarter of the head's work, 9% of the 0.5B step's flops)
     ab_train VERLC_CUDA_HEAD_KEEP=0
+    # q, k and v as three GEMMs and ropes in training and log-probs (the default since 2026-12-05: one GEMM and one pass,
+    # with a tape too; its backward 2 GEMMs a layer instead of 6)
+    ab_train VERLC_QKV_FUSED=0
+    ab_logprob VERLC_QKV_FUSED=0
     # gate and up in bf16 (the GEMM writes bf16, the activation reads it: half the bytes of the widest activation;
     # autocast's numerics, off by default until these say it wins)
     ab_logprob VERLC_GATE_UP_BF16=1
