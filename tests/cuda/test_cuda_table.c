@@ -456,8 +456,8 @@ static void test_embed_moe(void) {
 
 static void test_optim_entries(void) {
     printf("optimiser entries\n");
-    enum { NP = 3 };
-    size_t sizes[NP] = { 70000, 1, 16385 };
+    enum { NP = 4 };
+    size_t sizes[NP] = { 70000, 1, 16385, 1029 }; /* the last one's arrays a float off 16-byte runs below (adamw) */
     const float *gx[NP];
     double ref = 0, got = 0, got2 = 0;
     for (int i = 0; i < NP; i++) {
@@ -486,9 +486,13 @@ static void test_optim_entries(void) {
     for (int i = 0; i < NP; i++) {
         float *w = hrand(sizes[i], 1), *g = hrand(sizes[i], 1);
         cp[i] = (vc_optim_param){ .w = w, .g = g, .n = sizes[i], .decay = i != 1 };
-        gp[i] = (vc_optim_param){ .w = dup_f(w, sizes[i]), .g = dup_f(g, sizes[i]), .n = sizes[i], .decay = i != 1 };
-        gm[i] = dalloc(sizes[i] * 4);
-        gv[i] = dalloc(sizes[i] * 4);
+        const size_t off = i == 3; /* one float in: the scalar path, element by element */
+        float *dw = dalloc((sizes[i] + off) * 4), *dg = dalloc((sizes[i] + off) * 4);
+        G->h2d(dw + off, w, sizes[i] * 4);
+        G->h2d(dg + off, g, sizes[i] * 4);
+        gp[i] = (vc_optim_param){ .w = dw + off, .g = dg + off, .n = sizes[i], .decay = i != 1 };
+        gm[i] = (float *)dalloc((sizes[i] + off) * 4) + off;
+        gv[i] = (float *)dalloc((sizes[i] + off) * 4) + off;
         G->zero(gm[i], sizes[i] * 4);
         G->zero(gv[i], sizes[i] * 4);
     }

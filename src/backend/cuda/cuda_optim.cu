@@ -49,6 +49,23 @@ __device__ __forceinline__ const mt_entry *mt_find(const mt_entry *e, int n, siz
     return e + lo;
 }
 
+/* one element's update: w, m and v in place (m and v stored rounded where the moments are bf16; the update reads them
+ * unrounded) */
+__device__ __forceinline__ void adamw_elem(float &w, float g, float &m, float &v, const adamw_scalars &s, int decay,
+                                           int small, float coeff) {
+    float wi = w;
+    if (decay) wi = __fmul_rn(wi, s.decay_mul);
+    const float mi = __fmaf_rn(coeff, __fsub_rn(g, m), small ? m : g);
+    float vi = __fmul_rn(v, s.beta2);
+    vi = __fadd_rn(vi, __fmul_rn(__fmul_rn(s.one_minus_beta2, g), g));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), s.eps);
+    w = __fadd_rn(wi, __fdiv_rn(__fmul_rn(s.neg_step_size, mi), denom));
+    m = s.m_bf16 ? bf16_round(mi) : mi;
+    v = s.v_bf16 ? bf16_round(vi) : vi;
+}
+
+/* a block's MT_PER_BLOCK elements: four a thread by 16-byte loads and stores where the tensor's four arrays allow
+ * (MT_PER_BLOCK is 4 MT_THREADS), else one at a time; the same arithmetic an element either way */
 __global__ void k_adamw_mt(const mt_entry *tab, int n_tab, adamw_scalars s, int wd) {
     const mt_entry *e = mt_find(tab, n_tab, blockIdx.x);
     const size_t i0 = (blockIdx.x - e->blk0) * (size_t)MT_PER_BLOCK, i1 = i0 + MT_PER_BLOCK < e->n ? i0 + MT_PER_BLOCK : e->n;
@@ -57,19 +74,23 @@ __global__ void k_adamw_mt(const mt_entry *tab, int n_tab, adamw_scalars s, int 
     const int decay = wd && e->decay;
     const int small = s.lerp_w < 0.5f;
     const float coeff = small ? s.lerp_w : __fsub_rn(s.lerp_w, 1.0f);
-    for (size_t i = i0 + threadIdx.x; i < i1; i += MT_THREADS) {
-        float wi = w[i];
-        if (decay) wi = __fmul_rn(wi, s.decay_mul);
-        float gi = g[i], mi = m[i];
-        mi = __fmaf_rn(coeff, __fsub_rn(gi, mi), small ? mi : gi);
-        float vi = __fmul_rn(v[i], s.beta2);
-        vi = __fadd_rn(vi, __fmul_rn(__fmul_rn(s.one_minus_beta2, gi), gi));
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), s.eps);
-        wi = __fadd_rn(wi, __fdiv_rn(__fmul_rn(s.neg_step_size, mi), denom));
-        m[i] = s.m_bf16 ? bf16_round(mi) : mi;
-        v[i] = s.v_bf16 ? bf16_round(vi) : vi;
-        w[i] = wi;
+    const int vec = (((uintptr_t)w | (uintptr_t)g | (uintptr_t)m | (uintptr_t)v) & 15) == 0;
+    const size_t i = i0 + 4 * (size_t)threadIdx.x;
+    if (vec && i + 4 <= i1) {
+        float4 w4 = *(const float4 *)(w + i), g4 = *(const float4 *)(g + i), m4 = *(const float4 *)(m + i);
+        float4 v4 = *(const float4 *)(v + i);
+        adamw_elem(w4.x, g4.x, m4.x, v4.x, s, decay, small, coeff);
+        adamw_elem(w4.y, g4.y, m4.y, v4.y, s, decay, small, coeff);
+        adamw_elem(w4.z, g4.z, m4.z, v4.z, s, decay, small, coeff);
+        adamw_elem(w4.w, g4.w, m4.w, v4.w, s, decay, small, coeff);
+        *(float4 *)(w + i) = w4;
+        *(float4 *)(m + i) = m4;
+        *(float4 *)(v + i) = v4;
+        return;
     }
+    /* the block's last partial four (vec), or every element the thread takes one at a time */
+    const size_t end = vec ? (i + 4 < i1 ? i + 4 : i1) : i1, step = vec ? 1 : MT_THREADS;
+    for (size_t j = vec ? i : i0 + threadIdx.x; j < end; j += step) adamw_elem(w[j], g[j], m[j], v[j], s, decay, small, coeff);
 }
 
 vc_status vc_cuda_adamw_step(const vc_optim_param *params, float *const *m, float *const *v, size_t n_params,
