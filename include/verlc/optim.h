@@ -65,6 +65,10 @@ typedef struct vc_adamw_config {
      * step; the step's own update uses them before rounding. 0: float32, as torch. */
     int m_bf16, v_bf16;
     vc_muon_config muon; /* muon.on: Muon on the params with mats > 0 */
+    /* the gradients times this (in float) as the AdamW step reads them, where 0 < grad_scale: gradient clipping's
+     * factor, set by the trainer for one step instead of scaling them in place (the same bits, one pass over the
+     * gradients fewer); 0 (the default): as they are. Not read by the Muon step */
+    float grad_scale;
 } vc_adamw_config;
 
 void vc_adamw_config_default(vc_adamw_config *c);
@@ -159,6 +163,9 @@ vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
  * clip_grad_norm_ does. Returns 1 when the norm is finite; 0 means skip the step (grads untouched).
  * max_norm <= 0 only measures. */
 int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm);
+/* vc_clip_grad_norm without the scaling: *coef the factor it would multiply by (1 when none) */
+int vc_clip_grad_coef(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm,
+                      double *coef);
 double vc_grad_norm(const float *const *grads, const size_t *sizes, size_t n_tensors);
 
 /* ---- learning-rate schedules (verl/utils/torch_functional.py) -------------------------------- */

@@ -198,7 +198,9 @@ void vc_trainer_free(vc_trainer *t);
  * t's own graph is freed, g stays its owner's */
 void vc_trainer_use_graph(vc_trainer *t, vc_graph *g);
 /* One optimiser step over mini-batch b. fn == NULL: negative log-likelihood of the masked targets.
- * A non-finite loss or gradient norm skips the update (counted in n_skipped); the step still counts. */
+ * A non-finite loss or gradient norm skips the update (counted in n_skipped); the step still counts. With grad_clip,
+ * the AdamW step reads the gradients times clipping's factor and their buffers keep what was accumulated (Muon and
+ * data parallelism scale them in place first); st->grad_norm is the norm before clipping. */
 vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx, vc_step_stats *st);
 /* Accumulates gradients of b into the model's grad buffers without stepping (for tests and custom loops).
  * With data parallelism: this rank's share only, gradients not reduced (stats local too). */

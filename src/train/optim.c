@@ -252,12 +252,19 @@ double vc_grad_norm(const float *const *grads, const size_t *sizes, size_t n_ten
     return sqrt(total);
 }
 
-int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm) {
+int vc_clip_grad_coef(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm,
+                      double *coef) {
     double nrm = vc_grad_norm((const float *const *)grads, sizes, n_tensors);
     if (norm) *norm = nrm;
+    *coef = 1.0;
     if (!isfinite(nrm)) return 0;
-    if (max_norm <= 0) return 1;
-    double coef = max_norm / (nrm + 1e-6);
+    if (max_norm > 0 && max_norm / (nrm + 1e-6) < 1.0) *coef = max_norm / (nrm + 1e-6);
+    return 1;
+}
+
+int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm) {
+    double coef = 1.0;
+    if (!vc_clip_grad_coef(grads, sizes, n_tensors, max_norm, norm, &coef)) return 0;
     if (coef < 1.0) {
         float c = (float)coef;
         if (vc_be()->scale_tensors) vc_be()->scale_tensors(grads, sizes, n_tensors, c); /* one launch on a GPU */

@@ -155,6 +155,49 @@ static void test_adamw_bf16_moments(void) {
     CHECK(strstr(vc_last_error(), "optim.exp_avg_dtype=fp16") != NULL);
 }
 
+/* clipping's factor read by the step (vc_adamw_config.grad_scale) against the gradients scaled in place first, as
+ * vc_clip_grad_norm scales them: the same weights and moments bit for bit over several steps; vc_clip_grad_coef gives
+ * that factor and leaves the gradients as they are */
+static void test_adamw_grad_scale(void) {
+    float w[NA], g[NA], ws[NA], ms[NA], vs[NA], wf[NA], mf[NA], vf[NA];
+    fill(w, g, NA, 0, 0.5f);
+    float *dwa = dev(w, NA), *dwb = dev(w, NA), *dga = dev(g, NA), *dgb = dev(g, NA);
+    vc_optim_param pa = { dwa, dga, NA, 1 }, pb = { dwb, dgb, NA, 1 };
+    vc_adamw_config cfg;
+    vc_adamw_config_default(&cfg);
+    vc_adamw a, b;
+    CHECK_OK(vc_adamw_init(&a, &cfg, &pa, 1));
+    CHECK_OK(vc_adamw_init(&b, &cfg, &pb, 1));
+    int mismatches = 0;
+    for (int t = 1; t <= 4; t++) {
+        fill(NULL, g, NA, t, 3.0f);
+        push(dga, g, NA);
+        push(dgb, g, NA);
+        float *gr[1] = { dgb };
+        size_t n[1] = { NA };
+        double norm = 0, coef = 0;
+        CHECK(vc_clip_grad_coef(gr, n, 1, 1.0, &norm, &coef) == 1 && coef < 1.0 && coef > 0);
+        CHECK(vc_clip_grad_norm((float *const[]){ dga }, n, 1, 1.0, &norm) == 1); /* a: scaled in place */
+        pull(wf, dgb, NA);
+        CHECK_MSG(!memcmp(wf, g, sizeof g), "vc_clip_grad_coef changed the gradients");
+        b.cfg.grad_scale = (float)coef; /* b: read scaled */
+        CHECK_OK(vc_adamw_step(&a, 1e-3));
+        CHECK_OK(vc_adamw_step(&b, 1e-3));
+        b.cfg.grad_scale = 0;
+        pull(ws, dwa, NA), pull(ms, a.m[0], NA), pull(vs, a.v[0], NA);
+        pull(wf, dwb, NA), pull(mf, b.m[0], NA), pull(vf, b.v[0], NA);
+        mismatches += memcmp(ws, wf, sizeof ws) != 0 || memcmp(ms, mf, sizeof ms) != 0 || memcmp(vs, vf, sizeof vs) != 0;
+    }
+    CHECK_MSG(mismatches == 0, "%s: grad_scale differs from scaling the gradients in place (%d steps)", vc_be()->name,
+              mismatches);
+    vc_adamw_free(&a);
+    vc_adamw_free(&b);
+    dfree(dwa);
+    dfree(dwb);
+    dfree(dga);
+    dfree(dgb);
+}
+
 /* Step 1 from zero moments moves each weight by lr * sign(g) (up to eps), after decay. */
 static void test_adamw_first_step(void) {
     float w[4] = { 1.0f, -2.0f, 0.5f, 3.0f }, g[4] = { 0.3f, -0.01f, 5.0f, -1.0f };
@@ -567,6 +610,7 @@ int main(void) {
         test_adamw_matches_reference();
         test_adamw_first_step();
         test_adamw_bf16_moments();
+        test_adamw_grad_scale();
         test_adamw_state();
         test_adamw_stream();
         test_clip();

@@ -14,6 +14,7 @@
 /* Scalars as torch derives them: Python doubles, converted to float where they meet a tensor. */
 typedef struct adamw_scalars {
     float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+    float gscale; /* vc_adamw_config.grad_scale: 0, none */
 } adamw_scalars;
 
 typedef struct {
@@ -37,7 +38,7 @@ static void adamw_task(void *p, int64_t blk) {
     for (size_t i = (size_t)blk * BLK; i < i1; i++) {
         float wi = w[i];
         if (c->decay) wi = wi * s->decay_mul;        /* param.mul_(1 - lr * wd) */
-        float gi = g[i], mi = m[i];
+        float gi = s->gscale > 0 ? g[i] * s->gscale : g[i], mi = m[i]; /* (clipping's factor: as a scale in place) */
         mi = fmaf(coeff, gi - mi, small ? mi : gi);  /* exp_avg.lerp_(grad, 1 - beta1): vectorised lerp uses fmadd */
         float vi = v[i] * s->beta2;                  /* exp_avg_sq.mul_(beta2) */
         vi = vi + s->one_minus_beta2 * gi * gi;      /* .addcmul_(grad, grad, value=1 - beta2) */
@@ -63,6 +64,7 @@ vc_status vc_cpu_adamw(const vc_optim_param *params, float *const *m, float *con
         .bc2_sqrt = (float)sqrt(bc2),
         .eps = (float)c->eps,
         .neg_step_size = (float)(-(lr / bc1)),
+        .gscale = c->grad_scale > 0 ? c->grad_scale : 0.0f,
     };
     for (size_t i = 0; i < n_params; i++) {
         const vc_optim_param *p = &params[i];

@@ -16,6 +16,7 @@ extern "C" {
 struct adamw_scalars {
     float decay_mul, lerp_w, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
     int m_bf16, v_bf16; /* moments stored rounded to bf16 (vc_adamw_config) */
+    float gscale;       /* vc_adamw_config.grad_scale: 0, none */
 };
 
 /* round to the nearest bf16, ties to even (NaN kept quiet), as vc_f32_to_bf16 */
@@ -54,6 +55,7 @@ __device__ __forceinline__ const mt_entry *mt_find(const mt_entry *e, int n, siz
 __device__ __forceinline__ void adamw_elem(float &w, float g, float &m, float &v, const adamw_scalars &s, int decay,
                                            int small, float coeff) {
     float wi = w;
+    if (s.gscale > 0.0f) g = __fmul_rn(g, s.gscale); /* clipping's factor, as the in-place scale rounds it */
     if (decay) wi = __fmul_rn(wi, s.decay_mul);
     const float mi = __fmaf_rn(coeff, __fsub_rn(g, m), small ? m : g);
     float vi = __fmul_rn(v, s.beta2);
@@ -103,6 +105,7 @@ vc_status vc_cuda_adamw_step(const vc_optim_param *params, float *const *m, floa
     adamw_scalars s = {
         (float)(1.0 - lr * c->weight_decay), (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2),
         (float)sqrt(bc2), (float)c->eps, (float)(-(lr / bc1)), c->m_bf16, c->v_bf16,
+        c->grad_scale > 0 ? c->grad_scale : 0.0f,
     };
     mt_entry *tab = (mt_entry *)malloc((n_params ? n_params : 1) * sizeof *tab);
     if (!tab) return vc_fail(VC_ERR_NOMEM, "cuda: adamw: table of %zu tensors", n_params);
