@@ -163,6 +163,8 @@ vc_status vc_adamw_state_load(vc_adamw *opt, const void *buf, size_t len);
  * clip_grad_norm_ does. Returns 1 when the norm is finite; 0 means skip the step (grads untouched).
  * max_norm <= 0 only measures. */
 int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm);
+/* every gradient times c in place (float), as vc_clip_grad_norm scales them */
+void vc_grads_scale(float *const *grads, const size_t *sizes, size_t n_tensors, float c);
 /* vc_clip_grad_norm without the scaling: *coef the factor it would multiply by (1 when none) */
 int vc_clip_grad_coef(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm,
                       double *coef);

@@ -262,14 +262,15 @@ int vc_clip_grad_coef(float *const *grads, const size_t *sizes, size_t n_tensors
     return 1;
 }
 
+void vc_grads_scale(float *const *grads, const size_t *sizes, size_t n_tensors, float c) {
+    if (vc_be()->scale_tensors) vc_be()->scale_tensors(grads, sizes, n_tensors, c); /* one launch on a GPU */
+    else
+        for (size_t t = 0; t < n_tensors; t++) vc_be()->scale(grads[t], grads[t], c, (int64_t)sizes[t]);
+}
+
 int vc_clip_grad_norm(float *const *grads, const size_t *sizes, size_t n_tensors, double max_norm, double *norm) {
     double coef = 1.0;
     if (!vc_clip_grad_coef(grads, sizes, n_tensors, max_norm, norm, &coef)) return 0;
-    if (coef < 1.0) {
-        float c = (float)coef;
-        if (vc_be()->scale_tensors) vc_be()->scale_tensors(grads, sizes, n_tensors, c); /* one launch on a GPU */
-        else
-            for (size_t t = 0; t < n_tensors; t++) vc_be()->scale(grads[t], grads[t], c, (int64_t)sizes[t]);
-    }
+    if (coef < 1.0) vc_grads_scale(grads, sizes, n_tensors, (float)coef);
     return 1;
 }

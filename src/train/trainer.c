@@ -597,13 +597,8 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
      * pass over the gradients fewer); Muon's step does not read it: the gradients scaled first */
     double coef = 1.0;
     int finite = vc_clip_grad_coef(t->grads, t->sizes, (size_t)t->n_params, t->cfg.grad_clip, &st->grad_norm, &coef);
-    if (finite && coef < 1.0 && t->opt.muon) {
-        const vc_backend *B = vc_be();
-        if (B->scale_tensors) B->scale_tensors(t->grads, t->sizes, (size_t)t->n_params, (float)coef);
-        else
-            for (int i = 0; i < t->n_params; i++) B->scale(t->grads[i], t->grads[i], (float)coef, (int64_t)t->sizes[i]);
-    } else if (finite && coef < 1.0)
-        t->opt.cfg.grad_scale = (float)coef;
+    if (finite && coef < 1.0 && t->opt.muon) vc_grads_scale(t->grads, t->sizes, (size_t)t->n_params, (float)coef);
+    else if (finite && coef < 1.0) t->opt.cfg.grad_scale = (float)coef;
     if (!finite || !isfinite(st->loss)) {
         st->skipped = 1;
         t->n_skipped++;
