@@ -111,6 +111,9 @@ float *vc_tensor_grad(vc_graph *g, vc_tensor *t);
 /* In a backward function: node n's output gradient handed to input `in` as its gradient when in has none yet (the
  * node would add it to zeros): 1 when done, n->out->grad is then gone (call it last); 0: add as usual. */
 int vc_grad_take(vc_graph *g, vc_node *n, vc_tensor *in);
+/* t's pooled gradient handed back for later gradients and temporaries (its readers have run: a node's other
+ * outputs, as the tape hands back each node's own); nothing for a parameter's or none */
+void vc_grad_release(vc_graph *g, vc_tensor *t);
 /* t's gradient += src (t->n floats in backend memory): copied into fresh memory when t has none yet. */
 void vc_grad_add(vc_graph *g, vc_tensor *t, const float *src);
 /* t's gradient buffer, uninitialised, when t has none yet (the caller writes all of it); NULL when it has one, is

@@ -378,13 +378,16 @@ void vc_graph_release(vc_graph *g, void *p, size_t bytes) {
 /* backward has run node n: its output's gradient is dead (the output's consumers ran before it), unless
  * the node also takes the output as an input (an in-place op) */
 static void hand_back(vc_graph *g, const vc_node *n) {
-    vc_tensor *out = n->out;
-    if (!out->grad || !out->grad_pooled || out->is_param) return;
     for (int k = 0; k < VC_NODE_IN; k++)
-        if (n->in[k] == out) return;
-    vc_graph_release(g, out->grad, (size_t)out->n * sizeof(float));
-    out->grad = NULL;
-    out->grad_pooled = 0;
+        if (n->in[k] == n->out) return;
+    vc_grad_release(g, n->out);
+}
+
+void vc_grad_release(vc_graph *g, vc_tensor *t) {
+    if (!t->grad || !t->grad_pooled || t->is_param) return;
+    vc_graph_release(g, t->grad, (size_t)t->n * sizeof(float));
+    t->grad = NULL;
+    t->grad_pooled = 0;
 }
 
 vc_node *vc_tape_push(vc_graph *g, vc_backward_fn fn, vc_tensor *out, int n_in, vc_tensor *const *in) {

@@ -253,13 +253,8 @@ static void qkv_bw(vc_graph *g, vc_node *n) {
     if (!vc_be()->qkv_rope_bwd(M, K, x->data, W[0]->data, W[1]->data, W[2]->data, n->out->grad, s->k->grad, s->v->grad, dx,
                                dW[0], dW[1], dW[2], db[0], db[1], db[2], &s->d))
         vc_graph_fail(g, vc_fail(VC_ERR_INTERNAL, "q, k and v backward: the weights' bf16 copies are gone"));
-    for (int i = 0; i < 2; i++) { /* k's and v's gradients are dead now (their readers ran before): handed back */
-        vc_tensor *t = i ? s->v : s->k;
-        if (!t->grad || !t->grad_pooled || t->is_param) continue;
-        vc_graph_release(g, t->grad, (size_t)t->n * sizeof(float));
-        t->grad = NULL;
-        t->grad_pooled = 0;
-    }
+    vc_grad_release(g, s->k); /* k's and v's gradients are dead now (their readers ran before) */
+    vc_grad_release(g, s->v);
 }
 
 int vc_op_qkv_rope(vc_graph *g, vc_tensor *x, vc_tensor *Wq, vc_tensor *Wk, vc_tensor *Wv, vc_tensor *bq, vc_tensor *bk,

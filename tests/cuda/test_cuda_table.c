@@ -610,6 +610,24 @@ static void test_gemm_bf16(void) {
             unsetenv("VERLC_CUDA_HEAD_SLICE");
             unsetenv("VERLC_CUDA_HOLD");
         }
+    /* what is kept: T V floats under VERLC_CUDA_HEAD_KEEP's bytes (0: nothing; K / M / G), a malformed value the
+     * default (said on stderr), nothing with a bf16 head */
+    {
+        const size_t want = (size_t)(T * V) * 4;
+        static const struct { const char *env; size_t got; } kc[] = {
+            { NULL, 1 }, { "0", 0 }, { "1000", 0 }, { "1G", 1 }, { "480160", 1 }, { "480159", 0 }, { "4x", 1 }, { "8GB", 1 },
+        };
+        for (size_t i = 0; i < sizeof kc / sizeof kc[0]; i++) {
+            if (kc[i].env) setenv("VERLC_CUDA_HEAD_KEEP", kc[i].env, 1);
+            size_t got = G->lm_head_keep(&hd, NULL);
+            CHECK_MSG(got == (kc[i].got ? want : 0), "lm_head_keep with VERLC_CUDA_HEAD_KEEP=%s: %zu bytes (T V floats: %zu)",
+                      kc[i].env ? kc[i].env : "(unset)", got, want);
+            unsetenv("VERLC_CUDA_HEAD_KEEP");
+        }
+        setenv("VERLC_HEAD_BF16", "1", 1);
+        CHECK_MSG(G->lm_head_keep(&hd, NULL) == 0, "bf16 logits kept");
+        unsetenv("VERLC_HEAD_BF16");
+    }
     /* with the forward's logits kept (vc_head_desc.keep): the backward reads them: the same bits as forming them
      * again, dZ held as written; one slice and several */
     for (int sl = 0; sl < 2; sl++) {

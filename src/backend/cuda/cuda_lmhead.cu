@@ -7,6 +7,7 @@
  * into dZ, and adds dh += dZ W, dW += dZ^T h with GEMMs and db with a column kernel that walks tokens in order. */
 #include "cuda_internal.h"
 #include <cuda_bf16.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,25 +33,39 @@ static int64_t slice_rows(int64_t T, int64_t V, int es = 4) {
     return nv < V ? nv : V;
 }
 
+/* $VERLC_CUDA_HEAD_KEEP as bytes ("0", "4096M", "8G"; K, M, G suffixes) into *cap: 1, or 0 when unset (a malformed
+ * value said once on stderr: a tuning switch, the default kept) */
+static int keep_cap_env(size_t *cap) {
+    static int warned;
+    const char *e = getenv("VERLC_CUDA_HEAD_KEEP"), *u = "KMG";
+    if (!e || !*e) return 0;
+    char *end = NULL;
+    double v = strtod(e, &end);
+    const char *k = *end ? strchr(u, *end) : NULL;
+    if (end == e || !(v >= 0) || (*end && (!k || !*k || end[1]))) {
+        if (!warned++)
+            fprintf(stderr, "verlc: VERLC_CUDA_HEAD_KEEP=%s is not a byte count (such as 0, 4096M or 8G); using a "
+                            "sixteenth of the device's memory\n", e);
+        return 0;
+    }
+    for (int i = k ? (int)(k - u) + 1 : 0; i > 0; i--) v *= 1024;
+    *cap = (size_t)v;
+    return 1;
+}
+
 /* the bytes of logits the forward keeps for the backward (vc_backend.lm_head_keep): f32 logits up to
- * $VERLC_CUDA_HEAD_KEEP bytes (0: never; K / M / G suffixes), by default a sixteenth of the device's memory (8.8 GB on
- * an H200: 14,000 rows of a 151,936-token vocabulary). The backward then skips the GEMM that formed them again, a
+ * $VERLC_CUDA_HEAD_KEEP bytes (0: never), by default a sixteenth of the device's memory (8.8 GB on
+ * an H200: about 14,500 rows of a 151,936-token vocabulary). The backward then skips the GEMM that formed them again, a
  * quarter of the LM head's work (the same values: the forward's own) */
 size_t vc_cu_lm_head_keep(const vc_head_desc *d, const float *b) {
     if (head_bf16(b) || d->T <= 0 || d->V <= 0) return 0;
     size_t bytes = (size_t)(d->T * d->V) * sizeof(float), cap = 0, fr = 0;
-    const char *e = getenv("VERLC_CUDA_HEAD_KEEP");
-    char *end = NULL;
-    double v = e && *e ? strtod(e, &end) : -1;
-    if (v >= 0 && end != e) {
-        const char *u = "KMG", *k = *end ? strchr(u, *end) : NULL;
-        for (int i = k ? (int)(k - u) + 1 : 0; i > 0; i--) v *= 1024;
-        cap = (size_t)v;
-    } else if (cudaMemGetInfo(&fr, &cap) == cudaSuccess) {
+    if (!keep_cap_env(&cap)) {
+        if (cudaMemGetInfo(&fr, &cap) != cudaSuccess) {
+            cudaGetLastError();
+            return 0;
+        }
         cap /= 16;
-    } else {
-        cudaGetLastError();
-        return 0;
     }
     return bytes <= cap ? bytes : 0;
 }

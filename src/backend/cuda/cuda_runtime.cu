@@ -850,6 +850,17 @@ void vc_cu_gemm_c16(int64_t M, int64_t N, int64_t K, const float *x, const float
     gemm_bf16_f32(0, 1, M, N, K, 1.0f, x, K, W, K, 0.0f, (float *)y16, N, op, NULL, NULL, NULL, 1);
 }
 
+/* the bf16 copy of [Wq; Wk; Wv] ([Nq + Nk + Nv, K]) where the three weights' copies lie one after another, else NULL;
+ * the lookups are not GEMM operands: `served` counts the one GEMM that will read it */
+static const __nv_bfloat16 *qkv_copies(const float *Wq, const float *Wk, const float *Wv, int64_t Nq, int64_t Nk,
+                                       int64_t Nv, int64_t K, int served) {
+    const int hits = g_sh_hits;
+    const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
+    const int together = pq && pk == pq + Nq * K && pv == pk + Nk * K;
+    g_sh_hits = hits + (together && served);
+    return together ? pq : NULL;
+}
+
 /* q, k and v with one GEMM over the three weights' adjacent bf16 copies into scratch rows, then one pass that splits,
  * adds the biases and rotates (vc_backend.qkv_rope); the host-side lookups decide alike in a capture and its replays */
 int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const float *Wk, const float *Wv,
@@ -858,11 +869,8 @@ int vc_cu_qkv_rope(int64_t M, int64_t K, const float *x, const float *Wq, const 
     const int64_t Nq = (int64_t)d->n_head * d->head_dim, Nk = (int64_t)d->n_kv_head * d->head_dim;
     const int64_t Nv = (int64_t)d->n_kv_head * d->v_head_dim, Nt = Nq + Nk + Nv;
     if (!dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
-    const int hits = g_sh_hits; /* the lookups are not GEMM operands: the one GEMM below reads one */
-    const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
-    const int together = pq && pk == pq + Nq * K && pv == pk + Nk * K;
-    g_sh_hits = hits + together;
-    if (!together) return 0;
+    const __nv_bfloat16 *pq = qkv_copies(Wq, Wk, Wv, Nq, Nk, Nv, K, 1);
+    if (!pq) return 0;
     const char *op = "q, k and v (one GEMM, split and rope)";
     if (!vc_cu_begin(op)) return 1; /* replaying (the graph holds it), or a sticky error */
     float *Y = (float *)vc_cu_scratch((size_t)(M * Nt) * sizeof(float), op);
@@ -884,11 +892,8 @@ int vc_cu_qkv_rope_bwd(int64_t M, int64_t K, const float *x, const float *Wq, co
     const int64_t Nq = (int64_t)d->n_head * d->head_dim, Nk = (int64_t)d->n_kv_head * d->head_dim;
     const int64_t Nv = (int64_t)d->n_kv_head * d->v_head_dim, Nt = Nq + Nk + Nv;
     if (!dims_ok(M, Nt, K, K, K, Nt, "qkv")) return 0;
-    const int hits = g_sh_hits;
-    const __nv_bfloat16 *pq = shadow_of(Wq, Nq, K, K), *pk = shadow_of(Wk, Nk, K, K), *pv = shadow_of(Wv, Nv, K, K);
-    const int together = pq && pk == pq + Nq * K && pv == pk + Nk * K;
-    g_sh_hits = hits + (together && dx);
-    if (!together) return 0;
+    const __nv_bfloat16 *pq = qkv_copies(Wq, Wk, Wv, Nq, Nk, Nv, K, dx != NULL);
+    if (!pq) return 0;
     const char *op = "q, k and v backward (one GEMM for x, one for the weights)";
     if (!vc_cu_begin(op)) return 1;
     const int wgrad = dWq || dWk || dWv, bgrad = dbq || dbk || dbv;
