@@ -138,9 +138,13 @@ static void test_bf16_copies(void) {
     float *ref[4], *got[4], *ref4 = hbuf((size_t)(M * 50)), *got4 = hbuf((size_t)(M * 50));
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
-            const float *ws[3] = { dW, dW2, dW3 + 3 };
-            int64_t rows[3] = { N, K, 50 }, cols[3] = { K, R, 97 };
+            /* the odd-sized one first: the copies after it still start on 16-byte boundaries */
+            const float *ws[3] = { dW3 + 3, dW, dW2 };
+            int64_t rows[3] = { 50, N, K }, cols[3] = { 97, K, R };
             CHECK_OK(vc_cuda_bf16_shadow_add(ws, rows, cols, 3));
+            const void *cw = vc_cuda_bf16_copy_at(dW, N, K), *cw2 = vc_cuda_bf16_copy_at(dW2, K, R);
+            CHECK_MSG(cw && cw2 && (uintptr_t)cw % 16 == 0 && (uintptr_t)cw2 % 16 == 0,
+                      "bf16 copies after a 50 x 97 weight start on 16-byte boundaries (%p, %p)", cw, cw2);
         }
         G->gemm(0, 1, M, 50, 97, 1.0f, dA, K, dW3 + 3, 97, 0.0f, c4, 50);
         CHECK_OK(vc_cuda_d2h(pass ? got4 : ref4, c4, (size_t)(M * 50) * 4));

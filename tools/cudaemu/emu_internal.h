@@ -40,4 +40,6 @@ void vc_emu_count_launch(const char *name);
 void vc_emu_count_copy(int kind, size_t bytes); /* cudaMemcpyKind */
 enum { VC_EMU_MEMSET, VC_EMU_GEMM, VC_EMU_SYNC, VC_EMU_GRAPH };
 void vc_emu_count(int what);
+double vc_emu_clock(void);             /* a clock reading (0 without VC_EMU_STATS) */
+void vc_emu_count_device(double t0);   /* device work ran from clock reading t0 until now */
 #endif

@@ -221,9 +221,11 @@ void vc_emu_enqueue(std::function<void()> op) {
     static int async = -1;
     if (async < 0) async = (int)vc_emu_env_int("VC_EMU_ASYNC", 1);
     if (!async) {
+        const double t0 = vc_emu_clock();
         dev_open();
         op();
         dev_close();
+        vc_emu_count_device(t0);
         return;
     }
     g_q.push_back(std::move(op));
@@ -232,10 +234,12 @@ void vc_emu_enqueue(std::function<void()> op) {
 extern "C" void vc_emu_flush(void) {
     lock_t l(g_mu);
     if (g_q.empty()) return;
+    const double t0 = vc_emu_clock();
     dev_open();
     for (size_t i = 0; i < g_q.size() && g_sticky == cudaSuccess; i++) g_q[i](); /* an op may not enqueue */
     g_q.clear();
     dev_close();
+    vc_emu_count_device(t0);
 }
 
 static cudaError_t flushed(void) { /* the status of a synchronising call */

@@ -581,6 +581,12 @@ void vc_cuda_bf16_shadow_drop(void) {
 
 int vc_cuda_bf16_shadow_hits(void) { return g_sh_hits; }
 
+const void *vc_cuda_bf16_copy_at(const float *w, int64_t rows, int64_t cols) {
+    for (int i = 0; i < g_nsh; i++)
+        if (g_sh[i].w == w && g_sh[i].rows == rows && g_sh[i].cols == cols) return g_sh[i].h;
+    return NULL;
+}
+
 /* every registered weight rounded in one launch (a model's few hundred tensors were as many launches, the small ones'
  * launch gaps longer than their bytes): a table of runs, each block rounds PACK_PER_BLOCK elements of one run (its run
  * found by a binary search over the first blocks), four at a time where the run's ends allow: the bits of pack_bf16 */
@@ -611,8 +617,8 @@ __global__ void k_pack_bf16_mt(const pack_run *tab, int n_tab) {
         for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) e.dst[i] = __float2bfloat16_rn(e.src[i]);
 }
 
-/* the n runs of floats src[i] (len[i] each) rounded into dst, one after another, in one launch */
-static void pack_bf16_runs(__nv_bfloat16 *dst, const float *const *src, const int64_t *len, int n, const char *op) {
+/* the n runs of floats src[i] (len[i] each) rounded into dst[i], in one launch */
+static void pack_bf16_runs(__nv_bfloat16 *const *dst, const float *const *src, const int64_t *len, int n, const char *op) {
     pack_run *tab = (pack_run *)malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
     if (!tab) {
         set_sticky(VC_ERR_NOMEM, op, "no memory for the table of runs");
@@ -620,9 +626,9 @@ static void pack_bf16_runs(__nv_bfloat16 *dst, const float *const *src, const in
     }
     int nt = 0;
     int64_t blocks = 0;
-    for (int i = 0; i < n; dst += len[i], i++) {
+    for (int i = 0; i < n; i++) {
         if (len[i] <= 0) continue;
-        tab[nt++] = pack_run{ src[i], dst, len[i], blocks };
+        tab[nt++] = pack_run{ src[i], dst[i], len[i], blocks };
         blocks += (len[i] + PACK_PER_BLOCK - 1) / PACK_PER_BLOCK;
     }
     if (blocks > 0x7fffffff) set_sticky(VC_ERR_UNSUPPORTED, op, "over 2^31 blocks");
@@ -634,12 +640,18 @@ static void pack_bf16_runs(__nv_bfloat16 *dst, const float *const *src, const in
     free(tab);
 }
 
+/* the bf16 elements a weight's copy takes: n rounded up to 8 (16 bytes), so that the next copy starts aligned */
+static size_t shadow_span(int64_t n) { return n > 0 ? ((size_t)n + 7) & ~(size_t)7 : 0; }
+
 vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n) {
     const char *op = "bf16 weight copies";
     vc_cuda_bf16_shadow_drop();
     if (!vc_cu_begin(op)) return vc_cuda_error();
+    /* each copy starts on a 16-byte boundary, as a scratch operand rounded on the fly does: cuBLAS picks its kernels by
+     * the operands' alignment (after a tensor of an odd size every later copy lay 2 bytes off one: slower kernels, other
+     * bits). Sizes that are multiples of 8 leave the copies side by side as before (q, k and v read as one operand) */
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += (size_t)(rows[i] * cols[i]);
+    for (int i = 0; i < n; i++) total += shadow_span(rows[i] * cols[i]);
     if (!total) return VC_OK;
     void *mem = NULL;
     bf16_copy *sh = (bf16_copy *)calloc((size_t)n, sizeof *sh);
@@ -650,14 +662,22 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
     }
     __nv_bfloat16 *at = (__nv_bfloat16 *)mem;
     int64_t *len = (int64_t *)malloc((size_t)n * sizeof *len);
+    __nv_bfloat16 **dst = (__nv_bfloat16 **)malloc((size_t)n * sizeof *dst);
+    if (!dst) {
+        free(len);
+        len = NULL;
+    }
     for (int i = 0; i < n; i++) {
         sh[i] = bf16_copy{ w[i], rows[i], cols[i], at };
-        if (len) len[i] = rows[i] * cols[i];
-        else if (rows[i] * cols[i] > 0) /* (no host memory for the table: a launch each) */
+        if (len) {
+            len[i] = rows[i] * cols[i];
+            dst[i] = at;
+        } else if (rows[i] * cols[i] > 0) /* (no host memory for the table: a launch each) */
             pack_bf16(at, w[i], rows[i], cols[i], cols[i]);
-        at += rows[i] * cols[i];
+        at += shadow_span(rows[i] * cols[i]);
     }
-    if (len) pack_bf16_runs((__nv_bfloat16 *)mem, w, len, n, op);
+    if (len) pack_bf16_runs(dst, w, len, n, op);
+    free(dst);
     free(len);
     g_sh = sh;
     g_nsh = n;

@@ -58,6 +58,10 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
 }
 void vc_cuda_bf16_shadow_drop(void) {}
 int vc_cuda_bf16_shadow_hits(void) { return 0; }
+const void *vc_cuda_bf16_copy_at(const float *w, int64_t rows, int64_t cols) {
+    (void)w, (void)rows, (void)cols;
+    return NULL;
+}
 vc_status vc_cuda_peak_flops(int bf16, double *flops) { (void)bf16; *flops = 0; return off(); }
 int vc_cuda_graphs_enabled(void) { return 0; }
 vc_status vc_cuda_graph_begin(int replay) { (void)replay; return off(); }
