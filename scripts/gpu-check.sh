@@ -504,6 +504,48 @@ profile_model() { # config name
         env VERLC_CUDA_PROFILE=ahead VERLC_CUDA_PROFILE_DECODE=1 VERLC_CUDA_GRAPHS=0 "$BIN" bench generate --config "$CFG" \
         --batch 256 --prompt 128 --new 32 $P
 }
+# Nsight Compute, where the machine has it: each launch of one training step, of a prefill and two decode steps, and the
+# log-prob pass's attention and LM head kernels, on the 0.5B shape cut to 2 layers (its whole vocabulary): one line a
+# launch (duration, SM and memory throughput against their peaks, occupancy, registers, cycles a warp waits an issued
+# instruction; scripts/ncu-table.py) in the summary, ncu's own pages with its advice in ncu-*.txt beside it
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1 || true)
+ncu_one() { # tag, launches, filter (or ""), command...
+    local tag=$1 count=$2 filter=$3 rep="$OUTDIR/.ncu-$1" rc
+    shift 3
+    # shellcheck disable=SC2086
+    "$NCU" --target-processes all $filter -c "$count" --section SpeedOfLight --section Occupancy --section LaunchStats \
+        --section WarpStateStats -f -o "$rep" "$@" >"$rep.log" 2>&1
+    rc=$?
+    grep -E "==(PROF|ERROR|WARNING)==" "$rep.log" | tail -n 5
+    [ -f "$rep.ncu-rep" ] || { tail -n 20 "$rep.log"; return $((rc ? rc : 1)); }
+    "$NCU" -i "$rep.ncu-rep" --page details >"$OUTDIR/ncu-$tag.txt" 2>&1
+    "$NCU" -i "$rep.ncu-rep" --csv --page details | python3 scripts/ncu-table.py --top 30
+    rm -f "$rep.ncu-rep" "$rep.log"
+    return $rc
+}
+export -f ncu_one
+export NCU OUTDIR
+ncu_kernels() {
+    local CUT="$OUTDIR/.qwen2.5-0.5b-2l.json" P="--device cuda --precision bf16"
+    if [ -z "$NCU" ] || [ ! -f "$CFG05" ] || [ "$(left)" -lt 120 ]; then
+        say "== ncu: skipped (Nsight Compute ${NCU:-not found}, $(left) s left)"
+        return 0
+    fi
+    python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 2; json.dump(c, open(sys.argv[2], "w"))' \
+        "$CFG05" "$CUT" || return 0
+    # shellcheck disable=SC2086
+    step "ncu: a training step, qwen2.5-0.5b shape cut to 2 layers (16 x 512), every kernel" 100 bash -c \
+        'ncu_one train 110 "" "$@"' _ "$BIN" bench train --config "$CUT" --tokens 8192 --seqs 16 --iters 1 $P
+    # shellcheck disable=SC2086
+    [ "$(left)" -gt 90 ] && step "ncu: prefill and decode, same shape (batch 256, 128 + 3, graphs off), every kernel" 60 \
+        env VERLC_CUDA_GRAPHS=0 bash -c 'ncu_one generate 80 "" "$@"' _ "$BIN" bench generate --config "$CUT" \
+        --batch 256 --prompt 128 --new 3 $P
+    # shellcheck disable=SC2086
+    [ "$(left)" -gt 60 ] && step "ncu: log-probs' attention and LM head kernels, same shape (16 x 1024)" 40 bash -c \
+        'ncu_one logprob 8 "-k regex:attn|head" "$@"' _ "$BIN" bench logprob --config "$CUT" --tokens 16384 \
+        --seq-len 1024 --reps 1 $P
+    rm -f "$CUT"
+}
 if [ $built = 1 ] && [ -x "$BIN" ]; then
     MODELS=$(for m in "$VERLC_SHARED"/fixtures/models/*/ tests/fixtures/models/*/; do [ -f "$m/config.json" ] && echo "$m"; done)
     [ -z "$MODELS" ] && say "== verlc check --device cuda: skipped (no fixtures under $VERLC_SHARED/fixtures/models)"
@@ -553,6 +595,7 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     ab_train VERLC_CUDA_HOLD=0
     e2e_all
     profile_model qwen2.5-0.5b
+    ncu_kernels
     # shellcheck disable=SC2086
     [ -n "$MODELS" ] && step "verlc check --device cuda --precision bf16" 60 "$BIN" check --device cuda \
         --precision bf16 $MODELS
