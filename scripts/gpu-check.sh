@@ -544,6 +544,9 @@ ncu_kernels() {
     [ "$(left)" -gt 60 ] && step "ncu: log-probs' attention and LM head kernels, same shape (16 x 1024)" 40 bash -c \
         'ncu_one logprob 8 "-k regex:attn|head" "$@"' _ "$BIN" bench logprob --config "$CUT" --tokens 16384 \
         --seq-len 1024 --reps 1 $P
+    # the chunked Gated DeltaNet's kernels (forward: prep, state pass, outputs; backward alike), Qwen3.5's heads
+    [ "$(left)" -gt 60 ] && step "ncu: the chunked Gated DeltaNet's kernels (2 x 4096 rows, 16 heads of 128 x 128)" 40 \
+        bash -c 'ncu_one gdn 12 "-k regex:k_ck" "$@"' _ "$BIN" bench gdn --tokens 8192 --seqs 2 --iters 1 --device cuda
     rm -f "$CUT"
 }
 if [ $built = 1 ] && [ -x "$BIN" ]; then

@@ -114,6 +114,15 @@ static inline void same_bits(const char *name, const float *a_dev, const float *
     CHECK_MSG(ok, "%s not deterministic", name);
 }
 
+/* a digest of n floats' bits (device memory), printed: a kernel rewritten to give the same bits prints the same digests
+ * as the kernel it replaces (compare two builds' output) */
+static inline void bits_digest(const char *name, const float *dev, size_t n) {
+    const unsigned char *b = (const unsigned char *)fetch(dev, n);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+    printf("  %-60s digest %016llx\n", name, (unsigned long long)h);
+}
+
 /* 1 on the CUDA emulator (tools/cudaemu): timings mean nothing there and the timing runs are skipped */
 static inline int timing_skipped(const char *what) {
 #ifdef VC_CUDA_EMU

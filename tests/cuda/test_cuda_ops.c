@@ -629,6 +629,14 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
     same_bits("gdn bwd dq", gdq[0], gdq[1], nq);
     same_bits("gdn bwd dk", gdk[0], gdk[1], nq);
     same_bits("gdn bwd dg", gdg[0], gdg[1], ng);
+    const float *dev[7] = { go, gsv, gdq[0], gdk[0], gdv[0], gdg[0], gdb[0] };
+    const size_t len7[7] = { no, (size_t)nsv * SS, nq, nq, no, ng, nh };
+    const char *what[7] = { "o", "kept states", "dq", "dk", "dv", "dg", "dbeta" };
+    for (int i = 0; i < 7; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "gdn %s", what[i]);
+        bits_digest(nm, dev[i], len7[i]);
+    }
 }
 
 /* the chunked form's outputs and gradients of a sequence are the same bits alone as after another in a batch (its
