@@ -338,29 +338,62 @@ step "nvcc" 10 nvcc --version
 # configure or build here fails, say for missing Debian packages (scripts/deps.sh installs them).
 PREBUILT=${VC_GPU_PREBUILT:-build/tests}
 TESTS="$BUILD/tests"
-CUDA_TESTS=""
-for f in tests/cuda/test_*.c; do CUDA_TESTS="$CUDA_TESTS cuda_$(basename "$f" .c)"; done
-# LoRA (dense and routed-expert adapters), router replay, reward models' score head on the GPU
-CUDA_TESTS="$CUDA_TESTS model_test_lora model_test_route model_test_head_gather model_test_share rl_test_reward_model"
+# verlc, the CUDA test programs, LoRA (dense and routed-expert adapters), router replay, the chunked head, shared prompt
+# states, reward models' score head, test_dist (scripts/gpu-programs.sh)
+TARGETS=$(scripts/gpu-programs.sh targets)
 built=0
 configured=0
+# The programs built on the CPU machine (scripts/gpu-prebuild.sh, carried in .gpu/prebuilt) when they were built from
+# these sources and every library they need is found here: no build (116 and 156 s of the 2026-12-04 lease's calls).
+# VC_GPU_USE_PREBUILT=0 builds anyway.
+prebuilt_use() { # folder to unpack them into; 0 when they are there and load
+    local P=.gpu/prebuilt want have miss
+    if [ "${VC_GPU_USE_PREBUILT:-1}" != 1 ] || [ ! -f $P/programs.tar.xz ] || [ ! -f $P/SOURCES ]; then
+        say "== prebuilt programs: none (.gpu/prebuilt not carried, or VC_GPU_USE_PREBUILT=0): building"
+        return 1
+    fi
+    want=$(cat $P/SOURCES)
+    have=$(scripts/gpu-programs.sh digest)
+    if [ "$want" != "$have" ]; then
+        say "== prebuilt programs: built from other sources ($want; these are $have): building"
+        return 1
+    fi
+    rm -rf "$1" && mkdir -p "$1" && xz -dc $P/programs.tar.xz | tar -x -C "$1" || {
+        say "== prebuilt programs: unpacking $P/programs.tar.xz failed: building"
+        return 1
+    }
+    [ -d /usr/local/cuda/lib64 ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"
+    miss=$(ldd "$1"/verlc "$1"/libverlc.so "$1"/tests/* 2>&1 | grep "not found" | awk '{print $1}' | sort -u | tr '\n' ' ')
+    if [ -n "$miss" ]; then
+        say "== prebuilt programs: libraries not found here: $miss- building"
+        return 1
+    fi
+    say "== prebuilt programs (scripts/gpu-prebuild.sh, sources $want): unpacked into $1, no build here"
+    [ -f $P/CONFIG ] && say "$(cat $P/CONFIG)" # their configure's lines (the communicators it found: the NCCL runs)
+}
+if prebuilt_use "${BUILD}-prebuilt" && [ "${VC_GPU_DRY_RUN:-0}" != 1 ]; then # (a dry run still tries the configure)
+    BUILD="${BUILD}-prebuilt"
+    TESTS="$BUILD/tests"
+    built=1
+fi
 # Ninja where the machine has it (a new build folder only: CMake keeps a folder's generator): Make builds libverlc's
 # C files only after every .cu file (a target's objects wait for the targets it takes objects from), Ninja both at
 # once; the 2026-12-04 builds (Make) took 116 and 156 s
 GEN=""
 if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then GEN="-G Ninja"; fi
 # shellcheck disable=SC2086
-step "configure" 120 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
+[ $built = 1 ] || step "configure" 120 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE &&
+    configured=1
 if [ "${VC_GPU_DRY_RUN:-0}" = 1 ]; then
     grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_|MPI_C_COMPILER|MPI_C_HEADER_DIR|MPI_mpi_LIBRARY|NCCL_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
     say "RESULT: DRY RUN (configure $([ $configured = 1 ] && echo ok || echo FAILED); build and GPU steps skipped)"
     exit $((1 - configured))
 fi
-if [ $configured = 1 ]; then
+if [ $configured = 1 ] && [ $built = 0 ]; then
     say "== build (log: $LOG)"
     s=$(date +%s)
     # shellcheck disable=SC2086
-    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target verlc_bin dist_test_dist $CUDA_TESTS >"$LOG" 2>&1
+    timeout 270 cmake --build "$BUILD" -j"$JOBS" --target $TARGETS >"$LOG" 2>&1
     rc=$?
     grep -E "error|warning:" "$LOG" | head -n 40 >>"$SUM"
     say "-- build: rc=$rc ($(($(date +%s) - s)) s)"

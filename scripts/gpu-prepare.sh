@@ -19,6 +19,7 @@
 #                 fit the carry budget: first the smallest model of every model_type (architecture
 #                 family), then the others smallest first while the total stays under VC_GPU_CARRY_MB
 #                 (default 58 MiB, of the 64 MiB a call may carry, repository included).
+#   .gpu/prebuilt/ (made by scripts/gpu-prebuild.sh, run it first: its size counts here) the programs built here.
 # Prints the sizes, the models left out, and the exact `carry` list for the device `run` call.
 # VC_GPU_MODELS="qwen3 phi ...": only these shared fixture models (when the repository's own fixtures leave
 # little room).
@@ -121,7 +122,10 @@ if [ "$repo_k" -gt $((CAP_MB * 1024 / 2)) ]; then # verlc's own fixtures alone a
         "run scripts/gpu-branch.sh start first (a branch keeping only the fixtures the GPU steps load)," \
         "then this script with VC_GPU_MODELS=\"\$(scripts/gpu-branch.sh models)\"" >&2
 fi
-used=$((repo_k + $(kib "$G/debs" "$G/shared")))
+PRE=""
+[ -f "$G/prebuilt/programs.tar.xz" ] && PRE="$G/prebuilt"
+# shellcheck disable=SC2086
+used=$((repo_k + $(kib "$G/debs" "$G/shared" $PRE)))
 cap=$((CAP_MB * 1024))
 # model folders smallest first, each with its model_type
 list=$(for m in "$SHARED"/fixtures/models/*/; do
@@ -158,5 +162,17 @@ echo "gpu-prepare: .gpu/debs/mpi $(kib "$G/debs/mpi" 2>/dev/null || echo 0) KiB 
 echo "gpu-prepare: .gpu/shared $(kib "$G/shared") KiB: configs, tokenizer $(kib "$G/shared/fixtures/tokenizers" 2>/dev/null || echo 0) KiB, GSM8K subset $(kib "$G/shared/data" 2>/dev/null || echo 0) KiB, $nmod fixture models"
 [ -n "$left_out" ] && echo "gpu-prepare: models left out to stay under $CAP_MB MiB:$left_out"
 echo "gpu-prepare: repository (tracked + untracked, not ignored) $repo_k KiB"
-echo "gpu-prepare: total to travel $((repo_k + $(kib "$G/debs" "$G/shared"))) KiB (limit 65536 KiB)"
-echo 'gpu-prepare: carry [".gpu/debs", ".gpu/shared"]   command: bash scripts/gpu-check.sh   timeout_s: 480'
+if [ -n "$PRE" ]; then
+    echo "gpu-prepare: .gpu/prebuilt $(kib "$PRE") KiB: the programs built here (sources $(cat "$PRE/SOURCES"))"
+    [ "$(cat "$PRE/SOURCES")" = "$(scripts/gpu-programs.sh digest)" ] ||
+        echo "gpu-prepare: .gpu/prebuilt is of other sources than the checkout's: rerun scripts/gpu-prebuild.sh" >&2
+else
+    echo "gpu-prepare: no .gpu/prebuilt (scripts/gpu-prebuild.sh): the GPU machine builds verlc (about 2 minutes a call)"
+fi
+# shellcheck disable=SC2086
+echo "gpu-prepare: total to travel $((repo_k + $(kib "$G/debs" "$G/shared" $PRE))) KiB (limit 65536 KiB)"
+if [ -n "$PRE" ]; then
+    echo 'gpu-prepare: carry [".gpu/debs", ".gpu/shared", ".gpu/prebuilt"]   command: bash scripts/gpu-check.sh   timeout_s: 480'
+else
+    echo 'gpu-prepare: carry [".gpu/debs", ".gpu/shared"]   command: bash scripts/gpu-check.sh   timeout_s: 480'
+fi
