@@ -51,12 +51,12 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
         ck_cols_out(S0, sh.S, dk, dv, cw, c.j0, c.cn);
         if (tap && c0 == R) ck_cols_out(tap, sh.S, dk, dv, cw, c.j0, c.cn);
         if (!p.no_delta) /* D = U - W S0 */
-            bmm(D, dv, p.W + task * p.C * dk, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, -1.0f, 1, TRI_NONE);
+            bmm_k<CK_TK_STATE>(D, dv, p.W + task * p.C * dk, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, -1.0f, 1, TRI_NONE);
         if (c0 + p.C >= L && !(tap && R == L)) break;
         __syncthreads(); /* (D is complete) */
         ck_state_rows(p, sh, x, c.h, 0);
         ck_state_decay(p, sh, x.n);
-        bmm(sh.S, cw, sh.Kt, 1, dk, D, dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* S = b S0 + K~^T D */
+        bmm_k<CK_TK_STATE>(sh.S, cw, sh.Kt, 1, dk, D, dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* S = b S0 + K~^T D */
         __syncthreads();
     }
     if (tap && R == L) ck_cols_out(tap, sh.S, dk, dv, cw, c.j0, c.cn); /* (its end: the state after the last chunk) */

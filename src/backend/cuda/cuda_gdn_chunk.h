@@ -26,10 +26,14 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
  * the operands staged through shared memory CK_TK terms at a time (tiles as tall as the columns are few: the state
  * passes' narrow column groups keep every thread busy). Each element's terms are added in l order whatever the
  * tiling. C must not overlap A or B. */
-#define CK_TK 16
-#define CK_STAGE (CK_TK * (256 + 4) + CK_TK * (64 + 4))
+/* terms a slice: 32 in the parallel launches (each slice's loads wait a memory latency between two barriers: half the
+ * slices, half the waits), 16 in the state passes, whose dynamic shared memory (the state's columns, K~, Qa) leaves no
+ * room for the larger stage at two blocks a multiprocessor. The same terms in the same order either way: the same bits. */
+#define CK_TK_PAR 32
+#define CK_TK_STATE 16
+#define CK_STAGE(TK) ((TK) * (256 + 4) + (TK) * (64 + 4))
 
-template <int TN>
+template <int TN, int CK_TK>
 __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
                           int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
     const int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
@@ -78,12 +82,18 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
     __syncthreads(); /* (the stage free for the next product) */
 }
 
-__device__ void bmm(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
-                    int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    __shared__ __align__(16) float stage[CK_STAGE];
-    if (m <= 16) bmm_tiles<16>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
-    else if (m <= 32) bmm_tiles<32>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
-    else bmm_tiles<64>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+template <int TK>
+__device__ void bmm_k(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
+                      int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
+    __shared__ __align__(16) float stage[CK_STAGE(TK)];
+    if (m <= 16) bmm_tiles<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    else if (m <= 32) bmm_tiles<32, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    else bmm_tiles<64, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+}
+/* the parallel launches' products (the state passes call bmm_k<CK_TK_STATE>) */
+__device__ __forceinline__ void bmm(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
+                                    int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
+    bmm_k<CK_TK_PAR>(C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
 }
 
 /* ---- arguments and chunk geometry ---- */

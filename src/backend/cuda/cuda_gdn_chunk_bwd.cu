@@ -40,13 +40,13 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         ck_cols_out(dSk, sh.S, dk, dv, cw, c.j0, c.cn);
         __syncthreads();
         ck_state_rows(p, sh, x, c.h, c0 > 0 || start);
-        bmm(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
+        bmm_k<CK_TK_STATE>(dD, dv, sh.Kt, dk, 1, sh.S, cw, 1, x.n, dk, c.cn, 1.0f, 1, TRI_NONE); /* dD = dD0 + K~ dS */
         if (c0 == 0 && !start) break; /* (the state before the sequence has no gradient to pass) */
         __syncthreads();
         ck_state_decay(p, sh, x.n);
-        bmm(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* + Qa^T dO */
+        bmm_k<CK_TK_STATE>(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* + Qa^T dO */
         if (!p.no_delta) /* - W^T dD (the same thread's elements: no barrier) */
-            bmm(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
+            bmm_k<CK_TK_STATE>(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
         __syncthreads();
         if (dtap && c0 == R) {
             ck_cols_in(sh.S, dtap, dk, dv, cw, c.j0, c.cn, 1);
