@@ -18,7 +18,8 @@
 #                 fixtures/models/ copied from ../shared (or $VERLC_SHARED). The models are chosen to
 #                 fit the carry budget: first the smallest model of every model_type (architecture
 #                 family), then the others smallest first while the total stays under VC_GPU_CARRY_MB
-#                 (default 58 MiB, of the 64 MiB a call may carry, repository included).
+#                 (default 61 MiB of files' own sizes, of the 64 MiB a call may carry, repository included;
+#                 58 until 2026-12-05, counted in disk blocks, before the prebuilt programs took 4-6 MiB).
 #   .gpu/prebuilt/ (made by scripts/gpu-prebuild.sh, run it first: its size counts here) the programs built here.
 # Prints the sizes, the models left out, and the exact `carry` list for the device `run` call.
 # VC_GPU_MODELS="qwen3 phi ...": only these shared fixture models (when the repository's own fixtures leave
@@ -29,7 +30,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 G="$ROOT/.gpu"
 SHARED=${VERLC_SHARED:-$ROOT/../shared}
-CAP_MB=${VC_GPU_CARRY_MB:-58}
+CAP_MB=${VC_GPU_CARRY_MB:-61}
 GSM_ROWS=${VC_GPU_GSM8K_ROWS:-400}
 PKGS="libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0
  libonig-dev libonig5 libutf8proc-dev libutf8proc2 libcjson-dev libcjson1 libyaml-dev libyaml-0-2
@@ -115,8 +116,9 @@ if [ -f "$SHARED/data/gsm8k/train.jsonl" ]; then
 else
     echo "gpu-prepare: no $SHARED/data/gsm8k: no GRPO step on the GPU" >&2
 fi
-kib() { du -sk "$@" | awk '{s += $1} END {print s + 0}'; }
-repo_k=$(git ls-files -co --exclude-standard -z | du -ck --files0-from=- 2>/dev/null | tail -n 1 | cut -f1)
+# sizes in KiB, the files' own (not their disk blocks: what travels)
+kib() { du -sk --apparent-size "$@" | awk '{s += $1} END {print s + 0}'; }
+repo_k=$(git ls-files -co --exclude-standard -z | du -ck --apparent-size --files0-from=- 2>/dev/null | tail -n 1 | cut -f1)
 if [ "$repo_k" -gt $((CAP_MB * 1024 / 2)) ]; then # verlc's own fixtures alone are about 200 MiB
     echo "gpu-prepare: the checkout's tracked files are $((repo_k / 1024)) MiB of the $CAP_MB MiB a call may carry:" \
         "run scripts/gpu-branch.sh start first (a branch keeping only the fixtures the GPU steps load)," \

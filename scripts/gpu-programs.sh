@@ -17,8 +17,8 @@ targets)
 digest)
     {
         echo CMakeLists.txt
-        find src tools include tests -path tests/fixtures -prune -o -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
-            -o -name '*.cpp' -o -name '*.inc' -o -name CMakeLists.txt \) -print
+        find src tools include tests -path tests/fixtures -prune -o -type f \( -name '*.c' -o -name '*.h' \
+            -o -name '*.cu' -o -name '*.cpp' -o -name '*.inc' -o -name CMakeLists.txt \) -print
     } | LC_ALL=C sort | while read -r f; do printf '%s ' "$f"; sha1sum <"$f"; done | sha1sum | cut -c1-40
     ;;
 *)

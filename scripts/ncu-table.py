@@ -55,7 +55,8 @@ def main(argv):
     rows = list(csv.DictReader(lines))
     need = ("ID", "Metric Name", "Metric Value")
     if not rows or any(k not in rows[0] for k in need):
-        print("ncu-table: the CSV lacks the columns %s (has %s)" % (", ".join(need), ", ".join(rows[0].keys()) if rows else "none"))
+        have = ", ".join(rows[0].keys()) if rows else "none"
+        print("ncu-table: the CSV lacks the columns %s (has %s)" % (", ".join(need), have))
         return 1
     launches = {}
     for r in rows:
@@ -83,8 +84,8 @@ def main(argv):
         for _, names in COLUMNS:
             x = value(k, names)
             cells.append("%9s" % ("-" if x is None else ("%.1f" % x if x < 1e4 else "%.0f" % x)))
-        print("%4s  %-56s %-15s %-11s" % (kid, short(k["name"]), k["grid"].replace(" ", ""), k["block"].replace(" ", ""))
-              + "".join(cells))
+        grid, block = k["grid"].replace(" ", ""), k["block"].replace(" ", "")
+        print("%4s  %-56s %-15s %-11s" % (kid, short(k["name"]), grid, block) + "".join(cells))
     total = {}
     for k in launches.values():
         t = value(k, COLUMNS[0][1]) or 0.0

@@ -28,7 +28,8 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
  * tiling. C must not overlap A or B. */
 /* terms a slice: 32 in the parallel launches (each slice's loads wait a memory latency between two barriers: half the
  * slices, half the waits), 16 in the state passes, whose dynamic shared memory (the state's columns, K~, Qa) leaves no
- * room for the larger stage at two blocks a multiprocessor. The same terms in the same order either way: the same bits. */
+ * room for the larger stage at two blocks a multiprocessor. The same terms in the same order either way: the same
+ * bits. */
 #define CK_TK_PAR 32
 #define CK_TK_STATE 16
 #define CK_STAGE(TK) ((TK) * (256 + 4) + (TK) * (64 + 4))

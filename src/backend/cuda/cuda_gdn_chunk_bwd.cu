@@ -44,7 +44,8 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
         if (c0 == 0 && !start) break; /* (the state before the sequence has no gradient to pass) */
         __syncthreads();
         ck_state_decay(p, sh, x.n);
-        bmm_k<CK_TK_STATE>(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE); /* + Qa^T dO */
+        /* + Qa^T dO */
+        bmm_k<CK_TK_STATE>(sh.S, cw, sh.Qa, 1, dk, dO, (int64_t)p.nv * dv, 1, dk, x.n, c.cn, 1.0f, 1, TRI_NONE);
         if (!p.no_delta) /* - W^T dD (the same thread's elements: no barrier) */
             bmm_k<CK_TK_STATE>(sh.S, cw, p.W + task * p.C * dk, 1, dk, dD, dv, 1, dk, x.n, c.cn, -1.0f, 1, TRI_NONE);
         __syncthreads();
