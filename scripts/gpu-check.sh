@@ -629,6 +629,11 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     ab_train VERLC_GATE_UP_BF16=1 VERLC_HEAD_BF16=1
     ab_logprob VERLC_CUDA_HOLD=0
     ab_train VERLC_CUDA_HOLD=0
+    # the LM head in slices of 512 and 1,024 vocabulary rows (32 and 64 MiB of f32 logits at 16 x 1,024 rows, which the
+    # H200's L2 may hold from the slice's GEMM to its fold) instead of 256 MiB ones (4,096 rows); not the same bits (the
+    # slices' sums merge at other boundaries)
+    ab_logprob VERLC_CUDA_HEAD_SLICE=512
+    ab_logprob VERLC_CUDA_HEAD_SLICE=1024
     e2e_all
     profile_model qwen2.5-0.5b
     ncu_kernels
