@@ -634,6 +634,11 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # slices' sums merge at other boundaries)
     ab_logprob VERLC_CUDA_HEAD_SLICE=512
     ab_logprob VERLC_CUDA_HEAD_SLICE=1024
+    # the gated MLP without a tape in blocks of rows (gate/up, activation, down a block at a time: the block's [R, 2I]
+    # values may stay in L2 between the GEMM that writes them and the activation that reads them; 637 MiB a layer
+    # written and read back at 16 x 1,024 rows otherwise)
+    ab_logprob VERLC_MLP_ROWS=512
+    ab_logprob VERLC_MLP_ROWS=1024
     e2e_all
     profile_model qwen2.5-0.5b
     ncu_kernels

@@ -70,6 +70,40 @@ static void gate_up_bw(vc_graph *g, vc_node *n) {
     vc_graph_release(g, dgu, sizeof(float) * (size_t)(2 * M * I));
 }
 
+/* VERLC_MLP_ROWS=R (read per call; off by default): without a tape (log-prob passes, rollout) the MLP runs R rows at a
+ * time, gate/up's GEMM, the activation and the down projection of each block before the next, so that a block's
+ * [R, 2I] gate and up values (40 MiB at R = 1,024 on Qwen2.5-0.5B's shape) may still sit in the GPU's L2 when the
+ * activation reads them, as the activation's rows when the down projection does (at 16 x 1,024 rows the whole [T, 2I]
+ * is 637 MiB, written to memory and read back), and the buffers are a block's, not all rows'. On the CPU the same bits
+ * as all rows at once (its forward GEMM is row-invariant); on a GPU cuBLAS may pick other kernels for other row counts
+ * (other last bits). */
+static int64_t mlp_rows(void) {
+    const char *e = getenv("VERLC_MLP_ROWS");
+    long long r = e && *e ? atoll(e) : 0;
+    return r > 0 ? (int64_t)r : 0;
+}
+
+/* the tape-less gated MLP in blocks of R rows into y (its bias already in y when beta is 1) */
+static void gated_mlp_rows(vc_graph *g, const float *x, const vc_tensor *Wg, int kind, const vc_tensor *W, float *y,
+                           float beta, int64_t M, int64_t R, int a16) {
+    const vc_backend *B = vc_be();
+    int64_t I = Wg->shape[0], H = Wg->shape[1], N = W->shape[0];
+    float *gu = vc_graph_dalloc(g, sizeof(float) * (size_t)(2 * R * I), 0);
+    void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(R * I), 0) : NULL;
+    if (!ad) return;
+    for (int64_t r0 = 0; r0 < M; r0 += R) {
+        int64_t m = M - r0 < R ? M - r0 : R;
+        B->gemm(0, 1, m, 2 * I, H, 1.0f, x + r0 * H, H, Wg->data, H, 0.0f, gu, 2 * I);
+        if (a16) {
+            B->act_mul_fwd_bf16(ad, gu, gu + I, m * I, I, 2 * I, kind);
+            B->gemm_b16(0, 1, m, N, I, 1.0f, ad, 1, I, W->data, 0, I, beta, y + r0 * N, N);
+        } else {
+            B->act_mul_fwd(ad, gu, gu + I, m * I, I, 2 * I, kind);
+            B->gemm(0, 1, m, N, I, 1.0f, ad, I, W->data, I, beta, y + r0 * N, N);
+        }
+    }
+}
+
 vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *Wu, int kind, vc_tensor *W, vc_tensor *b,
                            int bf16_act) {
     if (!x || !W || !vc_gate_up_adjacent(Wg, Wu)) return NULL;
@@ -78,6 +112,17 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     if (x->shape[x->ndim - 1] != H || W->ndim != 2 || W->shape[1] != I) return NULL;
     int a16 = bf16_act && vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16;
     int r16 = gu_bf16(), s16 = r16 && B->gemm_c16 && B->act_mul16_fwd && B->act_mul16_bwd; /* rounded; stored bf16 */
+    int64_t R = mlp_rows();
+    if (R > 0 && R < M && !r16 && !vc_graph_grad_enabled(g)) { /* blocks of rows (no tape node: nothing to keep) */
+        int64_t shape[VC_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof shape);
+        shape[x->ndim - 1] = N;
+        vc_tensor *y = vc_tensor_new(g, x->ndim, shape, 0);
+        if (!y) return NULL;
+        if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
+        gated_mlp_rows(g, x->data, Wg, kind, W, y->data, b ? 1.0f : 0.0f, M, R, a16);
+        return y;
+    }
     float *gu = vc_graph_dalloc(g, (s16 ? 2 : 4) * (size_t)(2 * M * I), 0);
     void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(M * I), 0) : NULL;
     int64_t shape[VC_MAX_DIMS];

@@ -130,15 +130,15 @@ static void same_rounding(vc_model *m, const vc_rollout_sample *g, int ng) {
     }
 }
 
-/* q, k and v in one GEMM with their biases and rope in one pass (default, the weights' bf16 copies adjacent) or three
- * linears and the ropes (VERLC_QKV_FUSED=0): another GEMM's summation, so not the same bits on a GPU; the same tokens
- * and finish reasons, log-probs within 1e-3 (a token's draw lies near a boundary of its CDF rarely) */
-static void close_fused(vc_model *m, const vc_rollout_sample *g, int ng) {
+/* the samples with env=val against g's: the same tokens and finish reasons, log-probs within 1e-3 (another GEMM's
+ * summation may change a GPU's last bits; a token's draw lies near a boundary of its CDF rarely); what: the report */
+static void close_env(vc_model *m, const vc_rollout_sample *g, int ng, const char *env, const char *val,
+                      const char *what) {
     vc_rollout_stats st = { 0 };
     int nb = 0;
-    setenv("VERLC_QKV_FUSED", "0", 1);
+    setenv(env, val, 1);
     vc_rollout_sample *b = run(m, 1, 0, &nb, &st);
-    unsetenv("VERLC_QKV_FUSED");
+    unsetenv(env);
     int same = b && nb == ng, bits = same && same_samples(g, b, ng);
     double worst = 0;
     for (int i = 0; same && i < ng; i++) {
@@ -147,9 +147,9 @@ static void close_fused(vc_model *m, const vc_rollout_sample *g, int ng) {
         for (int64_t t = 0; same && t < g[i].n_tokens; t++) worst = fmax(worst, fabs(g[i].logp[t] - b[i].logp[t]));
     }
     if (!same) first_difference(g, b, ng < nb ? ng : nb);
-    CHECK_MSG(same && worst <= 1e-3, "q, k, v in one GEMM vs three: tokens %s, log-probs within %.2e",
-              same ? "equal" : "differ", worst);
-    printf("  q, k and v in one GEMM: samples %s three GEMMs' (log-probs within %.1e)\n",
+    CHECK_MSG(same && worst <= 1e-3, "%s=%s: tokens %s, log-probs within %.2e", env, val, same ? "equal" : "differ",
+              worst);
+    printf("  %s (%s=%s): samples %s the default's (log-probs within %.1e)\n", what, env, val,
            bits ? "bitwise equal to" : same ? "the same tokens as" : "DIFFERENT from", worst);
     if (b) vc_rollout_samples_free(b, nb);
 }
@@ -273,7 +273,10 @@ int main(void) {
             if (prec && c < 3) /* q rounded by the paged kernels as they read it (bf16 pages, heads the tensor-core
                                 * kernels take: the MoE model's 64) or in place first (VERLC_ROUND_QKV=1) */
                 same_rounding(m, g, ng);
-            if (prec && c < 3) close_fused(m, g, ng);
+            /* q, k and v as three linears and the ropes instead of one GEMM and one pass */
+            if (prec && c < 3) close_env(m, g, ng, "VERLC_QKV_FUSED", "0", "q, k and v in three GEMMs");
+            /* the gated MLP in blocks of 3 rows (decode steps of more rows, prefill chunks) */
+            if (c < 3) close_env(m, g, ng, "VERLC_MLP_ROWS", "3", "the MLP in blocks of 3 rows");
             if (prec && c < 3) { /* no held operands (VERLC_CUDA_HOLD=0): each GEMM rounds its own operand, the
                                   * attention's output and the norms' included: the same bits */
                 vc_rollout_stats sh = { 0 };

@@ -536,6 +536,52 @@ static void make_gmlp(int apart_grads) {
     make(4, 1, 7, 0, 0, 1);
 }
 
+/* the gated MLP's forward without a tape (a log-prob pass) into y (n floats) */
+static float *gmlp_notape(int64_t *n) {
+    vc_graph *g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    vc_tensor *in[5] = { &params[0], &params[1], &params[2], &params[3], &params[4] };
+    vc_tensor *y = b_gmlp(g, in);
+    *n = y ? y->n : 0;
+    float *out = malloc((size_t)*n * 4 + 4);
+    if (y) CHECK_OK(vc_tensor_read(y, out));
+    vc_graph_free(g);
+    return out;
+}
+
+/* VERLC_MLP_ROWS: without a tape the MLP in blocks of 4 rows (11 rows: 4, 4, 3) gives all rows' output at once, in f32
+ * and bf16 matmuls: the CPU's bits (its forward GEMM is row-invariant), elsewhere within rounding */
+static void check_gated_mlp_rows(void) {
+    for (int p = 0; p < 2; p++) {
+        vc_set_matmul_precision(p ? VC_PREC_BF16 : VC_PREC_F32);
+        act_kind = VC_ACT_SILU;
+        make(0, 2, 11, 8, 0, 1);
+        make_pair(1, 5, 8, 1, 0);
+        make(3, 2, 7, 5, 0, 1);
+        make(4, 1, 7, 0, 0, 1);
+        int64_t na = 0, nb = 0;
+        float *ya = gmlp_notape(&na);
+        setenv("VERLC_MLP_ROWS", "4", 1);
+        float *yb = gmlp_notape(&nb);
+        unsetenv("VERLC_MLP_ROWS");
+        double worst = na == nb && na == 11 * 7 ? 0 : 1;
+        for (int64_t j = 0; na == nb && j < na; j++) {
+            double e = fabs(ya[j] - yb[j]) / (fabs(ya[j]) + 1e-3);
+            worst = e > worst ? e : worst;
+        }
+        int same = na == nb && na > 0 && !memcmp(ya, yb, (size_t)na * 4);
+        if (vc_be() == vc_backend_cpu() || vc_be() == vc_backend_sim())
+            CHECK_MSG(same, "%s: the gated MLP in blocks of rows differs from all rows' bits", vc_be()->name);
+        CHECK_MSG(worst < 1e-5, "%s: the gated MLP in blocks of rows off all rows' by %.2e", vc_be()->name, worst);
+        printf("%-4s gated mlp without a tape in blocks of 4 rows (VERLC_MLP_ROWS), %s matmuls: bits %s (%.1e)\n",
+               vc_be()->name, p ? "bf16" : "f32", same ? "equal" : "differ", worst);
+        free(ya);
+        free(yb);
+        free_inputs(5);
+    }
+    vc_set_matmul_precision(VC_PREC_F32);
+}
+
 /* finite differences through every input; not-adjacent weights refused; the forward's bits those of the two
  * projections (bf16 matmuls: the CPU's forward GEMM computes each element alike whatever the matrix's width), the
  * gradients theirs to rounding; the bf16 activation the f32 one's bits */
@@ -794,6 +840,7 @@ int main(void) {
         check_head_values();
         check_bf16_acts();
         check_gated_mlp();
+        check_gated_mlp_rows();
         check_grad_reuse();
         check_child_graph();
         check_scratch_fault();
