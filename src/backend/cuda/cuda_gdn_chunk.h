@@ -83,10 +83,20 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
     __syncthreads(); /* (the stage free for the next product) */
 }
 
+/* the block's staging area of TK-term slices (one a kernel and TK): free between products */
+template <int TK>
+__device__ __forceinline__ float *ck_stage() {
+    __shared__ __align__(16) float stage[CK_STAGE(TK)];
+    return stage;
+}
+
 template <int TK>
 __device__ void bmm_k(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
                       int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    __shared__ __align__(16) float stage[CK_STAGE(TK)];
+    /* (the state passes' stage declared here, as before the solve shared the parallel one: their registers' spills
+     * grew from 60 to 132 bytes with the accessor) */
+    __shared__ __align__(16) float own[TK == CK_TK_PAR ? 4 : CK_STAGE(TK)];
+    float *stage = TK == CK_TK_PAR ? ck_stage<TK>() : own;
     if (m <= 16) bmm_tiles<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else if (m <= 32) bmm_tiles<32, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else bmm_tiles<64, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
@@ -264,13 +274,27 @@ rows:
         __syncthreads();
         return;
     }
-    /* T by forward substitution, a column per thread: T_ic = [i == c] - sum over c <= j < i of A_ij T_jc */
-    for (int c = threadIdx.x; c < n; c += blockDim.x)
-        for (int i = 0; i < n; i++) {
-            float t = i == c ? 1.0f : 0.0f;
-            for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], w.T[j * C + c], t);
-            w.T[i * C + c] = i < c ? 0.0f : t;
-        }
+    /* T by forward substitution, a column per thread: T_ic = [i == c] - sum over c <= j < i of A_ij T_jc. Each term
+     * reads back a value of T the thread wrote before: in the staging area between products (row pitch C + 1: the
+     * columns' threads on distinct banks), then copied out, rather than a round trip to global memory a term */
+    if ((int64_t)C * (C + 1) <= CK_STAGE(CK_TK_PAR)) {
+        float *Ts = ck_stage<CK_TK_PAR>();
+        const int L = C + 1;
+        for (int c = threadIdx.x; c < n; c += blockDim.x)
+            for (int i = 0; i < n; i++) {
+                float t = i == c ? 1.0f : 0.0f;
+                for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], Ts[j * L + c], t);
+                Ts[i * L + c] = i < c ? 0.0f : t;
+            }
+        __syncthreads();
+        for (int e = threadIdx.x; e < n * n; e += blockDim.x) w.T[e / n * C + e % n] = Ts[e / n * L + e % n];
+    } else
+        for (int c = threadIdx.x; c < n; c += blockDim.x)
+            for (int i = 0; i < n; i++) {
+                float t = i == c ? 1.0f : 0.0f;
+                for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], w.T[j * C + c], t);
+                w.T[i * C + c] = i < c ? 0.0f : t;
+            }
     __syncthreads();
     if (U) bmm(U, dv, w.T, C, 1, w.Bv, dv, 1, n, n, dv, 1.0f, 0, TRI_LOWER);
     bmm(W, dk, w.T, C, 1, w.Bk, dk, 1, n, n, dk, 1.0f, 0, TRI_LOWER);
