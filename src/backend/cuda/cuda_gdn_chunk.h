@@ -167,12 +167,16 @@ __device__ int64_t ck_base(const ck_args &p, int s) {
     return acc;
 }
 
-/* the chunk's cumulative log decays G (double, as the CPU) and a = e^G: thread 0, then a barrier */
-__device__ void ck_decays(const ck_args &p, ck_pos x, int h, double *G, float *a) {
+/* the chunk's cumulative log decays G (double, as the CPU) and a = e^G: the rows' decays read by the block into tmp
+ * (shared memory, x.n floats: one memory latency, not one each 16 rows), summed in row order by thread 0, then a
+ * barrier */
+__device__ void ck_decays(const ck_args &p, ck_pos x, int h, double *G, float *a, float *tmp) {
+    for (int i = threadIdx.x; i < x.n; i += blockDim.x) tmp[i] = p.g[(x.t0 + i) * p.nv + h];
+    __syncthreads();
     if (threadIdx.x == 0) {
         double acc = 0;
         for (int i = 0; i < x.n; i++) {
-            acc += p.g[(x.t0 + i) * p.nv + h];
+            acc += tmp[i];
             G[i] = acc;
             if (a) a[i] = expf((float)acc);
         }
@@ -244,7 +248,7 @@ __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int s
         ck_prods_gk(p, w, x, h);
         goto rows;
     }
-    ck_decays(p, x, h, w.G, w.a);
+    ck_decays(p, x, h, w.G, w.a, ck_stage<CK_TK_PAR>()); /* (the stage free between products) */
     bmm(w.P, C, Q, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
     if (!nd) bmm(w.KK, C, K, qs, 1, K, 1, qs, n, dk, n, 1.0f, 0, TRI_NONE);
     __syncthreads();
@@ -346,7 +350,7 @@ __device__ void ck_state_rows(const ck_args &p, const ck_sh &sh, ck_pos x, int h
         ck_rows_sh_gk(p, sh, x, h, qa);
         return;
     }
-    ck_decays(p, x, h, sh.G, NULL);
+    ck_decays(p, x, h, sh.G, NULL, sh.Kt); /* (K~ is written after) */
     ck_rows_sh(p, sh, x, h, qa);
 }
 
