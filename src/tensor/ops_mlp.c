@@ -83,17 +83,22 @@ static int64_t mlp_rows(void) {
     return r > 0 ? (int64_t)r : 0;
 }
 
-/* the tape-less gated MLP in blocks of R rows into y (its bias already in y when beta is 1) */
-static void gated_mlp_rows(vc_graph *g, const float *x, const vc_tensor *Wg, int kind, const vc_tensor *W, float *y,
-                           float beta, int64_t M, int64_t R, int a16) {
+/* the tape-less gated MLP of x [M, H] in blocks of R rows: y [M, N] (shape: x's with N last), or NULL (no memory) */
+static vc_tensor *gated_mlp_rows(vc_graph *g, const vc_tensor *x, const vc_tensor *Wg, int kind, const vc_tensor *W,
+                                 const vc_tensor *b, int64_t M, int64_t R, int a16) {
     const vc_backend *B = vc_be();
-    int64_t I = Wg->shape[0], H = Wg->shape[1], N = W->shape[0];
+    int64_t I = Wg->shape[0], H = Wg->shape[1], N = W->shape[0], shape[VC_MAX_DIMS];
     float *gu = vc_graph_dalloc(g, sizeof(float) * (size_t)(2 * R * I), 0);
     void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(R * I), 0) : NULL;
-    if (!ad) return;
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = N;
+    vc_tensor *yt = ad ? vc_tensor_new(g, x->ndim, shape, 0) : NULL;
+    if (!yt) return NULL;
+    float *y = yt->data, beta = b ? 1.0f : 0.0f;
+    if (b) B->rows_copy(y, N, b->data, 0, M, N, 1, 0);
     for (int64_t r0 = 0; r0 < M; r0 += R) {
         int64_t m = M - r0 < R ? M - r0 : R;
-        B->gemm(0, 1, m, 2 * I, H, 1.0f, x + r0 * H, H, Wg->data, H, 0.0f, gu, 2 * I);
+        B->gemm(0, 1, m, 2 * I, H, 1.0f, x->data + r0 * H, H, Wg->data, H, 0.0f, gu, 2 * I);
         if (a16) {
             B->act_mul_fwd_bf16(ad, gu, gu + I, m * I, I, 2 * I, kind);
             B->gemm_b16(0, 1, m, N, I, 1.0f, ad, 1, I, W->data, 0, I, beta, y + r0 * N, N);
@@ -102,6 +107,7 @@ static void gated_mlp_rows(vc_graph *g, const float *x, const vc_tensor *Wg, int
             B->gemm(0, 1, m, N, I, 1.0f, ad, I, W->data, I, beta, y + r0 * N, N);
         }
     }
+    return yt;
 }
 
 vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *Wu, int kind, vc_tensor *W, vc_tensor *b,
@@ -113,16 +119,8 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
     int a16 = bf16_act && vc_matmul_precision() == VC_PREC_BF16 && B->act_mul_fwd_bf16 && B->gemm_b16;
     int r16 = gu_bf16(), s16 = r16 && B->gemm_c16 && B->act_mul16_fwd && B->act_mul16_bwd; /* rounded; stored bf16 */
     int64_t R = mlp_rows();
-    if (R > 0 && R < M && !r16 && !vc_graph_grad_enabled(g)) { /* blocks of rows (no tape node: nothing to keep) */
-        int64_t shape[VC_MAX_DIMS];
-        memcpy(shape, x->shape, sizeof shape);
-        shape[x->ndim - 1] = N;
-        vc_tensor *y = vc_tensor_new(g, x->ndim, shape, 0);
-        if (!y) return NULL;
-        if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
-        gated_mlp_rows(g, x->data, Wg, kind, W, y->data, b ? 1.0f : 0.0f, M, R, a16);
-        return y;
-    }
+    if (R > 0 && R < M && !r16 && !vc_graph_grad_enabled(g)) /* blocks of rows (no tape node: nothing to keep) */
+        return gated_mlp_rows(g, x, Wg, kind, W, b, M, R, a16);
     float *gu = vc_graph_dalloc(g, (s16 ? 2 : 4) * (size_t)(2 * M * I), 0);
     void *ad = gu ? vc_graph_dalloc(g, (a16 ? 2 : 4) * (size_t)(M * I), 0) : NULL;
     int64_t shape[VC_MAX_DIMS];
