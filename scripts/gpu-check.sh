@@ -567,15 +567,18 @@ ncu_kernels() {
     python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 2; json.dump(c, open(sys.argv[2], "w"))' \
         "$CFG05" "$CUT" || return 0
     # shellcheck disable=SC2086
-    step "ncu: a training step, qwen2.5-0.5b shape cut to 2 layers (16 x 512), every kernel" 100 bash -c \
-        'ncu_one train 110 "" "$@"' _ "$BIN" bench train --config "$CUT" --tokens 8192 --seqs 16 --iters 1 $P
+    # (small batches: a kernel's replays save and restore the memory it may write, and the LM head's logits kept for
+    # its backward would be GBs: not kept here)
+    step "ncu: a training step, qwen2.5-0.5b shape cut to 2 layers (4 x 512), every kernel" 100 \
+        env VERLC_CUDA_HEAD_KEEP=0 bash -c 'ncu_one train 110 "" "$@"' _ "$BIN" bench train --config "$CUT" \
+        --tokens 2048 --seqs 4 --iters 1 $P
     # shellcheck disable=SC2086
     [ "$(left)" -gt 90 ] && step "ncu: prefill and decode, same shape (batch 256, 128 + 3, graphs off), every kernel" 60 \
         env VERLC_CUDA_GRAPHS=0 bash -c 'ncu_one generate 80 "" "$@"' _ "$BIN" bench generate --config "$CUT" \
         --batch 256 --prompt 128 --new 3 $P
     # shellcheck disable=SC2086
-    [ "$(left)" -gt 60 ] && step "ncu: log-probs' attention and LM head kernels, same shape (16 x 1024)" 40 bash -c \
-        'ncu_one logprob 8 "-k regex:attn|head" "$@"' _ "$BIN" bench logprob --config "$CUT" --tokens 16384 \
+    [ "$(left)" -gt 60 ] && step "ncu: log-probs' attention and LM head kernels, same shape (4 x 1024)" 40 bash -c \
+        'ncu_one logprob 8 "-k regex:attn|head" "$@"' _ "$BIN" bench logprob --config "$CUT" --tokens 4096 \
         --seq-len 1024 --reps 1 $P
     # the chunked Gated DeltaNet's kernels (forward: prep, state pass, outputs; backward alike), Qwen3.5's heads
     [ "$(left)" -gt 60 ] && step "ncu: the chunked Gated DeltaNet's kernels (2 x 4096 rows, 16 heads of 128 x 128)" 40 \
