@@ -642,6 +642,10 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # written and read back at 16 x 1,024 rows otherwise)
     ab_logprob VERLC_MLP_ROWS=512
     ab_logprob VERLC_MLP_ROWS=1024
+    # log-probs in passes of 4 x 1,024 rows (a micro-batch of verl's log_prob_micro_batch_size_per_gpu 4): each pass's
+    # activations (15-58 MiB a tensor) nearer the L2's 50 MiB; its tokens/s against the 16 x 1,024 pass's
+    [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (4 x 1024)" 45 "$BIN" bench logprob --config "$CFG05" \
+        --tokens 4096 --seq-len 1024 --reps 3 --device cuda --precision bf16
     e2e_all
     profile_model qwen2.5-0.5b
     ncu_kernels
