@@ -643,7 +643,8 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     ab_logprob VERLC_MLP_ROWS=512
     ab_logprob VERLC_MLP_ROWS=1024
     # log-probs in passes of 4 x 1,024 rows (a micro-batch of verl's log_prob_micro_batch_size_per_gpu 4): each pass's
-    # activations (15-58 MiB a tensor) nearer the L2's 50 MiB; its tokens/s against the 16 x 1,024 pass's
+    # activations a quarter of the 16 x 1,024 pass's (15 MiB a hidden-state tensor: within the L2's 50 MiB), the weights
+    # read 4 times as often; its tokens/s against the 16 x 1,024 pass's
     [ -f "$CFG05" ] && step "bench logprob qwen2.5-0.5b bf16 (4 x 1024)" 45 "$BIN" bench logprob --config "$CFG05" \
         --tokens 4096 --seq-len 1024 --reps 3 --device cuda --precision bf16
     e2e_all
