@@ -20,7 +20,8 @@
 #                 family), then the others smallest first while the total stays under VC_GPU_CARRY_MB
 #                 (default 61 MiB of files' own sizes, of the 64 MiB a call may carry, repository included;
 #                 58 until 2026-12-05, counted in disk blocks, before the prebuilt programs took 4-6 MiB).
-#   .gpu/prebuilt/ (made by scripts/gpu-prebuild.sh, run it first: its size counts here) the programs built here.
+#   .gpu/prebuilt/ the programs built here by scripts/gpu-prebuild.sh, which this script runs when they are missing or
+#                 were built from other sources (VC_GPU_PREBUILD=0: it does not); their size counts in the budget.
 # Prints the sizes, the models left out, and the exact `carry` list for the device `run` call.
 # VC_GPU_MODELS="qwen3 phi ...": only these shared fixture models (when the repository's own fixtures leave
 # little room).
@@ -123,6 +124,15 @@ if [ "$repo_k" -gt $((CAP_MB * 1024 / 2)) ]; then # verlc's own fixtures alone a
     echo "gpu-prepare: the checkout's tracked files are $((repo_k / 1024)) MiB of the $CAP_MB MiB a call may carry:" \
         "run scripts/gpu-branch.sh start first (a branch keeping only the fixtures the GPU steps load)," \
         "then this script with VC_GPU_MODELS=\"\$(scripts/gpu-branch.sh models)\"" >&2
+fi
+# the programs built here (scripts/gpu-prebuild.sh), made again when missing or of other sources (VC_GPU_PREBUILD=0: not)
+if [ "${VC_GPU_PREBUILD:-1}" != 0 ] && command -v nvcc >/dev/null 2>&1 &&
+    [ "$(cat "$G/prebuilt/SOURCES" 2>/dev/null)" != "$(scripts/gpu-programs.sh digest)" ]; then
+    echo "gpu-prepare: building the GPU machine's programs here (scripts/gpu-prebuild.sh)"
+    scripts/gpu-prebuild.sh >"$G/prebuild.log" 2>&1 || {
+        echo "gpu-prepare: scripts/gpu-prebuild.sh failed (see .gpu/prebuild.log): the GPU machine will build" >&2
+        rm -rf "$G/prebuilt"
+    }
 fi
 PRE=""
 [ -f "$G/prebuilt/programs.tar.xz" ] && PRE="$G/prebuilt"
