@@ -318,6 +318,9 @@ finish() {
         "$SUM" | grep -v "^== figures" | head -n 80 >"$SUM.fig" 2>/dev/null
     cat "$SUM.fig" >>"$SUM" 2>/dev/null
     rm -f "$SUM.fig"
+    # the A/B benches against their defaults, one line each (scripts/gpu-ab.py)
+    python3 scripts/gpu-ab.py "$SUM" >"$SUM.ab" 2>&1 && cat "$SUM.ab" >>"$SUM"
+    rm -f "$SUM.ab"
     say "== failures"
     grep -E "FAIL|CHECK failed|: rc=[1-9]" "$SUM" | grep -v "^RESULT" | head -n 40 | tee -a "$SUM.tmp" >/dev/null
     cat "$SUM.tmp" >>"$SUM" 2>/dev/null
