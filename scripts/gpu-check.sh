@@ -385,8 +385,10 @@ fi
 GEN=""
 if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then GEN="-G Ninja"; fi
 # shellcheck disable=SC2086
-[ $built = 1 ] || step "configure" 120 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE &&
-    configured=1
+if [ $built = 0 ]; then
+    # shellcheck disable=SC2086
+    step "configure" 120 cmake -S . -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release -DVC_CUDA=ON $DEPS_CMAKE && configured=1
+fi
 if [ "${VC_GPU_DRY_RUN:-0}" = 1 ]; then
     grep -E "^(OPENBLAS_|PKG_CONFIG_EXECUTABLE|CJSON_INCLUDE|pkgcfg_lib_|MPI_C_COMPILER|MPI_C_HEADER_DIR|MPI_mpi_LIBRARY|NCCL_)" "$BUILD/CMakeCache.txt" 2>/dev/null >>"$SUM"
     say "RESULT: DRY RUN (configure $([ $configured = 1 ] && echo ok || echo FAILED); build and GPU steps skipped)"

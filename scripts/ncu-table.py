@@ -65,15 +65,12 @@ def main(argv):
         k["m"].setdefault(r["Metric Name"], (r.get("Metric Unit", ""), r["Metric Value"]))
 
     def value(k, names):
+        """the first of names k has, a duration in microseconds"""
         for n in names:
             if n in k["m"]:
                 unit, v = k["m"][n]
                 x = number(v)
-                if x is None:
-                    return None
-                if names is COLUMNS[0][1]:
-                    x *= TIME_UNITS.get(unit.strip(), 1.0)
-                return x
+                return None if x is None else x * TIME_UNITS.get(unit.strip(), 1.0) if n == "Duration" else x
         return None
 
     head = "%4s  %-56s %-15s %-11s" % ("id", "kernel", "grid", "block") + "".join("%9s" % c for c, _ in COLUMNS)

@@ -8,6 +8,7 @@
 #include "tensor/backend.h"
 #include "tensor/graph_priv.h"
 #include "verlc/ops.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,9 +79,34 @@ static void gate_up_bw(vc_graph *g, vc_node *n) {
  * as all rows at once (its forward GEMM is row-invariant); on a GPU cuBLAS may pick other kernels for other row counts
  * (other last bits). */
 static int64_t mlp_rows(void) {
+    static int warned;
     const char *e = getenv("VERLC_MLP_ROWS");
-    long long r = e && *e ? atoll(e) : 0;
-    return r > 0 ? (int64_t)r : 0;
+    if (!e || !*e) return 0;
+    char *end;
+    long long r = strtoll(e, &end, 10);
+    if (*end || r < 0) { /* a tuning switch: said once, then off */
+        if (!warned++) fprintf(stderr, "verlc: VERLC_MLP_ROWS=%s is not a row count: the MLP runs all rows at once\n", e);
+        return 0;
+    }
+    return (int64_t)r;
+}
+
+/* gate and up of m rows of x into gu [m, 2I] (f32; rounded to bf16 in place when r16), then the activation into ad (bf16
+ * when a16) */
+static void gate_act(const vc_backend *B, const float *x, int64_t m, const vc_tensor *Wg, float *gu, void *ad, int a16,
+                     int r16, int kind) {
+    int64_t I = Wg->shape[0], H = Wg->shape[1];
+    B->gemm(0, 1, m, 2 * I, H, 1.0f, x, H, Wg->data, H, 0.0f, gu, 2 * I);
+    if (r16) B->round_bf16(gu, gu, 2 * m * I);
+    if (a16) B->act_mul_fwd_bf16(ad, gu, gu + I, m * I, I, 2 * I, kind);
+    else B->act_mul_fwd(ad, gu, gu + I, m * I, I, 2 * I, kind);
+}
+
+/* the down projection of m activation rows ad (bf16 when a16) into y [m, N] (beta 1: the bias already in y) */
+static void down_proj(const vc_backend *B, const void *ad, int a16, int64_t m, const vc_tensor *W, float beta, float *y) {
+    int64_t N = W->shape[0], I = W->shape[1];
+    if (a16) B->gemm_b16(0, 1, m, N, I, 1.0f, ad, 1, I, W->data, 0, I, beta, y, N);
+    else B->gemm(0, 1, m, N, I, 1.0f, (const float *)ad, I, W->data, I, beta, y, N);
 }
 
 /* the tape-less gated MLP of x [M, H] in blocks of R rows: y [M, N] (shape: x's with N last), or NULL (no memory) */
@@ -98,14 +124,8 @@ static vc_tensor *gated_mlp_rows(vc_graph *g, const vc_tensor *x, const vc_tenso
     if (b) B->rows_copy(y, N, b->data, 0, M, N, 1, 0);
     for (int64_t r0 = 0; r0 < M; r0 += R) {
         int64_t m = M - r0 < R ? M - r0 : R;
-        B->gemm(0, 1, m, 2 * I, H, 1.0f, x->data + r0 * H, H, Wg->data, H, 0.0f, gu, 2 * I);
-        if (a16) {
-            B->act_mul_fwd_bf16(ad, gu, gu + I, m * I, I, 2 * I, kind);
-            B->gemm_b16(0, 1, m, N, I, 1.0f, ad, 1, I, W->data, 0, I, beta, y + r0 * N, N);
-        } else {
-            B->act_mul_fwd(ad, gu, gu + I, m * I, I, 2 * I, kind);
-            B->gemm(0, 1, m, N, I, 1.0f, ad, I, W->data, I, beta, y + r0 * N, N);
-        }
+        gate_act(B, x->data + r0 * H, m, Wg, gu, ad, a16, 0, kind);
+        down_proj(B, ad, a16, m, W, beta, y + r0 * N);
     }
     return yt;
 }
@@ -134,12 +154,8 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
         const uint16_t *g16 = (const uint16_t *)gu;
         B->gemm_c16(M, 2 * I, H, x->data, Wg->data, gu);
         B->act_mul16_fwd(ad, a16, g16, g16 + I, M * I, I, 2 * I, kind);
-    } else {
-        B->gemm(0, 1, M, 2 * I, H, 1.0f, x->data, H, Wg->data, H, 0.0f, gu, 2 * I);
-        if (r16) B->round_bf16(gu, gu, 2 * M * I);
-        if (a16) B->act_mul_fwd_bf16(ad, gu, gu + I, M * I, I, 2 * I, kind);
-        else B->act_mul_fwd(ad, gu, gu + I, M * I, I, 2 * I, kind);
-    }
+    } else
+        gate_act(B, x->data, M, Wg, gu, ad, a16, r16, kind);
     vc_tensor *in1[3] = { x, Wg, Wu };
     vc_node *n = vc_tape_push(g, gate_up_bw, a, 3, in1);
     if (n) {
@@ -148,8 +164,7 @@ vc_tensor *vc_op_gated_mlp(vc_graph *g, vc_tensor *x, vc_tensor *Wg, vc_tensor *
         n->ptr[0] = gu;
     }
     if (b) B->rows_copy(y->data, N, b->data, 0, M, N, 1, 0);
-    if (a16) B->gemm_b16(0, 1, M, N, I, 1.0f, ad, 1, I, W->data, 0, I, b ? 1.0f : 0.0f, y->data, N);
-    else B->gemm(0, 1, M, N, I, 1.0f, ad, I, W->data, I, b ? 1.0f : 0.0f, y->data, N);
+    down_proj(B, ad, a16, M, W, b ? 1.0f : 0.0f, y->data);
     /* the down projection its own node (a linear's, a in bf16 or f32): its weight gradient is written before gate's and
      * up's, as with three linears (ZeRO-2 reduces and frees the layer above's gradients at the first node of a layer's
      * backward: in one node, all three would be live beside them) */

@@ -93,10 +93,15 @@ __device__ __forceinline__ float *ck_stage() {
 template <int TK>
 __device__ void bmm_k(float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B, int64_t bl,
                       int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    /* (the state passes' stage declared here, as before the solve shared the parallel one: their registers' spills
-     * grew from 60 to 132 bytes with the accessor) */
-    __shared__ __align__(16) float own[TK == CK_TK_PAR ? 4 : CK_STAGE(TK)];
-    float *stage = TK == CK_TK_PAR ? ck_stage<TK>() : own;
+    /* the parallel launches' stage is the one their solve shares (ck_stage); the state passes' is declared here, as
+     * before (through the accessor their spills grew from 60 to 132 bytes) */
+    float *stage;
+    if constexpr (TK == CK_TK_PAR) {
+        stage = ck_stage<TK>();
+    } else {
+        __shared__ __align__(16) float own[CK_STAGE(TK)];
+        stage = own;
+    }
     if (m <= 16) bmm_tiles<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else if (m <= 32) bmm_tiles<32, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else bmm_tiles<64, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);

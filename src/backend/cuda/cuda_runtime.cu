@@ -617,8 +617,8 @@ __global__ void k_pack_bf16_mt(const pack_run *tab, int n_tab) {
         for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) e.dst[i] = __float2bfloat16_rn(e.src[i]);
 }
 
-/* the n runs of floats src[i] (len[i] each) rounded into dst[i], in one launch */
-static void pack_bf16_runs(__nv_bfloat16 *const *dst, const float *const *src, const int64_t *len, int n, const char *op) {
+/* the n copies' weights (rows x cols floats each) rounded into their bf16 copies, in one launch */
+static void pack_bf16_runs(const bf16_copy *sh, int n, const char *op) {
     pack_run *tab = (pack_run *)malloc((size_t)(n > 0 ? n : 1) * sizeof *tab);
     if (!tab) {
         set_sticky(VC_ERR_NOMEM, op, "no memory for the table of runs");
@@ -627,9 +627,10 @@ static void pack_bf16_runs(__nv_bfloat16 *const *dst, const float *const *src, c
     int nt = 0;
     int64_t blocks = 0;
     for (int i = 0; i < n; i++) {
-        if (len[i] <= 0) continue;
-        tab[nt++] = pack_run{ src[i], dst[i], len[i], blocks };
-        blocks += (len[i] + PACK_PER_BLOCK - 1) / PACK_PER_BLOCK;
+        const int64_t len = sh[i].rows * sh[i].cols;
+        if (len <= 0) continue;
+        tab[nt++] = pack_run{ sh[i].w, sh[i].h, len, blocks };
+        blocks += (len + PACK_PER_BLOCK - 1) / PACK_PER_BLOCK;
     }
     if (blocks > 0x7fffffff) set_sticky(VC_ERR_UNSUPPORTED, op, "over 2^31 blocks");
     else if (nt) {
@@ -661,24 +662,11 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
         return vc_fail(VC_ERR_NOMEM, "cuda: %s: no room for %.1f MiB", op, total * 2 / 1048576.0);
     }
     __nv_bfloat16 *at = (__nv_bfloat16 *)mem;
-    int64_t *len = (int64_t *)malloc((size_t)n * sizeof *len);
-    __nv_bfloat16 **dst = (__nv_bfloat16 **)malloc((size_t)n * sizeof *dst);
-    if (!dst) {
-        free(len);
-        len = NULL;
-    }
     for (int i = 0; i < n; i++) {
         sh[i] = bf16_copy{ w[i], rows[i], cols[i], at };
-        if (len) {
-            len[i] = rows[i] * cols[i];
-            dst[i] = at;
-        } else if (rows[i] * cols[i] > 0) /* (no host memory for the table: a launch each) */
-            pack_bf16(at, w[i], rows[i], cols[i], cols[i]);
         at += shadow_span(rows[i] * cols[i]);
     }
-    if (len) pack_bf16_runs(dst, w, len, n, op);
-    free(dst);
-    free(len);
+    pack_bf16_runs(sh, n, op);
     g_sh = sh;
     g_nsh = n;
     g_sh_mem = (__nv_bfloat16 *)mem;
