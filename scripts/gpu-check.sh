@@ -614,6 +614,13 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 256, 128 + 256), VERLC_CUDA_PAGED_PREFILL=paged" \
         60 env VERLC_CUDA_PAGED_PREFILL=paged "$BIN" bench generate --config "$CFG05" --batch 256 --prompt 128 \
         --new 256 --device cuda --precision bf16
+    # a rollout's tail (written without a GPU): 8 rows decoding over 2,048 + 512 keys, each row's keys in chunks of 512
+    # spread over blocks (default) against each row's keys in one block a key/value head (16 blocks in all)
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 8, 2048 + 512)" 60 "$BIN" bench generate \
+        --config "$CFG05" --batch 8 --prompt 2048 --new 512 --device cuda --precision bf16
+    [ -f "$CFG05" ] && step "bench generate qwen2.5-0.5b bf16 (batch 8, 2048 + 512), VERLC_CUDA_PAGED_SPLIT=0" 60 \
+        env VERLC_CUDA_PAGED_SPLIT=0 "$BIN" bench generate --config "$CFG05" --batch 8 --prompt 2048 --new 512 \
+        --device cuda --precision bf16
     # the register-tiled (mma.sync) flash attention against the WMMA kernels it replaced (written without a GPU)
     ab_logprob VERLC_CUDA_ATTN_MMA=0
     ab_train VERLC_CUDA_ATTN_MMA=0

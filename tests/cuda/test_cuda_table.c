@@ -722,6 +722,48 @@ typedef struct {
     int sel;   /* DeepSeek Sparse Attention: each query row sees a random half of its keys (its own among them) */
 } pcase;
 
+/* keys in chunks (VERLC_CUDA_PAGED_SPLIT) on the tensor-core kernel: chunks of 64 keys as near the CPU as whole rows, the
+ * same bits over 1 block a row and key/value head, 3 and the default count, and other bits than whole rows where a decode
+ * row sees over 64 keys (the chunks ran; rows in one chunk: the same bits) */
+static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *g16d, const float *gqr,
+                         const float *go, const float *o, const float *lse, size_t no, size_t nl) {
+    static const char *conf[3] = { "64", "64,1", "64,3" };
+    float *gs[3], *gl[3];
+    vc_set_matmul_precision(VC_PREC_BF16);
+    for (int k = 0; k < 3; k++) {
+        gs[k] = dalloc(no * 4), gl[k] = dalloc(nl * 4);
+        setenv("VERLC_CUDA_PAGED_SPLIT", conf[k], 1);
+        G->attn_fwd(gs[k], gl[k], gqr, g16d);
+    }
+    unsetenv("VERLC_CUDA_PAGED_SPLIT");
+    vc_set_matmul_precision(VC_PREC_F32);
+    cmp("paged, bf16 matmuls, keys in chunks of 64: output", gs[0], o, no, 1e-2);
+    cmp("paged, bf16 matmuls, keys in chunks of 64: lse", gl[0], lse, nl, 2e-4);
+    same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (output)", gs[1], gs[0], no);
+    same_bits_as("paged, keys in chunks of 64: 3 blocks a row and head vs the default (output)", gs[2], gs[0], no);
+    same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (lse)", gl[1], gl[0], nl);
+    /* decode rows over 64 keys, rows within one chunk (no window or chunked attention), where the tensor-core kernel
+     * takes the heads (64 to 128 wide, keys and values alike, at most 16 query heads a key/value head) */
+    const int mma = a->hd == a->dv && a->hd % 16 == 0 && a->hd >= 64 && a->hd <= 128 && a->nh / a->nkv <= 16;
+    int64_t split = 0, whole = 0;
+    for (int s = 0; s < a->nseq && mma && !a->window && !a->chunk; s++)
+        if (a->qlen[s] == 1) split += a->kvlen[s] > 64, whole += a->kvlen[s] <= 64;
+    if (!split && !whole) return;
+    const float *h = fetch(gs[0], no), *w = fetch(go, no);
+    int64_t differ = 0, same_rows = 0, rows1 = 0;
+    for (int s = 0; s < a->nseq; s++) {
+        if (a->qlen[s] != 1 || a->window || a->chunk || !mma) continue;
+        size_t r0 = (size_t)d->q_start[s] * a->nh * a->dv, n = (size_t)a->nh * a->dv;
+        int same = !memcmp(h + r0, w + r0, n * sizeof(float));
+        if (a->kvlen[s] > 64) differ += !same;
+        else rows1++, same_rows += same;
+    }
+    printf("  keys in chunks of 64: %lld of %lld decode rows over 64 keys other bits than whole rows, %lld of %lld "
+           "within one chunk the same bits\n", (long long)differ, (long long)split, (long long)same_rows, (long long)rows1);
+    CHECK_MSG(differ == split && same_rows == rows1, "keys in chunks: %lld of %lld split rows changed, %lld of %lld "
+              "unsplit rows unchanged", (long long)differ, (long long)split, (long long)same_rows, (long long)rows1);
+}
+
 /* bf16 matmuls on bf16 pages (q rounded to bf16 for the CPU): the prefill rows through the flash kernels, the decode
  * rows through the tensor-core paged kernel where the heads allow (q and P in bf16): within the bf16 kernels'
  * tolerances of the CPU; the last sequence alone gives the same bits; VERLC_CUDA_PAGED_MMA=0 puts the decode rows
@@ -756,6 +798,7 @@ static void paged_bf16_matmuls(const pcase *a, const vc_attn_desc *d, const vc_a
     same_bits("paged, bf16 matmuls: last sequence alone vs in the batch", go1 + o0, go + o0, on);
     cmp("paged, bf16 matmuls, VERLC_CUDA_PAGED_MMA=0: output", gof, o, no, prefill ? 1e-2 : 1e-4);
     cmp("paged, bf16 matmuls, VERLC_CUDA_PAGED_MMA=0: lse", glf, lse, nl, prefill ? 2e-4 : 1e-4);
+    paged_chunks(a, d, g16d, gqr, go, o, lse, no, nl);
 }
 
 /* the same pages in bf16 (the rollout's KV pool): vs the CPU on the same bf16 pages, and the same bits as float pages
@@ -916,6 +959,9 @@ static void paged_case(const pcase *a) {
 static void test_paged(void) {
     static const pcase cases[] = {
         { "decode, GQA 14/2 hd 64", 14, 2, 64, 64, 0, 16, 4, 0, { 1, 1, 1, 1 }, { 1, 17, 64, 300 } },
+        { "decode, GQA 14/2 hd 64, rows over 512 keys", 14, 2, 64, 64, 0, 16, 4, 0, { 1, 1, 1, 1 }, { 40, 600, 513, 1500 } },
+        { "decode, GQA 8/2 hd 128, window 700, attention sinks, rows over 512 keys", 8, 2, 128, 128, 700, 16, 3, 0,
+          { 1, 1, 1 }, { 40, 900, 1500 }, 1 },
         { "chunked prefill, GQA 8/2 hd 128, window 40, softcap 30", 8, 2, 128, 128, 40, 16, 3, 30.0f, { 20, 1, 64 },
           { 150, 33, 64 } },
         { "MLA-like dims 192/128, page 32", 4, 4, 192, 128, 0, 32, 2, 0, { 5, 70 }, { 100, 70 } },
@@ -1008,8 +1054,8 @@ static void test_dsa_select(void) {
 
 /* timing only (a GPU; skipped on the emulator): paged attention with bf16 pages and matmuls in the Qwen2.5-0.5B shape
  * (14/2 heads of 64, pages of 16): 256 decode rows over 512 keys each on the tensor-core kernel and on the f32 one
- * (VERLC_CUDA_PAGED_MMA=0), and a prefill of 32 x 128 rows through the flash kernels and through the paged kernel
- * (VERLC_CUDA_PAGED_PREFILL=paged) */
+ * (VERLC_CUDA_PAGED_MMA=0), 8 rows over 4,096 keys in chunks and whole, and a prefill of 32 x 128 rows through the flash
+ * kernels and through the paged kernel (VERLC_CUDA_PAGED_PREFILL=paged) */
 static double paged_time(const vc_attn_desc *d, float *o, float *lse, const float *q, const char *env, const char *val) {
     if (env) setenv(env, val, 1);
     G->attn_fwd(o, lse, q, d); /* warm-up */
@@ -1059,6 +1105,20 @@ static void paged_timing(void) {
     double gb = (double)NS * KV * row * 2 / 1e9;
     printf("timing: paged decode, %d rows x %d keys, heads %d/%d of %d, bf16 pages: tensor cores %.1f us (%.0f GB/s), "
            "f32 kernel %.1f us (%.0f GB/s)\n", NS, KV, NH, NKV, HD, tm * 1e6, gb / tm, tf * 1e6, gb / tf);
+    /* a rollout's tail: 8 rows over 4,096 keys each, in chunks of 512 keys (default) and whole (VERLC_CUDA_PAGED_SPLIT=0) */
+    enum { NL = 8, KL = 4096 };
+    vc_attn_desc dl = d;
+    int64_t kvl8[NL];
+    for (int s = 0; s < NL; s++) {
+        kvl8[s] = KL;
+        ks[s] = pp + s * (KL / P);
+        vs[s] = pp + npg + s * (KL / P);
+    }
+    dl.n_seq = NL;
+    dl.kv_len = kvl8;
+    double tc = paged_time(&dl, o, lse, q, NULL, NULL), tw = paged_time(&dl, o, lse, q, "VERLC_CUDA_PAGED_SPLIT", "0");
+    printf("timing: paged decode, %d rows x %d keys: keys in chunks of 512 %.1f us, whole rows %.1f us (%.2fx)\n", NL, KL,
+           tc * 1e6, tw * 1e6, tw / tc);
     double pf = paged_time(&dp, o, lse, q, NULL, NULL), pk = paged_time(&dp, o, lse, q, "VERLC_CUDA_PAGED_PREFILL", "paged");
     printf("timing: paged prefill, %d x %d rows: flash kernels on gathered keys %.1f us, paged kernel %.1f us\n", NP, QP,
            pf * 1e6, pk * 1e6);

@@ -33,7 +33,17 @@ struct paged_params {
     vc_udiv pdiv;        /* key j's page j / P by a multiply (keys below 2^31) */
     int rq;              /* bf16 matmuls: q rounded to bf16 as it is read (the tensor-core kernels' operand) */
     __nv_bfloat16 *o16;  /* or NULL: the output's bf16 rounding (a held operand: vc_attn_desc.hold_out) */
+    /* keys in chunks (the tensor-core kernel; NULL part: none): a row over `split` keys takes them in chunks of split
+     * over `slots` blocks, each chunk's unnormalised sums in part[(launch row, head) * pcap + chunk] (D floats) and its
+     * m and l in part_ml (2 floats) */
+    float *part, *part_ml;
+    int64_t split, pcap;
+    int slots;
 };
+/* the chunks the keys [j0, j1) take (1: none) */
+__device__ __forceinline__ int paged_chunks(const paged_params &p, int64_t j0, int64_t j1) {
+    return p.part && j1 - j0 > p.split ? (int)((j1 - j0 + p.split - 1) / p.split) : 1;
+}
 /* key j's page and slot within its sequence's pages */
 __device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
 
@@ -176,8 +186,13 @@ static int heads_per_block(int group, int most) {
 static char *g_tab_host, *g_tab_dev;
 static size_t g_tab_bytes, g_tab_cap, g_tab_fixed, g_tab_npg; /* the last table; device buffer size */
 static int g_tab_aligned; /* the last table's page offsets all on 16-byte boundaries */
+static float *g_part;      /* keys in chunks: the chunks' partials (split_setup), grown as needed */
+static size_t g_part_bytes;
 
 void vc_cu_paged_release(void) {
+    vc_cuda_free(g_part);
+    g_part = NULL;
+    g_part_bytes = 0;
     vc_cuda_free(g_tab_dev);
     free(g_tab_host);
     g_tab_host = g_tab_dev = NULL;
@@ -304,6 +319,78 @@ static int paged_keys(void) {
     return on;
 }
 
+/* the tensor-core kernel's 16-byte copies: the last table's page offsets, the bases and the strides */
+static int paged_aligned(const vc_attn_desc *d, const void *kbase, const void *vbase) {
+    const int es = d->kv_bf16 ? 2 : 4;
+    return g_tab_aligned && ((uintptr_t)kbase % 16) == 0 && ((uintptr_t)vbase % 16) == 0 && (d->k_stride * es) % 16 == 0 &&
+           (d->v_stride * es) % 16 == 0;
+}
+
+/* ---- keys in chunks ----
+ * A row's keys go through one block per key/value head, tile after tile: a decode batch of a few long rows (a
+ * rollout's last sequences, a long context) keeps a few multiprocessors busy for the whole context. With the
+ * tensor-core kernel a row over 512 visible keys takes them in chunks of 512 spread over blocks, each chunk's partial
+ * sums stored and a second kernel adding them in chunk order (flash-decoding's split). The chunks start at the row's
+ * first visible key, so its bits depend on its keys alone: the same in any batch, grid or graph, but not those of the
+ * row in one chunk (other sums in another order). VERLC_CUDA_PAGED_SPLIT (read per call): 0 off; K or K,Z: chunks of K
+ * keys (a multiple of 64), Z blocks a row and key/value head (0: enough for 4 blocks a multiprocessor, at most 64). */
+static void split_conf(int64_t *keys, int *slots) {
+    static int warned;
+    const char *e = getenv("VERLC_CUDA_PAGED_SPLIT");
+    *keys = 512;
+    *slots = 0;
+    if (!e || !*e) return;
+    char *end;
+    long long k = strtoll(e, &end, 10), z = 0;
+    if (*end == ',') z = strtoll(end + 1, &end, 10);
+    if (*end || (k != 0 && (k < 64 || k % 64)) || z < 0 || z > 65535) { /* a tuning switch: said once */
+        if (!warned++)
+            fprintf(stderr, "verlc: VERLC_CUDA_PAGED_SPLIT=%s is not 0, K or K,Z (K a multiple of 64): chunks of 512 "
+                    "keys\n", e);
+        return;
+    }
+    *keys = k;
+    *slots = (int)z;
+}
+
+/* p's chunks for `rows` launched rows whose sequences hold at most kmax keys: where the tensor-core kernel takes them
+ * and a row may span over a chunk, the partials' buffer (grown to fit: a move drops the graphs that read the old one,
+ * and an allocation is no graph step) and the blocks a row; p->part NULL otherwise (also when there is no room). Done
+ * before the op's entry, so that a replay grows the buffer too. */
+static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t rows, int64_t kmax, int aligned) {
+    int64_t keys;
+    int slots;
+    split_conf(&keys, &slots);
+    p->part = p->part_ml = NULL;
+    p->split = keys;
+    p->pcap = 0;
+    p->slots = 1;
+    if (!keys || kmax <= keys || !paged_mma_ok(d, aligned)) return;
+    const int64_t nch = (kmax + keys - 1) / keys, per = rows * d->n_head * (d->head_dim + 2);
+    const size_t need = (size_t)(per * nch) * sizeof(float);
+    if (need > g_part_bytes) {
+        size_t bytes = need + need / 2;
+        float *buf = (float *)vc_cuda_malloc(bytes);
+        if (!buf) {
+            cudaGetLastError(); /* not sticky: the rows go unsplit */
+            return;
+        }
+        vc_cuda_free(g_part);
+        g_part = buf;
+        g_part_bytes = bytes;
+        vc_cu_graphs_stale(); /* captured kernels point into the old buffer */
+    }
+    p->pcap = (int64_t)(g_part_bytes / sizeof(float) / (size_t)per); /* fixed while rows and the buffer are */
+    p->part = g_part;
+    p->part_ml = g_part + rows * d->n_head * p->pcap * d->head_dim;
+    if (slots) p->slots = slots;
+    else {
+        const int64_t blocks = rows * d->n_kv_head, want = 4 * (int64_t)vc_cu_sm_count();
+        p->slots = (int)(blocks >= want ? 1 : (want + blocks - 1) / blocks > 64 ? 64 : (want + blocks - 1) / blocks);
+    }
+    if (p->slots > p->pcap) p->slots = (int)p->pcap;
+}
+
 /* ---- prefill rows through the flash kernels ----
  * A prefill chunk has many query rows a sequence; the kernels above take a block per row, which reads each of its keys
  * for that row alone (3.8 ms a layer for 256 x 128 rows of the Qwen2.5-0.5B shape on an H200). The sequences with
@@ -399,10 +486,7 @@ static int prefill_flash(float *o, float *lse, const float *q, const vc_attn_des
 /* the paged kernel for the rows p.rows lists (all rows from p.row0 when NULL) */
 static void launch_rows(const vc_attn_desc *d, const paged_params &p, int64_t rows, float *o, float *lse,
                         const float *q, const char *op) {
-    const int es = d->kv_bf16 ? 2 : 4; /* the tensor-core kernel's 16-byte copies: bases, strides, page offsets */
-    const int aligned = g_tab_aligned && ((uintptr_t)p.kbase % 16) == 0 && ((uintptr_t)p.vbase % 16) == 0 &&
-                        (d->k_stride * es) % 16 == 0 && (d->v_stride * es) % 16 == 0;
-    if (launch_paged_mma(d, p, aligned, rows, o, lse, q, op)) return;
+    if (launch_paged_mma(d, p, paged_aligned(d, p.kbase, p.vbase), rows, o, lse, q, op)) return;
     int wide = d->head_dim > 256 || d->v_head_dim > 256, gc = heads_per_block(d->n_head / d->n_kv_head, wide ? 4 : 8);
     dim3 grid((unsigned)rows, (unsigned)(d->n_head / gc));
     if (paged_keys() && !wide) {
@@ -478,10 +562,16 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, &kbase, &vbase, op)))
         return;
     const int prefill = rows > d->n_seq;
-    /* the profile tells decode steps (a row per sequence) from prefill chunks apart */
-    if (vc_cu_prof_enabled()) op = prefill ? "attention forward, paged prefill" : "attention forward, paged decode";
+    paged_params sp = {}; /* its chunk fields: before the entry, which a replay does not pass */
+    int64_t kvmax = 0;
+    for (int s = 0; s < d->n_seq; s++) kvmax = d->kv_len[s] > kvmax ? d->kv_len[s] : kvmax;
+    split_setup(d, &sp, rows, kvmax, paged_aligned(d, kbase ? kbase : q, vbase ? vbase : q));
+    /* the profile tells decode steps (a row per sequence) from prefill chunks apart; a graph, steps with keys in chunks
+     * (another launch) from steps without */
+    if (sp.part) op = prefill ? "attention forward, paged prefill, keys in chunks" : "attention forward, paged decode, keys in chunks";
+    else if (vc_cu_prof_enabled()) op = prefill ? "attention forward, paged prefill" : "attention forward, paged decode";
     if (!vc_cu_begin(op)) return;
-    paged_params p;
+    paged_params p = sp;
     p.seq = (const pseq *)dev;
     p.row_seq = (const int32_t *)(dev + seq_b);
     p.kp = (const int64_t *)(dev + fixed);

@@ -43,33 +43,16 @@ __device__ __forceinline__ void paged_mma_copy(pbf16 *Kb, pbf16 *Vb, const paged
     vc_cp_commit();
 }
 
+/* the keys [j0, j1) of one (query row, key/value head) (tile j0 already in flight into buffer 0): each warp's online
+ * softmax over its 16 keys of every tile, then the warps' partials (m, l and the unnormalised sums of each head) into the
+ * tiles' area, Am / Mm / Lm, seen by the whole block on return */
 template <int D>
-__global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, const float *q, paged_params p) {
-    typedef paged_mma_smem<D> L;
-    constexpr int LD = L::LD;
-    extern __shared__ __align__(128) unsigned char smem_raw[];
-    pbf16 *Qs = reinterpret_cast<pbf16 *>(smem_raw), *Ks = Qs + 16 * LD, *Vs = Ks + 2 * PMT * LD;
+__device__ __forceinline__ void paged_mma_keys(pbf16 *Ks, pbf16 *Vs, const paged_params &p, const pseq &sq, int kvh,
+                                               int64_t row, int64_t pos, int64_t j0, int64_t j1, int G,
+                                               const uint32_t (&qa)[D / 16][4], const float (&slope)[2]) {
+    constexpr int LD = paged_mma_smem<D>::LD;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const int64_t i = p.rows ? p.rows[blockIdx.x] : blockIdx.x, row = p.row0 + i;
-    const pseq sq = p.seq[p.row_seq[i]];
-    const int kvh = blockIdx.y, G = p.nh / p.nkv, h0 = kvh * G;
-    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
-    int64_t j0, j1;
-    paged_range(p, sq, pos, &j0, &j1);
-    for (int idx = threadIdx.x; idx < 16 * D; idx += 128) {
-        const int r = idx / D, c = idx % D;
-        Qs[r * LD + c] = __float2bfloat16_rn(r < G ? q[(row * p.nh + h0 + r) * D + c] : 0.0f);
-    }
-    if (j0 < j1) paged_mma_copy<D>(Ks, Vs, p, sq, kvh, j0, j1);
-    __syncthreads(); /* Q */
-    uint32_t qa[D / 16][4]; /* Q's A fragments, rows g and g + 8: heads h0 + g, h0 + g + 8 */
-#pragma unroll
-    for (int kc = 0; kc < D / 16; kc++) {
-        const pbf16 *a0 = Qs + g * LD + kc * 16 + 2 * t, *a1 = a0 + 8 * LD;
-        qa[kc][0] = vc_ld32(a0), qa[kc][1] = vc_ld32(a1), qa[kc][2] = vc_ld32(a0 + 8), qa[kc][3] = vc_ld32(a1 + 8);
-    }
-    float slope[2], m[2] = { -INFINITY, -INFINITY }, ml[2] = { 0.0f, 0.0f }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
-    for (int r = 0; r < 2; r++) slope[r] = g + 8 * r < G ? vc_attn_slope(p, h0 + g + 8 * r) : 0.0f;
+    float m[2] = { -INFINITY, -INFINITY }, ml[2] = { 0.0f, 0.0f }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
 #pragma unroll
     for (int n = 0; n < D / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     int buf = 0;
@@ -153,39 +136,132 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
         }
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < G * D; idx += 128) {
+}
+
+/* A row whose keys span over p.split keys takes them in chunks of p.split (from its first visible key) when p.part is
+ * set: block z takes chunks z, z + gridDim.z, ..., each stored unnormalised with its m and l in p.part, and
+ * k_paged_mma_merge adds them in chunk order. A row's bits depend on its keys and p.split alone, never on the batch or
+ * the grid; a row within one chunk is written here as without chunks. */
+template <int D, bool SPLIT>
+__global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, const float *q, paged_params p) {
+    typedef paged_mma_smem<D> L;
+    constexpr int LD = L::LD;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    pbf16 *Qs = reinterpret_cast<pbf16 *>(smem_raw), *Ks = Qs + 16 * LD, *Vs = Ks + 2 * PMT * LD;
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int64_t i = p.rows ? p.rows[blockIdx.x] : blockIdx.x, row = p.row0 + i;
+    const pseq sq = p.seq[p.row_seq[i]];
+    const int kvh = blockIdx.y, G = p.nh / p.nkv, h0 = kvh * G;
+    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
+    int64_t j0, j1;
+    paged_range(p, sq, pos, &j0, &j1);
+    const int nch = SPLIT ? paged_chunks(p, j0, j1) : 1; /* without: the loop below runs once (registers as before) */
+    int ch = (int)blockIdx.z;
+    if (ch >= nch) return; /* the whole block: no barrier skipped */
+    int64_t ja = j0 + (int64_t)ch * p.split, jb = nch > 1 && ja + p.split < j1 ? ja + p.split : j1;
+    for (int idx = threadIdx.x; idx < 16 * D; idx += 128) {
         const int r = idx / D, c = idx % D;
-        float M = -INFINITY, Lsum = 0.0f, f[4];
-        for (int w = 0; w < 4; w++) M = fmaxf(M, Mm[w * 16 + r]);
-        for (int w = 0; w < 4; w++) {
-            f[w] = Mm[w * 16 + r] == -INFINITY ? 0.0f : expf(Mm[w * 16 + r] - M);
-            Lsum += Lm[w * 16 + r] * f[w];
+        Qs[r * LD + c] = __float2bfloat16_rn(r < G ? q[(row * p.nh + h0 + r) * D + c] : 0.0f);
+    }
+    if (ja < jb) paged_mma_copy<D>(Ks, Vs, p, sq, kvh, ja, jb);
+    __syncthreads(); /* Q */
+    uint32_t qa[D / 16][4]; /* Q's A fragments, rows g and g + 8: heads h0 + g, h0 + g + 8 */
+#pragma unroll
+    for (int kc = 0; kc < D / 16; kc++) {
+        const pbf16 *a0 = Qs + g * LD + kc * 16 + 2 * t, *a1 = a0 + 8 * LD;
+        qa[kc][0] = vc_ld32(a0), qa[kc][1] = vc_ld32(a1), qa[kc][2] = vc_ld32(a0 + 8), qa[kc][3] = vc_ld32(a1 + 8);
+    }
+    float slope[2];
+    for (int r = 0; r < 2; r++) slope[r] = g + 8 * r < G ? vc_attn_slope(p, h0 + g + 8 * r) : 0.0f;
+    const float *Am = reinterpret_cast<const float *>(Ks), *Mm = Am + 4 * 16 * D, *Lm = Mm + 4 * 16;
+    for (;;) {
+        paged_mma_keys<D>(Ks, Vs, p, sq, kvh, row, pos, ja, jb, G, qa, slope);
+        for (int idx = threadIdx.x; idx < G * D; idx += 128) {
+            const int r = idx / D, c = idx % D;
+            float M = -INFINITY, Lsum = 0.0f, f[4];
+            for (int w = 0; w < 4; w++) M = fmaxf(M, Mm[w * 16 + r]);
+            for (int w = 0; w < 4; w++) {
+                f[w] = Mm[w * 16 + r] == -INFINITY ? 0.0f : expf(Mm[w * 16 + r] - M);
+                Lsum += Lm[w * 16 + r] * f[w];
+            }
+            float a = 0.0f;
+            for (int w = 0; w < 4; w++) a += Am[(w * 16 + r) * D + c] * f[w];
+            if (SPLIT && nch > 1) { /* the chunk's partial: merged by k_paged_mma_merge */
+                const int64_t slot = ((int64_t)blockIdx.x * p.nh + h0 + r) * p.pcap + ch;
+                p.part[slot * D + c] = a;
+                if (c == 0) p.part_ml[2 * slot] = M, p.part_ml[2 * slot + 1] = Lsum;
+                continue;
+            }
+            const float sf = vc_attn_sink_fold(p, h0 + r, &M, &Lsum), inv = Lsum > 0 ? sf / Lsum : 0.0f;
+            o[(row * p.nh + h0 + r) * D + c] = a * inv;
+            if (p.o16) p.o16[(row * p.nh + h0 + r) * D + c] = __float2bfloat16_rn(a * inv);
+            if (lse && c == 0) lse[row * p.nh + h0 + r] = Lsum > 0 ? M + logf(Lsum) : -INFINITY;
         }
-        const float sf = vc_attn_sink_fold(p, h0 + r, &M, &Lsum), inv = Lsum > 0 ? sf / Lsum : 0.0f;
-        float a = 0.0f;
-        for (int w = 0; w < 4; w++) a += Am[(w * 16 + r) * D + c] * f[w];
-        o[(row * p.nh + h0 + r) * D + c] = a * inv;
-        if (p.o16) p.o16[(row * p.nh + h0 + r) * D + c] = __float2bfloat16_rn(a * inv);
-        if (lse && c == 0) lse[row * p.nh + h0 + r] = Lsum > 0 ? M + logf(Lsum) : -INFINITY;
+        if (!SPLIT) return;
+        ch += (int)gridDim.z;
+        if (ch >= nch) return;
+        ja = j0 + (int64_t)ch * p.split;
+        jb = ja + p.split < j1 ? ja + p.split : j1;
+        __syncthreads(); /* the partials are read: the next chunk's first tile may overwrite them */
+        paged_mma_copy<D>(Ks, Vs, p, sq, kvh, ja, jb);
     }
 }
 
-/* the tensor-core kernel for d where it applies (bf16 matmuls and pages, heads 64 / 80 / 96 / 128 alike, at most 16
- * query heads a key/value head, rows and pages on 16-byte boundaries: `aligned`); 0: not launched */
-static int launch_paged_mma(const vc_attn_desc *d, const paged_params &p, int aligned, int64_t rows, float *o,
-                            float *lse, const float *q, const char *op) {
+/* the chunks of the rows k_attn_paged_mma split (one block a row and query head), added in chunk order as a chunk's
+ * warps are; rows within one chunk were written there */
+__global__ void k_paged_mma_merge(float *o, float *lse, paged_params p, int D) {
+    const int64_t i = p.rows ? p.rows[blockIdx.x] : blockIdx.x, row = p.row0 + i;
+    const pseq sq = p.seq[p.row_seq[i]];
+    const int64_t pos = sq.kvlen - sq.qlen + (row - sq.q0);
+    int64_t j0, j1;
+    paged_range(p, sq, pos, &j0, &j1);
+    const int nch = paged_chunks(p, j0, j1), h = blockIdx.y;
+    if (nch < 2) return;
+    const int64_t s0 = ((int64_t)blockIdx.x * p.nh + h) * p.pcap;
+    const float *ml = p.part_ml + 2 * s0;
+    float M = -INFINITY, L = 0.0f;
+    for (int c = 0; c < nch; c++) M = fmaxf(M, ml[2 * c]);
+    const float M0 = M; /* the chunks' factors exp(m - M0), taken before the sink moves M */
+    for (int c = 0; c < nch; c++) L += ml[2 * c] == -INFINITY ? 0.0f : ml[2 * c + 1] * expf(ml[2 * c] - M0);
+    const float sf = vc_attn_sink_fold(p, h, &M, &L), inv = L > 0 ? sf / L : 0.0f;
+    for (int c = threadIdx.x; c < D; c += blockDim.x) {
+        float a = 0.0f;
+        for (int k = 0; k < nch; k++)
+            if (ml[2 * k] != -INFINITY) a += p.part[(s0 + k) * D + c] * expf(ml[2 * k] - M0);
+        o[(row * p.nh + h) * D + c] = a * inv;
+        if (p.o16) p.o16[(row * p.nh + h) * D + c] = __float2bfloat16_rn(a * inv);
+    }
+    if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+}
+
+/* the tensor-core kernel applies to d (bf16 matmuls and pages, heads 64 / 80 / 96 / 128 alike, at most 16 query heads a
+ * key/value head, rows and pages on 16-byte boundaries: `aligned`) */
+static int paged_mma_ok(const vc_attn_desc *d, int aligned) {
     const char *e = getenv("VERLC_CUDA_PAGED_MMA"); /* read per call: a test switches it */
     const int G = d->n_head / d->n_kv_head, D = d->head_dim;
-    if ((e && *e == '0') || vc_matmul_precision() != VC_PREC_BF16 || !d->kv_bf16 || !aligned || G > 16 ||
-        D != d->v_head_dim || (D != 64 && D != 80 && D != 96 && D != 128) || d->n_kv_head > 65535)
-        return 0;
-    dim3 grid((unsigned)rows, (unsigned)d->n_kv_head);
+    return !(e && *e == '0') && vc_matmul_precision() == VC_PREC_BF16 && d->kv_bf16 && aligned && G <= 16 &&
+           D == d->v_head_dim && (D == 64 || D == 80 || D == 96 || D == 128) && d->n_kv_head <= 65535;
+}
+
+template <int D, bool SPLIT>
+static void launch_paged_mma_k(dim3 grid, float *o, float *lse, const float *q, const paged_params &p, const char *op) {
+    if (vc_cu_ok(cudaFuncSetAttribute(k_attn_paged_mma<D, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)paged_mma_smem<D>::bytes), op))
+        k_attn_paged_mma<D, SPLIT><<<grid, 128, paged_mma_smem<D>::bytes, vc_cu_stream()>>>(o, lse, q, p);
+}
+
+/* the tensor-core kernel for d where it applies (paged_mma_ok), its split rows' chunks merged after it (p.part set by
+ * split_setup); 0: not launched */
+static int launch_paged_mma(const vc_attn_desc *d, const paged_params &p, int aligned, int64_t rows, float *o,
+                            float *lse, const float *q, const char *op) {
+    if (!paged_mma_ok(d, aligned)) return 0;
+    const int D = d->head_dim;
+    dim3 grid((unsigned)rows, (unsigned)d->n_kv_head, (unsigned)(p.part ? p.slots : 1));
 #define VC_PAGED_MMA(DD)                                                                                       \
     case DD:                                                                                                   \
-        if (vc_cu_ok(cudaFuncSetAttribute(k_attn_paged_mma<DD>, cudaFuncAttributeMaxDynamicSharedMemorySize,   \
-                                          (int)paged_mma_smem<DD>::bytes), op))                                \
-            k_attn_paged_mma<DD><<<grid, 128, paged_mma_smem<DD>::bytes, vc_cu_stream()>>>(o, lse, q, p);     \
-        return 1;
+        if (p.part) launch_paged_mma_k<DD, true>(grid, o, lse, q, p, op);                                      \
+        else launch_paged_mma_k<DD, false>(grid, o, lse, q, p, op);                                            \
+        break;
     switch (D) {
         VC_PAGED_MMA(64)
         VC_PAGED_MMA(80)
@@ -193,5 +269,6 @@ static int launch_paged_mma(const vc_attn_desc *d, const paged_params &p, int al
         VC_PAGED_MMA(128)
     }
 #undef VC_PAGED_MMA
-    return 0;
+    if (p.part) k_paged_mma_merge<<<dim3((unsigned)rows, (unsigned)d->n_head), 64, 0, vc_cu_stream()>>>(o, lse, p, D);
+    return 1;
 }
