@@ -724,21 +724,26 @@ typedef struct {
 
 /* keys in chunks (VERLC_CUDA_PAGED_SPLIT) on the tensor-core kernel: chunks of 64 keys as near the CPU as whole rows, the
  * same bits over 1 block a row and key/value head, 3 and the default count, and other bits than whole rows where a decode
- * row sees over 64 keys (the chunks ran; rows in one chunk: the same bits) */
+ * row sees over 64 keys (the chunks ran; rows in one chunk: the same bits); a prefill's rows on the paged kernel in chunks
+ * too, as near the CPU */
 static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *g16d, const float *gqr,
                          const float *go, const float *o, const float *lse, size_t no, size_t nl) {
     static const char *conf[3] = { "64", "64,1", "64,3" };
-    float *gs[3], *gl[3];
+    float *gs[4], *gl[4];
     vc_set_matmul_precision(VC_PREC_BF16);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         gs[k] = dalloc(no * 4), gl[k] = dalloc(nl * 4);
-        setenv("VERLC_CUDA_PAGED_SPLIT", conf[k], 1);
+        setenv("VERLC_CUDA_PAGED_SPLIT", conf[k % 3], 1);
+        if (k == 3) setenv("VERLC_CUDA_PAGED_PREFILL", "paged", 1); /* prefill rows on the paged kernel too */
         G->attn_fwd(gs[k], gl[k], gqr, g16d);
     }
     unsetenv("VERLC_CUDA_PAGED_SPLIT");
+    unsetenv("VERLC_CUDA_PAGED_PREFILL");
     vc_set_matmul_precision(VC_PREC_F32);
     cmp("paged, bf16 matmuls, keys in chunks of 64: output", gs[0], o, no, 1e-2);
     cmp("paged, bf16 matmuls, keys in chunks of 64: lse", gl[0], lse, nl, 2e-4);
+    cmp("paged, keys in chunks of 64, prefill rows on the paged kernel: output", gs[3], o, no, 1e-2);
+    cmp("paged, keys in chunks of 64, prefill rows on the paged kernel: lse", gl[3], lse, nl, 2e-4);
     same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (output)", gs[1], gs[0], no);
     same_bits_as("paged, keys in chunks of 64: 3 blocks a row and head vs the default (output)", gs[2], gs[0], no);
     same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (lse)", gl[1], gl[0], nl);
