@@ -607,6 +607,9 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
         if (hs[s]) cmp(nm, gs[s], hs[s], SS, TOL);
     }
     cmp("gdn fwd kept states (from the states)", gsv, sv, (size_t)nsv * SS, TOL);
+    bits_digest("gdn fwd o (from the states: the recurrence)", go, no); /* a rollout's prefill and decode steps */
+    for (int s = 0; s < ns; s++)
+        if (gs[s]) bits_digest("gdn fwd final state", gs[s], SS);
     d.state = dg.state = NULL; /* training: zero states */
     C->gdn_fwd(o, sv, in.q, in.k, in.v, in.g, in.beta, &d);
     G->gdn_fwd(go, gsv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &dg);

@@ -99,6 +99,77 @@ __device__ __forceinline__ float gdn_g(const float *g, int gk, int64_t t, int nv
     return gk ? g[(t * nv + h) * dk + a] : g[t * nv + h];
 }
 
+/* The state's column sits in shared memory or scratch behind a generic pointer that the compiler cannot tell apart
+ * from the state, tap and kept-state arrays it copies to and from, nor from q and k: a loop that loads and stores an
+ * element at a time waits out each load's latency before the next (the column's copy in from memory took 128 memory
+ * latencies a token at dk 128). The loops below take GDN_B rows at a time, every load of a batch before its first
+ * store, the arithmetic in the same order: the same bits. */
+#define GDN_B 8
+
+/* dst[a * dv + j] = src ? src[a * dv + j] : 0 for a < dk (a column's copy) */
+__device__ __forceinline__ void gdn_col_copy(float *dst, const float *src, int dk, int dv, int j) {
+    int a = 0;
+    for (; a + GDN_B <= dk; a += GDN_B) {
+        float r[GDN_B];
+#pragma unroll
+        for (int u = 0; u < GDN_B; u++) r[u] = src ? src[(a + u) * dv + j] : 0.0f;
+#pragma unroll
+        for (int u = 0; u < GDN_B; u++) dst[(a + u) * dv + j] = r[u];
+    }
+    for (; a < dk; a++) dst[a * dv + j] = src ? src[a * dv + j] : 0.0f;
+}
+
+/* rows a0 .. a0 + N - 1 of column j, first pass: S = e S (gk: row a by its own e), kv += S[a] k[a] in row order */
+template <int N>
+__device__ __forceinline__ void gdn_rows_decay(const gdn_fwd_args &p, float *S, const float *k, int64_t t, int h,
+                                               int j, int a0, float e, float *kv) {
+    float x[N], kk[N], ee[N];
+#pragma unroll
+    for (int u = 0; u < N; u++) x[u] = S[(a0 + u) * p.dv + j], kk[u] = k[a0 + u];
+    if (p.gk) {
+#pragma unroll
+        for (int u = 0; u < N; u++) ee[u] = expf(gdn_g(p.g, 1, t, p.nv, h, p.dk, a0 + u));
+    } else {
+#pragma unroll
+        for (int u = 0; u < N; u++) ee[u] = e;
+    }
+#pragma unroll
+    for (int u = 0; u < N; u++) {
+        x[u] *= ee[u];
+        S[(a0 + u) * p.dv + j] = x[u];
+        if (!p.no_delta) *kv += x[u] * kk[u];
+    }
+}
+
+/* second pass: S += k delta^T, y += S[a] (scale q[a]) in row order */
+template <int N>
+__device__ __forceinline__ void gdn_rows_update(const gdn_fwd_args &p, float *S, const float *k, const float *q, int j,
+                                                int a0, float delta, float *y) {
+    float x[N], kk[N], qq[N];
+#pragma unroll
+    for (int u = 0; u < N; u++) x[u] = S[(a0 + u) * p.dv + j], kk[u] = k[a0 + u], qq[u] = q[a0 + u];
+#pragma unroll
+    for (int u = 0; u < N; u++) {
+        x[u] += kk[u] * delta;
+        S[(a0 + u) * p.dv + j] = x[u];
+        *y += x[u] * (qq[u] * p.scale);
+    }
+}
+
+/* one token of column j: S = e S, kv = S^T k (no_delta: 0), delta = beta (v_j - kv), S += k delta^T; returns
+ * y_j = S^T (scale q) */
+__device__ __forceinline__ float gdn_col_token(const gdn_fwd_args &p, float *S, int64_t t, int h, int kh, int j) {
+    const int dk = p.dk, dv = p.dv, full = dk / GDN_B * GDN_B;
+    const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk;
+    float e = expf(gdn_g(p.g, 0, t, p.nv, h, dk, 0)), kv = 0, y = 0;
+    for (int a = 0; a < full; a += GDN_B) gdn_rows_decay<GDN_B>(p, S, k, t, h, j, a, e, &kv);
+    for (int a = full; a < dk; a++) gdn_rows_decay<1>(p, S, k, t, h, j, a, e, &kv);
+    const float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv);
+    for (int a = 0; a < full; a += GDN_B) gdn_rows_update<GDN_B>(p, S, k, q, j, a, delta, &y);
+    for (int a = full; a < dk; a++) gdn_rows_update<1>(p, S, k, q, j, a, delta, &y);
+    return y;
+}
+
 /* column j of value head h's state through sequence s's rows (the CPU's gdn_step, one column) */
 __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j) {
     const int kh = h / (p.nv / p.nk), dk = p.dk, dv = p.dv;
@@ -108,33 +179,16 @@ __device__ void gdn_fwd_col(const gdn_fwd_args &p, float *S, int s, int h, int j
                                                  : NULL;
     float *tap = vc_cu_gdn_tap(p.tap_of, p.tap, s, p.nv, h, SS);
     int64_t R = tap ? (t1 - t0) / p.ckpt * p.ckpt : -1; /* (its tap row) */
-    for (int a = 0; a < dk; a++) S[a * dv + j] = st ? st[a * dv + j] : init ? init[a * dv + j] : 0.0f;
+    gdn_col_copy(S, st ? st : init, dk, dv, j);
     for (int64_t t = t0; t < t1; t++) {
-        if (tap && t - t0 == R)
-            for (int a = 0; a < dk; a++) tap[a * dv + j] = S[a * dv + j];
-        if (p.saved && (t - t0) % p.ckpt == 0) {
-            float *sv = p.saved + ((p.tab.base[s] + (t - t0) / p.ckpt) * p.nv + h) * SS;
-            for (int a = 0; a < dk; a++) sv[a * dv + j] = S[a * dv + j];
-        }
-        const float *q = p.q + (t * p.nk + kh) * dk, *k = p.k + (t * p.nk + kh) * dk;
-        float e = expf(gdn_g(p.g, 0, t, p.nv, h, dk, 0)), kv = 0;
-        for (int a = 0; a < dk; a++) { /* S = e S (gk: row a by its own e); kv = S^T k (no_delta: kv = 0) */
-            float x = S[a * dv + j] * (p.gk ? expf(gdn_g(p.g, 1, t, p.nv, h, dk, a)) : e);
-            S[a * dv + j] = x;
-            if (!p.no_delta) kv += x * k[a];
-        }
-        float delta = p.beta[t * p.nv + h] * (p.v[(t * p.nv + h) * dv + j] - kv), y = 0;
-        for (int a = 0; a < dk; a++) { /* S += k delta^T; o = S^T (scale q) */
-            float x = S[a * dv + j] + k[a] * delta;
-            S[a * dv + j] = x;
-            y += x * (q[a] * p.scale);
-        }
+        if (tap && t - t0 == R) gdn_col_copy(tap, S, dk, dv, j);
+        if (p.saved && (t - t0) % p.ckpt == 0)
+            gdn_col_copy(p.saved + ((p.tab.base[s] + (t - t0) / p.ckpt) * p.nv + h) * SS, S, dk, dv, j);
+        const float y = gdn_col_token(p, S, t, h, kh, j);
         if (p.o) p.o[(t * p.nv + h) * dv + j] = y;
     }
-    if (tap && R == t1 - t0)
-        for (int a = 0; a < dk; a++) tap[a * dv + j] = S[a * dv + j];
-    if (st)
-        for (int a = 0; a < dk; a++) st[a * dv + j] = S[a * dv + j];
+    if (tap && R == t1 - t0) gdn_col_copy(tap, S, dk, dv, j);
+    if (st) gdn_col_copy(st, S, dk, dv, j);
 }
 
 __global__ void k_gdn_fwd(gdn_fwd_args p) {
