@@ -496,6 +496,11 @@ PY
     # shellcheck disable=SC2086
     step "bench generate qwen3.5-shaped hybrid bf16 (batch 256, 128 + 128, graphs)" 60 "$BIN" bench generate \
         --config "$CFG" --batch 256 --prompt 128 --new 128 $P
+    # where its decode step goes (7% of its roofline on 2026-12-04; the recurrence's state copies since batched)
+    # shellcheck disable=SC2086
+    step "profile: bench generate qwen3.5-shaped hybrid bf16 decode steps only (batch 256, 128 + 16, graphs off, ops queued ahead)" \
+        40 env VERLC_CUDA_PROFILE=ahead VERLC_CUDA_PROFILE_DECODE=1 VERLC_CUDA_GRAPHS=0 "$BIN" bench generate \
+        --config "$CFG" --batch 256 --prompt 128 --new 16 $P
     # shellcheck disable=SC2086
     step "bench train qwen3.5-shaped hybrid bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 \
         --seqs 16 --iters 3 $P
