@@ -496,6 +496,11 @@ PY
     # shellcheck disable=SC2086
     step "bench generate qwen3.5-shaped hybrid bf16 (batch 256, 128 + 128, graphs)" 60 "$BIN" bench generate \
         --config "$CFG" --batch 256 --prompt 128 --new 128 $P
+    # its full-attention layers' heads of 256 on the tensor-core paged kernel (since 2026-12-05, untimed) against the
+    # f32 one with the lanes over keys
+    # shellcheck disable=SC2086
+    step "bench generate qwen3.5-shaped hybrid bf16 (batch 256, 128 + 128, graphs), VERLC_CUDA_PAGED_MMA=0" 60 \
+        env VERLC_CUDA_PAGED_MMA=0 "$BIN" bench generate --config "$CFG" --batch 256 --prompt 128 --new 128 $P
     # where its decode step goes (7% of its roofline on 2026-12-04; the recurrence's state copies since batched)
     # shellcheck disable=SC2086
     step "profile: bench generate qwen3.5-shaped hybrid bf16 decode steps only (batch 256, 128 + 16, graphs off, ops queued ahead)" \

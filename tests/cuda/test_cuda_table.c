@@ -749,7 +749,8 @@ static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_de
     same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (lse)", gl[1], gl[0], nl);
     /* decode rows over 64 keys, rows within one chunk (no window or chunked attention), where the tensor-core kernel
      * takes the heads (64 to 128 wide, keys and values alike, at most 16 query heads a key/value head) */
-    const int mma = a->hd == a->dv && a->hd % 16 == 0 && a->hd >= 64 && a->hd <= 128 && a->nh / a->nkv <= 16;
+    const int mma = a->hd == a->dv && (a->hd == 64 || a->hd == 80 || a->hd == 96 || a->hd == 128 || a->hd == 256) &&
+                    a->nh / a->nkv <= 16;
     int64_t split = 0, whole = 0;
     for (int s = 0; s < a->nseq && mma && !a->window && !a->chunk; s++)
         if (a->qlen[s] == 1) split += a->kvlen[s] > 64, whole += a->kvlen[s] <= 64;
@@ -770,8 +771,8 @@ static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_de
 }
 
 /* bf16 matmuls on bf16 pages (q rounded to bf16 for the CPU): the prefill rows through the flash kernels, the decode
- * rows through the tensor-core paged kernel where the heads allow (q and P in bf16): within the bf16 kernels'
- * tolerances of the CPU; the last sequence alone gives the same bits; VERLC_CUDA_PAGED_MMA=0 puts the decode rows
+ * rows through the tensor-core paged kernel where the heads allow (64, 80, 96, 128 or 256 wide; q and P in bf16): within
+ * the bf16 kernels' tolerances of the CPU; the last sequence alone gives the same bits; VERLC_CUDA_PAGED_MMA=0 puts the decode rows
  * back on the f32 kernel (the CPU's accuracy where there are no prefill rows) */
 static void paged_bf16_matmuls(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *c16,
                                const vc_attn_desc *g16d, const float *q, size_t no, size_t nl) {
@@ -967,6 +968,8 @@ static void test_paged(void) {
         { "decode, GQA 14/2 hd 64, rows over 512 keys", 14, 2, 64, 64, 0, 16, 4, 0, { 1, 1, 1, 1 }, { 40, 600, 513, 1500 } },
         { "decode, GQA 8/2 hd 128, window 700, attention sinks, rows over 512 keys", 8, 2, 128, 128, 700, 16, 3, 0,
           { 1, 1, 1 }, { 40, 900, 1500 }, 1 },
+        { "decode and prefill, GQA 8/2 hd 256 (Qwen3.5's and Gemma's full layers), softcap 30", 8, 2, 256, 256, 0, 16,
+          4, 30.0f, { 1, 20, 1, 1 }, { 90, 40, 3, 700 } },
         { "chunked prefill, GQA 8/2 hd 128, window 40, softcap 30", 8, 2, 128, 128, 40, 16, 3, 30.0f, { 20, 1, 64 },
           { 150, 33, 64 } },
         { "MLA-like dims 192/128, page 32", 4, 4, 192, 128, 0, 32, 2, 0, { 5, 70 }, { 100, 70 } },

@@ -1,5 +1,5 @@
-/* Paged attention on tensor cores (included by cuda_paged.cu; with bf16 matmuls and bf16 pages, heads of 64, 80, 96 or
- * 128, up to 16 query heads a key/value head; VERLC_CUDA_PAGED_MMA=0: the kernels above). One block of 4 warps per
+/* Paged attention on tensor cores (included by cuda_paged.cu; with bf16 matmuls and bf16 pages, heads of 64, 80, 96,
+ * 128 or 256, up to 16 query heads a key/value head; VERLC_CUDA_PAGED_MMA=0: the kernels above). One block of 4 warps per
  * (query row, key/value head): the group's query heads are the 16 rows of mma.sync's A operand (q rounded to bf16,
  * rows past the group zero), so a key tile is read once for the whole group and multiplied, not walked lane by lane.
  * The visible keys go in tiles of 64, copied out of their pages by cp.async into two buffers (the next tile's copy in
@@ -15,6 +15,9 @@ static constexpr int PMT = 64; /* keys a tile */
 template <int D>
 struct paged_mma_smem {
     static constexpr int LD = D + 8; /* bf16 pitch: 16-byte rows, 32-bit fragment loads across the banks */
+    /* Q's A fragments kept in registers up to heads of 128 (QN of them); wider heads read them from Qs at each use
+     * (the same values: registers for the 4 x 16 x D sums instead) */
+    static constexpr int QN = D <= 128 ? D / 16 : 1;
     static constexpr size_t bytes = (size_t)(16 + 4 * PMT) * LD * 2; /* Q, two K and two V tiles */
     static_assert((size_t)4 * 16 * D * 4 + 4 * 16 * 2 * 4 <= (size_t)4 * PMT * LD * 2, "merge area");
 };
@@ -43,13 +46,21 @@ __device__ __forceinline__ void paged_mma_copy(pbf16 *Kb, pbf16 *Vb, const paged
     vc_cp_commit();
 }
 
+/* Q's A fragment for columns 16 kc .. 16 kc + 15 (rows g and g + 8: heads h0 + g, h0 + g + 8) out of Qs */
+template <int D>
+__device__ __forceinline__ void paged_mma_qfrag(uint32_t (&a)[4], const pbf16 *Qs, int kc, int g, int t) {
+    const pbf16 *a0 = Qs + g * paged_mma_smem<D>::LD + kc * 16 + 2 * t, *a1 = a0 + 8 * paged_mma_smem<D>::LD;
+    a[0] = vc_ld32(a0), a[1] = vc_ld32(a1), a[2] = vc_ld32(a0 + 8), a[3] = vc_ld32(a1 + 8);
+}
+
 /* the keys [j0, j1) of one (query row, key/value head) (tile j0 already in flight into buffer 0): each warp's online
  * softmax over its 16 keys of every tile, then the warps' partials (m, l and the unnormalised sums of each head) into the
  * tiles' area, Am / Mm / Lm, seen by the whole block on return */
 template <int D>
 __device__ __forceinline__ void paged_mma_keys(pbf16 *Ks, pbf16 *Vs, const paged_params &p, const pseq &sq, int kvh,
                                                int64_t row, int64_t pos, int64_t j0, int64_t j1, int G,
-                                               const uint32_t (&qa)[D / 16][4], const float (&slope)[2]) {
+                                               const pbf16 *Qs, const uint32_t (&qa)[paged_mma_smem<D>::QN][4],
+                                               const float (&slope)[2]) {
     constexpr int LD = paged_mma_smem<D>::LD;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     float m[2] = { -INFINITY, -INFINITY }, ml[2] = { 0.0f, 0.0f }, l[2] = { 0.0f, 0.0f }, acc[D / 8][4];
@@ -71,8 +82,14 @@ __device__ __forceinline__ void paged_mma_keys(pbf16 *Ks, pbf16 *Vs, const paged
             uint32_t b[4];
             vc_ldsm_x4(b, Kc + ((j >> 1) * 8 + rr) * LD + kc * 16 + (j & 1) * 8);
             const uint32_t b0[2] = { b[0], b[1] }, b1[2] = { b[2], b[3] };
-            vc_mma_16816(s[0], qa[kc], b0);
-            vc_mma_16816(s[1], qa[kc], b1);
+            uint32_t a[4];
+            if (paged_mma_smem<D>::QN == D / 16) {
+#pragma unroll
+                for (int x = 0; x < 4; x++) a[x] = qa[paged_mma_smem<D>::QN == D / 16 ? kc : 0][x];
+            } else
+                paged_mma_qfrag<D>(a, Qs, kc, g, t);
+            vc_mma_16816(s[0], a, b0);
+            vc_mma_16816(s[1], a, b1);
         }
         float mx[2] = { -INFINITY, -INFINITY };
 #pragma unroll
@@ -165,17 +182,14 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
     }
     if (ja < jb) paged_mma_copy<D>(Ks, Vs, p, sq, kvh, ja, jb);
     __syncthreads(); /* Q */
-    uint32_t qa[D / 16][4]; /* Q's A fragments, rows g and g + 8: heads h0 + g, h0 + g + 8 */
+    uint32_t qa[L::QN][4]; /* Q's A fragments, rows g and g + 8: heads h0 + g, h0 + g + 8 (up to heads of 128) */
 #pragma unroll
-    for (int kc = 0; kc < D / 16; kc++) {
-        const pbf16 *a0 = Qs + g * LD + kc * 16 + 2 * t, *a1 = a0 + 8 * LD;
-        qa[kc][0] = vc_ld32(a0), qa[kc][1] = vc_ld32(a1), qa[kc][2] = vc_ld32(a0 + 8), qa[kc][3] = vc_ld32(a1 + 8);
-    }
+    for (int kc = 0; kc < L::QN; kc++) paged_mma_qfrag<D>(qa[kc], Qs, kc, g, t);
     float slope[2];
     for (int r = 0; r < 2; r++) slope[r] = g + 8 * r < G ? vc_attn_slope(p, h0 + g + 8 * r) : 0.0f;
     const float *Am = reinterpret_cast<const float *>(Ks), *Mm = Am + 4 * 16 * D, *Lm = Mm + 4 * 16;
     for (;;) {
-        paged_mma_keys<D>(Ks, Vs, p, sq, kvh, row, pos, ja, jb, G, qa, slope);
+        paged_mma_keys<D>(Ks, Vs, p, sq, kvh, row, pos, ja, jb, G, Qs, qa, slope);
         for (int idx = threadIdx.x; idx < G * D; idx += 128) {
             const int r = idx / D, c = idx % D;
             float M = -INFINITY, Lsum = 0.0f, f[4];
@@ -234,13 +248,14 @@ __global__ void k_paged_mma_merge(float *o, float *lse, paged_params p, int D) {
     if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
 }
 
-/* the tensor-core kernel applies to d (bf16 matmuls and pages, heads 64 / 80 / 96 / 128 alike, at most 16 query heads a
- * key/value head, rows and pages on 16-byte boundaries: `aligned`) */
+/* the tensor-core kernel applies to d (bf16 matmuls and pages, heads 64 / 80 / 96 / 128 / 256 alike, at most 16 query
+ * heads a key/value head, rows and pages on 16-byte boundaries: `aligned`; heads of 256: 144 KiB of shared memory, a
+ * block a multiprocessor) */
 static int paged_mma_ok(const vc_attn_desc *d, int aligned) {
     const char *e = getenv("VERLC_CUDA_PAGED_MMA"); /* read per call: a test switches it */
     const int G = d->n_head / d->n_kv_head, D = d->head_dim;
     return !(e && *e == '0') && vc_matmul_precision() == VC_PREC_BF16 && d->kv_bf16 && aligned && G <= 16 &&
-           D == d->v_head_dim && (D == 64 || D == 80 || D == 96 || D == 128) && d->n_kv_head <= 65535;
+           D == d->v_head_dim && (D == 64 || D == 80 || D == 96 || D == 128 || D == 256) && d->n_kv_head <= 65535;
 }
 
 template <int D, bool SPLIT>
@@ -267,6 +282,7 @@ static int launch_paged_mma(const vc_attn_desc *d, const paged_params &p, int al
         VC_PAGED_MMA(80)
         VC_PAGED_MMA(96)
         VC_PAGED_MMA(128)
+        VC_PAGED_MMA(256)
     }
 #undef VC_PAGED_MMA
     if (p.part) k_paged_mma_merge<<<dim3((unsigned)rows, (unsigned)d->n_head), 64, 0, vc_cu_stream()>>>(o, lse, p, D);
