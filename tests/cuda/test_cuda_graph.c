@@ -375,13 +375,18 @@ int main(void) {
         free(a);
         free(b);
     }
-    {   /* keys in chunks of 64 (VERLC_CUDA_PAGED_SPLIT=64; 512 by default): the MoE model's heads of 64 on the
+    {   /* keys in chunks of 64 (VERLC_CUDA_PAGED_SPLIT=64; 512 by default): a dense model's heads of 64 on the
          * tensor-core paged kernel, 56 new tokens, so rows outgrow one chunk mid-decode (a step of another launch: its
          * graph is captured again): bitwise equal to eager, the same tokens as whole rows with log-probs within 1e-2
          * (other f32 sums flip a bf16 rounding of the attention's output now and then, carried over 56 tokens), and not
          * their bits (the chunks ran) */
         vc_set_matmul_precision(VC_PREC_BF16);
-        vc_model *m = model_from_config(CONFIGS[2], 5);
+        vc_model *m = model_from_config(
+            "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", \"hidden_size\": 256,"
+            " \"intermediate_size\": 96, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+            " \"vocab_size\": 260, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
+            " \"tie_word_embeddings\": true, \"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2,"
+            " \"torch_dtype\": \"float32\"}", 5);
         CHECK(m != NULL);
         vc_rollout_stats sg = { 0 }, se = { 0 }, sw = { 0 };
         int ng = 0, ne = 0, nw = 0;
