@@ -749,8 +749,8 @@ static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_de
     same_bits_as("paged, keys in chunks of 64: 1 block a row and head vs the default (lse)", gl[1], gl[0], nl);
     /* decode rows over 64 keys, rows within one chunk (no window or chunked attention), where the tensor-core kernel
      * takes the heads (64 to 128 wide, keys and values alike, at most 16 query heads a key/value head) */
-    const int mma = a->hd == a->dv && (a->hd == 64 || a->hd == 80 || a->hd == 96 || a->hd == 128 || a->hd == 256) &&
-                    a->nh / a->nkv <= 16;
+    const int mma = ((a->hd == a->dv && (a->hd == 64 || a->hd == 80 || a->hd == 96 || a->hd == 128 || a->hd == 256)) ||
+                     (a->hd == 192 && a->dv == 128)) && a->nh / a->nkv <= 16;
     int64_t split = 0, whole = 0;
     for (int s = 0; s < a->nseq && mma && !a->window && !a->chunk; s++)
         if (a->qlen[s] == 1) split += a->kvlen[s] > 64, whole += a->kvlen[s] <= 64;
@@ -771,7 +771,7 @@ static void paged_chunks(const pcase *a, const vc_attn_desc *d, const vc_attn_de
 }
 
 /* bf16 matmuls on bf16 pages (q rounded to bf16 for the CPU): the prefill rows through the flash kernels, the decode
- * rows through the tensor-core paged kernel where the heads allow (64, 80, 96, 128 or 256 wide; q and P in bf16): within
+ * rows through the tensor-core paged kernel where the heads allow (64, 80, 96, 128 or 256 wide, MLA's 192 / 128; q and P in bf16): within
  * the bf16 kernels' tolerances of the CPU; the last sequence alone gives the same bits; VERLC_CUDA_PAGED_MMA=0 puts the decode rows
  * back on the f32 kernel (the CPU's accuracy where there are no prefill rows) */
 static void paged_bf16_matmuls(const pcase *a, const vc_attn_desc *d, const vc_attn_desc *c16,

@@ -366,7 +366,7 @@ static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t rows, in
     p->pcap = 0;
     p->slots = 1;
     if (!keys || kmax <= keys || !paged_mma_ok(d, aligned)) return;
-    const int64_t nch = (kmax + keys - 1) / keys, per = rows * d->n_head * (d->head_dim + 2);
+    const int64_t nch = (kmax + keys - 1) / keys, per = rows * d->n_head * (d->v_head_dim + 2);
     const size_t need = (size_t)(per * nch) * sizeof(float);
     if (need > g_part_bytes) {
         size_t bytes = need + need / 2;
@@ -382,7 +382,7 @@ static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t rows, in
     }
     p->pcap = (int64_t)(g_part_bytes / sizeof(float) / (size_t)per); /* fixed while rows and the buffer are */
     p->part = g_part;
-    p->part_ml = g_part + rows * d->n_head * p->pcap * d->head_dim;
+    p->part_ml = g_part + rows * d->n_head * p->pcap * d->v_head_dim;
     if (slots) p->slots = slots;
     else {
         const int64_t blocks = rows * d->n_kv_head, want = 4 * (int64_t)vc_cu_sm_count();
