@@ -15,6 +15,9 @@
 
 struct pseq {
     int64_t q0, qlen, kvlen, pg; /* pg: first entry of the sequence's pages in the pointer tables */
+    /* keys in chunks: the first partials' slot of the sequence's rows, each row cmax = ceil(kvlen / split) of them
+     * where kvlen > split (paged_slot) */
+    int64_t cpre;
 };
 
 struct paged_params {
@@ -34,15 +37,19 @@ struct paged_params {
     int rq;              /* bf16 matmuls: q rounded to bf16 as it is read (the tensor-core kernels' operand) */
     __nv_bfloat16 *o16;  /* or NULL: the output's bf16 rounding (a held operand: vc_attn_desc.hold_out) */
     /* keys in chunks (the tensor-core kernel; NULL part: none): a row over `split` keys takes them in chunks of split
-     * over `slots` blocks, each chunk's unnormalised sums in part[(launch row, head) * pcap + chunk] (D floats) and its
-     * m and l in part_ml (2 floats) */
+     * over `slots` blocks, chunk c's unnormalised sums of head h in part[(paged_slot(c) * nh + h) * dv] (dv floats)
+     * and its m and l in part_ml[2 (paged_slot(c) * nh + h)] */
     float *part, *part_ml;
-    int64_t split, pcap;
+    int64_t split;
     int slots;
 };
 /* the chunks the keys [j0, j1) take (1: none) */
 __device__ __forceinline__ int paged_chunks(const paged_params &p, int64_t j0, int64_t j1) {
     return p.part && j1 - j0 > p.split ? (int)((j1 - j0 + p.split - 1) / p.split) : 1;
+}
+/* the partials' slot of chunk c of the row at position r of sequence sq (its chunks: at most ceil(kvlen / split)) */
+__device__ __forceinline__ int64_t paged_slot(const paged_params &p, const pseq &sq, int64_t r, int c) {
+    return sq.cpre + r * ((sq.kvlen + p.split - 1) / p.split) + c;
 }
 /* key j's page and slot within its sequence's pages */
 __device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
@@ -185,6 +192,7 @@ static int heads_per_block(int group, int most) {
  * same table when the caller passes k_base / v_base. */
 static char *g_tab_host, *g_tab_dev;
 static size_t g_tab_bytes, g_tab_cap, g_tab_fixed, g_tab_npg; /* the last table; device buffer size */
+static int64_t g_tab_slots; /* the last table's partials' slots (keys in chunks; pseq.cpre) */
 static int g_tab_aligned; /* the last table's page offsets all on 16-byte boundaries */
 static float *g_part;      /* keys in chunks: the chunks' partials (split_setup), grown as needed */
 static size_t g_part_bytes;
@@ -254,7 +262,7 @@ static void page_bases(const vc_attn_desc *d, int64_t P, const float **kb, const
 
 /* the page table for d, uploaded (or found unchanged) on the device; NULL on failure */
 static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t seq_b, size_t fixed, size_t *cap_out,
-                         const float **kbase, const float **vbase, const char *op) {
+                         int64_t split, const float **kbase, const float **vbase, const char *op) {
     int64_t npg = 0;
     for (int s = 0; s < d->n_seq; s++) npg += (d->kv_len[s] + P - 1) / P;
     /* page capacity: what the buffer holds beyond the fixed part (the same layout while it fits) */
@@ -270,11 +278,12 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
     int32_t *rs = (int32_t *)(h + seq_b);
     int64_t *kp = (int64_t *)(h + fixed), *vp = kp + cap;
     page_bases(d, P, kbase, vbase);
-    int64_t at = 0;
+    int64_t at = 0, slots = 0;
     g_tab_aligned = 1;
     for (int s = 0; s < d->n_seq; s++) {
-        int64_t n = (d->kv_len[s] + P - 1) / P;
-        sq[s] = pseq{ d->q_start[s], d->q_start[s + 1] - d->q_start[s], d->kv_len[s], at };
+        int64_t n = (d->kv_len[s] + P - 1) / P, qlen = d->q_start[s + 1] - d->q_start[s];
+        sq[s] = pseq{ d->q_start[s], qlen, d->kv_len[s], at, slots };
+        if (split > 0 && d->kv_len[s] > split) slots += qlen * ((d->kv_len[s] + split - 1) / split);
         for (int64_t i = 0; i < n; i++) { /* in elements: bf16 pages count 2-byte values */
             int64_t kb = (const char *)d->k_pages[s][i] - (const char *)*kbase;
             int64_t vb = (const char *)d->v_pages[s][i] - (const char *)*vbase;
@@ -286,6 +295,7 @@ static char *build_table(const vc_attn_desc *d, int64_t P, int64_t row0, size_t 
         for (int64_t r = d->q_start[s]; r < d->q_start[s + 1]; r++) rs[r - row0] = s;
     }
     *cap_out = cap;
+    g_tab_slots = slots;
     return table_upload(h, bytes, fixed, (size_t)npg, op); /* refilled in replays too: the graph reads it */
 }
 
@@ -353,21 +363,19 @@ static void split_conf(int64_t *keys, int *slots) {
     *slots = (int)z;
 }
 
-/* p's chunks for `rows` launched rows whose sequences hold at most kmax keys: where the tensor-core kernel takes them
- * and a row may span over a chunk, the partials' buffer (grown to fit: a move drops the graphs that read the old one,
- * and an allocation is no graph step) and the blocks a row; p->part NULL otherwise (also when there is no room). Done
- * before the op's entry, so that a replay grows the buffer too. */
-static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t rows, int64_t kmax, int aligned) {
-    int64_t keys;
-    int slots;
-    split_conf(&keys, &slots);
+/* p's chunks (keys a chunk and blocks a row from split_conf) for the rows of a table of `nslots` partials' slots
+ * (g_tab_slots) whose sequences hold at most kmax keys: where the tensor-core kernel takes them and a row may span over
+ * a chunk, the partials' buffer (grown to fit: a move drops the graphs that read the old one, and an allocation is no
+ * graph step) and the blocks a row; p->part NULL otherwise (also when there is no room). Done before the op's entry,
+ * so that a replay grows the buffer too. */
+static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t keys, int slots, int64_t nslots, int64_t rows,
+                        int64_t kmax, int aligned) {
     p->part = p->part_ml = NULL;
     p->split = keys;
-    p->pcap = 0;
     p->slots = 1;
-    if (!keys || kmax <= keys || !paged_mma_ok(d, aligned)) return;
-    const int64_t nch = (kmax + keys - 1) / keys, per = rows * d->n_head * (d->v_head_dim + 2);
-    const size_t need = (size_t)(per * nch) * sizeof(float);
+    if (!keys || kmax <= keys || nslots <= 0 || !paged_mma_ok(d, aligned)) return;
+    const int64_t per = (int64_t)d->n_head * (d->v_head_dim + 2); /* floats a slot */
+    const size_t need = (size_t)(per * nslots) * sizeof(float);
     if (need > g_part_bytes) {
         size_t bytes = need + need / 2;
         float *buf = (float *)vc_cuda_malloc(bytes);
@@ -380,15 +388,14 @@ static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t rows, in
         g_part_bytes = bytes;
         vc_cu_graphs_stale(); /* captured kernels point into the old buffer */
     }
-    p->pcap = (int64_t)(g_part_bytes / sizeof(float) / (size_t)per); /* fixed while rows and the buffer are */
+    /* the m and l after the sums of every slot the buffer holds: fixed while the buffer is */
     p->part = g_part;
-    p->part_ml = g_part + rows * d->n_head * p->pcap * d->v_head_dim;
+    p->part_ml = g_part + (int64_t)(g_part_bytes / sizeof(float) / (size_t)per) * d->n_head * d->v_head_dim;
     if (slots) p->slots = slots;
     else {
         const int64_t blocks = rows * d->n_kv_head, want = 4 * (int64_t)vc_cu_sm_count();
         p->slots = (int)(blocks >= want ? 1 : (want + blocks - 1) / blocks > 64 ? 64 : (want + blocks - 1) / blocks);
     }
-    if (p->slots > p->pcap) p->slots = (int)p->pcap;
 }
 
 /* ---- prefill rows through the flash kernels ----
@@ -553,19 +560,22 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
     size_t fixed = seq_b + rs_b, cap = 0;
     const float *kbase = NULL, *vbase = NULL;
     char *dev;
+    int64_t keys; /* keys in chunks: keys a chunk (0: none) and blocks a row (0: by the grid) */
+    int slots;
+    split_conf(&keys, &slots);
     if (d->same_pages && d->k_base && d->v_base && g_tab_host && g_tab_fixed == fixed) {
         /* the next layer of the same forward: the table on the device already holds these pages */
         dev = g_tab_dev;
         cap = (g_tab_bytes - fixed) / 16;
         kbase = d->k_base;
         vbase = d->v_base;
-    } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, &kbase, &vbase, op)))
+    } else if (!(dev = build_table(d, P, row0, seq_b, fixed, &cap, keys, &kbase, &vbase, op)))
         return;
     const int prefill = rows > d->n_seq;
     paged_params sp = {}; /* its chunk fields: before the entry, which a replay does not pass */
     int64_t kvmax = 0;
     for (int s = 0; s < d->n_seq; s++) kvmax = d->kv_len[s] > kvmax ? d->kv_len[s] : kvmax;
-    split_setup(d, &sp, rows, kvmax, paged_aligned(d, kbase ? kbase : q, vbase ? vbase : q));
+    split_setup(d, &sp, keys, slots, g_tab_slots, rows, kvmax, paged_aligned(d, kbase ? kbase : q, vbase ? vbase : q));
     /* the profile tells decode steps (a row per sequence) from prefill chunks apart; a graph, steps with keys in chunks
      * (another launch) from steps without */
     if (sp.part) op = prefill ? "attention forward, paged prefill, keys in chunks" : "attention forward, paged decode, keys in chunks";

@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
             float a = 0.0f;
             for (int w = 0; w < 4; w++) a += Am[(w * 16 + r) * DV + c] * f[w];
             if (SPLIT && nch > 1) { /* the chunk's partial: merged by k_paged_mma_merge */
-                const int64_t slot = ((int64_t)blockIdx.x * p.nh + h0 + r) * p.pcap + ch;
+                const int64_t slot = paged_slot(p, sq, row - sq.q0, ch) * p.nh + h0 + r;
                 p.part[slot * DV + c] = a;
                 if (c == 0) p.part_ml[2 * slot] = M, p.part_ml[2 * slot + 1] = Lsum;
                 continue;
@@ -239,17 +239,18 @@ __global__ void k_paged_mma_merge(float *o, float *lse, paged_params p, int D) {
     paged_range(p, sq, pos, &j0, &j1);
     const int nch = paged_chunks(p, j0, j1), h = blockIdx.y;
     if (nch < 2) return;
-    const int64_t s0 = ((int64_t)blockIdx.x * p.nh + h) * p.pcap;
+    const int64_t s0 = paged_slot(p, sq, row - sq.q0, 0) * p.nh + h; /* chunk k: s0 + k nh */
     const float *ml = p.part_ml + 2 * s0;
+    const int64_t st = 2 * (int64_t)p.nh;
     float M = -INFINITY, L = 0.0f;
-    for (int c = 0; c < nch; c++) M = fmaxf(M, ml[2 * c]);
+    for (int c = 0; c < nch; c++) M = fmaxf(M, ml[c * st]);
     const float M0 = M; /* the chunks' factors exp(m - M0), taken before the sink moves M */
-    for (int c = 0; c < nch; c++) L += ml[2 * c] == -INFINITY ? 0.0f : ml[2 * c + 1] * expf(ml[2 * c] - M0);
+    for (int c = 0; c < nch; c++) L += ml[c * st] == -INFINITY ? 0.0f : ml[c * st + 1] * expf(ml[c * st] - M0);
     const float sf = vc_attn_sink_fold(p, h, &M, &L), inv = L > 0 ? sf / L : 0.0f;
     for (int c = threadIdx.x; c < D; c += blockDim.x) {
         float a = 0.0f;
         for (int k = 0; k < nch; k++)
-            if (ml[2 * k] != -INFINITY) a += p.part[(s0 + k) * D + c] * expf(ml[2 * k] - M0);
+            if (ml[k * st] != -INFINITY) a += p.part[(s0 + k * p.nh) * D + c] * expf(ml[k * st] - M0);
         o[(row * p.nh + h) * D + c] = a * inv;
         if (p.o16) p.o16[(row * p.nh + h) * D + c] = __float2bfloat16_rn(a * inv);
     }
