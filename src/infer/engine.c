@@ -87,20 +87,24 @@ static double budget_bytes(const vc_rollout_engine *e) {
     return e->o.kv_budget_bytes > 0 ? e->o.kv_budget_bytes : e->o.kv_fraction * available_bytes();
 }
 
-/* linear-attention models: state slots for max_batch running sequences, a forking prompt and the padding rows, at
- * most half of the KV budget (fewer slots run fewer sequences at once); 0 for other models */
-static int state_slots(const vc_rollout_engine *e) {
+/* linear-attention models: state slots for the running sequences (max_batch, or fewer when a call has fewer
+ * samples: `seqs`), a forking prompt and the padding rows, at most half of the KV budget (fewer slots run fewer
+ * sequences at once); 0 for other models */
+static int state_slots(const vc_rollout_engine *e, int64_t seqs) {
     int64_t sf = vc_lin_state_floats(vc_model_cfg(e->m));
     if (!sf) return 0;
     double fit = 0.5 * budget_bytes(e) / ((double)sf * sizeof(float));
-    int want = e->o.max_batch + 2;
+    int want = (seqs < e->o.max_batch ? (int)seqs : e->o.max_batch) + 2;
     return fit >= want ? want : fit >= 3 ? (int)fit : 3;
 }
 
-int64_t vc_rollout_budget_pages(const vc_rollout_engine *e) {
-    double bytes = budget_bytes(e) - (double)state_slots(e) * (double)vc_lin_state_floats(vc_model_cfg(e->m)) * 4.0;
+/* the KV pages the budget holds beside the states of `seqs` running sequences */
+static int64_t budget_pages_for(const vc_rollout_engine *e, int64_t seqs) {
+    double bytes = budget_bytes(e) - (double)state_slots(e, seqs) * (double)vc_lin_state_floats(vc_model_cfg(e->m)) * 4.0;
     return bytes > 0 ? (int64_t)(bytes / (double)page_bytes(e)) : 0;
 }
+
+int64_t vc_rollout_budget_pages(const vc_rollout_engine *e) { return budget_pages_for(e, e->o.max_batch); }
 
 static int64_t pages_for(const vc_rollout_engine *e, int64_t tokens) {
     return (tokens + e->o.page_tokens - 1) / e->o.page_tokens;
@@ -555,12 +559,14 @@ static vc_status alloc_outputs(vc_run *R, int64_t total) {
     return VC_OK;
 }
 
-/* pool pages: the budget, capped at what this call could ever hold at once */
-static int64_t pool_pages(const vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, int max_new) {
+/* pool pages: the budget (beside the states of the call's `seqs` samples), capped at what this call could ever hold
+ * at once */
+static int64_t pool_pages(const vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, int max_new,
+                          int64_t seqs) {
     int64_t most = 0;
     for (int r = 0; r < n_req; r++)
         most += pages_for(e, reqs[r].prompt_len) + reqs[r].n_samples * pages_for(e, reqs[r].prompt_len + max_new);
-    int64_t b = vc_rollout_budget_pages(e);
+    int64_t b = budget_pages_for(e, seqs);
     return b < most ? b : most;
 }
 
@@ -607,12 +613,13 @@ static vc_status pool_open(vc_rollout_engine *e, vc_run *R, int64_t np, int pad,
 static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, int n_req, const vc_sampling *s,
                           vc_rollout_sample **out, int *n_out);
 
-/* linear-attention models: a state slot for every sequence that may run at once (max_batch, and a prompt forking
- * into its samples, within half of the KV budget: state_slots), and one for padding rows */
-static vc_status state_open(vc_rollout_engine *e, vc_run *R) {
+/* linear-attention models: a state slot for every sequence that may run at once (max_batch or the call's `seqs`
+ * samples, and a prompt forking into its samples, within half of the KV budget: state_slots), and one for padding
+ * rows */
+static vc_status state_open(vc_rollout_engine *e, vc_run *R, int64_t seqs) {
     R->state_floats = vc_lin_state_floats(vc_model_cfg(e->m));
     if (!R->state_floats) return VC_OK;
-    R->n_slots = state_slots(e);
+    R->n_slots = state_slots(e, seqs);
     if (R->max_seqs > R->n_slots - 2) R->max_seqs = R->n_slots - 2; /* the slots the budget holds run at once */
     size_t bytes = sizeof(float) * (size_t)R->n_slots * (size_t)R->state_floats;
     R->state = R->pool.be->alloc(bytes);
@@ -638,7 +645,9 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
                           vc_rollout_sample **out, int *n_out) {
     *out = NULL;
     *n_out = 0;
-    int64_t budget = vc_rollout_budget_pages(e);
+    int64_t seqs = 0; /* the call's samples: at most so many run at once (and hold linear-attention states) */
+    for (int r = 0; r < n_req && reqs; r++) seqs += reqs[r].n_samples > 0 ? reqs[r].n_samples : 0;
+    int64_t budget = budget_pages_for(e, seqs);
     vc_status st = check_inputs(e, reqs, n_req, s, budget);
     if (st) return st;
     memset(&e->stats, 0, sizeof e->stats);
@@ -673,7 +682,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
         empty_outputs(&R, total);
         goto out;
     }
-    int64_t np = pool_pages(e, reqs, n_req, s->max_new_tokens);
+    int64_t np = pool_pages(e, reqs, n_req, s->max_new_tokens, seqs);
     if (vc_model_backend(e->m)->alloc != prev->alloc) {
         st = vc_fail(VC_ERR_ARG, "rollout: the model's weights are in %s memory but the active backend is %s",
                      vc_model_backend(e->m)->name, prev->name);
@@ -681,7 +690,7 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     }
     /* decode steps on the GPU pad their rows to graph sizes: one more page for the padding rows to write into */
     int pad = vc_backend_cuda() && prev == vc_backend_cuda();
-    if ((st = pool_open(e, &R, np, pad, prev)) || (st = state_open(e, &R))) goto out;
+    if ((st = pool_open(e, &R, np, pad, prev)) || (st = state_open(e, &R, seqs))) goto out;
     e->stats.pool_pages = np;
     e->stats.page_tokens = e->o.page_tokens;
     e->stats.page_bytes = (int64_t)page_bytes(e);
