@@ -32,7 +32,7 @@ static int usage(void) {
     fprintf(stderr,
             "usage: verlc generate --model DIR --input prompts.jsonl --output out.jsonl [--tokenizer DIR]\n"
             "  [--n N] [--seed S] [--temperature T] [--top-p P] [--top-k K] [--min-p M] [--max-new-tokens N]\n"
-            "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B] [--threads N]\n"
+            "  [--greedy] [--stop STR]... [--kv-budget BYTES|--kv-fraction F] [--max-batch B (256)] [--threads N]\n"
             "  [--max-prompt-len N --overlong skip|truncate|error] " VC_DEVICE_USAGE "\n");
     return 2;
 }
@@ -50,7 +50,7 @@ static double parse_bytes(const char *s) {
 }
 
 static int parse_args(int argc, char **argv, gen_args *a) {
-    *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 64, .overlong = OVER_ERROR };
+    *a = (gen_args){ .n = 1, .max_new = 256, .temperature = 1.0f, .top_p = 1.0f, .max_batch = 256, .overlong = OVER_ERROR };
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--greedy")) { a->greedy = 1; continue; }
