@@ -102,19 +102,20 @@ __device__ __forceinline__ float gdn_g(const float *g, int gk, int64_t t, int nv
 /* The state's column sits in shared memory or scratch behind a generic pointer that the compiler cannot tell apart
  * from the state, tap and kept-state arrays it copies to and from, nor from q and k: a loop that loads and stores an
  * element at a time waits out each load's latency before the next (the column's copy in from memory took 128 memory
- * latencies a token at dk 128). The loops below take GDN_B rows at a time, every load of a batch before its first
- * store, the arithmetic in the same order: the same bits. */
+ * latencies a token at dk 128). The loops below take GDN_B rows at a time (the copies GDN_CB), every load of a batch
+ * before its first store, the arithmetic in the same order: the same bits. */
 #define GDN_B 8
+#define GDN_CB 32 /* rows a batch of a column's copy (its loads in flight at once) */
 
 /* dst[a * dv + j] = src ? src[a * dv + j] : 0 for a < dk (a column's copy) */
 __device__ __forceinline__ void gdn_col_copy(float *dst, const float *src, int dk, int dv, int j) {
     int a = 0;
-    for (; a + GDN_B <= dk; a += GDN_B) {
-        float r[GDN_B];
+    for (; a + GDN_CB <= dk; a += GDN_CB) {
+        float r[GDN_CB];
 #pragma unroll
-        for (int u = 0; u < GDN_B; u++) r[u] = src ? src[(a + u) * dv + j] : 0.0f;
+        for (int u = 0; u < GDN_CB; u++) r[u] = src ? src[(a + u) * dv + j] : 0.0f;
 #pragma unroll
-        for (int u = 0; u < GDN_B; u++) dst[(a + u) * dv + j] = r[u];
+        for (int u = 0; u < GDN_CB; u++) dst[(a + u) * dv + j] = r[u];
     }
     for (; a < dk; a++) dst[a * dv + j] = src ? src[a * dv + j] : 0.0f;
 }
