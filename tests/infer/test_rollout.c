@@ -453,6 +453,23 @@ static void suite(vc_model *m, const char *what, const vc_sampling *spp, int n) 
     printf("%s preemption: %lld pages of 4 tokens, %lld preemptions, %lld steps\n", what, (long long)ps.pool_pages,
            (long long)ps.preemptions, (long long)ps.steps);
     vc_rollout_samples_free(o, n2);
+    /* a linear-attention model's state slots follow the call's samples, not max_batch: a bound of 1,024 sequences leaves
+     * the KV pages a bound of the call's NP * n leaves (a bound's worth of slots took up to half the budget) */
+    if (vc_lin_state_floats(vc_model_cfg(m))) {
+        double b2 = 20.0 * (double)pb + 400.0 * (double)vc_lin_state_floats(vc_model_cfg(m)); /* 100 slots' states */
+        vc_rollout_stats s1, s2;
+        int n3 = 0;
+        vc_rollout_sample *o1 = generate(m, &sp, (run_cfg){ 1024, 2, 0, 7, 4, b2 }, n, &n2, &s1);
+        vc_rollout_sample *o2 = generate(m, &sp, (run_cfg){ NP * n, 2, 0, 7, 4, b2 }, n, &n3, &s2);
+        CHECK_MSG(o1 && o2 && n2 == nr && n3 == nr && same_samples(ref, o1, nr) && same_samples(ref, o2, nr),
+                  "%s: max_batch 1024 or %d differs", what, NP * n);
+        CHECK_MSG(o1 && o2 && s1.pool_pages == s2.pool_pages, "%s: KV pages with max_batch 1024: %lld, with %d: %lld",
+                  what, (long long)s1.pool_pages, NP * n, (long long)s2.pool_pages);
+        printf("%s state slots: max_batch 1024 and %d both leave %lld KV pages of 4 tokens\n", what, NP * n,
+               (long long)s1.pool_pages);
+        vc_rollout_samples_free(o1, n2);
+        vc_rollout_samples_free(o2, n3);
+    }
     /* rollout log-probs against the training path */
     double mean, max;
     compare_train_logprobs(m, ref, nr, &mean, &max);
