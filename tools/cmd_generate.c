@@ -85,6 +85,7 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     if (!a->model || !a->input || !a->output) return 0;
     if (!a->tok_dir) a->tok_dir = a->model;
     if (a->n < 1) { fprintf(stderr, "verlc: generate: --n must be >= 1\n"); return 0; }
+    if (a->max_batch < 1) { fprintf(stderr, "verlc: generate: --max-batch must be >= 1\n"); return 0; }
     return 1;
 }
 

@@ -653,11 +653,8 @@ static vc_status generate(vc_rollout_engine *e, const vc_rollout_request *reqs, 
     memset(&e->stats, 0, sizeof e->stats);
     vc_run R = { .e = e, .reqs = reqs, .n_req = n_req, .sp = s, .max_seqs = e->o.max_batch, .t_start = vc_now(),
                  .last_decode = -1, .pad_page = -1 };
-    int64_t total = 0, max_n = 1;
-    for (int r = 0; r < n_req; r++) {
-        total += reqs[r].n_samples;
-        max_n = reqs[r].n_samples > max_n ? reqs[r].n_samples : max_n;
-    }
+    int64_t total = seqs, max_n = 1; /* (check_inputs took every n_samples >= 1) */
+    for (int r = 0; r < n_req; r++) max_n = reqs[r].n_samples > max_n ? reqs[r].n_samples : max_n;
     int64_t whole = 0; /* a sequence with images is computed whole: up to its prompt and all its new tokens at once */
     for (int r = 0; r < n_req; r++)
         if (reqs[r].images && reqs[r].images->n > 0 && reqs[r].prompt_len + s->max_new_tokens > whole)

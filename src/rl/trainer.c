@@ -69,7 +69,10 @@ static vc_status read_rollout(vc_rl_trainer *t, const vc_config *c) {
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.gpu_memory_utilization must be in (0, 1] (got %g)",
                        t->kv_fraction);
     /* verl's rollout.max_num_seqs (its generated defaults give 256); 0 or null takes that too, not the engine's 64 */
-    t->max_seqs = max_seqs > 0 && max_seqs < 1 << 20 ? (int)max_seqs : 256;
+    if (max_seqs < 0 || max_seqs >= 1 << 20)
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.max_num_seqs must be in [0, 2^20) (got %lld)",
+                       (long long)max_seqs);
+    t->max_seqs = max_seqs > 0 ? (int)max_seqs : 256;
     if (mbt < 1 || mbt > 1 << 24)
         return vc_fail(VC_ERR_ARG, "actor_rollout_ref.rollout.max_num_batched_tokens must be in [1, 2^24] (got %lld)",
                        (long long)mbt);

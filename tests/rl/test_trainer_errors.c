@@ -193,6 +193,7 @@ int main(void) {
     expect("actor_rollout_ref.actor.loss_agg_mode=mean", VC_ERR_ARG, "loss_agg_mode", NULL);
     expect("actor_rollout_ref.actor.policy_loss.loss_mode=ppo3", VC_ERR_UNSUPPORTED, "loss_mode", "ppo3");
     expect("actor_rollout_ref.actor.tau_neg=0", VC_ERR_ARG, "tau_neg", NULL);
+    expect("actor_rollout_ref.rollout.max_num_seqs=-3", VC_ERR_ARG, "max_num_seqs", "-3");
     expect("algorithm.filter_groups.enable=true|algorithm.filter_groups.max_num_gen_batches=2|"
            "actor_rollout_ref.rollout.n=2|data.gen_batch_size=2", VC_ERR_ARG, "filter_groups", "max_num_gen_batches=2");
     expect("algorithm.filter_groups.enable=true|algorithm.filter_groups.metric=bleu", VC_ERR_ARG, "metric", "bleu");

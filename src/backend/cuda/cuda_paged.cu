@@ -51,6 +51,15 @@ __device__ __forceinline__ int paged_chunks(const paged_params &p, int64_t j0, i
 __device__ __forceinline__ int64_t paged_slot(const paged_params &p, const pseq &sq, int64_t r, int c) {
     return sq.cpre + r * ((sq.kvlen + p.split - 1) / p.split) + c;
 }
+/* column c (of D) of head h of `row`'s output from its unnormalised sum a at running max M and sum L, the head's sink
+ * folded in: o, its bf16 rounding (p.o16) and, at column 0, the log-sum-exp */
+__device__ __forceinline__ void paged_store(const paged_params &p, float *o, float *lse, int64_t row, int h, int c,
+                                            int D, float a, float M, float L) {
+    const float sf = vc_attn_sink_fold(p, h, &M, &L), inv = L > 0 ? sf / L : 0.0f;
+    o[(row * p.nh + h) * D + c] = a * inv;
+    if (p.o16) p.o16[(row * p.nh + h) * D + c] = __float2bfloat16_rn(a * inv);
+    if (lse && c == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
+}
 /* key j's page and slot within its sequence's pages */
 __device__ __forceinline__ int64_t page_of(const paged_params &p, int64_t j) { return vc_udiv_do(p.pdiv, (uint32_t)j); }
 
@@ -364,16 +373,16 @@ static void split_conf(int64_t *keys, int *slots) {
 }
 
 /* p's chunks (keys a chunk and blocks a row from split_conf) for the rows of a table of `nslots` partials' slots
- * (g_tab_slots) whose sequences hold at most kmax keys: where the tensor-core kernel takes them and a row may span over
- * a chunk, the partials' buffer (grown to fit: a move drops the graphs that read the old one, and an allocation is no
+ * (g_tab_slots: none unless some sequence holds over `keys` keys): where the tensor-core kernel takes them, the
+ * partials' buffer (grown to fit: a move drops the graphs that read the old one, and an allocation is no
  * graph step) and the blocks a row; p->part NULL otherwise (also when there is no room). Done before the op's entry,
  * so that a replay grows the buffer too. */
 static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t keys, int slots, int64_t nslots, int64_t rows,
-                        int64_t kmax, int aligned) {
+                        int aligned) {
     p->part = p->part_ml = NULL;
     p->split = keys;
     p->slots = 1;
-    if (!keys || kmax <= keys || nslots <= 0 || !paged_mma_ok(d, aligned)) return;
+    if (!keys || nslots <= 0 || !paged_mma_ok(d, aligned)) return;
     const int64_t per = (int64_t)d->n_head * (d->v_head_dim + 2); /* floats a slot */
     const size_t need = (size_t)(per * nslots) * sizeof(float);
     if (need > g_part_bytes) {
@@ -391,11 +400,8 @@ static void split_setup(const vc_attn_desc *d, paged_params *p, int64_t keys, in
     /* the m and l after the sums of every slot the buffer holds: fixed while the buffer is */
     p->part = g_part;
     p->part_ml = g_part + (int64_t)(g_part_bytes / sizeof(float) / (size_t)per) * d->n_head * d->v_head_dim;
-    if (slots) p->slots = slots;
-    else {
-        const int64_t blocks = rows * d->n_kv_head, want = 4 * (int64_t)vc_cu_sm_count();
-        p->slots = (int)(blocks >= want ? 1 : (want + blocks - 1) / blocks > 64 ? 64 : (want + blocks - 1) / blocks);
-    }
+    const int64_t blocks = rows * d->n_kv_head, z = (4 * (int64_t)vc_cu_sm_count() + blocks - 1) / blocks;
+    p->slots = slots ? slots : z < 1 ? 1 : z > 64 ? 64 : (int)z;
 }
 
 /* ---- prefill rows through the flash kernels ----
@@ -573,9 +579,7 @@ void vc_cu_attn_fwd_paged(float *o, float *lse, const float *q, const vc_attn_de
         return;
     const int prefill = rows > d->n_seq;
     paged_params sp = {}; /* its chunk fields: before the entry, which a replay does not pass */
-    int64_t kvmax = 0;
-    for (int s = 0; s < d->n_seq; s++) kvmax = d->kv_len[s] > kvmax ? d->kv_len[s] : kvmax;
-    split_setup(d, &sp, keys, slots, g_tab_slots, rows, kvmax, paged_aligned(d, kbase ? kbase : q, vbase ? vbase : q));
+    split_setup(d, &sp, keys, slots, g_tab_slots, rows, paged_aligned(d, kbase ? kbase : q, vbase ? vbase : q));
     /* the profile tells decode steps (a row per sequence) from prefill chunks apart; a graph, steps with keys in chunks
      * (another launch) from steps without */
     if (sp.part) op = prefill ? "attention forward, paged prefill, keys in chunks" : "attention forward, paged decode, keys in chunks";

@@ -1,7 +1,8 @@
 /* Paged attention on tensor cores (included by cuda_paged.cu; with bf16 matmuls and bf16 pages, heads of 64, 80, 96,
  * 128 or 256, or MLA's 192 / 128, up to 16 query heads a key/value head; VERLC_CUDA_PAGED_MMA=0: the kernels above).
- * One block of 4 warps per (query row, key/value head): the group's query heads are the 16 rows of mma.sync's A operand (q rounded to bf16,
- * rows past the group zero), so a key tile is read once for the whole group and multiplied, not walked lane by lane.
+ * One block of 4 warps per (query row, key/value head): the group's query heads are the 16 rows of mma.sync's A
+ * operand (q rounded to bf16, rows past the group zero), so a key tile is read once for the whole group and
+ * multiplied, not walked lane by lane.
  * The visible keys go in tiles of 64, copied out of their pages by cp.async into two buffers (the next tile's copy in
  * flight while the current one is multiplied); warp w takes keys 16w .. 16w + 15 of each tile: S = Q K^T in
  * registers, its online softmax (f32), P rounded to bf16 and O += P V with V's fragments by ldmatrix.trans. The warps'
@@ -23,7 +24,6 @@ struct paged_mma_smem {
     static_assert((size_t)4 * 16 * DV * 4 + 4 * 16 * 2 * 4 <= (size_t)2 * PMT * (LDK + LDV) * 2, "merge area");
 };
 
-/* the key tile at t0 (rows below j1) into the buffers Kb / Vb by cp.async (one group); rows past j1 zero */
 /* rows t0 .. t0 + PMT - 1 of one side (keys or values: W wide, LDW the pitch) into B (rows past j1 zero) */
 template <int W, int LDW>
 __device__ __forceinline__ void paged_mma_copy_side(pbf16 *B, const pbf16 *base, const int64_t *off, int64_t stride,
@@ -212,12 +212,8 @@ __global__ void __launch_bounds__(128) k_attn_paged_mma(float *o, float *lse, co
                 const int64_t slot = paged_slot(p, sq, row - sq.q0, ch) * p.nh + h0 + r;
                 p.part[slot * DV + c] = a;
                 if (c == 0) p.part_ml[2 * slot] = M, p.part_ml[2 * slot + 1] = Lsum;
-                continue;
-            }
-            const float sf = vc_attn_sink_fold(p, h0 + r, &M, &Lsum), inv = Lsum > 0 ? sf / Lsum : 0.0f;
-            o[(row * p.nh + h0 + r) * DV + c] = a * inv;
-            if (p.o16) p.o16[(row * p.nh + h0 + r) * DV + c] = __float2bfloat16_rn(a * inv);
-            if (lse && c == 0) lse[row * p.nh + h0 + r] = Lsum > 0 ? M + logf(Lsum) : -INFINITY;
+            } else
+                paged_store(p, o, lse, row, h0 + r, c, DV, a, M, Lsum);
         }
         if (!SPLIT) return;
         ch += (int)gridDim.z;
@@ -244,17 +240,13 @@ __global__ void k_paged_mma_merge(float *o, float *lse, paged_params p, int D) {
     const int64_t st = 2 * (int64_t)p.nh;
     float M = -INFINITY, L = 0.0f;
     for (int c = 0; c < nch; c++) M = fmaxf(M, ml[c * st]);
-    const float M0 = M; /* the chunks' factors exp(m - M0), taken before the sink moves M */
-    for (int c = 0; c < nch; c++) L += ml[c * st] == -INFINITY ? 0.0f : ml[c * st + 1] * expf(ml[c * st] - M0);
-    const float sf = vc_attn_sink_fold(p, h, &M, &L), inv = L > 0 ? sf / L : 0.0f;
+    for (int c = 0; c < nch; c++) L += ml[c * st] == -INFINITY ? 0.0f : ml[c * st + 1] * expf(ml[c * st] - M);
     for (int c = threadIdx.x; c < D; c += blockDim.x) {
         float a = 0.0f;
         for (int k = 0; k < nch; k++)
-            if (ml[k * st] != -INFINITY) a += p.part[(s0 + k * p.nh) * D + c] * expf(ml[k * st] - M0);
-        o[(row * p.nh + h) * D + c] = a * inv;
-        if (p.o16) p.o16[(row * p.nh + h) * D + c] = __float2bfloat16_rn(a * inv);
+            if (ml[k * st] != -INFINITY) a += p.part[(s0 + k * p.nh) * D + c] * expf(ml[k * st] - M);
+        paged_store(p, o, lse, row, h, c, D, a, M, L);
     }
-    if (lse && threadIdx.x == 0) lse[row * p.nh + h] = L > 0 ? M + logf(L) : -INFINITY;
 }
 
 /* the head sizes (keys, values) the tensor-core kernel is built for: equal 64 / 80 / 96 / 128 / 256, and multi-head
