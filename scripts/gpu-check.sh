@@ -473,6 +473,13 @@ bench_moe() {
     # shellcheck disable=SC2086
     step "bench generate qwen3-30b-a3b shape, 4 layers, bf16 (batch 256, 128 + 128)" 60 "$BIN" bench generate \
         --config "$CUT" --batch 256 --prompt 128 --new 128 $P
+    # the grouped expert GEMMs' WMMA kernel (64 x 64 tiles, no asynchronous copies) beside the default mma.sync one
+    # shellcheck disable=SC2086
+    [ "$(left)" -gt 120 ] && step "bench train qwen3-30b-a3b shape, 4 layers, bf16 (16 x 512), VERLC_CUDA_MOE_MMA=0" 60 \
+        env VERLC_CUDA_MOE_MMA=0 "$BIN" bench train --config "$CUT" --tokens 8192 --seqs 16 --iters 3 $P
+    # shellcheck disable=SC2086
+    [ "$(left)" -gt 100 ] && step "bench generate qwen3-30b-a3b shape, 4 layers, bf16 (batch 256, 128 + 128), VERLC_CUDA_MOE_MMA=0" \
+        60 env VERLC_CUDA_MOE_MMA=0 "$BIN" bench generate --config "$CUT" --batch 256 --prompt 128 --new 128 $P
     rm -f "$CUT"
 }
 # A Qwen3.5-shaped Gated DeltaNet hybrid (18 linear-attention layers, 6 gated attention; the recurrence token by

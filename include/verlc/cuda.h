@@ -88,6 +88,8 @@ vc_status vc_cuda_gemm_algos(int64_t M, int64_t N, int64_t K, const uint16_t *A,
 vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, const int64_t *cols, int n);
 void vc_cuda_bf16_shadow_drop(void);
 int vc_cuda_bf16_shadow_hits(void); /* GEMM operands served from the copies since the last add */
+/* launches of the grouped expert GEMMs' mma.sync kernel (rows mode, bf16 matmuls) so far (tests) */
+int vc_cuda_moe_mma_launches(void);
 /* where the registered copy of w (rows x cols, its first row) lies on the device, or NULL (not registered; tests) */
 const void *vc_cuda_bf16_copy_at(const float *w, int64_t rows, int64_t cols);
 /* The device's promised dense peak in FLOP/s for MFU figures (bf16 tensor cores, or f32): verl's figures

@@ -1252,6 +1252,69 @@ static void moe_rows_copy_case(const int64_t *off) {
     CHECK_MSG(same && hits == 1, "grouped gemm with a bf16 weight copy differs (or the copy was not used)");
 }
 
+/* The mma.sync kernel (rows mode, bf16 matmuls: K, and N for [k][n] weights, multiples of 8, rows on 16-byte
+ * boundaries): 600 tokens x 2 choices over 40 experts, expert 0 with several 128-row tiles; N 136 (a partial
+ * column tile), K 72 (a partial k step) and 264 (9 steps over 3 stages); bf16 or f32 A, the weights f32 or through
+ * their bf16 copy; bitwise equal to the WMMA kernel (VERLC_CUDA_MOE_MMA=0) and near the CPU */
+static void moe_mma_case(const int64_t *off, int64_t R, int tb, int a16, int b16, float beta, int64_t N, int64_t K) {
+    int64_t lda = K + 8, ldc = N + 1;
+    float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(ME * N * K), 1), *Cm = hrand((size_t)(R * ldc), 1);
+    const void *hA = a16 ? (const void *)bf16_of(A, R * lda) : (const void *)A;
+    void *dA = dcopy(hA, (size_t)(R * lda) * (a16 ? 2 : 4));
+    float *dB = dup_f(B, (size_t)(ME * N * K)), *c1 = dup_f(Cm, (size_t)(R * ldc)), *c2 = dup_f(Cm, (size_t)(R * ldc));
+    int64_t *doff = dcopy(off, (ME + 1) * 8);
+    if (b16) {
+        const float *w[1] = { dB };
+        int64_t rows = ME * (tb ? N : K), cols = tb ? K : N;
+        CHECK_OK(vc_cuda_bf16_shadow_add(w, &rows, &cols, 1));
+    }
+    int n0 = vc_cuda_moe_mma_launches();
+    G->gemm_rows_grouped(tb, ME, doff, R, N, K, 0.7f, dA, a16, lda, dB, beta, c1, ldc);
+    int used = vc_cuda_moe_mma_launches() - n0;
+    setenv("VERLC_CUDA_MOE_MMA", "0", 1);
+    G->gemm_rows_grouped(tb, ME, doff, R, N, K, 0.7f, dA, a16, lda, dB, beta, c2, ldc);
+    unsetenv("VERLC_CUDA_MOE_MMA");
+    int hits = b16 ? vc_cuda_bf16_shadow_hits() : 2;
+    if (b16) vc_cuda_bf16_shadow_drop();
+    C->gemm_rows_grouped(tb, ME, off, R, N, K, 0.7f, hA, a16, lda, B, beta, Cm, ldc);
+    float *h1 = fetch(c1, (size_t)(R * ldc)), *h2 = fetch(c2, (size_t)(R * ldc));
+    int same = !memcmp(h1, h2, (size_t)(R * ldc) * sizeof(float));
+    char name[128];
+    snprintf(name, sizeof name, "grouped gemm rows, mma.sync, %lldx%lld tb=%d a16=%d b16=%d beta=%.1f", (long long)N,
+             (long long)K, tb, a16, b16, beta);
+    printf("%s: %s the WMMA kernel's\n", name, same ? "bitwise equal to" : "DIFFERENT from");
+    CHECK_MSG(used == 1 && hits == 2 && same, "grouped gemm: the mma.sync kernel not taken or not the WMMA kernel's bits");
+    cmp(name, c1, Cm, (size_t)(R * ldc), 1e-3);
+}
+
+/* wgrad mode on the mma.sync kernel (M and N multiples of 8, rows on 16-byte boundaries): C_e = 0.5 A_e^T B_e (+ C_e),
+ * expert 0's 300 rows in 10 k steps, a partial m and n tile, empty experts (beta 0: zeroed; 1: kept); bitwise equal to
+ * the WMMA kernel and near the CPU */
+static void moe_mma_wgrad_case(const int64_t *off, int64_t R, int b16, float beta, int64_t M, int64_t N) {
+    int64_t lda = M + 4, ldb = N + 8;
+    float *A = hrand((size_t)(R * lda), 1), *B = hrand((size_t)(R * ldb), 1), *Cm = hrand((size_t)(ME * M * N), 1);
+    const void *hB = b16 ? (const void *)bf16_of(B, R * ldb) : (const void *)B;
+    float *dA = dup_f(A, (size_t)(R * lda)), *c1 = dup_f(Cm, (size_t)(ME * M * N)), *c2 = dup_f(Cm, (size_t)(ME * M * N));
+    void *dB = dcopy(hB, (size_t)(R * ldb) * (b16 ? 2 : 4));
+    int64_t *doff = dcopy(off, (ME + 1) * 8);
+    int n0 = vc_cuda_moe_mma_launches();
+    G->gemm_wgrad_grouped(ME, doff, M, N, 0.5f, dA, lda, dB, b16, ldb, beta, c1);
+    int used = vc_cuda_moe_mma_launches() - n0;
+    setenv("VERLC_CUDA_MOE_MMA", "0", 1);
+    G->gemm_wgrad_grouped(ME, doff, M, N, 0.5f, dA, lda, dB, b16, ldb, beta, c2);
+    unsetenv("VERLC_CUDA_MOE_MMA");
+    C->gemm_wgrad_grouped(ME, off, M, N, 0.5f, A, lda, hB, b16, ldb, beta, Cm);
+    size_t n = (size_t)(ME * M * N);
+    float *h1 = fetch(c1, n), *h2 = fetch(c2, n);
+    int same = !memcmp(h1, h2, n * sizeof(float));
+    char name[128];
+    snprintf(name, sizeof name, "grouped gemm wgrad, mma.sync, %lldx%lld b16=%d beta=%.1f", (long long)M, (long long)N,
+             b16, beta);
+    printf("%s: %s the WMMA kernel's\n", name, same ? "bitwise equal to" : "DIFFERENT from");
+    CHECK_MSG(used == 1 && same, "grouped gemm wgrad: the mma.sync kernel not taken or not the WMMA kernel's bits");
+    cmp(name, c1, Cm, n, 1e-3);
+}
+
 /* more than 512 experts: the GEMM reads the group offsets from global memory instead of staging them */
 static void moe_many_experts_case(void) {
     int64_t T = 300, K = 2, E = 600, R = T * K, N = 24, Kd = 16;
@@ -1303,7 +1366,22 @@ static void test_moe_grouped(void) {
             moe_wgrad_case(off, b16, 1.0f, tol, 4, 90);
             moe_wgrad_case(off, b16, 1.0f, tol, 70, 4);
         }
-        if (prec) moe_rows_copy_case(off);
+        if (prec) {
+            moe_rows_copy_case(off);
+            int64_t off3[ME + 1];
+            moe_group_case(600, 2, ME, off3);
+            for (int tb = 0; tb < 2; tb++)
+                for (int a16 = 0; a16 < 2; a16++)
+                    for (int b16 = 0; b16 < 2; b16++) {
+                        moe_mma_case(off3, 1200, tb, a16, b16, tb ? 0.0f : 0.5f, 136, 72);
+                        moe_mma_case(off3, 1200, tb, a16, b16, 1.0f, 136, 264);
+                    }
+            moe_mma_case(off, MT * MK, 1, 1, 1, 0.0f, 16, 40); /* narrow: one column tile, warps with no columns */
+            for (int b16 = 0; b16 < 2; b16++) {
+                moe_mma_wgrad_case(off3, 1200, b16, 1.0f, 136, 72);
+                moe_mma_wgrad_case(off3, 1200, b16, 0.0f, 72, 136);
+            }
+        }
     }
     vc_set_matmul_precision(VC_PREC_F32);
 }

@@ -7,7 +7,9 @@
 #include "emu_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <vector>
 
 uint3 threadIdx, blockIdx;
 dim3 blockDim, gridDim;
@@ -106,6 +108,52 @@ static void wait_here(int state, unsigned mask) {
     f->state = state;
     f->mask = mask;
     vc_emu_swap(&f->sp, g_sched_sp);
+}
+
+/* ---- cp.async: each thread's copies in flight. A copy reads its source when issued (a GPU may read it any time
+ * before the copy completes) and fills its destination with NaN bytes at once; its bytes land when the thread waits
+ * for its group, so a read of the destination before that wait, or by another thread before a barrier that follows
+ * the wait, sees NaN. A wait for groups a thread never committed retires nothing; uncommitted copies stay in flight
+ * (cp.async.wait_group's rule). Copies still in flight when a block ends are dropped. ---- */
+struct cp_pending {
+    void *dst;
+    unsigned char bytes[16];
+    int group; /* 0: not committed yet */
+};
+static std::vector<std::vector<cp_pending>> g_cp; /* per thread of the block */
+static std::vector<int> g_cp_groups;              /* groups each thread committed */
+
+static int cur_index(const char *what) {
+    if (!g_cur) vc_emu_die("%s was called outside a kernel", what);
+    return (int)(g_cur - g_fib);
+}
+void vc_emu_cp16(void *dst, const void *src) {
+    const int i = cur_index("cp.async");
+    if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15))
+        vc_emu_die("kernel %s: cp.async of 16 bytes between addresses not 16-byte aligned (%p <- %p)", g_kname, dst,
+                   src);
+    cp_pending c;
+    c.dst = dst;
+    memcpy(c.bytes, src, 16);
+    c.group = 0;
+    memset(dst, 0xff, 16);
+    g_cp[i].push_back(c);
+}
+void vc_emu_cp_commit(void) {
+    const int i = cur_index("cp.async.commit_group");
+    const int g = ++g_cp_groups[i];
+    for (cp_pending &c : g_cp[i])
+        if (!c.group) c.group = g;
+}
+void vc_emu_cp_wait(int n) {
+    const int i = cur_index("cp.async.wait_group");
+    const int upto = g_cp_groups[i] - n;
+    std::vector<cp_pending> &v = g_cp[i], left;
+    for (const cp_pending &c : v) {
+        if (c.group && c.group <= upto) memcpy(c.dst, c.bytes, 16);
+        else left.push_back(c);
+    }
+    v.swap(left);
 }
 
 void __syncthreads(void) { wait_here(F_BLOCK, 0); }
@@ -218,6 +266,9 @@ static void run_block(const int *worder, const int *lorder) {
         fiber_start(f, i);
     }
     if (g_smem_len) memset(g_smem, 0xff, g_smem_len); /* uninitialised shared memory reads as NaN */
+    if ((int)g_cp.size() < g_n) g_cp.resize((size_t)g_n);
+    g_cp_groups.assign((size_t)g_n, 0);
+    for (int i = 0; i < g_n; i++) g_cp[i].clear();
     int alive = g_n, nw = (g_n + 31) / 32;
     for (;;) {
         int ran = 0;

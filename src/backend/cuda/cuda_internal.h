@@ -87,6 +87,15 @@ const void *vc_cu_bf16_copy(const float *p, int64_t rows, int64_t cols, int64_t 
 void vc_cu_moe_group(int64_t *off, int64_t *tok, int64_t *inv, const int32_t *ids, int64_t T, int64_t K, int64_t E);
 void vc_cu_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
                              const void *A, int a16, int64_t lda, const float *B, float beta, float *C, int64_t ldc);
+/* rows mode on mma.sync tiles (cuda_moe_mma.cu; B as stored, or its bf16 copy with b16): 1 when launched, 0 when
+ * not taken (nothing queued: f32 matmuls, shapes or alignments it does not handle, VERLC_CUDA_MOE_MMA=0), -1 on an
+ * error (sticky) */
+int vc_cu_moe_mma_rows(int tb, int64_t E, const int64_t *off, int64_t R, int64_t N, int64_t K, float alpha,
+                       const void *A, int a16, int64_t lda, const void *B, int b16, float beta, float *C, int64_t ldc,
+                       const char *op);
+/* wgrad mode likewise (C_e = alpha A_e^T B_e + beta C_e over expert e's rows) */
+int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A, int64_t lda,
+                        const void *B, int b16, int64_t ldb, float beta, float *C, const char *op);
 void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 /* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */

@@ -87,23 +87,28 @@ __device__ __forceinline__ float vc_softmax_step(float mx, float *m, float *ml) 
 
 /* cp.async.cg.shared.global: 16 bytes from global to shared memory (both 16-byte aligned) without registers; a
  * thread's copies since its last commit form a group, vc_cp_wait<n> waits until at most n of its groups are in
- * flight (the emulator copies at once) */
+ * flight (the emulator lands a copy only at the wait that retires its group, its destination NaN bytes from the issue
+ * on: a read before the wait, or by another thread before a barrier after it, sees them) */
 __device__ __forceinline__ void vc_cp16(void *smem, const void *gmem) {
 #ifdef VC_EMU_MMA_H
-    memcpy(smem, gmem, 16);
+    vc_emu_cp16(smem, gmem);
 #else
     const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
 #endif
 }
 __device__ __forceinline__ void vc_cp_commit(void) {
-#ifndef VC_EMU_MMA_H
+#ifdef VC_EMU_MMA_H
+    vc_emu_cp_commit();
+#else
     asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
 template <int N>
 __device__ __forceinline__ void vc_cp_wait(void) {
-#ifndef VC_EMU_MMA_H
+#ifdef VC_EMU_MMA_H
+    vc_emu_cp_wait(N);
+#else
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }

@@ -15,6 +15,7 @@
  * return. wgrad mode: one block per (expert, 64 x 64 tile of the expert's [M, N] gradient), the expert's rows the
  * summation. Every output element is written by one block in a fixed order: the same bits run to run. */
 #include "cuda_internal.h"
+#include "cuda_moe_tile.h"
 #include <cuda_bf16.h>
 #include <limits.h>
 #include <mma.h>
@@ -230,48 +231,6 @@ template <int TAT, int TBT> __device__ void tile_f32(const tile &t, float alpha,
         for (int c = 0; c < 4; c++) put(t, alpha, beta, ty * 8 + r, tx + 16 * c, acc[r][c]);
 }
 
-/* rows mode: this block's expert and row tile (warp 0 scans the group sizes, 32 experts at a time); *mt = 0 when the
- * block is past the last tile */
-constexpr int OFF_CAP = 513; /* group offsets staged in shared memory (up to 512 experts) */
-
-__device__ void rows_tile(const gparams &p, int64_t *r0, int *e_out, int *mt) {
-    __shared__ int64_t s_r0, s_off[OFF_CAP];
-    __shared__ int s_e, s_mt;
-    const bool staged = p.E < OFF_CAP;
-    if (staged)
-        for (int e = threadIdx.x; e <= p.E; e += NT) s_off[e] = p.off[e];
-    __syncthreads();
-    const int64_t *off = staged ? s_off : p.off;
-    if (threadIdx.x < 32) {
-        const int lane = threadIdx.x;
-        const int64_t t = blockIdx.x;
-        if (lane == 0) s_mt = 0;
-        __syncwarp();
-        int64_t base = 0; /* tiles of the experts before this chunk */
-        for (int b = 0; b < p.E; b += 32) {
-            int e = b + lane;
-            int64_t lo = e < p.E ? off[e] : 0, m = e < p.E ? off[e + 1] - lo : 0, n = (m + BM - 1) / BM, x = n;
-            for (int d = 1; d < 32; d <<= 1) {
-                int64_t y = __shfl_up_sync(FULL, x, d);
-                if (lane >= d) x += y;
-            }
-            bool mine = e < p.E && t >= base + x - n && t < base + x;
-            unsigned hit = __ballot_sync(FULL, mine);
-            if (mine) {
-                s_r0 = lo + (t - (base + x - n)) * BM;
-                s_mt = (int)(lo + m - s_r0 < BM ? lo + m - s_r0 : BM);
-                s_e = e;
-            }
-            if (hit) break; /* uniform over the warp */
-            base += __shfl_sync(FULL, x, 31);
-        }
-    }
-    __syncthreads();
-    *r0 = s_r0;
-    *e_out = s_e;
-    *mt = s_mt;
-}
-
 /* the tile kernel of a precision (only the chosen one's shared arrays are in a launch) */
 template <class TA, class TB, bool TC, int TAT, int TBT> struct tile_run {
     static __device__ void go(const tile &t, float alpha, float beta) { tile_tc<TA, TB, TAT, TBT>(t, alpha, beta); }
@@ -286,7 +245,7 @@ template <class TA, class TB, bool TC, int TAT, int TBT> __global__ void __launc
     if (!p.wgrad) {
         int64_t r0;
         int e, mt;
-        rows_tile(p, &r0, &e, &mt);
+        vc_moe_rows_tile<BM, NT>(p.off, p.E, &r0, &e, &mt);
         if (mt == 0) return;
         int64_t n0 = (int64_t)blockIdx.y * BN;
         t.A = (const TA *)p.A + r0 * p.lda;
@@ -374,6 +333,11 @@ void vc_cu_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, i
         const void *h = vc_cu_bf16_copy(B, E * (tb ? N : K), tb ? K : N, tb ? K : N);
         if (h) b = h, b16 = 1;
     }
+    const int mma = vc_cu_moe_mma_rows(tb, E, off, R, N, K, alpha, A, a16, lda, b, b16, beta, C, ldc, op);
+    if (mma) {
+        if (mma > 0) vc_cu_end(op);
+        return;
+    }
     gparams p = {0, tb, (int)E, off, 0, N, K, alpha, beta, A, b, lda, 0, ldc, C};
     launch(p, a16, b16, dim3((unsigned)tiles, (unsigned)((N + BN - 1) / BN)), op);
 }
@@ -384,6 +348,11 @@ void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t 
     if (!vc_cu_begin(op) || M <= 0 || N <= 0) return;
     int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
     if (!sizes_ok(E, tiles, 0, op)) return;
+    const int mma = vc_cu_moe_mma_wgrad(E, off, M, N, alpha, A, lda, B, b16, ldb, beta, C, op);
+    if (mma) {
+        if (mma > 0) vc_cu_end(op);
+        return;
+    }
     gparams p = {1, 0, (int)E, off, M, N, 0, alpha, beta, A, B, lda, ldb, 0, C};
     launch(p, 0, b16, dim3((unsigned)tiles, (unsigned)E), op);
 }

@@ -58,6 +58,7 @@ vc_status vc_cuda_bf16_shadow_add(const float *const *w, const int64_t *rows, co
 }
 void vc_cuda_bf16_shadow_drop(void) {}
 int vc_cuda_bf16_shadow_hits(void) { return 0; }
+int vc_cuda_moe_mma_launches(void) { return 0; }
 const void *vc_cuda_bf16_copy_at(const float *w, int64_t rows, int64_t cols) {
     (void)w, (void)rows, (void)cols;
     return NULL;

@@ -60,6 +60,11 @@ void __syncwarp(unsigned mask = 0xffffffffu);
 /* every lane of the warp in `mask` publishes v; out[l] = lane l's value (0 for absent lanes) */
 void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]);
 unsigned vc_emu_lane(void);
+/* cp.async (cuda_mma.h's vc_cp16 / vc_cp_commit / vc_cp_wait): a copy's source is read when it is issued and its
+ * destination filled with NaN bytes then; the bytes land only when the issuing thread waits for its group (emu_sched.cpp) */
+void vc_emu_cp16(void *dst, const void *src);
+void vc_emu_cp_commit(void);
+void vc_emu_cp_wait(int n);
 unsigned __activemask(void);
 void *vc_emu_dyn_smem(void);
 
