@@ -473,6 +473,9 @@ bench_moe() {
     # shellcheck disable=SC2086
     step "bench generate qwen3-30b-a3b shape, 4 layers, bf16 (batch 256, 128 + 128)" 60 "$BIN" bench generate \
         --config "$CUT" --batch 256 --prompt 128 --new 128 $P
+    # the grouped expert GEMMs alone (the whole model's experts' shapes), mma.sync beside WMMA
+    step "bench gemm qwen3-30b-a3b experts bf16 (tokens 256, 8192; forward and backward)" 40 "$BIN" bench gemm \
+        --config "$CFG" --rows 256,8192 --moe --backward --iters 3 $P
     # the grouped expert GEMMs' WMMA kernel (64 x 64 tiles, no asynchronous copies) beside the default mma.sync one
     # shellcheck disable=SC2086
     [ "$(left)" -gt 120 ] && step "bench train qwen3-30b-a3b shape, 4 layers, bf16 (16 x 512), VERLC_CUDA_MOE_MMA=0" 60 \

@@ -6,7 +6,8 @@
  * pay) beside what it saves. On cuda with bf16 the weights are registered as bf16 copies first, as a trainer step or a
  * generate call does. Last, gate and up as one GEMM (N = 2 I: vc_op_gated_mlp) against the two, and q_proj with a bias
  * (in the GEMM's epilogue, and copied in first), and on cuda with bf16 each forward shape through cuBLAS alone with
- * operands already in bf16, C in f32 and in bf16. Random data; per call, the best of --iters runs of 10 calls in a
+ * operands already in bf16, C in f32 and in bf16. For a MoE model (cuda, bf16) its grouped expert GEMMs too (bench_moe).
+ * Random data; per call, the best of --iters runs of 10 calls in a
  * row, after one warm-up. */
 #include "cli.h"
 #include "device_args.h"
@@ -28,11 +29,11 @@
 typedef struct {
     const char *config, *device, *precision;
     int64_t rows[MAX_ROWS];
-    int n_rows, iters, backward;
+    int n_rows, iters, backward, moe_only;
 } gemm_opts;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: verlc bench gemm --config CONFIG.json [--rows M[,M...] (256,8192)] [--iters N (5)] [--backward] "
+    fprintf(f, "usage: verlc bench gemm --config CONFIG.json [--rows M[,M...] (256,8192)] [--iters N (5)] [--backward] [--moe] "
                VC_DEVICE_USAGE "\n");
 }
 
@@ -46,6 +47,10 @@ static int parse(int argc, char **argv, gemm_opts *o) {
         }
         if (!strcmp(a, "--backward")) {
             o->backward = 1;
+            continue;
+        }
+        if (!strcmp(a, "--moe")) { /* the grouped expert GEMMs alone */
+            o->moe_only = 1;
             continue;
         }
         if (!v) {
@@ -254,6 +259,81 @@ static int bench_raw(const lin *L, int nl, int64_t M, int iters, const float *x,
     return rc;
 }
 
+/* ---- a MoE model's grouped expert GEMMs (cuda with bf16 matmuls): M tokens x top_k choices spread evenly over the
+ * experts (choice i to expert i mod E, as balanced routing gives), gate/up and down as the forward issues them (the
+ * gathered inputs and gated activations in bf16, the weights through their bf16 copies), and with --backward the
+ * inputs' gradients (f32 output gradients, [k][n] weights) and the weights' (wgrad), each on the mma.sync kernel
+ * and on the WMMA one (VERLC_CUDA_MOE_MMA=0) ---- */
+typedef struct {
+    int wgrad, tb, a16;
+    int64_t E, R, N, K;
+    const int64_t *off;
+    const void *A;
+    const float *B;
+    const uint16_t *B16; /* wgrad: its bf16 operand */
+    float *C;
+} moe_job;
+
+static void run_moe(void *p) {
+    const moe_job *j = p;
+    if (j->wgrad) vc_be()->gemm_wgrad_grouped(j->E, j->off, j->N, j->K, 1.0f, j->A, j->N, j->B16, 1, j->K, 1.0f, j->C);
+    else vc_be()->gemm_rows_grouped(j->tb, j->E, j->off, j->R, j->N, j->K, 1.0f, j->A, j->a16, j->K, j->B, 0.0f, j->C,
+                                    j->N);
+}
+
+static int moe_line(const char *name, moe_job *j, int iters) {
+    double t[2], f = 2.0 * (double)j->R * j->N * j->K;
+    t[0] = best_of(run_moe, j, iters);
+    setenv("VERLC_CUDA_MOE_MMA", "0", 1);
+    t[1] = best_of(run_moe, j, iters);
+    unsetenv("VERLC_CUDA_MOE_MMA");
+    if (t[0] < 0 || t[1] < 0) return 1;
+    printf("  %-26s rows %-7lld N %-6lld K %-6lld %9.3f ms %8.2f TFLOP/s | WMMA %9.3f ms %8.2f TFLOP/s (%.2fx)\n", name,
+           (long long)j->R, (long long)j->N, (long long)j->K, t[0] * 1e3, f / t[0] * 1e-12, t[1] * 1e3,
+           f / t[1] * 1e-12, t[1] / t[0]);
+    return 0;
+}
+
+static int bench_moe(const vc_model_config *c, const gemm_opts *o) {
+    const int64_t E = c->n_expert, H = c->hidden, I = c->moe_inter > 0 ? c->moe_inter : c->inter, K = c->top_k;
+    if (E < 2 || K < 1 || I < 1 || strcmp(vc_be()->name, "cuda") || vc_matmul_precision() != VC_PREC_BF16) return 0;
+    int64_t maxM = 0;
+    for (int r = 0; r < o->n_rows; r++) maxM = o->rows[r] > maxM ? o->rows[r] : maxM;
+    const int64_t maxR = maxM * K, W = E * I * H, wide = I > H ? I : H;
+    float *Wu = upload((size_t)W, 31), *Wd = upload((size_t)W, 32), *a = upload((size_t)(maxR * wide), 33);
+    float *C = vc_be()->alloc(sizeof(float) * (size_t)(maxR * wide > E * I * H ? maxR * wide : E * I * H));
+    uint16_t *a16 = vc_cuda_malloc(2 * (size_t)(maxR * wide));
+    int64_t *off = vc_be()->alloc(sizeof(int64_t) * (size_t)(E + 1)), *h = malloc(sizeof(int64_t) * (size_t)(E + 1));
+    int rc = !Wu || !Wd || !a || !C || !a16 || !off || !h || vc_cuda_f32_to_bf16(a16, a, (size_t)(maxR * wide));
+    const float *w[2] = { Wu, Wd };
+    int64_t rows[2] = { E * I, E * H }, cols[2] = { H, I };
+    int copies = !rc && vc_cuda_bf16_shadow_add(w, rows, cols, 2) == VC_OK;
+    if (!rc)
+        printf("grouped expert GEMMs: %lld experts, top %lld, hidden %lld, expert MLP %lld (mma.sync | WMMA)\n",
+               (long long)E, (long long)K, (long long)H, (long long)I);
+    for (int r = 0; !rc && r < o->n_rows; r++) {
+        const int64_t R = o->rows[r] * K;
+        for (int64_t e = 0; e <= E; e++) h[e] = e * (R / E) + (e < R % E ? e : R % E); /* i mod E: the first R % E get one more */
+        vc_be()->h2d(off, h, sizeof(int64_t) * (size_t)(E + 1));
+        printf("tokens %lld:\n", (long long)o->rows[r]);
+        moe_job up = { 0, 1, 1, E, R, I, H, off, a16, Wu, NULL, C }, down = { 0, 1, 1, E, R, H, I, off, a16, Wd, NULL, C };
+        rc = moe_line("gate (or up) x W^T", &up, o->iters) || moe_line("down a W^T", &down, o->iters);
+        if (!rc && o->backward) {
+            moe_job dx = { 0, 0, 0, E, R, H, I, off, a, Wu, NULL, C }, dw = { 1, 0, 0, E, R, I, H, off, a, NULL, a16, C };
+            rc = moe_line("dx = dG W (f32 dG)", &dx, o->iters) || moe_line("dW += dG^T x (wgrad)", &dw, o->iters);
+        }
+    }
+    if (copies) vc_cuda_bf16_shadow_drop();
+    if (Wu) vc_be()->free(Wu);
+    if (Wd) vc_be()->free(Wd);
+    if (a) vc_be()->free(a);
+    if (C) vc_be()->free(C);
+    if (a16) vc_cuda_free(a16);
+    if (off) vc_be()->free(off);
+    free(h);
+    return rc;
+}
+
 static double peak_tflops(int iters, int64_t n) {
     float *a = upload((size_t)(n * n), 21), *b = upload((size_t)(n * n), 22), *c = vc_be()->alloc(sizeof(float) * n * n);
     double t = -1;
@@ -311,7 +391,7 @@ int vc_bench_gemm(int argc, char **argv) {
         copies = vc_cuda_bf16_shadow_add(w, rows, cols, nl) == VC_OK;
     }
     vc_status st = ok ? VC_OK : VC_ERR_NOMEM;
-    for (int r = 0; !st && r < o.n_rows; r++) {
+    for (int r = 0; !st && !o.moe_only && r < o.n_rows; r++) {
         int64_t M = o.rows[r];
         double sec = 0, fl = 0, lsec = 0, lfl = 0, g0 = 0, gsec = 0, gusec = 0, gufl = 0;
         printf("rows %lld%s:\n", (long long)M, copies ? " (weights read from their bf16 copies)" : "");
@@ -334,6 +414,7 @@ int vc_bench_gemm(int argc, char **argv) {
                    lfl / lsec * 1e-12, peak > 0 ? 100.0 * lfl / lsec * 1e-12 / peak : 0.0, sec * 1e3);
     }
     if (copies) vc_cuda_bf16_shadow_drop();
+    if (!st && bench_moe(&c, &o) && !(st = vc_be()->sync())) st = VC_ERR_INTERNAL;
     if (st) fprintf(stderr, "verlc bench gemm: %s\n", ok ? vc_last_error() : "out of memory for the operands");
     for (int i = 0; i < nl; i++)
         if (Ws[i]) vc_be()->free(Ws[i]);
