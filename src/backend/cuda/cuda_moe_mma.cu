@@ -1,13 +1,14 @@
-/* The grouped expert GEMMs' rows mode with bf16 matmuls on register-tiled tensor cores (mma.sync m16n8k16, the
- * flash-attention kernels' fragments, cuda_mma.h): C[rows of expert e] = alpha op(A) op(B_e) + beta C, each output
- * tile 128 x 128, 8 warps of 64 x 32, k steps of 32 through 3 shared-memory stages. A bf16 operand (the experts'
- * gathered inputs and gated activations, a weight's registered bf16 copy) comes by cp.async, two steps ahead of the
- * one multiplied; an f32 one (the output gradients in backward, weights without a copy) is loaded into registers as
- * the step two ahead is issued, rounded to bf16 and stored after the current step's products. Fragments by ldmatrix
- * (B^T tiles of [n][k] as they are, [k][n] ones transposed). Each output adds its products in k order, 16 at a time,
- * from 0, then alpha acc (+ beta C): the WMMA kernel's order and rounding, so the same bits (test_cuda_ops compares
- * the two; VERLC_CUDA_MOE_MMA=0 keeps the WMMA kernel). Taken when K (and N for [k][n] weights) are multiples of 8,
- * the operands' rows start on 16-byte boundaries and the precision is bf16; the caller's kernel otherwise. */
+/* The grouped expert GEMMs with bf16 matmuls on register-tiled tensor cores (mma.sync m16n8k16, the flash-attention
+ * kernels' fragments, cuda_mma.h). Rows mode: C[rows of expert e] = alpha op(A) op(B_e) + beta C; wgrad: C_e = alpha
+ * A_e^T B_e + beta C_e over expert e's rows. Each output tile 128 x 128, 8 warps of 64 x 32, k steps of 32 through 3
+ * shared-memory stages. A bf16 operand (the experts' gathered inputs and gated activations, a weight's registered bf16
+ * copy) comes by cp.async, two steps ahead of the one multiplied; an f32 one (output gradients, weights without a
+ * copy) is loaded into registers as the step two ahead is issued, rounded to bf16 and stored after the current step's
+ * products. Fragments by ldmatrix ([n][k] tiles as they are, [k][n] and [k][m] ones transposed). Each output adds its
+ * products in k order, 16 at a time, from 0, then alpha acc (+ beta C): the WMMA kernel's order and rounding, so the
+ * same bits (test_cuda_ops compares the two; VERLC_CUDA_MOE_MMA=0 keeps the WMMA kernel). Taken where whole 16-byte
+ * chunks lie along every operand's rows (K, and N for [k][n] weights, multiples of 8 in rows mode; M and N in wgrad)
+ * and rows start on 16-byte boundaries, with bf16 matmuls; the caller's kernel otherwise. */
 #include "cuda_internal.h"
 #include "cuda_mma.h"
 #include "cuda_moe_tile.h"
@@ -51,21 +52,25 @@ struct tile_src {
     const void *p;
     int64_t ld;
     int x, kleft;
-    __device__ __forceinline__ void chunk(int u, int *r, int *c, bool *ok) const {
+    /* chunk u of this thread: its row and column in the tile; *in: along x within the tile's valid rows or columns
+     * (a chunk past them is left as it is: only its own output rows or columns, never stored, would see it); *ok:
+     * within k too (past the end of k the chunk is zero, so that the valid outputs add nothing for it) */
+    __device__ __forceinline__ void chunk(int u, int *r, int *c, bool *in, bool *ok) const {
         const int idx = threadIdx.x + u * NTH;
         *r = idx / CPR;
         *c = (idx % CPR) * 8;
-        *ok = KC ? *r < x && *c < kleft : *r < kleft && *c < x;
+        *in = KC ? *r < x : *c < x;
+        *ok = *in && (KC ? *c < kleft : *r < kleft);
     }
     __device__ __forceinline__ void issue(bf16 *stage, float (&held)[CH][8]) const {
 #pragma unroll
         for (int u = 0; u < CH; u++) {
             int r, c;
-            bool ok;
-            chunk(u, &r, &c, &ok);
+            bool in, ok;
+            chunk(u, &r, &c, &in, &ok);
             if (H16) {
                 if (ok) vc_cp16(stage + r * PITCH + c, (const bf16 *)p + r * ld + c);
-                else *reinterpret_cast<uint4 *>(stage + r * PITCH + c) = uint4{ 0, 0, 0, 0 };
+                else if (in) *reinterpret_cast<uint4 *>(stage + r * PITCH + c) = uint4{ 0, 0, 0, 0 };
             } else {
                 const float4 *s = reinterpret_cast<const float4 *>((const float *)p + r * ld + c);
                 const float4 f = ok ? s[0] : make_float4(0, 0, 0, 0), g = ok ? s[1] : make_float4(0, 0, 0, 0);
@@ -79,11 +84,12 @@ struct tile_src {
 #pragma unroll
             for (int u = 0; u < CH; u++) {
                 int r, c;
-                bool ok;
-                chunk(u, &r, &c, &ok);
-                *reinterpret_cast<uint4 *>(stage + r * PITCH + c) =
-                    uint4{ vc_pack_bf16x2(held[u][0], held[u][1]), vc_pack_bf16x2(held[u][2], held[u][3]),
-                           vc_pack_bf16x2(held[u][4], held[u][5]), vc_pack_bf16x2(held[u][6], held[u][7]) };
+                bool in, ok;
+                chunk(u, &r, &c, &in, &ok);
+                if (in)
+                    *reinterpret_cast<uint4 *>(stage + r * PITCH + c) =
+                        uint4{ vc_pack_bf16x2(held[u][0], held[u][1]), vc_pack_bf16x2(held[u][2], held[u][3]),
+                               vc_pack_bf16x2(held[u][4], held[u][5]), vc_pack_bf16x2(held[u][6], held[u][7]) };
             }
     }
     __device__ __forceinline__ void next(void) { /* the following k step */
