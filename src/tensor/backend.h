@@ -393,6 +393,12 @@ typedef struct vc_backend {
      * 0); 0 (nothing done, no error): the caller writes dgu. NULL: never */
     int (*act_mul_bwd_held)(float *dgu, const float *dy, const void *g, const void *u, int g16, int64_t n, int64_t cols,
                             int64_t ld, int kind);
+    /* the same for gradients apart (the MoE experts': dg, du, g, u each [n / cols, cols], f32 g and u): 1 when the
+     * backend holds dg and du as operand_hold(dg / du, n / cols, cols, 1) would, both written into their held copies
+     * (the bf16 rounding of 0 + the term, what act_mul_bwd with VC_ACT_WRITE writes) and dg, du never; each released
+     * by operand_hold(.., 0); 0 (nothing done, nothing held): the caller writes them. NULL: never */
+    int (*act_mul_bwd_held2)(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
+                             int64_t cols, int kind);
     /* fused LM head over token chunks: logp[t] = log softmax(z_t)[target[t]], ent[t] = entropy(z_t),
      * sumsq[t] = sum_v softmax(z_t)_v^2 (NULL: not computed; no gradient), z_t = softcap(h_t W^T + b) * scale
      * (d: host memory); lse saved for backward. target < 0: logp is 0. */

@@ -59,7 +59,7 @@ static void moe_bw(vc_graph *g, vc_node *n) {
     float *dWd = Wd->requires_grad ? vc_tensor_grad(g, Wd) : NULL;
     size_t bR = sizeof(float) * (size_t)R, bH = bR * (size_t)H, bI = bR * (size_t)I;
     float *dw = vc_graph_temp(g, bR, 1), *dY = vc_graph_temp(g, bH, 0), *dA = vc_graph_temp(g, bI, 0);
-    float *dG = vc_graph_temp(g, bI, 1), *dU = vc_graph_temp(g, bI, 1), *dX = vc_graph_temp(g, bH, 0);
+    float *dG = vc_graph_temp(g, bI, 0), *dU = vc_graph_temp(g, bI, 0), *dX = vc_graph_temp(g, bH, 0);
     int64_t rmax = s->r > s->rdn ? s->r : s->rdn;
     size_t br = bR * (size_t)(rmax ? rmax : 1);
     float *dR = rmax ? vc_graph_temp(g, br, 0) : NULL; /* [R, r]: gradients through an adapter's rank */
@@ -145,8 +145,12 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
     if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
-    if (Wg) B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, I, I, s->act);
-    else { /* experts without a gate (Nemotron-H): A = act(U) */
+    /* gate's and up's gradients go to GEMMs alone unless biases or an adapter read them: the backend may write them
+     * straight into the bf16 copies those GEMMs read (the same bits), held until the last of them */
+    const int held = Wg && !s->bi.gate && !s->bi.up && !s->lo.gu_a && B->act_mul_bwd_held2 &&
+                     B->act_mul_bwd_held2(dG, dU, dA, s->G, s->U, R * I, I, s->act | VC_ACT_WRITE);
+    if (!held && Wg) B->act_mul_bwd(dG, dU, dA, s->G, s->U, R * I, I, I, s->act | VC_ACT_WRITE);
+    else if (!held) { /* experts without a gate (Nemotron-H): A = act(U) */
         B->fill(dU, 0.0f, R * I);
         B->act_bwd(dU, dA, s->U, R * I, s->act);
     }
@@ -156,6 +160,10 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     if (dWu) B->gemm_wgrad_grouped(E, s->off, I, H, 1.0f, dU, I, X, x16, H, 1.0f, dWu);
     if (Wg) B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dG, 0, I, Wg->data, 0.0f, dX, H);
     B->gemm_rows_grouped(0, E, s->off, R, H, I, 1.0f, dU, 0, I, Wu->data, Wg ? 1.0f : 0.0f, dX, H);
+    if (held) { /* (before dG serves as scratch below) */
+        B->operand_hold(dG, R, I, 0);
+        B->operand_hold(dU, R, I, 0);
+    }
     if (s->lo.gu_a) lora_gu_bw(g, s, dG, dU, dX, dR, X, x16);
     if (s->Xs) { /* scaled inputs: dX w to the tokens, (dX . x) to the weights (dY and dG are free again) */
         B->fill(dY, 0.0f, R * H);

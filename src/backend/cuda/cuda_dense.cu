@@ -677,6 +677,43 @@ int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const voi
     return 1;
 }
 
+/* the experts' gradients apart (dg, du, g, u alike [R, C]): V elements a thread of the flat n */
+template <int V>
+__global__ void k_act_mul_bwd_held2(__nv_bfloat16 *og, __nv_bfloat16 *ou, const float *dy, const float *g,
+                                    const float *u, int64_t n, int kind) {
+    for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V; i < n; i += (int64_t)gridDim.x * blockDim.x * V) {
+        float a[V], b[V], d[V];
+        if constexpr (V == 4) {
+            ld_in(reinterpret_cast<float(&)[4]>(a), g + i);
+            ld_in(reinterpret_cast<float(&)[4]>(b), u + i);
+            ld_in(reinterpret_cast<float(&)[4]>(d), dy + i);
+        } else
+            a[0] = g[i], b[0] = u[i], d[0] = dy[i];
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            og[i + k] = __float2bfloat16_rn(0.0f + vc_gate_dg(d[k], a[k], b[k], kind));
+            ou[i + k] = __float2bfloat16_rn(0.0f + vc_gate_du(d[k], a[k], b[k], kind));
+        }
+    }
+}
+/* vc_backend.act_mul_bwd_held2: dg's and du's bf16 copies held and written, dg and du never; 0 as act_mul_bwd_held */
+int vc_cu_act_mul_bwd_held2(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
+                            int64_t cols, int kind) {
+    const char *op = "gated activation backward (held bf16 out)", *e = getenv("VERLC_CUDA_ACT_HELD");
+    if ((e && *e == '0') || n <= 0 || cols <= 0 || n % cols || !(kind & VC_ACT_WRITE)) return 0;
+    const int64_t R = n / cols;
+    if (!vc_cu_begin(op)) return 0;
+    __nv_bfloat16 *hg = (__nv_bfloat16 *)vc_cu_hold_slot(dg, R, cols), *hu = NULL;
+    if (hg && !(hu = (__nv_bfloat16 *)vc_cu_hold_slot(du, R, cols))) vc_cu_operand_hold(dg, R, cols, 0);
+    if (!hu) return 0;
+    kind &= ~VC_ACT_WRITE;
+    if (n % 4 == 0 && vc_cu_aligned16(dy, g, u))
+        k_act_mul_bwd_held2<4><<<vc_cu_blocks(n / 4, 256), 256, 0, vc_cu_stream()>>>(hg, hu, dy, g, u, n, kind);
+    else k_act_mul_bwd_held2<1><<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(hg, hu, dy, g, u, n, kind);
+    vc_cu_end(op);
+    return 1;
+}
+
 /* k_act_mul_bwd four elements a thread: one gradient (DU: up's, else gate's) added to out[i], or written (wr) */
 template <bool DU>
 __device__ __forceinline__ void gate_grad4(float4 *out, int64_t i, bool wr, float4 d, float4 a, float4 b, int kind) {

@@ -94,8 +94,8 @@ int vc_cu_moe_mma_rows(int tb, int64_t E, const int64_t *off, int64_t R, int64_t
                        const void *A, int a16, int64_t lda, const void *B, int b16, float beta, float *C, int64_t ldc,
                        const char *op);
 /* wgrad mode likewise (C_e = alpha A_e^T B_e + beta C_e over expert e's rows) */
-int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A, int64_t lda,
-                        const void *B, int b16, int64_t ldb, float beta, float *C, const char *op);
+int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const void *A, int a16,
+                        int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, const char *op);
 void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A,
                               int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C);
 /* f32 GEMM on the verlc stream, row-major as vc_backend.gemm; returns 0 on error */
@@ -200,6 +200,8 @@ void vc_cu_gemm_c16(int64_t M, int64_t N, int64_t K, const float *x, const float
 void vc_cu_act_mul16_fwd(void *y, int y16, const void *g, const void *u, int64_t n, int64_t cols, int64_t ld, int kind);
 int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const void *u, int g16, int64_t n, int64_t cols,
                            int64_t ld, int kind);
+int vc_cu_act_mul_bwd_held2(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
+                            int64_t cols, int kind);
 void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
                          int64_t ld, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,

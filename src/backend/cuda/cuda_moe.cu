@@ -332,6 +332,9 @@ void vc_cu_gemm_rows_grouped(int tb, int64_t E, const int64_t *off, int64_t R, i
     if (vc_matmul_precision() == VC_PREC_BF16) { /* a weight's registered bf16 copy, when there is one */
         const void *h = vc_cu_bf16_copy(B, E * (tb ? N : K), tb ? K : N, tb ? K : N);
         if (h) b = h, b16 = 1;
+        /* an f32 A held in bf16 (the experts' gate / up gradients written straight into their held copies) */
+        const void *ha = a16 ? NULL : vc_cu_bf16_copy((const float *)A, R, K, lda);
+        if (ha) A = ha, a16 = 1;
     }
     const int mma = vc_cu_moe_mma_rows(tb, E, off, R, N, K, alpha, A, a16, lda, b, b16, beta, C, ldc, op);
     if (mma) {
@@ -348,13 +351,19 @@ void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t 
     if (!vc_cu_begin(op) || M <= 0 || N <= 0) return;
     int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
     if (!sizes_ok(E, tiles, 0, op)) return;
-    const int mma = vc_cu_moe_mma_wgrad(E, off, M, N, alpha, A, lda, B, b16, ldb, beta, C, op);
+    /* A held in bf16 (the experts' gate / up gradients): its rows are all the groups' (off[E] of them, on the device);
+     * the lookup checks the first and the held copy holds them all */
+    const void *a = A;
+    int a16 = 0;
+    if (vc_matmul_precision() == VC_PREC_BF16 && (a = vc_cu_bf16_copy(A, 1, M, lda)) != NULL) a16 = 1;
+    else a = A;
+    const int mma = vc_cu_moe_mma_wgrad(E, off, M, N, alpha, a, a16, lda, B, b16, ldb, beta, C, op);
     if (mma) {
         if (mma > 0) vc_cu_end(op);
         return;
     }
-    gparams p = {1, 0, (int)E, off, M, N, 0, alpha, beta, A, B, lda, ldb, 0, C};
-    launch(p, 0, b16, dim3((unsigned)tiles, (unsigned)E), op);
+    gparams p = {1, 0, (int)E, off, M, N, 0, alpha, beta, a, B, lda, ldb, 0, C};
+    launch(p, a16, b16, dim3((unsigned)tiles, (unsigned)E), op);
 }
 
 /* ---------------- experts' biases over the grouped rows ---------------- */

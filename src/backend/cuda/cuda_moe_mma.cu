@@ -259,14 +259,14 @@ int vc_cu_moe_mma_rows(int tb, int64_t E, const int64_t *off, int64_t R, int64_t
     return tb ? launch_as<1>(a16, b16, p, grid, op) : launch_as<0>(a16, b16, p, grid, op);
 }
 
-int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const float *A, int64_t lda,
-                        const void *B, int b16, int64_t ldb, float beta, float *C, const char *op) {
+int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, float alpha, const void *A, int a16,
+                        int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, const char *op) {
     /* the expert's rows are the sums: M and N multiples of 8 (whole chunks along A's and B's rows), rows on 16-byte
      * boundaries */
-    if (!taken() || M % 8 || N % 8 || !on16(A) || !on16(B) || lda % 4 || ldb % (b16 ? 8 : 4)) return 0;
+    if (!taken() || M % 8 || N % 8 || !on16(A) || !on16(B) || lda % (a16 ? 8 : 4) || ldb % (b16 ? 8 : 4)) return 0;
     const int64_t tiles = ((M + TM - 1) / TM) * ((N + TN - 1) / TN);
     if (tiles > INT32_MAX || E > 65535) return 0;
     mparams p = { off, (int)E, 1, M, N, 0, alpha, beta, A, B, lda, ldb, C, 0 };
     const dim3 grid((unsigned)tiles, (unsigned)E);
-    return b16 ? launch<false, true, 2>(p, grid, op) : launch<false, false, 2>(p, grid, op);
+    return launch_as<2>(a16, b16, p, grid, op);
 }

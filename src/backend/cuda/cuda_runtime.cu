@@ -1088,6 +1088,7 @@ static vc_backend make_cuda_backend(void) {
     b.act_mul16_fwd = vc_cu_act_mul16_fwd;
     b.act_mul16_bwd = vc_cu_act_mul16_bwd;
     b.act_mul_bwd_held = vc_cu_act_mul_bwd_held;
+    b.act_mul_bwd_held2 = vc_cu_act_mul_bwd_held2;
     b.gemm_b16 = vc_cu_gemm_b16;
     b.lm_head_fwd = vc_cu_lm_head_fwd;
     b.lm_head_bwd = vc_cu_lm_head_bwd;
