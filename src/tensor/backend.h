@@ -468,6 +468,11 @@ typedef struct vc_backend {
                             int64_t H);
     void (*moe_combine_bwd)(float *dY, float *dw, const float *dy, const float *Y, const float *w, const int64_t *inv,
                             int64_t T, int64_t K, int64_t H);
+    /* moe_combine_bwd whose dY [T K, H] only GEMMs read: 1 when the backend holds dY as operand_hold(dY, T K, H, 1)
+     * would, its bf16 copy written (the rounding of w dy) and dY never, dw as moe_combine_bwd; released by
+     * operand_hold(dY, .., 0); 0 (nothing done, nothing held): the caller runs moe_combine_bwd. NULL: never */
+    int (*moe_combine_bwd_held)(float *dY, float *dw, const float *dy, const float *Y, const float *w,
+                                const int64_t *inv, int64_t T, int64_t K, int64_t H);
     void (*moe_scatter_add)(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H);
     /* experts' biases over grouped rows (off[E+1] backend memory, as moe_group's): Y[r] += b[e] for r in
      * [off[e], off[e+1]), rows of C;  backward db[e] += the sum of those rows of dY, r ascending */

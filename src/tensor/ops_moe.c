@@ -139,11 +139,17 @@ static void moe_bw_rows(vc_graph *g, vc_node *n, float *dx, float *dWg, float *d
     int64_t H = s->H, I = s->I, E = s->E, R = s->T * s->K;
     int a16, x16;
     const void *A = acts(s, &a16), *X = inputs(s, &x16);
-    B->moe_combine_bwd(dY, dw, dy, s->Y, s->Xs ? s->ones : s->w, s->inv, s->T, s->K, H);
+    /* dY goes to GEMMs alone unless the down projection's bias or adapter reads it: the backend may write it straight
+     * into the bf16 copy they read (the same bits), held until the last of them */
+    const float *cw = s->Xs ? s->ones : s->w;
+    const int held_dy = !s->bi.down && !s->lo.down_a && B->moe_combine_bwd_held &&
+                        B->moe_combine_bwd_held(dY, dw, dy, s->Y, cw, s->inv, s->T, s->K, H);
+    if (!held_dy) B->moe_combine_bwd(dY, dw, dy, s->Y, cw, s->inv, s->T, s->K, H);
     if (s->sc) expert_scale_bwd(g, s, dw, dX); /* (dX: scratch until its GEMMs overwrite it) */
     bias_bwd(g, s, s->bi.down, dY, H);
     B->gemm_rows_grouped(0, E, s->off, R, I, H, 1.0f, dY, 0, H, Wd->data, 0.0f, dA, I);
     if (dWd) B->gemm_wgrad_grouped(E, s->off, H, I, 1.0f, dY, H, A, a16, I, 1.0f, dWd);
+    if (held_dy) B->operand_hold(dY, R, H, 0);
     if (s->lo.down_a) lora_down_bw(g, s, dY, dA, dR, A, a16);
     /* gate's and up's gradients go to GEMMs alone unless biases or an adapter read them: the backend may write them
      * straight into the bf16 copies those GEMMs read (the same bits), held until the last of them */

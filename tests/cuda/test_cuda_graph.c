@@ -372,10 +372,10 @@ int main(void) {
         /* MoE: the experts' gathered inputs and gated activations in bf16 or f32, through the grouped GEMMs */
         same_training_env(CONFIGS[2], "VERLC_BF16_ACT", "0", "MoE: weights with the experts' inputs and activations in "
                           "bf16 %s with them in f32");
-        /* MoE: the experts' gate / up gradients written straight into the bf16 copies their GEMMs read (default) or in
-         * f32 and rounded by the GEMMs; the grouped GEMMs on mma.sync (default) or WMMA: the same bits */
-        same_training_env(CONFIGS[2], "VERLC_CUDA_ACT_HELD", "0", "MoE: weights with the experts' gate / up gradients "
-                          "written into their held bf16 copies %s with them written in f32");
+        /* MoE: the experts' output, gate and up gradients written straight into the bf16 copies their GEMMs read
+         * (default) or in f32 and rounded by the GEMMs; the grouped GEMMs on mma.sync (default) or WMMA: the same bits */
+        same_training_env(CONFIGS[2], "VERLC_CUDA_ACT_HELD", "0", "MoE: weights with the experts' output, gate and up "
+                          "gradients written into their held bf16 copies %s with them written in f32");
         same_training_env(CONFIGS[2], "VERLC_CUDA_MOE_MMA", "0", "MoE: weights with the grouped expert GEMMs on "
                           "mma.sync %s with them on WMMA");
         free(a);

@@ -444,6 +444,14 @@ __global__ void k_moe_combine_dY(float *dY, const float *dy, const float *w, con
         VC_COL_LOOP(c, H) dY[inv[tk] * H + c] = w[tk] * dy[t * H + c];
     }
 }
+/* the same into dY's held bf16 copy */
+__global__ void k_moe_combine_dY16(__nv_bfloat16 *dY, const float *dy, const float *w, const int64_t *inv, int64_t T,
+                                   int64_t K, int64_t H) {
+    VC_ROW_LOOP(t, T) for (int64_t k = 0; k < K; k++) {
+        const int64_t tk = t * K + k;
+        VC_COL_LOOP(c, H) dY[inv[tk] * H + c] = __float2bfloat16_rn(w[tk] * dy[t * H + c]);
+    }
+}
 /* dw[t*K+k] = dy[t] . Y[inv[t*K+k]], one warp per (t, k) */
 __global__ void k_moe_combine_dw(float *dw, const float *dy, const float *Y, const int64_t *inv, int64_t T, int64_t K,
                                  int64_t H) {
@@ -478,6 +486,19 @@ void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y
     if (dY) k_moe_combine_dY<<<LAUNCH_ROWS(T, H)>>>(dY, dy, w, inv, T, K, H);
     if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
     vc_cu_end(op);
+}
+/* vc_backend.moe_combine_bwd_held: 0 when operands are not held (f32 matmuls, VERLC_CUDA_HOLD=0, no slot or memory)
+ * or VERLC_CUDA_ACT_HELD=0 (read per call: the A/B, the same bits) */
+int vc_cu_moe_combine_bwd_held(float *dY, float *dw, const float *dy, const float *Y, const float *w,
+                               const int64_t *inv, int64_t T, int64_t K, int64_t H) {
+    const char *op = "moe combine backward (held bf16 out)", *e = getenv("VERLC_CUDA_ACT_HELD");
+    if ((e && *e == '0') || T <= 0 || K <= 0 || H <= 0 || !vc_cu_begin(op)) return 0;
+    __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_hold_slot(dY, T * K, H);
+    if (!h) return 0;
+    k_moe_combine_dY16<<<LAUNCH_ROWS(T, H)>>>(h, dy, w, inv, T, K, H);
+    if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
+    vc_cu_end(op);
+    return 1;
 }
 void vc_cu_moe_scatter_add(float *dx, const float *dX, const int64_t *inv, int64_t T, int64_t K, int64_t H) {
     if (!vc_cu_begin("moe scatter add") || T <= 0 || K <= 0 || H <= 0) return;

@@ -202,6 +202,8 @@ int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const voi
                            int64_t ld, int kind);
 int vc_cu_act_mul_bwd_held2(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                             int64_t cols, int kind);
+int vc_cu_moe_combine_bwd_held(float *dY, float *dw, const float *dy, const float *Y, const float *w,
+                               const int64_t *inv, int64_t T, int64_t K, int64_t H);
 void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, const void *u, int64_t n, int64_t cols,
                          int64_t ld, int kind);
 void vc_cu_gemm_b16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A, int a16, int64_t lda,

@@ -1125,6 +1125,7 @@ static vc_backend make_cuda_backend(void) {
     b.scatter_kv_bf16 = vc_cu_scatter_kv_bf16;
     b.moe_combine_fwd = vc_cu_moe_combine_fwd;
     b.moe_combine_bwd = vc_cu_moe_combine_bwd;
+    b.moe_combine_bwd_held = vc_cu_moe_combine_bwd_held;
     b.moe_scatter_add = vc_cu_moe_scatter_add;
     b.moe_bias_fwd = vc_cu_moe_bias_fwd;
     b.moe_bias_bwd = vc_cu_moe_bias_bwd;
