@@ -145,12 +145,24 @@ void vc_emu_cp_commit(void) {
     for (cp_pending &c : g_cp[i])
         if (!c.group) c.group = g;
 }
+/* a copy's destination still holds the NaN bytes its issue left: anything else is a store (or another copy) into it
+ * while the copy was in flight, which a GPU may order either way */
+static void cp_land(const cp_pending &c) {
+    const unsigned char *d = (const unsigned char *)c.dst;
+    for (int b = 0; b < 16; b++)
+        if (d[b] != 0xff) {
+            char where[256];
+            vc_emu_where(where, sizeof where);
+            vc_emu_die("%s: shared memory at %p written while a cp.async into it was in flight", where, c.dst);
+        }
+    memcpy(c.dst, c.bytes, 16);
+}
 void vc_emu_cp_wait(int n) {
     const int i = cur_index("cp.async.wait_group");
     const int upto = g_cp_groups[i] - n;
     std::vector<cp_pending> &v = g_cp[i], left;
     for (const cp_pending &c : v) {
-        if (c.group && c.group <= upto) memcpy(c.dst, c.bytes, 16);
+        if (c.group && c.group <= upto) cp_land(c);
         else left.push_back(c);
     }
     v.swap(left);
