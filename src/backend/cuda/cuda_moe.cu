@@ -7,7 +7,8 @@
  * at a time (__match_any_sync finds the lanes with the same expert): tokens ascending within each expert, the CPU
  * backend's order.
  *
- * Grouped GEMM: 64 x 64 output tiles, 4 warps, k steps of 32 staged through shared memory. With bf16 matmuls each
+ * Grouped GEMM (with bf16 matmuls, where the shapes allow, cuda_moe_mma.cu's mma.sync kernel instead, the same
+ * bits): 64 x 64 output tiles, 4 warps, k steps of 32 staged through shared memory. With bf16 matmuls each
  * staged value is rounded to bf16 (a bf16 operand, or a weight's registered bf16 copy, is taken as it is) and the
  * warps multiply on nvcuda::wmma 16x16x16 fragments with f32 accumulators; with f32 matmuls each thread sums 8 x 4
  * outputs in f32, k ascending. rows mode: the grid covers every possible tile (ceil(R / 64) + min(E, R) row tiles) and
@@ -353,10 +354,8 @@ void vc_cu_gemm_wgrad_grouped(int64_t E, const int64_t *off, int64_t M, int64_t 
     if (!sizes_ok(E, tiles, 0, op)) return;
     /* A held in bf16 (the experts' gate / up gradients): its rows are all the groups' (off[E] of them, on the device);
      * the lookup checks the first and the held copy holds them all */
-    const void *a = A;
-    int a16 = 0;
-    if (vc_matmul_precision() == VC_PREC_BF16 && (a = vc_cu_bf16_copy(A, 1, M, lda)) != NULL) a16 = 1;
-    else a = A;
+    const void *h = vc_matmul_precision() == VC_PREC_BF16 ? vc_cu_bf16_copy(A, 1, M, lda) : NULL, *a = h ? h : A;
+    const int a16 = h != NULL;
     const int mma = vc_cu_moe_mma_wgrad(E, off, M, N, alpha, a, a16, lda, B, b16, ldb, beta, C, op);
     if (mma) {
         if (mma > 0) vc_cu_end(op);
