@@ -129,9 +129,11 @@ static int cur_index(const char *what) {
 }
 void vc_emu_cp16(void *dst, const void *src) {
     const int i = cur_index("cp.async");
-    if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15))
-        vc_emu_die("kernel %s: cp.async of 16 bytes between addresses not 16-byte aligned (%p <- %p)", g_kname, dst,
-                   src);
+    if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15)) {
+        char where[256];
+        vc_emu_where(where, sizeof where);
+        vc_emu_die("%s: cp.async of 16 bytes between addresses not 16-byte aligned (%p <- %p)", where, dst, src);
+    }
     cp_pending c;
     c.dst = dst;
     memcpy(c.bytes, src, 16);

@@ -626,9 +626,10 @@ void vc_cu_act_mul16_bwd(float *dg, float *du, const float *dy, const void *g, c
     vc_cu_end(op);
 }
 
-/* the gated activation's gradients written (VC_ACT_WRITE) straight into the held bf16 copy of dgu = [dg | du] (rows of
- * 2 C): each the rounding (nearest even) of 0 + the term, what the f32 dgu then its hold gave. IN: g and u's storage
- * (f32, or bf16 from gemm_c16), V elements a thread */
+/* the gated activation's gradients written (VC_ACT_WRITE) straight into held bf16 copies: og and ou (rows of ld: the
+ * dense MLP's dgu = [dg | du], og = dgu's copy, ou = og + C, ld 2 C; the experts' apart, ld C), g and u likewise,
+ * dy [R, C]: each the rounding (nearest even) of 0 + the term, what the f32 gradients then their hold gave. IN: g and
+ * u's storage (f32, or bf16 from gemm_c16), V elements a thread */
 __device__ __forceinline__ void ld_in(float (&x)[4], const float *p) {
     const float4 w = *reinterpret_cast<const float4 *>(p);
     x[0] = w.x, x[1] = w.y, x[2] = w.z, x[3] = w.w;
@@ -637,26 +638,29 @@ __device__ __forceinline__ void ld_in(float (&x)[4], const __nv_bfloat16 *p) { l
 __device__ __forceinline__ void ld_in(float (&x)[1], const float *p) { x[0] = *p; }
 __device__ __forceinline__ void ld_in(float (&x)[1], const __nv_bfloat16 *p) { x[0] = __bfloat162float(*p); }
 template <typename IN, int V>
-__global__ void k_act_mul_bwd_held(__nv_bfloat16 *o, const float *dy, const IN *g, const IN *u, int64_t R, int64_t C,
-                                   int kind) {
+__global__ void k_act_mul_bwd_held(__nv_bfloat16 *og, __nv_bfloat16 *ou, const float *dy, const IN *g, const IN *u,
+                                   int64_t R, int64_t C, int64_t ld, int kind) {
     VC_ROW_LOOP(r, R) VC_COL_LOOP(c, C / V) {
-        const int64_t i = r * 2 * C + c * V, d = r * C + c * V;
+        const int64_t i = r * ld + c * V, d = r * C + c * V;
         float a[V], b[V];
         ld_in(a, g + i);
         ld_in(b, u + i);
 #pragma unroll
         for (int k = 0; k < V; k++) {
-            o[i + k] = __float2bfloat16_rn(0.0f + vc_gate_dg(dy[d + k], a[k], b[k], kind));
-            o[i + C + k] = __float2bfloat16_rn(0.0f + vc_gate_du(dy[d + k], a[k], b[k], kind));
+            og[i + k] = __float2bfloat16_rn(0.0f + vc_gate_dg(dy[d + k], a[k], b[k], kind));
+            ou[i + k] = __float2bfloat16_rn(0.0f + vc_gate_du(dy[d + k], a[k], b[k], kind));
         }
     }
 }
 template <typename IN>
-static void act_mul_bwd_held(__nv_bfloat16 *o, const float *dy, const IN *g, const IN *u, int64_t R, int64_t C,
-                             int kind) {
-    if (C % 4 == 0 && vc_cu_aligned16(dy, g, u))
-        k_act_mul_bwd_held<IN, 4><<<vc_cu_rows_grid(R, C / 4, 256), 256, 0, vc_cu_stream()>>>(o, dy, g, u, R, C, kind);
-    else k_act_mul_bwd_held<IN, 1><<<vc_cu_rows_grid(R, C, 256), 256, 0, vc_cu_stream()>>>(o, dy, g, u, R, C, kind);
+static void act_mul_bwd_held(__nv_bfloat16 *og, __nv_bfloat16 *ou, const float *dy, const IN *g, const IN *u,
+                             int64_t R, int64_t C, int64_t ld, int kind) {
+    if (C % 4 == 0 && ld % 4 == 0 && vc_cu_aligned16(dy, g, u))
+        k_act_mul_bwd_held<IN, 4><<<vc_cu_rows_grid(R, C / 4, 256), 256, 0, vc_cu_stream()>>>(og, ou, dy, g, u, R, C, ld,
+                                                                                               kind);
+    else
+        k_act_mul_bwd_held<IN, 1><<<vc_cu_rows_grid(R, C, 256), 256, 0, vc_cu_stream()>>>(og, ou, dy, g, u, R, C, ld,
+                                                                                           kind);
 }
 /* vc_backend.act_mul_bwd_held: dgu's bf16 copy held (vc_cu_hold_slot) and written, dgu itself never; 0 when operands
  * are not held (f32 matmuls, VERLC_CUDA_HOLD=0, no slot or memory), ld is not 2 cols, the gradients add (no
@@ -671,31 +675,12 @@ int vc_cu_act_mul_bwd_held(float *dgu, const float *dy, const void *g, const voi
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_hold_slot(dgu, R, ld);
     if (!h) return 0;
     kind &= ~VC_ACT_WRITE;
-    if (g16) act_mul_bwd_held(h, dy, (const __nv_bfloat16 *)g, (const __nv_bfloat16 *)u, R, cols, kind);
-    else act_mul_bwd_held(h, dy, (const float *)g, (const float *)u, R, cols, kind);
+    if (g16) act_mul_bwd_held(h, h + cols, dy, (const __nv_bfloat16 *)g, (const __nv_bfloat16 *)u, R, cols, ld, kind);
+    else act_mul_bwd_held(h, h + cols, dy, (const float *)g, (const float *)u, R, cols, ld, kind);
     vc_cu_end(op);
     return 1;
 }
 
-/* the experts' gradients apart (dg, du, g, u alike [R, C]): V elements a thread of the flat n */
-template <int V>
-__global__ void k_act_mul_bwd_held2(__nv_bfloat16 *og, __nv_bfloat16 *ou, const float *dy, const float *g,
-                                    const float *u, int64_t n, int kind) {
-    for (int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V; i < n; i += (int64_t)gridDim.x * blockDim.x * V) {
-        float a[V], b[V], d[V];
-        if constexpr (V == 4) {
-            ld_in(reinterpret_cast<float(&)[4]>(a), g + i);
-            ld_in(reinterpret_cast<float(&)[4]>(b), u + i);
-            ld_in(reinterpret_cast<float(&)[4]>(d), dy + i);
-        } else
-            a[0] = g[i], b[0] = u[i], d[0] = dy[i];
-#pragma unroll
-        for (int k = 0; k < V; k++) {
-            og[i + k] = __float2bfloat16_rn(0.0f + vc_gate_dg(d[k], a[k], b[k], kind));
-            ou[i + k] = __float2bfloat16_rn(0.0f + vc_gate_du(d[k], a[k], b[k], kind));
-        }
-    }
-}
 /* vc_backend.act_mul_bwd_held2: dg's and du's bf16 copies held and written, dg and du never; 0 as act_mul_bwd_held */
 int vc_cu_act_mul_bwd_held2(float *dg, float *du, const float *dy, const float *g, const float *u, int64_t n,
                             int64_t cols, int kind) {
@@ -706,10 +691,7 @@ int vc_cu_act_mul_bwd_held2(float *dg, float *du, const float *dy, const float *
     __nv_bfloat16 *hg = (__nv_bfloat16 *)vc_cu_hold_slot(dg, R, cols), *hu = NULL;
     if (hg && !(hu = (__nv_bfloat16 *)vc_cu_hold_slot(du, R, cols))) vc_cu_operand_hold(dg, R, cols, 0);
     if (!hu) return 0;
-    kind &= ~VC_ACT_WRITE;
-    if (n % 4 == 0 && vc_cu_aligned16(dy, g, u))
-        k_act_mul_bwd_held2<4><<<vc_cu_blocks(n / 4, 256), 256, 0, vc_cu_stream()>>>(hg, hu, dy, g, u, n, kind);
-    else k_act_mul_bwd_held2<1><<<vc_cu_blocks(n, 256), 256, 0, vc_cu_stream()>>>(hg, hu, dy, g, u, n, kind);
+    act_mul_bwd_held(hg, hu, dy, g, u, R, cols, cols, kind & ~VC_ACT_WRITE);
     vc_cu_end(op);
     return 1;
 }

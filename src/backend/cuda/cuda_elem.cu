@@ -437,19 +437,15 @@ __global__ void k_moe_combine_fwd(float *y, const float *Y, const float *w, cons
     }
 }
 /* dY[inv[t*K+k]] = w[t*K+k] dy[t] */
-__global__ void k_moe_combine_dY(float *dY, const float *dy, const float *w, const int64_t *inv, int64_t T, int64_t K,
+__device__ __forceinline__ void put_out(float *p, float v) { *p = v; }
+__device__ __forceinline__ void put_out(__nv_bfloat16 *p, float v) { *p = __float2bfloat16_rn(v); }
+/* OUT: f32 dY, or its held bf16 copy */
+template <typename OUT>
+__global__ void k_moe_combine_dY(OUT *dY, const float *dy, const float *w, const int64_t *inv, int64_t T, int64_t K,
                                  int64_t H) {
     VC_ROW_LOOP(t, T) for (int64_t k = 0; k < K; k++) {
         const int64_t tk = t * K + k;
-        VC_COL_LOOP(c, H) dY[inv[tk] * H + c] = w[tk] * dy[t * H + c];
-    }
-}
-/* the same into dY's held bf16 copy */
-__global__ void k_moe_combine_dY16(__nv_bfloat16 *dY, const float *dy, const float *w, const int64_t *inv, int64_t T,
-                                   int64_t K, int64_t H) {
-    VC_ROW_LOOP(t, T) for (int64_t k = 0; k < K; k++) {
-        const int64_t tk = t * K + k;
-        VC_COL_LOOP(c, H) dY[inv[tk] * H + c] = __float2bfloat16_rn(w[tk] * dy[t * H + c]);
+        VC_COL_LOOP(c, H) put_out(dY + inv[tk] * H + c, w[tk] * dy[t * H + c]);
     }
 }
 /* dw[t*K+k] = dy[t] . Y[inv[t*K+k]], one warp per (t, k) */
@@ -483,7 +479,7 @@ void vc_cu_moe_combine_bwd(float *dY, float *dw, const float *dy, const float *Y
                            int64_t T, int64_t K, int64_t H) {
     const char *op = "moe combine backward";
     if (!vc_cu_begin(op) || T <= 0 || K <= 0 || H <= 0) return;
-    if (dY) k_moe_combine_dY<<<LAUNCH_ROWS(T, H)>>>(dY, dy, w, inv, T, K, H);
+    if (dY) k_moe_combine_dY<float><<<LAUNCH_ROWS(T, H)>>>(dY, dy, w, inv, T, K, H);
     if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
     vc_cu_end(op);
 }
@@ -495,7 +491,7 @@ int vc_cu_moe_combine_bwd_held(float *dY, float *dw, const float *dy, const floa
     if ((e && *e == '0') || T <= 0 || K <= 0 || H <= 0 || !vc_cu_begin(op)) return 0;
     __nv_bfloat16 *h = (__nv_bfloat16 *)vc_cu_hold_slot(dY, T * K, H);
     if (!h) return 0;
-    k_moe_combine_dY16<<<LAUNCH_ROWS(T, H)>>>(h, dy, w, inv, T, K, H);
+    k_moe_combine_dY<__nv_bfloat16><<<LAUNCH_ROWS(T, H)>>>(h, dy, w, inv, T, K, H);
     if (dw) k_moe_combine_dw<<<vc_cu_blocks(T * K * 32, ET), ET, 0, vc_cu_stream()>>>(dw, dy, Y, inv, T, K, H);
     vc_cu_end(op);
     return 1;

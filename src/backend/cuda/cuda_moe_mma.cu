@@ -237,8 +237,6 @@ bool taken(void) {
     const char *env = getenv("VERLC_CUDA_MOE_MMA");
     return !(env && *env == '0') && vc_matmul_precision() == VC_PREC_BF16;
 }
-bool on16(const void *x) { return (reinterpret_cast<uintptr_t>(x) & 15) == 0; }
-
 
 } // namespace
 
@@ -249,7 +247,7 @@ int vc_cu_moe_mma_rows(int tb, int64_t E, const int64_t *off, int64_t R, int64_t
                        const char *op) {
     /* whole 16-byte chunks along every operand's rows: K (and N for [k][n] weights) multiples of 8, rows on 16-byte
      * boundaries (a bf16 row of lda elements: lda a multiple of 8; f32: of 4; an expert's weights e N K apart) */
-    if (!taken() || K % 8 || K > INT32_MAX || (!tb && N % 8) || !on16(A) || !on16(B) || lda % (a16 ? 8 : 4) ||
+    if (!taken() || K % 8 || K > INT32_MAX || (!tb && N % 8) || !vc_cu_aligned16(A, B) || lda % (a16 ? 8 : 4) ||
         (!b16 && (N * K) % 4))
         return 0;
     const int64_t tiles = (R + TM - 1) / TM + (E < R ? E : R), nb = (N + TN - 1) / TN;
@@ -263,7 +261,7 @@ int vc_cu_moe_mma_wgrad(int64_t E, const int64_t *off, int64_t M, int64_t N, flo
                         int64_t lda, const void *B, int b16, int64_t ldb, float beta, float *C, const char *op) {
     /* the expert's rows are the sums: M and N multiples of 8 (whole chunks along A's and B's rows), rows on 16-byte
      * boundaries */
-    if (!taken() || M % 8 || N % 8 || !on16(A) || !on16(B) || lda % (a16 ? 8 : 4) || ldb % (b16 ? 8 : 4)) return 0;
+    if (!taken() || M % 8 || N % 8 || !vc_cu_aligned16(A, B) || lda % (a16 ? 8 : 4) || ldb % (b16 ? 8 : 4)) return 0;
     const int64_t tiles = ((M + TM - 1) / TM) * ((N + TN - 1) / TN);
     if (tiles > INT32_MAX || E > 65535) return 0;
     mparams p = { off, (int)E, 1, M, N, 0, alpha, beta, A, B, lda, ldb, C, 0 };
