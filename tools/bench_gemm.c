@@ -360,6 +360,14 @@ int vc_bench_gemm(int argc, char **argv) {
     }
     cJSON_Delete(root);
     if ((rc = vc_cli_device_apply("bench gemm", o.device, o.precision))) return rc;
+    if (o.moe_only && (c.n_expert < 2 || c.top_k < 1)) {
+        fprintf(stderr, "verlc bench gemm: --moe: %s has no routed experts\n", o.config);
+        return 2;
+    }
+    if (o.moe_only && (strcmp(vc_be()->name, "cuda") || vc_matmul_precision() != VC_PREC_BF16)) {
+        fprintf(stderr, "verlc bench gemm: --moe times the CUDA grouped GEMMs: it needs --device cuda --precision bf16\n");
+        return 2;
+    }
     int64_t H = c.hidden, hd = c.head_dim, I = c.moe_inter > 0 && c.inter <= 0 ? c.moe_inter : c.inter;
     lin L[] = { { "q_proj", c.n_head * hd, H }, { "k_proj", c.n_kv_head * hd, H }, { "v_proj", c.n_kv_head * hd, H },
                 { "o_proj", H, c.n_head * hd }, { "gate_proj", I, H }, { "up_proj", I, H }, { "down_proj", H, I },
