@@ -442,12 +442,31 @@ BIN="$BUILD/verlc"
 # The issue's benchmarks (bf16): Qwen2.5-0.5B and 1.5B shapes, training 16 x 512, log-probs 16 x 1024,
 # generate batch 256 x (128 + 256). PyTorch on the same H200: 72,171 / 38,843 train tokens/s,
 # 246,363 / 121,355 log-prob tokens/s, HF generate 3,858 / 3,905 tokens/s.
+# On another card than issue 7's H200 (or with VC_GPU_PEER=1; VC_GPU_PEER=0 never), PyTorch + transformers measure the
+# three figures here first (scripts/peer_torch.py, issue 7's settings), when the machine's python has them
+# (VC_GPU_PYTHON, default python3): the benches then compare with those, not with another card's. VC_GPU_PEER_ARGS:
+# more arguments for it (trying the step on a CPU machine: "--device cpu --batch 1 --seq 16 ...").
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+peer_wanted() {
+    case "${VC_GPU_PEER:-auto}" in
+        1) return 0 ;; 0) return 1 ;;
+    esac
+    case "$GPU_NAME" in *H200*) return 1 ;; esac
+    "${VC_GPU_PYTHON:-python3}" -c "import torch, transformers" 2>/dev/null
+}
 bench_model() { # config name, PyTorch's train, log-prob and HF generate tokens/s on the H200
     local CFG="$VERLC_SHARED/configs/$1.json" P="--device cuda --precision bf16"
-    local PEER="PyTorch 2.11 + transformers 5.17 on an H200 (issue 7)"
+    local PEER="PyTorch 2.11 + transformers 5.17 on an H200 (issue 7)" ENV="$OUTDIR/.peer-$1.env"
     if [ ! -f "$CFG" ]; then
         say "== verlc bench on $1: skipped (no $CFG)"
         return
+    fi
+    rm -f "$ENV"
+    if peer_wanted && step "peer: PyTorch + transformers on this ${GPU_NAME:-GPU}, $1 (train 16 x 512, logprob 16 x 1024, generate 256 x (128 + 256))" \
+        150 "${VC_GPU_PYTHON:-python3}" scripts/peer_torch.py --config "$CFG" --out "$ENV" ${VC_GPU_PEER_ARGS:-}; then
+        local TRAIN LOGPROB GENERATE
+        # shellcheck disable=SC1090
+        . "$ENV" && set -- "$1" "${TRAIN:-$2}" "${LOGPROB:-$3}" "${GENERATE:-$4}"
     fi
     # shellcheck disable=SC2086
     step "bench train $1 bf16 (16 x 512)" 60 "$BIN" bench train --config "$CFG" --tokens 8192 --seqs 16 --iters 3 $P \
