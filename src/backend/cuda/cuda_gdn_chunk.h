@@ -32,12 +32,19 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
  * bits. */
 #define CK_TK_PAR 32
 #define CK_TK_STATE 16
+#ifndef CK_LDG
+#define CK_LDG 4 /* a thread's loads of a slice in flight at once (8 spilled: the kernels are at 128 registers) */
+#endif
 #define CK_STAGE(TK) ((TK) * (256 + 4) + (TK) * (64 + 4))
 
 template <int TN, int CK_TK>
 __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
                           int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    const int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
+    constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
+    constexpr int NA = TM * CK_TK / CK_THREADS, NB = TN * CK_TK / CK_THREADS; /* a thread's elements of a slice */
+    constexpr int GA = NA < CK_LDG ? NA : CK_LDG, GB = NB < CK_LDG ? NB : CK_LDG;
+    static_assert(NA * CK_THREADS == TM * CK_TK && NB * CK_THREADS == TN * CK_TK && NA % GA == 0 && NB % GB == 0,
+                  "whole groups of a slice a thread");
     float *As = stage, *Bs = stage + CK_TK * LA;                     /* [CK_TK][LA]: A^T; [CK_TK][LB] */
     const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4), t = threadIdx.x;
     for (int i0 = 0; i0 < n; i0 += TM)
@@ -52,15 +59,40 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
                     s[r][c] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
                 }
             for (int l0 = lo; l0 < hi; l0 += CK_TK) {
-                int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
+                const int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
                 __syncthreads(); /* (the last slice read) */
-                for (int e = t; e < TM * CK_TK; e += CK_THREADS) { /* consecutive threads on the unit stride */
-                    int i = al == 1 ? e / CK_TK : e % TM, l = al == 1 ? e % CK_TK : e / TM;
-                    As[l * LA + i] = i0 + i < n && l < kk ? sign * A[(i0 + i) * ai + (l0 + l) * al] : 0.0f;
+                /* a group's loads issued before its first store: a memory latency a group of CK_LDG elements, where a
+                 * store waiting on each load (A may lie in shared memory: the compiler cannot reorder them) cost one an
+                 * element */
+#pragma unroll 1
+                for (int u0 = 0; u0 < NA; u0 += GA) {
+                    float r[GA];
+#pragma unroll
+                    for (int u = 0; u < GA; u++) { /* consecutive threads on the unit stride */
+                        const int e = t + (u0 + u) * CK_THREADS, i = al == 1 ? e / CK_TK : e % TM;
+                        const int l = al == 1 ? e % CK_TK : e / TM;
+                        r[u] = i0 + i < n && l < kk ? sign * A[(i0 + i) * ai + (l0 + l) * al] : 0.0f;
+                    }
+#pragma unroll
+                    for (int u = 0; u < GA; u++) {
+                        const int e = t + (u0 + u) * CK_THREADS, i = al == 1 ? e / CK_TK : e % TM;
+                        As[(al == 1 ? e % CK_TK : e / TM) * LA + i] = r[u];
+                    }
                 }
-                for (int e = t; e < TN * CK_TK; e += CK_THREADS) {
-                    int j = bj == 1 ? e % TN : e / CK_TK, l = bj == 1 ? e / TN : e % CK_TK;
-                    Bs[l * LB + j] = j0 + j < m && l < kk ? B[(l0 + l) * bl + (j0 + j) * bj] : 0.0f;
+#pragma unroll 1
+                for (int u0 = 0; u0 < NB; u0 += GB) {
+                    float r[GB];
+#pragma unroll
+                    for (int u = 0; u < GB; u++) {
+                        const int e = t + (u0 + u) * CK_THREADS, j = bj == 1 ? e % TN : e / CK_TK;
+                        const int l = bj == 1 ? e / TN : e % CK_TK;
+                        r[u] = j0 + j < m && l < kk ? B[(l0 + l) * bl + (j0 + j) * bj] : 0.0f;
+                    }
+#pragma unroll
+                    for (int u = 0; u < GB; u++) {
+                        const int e = t + (u0 + u) * CK_THREADS, j = bj == 1 ? e % TN : e / CK_TK;
+                        Bs[(bj == 1 ? e / TN : e % CK_TK) * LB + j] = r[u];
+                    }
                 }
                 __syncthreads();
                 for (int l = 0; l < kk; l++) {
