@@ -16,10 +16,21 @@ static constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragmen
 /* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to R (TQ, or a block's query rows);
  * float4 loads when aligned, all of a thread's loads (in halves past 8) issued before its first store: one memory
  * latency, not one a load */
-template <int D, int R = TQ>
+/* the largest divisor of n up to m (float4s a thread's loads in flight: its registers) */
+template <int N, int M>
+struct mma_chunk {
+    static constexpr int v = M >= N ? N : N % M == 0 ? M : mma_chunk<N, (M > 1 ? M - 1 : 1)>::v;
+};
+template <int N>
+struct mma_chunk<N, 1> {
+    static constexpr int v = 1;
+};
+/* CHM: at most this many float4s in flight (0: all, in halves past 8) */
+template <int D, int R = TQ, int CHM = 0>
 __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
     if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {
-        constexpr int N = R * (D / 4) / (NWM * 32), CH = N > 8 ? N / 2 : N; /* float4s a thread: R D / 512 */
+        constexpr int N = R * (D / 4) / (NWM * 32); /* float4s a thread: R D / 512 */
+        constexpr int CH = CHM ? mma_chunk<N, CHM ? CHM : 1>::v : N > 8 ? N / 2 : N;
         static_assert(N * NWM * 32 == R * (D / 4) && N % CH == 0, "tile columns");
 #pragma unroll
         for (int c0 = 0; c0 < N; c0 += CH) {

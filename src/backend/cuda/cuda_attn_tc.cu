@@ -16,6 +16,7 @@
  * the key tiles. Every output element is owned by one block and summed in a fixed order: no atomics,
  * the same bits run to run. */
 #include "cuda_attn_common.h"
+#include "cuda_attn_mma.h"
 #include <cuda_bf16.h>
 #include <mma.h>
 #include <stdio.h>
@@ -40,26 +41,14 @@ typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_b
 typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
 
 
-/* dst[r][c] (row pitch D + PADH, bf16) = bf16(src[r * stride + c]) for r < rows; zero rows after.
- * float4 loads when the rows are 16-byte aligned. Whole block. */
+/* dst[r][c] (row pitch D + PADH, bf16) = bf16(src[r * stride + c]) for r < rows; zero rows after: the register-tiled
+ * kernels' loader (its tiles and blocks are these: TB = TQ, NW = NWM), up to 8 float4 loads a thread issued before
+ * their stores (this one's own loop stored each float4 before loading the next: a memory latency each; all of a
+ * thread's loads at once spilled up to 84 bytes in these kernels). Whole block. */
+static_assert(TB == TQ && NW == NWM && PADH == PADM, "the tiles of cuda_attn_mma.h");
 template <int D>
 __device__ __forceinline__ void tc_load(bf16 *dst, const float *src, int64_t stride, int rows) {
-    constexpr int LD = D + PADH;
-    bool vec = ((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0;
-    if (vec) {
-        for (int idx = threadIdx.x; idx < TB * (D / 4); idx += NTH) {
-            int r = idx / (D / 4), c = (idx % (D / 4)) * 4;
-            float4 x = r < rows ? *reinterpret_cast<const float4 *>(src + r * stride + c) : make_float4(0, 0, 0, 0);
-            __nv_bfloat162 *o = reinterpret_cast<__nv_bfloat162 *>(dst + r * LD + c);
-            o[0] = __floats2bfloat162_rn(x.x, x.y);
-            o[1] = __floats2bfloat162_rn(x.z, x.w);
-        }
-    } else {
-        for (int idx = threadIdx.x; idx < TB * D; idx += NTH) {
-            int r = idx / D, c = idx % D;
-            dst[r * LD + c] = __float2bfloat16_rn(r < rows ? src[r * stride + c] : 0.0f);
-        }
-    }
+    mma_load_rows<D, TQ, 8>(dst, D + PADH, src, stride, rows);
 }
 
 /* C[16 x 16 * NT] (f32, row pitch ldc) = A[16 x K] B: A row-major bf16 (pitch lda); B is K x (16 NT)
@@ -206,6 +195,9 @@ struct dkdv_smem {
     static constexpr size_t f32 = (size_t)TB * LS * 4 * 2;                            /* S^T, dP^T */
     static constexpr size_t out = (size_t)TB * ((D > DV ? D : DV) + PADF) * 4;         /* staging */
     static constexpr size_t bytes = tiles + (f32 > out ? f32 : out) + (size_t)TB * LP * 2 * 2 + TB * 4 * 2;
+    /* blocks a key tile and kv head: at heads of 256 a warp's dK and dV fragments (512 floats a lane) went to local
+     * memory (8.6 KB of spill a thread); each of two blocks keeps half their columns (S^T and dP^T formed by both) */
+    static constexpr int parts = D + DV > 384 ? 2 : 1;
 };
 
 template <int D, int DV>
@@ -221,7 +213,10 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
     float *Ls = reinterpret_cast<float *>(dST + TB * LP), *Dd = Ls + TB;
     const int2 bi = p.blk[blockIdx.x];
     const tc_seq sm = p.seq[bi.x];
-    const int kvh = blockIdx.y, grp = p.nh / p.nkv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    constexpr int DP = D / L::parts, DVP = DV / L::parts; /* the block's columns of dK and dV */
+    static_assert(DP % 16 == 0 && DVP % 16 == 0, "whole fragments a part");
+    const int kvh = blockIdx.y / L::parts, part = blockIdx.y % L::parts, grp = p.nh / p.nkv, warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
     const int64_t kb = bi.y, nk = sm.kvlen - kb < TB ? sm.kvlen - kb : TB, off = sm.kvlen - sm.qlen;
     const int64_t qstride = (int64_t)p.nh * D, ostride = (int64_t)p.nh * DV;
     /* queries that can see a key of this block (causal, window, chunk) */
@@ -230,11 +225,11 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
     if (i0 >= i1) return; /* no query sees these keys: their gradients get nothing (+= 0) */
     tc_load<D>(Ks, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, (int)nk);
     tc_load<DV>(Vs, sm.v + kb * p.vstride + (int64_t)kvh * DV, p.vstride, (int)nk);
-    frag_c dk[D / 16], dv[DV / 16];
+    frag_c dk[DP / 16], dv[DVP / 16];
     #pragma unroll
-    for (int c = 0; c < D / 16; c++) wmma::fill_fragment(dk[c], 0.0f);
+    for (int c = 0; c < DP / 16; c++) wmma::fill_fragment(dk[c], 0.0f);
     #pragma unroll
-    for (int c = 0; c < DV / 16; c++) wmma::fill_fragment(dv[c], 0.0f);
+    for (int c = 0; c < DVP / 16; c++) wmma::fill_fragment(dv[c], 0.0f);
     const int rw = warp * 16; /* the warp's first key row */
     for (int g = 0; g < grp; g++) {
         const int h = kvh * grp + g;
@@ -269,16 +264,16 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
                 frag_a a;
                 wmma::load_matrix_sync(a, PT + rw * LP + k, LP);
                 #pragma unroll
-                for (int c = 0; c < DV / 16; c++) {
+                for (int c = 0; c < DVP / 16; c++) {
                     frag_b_row b;
-                    wmma::load_matrix_sync(b, dOs + k * LV + c * 16, LV);
+                    wmma::load_matrix_sync(b, dOs + k * LV + part * DVP + c * 16, LV);
                     wmma::mma_sync(dv[c], a, b, dv[c]);
                 }
                 wmma::load_matrix_sync(a, dST + rw * LP + k, LP);
                 #pragma unroll
-                for (int c = 0; c < D / 16; c++) {
+                for (int c = 0; c < DP / 16; c++) {
                     frag_b_row b;
-                    wmma::load_matrix_sync(b, Qs + k * LQ + c * 16, LQ);
+                    wmma::load_matrix_sync(b, Qs + k * LQ + part * DP + c * 16, LQ);
                     wmma::mma_sync(dk[c], a, b, dk[c]);
                 }
             }
@@ -289,19 +284,19 @@ __global__ void __launch_bounds__(NTH) k_attn_bwd_dkdv_tc(const float *dout, con
     float *St = ST;
     constexpr int LO = (D > DV ? D : DV) + PADF;
     #pragma unroll
-    for (int c = 0; c < D / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dk[c], LO, wmma::mem_row_major);
+    for (int c = 0; c < DP / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dk[c], LO, wmma::mem_row_major);
     __syncwarp();
-    for (int e = lane; e < 16 * D; e += 32) {
-        int kr = rw + e / D, c = e % D;
-        if (kr < nk) sm.dk[(kb + kr) * p.kstride + (int64_t)kvh * D + c] += p.scale * St[kr * LO + c];
+    for (int e = lane; e < 16 * DP; e += 32) {
+        int kr = rw + e / DP, c = e % DP;
+        if (kr < nk) sm.dk[(kb + kr) * p.kstride + (int64_t)kvh * D + part * DP + c] += p.scale * St[kr * LO + c];
     }
     __syncwarp();
     #pragma unroll
-    for (int c = 0; c < DV / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dv[c], LO, wmma::mem_row_major);
+    for (int c = 0; c < DVP / 16; c++) wmma::store_matrix_sync(St + rw * LO + c * 16, dv[c], LO, wmma::mem_row_major);
     __syncwarp();
-    for (int e = lane; e < 16 * DV; e += 32) {
-        int kr = rw + e / DV, c = e % DV;
-        if (kr < nk) sm.dv[(kb + kr) * p.vstride + (int64_t)kvh * DV + c] += St[kr * LO + c];
+    for (int e = lane; e < 16 * DVP; e += 32) {
+        int kr = rw + e / DVP, c = e % DVP;
+        if (kr < nk) sm.dv[(kb + kr) * p.vstride + (int64_t)kvh * DV + part * DVP + c] += St[kr * LO + c];
     }
 }
 
@@ -399,8 +394,8 @@ void tc_bwd(float *dq, const float *dout, const float *lse, const float *q, cons
         vc_cu_attn_launch(k_attn_bwd_dq_tc<D, DV>, d, TB, 0, d->n_head, NTH, dq_smem<D, DV>::bytes, Dd, op, dq, dout,
                           lse, q);
     if (d->dk_seq && d->dv_seq)
-        vc_cu_attn_launch(k_attn_bwd_dkdv_tc<D, DV>, d, TB, 1, d->n_kv_head, NTH, dkdv_smem<D, DV>::bytes, Dd, op,
-                          dout, lse, q);
+        vc_cu_attn_launch(k_attn_bwd_dkdv_tc<D, DV>, d, TB, 1, d->n_kv_head * dkdv_smem<D, DV>::parts, NTH,
+                          dkdv_smem<D, DV>::bytes, Dd, op, dout, lse, q);
 }
 
 } // namespace
