@@ -76,6 +76,15 @@ class Clock:
             self.torch.cuda.synchronize()
         return time.perf_counter()
 
+    def per_call(self, fn, warm, iters):
+        """seconds per call of fn over iters calls, after warm untimed ones"""
+        for _ in range(warm):
+            fn()
+        t = self.now()
+        for _ in range(iters):
+            fn()
+        return (self.now() - t) / iters
+
 
 def make_model(torch, transformers, cfg, dev, dtype):
     torch.manual_seed(0)
@@ -98,12 +107,7 @@ def bench_train(torch, transformers, cfg, a, clk, nparams):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    step()  # warm-up: allocator, kernels' autotuning, the optimizer state
-    step()
-    t = clk.now()
-    for _ in range(a.iters):
-        step()
-    dt = (clk.now() - t) / a.iters
+    dt = clk.per_call(step, 2, a.iters)  # (warm-up: allocator, kernels' autotuning, the optimizer state)
     tps = a.batch * a.seq / dt
     print(f"peer train: {a.batch} x {a.seq} tokens, {dt * 1e3:.1f} ms/step, {tps:,.0f} tokens/s, "
           f"MFU {6 * nparams * tps / PEAK_BF16 * 100:.1f}% (6 x {nparams / 1e6:.0f} M params)")
@@ -122,11 +126,7 @@ def bench_logprob(torch, transformers, cfg, a, clk):
         lp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
         return lp.sum()
 
-    run()
-    t = clk.now()
-    for _ in range(a.iters):
-        run()
-    dt = (clk.now() - t) / a.iters
+    dt = clk.per_call(run, 1, a.iters)
     tps = a.batch * a.lp_seq / dt
     print(f"peer logprob: {a.batch} x {a.lp_seq} tokens, {dt * 1e3:.1f} ms/pass, {tps:,.0f} tokens/s")
     del m
