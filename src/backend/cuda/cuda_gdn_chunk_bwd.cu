@@ -85,13 +85,13 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
             w.G[i] = s; /* (G is not read again) */
         }
         __syncthreads();
-        if (threadIdx.x == 0 && p.gg) { /* G_i = sum of g over rows 0..i */
+        if (threadIdx.x == 0 && p.gg) { /* G_i = sum of g over rows 0..i: the suffix sums in place, in row order */
             double acc = 0;
-            for (int i = n - 1; i >= 0; i--) {
-                acc += w.G[i];
-                p.gg[(x.t0 + i) * p.nv + h] += (float)acc;
-            }
+            for (int i = n - 1; i >= 0; i--) w.G[i] = acc += w.G[i];
         }
+        __syncthreads();
+        /* ... added by the block (thread 0 adding them into gg waited a memory latency a row: gg might be G) */
+        for (int i = threadIdx.x; p.gg && i < n; i += blockDim.x) p.gg[(x.t0 + i) * p.nv + h] += (float)w.G[i];
     out:
         for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
             int64_t at = ((x.t0 + e / dk) * p.nv + h) * dk + e % dk;
