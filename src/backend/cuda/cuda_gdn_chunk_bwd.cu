@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
             double s = w.dGv[i];
             for (int j = 0; j < i; j++) s += w.tp[i * C + j];
             for (int r = i + 1; r < n; r++) s -= w.tp[r * C + i];
-            w.G[i] = s; /* (G is not read again) */
+            w.G[i] = s; /* (made suffix sums below) */
         }
         __syncthreads();
         if (threadIdx.x == 0 && p.gg) { /* G_i = sum of g over rows 0..i: the suffix sums in place, in row order */
