@@ -666,6 +666,8 @@ if [ $built = 1 ] && [ -x "$BIN" ]; then
     # 2026-12-05 (written without a GPU): dK/dV with a GQA group's heads split over blocks, and the gated MLP's
     # backward into its held bf16 copy, each against its A/B (the default figures are bench train's above)
     ab_train VERLC_CUDA_ATTN_SPLIT=1
+    # dQ at heads of 64 with two m-tiles a warp (2026-12-05, untimed: 255 registers, 2 blocks an SM against 3)
+    ab_train VERLC_CUDA_ATTN_DQ_M2=0
     ab_train VERLC_CUDA_ACT_HELD=0
     # the LM head's logits kept from its forward for its backward (default; 5 GB at 8,192 rows) against forming them
     # again by a GEMM there (a quarter of the head's work, 9% of the 0.5B step's flops)

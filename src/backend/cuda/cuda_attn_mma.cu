@@ -184,19 +184,11 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_fwd_mma(float *o, float *lse,
     }
 }
 
-/* m-tiles a warp for heads of D: 2 at 64 (FlashAttention-2's 128-query blocks: 250 registers, the Q fragments
- * loaded a tile), 1 for wider heads (at 80 and 96 two spilled 64 and 136 bytes to the stack; at 128 the accumulators
- * and scores alone would take every register); VERLC_CUDA_ATTN_M2=0 (read per call, the A/B switch): 1 everywhere */
-static int fwd_mtiles(int D) {
-    const char *e = getenv("VERLC_CUDA_ATTN_M2");
-    return (e && *e == '0') || D > 64 ? 1 : 2;
-}
-
 template <int D>
 void mma_fwd(float *o, float *lse, const float *q, const vc_attn_desc *d, const char *op) {
     const int64_t kw = (int64_t)d->n_kv_head * D;
     if constexpr (D <= 64)
-        if (fwd_mtiles(D) == 2) {
+        if (vc_cu_attn_mtiles(D) == 2) {
             typedef mma_smem<D, D, true, 2> L2;
             if (vc_cu_attn_launch_pipe_rows(k_attn_fwd_mma<D, D, true, 2>, d, L2::BR, kw, d->n_head, L2::bytes, NULL,
                                             op, o, lse, q))

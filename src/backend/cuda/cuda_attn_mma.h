@@ -6,6 +6,7 @@
 #include "cuda_attn_common.h"
 #include "cuda_mma.h"
 #include <cuda_bf16.h>
+#include <stdlib.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -16,6 +17,21 @@ static constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragmen
 /* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to R (TQ, or a block's query rows);
  * float4 loads when aligned, all of a thread's loads (in halves past 8) issued before its first store: one memory
  * latency, not one a load */
+/* m-tiles a warp for heads of D in the forward and dQ: 2 at 64 (FlashAttention-2's 128-query blocks: the forward 250
+ * registers, the Q fragments loaded a tile), 1 for wider heads (the forward at 80 and 96 spilled 64 and 136 bytes to
+ * the stack; at 128 the accumulators and scores alone would take every register); VERLC_CUDA_ATTN_M2=0 (read per
+ * call, the A/B switch): 1 everywhere */
+static inline int vc_cu_attn_mtiles(int D) {
+    const char *e = getenv("VERLC_CUDA_ATTN_M2");
+    return (e && *e == '0') || D > 64 ? 1 : 2;
+}
+/* dQ's (since 2026-12-05, untimed: 255 registers, 2 blocks a multiprocessor against 3 at one m-tile):
+ * VERLC_CUDA_ATTN_DQ_M2=0 keeps one m-tile in dQ alone */
+static inline int vc_cu_attn_dq_mtiles(int D) {
+    const char *e = getenv("VERLC_CUDA_ATTN_DQ_M2");
+    return e && *e == '0' ? 1 : vc_cu_attn_mtiles(D);
+}
+
 /* the largest divisor of n up to m (float4s a thread's loads in flight: its registers) */
 template <int N, int M>
 struct mma_chunk {

@@ -2,7 +2,8 @@
  * cuda_attn_mma.cu's forward), heads of 64, 80, 96 or 128 (keys and values alike): the numerics of cuda_attn_tc.cu's
  * backward (P recomputed from the saved lse, dS = P (dP - D) times 1 - tanh^2 under soft-cap, P and dS rounded to bf16
  * for their products, f32 sums), the same two kernels and blocks:
- * - dQ: one block of 4 warps per (sequence, head, 64 queries), warp w owning query rows 16w ..; per key tile
+ * - dQ: one block of 4 warps per (sequence, head, 64 queries), warp w owning query rows 16w .. (heads of 64: 128
+ *   queries a block, each warp two m-tiles of 16 rows, as the forward); per key tile
  *   S = Q K^T and dP = dO V^T in registers, dS formed where they lie and used as the A fragments of dQ += dS K
  *   (K also stored transposed, so its B fragments are 32-bit loads);
  * - dK, dV: one block per (sequence, key/value head, 64 keys), warp w owning keys 16w ..; over the group's heads and
@@ -43,36 +44,41 @@ __device__ __forceinline__ void mma_p_ds_plain(const P &p, float dot, float dp, 
 
 /* ---------------- dQ ---------------- */
 /* PIPE: K and V tiles double-buffered from the mirrors by cp.async (the forward's pipeline), K^T not stored: dQ's B
- * fragments by ldmatrix.trans from the K tile (the same bits) */
-template <int D, bool PIPE>
+ * fragments by ldmatrix.trans from the K tile (the same bits). MT (pipelined form only): each warp owns MT m-tiles of
+ * 16 query rows (a block 64 MT queries), each K / V fragment loaded feeding MT mma and each key tile copied serving
+ * MT times the queries; a row's products and tile order are those of MT 1 (the same bits) */
+template <int D, bool PIPE, int MT = 1>
 struct dq_mma_smem {
-    static constexpr int LQ = D + PADM, LT = TQ + PADM;
-    static constexpr size_t bytes = PIPE ? (size_t)TQ * LQ * 2 * 6                        /* Q, dO, 2 K, 2 V */
-                                         : (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2; /* Q, dO, K, V; K^T */
+    static constexpr int LQ = D + PADM, LT = TQ + PADM, BR = NWM * 16 * MT;
+    static constexpr size_t bytes = PIPE ? (size_t)BR * LQ * 2 * 2 + (size_t)TQ * LQ * 2 * 4 /* Q, dO, 2 K, 2 V */
+                                         : (size_t)TQ * LQ * 2 * 4 + (size_t)D * LT * 2;     /* Q, dO, K, V; K^T */
 };
 
-template <int D, bool PIPE>
+template <int D, bool PIPE, int MT>
 __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const float *dout, const float *lse,
                                                              const float *q, attn_params p) {
-    typedef dq_mma_smem<D, PIPE> L;
-    constexpr int LQ = L::LQ, LT = L::LT, NB = PIPE ? 2 : 1;
+    static_assert(PIPE || MT == 1, "m-tiles: the pipelined form");
+    typedef dq_mma_smem<D, PIPE, MT> L;
+    constexpr int LQ = L::LQ, LT = L::LT, NB = PIPE ? 2 : 1, BR = L::BR, NR = 2 * MT;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *dOs = Qs + TQ * LQ, *Ks = dOs + TQ * LQ, *Vs = Ks + NB * TQ * LQ;
+    bf16 *Qs = reinterpret_cast<bf16 *>(smem_raw), *dOs = Qs + BR * LQ, *Ks = dOs + BR * LQ, *Vs = Ks + NB * TQ * LQ;
     bf16 *Kt = Vs + NB * TQ * LQ;
     const int2 bi = p.blk[blockIdx.x];
     const seq_meta sm = p.seq[bi.x];
     const int h = blockIdx.y, kvh = h / (p.nh / p.nkv), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int t = lane % 4;
     const float slope = vc_attn_slope(p, h);
-    const int64_t qb = bi.y, nr = sm.qlen - qb < TQ ? sm.qlen - qb : TQ, pos0 = sm.kvlen - sm.qlen + qb;
+    const int64_t qb = bi.y, nr = sm.qlen - qb < BR ? sm.qlen - qb : BR, pos0 = sm.kvlen - sm.qlen + qb;
     const int64_t stride = (int64_t)p.nh * D;
-    mma_load_rows<D>(Qs, LQ, q + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
-    mma_load_rows<D>(dOs, LQ, dout + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
-    const int rr[2] = { warp * 16 + lane / 4, warp * 16 + lane / 4 + 8 };
-    int64_t lo[2], hi[2];
-    float Lr[2], Dr[2];
+    mma_load_rows<D, BR>(Qs, LQ, q + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
+    mma_load_rows<D, BR>(dOs, LQ, dout + (sm.q0 + qb) * stride + (int64_t)h * D, stride, (int)nr);
+    int rr[NR]; /* the lane's rows of the block: g and g + 8 of each of the warp's m-tiles */
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NR; i++) rr[i] = warp * 16 * MT + (i >> 1) * 16 + lane / 4 + (i & 1) * 8;
+    int64_t lo[NR], hi[NR];
+    float Lr[NR], Dr[NR];
+#pragma unroll
+    for (int i = 0; i < NR; i++) {
         mma_row_bounds(p, sm, pos0 + rr[i], rr[i] < nr, &lo[i], &hi[i]);
         const int64_t row = sm.q0 + qb + rr[i];
         Lr[i] = rr[i] < nr ? lse[row * p.nh + h] * VC_LOG2E : 0.0f;
@@ -80,8 +86,9 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
     }
     int64_t j0, j1;
     vc_attn_key_range(p, sm.kvlen, pos0, nr, &j0, &j1);
-    float acc[D / 8][4];
-    mma_zero(acc);
+    float acc[MT][D / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) mma_zero(acc[mt]);
     const mma_pipe<D, D> pipe(Ks, LQ, Vs, LQ, p, sm, kvh);
     if (PIPE) pipe.start(p, j0, j1);
     int buf = 0;
@@ -97,49 +104,54 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
             mma_load_cols<D>(Kt, LT, sm.k + kb * p.kstride + (int64_t)kvh * D, p.kstride, nk);
             __syncthreads();
         }
-        float s[TQ / 8][4], dp[TQ / 8][4];
-        mma_zero(s);
-        mma_zero(dp);
-        mma_rows<D>(s, Qs + warp * 16 * LQ, LQ, Kc, LQ);
-        mma_rows<D>(dp, dOs + warp * 16 * LQ, LQ, Vc, LQ);
-        uint32_t da[TQ / 16][4];
+        uint32_t da[MT][TQ / 16][4];
         /* a tile every row of the warp sees whole: no masks */
         const bool whole = mma_tile_whole(p, lo, hi, kb);
 #pragma unroll
-        for (int n = 0; n < TQ / 8; n++) {
-            float ds[4];
+        for (int mt = 0; mt < MT; mt++) {
+            float s[1][TQ / 8][4], dp[1][TQ / 8][4]; /* an m-tile's scores and dP at a time (their registers) */
+            mma_zero(s[0]);
+            mma_zero(dp[0]);
+            mma_rows_m<D, 1>(s, Qs + (warp * MT + mt) * 16 * LQ, LQ, Kc, LQ);
+            mma_rows_m<D, 1>(dp, dOs + (warp * MT + mt) * 16 * LQ, LQ, Vc, LQ);
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                if (whole) {
-                    float pr;
-                    mma_p_ds_plain(p, s[n][e], dp[n][e], Lr[e >> 1], Dr[e >> 1], &pr, &ds[e]);
-                    continue;
+            for (int n = 0; n < TQ / 8; n++) {
+                float ds[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = 2 * mt + (e >> 1);
+                    if (whole) {
+                        float pr;
+                        mma_p_ds_plain(p, s[0][n][e], dp[0][n][e], Lr[i], Dr[i], &pr, &ds[e]);
+                        continue;
+                    }
+                    const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
+                    float pr = 0.0f;
+                    ds[e] = 0.0f;
+                    if (key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key))
+                        mma_p_ds(p, s[0][n][e], dp[0][n][e], Lr[i], Dr[i], slope, pos, key, &pr, &ds[e]);
                 }
-                const int i = e >> 1;
-                const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
-                float pr = 0.0f;
-                ds[e] = 0.0f;
-                if (key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key))
-                    mma_p_ds(p, s[n][e], dp[n][e], Lr[i], Dr[i], slope, pos, key, &pr, &ds[e]);
+                da[mt][n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
+                da[mt][n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
             }
-            da[n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
-            da[n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);
         }
         if (PIPE) {
-            mma_acc_t<D>(acc, da, Kc, LQ); /* dQ += dS K */
+            mma_acc_tm<D, MT>(acc, da, Kc, LQ); /* dQ += dS K: each K fragment feeds the MT m-tiles */
             __syncthreads(); /* the tile is no longer read: the next iteration's copy may overwrite it */
             buf ^= 1;
         } else
-            mma_acc<D>(acc, da, Kt, LT);
+            mma_acc<D>(acc[0], da[0], Kt, LT);
     }
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NR; i++) {
         if (rr[i] >= nr) continue;
         float *out = dq + (sm.q0 + qb + rr[i]) * stride + (int64_t)h * D + 2 * t;
+        const float(&a)[D / 8][4] = acc[i >> 1];
+        const int c = 2 * (i & 1);
 #pragma unroll
         for (int n = 0; n < D / 8; n++) {
-            out[n * 8] += p.scale * acc[n][2 * i];
-            out[n * 8 + 1] += p.scale * acc[n][2 * i + 1];
+            out[n * 8] += p.scale * a[n][c];
+            out[n * 8 + 1] += p.scale * a[n][c + 1];
         }
     }
 }
@@ -412,13 +424,29 @@ int dkdv_launch(const float *dout, const float *lse, const float *q, const vc_at
     return ok ? 1 : -1;
 }
 
+/* dQ: two m-tiles a warp at heads of 64 (VERLC_CUDA_ATTN_M2=0 or VERLC_CUDA_ATTN_DQ_M2=0: one, as at wider heads),
+ * else the pipelined kernel, else the plain one */
+template <int D>
+void dq_launch(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
+               const char *op) {
+    const int64_t kw = (int64_t)d->n_kv_head * D;
+    if constexpr (D <= 64)
+        if (vc_cu_attn_dq_mtiles(D) == 2) {
+            typedef dq_mma_smem<D, true, 2> L2;
+            if (vc_cu_attn_launch_pipe_rows(k_attn_bwd_dq_mma<D, true, 2>, d, L2::BR, kw, d->n_head, L2::bytes, Dd,
+                                            op, dq, dout, lse, q))
+                return; /* done, or failed (sticky) */
+        }
+    if (!vc_cu_attn_launch_pipe(k_attn_bwd_dq_mma<D, true, 1>, d, kw, d->n_head, dq_mma_smem<D, true>::bytes, Dd, op,
+                                dq, dout, lse, q))
+        vc_cu_attn_launch(k_attn_bwd_dq_mma<D, false, 1>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D, false>::bytes,
+                          Dd, op, dq, dout, lse, q);
+}
+
 template <int D>
 void mma_bwd(float *dq, const float *dout, const float *lse, const float *q, const vc_attn_desc *d, const float *Dd,
              int dkdv, const char *op) {
-    if (dq && !vc_cu_attn_launch_pipe(k_attn_bwd_dq_mma<D, true>, d, (int64_t)d->n_kv_head * D, d->n_head,
-                                      dq_mma_smem<D, true>::bytes, Dd, op, dq, dout, lse, q))
-        vc_cu_attn_launch(k_attn_bwd_dq_mma<D, false>, d, TQ, 0, d->n_head, NWM * 32, dq_mma_smem<D, false>::bytes, Dd,
-                          op, dq, dout, lse, q);
+    if (dq) dq_launch<D>(dq, dout, lse, q, d, Dd, op);
     if (dkdv && !dkdv_launch<D, true>(dout, lse, q, d, Dd, op)) dkdv_launch<D, false>(dout, lse, q, d, Dd, op);
 }
 
