@@ -14,9 +14,6 @@ static constexpr int TQ = 64;  /* query rows and keys per tile */
 static constexpr int NWM = 4;  /* warps per block */
 static constexpr int PADM = 8; /* bf16 row padding: 16-byte rows, 32-bit fragment loads on 32 banks */
 
-/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to R (TQ, or a block's query rows);
- * float4 loads when aligned, all of a thread's loads (in halves past 8) issued before its first store: one memory
- * latency, not one a load */
 /* m-tiles a warp for heads of D in the forward and dQ: 2 at 64 (FlashAttention-2's 128-query blocks: the forward 250
  * registers, the Q fragments loaded a tile), 1 for wider heads (the forward at 80 and 96 spilled 64 and 136 bytes to
  * the stack; at 128 the accumulators and scores alone would take every register); VERLC_CUDA_ATTN_M2=0 (read per
@@ -41,7 +38,9 @@ template <int N>
 struct mma_chunk<N, 1> {
     static constexpr int v = 1;
 };
-/* CHM: at most this many float4s in flight (0: all, in halves past 8) */
+/* dst[r][c] (pitch ld) = bf16(src[r * stride + c]) for r < rows, zero rows up to R (TQ, or a block's query rows);
+ * float4 loads when aligned, all of a thread's loads (in halves past 8; at most CHM at a time when CHM > 0) issued
+ * before their first store: one memory latency (a group), not one a load */
 template <int D, int R = TQ, int CHM = 0>
 __device__ __forceinline__ void mma_load_rows(bf16 *dst, int ld, const float *src, int64_t stride, int rows) {
     if (((reinterpret_cast<uintptr_t>(src) & 15) == 0) && (stride & 3) == 0) {

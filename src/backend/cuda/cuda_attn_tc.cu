@@ -12,7 +12,7 @@
  * kv head, 64 keys), warp w owns keys 16w..; it loops over the group's heads and the query tiles that
  * can see its keys, recomputes S^T = K Q^T and dP^T = V dO^T, P^T = exp(S^T - lse), dS^T = P^T (dP^T - D)
  * (times 1 - tanh^2 under soft-cap), and accumulates dV += P^T dO and dK += dS^T Q in fragments that
- * stay in registers. dQ kernel: one block per (sequence, head, 64 queries) accumulates dQ += dS K over
+ * stay in registers (at heads of 256, two blocks of half their columns each). dQ kernel: one block per (sequence, head, 64 queries) accumulates dQ += dS K over
  * the key tiles. Every output element is owned by one block and summed in a fixed order: no atomics,
  * the same bits run to run. */
 #include "cuda_attn_common.h"
