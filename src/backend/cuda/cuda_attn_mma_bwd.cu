@@ -45,8 +45,9 @@ __device__ __forceinline__ void mma_p_ds_plain(const P &p, float dot, float dp, 
 /* ---------------- dQ ---------------- */
 /* PIPE: K and V tiles double-buffered from the mirrors by cp.async (the forward's pipeline), K^T not stored: dQ's B
  * fragments by ldmatrix.trans from the K tile (the same bits). MT (pipelined form only): each warp owns MT m-tiles of
- * 16 query rows (a block 64 MT queries), each K / V fragment loaded feeding MT mma and each key tile copied serving
- * MT times the queries; a row's products and tile order are those of MT 1 (the same bits) */
+ * 16 query rows (a block 64 MT queries), each key tile copied serving MT times the queries and each K fragment of
+ * dQ += dS K feeding MT mma (S and dP an m-tile at a time); a row's products and tile order are those of MT 1 (the
+ * same bits) */
 template <int D, bool PIPE, int MT = 1>
 struct dq_mma_smem {
     static constexpr int LQ = D + PADM, LT = TQ + PADM, BR = NWM * 16 * MT;
@@ -109,11 +110,11 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
         const bool whole = mma_tile_whole(p, lo, hi, kb);
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-            float s[1][TQ / 8][4], dp[1][TQ / 8][4]; /* an m-tile's scores and dP at a time (their registers) */
-            mma_zero(s[0]);
-            mma_zero(dp[0]);
-            mma_rows_m<D, 1>(s, Qs + (warp * MT + mt) * 16 * LQ, LQ, Kc, LQ);
-            mma_rows_m<D, 1>(dp, dOs + (warp * MT + mt) * 16 * LQ, LQ, Vc, LQ);
+            float s[TQ / 8][4], dp[TQ / 8][4]; /* an m-tile's scores and dP at a time (their registers) */
+            mma_zero(s);
+            mma_zero(dp);
+            mma_rows<D>(s, Qs + (warp * MT + mt) * 16 * LQ, LQ, Kc, LQ);
+            mma_rows<D>(dp, dOs + (warp * MT + mt) * 16 * LQ, LQ, Vc, LQ);
 #pragma unroll
             for (int n = 0; n < TQ / 8; n++) {
                 float ds[4];
@@ -122,14 +123,14 @@ __global__ void __launch_bounds__(NWM * 32) k_attn_bwd_dq_mma(float *dq, const f
                     const int i = 2 * mt + (e >> 1);
                     if (whole) {
                         float pr;
-                        mma_p_ds_plain(p, s[0][n][e], dp[0][n][e], Lr[i], Dr[i], &pr, &ds[e]);
+                        mma_p_ds_plain(p, s[n][e], dp[n][e], Lr[i], Dr[i], &pr, &ds[e]);
                         continue;
                     }
                     const int64_t key = kb + n * 8 + 2 * t + (e & 1), pos = pos0 + rr[i];
                     float pr = 0.0f;
                     ds[e] = 0.0f;
                     if (key >= lo[i] && key <= hi[i] && vc_attn_selected(p, sm.q0 + qb + rr[i], key))
-                        mma_p_ds(p, s[0][n][e], dp[0][n][e], Lr[i], Dr[i], slope, pos, key, &pr, &ds[e]);
+                        mma_p_ds(p, s[n][e], dp[n][e], Lr[i], Dr[i], slope, pos, key, &pr, &ds[e]);
                 }
                 da[mt][n / 2][(n & 1) * 2] = vc_pack_bf16x2(ds[0], ds[1]);
                 da[mt][n / 2][(n & 1) * 2 + 1] = vc_pack_bf16x2(ds[2], ds[3]);

@@ -37,6 +37,31 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
 #endif
 #define CK_STAGE(TK) ((TK) * (256 + 4) + (TK) * (64 + 4))
 
+/* a slice of one operand into dst[l][x] (pitch ld): element (x, l) = sign src[(x0 + x) xs + (l0 + l) ls], zero for
+ * x0 + x >= nx or l >= kk; X rows x, TK terms l, consecutive threads along the unit stride. A thread's N elements go G
+ * at a time, a group's loads issued before its first store: a memory latency a group, where a store waiting on each
+ * load (src may lie in shared memory: the compiler cannot reorder them) cost one an element. The group loop is not
+ * unrolled (unrolled, each element's 64-bit address was hoisted out of the slice loop and spilled). */
+template <int X, int TK, int N, int G>
+__device__ __forceinline__ void bmm_stage(float *dst, int ld, const float *src, int64_t xs, int64_t ls, int x0, int nx,
+                                          int l0, int kk, float sign) {
+    const int t = threadIdx.x;
+#pragma unroll 1
+    for (int u0 = 0; u0 < N; u0 += G) {
+        float r[G];
+#pragma unroll
+        for (int u = 0; u < G; u++) {
+            const int e = t + (u0 + u) * CK_THREADS, x = ls == 1 ? e / TK : e % X, l = ls == 1 ? e % TK : e / X;
+            r[u] = x0 + x < nx && l < kk ? sign * src[(x0 + x) * xs + (l0 + l) * ls] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < G; u++) {
+            const int e = t + (u0 + u) * CK_THREADS, x = ls == 1 ? e / TK : e % X, l = ls == 1 ? e % TK : e / X;
+            dst[l * ld + x] = r[u];
+        }
+    }
+}
+
 template <int TN, int CK_TK>
 __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
                           int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
@@ -46,7 +71,7 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
     static_assert(NA * CK_THREADS == TM * CK_TK && NB * CK_THREADS == TN * CK_TK && NA % GA == 0 && NB % GB == 0,
                   "whole groups of a slice a thread");
     float *As = stage, *Bs = stage + CK_TK * LA;                     /* [CK_TK][LA]: A^T; [CK_TK][LB] */
-    const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4), t = threadIdx.x;
+    const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4);
     for (int i0 = 0; i0 < n; i0 += TM)
         for (int j0 = 0; j0 < m; j0 += TN) {
             int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
@@ -61,39 +86,8 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
             for (int l0 = lo; l0 < hi; l0 += CK_TK) {
                 const int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
                 __syncthreads(); /* (the last slice read) */
-                /* a group's loads issued before its first store: a memory latency a group of CK_LDG elements, where a
-                 * store waiting on each load (A may lie in shared memory: the compiler cannot reorder them) cost one an
-                 * element */
-#pragma unroll 1
-                for (int u0 = 0; u0 < NA; u0 += GA) {
-                    float r[GA];
-#pragma unroll
-                    for (int u = 0; u < GA; u++) { /* consecutive threads on the unit stride */
-                        const int e = t + (u0 + u) * CK_THREADS, i = al == 1 ? e / CK_TK : e % TM;
-                        const int l = al == 1 ? e % CK_TK : e / TM;
-                        r[u] = i0 + i < n && l < kk ? sign * A[(i0 + i) * ai + (l0 + l) * al] : 0.0f;
-                    }
-#pragma unroll
-                    for (int u = 0; u < GA; u++) {
-                        const int e = t + (u0 + u) * CK_THREADS, i = al == 1 ? e / CK_TK : e % TM;
-                        As[(al == 1 ? e % CK_TK : e / TM) * LA + i] = r[u];
-                    }
-                }
-#pragma unroll 1
-                for (int u0 = 0; u0 < NB; u0 += GB) {
-                    float r[GB];
-#pragma unroll
-                    for (int u = 0; u < GB; u++) {
-                        const int e = t + (u0 + u) * CK_THREADS, j = bj == 1 ? e % TN : e / CK_TK;
-                        const int l = bj == 1 ? e / TN : e % CK_TK;
-                        r[u] = j0 + j < m && l < kk ? B[(l0 + l) * bl + (j0 + j) * bj] : 0.0f;
-                    }
-#pragma unroll
-                    for (int u = 0; u < GB; u++) {
-                        const int e = t + (u0 + u) * CK_THREADS, j = bj == 1 ? e % TN : e / CK_TK;
-                        Bs[(bj == 1 ? e / TN : e % CK_TK) * LB + j] = r[u];
-                    }
-                }
+                bmm_stage<TM, CK_TK, NA, GA>(As, LA, A, ai, al, i0, n, l0, kk, sign);
+                bmm_stage<TN, CK_TK, NB, GB>(Bs, LB, B, bj, bl, j0, m, l0, kk, 1.0f);
                 __syncthreads();
                 for (int l = 0; l < kk; l++) {
                     float4 a = *(const float4 *)&As[l * LA + ty * 4], b = *(const float4 *)&Bs[l * LB + tx * 4];
