@@ -547,6 +547,13 @@ PY
         --tokens 32768 --seqs 8 --iters 2 --device cuda
     step "bench gdn --kda on cuda, chunked (8 x 4096 rows: Kimi's decay per key channel)" 40 "$BIN" bench gdn --kda \
         --tokens 32768 --seqs 8 --iters 2 --device cuda
+    # the chunked form's products on the CUDA cores (its kernels' products before 2026-12-05: 3.7 / 4.3 TFLOP/s nominal
+    # forward / backward on 2026-12-04) against the default 3xTF32 tensor-core tiles (written without a GPU)
+    step "bench gdn on cuda, chunked (8 x 4096 rows, 16 heads of 128 x 128), VERLC_CUDA_GDN_TC=0" 40 env VERLC_CUDA_GDN_TC=0 "$BIN" bench gdn \
+        --tokens 32768 --seqs 8 --iters 2 --device cuda
+    # shellcheck disable=SC2086
+    step "bench train qwen3.5-shaped hybrid bf16 (16 x 512), VERLC_CUDA_GDN_TC=0" 60 env VERLC_CUDA_GDN_TC=0 "$BIN" \
+        bench train --config "$CFG" --tokens 8192 --seqs 16 --iters 3 $P
     rm -f "$CFG"
 }
 # A/B benches on the 0.5B shape ($CFG05): bench train (16 x 512) or logprob (16 x 1024) with the settings given

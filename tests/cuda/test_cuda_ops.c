@@ -644,14 +644,18 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
 
 /* the chunked form's outputs and gradients of a sequence are the same bits alone as after another in a batch (its
  * chunks start at its own row 0; the state passes' column groups change with the batch) */
-static void gdn_batch_bits(int no_delta) {
-    printf("%s, chunked: a sequence alone and second in a batch\n", no_delta ? "SSD scan" : "gated delta rule");
-    static const int64_t len[2] = { 70, 45 };
+/* the last of ns sequences (45 rows after ns - 1 of 70, or of 9 past 2) alone and in the batch: the same bits. With 2 the
+ * state passes take columns in groups of 8 either way; with 70, in groups of 32 in the batch (blocks enough for the
+ * device), 8 alone: other tiles, the same sums */
+static void gdn_batch_bits(int no_delta, int ns) {
+    printf("%s, chunked: a sequence alone and last of %d\n", no_delta ? "SSD scan" : "gated delta rule", ns);
+    int64_t len[70];
+    for (int s = 0; s < ns; s++) len[s] = s == ns - 1 ? 45 : ns > 2 ? 9 : 70;
     const int nk = 1, nv = 2, dk = 32, dv = 48;
-    int64_t *cu = cu_of(len, 2), *cu1 = cu_of(len + 1, 1), T = cu[2], r0 = len[0];
+    int64_t *cu = cu_of(len, ns), *cu1 = cu_of(len + ns - 1, 1), T = cu[ns], r0 = cu[ns - 1];
     gdn_in in = gdn_inputs(T, nk, nv, dk, dv, 0);
     size_t no = (size_t)(T * nv * dv), nq = (size_t)(T * nk * dk), nh = (size_t)(T * nv), SS = (size_t)nv * dk * dv;
-    vc_gdn_desc d = { .n_seq = 2, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
+    vc_gdn_desc d = { .n_seq = ns, .cu = cu, .n_k_head = nk, .n_v_head = nv, .dk = dk, .dv = dv, .scale = 0.35f,
                       .no_delta = no_delta, .ckpt = 16 }, d1 = d;
     d1.n_seq = 1, d1.cu = cu1;
     float *o = dup_f(hbuf(no), no), *sv = dup_f(hbuf((size_t)vc_gdn_saved(&d) * SS), (size_t)vc_gdn_saved(&d) * SS);
@@ -659,7 +663,7 @@ static void gdn_batch_bits(int no_delta) {
     int64_t qo = r0 * nk * dk, vo = r0 * nv * dv, ho = r0 * nv;
     G->gdn_fwd(o, sv, in.gq, in.gk, in.gv, in.gg, in.gbeta, &d);
     G->gdn_fwd(o1, sv1, in.gq + qo, in.gk + qo, in.gv + vo, in.gg + ho, in.gbeta + ho, &d1);
-    same_bits("o of the sequence (alone / in the batch)", o1, o + vo, (size_t)(len[1] * nv * dv));
+    same_bits("o of the sequence (alone / in the batch)", o1, o + vo, (size_t)(len[ns - 1] * nv * dv));
     float *dout = dup_f(hrand(no, 1), no), *g2[5], *g1[5];
     size_t n5[5] = { nq, nq, no, nh, nh };
     for (int i = 0; i < 5; i++) g2[i] = dup_f(hbuf(n5[i]), n5[i]), g1[i] = dup_f(hbuf(n5[i]), n5[i]);
@@ -669,7 +673,7 @@ static void gdn_batch_bits(int no_delta) {
     static const char *nm[5] = { "dq of the sequence", "dk of the sequence", "dv of the sequence", "dg of the sequence",
                                  "dbeta of the sequence" };
     int64_t off[5] = { qo, qo, vo, ho, ho }, per[5] = { nk * dk, nk * dk, nv * dv, nv, nv };
-    for (int i = 0; i < 5; i++) same_bits(nm[i], g1[i], g2[i] + off[i], (size_t)(len[1] * per[i]));
+    for (int i = 0; i < 5; i++) same_bits(nm[i], g1[i], g2[i] + off[i], (size_t)(len[ns - 1] * per[i]));
 }
 
 /* shared starts (vc_gdn_desc.from): sequences starting from an earlier one's state at its tap row (inside its last
@@ -733,9 +737,18 @@ static void test_gdn(void) {
         gdn_share_case(sl1, sf1, 4, 0, 1); /* Kimi Delta Attention */
         gdn_share_case(sl2, sf2, 3, 0, 1);
     }
-    gdn_batch_bits(0);
-    gdn_batch_bits(1);
-    unsetenv("VERLC_GDN_RECURRENCE");
+    unsetenv("VERLC_GDN_RECURRENCE"); /* (the chunked form: the loop left the recurrence set) */
+    gdn_batch_bits(0, 2);
+    gdn_batch_bits(1, 2);
+    gdn_batch_bits(0, 70);
+    /* the chunked form's products on the CUDA cores, the A/B of the tensor cores' (VERLC_CUDA_GDN_TC=0) */
+    setenv("VERLC_CUDA_GDN_TC", "0", 1);
+    printf("-- the chunked form's products on the CUDA cores (VERLC_CUDA_GDN_TC=0)\n");
+    gdn_case("chunks of 16 rows, a partial last chunk", 2, 4, 24, 40, len4, 3, 16, 0, 0);
+    gdn_case("Qwen3.5's head size, chunks of 64 rows", 1, 2, 128, 128, len5, 2, 64, 0, 0);
+    gdn_case("strong decays, chunks of 64 rows (a decay per key channel)", 1, 2, 32, 40, len5, 2, 64, 0, 1);
+    gdn_batch_bits(0, 2);
+    unsetenv("VERLC_CUDA_GDN_TC");
     gdn_case("states in shared memory", 3, 3, 8, 8, len1, 3, 4, 0, 1);
     gdn_case("Kimi-Linear's head size 128, over 48 KiB of shared memory", 2, 2, 128, 128, len3, 2, 3, 0, 1);
     gdn_case("Kimi-Linear's head size, chunks of 64 rows (blocks of 16 against the earlier)", 1, 2, 128, 128, len5, 2,

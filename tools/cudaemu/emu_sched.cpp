@@ -38,7 +38,6 @@ struct fiber {
     int state;
     unsigned mask, lane, warp;
     uint3 tid;
-    uint64_t slot;
 };
 
 static fiber *g_fib;
@@ -185,17 +184,33 @@ unsigned __activemask(void) {
     return m;
 }
 
-void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) {
+/* the exchanges' values, [warp][VC_EMU_XMAX][lane]: a warp's j-th values side by side (each lane reads them with one
+ * copy a value, not a walk over 32 fibers); zero at a block's start */
+static uint64_t *g_xslot;
+static size_t g_xcap;
+
+static void xslots_reset(int n) {
+    size_t need = (size_t)(n + 31) / 32 * VC_EMU_XMAX * 32;
+    if (need > g_xcap) {
+        uint64_t *p = (uint64_t *)realloc(g_xslot, need * sizeof *p);
+        if (!p) vc_emu_die("out of host memory for the warps' exchanges");
+        g_xslot = p, g_xcap = need;
+    }
+    memset(g_xslot, 0, need * sizeof *g_xslot);
+}
+
+void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out) {
     fiber *f = g_cur;
     if (!f) vc_emu_die("a warp function was called outside a kernel");
-    f->slot = v;
+    if (n < 1 || n > VC_EMU_XMAX) vc_emu_die("an exchange of %d values (1 to %d)", n, VC_EMU_XMAX);
+    uint64_t *w = g_xslot + (size_t)f->warp * VC_EMU_XMAX * 32;
+    for (int j = 0; j < n; j++) w[j * 32 + f->lane] = v[j];
     wait_here(F_WARP, mask);
-    for (int l = 0; l < 32; l++) {
-        int i = (int)f->warp * 32 + l;
-        out[l] = i < g_n ? g_fib[i].slot : 0;
-    }
+    memcpy(out, w, sizeof *out * 32 * (size_t)n); /* (absent lanes' values stay 0 from the block's start) */
     wait_here(F_WARP, mask); /* nobody publishes again before every lane has read */
 }
+
+void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) { vc_emu_exchange_n(&v, 1, mask, out); }
 
 /* opens the warp barriers of warp w that every live participant has reached; returns the threads released */
 static int release_warp(int w) {
@@ -276,9 +291,9 @@ static void run_block(const int *worder, const int *lorder) {
         f->warp = (unsigned)i / 32;
         f->state = F_RUN;
         f->mask = 0;
-        f->slot = 0;
         fiber_start(f, i);
     }
+    xslots_reset(g_n);
     if (g_smem_len) memset(g_smem, 0xff, g_smem_len); /* uninitialised shared memory reads as NaN */
     if ((int)g_cp.size() < g_n) g_cp.resize((size_t)g_n);
     g_cp_groups.assign((size_t)g_n, 0);

@@ -21,6 +21,7 @@ namespace {
 
 /* ---- forward ---- */
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_prep(ck_args p) {
+    ck_begin(p);
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int64_t gi = task / p.nv;
@@ -31,6 +32,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_prep(ck_args p) {
 
 
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
+    ck_begin(p);
     extern __shared__ double ck_shm[];
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
@@ -63,6 +65,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_state(ck_args p) {
 }
 
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_fwd_out(ck_args p) {
+    ck_begin(p);
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);

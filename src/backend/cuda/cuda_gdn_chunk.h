@@ -4,6 +4,7 @@
 #ifndef VC_CUDA_GDN_CHUNK_H
 #define VC_CUDA_GDN_CHUNK_H
 #include "cuda_internal.h"
+#include "cuda_mma.h"
 #include <stdlib.h>
 #include <string.h>
 #ifdef __CUDACC__
@@ -35,7 +36,14 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
 #ifndef CK_LDG
 #define CK_LDG 4 /* a thread's loads of a slice in flight at once (8 spilled: the kernels are at 128 registers) */
 #endif
-#define CK_STAGE(TK) ((TK) * (256 + 4) + (TK) * (64 + 4))
+/* the tile loops are called, not inlined into each product's call site (inlined, the two files took 58 s to compile
+ * and the kernels' own values spilled around them; called, 11 s, and the loops spill nothing) */
+#ifdef __CUDACC__
+#define CK_NOINLINE __noinline__
+#else
+#define CK_NOINLINE __attribute__((noinline))
+#endif
+#define CK_STAGE(TK) ((TK) * (256 + 8) + (TK) * (64 + 8)) /* (the widest slices of A^T and B, pitches below) */
 
 /* a slice of one operand into dst[l][x] (pitch ld): element (x, l) = sign src[(x0 + x) xs + (l0 + l) ls], zero for
  * x0 + x >= nx or l >= kk; X rows x, TK terms l, consecutive threads along the unit stride. A thread's N elements go G
@@ -63,7 +71,7 @@ __device__ __forceinline__ void bmm_stage(float *dst, int ld, const float *src, 
 }
 
 template <int TN, int CK_TK>
-__device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
+__device__ CK_NOINLINE void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
                           int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
     constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
     constexpr int NA = TM * CK_TK / CK_THREADS, NB = TN * CK_TK / CK_THREADS; /* a thread's elements of a slice */
@@ -109,6 +117,81 @@ __device__ void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, i
     __syncthreads(); /* (the stage free for the next product) */
 }
 
+/* bmm_tiles on the tensor cores (VERLC_CUDA_GDN_TC, on by default): the same tiles and staged slices, each warp's 16 x 32
+ * (or 32 x 16) part of a tile as mma.sync m16n8k8 fragments, every f32 operand split into two TF32 (hi + lo) and
+ * each group of 8 terms taken as lo hi' + hi lo' + hi hi' (3xTF32: within about 2^-21 of the product where the CUDA
+ * cores' fma rounds at 2^-24; the lo lo' term left out). Groups of 8 terms start at multiples of 8 whatever the tile
+ * (slices and triangular bounds are multiples of 8), so an element's bits do not depend on the tiling: the same on
+ * any batch (the state passes' column groups narrow with fewer sequences). Slices staged with pitches of 8 modulo 32
+ * floats: a fragment's 32 loads hit 32 banks. */
+template <int TN, int CK_TK>
+__device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al,
+                             const float *B, int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
+    constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 8, LB = TN + 8;
+    constexpr int WN = TN / 8 < 4 ? TN / 8 : 4, WM = 4 / WN, WX = TN / (8 * WN); /* a warp's n- and m-tiles; warps across */
+    constexpr int NA = TM * CK_TK / CK_THREADS, NB = TN * CK_TK / CK_THREADS;
+    constexpr int GA = NA < CK_LDG ? NA : CK_LDG, GB = NB < CK_LDG ? NB : CK_LDG;
+    static_assert(WX * (TM / (16 * WM)) == CK_THREADS / 32 && CK_TK % 8 == 0, "8 warps cover a tile in k-groups of 8");
+    static_assert((size_t)CK_TK * (LA + LB) <= CK_STAGE(CK_TK), "stage");
+    float *As = stage, *Bs = stage + CK_TK * LA;
+    const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+    const int wm0 = warp / WX * 16 * WM, wn0 = warp % WX * 8 * WN;
+    for (int i0 = 0; i0 < n; i0 += TM)
+        for (int j0 = 0; j0 < m; j0 += TN) {
+            int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
+            float s[WM][WN][4];
+#pragma unroll
+            for (int mi = 0; mi < WM; mi++)
+#pragma unroll
+                for (int ni = 0; ni < WN; ni++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int i = i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j = j0 + wn0 + ni * 8 + 2 * t + (e & 1);
+                        s[mi][ni][e] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
+                    }
+            for (int l0 = lo; l0 < hi; l0 += CK_TK) {
+                const int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
+                __syncthreads(); /* (the last slice read) */
+                bmm_stage<TM, CK_TK, NA, GA>(As, LA, A, ai, al, i0, n, l0, kk, sign);
+                bmm_stage<TN, CK_TK, NB, GB>(Bs, LB, B, bj, bl, j0, m, l0, kk, 1.0f);
+                __syncthreads();
+                for (int k8 = 0; k8 < kk; k8 += 8) { /* (terms past kk staged as zeros) */
+                    uint32_t ah[WM][4], al_[WM][4], bh[WN][2], bl_[WN][2];
+#pragma unroll
+                    for (int mi = 0; mi < WM; mi++) {
+                        const float *a = As + (k8 + t) * LA + wm0 + mi * 16 + g;
+                        const float v[4] = { a[0], a[8], a[4 * LA], a[4 * LA + 8] };
+#pragma unroll
+                        for (int r = 0; r < 4; r++) vc_tf32_split(v[r], ah[mi][r], al_[mi][r]);
+                    }
+#pragma unroll
+                    for (int ni = 0; ni < WN; ni++) {
+                        const float *b = Bs + (k8 + t) * LB + wn0 + ni * 8 + g;
+                        vc_tf32_split(b[0], bh[ni][0], bl_[ni][0]);
+                        vc_tf32_split(b[4 * LB], bh[ni][1], bl_[ni][1]);
+                    }
+                    vc_mma_tf32x3<WM, WN>(s, ah, al_, bh, bl_);
+                }
+            }
+#pragma unroll
+            for (int mi = 0; mi < WM; mi++)
+#pragma unroll
+                for (int ni = 0; ni < WN; ni++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int i = i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j = j0 + wn0 + ni * 8 + 2 * t + (e & 1);
+                        if (i < n && j < m) C[i * ldc + j] = s[mi][ni][e];
+                    }
+        }
+    __syncthreads(); /* (the stage free for the next product) */
+}
+
+/* the tensor-core switch of the block's products (ck_args.tc, set by ck_begin at a kernel's start) */
+__device__ __forceinline__ int &ck_tc_flag() {
+    __shared__ int tc;
+    return tc;
+}
+
 /* the block's staging area of TK-term slices (one a kernel and TK): free between products */
 template <int TK>
 __device__ __forceinline__ float *ck_stage() {
@@ -128,7 +211,11 @@ __device__ void bmm_k(float *C, int64_t ldc, const float *A, int64_t ai, int64_t
         __shared__ __align__(16) float own[CK_STAGE(TK)];
         stage = own;
     }
-    if (m <= 16) bmm_tiles<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    if (ck_tc_flag()) {
+        if (m <= 16) bmm_tiles_tc<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+        else if (m <= 32) bmm_tiles_tc<32, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+        else bmm_tiles_tc<64, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
+    } else if (m <= 16) bmm_tiles<16, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else if (m <= 32) bmm_tiles<32, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
     else bmm_tiles<64, TK>(stage, C, ldc, A, ai, al, B, bl, bj, n, K, m, sign, acc, tri);
 }
@@ -142,6 +229,7 @@ __device__ __forceinline__ void bmm(float *C, int64_t ldc, const float *A, int64
 struct ck_args {
     const int64_t *cu;
     int n_seq, nk, nv, dk, dv, C, no_delta, cw, ncg, gk; /* gk: a decay per key channel (g [T, nv, dk]) */
+    int tc; /* products on the tensor cores (bmm_tiles_tc) */
     float scale;
     int64_t nc, ws_floats;
     const float *q, *k, *v, *g, *beta, *dout;
@@ -159,6 +247,12 @@ struct ck_args {
     int pass;
 };
 
+
+/* a kernel's first step: the block's product switch from p (then a barrier) */
+__device__ __forceinline__ void ck_begin(const ck_args &p) {
+    if (threadIdx.x == 0) ck_tc_flag() = p.tc;
+    __syncthreads();
+}
 
 /* the block's state columns [dk, cn] (shared memory, row stride cw) to or from (add: +=) a [dk, dv] state at column
  * j0 */
@@ -537,6 +631,8 @@ static int64_t ck_setup(ck_args *p, const vc_gdn_desc *d, const int64_t *cu_dev,
     p->ncg = (d->dv + p->cw - 1) / p->cw;
     p->nc = vc_gdn_saved(d);
     p->gk = d->gk;
+    const char *tc = getenv("VERLC_CUDA_GDN_TC"); /* (read per call: the A/B switch) */
+    p->tc = !(tc && *tc == '0');
     p->ws_floats = ck_carve(NULL, NULL, p->C, p->dk, p->dv, d->gk);
     int64_t tasks = p->nc * p->nv, grid = (int64_t)(CK_WS_BUDGET / ((size_t)p->ws_floats * sizeof(float)));
     grid = grid < 1 ? 1 : grid > tasks ? tasks : grid;

@@ -6,6 +6,7 @@ namespace {
 
 /* ---- backward ---- */
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_prep(ck_args p) {
+    ck_begin(p);
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_prep(ck_args p) {
 }
 
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
+    ck_begin(p);
     extern __shared__ double ck_shm[];
     ck_sh sh = ck_sh_of(p, (char *)ck_shm);
     ck_cols c = ck_cols_of(p);
@@ -58,6 +60,7 @@ __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_state(ck_args p) {
 }
 
 __global__ void __launch_bounds__(CK_THREADS, 2) k_ck_bwd_main(ck_args p) {
+    ck_begin(p);
     ck_ws w = ck_ws_of(p);
     for (int64_t task = blockIdx.x; task < p.nc * p.nv; task += gridDim.x) {
         int h = (int)(task % p.nv);

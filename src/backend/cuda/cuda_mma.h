@@ -23,6 +23,51 @@ __device__ __forceinline__ void vc_mma_16816(float (&d)[4], const uint32_t (&a)[
 #endif
 }
 
+/* a warp's WM x WN tiles of 16 x 8 sums s over 8 terms from TF32 pairs (vc_tf32_split) on mma.sync m16n8k8:
+ * s += A_lo B_hi, then A_hi B_lo, then A_hi B_hi (3xTF32; the lo lo' term left out). g = lane / 4, t = lane % 4:
+ * a[mi][0] = A[g][t], a[mi][1] = A[g + 8][t], a[mi][2] = A[g][t + 4], a[mi][3] = A[g + 8][t + 4] (m-tile mi);
+ * b[ni][0] = B[t][g], b[ni][1] = B[t + 4][g] (n-tile ni); s[mi][ni] as vc_mma_16816's d */
+template <int WM, int WN>
+__device__ __forceinline__ void vc_mma_tf32x3(float (&s)[WM][WN][4], const uint32_t (&ah)[WM][4],
+                                              const uint32_t (&al)[WM][4], const uint32_t (&bh)[WN][2],
+                                              const uint32_t (&bl)[WN][2]) {
+#ifdef VC_EMU_MMA_H
+    vc_emu_mma_tf32x3<WM, WN>(s, ah, al, bh, bl);
+#else
+    const auto mma = [](float(&d)[4], const uint32_t(&a)[4], const uint32_t(&b)[2]) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    };
+#pragma unroll
+    for (int mi = 0; mi < WM; mi++)
+#pragma unroll
+        for (int ni = 0; ni < WN; ni++) {
+            mma(s[mi][ni], al[mi], bh[ni]);
+            mma(s[mi][ni], ah[mi], bl[ni]);
+            mma(s[mi][ni], ah[mi], bh[ni]);
+        }
+#endif
+}
+
+/* x rounded to TF32 (cvt.rna: to nearest, ties away from zero; the 13 low bits zero) */
+__device__ __forceinline__ uint32_t vc_tf32(float x) {
+#ifdef VC_EMU_MMA_H
+    return vc_emu_tf32(x);
+#else
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+#endif
+}
+
+/* x as a TF32 pair, hi + lo within 2^-22 |x| (vc_mma_tf32x3's operands) */
+__device__ __forceinline__ void vc_tf32_split(float x, uint32_t &hi, uint32_t &lo) {
+    hi = vc_tf32(x);
+    lo = vc_tf32(x - __uint_as_float(hi));
+}
+
 /* two floats rounded to bf16 (nearest even) in one register, lo in the low half */
 __device__ __forceinline__ uint32_t vc_pack_bf16x2(float lo, float hi) {
     const uint32_t l = __bfloat16_as_ushort(__float2bfloat16_rn(lo)), h = __bfloat16_as_ushort(__float2bfloat16_rn(hi));

@@ -75,10 +75,11 @@ static inline void mma_sync(fragment<accumulator, M, N, K, Tc> &d, const fragmen
  * here as on a GPU. Each output adds its 16 products to c in k order, in f32. */
 static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                     const float (&c)[4]) {
-    uint64_t A01[32], A23[32], B[32];
-    vc_emu_exchange((uint64_t)a[0] | (uint64_t)a[1] << 32, 0xffffffffu, A01);
-    vc_emu_exchange((uint64_t)a[2] | (uint64_t)a[3] << 32, 0xffffffffu, A23);
-    vc_emu_exchange((uint64_t)b[0] | (uint64_t)b[1] << 32, 0xffffffffu, B);
+    const uint64_t v[3] = { (uint64_t)a[0] | (uint64_t)a[1] << 32, (uint64_t)a[2] | (uint64_t)a[3] << 32,
+                            (uint64_t)b[0] | (uint64_t)b[1] << 32 };
+    uint64_t x[3 * 32];
+    vc_emu_exchange_n(v, 3, 0xffffffffu, x);
+    const uint64_t *A01 = x, *A23 = x + 32, *B = x + 64;
     const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
     auto half = [](uint64_t w, int hi32, int hi16) {
         unsigned u = hi32 ? (unsigned)(w >> 32) : (unsigned)w;
@@ -97,6 +98,69 @@ static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const
         out[e] = acc;
     }
     for (int e = 0; e < 4; e++) d[e] = out[e];
+}
+
+/* PTX's cvt.rna.tf32.f32 (cuda_mma.h's vc_tf32): x rounded to TF32's 10 fraction bits, to nearest with ties away
+ * from zero (the magnitude's bits plus half the dropped unit), the 13 low bits zero; infinities and NaNs as they are */
+static inline unsigned vc_emu_tf32(float x) {
+    unsigned u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u) return u;
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
+/* PTX's mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 three times a tile (cuda_mma.h's vc_mma_tf32x3 over a
+ * warp's WM x WN tiles: s += A_lo B_hi, then A_hi B_lo, then A_hi B_hi), the fragments where the PTX ISA puts them
+ * (g = lane / 4, t = lane % 4): a[0] = A[g][t], a[1] = A[g + 8][t], a[2] = A[g][t + 4], a[3] = A[g + 8][t + 4];
+ * b[0] = B[t][g], b[1] = B[t + 4][g]; s as m16n8k16's d. An operand's 13 low bits are ignored (the tensor cores read
+ * TF32); each mma adds its 8 products (exact in f32) to the sums in k order, in f32. Every fragment of the call meets
+ * in one exchange (one pair of warp barriers, not three a product). */
+template <int WM, int WN>
+static inline void vc_emu_mma_tf32x3(float (&s)[WM][WN][4], const unsigned (&ah)[WM][4], const unsigned (&al)[WM][4],
+                                     const unsigned (&bh)[WN][2], const unsigned (&bl)[WN][2]) {
+    constexpr int NA = 2 * WM, NV = 2 * NA + 2 * WN; /* A's words in pairs: hi, then lo; B's hi, then lo */
+    static_assert(NV <= VC_EMU_XMAX, "one exchange");
+    uint64_t v[NV], x[NV * 32];
+    for (int mi = 0; mi < WM; mi++)
+        for (int h = 0; h < 2; h++) {
+            v[2 * mi + h] = (uint64_t)ah[mi][2 * h] | (uint64_t)ah[mi][2 * h + 1] << 32;
+            v[NA + 2 * mi + h] = (uint64_t)al[mi][2 * h] | (uint64_t)al[mi][2 * h + 1] << 32;
+        }
+    for (int ni = 0; ni < WN; ni++) {
+        v[2 * NA + ni] = (uint64_t)bh[ni][0] | (uint64_t)bh[ni][1] << 32;
+        v[2 * NA + WN + ni] = (uint64_t)bl[ni][0] | (uint64_t)bl[ni][1] << 32;
+    }
+    vc_emu_exchange_n(v, NV, 0xffffffffu, x);
+    const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
+    auto word = [](uint64_t w, int hi) {
+        unsigned u = (hi ? (unsigned)(w >> 32) : (unsigned)w) & 0xffffe000u;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    };
+    /* this lane's rows g, g + 8 of A and columns 2t, 2t + 1 of B, [hi / lo][tile][row or column][k] */
+    float a[2][WM][2][8], b[2][WN][2][8];
+    for (int p = 0; p < 2; p++) {
+        for (int mi = 0; mi < WM; mi++)
+            for (int r = 0; r < 2; r++)
+                for (int k = 0; k < 8; k++)
+                    a[p][mi][r][k] = word(x[(p * NA + 2 * mi + (k >= 4)) * 32 + g * 4 + k % 4], r);
+        for (int ni = 0; ni < WN; ni++)
+            for (int c = 0; c < 2; c++)
+                for (int k = 0; k < 8; k++)
+                    b[p][ni][c][k] = word(x[(2 * NA + p * WN + ni) * 32 + (2 * t + c) * 4 + k % 4], k >= 4);
+    }
+    for (int mi = 0; mi < WM; mi++)
+        for (int ni = 0; ni < WN; ni++)
+            for (int pass = 0; pass < 3; pass++) { /* lo hi', hi lo', hi hi' */
+                const int pa = pass == 0, pb = pass == 1;
+                for (int e = 0; e < 4; e++) {
+                    const float *ar = a[pa][mi][e >> 1], *bc = b[pb][ni][e & 1];
+                    float acc = s[mi][ni][e];
+                    for (int k = 0; k < 8; k++) acc += ar[k] * bc[k];
+                    s[mi][ni][e] = acc;
+                }
+            }
 }
 
 /* PTX's ldmatrix.sync.aligned.m8n8.x4.shared.b16 (cuda_mma.h's vc_ldsm_x4): lanes 8j .. 8j + 7 give the addresses of

@@ -59,6 +59,9 @@ void __syncthreads(void);
 void __syncwarp(unsigned mask = 0xffffffffu);
 /* every lane of the warp in `mask` publishes v; out[l] = lane l's value (0 for absent lanes) */
 void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]);
+/* n values at once (up to VC_EMU_XMAX): out[j * 32 + l] = lane l's v[j] (one pair of warp barriers for all n) */
+#define VC_EMU_XMAX 16
+void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out);
 unsigned vc_emu_lane(void);
 /* cp.async (cuda_mma.h's vc_cp16 / vc_cp_commit / vc_cp_wait): a copy's source is read when it is issued and its
  * destination filled with NaN bytes then; the bytes land only when the issuing thread waits for its group (emu_sched.cpp) */
