@@ -117,6 +117,7 @@ static void wait_here(int state, unsigned mask) {
 struct cp_pending {
     void *dst;
     unsigned char bytes[16];
+    int size;  /* 4, 8 or 16 */
     int group; /* 0: not committed yet */
 };
 static std::vector<std::vector<cp_pending>> g_cp; /* per thread of the block */
@@ -126,20 +127,26 @@ static int cur_index(const char *what) {
     if (!g_cur) vc_emu_die("%s was called outside a kernel", what);
     return (int)(g_cur - g_fib);
 }
-void vc_emu_cp16(void *dst, const void *src) {
+void vc_emu_cp(void *dst, const void *src, int size, int src_size) {
     const int i = cur_index("cp.async");
-    if (((uintptr_t)dst & 15) || ((uintptr_t)src & 15)) {
+    if ((size != 4 && size != 8 && size != 16) || src_size < 0 || src_size > size)
+        vc_emu_die("cp.async of %d bytes, %d from the source", size, src_size);
+    if (((uintptr_t)dst % (unsigned)size) || (src_size && (uintptr_t)src % (unsigned)size)) {
         char where[256];
         vc_emu_where(where, sizeof where);
-        vc_emu_die("%s: cp.async of 16 bytes between addresses not 16-byte aligned (%p <- %p)", where, dst, src);
+        vc_emu_die("%s: cp.async of %d bytes between addresses not %d-byte aligned (%p <- %p)", where, size, size, dst,
+                   src);
     }
     cp_pending c;
     c.dst = dst;
-    memcpy(c.bytes, src, 16);
+    memset(c.bytes, 0, sizeof c.bytes);
+    if (src_size) memcpy(c.bytes, src, (size_t)src_size); /* (the rest zeros: cp.async's src-size) */
+    c.size = size;
     c.group = 0;
-    memset(dst, 0xff, 16);
+    memset(dst, 0xff, (size_t)size);
     g_cp[i].push_back(c);
 }
+void vc_emu_cp16(void *dst, const void *src) { vc_emu_cp(dst, src, 16, 16); }
 void vc_emu_cp_commit(void) {
     const int i = cur_index("cp.async.commit_group");
     const int g = ++g_cp_groups[i];
@@ -150,29 +157,36 @@ void vc_emu_cp_commit(void) {
  * while the copy was in flight, which a GPU may order either way */
 static void cp_land(const cp_pending &c) {
     const unsigned char *d = (const unsigned char *)c.dst;
-    for (int b = 0; b < 16; b++)
+    for (int b = 0; b < c.size; b++)
         if (d[b] != 0xff) {
             char where[256];
             vc_emu_where(where, sizeof where);
             vc_emu_die("%s: shared memory at %p written while a cp.async into it was in flight", where, c.dst);
         }
-    memcpy(c.dst, c.bytes, 16);
+    memcpy(c.dst, c.bytes, (size_t)c.size);
 }
 void vc_emu_cp_wait(int n) {
     const int i = cur_index("cp.async.wait_group");
     const int upto = g_cp_groups[i] - n;
-    std::vector<cp_pending> &v = g_cp[i], left;
-    for (const cp_pending &c : v) {
-        if (c.group && c.group <= upto) cp_land(c);
-        else left.push_back(c);
+    std::vector<cp_pending> &v = g_cp[i];
+    size_t k = 0; /* (the copies left, compacted in place in issue order) */
+    for (size_t j = 0; j < v.size(); j++) {
+        if (v[j].group && v[j].group <= upto) cp_land(v[j]);
+        else v[k++] = v[j];
     }
-    v.swap(left);
+    v.resize(k);
 }
 
 void __syncthreads(void) { wait_here(F_BLOCK, 0); }
 void __syncwarp(unsigned mask) { wait_here(F_WARP, mask); }
 unsigned vc_emu_lane(void) { return g_cur ? g_cur->lane : 0; }
 void *vc_emu_dyn_smem(void) { return g_smem; }
+/* __isGlobal: not within the block's dynamic shared memory (static __shared__ arrays are host statics here: kernels
+ * that copy out of them must not ask) */
+unsigned __isGlobal(const void *p) {
+    const char *c = (const char *)p;
+    return !(g_smem && c >= g_smem && c < g_smem + g_smem_cap);
+}
 
 unsigned __activemask(void) {
     if (!g_cur) return 0;
@@ -199,15 +213,21 @@ static void xslots_reset(int n) {
     memset(g_xslot, 0, need * sizeof *g_xslot);
 }
 
-void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out) {
+const uint64_t *vc_emu_exchange_begin(const uint64_t *v, int n, unsigned mask) {
     fiber *f = g_cur;
     if (!f) vc_emu_die("a warp function was called outside a kernel");
     if (n < 1 || n > VC_EMU_XMAX) vc_emu_die("an exchange of %d values (1 to %d)", n, VC_EMU_XMAX);
     uint64_t *w = g_xslot + (size_t)f->warp * VC_EMU_XMAX * 32;
     for (int j = 0; j < n; j++) w[j * 32 + f->lane] = v[j];
     wait_here(F_WARP, mask);
-    memcpy(out, w, sizeof *out * 32 * (size_t)n); /* (absent lanes' values stay 0 from the block's start) */
-    wait_here(F_WARP, mask); /* nobody publishes again before every lane has read */
+    return w; /* (absent lanes' values stay 0 from the block's start) */
+}
+
+void vc_emu_exchange_end(unsigned mask) { wait_here(F_WARP, mask); } /* nobody publishes again before all have read */
+
+void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out) {
+    memcpy(out, vc_emu_exchange_begin(v, n, mask), sizeof *out * 32 * (size_t)n);
+    vc_emu_exchange_end(mask);
 }
 
 void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) { vc_emu_exchange_n(&v, 1, mask, out); }

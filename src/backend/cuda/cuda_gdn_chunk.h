@@ -27,14 +27,14 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
  * the operands staged through shared memory CK_TK terms at a time (tiles as tall as the columns are few: the state
  * passes' narrow column groups keep every thread busy). Each element's terms are added in l order whatever the
  * tiling. C must not overlap A or B. */
-/* terms a slice: 32 in the parallel launches (each slice's loads wait a memory latency between two barriers: half the
- * slices, half the waits), 16 in the state passes, whose dynamic shared memory (the state's columns, K~, Qa) leaves no
- * room for the larger stage at two blocks a multiprocessor. The same terms in the same order either way: the same
+/* terms of the stage: 32 in the parallel launches, 16 in the state passes, whose dynamic shared memory (the state's
+ * columns, K~, Qa) leaves no room for the larger stage at two blocks a multiprocessor; as two slices of half as many
+ * (the next one copied while the other is multiplied). The same terms in the same order whatever the slices: the same
  * bits. */
 #define CK_TK_PAR 32
 #define CK_TK_STATE 16
 #ifndef CK_LDG
-#define CK_LDG 4 /* a thread's loads of a slice in flight at once (8 spilled: the kernels are at 128 registers) */
+#define CK_LDG 4 /* a thread's loads from shared memory in flight at once */
 #endif
 /* the tile loops are called, not inlined into each product's call site (inlined, the two files took 58 s to compile
  * and the kernels' own values spilled around them; called, 11 s, and the loops spill nothing) */
@@ -43,42 +43,83 @@ enum { TRI_NONE, TRI_LOWER, TRI_UPPER };
 #else
 #define CK_NOINLINE __attribute__((noinline))
 #endif
-#define CK_STAGE(TK) ((TK) * (256 + 8) + (TK) * (64 + 8)) /* (the widest slices of A^T and B, pitches below) */
+#define CK_STAGE(TK) ((TK) * (256 + 8) + (TK) * (64 + 8)) /* (two slices of TK / 2 terms: A^T's and B's, widest) */
 
-/* a slice of one operand into dst[l][x] (pitch ld): element (x, l) = sign src[(x0 + x) xs + (l0 + l) ls], zero for
- * x0 + x >= nx or l >= kk; X rows x, TK terms l, consecutive threads along the unit stride. A thread's N elements go G
- * at a time, a group's loads issued before its first store: a memory latency a group, where a store waiting on each
- * load (src may lie in shared memory: the compiler cannot reorder them) cost one an element. The group loop is not
- * unrolled (unrolled, each element's 64-bit address was hoisted out of the slice loop and spilled). */
+/* a slice of one operand into dst[l][x] (pitch ld): element (x, l) = src[(x0 + x) xs + (l0 + l) ls], zero for
+ * x0 + x >= nx or l >= kk; X rows x, TK terms l, a thread's N elements, consecutive threads along the unit stride.
+ * From global memory (async) each element is a 4-byte cp.async (zeros by its src-size outside: nothing read, no
+ * register held), so the slice lands while the one before is multiplied; the caller commits. From shared memory (the
+ * state passes' K~, Qa and state columns) loads and stores G at a time, a group's loads issued before its first store
+ * (src may be where dst is not: a store waiting on each load cost a latency an element); the loops are not unrolled
+ * (unrolled, each element's 64-bit address was hoisted out of the slice loop and spilled). */
 template <int X, int TK, int N, int G>
 __device__ __forceinline__ void bmm_stage(float *dst, int ld, const float *src, int64_t xs, int64_t ls, int x0, int nx,
-                                          int l0, int kk, float sign) {
+                                          int l0, int kk, int async) {
     const int t = threadIdx.x;
+    if (async) {
+#pragma unroll 1
+        for (int u = 0; u < N; u++) {
+            const int e = t + u * CK_THREADS, x = ls == 1 ? e / TK : e % X, l = ls == 1 ? e % TK : e / X;
+            const bool in = x0 + x < nx && l < kk;
+            if (X * TK % CK_THREADS == 0 || e < X * TK) /* (a slice of fewer elements than threads) */
+                vc_cp4z(dst + l * ld + x, in ? src + (x0 + x) * xs + (l0 + l) * ls : src, in);
+        }
+        return;
+    }
 #pragma unroll 1
     for (int u0 = 0; u0 < N; u0 += G) {
         float r[G];
 #pragma unroll
         for (int u = 0; u < G; u++) {
             const int e = t + (u0 + u) * CK_THREADS, x = ls == 1 ? e / TK : e % X, l = ls == 1 ? e % TK : e / X;
-            r[u] = x0 + x < nx && l < kk ? sign * src[(x0 + x) * xs + (l0 + l) * ls] : 0.0f;
+            r[u] = x0 + x < nx && l < kk ? src[(x0 + x) * xs + (l0 + l) * ls] : 0.0f;
         }
 #pragma unroll
         for (int u = 0; u < G; u++) {
             const int e = t + (u0 + u) * CK_THREADS, x = ls == 1 ? e / TK : e % X, l = ls == 1 ? e % TK : e / X;
-            dst[l * ld + x] = r[u];
+            if (X * TK % CK_THREADS == 0 || e < X * TK) dst[l * ld + x] = r[u];
         }
     }
 }
 
+/* a tile's terms [lo, hi) in slices of TKS, double-buffered in stage (A^T's slice [TKS][LA], then B's [TKS][LB]):
+ * slice s + 1 is issued before slice s is multiplied (mul(As, Bs, kk)), a barrier after each product */
+template <int TM, int TN, int TKS, int LA, int LB, class Mul>
+__device__ __forceinline__ void bmm_slices(float *stage, const float *A, int64_t ai, int64_t al, const float *B,
+                                           int64_t bl, int64_t bj, int i0, int n, int j0, int m, int lo, int hi,
+                                           Mul mul) {
+    /* a thread's elements of a slice (B's of a narrow tile's short slice: fewer than the threads) */
+    constexpr int NA = (TM * TKS + CK_THREADS - 1) / CK_THREADS, NB = (TN * TKS + CK_THREADS - 1) / CK_THREADS;
+    constexpr int GA = NA < CK_LDG ? NA : CK_LDG, GB = NB < CK_LDG ? NB : CK_LDG, SB = TKS * (LA + LB);
+    static_assert(NA % GA == 0 && NB % GB == 0, "whole groups a thread");
+    const int ga = __isGlobal(A), gb = __isGlobal(B), ns = hi > lo ? (hi - lo + TKS - 1) / TKS : 0;
+    const auto issue = [&](int s) {
+        const int l0 = lo + s * TKS, kk = hi - l0 < TKS ? hi - l0 : TKS;
+        float *As = stage + (s & 1) * SB;
+        bmm_stage<TM, TKS, NA, GA>(As, LA, A, ai, al, i0, n, l0, kk, ga);
+        bmm_stage<TN, TKS, NB, GB>(As + TKS * LA, LB, B, bj, bl, j0, m, l0, kk, gb);
+        vc_cp_commit();
+    };
+    if (ns) issue(0);
+    for (int s = 0; s < ns; s++) {
+        if (s + 1 < ns) {
+            issue(s + 1); /* (into the buffer the last barrier freed) */
+            vc_cp_wait<1>();
+        } else
+            vc_cp_wait<0>();
+        __syncthreads();
+        const int l0 = lo + s * TKS;
+        mul(stage + (s & 1) * SB, stage + (s & 1) * SB + TKS * LA, hi - l0 < TKS ? hi - l0 : TKS);
+        __syncthreads();
+    }
+}
+
+/* C[i ldc + j] (= or +=) a product by CUDA cores: each thread 4 x 4 elements of the tile in registers, fma in l
+ * order; CK_TK terms of stage: two slices of CK_TK / 2 */
 template <int TN, int CK_TK>
 __device__ CK_NOINLINE void bmm_tiles(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al, const float *B,
                           int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
     constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 4, LB = TN + 4; /* (rows padded: 16-byte aligned, fewer conflicts) */
-    constexpr int NA = TM * CK_TK / CK_THREADS, NB = TN * CK_TK / CK_THREADS; /* a thread's elements of a slice */
-    constexpr int GA = NA < CK_LDG ? NA : CK_LDG, GB = NB < CK_LDG ? NB : CK_LDG;
-    static_assert(NA * CK_THREADS == TM * CK_TK && NB * CK_THREADS == TN * CK_TK && NA % GA == 0 && NB % GB == 0,
-                  "whole groups of a slice a thread");
-    float *As = stage, *Bs = stage + CK_TK * LA;                     /* [CK_TK][LA]: A^T; [CK_TK][LB] */
     const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4);
     for (int i0 = 0; i0 < n; i0 += TM)
         for (int j0 = 0; j0 < m; j0 += TN) {
@@ -91,21 +132,17 @@ __device__ CK_NOINLINE void bmm_tiles(float *stage, float *C, int64_t ldc, const
                     int i = i0 + ty * 4 + r, j = j0 + tx * 4 + c;
                     s[r][c] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
                 }
-            for (int l0 = lo; l0 < hi; l0 += CK_TK) {
-                const int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
-                __syncthreads(); /* (the last slice read) */
-                bmm_stage<TM, CK_TK, NA, GA>(As, LA, A, ai, al, i0, n, l0, kk, sign);
-                bmm_stage<TN, CK_TK, NB, GB>(Bs, LB, B, bj, bl, j0, m, l0, kk, 1.0f);
-                __syncthreads();
+            bmm_slices<TM, TN, CK_TK / 2, LA, LB>(stage, A, ai, al, B, bl, bj, i0, n, j0, m, lo, hi,
+                                                  [&](const float *As, const float *Bs, int kk) {
                 for (int l = 0; l < kk; l++) {
                     float4 a = *(const float4 *)&As[l * LA + ty * 4], b = *(const float4 *)&Bs[l * LB + tx * 4];
-                    float av[4] = { a.x, a.y, a.z, a.w }, bv[4] = { b.x, b.y, b.z, b.w };
+                    float av[4] = { sign * a.x, sign * a.y, sign * a.z, sign * a.w }, bv[4] = { b.x, b.y, b.z, b.w };
 #pragma unroll
                     for (int r = 0; r < 4; r++)
 #pragma unroll
                         for (int c = 0; c < 4; c++) s[r][c] = fmaf(av[r], bv[c], s[r][c]);
                 }
-            }
+            });
 #pragma unroll
             for (int r = 0; r < 4; r++)
 #pragma unroll
@@ -127,13 +164,10 @@ __device__ CK_NOINLINE void bmm_tiles(float *stage, float *C, int64_t ldc, const
 template <int TN, int CK_TK>
 __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, const float *A, int64_t ai, int64_t al,
                              const float *B, int64_t bl, int64_t bj, int n, int K, int m, float sign, int acc, int tri) {
-    constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 8, LB = TN + 8;
+    constexpr int TM = CK_THREADS * 16 / TN, LA = TM + 8, LB = TN + 8, TKS = CK_TK / 2;
     constexpr int WN = TN / 8 < 4 ? TN / 8 : 4, WM = 4 / WN, WX = TN / (8 * WN); /* a warp's n- and m-tiles; warps across */
-    constexpr int NA = TM * CK_TK / CK_THREADS, NB = TN * CK_TK / CK_THREADS;
-    constexpr int GA = NA < CK_LDG ? NA : CK_LDG, GB = NB < CK_LDG ? NB : CK_LDG;
-    static_assert(WX * (TM / (16 * WM)) == CK_THREADS / 32 && CK_TK % 8 == 0, "8 warps cover a tile in k-groups of 8");
-    static_assert((size_t)CK_TK * (LA + LB) <= CK_STAGE(CK_TK), "stage");
-    float *As = stage, *Bs = stage + CK_TK * LA;
+    static_assert(WX * (TM / (16 * WM)) == CK_THREADS / 32 && TKS % 8 == 0, "8 warps cover a tile in k-groups of 8");
+    static_assert((size_t)2 * TKS * (LA + LB) <= CK_STAGE(CK_TK), "stage");
     const int warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
     const int wm0 = warp / WX * 16 * WM, wn0 = warp % WX * 8 * WN;
     for (int i0 = 0; i0 < n; i0 += TM)
@@ -149,12 +183,8 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
                         const int i = i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j = j0 + wn0 + ni * 8 + 2 * t + (e & 1);
                         s[mi][ni][e] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
                     }
-            for (int l0 = lo; l0 < hi; l0 += CK_TK) {
-                const int kk = hi - l0 < CK_TK ? hi - l0 : CK_TK;
-                __syncthreads(); /* (the last slice read) */
-                bmm_stage<TM, CK_TK, NA, GA>(As, LA, A, ai, al, i0, n, l0, kk, sign);
-                bmm_stage<TN, CK_TK, NB, GB>(Bs, LB, B, bj, bl, j0, m, l0, kk, 1.0f);
-                __syncthreads();
+            bmm_slices<TM, TN, TKS, LA, LB>(stage, A, ai, al, B, bl, bj, i0, n, j0, m, lo, hi,
+                                            [&](const float *As, const float *Bs, int kk) {
                 for (int k8 = 0; k8 < kk; k8 += 8) { /* (terms past kk staged as zeros) */
                     uint32_t ah[WM][4], al_[WM][4], bh[WN][2], bl_[WN][2];
 #pragma unroll
@@ -162,7 +192,7 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
                         const float *a = As + (k8 + t) * LA + wm0 + mi * 16 + g;
                         const float v[4] = { a[0], a[8], a[4 * LA], a[4 * LA + 8] };
 #pragma unroll
-                        for (int r = 0; r < 4; r++) vc_tf32_split(v[r], ah[mi][r], al_[mi][r]);
+                        for (int r = 0; r < 4; r++) vc_tf32_split(sign * v[r], ah[mi][r], al_[mi][r]);
                     }
 #pragma unroll
                     for (int ni = 0; ni < WN; ni++) {
@@ -172,7 +202,7 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
                     }
                     vc_mma_tf32x3<WM, WN>(s, ah, al_, bh, bl_);
                 }
-            }
+            });
 #pragma unroll
             for (int mi = 0; mi < WM; mi++)
 #pragma unroll

@@ -142,6 +142,16 @@ __device__ __forceinline__ void vc_cp16(void *smem, const void *gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));
 #endif
 }
+/* cp.async.ca of 4 bytes (both 4-byte aligned; gmem global memory), or 4 zero bytes where !valid (src-size 0: gmem
+ * not read) */
+__device__ __forceinline__ void vc_cp4z(void *smem, const void *gmem, bool valid) {
+#ifdef VC_EMU_MMA_H
+    vc_emu_cp(smem, gmem, 4, valid ? 4 : 0);
+#else
+    const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(a), "l"(gmem), "r"(valid ? 4 : 0));
+#endif
+}
 __device__ __forceinline__ void vc_cp_commit(void) {
 #ifdef VC_EMU_MMA_H
     vc_emu_cp_commit();

@@ -78,7 +78,7 @@ static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const
     const uint64_t v[3] = { (uint64_t)a[0] | (uint64_t)a[1] << 32, (uint64_t)a[2] | (uint64_t)a[3] << 32,
                             (uint64_t)b[0] | (uint64_t)b[1] << 32 };
     uint64_t x[3 * 32];
-    vc_emu_exchange_n(v, 3, 0xffffffffu, x);
+    vc_emu_exchange_n(v, 3, 0xffffffffu, x); /* (copied: 768 bytes) */
     const uint64_t *A01 = x, *A23 = x + 32, *B = x + 64;
     const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
     auto half = [](uint64_t w, int hi32, int hi16) {
@@ -120,7 +120,7 @@ static inline void vc_emu_mma_tf32x3(float (&s)[WM][WN][4], const unsigned (&ah)
                                      const unsigned (&bh)[WN][2], const unsigned (&bl)[WN][2]) {
     constexpr int NA = 2 * WM, NV = 2 * NA + 2 * WN; /* A's words in pairs: hi, then lo; B's hi, then lo */
     static_assert(NV <= VC_EMU_XMAX, "one exchange");
-    uint64_t v[NV], x[NV * 32];
+    uint64_t v[NV];
     for (int mi = 0; mi < WM; mi++)
         for (int h = 0; h < 2; h++) {
             v[2 * mi + h] = (uint64_t)ah[mi][2 * h] | (uint64_t)ah[mi][2 * h + 1] << 32;
@@ -130,7 +130,7 @@ static inline void vc_emu_mma_tf32x3(float (&s)[WM][WN][4], const unsigned (&ah)
         v[2 * NA + ni] = (uint64_t)bh[ni][0] | (uint64_t)bh[ni][1] << 32;
         v[2 * NA + WN + ni] = (uint64_t)bl[ni][0] | (uint64_t)bl[ni][1] << 32;
     }
-    vc_emu_exchange_n(v, NV, 0xffffffffu, x);
+    const uint64_t *x = vc_emu_exchange_begin(v, NV, 0xffffffffu);
     const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
     auto word = [](uint64_t w, int hi) {
         unsigned u = (hi ? (unsigned)(w >> 32) : (unsigned)w) & 0xffffe000u;
@@ -150,6 +150,7 @@ static inline void vc_emu_mma_tf32x3(float (&s)[WM][WN][4], const unsigned (&ah)
                 for (int k = 0; k < 8; k++)
                     b[p][ni][c][k] = word(x[(2 * NA + p * WN + ni) * 32 + (2 * t + c) * 4 + k % 4], k >= 4);
     }
+    vc_emu_exchange_end(0xffffffffu);
     for (int mi = 0; mi < WM; mi++)
         for (int ni = 0; ni < WN; ni++)
             for (int pass = 0; pass < 3; pass++) { /* lo hi', hi lo', hi hi' */
