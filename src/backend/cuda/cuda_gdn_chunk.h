@@ -328,14 +328,13 @@ __device__ int64_t ck_base(const ck_args &p, int s) {
 __device__ void ck_decays(const ck_args &p, ck_pos x, int h, double *G, float *a, float *tmp) {
     for (int i = threadIdx.x; i < x.n; i += blockDim.x) tmp[i] = p.g[(x.t0 + i) * p.nv + h];
     __syncthreads();
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0) { /* (the sums in row order, alone on the serial path) */
         double acc = 0;
-        for (int i = 0; i < x.n; i++) {
-            acc += tmp[i];
-            G[i] = acc;
-            if (a) a[i] = expf((float)acc);
-        }
+        for (int i = 0; i < x.n; i++) G[i] = acc += tmp[i];
     }
+    __syncthreads();
+    if (!a) return;
+    for (int i = threadIdx.x; i < x.n; i += blockDim.x) a[i] = expf((float)G[i]); /* (the block's, not thread 0's) */
     __syncthreads();
 }
 
@@ -394,6 +393,45 @@ __device__ void ck_prods_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h);
 __device__ void ck_bwd_gk(const ck_args &p, const ck_ws &w, ck_pos x, int h, const float *S0, const float *dS,
                           const float *dO, const float *dD);
 
+/* T = (I + A)^-1 for A strictly lower (n x n, row pitch C) into T (row pitch L; X: CK_SB x n floats of scratch), in
+ * blocks of CK_SB rows (the critical path a column's forward substitution took, about n^2 / 2 dependent fmas with a
+ * quarter of the threads busy, now about CK_SB^2 / 2 + n): the diagonal blocks' inverses by forward substitution, a
+ * column per thread (T_ic = [i == c] - sum over c <= j < i of A_ij T_jc within the block), then for each block row
+ * r0 .. r1 - 1 below the first in turn, every column c < r0 at once: X_ic = sum over c <= k < r0 of A_ik T_kc, then
+ * T_ic = -(X_ic + sum over r0 <= k < i of T_ik X_kc) (T_ii's inverse times X: T_ii unit lower). Ends with a barrier. */
+#define CK_SB 16
+__device__ void ck_solve_blocks(float *T, int L, float *X, const float *A, int C, int n) {
+    const int nb = (n + CK_SB - 1) / CK_SB;
+    for (int c = threadIdx.x; c < nb * CK_SB; c += blockDim.x) {
+        const int r0 = c / CK_SB * CK_SB, r1 = r0 + CK_SB < n ? r0 + CK_SB : n;
+        if (c >= n) continue;
+        for (int i = 0; i < r0; i++) T[i * L + c] = 0.0f;
+        for (int i = r0; i < r1; i++) {
+            float t = i == c ? 1.0f : 0.0f;
+            for (int j = c; j < i; j++) t = fmaf(-A[i * C + j], T[j * L + c], t);
+            T[i * L + c] = i < c ? 0.0f : t;
+        }
+    }
+    __syncthreads();
+    for (int r0 = CK_SB; r0 < n; r0 += CK_SB) {
+        const int r1 = r0 + CK_SB < n ? r0 + CK_SB : n, m = (r1 - r0) * r0;
+        for (int e = threadIdx.x; e < m; e += blockDim.x) {
+            const int i = r0 + e / r0, c = e % r0;
+            float x = 0.0f;
+            for (int k = c; k < r0; k++) x = fmaf(A[i * C + k], T[k * L + c], x);
+            X[(i - r0) * C + c] = x;
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < m; e += blockDim.x) {
+            const int i = r0 + e / r0, c = e % r0;
+            float t = X[(i - r0) * C + c];
+            for (int k = r0; k < i; k++) t = fmaf(T[i * L + k], X[(k - r0) * C + c], t);
+            T[i * L + c] = -t;
+        }
+        __syncthreads();
+    }
+}
+
 /* decays, P = Q K^T, KK = K K^T, E, M = scale E o P, A = beta E o KK (j < i), Qa = scale a Q, Kt = K~, Bv = beta V,
  * Bk = beta a K; then (solve) T = (I + A)^-1 and W = T Bk, and U = T Bv into U when not NULL (no delta: U = Bv) */
 __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int solve, float *U, float *W) {
@@ -433,21 +471,27 @@ rows:
         __syncthreads();
         return;
     }
-    /* T by forward substitution, a column per thread: T_ic = [i == c] - sum over c <= j < i of A_ij T_jc. Each term
-     * reads back a value of T the thread wrote before: in the staging area between products (row pitch C + 1: the
-     * columns' threads on distinct banks), then copied out, rather than a round trip to global memory a term */
-    if ((int64_t)C * (C + 1) <= CK_STAGE(CK_TK_PAR)) {
+    /* T by forward substitution, a column per thread: T_ic = [i == c] - sum over c <= j < i of A_ij T_jc (the CPU's
+     * arithmetic: with the CUDA cores' products the forward's bits are the CPU's), or with the tensor cores' products
+     * in blocks (ck_solve_blocks). Each term reads back a value of T written before: in the staging area between
+     * products (row pitch C + 1: the columns' threads on distinct banks), then copied out, rather than a round trip
+     * to global memory a term */
+    if ((int64_t)C * (C + 1) + CK_SB * C <= CK_STAGE(CK_TK_PAR)) {
         float *Ts = ck_stage<CK_TK_PAR>();
         const int L = C + 1;
-        for (int c = threadIdx.x; c < n; c += blockDim.x)
-            for (int i = 0; i < n; i++) {
-                float t = i == c ? 1.0f : 0.0f;
-                for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], Ts[j * L + c], t);
-                Ts[i * L + c] = i < c ? 0.0f : t;
-            }
-        __syncthreads();
+        if (ck_tc_flag())
+            ck_solve_blocks(Ts, L, Ts + C * L, w.A, C, n);
+        else {
+            for (int c = threadIdx.x; c < n; c += blockDim.x)
+                for (int i = 0; i < n; i++) {
+                    float t = i == c ? 1.0f : 0.0f;
+                    for (int j = c; j < i; j++) t = fmaf(-w.A[i * C + j], Ts[j * L + c], t);
+                    Ts[i * L + c] = i < c ? 0.0f : t;
+                }
+            __syncthreads();
+        }
         for (int e = threadIdx.x; e < n * n; e += blockDim.x) w.T[e / n * C + e % n] = Ts[e / n * L + e % n];
-    } else
+    } else /* (chunks past 78 rows, in global memory) */
         for (int c = threadIdx.x; c < n; c += blockDim.x)
             for (int i = 0; i < n; i++) {
                 float t = i == c ? 1.0f : 0.0f;
