@@ -174,15 +174,16 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
         for (int j0 = 0; j0 < m; j0 += TN) {
             int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
             float s[WM][WN][4];
+            const auto each = [&](auto f) { /* f(sum, its row, its column) for each of the warp's sums */
 #pragma unroll
-            for (int mi = 0; mi < WM; mi++)
+                for (int mi = 0; mi < WM; mi++)
 #pragma unroll
-                for (int ni = 0; ni < WN; ni++)
+                    for (int ni = 0; ni < WN; ni++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int i = i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j = j0 + wn0 + ni * 8 + 2 * t + (e & 1);
-                        s[mi][ni][e] = acc && i < n && j < m ? C[i * ldc + j] : 0.0f;
-                    }
+                        for (int e = 0; e < 4; e++)
+                            f(s[mi][ni][e], i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j0 + wn0 + ni * 8 + 2 * t + (e & 1));
+            };
+            each([&](float &v, int i, int j) { v = acc && i < n && j < m ? C[i * ldc + j] : 0.0f; });
             bmm_slices<TM, TN, TKS, LA, LB>(stage, A, ai, al, B, bl, bj, i0, n, j0, m, lo, hi,
                                             [&](const float *As, const float *Bs, int kk) {
                 for (int k8 = 0; k8 < kk; k8 += 8) { /* (terms past kk staged as zeros) */
@@ -203,15 +204,9 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
                     vc_mma_tf32x3<WM, WN>(s, ah, al_, bh, bl_);
                 }
             });
-#pragma unroll
-            for (int mi = 0; mi < WM; mi++)
-#pragma unroll
-                for (int ni = 0; ni < WN; ni++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const int i = i0 + wm0 + mi * 16 + g + (e >> 1) * 8, j = j0 + wn0 + ni * 8 + 2 * t + (e & 1);
-                        if (i < n && j < m) C[i * ldc + j] = s[mi][ni][e];
-                    }
+            each([&](float v, int i, int j) {
+                if (i < n && j < m) C[i * ldc + j] = v;
+            });
         }
     __syncthreads(); /* (the stage free for the next product) */
 }
