@@ -447,12 +447,21 @@ __device__ void ck_prep(const ck_args &p, const ck_ws &w, ck_pos x, int h, int s
         w.M[i * C + j] = p.scale * ee * w.P[i * C + j];
         w.A[i * C + j] = j < i && !nd ? be * ee * w.KK[i * C + j] : 0.0f;
     }
-    for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
-        int i = e / dk, l = e % dk;
-        float be = p.beta[(x.t0 + i) * p.nv + h], kt = expf((float)(w.G[n - 1] - w.G[i])), kv = K[i * qs + l];
-        w.Qa[e] = p.scale * w.a[i] * Q[i * qs + l];
-        w.Kt[e] = kt * kv;
-        w.Bk[e] = be * w.a[i] * kv;
+    { /* each row's factors once (not an exponential an element), in the stage */
+        float *rf = ck_stage<CK_TK_PAR>();
+        for (int i = threadIdx.x; i < n; i += blockDim.x) {
+            rf[i] = expf((float)(w.G[n - 1] - w.G[i]));
+            rf[C + i] = p.scale * w.a[i];
+            rf[2 * C + i] = p.beta[(x.t0 + i) * p.nv + h] * w.a[i];
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
+            int i = e / dk, l = e % dk;
+            float kv = K[i * qs + l];
+            w.Qa[e] = rf[C + i] * Q[i * qs + l];
+            w.Kt[e] = rf[i] * kv;
+            w.Bk[e] = rf[2 * C + i] * kv;
+        }
     }
 rows:
     for (int e = threadIdx.x; e < n * dv; e += blockDim.x) {
@@ -508,11 +517,11 @@ __device__ ck_cols ck_cols_of(const ck_args &p) {
     return { s, h, j0, p.dv - j0 < p.cw ? p.dv - j0 : p.cw };
 }
 
-/* shared memory of the state passes: the state (or its gradient) columns [dk, cw], K~ and Qa [C, dk], G [C], and (gk)
- * b per key channel [dk] */
+/* shared memory of the state passes: the state (or its gradient) columns [dk, cw], K~ and Qa [C, dk], G [C], (gk)
+ * b per key channel [dk], and the rows' factors [2 C] */
 struct ck_sh {
     double *G;
-    float *S, *Kt, *Qa, *bv;
+    float *S, *Kt, *Qa, *bv, *rf; /* rf [2 C]: the rows' factors of K~ and Qa */
 };
 
 __device__ ck_sh ck_sh_of(const ck_args &p, char *base) {
@@ -522,16 +531,22 @@ __device__ ck_sh ck_sh_of(const ck_args &p, char *base) {
     s.Kt = s.S + p.dk * p.cw;
     s.Qa = s.Kt + p.C * p.dk;
     s.bv = s.Qa + p.C * p.dk;
+    s.rf = s.bv + p.dk;
     return s;
 }
 
 /* K~ (and with qa, Qa) of chunk x into shared memory (G ready), then a barrier */
 __device__ void ck_rows_sh(const ck_args &p, const ck_sh &sh, ck_pos x, int h, int qa) {
     CK_SETUP(p, x, h);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { /* (each row's factors once, not an exponential an element) */
+        sh.rf[i] = expf((float)(sh.G[n - 1] - sh.G[i]));
+        if (qa) sh.rf[C + i] = p.scale * expf((float)sh.G[i]);
+    }
+    __syncthreads();
     for (int e = threadIdx.x; e < n * dk; e += blockDim.x) {
         int i = e / dk, l = e % dk;
-        sh.Kt[e] = expf((float)(sh.G[n - 1] - sh.G[i])) * K[i * qs + l];
-        if (qa) sh.Qa[e] = p.scale * expf((float)sh.G[i]) * Q[i * qs + l];
+        sh.Kt[e] = sh.rf[i] * K[i * qs + l];
+        if (qa) sh.Qa[e] = sh.rf[C + i] * Q[i * qs + l];
     }
     __syncthreads();
 }
@@ -679,7 +694,8 @@ static int ck_cw(const vc_gdn_desc *d) {
 }
 
 static size_t ck_smem(const vc_gdn_desc *d, int cw) {
-    return sizeof(double) * (size_t)d->ckpt + sizeof(float) * ((size_t)d->dk * cw + 2 * (size_t)d->ckpt * d->dk + d->dk);
+    return sizeof(double) * (size_t)d->ckpt +
+           sizeof(float) * ((size_t)d->dk * cw + 2 * (size_t)d->ckpt * d->dk + d->dk + 2 * (size_t)d->ckpt);
 }
 
 static int ck_share_setup(ck_args *p, const vc_gdn_desc *d, const char *op) {
