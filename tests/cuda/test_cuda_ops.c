@@ -642,14 +642,14 @@ static void gdn_case(const char *name, int nk, int nv, int dk, int dv, const int
     }
 }
 
-/* the chunked form's outputs and gradients of a sequence are the same bits alone as after another in a batch (its
- * chunks start at its own row 0; the state passes' column groups change with the batch) */
-/* the last of ns sequences (45 rows after ns - 1 of 70, or of 9 past 2) alone and in the batch: the same bits. With 2 the
- * state passes take columns in groups of 8 either way; with 70, in groups of 32 in the batch (blocks enough for the
- * device), 8 alone: other tiles, the same sums */
+/* the chunked form's outputs and gradients of the last of ns sequences (45 rows after ns - 1 of 70, or of 9 past 2)
+ * are the same bits alone as in the batch (its chunks start at its own row 0). With 2 the state passes take columns
+ * in groups of 8 either way; with 70, in groups of 32 in the batch (blocks enough for the device), 8 alone: other
+ * tiles, the same sums */
+#define GDN_BATCH_MAX 70
 static void gdn_batch_bits(int no_delta, int ns) {
     printf("%s, chunked: a sequence alone and last of %d\n", no_delta ? "SSD scan" : "gated delta rule", ns);
-    int64_t len[70];
+    int64_t len[GDN_BATCH_MAX];
     for (int s = 0; s < ns; s++) len[s] = s == ns - 1 ? 45 : ns > 2 ? 9 : 70;
     const int nk = 1, nv = 2, dk = 32, dv = 48;
     int64_t *cu = cu_of(len, ns), *cu1 = cu_of(len + ns - 1, 1), T = cu[ns], r0 = cu[ns - 1];
@@ -740,7 +740,7 @@ static void test_gdn(void) {
     unsetenv("VERLC_GDN_RECURRENCE"); /* (the chunked form: the loop left the recurrence set) */
     gdn_batch_bits(0, 2);
     gdn_batch_bits(1, 2);
-    gdn_batch_bits(0, 70);
+    gdn_batch_bits(0, GDN_BATCH_MAX);
     /* the chunked form's products on the CUDA cores, the A/B of the tensor cores' (VERLC_CUDA_GDN_TC=0) */
     setenv("VERLC_CUDA_GDN_TC", "0", 1);
     printf("-- the chunked form's products on the CUDA cores (VERLC_CUDA_GDN_TC=0)\n");

@@ -146,7 +146,6 @@ void vc_emu_cp(void *dst, const void *src, int size, int src_size) {
     memset(dst, 0xff, (size_t)size);
     g_cp[i].push_back(c);
 }
-void vc_emu_cp16(void *dst, const void *src) { vc_emu_cp(dst, src, 16, 16); }
 void vc_emu_cp_commit(void) {
     const int i = cur_index("cp.async.commit_group");
     const int g = ++g_cp_groups[i];
@@ -225,12 +224,10 @@ const uint64_t *vc_emu_exchange_begin(const uint64_t *v, int n, unsigned mask) {
 
 void vc_emu_exchange_end(unsigned mask) { wait_here(F_WARP, mask); } /* nobody publishes again before all have read */
 
-void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out) {
-    memcpy(out, vc_emu_exchange_begin(v, n, mask), sizeof *out * 32 * (size_t)n);
+void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) {
+    memcpy(out, vc_emu_exchange_begin(&v, 1, mask), sizeof *out * 32);
     vc_emu_exchange_end(mask);
 }
-
-void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]) { vc_emu_exchange_n(&v, 1, mask, out); }
 
 /* opens the warp barriers of warp w that every live participant has reached; returns the threads released */
 static int release_warp(int w) {

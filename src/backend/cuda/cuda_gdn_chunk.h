@@ -82,6 +82,11 @@ __device__ __forceinline__ void bmm_stage(float *dst, int ld, const float *src, 
     }
 }
 
+/* the terms [lo, hi) rows i0 .. i1 - 1 of a triangular factor need (TRI_UPPER: none below i0; TRI_LOWER: none from
+ * i1 on; the others are zeros) */
+__device__ __forceinline__ int tri_lo(int tri, int i0, int K) { return tri == TRI_UPPER && i0 < K ? i0 : 0; }
+__device__ __forceinline__ int tri_hi(int tri, int i1, int K) { return tri == TRI_LOWER && i1 < K ? i1 : K; }
+
 /* a tile's terms [lo, hi) in slices of TKS, double-buffered in stage (A^T's slice [TKS][LA], then B's [TKS][LB]):
  * slice s + 1 is issued before slice s is multiplied (mul(As, Bs, kk)), a barrier after each product */
 template <int TM, int TN, int TKS, int LA, int LB, class Mul>
@@ -123,7 +128,7 @@ __device__ CK_NOINLINE void bmm_tiles(float *stage, float *C, int64_t ldc, const
     const int tx = threadIdx.x % (TN / 4), ty = threadIdx.x / (TN / 4);
     for (int i0 = 0; i0 < n; i0 += TM)
         for (int j0 = 0; j0 < m; j0 += TN) {
-            int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
+            const int lo = tri_lo(tri, i0, K), hi = tri_hi(tri, i0 + TM, K);
             float s[4][4];
 #pragma unroll
             for (int r = 0; r < 4; r++)
@@ -172,7 +177,7 @@ __device__ CK_NOINLINE void bmm_tiles_tc(float *stage, float *C, int64_t ldc, co
     const int wm0 = warp / WX * 16 * WM, wn0 = warp % WX * 8 * WN;
     for (int i0 = 0; i0 < n; i0 += TM)
         for (int j0 = 0; j0 < m; j0 += TN) {
-            int lo = tri == TRI_UPPER && i0 < K ? i0 : 0, hi = tri == TRI_LOWER && i0 + TM < K ? i0 + TM : K;
+            const int lo = tri_lo(tri, i0, K), hi = tri_hi(tri, i0 + TM, K);
             float s[WM][WN][4];
             const auto each = [&](auto f) { /* f(sum, its row, its column) for each of the warp's sums */
 #pragma unroll

@@ -136,7 +136,7 @@ __device__ __forceinline__ float vc_softmax_step(float mx, float *m, float *ml) 
  * on: a read before the wait, or by another thread before a barrier after it, sees them) */
 __device__ __forceinline__ void vc_cp16(void *smem, const void *gmem) {
 #ifdef VC_EMU_MMA_H
-    vc_emu_cp16(smem, gmem);
+    vc_emu_cp(smem, gmem, 16, 16);
 #else
     const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem));

@@ -77,9 +77,7 @@ static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const
                                     const float (&c)[4]) {
     const uint64_t v[3] = { (uint64_t)a[0] | (uint64_t)a[1] << 32, (uint64_t)a[2] | (uint64_t)a[3] << 32,
                             (uint64_t)b[0] | (uint64_t)b[1] << 32 };
-    uint64_t x[3 * 32];
-    vc_emu_exchange_n(v, 3, 0xffffffffu, x); /* (copied: 768 bytes) */
-    const uint64_t *A01 = x, *A23 = x + 32, *B = x + 64;
+    const uint64_t *A01 = vc_emu_exchange_begin(v, 3, 0xffffffffu), *A23 = A01 + 32, *B = A01 + 64; /* (read in place) */
     const int lane = (int)vc_emu_lane(), g = lane / 4, t = lane % 4;
     auto half = [](uint64_t w, int hi32, int hi16) {
         unsigned u = hi32 ? (unsigned)(w >> 32) : (unsigned)w;
@@ -97,6 +95,7 @@ static inline void vc_emu_mma_16816(float (&d)[4], const unsigned (&a)[4], const
         }
         out[e] = acc;
     }
+    vc_emu_exchange_end(0xffffffffu);
     for (int e = 0; e < 4; e++) d[e] = out[e];
 }
 

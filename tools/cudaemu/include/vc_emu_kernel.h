@@ -59,17 +59,14 @@ void __syncthreads(void);
 void __syncwarp(unsigned mask = 0xffffffffu);
 /* every lane of the warp in `mask` publishes v; out[l] = lane l's value (0 for absent lanes) */
 void vc_emu_exchange(uint64_t v, unsigned mask, uint64_t out[32]);
-/* n values at once (up to VC_EMU_XMAX): out[j * 32 + l] = lane l's v[j] (one pair of warp barriers for all n) */
+/* n values at once (up to VC_EMU_XMAX), one pair of warp barriers for all: the warp's values x[j * 32 + l] (lane
+ * l's v[j]), read in place until vc_emu_exchange_end (both called by every lane in mask) */
 #define VC_EMU_XMAX 16
-void vc_emu_exchange_n(const uint64_t *v, int n, unsigned mask, uint64_t *out);
-/* the same without the copy: the warp's values x[j * 32 + l], readable until vc_emu_exchange_end (both barriers
- * called by every lane in mask) */
 const uint64_t *vc_emu_exchange_begin(const uint64_t *v, int n, unsigned mask);
 void vc_emu_exchange_end(unsigned mask);
 unsigned vc_emu_lane(void);
 /* cp.async (cuda_mma.h's vc_cp16 / vc_cp_commit / vc_cp_wait): a copy's source is read when it is issued and its
  * destination filled with NaN bytes then; the bytes land only when the issuing thread waits for its group (emu_sched.cpp) */
-void vc_emu_cp16(void *dst, const void *src);
 /* cp.async of size bytes (4, 8, 16), the first src_size from src and zeros after (src-size 0: nothing read) */
 void vc_emu_cp(void *dst, const void *src, int size, int src_size);
 unsigned __isGlobal(const void *p);
