@@ -32,6 +32,7 @@ typedef struct {
     const char *s;
     size_t len, pos;
     int keyerror; /* Python raised: the whole conversion fails */
+    int nomem;    /* an argument's text could not be allocated */
     int dollar;   /* inside $...$: "$$" is two tokens */
     int math;     /* inside math of any kind */
     long n_nodes; /* nodes parsed so far (a matrix cell without any is left out) */
@@ -332,6 +333,7 @@ static int arg_expr(lt_src *x, lt_buf *b, int depth) {
             none.len = none.pos = 0;
             macro(&none, b, m->name, n, 0);
             x->keyerror |= none.keyerror;
+            x->nomem |= none.nomem;
         }
         return 1;
     }
@@ -341,6 +343,16 @@ static int arg_expr(lt_src *x, lt_buf *b, int depth) {
     put(b, x->s + p, k);
     x->pos = p + k;
     return 1;
+}
+
+/* the text of an argument that could not be allocated (the conversion then fails: lt_src.nomem) */
+static char EMPTY_ARG[1];
+
+/* frees a's texts and empties it */
+static void args_free(lt_args *a) {
+    for (int i = 0; i < a->n; i++)
+        if (a->text[i] != EMPTY_ARG) free(a->text[i]);
+    a->n = 0;
 }
 
 /* '[': an optional argument in brackets (nothing consumed when absent); \\'s must follow it at once */
@@ -368,8 +380,7 @@ static int parse_args(lt_src *x, const lt_macro *m, lt_args *a, int depth) {
             if (!arg_expr(x, &t, depth)) {
                 x->keyerror = saved;
                 free(t.p);
-                for (int i = 0; i < a->n; i++) free(a->text[i]);
-                a->n = 0;
+                args_free(a);
                 x->pos = save;
                 return 0;
             }
@@ -382,7 +393,9 @@ static int parse_args(lt_src *x, const lt_macro *m, lt_args *a, int depth) {
         }
         a->ke[a->n] = x->keyerror;
         x->keyerror = saved;
-        a->text[a->n++] = got ? take(&t) : (free(t.p), vc_strdup(""));
+        char *txt = got ? take(&t) : (free(t.p), vc_strdup(""));
+        if (!txt) x->nomem = 1; /* (the macro then sees an empty argument; the conversion fails) */
+        a->text[a->n++] = txt ? txt : EMPTY_ARG;
     }
     return 1;
 }
@@ -478,7 +491,7 @@ static int macro(lt_src *x, lt_buf *b, const char *name, size_t n, size_t after)
     case 'M': math_alphabet(b, a.n ? a.text[0] : "", m->text); break;
     default: break;
     }
-    for (int i = 0; i < a.n; i++) free(a.text[i]);
+    args_free(&a);
     return a.n == 0;
 }
 
@@ -622,10 +635,12 @@ static int nodes(lt_src *x, lt_buf *b, int stop, int depth) {
 vc_status vc_latex_to_text(const char *latex, char **out) {
     *out = NULL;
     if (!latex) return VC_ERR_ARG;
+    if (!vc_rs_valid_utf8(latex)) return vc_fail(VC_ERR_ARG, "latex: the text is not UTF-8");
     lt_src x = { .s = latex, .len = strlen(latex) };
     lt_buf b = { 0 };
     nodes(&x, &b, STOP_NONE, 0);
-    if (x.keyerror) {
+    if (x.nomem) b.nomem = 1;
+    if (x.keyerror && !b.nomem) {
         free(b.p);
         return vc_fail(VC_ERR_FORMAT, "latex: a macro's text needs an argument the input lacks");
     }

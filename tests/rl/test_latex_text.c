@@ -4,6 +4,7 @@
  * give pylatexenc's text, or fail where pylatexenc raises. */
 #include "../../src/rl/latex_text.h"
 #include "verlc/json.h"
+#include "verlc/reward.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -31,6 +32,13 @@ int main(void) {
     CHECK(n >= 2500 && raised > 0);
     char *out = NULL;
     CHECK(vc_latex_to_text(NULL, &out) == VC_ERR_ARG && !out);
+    /* found by fuzzing the graders: an accent over an accent whose argument is not UTF-8 (utf8proc's NFC refused it,
+     * taken for an allocation failure, and the outer accent read a NULL argument) */
+    static const char bad[] = "^\\c{\xd9*\xfe\xff\\c{\xd9*\":i";
+    st = vc_latex_to_text(bad, &out);
+    CHECK_MSG(st == VC_ERR_ARG && !out && strstr(vc_last_error(), "not UTF-8"), "not UTF-8: %d %s", st, vc_last_error());
+    CHECK(vc_mathruler_grade(bad, "42") == 0);
+    CHECK(vc_mathruler_grade("\\c{\\c{c}}", "\\c{\\c{c}}") == 1);
     cJSON_Delete(ref);
     return vc_test_done();
 }
