@@ -847,6 +847,7 @@ vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name) {
 
 const vc_arch *vc_arch_find(const char *model_type) {
     size_t n = strlen(model_type);
+    if (!n || strchr(model_type, ' ')) return NULL; /* (an empty name matched everywhere without advancing) */
     for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++) {
         const char *p = ARCHS[i].model_types;
         while ((p = strstr(p, model_type))) {

@@ -113,6 +113,14 @@ static void expect_refused(const char *text, const char *needle, const char *wha
     vc_model_free(bad);
 }
 
+/* found by fuzzing config.json: an empty model_type matched every architecture's name list without advancing (the
+ * lookup never ended); one with a space matched two adjacent names */
+static void model_type_errors(void) {
+    expect_refused("{\"model_type\": \"\", \"vocab_size\": 8}", "model_type '' is not a supported", "empty model_type");
+    expect_refused("{\"model_type\": \"qwen2 qwen3\", \"vocab_size\": 8}", "is not a supported",
+                   "model_type with a space");
+}
+
 /* Laguna's per-layer heads and Apertus 1.5's pruned LM head: malformed settings refused by key; a target the pruned
  * head cannot predict stops the loss with its row named */
 static void family_errors(void) {
@@ -404,6 +412,7 @@ int main(void) {
         vc_graph_free(g);
     }
     vc_model_free(dm);
+    model_type_errors();
     family_errors();
 
     /* the CLI prints one line and exits non-zero */

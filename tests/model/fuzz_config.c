@@ -1,0 +1,54 @@
+/* libFuzzer harness for config.json (not a CTest program; scripts/fuzz.sh builds and runs it): the file parsed as a
+ * model config and, where its weights come to at most about 4 M floats by a rough count, a random model built from
+ * it and a 4-token forward with log-probs run. Input: the whole file. */
+#include "verlc/model.h"
+#include "verlc/tensor.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[64], path[96];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    snprintf(dir, sizeof dir, "/tmp/vc_fuzz_config_XXXXXX");
+    if (!mkdtemp(dir)) abort();
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return 0;
+}
+
+/* a rough count of the weights (floats), saturating: what decides whether a model is built */
+static double weights(const vc_model_config *c) {
+    double h = (double)c->hidden, q = (double)c->n_head * (double)c->head_dim, kv = (double)c->n_kv_head * (double)c->head_dim;
+    double layer = h * (2 * q + 2 * kv) + 3 * h * (double)c->inter +
+                   (double)c->n_expert * 3 * h * (double)(c->moe_inter > 0 ? c->moe_inter : 0);
+    return 2 * (double)c->vocab * h + (double)c->n_layer * layer;
+}
+
+static void forward(vc_model *m, int64_t vocab) {
+    int32_t ids[4], tgt[4];
+    for (int i = 0; i < 4; i++) ids[i] = (int32_t)((i * 7 + 1) % vocab), tgt[i] = i < 3 ? (int32_t)((i * 7 + 8) % vocab) : -1;
+    int64_t cu[2] = { 0, 4 };
+    vc_batch b = { .n_seq = 1, .cu_seqlens = cu, .ids = ids };
+    vc_graph *g = vc_graph_new();
+    vc_tensor *h = g ? vc_model_forward(m, g, &b, NULL) : NULL, *lp = NULL;
+    if (h) vc_model_logprobs(m, g, h, tgt, &lp, NULL);
+    vc_graph_free(g);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    fwrite(data, 1, size, f);
+    fclose(f);
+    vc_model_config *c = calloc(1, sizeof *c);
+    vc_model *m = NULL;
+    if (c && !vc_config_load_model(dir, c) && c->vocab > 0 && weights(c) <= 4e6 && !vc_model_init_random(path, 1, &m)) {
+        forward(m, vc_cfg_out_vocab(c) < c->vocab ? vc_cfg_out_vocab(c) : c->vocab);
+        vc_model_free(m);
+    }
+    free(c);
+    unlink(path);
+    return 0;
+}
