@@ -480,6 +480,8 @@ static vc_status visit_find(void *p, const vc_tensor_rule *r, int layer, int exp
 }
 
 /* More weights than any model has (2^44 floats = 64 TiB): a config.json implying more is wrong. */
+/* the model's config.json in messages: DIR/config.json, or "config.json" for a random model (no folder) */
+#define CFG_AT(m) (m)->dir ? (m)->dir : "", (m)->dir ? "/" : ""
 #define MAX_FLOATS ((int64_t)1 << 44)
 
 /* allocates every required slot and every optional slot the checkpoint provides (or, with no
@@ -491,7 +493,7 @@ static vc_status vision_params(vc_model *m, int pass, int64_t *off) {
         int nd = vc_vision_shape(m->vision, i, sh);
         int64_t n = sh[0] * (nd > 1 ? sh[1] : 1);
         if (*off > MAX_FLOATS - n - 16)
-            return vc_fail(VC_ERR_FORMAT, "%s: config.json implies more than %lld weights", m->dir, (long long)MAX_FLOATS);
+            return vc_fail(VC_ERR_FORMAT, "%s%sconfig.json implies more than %lld weights", CFG_AT(m), (long long)MAX_FLOATS);
         const char *name;
         vc_vision_tensor(m->vision, i, &name);
         if (strlen(name) >= sizeof m->params[0].name)
@@ -533,13 +535,15 @@ static vc_status allocate_slots(vc_model *m, const uint8_t *present, int64_t ckp
                 int64_t n = 1;
                 for (int d = 0; d < nd; d++) {
                     /* config.json bounds every size (config.c); this keeps a bad one from wrapping the arena */
-                    if (sh[d] < 0 || (sh[d] && n > MAX_FLOATS / sh[d]))
-                        return vc_fail(VC_ERR_FORMAT, "%s: config.json implies tensor %s of layer %d with %s size",
-                                       m->dir, vc_slot_name(s), l, sh[d] < 0 ? "a negative" : "an impossible");
+                    if (sh[d] <= 0 || n > MAX_FLOATS / sh[d]) /* (a zero size: a layer's MLP of width 0, ...) */
+                        return vc_fail(VC_ERR_FORMAT, "%s%sconfig.json implies tensor %s of layer %d with %s size%s",
+                                       CFG_AT(m), vc_slot_name(s), l, sh[d] < 0 ? "a negative" : sh[d] ? "an impossible"
+                                       : "a zero", sh[d] ? "" : " (a size it is made of, such as intermediate_size, is 0 "
+                                       "or missing)");
                     n *= sh[d];
                 }
                 if (off > MAX_FLOATS - n - 16)
-                    return vc_fail(VC_ERR_FORMAT, "%s: config.json implies more than %lld weights", m->dir,
+                    return vc_fail(VC_ERR_FORMAT, "%s%sconfig.json implies more than %lld weights", CFG_AT(m),
                                    (long long)MAX_FLOATS);
                 if (pass == 1) {
                     vc_param *p = &m->params[m->n_params];

@@ -114,8 +114,12 @@ static void expect_refused(const char *text, const char *needle, const char *wha
 }
 
 /* found by fuzzing config.json: an empty model_type matched every architecture's name list without advancing (the
- * lookup never ended); one with a space matched two adjacent names */
+ * lookup never ended); one with a space matched two adjacent names; a layer's MLP of width 0 (intermediate_size 0, or
+ * missing where the family has no default) divided by zero in the forward */
 static void model_type_errors(void) {
+    expect_refused("{\"model_type\": \"llama\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+                   "\"num_attention_heads\": 2, \"intermediate_size\": 0}",
+                   "config.json implies tensor gate of layer 0 with a zero size", "MLP of width 0");
     expect_refused("{\"model_type\": \"\", \"vocab_size\": 8}", "model_type '' is not a supported", "empty model_type");
     expect_refused("{\"model_type\": \"qwen2 qwen3\", \"vocab_size\": 8}", "is not a supported",
                    "model_type with a space");
