@@ -33,13 +33,13 @@ seed() { # name dir
     chat) cp tests/tokenizer/fuzz_chat_seeds/* "$d" ;;
     tok) cp tests/tokenizer/corpus/* "$d" ;;
     config) for f in tests/fixtures/models/*/config.json "$VERLC_SHARED"/fixtures/models/*/config.json; do
-        [[ -f $f ]] && cp "$f" "$d/$(basename "$(dirname "$f")")"; done ;;
+        if [[ -f $f ]]; then cp "$f" "$d/$(basename "$(dirname "$f")")"; fi; done ;;
     parquet) cp tests/fixtures/parquet/*.parquet "$d" ;;
     torch_bin) cp $(find tests/fixtures/torch_bin -name "*.bin") "$d" ;;
     safetensors) find tests/fixtures -name "*.safetensors" -size -64k | head -20 | while read -r f; do
         cp "$f" "$d/$(echo "$f" | tr / _)"; done ;;
     image) for f in tests/fixtures/vision/images/*; do
-        [[ $(stat -c %s "$f") -lt 20000 ]] && { printf '\0'; cat "$f"; } >"$d/$(basename "$f")"; done ;;
+        if [[ $(stat -c %s "$f") -lt 20000 ]]; then { printf '\0'; cat "$f"; } >"$d/$(basename "$f")"; fi; done ;;
     esac
 }
 
