@@ -3,8 +3,8 @@
 # build-fuzz/, links every harness tests/*/fuzz_*.c against it and runs each for SECONDS (default 60), one job at a
 # time, continuing past findings. Findings land in build-fuzz/findings/NAME/ (crash-*, timeout-*, oom-*, leak-*),
 # each a reproducer: build-fuzz/fuzz_NAME FILE. Exit status 1 when any harness found something.
-#   scripts/fuzz.sh [SECONDS] [NAME...]     (NAME: reward, dataset, chat, config, safetensors, image, tok, parquet,
-#                                           torch_bin)
+#   scripts/fuzz.sh [SECONDS] [NAME...]     (NAME: reward, dataset, chat, config, overrides, safetensors, image, tok,
+#                                           parquet, torch_bin)
 # Run from the repository root; the shared fixtures are read from $VERLC_SHARED (default ../shared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +31,7 @@ seed() { # name dir
     reward) cp tests/rl/fuzz_reward_seeds/* "$d" ;;
     dataset) cp tests/rl/fuzz_dataset_seeds/* "$d" ;;
     chat) cp tests/tokenizer/fuzz_chat_seeds/* "$d" ;;
+    overrides) cp tests/config/fuzz_overrides_seeds/* "$d" ;;
     tok) cp tests/tokenizer/corpus/* "$d" ;;
     config) for f in tests/fixtures/models/*/config.json "$VERLC_SHARED"/fixtures/models/*/config.json; do
         if [[ -f $f ]]; then cp "$f" "$d/$(basename "$(dirname "$f")")"; fi; done ;;
@@ -44,7 +45,7 @@ seed() { # name dir
 }
 
 found=0
-ALL="reward dataset chat config safetensors image tok parquet torch_bin"
+ALL="reward dataset chat config overrides safetensors image tok parquet torch_bin"
 for n in ${*:-$ALL}; do
     src=$(ls tests/*/fuzz_"$n".c 2>/dev/null | head -1)
     [[ -n $src ]] || { echo "fuzz.sh: no harness tests/*/fuzz_$n.c" >&2; exit 2; }
