@@ -291,19 +291,40 @@ static int environment(lt_src *x, lt_buf *b, size_t at, int begin, int depth) {
     return 1;
 }
 
+/* A comment at x->pos as pylatexenc's token takes it, skipped: up to its line's end, with that line break and the
+ * whitespace after it unless a second line break starts that whitespace (a new paragraph: then the break stays). 0
+ * when no comment is there. */
+static int skip_comment(lt_src *x) {
+    if (x->pos >= x->len || x->s[x->pos] != '%') return 0;
+    size_t e = x->pos;
+    while (e < x->len && x->s[e] != '\n' && x->s[e] != '\r') e++;
+    if (e < x->len && !(e + 1 < x->len && (x->s[e + 1] == '\n' || x->s[e + 1] == '\r'))) {
+        e++;
+        while (is_space_at(x, e)) {
+            size_t k;
+            cp_at(x, e, &k);
+            e += k;
+        }
+    }
+    x->pos = e;
+    return 1;
+}
+
 /* one token-sized argument ('{' in an argument spec): a group, a bare macro, a special or one character;
  * 0 at the end of the input */
 static int arg_expr(lt_src *x, lt_buf *b, int depth) {
-    while (is_space_at(x, x->pos)) { /* a blank line in the whitespace is a token of its own */
-        if (x->s[x->pos] == '\n' && x->pos + 1 < x->len && x->s[x->pos + 1] == '\n') {
-            put(b, "\n\n", 2);
-            x->pos += 2;
-            return 1;
+    do {
+        while (is_space_at(x, x->pos)) { /* a blank line in the whitespace is a token of its own */
+            if (x->s[x->pos] == '\n' && x->pos + 1 < x->len && x->s[x->pos + 1] == '\n') {
+                put(b, "\n\n", 2);
+                x->pos += 2;
+                return 1;
+            }
+            size_t k;
+            cp_at(x, x->pos, &k);
+            x->pos += k;
         }
-        size_t k;
-        cp_at(x, x->pos, &k);
-        x->pos += k;
-    }
+    } while (skip_comment(x)); /* a comment is no argument: the one after it is taken */
     if (x->pos >= x->len) return 0;
     size_t k, p = x->pos;
     char c = x->s[p];
@@ -491,8 +512,9 @@ static int macro(lt_src *x, lt_buf *b, const char *name, size_t n, size_t after)
     case 'M': math_alphabet(b, a.n ? a.text[0] : "", m->text); break;
     default: break;
     }
+    const int none = a.n == 0;
     args_free(&a);
-    return a.n == 0;
+    return none;
 }
 
 /* \verb<d>...<d>: dropped (nothing after the name consumed when the closing <d> is missing); pylatexenc
@@ -513,7 +535,14 @@ static int backslash(lt_src *x, lt_buf *b, int stop, int depth) {
     size_t p = x->pos;
     int alpha = 0;
     size_t n = macro_name(x, p, &alpha);
-    if (!n) { x->pos = x->len; return 0; } /* a lone backslash at the end: the input ends */
+    if (!n) { /* a lone backslash at the end: the input ends, and the whitespace before it (the space pylatexenc
+               * gathers in front of a token) goes with it where the text ends with it as the source has it */
+        size_t w = p;
+        while (w > 0 && (unsigned char)x->s[w - 1] < 0x80 && vc_rs_py_space(x->s[w - 1])) w--;
+        if (p - w && b->n >= p - w && !memcmp(b->p + b->n - (p - w), x->s + w, p - w)) b->p[b->n -= p - w] = 0;
+        x->pos = x->len;
+        return 0;
+    }
     const char *name = x->s + p + 1;
     size_t after = p + 1 + n;
     if (n == 1 && (*name == '(' || *name == '[')) {
