@@ -1,0 +1,57 @@
+/* verlc's side of tools/fuzz/diff_chat.py: loads the chat templates named on the command line (a tokenizer folder, or
+ * a .jinja file rendered with bos <s> and eos </s>), then reads lines "template index<TAB>add_generation_prompt<TAB>
+ * enable_thinking (-1: not passed)<TAB>JSON hex ({"messages": [...], "tools": [...]})" and prints the rendering in hex,
+ * or ERR. */
+#include "verlc/chat_template.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *unhex(const char *h) {
+    size_t n = strlen(h) / 2;
+    char *s = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        sscanf(h + 2 * i, "%2x", &v);
+        s[i] = (char)v;
+    }
+    s[n] = 0;
+    return s;
+}
+
+static vc_chat_template *load(const char *path) {
+    vc_chat_template *t = NULL;
+    size_t n = strlen(path);
+    if (n > 6 && !strcmp(path + n - 6, ".jinja")) {
+        FILE *f = fopen(path, "rb");
+        static char buf[1 << 20];
+        size_t k = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[k] = 0;
+        if (vc_chat_template_from_string(buf, "<s>", "</s>", &t)) t = NULL;
+    } else if (vc_chat_template_load(path, &t)) t = NULL;
+    if (!t) fprintf(stderr, "chat_drv: %s: %s\n", path, vc_last_error());
+    return t;
+}
+
+int main(int argc, char **argv) {
+    vc_chat_template *tm[16] = { 0 };
+    for (int i = 1; i < argc && i <= 16; i++)
+        if (!(tm[i - 1] = load(argv[i]))) return 2;
+    static char line[1 << 20];
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\n")] = 0;
+        int ti = atoi(strtok(line, "\t")), gen = atoi(strtok(NULL, "\t")), think = atoi(strtok(NULL, "\t"));
+        char *js = unhex(strtok(NULL, "\t")), *out = NULL;
+        cJSON *j = cJSON_Parse(js);
+        vc_chat_opts o = { gen, think, cJSON_GetObjectItem(j, "tools"), NULL };
+        if (j && ti >= 0 && ti < argc - 1 && !vc_chat_template_render(tm[ti], cJSON_GetObjectItem(j, "messages"), &o, &out)) {
+            for (const unsigned char *p = (const unsigned char *)out; *p; p++) printf("%02x", *p);
+            printf("\n");
+        } else printf("ERR\n");
+        free(out);
+        free(js);
+        cJSON_Delete(j);
+    }
+    return 0;
+}
