@@ -7,8 +7,18 @@
 
 /* Parses a whole JSON file. A syntax error reads "PATH: JSON syntax error at byte N (line L, column C)". */
 vc_status vc_json_load_file(const char *path, cJSON **out);
-/* Parses len bytes of text; `what` names the source in error messages. */
+/* Parses len bytes of text; `what` names the source in error messages. Numbers keep their tokens
+ * (vc_json_keep_numbers). */
 vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out);
+
+/* json.loads tells 3 from 3.0 (an int from a float) and keeps every digit of an int; cJSON keeps a double. Where that
+ * matters (a chat template prints 3.0 as transformers does, a tool gets Python's value) a number item keeps its token
+ * as written in valuestring (cJSON copies and frees it with the item and prints numbers from valuedouble):
+ * vc_json_keep_numbers sets them over the text root was parsed from (len bytes; numbers matched in document order;
+ * nothing set when the two disagree). vc_json_number_is_float: a float by its token ('.', 'e' or 'E'), or, without
+ * one, by its value (not integral, or past 2^53). */
+void vc_json_keep_numbers(cJSON *root, const char *text, size_t len);
+int vc_json_number_is_float(const cJSON *j);
 
 /* Typed getters on an object member. An absent or null member yields the default; a member of the wrong
  * type fails with VC_ERR_FORMAT naming `ctx` (usually the file path) and the key. The _req variants fail with

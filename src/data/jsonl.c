@@ -1,6 +1,7 @@
 /* JSONL reading: one JSON object per line, malformed lines reported with file, line and column. */
 #define _GNU_SOURCE
 #include "verlc/data.h"
+#include "verlc/json.h"
 #include "parquet.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -82,6 +83,7 @@ static cJSON *parse_line(const char *s, size_t n, int policy, char *msg, size_t 
         return NULL;
     }
     cJSON *v = copy ? cJSON_Parse(copy) : cJSON_ParseWithLength(s, n);
+    if (v) vc_json_keep_numbers(v, copy ? copy : s, copy ? strlen(copy) : n); /* 1.0 stays a float for templates */
     free(copy);
     if (!v) {
         snprintf(msg, cap, "cannot parse (nesting too deep or out of memory)");

@@ -8,6 +8,7 @@
  * as their integer since the epoch (INT96 as nanoseconds). A column with fewer or more entries than
  * its rows need is an error naming it. */
 #include "parquet.h"
+#include "verlc/json.h"
 #include "verlc/data.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -51,7 +52,28 @@ static int utf8_text(const uint8_t *p, uint32_t n) {
     return 1;
 }
 
-static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+/* a FLOAT / DOUBLE value: a float, as pyarrow's to_pylist gives it, with Python's repr as its token
+ * (vc_json_keep_numbers' convention: a chat template prints 1.0, not 1) */
+static cJSON *num_or_null(double v) {
+    cJSON *j = isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    if (j && isfinite(v)) {
+        char t[40];
+        vc_py_float_repr(v, t, sizeof t);
+        j->valuestring = vc_strdup(t);
+    }
+    return j;
+}
+
+/* an INT64 value, its digits kept past 2^53 (where the double rounds it) */
+static cJSON *int64_json(int64_t x) {
+    cJSON *j = cJSON_CreateNumber((double)x);
+    if (j && (x >= ((int64_t)1 << 53) || x <= -((int64_t)1 << 53))) {
+        char t[24];
+        snprintf(t, sizeof t, "%lld", (long long)x);
+        j->valuestring = vc_strdup(t);
+    }
+    return j;
+}
 
 static cJSON *leaf_json(const pq_node *n, const pq_val *v) {
     int dec = n->converted == 5 || n->logical == 5;
@@ -65,6 +87,7 @@ static cJSON *leaf_json(const pq_node *n, const pq_val *v) {
     case PQ_INT64: {
         int uns = n->converted == 14 || (n->logical == 10 && !n->int_signed);
         double x = uns ? (double)(uint64_t)v->i : (double)v->i;
+        if (!dec && (!uns || v->i >= 0)) return int64_json(v->i);
         return cJSON_CreateNumber(dec ? x / pow10i(n->scale) : x);
     }
     case PQ_INT96: { /* nanoseconds of the day, then the Julian day */

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* memmem */
 /* JSON helpers: positioned syntax errors and typed getters that name the key at fault. */
 #include "verlc/json.h"
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,68 @@ static char *python_infinities(const char *text, size_t len) {
         }
     }
     return c;
+}
+
+/* the number items under j in document order, appended to v (NULL: counted only) */
+static size_t number_items(cJSON *j, cJSON **v, size_t n) {
+    for (; j; j = j->next) {
+        if (cJSON_IsNumber(j)) {
+            if (v) v[n] = j;
+            n++;
+        }
+        n = number_items(j->child, v, n);
+    }
+    return n;
+}
+
+/* The number tokens of text outside strings in order (as cJSON reads one: a value starting with '-' or a digit,
+ * extended over [0-9+-.eE] and cut where strtod stops), each copied into v[n]->valuestring (v NULL: counted only). */
+static size_t number_tokens(const char *text, size_t len, cJSON **v) {
+    size_t n = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+            continue;
+        }
+        if (c == '"') { in_str = 1; continue; }
+        if (c != '-' && !(c >= '0' && c <= '9')) continue;
+        size_t k = 0;
+        while (i + k < len && text[i + k] && strchr("0123456789+-.eE", text[i + k])) k++;
+        char small[64], *tok = k < sizeof small ? small : vc_malloc(k + 1); /* (an int of any length: Python's) */
+        if (!tok) return (size_t)-1;
+        memcpy(tok, text + i, k);
+        tok[k] = 0;
+        char *end = tok;
+        strtod(tok, &end);
+        size_t used = end > tok ? (size_t)(end - tok) : 1;
+        tok[used] = 0;
+        if (v && !v[n]->valuestring) v[n]->valuestring = vc_strdup(tok);
+        if (tok != small) free(tok);
+        n++;
+        i += used - 1;
+    }
+    return n;
+}
+
+void vc_json_keep_numbers(cJSON *root, const char *text, size_t len) {
+    size_t ni = number_items(root, NULL, 0);
+    if (!ni || ni != number_tokens(text, len, NULL)) return;
+    cJSON **v = vc_malloc(ni * sizeof *v);
+    if (v) {
+        number_items(root, v, 0);
+        number_tokens(text, len, v);
+    }
+    free(v);
+}
+
+int vc_json_number_is_float(const cJSON *j) {
+    if (!cJSON_IsNumber(j)) return 0;
+    if (j->valuestring) return strpbrk(j->valuestring, ".eE") != NULL;
+    double d = j->valuedouble;
+    return !(d == floor(d) && fabs(d) < 9007199254740992.0);
 }
 
 vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out) {
@@ -57,6 +120,7 @@ vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **
                            what, i);
         }
     }
+    vc_json_keep_numbers(root, text, off);
     free(py);
     *out = root;
     return VC_OK;

@@ -2,6 +2,7 @@
  * a decoded response, substring search, str.isspace / str.strip, json.loads, int() / float() of a string,
  * ast.literal_eval of the literals a model writes, and the findall scans of their non-greedy regexes. */
 #include "py_text.h"
+#include "verlc/json.h"
 #include "verlc/core.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -72,55 +73,10 @@ cJSON *pt_str_of(pt_span s) {
     return j;
 }
 
-/* the number nodes of j in document order (a pre-order walk) into out[] (at most cap); returns how many */
-static size_t number_nodes(cJSON *j, cJSON **out, size_t n, size_t cap) {
-    for (; j; j = j->next) {
-        if (cJSON_IsNumber(j) && n < cap) out[n] = j;
-        n += cJSON_IsNumber(j);
-        n = number_nodes(j->child, out, n, cap);
-    }
-    return n;
-}
-
-/* json.loads tells 3 from 3.0 (an int from a float) and cJSON does not: each number node of j keeps its token from
- * the text t in valuestring (cJSON copies and frees it with the node and prints numbers from valuedouble) */
-static void keep_number_tokens(cJSON *j, const char *t) {
-    size_t n = 0, k = 0;
-    for (const char *p = t; *p; p++) { /* the number tokens outside strings */
-        if (*p == '"')
-            for (p++; *p && *p != '"'; p++) p += *p == '\\' && p[1];
-        else if (*p == '-' || (*p >= '0' && *p <= '9')) {
-            n++;
-            while (p[1] && strchr("0123456789+-.eE", p[1])) p++;
-        }
-        if (!*p) break;
-    }
-    cJSON **nodes = n ? malloc(sizeof *nodes * n) : NULL;
-    if (!nodes || number_nodes(j, nodes, 0, n) != n) {
-        free(nodes);
-        return;
-    }
-    for (const char *p = t; *p && k < n; p++) {
-        if (*p == '"')
-            for (p++; *p && *p != '"'; p++) p += *p == '\\' && p[1];
-        else if (*p == '-' || (*p >= '0' && *p <= '9')) {
-            size_t len = strspn(p, "0123456789+-.eE");
-            char *tok = malloc(len + 1);
-            if (tok) memcpy(tok, p, len), tok[len] = 0;
-            nodes[k++]->valuestring = tok;
-            p += len - 1;
-        }
-        if (!*p) break;
-    }
-    free(nodes);
-}
-
 int pt_json_number_repr(const cJSON *v, char *buf, size_t cap) {
     if (!cJSON_IsNumber(v)) return 0;
     const char *tok = v->valuestring;
-    int is_float = tok ? strpbrk(tok, ".eE") != NULL : !(v->valuedouble == floor(v->valuedouble) &&
-                                                          fabs(v->valuedouble) < 9007199254740992.0);
-    if (is_float) vc_py_float_repr(v->valuedouble, buf, cap);
+    if (vc_json_number_is_float(v)) vc_py_float_repr(v->valuedouble, buf, cap);
     else if (tok) snprintf(buf, cap, "%s", strcmp(tok, "-0") ? tok : "0"); /* Python's int, digit for digit */
     else snprintf(buf, cap, "%.0f", v->valuedouble);
     return 1;
@@ -200,7 +156,7 @@ cJSON *pt_json_loads(pt_span s) {
     memcpy(t, s.p, s.n);
     t[s.n] = 0;
     cJSON *j = cJSON_ParseWithOpts(t, NULL, 1);
-    if (j) keep_number_tokens(j, t);
+    if (j) vc_json_keep_numbers(j, t, s.n); /* json.loads tells 3 from 3.0 */
     free(t);
     return j;
 }

@@ -1,6 +1,8 @@
 /* Values of the Jinja interpreter: construction, reference counting, truthiness, equality,
  * and the three ways templates turn values into text (Python str, Python repr, json.dumps). */
 #include "tokenizer/jinja.h"
+#include "verlc/json.h"
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -207,10 +209,16 @@ jv *jv_from_json(const cJSON *j) {
     if (!j || cJSON_IsNull(j)) return jv_none();
     if (cJSON_IsBool(j)) return jv_bool(cJSON_IsTrue(j));
     if (cJSON_IsNumber(j)) {
+        /* an int or a float as json.loads made it: by the token the parser kept (vc_json_keep_numbers), else by value
+         * (integral values within 2^53 are ints) */
         double d = j->valuedouble;
-        /* cJSON keeps no int/float distinction: integral values within int64 become ints */
-        if (d == floor(d) && fabs(d) < 9.2e18) return jv_int((int64_t)d);
-        return jv_float(d);
+        if (vc_json_number_is_float(j)) return jv_float(d);
+        if (j->valuestring) {
+            errno = 0;
+            long long i = strtoll(j->valuestring, NULL, 10);
+            if (!errno) return jv_int(i);
+        }
+        return d == floor(d) && fabs(d) < 9.2e18 ? jv_int((int64_t)d) : jv_float(d);
     }
     if (cJSON_IsString(j)) return jv_cstr(j->valuestring ? j->valuestring : "");
     int is_obj = cJSON_IsObject(j);

@@ -1,6 +1,8 @@
 /* Unit tests of the Jinja2-subset interpreter on small templates, each output derived by hand from
  * Jinja2's semantics with transformers' settings (trim_blocks, lstrip_blocks, sandbox). */
 #include "verlc/chat_template.h"
+#include "verlc/data.h"
+#include "verlc/json.h"
 #include "vc_test.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -218,7 +220,37 @@ static void test_malformed(void) {
     CHECK(1);
 }
 
+/* Numbers as Python's json reads them (found by comparing with Jinja2 on random tool calls, tools/fuzz/diff_chat.py):
+ * 1.0 stays a float (printed 1.0, not 1), an integer past 2^53 keeps its digits; through vc_json_parse and through a
+ * JSONL row (vc_jsonl_parse), the paths a dataset's messages come by */
+static void test_json_numbers(void) {
+    static const char *want = "1.0 2 -0.0 1e+20 9007199254740993 0.5 {\"x\": 1.0, \"y\": 2, \"z\": -0.0, \"e\": 1e+20, "
+                              "\"big\": 9007199254740993, \"f\": 0.5}";
+    static const char *row = "{\"messages\": [{\"x\": 1.0, \"y\": 2, \"z\": -0.0, \"e\": 1e20, \"big\": 9007199254740993, "
+                             "\"f\": 0.5}]}";
+    vc_chat_template *t = NULL;
+    CHECK_OK(vc_chat_template_from_string("{% for m in messages %}" "{{ m.x }} {{ m.y }} {{ m.z }} {{ m.e }} {{ m.big }} "
+                                          "{{ m.f }} {{ m|tojson }}{% endfor %}", NULL, NULL, &t));
+    cJSON *a = NULL;
+    CHECK_OK(vc_json_parse(row, strlen(row), "row", &a));
+    vc_jsonl *d = NULL;
+    CHECK_OK(vc_jsonl_parse("rows.jsonl", row, strlen(row), 0, &d));
+    const cJSON *from[2] = { a ? cJSON_GetObjectItem(a, "messages") : NULL,
+                             d && d->n_rows ? cJSON_GetObjectItem(d->rows[0], "messages") : NULL };
+    for (int k = 0; k < 2 && t; k++) {
+        char *out = NULL;
+        CHECK_OK(from[k] ? vc_chat_template_render(t, from[k], NULL, &out) : VC_ERR_INTERNAL);
+        CHECK_MSG(out && !strcmp(out, want), "numbers through %s:\n  got: [%s]\n want: [%s]", k ? "a JSONL row" : "vc_json_parse",
+                  out ? out : "", want);
+        free(out);
+    }
+    cJSON_Delete(a);
+    vc_jsonl_free(d);
+    vc_chat_template_free(t);
+}
+
 int main(void) {
+    test_json_numbers();
     test_whitespace();
     test_expressions();
     test_undefined();

@@ -3,6 +3,7 @@
  * enable_thinking (-1: not passed)<TAB>JSON hex ({"messages": [...], "tools": [...]})" and prints the rendering in hex,
  * or ERR. */
 #include "verlc/chat_template.h"
+#include "verlc/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,8 @@ int main(int argc, char **argv) {
         line[strcspn(line, "\n")] = 0;
         int ti = atoi(strtok(line, "\t")), gen = atoi(strtok(NULL, "\t")), think = atoi(strtok(NULL, "\t"));
         char *js = unhex(strtok(NULL, "\t")), *out = NULL;
-        cJSON *j = cJSON_Parse(js);
+        cJSON *j = NULL;
+        if (vc_json_parse(js, strlen(js), "line", &j)) j = NULL; /* (numbers written as floats stay floats) */
         vc_chat_opts o = { gen, think, cJSON_GetObjectItem(j, "tools"), NULL };
         if (j && ti >= 0 && ti < argc - 1 && !vc_chat_template_render(tm[ti], cJSON_GetObjectItem(j, "messages"), &o, &out)) {
             for (const unsigned char *p = (const unsigned char *)out; *p; p++) printf("%02x", *p);

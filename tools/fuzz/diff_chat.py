@@ -69,6 +69,11 @@ def rtext():
     return "".join(R.choice(WORDS) for _ in range(R.randint(0, 4)))
 
 
+def value():
+    return R.choice([1.0, 0.1, -0.0, 1e20, 1e-7, 2.5e300, 123456789.125, 2 ** 53 + 1, -17, True, False, None, [], [1.5, "x"],
+                     {"k": [None, {"z": 0.5}]}, "\u00e9\u4e2d", "\u2028", "a\u0000b"[:1], "\x7f"])
+
+
 def message():
     m = {"role": R.choice(["system", "user", "user", "assistant", "assistant", "tool", "observation", "developer"])}
     k = R.random()
@@ -80,7 +85,8 @@ def message():
     elif k < 0.9:
         m["content"] = None
     if m["role"] == "assistant" and R.random() < 0.4:
-        args = R.choice([{"x": rtext(), "n": R.randint(-3, 3)}, rtext(), {}, {"nested": {"a": [1, 2]}}])
+        args = R.choice([{"x": rtext(), "n": R.randint(-3, 3)}, rtext(), {}, {"nested": {"a": [1, 2]}}, {"v": value()},
+                         {"b": value(), "a": value()}])
         m["tool_calls"] = [{"type": "function", "function": {"name": R.choice(["calc", "search", "f_1"]),
                                                              "arguments": args}} for _ in range(R.randint(1, 2))]
     if m["role"] == "assistant" and R.random() < 0.2:
