@@ -8,7 +8,7 @@
 /* Parses a whole JSON file. A syntax error reads "PATH: JSON syntax error at byte N (line L, column C)". */
 vc_status vc_json_load_file(const char *path, cJSON **out);
 /* Parses len bytes of text; `what` names the source in error messages. Numbers keep their tokens
- * (vc_json_keep_numbers). */
+ * (vc_json_keep_numbers); repeated keys stay (a safetensors header refuses them by name). */
 vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **out);
 
 /* json.loads tells 3 from 3.0 (an int from a float) and keeps every digit of an int; cJSON keeps a double. Where that
@@ -18,6 +18,10 @@ vc_status vc_json_parse(const char *text, size_t len, const char *what, cJSON **
  * nothing set when the two disagree). vc_json_number_is_float: a float by its token ('.', 'e' or 'E'), or, without
  * one, by its value (not integral, or past 2^53). */
 void vc_json_keep_numbers(cJSON *root, const char *text, size_t len);
+/* Repeated keys of an object as json.loads takes them (cJSON keeps every pair, and its lookups find the first): the
+ * last value at the first key's place, the others dropped; throughout root. Dataset rows and tool-call arguments are
+ * read so. */
+void vc_json_py_keys(cJSON *root);
 int vc_json_number_is_float(const cJSON *j);
 
 /* Typed getters on an object member. An absent or null member yields the default; a member of the wrong

@@ -84,6 +84,7 @@ static cJSON *parse_line(const char *s, size_t n, int policy, char *msg, size_t 
     }
     cJSON *v = copy ? cJSON_Parse(copy) : cJSON_ParseWithLength(s, n);
     if (v) vc_json_keep_numbers(v, copy ? copy : s, copy ? strlen(copy) : n); /* 1.0 stays a float for templates */
+    vc_json_py_keys(v); /* a repeated key: its last value, as json.loads */
     free(copy);
     if (!v) {
         snprintf(msg, cap, "cannot parse (nesting too deep or out of memory)");

@@ -84,6 +84,30 @@ void vc_json_keep_numbers(cJSON *root, const char *text, size_t len) {
     free(v);
 }
 
+static int same_key(const cJSON *a, const cJSON *b) { return a->string && b->string && !strcmp(a->string, b->string); }
+
+static void py_keys(cJSON *j) {
+    if (cJSON_IsObject(j))
+        for (cJSON *c = j->child; c; c = c->next) {
+            cJSON *last = NULL;
+            for (cJSON *d = c->next; d; d = d->next)
+                if (same_key(c, d)) last = d;
+            if (!last) continue;
+            for (cJSON *d = c->next, *nx; d != last; d = nx) {
+                nx = d->next;
+                if (same_key(c, d)) cJSON_Delete(cJSON_DetachItemViaPointer(j, d));
+            }
+            cJSON_DetachItemViaPointer(j, last);
+            cJSON_ReplaceItemViaPointer(j, c, last); /* (c freed; last in its place) */
+            c = last;
+        }
+    for (cJSON *c = j->child; c; c = c->next) py_keys(c);
+}
+
+void vc_json_py_keys(cJSON *root) {
+    if (root) py_keys(root);
+}
+
 int vc_json_number_is_float(const cJSON *j) {
     if (!cJSON_IsNumber(j)) return 0;
     if (j->valuestring) return strpbrk(j->valuestring, ".eE") != NULL;

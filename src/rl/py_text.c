@@ -157,6 +157,7 @@ cJSON *pt_json_loads(pt_span s) {
     t[s.n] = 0;
     cJSON *j = cJSON_ParseWithOpts(t, NULL, 1);
     if (j) vc_json_keep_numbers(j, t, s.n); /* json.loads tells 3 from 3.0 */
+    vc_json_py_keys(j);                       /* ... and keeps a repeated key's last value */
     free(t);
     return j;
 }

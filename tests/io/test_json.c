@@ -1,6 +1,7 @@
 /* JSON helpers: positioned syntax errors, typed getters with defaults and key-naming errors. */
 #include <math.h>
 #include "io_helpers.h"
+#include "verlc/data.h"
 #include "vc_test.h"
 #include "verlc/json.h"
 
@@ -43,7 +44,34 @@ static void test_infinity(void) {
     CHECK(vc_json_parse(bad, strlen(bad), "nan.json", &j) == VC_ERR_FORMAT);
 }
 
+/* json.loads' reading of what cJSON keeps otherwise (found against Python with tools/fuzz/diff_tools.py and
+ * diff_chat.py): a repeated key's last value at the first key's place, at any depth; each number's token (3.0 a float,
+ * an int past 2^53 whole) */
+static void test_python_reading(void) {
+    const char *t = "{\"a\": 1, \"b\": {\"x\": 1, \"y\": 2, \"x\": 3, \"x\": 4.0}, \"a\": [{\"k\": 1, \"k\": 2}], "
+                    "\"c\": 9007199254740993, \"d\": -0.0}";
+    cJSON *j = NULL;
+    CHECK_OK(vc_json_parse(t, strlen(t), "t", &j));
+    vc_json_py_keys(j);
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    CHECK_MSG(s && !strcmp(s, "{\"a\":[{\"k\":2}],\"b\":{\"x\":4,\"y\":2},\"c\":9.00719925474099e+15,\"d\":-0}"), "keys: %s", s);
+    const cJSON *x = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "b"), "x"), *c = cJSON_GetObjectItem(j, "c");
+    const cJSON *y = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "b"), "y");
+    CHECK(x && x->valuestring && !strcmp(x->valuestring, "4.0") && vc_json_number_is_float(x));
+    CHECK(y && !vc_json_number_is_float(y) && vc_json_number_is_float(cJSON_GetObjectItem(j, "d")));
+    CHECK(c && c->valuestring && !strcmp(c->valuestring, "9007199254740993") && !vc_json_number_is_float(c));
+    free(s);
+    cJSON_Delete(j);
+    vc_jsonl *d = NULL; /* a dataset row likewise */
+    const char *row = "{\"prompt\": \"first\", \"n\": 1, \"prompt\": \"last\"}";
+    CHECK_OK(vc_jsonl_parse("rows.jsonl", row, strlen(row), 0, &d));
+    const cJSON *p = d && d->n_rows ? cJSON_GetObjectItem(d->rows[0], "prompt") : NULL;
+    CHECK(p && cJSON_IsString(p) && !strcmp(p->valuestring, "last") && d->rows[0]->child == p);
+    vc_jsonl_free(d);
+}
+
 int main(void) {
+    test_python_reading();
     test_text_set();
     test_infinity();
     char *T = tmp_dir();

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Differential check of verlc's hermes tool-call parser against verl's (verl/experimental/agent_loop/tool_parser.py at
+b178a3cd, HermesToolParser.extract_tool_calls after its decode: the same regex, json.loads, name / arguments, the
+content with the calls removed; FunctionCall's str name) on random responses built from the format's pieces.
+
+usage: diff_tools.py N [OUT.json]     (from the repository root; needs build/libverlc.a). Compares content, call names
+and arguments (as values: cJSON keeps no int / float distinction in what the driver prints). Not drawn: a name with
+an escaped NUL (\\u0000), which verlc's C strings end at (Python keeps "f\\x00", verlc "f")."""
+import json, random, re, subprocess, sys
+
+drv = "/tmp/vc_tool_drv"
+link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
+                      check=True).stdout.strip().split("\n")[-1]
+libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", "build/libverlc.a")
+subprocess.run(f"gcc -O1 -Iinclude -Isrc tools/fuzz/tool_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True, check=True)
+
+CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def verl_hermes(text):
+    if "<tool_call>" not in text or "</tool_call>" not in text:
+        return text, []
+    calls = []
+    for m in CALL.findall(text):
+        try:
+            fc = json.loads(m)
+            name, args = fc["name"], fc["arguments"]
+            if not isinstance(name, str):  # FunctionCall(name: str) refuses another type
+                raise TypeError
+            calls.append({"name": name, "arguments": json.loads(json.dumps(args, ensure_ascii=False))})
+        except Exception:
+            pass
+    return CALL.sub("", text), calls
+
+
+R = random.Random(11)
+BODIES = ['{"name": "calc", "arguments": {"x": 1}}', '{"name": "calc", "arguments": {}}', '{"arguments": {"x": 1}}',
+          '{"name": 3, "arguments": {}}', '{"name": "f", "arguments": "text"}', '{"name": "f", "arguments": [1, 2.5]}',
+          '{"name": "f"}', '{"name": "f", "arguments": null}', '[1, 2]', '"s"', '{"name": "f", "arguments": {"a": {"b": [true, null]}}}',
+          '{"name": "é中", "arguments": {"q": "é中😀"}}', '{"name": "f", "arguments": {}} trailing', '{bad json',
+          '\n{"name": "f", "arguments": {"x": -0.0, "y": 1e5}}\n', '{"name": "f", "arguments": {"x": 1}, "name": "g"}',
+          '{"name": "", "arguments": {}}', '  ']
+PIECES = ["<tool_call>", "</tool_call>", "\n", " ", "text", "<think>", "</think>", "<|im_end|>", "é", "<tool_call", "tool_call>"]
+
+
+def response():
+    out = []
+    for _ in range(R.randint(0, 6)):
+        k = R.random()
+        out.append("<tool_call>" + R.choice(BODIES) + "</tool_call>" if k < 0.45 else R.choice(BODIES) if k < 0.55
+                   else R.choice(PIECES))
+    return "".join(out)
+
+
+n = int(sys.argv[1])
+texts = [response() for _ in range(n)]
+lines = "".join(f"hermes\t{t.encode().hex()}\n" for t in texts)
+out = subprocess.run([drv], input=lines, capture_output=True, text=True, check=True).stdout.split("\n")
+bad = []
+for t, o in zip(texts, out):
+    content, calls = verl_hermes(t)
+    ours = json.loads(o) if o != "ERR" else None
+    if ours is None or ours["content"] != content or ours["calls"] != calls:
+        bad.append([t, {"content": content, "calls": calls}, ours])
+print(f"{n} responses, {len(bad)} differ")
+if len(sys.argv) > 2:
+    json.dump(bad, open(sys.argv[2], "w"), ensure_ascii=False, indent=0)
+sys.exit(1 if bad else 0)
