@@ -2,23 +2,12 @@
  * a .jinja file rendered with bos <s> and eos </s>), then reads lines "template index<TAB>add_generation_prompt<TAB>
  * enable_thinking (-1: not passed)<TAB>JSON hex ({"messages": [...], "tools": [...]})" and prints the rendering in hex,
  * or ERR. */
+#include "drv_util.h"
 #include "verlc/chat_template.h"
 #include "verlc/json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *unhex(const char *h) {
-    size_t n = strlen(h) / 2;
-    char *s = malloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        s[i] = (char)v;
-    }
-    s[n] = 0;
-    return s;
-}
 
 static vc_chat_template *load(const char *path) {
     vc_chat_template *t = NULL;
@@ -43,7 +32,7 @@ int main(int argc, char **argv) {
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
         int ti = atoi(strtok(line, "\t")), gen = atoi(strtok(NULL, "\t")), think = atoi(strtok(NULL, "\t"));
-        char *js = unhex(strtok(NULL, "\t")), *out = NULL;
+        char *js = drv_unhex(strtok(NULL, "\t")), *out = NULL;
         cJSON *j = NULL;
         if (vc_json_parse(js, strlen(js), "line", &j)) j = NULL; /* (numbers written as floats stay floats) */
         vc_chat_opts o = { gen, think, cJSON_GetObjectItem(j, "tools"), NULL };

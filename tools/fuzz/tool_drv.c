@@ -1,5 +1,6 @@
 /* verlc's side of tools/fuzz/diff_tools.py: reads lines "format<TAB>text hex" and prints, per line, a JSON object
  * {"content": ..., "calls": [{"name": ..., "arguments": ...}]} as rl_parse_tool_calls_as finds them (ERR: failed). */
+#include "drv_util.h"
 #include "rl/agent_internal.h"
 #include "rl/tool_parser.h"
 #include <cjson/cJSON.h>
@@ -7,23 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *unhex(const char *h) {
-    size_t n = strlen(h) / 2;
-    char *s = malloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        s[i] = (char)v;
-    }
-    s[n] = 0;
-    return s;
-}
-
 int main(void) {
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        char *fmt = strtok(line, "\t"), *h = strtok(NULL, "\t"), *text = unhex(h ? h : ""), *content = NULL;
+        char *fmt = strtok(line, "\t"), *h = strtok(NULL, "\t"), *text = drv_unhex(h ? h : ""), *content = NULL;
         int kind = 0;
         rl_tool_call calls[64];
         int n = rl_tool_format_parse(fmt, &kind) ? -1 : rl_parse_tool_calls_as(kind, text, "<pad>", NULL, calls, 64, &content);
