@@ -31,8 +31,9 @@ int main(int argc, char **argv) {
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        int ti = atoi(strtok(line, "\t")), gen = atoi(strtok(NULL, "\t")), think = atoi(strtok(NULL, "\t"));
-        char *js = drv_unhex(strtok(NULL, "\t")), *out = NULL;
+        char *rest = line;
+        int ti = atoi(drv_field(&rest)), gen = atoi(drv_field(&rest)), think = atoi(drv_field(&rest));
+        char *js = drv_unhex(drv_field(&rest)), *out = NULL;
         cJSON *j = NULL;
         if (vc_json_parse(js, strlen(js), "line", &j)) j = NULL; /* (numbers written as floats stay floats) */
         vc_chat_opts o = { gen, think, cJSON_GetObjectItem(j, "tools"), NULL };

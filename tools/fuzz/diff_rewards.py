@@ -5,7 +5,8 @@ fuzzer's, build-fuzz/corpus/reward after scripts/fuzz.sh reward: a selector byte
 usage: diff_rewards.py VERL_SRC CORPUS_DIR [OUT.json]
 VERL_SRC holds verl/utils/reward_score (`git archive b178a3cd verl/utils/reward_score | tar -x -C DIR`); needs sympy
 1.14, pylatexenc 2.11, mathruler 0.1.0 and latex2sympy2_extended importable, and build/libverlc.a (make). Compares
-openai/gsm8k, lighteval/MATH, math_dapo, hiyouga/geometry3k and numina_* (prime_math) over every input whose texts are
+openai/gsm8k, lighteval/MATH, math_dapo, hiyouga/geometry3k, numina_* (prime_math) and searchR1_nq (the ground truth
+as the golden answers [gt, GT]) over every input whose texts are
 UTF-8 without NULs and whose ground truth is not JSON (verlc decodes a JSON ground truth, verl gets the object); a
 Python call past 3 s or raising is left out. Prints the count differing per source; OUT.json lists them."""
 import contextlib, glob, importlib.util, io, json, logging, os, signal, subprocess, sys, types, warnings
@@ -45,10 +46,14 @@ def load(name, pkg=False):
 
 
 gsm8k, mathr, dapo, geo, pm = load("gsm8k"), load("math_reward"), load("math_dapo"), load("geo3k"), load("prime_math", 1)
+qa = load("search_r1_like_qa_em")
 first = lambda r: float(r[0] if isinstance(r, tuple) else r)
 SOURCES = {"openai/gsm8k": gsm8k.compute_score, "lighteval/MATH": mathr.compute_score,
            "math_dapo": lambda s, g: dapo.compute_score(s, g)["score"], "hiyouga/geometry3k": geo.compute_score,
-           "numina_olympiads": lambda s, g: first(pm.compute_score(s, g))}
+           "numina_olympiads": lambda s, g: first(pm.compute_score(s, g)),
+           "searchR1_nq": lambda s, g: qa.compute_score(s, {"target": [g, g.upper()]})}
+# the ground truth as verlc's rows hold it, where verl's reward gets an object
+GT_TEXT = {"searchR1_nq": lambda g: json.dumps({"target": [g, g.upper()]}, ensure_ascii=False)}
 inputs = []
 for f in sorted(glob.glob(os.path.join(corpus, "*"))):
     b = open(f, "rb").read()[1:]
@@ -78,7 +83,7 @@ for sol, gt in inputs:
             r = None
         signal.alarm(0)
         refs.append((ds, sol, gt, r))
-        lines.append(f"{ds}\t{sol.encode().hex()}\t{gt.encode().hex()}")
+        lines.append(f"{ds}\t{sol.encode().hex()}\t{GT_TEXT.get(ds, lambda g: g)(gt).encode().hex()}")
 out = subprocess.run([drv], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True).stdout.split("\n")
 bad = {ds: [] for ds in SOURCES}
 for (ds, sol, gt, r), o in zip(refs, out):

@@ -18,4 +18,11 @@ static inline char *drv_unhex(const char *h) {
     s[n] = 0;
     return s;
 }
+/* the next tab-separated field of *line (empty fields kept, unlike strtok's), "" past the end */
+static inline char *drv_field(char **line) {
+    char *f = *line ? *line : (char *)"", *t = *line ? strchr(*line, '\t') : NULL;
+    if (t) *t = 0;
+    *line = t ? t + 1 : NULL;
+    return f;
+}
 #endif

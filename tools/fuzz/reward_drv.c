@@ -9,8 +9,7 @@ int main(void) {
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        char *ds = strtok(line, "\t"), *a = strtok(NULL, "\t"), *b = strtok(NULL, "\t");
-        char *sol = drv_unhex(a ? a : ""), *gt = drv_unhex(b ? b : "");
+        char *rest = line, *ds = drv_field(&rest), *sol = drv_unhex(drv_field(&rest)), *gt = drv_unhex(drv_field(&rest));
         double sc = 0;
         vc_status st = vc_reward_default(ds, sol, gt, NULL, &sc);
         if (st) printf("ERR\n"); else printf("%.6f\n", sc);

@@ -12,7 +12,7 @@ int main(void) {
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        char *fmt = strtok(line, "\t"), *h = strtok(NULL, "\t"), *text = drv_unhex(h ? h : ""), *content = NULL;
+        char *rest = line, *fmt = drv_field(&rest), *text = drv_unhex(drv_field(&rest)), *content = NULL;
         int kind = 0;
         rl_tool_call calls[64];
         int n = rl_tool_format_parse(fmt, &kind) ? -1 : rl_parse_tool_calls_as(kind, text, "<pad>", NULL, calls, 64, &content);
