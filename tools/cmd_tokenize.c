@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "verlc/data.h"
 #include "verlc/tokenizer.h"
 
 int vc_cmd_tokenize(int argc, char **argv);
@@ -38,9 +39,11 @@ static int run_rows(int argc, char **argv, const char *flag, const char *usage, 
         lineno++;
         if (blank(line)) continue;
         const char *err = NULL;
-        cJSON *row = cJSON_ParseWithLength(line, (size_t)n);
+        char why[160];
+        int ok = vc_json_diagnose(line, (size_t)n, 0, why, sizeof why); /* (a \u0000 would be cut: refused) */
+        cJSON *row = ok ? cJSON_ParseWithLength(line, (size_t)n) : NULL;
         char *out = row ? fn(t, row, on, &err) : NULL;
-        if (!row) err = "not valid JSON";
+        if (!row) err = ok ? "not valid JSON" : why;
         cJSON_Delete(row);
         if (!out) { fprintf(stderr, "verlc: <stdin>:%ld: %s\n", lineno, err ? err : "failed"); rc = 1; break; }
         fputs(out, stdout); fputc('\n', stdout);

@@ -104,6 +104,8 @@ static int string(jc *c) {
             char e = c->i < c->n ? c->s[c->i] : 0;
             if (e == 'u') {
                 c->i++;
+                if (c->i + 4 <= c->n && !memcmp(c->s + c->i, "0000", 4)) /* cJSON's strings end at a NUL: refused, not cut */
+                    return fail(c, "a string holding U+0000 (\\u0000), which verlc cannot keep,");
                 if (!hex4(c)) return 0;
             } else if (e && strchr("\"\\/bfnrt", e)) {
                 c->i++;

@@ -7,6 +7,7 @@
 static void test_diagnose(void) {
     char msg[128];
     { const char *ok = "{\"a\": [1, 2.5e-3, true, null, \"x\\u00e9\"]}"; CHECK(vc_json_diagnose(ok, strlen(ok), 0, msg, sizeof msg)); }
+    { const char *ok = "{\"a\": \"\\\\u0000\"}"; CHECK(vc_json_diagnose(ok, strlen(ok), 0, msg, sizeof msg)); } /* a backslash, then u0000 */
     const char *bad = "{\"question\": \"a\" \"answer\": 1}";
     CHECK(!vc_json_diagnose(bad, strlen(bad), 0, msg, sizeof msg));
     CHECK_MSG(!strcmp(msg, "expected ',' or '}' at column 18"), "%s", msg);
@@ -27,6 +28,8 @@ static void test_diagnose(void) {
         { "{\"a\": tru}", "invalid literal at column 7" },
         { "{\"a\": \"\xff\"}", "invalid UTF-8 in string at column 8" },
         { "{\"a\": 1.}", "expected digit after '.' at column 9" },
+        /* a NUL would end cJSON's string there (the rest of a prompt silently gone): refused by name */
+        { "{\"a\": \"x\\u0000y\"}", "a string holding U+0000 (\\u0000), which verlc cannot keep, at column 11" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int ok = vc_json_diagnose(cases[i].s, strlen(cases[i].s), 0, msg, sizeof msg);
