@@ -1,7 +1,6 @@
 #define _GNU_SOURCE /* memmem */
 /* JSON helpers: positioned syntax errors and typed getters that name the key at fault. */
 #include "verlc/json.h"
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +85,34 @@ void vc_json_keep_numbers(cJSON *root, const char *text, size_t len) {
 
 static int same_key(const cJSON *a, const cJSON *b) { return a->string && b->string && !strcmp(a->string, b->string); }
 
+static int by_key(const void *a, const void *b) {
+    return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
+}
+
+/* whether object j repeats a key: sorted names compared for a large object (its pairs scanned below only then) */
+static int repeats_key(const cJSON *j) {
+    size_t n = 0, k = 0;
+    for (const cJSON *c = j->child; c; c = c->next) n++;
+    if (n < 2) return 0;
+    if (n <= 64) return 1; /* (small: the scan below is as cheap) */
+    cJSON **v = vc_malloc(n * sizeof *v);
+    if (!v) return 1;
+    for (cJSON *c = j->child; c; c = c->next) {
+        if (!c->string) {
+            free(v);
+            return 1;
+        }
+        v[k++] = c;
+    }
+    qsort(v, n, sizeof *v, by_key);
+    int rep = 0;
+    for (size_t i = 1; i < n && !rep; i++) rep = !strcmp(v[i - 1]->string, v[i]->string);
+    free(v);
+    return rep;
+}
+
 static void py_keys(cJSON *j) {
-    if (cJSON_IsObject(j))
+    if (cJSON_IsObject(j) && repeats_key(j))
         for (cJSON *c = j->child; c; c = c->next) {
             cJSON *last = NULL;
             for (cJSON *d = c->next; d; d = d->next)
