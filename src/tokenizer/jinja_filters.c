@@ -12,9 +12,41 @@ vc_status jinja_undef_error(jctx *c, const jnode *n, const jv *v);
 vc_status jinja_iterate(jctx *c, const jnode *n, jv *v, jv **list);
 vc_status jinja_strip(const jv *s, const jv *chars, int left, int right, jv **out);
 vc_status jinja_str_case(const jv *s, int mode, jv **out);
+int jinja_str_is_case(const jv *s, int lower);
 vc_status jinja_replace(jctx *c, const jnode *at, const jv *s, const jv *old, const jv *new_, int64_t count, jv **out);
 vc_status jinja_compare(jctx *c, const jnode *n, int op, jv *a, jv *b, int *res);
 vc_status jinja_contains(jctx *c, const jnode *n, const jv *hay, const jv *needle, int *res);
+
+/* Jinja's round: method "common" is Python's round(value, precision) (an int stays an int; a float is rounded
+ * correctly from its exact binary value, ties to even: 2.5 -> 2.0, 2.675 -> 2.67), "floor" / "ceil" those of
+ * value * 10^precision over 10^precision, a float */
+static vc_status f_round(jctx *c, const jnode *at, jv *in, jv **args, char **kw, int n, jv **out) {
+    jv *pa = jinja_arg(args, kw, n, 0, "precision"), *ma = jinja_arg(args, kw, n, 1, "method");
+    const char *method = ma && ma->t == JV_STR ? ma->u.str.s : "common";
+    int64_t p = pa && pa->t == JV_INT ? pa->u.i : 0;
+    int isint = in->t == JV_INT || in->t == JV_BOOL;
+    double x = in->t == JV_FLOAT ? in->u.f : in->t == JV_INT ? (double)in->u.i : in->t == JV_BOOL ? in->u.b : NAN;
+    if (isnan(x) && in->t != JV_FLOAT) return jerr(c, at, VC_ERR_ARG, "round filter needs a number");
+    if (strcmp(method, "common") && strcmp(method, "floor") && strcmp(method, "ceil"))
+        return jerr(c, at, VC_ERR_ARG, "method must be 'common', 'ceil' or 'floor'");
+    if (p < -400 || p > 400) p = p < 0 ? -400 : 400;
+    double m = pow(10, (double)p);
+    if (strcmp(method, "common")) {
+        *out = jv_float((method[0] == 'f' ? floor(x * m) : ceil(x * m)) / m);
+        return *out ? VC_OK : VC_ERR_NOMEM;
+    }
+    if (isint && p >= 0) *out = jv_int(in->t == JV_BOOL ? in->u.b : in->u.i);
+    else if (p < 0) { /* to a multiple of 10^-p, ties to even */
+        double m2 = pow(10, (double)-p), r = nearbyint(x / m2) * m2;
+        *out = isint ? jv_int((int64_t)r) : jv_float(r);
+    } else if (!isfinite(x)) *out = jv_float(x);
+    else {
+        char buf[720]; /* 309 digits before the point, at most 340 after */
+        snprintf(buf, sizeof buf, "%.*f", (int)(p < 340 ? p : 340), x);
+        *out = jv_float(strtod(buf, NULL));
+    }
+    return *out ? VC_OK : VC_ERR_NOMEM;
+}
 
 static vc_status to_str(const jv *v, jv **out) {
     if (v->t == JV_STR) { *out = jv_ref((jv *)v); return VC_OK; }
@@ -346,14 +378,7 @@ vc_status jinja_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **
         else return jerr(c, at, VC_ERR_ARG, "bad operand type for abs(): '%s'", jv_type_name(in));
         return VC_OK;
     }
-    if (!strcmp(name, "round")) {
-        jv *prec = jinja_arg(args, kw, n, 0, "precision");
-        double x = in->t == JV_FLOAT ? in->u.f : in->t == JV_INT ? (double)in->u.i : NAN;
-        if (isnan(x)) return jerr(c, at, VC_ERR_ARG, "round filter needs a number");
-        double m = pow(10, prec && prec->t == JV_INT ? (double)prec->u.i : 0);
-        *out = jv_float(round(x * m) / m);
-        return VC_OK;
-    }
+    if (!strcmp(name, "round")) return f_round(c, at, in, args, kw, n, out);
     /* string filters take str(value); Undefined prints as '' */
     st = to_str(in, &s);
     if (st) return st;
@@ -391,13 +416,12 @@ vc_status jinja_test(jctx *c, const jnode *at, const char *name, jv *in, jv **ar
     else if (!strcmp(name, "true")) *res = t == JV_BOOL && in->u.b;
     else if (!strcmp(name, "false")) *res = t == JV_BOOL && !in->u.b;
     else if (!strcmp(name, "callable")) *res = t == JV_FUNC || t == JV_MACRO;
-    else if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
-        jv *conv = NULL;
-        if (t != JV_STR) { *res = 0; return VC_OK; }
-        vc_status st = jinja_str_case(in, name[0] == 'l' ? 1 : 0, &conv);
+    else if (!strcmp(name, "lower") || !strcmp(name, "upper")) { /* str(value).islower() / isupper() */
+        jv *str = NULL;
+        vc_status st = t == JV_STR ? VC_OK : to_str(in, &str);
         if (st) return st;
-        *res = jv_equal(conv, in);
-        jv_unref(conv);
+        *res = jinja_str_is_case(str ? str : in, name[0] == 'l');
+        jv_unref(str);
     } else if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
         if (t != JV_INT) return jerr(c, at, VC_ERR_ARG, "test '%s' needs an integer", name);
         int64_t d = name[0] == 'd' ? (a0 && a0->t == JV_INT ? a0->u.i : 0) : 2;

@@ -274,6 +274,24 @@ jv *jinja_arg(jv **args, char **kw, int n, int pos, const char *kwname) {
 
 typedef enum { CASE_UPPER, CASE_LOWER, CASE_CAPITALIZE, CASE_TITLE } case_mode;
 
+/* Python's str.islower / isupper (the lower / upper tests, the methods): at least one cased character (a letter of
+ * category Lu, Ll or Lt), and none of the other case (titlecase counts as neither) */
+int jinja_str_is_case(const jv *s, int lower) {
+    const uint8_t *p = (const uint8_t *)s->u.str.s;
+    utf8proc_ssize_t left = (utf8proc_ssize_t)s->u.str.len;
+    int cased = 0;
+    while (left > 0) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate(p, left, &cp);
+        if (k <= 0) cp = *p, k = 1;
+        utf8proc_category_t g = utf8proc_category(cp);
+        if (g == UTF8PROC_CATEGORY_LT || g == (lower ? UTF8PROC_CATEGORY_LU : UTF8PROC_CATEGORY_LL)) return 0;
+        cased |= g == UTF8PROC_CATEGORY_LU || g == UTF8PROC_CATEGORY_LL;
+        p += k, left -= k;
+    }
+    return cased;
+}
+
 vc_status jinja_str_case(const jv *s, int mode, jv **out) {
     jbuf b = { 0 };
     jbuf_put(&b, "", 0);
@@ -526,8 +544,7 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
         else if (!strcmp(m, "isalpha")) r = (ch | 32) >= 'a' && (ch | 32) <= 'z';
         else if (!strcmp(m, "isalnum")) r = ((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9');
         else if (!strcmp(m, "isspace")) r = is_space_byte((char)ch);
-        else if (!strcmp(m, "isupper")) r = !(ch >= 'a' && ch <= 'z');
-        else if (!strcmp(m, "islower")) r = !(ch >= 'A' && ch <= 'Z');
+        else if (!strcmp(m, "isupper") || !strcmp(m, "islower")) r = jinja_str_is_case(s, m[2] == 'l'), i = s->u.str.len;
     }
     *out = jv_bool(r);
     return VC_OK;

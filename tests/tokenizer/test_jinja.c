@@ -91,6 +91,14 @@ static void test_undefined(void) {
 }
 
 static void test_filters(void) {
+    /* Python's round (ties to even from the exact binary value; an int stays an int) and str.islower / isupper (at
+     * least one cased character), found by comparing random expressions with Jinja2 */
+    EQ("{{ 2.5|round }}|{{ 7|round }}|{{ 2.675|round(2) }}|{{ 15|round(-1) }}|{{ 25|round(-1) }}|"
+       "{{ 2.5|round(method='floor') }}|{{ 2.1|round(0, 'ceil') }}|{{ 0.5|round }}|{{ -1.5|round }}", NULL,
+       "2.0|7|2.67|20|20|2.0|3.0|0.0|-2.0");
+    EQ("{{ '' is lower }}|{{ ' 7 ' is upper }}|{{ 'ab c' is lower }}|{{ '\xc7\x85' is upper }}|{{ ' 7 '.islower() }}|"
+       "{{ '\xc3\x89A'.isupper() }}|{{ '\xc3\x9f' is lower }}|{{ 3 is lower }}", NULL,
+       "False|False|True|False|False|True|True|False");
     EQ("{{ '  x  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'Hi'|upper }}{{ 'Hi'|lower }}", NULL, "x|hi|HIhi");
     EQ("{{ 'hello wORLD'|capitalize }}|{{ 'hello wORLD-foo (bar)'|title }}", NULL, "Hello world|Hello World-Foo (Bar)");
     EQ("{{ {'a': [1, 2.5, '\xc3\xa9', none, true, '\"\\n']}|tojson }}", NULL,
