@@ -536,7 +536,11 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
         }
         return st;
     }
-    /* is* predicates: ASCII classes, false on the empty string as in Python */
+    if (!strcmp(m, "isupper") || !strcmp(m, "islower")) { /* Python's: at least one cased character */
+        *out = jv_bool(jinja_str_is_case(s, m[2] == 'l'));
+        return VC_OK;
+    }
+    /* the other is* predicates: ASCII classes, false on the empty string as in Python */
     int r = s->u.str.len > 0;
     for (size_t i = 0; i < s->u.str.len && r; i++) {
         unsigned char ch = (unsigned char)s->u.str.s[i];
@@ -544,7 +548,6 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
         else if (!strcmp(m, "isalpha")) r = (ch | 32) >= 'a' && (ch | 32) <= 'z';
         else if (!strcmp(m, "isalnum")) r = ((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9');
         else if (!strcmp(m, "isspace")) r = is_space_byte((char)ch);
-        else if (!strcmp(m, "isupper") || !strcmp(m, "islower")) r = jinja_str_is_case(s, m[2] == 'l'), i = s->u.str.len;
     }
     *out = jv_bool(r);
     return VC_OK;
