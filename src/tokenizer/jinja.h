@@ -158,4 +158,17 @@ vc_status jinja_test(jctx *c, const jnode *at, const char *name, jv *in, jv **ar
 vc_status jinja_getattr(jctx *c, const jnode *at, jv *obj, const char *name, jv **out);
 vc_status jinja_call_builtin(jctx *c, const jnode *at, jv *fn, jv **args, char **kw, int n, jv **out);
 jv *jinja_global_func(const char *name); /* range, namespace, ... or NULL */
+/* shared by the builtins' files */
+jv *jinja_arg(jv **args, char **kw, int n, int pos, const char *kwname);   /* borrowed or NULL */
+vc_status jinja_undef_error(jctx *c, const jnode *n, const jv *v);
+vc_status jinja_iterate(jctx *c, const jnode *n, jv *v, jv **list);
+vc_status jinja_compare(jctx *c, const jnode *n, int op, jv *a, jv *b, int *res);
+vc_status jinja_binop(jctx *c, const jnode *n, int op, jv *a, jv *b, jv **out);
+vc_status jinja_str_case(const jv *s, int mode, jv **out);        /* 0 upper, 1 lower, 2 capitalize, 3 title */
+vc_status jinja_to_str(const jv *v, jv **out);                      /* Python str(); Undefined is '' */
+vc_status jinja_attr_path(jctx *c, const jnode *at, jv *item, const jv *path, jv **out);  /* "a.b.0" */
+vc_status jinja_seq_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **args, char **kw, int n, jv **out,
+                           int *handled);
+vc_status jinja_list_method(jctx *c, const jnode *at, const char *m, jv *l, jv **args, int n, jv **out);
+vc_status jinja_printf(jctx *c, const jnode *at, const jv *fmt, jv *arg, jv **out);  /* str % arg */
 #endif

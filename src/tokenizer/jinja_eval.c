@@ -94,19 +94,18 @@ static void free_list(jv **vals, int n) {
 
 static int64_t norm_index(int64_t i, int64_t len) { return i < 0 ? i + len : i; }
 
-/* Python slice indices for a sequence of `len` elements */
+static int is_index(const jv *v) { return v && (v->t == JV_INT || v->t == JV_BOOL); }
+static int64_t index_of(const jv *v) { return v->t == JV_INT ? v->u.i : v->u.b; }
+
+/* Python slice indices for a sequence of `len` elements (the indices' types checked by the caller) */
 static vc_status slice_bounds(jctx *c, const jnode *n, jv *s0, jv *s1, jv *s2, int64_t len,
                               int64_t *start, int64_t *stop, int64_t *stepv) {
-    jv *parts[3] = { s0, s1, s2 };
-    for (int i = 0; i < 3; i++)
-        if (parts[i] && parts[i]->t != JV_NONE && parts[i]->t != JV_INT && parts[i]->t != JV_UNDEF)
-            return jerr(c, n, VC_ERR_ARG, "slice indices must be integers or None, not %s", jv_type_name(parts[i]));
-    int64_t stp = (s2 && s2->t == JV_INT) ? s2->u.i : 1;
+    int64_t stp = is_index(s2) ? index_of(s2) : 1;
     if (stp == 0) return jerr(c, n, VC_ERR_ARG, "slice step cannot be zero");
     int64_t lo = stp > 0 ? 0 : -1, hi = stp > 0 ? len : len - 1;
     int64_t a = stp > 0 ? lo : hi, b = stp > 0 ? hi : lo;
-    if (s0 && s0->t == JV_INT) { a = norm_index(s0->u.i, len); a = a < lo ? lo : a > hi ? hi : a; }
-    if (s1 && s1->t == JV_INT) { b = norm_index(s1->u.i, len); b = b < lo ? lo : b > hi ? hi : b; }
+    if (is_index(s0)) { a = norm_index(index_of(s0), len); a = a < lo ? lo : a > hi ? hi : a; }
+    if (is_index(s1)) { b = norm_index(index_of(s1), len); b = b < lo ? lo : b > hi ? hi : b; }
     *start = a; *stop = b; *stepv = stp;
     return VC_OK;
 }
@@ -139,11 +138,21 @@ static vc_status eval_slice(jctx *c, const jnode *n, jv *obj, jv **out) {
     for (int i = 0; i < 3 && !st; i++) if (pn[i]) st = jinja_eval(c, pn[i], &p[i]);
     int64_t a, b, s;
     if (st) goto out;
-    if (obj->t == JV_LIST) {
+    /* Jinja compiles a slice to Python's own subscript (not its getitem, which would make a TypeError Undefined):
+     * slicing what is not a sequence, or with indices that are not integers, fails */
+    for (int i = 0; i < 3 && !st; i++)
+        if (p[i] && p[i]->t != JV_NONE && p[i]->t != JV_UNDEF && !is_index(p[i]))
+            st = jerr(c, n, VC_ERR_ARG, "slice indices must be integers or None or have an __index__ method");
+    if (st) goto out;
+    if (obj->t == JV_UNDEF) st = jinja_undef_error(c, n, obj);
+    else if (obj->t != JV_LIST && obj->t != JV_STR)
+        st = jerr(c, n, VC_ERR_ARG, obj->t == JV_DICT ? "unhashable type: 'slice'" : "'%s' object is not subscriptable", jv_type_name(obj));
+    else if (obj->t == JV_LIST) {
         st = slice_bounds(c, n, p[0], p[1], p[2], (int64_t)obj->u.list.n, &a, &b, &s);
         if (st) goto out;
         jv *l = jv_list();
         if (!l) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto out; }
+        l->is_tuple = obj->is_tuple;
         for (int64_t i = a; s > 0 ? i < b : i > b; i += s)
             if ((st = jv_list_push(l, jv_ref(obj->u.list.items[i])))) break;
         if (st) { jv_unref(l); goto out; }
@@ -160,8 +169,7 @@ static vc_status eval_slice(jctx *c, const jnode *n, jv *obj, jv **out) {
         free(offs);
         if (st || buf.oom) { free(buf.p); if (!st) st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto out; }
         *out = jv_str_take(buf.p, buf.n);
-    } else if (obj->t == JV_UNDEF) st = jinja_undef_error(c, n, obj);
-    else st = jerr(c, n, VC_ERR_ARG, "'%s' object is not subscriptable", jv_type_name(obj));
+    }
 out:
     for (int i = 0; i < 3; i++) jv_unref(p[i]);
     return st;

@@ -1,5 +1,6 @@
 /* Jinja filters, tests and global functions used by chat templates; tojson, raise_exception and
  * strftime_now behave as transformers defines them. */
+#define _GNU_SOURCE
 #include "tokenizer/jinja.h"
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static vc_status f_round(jctx *c, const jnode *at, jv *in, jv **args, char **kw,
     return *out ? VC_OK : VC_ERR_NOMEM;
 }
 
-static vc_status to_str(const jv *v, jv **out) {
+vc_status jinja_to_str(const jv *v, jv **out) {
     if (v->t == JV_STR) { *out = jv_ref((jv *)v); return VC_OK; }
     jbuf b = { 0 };
     jbuf_put(&b, "", 0);
@@ -59,34 +60,55 @@ static vc_status to_str(const jv *v, jv **out) {
     return *out ? VC_OK : OOM();
 }
 
-/* attribute path "a.b.0" of an item, as Jinja's make_attrgetter */
-static vc_status attr_path(jctx *c, const jnode *at, jv *item, const jv *path, jv **out) {
-    if (path->t == JV_INT) {
-        if (item->t == JV_LIST && path->u.i >= 0 && (size_t)path->u.i < item->u.list.n) {
-            *out = jv_ref(item->u.list.items[path->u.i]);
-            return VC_OK;
+/* item `idx` (Python's, negative from the end) of a list or string, or the value of int key idx; else Undefined */
+static vc_status path_index(jv *cur, int64_t idx, jv **out) {
+    jv *found = NULL, *key = NULL;
+    int64_t n = cur->t == JV_LIST ? (int64_t)cur->u.list.n : cur->t == JV_STR ? (int64_t)utf8_count(cur->u.str.s, cur->u.str.len) : 0;
+    int64_t i = idx < 0 ? idx + n : idx;
+    if (cur->t == JV_LIST && i >= 0 && i < n) found = cur->u.list.items[i];
+    else if (cur->t == JV_DICT && (key = jv_int(idx))) found = jv_dict_getv(cur, key);
+    jv_unref(key);
+    if (found) { *out = jv_ref(found); return VC_OK; }
+    if (cur->t == JV_STR && i >= 0 && i < n) {
+        const char *p = cur->u.str.s, *e = p + cur->u.str.len;
+        for (int64_t k = 0;; k++) {
+            const char *q = p + 1;
+            while (q < e && ((unsigned char)*q & 0xC0) == 0x80) q++;
+            if (k == i) { *out = jv_str(p, (size_t)(q - p)); return *out ? VC_OK : OOM(); }
+            p = q;
         }
-        *out = jv_undef("no item %lld", (long long)path->u.i);
-        return VC_OK;
     }
+    *out = jv_undef("no item %lld", (long long)idx);
+    return VC_OK;
+}
+
+/* one step of an attribute path, as Jinja's environment.getitem: a part of digits is an index (path_index), any
+ * other part a key, then an attribute (a method); what is missing is Undefined */
+static vc_status path_step(jctx *c, const jnode *at, jv *cur, const char *name, size_t len, jv **out) {
+    if (cur->t == JV_UNDEF) return jinja_undef_error(c, at, cur);
+    int digits = len > 0 && len < 19;
+    int64_t idx = 0;
+    for (size_t i = 0; i < len && digits; i++) digits = name[i] >= '0' && name[i] <= '9', idx = idx * 10 + (name[i] - '0');
+    if (digits) return path_index(cur, idx, out);
+    char *key = strndup(name, len);
+    if (!key) return OOM();
+    jv *v = cur->t == JV_DICT || cur->t == JV_NS ? jv_dict_get(cur, key) : NULL;
+    vc_status st = v ? VC_OK : jinja_getattr(c, at, cur, key, out);
+    if (v) *out = jv_ref(v);
+    free(key);
+    return st;
+}
+
+/* attribute path "a.b.0" (or an int) of an item, as Jinja's make_attrgetter */
+vc_status jinja_attr_path(jctx *c, const jnode *at, jv *item, const jv *path, jv **out) {
+    if (path->t == JV_INT) return item->t == JV_UNDEF ? jinja_undef_error(c, at, item) : path_index(item, path->u.i, out);
     if (path->t != JV_STR) return jerr(c, at, VC_ERR_ARG, "attribute must be a string");
     jv *cur = jv_ref(item);
-    const char *p = path->u.str.s;
+    const char *p = path->u.str.s, *e = p + path->u.str.len;
     while (1) {
-        const char *dot = strchr(p, '.');
-        size_t l = dot ? (size_t)(dot - p) : strlen(p);
-        char name[128];
-        if (l >= sizeof name) l = sizeof name - 1;
-        memcpy(name, p, l);
-        name[l] = 0;
+        const char *dot = memchr(p, '.', (size_t)(e - p));
         jv *next = NULL;
-        vc_status st;
-        if (cur->t == JV_UNDEF) st = jinja_undef_error(c, at, cur);
-        else if (cur->t == JV_LIST && name[0] >= '0' && name[0] <= '9') {
-            size_t i = (size_t)atoll(name);
-            next = i < cur->u.list.n ? jv_ref(cur->u.list.items[i]) : jv_undef("no item %s", name);
-            st = VC_OK;
-        } else st = jinja_getattr(c, at, cur, name, &next);
+        vc_status st = path_step(c, at, cur, p, (size_t)((dot ? dot : e) - p), &next);
         jv_unref(cur);
         if (st) return st;
         cur = next;
@@ -136,7 +158,7 @@ static vc_status f_join(jctx *c, const jnode *at, jv *in, jv **args, char **kw, 
     for (size_t i = 0; i < items->u.list.n && !st; i++) {
         if (i && d) st = jv_write_str(&b, d);
         jv *it = items->u.list.items[i], *v = NULL;
-        if (attr) { st = attr_path(c, at, it, attr, &v); if (!st) st = jv_write_str(&b, v); jv_unref(v); }
+        if (attr) { st = jinja_attr_path(c, at, it, attr, &v); if (!st) st = jv_write_str(&b, v); jv_unref(v); }
         else if (!st) st = jv_write_str(&b, it);
     }
     jv_unref(items);
@@ -161,7 +183,7 @@ static vc_status f_select(jctx *c, const jnode *at, const char *name, jv *in, jv
     for (size_t i = 0; !st && i < items->u.list.n; i++) {
         jv *it = items->u.list.items[i], *v = NULL;
         int r;
-        st = by_attr ? attr_path(c, at, it, args[0], &v) : VC_OK;
+        st = by_attr ? jinja_attr_path(c, at, it, args[0], &v) : VC_OK;
         if (!by_attr) v = jv_ref(it);
         if (st) break;
         if (test) st = jinja_test(c, at, test, v, args + first + 1, n - first - 1, &r);
@@ -185,7 +207,7 @@ static vc_status f_map(jctx *c, const jnode *at, jv *in, jv **args, char **kw, i
     for (size_t i = 0; !st && i < items->u.list.n; i++) {
         jv *v = NULL;
         if (attr) {
-            st = attr_path(c, at, items->u.list.items[i], attr, &v);
+            st = jinja_attr_path(c, at, items->u.list.items[i], attr, &v);
             if (!st && v->t == JV_UNDEF && def) { jv_unref(v); v = jv_ref(def); }
         } else st = jinja_filter(c, at, args[0]->u.str.s, items->u.list.items[i], args + 1, kw ? kw + 1 : NULL, n - 1, &v);
         if (!st) st = jv_list_push(res, v);
@@ -227,6 +249,7 @@ static vc_status f_indent(jctx *c, const jnode *at, jv *s, jv **args, char **kw,
 
 static vc_status f_int(jctx *c, const jnode *at, jv *in, jv **args, char **kw, int n, int as_float, jv **out) {
     jv *def = jinja_arg(args, kw, n, 0, "default");
+    if (in->t == JV_UNDEF) return jinja_undef_error(c, at, in);  /* int(Undefined) raises */
     if (in->t == JV_INT || in->t == JV_BOOL) { int64_t i = in->t == JV_INT ? in->u.i : in->u.b; *out = as_float ? jv_float((double)i) : jv_int(i); return VC_OK; }
     if (in->t == JV_FLOAT) { *out = as_float ? jv_float(in->u.f) : jv_int((int64_t)in->u.f); return VC_OK; }
     if (in->t == JV_STR) {
@@ -294,33 +317,24 @@ static vc_status f_escape(jv *s, jv **out) {
     return VC_OK;
 }
 
-static vc_status f_minmax_sum(jctx *c, const jnode *at, const char *name, jv *in, jv **out) {
-    jv *items = NULL;
+/* sum(iterable, attribute=None, start=0) */
+static vc_status f_sum(jctx *c, const jnode *at, jv *in, jv **args, char **kw, int n, jv **out) {
+    jv *attr = jinja_arg(args, kw, n, 0, "attribute"), *start = jinja_arg(args, kw, n, 1, "start"), *items = NULL;
     vc_status st = jinja_iterate(c, at, in, &items);
     if (st) return st;
-    if (name[0] == 's') {
-        jv *acc = jv_int(0);
-        for (size_t i = 0; !st && i < items->u.list.n; i++) {
-            jv *next = NULL;
-            extern vc_status jinja_binop(jctx *, const jnode *, int, jv *, jv *, jv **);
-            st = jinja_binop(c, at, OP_ADD, acc, items->u.list.items[i], &next);
-            jv_unref(acc);
-            acc = next;
-        }
-        jv_unref(items);
-        if (st) return st;
-        *out = acc;
-        return VC_OK;
-    }
-    jv *best = NULL;
+    jv *acc = start ? jv_ref(start) : jv_int(0);
     for (size_t i = 0; !st && i < items->u.list.n; i++) {
-        int r = 0;
-        if (best) st = jinja_compare(c, at, name[1] == 'i' ? OP_LT : OP_GT, items->u.list.items[i], best, &r);
-        if (!best || r) best = items->u.list.items[i];
+        jv *next = NULL, *v = NULL;
+        st = attr ? jinja_attr_path(c, at, items->u.list.items[i], attr, &v) : VC_OK;
+        if (!st) st = jinja_binop(c, at, OP_ADD, acc, v ? v : items->u.list.items[i], &next);
+        jv_unref(v);
+        jv_unref(acc);
+        acc = next;
     }
-    *out = best ? jv_ref(best) : jv_undef("No aggregated item, sequence was empty.");
     jv_unref(items);
-    return st;
+    if (st) return st;
+    *out = acc;
+    return VC_OK;
 }
 
 static vc_status f_unique(jctx *c, const jnode *at, jv *in, jv **out) {
@@ -358,10 +372,26 @@ vc_status jinja_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **
         return *out ? VC_OK : OOM();
     }
     if (!strcmp(name, "tojson")) return f_tojson(c, at, in, args, kw, n, out);
+    int handled = 0;
+    st = jinja_seq_filter(c, at, name, in, args, kw, n, out, &handled);
+    if (handled) return st;
+    if (!strcmp(name, "indent") && in->t != JV_STR) /* Jinja appends a newline to it first */
+        return in->t == JV_UNDEF ? jinja_undef_error(c, at, in)
+                                 : jerr(c, at, VC_ERR_ARG, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(in));
     if (!strcmp(name, "length") || !strcmp(name, "count")) return f_length(c, at, in, out);
     if (!strcmp(name, "join")) return f_join(c, at, in, args, kw, n, out);
     if (!strcmp(name, "first") || !strcmp(name, "last")) return first_last(c, at, in, name[0] == 'l', out);
-    if (!strcmp(name, "list")) return jinja_iterate(c, at, in, out);
+    if (!strcmp(name, "list")) { /* list(value): a tuple's items as a list */
+        st = jinja_iterate(c, at, in, out);
+        if (st || !(*out)->is_tuple) return st;
+        jv *tup = *out;
+        *out = jv_list();
+        for (size_t i = 0; *out && !st && i < tup->u.list.n; i++) st = jv_list_push(*out, jv_ref(tup->u.list.items[i]));
+        jv_unref(tup);
+        if (!*out) return OOM();
+        if (st) jv_unref(*out);
+        return st;
+    }
     if (!strcmp(name, "items")) return f_items(c, at, in, out);
     if (!strcmp(name, "selectattr") || !strcmp(name, "rejectattr") || !strcmp(name, "select") || !strcmp(name, "reject"))
         return f_select(c, at, name, in, args, kw, n, out);
@@ -370,19 +400,19 @@ vc_status jinja_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **
     if (!strcmp(name, "float")) return f_int(c, at, in, args, kw, n, 1, out);
     if (!strcmp(name, "reverse")) return f_reverse(c, at, in, out);
     if (!strcmp(name, "unique")) return f_unique(c, at, in, out);
-    if (!strcmp(name, "min") || !strcmp(name, "max") || !strcmp(name, "sum")) return f_minmax_sum(c, at, name, in, out);
-    if (!strcmp(name, "safe")) { *out = jv_ref(in); return VC_OK; }
+    if (!strcmp(name, "sum")) return f_sum(c, at, in, args, kw, n, out);
     if (!strcmp(name, "abs")) {
         if (in->t == JV_INT) *out = jv_int(in->u.i < 0 ? -in->u.i : in->u.i);
+        else if (in->t == JV_BOOL) *out = jv_int(in->u.b);
         else if (in->t == JV_FLOAT) *out = jv_float(fabs(in->u.f));
         else return jerr(c, at, VC_ERR_ARG, "bad operand type for abs(): '%s'", jv_type_name(in));
         return VC_OK;
     }
     if (!strcmp(name, "round")) return f_round(c, at, in, args, kw, n, out);
     /* string filters take str(value); Undefined prints as '' */
-    st = to_str(in, &s);
+    st = jinja_to_str(in, &s);
     if (st) return st;
-    if (!strcmp(name, "string")) { *out = s; return VC_OK; }
+    if (!strcmp(name, "string") || !strcmp(name, "safe")) { *out = s; return VC_OK; }
     if (!strcmp(name, "trim")) st = jinja_strip(s, a0 ? a0 : jinja_arg(args, kw, n, -1, "chars"), 1, 1, out);
     else if (!strcmp(name, "upper")) st = jinja_str_case(s, 0, out);
     else if (!strcmp(name, "lower")) st = jinja_str_case(s, 1, out);
@@ -408,7 +438,7 @@ vc_status jinja_test(jctx *c, const jnode *at, const char *name, jv *in, jv **ar
     else if (!strcmp(name, "string")) *res = t == JV_STR;
     else if (!strcmp(name, "mapping")) *res = t == JV_DICT;
     else if (!strcmp(name, "iterable")) *res = t == JV_STR || t == JV_LIST || t == JV_DICT || t == JV_UNDEF;
-    else if (!strcmp(name, "sequence")) *res = t == JV_STR || t == JV_LIST || t == JV_DICT;
+    else if (!strcmp(name, "sequence")) *res = t == JV_STR || t == JV_LIST || t == JV_DICT || t == JV_UNDEF;
     else if (!strcmp(name, "number")) *res = t == JV_INT || t == JV_FLOAT || t == JV_BOOL;
     else if (!strcmp(name, "integer")) *res = t == JV_INT;
     else if (!strcmp(name, "float")) *res = t == JV_FLOAT;
@@ -418,16 +448,19 @@ vc_status jinja_test(jctx *c, const jnode *at, const char *name, jv *in, jv **ar
     else if (!strcmp(name, "callable")) *res = t == JV_FUNC || t == JV_MACRO;
     else if (!strcmp(name, "lower") || !strcmp(name, "upper")) { /* str(value).islower() / isupper() */
         jv *str = NULL;
-        vc_status st = t == JV_STR ? VC_OK : to_str(in, &str);
+        vc_status st = t == JV_STR ? VC_OK : jinja_to_str(in, &str);
         if (st) return st;
         *res = jinja_str_is_case(str ? str : in, name[0] == 'l');
         jv_unref(str);
     } else if (!strcmp(name, "odd") || !strcmp(name, "even") || !strcmp(name, "divisibleby")) {
-        if (t != JV_INT) return jerr(c, at, VC_ERR_ARG, "test '%s' needs an integer", name);
-        int64_t d = name[0] == 'd' ? (a0 && a0->t == JV_INT ? a0->u.i : 0) : 2;
-        if (!d) return jerr(c, at, VC_ERR_ARG, "divisibleby 0");
-        int64_t r = in->u.i % d;
-        *res = name[0] == 'o' ? r != 0 : r == 0;
+        /* value % 2 == 1, value % 2 == 0, value % num == 0, with Python's '%' (bools and floats alike) */
+        jv *two = jv_int(2), *rem = NULL;
+        if (name[0] == 'd' && !a0) { jv_unref(two); return jerr(c, at, VC_ERR_ARG, "test 'divisibleby' needs an argument"); }
+        vc_status st = jinja_binop(c, at, OP_MOD, in, name[0] == 'd' ? a0 : two, &rem);
+        jv_unref(two);
+        if (st) return st;
+        *res = jv_equal(rem, name[0] == 'o' ? &jv_true_v : &jv_false_v);
+        jv_unref(rem);
     } else if (!strcmp(name, "sameas")) {
         if (!a0) return jerr(c, at, VC_ERR_ARG, "test 'sameas' needs an argument");
         *res = (t == a0->t && (t == JV_NONE || t == JV_UNDEF || (t == JV_BOOL && in->u.b == a0->u.b))) || in == a0;

@@ -42,6 +42,7 @@ static vc_status repeat(jctx *c, const jnode *n, const jv *seq, int64_t times, j
     }
     jv *l = jv_list();
     if (!l) return OOM();
+    l->is_tuple = seq->is_tuple;
     for (int64_t i = 0; i < times; i++)
         for (size_t k = 0; k < unit; k++)
             if (jv_list_push(l, jv_ref(seq->u.list.items[k]))) { jv_unref(l); return OOM(); }
@@ -62,6 +63,7 @@ static vc_status concat(const jv *a, const jv *b, jv **out) {
     jv *l = jv_list();
     if (!l) return OOM();
     const jv *parts[2] = { a, b };
+    l->is_tuple = a->is_tuple;
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < parts[k]->u.list.n; i++)
             if (jv_list_push(l, jv_ref(parts[k]->u.list.items[i]))) { jv_unref(l); return OOM(); }
@@ -69,24 +71,36 @@ static vc_status concat(const jv *a, const jv *b, jv **out) {
     return VC_OK;
 }
 
+/* Python's ints have no bound; a result past 64 bits is refused rather than wrapped */
+static vc_status int_overflow(jctx *c, const jnode *n) {
+    return jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: an integer beyond 64 bits");
+}
+
 static vc_status arith(jctx *c, const jnode *n, int op, jv *a, jv *b, jv **out) {
     if (is_intlike(a) && is_intlike(b) && op != OP_DIV) {
         int64_t x = as_int(a), y = as_int(b), r = 0;
         switch (op) {
-        case OP_ADD: r = (int64_t)((uint64_t)x + (uint64_t)y); break;
-        case OP_SUB: r = (int64_t)((uint64_t)x - (uint64_t)y); break;
-        case OP_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+        case OP_ADD: if (__builtin_add_overflow(x, y, &r)) return int_overflow(c, n); break;
+        case OP_SUB: if (__builtin_sub_overflow(x, y, &r)) return int_overflow(c, n); break;
+        case OP_MUL: if (__builtin_mul_overflow(x, y, &r)) return int_overflow(c, n); break;
         case OP_FLOORDIV: case OP_MOD:
             if (!y) return jerr(c, n, VC_ERR_ARG, "integer division or modulo by zero");
-            if (y == -1) { r = op == OP_MOD ? 0 : (int64_t)(0 - (uint64_t)x); break; }
+            if (y == -1) { if (op == OP_FLOORDIV && x == INT64_MIN) return int_overflow(c, n); r = op == OP_MOD ? 0 : -x; break; }
             r = x / y;
             if ((x % y) && ((x < 0) != (y < 0))) r--;
             if (op == OP_MOD) r = x - r * y;
             break;
         case OP_POW:
-            if (y < 0) { *out = jv_float(pow((double)x, (double)y)); return VC_OK; }
+            if (y < 0) {
+                if (!x) return jerr(c, n, VC_ERR_ARG, "0.0 cannot be raised to a negative power");
+                *out = jv_float(pow((double)x, (double)y));
+                return VC_OK;
+            }
             r = 1;
-            for (int64_t i = 0; i < y && i < 64; i++) r = (int64_t)((uint64_t)r * (uint64_t)x);
+            for (int64_t i = 0; i < y; i++) {  /* |x| >= 2 overflows within 64 steps; 0, 1 and -1 stay put */
+                if (__builtin_mul_overflow(r, x, &r)) return int_overflow(c, n);
+                if (x >= -1 && x <= 1 && i >= 1) { r = x == -1 ? ((y & 1) ? -1 : 1) : x; break; }
+            }
             break;
         }
         *out = jv_int(r);
@@ -100,7 +114,12 @@ static vc_status arith(jctx *c, const jnode *n, int op, jv *a, jv *b, jv **out) 
     case OP_DIV: if (y == 0) return jerr(c, n, VC_ERR_ARG, "division by zero"); r = x / y; break;
     case OP_FLOORDIV: if (y == 0) return jerr(c, n, VC_ERR_ARG, "float floor division by zero"); r = floor(x / y); break;
     case OP_MOD: if (y == 0) return jerr(c, n, VC_ERR_ARG, "float modulo"); r = x - floor(x / y) * y; break;
-    case OP_POW: r = pow(x, y); break;
+    case OP_POW:
+        if (x == 0 && y < 0) return jerr(c, n, VC_ERR_ARG, "0.0 cannot be raised to a negative power");
+        if (x < 0 && y != floor(y) && isfinite(y)) return jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: a complex power");
+        r = pow(x, y);
+        if (isinf(r) && isfinite(x) && isfinite(y)) return jerr(c, n, VC_ERR_ARG, "(34, 'Numerical result out of range')");
+        break;
     }
     *out = jv_float(r);
     return VC_OK;
@@ -118,11 +137,11 @@ vc_status jinja_binop(jctx *c, const jnode *n, int op, jv *a, jv *b, jv **out) {
         return VC_OK;
     }
     if (is_num(a) && is_num(b)) return arith(c, n, op, a, b, out);
-    if (op == OP_ADD && a->t == b->t && (a->t == JV_STR || a->t == JV_LIST)) return concat(a, b, out);
+    if (op == OP_ADD && a->t == b->t && (a->t == JV_STR || (a->t == JV_LIST && a->is_tuple == b->is_tuple)))
+        return concat(a, b, out);
     if (op == OP_MUL && (a->t == JV_STR || a->t == JV_LIST) && is_intlike(b)) return repeat(c, n, a, as_int(b), out);
     if (op == OP_MUL && (b->t == JV_STR || b->t == JV_LIST) && is_intlike(a)) return repeat(c, n, b, as_int(a), out);
-    if (op == OP_MOD && a->t == JV_STR)
-        return jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: printf-style string formatting with '%%'");
+    if (op == OP_MOD && a->t == JV_STR) return jinja_printf(c, n, a, b, out);
     return type_error(c, n, op, a, b);
 }
 
@@ -140,7 +159,7 @@ static vc_status order(jctx *c, const jnode *n, int op, const jv *a, const jv *b
         return VC_OK;
     }
     if (a->t == JV_STR && b->t == JV_STR) { *cmp = str_cmp(a, b); return VC_OK; }
-    if (a->t == JV_LIST && b->t == JV_LIST) {
+    if (a->t == JV_LIST && b->t == JV_LIST && a->is_tuple == b->is_tuple) {
         for (size_t i = 0; i < a->u.list.n && i < b->u.list.n; i++) {
             if (jv_equal(a->u.list.items[i], b->u.list.items[i])) continue;
             return order(c, n, op, a->u.list.items[i], b->u.list.items[i], cmp);
@@ -167,7 +186,12 @@ vc_status jinja_contains(jctx *c, const jnode *n, const jv *hay, const jv *needl
         for (size_t i = 0; i < hay->u.list.n && !*res; i++) *res = jv_equal(hay->u.list.items[i], needle);
         return VC_OK;
     }
-    if (hay->t == JV_DICT) { *res = jv_dict_getv(hay, needle) != NULL; return VC_OK; }
+    if (hay->t == JV_DICT) {
+        if (needle->t == JV_DICT || (needle->t == JV_LIST && !needle->is_tuple))
+            return jerr(c, n, VC_ERR_ARG, "unhashable type: '%s'", jv_type_name(needle));
+        *res = jv_dict_getv(hay, needle) != NULL;
+        return VC_OK;
+    }
     if (hay->t == JV_UNDEF) return VC_OK;  /* iterating Undefined yields nothing */
     return jerr(c, n, VC_ERR_ARG, "argument of type '%s' is not iterable", jv_type_name(hay));
 }
@@ -212,6 +236,7 @@ static const char *const STR_METHODS[] = { "startswith", "endswith", "split", "r
     "upper", "lower", "replace", "title", "capitalize", "find", "rfind", "count", "join", "isdigit", "isalpha",
     "isspace", "isalnum", "isupper", "islower", "splitlines", NULL };
 static const char *const DICT_METHODS[] = { "items", "keys", "values", "get", NULL };
+static const char *const LIST_METHODS[] = { "count", "index", NULL };
 static const char *const UNSAFE_METHODS[] = { "append", "extend", "insert", "pop", "remove", "clear", "sort",
     "reverse", "update", "setdefault", "popitem", "add", "discard", NULL };
 
@@ -249,6 +274,7 @@ vc_status jinja_getattr(jctx *c, const jnode *at, jv *obj, const char *name, jv 
     const char *m = NULL;
     if (obj->t == JV_DICT && (m = find_name(DICT_METHODS, name))) return bound(obj, m, out);
     if (obj->t == JV_STR && (m = find_name(STR_METHODS, name))) return bound(obj, m, out);
+    if (obj->t == JV_LIST && (m = find_name(LIST_METHODS, name))) return bound(obj, m, out);
     if (obj->t == JV_DICT || obj->t == JV_NS) {
         jv *v = jv_dict_get(obj, name);
         if (v) { *out = jv_ref(v); return VC_OK; }
@@ -272,7 +298,9 @@ jv *jinja_arg(jv **args, char **kw, int n, int pos, const char *kwname) {
     return NULL;
 }
 
-typedef enum { CASE_UPPER, CASE_LOWER, CASE_CAPITALIZE, CASE_TITLE } case_mode;
+/* CASE_TITLE is Jinja's title filter (words begin after whitespace and -({[<), CASE_PYTITLE Python's str.title (a
+ * cased character after an uncased one is titlecased, after a cased one lowercased: "{'a'" -> "{'A'", "1st" -> "1St") */
+typedef enum { CASE_UPPER, CASE_LOWER, CASE_CAPITALIZE, CASE_TITLE, CASE_PYTITLE } case_mode;
 
 /* Python's str.islower / isupper (the lower / upper tests, the methods): at least one cased character (a letter of
  * category Lu, Ll or Lt), and none of the other case (titlecase counts as neither) */
@@ -306,7 +334,11 @@ vc_status jinja_str_case(const jv *s, int mode, jv **out) {
         if (mode == CASE_UPPER) r = utf8proc_toupper(cp);
         else if (mode == CASE_LOWER) r = utf8proc_tolower(cp);
         else if (mode == CASE_CAPITALIZE) r = first ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
-        else {
+        else if (mode == CASE_PYTITLE) {
+            utf8proc_category_t g = utf8proc_category(cp);
+            r = word_start ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
+            word_start = !(g == UTF8PROC_CATEGORY_LU || g == UTF8PROC_CATEGORY_LL || g == UTF8PROC_CATEGORY_LT);
+        } else {
             /* Jinja's title filter: words begin after whitespace, '-', '(', '{', '[', '<' */
             int sep = cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '-' || cp == '(' || cp == '{' ||
                       cp == '[' || cp == '<' || cp == '\v' || cp == '\f';
@@ -487,7 +519,7 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
     if (!strcmp(m, "rstrip")) return jinja_strip(s, a0, 0, 1, out);
     if (!strcmp(m, "upper")) return jinja_str_case(s, CASE_UPPER, out);
     if (!strcmp(m, "lower")) return jinja_str_case(s, CASE_LOWER, out);
-    if (!strcmp(m, "title")) return jinja_str_case(s, CASE_TITLE, out);
+    if (!strcmp(m, "title")) return jinja_str_case(s, CASE_PYTITLE, out);
     if (!strcmp(m, "capitalize")) return jinja_str_case(s, CASE_CAPITALIZE, out);
     if (!strcmp(m, "replace")) {
         jv *cnt = jinja_arg(args, kw, n, 2, "count");
@@ -588,5 +620,10 @@ vc_status jinja_call_builtin(jctx *c, const jnode *at, jv *fn, jv **args, char *
     jv *self = fn->u.fn.self;
     if (!self) return jinja_call_global(c, at, fn->u.fn.name, args, kw, n, out);
     if (self->t == JV_STR) return str_method(c, at, fn->u.fn.name, self, args, kw, n, out);
+    if (self->t == JV_LIST) {
+        for (int i = 0; i < n; i++)
+            if (kw && kw[i]) return jerr(c, at, VC_ERR_ARG, "%s() takes no keyword arguments", fn->u.fn.name);
+        return jinja_list_method(c, at, fn->u.fn.name, self, args, n, out);
+    }
     return dict_method(c, at, fn->u.fn.name, self, args, kw, n, out);
 }

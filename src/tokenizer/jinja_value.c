@@ -166,7 +166,7 @@ int jv_equal(const jv *a, const jv *b) {
         }
         return jv_num(a) == jv_num(b);
     }
-    if (a->t != b->t) return 0;
+    if (a->t != b->t || (a->t == JV_LIST && a->is_tuple != b->is_tuple)) return 0;  /* (1, 2) != [1, 2] */
     switch (a->t) {
     case JV_UNDEF: case JV_NONE: return 1;
     case JV_STR:

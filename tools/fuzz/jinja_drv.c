@@ -22,5 +22,7 @@ int main(void) {
         vc_chat_template_free(tm);
         cJSON_Delete(j);
     }
+    cJSON_Delete(vars);
+    cJSON_Delete(msgs);
     return 0;
 }
