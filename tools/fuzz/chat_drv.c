@@ -1,5 +1,5 @@
 /* verlc's side of tools/fuzz/diff_chat.py: loads the chat templates named on the command line (a tokenizer folder, or
- * a .jinja file rendered with bos <s> and eos </s>), then reads lines "template index<TAB>add_generation_prompt<TAB>
+ * a .jinja file rendered with bos <s> and eos </s>; up to 1,024; one that fails to load renders ERR), then reads lines "template index<TAB>add_generation_prompt<TAB>
  * enable_thinking (-1: not passed)<TAB>JSON hex ({"messages": [...], "tools": [...]})" and prints the rendering in hex,
  * or ERR. */
 #include "drv_util.h"
@@ -25,9 +25,9 @@ static vc_chat_template *load(const char *path) {
 }
 
 int main(int argc, char **argv) {
-    vc_chat_template *tm[16] = { 0 };
-    for (int i = 1; i < argc && i <= 16; i++)
-        if (!(tm[i - 1] = load(argv[i]))) return 2;
+    static vc_chat_template *tm[1024];
+    if (argc - 1 > 1024) return 2;
+    for (int i = 1; i < argc; i++) tm[i - 1] = load(argv[i]);
     static char line[1 << 20];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
         cJSON *j = NULL;
         if (vc_json_parse(js, strlen(js), "line", &j)) j = NULL; /* (numbers written as floats stay floats) */
         vc_chat_opts o = { gen, think, cJSON_GetObjectItem(j, "tools"), NULL };
-        if (j && ti >= 0 && ti < argc - 1 && !vc_chat_template_render(tm[ti], cJSON_GetObjectItem(j, "messages"), &o, &out)) {
+        if (j && ti >= 0 && ti < argc - 1 && tm[ti] && !vc_chat_template_render(tm[ti], cJSON_GetObjectItem(j, "messages"), &o, &out)) {
             for (const unsigned char *p = (const unsigned char *)out; *p; p++) printf("%02x", *p);
             printf("\n");
         } else printf("ERR\n");
@@ -45,5 +45,6 @@ int main(int argc, char **argv) {
         free(js);
         cJSON_Delete(j);
     }
+    for (int i = 0; i < argc - 1; i++) vc_chat_template_free(tm[i]);
     return 0;
 }

@@ -7,8 +7,11 @@ does, then the JSON).
 
 usage: diff_chat.py CORPUS_DIR|--random N [OUT.json]     (from the repository root; $VERLC_SHARED, default ../shared;
 needs jinja2 and build/libverlc.a). --random N: N message lists drawn at random instead (roles, text with the
-templates' own markers, content lists, tool calls with object or string arguments, reasoning_content, tools; seed 7).
-Prints how many renderings differ (a text against a text, or one side failing alone)."""
+templates' own markers, content lists, tool calls with object or string arguments, reasoning_content, tools; seed 7),
+each template taking every len(templates)-th. With $VC_CHAT_TEMPLATES=DIR the templates are DIR's *.jinja files (e.g. a
+corpus of models' templates; rendered with bos <s> and eos </s>) instead of the fixtures'; one that verlc cannot load
+renders as a failure on its side. Prints how many renderings differ (a text against a text, or one side failing alone),
+and with --random how many per template."""
 import datetime, glob, json, os, random, subprocess, sys
 
 import jinja2
@@ -19,6 +22,8 @@ sh = os.environ.get("VERLC_SHARED", "../shared")
 TEMPLATES = [f"{sh}/fixtures/tokenizers/qwen3", f"{sh}/fixtures/tokenizers/llama3", f"{sh}/fixtures/tokenizers/deepseek_v3",
              "tests/fixtures/spm_slow/chatglm3", "tests/fixtures/vision/glm4v/chat_template.jinja",
              "tests/fixtures/vision/dataset/chat_template_tools.jinja"]
+if os.environ.get("VC_CHAT_TEMPLATES"):
+    TEMPLATES = sorted(glob.glob(os.path.join(os.environ["VC_CHAT_TEMPLATES"], "*.jinja")))
 drv = "/tmp/vc_chat_drv"
 link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
                       check=True).stdout.strip().split("\n")[-1]
@@ -46,7 +51,11 @@ def token(v):
 
 def load(path):
     if path.endswith(".jinja"):
-        return env.from_string(open(path).read()), {"bos_token": "<s>", "eos_token": "</s>"}
+        try:
+            return env.from_string(open(path).read()), {"bos_token": "<s>", "eos_token": "</s>"}
+        except Exception as e:  # Jinja2 cannot compile it either: every rendering fails on its side
+            print(f"{path}: Jinja2: {e}", file=sys.stderr)
+            return None, {}
     cfg = json.load(open(os.path.join(path, "tokenizer_config.json")))
     t = cfg.get("chat_template")
     if isinstance(t, list):
@@ -96,19 +105,40 @@ def message():
     return m
 
 
+def conversation():
+    """a well-formed one (most templates refuse others): an optional system message, then user and assistant turns
+    alternating, an assistant's tool calls answered by tool messages"""
+    msgs = [dict(message(), role="system")] if R.random() < 0.4 else []
+    for t in range(R.randint(1, 3)):
+        msgs.append(dict(message(), role="user"))
+        if t or R.random() < 0.7:
+            a = message()
+            a["role"] = "assistant"
+            msgs.append(a)
+            for _ in a.get("tool_calls", []):
+                msgs.append({"role": "tool", "content": rtext()})
+    if msgs[-1]["role"] != "user" and R.random() < 0.5:
+        msgs.append(dict(message(), role="user"))
+    for m in msgs:  # text content mostly, as chat data has it
+        if m["role"] != "assistant" and not isinstance(m.get("content"), str) and R.random() < 0.8:
+            m["content"] = rtext()
+    return msgs
+
+
 def random_cases(n):
     for i in range(n):
-        msgs = [message() for _ in range(R.randint(0, 5))]
+        msgs = conversation() if R.random() < 0.6 else [message() for _ in range(R.randint(0, 5))]
         obj = {"messages": msgs}
         if R.random() < 0.3:
             obj["tools"] = [{"type": "function", "function": {"name": "calc", "description": rtext(), "parameters": {
                 "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}}]
-        yield f"random#{i}", bytes([R.randrange(256)]) + json.dumps(obj, ensure_ascii=False).encode()
+        yield f"random#{i}", bytes([R.randrange(256)]) + json.dumps(obj, ensure_ascii=False).encode(), i % len(TEMPLATES)
 
 
 def corpus(d):
     for f in sorted(glob.glob(os.path.join(d, "*"))):
-        yield f, open(f, "rb").read()
+        b = open(f, "rb").read()
+        yield f, b, (b[0] >> 3) % len(TEMPLATES) if b else 0
 
 
 refs, lines = [], []
@@ -116,7 +146,7 @@ cases = random_cases(int(sys.argv[2])) if sys.argv[1] == "--random" else corpus(
 out_json = sys.argv[3] if sys.argv[1] == "--random" and len(sys.argv) > 3 else None
 if sys.argv[1] != "--random" and len(sys.argv) > 2:
     out_json = sys.argv[2]
-for f, b in cases:
+for f, b, ti in cases:
     if not b:
         continue
     try:  # cJSON takes the first value and ignores what follows; both sides then get the same value
@@ -128,14 +158,14 @@ for f, b in cases:
     msgs = j.get("messages") if isinstance(j, dict) else j
     if msgs is None:
         continue
-    ti, gen, think = (b[0] >> 3) % len(TEMPLATES), b[0] & 1, (b[0] >> 1) % 3 - 1
+    gen, think = b[0] & 1, (b[0] >> 1) % 3 - 1
     kw = dict(tm[ti][1], messages=msgs, add_generation_prompt=bool(gen))
     if isinstance(j, dict) and j.get("tools") is not None:
         kw["tools"] = j["tools"]
     if think >= 0:
         kw["enable_thinking"] = bool(think)
     try:
-        r = tm[ti][0].render(**kw)
+        r = tm[ti][0].render(**kw) if tm[ti][0] else None
     except Exception:
         r = None
     refs.append((f, ti, r))
@@ -150,6 +180,12 @@ for (f, ti, r), o in zip(refs, out):
         bad.append([f, TEMPLATES[ti], r, ours])
 failed = sum(r is None for _, _, r in refs)
 print(f"{len(refs)} renderings ({failed} raising in Jinja2), {len(bad)} differ")
+if sys.argv[1] == "--random" and bad:
+    per = {}
+    for _, t, _, _ in bad:
+        per[t] = per.get(t, 0) + 1
+    for t, k in sorted(per.items(), key=lambda x: -x[1]):
+        print(f"  {k:5d}  {t}")
 if out_json:
     json.dump(bad, open(out_json, "w"), ensure_ascii=False, indent=0)
 sys.exit(1 if bad else 0)
