@@ -17,6 +17,7 @@ struct jv {
     jv_type t;
     int rc;          /* < 0: immortal */
     int is_tuple;    /* JV_LIST that prints as a tuple */
+    int is_safe;     /* JV_STR that is a Markup (safe and escape give one): `+` escapes a plain string joined to it */
     union {
         int b;
         int64_t i;
@@ -24,8 +25,8 @@ struct jv {
         struct { char *s; size_t len; } str;
         struct { jv **items; size_t n, cap; } list;   /* JV_LIST */
         struct { jv **keys, **vals; size_t n, cap; } dict; /* JV_DICT, JV_NS */
-        struct { int id; jv *self; const char *name; } fn;   /* builtin function or bound method */
-        struct { const struct jnode *node; } macro;
+        struct { int id; jv *self; const char *name; } fn;   /* builtin function or bound method (id: JINJA_FN_*) */
+        struct { const struct jnode *node; struct jframe *scope; } macro; /* scope: a caller's; NULL: the globals */
     } u;
     char *hint;      /* JV_UNDEF: what was looked up, for error messages */
 };
@@ -84,7 +85,8 @@ void jinja_linecol(const char *src, int pos, int *line, int *col);
 typedef enum {
     E_LIT, E_NAME, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER, E_TEST, E_NEG, E_POS, E_NOT,
     E_BIN, E_CMP, E_AND, E_OR, E_COND, E_LIST, E_TUPLE, E_DICT, E_REF,
-    S_BODY, S_TEXT, S_OUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_MACRO, S_BREAK, S_CONTINUE
+    S_BODY, S_TEXT, S_OUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_MACRO, S_BREAK, S_CONTINUE,
+    S_CALLBLOCK, S_FILTERBLOCK, S_WITH
 } jkind;
 typedef struct jnode jnode;
 struct jnode {
@@ -99,6 +101,12 @@ struct jnode {
     char **names;      /* keyword names parallel to v (NULL = positional); targets; params */
     int n, cap, nnames;
 };
+enum { JINJA_FN_CYCLE = 1, JINJA_FN_CHANGED };  /* loop.cycle, loop.changed */
+/* S_MACRO / S_CALLBLOCK (op): which of the special names its body reads, as Jinja decides whether a macro takes extra
+ * positional arguments (varargs), extra keyword arguments (kwargs) and a call block (caller) */
+enum { USES_VARARGS = 1, USES_KWARGS = 2, USES_CALLER = 4 };
+/* S_FILTERBLOCK: its filter chain's input, the rendered body, is bound to this name (no identifier can be it) */
+#define JINJA_FILTER_INPUT "\x01filter"
 enum { OP_ADD = 1, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_CONCAT,
        OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN };
 vc_status jinja_parse(const char *src, jnode **out);   /* src must be normalized */
@@ -145,6 +153,20 @@ static inline int jinja_over(void) { return jinja_meter && *jinja_meter > JINJA_
 vc_status jerr(const jctx *c, const jnode *n, vc_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 vc_status jinja_render(const char *src, const jnode *root, jframe *globals, jbuf *out);
+typedef struct jrun {
+    jctx *c;
+    jframe *f;
+    int loops;          /* enclosing for-loops in the current macro/template body */
+} jrun;
+vc_status jinja_exec_body(jrun *r, const jnode *n, jbuf *out);
+jframe *jinja_frame(void);          /* the frame of the statement being executed (per render thread) */
+void jinja_set_frame(jframe *f);
+jv *jframe_get_local(const jframe *f, const char *name);  /* in f itself, not its parents; borrowed or NULL */
+vc_status jinja_eval_args(jctx *c, const jnode *n, jv ***args, char ***kw, int *nargs);
+void jinja_args_free(jv **args, char **kw, int n);
+vc_status jinja_exec_callblock(jrun *r, const jnode *n, jbuf *out);
+vc_status jinja_exec_filterblock(jrun *r, const jnode *n, jbuf *out);
+vc_status jinja_exec_with(jrun *r, const jnode *n, jbuf *out);
 vc_status jframe_set(jframe *f, const char *name, jv *v); /* steals v */
 jv *jframe_get(const jframe *f, const char *name);        /* borrowed or NULL */
 void jframe_clear(jframe *f);
@@ -170,5 +192,13 @@ vc_status jinja_attr_path(jctx *c, const jnode *at, jv *item, const jv *path, jv
 vc_status jinja_seq_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **args, char **kw, int n, jv **out,
                            int *handled);
 vc_status jinja_list_method(jctx *c, const jnode *at, const char *m, jv *l, jv **args, int n, jv **out);
+const char *jinja_str_method2_name(const char *name);  /* the static name of a jinja_strmeth.c method, or NULL */
+vc_status jinja_str_method2(jctx *c, const jnode *at, const char *m, jv *s, jv **args, char **kw, int n, jv **out);
+int jinja_py_case(int32_t cp);  /* 2: Unicode's Lowercase, 1: Uppercase, 0: neither */
+vc_status jinja_str_pad(jctx *c, const jnode *at, const char *m, const jv *s, jv *width, jv *fill, jv **out);
+vc_status jinja_ascii_escape(jbuf *t);
+vc_status jinja_html_escape(const jv *s, jv **out);
+void jinja_html_escape_into(jbuf *b, const char *s, size_t n);  /* Markup.escape: & < > " ' as entities, a Markup; one as it is */  /* repr's text to ascii()'s: non-ASCII characters as \xNN, \uNNNN, \UNNNNNNNN */
+vc_status jinja_str_format(jctx *c, const jnode *at, const jv *s, jv **args, char **kw, int n, jv **out);
 vc_status jinja_printf(jctx *c, const jnode *at, const jv *fmt, jv *arg, jv **out);  /* str % arg */
 #endif

@@ -7,13 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    jctx *c;
-    jframe *f;
-    int loops;          /* enclosing for-loops in the current macro/template body */
-} jrun;
-
 static __thread jframe *t_cur;  /* frame of the statement being executed (per render thread) */
+jframe *jinja_frame(void) { return t_cur; }
+void jinja_set_frame(jframe *f) { t_cur = f; }
 
 vc_status jerr(const jctx *c, const jnode *n, vc_status st, const char *fmt, ...) {
     char msg[512];
@@ -46,6 +42,12 @@ vc_status jframe_set(jframe *f, const char *name, jv *v) {
     return VC_OK;
 }
 
+jv *jframe_get_local(const jframe *f, const char *name) {
+    for (int i = f->n - 1; i >= 0; i--)
+        if (!strcmp(f->names[i], name)) return f->vals[i];
+    return NULL;
+}
+
 jv *jframe_get(const jframe *f, const char *name) {
     for (; f; f = f->parent)
         for (int i = f->n - 1; i >= 0; i--)
@@ -76,22 +78,6 @@ vc_status jinja_undef_error(jctx *c, const jnode *n, const jv *v) {
 }
 
 /* ---- expressions ---- */
-static vc_status eval_list(jctx *c, const jnode *n, jv ***vals) {
-    *vals = calloc(n->n ? n->n : 1, sizeof **vals);
-    if (!*vals) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
-    for (int i = 0; i < n->n; i++) {
-        vc_status st = jinja_eval(c, n->v[i], &(*vals)[i]);
-        if (st) return st;
-    }
-    return VC_OK;
-}
-
-static void free_list(jv **vals, int n) {
-    if (!vals) return;
-    for (int i = 0; i < n; i++) jv_unref(vals[i]);
-    free(vals);
-}
-
 static int64_t norm_index(int64_t i, int64_t len) { return i < 0 ? i + len : i; }
 
 static int is_index(const jv *v) { return v && (v->t == JV_INT || v->t == JV_BOOL); }
@@ -205,27 +191,31 @@ static vc_status get_item(jctx *c, const jnode *n, jv *obj, jv *key, jv **out) {
 
 static vc_status eval_call(jctx *c, const jnode *n, jv **out) {
     jv *fn = NULL, **args = NULL;
+    char **kw = NULL;
+    int nargs = 0;
     vc_status st = jinja_eval(c, n->a, &fn);
-    if (!st) st = eval_list(c, n, &args);
-    if (!st) st = jinja_call_value(c, n, fn, args, n->names, n->n, out);
-    free_list(args, n->n);
+    if (!st) st = jinja_eval_args(c, n, &args, &kw, &nargs);
+    if (!st) st = jinja_call_value(c, n, fn, args, kw, nargs, out);
+    if (args) jinja_args_free(args, kw, nargs);
     jv_unref(fn);
     return st;
 }
 
 static vc_status eval_filter_or_test(jctx *c, const jnode *n, jv **out) {
     jv *in = NULL, **args = NULL;
+    char **kw = NULL;
+    int nargs = 0;
     vc_status st = jinja_eval(c, n->a, &in);
-    if (!st) st = eval_list(c, n, &args);
-    if (!st && n->k == E_FILTER) st = jinja_filter(c, n, n->str, in, args, n->names, n->n, out);
+    if (!st) st = jinja_eval_args(c, n, &args, &kw, &nargs);
+    if (!st && n->k == E_FILTER) st = jinja_filter(c, n, n->str, in, args, kw, nargs, out);
     else if (!st) {
-        for (int i = 0; i < n->n && !st; i++)
-            if (n->names[i]) st = jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: keyword argument to test '%s'", n->str);
+        for (int i = 0; i < nargs && !st; i++)
+            if (kw && kw[i]) st = jerr(c, n, VC_ERR_UNSUPPORTED, "unsupported construct: keyword argument to test '%s'", n->str);
         int r = 0;
-        if (!st) st = jinja_test(c, n, n->str, in, args, n->n, &r);
+        if (!st) st = jinja_test(c, n, n->str, in, args, nargs, &r);
         if (!st) *out = jv_bool(n->op ? !r : r);
     }
-    free_list(args, n->n);
+    if (args) jinja_args_free(args, kw, nargs);
     jv_unref(in);
     return st;
 }
@@ -342,7 +332,7 @@ vc_status jinja_eval(jctx *c, const jnode *n, jv **out) {
 /* ---- statements ---- */
 static vc_status exec(jrun *r, const jnode *n, jbuf *out);
 
-static vc_status exec_body(jrun *r, const jnode *n, jbuf *out) {
+vc_status jinja_exec_body(jrun *r, const jnode *n, jbuf *out) {
     for (int i = 0; i < n->n; i++) {
         vc_status st = exec(r, n->v[i], out);
         if (st) return st;
@@ -366,7 +356,19 @@ static vc_status bind_targets(jctx *c, const jnode *n, jframe *f, jv *v) {
 
 vc_status jinja_iterate(jctx *c, const jnode *n, jv *v, jv **list); /* builtins: value -> list of items */
 
-static vc_status loop_info(jv *items, size_t i, size_t len, jv **out) {
+/* loop.cycle(...) (self: the index) and loop.changed(...) (self: the loop's one-item list of the last value) */
+static jv *loop_method(int id, const char *name, jv *self) {
+    jv *f = self ? calloc(1, sizeof *f) : NULL;
+    if (!f) { jv_unref(self); return NULL; }
+    f->t = JV_FUNC;
+    f->rc = 1;
+    f->u.fn.id = id;
+    f->u.fn.self = self;
+    f->u.fn.name = name;
+    return f;
+}
+
+static vc_status loop_info(jv *items, size_t i, size_t len, jv *changed, jv **out) {
     jv *d = jv_dict();
     if (!d) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
     struct { const char *k; jv *v; } kv[] = {
@@ -376,10 +378,13 @@ static vc_status loop_info(jv *items, size_t i, size_t len, jv **out) {
         { "depth", jv_int(1) }, { "depth0", jv_int(0) },
         { "previtem", i > 0 ? jv_ref(items->u.list.items[i - 1]) : NULL },
         { "nextitem", i + 1 < len ? jv_ref(items->u.list.items[i + 1]) : NULL },
+        { "cycle", loop_method(JINJA_FN_CYCLE, "cycle", jv_int((int64_t)i)) },
+        { "changed", loop_method(JINJA_FN_CHANGED, "changed", jv_ref(changed)) },
     };
     vc_status st = VC_OK;
     for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++) {
-        if (!kv[k].v && k >= 9) continue;
+        if (!kv[k].v && (k == 9 || k == 10)) continue;  /* no previtem / nextitem */
+        if (!kv[k].v) st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
         if (!st) st = jv_dict_set(d, jv_cstr(kv[k].k), kv[k].v);
         else jv_unref(kv[k].v);
     }
@@ -416,6 +421,8 @@ static vc_status exec_for(jrun *r, const jnode *n, jbuf *out) {
         kept = NULL;
     }
     size_t len = items->u.list.n;
+    jv *changed = jv_list();  /* loop.changed's last value, kept across the iterations */
+    if (!changed) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto out; }
     r->loops++;
     for (size_t i = 0; i < len && !st; i++) {
         jframe f = { .parent = saved };
@@ -423,17 +430,18 @@ static vc_status exec_for(jrun *r, const jnode *n, jbuf *out) {
         t_cur = &f;
         jinja_work(7);   /* an iteration costs about as much as several expression nodes */
         st = step(c, n);
-        if (!st) st = loop_info(items, i, len, &loop);
+        if (!st) st = loop_info(items, i, len, changed, &loop);
         if (!st) st = jframe_set(&f, "loop", loop);
         if (!st) st = bind_targets(c, n, &f, items->u.list.items[i]);
-        if (!st) st = exec_body(r, n->c, out);
+        if (!st) st = jinja_exec_body(r, n->c, out);
         jframe_clear(&f);
         t_cur = saved;
         if (c->loop_ctl == 1) { c->loop_ctl = 0; break; }
         c->loop_ctl = 0;
     }
     r->loops--;
-    if (!st && len == 0 && n->d) st = exec_body(r, n->d, out);
+    jv_unref(changed);
+    if (!st && len == 0 && n->d) st = jinja_exec_body(r, n->d, out);
 out:
     jv_unref(it);
     jv_unref(items);
@@ -471,7 +479,7 @@ static vc_status exec_set(jrun *r, const jnode *n) {
 static vc_status exec_setblock(jrun *r, const jnode *n) {
     jbuf b = { 0 };
     jbuf_put(&b, "", 0);
-    vc_status st = exec_body(r, n->b, &b);
+    vc_status st = jinja_exec_body(r, n->b, &b);
     if (!st && b.oom) st = jerr(r->c, n, VC_ERR_NOMEM, "output exceeds the size limit");
     if (st) { free(b.p); return st; }
     return jframe_set(t_cur, n->names[0], jv_str_take(b.p, b.n));
@@ -482,7 +490,7 @@ static vc_status exec(jrun *r, const jnode *n, jbuf *out) {
     vc_status st = step(c, n);
     if (st) return st;
     switch (n->k) {
-    case S_BODY: return exec_body(r, n, out);
+    case S_BODY: return jinja_exec_body(r, n, out);
     case S_TEXT: jbuf_put(out, n->str, n->len); break;
     case S_OUT: {
         jv *v = NULL;
@@ -504,6 +512,9 @@ static vc_status exec(jrun *r, const jnode *n, jbuf *out) {
     case S_FOR: return exec_for(r, n, out);
     case S_SET: return exec_set(r, n);
     case S_SETBLOCK: return exec_setblock(r, n);
+    case S_CALLBLOCK: st = jinja_exec_callblock(r, n, out); if (st) return st; break;
+    case S_FILTERBLOCK: st = jinja_exec_filterblock(r, n, out); if (st) return st; break;
+    case S_WITH: st = jinja_exec_with(r, n, out); if (st) return st; break;
     case S_MACRO: {
         jv *m = calloc(1, sizeof *m);
         if (!m) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
@@ -523,54 +534,6 @@ static vc_status exec(jrun *r, const jnode *n, jbuf *out) {
     return VC_OK;
 }
 
-static vc_status call_macro(jctx *c, const jnode *at, const jnode *m, jv **args, char **kw, int n, jv **out) {
-    if (c->depth > JINJA_MAX_DEPTH / 2) return jerr(c, at, VC_ERR_ARG, "macro calls nested too deeply");
-    jframe f = { .parent = c->root };
-    jframe *saved = t_cur;
-    vc_status st = VC_OK;
-    int npos = 0;
-    for (int i = 0; i < n; i++) if (!kw || !kw[i]) npos++;
-    if (npos > m->n) return jerr(c, at, VC_ERR_ARG, "macro '%s' takes not more than %d argument(s)", m->str, m->n);
-    t_cur = &f;
-    for (int p = 0, pi = 0; p < m->n && !st; p++) {
-        jv *v = NULL;
-        if (p < npos) {
-            while (kw && kw[pi]) pi++;
-            v = jv_ref(args[pi++]);
-        }
-        for (int i = 0; i < n && !v; i++) if (kw && kw[i] && !strcmp(kw[i], m->names[p])) v = jv_ref(args[i]);
-        if (!v && m->v[p]) st = jinja_eval(c, m->v[p], &v);
-        if (!v && !st) v = jv_undef("parameter '%s' was not provided", m->names[p]);
-        if (!st) st = jframe_set(&f, m->names[p], v);
-    }
-    for (int i = 0; i < n && !st; i++) {
-        if (!kw || !kw[i]) continue;
-        int found = 0;
-        for (int p = 0; p < m->n; p++) found |= !strcmp(kw[i], m->names[p]);
-        if (!found) st = jerr(c, at, VC_ERR_ARG, "macro '%s' takes no keyword argument '%s'", m->str, kw[i]);
-    }
-    jbuf b = { 0 };
-    jbuf_put(&b, "", 0);
-    jrun r = { .c = c, .f = &f };
-    c->depth++;
-    if (!st) st = exec_body(&r, m->c, &b);
-    c->depth--;
-    c->loop_ctl = 0;
-    t_cur = saved;
-    jframe_clear(&f);
-    if (!st && b.oom) st = jerr(c, at, VC_ERR_NOMEM, "output exceeds the size limit");
-    if (st) { free(b.p); return st; }
-    *out = jv_str_take(b.p, b.n);
-    return VC_OK;
-}
-
-vc_status jinja_call_value(jctx *c, const jnode *at, jv *fn, jv **args, char **kw, int n, jv **out) {
-    if (fn->t == JV_MACRO) return call_macro(c, at, fn->u.macro.node, args, kw, n, out);
-    if (fn->t == JV_FUNC) return jinja_call_builtin(c, at, fn, args, kw, n, out);
-    if (fn->t == JV_UNDEF) return jinja_undef_error(c, at, fn);
-    return jerr(c, at, VC_ERR_ARG, "'%s' object is not callable", jv_type_name(fn));
-}
-
 vc_status jinja_render(const char *src, const jnode *root, jframe *globals, jbuf *out) {
     jctx c = { .src = src, .root = globals };
     jrun r = { .c = &c, .f = globals };
@@ -579,7 +542,7 @@ vc_status jinja_render(const char *src, const jnode *root, jframe *globals, jbuf
     t_cur = globals;
     jinja_meter = &c.steps;
     jbuf_put(out, "", 0);
-    vc_status st = exec_body(&r, root, out);
+    vc_status st = jinja_exec_body(&r, root, out);
     if (!st && jinja_over()) st = vc_fail(VC_ERR_ARG, "chat template: " JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
     t_cur = saved;
     jinja_meter = saved_meter;

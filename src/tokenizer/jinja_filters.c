@@ -168,7 +168,10 @@ static vc_status f_join(jctx *c, const jnode *at, jv *in, jv **args, char **kw, 
     return VC_OK;
 }
 
+/* select, reject, selectattr, rejectattr and map yield nothing for a false value (None, '', []) without looking at
+ * their arguments, as Jinja's do: `none|selectattr('type', 'equalto', 'x')|list` is [] */
 static vc_status f_select(jctx *c, const jnode *at, const char *name, jv *in, jv **args, char **kw, int n, jv **out) {
+    if (!jv_truthy(in)) { *out = jv_list(); return *out ? VC_OK : OOM(); }
     int by_attr = strstr(name, "attr") != NULL, keep = name[0] == 's';
     int first = by_attr ? 1 : 0;
     jv *items = NULL, *res = NULL;
@@ -198,6 +201,7 @@ static vc_status f_select(jctx *c, const jnode *at, const char *name, jv *in, jv
 }
 
 static vc_status f_map(jctx *c, const jnode *at, jv *in, jv **args, char **kw, int n, jv **out) {
+    if (!jv_truthy(in)) { *out = jv_list(); return *out ? VC_OK : OOM(); }
     jv *attr = jinja_arg(args, kw, n, -1, "attribute"), *def = jinja_arg(args, kw, n, -1, "default");
     jv *items = NULL, *res = NULL;
     if (!attr && (n < 1 || args[0]->t != JV_STR || (kw && kw[0])))
@@ -300,20 +304,27 @@ static vc_status f_reverse(jctx *c, const jnode *at, jv *in, jv **out) {
     return VC_OK;
 }
 
-static vc_status f_escape(jv *s, jv **out) {
+void jinja_html_escape_into(jbuf *b, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '&') jbuf_puts(b, "&amp;");
+        else if (ch == '<') jbuf_puts(b, "&lt;");
+        else if (ch == '>') jbuf_puts(b, "&gt;");
+        else if (ch == '"') jbuf_puts(b, "&#34;");
+        else if (ch == '\'') jbuf_puts(b, "&#39;");
+        else jbuf_putc(b, ch);
+    }
+}
+
+vc_status jinja_html_escape(const jv *s, jv **out) {
+    if (s->is_safe) { *out = jv_ref((jv *)s); return VC_OK; }
     jbuf b = { 0 };
     jbuf_put(&b, "", 0);
-    for (size_t i = 0; i < s->u.str.len; i++) {
-        char ch = s->u.str.s[i];
-        if (ch == '&') jbuf_puts(&b, "&amp;");
-        else if (ch == '<') jbuf_puts(&b, "&lt;");
-        else if (ch == '>') jbuf_puts(&b, "&gt;");
-        else if (ch == '"') jbuf_puts(&b, "&#34;");
-        else if (ch == '\'') jbuf_puts(&b, "&#39;");
-        else jbuf_putc(&b, ch);
-    }
+    jinja_html_escape_into(&b, s->u.str.s, s->u.str.len);
     if (b.oom) { free(b.p); return OOM(); }
     *out = jv_str_take(b.p, b.n);
+    if (!*out) return OOM();
+    (*out)->is_safe = 1;
     return VC_OK;
 }
 
@@ -412,7 +423,12 @@ vc_status jinja_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **
     /* string filters take str(value); Undefined prints as '' */
     st = jinja_to_str(in, &s);
     if (st) return st;
-    if (!strcmp(name, "string") || !strcmp(name, "safe")) { *out = s; return VC_OK; }
+    if (!strcmp(name, "string")) { *out = s; return VC_OK; }
+    if (!strcmp(name, "safe")) {  /* a Markup of str(value) */
+        if (!s->is_safe) { jv *m = jv_str(s->u.str.s, s->u.str.len); jv_unref(s); s = m; if (!s) return OOM(); s->is_safe = 1; }
+        *out = s;
+        return VC_OK;
+    }
     if (!strcmp(name, "trim")) st = jinja_strip(s, a0 ? a0 : jinja_arg(args, kw, n, -1, "chars"), 1, 1, out);
     else if (!strcmp(name, "upper")) st = jinja_str_case(s, 0, out);
     else if (!strcmp(name, "lower")) st = jinja_str_case(s, 1, out);
@@ -423,7 +439,7 @@ vc_status jinja_filter(jctx *c, const jnode *at, const char *name, jv *in, jv **
         if (!a0 || !a1) st = jerr(c, at, VC_ERR_ARG, "replace filter takes 2 arguments");
         else st = jinja_replace(c, at, s, a0, a1, cnt && cnt->t == JV_INT ? cnt->u.i : -1, out);
     } else if (!strcmp(name, "indent")) st = f_indent(c, at, s, args, kw, n, out);
-    else if (!strcmp(name, "e") || !strcmp(name, "escape")) st = f_escape(s, out);
+    else if (!strcmp(name, "e") || !strcmp(name, "escape")) st = jinja_html_escape(s, out);
     else st = jerr(c, at, VC_ERR_UNSUPPORTED, "unsupported construct: filter '%s'", name);
     jv_unref(s);
     return st;

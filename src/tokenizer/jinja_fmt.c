@@ -11,7 +11,7 @@
 #define OOM() vc_fail(VC_ERR_NOMEM, "chat template: out of memory")
 #define MAX_FIELD 100000  /* widths and precisions beyond this are refused (Python would print them) */
 
-typedef struct { int minus, plus, space, alt, zero; int64_t width, prec; } spec;
+typedef struct { int minus, plus, space, alt, zero, esc; int64_t width, prec; } spec;  /* esc: a Markup's % */
 
 /* `body` (n bytes, `chars` characters) padded to the spec's width: spaces before it (after it with '-') */
 static void put_padded(jbuf *b, const spec *f, const char *body, size_t n, int64_t chars) {
@@ -55,7 +55,7 @@ static void put_float(jbuf *b, const spec *f, double x, char type) {
 }
 
 /* ascii(): repr's text with every non-ASCII character escaped (\xNN, \uNNNN, \UNNNNNNNN) */
-static vc_status ascii_escape(jbuf *t) {
+vc_status jinja_ascii_escape(jbuf *t) {
     jbuf o = { 0 };
     jbuf_put(&o, "", 0);
     const uint8_t *p = (const uint8_t *)t->p;
@@ -84,7 +84,14 @@ static vc_status convert(jctx *c, const jnode *at, jbuf *b, const spec *f, char 
         jbuf t = { 0 };
         jbuf_put(&t, "", 0);
         vc_status st = type == 's' ? jv_write_str(&t, v) : jv_write_repr(&t, v, 0);
-        if (!st && type == 'a') st = ascii_escape(&t);
+        if (!st && type == 'a') st = jinja_ascii_escape(&t);
+        if (!st && f->esc && !(v->t == JV_STR && v->is_safe)) {  /* Markup % value: str / repr of it escaped */
+            jbuf e = { 0 };
+            jbuf_put(&e, "", 0);
+            jinja_html_escape_into(&e, t.p, t.n);
+            free(t.p);
+            t = e;
+        }
         if (!st && t.oom) st = OOM();
         if (st) { free(t.p); return st; }
         size_t n = t.n;
@@ -156,9 +163,9 @@ static vc_status field_num(jctx *c, const jnode *at, const char **p, const char 
 
 /* one %-directive starting after the '%' at *p; `dict` is the mapping argument (or NULL) */
 static vc_status directive(jctx *c, const jnode *at, jbuf *b, const char **p, const char *e, const char *start, jv **vals,
-                           size_t nvals, size_t *next, jv *dict) {
+                           size_t nvals, size_t *next, jv *dict, int esc) {
     jv *v = NULL;
-    spec f = { .prec = -1 };
+    spec f = { .prec = -1, .esc = esc };
     if (*p < e && **p == '%') { (*p)++; jbuf_putc(b, '%'); return VC_OK; }  /* only "%%" is a literal '%' */
     if (*p < e && **p == '(') {  /* %(key): the key up to the matching ')' */
         const char *k0 = ++*p;
@@ -211,7 +218,7 @@ vc_status jinja_printf(jctx *c, const jnode *at, const jv *fmt, jv *arg, jv **ou
         jbuf_put(&b, p, (size_t)((pc ? pc : e) - p));
         if (!pc) break;
         p = pc + 1;
-        st = directive(c, at, &b, &p, e, fmt->u.str.s, vals, nvals, &next, dict);
+        st = directive(c, at, &b, &p, e, fmt->u.str.s, vals, nvals, &next, dict, fmt->is_safe);
         if (!st && jinja_over()) st = jerr(c, at, VC_ERR_ARG, JINJA_LIMIT_MSG, JINJA_MAX_STEPS);
         if (!st && b.n > JINJA_MAX_OUT) st = jerr(c, at, VC_ERR_ARG, "formatted string too large");
     }
@@ -219,5 +226,6 @@ vc_status jinja_printf(jctx *c, const jnode *at, const jv *fmt, jv *arg, jv **ou
     if (!st && b.oom) st = OOM();
     if (st) { free(b.p); return st; }
     *out = jv_str_take(b.p, b.n);
+    if (*out) (*out)->is_safe = fmt->is_safe;
     return *out ? VC_OK : OOM();
 }

@@ -137,8 +137,22 @@ vc_status jinja_binop(jctx *c, const jnode *n, int op, jv *a, jv *b, jv **out) {
         return VC_OK;
     }
     if (is_num(a) && is_num(b)) return arith(c, n, op, a, b, out);
-    if (op == OP_ADD && a->t == b->t && (a->t == JV_STR || (a->t == JV_LIST && a->is_tuple == b->is_tuple)))
-        return concat(a, b, out);
+    if (op == OP_ADD && a->t == JV_STR && b->t == JV_STR && a->is_safe != b->is_safe) {
+        /* Markup + str, str + Markup: the plain one escaped, a Markup (functionary's templates join tool JSON so) */
+        jv *ea = NULL, *eb = NULL;
+        vc_status st = jinja_html_escape(a, &ea);
+        if (!st) st = jinja_html_escape(b, &eb);
+        if (!st) st = concat(ea, eb, out);
+        if (!st) (*out)->is_safe = 1;
+        jv_unref(ea);
+        jv_unref(eb);
+        return st;
+    }
+    if (op == OP_ADD && a->t == b->t && (a->t == JV_STR || (a->t == JV_LIST && a->is_tuple == b->is_tuple))) {
+        vc_status st = concat(a, b, out);
+        if (!st && a->t == JV_STR) (*out)->is_safe = a->is_safe;
+        return st;
+    }
     if (op == OP_MUL && (a->t == JV_STR || a->t == JV_LIST) && is_intlike(b)) return repeat(c, n, a, as_int(b), out);
     if (op == OP_MUL && (b->t == JV_STR || b->t == JV_LIST) && is_intlike(a)) return repeat(c, n, b, as_int(a), out);
     if (op == OP_MOD && a->t == JV_STR) return jinja_printf(c, n, a, b, out);
@@ -233,8 +247,8 @@ vc_status jinja_iterate(jctx *c, const jnode *n, jv *v, jv **list) {
 
 /* ---- attributes and methods ---- */
 static const char *const STR_METHODS[] = { "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip",
-    "upper", "lower", "replace", "title", "capitalize", "find", "rfind", "count", "join", "isdigit", "isalpha",
-    "isspace", "isalnum", "isupper", "islower", "splitlines", NULL };
+    "upper", "lower", "replace", "title", "capitalize", "find", "rfind", "count", "join", "isupper", "islower",
+    "splitlines", NULL };
 static const char *const DICT_METHODS[] = { "items", "keys", "values", "get", NULL };
 static const char *const LIST_METHODS[] = { "count", "index", NULL };
 static const char *const UNSAFE_METHODS[] = { "append", "extend", "insert", "pop", "remove", "clear", "sort",
@@ -273,7 +287,7 @@ static const char *obj_desc(const jv *v) {
 vc_status jinja_getattr(jctx *c, const jnode *at, jv *obj, const char *name, jv **out) {
     const char *m = NULL;
     if (obj->t == JV_DICT && (m = find_name(DICT_METHODS, name))) return bound(obj, m, out);
-    if (obj->t == JV_STR && (m = find_name(STR_METHODS, name))) return bound(obj, m, out);
+    if (obj->t == JV_STR && ((m = find_name(STR_METHODS, name)) || (m = jinja_str_method2_name(name)))) return bound(obj, m, out);
     if (obj->t == JV_LIST && (m = find_name(LIST_METHODS, name))) return bound(obj, m, out);
     if (obj->t == JV_DICT || obj->t == JV_NS) {
         jv *v = jv_dict_get(obj, name);
@@ -312,9 +326,9 @@ int jinja_str_is_case(const jv *s, int lower) {
         utf8proc_int32_t cp;
         utf8proc_ssize_t k = utf8proc_iterate(p, left, &cp);
         if (k <= 0) cp = *p, k = 1;
-        utf8proc_category_t g = utf8proc_category(cp);
-        if (g == UTF8PROC_CATEGORY_LT || g == (lower ? UTF8PROC_CATEGORY_LU : UTF8PROC_CATEGORY_LL)) return 0;
-        cased |= g == UTF8PROC_CATEGORY_LU || g == UTF8PROC_CATEGORY_LL;
+        int pc = jinja_py_case(cp);
+        if (utf8proc_category(cp) == UTF8PROC_CATEGORY_LT || pc == (lower ? 1 : 2)) return 0;
+        cased |= pc != 0;
         p += k, left -= k;
     }
     return cased;
@@ -499,6 +513,7 @@ static int affix_match(const jv *s, const jv *a, int end) {
 }
 
 static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv **args, char **kw, int n, jv **out) {
+    if (jinja_str_method2_name(m)) return jinja_str_method2(c, at, m, s, args, kw, n, out);
     jv *a0 = jinja_arg(args, kw, n, 0, NULL), *a1 = jinja_arg(args, kw, n, 1, NULL);
     if (!strcmp(m, "startswith") || !strcmp(m, "endswith")) {
         int end = m[0] == 'e', r = 0;
@@ -572,17 +587,7 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
         *out = jv_bool(jinja_str_is_case(s, m[2] == 'l'));
         return VC_OK;
     }
-    /* the other is* predicates: ASCII classes, false on the empty string as in Python */
-    int r = s->u.str.len > 0;
-    for (size_t i = 0; i < s->u.str.len && r; i++) {
-        unsigned char ch = (unsigned char)s->u.str.s[i];
-        if (!strcmp(m, "isdigit")) r = ch >= '0' && ch <= '9';
-        else if (!strcmp(m, "isalpha")) r = (ch | 32) >= 'a' && (ch | 32) <= 'z';
-        else if (!strcmp(m, "isalnum")) r = ((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9');
-        else if (!strcmp(m, "isspace")) r = is_space_byte((char)ch);
-    }
-    *out = jv_bool(r);
-    return VC_OK;
+    return jerr(c, at, VC_ERR_INTERNAL, "str method '%s' has no implementation", m);
 }
 
 static vc_status dict_method(jctx *c, const jnode *at, const char *m, jv *d, jv **args, char **kw, int n, jv **out) {
@@ -618,6 +623,23 @@ vc_status jinja_call_global(jctx *c, const jnode *at, const char *name, jv **arg
 
 vc_status jinja_call_builtin(jctx *c, const jnode *at, jv *fn, jv **args, char **kw, int n, jv **out) {
     jv *self = fn->u.fn.self;
+    if (fn->u.fn.id == JINJA_FN_CYCLE) {  /* the argument at the iteration's index, round robin */
+        if (!n) return jerr(c, at, VC_ERR_ARG, "no items for cycling given");
+        *out = jv_ref(args[self->u.i % n]);
+        return VC_OK;
+    }
+    if (fn->u.fn.id == JINJA_FN_CHANGED) {  /* whether the arguments differ from the last call's */
+        jv *now = jv_list();
+        vc_status st = now ? VC_OK : OOM();
+        for (int i = 0; i < n && !st; i++) st = jv_list_push(now, jv_ref(args[i]));
+        if (st) { jv_unref(now); return st; }
+        int same = self->u.list.n && jv_equal(self->u.list.items[0], now);
+        if (!same && self->u.list.n) { jv_unref(self->u.list.items[0]); self->u.list.items[0] = now; }
+        else if (!same) st = jv_list_push(self, now);
+        else jv_unref(now);
+        *out = jv_bool(!same);
+        return st;
+    }
     if (!self) return jinja_call_global(c, at, fn->u.fn.name, args, kw, n, out);
     if (self->t == JV_STR) return str_method(c, at, fn->u.fn.name, self, args, kw, n, out);
     if (self->t == JV_LIST) {

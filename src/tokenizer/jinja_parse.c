@@ -107,9 +107,9 @@ static vc_status parse_call_args(parser *P, jnode *call) {
     if (st) return st;
     while (!is_op(P, ")")) {
         if (call->n) { st = expect_op(P, ","); if (st) return st; if (is_op(P, ")")) break; }
-        if (is_op(P, "*") || is_op(P, "**")) return pfail(P, cur(P)->pos, "unsupported construct: *args/**kwargs in call");
         const char *kw = NULL;
-        if (cur(P)->k == T_NAME && P->i + 1 < P->nt && P->t[P->i + 1].k == T_OP && !strcmp(P->t[P->i + 1].s, "=")) {
+        if (is_op(P, "*") || is_op(P, "**")) kw = cur(P)->s, P->i++;  /* f(*list), f(**dict): kw "*" / "**" */
+        else if (cur(P)->k == T_NAME && P->i + 1 < P->nt && P->t[P->i + 1].k == T_OP && !strcmp(P->t[P->i + 1].s, "=")) {
             kw = cur(P)->s;
             P->i += 2;
         }
@@ -262,46 +262,53 @@ static vc_status parse_postfix(parser *P, jnode **io) {
     }
 }
 
+/* after '|' or 'is' at pos: the filter's or test's name and arguments, applied to *io */
+static vc_status parse_one_filter(parser *P, jnode **io, int is_test, int pos) {
+    vc_status st;
+    jnode *n = node(is_test ? E_TEST : E_FILTER, pos);
+    if (!n) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+    n->a = *io;
+    *io = n;
+    if (is_test && is_name(P, "not")) { n->op = 1; P->i++; }
+    if (cur(P)->k != T_NAME) return pfail(P, cur(P)->pos, "expected a %s name", is_test ? "test" : "filter");
+    n->str = strdup(cur(P)->s);
+    P->i++;
+    while (is_op(P, ".") && P->i + 1 < P->nt && P->t[P->i + 1].k == T_NAME) { /* dotted names */
+        size_t l = strlen(n->str) + strlen(P->t[P->i + 1].s) + 2;
+        char *s = malloc(l);
+        if (!s) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
+        snprintf(s, l, "%s.%s", n->str, P->t[P->i + 1].s);
+        free(n->str);
+        n->str = s;
+        P->i += 2;
+    }
+    if (is_op(P, "(")) { st = parse_call_args(P, n); if (st) return st; }
+    else if (is_test) {
+        jtok *t = cur(P);
+        int arg_ok = t->k == T_STR || t->k == T_INT || t->k == T_FLOAT || is_op(P, "(") || is_op(P, "[") ||
+                     is_op(P, "{") || (t->k == T_NAME && strcmp(t->s, "else") && strcmp(t->s, "or") &&
+                                       strcmp(t->s, "and") && strcmp(t->s, "is") && strcmp(t->s, "if"));
+        if (t->k == T_NAME && !strcmp(t->s, "is")) return pfail(P, t->pos, "You cannot chain multiple tests with is");
+        if (arg_ok) {
+            jnode *arg = NULL;
+            st = parse_primary(P, &arg);
+            if (!st) st = parse_postfix(P, &arg);
+            if (!st) { st = add_kid(n, arg, NULL); if (st) jnode_free(arg); }
+            else jnode_free(arg);
+            if (st) return st;
+        }
+    }
+    return VC_OK;
+}
+
 static vc_status parse_filter_expr(parser *P, jnode **io) {
     vc_status st;
     for (;;) {
         if (is_op(P, "|") || is_name(P, "is")) {
-            int is_test = cur(P)->k == T_NAME;
-            int pos = cur(P)->pos;
+            int is_test = cur(P)->k == T_NAME, pos = cur(P)->pos;
             P->i++;
-            jnode *n = node(is_test ? E_TEST : E_FILTER, pos);
-            if (!n) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
-            n->a = *io;
-            *io = n;
-            if (is_test && is_name(P, "not")) { n->op = 1; P->i++; }
-            if (cur(P)->k != T_NAME) return pfail(P, cur(P)->pos, "expected a %s name", is_test ? "test" : "filter");
-            n->str = strdup(cur(P)->s);
-            P->i++;
-            while (is_op(P, ".") && P->i + 1 < P->nt && P->t[P->i + 1].k == T_NAME) { /* dotted names */
-                size_t l = strlen(n->str) + strlen(P->t[P->i + 1].s) + 2;
-                char *s = malloc(l);
-                if (!s) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
-                snprintf(s, l, "%s.%s", n->str, P->t[P->i + 1].s);
-                free(n->str);
-                n->str = s;
-                P->i += 2;
-            }
-            if (is_op(P, "(")) { st = parse_call_args(P, n); if (st) return st; }
-            else if (is_test) {
-                jtok *t = cur(P);
-                int arg_ok = t->k == T_STR || t->k == T_INT || t->k == T_FLOAT || is_op(P, "(") || is_op(P, "[") ||
-                             is_op(P, "{") || (t->k == T_NAME && strcmp(t->s, "else") && strcmp(t->s, "or") &&
-                                               strcmp(t->s, "and") && strcmp(t->s, "is") && strcmp(t->s, "if"));
-                if (t->k == T_NAME && !strcmp(t->s, "is")) return pfail(P, t->pos, "You cannot chain multiple tests with is");
-                if (arg_ok) {
-                    jnode *arg = NULL;
-                    st = parse_primary(P, &arg);
-                    if (!st) st = parse_postfix(P, &arg);
-                    if (!st) { st = add_kid(n, arg, NULL); if (st) jnode_free(arg); }
-                    else jnode_free(arg);
-                    if (st) return st;
-                }
-            }
+            st = parse_one_filter(P, io, is_test, pos);
+            if (st) return st;
         } else if (is_op(P, "(")) {
             jnode *n = node(E_CALL, cur(P)->pos);
             if (!n) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");
@@ -596,6 +603,36 @@ fail:
     return st;
 }
 
+/* ( name [= default], ... ): a macro's or a call block's parameters, as n's children and names */
+static vc_status parse_params(parser *P, jnode *n) {
+    vc_status st = expect_op(P, "(");
+    while (!st && !is_op(P, ")")) {
+        if (n->n && (st = expect_op(P, ","))) break;
+        if (is_op(P, ")")) break;
+        if (cur(P)->k != T_NAME) return pfail(P, cur(P)->pos, "expected parameter name");
+        const char *nm = cur(P)->s;
+        P->i++;
+        jnode *def = NULL;
+        if (is_op(P, "=")) { P->i++; st = parse_expr(P, &def); }
+        if (!st) st = add_kid(n, def, nm);
+        if (st) jnode_free(def);
+    }
+    if (!st) P->i++;
+    return st;
+}
+
+/* the USES_* names read anywhere in n but inside macros it defines */
+static int uses_special(const jnode *n) {
+    if (!n || n->k == S_MACRO) return 0;
+    int u = 0;
+    if (n->k == E_NAME && n->str)
+        u = !strcmp(n->str, "varargs") ? USES_VARARGS : !strcmp(n->str, "kwargs") ? USES_KWARGS
+          : !strcmp(n->str, "caller") ? USES_CALLER : 0;
+    if (n->k != E_REF) u |= uses_special(n->a) | uses_special(n->b) | uses_special(n->c) | uses_special(n->d);
+    for (int i = 0; i < n->n; i++) u |= uses_special(n->v[i]);
+    return u;
+}
+
 static vc_status parse_macro(parser *P, int pos, jnode **out) {
     static const char *const ends[] = { "endmacro", NULL };
     vc_status st;
@@ -604,20 +641,88 @@ static vc_status parse_macro(parser *P, int pos, jnode **out) {
     if (cur(P)->k != T_NAME) { st = pfail(P, cur(P)->pos, "expected macro name"); goto fail; }
     n->str = strdup(cur(P)->s);
     P->i++;
-    TRY(expect_op(P, "("));
-    while (!is_op(P, ")")) {
-        if (n->n) TRY(expect_op(P, ","));
-        if (cur(P)->k != T_NAME) { st = pfail(P, cur(P)->pos, "expected parameter name"); goto fail; }
-        const char *nm = cur(P)->s;
-        P->i++;
-        jnode *def = NULL;
-        if (is_op(P, "=")) { P->i++; TRY(parse_expr(P, &def)); }
-        st = add_kid(n, def, nm);
-        if (st) { jnode_free(def); goto fail; }
-    }
-    P->i++;
+    TRY(parse_params(P, n));
     TRY(expect_bend(P));
     TRY(parse_body(P, ends, "macro", pos, &n->c));
+    P->i++;
+    TRY(expect_bend(P));
+    n->op = uses_special(n->c);
+    for (int i = 0; i < n->n; i++) n->op |= uses_special(n->v[i]);
+    *out = n;
+    return VC_OK;
+fail:
+    jnode_free(n);
+    return st;
+}
+
+/* {% call [(params)] macro(args) %}body{% endcall %}: the node is also the caller macro (params, body in c, "caller") */
+static vc_status parse_callblock(parser *P, int pos, jnode **out) {
+    static const char *const ends[] = { "endcall", NULL };
+    vc_status st;
+    jnode *n = NULL;
+    NEW(n, S_CALLBLOCK, pos);
+    n->str = strdup("caller");
+    if (!n->str) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto fail; }
+    if (is_op(P, "(")) TRY(parse_params(P, n));
+    TRY(parse_expr(P, &n->a));
+    if (n->a->k != E_CALL) { st = pfail(P, n->a->pos, "expected a call after 'call'"); goto fail; }
+    TRY(expect_bend(P));
+    TRY(parse_body(P, ends, "call", pos, &n->c));
+    P->i++;
+    TRY(expect_bend(P));
+    n->op = uses_special(n->c);
+    *out = n;
+    return VC_OK;
+fail:
+    jnode_free(n);
+    return st;
+}
+
+/* {% filter name(args)|name2 %}body{% endfilter %}: the chain applied to JINJA_FILTER_INPUT */
+static vc_status parse_filterblock(parser *P, int pos, jnode **out) {
+    static const char *const ends[] = { "endfilter", NULL };
+    vc_status st;
+    jnode *n = NULL, *in = NULL;
+    NEW(n, S_FILTERBLOCK, pos);
+    NEW(in, E_NAME, pos);
+    n->a = in;
+    in->str = strdup(JINJA_FILTER_INPUT);
+    if (!in->str) { st = vc_fail(VC_ERR_NOMEM, "chat template: out of memory"); goto fail; }
+    for (;;) {
+        TRY(parse_one_filter(P, &n->a, 0, cur(P)->pos));
+        if (!is_op(P, "|")) break;
+        P->i++;
+    }
+    TRY(expect_bend(P));
+    TRY(parse_body(P, ends, "filter", pos, &n->b));
+    P->i++;
+    TRY(expect_bend(P));
+    *out = n;
+    return VC_OK;
+fail:
+    jnode_free(n);
+    return st;
+}
+
+/* {% with a = expr, ... %}body{% endwith %}: the values taken in the enclosing scope, the names the body's */
+static vc_status parse_with(parser *P, int pos, jnode **out) {
+    static const char *const ends[] = { "endwith", NULL };
+    vc_status st;
+    jnode *n = NULL;
+    NEW(n, S_WITH, pos);
+    while (cur(P)->k != T_BEND) {
+        if (n->n) TRY(expect_op(P, ","));
+        if (cur(P)->k != T_NAME) { st = pfail(P, cur(P)->pos, "expected a variable name"); goto fail; }
+        const char *nm = cur(P)->s;
+        P->i++;
+        TRY(expect_op(P, "="));
+        jnode *e = NULL;
+        TRY(parse_expr(P, &e));
+        st = add_kid(n, e, nm);
+        if (st) { jnode_free(e); goto fail; }
+    }
+    TRY(expect_bend(P));
+    TRY(parse_body(P, ends, "with", pos, &n->b));
     P->i++;
     TRY(expect_bend(P));
     *out = n;
@@ -638,6 +743,9 @@ static vc_status parse_stmt(parser *P, jnode **out) {
     if (!strcmp(kw, "for")) return parse_for(P, pos, out);
     if (!strcmp(kw, "set")) return parse_set(P, pos, out);
     if (!strcmp(kw, "macro")) return parse_macro(P, pos, out);
+    if (!strcmp(kw, "call")) return parse_callblock(P, pos, out);
+    if (!strcmp(kw, "filter")) return parse_filterblock(P, pos, out);
+    if (!strcmp(kw, "with")) return parse_with(P, pos, out);
     if (!strcmp(kw, "break") || !strcmp(kw, "continue")) {
         jnode *n = node(kw[0] == 'b' ? S_BREAK : S_CONTINUE, pos);
         if (!n) return vc_fail(VC_ERR_NOMEM, "chat template: out of memory");

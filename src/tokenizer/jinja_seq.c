@@ -1,5 +1,6 @@
 /* Jinja's ordering and grouping filters (sort, dictsort, min, max, batch), wordcount and center, and the
  * methods a sandboxed template may call on lists and tuples (count, index): what Jinja2 delegates to Python. */
+#define _GNU_SOURCE
 #include "tokenizer/jinja.h"
 #include <math.h>
 #include <stdlib.h>
@@ -212,23 +213,50 @@ static vc_status f_wordcount(const jv *s, jv **out) {
     return VC_OK;
 }
 
-/* center(value, width=80): str.center, its odd margin's extra space on the left where the width is odd */
-static vc_status f_center(jctx *c, const jnode *at, const jv *s, jv **args, char **kw, int n, jv **out) {
-    jv *w = jinja_arg(args, kw, n, 0, "width");
-    if (w && w->t != JV_INT && w->t != JV_BOOL)
-        return jerr(c, at, VC_ERR_ARG, "'%s' object cannot be interpreted as an integer", jv_type_name(w));
-    int64_t width = !w ? 80 : w->t == JV_INT ? w->u.i : w->u.b, len = (int64_t)utf8_count(s->u.str.s, s->u.str.len);
-    int64_t marg = width - len;
-    if (marg <= 0) { *out = jv_ref((jv *)s); return VC_OK; }
-    if ((uint64_t)marg > JINJA_MAX_OUT || jinja_work((size_t)marg / 64)) return jerr(c, at, VC_ERR_ARG, "center: width too large");
-    int64_t left = marg / 2 + (marg & width & 1);
-    char *p = malloc(s->u.str.len + (size_t)marg + 1);
+/* format(value, *args, **kwargs): str(value) % (kwargs or args) */
+static vc_status f_format(jctx *c, const jnode *at, const jv *s, jv **args, char **kw, int n, jv **out) {
+    int nkw = 0;
+    for (int i = 0; i < n; i++) nkw += kw && kw[i];
+    if (nkw && nkw < n) return jerr(c, at, VC_ERR_ARG, "can't handle positional and keyword arguments at the same time");
+    jv *vals = nkw ? jv_dict() : jv_list();
+    vc_status st = vals ? VC_OK : OOM();
+    if (vals && !nkw) vals->is_tuple = 1;
+    for (int i = 0; i < n && !st; i++)
+        st = nkw ? jv_dict_set(vals, jv_cstr(kw[i]), jv_ref(args[i])) : jv_list_push(vals, jv_ref(args[i]));
+    if (!st) st = jinja_printf(c, at, s, vals, out);
+    jv_unref(vals);
+    return st;
+}
+
+/* truncate(s, length=255, killwords=False, end='...', leeway=5): s itself within length + leeway characters, else its
+ * first length - len(end) characters (cut back to the last space unless killwords) and end */
+static vc_status f_truncate(jctx *c, const jnode *at, const jv *s, jv **args, char **kw, int n, jv **out) {
+    jv *len_a = jinja_arg(args, kw, n, 0, "length"), *kill = jinja_arg(args, kw, n, 1, "killwords");
+    jv *end = jinja_arg(args, kw, n, 2, "end"), *lee = jinja_arg(args, kw, n, 3, "leeway");
+    if ((len_a && len_a->t != JV_INT) || (lee && lee->t != JV_INT && lee->t != JV_NONE) || (end && end->t != JV_STR))
+        return jerr(c, at, VC_ERR_ARG, "truncate: length and leeway must be integers, end a string");
+    int64_t length = len_a ? len_a->u.i : 255, leeway = lee && lee->t == JV_INT ? lee->u.i : 5;
+    const char *e = end ? end->u.str.s : "...";
+    size_t el = end ? end->u.str.len : 3;
+    int64_t echars = (int64_t)utf8_count(e, el), chars = (int64_t)utf8_count(s->u.str.s, s->u.str.len);
+    if (length < echars) return jerr(c, at, VC_ERR_ARG, "expected length >= %lld, got %lld", (long long)echars, (long long)length);
+    if (leeway < 0) return jerr(c, at, VC_ERR_ARG, "expected leeway >= 0, got %lld", (long long)leeway);
+    if (chars <= length + leeway) { *out = jv_ref((jv *)s); return VC_OK; }
+    size_t cut = 0;  /* the bytes of the first length - len(end) characters */
+    for (int64_t k = 0; k < length - echars; k++) {
+        cut++;
+        while (cut < s->u.str.len && ((unsigned char)s->u.str.s[cut] & 0xC0) == 0x80) cut++;
+    }
+    if (!(kill && jv_truthy(kill))) {  /* rsplit(" ", 1)[0] */
+        const char *sp = memrchr(s->u.str.s, ' ', cut);
+        if (sp) cut = (size_t)(sp - s->u.str.s);
+    }
+    char *p = malloc(cut + el + 1);
     if (!p) return OOM();
-    memset(p, ' ', (size_t)left);
-    memcpy(p + left, s->u.str.s, s->u.str.len);
-    memset(p + left + s->u.str.len, ' ', (size_t)(marg - left));
-    p[s->u.str.len + (size_t)marg] = 0;
-    *out = jv_str_take(p, s->u.str.len + (size_t)marg);
+    memcpy(p, s->u.str.s, cut);
+    memcpy(p + cut, e, el);
+    p[cut + el] = 0;
+    *out = jv_str_take(p, cut + el);
     return *out ? VC_OK : OOM();
 }
 
@@ -240,10 +268,15 @@ vc_status jinja_seq_filter(jctx *c, const jnode *at, const char *name, jv *in, j
     if (!strcmp(name, "dictsort")) return f_dictsort(c, at, in, args, kw, n, out);
     if (!strcmp(name, "min") || !strcmp(name, "max")) return f_minmax(c, at, name[1] == 'a', in, args, kw, n, out);
     if (!strcmp(name, "batch")) return f_batch(c, at, in, args, kw, n, out);
-    if (!strcmp(name, "wordcount") || !strcmp(name, "center")) {
+    if (!strcmp(name, "wordcount") || !strcmp(name, "center") || !strcmp(name, "format") || !strcmp(name, "truncate")) {
         jv *s = NULL;
         vc_status st = jinja_to_str(in, &s);
-        if (!st) st = name[0] == 'w' ? f_wordcount(s, out) : f_center(c, at, s, args, kw, n, out);
+        jv *w = jinja_arg(args, kw, n, 0, "width"), *w80 = w ? NULL : jv_int(80);
+        if (!st && name[0] == 'w') st = f_wordcount(s, out);
+        else if (!st && name[0] == 'c') st = jinja_str_pad(c, at, "center", s, w ? w : w80, NULL, out);
+        else if (!st && name[0] == 'f') st = f_format(c, at, s, args, kw, n, out);
+        else if (!st) st = f_truncate(c, at, s, args, kw, n, out);
+        jv_unref(w80);
         jv_unref(s);
         return st;
     }

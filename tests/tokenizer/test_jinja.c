@@ -320,7 +320,47 @@ static void test_python_semantics(void) {
     ERR("{{ 0 ** -1 }}", NULL, "cannot be raised to a negative power");
 }
 
+/* Block statements, call forms and str methods that real models' templates use (found by rendering 155 of them
+ * beside Jinja2: functionary's {% filter %} and Markup joins, Jamba's f(*args), MiniCPM3's {% call %}); each expected
+ * text is Jinja2 3.1's */
+static void test_blocks_and_calls(void) {
+    EQ("{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% endwith %}{{ a }}|{% with %}{% set q = 1 %}{{ q }}{% endwith %}{{ q }}",
+       NULL, "155|1");
+    EQ("{% macro m(x) %}[{{ caller(x) }}]{% endmacro %}{% call(y) m(3) %}got {{ y }}{% endcall %}|"
+       "{% macro n() %}[{{ caller() }}]{% endmacro %}{% for i in [1, 2] %}{% call n() %}i={{ i }}{% endcall %}{% endfor %}|"
+       "{% macro o() %}<{{ caller() }}>{% endmacro %}{% call o() %}{% call n() %}x{% endcall %}{% endcall %}", NULL,
+       "[got 3]|[i=1][i=2]|<[x]>");
+    ERR("{% macro m() %}x{% endmacro %}{% call m() %}body{% endcall %}", NULL, "does not use caller()");
+    EQ("{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, 3, k=4) }}|"
+       "{% macro p(a, b) %}{{ a }}{{ b }}{% endmacro %}{{ p(*[1, 2]) }}{{ p(**{'a': 3, 'b': 4}) }}{{ p(1, **{'b': 5}) }}|"
+       "{{ '%s-%s'|format(*['a', 'b']) }}|{{ [1, 2]|join(*[', ']) }}", NULL, "1(2, 3){'k': 4}|123415|a-b|1, 2");
+    ERR("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", NULL, "takes not more than 1 argument");
+    ERR("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(*5) }}", NULL, "not iterable");
+    EQ("{% set s %}{% filter trim|upper %}  ab  {% endfilter %}{% endset %}[{{ s }}]|{% filter replace('a', 'b') %}aaa{% endfilter %}",
+       NULL, "[AB]|bbb");
+    EQ("{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{{ loop.changed(i // 2) }}{% endfor %}", NULL, "aTruebFalseaTrue");
+    /* a Markup joined to a str escapes it (functionary v3.1 renders its tools' JSON so under transformers) */
+    EQ("{{ 'a'|safe + '<\"x\">' }}|{{ '<y>' + 'b'|safe }}|{{ '<'|e|e }}|{{ '%s'|safe % '<' }}|{{ 'a'|safe ~ '<' }}", NULL,
+       "a&lt;&#34;x&#34;&gt;|&lt;y&gt;b|&lt;|&lt;|a<");
+    EQ("{{ none|selectattr('type', 'equalto', 'x')|list }}{{ none|map(attribute='a')|list }}{{ ''|reject|list }}", NULL, "[][][]");
+    EQ("{{ 'Hello World Foo'|truncate(9) }}|{{ 'Hello World Foo'|truncate(9, true) }}|{{ 'Hello World'|truncate(100) }}|"
+       "{{ '%s-%s'|format('a', 'b') }}|{{ '%(x)s'|format(x=1) }}", NULL, "Hello...|Hello ...|Hello World|a-b|1");
+    EQ("{{ 'x'.ljust(3) }}|{{ 'x'.rjust(3, '-') }}|{{ '-5'.zfill(4) }}|{{ 'a-b'.partition('-') }}|{{ 'a b c'.rpartition(' ') }}|"
+       "{{ 'Ab'.swapcase() }}|{{ 'abc'.removeprefix('a') }}|{{ '\xc3\x9f'.casefold() }}|{{ 'abc'.rindex('c') }}|"
+       "{{ 'a\tb'.expandtabs(4) }}|{{ '\xc2\xb2'.isdigit() }}{{ '\xc2\xb2'.isdecimal() }}|{{ 'Ab Cd'.istitle() }}|"
+       "{{ '\xc2\xaa'.islower() }}|{{ '\xe2\x85\xa0'.isupper() }}", NULL,
+       "x  |--x|-005|('a', '-', 'b')|('a b', ' ', 'c')|aB|bc|ss|2|a   b|TrueFalse|True|True|True");
+    EQ("{{ '{0}-{1}'.format('a', 'b') }}|{{ '{x}'.format(x=1) }}|{{ '{:>5}'.format('a') }}|{{ '{:.2f}'.format(3.14159) }}|"
+       "{{ '{:,}'.format(1234567) }}|{{ '{0[1]}'.format([5, 6]) }}|{{ '{!r}'.format('a') }}|{{ '{:05d}'.format(-3) }}|"
+       "{{ '{:%}'.format(0.5) }}|{{ '{:^7}'.format('ab') }}|{{ '{:.3}'.format(123.0) }}|{{ '{:.3}'.format(1.0) }}|"
+       "{{ '{:05,}'.format(1) }}|{{ '{:{w}}|'.format('a', w=3) }}|{{ '{}'.format(true) }}|{{ '{:>08}'.format(1) }}", NULL,
+       "a-b|1|    a|3.14|1,234,567|6|'a'|-0003|50.000000%|  ab   |1.23e+02|1.0|0,001|a  ||True|00000001");
+    ERR("{{ '{0}{}'.format(1) }}", NULL, "cannot switch");
+    ERR("{{ '{:z}'.format(1) }}", NULL, "Negative zero coercion");
+}
+
 int main(void) {
+    test_blocks_and_calls();
     test_python_semantics();
     test_json_numbers();
     test_whitespace();

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     if (argc - 1 > 1024) return 2;
     for (int i = 1; i < argc; i++) tm[i - 1] = load(argv[i]);
     static char line[1 << 20];
-    while (fgets(line, sizeof line, stdin)) {
+    for (long lineno = 0; fgets(line, sizeof line, stdin); lineno++) {
         line[strcspn(line, "\n")] = 0;
         char *rest = line;
         int ti = atoi(drv_field(&rest)), gen = atoi(drv_field(&rest)), think = atoi(drv_field(&rest));
@@ -40,7 +40,11 @@ int main(int argc, char **argv) {
         if (j && ti >= 0 && ti < argc - 1 && tm[ti] && !vc_chat_template_render(tm[ti], cJSON_GetObjectItem(j, "messages"), &o, &out)) {
             for (const unsigned char *p = (const unsigned char *)out; *p; p++) printf("%02x", *p);
             printf("\n");
-        } else printf("ERR\n");
+        } else {
+            printf("ERR\n");
+            if (getenv("VC_DRV_VERBOSE"))
+                fprintf(stderr, "line %ld template %d: %s\n", lineno, ti, ti >= 0 && ti < argc - 1 && tm[ti] ? vc_last_error() : "(not loaded)");
+        }
         free(out);
         free(js);
         cJSON_Delete(j);

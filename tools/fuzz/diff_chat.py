@@ -10,11 +10,16 @@ needs jinja2 and build/libverlc.a). --random N: N message lists drawn at random 
 templates' own markers, content lists, tool calls with object or string arguments, reasoning_content, tools; seed 7),
 each template taking every len(templates)-th. With $VC_CHAT_TEMPLATES=DIR the templates are DIR's *.jinja files (e.g. a
 corpus of models' templates; rendered with bos <s> and eos </s>) instead of the fixtures'; one that verlc cannot load
-renders as a failure on its side. Prints how many renderings differ (a text against a text, or one side failing alone),
+renders as a failure on its side (tools/fuzz/chat_template_sources.tsv lists a corpus of 155 models' templates by
+repository, path and commit: 2026-12-06, 12,400 renderings, 0 differ; before that day's call, filter and with blocks,
+f(*args), str.format, Markup joins and false values through selectattr / map, 4 of them failed to load and 376
+renderings differed). $VC_DRV_VERBOSE=1: verlc's error for each of its failures on stderr. Prints how many renderings differ (a text against a text, or one side failing alone),
 and with --random how many per template."""
 import datetime, glob, json, os, random, subprocess, sys
 
 import jinja2
+import jinja2.ext
+import jinja2.nodes
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -39,7 +44,18 @@ def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
-env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+class Generation(jinja2.ext.Extension):
+    """transformers' AssistantTracker without the mask it records: {% generation %}...{% endgeneration %} renders its
+    body"""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation, loopcontrols])
 env.filters["tojson"] = tojson
 env.globals["raise_exception"] = raise_exception
 env.globals["strftime_now"] = lambda f: datetime.datetime.now().strftime(f)
@@ -159,7 +175,7 @@ for f, b, ti in cases:
     if msgs is None:
         continue
     gen, think = b[0] & 1, (b[0] >> 1) % 3 - 1
-    kw = dict(tm[ti][1], messages=msgs, add_generation_prompt=bool(gen))
+    kw = dict(tm[ti][1], messages=msgs, tools=None, documents=None, add_generation_prompt=bool(gen))  # as transformers
     if isinstance(j, dict) and j.get("tools") is not None:
         kw["tools"] = j["tools"]
     if think >= 0:
@@ -171,18 +187,18 @@ for f, b, ti in cases:
     refs.append((f, ti, r))
     obj = {"messages": msgs, "tools": kw.get("tools")}
     lines.append(f"{ti}\t{gen}\t{think}\t{json.dumps(obj, ensure_ascii=False).encode().hex()}")
-out = subprocess.run([drv] + TEMPLATES, input="\n".join(lines) + "\n", capture_output=True, text=True,
-                     check=True).stdout.split("\n")
+out = subprocess.run([drv] + TEMPLATES, input="\n".join(lines) + "\n", stdout=subprocess.PIPE, text=True,
+                     check=True).stdout.split("\n")  # its stderr passes through ($VC_DRV_VERBOSE: each failure's error)
 bad = []
-for (f, ti, r), o in zip(refs, out):
+for k, ((f, ti, r), o) in enumerate(zip(refs, out)):
     ours = None if o == "ERR" else bytes.fromhex(o).decode("utf-8", "replace")
     if ours != r:
-        bad.append([f, TEMPLATES[ti], r, ours])
+        bad.append([f, TEMPLATES[ti], r, ours, json.loads(bytes.fromhex(lines[k].split("\t")[3])), f"line {k}"])
 failed = sum(r is None for _, _, r in refs)
 print(f"{len(refs)} renderings ({failed} raising in Jinja2), {len(bad)} differ")
 if sys.argv[1] == "--random" and bad:
     per = {}
-    for _, t, _, _ in bad:
+    for _, t, *_ in bad:
         per[t] = per.get(t, 0) + 1
     for t, k in sorted(per.items(), key=lambda x: -x[1]):
         print(f"  {k:5d}  {t}")
