@@ -3,8 +3,9 @@
 # build-fuzz/, links every harness tests/*/fuzz_*.c against it and runs each for SECONDS (default 60), one job at a
 # time, continuing past findings. Findings land in build-fuzz/findings/NAME/ (crash-*, timeout-*, oom-*, leak-*),
 # each a reproducer: build-fuzz/fuzz_NAME FILE. Exit status 1 when any harness found something.
-#   scripts/fuzz.sh [SECONDS] [NAME...]     (NAME: reward, dataset, chat, config, lora, overrides, safetensors, image,
-#                                           video, tok, parquet, torch_bin)
+#   scripts/fuzz.sh [SECONDS] [NAME...]     (NAME: reward, dataset, chat, jinja, config, lora, overrides, safetensors,
+#                                           image, video, tok, parquet, torch_bin; a harness with a NAME.dict beside it
+#                                           runs with that dictionary)
 # Run from the repository root; the shared fixtures are read from $VERLC_SHARED (default ../shared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,7 @@ seed() { # name dir
     reward) cp tests/rl/fuzz_reward_seeds/* "$d" ;;
     dataset) cp tests/rl/fuzz_dataset_seeds/* "$d" ;;
     chat) cp tests/tokenizer/fuzz_chat_seeds/* "$d" ;;
+    jinja) cp tests/tokenizer/fuzz_jinja_seeds/* "$d" ;;
     overrides) cp tests/config/fuzz_overrides_seeds/* "$d" ;;
     lora) cp tests/model/fuzz_lora_seeds/* "$d" ;;
     video) cp tests/fixtures/vision/video/*.mp4 tests/fixtures/vision/video/*.avi tests/fixtures/vision/video/*.webm "$d" ;;
@@ -48,7 +50,7 @@ seed() { # name dir
 }
 
 found=0
-ALL="reward dataset chat config lora overrides safetensors image video tok parquet torch_bin"
+ALL="reward dataset chat jinja config lora overrides safetensors image video tok parquet torch_bin"
 for n in ${*:-$ALL}; do
     src=$(ls tests/*/fuzz_"$n".c 2>/dev/null | head -1)
     [[ -n $src ]] || { echo "fuzz.sh: no harness tests/*/fuzz_$n.c" >&2; exit 2; }
@@ -57,7 +59,9 @@ for n in ${*:-$ALL}; do
     [[ -d $corpus ]] || seed "$n" "$corpus"
     mkdir -p "$out"
     before=$(ls "$out" | wc -l)
-    $B/fuzz_"$n" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=4096 -max_len=16384 -fork=1 -ignore_crashes=1 \
+    dict=${src%.c}.dict
+    [[ -f $dict ]] && dictarg=(-dict="$dict") || dictarg=()
+    $B/fuzz_"$n" "${dictarg[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=4096 -max_len=16384 -fork=1 -ignore_crashes=1 \
         -ignore_timeouts=1 -ignore_ooms=1 -artifact_prefix="$out/" "$corpus" >$B/fuzz_"$n".log 2>&1 || true
     runs=$(grep -o '^#[0-9]*' $B/fuzz_"$n".log | tail -1 | tr -d '#')
     new=$(($(ls "$out" | wc -l) - before))

@@ -3,6 +3,7 @@
  * prints {"results": [...]} with what verl returns (tuples as lists, metric dicts with verl's keys,
  * arrays nested as the inputs). Arrays may be nested lists, flat lists, or {"shape": [...], "data": [...]}. */
 #include "cli.h"
+#include "verlc/json.h"
 #include "verlc/core.h"
 #include "verlc/rl.h"
 #include <cjson/cJSON.h>
@@ -563,7 +564,7 @@ static vc_status algos_run(const char *path, char **out) {
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddItemToObject(doc, "results", results);
     results = NULL;
-    *out = cJSON_PrintUnformatted(doc);
+    *out = vc_json_print(doc, 0);
     cJSON_Delete(doc);
     if (!*out) st = vc_fail(VC_ERR_NOMEM, "cannot print results");
 out:

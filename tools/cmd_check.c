@@ -1,5 +1,6 @@
 /* verlc check MODEL_DIR... [--json] [--device cpu|cuda[:N]|auto|sim] [--precision f32|bf16] */
 #include "cli.h"
+#include "verlc/json.h"
 #include "device_args.h"
 #include "verlc/check.h"
 #include <cjson/cJSON.h>
@@ -26,7 +27,7 @@ static void print_json(const char *dir, const vc_check_result *r, const char *er
         cJSON_AddNumberToObject(c, "tol", r->item[i].tol);
         if (r->item[i].detail[0]) cJSON_AddStringToObject(c, "detail", r->item[i].detail);
     }
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = vc_json_print(o, 0);
     printf("%s\n", s);
     free(s);
     cJSON_Delete(o);

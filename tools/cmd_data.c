@@ -1,5 +1,6 @@
 /* verlc data: dataset conversion. */
 #include "cli.h"
+#include "verlc/json.h"
 #include "verlc/core.h"
 #include "verlc/data.h"
 #include "verlc/report.h"
@@ -76,7 +77,7 @@ static int cmd_jsonl(int argc, char **argv) {
     vc_status st = vc_jsonl_read(in, VC_JSONL_STRICT, &d);
     vc_strbuf b = { 0 };
     for (size_t i = 0; !st && i < d->n_rows; i++) {
-        char *row = cJSON_PrintUnformatted(d->rows[i]);
+        char *row = vc_json_print(d->rows[i], 0);
         if (row) vc_sb_puts(&b, row);
         vc_sb_puts(&b, "\n");
         if (!row || b.oom) st = vc_fail(VC_ERR_NOMEM, "out of memory at row %zu", i + 1);

@@ -2,6 +2,7 @@
  * rollout engine. Rows carry `messages` (rendered with the chat template and a generation prompt) or
  * `prompt` (raw text, or a list of messages as in verl's schema). One output row per sample. */
 #include "device_args.h"
+#include "verlc/json.h"
 #include "verlc/chat_template.h"
 #include "verlc/data.h"
 #include "verlc/pool.h"
@@ -272,7 +273,7 @@ static vc_status write_output(const gen_args *a, const vc_tokenizer *tk, const p
         cJSON_AddItemToObject(o, "response_ids", ids);
         cJSON_AddItemToObject(o, "logprobs", lp);
         cJSON_AddStringToObject(o, "finish_reason", FINISH[s[i].finish]);
-        char *line = cJSON_PrintUnformatted(o);
+        char *line = vc_json_print(o, 0);
         if (!line || fprintf(f, "%s\n", line) < 0) st = vc_fail(VC_ERR_IO, "%s: write failed", a->output);
         free(line);
         cJSON_Delete(o);

@@ -3,6 +3,7 @@
  * each tool with the schema its chat template gets, and optionally one call with the text the model would see.
  * For checking tools (MCP servers, programs, Python classes) before a long run. */
 #include "cli.h"
+#include "verlc/json.h"
 #include "rl/agent_internal.h"
 #include "rl/py_text.h"
 #include "verlc/core.h"
@@ -40,7 +41,7 @@ int vc_cmd_tools(int argc, char **argv) {
     if (argc == 1) {
         const cJSON *s;
         cJSON_ArrayForEach(s, schemas) {
-            char *t = cJSON_PrintUnformatted(s);
+            char *t = vc_json_print(s, 0);
             printf("%s\n", t ? t : "null");
             free(t);
         }

@@ -23,6 +23,14 @@ void vc_json_keep_numbers(cJSON *root, const char *text, size_t len);
  * read so. */
 void vc_json_py_keys(cJSON *root);
 int vc_json_number_is_float(const cJSON *j);
+/* cJSON_Print / cJSON_PrintUnformatted with every number exact, as json.dumps writes what json.loads read: an int's
+ * kept digits (vc_json_keep_numbers' token, an INT64 past 2^53), a float's repr (its token says float: 1.0 stays 1.0),
+ * an integral value without a token as digits (below 2^63), any other double as Python's repr (cJSON's own printing
+ * can lose the last bit: its 15-digit form passes a relative check of one epsilon, so 556926.4760330019 came back as
+ * 556926.476033002); non-finite numbers print null. Caller frees (free). */
+char *vc_json_print(const cJSON *j, int pretty);
+/* a double as a number item that vc_json_print writes exactly (its repr kept as the token where not integral) */
+cJSON *vc_json_exact_number(double d);
 
 /* Typed getters on an object member. An absent or null member yields the default; a member of the wrong
  * type fails with VC_ERR_FORMAT naming `ctx` (usually the file path) and the key. The _req variants fail with

@@ -1,5 +1,6 @@
 /* Config tree -> block-style YAML (what `verlc train --print-config` shows) and JSON. */
 #include "config/cfg_internal.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -179,7 +180,7 @@ char *vc_config_to_json(const vc_config *cfg, const char *path, int pretty) {
     const vc_cfg_node *n = find(cfg, path);
     if (!n) return NULL;
     cJSON *j = to_json(n);
-    char *s = j ? (pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j)) : NULL;
+    char *s = j ? vc_json_print(j, pretty) : NULL;
     cJSON_Delete(j);
     if (!s) vc_fail(VC_ERR_NOMEM, "config: cannot build JSON");
     return s;

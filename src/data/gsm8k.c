@@ -1,5 +1,6 @@
 /* GSM8K to verl's row schema, as verl's examples/data_preprocess/gsm8k.py does it. */
 #include "verlc/data.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ vc_status vc_gsm8k_convert(const char *in_path, const char *out_path, const char
             vc_fail_ctx(st, "%s:%lld", in_path, (long long)d->lines[i]);
             goto out;
         }
-        char *text = cJSON_PrintUnformatted(row);
+        char *text = vc_json_print(row, 0);
         cJSON_Delete(row);
         int ok = text && sbuf_put(&b, text, strlen(text)) && sbuf_put(&b, "\n", 1);
         free(text);

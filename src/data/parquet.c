@@ -64,12 +64,14 @@ static cJSON *num_or_null(double v) {
     return j;
 }
 
-/* an INT64 value, its digits kept past 2^53 (where the double rounds it) */
-static cJSON *int64_json(int64_t x) {
-    cJSON *j = cJSON_CreateNumber((double)x);
-    if (j && (x >= ((int64_t)1 << 53) || x <= -((int64_t)1 << 53))) {
+/* an INT64 value (a UINT64 one where uns), its digits kept past 2^53 (where the double rounds it) */
+static cJSON *int64_json(int64_t x, int uns) {
+    uint64_t u = (uint64_t)x;
+    cJSON *j = cJSON_CreateNumber(uns ? (double)u : (double)x);
+    if (j && (uns ? u >= ((uint64_t)1 << 53) : (x >= ((int64_t)1 << 53) || x <= -((int64_t)1 << 53)))) {
         char t[24];
-        snprintf(t, sizeof t, "%lld", (long long)x);
+        if (uns) snprintf(t, sizeof t, "%llu", (unsigned long long)u);
+        else snprintf(t, sizeof t, "%lld", (long long)x);
         j->valuestring = vc_strdup(t);
     }
     return j;
@@ -87,7 +89,7 @@ static cJSON *leaf_json(const pq_node *n, const pq_val *v) {
     case PQ_INT64: {
         int uns = n->converted == 14 || (n->logical == 10 && !n->int_signed);
         double x = uns ? (double)(uint64_t)v->i : (double)v->i;
-        if (!dec && (!uns || v->i >= 0)) return int64_json(v->i);
+        if (!dec) return int64_json(v->i, uns);
         return cJSON_CreateNumber(dec ? x / pow10i(n->scale) : x);
     }
     case PQ_INT96: { /* nanoseconds of the day, then the Julian day */

@@ -76,7 +76,7 @@ static vc_status get_ground_truth(const vc_jsonl *d, size_t i, vc_verl_row *row)
         print_number(gt->valuedouble, row->owned, 40);
         row->ground_truth = row->owned;
     } else {
-        row->owned = cJSON_PrintUnformatted(gt);
+        row->owned = vc_json_print(gt, 0);
         if (!row->owned) return vc_fail(VC_ERR_NOMEM, "%s:%lld: out of memory", d->path, line_of(d, i));
         row->ground_truth = row->owned;
     }

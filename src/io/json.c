@@ -278,3 +278,51 @@ void vc_json_fput_str(FILE *f, const char *s) {
     }
     fputc('"', f);
 }
+
+/* the text of number item n as vc_json_print writes it: json.dumps(json.loads(token)) where a token is kept (an int's
+ * digits, a float's repr), else the value's digits or repr */
+static void number_text(const cJSON *n, char *out, size_t cap) {
+    double d = n->valuedouble;
+    const char *tok = n->valuestring;
+    if (tok && tok[0] && !strpbrk(tok, ".eE")) snprintf(out, cap, "%s", tok);
+    else if (!isfinite(d)) snprintf(out, cap, "null");
+    else if (tok && tok[0]) vc_py_float_repr(d, out, cap);
+    else if (d == floor(d) && fabs(d) < 9.2e18) snprintf(out, cap, "%lld", (long long)d);
+    else vc_py_float_repr(d, out, cap);
+}
+
+/* a copy of j whose numbers are raw items holding their exact text (cJSON prints a raw item verbatim) */
+static cJSON *exact_copy(const cJSON *j) {
+    if (cJSON_IsNumber(j)) {
+        char t[64];
+        number_text(j, t, sizeof t);
+        return cJSON_CreateRaw(t);
+    }
+    if (!cJSON_IsArray(j) && !cJSON_IsObject(j)) return cJSON_Duplicate(j, 1);
+    cJSON *c = cJSON_IsArray(j) ? cJSON_CreateArray() : cJSON_CreateObject();
+    for (const cJSON *k = j->child; c && k; k = k->next) {
+        cJSON *d = exact_copy(k);
+        if (!d) { cJSON_Delete(c); return NULL; }
+        if (cJSON_IsObject(j)) cJSON_AddItemToObject(c, k->string ? k->string : "", d);
+        else cJSON_AddItemToArray(c, d);
+    }
+    return c;
+}
+
+char *vc_json_print(const cJSON *j, int pretty) {
+    if (!j) return NULL;
+    cJSON *c = exact_copy(j);
+    char *s = c ? (pretty ? cJSON_Print(c) : cJSON_PrintUnformatted(c)) : NULL;
+    cJSON_Delete(c);
+    return s;
+}
+
+cJSON *vc_json_exact_number(double d) {
+    cJSON *n = cJSON_CreateNumber(d);
+    if (n && isfinite(d) && !(d == floor(d) && fabs(d) < 9.2e18)) {
+        char t[40];
+        vc_py_float_repr(d, t, sizeof t);
+        n->valuestring = vc_strdup(t);
+    }
+    return n;
+}

@@ -1,5 +1,6 @@
 /* The run report page: plots grouped by metric prefix, summary table, configuration. */
 #include "verlc/report.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -198,7 +199,7 @@ static vc_status read_config(const char *run_dir, char **text, const char **name
         *name = names[i];
         if (i == 0) {
             cJSON *j = cJSON_Parse(*text);
-            char *pretty = j ? cJSON_Print(j) : NULL;
+            char *pretty = j ? vc_json_print(j, 1) : NULL;
             cJSON_Delete(j);
             if (pretty) {
                 free(*text);

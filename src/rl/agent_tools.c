@@ -6,6 +6,7 @@
  * verl.tools.search_tool.SearchTool: tool_search.c) and runs any other class in a Python
  * interpreter (vc_tool_py_start), answering the CommandTool protocol. */
 #include "agent_internal.h"
+#include "verlc/json.h"
 #include "mcp.h"
 #include "py_text.h"
 #include "http_batch.h"
@@ -269,8 +270,8 @@ static vc_status python_tool(const cJSON *e, const char *cls, const char *path, 
                      type->valuestring);
     else if (!(secs > 0)) st = vc_fail(VC_ERR_FORMAT, "%s: tools[%d]: config.verlc_timeout must be > 0", path, i);
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "verlc_timeout");
-    char *cj = st ? NULL : cJSON_PrintUnformatted(cfg);
-    char *sj = st ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "tool_schema"));
+    char *cj = st ? NULL : vc_json_print(cfg, 0);
+    char *sj = st ? NULL : vc_json_print(cJSON_GetObjectItemCaseSensitive(e, "tool_schema"), 0);
     if (!st && (!cj || !sj)) st = VC_ERR_NOMEM;
     t->kind = RL_TOOL_PYTHON;
     t->timeout_ms = (int)(secs * 1000);
@@ -454,7 +455,7 @@ static vc_status python_interaction(const cJSON *e, const char *cls, const char 
     }
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "name");
     cJSON_AddStringToObject(cfg, "name", it->name); /* as verl's registry sets it */
-    char *cj = cJSON_PrintUnformatted(cfg);
+    char *cj = vc_json_print(cfg, 0);
     vc_status st = cj ? vc_interaction_py_start(cls, cj, 300000, &it->proc) : VC_ERR_NOMEM;
     if (st) st = vc_fail_ctx(st, "%s: interaction[%d] (class %s)", path, i, cls);
     free(cj);
@@ -498,7 +499,7 @@ vc_status rl_interaction_start(rl_interaction *it, const char *id, const cJSON *
     cJSON_AddStringToObject(req, "op", "start");
     cJSON_AddStringToObject(req, "id", id);
     cJSON_AddItemToObject(req, "kwargs", kwargs ? cJSON_Duplicate(kwargs, 1) : cJSON_CreateObject());
-    char *s = cJSON_PrintUnformatted(req), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    char *s = vc_json_print(req, 0), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
     if (line) sprintf(line, "%s\n", s);
     vc_status st = line ? vc_reward_proc_call(it->proc, line, &ans) : VC_ERR_NOMEM;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
@@ -538,7 +539,7 @@ vc_status rl_interaction_respond(rl_interaction *it, const char *id, const cJSON
     cJSON_AddStringToObject(req, "id", id);
     cJSON_AddItemToObject(req, "messages", cJSON_Duplicate(messages, 1));
     cJSON_AddItemToObject(req, "kwargs", kwargs ? cJSON_Duplicate(kwargs, 1) : cJSON_CreateObject());
-    char *s = cJSON_PrintUnformatted(req), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    char *s = vc_json_print(req, 0), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
     if (line) sprintf(line, "%s\n", s);
     vc_status st = line ? vc_reward_proc_call(it->proc, line, &ans) : VC_ERR_NOMEM;
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(ans, "content"), *err = cJSON_GetObjectItemCaseSensitive(ans, "error");
@@ -633,7 +634,7 @@ static cJSON *call_request(const rl_tool_call *call, const cJSON *ck, const cJSO
 
 /* a JSON value as one request line, ending in a newline (malloc'd; NULL: no memory) */
 static char *json_line(const cJSON *v) {
-    char *s = cJSON_PrintUnformatted(v), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
+    char *s = vc_json_print(v, 0), *line = s ? vc_malloc(strlen(s) + 2) : NULL;
     if (line) sprintf(line, "%s\n", s);
     free(s);
     return line;
@@ -810,7 +811,7 @@ vc_status rl_tool_run(rl_tool *tools, int n_tools, const rl_tool_call *call, con
     if (tool->kind != RL_TOOL_GSM8K && tool->kind != RL_TOOL_GEO3K)
         return command_tool(tool, 0, call, ck, ei, text, tool_reward);
     const cJSON *gt = cJSON_GetObjectItemCaseSensitive(ck, "ground_truth");
-    char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : cJSON_PrintUnformatted(gt);
+    char *gts = !gt ? NULL : cJSON_IsString(gt) ? vc_strdup(gt->valuestring) : vc_json_print(gt, 0);
     vc_status st = tool->kind == RL_TOOL_GEO3K ? geo3k_tool(call->args, gts, text, tool_reward)
                                                : gsm8k_tool(call->args, gts, text, tool_reward);
     free(gts);

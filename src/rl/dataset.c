@@ -2,6 +2,7 @@
  * tokenizer's chat template (add_generation_prompt) and tokenized without special tokens, overlong
  * prompts filtered (counted) or truncated per data.truncation. Rows with images: dataset_images.c. */
 #include "dataset_internal.h"
+#include "verlc/json.h"
 #include "data/vl_rows.h"
 #include "verlc/image.h"
 #include <cjson/cJSON.h>
@@ -98,7 +99,7 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
         } else p->ground_truth = row.ground_truth;
     } else if (o->need_ground_truth)
         st = vc_fail(VC_ERR_MISSING, "%s:%lld: missing field reward_model.ground_truth", j->path, (long long)row.line);
-    if (!st && row.extra_info && !(p->extra_info = cJSON_PrintUnformatted(row.extra_info))) st = VC_ERR_NOMEM;
+    if (!st && row.extra_info && !(p->extra_info = vc_json_print(row.extra_info, 0))) st = VC_ERR_NOMEM;
     vc_verl_row_clear(&row);
     if (!st && o->reward_fn_key && strcmp(o->reward_fn_key, "data_source") &&
         (st = vc_jsonl_string(j, i, o->reward_fn_key, &p->data_source)))

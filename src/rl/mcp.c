@@ -2,6 +2,7 @@
  * transport (newline-delimited JSON-RPC on the server's stdin/stdout; its notifications and log lines are
  * skipped, its requests answered "method not found" except ping), and the server-sent-events parser. */
 #include "mcp.h"
+#include "verlc/json.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -152,7 +153,7 @@ static vc_status stdio_server_request(rl_mcp *m, const cJSON *j, double deadline
         cJSON_AddNumberToObject(err, "code", -32601);
         cJSON_AddStringToObject(err, "message", "Method not found");
     }
-    char *s = cJSON_PrintUnformatted(r);
+    char *s = vc_json_print(r, 0);
     vc_status st = s ? stdio_send(m, s, deadline) : VC_ERR_NOMEM;
     free(s);
     cJSON_Delete(r);
@@ -230,7 +231,7 @@ static char *message(const char *method, long id, cJSON *params) {
     if (id >= 0) cJSON_AddNumberToObject(req, "id", (double)id);
     cJSON_AddStringToObject(req, "method", method);
     if (params) cJSON_AddItemToObject(req, "params", params);
-    char *body = cJSON_PrintUnformatted(req);
+    char *body = vc_json_print(req, 0);
     cJSON_Delete(req);
     return body;
 }

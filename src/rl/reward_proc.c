@@ -2,6 +2,7 @@
  * with a per-call deadline; a hung or crashed program is killed and restarted and the row counted failed. */
 #define _GNU_SOURCE
 #include "verlc/reward.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -152,7 +153,7 @@ static char *recv_line(vc_reward_proc *p, double deadline) {
 
 /* A JSON value as a request line (with its newline), or NULL when out of memory. */
 static char *json_line(const cJSON *o) {
-    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    char *s = o ? vc_json_print(o, 0) : NULL;
     char *line = s ? vc_malloc(strlen(s) + 2) : NULL;
     if (line) { strcpy(line, s); strcat(line, "\n"); }
     free(s);
@@ -265,7 +266,7 @@ static vc_status answer_score(vc_reward_proc *p, long row, const cJSON *j, doubl
         return vc_fail(VC_ERR_TIMEOUT, "reward program '%s': row %ld raised %.300s (%ld failed rows)", p->argv[0], row,
                        err->valuestring, p->failures);
     } else {
-        char *line = cJSON_PrintUnformatted(j);
+        char *line = vc_json_print(j, 0);
         p->failures++;
         vc_status st = vc_fail(VC_ERR_FORMAT, "reward program '%s': row %ld: score is not a number: %.80s", p->argv[0],
                                row, line ? line : "");

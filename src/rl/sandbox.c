@@ -14,6 +14,7 @@
  * "assert_case" each case's assertion is appended to the code. The score is verl's continuous one: the pass
  * rate of the first 10 cases (only those are run: the rest never count). */
 #include "sandbox.h"
+#include "verlc/json.h"
 #include "http_batch.h"
 #include "py_text.h"
 #include "reward_str.h"
@@ -109,7 +110,7 @@ static char *case_code(const char *gen, const char *assert_case, const cJSON *fn
     snprintf(code, n, "%s\n\n%s", gen, assert_case);
     if (!cJSON_IsString(fn_name) || !*fn_name->valuestring) return code;
     cJSON *name = cJSON_CreateString(fn_name->valuestring); /* a Python string literal (JSON's is one) */
-    fn = name ? cJSON_PrintUnformatted(name) : NULL;
+    fn = name ? vc_json_print(name, 0) : NULL;
     cJSON_Delete(name);
     size_t m = sizeof HARNESS_HEAD + strlen(code) + sizeof HARNESS_TAIL + (fn ? strlen(fn) : 0) + 16;
     char *w = fn ? vc_malloc(m) : NULL, *tail = w ? vc_malloc(sizeof HARNESS_TAIL + strlen(fn) + 8) : NULL;
@@ -191,7 +192,7 @@ static char *request_body(const char *code, const char *stdin_s, double timeout,
         (stdin_s ? cJSON_AddStringToObject(req, "stdin", stdin_s) : cJSON_AddNullToObject(req, "stdin")) &&
         cJSON_AddNumberToObject(req, "memory_limit_MB", memory_mb) && cJSON_AddStringToObject(req, "language", language) &&
         cJSON_AddObjectToObject(req, "files") && cJSON_AddArrayToObject(req, "fetch_files"))
-        body = cJSON_PrintUnformatted(req);
+        body = vc_json_print(req, 0);
     cJSON_Delete(req);
     return body;
 }

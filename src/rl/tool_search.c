@@ -4,6 +4,7 @@
  * passages laid out as verl lays them out ("Doc 1 (Title: ...)\ntext", queries joined by "\n---\n"), all as
  * json.dumps({"result": ...}, ensure_ascii=False). A turn's calls of every response are sent together. */
 #include "agent_internal.h"
+#include "verlc/json.h"
 #include "http_batch.h"
 #include "py_text.h"
 #include <cjson/cJSON.h>
@@ -14,7 +15,7 @@
 /* json.dumps({"result": text}, ensure_ascii=False): Python's separators, cJSON's escapes (the same for text) */
 static char *result_json(const char *text) {
     cJSON *s = cJSON_CreateString(text);
-    char *q = s ? cJSON_PrintUnformatted(s) : NULL, *out = NULL;
+    char *q = s ? vc_json_print(s, 0) : NULL, *out = NULL;
     cJSON_Delete(s);
     if (q && (out = vc_malloc(strlen(q) + 16))) sprintf(out, "{\"result\": %s}", q);
     free(q);
@@ -137,7 +138,7 @@ static char *search_body(const rl_tool *tool, const cJSON *args, char **text) {
     char *body = NULL;
     if (req && cJSON_AddItemToObject(req, "queries", cJSON_Duplicate(q, 1)) &&
         cJSON_AddNumberToObject(req, "topk", tool->topk) && cJSON_AddTrueToObject(req, "return_scores"))
-        body = cJSON_PrintUnformatted(req);
+        body = vc_json_print(req, 0);
     cJSON_Delete(req);
     return body;
 }

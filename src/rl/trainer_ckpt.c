@@ -36,7 +36,7 @@ static vc_status write_rl_state(vc_rl_trainer *t, const char *dir) {
     cJSON_AddNumberToObject(j, "kl_ctrl_value", t->kl_ctrl.value);
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "rng", "philox4x32-10 keyed by (data.seed, global step)");
-    char *text = cJSON_Print(j), *path = vc_path_join(dir, "rl_state.json");
+    char *text = vc_json_print(j, 1), *path = vc_path_join(dir, "rl_state.json");
     vc_status st = text && path ? vc_write_file_atomic(path, text, strlen(text)) : VC_ERR_NOMEM;
     free(text);
     free(path);

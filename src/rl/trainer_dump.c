@@ -5,6 +5,7 @@
  * program's keys; validation lines also "reward")}, texts decoded without special tokens. Rank 0 writes
  * the rows of every rank (in rank order), atomically. */
 #include "trainer_internal.h"
+#include "verlc/json.h"
 #include "verlc/report.h"
 #include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
@@ -59,7 +60,7 @@ vc_status rl_dump_add(vc_rl_trainer *t, const vc_rl_dataset *ds, const rl_batch 
             if (cJSON_AddNumberToObject(o, "score", (float)score) &&
                 cJSON_AddNumberToObject(o, "step", (double)t->step) &&
                 (infos ? add_info(o, b->score[i], infos[i]) : add_info(o, NAN, row_info)))
-                line = cJSON_PrintUnformatted(o);
+                line = vc_json_print(o, 0);
             cJSON_Delete(row_info);
         }
         st = line ? append(d, line) : VC_ERR_NOMEM;

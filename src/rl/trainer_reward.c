@@ -4,6 +4,7 @@
  * row's data_source (verl's default_compute_score), custom_reward_function.path as verl's Python function
  * (reward_py.c) or a program speaking JSON lines (reward.h), or the reward model (reward_model.c). */
 #include "trainer_internal.h"
+#include "verlc/json.h"
 #include "verlc/reward.h"
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -231,7 +232,7 @@ vc_status rl_score_batch(vc_rl_trainer *t, const vc_rl_dataset *d, rl_batch *b, 
              !cJSON_AddBoolToObject(info[i], "overlong", pen < 0)))
             st = VC_ERR_NOMEM;
         free(b->info[i]); /* the row keeps the extra values as text (they move with it between ranks) */
-        b->info[i] = !st && info[i] ? cJSON_PrintUnformatted(info[i]) : NULL;
+        b->info[i] = !st && info[i] ? vc_json_print(info[i], 0) : NULL;
         if (!st && info[i] && !b->info[i]) st = VC_ERR_NOMEM;
         if (infos && !st) infos[i] = info[i];
         else cJSON_Delete(info[i]);
@@ -411,7 +412,7 @@ vc_status rl_reward_config(vc_rl_trainer *t, const vc_config *c) {
             cJSON_DeleteItemFromObjectCaseSensitive(a, e->string);
             cJSON_AddItemToObject(a, e->string, cJSON_Duplicate(e, 1));
         }
-        t->reward_kwargs = a ? cJSON_PrintUnformatted(a) : NULL;
+        t->reward_kwargs = a ? vc_json_print(a, 0) : NULL;
         cJSON_Delete(a);
         cJSON_Delete(b);
         if (!t->reward_kwargs) st = VC_ERR_NOMEM;

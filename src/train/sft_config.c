@@ -1,6 +1,7 @@
 /* SFT configuration: defaults (verl's sft_trainer.yaml where it has the key), key=value setting, help. */
 #define _DEFAULT_SOURCE
 #include "verlc/config.h"
+#include "verlc/json.h"
 #include "verlc/train.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -629,7 +630,7 @@ char *vc_sft_config_json(const vc_sft_config *c) {
         case K_BETAS: break;
         }
     }
-    char *s = cJSON_Print(o);
+    char *s = vc_json_print(o, 1);
     cJSON_Delete(o);
     return s;
 }

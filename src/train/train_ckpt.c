@@ -4,6 +4,7 @@
  * collectives: rank 0 prepares and publishes the directory, every rank learns whether any rank failed. */
 #define _XOPEN_SOURCE 700
 #include "trainer_dp.h"
+#include "verlc/json.h"
 #include "verlc/safetensors.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -96,7 +97,7 @@ static vc_status write_state(const char *dir, const vc_trainer *t, const vc_trai
     cJSON_AddStringToObject(o, "tokenizer_dir", s->tokenizer_dir);
     cJSON_AddNumberToObject(o, "world_size", t->world > 0 ? t->world : 1);
     cJSON_AddStringToObject(o, "sharding", t->dp && t->dp->zero1 ? "zero1" : "none");
-    char *text = cJSON_Print(o);
+    char *text = vc_json_print(o, 1);
     cJSON_Delete(o);
     if (!text) return vc_fail(VC_ERR_NOMEM, "checkpoint state: out of memory");
     vc_status st = write_text(dir, "trainer_state.json", text);

@@ -7,6 +7,7 @@
  * byte-flipped files fail with a message (under the sanitizers: without touching memory outside them). */
 #include "cli_util.h"
 #include "verlc/data.h"
+#include "verlc/json.h"
 #include <cjson/cJSON.h>
 
 #define DIR "tests/fixtures/parquet/"
@@ -194,7 +195,26 @@ static void test_corrupt(void) {
     CHECK(fails > 100);
 }
 
+/* found by tools/fuzz/diff_parquet.py: a table of no rows with dictionary-encoded columns (a data page offset of 0)
+ * reads as no rows; 64-bit integers keep their digits past 2^53 and a UINT64's past 2^63, as written back out */
+static void test_edges(void) {
+    vc_jsonl *d = read_ok(DIR "empty_dict.parquet");
+    CHECK(d && d->n_rows == 0);
+    vc_jsonl_free(d);
+    d = read_ok(DIR "big_ints.parquet");
+    static const char *const want[] = { "{\"u\":18446744073709551615,\"i\":-9223372036854775808}",
+        "{\"u\":9223372036854775808,\"i\":9223372036854775807}", "{\"u\":9007199254740993,\"i\":-9007199254740993}",
+        "{\"u\":0,\"i\":7}" };
+    for (size_t i = 0; d && i < 4; i++) {
+        char *s = i < d->n_rows ? vc_json_print(d->rows[i], 0) : NULL;
+        CHECK_MSG(s && !strcmp(s, want[i]), "big_ints row %zu: %s, want %s", i + 1, s ? s : "(none)", want[i]);
+        free(s);
+    }
+    vc_jsonl_free(d);
+}
+
 int main(void) {
+    test_edges();
     compare("gsm8k_snappy.parquet", "gsm8k.jsonl");
     compare("gsm8k_zstd.parquet", "gsm8k.jsonl");
     compare("gsm8k_gzip.parquet", "gsm8k.jsonl");

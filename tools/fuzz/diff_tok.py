@@ -4,8 +4,9 @@
 characters, special tokens, code). No NUL: a JSONL string holding \\u0000 is refused by verlc (cJSON ends strings there).
 
 usage: diff_tok.py TOKENIZER_DIR N [SEED]     (from the repository root; needs `tokenizers` and build/verlc). Encodes
-each text without special tokens through both (verlc tokenize), prints how many differ and the first three."""
-import json, random, subprocess, sys, unicodedata
+each text without special tokens through both (verlc tokenize), prints how many differ and the first three. A folder
+with a tokenizer.model and no tokenizer.json is compared with the `sentencepiece` library instead."""
+import json, os, random, subprocess, sys, unicodedata
 from tokenizers import Tokenizer
 R = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 5)
 # characters from many categories: ASCII, Latin-1, CJK, Hangul, Arabic, Devanagari, emoji (incl. ZWJ), combining marks,
@@ -17,8 +18,13 @@ def rand_text():
     return "".join(R.choice(POOLS) for _ in range(R.randint(0, 12)))
 N = int(sys.argv[2])
 texts = [rand_text() for _ in range(N)]
-tok = Tokenizer.from_file(sys.argv[1] + "/tokenizer.json")
-ref = [tok.encode(t, add_special_tokens=False).ids for t in texts]
+if os.path.exists(sys.argv[1] + "/tokenizer.json"):
+    tok = Tokenizer.from_file(sys.argv[1] + "/tokenizer.json")
+    ref = [tok.encode(t, add_special_tokens=False).ids for t in texts]
+else:  # a SentencePiece model alone: the sentencepiece library is the reference
+    import sentencepiece
+    sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1] + "/tokenizer.model")
+    ref = [sp.encode(t) for t in texts]
 inp = "".join(json.dumps({"text": t}) + "\n" for t in texts)
 r = subprocess.run(["build/verlc", "tokenize", "--tokenizer", sys.argv[1]], input=inp, capture_output=True, text=True)
 out = [json.loads(l)["ids"] for l in r.stdout.splitlines()]

@@ -1,6 +1,7 @@
 /* verlc's side of tools/fuzz/diff_tools.py: reads lines "format<TAB>text hex" and prints, per line, a JSON object
  * {"content": ..., "calls": [{"name": ..., "arguments": ...}]} as rl_parse_tool_calls_as finds them (ERR: failed). */
 #include "drv_util.h"
+#include "verlc/json.h"
 #include "rl/agent_internal.h"
 #include "rl/tool_parser.h"
 #include <cjson/cJSON.h>
@@ -30,7 +31,7 @@ int main(void) {
             cJSON_AddItemToArray(a, c);
             free(calls[i].text);
         }
-        char *s = cJSON_PrintUnformatted(o);
+        char *s = vc_json_print(o, 0);
         printf("%s\n", s);
         free(s);
         cJSON_Delete(o);
