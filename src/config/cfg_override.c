@@ -49,8 +49,9 @@ static vc_status walk_parent(struct ov *o, int may_create, vc_cfg_node **parent)
             c->open = 1;
         }
         if (c && vc_cfg_node_is_interp(c) && o->mode == OV_SET) copy_interpolated_map(o, c);
-        if (c && vc_cfg_node_is_interp(c) && (o->mode == OV_ADD || o->mode == OV_FORCE)) {
-            free(c->s); /* +a.b.c=1 through b: ${...}: b becomes a mapping of c alone, as OmegaConf.update does */
+        if (c && (o->mode == OV_ADD || o->mode == OV_FORCE) && c->kind != VC_CFG_MAP && c->kind != VC_CFG_LIST) {
+            free(c->s); /* +a.b.c=1 through b: ${...} or any scalar: b becomes a mapping of c alone, as OmegaConf.update
+                         * does (a primitive on the path is replaced by an empty map) */
             c->s = NULL;
             c->kind = VC_CFG_MAP;
             c->open = 1;

@@ -257,7 +257,7 @@ static vc_status value_text(struct chain *c, const vc_cfg_node *v, char *tmp, si
     case VC_CFG_NULL: *out = "None"; return VC_OK;
     case VC_CFG_BOOL: *out = v->b ? "True" : "False"; return VC_OK;
     case VC_CFG_INT: snprintf(tmp, n, "%lld", (long long)v->i); *out = tmp; return VC_OK;
-    case VC_CFG_FLOAT: vc_cfg_format_float(v->f, tmp, n); *out = tmp; return VC_OK;
+    case VC_CFG_FLOAT: vc_py_float_repr(v->f, tmp, n); *out = tmp; return VC_OK;  /* Python's str(): inf, 1000.0 */
     case VC_CFG_STR: *out = v->s; return VC_OK;
     default:
         return vc_fail(VC_ERR_ARG, "config: %s: cannot put a list or mapping inside a string", chain_path(c, p, sizeof p));

@@ -88,10 +88,60 @@ static int parse_float(const char *s, size_t len, int hydra, double *out) {
     return 1;
 }
 
+/* [0-9] ('_'? [0-9])*, or with first_nz '0' | [1-9] ('_'? [0-9])* (Hydra's INT_UNSIGNED): the length matched at s[i] */
+static size_t digits_us(const char *s, size_t len, size_t i, int first_nz) {
+    size_t j = i;
+    if (j >= len || !isdigit((unsigned char)s[j])) return 0;
+    if (first_nz && s[j] == '0') return 1;
+    j++;
+    while (j < len && (isdigit((unsigned char)s[j]) || (s[j] == '_' && j + 1 < len && isdigit((unsigned char)s[j + 1])))) j++;
+    return j - i;
+}
+
+/* a number by Hydra's override grammar (OverrideLexer.g4): INT [+-]? ('0' | [1-9] ('_'? DIGIT)*) and FLOAT (a point
+ * or an exponent, inf / nan in any case); no hex, no leading zeros (007 and 0x10 are strings there). 1: an int in
+ * *iv, 2: a float in *fv, 0: not a number */
+static int hydra_number(const char *s, size_t len, int64_t *iv, double *fv) {
+    size_t i = len && (s[0] == '-' || s[0] == '+') ? 1 : 0, j;
+    if (len - i == 3 && (!strncasecmp(s + i, "inf", 3) || !strncasecmp(s + i, "nan", 3))) {
+        *fv = tolower((unsigned char)s[i]) == 'n' ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
+        return 2;
+    }
+    size_t a = digits_us(s, len, i, 1), f = 0;
+    j = i + a;
+    int point = j < len && s[j] == '.', ex = 0;
+    if (point) {
+        f = digits_us(s, len, j + 1, 0);
+        if (!a && !f) return 0;
+        j += 1 + f;
+    } else if (!a) return 0;
+    if (j < len && (s[j] == 'e' || s[j] == 'E')) {
+        size_t k = j + 1 + (j + 1 < len && (s[j + 1] == '-' || s[j + 1] == '+'));
+        size_t d = digits_us(s, len, k, 0);
+        if (!d) return 0;
+        ex = 1;
+        j = k + d;
+    }
+    if (j != len) return 0;
+    char buf[128];
+    if (!strip_underscores(s, len, buf, sizeof buf)) return 0;
+    if (!point && !ex) {
+        errno = 0;
+        char *end;
+        long long v = strtoll(buf, &end, 10);
+        if (errno || *end) return 0;  /* (past 64 bits: a string here, an int to Hydra) */
+        *iv = v;
+        return 1;
+    }
+    *fv = strtod(buf, NULL);
+    return 2;
+}
+
 static vc_cfg_node *typed_scalar(const char *s, size_t len, int hydra) {
     vc_cfg_node *n = NULL;
     int64_t iv;
     double fv;
+    int kind;
     if (hydra ? (len == 4 && !strncasecmp(s, "null", 4)) : (len == 0 || str_in(s, len, NULLS))) {
         n = vc_cfg_node_new(VC_CFG_NULL);
     } else if (len == 3 && !memcmp(s, "???", 3)) {
@@ -100,9 +150,11 @@ static vc_cfg_node *typed_scalar(const char *s, size_t len, int hydra) {
         if ((n = vc_cfg_node_new(VC_CFG_BOOL))) n->b = 1;
     } else if (hydra ? (len == 5 && !strncasecmp(s, "false", 5)) : str_in(s, len, FALSES)) {
         if ((n = vc_cfg_node_new(VC_CFG_BOOL))) n->b = 0;
-    } else if (parse_int(s, len, &iv)) {
+    } else if (hydra && (kind = hydra_number(s, len, &iv, &fv))) {
+        if ((n = vc_cfg_node_new(kind == 1 ? VC_CFG_INT : VC_CFG_FLOAT))) { if (kind == 1) n->i = iv; else n->f = fv; }
+    } else if (!hydra && parse_int(s, len, &iv)) {
         if ((n = vc_cfg_node_new(VC_CFG_INT))) n->i = iv;
-    } else if (parse_float(s, len, hydra, &fv)) {
+    } else if (!hydra && parse_float(s, len, hydra, &fv)) {
         if ((n = vc_cfg_node_new(VC_CFG_FLOAT))) n->f = fv;
     } else {
         return vc_cfg_scalar_str(s, len);

@@ -342,7 +342,41 @@ static void test_corrupt_inputs(void) {
     vc_config_free(d);
 }
 
+/* Found by tools/fuzz/diff_config.py against Hydra 1.3: its number grammar has no hex and no leading zeros (0x10, 007 and
+ * 01.5 are strings there), one '_' between digits; a float interpolated into a string is Python's str() of it; `+a.b=v`
+ * through a scalar a makes a a mapping, as OmegaConf.update does */
+static void test_hydra_grammar(void) {
+    vc_config *c;
+    CHECK_OK(vc_config_new(&c));
+    static const struct { const char *v; vc_cfg_kind k; } cases[] = {
+        { "0x10", VC_CFG_STR }, { "007", VC_CFG_STR }, { "01.5", VC_CFG_STR }, { "1__0", VC_CFG_STR }, { "1e", VC_CFG_STR },
+        { "1_000", VC_CFG_INT }, { "+7", VC_CFG_INT }, { "0", VC_CFG_INT }, { "5.", VC_CFG_FLOAT }, { "1.e5", VC_CFG_FLOAT },
+        { "1_0.5_5", VC_CFG_FLOAT }, { "0.5e1_0", VC_CFG_FLOAT }, { "-INF", VC_CFG_FLOAT }, { "NaN", VC_CFG_FLOAT } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_OK(vc_config_set(c, "a.v", cases[i].v));
+        CHECK_MSG(kind_of(c, "a.v") == cases[i].k, "%s: kind %d, want %d", cases[i].v, kind_of(c, "a.v"), cases[i].k);
+    }
+    double d;
+    CHECK_OK(vc_config_set(c, "a.v", "1_0.5_5"));
+    CHECK_OK(vc_config_get_double(c, "a.v", &d));
+    CHECK_NEAR(d, 10.55, 0);
+    const char *s = NULL;
+    CHECK_OK(vc_config_set(c, "a.n", "inf"));
+    CHECK_OK(vc_config_set(c, "a.m", "1e3"));
+    CHECK_OK(vc_config_set(c, "a.dir", "'ckpt/${a.n}/${a.m}'"));
+    CHECK_OK(vc_config_resolve(c));
+    CHECK_OK(vc_config_get_str(c, "a.dir", &s));
+    CHECK_MSG(s && !strcmp(s, "ckpt/inf/1000.0"), "interpolated: %s", s ? s : "(null)");
+    vc_config_free(c);
+    vc_config *v = NULL;
+    char *argv[] = { "+trainer.resume_mode.extra=false" };
+    CHECK_OK(vc_config_load_argv(1, argv, NULL, &v));
+    CHECK(v && vc_config_kind(v, "trainer.resume_mode") == VC_CFG_MAP && vc_config_kind(v, "trainer.resume_mode.extra") == VC_CFG_BOOL);
+    vc_config_free(v);
+}
+
 int main(void) {
+    test_hydra_grammar();
     test_hydra_values();
     test_yaml_scalars();
     test_interpolation();
