@@ -158,8 +158,21 @@ static cJSON *to_json(const vc_cfg_node *n) {
     cJSON *j = NULL;
     switch (n->kind) {
     case VC_CFG_BOOL: return cJSON_CreateBool(n->b);
-    case VC_CFG_INT: return cJSON_CreateNumber((double)n->i);
-    case VC_CFG_FLOAT: return isfinite(n->f) ? cJSON_CreateNumber(n->f) : cJSON_CreateNull();
+    case VC_CFG_INT: { /* its digits kept (vc_json_print writes them past 2^53) */
+        cJSON *j = cJSON_CreateNumber((double)n->i);
+        char t[24];
+        snprintf(t, sizeof t, "%lld", (long long)n->i);
+        if (j) j->valuestring = vc_strdup(t);
+        return j;
+    }
+    case VC_CFG_FLOAT: { /* a float as json.dumps writes one (1000.0, not 1000); inf and nan have no JSON: null */
+        if (!isfinite(n->f)) return cJSON_CreateNull();
+        cJSON *j = cJSON_CreateNumber(n->f);
+        char t[40];
+        vc_py_float_repr(n->f, t, sizeof t);
+        if (j) j->valuestring = vc_strdup(t);
+        return j;
+    }
     case VC_CFG_STR: return cJSON_CreateString(n->s);
     case VC_CFG_MISSING: return cJSON_CreateString("???");
     case VC_CFG_LIST:

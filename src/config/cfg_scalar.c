@@ -32,56 +32,102 @@ static int strip_underscores(const char *s, size_t len, char *buf, size_t n) {
     return 1;
 }
 
-/* [-+]?(0|[1-9][0-9_]*) or [-+]?0x[0-9a-fA-F_]+ */
-static int parse_int(const char *s, size_t len, int64_t *out) {
-    size_t i = 0;
-    char buf[80];
-    if (len && (s[0] == '-' || s[0] == '+')) i++;
-    if (i >= len) return 0;
-    int hex = len - i > 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X');
-    for (size_t j = i + (hex ? 2 : 0); j < len; j++) {
-        int ok = hex ? isxdigit((unsigned char)s[j]) : isdigit((unsigned char)s[j]);
-        if (!ok && s[j] != '_') return 0;
+/* the length of the run at s[i] of characters in `set` (a string of the characters allowed) */
+static size_t run_of(const char *s, size_t len, size_t i, const char *set) {
+    size_t j = i;
+    while (j < len && s[j] && strchr(set, s[j])) j++;
+    return j - i;
+}
+
+/* [1-9][0-9_]* (':' [0-5]?[0-9])+ at s[i] (YAML 1.1's base 60): its value in *v, the length matched (0: none) */
+static size_t sexagesimal(const char *s, size_t len, size_t i, double *v) {
+    if (i >= len || s[i] < '1' || s[i] > '9') return 0;
+    size_t j = i + run_of(s, len, i, "0123456789_");
+    char buf[40];
+    if (!strip_underscores(s + i, j - i, buf, sizeof buf)) return 0;
+    double acc = strtod(buf, NULL);
+    int parts = 0;
+    while (j < len && s[j] == ':') {
+        size_t d = run_of(s, len, j + 1, "0123456789");
+        if (d < 1 || d > 2 || (d == 2 && s[j + 1] > '5')) break;
+        acc = acc * 60 + (d == 1 ? s[j + 1] - '0' : (s[j + 1] - '0') * 10 + (s[j + 2] - '0'));
+        j += 1 + d;
+        parts++;
     }
-    if (!isdigit((unsigned char)s[i]) || s[len - 1] == '_') return 0;
-    if (!strip_underscores(s, len, buf, sizeof buf)) return 0;
+    if (!parts) return 0;
+    *v = acc;
+    return j - i;
+}
+
+/* YAML 1.1's int, as PyYAML resolves and builds it (OmegaConf's loader): [-+]? then 0b[01_]+ (binary), 0x[0-9a-fA-F_]+,
+ * 0[0-7_]+ (octal: 010 is 8, 08 is a string), 0, [1-9][0-9_]*, or base 60 ([1-9][0-9_]*(:[0-5]?[0-9])+, 1:30 is 90) */
+static int parse_int(const char *s, size_t len, int64_t *out) {
+    size_t i = len && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    int neg = i && s[0] == '-', base = 10;
+    size_t start = i, r = len - i;
+    double sx;
+    if (!r) return 0;
+    if (r > 2 && s[i] == '0' && s[i + 1] == 'b' && run_of(s, len, i + 2, "01_") == r - 2) base = 2, start = i + 2;
+    else if (r > 2 && s[i] == '0' && (s[i + 1] == 'x') && run_of(s, len, i + 2, "0123456789abcdefABCDEF_") == r - 2)
+        base = 16, start = i + 2;
+    else if (r > 1 && s[i] == '0' && run_of(s, len, i + 1, "01234567_") == r - 1) base = 8, start = i + 1;
+    else if (r == 1 && s[i] == '0') { *out = 0; return 1; }
+    else if (s[i] >= '1' && s[i] <= '9' && run_of(s, len, i, "0123456789_") == r) base = 10;
+    else if (sexagesimal(s, len, i, &sx) == r && fabs(sx) < 9.2e18) { *out = (int64_t)(neg ? -sx : sx); return 1; }
+    else return 0;
+    char buf[80];
+    if (!strip_underscores(s + start, len - start, buf, sizeof buf) || !buf[0]) return 0;
     errno = 0;
     char *end;
-    long long v = strtoll(buf, &end, hex ? 16 : 10);
-    if (errno || *end) return 0;
-    *out = v;
+    unsigned long long v = strtoull(buf, &end, base);
+    if (errno || *end || v > (unsigned long long)INT64_MAX + (unsigned long long)neg) return 0;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return 1;
 }
 
-/* digits ('.' digits?)? ([eE] [-+]? digits)? with a '.' or an exponent, or .5, or inf/nan forms. */
+/* OmegaConf's YAML float (its loader's resolver, which also takes 1e-6 without a point):
+ * [-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)? | [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+ | \.[0-9_]+([eE][-+][0-9]+)? (no sign)
+ * | base 60 with a fraction | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN); hydra: Hydra's spellings of inf and nan too */
 static int parse_float(const char *s, size_t len, int hydra, double *out) {
-    size_t i = 0;
-    int neg = 0;
-    if (len && (s[0] == '-' || s[0] == '+')) neg = s[i++] == '-';
+    size_t i = len && (s[0] == '-' || s[0] == '+') ? 1 : 0, j;
+    int neg = i && s[0] == '-';
     const char *r = s + i;
     size_t rl = len - i;
     static const char *const INF[] = { ".inf", ".Inf", ".INF", NULL };
     static const char *const NAN_[] = { ".nan", ".NaN", ".NAN", NULL };
     if (str_in(r, rl, INF) || (hydra && rl == 3 && !strncasecmp(r, "inf", 3))) { *out = neg ? -INFINITY : INFINITY; return 1; }
     if ((i == 0 && str_in(r, rl, NAN_)) || (hydra && rl == 3 && !strncasecmp(r, "nan", 3))) { *out = NAN; return 1; }
-    size_t digits = 0, j = i;
-    int dot = 0, ex = 0;
-    while (j < len && (isdigit((unsigned char)s[j]) || s[j] == '_')) digits += s[j++] != '_';
-    if (j < len && s[j] == '.') {
-        dot = 1;
-        j++;
-        while (j < len && (isdigit((unsigned char)s[j]) || s[j] == '_')) digits += s[j++] != '_';
+    int ok = 0;
+    double sx;
+    size_t sl = sexagesimal(s, len, i, &sx);
+    if (sl && i + sl < len && s[i + sl] == '.' && run_of(s, len, i + sl + 1, "0123456789_") == len - i - sl - 1) {
+        char buf[64];  /* base 60 with a fraction: 1:30.5 is 90.5 */
+        if (!strip_underscores(s + i + sl, len - i - sl, buf, sizeof buf)) return 0;
+        *out = (neg ? -1 : 1) * (sx + strtod(buf, NULL));
+        return 1;
     }
-    if (!digits) return 0;
-    if (j < len && (s[j] == 'e' || s[j] == 'E')) {
-        ex = 1;
-        j++;
-        if (j < len && (s[j] == '-' || s[j] == '+')) j++;
-        size_t e0 = j;
-        while (j < len && isdigit((unsigned char)s[j])) j++;
-        if (j == e0) return 0;
+    if (i == 0 && len > 1 && s[0] == '.') {  /* \.[0-9_]+([eE][-+][0-9]+)? */
+        j = 1 + run_of(s, len, 1, "0123456789_");
+        ok = j > 1 && isdigit((unsigned char)s[1]);
+        if (ok && j < len && (s[j] == 'e' || s[j] == 'E')) {
+            ok = j + 2 < len && (s[j + 1] == '-' || s[j + 1] == '+') && run_of(s, len, j + 2, "0123456789") == len - j - 2;
+            j = len;
+        }
+        ok = ok && j == len;
+    } else if (i < len && isdigit((unsigned char)s[i])) {
+        j = i + run_of(s, len, i, "0123456789_");
+        int point = j < len && s[j] == '.';
+        if (point) j += 1 + run_of(s, len, j + 1, "0123456789_");
+        int ex = j < len && (s[j] == 'e' || s[j] == 'E');
+        if (ex) {
+            size_t k = j + 1 + (j + 1 < len && (s[j + 1] == '-' || s[j + 1] == '+'));
+            size_t d = run_of(s, len, k, "0123456789");
+            ex = d > 0;
+            j = d ? k + d : len + 1;
+        }
+        ok = j == len && (point || ex);
     }
-    if (j != len || (!dot && !ex)) return 0;
+    if (!ok) return 0;
     char buf[128];
     if (!strip_underscores(s, len, buf, sizeof buf)) return 0;
     *out = strtod(buf, NULL);

@@ -154,6 +154,28 @@ static void test_yaml_scalars(void) {
     CHECK_OK(vc_config_get_int(c, "merged.y", &i));
     CHECK(i == 3);
     vc_config_free(c);
+    /* YAML 1.1 as OmegaConf's loader reads it (compared with OmegaConf 2.3): octal, binary and base 60 ints, a float
+     * starting with a point takes no sign, 08 is no number; JSON writes a float as a float */
+    static const struct { const char *v; vc_cfg_kind k; double x; } yc[] = {
+        { "010", VC_CFG_INT, 8 }, { "0b101", VC_CFG_INT, 5 }, { "1:30", VC_CFG_INT, 90 }, { "-1:30:05", VC_CFG_INT, -5405 },
+        { "1:30.5", VC_CFG_FLOAT, 90.5 }, { "0_7", VC_CFG_INT, 7 }, { "08", VC_CFG_STR, 0 }, { "1:60", VC_CFG_STR, 0 },
+        { "-.5", VC_CFG_STR, 0 }, { ".5e3", VC_CFG_STR, 0 }, { ".5e+3", VC_CFG_FLOAT, 500 }, { "09.5", VC_CFG_FLOAT, 9.5 },
+        { "0o17", VC_CFG_STR, 0 }, { "1__0", VC_CFG_INT, 10 } };
+    for (size_t k = 0; k < sizeof yc / sizeof yc[0]; k++) {
+        char doc[64];
+        snprintf(doc, sizeof doc, "v: %s\n", yc[k].v);
+        CHECK_OK(vc_config_parse_yaml(doc, strlen(doc), "inline.yaml", &c));
+        CHECK_MSG(kind_of(c, "v") == yc[k].k, "%s: kind %d, want %d", yc[k].v, kind_of(c, "v"), yc[k].k);
+        if (yc[k].k == VC_CFG_INT) { CHECK_OK(vc_config_get_int(c, "v", &i)); CHECK_MSG(i == (int64_t)yc[k].x, "%s: %lld", yc[k].v, (long long)i); }
+        if (yc[k].k == VC_CFG_FLOAT) { CHECK_OK(vc_config_get_double(c, "v", &d)); CHECK_NEAR(d, yc[k].x, 0); }
+        vc_config_free(c);
+    }
+    const char *fy = "a: 1E3\nb: 9223372036854775807\nc: -0.0\n";
+    CHECK_OK(vc_config_parse_yaml(fy, strlen(fy), "inline.yaml", &c));
+    char *js = vc_config_to_json(c, NULL, 0);
+    CHECK_MSG(js && !strcmp(js, "{\"a\":1000.0,\"b\":9223372036854775807,\"c\":-0.0}"), "json: %s", js ? js : "(null)");
+    free(js);
+    vc_config_free(c);
 }
 
 static void test_interpolation(void) {
