@@ -339,6 +339,13 @@ static vc_status fn_policy(struct call *c, cJSON **res) {
     TRY(get_num(c, "clip_ratio_high", -1.0, &cfg.clip_ratio_high));
     TRY(get_num(c, "clip_ratio_c", 3.0, &cfg.clip_ratio_c));
     TRY(get_num(c, "dro_beta", 0.0, &cfg.dro_beta));
+    TRY(get_num(c, "tau_pos", cfg.tau_pos, &cfg.tau_pos));  /* (verl: config.tau_pos; config.policy_loss.* below) */
+    TRY(get_num(c, "tau_neg", cfg.tau_neg, &cfg.tau_neg));
+    TRY(get_num(c, "clip_cov_ratio", cfg.clip_cov_ratio, &cfg.clip_cov_ratio));
+    TRY(get_num(c, "clip_cov_lb", cfg.clip_cov_lb, &cfg.clip_cov_lb));
+    TRY(get_num(c, "clip_cov_ub", cfg.clip_cov_ub, &cfg.clip_cov_ub));
+    TRY(get_num(c, "kl_cov_ratio", cfg.kl_cov_ratio, &cfg.kl_cov_ratio));
+    TRY(get_num(c, "ppo_kl_coef", cfg.ppo_kl_coef, &cfg.ppo_kl_coef));
     double loss;
     vc_pg_metrics mt;
     TRY(vc_policy_loss(mode, old->data, lp->data, adv->data, m->data, B, T, &cfg, w ? w->data : NULL, &loss, &mt, NULL));
@@ -472,12 +479,13 @@ static vc_status fn_masked(struct call *c, cJSON **res) {
 /* ------------------------------------------------------------------ dispatch */
 #define NORM_ARGS "dp_size", "batch_num_tokens", "global_batch_size", "loss_scale_factor"
 #define PG_ARGS "old_log_prob", "log_prob", "advantages", "response_mask", "loss_agg_mode", "clip_ratio", \
-    "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "rollout_is_weights", "dro_beta", NORM_ARGS
+    "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "rollout_is_weights", "dro_beta", "tau_pos", "tau_neg", \
+    "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef", NORM_ARGS
 
 struct fn_entry {
     const char *name;
     vc_status (*fn)(struct call *, cJSON **);
-    const char *args[20];
+    const char *args[28];
 };
 
 static const struct fn_entry FNS[] = {
@@ -504,6 +512,10 @@ static const struct fn_entry FNS[] = {
     { "policy_loss_dppo_tv", fn_policy, { PG_ARGS } },
     { "policy_loss_dppo_kl", fn_policy, { PG_ARGS } },
     { "policy_loss_dro", fn_policy, { PG_ARGS } },
+    { "policy_loss_sapo", fn_policy, { PG_ARGS } },
+    { "policy_loss_gpg", fn_policy, { PG_ARGS } },
+    { "policy_loss_geo_mean", fn_policy, { PG_ARGS } },
+    { "policy_loss_kl_cov", fn_policy, { PG_ARGS } },
     { "entropy_loss", fn_entropy_loss, { "logits", "response_mask", "loss_agg_mode", NORM_ARGS } },
     { "entropy_from_logits", fn_entropy, { "logits" } },
     { "value_loss", fn_value,
