@@ -346,14 +346,20 @@ static vc_status fn_policy(struct call *c, cJSON **res) {
     TRY(get_num(c, "clip_cov_ub", cfg.clip_cov_ub, &cfg.clip_cov_ub));
     TRY(get_num(c, "kl_cov_ratio", cfg.kl_cov_ratio, &cfg.kl_cov_ratio));
     TRY(get_num(c, "ppo_kl_coef", cfg.ppo_kl_coef, &cfg.ppo_kl_coef));
-    double loss;
+    double loss, grad_flag = 0;
     vc_pg_metrics mt;
-    TRY(vc_policy_loss(mode, old->data, lp->data, adv->data, m->data, B, T, &cfg, w ? w->data : NULL, &loss, &mt, NULL));
+    TRY(get_num(c, "with_grad", 0.0, &grad_flag));
+    float *g = grad_flag != 0 ? vc_malloc(sizeof(float) * (lp->n ? lp->n : 1)) : NULL;
+    if (grad_flag != 0 && !g) return VC_ERR_NOMEM;
+    vc_status st = vc_policy_loss(mode, old->data, lp->data, adv->data, m->data, B, T, &cfg, w ? w->data : NULL, &loss, &mt, g);
+    if (st) { free(g); return st; }
     cJSON *d = cJSON_CreateObject();
     if (mode != VC_PG_DRO) cJSON_AddNumberToObject(d, "actor/pg_clipfrac", mt.pg_clipfrac);
     cJSON_AddNumberToObject(d, "actor/ppo_kl", mt.ppo_kl);
     if (mode != VC_PG_DRO) cJSON_AddNumberToObject(d, "actor/pg_clipfrac_lower", mt.pg_clipfrac_lower);
     *res = pair(cJSON_CreateNumber((float)loss), d);
+    if (g && *res) cJSON_AddItemToArray(*res, arr_out(g, lp)); /* with_grad: d loss / d log_prob as a third item */
+    free(g);
     return VC_OK;
 }
 
@@ -409,8 +415,15 @@ static vc_status fn_value(struct call *c, cJSON **res) {
     TRY(get_num(c, "cliprange_value", 0, &clip));
     TRY(get_agg(c, &mode));
     TRY(get_norm(c, &norm));
-    TRY(vc_value_loss(vp->data, rt->data, v->data, m->data, B, T, (float)clip, mode, &norm, &loss, &frac, NULL));
+    double grad_flag = 0;
+    TRY(get_num(c, "with_grad", 0.0, &grad_flag));
+    float *g = grad_flag != 0 ? vc_malloc(sizeof(float) * (vp->n ? vp->n : 1)) : NULL;
+    if (grad_flag != 0 && !g) return VC_ERR_NOMEM;
+    vc_status st = vc_value_loss(vp->data, rt->data, v->data, m->data, B, T, (float)clip, mode, &norm, &loss, &frac, g);
+    if (st) { free(g); return st; }
     *res = pair(cJSON_CreateNumber((float)loss), cJSON_CreateNumber(frac));
+    if (g && *res) cJSON_AddItemToArray(*res, arr_out(g, vp)); /* with_grad: d loss / d vpreds */
+    free(g);
     return VC_OK;
 }
 
@@ -480,7 +493,7 @@ static vc_status fn_masked(struct call *c, cJSON **res) {
 #define NORM_ARGS "dp_size", "batch_num_tokens", "global_batch_size", "loss_scale_factor"
 #define PG_ARGS "old_log_prob", "log_prob", "advantages", "response_mask", "loss_agg_mode", "clip_ratio", \
     "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "rollout_is_weights", "dro_beta", "tau_pos", "tau_neg", \
-    "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef", NORM_ARGS
+    "clip_cov_ratio", "clip_cov_lb", "clip_cov_ub", "kl_cov_ratio", "ppo_kl_coef", "with_grad", NORM_ARGS
 
 struct fn_entry {
     const char *name;
@@ -519,7 +532,7 @@ static const struct fn_entry FNS[] = {
     { "entropy_loss", fn_entropy_loss, { "logits", "response_mask", "loss_agg_mode", NORM_ARGS } },
     { "entropy_from_logits", fn_entropy, { "logits" } },
     { "value_loss", fn_value,
-      { "vpreds", "returns", "values", "response_mask", "cliprange_value", "loss_agg_mode", NORM_ARGS } },
+      { "vpreds", "returns", "values", "response_mask", "cliprange_value", "loss_agg_mode", "with_grad", NORM_ARGS } },
     { "kl_penalty", fn_kl, { "logprob", "ref_logprob", "kl_penalty" } },
     { "rewards", fn_rewards, { "token_level_scores", "old_log_prob", "ref_log_prob", "kl_ratio" } },
     { "masked_whiten", fn_masked, { "values", "mask", "shift_mean" } },

@@ -2,7 +2,8 @@
 """Differential check of `verlc algos` against verl's own core algorithm functions (verl/trainer/ppo/core_algos.py at
 b178a3cd, run unchanged with the stand-ins tools/fixtures/make_adv_ref.py uses) on random inputs: batch and length
 shapes, masks with empty and full rows, groups with singletons, sparse and dense rewards, ratios far from 1, every
-loss aggregation mode with and without the global batch info, rollout IS weights, each kl_penalty mode. Compared
+loss aggregation mode with and without the global batch info, rollout IS weights, each kl_penalty mode; for the
+policy and value losses also their gradients (verl's by autograd, verlc's own backward, `with_grad`). Compared
 within a relative 1e-4 (float32 on both sides, different summation orders; 2e-3 after REINFORCE++'s whitening of
 near-equal scores); NaN where both give NaN, or where verl divides 0 by 0 over an all-masked batch and verlc gives 0.
 
@@ -140,8 +141,12 @@ def case():
         if kind == "geo_mean":  # b178a3cd's geo_mean takes a plain mean over the rows and ignores the global batch info
             gbi = {}            # (verlc normalizes it as its other losses there); compared without it
             c.global_batch_info = gbi
-        ref = getattr(ca, "compute_policy_loss_" + kind)(old, lp, adv, m, loss_agg_mode=mode, config=c, rollout_is_weights=w)
-        args = dict(old_log_prob=L(old), log_prob=L(lp), advantages=L(adv), response_mask=L(m), loss_agg_mode=mode,
+        lpg = lp.clone().requires_grad_(True)  # the loss's gradient w.r.t. log_prob by autograd, as training takes it
+        loss, met = getattr(ca, "compute_policy_loss_" + kind)(old, lpg, adv, m, loss_agg_mode=mode, config=c,
+                                                               rollout_is_weights=w)
+        loss.backward()
+        ref = (loss.detach(), met, lpg.grad if lpg.grad is not None else torch.zeros(B, T))
+        args = dict(with_grad=1, old_log_prob=L(old), log_prob=L(lp), advantages=L(adv), response_mask=L(m), loss_agg_mode=mode,
                     clip_ratio=c.clip_ratio, clip_ratio_c=c.clip_ratio_c, tau_pos=c.tau_pos, tau_neg=c.tau_neg,
                     clip_cov_ratio=pl.clip_cov_ratio, kl_cov_ratio=pl.kl_cov_ratio, ppo_kl_coef=pl.ppo_kl_coef, **gbi)
         if lo is not None:
@@ -155,8 +160,11 @@ def case():
         return "kl_penalty", dict(logprob=L(lp), ref_logprob=L(ref_lp), kl_penalty=pen), ca.kl_penalty(lp, ref_lp, pen)
     vp, ret, v = torch.randn(B, T), torch.randn(B, T), torch.randn(B, T)
     clip = R.choice([0.2, 0.5])
-    ref = ca.compute_value_loss(vp, ret, v, m, clip, mode)
-    return "value_loss", dict(vpreds=L(vp), returns=L(ret), values=L(v), response_mask=L(m), cliprange_value=clip,
+    vpg = vp.clone().requires_grad_(True)
+    loss, frac = ca.compute_value_loss(vpg, ret, v, m, clip, mode)
+    loss.backward()
+    ref = (loss.detach(), frac, vpg.grad if vpg.grad is not None else torch.zeros(B, T))
+    return "value_loss", dict(with_grad=1, vpreds=L(vp), returns=L(ret), values=L(v), response_mask=L(m), cliprange_value=clip,
                               loss_agg_mode=mode), ref
 
 
