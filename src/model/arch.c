@@ -1110,9 +1110,9 @@ static int global_slot(const slot_ctx *x, int slot, int64_t *s, int *optional) {
     case VC_W_OUT_NORM: return c->norm_no_weight || c->no_final_norm ? 0 : set(s, H, 0, 0);
     case VC_W_OUT_NORM_B: return ln && !c->no_final_norm ? set(s, H, 0, 0) : 0;
     case VC_W_LM_HEAD: return c->tied || c->n_labels ? 0 : set(s, vc_cfg_out_vocab(c), vc_cfg_out_hidden(c), 0);
-    case VC_W_LM_HEAD_B:
+    case VC_W_LM_HEAD_B: /* (tying shares the head's weight, not its bias: Phi with tied embeddings keeps lm_head.bias) */
         *optional = !c->head_bias;
-        return c->tied || c->n_labels ? 0 : set(s, vc_cfg_out_vocab(c), 0, 0);
+        return c->n_labels ? 0 : set(s, vc_cfg_out_vocab(c), 0, 0);
     case VC_W_SCORE: return c->n_labels ? set(s, c->n_labels, vc_cfg_out_hidden(c), 0) : 0;
     case VC_W_PROJ_IN: return c->emb_dim ? set(s, H, c->emb_dim, 0) : 0;
     case VC_W_PROJ_OUT: return c->emb_dim ? set(s, c->emb_dim, H, 0) : 0;

@@ -901,6 +901,21 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     return parse_special_tokens(o, path, c);
 }
 
+/* the keys the norm epsilon is read from, the family's own first (transformers reads that one alone: a config that
+ * also carries a stray rms_norm_eps, as one saved from a PhiConfig given one does, keeps Phi's layer_norm_eps) */
+static const char *norm_eps_keys(const vc_model_config *c) {
+    static const struct { const char *types, *keys; } OWN[] = {
+        { "bloom codegen falcon falcon_mamba gpt2 gpt_bigcode gpt_neo gptj mamba mamba2 mpt nemotron_h",
+          "layer_norm_epsilon rms_norm_eps layernorm_epsilon layer_norm_eps norm_epsilon norm_eps" },
+        { "cohere cohere2 gpt_neox jais2 phi stablelm",
+          "layer_norm_eps rms_norm_eps layer_norm_epsilon layernorm_epsilon norm_epsilon norm_eps" },
+        { "lfm2 lfm2_moe lfm3 nemotron", "norm_eps rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon" },
+        { "starcoder2", "norm_epsilon rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_eps" } };
+    for (size_t i = 0; i < sizeof OWN / sizeof OWN[0]; i++)
+        if (vc_mcfg_is_any(c, OWN[i].types)) return OWN[i].keys;
+    return "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps";
+}
+
 vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_config *c) {
     int nk = nested_kind(o);
     if (nk >= 0) return parse_nested_text(o, path, c, nk);
@@ -927,8 +942,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = vc_mcfg_int_any(o, "num_attention_heads n_head n_heads num_heads", 0, &c->n_head, path)) ||
         (st = vc_mcfg_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
         (st = vc_mcfg_int_any(o, "max_position_embeddings seq_length n_positions max_seq_len", 4096, &c->max_pos, path)) ||
-        (st = vc_mcfg_num_any(o, "rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon norm_eps",
-                              1e-6, &eps, path)))
+        (st = vc_mcfg_num_any(o, norm_eps_keys(c), 1e-6, &eps, path)))
         return st;
     if (c->n_layer <= 0 && vc_mcfg_is(c, "nemotron_h")) { /* transformers 5 writes its blocks' list without the count */
         const cJSON *t = vc_json_member(o, "layers_block_type"), *p = vc_json_member(o, "hybrid_override_pattern");

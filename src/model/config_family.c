@@ -373,11 +373,19 @@ static vc_status parse_gemma4(const cJSON *o, const char *path, vc_model_config 
 
 /* attention biases every family may name; Qwen 1 and 2 always have q/k/v biases */
 static vc_status fam_biases(const cJSON *o, const char *path, vc_model_config *c) {
-    c->qkv_bias = vc_mcfg_flag(o, "attention_bias", 0) || vc_mcfg_is_any(c, "qwen2 qwen2_moe qwen") ||
+    /* (attention_bias as the family's attention reads it: Mistral's, Mixtral's, Phi-3's ignore it) */
+    int attn_bias = vc_mcfg_flag(o, "attention_bias", 0) &&
+                    !vc_mcfg_is_any(c, "mistral mixtral ministral ministral3 mistral3 phi3 exaone4 exaone_moe cwm minimax "
+                                       "minimax_m2 lfm2 lfm2_moe nemotron_h kolibri1 jamba");
+    c->qkv_bias = attn_bias || vc_mcfg_is_any(c, "qwen2 qwen2_moe qwen") ||
                   vc_mcfg_flag(o, "add_qkv_bias", 0) || vc_mcfg_flag(o, "bias", 0);
     c->o_bias = vc_mcfg_flag(o, "add_bias_linear", 0) || (vc_mcfg_is(c, "internlm2") && vc_mcfg_flag(o, "bias", 0)) ||
                 vc_mcfg_flag(o, "attention_out_bias", 0); /* Seed-OSS */
-    c->mlp_bias = vc_mcfg_flag(o, "mlp_bias", 0);
+    /* mlp_bias where the family's MLP reads it (transformers' LlamaMLP and its copies; remote-code families too):
+     * OLMo 2's, Mistral's, Qwen's MLPs have none whatever the config says */
+    c->mlp_bias = vc_mcfg_flag(o, "mlp_bias", 0) &&
+                  vc_mcfg_is_any(c, "llama arcee bamba cwm deepseek_v2 falcon_h1 granite granite_swa helium hy_v3 hyperclovax "
+                                    "jais2 minicpm3 nemotron nemotron_h seed_oss smollm3 deepseek yi baichuan chatglm internlm2 qwen");
     return VC_OK;
 }
 

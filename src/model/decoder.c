@@ -1556,7 +1556,7 @@ vc_status vc_model_score_head(vc_model *m, int label, float *w, float *bias) {
 
 vc_tensor *vc_model_logits(vc_model *m, vc_graph *g, vc_tensor *hidden) {
     if (no_lm_head(m, g)) return NULL;
-    vc_tensor *z = vc_op_linear(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B));
+    vc_tensor *z = vc_op_linear(g, hidden, head_weight(m, g), vc_w(m, -1, VC_W_LM_HEAD_B));
     if (z && m->cfg.final_softcap > 0) z = vc_op_softcap(g, z, m->cfg.final_softcap);
     return z && m->cfg.logit_divisor > 0 ? vc_op_scale(g, z, 1.0f / m->cfg.logit_divisor) : z;
 }
@@ -1566,7 +1566,7 @@ vc_status vc_model_logprobs_ex(vc_model *m, vc_graph *g, vc_tensor *hidden, cons
     if (no_lm_head(m, g)) return VC_ERR_UNSUPPORTED;
     float ld = m->cfg.logit_divisor; /* Granite's logits_scaling divides as the temperature does */
     if (ld > 0) temperature = (temperature > 0 ? temperature : 1.0f) * ld;
-    return vc_op_lm_head(g, hidden, head_weight(m, g), m->cfg.tied ? NULL : vc_w(m, -1, VC_W_LM_HEAD_B), target,
+    return vc_op_lm_head(g, hidden, head_weight(m, g), vc_w(m, -1, VC_W_LM_HEAD_B), target,
                          m->cfg.final_softcap, temperature, logp, entropy, sum_pi_sq);
 }
 

@@ -68,7 +68,7 @@ int64_t vc_model_head_gather_rows(const vc_model *m, int64_t chunk_rows) {
 static int head_params(const vc_model *m, vc_tensor **w) {
     int k = 0;
     w[k++] = m->cfg.tied ? vc_w(m, -1, VC_W_TOK_EMBD) : vc_w(m, -1, VC_W_LM_HEAD);
-    if (!m->cfg.tied && vc_w(m, -1, VC_W_LM_HEAD_B)) w[k++] = vc_w(m, -1, VC_W_LM_HEAD_B);
+    if (vc_w(m, -1, VC_W_LM_HEAD_B)) w[k++] = vc_w(m, -1, VC_W_LM_HEAD_B);
     return k;
 }
 

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Differential check of verlc's model engine against transformers on random configurations: for each trial an
+architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Phi-3, Phi, OLMo 2,
+Granite, StarCoder2) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
+layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings, biases, activations, sliding windows,
+experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
+tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, every gradient, greedy decoding),
+then `verlc check` on it (its f32 tolerances). A configuration verlc refuses by name counts apart.
+
+usage: diff_models.py N [SEED] [KEEP_DIR]     (from the repository root; needs torch, transformers, safetensors and
+build/verlc; failing checkpoints are kept in KEEP_DIR, default /tmp/diff_models)"""
+import json, os, random, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import torch
+import transformers
+import make_fixture as mf
+
+N = int(sys.argv[1])
+R = random.Random(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+KEEP = sys.argv[3] if len(sys.argv) > 3 else "/tmp/diff_models"
+ARCH = {  # model_type: (config class, model class)
+    "llama": ("LlamaConfig", "LlamaForCausalLM"), "mistral": ("MistralConfig", "MistralForCausalLM"),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM"), "qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM"), "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM"), "gemma": ("GemmaConfig", "GemmaForCausalLM"),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"), "phi3": ("Phi3Config", "Phi3ForCausalLM"),
+    "phi": ("PhiConfig", "PhiForCausalLM"), "olmo2": ("Olmo2Config", "Olmo2ForCausalLM"),
+    "granite": ("GraniteConfig", "GraniteForCausalLM"), "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM"),
+}
+
+
+def rope(kind):
+    theta = R.choice([10000.0, 500000.0, 1e6])
+    if kind == "default":
+        return {"rope_type": "default", "rope_theta": theta}
+    if kind == "linear":
+        return {"rope_type": "linear", "factor": R.choice([2.0, 4.0]), "rope_theta": theta}
+    if kind == "dynamic":
+        return {"rope_type": "dynamic", "factor": R.choice([2.0, 4.0]), "rope_theta": theta}
+    if kind == "yarn":
+        return {"rope_type": "yarn", "factor": R.choice([2.0, 4.0]), "original_max_position_embeddings": 32,
+                "rope_theta": theta}
+    return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32, "rope_theta": theta}
+
+
+def config(arch):
+    heads = R.choice([1, 2, 4, 8])
+    kv = R.choice([d for d in (1, 2, 4, 8) if heads % d == 0])
+    hd = R.choice([8, 16, 32])
+    hidden = R.choice([heads * hd, 32, 48, 64, 96])
+    if arch in ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe"):
+        hidden = heads * hd  # (these take head_dim as hidden / heads)
+    kw = dict(vocab_size=mf.VOCAB, hidden_size=hidden, intermediate_size=R.choice([16, 40, 64, 100]),
+              num_hidden_layers=R.randint(1, 3), num_attention_heads=heads, num_key_value_heads=kv,
+              max_position_embeddings=R.choice([64, 128, 4096]), rms_norm_eps=R.choice([1e-6, 1e-5]),
+              tie_word_embeddings=R.random() < 0.3, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if arch not in ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe"):
+        kw["head_dim"] = hd
+    if arch in ("llama", "qwen2", "qwen3", "mistral", "granite", "olmo2"):
+        kw["rope_parameters"] = rope(R.choice(["default", "default", "linear", "dynamic", "yarn", "llama3"]))
+    if arch in ("llama", "granite", "olmo2"):
+        kw.update(attention_bias=R.random() < 0.3, mlp_bias=R.random() < 0.2)
+    if arch in ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "qwen2_moe", "olmo2", "granite"):
+        kw["hidden_act"] = R.choice(["silu", "silu", "gelu_pytorch_tanh", "relu"])
+    if arch in ("mistral", "mixtral") and R.random() < 0.5:
+        kw["sliding_window"] = R.choice([3, 5, 8])
+    if arch in ("qwen2", "qwen3") and R.random() < 0.3:
+        kw.update(use_sliding_window=True, sliding_window=R.choice([3, 5]), max_window_layers=R.randint(0, 2))
+    if arch in ("mixtral", "qwen2_moe", "qwen3_moe"):
+        e = R.choice([2, 4, 8])
+        kw.update(num_local_experts=e, num_experts=e, num_experts_per_tok=R.randint(1, min(4, e)),
+                  router_aux_loss_coef=0.0, output_router_logits=False)
+    if arch in ("qwen2_moe", "qwen3_moe"):
+        kw.update(moe_intermediate_size=R.choice([16, 32]), norm_topk_prob=R.random() < 0.5,
+                  decoder_sparse_step=R.choice([1, 1, 2]), mlp_only_layers=R.choice([[], [0]]))
+    if arch == "qwen2_moe":
+        kw["shared_expert_intermediate_size"] = R.choice([16, 48])
+    if arch == "gemma2":
+        kw.update(query_pre_attn_scalar=R.choice([hd, 16]), sliding_window=R.choice([3, 6]),
+                  final_logit_softcapping=R.choice([None, 30.0]), attn_logit_softcapping=R.choice([None, 50.0]))
+    if arch == "phi":
+        kw.update(partial_rotary_factor=R.choice([0.5, 1.0]), qk_layernorm=R.random() < 0.3)
+    if arch == "phi3" and R.random() < 0.3:
+        kw["partial_rotary_factor"] = 0.5
+    if arch == "granite":
+        kw.update(embedding_multiplier=R.choice([1.0, 12.0]), residual_multiplier=R.choice([1.0, 0.22]),
+                  attention_multiplier=R.choice([1.0, 0.015625]), logits_scaling=R.choice([1.0, 8.0]))
+    if arch == "starcoder2":
+        kw.update(use_bias=R.random() < 0.7, norm_epsilon=1e-5)
+    return kw
+
+
+def trial(i, tmp):
+    arch = R.choice(sorted(ARCH))
+    kw = config(arch)
+    cls, mcls = ARCH[arch]
+    seed = R.randint(0, 10 ** 6)
+    try:
+        torch.manual_seed(seed)
+        cfg = getattr(transformers, cls)(**kw)
+        cfg._attn_implementation = "eager"
+        model = getattr(transformers, mcls)(cfg).float().eval()
+        mf.randomise(model, seed)
+        ref = mf.reference(model, lambda m: m, seed)
+    except (SystemExit, Exception) as e:  # a configuration transformers refuses, or no well separated greedy run
+        return arch, kw, "skip", str(e)[:120]
+    out = os.path.join(tmp, f"m{i}")
+    mf.save(model, out, ref, arch, "diff_models random configuration")
+    r = subprocess.run(["build/verlc", "check", out], capture_output=True, text=True)
+    text = (r.stdout + r.stderr).strip()
+    if r.returncode == 0:
+        return arch, kw, "pass", ""
+    if "unsupported" in text or "not supported" in text or "refused" in text:
+        return arch, kw, "refused", text.splitlines()[-1][:200]
+    os.makedirs(KEEP, exist_ok=True)
+    dst = os.path.join(KEEP, f"{arch}_{i}")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(out, dst)
+    return arch, kw, "fail", "\n      ".join(text.splitlines()[-3:])[:600]
+
+
+counts, fails = {}, []
+with tempfile.TemporaryDirectory() as tmp:
+    for i in range(N):
+        arch, kw, res, msg = trial(i, tmp)
+        counts[res] = counts.get(res, 0) + 1
+        if res in ("fail", "refused"):
+            fails.append((arch, kw, res, msg))
+print(f"{N} random models: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+for arch, kw, res, msg in fails[:10]:
+    print(f"  {res} {arch} {json.dumps(kw)[:400]}\n      {msg}")
+sys.exit(1 if counts.get("fail") else 0)
