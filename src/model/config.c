@@ -956,8 +956,12 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
         (st = vc_mcfg_check_size(path, "hidden_size", c->hidden, 1, DIM_MAX)) ||
         (st = vc_mcfg_check_size(path, "num_attention_heads", c->n_head, 1, HEAD_MAX)))
         return st;
-    if ((st = vc_mcfg_int_any(o, "num_key_value_heads", c->n_head, &c->n_kv_head, path)) ||
-        (st = vc_mcfg_int_any(o, "head_dim kv_channels", c->hidden / c->n_head, &c->head_dim, path)))
+    /* (families whose configs have no such keys ignore stray ones, as transformers does: GPT-NeoX is multi-head
+     * whatever num_key_value_heads says) */
+    int mha_only = vc_mcfg_is_any(c, "bloom codegen gpt2 gpt_neo gpt_neox gptj mpt opt");
+    int plain_hd = vc_mcfg_is_any(c, "bloom codegen gpt2 gpt_bigcode gpt_neo gptj mpt opt");
+    if ((st = vc_mcfg_int_any(o, mha_only ? "" : "num_key_value_heads", c->n_head, &c->n_kv_head, path)) ||
+        (st = vc_mcfg_int_any(o, plain_hd ? "" : "head_dim kv_channels", c->hidden / c->n_head, &c->head_dim, path)))
         return st;
     if (c->n_kv_head <= 0 || c->n_head % c->n_kv_head)
         return vc_fail(VC_ERR_FORMAT, "%s: num_key_value_heads %lld does not divide num_attention_heads %lld", path,

@@ -426,7 +426,8 @@ static vc_status fam_rope_by_layer_type(const cJSON *o, const char *path, vc_mod
     return VC_OK;
 }
 
-/* Gemma 2 and 3: sandwich norms, query_pre_attn_scalar, soft-capped attention and logits */
+/* Gemma 2 and 3: sandwich norms, query_pre_attn_scalar, soft-capped attention (Gemma 2's; transformers' Gemma 3 keeps
+ * attn_logit_softcapping in its config but never applies it) and logits */
 static vc_status fam_gemma2(const cJSON *o, const char *path, vc_model_config *c) {
     double qs, a, f;
     vc_status st;
@@ -436,7 +437,7 @@ static vc_status fam_gemma2(const cJSON *o, const char *path, vc_model_config *c
         (st = vc_mcfg_num_any(o, "final_logit_softcapping", 0, &f, path)))
         return st;
     c->attn_scale = (float)(1.0 / sqrt(qs));
-    c->attn_softcap = (float)a;
+    c->attn_softcap = vc_mcfg_is(c, "gemma3_text") ? 0.0f : (float)a; /* Gemma 3's attention passes no soft-cap on */
     c->final_softcap = (float)f;
     return VC_OK;
 }

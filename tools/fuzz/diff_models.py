@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential check of verlc's model engine against transformers on random configurations: for each trial an
-architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Phi-3, Phi, OLMo 2,
-Granite, StarCoder2) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
+architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Gemma 3, Phi-3, Phi,
+OLMo 2, OLMoE, Granite, Granite MoE, StarCoder2, DeepSeek-V3, GLM-4, Cohere, StableLM, GPT-NeoX) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
 layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings, biases, activations, sliding windows,
 experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
 tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, every gradient, greedy decoding),
@@ -26,7 +26,13 @@ ARCH = {  # model_type: (config class, model class)
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM"), "phi3": ("Phi3Config", "Phi3ForCausalLM"),
     "phi": ("PhiConfig", "PhiForCausalLM"), "olmo2": ("Olmo2Config", "Olmo2ForCausalLM"),
     "granite": ("GraniteConfig", "GraniteForCausalLM"), "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM"),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM"), "glm4": ("Glm4Config", "Glm4ForCausalLM"),
+    "cohere": ("CohereConfig", "CohereForCausalLM"), "stablelm": ("StableLmConfig", "StableLmForCausalLM"),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM"), "olmoe": ("OlmoeConfig", "OlmoeForCausalLM"),
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM"), "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
 }
+PLAIN_HD = ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe", "cohere", "stablelm",
+            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3")  # (head_dim is hidden / heads there)
 
 
 def rope(kind):
@@ -49,13 +55,13 @@ def config(arch):
     kv = R.choice([d for d in (1, 2, 4, 8) if heads % d == 0])
     hd = R.choice([8, 16, 32])
     hidden = R.choice([heads * hd, 32, 48, 64, 96])
-    if arch in ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe"):
-        hidden = heads * hd  # (these take head_dim as hidden / heads)
+    if arch in PLAIN_HD:
+        hidden = heads * hd
     kw = dict(vocab_size=mf.VOCAB, hidden_size=hidden, intermediate_size=R.choice([16, 40, 64, 100]),
               num_hidden_layers=R.randint(1, 3), num_attention_heads=heads, num_key_value_heads=kv,
               max_position_embeddings=R.choice([64, 128, 4096]), rms_norm_eps=R.choice([1e-6, 1e-5]),
               tie_word_embeddings=R.random() < 0.3, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    if arch not in ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe"):
+    if arch not in PLAIN_HD:
         kw["head_dim"] = hd
     if arch in ("llama", "qwen2", "qwen3", "mistral", "granite", "olmo2"):
         kw["rope_parameters"] = rope(R.choice(["default", "default", "linear", "dynamic", "yarn", "llama3"]))
@@ -88,6 +94,40 @@ def config(arch):
                   attention_multiplier=R.choice([1.0, 0.015625]), logits_scaling=R.choice([1.0, 8.0]))
     if arch == "starcoder2":
         kw.update(use_bias=R.random() < 0.7, norm_epsilon=1e-5)
+    if arch in ("glm4", "cohere", "stablelm", "gpt_neox", "olmoe", "granitemoe", "gemma3_text"):
+        kw["rope_parameters"] = rope(R.choice(["default", "default", "linear"]))
+        if R.random() < 0.5 and arch in ("glm4", "stablelm", "gpt_neox"):
+            kw["rope_parameters"]["partial_rotary_factor"] = R.choice([0.25, 0.5])
+    if arch in ("cohere",):
+        kw.update(logit_scale=R.choice([0.0625, 1.0]), use_qk_norm=R.random() < 0.3, layer_norm_eps=1e-5)
+    if arch == "stablelm":
+        kw.update(use_qkv_bias=R.random() < 0.5, qk_layernorm=R.random() < 0.3, use_parallel_residual=R.random() < 0.3)
+    if arch == "gpt_neox":
+        kw.update(use_parallel_residual=R.random() < 0.7, attention_bias=R.random() < 0.7)
+    if arch in ("olmoe", "granitemoe"):
+        e = R.choice([2, 4, 8])
+        kw.update(num_experts=e, num_local_experts=e, num_experts_per_tok=R.randint(1, min(4, e)), router_aux_loss_coef=0.0,
+                  output_router_logits=False)
+    if arch == "olmoe":
+        kw.update(norm_topk_prob=R.random() < 0.5, clip_qkv=R.choice([None, 8.0]))
+    if arch == "granitemoe":
+        kw.update(embedding_multiplier=R.choice([1.0, 12.0]), residual_multiplier=R.choice([1.0, 0.22]),
+                  attention_multiplier=R.choice([1.0, 0.0625]), logits_scaling=R.choice([1.0, 8.0]))
+    if arch == "gemma3_text":
+        L = kw["num_hidden_layers"]
+        kw.update(query_pre_attn_scalar=R.choice([hd, 16]), sliding_window=R.choice([3, 6]),
+                  layer_types=[R.choice(["sliding_attention", "full_attention"]) for _ in range(L)],
+                  final_logit_softcapping=R.choice([None, 30.0]), attn_logit_softcapping=R.choice([None, 50.0]))
+        kw["rope_parameters"] = {"full_attention": rope("default"), "sliding_attention": rope("default")}
+    if arch == "deepseek_v3":
+        e = R.choice([4, 8])
+        kw.update(q_lora_rank=R.choice([None, 16]), kv_lora_rank=R.choice([8, 16]), qk_rope_head_dim=R.choice([4, 8]),
+                  qk_nope_head_dim=R.choice([8, 16]), v_head_dim=R.choice([8, 16]), n_routed_experts=e,
+                  n_shared_experts=R.choice([1, 2]), num_experts_per_tok=R.randint(1, 3), n_group=R.choice([1, 2]),
+                  topk_group=1, first_k_dense_replace=R.choice([0, 1]), moe_intermediate_size=R.choice([16, 24]),
+                  routed_scaling_factor=R.choice([1.0, 2.5]), norm_topk_prob=R.random() < 0.5,
+                  rope_parameters=rope(R.choice(["default", "yarn"])), rope_interleave=R.random() < 0.5)
+        kw.pop("head_dim", None)
     return kw
 
 
@@ -111,7 +151,7 @@ def trial(i, tmp):
     text = (r.stdout + r.stderr).strip()
     if r.returncode == 0:
         return arch, kw, "pass", ""
-    if "unsupported" in text or "not supported" in text or "refused" in text:
+    if "unsupported" in text or "not supported" in text or "refused" in text or "is not built" in text:
         return arch, kw, "refused", text.splitlines()[-1][:200]
     os.makedirs(KEEP, exist_ok=True)
     dst = os.path.join(KEEP, f"{arch}_{i}")
