@@ -154,7 +154,8 @@ typedef struct vc_model_config {
                                    * after the lookup and out of it before the LM head (project_in / project_out) */
     int post_ln;                  /* each sublayer as x = norm(x + sublayer(x)) (OPT-350m's do_layer_norm_before false) */
     int no_final_norm;            /* no norm after the last layer */
-    float clip_qkv;               /* > 0: q, k and v clipped to [-clip_qkv, clip_qkv] after their projection (DBRX) */
+    float clip_qkv;               /* > 0: q, k and v clipped to [-clip_qkv, clip_qkv] after their projection (DBRX, OLMo) */
+    int clip_after_norm;          /* clip_qkv: q and k clipped after their (full-width) norms instead (OLMoE) */
     /* DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): each query attends to the dsa_topk (index_topk) keys its
      * layer's indexer scores best, of dsa_heads heads dsa_dim wide (index_n_heads, index_head_dim) */
     int64_t dsa_topk, dsa_heads, dsa_dim;

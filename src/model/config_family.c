@@ -524,9 +524,15 @@ static vc_status fam_olmo(const cJSON *o, const char *path, vc_model_config *c) 
     return VC_OK;
 }
 
-static vc_status fam_no_clip_qkv(const cJSON *o, const char *path, vc_model_config *c) {
-    if (vc_json_member(o, "clip_qkv") && !cJSON_IsNull(vc_json_member(o, "clip_qkv")))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: clip_qkv (q, k and v clamped) is not built", path);
+/* OLMo's and OLMoE's clip_qkv: q, k and v clamped to [-clip, clip] (OLMoE: q and k after their norms); FlexOlmo's
+ * attention never reads it, so neither does verlc */
+static vc_status fam_clip_qkv(const cJSON *o, const char *path, vc_model_config *c) {
+    const cJSON *cq = vc_json_member(o, "clip_qkv");
+    if (!cq || cJSON_IsNull(cq) || vc_mcfg_is(c, "flex_olmo")) return VC_OK;
+    if (!cJSON_IsNumber(cq) || !(cq->valuedouble > 0) || !isfinite(cq->valuedouble))
+        return vc_fail(VC_ERR_FORMAT, "%s: clip_qkv must be a positive number or null", path);
+    c->clip_qkv = (float)cq->valuedouble;
+    c->clip_after_norm = vc_mcfg_is(c, "olmoe");
     return VC_OK;
 }
 
@@ -954,7 +960,7 @@ static const struct {
     { "olmo2 olmo3 flex_olmo", fam_olmo2 },
     { "olmoe", fam_olmoe },
     { "olmo", fam_olmo },
-    { "olmoe flex_olmo olmo", fam_no_clip_qkv },
+    { "olmoe flex_olmo olmo", fam_clip_qkv },
     { "hunyuan_v1_moe", fam_hunyuan },
     { "exaone_moe", fam_exaone_moe },
     { "apertus apertus1p5_text", fam_apertus },

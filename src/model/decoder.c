@@ -506,6 +506,7 @@ static vc_tensor *qk_heads(fwd_ctx *f, int l, vc_tensor *x, int64_t heads, int i
         x = vc_op_layernorm(g, reshape3(g, x, T, heads, hd), wn, wb, c->norm_eps);
     else if (c->qk_norm && !c->qk_norm_after_rope) /* per head, or (OLMo 2) over all heads at once */
         x = vc_op_rmsnorm(g, x, wn, c->qk_norm_full ? heads * hd : hd, c->norm_eps, c->norm_offset);
+    if (c->clip_qkv > 0 && c->clip_after_norm) x = vc_op_clip(g, x, c->clip_qkv); /* OLMoE: normed, then clipped */
     int loc = c->window[l] > 0; /* Gemma 3's sliding layers have their own rope */
     x = reshape3(g, x, T, heads, hd);
     if (rope_last(f, l)) return x;
@@ -531,8 +532,8 @@ static void attn_kv(fwd_ctx *f, int l, vc_tensor *h, vc_tensor **k, vc_tensor **
     int has_v = vc_w(m, l, VC_W_V) != NULL;
     *k = lin(f, h, l, VC_W_K, vc_w(m, l, VC_W_K_B));
     *v = has_v ? lin(f, h, l, VC_W_V, vc_w(m, l, VC_W_V_B)) : *k;
-    if (c->clip_qkv > 0) { /* DBRX: the projections clipped */
-        *k = vc_op_clip(f->g, *k, c->clip_qkv);
+    if (c->clip_qkv > 0) { /* DBRX, OLMo: the projections clipped (OLMoE: k after its norm, in qk_heads) */
+        if (!c->clip_after_norm) *k = vc_op_clip(f->g, *k, c->clip_qkv);
         *v = has_v ? vc_op_clip(f->g, *v, c->clip_qkv) : *k;
     }
     if (c->v_norm) *v = vc_op_rmsnorm(f->g, *v, NULL, vc_cfg_v_head_dim(c, l), c->norm_eps, 0); /* a new tensor */
@@ -587,7 +588,7 @@ static vc_tensor *attention_std(fwd_ctx *f, int l, vc_tensor *h) {
     if (qkv_fused(f, l, h, &q, &k, &v)) goto attn;
     if (src < 0) vc_op_hold(h, 1); /* q, k and v read the same input */
     q = lin(f, h, l, VC_W_Q, vc_w(m, l, VC_W_Q_B));
-    if (c->clip_qkv > 0) q = vc_op_clip(g, q, c->clip_qkv);
+    if (c->clip_qkv > 0 && !c->clip_after_norm) q = vc_op_clip(g, q, c->clip_qkv);
     if (src < 0) {
         attn_kv(f, l, h, &k, &v);
         vc_op_hold(h, 0);

@@ -30,9 +30,10 @@ ARCH = {  # model_type: (config class, model class)
     "cohere": ("CohereConfig", "CohereForCausalLM"), "stablelm": ("StableLmConfig", "StableLmForCausalLM"),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM"), "olmoe": ("OlmoeConfig", "OlmoeForCausalLM"),
     "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM"), "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM"),
 }
 PLAIN_HD = ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe", "cohere", "stablelm",
-            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3")  # (head_dim is hidden / heads there)
+            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo")  # (head_dim is hidden / heads there)
 
 
 def rope(kind):
@@ -108,11 +109,13 @@ def config(arch):
         e = R.choice([2, 4, 8])
         kw.update(num_experts=e, num_local_experts=e, num_experts_per_tok=R.randint(1, min(4, e)), router_aux_loss_coef=0.0,
                   output_router_logits=False)
-    if arch == "olmoe":
-        kw.update(norm_topk_prob=R.random() < 0.5, clip_qkv=R.choice([None, 8.0]))
+    if arch == "olmoe":  # (clip_qkv small enough to bind on these weights)
+        kw.update(norm_topk_prob=R.random() < 0.5, clip_qkv=R.choice([None, 8.0, 0.5]))
     if arch == "granitemoe":
         kw.update(embedding_multiplier=R.choice([1.0, 12.0]), residual_multiplier=R.choice([1.0, 0.22]),
                   attention_multiplier=R.choice([1.0, 0.0625]), logits_scaling=R.choice([1.0, 8.0]))
+    if arch == "olmo":
+        kw.update(clip_qkv=R.choice([None, 0.5, 8.0]), rope_parameters=rope("default"))
     if arch == "gemma3_text":
         L = kw["num_hidden_layers"]
         kw.update(query_pre_attn_scalar=R.choice([hd, 16]), sliding_window=R.choice([3, 6]),
