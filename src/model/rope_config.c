@@ -144,8 +144,13 @@ vc_status vc_rope_parse_layer(const cJSON *config, const char *config_path, cons
         if (!cJSON_IsObject(rp)) return vc_fail(VC_ERR_FORMAT, "%s: key 'rope_parameters': expected an object", path);
         snprintf(ctx, sizeof ctx, "%s: rope_parameters", path);
         p = rp;
-        if (is_per_layer(rp)) {
-            const char *lt = layer_type ? layer_type : "full_attention";
+        const char *lt0 = layer_type ? layer_type : "full_attention";
+        if (cJSON_IsObject(vc_json_member(rp, lt0))) { /* the layer type's own entry, beside flat keys too (a config that
+                                                        * transformers completed so: its rope reads the entry) */
+            p = vc_json_member(rp, lt0);
+            snprintf(ctx, sizeof ctx, "%s: rope_parameters.%s", path, lt0);
+        } else if (is_per_layer(rp)) {
+            const char *lt = lt0;
             p = vc_json_member(rp, lt);
             if (!p && !layer_type && !rp->child->next) { p = rp->child; lt = p->string; }
             if (!p) return vc_fail(VC_ERR_MISSING, "%s: rope_parameters has no entry for layer type '%s'", path, lt);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential check of verlc's model engine against transformers on random configurations: for each trial an
 architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Gemma 3, Phi-3, Phi,
-OLMo 2, OLMoE, Granite, Granite MoE, StarCoder2, DeepSeek-V3, GLM-4, Cohere, StableLM, GPT-NeoX) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
+OLMo 1-3, OLMoE, Granite, Granite MoE, StarCoder2, DeepSeek-V3, GLM-4, GLM-4.5, dots.llm1, Cohere 1-2, StableLM,
+GPT-NeoX, SmolLM3, EXAONE 4, Ministral, Seed-OSS, Arcee, Helium, ERNIE 4.5, Hunyuan dense) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
 layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings, biases, activations, sliding windows,
 experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
 tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, every gradient, greedy decoding),
@@ -32,10 +33,16 @@ ARCH = {  # model_type: (config class, model class)
     "cohere": ("CohereConfig", "CohereForCausalLM"), "stablelm": ("StableLmConfig", "StableLmForCausalLM"),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM"), "olmoe": ("OlmoeConfig", "OlmoeForCausalLM"),
     "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM"), "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM"),
-    "olmo": ("OlmoConfig", "OlmoForCausalLM"),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM"), "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM"),
+    "exaone4": ("Exaone4Config", "Exaone4ForCausalLM"), "cohere2": ("Cohere2Config", "Cohere2ForCausalLM"),
+    "ministral": ("MinistralConfig", "MinistralForCausalLM"), "seed_oss": ("SeedOssConfig", "SeedOssForCausalLM"),
+    "arcee": ("ArceeConfig", "ArceeForCausalLM"), "helium": ("HeliumConfig", "HeliumForCausalLM"),
+    "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM"), "olmo3": ("Olmo3Config", "Olmo3ForCausalLM"),
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM"), "dots1": ("Dots1Config", "Dots1ForCausalLM"),
+    "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM"),
 }
 PLAIN_HD = ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe", "cohere", "stablelm",
-            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo")  # (head_dim is hidden / heads there)
+            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo", "cohere2", "exaone4", "olmo3", "smollm3", "glm4_moe", "dots1")  # (head_dim is hidden / heads there)
 
 
 def rope(kind):
@@ -116,6 +123,29 @@ def config(arch):
     if arch == "granitemoe":
         kw.update(embedding_multiplier=R.choice([1.0, 12.0]), residual_multiplier=R.choice([1.0, 0.22]),
                   attention_multiplier=R.choice([1.0, 0.0625]), logits_scaling=R.choice([1.0, 8.0]))
+    if arch in ("smollm3", "exaone4", "cohere2", "ministral", "seed_oss", "arcee", "helium", "ernie4_5", "olmo3", "glm4_moe",
+                "dots1", "hunyuan_v1_dense"):
+        kw["rope_parameters"] = rope(R.choice(["default", "default", "linear", "yarn"]))
+    L = kw["num_hidden_layers"]
+    if arch in ("exaone4", "cohere2", "ministral", "olmo3"):
+        kw.update(sliding_window=R.choice([3, 5]), layer_types=[R.choice(["sliding_attention", "full_attention"]) for _ in range(L)])
+    if arch == "smollm3":
+        kw.update(no_rope_layers=[R.choice([0, 1]) for _ in range(L)], attention_bias=R.random() < 0.3)
+    if arch == "cohere2":
+        kw.update(logit_scale=R.choice([0.0625, 1.0]), layer_norm_eps=1e-5)
+    if arch == "seed_oss":
+        kw.update(attention_bias=R.random() < 0.7, attention_out_bias=R.random() < 0.5, mlp_bias=R.random() < 0.3)
+    if arch in ("arcee", "helium"):
+        kw.update(attention_bias=R.random() < 0.3, mlp_bias=R.random() < 0.3)
+    if arch == "ernie4_5":
+        kw.update(use_bias=R.random() < 0.5)
+    if arch in ("glm4_moe", "dots1"):
+        e = R.choice([4, 8])
+        kw.update(moe_intermediate_size=R.choice([16, 24]), n_routed_experts=e, n_shared_experts=R.choice([1, 2]),
+                  num_experts_per_tok=R.randint(1, 3), n_group=1, topk_group=1, first_k_dense_replace=R.choice([0, 1]),
+                  norm_topk_prob=R.random() < 0.5, routed_scaling_factor=R.choice([1.0, 2.5]))
+    if arch == "glm4_moe":
+        kw["use_qk_norm"] = R.random() < 0.5
     if arch == "olmo":
         kw.update(clip_qkv=R.choice([None, 0.5, 8.0]), rope_parameters=rope("default"))
     if arch == "gemma3_text":
