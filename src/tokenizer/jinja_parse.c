@@ -603,6 +603,17 @@ fail:
     return st;
 }
 
+/* `%}`, the block's body up to one of ends, the closing tag's name and its `%}` */
+static vc_status block_body(parser *P, const char *const *ends, const char *what, int pos, jnode **body) {
+    vc_status st = expect_bend(P);
+    if (!st) st = parse_body(P, ends, what, pos, body);
+    if (!st) {
+        P->i++;
+        st = expect_bend(P);
+    }
+    return st;
+}
+
 /* ( name [= default], ... ): a macro's or a call block's parameters, as n's children and names */
 static vc_status parse_params(parser *P, jnode *n) {
     vc_status st = expect_op(P, "(");
@@ -642,10 +653,7 @@ static vc_status parse_macro(parser *P, int pos, jnode **out) {
     n->str = strdup(cur(P)->s);
     P->i++;
     TRY(parse_params(P, n));
-    TRY(expect_bend(P));
-    TRY(parse_body(P, ends, "macro", pos, &n->c));
-    P->i++;
-    TRY(expect_bend(P));
+    TRY(block_body(P, ends, "macro", pos, &n->c));
     n->op = uses_special(n->c);
     for (int i = 0; i < n->n; i++) n->op |= uses_special(n->v[i]);
     *out = n;
@@ -666,10 +674,7 @@ static vc_status parse_callblock(parser *P, int pos, jnode **out) {
     if (is_op(P, "(")) TRY(parse_params(P, n));
     TRY(parse_expr(P, &n->a));
     if (n->a->k != E_CALL) { st = pfail(P, n->a->pos, "expected a call after 'call'"); goto fail; }
-    TRY(expect_bend(P));
-    TRY(parse_body(P, ends, "call", pos, &n->c));
-    P->i++;
-    TRY(expect_bend(P));
+    TRY(block_body(P, ends, "call", pos, &n->c));
     n->op = uses_special(n->c);
     *out = n;
     return VC_OK;
@@ -693,10 +698,7 @@ static vc_status parse_filterblock(parser *P, int pos, jnode **out) {
         if (!is_op(P, "|")) break;
         P->i++;
     }
-    TRY(expect_bend(P));
-    TRY(parse_body(P, ends, "filter", pos, &n->b));
-    P->i++;
-    TRY(expect_bend(P));
+    TRY(block_body(P, ends, "filter", pos, &n->b));
     *out = n;
     return VC_OK;
 fail:
@@ -721,10 +723,7 @@ static vc_status parse_with(parser *P, int pos, jnode **out) {
         st = add_kid(n, e, nm);
         if (st) { jnode_free(e); goto fail; }
     }
-    TRY(expect_bend(P));
-    TRY(parse_body(P, ends, "with", pos, &n->b));
-    P->i++;
-    TRY(expect_bend(P));
+    TRY(block_body(P, ends, "with", pos, &n->b));
     *out = n;
     return VC_OK;
 fail:
