@@ -2,7 +2,8 @@
 """Differential check of verlc's model engine against transformers on random configurations: for each trial an
 architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Gemma 3, Phi-3, Phi,
 OLMo 1-3, OLMoE, Granite, Granite MoE, StarCoder2, DeepSeek-V3, GLM-4, GLM-4.5, dots.llm1, Cohere 1-2, StableLM,
-GPT-NeoX, SmolLM3, EXAONE 4, Ministral, Seed-OSS, Arcee, Helium, ERNIE 4.5, Hunyuan dense) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
+GPT-NeoX, SmolLM3, EXAONE 4, Ministral, Seed-OSS, Arcee, Helium, ERNIE 4.5, Hunyuan dense; and the hybrids Qwen3.5,
+Qwen3-Next (Gated DeltaNet), LFM2 (short convolutions), Mamba 2, Jamba, Granite 4 (Mamba 2 + MoE)) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
 layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings, biases, activations, sliding windows,
 experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
 tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, every gradient, greedy decoding),
@@ -41,9 +42,13 @@ ARCH = {  # model_type: (config class, model class)
     "ernie4_5": ("Ernie4_5Config", "Ernie4_5ForCausalLM"), "olmo3": ("Olmo3Config", "Olmo3ForCausalLM"),
     "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM"), "dots1": ("Dots1Config", "Dots1ForCausalLM"),
     "hunyuan_v1_dense": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM"),
+    "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM"), "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
+    "lfm2": ("Lfm2Config", "Lfm2ForCausalLM"), "mamba2": ("Mamba2Config", "Mamba2ForCausalLM"),
+    "jamba": ("JambaConfig", "JambaForCausalLM"), "granitemoehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM"),
 }
+POST = {"qwen3_5_text": mf.recurrent_gdn, "qwen3_next": mf.recurrent_gdn}  # as make_fixture's kinds prepare them
 PLAIN_HD = ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe", "cohere", "stablelm",
-            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo", "cohere2", "exaone4", "olmo3", "smollm3", "glm4_moe", "dots1")  # (head_dim is hidden / heads there)
+            "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo", "cohere2", "exaone4", "olmo3", "smollm3", "glm4_moe", "dots1", "mamba2", "jamba", "granitemoehybrid", "lfm2")  # (head_dim is hidden / heads there)
 
 
 def rope(kind):
@@ -147,6 +152,40 @@ def config(arch):
                   norm_topk_prob=R.random() < 0.5, routed_scaling_factor=R.choice([1.0, 2.5]))
     if arch == "glm4_moe":
         kw["use_qk_norm"] = R.random() < 0.5
+    if arch in ("qwen3_5_text", "qwen3_next"):  # Gated DeltaNet layers beside gated full attention
+        kh = R.choice([1, 2, 4])
+        kw.update(linear_num_key_heads=kh, linear_num_value_heads=kh * R.choice([1, 2]), linear_key_head_dim=R.choice([8, 16]),
+                  linear_value_head_dim=R.choice([8, 16]), linear_conv_kernel_dim=R.choice([2, 3, 4]),
+                  layer_types=[R.choice(["linear_attention", "linear_attention", "full_attention"]) for _ in range(L)])
+        kw["layer_types"][R.randrange(L)] = "full_attention"  # (transformers' cache needs an attention layer)
+        kw["rope_parameters"] = dict(rope("default"), partial_rotary_factor=R.choice([0.25, 0.5, 1.0]))
+    if arch == "qwen3_next":
+        e = R.choice([2, 4, 8])
+        kw.update(moe_intermediate_size=R.choice([16, 32]), shared_expert_intermediate_size=R.choice([16, 48]), num_experts=e,
+                  num_experts_per_tok=R.randint(1, min(3, e)), norm_topk_prob=R.random() < 0.5,
+                  mlp_only_layers=R.choice([[], [0]]), decoder_sparse_step=1)
+    if arch == "lfm2":
+        kw.update(layer_types=[R.choice(["conv", "conv", "full_attention"]) for _ in range(L - 1)] + ["full_attention"],
+                  conv_L_cache=R.choice([2, 3, 4]),
+                  norm_eps=R.choice([1e-5, 1e-6]), block_multiple_of=R.choice([16, 32]), rope_parameters=rope("default"))
+    if arch == "mamba2":
+        nh = R.choice([2, 4, 8])
+        kw.update(num_heads=nh, head_dim=R.choice([8, 16]), n_groups=R.choice([g for g in (1, 2) if nh % g == 0]),
+                  state_size=R.choice([4, 8, 16]), conv_kernel=R.choice([2, 4]), expand=2, chunk_size=R.choice([4, 8]))
+        kw["hidden_size"] = nh * kw["head_dim"] // 2
+    if arch == "jamba":
+        kw.update(num_experts=R.choice([2, 4]), num_experts_per_tok=R.choice([1, 2]), expert_layer_period=R.choice([1, 2]),
+                  expert_layer_offset=0, attn_layer_period=R.choice([2, 3]), attn_layer_offset=R.choice([0, 1]),
+                  mamba_d_state=R.choice([4, 8]), mamba_d_conv=R.choice([2, 4]), mamba_expand=2, mamba_dt_rank=R.choice([4, 6]))
+        kw["num_hidden_layers"] = max(L, 3)
+    if arch == "granitemoehybrid":
+        kw.update(layer_types=[R.choice(["mamba", "mamba", "attention"]) for _ in range(L - 1)] + ["attention"], mamba_n_heads=4,
+                  mamba_n_groups=R.choice([1, 2]), mamba_d_state=R.choice([4, 8]), mamba_d_conv=R.choice([2, 4]), mamba_expand=2,
+                  num_local_experts=R.choice([2, 4]), num_experts_per_tok=R.choice([1, 2]), shared_intermediate_size=R.choice([16, 48]),
+                  embedding_multiplier=R.choice([1.0, 2.0]), residual_multiplier=R.choice([1.0, 0.5]),
+                  attention_multiplier=R.choice([1.0, 0.2]), logits_scaling=R.choice([1.0, 1.5]),
+                  position_embedding_type=R.choice(["nope", "rope"]), mamba_chunk_size=8)
+        kw["hidden_size"] = 64
     if arch == "olmo":
         kw.update(clip_qkv=R.choice([None, 0.5, 8.0]), rope_parameters=rope("default"))
     if arch == "gemma3_text":
@@ -178,6 +217,8 @@ def trial(i, tmp):
         cfg._attn_implementation = "eager"
         model = getattr(transformers, mcls)(cfg).float().eval()
         mf.randomise(model, seed)
+        if arch in POST:
+            POST[arch](model)
         ref = mf.reference(model, lambda m: m, seed)
     except (SystemExit, Exception) as e:  # a configuration transformers refuses, or no well separated greedy run
         return arch, kw, "skip", str(e)[:120]
