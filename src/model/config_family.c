@@ -516,6 +516,23 @@ static vc_status fam_olmoe(const cJSON *o, const char *path, vc_model_config *c)
     return VC_OK;
 }
 
+/* OLMo 3 under a hub-style config (rope_theta and rope_scaling, no per-layer-type rope_parameters): transformers'
+ * Olmo3Config gives rope_scaling to the full layers alone and the sliding layers a default rope at its default_theta
+ * 500000 (rope_theta is taken by the full layers' entry first); the released 7B's yarn so stays off its sliding layers */
+static vc_status fam_olmo3_rope(const cJSON *o, const char *path, vc_model_config *c) {
+    if (c->local_rope) return VC_OK; /* per-layer-type rope_parameters: read as given */
+    cJSON *t = cJSON_CreateObject(), *rp = t ? cJSON_AddObjectToObject(t, "rope_parameters") : NULL;
+    const cJSON *mp = vc_json_member(o, "max_position_embeddings");
+    vc_status st = rp && cJSON_AddStringToObject(rp, "rope_type", "default") && cJSON_AddNumberToObject(rp, "rope_theta", 500000.0) &&
+                           (!cJSON_IsNumber(mp) || cJSON_AddNumberToObject(t, "max_position_embeddings", mp->valuedouble))
+                       ? vc_rope_parse_layer(t, path, NULL, &c->rope_local)
+                       : VC_ERR_NOMEM;
+    cJSON_Delete(t);
+    if (st) return st;
+    c->local_rope = 1;
+    return VC_OK;
+}
+
 /* OLMo 1: LayerNorms without weight or bias, eps 1e-5 */
 static vc_status fam_olmo(const cJSON *o, const char *path, vc_model_config *c) {
     c->norm_kind = VC_NORM_LAYER;
@@ -958,6 +975,7 @@ static const struct {
     { "kolibri1", fam_kolibri },
     { "flint", fam_flint },
     { "olmo2 olmo3 flex_olmo", fam_olmo2 },
+    { "olmo3", fam_olmo3_rope },
     { "olmoe", fam_olmoe },
     { "olmo", fam_olmo },
     { "olmoe flex_olmo olmo", fam_clip_qkv },
