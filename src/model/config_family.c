@@ -310,12 +310,13 @@ static vc_status parse_llama4_scaling(const cJSON *o, const char *path, vc_model
     return VC_OK;
 }
 
-/* the older rope keys (Qwen1, GPT-NeoX's hub configs): rotary_emb_base, rotary_pct of each head */
-static vc_status rotary_keys(const cJSON *o, const char *path, vc_model_config *c) {
+/* the older rope keys (Qwen1, GPT-NeoX's hub configs): rotary_emb_base, rotary_pct of each head (its default pct_def:
+ * GPT-NeoX's 0.25, as transformers' GPTNeoXConfig takes a missing rotary_pct) */
+static vc_status rotary_keys(const cJSON *o, const char *path, vc_model_config *c, double pct_def) {
     double base, pct;
     vc_status st;
     if ((st = vc_mcfg_num_any(o, "rotary_emb_base", 10000, &base, path)) ||
-        (st = vc_mcfg_num_any(o, "rotary_pct", 1.0, &pct, path)))
+        (st = vc_mcfg_num_any(o, "rotary_pct", pct_def, &pct, path)))
         return st;
     c->rope.theta = base;
     return vc_mcfg_rot_fraction(c, pct, "rotary_pct", path);
@@ -884,7 +885,7 @@ static vc_status fam_gpt_neox(const cJSON *o, const char *path, vc_model_config 
     c->qkv_bias = c->o_bias = vc_mcfg_flag(o, "attention_bias", 1);
     c->mlp_bias = 1;
     c->parallel_block = c->parallel_norms = vc_mcfg_flag(o, "use_parallel_residual", 1);
-    if (!vc_json_member(o, "rope_parameters")) return rotary_keys(o, path, c); /* Pythia's hub */
+    if (!vc_json_member(o, "rope_parameters")) return rotary_keys(o, path, c, 0.25); /* Pythia's hub */
     return VC_OK;
 }
 
@@ -915,7 +916,7 @@ static vc_status fam_baichuan(const cJSON *o, const char *path, vc_model_config 
 
 static vc_status fam_qwen(const cJSON *o, const char *path, vc_model_config *c) {
     c->inter /= 2; /* Qwen(1) writes twice the MLP width */
-    return rotary_keys(o, path, c);
+    return rotary_keys(o, path, c, 1.0);
 }
 
 static vc_status fam_chatglm(const cJSON *o, const char *path, vc_model_config *c) {

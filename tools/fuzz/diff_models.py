@@ -8,7 +8,9 @@ layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings,
 experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
 tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, every gradient, greedy decoding),
 then `verlc check` on it (its f32 tolerances; with $DIFF_MODELS_BF16=1 also `--precision bf16`, whose tolerances are
-1.5 x PyTorch's own bf16-autocast errors recorded with the reference). A configuration verlc refuses by name counts apart. Expect a rare
+1.5 x PyTorch's own bf16-autocast errors recorded with the reference; with $DIFF_MODELS_CLASSIC=1 the config is first
+rewritten in the hub's older layout, rope_theta / rope_scaling at the top, where transformers reads that back to the
+same rope, as most released checkpoints ship it). A configuration verlc refuses by name counts apart. Expect a rare
 failure of the gradients alone with hidden_act relu: a gate value within rounding of 0 (7e-8 in the one seen) takes
 relu's derivative 1 on one side and 0 on the other.
 
@@ -206,6 +208,30 @@ def config(arch):
     return kw
 
 
+def classic_config(out):
+    """config.json rewritten in the hub's older layout (rope_theta, rope_scaling and partial_rotary_factor at the top,
+    no rope_parameters), as most released checkpoints still ship it, where transformers reads that back to the same
+    rope_parameters (checked); False where it would not"""
+    path = os.path.join(out, "config.json")
+    c = json.load(open(path))
+    rp = c.get("rope_parameters")
+    if not isinstance(rp, dict) or "rope_type" not in rp:
+        return False
+    rp = dict(rp)
+    c.pop("rope_parameters")
+    c["rope_theta"] = rp.pop("rope_theta", 10000.0)
+    if "partial_rotary_factor" in rp:
+        c["partial_rotary_factor"] = rp.pop("partial_rotary_factor")
+    c["rope_scaling"] = rp if rp.get("rope_type") != "default" else None
+    want = transformers.AutoConfig.from_pretrained(out).rope_parameters
+    json.dump(c, open(path, "w"), indent=2)
+    try:
+        got = transformers.AutoConfig.from_pretrained(out).rope_parameters
+    except Exception:
+        return False
+    return got == want
+
+
 def trial(i, tmp):
     arch = R.choice(sorted(ARCH))
     kw = config(arch)
@@ -224,6 +250,8 @@ def trial(i, tmp):
         return arch, kw, "skip", str(e)[:120]
     out = os.path.join(tmp, f"m{i}")
     mf.save(model, out, ref, arch, "diff_models random configuration")
+    if os.environ.get("DIFF_MODELS_CLASSIC") and not classic_config(out):
+        return arch, kw, "skip", "no equivalent hub-style config"
     r = subprocess.run(["build/verlc", "check", out], capture_output=True, text=True)
     if r.returncode == 0 and os.environ.get("DIFF_MODELS_BF16"):  # and bf16 matmuls against PyTorch's own bf16 errors
         r = subprocess.run(["build/verlc", "check", "--precision", "bf16", out], capture_output=True, text=True)
