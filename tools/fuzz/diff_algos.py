@@ -24,36 +24,10 @@ class Cfg(SimpleNamespace):  # verl's ActorConfig as the losses read it
         return getattr(self, k, d)
 
 
-def module(name, **attrs):
-    m = sys.modules.get(name) or types.ModuleType(name)
-    m.__dict__.update(attrs)
-    sys.modules[name] = m
-    return m
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import verl_algos  # noqa: E402
 
-
-def run_file(path, name):
-    m = module(name)
-    exec(compile(open(path).read(), path, "exec"), m.__dict__)
-    return m
-
-
-tf_path = os.path.join(SRC, "verl/utils/torch_functional.py")
-tree = ast.parse(open(tf_path).read())
-keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and
-        (n.name.startswith("masked_") or n.name in ("entropy_from_logits", "clip_by_value"))]
-ns = {"torch": torch, "F": torch.nn.functional}
-exec(compile(ast.Module(body=keep, type_ignores=[]), tf_path, "exec"), ns)
-for pkg in ("verl", "verl.trainer", "verl.trainer.ppo", "verl.workers"):
-    module(pkg)
-module("omegaconf", DictConfig=dict)
-module("verl.utils.device", get_device_name=lambda: "cpu")
-module("verl.utils.torch_functional", **{k: v for k, v in ns.items() if not k.startswith("__")})
-module("verl.utils.import_utils", deprecated=lambda *a, **k: (lambda f: f))
-module("verl.trainer.config", AlgoConfig=dict)
-module("verl.workers.config", ActorConfig=Cfg)
-gw = run_file(os.path.join(SRC, "verl/utils/groupwise.py"), "verl.utils.groupwise")
-module("verl.utils", as_torch_index=gw.as_torch_index, group_mean_std=gw.group_mean_std)
-ca = run_file(os.path.join(SRC, "verl/trainer/ppo/core_algos.py"), "verl.trainer.ppo.core_algos")
+ca, _ = verl_algos.load(SRC, actor_config=Cfg, extra_fns=("entropy_from_logits", "clip_by_value"))
 
 
 def shape():
