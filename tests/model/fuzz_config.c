@@ -1,8 +1,9 @@
 /* libFuzzer harness for config.json (not a CTest program; scripts/fuzz.sh builds and runs it): the file parsed as a
- * model config and, where its weights come to at most about 4 M floats by a rough count, a random model built from
+ * model config and, where its weights (a vision tower's too) come to at most about 4 M floats by a rough count, a random model built from
  * it and a 4-token forward with log-probs run. Input: the whole file. */
 #include "verlc/model.h"
 #include "verlc/tensor.h"
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,25 @@ static double weights(const vc_model_config *c) {
     return 2 * (double)c->vocab * h + (double)c->n_layer * layer;
 }
 
+/* a rough count of a vision tower's weights (floats) from the config's vision_config, the keys a mangled input lacks
+ * at the sizes of the largest towers (Qwen2-VL's 1280 wide and 32 deep): such a tower under ASan took 10-20 s */
+static double vision_weights(const uint8_t *data, size_t size) {
+    cJSON *j = cJSON_ParseWithLength((const char *)data, size);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "vision_config");
+    double n = 0;
+    if (cJSON_IsObject(v)) {
+        const cJSON *hs = cJSON_GetObjectItemCaseSensitive(v, "hidden_size"), *ed = cJSON_GetObjectItemCaseSensitive(v, "embed_dim");
+        const cJSON *dp = cJSON_GetObjectItemCaseSensitive(v, "depth"), *im = cJSON_GetObjectItemCaseSensitive(v, "intermediate_size");
+        const cJSON *np = cJSON_GetObjectItemCaseSensitive(v, "num_position_embeddings");
+        double h = cJSON_IsNumber(hs) ? hs->valuedouble : cJSON_IsNumber(ed) ? ed->valuedouble : 1280;
+        double d = cJSON_IsNumber(dp) ? dp->valuedouble : 32, i = cJSON_IsNumber(im) ? im->valuedouble : 4 * h;
+        double p = cJSON_IsNumber(np) ? np->valuedouble : 2304;
+        n = d * (4 * h * h + 2 * h * i) + p * h;
+    }
+    cJSON_Delete(j);
+    return n;
+}
+
 static void forward(vc_model *m, int64_t vocab) {
     int32_t ids[4], tgt[4];
     for (int i = 0; i < 4; i++) ids[i] = (int32_t)((i * 7 + 1) % vocab), tgt[i] = i < 3 ? (int32_t)((i * 7 + 8) % vocab) : -1;
@@ -44,7 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fclose(f);
     vc_model_config *c = calloc(1, sizeof *c);
     vc_model *m = NULL;
-    if (c && !vc_config_load_model(dir, c) && c->vocab > 0 && weights(c) <= 4e6 && !vc_model_init_random(path, 1, &m)) {
+    if (c && !vc_config_load_model(dir, c) && c->vocab > 0 && weights(c) + vision_weights(data, size) <= 4e6 &&
+        !vc_model_init_random(path, 1, &m)) {
         forward(m, vc_cfg_out_vocab(c) < c->vocab ? vc_cfg_out_vocab(c) : c->vocab);
         vc_model_free(m);
     }
