@@ -29,8 +29,6 @@ int vc_json_number_is_float(const cJSON *j);
  * can lose the last bit: its 15-digit form passes a relative check of one epsilon, so 556926.4760330019 came back as
  * 556926.476033002); non-finite numbers print null. Caller frees (free). */
 char *vc_json_print(const cJSON *j, int pretty);
-/* a double as a number item that vc_json_print writes exactly (its repr kept as the token where not integral) */
-cJSON *vc_json_exact_number(double d);
 
 /* Typed getters on an object member. An absent or null member yields the default; a member of the wrong
  * type fails with VC_ERR_FORMAT naming `ctx` (usually the file path) and the key. The _req variants fail with

@@ -316,13 +316,3 @@ char *vc_json_print(const cJSON *j, int pretty) {
     cJSON_Delete(c);
     return s;
 }
-
-cJSON *vc_json_exact_number(double d) {
-    cJSON *n = cJSON_CreateNumber(d);
-    if (n && isfinite(d) && !(d == floor(d) && fabs(d) < 9.2e18)) {
-        char t[40];
-        vc_py_float_repr(d, t, sizeof t);
-        n->valuestring = vc_strdup(t);
-    }
-    return n;
-}

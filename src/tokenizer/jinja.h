@@ -195,6 +195,8 @@ vc_status jinja_list_method(jctx *c, const jnode *at, const char *m, jv *l, jv *
 const char *jinja_str_method2_name(const char *name);  /* the static name of a jinja_strmeth.c method, or NULL */
 vc_status jinja_str_method2(jctx *c, const jnode *at, const char *m, jv *s, jv **args, char **kw, int n, jv **out);
 int jinja_py_case(int32_t cp);  /* 2: Unicode's Lowercase, 1: Uppercase, 0: neither */
+/* the first (from_right: last) place of nd in h, metered as work; NULL where none */
+const char *jinja_find_sub(const char *h, size_t hl, const char *nd, size_t nl, int from_right);
 vc_status jinja_str_pad(jctx *c, const jnode *at, const char *m, const jv *s, jv *width, jv *fill, jv **out);
 vc_status jinja_ascii_escape(jbuf *t);
 vc_status jinja_html_escape(const jv *s, jv **out);

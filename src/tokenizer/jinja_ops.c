@@ -406,8 +406,9 @@ vc_status jinja_strip(const jv *s, const jv *chars, int left, int right, jv **ou
     return *out ? VC_OK : OOM();
 }
 
-static const char *find_sub(const char *h, size_t hl, const char *nd, size_t nl, int from_right) {
+const char *jinja_find_sub(const char *h, size_t hl, const char *nd, size_t nl, int from_right) {
     if (nl > hl) return NULL;
+    if (from_right && !nl) return h + hl; /* Python: 'abc'.rfind('') is 3 */
     if (from_right) { /* candidates where the first byte matches, each metered (no linear rfind in libc) */
         for (size_t i = hl - nl + 1; i-- > 0;) {
             if (h[i] != nd[0]) continue;
@@ -439,7 +440,7 @@ vc_status jinja_replace(jctx *c, const jnode *at, const jv *s, const jv *old, co
         }
     } else {
         const char *hit;
-        while ((count < 0 || done < count) && (hit = find_sub(p, (size_t)(e - p), old->u.str.s, old->u.str.len, 0))) {
+        while ((count < 0 || done < count) && (hit = jinja_find_sub(p, (size_t)(e - p), old->u.str.s, old->u.str.len, 0))) {
             jbuf_put(&b, p, (size_t)(hit - p));
             jbuf_put(&b, new_->u.str.s, new_->u.str.len);
             p = hit + old->u.str.len;
@@ -489,7 +490,7 @@ static vc_status str_split(jctx *c, const jnode *at, const jv *s, const jv *sep,
     } else {
         size_t sl = sep->u.str.len;
         for (;;) {
-            const char *hit = (maxsplit < 0 || done < maxsplit) ? find_sub(p, (size_t)(e - p), sep->u.str.s, sl, right) : NULL;
+            const char *hit = (maxsplit < 0 || done < maxsplit) ? jinja_find_sub(p, (size_t)(e - p), sep->u.str.s, sl, right) : NULL;
             if (!hit) break;
             if (right) { st = jv_list_push(parts_rev, jv_str(hit + sl, (size_t)(e - hit - sl))); e = hit; }
             else { st = jv_list_push(l, jv_str(p, (size_t)(hit - p))); p = hit + sl; }
@@ -547,11 +548,11 @@ static vc_status str_method(jctx *c, const jnode *at, const char *m, jv *s, jv *
             int64_t k = 0;
             const char *p = s->u.str.s, *e = p + s->u.str.len, *h;
             if (!a0->u.str.len) k = (int64_t)utf8_count(p, s->u.str.len) + 1;
-            else while ((h = find_sub(p, (size_t)(e - p), a0->u.str.s, a0->u.str.len, 0))) { k++; p = h + a0->u.str.len; }
+            else while ((h = jinja_find_sub(p, (size_t)(e - p), a0->u.str.s, a0->u.str.len, 0))) { k++; p = h + a0->u.str.len; }
             *out = jv_int(k);
             return VC_OK;
         }
-        const char *h = find_sub(s->u.str.s, s->u.str.len, a0->u.str.s, a0->u.str.len, m[0] == 'r');
+        const char *h = jinja_find_sub(s->u.str.s, s->u.str.len, a0->u.str.s, a0->u.str.len, m[0] == 'r');
         *out = jv_int(h ? (int64_t)utf8_count(s->u.str.s, (size_t)(h - s->u.str.s)) : -1);
         return VC_OK;
     }

@@ -111,22 +111,15 @@ static vc_status f_sort(jctx *c, const jnode *at, jv *in, jv **args, char **kw, 
 /* dictsort(value, case_sensitive=False, by='key', reverse=False): the (key, value) pairs, sorted */
 static vc_status f_dictsort(jctx *c, const jnode *at, jv *in, jv **args, char **kw, int n, jv **out) {
     jv *cs = jinja_arg(args, kw, n, 0, "case_sensitive"), *by = jinja_arg(args, kw, n, 1, "by");
-    jv *rev = jinja_arg(args, kw, n, 2, "reverse"), *pairs = jv_list(), *pos = NULL;
-    if (!pairs) return OOM();
+    jv *rev = jinja_arg(args, kw, n, 2, "reverse"), *pairs = NULL, *pos = NULL, *items = NULL;
     vc_status st = VC_OK;
     if (in->t == JV_UNDEF) st = jinja_undef_error(c, at, in);
     else if (in->t != JV_DICT) st = jerr(c, at, VC_ERR_ARG, "'%s' object has no attribute 'items'", jv_type_name(in));
     else if (by && (by->t != JV_STR || (strcmp(by->u.str.s, "key") && strcmp(by->u.str.s, "value"))))
         st = jerr(c, at, VC_ERR_ARG, "You can only sort by either \"key\" or \"value\"");
-    for (size_t i = 0; !st && i < in->u.dict.n; i++) {
-        jv *pair = jv_list();
-        if (!pair) { st = OOM(); break; }
-        pair->is_tuple = 1;
-        st = jv_list_push(pair, jv_ref(in->u.dict.keys[i]));
-        if (!st) st = jv_list_push(pair, jv_ref(in->u.dict.vals[i]));
-        if (!st) st = jv_list_push(pairs, pair);
-        else jv_unref(pair);
-    }
+    if (!st) st = jinja_getattr(c, at, in, "items", &items); /* value.items(): the (key, value) tuples */
+    if (!st) st = jinja_call_builtin(c, at, items, NULL, NULL, 0, &pairs);
+    jv_unref(items);
     if (!st && !(pos = jv_int(by && by->u.str.s[0] == 'v'))) st = OOM();
     if (!st) st = sorted(c, at, pairs, pos, 0, !(cs && jv_truthy(cs)), rev && jv_truthy(rev), out);
     jv_unref(pos);

@@ -1,7 +1,6 @@
 /* The str methods beyond splitting, stripping and case (jinja_ops.c): padding (ljust, rjust, center, zfill),
  * partition, affixes, casefold and swapcase, index / rindex, expandtabs, and the Unicode is* predicates, with
  * Python's semantics; lengths and padding count characters (code points). */
-#define _GNU_SOURCE
 #include "tokenizer/jinja.h"
 #include <stdlib.h>
 #include <string.h>
@@ -55,23 +54,12 @@ vc_status jinja_str_pad(jctx *c, const jnode *at, const char *m, const jv *s, jv
     return *out ? VC_OK : OOM();
 }
 
-static const char *find_last(const char *h, size_t hl, const char *nd, size_t nl) {
-    if (nl > hl) return NULL;
-    for (size_t i = hl - nl + 1; i-- > 0;) {
-        if (jinja_work(1 + nl / 64)) return NULL;
-        if (!memcmp(h + i, nd, nl)) return h + i;
-    }
-    return NULL;
-}
-
 /* partition / rpartition: a 3-tuple (head, sep, tail); not found: (s, '', '') or ('', '', s) */
 static vc_status partition(jctx *c, const jnode *at, int right, const jv *s, jv *sep, jv **out) {
     if (!sep || sep->t != JV_STR) return jerr(c, at, VC_ERR_ARG, "must be str, not %s", sep ? jv_type_name(sep) : "nothing");
     if (!sep->u.str.len) return jerr(c, at, VC_ERR_ARG, "empty separator");
     const char *p = s->u.str.s, *e = p + s->u.str.len;
-    const char *h = right ? find_last(p, s->u.str.len, sep->u.str.s, sep->u.str.len)
-                          : memmem(p, s->u.str.len, sep->u.str.s, sep->u.str.len);
-    jinja_work(s->u.str.len / 64);
+    const char *h = jinja_find_sub(p, s->u.str.len, sep->u.str.s, sep->u.str.len, right);
     jv *t = jv_list(), *parts[3];
     if (!t) return OOM();
     t->is_tuple = 1;
@@ -236,9 +224,7 @@ vc_status jinja_str_method2(jctx *c, const jnode *at, const char *m, jv *s, jv *
     if (!strcmp(m, "casefold") || !strcmp(m, "swapcase")) return recase(s, m[0] == 'c', out);
     if (!strcmp(m, "index") || !strcmp(m, "rindex")) {
         if (!a0 || a0->t != JV_STR) return jerr(c, at, VC_ERR_ARG, "%s() argument must be str", m);
-        const char *h = m[0] == 'r' ? find_last(s->u.str.s, s->u.str.len, a0->u.str.s, a0->u.str.len)
-                                    : memmem(s->u.str.s, s->u.str.len, a0->u.str.s, a0->u.str.len);
-        jinja_work(s->u.str.len / 64);
+        const char *h = jinja_find_sub(s->u.str.s, s->u.str.len, a0->u.str.s, a0->u.str.len, m[0] == 'r');
         if (!h) return jerr(c, at, VC_ERR_ARG, "substring not found");
         *out = jv_int((int64_t)utf8_count(s->u.str.s, (size_t)(h - s->u.str.s)));
         return VC_OK;

@@ -88,7 +88,7 @@ static void test_exact_print(void) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "step", 12);
     cJSON_AddNumberToObject(o, "kl", 556926.4760330019);
-    cJSON_AddItemToObject(o, "x", vc_json_exact_number(0.1 + 0.2));
+    cJSON_AddNumberToObject(o, "x", 0.1 + 0.2);
     cJSON_AddNumberToObject(o, "inf", INFINITY);
     s = vc_json_print(o, 0);
     CHECK_MSG(s && !strcmp(s, "{\"step\":12,\"kl\":556926.4760330019,\"x\":0.30000000000000004,\"inf\":null}"), "printed %s",
