@@ -6,7 +6,7 @@ Digits, Punctuation, Split behaviours, Replace/Strip/Lowercase/NFKC, TemplatePro
 usage: scripts/make_tok_synthetic.py [NAME ...]  (run from the repo root; needs `pip install tokenizers`; NAMEs: write
 only those folders)"""
 import json, os, sys
-from tokenizers import Tokenizer, Regex, models, normalizers as N, pre_tokenizers as P, decoders as D, processors, trainers
+from tokenizers import Tokenizer, Regex, AddedToken, models, normalizers as N, pre_tokenizers as P, decoders as D, processors, trainers
 
 OUT = "tests/tokenizer/data"
 CORPUS = [l for r in map(json.loads, open("../shared/data/gsm8k/test.jsonl", encoding="utf-8")) for l in (r["question"], r["answer"])][:400]
@@ -16,16 +16,23 @@ TEXTS = ["", " ", "Hello World", "  Hello   World  ", "HELLO, world! It's 12345 
 
 ONLY = set(sys.argv[1:])
 
-def save(name, tok, texts=TEXTS):
+def save(name, tok, texts=TEXTS, id_lists=()):
+    """Writes NAME/tokenizer.json and its references, computed by the saved file loaded again (a tokenizer's in-memory
+    state can hold more than it saves); id_lists add decode-only rows."""
     if ONLY and name not in ONLY:
         return
     d = os.path.join(OUT, name); os.makedirs(d, exist_ok=True)
     tok.save(os.path.join(d, "tokenizer.json"))
+    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
     with open(os.path.join(d, "encode_reference.jsonl"), "w", encoding="utf-8") as f:
         for t in texts:
             ids = tok.encode(t, add_special_tokens=False).ids
             f.write(json.dumps({"text": t, "ids": ids, "ids_with_special": tok.encode(t).ids,
-                                "decoded": tok.decode(ids, skip_special_tokens=False)}, ensure_ascii=False) + "\n")
+                                "decoded": tok.decode(ids, skip_special_tokens=False),
+                                "decoded_skip": tok.decode(ids, skip_special_tokens=True)}, ensure_ascii=False) + "\n")
+        for ids in id_lists:
+            f.write(json.dumps({"ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False),
+                                "decoded_skip": tok.decode(ids, skip_special_tokens=True)}, ensure_ascii=False) + "\n")
 
 # WordPiece, BERT-style pipeline without BertNormalizer
 wp = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=20))
@@ -148,4 +155,57 @@ q5.train_from_iterator(CORPUS + MARKS * 3, trainers.BpeTrainer(vocab_size=700, s
 q5.decoder = D.ByteLevel()
 q5.add_special_tokens(["<|im_start|>", "<|im_end|>"])
 save("qwen3_5_style", q5, TEXTS + MARKS + ["<|im_start|>user\nनमस्ते<|im_end|>\n", "e\u0301" * 5, "\r\n\r\n\r\n", "1\u0301\u0301"])
+
+# Added-token matching as tokenizers' AddedVocabulary does it (tools/fuzz/diff_tokcfg.py found each): leftmost-longest
+# matches that never overlap (a match refused as not a single word still consumes its text); rstrip widening over a
+# later match (its token repeated) and lstrip clamped to nothing (the token dropped); Unicode white space for the
+# strips and Unicode \w for single_word
+ae = Tokenizer(models.BPE())
+ae.pre_tokenizer = P.ByteLevel(add_prefix_space=False, use_regex=True)
+ae.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=400, initial_alphabet=P.ByteLevel.alphabet(), show_progress=False))
+ae.add_tokens([AddedToken("  ", single_word=True, normalized=False), AddedToken("ab", single_word=True, normalized=False)])
+ae.add_special_tokens([AddedToken("\t\t", rstrip=True), AddedToken("\t ", lstrip=True),
+                       AddedToken("<sep>", lstrip=True, rstrip=True)])
+save("added_edges", ae, ["Hello   World", "a   b", "x    y", "4    \n", "\t\t\t\t", "\t\t\t\tz", "\t\t\t x", "q\t\t\t\t\t\t\tr",
+                         "a\u3000<sep>\u00a0b", "a\u2003 <sep>\u2029\u0085b", "éab", "\u3000ab\u3000", "½ab½", "_ab", "ab", "xab ab aby",
+                         "中ab", "Ⓐab", "١ab"])
+
+# Decoding by string, as tokenizers does: skip_special_tokens drops any id whose string is a special token's content
+# (a model piece too), a normalized special token decodes as its normalized form (and so is kept), an added token's
+# content wins over a model piece of the same id; WordLevel, Nmt, StripAccents over all marks, CharDelimiterSplit,
+# FixedLength, CTC and BPEDecoder
+wl_vocab = {"[UNK]": 0, "<s>": 1, "</s>": 2, "hello": 3, "world": 4, "x": 5, "y": 6, "<pad>": 7, "|": 8, "<sep>": 9,
+            "ab</w>": 10, "c</w>": 11, "ह": 12, "नद": 13, "hnd": 14, "cafe": 15, " tab": 16, "a</w>b": 17}
+dj = {"version": "1.0", "truncation": None, "padding": None,
+      "added_tokens": [{"id": 1, "content": "<s>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+                       {"id": 2, "content": "</s>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+                       {"id": 20, "content": "<sep>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+                       {"id": 21, "content": "\tTAB", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": True},
+                       {"id": 5, "content": "zzz", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}],
+      "normalizer": {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "StripAccents"}, {"type": "Lowercase"}]},
+      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "CharDelimiterSplit", "delimiter": " "}, {"type": "FixedLength", "length": 5}]},
+      "post_processor": None,
+      "decoder": {"type": "Sequence", "decoders": [{"type": "CTC", "pad_token": "<pad>", "word_delimiter_token": "|", "cleanup": True},
+                                                   {"type": "BPEDecoder", "suffix": "</w>"}]},
+      "model": {"type": "WordLevel", "vocab": wl_vocab, "unk_token": "[UNK]"}}
+dt = Tokenizer.from_str(json.dumps(dj))
+save("decode_edges", dt, ["hello world", "helloworld", "Hello\tWorld", "hi\u200bx", "हिन्दी", "hnd", "café", "zzz x", "\tTAB <s>",
+                          "<sep>hello", "a\x07b", "x\u2581y"],
+     [[9], [20], [21], [5], [1, 3, 3, 7, 8, 4, 2], [10, 11], [10, 10, 11, 17], [3, 8, 8, 4], [7, 7], [16, 21, 16], [9, 3, 20, 4, 1]])
+
+# Unigram scores as f64 (tokenizers keeps them so): with these scores float32 path sums pick another split of 7 spaces
+uj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None, "pre_tokenizer": None,
+      "post_processor": None, "decoder": None,
+      "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": False, "vocab": [["<unk>", 0.0]] + [
+          [" ", -5.903178784216698], ["  ", -3.52710186824022], ["   ", -5.992544726878883], ["x", -2.548350267381695],
+          ["xx", -1.3848535235270596], ["y", -3.9988140439830033], ["$1", -1.1568888108765887], ["$18", -1.986924282142097],
+          ["#", -3.039680678084954]]}}
+save("unigram_f64", Tokenizer.from_str(json.dumps(uj)), [" " * 7, " " * 11, "x       xx", "$18   #", "y" + " " * 9 + "y"])
+
+# Metaspace "first" prepends only to a piece at original offset 0: not after Strip dropped leading spaces
+mf = Tokenizer(models.WordLevel({"[UNK]": 0, "▁hello": 1, "hello": 2, "▁world": 3, "world": 4}, unk_token="[UNK]"))
+mf.normalizer = N.Strip()
+mf.pre_tokenizer = P.Metaspace(prepend_scheme="first")
+mf.add_special_tokens(["<s>"])
+save("metaspace_first_strip", mf, ["hello world", "  hello world", "\thello", "<s>hello", "hello<s>world", " <s> hello"])
 print("ok")

@@ -179,7 +179,7 @@ int tk_unigram_word(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out)
     if (!best || !from || !bid) goto out;
     for (size_t i = 0; i <= n; i++) { from[i] = -1; best[i] = 0; bid[i] = -1; }
     from[0] = 0;
-    double unk_score = t->ptype ? (double)(t->min_score - 10.0f) : (double)t->min_score - 10.0;
+    double unk_score = t->ptype ? (double)((float)t->min_score - 10.0f) : t->min_score - 10.0; /* sentencepiece: float */
     for (size_t st = 0; st < n;) {
         int32_t cp;
         size_t mblen = (size_t)tk_utf8_next(u + st, n - st, &cp);

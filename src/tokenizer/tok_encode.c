@@ -3,10 +3,6 @@
 #include <string.h>
 #include "tokenizer/tok_internal.h"
 
-static int is_word_cp(int32_t cp) {
-    return cp >= 0 && (cp == '_' || (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp > 127);
-}
-
 /* Longest added token (of the wanted `normalized` kind) matching at s[i]; returns its index or -1 and sets
  * *matched to the matched length (the normalized content's length for normalized tokens). */
 static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, int normalized, size_t *matched) {
@@ -16,39 +12,69 @@ static int added_at(const vc_tokenizer *t, const char *s, size_t n, size_t i, in
         if (len > n - i) continue;
         int k = tk_smap_get(&t->added_kind[normalized], s + i, len);
         if (k < 0) continue;
-        if (t->added[k].single_word) {
-            int32_t cp = -1;
-            if (i > 0) { size_t k2 = i - 1; while (k2 > 0 && ((unsigned char)s[k2] & 0xC0) == 0x80) k2--; tk_utf8_next((const unsigned char *)s + k2, n - k2, &cp); if (is_word_cp(cp)) continue; }
-            if (i + len < n) { tk_utf8_next((const unsigned char *)s + i + len, n - i - len, &cp); if (is_word_cp(cp)) continue; }
-        }
         *matched = len;
         return k;
     }
     return -1;
 }
 
+/* The code point ending at s[i] (i > 0); *at receives where it starts. */
+static int32_t cp_before(const char *s, size_t i, size_t *at) {
+    size_t k = i - 1;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    int32_t cp = -1;
+    tk_utf8_next((const unsigned char *)s + k, i - k, &cp);
+    *at = k;
+    return cp;
+}
+
+/* single_word: no word character (Unicode \\w) touches the match on either side. */
+static int is_single_word(const char *s, size_t n, size_t b, size_t e) {
+    int32_t cp = -1;
+    size_t at;
+    if (b > 0 && tk_is_word_cp(cp_before(s, b, &at))) return 0;
+    if (e < n) { tk_utf8_next((const unsigned char *)s + e, n - e, &cp); if (tk_is_word_cp(cp)) return 0; }
+    return 1;
+}
+
+/* lstrip / rstrip widen a match over Unicode white space. */
+static size_t space_back(const char *s, size_t b) {
+    size_t at;
+    while (b > 0 && tk_is_space_cp(cp_before(s, b, &at))) b = at;
+    return b;
+}
+static size_t space_fwd(const char *s, size_t n, size_t e) {
+    while (e < n) { int32_t cp = -1; int l = tk_utf8_next((const unsigned char *)s + e, n - e, &cp); if (!tk_is_space_cp(cp)) break; e += (size_t)l; }
+    return e;
+}
+
 /* Scratch buffers reused across the segments of one encode call. */
 typedef struct { tk_pieces ps, tmp; tk_buf nb; tk_ids *out; } enc_ctx;
 typedef int (*seg_fn)(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag);
 
-/* Splits s around added tokens of one kind: tokens go to `out` as ids, the text between goes to `fn`. */
-static int split_added(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, int normalized, uint8_t flag, seg_fn fn) {
-    tk_ids *out = c->out;
-    size_t start = 0, i = 0;
+/* Splits s around added tokens of one kind: tokens go to `out` as ids, the text between goes to `fn`. As tokenizers'
+ * AddedVocabulary finds them: the leftmost-longest matches, none overlapping another (a match refused as not a
+ * single word still consumes its text); lstrip widens a match back to the previous one's end at most, rstrip widens
+ * it forward, and a later match inside that widening still counts (its token repeated, as tokenizers does). */
+static int split_added(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, int normalized, uint8_t flag,
+                       size_t head, seg_fn fn) {
+    size_t off = 0, i = 0;
     while (i < n) {
         size_t matched = 0;
         int k = t->n_added ? added_at(t, s, n, i, normalized, &matched) : -1;
         if (k < 0) { i++; continue; }
         const tk_added *a = &t->added[k];
         size_t b = i, e = i + matched;
-        if (a->lstrip) while (b > start && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r')) b--;
-        if (a->rstrip) while (e < n && (s[e] == ' ' || s[e] == '\t' || s[e] == '\n' || s[e] == '\r')) e++;
-        int r = b > start ? fn(t, c, s + start, b - start, start == 0 ? flag : 0) : 0;
+        i = e;
+        if (a->single_word && !is_single_word(s, n, b, e)) continue;
+        if (a->lstrip) { size_t nb = space_back(s, b); b = nb > off ? nb : off; }
+        if (a->rstrip) e = space_fwd(s, n, e);
+        int r = off < b ? fn(t, c, s + off, b - off, off < head ? flag : 0) : 0;
         if (r) return r;
-        if (tk_ids_push(out, a->id)) return -1;
-        start = i = e;
+        if (e > b && tk_ids_push(c->out, a->id)) return -1; /* a span lstrip clamped to nothing: dropped, as tokenizers drops empty splits */
+        off = e;
     }
-    if (n > start) return fn(t, c, s + start, n - start, start == 0 ? flag : 0);
+    if (n > off) return fn(t, c, s + off, n - off, off < head ? flag : 0);
     return 0;
 }
 
@@ -60,9 +86,28 @@ static int model_words(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
         const char *w = TK_PIECE(&c->ps, i);
         if (t->model == TK_M_BPE) rc = tk_bpe_word(t, w, c->ps.len[i], c->out);
         else if (t->model == TK_M_UNIGRAM) rc = tk_unigram_word(t, w, c->ps.len[i], c->out);
+        else if (t->model == TK_M_WORDLEVEL) { /* the whole piece, else the unknown token */
+            int32_t id = tk_smap_get(&t->vocab, w, c->ps.len[i]);
+            rc = id >= 0 ? tk_ids_push(c->out, id) : t->unk_id >= 0 ? tk_ids_push(c->out, t->unk_id) : -2;
+        }
         else rc = tk_wordpiece_word(t, w, c->ps.len[i], c->out);
     }
     return rc;
+}
+
+/* How many leading bytes of the normalized text s -> nb tokenizers aligns to the first character of s (a piece that
+ * starts there keeps the "first piece" flag: Metaspace's prepend_scheme "first" asks for original offset 0): the first
+ * character's own normalized form when the text begins with it (NFKC, Prepend); else what the rest of s leaves over
+ * when it normalizes to a suffix (none when Strip or Replace drop that character); else one composed character. */
+static size_t norm_head(const vc_tokenizer *t, const char *s, size_t n, const tk_buf *nb) {
+    int32_t cp;
+    size_t l = (size_t)tk_utf8_next((const unsigned char *)s, n, &cp), h;
+    tk_buf o = {0};
+    if (!tk_norm_apply(t->norm, s, l, &o) && o.n && o.n <= nb->n && !memcmp(o.p, nb->p, o.n)) h = o.n;
+    else if (!tk_norm_apply(t->norm, s + l, n - l, &o) && o.n <= nb->n && !memcmp(o.p, nb->p + nb->n - o.n, o.n)) h = nb->n - o.n;
+    else h = (size_t)tk_utf8_next((const unsigned char *)nb->p, nb->n, &cp);
+    tk_buf_free(&o);
+    return h;
 }
 
 static int normalized_segment(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t n, uint8_t flag) {
@@ -70,14 +115,15 @@ static int normalized_segment(const vc_tokenizer *t, enc_ctx *c, const char *s, 
     /* the normalized text must outlive the nested calls: move it out of the scratch buffer */
     tk_buf nb = c->nb;
     c->nb = (tk_buf){0};
-    if (!rc) rc = split_added(t, c, nb.p, nb.n, 1, flag, model_words);
+    size_t head = flag && t->norm && t->first_flag && n && nb.n ? norm_head(t, s, n, &nb) : 1;
+    if (!rc) rc = split_added(t, c, nb.p, nb.n, 1, flag, head, model_words);
     if (!c->nb.p) c->nb = nb; else tk_buf_free(&nb);
     return rc;
 }
 
 int tk_json_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
     enc_ctx c = {.out = out};
-    int rc = split_added(t, &c, s, n, 0, 1, normalized_segment);
+    int rc = split_added(t, &c, s, n, 0, 1, 1, normalized_segment);
     tk_pieces_free(&c.ps); tk_pieces_free(&c.tmp); tk_buf_free(&c.nb);
     return rc;
 }
@@ -92,7 +138,7 @@ static int spm_segment(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
 int tk_spm_encode(const vc_tokenizer *t, const char *s, size_t n, tk_ids *out) {
     if (!t->n_added) return tk_spm_encode_text(t, s, n, out);
     enc_ctx c = {.out = out};
-    int rc = split_added(t, &c, s, n, 0, 1, spm_segment);
+    int rc = split_added(t, &c, s, n, 0, 1, 1, spm_segment);
     tk_pieces_free(&c.ps); tk_pieces_free(&c.tmp); tk_buf_free(&c.nb);
     return rc;
 }
@@ -168,10 +214,39 @@ static int wordpiece_cleanup(tk_buf *m) {
     return 0;
 }
 
+/* Appends p[0..n) to m with every occurrence of `from` (non-empty) replaced by `to`. */
+static int put_replaced(tk_buf *m, const char *p, size_t n, const char *from, const char *to) {
+    size_t fl = strlen(from), tl = strlen(to);
+    int rc = tk_buf_put(m, "", 0);
+    for (size_t j = 0; j < n && !rc;) {
+        if (fl && j + fl <= n && !memcmp(p + j, from, fl)) { rc = tk_buf_put(m, to, tl); j += fl; }
+        else rc = tk_buf_putc(m, p[j++]);
+    }
+    return rc;
+}
+
+/* CTC (tokenizers' decoders::ctc): repeated tokens collapsed, the pad token removed, then with cleanup the WordPiece
+ * cleanup and the word delimiter as a space; tokens left empty dropped. a = pad, b = word delimiter. */
+static int dec_ctc(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
+    tk_buf m = {0}, c = {0};
+    int rc = 0;
+    for (size_t i = 0; i < in->n && !rc; i++) {
+        const char *p = TK_PIECE(in, i);
+        if (i > 0 && in->len[i] == in->len[i - 1] && !memcmp(p, TK_PIECE(in, i - 1), in->len[i])) continue;
+        m.n = 0;
+        rc = put_replaced(&m, p, in->len[i], d->a, "");
+        if (!rc && d->cleanup) { rc = wordpiece_cleanup(&m); c.n = 0; if (!rc) rc = put_replaced(&c, m.p, m.n, d->b, " "); tk_buf t = m; m = c; c = t; }
+        if (!rc && m.n) rc = tk_pieces_add(out, m.p, m.n, 0);
+    }
+    tk_buf_free(&m); tk_buf_free(&c);
+    return rc;
+}
+
 static int dec_step(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
     tk_buf m = {0};
     int rc = 0;
     if (d->type == TK_D_BYTELEVEL) return dec_bytelevel(in, out);
+    if (d->type == TK_D_CTC) return dec_ctc(d, in, out);
     if (d->type == TK_D_BYTEFALLBACK) return dec_bytefallback(in, out);
     if (d->type == TK_D_FUSE) {
         for (size_t i = 0; i < in->n && !rc; i++) rc = tk_buf_put(&m, TK_PIECE(in, i), in->len[i]);
@@ -185,12 +260,10 @@ static int dec_step(const tk_dec *d, tk_pieces *in, tk_pieces *out) {
         size_t n = in->len[i];
         m.n = 0;
         if (d->type == TK_D_REPLACE || d->type == TK_D_METASPACE) {
-            const char *to = d->type == TK_D_REPLACE ? d->b : " ";
             int drop = d->type == TK_D_METASPACE && i == 0 && d->prepend_scheme != TK_PS_NEVER;
-            for (size_t j = 0; j < n && !rc;) {
-                if (al && j + al <= n && !memcmp(p + j, d->a, al)) { if (!drop) rc = tk_buf_put(&m, to, strlen(to)); j += al; }
-                else rc = tk_buf_putc(&m, p[j++]);
-            }
+            rc = put_replaced(&m, p, n, d->a, d->type == TK_D_REPLACE ? d->b : drop ? "" : " ");
+        } else if (d->type == TK_D_BPE) { /* the suffix ends a word: a space, none after the last token */
+            rc = put_replaced(&m, p, n, d->a, i + 1 == in->n ? "" : " ");
         } else if (d->type == TK_D_STRIP) {
             size_t b = 0, e = n;
             for (int k = 0; k < d->start && al && b + al <= e && !memcmp(p + b, d->a, al); k++) b += al;
@@ -227,7 +300,7 @@ int tk_json_decode(const vc_tokenizer *t, const int32_t *ids, size_t n, int skip
     for (size_t i = 0; i < n && !rc; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n_tok || !t->tok[id]) continue;
-        if (skip && t->is_special[id]) continue;
+        if (skip && t->dec_skip[id]) continue;
         rc = tk_pieces_add(&cur, t->tok[id], t->tok_len[id], 0);
     }
     if (!rc && t->dec) rc = dec_apply(t->dec, &cur, &tmp);

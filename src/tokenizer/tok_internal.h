@@ -30,6 +30,7 @@ int tk_utf8_encode(uint32_t cp, char out[4]);
 /* Appends s with invalid sequences replaced as Rust's String::from_utf8_lossy does. */
 int tk_utf8_lossy(tk_buf *out, const char *s, size_t n);
 int tk_is_space_cp(int32_t cp); /* Unicode White_Space */
+int tk_is_word_cp(int32_t cp);  /* Unicode \\w (Rust regex's) */
 
 /* ---- string -> int hash map and pair map (tok_util.c) ---- */
 typedef struct { char *k; uint32_t klen; uint32_t h; int32_t v; } tk_ent;
@@ -45,7 +46,7 @@ void tk_pmap_free(tk_pmap *m);
 
 /* ---- normalizers (tok_norm.c) ---- */
 enum { TK_N_NFC = 1, TK_N_NFKC, TK_N_NFD, TK_N_NFKD, TK_N_LOWER, TK_N_PREPEND, TK_N_REPLACE, TK_N_STRIP,
-       TK_N_SEQ, TK_N_PRECOMPILED, TK_N_STRIP_ACCENTS, TK_N_BERT };
+       TK_N_SEQ, TK_N_PRECOMPILED, TK_N_STRIP_ACCENTS, TK_N_BERT, TK_N_NMT, TK_N_BYTELEVEL };
 typedef struct tk_norm {
     int type;
     char *a, *b;        /* Prepend: a; Replace: pattern a (literal) -> b */
@@ -70,7 +71,7 @@ void tk_charsmap_free(tk_charsmap *cm);
 
 /* ---- pre-tokenizers (tok_pretok.c) ---- */
 enum { TK_P_SPLIT = 1, TK_P_BYTELEVEL, TK_P_DIGITS, TK_P_METASPACE, TK_P_WHITESPACE, TK_P_WSSPLIT,
-       TK_P_PUNCT, TK_P_SEQ, TK_P_BERT };
+       TK_P_PUNCT, TK_P_SEQ, TK_P_BERT, TK_P_FIXED };
 enum { TK_B_REMOVED, TK_B_ISOLATED, TK_B_MERGED_PREV, TK_B_MERGED_NEXT, TK_B_CONTIGUOUS };
 enum { TK_PS_ALWAYS, TK_PS_FIRST, TK_PS_NEVER };
 typedef struct tk_pretok {
@@ -80,11 +81,13 @@ typedef struct tk_pretok {
     int behavior, invert;
     int fast;              /* TK_FAST_* for `re` */
     int add_prefix_space, use_regex, individual_digits, prepend_scheme, split;
+    int length;            /* FixedLength: characters per piece */
     char *repl;            /* Metaspace replacement */
     struct tk_pretok **kids;
     int n_kids;
 } tk_pretok;
 int tk_pretok_apply(const tk_pretok *p, tk_pieces *in, tk_pieces *tmp); /* result in `in` */
+int tk_pretok_uses_first(const tk_pretok *p); /* a Metaspace with prepend_scheme "first" in it */
 void tk_pretok_free(tk_pretok *p);
 regex_t *tk_regex_new(const char *pat, size_t len, char *err, size_t errlen);
 extern const char *tk_bytelevel_char[256]; /* UTF-8 of the char each byte maps to */
@@ -100,10 +103,11 @@ int tk_regex_spans(regex_t *re, int fast, const char *s, size_t n, size_t **v, s
 
 /* ---- decoders (tok_decode.c) ---- */
 enum { TK_D_BYTELEVEL = 1, TK_D_REPLACE, TK_D_BYTEFALLBACK, TK_D_FUSE, TK_D_STRIP, TK_D_METASPACE, TK_D_SEQ,
-       TK_D_WORDPIECE };
+       TK_D_WORDPIECE, TK_D_BPE, TK_D_CTC };
 typedef struct tk_dec {
     int type;
-    char *a, *b;          /* Replace a->b; Strip content a; Metaspace replacement a; WordPiece prefix a */
+    char *a, *b;          /* Replace a->b; Strip content a; Metaspace replacement a; WordPiece prefix a; BPEDecoder
+                           * suffix a; CTC pad a, word delimiter b */
     int start, stop, prepend_scheme, cleanup;
     struct tk_dec **kids;
     int n_kids;
@@ -111,9 +115,13 @@ typedef struct tk_dec {
 void tk_dec_free(tk_dec *d);
 
 /* ---- added tokens ---- */
-typedef struct { char *s; size_t len; int32_t id; uint8_t special, lstrip, rstrip, normalized, single_word; } tk_added;
+typedef struct {
+    char *s; size_t len; int32_t id;
+    uint8_t special, lstrip, rstrip, normalized, single_word;
+    uint8_t special_set; /* its content is in tokenizers' set of special contents (decode's skip_special_tokens) */
+} tk_added;
 
-enum { TK_M_BPE = 1, TK_M_UNIGRAM, TK_M_WORDPIECE };
+enum { TK_M_BPE = 1, TK_M_UNIGRAM, TK_M_WORDPIECE, TK_M_WORDLEVEL };
 enum { TK_SRC_JSON = 1, TK_SRC_SPM };
 enum { TK_SP_NORMAL = 1, TK_SP_UNKNOWN, TK_SP_CONTROL, TK_SP_USER, TK_SP_UNUSED, TK_SP_BYTE };
 
@@ -128,6 +136,10 @@ struct vc_tokenizer {
     char **tok; uint32_t *tok_len; int n_tok;  /* id -> token (may be NULL for holes) */
     tk_smap vocab;                              /* model vocab token -> id */
     uint8_t *is_special;                        /* per id */
+    int hf_ids;                                 /* added token ids assigned as tokenizers does (tokenizer.json) */
+    int32_t n_model_vocab;                      /* the model's vocabulary size as tokenizers counts it */
+    int first_flag;                             /* the pre-tokenizer asks for the first piece (Metaspace "first") */
+    uint8_t *dec_skip;                          /* per id: left out by decode(skip_special_tokens) (tokenizer.json) */
     /* BPE */
     tk_pmap merges;
     int32_t unk_id, byte_ids[256];
@@ -135,7 +147,7 @@ struct vc_tokenizer {
     int tiktoken; /* BPE by rank: any adjacent pair whose concatenation is a token merges, lowest id first */
     char *cont_prefix, *eow_suffix;
     /* Unigram / SentencePiece */
-    float *score; uint8_t *ptype; int n_pieces; int max_piece_len; float min_score, max_score;
+    double *score; uint8_t *ptype; int n_pieces; int max_piece_len; double min_score, max_score; /* f64 as tokenizers keeps them */
     int32_t *user_ids; int n_user;              /* SentencePiece user-defined symbols */
     int add_dummy_prefix, remove_extra_ws, escape_ws, treat_ws_suffix;
     char *unk_surface;

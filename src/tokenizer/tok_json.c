@@ -51,6 +51,8 @@ static vc_status norm_parse(const cJSON *j, const char *path, tk_norm **out) {
     } else if (!strcmp(type, "Strip")) {
         n->type = TK_N_STRIP; n->left = jbool(j, "strip_left", 1); n->right = jbool(j, "strip_right", 1);
     } else if (!strcmp(type, "StripAccents")) n->type = TK_N_STRIP_ACCENTS;
+    else if (!strcmp(type, "Nmt")) n->type = TK_N_NMT;
+    else if (!strcmp(type, "ByteLevel")) n->type = TK_N_BYTELEVEL;
     else if (!strcmp(type, "BertNormalizer")) {
         n->type = TK_N_BERT;
         n->left = jbool(j, "clean_text", 1); n->right = jbool(j, "handle_chinese_chars", 1);
@@ -146,6 +148,19 @@ static vc_status pretok_parse(const cJSON *j, const char *path, tk_pretok **out)
     } else if (!strcmp(type, "Whitespace")) {
         p->type = TK_P_WHITESPACE;
         if (!(p->re = tk_regex_new(WS_RE, strlen(WS_RE), err, sizeof err))) st = vc_fail(VC_ERR_INTERNAL, "%s", err);
+    } else if (!strcmp(type, "CharDelimiterSplit")) { /* a Split on that character, removed */
+        const char *dl = jstr(j, "delimiter");
+        int32_t cp;
+        if (!dl || !*dl || tk_utf8_next((const unsigned char *)dl, strlen(dl), &cp) != (int)strlen(dl) || cp < 0) {
+            st = vc_fail(VC_ERR_FORMAT, "%s: CharDelimiterSplit: `delimiter` is not one character", path); goto out;
+        }
+        p->type = TK_P_SPLIT; p->behavior = TK_B_REMOVED;
+        if (!(p->lit = vc_strdup(dl))) { st = vc_fail(VC_ERR_NOMEM, "out of memory"); goto out; }
+        p->lit_len = strlen(dl);
+    } else if (!strcmp(type, "FixedLength")) {
+        const cJSON *L = cJSON_GetObjectItemCaseSensitive(j, "length");
+        p->type = TK_P_FIXED; p->length = L ? (cJSON_IsNumber(L) ? L->valueint : -1) : 5;
+        if (p->length < 1) st = vc_fail(VC_ERR_FORMAT, "%s: FixedLength: `length` must be a positive number", path);
     } else if (!strcmp(type, "WhitespaceSplit")) p->type = TK_P_WSSPLIT;
     else if (!strcmp(type, "BertPreTokenizer")) p->type = TK_P_BERT;
     else if (!strcmp(type, "Punctuation")) {
@@ -198,6 +213,16 @@ static vc_status dec_parse(const cJSON *j, const char *path, tk_dec **out) {
         d->type = TK_D_WORDPIECE;
         d->a = dupz(jstr(j, "prefix") ? jstr(j, "prefix") : "##");
         d->cleanup = jbool(j, "cleanup", 1);
+    } else if (!strcmp(type, "BPEDecoder")) {
+        d->type = TK_D_BPE;
+        d->a = dupz(jstr(j, "suffix") ? jstr(j, "suffix") : "</w>");
+        if (!d->a) st = vc_fail(VC_ERR_NOMEM, "out of memory");
+    } else if (!strcmp(type, "CTC")) {
+        d->type = TK_D_CTC;
+        d->a = dupz(jstr(j, "pad_token") ? jstr(j, "pad_token") : "<pad>");
+        d->b = dupz(jstr(j, "word_delimiter_token") ? jstr(j, "word_delimiter_token") : "|");
+        d->cleanup = jbool(j, "cleanup", 1);
+        if (!d->a || !d->b) st = vc_fail(VC_ERR_NOMEM, "out of memory");
     } else if (!strcmp(type, "Sequence")) {
         d->type = TK_D_SEQ;
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "decoders"), *e;
@@ -259,7 +284,7 @@ static vc_status post_parse(vc_tokenizer *t, const cJSON *j, const char *path) {
     return vc_fail(VC_ERR_UNSUPPORTED, "%s: unsupported post_processor type `%s`", path, type);
 }
 
-/* model: BPE / WordPiece (vocab object) or Unigram (vocab array of [piece, score]) */
+/* model: BPE / WordPiece / WordLevel (vocab object) or Unigram (vocab array of [piece, score]) */
 static vc_status merges_parse(vc_tokenizer *t, const cJSON *merges, const char *path) {
     const cJSON *m;
     int rank = 0;
@@ -302,12 +327,12 @@ static vc_status model_parse(vc_tokenizer *t, const cJSON *m, const char *path) 
         int n = cJSON_GetArraySize(vocab), id = 0;
         t->score = calloc((size_t)n + 1, sizeof *t->score);
         if (!t->score) return vc_fail(VC_ERR_NOMEM, "out of memory");
-        t->min_score = 1e30f; t->max_score = -1e30f;
+        t->min_score = 1e300; t->max_score = -1e300;
         cJSON_ArrayForEach(e, vocab) {
             const cJSON *p = cJSON_GetArrayItem(e, 0), *s = cJSON_GetArrayItem(e, 1);
             if (!cJSON_IsString(p) || !cJSON_IsNumber(s)) return vc_fail(VC_ERR_FORMAT, "%s: Unigram vocab entry %d is not [piece, score]", path, id);
             if ((st = tk_vocab_set(t, id, p->valuestring, strlen(p->valuestring), 1))) return st;
-            t->score[id] = (float)s->valuedouble;
+            t->score[id] = s->valuedouble;
             if (t->score[id] < t->min_score) t->min_score = t->score[id];
             if (t->score[id] > t->max_score) t->max_score = t->score[id];
             int L = (int)strlen(p->valuestring);
@@ -316,10 +341,11 @@ static vc_status model_parse(vc_tokenizer *t, const cJSON *m, const char *path) 
         }
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(m, "unk_id");
         t->unk_id = cJSON_IsNumber(u) ? u->valueint : -1;
+        t->n_model_vocab = n;
         t->byte_fallback = jbool(m, "byte_fallback", 0);
         return VC_OK;
     }
-    if (strcmp(type, "BPE") && strcmp(type, "WordPiece"))
+    if (strcmp(type, "BPE") && strcmp(type, "WordPiece") && strcmp(type, "WordLevel"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: unknown model type `%s`", path, type);
     if (!cJSON_IsObject(vocab)) return vc_fail(VC_ERR_FORMAT, "%s: %s vocab is not an object", path, type);
     cJSON_ArrayForEach(e, vocab) {
@@ -327,8 +353,11 @@ static vc_status model_parse(vc_tokenizer *t, const cJSON *m, const char *path) 
             return vc_fail(VC_ERR_FORMAT, "%s: vocab entry `%s` has a bad id", path, e->string);
         if ((st = tk_vocab_set(t, (int)e->valuedouble, e->string, strlen(e->string), 1))) return st;
     }
+    t->n_model_vocab = (int32_t)t->vocab.n; /* distinct pieces, as tokenizers' vocabulary map counts them */
     const char *unk = jstr(m, "unk_token");
+    if (!unk && !strcmp(type, "WordLevel")) unk = "<unk>"; /* its default */
     t->unk_id = unk ? tk_smap_get(&t->vocab, unk, strlen(unk)) : -1;
+    if (!strcmp(type, "WordLevel")) { t->model = TK_M_WORDLEVEL; return VC_OK; }
     t->cont_prefix = dupz(jstr(m, "continuing_subword_prefix"));
     if (t->cont_prefix && !*t->cont_prefix) { free(t->cont_prefix); t->cont_prefix = NULL; }
     if (!strcmp(type, "WordPiece")) {
@@ -349,23 +378,44 @@ static vc_status model_parse(vc_tokenizer *t, const cJSON *m, const char *path) 
     return merges_parse(t, merges, path);
 }
 
+/* added_tokens. From a tokenizer.json file the ids are assigned as tokenizers assigns them when it loads one (it only
+ * warns about the file's ids): a content already added keeps its id (the later entry's options win), a content in the
+ * model's vocabulary takes that id, any other the next id from the model's vocabulary size on; empty contents are
+ * ignored. Generated configurations (tiktoken) keep their ids. */
 static vc_status added_parse(vc_tokenizer *t, const cJSON *arr, const char *path) {
     const cJSON *e;
-    int n = cJSON_GetArraySize(arr);
+    int n = cJSON_GetArraySize(arr), k = 0;
     if (n <= 0) return VC_OK;
     t->added = calloc((size_t)n, sizeof *t->added);
     if (!t->added) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    int32_t next = t->n_model_vocab;
     cJSON_ArrayForEach(e, arr) {
         const char *c = jstr(e, "content");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         if (!c || !cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > 1e8)
-            return vc_fail(VC_ERR_FORMAT, "%s: added_tokens entry %d lacks content or id", path, t->n_added);
-        tk_added *a = &t->added[t->n_added++];
-        a->s = vc_strdup(c); a->len = strlen(c); a->id = (int32_t)id->valuedouble;
+            return vc_fail(VC_ERR_FORMAT, "%s: added_tokens entry %d lacks content or id", path, k);
+        k++;
+        size_t len = strlen(c);
+        int32_t want = (int32_t)id->valuedouble, prev = -1;
+        if (t->hf_ids) {
+            if (!len) continue;
+            prev = tk_smap_get(&t->added_map, c, len);
+            int32_t mid = tk_smap_get(&t->vocab, c, len);
+            want = prev >= 0 ? prev : mid >= 0 ? mid : next++;
+        }
+        tk_added *a = NULL;
+        for (int i = 0; prev >= 0 && i < t->n_added && !a; i++) if (t->added[i].id == prev) a = &t->added[i];
+        uint8_t was_special = a ? a->special_set : 0;
+        if (!a) {
+            a = &t->added[t->n_added++];
+            if (!(a->s = vc_strdup(c))) return vc_fail(VC_ERR_NOMEM, "out of memory");
+            a->len = len;
+        }
+        a->id = want;
         a->special = (uint8_t)jbool(e, "special", 0); a->lstrip = (uint8_t)jbool(e, "lstrip", 0);
         a->rstrip = (uint8_t)jbool(e, "rstrip", 0); a->normalized = (uint8_t)jbool(e, "normalized", !a->special);
         a->single_word = (uint8_t)jbool(e, "single_word", 0);
-        if (!a->s) return vc_fail(VC_ERR_NOMEM, "out of memory");
+        a->special_set = was_special | a->special; /* tokenizers' set of special contents only grows */
         vc_status st = tk_vocab_set(t, a->id, c, a->len, 0);
         if (st) return st;
         if (tk_smap_put(&t->added_map, c, a->len, a->id)) return vc_fail(VC_ERR_NOMEM, "out of memory");
@@ -380,6 +430,7 @@ vc_status tk_load_json(vc_tokenizer *t, const char *path) {
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     if (!root) return vc_fail(VC_ERR_FORMAT, "%s: not valid JSON (truncated or corrupt)", path);
+    t->hf_ids = 1;
     st = tk_load_json_root(t, root, path);
     cJSON_Delete(root);
     return st;
@@ -392,6 +443,7 @@ vc_status tk_load_json_root(vc_tokenizer *t, const cJSON *root, const char *path
     if ((st = added_parse(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), path))) goto out;
     if ((st = norm_parse(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), path, &t->norm))) goto out;
     if ((st = pretok_parse(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), path, &t->pre))) goto out;
+    t->first_flag = tk_pretok_uses_first(t->pre);
     if ((st = post_parse(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), path))) goto out;
     st = dec_parse(cJSON_GetObjectItemCaseSensitive(root, "decoder"), path, &t->dec);
 out:

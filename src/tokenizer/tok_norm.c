@@ -110,14 +110,15 @@ static int norm_precompiled(const tk_charsmap *cm, const char *s, size_t len, tk
     return 0;
 }
 
-/* Drops nonspacing marks (category Mn). */
-static int norm_strip_accents(const char *s, size_t len, tk_buf *out) {
+/* Drops marks: all of them (Mn, Mc, Me: the StripAccents normalizer) or only nonspacing ones (Mn: BertNormalizer). */
+static int norm_strip_accents(const char *s, size_t len, int all_marks, tk_buf *out) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
         int32_t cp;
         int l = tk_utf8_next(u + i, len - i, &cp);
-        if (cp < 0 || utf8proc_category(cp) != UTF8PROC_CATEGORY_MN)
-            if (tk_buf_put(out, s + i, (size_t)l)) return -1;
+        utf8proc_category_t k = cp < 0 ? UTF8PROC_CATEGORY_CN : utf8proc_category(cp);
+        int mark = k == UTF8PROC_CATEGORY_MN || (all_marks && (k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME));
+        if (!mark && tk_buf_put(out, s + i, (size_t)l)) return -1;
         i += (size_t)l;
     }
     return 0;
@@ -155,11 +156,35 @@ static int norm_bert(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
     if (!rc && n->strip_accents) {
         rc = norm_utf8proc(a.p, a.n, &b, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
         a.n = 0;
-        if (!rc) rc = tk_buf_put(&a, "", 0) || norm_strip_accents(b.p ? b.p : "", b.n, &a);
+        if (!rc) rc = tk_buf_put(&a, "", 0) || norm_strip_accents(b.p ? b.p : "", b.n, 0, &a);
     }
     if (!rc) rc = n->lowercase ? norm_lower(a.p, a.n, out) : tk_buf_put(out, a.p, a.n);
     tk_buf_free(&a); tk_buf_free(&b);
     return rc;
+}
+
+/* tokenizers' Nmt: some control characters dropped, other separators and format characters turned into spaces. */
+static int norm_nmt(const char *s, size_t len, tk_buf *out) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        int32_t c;
+        int l = tk_utf8_next(u + i, len - i, &c);
+        int drop = (c >= 1 && c <= 8) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F || c == 0x8F || c == 0x9F;
+        int space = c == 9 || c == 10 || c == 12 || c == 13 || c == 0x1680 || (c >= 0x200B && c <= 0x200F) || c == 0x2028 ||
+                    c == 0x2029 || c == 0x2581 || c == 0xFEFF || c == 0xFFFD;
+        if (!drop && (space ? tk_buf_putc(out, ' ') : tk_buf_put(out, s + i, (size_t)l))) return -1;
+        i += (size_t)l;
+    }
+    return 0;
+}
+
+/* The ByteLevel normalizer: every byte as its byte-level character (GPT-2's table). */
+static int norm_bytelevel(const char *s, size_t len, tk_buf *out) {
+    for (size_t i = 0; i < len; i++) {
+        const char *c = tk_bytelevel_char[(unsigned char)s[i]];
+        if (tk_buf_put(out, c, strlen(c))) return -1;
+    }
+    return 0;
 }
 
 int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
@@ -178,8 +203,10 @@ int tk_norm_apply(const tk_norm *n, const char *s, size_t len, tk_buf *out) {
     case TK_N_REPLACE: return norm_replace(n, s, len, out);
     case TK_N_STRIP: return norm_strip(n, s, len, out);
     case TK_N_PRECOMPILED: return norm_precompiled(n->cm, s, len, out);
-    case TK_N_STRIP_ACCENTS: return norm_strip_accents(s, len, out);
+    case TK_N_STRIP_ACCENTS: return norm_strip_accents(s, len, 1, out);
     case TK_N_BERT: return norm_bert(n, s, len, out);
+    case TK_N_NMT: return norm_nmt(s, len, out);
+    case TK_N_BYTELEVEL: return norm_bytelevel(s, len, out);
     case TK_N_SEQ: {
         tk_buf cur = {0};
         if (tk_buf_put(&cur, s, len)) return -1;

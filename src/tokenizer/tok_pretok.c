@@ -263,8 +263,21 @@ static int metaspace_piece(const tk_pretok *p, const char *s, size_t n, uint8_t 
     return rc;
 }
 
+/* FixedLength: pieces of `length` characters (the last one shorter). */
+static int fixed_piece(const tk_pretok *p, const char *s, size_t n, uint8_t flag, tk_pieces *out) {
+    int rc = 0;
+    for (size_t b = 0; b < n && !rc;) {
+        size_t e = b;
+        for (int k = 0; k < p->length && e < n; k++) { int32_t cp; e += (size_t)tk_utf8_next((const unsigned char *)s + e, n - e, &cp); }
+        rc = tk_pieces_add(out, s + b, e - b, b == 0 ? flag : 0);
+        b = e;
+    }
+    return rc;
+}
+
 static int pretok_piece(const tk_pretok *p, const char *s, size_t n, uint8_t flag, tk_pieces *out) {
     switch (p->type) {
+    case TK_P_FIXED: return fixed_piece(p, s, n, flag, out);
     case TK_P_SPLIT:
         return split_piece(p, PRED_LITERAL, p->re, p->behavior, p->invert, s, n, flag, out);
     case TK_P_BYTELEVEL: return bytelevel_piece(p, s, n, flag, out);
@@ -298,6 +311,12 @@ int tk_pretok_apply(const tk_pretok *p, tk_pieces *in, tk_pieces *tmp) {
         if (pretok_piece(p, TK_PIECE(in, i), in->len[i], in->flag[i], tmp)) return -1;
     tk_pieces t = *in; *in = *tmp; *tmp = t;
     return 0;
+}
+
+int tk_pretok_uses_first(const tk_pretok *p) {
+    if (!p) return 0;
+    for (int i = 0; i < p->n_kids; i++) if (tk_pretok_uses_first(p->kids[i])) return 1;
+    return p->type == TK_P_METASPACE && p->prepend_scheme == TK_PS_FIRST;
 }
 
 void tk_pretok_free(tk_pretok *p) {

@@ -107,7 +107,7 @@ vc_status tk_load_spm(vc_tokenizer *t, const char *path) {
     t->add_dummy_prefix = t->remove_extra_ws = t->escape_ws = 1;
     t->bos_id = 1; t->eos_id = 2; t->pad_id = -1; t->unk_id = -1; t->model = TK_M_UNIGRAM;
     t->add_bos = 1;
-    t->min_score = 1e30f; t->max_score = -1e30f;
+    t->min_score = 1e300; t->max_score = -1e300;
     pb r = {(const unsigned char *)data, (const unsigned char *)data + len}, sub = {0};
     uint32_t num; int wt; uint64_t v = 0;
     int npieces = 0;

@@ -1,6 +1,7 @@
 /* Tokenizer helpers: growable buffers, UTF-8, hash maps, the per-word cache. */
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 #include "tokenizer/tok_internal.h"
 
 int tk_buf_put(tk_buf *b, const void *s, size_t n) {
@@ -117,6 +118,20 @@ int tk_utf8_lossy(tk_buf *out, const char *s, size_t n) {
 int tk_is_space_cp(int32_t c) {
     return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
            c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* Unicode \\w as Rust's regex crate has it: Alphabetic (letters, letter numbers and the Other_Alphabetic marks and
+ * circled / squared Latin letters), marks, decimal digits, connector punctuation and the joiners. */
+int tk_is_word_cp(int32_t c) {
+    if (c < 128) return c == '_' || (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+    if (c == 0x200C || c == 0x200D || (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
+        (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189)) return 1;
+    switch (utf8proc_category(c)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_PC: return 1;
+    default: return 0;
+    }
 }
 
 /* ---- hash maps ---- */

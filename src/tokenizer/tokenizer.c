@@ -22,10 +22,11 @@ vc_status tk_vocab_set(vc_tokenizer *t, int id, const char *s, size_t len, int m
         for (int i = t->n_tok; i < n; i++) { t->tok[i] = NULL; t->tok_len[i] = 0; t->is_special[i] = 0; }
         t->n_tok = n;
     }
-    if (!t->tok[id]) {
+    if (!t->tok[id] || !model) { /* an added token's content is the id's string even over a model piece (tokenizers) */
         char *c = malloc(len + 1);
         if (!c) return vc_fail(VC_ERR_NOMEM, "out of memory");
         memcpy(c, s, len); c[len] = 0;
+        free(t->tok[id]);
         t->tok[id] = c; t->tok_len[id] = (uint32_t)len;
     }
     if (model && tk_smap_put(&t->vocab, s, len, id)) return vc_fail(VC_ERR_NOMEM, "out of memory");
@@ -104,6 +105,21 @@ static vc_status index_added(vc_tokenizer *t) {
     return VC_OK;
 }
 
+/* tokenizers' decode(skip_special_tokens) leaves out an id whose string (an added token's normalized form where it
+ * is normalized, else the model's piece) is the content of a special added token: by string, not by id, so a model
+ * piece equal to a special token's content goes too, and a normalized special token whose form changed stays. */
+static vc_status index_dec_skip(vc_tokenizer *t) {
+    tk_smap sp = {0};
+    vc_status st = VC_OK;
+    for (int i = 0; i < t->n_added && !st; i++)
+        if ((t->added[i].special || t->added[i].special_set) && t->added[i].len && tk_smap_put(&sp, t->added[i].s, t->added[i].len, 1)) st = vc_fail(VC_ERR_NOMEM, "out of memory");
+    if (!st && !(t->dec_skip = calloc((size_t)t->n_tok + 1, 1))) st = vc_fail(VC_ERR_NOMEM, "out of memory");
+    for (int id = 0; id < t->n_tok && !st && sp.n; id++)
+        t->dec_skip[id] = t->tok[id] && tk_smap_get(&sp, t->tok[id], t->tok_len[id]) >= 0;
+    tk_smap_free(&sp);
+    return st;
+}
+
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcmp(s + a - b, suf);
@@ -142,6 +158,7 @@ static vc_status vc_tokenizer_load_at(const char *dir, vc_tokenizer **out) {
     if (st) goto out;
     for (int i = 0; i < t->n_added; i++) if (t->added[i].special) t->is_special[t->added[i].id] = 1;
     if ((st = index_added(t))) goto out;
+    if (t->src == TK_SRC_JSON && (st = index_dec_skip(t))) goto out;
     /* byte-fallback pieces <0xNN> */
     if (t->src == TK_SRC_JSON)
         for (int b = 0; b < 256; b++) { char nm[8]; snprintf(nm, sizeof nm, "<0x%02X>", b); t->byte_ids[b] = tk_smap_get(&t->vocab, nm, 6); }
@@ -171,7 +188,7 @@ vc_status vc_tokenizer_load(const char *dir, vc_tokenizer **out) {
 void vc_tokenizer_free(vc_tokenizer *t) {
     if (!t) return;
     for (int i = 0; i < t->n_tok; i++) free(t->tok[i]);
-    free(t->tok); free(t->tok_len); free(t->is_special);
+    free(t->tok); free(t->tok_len); free(t->is_special); free(t->dec_skip);
     tk_smap_free(&t->vocab); tk_smap_free(&t->added_map); tk_pmap_free(&t->merges);
     free(t->cont_prefix); free(t->eow_suffix); free(t->score); free(t->ptype); free(t->user_ids); free(t->unk_surface);
     tk_charsmap_free(t->spm_cm);
