@@ -10,7 +10,7 @@ tools/fixtures/make_fixture.py's functions (logits, log-probs, entropies, loss, 
 then `verlc check` on it (its f32 tolerances; with $DIFF_MODELS_BF16=1 also `--precision bf16`, whose tolerances are
 1.5 x PyTorch's own bf16-autocast errors recorded with the reference; with $DIFF_MODELS_CLASSIC=1 the config is first
 rewritten in the hub's older layout, rope_theta / rope_scaling at the top, where transformers reads that back to the
-same rope, as most released checkpoints ship it). A configuration verlc refuses by name counts apart. Expect a rare
+same rope, as most released checkpoints ship it; $DIFF_MODELS_ARCH=a,b draws from those model types only). A configuration verlc refuses by name counts apart. Expect a rare
 failure of the gradients alone with hidden_act relu: a gate value within rounding of 0 (7e-8 in the one seen) takes
 relu's derivative 1 on one side and 0 on the other.
 
@@ -233,7 +233,8 @@ def classic_config(out):
 
 
 def trial(i, tmp):
-    arch = R.choice(sorted(ARCH))
+    only = [a for a in os.environ.get("DIFF_MODELS_ARCH", "").split(",") if a]
+    arch = R.choice(only or sorted(ARCH))
     kw = config(arch)
     cls, mcls = ARCH[arch]
     seed = R.randint(0, 10 ** 6)
