@@ -208,4 +208,34 @@ mf.normalizer = N.Strip()
 mf.pre_tokenizer = P.Metaspace(prepend_scheme="first")
 mf.add_special_tokens(["<s>"])
 save("metaspace_first_strip", mf, ["hello world", "  hello world", "\thello", "<s>hello", "hello<s>world", " <s> hello"])
+
+# transformers' clean_up_tokenization_spaces (tokenizer_config.json): applied to decoded text but, from 5.7 on, not to a
+# BPE model's unless clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output; references from
+# transformers' own decode
+def save_with_config(name, tok, cfg, texts):
+    if ONLY and name not in ONLY:
+        return
+    from transformers import AutoTokenizer
+    d = os.path.join(OUT, name); os.makedirs(d, exist_ok=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"), indent=1)
+    at = AutoTokenizer.from_pretrained(d)
+    with open(os.path.join(d, "encode_reference.jsonl"), "w", encoding="utf-8") as f:
+        for t in texts:
+            ids = at(t, add_special_tokens=False)["input_ids"]
+            f.write(json.dumps({"text": t, "ids": ids, "decoded": at.decode(ids), "decoded_skip": at.decode(ids, skip_special_tokens=True)},
+                               ensure_ascii=False) + "\n")
+CLEAN = ["Hello , world . I do n't know ? It 's fine !", "a ' b ' c", "We 're sure you 've done it , I 'm told .", "do not . . ."]
+cu = Tokenizer(models.Unigram())
+cu.pre_tokenizer = P.Metaspace()
+cu.decoder = D.Metaspace()
+cu.train_from_iterator(CORPUS + CLEAN * 5, trainers.UnigramTrainer(vocab_size=300, special_tokens=["<unk>", "<s>"], unk_token="<unk>", show_progress=False))
+save_with_config("clean_up_unigram", cu, {"clean_up_tokenization_spaces": True, "tokenizer_class": "PreTrainedTokenizerFast"}, CLEAN)
+cb = Tokenizer(models.BPE())
+cb.pre_tokenizer = P.ByteLevel(add_prefix_space=False)
+cb.decoder = D.ByteLevel()
+cb.train_from_iterator(CORPUS + CLEAN * 5, trainers.BpeTrainer(vocab_size=400, initial_alphabet=P.ByteLevel.alphabet(), show_progress=False))
+save_with_config("clean_up_bpe", cb, {"clean_up_tokenization_spaces": True, "tokenizer_class": "PreTrainedTokenizerFast"}, CLEAN)
+save_with_config("clean_up_bpe_forced", cb, {"clean_up_tokenization_spaces": True, "tokenizer_class": "PreTrainedTokenizerFast",
+                                              "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output": True}, CLEAN)
 print("ok")

@@ -195,12 +195,10 @@ static int dec_bytefallback(tk_pieces *in, tk_pieces *out) {
     return rc;
 }
 
-/* tokenizers' decoders::wordpiece::cleanup, applied in the same order */
-static int wordpiece_cleanup(tk_buf *m) {
-    static const char *rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-                                     {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+/* Each rule (from, to) replaced over the whole text in turn, as Python's chained str.replace. */
+static int replace_rules(tk_buf *m, const char *const (*rules)[2], size_t n_rules) {
     tk_buf o = {0};
-    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+    for (size_t r = 0; r < n_rules; r++) {
         size_t fl = strlen(rules[r][0]), tl = strlen(rules[r][1]);
         o.n = 0;
         if (tk_buf_put(&o, "", 0)) return -1;
@@ -212,6 +210,20 @@ static int wordpiece_cleanup(tk_buf *m) {
     }
     tk_buf_free(&o);
     return 0;
+}
+
+/* tokenizers' decoders::wordpiece::cleanup, applied in the same order */
+static int wordpiece_cleanup(tk_buf *m) {
+    static const char *const rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                                           {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    return replace_rules(m, rules, sizeof rules / sizeof rules[0]);
+}
+
+/* transformers' PreTrainedTokenizerBase.clean_up_tokenization (no "do not" rule) */
+int tk_clean_up_spaces(tk_buf *m) {
+    static const char *const rules[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                                           {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    return replace_rules(m, rules, sizeof rules / sizeof rules[0]);
 }
 
 /* Appends p[0..n) to m with every occurrence of `from` (non-empty) replaced by `to`. */

@@ -30,7 +30,8 @@ int tk_utf8_encode(uint32_t cp, char out[4]);
 /* Appends s with invalid sequences replaced as Rust's String::from_utf8_lossy does. */
 int tk_utf8_lossy(tk_buf *out, const char *s, size_t n);
 int tk_is_space_cp(int32_t cp); /* Unicode White_Space */
-int tk_is_word_cp(int32_t cp);  /* Unicode \\w (Rust regex's) */
+int tk_is_word_cp(int32_t cp);
+int tk_clean_up_spaces(tk_buf *b); /* transformers' clean_up_tokenization; 0 ok, -1 out of memory */  /* Unicode \\w (Rust regex's) */
 
 /* ---- string -> int hash map and pair map (tok_util.c) ---- */
 typedef struct { char *k; uint32_t klen; uint32_t h; int32_t v; } tk_ent;
@@ -136,6 +137,7 @@ struct vc_tokenizer {
     char **tok; uint32_t *tok_len; int n_tok;  /* id -> token (may be NULL for holes) */
     tk_smap vocab;                              /* model vocab token -> id */
     uint8_t *is_special;                        /* per id */
+    int clean_up;                               /* transformers' clean_up_tokenization on decoded text */
     int hf_ids;                                 /* added token ids assigned as tokenizers does (tokenizer.json) */
     int32_t n_model_vocab;                      /* the model's vocabulary size as tokenizers counts it */
     int first_flag;                             /* the pre-tokenizer asks for the first piece (Metaspace "first") */

@@ -58,6 +58,10 @@ static vc_status load_config(vc_tokenizer *t, const char *path) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token"), *e = cJSON_GetObjectItemCaseSensitive(cfg, "add_eos_token");
     if (cJSON_IsBool(b)) t->add_bos = cJSON_IsTrue(b);
     if (cJSON_IsBool(e)) t->add_eos = cJSON_IsTrue(e);
+    /* transformers (5.7 on) cleans decoded text up when the config asks, but not a BPE model's unless forced */
+    int clean = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "clean_up_tokenization_spaces"));
+    int force = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"));
+    t->clean_up = clean && (t->model != TK_M_BPE || force);
     cJSON_Delete(cfg);
     return VC_OK;
 }
@@ -244,6 +248,7 @@ vc_status vc_tokenizer_decode(const vc_tokenizer *t, const int32_t *ids, size_t 
     if (!t || (!ids && n)) return vc_fail(VC_ERR_ARG, "tokenizer decode: null argument");
     tk_buf out = {0};
     int rc = t->src == TK_SRC_SPM ? tk_spm_decode(t, ids, n, skip_special_tokens, &out) : tk_json_decode(t, ids, n, skip_special_tokens, &out);
+    if (!rc && t->clean_up) rc = tk_clean_up_spaces(&out);
     if (!rc && !out.p) rc = tk_buf_put(&out, "", 0);
     if (rc) { tk_buf_free(&out); return vc_fail(VC_ERR_NOMEM, "tokenizer decode: out of memory"); }
     *text = out.p; if (len) *len = out.n;
