@@ -69,6 +69,7 @@ typedef struct vc_model_config {
     int expert_bias;              /* the router and the experts' projections have biases (gpt-oss) */
     float emb_scale;              /* 0: none; Gemma multiplies embeddings by sqrt(hidden) */
     float attn_scale;             /* softmax scale on q.k */
+    int attn_scale_by_layer; /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's scale divided by l + 1 */
     float attn_softcap, final_softcap;
     float residual_scale;         /* 0: none; Granite's residual_multiplier on each sublayer's output */
     float logit_divisor;          /* 0: none; Granite's logits_scaling (logits / it) */

@@ -97,7 +97,14 @@ static vc_status check_sizes(const vc_model_config *c, const char *path) {
 
 vc_status vc_mcfg_parse_act(const cJSON *o, const char *path, vc_model_config *c) {
     const char *a = NULL;
-    vc_status st = vc_json_get_str(o, "hidden_activation", NULL, &a, path);
+    /* transformers' Gemma (1) reads hidden_act alone and takes its "gelu" for the tanh approximation (the released
+     * configs' legacy value); Gemma 2 and later read hidden_activation */
+    if (vc_mcfg_is(c, "gemma")) {
+        vc_status sg = vc_json_get_str(o, "hidden_act", "gelu_pytorch_tanh", &a, path);
+        if (sg) return sg;
+        if (!strcmp(a, "gelu")) a = "gelu_pytorch_tanh";
+    }
+    vc_status st = a ? VC_OK : vc_json_get_str(o, "hidden_activation", NULL, &a, path);
     if (st == VC_OK && !a) st = vc_json_get_str(o, "activation_function", NULL, &a, path); /* GPT-2 */
     if (st == VC_OK && !a) st = vc_json_get_str(o, "activation", NULL, &a, path); /* Falcon */
     if (st == VC_OK && !a) st = vc_json_get_str(o, "hidden_act", "silu", &a, path);

@@ -586,9 +586,10 @@ static vc_status fam_gpt2(const cJSON *o, const char *path, vc_model_config *c) 
     if ((st = vc_mcfg_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
         (st = vc_mcfg_check_size(path, "n_inner", inner, 1, DIM_MAX)))
         return st;
-    if (vc_mcfg_flag(o, "scale_attn_by_inverse_layer_idx", 0) || vc_mcfg_flag(o, "add_cross_attention", 0))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: scale_attn_by_inverse_layer_idx / add_cross_attention are not built",
-                       path);
+    if (vc_mcfg_flag(o, "add_cross_attention", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: add_cross_attention is not built", path);
+    /* (reorder_and_upcast_attn: f32 scores, as verlc's always are) */
+    c->attn_scale_by_layer = vc_mcfg_is(c, "gpt2") && vc_mcfg_flag(o, "scale_attn_by_inverse_layer_idx", 0);
     c->inter = inner;
     c->n_kv_head = vc_mcfg_is(c, "gpt_bigcode") && vc_mcfg_flag(o, "multi_query", 1)
                        ? 1 : c->n_head; /* (whatever else it says) */
@@ -668,8 +669,9 @@ static vc_status fam_mpt(const cJSON *o, const char *path, vc_model_config *c) {
     if (cq && !cJSON_IsNull(cq) && (!cJSON_IsNumber(cq) || !(cq->valuedouble > 0)))
         return vc_fail(VC_ERR_FORMAT, "%s: clip_qkv must be a positive number or null", ctx);
     c->clip_qkv = cq && cJSON_IsNumber(cq) ? (float)cq->valuedouble : 0.0f;
-    if (!vc_mcfg_flag(ac, "alibi", 1) || vc_mcfg_flag(ac, "qk_ln", 0) || !vc_mcfg_flag(o, "no_bias", 1))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: MPT is built with ALiBi, no qk_ln and no_bias", path);
+    /* (no_bias: transformers' MPT has no biases whatever it says) */
+    if (!vc_mcfg_flag(ac, "alibi", 1) || vc_mcfg_flag(ac, "qk_ln", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: MPT is built with ALiBi and no qk_ln", path);
     if (bmax != 8) /* transformers builds MPT's slopes with 8 whatever the config says; MosaicML's code does not */
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: alibi_bias_max %g (transformers' MPT uses 8)", ctx, bmax);
     if (ratio != 4) /* transformers' MptMLP is 4 x d_model wide whatever the config says */
@@ -678,7 +680,9 @@ static vc_status fam_mpt(const cJSON *o, const char *path, vc_model_config *c) {
     c->n_kv_head = c->n_head;
     c->norm_kind = VC_NORM_LAYER;
     c->norm_no_bias = 1;
-    c->norm_eps = 1e-5f;
+    double eps = 1e-5; /* transformers' MPT norms take layer_norm_epsilon */
+    if ((st = vc_mcfg_num_any(o, "layer_norm_epsilon", 1e-5, &eps, path))) return st;
+    c->norm_eps = (float)eps;
     c->mlp_kind = VC_MLP_PLAIN;
     c->act = VC_ACT_GELU_ERF;
     c->alibi = 1; /* MPT's slopes with alibi_bias_max 8 are BLOOM's, for any head count */

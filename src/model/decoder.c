@@ -408,7 +408,8 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     int cached = f->cache || f->paged, append = kv_layer == layer;
     if (!q || (!cached && (!k || !v)) || (append && (!k || !v))) return NULL;
     vc_attn_desc d = { .n_seq = f->b->n_seq, .q_start = f->b->cu_seqlens, .n_head = (int)vc_cfg_heads(c, layer),
-                       .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv, .scale = c->attn_scale,
+                       .n_kv_head = nkv, .head_dim = hd, .v_head_dim = hdv,
+                       .scale = c->attn_scale_by_layer ? c->attn_scale / (float)(layer + 1) : c->attn_scale,
                        .softcap = c->attn_softcap, .window = c->window[layer], .causal = 1, .alibi = c->alibi,
                        .alibi_scale = c->alibi_scale,
                        .chunk = c->chunk[layer], .sel = f->sel, .sel_words = f->sel_words };

@@ -47,7 +47,77 @@ ARCH = {  # model_type: (config class, model class)
     "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM"), "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM"),
     "lfm2": ("Lfm2Config", "Lfm2ForCausalLM"), "mamba2": ("Mamba2Config", "Mamba2ForCausalLM"),
     "jamba": ("JambaConfig", "JambaForCausalLM"), "granitemoehybrid": ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM"),
+    # the classic layouts (each with its own key names and options, drawn by classic_kw)
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel"), "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM"),
+    "gptj": ("GPTJConfig", "GPTJForCausalLM"), "codegen": ("CodeGenConfig", "CodeGenForCausalLM"),
+    "opt": ("OPTConfig", "OPTForCausalLM"), "falcon": ("FalconConfig", "FalconForCausalLM"),
+    "bloom": ("BloomConfig", "BloomForCausalLM"), "mpt": ("MptConfig", "MptForCausalLM"),
+    "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM"), "nemotron": ("NemotronConfig", "NemotronForCausalLM"),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM"),
 }
+CLASSIC = ("gpt2", "gpt_bigcode", "gptj", "codegen", "opt", "falcon", "bloom", "mpt", "gpt_neo", "nemotron")
+
+
+def classic_kw(arch):
+    """a random configuration of a classic layout in its own keys: shapes, norms, biases, activations and the options
+    each one has (falcon's three attention layouts, BLOOM's post-norm residuals, OPT's projections and affine-free
+    norms, GPT-2's attention scalings, MPT's biases and clip, GPT-Neo's local layers, rope coverage)"""
+    heads = R.choice([1, 2, 4, 8])
+    hd = R.choice([8, 16])
+    hidden, L = heads * hd, R.randint(1, 3)
+    act = R.choice(["gelu_new", "gelu", "relu", "gelu_pytorch_tanh", "silu"])
+    eps = R.choice([1e-5, 1e-6])
+    common = dict(vocab_size=mf.VOCAB, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    if arch in ("gpt2", "gpt_bigcode"):
+        kw = dict(common, n_embd=hidden, n_layer=L, n_head=heads, n_inner=R.choice([None, 40, 96]), n_positions=R.choice([64, 128]),
+                  activation_function=act, layer_norm_epsilon=eps, scale_attn_weights=R.random() < 0.8,
+                  tie_word_embeddings=R.random() < 0.7)
+        if arch == "gpt2":
+            kw.update(scale_attn_by_inverse_layer_idx=R.random() < 0.3, reorder_and_upcast_attn=R.random() < 0.3)
+        else:
+            kw["multi_query"] = R.random() < 0.6
+        return kw
+    if arch in ("gptj", "codegen"):
+        return dict(common, n_embd=hidden, n_layer=L, n_head=heads, n_inner=R.choice([None, 40, 96]), n_positions=R.choice([64, 128]),
+                    rotary_dim=R.choice([None, hd, hd // 2, 4]), activation_function=act, layer_norm_epsilon=eps,
+                    tie_word_embeddings=R.random() < 0.3)
+    if arch == "opt":
+        return dict(common, hidden_size=hidden, num_hidden_layers=L, num_attention_heads=heads, ffn_dim=R.choice([40, 96]),
+                    word_embed_proj_dim=R.choice([hidden, hidden, 16]), do_layer_norm_before=R.random() < 0.7,
+                    activation_function=R.choice(["relu", "gelu"]), enable_bias=R.random() < 0.8,
+                    layer_norm_elementwise_affine=R.random() < 0.8, max_position_embeddings=R.choice([64, 128]),
+                    tie_word_embeddings=R.random() < 0.8)
+    if arch == "falcon":
+        layout = R.choice(["new", "multi_query", "mha"])
+        kv = R.choice([d for d in (1, 2, 4, 8) if heads % d == 0])
+        kw = dict(common, hidden_size=hidden, num_hidden_layers=L, num_attention_heads=heads, layer_norm_epsilon=eps,
+                  ffn_hidden_size=R.choice([None, 40, 96]), bias=R.random() < 0.5, tie_word_embeddings=R.random() < 0.5,
+                  new_decoder_architecture=layout == "new", multi_query=layout == "multi_query",
+                  parallel_attn=layout == "new" or R.random() < 0.6, alibi=False, max_position_embeddings=128)
+        if layout == "new":
+            kw.update(num_kv_heads=kv, num_ln_in_parallel_attn=R.choice([None, 1, 2]))
+        if R.random() < 0.3:
+            kw["rope_parameters"] = rope(R.choice(["linear", "dynamic"]))
+        return kw
+    if arch == "bloom":
+        return dict(common, hidden_size=hidden, n_layer=L, n_head=heads, layer_norm_epsilon=eps,
+                    apply_residual_connection_post_layernorm=R.random() < 0.4, tie_word_embeddings=R.random() < 0.7)
+    if arch == "mpt":
+        return dict(common, d_model=hidden, n_layers=L, n_heads=heads, expansion_ratio=4, max_seq_len=128,
+                    no_bias=R.random() < 0.7, layer_norm_epsilon=eps,
+                    attn_config=dict(alibi=True, clip_qkv=R.choice([None, 0.3, 6.0]), alibi_bias_max=8))
+    if arch == "gpt_neo":
+        types = [R.choice(["global", "local"]) for _ in range(L)]
+        return dict(common, hidden_size=hidden, num_layers=L, num_heads=heads, intermediate_size=R.choice([None, 40, 96]),
+                    attention_types=[[[t], 1] for t in types], window_size=R.choice([2, 4, 7]), activation_function=act,
+                    layer_norm_epsilon=eps, max_position_embeddings=128, tie_word_embeddings=R.random() < 0.7)
+    if arch == "nemotron":
+        return dict(common, hidden_size=hidden, num_hidden_layers=L, num_attention_heads=heads,
+                    num_key_value_heads=R.choice([d for d in (1, 2, 4, 8) if heads % d == 0]), head_dim=hd,
+                    intermediate_size=R.choice([40, 96]), hidden_act=R.choice(["relu2", "relu2", "gelu"]), norm_eps=eps,
+                    partial_rotary_factor=R.choice([0.5, 1.0, 0.25]), attention_bias=R.random() < 0.3,
+                    mlp_bias=R.random() < 0.3, tie_word_embeddings=R.random() < 0.3, max_position_embeddings=128)
+    raise KeyError(arch)
 POST = {"qwen3_5_text": mf.recurrent_gdn, "qwen3_next": mf.recurrent_gdn}  # as make_fixture's kinds prepare them
 PLAIN_HD = ("phi", "gemma2", "olmo2", "granite", "starcoder2", "phi3", "mixtral", "qwen2_moe", "cohere", "stablelm",
             "gpt_neox", "olmoe", "granitemoe", "deepseek_v3", "olmo", "cohere2", "exaone4", "olmo3", "smollm3", "glm4_moe", "dots1", "mamba2", "jamba", "granitemoehybrid", "lfm2")  # (head_dim is hidden / heads there)
@@ -100,6 +170,8 @@ def config(arch):
                   decoder_sparse_step=R.choice([1, 1, 2]), mlp_only_layers=R.choice([[], [0]]))
     if arch == "qwen2_moe":
         kw["shared_expert_intermediate_size"] = R.choice([16, 48])
+    if arch == "gemma":
+        kw["hidden_activation"] = R.choice(["gelu_pytorch_tanh", "gelu"])
     if arch == "gemma2":
         kw.update(query_pre_attn_scalar=R.choice([hd, 16]), sliding_window=R.choice([3, 6]),
                   final_logit_softcapping=R.choice([None, 30.0]), attn_logit_softcapping=R.choice([None, 50.0]))
@@ -235,7 +307,7 @@ def classic_config(out):
 def trial(i, tmp):
     only = [a for a in os.environ.get("DIFF_MODELS_ARCH", "").split(",") if a]
     arch = R.choice(only or sorted(ARCH))
-    kw = config(arch)
+    kw = classic_kw(arch) if arch in CLASSIC else config(arch)
     cls, mcls = ARCH[arch]
     seed = R.randint(0, 10 ** 6)
     try:
@@ -259,7 +331,7 @@ def trial(i, tmp):
     text = (r.stdout + r.stderr).strip()
     if r.returncode == 0:
         return arch, kw, "pass", ""
-    if "unsupported" in text or "not supported" in text or "refused" in text or "is not built" in text:
+    if any(w in text for w in ("unsupported", "not supported", "refused", "not built", "is built with")):
         return arch, kw, "refused", text.splitlines()[-1][:200]
     os.makedirs(KEEP, exist_ok=True)
     dst = os.path.join(KEEP, f"{arch}_{i}")
