@@ -190,12 +190,22 @@ static vc_status hunyuan_moe_keys(const cJSON *o, const char *path, vc_model_con
     return vc_mcfg_int_any(o, "moe_topk num_experts_per_tok", 1, &c->top_k, path);
 }
 
+/* the keys the expert count is read from, the family's own first (transformers reads that one: a stray num_experts
+ * beside PhiMoE's num_local_experts sizes nothing) */
+static const char *expert_keys(const vc_model_config *c) {
+    if (vc_mcfg_is_any(c, "mixtral phimoe granitemoe granitemoeshared granitemoehybrid minimax minimax_m2 gpt_oss "
+                          "llama4_text jetmoe"))
+        return "num_local_experts num_experts n_routed_experts moe_num_experts";
+    if (vc_mcfg_is_any(c, "deepseek_v2 deepseek_v3 kimi_k2 glm4_moe glm4_moe_lite dots1 nemotron_h solar_open"))
+        return "n_routed_experts num_experts num_local_experts moe_num_experts";
+    if (vc_mcfg_is_any(c, "ernie4_5_moe")) return "moe_num_experts num_experts num_local_experts n_routed_experts";
+    return "num_experts num_local_experts n_routed_experts moe_num_experts";
+}
+
 /* expert counts and top-k (no experts: c->n_expert 0) */
 static vc_status moe_counts(const cJSON *o, const char *path, vc_model_config *c) {
     vc_status st;
-    if ((st = vc_mcfg_int_any(o, "num_experts num_local_experts n_routed_experts moe_num_experts", 0, &c->n_expert,
-                              path)))
-        return st;
+    if ((st = vc_mcfg_int_any(o, expert_keys(c), 0, &c->n_expert, path))) return st;
     st = vc_mcfg_is(c, "hunyuan_v1_moe")
              ? hunyuan_moe_keys(o, path, c)
              : vc_mcfg_int_any(o, "num_experts_per_tok moe_k num_experts_per_token", 0, &c->top_k, path);

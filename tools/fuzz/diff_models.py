@@ -54,6 +54,11 @@ ARCH = {  # model_type: (config class, model class)
     "bloom": ("BloomConfig", "BloomForCausalLM"), "mpt": ("MptConfig", "MptForCausalLM"),
     "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM"), "nemotron": ("NemotronConfig", "NemotronForCausalLM"),
     "gemma": ("GemmaConfig", "GemmaForCausalLM"),
+    # more MoE layouts
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM"), "hunyuan_v1_moe": ("HunYuanMoEV1Config", "HunYuanMoEV1ForCausalLM"),
+    "phimoe": ("PhimoeConfig", "PhimoeForCausalLM"), "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM"),
+    "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM"), "gpt_oss": ("GptOssConfig", "GptOssForCausalLM"),
+    "llama4_text": ("Llama4TextConfig", "Llama4ForCausalLM"), "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM"),
 }
 CLASSIC = ("gpt2", "gpt_bigcode", "gptj", "codegen", "opt", "falcon", "bloom", "mpt", "gpt_neo", "nemotron")
 
@@ -268,6 +273,46 @@ def config(arch):
                   layer_types=[R.choice(["sliding_attention", "full_attention"]) for _ in range(L)],
                   final_logit_softcapping=R.choice([None, 30.0]), attn_logit_softcapping=R.choice([None, 50.0]))
         kw["rope_parameters"] = {"full_attention": rope("default"), "sliding_attention": rope("default")}
+    L = kw["num_hidden_layers"]
+    if arch in ("hunyuan_v1_moe", "phimoe", "minimax_m2", "gpt_oss", "llama4_text", "flex_olmo"):
+        e = R.choice([2, 4, 8])
+        kw.update(num_experts=e, num_local_experts=e, num_experts_per_tok=R.randint(1, min(3, e)), moe_topk=R.randint(1, min(3, e)),
+                  router_aux_loss_coef=0.0, output_router_logits=False)
+    if arch == "hunyuan_v1_moe":
+        kw.update(attention_bias=R.random() < 0.3, rope_parameters=rope(R.choice(["default", "dynamic"])))
+    if arch == "phimoe":  # (its sparsemixer routes exactly two experts)
+        kw.update(num_experts_per_tok=2, num_local_experts=R.choice([4, 6, 8]), attention_bias=R.random() < 0.5,
+                  lm_head_bias=R.random() < 0.5, router_jitter_noise=R.choice([0.01, 0.4]), input_jitter_noise=0.0,
+                  sliding_window=R.choice([None, 5]))
+    if arch == "minimax_m2":
+        kw["rope_parameters"] = dict(rope("default"), partial_rotary_factor=R.choice([0.5, 1.0]))
+    if arch == "gpt_oss":
+        kw.update(sliding_window=R.choice([3, 4]), swiglu_limit=R.choice([7.0, 0.5]),
+                  layer_types=[R.choice(["sliding_attention", "full_attention"]) for _ in range(L)])
+    if arch == "llama4_text":
+        kw.update(intermediate_size_mlp=R.choice([32, 64]), interleave_moe_layer_step=R.choice([1, 2]),
+                  attention_chunk_size=R.choice([4, 8192]), floor_scale=R.choice([4, 8192]), attn_scale=R.choice([0.1, 0.5]),
+                  use_qk_norm=R.random() < 0.5, attn_temperature_tuning=R.random() < 0.7, no_rope_layer_interval=R.choice([2, 4]),
+                  rope_parameters=rope(R.choice(["default", "llama3"])))
+    if arch == "flex_olmo":
+        kw.update(norm_topk_prob=R.random() < 0.5, rope_parameters=rope("default"))
+    if arch == "ernie4_5_moe":
+        e = R.choice([4, 8])
+        kw.update(moe_num_experts=e, moe_k=R.randint(1, 3), moe_intermediate_size=R.choice([16, 32]),
+                  moe_num_shared_experts=R.choice([0, 1, 2]), moe_layer_start_index=R.choice([0, 1]),
+                  moe_layer_end_index=R.choice([-1, L - 1]), moe_layer_interval=R.choice([1, 2]), use_bias=R.random() < 0.3,
+                  moe_norm_min=R.choice([1e-12, 0.5]), rope_parameters=rope("default"))
+    if arch == "deepseek_v2":
+        e = R.choice([4, 8])
+        g = R.choice([1, 2])
+        kw.update(q_lora_rank=R.choice([None, 16]), kv_lora_rank=R.choice([8, 16]), qk_rope_head_dim=R.choice([4, 8]),
+                  qk_nope_head_dim=R.choice([8, 16]), v_head_dim=R.choice([8, 16]), n_routed_experts=e,
+                  n_shared_experts=R.choice([None, 1, 2]), num_experts_per_tok=R.randint(1, 3), n_group=g,
+                  topk_group=R.randint(1, g), topk_method=R.choice(["greedy", "group_limited_greedy"]),
+                  first_k_dense_replace=R.choice([0, 1]), moe_intermediate_size=R.choice([16, 24]),
+                  routed_scaling_factor=R.choice([1.0, 2.5]), norm_topk_prob=R.random() < 0.5,
+                  rope_parameters=rope(R.choice(["default", "yarn"])))
+        kw.pop("head_dim", None)
     if arch == "deepseek_v3":
         e = R.choice([4, 8])
         kw.update(q_lora_rank=R.choice([None, 16]), kv_lora_rank=R.choice([8, 16]), qk_rope_head_dim=R.choice([4, 8]),
@@ -331,7 +376,7 @@ def trial(i, tmp):
     text = (r.stdout + r.stderr).strip()
     if r.returncode == 0:
         return arch, kw, "pass", ""
-    if any(w in text for w in ("unsupported", "not supported", "refused", "not built", "is built with")):
+    if any(w in text for w in ("unsupported", "not supported", "refused", "not built", "is built with", "verlc computes")):
         return arch, kw, "refused", text.splitlines()[-1][:200]
     os.makedirs(KEEP, exist_ok=True)
     dst = os.path.join(KEEP, f"{arch}_{i}")
