@@ -92,6 +92,7 @@ typedef struct vc_model_config {
     int64_t moe_latent;           /* > 0: the routed experts work in a latent space of this width (Nemotron-H) */
     int shared_gate;              /* sigmoid-gated shared expert (Qwen2-MoE) */
     int norm_topk, router_sigmoid, group_top2, n_group, topk_group;
+    float norm_topk_min;          /* > 0: the renormalising sum clamped from below (ERNIE 4.5's moe_norm_min) */
     float routed_scaling;
     float router_softcap;         /* > 0: router logits soft-capped, cap tanh(z / cap) (Laguna) */
     int router_sparsemixer;       /* PhiMoE's top-2 sparsemixer with router_jitter as its eps (backend/route_math.h) */

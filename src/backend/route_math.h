@@ -15,6 +15,15 @@
 #define VC_RHD static inline
 #endif
 
+/* the selected weights' denominator: 1, or their sum (a 1e-20 floor under sigmoid scores, DeepSeek's; clamped from
+ * below at norm_min > 0, ERNIE 4.5's); *clamped: the clamp holds it (its gradient then flows to no score) */
+VC_RHD float vc_route_denom(float sum, int norm_topk, int sigmoid, float norm_min, int *clamped) {
+    *clamped = 0;
+    if (!norm_topk) return 1.0f;
+    if (norm_min > 0 && !(sum >= norm_min)) { *clamped = 1; return norm_min; }
+    return sum + (sigmoid ? 1e-20f : 0.0f);
+}
+
 /* z_e takes part in the softmax around the chosen logit m (e != excl) */
 VC_RHD int vc_smix_kept(const float *z, int e, float m, float eps2, int excl) {
     float f = fabsf(z[e]) > m ? fabsf(z[e]) : m;

@@ -129,6 +129,7 @@ static const vc_tensor_rule MINIMAX_BIAS[] = {
 /* ERNIE 4.5 MoE: the routing correction bias ([1, E]) under its own name */
 static const vc_tensor_rule ERNIE_MOE[] = {
     { L "mlp.moe_statics.e_score_correction_bias", VC_W_ROUTER_BIAS },
+    { "lm_head.bias", VC_W_LM_HEAD_B }, /* (with use_bias) */
     { 0 } };
 
 /* Llama 4: feed_forward.* for the dense MLP, the router, the input-major experts and the shared expert */

@@ -495,13 +495,20 @@ static vc_status moe_nemotron_h(const cJSON *o, const char *path, vc_model_confi
 static vc_status moe_ernie(const cJSON *o, const char *path, vc_model_config *c, moe_layout *L) {
     int64_t v;
     vc_status st;
-    c->norm_topk = c->router_bias = 1; /* weights / max(sum, moe_norm_min): the sum for any real router */
+    c->norm_topk = c->router_bias = 1; /* weights / max(sum, moe_norm_min) */
+    double nm = 1e-12;
+    if ((st = vc_mcfg_num_any(o, "moe_norm_min", 1e-12, &nm, path))) return st;
+    if (!(nm >= 0) || !isfinite(nm)) return vc_fail(VC_ERR_FORMAT, "%s: moe_norm_min must be a non-negative number", path);
+    c->norm_topk_min = (float)nm;
     if ((st = vc_mcfg_int_any(o, "n_shared_experts moe_num_shared_experts", 0, &v, path)) ||
         (st = vc_mcfg_int_any(o, "moe_layer_start_index", 0, &L->ms, path)) ||
         (st = vc_mcfg_int_any(o, "moe_layer_end_index", c->n_layer - 1, &L->me, path)) ||
         (st = vc_mcfg_int_any(o, "moe_layer_interval", 1, &L->mi, path)))
         return st;
     c->shared_inter = v * c->moe_inter;
+    if (v > 0 && vc_mcfg_flag(o, "use_bias", 0)) /* (no released checkpoint has them) */
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: use_bias with shared experts (biases on the shared experts) is not built",
+                       path);
     if (L->me < 0) L->me = c->n_layer - 1;
     return VC_OK;
 }

@@ -483,6 +483,7 @@ static vc_status fam_gptj_pairs(const cJSON *o, const char *path, vc_model_confi
 
 static vc_status fam_ernie(const cJSON *o, const char *path, vc_model_config *c) {
     if (vc_mcfg_flag(o, "use_bias", 0)) c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    c->head_bias = c->mlp_bias && vc_mcfg_is(c, "ernie4_5_moe"); /* the MoE model's LM head too; the dense one's not */
     return VC_OK;
 }
 

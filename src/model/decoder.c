@@ -947,7 +947,8 @@ static vc_tensor *moe(fwd_ctx *f, int l, vc_tensor *h) {
     const vc_model_config *c = &f->m->cfg;
     vc_model *m = f->m;
     vc_route_desc rd = { .n_expert = (int)c->n_expert, .top_k = (int)c->top_k, .sigmoid = c->router_sigmoid,
-                         .norm_topk = c->norm_topk, .scaling = c->routed_scaling, .n_group = c->n_group,
+                         .norm_topk = c->norm_topk, .norm_min = c->norm_topk_min, .scaling = c->routed_scaling,
+                         .n_group = c->n_group,
                          .topk_group = c->topk_group, .group_top2_sum = c->group_top2,
                          .scale_input = c->route_scale_input, .bias_logits = c->router_bias_logits,
                          .sparsemixer = c->router_sparsemixer, .jitter_eps = c->router_jitter };

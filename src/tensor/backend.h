@@ -99,6 +99,7 @@ typedef struct vc_route_desc {
     int n_expert, top_k;
     int sigmoid;          /* scores: sigmoid (DeepSeek-V3) instead of softmax */
     int norm_topk;        /* renormalise the selected weights to sum to one */
+    float norm_min;       /* > 0: the renormalising sum clamped from below at it (ERNIE 4.5's moe_norm_min) */
     float scaling;        /* routed_scaling_factor */
     int n_group, topk_group; /* group-limited routing (DeepSeek); n_group <= 1: off */
     int group_top2_sum;   /* group score: sum of top-2 (V3) instead of max (V2) */

@@ -1160,6 +1160,8 @@ static void test_route(void) {
     route_case("sigmoid, bias on the logits (Kolibri)", k, 100);
     vc_route_desc s = { .n_expert = 40, .top_k = 2, .scaling = 1.0f, .sparsemixer = 1, .jitter_eps = 0.3f };
     route_case("sparsemixer, jitter 0.3 (PhiMoE)", s, 100);
+    vc_route_desc n = { .n_expert = 8, .top_k = 2, .norm_topk = 1, .norm_min = 0.6f, .scaling = 1.0f };
+    route_case("softmax, renormalised over max(sum, 0.6) (ERNIE 4.5 moe_norm_min)", n, 100);
 }
 
 /* ---- AdamW and the gradient norm ---- */

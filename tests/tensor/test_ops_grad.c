@@ -372,6 +372,12 @@ static void run_all(void) {
             make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 5, 0, 2);
             make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
             check_op("moe sparsemixer (PhiMoE)", b_moe, 5, 1e-3f, 2e-2f);
+            /* ERNIE 4.5: the top-2 softmax weights over max(their sum, moe_norm_min); 0.7 clamps some tokens' sums */
+            memset(&rdesc, 0, sizeof rdesc);
+            rdesc.n_expert = 4; rdesc.top_k = 2; rdesc.scaling = 1.0f; rdesc.norm_topk = 1; rdesc.norm_min = 0.7f;
+            make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);
+            make(2, 3, 4, 3, 5, 1); make(3, 3, 4, 3, 5, 1); make(4, 3, 4, 5, 3, 1);
+            check_op("moe renormalised with a floor (ERNIE 4.5 moe_norm_min)", b_moe, 5, 1e-3f, 2e-2f);
         }
         if (c != 0) continue;
         make(0, 2, 6, 5, 0, 1); make(1, 2, 6, 4, 0, 2);

@@ -57,7 +57,8 @@ void vc_cpu_route_fwd(float *w, int32_t *idx, const float *logits, int64_t T, co
         if (!d->replay) select_experts(idx + t * K, choice, d);
         float sum = 0;
         for (int k = 0; k < K; k++) sum += s[idx[t * K + k]];
-        float denom = d->norm_topk ? sum + (d->sigmoid ? 1e-20f : 0.0f) : 1.0f;
+        int clamped;
+        float denom = vc_route_denom(sum, d->norm_topk, d->sigmoid, d->norm_min, &clamped);
         for (int k = 0; k < K; k++) w[t * K + k] = s[idx[t * K + k]] / denom * d->scaling;
     }
 }
@@ -78,9 +79,10 @@ void vc_cpu_route_bwd(float *dlogits, const float *dw, const float *logits, cons
         if (d->norm_topk) {
             float sum = 0, gs = 0;
             for (int k = 0; k < K; k++) sum += s[id[k]];
-            float D = sum + (d->sigmoid ? 1e-20f : 0.0f);
+            int clamped;
+            float D = vc_route_denom(sum, 1, d->sigmoid, d->norm_min, &clamped);
             for (int k = 0; k < K; k++) gs += g[k] * s[id[k]];
-            for (int k = 0; k < K; k++) ds[id[k]] += d->scaling * (g[k] / D - gs / (D * D));
+            for (int k = 0; k < K; k++) ds[id[k]] += d->scaling * (g[k] / D - (clamped ? 0.0f : gs / (D * D)));
         } else {
             for (int k = 0; k < K; k++) ds[id[k]] += d->scaling * g[k];
         }

@@ -13,6 +13,7 @@
 struct route_params {
     int E, K, sigmoid, norm_topk, n_group, topk_group, top2, replay;
     float scaling;
+    float norm_min;
     const float *bias;
     int bias_logits; /* the choice is logits + bias (vc_route_desc.bias_logits) */
     int sparsemixer; /* PhiMoE's (backend/route_math.h), one lane per token */
@@ -69,7 +70,8 @@ __global__ void k_route_fwd(float *w, int32_t *idx, const float *logits, int64_t
     if (p.replay) { /* router replay: the experts are given, the weights come from the current scores */
         float sum = 0;
         for (int k = 0; k < p.K; k++) sum += s[idx[t * p.K + k]];
-        float denom = p.norm_topk ? sum + (p.sigmoid ? 1e-20f : 0.0f) : 1.0f;
+        int clamped;
+        float denom = vc_route_denom(sum, p.norm_topk, p.sigmoid, p.norm_min, &clamped);
         for (int k = lane; k < p.K; k += 32) w[t * p.K + k] = s[idx[t * p.K + k]] / denom * p.scaling;
         return;
     }
@@ -112,7 +114,8 @@ __global__ void k_route_fwd(float *w, int32_t *idx, const float *logits, int64_t
         sum += s[e];
         __syncwarp();
     }
-    float denom = p.norm_topk ? sum + (p.sigmoid ? 1e-20f : 0.0f) : 1.0f;
+    int clamped;
+    float denom = vc_route_denom(sum, p.norm_topk, p.sigmoid, p.norm_min, &clamped);
     for (int k = lane; k < p.K; k += 32) w[t * p.K + k] = s[idx[t * p.K + k]] / denom * p.scaling;
 }
 
@@ -136,9 +139,10 @@ __global__ void k_route_bwd(float *dlogits, const float *dw, const float *logits
         if (p.norm_topk) {
             float sum = 0, gsum = 0;
             for (int k = 0; k < K; k++) sum += s[id[k]];
-            float D = sum + (p.sigmoid ? 1e-20f : 0.0f);
+            int clamped;
+            float D = vc_route_denom(sum, 1, p.sigmoid, p.norm_min, &clamped);
             for (int k = 0; k < K; k++) gsum += g[k] * s[id[k]];
-            for (int k = 0; k < K; k++) ds[id[k]] += p.scaling * (g[k] / D - gsum / (D * D));
+            for (int k = 0; k < K; k++) ds[id[k]] += p.scaling * (g[k] / D - (clamped ? 0.0f : gsum / (D * D)));
         } else {
             for (int k = 0; k < K; k++) ds[id[k]] += p.scaling * g[k];
         }
@@ -166,7 +170,7 @@ static int route_setup(const vc_route_desc *d, route_params *p, size_t *sh, cons
         return 0;
     }
     *p = route_params{ d->n_expert, d->top_k, d->sigmoid, d->norm_topk, d->n_group, d->topk_group, d->group_top2_sum,
-                       d->replay, d->scaling, d->bias, d->bias_logits, d->sparsemixer, d->jitter_eps };
+                       d->replay, d->scaling, d->norm_min, d->bias, d->bias_logits, d->sparsemixer, d->jitter_eps };
     *sh = (size_t)RW * 2 * d->n_expert * sizeof(float) + (size_t)RW * d->n_expert;
     return 1;
 }
