@@ -208,6 +208,12 @@ mf.normalizer = N.Strip()
 mf.pre_tokenizer = P.Metaspace(prepend_scheme="first")
 mf.add_special_tokens(["<s>"])
 save("metaspace_first_strip", mf, ["hello world", "  hello world", "\thello", "<s>hello", "hello<s>world", " <s> hello"])
+mr = Tokenizer(models.WordLevel({"[UNK]": 0, "▁hello": 1, "hello": 2, "▁world": 3, "world": 4, "▁": 5, "▁é": 6, "é": 7},
+                                unk_token="[UNK]"))
+mr.normalizer = N.Sequence([N.Replace("  ", ""), N.NFC()])  # two spaces dropped; e + U+0301 composed with what follows
+mr.pre_tokenizer = P.Metaspace(prepend_scheme="first")
+save("metaspace_first_replace", mr, ["hello world", "  hello world", "    hello", " hello", "e\u0301", "e\u0301 world",
+                                     "  e\u0301"])
 
 # transformers' clean_up_tokenization_spaces (tokenizer_config.json): applied to decoded text but, from 5.7 on, not to a
 # BPE model's unless clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output; references from

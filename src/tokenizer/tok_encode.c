@@ -96,16 +96,20 @@ static int model_words(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
 }
 
 /* How many leading bytes of the normalized text s -> nb tokenizers aligns to the first character of s (a piece that
- * starts there keeps the "first piece" flag: Metaspace's prepend_scheme "first" asks for original offset 0): the first
- * character's own normalized form when the text begins with it (NFKC, Prepend); else what the rest of s leaves over
- * when it normalizes to a suffix (none when Strip or Replace drop that character); else one composed character. */
+ * starts there keeps the "first piece" flag: Metaspace's prepend_scheme "first" asks for original offset 0). For the
+ * first k = 1, 2, 3 characters of s: their own normalized form when nb begins with it (NFKC, Prepend; k > 1 for a
+ * composition with what follows); none when it is empty and the rest of s normalizes to all of nb (Strip, Replace
+ * dropping them); else, as a last resort, nb's first character. */
 static size_t norm_head(const vc_tokenizer *t, const char *s, size_t n, const tk_buf *nb) {
     int32_t cp;
-    size_t l = (size_t)tk_utf8_next((const unsigned char *)s, n, &cp), h;
+    size_t l = 0, h = (size_t)tk_utf8_next((const unsigned char *)nb->p, nb->n, &cp), found = 0;
     tk_buf o = {0};
-    if (!tk_norm_apply(t->norm, s, l, &o) && o.n && o.n <= nb->n && !memcmp(o.p, nb->p, o.n)) h = o.n;
-    else if (!tk_norm_apply(t->norm, s + l, n - l, &o) && o.n <= nb->n && !memcmp(o.p, nb->p + nb->n - o.n, o.n)) h = nb->n - o.n;
-    else h = (size_t)tk_utf8_next((const unsigned char *)nb->p, nb->n, &cp);
+    for (int k = 0; k < 3 && l < n && !found; k++) {
+        l += (size_t)tk_utf8_next((const unsigned char *)s + l, n - l, &cp);
+        if (tk_norm_apply(t->norm, s, l, &o)) break;
+        if (o.n && o.n <= nb->n && !memcmp(o.p, nb->p, o.n)) h = o.n, found = 1;
+        else if (!o.n && !tk_norm_apply(t->norm, s + l, n - l, &o) && o.n == nb->n && !memcmp(o.p, nb->p, o.n)) h = 0, found = 1;
+    }
     tk_buf_free(&o);
     return h;
 }

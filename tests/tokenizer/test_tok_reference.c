@@ -118,7 +118,7 @@ int main(void) {
     /* shared fixtures (real tokenizers), then synthetic ones made by scripts/make_tok_synthetic.py */
     static const char *names[] = {"qwen3", "llama3", "llama2", "deepseek_v3", "spm_bpe_bytefallback", "spm_unigram_nfkc",
                                   "@wordpiece", "@unigram_metaspace", "@bpe_split", "@wordpiece_ws", "@bert", "@strip_accents", "@unigram_precompiled", "@gpt2_style",
-                                  "@qwen3_5_style", "@added_edges", "@decode_edges", "@unigram_f64", "@metaspace_first_strip",
+                                  "@qwen3_5_style", "@added_edges", "@decode_edges", "@unigram_f64", "@metaspace_first_strip", "@metaspace_first_replace",
                                   "@clean_up_unigram", "@clean_up_bpe", "@clean_up_bpe_forced"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char dir[1024], path[1200];

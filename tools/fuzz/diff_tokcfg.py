@@ -6,7 +6,8 @@ added tokens (special or not, single_word / lstrip / rstrip / normalized). For e
 random texts with and without special tokens and decodings (skip_special_tokens false and true) of those ids and of
 random id sequences.
 
-usage: diff_tokcfg.py N [SEED] [--keep DIR]   (from the repository root; needs `tokenizers` and build/verlc)
+usage: diff_tokcfg.py N [SEED] [--keep DIR] [--only I,J]   (from the repository root; needs `tokenizers` and build/verlc;
+--only reruns those of the N tokenizers alone: each one's draws depend on SEED and its index only)
 Prints one line per tokenizer that differs or that verlc refuses (the refusal's message), then the totals; with
 --keep, the differing tokenizers' folders are kept under DIR (DIR/NNN/tokenizer.json + cases.jsonl)."""
 import json, os, random, shutil, subprocess, sys, tempfile
@@ -15,7 +16,9 @@ from tokenizers import normalizers as N, pre_tokenizers as P, decoders as D, pro
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
-if KEEP: args = [a for a in args if a != KEEP]
+ONLY = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
+args = [a for a in args if a not in (KEEP, ONLY)]
+ONLY = {int(x) for x in ONLY.split(",")} if ONLY else None
 COUNT = int(args[0]) if args else 50
 SEED = int(args[1]) if len(args) > 1 else 1
 R = random.Random(SEED)
@@ -153,6 +156,7 @@ def run(d, cmd, flag, rows):
 tmp = tempfile.mkdtemp()
 stats = {"agree": 0, "differ": 0, "refused": 0, "python_error": 0}
 for i in range(COUNT):
+    if ONLY is not None and i not in ONLY: continue
     R.seed(SEED * 1000003 + i)  # each tokenizer's draws its own (the trainers' ties are not reproducible)
     try:  # the reference is the saved file loaded again (a tokenizer's in-memory state can hold more than it saves)
         tok = Tokenizer.from_str(build().to_str())
