@@ -3,7 +3,9 @@
  *     src/tokenizer/tok*.c src/core/[a-z]*.c $(pkg-config --cflags --libs libcjson oniguruma libutf8proc) -lpthread -lm -o /tmp/fuzz_tok
  *   VERLC_SHARED=../shared /tmp/fuzz_tok -max_total_time=60 tests/tokenizer/corpus
  * Input: first byte picks the target: 0-3 encode/decode the rest with a fixture tokenizer (text bytes, and the
- * same bytes read as little-endian ids for decode); 4 loads the rest as a tokenizer.model; 5 as a tokenizer.json. */
+ * same bytes read as little-endian ids for decode); 4 loads the rest as a tokenizer.model; 5 as a tokenizer.json;
+ * 6-7 as 0-3 with verlc's own synthetic tokenizers (tests/tokenizer/data, from the repository root): added tokens
+ * with every option, and WordLevel with the Nmt / CharDelimiterSplit / FixedLength / CTC / BPEDecoder pipeline. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 #include <unistd.h>
 #include "verlc/tokenizer.h"
 
-static vc_tokenizer *toks[4];
+static vc_tokenizer *toks[8];
 static char tmpdir[64];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -22,6 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         snprintf(dir, sizeof dir, "%s/fixtures/tokenizers/%s", sh, names[i]);
         if (vc_tokenizer_load(dir, &toks[i])) { fprintf(stderr, "%s\n", vc_last_error()); abort(); }
     }
+    if (vc_tokenizer_load("tests/tokenizer/data/added_edges", &toks[6]) ||
+        vc_tokenizer_load("tests/tokenizer/data/decode_edges", &toks[7])) { fprintf(stderr, "%s\n", vc_last_error()); abort(); }
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vc_fuzz_XXXXXX");
     if (!mkdtemp(tmpdir)) abort();
     return 0;
@@ -46,7 +50,7 @@ static void load_file(const char *name, const uint8_t *d, size_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    int which = data[0] % 6;
+    int which = data[0] % 8;
     const uint8_t *d = data + 1;
     size_t n = size - 1;
     if (which == 4) { load_file("tokenizer.model", d, n); return 0; }

@@ -2,7 +2,9 @@
 """Differential check of verlc's model engine against transformers on random configurations: for each trial an
 architecture (LLaMA, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE, Gemma, Gemma 2, Gemma 3, Phi-3, Phi,
 OLMo 1-3, OLMoE, Granite, Granite MoE, StarCoder2, DeepSeek-V3, GLM-4, GLM-4.5, dots.llm1, Cohere 1-2, StableLM,
-GPT-NeoX, SmolLM3, EXAONE 4, Ministral, Seed-OSS, Arcee, Helium, ERNIE 4.5, Hunyuan dense; and the hybrids Qwen3.5,
+GPT-NeoX, SmolLM3, EXAONE 4, Ministral, Seed-OSS, Arcee, Helium, ERNIE 4.5, Hunyuan dense; the classic GPT-2, GPT-BigCode,
+GPT-J, CodeGen, OPT, Falcon, BLOOM, MPT, GPT-Neo and Nemotron layouts; the MoE layouts of DeepSeek-V2, Hunyuan, PhiMoE,
+ERNIE 4.5, MiniMax-M2, gpt-oss, Llama 4 and FlexOlmo; and the hybrids Qwen3.5,
 Qwen3-Next (Gated DeltaNet), LFM2 (short convolutions), Mamba 2, Jamba, Granite 4 (Mamba 2 + MoE)) and random shapes and options (heads and key/value heads, an explicit head_dim, widths, 1-3
 layers, rope theta and scaling (linear, dynamic, YaRN, llama3), tied embeddings, biases, activations, sliding windows,
 experts and their routing), a random-weight checkpoint with transformers' reference outputs written by
@@ -53,7 +55,6 @@ ARCH = {  # model_type: (config class, model class)
     "opt": ("OPTConfig", "OPTForCausalLM"), "falcon": ("FalconConfig", "FalconForCausalLM"),
     "bloom": ("BloomConfig", "BloomForCausalLM"), "mpt": ("MptConfig", "MptForCausalLM"),
     "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM"), "nemotron": ("NemotronConfig", "NemotronForCausalLM"),
-    "gemma": ("GemmaConfig", "GemmaForCausalLM"),
     # more MoE layouts
     "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM"), "hunyuan_v1_moe": ("HunYuanMoEV1Config", "HunYuanMoEV1ForCausalLM"),
     "phimoe": ("PhimoeConfig", "PhimoeForCausalLM"), "ernie4_5_moe": ("Ernie4_5_MoeConfig", "Ernie4_5_MoeForCausalLM"),
