@@ -360,6 +360,7 @@ vc_status vc_train_export(const char *ckpt_or_run, const char *out_dir, int dtyp
 /* ---- SFT ------------------------------------------------------------------------------------------ */
 typedef struct vc_sft_config {
     const char *model_dir, *tokenizer_dir, *train_path, *val_path, *out_dir;
+    const char *dump_data;   /* --dump-data FILE: the tokenized train rows as JSONL, then stop (NULL: train) */
     const char *prompt_key, *response_key, *messages_key; /* "prompt", "response", "messages" */
     const char *tools_key, *enable_thinking_key; /* messages rows: the chat template's tools and
                                                   * enable_thinking per row ("tools", "enable_thinking") */
@@ -370,6 +371,8 @@ typedef struct vc_sft_config {
     const char *prompt_dict_keys, *response_dict_keys; /* verl's: keys into nested prompt / response fields
                                                         * ("[a,b]" or "a,b": field[a][b]); NULL none */
     int multiturn;           /* data.multiturn.enable: -1 either kind of row, 1 messages rows only, 0 prompt/response */
+    int ignore_ids_mismatch; /* data.ignore_input_ids_mismatch: a messages row whose turns rendered one by one differ
+                              * from the whole conversation trains on the turns (as verl), instead of stopping */
     const char *truncation;  /* "error" | "left" | "right" */
     const char *resume;      /* NULL, "latest"/"auto" or a checkpoint dir */
     int64_t max_length;      /* 1024 */

@@ -148,7 +148,7 @@ static vc_status load_inputs(sft_run *r) {
     if (c->train_max_samples > 0 && (size_t)c->train_max_samples < r->train.n) r->train.n = (size_t)c->train_max_samples;
     if (c->val_max_samples > 0 && (size_t)c->val_max_samples < r->val.n) r->val.n = (size_t)c->val_max_samples;
     int32_t top = r->train.max_id > r->val.max_id ? r->train.max_id : r->val.max_id;
-    if (top >= mc->vocab)
+    if (top >= mc->vocab && !c->dump_data) /* (a dump shows the rows whatever model it names) */
         return vc_fail(VC_ERR_ARG, "token id %d from tokenizer %s is outside the model's vocab_size %lld", top, tdir,
                        (long long)mc->vocab);
     R0_INFO(r, "sft: %zu train rows (%zu truncated, %zu without targets, %zu bad rows, %zu bad lines), %zu val rows",
@@ -569,6 +569,29 @@ static vc_status setup_device(sft_run *r) {
     return vc_train_setup_device(&d, r->rank == 0 && !c->quiet ? stderr : NULL);
 }
 
+/* --dump-data: every train row as {"input_ids": [...], "loss_mask": [...]} (the mask on the tokens themselves, as
+ * verl's datasets return it), written whole to FILE.tmp and renamed */
+static vc_status dump_rows(const sft_data *d, const char *path) {
+    size_t L = strlen(path) + 8;
+    char *tp = malloc(L);
+    if (!tp) return vc_fail(VC_ERR_NOMEM, "out of memory");
+    snprintf(tp, L, "%s.tmp", path);
+    FILE *f = fopen(tp, "w");
+    vc_status st = f ? VC_OK : vc_fail(VC_ERR_IO, "%s: cannot write", tp);
+    for (size_t i = 0; i < d->n && !st; i++) {
+        fputs("{\"input_ids\": [", f);
+        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) fprintf(f, k > d->cu[i] ? ", %d" : "%d", d->ids[k]);
+        fputs("], \"loss_mask\": [", f);
+        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) fprintf(f, k > d->cu[i] ? ", %g" : "%g", (double)d->mask[k]);
+        fputs("]}\n", f);
+    }
+    if (f && (ferror(f) | fclose(f)) && !st) st = vc_fail(VC_ERR_IO, "%s: write failed", tp);
+    if (!st && rename(tp, path)) st = vc_fail(VC_ERR_IO, "%s: cannot rename into place", path);
+    if (st) remove(tp);
+    free(tp);
+    return st;
+}
+
 vc_status vc_sft_run(const vc_sft_config *c) {
     sft_run r;
     memset(&r, 0, sizeof r);
@@ -577,7 +600,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
     if (st) return st;
     if ((st = setup_dist(&r))) goto out;
     if (c->threads > 0) vc_set_threads(c->threads);
-    if ((st = vc_mkdirs(c->out_dir))) goto out;
+    if (!c->dump_data && (st = vc_mkdirs(c->out_dir))) goto out;
     if (r.world > 1 || (r.comm && strcmp(vc_comm_kind(r.comm), "single")))
         R0_INFO((&r), "sft: data parallel over %d rank(s) (%s communicator, %d per node), sharding %s; each rank "
                 "runs 1/%d of the micro-batches of every global batch of %lld rows", r.world, vc_comm_kind(r.comm),
@@ -585,6 +608,11 @@ vc_status vc_sft_run(const vc_sft_config *c) {
                 (long long)c->train_batch_size);
     if ((st = setup_device(&r))) goto out;
     if ((st = load_inputs(&r))) goto out;
+    if (c->dump_data) { /* the rows as they would be trained on, and no training */
+        if (r.rank == 0 && !(st = dump_rows(&r.train, c->dump_data)))
+            R0_INFO((&r), "sft: %zu train rows written to %s", r.train.n, c->dump_data);
+        goto out;
+    }
     int drop_last = r.train.n >= (size_t)c->train_batch_size;
     if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->seed)))
         goto out;

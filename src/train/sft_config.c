@@ -130,6 +130,8 @@ static const key_def KEYS[] = {
     { "data.chat_template", "chat_template", K_STR, F(chat_template),
       "a chat template (Jinja) used in place of the tokenizer's" },
     { "data.skip_bad_lines", "skip_bad_lines", K_BOOL, F(skip_bad_lines), "skip malformed JSONL lines/rows (else stop)" },
+    { "data.ignore_input_ids_mismatch", "ignore_input_ids_mismatch", K_BOOL, F(ignore_ids_mismatch),
+      "messages rows whose turns rendered one by one differ from the whole conversation: train on the turns (else stop)" },
     { "optim.lr", "lr", K_F64, F(lr), "peak learning rate" },
     { "optim.weight_decay", "weight_decay", K_F64, F(weight_decay), "AdamW decoupled weight decay (every tensor, as verl)" },
     { "optim.betas", "betas", K_BETAS, F(beta1), "AdamW betas, e.g. [0.9,0.95]" },
@@ -196,6 +198,8 @@ static const key_def KEYS[] = {
     { "trainer.save_freq", "save_freq", K_INT, F(save_freq), "checkpoint every N steps (0: at the end)" },
     { "trainer.max_ckpt_to_keep", "keep_last", K_INT, F(keep_last), "checkpoints kept (0: all)" },
     { "trainer.default_local_dir", "out", K_STR, F(out_dir), "run directory" },
+    { "dump_data", "dump_data", K_STR, F(dump_data),
+      "write the tokenized train rows ({input_ids, loss_mask} per line) to this JSONL file and stop without training" },
     { "trainer.resume_from_path", "resume", K_STR, F(resume), "latest | auto | a step_N directory" },
     { "model.partial_pretrain", "model", K_STR, F(model_dir), "Hugging Face model directory" },
     { "model.tokenizer_path", "tokenizer", K_STR, F(tokenizer_dir), "tokenizer directory (default: model)" },
@@ -333,7 +337,6 @@ static const verl_key VERL_KEYS[] = {
     { "engine", "fsdp", "is not built in: verlc trains with its own engine (the fsdp and megatron groups' keys are taken)" },
     { "optim", "fsdp", "is not built in: verlc has the fsdp (AdamW) and megatron (Megatron's adam) optimizer groups" },
     { "data.pad_mode", "no_padding,right,left", "is not a padding mode verl has (no_padding, right)" },
-    { "data.ignore_input_ids_mismatch", "*", "" }, /* verlc renders whole conversations: no per-turn mismatch */
     { "checkpoint.*", "*", "" },                   /* verlc checkpoints hold model, optimizer and extra state */
     { "trainer.profile_interval", "*", "" },
     { "model.hf_config_path", "null", "is not supported: the model directory's config.json is used" },

@@ -96,6 +96,30 @@ static size_t message_end(const char *F, size_t from, const char *R, const char 
     return e + lcp(F + e, r + L);
 }
 
+/* verl's turn-by-turn tokens for a row without images (sft_turns.c); 1: taken, 0: the whole conversation's way */
+static int verl_row(const vc_sft_config *c, const sft_tok *tk, const sft_turn_probe *tp, const cJSON *msgs,
+                    const row_opts *ro, row_buf *r, vc_status *st, int *fatal) {
+    if (!tp->ok || ro->n_img || ro->n_vid) return 0;
+    sft_turns t = { 0 };
+    *st = sft_verl_turns(tk, tp, msgs, ro->tools, ro->thinking, &t);
+    if (!*st && t.mismatch_at >= 0 && !c->ignore_ids_mismatch) {
+        *fatal = 1; /* verl stops on it */
+        *st = vc_fail(VC_ERR_ARG, "its turns rendered one by one (as verl's MultiTurnSFTDataset renders them) differ "
+                      "from the whole conversation from token %lld on (a template that renders a turn otherwise as "
+                      "history, e.g. Qwen3's <think> on the last turn); verl stops there too: set "
+                      "data.ignore_input_ids_mismatch=true to train on the turns, as verl then does",
+                      (long long)t.mismatch_at);
+    }
+    for (size_t i = 0; i < t.n && !*st;) { /* runs of one mask value */
+        size_t j = i;
+        while (j < t.n && t.mask[j] == t.mask[i]) j++;
+        *st = row_push(r, t.ids + i, j - i, t.mask[i]);
+        i = j;
+    }
+    sft_turns_free(&t);
+    return 1;
+}
+
 static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_opts *ro, row_buf *r) {
     int n = cJSON_GetArraySize(msgs);
     char *F = NULL, *R = NULL, *G = NULL;
@@ -364,6 +388,10 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
     for (size_t i = 0; i < j->n_bad; i++) vc_warn("skipped malformed line: %s", j->bad[i].message);
     row_buf r = { 0 };
     char where[512];
+    sft_turn_probe tp = { 0 }; /* verl's probes of the template (failing: the whole conversation's way) */
+    if (tk->tmpl && c->multiturn != 0 && sft_turn_probe_init(tk, &tp))
+        vc_warn("sft: the chat template fails on verl's probe turns (%s); messages rows are split from the whole "
+                "conversation", vc_last_error());
     for (size_t i = 0; i < j->n_rows && !st; i++) {
         r.n = 0;
         snprintf(where, sizeof where, "%s:%lld", path, (long long)j->lines[i]);
@@ -379,7 +407,9 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
         if (cJSON_IsArray(msgs)) st = row_options(c, j->rows[i], &ro, &parsed);
         if (!st) st = row_images(tk, j->rows[i], cJSON_IsArray(msgs) ? msgs : NULL, where, &ro, &vm, &fatal);
         if (!st)
-            st = cJSON_IsArray(msgs) ? messages_row(tk, vm ? vm : msgs, &ro, &r) : prompt_response_row(c, tk, j->rows[i], &r);
+            st = !cJSON_IsArray(msgs)                                       ? prompt_response_row(c, tk, j->rows[i], &r)
+                 : verl_row(c, tk, &tp, vm ? vm : msgs, &ro, &r, &st, &fatal) ? st
+                                                                             : messages_row(tk, vm ? vm : msgs, &ro, &r);
         cJSON_Delete(parsed);
         cJSON_Delete(vm);
     row_done:

@@ -1,7 +1,8 @@
-/* SFT messages rows with verl's MultiTurnSFTDataset options: a row's `tools` (a list of schemas, or a JSON
- * string of one) reach the chat template, so the Qwen3 rendering carries the <tools> block, while the
- * loss still covers exactly the assistant's text; `enable_thinking` is a per-row bool (false puts Qwen3's
- * empty think block in the generation prompt, out of the loss); other values are refused naming the key. */
+/* SFT messages rows as verl's MultiTurnSFTDataset builds them, turn by turn: Qwen3's template renders its last turn
+ * otherwise in the whole conversation (<think>), so a row stops, as verl stops, unless data.ignore_input_ids_mismatch;
+ * then the turns: a row's `tools` (a list of schemas, or a JSON string of one) reach the first turn's rendering (the
+ * <tools> block), the loss covers the assistant's text and its end of turn. `enable_thinking` (a per-row bool, the
+ * kwargs, later verl's default) reaches the template: a template that shows it in the assistant's turn. */
 #include "train/sft_internal.h"
 #include "sft_test_util.h"
 #include "vc_test.h"
@@ -92,6 +93,11 @@ int main(void) {
     c.max_length = 4096;
     c.skip_bad_lines = 0;
     sft_data d;
+    vc_status st0 = sft_data_load(&c, path, &tk, &d); /* verl raises on such a row: so does verlc, naming the key */
+    CHECK_MSG(st0 == VC_ERR_ARG && strstr(vc_last_error(), ":1: its turns") &&
+              strstr(vc_last_error(), "data.ignore_input_ids_mismatch=true"), "%s", vc_last_error());
+    if (!st0) sft_data_free(&d);
+    c.ignore_ids_mismatch = 1;
     CHECK_OK(sft_data_load(&c, path, &tk, &d));
     CHECK(d.n == 4);
     if (d.n == 4) {
@@ -101,14 +107,23 @@ int main(void) {
         CHECK_MSG(strstr(r0, "<tools>") && strstr(r0, "\"name\": \"calculator\""), "tools row: %s", r0);
         CHECK_MSG(!strstr(r1, "<tools>"), "row without tools: %s", r1);
         CHECK_MSG(!strcmp(r0, r2), "tools as a JSON string render differently:\n%s\n%s", r0, r2);
+        CHECK_MSG(!strcmp(r1, "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\nIt is 4.<|im_end|>\n"),
+                  "the turns: [%s]", r1);
         char *t0 = trained(tok, &d, 0), *t1 = trained(tok, &d, 1), *t3 = trained(tok, &d, 3);
-        /* the same assistant text is trained with or without tools; with enable_thinking=false Qwen3's
-         * generation prompt holds the empty think block, so it is prompt, not target */
-        CHECK_MSG(!strcmp(t0, t1) && strstr(t0, "It is 4.") && !strstr(t0, "user"), "trained: [%s] [%s]", t0, t1);
-        CHECK_MSG(!strcmp(t3, "It is 4.<|im_end|>\n") && strstr(t0, "<think>"), "enable_thinking=false: [%s]", t3);
+        /* the assistant's turn less the generation prompt's tokens, with or without tools or thinking */
+        CHECK_MSG(!strcmp(t0, "It is 4.<|im_end|>\n") && !strcmp(t0, t1) && !strcmp(t0, t3), "trained: [%s] [%s] [%s]",
+                  t0, t1, t3);
         free(r0), free(r1), free(r2), free(t0), free(t1), free(t3);
     }
     sft_data_free(&d);
+    /* enable_thinking from here on: a template whose assistant turns show it, rendering turns as the whole does */
+    vc_chat_template *shows = NULL;
+    CHECK_OK(vc_chat_template_from_string(
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and enable_thinking is defined and "
+        "not enable_thinking %}[nothink]{% endif %}{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}", NULL, "<|im_end|>", &shows));
+    tk.tmpl = shows;
+    c.ignore_ids_mismatch = 0;
     /* data.apply_chat_template_kwargs: {enable_thinking: false} for every row (as verl's MultiTurnSFTDataset
      * passes it), a row's own enable_thinking winning; the .KEY=VALUE form the same */
     static const char KW_ROWS[] = "{" MSGS "}\n{" MSGS ", \"enable_thinking\": true}\n";
@@ -124,7 +139,8 @@ int main(void) {
         CHECK_OK(sft_data_load(&kc, path, &kt, &d));
         if (d.n == 2) {
             char *a = trained(tok, &d, 0), *b = trained(tok, &d, 1);
-            CHECK_MSG(!strcmp(a, "It is 4.<|im_end|>\n") && strstr(b, "<think>"), "kwargs form %d: [%s] [%s]", form, a, b);
+            CHECK_MSG(!strcmp(a, "[nothink]It is 4.<|im_end|>\n") && !strcmp(b, "It is 4.<|im_end|>\n"), "kwargs form %d: [%s] [%s]",
+                      form, a, b);
             free(a), free(b);
         } else CHECK(d.n == 2);
         sft_data_free(&d);
@@ -140,8 +156,8 @@ int main(void) {
         else if (d.n == 2) {
             CHECK_OK(st);
             char *a = trained(tok, &d, 0), *b = trained(tok, &d, 1);
-            CHECK_MSG((v == 0 ? !strcmp(a, "It is 4.<|im_end|>\n") : strstr(a, "<think>") != NULL) && strstr(b, "<think>"),
-                      "enable_thinking_default=%s: [%s] [%s]", VALS[v], a, b);
+            CHECK_MSG(!strcmp(a, v == 0 ? "[nothink]It is 4.<|im_end|>\n" : "It is 4.<|im_end|>\n") &&
+                      !strcmp(b, "It is 4.<|im_end|>\n"), "enable_thinking_default=%s: [%s] [%s]", VALS[v], a, b);
             free(a), free(b);
         } else CHECK(d.n == 2);
         sft_data_free(&d);
@@ -206,5 +222,6 @@ int main(void) {
     unlink(path);
     vc_tokenizer_free(tok);
     vc_chat_template_free(tmpl);
+    vc_chat_template_free(shows);
     return vc_test_done();
 }
