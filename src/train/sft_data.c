@@ -8,13 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
-typedef struct row_buf {
-    int32_t *ids;
-    float *mask;
-    size_t n, cap;
-} row_buf;
+typedef sft_rowbuf row_buf;
 
-static vc_status row_push(row_buf *r, const int32_t *ids, size_t n, float m) {
+vc_status sft_rowbuf_push(row_buf *r, const int32_t *ids, size_t n, float m) {
     if (r->n + n > r->cap) {
         size_t cap = (r->n + n) * 2 + 64;
         int32_t *a = realloc(r->ids, cap * sizeof *a);
@@ -35,7 +31,7 @@ static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size
     int32_t *ids = NULL;
     size_t n = 0;
     vc_status st = vc_tokenizer_encode(tk->tok, text, len, 0, &ids, &n);
-    if (!st) st = row_push(r, ids, n, m);
+    if (!st) st = sft_rowbuf_push(r, ids, n, m);
     free(ids);
     return st;
 }
@@ -100,23 +96,15 @@ static size_t message_end(const char *F, size_t from, const char *R, const char 
 static int verl_row(const vc_sft_config *c, const sft_tok *tk, const sft_turn_probe *tp, const cJSON *msgs,
                     const row_opts *ro, row_buf *r, vc_status *st, int *fatal) {
     if (!tp->ok || ro->n_img || ro->n_vid) return 0;
-    sft_turns t = { 0 };
-    *st = sft_verl_turns(tk, tp, msgs, ro->tools, ro->thinking, &t);
-    if (!*st && t.mismatch_at >= 0 && !c->ignore_ids_mismatch) {
+    int64_t at = -1;
+    *st = sft_verl_turns(tk, tp, msgs, ro->tools, ro->thinking, r, &at);
+    if (!*st && at >= 0 && !c->ignore_ids_mismatch) {
         *fatal = 1; /* verl stops on it */
         *st = vc_fail(VC_ERR_ARG, "its turns rendered one by one (as verl's MultiTurnSFTDataset renders them) differ "
                       "from the whole conversation from token %lld on (a template that renders a turn otherwise as "
                       "history, e.g. Qwen3's <think> on the last turn); verl stops there too: set "
-                      "data.ignore_input_ids_mismatch=true to train on the turns, as verl then does",
-                      (long long)t.mismatch_at);
+                      "data.ignore_input_ids_mismatch=true to train on the turns, as verl then does", (long long)at);
     }
-    for (size_t i = 0; i < t.n && !*st;) { /* runs of one mask value */
-        size_t j = i;
-        while (j < t.n && t.mask[j] == t.mask[i]) j++;
-        *st = row_push(r, t.ids + i, j - i, t.mask[i]);
-        i = j;
-    }
-    sft_turns_free(&t);
     return 1;
 }
 
@@ -199,7 +187,7 @@ static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, 
     if (!st && !text) st = VC_ERR_NOMEM;
     if (!st) st = push_text(tk, r, text, strlen(text), 0.0f);
     if (!st) st = push_text(tk, r, resp->valuestring, strlen(resp->valuestring), 1.0f);
-    if (!st && tk->eos >= 0) st = row_push(r, &tk->eos, 1, 1.0f);
+    if (!st && tk->eos >= 0) st = sft_rowbuf_push(r, &tk->eos, 1, 1.0f);
     free(text);
     return st;
 }

@@ -52,12 +52,13 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
 /* verl's MultiTurnSFTDataset turn by turn (sft_turns.c): its probes of the template (ok 0: they fail to render) */
 typedef struct sft_turn_probe { int64_t sys_len, gen_len; int ok; } sft_turn_probe;
 vc_status sft_turn_probe_init(const sft_tok *tk, sft_turn_probe *tp);
-/* a messages row's tokens and loss mask as verl builds them; mismatch_at: the first token where they differ from the
- * whole conversation's (verl raises there unless data.ignore_input_ids_mismatch), -1 when they do not */
-typedef struct sft_turns { int32_t *ids; float *mask; size_t n, cap; int64_t mismatch_at; } sft_turns;
+/* a row's tokens and their loss mask, grown as pieces are pushed (sft_data.c) */
+typedef struct sft_rowbuf { int32_t *ids; float *mask; size_t n, cap; } sft_rowbuf;
+vc_status sft_rowbuf_push(sft_rowbuf *r, const int32_t *ids, size_t n, float m);
+/* a messages row's tokens and loss mask as verl builds them, pushed to r; *mismatch_at: the first token where they
+ * differ from the whole conversation's (verl raises there unless data.ignore_input_ids_mismatch), -1 when they do not */
 vc_status sft_verl_turns(const sft_tok *tk, const sft_turn_probe *tp, const cJSON *msgs, const cJSON *tools,
-                         int thinking, sft_turns *t);
-void sft_turns_free(sft_turns *t);
+                         int thinking, sft_rowbuf *r, int64_t *mismatch_at);
 void sft_data_free(sft_data *d);
 char *vc_sft_config_json(const vc_sft_config *c);
 /* trainer.nnodes x trainer.n_gpus_per_node (when given) against the communicator's world size. */

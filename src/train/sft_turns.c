@@ -55,37 +55,21 @@ vc_status sft_turn_probe_init(const sft_tok *tk, sft_turn_probe *tp) {
     return VC_OK;
 }
 
-static vc_status grow(sft_turns *t, size_t more) {
-    if (t->n + more <= t->cap) return VC_OK;
-    size_t cap = (t->n + more) * 2 + 64;
-    int32_t *a = realloc(t->ids, cap * sizeof *a);
-    if (a) t->ids = a;
-    float *b = a ? realloc(t->mask, cap * sizeof *b) : NULL;
-    if (!a || !b) return vc_fail(VC_ERR_NOMEM, "out of memory");
-    t->mask = b;
-    t->cap = cap;
-    return VC_OK;
-}
-
-/* one message's turn: its tokens after `skip`, targets after `keep0` more when it is the assistant's */
-static vc_status add_turn(sft_turns *t, const int32_t *ids, size_t n, size_t skip, int assistant, size_t keep0) {
-    size_t k = n > skip ? n - skip : 0;
-    vc_status st = grow(t, k);
-    for (size_t i = 0; i < k && !st; i++) {
-        t->ids[t->n] = ids[skip + i];
-        t->mask[t->n++] = assistant && i >= keep0 ? 1.0f : 0.0f;
-    }
+/* one message's turn: its tokens after `skip`, the assistant's trained after its first `keep0` */
+static vc_status add_turn(sft_rowbuf *r, const int32_t *ids, size_t n, size_t skip, int assistant, size_t keep0) {
+    size_t k = n > skip ? n - skip : 0, z = assistant ? (keep0 < k ? keep0 : k) : k;
+    vc_status st = sft_rowbuf_push(r, ids + skip, z, 0.0f);
+    if (!st && k > z) st = sft_rowbuf_push(r, ids + skip + z, k - z, 1.0f);
     return st;
 }
 
 vc_status sft_verl_turns(const sft_tok *tk, const sft_turn_probe *tp, const cJSON *msgs, const cJSON *tools,
-                         int thinking, sft_turns *t) {
+                         int thinking, sft_rowbuf *r, int64_t *mismatch_at) {
     int n = cJSON_GetArraySize(msgs);
     int32_t *ids = NULL;
-    size_t k = 0;
+    size_t k = 0, first = r->n;
     vc_status st = VC_OK;
-    t->n = 0;
-    t->mismatch_at = -1;
+    *mismatch_at = -1;
     for (int i = 0; i < n && !st; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i), *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsString(role)) return vc_fail(VC_ERR_FORMAT, "message %d has no string role", i);
@@ -95,22 +79,16 @@ vc_status sft_verl_turns(const sft_tok *tk, const sft_turn_probe *tp, const cJSO
         st = encode_rendering(tk, one, 0, i == 0 ? tools : NULL, thinking, tk->kwargs, &ids, &k);
         cJSON_Delete(one);
         size_t skip = i != 0 && strcmp(role->valuestring, "system") ? (size_t)tp->sys_len : 0;
-        if (!st) st = add_turn(t, ids, k, skip, !strcmp(role->valuestring, "assistant"), (size_t)tp->gen_len);
+        if (!st) st = add_turn(r, ids, k, skip, !strcmp(role->valuestring, "assistant"), (size_t)tp->gen_len);
         free(ids);
         ids = NULL;
     }
     if (!st) st = encode_rendering(tk, msgs, 0, tools, thinking, tk->kwargs, &ids, &k);
     if (!st) { /* verl's sanity check: the turns' tokens are the whole conversation's */
-        size_t j = 0;
-        while (j < k && j < t->n && ids[j] == t->ids[j]) j++;
-        if (j < k || j < t->n) t->mismatch_at = (int64_t)j;
+        size_t j = 0, got = r->n - first;
+        while (j < k && j < got && ids[j] == r->ids[first + j]) j++;
+        if (j < k || j < got) *mismatch_at = (int64_t)j;
     }
     free(ids);
     return st;
-}
-
-void sft_turns_free(sft_turns *t) {
-    free(t->ids);
-    free(t->mask);
-    memset(t, 0, sizeof *t);
 }

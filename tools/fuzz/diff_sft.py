@@ -15,7 +15,7 @@ is the tokenizer's chat template (data.chat_template for verlc). --ignore-mismat
 data.ignore_input_ids_mismatch (every row compared); without it verlc must refuse a file where verl raises on a row.
 verl b178a3cd's probes of the template need transformers 4 (5's apply_chat_template returns a dict there): run with
 PYTHONPATH holding transformers 4.57 (pip install --target DIR transformers==4.57.6 "tokenizers<0.23")."""
-import enum, glob, json, os, random, subprocess, sys, tempfile, types
+import enum, glob, json, os, random, subprocess, sys, tempfile
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 TPL_DIR = sys.argv[sys.argv.index("--templates") + 1] if "--templates" in sys.argv else None
@@ -27,36 +27,29 @@ MODEL = os.environ.get("DIFF_SFT_MODEL", "../shared/fixtures/models/qwen3")
 
 import pandas as pd
 from transformers import AutoTokenizer
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+from verl_algos import module, run_file
 
 
 def load_verl_dataset():
     """verl's multiturn_sft_dataset module with the modules it imports stubbed (images, HDFS, the rope index) but its
     chat_template helper, which decides the system prompt and generation prompt, run as it is"""
-    def mod(name, **attrs):
-        m = types.ModuleType(name)
-        m.__path__ = []
-        m.__dict__.update(attrs)
-        sys.modules[name] = m
-        return m
     for p in ("verl", "verl.models", "verl.models.transformers", "verl.utils.dataset"):
-        mod(p)
-    mod("verl.models.transformers.qwen2_vl", get_rope_index=None)
-    mod("verl.utils", hf_tokenizer=lambda *a, **k: None)
+        module(p)
+    module("verl.models.transformers.qwen2_vl", get_rope_index=None)
+    module("verl.utils", hf_tokenizer=lambda *a, **k: None)
 
     class DatasetPadMode(str, enum.Enum):
         RIGHT = "right"
         LEFT_RIGHT = "left_right"
         NO_PADDING = "no_padding"
-    mod("verl.utils.dataset.dataset_utils", DatasetPadMode=DatasetPadMode)
-    mod("verl.utils.dataset.vision_utils", process_image=None, process_video=None)
-    mod("verl.utils.fs", copy_local_path_from_hdfs=lambda p, verbose=False: p)
-    ct = mod("verl.utils.chat_template")
-    exec(compile(open(os.path.join(VERL_SRC, "verl/utils/chat_template.py")).read(), "chat_template.py", "exec"), ct.__dict__)
-    ds = mod("verl.utils.dataset.multiturn_sft_dataset")
+    module("verl.utils.dataset.dataset_utils", DatasetPadMode=DatasetPadMode)
+    module("verl.utils.dataset.vision_utils", process_image=None, process_video=None)
+    module("verl.utils.fs", copy_local_path_from_hdfs=lambda p, verbose=False: p)
+    run_file(os.path.join(VERL_SRC, "verl/utils/chat_template.py"), "verl.utils.chat_template")
     path = os.path.join(VERL_SRC, "verl/utils/dataset/multiturn_sft_dataset.py")
-    ds.__file__ = path
-    exec(compile(open(path).read(), path, "exec"), ds.__dict__)
-    return ds.MultiTurnSFTDataset
+    module("verl.utils.dataset.multiturn_sft_dataset", __file__=path)
+    return run_file(path, "verl.utils.dataset.multiturn_sft_dataset").MultiTurnSFTDataset
 
 
 TEXT = ["Hi", "What is 2+2?", "4", "The answer is 42.", "Let me think.\nStep 1: add.\nStep 2: done.", "  leading spaces",
