@@ -102,7 +102,8 @@ static int model_words(const vc_tokenizer *t, enc_ctx *c, const char *s, size_t 
  * dropping them); else, as a last resort, nb's first character. */
 static size_t norm_head(const vc_tokenizer *t, const char *s, size_t n, const tk_buf *nb) {
     int32_t cp;
-    size_t l = 0, h = (size_t)tk_utf8_next((const unsigned char *)nb->p, nb->n, &cp), found = 0;
+    size_t l = 0, h = (size_t)tk_utf8_next((const unsigned char *)nb->p, nb->n, &cp);
+    int found = 0;
     tk_buf o = {0};
     for (int k = 0; k < 3 && l < n && !found; k++) {
         l += (size_t)tk_utf8_next((const unsigned char *)s + l, n - l, &cp);

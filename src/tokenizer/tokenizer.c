@@ -116,7 +116,7 @@ static vc_status index_dec_skip(vc_tokenizer *t) {
     tk_smap sp = {0};
     vc_status st = VC_OK;
     for (int i = 0; i < t->n_added && !st; i++)
-        if ((t->added[i].special || t->added[i].special_set) && t->added[i].len && tk_smap_put(&sp, t->added[i].s, t->added[i].len, 1)) st = vc_fail(VC_ERR_NOMEM, "out of memory");
+        if (t->added[i].special_set && t->added[i].len && tk_smap_put(&sp, t->added[i].s, t->added[i].len, 1)) st = vc_fail(VC_ERR_NOMEM, "out of memory");
     if (!st && !(t->dec_skip = calloc((size_t)t->n_tok + 1, 1))) st = vc_fail(VC_ERR_NOMEM, "out of memory");
     for (int id = 0; id < t->n_tok && !st && sp.n; id++)
         t->dec_skip[id] = t->tok[id] && tk_smap_get(&sp, t->tok[id], t->tok_len[id]) >= 0;

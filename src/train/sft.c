@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE
 #include "verlc/tracking.h"
 #include "sft_internal.h"
+#include "verlc/report.h"
 #include "data/vl_rows.h"
 #include "verlc/image.h"
 #include "verlc/vision.h"
@@ -570,26 +571,24 @@ static vc_status setup_device(sft_run *r) {
 }
 
 /* --dump-data: every train row as {"input_ids": [...], "loss_mask": [...]} (the mask on the tokens themselves, as
- * verl's datasets return it), written whole to FILE.tmp and renamed */
+ * verl's datasets return it), one row at a time into an atomic file (vc_afile) */
 static vc_status dump_rows(const sft_data *d, const char *path) {
-    size_t L = strlen(path) + 8;
-    char *tp = malloc(L);
-    if (!tp) return vc_fail(VC_ERR_NOMEM, "out of memory");
-    snprintf(tp, L, "%s.tmp", path);
-    FILE *f = fopen(tp, "w");
-    vc_status st = f ? VC_OK : vc_fail(VC_ERR_IO, "%s: cannot write", tp);
+    vc_afile *f = NULL;
+    vc_strbuf b = { 0 };
+    vc_status st = vc_afile_open(path, &f);
     for (size_t i = 0; i < d->n && !st; i++) {
-        fputs("{\"input_ids\": [", f);
-        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) fprintf(f, k > d->cu[i] ? ", %d" : "%d", d->ids[k]);
-        fputs("], \"loss_mask\": [", f);
-        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) fprintf(f, k > d->cu[i] ? ", %g" : "%g", (double)d->mask[k]);
-        fputs("]}\n", f);
+        b.n = 0;
+        vc_sb_puts(&b, "{\"input_ids\": [");
+        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) vc_sb_printf(&b, k > d->cu[i] ? ", %d" : "%d", d->ids[k]);
+        vc_sb_puts(&b, "], \"loss_mask\": [");
+        for (int64_t k = d->cu[i]; k < d->cu[i + 1]; k++) vc_sb_printf(&b, k > d->cu[i] ? ", %g" : "%g", (double)d->mask[k]);
+        vc_sb_puts(&b, "]}\n");
+        st = b.oom ? vc_fail(VC_ERR_NOMEM, "out of memory") : vc_afile_write(f, b.p, b.n);
     }
-    if (f && (ferror(f) | fclose(f)) && !st) st = vc_fail(VC_ERR_IO, "%s: write failed", tp);
-    if (!st && rename(tp, path)) st = vc_fail(VC_ERR_IO, "%s: cannot rename into place", path);
-    if (st) remove(tp);
-    free(tp);
-    return st;
+    free(b.p);
+    if (!f) return st;
+    if (st) vc_afile_abort(f);
+    return st ? st : vc_afile_commit(f);
 }
 
 vc_status vc_sft_run(const vc_sft_config *c) {

@@ -71,6 +71,12 @@ int main(void) {
     CHECK(sh("test $(grep -c train/loss %2$s/msgs/metrics.jsonl) -eq 1%4$s", NULL) == 0);
     CHECK(sh("grep -q '^{\"step\": 1, \"data\": {\"train/loss\": ' %2$s/verl_file.jsonl && "
              "test $(wc -l < %2$s/verl_file.jsonl) -eq 1%4$s", NULL) == 0);
+    /* --dump-data: the rows as trained (4 messages rows, token-aligned masks with targets), no run directory made */
+    CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
+             "--out %2$s/msgs_dump --dump-data %2$s/dump.jsonl threads=1 quiet=1 "
+             "'data.chat_template={%% for m in messages %%}<{{ m.role }}>{{ m.content }}{{ eos_token }}{%% endfor %%}' "
+             "2> %2$s/log4.txt && test $(grep -c '^{\"input_ids\": \\[[0-9, ]*\\], \"loss_mask\": \\[[01, ]*1[01, ]*\\]}$' "
+             "%2$s/dump.jsonl) -eq 4 && test ! -e %2$s/msgs_dump%4$s", NULL) == 0);
     /* data.chat_template is the template used: a broken one stops the run naming the key */
     CHECK(sh("%1$s sft --model %2$s/model --tokenizer %3$s/fixtures/tokenizers/qwen3 --train %2$s/msgs.jsonl "
              "--out %2$s/msgs_bad 'data.chat_template={%% for m in %%}' threads=1 quiet=1 2> %2$s/log3.txt; "
