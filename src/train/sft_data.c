@@ -8,9 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-typedef sft_rowbuf row_buf;
 
-vc_status sft_rowbuf_push(row_buf *r, const int32_t *ids, size_t n, float m) {
+vc_status sft_rowbuf_push(sft_rowbuf *r, const int32_t *ids, size_t n, float m) {
     if (r->n + n > r->cap) {
         size_t cap = (r->n + n) * 2 + 64;
         int32_t *a = realloc(r->ids, cap * sizeof *a);
@@ -26,7 +25,7 @@ vc_status sft_rowbuf_push(row_buf *r, const int32_t *ids, size_t n, float m) {
     return VC_OK;
 }
 
-static vc_status push_text(const sft_tok *tk, row_buf *r, const char *text, size_t len, float m) {
+static vc_status push_text(const sft_tok *tk, sft_rowbuf *r, const char *text, size_t len, float m) {
     if (!len) return VC_OK;
     int32_t *ids = NULL;
     size_t n = 0;
@@ -94,7 +93,7 @@ static size_t message_end(const char *F, size_t from, const char *R, const char 
 
 /* verl's turn-by-turn tokens for a row without images (sft_turns.c); 1: taken, 0: the whole conversation's way */
 static int verl_row(const vc_sft_config *c, const sft_tok *tk, const sft_turn_probe *tp, const cJSON *msgs,
-                    const row_opts *ro, row_buf *r, vc_status *st, int *fatal) {
+                    const row_opts *ro, sft_rowbuf *r, vc_status *st, int *fatal) {
     if (!tp->ok || ro->n_img || ro->n_vid) return 0;
     int64_t at = -1;
     *st = sft_verl_turns(tk, tp, msgs, ro->tools, ro->thinking, r, &at);
@@ -108,7 +107,7 @@ static int verl_row(const vc_sft_config *c, const sft_tok *tk, const sft_turn_pr
     return 1;
 }
 
-static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_opts *ro, row_buf *r) {
+static vc_status messages_row(const sft_tok *tk, const cJSON *msgs, const row_opts *ro, sft_rowbuf *r) {
     int n = cJSON_GetArraySize(msgs);
     char *F = NULL, *R = NULL, *G = NULL;
     if (!tk->tmpl) return vc_fail(VC_ERR_MISSING, "a messages row needs a chat template (tokenizer_config.json)");
@@ -158,7 +157,7 @@ static const cJSON *descend(const cJSON *v, const char *keys) {
     return v;
 }
 
-static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, const cJSON *row, row_buf *r) {
+static vc_status prompt_response_row(const vc_sft_config *c, const sft_tok *tk, const cJSON *row, sft_rowbuf *r) {
     const cJSON *p = descend(cJSON_GetObjectItemCaseSensitive(row, c->prompt_key), c->prompt_dict_keys);
     const cJSON *resp = descend(cJSON_GetObjectItemCaseSensitive(row, c->response_key), c->response_dict_keys);
     if (!p || !resp)
@@ -204,7 +203,7 @@ static vc_status grow_rows(sft_data *d) {
     return VC_OK;
 }
 
-static vc_status data_append(sft_data *d, const row_buf *r, size_t off, size_t n) {
+static vc_status data_append(sft_data *d, const sft_rowbuf *r, size_t off, size_t n) {
     vc_status st = d->n + 2 > d->cap_rows ? grow_rows(d) : VC_OK;
     if (st) return st;
     size_t tot = d->n ? (size_t)d->cu[d->n] : 0;
@@ -254,7 +253,7 @@ static vc_status append_images(sft_data *d, const row_opts *ro, int64_t span, in
  * [off, off + n) holds them all (verl's truncation would hand the model fewer image tokens than features: refused
  * rather than cut); *span the tokens up to the end of the last image or video run */
 static vc_status check_image_tokens(const vc_sft_config *c, const sft_tok *tk, const char *path, int64_t line,
-                                    const row_buf *r, const row_opts *ro, size_t off, size_t n, int64_t *span) {
+                                    const sft_rowbuf *r, const row_opts *ro, size_t off, size_t n, int64_t *span) {
     int64_t want[2] = { 0, 0 }, got[2] = { 0, 0 }, kept = 0;
     *span = 0;
     if (!ro->n_img) return VC_OK;
@@ -281,7 +280,7 @@ static vc_status check_image_tokens(const vc_sft_config *c, const sft_tok *tk, c
 
 /* truncation and the "has a target" check for one tokenised row */
 static vc_status finish_row(const vc_sft_config *c, const sft_tok *tk, const char *path, int64_t line,
-                            const row_buf *r, const row_opts *ro, sft_data *d) {
+                            const sft_rowbuf *r, const row_opts *ro, sft_data *d) {
     size_t off = 0, n = r->n;
     if ((int64_t)n > c->max_length) {
         if (!strcmp(c->truncation, "left")) off = n - (size_t)c->max_length;
@@ -374,7 +373,7 @@ vc_status sft_data_load(const vc_sft_config *c, const char *path, const sft_tok 
     if (st) return st;
     d->n_bad_lines = j->n_skipped;
     for (size_t i = 0; i < j->n_bad; i++) vc_warn("skipped malformed line: %s", j->bad[i].message);
-    row_buf r = { 0 };
+    sft_rowbuf r = { 0 };
     char where[512];
     sft_turn_probe tp = { 0 }; /* verl's probes of the template (failing: the whole conversation's way) */
     if (tk->tmpl && c->multiturn != 0 && sft_turn_probe_init(tk, &tp))
