@@ -132,9 +132,14 @@ int64_t vc_partition_sum(const vc_partition *p, size_t g, const int64_t *lens);
  * get_seqlen_balanced_partitions (same tie-breaking and output order). With equal_size, every
  * group gets n/k items (n % k must be 0). */
 vc_status vc_partition_balanced(const int64_t *lens, size_t n, size_t k, int equal_size, vc_partition *out);
-/* Token-budget micro-batches (verl's rearrange_micro_batches): the fewest balanced groups, starting
- * from ceil(total / max_tokens) (at least min_groups), whose token sums never exceed max_tokens.
- * A single sequence longer than max_tokens is VC_ERR_ARG naming it. */
+/* verl's calculate_workload of a sequence of len tokens, 24576 len + len^2 (a 7B model's dense work per token and
+ * attention's): what verl balances micro-batches and ranks by */
+static inline int64_t vc_seq_workload(int64_t len) { return 24576 * len + len * len; }
+/* Token-budget micro-batches (verl's rearrange_micro_batches): the fewest groups balanced by vc_seq_workload,
+ * starting from ceil(total / max_tokens) (at least min_groups), whose token sums never exceed max_tokens (verl
+ * keeps ceil(total / max_tokens) groups even when one goes past the budget; verlc's memory plan counts on it),
+ * in verl's order (by workload, the heaviest in the middle). A single sequence longer than max_tokens is VC_ERR_ARG
+ * naming it. */
 vc_status vc_micro_batches_by_tokens(const int64_t *lens, size_t n, int64_t max_tokens, size_t min_groups,
                                      vc_partition *out);
 /* Consecutive micro-batches of `micro_bs` items (the last one may be smaller). */

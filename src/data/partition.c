@@ -253,6 +253,55 @@ static int64_t max_group(const vc_partition *p, const int64_t *lens) {
     return m;
 }
 
+/* verl's order of dynamic micro-batches: sorted by (workload, first item) descending, then the even places
+ * reversed followed by the odd ones (the lightest at both ends) */
+static vc_status order_groups(vc_partition *p, const int64_t *w) {
+    size_t k = p->n_groups, *g = vc_malloc(k * sizeof *g), *ord = vc_malloc(k * sizeof *ord);
+    size_t *off = vc_malloc((k + 1) * sizeof *off);
+    uint32_t *items = vc_malloc((p->n_items ? p->n_items : 1) * sizeof *items);
+    int64_t *sum = vc_malloc(k * sizeof *sum);
+    vc_status st = g && ord && off && items && sum ? VC_OK : VC_ERR_NOMEM;
+    for (size_t i = 0; !st && i < k; i++) {
+        g[i] = i;
+        sum[i] = vc_partition_sum(p, i, w);
+    }
+    for (size_t i = 1; !st && i < k; i++) { /* insertion sort, descending; few groups */
+        size_t t = g[i], j = i;
+        while (j > 0) {
+            size_t u = g[j - 1];
+            uint32_t fu = p->items[p->offsets[u]], ft = p->items[p->offsets[t]];
+            if (sum[u] > sum[t] || (sum[u] == sum[t] && fu >= ft)) break;
+            g[j] = u;
+            j--;
+        }
+        g[j] = t;
+    }
+    size_t m = 0;
+    for (size_t i = (k - 1) / 2 * 2 + 1; !st && i-- > 0;) /* even places, last first */
+        if (i % 2 == 0) ord[m++] = g[i];
+    for (size_t i = 1; !st && i < k; i += 2) ord[m++] = g[i];
+    size_t at = 0;
+    for (size_t i = 0; !st && i < k; i++) {
+        off[i] = at;
+        for (size_t q = p->offsets[ord[i]]; q < p->offsets[ord[i] + 1]; q++) items[at++] = p->items[q];
+    }
+    if (!st) {
+        off[k] = at;
+        free(p->offsets);
+        free(p->items);
+        p->offsets = off;
+        p->items = items;
+        off = NULL;
+        items = NULL;
+    }
+    free(g);
+    free(ord);
+    free(off);
+    free(items);
+    free(sum);
+    return st;
+}
+
 vc_status vc_micro_batches_by_tokens(const int64_t *lens, size_t n, int64_t max_tokens, size_t min_groups,
                                      vc_partition *out) {
     memset(out, 0, sizeof *out);
@@ -270,13 +319,21 @@ vc_status vc_micro_batches_by_tokens(const int64_t *lens, size_t n, int64_t max_
     if (k < min_groups) k = min_groups;
     if (k < 1) k = 1;
     if (k > n) k = n;
+    int64_t *w = vc_malloc(n * sizeof *w);
+    if (!w) return VC_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) w[i] = vc_seq_workload(lens[i]);
     /* Balanced groups can overshoot the budget when items are lumpy; one more group at a time
      * always ends, since n groups of one item each fit. */
     for (;; k++) {
-        vc_status st = vc_partition_balanced(lens, n, k, 0, out);
-        if (st) return st;
-        if (max_group(out, lens) <= max_tokens) return VC_OK;
-        vc_partition_free(out);
+        vc_status st = vc_partition_balanced(w, n, k, 0, out);
+        if (!st && max_group(out, lens) > max_tokens) {
+            vc_partition_free(out);
+            continue;
+        }
+        if (!st) st = order_groups(out, w);
+        if (st) vc_partition_free(out);
+        free(w);
+        return st;
     }
 }
 

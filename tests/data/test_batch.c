@@ -87,6 +87,26 @@ static void test_micro_batches(void) {
     CHECK(p.n_groups == 3);
     vc_partition_free(&p);
 
+    /* verl b178a3cd's rearrange_micro_batches on the same lengths and budgets (its groups within the budget): the
+     * groups balanced by calculate_workload, in its order; a -1 ends a group */
+    static const struct {
+        int n;
+        int64_t lens[12], budget;
+        int want[16];
+    } V[] = {
+        { 8, { 38, 818, 38, 31, 681, 26, 15, 34 }, 883, { 0, 2, 3, 4, 5, 7, -1, 1, 6, -1 } },
+        { 7, { 243, 475, 596, 790, 9, 339, 464 }, 1098, { 1, 6, -1, 0, 3, -1, 2, 4, 5, -1 } },
+        { 5, { 39, 800, 36, 3, 5 }, 1002, { 0, 1, 2, 3, 4, -1 } },
+    };
+    for (size_t c = 0; c < sizeof V / sizeof V[0]; c++) {
+        CHECK_OK(vc_micro_batches_by_tokens(V[c].lens, (size_t)V[c].n, V[c].budget, 1, &p));
+        size_t w = 0, g = 0, ok = 1;
+        for (; g < p.n_groups; g++, w++)
+            for (size_t j = p.offsets[g]; j < p.offsets[g + 1]; j++) ok &= V[c].want[w++] == (int)p.items[j];
+        CHECK_MSG(ok && V[c].want[w - 1] == -1 && w == (size_t)V[c].n + p.n_groups, "case %zu: %zu groups", c, p.n_groups);
+        vc_partition_free(&p);
+    }
+
     CHECK_OK(vc_micro_batches_by_count(10, 4, &p));
     CHECK(p.n_groups == 3 && p.offsets[1] == 4 && p.offsets[2] == 8 && p.offsets[3] == 10 && p.items[9] == 9);
     vc_partition_free(&p);
