@@ -101,7 +101,7 @@ static const struct notice_rule RULES[] = {
     { "ray_init.**", NULL, N_ACCEPT_UNKNOWN, R_RAY },
     { "transfer_queue.**", NULL, 0, R_RAY },
     { "trainer.ray_wait_register_center_timeout", NULL, 0, R_RAY },
-    { "trainer.use_legacy_worker_impl", NULL, 0, R_RAY },
+    { "trainer.use_legacy_worker_impl", NULL, N_SILENT, "" }, /* honoured: the legacy workers' loss normalisation */
     { "trainer.default_hdfs_dir", NULL, 0, "HDFS upload is not built in; checkpoints stay in trainer.default_local_dir" },
     { "trainer.esi_redundant_time", NULL, 0, R_RAY },
     { "actor_rollout_ref.hybrid_engine", "true", 0, "verlc always shares actor and rollout weights" },

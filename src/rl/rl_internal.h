@@ -234,6 +234,12 @@ typedef struct rl_actor_cfg {
     uint64_t seed;
     int prefix_share;                      /* actor.use_prefix_grouper: each group's prompt computed once */
     rl_distill_cfg dist;                   /* distillation.*: the loss against b->teacher_logp */
+    int legacy;                            /* trainer.use_legacy_worker_impl=enable: verl's legacy FSDP workers'
+                                            * per-micro-batch loss normalisation (trainer_update.c) */
+    /* seq-mean-token-sum-norm's divisor: verl's responses are padded to rollout.response_length (resp_width), the
+     * divisor unless actor.loss_scale_factor (scale_len, 0: unset) names another; 0 and 0: the batch's width */
+    int64_t resp_width;
+    double scale_len;
 } rl_actor_cfg;
 
 typedef struct rl_critic_cfg {
@@ -243,6 +249,8 @@ typedef struct rl_critic_cfg {
     int64_t max_tokens;
     int shuffle;
     uint64_t seed;
+    int legacy; /* as rl_actor_cfg's */
+    int64_t resp_width; /* as rl_actor_cfg's */
 } rl_critic_cfg;
 
 /* ppo_epochs x mini-batches, one vc_trainer_step each (micro-batching, clipping, AdamW, schedule in

@@ -417,6 +417,24 @@ static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
     return st;
 }
 
+/* trainer.use_legacy_worker_impl: enable takes verl's legacy FSDP workers' loss normalisation (trainer_update.c's
+ * legacy_scale); auto and disable verl's engine workers', as later verl has only those */
+static vc_status read_legacy(const vc_config *c, int *legacy) {
+    const char *v = "auto";
+    vc_status st = vc_config_get_str_or(c, "trainer.use_legacy_worker_impl", "auto", &v);
+    if (st) return st;
+    if (strcmp(v, "auto") && strcmp(v, "enable") && strcmp(v, "disable"))
+        return vc_fail(VC_ERR_ARG, "trainer.use_legacy_worker_impl: `%s` is not auto, enable or disable", v);
+    *legacy = !strcmp(v, "enable");
+    const char *who = rl_strategy_megatron(c, "actor_rollout_ref.actor") ? "megatron"
+                      : rl_strategy_mlite(c, "actor_rollout_ref.actor") ? "mlite"
+                      : rl_strategy_veomni(c, "actor_rollout_ref.actor") ? "veomni" : NULL;
+    if (*legacy && who)
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer.use_legacy_worker_impl=enable: verlc has the legacy FSDP workers' "
+                       "loss normalisation, not the legacy %s workers' (use auto or disable)", who);
+    return VC_OK;
+}
+
 static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     const char *P = "actor_rollout_ref.actor.";
@@ -457,8 +475,13 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, K("use_prefix_grouper"), 0, &a->prefix_share));
     TRY(read_router_replay(t, c));
     TRY(read_distill(t, c));
+    TRY(read_legacy(c, &a->legacy));
+    TRY(vc_config_get_double_or(c, K("loss_scale_factor"), 0, &a->scale_len));
 #undef K
     if (st) return st;
+    if (a->legacy && a->dist.on)
+        return vc_fail(VC_ERR_UNSUPPORTED, "trainer.use_legacy_worker_impl=enable with distillation: verl's on-policy "
+                       "distillation runs on its engine workers (use auto or disable)");
     if ((st = vc_agg_mode_parse(agg, &a->pg.agg))) return vc_fail_ctx(st, "actor_rollout_ref.actor.loss_agg_mode");
     if ((st = vc_pg_mode_parse(mode, &a->mode))) return vc_fail_ctx(st, "actor_rollout_ref.actor.policy_loss.loss_mode");
     if ((st = vc_kl_parse(klt, &a->kl_spec))) return vc_fail_ctx(st, "actor_rollout_ref.actor.kl_loss_type");
@@ -477,12 +500,23 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     if (mini < 1) return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.ppo_mini_batch_size must be >= 1");
     /* verl: ppo_mini_batch_size counts prompts; each brings rollout.n responses */
     a->mini_rows = (int)(mini * t->n);
+    if (a->scale_len < 0 || (a->scale_len > 0 && a->scale_len < 1))
+        return vc_fail(VC_ERR_ARG, "actor_rollout_ref.actor.loss_scale_factor must be a positive token count, got %g",
+                       a->scale_len);
+    a->resp_width = t->max_resp; /* verl pads the responses to rollout.response_length */
     a->micro_rows = dyn ? 0 : (int)micro;
     a->max_tokens = dyn ? maxtok : 0;
     a->ppo_epochs = (int)epochs;
     a->shuffle = shuffle;
     a->seed = (uint64_t)seed;
     return VC_OK;
+}
+
+/* the rollout's and the actor's settings alone (t zeroed by the caller): tools/fuzz/actor_drv.c runs an actor
+ * update on a given batch with them, as the trainer would */
+vc_status rl_read_actor_settings(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = read_rollout(t, c);
+    return st ? st : read_actor(t, c);
 }
 
 static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
@@ -505,6 +539,8 @@ static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     a->max_tokens = dyn ? maxtok : 0;
     a->ppo_epochs = epochs > 0 ? (int)epochs : 1;
     a->seed = t->acfg.seed;
+    a->legacy = t->acfg.legacy;
+    a->resp_width = t->max_resp;
     return VC_OK;
 }
 

@@ -564,6 +564,9 @@ typedef struct loop {
     uint64_t seed;
     const char *who;
     int route; /* replay the batch's recorded experts (the actor's router replay) */
+    int legacy; /* verl's legacy workers' loss normalisation (legacy_scale) */
+    int64_t resp_width; /* seq-mean-token-sum-norm's divisor (rl_actor_cfg's): the padded responses' width, */
+    double scale_len;   /* or actor.loss_scale_factor (legacy workers: the width alone) */
 } loop;
 
 typedef struct step_ctx {
@@ -584,7 +587,29 @@ typedef struct step_ctx {
     acc dist;         /* distillation: D_* sums over micro-batches (D_MIN / D_MAX: extremes) */
     vc_model *model;  /* the trained model and its log-prob temperature (distillation's top-k loss) */
     float temperature;
+    const loop *l;    /* the loop's settings, and the ranks taking part (legacy_scale) */
+    int world;
 } step_ctx;
+
+/* verl's legacy FSDP workers (b178a3cd's dp_actor / dp_critic, which its default use_legacy_worker_impl=auto picks;
+ * verlc takes them at `enable` only): each micro-batch's losses are aggregated over that micro-batch alone (its
+ * own tokens or rows) and scaled by 1 / (mini-batch rows / micro-batch rows), or by its rows / mini-batch rows
+ * with use_dynamic_bsz, the mini-batch being a rank's share; the ranks' gradients are averaged where verlc sums
+ * them. verl's engine workers and later verl normalise by the whole mini-batch instead (x->norm). */
+static double legacy_scale(const step_ctx *x, int n) {
+    int world = x->world > 0 ? x->world : 1, per = x->l->mini_rows / world;
+    if (per < 1) per = 1;
+    if (x->l->micro_rows > 0) {
+        int acc = per / x->l->micro_rows;
+        return 1.0 / ((acc > 0 ? acc : 1) * (double)world);
+    }
+    return (double)n / per / world;
+}
+
+/* a micro-batch's own normalisers (legacy_scale's aggregation): its tokens and rows, the batch's width */
+static vc_agg_norm legacy_norm(const step_ctx *x) {
+    return (vc_agg_norm){ 1, 0, 0, x->l->resp_width > 0 ? (double)x->l->resp_width : x->norm.loss_scale_factor };
+}
 
 /* The rows of global mini-batch order[0..nm) held by this rank (loc: global row -> local row or -1), as
  * local rows in the global order: every rank contributes its share, the union is one rank's mini-batch. */
@@ -613,6 +638,8 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
         else loc[g] = i;
     }
     if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
+    x->l = l;
+    x->world = dp ? dp->world : 1;
     /* ZeRO-3 needs equal micro-batch counts on every rank: each rank's mini-batch is an even share of
      * its own rows (verl's layout) instead of its rows among a global mini-batch */
     int own = vc_trainer_sharding(tr) == VC_SHARD_ZERO3, n_mini = (GB + mb_rows - 1) / mb_rows;
@@ -631,7 +658,8 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
             /* the global mini-batch's normalisers (summed over ranks in rank order) */
             double cnt[2] = { mask_sum_rows(b, rows, nm), nm };
             if (dp && dp->world > 1 && (st = vc_comm_allreduce_f64_ordered(dp->comm, cnt, 2, VC_SUM))) break;
-            x->norm = (vc_agg_norm){ 1, cnt[0], cnt[1], dp ? dp->g_T : 0 };
+            double width = l->scale_len > 0 ? l->scale_len : l->resp_width > 0 ? (double)l->resp_width : dp ? dp->g_T : 0;
+            x->norm = (vc_agg_norm){ 1, cnt[0], cnt[1], width };
             x->first_epoch = ep == 0;
             tr->cfg.micro_bs = l->micro_rows > 0 ? l->micro_rows : (nm > 0 ? nm : 1);
             tr->cfg.max_tokens = l->max_tokens;
@@ -913,7 +941,9 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     else copy_rows(b, b->old_logp, rows, n, w->old);
     if (x->on_policy && x->first_epoch) probs_diff_acc(b, rows, n, w, &x->a);
     vc_pg_config pg = c->pg;
-    pg.norm = x->norm;
+    vc_agg_norm nm = c->legacy ? legacy_norm(x) : x->norm;
+    double f = c->legacy ? legacy_scale(x, n) : 1.0;
+    pg.norm = nm;
     pg.seed = c->seed;
     pg.draw = (uint64_t)x->opt_step << 32 | (uint64_t)(x->g_off & 0xfffff) << 12 | (uint64_t)(x->micro++ & 0xfff);
     double pg_loss = 0, ent_loss = 0, kl_loss = 0;
@@ -936,15 +966,20 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
         }
     }
     st = vc_policy_loss(mode, w->old, w->logp, w->adv, pmask, n, b->T, &pg, isw, &pg_loss, &pm, w->d);
-    if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_loss, w->dent);
+    if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &nm, &ent_loss, w->dent);
     if (st) return st;
     if (c->use_kl_loss) {
         copy_rows(b, b->ref_logp, rows, n, w->ref);
         vc_kl_penalty(c->kl_spec, w->logp, w->ref, nt, w->kl, w->dkl);
-        if ((st = vc_agg_loss(w->kl, w->mask, n, b->T, c->pg.agg, &x->norm, &kl_loss, w->tmp))) return st;
+        if ((st = vc_agg_loss(w->kl, w->mask, n, b->T, c->pg.agg, &nm, &kl_loss, w->tmp))) return st;
         for (size_t i = 0; i < nt; i++) w->d[i] += (float)(c->kl_coef * w->tmp[i] * w->dkl[i]);
     }
     for (size_t i = 0; i < nt; i++) w->dent[i] *= (float)-c->entropy_coeff;
+    if (c->legacy)
+        for (size_t i = 0; i < nt; i++) {
+            w->d[i] = (float)(w->d[i] * f);
+            w->dent[i] = (float)(w->dent[i] * f);
+        }
     vc_tensor *dist_term = NULL; /* forward_kl_topk's loss over the student's top-k log-probs */
     if (c->dist.on && (st = distill_loss(x, c, b, rows, n, g, mbt, &dist_term))) return st;
     float *wl = rl_mb_scatter(g, b, &mb, w->d), *we = c->entropy_coeff ? rl_mb_scatter(g, b, &mb, w->dent) : NULL;
@@ -954,9 +989,11 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     if (dist_term) L = vc_op_add(g, L, dist_term);
     if (!L) return graph_err(g);
     acc *a = &x->a;
-    a->sum[A_PG] += pg_loss;
+    /* legacy: verl's metric sums the scaled losses of every micro-batch, the entropy bonus in them (its dp_actor
+     * subtracts that from the policy loss in place before reading it) */
+    a->sum[A_PG] += c->legacy ? (pg_loss - (c->entropy_coeff ? c->entropy_coeff * ent_loss : 0)) * f : pg_loss;
     a->sum[A_ENT] += ent_loss;
-    a->sum[A_KL] += kl_loss;
+    a->sum[A_KL] += kl_loss * f;
     a->sum[A_PPOKL] += pm.ppo_kl;
     a->sum[A_CLIP] += pm.pg_clipfrac;
     a->sum[A_CLIPLO] += pm.pg_clipfrac_lower;
@@ -971,7 +1008,8 @@ vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, in
 
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
                              rl_metrics *met) {
-    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "actor", 1 };
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows,   c->shuffle,    c->max_tokens, c->seed,
+               "actor",        1,            c->legacy,       c->resp_width, c->scale_len };
     step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy, .model = tr->model, .temperature = tr->cfg.temperature,
                    .dist = { .sum = { [D_MIN] = INFINITY, [D_MAX] = -INFINITY, [D_SMIN] = INFINITY, [D_SMAX] = -INFINITY,
                                       [D_TMIN] = INFINITY, [D_TMAX] = -INFINITY } } };
@@ -994,11 +1032,12 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
     const acc *a = &x.a;
     if (!st && c->dist.on) st = distill_metrics(dp, c, &x.dist, n_steps, met);
     if (!st && a->n) {
-        /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means */
-        double per = (double)n_steps;
-        rl_metrics_set(met, "actor/pg_loss", a->sum[A_PG] / per);
-        rl_metrics_set(met, "actor/entropy", a->sum[A_ENT] / per);
-        if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a->sum[A_KL] / per);
+        /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means (the legacy
+         * workers: the sums of the scaled losses over every mini-batch and epoch, the micro-batches' mean entropy) */
+        double per = (double)n_steps, lper = c->legacy ? 1.0 : per;
+        rl_metrics_set(met, "actor/pg_loss", a->sum[A_PG] / lper);
+        rl_metrics_set(met, "actor/entropy", a->sum[A_ENT] / (c->legacy ? a->n : per));
+        if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a->sum[A_KL] / lper);
         rl_metrics_set(met, "actor/kl_coef", c->use_kl_loss ? c->kl_coef : 0);
         rl_metrics_set(met, "actor/ppo_kl", a->sum[A_PPOKL] / a->n);
         if (c->mode != VC_PG_DRO) { /* verl's dro reports ppo_kl alone */
@@ -1037,14 +1076,17 @@ static vc_status critic_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, 
     copy_rows(b, b->ret, mb.rows, n, w->adv);
     copy_rows(b, b->values, mb.rows, n, w->old);
     copy_rows(b, b->mask, mb.rows, n, w->mask);
-    double vf = 0, clipfrac = 0;
-    st = vc_value_loss(w->logp, w->adv, w->old, w->mask, n, b->T, (float)c->cliprange_value, c->agg, &x->norm, &vf,
+    double vf = 0, clipfrac = 0, f = c->legacy ? legacy_scale(x, n) : 1.0;
+    vc_agg_norm nm = c->legacy ? legacy_norm(x) : x->norm;
+    st = vc_value_loss(w->logp, w->adv, w->old, w->mask, n, b->T, (float)c->cliprange_value, c->agg, &nm, &vf,
                        &clipfrac, w->d);
     if (st) return st;
+    if (c->legacy)
+        for (size_t i = 0; i < (size_t)n * b->T; i++) w->d[i] = (float)(w->d[i] * f);
     float *wv = rl_mb_scatter(g, b, &mb, w->d);
     vc_tensor *L = wv ? vc_op_dot_const(g, v, wv) : NULL;
     if (!L) return graph_err(g);
-    x->a.sum[0] += vf;
+    x->a.sum[0] += vf * f;
     x->a.sum[1] += clipfrac;
     x->a.sum[2] += vc_masked_mean(w->logp, w->mask, (size_t)n * b->T);
     x->a.n++;
@@ -1058,7 +1100,8 @@ vc_status rl_update_critic(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_
 
 vc_status rl_update_critic_dp(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, const rl_dp *dp,
                               rl_metrics *met) {
-    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "critic" };
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "critic", 0, c->legacy,
+               c->resp_width };
     step_ctx x = { .b = b, .cfg = c, .cr = cr };
     double gn = 0, lr = 0;
     int n_steps = 0;
@@ -1066,7 +1109,7 @@ vc_status rl_update_critic_dp(vc_trainer *tr, rl_critic *cr, rl_batch *b, const 
     vc_status st = run_loop(tr, b, &l, critic_loss, &x, dp, &gn, &lr, &n_steps);
     if (!st) st = acc_reduce(dp, &x.a, 3, -1);
     if (!st && x.a.n) {
-        rl_metrics_set(met, "critic/vf_loss", x.a.sum[0] / n_steps);
+        rl_metrics_set(met, "critic/vf_loss", x.a.sum[0] / (c->legacy ? 1 : n_steps)); /* legacy: as actor/pg_loss */
         rl_metrics_set(met, "critic/vf_clipfrac", x.a.sum[1] / x.a.n);
         rl_metrics_set(met, "critic/vpred_mean", x.a.sum[2] / x.a.n);
         rl_metrics_set(met, "critic/grad_norm", gn / n_steps);

@@ -224,6 +224,9 @@ int main(void) {
            VC_ERR_ARG, "rollout_is_threshold", "lower <= upper");
     expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
     expect("actor_rollout_ref.actor.policy_loss.clip_cov_lb=6", VC_ERR_ARG, "clip_cov_lb", NULL);
+    expect("trainer.use_legacy_worker_impl=yes", VC_ERR_ARG, "use_legacy_worker_impl", "yes");
+    expect("trainer.use_legacy_worker_impl=enable|actor_rollout_ref.actor.strategy=megatron", VC_ERR_UNSUPPORTED,
+           "use_legacy_worker_impl", "megatron");
     expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
     /* overlong prompts filtered with a count: all of them here, which is an error naming the count */
     expect("data.max_prompt_length=3|data.filter_overlong_prompts=true", VC_ERR_ARG, "4 filtered", NULL);
@@ -231,6 +234,7 @@ int main(void) {
     CHECK_OK(run("data.max_prompt_length=4|data.truncation=left", NULL));
     /* every estimator, loss mode and KL option runs a step */
     static const char *OK_RUNS[] = {
+        "trainer.use_legacy_worker_impl=enable|actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
         "algorithm.adv_estimator=rloo", "algorithm.adv_estimator=reinforce_plus_plus",
         "algorithm.adv_estimator=reinforce_plus_plus_baseline", "algorithm.adv_estimator=remax",
         "algorithm.adv_estimator=opo", "algorithm.adv_estimator=gpg", "algorithm.norm_adv_by_std_in_grpo=false",

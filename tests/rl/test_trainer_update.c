@@ -124,6 +124,78 @@ static void test_descent(void) {
     vc_model_free(m);
 }
 
+/* one off-policy update of make_batch's rows (old log-probs perturbed from the model's) with c; the reported
+ * pg_loss, and the loss vc_policy_loss gives at the start over rows [r0, r0 + n) with normalisers nm */
+static double update_pg(rl_actor_cfg *c, int r0, int n, const vc_agg_norm *nm, double *want) {
+    vc_model *m = make_model("l");
+    vc_config *cfg = NULL;
+    char *ov[] = { "actor_rollout_ref.actor.optim.lr=1e-2" };
+    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
+    vc_trainer tr;
+    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
+    rl_batch b;
+    make_batch(&b);
+    vc_graph *g = vc_graph_new();
+    float lp[20];
+    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, lp, NULL, NULL));
+    for (int k = 0; k < 20; k++) b.old_logp[k] = lp[k] + 0.3f * (float)vc_rng_normal(5, k, 0, 0);
+    b.have_old = 1;
+    vc_pg_config pg = c->pg;
+    pg.norm = nm ? *nm : (vc_agg_norm){ 0 };
+    vc_pg_metrics pm;
+    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp + 4 * r0, lp + 4 * r0, b.adv + 4 * r0, b.mask + 4 * r0, n, 4, &pg,
+                            NULL, want, &pm, NULL));
+    rl_metrics met = { 0 };
+    double got = NAN;
+    CHECK_OK(rl_update_actor(&tr, &b, c, 0, &met));
+    CHECK(rl_metrics_get(&met, "actor/pg_loss", &got));
+    rl_metrics_free(&met);
+    rl_batch_free(&b);
+    vc_graph_free(g);
+    vc_trainer_free(&tr);
+    vc_config_free(cfg);
+    vc_model_free(m);
+    return got;
+}
+
+/* trainer.use_legacy_worker_impl=enable (verl b178a3cd's dp_actor): each micro-batch's loss is its own token-mean,
+ * scaled by 1 / (mini-batch / micro-batch rows), and the reported pg_loss is the sum of those; by default the
+ * mini-batch's tokens normalise every micro-batch (verl's engine workers). Rows of 3, 1, 4, 2 and 4 response tokens
+ * make the two differ. */
+static void test_legacy_normalisation(void) {
+    rl_actor_cfg c = { .ppo_epochs = 1, .mini_rows = 5, .micro_rows = 1 };
+    vc_pg_config_default(&c.pg);
+    double want_global, want_legacy = 0, w;
+    CHECK_NEAR(update_pg(&c, 0, 5, NULL, &want_global), want_global, 1e-5);
+    c.legacy = 1;
+    double got = 0;
+    for (int i = 0; i < 5; i++) { /* the mean of the rows' own token-means */
+        got = update_pg(&c, i, 1, NULL, &w);
+        want_legacy += w / 5;
+    }
+    CHECK_NEAR(got, want_legacy, 1e-5);
+    CHECK_MSG(fabs(want_global - want_legacy) > 1e-3, "the batch does not tell the normalisations apart: %g / %g",
+              want_global, want_legacy);
+}
+
+/* seq-mean-token-sum-norm divides by the responses' padded width, verl's rollout.response_length (resp_width), not
+ * by the batch's longest response (4 here), or by actor.loss_scale_factor when set (scale_len); the legacy workers
+ * do not read loss_scale_factor */
+static void test_norm_width(void) {
+    rl_actor_cfg c = { .ppo_epochs = 1, .mini_rows = 5, .micro_rows = 5, .resp_width = 10 };
+    vc_pg_config_default(&c.pg);
+    c.pg.agg = VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM;
+    double want, four;
+    vc_agg_norm w10 = { 1, 0, 0, 10 }, w7 = { 1, 0, 0, 7 };
+    CHECK_NEAR(update_pg(&c, 0, 5, &w10, &want), want, 1e-6);
+    update_pg(&c, 0, 5, NULL, &four);
+    CHECK_MSG(fabs(want - four) > 1e-3, "width 10 and 4 give %g and %g", want, four);
+    c.scale_len = 7;
+    CHECK_NEAR(update_pg(&c, 0, 5, &w7, &want), want, 1e-6);
+    c.legacy = 1;
+    CHECK_NEAR(update_pg(&c, 0, 5, &w10, &want), want, 1e-6);
+}
+
 /* a critic on the demo backbone with a zero value head (as rl_critic_load builds it) */
 static void make_critic(rl_critic *cr) {
     memset(cr, 0, sizeof *cr);
@@ -340,6 +412,8 @@ int main(void) {
     test_pass_trial();
     test_bypass();
     test_accumulation();
+    test_legacy_normalisation();
+    test_norm_width();
     test_descent();
     test_critic();
     test_rollout_logprobs();

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Differential check of verlc's RL actor update against verl's own DataParallelPPOActor.update_policy (verl b178a3cd,
+run unchanged on the CPU in f32 with torch's AdamW as verl's build_optimizer makes it): for each trial a random batch
+(rows of random prompt and response lengths and tokens, response masks with holes as multi-turn rows have them,
+advantages, old and reference log-probs near the model's own) and random actor settings (rollout.n, mini- and
+micro-batch sizes or use_dynamic_bsz's token budget, PPO epochs, loss_agg_mode, the policy loss modes, clip ratios,
+entropy_coeff, the KL loss and its estimators, grad_clip, temperature, lr, weight decay), the update run by verl's
+actor and by verlc (tools/fuzz/actor_drv.c: the trainer's settings read from the same verl keys, rl_update_actor);
+then the metrics both report (pg_loss, kl_loss, entropy, grad_norm, pg_clipfrac, ppo_kl, ...) and every updated
+weight compared. The batch runs through verl's padded path (use_remove_padding false: left-padded prompts,
+right-padded responses), verlc's through its packed rows.
+
+verl's legacy workers (b178a3cd's default, trainer.use_legacy_worker_impl=auto) aggregate each micro-batch's losses
+by that micro-batch's own tokens or rows and scale them by 1 / (mini-batch / micro-batch) (or rows / mini-batch with
+use_dynamic_bsz); its engine workers and later verl normalise by the whole mini-batch. verlc does the latter unless
+trainer.use_legacy_worker_impl=enable; each trial passes verlc the setting matching the verl code it is compared
+with (here the legacy actor: `enable`) unless $DIFF_ACTOR_VERLC_DEFAULT=1, which shows where the two differ.
+
+usage: diff_actor.py VERL_SRC N [SEED] [MODEL_DIR]   (from the repository root, after make)
+VERL_SRC holds verl at b178a3cd (`git archive b178a3cd verl | tar -x -C DIR`); PYTHONPATH must give transformers
+4.x (verl b178a3cd imports AutoModelForVision2Seq), ray, tensordict and codetiming; MODEL_DIR defaults to the
+shared fixtures' qwen2 (f32). Prints one line per trial that differs and a summary."""
+import contextlib, io, json, math, os, random, subprocess, sys, tempfile, warnings
+
+warnings.filterwarnings("ignore")
+VERL, N = sys.argv[1], int(sys.argv[2])
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+shared = os.environ.get("VERLC_SHARED", os.path.join(root, "..", "shared"))
+MODEL = sys.argv[4] if len(sys.argv) > 4 else os.path.join(shared, "fixtures/models/qwen2")
+sys.path.insert(0, VERL)
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+from verl import DataProto
+from verl.workers.actor.dp_actor import DataParallelPPOActor
+from verl.workers.config import FSDPActorConfig, FSDPEngineConfig, FSDPOptimizerConfig
+from verl.workers.config.actor import PolicyLossConfig
+from verl.workers.config.optimizer import build_optimizer
+
+torch.set_num_threads(1)
+dist.init_process_group("gloo", rank=0, world_size=1)
+
+drv = "/tmp/vc_actor_drv"
+link = subprocess.run(["ninja", "-C", os.path.join(root, "build"), "-t", "commands", "verlc"], capture_output=True,
+                      text=True, check=True).stdout.strip().split("\n")[-1]
+libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", os.path.join(root, "build/libverlc.a"))
+subprocess.run(f"gcc -O1 -I{root}/include {root}/tools/fuzz/actor_drv.c {libs} -lpthread -lstdc++ -o {drv}",
+               shell=True, check=True)
+
+R = random.Random(SEED)
+LOSS_MODES = ["vanilla", "vanilla", "vanilla", "gspo", "gpg", "clip_cov", "kl_cov", "geo_mean", "sapo", "cispo"]
+# clip_cov picks its tokens at random (torch.randperm) among those in its band unless all are taken: its trials take
+# clip_cov_ratio 1 (every token in the band). kl_cov takes the top covariances: two valid tokens tie exactly (their
+# centred products are equal), so its rows keep at least three.
+KL_TYPES = ["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "k3+", "low_var_kl+"]
+AGGS = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
+
+
+def load_model():
+    m = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.float32, attn_implementation="eager")
+    return m
+
+
+def settings():
+    s = settings_drawn()
+    for kv in os.environ.get("DIFF_ACTOR_SET", "").split(","):  # k=v,... pins settings (for bisecting a finding)
+        if kv:
+            k, v = kv.split("=", 1)
+            s[k] = type(s[k])(v) if s[k] is not None and not isinstance(s[k], bool) else (v == "True" if v in ("True", "False") else v)
+    return s
+
+
+def settings_drawn():
+    n = R.choice([1, 2, 4])
+    prompts = R.choice([1, 2, 3, 4])
+    mini = R.choice([d for d in range(1, prompts + 1) if prompts % d == 0])
+    rows_mini = mini * n
+    s = {"n": n, "prompts": prompts, "mini": mini,
+         "micro": R.choice([d for d in range(1, rows_mini + 1) if rows_mini % d == 0]),
+         "dyn": R.random() < 0.25, "max_tok": R.choice([24, 40, 64, 200]),
+         "epochs": R.choice([1, 1, 2]), "agg": R.choice(AGGS), "mode": R.choice(LOSS_MODES),
+         "clip": R.choice([0.2, 0.1, 0.3]), "clip_low": R.choice([None, 0.1, 0.2]),
+         "clip_high": R.choice([None, 0.28, 0.2]), "clip_c": R.choice([3.0, 10.0]),
+         "ent": R.choice([0.0, 0.0, 0.01]), "kl": R.random() < 0.5, "kl_type": R.choice(KL_TYPES),
+         "kl_coef": R.choice([0.001, 0.1]), "grad_clip": R.choice([1.0, 1.0, 0.05]),
+         "temp": R.choice([1.0, 1.0, 0.7]), "lr": R.choice([1e-3, 1e-2]), "wd": R.choice([0.01, 0.0]),
+         "tmax": R.choice([3, 6, 10])}
+    s["cov_ratio"] = 1.0 if s["mode"] == "clip_cov" else R.choice([0.0002, 0.2, 0.5])
+    s["lsf"] = R.choice([None, None, 7])  # actor.loss_scale_factor: the legacy workers do not read it
+    return s
+
+
+def batch(s, model, vocab):
+    B = s["prompts"] * s["n"]
+    T = s["tmax"]
+    rows = []
+    for i in range(B):
+        least = 3 if s["mode"] == "kl_cov" else 1
+        p = [R.randrange(3, vocab) for _ in range(R.randint(2, 8))]
+        rl = R.randint(least, max(least, T))
+        r = [R.randrange(3, vocab) for _ in range(rl)]
+        mask = [1.0] * rl
+        if rl > 2 and R.random() < 0.3:  # a tool's tokens inside the response
+            a = R.randrange(1, rl - 1)
+            for j in range(a, R.randint(a + 1, rl - 1)):
+                mask[j] = 0.0
+            if sum(mask) < least:
+                mask = [1.0] * rl
+        rows.append((p, r, mask))
+    with torch.no_grad():  # the model's own log-probs at temperature 1, for realistic old / ref values
+        own = []
+        for p, r, _ in rows:
+            ids = torch.tensor([p + r])
+            lp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            own.append([lp[len(p) - 1 + j, r[j]].item() for j in range(len(r))])
+    out = []
+    for (p, r, mask), lp in zip(rows, own):
+        f32 = lambda v: float(np.float32(v))
+        adv = [f32(R.gauss(0, 1)) for _ in r]
+        old = [f32(v + R.gauss(0, 0.1)) for v in lp]
+        ref = [f32(v + R.gauss(0, 0.3)) for v in lp]
+        out.append((p, r, mask, adv, old, ref))
+    return out, T
+
+
+class Overshoot(Exception):
+    """verl's use_dynamic_bsz micro-batches: ceil(tokens / budget) balanced groups, one of them past the budget
+    here; verlc takes one more group until every one fits (its memory plan counts on the budget), so the micro-batches
+    differ, and with them the legacy workers' per-micro-batch normalisation and the micro-batch means"""
+
+
+def verl_update(s, rows, T, model):
+    cfg = FSDPActorConfig(
+        strategy="fsdp", rollout_n=s["n"], ppo_mini_batch_size=s["mini"] * s["n"],
+        ppo_micro_batch_size_per_gpu=None if s["dyn"] else s["micro"], use_dynamic_bsz=s["dyn"],
+        ppo_max_token_len_per_gpu=s["max_tok"], clip_ratio=s["clip"],
+        clip_ratio_low=s["clip_low"] if s["clip_low"] is not None else 0.2,
+        clip_ratio_high=s["clip_high"] if s["clip_high"] is not None else 0.2, clip_ratio_c=s["clip_c"],
+        loss_agg_mode=s["agg"], entropy_coeff=s["ent"], use_kl_loss=s["kl"], kl_loss_coef=s["kl_coef"],
+        kl_loss_type=s["kl_type"], ppo_epochs=s["epochs"], loss_scale_factor=s["lsf"],
+        policy_loss=PolicyLossConfig(loss_mode=s["mode"], clip_cov_ratio=s["cov_ratio"], kl_cov_ratio=s["cov_ratio"]),
+        use_torch_compile=False, grad_clip=s["grad_clip"], fsdp_config=FSDPEngineConfig(dtype="float32"),
+        optim=FSDPOptimizerConfig(lr=s["lr"], weight_decay=s["wd"]))
+    opt = build_optimizer(model.parameters(), cfg.optim)
+    with contextlib.redirect_stdout(io.StringIO()):
+        actor = DataParallelPPOActor(cfg, model, opt)
+    B = len(rows)
+    P = max(len(r[0]) for r in rows)
+    ids = torch.zeros(B, P + T, dtype=torch.long)
+    att = torch.zeros(B, P + T, dtype=torch.long)
+    resp = torch.zeros(B, T, dtype=torch.long)
+    tens = {k: torch.zeros(B, T) for k in ("response_mask", "advantages", "old_log_probs", "ref_log_prob")}
+    for i, (p, r, mask, adv, old, ref) in enumerate(rows):
+        ids[i, P - len(p):P] = torch.tensor(p)
+        ids[i, P:P + len(r)] = torch.tensor(r)
+        att[i, P - len(p):P + len(r)] = 1
+        resp[i, :len(r)] = torch.tensor(r)
+        for k, v in zip(("response_mask", "advantages", "old_log_probs", "ref_log_prob"), (mask, adv, old, ref)):
+            tens[k][i, :len(r)] = torch.tensor(v)
+    pos = torch.clamp(torch.cumsum(att, 1) - 1, min=0)
+    data = DataProto.from_dict(tensors={"input_ids": ids, "attention_mask": att, "position_ids": pos,
+                                        "responses": resp, **tens},
+                               meta_info={"temperature": s["temp"], "pad_token_id": 0})
+    if s["dyn"]:  # verl's micro-batches: ceil(tokens / budget) of them, balanced, past the budget if need be
+        from verl.utils.seqlen_balancing import prepare_dynamic_batch
+        for mini in data.split(s["mini"] * s["n"]):
+            for mb in prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0]:
+                if mb.batch["attention_mask"].sum().item() > s["max_tok"]:
+                    raise Overshoot()
+    with contextlib.redirect_stdout(io.StringIO()):
+        met = actor.update_policy(data)
+    return {k: (float(np.mean(v)) if isinstance(v, list) else float(v)) for k, v in met.items()}
+
+
+def verlc_update(s, rows, T, out_dir, legacy):
+    on_policy = s["epochs"] == 1 and s["mini"] == s["prompts"]
+    with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
+        f.write(f"{len(rows)} {T} {int(on_policy)}\n")
+        for p, r, mask, adv, old, ref in rows:
+            f.write(f"{len(p)} {len(r)}\n{' '.join(map(str, p + r))}\n")
+            for v in (mask, adv, old, ref):
+                f.write(" ".join(float(x).hex() for x in v) + "\n")
+        path = f.name
+    A = "actor_rollout_ref.actor."
+    ov = [f"actor_rollout_ref.rollout.n={s['n']}", f"data.train_batch_size={s['prompts']}",
+          f"{A}ppo_mini_batch_size={s['mini']}", f"{A}ppo_epochs={s['epochs']}", f"{A}loss_agg_mode={s['agg']}",
+          f"{A}policy_loss.loss_mode={s['mode']}", f"{A}clip_ratio={s['clip']}", f"{A}clip_ratio_c={s['clip_c']}",
+          f"{A}entropy_coeff={s['ent']}", f"{A}use_kl_loss={str(s['kl']).lower()}", f"{A}kl_loss_coef={s['kl_coef']}",
+          f"{A}kl_loss_type={s['kl_type']}", f"{A}grad_clip={s['grad_clip']}", f"{A}optim.lr={s['lr']}",
+          f"{A}optim.weight_decay={s['wd']}", f"actor_rollout_ref.rollout.temperature={s['temp']}",
+          f"{A}use_dynamic_bsz={str(s['dyn']).lower()}", f"{A}ppo_max_token_len_per_gpu={s['max_tok']}",
+          f"{A}policy_loss.clip_cov_ratio={s['cov_ratio']}", f"{A}policy_loss.kl_cov_ratio={s['cov_ratio']}",
+          f"data.max_response_length={T}"]  # verl's responses are padded to it (here the batch is)
+    if s["lsf"] is not None:
+        ov.append(f"{A}loss_scale_factor={s['lsf']}")
+    if not s["dyn"]:
+        ov.append(f"{A}ppo_micro_batch_size_per_gpu={s['micro']}")
+    if s["clip_low"] is not None:
+        ov.append(f"{A}clip_ratio_low={s['clip_low']}")
+    if s["clip_high"] is not None:
+        ov.append(f"{A}clip_ratio_high={s['clip_high']}")
+    if legacy:
+        ov.append("trainer.use_legacy_worker_impl=enable")
+    p = subprocess.run([drv, MODEL, path, out_dir] + ov, capture_output=True, text=True)
+    os.unlink(path)
+    if p.returncode:
+        return None, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
+    met = {}
+    for line in p.stdout.splitlines():
+        k, v = line.rsplit(" ", 1)
+        met[k] = float(v)
+    return met, None
+
+
+METRICS = ["actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", "actor/pg_clipfrac",
+           "actor/ppo_kl", "actor/pg_clipfrac_lower"]
+
+
+def close(a, b, tol):
+    return abs(a - b) <= tol * (1 + abs(b))
+
+
+legacy = os.environ.get("DIFF_ACTOR_VERLC_DEFAULT") != "1"
+ONLY = {int(x) for x in os.environ.get("DIFF_ACTOR_ONLY", "").split(",") if x}  # trials to run (the others drawn)
+base = load_model()
+vocab = base.config.vocab_size
+w0 = {k: v.detach().clone() for k, v in base.state_dict().items()}
+n_ok = n_bad = n_skip = n_over = 0
+for trial in range(N):
+    s = settings()
+    base.load_state_dict(w0)
+    rows, T = batch(s, base, vocab)
+    if ONLY and trial not in ONLY:
+        continue
+    model = load_model()
+    try:
+        vm = verl_update(s, rows, T, model)
+    except Overshoot:
+        n_over += 1
+        continue
+    except Exception as e:  # verl refuses the setting (e.g. a micro-batch size its checks reject)
+        n_skip += 1
+        print(f"trial {trial}: verl raised {type(e).__name__}: {str(e)[:120]} ({s})")
+        continue
+    with tempfile.TemporaryDirectory() as d:
+        cm, err = verlc_update(s, rows, T, d, legacy)
+        if cm is None:
+            n_bad += 1
+            print(f"trial {trial}: verlc failed: {err} ({s})")
+            continue
+        new = load_file(os.path.join(d, "model.safetensors"))
+    bad = []
+    # after a first optimizer step the weights carry Adam's rounding-sized differences (see below), which later
+    # mini-batches' log-probs see: the metrics are compared to 1e-3 then
+    steps = s["epochs"] * (s["prompts"] // s["mini"])
+    tol = 2e-4 if steps == 1 else 1e-3
+    for k in METRICS:
+        if k in vm and not (k == "actor/kl_loss" and not s["kl"]):
+            if k not in cm:
+                bad.append(f"{k}: verl {vm[k]:.6g}, verlc none")
+            elif not close(cm[k], vm[k], tol if k != "actor/grad_norm" else 1e-3):
+                bad.append(f"{k}: verl {vm[k]:.7g}, verlc {cm[k]:.7g}")
+    sd = model.state_dict()
+    worst, n_off, n_all = 0.0, 0, 0
+    for k, v in new.items():
+        if k in sd:
+            e = ((v - w0[k]) - (sd[k] - w0[k])).abs() / s["lr"]
+            worst = max(worst, e.max().item())
+            n_off += int((e > 0.05).sum())
+            n_all += e.numel()
+    # Adam's first steps move a weight by about lr whatever its gradient's size, so a gradient within rounding of 0
+    # may move it differently (by up to 2 lr when its sign flips): a few such weights are allowed
+    if n_off > 1e-3 * n_all:
+        bad.append(f"weights: {n_off} of {n_all} updates differ by more than 0.05 lr, the largest by {worst:.3g} lr")
+    if bad:
+        n_bad += 1
+        print(f"trial {trial}: " + "; ".join(bad) + f"  ({s})")
+    else:
+        n_ok += 1
+print(f"{n_ok} agree, {n_bad} differ, {n_skip} refused by verl, {n_over} left out (verl's dynamic micro-batch past "
+      f"its token budget), of {N}")
