@@ -512,13 +512,6 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     return VC_OK;
 }
 
-/* the rollout's and the actor's settings alone (t zeroed by the caller): tools/fuzz/actor_drv.c runs an actor
- * update on a given batch with them, as the trainer would */
-vc_status rl_read_actor_settings(vc_rl_trainer *t, const vc_config *c) {
-    vc_status st = read_rollout(t, c);
-    return st ? st : read_actor(t, c);
-}
-
 static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = VC_OK;
     rl_critic_cfg *a = &t->ccfg;
@@ -542,6 +535,14 @@ static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     a->legacy = t->acfg.legacy;
     a->resp_width = t->max_resp;
     return VC_OK;
+}
+
+/* the rollout's, the actor's and the critic's settings alone (t zeroed by the caller): tools/fuzz/actor_drv.c runs
+ * an actor or a critic update on a given batch with them, as the trainer would */
+vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c) {
+    vc_status st = read_rollout(t, c);
+    if (!st) st = read_actor(t, c);
+    return st ? st : read_critic(t, c);
 }
 
 /* algorithm.use_pf_ppo: verl resamples only in its GAE branch; other estimators leave it unused */

@@ -121,8 +121,8 @@ typedef struct rl_dp {
     int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
 
-/* trainer.c: the rollout's and the actor's settings of c into t (zeroed), for a tool running an update alone */
-vc_status rl_read_actor_settings(vc_rl_trainer *t, const vc_config *c);
+/* trainer.c: the rollout's, actor's and critic's settings of c into t (zeroed), for a tool running an update alone */
+vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c);
 
 /* trainer_corr.c: algorithm.rollout_correction over the global batch (decoupled mode, before the
  * advantages): b->is_w from old_logp vs rollout_logp (truncated, optionally batch-normalised), the

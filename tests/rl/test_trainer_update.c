@@ -44,29 +44,45 @@ static void make_batch(rl_batch *b) {
     }
 }
 
-static void run_update(vc_agg_mode agg, int micro_rows, int64_t max_tokens, double *loss, double *gn) {
-    vc_model *m = make_model("a");
-    vc_config *cfg = NULL;
-    char *ov[] = { "actor_rollout_ref.actor.optim.lr=1e-2" };
-    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
+/* a model, its actor trainer (lr as a config value) and make_batch's rows */
+typedef struct upd {
+    vc_model *m;
+    vc_config *cfg;
     vc_trainer tr;
-    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
     rl_batch b;
-    make_batch(&b);
+} upd;
+
+static void upd_open(upd *u, const char *tag, const char *lr) {
+    u->m = make_model(tag);
+    char ov0[64];
+    snprintf(ov0, sizeof ov0, "actor_rollout_ref.actor.optim.lr=%s", lr);
+    char *ov[] = { ov0 };
+    CHECK_OK(vc_config_load(NULL, 1, ov, &u->cfg));
+    CHECK_OK(rl_trainer_init(&u->tr, u->m, NULL, 0, u->cfg, "actor_rollout_ref.actor", 10, 0));
+    make_batch(&u->b);
+}
+
+static void upd_close(upd *u) {
+    rl_batch_free(&u->b);
+    vc_trainer_free(&u->tr);
+    vc_config_free(u->cfg);
+    vc_model_free(u->m);
+}
+
+static void run_update(vc_agg_mode agg, int micro_rows, int64_t max_tokens, double *loss, double *gn) {
+    upd u;
+    upd_open(&u, "a", "1e-2");
     rl_actor_cfg c = { .ppo_epochs = 1, .mini_rows = 5, .micro_rows = micro_rows, .max_tokens = max_tokens,
                        .entropy_coeff = 0.01, .use_kl_loss = 0 };
     vc_pg_config_default(&c.pg);
     c.pg.agg = agg;
     rl_metrics met = { 0 };
-    CHECK_OK(rl_update_actor(&tr, &b, &c, 1, &met));
+    CHECK_OK(rl_update_actor(&u.tr, &u.b, &c, 1, &met));
     CHECK(rl_metrics_get(&met, "actor/pg_loss", loss));
     CHECK(rl_metrics_get(&met, "actor/grad_norm", gn));
-    CHECK(tr.step == 1);
+    CHECK(u.tr.step == 1);
     rl_metrics_free(&met);
-    rl_batch_free(&b);
-    vc_trainer_free(&tr);
-    vc_config_free(cfg);
-    vc_model_free(m);
+    upd_close(&u);
 }
 
 static void test_accumulation(void) {
@@ -84,77 +100,63 @@ static void test_accumulation(void) {
 
 /* policy loss with fixed old log-probs falls after a few updates (off-policy path) */
 static void test_descent(void) {
-    vc_model *m = make_model("b");
-    vc_config *cfg = NULL;
-    char *ov[] = { "actor_rollout_ref.actor.optim.lr=3e-3" };
-    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
-    vc_trainer tr;
-    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
-    rl_batch b;
-    make_batch(&b);
+    upd u;
+    upd_open(&u, "b", "3e-3");
+    vc_model *m = u.m;
+    rl_batch *b = &u.b;
     vc_graph *g = vc_graph_new();
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, b.old_logp, NULL, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, b, 0, 1.0f, b->old_logp, NULL, NULL));
     /* packed positions: row 2's log-probs equal a one-row forward */
     rl_batch one;
-    CHECK_OK(rl_batch_alloc(&one, 1, 4, b.cu[3] - b.cu[2]));
-    memcpy(one.ids, b.ids + b.cu[2], sizeof(int32_t) * (size_t)(b.cu[3] - b.cu[2]));
-    one.cu[1] = b.cu[3] - b.cu[2];
-    one.plen[0] = b.plen[2];
-    one.rlen[0] = b.rlen[2];
+    CHECK_OK(rl_batch_alloc(&one, 1, 4, b->cu[3] - b->cu[2]));
+    memcpy(one.ids, b->ids + b->cu[2], sizeof(int32_t) * (size_t)(b->cu[3] - b->cu[2]));
+    one.cu[1] = b->cu[3] - b->cu[2];
+    one.plen[0] = b->plen[2];
+    one.rlen[0] = b->rlen[2];
     CHECK_OK(rl_batch_logprobs(m, g, &one, 0, 1.0f, one.old_logp, NULL, NULL));
-    for (int j = 0; j < 4; j++) CHECK_NEAR(one.old_logp[j], b.old_logp[2 * 4 + j], 1e-5);
+    for (int j = 0; j < 4; j++) CHECK_NEAR(one.old_logp[j], b->old_logp[2 * 4 + j], 1e-5);
     rl_batch_free(&one);
     rl_actor_cfg c = { .ppo_epochs = 3, .mini_rows = 5 };
     vc_pg_config_default(&c.pg);
     double before = 0, after = 0;
     vc_pg_metrics pm;
-    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp, b.old_logp, b.adv, b.mask, 5, 4, &c.pg, NULL, &before, &pm, NULL));
+    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b->old_logp, b->old_logp, b->adv, b->mask, 5, 4, &c.pg, NULL, &before, &pm, NULL));
     rl_metrics met = { 0 };
-    CHECK_OK(rl_update_actor(&tr, &b, &c, 0, &met));
-    CHECK(tr.step == 3);
+    CHECK_OK(rl_update_actor(&u.tr, b, &c, 0, &met));
+    CHECK(u.tr.step == 3);
     float lp[20];
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, lp, NULL, NULL));
-    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp, lp, b.adv, b.mask, 5, 4, &c.pg, NULL, &after, &pm, NULL));
+    CHECK_OK(rl_batch_logprobs(m, g, b, 0, 1.0f, lp, NULL, NULL));
+    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b->old_logp, lp, b->adv, b->mask, 5, 4, &c.pg, NULL, &after, &pm, NULL));
     CHECK_MSG(after < before - 1e-3, "policy loss did not fall: %g -> %g", before, after);
     rl_metrics_free(&met);
-    rl_batch_free(&b);
     vc_graph_free(g);
-    vc_trainer_free(&tr);
-    vc_config_free(cfg);
-    vc_model_free(m);
+    upd_close(&u);
 }
 
 /* one off-policy update of make_batch's rows (old log-probs perturbed from the model's) with c; the reported
  * pg_loss, and the loss vc_policy_loss gives at the start over rows [r0, r0 + n) with normalisers nm */
 static double update_pg(rl_actor_cfg *c, int r0, int n, const vc_agg_norm *nm, double *want) {
-    vc_model *m = make_model("l");
-    vc_config *cfg = NULL;
-    char *ov[] = { "actor_rollout_ref.actor.optim.lr=1e-2" };
-    CHECK_OK(vc_config_load(NULL, 1, ov, &cfg));
-    vc_trainer tr;
-    CHECK_OK(rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 10, 0));
-    rl_batch b;
-    make_batch(&b);
+    upd u;
+    upd_open(&u, "l", "1e-2");
+    vc_model *m = u.m;
+    rl_batch *b = &u.b;
     vc_graph *g = vc_graph_new();
     float lp[20];
-    CHECK_OK(rl_batch_logprobs(m, g, &b, 0, 1.0f, lp, NULL, NULL));
-    for (int k = 0; k < 20; k++) b.old_logp[k] = lp[k] + 0.3f * (float)vc_rng_normal(5, k, 0, 0);
-    b.have_old = 1;
+    CHECK_OK(rl_batch_logprobs(m, g, b, 0, 1.0f, lp, NULL, NULL));
+    for (int k = 0; k < 20; k++) b->old_logp[k] = lp[k] + 0.3f * (float)vc_rng_normal(5, k, 0, 0);
+    b->have_old = 1;
     vc_pg_config pg = c->pg;
     pg.norm = nm ? *nm : (vc_agg_norm){ 0 };
     vc_pg_metrics pm;
-    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b.old_logp + 4 * r0, lp + 4 * r0, b.adv + 4 * r0, b.mask + 4 * r0, n, 4, &pg,
+    CHECK_OK(vc_policy_loss(VC_PG_VANILLA, b->old_logp + 4 * r0, lp + 4 * r0, b->adv + 4 * r0, b->mask + 4 * r0, n, 4, &pg,
                             NULL, want, &pm, NULL));
     rl_metrics met = { 0 };
     double got = NAN;
-    CHECK_OK(rl_update_actor(&tr, &b, c, 0, &met));
+    CHECK_OK(rl_update_actor(&u.tr, b, c, 0, &met));
     CHECK(rl_metrics_get(&met, "actor/pg_loss", &got));
     rl_metrics_free(&met);
-    rl_batch_free(&b);
     vc_graph_free(g);
-    vc_trainer_free(&tr);
-    vc_config_free(cfg);
-    vc_model_free(m);
+    upd_close(&u);
     return got;
 }
 
@@ -209,7 +211,8 @@ static void make_critic(rl_critic *cr) {
     cr->head[1] = &cr->head_b;
 }
 
-static void run_critic(int micro_rows, int64_t max_tokens, int steps, double *vf0, double *vf_last, double *gn0) {
+static void run_critic(int micro_rows, int64_t max_tokens, int legacy, int steps, double *vf0, double *vf_last,
+                       double *gn0) {
     rl_critic cr;
     make_critic(&cr);
     vc_config *cfg = NULL;
@@ -221,7 +224,7 @@ static void run_critic(int micro_rows, int64_t max_tokens, int steps, double *vf
     rl_batch b;
     make_batch(&b);
     rl_critic_cfg c = { .cliprange_value = 0.5, .agg = VC_AGG_TOKEN_MEAN, .ppo_epochs = 1, .mini_rows = 5,
-                        .micro_rows = micro_rows, .max_tokens = max_tokens };
+                        .micro_rows = micro_rows, .max_tokens = max_tokens, .legacy = legacy };
     for (int s = 0; s < steps; s++) {
         rl_metrics met = { 0 };
         CHECK_OK(rl_update_critic(&tr, &cr, &b, &c, &met));
@@ -243,12 +246,27 @@ static void run_critic(int micro_rows, int64_t max_tokens, int steps, double *vf
 
 static void test_critic(void) {
     double a0, a1, ga, b0, b1, gb, c0, c1, gc;
-    run_critic(0, 0, 1, &a0, &a1, &ga);
-    run_critic(2, 0, 1, &b0, &b1, &gb);
-    run_critic(0, 12, 1, &c0, &c1, &gc);
+    run_critic(0, 0, 0, 1, &a0, &a1, &ga);
+    run_critic(2, 0, 0, 1, &b0, &b1, &gb);
+    run_critic(0, 12, 0, 1, &c0, &c1, &gc);
     CHECK_MSG(fabs(a0 - b0) < 1e-5 && fabs(a0 - c0) < 1e-5, "vf_loss %g / %g / %g", a0, b0, c0);
     CHECK_MSG(fabs(ga - gb) < 1e-4 * (1 + ga) && fabs(ga - gc) < 1e-4 * (1 + ga), "critic grad_norm %g / %g / %g", ga, gb, gc);
-    run_critic(0, 0, 8, &a0, &a1, &ga);
+    /* the legacy workers: the rows' own value losses (the zero head predicts 0 everywhere) averaged over the five
+     * micro-batches of one row, not token-weighted */
+    rl_batch b;
+    make_batch(&b);
+    float zero[4] = { 0 }, d[4];
+    double want = 0, vf, cf;
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(vc_value_loss(zero, b.ret + 4 * i, b.values + 4 * i, b.mask + 4 * i, 1, 4, 0.5f, VC_AGG_TOKEN_MEAN, NULL,
+                               &vf, &cf, d));
+        want += vf / 5;
+    }
+    rl_batch_free(&b);
+    run_critic(1, 0, 1, 1, &b0, &b1, &gb);
+    CHECK_NEAR(b0, want, 1e-6);
+    CHECK_MSG(fabs(a0 - want) > 1e-3, "the batch does not tell the normalisations apart: %g / %g", a0, want);
+    run_critic(0, 0, 0, 8, &a0, &a1, &ga);
     CHECK_MSG(a1 < 0.7 * a0, "value loss did not fall: %g -> %g", a0, a1);
 }
 

@@ -1,13 +1,16 @@
-/* Driver of tools/fuzz/diff_actor.py: one actor update of verlc's RL trainer (its settings read from verl's keys as
- * the trainer reads them, rl_update_actor as the trainer calls it) on a batch given in a file, then the update's
- * metrics on stdout ("name value" lines) and the updated weights as a Hugging Face checkpoint in OUT_DIR (f32).
+/* Driver of tools/fuzz/diff_actor.py: one actor (or critic) update of verlc's RL trainer (its settings read from
+ * verl's keys as the trainer reads them, rl_update_actor / rl_update_critic as the trainer calls them) on a batch
+ * given in a file, then the update's metrics on stdout ("name value" lines) and the updated weights as a Hugging
+ * Face checkpoint in OUT_DIR (f32; a critic's value head as OUT_DIR/head.txt, its weights then its bias, one a line).
  *
- * usage: actor_drv MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]
+ * usage: actor_drv actor|critic MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]
  * BATCH_FILE: "B T on_policy", then per row "plen rlen", its prompt ids, its response ids, then rlen values each of
- * the response mask, the advantages, the old and the reference log-probs (C hex floats, as Python's float.hex()). */
+ * the response mask, the advantages, the old and the reference log-probs (C hex floats, as Python's float.hex());
+ * for the critic the returns, the old values and a column it does not read in the last three. */
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/config.h"
 #include "verlc/model.h"
+#include "verlc/train.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,7 @@ static int read_vals(FILE *f, float *dst, int64_t n) {
 }
 
 /* the batch file into b (*on_policy: whether the update takes its own log-probs as the old ones) */
-static void read_batch(const char *path, rl_batch *b, int *on_policy) {
+static void read_batch(const char *path, int critic, rl_batch *b, int *on_policy) {
     FILE *f = fopen(path, "r");
     int B, T;
     if (!f || fscanf(f, "%d %d %d", &B, &T, on_policy) != 3 || B < 1 || T < 1) die(path, VC_OK);
@@ -62,8 +65,8 @@ static void read_batch(const char *path, rl_batch *b, int *on_policy) {
         snprintf(uid, sizeof uid, "%d", i);
         b->uid[i] = vc_strdup(uid);
         b->prompt[i] = i;
-        float *row[4] = { b->mask + (size_t)i * T, b->adv + (size_t)i * T, b->old_logp + (size_t)i * T,
-                          b->ref_logp + (size_t)i * T };
+        float *row[4] = { b->mask + (size_t)i * T, (critic ? b->ret : b->adv) + (size_t)i * T,
+                          (critic ? b->values : b->old_logp) + (size_t)i * T, b->ref_logp + (size_t)i * T };
         if (!read_ids(f, b->ids + o, pl + rl)) die(path, VC_OK);
         for (int k = 0; k < 4; k++)
             if (!read_vals(f, row[k], rl)) die(path, VC_OK);
@@ -71,34 +74,63 @@ static void read_batch(const char *path, rl_batch *b, int *on_policy) {
     fclose(f);
     b->have_old = !*on_policy;
     b->have_ref = 1;
+    b->have_values = critic;
+}
+
+/* the critic's value head, weights then bias, one a line */
+static void write_head(const rl_critic *cr, const char *dir) {
+    int64_t H = cr->head_w.n;
+    float *h = vc_malloc(sizeof(float) * (size_t)(H + 1));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/head.txt", dir);
+    FILE *f = fopen(path, "w");
+    vc_tensor whole;
+    vc_param_init(&whole, cr->w, NULL, 1, (int64_t[]){ H + 1 });
+    vc_status st = h && f ? vc_train_param_read(&whole, h) : VC_ERR_IO;
+    if (st) die(path, st);
+    for (int64_t i = 0; i <= H; i++) fprintf(f, "%a\n", (double)h[i]);
+    fclose(f);
+    free(h);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: actor_drv MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]\n");
+    if (argc < 5 || (strcmp(argv[1], "actor") && strcmp(argv[1], "critic"))) {
+        fprintf(stderr, "usage: actor_drv actor|critic MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]\n");
         return 2;
     }
+    int critic = !strcmp(argv[1], "critic");
+    argv++, argc--;
     vc_config *cfg = NULL;
     vc_status st = vc_config_load(NULL, argc - 4, argv + 4, &cfg);
     if (st) die("config", st);
     vc_rl_trainer *t = vc_calloc(1, sizeof *t);
     if (!t) die("memory", VC_ERR_NOMEM);
-    if ((st = rl_read_actor_settings(t, cfg))) die("actor settings", st);
-    vc_model *m = NULL;
-    if ((st = vc_model_load(argv[1], &m))) die(argv[1], st);
+    if ((st = rl_read_update_settings(t, cfg))) die("settings", st);
     rl_batch b;
     int on_policy = 0;
-    read_batch(argv[2], &b, &on_policy);
+    read_batch(argv[2], critic, &b, &on_policy);
+    vc_model *m = NULL;
+    rl_critic cr;
+    if (critic) {
+        if ((st = rl_critic_load(argv[1], NULL, &cr))) die(argv[1], st);
+        m = cr.m;
+    } else if ((st = vc_model_load(argv[1], &m)))
+        die(argv[1], st);
     vc_trainer tr;
-    if ((st = rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 1, 0))) die("trainer", st);
+    st = critic ? rl_trainer_init(&tr, m, cr.extra, cr.n_extra, cfg, "critic", 1, 1)
+                : rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 1, 0);
+    if (st) die("trainer", st);
     rl_metrics met = { 0 };
-    if ((st = rl_update_actor(&tr, &b, &t->acfg, on_policy, &met))) die("update", st);
+    st = critic ? rl_update_critic(&tr, &cr, &b, &t->ccfg, &met) : rl_update_actor(&tr, &b, &t->acfg, on_policy, &met);
+    if (st) die("update", st);
     for (int i = 0; i < met.n; i++) printf("%s %.17g\n", met.name[i], met.value[i]);
     if ((st = vc_model_save_hf(m, argv[3], VC_F32))) die(argv[3], st);
+    if (critic) write_head(&cr, argv[3]);
     rl_metrics_free(&met);
     rl_batch_free(&b);
     vc_trainer_free(&tr);
-    vc_model_free(m);
+    if (critic) rl_critic_free(&cr);
+    else vc_model_free(m);
     free(t);
     vc_config_free(cfg);
     return 0;

@@ -16,6 +16,11 @@ use_dynamic_bsz); its engine workers and later verl normalise by the whole mini-
 trainer.use_legacy_worker_impl=enable; each trial passes verlc the setting matching the verl code it is compared
 with (here the legacy actor: `enable`) unless $DIFF_ACTOR_VERLC_DEFAULT=1, which shows where the two differ.
 
+With $DIFF_ACTOR_ROLE=critic the same for the critic: verl's DataParallelPPOCritic.update_critic (its bf16 autocast
+turned off: the comparison is in f32) on a Qwen2ForTokenClassification made from MODEL_DIR (num_labels 1, the score
+head random) against verlc's critic update on that checkpoint (its score head as the value head), with random
+returns, old values, cliprange_value and the same batch settings; the value head is compared with the weights.
+
 usage: diff_actor.py VERL_SRC N [SEED] [MODEL_DIR]   (from the repository root, after make)
 VERL_SRC holds verl at b178a3cd (`git archive b178a3cd verl | tar -x -C DIR`); PYTHONPATH must give transformers
 4.x (verl b178a3cd imports AutoModelForVision2Seq), ray, tensordict and codetiming; MODEL_DIR defaults to the
@@ -36,10 +41,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from safetensors.torch import load_file
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 from verl import DataProto
+from verl.base_config import BaseConfig
 from verl.workers.actor.dp_actor import DataParallelPPOActor
-from verl.workers.config import FSDPActorConfig, FSDPEngineConfig, FSDPOptimizerConfig
+from verl.workers.critic.dp_critic import DataParallelPPOCritic
+from verl.workers.config import FSDPActorConfig, FSDPCriticConfig, FSDPEngineConfig, FSDPOptimizerConfig
 from verl.workers.config.actor import PolicyLossConfig
 from verl.workers.config.optimizer import build_optimizer
 
@@ -62,9 +69,21 @@ KL_TYPES = ["kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3", "k3+", "low_var_
 AGGS = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 
 
+ROLE = os.environ.get("DIFF_ACTOR_ROLE", "actor")
+if ROLE == "critic":  # a critic checkpoint: the LM's backbone and a random score head, as a trained RM would bring
+    torch.manual_seed(SEED)
+    CKPT = tempfile.mkdtemp(prefix="diff_critic_")
+    from transformers import AutoConfig
+    ccfg = AutoConfig.from_pretrained(MODEL, num_labels=1)
+    ccfg.classifier_dropout = 0.0  # as verl's fsdp_workers build the critic
+    AutoModelForTokenClassification.from_pretrained(MODEL, config=ccfg, dtype=torch.float32).save_pretrained(CKPT)
+else:
+    CKPT = MODEL
+
+
 def load_model():
-    m = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype=torch.float32, attn_implementation="eager")
-    return m
+    cls = AutoModelForTokenClassification if ROLE == "critic" else AutoModelForCausalLM
+    return cls.from_pretrained(CKPT, dtype=torch.float32, attn_implementation="eager")
 
 
 def settings():
@@ -93,6 +112,7 @@ def settings_drawn():
          "tmax": R.choice([3, 6, 10])}
     s["cov_ratio"] = 1.0 if s["mode"] == "clip_cov" else R.choice([0.0002, 0.2, 0.5])
     s["lsf"] = R.choice([None, None, 7])  # actor.loss_scale_factor: the legacy workers do not read it
+    s["cliprange_value"] = R.choice([0.5, 0.2])
     return s
 
 
@@ -113,6 +133,10 @@ def batch(s, model, vocab):
             if sum(mask) < least:
                 mask = [1.0] * rl
         rows.append((p, r, mask))
+    if ROLE == "critic":  # returns, old values, an unread column
+        f32 = lambda v: float(np.float32(v))
+        return [(p, r, mask, [f32(R.gauss(0, 1)) for _ in r], [f32(R.gauss(0, 0.5)) for _ in r], [0.0] * len(r))
+                for p, r, mask in rows], T
     with torch.no_grad():  # the model's own log-probs at temperature 1, for realistic old / ref values
         own = []
         for p, r, _ in rows:
@@ -135,7 +159,62 @@ class Overshoot(Exception):
     differ, and with them the legacy workers' per-micro-batch normalisation and the micro-batch means"""
 
 
+def verl_data(s, rows, T, names):
+    """verl's padded batch: prompts left-padded, responses right-padded, the row columns under names"""
+    B = len(rows)
+    P = max(len(r[0]) for r in rows)
+    ids = torch.zeros(B, P + T, dtype=torch.long)
+    att = torch.zeros(B, P + T, dtype=torch.long)
+    resp = torch.zeros(B, T, dtype=torch.long)
+    tens = {k: torch.zeros(B, T) for k in names}
+    for i, (p, r, *cols) in enumerate(rows):
+        ids[i, P - len(p):P] = torch.tensor(p)
+        ids[i, P:P + len(r)] = torch.tensor(r)
+        att[i, P - len(p):P + len(r)] = 1
+        resp[i, :len(r)] = torch.tensor(r)
+        for k, v in zip(names, cols):
+            tens[k][i, :len(r)] = torch.tensor(v)
+    pos = torch.clamp(torch.cumsum(att, 1) - 1, min=0)
+    data = DataProto.from_dict(tensors={"input_ids": ids, "attention_mask": att, "position_ids": pos,
+                                        "responses": resp, **tens},
+                               meta_info={"temperature": s["temp"], "pad_token_id": 0})
+    if s["dyn"]:  # verl's micro-batches: ceil(tokens / budget) of them, balanced, past the budget if need be
+        from verl.utils.seqlen_balancing import prepare_dynamic_batch
+        for mini in data.split(s["mini"] * s["n"]):
+            for mb in prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0]:
+                if mb.batch["attention_mask"].sum().item() > s["max_tok"]:
+                    raise Overshoot()
+    return data
+
+
+def metrics_of(met):
+    return {k: (float(np.mean(v)) if isinstance(v, list) else float(v)) for k, v in met.items()}
+
+
+def verl_critic_update(s, rows, T, model):
+    cfg = FSDPCriticConfig(
+        strategy="fsdp", rollout_n=s["n"], ppo_mini_batch_size=s["mini"] * s["n"],
+        ppo_micro_batch_size_per_gpu=None if s["dyn"] else s["micro"], use_dynamic_bsz=s["dyn"],
+        ppo_max_token_len_per_gpu=s["max_tok"], ppo_epochs=s["epochs"], cliprange_value=s["cliprange_value"],
+        loss_agg_mode=s["agg"], grad_clip=s["grad_clip"], optim=FSDPOptimizerConfig(lr=s["lr"], weight_decay=s["wd"]),
+        model_config=BaseConfig())  # (not read by the update; the default would load a model by its hub name)
+    opt = build_optimizer(model.parameters(), cfg.optim)
+    with contextlib.redirect_stdout(io.StringIO()):
+        critic = DataParallelPPOCritic(cfg, model, opt)
+    data = verl_data(s, rows, T, ("response_mask", "returns", "values", "unused"))
+    autocast = torch.autocast
+    torch.autocast = lambda *a, **k: contextlib.nullcontext()  # its forward autocasts to bf16 on any device
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            met = critic.update_critic(data)
+    finally:
+        torch.autocast = autocast
+    return metrics_of(met)
+
+
 def verl_update(s, rows, T, model):
+    if ROLE == "critic":
+        return verl_critic_update(s, rows, T, model)
     cfg = FSDPActorConfig(
         strategy="fsdp", rollout_n=s["n"], ppo_mini_batch_size=s["mini"] * s["n"],
         ppo_micro_batch_size_per_gpu=None if s["dyn"] else s["micro"], use_dynamic_bsz=s["dyn"],
@@ -150,32 +229,10 @@ def verl_update(s, rows, T, model):
     opt = build_optimizer(model.parameters(), cfg.optim)
     with contextlib.redirect_stdout(io.StringIO()):
         actor = DataParallelPPOActor(cfg, model, opt)
-    B = len(rows)
-    P = max(len(r[0]) for r in rows)
-    ids = torch.zeros(B, P + T, dtype=torch.long)
-    att = torch.zeros(B, P + T, dtype=torch.long)
-    resp = torch.zeros(B, T, dtype=torch.long)
-    tens = {k: torch.zeros(B, T) for k in ("response_mask", "advantages", "old_log_probs", "ref_log_prob")}
-    for i, (p, r, mask, adv, old, ref) in enumerate(rows):
-        ids[i, P - len(p):P] = torch.tensor(p)
-        ids[i, P:P + len(r)] = torch.tensor(r)
-        att[i, P - len(p):P + len(r)] = 1
-        resp[i, :len(r)] = torch.tensor(r)
-        for k, v in zip(("response_mask", "advantages", "old_log_probs", "ref_log_prob"), (mask, adv, old, ref)):
-            tens[k][i, :len(r)] = torch.tensor(v)
-    pos = torch.clamp(torch.cumsum(att, 1) - 1, min=0)
-    data = DataProto.from_dict(tensors={"input_ids": ids, "attention_mask": att, "position_ids": pos,
-                                        "responses": resp, **tens},
-                               meta_info={"temperature": s["temp"], "pad_token_id": 0})
-    if s["dyn"]:  # verl's micro-batches: ceil(tokens / budget) of them, balanced, past the budget if need be
-        from verl.utils.seqlen_balancing import prepare_dynamic_batch
-        for mini in data.split(s["mini"] * s["n"]):
-            for mb in prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0]:
-                if mb.batch["attention_mask"].sum().item() > s["max_tok"]:
-                    raise Overshoot()
+    data = verl_data(s, rows, T, ("response_mask", "advantages", "old_log_probs", "ref_log_prob"))
     with contextlib.redirect_stdout(io.StringIO()):
         met = actor.update_policy(data)
-    return {k: (float(np.mean(v)) if isinstance(v, list) else float(v)) for k, v in met.items()}
+    return metrics_of(met)
 
 
 def verlc_update(s, rows, T, out_dir, legacy):
@@ -187,6 +244,16 @@ def verlc_update(s, rows, T, out_dir, legacy):
             for v in (mask, adv, old, ref):
                 f.write(" ".join(float(x).hex() for x in v) + "\n")
         path = f.name
+    if ROLE == "critic":
+        C = "critic."
+        ov = [f"actor_rollout_ref.rollout.n={s['n']}", f"data.train_batch_size={s['prompts']}",
+              f"{C}ppo_mini_batch_size={s['mini']}", f"{C}ppo_epochs={s['epochs']}", f"{C}loss_agg_mode={s['agg']}",
+              f"{C}cliprange_value={s['cliprange_value']}", f"{C}grad_clip={s['grad_clip']}", f"{C}optim.lr={s['lr']}",
+              f"{C}optim.weight_decay={s['wd']}", f"{C}use_dynamic_bsz={str(s['dyn']).lower()}",
+              f"{C}ppo_max_token_len_per_gpu={s['max_tok']}", f"data.max_response_length={T}"]
+        if not s["dyn"]:
+            ov.append(f"{C}ppo_micro_batch_size_per_gpu={s['micro']}")
+        return run_drv(ov, path, out_dir, legacy)
     A = "actor_rollout_ref.actor."
     ov = [f"actor_rollout_ref.rollout.n={s['n']}", f"data.train_batch_size={s['prompts']}",
           f"{A}ppo_mini_batch_size={s['mini']}", f"{A}ppo_epochs={s['epochs']}", f"{A}loss_agg_mode={s['agg']}",
@@ -205,9 +272,13 @@ def verlc_update(s, rows, T, out_dir, legacy):
         ov.append(f"{A}clip_ratio_low={s['clip_low']}")
     if s["clip_high"] is not None:
         ov.append(f"{A}clip_ratio_high={s['clip_high']}")
+    return run_drv(ov, path, out_dir, legacy)
+
+
+def run_drv(ov, path, out_dir, legacy):
     if legacy:
         ov.append("trainer.use_legacy_worker_impl=enable")
-    p = subprocess.run([drv, MODEL, path, out_dir] + ov, capture_output=True, text=True)
+    p = subprocess.run([drv, ROLE, CKPT, path, out_dir] + ov, capture_output=True, text=True)
     os.unlink(path)
     if p.returncode:
         return None, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
@@ -219,7 +290,8 @@ def verlc_update(s, rows, T, out_dir, legacy):
 
 
 METRICS = ["actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", "actor/pg_clipfrac",
-           "actor/ppo_kl", "actor/pg_clipfrac_lower"]
+           "actor/ppo_kl", "actor/pg_clipfrac_lower", "critic/vf_loss", "critic/vf_clipfrac", "critic/vpred_mean",
+           "critic/grad_norm"]
 
 
 def close(a, b, tol):
@@ -255,6 +327,10 @@ for trial in range(N):
             print(f"trial {trial}: verlc failed: {err} ({s})")
             continue
         new = load_file(os.path.join(d, "model.safetensors"))
+        if ROLE == "critic":  # the value head beside the checkpoint
+            head = [float.fromhex(x) for x in open(os.path.join(d, "head.txt")).read().split()]
+            new["score.weight"] = torch.tensor(head[:-1]).reshape(1, -1)
+            new["score.bias"] = torch.tensor(head[-1:])
     bad = []
     # after a first optimizer step the weights carry Adam's rounding-sized differences (see below), which later
     # mini-batches' log-probs see: the metrics are compared to 1e-3 then
@@ -264,7 +340,7 @@ for trial in range(N):
         if k in vm and not (k == "actor/kl_loss" and not s["kl"]):
             if k not in cm:
                 bad.append(f"{k}: verl {vm[k]:.6g}, verlc none")
-            elif not close(cm[k], vm[k], tol if k != "actor/grad_norm" else 1e-3):
+            elif not close(cm[k], vm[k], tol if not k.endswith("/grad_norm") else 1e-3):
                 bad.append(f"{k}: verl {vm[k]:.7g}, verlc {cm[k]:.7g}")
     sd = model.state_dict()
     worst, n_off, n_all = 0.0, 0, 0
