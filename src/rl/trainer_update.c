@@ -1008,7 +1008,8 @@ vc_status rl_update_actor(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, in
 
 vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c, int on_policy, const rl_dp *dp,
                              rl_metrics *met) {
-    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows,   c->shuffle,    c->max_tokens, c->seed,
+    /* the legacy workers take the mini-batches in order whatever actor.shuffle says (DataProto.split) */
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows,   c->shuffle && !c->legacy, c->max_tokens, c->seed,
                "actor",        1,            c->legacy,       c->resp_width, c->scale_len };
     step_ctx x = { .b = b, .cfg = c, .on_policy = on_policy, .model = tr->model, .temperature = tr->cfg.temperature,
                    .dist = { .sum = { [D_MIN] = INFINITY, [D_MAX] = -INFINITY, [D_SMIN] = INFINITY, [D_SMAX] = -INFINITY,
@@ -1100,8 +1101,8 @@ vc_status rl_update_critic(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_
 
 vc_status rl_update_critic_dp(vc_trainer *tr, rl_critic *cr, rl_batch *b, const rl_critic_cfg *c, const rl_dp *dp,
                               rl_metrics *met) {
-    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle, c->max_tokens, c->seed, "critic", 0, c->legacy,
-               c->resp_width };
+    loop l = { c->ppo_epochs, c->mini_rows, c->micro_rows, c->shuffle && !c->legacy, c->max_tokens, c->seed, "critic", 0,
+               c->legacy,       c->resp_width };
     step_ctx x = { .b = b, .cfg = c, .cr = cr };
     double gn = 0, lr = 0;
     int n_steps = 0;
