@@ -417,6 +417,14 @@ static vc_status load_teachers(vc_rl_trainer *t, const vc_config *c) {
     return st;
 }
 
+/* the deprecated global ppo_micro_batch_size under key: per rank, as verl's workers divide it by the ranks (0 unset) */
+static int64_t deprecated_micro(const vc_config *c, const char *key, int world, vc_status *st) {
+    int64_t v = 0;
+    *st = get_int(c, key, 0, &v);
+    if (*st || v <= 0) return 0;
+    return v / (world > 0 ? world : 1) > 0 ? v / (world > 0 ? world : 1) : 1;
+}
+
 /* trainer.use_legacy_worker_impl: enable takes verl's legacy FSDP workers' loss normalisation (trainer_update.c's
  * legacy_scale); auto and disable verl's engine workers', as later verl has only those */
 static vc_status read_legacy(const vc_config *c, int *legacy) {
@@ -466,7 +474,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, K("kl_loss_type"), "low_var_kl", &klt));
     TRY(get_int(c, K("ppo_mini_batch_size"), 256, &mini));
     TRY(get_int(c, K("ppo_micro_batch_size_per_gpu"), 0, &micro));
-    if (!st && micro <= 0) TRY(get_int(c, K("ppo_micro_batch_size"), 0, &micro));
+    if (!st && micro <= 0) micro = deprecated_micro(c, K("ppo_micro_batch_size"), t->world, &st);
     TRY(get_int(c, K("ppo_epochs"), 1, &epochs));
     TRY(vc_config_get_bool_or(c, K("use_dynamic_bsz"), 0, &dyn));
     TRY(get_int(c, K("ppo_max_token_len_per_gpu"), 16384, &maxtok));
@@ -522,6 +530,7 @@ static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_str_or(c, "critic.loss_agg_mode", "token-mean", &agg));
     TRY(get_int(c, "critic.ppo_mini_batch_size", 256, &mini));
     TRY(get_int(c, "critic.ppo_micro_batch_size_per_gpu", 0, &micro));
+    if (!st && micro <= 0) micro = deprecated_micro(c, "critic.ppo_micro_batch_size", t->world, &st);
     TRY(get_int(c, "critic.ppo_epochs", 1, &epochs));
     TRY(vc_config_get_bool_or(c, "critic.use_dynamic_bsz", 0, &dyn));
     TRY(get_int(c, "critic.ppo_max_token_len_per_gpu", 32768, &maxtok));
