@@ -51,6 +51,12 @@ typedef struct vc_agg_norm {
 vc_status vc_agg_loss(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode,
                       const vc_agg_norm *norm, double *loss, float *dloss);
 
+/* agg_loss of a batch held in parts (several ranks): *num and *den with agg = num / den, where *num adds up over the
+ * parts, and *den too when *den_adds (token and row counts), else it is the same in every part (width: the
+ * seq-mean-token-sum-norm divisor, <= 0 for T; 1 for token-sum) */
+void vc_agg_parts(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode, double width, double *num,
+                  double *den, int *den_adds);
+
 /* ---------------------------------------------------------------- advantage estimators */
 /* Every estimator takes token-level rewards [B,T] and writes advantages and returns [B,T].
  * `index` holds B group ids (the prompt uid of each response); singleton groups get mean 0, std 1. */

@@ -240,7 +240,14 @@ typedef struct rl_actor_cfg {
      * divisor unless actor.loss_scale_factor (scale_len, 0: unset) names another; 0 and 0: the batch's width */
     int64_t resp_width;
     double scale_len;
+    int calc_entropy;                      /* actor.calculate_entropy */
 } rl_actor_cfg;
+/* whether the update's entropy is verl's actor/entropy: its legacy workers report the update's (the micro-batches'
+ * mean) when they compute it (entropy_coeff or calculate_entropy); otherwise, and always on its engine workers,
+ * actor/entropy is the old policy's pass over the whole batch (the engine workers' update's is actor/entropy_loss) */
+static inline int rl_legacy_update_entropy(const rl_actor_cfg *c) {
+    return c->legacy && (c->entropy_coeff != 0 || c->calc_entropy);
+}
 
 typedef struct rl_critic_cfg {
     double cliprange_value;

@@ -77,6 +77,24 @@ static void row_sums(const float *loss, const float *mask, int T, int i, double 
 
 static double pos_or(double v, double dflt) { return v > 0.0 ? v : dflt; }
 
+void vc_agg_parts(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode, double width, double *num,
+                  double *den, int *den_adds) {
+    double total = 0.0, n_rows = 0.0, n_tok = 0.0;
+    for (int i = 0; i < B; i++) {
+        double ls, ms;
+        row_sums(loss_mat, mask, T, i, &ls, &ms);
+        n_tok += ms;
+        if (ms > 0.0) n_rows += 1.0;
+        if (mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN) total += ms > 0.0 ? ls / (ms + 1e-8) : 0.0;
+        else total += ls;
+    }
+    *num = total;
+    *den_adds = mode == VC_AGG_TOKEN_MEAN || mode == VC_AGG_SEQ_MEAN_TOKEN_SUM || mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN;
+    *den = mode == VC_AGG_TOKEN_MEAN ? n_tok
+           : *den_adds ? n_rows
+           : mode == VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM ? pos_or(width, (double)T) : 1.0;
+}
+
 vc_status vc_agg_loss(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode,
                       const vc_agg_norm *norm, double *loss, float *dloss) {
     if (B < 0 || T < 0) return vc_fail(VC_ERR_SHAPE, "agg_loss: bad shape [%d,%d]", B, T);

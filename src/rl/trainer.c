@@ -481,6 +481,7 @@ static vc_status read_actor(vc_rl_trainer *t, const vc_config *c) {
     TRY(vc_config_get_bool_or(c, K("shuffle"), 0, &shuffle));
     TRY(get_int(c, K("data_loader_seed"), 42, &seed));
     TRY(vc_config_get_bool_or(c, K("use_prefix_grouper"), 0, &a->prefix_share));
+    TRY(vc_config_get_bool_or(c, K("calculate_entropy"), 0, &a->calc_entropy));
     TRY(read_router_replay(t, c));
     TRY(read_distill(t, c));
     TRY(read_legacy(c, &a->legacy));

@@ -66,6 +66,8 @@ struct vc_rl_trainer {
     float gdpo_w[RL_MAX_GDPO];      /* and their weights */
     int n_gdpo;
     int calc_sum_pi_sq;         /* actor.calculate_sum_pi_squared: sum_v p_v^2 in the old-log-prob pass */
+    double old_entropy;         /* the step's old-log-prob pass's entropy by loss_agg_mode over the global batch (verl's
+                                 * actor/entropy); NAN where the pass did not run */
     int router_replay;          /* actor.router_replay.mode R2 / R3 (later verl): the old-log-prob pass records every
                                  * MoE layer's experts, the update routes to them (0: disabled) */
     int raw_logprobs;           /* rollout.logprobs_mode=raw_logprobs (default processed_logprobs) */

@@ -393,9 +393,22 @@ static vc_status rollout_batch(vc_rl_trainer *t, rl_metrics *met, rl_batch *b, r
     return st;
 }
 
+/* verl's actor/entropy from its old-log-prob pass: agg_loss of the entropies over the whole (global) batch by
+ * loss_agg_mode, seq-mean-token-sum-norm by actor.loss_scale_factor or the padded response length */
+static vc_status old_entropy(vc_rl_trainer *t, const rl_batch *b, const float *ent) {
+    const rl_actor_cfg *a = &t->acfg;
+    double v[2], width = a->scale_len > 0 ? a->scale_len : (double)a->resp_width;
+    int adds;
+    vc_agg_parts(ent, b->mask, b->B, b->T, a->pg.agg, width, &v[0], &v[1], &adds);
+    vc_status st = rl_dist_reduce(t, v, adds ? 2 : 1, VC_SUM);
+    t->old_entropy = !st && v[1] != 0 ? v[0] / v[1] : 0;
+    return st;
+}
+
 /* the old policy's log-probs: the rollout's in bypass mode, else recomputed unless on policy (or for sum_pi_sq) */
 static vc_status old_logprobs(vc_rl_trainer *t, rl_batch *b, int on_policy, rl_metrics *met) {
     vc_status st = VC_OK;
+    t->old_entropy = NAN;
     /* log-probs of the logits divided by the rollout temperature, as verl's actor computes them */
     float temp = t->samp.temperature;
     int pg = t->acfg.prefix_share; /* verl's use_prefix_grouper: each group's prompt computed once */
@@ -412,7 +425,11 @@ static vc_status old_logprobs(vc_rl_trainer *t, rl_batch *b, int on_policy, rl_m
         if (t->router_replay && !on_policy && mc->n_expert > 0 &&
             !(st = rl_batch_route_alloc(b, mc->n_layer * mc->top_k)))
             b->route_rec = 1;
-        if (!st) st = rl_batch_logprobs_ex(t->actor, t->g, b, t->fwd_tokens, temp, pg, b->old_logp, NULL, sq);
+        float *ent = st ? NULL : vc_calloc((size_t)b->B * b->T, sizeof(float));
+        if (!st && !ent) st = VC_ERR_NOMEM;
+        if (!st) st = rl_batch_logprobs_ex(t->actor, t->g, b, t->fwd_tokens, temp, pg, b->old_logp, ent, sq);
+        if (!st) st = old_entropy(t, b, ent);
+        free(ent);
         b->route_rec = 0;
         b->have_old = !st;
         if (!st) st = probs_diff(t, b, b->old_logp, met);
@@ -492,6 +509,17 @@ static void memory_metrics(rl_metrics *met) {
 }
 
 /* the updates: the batch balanced over the ranks, the critic, then the actor once past critic_warmup */
+/* actor/entropy as verl reports it: its old-log-prob pass's (on policy, where verlc runs none, the update's at the
+ * same weights) unless its legacy workers computed the update's (rl_legacy_update_entropy); the engine workers'
+ * update reports actor/entropy_loss where entropy_coeff asks for it */
+static void entropy_metrics(vc_rl_trainer *t, rl_metrics *met) {
+    const rl_actor_cfg *a = &t->acfg;
+    double upd;
+    if (!rl_metrics_get(met, "actor/entropy", &upd)) return;
+    if (!a->legacy && a->entropy_coeff != 0) rl_metrics_set(met, "actor/entropy_loss", upd);
+    if (!isnan(t->old_entropy) && !rl_legacy_update_entropy(a)) rl_metrics_set(met, "actor/entropy", t->old_entropy);
+}
+
 static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy, rl_metrics *met) {
     vc_status st = VC_OK;
     double t0;
@@ -511,6 +539,7 @@ static vc_status update(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, int on_policy,
         t0 = vc_now();
         st = rl_update_actor_dp(&t->atr, b, &t->acfg, on_policy && !b->have_old, dp, met);
         double dt = vc_now() - t0;
+        if (!st) entropy_metrics(t, met);
         rl_metrics_set(met, "timing_s/update_actor", dt);
         /* this rank's rows: a per-device figure, as verl's global one over its world size */
         rl_metrics_set(met, "perf/mfu/actor", mfu_of(t, t->actor, 0, b, t->acfg.ppo_epochs, dt));

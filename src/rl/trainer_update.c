@@ -717,7 +717,7 @@ static vc_status rc_reduce(const rl_dp *dp, rl_rc_out *o, int n_mb, rl_metrics *
 }
 
 /* ---- actor ---- */
-enum { A_PG, A_ENT, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
+enum { A_PG, A_ENT, A_ENTG, A_KL, A_PPOKL, A_CLIP, A_CLIPLO, A_DIFF_SUM, A_DIFF_N, A_DIFF_MAX };
 enum { D_LOSS, D_ABS, D_PPOKL, D_CLIP, D_CLIPLO, D_SMASS, D_TMASS, D_NPOS, D_OVN, D_OVADV, D_OVPOS, D_N_SUM,
        D_MIN = D_N_SUM, D_MAX, D_SMIN, D_SMAX, D_TMIN, D_TMAX };
 
@@ -967,6 +967,8 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     }
     st = vc_policy_loss(mode, w->old, w->logp, w->adv, pmask, n, b->T, &pg, isw, &pg_loss, &pm, w->d);
     if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &nm, &ent_loss, w->dent);
+    double ent_glob = ent_loss; /* the entropy by the mini-batch's normalisers (legacy_entropy's other value) */
+    if (!st && c->legacy) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_glob, NULL);
     if (st) return st;
     if (c->use_kl_loss) {
         copy_rows(b, b->ref_logp, rows, n, w->ref);
@@ -993,6 +995,7 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
      * subtracts that from the policy loss in place before reading it) */
     a->sum[A_PG] += c->legacy ? (pg_loss - (c->entropy_coeff ? c->entropy_coeff * ent_loss : 0)) * f : pg_loss;
     a->sum[A_ENT] += ent_loss;
+    a->sum[A_ENTG] += ent_glob;
     a->sum[A_KL] += kl_loss * f;
     a->sum[A_PPOKL] += pm.ppo_kl;
     a->sum[A_CLIP] += pm.pg_clipfrac;
@@ -1034,10 +1037,11 @@ vc_status rl_update_actor_dp(vc_trainer *tr, rl_batch *b, const rl_actor_cfg *c,
     if (!st && c->dist.on) st = distill_metrics(dp, c, &x.dist, n_steps, met);
     if (!st && a->n) {
         /* micro-batch losses are partial sums of the mini-batch loss: report per mini-batch means (the legacy
-         * workers: the sums of the scaled losses over every mini-batch and epoch, the micro-batches' mean entropy) */
+         * workers: the sums of the scaled losses over every mini-batch and epoch; the micro-batches' mean entropy
+         * where they compute it, else the mini-batches' as the old policy's pass would give it on policy) */
         double per = (double)n_steps, lper = c->legacy ? 1.0 : per;
         rl_metrics_set(met, "actor/pg_loss", a->sum[A_PG] / lper);
-        rl_metrics_set(met, "actor/entropy", a->sum[A_ENT] / (c->legacy ? a->n : per));
+        rl_metrics_set(met, "actor/entropy", rl_legacy_update_entropy(c) ? a->sum[A_ENT] / a->n : a->sum[A_ENTG] / per);
         if (c->use_kl_loss) rl_metrics_set(met, "actor/kl_loss", a->sum[A_KL] / lper);
         rl_metrics_set(met, "actor/kl_coef", c->use_kl_loss ? c->kl_coef : 0);
         rl_metrics_set(met, "actor/ppo_kl", a->sum[A_PPOKL] / a->n);

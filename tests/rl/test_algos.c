@@ -85,7 +85,22 @@ static void test_masks(void) {
         CHECK_OK(vc_agg_loss(L, M, 2, 2, (vc_agg_mode)mode, &nrm, &p1, NULL));
         CHECK_OK(vc_agg_loss(L + 4, M + 4, 2, 2, (vc_agg_mode)mode, &nrm, &p2, NULL));
         CHECK_NEAR(p1 + p2, whole, 1e-6);
+        /* and in parts (two ranks' rows), combined as the trainer's reduction combines them */
+        double n1, d1, n2, d2;
+        int adds1, adds2;
+        vc_agg_parts(L, M, 2, 2, (vc_agg_mode)mode, 0, &n1, &d1, &adds1);
+        vc_agg_parts(L + 4, M + 4, 2, 2, (vc_agg_mode)mode, 0, &n2, &d2, &adds2);
+        CHECK(adds1 == adds2 && (adds1 ? 1 : d1 == d2));
+        CHECK_NEAR((n1 + n2) / (adds1 ? d1 + d2 : d1), whole, 1e-6);
     }
+    /* with a width: seq-mean-token-sum-norm's divisor */
+    double nw, dw;
+    int aw;
+    vc_agg_parts(L, M, 4, 2, VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM, 7, &nw, &dw, &aw);
+    vc_agg_norm n7 = { .loss_scale_factor = 7 };
+    CHECK_OK(vc_agg_loss(L, M, 4, 2, VC_AGG_SEQ_MEAN_TOKEN_SUM_NORM, &n7, &a, NULL));
+    CHECK(!aw && dw == 7);
+    CHECK_NEAR(nw / dw, a, 1e-9);
     /* later verl's token-sum: the masked sum, times dp_size */
     vc_agg_mode mm;
     CHECK_OK(vc_agg_mode_parse("token-sum", &mm));

@@ -76,6 +76,21 @@ static void test_one_vs_two(int mini, const char *tag, const char *more) {
     CHECK_MSG(file_has(a, "1"), "%s missing", a);
 }
 
+/* verl's actor/entropy is its old-log-prob pass's over the whole batch (loss_agg_mode): with two mini-batches of 2
+ * prompts that pass runs, and its value is the one-mini-batch run's update entropy at the same weights (on policy
+ * there is no old pass: the update's first forward is it); the update's own mean over its mini-batches, reported
+ * before, saw the weights the first mini-batch had moved */
+static void test_entropy_metric(void) {
+    char a[500], b[500];
+    snprintf(a, sizeof a, "%s/run_1_2", dir);
+    snprintf(b, sizeof b, "%s/run_1_4", dir);
+    double e2 = metric(a, "actor/entropy"), e4 = metric(b, "actor/entropy");
+    printf("actor/entropy: two mini-batches %.9g, one %.9g\n", e2, e4);
+    /* the same weights and rows in two forwards (within rounding); after the first mini-batch's step (lr 1e-3 on
+     * this model) the update's mean moved by 1.3e-6 of it */
+    CHECK_MSG(!isnan(e2) && fabs(e2 - e4) <= 3e-7 * fmax(1, fabs(e4)), "actor/entropy %.9g vs %.9g", e2, e4);
+}
+
 /* DAPO's dynamic sampling with a reward of 0 or 1 per response (about half the groups of 2 are equal and
  * dropped): several generation batches per step, the same kept groups and weights on 1 and 2 ranks */
 static void test_dapo(void) {
@@ -142,6 +157,7 @@ int main(void) {
     test_one_vs_two(2, NULL, NULL);
 #if !defined(__SANITIZE_ADDRESS__) /* sanitizer builds: the DAPO run below has one mini-batch of 4 prompts too */
     test_one_vs_two(4, NULL, NULL);
+    test_entropy_metric();
 #endif
 /* sanitizer builds: LoRA runs under them in model/test_lora and rl/test_trainer_ckpt, sharded AdamW state in
  * rl/test_rl_zero */
