@@ -195,7 +195,7 @@ static vc_status read_lora_opts(const vc_config *c, const char *prefix, const ch
 
 /* actor_rollout_ref.model.lora_rank > 0: adapters on the actor (frozen base weights), from
  * lora_adapter_path when given (PEFT's adapter_model.safetensors) */
-static vc_status attach_lora(vc_rl_trainer *t, const vc_config *c) {
+vc_status rl_attach_actor_lora(vc_rl_trainer *t, const vc_config *c) {
 #define M "actor_rollout_ref.model."
     rl_lora_opts o = { .alpha = 16, .seed = t->seed ^ 0x6c6f7261u };
     const char *from = NULL;
@@ -872,7 +872,7 @@ static vc_status trainer_new(const vc_config *cfg, vc_comm *comm, int plan_only,
     /* the base weights; a checkpoint's are loaded over them with the optimiser state below */
     if (!st && (st = vc_model_load(t->model_path, &t->actor)))
         st = vc_fail_ctx(st, "actor_rollout_ref.model.path (%s)", t->model_path);
-    TRY(attach_lora(t, cfg));
+    TRY(rl_attach_actor_lora(t, cfg));
     if (!st && t->acfg.dist.on) st = load_teachers(t, cfg);
     /* under LoRA the reference policy is the actor with its adapters off, unless a model is named */
     if (!st && t->need_ref && (!t->lora_rank || vc_config_has(cfg, "actor_rollout_ref.ref.model.path"))) {

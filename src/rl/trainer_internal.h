@@ -125,6 +125,8 @@ typedef struct rl_dp {
 
 /* trainer.c: the rollout's, actor's and critic's settings of c into t (zeroed), for a tool running an update alone */
 vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c);
+/* actor_rollout_ref.model.lora_rank > 0: LoRA adapters on t->actor (from lora_adapter_path when given) */
+vc_status rl_attach_actor_lora(vc_rl_trainer *t, const vc_config *c);
 
 /* trainer_corr.c: algorithm.rollout_correction over the global batch (decoupled mode, before the
  * advantages): b->is_w from old_logp vs rollout_logp (truncated, optionally batch-normalised), the

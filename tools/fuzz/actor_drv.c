@@ -1,7 +1,8 @@
 /* Driver of tools/fuzz/diff_actor.py: one actor (or critic) update of verlc's RL trainer (its settings read from
  * verl's keys as the trainer reads them, rl_update_actor / rl_update_critic as the trainer calls them) on a batch
  * given in a file, then the update's metrics on stdout ("name value" lines) and the updated weights as a Hugging
- * Face checkpoint in OUT_DIR (f32; a critic's value head as OUT_DIR/head.txt, its weights then its bias, one a line).
+ * Face checkpoint in OUT_DIR (f32; a critic's value head as OUT_DIR/head.txt, its weights then its bias, one a line;
+ * with actor_rollout_ref.model.lora_rank the adapters too, as PEFT's adapter_model.safetensors).
  *
  * usage: actor_drv actor|critic MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]
  * BATCH_FILE: "B T on_policy", then per row "plen rlen", its prompt ids, its response ids, then rlen values each of
@@ -116,15 +117,20 @@ int main(int argc, char **argv) {
         m = cr.m;
     } else if ((st = vc_model_load(argv[1], &m)))
         die(argv[1], st);
+    t->actor = critic ? NULL : m;
+    if (!critic && (st = rl_attach_actor_lora(t, cfg))) die("lora", st);
+    vc_tensor *const *lora = NULL;
+    int n_lora = critic ? 0 : vc_model_lora_params(m, &lora);
     vc_trainer tr;
     st = critic ? rl_trainer_init(&tr, m, cr.extra, cr.n_extra, cfg, "critic", 1, 1)
-                : rl_trainer_init(&tr, m, NULL, 0, cfg, "actor_rollout_ref.actor", 1, 0);
+                : rl_trainer_init(&tr, m, lora, n_lora, cfg, "actor_rollout_ref.actor", 1, 0);
     if (st) die("trainer", st);
     rl_metrics met = { 0 };
     st = critic ? rl_update_critic(&tr, &cr, &b, &t->ccfg, &met) : rl_update_actor(&tr, &b, &t->acfg, on_policy, &met);
     if (st) die("update", st);
     for (int i = 0; i < met.n; i++) printf("%s %.17g\n", met.name[i], met.value[i]);
     if ((st = vc_model_save_hf(m, argv[3], VC_F32))) die(argv[3], st);
+    if (t->lora_rank > 0 && (st = vc_model_lora_save(m, argv[3]))) die(argv[3], st); /* adapter_model.safetensors */
     if (critic) write_head(&cr, argv[3]);
     rl_metrics_free(&met);
     rl_batch_free(&b);

@@ -21,9 +21,16 @@ turned off: the comparison is in f32) on a Qwen2ForTokenClassification made from
 head random) against verlc's critic update on that checkpoint (its score head as the value head), with random
 returns, old values, cliprange_value and the same batch settings; the value head is compared with the weights.
 
+$DIFF_ACTOR_VERL=engine compares verlc's default arithmetic with the engine workers' own loss
+(verl.workers.utils.losses.ppo_loss on each micro-batch with the mini-batch's normalisers, in their loop; see
+engine_update). $DIFF_ACTOR_LORA=1 puts PEFT LoRA adapters on the actor (rank 4, alpha 8, all-linear, random A and
+nonzero B, saved once and loaded by both: verlc through actor_rollout_ref.model.lora_adapter_path) and compares the
+adapters after the update. $DIFF_ACTOR_SET=k=v,... pins settings, $DIFF_ACTOR_ONLY=i,j runs those trials alone.
+
 usage: diff_actor.py VERL_SRC N [SEED] [MODEL_DIR]   (from the repository root, after make)
 VERL_SRC holds verl at b178a3cd (`git archive b178a3cd verl | tar -x -C DIR`); PYTHONPATH must give transformers
-4.x (verl b178a3cd imports AutoModelForVision2Seq), ray, tensordict and codetiming; MODEL_DIR defaults to the
+4.x (verl b178a3cd imports AutoModelForVision2Seq), ray, tensordict and codetiming (the engine comparison: datasets
+3.x and pillow; LoRA: peft 0.17 and accelerate); MODEL_DIR defaults to the
 shared fixtures' qwen2 (f32). Prints one line per trial that differs and a summary."""
 import contextlib, io, json, math, os, random, subprocess, sys, tempfile, warnings
 
@@ -70,6 +77,7 @@ AGGS = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-tok
 
 
 ROLE = os.environ.get("DIFF_ACTOR_ROLE", "actor")
+LORA = os.environ.get("DIFF_ACTOR_LORA") == "1"  # the actor with PEFT LoRA adapters (rank 4, alpha 8, all-linear)
 ENGINE = os.environ.get("DIFF_ACTOR_VERL") == "engine"  # against the engine workers' loss, verlc's default
 if ROLE == "critic":  # a critic checkpoint: the LM's backbone and a random score head, as a trained RM would bring
     torch.manual_seed(SEED)
@@ -85,6 +93,24 @@ else:
 def load_model():
     cls = AutoModelForTokenClassification if ROLE == "critic" else AutoModelForCausalLM
     return cls.from_pretrained(CKPT, dtype=torch.float32, attn_implementation="eager")
+
+
+ADAPTER = None
+if LORA:  # PEFT's adapters with random A and B (B nonzero, so the first step's gradients reach A too), saved once
+    from peft import LoraConfig, PeftModel, get_peft_model
+    torch.manual_seed(SEED)
+    ADAPTER = tempfile.mkdtemp(prefix="diff_lora_")
+    pm = get_peft_model(load_model(), LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    pm.save_pretrained(ADAPTER)
+
+
+def lora_state(sd):
+    """the adapters of a PEFT state dict under the names PEFT's files use"""
+    return {k.replace(".default", ""): v for k, v in sd.items() if "lora_" in k}
 
 
 def settings():
@@ -338,6 +364,9 @@ def verlc_update(s, rows, T, out_dir, legacy):
           f"{A}shuffle={str(s['shuffle']).lower()}"]
     if s["lsf"] is not None:
         ov.append(f"{A}loss_scale_factor={s['lsf']}")
+    if LORA:
+        M = "actor_rollout_ref.model."
+        ov += [f"{M}lora_rank=4", f"{M}lora_alpha=8", f"{M}target_modules=all-linear", f"{M}lora_adapter_path={ADAPTER}"]
     if not s["dyn"]:
         ov.append(f"{A}ppo_micro_batch_size_per_gpu={s['micro']}")
     if s["clip_low"] is not None:
@@ -375,6 +404,7 @@ ONLY = {int(x) for x in os.environ.get("DIFF_ACTOR_ONLY", "").split(",") if x}  
 base = load_model()
 vocab = base.config.vocab_size
 w0 = {k: v.detach().clone() for k, v in base.state_dict().items()}
+LORA0 = load_file(os.path.join(ADAPTER, "adapter_model.safetensors")) if LORA else None
 n_ok = n_bad = n_skip = n_over = 0
 for trial in range(N):
     s = settings()
@@ -383,6 +413,8 @@ for trial in range(N):
     if ONLY and trial not in ONLY:
         continue
     model = load_model()
+    if LORA:
+        model = PeftModel.from_pretrained(model, ADAPTER, is_trainable=True)
     try:
         vm = verl_update(s, rows, T, model)
     except Overshoot:
@@ -399,6 +431,9 @@ for trial in range(N):
             print(f"trial {trial}: verlc failed: {err} ({s})")
             continue
         new = load_file(os.path.join(d, "model.safetensors"))
+        if LORA:  # the adapters, against PEFT's; the base weights stay
+            base_new = new
+            new = load_file(os.path.join(d, "adapter_model.safetensors"))
         if ROLE == "critic":  # the value head beside the checkpoint
             head = [float.fromhex(x) for x in open(os.path.join(d, "head.txt")).read().split()]
             new["score.weight"] = torch.tensor(head[:-1]).reshape(1, -1)
@@ -414,11 +449,15 @@ for trial in range(N):
                 bad.append(f"{k}: verl {vm[k]:.6g}, verlc none")
             elif not close(cm[k], vm[k], tol if not k.endswith("/grad_norm") else 1e-3):
                 bad.append(f"{k}: verl {vm[k]:.7g}, verlc {cm[k]:.7g}")
-    sd = model.state_dict()
+    sd, ref0 = (lora_state(model.state_dict()), LORA0) if LORA else (model.state_dict(), w0)
+    if LORA and any(not torch.equal(v, w0[k]) for k, v in base_new.items() if k in w0):
+        bad.append("base weights moved under LoRA")
+    if LORA and set(new) != set(sd):
+        bad.append(f"adapter tensors: verlc {len(new)}, PEFT {len(sd)} ({sorted(set(new) ^ set(sd))[:3]})")
     worst, n_off, n_all = 0.0, 0, 0
     for k, v in new.items():
         if k in sd:
-            e = ((v - w0[k]) - (sd[k] - w0[k])).abs() / s["lr"]
+            e = ((v - ref0[k]) - (sd[k] - ref0[k])).abs() / s["lr"]
             worst = max(worst, e.max().item())
             n_off += int((e > 0.05).sum())
             n_all += e.numel()
