@@ -225,6 +225,7 @@ int main(void) {
     expect("actor_rollout_ref.actor.policy_loss.kl_cov_ratio=-1", VC_ERR_ARG, "kl_cov_ratio", NULL);
     expect("actor_rollout_ref.actor.policy_loss.clip_cov_lb=6", VC_ERR_ARG, "clip_cov_lb", NULL);
     expect("trainer.use_legacy_worker_impl=yes", VC_ERR_ARG, "use_legacy_worker_impl", "yes");
+    expect("actor_rollout_ref.actor.loss_scale_factor=-2", VC_ERR_ARG, "loss_scale_factor", "-2");
     expect("trainer.use_legacy_worker_impl=enable|actor_rollout_ref.actor.strategy=megatron", VC_ERR_UNSUPPORTED,
            "use_legacy_worker_impl", "megatron");
     expect("data.max_prompt_length=3", VC_ERR_ARG, "max_prompt_length", "train.jsonl:1");
