@@ -77,18 +77,24 @@ static void row_sums(const float *loss, const float *mask, int T, int i, double 
 
 static double pos_or(double v, double dflt) { return v > 0.0 ? v : dflt; }
 
-void vc_agg_parts(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode, double width, double *num,
-                  double *den, int *den_adds) {
-    double total = 0.0, n_rows = 0.0, n_tok = 0.0;
+/* the mode's numerator over the rows (seq-mean-token-mean: the rows' token means), the mask's sum, the non-empty rows */
+static void agg_sums(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode, double *total,
+                     double *n_tok, double *n_rows) {
+    *total = *n_tok = *n_rows = 0.0;
     for (int i = 0; i < B; i++) {
         double ls, ms;
         row_sums(loss_mat, mask, T, i, &ls, &ms);
-        n_tok += ms;
-        if (ms > 0.0) n_rows += 1.0;
-        if (mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN) total += ms > 0.0 ? ls / (ms + 1e-8) : 0.0;
-        else total += ls;
+        *n_tok += ms;
+        if (ms > 0.0) *n_rows += 1.0;
+        if (mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN) *total += ms > 0.0 ? ls / (ms + 1e-8) : 0.0;
+        else *total += ls; /* an empty row's ls is 0 */
     }
-    *num = total;
+}
+
+void vc_agg_parts(const float *loss_mat, const float *mask, int B, int T, vc_agg_mode mode, double width, double *num,
+                  double *den, int *den_adds) {
+    double n_rows, n_tok;
+    agg_sums(loss_mat, mask, B, T, mode, num, &n_tok, &n_rows);
     *den_adds = mode == VC_AGG_TOKEN_MEAN || mode == VC_AGG_SEQ_MEAN_TOKEN_SUM || mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN;
     *den = mode == VC_AGG_TOKEN_MEAN ? n_tok
            : *den_adds ? n_rows
@@ -100,15 +106,8 @@ vc_status vc_agg_loss(const float *loss_mat, const float *mask, int B, int T, vc
     if (B < 0 || T < 0) return vc_fail(VC_ERR_SHAPE, "agg_loss: bad shape [%d,%d]", B, T);
     vc_agg_norm nz = { 0 };
     if (norm) nz = *norm;
-    double dp = pos_or(nz.dp_size, 1.0), total = 0.0, n_rows = 0.0, n_tok = 0.0;
-    for (int i = 0; i < B; i++) {
-        double ls, ms;
-        row_sums(loss_mat, mask, T, i, &ls, &ms);
-        n_tok += ms;
-        if (ms > 0.0) n_rows += 1.0;
-        if (mode == VC_AGG_SEQ_MEAN_TOKEN_MEAN) total += ms > 0.0 ? ls / (ms + 1e-8) : 0.0;
-        else total += (mode == VC_AGG_SEQ_MEAN_TOKEN_SUM && ms <= 0.0) ? 0.0 : ls;
-    }
+    double dp = pos_or(nz.dp_size, 1.0), total, n_rows, n_tok;
+    agg_sums(loss_mat, mask, B, T, mode, &total, &n_tok, &n_rows);
     double denom, scale;
     switch (mode) {
     case VC_AGG_TOKEN_MEAN: denom = nz.batch_num_tokens > 0 ? nz.batch_num_tokens : n_tok; scale = dp; break;
