@@ -5,9 +5,11 @@
  * with actor_rollout_ref.model.lora_rank the adapters too, as PEFT's adapter_model.safetensors).
  *
  * usage: actor_drv actor|critic MODEL_DIR BATCH_FILE OUT_DIR [key=value ...]
- * BATCH_FILE: "B T on_policy", then per row "plen rlen", its prompt ids, its response ids, then rlen values each of
- * the response mask, the advantages, the old and the reference log-probs (C hex floats, as Python's float.hex());
- * for the critic the returns, the old values and a column it does not read in the last three. */
+ * BATCH_FILE: "B T on_policy ncols", then per row "plen rlen", its prompt ids, its response ids, then rlen values
+ * each of the response mask, the advantages, the old and the reference log-probs (C hex floats, as Python's
+ * float.hex()), and with ncols 5 the rollout-correction importance weights (the update weighs its policy loss by
+ * them, as with algorithm.rollout_correction); for the critic the returns, the old values and a column it does not
+ * read in the second to fourth. */
 #include "../../src/rl/trainer_internal.h"
 #include "verlc/config.h"
 #include "verlc/model.h"
@@ -37,10 +39,11 @@ static int read_vals(FILE *f, float *dst, int64_t n) {
 }
 
 /* the batch file into b (*on_policy: whether the update takes its own log-probs as the old ones) */
-static void read_batch(const char *path, int critic, rl_batch *b, int *on_policy) {
+static void read_batch(const char *path, int critic, rl_batch *b, int *on_policy, int *ncols) {
     FILE *f = fopen(path, "r");
     int B, T;
-    if (!f || fscanf(f, "%d %d %d", &B, &T, on_policy) != 3 || B < 1 || T < 1) die(path, VC_OK);
+    if (!f || fscanf(f, "%d %d %d %d", &B, &T, on_policy, ncols) != 4 || B < 1 || T < 1 || *ncols < 4 || *ncols > 5)
+        die(path, VC_OK);
     long pos = ftell(f);
     int64_t total = 0, pl, rl;
     for (int i = 0; i < B; i++) { /* a first pass for the token count */
@@ -50,7 +53,7 @@ static void read_batch(const char *path, int critic, rl_batch *b, int *on_policy
         float sk;
         for (int64_t j = 0; j < pl + rl; j++)
             if (fscanf(f, "%d", &skip) != 1) die(path, VC_OK);
-        for (int64_t j = 0; j < 4 * rl; j++)
+        for (int64_t j = 0; j < *ncols * rl; j++)
             if (!read_vals(f, &sk, 1)) die(path, VC_OK);
     }
     vc_status st = rl_batch_alloc(b, B, T, total);
@@ -66,10 +69,11 @@ static void read_batch(const char *path, int critic, rl_batch *b, int *on_policy
         snprintf(uid, sizeof uid, "%d", i);
         b->uid[i] = vc_strdup(uid);
         b->prompt[i] = i;
-        float *row[4] = { b->mask + (size_t)i * T, (critic ? b->ret : b->adv) + (size_t)i * T,
-                          (critic ? b->values : b->old_logp) + (size_t)i * T, b->ref_logp + (size_t)i * T };
+        float *row[5] = { b->mask + (size_t)i * T, (critic ? b->ret : b->adv) + (size_t)i * T,
+                          (critic ? b->values : b->old_logp) + (size_t)i * T, b->ref_logp + (size_t)i * T,
+                          b->is_w + (size_t)i * T };
         if (!read_ids(f, b->ids + o, pl + rl)) die(path, VC_OK);
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < *ncols; k++)
             if (!read_vals(f, row[k], rl)) die(path, VC_OK);
     }
     fclose(f);
@@ -108,8 +112,9 @@ int main(int argc, char **argv) {
     if (!t) die("memory", VC_ERR_NOMEM);
     if ((st = rl_read_update_settings(t, cfg))) die("settings", st);
     rl_batch b;
-    int on_policy = 0;
-    read_batch(argv[2], critic, &b, &on_policy);
+    int on_policy = 0, ncols = 4;
+    read_batch(argv[2], critic, &b, &on_policy, &ncols);
+    t->acfg.use_is = ncols == 5; /* as the trainer sets it for algorithm.rollout_correction's weights */
     vc_model *m = NULL;
     rl_critic cr;
     if (critic) {

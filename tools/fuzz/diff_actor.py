@@ -141,6 +141,7 @@ def settings_drawn():
     s["lsf"] = R.choice([None, None, 7])  # actor.loss_scale_factor: the legacy workers do not read it
     s["cliprange_value"] = R.choice([0.5, 0.2])
     s["shuffle"] = R.random() < 0.3  # actor.shuffle: the legacy workers take the mini-batches in order anyway
+    s["isw"] = R.random() < 0.3  # rollout-correction importance weights in the batch (verl's rollout_is_weights)
     if ENGINE:  # the engine workers shuffle with torch's DataLoader: compared in order
         s["shuffle"] = False
     return s
@@ -179,7 +180,8 @@ def batch(s, model, vocab):
         adv = [f32(R.gauss(0, 1)) for _ in r]
         old = [f32(v + R.gauss(0, 0.1)) for v in lp]
         ref = [f32(v + R.gauss(0, 0.3)) for v in lp]
-        out.append((p, r, mask, adv, old, ref))
+        isw = [f32(min(2.0, math.exp(R.gauss(0, 0.3)))) for _ in r]
+        out.append((p, r, mask, adv, old, ref) + ((isw,) if s["isw"] else ()))
     return out, T
 
 
@@ -278,6 +280,8 @@ def engine_update(cfg, s, data, model, opt):
                      "response_mask": b["response_mask"], "old_log_probs": b["old_log_probs"],
                      "advantages": b["advantages"], "ref_log_prob": b["ref_log_prob"], "dp_size": 1,
                      "batch_num_tokens": n_tok, "global_batch_size": rows_mini}
+                if "rollout_is_weights" in b.keys():
+                    d["rollout_is_weights"] = b["rollout_is_weights"]
                 loss, met = ppo_loss(cfg, out, d)
                 loss.backward()
                 for k, v in met.items():
@@ -323,7 +327,8 @@ def verl_update(s, rows, T, model):
     opt = build_optimizer(model.parameters(), cfg.optim)
     with contextlib.redirect_stdout(io.StringIO()):
         actor = DataParallelPPOActor(cfg, model, opt)
-    data = verl_data(s, rows, T, ("response_mask", "advantages", "old_log_probs", "ref_log_prob"))
+    data = verl_data(s, rows, T, ("response_mask", "advantages", "old_log_probs", "ref_log_prob")
+                     + (("rollout_is_weights",) if s["isw"] and ROLE == "actor" else ()))
     if ENGINE:
         return engine_update(cfg, s, data, model, opt)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -335,10 +340,10 @@ def verlc_update(s, rows, T, out_dir, legacy):
     # the engine workers take the batch's old log-probs always (their trainer computed them); so does verlc then
     on_policy = s["epochs"] == 1 and s["mini"] == s["prompts"] and not ENGINE
     with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
-        f.write(f"{len(rows)} {T} {int(on_policy)}\n")
-        for p, r, mask, adv, old, ref in rows:
+        f.write(f"{len(rows)} {T} {int(on_policy)} {len(rows[0]) - 2}\n")
+        for p, r, *cols in rows:
             f.write(f"{len(p)} {len(r)}\n{' '.join(map(str, p + r))}\n")
-            for v in (mask, adv, old, ref):
+            for v in cols:
                 f.write(" ".join(float(x).hex() for x in v) + "\n")
         path = f.name
     if ROLE == "critic":
