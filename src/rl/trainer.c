@@ -552,6 +552,7 @@ static vc_status read_critic(vc_rl_trainer *t, const vc_config *c) {
 vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c) {
     vc_status st = read_rollout(t, c);
     if (!st) st = read_actor(t, c);
+    if (!st) st = read_rollout_correction(t, c);
     return st ? st : read_critic(t, c);
 }
 

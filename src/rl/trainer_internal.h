@@ -123,7 +123,8 @@ typedef struct rl_dp {
     int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
 
-/* trainer.c: the rollout's, actor's and critic's settings of c into t (zeroed), for a tool running an update alone */
+/* trainer.c: the rollout's, actor's (with algorithm.rollout_correction) and critic's settings of c into t (zeroed), for a
+ * tool running an update alone */
 vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c);
 /* actor_rollout_ref.model.lora_rank > 0: LoRA adapters on t->actor (from lora_adapter_path when given) */
 vc_status rl_attach_actor_lora(vc_rl_trainer *t, const vc_config *c);

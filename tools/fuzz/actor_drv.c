@@ -114,7 +114,12 @@ int main(int argc, char **argv) {
     rl_batch b;
     int on_policy = 0, ncols = 4;
     read_batch(argv[2], critic, &b, &on_policy, &ncols);
-    t->acfg.use_is = ncols == 5; /* as the trainer sets it for algorithm.rollout_correction's weights */
+    t->acfg.use_is = ncols == 5 && !t->acfg.rc.bypass; /* as the trainer sets it for rollout_correction's weights */
+    if (t->acfg.rc.bypass) { /* bypass mode: the old log-probs are the rollout's, as the trainer copies them */
+        memcpy(b.rollout_logp, b.old_logp, sizeof(float) * (size_t)b.B * b.T);
+        b.have_old = 1;
+        on_policy = 0;
+    }
     vc_model *m = NULL;
     rl_critic cr;
     if (critic) {

@@ -142,6 +142,16 @@ def settings_drawn():
     s["cliprange_value"] = R.choice([0.5, 0.2])
     s["shuffle"] = R.random() < 0.3  # actor.shuffle: the legacy workers take the mini-batches in order anyway
     s["isw"] = R.random() < 0.3  # rollout-correction importance weights in the batch (verl's rollout_is_weights)
+    # algorithm.rollout_correction.bypass_mode: the old log-probs are the rollout's, verl's bypass_mode loss (ppo_clip
+    # or reinforce) with its own IS weights and rejection masks per micro-batch
+    s["bypass"] = R.random() < 0.15
+    s["bp_loss"] = R.choice(["ppo_clip", "reinforce"])
+    s["bp_is"] = R.choice([None, "token", "sequence"])
+    s["bp_is_thr"] = R.choice([2.0, 1.2])
+    s["bp_rs"] = R.choice([None, None, "token_k2", "seq_mean_k3", "seq_max_k2"])
+    s["bp_rs_thr"] = R.choice([0.05, 1.0])
+    if s["bypass"]:
+        s["isw"], s["mode"] = False, "vanilla"
     if ENGINE:  # the engine workers shuffle with torch's DataLoader: compared in order
         s["shuffle"] = False
     return s
@@ -186,9 +196,12 @@ def batch(s, model, vocab):
 
 
 class Overshoot(Exception):
-    """verl's use_dynamic_bsz micro-batches: ceil(tokens / budget) balanced groups, one of them past the budget
-    here; verlc takes one more group until every one fits (its memory plan counts on the budget), so the micro-batches
-    differ, and with them the legacy workers' per-micro-batch normalisation and the micro-batch means"""
+    """a setting left out: verl's use_dynamic_bsz micro-batches are ceil(tokens / budget) balanced groups, one of them
+    past the budget here, where verlc takes one more group until every one fits (its memory plan counts on the
+    budget), so the micro-batches differ, and with them the legacy workers' per-micro-batch normalisation and the
+    micro-batch means; or bypass mode on policy (one mini-batch, one epoch), where the legacy actor's shortcut puts
+    its own log-probs in place of the rollout's old ones (use_rollout_log_probs is false there), so its bypass loss
+    sees ratio 1, no importance weight and no rejection, where verlc keeps the rollout's"""
 
 
 def verl_data(s, rows, T, names):
@@ -324,11 +337,20 @@ def verl_update(s, rows, T, model):
         policy_loss=PolicyLossConfig(loss_mode=s["mode"], clip_cov_ratio=s["cov_ratio"], kl_cov_ratio=s["cov_ratio"]),
         use_torch_compile=False, grad_clip=s["grad_clip"], fsdp_config=FSDPEngineConfig(dtype="float32"),
         optim=FSDPOptimizerConfig(lr=s["lr"], weight_decay=s["wd"]))
+    if s["bypass"] and not ENGINE and s["epochs"] == 1 and s["mini"] == s["prompts"]:
+        raise Overshoot("on-policy bypass")
+    if s["bypass"]:  # as verl's apply_bypass_mode sets the actor's policy_loss (a frozen field: set around it)
+        object.__setattr__(cfg, "policy_loss", {"loss_mode": "bypass_mode", "rollout_correction": {
+            "loss_type": s["bp_loss"], "rollout_is": s["bp_is"], "rollout_is_threshold": s["bp_is_thr"],
+            "rollout_is_batch_normalize": False, "rollout_rs": s["bp_rs"],
+            "rollout_rs_threshold": s["bp_rs_thr"] if s["bp_rs"] else None}})
     opt = build_optimizer(model.parameters(), cfg.optim)
     with contextlib.redirect_stdout(io.StringIO()):
         actor = DataParallelPPOActor(cfg, model, opt)
     data = verl_data(s, rows, T, ("response_mask", "advantages", "old_log_probs", "ref_log_prob")
                      + (("rollout_is_weights",) if s["isw"] and ROLE == "actor" else ()))
+    if s["bypass"]:
+        data.batch["rollout_log_probs"] = data.batch["old_log_probs"].clone()
     if ENGINE:
         return engine_update(cfg, s, data, model, opt)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -338,7 +360,7 @@ def verl_update(s, rows, T, model):
 
 def verlc_update(s, rows, T, out_dir, legacy):
     # the engine workers take the batch's old log-probs always (their trainer computed them); so does verlc then
-    on_policy = s["epochs"] == 1 and s["mini"] == s["prompts"] and not ENGINE
+    on_policy = s["epochs"] == 1 and s["mini"] == s["prompts"] and not ENGINE and not s["bypass"]
     with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
         f.write(f"{len(rows)} {T} {int(on_policy)} {len(rows[0]) - 2}\n")
         for p, r, *cols in rows:
@@ -369,6 +391,13 @@ def verlc_update(s, rows, T, out_dir, legacy):
           f"{A}shuffle={str(s['shuffle']).lower()}"]
     if s["lsf"] is not None:
         ov.append(f"{A}loss_scale_factor={s['lsf']}")
+    if s["bypass"]:
+        RC = "algorithm.rollout_correction."
+        ov += [f"{RC}bypass_mode=true", f"{RC}loss_type={s['bp_loss']}", "actor_rollout_ref.rollout.calculate_log_probs=true",
+               f"{RC}rollout_is={s['bp_is'] or 'null'}", f"{RC}rollout_is_threshold={s['bp_is_thr']}",
+               f"{RC}rollout_rs={s['bp_rs'] or 'null'}"]
+        if s["bp_rs"]:
+            ov.append(f"{RC}rollout_rs_threshold={s['bp_rs_thr']}")
     if LORA:
         M = "actor_rollout_ref.model."
         ov += [f"{M}lora_rank=4", f"{M}lora_alpha=8", f"{M}target_modules=all-linear", f"{M}lora_adapter_path={ADAPTER}"]
@@ -410,7 +439,7 @@ base = load_model()
 vocab = base.config.vocab_size
 w0 = {k: v.detach().clone() for k, v in base.state_dict().items()}
 LORA0 = load_file(os.path.join(ADAPTER, "adapter_model.safetensors")) if LORA else None
-n_ok = n_bad = n_skip = n_over = 0
+n_ok = n_bad = n_skip = n_over = n_nan = 0
 for trial in range(N):
     s = settings()
     base.load_state_dict(w0)
@@ -443,6 +472,9 @@ for trial in range(N):
             head = [float.fromhex(x) for x in open(os.path.join(d, "head.txt")).read().split()]
             new["score.weight"] = torch.tensor(head[:-1]).reshape(1, -1)
             new["score.bias"] = torch.tensor(head[-1:])
+    if any(math.isnan(v) for v in vm.values()):  # torch's 0 / 0 of a micro-batch rejection sampling emptied; verlc's 0
+        n_nan += 1
+        continue
     bad = []
     # after a first optimizer step the weights carry Adam's rounding-sized differences (see below), which later
     # mini-batches' log-probs see: the metrics are compared to 1e-3 then, 2e-3 past three steps
@@ -476,4 +508,5 @@ for trial in range(N):
     else:
         n_ok += 1
 print(f"{n_ok} agree, {n_bad} differ, {n_skip} refused by verl, {n_over} left out (verl's dynamic micro-batch past "
-      f"its token budget), of {N}")
+      f"its token budget, or its on-policy shortcut in bypass mode), {n_nan} where verl's metrics are NaN (0 / 0 over a "
+      f"micro-batch whose tokens rejection sampling all took out), of {N}")
