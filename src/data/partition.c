@@ -276,9 +276,8 @@ static vc_status order_groups(vc_partition *p, const int64_t *w) {
         }
         g[j] = t;
     }
-    size_t m = 0;
-    for (size_t i = (k - 1) / 2 * 2 + 1; !st && i-- > 0;) /* even places, last first */
-        if (i % 2 == 0) ord[m++] = g[i];
+    size_t m = 0, evens = (k + 1) / 2;
+    for (size_t j = evens; !st && j-- > 0;) ord[m++] = g[2 * j]; /* the even places, last first */
     for (size_t i = 1; !st && i < k; i += 2) ord[m++] = g[i];
     size_t at = 0;
     for (size_t i = 0; !st && i < k; i++) {

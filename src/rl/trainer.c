@@ -422,7 +422,8 @@ static int64_t deprecated_micro(const vc_config *c, const char *key, int world, 
     int64_t v = 0;
     *st = get_int(c, key, 0, &v);
     if (*st || v <= 0) return 0;
-    return v / (world > 0 ? world : 1) > 0 ? v / (world > 0 ? world : 1) : 1;
+    int64_t per = v / (world > 1 ? world : 1);
+    return per > 0 ? per : 1;
 }
 
 /* trainer.use_legacy_worker_impl: enable takes verl's legacy FSDP workers' loss normalisation (trainer_update.c's

@@ -967,7 +967,8 @@ static vc_status actor_loss(void *ctx, vc_graph *g, const vc_micro_batch *mbt, v
     }
     st = vc_policy_loss(mode, w->old, w->logp, w->adv, pmask, n, b->T, &pg, isw, &pg_loss, &pm, w->d);
     if (!st) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &nm, &ent_loss, w->dent);
-    double ent_glob = ent_loss; /* the entropy by the mini-batch's normalisers (legacy_entropy's other value) */
+    double ent_glob = ent_loss; /* by the mini-batch's normalisers: legacy mode's actor/entropy unless
+                                  * rl_legacy_update_entropy */
     if (!st && c->legacy) st = vc_agg_loss(w->ent, w->mask, n, b->T, c->pg.agg, &x->norm, &ent_glob, NULL);
     if (st) return st;
     if (c->use_kl_loss) {

@@ -195,7 +195,7 @@ def batch(s, model, vocab):
     return out, T
 
 
-class Overshoot(Exception):
+class LeftOut(Exception):
     """a setting left out: verl's use_dynamic_bsz micro-batches are ceil(tokens / budget) balanced groups, one of them
     past the budget here, where verlc takes one more group until every one fits (its memory plan counts on the
     budget), so the micro-batches differ, and with them the legacy workers' per-micro-batch normalisation and the
@@ -228,7 +228,7 @@ def verl_data(s, rows, T, names):
         for mini in data.split(s["mini"] * s["n"]):
             for mb in prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0]:
                 if mb.batch["attention_mask"].sum().item() > s["max_tok"]:
-                    raise Overshoot()
+                    raise LeftOut("verl's micro-batch past its budget")
     return data
 
 
@@ -338,7 +338,7 @@ def verl_update(s, rows, T, model):
         use_torch_compile=False, grad_clip=s["grad_clip"], fsdp_config=FSDPEngineConfig(dtype="float32"),
         optim=FSDPOptimizerConfig(lr=s["lr"], weight_decay=s["wd"]))
     if s["bypass"] and not ENGINE and s["epochs"] == 1 and s["mini"] == s["prompts"]:
-        raise Overshoot("on-policy bypass")
+        raise LeftOut("on-policy bypass")
     if s["bypass"]:  # as verl's apply_bypass_mode sets the actor's policy_loss (a frozen field: set around it)
         object.__setattr__(cfg, "policy_loss", {"loss_mode": "bypass_mode", "rollout_correction": {
             "loss_type": s["bp_loss"], "rollout_is": s["bp_is"], "rollout_is_threshold": s["bp_is_thr"],
@@ -451,7 +451,7 @@ for trial in range(N):
         model = PeftModel.from_pretrained(model, ADAPTER, is_trainable=True)
     try:
         vm = verl_update(s, rows, T, model)
-    except Overshoot:
+    except LeftOut:
         n_over += 1
         continue
     except Exception as e:  # verl refuses the setting (e.g. a micro-batch size its checks reject)
