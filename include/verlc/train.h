@@ -109,6 +109,10 @@ typedef struct vc_trainer_config {
     int loss_on_hidden;      /* the loss callback gets the final hidden states [T, hidden] as `logp` (no LM head, no entropy) */
     int share_prefix;        /* share the loss-free prompt of a mini-batch's groups within a micro-batch (verl's
                               * use_prefix_grouper); the loss callback still sees the micro-batch's own packing */
+    int micro_norm;          /* verl b178a3cd's fsdp_sft_trainer: each micro-batch normalised by its own counts, divided
+                              * by the rank's micro-batches and averaged over the ranks (global mode only) */
+    int micro_norm_dp_tokens;/* with micro_norm: the token count pooled over the ranks' i-th micro-batches (its
+                              * data.balance_dp_token) */
 } vc_trainer_config;
 
 /* ---- data parallelism ------------------------------------------------------------------------------
@@ -209,6 +213,8 @@ vc_status vc_trainer_accumulate(vc_trainer *t, const vc_minibatch *b, vc_token_l
 /* Forward only: sum of NLL over the masked targets and their count (validation loss = sum / count).
  * With data parallelism, a collective: the sums are over the global mini-batch, on every rank. */
 vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok);
+/* Each sequence's masked NLL sum and target count (nll[b->n_seq], tok[b->n_seq]; every rank gets all of them) */
+vc_status vc_trainer_eval_seq_nll(vc_trainer *t, const vc_minibatch *b, double *nll, double *tok);
 
 /* ---- parameters across the device boundary (src/train/param_io.c) ---------------------------------
  * Tensor data and gradients live in backend memory (device memory on a GPU, see include/verlc/device.h);
@@ -417,6 +423,9 @@ typedef struct vc_sft_config {
     int64_t lr_decay_steps, lr_wsd_decay_steps;   /* -1: the total steps / none */
     const char *lr_decay_style, *lr_wsd_decay_style; /* "constant", "exponential" */
     const char *loss_agg_mode; /* "token-mean" */
+    const char *legacy_impl; /* trainer.use_legacy_worker_impl: "enable" normalises as verl b178a3cd's fsdp_sft_trainer
+                              * (each micro-batch by itself; "auto", "disable": the global batch's token mean) */
+    int balance_dp_token;    /* data.balance_dp_token, with "enable": the ranks' i-th micro-batches' tokens pooled */
     int test_freq, save_freq, keep_last; /* steps; 0 = only at the end / keep all */
     int skip_bad_lines;      /* malformed JSONL lines: skip and count (1) or stop (0) */
     int64_t train_max_samples, val_max_samples; /* > 0: the first N rows only (verl's max_samples without shuffle) */

@@ -195,12 +195,16 @@ void vc_dp_free(vc_trainer *t) {
 }
 
 void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *count) {
+    vc_dp_share_of(t, t->rank, n_groups, first, count);
+}
+
+void vc_dp_share_of(const vc_trainer *t, int rank, size_t n_groups, size_t *first, size_t *count) {
     if (!t->dp || t->cfg.local_batch) {
         *first = 0;
         *count = n_groups;
         return;
     }
-    size_t p = (size_t)t->world, r = (size_t)t->rank, q = n_groups / p, rem = n_groups % p;
+    size_t p = (size_t)t->world, r = (size_t)rank, q = n_groups / p, rem = n_groups % p;
     *count = q + (r < rem);
     *first = r * q + (r < rem ? r : rem);
 }

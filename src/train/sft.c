@@ -290,6 +290,8 @@ static vc_status make_trainer(sft_run *r) {
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;
     tc.grad_clip = c->grad_clip;
+    tc.micro_norm = !strcmp(c->legacy_impl, "enable");
+    tc.micro_norm_dp_tokens = tc.micro_norm && c->balance_dp_token;
     tc.micro_bs = c->micro_batch_size;
     tc.max_tokens = c->use_dynamic_bsz ? (c->max_token_len > 0 ? c->max_token_len : c->max_length * c->micro_batch_size) : 0;
     tc.checkpointing = c->checkpointing;
@@ -398,12 +400,39 @@ static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size
     return gather_images(r, d, idx, n, b);
 }
 
+/* use_legacy_worker_impl=enable: verl b178a3cd's batches and means (sft_legacy.c), train_batch_size rows or more at
+ * a time; *done 0 where fewer rows than a batch of every rank's (the token mean of all of them then) */
+static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
+    const vc_sft_config *c = r->c;
+    size_t n = r->val.n, chunk = (size_t)r->tr.world * (size_t)c->micro_batch_size;
+    size_t step = ((size_t)c->train_batch_size + chunk - 1) / chunk * chunk;
+    uint32_t *order = vc_malloc(sizeof *order * (n + 1));
+    double *nll = vc_malloc(sizeof *nll * (n + 1)), *tok = vc_malloc(sizeof *tok * (n + 1));
+    vc_status st = order && nll && tok ? VC_OK : VC_ERR_NOMEM;
+    size_t kept = st ? 0 : sft_legacy_val_order(n, r->tr.world, c->micro_batch_size, order);
+    for (size_t a = 0; !st && a < kept; a += step) {
+        vc_minibatch b;
+        size_t k = kept - a < step ? kept - a : step;
+        st = gather(r, &r->val, order + a, k, &b);
+        if (!st) st = vc_trainer_eval_seq_nll(&r->tr, &b, nll + a, tok + a);
+    }
+    *done = kept > 0;
+    if (!st && kept) *loss = sft_legacy_val_loss(nll, tok, kept, r->tr.world, c->micro_batch_size, c->balance_dp_token);
+    if (!st && !kept)
+        R0_INFO(r, "sft: use_legacy_worker_impl=enable: %zu validation rows, fewer than micro_batch_size x ranks (%zu), "
+                "where verl's loader has no batch: val/loss is their token mean", n, chunk);
+    free(order), free(nll), free(tok);
+    return st;
+}
+
 static vc_status validate(sft_run *r, double *loss) {
+    int done = 0;
+    vc_status st = !strcmp(r->c->legacy_impl, "enable") ? validate_legacy(r, loss, &done) : VC_OK;
+    if (st || done) return st;
     double sum = 0, cnt = 0;
     size_t bs = (size_t)r->c->train_batch_size;
     uint32_t *idx = vc_malloc(bs * sizeof *idx);
     if (!idx) return VC_ERR_NOMEM;
-    vc_status st = VC_OK;
     for (size_t a = 0; a < r->val.n && !st; a += bs) {
         size_t n = r->val.n - a < bs ? r->val.n - a : bs;
         for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)(a + i);
@@ -510,6 +539,8 @@ static vc_status check_config(const vc_sft_config *c) {
         return vc_fail(VC_ERR_ARG, "truncation=%s: expected error, left or right", c->truncation);
     if (c->max_length < 2 || c->train_batch_size < 1 || c->micro_batch_size < 1 || c->epochs < 1)
         return vc_fail(VC_ERR_ARG, "max_length >= 2, train_batch_size, micro_batch_size and epochs >= 1 required");
+    if (strcmp(c->legacy_impl, "auto") && strcmp(c->legacy_impl, "enable") && strcmp(c->legacy_impl, "disable"))
+        return vc_fail(VC_ERR_ARG, "trainer.use_legacy_worker_impl: `%s` is not auto, enable or disable", c->legacy_impl);
     return VC_OK;
 }
 

@@ -47,6 +47,7 @@ void vc_sft_config_default(vc_sft_config *c) {
     c->lr_wsd_decay_style = "exponential";
     c->lr_scheduler = "cosine";
     c->loss_agg_mode = "token-mean";
+    c->legacy_impl = "auto";
     c->keep_last = 0;
     c->skip_bad_lines = 1;
     c->train_max_samples = c->val_max_samples = -1;
@@ -191,6 +192,11 @@ static const key_def KEYS[] = {
       "cosine schedule: steps counted from 0 (false: from 1, as later verl's torchtitan setting)" },
     { "trainer.loss_agg_mode", "loss_agg_mode", K_STR, F(loss_agg_mode),
       "token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm" },
+    { "trainer.use_legacy_worker_impl", "use_legacy_worker_impl", K_STR, F(legacy_impl),
+      "enable: verl b178a3cd's fsdp_sft_trainer normalisation (each micro-batch's token mean / micro-batches) | auto | "
+      "disable (the global batch's token mean)" },
+    { "data.balance_dp_token", "balance_dp_token", K_BOOL, F(balance_dp_token),
+      "use_legacy_worker_impl=enable: a micro-batch's tokens counted over the ranks' i-th micro-batches" },
     { "trainer.total_epochs", "epochs", K_INT, F(epochs), "epochs over the training rows" },
     { "trainer.total_training_steps", "total_steps", K_I64, F(total_steps), "steps (0: epochs * batches)" },
     { "trainer.max_steps", "max_steps", K_I64, F(max_steps), "stop after this step (schedule unchanged)" },
@@ -315,7 +321,6 @@ typedef struct verl_key {
 } verl_key;
 
 static const verl_key VERL_KEYS[] = {
-    { "data.balance_dp_token", "*", "" },
     { "data.num_workers", "*", "" },        /* later verl: data-loader processes */
     { "trainer.balance_batch", "*", "" },   /* later verl: verlc balances its packed micro-batches anyway */
     { "data.use_shm", "*", "" },

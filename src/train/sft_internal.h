@@ -61,6 +61,11 @@ vc_status sft_verl_turns(const sft_tok *tk, const sft_turn_probe *tp, const cJSO
                          int thinking, sft_rowbuf *r, int64_t *mismatch_at);
 void sft_data_free(sft_data *d);
 char *vc_sft_config_json(const vc_sft_config *c);
+/* use_legacy_worker_impl=enable's validation (sft_legacy.c): the n rows in verl b178a3cd's order (order[k]: a row
+ * index; each run of `micro` one rank's batch, each run of world x micro one step's); returns the rows it keeps */
+size_t sft_legacy_val_order(size_t n, int world, int micro, uint32_t *order);
+/* its val/loss from the kept rows' NLL sums and target counts in that order (NAN without a batch) */
+double sft_legacy_val_loss(const double *nll, const double *tok, size_t kept, int world, int micro, int balance);
 /* trainer.nnodes x trainer.n_gpus_per_node (when given) against the communicator's world size. */
 vc_status vc_sft_check_world(const vc_sft_config *c, const vc_comm *comm);
 #endif

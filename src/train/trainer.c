@@ -134,16 +134,50 @@ static double seq_targets(const vc_minibatch *b, int i) {
     return s;
 }
 
-void vc_train_loss_norm(const vc_minibatch *b, double loss_scale_factor, vc_loss_norm *n) {
-    memset(n, 0, sizeof *n);
+/* the normalisers of sequences seq[0..n) of b (all of them when seq is NULL) */
+static void norm_of(const vc_minibatch *b, const uint32_t *seq, int n, double loss_scale_factor, vc_loss_norm *out) {
+    memset(out, 0, sizeof *out);
     double longest = 0;
-    for (int i = 0; i < b->n_seq; i++) {
-        double s = seq_targets(b, i);
-        n->n_tokens += s;
-        if (s > 0) n->n_seqs += 1;
+    for (int i = 0; i < n; i++) {
+        double s = seq_targets(b, seq ? (int)seq[i] : i);
+        out->n_tokens += s;
+        if (s > 0) out->n_seqs += 1;
         if (s > longest) longest = s;
     }
-    n->loss_scale_factor = loss_scale_factor > 0 ? loss_scale_factor : longest;
+    out->loss_scale_factor = loss_scale_factor > 0 ? loss_scale_factor : longest;
+}
+
+void vc_train_loss_norm(const vc_minibatch *b, double loss_scale_factor, vc_loss_norm *n) {
+    norm_of(b, NULL, b->n_seq, loss_scale_factor, n);
+}
+
+static double group_targets(const vc_minibatch *b, const vc_partition *p, size_t g) {
+    vc_loss_norm n;
+    norm_of(b, p->items + p->offsets[g], (int)(p->offsets[g + 1] - p->offsets[g]), 1, &n);
+    return n.n_tokens;
+}
+
+/* cfg.micro_norm (verl b178a3cd's fsdp_sft_trainer): micro-batch gi of this rank's [g0, g0 + gn) normalised by
+ * its own counts, its loss divided by gn and by the ranks (FSDP's mean of the gradients, where verlc sums
+ * them); with micro_norm_dp_tokens its token count is that of every rank's (gi - g0)-th micro-batch, times
+ * the ranks (verl's all-reduced valid tokens times dp_size, then the mean) */
+static void micro_norm(const vc_trainer *t, const vc_minibatch *b, const vc_partition *p, size_t g0, size_t gi,
+                       size_t gn, vc_loss_norm *n) {
+    size_t k = p->offsets[gi];
+    norm_of(b, p->items + k, (int)(p->offsets[gi + 1] - k), t->cfg.loss_scale_factor, n);
+    double f = (double)gn * t->world;
+    if (t->cfg.micro_norm_dp_tokens && t->world > 1) {
+        double pooled = 0;
+        for (int r = 0; r < t->world; r++) {
+            size_t first, count;
+            vc_dp_share_of(t, r, p->n_groups, &first, &count);
+            if (gi - g0 < count) pooled += group_targets(b, p, first + (gi - g0));
+        }
+        n->n_tokens = pooled;
+    }
+    n->n_tokens *= t->cfg.micro_norm_dp_tokens ? (double)gn : f;
+    n->n_seqs *= f;
+    n->loss_scale_factor *= f;
 }
 
 /* The weights of verl's agg_loss (rl/stats.c vc_agg_loss) with the mini-batch's normalisers: the
@@ -193,6 +227,8 @@ vc_status vc_trainer_init(vc_trainer *t, vc_model *m, const vc_trainer_config *c
     t->model = m;
     t->cfg = *cfg;
     t->sched_pos = -1;
+    if (cfg->micro_norm && cfg->local_batch)
+        return vc_fail(VC_ERR_ARG, "trainer: per-micro-batch normalisation needs the global batch (local_batch 0)");
     float *hold = NULL;
     vc_status st = enable_grads(m, cfg, &hold);
     if (st) return st;
@@ -534,7 +570,9 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         if (overlap) t->dp->armed = gi + 1 == g0 + gn; /* scale-out hook: reduce during the last backward */
-        st = mb_fill(&m, b, &p, gi, t->cfg.agg, &norm);
+        vc_loss_norm own;
+        if (t->cfg.micro_norm) micro_norm(t, b, &p, g0, gi, gn, &own);
+        st = mb_fill(&m, b, &p, gi, t->cfg.agg, t->cfg.micro_norm ? &own : &norm);
         if (!st) st = mb_run(t, &m, fn, ctx, 1, &l);
         stats->loss += l;
         stats->n_tokens += m.mb.n_tokens;
@@ -612,12 +650,32 @@ vc_status vc_trainer_step(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn
     return VC_OK;
 }
 
-vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok) {
+/* one micro-batch's log-probs read back, each sequence's masked NLL and target count added at its index in b */
+static vc_status seq_nll_run(vc_trainer *t, mb_buf *m, double *nll, double *tok) {
+    vc_graph_reset(t->g);
+    vc_graph_set_grad(t->g, 0);
+    vc_tensor *h = NULL, *logp = NULL, *ent = NULL;
+    vc_status st = forward_shared(t, m, &h, &logp, &ent);
+    float *lp = st ? NULL : vc_malloc(sizeof(float) * (size_t)(m->mb.n_tokens + 1));
+    if (!st && !lp) st = VC_ERR_NOMEM;
+    if (!st) st = vc_tensor_read(logp, lp);
+    for (int s = 0; !st && s < m->mb.n_seq; s++)
+        for (int64_t k = m->mb.cu_seqlens[s]; k < m->mb.cu_seqlens[s + 1]; k++)
+            if (m->mask[k] != 0.0f) nll[m->seq[s]] -= (double)m->mask[k] * lp[k], tok[m->seq[s]] += m->mask[k];
+    free(lp);
+    return st;
+}
+
+/* the NLL of b without gradients: summed (nll_sum, n_tok), or per sequence (seq_nll, seq_tok: global mode) */
+static vc_status eval_run(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok, double *seq_nll,
+                          double *seq_tok) {
     vc_partition p;
     vc_loss_norm norm;
     mb_buf m;
     *nll_sum = *n_tok = 0;
     int empty = t->dp && t->cfg.local_batch && b->n_seq == 0;
+    if (seq_nll && (t->cfg.local_batch || t->cfg.loss_on_hidden))
+        return vc_fail(VC_ERR_ARG, "trainer: per-sequence NLL needs the global batch and the LM head");
     vc_status st = empty ? VC_OK : vc_train_micro_partition(b, t->cfg.micro_bs, t->cfg.max_tokens, &p);
     if (st) return st;
     if (empty) memset(&p, 0, sizeof p);
@@ -631,7 +689,8 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
     for (size_t gi = g0; gi < g0 + gn && !st; gi++) {
         double l = 0;
         st = mb_fill(&m, b, &p, gi, VC_AGG_TOKEN_MEAN, &norm);
-        if (!st) st = mb_run(t, &m, NULL, NULL, 0, &l);
+        if (!st && seq_nll) st = seq_nll_run(t, &m, seq_nll, seq_tok);
+        else if (!st) st = mb_run(t, &m, NULL, NULL, 0, &l);
         *nll_sum += l;
         for (int64_t k = 0; k < m.mb.n_tokens; k++) *n_tok += m.mask[k];
     }
@@ -640,7 +699,9 @@ vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_
 out_full:
     if (!st) st = vc_trainer_full_weights(t, 0);
     else vc_trainer_full_weights(t, 0);
-    if (!st && t->dp) {
+    if (!st && t->dp && seq_nll) { /* the others' sequences are zeros here: the sums are exact */
+        if (!(st = vc_dp_sum(t, seq_nll, (size_t)b->n_seq))) st = vc_dp_sum(t, seq_tok, (size_t)b->n_seq);
+    } else if (!st && t->dp) {
         double s[2] = { *nll_sum, *n_tok };
         st = vc_dp_sum(t, s, 2);
         *nll_sum = s[0];
@@ -649,4 +710,15 @@ out_full:
 out_p:
     vc_partition_free(&p);
     return st;
+}
+
+vc_status vc_trainer_eval_nll(vc_trainer *t, const vc_minibatch *b, double *nll_sum, double *n_tok) {
+    return eval_run(t, b, nll_sum, n_tok, NULL, NULL);
+}
+
+vc_status vc_trainer_eval_seq_nll(vc_trainer *t, const vc_minibatch *b, double *nll, double *tok) {
+    double s, n;
+    memset(nll, 0, sizeof *nll * (size_t)b->n_seq);
+    memset(tok, 0, sizeof *tok * (size_t)b->n_seq);
+    return eval_run(t, b, &s, &n, nll, tok);
 }

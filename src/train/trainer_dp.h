@@ -41,6 +41,8 @@ vc_status vc_dp_init(vc_trainer *t, const vc_optim_param *op, vc_tensor **tens);
 void vc_dp_free(vc_trainer *t);
 /* Micro-batches [*first, *first + *count) of n_groups that this rank runs. */
 void vc_dp_share(const vc_trainer *t, size_t n_groups, size_t *first, size_t *count);
+/* The same for rank `rank` (global mode) */
+void vc_dp_share_of(const vc_trainer *t, int rank, size_t n_groups, size_t *first, size_t *count);
 /* Local mode: sums token/sequence counts over ranks, maxes the longest-sequence factor. */
 vc_status vc_dp_reduce_norm(vc_trainer *t, vc_loss_norm *n, int fixed_factor);
 /* Sums x[0..n) over ranks in rank order (f64). */

@@ -58,6 +58,8 @@ static int LAYERWISE;   /* ... with use_layer_wise_distributed_optimizer: each t
 static size_t STATE;    /* optimiser state floats this rank held in the last train() */
 static size_t BIGGEST;  /* ... and the largest unit's (an AdamW tensor's two moments, a Muon group's momentum) */
 static const char *CKPT_FROM = "a 4-rank ZeRO-2"; /* what resume_and_compare resumes from */
+static int MICRO_NORM;  /* 1: the next trainers normalise each micro-batch by itself; 2: also pooling the ranks' tokens */
+static int DEAL;        /* > 0: the next train() calls take the batch dealt as a DEAL-rank job's i-th micro-batches */
 
 static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_bs, double clip) {
     vc_trainer_config_default(c);
@@ -72,6 +74,8 @@ static void config(vc_trainer_config *c, vc_comm *comm, int sharding, int micro_
     c->overlap_grad_reduce = OVERLAP;
     c->checkpointing = CKPT;
     c->max_tokens = MAXTOK;
+    c->micro_norm = MICRO_NORM > 0;
+    c->micro_norm_dp_tokens = MICRO_NORM == 2;
     if (MUON) {
         vc_muon_config_default(&c->adamw.muon);
         c->adamw.muon.on = 1;
@@ -115,6 +119,22 @@ static float *train(vc_comm *comm, int sharding, int local, int micro_bs, double
     vc_trainer t;
     vc_minibatch b;
     make_batch(&b);
+    if (DEAL) { /* sequence r q + i (q = NSEQ / DEAL, rank r's i-th micro-batch of one) at DEAL i + r */
+        static int64_t cu[NSEQ + 1];
+        static int32_t ids[512];
+        static float mask[512];
+        int q = NSEQ / DEAL, k = 0;
+        cu[0] = 0;
+        for (int i = 0; i < q; i++)
+            for (int r = 0; r < DEAL; r++, k++) {
+                int s = r * q + i;
+                int64_t L = CU[s + 1] - CU[s];
+                memcpy(ids + cu[k], IDS + CU[s], sizeof *ids * (size_t)L);
+                memcpy(mask + cu[k], MASK + CU[s], sizeof *mask * (size_t)L);
+                cu[k + 1] = cu[k] + L;
+            }
+        b = (vc_minibatch){ NSEQ, cu, ids, mask };
+    }
     if (local) { /* rank r's contiguous share of the sequences */
         int P = vc_comm_size(comm), r = vc_comm_rank(comm), q = NSEQ / P, rem = NSEQ % P;
         int first = r * q + (r < rem ? r : rem), n = q + (r < rem);
@@ -628,6 +648,39 @@ static void corrupt_shard(const char *dir) {
 }
 
 /* ---- children under mpirun ---- */
+/* verl b178a3cd's fsdp_sft_trainer normalisation over the ranks (micro-batches of one sequence, NSEQ / np a rank): the
+ * mean of the rank means of the micro-batches' token means is one rank's mean over them all; with the ranks' tokens
+ * pooled (balance_dp_token), one rank whose micro-batches of np sequences are the ranks' i-th ones */
+static void micro_norm_checks(vc_comm *c, size_t n) {
+    int me = vc_comm_rank(c), np = vc_comm_size(c);
+    for (MICRO_NORM = 1; MICRO_NORM <= 2; MICRO_NORM++) {
+        double loss_dp = 0, loss_one = 0; /* (Adam's update does not see a gradient's scale: the loss does) */
+        float *dp = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, &loss_dp, NULL);
+        if (me == 0 && dp) {
+            int pooled = MICRO_NORM == 2;
+            DEAL = pooled ? np : 0;
+            MICRO_NORM = 1;
+            float *one = train(NULL, VC_SHARD_NONE, 0, pooled ? np : 1, 0.5, 2, &loss_one, NULL);
+            DEAL = 0;
+            MICRO_NORM = pooled; /* what the other setting gives: the test can tell them apart */
+            float *other = train(NULL, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
+            MICRO_NORM = pooled ? 2 : 1;
+            double rel = 1, d = one ? max_abs_diff(one, dp, n, &rel) : 1, rel_other = 0;
+            if (other) max_abs_diff(other, dp, n, &rel_other);
+            CHECK_MSG(one && d < 5e-5 && rel < 1e-5 && rel_other > 1e-4 && fabs(loss_dp - loss_one) < 1e-6 * loss_one,
+                      "micro_norm%s np %d vs one rank: max |dw| %.3g, rel %.3g (%.3g from the %s), loss %.9g vs %.9g",
+                      pooled ? " pooled" : "", np, d, rel, rel_other, pooled ? "unpooled" : "global normalisation", loss_dp,
+                      loss_one);
+            printf("np %d: per-micro-batch normalisation%s vs one rank after 2 steps: max |dw| %.3g, relative L2 %.3g (%.3g "
+                   "from the %s)\n", np, pooled ? " with the ranks' tokens pooled" : "", d, rel, rel_other,
+                   pooled ? "unpooled" : "global normalisation");
+            free(one), free(other);
+        }
+        free(dp);
+    }
+    MICRO_NORM = 0;
+}
+
 static int child_dp(int *argc, char ***argv, const char *mode) {
     vc_comm *c = NULL;
     if (vc_comm_init(argc, argv, "auto", &c)) {
@@ -718,6 +771,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
                "relative L2 %.3g\n", np, d, rel);
         free(mu1);
     }
+    micro_norm_checks(c, n);
     size_t whole = STATE; /* every rank keeps the whole state */
     LAYERWISE = 1;
     float *lw = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);

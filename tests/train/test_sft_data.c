@@ -6,6 +6,7 @@
 #include "train/sft_internal.h"
 #include "sft_test_util.h"
 #include "vc_test.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,8 +69,29 @@ static void test_verl_keys(void) {
     }
 }
 
+/* use_legacy_worker_impl=enable's validation batches: verl b178a3cd's sampler deals row r + W j to rank r and drops
+ * what does not fill a batch on every rank; val/loss the mean of the ranks' mean of each batch's token mean (pooled:
+ * the step's NLL over its tokens) */
+static void test_legacy_val(void) {
+    uint32_t order[11];
+    size_t kept = sft_legacy_val_order(11, 2, 2, order);
+    static const uint32_t WANT[8] = { 0, 2, 1, 3, 4, 6, 5, 7 };
+    CHECK(kept == 8 && !memcmp(order, WANT, sizeof WANT));
+    CHECK(sft_legacy_val_order(3, 2, 2, order) == 0);
+    CHECK(sft_legacy_val_order(5, 1, 2, order) == 4 && order[3] == 3);
+    /* two steps of 2 ranks x 2 rows: rank batches (1+2)/(1+1), (3+0)/(2+1); (4+4)/(2+2), (6+0)/(3+0) */
+    const double nll[8] = { 1, 2, 3, 0, 4, 4, 6, 0 }, tok[8] = { 1, 1, 2, 1, 2, 2, 3, 0 };
+    double unpooled = ((1.5 + 1.0) / 2 + (2.0 + 2.0) / 2) / 2, pooled = (6.0 / 5 + 14.0 / 7) / 2;
+    CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 2, 2, 0), unpooled, 1e-15);
+    CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 2, 2, 1), pooled, 1e-15);
+    CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 1, 4, 0), (6.0 / 5 + 14.0 / 7) / 2, 1e-15);
+    const double none[2] = { 0, 0 };
+    CHECK(sft_legacy_val_loss(none, none, 2, 1, 2, 0) == 0.0 && isnan(sft_legacy_val_loss(none, none, 0, 1, 2, 0)));
+}
+
 int main(void) {
     test_verl_keys();
+    test_legacy_val();
     if (!vc_test_have_shared()) return vc_test_done();
     char tdir[512], path[128];
     snprintf(tdir, sizeof tdir, "%s/fixtures/tokenizers/qwen3", vc_test_shared());

@@ -310,11 +310,61 @@ static void test_weight_decay(void) {
     }
 }
 
+/* sequences [a, a + n) of b as a mini-batch of their own (cu rebased into `cu`) */
+static vc_minibatch part(const vc_minibatch *b, int a, int n, int64_t *cu) {
+    for (int i = 0; i <= n; i++) cu[i] = b->cu_seqlens[a + i] - b->cu_seqlens[a];
+    const int64_t o = b->cu_seqlens[a];
+    return (vc_minibatch){ n, cu, b->ids + o, b->mask + o };
+}
+
+/* micro_norm (verl b178a3cd's fsdp_sft_trainer): each micro-batch's own token mean over the micro-batch count, i.e. the
+ * mean of the micro-batches' default gradients; per-sequence NLL adds up to the batch's */
+static void test_micro_norm(void) {
+    vc_model *m = load();
+    vc_trainer t;
+    vc_trainer_config tc;
+    vc_trainer_config_default(&tc);
+    CHECK_OK(vc_trainer_init(&t, m, &tc));
+    vc_minibatch b, pa, pb;
+    make_batch(&b);
+    int64_t cu_a[NSEQ + 1], cu_b[NSEQ + 1];
+    pa = part(&b, 0, 4, cu_a), pb = part(&b, 4, NSEQ - 4, cu_b);
+    size_t total = 0;
+    for (int i = 0; i < t.n_params; i++) total += t.sizes[i];
+    double la, lb, lg, lm;
+    float *ga = grads_of(&t, &pa, 4, 0, VC_AGG_TOKEN_MEAN, NULL, &la);
+    float *gb = grads_of(&t, &pb, 4, 0, VC_AGG_TOKEN_MEAN, NULL, &lb);
+    float *glob = grads_of(&t, &b, 4, 0, VC_AGG_TOKEN_MEAN, NULL, &lg);
+    t.cfg.micro_norm = 1;
+    float *mic = grads_of(&t, &b, 4, 0, VC_AGG_TOKEN_MEAN, NULL, &lm);
+    t.cfg.micro_norm = 0;
+    for (size_t k = 0; k < total; k++) ga[k] = 0.5f * (ga[k] + gb[k]);
+    double r = rel_diff(ga, mic, total), rg = rel_diff(glob, mic, total);
+    CHECK_MSG(r < 5e-6 && rg > 1e-3, "micro_norm: %.3g from the micro-batches' mean gradient, %.3g from the global one", r,
+              rg);
+    CHECK_NEAR(lm, 0.5 * (la + lb), 1e-6 * fabs(la + lb));
+    double nll[NSEQ], tok[NSEQ], one[1], one_tok[1], sum, n_tok, s = 0, n = 0;
+    CHECK_OK(vc_trainer_eval_seq_nll(&t, &b, nll, tok));
+    CHECK_OK(vc_trainer_eval_nll(&t, &b, &sum, &n_tok));
+    for (int i = 0; i < NSEQ; i++) s += nll[i], n += tok[i];
+    CHECK_NEAR(s, sum, 1e-5 * sum);
+    CHECK_NEAR(n, n_tok, 0);
+    int64_t cu1[2];
+    vc_minibatch p5 = part(&b, 5, 1, cu1);
+    CHECK_OK(vc_trainer_eval_seq_nll(&t, &p5, one, one_tok));
+    CHECK_MSG(fabs(one[0] - nll[5]) <= 1e-5 * nll[5] && one_tok[0] == tok[5] && tok[5] > 0,
+              "sequence 5 alone: NLL %.9g over %g, in the batch %.9g over %g", one[0], one_tok[0], nll[5], tok[5]);
+    free(ga), free(gb), free(glob), free(mic);
+    vc_trainer_free(&t);
+    vc_model_free(m);
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
     test_accumulation();
     test_step_skip_clip();
     test_plan_covers_step();
     test_weight_decay();
+    test_micro_norm();
     return vc_test_done();
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Differential check of `verlc sft trainer.use_legacy_worker_impl=enable` against verl b178a3cd's own
+FSDPSFTTrainer.training_step and validation_step (verl's code run unchanged on the CPU in f32, on one rank: its trainer
+object made without __init__, the model a plain transformers model standing in for the FSDP wrapper, verl's bf16
+autocast turned off, torch's AdamW and a cosine schedule without warmup as verl builds them). Each trial draws GSM8K
+rows (question -> answer), the batch and micro-batch sizes, the learning rate, weight decay and clip; verlc tokenizes
+them (`verlc sft --dump-data`), and both train one step on the same token ids and loss masks (verl right-padded, verlc
+packed), then validate. Compared: train/loss (verl's sum of each micro-batch's token mean over the micro-batch count),
+train/grad_norm (before clipping) and val/loss after the step (verl's mean over its loader's batches of
+micro_batch_size rows, the partial last one dropped), within a relative 2e-5; with $DIFF_SFT_DEFAULT=1 verlc runs its
+default (the global token mean) instead, to show where the two differ.
+
+The model is a random Qwen2 of hidden 64 and 2 layers over the tokenizer's whole vocabulary (written once by
+transformers into a temporary directory).
+
+usage: diff_sft_loss.py VERL_SRC N [SEED] [TOKENIZER_DIR]   (from the repository root, after make; VERL_SRC holds verl
+at b178a3cd, `git archive b178a3cd verl | tar -x -C DIR`; PYTHONPATH must give transformers 4.x, tensordict, torchdata,
+codetiming, peft and the rest of fsdp_sft_trainer's imports; TOKENIZER_DIR defaults to the shared qwen3 tokenizer)"""
+import contextlib, json, math, os, random, shutil, subprocess, sys, tempfile, warnings
+
+warnings.filterwarnings("ignore")
+VERL, N = sys.argv[1], int(sys.argv[2])
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+shared = os.environ.get("VERLC_SHARED", os.path.join(root, "..", "shared"))
+TOKDIR = sys.argv[4] if len(sys.argv) > 4 else os.path.join(shared, "fixtures/tokenizers/qwen3")
+VERLC = os.path.join(root, "build", "verlc")
+DEFAULT = os.environ.get("DIFF_SFT_DEFAULT") == "1"
+sys.path.insert(0, VERL)
+
+import torch
+from omegaconf import OmegaConf
+from tensordict import TensorDict
+from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, get_cosine_schedule_with_warmup
+import verl.trainer.fsdp_sft_trainer as fst
+
+torch.set_num_threads(2)
+R = random.Random(SEED)
+ROWS = [json.loads(l) for l in open(os.path.join(shared, "data/gsm8k/train.jsonl"))]
+
+
+def make_model(d):
+    tok = AutoTokenizer.from_pretrained(TOKDIR)
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                      tie_word_embeddings=False, dtype="float32")
+    torch.manual_seed(SEED)
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(d, safe_serialization=True)
+    for f in os.listdir(TOKDIR):
+        if f != "config.json": shutil.copy(os.path.join(TOKDIR, f), d)
+
+
+def dump(model, path, out, max_len):
+    subprocess.run([VERLC, "sft", "--model", model, "--train", path, "--prompt-key", "question", "--response-key",
+                    "answer", f"data.max_length={max_len}", "data.truncation=right", f"dump_data={out}"], check=True,
+                   capture_output=True)
+    return [json.loads(l) for l in open(out)]
+
+
+def padded(rows, L):
+    """verl's SFTDataset tensors of token-aligned rows: right-padded, position ids counting the real tokens"""
+    n = len(rows)
+    ids, att, pos, mask = *(torch.zeros(n, L, dtype=torch.long) for _ in range(3)), torch.zeros(n, L)
+    for i, r in enumerate(rows):
+        k = len(r["input_ids"])
+        ids[i, :k] = torch.tensor(r["input_ids"])
+        att[i, :k] = 1
+        pos[i, :k] = torch.arange(k)
+        mask[i, :k] = torch.tensor(r["loss_mask"], dtype=torch.float32)
+    return TensorDict({"input_ids": ids, "attention_mask": att, "position_ids": pos, "loss_mask": mask}, batch_size=n)
+
+
+def verl_trainer(model_dir, s):
+    """FSDPSFTTrainer's own methods over a plain model (one rank, cpu, f32)"""
+    t = fst.FSDPSFTTrainer.__new__(fst.FSDPSFTTrainer)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model.clip_grad_norm_ = lambda max_norm: torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    t.config = OmegaConf.create({"data": {"micro_batch_size_per_gpu": s["micro"], "balance_dp_token": False},
+                                 "ulysses_sequence_parallel_size": 1, "model": {"strategy": "fsdp"},
+                                 "optim": {"clip_grad": s["clip"]}})
+    t.use_remove_padding, t.device_name, t.model, t.fsdp_model = False, "cpu", model, model
+    t.optimizer = torch.optim.AdamW(model.parameters(), lr=s["lr"], betas=(0.9, 0.95), weight_decay=s["wd"])
+    t.lr_scheduler = get_cosine_schedule_with_warmup(t.optimizer, num_warmup_steps=0, num_training_steps=1)
+    return t
+
+
+def verl_side(model_dir, s, train, val, L):
+    t = verl_trainer(model_dir, s)
+    with mock_autocast():
+        m = t.training_step(padded(train, L))
+        m["train/grad_norm"] = float(LAST_NORM[0])
+        mb = s["micro"]
+        losses = [t.validation_step(padded(val[a:a + mb], L)) for a in range(0, len(val) // mb * mb, mb)]
+    if losses: m["val/loss"] = float(torch.mean(torch.stack(losses)))  # (none: verl's torch.stack raises)
+    return m
+
+
+LAST_NORM = [None]
+
+
+@contextlib.contextmanager
+def mock_autocast():
+    """verl's bf16 autocast off (the comparison is in f32); the pre-clip norm kept for the comparison"""
+    saved, clip = torch.autocast, torch.nn.utils.clip_grad_norm_
+
+    def keep(*a, **k):
+        LAST_NORM[0] = clip(*a, **k)
+        return LAST_NORM[0]
+
+    torch.autocast = lambda *a, **k: contextlib.nullcontext()
+    torch.nn.utils.clip_grad_norm_ = keep
+    try:
+        yield
+    finally:
+        torch.autocast, torch.nn.utils.clip_grad_norm_ = saved, clip
+
+
+def verlc_side(model_dir, s, tmp, train_path, val_path, L):
+    out = os.path.join(tmp, "run")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [VERLC, "sft", "--model", model_dir, "--train", train_path, "--val", val_path, "--out", out, "--prompt-key",
+           "question", "--response-key", "answer", f"data.max_length={L}", "data.truncation=right", "data.shuffle=false",
+           f"data.train_batch_size={s['batch']}", f"data.micro_batch_size_per_gpu={s['micro']}", f"optim.lr={s['lr']}",
+           f"optim.weight_decay={s['wd']}", f"optim.clip_grad={s['clip']}", "optim.lr_warmup_steps_ratio=0",
+           "trainer.total_training_steps=1", "--device", "cpu"]
+    if not DEFAULT: cmd.append("trainer.use_legacy_worker_impl=enable")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode: raise RuntimeError(p.stderr[-2000:])
+    m = {}
+    for l in open(os.path.join(out, "metrics.jsonl")):
+        m.update({k: v for k, v in json.loads(l).items() if isinstance(v, (int, float))})
+    return m
+
+
+def main():
+    fails = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = os.path.join(tmp, "model")
+        make_model(model_dir)
+        for trial in range(N):
+            s = {"micro": R.choice([1, 2, 3, 4]), "lr": R.choice([1e-4, 1e-3, 1e-2]), "wd": R.choice([0.0, 0.01, 0.1]),
+                 "clip": R.choice([1e-3, 1.0, 100.0])}
+            s["batch"] = s["micro"] * R.randint(1, 4) + R.choice([0, 0, R.randint(1, s["micro"])]) % s["micro"]
+            L, nval = R.choice([96, 160, 256]), R.randint(1, 9)
+            pick = R.sample(ROWS, s["batch"] + nval)
+            tp, vp = os.path.join(tmp, "train.jsonl"), os.path.join(tmp, "val.jsonl")
+            for path, rows in ((tp, pick[:s["batch"]]), (vp, pick[s["batch"]:])):
+                with open(path, "w") as f: f.writelines(json.dumps(r) + "\n" for r in rows)
+            train, val = dump(model_dir, tp, os.path.join(tmp, "t.jsonl"), L), dump(model_dir, vp, os.path.join(tmp, "v.jsonl"), L)
+            v, c = verl_side(model_dir, s, train, val, L), verlc_side(model_dir, s, tmp, tp, vp, L)
+            bad = []
+            for k in ("train/loss", "train/grad_norm", "val/loss"):
+                if k not in v: continue  # fewer val rows than a batch: verl has none (verlc: their token mean)
+                a, b = v[k], c.get(k, float("nan"))
+                if not abs(a - b) <= 2e-5 * max(abs(a), 1e-6): bad.append(f"{k} verl {a:.9g} verlc {b:.9g}")
+            if bad:
+                fails += 1
+                print(f"trial {trial} {s} length {L}, {len(val)} val rows: " + "; ".join(bad), flush=True)
+    print(f"{N - fails}/{N} trials agree ({'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, seed {SEED})")
+
+
+main()
