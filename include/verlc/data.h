@@ -102,7 +102,19 @@ typedef struct vc_epoch_iter {
     int64_t epoch;   /* current epoch */
     size_t batch;    /* index of the next batch within the epoch */
     uint32_t *order; /* [n_rows] row order of the current epoch */
+    int torch;       /* the shuffled order: 0 verlc's counter-based one, else a VC_ORDER_TORCH_* (vc_epoch_iter_torch) */
+    int draws, first;/* VC_ORDER_TORCH_STREAM: epoch e is the generator's (first + draws e)-th randperm */
+    struct vc_np_mt19937_s *mt; /* ... and the generator after its mt_done-th randperm (-1: none drawn) */
+    int64_t mt_done;
 } vc_epoch_iter;
+
+/* verl's data orders (torch's randperm, rng.h):
+ * VC_ORDER_TORCH_STREAM: a torchdata RandomSampler over one generator seeded once (verl's RL data loader), each
+ *   epoch a randperm of it: the first one per epoch with num_workers 0 (draws 1, first 0), the second with workers,
+ *   whose loader makes the sampler's iterator twice an epoch (draws 2, first 1);
+ * VC_ORDER_TORCH_EPOCH: a DistributedSampler (verl's SFT data loader): epoch e a randperm of a generator seeded
+ *   seed + e, whose consecutive slices of a batch are the global batches for any number of ranks. */
+enum { VC_ORDER_TORCH_STREAM = 1, VC_ORDER_TORCH_EPOCH = 2 };
 
 vc_status vc_epoch_iter_init(vc_epoch_iter *it, size_t n_rows, size_t batch_size, int shuffle, int drop_last,
                              uint64_t seed);
@@ -115,6 +127,8 @@ void vc_epoch_iter_seek(vc_epoch_iter *it, int64_t epoch, size_t batch);
  * epoch it moves to the next epoch, reshuffles and continues, so it never returns 0 for n_rows > 0
  * (unless drop_last leaves no full batch). */
 size_t vc_epoch_iter_next(vc_epoch_iter *it, const uint32_t **idx);
+/* Shuffles as verl's data loader does (kind a VC_ORDER_TORCH_*; the epoch's order redone; no effect without shuffle) */
+vc_status vc_epoch_iter_torch(vc_epoch_iter *it, int kind, uint64_t seed, int draws, int first);
 void vc_epoch_iter_free(vc_epoch_iter *it);
 
 /* ---- partitions and micro-batches ------------------------------------------------------------ */

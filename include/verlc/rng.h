@@ -32,7 +32,7 @@ void vc_shuffle_u32(uint32_t *idx, size_t n, uint64_t seed, uint64_t epoch);
 /* numpy's legacy generator (np.random.seed(s) / RandomState(s)): MT19937 with init_genrand seeding, its
  * raw 32-bit words, legacy randint's bounded draw in [0, max] (masked rejection; 64-bit words above
  * 2^32 - 1) and RandomState.shuffle of a list (Fisher-Yates from the end with those draws). */
-typedef struct {
+typedef struct vc_np_mt19937_s {
     uint32_t mt[624];
     int i;
 } vc_np_mt19937;
@@ -40,5 +40,9 @@ void vc_np_seed(vc_np_mt19937 *m, uint32_t seed);
 uint32_t vc_np_next32(vc_np_mt19937 *m);
 uint64_t vc_np_interval(vc_np_mt19937 *m, uint64_t max);
 void vc_np_shuffle(vc_np_mt19937 *m, size_t *idx, size_t n);
+/* torch's CPU generator is the same MT19937 (torch.Generator().manual_seed(s): vc_np_seed with the seed's low 32 bits;
+ * unseeded: VC_TORCH_DEFAULT_SEED); torch.randperm(n, generator=g) from it into out[0..n) */
+#define VC_TORCH_DEFAULT_SEED 67280421310721ull
+void vc_torch_randperm(vc_np_mt19937 *m, uint32_t *out, size_t n);
 
 #endif

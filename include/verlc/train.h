@@ -390,7 +390,8 @@ typedef struct vc_sft_config {
     int64_t total_steps;     /* 0: epochs * batches per epoch */
     int64_t max_steps;       /* stop after this step (the schedule still uses total_steps); 0 = no limit */
     int shuffle;             /* 1 */
-    uint64_t seed;           /* 1 */
+    uint64_t seed;           /* trainer.seed: 1 (LoRA adapters' initialisation) */
+    uint64_t data_seed;      /* data.seed: the shuffle's, verl's DistributedSampler's seed 0 (epoch e: randperm of seed + e) */
     double lr, weight_decay, beta1, beta2, eps, grad_clip, warmup_ratio, min_lr_ratio;
     double num_cycles;       /* optim.num_cycles: the cosine schedule's (0.5) */
     int zero_indexed_step;   /* optim.zero_indexed_step (later verl): 0 counts the cosine schedule from 1 */

@@ -118,7 +118,6 @@ static const struct notice_rule RULES[] = {
     { "**.use_shm", "false", 0, R_PY },
     { "**.trust_remote_code", NULL, 0, "verlc reads remote-code layouts natively and never runs model Python code" },
     { "**.external_lib", NULL, 0, "no Python libraries are imported" },
-    { "data.dataloader_num_workers", NULL, 0, R_PY },
     { "data.filter_overlong_prompts_workers", NULL, 0, R_PY },
     { "data.custom_cls.**", NULL, 0, "custom Python dataset classes cannot be loaded" },
     { "data.sampler.**", NULL, 0, "custom Python samplers cannot be loaded" },

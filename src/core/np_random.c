@@ -44,3 +44,23 @@ void vc_np_shuffle(vc_np_mt19937 *m, size_t *idx, size_t n) {
         idx[j] = t;
     }
 }
+
+/* torch.randperm(n, generator=g) on the CPU: below 2^32 / 20 rows a Fisher-Yates from the front with each 32-bit word
+ * modulo the rows left; above, the inside-out form with 64-bit words (the first word high) modulo i + 1 */
+void vc_torch_randperm(vc_np_mt19937 *m, uint32_t *out, size_t n) {
+    if ((uint64_t)n < 0xffffffffu / 20) {
+        for (size_t i = 0; i < n; i++) out[i] = (uint32_t)i;
+        for (size_t i = 0; i + 1 < n; i++) {
+            size_t z = i + (size_t)(vc_np_next32(m) % (uint64_t)(n - i));
+            uint32_t t = out[i];
+            out[i] = out[z], out[z] = t;
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t hi = vc_np_next32(m), r = (hi << 32) | vc_np_next32(m);
+        size_t z = (size_t)(r % (uint64_t)(i + 1));
+        out[i] = (uint32_t)i;
+        out[i] = out[z], out[z] = (uint32_t)i;
+    }
+}

@@ -4,9 +4,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* VC_ORDER_TORCH_STREAM: the generator moved on to epoch it->epoch's randperm (continued from the last epoch's
+ * state where the run goes forward, else from the seed) */
+static void torch_stream(vc_epoch_iter *it) {
+    int64_t want = it->first + (int64_t)it->draws * it->epoch, done = it->mt_done;
+    if (done < 0 || done > want) vc_np_seed(it->mt, (uint32_t)it->seed), done = -1;
+    for (; done < want; done++) vc_torch_randperm(it->mt, it->order, it->n_rows);
+    it->mt_done = want;
+}
+
 static void make_order(vc_epoch_iter *it) {
-    for (size_t i = 0; i < it->n_rows; i++) it->order[i] = (uint32_t)i;
-    if (it->shuffle) vc_shuffle_u32(it->order, it->n_rows, it->seed, (uint64_t)it->epoch);
+    if (it->shuffle && it->torch == VC_ORDER_TORCH_STREAM) {
+        torch_stream(it);
+    } else if (it->shuffle && it->torch == VC_ORDER_TORCH_EPOCH) {
+        vc_np_seed(it->mt, (uint32_t)(it->seed + (uint64_t)it->epoch));
+        vc_torch_randperm(it->mt, it->order, it->n_rows);
+    } else {
+        for (size_t i = 0; i < it->n_rows; i++) it->order[i] = (uint32_t)i;
+        if (it->shuffle) vc_shuffle_u32(it->order, it->n_rows, it->seed, (uint64_t)it->epoch);
+    }
+}
+
+vc_status vc_epoch_iter_torch(vc_epoch_iter *it, int kind, uint64_t seed, int draws, int first) {
+    if ((kind != VC_ORDER_TORCH_STREAM && kind != VC_ORDER_TORCH_EPOCH) || draws < 1 || first < 0)
+        return vc_fail(VC_ERR_ARG, "epoch order: kind %d, draws %d, first %d", kind, draws, first);
+    if (!it->mt && !(it->mt = vc_malloc(sizeof *it->mt))) return VC_ERR_NOMEM;
+    it->torch = kind, it->seed = seed, it->draws = draws, it->first = first, it->mt_done = -1;
+    make_order(it);
+    return VC_OK;
 }
 
 vc_status vc_epoch_iter_init(vc_epoch_iter *it, size_t n_rows, size_t batch_size, int shuffle, int drop_last,
@@ -53,6 +78,6 @@ size_t vc_epoch_iter_next(vc_epoch_iter *it, const uint32_t **idx) {
 }
 
 void vc_epoch_iter_free(vc_epoch_iter *it) {
-    free(it->order);
+    free(it->order), free(it->mt);
     memset(it, 0, sizeof *it);
 }

@@ -8,6 +8,7 @@
 #include "data/vl_rows.h"
 #include "verlc/json.h"
 #include "verlc/reward.h"
+#include "verlc/rng.h"
 #include "verlc/tokenizer.h"
 #include <math.h>
 #include <stdlib.h>
@@ -719,6 +720,21 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
     return st ? vc_fail_ctx(st, "actor_rollout_ref.model.path") : VC_OK;
 }
 
+/* the prompts' order as verl's data loader draws it (create_rl_sampler: torchdata's RandomSampler over a generator
+ * seeded by data.seed, or torch's default seed where it is null; with data.dataloader_num_workers above 0 each epoch
+ * takes the second of two randperms) */
+static vc_status verl_order(vc_rl_trainer *t, const vc_config *c) {
+    int64_t seed = 0, workers = 8;
+    vc_status st = vc_config_get_int(c, "data.seed", &seed);
+    int null_seed = st == VC_ERR_MISSING;
+    if (null_seed) vc_clear_error();
+    else if (st) return st;
+    if ((st = get_int(c, "data.dataloader_num_workers", 8, &workers))) return st;
+    if (workers < 0) return vc_fail(VC_ERR_ARG, "data.dataloader_num_workers=%lld: not a count", (long long)workers);
+    return vc_epoch_iter_torch(&t->it, VC_ORDER_TORCH_STREAM, null_seed ? VC_TORCH_DEFAULT_SEED : (uint64_t)seed,
+                               workers ? 2 : 1, workers ? 1 : 0);
+}
+
 static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     vc_rl_data_opts o = { 0 };
     vc_vl_image_config vl;
@@ -773,7 +789,9 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     if (!drop_last)
         vc_warn("%s=%d is larger than the %zu training prompts: using all of them per batch",
                 t->filter_groups ? "data.gen_batch_size" : "data.train_batch_size", per, t->train->n);
-    return vc_epoch_iter_init(&t->it, t->train->n, drop_last ? (size_t)per : t->train->n, shuffle, 1, t->seed);
+    if ((st = vc_epoch_iter_init(&t->it, t->train->n, drop_last ? (size_t)per : t->train->n, shuffle, 1, t->seed)))
+        return st;
+    return verl_order(t, c);
 }
 
 static vc_status set_total_steps(vc_rl_trainer *t, const vc_config *c) {

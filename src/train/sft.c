@@ -520,9 +520,9 @@ static vc_status resume(sft_run *r) {
     vc_train_state s;
     memset(&s, 0, sizeof s);
     if (!st) st = vc_train_ckpt_load(dir, &r->tr, &s);
-    if (!st && s.seed != r->c->seed)
-        st = vc_fail(VC_ERR_ARG, "%s: checkpoint was made with seed %llu, this run has %llu", dir,
-                     (unsigned long long)s.seed, (unsigned long long)r->c->seed);
+    if (!st && s.seed != r->c->data_seed)
+        st = vc_fail(VC_ERR_ARG, "%s: checkpoint was made with data.seed %llu, this run has %llu", dir,
+                     (unsigned long long)s.seed, (unsigned long long)r->c->data_seed);
     if (!st) {
         vc_epoch_iter_seek(&r->it, s.epoch, (size_t)s.batch);
         R0_INFO(r, "sft: resumed from %s (step %lld, epoch %lld, batch %lld)", dir, (long long)s.step,
@@ -644,11 +644,12 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     }
     int drop_last = r.train.n >= (size_t)c->train_batch_size;
-    if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->seed)))
+    if ((st = vc_epoch_iter_init(&r.it, r.train.n, (size_t)c->train_batch_size, c->shuffle, drop_last, c->data_seed)) ||
+        (st = vc_epoch_iter_torch(&r.it, VC_ORDER_TORCH_EPOCH, c->data_seed, 1, 0)))
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
-    r.state.seed = c->seed;
+    r.state.seed = c->data_seed;
     if (!realpath(c->model_dir, r.state.model_dir)) snprintf(r.state.model_dir, sizeof r.state.model_dir, "%s", c->model_dir);
     if (c->tokenizer_dir && !realpath(c->tokenizer_dir, r.state.tokenizer_dir))
         snprintf(r.state.tokenizer_dir, sizeof r.state.tokenizer_dir, "%s", c->tokenizer_dir);

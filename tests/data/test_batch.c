@@ -157,8 +157,56 @@ static void test_epoch_iter(void) {
     CHECK(vc_epoch_iter_init(&it, 3, 0, 1, 1, 0) == VC_ERR_ARG);
 }
 
+/* verl's data orders against torch 2.15's own (torch.randperm over torch.Generator().manual_seed(s); the loaders'
+ * epochs as torchdata 0.11's StatefulDataLoader and torch's DistributedSampler draw them, tools printed them) */
+static int batches_are(vc_epoch_iter *it, const uint32_t *want, size_t rows) {
+    const uint32_t *idx;
+    int ok = 1;
+    for (size_t a = 0; a < rows; a += it->batch_size)
+        ok &= vc_epoch_iter_next(it, &idx) == it->batch_size && !memcmp(idx, want + a, it->batch_size * sizeof *idx);
+    return ok;
+}
+
+static void test_torch_orders(void) {
+    /* RandomSampler over a generator seeded 7, with loader workers (the 2nd, 4th, 6th randperm) and without */
+    static const uint32_t W[3][10] = { { 1, 8, 9, 5, 7, 4, 0, 3, 6, 2 }, { 7, 0, 8, 4, 2, 6, 9, 3, 1, 5 },
+                                       { 1, 8, 0, 7, 2, 9, 5, 6, 3, 4 } };
+    static const uint32_t N0[10] = { 5, 0, 3, 4, 1, 7, 9, 6, 8, 2 };
+    vc_epoch_iter it;
+    CHECK_OK(vc_epoch_iter_init(&it, 10, 3, 1, 1, 0));
+    CHECK_OK(vc_epoch_iter_torch(&it, VC_ORDER_TORCH_STREAM, 7, 2, 1));
+    for (int e = 0; e < 3; e++) CHECK_MSG(batches_are(&it, W[e], 9) && it.epoch == e, "workers, epoch %d", e);
+    vc_epoch_iter_seek(&it, 1, 1); /* back: from the seed again */
+    CHECK(batches_are(&it, W[1] + 3, 6));
+    vc_epoch_iter_free(&it);
+    CHECK_OK(vc_epoch_iter_init(&it, 10, 5, 1, 1, 0));
+    CHECK_OK(vc_epoch_iter_torch(&it, VC_ORDER_TORCH_STREAM, 7, 1, 0));
+    CHECK(batches_are(&it, N0, 10) && batches_are(&it, W[0], 10));
+    vc_epoch_iter_free(&it);
+    /* data.seed null: torch's default seed */
+    static const uint32_t D[10] = { 9, 3, 7, 4, 8, 2, 0, 6, 5, 1 };
+    CHECK_OK(vc_epoch_iter_init(&it, 10, 10, 1, 1, 0));
+    CHECK_OK(vc_epoch_iter_torch(&it, VC_ORDER_TORCH_STREAM, VC_TORCH_DEFAULT_SEED, 2, 1));
+    CHECK(batches_are(&it, D, 10));
+    vc_epoch_iter_free(&it);
+    /* DistributedSampler (seed + epoch), a resumed iterator seeking straight to epoch 1; seed 5's epoch 1 */
+    static const uint32_t E[2][11] = { { 10, 0, 4, 3, 5, 8, 2, 1, 9, 7, 6 }, { 0, 10, 2, 3, 7, 6, 4, 8, 1, 9, 5 } };
+    static const uint32_t S5[11] = { 2, 0, 8, 7, 1, 4, 5, 9, 3, 6, 10 };
+    CHECK_OK(vc_epoch_iter_init(&it, 11, 4, 1, 1, 0));
+    CHECK_OK(vc_epoch_iter_torch(&it, VC_ORDER_TORCH_EPOCH, 0, 1, 0));
+    CHECK(batches_are(&it, E[0], 8) && batches_are(&it, E[1], 8));
+    vc_epoch_iter_seek(&it, 1, 0);
+    CHECK(batches_are(&it, E[1], 8));
+    CHECK_OK(vc_epoch_iter_torch(&it, VC_ORDER_TORCH_EPOCH, 5, 1, 0)); /* (the current epoch's order redone) */
+    vc_epoch_iter_seek(&it, 1, 0);
+    CHECK(batches_are(&it, S5, 8));
+    CHECK(vc_epoch_iter_torch(&it, 3, 5, 1, 0) == VC_ERR_ARG);
+    vc_epoch_iter_free(&it);
+}
+
 int main(void) {
     test_kk_golden();
+    test_torch_orders();
     test_micro_batches();
     test_epoch_iter();
     return vc_test_done();

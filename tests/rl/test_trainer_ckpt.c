@@ -5,6 +5,7 @@
  * an epoch boundary), the same with LoRA adapters (frozen base weights, merged export, the adapters in
  * PEFT's format), and a corrupt checkpoint failing with the file named. */
 #include "../../src/rl/demo_internal.h"
+#include "../../src/rl/trainer_internal.h"
 #include "rl_demo_util.h"
 #include "verlc/report.h"
 #include "verlc/safetensors.h"
@@ -415,9 +416,46 @@ static void test_rollout_skip(void) {
     CHECK_MSG(st == VC_ERR_FORMAT && strstr(vc_last_error(), "gen_batch.rank0.vcrows"), "%s", vc_last_error());
 }
 
+/* the prompts' order: verl's data loader (torchdata's RandomSampler; torch 2.15's randperm printed these); each batch
+ * of 2 the next rows of the epoch's permutation */
+static vc_status order_is(const char *extra, const uint32_t want[2][4]) {
+    char buf[1024], *argv[16];
+    snprintf(buf, sizeof buf, "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
+             "data.train_batch_size=2|data.max_prompt_length=16|data.max_response_length=3|algorithm.adv_estimator=grpo|"
+             "actor_rollout_ref.actor.ppo_mini_batch_size=2|trainer.resume_mode=disable|%s", dir, dir, extra);
+    int n = 0;
+    for (char *x = strtok(buf, "|"); x && n < 16; x = strtok(NULL, "|")) argv[n++] = x;
+    vc_config *cfg = NULL;
+    vc_rl_trainer *t = NULL;
+    vc_status st = vc_config_load_ex(NULL, 0, n, argv, &cfg);
+    if (!st) vc_config_set_quiet(cfg, 1), st = vc_rl_trainer_new(cfg, &t);
+    int ok = !st;
+    for (int e = 0; ok && e < 2; e++)
+        for (int b = 0; ok && b < 2; b++) {
+            const uint32_t *idx;
+            ok = vc_epoch_iter_next(&t->it, &idx) == 2 && !memcmp(idx, want[e] + 2 * b, 2 * sizeof *idx);
+        }
+    CHECK_MSG(ok || st, "%s: the prompts are not in verl's order", extra);
+    vc_rl_trainer_free(t);
+    vc_config_free(cfg);
+    return st;
+}
+
+static void test_data_order(void) {
+    static const uint32_t DEFAULT[2][4] = { { 0, 1, 3, 2 }, { 1, 3, 0, 2 } }; /* seed null, 8 workers: 2nd, 4th */
+    static const uint32_t SEED7[2][4] = { { 3, 2, 0, 1 }, { 2, 0, 3, 1 } };   /* seed 7, no workers: 1st, 2nd */
+    static const uint32_t PLAIN[2][4] = { { 0, 1, 2, 3 }, { 0, 1, 2, 3 } };
+    CHECK_OK(order_is("data.seed=null", DEFAULT));
+    CHECK_OK(order_is("data.seed=7|data.dataloader_num_workers=0", SEED7));
+    CHECK_OK(order_is("data.shuffle=false", PLAIN));
+    vc_status st = order_is("data.dataloader_num_workers=-2", PLAIN);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "data.dataloader_num_workers=-2"), "%s", vc_last_error());
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/verlc_tckpt_%d", (int)getpid());
     setup();
+    test_data_order();
     /* 3 steps straight (2 batches per epoch: the third starts epoch 1) vs 2 steps then resume to 3 */
     CHECK_OK(run("a", 3, ""));
     CHECK_OK(run("b", 2, ""));

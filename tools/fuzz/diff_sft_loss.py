@@ -3,12 +3,15 @@
 FSDPSFTTrainer.training_step and validation_step (verl's code run unchanged on the CPU in f32, on one rank: its trainer
 object made without __init__, the model a plain transformers model standing in for the FSDP wrapper, verl's bf16
 autocast turned off, torch's AdamW and a cosine schedule without warmup as verl builds them). Each trial draws GSM8K
-rows (question -> answer), the batch and micro-batch sizes, the learning rate, weight decay and clip; verlc tokenizes
-them (`verlc sft --dump-data`), and both train one step on the same token ids and loss masks (verl right-padded, verlc
-packed), then validate. Compared: train/loss (verl's sum of each micro-batch's token mean over the micro-batch count),
+rows (question -> answer; up to three batches of them), the batch and micro-batch sizes, the learning rate, weight
+decay and clip; verlc tokenizes them (`verlc sft --dump-data`), verl's DistributedSampler (seed 0, epoch 0) picks the
+first step's rows (verlc draws its own order: the same rows only if it draws verl's), and both train one step on
+those token ids and loss masks (verl right-padded, verlc packed), then validate. Compared: train/loss (verl's sum of each micro-batch's token mean over the micro-batch count),
 train/grad_norm (before clipping) and val/loss after the step (verl's mean over its loader's batches of
-micro_batch_size rows, the partial last one dropped), within a relative 2e-5; with $DIFF_SFT_DEFAULT=1 verlc runs its
-default (the global token mean) instead, to show where the two differ.
+micro_batch_size rows, the partial last one dropped), within a relative 2e-5 (the gradient norm 5e-5: verl's f32
+norm over the 151,936-row head lies up to 2.4e-5 from the same loss's gradient recomputed in f64, verlc's within
+1e-7 of it, checked on three batches of 12 rows); with $DIFF_SFT_DEFAULT=1 verlc runs its
+default (the global token mean) instead, to show where the two differ; $DIFF_SFT_SET=micro=4,batch=12,lr=0.01,wd=0,clip=1,length=160 pins settings.
 
 The model is a random Qwen2 of hidden 64 and 2 layers over the tokenizer's whole vocabulary (written once by
 transformers into a temporary directory).
@@ -24,13 +27,14 @@ SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 shared = os.environ.get("VERLC_SHARED", os.path.join(root, "..", "shared"))
 TOKDIR = sys.argv[4] if len(sys.argv) > 4 else os.path.join(shared, "fixtures/tokenizers/qwen3")
-VERLC = os.path.join(root, "build", "verlc")
+VERLC = os.environ.get("VERLC_BIN", os.path.join(root, "build", "verlc"))
 DEFAULT = os.environ.get("DIFF_SFT_DEFAULT") == "1"
 sys.path.insert(0, VERL)
 
 import torch
 from omegaconf import OmegaConf
 from tensordict import TensorDict
+from torch.utils.data import DistributedSampler
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, get_cosine_schedule_with_warmup
 import verl.trainer.fsdp_sft_trainer as fst
 
@@ -51,9 +55,10 @@ def make_model(d):
 
 
 def dump(model, path, out, max_len):
-    subprocess.run([VERLC, "sft", "--model", model, "--train", path, "--prompt-key", "question", "--response-key",
-                    "answer", f"data.max_length={max_len}", "data.truncation=right", f"dump_data={out}"], check=True,
-                   capture_output=True)
+    p = subprocess.run([VERLC, "sft", "--model", model, "--train", path, "--prompt-key", "question", "--response-key",
+                        "answer", f"data.max_length={max_len}", "data.truncation=right", f"dump_data={out}"],
+                       capture_output=True, text=True)
+    if p.returncode: raise RuntimeError(p.stderr[-2000:])
     return [json.loads(l) for l in open(out)]
 
 
@@ -119,7 +124,7 @@ def verlc_side(model_dir, s, tmp, train_path, val_path, L):
     out = os.path.join(tmp, "run")
     shutil.rmtree(out, ignore_errors=True)
     cmd = [VERLC, "sft", "--model", model_dir, "--train", train_path, "--val", val_path, "--out", out, "--prompt-key",
-           "question", "--response-key", "answer", f"data.max_length={L}", "data.truncation=right", "data.shuffle=false",
+           "question", "--response-key", "answer", f"data.max_length={L}", "data.truncation=right",
            f"data.train_batch_size={s['batch']}", f"data.micro_batch_size_per_gpu={s['micro']}", f"optim.lr={s['lr']}",
            f"optim.weight_decay={s['wd']}", f"optim.clip_grad={s['clip']}", "optim.lr_warmup_steps_ratio=0",
            "trainer.total_training_steps=1", "--device", "cpu"]
@@ -133,7 +138,7 @@ def verlc_side(model_dir, s, tmp, train_path, val_path, L):
 
 
 def main():
-    fails = 0
+    fails = skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "model")
         make_model(model_dir)
@@ -142,21 +147,36 @@ def main():
                  "clip": R.choice([1e-3, 1.0, 100.0])}
             s["batch"] = s["micro"] * R.randint(1, 4) + R.choice([0, 0, R.randint(1, s["micro"])]) % s["micro"]
             L, nval = R.choice([96, 160, 256]), R.randint(1, 9)
-            pick = R.sample(ROWS, s["batch"] + nval)
+            for kv in filter(None, os.environ.get("DIFF_SFT_SET", "").split(",")):  # pinned: micro=4,batch=12,...
+                k, v = kv.split("=")
+                if k == "length": L = int(v)
+                else: s[k] = type(s[k])(float(v)) if k in s else int(v)
+            ntrain = s["batch"] + R.choice([0, R.randint(1, 2 * s["batch"])])
+            pick = R.sample(ROWS, ntrain + nval)
             tp, vp = os.path.join(tmp, "train.jsonl"), os.path.join(tmp, "val.jsonl")
-            for path, rows in ((tp, pick[:s["batch"]]), (vp, pick[s["batch"]:])):
+            for path, rows in ((tp, pick[:ntrain]), (vp, pick[ntrain:])):
                 with open(path, "w") as f: f.writelines(json.dumps(r) + "\n" for r in rows)
-            train, val = dump(model_dir, tp, os.path.join(tmp, "t.jsonl"), L), dump(model_dir, vp, os.path.join(tmp, "v.jsonl"), L)
-            v, c = verl_side(model_dir, s, train, val, L), verlc_side(model_dir, s, tmp, tp, vp, L)
+            try:
+                train, val = dump(model_dir, tp, os.path.join(tmp, "t.jsonl"), L), dump(model_dir, vp, os.path.join(tmp, "v.jsonl"), L)
+            except RuntimeError as e:  # every row of a file cut before its answer (verl's dataset has nothing either)
+                if "no usable rows" not in str(e): raise
+                skipped += 1
+                continue
+            # the first step's rows: verl's DistributedSampler (one rank, seed 0, epoch 0) over the train rows
+            sampler = DistributedSampler(range(len(train)), num_replicas=1, rank=0, shuffle=True, drop_last=True)
+            sampler.set_epoch(0)
+            first = [train[i] for i in list(sampler)[:s["batch"]]]
+            v, c = verl_side(model_dir, s, first, val, L), verlc_side(model_dir, s, tmp, tp, vp, L)
             bad = []
             for k in ("train/loss", "train/grad_norm", "val/loss"):
                 if k not in v: continue  # fewer val rows than a batch: verl has none (verlc: their token mean)
                 a, b = v[k], c.get(k, float("nan"))
-                if not abs(a - b) <= 2e-5 * max(abs(a), 1e-6): bad.append(f"{k} verl {a:.9g} verlc {b:.9g}")
+                tol = 5e-5 if k == "train/grad_norm" else 2e-5
+                if not abs(a - b) <= tol * max(abs(a), 1e-6): bad.append(f"{k} verl {a:.9g} verlc {b:.9g}")
             if bad:
                 fails += 1
                 print(f"trial {trial} {s} length {L}, {len(val)} val rows: " + "; ".join(bad), flush=True)
-    print(f"{N - fails}/{N} trials agree ({'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, seed {SEED})")
+    print(f"{N - fails - skipped}/{N - skipped} trials agree ({skipped} without a usable row left out; {'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, seed {SEED})")
 
 
 main()
