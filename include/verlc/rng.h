@@ -4,6 +4,7 @@
  * does not depend on batch composition, thread count or call order. */
 #ifndef VERLC_RNG_H
 #define VERLC_RNG_H
+#include "verlc/core.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,20 @@ void vc_np_shuffle(vc_np_mt19937 *m, size_t *idx, size_t n);
 /* torch's CPU generator is the same MT19937 (torch.Generator().manual_seed(s): vc_np_seed with the seed's low 32 bits;
  * unseeded: VC_TORCH_DEFAULT_SEED); torch.randperm(n, generator=g) from it into out[0..n) */
 #define VC_TORCH_DEFAULT_SEED 67280421310721ull
+
+/* numpy's Generator (np.random.default_rng(seed) for an integer seed below 2^64: SeedSequence into PCG64),
+ * src/core/np_generator.c: its raw words, its bounded integers in [0, max] (Lemire's method) and
+ * Generator.choice(pop, k, replace=False) (shuffled) into out[0..k) */
+typedef struct {
+    uint64_t state[2], inc[2]; /* 128-bit, in the machine's order */
+    int has32;
+    uint32_t buf32;
+} vc_np_pcg64;
+void vc_np_pcg64_seed(vc_np_pcg64 *g, uint64_t seed);
+uint64_t vc_np_pcg64_next64(vc_np_pcg64 *g);
+uint32_t vc_np_pcg64_next32(vc_np_pcg64 *g);
+uint64_t vc_np_pcg64_bounded(vc_np_pcg64 *g, uint64_t max);
+vc_status vc_np_choice(vc_np_pcg64 *g, size_t pop, size_t k, int64_t *out);
 void vc_torch_randperm(vc_np_mt19937 *m, uint32_t *out, size_t n);
 
 #endif

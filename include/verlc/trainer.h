@@ -69,7 +69,11 @@ typedef struct vc_rl_data_opts {
     int64_t max_prompt_length;  /* tokens */
     int filter_overlong;        /* drop longer prompts (counted) */
     const char *truncation;     /* "error", "left", "right", "middle" */
-    int64_t max_samples;        /* < 0: all */
+    int64_t max_samples;        /* <= 0: all; else that many rows: the first ones, or with pick_random the ones
+                                 * np.random.default_rng(pick_seed).choice(rows, max_samples, replace=False) gives, in
+                                 * its order (verl's RLHFDataset with data.shuffle and a data.seed) */
+    int pick_random;
+    uint64_t pick_seed;
     int need_ground_truth;      /* rows without reward_model.ground_truth are an error */
     const struct cJSON *chat_kwargs; /* data.apply_chat_template_kwargs (e.g. {"enable_thinking": false}) or NULL */
     const char *reward_fn_key;  /* data.reward_fn_key: the row field that selects the reward function and

@@ -3,6 +3,7 @@
  * prompts filtered (counted) or truncated per data.truncation. Rows with images: dataset_images.c. */
 #include "dataset_internal.h"
 #include "verlc/json.h"
+#include "verlc/rng.h"
 #include "data/vl_rows.h"
 #include "verlc/image.h"
 #include <cjson/cJSON.h>
@@ -108,6 +109,17 @@ static vc_status load_row(const vc_jsonl *j, size_t i, const vc_tokenizer *tok, 
     return st;
 }
 
+/* max_samples of the total rows: verl's RLHFDataset draws them with numpy's default_rng(data.seed).choice where the data
+ * is shuffled (unseeded where data.seed is null: verlc keeps the first ones then), else takes the first ones */
+static vc_status pick_rows(const vc_rl_data_opts *o, size_t total, int64_t **pick, size_t *n) {
+    *n = (size_t)o->max_samples;
+    if (!o->pick_random) return VC_OK;
+    vc_np_pcg64 g;
+    vc_np_pcg64_seed(&g, o->pick_seed);
+    if (!(*pick = vc_malloc(sizeof **pick * *n))) return VC_ERR_NOMEM;
+    return vc_np_choice(&g, total, *n, *pick);
+}
+
 vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc_chat_template *tmpl,
                              const vc_rl_data_opts *o, vc_rl_dataset **out) {
     *out = NULL;
@@ -121,7 +133,8 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
     vc_status st = vc_jsonl_read(path, VC_JSONL_STRICT, &d->rows);
     if (!st && d->rows->n_rows == 0) st = vc_fail(VC_ERR_FORMAT, "%s: dataset has no rows", path);
     size_t n = st ? 0 : d->rows->n_rows;
-    if (o->max_samples >= 0 && (size_t)o->max_samples < n) n = (size_t)o->max_samples;
+    int64_t *pick = NULL; /* the rows kept, in their order (NULL: the first n) */
+    if (!st && o->max_samples > 0 && (size_t)o->max_samples < n) st = pick_rows(o, n, &pick, &n);
     if (!st && !(d->p = vc_calloc(n, sizeof *d->p))) st = VC_ERR_NOMEM;
     if (!st && o->vl && !(d->vl = vc_malloc(sizeof *d->vl))) st = VC_ERR_NOMEM;
     if (d->vl) *d->vl = *o->vl;
@@ -130,7 +143,8 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
     d->image_patch_size = o->image_patch_size > 0 ? o->image_patch_size : o->vl ? o->vl->patch_size : 0;
     int image_id[2] = { vc_tokenizer_token_to_id(tok, o->image_token ? o->image_token : RL_IMAGE_TOKEN),
                         vc_tokenizer_token_to_id(tok, o->video_token ? o->video_token : VC_VL_VIDEO_TOKEN) };
-    for (size_t i = 0; !st && i < n; i++) {
+    for (size_t k = 0; !st && k < n; k++) {
+        size_t i = pick ? (size_t)pick[k] : k;
         vc_rl_prompt *p = &d->p[d->n];
         st = load_row(d->rows, i, tok, tmpl, o, p);
         d->n++;
@@ -147,6 +161,7 @@ vc_status vc_rl_dataset_load(const char *path, const vc_tokenizer *tok, const vc
             d->n_truncated += !st;
         }
     }
+    free(pick);
     if (!st && d->n == 0)
         st = vc_fail(VC_ERR_ARG, "%s: every prompt is longer than data.max_prompt_length=%lld (%zu filtered)", path,
                      (long long)o->max_prompt_length, d->n_filtered);

@@ -723,16 +723,38 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
 /* the prompts' order as verl's data loader draws it (create_rl_sampler: torchdata's RandomSampler over a generator
  * seeded by data.seed, or torch's default seed where it is null; with data.dataloader_num_workers above 0 each epoch
  * takes the second of two randperms) */
+static vc_status data_seed(const vc_config *c, int64_t *seed, int *null_seed) {
+    vc_status st = vc_config_get_int(c, "data.seed", seed);
+    *null_seed = st == VC_ERR_MISSING;
+    if (*null_seed) vc_clear_error();
+    return *null_seed ? VC_OK : st;
+}
+
 static vc_status verl_order(vc_rl_trainer *t, const vc_config *c) {
     int64_t seed = 0, workers = 8;
-    vc_status st = vc_config_get_int(c, "data.seed", &seed);
-    int null_seed = st == VC_ERR_MISSING;
-    if (null_seed) vc_clear_error();
-    else if (st) return st;
-    if ((st = get_int(c, "data.dataloader_num_workers", 8, &workers))) return st;
+    int null_seed = 0;
+    vc_status st = data_seed(c, &seed, &null_seed);
+    if (st || (st = get_int(c, "data.dataloader_num_workers", 8, &workers))) return st;
     if (workers < 0) return vc_fail(VC_ERR_ARG, "data.dataloader_num_workers=%lld: not a count", (long long)workers);
     return vc_epoch_iter_torch(&t->it, VC_ORDER_TORCH_STREAM, null_seed ? VC_TORCH_DEFAULT_SEED : (uint64_t)seed,
                                workers ? 2 : 1, workers ? 1 : 0);
+}
+
+/* data.train_max_samples / val_max_samples: verl's RLHFDataset picks them with numpy's default_rng(data.seed) where
+ * data.shuffle is on; without a seed its pick is not reproducible, and verlc keeps the first rows */
+static vc_status max_samples_pick(const vc_config *c, int64_t tms, int64_t vms, vc_rl_data_opts *o) {
+    int shuffle = 1, null_seed = 0;
+    int64_t seed = 0;
+    vc_status st = vc_config_get_bool_or(c, "data.shuffle", 1, &shuffle);
+    if (st || (st = data_seed(c, &seed, &null_seed))) return st;
+    o->pick_random = shuffle && !null_seed;
+    o->pick_seed = (uint64_t)seed;
+    if (shuffle && null_seed && (tms > 0 || vms > 0))
+        vc_info("data.train_max_samples / val_max_samples with data.seed null: verl draws those rows at random without a "
+                "seed; verlc keeps the first ones (set data.seed to draw verl's)");
+    if (o->pick_random && seed < 0) return vc_fail(VC_ERR_ARG, "data.seed=%lld: numpy's seed must not be negative",
+                                                   (long long)seed);
+    return VC_OK;
 }
 
 static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
@@ -772,6 +794,7 @@ static vc_status load_data(vc_rl_trainer *t, const vc_config *c) {
     if (!st && nv) st = vc_config_list_str(c, "data.val_files", 0, &val);
     if (st) return st;
     o.need_ground_truth = t->reward_cmd == NULL && !t->rm; /* a reward model scores training rows alone */
+    if ((st = max_samples_pick(c, tms, vms, &o))) return st;
     o.max_samples = tms;
     if ((st = vc_rl_dataset_load(train, t->tok, t->tmpl, &o, &t->train))) return vc_fail_ctx(st, "data.train_files");
     o.max_samples = vms;

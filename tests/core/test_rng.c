@@ -3,6 +3,7 @@
 #include "verlc/rng.h"
 #include "vc_test.h"
 #include <stdint.h>
+#include <string.h>
 
 /* Random123 kat_vectors, "philox4x32 10" lines: counter (4 words), key (2 words), expected (4 words). */
 static const uint32_t KAT[3][10] = {
@@ -121,8 +122,37 @@ static void test_numpy_shuffle(void) {
     }
 }
 
+/* numpy 2.4's Generator (np.random.default_rng(seed)): its raw words, bounded integers (integers(0, 2**32) takes 32-bit
+ * words, integers(0, 10**12) Lemire's 64-bit form) and choice(n, k, replace=False) by Floyd's sampling and by the tail
+ * shuffle (n over 10,000, k over n / 50); the values numpy printed */
+static void test_numpy_generator(void) {
+    vc_np_pcg64 g;
+    vc_np_pcg64_seed(&g, 42);
+    CHECK(vc_np_pcg64_next64(&g) == 0xc621fbcd16d92688ull && vc_np_pcg64_next64(&g) == 0x705a5661a791ffc1ull);
+    vc_np_pcg64_seed(&g, 42);
+    uint64_t a = vc_np_pcg64_bounded(&g, 0xffffffffu), b = vc_np_pcg64_bounded(&g, 0xffffffffu);
+    CHECK(a == 383329928 && b == 3324115917u && vc_np_pcg64_bounded(&g, 0xffffffffu) == 2811363265u);
+    vc_np_pcg64_seed(&g, 3);
+    a = vc_np_pcg64_bounded(&g, 999999999999ull);
+    CHECK(a == 85649167143ull && vc_np_pcg64_bounded(&g, 999999999999ull) == 236810506596ull);
+    int64_t out[1000];
+    static const int64_t C5[5] = { 5781, 3279, 4890, 666, 3235 };
+    static const int64_t C16[16] = { 11, 3, 9, 13, 5, 8, 12, 15, 1, 4, 6, 14, 7, 10, 2, 0 };
+    vc_np_pcg64_seed(&g, 42);
+    CHECK(vc_np_choice(&g, 7473, 5, out) == VC_OK && !memcmp(out, C5, sizeof C5));
+    vc_np_pcg64_seed(&g, (1ull << 40) + 5);
+    CHECK(vc_np_choice(&g, 16, 16, out) == VC_OK && !memcmp(out, C16, sizeof C16));
+    vc_np_pcg64_seed(&g, 7);
+    uint64_t h = 0;
+    CHECK(vc_np_choice(&g, 20000, 1000, out) == VC_OK);
+    for (int i = 0; i < 1000; i++) h = h * 1000003u + (uint64_t)out[i];
+    CHECK(out[0] == 3762 && out[1] == 1432 && out[2] == 9397 && out[999] == 18898 && h == 3903956350503813351ull);
+    CHECK(vc_np_choice(&g, 3, 4, out) == VC_ERR_ARG);
+}
+
 int main(void) {
     test_kat();
+    test_numpy_generator();
     test_numpy_shuffle();
     test_uniform_normal();
     test_shuffle();

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 static char dir[256];
+static const int64_t *ROW_LINES; /* rows_are's */
+static size_t ROW_N;
 
 static const char *ROWS[] = { "12+34=", "40+2=", "7+8=", "19+19=" };
 
@@ -418,6 +420,9 @@ static void test_rollout_skip(void) {
 
 /* the prompts' order: verl's data loader (torchdata's RandomSampler; torch 2.15's randperm printed these); each batch
  * of 2 the next rows of the epoch's permutation */
+/* the dataset's rows (their source lines), the trainer made from the overrides of order_is */
+static vc_status rows_are(const char *extra, const int64_t *lines, size_t n);
+
 static vc_status order_is(const char *extra, const uint32_t want[2][4]) {
     char buf[1024], *argv[16];
     snprintf(buf, sizeof buf, "actor_rollout_ref.model.path=%s/model|data.train_files=%s/train.jsonl|data.val_files=null|"
@@ -430,15 +435,25 @@ static vc_status order_is(const char *extra, const uint32_t want[2][4]) {
     vc_status st = vc_config_load_ex(NULL, 0, n, argv, &cfg);
     if (!st) vc_config_set_quiet(cfg, 1), st = vc_rl_trainer_new(cfg, &t);
     int ok = !st;
-    for (int e = 0; ok && e < 2; e++)
+    if (!want) { /* rows_are's: the lines in ROW_LINES */
+        ok = ok && t->train->n == ROW_N;
+        for (size_t i = 0; ok && i < ROW_N; i++) ok = t->train->p[i].line == ROW_LINES[i];
+        CHECK_MSG(ok || st, "%s: the dataset's rows are not verl's", extra);
+    }
+    for (int e = 0; ok && want && e < 2; e++)
         for (int b = 0; ok && b < 2; b++) {
             const uint32_t *idx;
             ok = vc_epoch_iter_next(&t->it, &idx) == 2 && !memcmp(idx, want[e] + 2 * b, 2 * sizeof *idx);
         }
-    CHECK_MSG(ok || st, "%s: the prompts are not in verl's order", extra);
+    CHECK_MSG(ok || st || !want, "%s: the prompts are not in verl's order", extra);
     vc_rl_trainer_free(t);
     vc_config_free(cfg);
     return st;
+}
+
+static vc_status rows_are(const char *extra, const int64_t *lines, size_t n) {
+    ROW_LINES = lines, ROW_N = n;
+    return order_is(extra, NULL);
 }
 
 static void test_data_order(void) {
@@ -448,7 +463,17 @@ static void test_data_order(void) {
     CHECK_OK(order_is("data.seed=null", DEFAULT));
     CHECK_OK(order_is("data.seed=7|data.dataloader_num_workers=0", SEED7));
     CHECK_OK(order_is("data.shuffle=false", PLAIN));
-    vc_status st = order_is("data.dataloader_num_workers=-2", PLAIN);
+    /* data.train_max_samples: numpy's default_rng(data.seed).choice(4, k) as verl's RLHFDataset draws them (numpy 2.4
+     * printed these rows), the first ones with a null seed or without shuffle, all of them at 0 */
+    static const int64_t S42[3] = { 4, 1, 3 }, S5[2] = { 4, 3 }, FIRST[3] = { 1, 2, 3 }, ALL[4] = { 1, 2, 3, 4 };
+    CHECK_OK(rows_are("data.train_max_samples=3|data.seed=42", S42, 3));
+    CHECK_OK(rows_are("data.train_max_samples=2|data.seed=5", S5, 2));
+    CHECK_OK(rows_are("data.train_max_samples=3", FIRST, 3));
+    CHECK_OK(rows_are("data.train_max_samples=3|data.seed=42|data.shuffle=false", FIRST, 3));
+    CHECK_OK(rows_are("data.train_max_samples=0", ALL, 4));
+    vc_status st = rows_are("data.train_max_samples=3|data.seed=-1", ALL, 4);
+    CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "data.seed=-1"), "%s", vc_last_error());
+    st = order_is("data.dataloader_num_workers=-2", PLAIN);
     CHECK_MSG(st == VC_ERR_ARG && strstr(vc_last_error(), "data.dataloader_num_workers=-2"), "%s", vc_last_error());
 }
 
