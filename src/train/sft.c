@@ -425,25 +425,32 @@ static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
     return st;
 }
 
+/* verl's engine-based sft_trainer: its validation loader (a DistributedSampler without shuffling, batches of
+ * train_batch_size rows, drop_last) yields consecutive slices of the rows, each one's loss the slice's token mean;
+ * val/loss is their mean. With fewer rows than a batch (where verl's mean is of nothing) the rows' token mean. */
 static vc_status validate(sft_run *r, double *loss) {
     int done = 0;
     vc_status st = !strcmp(r->c->legacy_impl, "enable") ? validate_legacy(r, loss, &done) : VC_OK;
     if (st || done) return st;
-    double sum = 0, cnt = 0;
-    size_t bs = (size_t)r->c->train_batch_size;
+    size_t bs = (size_t)r->c->train_batch_size, whole = r->val.n / bs * bs;
+    if (!whole)
+        R0_INFO(r, "sft: %zu validation rows, fewer than data.train_batch_size=%zu (verl's loader has no batch): val/loss "
+                "is their token mean", r->val.n, bs);
     uint32_t *idx = vc_malloc(bs * sizeof *idx);
     if (!idx) return VC_ERR_NOMEM;
-    for (size_t a = 0; a < r->val.n && !st; a += bs) {
+    double means = 0, sum = 0, cnt = 0;
+    size_t batches = 0;
+    for (size_t a = 0; a < (whole ? whole : r->val.n) && !st; a += bs) {
         size_t n = r->val.n - a < bs ? r->val.n - a : bs;
         for (size_t i = 0; i < n; i++) idx[i] = (uint32_t)(a + i);
         vc_minibatch b;
         double s = 0, k = 0;
         st = gather(r, &r->val, idx, n, &b);
         if (!st) st = vc_trainer_eval_nll(&r->tr, &b, &s, &k);
-        if (!st) sum += s, cnt += k;
+        if (!st) sum += s, cnt += k, means += k > 0 ? s / k : 0.0, batches++;
     }
     free(idx);
-    *loss = cnt > 0 ? sum / cnt : NAN;
+    *loss = whole ? means / (double)batches : cnt > 0 ? sum / cnt : NAN;
     return st;
 }
 

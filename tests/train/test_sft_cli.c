@@ -66,6 +66,26 @@ int main(void) {
               "first val/loss %.9g (default %.9g)", tl ? tl->y[0] : NAN, tf ? tf->y[0] : NAN, vl ? vl->y[0] : NAN,
               vf ? vf->y[0] : NAN);
     vc_metrics_free(ml), vc_metrics_free(mf);
+    /* the validation loss of verl's engine-based sft_trainer: the mean of each whole batch's token mean (5 rows in
+     * batches of 2: the fifth left out), here the same batches as the legacy trainer's micro-batches of 2 (whose
+     * validation diff_sft_loss.py checks against verl's own code; one micro-batch a step: the same training) */
+    CHECK(sh("sed -n 11,15p %3$s/data/gsm8k/train.jsonl > %2$s/val5.jsonl && head -4 %2$s/val5.jsonl > %2$s/val4.jsonl%4$s",
+             NULL) == 0);
+    double v[3];
+    const char *runs[3][2] = { { "v5", "" }, { "v5l", "trainer.use_legacy_worker_impl=enable" }, { "v4", "" } };
+    for (int i = 0; i < 3; i++) {
+        snprintf(extra, sizeof extra, "--out %s/%s --val %s/val%d.jsonl train_batch_size=2 max_steps=1 %s", TMP, runs[i][0],
+                 TMP, i == 2 ? 4 : 5, runs[i][1]);
+        CHECK(sh(common, extra) == 0);
+        snprintf(a, sizeof a, "%s/%s/metrics.jsonl", TMP, runs[i][0]);
+        vc_metrics *mv = NULL;
+        CHECK_OK(vc_metrics_read(a, &mv));
+        const vc_metric_series *se = mv ? vc_metrics_find(mv, "val/loss") : NULL;
+        v[i] = se && se->n ? se->y[se->n - 1] : NAN;
+        vc_metrics_free(mv);
+    }
+    CHECK_MSG(fabs(v[0] - v[1]) <= 1e-6 * v[0] && v[0] == v[2], "val/loss of 5 rows in batches of 2: %.9g, legacy %.9g, "
+              "of their first 4 %.9g", v[0], v[1], v[2]);
     /* skip_bad_lines=false stops at the malformed line with file:line */
     snprintf(extra, sizeof extra, "--out %s/strict skip_bad_lines=false", TMP);
     CHECK(sh(common, extra) != 0);
