@@ -123,6 +123,10 @@ typedef struct rl_dp {
     int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
 
+/* trainer_update.c: the mini-batch rows of an update's epoch as verl's engine workers shuffle them (order[0..n): a
+ * generator seeded seed + rank per rank of `world` holding consecutive blocks, mini-batches of `mini` rows); *ok 0
+ * where the rows do not split into the ranks' blocks */
+void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok);
 /* trainer.c: the rollout's, actor's (with algorithm.rollout_correction) and critic's settings of c into t (zeroed), for a
  * tool running an update alone */
 vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c);

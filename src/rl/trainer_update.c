@@ -445,8 +445,39 @@ typedef struct acc {
     int n;
 } acc;
 
-/* rows of a mini-batch: a seeded permutation when shuffling, else in order */
-static void minibatch_order(int *order, int B, int shuffle, uint64_t seed, int64_t epoch) {
+/* The rows of the mini-batches, in order without shuffling. With actor.shuffle / critic.shuffle as verl's engine
+ * workers draw them (tensordict make_iterator: for each update a DataLoader over each rank's rows with a generator
+ * seeded data_loader_seed + rank, its loader's iterator anew every epoch): an epoch draws the iterator's 64-bit base
+ * seed, then its torch.randperm, then RandomSampler's second (discarded) one. `world` ranks hold consecutive blocks of
+ * n / world rows (verl's dispatch), `rank0` numbers the first; mini-batch i is every rank's i-th slice of its own
+ * permutation. *ok 0 where the rows do not split so (then nothing is written). */
+void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok) {
+    int nr = n / world, mr = mini / world;
+    uint32_t *perm = n % world == 0 && mini % world == 0 && mr > 0 ? vc_malloc(sizeof *perm * (size_t)nr) : NULL;
+    *ok = perm != NULL;
+    if (!perm) return;
+    vc_np_mt19937 m;
+    for (int r = 0; r < world; r++) {
+        vc_np_seed(&m, (uint32_t)(seed + (uint64_t)(rank0 + r)));
+        for (int64_t e = 0; e <= epoch; e++) {
+            vc_np_next32(&m), vc_np_next32(&m);
+            vc_torch_randperm(&m, perm, (size_t)nr);
+            if (e < epoch) vc_torch_randperm(&m, perm, (size_t)nr);
+        }
+        for (int a = 0; a < nr; a += mr) { /* rank r's slice of mini-batch a / mr */
+            int len = nr - a < mr ? nr - a : mr;
+            for (int j = 0; j < len; j++) order[a * world + r * len + j] = r * nr + (int)perm[a + j];
+        }
+    }
+    free(perm);
+}
+
+/* rows of a mini-batch: verl's engine workers' permutation when shuffling (rl_engine_rows; verlc's own counter-based one
+ * where the rows do not split into the ranks' blocks), else in order */
+static void minibatch_order(int *order, int B, int mini, int shuffle, uint64_t seed, int64_t epoch, int world, int rank0) {
+    int ok = 0;
+    if (shuffle) rl_engine_rows(order, B, mini < B ? mini : B, world, rank0, seed, epoch, &ok);
+    if (ok) return;
     for (int i = 0; i < B; i++) order[i] = i;
     if (shuffle) vc_shuffle_u32((uint32_t *)order, (size_t)B, seed, (uint64_t)epoch);
 }
@@ -644,7 +675,9 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
      * its own rows (verl's layout) instead of its rows among a global mini-batch */
     int own = vc_trainer_sharding(tr) == VC_SHARD_ZERO3, n_mini = (GB + mb_rows - 1) / mb_rows;
     for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
-        minibatch_order(order, own ? B : GB, l->shuffle, l->seed, ep);
+        /* (ZeRO-3's own rows: this rank's generator over them; else the global rows in the ranks' blocks) */
+        minibatch_order(order, own ? B : GB, own ? (mb_rows + x->world - 1) / x->world : mb_rows, l->shuffle, l->seed, ep,
+                        own ? 1 : x->world, own ? tr->rank : 0);
         for (int mi = 0, m0 = 0; !st && mi < n_mini; mi++, m0 += mb_rows) {
             int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows, nm;
             if (own) {
