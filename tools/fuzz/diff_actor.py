@@ -152,8 +152,6 @@ def settings_drawn():
     s["bp_rs_thr"] = R.choice([0.05, 1.0])
     if s["bypass"]:
         s["isw"], s["mode"] = False, "vanilla"
-    if ENGINE:  # the engine workers shuffle with torch's DataLoader: compared in order
-        s["shuffle"] = False
     return s
 
 
@@ -261,57 +259,62 @@ def engine_update(cfg, s, data, model, opt):
     """b178a3cd's engine workers' actor update (use_legacy_worker_impl=disable; later verl's only one): its own loss,
     verl.workers.utils.losses.ppo_loss, on each micro-batch of each mini-batch with the mini-batch's normalisers
     (dp_size, batch_num_tokens, global_batch_size), the micro-batch losses' gradients summed, grad_clip and the step;
-    the loop as its train_mini_batch / forward_backward_batch run it (mini-batches in order, micro-batches by count
-    or verl's rearrange_micro_batches), the forward a padded one (its log-probs and entropies laid out packed, as
+    the loop as its train_mini_batch / forward_backward_batch run it (mini-batches from verl's own
+    tensordict_utils.make_iterator, shuffled with actor.shuffle; micro-batches by count or verl's rearrange_micro_batches), the forward a padded one (its log-probs and entropies laid out packed, as
     its no-padding forward hands them to ppo_loss)"""
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
     from verl.utils.seqlen_balancing import prepare_dynamic_batch
     from verl.workers.utils.losses import ppo_loss
     rows_mini = s["mini"] * s["n"]
     ent_on = s["ent"] != 0
     sums, means, grad_norms = {}, {}, []
-    for _ in range(s["epochs"]):
-        for mini in data.split(rows_mini):
-            n_tok = mini.batch["response_mask"].sum().item()
-            micros = (prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0] if s["dyn"]
-                      else mini.split(s["micro"]))
+    # the mini-batches as train_mini_batch draws them: tu.make_iterator over the rows, seed data_loader_seed (42) + rank 0
+    rows = TensorDict({"row": torch.arange(len(data))}, batch_size=[len(data)])
+    it = tu.make_iterator(rows, rows_mini, s["epochs"], seed=42, dataloader_kwargs={"shuffle": s["shuffle"]})
+    for pick in it:
+        mini = data.select_idxs(pick["row"])
+        n_tok = mini.batch["response_mask"].sum().item()
+        micros = (prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0] if s["dyn"]
+                  else mini.split(s["micro"]))
+        opt.zero_grad()
+        mini_sum = {}
+        for mb in micros:
+            b = mb.batch
+            logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
+                           position_ids=b["position_ids"]).logits.float() / s["temp"]
+            lp_all = torch.log_softmax(logits, -1)
+            nxt = torch.roll(b["input_ids"], -1, 1)
+            tok_lp = lp_all.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
+            tok_ent = -(lp_all.exp() * lp_all).sum(-1)
+            att = b["attention_mask"].bool()
+            out = {"log_probs": tok_lp[att]}
+            if ent_on:
+                out["entropy"] = tok_ent[att]
+            P = b["input_ids"].shape[1] - T_of(b)
+            d = {"prompts": b["input_ids"][:, :P], "responses": b["responses"], "attention_mask": b["attention_mask"],
+                 "response_mask": b["response_mask"], "old_log_probs": b["old_log_probs"],
+                 "advantages": b["advantages"], "ref_log_prob": b["ref_log_prob"], "dp_size": 1,
+                 "batch_num_tokens": n_tok, "global_batch_size": rows_mini}
+            if "rollout_is_weights" in b.keys():
+                d["rollout_is_weights"] = b["rollout_is_weights"]
+            loss, met = ppo_loss(cfg, out, d)
+            loss.backward()
+            for k, v in met.items():
+                v = v.aggregate() if hasattr(v, "aggregate") else float(v)
+                k = "actor/" + k.split("/")[-1]
+                if k in ("actor/pg_loss", "actor/kl_loss", "actor/entropy_loss"):
+                    mini_sum[k] = mini_sum.get(k, 0.0) + v
+                else:
+                    means.setdefault(k, []).append(v)
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=s["grad_clip"])
+        if torch.isfinite(gn):
+            opt.step()
+        else:
             opt.zero_grad()
-            mini_sum = {}
-            for mb in micros:
-                b = mb.batch
-                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"],
-                               position_ids=b["position_ids"]).logits.float() / s["temp"]
-                lp_all = torch.log_softmax(logits, -1)
-                nxt = torch.roll(b["input_ids"], -1, 1)
-                tok_lp = lp_all.gather(-1, nxt.unsqueeze(-1)).squeeze(-1)
-                tok_ent = -(lp_all.exp() * lp_all).sum(-1)
-                att = b["attention_mask"].bool()
-                out = {"log_probs": tok_lp[att]}
-                if ent_on:
-                    out["entropy"] = tok_ent[att]
-                P = b["input_ids"].shape[1] - T_of(b)
-                d = {"prompts": b["input_ids"][:, :P], "responses": b["responses"], "attention_mask": b["attention_mask"],
-                     "response_mask": b["response_mask"], "old_log_probs": b["old_log_probs"],
-                     "advantages": b["advantages"], "ref_log_prob": b["ref_log_prob"], "dp_size": 1,
-                     "batch_num_tokens": n_tok, "global_batch_size": rows_mini}
-                if "rollout_is_weights" in b.keys():
-                    d["rollout_is_weights"] = b["rollout_is_weights"]
-                loss, met = ppo_loss(cfg, out, d)
-                loss.backward()
-                for k, v in met.items():
-                    v = v.aggregate() if hasattr(v, "aggregate") else float(v)
-                    k = "actor/" + k.split("/")[-1]
-                    if k in ("actor/pg_loss", "actor/kl_loss", "actor/entropy_loss"):
-                        mini_sum[k] = mini_sum.get(k, 0.0) + v
-                    else:
-                        means.setdefault(k, []).append(v)
-            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=s["grad_clip"])
-            if torch.isfinite(gn):
-                opt.step()
-            else:
-                opt.zero_grad()
-            grad_norms.append(gn.item())
-            for k, v in mini_sum.items():
-                sums.setdefault(k, []).append(v)
+        grad_norms.append(gn.item())
+        for k, v in mini_sum.items():
+            sums.setdefault(k, []).append(v)
     met = {k: float(np.mean(v)) for k, v in {**sums, **means}.items()}
     met["actor/grad_norm"] = float(np.mean(grad_norms))
     if "actor/entropy_loss" in met:
