@@ -720,9 +720,7 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
     return st ? vc_fail_ctx(st, "actor_rollout_ref.model.path") : VC_OK;
 }
 
-/* the prompts' order as verl's data loader draws it (create_rl_sampler: torchdata's RandomSampler over a generator
- * seeded by data.seed, or torch's default seed where it is null; with data.dataloader_num_workers above 0 each epoch
- * takes the second of two randperms) */
+/* data.seed, or *null_seed where it is null (verl's default) */
 static vc_status data_seed(const vc_config *c, int64_t *seed, int *null_seed) {
     vc_status st = vc_config_get_int(c, "data.seed", seed);
     *null_seed = st == VC_ERR_MISSING;
@@ -730,6 +728,9 @@ static vc_status data_seed(const vc_config *c, int64_t *seed, int *null_seed) {
     return *null_seed ? VC_OK : st;
 }
 
+/* the prompts' order as verl's data loader draws it (create_rl_sampler: torchdata's RandomSampler over a generator
+ * seeded by data.seed, or torch's default seed where it is null; with data.dataloader_num_workers above 0 each epoch
+ * takes the second of two randperms) */
 static vc_status verl_order(vc_rl_trainer *t, const vc_config *c) {
     int64_t seed = 0, workers = 8;
     int null_seed = 0;
