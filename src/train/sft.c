@@ -19,6 +19,7 @@ typedef struct sft_run {
     const vc_sft_config *c;
     vc_comm *comm;           /* c->comm or our own */
     int own_comm, rank, world;
+    int val_noted;           /* the note on too few validation rows printed */
     vc_tokenizer *tok;
     vc_chat_template *tmpl;
     vc_model *model;
@@ -418,7 +419,7 @@ static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
     }
     *done = kept > 0;
     if (!st && kept) *loss = sft_legacy_val_loss(nll, tok, kept, r->tr.world, c->micro_batch_size, c->balance_dp_token);
-    if (!st && !kept)
+    if (!st && !kept && !r->val_noted++)
         R0_INFO(r, "sft: use_legacy_worker_impl=enable: %zu validation rows, fewer than micro_batch_size x ranks (%zu), "
                 "where verl's loader has no batch: val/loss is their token mean", n, chunk);
     free(order), free(nll), free(tok);
@@ -429,11 +430,11 @@ static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
  * train_batch_size rows, drop_last) yields consecutive slices of the rows, each one's loss the slice's token mean;
  * val/loss is their mean. With fewer rows than a batch (where verl's mean is of nothing) the rows' token mean. */
 static vc_status validate(sft_run *r, double *loss) {
-    int done = 0;
-    vc_status st = !strcmp(r->c->legacy_impl, "enable") ? validate_legacy(r, loss, &done) : VC_OK;
+    int done = 0, legacy = !strcmp(r->c->legacy_impl, "enable");
+    vc_status st = legacy ? validate_legacy(r, loss, &done) : VC_OK;
     if (st || done) return st;
-    size_t bs = (size_t)r->c->train_batch_size, whole = r->val.n / bs * bs;
-    if (!whole)
+    size_t bs = (size_t)r->c->train_batch_size, whole = legacy ? 0 : r->val.n / bs * bs; /* 0: the token mean */
+    if (!whole && !r->val_noted++)
         R0_INFO(r, "sft: %zu validation rows, fewer than data.train_batch_size=%zu (verl's loader has no batch): val/loss "
                 "is their token mean", r->val.n, bs);
     uint32_t *idx = vc_malloc(bs * sizeof *idx);
