@@ -121,8 +121,12 @@ cat "$B/emu-lane-a.out" "$B/emu-lane-b.out"
 if [ "$MODE" = full ]; then
     # shellcheck disable=SC2086
     step "verlc check --device cuda, f32, threads in random order" env VC_EMU_ORDER=random "$B/verlc" check --device cuda $models
+    # phimoe_stray_num_experts: PyTorch's own autocast bf16 flips its second greedy token as verlc's bf16 does (the
+    # sparsemixer's expert choice moves; transformers 5.25 on the cpu, 2026-12-06), where the f32 reference's margin
+    # is 1.2: checked in f32 above
+    bf16_models=$(echo "$models" | grep -v '/phimoe_stray_num_experts/$')
     # shellcheck disable=SC2086
-    step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $models
+    step "verlc check --device cuda --precision bf16" "$B/verlc" check --device cuda --precision bf16 $bf16_models
     # shellcheck disable=SC2086
     # the dense seed families only: a different rounding of gate and up moves MoE routing ties and a few fixtures sit
     # near PyTorch's own bf16 error (axk1, qwen3_5_moe_text, gemma4_mm fail alike on the cpu with it)
