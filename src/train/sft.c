@@ -20,6 +20,7 @@ typedef struct sft_run {
     vc_comm *comm;           /* c->comm or our own */
     int own_comm, rank, world;
     int val_noted;           /* the note on too few validation rows printed */
+    uint32_t *dealt;         /* use_legacy_worker_impl=enable on several ranks: a step's rows as verl deals them */
     vc_tokenizer *tok;
     vc_chat_template *tmpl;
     vc_model *model;
@@ -563,6 +564,8 @@ static vc_status run_loop(sft_run *r) {
         size_t n = vc_epoch_iter_next(&r->it, &idx);
         vc_minibatch b;
         vc_step_stats s;
+        if (r->dealt && !c->use_dynamic_bsz && sft_legacy_deal(idx, n, r->tr.world, c->micro_batch_size, r->dealt))
+            idx = r->dealt;
         if ((st = gather(r, &r->train, idx, n, &b))) break;
         if ((st = vc_trainer_step(&r->tr, &b, NULL, NULL, &s))) break;
         images_free(r); /* (a step's pixels live for the step) */
@@ -657,6 +660,11 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
+    if (r.tr.world > 1 && !strcmp(c->legacy_impl, "enable") &&
+        !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {
+        st = VC_ERR_NOMEM;
+        goto out;
+    }
     r.state.seed = c->data_seed;
     if (!realpath(c->model_dir, r.state.model_dir)) snprintf(r.state.model_dir, sizeof r.state.model_dir, "%s", c->model_dir);
     if (c->tokenizer_dir && !realpath(c->tokenizer_dir, r.state.tokenizer_dir))
@@ -686,7 +694,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
 out:
     if (r.metrics) fclose(r.metrics);
     vc_tracker_close(r.tracker);
-    free(r.cu); free(r.ids); free(r.mask);
+    free(r.cu); free(r.ids); free(r.mask); free(r.dealt);
     images_free(&r);
     vc_epoch_iter_free(&r.it);
     if (r.tr.g) vc_trainer_free(&r.tr);

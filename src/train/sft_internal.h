@@ -64,6 +64,11 @@ char *vc_sft_config_json(const vc_sft_config *c);
 /* use_legacy_worker_impl=enable's validation (sft_legacy.c): the n rows in verl b178a3cd's order (order[k]: a row
  * index; each run of `micro` one rank's batch, each run of world x micro one step's); returns the rows it keeps */
 size_t sft_legacy_val_order(size_t n, int world, int micro, uint32_t *order);
+/* use_legacy_worker_impl=enable's training rows on `world` ranks: verl's sampler deals a step's rows idx[0..n) to the
+ * ranks every world-th (rank r: idx[r], idx[r + world], ...) and each rank splits its own into micro-batches; out gets
+ * rank r's rows as the r-th block, so the trainer's micro-batches of `micro` rows given out to the ranks in blocks are
+ * verl's. Returns 0 (out untouched) where they would not be: one rank, or blocks that micro-batches do not divide. */
+int sft_legacy_deal(const uint32_t *idx, size_t n, int world, int micro, uint32_t *out);
 /* its val/loss from the kept rows' NLL sums and target counts in that order (NAN without a batch) */
 double sft_legacy_val_loss(const double *nll, const double *tok, size_t kept, int world, int micro, int balance);
 /* trainer.nnodes x trainer.n_gpus_per_node (when given) against the communicator's world size. */

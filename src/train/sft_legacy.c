@@ -2,7 +2,8 @@
  * without shuffling deals rows r, r + W, r + 2W, ... to rank r (W ranks; the rows past a multiple of W dropped), each
  * rank's loader takes micro_batch_size of them at a time (a partial batch dropped), each batch's loss is its token mean
  * (data.balance_dp_token: its NLL over the tokens of every rank's i-th batch, times W), averaged over the ranks, and
- * val/loss is the mean over the batches. Its training normalisation is the trainer's micro_norm (trainer.c). */
+ * val/loss is the mean over the batches. Its training normalisation is the trainer's micro_norm (trainer.c); its
+ * training rows reach the ranks as the same sampler deals them (sft_legacy_deal). */
 #include "sft_internal.h"
 #include <math.h>
 
@@ -28,4 +29,12 @@ double sft_legacy_val_loss(const double *nll, const double *tok, size_t kept, in
         sum += balance ? (pooled[1] > 0 ? pooled[0] / pooled[1] : 0.0) : ranks / world;
     }
     return n_batches ? sum / (double)n_batches : NAN;
+}
+
+int sft_legacy_deal(const uint32_t *idx, size_t n, int world, int micro, uint32_t *out) {
+    size_t w = (size_t)world, per = w ? n / w : 0;
+    if (world < 2 || micro < 1 || n % w || per % (size_t)micro) return 0;
+    for (size_t r = 0; r < w; r++)
+        for (size_t j = 0; j < per; j++) out[r * per + j] = idx[r + w * j];
+    return 1;
 }

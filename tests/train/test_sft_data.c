@@ -85,6 +85,14 @@ static void test_legacy_val(void) {
     CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 2, 2, 0), unpooled, 1e-15);
     CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 2, 2, 1), pooled, 1e-15);
     CHECK_NEAR(sft_legacy_val_loss(nll, tok, 8, 1, 4, 0), (6.0 / 5 + 14.0 / 7) / 2, 1e-15);
+    /* training rows: 8 of a step over 2 ranks dealt every other one (rank 0: 10 12 14 16, rank 1: 11 13 15 17), so
+     * micro-batches of 2 in blocks are verl's ranks' {10, 12} {14, 16} and {11, 13} {15, 17}; micro-batches of 3 do not
+     * divide a rank's 4 rows, one rank needs no dealing */
+    static const uint32_t STEP[8] = { 10, 11, 12, 13, 14, 15, 16, 17 }, DEALT[8] = { 10, 12, 14, 16, 11, 13, 15, 17 };
+    uint32_t dealt[8];
+    CHECK(sft_legacy_deal(STEP, 8, 2, 2, dealt) && !memcmp(dealt, DEALT, sizeof DEALT));
+    CHECK(!sft_legacy_deal(STEP, 8, 2, 3, dealt) && !sft_legacy_deal(STEP, 8, 1, 2, dealt) &&
+          !sft_legacy_deal(STEP, 7, 2, 1, dealt));
     const double none[2] = { 0, 0 };
     CHECK(sft_legacy_val_loss(none, none, 2, 1, 2, 0) == 0.0 && isnan(sft_legacy_val_loss(none, none, 0, 1, 2, 0)));
 }
