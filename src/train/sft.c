@@ -269,6 +269,9 @@ static vc_status largest_images(const sft_run *r, vc_images *im) {
     return VC_OK;
 }
 
+/* trainer.use_legacy_worker_impl=enable: verl b178a3cd's fsdp_sft_trainer arithmetic (sft_legacy.c) */
+static int legacy(const vc_sft_config *c) { return !strcmp(c->legacy_impl, "enable"); }
+
 static vc_status make_trainer(sft_run *r) {
     const vc_sft_config *c = r->c;
     vc_trainer_config tc;
@@ -292,7 +295,7 @@ static vc_status make_trainer(sft_run *r) {
     if (!st) st = vc_agg_mode_parse(c->loss_agg_mode, &tc.agg);
     if (st) return st;
     tc.grad_clip = c->grad_clip;
-    tc.micro_norm = !strcmp(c->legacy_impl, "enable");
+    tc.micro_norm = legacy(c);
     tc.micro_norm_dp_tokens = tc.micro_norm && c->balance_dp_token;
     tc.micro_bs = c->micro_batch_size;
     tc.max_tokens = c->use_dynamic_bsz ? (c->max_token_len > 0 ? c->max_token_len : c->max_length * c->micro_batch_size) : 0;
@@ -431,10 +434,10 @@ static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
  * train_batch_size rows, drop_last) yields consecutive slices of the rows, each one's loss the slice's token mean;
  * val/loss is their mean. With fewer rows than a batch (where verl's mean is of nothing) the rows' token mean. */
 static vc_status validate(sft_run *r, double *loss) {
-    int done = 0, legacy = !strcmp(r->c->legacy_impl, "enable");
-    vc_status st = legacy ? validate_legacy(r, loss, &done) : VC_OK;
+    int done = 0;
+    vc_status st = legacy(r->c) ? validate_legacy(r, loss, &done) : VC_OK;
     if (st || done) return st;
-    size_t bs = (size_t)r->c->train_batch_size, whole = legacy ? 0 : r->val.n / bs * bs; /* 0: the token mean */
+    size_t bs = (size_t)r->c->train_batch_size, whole = legacy(r->c) ? 0 : r->val.n / bs * bs; /* 0: the token mean */
     if (!whole && !r->val_noted++)
         R0_INFO(r, "sft: %zu validation rows, fewer than data.train_batch_size=%zu (verl's loader has no batch): val/loss "
                 "is their token mean", r->val.n, bs);
@@ -660,7 +663,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
-    if (r.tr.world > 1 && !strcmp(c->legacy_impl, "enable") &&
+    if (r.tr.world > 1 && legacy(c) &&
         !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {
         st = VC_ERR_NOMEM;
         goto out;

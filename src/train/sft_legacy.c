@@ -7,11 +7,16 @@
 #include "sft_internal.h"
 #include <math.h>
 
+/* a step's n rows dealt to w ranks every w-th, rank r's as the r-th block (rows idx[k], or base + k without idx) */
+static void deal(const uint32_t *idx, uint32_t base, size_t n, size_t w, uint32_t *out) {
+    size_t per = n / w;
+    for (size_t r = 0; r < w; r++)
+        for (size_t j = 0; j < per; j++) out[r * per + j] = idx ? idx[r + w * j] : base + (uint32_t)(r + w * j);
+}
+
 size_t sft_legacy_val_order(size_t n, int world, int micro, uint32_t *order) {
-    size_t chunk = (size_t)world * (size_t)micro, kept = n / chunk * chunk, k = 0;
-    for (size_t c = 0; c < kept; c += chunk)
-        for (size_t r = 0; r < (size_t)world; r++)
-            for (size_t j = 0; j < (size_t)micro; j++) order[k++] = (uint32_t)(c + r + (size_t)world * j);
+    size_t chunk = (size_t)world * (size_t)micro, kept = n / chunk * chunk;
+    for (size_t c = 0; c < kept; c += chunk) deal(NULL, (uint32_t)c, chunk, (size_t)world, order + c);
     return kept;
 }
 
@@ -32,9 +37,7 @@ double sft_legacy_val_loss(const double *nll, const double *tok, size_t kept, in
 }
 
 int sft_legacy_deal(const uint32_t *idx, size_t n, int world, int micro, uint32_t *out) {
-    size_t w = (size_t)world, per = w ? n / w : 0;
-    if (world < 2 || micro < 1 || n % w || per % (size_t)micro) return 0;
-    for (size_t r = 0; r < w; r++)
-        for (size_t j = 0; j < per; j++) out[r * per + j] = idx[r + w * j];
+    if (world < 2 || micro < 1 || n % (size_t)world || n / (size_t)world % (size_t)micro) return 0;
+    deal(idx, 0, n, (size_t)world, out);
     return 1;
 }
