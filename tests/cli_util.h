@@ -4,6 +4,7 @@
 #ifndef VC_CLI_UTIL_H
 #define VC_CLI_UTIL_H
 #include "verlc/core.h"
+#include "verlc/dist.h"
 #include "vc_test.h"
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,4 +70,17 @@ static inline const char *cli_bin(void) {
 static inline void cli_tmpdir(char *dir, size_t n, const char *tag) {
     snprintf(dir, n, "/tmp/verlc_%s_%d", tag, (int)getpid());
 }
+/* `verlc ...` under mpirun on 2 ranks of this machine (shared memory only, killed after 300 s): a command prefix; its
+ * ranks get VERLC_DIST_TIMEOUT from the caller's environment */
+#define CLI_MPIRUN_2                                                                                                     \
+    "timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 "         \
+    "--mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent false -x VERLC_DIST_TIMEOUT -np 2 "
+
+/* whether CLI_MPIRUN_2 can run here: an MPI build, mpirun on the PATH, not a sanitizer build; sets VERLC_DIST_TIMEOUT */
+static inline int cli_mpirun_usable(void) {
+    if (getenv("VERLC_SANITIZE") || !vc_comm_available("mpi") || cli_sh("command -v mpirun > /dev/null 2>&1")) return 0;
+    setenv("VERLC_DIST_TIMEOUT", "60", 1);
+    return 1;
+}
+
 #endif

@@ -405,6 +405,23 @@ static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size
     return gather_images(r, d, idx, n, b);
 }
 
+/* verl b178a3cd's fsdp_sft_trainer asserts that the ranks split data.train_batch_size evenly and that each rank's
+ * share splits into micro-batches (its _normalize_config_bsz); on one rank verlc runs verl's training_step on any
+ * split (a shorter last micro-batch), on several the rows it deals would no longer be verl's, so it refuses */
+static vc_status check_legacy_split(const sft_run *r) {
+    const vc_sft_config *c = r->c;
+    long long b = c->train_batch_size, w = r->tr.world, m = c->micro_batch_size;
+    if (!legacy(c) || w < 2 || c->use_dynamic_bsz) return VC_OK;
+    if (b % w)
+        return vc_fail(VC_ERR_ARG, "data.train_batch_size=%lld is not divisible by the %lld data-parallel ranks "
+                       "(trainer.use_legacy_worker_impl=enable: verl's fsdp_sft_trainer refuses it too)", b, w);
+    if (b / w % m)
+        return vc_fail(VC_ERR_ARG, "data.micro_batch_size_per_gpu=%lld does not divide a rank's %lld rows of "
+                       "data.train_batch_size=%lld over %lld ranks (trainer.use_legacy_worker_impl=enable: verl's "
+                       "fsdp_sft_trainer refuses it too)", m, b / w, b, w);
+    return VC_OK;
+}
+
 /* use_legacy_worker_impl=enable: verl b178a3cd's batches and means (sft_legacy.c), train_batch_size rows or more at
  * a time; *done 0 where fewer rows than a batch of every rank's (the token mean of all of them then) */
 static vc_status validate_legacy(sft_run *r, double *loss, int *done) {
@@ -663,6 +680,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
+    if ((st = check_legacy_split(&r))) goto out;
     if (r.tr.world > 1 && legacy(c) &&
         !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {
         st = VC_ERR_NOMEM;

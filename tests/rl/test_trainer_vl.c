@@ -176,21 +176,13 @@ static double weight_diff(const char *a, const char *b, double *rms) {
  * follow by prompt): the weights of the one-rank run within float rounding */
 static void data_parallel(const char *init) {
     /* (the sanitizer build leaves it to the plain one: its data-parallel paths run in tests/rl/test_rl_dp.c) */
-    if (getenv("VERLC_SANITIZE") || !vc_comm_available("mpi") || cli_sh("command -v mpirun > /dev/null 2>&1")) {
+    if (!cli_mpirun_usable()) {
         printf("data parallelism skipped: a sanitizer build, no MPI in this build or no mpirun\n");
         return;
     }
-    setenv("VERLC_DIST_TIMEOUT", "60", 1);
-    char *lsan = getenv("LSAN_OPTIONS") ? strdup(getenv("LSAN_OPTIONS")) : NULL;
-    setenv("LSAN_OPTIONS", "detect_leaks=0", 1); /* (Open MPI's own allocations under the sanitizer build) */
-    launch = "timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 "
-             "--mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent false -x VERLC_DIST_TIMEOUT -x LSAN_OPTIONS "
-             "-np 2 ";
+    launch = CLI_MPIRUN_2;
     train("two_ranks", "trainer.n_gpus_per_node=2");
     launch = "";
-    if (lsan) setenv("LSAN_OPTIONS", lsan, 1);
-    else unsetenv("LSAN_OPTIONS");
-    free(lsan);
     char a[700], b[700];
     snprintf(a, sizeof a, "%s/trained/hf_model", dir);
     snprintf(b, sizeof b, "%s/two_ranks/hf_model", dir);

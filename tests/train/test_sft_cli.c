@@ -275,6 +275,29 @@ int main(void) {
         snprintf(grep, sizeof grep, "grep -q '%s' %%2$s/log.txt%%4$s", refused[i][1]);
         CHECK_MSG(sh(grep, NULL) == 0, "%s: no line with '%s'", refused[i][0], refused[i][1]);
     }
+    /* trainer.use_legacy_worker_impl=enable on 2 ranks: the rows dealt as verl's DistributedSampler deals them (against
+     * verl's own code on 2 ranks: tools/fuzz/diff_sft_loss.py with DIFF_SFT_WORLD=2), and the splits verl's
+     * fsdp_sft_trainer refuses refused */
+    if (cli_mpirun_usable()) {
+        char dp[1024];
+        snprintf(dp, sizeof dp, "%s%s", CLI_MPIRUN_2, common);
+        snprintf(extra, sizeof extra, "--out %s/ldp trainer.use_legacy_worker_impl=enable train_batch_size=4 max_steps=1", TMP);
+        CHECK_MSG(sh(dp, extra) == 0, "legacy sft on 2 ranks failed: see %s/log.txt", TMP);
+        CHECK(sh("test $(grep -c train/loss %2$s/ldp/metrics.jsonl) = 1%4$s", NULL) == 0);
+        static const char *const split[][2] = {
+            { "train_batch_size=3", "train_batch_size=3 is not divisible by the 2 data-parallel ranks" },
+            { "train_batch_size=6", "micro_batch_size_per_gpu=2 does not divide a rank's 3 rows" },
+        };
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(extra, sizeof extra, "--out %s/ldp2 trainer.use_legacy_worker_impl=enable %s max_steps=1", TMP,
+                     split[i][0]);
+            CHECK_MSG(sh(dp, extra) != 0, "legacy sft on 2 ranks, %s: not refused", split[i][0]);
+            char grep[300];
+            snprintf(grep, sizeof grep, "grep -q \"%s\" %%2$s/log.txt%%4$s", split[i][1]);
+            CHECK_MSG(sh(grep, NULL) == 0, "%s on 2 ranks: no line with '%s'", split[i][0], split[i][1]);
+        }
+    } else
+        printf("legacy sft on 2 ranks skipped: a sanitizer build, no MPI in this build or no mpirun\n");
     /* later verl's optim.optimizer=muon (Megatron-core's Muon on the matrices, its arithmetic: test_muon.c): one momentum
      * buffer for them, second moments only for adam's tensors (embeddings, head, norms: most of this tiny model) */
     snprintf(extra, sizeof extra, "--out %s/mu optim=megatron engine=megatron optim.optimizer=muon "

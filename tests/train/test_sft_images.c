@@ -191,13 +191,11 @@ static double ckpt_diff(const char *a, const char *b) {
 
 /* two ranks under mpirun, each running its micro-batch and making only its own rows' images: one rank's weights */
 static void test_dp(void) {
-    if (getenv("VERLC_SANITIZE") || !vc_comm_available("mpi") || cli_sh("command -v mpirun > /dev/null 2>&1")) {
+    if (!cli_mpirun_usable()) {
         printf("data parallelism skipped: a sanitizer build, no MPI in this build, or no mpirun\n");
         return;
     }
-    setenv("VERLC_DIST_TIMEOUT", "60", 1);
-    launch = "timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader --mca pml ob1 "
-             "--mca btl_vader_single_copy_mechanism none --mca plm_rsh_agent false -x VERLC_DIST_TIMEOUT -np 2 ";
+    launch = CLI_MPIRUN_2;
     CHECK_MSG(sft("model", "rows.jsonl", "dp2", "") == 0, "verlc sft with images on 2 ranks failed: see %s/dp2.log", dir);
     launch = "";
     char a[600], b[600];

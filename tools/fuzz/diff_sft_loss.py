@@ -13,6 +13,12 @@ norm over the 151,936-row head lies up to 2.4e-5 from the same loss's gradient r
 1e-7 of it, checked on three batches of 12 rows); with $DIFF_SFT_DEFAULT=1 verlc runs its
 default (the global token mean) instead, to show where the two differ; $DIFF_SFT_SET=micro=4,batch=12,lr=0.01,wd=0,clip=1,length=160 pins settings.
 
+With $DIFF_SFT_WORLD=2 both run on two ranks: verl's methods in one process per rank joined by torch.distributed over
+gloo (verl's DistributedSampler with two replicas picks each rank's rows and validation rows; FSDP's gradient mean
+stands in as an all-reduce of the gradients divided by the ranks before verl's clip; verl's all-reduce of the step and
+validation losses, which it runs on CUDA only, done by hand; data.balance_dp_token drawn, its all-reduce verl's own),
+verlc under mpirun; the batch a multiple of the ranks' micro-batches, as verl's fsdp_sft_trainer asserts.
+
 The model is a random Qwen2 of hidden 64 and 2 layers over the tokenizer's whole vocabulary (written once by
 transformers into a temporary directory).
 
@@ -22,8 +28,10 @@ codetiming, peft and the rest of fsdp_sft_trainer's imports; TOKENIZER_DIR defau
 import contextlib, json, math, os, random, shutil, subprocess, sys, tempfile, warnings
 
 warnings.filterwarnings("ignore")
-VERL, N = sys.argv[1], int(sys.argv[2])
-SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+RANK_MODE = len(sys.argv) > 1 and sys.argv[1] == "--rank"  # (a verl rank started by verl_ranks: --rank SPEC RANK)
+WORLD = int(os.environ.get("DIFF_SFT_WORLD", "1"))
+VERL, N = (os.environ["DIFF_SFT_VERL"], 0) if RANK_MODE else (sys.argv[1], int(sys.argv[2]))
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 and not RANK_MODE else 1
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 shared = os.environ.get("VERLC_SHARED", os.path.join(root, "..", "shared"))
 TOKDIR = sys.argv[4] if len(sys.argv) > 4 else os.path.join(shared, "fixtures/tokenizers/qwen3")
@@ -76,11 +84,21 @@ def padded(rows, L):
 
 
 def verl_trainer(model_dir, s):
-    """FSDPSFTTrainer's own methods over a plain model (one rank, cpu, f32)"""
+    """FSDPSFTTrainer's own methods over a plain model (a rank, cpu, f32); on several ranks FSDP's mean of the
+    gradients taken before verl clips them"""
     t = fst.FSDPSFTTrainer.__new__(fst.FSDPSFTTrainer)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    model.clip_grad_norm_ = lambda max_norm: torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-    t.config = OmegaConf.create({"data": {"micro_batch_size_per_gpu": s["micro"], "balance_dp_token": False},
+
+    def clip(max_norm):
+        if WORLD > 1:
+            for p in model.parameters():
+                if p.grad is not None:
+                    torch.distributed.all_reduce(p.grad)
+                    p.grad /= WORLD
+        return torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+
+    model.clip_grad_norm_ = clip
+    t.config = OmegaConf.create({"data": {"micro_batch_size_per_gpu": s["micro"], "balance_dp_token": s["balance"]},
                                  "ulysses_sequence_parallel_size": 1, "model": {"strategy": "fsdp"},
                                  "optim": {"clip_grad": s["clip"]}})
     t.use_remove_padding, t.device_name, t.model, t.fsdp_model = False, "cpu", model, model
@@ -89,15 +107,57 @@ def verl_trainer(model_dir, s):
     return t
 
 
+def rank_avg(x):
+    """verl's all-reduce (AVG) of a rank's loss, which it runs on CUDA only"""
+    if WORLD == 1: return x
+    x = torch.as_tensor(x, dtype=torch.float32).clone()
+    torch.distributed.all_reduce(x)
+    return x / WORLD
+
+
 def verl_side(model_dir, s, train, val, L):
     t = verl_trainer(model_dir, s)
     with mock_autocast():
         m = t.training_step(padded(train, L))
+        m["train/loss"] = float(rank_avg(m["train/loss"]))
         m["train/grad_norm"] = float(LAST_NORM[0])
         mb = s["micro"]
-        losses = [t.validation_step(padded(val[a:a + mb], L)) for a in range(0, len(val) // mb * mb, mb)]
+        losses = [rank_avg(t.validation_step(padded(val[a:a + mb], L))) for a in range(0, len(val) // mb * mb, mb)]
     if losses: m["val/loss"] = float(torch.mean(torch.stack(losses)))  # (none: verl's torch.stack raises)
     return m
+
+
+def sampled(rows, rank, shuffle):
+    """a rank's rows as verl's DistributedSampler (seed 0, epoch 0, drop_last) gives them"""
+    sampler = DistributedSampler(range(len(rows)), num_replicas=WORLD, rank=rank, shuffle=shuffle, drop_last=True)
+    sampler.set_epoch(0)
+    return [rows[i] for i in sampler]
+
+
+def rank_worker(spec_path, rank):
+    """one of verl's ranks: its first step's rows and validation rows, the metrics written by rank 0"""
+    spec = json.load(open(spec_path))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(spec["port"]))
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
+    s, L = spec["s"], spec["L"]
+    first = sampled(spec["train"], rank, True)[:s["batch"] // WORLD]
+    m = verl_side(spec["model"], s, first, sampled(spec["val"], rank, False), L)
+    if rank == 0:
+        with open(spec_path + ".out", "w") as f: json.dump(m, f)
+    torch.distributed.destroy_process_group()
+
+
+def verl_ranks(tmp, model_dir, s, train, val, L):
+    """verl_side on WORLD ranks, each its own process"""
+    spec = os.path.join(tmp, "spec.json")
+    with open(spec, "w") as f:
+        json.dump({"port": 29500 + R.randint(0, 9999), "s": s, "L": L, "model": model_dir, "train": train, "val": val}, f)
+    env = dict(os.environ, DIFF_SFT_WORLD=str(WORLD), DIFF_SFT_VERL=VERL)
+    ps = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", spec, str(r)], env=env)
+          for r in range(WORLD)]
+    if any(p.wait() for p in ps): raise RuntimeError("a verl rank failed")
+    return json.load(open(spec + ".out"))
 
 
 LAST_NORM = [None]
@@ -123,11 +183,13 @@ def mock_autocast():
 def verlc_side(model_dir, s, tmp, train_path, val_path, L):
     out = os.path.join(tmp, "run")
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [VERLC, "sft", "--model", model_dir, "--train", train_path, "--val", val_path, "--out", out, "--prompt-key",
+    launch = [] if WORLD == 1 else ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "btl",
+                                    "self,vader", "-np", str(WORLD)]
+    cmd = launch + [VERLC, "sft", "--model", model_dir, "--train", train_path, "--val", val_path, "--out", out, "--prompt-key",
            "question", "--response-key", "answer", f"data.max_length={L}", "data.truncation=right",
            f"data.train_batch_size={s['batch']}", f"data.micro_batch_size_per_gpu={s['micro']}", f"optim.lr={s['lr']}",
            f"optim.weight_decay={s['wd']}", f"optim.clip_grad={s['clip']}", "optim.lr_warmup_steps_ratio=0",
-           "trainer.total_training_steps=1", "--device", "cpu"]
+           "trainer.total_training_steps=1", "--device", "cpu", f"data.balance_dp_token={str(s['balance']).lower()}"]
     if not DEFAULT: cmd.append("trainer.use_legacy_worker_impl=enable")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode: raise RuntimeError(p.stderr[-2000:])
@@ -146,10 +208,13 @@ def main():
             s = {"micro": R.choice([1, 2, 3, 4]), "lr": R.choice([1e-4, 1e-3, 1e-2]), "wd": R.choice([0.0, 0.01, 0.1]),
                  "clip": R.choice([1e-3, 1.0, 100.0])}
             s["batch"] = s["micro"] * R.randint(1, 4) + R.choice([0, 0, R.randint(1, s["micro"])]) % s["micro"]
+            s["balance"] = WORLD > 1 and R.random() < 0.5
+            if WORLD > 1: s["batch"] = s["micro"] * WORLD * R.randint(1, 2)
             L, nval = R.choice([96, 160, 256]), R.randint(1, 9)
             for kv in filter(None, os.environ.get("DIFF_SFT_SET", "").split(",")):  # pinned: micro=4,batch=12,...
                 k, v = kv.split("=")
                 if k == "length": L = int(v)
+                elif k == "balance": s[k] = v == "1"
                 else: s[k] = type(s[k])(float(v)) if k in s else int(v)
             ntrain = s["batch"] + R.choice([0, R.randint(1, 2 * s["batch"])])
             pick = R.sample(ROWS, ntrain + nval)
@@ -162,11 +227,13 @@ def main():
                 if "no usable rows" not in str(e): raise
                 skipped += 1
                 continue
-            # the first step's rows: verl's DistributedSampler (one rank, seed 0, epoch 0) over the train rows
-            sampler = DistributedSampler(range(len(train)), num_replicas=1, rank=0, shuffle=True, drop_last=True)
-            sampler.set_epoch(0)
-            first = [train[i] for i in list(sampler)[:s["batch"]]]
-            v, c = verl_side(model_dir, s, first, val, L), verlc_side(model_dir, s, tmp, tp, vp, L)
+            if WORLD > 1 and len(train) < s["batch"]:  # (verl's loader has no batch; verlc trains on the rows it has)
+                skipped += 1
+                continue
+            # the first step's rows: verl's DistributedSampler (seed 0, epoch 0) over the train rows
+            if WORLD == 1: v = verl_side(model_dir, s, sampled(train, 0, True)[:s["batch"]], val, L)
+            else: v = verl_ranks(tmp, model_dir, s, train, val, L)
+            c = verlc_side(model_dir, s, tmp, tp, vp, L)
             bad = []
             for k in ("train/loss", "train/grad_norm", "val/loss"):
                 if k not in v: continue  # fewer val rows than a batch: verl has none (verlc: their token mean)
@@ -176,7 +243,9 @@ def main():
             if bad:
                 fails += 1
                 print(f"trial {trial} {s} length {L}, {len(val)} val rows: " + "; ".join(bad), flush=True)
-    print(f"{N - fails - skipped}/{N - skipped} trials agree ({skipped} without a usable row left out; {'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, seed {SEED})")
+    print(f"{N - fails - skipped}/{N - skipped} trials agree ({skipped} without a usable row{', or on several ranks fewer than a batch,' if WORLD > 1 else ''} left out; {'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, {WORLD} rank(s), seed {SEED})")
 
 
-main()
+if __name__ == "__main__":
+    if RANK_MODE: rank_worker(sys.argv[2], int(sys.argv[3]))
+    else: main()
