@@ -1,11 +1,11 @@
-/* trainer.balance_batch (verl's RayPPOTrainer._balance_batch), after the advantages. The global order:
- * as verl orders its single partition on one rank, rows sorted by (workload, index), verl's workload
- * 24576 L + L^2 of a row of L tokens, the even places ascending then the odd ones descending (light rows
- * at both ends); the global batch's mini-batches are consecutive in that order on any number of ranks,
- * so they are verl's one-rank mini-batches. With several ranks rows also move between ranks so that
- * each holds an equal number of rows (+-1) with similar total work, by a greedy largest-first partition
- * that every rank computes from the same gathered lengths; a row carries its place in the global order,
- * so only which rank computes it changes. The log-prob passes before it run on the rollout's layout.
+/* trainer.balance_batch (verl's RayPPOTrainer._balance_batch), after the advantages. On one rank the rows
+ * take verl's order of its single partition: sorted by (workload, index), verl's workload 24576 L + L^2 of a
+ * row of L tokens, the even places ascending then the odd ones descending (light rows at both ends). With
+ * several ranks rows move between ranks as verl's partition of them (rl_balance_partition: Karmarkar-Karp into
+ * equal counts, which every rank computes from the same gathered lengths), each rank's rows in that order of
+ * their own; a row carries its place (rank r's block, then its place in it), and the update splits each
+ * rank's rows into its mini-batch slices as verl's workers do. The log-prob passes before it run on the
+ * rollout's layout.
  * Metrics are verl's global_seqlen/{min,max,minmax_diff,balanced_min,balanced_max,mean}. With the actor's
  * use_prefix_grouper, verl's group-level balancing: whole groups go to the ranks (Karmarkar-Karp on their
  * workloads, equal counts), each rank's rows in their order (one rank: the rollout's order). */
@@ -65,6 +65,35 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
     for (int k = GB - 1 - (GB % 2 == 1); k >= 1; k -= 2) label[r[k].g] = pos++;
     free(r);
     return VC_OK;
+}
+
+/* Several ranks, as verl's _balance_batch: the rows' workloads split into equal counts by Karmarkar-Karp
+ * (get_seqlen_balanced_partitions, vc_partition_balanced), partition r to rank r, each partition's rows in verl_order
+ * of their own; label[g]: rank r's rows take places r x GB / world onwards in that order (each rank's rows are a
+ * block of the global order, as verl's dispatch hands them out). Rows that do not split evenly (which verl refuses):
+ * the greedy partition and the one-partition order. */
+vc_status rl_balance_partition(const int64_t *len, int GB, int world, int *owner, int *label) {
+    if (GB % world) {
+        vc_status st = partition(len, GB, world, owner);
+        return st ? st : verl_order(len, GB, label);
+    }
+    int64_t *w = vc_malloc(sizeof *w * (size_t)GB), *sub = vc_malloc(sizeof *sub * (size_t)GB);
+    int *pos = vc_malloc(sizeof *pos * (size_t)GB);
+    vc_partition part = { 0 };
+    vc_status st = w && sub && pos ? VC_OK : VC_ERR_NOMEM;
+    for (int g = 0; !st && g < GB; g++) w[g] = vc_seq_workload(len[g]);
+    if (!st) st = vc_partition_balanced(w, (size_t)GB, (size_t)world, 1, &part);
+    for (size_t r = 0; !st && r < part.n_groups; r++) {
+        size_t a = part.offsets[r], n = part.offsets[r + 1] - a; /* its rows, ascending */
+        for (size_t j = 0; j < n; j++) sub[j] = len[part.items[a + j]];
+        if ((st = verl_order(sub, (int)n, pos))) break;
+        for (size_t j = 0; j < n; j++) owner[part.items[a + j]] = (int)r, label[part.items[a + j]] = (int)a + pos[j];
+    }
+    vc_partition_free(&part);
+    free(w);
+    free(sub);
+    free(pos);
+    return st;
 }
 
 /* ---- rows as bytes ---- */
@@ -423,8 +452,7 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     if (!st && got != (size_t)GB)
         st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
     if (!st && grouped) st = group_partition(all_len, all_start, GB, t->world, owner, label);
-    if (!st && !grouped) st = partition(all_len, GB, t->world, owner);
-    if (!st && !grouped) st = verl_order(all_len, GB, label);
+    if (!st && !grouped) st = rl_balance_partition(all_len, GB, t->world, owner, label);
     for (int g = 0; !st && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
     if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
     /* every rank's rows, tagged with their place in the global order, to every rank */

@@ -445,15 +445,27 @@ typedef struct acc {
     int n;
 } acc;
 
-/* The rows of the mini-batches, in order without shuffling. With actor.shuffle / critic.shuffle as verl's engine
- * workers draw them (tensordict make_iterator: for each update a DataLoader over each rank's rows with a generator
- * seeded data_loader_seed + rank, its loader's iterator anew every epoch): an epoch draws the iterator's 64-bit base
- * seed, then its torch.randperm, then RandomSampler's second (discarded) one. `world` ranks hold consecutive blocks of
- * n / world rows (verl's dispatch), `rank0` numbers the first; mini-batch i is every rank's i-th slice of its own
- * permutation. *ok 0 where the rows do not split so (then nothing is written). */
-void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok) {
+/* Where rank r's row perm[k] of its block (world ranks holding consecutive blocks of n / world rows: verl's dispatch)
+ * sits in the update's order: mini-batch i is every rank's i-th slice of mini / world rows of its own order. */
+static void rank_slices(int *order, int n, int mini, int world, int r, const uint32_t *perm) {
     int nr = n / world, mr = mini / world;
-    uint32_t *perm = n % world == 0 && mini % world == 0 && mr > 0 ? vc_malloc(sizeof *perm * (size_t)nr) : NULL;
+    for (int a = 0; a < nr; a += mr) { /* rank r's slice of mini-batch a / mr */
+        int len = nr - a < mr ? nr - a : mr;
+        for (int j = 0; j < len; j++) order[a * world + r * len + j] = r * nr + (int)perm[a + j];
+    }
+}
+
+/* whether n rows split into world equal blocks, a mini-batch of `mini` into world equal slices */
+static int splits(int n, int mini, int world) { return n % world == 0 && mini % world == 0 && mini / world > 0; }
+
+/* The rows of the mini-batches with actor.shuffle / critic.shuffle as verl's engine workers draw them (tensordict
+ * make_iterator: for each update a DataLoader over each rank's rows with a generator seeded data_loader_seed + rank,
+ * its loader's iterator anew every epoch): an epoch draws the iterator's 64-bit base seed, then its torch.randperm,
+ * then RandomSampler's second (discarded) one; the ranks' orders laid out by rank_slices, `rank0` numbering the first.
+ * *ok 0 where the rows do not split so (then nothing is written). */
+void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok) {
+    int nr = n / world;
+    uint32_t *perm = splits(n, mini, world) ? vc_malloc(sizeof *perm * (size_t)nr) : NULL;
     *ok = perm != NULL;
     if (!perm) return;
     vc_np_mt19937 m;
@@ -464,10 +476,7 @@ void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t 
             vc_torch_randperm(&m, perm, (size_t)nr);
             if (e < epoch) vc_torch_randperm(&m, perm, (size_t)nr);
         }
-        for (int a = 0; a < nr; a += mr) { /* rank r's slice of mini-batch a / mr */
-            int len = nr - a < mr ? nr - a : mr;
-            for (int j = 0; j < len; j++) order[a * world + r * len + j] = r * nr + (int)perm[a + j];
-        }
+        rank_slices(order, n, mini, world, r, perm);
     }
     free(perm);
 }
@@ -651,6 +660,19 @@ static int local_rows(const int *order, int nm, const int *loc, int *out) {
     return k;
 }
 
+/* Whether every rank holds B = GB / world rows and a mini-batch of mb_rows splits over them: then, as verl's workers
+ * do (each splits the block of rows its dispatch gave it, actor.shuffle permuting that block), every rank's i-th
+ * mini-batch is the i-th slice of mb_rows / world of its own rows (in their order: ascending global rows, also after
+ * balance_batch), and the results depend on the rank count unless one mini-batch holds the whole batch */
+static vc_status rank_slices_apply(const rl_dp *dp, int B, int GB, int mb_rows, int *on) {
+    *on = 0;
+    if (!dp || dp->world <= 1) return VC_OK;
+    double ok = GB % dp->world == 0 && mb_rows % dp->world == 0 && B == GB / dp->world;
+    vc_status st = vc_comm_allreduce_f64(dp->comm, &ok, 1, VC_MIN); /* (every rank the same layout) */
+    *on = !st && ok > 0;
+    return st;
+}
+
 static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_loss_fn fn, step_ctx *x,
                           const rl_dp *dp, double *gn_sum, double *lr, int *n_steps) {
     int B = b->B, GB = dp ? dp->g_B : B, off = dp ? dp->g_off : 0;
@@ -671,17 +693,22 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     if (!st) st = mb_buf_alloc(&x->w, (size_t)B * b->T);
     x->l = l;
     x->world = dp ? dp->world : 1;
-    /* ZeRO-3 needs equal micro-batch counts on every rank: each rank's mini-batch is an even share of
-     * its own rows (verl's layout) instead of its rows among a global mini-batch */
-    int own = vc_trainer_sharding(tr) == VC_SHARD_ZERO3, n_mini = (GB + mb_rows - 1) / mb_rows;
+    /* verl's layout where the rows split over the ranks (rank_slices_apply); else the global mini-batches' rows, each
+     * rank its share of them, except under ZeRO-3, which needs equal micro-batch counts on every rank: an even share
+     * of its own rows */
+    int sliced = 0;
+    if (!st) st = rank_slices_apply(dp, B, GB, mb_rows, &sliced);
+    int own = sliced || vc_trainer_sharding(tr) == VC_SHARD_ZERO3, n_mini = (GB + mb_rows - 1) / mb_rows;
+    int own_mini = sliced ? mb_rows / x->world : (mb_rows + x->world - 1) / x->world;
     for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
-        /* (ZeRO-3's own rows: this rank's generator over them; else the global rows in the ranks' blocks) */
-        minibatch_order(order, own ? B : GB, own ? (mb_rows + x->world - 1) / x->world : mb_rows, l->shuffle, l->seed, ep,
-                        own ? 1 : x->world, own ? tr->rank : 0);
+        /* (own rows: this rank's generator over them; else the global rows) */
+        minibatch_order(order, own ? B : GB, own ? own_mini : mb_rows, l->shuffle, l->seed, ep, own ? 1 : x->world,
+                        own ? tr->rank : 0);
         for (int mi = 0, m0 = 0; !st && mi < n_mini; mi++, m0 += mb_rows) {
             int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows, nm;
             if (own) {
                 int a = (int)((int64_t)mi * B / n_mini), e = (int)((int64_t)(mi + 1) * B / n_mini);
+                if (sliced) a = mi * own_mini, e = a + own_mini < B ? a + own_mini : B;
                 memcpy(rows, order + a, sizeof(int) * (size_t)(e - a));
                 nm = e - a;
             } else

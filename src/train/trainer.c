@@ -540,6 +540,19 @@ static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition 
     }
 }
 
+/* Each rank's own rows under a token budget (local_batch): as many micro-batches on every rank as on the one needing
+ * the most, as verl's rearrange_micro_batches makes them (same_micro_num_in_dp; a rank with fewer rows than that count
+ * keeps one a row) */
+static vc_status same_micro_count(vc_trainer *t, const vc_minibatch *b, int empty, vc_partition *p) {
+    double k = empty ? 0 : (double)p->n_groups;
+    vc_status st = vc_dp_max(t, &k);
+    if (st || empty || k <= (double)p->n_groups) return st;
+    size_t want = k < (double)b->n_seq ? (size_t)k : (size_t)b->n_seq;
+    if (want <= p->n_groups) return VC_OK;
+    vc_partition_free(p);
+    return partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, share_mode(t), p);
+}
+
 vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_token_loss_fn fn, void *ctx,
                                    vc_step_stats *stats, int use_dp) {
     vc_partition p;
@@ -556,6 +569,8 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     if (empty) memset(&norm, 0, sizeof norm);
     else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
     if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
+        goto out_p;
+    if (use_dp && t->dp && t->cfg.local_batch && t->cfg.max_tokens > 0 && (st = same_micro_count(t, b, empty, &p)))
         goto out_p;
     int z3 = t->dp && t->dp->zero3;
     if (z3 && use_dp && (st = zero3_equal(t, b, &p))) goto out_p;

@@ -449,8 +449,23 @@ static void test_engine_shuffle(void) {
     CHECK(!ok);
 }
 
+/* trainer.balance_batch on 3 ranks: verl b178a3cd's _balance_batch on 12 rows of these lengths (its Karmarkar-Karp
+ * partitions of the workloads into equal counts, each sorted by (workload, index) and taken as even places then odd
+ * ones reversed) gave rank 0 rows 2 8 1 9, rank 1 rows 5 3 4 0, rank 2 rows 6 7 11 10, in that order */
+static void test_balance_partition(void) {
+    static const int64_t len[12] = { 141, 298, 86, 209, 262, 53, 26, 260, 152, 139, 118, 260 };
+    static const int want[3][4] = { { 2, 8, 1, 9 }, { 5, 3, 4, 0 }, { 6, 7, 11, 10 } };
+    int owner[12], label[12];
+    CHECK_OK(rl_balance_partition(len, 12, 3, owner, label));
+    for (int r = 0; r < 3; r++)
+        for (int j = 0; j < 4; j++)
+            CHECK_MSG(owner[want[r][j]] == r && label[want[r][j]] == 4 * r + j, "row %d: rank %d place %d, want %d %d",
+                      want[r][j], owner[want[r][j]], label[want[r][j]], r, 4 * r + j);
+}
+
 int main(void) {
     test_engine_shuffle();
+    test_balance_partition();
     test_pass_trial();
     test_bypass();
     test_accumulation();

@@ -651,6 +651,47 @@ static void corrupt_shard(const char *dir) {
 /* verl b178a3cd's fsdp_sft_trainer normalisation over the ranks (micro-batches of one sequence, NSEQ / np a rank): the
  * mean of the rank means of the micro-batches' token means is one rank's mean over them all; with the ranks' tokens
  * pooled (balance_dp_token), one rank whose micro-batches of np sequences are the ranks' i-th ones */
+/* token budgets over each rank's own sequences (local_batch, as the RL update): every rank runs as many micro-batches as
+ * the rank needing the most, as verl's rearrange_micro_batches (same_micro_num_in_dp), not only under ZeRO-3: rank 0
+ * holds all NSEQ sequences, which need several micro-batches of a budget that the first two, the others' rows, fit in */
+static void same_micro_count_checks(vc_comm *c) {
+    int me = vc_comm_rank(c);
+    vc_minibatch b;
+    make_batch(&b);
+    int64_t cu[NSEQ + 1], longest = 0;
+    for (int i = 0; i < NSEQ; i++)
+        if (b.cu_seqlens[i + 1] - b.cu_seqlens[i] > longest) longest = b.cu_seqlens[i + 1] - b.cu_seqlens[i];
+    int mine = me == 0 ? NSEQ : 2;
+    for (int i = 0; i <= mine; i++) cu[i] = b.cu_seqlens[i];
+    b.n_seq = mine;
+    b.cu_seqlens = cu;
+    vc_model *m = load_model();
+    vc_trainer t;
+    vc_trainer_config cf;
+    config(&cf, c, VC_SHARD_NONE, 1, 0.5);
+    cf.local_batch = 1;
+    cf.max_tokens = cu[2] > longest ? cu[2] : longest;
+    vc_step_stats st = { 0 };
+    if (m && vc_trainer_init(&t, m, &cf) == VC_OK) {
+        CHECK_OK(vc_trainer_step(&t, &b, NULL, NULL, &st));
+        vc_trainer_free(&t);
+    } else
+        CHECK(0);
+    vc_model_free(m);
+    /* (the step's count is the ranks' sum) rank 0's own count k0, k0 - 1 more than its rows would need elsewhere */
+    vc_minibatch all;
+    make_batch(&all);
+    vc_partition p0;
+    CHECK_OK(vc_train_micro_partition(&all, 1, cf.max_tokens, &p0));
+    int k0 = (int)p0.n_groups, np = vc_comm_size(c), want = k0 + 2 * (np - 1);
+    vc_partition_free(&p0);
+    CHECK_MSG(k0 >= 2 && st.n_micro == want, "rank %d: %d micro-batches over the ranks of a %lld-token budget, want %d "
+              "(rank 0's %d, the others' 2 rows each as 2)", me, st.n_micro, (long long)cf.max_tokens, want, k0);
+    if (me == 0)
+        printf("np %d: token budget %lld over each rank's own rows: rank 0's rows in %d micro-batches, the others' 2 rows "
+               "(one budget's worth) in 2 each: %d in all\n", np, (long long)cf.max_tokens, k0, st.n_micro);
+}
+
 static void micro_norm_checks(vc_comm *c, size_t n) {
     int me = vc_comm_rank(c), np = vc_comm_size(c);
     for (MICRO_NORM = 1; MICRO_NORM <= 2; MICRO_NORM++) {
@@ -772,6 +813,7 @@ static int child_dp(int *argc, char ***argv, const char *mode) {
         free(mu1);
     }
     micro_norm_checks(c, n);
+    same_micro_count_checks(c);
     size_t whole = STATE; /* every rank keeps the whole state */
     LAYERWISE = 1;
     float *lw = train(c, VC_SHARD_NONE, 0, 1, 0.5, 2, NULL, NULL);
