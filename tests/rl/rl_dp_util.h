@@ -67,6 +67,16 @@ static double max_weight_diff(const char *a, const char *b) {
     return d;
 }
 
+/* the exported weights (hf_model/) of runs a_run and b_run within tol */
+static void check_close(const char *a_run, const char *b_run, const char *what, double tol) {
+    char a[500], b[500];
+    snprintf(a, sizeof a, "%s/hf_model", a_run);
+    snprintf(b, sizeof b, "%s/hf_model", b_run);
+    double d = max_weight_diff(a, b);
+    printf("%s: max |dw| over the exported weights %.3g (tolerance %g)\n", what, d, tol);
+    CHECK_MSG(d <= tol, "%s: exported weights differ by %g", what, d);
+}
+
 static double metric(const char *run, const char *name) {
     char p[600];
     snprintf(p, sizeof p, "%s/metrics.jsonl", run);

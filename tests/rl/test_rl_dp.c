@@ -21,12 +21,7 @@ static const char *SCORES[] = { "critic/score/mean", "critic/score/max", "critic
 
 /* the exported weights of runs a and b within WEIGHT_TOL, and their actor/grad_norm within 1e-4 */
 static void check_same_step(const char *a_run, const char *b_run, const char *what) {
-    char a[500], b[500];
-    snprintf(a, sizeof a, "%s/hf_model", a_run);
-    snprintf(b, sizeof b, "%s/hf_model", b_run);
-    double d = max_weight_diff(a, b);
-    printf("%s: max |dw| over the exported weights: %.3g (tolerance %g)\n", what, d, WEIGHT_TOL);
-    CHECK_MSG(d <= WEIGHT_TOL, "%s: exported weights differ by %g", what, d);
+    check_close(a_run, b_run, what, WEIGHT_TOL);
     double g1 = metric(a_run, "actor/grad_norm"), g2 = metric(b_run, "actor/grad_norm");
     printf("actor/grad_norm: %.9g vs %.9g\n", g1, g2);
     CHECK_MSG(fabs(g1 - g2) <= 1e-4 * fmax(1, fabs(g1)), "%s: grad_norm %g vs %g", what, g1, g2);

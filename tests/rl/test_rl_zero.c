@@ -20,15 +20,6 @@
  * tests/rl/test_rl_dp.c) */
 #define MINI 4
 
-static void check_close(const char *a_run, const char *b_run, const char *what, double tol) {
-    char a[500], b[500];
-    snprintf(a, sizeof a, "%s/hf_model", a_run);
-    snprintf(b, sizeof b, "%s/hf_model", b_run);
-    double d = max_weight_diff(a, b);
-    printf("%s: max |dw| over the exported weights %.3g (tolerance %g)\n", what, d, tol);
-    CHECK_MSG(d <= tol, "%s: exported weights differ by %g", what, d);
-}
-
 /* every rank printed its actor memory line with its 1/world share of the moments */
 static void check_memory_lines(const char *log, int world, int stage) {
     char needle[64];

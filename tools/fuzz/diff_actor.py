@@ -108,8 +108,9 @@ def load_model():
 
 
 ADAPTER = SPEC["adapter"] if SPEC else None
-if LORA and not SPEC:  # PEFT's adapters with random A and B (B nonzero, so the first step's gradients reach A too), saved once
+if LORA:
     from peft import LoraConfig, PeftModel, get_peft_model
+if LORA and not SPEC:  # PEFT's adapters with random A and B (B nonzero, so the first step's gradients reach A too), saved once
     torch.manual_seed(SEED)
     ADAPTER = tempfile.mkdtemp(prefix="diff_lora_")
     pm = get_peft_model(load_model(), LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
@@ -280,6 +281,22 @@ def verl_critic_update(s, rows, T, model, raw=False):
     return met if raw else metrics_of(met)
 
 
+def sum_norm_with_dp_size():
+    """b178a3cd's agg_loss divides seq-mean-token-sum-norm by T without the dp_size factor its other modes take, so on
+    W ranks FSDP's mean of the gradients leaves 1 / W of one rank's loss (later verl redefined the mode, invariant to
+    the ranks); verlc keeps one rank's value on any number of ranks: the comparison on several ranks gives verl's that
+    factor (everything else as verl computes it)"""
+    import verl.trainer.ppo.core_algos as ca
+    import verl.workers.utils.losses as lo
+    agg = ca.agg_loss
+
+    def agg_dp(loss_mat, loss_mask, loss_agg_mode, dp_size=1, **k):
+        loss = agg(loss_mat, loss_mask, loss_agg_mode, dp_size=dp_size, **k)
+        return loss * dp_size if loss_agg_mode == "seq-mean-token-sum-norm" else loss
+
+    ca.agg_loss = lo.agg_loss = agg_dp
+
+
 def engine_update(cfg, s, data, model, opt):
     """b178a3cd's engine workers' actor update (use_legacy_worker_impl=disable; later verl's only one): its own loss,
     verl.workers.utils.losses.ppo_loss, on each micro-batch of each mini-batch with the mini-batch's normalisers
@@ -291,15 +308,21 @@ def engine_update(cfg, s, data, model, opt):
     from verl.utils import tensordict_utils as tu
     from verl.utils.seqlen_balancing import prepare_dynamic_batch
     from verl.workers.utils.losses import ppo_loss
-    rows_mini = s["mini"] * s["n"]
+    W, rank = (WORLD, RANK) if SPEC else (1, 0)
+    if W > 1:  # (see sum_norm_with_dp_size)
+        sum_norm_with_dp_size()
+    rows_mini = s["mini"] * s["n"]  # (the global mini-batch: a rank draws rows_mini / W of its own rows)
     ent_on = s["ent"] != 0
     sums, means, grad_norms = {}, {}, []
-    # the mini-batches as train_mini_batch draws them: tu.make_iterator over the rows, seed data_loader_seed (42) + rank 0
+    # the mini-batches as train_mini_batch draws them: tu.make_iterator over the rank's rows, seed data_loader_seed (42)
+    # + rank
     rows = TensorDict({"row": torch.arange(len(data))}, batch_size=[len(data)])
-    it = tu.make_iterator(rows, rows_mini, s["epochs"], seed=42, dataloader_kwargs={"shuffle": s["shuffle"]})
+    it = tu.make_iterator(rows, rows_mini // W, s["epochs"], seed=42 + rank, dataloader_kwargs={"shuffle": s["shuffle"]})
     for pick in it:
         mini = data.select_idxs(pick["row"])
-        n_tok = mini.batch["response_mask"].sum().item()
+        n_tok = torch.tensor(float(mini.batch["response_mask"].sum().item()))
+        dist.all_reduce(n_tok)  # (forward_backward_batch's global token count)
+        n_tok = n_tok.item()
         micros = (prepare_dynamic_batch(mini, max_token_len=s["max_tok"])[0] if s["dyn"]
                   else mini.split(s["micro"]))
         opt.zero_grad()
@@ -319,7 +342,7 @@ def engine_update(cfg, s, data, model, opt):
             P = b["input_ids"].shape[1] - T_of(b)
             d = {"prompts": b["input_ids"][:, :P], "responses": b["responses"], "attention_mask": b["attention_mask"],
                  "response_mask": b["response_mask"], "old_log_probs": b["old_log_probs"],
-                 "advantages": b["advantages"], "ref_log_prob": b["ref_log_prob"], "dp_size": 1,
+                 "advantages": b["advantages"], "ref_log_prob": b["ref_log_prob"], "dp_size": W,
                  "batch_num_tokens": n_tok, "global_batch_size": rows_mini}
             if "rollout_is_weights" in b.keys():
                 d["rollout_is_weights"] = b["rollout_is_weights"]
@@ -531,8 +554,6 @@ def verl_ranks(s, rows, T):
 
 
 def main():
-    if WORLD > 1 and ENGINE:
-        sys.exit("diff_actor.py: DIFF_ACTOR_WORLD > 1 compares the legacy workers (DIFF_ACTOR_VERL=engine runs on one rank)")
     legacy = os.environ.get("DIFF_ACTOR_VERLC_DEFAULT") != "1" and not ENGINE
     ONLY = {int(x) for x in os.environ.get("DIFF_ACTOR_ONLY", "").split(",") if x}  # trials to run (the others drawn)
     base = load_model()
