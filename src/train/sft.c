@@ -407,10 +407,11 @@ static vc_status gather(sft_run *r, const sft_data *d, const uint32_t *idx, size
 
 /* verl b178a3cd's fsdp_sft_trainer asserts that the ranks split data.train_batch_size evenly and that each rank's
  * share splits into micro-batches (its _normalize_config_bsz); on one rank verlc runs verl's training_step on any
- * split (a shorter last micro-batch), on several the rows it deals would no longer be verl's, so it refuses */
+ * split (a shorter last micro-batch), on several the rows it deals would no longer be verl's, so it refuses (before
+ * loading anything) */
 static vc_status check_legacy_split(const sft_run *r) {
     const vc_sft_config *c = r->c;
-    long long b = c->train_batch_size, w = r->tr.world, m = c->micro_batch_size;
+    long long b = c->train_batch_size, w = r->world, m = c->micro_batch_size;
     if (!legacy(c) || w < 2 || c->use_dynamic_bsz) return VC_OK;
     if (b % w)
         return vc_fail(VC_ERR_ARG, "data.train_batch_size=%lld is not divisible by the %lld data-parallel ranks "
@@ -659,7 +660,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
     r.c = c;
     vc_status st = check_config(c);
     if (st) return st;
-    if ((st = setup_dist(&r))) goto out;
+    if ((st = setup_dist(&r)) || (st = check_legacy_split(&r))) goto out;
     if (c->threads > 0) vc_set_threads(c->threads);
     if (!c->dump_data && (st = vc_mkdirs(c->out_dir))) goto out;
     if (r.world > 1 || (r.comm && strcmp(vc_comm_kind(r.comm), "single")))
@@ -680,7 +681,6 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
-    if ((st = check_legacy_split(&r))) goto out;
     if (r.tr.world > 1 && legacy(c) &&
         !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {
         st = VC_ERR_NOMEM;
