@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Differential check of trainer.balance_batch on several ranks (src/rl/balance.c rl_balance_partition) against verl's
+own RayPPOTrainer._balance_batch arithmetic (b178a3cd: seqlen_balancing.calculate_workload, get_seqlen_balanced_partitions
+into equal counts, each partition sorted by (workload, index) and taken as its even places then its odd ones reversed):
+random batches of 2-8 ranks, row lengths drawn wide, narrow or all equal (ties in the Karmarkar-Karp heap), every
+rank's rows in their order compared.
+
+usage: diff_balance.py VERL_SRC N [SEED]   (from the repository root, after make; PYTHONPATH must give torch)"""
+import os, random, subprocess, sys
+
+VERL, N = sys.argv[1], int(sys.argv[2])
+SEED = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+sys.path.insert(0, VERL)
+import torch
+from verl.utils.seqlen_balancing import calculate_workload, get_seqlen_balanced_partitions
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+drv = "/tmp/vc_balance_drv"
+link = subprocess.run(["ninja", "-C", os.path.join(root, "build"), "-t", "commands", "verlc"], capture_output=True,
+                      text=True, check=True).stdout.strip().split("\n")[-1]
+libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", os.path.join(root, "build/libverlc.a"))
+subprocess.run(f"gcc -O1 -I{root}/include {root}/tools/fuzz/balance_drv.c {libs} -lpthread -lstdc++ -o {drv}",
+               shell=True, check=True)
+
+R = random.Random(SEED)
+cases, want = [], []
+for _ in range(N):
+    W = R.choice([2, 3, 4, 8])
+    GB = W * R.randint(1, 12)
+    kind = R.choice(["wide", "narrow", "ties"])
+    lens = [R.randint(5, 600) if kind == "wide" else R.randint(5, 40) if kind == "narrow" else R.choice([64, 100])
+            for _ in range(GB)]
+    wl = calculate_workload(torch.tensor(lens)).tolist()
+    ranks = []
+    for p in get_seqlen_balanced_partitions(wl, k_partitions=W, equal_size=True):
+        p.sort(key=lambda x: (wl[x], x))
+        ranks.append(p[::2] + p[1::2][::-1])
+    cases.append(f"{GB} {W} " + " ".join(map(str, lens)))
+    want.append("|".join(" ".join(map(str, r)) for r in ranks) + "|")
+out = subprocess.run([drv], input="\n".join(cases) + "\n", capture_output=True, text=True, check=True).stdout
+got = [l.replace(" |", "|") for l in out.split("\n")[:N]]
+bad = [i for i in range(N) if got[i] != want[i]]
+for i in bad[:3]:
+    print(f"case {i}: {cases[i][:100]}\n  verl  {want[i][:120]}\n  verlc {got[i][:120]}")
+print(f"{N - len(bad)}/{N} batches agree (verl b178a3cd's _balance_batch, seed {SEED})")
