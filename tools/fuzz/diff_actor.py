@@ -55,6 +55,7 @@ os.environ["MASTER_PORT"] = str(SPEC["port"]) if SPEC else os.environ.get("MASTE
 
 import numpy as np
 import torch
+from drv_build import build_driver
 import torch.distributed as dist
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
@@ -69,13 +70,7 @@ from verl.workers.config.optimizer import build_optimizer
 torch.set_num_threads(1)
 dist.init_process_group("gloo", rank=RANK or 0, world_size=WORLD if SPEC else 1)
 
-drv = "/tmp/vc_actor_drv"
-if not SPEC:
-    link = subprocess.run(["ninja", "-C", os.path.join(root, "build"), "-t", "commands", "verlc"], capture_output=True,
-                          text=True, check=True).stdout.strip().split("\n")[-1]
-    libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", os.path.join(root, "build/libverlc.a"))
-    subprocess.run(f"gcc -O1 -I{root}/include {root}/tools/fuzz/actor_drv.c {libs} -lpthread -lstdc++ -o {drv}",
-                   shell=True, check=True)
+drv = "/tmp/vc_actor_drv" if SPEC else build_driver("actor_drv")
 
 R = random.Random(SEED)
 LOSS_MODES = ["vanilla", "vanilla", "vanilla", "gspo", "gpg", "clip_cov", "kl_cov", "geo_mean", "sapo", "cispo"]

@@ -14,13 +14,9 @@ sys.path.insert(0, VERL)
 import torch
 from verl.utils.seqlen_balancing import calculate_workload, get_seqlen_balanced_partitions
 
-root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-drv = "/tmp/vc_balance_drv"
-link = subprocess.run(["ninja", "-C", os.path.join(root, "build"), "-t", "commands", "verlc"], capture_output=True,
-                      text=True, check=True).stdout.strip().split("\n")[-1]
-libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", os.path.join(root, "build/libverlc.a"))
-subprocess.run(f"gcc -O1 -I{root}/include {root}/tools/fuzz/balance_drv.c {libs} -lpthread -lstdc++ -o {drv}",
-               shell=True, check=True)
+from drv_build import build_driver
+
+drv = build_driver("balance_drv")
 
 R = random.Random(SEED)
 cases, want = [], []

@@ -16,6 +16,7 @@ f(*args), str.format, Markup joins and false values through selectattr / map, 4 
 renderings differed). $VC_DRV_VERBOSE=1: verlc's error for each of its failures on stderr. Prints how many renderings differ (a text against a text, or one side failing alone),
 and with --random how many per template."""
 import datetime, glob, json, os, random, subprocess, sys
+from drv_build import build_driver
 
 import jinja2
 import jinja2.ext
@@ -29,11 +30,7 @@ TEMPLATES = [f"{sh}/fixtures/tokenizers/qwen3", f"{sh}/fixtures/tokenizers/llama
              "tests/fixtures/vision/dataset/chat_template_tools.jinja"]
 if os.environ.get("VC_CHAT_TEMPLATES"):
     TEMPLATES = sorted(glob.glob(os.path.join(os.environ["VC_CHAT_TEMPLATES"], "*.jinja")))
-drv = "/tmp/vc_chat_drv"
-link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
-                      check=True).stdout.strip().split("\n")[-1]
-libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", "build/libverlc.a")
-subprocess.run(f"gcc -O1 -Iinclude tools/fuzz/chat_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True, check=True)
+drv = build_driver("chat_drv")
 
 
 def raise_exception(message):

@@ -11,6 +11,7 @@ lazy filters (select, reject, map, unique, items yield generators: their errors 
 printed, `not` of one is False), its compile-time folding of constant subscripts (`(-3)[:2]` is Undefined there, a
 TypeError on a variable, as verlc does for both), dict views printed as dict_keys([...]) and Markup's repr in lists."""
 import copy, json, os, random, subprocess, sys
+from drv_build import build_driver
 import jinja2
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -53,11 +54,7 @@ for t in tmpls:
 inp = "".join(json.dumps({"t": t}) + "\n" for t in tmpls)
 drv = os.environ.get("VC_JINJA_DRV")  # a driver built already (e.g. with -fsanitize=address,undefined)
 if not drv:
-    drv = "/tmp/vc_jinja_drv"
-    link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
-                          check=True).stdout.strip().split("\n")[-1]
-    libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", "build/libverlc.a")
-    subprocess.run(f"gcc -O1 -Iinclude tools/fuzz/jinja_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True, check=True)
+    drv = build_driver("jinja_drv")
 run = subprocess.run([drv], input=inp, capture_output=True, text=True)
 if run.returncode: sys.exit(f"driver exited {run.returncode}: {run.stderr[-2000:]}")
 out = run.stdout.split('\n')

@@ -10,17 +10,13 @@ as the golden answers [gt, GT]) over every input whose texts are
 UTF-8 without NULs and whose ground truth is not JSON (verlc decodes a JSON ground truth, verl gets the object); a
 Python call past 3 s or raising is left out. Prints the count differing per source; OUT.json lists them."""
 import contextlib, glob, importlib.util, io, json, logging, os, signal, subprocess, sys, types, warnings
+from drv_build import build_driver
 
 logging.disable(logging.CRITICAL)
 warnings.filterwarnings("ignore")
 src, corpus = sys.argv[1], sys.argv[2]
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-drv = "/tmp/vc_reward_drv"
-link = subprocess.run(["ninja", "-C", os.path.join(root, "build"), "-t", "commands", "verlc"], capture_output=True,
-                      text=True, check=True).stdout.strip().split("\n")[-1]
-libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", os.path.join(root, "build/libverlc.a"))
-subprocess.run(f"gcc -O1 -I{root}/include {root}/tools/fuzz/reward_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True,
-               check=True)
+drv = build_driver("reward_drv")
 
 
 def stub(name, **attrs):

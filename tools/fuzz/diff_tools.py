@@ -9,12 +9,9 @@ and arguments (as values: cJSON keeps no int / float distinction in what the dri
 against verlc's JSON where they parse). Not drawn: a name with
 an escaped NUL (\\u0000), which verlc's C strings end at (Python keeps "f\\x00", verlc "f")."""
 import json, random, re, subprocess, sys
+from drv_build import build_driver
 
-drv = "/tmp/vc_tool_drv"
-link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
-                      check=True).stdout.strip().split("\n")[-1]
-libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", "build/libverlc.a")
-subprocess.run(f"gcc -O1 -Iinclude -Isrc tools/fuzz/tool_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True, check=True)
+drv = build_driver("tool_drv")
 
 CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 

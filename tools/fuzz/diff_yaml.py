@@ -8,6 +8,7 @@ by OmegaConf.create and by verlc, compared as JSON (inf / nan as null, as verlc'
 
 usage: diff_yaml.py N [SEED]     (from the repository root; needs PyYAML, omegaconf and build/libverlc.a)"""
 import json, math, random, subprocess, sys
+from drv_build import build_driver
 import yaml
 from omegaconf import OmegaConf
 
@@ -81,11 +82,7 @@ for d in docs:
         refs.append(norm(OmegaConf.to_container(OmegaConf.create(d), resolve=False)))
     except Exception as e:
         refs.append(None)
-drv = "/tmp/vc_yaml_drv"
-link = subprocess.run(["ninja", "-C", "build", "-t", "commands", "verlc"], capture_output=True, text=True,
-                      check=True).stdout.strip().split("\n")[-1]
-libs = link.split(" -o verlc ")[1].split("&&")[0].replace("libverlc.a", "build/libverlc.a")
-subprocess.run(f"gcc -O1 -Iinclude tools/fuzz/yaml_drv.c {libs} -lpthread -lstdc++ -o {drv}", shell=True, check=True)
+drv = build_driver("yaml_drv")
 inp = "".join(d + ("" if d.endswith("\n") else "\n") + "\x1e\n" for d in docs)
 out = subprocess.run([drv], input=inp, capture_output=True, text=True).stdout.split("\n")
 bad = []
