@@ -67,12 +67,44 @@ static vc_status verl_order(const int64_t *len, int GB, int *label) {
     return VC_OK;
 }
 
+/* With shared prompts, verl's group-level balancing (seqlen_balancing.get_group_balanced_partitions): the
+ * groups (consecutive rows from a start flag) weigh the sum of their rows' workloads and go to the ranks by
+ * Karmarkar-Karp with equal counts; each rank's rows keep their order, and the global order is rank 0's rows,
+ * then rank 1's, ... owner[g], label[g]: row g's rank and place. */
+static vc_status group_partition(const int64_t *len, const int64_t *start, int GB, int world, int *owner, int *label) {
+    int ng = 0;
+    int *grp = vc_malloc(sizeof(int) * (size_t)(GB ? GB : 1));
+    int64_t *w = vc_calloc((size_t)(GB ? GB : 1), sizeof(int64_t));
+    vc_partition part = { 0 };
+    vc_status st = grp && w ? VC_OK : VC_ERR_NOMEM;
+    for (int g = 0; !st && g < GB; g++) {
+        if (g == 0 || start[g]) ng++;
+        grp[g] = ng - 1;
+        w[ng - 1] += (int64_t)workload(len[g]);
+    }
+    if (!st && ng % world)
+        st = vc_fail(VC_ERR_ARG, "actor.use_prefix_grouper with balance_batch needs the groups (%d) to divide over the "
+                     "ranks (%d), as in verl: make train_batch_size a multiple of the number of ranks", ng, world);
+    if (!st) st = vc_partition_balanced(w, (size_t)ng, (size_t)world, 1, &part);
+    int pos = 0;
+    for (size_t r = 0; !st && r < part.n_groups; r++) /* a rank's groups' rows in ascending order */
+        for (int g = 0; g < GB; g++)
+            for (size_t q = part.offsets[r]; q < part.offsets[r + 1]; q++)
+                if ((int)part.items[q] == grp[g]) owner[g] = (int)r, label[g] = pos++;
+    vc_partition_free(&part);
+    free(grp);
+    free(w);
+    return st;
+}
+
 /* Several ranks, as verl's _balance_batch: the rows' workloads split into equal counts by Karmarkar-Karp
  * (get_seqlen_balanced_partitions, vc_partition_balanced), partition r to rank r, each partition's rows in verl_order
  * of their own; label[g]: rank r's rows take places r x GB / world onwards in that order (each rank's rows are a
  * block of the global order, as verl's dispatch hands them out). Rows that do not split evenly (which verl refuses):
- * the greedy partition and the one-partition order. */
-vc_status rl_balance_partition(const int64_t *len, int GB, int world, int *owner, int *label) {
+ * the greedy partition and the one-partition order. With start (each row's flag: whether it starts a group of
+ * shared prompts), group_partition. */
+vc_status rl_balance_partition(const int64_t *len, const int64_t *start, int GB, int world, int *owner, int *label) {
+    if (start) return group_partition(len, start, GB, world, owner, label);
     if (GB % world) {
         vc_status st = partition(len, GB, world, owner);
         return st ? st : verl_order(len, GB, label);
@@ -377,36 +409,6 @@ vc_status rl_batch_append_rows(rl_batch *acc, const rl_batch *src, const int *ro
     return st;
 }
 
-/* With shared prompts, verl's group-level balancing (seqlen_balancing.get_group_balanced_partitions): the
- * groups (consecutive rows from a start flag) weigh the sum of their rows' workloads and go to the ranks by
- * Karmarkar-Karp with equal counts; each rank's rows keep their order, and the global order is rank 0's rows,
- * then rank 1's, ... owner[g], label[g]: row g's rank and place. */
-static vc_status group_partition(const int64_t *len, const int64_t *start, int GB, int world, int *owner, int *label) {
-    int ng = 0;
-    int *grp = vc_malloc(sizeof(int) * (size_t)(GB ? GB : 1));
-    int64_t *w = vc_calloc((size_t)(GB ? GB : 1), sizeof(int64_t));
-    vc_partition part = { 0 };
-    vc_status st = grp && w ? VC_OK : VC_ERR_NOMEM;
-    for (int g = 0; !st && g < GB; g++) {
-        if (g == 0 || start[g]) ng++;
-        grp[g] = ng - 1;
-        w[ng - 1] += (int64_t)workload(len[g]);
-    }
-    if (!st && ng % world)
-        st = vc_fail(VC_ERR_ARG, "actor.use_prefix_grouper with balance_batch needs the groups (%d) to divide over the "
-                     "ranks (%d), as in verl: make train_batch_size a multiple of the number of ranks", ng, world);
-    if (!st) st = vc_partition_balanced(w, (size_t)ng, (size_t)world, 1, &part);
-    int pos = 0;
-    for (size_t r = 0; !st && r < part.n_groups; r++) /* a rank's groups' rows in ascending order */
-        for (int g = 0; g < GB; g++)
-            for (size_t q = part.offsets[r]; q < part.offsets[r + 1]; q++)
-                if ((int)part.items[q] == grp[g]) owner[g] = (int)r, label[g] = pos++;
-    vc_partition_free(&part);
-    free(grp);
-    free(w);
-    return st;
-}
-
 /* one rank: the rows put in verl's order, and the metrics of one partition */
 static vc_status balance_one(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics *met) {
     int *label = vc_malloc(sizeof(int) * (size_t)(b->B + 1)), *src = vc_malloc(sizeof(int) * (size_t)(b->B + 1));
@@ -451,8 +453,7 @@ vc_status rl_balance_batch(vc_rl_trainer *t, rl_batch *b, rl_dp *dp, rl_metrics 
     for (int r = 0; !st && r < t->world; r++) got += (counts[r] = len_sizes[r] / sizeof(int64_t));
     if (!st && got != (size_t)GB)
         st = vc_fail(VC_ERR_INTERNAL, "balance_batch: %zu rows over the ranks, the step has %d", got, GB);
-    if (!st && grouped) st = group_partition(all_len, all_start, GB, t->world, owner, label);
-    if (!st && !grouped) st = rl_balance_partition(all_len, GB, t->world, owner, label);
+    if (!st) st = rl_balance_partition(all_len, grouped ? all_start : NULL, GB, t->world, owner, label);
     for (int g = 0; !st && g < GB; g++) own_l[label[g]] = owner[g]; /* owners by place in the global order */
     if (!st) seqlen_metrics(all_len, owner, counts, GB, t->world, met);
     /* every rank's rows, tagged with their place in the global order, to every rank */

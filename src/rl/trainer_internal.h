@@ -128,8 +128,9 @@ typedef struct rl_dp {
  * where the rows do not split into the ranks' blocks */
 void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok);
 /* balance.c: trainer.balance_batch's rows of lengths len[0..GB) over world ranks as verl's _balance_batch deals them:
- * owner[g] its rank, label[g] its place (rank r's rows at r x GB / world onwards, in verl's order within the rank) */
-vc_status rl_balance_partition(const int64_t *len, int GB, int world, int *owner, int *label);
+ * owner[g] its rank, label[g] its place (each rank's rows a block, in verl's order within the rank); start (or NULL):
+ * each row's flag whether it starts a group of shared prompts (use_prefix_grouper: whole groups to the ranks) */
+vc_status rl_balance_partition(const int64_t *len, const int64_t *start, int GB, int world, int *owner, int *label);
 /* trainer.c: the rollout's, actor's (with algorithm.rollout_correction) and critic's settings of c into t (zeroed), for a
  * tool running an update alone */
 vc_status rl_read_update_settings(vc_rl_trainer *t, const vc_config *c);

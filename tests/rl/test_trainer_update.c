@@ -456,7 +456,7 @@ static void test_balance_partition(void) {
     static const int64_t len[12] = { 141, 298, 86, 209, 262, 53, 26, 260, 152, 139, 118, 260 };
     static const int want[3][4] = { { 2, 8, 1, 9 }, { 5, 3, 4, 0 }, { 6, 7, 11, 10 } };
     int owner[12], label[12];
-    CHECK_OK(rl_balance_partition(len, 12, 3, owner, label));
+    CHECK_OK(rl_balance_partition(len, NULL, 12, 3, owner, label));
     for (int r = 0; r < 3; r++)
         for (int j = 0; j < 4; j++)
             CHECK_MSG(owner[want[r][j]] == r && label[want[r][j]] == 4 * r + j, "row %d: rank %d place %d, want %d %d",
