@@ -123,10 +123,9 @@ typedef struct rl_dp {
     int *g_idx;     /* after balance_batch: each local row's global index, ascending (owned); NULL: g_off + i */
 } rl_dp;
 
-/* trainer_update.c: the mini-batch rows of an update's epoch as verl's engine workers shuffle them (order[0..n): a
- * generator seeded seed + rank per rank of `world` holding consecutive blocks, mini-batches of `mini` rows); *ok 0
- * where the rows do not split into the ranks' blocks */
-void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok);
+/* trainer_update.c: a rank's n rows in an update's epoch as verl's engine workers shuffle them (order[0..n), the
+ * generator seeded data_loader_seed + the rank); each mini-batch is the rank's next slice of them */
+void rl_engine_rows(int *order, int n, uint64_t seed, int64_t epoch);
 /* balance.c: trainer.balance_batch's rows of lengths len[0..GB) over world ranks as verl's _balance_batch deals them:
  * owner[g] its rank, label[g] its place (each rank's rows a block, in verl's order within the rank); start (or NULL):
  * each row's flag whether it starts a group of shared prompts (use_prefix_grouper: whole groups to the ranks) */

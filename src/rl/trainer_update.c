@@ -445,50 +445,25 @@ typedef struct acc {
     int n;
 } acc;
 
-/* Where rank r's row perm[k] of its block (world ranks holding consecutive blocks of n / world rows: verl's dispatch)
- * sits in the update's order: mini-batch i is every rank's i-th slice of mini / world rows of its own order. */
-static void rank_slices(int *order, int n, int mini, int world, int r, const uint32_t *perm) {
-    int nr = n / world, mr = mini / world;
-    for (int a = 0; a < nr; a += mr) { /* rank r's slice of mini-batch a / mr */
-        int len = nr - a < mr ? nr - a : mr;
-        for (int j = 0; j < len; j++) order[a * world + r * len + j] = r * nr + (int)perm[a + j];
-    }
-}
-
-/* whether n rows split into world equal blocks, a mini-batch of `mini` into world equal slices */
-static int splits(int n, int mini, int world) { return n % world == 0 && mini % world == 0 && mini / world > 0; }
-
-/* The rows of the mini-batches with actor.shuffle / critic.shuffle as verl's engine workers draw them (tensordict
- * make_iterator: for each update a DataLoader over each rank's rows with a generator seeded data_loader_seed + rank,
- * its loader's iterator anew every epoch): an epoch draws the iterator's 64-bit base seed, then its torch.randperm,
- * then RandomSampler's second (discarded) one; the ranks' orders laid out by rank_slices, `rank0` numbering the first.
- * *ok 0 where the rows do not split so (then nothing is written). */
-void rl_engine_rows(int *order, int n, int mini, int world, int rank0, uint64_t seed, int64_t epoch, int *ok) {
-    int nr = n / world;
-    uint32_t *perm = splits(n, mini, world) ? vc_malloc(sizeof *perm * (size_t)nr) : NULL;
-    *ok = perm != NULL;
-    if (!perm) return;
+/* One rank's rows of an update's epoch as verl's engine workers draw them with actor.shuffle / critic.shuffle
+ * (tensordict make_iterator: for each update a DataLoader over the rank's rows with a generator seeded
+ * data_loader_seed + rank, its loader's iterator anew every epoch): an epoch draws the iterator's 64-bit base seed,
+ * then its torch.randperm, then RandomSampler's second (discarded) one. */
+void rl_engine_rows(int *order, int n, uint64_t seed, int64_t epoch) {
     vc_np_mt19937 m;
-    for (int r = 0; r < world; r++) {
-        vc_np_seed(&m, (uint32_t)(seed + (uint64_t)(rank0 + r)));
-        for (int64_t e = 0; e <= epoch; e++) {
-            vc_np_next32(&m), vc_np_next32(&m);
-            vc_torch_randperm(&m, perm, (size_t)nr);
-            if (e < epoch) vc_torch_randperm(&m, perm, (size_t)nr);
-        }
-        rank_slices(order, n, mini, world, r, perm);
+    vc_np_seed(&m, (uint32_t)seed);
+    for (int64_t e = 0; e <= epoch; e++) {
+        vc_np_next32(&m), vc_np_next32(&m);
+        vc_torch_randperm(&m, (uint32_t *)order, (size_t)n);
+        if (e < epoch) vc_torch_randperm(&m, (uint32_t *)order, (size_t)n);
     }
-    free(perm);
 }
 
-/* rows of a mini-batch: verl's engine workers' permutation when shuffling (rl_engine_rows; verlc's own counter-based one
- * where the rows do not split into the ranks' blocks), else in order */
-static void minibatch_order(int *order, int B, int mini, int shuffle, uint64_t seed, int64_t epoch, int world, int rank0) {
-    int ok = 0;
-    if (shuffle) rl_engine_rows(order, B, mini < B ? mini : B, world, rank0, seed, epoch, &ok);
-    if (ok) return;
-    for (int i = 0; i < B; i++) order[i] = i;
-    if (shuffle) vc_shuffle_u32((uint32_t *)order, (size_t)B, seed, (uint64_t)epoch);
+/* rows of a mini-batch: shuffled as verl's engine workers shuffle a rank's rows (rl_engine_rows), else in order */
+static void minibatch_order(int *order, int B, int shuffle, uint64_t seed, int64_t epoch) {
+    if (shuffle) rl_engine_rows(order, B, seed, epoch);
+    else
+        for (int i = 0; i < B; i++) order[i] = i;
 }
 
 static double mask_sum_rows(const rl_batch *b, const int *rows, int n) {
@@ -702,8 +677,7 @@ static vc_status run_loop(vc_trainer *tr, rl_batch *b, const loop *l, vc_token_l
     int own_mini = sliced ? mb_rows / x->world : (mb_rows + x->world - 1) / x->world;
     for (int ep = 0; !st && ep < l->ppo_epochs; ep++) {
         /* (own rows: this rank's generator over them; else the global rows) */
-        minibatch_order(order, own ? B : GB, own ? own_mini : mb_rows, l->shuffle, l->seed, ep, own ? 1 : x->world,
-                        own ? tr->rank : 0);
+        minibatch_order(order, own ? B : GB, l->shuffle, l->seed + (uint64_t)(own ? tr->rank : 0), ep);
         for (int mi = 0, m0 = 0; !st && mi < n_mini; mi++, m0 += mb_rows) {
             int gm = GB - m0 < mb_rows ? GB - m0 : mb_rows, nm;
             if (own) {

@@ -20,7 +20,8 @@ typedef struct sft_run {
     vc_comm *comm;           /* c->comm or our own */
     int own_comm, rank, world;
     int val_noted;           /* the note on too few validation rows printed */
-    uint32_t *dealt;         /* use_legacy_worker_impl=enable on several ranks: a step's rows as verl deals them */
+    uint32_t *dealt;         /* use_legacy_worker_impl=enable on several ranks, micro-batches by count: a step's rows as
+                              * verl deals them */
     vc_tokenizer *tok;
     vc_chat_template *tmpl;
     vc_model *model;
@@ -585,7 +586,7 @@ static vc_status run_loop(sft_run *r) {
         size_t n = vc_epoch_iter_next(&r->it, &idx);
         vc_minibatch b;
         vc_step_stats s;
-        if (r->dealt && !c->use_dynamic_bsz && sft_legacy_deal(idx, n, r->tr.world, c->micro_batch_size, r->dealt))
+        if (r->dealt && sft_legacy_deal(idx, n, r->tr.world, c->micro_batch_size, r->dealt))
             idx = r->dealt;
         if ((st = gather(r, &r->train, idx, n, &b))) break;
         if ((st = vc_trainer_step(&r->tr, &b, NULL, NULL, &s))) break;
@@ -681,7 +682,7 @@ vc_status vc_sft_run(const vc_sft_config *c) {
         goto out;
     r.total_steps = c->total_steps > 0 ? c->total_steps : (int64_t)vc_epoch_iter_batches(&r.it) * c->epochs;
     if ((st = make_trainer(&r))) goto out;
-    if (r.tr.world > 1 && legacy(c) &&
+    if (r.tr.world > 1 && legacy(c) && !c->use_dynamic_bsz &&
         !(r.dealt = vc_malloc(sizeof *r.dealt * (size_t)c->train_batch_size))) {
         st = VC_ERR_NOMEM;
         goto out;

@@ -546,9 +546,8 @@ static vc_status zero3_equal(vc_trainer *t, const vc_minibatch *b, vc_partition 
 static vc_status same_micro_count(vc_trainer *t, const vc_minibatch *b, int empty, vc_partition *p) {
     double k = empty ? 0 : (double)p->n_groups;
     vc_status st = vc_dp_max(t, &k);
-    if (st || empty || k <= (double)p->n_groups) return st;
     size_t want = k < (double)b->n_seq ? (size_t)k : (size_t)b->n_seq;
-    if (want <= p->n_groups) return VC_OK;
+    if (st || empty || want <= p->n_groups) return st;
     vc_partition_free(p);
     return partition_min(b, t->cfg.micro_bs, t->cfg.max_tokens, want, share_mode(t), p);
 }
@@ -570,9 +569,10 @@ vc_status vc_trainer_accumulate_ex(vc_trainer *t, const vc_minibatch *b, vc_toke
     else vc_train_loss_norm(b, t->cfg.loss_scale_factor, &norm);
     if (use_dp && t->dp && t->cfg.local_batch && (st = vc_dp_reduce_norm(t, &norm, t->cfg.loss_scale_factor > 0)))
         goto out_p;
-    if (use_dp && t->dp && t->cfg.local_batch && t->cfg.max_tokens > 0 && (st = same_micro_count(t, b, empty, &p)))
+    int z3 = t->dp && t->dp->zero3; /* (zero3_equal makes the counts equal itself, or fails) */
+    if (!z3 && use_dp && t->dp && t->cfg.local_batch && t->cfg.max_tokens > 0 &&
+        (st = same_micro_count(t, b, empty, &p)))
         goto out_p;
-    int z3 = t->dp && t->dp->zero3;
     if (z3 && use_dp && (st = zero3_equal(t, b, &p))) goto out_p;
     size_t g0 = 0, gn = p.n_groups;
     if (!local) vc_dp_share(t, p.n_groups, &g0, &gn);

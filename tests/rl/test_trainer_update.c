@@ -428,25 +428,23 @@ static void test_pass_trial(void) {
 
 /* actor.shuffle / critic.shuffle as verl's engine workers draw the mini-batches (tensordict make_iterator's DataLoader
  * over each rank's rows, a generator seeded data_loader_seed + rank): the orders torch 2.15 gave for 3 epochs of 8 rows
- * in mini-batches of 4, for 2 ranks of 4 rows each (seeds 42 and 43, rank r's rows 4r.., each mini-batch the ranks' 2-row
- * slices), and a partial last mini-batch */
+ * on one rank (seed 42), for 2 epochs of 4 rows on each of 2 ranks (seeds 42 and 43), and for 6 rows (seed 7) */
 static void test_engine_shuffle(void) {
     static const int W1[3][8] = { { 4, 6, 2, 3, 0, 7, 1, 5 }, { 7, 4, 3, 1, 5, 0, 2, 6 }, { 5, 1, 7, 4, 3, 0, 6, 2 } };
-    static const int W2[2][8] = { { 0, 2, 7, 6, 1, 3, 4, 5 }, { 2, 0, 7, 6, 1, 3, 5, 4 } };
+    static const int W2[2][2][4] = { { { 0, 2, 1, 3 }, { 3, 2, 0, 1 } }, { { 2, 0, 1, 3 }, { 3, 2, 1, 0 } } };
     static const int P6[6] = { 1, 2, 5, 3, 0, 4 };
-    int order[8], ok = 0;
+    int order[8];
     for (int e = 0; e < 3; e++) {
-        rl_engine_rows(order, 8, 4, 1, 0, 42, e, &ok);
-        CHECK_MSG(ok && !memcmp(order, W1[e], sizeof W1[e]), "one rank, epoch %d", e);
+        rl_engine_rows(order, 8, 42, e);
+        CHECK_MSG(!memcmp(order, W1[e], sizeof W1[e]), "one rank, epoch %d", e);
     }
-    for (int e = 0; e < 2; e++) {
-        rl_engine_rows(order, 8, 4, 2, 0, 42, e, &ok);
-        CHECK_MSG(ok && !memcmp(order, W2[e], sizeof W2[e]), "two ranks, epoch %d", e);
-    }
-    rl_engine_rows(order, 6, 4, 1, 0, 7, 0, &ok);
-    CHECK(ok && !memcmp(order, P6, sizeof P6));
-    rl_engine_rows(order, 7, 4, 2, 0, 7, 0, &ok); /* 7 rows over 2 ranks: not verl's layout */
-    CHECK(!ok);
+    for (int e = 0; e < 2; e++)
+        for (int r = 0; r < 2; r++) {
+            rl_engine_rows(order, 4, 42 + (uint64_t)r, e);
+            CHECK_MSG(!memcmp(order, W2[e][r], sizeof W2[e][r]), "rank %d of two, epoch %d", r, e);
+        }
+    rl_engine_rows(order, 6, 7, 0);
+    CHECK(!memcmp(order, P6, sizeof P6));
 }
 
 /* trainer.balance_batch on 3 ranks: verl b178a3cd's _balance_batch on 12 rows of these lengths (its Karmarkar-Karp
