@@ -19,6 +19,15 @@ stands in as an all-reduce of the gradients divided by the ranks before verl's c
 validation losses, which it runs on CUDA only, done by hand; data.balance_dp_token drawn, its all-reduce verl's own),
 verlc under mpirun; the batch a multiple of the ranks' micro-batches, as verl's fsdp_sft_trainer asserts.
 
+With $DIFF_SFT_ENGINE=1 verlc's default arithmetic (the global token mean) is compared with b178a3cd's engine-based
+`verl.trainer.sft_trainer` (later verl's only SFT trainer) instead, its code run unchanged but for the FSDP wrapper:
+SFTTrainer.fit's meta_info over the collator's nested rows, TrainingWorker.train_batch / infer_batch and
+_postprocess_output, FSDPEngineWithLMHead's forward_backward_batch, forward_step and optimizer_step, losses.sft_loss,
+over a plain model (use_remove_padding off: transformers has no packed rows on the CPU), always through
+torch.distributed (one rank or $DIFF_SFT_WORLD); micro-batches of micro_batch_size_per_gpu rows or by
+data.use_dynamic_bsz's token budget (drawn), validation in batches of train_batch_size / ranks rows;
+$DIFF_SFT_LEGACY=1 runs verlc's legacy arithmetic against it, to show where they differ.
+
 The model is a random Qwen2 of hidden 64 and 2 layers over the tokenizer's whole vocabulary (written once by
 transformers into a temporary directory).
 
@@ -37,6 +46,8 @@ shared = os.environ.get("VERLC_SHARED", os.path.join(root, "..", "shared"))
 TOKDIR = sys.argv[4] if len(sys.argv) > 4 else os.path.join(shared, "fixtures/tokenizers/qwen3")
 VERLC = os.environ.get("VERLC_BIN", os.path.join(root, "build", "verlc"))
 DEFAULT = os.environ.get("DIFF_SFT_DEFAULT") == "1"
+ENGINE = os.environ.get("DIFF_SFT_ENGINE") == "1"  # against b178a3cd's engine-based sft_trainer (verlc's default)
+LEGACY = os.environ.get("DIFF_SFT_LEGACY") == "1"  # (with ENGINE: verlc's legacy arithmetic, to show the two differ)
 sys.path.insert(0, VERL)
 
 import torch
@@ -127,6 +138,67 @@ def verl_side(model_dir, s, train, val, L):
     return m
 
 
+def engine_side(model_dir, s, train, val, L):
+    """b178a3cd's engine-based sft_trainer for one step: SFTTrainer.fit's meta_info over the loader's batches (the
+    collator's nested rows), TrainingWorker.train_batch / infer_batch and _postprocess_output, FSDPEngineWithLMHead's
+    forward_backward_batch (prepare_micro_batches: micro_batch_size_per_gpu chunks or use_dynamic_bsz's token budget),
+    forward_step and optimizer_step, losses.sft_loss; over a plain model (use_remove_padding off: transformers on the
+    CPU has no packed rows), FSDP's mean of the gradients an all-reduce divided by the ranks before verl's clip"""
+    from functools import partial
+    from types import SimpleNamespace
+    from tensordict.tensorclass import NonTensorData
+    from verl.utils import tensordict_utils as tu
+    from verl.utils.dataset.dataset_utils import DatasetPadMode, SFTTensorCollator
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+    from verl.workers.engine_workers import TrainingWorker
+    from verl.workers.utils.losses import sft_loss
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    e = FSDPEngineWithLMHead.__new__(FSDPEngineWithLMHead)
+    e.module, e.ulysses_device_mesh, e.ulysses_sequence_parallel_size, e.use_ulysses_sp = model, None, 1, False
+    e.optimizer = torch.optim.AdamW(model.parameters(), lr=s["lr"], betas=(0.9, 0.95), weight_decay=s["wd"])
+    e.lr_scheduler = get_cosine_schedule_with_warmup(e.optimizer, num_warmup_steps=0, num_training_steps=1)
+    e.optimizer_config, e.engine_config = SimpleNamespace(clip_grad=s["clip"]), SimpleNamespace(entropy_checkpointing=False)
+    e.train_mode = e.eval_mode = lambda **k: contextlib.nullcontext()
+    step = e.optimizer_step
+
+    def mean_then_step():
+        for p in model.parameters():
+            if WORLD > 1 and p.grad is not None:
+                torch.distributed.all_reduce(p.grad)
+                p.grad /= WORLD
+        return step()
+
+    e.optimizer_step = mean_then_step
+    w = TrainingWorker.__new__(TrainingWorker)
+    w.engine, w.device_name, w.loss_fn = e, "cpu", partial(sft_loss, None)
+    w.model_config = SimpleNamespace(use_remove_padding=False)  # (the keys below the meta_info does not set)
+    w.engine_config = SimpleNamespace(forward_only=False, use_fused_kernels=False, use_dynamic_bsz=None,
+                                      max_token_len_per_gpu=None, micro_batch_size_per_gpu=None,
+                                      infer_max_token_len_per_gpu=None, infer_micro_batch_size_per_gpu=None)
+    w.flops_counter = SimpleNamespace(estimate_flops=lambda n, t: (0.0, 1.0))
+    meta = {"use_remove_padding": False, "use_dynamic_bsz": s["dyn"] > 0, "max_token_len_per_gpu": s["dyn"] or L,
+            "micro_batch_size_per_gpu": s["micro"], "temperature": 1.0, "global_batch_size": s["batch"],
+            "pad_mode": DatasetPadMode.NO_PADDING, "pad_token_id": 0}
+    collate = SFTTensorCollator(DatasetPadMode.NO_PADDING)
+
+    def batch(rows):
+        d = collate([{"input_ids": torch.tensor(r["input_ids"]), "position_ids": torch.arange(len(r["input_ids"])),
+                      "loss_mask": torch.tensor(r["loss_mask"], dtype=torch.long)} for r in rows])
+        d = tu.get_tensordict(tensor_dict=d, non_tensor_dict=meta)
+        tu.assign_non_tensor(d, update_lr_scheduler=True,
+                             global_token_num=NonTensorData([len(r["input_ids"]) for r in rows]))
+        return d
+
+    with mock_autocast():
+        out = tu.get(w.train_batch(batch(train)), "metrics")
+        m = {"train/loss": float(out["loss"]), "train/grad_norm": float(out["grad_norm"])}
+        bs = s["batch"] // WORLD
+        losses = [tu.get(w.infer_batch(batch(val[a:a + bs])), "metrics")["loss"] for a in range(0, len(val) // bs * bs, bs)]
+    if losses: m["val/loss"] = float(rank_avg(torch.mean(torch.tensor(losses))))
+    return m
+
+
 def sampled(rows, rank, shuffle):
     """a rank's rows as verl's DistributedSampler (seed 0, epoch 0, drop_last) gives them"""
     sampler = DistributedSampler(range(len(rows)), num_replicas=WORLD, rank=rank, shuffle=shuffle, drop_last=True)
@@ -142,7 +214,7 @@ def rank_worker(spec_path, rank):
     torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
     s, L = spec["s"], spec["L"]
     first = sampled(spec["train"], rank, True)[:s["batch"] // WORLD]
-    m = verl_side(spec["model"], s, first, sampled(spec["val"], rank, False), L)
+    m = (engine_side if ENGINE else verl_side)(spec["model"], s, first, sampled(spec["val"], rank, False), L)
     if rank == 0:
         with open(spec_path + ".out", "w") as f: json.dump(m, f)
     torch.distributed.destroy_process_group()
@@ -153,10 +225,13 @@ def verl_ranks(tmp, model_dir, s, train, val, L):
     spec = os.path.join(tmp, "spec.json")
     with open(spec, "w") as f:
         json.dump({"port": 29500 + R.randint(0, 9999), "s": s, "L": L, "model": model_dir, "train": train, "val": val}, f)
-    env = dict(os.environ, DIFF_SFT_WORLD=str(WORLD), DIFF_SFT_VERL=VERL)
-    ps = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", spec, str(r)], env=env)
-          for r in range(WORLD)]
-    if any(p.wait() for p in ps): raise RuntimeError("a verl rank failed")
+    env = dict(os.environ, DIFF_SFT_WORLD=str(WORLD), DIFF_SFT_VERL=VERL, DIFF_SFT_ENGINE=str(int(ENGINE)))
+    logs = [open(f"{spec}.{r}.log", "w+") for r in range(WORLD)]
+    ps = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", spec, str(r)], env=env,
+                           stdout=logs[r], stderr=subprocess.STDOUT) for r in range(WORLD)]
+    if any([p.wait() for p in ps]):
+        logs[0].seek(0)
+        raise RuntimeError("a verl rank failed: " + logs[0].read()[-3000:])
     return json.load(open(spec + ".out"))
 
 
@@ -190,7 +265,8 @@ def verlc_side(model_dir, s, tmp, train_path, val_path, L):
            f"data.train_batch_size={s['batch']}", f"data.micro_batch_size_per_gpu={s['micro']}", f"optim.lr={s['lr']}",
            f"optim.weight_decay={s['wd']}", f"optim.clip_grad={s['clip']}", "optim.lr_warmup_steps_ratio=0",
            "trainer.total_training_steps=1", "--device", "cpu", f"data.balance_dp_token={str(s['balance']).lower()}"]
-    if not DEFAULT: cmd.append("trainer.use_legacy_worker_impl=enable")
+    if s.get("dyn"): cmd += ["data.use_dynamic_bsz=true", f"data.max_token_len_per_gpu={s['dyn']}"]
+    if (ENGINE and LEGACY) or (not ENGINE and not DEFAULT): cmd.append("trainer.use_legacy_worker_impl=enable")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode: raise RuntimeError(p.stderr[-2000:])
     m = {}
@@ -210,7 +286,11 @@ def main():
             s["batch"] = s["micro"] * R.randint(1, 4) + R.choice([0, 0, R.randint(1, s["micro"])]) % s["micro"]
             s["balance"] = WORLD > 1 and R.random() < 0.5
             if WORLD > 1: s["batch"] = s["micro"] * WORLD * R.randint(1, 2)
+            s["dyn"] = 0
             L, nval = R.choice([96, 160, 256]), R.randint(1, 9)
+            if ENGINE:  # the engine: a rank's rows whole micro-batches (verl's chunk_tensordict asserts it), or any
+                s["balance"], s["dyn"] = False, R.choice([0, 0, R.randint(L, 4 * L)])  # count under a token budget
+                s["batch"] = WORLD * (R.randint(1, 9) if s["dyn"] else s["micro"] * R.randint(1, 3))
             for kv in filter(None, os.environ.get("DIFF_SFT_SET", "").split(",")):  # pinned: micro=4,batch=12,...
                 k, v = kv.split("=")
                 if k == "length": L = int(v)
@@ -231,7 +311,7 @@ def main():
                 skipped += 1
                 continue
             # the first step's rows: verl's DistributedSampler (seed 0, epoch 0) over the train rows
-            if WORLD == 1: v = verl_side(model_dir, s, sampled(train, 0, True)[:s["batch"]], val, L)
+            if WORLD == 1 and not ENGINE: v = verl_side(model_dir, s, sampled(train, 0, True)[:s["batch"]], val, L)
             else: v = verl_ranks(tmp, model_dir, s, train, val, L)
             c = verlc_side(model_dir, s, tmp, tp, vp, L)
             bad = []
@@ -243,7 +323,7 @@ def main():
             if bad:
                 fails += 1
                 print(f"trial {trial} {s} length {L}, {len(val)} val rows: " + "; ".join(bad), flush=True)
-    print(f"{N - fails - skipped}/{N - skipped} trials agree ({skipped} without a usable row{', or on several ranks fewer than a batch,' if WORLD > 1 else ''} left out; {'verlc default vs ' if DEFAULT else ''}verl b178a3cd fsdp_sft_trainer, {WORLD} rank(s), seed {SEED})")
+    print(f"{N - fails - skipped}/{N - skipped} trials agree ({skipped} without a usable row{', or on several ranks fewer than a batch,' if WORLD > 1 else ''} left out; {'verlc default vs ' if DEFAULT and not ENGINE else 'verlc legacy vs ' if LEGACY and ENGINE else ''}verl b178a3cd {'sft_trainer (engine)' if ENGINE else 'fsdp_sft_trainer'}, {WORLD} rank(s), seed {SEED})")
 
 
 if __name__ == "__main__":
