@@ -242,6 +242,28 @@ static const vc_tensor_rule HCX_NORMS[] = {
     { L "post_norm1.weight", VC_W_POST_ATTN_NORM }, { L "post_norm2.weight", VC_W_POST_FFN_NORM },
     { 0 } };
 
+/* EXAONE 3 / 3.5's hub names (GPT-2-style; transformers 5 renames them to LLaMA's on load and back on save) */
+#define EX "transformer.h.%d."
+static const vc_tensor_rule EXAONE_HUB[] = {
+    { "transformer.wte.weight", VC_W_TOK_EMBD }, { "transformer.ln_f.weight", VC_W_OUT_NORM },
+    { EX "ln_1.weight", VC_W_ATTN_NORM }, { EX "ln_2.weight", VC_W_FFN_NORM },
+    { EX "attn.attention.q_proj.weight", VC_W_Q }, { EX "attn.attention.k_proj.weight", VC_W_K },
+    { EX "attn.attention.v_proj.weight", VC_W_V }, { EX "attn.attention.out_proj.weight", VC_W_O },
+    { EX "mlp.c_fc_0.weight", VC_W_GATE }, { EX "mlp.c_fc_1.weight", VC_W_UP }, { EX "mlp.c_proj.weight", VC_W_DOWN },
+    { 0 } };
+#undef EX
+
+/* Sarvam-M's and Param-2's hub names (q, k and v fused row-wise; transformers 5 splits and renames them on load and
+ * back on save) */
+static const vc_tensor_rule SARVAM_HUB[] = {
+    { "model.word_embeddings.weight", VC_W_TOK_EMBD },
+    { L "attention.query_key_value.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
+    { L "attention.query_key_value.bias", VC_W_Q_B, VC_TR_SPLIT_ROWS, VC_W_K_B, VC_W_V_B },
+    { L "attention.dense.weight", VC_W_O },
+    { L "attention.query_layernorm.weight", VC_W_Q_NORM }, { L "attention.key_layernorm.weight", VC_W_K_NORM },
+    { L "mlp.gate.expert_bias", VC_W_ROUTER_BIAS },
+    { 0 } };
+
 static const vc_tensor_rule PHI3_FUSED[] = {
     { L "self_attn.qkv_proj.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
     { L "self_attn.o_proj.weight", VC_W_O },
@@ -724,6 +746,8 @@ static const vc_arch ARCHS[] = {
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
     { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
+    { "sarvam_moe", "sarvam_moe param2moe", T(SARVAM_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    { "exaone", "exaone", T(EXAONE_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS), NULL, NULL, "mlp", "router" },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },

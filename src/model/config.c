@@ -196,7 +196,7 @@ static const char *expert_keys(const vc_model_config *c) {
     if (vc_mcfg_is_any(c, "mixtral phimoe granitemoe granitemoeshared granitemoehybrid minimax minimax_m2 gpt_oss "
                           "llama4_text jetmoe"))
         return "num_local_experts num_experts n_routed_experts moe_num_experts";
-    if (vc_mcfg_is_any(c, "deepseek_v2 deepseek_v3 kimi_k2 glm4_moe glm4_moe_lite dots1 nemotron_h solar_open"))
+    if (vc_mcfg_is_any(c, "deepseek_v2 deepseek_v3 glm4_moe glm4_moe_lite dots1 nemotron_h solar_open"))
         return "n_routed_experts num_experts num_local_experts moe_num_experts";
     if (vc_mcfg_is_any(c, "ernie4_5_moe")) return "moe_num_experts num_experts num_local_experts n_routed_experts";
     return "num_experts num_local_experts n_routed_experts moe_num_experts";
@@ -941,16 +941,14 @@ static const char *norm_eps_keys(const vc_model_config *c) {
 }
 
 vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_config *c) {
-    int nk = nested_kind(o);
+    int nk = nested_kind(o), ak = vc_mcfg_alias_kind(o);
     if (nk >= 0) return parse_nested_text(o, path, c, nk);
+    if (ak >= 0) return vc_mcfg_parse_alias(o, path, c, ak);
     memset(c, 0, sizeof *c);
     c->bos_id = c->pad_id = -1;
     const char *mt = NULL;
     vc_status st = vc_json_req_str(o, "model_type", &mt, path);
     if (st) return st;
-    /* Kimi K2 (moonshotai/Kimi-K2-*) is DeepSeek-V3's architecture under its own model_type, as Moonshot documents it
-     * (its remote code is DeepSeek's); the exported config.json keeps the checkpoint's */
-    if (!strcmp(mt, "kimi_k2")) mt = "deepseek_v3";
     snprintf(c->model_type, sizeof c->model_type, "%s", mt);
     c->arch = vc_arch_find(mt);
     if (!c->arch) return vc_fail(VC_ERR_UNSUPPORTED, "%s: model_type '%s' is not a supported architecture", path, mt);
