@@ -264,6 +264,13 @@ static const vc_tensor_rule SARVAM_HUB[] = {
     { L "mlp.gate.expert_bias", VC_W_ROUTER_BIAS },
     { 0 } };
 
+/* MiniCPM5-MoE: each head's q, then its output gate, in one projection, Qwen3-Next's layout (the hub's q_proj;
+ * transformers' module is q_gate_proj) */
+static const vc_tensor_rule MINICPM5_QGATE[] = {
+    { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE },
+    { L "self_attn.q_gate_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE },
+    { 0 } };
+
 static const vc_tensor_rule PHI3_FUSED[] = {
     { L "self_attn.qkv_proj.weight", VC_W_Q, VC_TR_SPLIT_ROWS, VC_W_K, VC_W_V },
     { L "self_attn.o_proj.weight", VC_W_O },
@@ -748,6 +755,7 @@ static const vc_arch ARCHS[] = {
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
     { "sarvam_moe", "sarvam_moe param2moe", T(SARVAM_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "exaone", "exaone", T(EXAONE_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
+    { "minicpm5_moe", "minicpm5_moe", T(MINICPM5_QGATE, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS), NULL, NULL, "mlp", "router" },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },

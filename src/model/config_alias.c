@@ -7,10 +7,14 @@
 #include "config_priv.h"
 #include <string.h>
 
+/* MiniCPM5-MoE: Qwen3-Next's gated attention output (q_gate_proj holds each head's q, then its gate) */
+static void minicpm5(vc_model_config *c) { c->attn_out_gate = 1; }
+
 static const struct {
     const char *type, *as;
     const char *renames;  /* "from=to ...": a key read under the family's name */
     const char *defaults; /* a JSON object: the type's defaults for keys the config leaves out */
+    void (*after)(vc_model_config *c); /* what the type computes beyond the family (NULL: nothing) */
 } ALIAS[] = {
     /* Kimi K2 (moonshotai/Kimi-K2-*): DeepSeek-V3's architecture, as Moonshot documents it (its remote code is
      * DeepSeek's) */
@@ -40,6 +44,12 @@ static const struct {
     { "sarvam_mla", "deepseek_v3",
       "num_experts=n_routed_experts num_shared_experts=n_shared_experts num_mtp_layers=num_nextn_predict_layers",
       "{\"n_group\":1,\"topk_group\":1,\"first_k_dense_replace\":1,\"n_routed_experts\":128,\"q_lora_rank\":null}" },
+    /* MiniCPM5-MoE (openbmb): GLM-4.5's MoE layout without q/k norms, per-layer dense or sparse MLPs, attention
+     * gated per channel (arch.c's MINICPM5_QGATE) */
+    { "minicpm5_moe", "glm4_moe", "",
+      "{\"rope_theta\":5000000,\"head_dim\":128,\"rms_norm_eps\":1e-6,\"num_key_value_heads\":2,"
+      "\"n_routed_experts\":160,\"routed_scaling_factor\":3.66,\"num_experts_per_tok\":16,"
+      "\"moe_intermediate_size\":512,\"n_group\":1,\"topk_group\":1,\"norm_topk_prob\":true}", minicpm5 },
 };
 
 int vc_mcfg_alias_kind(const cJSON *o) {
@@ -108,6 +118,7 @@ vc_status vc_mcfg_parse_alias(const cJSON *o, const char *path, vc_model_config 
     if (!st) st = vc_config_parse_model(copy, path, c);
     cJSON_Delete(copy);
     if (st) return st;
+    if (ALIAS[k].after) ALIAS[k].after(c);
     const vc_arch *own = vc_arch_find(ALIAS[k].type);
     if (own) c->arch = own;
     snprintf(c->model_type, sizeof c->model_type, "%s", ALIAS[k].type);

@@ -42,6 +42,10 @@ static void hub_form(const char *kind, cJSON *o) {
         drop_key(o, "routed_scaling_factor");
         drop_key(o, "rms_norm_eps");
         if (!strcmp(kind, "param2moe")) drop_key(o, "tie_word_embeddings");
+    } else if (!strcmp(kind, "minicpm5_moe")) { /* its rope base, routed scaling and normalised top-k: defaults */
+        drop_key(o, "rope_parameters");
+        drop_key(o, "routed_scaling_factor");
+        drop_key(o, "norm_topk_prob");
     } else if (!strcmp(kind, "sarvam_mla")) { /* one group (the default), an older config's head_dim */
         rename_key(o, "n_routed_experts", "num_experts");
         drop_key(o, "n_group");
@@ -117,7 +121,7 @@ static void meanings(void) {
 int main(void) {
     char root[512];
     vc_test_model_root(1, root, sizeof root);
-    const char *kinds[] = { "exaone", "internlm3", "iquestcoder", "sarvam_moe", "param2moe", "sarvam_mla" };
+    const char *kinds[] = { "exaone", "internlm3", "iquestcoder", "sarvam_moe", "param2moe", "sarvam_mla", "minicpm5_moe" };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) alias(root, kinds[i]);
     meanings();
     return vc_test_done();
