@@ -211,6 +211,9 @@ static vc_status moe_counts(const cJSON *o, const char *path, vc_model_config *c
              : vc_mcfg_int_any(o, "num_experts_per_tok moe_k num_experts_per_token", 0, &c->top_k, path);
     if (st) return st;
     if ((st = vc_mcfg_int_any(o, "moe_intermediate_size", c->inter, &c->moe_inter, path))) return st;
+    if (c->n_expert < 0)
+        return vc_fail(VC_ERR_FORMAT, "%s: the expert count (%s) must not be negative, got %lld", path, expert_keys(c),
+                       (long long)c->n_expert);
     if (vc_mcfg_is(c, "jamba") && c->n_expert <= 1) c->n_expert = 0; /* num_experts 1: dense layers throughout */
     if (c->n_expert <= 0) return VC_OK;
     if (c->n_expert > 1024 || c->top_k < 1 || c->top_k > c->n_expert)

@@ -59,17 +59,22 @@ int vc_mcfg_alias_kind(const cJSON *o) {
     return -1;
 }
 
-/* attribute_map: the value under the family's key (one given under both keeps the family's) */
-static void rename_keys(cJSON *o, const char *renames) {
+/* attribute_map: the value under the family's key (one given under both keeps the family's); *said lists the
+ * renames made ("a as b, ..."), for messages about those keys */
+static void rename_keys(cJSON *o, const char *renames, char *said, size_t cap) {
     char from[64], to[64];
+    size_t len = 0;
+    said[0] = 0;
     for (const char *p = renames; *p; p += strspn(p, " ")) {
         size_t n = strcspn(p, " "), eq = strcspn(p, "=");
         if (eq < n && eq < sizeof from && n - eq - 1 < sizeof to) {
             snprintf(from, sizeof from, "%.*s", (int)eq, p);
             snprintf(to, sizeof to, "%.*s", (int)(n - eq - 1), p + eq + 1);
             cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(o, from);
-            if (v && !vc_json_member(o, to)) cJSON_AddItemToObject(o, to, v);
-            else cJSON_Delete(v);
+            if (v && !vc_json_member(o, to)) {
+                cJSON_AddItemToObject(o, to, v);
+                if (len < cap) len += (size_t)snprintf(said + len, cap - len, "%s%s as %s", len ? ", " : "", from, to);
+            } else cJSON_Delete(v);
         }
         p += n;
     }
@@ -110,12 +115,15 @@ static vc_status legacy_mla(cJSON *o) {
 vc_status vc_mcfg_parse_alias(const cJSON *o, const char *path, vc_model_config *c, int k) {
     cJSON *copy = cJSON_Duplicate(o, 1);
     if (!copy) return VC_ERR_NOMEM;
-    rename_keys(copy, ALIAS[k].renames);
+    char said[384], ctx[1024];
+    rename_keys(copy, ALIAS[k].renames, said, sizeof said);
+    if (said[0]) snprintf(ctx, sizeof ctx, "%s (%s's keys read as %s's: %s)", path, ALIAS[k].type, ALIAS[k].as, said);
+    else snprintf(ctx, sizeof ctx, "%s", path);
     vc_status st = add_defaults(copy, ALIAS[k].defaults);
     if (!st && !strcmp(ALIAS[k].type, "sarvam_mla")) st = legacy_mla(copy);
     if (!st && !cJSON_ReplaceItemInObjectCaseSensitive(copy, "model_type", cJSON_CreateString(ALIAS[k].as)))
         st = VC_ERR_NOMEM;
-    if (!st) st = vc_config_parse_model(copy, path, c);
+    if (!st) st = vc_config_parse_model(copy, ctx, c);
     cJSON_Delete(copy);
     if (st) return st;
     if (ALIAS[k].after) ALIAS[k].after(c);

@@ -123,6 +123,12 @@ static void model_type_errors(void) {
     expect_refused("{\"model_type\": \"\", \"vocab_size\": 8}", "model_type '' is not a supported", "empty model_type");
     expect_refused("{\"model_type\": \"qwen2 qwen3\", \"vocab_size\": 8}", "is not a supported",
                    "model_type with a space");
+    /* a type read as another family's (config_alias.c): the message names the key the file gave */
+    expect_refused("{\"model_type\": \"exaone\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_layers\": \"x\", "
+                   "\"num_attention_heads\": 2, \"intermediate_size\": 8}", "num_layers as num_hidden_layers", "exaone's keys");
+    expect_refused("{\"model_type\": \"sarvam_moe\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1, "
+                   "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"num_experts\": -3}",
+                   "must not be negative, got -3", "a negative expert count");
 }
 
 /* Laguna's per-layer heads and Apertus 1.5's pruned LM head: malformed settings refused by key; a target the pruned
