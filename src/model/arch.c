@@ -351,6 +351,18 @@ static const vc_tensor_rule INTERNLM2[] = {
     { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.norm.weight", VC_W_LIN_NORM }, \
     { L "linear_attn.out_proj.weight", VC_W_LIN_OUT }, \
     { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE }
+/* Lara-Mini: Qwen3.5's Gated DeltaNet with its input projections fused row-wise ([q | k | v | z | b | a]) and its
+ * gated norm named out_norm on the hub (transformers 5 splits and renames them on load, and back on save) */
+static const vc_tensor_rule LARA_GDN[] = {
+    { L "linear_attn.in_proj.weight", VC_W_LIN_QKV, VC_TR_SPLIT_ROWS, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A },
+    { L "linear_attn.out_norm.weight", VC_W_LIN_NORM },
+    { L "linear_attn.conv1d.weight", VC_W_LIN_CONV }, { L "linear_attn.dt_bias", VC_W_LIN_DT },
+    { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.norm.weight", VC_W_LIN_NORM },
+    { L "linear_attn.out_proj.weight", VC_W_LIN_OUT },
+    { L "linear_attn.in_proj_qkv.weight", VC_W_LIN_QKV }, { L "linear_attn.in_proj_z.weight", VC_W_LIN_Z },
+    { L "linear_attn.in_proj_b.weight", VC_W_LIN_B }, { L "linear_attn.in_proj_a.weight", VC_W_LIN_A },
+    { 0 } };
+
 static const vc_tensor_rule QWEN3_5_GDN[] = {
     GDN_COMMON,
     { L "linear_attn.in_proj_qkv.weight", VC_W_LIN_QKV }, { L "linear_attn.in_proj_z.weight", VC_W_LIN_Z },
@@ -821,6 +833,7 @@ static const vc_arch ARCHS[] = {
     { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
+    { "lara_mini", "lara_mini", T(HF_GLOBAL, HF_NORMS, LARA_GDN, HF_ATTN, HF_MOE) },
     /* OLMo-hybrid: its linear layers' pre-norms and its attention layers' post-norms share names (the hub's
      * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
     { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
@@ -874,6 +887,7 @@ vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name) {
             mask |= VC_SLOT_BIT(r->slot);
             if (r->slot2) mask |= VC_SLOT_BIT(r->slot2);
             if (r->slot3) mask |= VC_SLOT_BIT(r->slot3);
+            if (r->slot4) mask |= VC_SLOT_BIT(r->slot4);
         }
     return mask;
 }

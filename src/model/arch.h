@@ -86,8 +86,9 @@ typedef struct vc_tensor_rule {
     const char *name;  /* printf-style: %d = layer (then expert) */
     int slot;          /* destination (first destination for SPLIT_ROWS / GQA_QKV) */
     int transform;
-    int slot2, slot3;  /* further destinations of fused tensors */
+    int slot2, slot3, slot4; /* further destinations of fused tensors */
 } vc_tensor_rule;
+#define VC_RULE_PARTS 4 /* a rule's destinations at most */
 
 typedef struct vc_arch {
     const char *name;

@@ -326,6 +326,14 @@ static vc_status moe_granite(const cJSON *o, const char *path, vc_model_config *
     return VC_OK;
 }
 
+/* Lara-Mini: Qwen3-MoE's softmax router, renormalised unless the config says otherwise; an ungated shared expert
+ * (Flint's block) */
+static vc_status moe_lara(const cJSON *o, const char *path, vc_model_config *c) {
+    c->norm_topk = vc_mcfg_flag(o, "norm_topk_prob", 1);
+    c->shared_gate = 0;
+    return VC_OK;
+}
+
 /* families' routers, in order after moe_defaults (later rules overwrite earlier ones) */
 static const struct {
     const char *types; /* vc_mcfg_is_any's list */
@@ -333,7 +341,7 @@ static const struct {
 } MOE_ROUTERS[] = {
     { "llama4_text", moe_llama4 }, { "hy_v3", moe_hy_v3 }, { "flint", moe_flint }, { "phimoe", moe_phimoe },
     { "laguna", moe_laguna }, { "kolibri1", moe_kolibri }, { "hunyuan_v1_moe", moe_hunyuan },
-    { "granitemoe granitemoeshared granitemoehybrid granitemoe_swa", moe_granite },
+    { "granitemoe granitemoeshared granitemoehybrid granitemoe_swa", moe_granite }, { "lara_mini", moe_lara },
 };
 
 /* which layers are MoE: every step-th (decoder_sparse_step) from first_dense on and every freq-th; ERNIE 4.5's from
@@ -612,7 +620,7 @@ static vc_status parse_nope(const cJSON *o, const char *path, vc_model_config *c
         if (vc_mcfg_is(c, "cohere2_moe") && !c->is_moe[l] && c->n_expert > 0 &&
             vc_mcfg_flag(o, "prefix_dense_sliding_window_pattern", 1) == 1)
             c->nope[l] = 0; /* its dense prefix layers use rope on full attention too (force_rope) */
-        if (vc_mcfg_is(c, "afmoe")) { /* rope on the sliding_attention layers only, whatever the window */
+        if (vc_mcfg_is_any(c, "afmoe lara_mini")) { /* rope on the sliding_attention layers only, whatever the window */
             const cJSON *t = cJSON_GetArrayItem(vc_json_member(o, "layer_types"), (int)l);
             c->nope[l] = t ? !(cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention")) : c->window[l] == 0;
         }

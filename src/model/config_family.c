@@ -1009,6 +1009,7 @@ static const struct {
     { "gpt_oss", parse_gpt_oss },
     { "qwen3_next qwen3_5_text qwen3_5_moe_text", vc_mcfg_parse_linear },
     { "olmo_hybrid", vc_mcfg_parse_olmo_hybrid },
+    { "lara_mini", vc_mcfg_parse_lara },
     { "kimi_linear", vc_mcfg_parse_kimi_linear },
     { "minimax", vc_mcfg_parse_minimax },
     { "granite_swa granitemoe_swa", parse_granite_swa },

@@ -22,13 +22,14 @@ static vc_status time_step_unclamped(const cJSON *o, const char *path) {
 }
 
 /* layer_types[l] of a linear-attention hybrid: *lin 1 ("linear_attention"), 0 ("full_attention"), -1 (no list) */
-static vc_status linear_type(const cJSON *types, int64_t l, const char *path, int *lin) {
+static vc_status linear_type(const cJSON *types, int64_t l, const char *path, int sliding, int *lin) {
     const cJSON *t = cJSON_IsArray(types) ? cJSON_GetArrayItem(types, (int)l) : NULL;
     *lin = -1;
     if (types && (!cJSON_IsString(t) || (strcmp(t->valuestring, "linear_attention") &&
-                                         strcmp(t->valuestring, "full_attention"))))
-        return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\" or \"full_attention\"", path,
-                       (long long)l);
+                                         strcmp(t->valuestring, "full_attention") &&
+                                         (!sliding || strcmp(t->valuestring, "sliding_attention")))))
+        return vc_fail(VC_ERR_FORMAT, "%s: layer_types[%lld] must be \"linear_attention\"%s or \"full_attention\"", path,
+                       (long long)l, sliding ? ", \"sliding_attention\"" : "");
     if (t) *lin = !strcmp(t->valuestring, "linear_attention");
     return VC_OK;
 }
@@ -59,7 +60,7 @@ static vc_status parse_gdn_layers(const cJSON *o, const char *path, vc_model_con
     const cJSON *types = vc_json_member(o, "layer_types");
     for (int64_t l = 0; l < c->n_layer; l++) {
         int lin;
-        if ((st = linear_type(types, l, path, &lin))) return st;
+        if ((st = linear_type(types, l, path, vc_mcfg_is(c, "lara_mini"), &lin))) return st;
         c->linear[l] = (uint8_t)(lin >= 0 ? lin : (l + 1) % every != 0);
         c->n_linear += c->linear[l];
     }
@@ -71,6 +72,14 @@ vc_status vc_mcfg_parse_linear(const cJSON *o, const char *path, vc_model_config
     vc_status st = parse_gdn_layers(o, path, c);
     c->norm_offset = 1.0f;
     c->qk_norm = c->attn_out_gate = 1;
+    return st;
+}
+
+/* Lara-Mini: Qwen3.5's Gated DeltaNet layers among Qwen3's attention layers (per-head q/k norms, no output gate),
+ * sliding ones with rope and full ones without; plain RMSNorms (Helium's) */
+vc_status vc_mcfg_parse_lara(const cJSON *o, const char *path, vc_model_config *c) {
+    vc_status st = parse_gdn_layers(o, path, c);
+    c->qk_norm = 1;
     return st;
 }
 
@@ -117,7 +126,7 @@ vc_status vc_mcfg_parse_kimi_linear(const cJSON *o, const char *path, vc_model_c
     const cJSON *kda = cJSON_IsObject(la) ? vc_json_member(la, "kda_layers") : NULL, *e;
     for (int64_t l = 0; l < c->n_layer; l++) {
         int lin;
-        if ((st = linear_type(types, l, path, &lin))) return st;
+        if ((st = linear_type(types, l, path, 0, &lin))) return st;
         int listed = lin >= 0;
         if (!listed) lin = !(l && l % 4 == 0);
         if (!listed && cJSON_IsArray(kda)) {

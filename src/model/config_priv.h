@@ -27,6 +27,7 @@ vc_status vc_mcfg_parse_act(const cJSON *o, const char *path, vc_model_config *c
 void vc_mcfg_proportional_default(vc_model_config *c, double part); /* config_family.c */
 /* config_alias.c: a model_type that is another family's architecture (-1: none), parsed as that family */
 int vc_mcfg_alias_kind(const cJSON *o);
+vc_status vc_mcfg_parse_lara(const cJSON *o, const char *path, vc_model_config *c); /* config_mixer.c */
 vc_status vc_mcfg_parse_alias(const cJSON *o, const char *path, vc_model_config *c, int k);
 
 /* config_family.c: each family's keys and flags, in rule order, then its MoE keys (vc_mcfg_parse_moe, config.c) */

@@ -39,7 +39,7 @@ int vc_rule_for_name(const vc_model *m, const char *name, vc_source *tmp) {
             int a, b, ph = n_placeholders(r->name);
             if (r->transform == VC_TR_IGNORE || ph > 1 || !match(r->name, name, &a, &b)) continue;
             if (ph && (a < 0 || a >= m->cfg.n_layer)) continue;
-            vc_tensor *p[3];
+            vc_tensor *p[VC_RULE_PARTS];
             int n = vc_rule_parts(m, r, ph ? a : -1, p), ok = n > 0;
             for (int i = 0; i < n; i++) ok &= p[i] != NULL;
             if (!ok) continue;
@@ -57,14 +57,14 @@ static void slot_index(const vc_model *m, int layer, int slot, size_t *i) {
 }
 
 int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts) {
-    int ids[3] = { r->slot, r->slot2, r->slot3 }, n = 0;
-    for (int i = 0; i < 3 && ids[i]; i++) parts[n++] = vc_w(m, layer, ids[i]);
+    int ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 }, n = 0;
+    for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) parts[n++] = vc_w(m, layer, ids[i]);
     return n;
 }
 
 /* expected checkpoint shape of a source */
 static int source_shape(const vc_model *m, const vc_source *s, int64_t *shape) {
-    vc_tensor *p[3];
+    vc_tensor *p[VC_RULE_PARTS];
     int n = vc_rule_parts(m, s->rule, s->layer, p);
     for (int i = 0; i < n; i++)
         if (!p[i]) return 0;
@@ -189,7 +189,7 @@ int vc_grouped_rows(const vc_model_config *c, int transform, vc_grouped_layout *
 }
 
 vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, int store) {
-    vc_tensor *p[3];
+    vc_tensor *p[VC_RULE_PARTS];
     int n = vc_rule_parts(m, s->rule, s->layer, p);
     const int grad = store == 2; /* 2: store gradients instead of weights */
 #define DATA(t) (grad ? (t)->grad : (t)->data)
@@ -257,10 +257,10 @@ vc_status vc_rule_transfer(const vc_model *m, const vc_source *s, float *buf, in
 }
 
 vc_status vc_rule_read_range(const vc_model *m, const vc_source *s, size_t offset, size_t n, float *buf) {
-    vc_tensor *p[3];
+    vc_tensor *p[VC_RULE_PARTS];
     int np = vc_rule_parts(m, s->rule, s->layer, p);
-    const float *from[3];
-    size_t len[3];
+    const float *from[VC_RULE_PARTS];
+    size_t len[VC_RULE_PARTS];
     switch (s->rule->transform) {
     case VC_TR_EXPERT: {
         int64_t per = p[0]->n / p[0]->shape[0];
@@ -320,8 +320,8 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
             int ph = n_placeholders(r->name);
             for (int l = ph ? 0 : -1; l < (ph ? (int)c->n_layer : 0); l++) {
                 int64_t sh[4], rows = 0;
-                int opt, ok = 1, ids[3] = { r->slot, r->slot2, r->slot3 };
-                for (int i = 0; i < 3 && ids[i]; i++) {
+                int opt, ok = 1, ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 };
+                for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) {
                     ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
                     if (!i) rows = sh[0];
                 }
@@ -354,8 +354,8 @@ static const vc_st_tensor *find_nested(const vc_model *m, vc_checkpoint *ck, con
 
 /* the rule's slots of this layer are in the checkpoint */
 static void mark_present(load_ctx *x, const vc_tensor_rule *r, int layer) {
-    int ids[3] = { r->slot, r->slot2, r->slot3 };
-    for (int i = 0; i < 3 && ids[i]; i++) {
+    int ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 };
+    for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) {
         size_t si;
         slot_index(x->m, layer, ids[i], &si);
         x->present[si] = 1;
@@ -593,7 +593,7 @@ static vc_status check_provided(vc_model *m, const uint8_t *present) {
             /* name the first rule that would have provided it */
             for (const vc_tensor_rule *const *t = c->arch->tables; *t; t++)
                 for (const vc_tensor_rule *r = *t; r->name; r++)
-                    if (r->slot == s || r->slot2 == s || r->slot3 == s) {
+                    if (r->slot == s || r->slot2 == s || r->slot3 == s || r->slot4 == s) {
                         char name[256];
                         snprintf(name, sizeof name, r->name, l, 0);
                         return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' is missing from the checkpoint", m->dir, name);
@@ -883,8 +883,9 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     int key = expert < 0 ? 0 : expert;
     if (x->done[si] == 2 || (x->done[si] == 1 && r->transform != VC_TR_EXPERT) || !x->m->slots[si]) return VC_OK;
     /* shared experts: Qwen's gated one is mlp.shared_expert, DeepSeek's and GLM's ungated ones mlp.shared_experts,
-     * Flint's and Laguna's ungated ones mlp.shared_expert */
-    int singular = x->m->cfg.shared_gate || !strcmp(x->m->cfg.arch->name, "flint") || !strcmp(x->m->cfg.arch->name, "laguna");
+     * Flint's, Laguna's and Lara-Mini's ungated ones mlp.shared_expert */
+    const char *an = x->m->cfg.arch->name;
+    int singular = x->m->cfg.shared_gate || !strcmp(an, "flint") || !strcmp(an, "laguna") || !strcmp(an, "lara_mini");
     if (strstr(name, singular ? "mlp.shared_experts." : "mlp.shared_expert.")) return VC_OK;
     /* Falcon's new decoder architecture names its two parallel norms ln_attn / ln_mlp, the others input_layernorm */
     if (!strcmp(x->m->cfg.arch->name, "falcon") && strstr(name, x->m->cfg.parallel_norms ? ".input_layernorm." : ".ln_attn."))
@@ -892,8 +893,8 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     if (r->transform == VC_TR_EXPERT && key == (int)x->m->slots[si]->shape[0] - 1) x->done[si] = 2;
     else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;
     else x->done[si] = 2;
-    int ids[3] = { r->slot2, r->slot3, 0 };
-    for (int i = 0; i < 2 && ids[i]; i++) {
+    int ids[VC_RULE_PARTS] = { r->slot2, r->slot3, r->slot4, 0 };
+    for (int i = 0; i < VC_RULE_PARTS - 1 && ids[i]; i++) {
         size_t sj;
         slot_index(x->m, layer, ids[i], &sj);
         x->done[sj] = 2;

@@ -19,8 +19,8 @@
 
 typedef struct unit {
     int n;           /* adapters in it: 1, or the fused tensor's parts */
-    int ad[3];       /* adapter numbers in the fused tensor's order */
-    int64_t row[4];  /* the parts' first rows when stacked; row[n]: the fused tensor's rows */
+    int ad[VC_RULE_PARTS];          /* adapter numbers in the fused tensor's order */
+    int64_t row[VC_RULE_PARTS + 1];  /* the parts' first rows when stacked; row[n]: the fused tensor's rows */
     int grouped;     /* the fused tensor's rows go group by group (gl) */
     vc_grouped_layout gl;
     char mod[160];   /* module path */
@@ -51,7 +51,7 @@ static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
         int fused = r && r->slot2 && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_CONV1D || /* GPT-2's c_attn */
                                       vc_grouped_rows(&m->cfg, r->transform, &gl));
         if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
-            (r->slot == slot || r->slot2 == slot || r->slot3 == slot))
+            (r->slot == slot || r->slot2 == slot || r->slot3 == slot || r->slot4 == slot))
             return s;
     }
     return NULL;
@@ -66,8 +66,8 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
     memset(u, 0, sizeof *u);
     *owner = 1;
     if (s) {
-        int slots[3] = { s->rule->slot, s->rule->slot2, s->rule->slot3 }, k = 0, whole = 1;
-        for (int p = 0; p < 3 && slots[p] != VC_W_NONE; p++, k++) {
+        int slots[VC_RULE_PARTS] = { s->rule->slot, s->rule->slot2, s->rule->slot3, s->rule->slot4 }, k = 0, whole = 1;
+        for (int p = 0; p < VC_RULE_PARTS && slots[p] != VC_W_NONE; p++, k++) {
             int ad = a->index[(size_t)layer * VC_W_COUNT + slots[p]];
             whole &= ad >= 0;
             u->ad[p] = ad;

@@ -180,7 +180,7 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
     }
     if (!s && m->vision && strstr(hf_name, "visual.")) return vc_vision_hf_grad(m->vision, hf_name, out, n);
     if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);
-    vc_tensor *p[3];
+    vc_tensor *p[VC_RULE_PARTS];
     int np = vc_rule_parts(m, s->rule, s->layer, p);
     int64_t total = 0;
     for (int i = 0; i < np; i++) total += p[i]->n;
@@ -208,8 +208,8 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
         for (int d = 0; d < s->ndim; d++)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)s->shape[d]);
         char slots[160] = "";
-        int ids[3] = { s->rule->slot, s->rule->slot2, s->rule->slot3 };
-        for (int k = 0; k < 3 && ids[k]; k++)
+        int ids[VC_RULE_PARTS] = { s->rule->slot, s->rule->slot2, s->rule->slot3, s->rule->slot4 };
+        for (int k = 0; k < VC_RULE_PARTS && ids[k]; k++)
             snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s", k ? " + " : "", vc_slot_name(ids[k]));
         const char *how = s->rule->transform == VC_TR_SPLIT_ROWS ? " (split rows)"
                           : s->rule->transform == VC_TR_GQA_QKV ? " (per-KV-group q/k/v)"
