@@ -267,8 +267,8 @@ static const vc_tensor_rule SARVAM_HUB[] = {
 /* MiniCPM5-MoE: each head's q, then its output gate, in one projection, Qwen3-Next's layout (the hub's q_proj;
  * transformers' module is q_gate_proj) */
 static const vc_tensor_rule MINICPM5_QGATE[] = {
-    { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE },
     { L "self_attn.q_gate_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE },
+    { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE },
     { 0 } };
 
 static const vc_tensor_rule PHI3_FUSED[] = {
@@ -353,14 +353,14 @@ static const vc_tensor_rule INTERNLM2[] = {
     { L "self_attn.q_proj.weight", VC_W_Q, VC_TR_HEAD_SPLIT, VC_W_ATTN_GATE }
 /* Lara-Mini: Qwen3.5's Gated DeltaNet with its input projections fused row-wise ([q | k | v | z | b | a]) and its
  * gated norm named out_norm on the hub (transformers 5 splits and renames them on load, and back on save) */
-static const vc_tensor_rule LARA_GDN[] = {
-    { L "linear_attn.in_proj.weight", VC_W_LIN_QKV, VC_TR_SPLIT_ROWS, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A },
-    { L "linear_attn.out_norm.weight", VC_W_LIN_NORM },
-    { L "linear_attn.conv1d.weight", VC_W_LIN_CONV }, { L "linear_attn.dt_bias", VC_W_LIN_DT },
-    { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.norm.weight", VC_W_LIN_NORM },
-    { L "linear_attn.out_proj.weight", VC_W_LIN_OUT },
+static const vc_tensor_rule LARA_GDN[] = { /* (transformers 5's names first: LoRA's modules, `verlc init`'s names) */
     { L "linear_attn.in_proj_qkv.weight", VC_W_LIN_QKV }, { L "linear_attn.in_proj_z.weight", VC_W_LIN_Z },
     { L "linear_attn.in_proj_b.weight", VC_W_LIN_B }, { L "linear_attn.in_proj_a.weight", VC_W_LIN_A },
+    { L "linear_attn.norm.weight", VC_W_LIN_NORM },
+    { L "linear_attn.conv1d.weight", VC_W_LIN_CONV }, { L "linear_attn.dt_bias", VC_W_LIN_DT },
+    { L "linear_attn.A_log", VC_W_LIN_ALOG }, { L "linear_attn.out_proj.weight", VC_W_LIN_OUT },
+    { L "linear_attn.in_proj.weight", VC_W_LIN_QKV, VC_TR_SPLIT_ROWS, VC_W_LIN_Z, VC_W_LIN_B, VC_W_LIN_A },
+    { L "linear_attn.out_norm.weight", VC_W_LIN_NORM },
     { 0 } };
 
 static const vc_tensor_rule QWEN3_5_GDN[] = {
@@ -765,9 +765,12 @@ static const vc_arch ARCHS[] = {
     { "minicpm3", "minicpm3", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP) },
     { "cohere2_moe", "cohere2_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
     { "glm4_moe", "glm4_moe dots1 exaone_moe solar_open", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, MINIMAX_BIAS) },
-    { "sarvam_moe", "sarvam_moe param2moe", T(SARVAM_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
-    { "exaone", "exaone", T(EXAONE_HUB, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP) },
-    { "minicpm5_moe", "minicpm5_moe", T(MINICPM5_QGATE, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE) },
+    /* (transformers 5's names first, the hub's after: see model_names) */
+    { "sarvam_moe", "sarvam_moe param2moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE, SARVAM_HUB), NULL, NULL, NULL,
+      NULL, 1 },
+    { "exaone", "exaone", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, EXAONE_HUB), NULL, NULL, NULL, NULL, 1 },
+    { "minicpm5_moe", "minicpm5_moe", T(MINICPM5_QGATE, HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE), NULL, NULL, NULL,
+      NULL, 1 },
     { "ernie4_5_moe", "ernie4_5_moe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, ERNIE_MOE, HF_MOE) },
     { "gpt_oss", "gpt_oss", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GPT_OSS), NULL, NULL, "mlp", "router" },
     { "gemma2", "gemma2", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP) },
@@ -833,7 +836,7 @@ static const vc_arch ARCHS[] = {
     { "qwen3_5_moe", "qwen3_5_moe_text qwen3_5_moe", T(HF_GLOBAL, HF_NORMS, QWEN3_5_GDN, HF_ATTN, HF_MLP, HF_MOE),
       QWEN_VL_NESTED, "mtp. visual. model.visual." },
     { "qwen3_next", "qwen3_next", T(HF_GLOBAL, HF_NORMS, QWEN3_NEXT_GDN, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
-    { "lara_mini", "lara_mini", T(HF_GLOBAL, HF_NORMS, LARA_GDN, HF_ATTN, HF_MOE) },
+    { "lara_mini", "lara_mini", T(HF_GLOBAL, HF_NORMS, LARA_GDN, HF_ATTN, HF_MOE), NULL, NULL, NULL, NULL, 1 },
     /* OLMo-hybrid: its linear layers' pre-norms and its attention layers' post-norms share names (the hub's
      * feedforward_layer_norm, transformers' post_attention_layernorm), each rule taking the layers that have its slot */
     { "olmo_hybrid", "olmo_hybrid", T(HF_GLOBAL, OLMO_HYBRID, HF_NORMS, OLMO2_NORMS, HF_ATTN, HF_MLP) },
@@ -870,7 +873,8 @@ static int rule_module(const vc_tensor_rule *r, int layer, char *buf, size_t cap
 int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap) {
     for (const vc_tensor_rule *const *t = a->tables; *t; t++)
         for (const vc_tensor_rule *r = *t; r->name; r++)
-            if (r->slot == slot && (r->transform == VC_TR_NONE || (r->transform == VC_TR_CONV1D && !r->slot2)) &&
+            if (((r->slot == slot && (r->transform == VC_TR_NONE || (r->transform == VC_TR_CONV1D && !r->slot2))) ||
+                 (r->transform == VC_TR_HEAD_SPLIT && (r->slot == slot || r->slot2 == slot))) &&
                 rule_module(r, layer, buf, cap))
                 return 1;
     return 0;

@@ -101,14 +101,18 @@ typedef struct vc_arch {
     /* the MoE block's module under a layer in transformers 5 and its router's under that (PEFT's target_parameters
      * name them); NULL: "mlp", "gate" */
     const char *moe_module, *router_module;
+    /* 1: its checkpoints' names are the hub's, which transformers 5 renames (and splits) on load: LoRA adapters name
+     * transformers 5's modules (each slot's first rule, vc_arch_module_name), as PEFT on transformers' model does */
+    int model_names;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);
 /* target_parameters' path of slot (VC_W_EXP_GATE, VC_W_EXP_DOWN or VC_W_ROUTER) under a layer: mlp.experts.gate_up_proj,
  * mlp.experts.down_proj, mlp.gate.weight, or the architecture's module names; "" for any other slot */
 void vc_arch_param_path(const vc_arch *a, int slot, char *buf, size_t cap);
-/* The checkpoint module path of a per-layer slot ("model.layers.3.mlp.fc1"): the name of the tensor
- * rule that loads it as a whole ".weight"; 0 when the slot comes from a fused tensor or no rule. */
+/* The checkpoint module path of a per-layer slot ("model.layers.3.mlp.fc1"): the name of the first tensor
+ * rule that loads it as a whole ".weight" (or with another slot as one module: q and its gate per head); 0 when the
+ * slot comes from a fused tensor or no rule. */
 int vc_arch_module_name(const vc_arch *a, int layer, int slot, char *buf, size_t cap);
 /* The slots a module's short name ("fc1", "W_pack", "c_proj") loads in this architecture, as bits. */
 vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name);

@@ -304,6 +304,7 @@ static void module_name(const vc_model *m, int layer, int slot, char *buf, size_
     }
     /* LFM3's per-head gate is the module g_proj, which transformers 5.24 saves as gate_proj: PEFT names the module */
     if (slot == VC_W_ATTN_GATE && m->cfg.attn_out_gate == 2 && vc_arch_module_name(m->cfg.arch, layer, slot, buf, cap)) return;
+    if (m->cfg.arch && m->cfg.arch->model_names && vc_arch_module_name(m->cfg.arch, layer, slot, buf, cap)) return;
     for (int i = 0; i < m->n_src; i++) { /* the tensor the checkpoint loaded it from (families share rules) */
         const vc_source *s = &m->src[i];
         size_t n = strlen(s->name);

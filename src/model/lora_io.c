@@ -41,14 +41,16 @@ static int64_t fused_row(const unit *u, int p, int64_t o) {
     return -1;
 }
 
-/* the fused tensor that loaded (layer, slot) as rows stacked with other slots, or NULL */
+/* the fused tensor that loaded (layer, slot) as rows stacked with other slots, or NULL; where the checkpoint's names
+ * are the hub's (vc_arch.model_names), only a tensor transformers 5 keeps as one module (q and its gate per head) */
 static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
+    int split_rows = !m->cfg.arch->model_names; /* (transformers 5 splits Sarvam-M's query_key_value, Lara's in_proj) */
     for (int i = 0; i < m->n_src; i++) {
         const vc_source *s = &m->src[i];
         const vc_tensor_rule *r = s->rule;
         size_t n = strlen(s->name);
         vc_grouped_layout gl;
-        int fused = r && r->slot2 && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_CONV1D || /* GPT-2's c_attn */
+        int fused = r && r->slot2 && ((split_rows && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_CONV1D)) ||
                                       vc_grouped_rows(&m->cfg, r->transform, &gl));
         if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
             (r->slot == slot || r->slot2 == slot || r->slot3 == slot || r->slot4 == slot))
@@ -76,7 +78,8 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
         if (whole && k > 1) {
             u->n = k;
             u->grouped = vc_grouped_rows(&m->cfg, s->rule->transform, &u->gl);
-            snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
+            if (!m->cfg.arch->model_names || !vc_arch_module_name(m->cfg.arch, layer, slot, u->mod, sizeof u->mod))
+                snprintf(u->mod, sizeof u->mod, "%.*s", (int)(strlen(s->name) - 7), s->name);
             vc_lora_peft_path(m, u->mod, sizeof u->mod);
             *owner = u->ad[0] == i;
             return;

@@ -52,12 +52,15 @@ static void init_names(const char *dir, const char *name) {
         const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
         if (!strstr(n, ".shared_") && !strstr(n, ".gate.")) continue;
         int found = 0;
-        char alt[512] = ""; /* transformers 5 saves its routers' correction bias as mlp.e_score_correction_bias */
+        /* transformers 5 saves its routers' correction bias as mlp.e_score_correction_bias, and Sarvam-M's (renamed
+         * on load, back on save) as the hub's mlp.gate.expert_bias */
+        char alt[512] = "", hub[512] = "";
         const char *g = tail ? strstr(tail, "gate.e_score") : NULL;
         if (g) snprintf(alt, sizeof alt, "%.*s%s", (int)(g - tail), tail, g + 5);
+        if (g) snprintf(hub, sizeof hub, "%.*sgate.expert_bias", (int)(g - tail), tail);
         for (int j = 0; tail && j < vc_ckpt_count(a) && !found; j++) {
             const char *t = strstr(vc_ckpt_at(a, j)->name, "layers.");
-            found = t && (!strcmp(t, tail) || !strcmp(t, alt));
+            found = t && (!strcmp(t, tail) || !strcmp(t, alt) || !strcmp(t, hub));
         }
         CHECK_MSG(found, "%s: `verlc init` writes %s", name, n);
     }

@@ -509,8 +509,58 @@ static void test_megatron_shared(void) {
     vc_model_free(m);
 }
 
+/* checkpoints under the hub's names that transformers 5 renames and splits on load (EXAONE's transformer.h.*,
+ * Sarvam-M's query_key_value, MiniCPM5-MoE's q_proj, Lara-Mini's in_proj): adapters name transformers 5's modules, as
+ * PEFT on transformers' model does (PEFT 0.21 merges them to verlc's merged export exactly, outside the dense MLPs
+ * that it drops from MoE adapters), and read back to the same model */
+static void test_model_names(void) {
+    static const struct { const char *fixture, *module; } CASES[] = {
+        { "exaone", "model.layers.1.self_attn.o_proj" }, { "sarvam_moe", "model.layers.0.self_attn.k_proj" },
+        { "minicpm5_moe", "model.layers.0.self_attn.q_gate_proj" }, { "lara_mini", "model.layers.0.linear_attn.in_proj_z" },
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        char dir[512], out[256], name[300];
+        fixture_dir(CASES[c].fixture, dir, sizeof dir);
+        snprintf(out, sizeof out, "/tmp/verlc_lora_names_%d", (int)getpid());
+        vc_model *m = NULL, *m2 = NULL;
+        CHECK_OK(vc_model_load(dir, &m));
+        CHECK_OK(vc_model_load(dir, &m2));
+        vc_graph *g = vc_graph_new();
+        vc_tensor *const *p = NULL;
+        int n = m && m2 && vc_model_lora_init(m, 2, 4.0, "all-linear", 1) == VC_OK ? vc_model_lora_params(m, &p) : 0;
+        for (int i = 1; i < n; i += 2) { /* B drawn */
+            float *w = malloc((size_t)p[i]->n * 4);
+            for (int64_t j = 0; w && j < p[i]->n; j++) w[j] = 0.3f * vc_rng_normal(5, (uint64_t)i, (uint64_t)j, 0);
+            if (w) CHECK_OK(vc_tensor_write(p[i], w));
+            free(w);
+        }
+        CHECK_MSG(n > 0, "%s: no adapters", CASES[c].fixture);
+        if (n > 0) {
+            float want[18], got[18];
+            loss_of(m, g, want, 0);
+            mkdir(out, 0755);
+            CHECK_OK(vc_model_lora_save(m, out));
+            char *path = vc_path_join(out, "adapter_model.safetensors");
+            vc_checkpoint *ck = NULL;
+            CHECK_OK(vc_ckpt_open(path, &ck));
+            snprintf(name, sizeof name, "base_model.model.%s.lora_A.weight", CASES[c].module);
+            CHECK_MSG(ck && vc_ckpt_find(ck, name), "%s: no adapter named %s", CASES[c].fixture, name);
+            vc_ckpt_close(ck);
+            free(path);
+            CHECK_OK(vc_model_lora_attach_from(m2, out));
+            loss_of(m2, g, got, 0);
+            CHECK_MSG(max_diff(want, got, 18) == 0, "%s: read back %g", CASES[c].fixture, max_diff(want, got, 18));
+            remove_tree(out);
+        }
+        vc_graph_free(g);
+        vc_model_free(m);
+        vc_model_free(m2);
+    }
+}
+
 int main(void) {
     if (!vc_test_have_shared()) return vc_test_done();
+    test_model_names();
     test_peft_experts();
     test_expert_errors();
     bf16_experts();
