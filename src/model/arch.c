@@ -187,6 +187,23 @@ static const vc_tensor_rule GPT_NEOX[] = {
     { 0 } };
 #undef GN
 
+/* Persimmon (Adept; Fuyu's text decoder): GPT-NeoX's per-head query_key_value and plain MLP under Llama's prefix,
+ * a LayerNorm with bias over each head of q and k (shared by the heads, as Phi's), LayerNorms with biases */
+static const vc_tensor_rule PERSIMMON[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "lm_head.weight", VC_W_LM_HEAD },
+    { "model.final_layernorm.weight", VC_W_OUT_NORM }, { "model.final_layernorm.bias", VC_W_OUT_NORM_B },
+    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "input_layernorm.bias", VC_W_ATTN_NORM_B },
+    { L "post_attention_layernorm.weight", VC_W_FFN_NORM }, { L "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
+    { L "self_attn.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
+    { L "self_attn.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
+    { L "self_attn.dense.weight", VC_W_O }, { L "self_attn.dense.bias", VC_W_O_B },
+    { L "self_attn.q_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.q_layernorm.bias", VC_W_Q_NORM_B },
+    { L "self_attn.k_layernorm.weight", VC_W_K_NORM }, { L "self_attn.k_layernorm.bias", VC_W_K_NORM_B },
+    { L "mlp.dense_h_to_4h.weight", VC_W_UP }, { L "mlp.dense_h_to_4h.bias", VC_W_UP_B },
+    { L "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { L "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    { L "self_attn.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
+    { 0 } };
+
 /* Granite SWA: a learnable sink per head, as gpt-oss's */
 static const vc_tensor_rule SINKS[] = { { L "self_attn.sinks", VC_W_SINKS }, { 0 } };
 
@@ -846,6 +863,7 @@ static const vc_arch ARCHS[] = {
     { "mamba", "mamba falcon_mamba", T(MAMBA1) },
     { "mamba2", "mamba2", T(MAMBA2_PURE) },
     { "gpt_neox", "gpt_neox", T(GPT_NEOX) },
+    { "persimmon", "persimmon", T(PERSIMMON) },
     { "lfm2", "lfm2", T(LFM2) },
     { "lfm3", "lfm3", T(LFM3, LFM2) },
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },

@@ -942,7 +942,7 @@ static const char *norm_eps_keys(const vc_model_config *c) {
     static const struct { const char *types, *keys; } OWN[] = {
         { "bloom codegen falcon falcon_mamba gpt2 gpt_bigcode gpt_neo gptj mamba mamba2 mpt nemotron_h",
           "layer_norm_epsilon rms_norm_eps layernorm_epsilon layer_norm_eps norm_epsilon norm_eps" },
-        { "cohere cohere2 gpt_neox jais2 phi stablelm",
+        { "cohere cohere2 gpt_neox jais2 persimmon phi stablelm",
           "layer_norm_eps rms_norm_eps layer_norm_epsilon layernorm_epsilon norm_epsilon norm_eps" },
         { "lfm2 lfm2_moe lfm3 nemotron", "norm_eps rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_epsilon" },
         { "starcoder2", "norm_epsilon rms_norm_eps layer_norm_epsilon layernorm_epsilon layer_norm_eps norm_eps" } };

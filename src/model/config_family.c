@@ -894,6 +894,18 @@ static vc_status fam_gpt_neox(const cJSON *o, const char *path, vc_model_config 
     return VC_OK;
 }
 
+/* Persimmon: GPT-NeoX's layout with sequential residuals, q/k LayerNorms over each head (qk_layernorm), half rope by
+ * default (transformers' default base, 10000; the released 8B's config says 25000), biases everywhere */
+static vc_status fam_persimmon(const cJSON *o, const char *path, vc_model_config *c) {
+    c->norm_kind = VC_NORM_LAYER;
+    c->mlp_kind = VC_MLP_PLAIN;
+    c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    c->qk_norm = vc_mcfg_flag(o, "qk_layernorm", 1);
+    int given = vc_json_member(o, "partial_rotary_factor") ||
+                vc_json_member(vc_json_member(o, "rope_parameters"), "partial_rotary_factor");
+    return given ? VC_OK : vc_mcfg_rot_fraction(c, 0.5, "partial_rotary_factor", path);
+}
+
 static vc_status fam_phi(const cJSON *o, const char *path, vc_model_config *c) {
     c->qk_norm = vc_mcfg_flag(o, "qk_layernorm", 0); /* per-head LayerNorm on q and k */
     c->parallel_block = 1;
@@ -1026,6 +1038,7 @@ static const struct {
     { "hunyuan_v1_dense", fam_hunyuan_dense },
     { "starcoder2", fam_starcoder2 },
     { "gpt_neox", fam_gpt_neox },
+    { "persimmon", fam_persimmon },
     { "phi", fam_phi },
     { "baichuan", fam_baichuan },
     { "qwen", fam_qwen },
