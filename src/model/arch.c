@@ -622,6 +622,22 @@ static const vc_tensor_rule OPT[] = {
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
 
+/* BioGPT: OPT's decoder layer under biogpt.*, its LM head output_projection */
+#define BG "biogpt.layers.%d."
+static const vc_tensor_rule BIOGPT[] = {
+    { "biogpt.embed_tokens.weight", VC_W_TOK_EMBD }, { "biogpt.embed_positions.weight", VC_W_POS_EMBD },
+    { "biogpt.layer_norm.weight", VC_W_OUT_NORM }, { "biogpt.layer_norm.bias", VC_W_OUT_NORM_B },
+    { "output_projection.weight", VC_W_LM_HEAD },
+    { BG "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { BG "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
+    { BG "final_layer_norm.weight", VC_W_FFN_NORM }, { BG "final_layer_norm.bias", VC_W_FFN_NORM_B },
+    { BG "self_attn.q_proj.weight", VC_W_Q }, { BG "self_attn.q_proj.bias", VC_W_Q_B },
+    { BG "self_attn.k_proj.weight", VC_W_K }, { BG "self_attn.k_proj.bias", VC_W_K_B },
+    { BG "self_attn.v_proj.weight", VC_W_V }, { BG "self_attn.v_proj.bias", VC_W_V_B },
+    { BG "self_attn.out_proj.weight", VC_W_O }, { BG "self_attn.out_proj.bias", VC_W_O_B },
+    { BG "fc1.weight", VC_W_UP }, { BG "fc1.bias", VC_W_UP_B }, { BG "fc2.weight", VC_W_DOWN }, { BG "fc2.bias", VC_W_DOWN_B },
+    { 0 } };
+#undef BG
+
 /* DBRX: fused Wqkv (q, k, v rows), LayerNorms without bias, the experts stored flat ([E I, H]; w2 input-major) */
 #define DB "transformer.blocks.%d."
 static const vc_tensor_rule DBRX[] = {
@@ -775,6 +791,7 @@ static const vc_arch ARCHS[] = {
     { "bloom", "bloom", T(BLOOM, TF_FINAL, TF_SELF_ATTENTION), GPT2_NESTED },
     { "gpt_neo", "gpt_neo", T(GPT_NEO, TF_FINAL, TF_LN12) },
     { "opt", "opt", T(OPT), OPT_NESTED },
+    { "biogpt", "biogpt", T(BIOGPT) },
     { "dbrx", "dbrx", T(DBRX) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */

@@ -1004,7 +1004,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = vc_mcfg_check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings",
-                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom "
+                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom biogpt "
                                              "gpt_neo vaultgemma lfm2 lfm3 lfm2_moe"));
     if ((st = vc_mcfg_parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = vc_mcfg_rot_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;

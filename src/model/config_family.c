@@ -756,6 +756,20 @@ static vc_status fam_opt(const cJSON *o, const char *path, vc_model_config *c) {
     return VC_OK;
 }
 
+/* BioGPT: OPT's pre-norm layers (nn.LayerNorm's default eps: its config's layer_norm_eps is not read), learned
+ * positions offset by 2, embeddings times sqrt(hidden) with scale_embedding, a plain MLP, biases everywhere */
+static vc_status fam_biogpt(const cJSON *o, const char *path, vc_model_config *c) {
+    c->n_kv_head = c->n_head;
+    c->norm_kind = VC_NORM_LAYER;
+    c->norm_eps = 1e-5f;
+    c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    c->mlp_kind = VC_MLP_PLAIN;
+    if (vc_mcfg_flag(o, "scale_embedding", 1)) c->emb_scale = sqrtf((float)c->hidden);
+    learned_positions(c);
+    c->pos_offset = 2;
+    return VC_OK;
+}
+
 /* GPT-J: parallel attention and MLP from one LayerNorm, GPT-J pairs on rotary_dim (null: the whole head), biases on
  * the MLP; CodeGen: q, v and k fused in 4 blocks */
 static vc_status fam_gptj(const cJSON *o, const char *path, vc_model_config *c) {
@@ -1010,6 +1024,7 @@ static const struct {
     { "laguna", parse_laguna },
     { "phimoe", fam_phimoe },
     { "opt", fam_opt },
+    { "biogpt", fam_biogpt },
     { "gptj codegen", fam_gptj },
     { "nemotron", fam_nemotron },
     { "stablelm", fam_stablelm },
