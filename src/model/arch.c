@@ -823,6 +823,10 @@ static const vc_arch ARCHS[] = {
     { "gemma4_text", "gemma4_text", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP, GEMMA4), NULL, NULL, "", "router.proj" },
     { "gemma4", "gemma4", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP, GEMMA4), GEMMA4_NESTED,
       "model.vision_tower. model.audio_tower. model.embed_vision. model.embed_audio.", "", "router.proj" },
+    /* Gemma 4 Unified (Gemma4UnifiedForConditionalGeneration): its text decoder beside a patch embedder for images
+     * and an audio tower */
+    { "gemma4_unified", "gemma4_unified", T(HF_GLOBAL, GEMMA2_NORMS, HF_ATTN, HF_MLP, GEMMA4), GEMMA4_NESTED,
+      "model.vision_embedder. model.embed_vision. model.audio_tower. model.embed_audio." },
     /* the text decoders of Qwen's image-text models (vision towers left alone, copied through on export) */
     { "qwen_vl", "qwen2_vl qwen2_5_vl qwen3_vl", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
       "visual. model.visual." },

@@ -874,6 +874,7 @@ static const struct {
     const char *arch;               /* the tensor layout's architecture (NULL: outer's) */
 } NESTED_TEXT[] = {
     { "gemma3", "gemma3_text", "gemma3_text", 0 }, { "gemma4", "gemma4_text", "gemma4_text", 0 },
+    { "gemma4_unified", "gemma4_unified_text", "gemma4_unified_text", 0 },
     { "mistral3", "ministral3", "ministral3", 0 }, { "mistral3", "mistral", "mistral", 0 }, /* Ministral 3, Mistral Small 3 */
     { "llama4", "llama4_text", "llama4_text", 0 },
     { "internvl", "qwen2", "qwen2", 0 }, { "internvl", "qwen3", "qwen3", 0 }, { "internvl", "llama", "llama", 0 },

@@ -10,11 +10,22 @@
 /* MiniCPM5-MoE: Qwen3-Next's gated attention output (q_gate_proj holds each head's q, then its gate) */
 static void minicpm5(vc_model_config *c) { c->attn_out_gate = 1; }
 
+/* Gemma 4 Unified: text attends causally ("vision": bidirectionally among an image's tokens, which verlc does not
+ * build); "all" makes it a bidirectional model, not a causal LM */
+static vc_status gemma4_unified(const cJSON *o, const char *path) {
+    const cJSON *b = vc_json_member(o, "use_bidirectional_attention");
+    if (cJSON_IsString(b) && !strcmp(b->valuestring, "all"))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: use_bidirectional_attention \"all\" (every token attending both ways) is "
+                       "not a causal language model", path);
+    return VC_OK;
+}
+
 static const struct {
     const char *type, *as;
     const char *renames;  /* "from=to ...": a key read under the family's name */
     const char *defaults; /* a JSON object: the type's defaults for keys the config leaves out */
     void (*after)(vc_model_config *c); /* what the type computes beyond the family (NULL: nothing) */
+    vc_status (*check)(const cJSON *o, const char *path); /* settings of the type verlc refuses (NULL: none) */
 } ALIAS[] = {
     /* Kimi K2 (moonshotai/Kimi-K2-*): DeepSeek-V3's architecture, as Moonshot documents it (its remote code is
      * DeepSeek's) */
@@ -50,6 +61,8 @@ static const struct {
       "{\"rope_theta\":5000000,\"head_dim\":128,\"rms_norm_eps\":1e-6,\"num_key_value_heads\":2,"
       "\"n_routed_experts\":160,\"routed_scaling_factor\":3.66,\"num_experts_per_tok\":16,"
       "\"moe_intermediate_size\":512,\"n_group\":1,\"topk_group\":1,\"norm_topk_prob\":true}", minicpm5 },
+    /* Gemma 4 Unified's text model: Gemma 4's without per-layer embeddings or an MoE block */
+    { "gemma4_unified_text", "gemma4_text", "", "{}", NULL, gemma4_unified },
 };
 
 int vc_mcfg_alias_kind(const cJSON *o) {
@@ -116,6 +129,13 @@ vc_status vc_mcfg_parse_alias(const cJSON *o, const char *path, vc_model_config 
     cJSON *copy = cJSON_Duplicate(o, 1);
     if (!copy) return VC_ERR_NOMEM;
     char said[384], ctx[1024];
+    if (ALIAS[k].check) {
+        vc_status e = ALIAS[k].check(o, path);
+        if (e) {
+            cJSON_Delete(copy);
+            return e;
+        }
+    }
     rename_keys(copy, ALIAS[k].renames, said, sizeof said);
     if (said[0]) snprintf(ctx, sizeof ctx, "%s (%s's keys read as %s's: %s)", path, ALIAS[k].type, ALIAS[k].as, said);
     else snprintf(ctx, sizeof ctx, "%s", path);

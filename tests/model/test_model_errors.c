@@ -129,6 +129,9 @@ static void model_type_errors(void) {
     expect_refused("{\"model_type\": \"sarvam_moe\", \"vocab_size\": 8, \"hidden_size\": 8, \"num_hidden_layers\": 1, "
                    "\"num_attention_heads\": 2, \"intermediate_size\": 8, \"num_experts\": -3}",
                    "must not be negative, got -3", "a negative expert count");
+    expect_refused("{\"model_type\": \"gemma4_unified_text\", \"vocab_size\": 8, \"hidden_size\": 8, "
+                   "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"intermediate_size\": 8, "
+                   "\"use_bidirectional_attention\": \"all\"}", "not a causal language model", "a bidirectional Gemma 4");
 }
 
 /* Laguna's per-layer heads and Apertus 1.5's pruned LM head: malformed settings refused by key; a target the pruned
