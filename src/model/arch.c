@@ -591,6 +591,11 @@ static const vc_tensor_rule GPT2[] = {
     { "h.%d.attn.bias", 0, VC_TR_IGNORE }, { "h.%d.attn.masked_bias", 0, VC_TR_IGNORE }, /* the causal-mask buffers */
     { 0 } };
 static const char *const GPT2_NESTED[] = { "transformer.", "", NULL };
+/* OpenAI GPT (GPT-1): GPT-2's layers under other embedding names, no final norm */
+static const vc_tensor_rule OPENAI_GPT[] = {
+    { "transformer.tokens_embed.weight", VC_W_TOK_EMBD }, { "transformer.positions_embed.weight", VC_W_POS_EMBD },
+    { "lm_head.weight", VC_W_LM_HEAD },
+    { 0 } };
 /* GPT-BigCode (StarCoder 1, SantaCoder): GPT-2's layout with nn.Linear weights and c_attn grouped per kv head
  * ([q, k, v] per head; multi_query: all q, then the one k and v) */
 static const vc_tensor_rule GPT_BIGCODE[] = {
@@ -783,6 +788,7 @@ static const vc_arch ARCHS[] = {
     { "deepseek_v32", "deepseek_v32 glm_moe_dsa", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, DSA_INDEXER, HF_MLP, HF_MOE), NULL,
       "mtp." },
     { "gpt2", "gpt2", T(GPT2, TF_FINAL, TF_LN12), GPT2_NESTED },
+    { "openai-gpt", "openai-gpt", T(OPENAI_GPT, GPT2, TF_LN12), GPT2_NESTED },
     { "gpt_bigcode", "gpt_bigcode", T(GPT_BIGCODE, TF_FINAL, TF_LN12) },
     { "gptj", "gptj", T(GPTJ, TF_FINAL) },
     { "codegen", "codegen", T(CODEGEN_QKV, GPTJ, TF_FINAL) },

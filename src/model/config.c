@@ -107,6 +107,10 @@ vc_status vc_mcfg_parse_act(const cJSON *o, const char *path, vc_model_config *c
     vc_status st = a ? VC_OK : vc_json_get_str(o, "hidden_activation", NULL, &a, path);
     if (st == VC_OK && !a) st = vc_json_get_str(o, "activation_function", NULL, &a, path); /* GPT-2 */
     if (st == VC_OK && !a) st = vc_json_get_str(o, "activation", NULL, &a, path); /* Falcon */
+    if (st == VC_OK && !a && vc_mcfg_is(c, "openai-gpt")) { /* OpenAI GPT's ACT_FNS: its "gelu" is the tanh one */
+        st = vc_json_get_str(o, "afn", "gelu", &a, path);
+        if (st == VC_OK && !strcmp(a, "gelu")) a = "gelu_new";
+    }
     if (st == VC_OK && !a) st = vc_json_get_str(o, "hidden_act", "silu", &a, path);
     if (st != VC_OK) return st;
     static const struct { const char *name; int act; } A[] = {
@@ -1005,7 +1009,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = vc_mcfg_check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings",
-                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom biogpt "
+                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom biogpt openai-gpt "
                                              "gpt_neo vaultgemma lfm2 lfm3 lfm2_moe"));
     if ((st = vc_mcfg_parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = vc_mcfg_rot_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;

@@ -602,6 +602,19 @@ static vc_status fam_gpt2(const cJSON *o, const char *path, vc_model_config *c) 
     return VC_OK;
 }
 
+/* OpenAI GPT (GPT-1): GPT-2's layers with their LayerNorms after the residual adds (ln_1, ln_2) and no final norm,
+ * an MLP four times as wide, tied embeddings */
+static vc_status fam_openai_gpt(const cJSON *o, const char *path, vc_model_config *c) {
+    c->inter = 4 * c->hidden;
+    c->n_kv_head = c->n_head;
+    c->norm_kind = VC_NORM_LAYER;
+    c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+    c->mlp_kind = VC_MLP_PLAIN;
+    c->post_ln = c->no_final_norm = 1;
+    learned_positions(c);
+    return VC_OK;
+}
+
 /* GPT-Neo: GPT-2's learned positions, no attention scaling, global and local (windowed) layers */
 static vc_status fam_gpt_neo(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t w = 256;
@@ -1024,6 +1037,7 @@ static const struct {
     { "laguna", parse_laguna },
     { "phimoe", fam_phimoe },
     { "opt", fam_opt },
+    { "openai-gpt", fam_openai_gpt },
     { "biogpt", fam_biogpt },
     { "gptj codegen", fam_gptj },
     { "nemotron", fam_nemotron },
