@@ -150,6 +150,8 @@ typedef struct vc_model_config {
     float shared_scale;           /* 0: 1; the shared expert's output times this (Cohere2-MoE's "average": 0.5) */
     float v_scale;                /* 0: none; values times this after their projection (MiMo-V2-Flash) */
     int learned_pos;              /* learned absolute position embeddings added to the token's (GPT-2): max_pos rows */
+    int sin_pos;                  /* fixed sinusoidal positions (fairseq's: sines then cosines) added to the
+                                   * embeddings at position + pos_offset (XGLM) */
     int pos_offset;               /* ... after this many unused rows (OPT: 2) */
     float alibi_scale;            /* 0: 1; ALiBi's slopes times this (Falcon-RW: 1 / sqrt(head_dim)) */
     int64_t emb_dim;              /* > 0: the embeddings' width (OPT-350m's word_embed_proj_dim): projected in to hidden

@@ -627,6 +627,20 @@ static const vc_tensor_rule OPT[] = {
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
 
+/* XGLM: OPT's decoder layer under model.layers.* (its positions sinusoidal, not stored) */
+static const vc_tensor_rule XGLM[] = {
+    { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "lm_head.weight", VC_W_LM_HEAD },
+    { "model.layer_norm.weight", VC_W_OUT_NORM }, { "model.layer_norm.bias", VC_W_OUT_NORM_B },
+    { L "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { L "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
+    { L "final_layer_norm.weight", VC_W_FFN_NORM }, { L "final_layer_norm.bias", VC_W_FFN_NORM_B },
+    { L "self_attn.q_proj.weight", VC_W_Q }, { L "self_attn.q_proj.bias", VC_W_Q_B },
+    { L "self_attn.k_proj.weight", VC_W_K }, { L "self_attn.k_proj.bias", VC_W_K_B },
+    { L "self_attn.v_proj.weight", VC_W_V }, { L "self_attn.v_proj.bias", VC_W_V_B },
+    { L "self_attn.out_proj.weight", VC_W_O }, { L "self_attn.out_proj.bias", VC_W_O_B },
+    { L "fc1.weight", VC_W_UP }, { L "fc1.bias", VC_W_UP_B }, { L "fc2.weight", VC_W_DOWN }, { L "fc2.bias", VC_W_DOWN_B },
+    { "model.embed_positions.weights", 0, VC_TR_IGNORE }, /* (a buffer some checkpoints carry: recomputed) */
+    { 0 } };
+
 /* BioGPT: OPT's decoder layer under biogpt.*, its LM head output_projection */
 #define BG "biogpt.layers.%d."
 static const vc_tensor_rule BIOGPT[] = {
@@ -798,6 +812,7 @@ static const vc_arch ARCHS[] = {
     { "gpt_neo", "gpt_neo", T(GPT_NEO, TF_FINAL, TF_LN12) },
     { "opt", "opt", T(OPT), OPT_NESTED },
     { "biogpt", "biogpt", T(BIOGPT) },
+    { "xglm", "xglm", T(XGLM) },
     { "dbrx", "dbrx", T(DBRX) },
     { "hy_v3", "hy_v3", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HY_V3, HF_MOE) },
     /* MiMo-V2-Flash: its multi-token-prediction layers (mtp.*) are not used */

@@ -977,7 +977,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     if ((st = vc_mcfg_int_any(o, "vocab_size padded_vocab_size", 0, &c->vocab, path)) ||
         (st = vc_mcfg_int_any(o, "hidden_size n_embd d_model n_embed", 0, &c->hidden, path)) ||
         (st = vc_mcfg_int_any(o, "num_hidden_layers num_layers n_layer n_layers", 0, &c->n_layer, path)) ||
-        (st = vc_mcfg_int_any(o, "num_attention_heads n_head n_heads num_heads", 0, &c->n_head, path)) ||
+        (st = vc_mcfg_int_any(o, "num_attention_heads n_head n_heads num_heads attention_heads", 0, &c->n_head, path)) ||
         (st = vc_mcfg_int_any(o, "intermediate_size ffn_hidden_size", 0, &c->inter, path)) ||
         (st = vc_mcfg_int_any(o, "max_position_embeddings seq_length n_positions max_seq_len", 4096, &c->max_pos, path)) ||
         (st = vc_mcfg_num_any(o, norm_eps_keys(c), 1e-6, &eps, path)))
@@ -1009,7 +1009,7 @@ vc_status vc_config_parse_model(const cJSON *o, const char *path, vc_model_confi
     c->norm_eps = (float)eps;
     if ((st = vc_mcfg_check_size(path, "head_dim", c->head_dim, 1, HEAD_MAX))) return st;
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings",
-                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom biogpt openai-gpt "
+                           vc_mcfg_is_any(c, "gemma gemma2 gemma3_text gemma4_text gpt2 gpt_bigcode opt falcon mpt bloom biogpt openai-gpt xglm "
                                              "gpt_neo vaultgemma lfm2 lfm3 lfm2_moe"));
     if ((st = vc_mcfg_parse_act(o, path, c)) || (st = vc_rope_parse(o, path, &c->rope))) return st;
     if ((st = vc_mcfg_rot_fraction(c, c->rope.partial_rotary_factor, "partial_rotary_factor", path))) return st;

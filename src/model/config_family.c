@@ -783,6 +783,23 @@ static vc_status fam_biogpt(const cJSON *o, const char *path, vc_model_config *c
     return VC_OK;
 }
 
+/* XGLM: BioGPT's layout under model.layers.* (nn.LayerNorm's default eps, scaled embeddings) with fixed sinusoidal
+ * positions (offset 2) instead of learned ones; its cross-attention (add_cross_attention) is not built */
+static vc_status fam_xglm(const cJSON *o, const char *path, vc_model_config *c) {
+    int64_t ffn = 0;
+    vc_status st;
+    if ((st = vc_mcfg_int_any(o, "ffn_dim", 4 * c->hidden, &ffn, path)) ||
+        (st = vc_mcfg_check_size(path, "ffn_dim", ffn, 1, DIM_MAX)))
+        return st;
+    if (vc_mcfg_flag(o, "add_cross_attention", 0))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: add_cross_attention is not built", path);
+    st = fam_biogpt(o, path, c);
+    c->inter = ffn;
+    c->learned_pos = 0;
+    c->sin_pos = 1;
+    return st;
+}
+
 /* GPT-J: parallel attention and MLP from one LayerNorm, GPT-J pairs on rotary_dim (null: the whole head), biases on
  * the MLP; CodeGen: q, v and k fused in 4 blocks */
 static vc_status fam_gptj(const cJSON *o, const char *path, vc_model_config *c) {
@@ -1039,6 +1056,7 @@ static const struct {
     { "opt", fam_opt },
     { "openai-gpt", fam_openai_gpt },
     { "biogpt", fam_biogpt },
+    { "xglm", fam_xglm },
     { "gptj codegen", fam_gptj },
     { "nemotron", fam_nemotron },
     { "stablelm", fam_stablelm },

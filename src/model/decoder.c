@@ -1227,8 +1227,29 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
 }
 
 /* GPT-2, OPT: the embeddings plus each position's learned embedding (positions past max_position_embeddings refused) */
+/* fairseq's sinusoidal positions, as transformers builds XGLM's table in float32: sin(p w_i) for the first half of the
+ * columns, cos(p w_i) for the second, w_i = exp(-i log(10000) / (half - 1)); an odd width's last column 0 */
+static vc_tensor *sin_positions(fwd_ctx *f, vc_tensor *x) {
+    const vc_model_config *c = &f->m->cfg;
+    int64_t H = c->hidden, half = H / 2, sh[2] = { f->T, H };
+    float *tab = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * H + 1), 1), *w = vc_graph_alloc(f->g, 4 * (size_t)(half + 1), 0);
+    if (!tab || !w) return NULL;
+    float step = (float)(log(10000.0) / (double)(half > 1 ? half - 1 : 1));
+    for (int64_t i = 0; i < half; i++) w[i] = expf((float)i * -step);
+    for (int64_t t = 0; t < f->T; t++) {
+        float p = (float)(f->pos[t] + c->pos_offset);
+        for (int64_t i = 0; i < half; i++) {
+            tab[t * H + i] = sinf(p * w[i]);
+            tab[t * H + half + i] = cosf(p * w[i]);
+        }
+    }
+    float *dev = vc_graph_upload(f->g, tab, sizeof(float) * (size_t)(f->T * H + 1));
+    return dev ? vc_op_add(f->g, x, vc_tensor_wrap(f->g, dev, 2, sh)) : NULL;
+}
+
 static vc_tensor *add_positions(fwd_ctx *f, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
+    if (c->sin_pos) return sin_positions(f, x);
     int32_t *pid = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)(f->T ? f->T : 1), 0);
     if (!pid) return NULL;
     for (int64_t t = 0; t < f->T; t++) {
@@ -1474,7 +1495,7 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_IN), NULL); /* OPT-350m's project_in */
         if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
-        if (c->learned_pos && x) x = add_positions(&f, x);
+        if ((c->learned_pos || c->sin_pos) && x) x = add_positions(&f, x);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);
         if (x && kv_share_setup(&f, no_tape)) x = NULL;
