@@ -381,7 +381,8 @@ static vc_status fam_biases(const cJSON *o, const char *path, vc_model_config *c
     c->qkv_bias = attn_bias || vc_mcfg_is_any(c, "qwen2 qwen2_moe qwen") ||
                   vc_mcfg_flag(o, "add_qkv_bias", 0) || vc_mcfg_flag(o, "bias", 0);
     c->o_bias = vc_mcfg_flag(o, "add_bias_linear", 0) || (vc_mcfg_is(c, "internlm2") && vc_mcfg_flag(o, "bias", 0)) ||
-                vc_mcfg_flag(o, "attention_out_bias", 0); /* Seed-OSS */
+                vc_mcfg_flag(o, "attention_out_bias", 0) || /* Seed-OSS */
+                (vc_mcfg_is(c, "llama") && attn_bias); /* LlamaAttention's o_proj (InternLM3's qkv_bias) */
     /* mlp_bias where the family's MLP reads it (transformers' LlamaMLP and its copies; remote-code families too):
      * OLMo 2's, Mistral's, Qwen's MLPs have none whatever the config says */
     c->mlp_bias = vc_mcfg_flag(o, "mlp_bias", 0) &&

@@ -96,8 +96,8 @@ static void meanings(void) {
                            "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"intermediate_size\": 96, "
                            "\"qkv_bias\": true, \"bias\": false}");
     CHECK_OK(vc_config_parse_model(o, "internlm3", &c));
-    CHECK_MSG(c.qkv_bias && !c.mlp_bias && c.head_dim == 128 && c.norm_eps == 1e-5f,
-              "internlm3: qkv_bias %d mlp_bias %d head_dim %lld eps %g", c.qkv_bias, c.mlp_bias, (long long)c.head_dim,
+    CHECK_MSG(c.qkv_bias && c.o_bias && !c.mlp_bias && c.head_dim == 128 && c.norm_eps == 1e-5f,
+              "internlm3: qkv_bias %d o_bias %d mlp_bias %d head_dim %lld eps %g", c.qkv_bias, c.o_bias, c.mlp_bias, (long long)c.head_dim,
               (double)c.norm_eps);
     cJSON_Delete(o);
     o = cJSON_Parse("{\"model_type\": \"sarvam_mla\", \"vocab_size\": 32, \"hidden_size\": 64, \"num_hidden_layers\": 2, "
