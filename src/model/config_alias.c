@@ -126,20 +126,15 @@ static vc_status legacy_mla(cJSON *o) {
 }
 
 vc_status vc_mcfg_parse_alias(const cJSON *o, const char *path, vc_model_config *c, int k) {
+    vc_status st = ALIAS[k].check ? ALIAS[k].check(o, path) : VC_OK;
+    if (st) return st;
     cJSON *copy = cJSON_Duplicate(o, 1);
     if (!copy) return VC_ERR_NOMEM;
     char said[384], ctx[1024];
-    if (ALIAS[k].check) {
-        vc_status e = ALIAS[k].check(o, path);
-        if (e) {
-            cJSON_Delete(copy);
-            return e;
-        }
-    }
     rename_keys(copy, ALIAS[k].renames, said, sizeof said);
     if (said[0]) snprintf(ctx, sizeof ctx, "%s (%s's keys read as %s's: %s)", path, ALIAS[k].type, ALIAS[k].as, said);
     else snprintf(ctx, sizeof ctx, "%s", path);
-    vc_status st = add_defaults(copy, ALIAS[k].defaults);
+    st = add_defaults(copy, ALIAS[k].defaults);
     if (!st && !strcmp(ALIAS[k].type, "sarvam_mla")) st = legacy_mla(copy);
     if (!st && !cJSON_ReplaceItemInObjectCaseSensitive(copy, "model_type", cJSON_CreateString(ALIAS[k].as)))
         st = VC_ERR_NOMEM;
