@@ -887,8 +887,10 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     const char *an = x->m->cfg.arch->name;
     int singular = x->m->cfg.shared_gate || !strcmp(an, "flint") || !strcmp(an, "laguna") || !strcmp(an, "lara_mini");
     if (strstr(name, singular ? "mlp.shared_experts." : "mlp.shared_expert.")) return VC_OK;
-    /* Falcon's new decoder architecture names its two parallel norms ln_attn / ln_mlp, the others input_layernorm */
-    if (!strcmp(x->m->cfg.arch->name, "falcon") && strstr(name, x->m->cfg.parallel_norms ? ".input_layernorm." : ".ln_attn."))
+    /* Falcon's new decoder architecture names its two parallel norms ln_attn / ln_mlp, the others input_layernorm (and
+     * Falcon-RW's sequential layers their second one post_attention_layernorm) */
+    if (!strcmp(an, "falcon") && (strstr(name, x->m->cfg.parallel_norms ? ".input_layernorm." : ".ln_attn.") ||
+                                  (!x->m->cfg.parallel_norms && strstr(name, ".ln_mlp."))))
         return VC_OK;
     if (r->transform == VC_TR_EXPERT && key == (int)x->m->slots[si]->shape[0] - 1) x->done[si] = 2;
     else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;

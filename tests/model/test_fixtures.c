@@ -3,6 +3,7 @@
 #include "verlc/check.h"
 #include "verlc/model.h"
 #include "model_test_util.h"
+#include "model/arch.h"
 #include <dirent.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ static void init_names(const char *dir, const char *name) {
     vc_model *m = NULL;
     CHECK_OK(vc_model_init_random(cfg, 1, &m));
     if (!m) return;
+    int hub = vc_model_cfg(m)->arch->model_names; /* (init writes transformers 5's names, the fixture the hub's) */
     CHECK_OK(vc_model_save_hf(m, out, VC_F32));
     vc_model_free(m);
     vc_checkpoint *a = NULL, *b = NULL;
@@ -50,7 +52,9 @@ static void init_names(const char *dir, const char *name) {
     CHECK_OK(vc_ckpt_open(out, &b));
     for (int i = 0; a && b && i < vc_ckpt_count(b); i++) { /* by the part from layers.N on (prefixes differ by layout) */
         const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
-        if (!strstr(n, ".shared_") && !strstr(n, ".gate.")) continue;
+        int norm = !hub && !strstr(n, "visual.") && (strstr(n, "layernorm") || strstr(n, ".ln_")); /* (the towers: other
+            layouts) norms too: Falcon-RW's second norm was written as the new architecture's ln_mlp */
+        if (!strstr(n, ".shared_") && !strstr(n, ".gate.") && !norm) continue;
         int found = 0;
         /* transformers 5 saves its routers' correction bias as mlp.e_score_correction_bias, and Sarvam-M's (renamed
          * on load, back on save) as the hub's mlp.gate.expert_bias */
@@ -58,6 +62,7 @@ static void init_names(const char *dir, const char *name) {
         const char *g = tail ? strstr(tail, "gate.e_score") : NULL;
         if (g) snprintf(alt, sizeof alt, "%.*s%s", (int)(g - tail), tail, g + 5);
         if (g) snprintf(hub, sizeof hub, "%.*sgate.expert_bias", (int)(g - tail), tail);
+        if (!tail) found = vc_ckpt_find(a, n) != NULL; /* (names outside the layers: the whole name) */
         for (int j = 0; tail && j < vc_ckpt_count(a) && !found; j++) {
             const char *t = strstr(vc_ckpt_at(a, j)->name, "layers.");
             found = t && (!strcmp(t, tail) || !strcmp(t, alt) || !strcmp(t, hub));
