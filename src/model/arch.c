@@ -788,10 +788,13 @@ static const vc_arch ARCHS[] = {
     { "mellum", "mellum", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, HF_MOE), NULL, "mtp." },
     { "mixtral", "mixtral", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE) },
     { "minimax_m2", "minimax_m2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, MIXTRAL_MOE, MINIMAX_BIAS) },
-    { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE) },
+    /* (Granite MoE's experts and router sit under block_sparse_moe in transformers 5: PEFT's target_parameters) */
+    { "granitemoe", "granitemoe granitemoeshared", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE), NULL, NULL,
+      "block_sparse_moe", "router" },
     /* Granite SWA: Granite (or its MoE) with sliding layers, attention sinks and a rope base per layer */
     { "granite_swa", "granite_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MLP, SINKS) },
-    { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS) },
+    { "granitemoe_swa", "granitemoe_swa", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_MOE, SINKS), NULL, NULL,
+      "block_sparse_moe", "router" },
     { "deepseek_v2", "deepseek_v2 deepseek_v3 glm4_moe_lite mistral4 youtu", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE) },
     /* Kimi K2.5 / K2.6 (KimiK25ForConditionalGeneration): Kimi K2's text model under language_model.*, its MoonViT
      * tower and projector left alone (copied through on export) */
@@ -873,7 +876,9 @@ static const vc_arch ARCHS[] = {
     { "olmo2", "olmo2 olmo3 exaone4", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MLP) },
     { "flex_olmo", "flex_olmo", T(HF_GLOBAL, OLMO2_NORMS, HF_ATTN, HF_MOE) },
     { "olmoe", "olmoe", T(HF_GLOBAL, HF_NORMS, HF_ATTN, HF_MOE) },
-    { "hunyuan_v1_moe", "hunyuan_v1_moe", T(HF_GLOBAL, HF_NORMS, HUNYUAN_QK, HF_ATTN, HUNYUAN_MOE, HF_MOE) },
+    /* (its router is the Linear gate.wg: PEFT's module and target_parameters name it so) */
+    { "hunyuan_v1_moe", "hunyuan_v1_moe", T(HF_GLOBAL, HF_NORMS, HUNYUAN_QK, HF_ATTN, HUNYUAN_MOE, HF_MOE), NULL, NULL,
+      "mlp", "gate.wg" },
     { "starcoder2", "starcoder2", T(HF_GLOBAL, HF_NORMS, HF_ATTN, STARCODER2) },
     { "hunyuan_v1_dense", "hunyuan_v1_dense", T(HF_GLOBAL, HF_NORMS, HUNYUAN_QK, HF_ATTN, HF_MLP) },
     { "phi", "phi", T(PHI2, HF_ATTN) },
@@ -883,7 +888,7 @@ static const vc_arch ARCHS[] = {
      * checkpoints (model.language_model.*; the image and audio tokenizers are left alone) */
     { "apertus1p5", "apertus1p5_text apertus1p5", T(HF_GLOBAL, APERTUS, HF_ATTN, HF_MLP), QWEN_VL_NESTED,
       "model.vision_tokenizer. model.audio_tokenizer." },
-    { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE) },
+    { "afmoe", "afmoe", T(HF_GLOBAL, AFMOE, HF_ATTN, HF_MLP, HF_MOE), NULL, NULL, "mlp", "router.gate" },
     { "llama4_text", "llama4_text", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), NULL, NULL, "feed_forward", "router" },
     /* Llama 4 (Llama4ForConditionalGeneration): its text model beside a vision model */
     { "llama4", "llama4", T(HF_GLOBAL, HF_NORMS, HF_ATTN, LLAMA4), LLAMA4_NESTED,
@@ -911,7 +916,8 @@ static const vc_arch ARCHS[] = {
     { "nemotron_h", "nemotron_h", T(NEMOTRON_H), NEMOTRON_H_NESTED, "mtp." },
     { "bamba", "bamba", T(BAMBA, HF_ATTN) },
     { "falcon_h1", "falcon_h1", T(BAMBA, HF_ATTN) }, /* Bamba's names, every layer with both mixers */
-    { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE) },
+    { "granitemoehybrid", "granitemoehybrid", T(HF_GLOBAL, HF_NORMS, HF_ATTN, GRANITE_HYBRID, GRANITE_MOE), NULL, NULL,
+      "block_sparse_moe", "router" },
     { "lfm2_moe", "lfm2_moe", T(LFM2, LFM2_MOE), NULL, NULL, "feed_forward", "gate" },
     { "baichuan", "baichuan", T(HF_GLOBAL, HF_NORMS, BAICHUAN, HF_MLP) },
     { "qwen", "qwen", T(QWEN1) },

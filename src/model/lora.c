@@ -293,13 +293,29 @@ int vc_lora_peft_path(const vc_model *m, char *buf, size_t cap) {
     return 0;
 }
 
+/* the path of a layer's modules as the checkpoint names them ("model.layers.3.", a nested text model's
+ * "language_model.model.layers.3."): from a tensor of the layer it loaded */
+void vc_lora_layer_prefix(const vc_model *m, int layer, char *buf, size_t cap) {
+    char key[32];
+    snprintf(key, sizeof key, "layers.%d.", layer);
+    for (int i = 0; i < m->n_src; i++) {
+        const char *at = m->src[i].layer == layer ? strstr(m->src[i].name, key) : NULL;
+        if (at) {
+            snprintf(buf, cap, "%.*s%s", (int)(at - m->src[i].name), m->src[i].name, key);
+            return;
+        }
+    }
+    snprintf(buf, cap, "model.%s", key);
+}
+
 static void module_name(const vc_model *m, int layer, int slot, char *buf, size_t cap) {
     if (is_expert_slot(slot) || slot == VC_W_ROUTER) { /* PEFT's path on transformers 5's model */
-        char path[96];
+        char path[96], pre[160];
         vc_arch_param_path(m->cfg.arch, slot == VC_W_ROUTER ? VC_W_ROUTER : VC_W_EXP_DOWN, path, sizeof path);
         char *dot = strrchr(path, '.'); /* the router's module, or the experts' */
         if (dot) *dot = 0;
-        snprintf(buf, cap, "model.layers.%d.%s", layer, path);
+        vc_lora_layer_prefix(m, layer, pre, sizeof pre);
+        snprintf(buf, cap, "%s%s", pre, path);
         return;
     }
     /* LFM3's per-head gate is the module g_proj, which transformers 5.24 saves as gate_proj: PEFT names the module */

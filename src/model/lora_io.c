@@ -108,9 +108,10 @@ static void experts_path(const vc_model *m, char *buf, size_t cap) {
 static void expert_module(const vc_model *m, int i, char *buf, size_t cap) {
     const vc_lora *a = m->lora;
     int l = a->layer_of[i], inner = a->slot_of[i] == VC_W_EXP_GATE && a->index[(size_t)l * VC_W_COUNT + VC_W_EXP_DOWN] >= 0;
-    char ex[96];
+    char ex[96], pre[160];
     experts_path(m, ex, sizeof ex);
-    snprintf(buf, cap, "model.layers.%d.%s%s", l, ex, inner ? ".base_layer" : "");
+    vc_lora_layer_prefix(m, l, pre, sizeof pre);
+    snprintf(buf, cap, "%s%s%s", pre, ex, inner ? ".base_layer" : "");
     vc_lora_peft_path(m, buf, cap);
 }
 

@@ -111,6 +111,8 @@ void vc_lora_freeze_tower(vc_model *m, int frozen);
 /* PEFT's path of a module on transformers 5's model in place: an image-text Qwen-VL's text decoder under
  * model.language_model.* and its tower under model.visual.*, as the hub's model.* / visual.* checkpoints name them
  * otherwise; returns 1 when it changed */
+/* the checkpoint's path of a layer's modules ("model.layers.3.", a nested text model's "language_model.model.layers.3.") */
+void vc_lora_layer_prefix(const vc_model *m, int layer, char *buf, size_t cap);
 int vc_lora_peft_path(const vc_model *m, char *buf, size_t cap);
 /* the module path PEFT matches and names adapters by: the checkpoint's own, or for a part of a fused tensor
  * the Llama-style path of the part (lora.c; lora_io.c writes fused tensors' adapters under the fused name) */
