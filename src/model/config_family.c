@@ -582,14 +582,20 @@ static void learned_positions(vc_model_config *c) {
 
 /* GPT-2: LayerNorms and linears with biases, learned positions, no rope, a plain MLP; GPT-BigCode: one kv head with
  * multi_query */
-static vc_status fam_gpt2(const cJSON *o, const char *path, vc_model_config *c) {
-    int64_t inner = 0;
+/* a decoder-only MLP width under its family's key (4 x hidden by default); cross-attention refused */
+static vc_status decoder_width(const cJSON *o, const char *path, const char *key, const vc_model_config *c, int64_t *w) {
     vc_status st;
-    if ((st = vc_mcfg_int_any(o, "n_inner", 4 * c->hidden, &inner, path)) ||
-        (st = vc_mcfg_check_size(path, "n_inner", inner, 1, DIM_MAX)))
+    if ((st = vc_mcfg_int_any(o, key, 4 * c->hidden, w, path)) || (st = vc_mcfg_check_size(path, key, *w, 1, DIM_MAX)))
         return st;
     if (vc_mcfg_flag(o, "add_cross_attention", 0))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: add_cross_attention is not built", path);
+    return VC_OK;
+}
+
+static vc_status fam_gpt2(const cJSON *o, const char *path, vc_model_config *c) {
+    int64_t inner = 0;
+    vc_status st = decoder_width(o, path, "n_inner", c, &inner);
+    if (st) return st;
     /* (reorder_and_upcast_attn: f32 scores, as verlc's always are) */
     c->attn_scale_by_layer = vc_mcfg_is(c, "gpt2") && vc_mcfg_flag(o, "scale_attn_by_inverse_layer_idx", 0);
     c->inter = inner;
@@ -788,12 +794,8 @@ static vc_status fam_biogpt(const cJSON *o, const char *path, vc_model_config *c
  * positions (offset 2) instead of learned ones; its cross-attention (add_cross_attention) is not built */
 static vc_status fam_xglm(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t ffn = 0;
-    vc_status st;
-    if ((st = vc_mcfg_int_any(o, "ffn_dim", 4 * c->hidden, &ffn, path)) ||
-        (st = vc_mcfg_check_size(path, "ffn_dim", ffn, 1, DIM_MAX)))
-        return st;
-    if (vc_mcfg_flag(o, "add_cross_attention", 0))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: add_cross_attention is not built", path);
+    vc_status st = decoder_width(o, path, "ffn_dim", c, &ffn);
+    if (st) return st;
     st = fam_biogpt(o, path, c);
     c->inter = ffn;
     c->learned_pos = 0;
