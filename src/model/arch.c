@@ -954,10 +954,8 @@ vc_slot_mask vc_arch_module_slots(const vc_arch *a, const char *short_name) {
             if (r->transform == VC_TR_IGNORE || r->transform == VC_TR_EXPERT || !rule_module(r, 0, mod, sizeof mod)) continue;
             const char *last = strrchr(mod, '.');
             if (strcmp(last ? last + 1 : mod, short_name)) continue;
-            mask |= VC_SLOT_BIT(r->slot);
-            if (r->slot2) mask |= VC_SLOT_BIT(r->slot2);
-            if (r->slot3) mask |= VC_SLOT_BIT(r->slot3);
-            if (r->slot4) mask |= VC_SLOT_BIT(r->slot4);
+            int ids[VC_RULE_PARTS], n = vc_rule_slots(r, ids);
+            for (int i = 0; i < n; i++) mask |= VC_SLOT_BIT(ids[i]);
         }
     return mask;
 }

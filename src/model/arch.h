@@ -89,6 +89,19 @@ typedef struct vc_tensor_rule {
     int slot2, slot3, slot4; /* further destinations of fused tensors */
 } vc_tensor_rule;
 #define VC_RULE_PARTS 4 /* a rule's destinations at most */
+/* a rule's destination slots in order into ids (VC_RULE_PARTS of them, 0 after the last); returns how many */
+static inline int vc_rule_slots(const vc_tensor_rule *r, int *ids) {
+    int all[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 }, n = 0;
+    for (int i = 0; i < VC_RULE_PARTS; i++) ids[i] = n == i && all[i] ? all[n++] : 0;
+    return n;
+}
+/* whether slot is one of the rule's destinations */
+static inline int vc_rule_has_slot(const vc_tensor_rule *r, int slot) {
+    int ids[VC_RULE_PARTS], n = vc_rule_slots(r, ids);
+    for (int i = 0; i < n; i++)
+        if (ids[i] == slot) return 1;
+    return 0;
+}
 
 typedef struct vc_arch {
     const char *name;

@@ -1232,7 +1232,8 @@ vc_tensor *vc_model_forward_paged(vc_model *m, vc_graph *g, const vc_batch *b, c
 static vc_tensor *sin_positions(fwd_ctx *f, vc_tensor *x) {
     const vc_model_config *c = &f->m->cfg;
     int64_t H = c->hidden, half = H / 2, sh[2] = { f->T, H };
-    float *tab = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * H + 1), 1), *w = vc_graph_alloc(f->g, 4 * (size_t)(half + 1), 0);
+    float *tab = vc_graph_alloc(f->g, sizeof(float) * (size_t)(f->T * H + 1), 1);
+    float *w = vc_graph_alloc(f->g, sizeof(float) * (size_t)(half + 1), 0);
     if (!tab || !w) return NULL;
     float step = (float)(log(10000.0) / (double)(half > 1 ? half - 1 : 1));
     for (int64_t i = 0; i < half; i++) w[i] = expf((float)i * -step);

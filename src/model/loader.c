@@ -57,8 +57,8 @@ static void slot_index(const vc_model *m, int layer, int slot, size_t *i) {
 }
 
 int vc_rule_parts(const vc_model *m, const vc_tensor_rule *r, int layer, vc_tensor **parts) {
-    int ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 }, n = 0;
-    for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) parts[n++] = vc_w(m, layer, ids[i]);
+    int ids[VC_RULE_PARTS], n = vc_rule_slots(r, ids);
+    for (int i = 0; i < n; i++) parts[i] = vc_w(m, layer, ids[i]);
     return n;
 }
 
@@ -320,8 +320,8 @@ static vc_status visit_rules(const vc_model_config *c, visit_fn fn, void *ctx) {
             int ph = n_placeholders(r->name);
             for (int l = ph ? 0 : -1; l < (ph ? (int)c->n_layer : 0); l++) {
                 int64_t sh[4], rows = 0;
-                int opt, ok = 1, ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 };
-                for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) {
+                int opt, ok = 1, ids[VC_RULE_PARTS], np = vc_rule_slots(r, ids);
+                for (int i = 0; i < np; i++) {
                     ok &= vc_slot_shape(c, l, ids[i], sh, &opt) > 0;
                     if (!i) rows = sh[0];
                 }
@@ -354,8 +354,8 @@ static const vc_st_tensor *find_nested(const vc_model *m, vc_checkpoint *ck, con
 
 /* the rule's slots of this layer are in the checkpoint */
 static void mark_present(load_ctx *x, const vc_tensor_rule *r, int layer) {
-    int ids[VC_RULE_PARTS] = { r->slot, r->slot2, r->slot3, r->slot4 };
-    for (int i = 0; i < VC_RULE_PARTS && ids[i]; i++) {
+    int ids[VC_RULE_PARTS], n = vc_rule_slots(r, ids);
+    for (int i = 0; i < n; i++) {
         size_t si;
         slot_index(x->m, layer, ids[i], &si);
         x->present[si] = 1;
@@ -593,7 +593,7 @@ static vc_status check_provided(vc_model *m, const uint8_t *present) {
             /* name the first rule that would have provided it */
             for (const vc_tensor_rule *const *t = c->arch->tables; *t; t++)
                 for (const vc_tensor_rule *r = *t; r->name; r++)
-                    if (r->slot == s || r->slot2 == s || r->slot3 == s || r->slot4 == s) {
+                    if (vc_rule_has_slot(r, s)) {
                         char name[256];
                         snprintf(name, sizeof name, r->name, l, 0);
                         return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' is missing from the checkpoint", m->dir, name);
@@ -895,8 +895,8 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     if (r->transform == VC_TR_EXPERT && key == (int)x->m->slots[si]->shape[0] - 1) x->done[si] = 2;
     else if (r->transform == VC_TR_EXPERT) x->done[si] = 1;
     else x->done[si] = 2;
-    int ids[VC_RULE_PARTS] = { r->slot2, r->slot3, r->slot4, 0 };
-    for (int i = 0; i < VC_RULE_PARTS - 1 && ids[i]; i++) {
+    int ids[VC_RULE_PARTS], n = vc_rule_slots(r, ids);
+    for (int i = 1; i < n; i++) { /* the fused tensor's other parts */
         size_t sj;
         slot_index(x->m, layer, ids[i], &sj);
         x->done[sj] = 2;

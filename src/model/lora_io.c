@@ -53,7 +53,7 @@ static const vc_source *fused_source(const vc_model *m, int layer, int slot) {
         int fused = r && r->slot2 && ((split_rows && (r->transform == VC_TR_SPLIT_ROWS || r->transform == VC_TR_CONV1D)) ||
                                       vc_grouped_rows(&m->cfg, r->transform, &gl));
         if (s->layer == layer && fused && n > 7 && !strcmp(s->name + n - 7, ".weight") &&
-            (r->slot == slot || r->slot2 == slot || r->slot3 == slot || r->slot4 == slot))
+            vc_rule_has_slot(r, slot))
             return s;
     }
     return NULL;
@@ -68,8 +68,8 @@ static void unit_of(const vc_model *m, int i, unit *u, int *owner) {
     memset(u, 0, sizeof *u);
     *owner = 1;
     if (s) {
-        int slots[VC_RULE_PARTS] = { s->rule->slot, s->rule->slot2, s->rule->slot3, s->rule->slot4 }, k = 0, whole = 1;
-        for (int p = 0; p < VC_RULE_PARTS && slots[p] != VC_W_NONE; p++, k++) {
+        int slots[VC_RULE_PARTS], k = vc_rule_slots(s->rule, slots), whole = 1;
+        for (int p = 0; p < k; p++) {
             int ad = a->index[(size_t)layer * VC_W_COUNT + slots[p]];
             whole &= ad >= 0;
             u->ad[p] = ad;

@@ -208,8 +208,8 @@ vc_status vc_model_describe(const vc_model *m, FILE *f) {
         for (int d = 0; d < s->ndim; d++)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)s->shape[d]);
         char slots[160] = "";
-        int ids[VC_RULE_PARTS] = { s->rule->slot, s->rule->slot2, s->rule->slot3, s->rule->slot4 };
-        for (int k = 0; k < VC_RULE_PARTS && ids[k]; k++)
+        int ids[VC_RULE_PARTS], nk = vc_rule_slots(s->rule, ids);
+        for (int k = 0; k < nk; k++)
             snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%s%s", k ? " + " : "", vc_slot_name(ids[k]));
         const char *how = s->rule->transform == VC_TR_SPLIT_ROWS ? " (split rows)"
                           : s->rule->transform == VC_TR_GQA_QKV ? " (per-KV-group q/k/v)"
