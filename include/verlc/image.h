@@ -68,6 +68,10 @@ typedef struct vc_vl_image_config {
     double rescale_factor;
     int do_resize, do_rescale, do_normalize, do_convert_rgb;
     int glm; /* GLM-4V's processor (Glm4vImageProcessor): its smart_resize (vc_glm4v_smart_resize) and size defaults */
+    /* Kimi-VL's processor (KimiVLImageProcessor, remote code): scaled down to at most in_token_limit patches, padded
+     * (pad_input) or cropped to whole patches, patches row by row (temporal_patch_size 1) */
+    int kimi, pad_input;
+    int64_t in_token_limit;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -76,6 +80,10 @@ void vc_vl_image_config_default(vc_vl_image_config *c);
 /* MODEL_DIR/preprocessor_config.json (or that file's path) over the defaults; a bad value is refused naming the
  * key and the file; a processor type other than Qwen2-VL's or GLM-4V's is refused by name */
 vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
+
+/* Kimi-VL's processor: the size an image of height x width leaves it at (scaled down to the token limit, padded or
+ * cropped); VC_ERR_ARG naming the limit it passes (a side of 512 patches, no whole patch, no whole merge blocks) */
+vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
 
 /* transformers' smart_resize: both sides multiples of factor, the area within [min_pixels, max_pixels] (the
  * min bound met after rounding up, the max bound after rounding down, each at least factor), the aspect ratio

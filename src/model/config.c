@@ -726,7 +726,8 @@ static vc_status gemma4_layers(const cJSON *o, const char *path, vc_model_config
 static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t v;
     vc_status st;
-    const char *mm[3] = { "image_token_id", "video_token_id", "vision_start_token_id" };
+    /* (Kimi-VL names its image token media_placeholder_token_id) */
+    const char *mm[3] = { "image_token_id media_placeholder_token_id", "video_token_id", "vision_start_token_id" };
     int *mm_id[3] = { &c->image_id, &c->video_id, &c->vstart_id };
     for (int k = 0; k < 3; k++) {
         if ((st = vc_mcfg_int_any(o, mm[k], -1, &v, path))) return st;
@@ -890,6 +891,7 @@ static const struct {
     { "qwen3_5", "qwen3_5_text", "qwen3_5_text", 0, 1 }, { "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_moe_text", 0, 1 },
     { "apertus1p5", "apertus1p5_text", "apertus1p5_text", 0 },
     { "kimi_k25", "kimi_k2", "deepseek_v3", 0 }, /* Kimi K2.5 / K2.6: Kimi K2's text model beside MoonViT (not read) */
+    { "kimi_vl", "deepseek_v3", "deepseek_v3", 0 }, /* Kimi-VL: Moonlight's DeepSeek-V3 text model beside MoonViT */
 };
 
 /* the NESTED_TEXT entry of this config: its model_type, and its text_config's model_type where several fit */

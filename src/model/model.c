@@ -178,7 +178,9 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
         snprintf(alt, sizeof alt, "%s%s", n[0], hf_name + k);
         if (!(s = find_source(m, alt)) && vc_rule_for_name(m, alt, &tmp)) s = &tmp;
     }
-    if (!s && m->vision && strstr(hf_name, "visual.")) return vc_vision_hf_grad(m->vision, hf_name, out, n);
+    if (!s && m->vision && (strstr(hf_name, "visual.") || !strncmp(hf_name, "vision_tower.", 13) ||
+                            !strncmp(hf_name, "multi_modal_projector.", 22))) /* (Kimi-VL's tower and projector) */
+        return vc_vision_hf_grad(m->vision, hf_name, out, n);
     if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);
     vc_tensor *p[VC_RULE_PARTS];
     int np = vc_rule_parts(m, s->rule, s->layer, p);

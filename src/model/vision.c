@@ -5,8 +5,13 @@
  * Qwen2.5-VL: SwiGLU with biases), and the merger: a norm, each merge x merge block of patches as one row, two linears
  * with a GELU between. Qwen3-VL's adds learned positions and deepstack mergers; GLM-4V's (Glm4vVisionModel) an RMSNorm
  * after the patch embedding, learned positions resampled bicubically, SwiGLU blocks without biases, an RMSNorm, the
- * Conv2d downsample over each merge x merge block and a merger of a linear, LayerNorm, GELU and a SwiGLU MLP. Built
- * from the tape's ops, so its backward is theirs. */
+ * Conv2d downsample over each merge x merge block and a merger of a linear, LayerNorm, GELU and a SwiGLU MLP.
+ * Kimi-VL's MoonViT (its remote code's MoonVitPretrainedModel and KimiVLMultiModalProjector): a Conv2d patch embedding
+ * plus learned positions resampled bicubically (F.interpolate), blocks of LayerNorm, fused wqkv with a 2-D rope on
+ * interleaved pairs (column, row), GELU-tanh MLP, a final LayerNorm and Qwen2-VL's merger shape (a LayerNorm per
+ * patch, merge x merge patches as one row, two linears with a GELU between); its processor gives the patches row by
+ * row, so the tower reorders them into whole merged blocks first. Built from the tape's ops, so its backward is
+ * theirs. */
 #include "verlc/vision.h"
 #include "verlc/json.h"
 #include "verlc/ops.h"
@@ -18,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -27,7 +32,8 @@ typedef struct {
     int patch, tpatch, merge, in_ch, window;
     uint8_t full[VIS_MAX_DEPTH];
     double theta;
-    int n_pos, side;          /* Qwen3-VL: learned positions (side x side), bilinearly resampled to each grid */
+    int n_pos, side, side_w;  /* Qwen3-VL: learned positions (side x side), bilinearly resampled to each grid;
+                               * MoonViT's are side x side_w */
     int n_deep, deep[VIS_MAX_DEEP]; /* Qwen3-VL: the blocks whose outputs feed the deepstack mergers */
     int m_inter, qkv_bias;    /* GLM-4V: the merger's SwiGLU width (its blocks' is out); attn.qkv's bias */
     float eps;                /* the blocks' norms' epsilon (GLM-4V: rms_norm_eps) */
@@ -39,9 +45,10 @@ typedef struct {
 enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_COUNT };
 /* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
  * embedding bias and learned positions; GLM-4V's norms after the patch embedding and after the blocks, the downsample
- * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB) */
+ * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB); MoonViT's final LayerNorm
+ * (G_POST, G_POSTB) */
 enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_PCONV, G_POST, G_DOWN, G_DOWNB, G_MPROJ,
-       G_MGATE, G_MUP, G_MDOWN, G_COUNT };
+       G_MGATE, G_MUP, G_MDOWN, G_POSTB, G_COUNT };
 /* Qwen3-VL's deepstack mergers after the globals, each: its norm (over merged rows) w/b and two linears w/b */
 enum { D_LN, D_LNB, D_FC0, D_FC0B, D_FC2, D_FC2B, D_COUNT };
 
@@ -134,10 +141,38 @@ static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
     if (st) return st;
     if (!(eps > 0 && eps < 1)) return vc_fail(VC_ERR_FORMAT, "%s: key 'rms_norm_eps' is %g, outside (0, 1)", ctx, eps);
     c->m_inter = c->inter, c->inter = c->out, c->eps = (float)eps;
-    c->side = image / c->patch, c->n_pos = c->side * c->side;
+    c->side = c->side_w = image / c->patch, c->n_pos = c->side * c->side;
     if (c->side < 1)
         return vc_fail(VC_ERR_FORMAT, "%s: image_size %d is under one patch of %d: no learned positions", ctx, image,
                        c->patch);
+    return VC_OK;
+}
+
+/* MoonViT (Kimi-VL's vision_config, model_type moonvit): its keys and the constants of its remote code (LayerNorms of
+ * eps 1e-5, GELU-tanh, biases on wqkv and wo, a rope base of 10000, grids of at most 512 x 512 patches) */
+static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx, vis_cfg *c) {
+    vc_status st = get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
+    if (!st) st = get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    if (!st) st = get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = get_int(o, "init_pos_emb_height", 64, 1, 512, &c->side, ctx);
+    if (!st) st = get_int(o, "init_pos_emb_width", 64, 1, 512, &c->side_w, ctx);
+    if (st) return st;
+    const cJSON *mk = vc_json_member(o, "merge_kernel_size");
+    c->merge = 2;
+    if (mk) {
+        const cJSON *a = cJSON_GetArrayItem(mk, 0), *b = cJSON_GetArrayItem(mk, 1);
+        if (!cJSON_IsArray(mk) || cJSON_GetArraySize(mk) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
+            a->valuedouble != b->valuedouble || !(a->valuedouble >= 1 && a->valuedouble <= 64) ||
+            a->valuedouble != floor(a->valuedouble))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'merge_kernel_size' must be two equal integers in [1, 64] (a "
+                           "square merge)", ctx);
+        c->merge = (int)a->valuedouble;
+    }
+    c->n_pos = c->side * c->side_w, c->tpatch = 1, c->in_ch = 3, c->out = (int)text_hidden;
+    c->act = VC_ACT_GELU_TANH, c->eps = 1e-5f, c->theta = 10000.0;
+    memset(c->full, 1, sizeof c->full);
     return VC_OK;
 }
 
@@ -166,7 +201,7 @@ static int tower_kind_deep(const char *mt, int *deep) {
     static const struct { const char *type; int kind, deep; } T[] = {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
-        { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 } };
+        { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -191,7 +226,11 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE and GLM-4V are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V and Kimi-VL are)", m->dir, mt);
+    if (!st && c->kind == VIS_MOON) {
+        st = parse_moon(o, m->cfg.hidden, ctx, c);
+        goto checks;
+    }
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
     c->eps = 1e-6f;
@@ -218,6 +257,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     c->theta = 10000.0;
     const cJSON *rp = vc_json_member(o, "rope_parameters");
     if (!st && rp) st = vc_json_get_num(rp, "rope_theta", 10000.0, &c->theta, ctx);
+checks:
     if (!st && (c->dim % c->heads || (c->dim / c->heads) % 4))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
@@ -258,10 +298,19 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "embeddings.position_embedding.weight", "post_conv_layernorm.weight", "post_layernorm.weight",
         "downsample.weight", "downsample.bias", "merger.proj.weight", "merger.gate_proj.weight",
         "merger.up_proj.weight", "merger.down_proj.weight" };
+    /* MoonViT: under vision_tower. (the projector's names are whole) */
+    static const char *const BM[B_COUNT] = { "norm0.weight", "norm0.bias", "norm1.weight", "norm1.bias", "wqkv.weight",
+        "wqkv.bias", "wo.weight", "wo.bias", "mlp.fc0.weight", "mlp.fc0.bias", "mlp.fc1.weight", "mlp.fc1.bias" };
+    static const char *const GM[G_COUNT] = { "patch_embed.proj.weight", "multi_modal_projector.pre_norm.weight",
+        "multi_modal_projector.pre_norm.bias", "multi_modal_projector.linear_1.weight",
+        "multi_modal_projector.linear_1.bias", "multi_modal_projector.linear_2.weight",
+        "multi_modal_projector.linear_2.bias", "patch_embed.proj.bias", "patch_embed.pos_emb.weight", NULL,
+        "encoder.final_layernorm.weight", [G_POSTB] = "encoder.final_layernorm.bias" };
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
+    int moon = c->kind == VIS_MOON;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
-    const char *n = b >= 0    ? (glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
-                    : b == -1 ? (glm ? GG : q3 ? G3 : G)[k] : DS[k];
+    const char *n = b >= 0    ? (moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
+                    : b == -1 ? (moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
     if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
     *ndim = 1;
     if (b >= 0) {
@@ -279,23 +328,28 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         return n;
     }
     /* GLM-4V's merger norm is over its output width; its downsample's kernels are rows of (channel, row, column) */
-    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O };
+    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O, D };
     int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D, 0, 0, M,
-                              0, O, O, O, MI };
+                              0, O, O, O, MI, 0 };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
 }
 
-/* the tensor under visual. (hub) or model.visual. (transformers 5) */
-static const vc_st_tensor *find(const vc_checkpoint *ck, const char *n, char *full, size_t cap) {
-    static const char *const PRE[2] = { "visual.", "model.visual." };
+/* the prefix of a tower tensor's name: MoonViT's under vision_tower. (its projector's names are whole); the others'
+ * under visual. (hub) or model.visual. (transformers 5) */
+static const char *prefix(int kind, const char *n, int nested) {
+    if (kind == VIS_MOON) return strncmp(n, "multi_modal_projector.", 22) ? "vision_tower." : "";
+    return nested ? "model.visual." : "visual.";
+}
+
+static const vc_st_tensor *find(const vc_checkpoint *ck, int kind, const char *n, char *full, size_t cap) {
     for (int p = 0; p < 2; p++) {
-        snprintf(full, cap, "%s%s", PRE[p], n);
+        snprintf(full, cap, "%s%s", prefix(kind, n, p), n);
         const vc_st_tensor *t = vc_ckpt_find(ck, full);
         if (t) return t;
     }
-    snprintf(full, cap, "visual.%s", n);
+    snprintf(full, cap, "%s%s", prefix(kind, n, 0), n);
     return NULL;
 }
 
@@ -303,6 +357,8 @@ static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const cha
     int64_t want = shape[0] * (nd > 1 ? shape[1] : 1), have = vc_st_tensor_numel(t);
     /* the patch embedding is a Conv3d weight [D, C, T, P, P]: its rows are the flattened kernels */
     if (have == want && t->ndim >= 1 && t->shape[0] == shape[0] && (nd == 2 || t->ndim == 1)) return VC_OK;
+    /* MoonViT's learned positions: [height, width, D] */
+    if (have == want && nd == 2 && t->ndim == 3 && t->shape[0] * t->shape[1] == shape[0]) return VC_OK;
     return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has %lld values in %d dims; vision_config implies [%lld%s%lld]",
                    m->dir, name, (long long)have, t->ndim, (long long)shape[0], nd > 1 ? ", " : "",
                    nd > 1 ? (long long)shape[1] : 0LL);
@@ -324,15 +380,15 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         const char *n = slot_name(&v->c, b, k, shape, &nd);
         if (!n) continue;
         char rel[80], full[96];
-        if (b >= 0) snprintf(rel, sizeof rel, "blocks.%d.%s", b, n);
+        if (b >= 0) snprintf(rel, sizeof rel, "%sblocks.%d.%s", v->c.kind == VIS_MOON ? "encoder." : "", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
-            const vc_st_tensor *src = find(ck, rel, full, sizeof full);
+            const vc_st_tensor *src = find(ck, v->c.kind, rel, full, sizeof full);
             if (!src) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
             vc_status st = check_shape(m, src, full, shape, nd);
             if (st) return st;
-        } else snprintf(full, sizeof full, "%s%s", m->cfg.nested_text ? "model.visual." : "visual.", rel);
+        } else snprintf(full, sizeof full, "%s%s", prefix(v->c.kind, rel, m->cfg.nested_text), rel);
         snprintf(v->name[v->n], sizeof v->name[0], "%s", full);
         memcpy(v->shape[v->n], shape, sizeof shape);
         v->nd[v->n] = nd;
@@ -345,8 +401,9 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
 
 vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     char full[96];
-    if (tower_kind(m->cfg.model_type) < 0 || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
-    if (ck && !find(ck, "patch_embed.proj.weight", full, sizeof full)) return VC_OK; /* a text-only export */
+    int kind = tower_kind(m->cfg.model_type);
+    if (kind < 0 || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
+    if (ck && !find(ck, kind, "patch_embed.proj.weight", full, sizeof full)) return VC_OK; /* a text-only export */
     vc_vision *v = vc_calloc(1, sizeof *v);
     if (!v) return VC_ERR_NOMEM;
     v->be = vc_be();
@@ -371,6 +428,16 @@ void vc_vision_bind(vc_vision *v, int i, vc_tensor *t) { v->t[v->slot_of[i]] = t
 int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
     if (v->slot_of[i] == slot_index(&v->c, -1, G_DOWN)) { /* GLM-4V's Conv2d [out, D, merge, merge] */
         int64_t s[4] = { v->c.out, v->c.dim, v->c.merge, v->c.merge };
+        memcpy(shape, s, sizeof s);
+        return 4;
+    }
+    if (v->c.kind == VIS_MOON && v->slot_of[i] == slot_index(&v->c, -1, G_POS)) { /* [height, width, D] */
+        int64_t s[3] = { v->c.side, v->c.side_w, v->c.dim };
+        memcpy(shape, s, sizeof s);
+        return 3;
+    }
+    if (v->c.kind == VIS_MOON && v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) { /* a Conv2d [D, C, P, P] */
+        int64_t s[4] = { v->c.dim, v->c.in_ch, v->c.patch, v->c.patch };
         memcpy(shape, s, sizeof s);
         return 4;
     }
@@ -404,7 +471,7 @@ vc_status vc_model_load_vision(vc_model *m) {
     char full[96];
     vc_checkpoint *ck = NULL;
     vc_status st = parse_cfg(m, &c); /* names what is missing or not built */
-    if (!st && !vc_ckpt_open(m->dir, &ck) && !find(ck, "patch_embed.proj.weight", full, sizeof full))
+    if (!st && !vc_ckpt_open(m->dir, &ck) && !find(ck, c.kind, "patch_embed.proj.weight", full, sizeof full))
         st = vc_fail(VC_ERR_MISSING, "%s: the checkpoint has no vision tower ('%s' is missing)", m->dir, full);
     vc_ckpt_close(ck);
     return st ? st : vc_fail(VC_ERR_INTERNAL, "%s: the vision tower was not loaded", m->dir);
@@ -447,6 +514,7 @@ typedef struct {
     int n_full, n_win;
     float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
     int32_t *down;         /* GLM-4V: [N * D] each unit's values as (channel, patch) (backend memory), else NULL */
+    int32_t *order;        /* MoonViT: [N] the processor's row of each patch in processing order (backend memory) */
 } vis_plan;
 
 static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *N) {
@@ -500,13 +568,15 @@ static vc_status plan_windows(const vc_vision *v, const vc_images *im, vc_graph 
     return p->perm && p->inv ? VC_OK : vc_graph_status(g);
 }
 
-/* 2-D rope: pair j < hd/4 by the patch's row, the rest by its column, at theta^(-2j / (hd / 2)) */
+/* 2-D rope: pair j < hd/4 by the patch's row, the rest by its column, at theta^(-2j / (hd / 2)); MoonViT's pairs are
+ * interleaved (x_2a, x_2a+1): pair a by the column where a is even, the row where odd, at theta^(-4 (a / 2) / hd) */
 static vc_status plan_rope(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, const int32_t *perm) {
     int m = v->c.merge, mm = m * m, q = v->c.hd / 4, half = v->c.hd / 2;
     float inv[1024];
     if (half > 1024) return vc_fail(VC_ERR_UNSUPPORTED, "vision: head width %d is too large", v->c.hd);
     for (int j = 0; j < q; j++) /* float32 as torch: arange(0, dim, 2).float() / dim, then base ** that */
         inv[j] = 1.0f / (float)pow((double)(float)v->c.theta, (double)((float)(2 * j) / (float)half));
+    int moon = v->c.kind == VIS_MOON;
     int32_t *hw = vc_graph_alloc(g, sizeof(int32_t) * 2 * (size_t)p->N, 0);
     float *cs = vc_graph_alloc(g, sizeof(float) * 2 * (size_t)(p->N * half), 0);
     if (!hw || !cs) return vc_graph_status(g);
@@ -524,7 +594,7 @@ static vc_status plan_rope(const vc_vision *v, const vc_images *im, vc_graph *g,
     for (int64_t j = 0; j < p->N; j++) {
         int64_t src = perm ? (int64_t)perm[j / mm] * mm + j % mm : j;
         for (int a = 0; a < half; a++) {
-            float ang = (float)hw[2 * src + (a >= q)] * inv[a % q];
+            float ang = moon ? (float)hw[2 * src + !(a & 1)] * inv[a / 2] : (float)hw[2 * src + (a >= q)] * inv[a % q];
             cs[j * half + a] = cosf(ang);
             cs[p->N * half + j * half + a] = sinf(ang);
         }
@@ -551,6 +621,25 @@ static vc_status plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p) {
     return p->down ? VC_OK : vc_graph_status(g);
 }
 
+/* MoonViT: its processor's rows run row by row over each image; the tower takes them in whole merge x merge blocks
+ * (the other processors' order), so that the merger's rows are consecutive */
+static vc_status plan_order(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
+    int m = v->c.merge;
+    int32_t *o = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->N, 0);
+    if (!o) return vc_graph_status(g);
+    int64_t r = 0, base = 0;
+    for (int i = 0; i < im->n; i++) {
+        const int32_t *gr = im->grid + 3 * i;
+        for (int t = 0; t < gr[0]; t++, base += (int64_t)gr[1] * gr[2])
+            for (int bh = 0; bh < gr[1] / m; bh++)
+                for (int bw = 0; bw < gr[2] / m; bw++)
+                    for (int k = 0; k < m * m; k++)
+                        o[r++] = (int32_t)(base + (int64_t)(bh * m + k / m) * gr[2] + bw * m + k % m);
+    }
+    p->order = vc_graph_upload(g, o, sizeof(int32_t) * (size_t)p->N);
+    return p->order ? VC_OK : vc_graph_status(g);
+}
+
 static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
     memset(p, 0, sizeof *p);
     vc_status st = check_images(v, im, &p->N);
@@ -568,6 +657,7 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
             p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
+    if (v->c.kind == VIS_MOON && (st = plan_order(v, im, g, p))) return st;
     return plan_rope(v, im, g, p, perm);
 }
 
@@ -588,7 +678,7 @@ static vc_tensor *heads(vc_vision *v, vc_graph *g, vc_tensor *qkv, int part, con
     int64_t D = v->c.dim, s3[3] = { p->N, v->c.heads, v->c.hd };
     vc_tensor *x = vc_op_slice_cols(g, qkv, 3 * D, part * D, (part + 1) * D);
     x = x ? vc_reshape(g, x, 3, s3) : NULL;
-    return rope ? vc_op_rope(g, x, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, 0) : x;
+    return rope ? vc_op_rope(g, x, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, v->c.kind == VIS_MOON) : x;
 }
 
 static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_plan *p) {
@@ -690,10 +780,12 @@ static void cubic_weights(float t, float w[4]) {
 }
 
 /* the taps of patch coordinate at (of size patches) into a table side wide: grid_sample's bicubic sampling at the
- * patch's centre ((at + 0.5) / size * 2 - 1, unnormalised without aligned corners), taps clamped to the border */
-static void cubic_taps(int at, int size, int side, int tap[4], float w[4]) {
+ * patch's centre ((at + 0.5) / size * 2 - 1, unnormalised without aligned corners), taps clamped to the border;
+ * interp: F.interpolate's source index instead (side / size * (at + 0.5) - 0.5, in float as torch computes it) */
+static void cubic_taps(int at, int size, int side, int interp, int tap[4], float w[4]) {
     float norm = ((float)at + 0.5f) / (float)size * 2.0f - 1.0f;
-    float x = (norm + 1.0f) * ((float)side / 2.0f) - 0.5f, fl = floorf(x);
+    float x = interp ? (float)side / (float)size * ((float)at + 0.5f) - 0.5f : (norm + 1.0f) * ((float)side / 2.0f) - 0.5f;
+    float fl = floorf(x);
     cubic_weights(x - fl, w);
     for (int o = 0; o < 4; o++) {
         int q = (int)fl - 1 + o;
@@ -716,9 +808,10 @@ static vc_tensor *weighted_sum4(vc_graph *g, vc_tensor *const x[4], float *w, in
 /* GLM-4V: the learned positions resampled to each image's grid (transformers' Glm4vVisionEmbeddings: F.grid_sample,
  * bicubic, align_corners False, border padding), separably as grid_sample computes it: each image's table rows
  * interpolated at its columns (4 weighted embedding rows each: [side x W] rows per image), then each patch from 4 of
- * those at its row */
+ * those at its row. MoonViT's table is side x side_w, resampled by F.interpolate (bicubic, align_corners False: the
+ * same separable form, width first) */
 static vc_tensor *positions_bicubic(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
-    int m = v->c.merge, side = v->c.side;
+    int m = v->c.merge, side = v->c.side, sw = v->c.side_w, interp = v->c.kind == VIS_MOON;
     int64_t S = 0, r = 0, off = 0;
     for (int i = 0; i < im->n; i++) S += (int64_t)side * im->grid[3 * i + 2];
     int32_t *cid = vc_graph_alloc(g, sizeof(int32_t) * 4 * (size_t)S, 0);
@@ -731,10 +824,10 @@ static vc_tensor *positions_bicubic(vc_vision *v, vc_graph *g, const vc_images *
         int W = gr[2], tap[4];
         float wt[4];
         for (int x = 0; x < W; x++) { /* the columns: rows (y, x) of this image's block, from table row y */
-            cubic_taps(x, W, side, tap, wt);
+            cubic_taps(x, W, sw, interp, tap, wt);
             for (int y = 0; y < side; y++)
                 for (int k = 0; k < 4; k++) {
-                    cid[k * S + off + (int64_t)y * W + x] = y * side + tap[k];
+                    cid[k * S + off + (int64_t)y * W + x] = y * sw + tap[k];
                     cw[k * S + off + (int64_t)y * W + x] = wt[k];
                 }
         }
@@ -742,7 +835,7 @@ static vc_tensor *positions_bicubic(vc_vision *v, vc_graph *g, const vc_images *
             for (int bh = 0; bh < gr[1] / m; bh++)
                 for (int bw = 0; bw < gr[2] / m; bw++)
                     for (int k = 0; k < m * m; k++, r++) {
-                        cubic_taps(bh * m + k / m, gr[1], side, tap, wt);
+                        cubic_taps(bh * m + k / m, gr[1], side, interp, tap, wt);
                         for (int q = 0; q < 4; q++) {
                             rid[q * N + r] = (int32_t)(off + (int64_t)tap[q] * W + bw * m + k % m);
                             rw[q * N + r] = wt[q];
@@ -795,19 +888,19 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
+    if (p.order && x) x = vc_op_gather_rows(g, x, p.N, p.order, p.N); /* MoonViT: whole merge blocks */
     int64_t s2[2] = { p.N, v->c.dim };
     x = x ? vc_reshape(g, x, 2, s2) : NULL;
     if (v->c.kind == VIS_QWEN3 && x) x = vc_op_add(g, x, positions(v, g, im, p.N));
-    if (v->c.kind == VIS_GLM4V && x) {
-        x = vc_op_rmsnorm(g, x, slot(v, -1, G_PCONV), v->c.dim, v->c.eps, 0.0f);
-        x = x ? vc_op_add(g, x, positions_bicubic(v, g, im, p.N)) : NULL;
-    }
+    if (v->c.kind == VIS_GLM4V && x) x = vc_op_rmsnorm(g, x, slot(v, -1, G_PCONV), v->c.dim, v->c.eps, 0.0f);
+    if ((v->c.kind == VIS_GLM4V || v->c.kind == VIS_MOON) && x) x = vc_op_add(g, x, positions_bicubic(v, g, im, p.N));
     for (int j = 0; j < v->c.n_deep; j++) v->deep_out[j] = NULL;
     for (int b = 0, j = 0; b < v->c.depth && x; b++) {
         x = block(v, g, b, x, &p);
         if (j < v->c.n_deep && v->c.deep[j] == b && x && !(v->deep_out[j] = merger(v, g, x, -2 - j, &p))) x = NULL;
         if (j < v->c.n_deep && v->c.deep[j] == b) j++;
     }
+    if (v->c.kind == VIS_MOON && x) x = vc_op_layernorm(g, x, slot(v, -1, G_POST), slot(v, -1, G_POSTB), v->c.eps);
     x = x ? (v->c.kind == VIS_GLM4V ? glm_merger(v, g, x, &p) : merger(v, g, x, -1, &p)) : NULL;
     if (p.inv && x) x = vc_op_gather_rows(g, x, p.U, p.inv, p.U);
     return x;
@@ -857,7 +950,8 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
     for (int i = 0; i < v->n; i++) {
         if (v->slot_of[i] != s) continue;
         const char *rel = after_visual(v->name[i]), *w = strstr(rel, ".weight");
-        snprintf(path, cap, "model.visual.%.*s", (int)(w ? w - rel : (ptrdiff_t)strlen(rel)), rel);
+        snprintf(path, cap, "%s%.*s", v->c.kind == VIS_MOON ? "" : "model.visual.",
+                 (int)(w ? w - rel : (ptrdiff_t)strlen(rel)), rel);
         return v->t[s];
     }
     return NULL;

@@ -16,6 +16,12 @@ vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_
 struct vc_vl_pixels;
 vc_status vc_vl_patchify(const float *frames, int n, int h, int w, int P, int M, int T, const char *what,
                          struct vc_vl_pixels *out);
+/* Kimi-VL's processor (kimi_proc.c): its keys from preprocessor_config.json; one image's pixel values */
+struct vc_vl_image_config;
+struct vc_image;
+vc_status vc_vl_kimi_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
+vc_status vc_vl_kimi_process(const struct vc_vl_image_config *c, const struct vc_image *img, const char *what,
+                             struct vc_vl_pixels *out);
 /* Python's round() of a float: half to even */
 double vc_py_round(double x);
 #endif

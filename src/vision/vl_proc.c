@@ -58,9 +58,10 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     const char *type = NULL;
     if ((st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) != VC_OK) return st;
     c->glm = type && (!strncmp(type, "Glm4vImageProcessor", 19) || !strncmp(type, "Glm46VImageProcessor", 20));
+    if (type && !strcmp(type, "KimiVLImageProcessor")) return vc_vl_kimi_parse(j, c, file);
     if (type && !c->glm && strncmp(type, "Qwen2VLImageProcessor", 21))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's and "
-                       "Glm4vImageProcessor's)", file, type);
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
+                       "Glm4vImageProcessor's and KimiVLImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
     if ((st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
@@ -183,6 +184,7 @@ vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int
 
 vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w) {
     int factor = c->patch_size * c->merge_size;
+    if (c->kimi) return vc_vl_kimi_size(c, height, width, out_h, out_w);
     if (c->glm)
         return vc_glm4v_smart_resize(height, width, c->temporal_patch_size, factor, c->min_pixels, c->max_pixels, out_h,
                                      out_w);
@@ -230,6 +232,7 @@ static void level_table(const vc_vl_image_config *c, float table[3][256]) {
 vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, const char *what, vc_vl_pixels *out) {
     memset(out, 0, sizeof *out);
     if (!what) what = "image";
+    if (c->kimi) return vc_vl_kimi_process(c, img, what, out);
     if (!c->do_convert_rgb && img->mode != VC_IMG_RGB)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: a %s image with do_convert_rgb false (transformers keeps its "
                        "channels and refuses them)", what, vc_image_mode_name(img->mode));

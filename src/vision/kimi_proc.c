@@ -1,0 +1,104 @@
+/* Kimi-VL's image processor (KimiVLImageProcessor in the checkpoints' image_processing_kimi_vl.py), behind qwen_vl_utils'
+ * fetch_image as verl runs every processor: an image of more than in_token_limit patches is scaled by
+ * sqrt(limit / patches) (sides truncated, Pillow's bicubic filter), then padded with black at the right and bottom to
+ * whole merge blocks (pad_input) or centre-cropped to whole patches; to_tensor's x / 255 and normalize's (x - mean) /
+ * std in float32; the patches row by row, each (channel, row, column). */
+#include "verlc/image.h"
+#include "vl_internal.h"
+#include "verlc/json.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+vc_status vc_vl_kimi_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
+    int64_t p = 14, lim = 4096, mk = 2;
+    vc_status st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
+    if (!st) st = vc_vl_get_pos_int(j, "in_token_limit", INT64_C(1) << 30, &lim, file);
+    if (!st) st = vc_json_get_bool(j, "pad_input", 0, &c->pad_input, file);
+    const cJSON *m = vc_json_member(j, "merge_kernel_size");
+    if (!st && m) {
+        const cJSON *a = cJSON_GetArrayItem(m, 0), *b = cJSON_GetArrayItem(m, 1);
+        if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
+            a->valuedouble != b->valuedouble || !(a->valuedouble >= 1 && a->valuedouble <= 64) ||
+            a->valuedouble != floor(a->valuedouble))
+            return vc_fail(VC_ERR_UNSUPPORTED, "%s: merge_kernel_size must be two equal integers in [1, 64]", file);
+        mk = (int64_t)a->valuedouble;
+    }
+    if (!st) st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file);
+    if (!st) st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file);
+    c->kimi = 1, c->patch_size = (int)p, c->in_token_limit = lim, c->merge_size = (int)mk, c->temporal_patch_size = 1;
+    c->do_resize = c->do_rescale = c->do_normalize = c->do_convert_rgb = 1, c->rescale_factor = 1.0 / 255;
+    return st;
+}
+
+/* the scaled size (rescale's first step): sides truncated as int(w * scale) */
+static vc_status scaled(const vc_vl_image_config *c, int64_t h, int64_t w, int64_t *sh, int64_t *sw) {
+    int64_t P = c->patch_size, n = (w / P) * (h / P);
+    *sh = h, *sw = w;
+    if (n > c->in_token_limit) {
+        double scale = sqrt((double)c->in_token_limit / (double)n);
+        *sw = (int64_t)((double)w * scale), *sh = (int64_t)((double)h * scale);
+    }
+    if (*sh < 1 || *sw < 1)
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: scaling it to in_token_limit %lld leaves %lldx%lld pixels",
+                       (long long)w, (long long)h, (long long)c->in_token_limit, (long long)*sw, (long long)*sh);
+    return VC_OK;
+}
+
+vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w) {
+    int64_t h, w, P = c->patch_size, B = (int64_t)c->patch_size * c->merge_size;
+    vc_status st = scaled(c, height, width, &h, &w);
+    if (st) return st;
+    if (c->pad_input) h += (B - h % B) % B, w += (B - w % B) % B;
+    else h -= h % P, w -= w % P;
+    if (h < P || w < P)
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: cropped to whole %lld-pixel patches it has none", (long long)width,
+                       (long long)height, (long long)P);
+    if (w / P >= 512 || h / P >= 512) /* the processor's "Exceed pos emb" */
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: a grid of %lld x %lld patches exceeds MoonViT's 512 per side "
+                       "(in_token_limit %lld)", (long long)width, (long long)height, (long long)(h / P),
+                       (long long)(w / P), (long long)c->in_token_limit);
+    if ((h / P) % c->merge_size || (w / P) % c->merge_size)
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: a grid of %lld x %lld patches is not whole %d x %d merge blocks "
+                       "(pad_input is false: the processor crops to whole patches only)", (long long)width,
+                       (long long)height, (long long)(h / P), (long long)(w / P), c->merge_size, c->merge_size);
+    *out_h = (int)h, *out_w = (int)w;
+    return VC_OK;
+}
+
+vc_status vc_vl_kimi_process(const vc_vl_image_config *c, const vc_image *img, const char *what, vc_vl_pixels *out) {
+    int H, W;
+    int64_t sh, sw;
+    vc_status st = vc_vl_kimi_size(c, img->height, img->width, &H, &W);
+    if (!st) st = scaled(c, img->height, img->width, &sh, &sw);
+    if (st) return vc_fail_ctx(st, "%s", what);
+    vc_image resized = { 0 };
+    const vc_image *src = img;
+    if (sh != img->height || sw != img->width) {
+        if ((st = vc_image_resize_bicubic(img, (int)sw, (int)sh, &resized))) return vc_fail_ctx(st, "%s", what);
+        src = &resized;
+    }
+    /* padding: black pixels at the right and bottom; cropping: the centre (torchvision's int(round((h - H) / 2))) */
+    int top = c->pad_input ? 0 : (int)vc_py_round((double)(src->height - H) / 2.0);
+    int left = c->pad_input ? 0 : (int)vc_py_round((double)(src->width - W) / 2.0);
+    float table[3][256];
+    for (int ch = 0; ch < 3; ch++)
+        for (int v = 0; v < 256; v++)
+            table[ch][v] = ((float)v / 255.0f - (float)c->image_mean[ch]) / (float)c->image_std[ch];
+    float *plane = malloc(sizeof(float) * (size_t)H * (size_t)W * 3);
+    if (!plane) {
+        vc_image_free(&resized);
+        return vc_fail(VC_ERR_NOMEM, "%s: %dx%d pixel values", what, W, H);
+    }
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int ch = 0; ch < 3; ch++) {
+                int sy = y + top, sx = x + left, in = sy < src->height && sx < src->width;
+                uint8_t v = in ? src->rgb[((size_t)sy * (size_t)src->width + (size_t)sx) * 3 + ch] : 0;
+                plane[((size_t)y * (size_t)W + (size_t)x) * 3 + ch] = table[ch][v];
+            }
+    st = vc_vl_patchify(plane, 1, H, W, c->patch_size, 1, 1, what, out); /* blocks of one patch: row by row */
+    free(plane);
+    vc_image_free(&resized);
+    return st;
+}
