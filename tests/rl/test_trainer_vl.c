@@ -46,6 +46,23 @@ static const char *CFG_GLM =
     "\"image_size\":56,\"patch_size\":14,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,"
     "\"hidden_act\":\"silu\",\"rms_norm_eps\":1e-5}}";
 
+/* Kimi-VL (kimi_vl): MoonViT (bicubic positions from a 4 x 6 table, the 2-D rope on interleaved pairs) and its
+ * projector beside a DeepSeek-V3 text decoder (MLA without a q LoRA, MoE after a dense layer, plain positions); its image
+ * token is media_placeholder_token_id (the Qwen3 tokenizer's <|image_pad|> id, renamed <|media_pad|>) */
+static const char *CFG_KIMI =
+    "{\"architectures\":[\"KimiVLForConditionalGeneration\"],\"model_type\":\"kimi_vl\","
+    "\"media_placeholder_token_id\":151655,\"tie_word_embeddings\":false,\"pad_token_id\":0,"
+    "\"text_config\":{\"model_type\":\"deepseek_v3\",\"vocab_size\":%d,\"hidden_size\":64,\"num_hidden_layers\":2,"
+    "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"intermediate_size\":128,\"moe_intermediate_size\":32,"
+    "\"n_routed_experts\":4,\"num_experts_per_tok\":2,\"n_shared_experts\":1,\"first_k_dense_replace\":1,"
+    "\"n_group\":1,\"topk_group\":1,\"q_lora_rank\":null,\"kv_lora_rank\":16,\"qk_nope_head_dim\":16,"
+    "\"qk_rope_head_dim\":16,\"v_head_dim\":16,\"routed_scaling_factor\":2.446,\"norm_topk_prob\":true,"
+    "\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-5,\"hidden_act\":\"silu\",\"bos_token_id\":151643,"
+    "\"eos_token_id\":151645,\"rope_theta\":800000},"
+    "\"vision_config\":{\"model_type\":\"moonvit\",\"num_hidden_layers\":1,\"hidden_size\":32,"
+    "\"num_attention_heads\":2,\"intermediate_size\":48,\"patch_size\":14,\"init_pos_emb_height\":4,"
+    "\"init_pos_emb_width\":6,\"merge_kernel_size\":[2,2]}}";
+
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -403,6 +420,54 @@ static void glm(void) {
               "GLM-4.1V's tower was not trained (or not exported)");
 }
 
+/* Kimi-VL: KimiVLImageProcessor's patches (padded to whole merge blocks, row by row) and its chat template's media
+ * markup (<|media_start|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded): generate, then
+ * one GRPO step whose rollout and trainer log-probs agree, the tower and projector trained and exported */
+static void kimi(void) {
+    char cfg[4096], init[600], out[600];
+    msub = "model_kimi";
+    CHECK(cli_sh("mkdir -p %s/model_kimi", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG_KIMI, rl_cli_vocab());
+    rl_cli_init_model("model_kimi", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/kimi_vl/chat_template.jinja "
+                 "tests/fixtures/vision/kimi_vl/preprocessor_config.json %s/model_kimi/ && sed -i "
+                 "'s/<|image_pad|>/<|media_pad|>/g; s/<|vision_start|>/<|media_start|>/g; "
+                 "s/<|vision_end|>/<|media_end|>/g' %s/model_kimi/tokenizer.json %s/model_kimi/tokenizer_config.json",
+                 dir, dir, dir) == 0);
+    CHECK_MSG(cli_sh("%s generate --model %s/model_kimi --input %s/rows.jsonl --output %s/kimi.jsonl --greedy "
+                     "--max-new-tokens 3 2>%s/kimi_gen.err", bin, dir, dir, dir, dir) == 0,
+              "verlc generate with images on Kimi-VL failed (%s/kimi_gen.err)", dir);
+    char p[700];
+    snprintf(p, sizeof p, "%s/kimi.jsonl", dir);
+    char *a = slurp(p);
+    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<|media_content|><|media_pad|><|media_end|>") == 4,
+              "Kimi-VL generate's rows: %s", a ? a : "");
+    free(a);
+    train_steps("trained_kimi", 1, "");
+    double diff = value_of("trained_kimi", "training/rollout_probs_diff_max", 1);
+    double kl = value_of("trained_kimi", "actor/kl_loss", 1);
+    printf("Kimi-VL: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Kimi-VL: rollout vs trainer %g, step-1 KL %g", diff, kl);
+    snprintf(init, sizeof init, "%s/model_kimi", dir);
+    snprintf(out, sizeof out, "%s/trained_kimi/hf_model", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "vision_tower.patch_embed.pos_emb.weight") == 0 &&
+              cli_same_tensor(init, out, "multi_modal_projector.linear_2.weight") == 0,
+              "Kimi-VL's tower was not trained (or not exported)");
+    /* LoRA reaches the tower's and the projector's linears (wqkv, wo, fc0, fc1, linear_1, linear_2) */
+    train_steps("lora_kimi", 1, "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 "
+                "trainer.save_freq=1");
+    char ad[700];
+    int moved = 0;
+    snprintf(out, sizeof out, "%s/lora_kimi/hf_model", dir);
+    snprintf(ad, sizeof ad, "%s/lora_adapter", out);
+    CHECK_MSG(cli_same_tensor(init, out, "vision_tower.encoder.blocks.0.wqkv.weight") == 0 &&
+              cli_same_tensor(init, out, "vision_tower.encoder.blocks.0.norm0.weight") == 1,
+              "Kimi-VL under LoRA: the tower's linears did not move, or its norms did");
+    CHECK_MSG(adapter_b(ad, "vision_tower.encoder.blocks.0.mlp.fc0", &moved) && moved &&
+              adapter_b(ad, "multi_modal_projector.linear_1", &moved) && moved,
+              "Kimi-VL under LoRA: the tower's or projector's adapter is %s", moved ? "missing" : "untrained");
+}
+
 /* rows with videos (verl's video_key): an mp4 through fetch_video, a frame list after an image, a webm at 4 frames,
  * each kept small by its pixel bounds */
 static void write_video_data(const char *path) {
@@ -535,6 +600,7 @@ int main(void) {
     qwen3_5();
     videos();
     glm();
+    kimi();
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
