@@ -552,6 +552,10 @@ static const vc_tensor_rule MAMBA2_PURE[] = {
 /* the hub layout (language_model.model.*) and the one transformers 4.52-4.5x saved (model.language_model.*) */
 static const char *const GEMMA3_NESTED[] = { "model.", "language_model.model.", "lm_head.", "language_model.lm_head.",
                                              "model.", "model.language_model.", "lm_head.", "lm_head.", NULL };
+/* Kimi-VL's: only its remote code loads it, from the hub's language_model.model.* and language_model.lm_head (the
+ * names `verlc init` writes) */
+static const char *const KIMI_VL_NESTED[] = { "model.", "model.language_model.", "lm_head.", "lm_head.", "model.",
+                                              "language_model.model.", "lm_head.", "language_model.lm_head.", NULL };
 /* Llama 4's: transformers 5 keeps language_model.model.* and language_model.lm_head (the last pair of a prefix is
  * what `verlc init` writes) */
 static const char *const LLAMA4_NESTED[] = { "model.", "model.language_model.", "model.", "language_model.model.",
@@ -801,7 +805,7 @@ static const vc_arch ARCHS[] = {
     { "kimi_k25", "kimi_k25", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), GEMMA3_NESTED, "vision_tower. mm_projector." },
     /* Kimi-VL (KimiVLForConditionalGeneration, remote code): the same layout, its MoonViT tower and projector read when
      * images are given (src/model/vision.c) */
-    { "kimi_vl", "kimi_vl", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), GEMMA3_NESTED,
+    { "kimi_vl", "kimi_vl", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), KIMI_VL_NESTED,
       "vision_tower. multi_modal_projector." },
     /* A.X K1: DeepSeek-V3 with a norm on the MoE block's output (post_mlp_layernorm at the layer, or under mlp.) */
     { "axk1", "axk1", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE, AXK1_NORM) },

@@ -37,12 +37,18 @@ static double vision_weights(const uint8_t *data, size_t size) {
         const cJSON *hs = cJSON_GetObjectItemCaseSensitive(v, "hidden_size"), *ed = cJSON_GetObjectItemCaseSensitive(v, "embed_dim");
         const cJSON *dp = cJSON_GetObjectItemCaseSensitive(v, "depth"), *im = cJSON_GetObjectItemCaseSensitive(v, "intermediate_size");
         const cJSON *np = cJSON_GetObjectItemCaseSensitive(v, "num_position_embeddings");
+        const cJSON *nl = cJSON_GetObjectItemCaseSensitive(v, "num_hidden_layers"); /* (MoonViT's depth and table) */
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(v, "init_pos_emb_height");
+        const cJSON *pw = cJSON_GetObjectItemCaseSensitive(v, "init_pos_emb_width");
         const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "model_type"); /* Qwen2-VL's tower is embed_dim wide */
         int q2 = cJSON_IsString(mt) && !strcmp(mt->valuestring, "qwen2_vl");
         double h = q2 ? (cJSON_IsNumber(ed) ? ed->valuedouble : 1280)
                       : cJSON_IsNumber(hs) ? hs->valuedouble : cJSON_IsNumber(ed) ? ed->valuedouble : 1280;
-        double d = cJSON_IsNumber(dp) ? dp->valuedouble : 32, i = cJSON_IsNumber(im) ? im->valuedouble : 4 * h;
+        double d = cJSON_IsNumber(dp) ? dp->valuedouble : cJSON_IsNumber(nl) ? nl->valuedouble : 32;
+        double i = cJSON_IsNumber(im) ? im->valuedouble : 4 * h;
         double p = cJSON_IsNumber(np) ? np->valuedouble : 2304;
+        if (cJSON_IsNumber(ph) || cJSON_IsNumber(pw))
+            p = (cJSON_IsNumber(ph) ? ph->valuedouble : 64) * (cJSON_IsNumber(pw) ? pw->valuedouble : 64);
         n = d * (4 * h * h + 2 * h * i) + p * h;
     }
     cJSON_Delete(j);
