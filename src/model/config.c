@@ -726,8 +726,9 @@ static vc_status gemma4_layers(const cJSON *o, const char *path, vc_model_config
 static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model_config *c) {
     int64_t v;
     vc_status st;
-    /* (Kimi-VL names its image token media_placeholder_token_id) */
-    const char *mm[3] = { "image_token_id media_placeholder_token_id", "video_token_id", "vision_start_token_id" };
+    /* (Kimi-VL names its image token media_placeholder_token_id, Gemma 3 image_token_index) */
+    const char *mm[3] = { "image_token_id media_placeholder_token_id image_token_index", "video_token_id",
+                          "vision_start_token_id" };
     int *mm_id[3] = { &c->image_id, &c->video_id, &c->vstart_id };
     for (int k = 0; k < 3; k++) {
         if ((st = vc_mcfg_int_any(o, mm[k], -1, &v, path))) return st;

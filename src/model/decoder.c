@@ -399,6 +399,42 @@ static void kv_keep(fwd_ctx *f, int layer, vc_tensor *k, vc_tensor *v) {
     vc_be()->d2d(kp[1]->data, v->data, (size_t)v->n * sizeof(float));
 }
 
+/* Gemma 3's image rows' attention: each run of image tokens sees every key of its sequence up to the run's end (the
+ * window of a sliding layer still applies), computed apart (a non-causal call over those keys) and written over those
+ * rows of o; the text rows keep o's */
+static vc_tensor *bidi_images(fwd_ctx *f, vc_tensor *o, vc_tensor *q, vc_tensor *k, vc_tensor *v, const vc_attn_desc *d0) {
+    if (!o || !f->n_blk) return o;
+    if (!k || !v || d0->sinks || d0->sel) {
+        vc_graph_fail(f->g, vc_fail(VC_ERR_UNSUPPORTED, "model forward: bidirectional image attention with %s",
+                                    !k || !v ? "shared keys and values" : d0->sinks ? "attention sinks" : "a selection"));
+        return NULL;
+    }
+    int64_t nh = d0->n_head, qs[3] = { f->n_img, nh, d0->head_dim }, o2[2] = { f->T, nh * d0->v_head_dim };
+    vc_attn_desc d = { .n_seq = (int)f->n_blk, .q_start = f->blk_q, .kv_start = f->blk_kvs, .kv_len = f->blk_kvl,
+                       .n_head = (int)nh, .n_kv_head = d0->n_kv_head, .head_dim = d0->head_dim,
+                       .v_head_dim = d0->v_head_dim, .scale = d0->scale, .softcap = d0->softcap, .window = d0->window,
+                       .chunk = d0->chunk, .causal = 0, .alibi = d0->alibi, .alibi_scale = d0->alibi_scale };
+    vc_tensor *qi = vc_op_gather_rows(f->g, q, f->T, f->img_rows, f->n_img);
+    qi = qi ? vc_reshape(f->g, qi, 3, qs) : NULL;
+    const vc_backend *B = vc_be();
+    if (vc_matmul_precision() == VC_PREC_BF16 && !(B->attn_rounds_bf16 && B->attn_rounds_bf16(&d))) {
+        /* the same bf16 inputs as the causal call's (rounding again changes nothing) */
+        qi = vc_op_round_bf16_inplace(f->g, qi);
+        k = vc_op_round_bf16_inplace(f->g, k);
+        v = vc_op_round_bf16_inplace(f->g, v);
+    }
+    vc_tensor *oi = qi && k && v ? vc_op_attention(f->g, qi, k, v, &d) : NULL;
+    vc_tensor *flat = vc_reshape(f->g, o, 2, o2);
+    int64_t oi2[2] = { f->n_img, o2[1] };
+    oi = oi ? vc_reshape(f->g, oi, 2, oi2) : NULL;
+    vc_tensor *y = oi ? vc_op_scatter_rows(f->g, oi, f->img_rows, f->n_img, f->T) : NULL;
+    if (y && f->n_txt) {
+        vc_tensor *txt = vc_op_gather_rows(f->g, flat, f->T, f->txt_rows, f->n_txt);
+        y = vc_op_add(f->g, y, vc_op_scatter_rows(f->g, txt, f->txt_rows, f->n_txt, f->T));
+    }
+    return y ? vc_reshape(f->g, y, o->ndim, o->shape) : NULL;
+}
+
 /* attention over the batch, or over the cache after appending the new keys and values; kv_layer: the layer whose keys
  * and values it attends with (another one's under KV sharing: nothing is appended, k and v are that layer's kept ones
  * without a cache) */
@@ -436,7 +472,8 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         if (!q || (append && (!k || !v))) return NULL;
     }
     if (append && !cached) kv_keep(f, layer, k, v);
-    if (f->paged) return attend_paged(f, kv_layer, append, &d, q, k, v);
+    if (f->paged) return bidi_images(f, attend_paged(f, kv_layer, append, &d, q, k, v), q, append ? k : NULL,
+                                     append ? v : NULL, &d);
     if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
         k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);
         v = vc_op_gather_rows(f->g, v, f->T, f->ext, f->T_ext);
@@ -444,7 +481,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         d.kv_len = f->kv_len;
         if (!k || !v) return NULL;
     }
-    if (!f->cache) return vc_op_attention_sinks(f->g, q, k, v, &d, sinks);
+    if (!f->cache) return bidi_images(f, vc_op_attention_sinks(f->g, q, k, v, &d, sinks), q, k, v, &d);
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
@@ -469,7 +506,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     d.kv_len = kvl;
     d.k_stride = d.v_stride = row;
     vc_be()->attn_fwd(o->data, lse, q->data, &d);
-    return o;
+    return bidi_images(f, o, q, append ? k : NULL, append ? v : NULL, &d);
 }
 
 /* x W^T + b, plus the layer's LoRA adapter on this slot while adapters are on: + (alpha/r) (x A^T) B^T */
@@ -1406,6 +1443,45 @@ static vc_status prefix_rows(fwd_ctx *f) {
     return lin_share_rows(f);
 }
 
+/* Gemma 3's image runs (the token_type_ids mask): each run of consecutive image rows of a sequence, its keys from the
+ * sequence's first row on; the whole prompt must be in this step (its keys are this step's rows) */
+static int image_blocks(fwd_ctx *f, const int32_t *rows, int64_t n_img, const int32_t *txt, int64_t nt) {
+    const vc_batch *b = f->b;
+    int64_t n = 0;
+    for (int64_t i = 0; i < n_img; i++) n += i == 0 || rows[i] != rows[i - 1] + 1;
+    f->blk_q = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n + 1), 0);
+    f->blk_kvs = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+    f->blk_kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
+    if (!f->blk_q || !f->blk_kvs || !f->blk_kvl) return 1;
+    if (f->ext) {
+        vc_graph_fail(f->g, vc_fail(VC_ERR_UNSUPPORTED, "model forward: a shared prompt prefix (use_prefix_grouper) "
+                                    "with images whose tokens attend bidirectionally (Gemma 3)"));
+        return 1;
+    }
+    int64_t k = 0;
+    f->blk_q[0] = 0;
+    for (int64_t i = 0, s = 0; i < n_img; i++) {
+        while (rows[i] >= b->cu_seqlens[s + 1]) s++;
+        if (i == 0 || rows[i] != rows[i - 1] + 1 || rows[i] == b->cu_seqlens[s]) {
+            if (seq_start(f, (int)s)) {
+                vc_graph_fail(f->g, vc_fail(VC_ERR_ARG, "model forward: sequence %lld's image tokens attend "
+                                            "bidirectionally (Gemma 3): its prompt must be computed from its first "
+                                            "token in one step (%lld tokens are cached)", (long long)s,
+                                            (long long)seq_start(f, (int)s)));
+                return 1;
+            }
+            f->blk_kvs[k] = b->cu_seqlens[s];
+            k++;
+        }
+        f->blk_q[k] = i + 1;
+        f->blk_kvl[k - 1] = rows[i] + 1 - f->blk_kvs[k - 1];
+    }
+    f->n_blk = k;
+    f->txt_rows = txt;
+    f->n_txt = nt;
+    return 0;
+}
+
 /* the image tokens' embeddings replaced by the images' features (transformers' masked_scatter: the placeholder's
  * embedding gets no gradient from them) */
 static vc_tensor *with_images(fwd_ctx *f, vc_tensor *x) {
@@ -1438,6 +1514,7 @@ static vc_tensor *with_images(fwd_ctx *f, vc_tensor *x) {
     f->n_deep = vc_vision_deepstack(f->m->vision, f->deep); /* (Qwen3-VL: added after the first layers) */
     f->img_rows = dev;
     f->n_img = n_img;
+    if (vc_vision_bidirectional(f->m->vision) && image_blocks(f, ids, n_img, dev + n_img, nt)) return NULL;
     if (nt == 0) return y;
     vc_tensor *txt = vc_op_gather_rows(f->g, x, f->T, dev + n_img, nt);
     return vc_op_add(f->g, y, vc_op_scatter_rows(f->g, txt, dev + n_img, nt, f->T));
@@ -1491,8 +1568,8 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         lin_seq_states(&f) == VC_OK && lin_tabs_upload(&f) == VC_OK && mup_upload(&f) == VC_OK &&
         ones_upload(&f) == VC_OK && vc_dsa_setup(&f, !vc_graph_grad_enabled(g)) == VC_OK) {
         x = vc_op_embedding(g, vc_w(m, -1, VC_W_TOK_EMBD), b->ids, f.T);
+        if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale); /* (the token embeddings only: Gemma's scaled embedding) */
         if (b->images && x) x = with_images(&f, x);
-        if (c->emb_scale) x = vc_op_scale(g, x, c->emb_scale);
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_IN), NULL); /* OPT-350m's project_in */
         if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;

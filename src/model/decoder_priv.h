@@ -85,6 +85,11 @@ typedef struct {
     int n_deep;
     const int32_t *img_rows;
     int64_t n_img;
+    /* Gemma 3: attention bidirectional within each run of image tokens (n_blk of them; none: 0): the runs' rows in
+     * img_rows order (blk_q [n_blk + 1]), each run's keys from its sequence's first row to its end (blk_kvs / blk_kvl:
+     * rows of this step); the text rows after the image rows in txt_rows (n_txt) */
+    int64_t n_blk, n_txt, *blk_q, *blk_kvs, *blk_kvl;
+    const int32_t *txt_rows;
 } fwd_ctx;
 /* the pool address `elems` values in: floats, or bf16 values (always at an even count: rows and head
  * widths are even, so the pointer stays float-aligned) */

@@ -162,12 +162,36 @@ typedef struct {
     const vc_model *m;
     vc_dtype dtype;
     float *piece;
+    int64_t whole_i; /* the parameter `whole` holds transposed (the checkpoint's layout), -1: none */
+    float *whole;
 } vision_ctx;
+
+/* parameter i as the checkpoint lays it out, whole, where the tower keeps it transposed (Gemma 3's projection) */
+static vc_status vision_transposed(vision_ctx *c, int64_t i, int64_t rows, int64_t cols) {
+    if (c->whole_i == i) return VC_OK;
+    free(c->whole);
+    c->whole = NULL, c->whole_i = -1;
+    float *a = vc_malloc(sizeof(float) * (size_t)(rows * cols)), *t = vc_malloc(sizeof(float) * (size_t)(rows * cols));
+    vc_status st = a && t ? vc_model_param_read_range(c->m, (int)i, 0, (size_t)(rows * cols), a) : VC_ERR_NOMEM;
+    for (int64_t r = 0; !st && r < rows; r++)
+        for (int64_t k = 0; k < cols; k++) t[k * rows + r] = a[r * cols + k];
+    free(a);
+    if (st) free(t);
+    else c->whole = t, c->whole_i = i;
+    return st;
+}
 
 /* bytes [offset, offset + nbytes) of parameter i (a vision tower tensor) in the export dtype */
 static vc_status vision_fill(void *p, int64_t i, size_t offset, void *dst, size_t nbytes) {
     vision_ctx *c = p;
     size_t es = vc_dtype_size(c->dtype), n = nbytes / es;
+    int64_t first = c->m->n_params - vc_vision_count(c->m->vision), rows, cols;
+    if (vc_vision_transposed(c->m->vision, (int)(i - first), &rows, &cols)) {
+        vc_status st = vision_transposed(c, i, rows, cols);
+        if (!st && c->dtype == VC_F32) memcpy(dst, c->whole + offset / es, nbytes);
+        else if (!st) vc_convert_from_f32(dst, c->dtype, c->whole + offset / es, n);
+        return st;
+    }
     if (c->dtype == VC_F32) return vc_model_param_read_range(c->m, (int)i, offset / es, n, dst);
     if (!c->piece && !(c->piece = vc_malloc(VC_ST_FILL_PIECE / es * sizeof(float)))) return VC_ERR_NOMEM;
     vc_status st = vc_model_param_read_range(c->m, (int)i, offset / es, n, c->piece);
@@ -255,7 +279,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     for (int i = 0; i < m->n_src && !st; i++)
         st = vc_st_writer_add_lazy(w, m->src[i].name, dtype, m->src[i].ndim, m->src[i].shape, export_fill, &ec, i);
     vc_checkpoint *towers = NULL;
-    vision_ctx vc = { m, dtype, NULL };
+    vision_ctx vc = { m, dtype, NULL, -1, NULL };
     if (!st) st = vision_tensors(m, w, &vc);
     if (!st) st = copy_other_towers(m, w, &towers);
     if (!st) st = xielu_constants(m, w, dtype);
@@ -265,6 +289,7 @@ vc_status vc_model_save_hf(const vc_model *m, const char *dir, vc_dtype dtype) {
     free(ec.piece);
     free(ec.whole);
     free(vc.piece);
+    free(vc.whole);
     vc_ckpt_close(towers);
     if (!st) st = write_config(m, dir, dtype);
     if (!st && m->dir) st = vc_model_copy_side_files(m->dir, dir, 1);

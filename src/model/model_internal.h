@@ -36,6 +36,12 @@ int vc_vision_shape(const struct vc_vision *v, int i, int64_t *shape);
 void vc_vision_bind(struct vc_vision *v, int i, vc_tensor *t);
 /* tensor i's shape in the checkpoint (the patch embedding: the Conv3d kernel [D, C, T, P, P]); returns its dims */
 int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
+/* 1 when tensor i is kept transposed against its checkpoint's layout (Gemma 3's projection matrix): its shape as the
+ * tower keeps it in rows x cols */
+int vc_vision_transposed(const struct vc_vision *v, int i, int64_t *rows, int64_t *cols);
+/* 1 when the text model attends bidirectionally within each image's run of tokens (Gemma 3: transformers'
+ * token_type_ids mask) */
+int vc_vision_bidirectional(const struct vc_vision *v);
 vc_status vc_vision_fill(struct vc_vision *v, const vc_model *m, const struct vc_checkpoint *ck);
 void vc_vision_free(struct vc_vision *v);
 /* 1 when verlc builds the vision tower of this model_type (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE, GLM-4V) */

@@ -10,8 +10,10 @@
  * plus learned positions resampled bicubically (F.interpolate), blocks of LayerNorm, fused wqkv with a 2-D rope on
  * interleaved pairs (column, row), GELU-tanh MLP, a final LayerNorm and Qwen2-VL's merger shape (a LayerNorm per
  * patch, merge x merge patches as one row, two linears with a GELU between); its processor gives the patches row by
- * row, so the tower reorders them into whole merged blocks first. Built from the tape's ops, so its backward is
- * theirs. */
+ * row, so the tower reorders them into whole merged blocks first. Gemma 3's SigLIP tower (SiglipVisionModel and
+ * Gemma3MultiModalProjector): a Conv2d patch embedding plus one learned position per patch of its fixed image size,
+ * LayerNorm blocks with q, k and v apart and a GELU-tanh MLP, a post LayerNorm, then average pooling over k x k blocks,
+ * Gemma's RMSNorm and a projection matrix [D, text hidden]. Built from the tape's ops, so its backward is theirs. */
 #include "verlc/vision.h"
 #include "verlc/json.h"
 #include "verlc/ops.h"
@@ -23,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -42,7 +44,9 @@ typedef struct {
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
  * down w/b (Qwen2.5-VL) */
-enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_COUNT };
+/* (SigLIP: q in B_QKV / B_QKVB, k and v apart in B_K.. B_VB) */
+enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_K, B_KB, B_V, B_VB,
+       B_COUNT };
 /* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
  * embedding bias and learned positions; GLM-4V's norms after the patch embedding and after the blocks, the downsample
  * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB); MoonViT's final LayerNorm
@@ -176,6 +180,34 @@ static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx
     return VC_OK;
 }
 
+/* Gemma 3's SigLIP (vision_config siglip_vision_model): images of image_size pixels, one learned position per patch,
+ * the projector's average pooling to mm_tokens_per_image tokens (a square dividing the patch grid's side) */
+static vc_status parse_siglip(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c) {
+    int image = 896, tokens = 256;
+    double eps = 1e-6;
+    vc_status st = get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
+    if (!st) st = get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    if (!st) st = get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = get_int(o, "image_size", 896, 1, 1 << 16, &image, ctx);
+    if (!st) st = get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
+    if (!st) st = vc_json_get_num(o, "layer_norm_eps", 1e-6, &eps, ctx);
+    if (!st) st = get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, ctx);
+    c->act = VC_ACT_GELU_TANH;
+    if (!st) st = parse_act(o, ctx, &c->act);
+    if (st) return st;
+    int side = image / c->patch, ts = (int)(sqrt((double)tokens) + 0.5);
+    if (!(eps > 0 && eps < 1)) return vc_fail(VC_ERR_FORMAT, "%s: key 'layer_norm_eps' is %g, outside (0, 1)", ctx, eps);
+    if (side < 1 || ts * ts != tokens || side % ts)
+        return vc_fail(VC_ERR_FORMAT, "%s: mm_tokens_per_image %d is not a square whose side divides the %d x %d patches of "
+                       "image_size %d", ctx, tokens, side, side, image);
+    c->side = c->side_w = side, c->n_pos = side * side, c->merge = side / ts, c->tpatch = 1, c->out = (int)text_hidden;
+    c->eps = (float)eps;
+    memset(c->full, 1, sizeof c->full);
+    return VC_OK;
+}
+
 static vc_status parse_full(const cJSON *o, const char *ctx, vis_cfg *c) {
     const cJSON *f = vc_json_member(o, "fullatt_block_indexes"), *e;
     if (c->kind != VIS_QWEN25) {
@@ -201,7 +233,8 @@ static int tower_kind_deep(const char *mt, int *deep) {
     static const struct { const char *type; int kind, deep; } T[] = {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
-        { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 } };
+        { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
+        { "gemma3", VIS_SIGLIP, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -226,9 +259,13 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V and Kimi-VL are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL and Gemma 3 are)", m->dir, mt);
     if (!st && c->kind == VIS_MOON) {
         st = parse_moon(o, m->cfg.hidden, ctx, c);
+        goto checks;
+    }
+    if (!st && c->kind == VIS_SIGLIP) {
+        st = parse_siglip(o, root, m->cfg.hidden, ctx, c);
         goto checks;
     }
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
@@ -258,7 +295,7 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     const cJSON *rp = vc_json_member(o, "rope_parameters");
     if (!st && rp) st = vc_json_get_num(rp, "rope_theta", 10000.0, &c->theta, ctx);
 checks:
-    if (!st && (c->dim % c->heads || (c->dim / c->heads) % 4))
+    if (!st && (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
         st = vc_fail(VC_ERR_FORMAT, "%s: the merger's output width %d is not the text model's hidden size %lld", ctx,
@@ -306,17 +343,27 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "multi_modal_projector.linear_1.bias", "multi_modal_projector.linear_2.weight",
         "multi_modal_projector.linear_2.bias", "patch_embed.proj.bias", "patch_embed.pos_emb.weight", NULL,
         "encoder.final_layernorm.weight", [G_POSTB] = "encoder.final_layernorm.bias" };
+    /* SigLIP: under vision_tower. (hub: vision_tower.vision_model.); the projector's names are whole */
+    static const char *const BS[B_COUNT] = { "layer_norm1.weight", "layer_norm1.bias", "layer_norm2.weight",
+        "layer_norm2.bias", "self_attn.q_proj.weight", "self_attn.q_proj.bias", "self_attn.out_proj.weight",
+        "self_attn.out_proj.bias", "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias", NULL, NULL,
+        "self_attn.k_proj.weight", "self_attn.k_proj.bias", "self_attn.v_proj.weight", "self_attn.v_proj.bias" };
+    static const char *const GS[G_COUNT] = { "embeddings.patch_embedding.weight",
+        "multi_modal_projector.mm_soft_emb_norm.weight", NULL, "multi_modal_projector.mm_input_projection_weight", NULL,
+        NULL, NULL, "embeddings.patch_embedding.bias", "embeddings.position_embedding.weight", NULL,
+        "post_layernorm.weight", [G_POSTB] = "post_layernorm.bias" };
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
-    int moon = c->kind == VIS_MOON;
+    int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
-    const char *n = b >= 0    ? (moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
-                    : b == -1 ? (moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
+    const char *n = b >= 0    ? (sig ? BS : moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
+                    : b == -1 ? (sig ? GS : moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
     if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
     *ndim = 1;
     if (b >= 0) {
         /* q2's / q3's MLP: fc1 [I, D], fc2 [D, I]; q25's and GLM-4V's: gate, up [I, D], down [D, I] */
-        int64_t rows[B_COUNT] = { D, D, D, D, 3 * D, 3 * D, D, D, I, I, sw ? I : D, sw ? I : D, D, D };
-        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, sw ? D : I, 0, I, 0 };
+        int64_t Q = sig ? D : 3 * D;
+        int64_t rows[B_COUNT] = { D, D, D, D, Q, Q, D, D, I, I, sw ? I : D, sw ? I : D, D, D, D, D, D, D };
+        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, sw ? D : I, 0, I, 0, D, 0, D, 0 };
         shape[0] = rows[k];
         if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
         return n;
@@ -328,24 +375,38 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         return n;
     }
     /* GLM-4V's merger norm is over its output width; its downsample's kernels are rows of (channel, row, column) */
-    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O, D };
-    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, M, 0, M, 0, 0, D, 0, 0, M,
-                              0, O, O, O, MI, 0 };
+    /* (SigLIP's projection matrix in G_FC0 as the linear reads it, [O, D]: the checkpoint's [D, O] transposed) */
+    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, sig ? O : M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O, D };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, sig ? D : M, 0, M, 0, 0, D, 0,
+                              0, M, 0, O, O, O, MI, 0 };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
 }
 
-/* the prefix of a tower tensor's name: MoonViT's under vision_tower. (its projector's names are whole); the others'
- * under visual. (hub) or model.visual. (transformers 5) */
+/* the prefixes a tower tensor's name may have (NULL-terminated; the first is the hub's, the last transformers 5's):
+ * MoonViT's under vision_tower.; SigLIP's under vision_tower.vision_model. (hub), vision_tower. or model.vision_tower.;
+ * their projectors' names whole (or under model.); the others' under visual. (hub) or model.visual. (transformers 5) */
+static const char *const *prefixes(int kind, const char *n) {
+    static const char *const MOON[] = { "vision_tower.", NULL }, *const WHOLE[] = { "", "model.", NULL };
+    static const char *const SIG[] = { "vision_tower.vision_model.", "vision_tower.", "model.vision_tower.vision_model.",
+                                       "model.vision_tower.", NULL };
+    static const char *const QWEN[] = { "visual.", "model.visual.", NULL };
+    if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
+    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : QWEN;
+}
+
+/* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first */
 static const char *prefix(int kind, const char *n, int nested) {
-    if (kind == VIS_MOON) return strncmp(n, "multi_modal_projector.", 22) ? "vision_tower." : "";
-    return nested ? "model.visual." : "visual.";
+    const char *const *p = prefixes(kind, n);
+    int last = 0;
+    while (p[last + 1]) last++;
+    return nested && kind != VIS_MOON ? p[last] : p[0];
 }
 
 static const vc_st_tensor *find(const vc_checkpoint *ck, int kind, const char *n, char *full, size_t cap) {
-    for (int p = 0; p < 2; p++) {
-        snprintf(full, cap, "%s%s", prefix(kind, n, p), n);
+    for (const char *const *p = prefixes(kind, n); *p; p++) {
+        snprintf(full, cap, "%s%s", *p, n);
         const vc_st_tensor *t = vc_ckpt_find(ck, full);
         if (t) return t;
     }
@@ -353,8 +414,17 @@ static const vc_st_tensor *find(const vc_checkpoint *ck, int kind, const char *n
     return NULL;
 }
 
-static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const char *name, const int64_t *shape, int nd) {
+/* whether slot s is kept transposed against the checkpoint (SigLIP's projection matrix [D, O], read as a linear's) */
+static int slot_transposed(const vis_cfg *c, int s) { return c->kind == VIS_SIGLIP && s == slot_index(c, -1, G_FC0); }
+
+static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const char *name, const int64_t *shape, int nd,
+                             int tr) {
     int64_t want = shape[0] * (nd > 1 ? shape[1] : 1), have = vc_st_tensor_numel(t);
+    if (tr) {
+        if (t->ndim == 2 && t->shape[0] == shape[1] && t->shape[1] == shape[0]) return VC_OK;
+        return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' is not [%lld, %lld]", m->dir, name, (long long)shape[1],
+                       (long long)shape[0]);
+    }
     /* the patch embedding is a Conv3d weight [D, C, T, P, P]: its rows are the flattened kernels */
     if (have == want && t->ndim >= 1 && t->shape[0] == shape[0] && (nd == 2 || t->ndim == 1)) return VC_OK;
     /* MoonViT's learned positions: [height, width, D] */
@@ -380,13 +450,15 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         const char *n = slot_name(&v->c, b, k, shape, &nd);
         if (!n) continue;
         char rel[80], full[96];
-        if (b >= 0) snprintf(rel, sizeof rel, "%sblocks.%d.%s", v->c.kind == VIS_MOON ? "encoder." : "", b, n);
+        if (b >= 0)
+            snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ?
+                     "encoder.layers" : "blocks", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
             const vc_st_tensor *src = find(ck, v->c.kind, rel, full, sizeof full);
             if (!src) return vc_fail(VC_ERR_MISSING, "%s: tensor '%s' of the vision tower is missing", m->dir, full);
-            vc_status st = check_shape(m, src, full, shape, nd);
+            vc_status st = check_shape(m, src, full, shape, nd, slot_transposed(&v->c, s));
             if (st) return st;
         } else snprintf(full, sizeof full, "%s%s", prefix(v->c.kind, rel, m->cfg.nested_text), rel);
         snprintf(v->name[v->n], sizeof v->name[0], "%s", full);
@@ -403,7 +475,9 @@ vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     char full[96];
     int kind = tower_kind(m->cfg.model_type);
     if (kind < 0 || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
-    if (ck && !find(ck, kind, "patch_embed.proj.weight", full, sizeof full)) return VC_OK; /* a text-only export */
+    if (ck && !find(ck, kind, kind == VIS_SIGLIP ? "embeddings.patch_embedding.weight" : "patch_embed.proj.weight", full,
+                    sizeof full))
+        return VC_OK; /* a text-only export */
     vc_vision *v = vc_calloc(1, sizeof *v);
     if (!v) return VC_ERR_NOMEM;
     v->be = vc_be();
@@ -425,7 +499,17 @@ int vc_vision_shape(const vc_vision *v, int i, int64_t *shape) {
 
 void vc_vision_bind(vc_vision *v, int i, vc_tensor *t) { v->t[v->slot_of[i]] = t; }
 
+int vc_vision_transposed(const vc_vision *v, int i, int64_t *rows, int64_t *cols) {
+    if (!slot_transposed(&v->c, v->slot_of[i])) return 0;
+    *rows = v->shape[i][0], *cols = v->shape[i][1];
+    return 1;
+}
+
 int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
+    if (slot_transposed(&v->c, v->slot_of[i])) {
+        shape[0] = v->shape[i][1], shape[1] = v->shape[i][0];
+        return 2;
+    }
     if (v->slot_of[i] == slot_index(&v->c, -1, G_DOWN)) { /* GLM-4V's Conv2d [out, D, merge, merge] */
         int64_t s[4] = { v->c.out, v->c.dim, v->c.merge, v->c.merge };
         memcpy(shape, s, sizeof s);
@@ -436,7 +520,8 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
         memcpy(shape, s, sizeof s);
         return 3;
     }
-    if (v->c.kind == VIS_MOON && v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) { /* a Conv2d [D, C, P, P] */
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) {
+        /* a Conv2d [D, C, P, P] */
         int64_t s[4] = { v->c.dim, v->c.in_ch, v->c.patch, v->c.patch };
         memcpy(shape, s, sizeof s);
         return 4;
@@ -445,6 +530,18 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
     int64_t s[5] = { v->c.dim, v->c.in_ch, v->c.tpatch, v->c.patch, v->c.patch };
     memcpy(shape, s, sizeof s);
     return 5;
+}
+
+/* tensor i's host values between the checkpoint's layout and the tower's, where it keeps them transposed (in place) */
+static void transpose_if(const vc_vision *v, int i, float *x) {
+    int64_t R, C;
+    if (!vc_vision_transposed(v, i, &R, &C)) return;
+    float *t = vc_malloc(sizeof(float) * (size_t)(R * C));
+    if (!t) return;
+    for (int64_t r = 0; r < R; r++) /* the checkpoint's [C, R] into [R, C] */
+        for (int64_t k = 0; k < C; k++) t[r * C + k] = x[k * R + r];
+    memcpy(x, t, sizeof(float) * (size_t)(R * C));
+    free(t);
 }
 
 vc_status vc_vision_fill(vc_vision *v, const vc_model *m, const vc_checkpoint *ck) {
@@ -457,6 +554,7 @@ vc_status vc_vision_fill(vc_vision *v, const vc_model *m, const vc_checkpoint *c
         float *host = vc_malloc(sizeof(float) * (size_t)t->n);
         if (!host) return VC_ERR_NOMEM;
         vc_st_tensor_to_f32(src, host);
+        transpose_if(v, i, host);
         v->be->h2d(t->data, host, sizeof(float) * (size_t)t->n);
         vc_status st = v->be->sync();
         free(host);
@@ -471,7 +569,9 @@ vc_status vc_model_load_vision(vc_model *m) {
     char full[96];
     vc_checkpoint *ck = NULL;
     vc_status st = parse_cfg(m, &c); /* names what is missing or not built */
-    if (!st && !vc_ckpt_open(m->dir, &ck) && !find(ck, c.kind, "patch_embed.proj.weight", full, sizeof full))
+    if (!st && !vc_ckpt_open(m->dir, &ck) &&
+        !find(ck, c.kind, c.kind == VIS_SIGLIP ? "embeddings.patch_embedding.weight" : "patch_embed.proj.weight", full,
+              sizeof full))
         st = vc_fail(VC_ERR_MISSING, "%s: the checkpoint has no vision tower ('%s' is missing)", m->dir, full);
     vc_ckpt_close(ck);
     return st ? st : vc_fail(VC_ERR_INTERNAL, "%s: the vision tower was not loaded", m->dir);
@@ -531,6 +631,9 @@ static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *
             g[0] > 1 << 12)
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d) is not whole %d x %d blocks of patches", i,
                            g[0], g[1], g[2], c->merge, c->merge);
+        if (c->kind == VIS_SIGLIP && (g[0] != 1 || g[1] != c->side || g[2] != c->side))
+            return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 3's tower takes one image of %d x %d "
+                           "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
         *N += (int64_t)g[0] * g[1] * g[2];
     }
     return VC_OK;
@@ -657,8 +760,8 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
             p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
-    if (v->c.kind == VIS_MOON && (st = plan_order(v, im, g, p))) return st;
-    return plan_rope(v, im, g, p, perm);
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && (st = plan_order(v, im, g, p))) return st;
+    return v->c.kind == VIS_SIGLIP ? VC_OK : plan_rope(v, im, g, p, perm); /* (SigLIP: no rope) */
 }
 
 /* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are
@@ -685,9 +788,18 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
     int full = v->c.full[b];
     vc_tensor *h = norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
     vc_op_hold(h, 1);
-    vc_tensor *qkv = lin(v, g, h, b, B_QKV, B_QKVB);
-    vc_op_hold(h, 0);
-    vc_tensor *q = heads(v, g, qkv, 0, p, 1), *k = heads(v, g, qkv, 1, p, 1), *val = heads(v, g, qkv, 2, p, 0);
+    vc_tensor *q, *k, *val;
+    if (v->c.kind == VIS_SIGLIP) { /* q, k and v apart, no rope */
+        int64_t s3[3] = { p->N, v->c.heads, v->c.hd };
+        q = lin(v, g, h, b, B_QKV, B_QKVB), k = lin(v, g, h, b, B_K, B_KB), val = lin(v, g, h, b, B_V, B_VB);
+        vc_op_hold(h, 0);
+        q = q ? vc_reshape(g, q, 3, s3) : NULL, k = k ? vc_reshape(g, k, 3, s3) : NULL;
+        val = val ? vc_reshape(g, val, 3, s3) : NULL;
+    } else {
+        vc_tensor *qkv = lin(v, g, h, b, B_QKV, B_QKVB);
+        vc_op_hold(h, 0);
+        q = heads(v, g, qkv, 0, p, 1), k = heads(v, g, qkv, 1, p, 1), val = heads(v, g, qkv, 2, p, 0);
+    }
     vc_attn_desc d = { .n_seq = full ? p->n_full : p->n_win, .q_start = full ? p->cu_full : p->cu_win,
                        .n_head = v->c.heads, .n_kv_head = v->c.heads, .head_dim = v->c.hd, .v_head_dim = v->c.hd,
                        .scale = 1.0f / sqrtf((float)v->c.hd), .causal = 0 };
@@ -871,6 +983,32 @@ static vc_tensor *glm_merger(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_
     return lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), -1, G_MDOWN, -1);
 }
 
+/* SigLIP: each patch's learned position, by its row-major index in its image (the processor's order) */
+static vc_tensor *siglip_positions(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
+    int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * (size_t)N, 0);
+    if (!idx) return NULL;
+    for (int64_t r = 0, per = (int64_t)v->c.side * v->c.side; r < N; r++) idx[r] = (int32_t)(r % per);
+    (void)im;
+    return vc_op_embedding(g, slot(v, -1, G_POS), idx, N);
+}
+
+/* Gemma 3's projector: the mean of each k x k block of patches (AvgPool2d: the block's k^2 rows summed in order, then
+ * divided), Gemma's RMSNorm (times 1 + w) and the projection matrix */
+static vc_tensor *siglip_projector(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p) {
+    int64_t mm = (int64_t)v->c.merge * v->c.merge, D = v->c.dim, us[2] = { p->U, mm * D };
+    x = vc_reshape(g, x, 2, us);
+    vc_tensor *sum = NULL;
+    for (int64_t k = 0; k < mm && x; k++) {
+        vc_tensor *part = vc_op_slice_cols(g, x, mm * D, k * D, (k + 1) * D);
+        sum = k ? vc_op_add(g, sum, part) : part;
+    }
+    sum = sum ? vc_op_scale(g, sum, 1.0f / (float)mm) : NULL;
+    sum = vc_op_rmsnorm(g, sum, slot(v, -1, G_LN), D, v->c.eps, 1.0f);
+    return vc_op_linear(g, sum, slot(v, -1, G_FC0), NULL);
+}
+
+int vc_vision_bidirectional(const vc_vision *v) { return v->c.kind == VIS_SIGLIP; }
+
 int vc_vision_deepstack(const vc_vision *v, vc_tensor **out) {
     for (int j = 0; j < v->c.n_deep; j++) out[j] = v->deep_out[j];
     return v->c.n_deep;
@@ -887,6 +1025,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
+    if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, im, p.N));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
     if (p.order && x) x = vc_op_gather_rows(g, x, p.N, p.order, p.N); /* MoonViT: whole merge blocks */
     int64_t s2[2] = { p.N, v->c.dim };
@@ -900,7 +1039,9 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
         if (j < v->c.n_deep && v->c.deep[j] == b && x && !(v->deep_out[j] = merger(v, g, x, -2 - j, &p))) x = NULL;
         if (j < v->c.n_deep && v->c.deep[j] == b) j++;
     }
-    if (v->c.kind == VIS_MOON && x) x = vc_op_layernorm(g, x, slot(v, -1, G_POST), slot(v, -1, G_POSTB), v->c.eps);
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && x)
+        x = vc_op_layernorm(g, x, slot(v, -1, G_POST), slot(v, -1, G_POSTB), v->c.eps);
+    if (v->c.kind == VIS_SIGLIP) return x ? siglip_projector(v, g, x, &p) : NULL;
     x = x ? (v->c.kind == VIS_GLM4V ? glm_merger(v, g, x, &p) : merger(v, g, x, -1, &p)) : NULL;
     if (p.inv && x) x = vc_op_gather_rows(g, x, p.U, p.inv, p.U);
     return x;
@@ -926,6 +1067,18 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
             free(buf);
             return st;
         }
+        int64_t R, C;
+        if (vc_vision_transposed(v, i, &R, &C)) { /* back to the checkpoint's [C, R] */
+            float *tr = vc_malloc(sizeof(float) * (size_t)t->n);
+            if (!tr) {
+                free(buf);
+                return VC_ERR_NOMEM;
+            }
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t k = 0; k < C; k++) tr[k * R + r] = buf[r * C + k];
+            free(buf);
+            buf = tr;
+        }
         *out = buf;
         *n = t->n;
         return VC_OK;
@@ -934,8 +1087,9 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
 }
 
 /* ---- LoRA: the tower's nn.Linear modules (not the Conv3d patch embedding, not the position table) ---- */
-static int is_linear(int b, int k) {
-    if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2;
+static int is_linear(const vis_cfg *c, int b, int k) {
+    if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2 || k == B_K || k == B_V;
+    if (b == -1 && k == G_FC0 && c->kind == VIS_SIGLIP) return 0; /* (an nn.Parameter: PEFT's all-linear skips it) */
     if (b == -1) return k == G_FC0 || k == G_FC2 || k == G_MPROJ || k == G_MGATE || k == G_MUP || k == G_MDOWN;
     return k == D_FC0 || k == D_FC2;
 }
@@ -946,7 +1100,7 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
     int b, k;
     if (s < 0 || s >= n_slots(&v->c) || !v->t[s]) return NULL;
     slot_bk(&v->c, s, &b, &k);
-    if (!is_linear(b, k)) return NULL;
+    if (!is_linear(&v->c, b, k)) return NULL;
     for (int i = 0; i < v->n; i++) {
         if (v->slot_of[i] != s) continue;
         const char *rel = after_visual(v->name[i]), *w = strstr(rel, ".weight");
