@@ -52,8 +52,9 @@ static void init_names(const char *dir, const char *name) {
     CHECK_OK(vc_ckpt_open(out, &b));
     for (int i = 0; a && b && i < vc_ckpt_count(b); i++) { /* by the part from layers.N on (prefixes differ by layout) */
         const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
-        int norm = !hub && !strstr(n, "visual.") && (strstr(n, "layernorm") || strstr(n, ".ln_")); /* (the towers: other
-            layouts) norms too: Falcon-RW's second norm was written as the new architecture's ln_mlp */
+        int norm = !hub && !strstr(n, "visual.") && !strstr(n, "vision_tower.") &&
+                   (strstr(n, "layernorm") || strstr(n, ".ln_")); /* (the towers: other layouts) norms too: Falcon-RW's
+                   second norm was written as the new architecture's ln_mlp */
         if (!strstr(n, ".shared_") && !strstr(n, ".gate.") && !norm) continue;
         int found = 0;
         /* transformers 5 saves its routers' correction bias as mlp.e_score_correction_bias, and Sarvam-M's (renamed
