@@ -203,9 +203,12 @@ static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_token
     if (!st) st = vc_vl_image_config_load(dir, &vl);
     if (!st) st = vc_vl_videos_setup(m, dir, vl.patch_size, &vv, why, sizeof why, &has_video);
     if (!st && !*tmpl) st = vc_chat_template_load(a->tok_dir, tmpl);
-    int32_t pad = vc_model_cfg(m)->image_id, vpad = vc_model_cfg(m)->video_id;
+    const vc_model_config *mc = vc_model_cfg(m);
+    int32_t pad = mc->image_id, vpad = mc->video_id;
     vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
                           .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
+                          .image_boi = mc->boi_id >= 0 ? vc_tokenizer_id_to_token(tk, mc->boi_id) : NULL, /* Gemma 3 */
+                          .image_eoi = mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(tk, mc->eoi_id) : NULL,
                           .videos = has_video ? &vv : NULL, .no_video_reason = why,
                           .video_token = vpad >= 0 ? vc_tokenizer_id_to_token(tk, vpad) : NULL,
                           .filter_overlong = a->overlong == OVER_SKIP,

@@ -58,6 +58,8 @@ const char *vc_image_mode_name(vc_image_mode m); /* Pillow's name: "L", "I;16", 
 /* PIL.Image.resize((out_w, out_h), Image.BICUBIC) of an RGB image, bit for bit (Pillow's two-pass convolution,
  * horizontal then vertical, a pass skipped when its size is unchanged). out->rgb malloc'd. */
 vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_image *out);
+/* the same with Pillow's filter `filter`: 2 (BILINEAR) or 3 (BICUBIC) */
+vc_status vc_image_resize(const vc_image *in, int out_w, int out_h, int filter, vc_image *out);
 
 /* ---- Qwen2-VL image processor ---- */
 
@@ -72,6 +74,9 @@ typedef struct vc_vl_image_config {
      * (pad_input) or cropped to whole patches, patches row by row (temporal_patch_size 1) */
     int kimi, pad_input;
     int64_t in_token_limit;
+    /* Gemma 3's processor (Gemma3ImageProcessor): every image resized to fixed_h x fixed_w with Pillow's filter
+     * `resample` (2 BILINEAR, 3 BICUBIC; the others' 3), patches row by row; its prompt markup (vc_vl_pads) */
+    int gemma3, fixed_h, fixed_w, resample;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,

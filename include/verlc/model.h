@@ -173,8 +173,9 @@ typedef struct vc_model_config {
     /* special tokens from config.json / generation_config.json */
     int bos_id, pad_id, n_eos, eos_ids[VC_MAX_EOS];
     /* image-text configs' image_token_id (the tokens an image's features replace), video_token_id and
-     * vision_start_token_id; -1: none */
-    int image_id, video_id, vstart_id;
+     * vision_start_token_id; -1: none; Gemma 3's begin / end of image tokens (boi_token_index / eoi_token_index: its
+     * processor writes them around each image's tokens) */
+    int image_id, video_id, vstart_id, boi_id, eoi_id;
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */

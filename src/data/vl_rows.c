@@ -304,6 +304,15 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
     if (!!e->video != video)
         return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt's %s pad %d stands where the row's %s is", where,
                        video ? "video" : "image", k, e->video ? "video" : "image");
+    if (!video && p->close) { /* Gemma 3's full_image_sequence */
+        vc_sb_puts(o, "\n\n");
+        vc_sb_puts(o, p->image);
+        for (int64_t t = 0; t < e->tokens; t++) vc_sb_puts(o, p->rep);
+        vc_sb_puts(o, p->close);
+        vc_sb_puts(o, "\n\n");
+        *taken = 1;
+        return VC_OK;
+    }
     if (!video || !e->groups) {
         for (int64_t t = 0; t < e->tokens; t++) vc_sb_putn(o, pad, pl);
         *taken = 1;
@@ -317,6 +326,11 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
     }
     *taken = e->groups;
     return VC_OK;
+}
+
+void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi) {
+    if (!boi || !eoi) return;
+    p->rep = p->image, p->image = boi, p->close = eoi;
 }
 
 vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,

@@ -23,10 +23,15 @@ typedef struct vc_vl_videos {
     int no_metadata;
 } vc_vl_videos;
 
-/* The pad tokens a rendering holds: the image pad, and (videos: NULL for none) the video pad */
+/* The pad tokens a rendering holds: the image pad, and (videos: NULL for none) the video pad; Gemma 3 (close not
+ * NULL): the rendering's image marker `image` is its begin-of-image token, written as Gemma3Processor's
+ * full_image_sequence: "\n\n", image, the image token `rep` once per feature, close, "\n\n" */
 typedef struct vc_vl_pads {
-    const char *image, *video;
+    const char *image, *video, *rep, *close;
 } vc_vl_pads;
+/* p's image marker made Gemma 3's where the model's config names begin / end of image tokens (boi and eoi: their
+ * texts; either NULL: p unchanged), its image token the pad repeated */
+void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi);
 
 /* the image list imgs (n > 0 entries: paths, file:// or data URIs, {bytes, path, min_pixels, ...} objects) into
  * out[n] (calloc'd; each src points into imgs), each decoded once for its grid: fetch_image at patch (0: c's), then

@@ -727,10 +727,10 @@ static vc_status parse_special_tokens(const cJSON *o, const char *path, vc_model
     int64_t v;
     vc_status st;
     /* (Kimi-VL names its image token media_placeholder_token_id, Gemma 3 image_token_index) */
-    const char *mm[3] = { "image_token_id media_placeholder_token_id image_token_index", "video_token_id",
-                          "vision_start_token_id" };
-    int *mm_id[3] = { &c->image_id, &c->video_id, &c->vstart_id };
-    for (int k = 0; k < 3; k++) {
+    const char *mm[5] = { "image_token_id media_placeholder_token_id image_token_index", "video_token_id",
+                          "vision_start_token_id", "boi_token_index boi_token_id", "eoi_token_index eoi_token_id" };
+    int *mm_id[5] = { &c->image_id, &c->video_id, &c->vstart_id, &c->boi_id, &c->eoi_id };
+    for (int k = 0; k < 5; k++) {
         if ((st = vc_mcfg_int_any(o, mm[k], -1, &v, path))) return st;
         *mm_id[k] = v < 0 || v >= c->vocab ? -1 : (int)v; /* outside the vocabulary: no such tokens (text use) */
     }

@@ -56,7 +56,7 @@ static vc_status tokenize_expanded(const vc_jsonl *j, size_t i, const vc_tokeniz
     free(full);
     if (st) return st;
     p->len = (int64_t)n;
-    st = count_pads(j, i, tok, pads->image, 0, p);
+    st = count_pads(j, i, tok, pads->close ? pads->rep : pads->image, 0, p); /* (Gemma 3: its image tokens) */
     return st || !pads->video ? st : count_pads(j, i, tok, pads->video, 1, p);
 }
 
@@ -82,6 +82,7 @@ vc_status rl_render_image_row(const vc_jsonl *j, size_t i, const vc_tokenizer *t
         st = vc_fail_ctx(st, "%s:%lld: chat template", ROW(j, i));
     vc_vl_pads pads = { o->image_token ? o->image_token : RL_IMAGE_TOKEN,
                         nv ? (o->video_token ? o->video_token : VC_VL_VIDEO_TOKEN) : NULL };
+    vc_vl_pads_markup(&pads, o->image_boi, o->image_eoi);
     if (!st) st = tokenize_expanded(j, i, tok, text, &pads, p);
     free(text);
     if (st) return cJSON_Delete(vm), st;

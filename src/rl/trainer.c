@@ -709,8 +709,11 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
     else if (!pre || !vc_file_exists(pre)) snprintf(why, cap, "%s/preprocessor_config.json is not there", t->model_path);
     else if (!(st = vc_vl_image_config_load(pre, vl))) o->vl = vl;
     if (o->vl) { /* the processor's image token: the tokenizer's text of config.json's image_token_id */
-        int id = vc_model_cfg(t->actor)->image_id;
+        const vc_model_config *mc = vc_model_cfg(t->actor);
+        int id = mc->image_id;
         o->image_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
+        o->image_boi = mc->boi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->boi_id) : NULL; /* (Gemma 3) */
+        o->image_eoi = mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->eoi_id) : NULL;
     }
     o->no_image_reason = o->no_video_reason = why;
     if (!st && o->vl) st = data_videos(t, dir, vv, why, cap, o);

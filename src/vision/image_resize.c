@@ -1,4 +1,4 @@
-/* Pillow's BICUBIC resize of an 8-bit RGB image, bit for bit (libImaging/Resample.c): a separable convolution,
+/* Pillow's BICUBIC (and BILINEAR) resize of an 8-bit RGB image, bit for bit (libImaging/Resample.c): a separable convolution,
  * horizontal pass then vertical pass, the filter's support widened by the downscale factor, each output pixel's
  * weights normalised to sum 1 in double, then turned into 22-bit fixed point and accumulated in int from a half
  * (rounding), the result clipped to [0, 255]. A pass whose size is unchanged is skipped (not an identity
@@ -26,12 +26,20 @@ static double bicubic(double x) {
     return 0.0;
 }
 
+/* Pillow's bilinear_filter (a triangle of support 1) */
+static double bilinear(double x) {
+    if (x < 0.0) x = -x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
 /* precompute_coeffs + normalize_coeffs_8bpc: for each output index its first input index (bounds[2i]), its count of
- * inputs (bounds[2i + 1]) and ksize fixed-point weights. Returns ksize, 0 when out of memory. */
-static int coeffs(int in_size, int out_size, int **bounds_out, int32_t **kk_out) {
+ * inputs (bounds[2i + 1]) and ksize fixed-point weights, for Pillow's filter `filter` (2 BILINEAR, 3 BICUBIC). Returns
+ * ksize, 0 when out of memory. */
+static int coeffs(int in_size, int out_size, int filter, int **bounds_out, int32_t **kk_out) {
     float in0 = 0.0f, in1 = (float)in_size; /* Pillow's box is float */
     double scale = (double)(in1 - in0) / out_size, filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 2.0 * filterscale;
+    double (*fn)(double) = filter == 2 ? bilinear : bicubic;
+    double support = (filter == 2 ? 1.0 : 2.0) * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     double *kk = malloc(sizeof *kk * (size_t)out_size * (size_t)ksize);
     int *bounds = malloc(sizeof *bounds * 2 * (size_t)out_size);
@@ -50,7 +58,7 @@ static int coeffs(int in_size, int out_size, int **bounds_out, int32_t **kk_out)
         double *k = kk + (size_t)xx * (size_t)ksize;
         int x = 0;
         for (; x < xmax; x++) {
-            double w = bicubic((x + xmin - center + 0.5) * inv_filterscale);
+            double w = fn((x + xmin - center + 0.5) * inv_filterscale);
             k[x] = w;
             ww += w;
         }
@@ -108,7 +116,14 @@ static void pass_vertical(const uint8_t *src, int w, uint8_t *dst, int dh, int k
 }
 
 vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_image *out) {
+    return vc_image_resize(in, out_w, out_h, 3, out);
+}
+
+vc_status vc_image_resize(const vc_image *in, int out_w, int out_h, int filter, vc_image *out) {
     memset(out, 0, sizeof *out);
+    if (filter != 2 && filter != 3)
+        return vc_fail(VC_ERR_UNSUPPORTED, "image resize: Pillow filter %d (2, BILINEAR, and 3, BICUBIC, are built)",
+                       filter);
     if (out_w <= 0 || out_h <= 0) return vc_fail(VC_ERR_ARG, "image resize to %dx%d: height and width must be > 0",
                                                  out_w, out_h);
     if ((int64_t)out_w * out_h > VC_IMAGE_MAX_PIXELS)
@@ -119,12 +134,12 @@ vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_i
     int32_t *kv = NULL, *kh = NULL;
     uint8_t *tmp = NULL, *res = NULL;
     vc_status st = VC_OK;
-    int ksv = coeffs(in->height, out_h, &bv, &kv);
+    int ksv = coeffs(in->height, out_h, filter, &bv, &kv);
     if (!ksv) return vc_fail(VC_ERR_NOMEM, "image resize to %dx%d", out_w, out_h);
     const uint8_t *cur = in->rgb;
     int cur_w = in->width;
     if (vertical_first && need_h) {
-        int ksh = coeffs(in->width, out_w, &bh, &kh);
+        int ksh = coeffs(in->width, out_w, filter, &bh, &kh);
         tmp = malloc((size_t)in->width * 3 * (size_t)out_h);
         res = malloc((size_t)out_w * 3 * (size_t)out_h);
         if (!ksh || !tmp || !res) { st = vc_fail(VC_ERR_NOMEM, "image resize to %dx%d", out_w, out_h); goto out; }
@@ -134,7 +149,7 @@ vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_i
     } else if (need_h) {
         /* only the input rows the vertical pass reads */
         int y_first = bv[0], y_last = bv[out_h * 2 - 2] + bv[out_h * 2 - 1];
-        int ksh = coeffs(in->width, out_w, &bh, &kh);
+        int ksh = coeffs(in->width, out_w, filter, &bh, &kh);
         tmp = malloc((size_t)out_w * 3 * (size_t)(y_last - y_first));
         if (!ksh || !tmp) { st = vc_fail(VC_ERR_NOMEM, "image resize to %dx%d", out_w, out_h); goto out; }
         for (int i = 0; i < out_h; i++) bv[i * 2] -= y_first;

@@ -19,6 +19,39 @@ void vc_vl_image_config_default(vc_vl_image_config *c) {
     memcpy(c->image_std, VC_CLIP_STD, sizeof VC_CLIP_STD);
     c->rescale_factor = 1.0 / 255;
     c->do_resize = c->do_rescale = c->do_normalize = c->do_convert_rgb = 1;
+    c->resample = 3;
+}
+
+/* Gemma 3's processor: size {height, width}, its BILINEAR default, transformers' IMAGENET_STANDARD mean and std (0.5),
+ * image_seq_length tokens an image (the tower's pooling: a square whose side divides the patch grid's), pan and scan
+ * refused by name */
+static vc_status parse_gemma3(const cJSON *j, vc_vl_image_config *c, const char *file) {
+    int64_t h = 224, w = 224, seq = 256, p = 14, r = 2;
+    int pas = 0;
+    const cJSON *size = vc_json_member(j, "size");
+    char ctx[1100];
+    snprintf(ctx, sizeof ctx, "%s: size", file);
+    if (size && !cJSON_IsObject(size)) return vc_fail(VC_ERR_FORMAT, "%s: size is not an object", file);
+    vc_status st = size ? vc_vl_get_pos_int(size, "height", 1 << 16, &h, ctx) : VC_OK;
+    if (!st && size) st = vc_vl_get_pos_int(size, "width", 1 << 16, &w, ctx);
+    if (!st) st = vc_vl_get_pos_int(j, "image_seq_length", 1 << 20, &seq, file);
+    if (!st) st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
+    if (!st) st = vc_json_get_int(j, "resample", 2, &r, file);
+    if (!st && cJSON_IsBool(vc_json_member(j, "do_pan_and_scan")))
+        st = vc_json_get_bool(j, "do_pan_and_scan", 0, &pas, file);
+    if (st) return st;
+    if (pas) return vc_fail(VC_ERR_UNSUPPORTED, "%s: do_pan_and_scan true (Gemma 3's crops) is not built", file);
+    if (r != 2 && r != 3)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: resample = %lld (2, BILINEAR, and 3, BICUBIC, are built)", file,
+                       (long long)r);
+    int64_t ts = (int64_t)(sqrt((double)seq) + 0.5);
+    if (h != w || h % p || ts * ts != seq || (h / p) % ts)
+        return vc_fail(VC_ERR_FORMAT, "%s: size %lldx%lld and image_seq_length %lld: not a square of %lld-pixel patches "
+                       "pooling to a square of tokens", file, (long long)w, (long long)h, (long long)seq, (long long)p);
+    c->gemma3 = 1, c->fixed_h = (int)h, c->fixed_w = (int)w, c->resample = (int)r;
+    c->patch_size = (int)p, c->temporal_patch_size = 1, c->merge_size = (int)((h / p) / ts);
+    for (int i = 0; i < 3; i++) c->image_mean[i] = c->image_std[i] = 0.5;
+    return VC_OK;
 }
 
 /* image_mean / image_std: a list of 3 numbers or one number for every channel (transformers' normalize) */
@@ -59,16 +92,17 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if ((st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) != VC_OK) return st;
     c->glm = type && (!strncmp(type, "Glm4vImageProcessor", 19) || !strncmp(type, "Glm46VImageProcessor", 20));
     if (type && !strcmp(type, "KimiVLImageProcessor")) return vc_vl_kimi_parse(j, c, file);
-    if (type && !c->glm && strncmp(type, "Qwen2VLImageProcessor", 21))
+    if (type && !strncmp(type, "Gemma3ImageProcessor", 20) && (st = parse_gemma3(j, c, file)) != VC_OK) return st;
+    if (type && !c->glm && !c->gemma3 && strncmp(type, "Qwen2VLImageProcessor", 21))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
-                       "Glm4vImageProcessor's and KimiVLImageProcessor's)", file, type);
+                       "Glm4vImageProcessor's, KimiVLImageProcessor's and Gemma3ImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
-    if ((st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
+    if (!c->gemma3 && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
     if (resample != 3)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: resample = %lld (only 3, BICUBIC, is implemented)", file,
                        (long long)resample);
-    const cJSON *size = vc_json_member(j, "size");
+    const cJSON *size = c->gemma3 ? NULL : vc_json_member(j, "size");
     if (size) {
         if (!cJSON_IsObject(size)) return vc_fail(VC_ERR_FORMAT, "%s: size is not an object", file);
         char ctx[1100];
@@ -82,13 +116,14 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
         if ((st = vc_vl_get_pos_int(size, "longest_edge", INT64_C(1) << 40, &c->max_pixels, ctx)) != VC_OK) return st;
     }
     /* (GLM-4V's processor has no min_pixels / max_pixels: its size dict alone bounds it) */
-    if (!c->glm && (st = vc_vl_get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
-    if (!c->glm && (st = vc_vl_get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
+    int glm_gemma = c->glm || c->gemma3;
+    if (!glm_gemma && (st = vc_vl_get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
+    if (!glm_gemma && (st = vc_vl_get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
     /* max_pixels below min_pixels is accepted as transformers accepts it: smart_resize checks the max bound first */
     int64_t p = c->patch_size, t = c->temporal_patch_size, m = c->merge_size;
-    if ((st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
-    if ((st = vc_vl_get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
-    if ((st = vc_vl_get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
+    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
+    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
+    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
     c->patch_size = (int)p, c->temporal_patch_size = (int)t, c->merge_size = (int)m;
     if ((st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file)) != VC_OK) return st;
     if ((st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file)) != VC_OK) return st;
@@ -185,6 +220,7 @@ vc_status vc_glm4v_smart_resize(int64_t height, int64_t width, int temporal, int
 vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w) {
     int factor = c->patch_size * c->merge_size;
     if (c->kimi) return vc_vl_kimi_size(c, height, width, out_h, out_w);
+    if (c->gemma3) return *out_h = c->fixed_h, *out_w = c->fixed_w, VC_OK;
     if (c->glm)
         return vc_glm4v_smart_resize(height, width, c->temporal_patch_size, factor, c->min_pixels, c->max_pixels, out_h,
                                      out_w);
@@ -236,7 +272,8 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     if (!c->do_convert_rgb && img->mode != VC_IMG_RGB)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: a %s image with do_convert_rgb false (transformers keeps its "
                        "channels and refuses them)", what, vc_image_mode_name(img->mode));
-    const int P = c->patch_size, M = c->merge_size, T = c->temporal_patch_size, factor = P * M;
+    /* (Gemma 3: patches row by row, blocks of one) */
+    const int P = c->patch_size, M = c->gemma3 ? 1 : c->merge_size, T = c->temporal_patch_size, factor = P * M;
     vc_image resized = { 0 }, keyed = { 0 };
     const vc_image *src = img;
     vc_status st;
@@ -255,7 +292,7 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     if (c->do_resize) {
         int h, w;
         if ((st = vc_vl_processor_resize(c, img->height, img->width, &h, &w)) != VC_OK ||
-            (st = vc_image_resize_bicubic(img, w, h, &resized)) != VC_OK) {
+            (st = vc_image_resize(img, w, h, c->resample, &resized)) != VC_OK) {
             vc_image_free(&keyed);
             return vc_fail_ctx(st, "%s", what);
         }

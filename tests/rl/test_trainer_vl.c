@@ -63,6 +63,23 @@ static const char *CFG_KIMI =
     "\"num_attention_heads\":2,\"intermediate_size\":48,\"patch_size\":14,\"init_pos_emb_height\":4,"
     "\"init_pos_emb_width\":6,\"merge_kernel_size\":[2,2]}}";
 
+/* Gemma 3 (gemma3): the SigLIP tower on 56-pixel images pooled to 4 tokens, Gemma 3's text decoder (sliding layers of a
+ * window of 4, q/k norms) whose attention is bidirectional within each image's tokens; its image token and
+ * begin / end of image tokens the Qwen3 tokenizer's <|image_pad|>, <|vision_start|> and <|vision_end|> renamed */
+static const char *CFG_GEMMA =
+    "{\"architectures\":[\"Gemma3ForConditionalGeneration\"],\"model_type\":\"gemma3\",\"image_token_index\":151655,"
+    "\"boi_token_index\":151652,\"eoi_token_index\":151653,\"mm_tokens_per_image\":4,\"tie_word_embeddings\":true,"
+    "\"text_config\":{\"model_type\":\"gemma3_text\",\"vocab_size\":%d,\"hidden_size\":64,\"intermediate_size\":128,"
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
+    "\"query_pre_attn_scalar\":32,\"max_position_embeddings\":4096,\"sliding_window\":4,\"rms_norm_eps\":1e-6,"
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"hidden_activation\":\"gelu_pytorch_tanh\","
+    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1000000.0},"
+    "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0}},\"bos_token_id\":151643,"
+    "\"eos_token_id\":151645,\"pad_token_id\":0},"
+    "\"vision_config\":{\"model_type\":\"siglip_vision_model\",\"hidden_size\":32,\"intermediate_size\":48,"
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14,"
+    "\"layer_norm_eps\":1e-6,\"vision_use_head\":false}}";
+
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -468,6 +485,42 @@ static void kimi(void) {
               "Kimi-VL under LoRA: the tower's or projector's adapter is %s", moved ? "missing" : "untrained");
 }
 
+/* Gemma 3: Gemma3ImageProcessor's fixed-size images and Gemma3Processor's markup (the template's <start_of_image>
+ * written as "\n\n<start_of_image>" + 4 image tokens + "<end_of_image>\n\n"), the image tokens attending to each other
+ * both ways in the rollout's prefill and in training alike: generate, then one GRPO step whose rollout and trainer
+ * log-probs agree, the tower and projector trained and exported */
+static void gemma(void) {
+    char cfg[4096], init[600], out[600];
+    msub = "model_gemma";
+    CHECK(cli_sh("mkdir -p %s/model_gemma", dir) == 0);
+    snprintf(cfg, sizeof cfg, CFG_GEMMA, rl_cli_vocab());
+    rl_cli_init_model("model_gemma", cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/gemma3/chat_template.jinja "
+                 "tests/fixtures/vision/gemma3/preprocessor_config.json %s/model_gemma/ && sed -i "
+                 "'s/<|image_pad|>/<image_soft_token>/g; s/<|vision_start|>/<start_of_image>/g; "
+                 "s/<|vision_end|>/<end_of_image>/g' %s/model_gemma/tokenizer.json %s/model_gemma/tokenizer_config.json",
+                 dir, dir, dir) == 0);
+    CHECK_MSG(cli_sh("%s generate --model %s/model_gemma --input %s/rows.jsonl --output %s/gemma.jsonl --greedy "
+                     "--max-new-tokens 3 2>%s/gemma_gen.err", bin, dir, dir, dir, dir) == 0,
+              "verlc generate with images on Gemma 3 failed (%s/gemma_gen.err)", dir);
+    char p[700];
+    snprintf(p, sizeof p, "%s/gemma.jsonl", dir);
+    char *a = slurp(p);
+    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<start_of_image><image_soft_token><end_of_image>") == 4,
+              "Gemma 3 generate's rows: %s", a ? a : "");
+    free(a);
+    train_steps("trained_gemma", 1, "");
+    double diff = value_of("trained_gemma", "training/rollout_probs_diff_max", 1);
+    double kl = value_of("trained_gemma", "actor/kl_loss", 1);
+    printf("Gemma 3: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Gemma 3: rollout vs trainer %g, step-1 KL %g", diff, kl);
+    snprintf(init, sizeof init, "%s/model_gemma", dir);
+    snprintf(out, sizeof out, "%s/trained_gemma/hf_model", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.embeddings.position_embedding.weight") == 0 &&
+              cli_same_tensor(init, out, "model.multi_modal_projector.mm_input_projection_weight") == 0,
+              "Gemma 3's tower was not trained (or not exported)");
+}
+
 /* rows with videos (verl's video_key): an mp4 through fetch_video, a frame list after an image, a webm at 4 frames,
  * each kept small by its pixel bounds */
 static void write_video_data(const char *path) {
@@ -601,6 +654,7 @@ int main(void) {
     videos();
     glm();
     kimi();
+    gemma();
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();
