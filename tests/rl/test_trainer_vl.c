@@ -400,81 +400,78 @@ static void qwen3_5(void) {
     CHECK_MSG(dl == 0 && dk >= 0 && dk < 1e-9, "Qwen3.5 distillation from itself with images: loss %g, %g", dl, dk);
 }
 
-/* GLM-4.1V through verl's dataset path with its processor (Glm4vImageProcessor's smart_resize after fetch_image) and a
- * chat template with its image markup (<|begin_of_image|><|image|><|end_of_image|>, each <|image|> expanded), on the
- * Qwen3 tokenizer with its image tokens renamed to GLM's: generate, then one GRPO step whose rollout and trainer
- * log-probs agree */
-static void glm(void) {
-    char cfg[4096], init[600], out[600];
-    msub = "model_glm";
-    CHECK(cli_sh("mkdir -p %s/model_glm", dir) == 0);
-    snprintf(cfg, sizeof cfg, CFG_GLM, rl_cli_vocab());
-    rl_cli_init_model("model_glm", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/glm4v/chat_template.jinja "
-                 "tests/fixtures/vision/glm4v/preprocessor_config.json %s/model_glm/ && sed -i "
-                 "'s/<|image_pad|>/<|image|>/g; s/<|vision_start|>/<|begin_of_image|>/g; "
-                 "s/<|vision_end|>/<|end_of_image|>/g' %s/model_glm/tokenizer.json %s/model_glm/tokenizer_config.json",
-                 dir, dir, dir) == 0);
-    CHECK_MSG(cli_sh("%s generate --model %s/model_glm --input %s/rows.jsonl --output %s/glm.jsonl --greedy "
-                     "--max-new-tokens 3 2>%s/glm_gen.err", bin, dir, dir, dir, dir) == 0,
-              "verlc generate with images on GLM-4.1V failed (%s/glm_gen.err)", dir);
-    char p[700];
-    snprintf(p, sizeof p, "%s/glm.jsonl", dir);
+/* another family's image path through verl's dataset path, on the Qwen3 tokenizer with its image tokens renamed to the
+ * family's: its processor and chat template from tests/fixtures/vision/<fix>, generate (each image's markup in the
+ * output rows), then one GRPO step whose rollout and trainer log-probs agree, and two of the tower's tensors trained and
+ * exported */
+typedef struct {
+    const char *label, *sub, *cfg, *fix;
+    const char *pad, *start, *end; /* the family's names of <|image_pad|>, <|vision_start|>, <|vision_end|> */
+    const char *markup;            /* an image's markup in generate's output rows */
+    const char *moved[2];          /* tower tensors the step moves */
+} vl_family;
+
+static void family(const vl_family *v) {
+    char cfg[4096], init[600], out[600], name[64], p[700];
+    msub = v->sub;
+    CHECK(cli_sh("mkdir -p %s/%s", dir, v->sub) == 0);
+    snprintf(cfg, sizeof cfg, v->cfg, rl_cli_vocab());
+    rl_cli_init_model(v->sub, cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/%s/chat_template.jinja tests/fixtures/vision/%s/preprocessor_config.json "
+                 "%s/%s/ && sed -i 's/<|image_pad|>/%s/g; s/<|vision_start|>/%s/g; s/<|vision_end|>/%s/g' "
+                 "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", v->fix, v->fix, dir, v->sub, v->pad, v->start,
+                 v->end, dir, v->sub, dir, v->sub) == 0);
+    CHECK_MSG(cli_sh("%s generate --model %s/%s --input %s/rows.jsonl --output %s/%s.jsonl --greedy "
+                     "--max-new-tokens 3 2>%s/%s_gen.err", bin, dir, v->sub, dir, dir, v->sub, dir, v->sub) == 0,
+              "verlc generate with images on %s failed (%s/%s_gen.err)", v->label, dir, v->sub);
+    snprintf(p, sizeof p, "%s/%s.jsonl", dir, v->sub);
     char *a = slurp(p);
-    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<|begin_of_image|><|image|><|end_of_image|>") == 4,
-              "GLM-4.1V generate's rows: %s", a ? a : "");
+    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, v->markup) == 4, "%s generate's rows: %s", v->label,
+              a ? a : "");
     free(a);
-    train_steps("trained_glm", 1, "");
-    double diff = value_of("trained_glm", "training/rollout_probs_diff_max", 1);
-    double kl = value_of("trained_glm", "actor/kl_loss", 1);
-    printf("GLM-4.1V: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
-    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "GLM-4.1V: rollout vs trainer %g, step-1 KL %g", diff,
-              kl);
-    snprintf(init, sizeof init, "%s/model_glm", dir);
-    snprintf(out, sizeof out, "%s/trained_glm/hf_model", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "model.visual.downsample.weight") == 0 &&
-              cli_same_tensor(init, out, "model.visual.embeddings.position_embedding.weight") == 0,
-              "GLM-4.1V's tower was not trained (or not exported)");
+    snprintf(name, sizeof name, "trained_%s", v->sub);
+    train_steps(name, 1, "");
+    double diff = value_of(name, "training/rollout_probs_diff_max", 1), kl = value_of(name, "actor/kl_loss", 1);
+    printf("%s: rollout vs trainer max probability diff %g, step-1 KL %g\n", v->label, diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "%s: rollout vs trainer %g, step-1 KL %g", v->label,
+              diff, kl);
+    snprintf(init, sizeof init, "%s/%s", dir, v->sub);
+    snprintf(out, sizeof out, "%s/%s/hf_model", dir, name);
+    CHECK_MSG(cli_same_tensor(init, out, v->moved[0]) == 0 && cli_same_tensor(init, out, v->moved[1]) == 0,
+              "%s's tower was not trained (or not exported)", v->label);
 }
 
-/* Kimi-VL: KimiVLImageProcessor's patches (padded to whole merge blocks, row by row) and its chat template's media
- * markup (<|media_start|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded): generate, then
- * one GRPO step whose rollout and trainer log-probs agree, the tower and projector trained and exported */
-static void kimi(void) {
-    char cfg[4096], init[600], out[600];
+/* GLM-4.1V: Glm4vImageProcessor's smart_resize after fetch_image, its markup <|begin_of_image|><|image|><|end_of_image|>
+ * with each <|image|> expanded; Kimi-VL: KimiVLImageProcessor's patches (padded to whole merge blocks, row by row), its
+ * media markup (<|media_start|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded), and LoRA
+ * adapters on the tower's and projector's linears; Gemma 3: Gemma3ImageProcessor's fixed-size images and
+ * Gemma3Processor's markup (the template's <start_of_image> written as "\n\n<start_of_image>" + 4 image tokens +
+ * "<end_of_image>\n\n"), the image tokens attending to each other both ways in the rollout's prefill and in training */
+static void families(void) {
+    static const vl_family F[3] = {
+        { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
+          "<|begin_of_image|><|image|><|end_of_image|>",
+          { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
+        { "Kimi-VL", "model_kimi", NULL, "kimi_vl", "<|media_pad|>", "<|media_start|>", "<|media_end|>",
+          "<|media_content|><|media_pad|><|media_end|>",
+          { "vision_tower.patch_embed.pos_emb.weight", "multi_modal_projector.linear_2.weight" } },
+        { "Gemma 3", "model_gemma", NULL, "gemma3", "<image_soft_token>", "<start_of_image>", "<end_of_image>",
+          "<start_of_image><image_soft_token><end_of_image>",
+          { "model.vision_tower.embeddings.position_embedding.weight",
+            "model.multi_modal_projector.mm_input_projection_weight" } } };
+    const char *cfgs[3] = { CFG_GLM, CFG_KIMI, CFG_GEMMA };
+    for (int i = 0; i < 3; i++) {
+        vl_family v = F[i];
+        v.cfg = cfgs[i];
+        family(&v);
+    }
+    /* Kimi-VL under LoRA: adapters on the tower's and the projector's linears (wqkv, wo, fc0, fc1, linear_1, linear_2) */
     msub = "model_kimi";
-    CHECK(cli_sh("mkdir -p %s/model_kimi", dir) == 0);
-    snprintf(cfg, sizeof cfg, CFG_KIMI, rl_cli_vocab());
-    rl_cli_init_model("model_kimi", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/kimi_vl/chat_template.jinja "
-                 "tests/fixtures/vision/kimi_vl/preprocessor_config.json %s/model_kimi/ && sed -i "
-                 "'s/<|image_pad|>/<|media_pad|>/g; s/<|vision_start|>/<|media_start|>/g; "
-                 "s/<|vision_end|>/<|media_end|>/g' %s/model_kimi/tokenizer.json %s/model_kimi/tokenizer_config.json",
-                 dir, dir, dir) == 0);
-    CHECK_MSG(cli_sh("%s generate --model %s/model_kimi --input %s/rows.jsonl --output %s/kimi.jsonl --greedy "
-                     "--max-new-tokens 3 2>%s/kimi_gen.err", bin, dir, dir, dir, dir) == 0,
-              "verlc generate with images on Kimi-VL failed (%s/kimi_gen.err)", dir);
-    char p[700];
-    snprintf(p, sizeof p, "%s/kimi.jsonl", dir);
-    char *a = slurp(p);
-    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<|media_content|><|media_pad|><|media_end|>") == 4,
-              "Kimi-VL generate's rows: %s", a ? a : "");
-    free(a);
-    train_steps("trained_kimi", 1, "");
-    double diff = value_of("trained_kimi", "training/rollout_probs_diff_max", 1);
-    double kl = value_of("trained_kimi", "actor/kl_loss", 1);
-    printf("Kimi-VL: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
-    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Kimi-VL: rollout vs trainer %g, step-1 KL %g", diff, kl);
-    snprintf(init, sizeof init, "%s/model_kimi", dir);
-    snprintf(out, sizeof out, "%s/trained_kimi/hf_model", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "vision_tower.patch_embed.pos_emb.weight") == 0 &&
-              cli_same_tensor(init, out, "multi_modal_projector.linear_2.weight") == 0,
-              "Kimi-VL's tower was not trained (or not exported)");
-    /* LoRA reaches the tower's and the projector's linears (wqkv, wo, fc0, fc1, linear_1, linear_2) */
     train_steps("lora_kimi", 1, "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 "
                 "trainer.save_freq=1");
-    char ad[700];
+    char init[600], out[600], ad[700];
     int moved = 0;
+    snprintf(init, sizeof init, "%s/model_kimi", dir);
     snprintf(out, sizeof out, "%s/lora_kimi/hf_model", dir);
     snprintf(ad, sizeof ad, "%s/lora_adapter", out);
     CHECK_MSG(cli_same_tensor(init, out, "vision_tower.encoder.blocks.0.wqkv.weight") == 0 &&
@@ -483,42 +480,6 @@ static void kimi(void) {
     CHECK_MSG(adapter_b(ad, "vision_tower.encoder.blocks.0.mlp.fc0", &moved) && moved &&
               adapter_b(ad, "multi_modal_projector.linear_1", &moved) && moved,
               "Kimi-VL under LoRA: the tower's or projector's adapter is %s", moved ? "missing" : "untrained");
-}
-
-/* Gemma 3: Gemma3ImageProcessor's fixed-size images and Gemma3Processor's markup (the template's <start_of_image>
- * written as "\n\n<start_of_image>" + 4 image tokens + "<end_of_image>\n\n"), the image tokens attending to each other
- * both ways in the rollout's prefill and in training alike: generate, then one GRPO step whose rollout and trainer
- * log-probs agree, the tower and projector trained and exported */
-static void gemma(void) {
-    char cfg[4096], init[600], out[600];
-    msub = "model_gemma";
-    CHECK(cli_sh("mkdir -p %s/model_gemma", dir) == 0);
-    snprintf(cfg, sizeof cfg, CFG_GEMMA, rl_cli_vocab());
-    rl_cli_init_model("model_gemma", cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/gemma3/chat_template.jinja "
-                 "tests/fixtures/vision/gemma3/preprocessor_config.json %s/model_gemma/ && sed -i "
-                 "'s/<|image_pad|>/<image_soft_token>/g; s/<|vision_start|>/<start_of_image>/g; "
-                 "s/<|vision_end|>/<end_of_image>/g' %s/model_gemma/tokenizer.json %s/model_gemma/tokenizer_config.json",
-                 dir, dir, dir) == 0);
-    CHECK_MSG(cli_sh("%s generate --model %s/model_gemma --input %s/rows.jsonl --output %s/gemma.jsonl --greedy "
-                     "--max-new-tokens 3 2>%s/gemma_gen.err", bin, dir, dir, dir, dir) == 0,
-              "verlc generate with images on Gemma 3 failed (%s/gemma_gen.err)", dir);
-    char p[700];
-    snprintf(p, sizeof p, "%s/gemma.jsonl", dir);
-    char *a = slurp(p);
-    CHECK_MSG(a && count(a, "\"finish_reason\"") == 4 && count(a, "<start_of_image><image_soft_token><end_of_image>") == 4,
-              "Gemma 3 generate's rows: %s", a ? a : "");
-    free(a);
-    train_steps("trained_gemma", 1, "");
-    double diff = value_of("trained_gemma", "training/rollout_probs_diff_max", 1);
-    double kl = value_of("trained_gemma", "actor/kl_loss", 1);
-    printf("Gemma 3: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
-    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Gemma 3: rollout vs trainer %g, step-1 KL %g", diff, kl);
-    snprintf(init, sizeof init, "%s/model_gemma", dir);
-    snprintf(out, sizeof out, "%s/trained_gemma/hf_model", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.embeddings.position_embedding.weight") == 0 &&
-              cli_same_tensor(init, out, "model.multi_modal_projector.mm_input_projection_weight") == 0,
-              "Gemma 3's tower was not trained (or not exported)");
 }
 
 /* rows with videos (verl's video_key): an mp4 through fetch_video, a frame list after an image, a webm at 4 frames,
@@ -652,9 +613,7 @@ int main(void) {
               cli_same_tensor(init, out, "model.visual.pos_embed.weight") == 0, "Qwen3-VL's tower was not trained");
     qwen3_5();
     videos();
-    glm();
-    kimi();
-    gemma();
+    families();
     printf("rollout vs trainer max probability diff %g\n", diff);
     if (!vc_t_fail) cli_sh("rm -rf %s", dir);
     return vc_test_done();

@@ -9,6 +9,7 @@
 #include "verlc/image.h"
 #include "verlc/json.h"
 #include "verlc/safetensors.h"
+#include <unistd.h>
 
 #define VISION_DIR "tests/fixtures/vision"
 
@@ -52,4 +53,22 @@ static inline long cmp_u8_image(const vc_checkpoint *ref, const char *key, const
     }
     return bad;
 }
+/* each bad[i][0] (a preprocessor_config.json entry) in a config of processor `type` after `base`'s keys (the last of
+ * duplicate keys counts, as in Python's json) is refused naming bad[i][1] and the file; needs vc_test.h */
+static inline void refused_configs(const char *type, const char *base, const char *const (*bad)[2], size_t n) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/verlc_proc_%d.json", (int)getpid());
+    for (size_t i = 0; i < n; i++) {
+        char text[768];
+        snprintf(text, sizeof text, "{\"image_processor_type\": \"%s\", %s%s%s}", type, base, *base ? ", " : "",
+                 bad[i][0]);
+        CHECK_OK(vc_write_file_atomic(path, text, strlen(text)));
+        vc_vl_image_config c;
+        vc_status st = vc_vl_image_config_load(path, &c);
+        CHECK_MSG(st && strstr(vc_last_error(), bad[i][1]) && strstr(vc_last_error(), path), "%s %s: %s", type, bad[i][0],
+                  st ? vc_last_error() : "accepted");
+    }
+    remove(path);
+}
+
 #endif
