@@ -1103,9 +1103,20 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
     if (!is_linear(&v->c, b, k)) return NULL;
     for (int i = 0; i < v->n; i++) {
         if (v->slot_of[i] != s) continue;
-        const char *rel = after_visual(v->name[i]), *w = strstr(rel, ".weight");
-        snprintf(path, cap, "%s%.*s", v->c.kind == VIS_MOON ? "" : "model.visual.",
-                 (int)(w ? w - rel : (ptrdiff_t)strlen(rel)), rel);
+        /* the module as transformers 5 names it (MoonViT: its remote code's, the checkpoint's names): the name past
+         * the checkpoint's prefix under the last of the kind's prefixes */
+        const char *rel = v->name[i];
+        const char *const *p = prefixes(v->c.kind, strstr(rel, "multi_modal_projector.") ? "multi_modal_projector." : "");
+        for (const char *const *q = p; *q; q++)
+            if (**q && !strncmp(rel, *q, strlen(*q))) {
+                rel += strlen(*q);
+                break;
+            }
+        const char *last = p[0];
+        for (const char *const *q = p; *q; q++) last = *q;
+        const char *w = strstr(rel, ".weight");
+        snprintf(path, cap, "%s%.*s", v->c.kind == VIS_MOON ? p[0] : last, (int)(w ? w - rel : (ptrdiff_t)strlen(rel)),
+                 rel);
         return v->t[s];
     }
     return NULL;

@@ -441,6 +441,23 @@ static void family(const vl_family *v) {
               "%s's tower was not trained (or not exported)", v->label);
 }
 
+/* one LoRA step on the family model in sub: the merged export moves tower linear `lin`, not norm `nrm`, and the adapter
+ * holds trained B matrices for modules m1 and m2 */
+static void family_lora(const char *sub, const char *lin, const char *nrm, const char *m1, const char *m2) {
+    char init[600], out[600], ad[700], name[64];
+    int moved = 0;
+    msub = sub;
+    snprintf(name, sizeof name, "lora_%s", sub);
+    train_steps(name, 1, "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 trainer.save_freq=1");
+    snprintf(init, sizeof init, "%s/%s", dir, sub);
+    snprintf(out, sizeof out, "%s/%s/hf_model", dir, name);
+    snprintf(ad, sizeof ad, "%s/lora_adapter", out);
+    CHECK_MSG(cli_same_tensor(init, out, lin) == 0 && cli_same_tensor(init, out, nrm) == 1,
+              "%s under LoRA: %s did not move, or %s did", sub, lin, nrm);
+    CHECK_MSG(adapter_b(ad, m1, &moved) && moved && adapter_b(ad, m2, &moved) && moved,
+              "%s under LoRA: the adapter of %s or %s is %s", sub, m1, m2, moved ? "missing" : "untrained");
+}
+
 /* GLM-4.1V: Glm4vImageProcessor's smart_resize after fetch_image, its markup <|begin_of_image|><|image|><|end_of_image|>
  * with each <|image|> expanded; Kimi-VL: KimiVLImageProcessor's patches (padded to whole merge blocks, row by row), its
  * media markup (<|media_start|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded), and LoRA
@@ -465,21 +482,13 @@ static void families(void) {
         v.cfg = cfgs[i];
         family(&v);
     }
-    /* Kimi-VL under LoRA: adapters on the tower's and the projector's linears (wqkv, wo, fc0, fc1, linear_1, linear_2) */
-    msub = "model_kimi";
-    train_steps("lora_kimi", 1, "actor_rollout_ref.model.lora_rank=4 actor_rollout_ref.model.lora_alpha=8 "
-                "trainer.save_freq=1");
-    char init[600], out[600], ad[700];
-    int moved = 0;
-    snprintf(init, sizeof init, "%s/model_kimi", dir);
-    snprintf(out, sizeof out, "%s/lora_kimi/hf_model", dir);
-    snprintf(ad, sizeof ad, "%s/lora_adapter", out);
-    CHECK_MSG(cli_same_tensor(init, out, "vision_tower.encoder.blocks.0.wqkv.weight") == 0 &&
-              cli_same_tensor(init, out, "vision_tower.encoder.blocks.0.norm0.weight") == 1,
-              "Kimi-VL under LoRA: the tower's linears did not move, or its norms did");
-    CHECK_MSG(adapter_b(ad, "vision_tower.encoder.blocks.0.mlp.fc0", &moved) && moved &&
-              adapter_b(ad, "multi_modal_projector.linear_1", &moved) && moved,
-              "Kimi-VL under LoRA: the tower's or projector's adapter is %s", moved ? "missing" : "untrained");
+    /* under LoRA: adapters on Kimi-VL's tower and projector linears (wqkv, wo, fc0, fc1, linear_1, linear_2) and on
+     * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names */
+    family_lora("model_kimi", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm0.weight",
+                "vision_tower.encoder.blocks.0.mlp.fc0", "multi_modal_projector.linear_1");
+    family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",
+                "model.vision_tower.encoder.layers.0.layer_norm1.weight", "model.vision_tower.encoder.layers.0.mlp.fc1",
+                "model.vision_tower.encoder.layers.0.self_attn.q_proj");
 }
 
 /* rows with videos (verl's video_key): an mp4 through fetch_video, a frame list after an image, a webm at 4 frames,
