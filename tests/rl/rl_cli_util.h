@@ -53,6 +53,21 @@ static inline void rl_cli_init_model(const char *sub, const char *cfg) {
                  sub) == 0);
 }
 
+/* <dir>/<sub>: an image-text family's model from config template tmpl (%d: the vocabulary) with the Qwen3 tokenizer,
+ * its image tokens <|image_pad|>, <|vision_start|>, <|vision_end|> renamed pad, start, end, and the processor and chat
+ * template of tests/fixtures/vision/<fix> */
+static inline void rl_cli_vl_model(const char *sub, const char *tmpl, const char *fix, const char *pad, const char *start,
+                                   const char *end) {
+    char cfg[4096];
+    CHECK(cli_sh("mkdir -p %s/%s", dir, sub) == 0);
+    snprintf(cfg, sizeof cfg, tmpl, rl_cli_vocab());
+    rl_cli_init_model(sub, cfg);
+    CHECK(cli_sh("cp tests/fixtures/vision/%s/chat_template.jinja tests/fixtures/vision/%s/preprocessor_config.json "
+                 "%s/%s/ && sed -i 's/<|image_pad|>/%s/g; s/<|vision_start|>/%s/g; s/<|vision_end|>/%s/g' "
+                 "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", fix, fix, dir, sub, pad, start, end, dir, sub, dir,
+                 sub) == 0);
+}
+
 /* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV
  * head, tied embeddings, seed 7) with the Qwen3 tokenizer files */
 static inline void rl_cli_setup(int hidden, int layers, int head_dim, int inter) {

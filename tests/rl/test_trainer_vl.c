@@ -63,23 +63,6 @@ static const char *CFG_KIMI =
     "\"num_attention_heads\":2,\"intermediate_size\":48,\"patch_size\":14,\"init_pos_emb_height\":4,"
     "\"init_pos_emb_width\":6,\"merge_kernel_size\":[2,2]}}";
 
-/* Gemma 3 (gemma3): the SigLIP tower on 56-pixel images pooled to 4 tokens, Gemma 3's text decoder (sliding layers of a
- * window of 4, q/k norms) whose attention is bidirectional within each image's tokens; its image token and
- * begin / end of image tokens the Qwen3 tokenizer's <|image_pad|>, <|vision_start|> and <|vision_end|> renamed */
-static const char *CFG_GEMMA =
-    "{\"architectures\":[\"Gemma3ForConditionalGeneration\"],\"model_type\":\"gemma3\",\"image_token_index\":151655,"
-    "\"boi_token_index\":151652,\"eoi_token_index\":151653,\"mm_tokens_per_image\":4,\"tie_word_embeddings\":true,"
-    "\"text_config\":{\"model_type\":\"gemma3_text\",\"vocab_size\":%d,\"hidden_size\":64,\"intermediate_size\":128,"
-    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,"
-    "\"query_pre_attn_scalar\":32,\"max_position_embeddings\":4096,\"sliding_window\":4,\"rms_norm_eps\":1e-6,"
-    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"hidden_activation\":\"gelu_pytorch_tanh\","
-    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1000000.0},"
-    "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0}},\"bos_token_id\":151643,"
-    "\"eos_token_id\":151645,\"pad_token_id\":0},"
-    "\"vision_config\":{\"model_type\":\"siglip_vision_model\",\"hidden_size\":32,\"intermediate_size\":48,"
-    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14,"
-    "\"layer_norm_eps\":1e-6,\"vision_use_head\":false}}";
-
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -412,15 +395,9 @@ typedef struct {
 } vl_family;
 
 static void family(const vl_family *v) {
-    char cfg[4096], init[600], out[600], name[64], p[700];
+    char init[600], out[600], name[64], p[700];
     msub = v->sub;
-    CHECK(cli_sh("mkdir -p %s/%s", dir, v->sub) == 0);
-    snprintf(cfg, sizeof cfg, v->cfg, rl_cli_vocab());
-    rl_cli_init_model(v->sub, cfg);
-    CHECK(cli_sh("cp tests/fixtures/vision/%s/chat_template.jinja tests/fixtures/vision/%s/preprocessor_config.json "
-                 "%s/%s/ && sed -i 's/<|image_pad|>/%s/g; s/<|vision_start|>/%s/g; s/<|vision_end|>/%s/g' "
-                 "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", v->fix, v->fix, dir, v->sub, v->pad, v->start,
-                 v->end, dir, v->sub, dir, v->sub) == 0);
+    rl_cli_vl_model(v->sub, v->cfg, v->fix, v->pad, v->start, v->end);
     CHECK_MSG(cli_sh("%s generate --model %s/%s --input %s/rows.jsonl --output %s/%s.jsonl --greedy "
                      "--max-new-tokens 3 2>%s/%s_gen.err", bin, dir, v->sub, dir, dir, v->sub, dir, v->sub) == 0,
               "verlc generate with images on %s failed (%s/%s_gen.err)", v->label, dir, v->sub);
@@ -476,14 +453,16 @@ static void families(void) {
           "<start_of_image><image_soft_token><end_of_image>",
           { "model.vision_tower.embeddings.position_embedding.weight",
             "model.multi_modal_projector.mm_input_projection_weight" } } };
-    const char *cfgs[3] = { CFG_GLM, CFG_KIMI, CFG_GEMMA };
+    const char *cfgs[3] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG };
     for (int i = 0; i < 3; i++) {
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);
     }
     /* under LoRA: adapters on Kimi-VL's tower and projector linears (wqkv, wo, fc0, fc1, linear_1, linear_2) and on
-     * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names */
+     * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names
+     * (the release build) */
+    if (LIGHT) return;
     family_lora("model_kimi", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm0.weight",
                 "vision_tower.encoder.blocks.0.mlp.fc0", "multi_modal_projector.linear_1");
     family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",

@@ -23,4 +23,21 @@
     "\"vision_config\":{\"depth\":2,\"hidden_size\":32,\"num_heads\":2,\"intermediate_size\":64,\"out_hidden_size\":64," \
     "\"patch_size\":16,\"spatial_merge_size\":2,\"temporal_patch_size\":2,\"in_channels\":3,\"num_position_embeddings\":16," \
     "\"deepstack_visual_indexes\":[0],\"hidden_act\":\"gelu_pytorch_tanh\"}}"
+/* A tiny Gemma 3 config.json: the SigLIP tower on 56-pixel images pooled to 4 tokens, Gemma 3's text decoder (a
+ * sliding layer of a window of 4, then a full one) whose attention is bidirectional within each image's tokens; its
+ * image token and begin / end of image tokens the Qwen3 tokenizer's <|image_pad|>, <|vision_start|> and
+ * <|vision_end|> (rl_cli_vl_model renames them); %d: the vocabulary */
+#define RL_CLI_GEMMA3_CFG \
+    "{\"architectures\":[\"Gemma3ForConditionalGeneration\"],\"model_type\":\"gemma3\",\"image_token_index\":151655," \
+    "\"boi_token_index\":151652,\"eoi_token_index\":151653,\"mm_tokens_per_image\":4,\"tie_word_embeddings\":true," \
+    "\"text_config\":{\"model_type\":\"gemma3_text\",\"vocab_size\":%d,\"hidden_size\":64,\"intermediate_size\":128," \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32," \
+    "\"query_pre_attn_scalar\":32,\"max_position_embeddings\":4096,\"sliding_window\":4,\"rms_norm_eps\":1e-6," \
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"hidden_activation\":\"gelu_pytorch_tanh\"," \
+    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1000000.0}," \
+    "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0}},\"bos_token_id\":151643," \
+    "\"eos_token_id\":151645,\"pad_token_id\":0}," \
+    "\"vision_config\":{\"model_type\":\"siglip_vision_model\",\"hidden_size\":32,\"intermediate_size\":48," \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14," \
+    "\"layer_norm_eps\":1e-6,\"vision_use_head\":false}}"
 #endif
