@@ -247,27 +247,10 @@ static int tower_kind(const char *mt) {
 
 int vc_vision_model_type(const char *model_type) { return tower_kind(model_type) >= 0; }
 
-static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
-    char ctx[600];
-    cJSON *root = NULL;
-    snprintf(ctx, sizeof ctx, "%s%sconfig.json: vision_config", m->dir ? m->dir : "", m->dir ? "/" : "");
-    if (!m->config_text) return vc_fail(VC_ERR_MISSING, "%s: config.json was not kept", m->dir);
-    vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), ctx, &root);
-    if (st) return st;
-    const cJSON *o = vc_json_member(root, "vision_config");
+/* the Qwen-VL towers' and GLM-4V's keys (each kind's defaults) */
+static vc_status parse_qwen_glm(const cJSON *o, const vc_model *m, const char *ctx, vis_cfg *c) {
+    vc_status st = VC_OK;
     const char *mt = m->cfg.model_type;
-    memset(c, 0, sizeof *c);
-    if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
-    else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL and Gemma 3 are)", m->dir, mt);
-    if (!st && c->kind == VIS_MOON) {
-        st = parse_moon(o, m->cfg.hidden, ctx, c);
-        goto checks;
-    }
-    if (!st && c->kind == VIS_SIGLIP) {
-        st = parse_siglip(o, root, m->cfg.hidden, ctx, c);
-        goto checks;
-    }
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
     c->eps = 1e-6f;
@@ -294,7 +277,26 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     c->theta = 10000.0;
     const cJSON *rp = vc_json_member(o, "rope_parameters");
     if (!st && rp) st = vc_json_get_num(rp, "rope_theta", 10000.0, &c->theta, ctx);
-checks:
+    return st;
+}
+
+static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
+    char ctx[600];
+    cJSON *root = NULL;
+    snprintf(ctx, sizeof ctx, "%s%sconfig.json: vision_config", m->dir ? m->dir : "", m->dir ? "/" : "");
+    if (!m->config_text) return vc_fail(VC_ERR_MISSING, "%s: config.json was not kept", m->dir);
+    vc_status st = vc_json_parse(m->config_text, strlen(m->config_text), ctx, &root);
+    if (st) return st;
+    const cJSON *o = vc_json_member(root, "vision_config");
+    const char *mt = m->cfg.model_type;
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
+    else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL and Gemma 3 are)", m->dir, mt);
+    if (!st)
+        st = c->kind == VIS_MOON     ? parse_moon(o, m->cfg.hidden, ctx, c)
+             : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
+                                     : parse_qwen_glm(o, m, ctx, c);
     if (!st && (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
