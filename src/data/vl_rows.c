@@ -133,6 +133,9 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
         return vc_fail_ctx(st, "%s: image processor", what);
     if (!c->do_resize) {
         h = fh, w = fw;
+        if (c->gemma3 && (h != c->fixed_h || w != c->fixed_w))
+            return vc_fail(VC_ERR_SHAPE, "%s: %dx%d with do_resize false: Gemma 3's tower takes images of its size %dx%d "
+                           "only", what, w, h, c->fixed_w, c->fixed_h);
         if (h % (P * M) || w % (P * M))
             return vc_fail(VC_ERR_SHAPE, "%s: %dx%d is not a multiple of patch_size * merge_size = %d and do_resize "
                            "is false", what, w, h, P * M);

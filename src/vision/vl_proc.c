@@ -297,6 +297,10 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
             return vc_fail_ctx(st, "%s", what);
         }
         src = &resized;
+    } else if (c->gemma3 && (img->height != c->fixed_h || img->width != c->fixed_w)) {
+        vc_image_free(&keyed);
+        return vc_fail(VC_ERR_SHAPE, "%s: %dx%d with do_resize false: Gemma 3's tower takes images of its size %dx%d "
+                       "only", what, img->width, img->height, c->fixed_w, c->fixed_h);
     } else if (img->height % factor || img->width % factor) {
         vc_image_free(&keyed);
         return vc_fail(VC_ERR_SHAPE, "%s: %dx%d is not a multiple of patch_size * merge_size = %d and do_resize is "

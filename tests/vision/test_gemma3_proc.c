@@ -52,6 +52,25 @@ static void check_pixels(void) {
     cJSON_Delete(ref);
 }
 
+/* without do_resize an image must have the tower's size: refused by name otherwise */
+static void unresized(void) {
+    vc_vl_image_config c;
+    CHECK_OK(vc_vl_image_config_load(GEMMA_VIS, &c));
+    c.do_resize = 0;
+    vc_image img;
+    vc_vl_pixels px;
+    CHECK_OK(vc_image_load(img_path("rgb_37x53.png"), VC_ALPHA_QWEN_VL_UTILS, &img));
+    CHECK(vc_vl_image_process(&c, &img, "rgb_37x53.png", &px) && strstr(vc_last_error(), "rgb_37x53.png: 37x53") &&
+          strstr(vc_last_error(), "56x56"));
+    vc_image sized;
+    CHECK_OK(vc_image_resize(&img, 56, 56, 2, &sized));
+    CHECK_OK(vc_vl_image_process(&c, &sized, "sized", &px));
+    CHECK(px.grid_h == 4 && px.grid_w == 4 && px.rows == 16);
+    vc_vl_pixels_free(&px);
+    vc_image_free(&sized);
+    vc_image_free(&img);
+}
+
 /* the template's begin-of-image marker becomes Gemma3Processor's full_image_sequence */
 static void markup(void) {
     vc_vl_pads p = { "<image_soft_token>", NULL, NULL, NULL };
@@ -81,6 +100,7 @@ static void bad_configs(void) {
 
 int main(void) {
     check_pixels();
+    unresized();
     markup();
     bad_configs();
     return vc_test_done();
