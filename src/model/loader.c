@@ -640,6 +640,7 @@ static vc_status check_unclaimed(vc_model *m, vc_checkpoint *ck, const uint8_t *
                         "dequantized and the activations in its compute dtype", m->dir);
             why = "activation quantization's scale, not applied";
         }
+        if (!why && m->vision && vc_vision_owns(m->vision, name)) why = "the vision tower's, loaded for image inputs";
         if (!why && vc_arch_other_tower(c->arch, name))
             why = "another tower of a multimodal checkpoint, not used by the text model";
         if (!why && !strncmp(name, "model.layers.", 13) && atoi(name + 13) >= c->n_layer)
@@ -835,8 +836,8 @@ static vc_status vc_model_load_at(const char *dir, vc_model **out) {
     x.claimed = vc_calloc((size_t)vc_ckpt_count(x.ck) + 1, 1);
     x.present = vc_calloc(n_slots, 1);
     if (!x.claimed || !x.present) { st = VC_ERR_NOMEM; goto out; }
-    if ((st = visit_rules(&m->cfg, visit_find, &x)) || (st = check_unclaimed(m, x.ck, x.claimed)) ||
-        (st = vc_vision_plan(m, x.ck)) || (st = allocate_slots(m, x.present, claimed_floats(x.ck, x.claimed))) ||
+    if ((st = visit_rules(&m->cfg, visit_find, &x)) || (st = vc_vision_plan(m, x.ck)) ||
+        (st = check_unclaimed(m, x.ck, x.claimed)) || (st = allocate_slots(m, x.present, claimed_floats(x.ck, x.claimed))) ||
         (st = check_provided(m, x.present)) || (st = fill(m, x.ck)) || (m->vision && (st = vc_vision_fill(m->vision, m, x.ck))))
         goto out;
 out:

@@ -42,6 +42,8 @@ int vc_vision_transposed(const struct vc_vision *v, int i, int64_t *rows, int64_
 /* 1 when the text model attends bidirectionally within each image's run of tokens (Gemma 3: transformers'
  * token_type_ids mask) */
 int vc_vision_bidirectional(const struct vc_vision *v);
+/* 1 when checkpoint tensor `name` is one of the tower's */
+int vc_vision_owns(const struct vc_vision *v, const char *name);
 vc_status vc_vision_fill(struct vc_vision *v, const vc_model *m, const struct vc_checkpoint *ck);
 void vc_vision_free(struct vc_vision *v);
 /* 1 when verlc builds the vision tower of this model_type (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE, GLM-4V) */

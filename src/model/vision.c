@@ -1011,6 +1011,12 @@ static vc_tensor *siglip_projector(vc_vision *v, vc_graph *g, vc_tensor *x, cons
 
 int vc_vision_bidirectional(const vc_vision *v) { return v->c.kind == VIS_SIGLIP; }
 
+int vc_vision_owns(const vc_vision *v, const char *name) {
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->name[i], name)) return 1;
+    return 0;
+}
+
 int vc_vision_deepstack(const vc_vision *v, vc_tensor **out) {
     for (int j = 0; j < v->c.n_deep; j++) out[j] = v->deep_out[j];
     return v->c.n_deep;
