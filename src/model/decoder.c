@@ -474,6 +474,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
     if (append && !cached) kv_keep(f, layer, k, v);
     if (f->paged) return bidi_images(f, attend_paged(f, kv_layer, append, &d, q, k, v), q, append ? k : NULL,
                                      append ? v : NULL, &d);
+    vc_tensor *k_own = k, *v_own = v; /* (Gemma 3's image runs read their sequences' own rows) */
     if (f->ext) { /* shared prefixes: each sequence's keys and values behind its prefix's */
         k = vc_op_gather_rows(f->g, k, f->T, f->ext, f->T_ext);
         v = vc_op_gather_rows(f->g, v, f->T, f->ext, f->T_ext);
@@ -481,7 +482,7 @@ static vc_tensor *attend(fwd_ctx *f, int layer, int kv_layer, vc_tensor *q, vc_t
         d.kv_len = f->kv_len;
         if (!k || !v) return NULL;
     }
-    if (!f->cache) return bidi_images(f, vc_op_attention_sinks(f->g, q, k, v, &d, sinks), q, k, v, &d);
+    if (!f->cache) return bidi_images(f, vc_op_attention_sinks(f->g, q, k, v, &d, sinks), q, k_own, v_own, &d);
     vc_kv_cache *kc = f->cache;
     const float **ptr = vc_graph_alloc(f->g, sizeof(float *) * (size_t)d.n_seq * 2, 0);
     int64_t *kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)d.n_seq, 0);
@@ -1453,16 +1454,17 @@ static int image_blocks(fwd_ctx *f, const int32_t *rows, int64_t n_img, const in
     f->blk_kvs = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
     f->blk_kvl = vc_graph_alloc(f->g, sizeof(int64_t) * (size_t)(n ? n : 1), 0);
     if (!f->blk_q || !f->blk_kvs || !f->blk_kvl) return 1;
-    if (f->ext) {
-        vc_graph_fail(f->g, vc_fail(VC_ERR_UNSUPPORTED, "model forward: a shared prompt prefix (use_prefix_grouper) "
-                                    "with images whose tokens attend bidirectionally (Gemma 3)"));
-        return 1;
-    }
     int64_t k = 0;
     f->blk_q[0] = 0;
     for (int64_t i = 0, s = 0; i < n_img; i++) {
         while (rows[i] >= b->cu_seqlens[s + 1]) s++;
         if (i == 0 || rows[i] != rows[i - 1] + 1 || rows[i] == b->cu_seqlens[s]) {
+            if (b->prefix && b->prefix[s] >= 0) { /* (the prefix grouper leaves rows with images unshared) */
+                vc_graph_fail(f->g, vc_fail(VC_ERR_UNSUPPORTED, "model forward: sequence %lld has images whose tokens "
+                                            "attend bidirectionally (Gemma 3) behind a shared prompt prefix",
+                                            (long long)s));
+                return 1;
+            }
             if (seq_start(f, (int)s)) {
                 vc_graph_fail(f->g, vc_fail(VC_ERR_ARG, "model forward: sequence %lld's image tokens attend "
                                             "bidirectionally (Gemma 3): its prompt must be computed from its first "

@@ -13,6 +13,7 @@
 
 #define VL_DIR "tests/fixtures/models/qwen2_vl_image"
 #define GLM_DIR "tests/fixtures/models/glm4v_image" /* GLM-4.1V's tower: bicubic positions, downsample, its merger */
+#define GEMMA_DIR "tests/fixtures/models/gemma3_image" /* Gemma 3: SigLIP, bidirectional image runs */
 
 typedef struct {
     int32_t prompt[64], want[64], grid[3];
@@ -457,6 +458,62 @@ static void bad_checkpoints(void) {
     }
 }
 
+/* Gemma 3's image runs beside shared prompt prefixes (use_prefix_grouper): a batch of the image prompt, a text row and
+ * a row behind that text row's tokens gives the image prompt the hidden states it has alone (its runs read its own
+ * rows); the image prompt behind a prefix is refused by name; a prompt partly cached before its images too (as for
+ * any model: its image tokens are no prompt's then) */
+static void gemma_prefix(vc_model *m, const greedy_ref *r) {
+    int64_t H = vc_cfg_out_hidden(vc_model_cfg(m)), np = r->np;
+    float *alone = hidden(m, r);
+    int32_t ids[80];
+    for (int i = 0; i < 6; i++) ids[i] = 5 + i; /* a text row of 4, one of 2 behind it, then the image prompt */
+    memcpy(ids + 6, r->prompt, sizeof(int32_t) * (size_t)np);
+    int64_t cu[4] = { 0, 4, 6, 6 + np };
+    int32_t prefix[3] = { -1, 0, -1 };
+    vc_batch b = { 3, cu, ids, .prefix = prefix, .images = &r->im };
+    vc_graph *g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    vc_tensor *h = vc_model_forward(m, g, &b, NULL);
+    CHECK_MSG(h != NULL, "Gemma 3 with images beside shared prefixes: %s", vc_last_error());
+    float *all = h ? malloc(sizeof(float) * (size_t)(H * (np + 6))) : NULL;
+    double worst = INFINITY;
+    if (all && alone && !vc_tensor_read(h, all)) {
+        worst = 0;
+        for (int64_t i = 0; i < H; i++) worst = fmax(worst, fabs(all[(np + 5) * H + i] - alone[i]));
+    }
+    CHECK_MSG(worst < 1e-5, "Gemma 3: the image prompt beside shared prefixes is %g from alone", worst);
+    free(all);
+    free(alone);
+    vc_graph_reset(g);
+    int32_t behind[3] = { -1, 0, -1 }; /* the image prompt is sequence 1 here, behind sequence 0 */
+    int32_t ids2[80];
+    for (int i = 0; i < 4; i++) ids2[i] = 5 + i;
+    memcpy(ids2 + 4, r->prompt, sizeof(int32_t) * (size_t)np);
+    ids2[np + 4] = 9, ids2[np + 5] = 10;
+    int64_t cu2[4] = { 0, 4, 4 + np, np + 6 };
+    vc_batch b2 = { 3, cu2, ids2, .prefix = behind, .images = &r->im };
+    h = vc_model_forward(m, g, &b2, NULL);
+    CHECK_MSG(!h && strstr(vc_last_error(), "behind a shared prompt prefix"), "an image prompt behind a prefix: %s",
+              h ? "accepted" : vc_last_error());
+    vc_graph_free(g);
+    /* its prompt cached in part before the images come: refused by name */
+    vc_kv_cache *kc = NULL;
+    CHECK_OK(vc_kv_cache_new(m, 1, np + 2, &kc));
+    g = vc_graph_new();
+    vc_graph_set_grad(g, 0);
+    int64_t one[2] = { 0, 1 };
+    vc_batch first = { 1, one, r->prompt };
+    CHECK(vc_model_forward(m, g, &first, kc) != NULL);
+    vc_graph_reset(g);
+    int64_t rest[2] = { 0, np - 1 };
+    vc_batch more = { 1, rest, r->prompt + 1, .images = &r->im };
+    /* (its image tokens are not its prompt's images then: a prompt's images come with its first token) */
+    CHECK_MSG(!vc_model_forward(m, g, &more, kc) && strstr(vc_last_error(), "0 image tokens for images of"),
+              "a Gemma 3 prompt cached in part before its images: %s", vc_last_error());
+    vc_graph_free(g);
+    vc_kv_cache_free(kc);
+}
+
 int main(void) {
     greedy_ref r;
     vc_model *m = NULL;
@@ -476,6 +533,12 @@ int main(void) {
     CHECK(read_ref(GLM_DIR, &r));
     CHECK_OK(vc_model_load(GLM_DIR, &m));
     if (m && r.pix) bad_images(m, &r);
+    vc_model_free(m);
+    free(r.pix);
+    m = NULL;
+    CHECK(read_ref(GEMMA_DIR, &r));
+    CHECK_OK(vc_model_load(GEMMA_DIR, &m));
+    if (m && r.pix) gemma_prefix(m, &r);
     vc_model_free(m);
     free(r.pix);
     bad_checkpoints();

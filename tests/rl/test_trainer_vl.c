@@ -459,6 +459,14 @@ static void families(void) {
         v.cfg = cfgs[i];
         family(&v);
     }
+    /* Gemma 3 with use_prefix_grouper: the text row's samples share its prompt, the image rows' stay apart (their
+     * image runs' bidirectional attention over their own rows) */
+    msub = "model_gemma";
+    train_steps("gemma_pg", 1, "actor_rollout_ref.actor.use_prefix_grouper=true");
+    double diff = value_of("gemma_pg", "training/rollout_probs_diff_max", 1), kl = value_of("gemma_pg", "actor/kl_loss", 1);
+    printf("Gemma 3 with use_prefix_grouper: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
+    CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Gemma 3 with use_prefix_grouper: rollout vs trainer %g, "
+              "step-1 KL %g", diff, kl);
     /* under LoRA: adapters on Kimi-VL's tower and projector linears (wqkv, wo, fc0, fc1, linear_1, linear_2) and on
      * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names
      * (the release build) */
