@@ -168,20 +168,25 @@ static const vc_tensor_rule HUNYUAN_QK[] = {
     { L "self_attn.query_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.key_layernorm.weight", VC_W_K_NORM },
     { 0 } };
 
-/* GPT-NeoX (Pythia): query_key_value per head [q, k, v] (InternLM2's grouping with a group per head), LayerNorms with
- * biases, a plain MLP with biases; the hub's causal-mask buffers and rotary cache ignored */
+/* GPT-NeoX's layer under layer prefix P with its attention module under A: LayerNorms with biases, query_key_value per
+ * head [q, k, v] (InternLM2's grouping with a group per head), dense, a plain MLP with biases (GPT-NeoX's and
+ * Persimmon's) */
+#define NEOX_LAYER(P, A) \
+    { P "input_layernorm.weight", VC_W_ATTN_NORM }, { P "input_layernorm.bias", VC_W_ATTN_NORM_B }, \
+    { P "post_attention_layernorm.weight", VC_W_FFN_NORM }, { P "post_attention_layernorm.bias", VC_W_FFN_NORM_B }, \
+    { P A "query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V }, \
+    { P A "query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B }, \
+    { P A "dense.weight", VC_W_O }, { P A "dense.bias", VC_W_O_B }, \
+    { P "mlp.dense_h_to_4h.weight", VC_W_UP }, { P "mlp.dense_h_to_4h.bias", VC_W_UP_B }, \
+    { P "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { P "mlp.dense_4h_to_h.bias", VC_W_DOWN_B }
+
+/* GPT-NeoX (Pythia): NEOX_LAYER; the hub's causal-mask buffers and rotary cache ignored */
 #define GN "gpt_neox.layers.%d."
 static const vc_tensor_rule GPT_NEOX[] = {
     { "gpt_neox.embed_in.weight", VC_W_TOK_EMBD }, { "gpt_neox.final_layer_norm.weight", VC_W_OUT_NORM },
     { "gpt_neox.final_layer_norm.bias", VC_W_OUT_NORM_B }, { "embed_out.weight", VC_W_LM_HEAD },
     { "lm_head.weight", VC_W_LM_HEAD }, /* transformers 5's name inside the model (embed_out on disk) */
-    { GN "input_layernorm.weight", VC_W_ATTN_NORM }, { GN "input_layernorm.bias", VC_W_ATTN_NORM_B },
-    { GN "post_attention_layernorm.weight", VC_W_FFN_NORM }, { GN "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
-    { GN "attention.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
-    { GN "attention.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
-    { GN "attention.dense.weight", VC_W_O }, { GN "attention.dense.bias", VC_W_O_B },
-    { GN "mlp.dense_h_to_4h.weight", VC_W_UP }, { GN "mlp.dense_h_to_4h.bias", VC_W_UP_B },
-    { GN "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { GN "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
+    NEOX_LAYER(GN, "attention."),
     { GN "attention.rotary_emb.inv_freq", 0, VC_TR_IGNORE }, { GN "attention.bias", 0, VC_TR_IGNORE },
     { GN "attention.masked_bias", 0, VC_TR_IGNORE },
     { 0 } };
@@ -192,17 +197,12 @@ static const vc_tensor_rule GPT_NEOX[] = {
 static const vc_tensor_rule PERSIMMON[] = {
     { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "lm_head.weight", VC_W_LM_HEAD },
     { "model.final_layernorm.weight", VC_W_OUT_NORM }, { "model.final_layernorm.bias", VC_W_OUT_NORM_B },
-    { L "input_layernorm.weight", VC_W_ATTN_NORM }, { L "input_layernorm.bias", VC_W_ATTN_NORM_B },
-    { L "post_attention_layernorm.weight", VC_W_FFN_NORM }, { L "post_attention_layernorm.bias", VC_W_FFN_NORM_B },
-    { L "self_attn.query_key_value.weight", VC_W_Q, VC_TR_GQA_QKV, VC_W_K, VC_W_V },
-    { L "self_attn.query_key_value.bias", VC_W_Q_B, VC_TR_GQA_QKV, VC_W_K_B, VC_W_V_B },
-    { L "self_attn.dense.weight", VC_W_O }, { L "self_attn.dense.bias", VC_W_O_B },
+    NEOX_LAYER(L, "self_attn."),
     { L "self_attn.q_layernorm.weight", VC_W_Q_NORM }, { L "self_attn.q_layernorm.bias", VC_W_Q_NORM_B },
     { L "self_attn.k_layernorm.weight", VC_W_K_NORM }, { L "self_attn.k_layernorm.bias", VC_W_K_NORM_B },
-    { L "mlp.dense_h_to_4h.weight", VC_W_UP }, { L "mlp.dense_h_to_4h.bias", VC_W_UP_B },
-    { L "mlp.dense_4h_to_h.weight", VC_W_DOWN }, { L "mlp.dense_4h_to_h.bias", VC_W_DOWN_B },
     { L "self_attn.rotary_emb.inv_freq", 0, VC_TR_IGNORE },
     { 0 } };
+#undef NEOX_LAYER
 
 /* Granite SWA: a learnable sink per head, as gpt-oss's */
 static const vc_tensor_rule SINKS[] = { { L "self_attn.sinks", VC_W_SINKS }, { 0 } };
@@ -612,6 +612,18 @@ static const vc_tensor_rule GPT_BIGCODE[] = {
     { TH "attn.bias", 0, VC_TR_IGNORE }, { TH "attn.masked_bias", 0, VC_TR_IGNORE },
     { 0 } };
 
+/* OPT's decoder layer (pre-norm LayerNorms and linears with biases, a relu MLP fc1 / fc2) under layer prefix P: OPT's,
+ * XGLM's and BioGPT's */
+#define OPT_LAYER(P) \
+    { P "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { P "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B }, \
+    { P "final_layer_norm.weight", VC_W_FFN_NORM }, { P "final_layer_norm.bias", VC_W_FFN_NORM_B }, \
+    { P "self_attn.q_proj.weight", VC_W_Q }, { P "self_attn.q_proj.bias", VC_W_Q_B }, \
+    { P "self_attn.k_proj.weight", VC_W_K }, { P "self_attn.k_proj.bias", VC_W_K_B }, \
+    { P "self_attn.v_proj.weight", VC_W_V }, { P "self_attn.v_proj.bias", VC_W_V_B }, \
+    { P "self_attn.out_proj.weight", VC_W_O }, { P "self_attn.out_proj.bias", VC_W_O_B }, \
+    { P "fc1.weight", VC_W_UP }, { P "fc1.bias", VC_W_UP_B }, \
+    { P "fc2.weight", VC_W_DOWN }, { P "fc2.bias", VC_W_DOWN_B }
+
 /* OPT: model.decoder.* (the hub's OPTModel checkpoints: decoder.*), learned positions offset by 2, LayerNorms and
  * linears with biases, a relu MLP (fc1, fc2) */
 #define OD "model.decoder.layers.%d."
@@ -620,13 +632,7 @@ static const vc_tensor_rule OPT[] = {
     { "model.decoder.final_layer_norm.weight", VC_W_OUT_NORM }, { "model.decoder.final_layer_norm.bias", VC_W_OUT_NORM_B },
     { "lm_head.weight", VC_W_LM_HEAD },
     { "model.decoder.project_in.weight", VC_W_PROJ_IN }, { "model.decoder.project_out.weight", VC_W_PROJ_OUT },
-    { OD "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { OD "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
-    { OD "final_layer_norm.weight", VC_W_FFN_NORM }, { OD "final_layer_norm.bias", VC_W_FFN_NORM_B },
-    { OD "self_attn.q_proj.weight", VC_W_Q }, { OD "self_attn.q_proj.bias", VC_W_Q_B },
-    { OD "self_attn.k_proj.weight", VC_W_K }, { OD "self_attn.k_proj.bias", VC_W_K_B },
-    { OD "self_attn.v_proj.weight", VC_W_V }, { OD "self_attn.v_proj.bias", VC_W_V_B },
-    { OD "self_attn.out_proj.weight", VC_W_O }, { OD "self_attn.out_proj.bias", VC_W_O_B },
-    { OD "fc1.weight", VC_W_UP }, { OD "fc1.bias", VC_W_UP_B }, { OD "fc2.weight", VC_W_DOWN }, { OD "fc2.bias", VC_W_DOWN_B },
+    OPT_LAYER(OD),
     { 0 } };
 #undef OD
 static const char *const OPT_NESTED[] = { "model.", "", NULL };
@@ -635,13 +641,7 @@ static const char *const OPT_NESTED[] = { "model.", "", NULL };
 static const vc_tensor_rule XGLM[] = {
     { "model.embed_tokens.weight", VC_W_TOK_EMBD }, { "lm_head.weight", VC_W_LM_HEAD },
     { "model.layer_norm.weight", VC_W_OUT_NORM }, { "model.layer_norm.bias", VC_W_OUT_NORM_B },
-    { L "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { L "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
-    { L "final_layer_norm.weight", VC_W_FFN_NORM }, { L "final_layer_norm.bias", VC_W_FFN_NORM_B },
-    { L "self_attn.q_proj.weight", VC_W_Q }, { L "self_attn.q_proj.bias", VC_W_Q_B },
-    { L "self_attn.k_proj.weight", VC_W_K }, { L "self_attn.k_proj.bias", VC_W_K_B },
-    { L "self_attn.v_proj.weight", VC_W_V }, { L "self_attn.v_proj.bias", VC_W_V_B },
-    { L "self_attn.out_proj.weight", VC_W_O }, { L "self_attn.out_proj.bias", VC_W_O_B },
-    { L "fc1.weight", VC_W_UP }, { L "fc1.bias", VC_W_UP_B }, { L "fc2.weight", VC_W_DOWN }, { L "fc2.bias", VC_W_DOWN_B },
+    OPT_LAYER(L),
     { "model.embed_positions.weights", 0, VC_TR_IGNORE }, /* (a buffer some checkpoints carry: recomputed) */
     { 0 } };
 
@@ -651,15 +651,10 @@ static const vc_tensor_rule BIOGPT[] = {
     { "biogpt.embed_tokens.weight", VC_W_TOK_EMBD }, { "biogpt.embed_positions.weight", VC_W_POS_EMBD },
     { "biogpt.layer_norm.weight", VC_W_OUT_NORM }, { "biogpt.layer_norm.bias", VC_W_OUT_NORM_B },
     { "output_projection.weight", VC_W_LM_HEAD },
-    { BG "self_attn_layer_norm.weight", VC_W_ATTN_NORM }, { BG "self_attn_layer_norm.bias", VC_W_ATTN_NORM_B },
-    { BG "final_layer_norm.weight", VC_W_FFN_NORM }, { BG "final_layer_norm.bias", VC_W_FFN_NORM_B },
-    { BG "self_attn.q_proj.weight", VC_W_Q }, { BG "self_attn.q_proj.bias", VC_W_Q_B },
-    { BG "self_attn.k_proj.weight", VC_W_K }, { BG "self_attn.k_proj.bias", VC_W_K_B },
-    { BG "self_attn.v_proj.weight", VC_W_V }, { BG "self_attn.v_proj.bias", VC_W_V_B },
-    { BG "self_attn.out_proj.weight", VC_W_O }, { BG "self_attn.out_proj.bias", VC_W_O_B },
-    { BG "fc1.weight", VC_W_UP }, { BG "fc1.bias", VC_W_UP_B }, { BG "fc2.weight", VC_W_DOWN }, { BG "fc2.bias", VC_W_DOWN_B },
+    OPT_LAYER(BG),
     { 0 } };
 #undef BG
+#undef OPT_LAYER
 
 /* DBRX: fused Wqkv (q, k, v rows), LayerNorms without bias, the experts stored flat ([E I, H]; w2 input-major) */
 #define DB "transformer.blocks.%d."

@@ -514,6 +514,17 @@ static void gemma_prefix(vc_model *m, const greedy_ref *r) {
     vc_kv_cache_free(kc);
 }
 
+/* fn on the fixture model in dir with its greedy reference's image */
+static void with_fixture(const char *dir, void (*fn)(vc_model *, const greedy_ref *)) {
+    greedy_ref r;
+    vc_model *m = NULL;
+    CHECK(read_ref(dir, &r));
+    CHECK_OK(vc_model_load(dir, &m));
+    if (m && r.pix) fn(m, &r);
+    vc_model_free(m);
+    free(r.pix);
+}
+
 int main(void) {
     greedy_ref r;
     vc_model *m = NULL;
@@ -528,19 +539,8 @@ int main(void) {
     }
     vc_model_free(m);
     free(r.pix);
-    /* GLM-4.1V: bad images refused by its tower as by Qwen's */
-    m = NULL;
-    CHECK(read_ref(GLM_DIR, &r));
-    CHECK_OK(vc_model_load(GLM_DIR, &m));
-    if (m && r.pix) bad_images(m, &r);
-    vc_model_free(m);
-    free(r.pix);
-    m = NULL;
-    CHECK(read_ref(GEMMA_DIR, &r));
-    CHECK_OK(vc_model_load(GEMMA_DIR, &m));
-    if (m && r.pix) gemma_prefix(m, &r);
-    vc_model_free(m);
-    free(r.pix);
+    with_fixture(GLM_DIR, bad_images); /* GLM-4.1V: bad images refused by its tower as by Qwen's */
+    with_fixture(GEMMA_DIR, gemma_prefix);
     bad_checkpoints();
     trainer_images(VL_DIR);
     trainer_images(GLM_DIR);
