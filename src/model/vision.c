@@ -193,7 +193,9 @@ static vc_status parse_siglip(const cJSON *o, const cJSON *root, int64_t text_hi
     if (!st) st = get_int(o, "image_size", 896, 1, 1 << 16, &image, ctx);
     if (!st) st = get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
     if (!st) st = vc_json_get_num(o, "layer_norm_eps", 1e-6, &eps, ctx);
-    if (!st) st = get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, ctx);
+    char top[640]; /* (a key beside vision_config) */
+    snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
+    if (!st) st = get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, top);
     c->act = VC_ACT_GELU_TANH;
     if (!st) st = parse_act(o, ctx, &c->act);
     if (st) return st;
@@ -986,11 +988,10 @@ static vc_tensor *glm_merger(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_
 }
 
 /* SigLIP: each patch's learned position, by its row-major index in its image (the processor's order) */
-static vc_tensor *siglip_positions(vc_vision *v, vc_graph *g, const vc_images *im, int64_t N) {
+static vc_tensor *siglip_positions(vc_vision *v, vc_graph *g, int64_t N) {
     int32_t *idx = vc_graph_alloc(g, sizeof(int32_t) * (size_t)N, 0);
     if (!idx) return NULL;
     for (int64_t r = 0, per = (int64_t)v->c.side * v->c.side; r < N; r++) idx[r] = (int32_t)(r % per);
-    (void)im;
     return vc_op_embedding(g, slot(v, -1, G_POS), idx, N);
 }
 
@@ -1033,7 +1034,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
-    if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, im, p.N));
+    if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, p.N));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
     if (p.order && x) x = vc_op_gather_rows(g, x, p.N, p.order, p.N); /* MoonViT: whole merge blocks */
     int64_t s2[2] = { p.N, v->c.dim };
