@@ -801,7 +801,7 @@ static const vc_arch ARCHS[] = {
     /* Kimi-VL (KimiVLForConditionalGeneration, remote code): the same layout, its MoonViT tower and projector read when
      * images are given (src/model/vision.c) */
     { "kimi_vl", "kimi_vl", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE), KIMI_VL_NESTED,
-      "vision_tower. multi_modal_projector." },
+      "vision_tower. multi_modal_projector.", NULL, NULL, 0, 1 },
     /* A.X K1: DeepSeek-V3 with a norm on the MoE block's output (post_mlp_layernorm at the layer, or under mlp.) */
     { "axk1", "axk1", T(HF_GLOBAL, HF_NORMS, MLA_ATTN, HF_MLP, HF_MOE, AXK1_NORM) },
     /* DeepSeek-V3.2 and GLM-MoE-DSA (GLM-5): MLA behind DeepSeek Sparse Attention's indexer */

@@ -117,6 +117,9 @@ typedef struct vc_arch {
     /* 1: its checkpoints' names are the hub's, which transformers 5 renames (and splits) on load: LoRA adapters name
      * transformers 5's modules (each slot's first rule, vc_arch_module_name), as PEFT on transformers' model does */
     int model_names;
+    /* 1: only remote code loads its checkpoints, whose experts are one module each: `verlc init` writes them so
+     * (transformers 5's fused expert tensors otherwise) */
+    int expert_modules;
 } vc_arch;
 
 const vc_arch *vc_arch_find(const char *model_type);

@@ -880,8 +880,7 @@ static vc_status visit_synth(void *p, const vc_tensor_rule *r, int layer, int ex
     synth_ctx *x = p;
     size_t si;
     if ((r->transform == VC_TR_EXPERT) != (x->pass == 1)) return VC_OK; /* fused experts first: transformers 5's own */
-    /* (Kimi-VL loads only through its remote code, whose experts are one module each) */
-    if (!strcmp(x->m->cfg.arch->name, "kimi_vl") && x->pass == 0 && strstr(name, ".experts.")) return VC_OK;
+    if (x->m->cfg.arch->expert_modules && x->pass == 0 && strstr(name, ".experts.")) return VC_OK; /* (Kimi-VL) */
     slot_index(x->m, layer, r->slot, &si);
     int key = expert < 0 ? 0 : expert;
     if (x->done[si] == 2 || (x->done[si] == 1 && r->transform != VC_TR_EXPERT) || !x->m->slots[si]) return VC_OK;

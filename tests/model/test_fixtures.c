@@ -45,11 +45,15 @@ static void init_names(const char *dir, const char *name) {
     CHECK_OK(vc_model_init_random(cfg, 1, &m));
     if (!m) return;
     int hub = vc_model_cfg(m)->arch->model_names; /* (init writes transformers 5's names, the fixture the hub's) */
+    int modules = vc_model_cfg(m)->arch->expert_modules; /* (Kimi-VL: every name init writes is the fixture's) */
     CHECK_OK(vc_model_save_hf(m, out, VC_F32));
     vc_model_free(m);
     vc_checkpoint *a = NULL, *b = NULL;
     CHECK_OK(vc_ckpt_open(dir, &a));
     CHECK_OK(vc_ckpt_open(out, &b));
+    for (int i = 0; modules && a && b && i < vc_ckpt_count(b); i++)
+        CHECK_MSG(vc_ckpt_find(a, vc_ckpt_at(b, i)->name) != NULL, "%s: `verlc init` writes %s", name,
+                  vc_ckpt_at(b, i)->name);
     for (int i = 0; a && b && i < vc_ckpt_count(b); i++) { /* by the part from layers.N on (prefixes differ by layout) */
         const char *n = vc_ckpt_at(b, i)->name, *tail = strstr(n, "layers.");
         int norm = !hub && !strstr(n, "visual.") && !strstr(n, "vision_tower.") &&
