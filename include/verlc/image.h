@@ -77,6 +77,11 @@ typedef struct vc_vl_image_config {
     /* Gemma 3's processor (Gemma3ImageProcessor): every image resized to fixed_h x fixed_w with Pillow's filter
      * `resample` (2 BILINEAR, 3 BICUBIC; the others' 3), patches row by row; its prompt markup (vc_vl_pads) */
     int gemma3, fixed_h, fixed_w, resample;
+    /* GOT-OCR2's processor as InternVL's processor runs it (GotOcr2ImageProcessor with crop_to_patches): each image
+     * resized to the tiling of fixed_w x fixed_h tiles (min_tiles to max_tiles of them) whose aspect ratio is nearest
+     * its own, cut into those tiles, plus the whole image at one tile's size where there are several; each tile a
+     * frame of the grid (grid_t tiles of fixed_h / patch x fixed_w / patch patches, row by row) */
+    int got, min_tiles, max_tiles;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -89,6 +94,10 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
 /* Kimi-VL's processor: the size an image of height x width leaves it at (scaled down to the token limit, padded or
  * cropped); VC_ERR_ARG naming the limit it passes (a side of 512 patches, no whole patch, no whole merge blocks) */
 vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
+
+/* GOT-OCR2's tiling (get_optimal_tiled_canvas) of an image of height x width: *cols x *rows tiles; the tiles the
+ * processor gives it (the thumbnail included) */
+int vc_vl_got_tiles(const vc_vl_image_config *c, int64_t height, int64_t width, int *cols, int *rows);
 
 /* transformers' smart_resize: both sides multiples of factor, the area within [min_pixels, max_pixels] (the
  * min bound met after rounding up, the max bound after rounding down, each at least factor), the aspect ratio

@@ -176,6 +176,9 @@ typedef struct vc_model_config {
      * vision_start_token_id; -1: none; Gemma 3's begin / end of image tokens (boi_token_index / eoi_token_index: its
      * processor writes them around each image's tokens) */
     int image_id, video_id, vstart_id, boi_id, eoi_id;
+    /* InternVL: the texts InternVLProcessor writes around each image's tokens ("<img>", "</img>"; the template's image
+     * token is its marker); NULL: none */
+    const char *image_open, *image_close;
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */

@@ -129,6 +129,15 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
                        : vc_qwen_vl_utils_smart_resize(img->height, img->width, factor, mn, mx, &fh, &fw);
     if (st) return vc_fail_ctx(st, "%s: fetch_image", what);
     const int P = c->patch_size, M = c->merge_size;
+    if (c->got) { /* InternVL: tiles, each a frame */
+        int cols, rows, n = vc_vl_got_tiles(c, fh, fw, &cols, &rows);
+        if (c->max_tiles <= 1 && !c->do_resize && (fh != c->fixed_h || fw != c->fixed_w))
+            return vc_fail(VC_ERR_SHAPE, "%s: %dx%d with do_resize false and max_patches 1: InternVL's tower takes tiles "
+                           "of %dx%d only", what, fw, fh, c->fixed_w, c->fixed_h);
+        im->grid[0] = n, im->grid[1] = c->fixed_h / P, im->grid[2] = c->fixed_w / P;
+        im->tokens = (int64_t)n * im->grid[1] * im->grid[2] / ((int64_t)M * M);
+        return VC_OK;
+    }
     if (c->do_resize && (st = vc_vl_processor_resize(c, fh, fw, &h, &w)))
         return vc_fail_ctx(st, "%s: image processor", what);
     if (!c->do_resize) {
@@ -307,12 +316,12 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
     if (!!e->video != video)
         return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt's %s pad %d stands where the row's %s is", where,
                        video ? "video" : "image", k, e->video ? "video" : "image");
-    if (!video && p->close) { /* Gemma 3's full_image_sequence */
-        vc_sb_puts(o, "\n\n");
-        vc_sb_puts(o, p->image);
+    if (!video && p->close) { /* Gemma 3's full_image_sequence; InternVL's <img> ... </img> */
+        if (!p->open) vc_sb_puts(o, "\n\n");
+        vc_sb_puts(o, p->open ? p->open : p->image);
         for (int64_t t = 0; t < e->tokens; t++) vc_sb_puts(o, p->rep);
         vc_sb_puts(o, p->close);
-        vc_sb_puts(o, "\n\n");
+        if (!p->open) vc_sb_puts(o, "\n\n");
         *taken = 1;
         return VC_OK;
     }
@@ -333,7 +342,12 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
 
 void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi) {
     if (!boi || !eoi) return;
-    p->rep = p->image, p->image = boi, p->close = eoi;
+    p->rep = p->image, p->image = boi, p->close = eoi, p->open = NULL;
+}
+
+void vc_vl_pads_wrap(vc_vl_pads *p, const char *open, const char *close) {
+    if (!open || !close) return;
+    p->rep = p->image, p->open = open, p->close = close;
 }
 
 vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,

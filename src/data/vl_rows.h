@@ -28,10 +28,14 @@ typedef struct vc_vl_videos {
  * full_image_sequence: "\n\n", image, the image token `rep` once per feature, close, "\n\n" */
 typedef struct vc_vl_pads {
     const char *image, *video, *rep, *close;
+    const char *open; /* InternVL (close not NULL): the text before the pads, the marker being the pad itself */
 } vc_vl_pads;
 /* p's image marker made Gemma 3's where the model's config names begin / end of image tokens (boi and eoi: their
  * texts; either NULL: p unchanged), its image token the pad repeated */
 void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi);
+/* InternVLProcessor's markup where open and close are given (a model config's image_open / image_close; either NULL:
+ * p unchanged): each image pad of the rendering becomes open, the pad once per feature, close */
+void vc_vl_pads_wrap(vc_vl_pads *p, const char *open, const char *close);
 
 /* the image list imgs (n > 0 entries: paths, file:// or data URIs, {bytes, path, min_pixels, ...} objects) into
  * out[n] (calloc'd; each src points into imgs), each decoded once for its grid: fetch_image at patch (0: c's), then

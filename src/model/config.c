@@ -937,6 +937,8 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     c->nested_text = 1;
     if (NESTED_TEXT[k].interleave) c->rope.mrope_interleaved = 1;
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
+    if (!strcmp(c->model_type, "internvl")) c->image_open = "<img>", c->image_close = "</img>"; /* (the tokenizer's
+                                                                    * start_image_token / end_image_token) */
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)
         return vc_fail(VC_ERR_FORMAT, "%s: tie_word_embeddings with text_config.output_vocab_size %lld: a pruned LM head "

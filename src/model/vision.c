@@ -20,71 +20,13 @@
 #include "verlc/safetensors.h"
 #include "model_internal.h"
 #include "tensor/graph_priv.h"
+#include "vision_priv.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP };
-#define VIS_MAX_DEPTH 128
-#define VIS_MAX_DEEP 16
-
-typedef struct {
-    int kind, depth, dim, heads, hd, inter, out, act;
-    int patch, tpatch, merge, in_ch, window;
-    uint8_t full[VIS_MAX_DEPTH];
-    double theta;
-    int n_pos, side, side_w;  /* Qwen3-VL: learned positions (side x side), bilinearly resampled to each grid;
-                               * MoonViT's are side x side_w */
-    int n_deep, deep[VIS_MAX_DEEP]; /* Qwen3-VL: the blocks whose outputs feed the deepstack mergers */
-    int m_inter, qkv_bias;    /* GLM-4V: the merger's SwiGLU width (its blocks' is out); attn.qkv's bias */
-    float eps;                /* the blocks' norms' epsilon (GLM-4V: rms_norm_eps) */
-    int tps;                  /* Qwen2.5-VL: vision_config.tokens_per_second (videos' temporal positions) */
-} vis_cfg;
-
-/* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
- * down w/b (Qwen2.5-VL) */
-/* (SigLIP: q in B_QKV / B_QKVB, k and v apart in B_K.. B_VB) */
-enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_K, B_KB, B_V, B_VB,
-       B_COUNT };
-/* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
- * embedding bias and learned positions; GLM-4V's norms after the patch embedding and after the blocks, the downsample
- * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB); MoonViT's final LayerNorm
- * (G_POST, G_POSTB) */
-enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_PCONV, G_POST, G_DOWN, G_DOWNB, G_MPROJ,
-       G_MGATE, G_MUP, G_MDOWN, G_POSTB, G_COUNT };
-/* Qwen3-VL's deepstack mergers after the globals, each: its norm (over merged rows) w/b and two linears w/b */
-enum { D_LN, D_LNB, D_FC0, D_FC0B, D_FC2, D_FC2B, D_COUNT };
-
-/* The tower's tensors are parameters of the model (vc_model_param: one storage, one gradient buffer, one optimiser,
- * checkpoints and data parallelism as for the text weights); the tower keeps pointers to them by slot. */
-struct vc_vision {
-    vis_cfg c;
-    const vc_backend *be;
-    int n;                   /* tensors (some of the slots below are absent) */
-    vc_tensor **t;           /* [depth * B_COUNT + G_COUNT] slots: the model's parameter, NULL where absent */
-    int64_t (*shape)[2];     /* [n] the shape of tensor i as the tower reads it (the patch embedding's kernels as rows) */
-    int *nd;                 /* [n] */
-    char (*name)[80];        /* [n] its checkpoint name */
-    int *slot_of;            /* [n] the slot of tensor i */
-    vc_tensor *deep_out[VIS_MAX_DEEP]; /* the last forward's deepstack features (Qwen3-VL) */
-    const vc_model *m;       /* the model that holds the tower (its LoRA adapters) */
-};
-
-/* slots: the blocks' (b >= 0), the globals (b -1), deepstack merger j's (b -2 - j) */
-static int slot_index(const vis_cfg *c, int b, int k) {
-    return b >= 0 ? b * B_COUNT + k : b == -1 ? c->depth * B_COUNT + k : c->depth * B_COUNT + G_COUNT + (-2 - b) * D_COUNT + k;
-}
-static int n_slots(const vis_cfg *c) { return c->depth * B_COUNT + G_COUNT + c->n_deep * D_COUNT; }
-static vc_tensor *slot(vc_vision *v, int b, int k) { return v->t[slot_index(&v->c, b, k)]; }
-/* slot s as block b (or -1, -2 - j as above) and index k */
-static void slot_bk(const vis_cfg *c, int s, int *b, int *k) {
-    int nb = c->depth * B_COUNT, ng = nb + G_COUNT;
-    *b = s < nb ? s / B_COUNT : s < ng ? -1 : -2 - (s - ng) / D_COUNT;
-    *k = s < nb ? s % B_COUNT : s < ng ? s - nb : (s - ng) % D_COUNT;
-}
-
-static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
+vc_status vis_get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out,
                          const char *ctx) {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", keys);
@@ -102,22 +44,22 @@ static vc_status get_int(const cJSON *o, const char *keys, int64_t def, int64_t 
     return VC_OK;
 }
 
-static vc_status parse_act(const cJSON *o, const char *ctx, int *act) {
+vc_status vis_parse_act(const cJSON *o, const char *key, const char *ctx, int *act) {
     const char *a = NULL;
-    vc_status st = vc_json_get_str(o, "hidden_act", NULL, &a, ctx);
+    vc_status st = vc_json_get_str(o, key, NULL, &a, ctx);
     if (st) return st;
     if (!a) return VC_OK;
     if (!strcmp(a, "quick_gelu")) *act = VC_ACT_QUICK_GELU;
     else if (!strcmp(a, "silu") || !strcmp(a, "swish")) *act = VC_ACT_SILU;
     else if (!strcmp(a, "gelu")) *act = VC_ACT_GELU_ERF;
     else if (!strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_new")) *act = VC_ACT_GELU_TANH;
-    else return vc_fail(VC_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported", ctx, a);
+    else return vc_fail(VC_ERR_UNSUPPORTED, "%s: %s '%s' is not supported", ctx, key, a);
     return VC_OK;
 }
 
 /* Qwen3-VL: the learned positions (a square count) and the deepstack blocks (ascending, below the depth) */
 static vc_status parse_qwen3(const cJSON *o, int deep, const char *ctx, vis_cfg *c) {
-    vc_status st = get_int(o, "num_position_embeddings", 2304, 1, 1 << 22, &c->n_pos, ctx);
+    vc_status st = vis_get_int(o, "num_position_embeddings", 2304, 1, 1 << 22, &c->n_pos, ctx);
     if (st) return st;
     c->side = (int)(sqrt((double)c->n_pos) + 0.5);
     if (c->side * c->side != c->n_pos)
@@ -139,7 +81,7 @@ static vc_status parse_qwen3(const cJSON *o, int deep, const char *ctx, vis_cfg 
 static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
     int image = 336;
     double eps = 1e-5;
-    vc_status st = get_int(o, "image_size", 336, 1, 1 << 20, &image, ctx);
+    vc_status st = vis_get_int(o, "image_size", 336, 1, 1 << 20, &image, ctx);
     if (!st) st = vc_json_get_num(o, "rms_norm_eps", 1e-5, &eps, ctx);
     if (!st) st = vc_json_get_bool(o, "attention_bias", 0, &c->qkv_bias, ctx);
     if (st) return st;
@@ -155,13 +97,13 @@ static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
 /* MoonViT (Kimi-VL's vision_config, model_type moonvit): its keys and the constants of its remote code (LayerNorms of
  * eps 1e-5, GELU-tanh, biases on wqkv and wo, a rope base of 10000, grids of at most 512 x 512 patches) */
 static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx, vis_cfg *c) {
-    vc_status st = get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
-    if (!st) st = get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
-    if (!st) st = get_int(o, "init_pos_emb_height", 64, 1, 512, &c->side, ctx);
-    if (!st) st = get_int(o, "init_pos_emb_width", 64, 1, 512, &c->side_w, ctx);
+    vc_status st = vis_get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = vis_get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
+    if (!st) st = vis_get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = vis_get_int(o, "init_pos_emb_height", 64, 1, 512, &c->side, ctx);
+    if (!st) st = vis_get_int(o, "init_pos_emb_width", 64, 1, 512, &c->side_w, ctx);
     if (st) return st;
     const cJSON *mk = vc_json_member(o, "merge_kernel_size");
     c->merge = 2;
@@ -185,19 +127,19 @@ static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx
 static vc_status parse_siglip(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c) {
     int image = 896, tokens = 256;
     double eps = 1e-6;
-    vc_status st = get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
-    if (!st) st = get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
-    if (!st) st = get_int(o, "image_size", 896, 1, 1 << 16, &image, ctx);
-    if (!st) st = get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
+    vc_status st = vis_get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = vis_get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
+    if (!st) st = vis_get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = vis_get_int(o, "image_size", 896, 1, 1 << 16, &image, ctx);
+    if (!st) st = vis_get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
     if (!st) st = vc_json_get_num(o, "layer_norm_eps", 1e-6, &eps, ctx);
     char top[640]; /* (a key beside vision_config) */
     snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
-    if (!st) st = get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, top);
+    if (!st) st = vis_get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, top);
     c->act = VC_ACT_GELU_TANH;
-    if (!st) st = parse_act(o, ctx, &c->act);
+    if (!st) st = vis_parse_act(o, "hidden_act", ctx, &c->act);
     if (st) return st;
     int side = image / c->patch, ts = (int)(sqrt((double)tokens) + 0.5);
     if (!(eps > 0 && eps < 1)) return vc_fail(VC_ERR_FORMAT, "%s: key 'layer_norm_eps' is %g, outside (0, 1)", ctx, eps);
@@ -236,7 +178,7 @@ static int tower_kind_deep(const char *mt, int *deep) {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
         { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
-        { "gemma3", VIS_SIGLIP, 0 } };
+        { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -256,25 +198,25 @@ static vc_status parse_qwen_glm(const cJSON *o, const vc_model *m, const char *c
     int q2 = c->kind == VIS_QWEN2, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, ratio = 4;
     c->act = q2 ? VC_ACT_QUICK_GELU : q3 ? VC_ACT_GELU_TANH : VC_ACT_SILU;
     c->eps = 1e-6f;
-    if (!st) st = get_int(o, "depth", glm ? 24 : 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = get_int(o, q2 ? "embed_dim" : "hidden_size", glm ? 1536 : 1280, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = get_int(o, "num_heads", glm ? 12 : 16, 1, 1024, &c->heads, ctx);
-    if (!st && q2) st = get_int(o, "mlp_ratio", 4, 1, 64, &ratio, ctx);
+    if (!st) st = vis_get_int(o, "depth", glm ? 24 : 32, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = vis_get_int(o, q2 ? "embed_dim" : "hidden_size", glm ? 1536 : 1280, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = vis_get_int(o, "num_heads", glm ? 12 : 16, 1, 1024, &c->heads, ctx);
+    if (!st && q2) st = vis_get_int(o, "mlp_ratio", 4, 1, 64, &ratio, ctx);
     int64_t inter = q2 ? (int64_t)c->dim * ratio : glm ? 13696 : 3420;
-    if (!st) st = get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
+    if (!st) st = vis_get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
     if (!st && q2) c->inter = c->dim * ratio;
-    if (!st) st = get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
-    if (!st) st = get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
+    if (!st) st = vis_get_int(o, q2 ? "hidden_size" : "out_hidden_size", m->cfg.hidden, 1, 1 << 20, &c->out, ctx);
+    if (!st) st = vis_get_int(o, "patch_size spatial_patch_size", q3 ? 16 : 14, 1, 1024, &c->patch, ctx);
     int deep = 0;
     tower_kind_deep(mt, &deep);
     if (!st && q3) st = parse_qwen3(o, deep, ctx, c);
     if (!st && glm) st = parse_glm(o, ctx, c);
-    if (!st) st = get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
-    if (!st) st = get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
-    if (!st) st = get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
-    if (!st && c->kind == VIS_QWEN25) st = get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
-    if (!st && c->kind == VIS_QWEN25) st = get_int(o, "tokens_per_second", 4, 1, 1 << 20, &c->tps, ctx);
-    if (!st) st = parse_act(o, ctx, &c->act);
+    if (!st) st = vis_get_int(o, "temporal_patch_size", 2, 1, 64, &c->tpatch, ctx);
+    if (!st) st = vis_get_int(o, "spatial_merge_size", 2, 1, 64, &c->merge, ctx);
+    if (!st) st = vis_get_int(o, "in_channels in_chans", 3, 1, 64, &c->in_ch, ctx);
+    if (!st && c->kind == VIS_QWEN25) st = vis_get_int(o, "window_size", 112, 1, 1 << 20, &c->window, ctx);
+    if (!st && c->kind == VIS_QWEN25) st = vis_get_int(o, "tokens_per_second", 4, 1, 1 << 20, &c->tps, ctx);
+    if (!st) st = vis_parse_act(o, "hidden_act", ctx, &c->act);
     if (!st) st = parse_full(o, ctx, c);
     c->theta = 10000.0;
     const cJSON *rp = vc_json_member(o, "rope_parameters");
@@ -294,12 +236,14 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL and Gemma 3 are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3 and InternVL are)", m->dir, mt);
     if (!st)
         st = c->kind == VIS_MOON     ? parse_moon(o, m->cfg.hidden, ctx, c)
              : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
+             : c->kind == VIS_INTERN ? vis_parse_intern(o, root, m->cfg.hidden, ctx, c)
                                      : parse_qwen_glm(o, m, ctx, c);
-    if (!st && (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP)))
+    /* (the towers without rope take any head width) */
+    if (!st && (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP && c->kind != VIS_INTERN)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
         st = vc_fail(VC_ERR_FORMAT, "%s: the merger's output width %d is not the text model's hidden size %lld", ctx,
@@ -310,6 +254,13 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     c->hd = c->heads ? c->dim / c->heads : 0;
     cJSON_Delete(root);
     return st;
+}
+
+/* whether InternVL's tower has slot k of block b (or global k: b -1) under its config */
+static int intern_has(const vis_cfg *c, int b, int k) {
+    if (b >= 0) return !((k == B_N1B || k == B_N2B) && c->rms) && !((k == B_QKVB || k == B_KB || k == B_VB) && !c->qkv_bias) &&
+                       !((k == B_QN || k == B_KN) && !c->qk_norm);
+    return !((k == G_POST || k == G_POSTB) && !c->post_ln) && !(k == G_POS && !c->n_pos);
 }
 
 /* the checkpoint's name of slot k of block b (b -1: a global; b -2 - j: deepstack merger j), its shape; NULL: the kind
@@ -356,18 +307,31 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "multi_modal_projector.mm_soft_emb_norm.weight", NULL, "multi_modal_projector.mm_input_projection_weight", NULL,
         NULL, NULL, "embeddings.patch_embedding.bias", "embeddings.position_embedding.weight", NULL,
         "post_layernorm.weight", [G_POSTB] = "post_layernorm.bias" };
+    /* InternVL: under vision_tower. (transformers 5: model.vision_tower.); the projector's names are whole */
+    static const char *const BI[B_COUNT] = { "layernorm_before.weight", "layernorm_before.bias", "layernorm_after.weight",
+        "layernorm_after.bias", "attention.q_proj.weight", "attention.q_proj.bias", "attention.projection_layer.weight",
+        "attention.projection_layer.bias", "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias", NULL, NULL,
+        "attention.k_proj.weight", "attention.k_proj.bias", "attention.v_proj.weight", "attention.v_proj.bias",
+        "lambda_1", "lambda_2", "attention.q_norm.weight", "attention.k_norm.weight" };
+    static const char *const GI[G_COUNT] = { "embeddings.patch_embeddings.projection.weight",
+        "multi_modal_projector.layer_norm.weight", "multi_modal_projector.layer_norm.bias",
+        "multi_modal_projector.linear_1.weight", "multi_modal_projector.linear_1.bias",
+        "multi_modal_projector.linear_2.weight", "multi_modal_projector.linear_2.bias",
+        "embeddings.patch_embeddings.projection.bias", "embeddings.position_embeddings", NULL, "layernorm.weight",
+        [G_POSTB] = "layernorm.bias", [G_CLS] = "embeddings.cls_token" };
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
-    int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP;
+    int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP, in = c->kind == VIS_INTERN;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
-    const char *n = b >= 0    ? (sig ? BS : moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
-                    : b == -1 ? (sig ? GS : moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
+    const char *n = b >= 0    ? (in ? BI : sig ? BS : moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
+                    : b == -1 ? (in ? GI : sig ? GS : moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
     if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
+    if (in && !intern_has(c, b, k)) return NULL;
     *ndim = 1;
     if (b >= 0) {
         /* q2's / q3's MLP: fc1 [I, D], fc2 [D, I]; q25's and GLM-4V's: gate, up [I, D], down [D, I] */
-        int64_t Q = sig ? D : 3 * D;
-        int64_t rows[B_COUNT] = { D, D, D, D, Q, Q, D, D, I, I, sw ? I : D, sw ? I : D, D, D, D, D, D, D };
-        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, sw ? D : I, 0, I, 0, D, 0, D, 0 };
+        int64_t Q = sig || in ? D : 3 * D;
+        int64_t rows[B_COUNT] = { D, D, D, D, Q, Q, D, D, I, I, sw ? I : D, sw ? I : D, D, D, D, D, D, D, D, D, D, D };
+        int64_t cols[B_COUNT] = { 0, 0, 0, 0, D, 0, D, 0, D, 0, sw ? D : I, 0, I, 0, D, 0, D, 0, 0, 0, 0, 0 };
         shape[0] = rows[k];
         if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
         return n;
@@ -380,9 +344,11 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
     }
     /* GLM-4V's merger norm is over its output width; its downsample's kernels are rows of (channel, row, column) */
     /* (SigLIP's projection matrix in G_FC0 as the linear reads it, [O, D]: the checkpoint's [D, O] transposed) */
-    int64_t rows[G_COUNT] = { D, glm ? O : D, glm ? O : D, sig ? O : M, M, O, O, D, c->n_pos, D, D, O, O, O, MI, MI, O, D };
-    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, sig ? D : M, 0, M, 0, 0, D, 0,
-                              0, M, 0, O, O, O, MI, 0 };
+    /* (InternVL's projector: its norm over the merged rows, linear_1 [O, M], linear_2 [O, O]; its class token [1, D]) */
+    int64_t rows[G_COUNT] = { D, glm ? O : in ? M : D, glm ? O : in ? M : D, sig || in ? O : M, in ? O : M, O, O, D,
+                              c->n_pos, D, D, O, O, O, MI, MI, O, D, 1 };
+    int64_t cols[G_COUNT] = { (int64_t)c->in_ch * c->tpatch * c->patch * c->patch, 0, 0, sig ? D : M, 0, in ? O : M, 0, 0,
+                              D, 0, 0, M, 0, O, O, O, MI, 0, D };
     shape[0] = rows[k];
     if (cols[k]) { shape[1] = cols[k]; *ndim = 2; }
     return n;
@@ -396,8 +362,9 @@ static const char *const *prefixes(int kind, const char *n) {
     static const char *const SIG[] = { "vision_tower.vision_model.", "vision_tower.", "model.vision_tower.vision_model.",
                                        "model.vision_tower.", NULL };
     static const char *const QWEN[] = { "visual.", "model.visual.", NULL };
+    static const char *const INTERN[] = { "vision_tower.", "model.vision_tower.", NULL };
     if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
-    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : QWEN;
+    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : QWEN;
 }
 
 /* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first */
@@ -456,7 +423,7 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         char rel[80], full[96];
         if (b >= 0)
             snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ?
-                     "encoder.layers" : "blocks", b, n);
+                     "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer" : "blocks", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
@@ -473,13 +440,18 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
     return VC_OK;
 }
 
-/* the model types whose towers verlc builds */
+/* the patch embedding's name: whether a checkpoint has the tower */
+static const char *probe_name(int kind) {
+    return kind == VIS_SIGLIP   ? "embeddings.patch_embedding.weight"
+           : kind == VIS_INTERN ? "embeddings.patch_embeddings.projection.weight"
+                                : "patch_embed.proj.weight";
+}
 
 vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     char full[96];
     int kind = tower_kind(m->cfg.model_type);
     if (kind < 0 || !m->config_text || !strstr(m->config_text, "\"vision_config\"")) return VC_OK;
-    if (ck && !find(ck, kind, kind == VIS_SIGLIP ? "embeddings.patch_embedding.weight" : "patch_embed.proj.weight", full,
+    if (ck && !find(ck, kind, probe_name(kind), full,
                     sizeof full))
         return VC_OK; /* a text-only export */
     vc_vision *v = vc_calloc(1, sizeof *v);
@@ -524,7 +496,14 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
         memcpy(shape, s, sizeof s);
         return 3;
     }
-    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) {
+    if (v->c.kind == VIS_INTERN && (v->slot_of[i] == slot_index(&v->c, -1, G_POS) ||
+                                    v->slot_of[i] == slot_index(&v->c, -1, G_CLS))) { /* [1, rows, D] */
+        int64_t s[3] = { 1, v->shape[i][0], v->c.dim };
+        memcpy(shape, s, sizeof s);
+        return 3;
+    }
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN) &&
+        v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) {
         /* a Conv2d [D, C, P, P] */
         int64_t s[4] = { v->c.dim, v->c.in_ch, v->c.patch, v->c.patch };
         memcpy(shape, s, sizeof s);
@@ -574,8 +553,7 @@ vc_status vc_model_load_vision(vc_model *m) {
     vc_checkpoint *ck = NULL;
     vc_status st = parse_cfg(m, &c); /* names what is missing or not built */
     if (!st && !vc_ckpt_open(m->dir, &ck) &&
-        !find(ck, c.kind, c.kind == VIS_SIGLIP ? "embeddings.patch_embedding.weight" : "patch_embed.proj.weight", full,
-              sizeof full))
+        !find(ck, c.kind, probe_name(c.kind), full, sizeof full))
         st = vc_fail(VC_ERR_MISSING, "%s: the checkpoint has no vision tower ('%s' is missing)", m->dir, full);
     vc_ckpt_close(ck);
     return st ? st : vc_fail(VC_ERR_INTERNAL, "%s: the vision tower was not loaded", m->dir);
@@ -610,17 +588,6 @@ vc_tensor *vc_vision_tensor(vc_vision *v, int i, const char **name) {
     return v->t[v->slot_of[i]];
 }
 
-/* ---- the forward's layout: the order rows are processed in, attention segments, rope tables ---- */
-typedef struct {
-    int64_t N, U;          /* patches, merged units (N / merge^2) */
-    int32_t *perm, *inv;   /* Qwen2.5-VL: unit order by windows and its inverse (backend memory), else NULL */
-    int64_t *cu_full, *cu_win; /* segments: each frame; each window (host) */
-    int n_full, n_win;
-    float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
-    int32_t *down;         /* GLM-4V: [N * D] each unit's values as (channel, patch) (backend memory), else NULL */
-    int32_t *order;        /* MoonViT: [N] the processor's row of each patch in processing order (backend memory) */
-} vis_plan;
-
 static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *N) {
     const vis_cfg *c = &v->c;
     *N = 0;
@@ -637,6 +604,9 @@ static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *
                            g[0], g[1], g[2], c->merge, c->merge);
         if (c->kind == VIS_SIGLIP && (g[0] != 1 || g[1] != c->side || g[2] != c->side))
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 3's tower takes one image of %d x %d "
+                           "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
+        if (c->kind == VIS_INTERN && (g[1] != c->side || g[2] != c->side))
+            return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): InternVL's tower takes tiles of %d x %d "
                            "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
         *N += (int64_t)g[0] * g[1] * g[2];
     }
@@ -759,9 +729,12 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     int32_t *perm = v->c.kind == VIS_QWEN25 ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->U, 0) : NULL;
     if (!p->cu_full || !p->cu_win || (v->c.kind == VIS_QWEN25 && !perm)) return vc_graph_status(g);
     p->cu_full[0] = 0;
+    int cls = v->c.kind == VIS_INTERN; /* (a class token a tile) */
     for (int i = 0; i < im->n; i++)
         for (int t = 0; t < im->grid[3 * i]; t++, p->n_full++)
-            p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
+            p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + cls + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
+    p->R = p->N + (cls ? frames : 0);
+    if (cls) return vis_plan_intern(v, im, g, p);
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
     if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && (st = plan_order(v, im, g, p))) return st;
@@ -770,37 +743,41 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
 
 /* x W^T + b of slot k of block b (or of a merger) with bias slot kb, plus the slot's LoRA adapter while adapters are
  * on */
-static vc_tensor *lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb) {
+vc_tensor *vis_lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb) {
     vc_tensor *y = vc_op_linear(g, x, slot(v, b, k), kb >= 0 ? slot(v, b, kb) : NULL);
     return vc_lora_apply(v->m, g, vc_lora_tower_index(v->m, slot_index(&v->c, b, k)), x, y);
 }
 
 /* the blocks' norms: LayerNorm (Qwen2-VL, Qwen3-VL) or RMSNorm (Qwen2.5-VL, GLM-4V) */
-static vc_tensor *norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
-    int rms = v->c.kind == VIS_QWEN25 || v->c.kind == VIS_GLM4V;
+vc_tensor *vis_norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b) {
+    int rms = v->c.kind == VIS_QWEN25 || v->c.kind == VIS_GLM4V || v->c.rms;
     return rms ? vc_op_rmsnorm(g, x, w, v->c.dim, v->c.eps, 0.0f) : vc_op_layernorm(g, x, w, b, v->c.eps);
 }
 
 static vc_tensor *heads(vc_vision *v, vc_graph *g, vc_tensor *qkv, int part, const vis_plan *p, int rope) {
-    int64_t D = v->c.dim, s3[3] = { p->N, v->c.heads, v->c.hd };
+    int64_t D = v->c.dim, s3[3] = { p->R, v->c.heads, v->c.hd };
     vc_tensor *x = vc_op_slice_cols(g, qkv, 3 * D, part * D, (part + 1) * D);
     x = x ? vc_reshape(g, x, 3, s3) : NULL;
     return rope ? vc_op_rope(g, x, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, v->c.kind == VIS_MOON) : x;
 }
 
-static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_plan *p) {
+vc_tensor *vis_block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_plan *p) {
     int full = v->c.full[b];
-    vc_tensor *h = norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
+    vc_tensor *h = vis_norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
     vc_op_hold(h, 1);
     vc_tensor *q, *k, *val;
-    if (v->c.kind == VIS_SIGLIP) { /* q, k and v apart, no rope */
-        int64_t s3[3] = { p->N, v->c.heads, v->c.hd };
-        q = lin(v, g, h, b, B_QKV, B_QKVB), k = lin(v, g, h, b, B_K, B_KB), val = lin(v, g, h, b, B_V, B_VB);
+    if (v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN) { /* q, k and v apart, no rope */
+        int64_t s3[3] = { p->R, v->c.heads, v->c.hd };
+        q = vis_lin(v, g, h, b, B_QKV, B_QKVB), k = vis_lin(v, g, h, b, B_K, B_KB), val = vis_lin(v, g, h, b, B_V, B_VB);
         vc_op_hold(h, 0);
+        if (slot(v, b, B_QN)) { /* InternVL's q / k RMSNorms over the whole width */
+            q = vc_op_rmsnorm(g, q, slot(v, b, B_QN), v->c.dim, 1e-6f, 0.0f);
+            k = vc_op_rmsnorm(g, k, slot(v, b, B_KN), v->c.dim, 1e-6f, 0.0f);
+        }
         q = q ? vc_reshape(g, q, 3, s3) : NULL, k = k ? vc_reshape(g, k, 3, s3) : NULL;
         val = val ? vc_reshape(g, val, 3, s3) : NULL;
     } else {
-        vc_tensor *qkv = lin(v, g, h, b, B_QKV, B_QKVB);
+        vc_tensor *qkv = vis_lin(v, g, h, b, B_QKV, B_QKVB);
         vc_op_hold(h, 0);
         q = heads(v, g, qkv, 0, p, 1), k = heads(v, g, qkv, 1, p, 1), val = heads(v, g, qkv, 2, p, 0);
     }
@@ -808,24 +785,25 @@ static vc_tensor *block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vi
                        .n_head = v->c.heads, .n_kv_head = v->c.heads, .head_dim = v->c.hd, .v_head_dim = v->c.hd,
                        .scale = 1.0f / sqrtf((float)v->c.hd), .causal = 0 };
     vc_tensor *o = vc_op_attention(g, q, k, val, &d);
-    int64_t s2[2] = { p->N, v->c.dim };
+    int64_t s2[2] = { p->R, v->c.dim };
     o = o ? vc_reshape(g, o, 2, s2) : NULL;
-    x = vc_op_add(g, x, lin(v, g, o, b, B_PROJ, B_PROJB));
-    h = norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
+    o = vis_lin(v, g, o, b, B_PROJ, B_PROJB);
+    x = vc_op_add(g, x, slot(v, b, B_L1) ? vc_op_affine_cols(g, o, slot(v, b, B_L1), NULL, 1) : o); /* (InternVL's lambda_1) */
+    h = vis_norm(v, g, x, slot(v, b, B_N2), slot(v, b, B_N2B));
     vc_tensor *y;
     if (v->c.kind != VIS_QWEN25 && v->c.kind != VIS_GLM4V) {
-        y = vc_op_act(g, lin(v, g, h, b, B_M0, B_M0B), v->c.act);
-        y = lin(v, g, y, b, B_M1, B_M1B);
+        y = vc_op_act(g, vis_lin(v, g, h, b, B_M0, B_M0B), v->c.act);
+        y = vis_lin(v, g, y, b, B_M1, B_M1B);
     } else {
         vc_op_hold(h, 1);
-        vc_tensor *gt = lin(v, g, h, b, B_M0, B_M0B);
-        vc_tensor *up = lin(v, g, h, b, B_M1, B_M1B);
+        vc_tensor *gt = vis_lin(v, g, h, b, B_M0, B_M0B);
+        vc_tensor *up = vis_lin(v, g, h, b, B_M1, B_M1B);
         vc_op_hold(h, 0);
         if (vc_lora_tower_index(v->m, slot_index(&v->c, b, B_M2)) < 0)
             y = vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, b, B_M2), slot(v, b, B_M2B));
-        else y = lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), b, B_M2, B_M2B); /* down's adapter reads the product */
+        else y = vis_lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), b, B_M2, B_M2B); /* down's adapter reads the product */
     }
-    return vc_op_add(g, x, y);
+    return vc_op_add(g, x, slot(v, b, B_L2) ? vc_op_affine_cols(g, y, slot(v, b, B_L2), NULL, 1) : y);
 }
 
 /* Qwen3-VL: the learned positions resampled to each image's grid (transformers' bilinear interpolation with aligned
@@ -877,11 +855,11 @@ static vc_tensor *positions(vc_vision *v, vc_graph *g, const vc_images *im, int6
 static vc_tensor *merger(vc_vision *v, vc_graph *g, vc_tensor *x, int b, const vis_plan *p) {
     int64_t us[2] = { p->U, (int64_t)v->c.merge * v->c.merge * v->c.dim };
     int pre = b == -1;
-    if (pre) x = norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
+    if (pre) x = vis_norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
     x = x ? vc_reshape(g, x, 2, us) : NULL;
     if (!pre) x = vc_op_layernorm(g, x, slot(v, b, D_LN), slot(v, b, D_LNB), 1e-6f);
-    x = vc_op_act(g, lin(v, g, x, b, pre ? G_FC0 : D_FC0, pre ? G_FC0B : D_FC0B), VC_ACT_GELU_ERF);
-    return lin(v, g, x, b, pre ? G_FC2 : D_FC2, pre ? G_FC2B : D_FC2B);
+    x = vc_op_act(g, vis_lin(v, g, x, b, pre ? G_FC0 : D_FC0, pre ? G_FC0B : D_FC0B), VC_ACT_GELU_ERF);
+    return vis_lin(v, g, x, b, pre ? G_FC2 : D_FC2, pre ? G_FC2B : D_FC2B);
 }
 
 /* PyTorch's cubic convolution weights (A = -0.75) of the 4 taps around a point at fraction t past the second, in float
@@ -977,14 +955,14 @@ static vc_tensor *glm_merger(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_
     x = x ? vc_op_gather_rows(g, x, n, p->down, n) : NULL;
     x = x ? vc_reshape(g, x, 2, us) : NULL;
     x = vc_op_linear(g, x, slot(v, -1, G_DOWN), slot(v, -1, G_DOWNB));
-    x = lin(v, g, x, -1, G_MPROJ, -1);
+    x = vis_lin(v, g, x, -1, G_MPROJ, -1);
     x = vc_op_act(g, vc_op_layernorm(g, x, slot(v, -1, G_LN), slot(v, -1, G_LNB), 1e-5f), VC_ACT_GELU_ERF);
     vc_op_hold(x, 1);
-    vc_tensor *gt = lin(v, g, x, -1, G_MGATE, -1), *up = lin(v, g, x, -1, G_MUP, -1);
+    vc_tensor *gt = vis_lin(v, g, x, -1, G_MGATE, -1), *up = vis_lin(v, g, x, -1, G_MUP, -1);
     vc_op_hold(x, 0);
     if (vc_lora_tower_index(v->m, slot_index(&v->c, -1, G_MDOWN)) < 0)
         return vc_op_act_mul_linear(g, gt, up, v->c.act, slot(v, -1, G_MDOWN), NULL);
-    return lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), -1, G_MDOWN, -1);
+    return vis_lin(v, g, vc_op_act_mul(g, gt, up, v->c.act), -1, G_MDOWN, -1);
 }
 
 /* SigLIP: each patch's learned position, by its row-major index in its image (the processor's order) */
@@ -1034,6 +1012,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
+    if (v->c.kind == VIS_INTERN) return vis_intern_forward(v, g, x, &p);
     if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, p.N));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
     if (p.order && x) x = vc_op_gather_rows(g, x, p.N, p.order, p.N); /* MoonViT: whole merge blocks */
@@ -1044,7 +1023,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     if ((v->c.kind == VIS_GLM4V || v->c.kind == VIS_MOON) && x) x = vc_op_add(g, x, positions_bicubic(v, g, im, p.N));
     for (int j = 0; j < v->c.n_deep; j++) v->deep_out[j] = NULL;
     for (int b = 0, j = 0; b < v->c.depth && x; b++) {
-        x = block(v, g, b, x, &p);
+        x = vis_block(v, g, b, x, &p);
         if (j < v->c.n_deep && v->c.deep[j] == b && x && !(v->deep_out[j] = merger(v, g, x, -2 - j, &p))) x = NULL;
         if (j < v->c.n_deep && v->c.deep[j] == b) j++;
     }

@@ -65,6 +65,7 @@ static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJS
     vc_vl_pads pads = { pad ? pad : VC_VL_IMAGE_TOKEN, videos ? (vpad ? vpad : VC_VL_VIDEO_TOKEN) : NULL };
     if (mc) vc_vl_pads_markup(&pads, mc->boi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->boi_id) : NULL,
                               mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->eoi_id) : NULL);
+    if (mc) vc_vl_pads_wrap(&pads, mc->image_open, mc->image_close);
     if (!st && n_im) st = vc_vl_expand_visuals(text, &pads, im, n_im, 1, where, &full, NULL);
     if (!st) st = vc_tokenizer_encode(t->tok, full ? full : text, strlen(full ? full : text), 0, ids, n);
     free(text);

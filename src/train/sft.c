@@ -114,6 +114,7 @@ static vc_status setup_images(sft_run *r, sft_tok *tk) {
     const vc_model_config *mc = vc_model_cfg(r->model); /* (Gemma 3's markup) */
     tk->boi = mc->boi_id >= 0 ? vc_tokenizer_id_to_token(r->tok, mc->boi_id) : NULL;
     tk->eoi = mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(r->tok, mc->eoi_id) : NULL;
+    tk->open = mc->image_open, tk->close = mc->image_close;
     return VC_OK;
 }
 

@@ -22,6 +22,12 @@ struct vc_image;
 vc_status vc_vl_kimi_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
 vc_status vc_vl_kimi_process(const struct vc_vl_image_config *c, const struct vc_image *img, const char *what,
                              struct vc_vl_pixels *out);
+/* GOT-OCR2's processor (got_proc.c): its keys; one image's tiles' pixel values (levels through table) */
+vc_status vc_vl_got_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
+vc_status vc_vl_got_process(const struct vc_vl_image_config *c, const struct vc_image *img, const float table[3][256],
+                            const char *what, struct vc_vl_pixels *out);
+/* rescale and normalize as transformers' numpy functions compute them: the value of each 8-bit level of each channel */
+void vc_vl_level_table(const struct vc_vl_image_config *c, float table[3][256]);
 /* Python's round() of a float: half to even */
 double vc_py_round(double x);
 #endif

@@ -93,16 +93,19 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     c->glm = type && (!strncmp(type, "Glm4vImageProcessor", 19) || !strncmp(type, "Glm46VImageProcessor", 20));
     if (type && !strcmp(type, "KimiVLImageProcessor")) return vc_vl_kimi_parse(j, c, file);
     if (type && !strncmp(type, "Gemma3ImageProcessor", 20) && (st = parse_gemma3(j, c, file)) != VC_OK) return st;
-    if (type && !c->glm && !c->gemma3 && strncmp(type, "Qwen2VLImageProcessor", 21))
+    if (type && !strncmp(type, "GotOcr2ImageProcessor", 21) && (st = vc_vl_got_parse(j, c, file)) != VC_OK) return st;
+    int fixed = c->gemma3 || c->got; /* (a fixed tile size: no min / max pixels) */
+    if (type && !c->glm && !fixed && strncmp(type, "Qwen2VLImageProcessor", 21))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
-                       "Glm4vImageProcessor's, KimiVLImageProcessor's and Gemma3ImageProcessor's)", file, type);
+                       "Glm4vImageProcessor's, KimiVLImageProcessor's, Gemma3ImageProcessor's and "
+                       "GotOcr2ImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
-    if (!c->gemma3 && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
+    if (!fixed && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
     if (resample != 3)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: resample = %lld (only 3, BICUBIC, is implemented)", file,
                        (long long)resample);
-    const cJSON *size = c->gemma3 ? NULL : vc_json_member(j, "size");
+    const cJSON *size = fixed ? NULL : vc_json_member(j, "size");
     if (size) {
         if (!cJSON_IsObject(size)) return vc_fail(VC_ERR_FORMAT, "%s: size is not an object", file);
         char ctx[1100];
@@ -116,14 +119,14 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
         if ((st = vc_vl_get_pos_int(size, "longest_edge", INT64_C(1) << 40, &c->max_pixels, ctx)) != VC_OK) return st;
     }
     /* (GLM-4V's processor has no min_pixels / max_pixels: its size dict alone bounds it) */
-    int glm_gemma = c->glm || c->gemma3;
+    int glm_gemma = c->glm || fixed;
     if (!glm_gemma && (st = vc_vl_get_pos_int(j, "min_pixels", INT64_C(1) << 40, &c->min_pixels, file)) != VC_OK) return st;
     if (!glm_gemma && (st = vc_vl_get_pos_int(j, "max_pixels", INT64_C(1) << 40, &c->max_pixels, file)) != VC_OK) return st;
     /* max_pixels below min_pixels is accepted as transformers accepts it: smart_resize checks the max bound first */
     int64_t p = c->patch_size, t = c->temporal_patch_size, m = c->merge_size;
-    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
-    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
-    if (!c->gemma3 && (st = vc_vl_get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
+    if (!fixed && (st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file)) != VC_OK) return st;
+    if (!fixed && (st = vc_vl_get_pos_int(j, "temporal_patch_size", 64, &t, file)) != VC_OK) return st;
+    if (!fixed && (st = vc_vl_get_pos_int(j, "merge_size", 64, &m, file)) != VC_OK) return st;
     c->patch_size = (int)p, c->temporal_patch_size = (int)t, c->merge_size = (int)m;
     if ((st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file)) != VC_OK) return st;
     if ((st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file)) != VC_OK) return st;
@@ -255,7 +258,7 @@ vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int facto
 
 /* rescale (float64 times the factor, then float32) and normalize ((x - mean) / std in float32), as transformers'
  * numpy functions compute: the value of each 8-bit level of each channel, once */
-static void level_table(const vc_vl_image_config *c, float table[3][256]) {
+void vc_vl_level_table(const vc_vl_image_config *c, float table[3][256]) {
     for (int ch = 0; ch < 3; ch++) {
         float mean = (float)c->image_mean[ch], std = (float)c->image_std[ch];
         for (int v = 0; v < 256; v++) {
@@ -275,6 +278,8 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     /* (Gemma 3: patches row by row, blocks of one) */
     const int P = c->patch_size, M = c->gemma3 ? 1 : c->merge_size, T = c->temporal_patch_size, factor = P * M;
     vc_image resized = { 0 }, keyed = { 0 };
+    float table[3][256];
+    vc_vl_level_table(c, table);
     const vc_image *src = img;
     vc_status st;
     if (c->do_convert_rgb && img->has_key) {
@@ -288,6 +293,11 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
         for (size_t i = 0; i < np; i++)
             if (!memcmp(keyed.rgb + i * 3, img->key, 3)) memset(keyed.rgb + i * 3, 255, 3);
         img = src = &keyed;
+    }
+    if (c->got) { /* InternVL's tiles */
+        st = vc_vl_got_process(c, img, table, what, out);
+        vc_image_free(&keyed);
+        return st;
     }
     if (c->do_resize) {
         int h, w;
@@ -306,8 +316,6 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
         return vc_fail(VC_ERR_SHAPE, "%s: %dx%d is not a multiple of patch_size * merge_size = %d and do_resize is "
                        "false", what, img->width, img->height, factor);
     }
-    float table[3][256];
-    level_table(c, table);
     size_t np = (size_t)src->width * (size_t)src->height;
     float *plane = malloc(sizeof(float) * np * 3);
     st = plane ? VC_OK : vc_fail(VC_ERR_NOMEM, "%s: %dx%d pixel values", what, src->width, src->height);
