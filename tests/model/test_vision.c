@@ -14,6 +14,7 @@
 #define VL_DIR "tests/fixtures/models/qwen2_vl_image"
 #define GLM_DIR "tests/fixtures/models/glm4v_image" /* GLM-4.1V's tower: bicubic positions, downsample, its merger */
 #define GEMMA_DIR "tests/fixtures/models/gemma3_image" /* Gemma 3: SigLIP, bidirectional image runs */
+#define INTERN_DIR "tests/fixtures/models/internvl_image" /* InternVL: tiles behind class tokens */
 
 typedef struct {
     int32_t prompt[64], want[64], grid[3];
@@ -77,6 +78,17 @@ static void bad_images(vc_model *m, const greedy_ref *r) {
     forward_fails(m, r, &im, "needs 6 image tokens");
     im = r->im, im.grid = two, im.n = 2; /* two images of one token each: the first run is 4 tokens */
     forward_fails(m, r, &im, "needs 1 image tokens");
+}
+
+/* InternVL: tiles of other sizes than the tower's are refused by name; an image's tiles are its grid's frames (two
+ * tiles: twice the tokens) */
+static void intern_images(vc_model *m, const greedy_ref *r) {
+    vc_images im = r->im;
+    int32_t wide[3] = { 1, 4, 6 }, two[3] = { 2, 4, 4 };
+    im.grid = wide;
+    forward_fails(m, r, &im, "tiles of 4 x 4 patches");
+    im = r->im, im.grid = two;
+    forward_fails(m, r, &im, "4 image tokens for images of 8 features");
 }
 
 /* after a prompt with images, a decode step feeding the image token runs like any other token */
@@ -449,6 +461,14 @@ static void bad_checkpoints(void) {
     edited_fails(GLM_DIR, "\"image_size\": 56", "\"image_size\": 70", "embeddings.position_embedding");
     edited_fails(GLM_DIR, "\"out_hidden_size\": 64", "\"out_hidden_size\": 32", "output width");
     edited_fails(GLM_DIR, "\"attention_bias\": false", "\"attention_bias\": true", "attn.qkv.bias");
+    /* InternVL: what its config asks for beyond the checkpoint, and what no tower of transformers' runs */
+    edited_fails(INTERN_DIR, "\"use_qk_norm\": false", "\"use_qk_norm\": true", "attention.q_norm.weight");
+    edited_fails(INTERN_DIR, "\"use_mean_pooling\": true", "\"use_mean_pooling\": false", "vision_tower.layernorm.weight");
+    edited_fails(INTERN_DIR, "\"downsample_ratio\": 0.5", "\"downsample_ratio\": 0.3", "downsample_ratio");
+    edited_fails(INTERN_DIR, "\"vision_feature_layer\": -1", "\"vision_feature_layer\": -2", "vision_feature_layer");
+    edited_fails(INTERN_DIR, "\"vision_feature_select_strategy\": \"default\"",
+                 "\"vision_feature_select_strategy\": \"full\"", "vision_feature_select_strategy");
+    edited_fails(INTERN_DIR, "\"norm_type\": \"layer_norm\"", "\"norm_type\": \"batch_norm\"", "norm_type");
     vc_model *m = NULL;
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
@@ -541,6 +561,7 @@ int main(void) {
     free(r.pix);
     with_fixture(GLM_DIR, bad_images); /* GLM-4.1V: bad images refused by its tower as by Qwen's */
     with_fixture(GEMMA_DIR, gemma_prefix);
+    with_fixture(INTERN_DIR, intern_images);
     bad_checkpoints();
     trainer_images(VL_DIR);
     trainer_images(GLM_DIR);

@@ -63,7 +63,7 @@ static inline void rl_cli_vl_model(const char *sub, const char *tmpl, const char
     snprintf(cfg, sizeof cfg, tmpl, rl_cli_vocab());
     rl_cli_init_model(sub, cfg);
     CHECK(cli_sh("cp tests/fixtures/vision/%s/chat_template.jinja tests/fixtures/vision/%s/preprocessor_config.json "
-                 "%s/%s/ && sed -i 's/<|image_pad|>/%s/g; s/<|vision_start|>/%s/g; s/<|vision_end|>/%s/g' "
+                 "%s/%s/ && sed -i 's#<|image_pad|>#%s#g; s#<|vision_start|>#%s#g; s#<|vision_end|>#%s#g' "
                  "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", fix, fix, dir, sub, pad, start, end, dir, sub, dir,
                  sub) == 0);
 }

@@ -440,9 +440,11 @@ static void family_lora(const char *sub, const char *lin, const char *nrm, const
  * media markup (<|media_start|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded), and LoRA
  * adapters on the tower's and projector's linears; Gemma 3: Gemma3ImageProcessor's fixed-size images and
  * Gemma3Processor's markup (the template's <start_of_image> written as "\n\n<start_of_image>" + 4 image tokens +
- * "<end_of_image>\n\n"), the image tokens attending to each other both ways in the rollout's prefill and in training */
+ * "<end_of_image>\n\n"), the image tokens attending to each other both ways in the rollout's prefill and in training;
+ * InternVL: GotOcr2ImageProcessor's tiles and thumbnail, InternVLProcessor's markup (the template's <IMG_CONTEXT>
+ * written as <img>, the token once per feature, </img>) */
 static void families(void) {
-    static const vl_family F[3] = {
+    static const vl_family F[4] = {
         { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
           "<|begin_of_image|><|image|><|end_of_image|>",
           { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
@@ -452,9 +454,11 @@ static void families(void) {
         { "Gemma 3", "model_gemma", NULL, "gemma3", "<image_soft_token>", "<start_of_image>", "<end_of_image>",
           "<start_of_image><image_soft_token><end_of_image>",
           { "model.vision_tower.embeddings.position_embedding.weight",
-            "model.multi_modal_projector.mm_input_projection_weight" } } };
-    const char *cfgs[3] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG };
-    for (int i = 0; i < 3; i++) {
+            "model.multi_modal_projector.mm_input_projection_weight" } },
+        { "InternVL", "model_internvl", NULL, "internvl", "<IMG_CONTEXT>", "<img>", "</img>", "<IMG_CONTEXT></img>",
+          { "model.vision_tower.embeddings.cls_token", "model.multi_modal_projector.linear_2.weight" } } };
+    const char *cfgs[4] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG };
+    for (int i = 0; i < 4; i++) {
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);
@@ -476,6 +480,9 @@ static void families(void) {
     family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",
                 "model.vision_tower.encoder.layers.0.layer_norm1.weight", "model.vision_tower.encoder.layers.0.mlp.fc1",
                 "model.vision_tower.encoder.layers.0.self_attn.q_proj");
+    family_lora("model_internvl", "model.vision_tower.encoder.layer.0.attention.k_proj.weight",
+                "model.vision_tower.encoder.layer.0.layernorm_before.weight", "model.vision_tower.encoder.layer.0.mlp.fc1",
+                "model.multi_modal_projector.linear_1");
 }
 
 /* rows with videos (verl's video_key): an mp4 through fetch_video, a frame list after an image, a webm at 4 frames,

@@ -40,4 +40,15 @@
     "\"vision_config\":{\"model_type\":\"siglip_vision_model\",\"hidden_size\":32,\"intermediate_size\":48," \
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14," \
     "\"layer_norm_eps\":1e-6,\"vision_use_head\":false}}"
+/* A tiny InternVL config.json: InternViT's layout on 56-pixel tiles (4 x 4 patches behind a class token, pixel-shuffled
+ * to 4 tokens a tile) beside a Qwen2 text decoder; its image token the Qwen3 tokenizer's <|image_pad|> (renamed
+ * <IMG_CONTEXT>, and <|vision_start|> / <|vision_end|> <img> / </img>, by rl_cli_vl_model); %d: the vocabulary */
+#define RL_CLI_INTERNVL_CFG \
+    "{\"architectures\":[\"InternVLForConditionalGeneration\"],\"model_type\":\"internvl\",\"image_token_id\":151655," \
+    "\"downsample_ratio\":0.5,\"tie_word_embeddings\":true,\"text_config\":{\"model_type\":\"qwen2\",\"vocab_size\":%d," \
+    "\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1," \
+    "\"intermediate_size\":128,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,\"rope_theta\":1000000.0," \
+    "\"hidden_act\":\"silu\",\"bos_token_id\":151643,\"eos_token_id\":151645}," \
+    "\"vision_config\":{\"model_type\":\"internvl_vision\",\"hidden_size\":32,\"intermediate_size\":48," \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14,\"attention_bias\":true}}"
 #endif
