@@ -219,14 +219,17 @@ vc_status rl_agent_tool_images(const vc_rl_trainer *t, const vc_rl_dataset *d, c
         if (n > most) most = n;
     }
     if (!most) return VC_OK;
-    /* a grid of at least that many patches, sides in whole merge blocks */
-    int64_t M = d->vl->merge_size, gh = M * (int64_t)ceil(sqrt((double)most) / (double)M);
-    int64_t gw = M * ((most + gh * M - 1) / (gh * M)), tokens = gh * gw / (M * M) + 1;
+    /* a grid of at least that many patches, sides in whole merge blocks; InternVL's: its most tiles and the thumbnail */
+    const vc_vl_image_config *c = d->vl;
+    int64_t M = c->merge_size, gt = 1, gh = M * (int64_t)ceil(sqrt((double)most) / (double)M);
+    int64_t gw = M * ((most + gh * M - 1) / (gh * M));
+    if (c->got) gt = c->max_tiles > 1 ? c->max_tiles + 1 : 1, gh = c->fixed_h / c->patch_size, gw = c->fixed_w / c->patch_size;
+    int64_t tokens = gt * gh * gw / (M * M) + 1;
     /* tool turns are appended only while the response stays under max_resp tokens, each image with its pads and more;
      * and there are no more of them than assistant turns times calls per turn */
     int64_t n = (max_resp - 1) / tokens;
     if (a->max_assistant > 0 && n > (int64_t)a->max_assistant * a->max_parallel) n = (int64_t)a->max_assistant * a->max_parallel;
-    grid[0] = 1, grid[1] = (int32_t)gh, grid[2] = (int32_t)gw;
+    grid[0] = (int32_t)gt, grid[1] = (int32_t)gh, grid[2] = (int32_t)gw;
     *k = (int)(n < 1 << 20 ? n : 1 << 20);
     return VC_OK;
 }

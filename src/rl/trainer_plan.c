@@ -172,9 +172,10 @@ static vc_status largest_images(const vc_rl_trainer *t, vc_images *im) {
     for (int k = 0; k < p->n_images; k++) memcpy(grid + 3 * k, p->images[k].grid, sizeof(int32_t) * 3);
     for (int k = p->n_images; k < n_im; k++) memcpy(grid + 3 * k, tool_grid, sizeof tool_grid);
     if (tool_n && t->rank == 0)
-        vc_info("memory plan: a response may gain %d tool image%s of up to %d x %d patches (ImageZoomInTool's crops of "
-                "data line %lld's image): the trial rows carry them", tool_n, tool_n == 1 ? "" : "s", tool_grid[1],
-                tool_grid[2], (long long)p->line);
+        vc_info("memory plan: a response may gain %d tool image%s of up to %d tile%s of %d x %d patches "
+                "(ImageZoomInTool's crops of data line %lld's image): the trial rows carry them", tool_n,
+                tool_n == 1 ? "" : "s", tool_grid[0], tool_grid[0] == 1 ? "" : "s", tool_grid[1], tool_grid[2],
+                (long long)p->line);
     *im = (vc_images){ n_im, grid, pix, rows };
     return VC_OK;
 }

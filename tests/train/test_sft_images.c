@@ -191,6 +191,21 @@ static void test_gemma(void) {
                  dir) == 0);
 }
 
+/* InternVL in SFT: GotOcr2's tiles, InternVLProcessor's <img> ... </img> around each image's tokens (a wrong count
+ * of them stops the run by name); the tower and projector train (the release build) */
+static void test_internvl(void) {
+    if (LIGHT) return;
+    rl_cli_vl_model("model_internvl", RL_CLI_INTERNVL_CFG, "internvl", "<IMG_CONTEXT>", "<img>", "</img>");
+    CHECK_MSG(sft("model_internvl", "rows.jsonl", "internvl", "") == 0, "verlc sft with images on InternVL failed: see "
+              "%s/internvl.log", dir);
+    char init[600], out[600];
+    snprintf(init, sizeof init, "%s/model_internvl/model.safetensors", dir);
+    snprintf(out, sizeof out, "%s/internvl/step_2/model.safetensors", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.embeddings.cls_token") == 0 &&
+              cli_same_tensor(init, out, "model.multi_modal_projector.linear_1.weight") == 0,
+              "SFT on InternVL with images: the tower was not trained");
+}
+
 /* the largest difference between two checkpoints' tensors of the same names (INFINITY: not comparable) */
 static double ckpt_diff(const char *a, const char *b) {
     vc_checkpoint *x = NULL, *y = NULL;
@@ -275,6 +290,7 @@ int main(void) {
     test_rows();
     test_cli();
     test_gemma();
+    test_internvl();
     test_dp();
     test_bad();
     if (!vc_t_fail && !getenv("KEEP")) cli_sh("rm -rf %s", dir);
