@@ -124,6 +124,8 @@ vc_tensor *vc_op_concat_cols(vc_graph *g, vc_tensor *a, int64_t Ca, vc_tensor *b
 vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap);
 /* y = min(max(x, -c), c) (clip_qkv); the gradient passes where |x| <= c */
 vc_tensor *vc_op_clip(vc_graph *g, vc_tensor *x, float c);
+/* y = min(max(x, lo), hi) (torch.clamp: Gemma 4's clipped linears); the gradient passes where lo <= x <= hi */
+vc_tensor *vc_op_clamp(vc_graph *g, vc_tensor *x, float lo, float hi);
 /* each row divided by max(||row||, 1e-12) (Baichuan NormHead) */
 vc_tensor *vc_op_row_normalize(vc_graph *g, vc_tensor *W);
 /* sum_i x_i * w_i with constant weights (host array, uploaded) -> scalar [1] */

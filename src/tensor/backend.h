@@ -435,8 +435,8 @@ typedef struct vc_backend {
     /* db[c] += sum_r dy[r*C + c], r ascending (bias gradient) */
     void (*col_sum)(float *db, const float *dy, int64_t R, int64_t C);
     void (*softcap_fwd)(float *y, const float *x, float cap, int64_t n);        /* y = cap tanh(x / cap) */
-    void (*clip_fwd)(float *y, const float *x, float c, int64_t n);             /* y = min(max(x, -c), c) */
-    void (*clip_bwd)(float *dx, const float *dy, const float *x, float c, int64_t n); /* dx += |x| <= c ? dy : 0 */
+    void (*clip_fwd)(float *y, const float *x, float lo, float hi, int64_t n); /* y = min(max(x, lo), hi) */
+    void (*clip_bwd)(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n); /* dx += lo <= x <= hi ? dy : 0 */
     void (*softcap_bwd)(float *dx, const float *dy, const float *y, float cap, int64_t n); /* dx += */
     /* y[r] = W[r] / max(||W[r]||, 1e-12), nrm[r] = ||W[r]||;  backward dW += */
     void (*rownorm_fwd)(float *y, float *nrm, const float *W, int64_t R, int64_t C);

@@ -423,21 +423,23 @@ vc_tensor *vc_op_softcap(vc_graph *g, vc_tensor *x, float cap) {
     return y;
 }
 
-/* y = min(max(x, -c), c) (clip_qkv); the gradient passes where |x| <= c, as torch.clamp's */
+/* y = min(max(x, lo), hi) (torch.clamp); the gradient passes where lo <= x <= hi, as torch.clamp's */
 static void clip_bw(vc_graph *g, vc_node *n) {
     float *d = vc_tensor_grad(g, n->in[0]);
-    if (d) vc_be()->clip_bwd(d, n->out->grad, n->in[0]->data, (float)n->f[0], n->out->n);
+    if (d) vc_be()->clip_bwd(d, n->out->grad, n->in[0]->data, (float)n->f[0], (float)n->f[1], n->out->n);
 }
 
-vc_tensor *vc_op_clip(vc_graph *g, vc_tensor *x, float c) {
+vc_tensor *vc_op_clamp(vc_graph *g, vc_tensor *x, float lo, float hi) {
     GUARD1(x);
     vc_tensor *y = like(g, x);
     GUARD1(y);
-    vc_be()->clip_fwd(y->data, x->data, c, x->n);
+    vc_be()->clip_fwd(y->data, x->data, lo, hi, x->n);
     vc_node *n = vc_tape_push(g, clip_bw, y, 1, &x);
-    if (n) n->f[0] = c;
+    if (n) n->f[0] = lo, n->f[1] = hi;
     return y;
 }
+
+vc_tensor *vc_op_clip(vc_graph *g, vc_tensor *x, float c) { return vc_op_clamp(g, x, -c, c); }
 
 /* y = w / max(||w||, 1e-12); dy/dw = (dy - y (y . dy)) / norm when norm > eps */
 static void rownorm_bw(vc_graph *g, vc_node *n) {

@@ -61,12 +61,12 @@ static void ref_col_sum(float *db, const float *dy, int64_t R, int64_t Cc) {
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < Cc; c++) db[c] += dy[r * Cc + c];
 }
-static void ref_clip_fwd(float *y, const float *x, float c, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
+static void ref_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] < lo ? lo : x[i] > hi ? hi : x[i];
 }
-static void ref_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) {
+static void ref_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n) {
     for (int64_t i = 0; i < n; i++)
-        if (fabsf(x[i]) <= c) dx[i] += dy[i];
+        if (x[i] >= lo && x[i] <= hi) dx[i] += dy[i];
 }
 static void ref_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = cap * tanhf(x[i] / cap);
@@ -237,11 +237,11 @@ static void test_elementwise(void) {
     PICK(softcap_bwd)(dx, b, y, 2.0f, n);
     G->softcap_bwd(gdx, gb, gyc, 2.0f, n);
     cmpb("softcap bwd (accumulated)", gdx, dx, (size_t)n, 1e-6);
-    PICK(clip_fwd)(y, a, 0.5f, n);
-    G->clip_fwd(gy, ga, 0.5f, n);
+    PICK(clip_fwd)(y, a, -0.25f, 0.5f, n); /* (asymmetric: Gemma 4's clipped linears) */
+    G->clip_fwd(gy, ga, -0.25f, 0.5f, n);
     cmpb("clip fwd", gy, y, (size_t)n, 0);
-    PICK(clip_bwd)(dx, b, a, 0.5f, n);
-    G->clip_bwd(gdx, gb, ga, 0.5f, n);
+    PICK(clip_bwd)(dx, b, a, -0.25f, 0.5f, n);
+    G->clip_bwd(gdx, gb, ga, -0.25f, 0.5f, n);
     cmpb("clip bwd (accumulated onto the soft-cap's)", gdx, dx, (size_t)n, 1e-6);
     float out = 0, *gout = dalloc(4);
     PICK(dot_fwd)(&out, a, b, n);

@@ -138,6 +138,17 @@ static vc_tensor *b_slicecat(vc_graph *g, vc_tensor **in) {
 }
 static vc_tensor *b_softcap(vc_graph *g, vc_tensor **in) { return vc_op_softcap(g, in[0], 2.0f); }
 static vc_tensor *b_clip(vc_graph *g, vc_tensor **in) { return vc_op_clip(g, in[0], 0.45f); }
+static float clamp_lo, clamp_hi; /* (between two of the input's values: none within the step of a bound) */
+static vc_tensor *b_clamp(vc_graph *g, vc_tensor **in) { return vc_op_clamp(g, in[0], clamp_lo, clamp_hi); }
+/* the midpoint of the two values of x[n] nearest `near` on either side of it */
+static float gap_near(const float *x, int64_t n, float near) {
+    float below = -INFINITY, above = INFINITY;
+    for (int64_t k = 0; k < n; k++) {
+        if (x[k] <= near && x[k] > below) below = x[k];
+        if (x[k] > near && x[k] < above) above = x[k];
+    }
+    return isfinite(below) && isfinite(above) ? 0.5f * (below + above) : near;
+}
 static vc_tensor *b_rownorm(vc_graph *g, vc_tensor **in) { return vc_op_row_normalize(g, in[0]); }
 static int32_t ids[7] = { 3, 1, 3, 0, 4, 1, 1 };
 static vc_tensor *b_embed(vc_graph *g, vc_tensor **in) { return vc_op_embedding(g, in[0], ids, 7); }
@@ -280,6 +291,9 @@ static void run_all(void) {
     check_op("softcap", b_softcap, 1, 1e-3f, 5e-3f);
     make(0, 2, 4, 5, 0, 1); /* about half the values beyond +-0.45 (none within the step of it): no gradient there */
     check_op("clip (clip_qkv)", b_clip, 1, 1e-3f, 5e-3f);
+    make(0, 2, 4, 5, 0, 1); /* asymmetric bounds between the values near -0.3 and near 0.5 */
+    clamp_lo = gap_near(pdata[0], 20, -0.3f), clamp_hi = gap_near(pdata[0], 20, 0.5f);
+    check_op("clamp (Gemma 4's clipped linears)", b_clamp, 1, 1e-3f, 5e-3f);
     make(0, 2, 4, 5, 0, 1);
     check_op("row_normalize", b_rownorm, 1, 1e-3f, 5e-3f);
     make(0, 2, 5, 4, 0, 1);

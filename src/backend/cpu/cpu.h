@@ -60,8 +60,8 @@ void vc_cpu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, in
 void vc_cpu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
 void vc_cpu_col_sum(float *db, const float *dy, int64_t R, int64_t C);
 void vc_cpu_softcap_fwd(float *y, const float *x, float cap, int64_t n);
-void vc_cpu_clip_fwd(float *y, const float *x, float c, int64_t n);
-void vc_cpu_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n);
+void vc_cpu_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n);
+void vc_cpu_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n);
 void vc_cpu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n);
 void vc_cpu_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C);
 void vc_cpu_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);

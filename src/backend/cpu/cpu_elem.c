@@ -17,6 +17,7 @@ typedef struct {
     const float *a, *b;
     float s;
     int64_t n;
+    float s2; /* (clip's upper bound) */
 } ew_ctx;
 
 #define EW_TASK(name, body)                                                                                       \
@@ -25,10 +26,11 @@ typedef struct {
         int64_t i0 = blk * EW, i1 = i0 + EW < c->n ? i0 + EW : c->n;                                            \
         float *y = c->y;                                                                                        \
         const float *a = c->a, *b = c->b;                                                                       \
-        float s = c->s;                                                                                         \
+        float s = c->s, s2 = c->s2;                                                                             \
         (void)a;                                                                                                \
         (void)b;                                                                                                \
         (void)s;                                                                                                \
+        (void)s2;                                                                                               \
         for (int64_t i = i0; i < i1; i++) body;                                                                 \
     }
 
@@ -41,12 +43,19 @@ EW_TASK(scale, y[i] = a[i] * s)
 EW_TASK(softcap_fwd, y[i] = s * tanhf(a[i] / s))
 EW_TASK(softcap_bwd, { float t = b[i] / s; y[i] += a[i] * (1.0f - t * t); })
 EW_TASK(dot_bwd, y[i] += b[0] * a[i])
-EW_TASK(clip_fwd, y[i] = a[i] < -s ? -s : a[i] > s ? s : a[i])
-EW_TASK(clip_bwd, { if (fabsf(b[i]) <= s) y[i] += a[i]; })
+EW_TASK(clip_fwd, y[i] = a[i] < s ? s : a[i] > s2 ? s2 : a[i])
+EW_TASK(clip_bwd, { if (b[i] >= s && b[i] <= s2) y[i] += a[i]; })
 EW_TASK(round_bf16, y[i] = vc_bf16_to_f32(vc_f32_to_bf16(a[i])))
 
+static void ew_run2(vc_task_fn fn, float *y, const float *a, const float *b, float s, float s2, int64_t n) {
+    ew_ctx c = { y, a, b, s, n, s2 };
+    if (n <= 0) return;
+    if (n <= EW) fn(&c, 0);
+    else vc_parallel((n + EW - 1) / EW, fn, &c);
+}
+
 static void ew_run(vc_task_fn fn, float *y, const float *a, const float *b, float s, int64_t n) {
-    ew_ctx c = { y, a, b, s, n };
+    ew_ctx c = { y, a, b, s, n, 0 };
     if (n <= 0) return;
     if (n <= EW) fn(&c, 0);
     else vc_parallel((n + EW - 1) / EW, fn, &c);
@@ -59,8 +68,12 @@ void vc_cpu_mul(float *y, const float *a, const float *b, int64_t n) { ew_run(mu
 void vc_cpu_mul_acc(float *y, const float *a, const float *b, int64_t n) { ew_run(mul_acc_task, y, a, b, 0, n); }
 void vc_cpu_scale(float *y, const float *x, float s, int64_t n) { ew_run(scale_task, y, x, NULL, s, n); }
 void vc_cpu_round_bf16(float *y, const float *x, int64_t n) { ew_run(round_bf16_task, y, x, NULL, 0, n); }
-void vc_cpu_clip_fwd(float *y, const float *x, float c, int64_t n) { ew_run(clip_fwd_task, y, x, NULL, c, n); }
-void vc_cpu_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) { ew_run(clip_bwd_task, dx, dy, x, c, n); }
+void vc_cpu_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n) {
+    ew_run2(clip_fwd_task, y, x, NULL, lo, hi, n);
+}
+void vc_cpu_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n) {
+    ew_run2(clip_bwd_task, dx, dy, x, lo, hi, n);
+}
 void vc_cpu_softcap_fwd(float *y, const float *x, float cap, int64_t n) { ew_run(softcap_fwd_task, y, x, NULL, cap, n); }
 void vc_cpu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n) {
     ew_run(softcap_bwd_task, dx, dy, y, cap, n);

@@ -234,21 +234,22 @@ void vc_cu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, in
     vc_cu_end("softcap backward");
 }
 
-/* ---- clip (DBRX's and MPT's clip_qkv): y = min(max(x, -c), c);  dx += dy where |x| <= c ---- */
-__global__ void k_clip_fwd(float *y, const float *x, float c, int64_t n) {
-    GRID_LOOP(i, n) y[i] = fminf(fmaxf(x[i], -c), c);
+/* ---- clip (DBRX's and MPT's clip_qkv, Gemma 4's clipped linears): y = min(max(x, lo), hi);  dx += dy where
+ * lo <= x <= hi ---- */
+__global__ void k_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n) {
+    GRID_LOOP(i, n) y[i] = fminf(fmaxf(x[i], lo), hi);
 }
-__global__ void k_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) {
-    GRID_LOOP(i, n) if (fabsf(x[i]) <= c) dx[i] += dy[i];
+__global__ void k_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n) {
+    GRID_LOOP(i, n) if (x[i] >= lo && x[i] <= hi) dx[i] += dy[i];
 }
-void vc_cu_clip_fwd(float *y, const float *x, float c, int64_t n) {
+void vc_cu_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n) {
     if (!vc_cu_begin("clip forward") || n <= 0) return;
-    k_clip_fwd<<<LAUNCH(n)>>>(y, x, c, n);
+    k_clip_fwd<<<LAUNCH(n)>>>(y, x, lo, hi, n);
     vc_cu_end("clip forward");
 }
-void vc_cu_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) {
+void vc_cu_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n) {
     if (!vc_cu_begin("clip backward") || n <= 0) return;
-    k_clip_bwd<<<LAUNCH(n)>>>(dx, dy, x, c, n);
+    k_clip_bwd<<<LAUNCH(n)>>>(dx, dy, x, lo, hi, n);
     vc_cu_end("clip backward");
 }
 

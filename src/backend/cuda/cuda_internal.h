@@ -241,8 +241,8 @@ void vc_cu_rows_copy(float *dst, int64_t dld, const float *src, int64_t sld, int
 void vc_cu_rows_sum(float *dst, int64_t dld, const float *src, int64_t sld, int64_t R, int64_t C, int64_t rep);
 void vc_cu_col_sum(float *db, const float *dy, int64_t R, int64_t C);
 void vc_cu_softcap_fwd(float *y, const float *x, float cap, int64_t n);
-void vc_cu_clip_fwd(float *y, const float *x, float c, int64_t n);
-void vc_cu_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n);
+void vc_cu_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n);
+void vc_cu_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n);
 void vc_cu_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n);
 void vc_cu_rownorm_fwd(float *y, float *nrm, const float *W, int64_t R, int64_t C);
 void vc_cu_rownorm_bwd(float *dW, const float *dy, const float *y, const float *nrm, int64_t R, int64_t C);

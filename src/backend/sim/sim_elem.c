@@ -106,20 +106,20 @@ void vc_sim_softcap_fwd(float *y, const float *x, float cap, int64_t n) {
     vc_cpu_softcap_fwd(Y, X, cap, n);
 }
 
-void vc_sim_clip_fwd(float *y, const float *x, float c, int64_t n) {
+void vc_sim_clip_fwd(float *y, const float *x, float lo, float hi, int64_t n) {
     SIM_BEGIN("clip_fwd");
     float *Y = D(y);
     const float *X = D(x);
     SIM_END;
-    vc_cpu_clip_fwd(Y, X, c, n);
+    vc_cpu_clip_fwd(Y, X, lo, hi, n);
 }
 
-void vc_sim_clip_bwd(float *dx, const float *dy, const float *x, float c, int64_t n) {
+void vc_sim_clip_bwd(float *dx, const float *dy, const float *x, float lo, float hi, int64_t n) {
     SIM_BEGIN("clip_bwd");
     float *DX = D(dx);
     const float *DY = D(dy), *X = D(x);
     SIM_END;
-    vc_cpu_clip_bwd(DX, DY, X, c, n);
+    vc_cpu_clip_bwd(DX, DY, X, lo, hi, n);
 }
 
 void vc_sim_softcap_bwd(float *dx, const float *dy, const float *y, float cap, int64_t n) {
