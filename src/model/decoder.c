@@ -403,7 +403,7 @@ static void kv_keep(fwd_ctx *f, int layer, vc_tensor *k, vc_tensor *v) {
  * window of a sliding layer still applies), computed apart (a non-causal call over those keys) and written over those
  * rows of o; the text rows keep o's */
 static vc_tensor *bidi_images(fwd_ctx *f, vc_tensor *o, vc_tensor *q, vc_tensor *k, vc_tensor *v, const vc_attn_desc *d0) {
-    if (!o || !f->n_blk) return o;
+    if (!o || !f->n_blk || (f->bidi == 2 && !d0->window)) return o; /* (Gemma 4: its full layers stay causal) */
     if (!k || !v || d0->sinks || d0->sel) {
         vc_graph_fail(f->g, vc_fail(VC_ERR_UNSUPPORTED, "model forward: bidirectional image attention with %s",
                                     !k || !v ? "shared keys and values" : d0->sinks ? "attention sinks" : "a selection"));
@@ -1302,13 +1302,32 @@ static vc_tensor *add_positions(fwd_ctx *f, vc_tensor *x) {
     return vc_op_add(f->g, x, vc_op_embedding(f->g, vc_w(f->m, -1, VC_W_POS_EMBD), pid, f->T));
 }
 
+/* tok [T, n_layer P] with no gradient from the image rows (their pad token's row is the embedding's padding_idx,
+ * which transformers never trains): tok m + (tok (1 - m) computed without a tape), m 0 at those rows (the same
+ * values: x 1 + 0 and x 0 + x) */
+static vc_tensor *ple_pad_rows(fwd_ctx *f, vc_tensor *tok, const int32_t *ids) {
+    vc_graph *g = f->g;
+    float *m = vc_graph_alloc(g, sizeof(float) * 2 * (size_t)f->T, 0);
+    if (!m) return NULL;
+    for (int64_t t = 0; t < f->T; t++) m[t] = 1.0f, m[f->T + t] = 0.0f;
+    for (int64_t i = 0; i < f->n_img; i++) m[f->img_rows_host[i]] = 0.0f, m[f->T + f->img_rows_host[i]] = 1.0f;
+    float *dm = vc_graph_upload(g, m, sizeof(float) * 2 * (size_t)f->T);
+    vc_tensor *keep = dm ? vc_tensor_wrap(g, dm, 1, (int64_t[]){ f->T }) : NULL;
+    vc_tensor *pad = dm ? vc_tensor_wrap(g, dm + f->T, 1, (int64_t[]){ f->T }) : NULL;
+    vc_graph_set_grad(g, 0);
+    vc_tensor *fixed = vc_op_mul_rows(g, vc_op_embedding(g, vc_w(f->m, -1, VC_W_PLE_EMBD), ids, f->T), pad);
+    vc_graph_set_grad(g, 1);
+    return keep && fixed ? vc_op_add(g, vc_op_mul_rows(g, tok, keep), fixed) : NULL;
+}
+
 /* Gemma 4's per-layer inputs [T, n_layer P]: (norm(proj(x) / sqrt(hidden)) per layer + the token's own per-layer
- * embedding times sqrt(P)) / sqrt(2), x the scaled embeddings */
-static vc_tensor **per_layer_inputs(fwd_ctx *f, vc_tensor *x) {
+ * embedding times sqrt(P)) / sqrt(2), x the scaled embeddings of ids */
+static vc_tensor **per_layer_inputs(fwd_ctx *f, vc_tensor *x, const int32_t *ids) {
     const vc_model_config *c = &f->m->cfg;
     vc_graph *g = f->g;
     vc_tensor **out = vc_graph_alloc(g, sizeof(vc_tensor *) * (size_t)c->n_layer, 1);
-    vc_tensor *tok = vc_op_embedding(g, vc_w(f->m, -1, VC_W_PLE_EMBD), f->b->ids, f->T);
+    vc_tensor *tok = vc_op_embedding(g, vc_w(f->m, -1, VC_W_PLE_EMBD), ids, f->T);
+    if (ids != f->b->ids && tok && vc_graph_grad_enabled(g)) tok = ple_pad_rows(f, tok, ids);
     tok = tok ? vc_op_scale(g, tok, sqrtf((float)c->ple_dim)) : NULL;
     vc_tensor *pr = vc_op_scale(g, vc_op_linear(g, x, vc_w(f->m, -1, VC_W_PLE_MODEL_PROJ), NULL),
                                 1.0f / sqrtf((float)c->hidden));
@@ -1318,6 +1337,17 @@ static vc_tensor **per_layer_inputs(fwd_ctx *f, vc_tensor *x) {
         if (!(out[l] = vc_op_slice_cols(g, all, c->n_layer * c->ple_dim, l * c->ple_dim, (l + 1) * c->ple_dim)))
             return NULL;
     return all ? out : NULL;
+}
+
+/* with images, Gemma 4's per-layer token embeddings take the pad token at the image rows (transformers'
+ * llm_input_ids; its projection reads the embeddings with the images' features): the ids with those rows replaced */
+static const int32_t *ple_image_ids(fwd_ctx *f) {
+    const vc_model_config *c = &f->m->cfg;
+    int32_t *id = vc_graph_alloc(f->g, sizeof(int32_t) * (size_t)f->T, 0);
+    if (!id) return NULL;
+    memcpy(id, f->b->ids, sizeof(int32_t) * (size_t)f->T);
+    for (int64_t i = 0; i < f->n_img; i++) id[f->img_rows_host[i]] = c->pad_id >= 0 ? c->pad_id : 0;
+    return id;
 }
 
 /* KV sharing: which layers' keys and values later layers reuse; without a tape or a cache, buffers for them made
@@ -1515,8 +1545,10 @@ static vc_tensor *with_images(fwd_ctx *f, vc_tensor *x) {
     vc_tensor *y = vc_op_scatter_rows(f->g, feat, dev, n_img, f->T);
     f->n_deep = vc_vision_deepstack(f->m->vision, f->deep); /* (Qwen3-VL: added after the first layers) */
     f->img_rows = dev;
+    f->img_rows_host = ids;
     f->n_img = n_img;
-    if (vc_vision_bidirectional(f->m->vision) && image_blocks(f, ids, n_img, dev + n_img, nt)) return NULL;
+    f->bidi = vc_vision_bidirectional(f->m->vision);
+    if (f->bidi && image_blocks(f, ids, n_img, dev + n_img, nt)) return NULL;
     if (nt == 0) return y;
     vc_tensor *txt = vc_op_gather_rows(f->g, x, f->T, dev + n_img, nt);
     return vc_op_add(f->g, y, vc_op_scatter_rows(f->g, txt, dev + n_img, nt, f->T));
@@ -1574,7 +1606,10 @@ static vc_tensor *forward(vc_model *m, vc_graph *g, const vc_batch *b, vc_kv_cac
         if (b->images && x) x = with_images(&f, x);
         if (c->emb_norm) x = norm(&f, x, -1, VC_W_EMB_NORM, VC_W_EMB_NORM_B); /* nanochat (no weight), BLOOM */
         if (c->emb_dim && x) x = vc_op_linear(g, x, vc_w(m, -1, VC_W_PROJ_IN), NULL); /* OPT-350m's project_in */
-        if (c->ple_dim && x && !(f.ple = per_layer_inputs(&f, x))) x = NULL;
+        if (c->ple_dim && x) {
+            const int32_t *pid = f.n_img ? ple_image_ids(&f) : b->ids;
+            if (!pid || !(f.ple = per_layer_inputs(&f, x, pid))) x = NULL;
+        }
         if ((c->learned_pos || c->sin_pos) && x) x = add_positions(&f, x);
         int ckpt = m->checkpointing && !cache && !paged && vc_graph_grad_enabled(g);
         int no_tape = !vc_graph_grad_enabled(g);

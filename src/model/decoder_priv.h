@@ -90,6 +90,8 @@ typedef struct {
      * rows of this step); the text rows after the image rows in txt_rows (n_txt) */
     int64_t n_blk, n_txt, *blk_q, *blk_kvs, *blk_kvl;
     const int32_t *txt_rows;
+    int bidi;                     /* the runs' layers: 1 every layer (Gemma 3), 2 the sliding ones (Gemma 4) */
+    const int32_t *img_rows_host; /* the image rows (host, n_img) */
 } fwd_ctx;
 /* the pool address `elems` values in: floats, or bf16 values (always at an even count: rows and head
  * widths are even, so the pointer stays float-aligned) */

@@ -62,7 +62,11 @@ vc_status vc_model_init_random(const char *config_path, uint64_t seed, vc_model 
         size_t nl = strlen(p->name);
         int vis_bias = p->slot == VC_SLOT_VISION && nl > 5 && !strcmp(p->name + nl - 5, ".bias");
         int vis_norm = p->slot == VC_SLOT_VISION && !vis_bias && (strstr(p->name, "norm") || strstr(p->name, "ln_q"));
-        if (vis_bias) memset(w, 0, (size_t)p->t.n * 4); /* the vision tower's: biases 0, norms 1 */
+        float fixed;
+        int vis_buf = p->buffer && vc_vision_buffer(m->vision, i - (m->n_params - vc_vision_count(m->vision)), &fixed);
+        if (vis_buf) /* the vision tower's buffers: their fixed start (Gemma 4's unbounded clips, plain standardization) */
+            for (int64_t k = 0; k < p->t.n; k++) w[k] = fixed;
+        else if (vis_bias) memset(w, 0, (size_t)p->t.n * 4); /* the vision tower's: biases 0, norms 1 */
         else if (vis_norm)
             for (int64_t k = 0; k < p->t.n; k++) w[k] = 1.0f;
         else if (p->slot == VC_W_LIN_NORM || p->slot == VC_W_LIN_DT || p->slot == VC_W_LIN_D) /* gated norms (plain w), dt_bias, D */

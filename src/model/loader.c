@@ -505,6 +505,8 @@ static vc_status vision_params(vc_model *m, int pass, int64_t *off) {
             p->layer = -1;
             p->slot = VC_SLOT_VISION;
             p->decay = nd >= 2;
+            float init;
+            p->buffer = p->frozen = vc_vision_buffer(m->vision, i, &init);
             snprintf(p->name, sizeof p->name, "%s", name);
             vc_vision_bind(m->vision, i, &p->t);
         }

@@ -66,7 +66,7 @@ vc_status vc_model_freeze_vision(vc_model *m, int frozen) {
     if (st) return st;
     for (int i = 0; i < m->n_params; i++) {
         vc_param *p = &m->params[i];
-        if (p->slot != VC_SLOT_VISION) continue;
+        if (p->slot != VC_SLOT_VISION || p->buffer) continue;
         p->frozen = frozen;
         p->t.requires_grad = !frozen && m->grad_storage;
         p->t.grad = p->t.requires_grad ? m->grad_storage + (p->t.data - m->storage) : NULL;
@@ -178,7 +178,8 @@ vc_status vc_model_hf_grad(const vc_model *m, const char *hf_name, float **out, 
         snprintf(alt, sizeof alt, "%s%s", n[0], hf_name + k);
         if (!(s = find_source(m, alt)) && vc_rule_for_name(m, alt, &tmp)) s = &tmp;
     }
-    if (!s && m->vision && (strstr(hf_name, "visual.") || !strncmp(hf_name, "vision_tower.", 13) ||
+    if (!s && m->vision && (vc_vision_owns(m->vision, hf_name) || strstr(hf_name, "visual.") ||
+                            !strncmp(hf_name, "vision_tower.", 13) ||
                             !strncmp(hf_name, "multi_modal_projector.", 22))) /* (Kimi-VL's tower and projector) */
         return vc_vision_hf_grad(m->vision, hf_name, out, n);
     if (!s) return vc_fail(VC_ERR_MISSING, "no model tensor is named '%s'", hf_name);

@@ -21,6 +21,7 @@ typedef struct vc_param {
     char name[72];   /* internal name, e.g. "layers.3.q"; a vision tower tensor's is its checkpoint name */
     int decay;       /* weight decay applies (matrices, not norms or biases) */
     int frozen;      /* not trained (vc_model_freeze_vision): no gradient */
+    int buffer;      /* a vision tower's buffer (vc_vision_buffer): frozen whatever vc_model_freeze_vision says */
 } vc_param;
 
 /* the slot of the vision tower's parameters (the text slots start at 1) */
@@ -36,6 +37,9 @@ int vc_vision_shape(const struct vc_vision *v, int i, int64_t *shape);
 void vc_vision_bind(struct vc_vision *v, int i, vc_tensor *t);
 /* tensor i's shape in the checkpoint (the patch embedding: the Conv3d kernel [D, C, T, P, P]); returns its dims */
 int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
+/* 1 when tensor i is a buffer (loaded and exported, never trained; Gemma 4's clip bounds and standardization), *init
+ * the value a random model starts it at */
+int vc_vision_buffer(const struct vc_vision *v, int i, float *init);
 /* 1 when tensor i is kept transposed against its checkpoint's layout (Gemma 3's projection matrix): its shape as the
  * tower keeps it in rows x cols */
 int vc_vision_transposed(const struct vc_vision *v, int i, int64_t *rows, int64_t *cols);

@@ -178,7 +178,7 @@ static int tower_kind_deep(const char *mt, int *deep) {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
         { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
-        { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 } };
+        { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 }, { "gemma4", VIS_GEMMA4, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -236,14 +236,16 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3 and InternVL are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3, Gemma 4 and InternVL are)", m->dir, mt);
     if (!st)
         st = c->kind == VIS_MOON     ? parse_moon(o, m->cfg.hidden, ctx, c)
              : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_INTERN ? vis_parse_intern(o, root, m->cfg.hidden, ctx, c)
+             : c->kind == VIS_GEMMA4 ? vis_parse_gemma4(o, root, m->cfg.hidden, ctx, c)
                                      : parse_qwen_glm(o, m, ctx, c);
-    /* (the towers without rope take any head width) */
-    if (!st && (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP && c->kind != VIS_INTERN)))
+    /* (the towers without rope take any head width; Gemma 4's heads have their own) */
+    if (!st && c->kind != VIS_GEMMA4 &&
+        (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP && c->kind != VIS_INTERN)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
         st = vc_fail(VC_ERR_FORMAT, "%s: the merger's output width %d is not the text model's hidden size %lld", ctx,
@@ -251,7 +253,8 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     if (!st && c->kind == VIS_QWEN25 && c->window % (c->merge * c->patch))
         st = vc_fail(VC_ERR_FORMAT, "%s: window_size %d is not a multiple of merge x patch (%d)", ctx, c->window,
                      c->merge * c->patch);
-    c->hd = c->heads ? c->dim / c->heads : 0;
+    if (c->kind != VIS_GEMMA4) c->hd = c->heads ? c->dim / c->heads : 0;
+    if (c->kind == VIS_SIGLIP) c->bidi = 1; /* (Gemma 3's image runs attend both ways in every layer) */
     cJSON_Delete(root);
     return st;
 }
@@ -319,6 +322,7 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "multi_modal_projector.linear_2.weight", "multi_modal_projector.linear_2.bias",
         "embeddings.patch_embeddings.projection.bias", "embeddings.position_embeddings", NULL, "layernorm.weight",
         [G_POSTB] = "layernorm.bias", [G_CLS] = "embeddings.cls_token" };
+    if (c->kind == VIS_GEMMA4) return vis_gemma4_slot(c, b, k, shape, ndim);
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
     int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP, in = c->kind == VIS_INTERN;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
@@ -363,8 +367,10 @@ static const char *const *prefixes(int kind, const char *n) {
                                        "model.vision_tower.", NULL };
     static const char *const QWEN[] = { "visual.", "model.visual.", NULL };
     static const char *const INTERN[] = { "vision_tower.", "model.vision_tower.", NULL };
+    static const char *const GEMMA4[] = { "model.vision_tower.", NULL }, *const MODEL[] = { "model.", NULL };
     if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
-    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : QWEN;
+    if (!strncmp(n, "embed_vision.", 13)) return MODEL;
+    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : kind == VIS_GEMMA4 ? GEMMA4 : QWEN;
 }
 
 /* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first */
@@ -398,8 +404,9 @@ static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const cha
     }
     /* the patch embedding is a Conv3d weight [D, C, T, P, P]: its rows are the flattened kernels */
     if (have == want && t->ndim >= 1 && t->shape[0] == shape[0] && (nd == 2 || t->ndim == 1)) return VC_OK;
-    /* MoonViT's learned positions: [height, width, D] */
+    /* MoonViT's learned positions: [height, width, D] (Gemma 4's [2, S, D]) */
     if (have == want && nd == 2 && t->ndim == 3 && t->shape[0] * t->shape[1] == shape[0]) return VC_OK;
+    if (have == 1 && want == 1 && t->ndim == 0) return VC_OK; /* a scalar (Gemma 4's clip bounds) */
     return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has %lld values in %d dims; vision_config implies [%lld%s%lld]",
                    m->dir, name, (long long)have, t->ndim, (long long)shape[0], nd > 1 ? ", " : "",
                    nd > 1 ? (long long)shape[1] : 0LL);
@@ -422,8 +429,8 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         if (!n) continue;
         char rel[80], full[96];
         if (b >= 0)
-            snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ?
-                     "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer" : "blocks", b, n);
+            snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ||
+                     v->c.kind == VIS_GEMMA4 ? "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer" : "blocks", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
@@ -444,6 +451,7 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
 static const char *probe_name(int kind) {
     return kind == VIS_SIGLIP   ? "embeddings.patch_embedding.weight"
            : kind == VIS_INTERN ? "embeddings.patch_embeddings.projection.weight"
+           : kind == VIS_GEMMA4 ? "patch_embedder.input_proj.weight"
                                 : "patch_embed.proj.weight";
 }
 
@@ -463,9 +471,20 @@ vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
         vc_vision_free(v);
         return st;
     }
+    if (v->c.kind == VIS_GEMMA4 && v->c.clipped) { /* (unbounded until the checkpoint's bounds are read) */
+        if (!(v->clip = vc_malloc(sizeof(float) * 28 * (size_t)v->c.depth))) {
+            vc_vision_free(v);
+            return VC_ERR_NOMEM;
+        }
+        for (int i = 0; i < 28 * v->c.depth; i++) v->clip[i] = i % 2 ? INFINITY : -INFINITY;
+    }
     v->m = m;
     m->vision = v;
     return VC_OK;
+}
+
+int vc_vision_buffer(const vc_vision *v, int i, float *init) {
+    return v->c.kind == VIS_GEMMA4 && vis_gemma4_buffer(&v->c, v->slot_of[i], init);
 }
 
 int vc_vision_shape(const vc_vision *v, int i, int64_t *shape) {
@@ -493,6 +512,13 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
     }
     if (v->c.kind == VIS_MOON && v->slot_of[i] == slot_index(&v->c, -1, G_POS)) { /* [height, width, D] */
         int64_t s[3] = { v->c.side, v->c.side_w, v->c.dim };
+        memcpy(shape, s, sizeof s);
+        return 3;
+    }
+    if (v->c.kind == VIS_GEMMA4 && v->slot_of[i] < v->c.depth * B_COUNT && v->slot_of[i] % B_COUNT >= B_CLIP)
+        return 0; /* a clip bound: a scalar */
+    if (v->c.kind == VIS_GEMMA4 && v->slot_of[i] == slot_index(&v->c, -1, G_POS)) { /* [2, S, D] */
+        int64_t s[3] = { 2, v->c.side, v->c.dim };
         memcpy(shape, s, sizeof s);
         return 3;
     }
@@ -538,6 +564,9 @@ vc_status vc_vision_fill(vc_vision *v, const vc_model *m, const vc_checkpoint *c
         if (!host) return VC_ERR_NOMEM;
         vc_st_tensor_to_f32(src, host);
         transpose_if(v, i, host);
+        int s = v->slot_of[i];
+        if (v->clip && s < v->c.depth * B_COUNT && s % B_COUNT >= B_CLIP) /* Gemma 4's clip bounds, kept on the host */
+            v->clip[s / B_COUNT * 28 + s % B_COUNT - B_CLIP] = host[0];
         v->be->h2d(t->data, host, sizeof(float) * (size_t)t->n);
         vc_status st = v->be->sync();
         free(host);
@@ -568,6 +597,7 @@ void vc_vision_free(vc_vision *v) {
     free(v->nd);
     free(v->name);
     free(v->slot_of);
+    free(v->clip);
     free(v);
 }
 
@@ -605,6 +635,9 @@ static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *
         if (c->kind == VIS_SIGLIP && (g[0] != 1 || g[1] != c->side || g[2] != c->side))
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 3's tower takes one image of %d x %d "
                            "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
+        if (c->kind == VIS_GEMMA4 && (g[0] != 1 || g[1] > c->side || g[2] > c->side))
+            return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 4's tower takes single images of at "
+                           "most %d patches a side (position_embedding_size)", i, g[0], g[1], g[2], c->side);
         if (c->kind == VIS_INTERN && (g[1] != c->side || g[2] != c->side))
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): InternVL's tower takes tiles of %d x %d "
                            "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
@@ -737,7 +770,9 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     if (cls) return vis_plan_intern(v, im, g, p);
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
-    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP) && (st = plan_order(v, im, g, p))) return st;
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4) && (st = plan_order(v, im, g, p)))
+        return st;
+    if (v->c.kind == VIS_GEMMA4) return vis_plan_gemma4(v, im, g, p);
     return v->c.kind == VIS_SIGLIP ? VC_OK : plan_rope(v, im, g, p, perm); /* (SigLIP: no rope) */
 }
 
@@ -988,7 +1023,7 @@ static vc_tensor *siglip_projector(vc_vision *v, vc_graph *g, vc_tensor *x, cons
     return vc_op_linear(g, sum, slot(v, -1, G_FC0), NULL);
 }
 
-int vc_vision_bidirectional(const vc_vision *v) { return v->c.kind == VIS_SIGLIP; }
+int vc_vision_bidirectional(const vc_vision *v) { return v->c.bidi; }
 
 int vc_vision_owns(const vc_vision *v, const char *name) {
     for (int i = 0; i < v->n; i++)
@@ -1011,6 +1046,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     int64_t ps[2] = { p.N, im->row };
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
+    if (v->c.kind == VIS_GEMMA4) return vis_gemma4_forward(v, g, x, &p);
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
     if (v->c.kind == VIS_INTERN) return vis_intern_forward(v, g, x, &p);
     if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, p.N));
@@ -1078,6 +1114,7 @@ vc_status vc_vision_hf_grad(const vc_vision *v, const char *hf_name, float **out
 static int is_linear(const vis_cfg *c, int b, int k) {
     if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2 || k == B_K || k == B_V;
     if (b == -1 && k == G_FC0 && c->kind == VIS_SIGLIP) return 0; /* (an nn.Parameter: PEFT's all-linear skips it) */
+    if (b == -1 && k == G_PATCH && c->kind == VIS_GEMMA4) return 1; /* (Gemma 4's patch embedding is an nn.Linear) */
     if (b == -1) return k == G_FC0 || k == G_FC2 || k == G_MPROJ || k == G_MGATE || k == G_MUP || k == G_MDOWN;
     return k == D_FC0 || k == D_FC2;
 }

@@ -7,7 +7,7 @@
 #include "model_internal.h"
 #include <cjson/cJSON.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN, VIS_GEMMA4 };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -26,20 +26,27 @@ typedef struct {
      * blocks the features come from (vision_feature_layer: the first `feat` blocks; post_ln only after all of them, as
      * last_hidden_state), the projector's activation */
     int qk_norm, rms, post_ln, feat, m_act;
+    /* Gemma 4: key / value heads, clipped linears (use_clipped_linears), standardized features (standardize); the
+     * text model's bidirectional image runs: 1 in every layer (Gemma 3), 2 in its sliding layers only (Gemma 4's
+     * use_bidirectional_attention "vision"), 0 none */
+    int kv_heads, clipped, standardize, bidi;
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
  * down w/b (Qwen2.5-VL) */
 /* (SigLIP: q in B_QKV / B_QKVB, k and v apart in B_K.. B_VB) */
 /* (InternVL: the layer scales lambda_1 / lambda_2 and the q / k norms) */
+/* (Gemma 4: the norms after attention and after the MLP, and each of its 7 linears' clip bounds: input min / max,
+ * output min / max of q, k, v, o, gate, up, down from B_CLIP on) */
 enum { B_N1, B_N1B, B_N2, B_N2B, B_QKV, B_QKVB, B_PROJ, B_PROJB, B_M0, B_M0B, B_M1, B_M1B, B_M2, B_M2B, B_K, B_KB, B_V, B_VB,
-       B_L1, B_L2, B_QN, B_KN, B_COUNT };
+       B_L1, B_L2, B_QN, B_KN, B_POST1, B_POST2, B_CLIP, B_COUNT = B_CLIP + 28 };
 /* globals after the blocks: the patch embedding, the merger's norm w/b and its two linears w/b; Qwen3-VL's patch
  * embedding bias and learned positions; GLM-4V's norms after the patch embedding and after the blocks, the downsample
  * Conv2d w/b, and its merger's proj and SwiGLU linears (its LayerNorm in G_LN / G_LNB); MoonViT's final LayerNorm
  * (G_POST, G_POSTB) */
 enum { G_PATCH, G_LN, G_LNB, G_FC0, G_FC0B, G_FC2, G_FC2B, G_PATCHB, G_POS, G_PCONV, G_POST, G_DOWN, G_DOWNB, G_MPROJ,
-       G_MGATE, G_MUP, G_MDOWN, G_POSTB, G_CLS, G_COUNT }; /* (G_CLS: InternVL's class token) */
+       G_MGATE, G_MUP, G_MDOWN, G_POSTB, G_CLS, G_STDB, G_STDS, G_COUNT }; /* (G_CLS: InternVL's class token; G_STDB,
+                                                                          * G_STDS: Gemma 4's standardization) */
 /* Qwen3-VL's deepstack mergers after the globals, each: its norm (over merged rows) w/b and two linears w/b */
 enum { D_LN, D_LNB, D_FC0, D_FC0B, D_FC2, D_FC2B, D_COUNT };
 
@@ -56,6 +63,7 @@ struct vc_vision {
     int *slot_of;            /* [n] the slot of tensor i */
     vc_tensor *deep_out[VIS_MAX_DEEP]; /* the last forward's deepstack features (Qwen3-VL) */
     const vc_model *m;       /* the model that holds the tower (its LoRA adapters) */
+    float *clip;             /* Gemma 4: [depth * 28] the clip bounds (buffers, never trained) as B_CLIP orders them */
 };
 
 /* slots: the blocks' (b >= 0), the globals (b -1), deepstack merger j's (b -2 - j) */
@@ -80,6 +88,8 @@ typedef struct {
     int n_full, n_win;
     float *cos, *sin;      /* [N, hd / 2] in processing order (backend memory) */
     int32_t *down;         /* GLM-4V: [N * D] each unit's values as (channel, patch) (backend memory), else NULL */
+    float *qcos, *qsin, *kcos, *ksin; /* Gemma 4: q's and k's rope tables, one row a head's half (backend memory) */
+    int32_t *pos_ids;      /* Gemma 4: [2 N] the rows' position table rows: columns, then rows (host) */
     int32_t *order;        /* MoonViT: [N] the processor's row of each patch in processing order (backend memory);
                             * InternVL: [N] the block rows' row of each patch in whole merge blocks (no class tokens) */
 } vis_plan;
@@ -94,6 +104,15 @@ vc_tensor *vis_lin(vc_vision *v, vc_graph *g, vc_tensor *x, int b, int k, int kb
 vc_tensor *vis_norm(vc_vision *v, vc_graph *g, vc_tensor *x, vc_tensor *w, vc_tensor *b);
 /* block b over x [p->R, D] */
 vc_tensor *vis_block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_plan *p);
+
+/* Gemma 4 (vision_gemma4.c): its keys; slot k of block b (b -1: a global) under its config (NULL: none) and its
+ * shape; its rope tables; the forward from the pixel rows x [N, 3 P^2] (values in [0, 1]) on; whether slot s is a
+ * buffer (never trained) and, where a random model starts it at a fixed value, that value */
+vc_status vis_parse_gemma4(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
+const char *vis_gemma4_slot(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim);
+vc_status vis_plan_gemma4(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p);
+vc_tensor *vis_gemma4_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
+int vis_gemma4_buffer(const vis_cfg *c, int s, float *init);
 
 /* InternVL (vision_intern.c): its keys; the forward from the patch embedding x [N, D] on */
 vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
