@@ -207,16 +207,11 @@ static vc_status image_rows(const gen_args *a, const vc_model *m, const vc_token
     int32_t pad = mc->image_id, vpad = mc->video_id;
     vc_rl_data_opts o = { .prompt_key = "prompt", .max_prompt_length = limit, .max_samples = -1, .image_key = "images",
                           .video_key = "videos", .vl = &vl, .image_token = vc_tokenizer_id_to_token(tk, pad),
-                          /* Gemma 3's begin / end of image tokens, or InternVL's texts around the pads */
-                          .image_boi = mc->image_open ? mc->image_open
-                                       : mc->boi_id >= 0 ? vc_tokenizer_id_to_token(tk, mc->boi_id) : NULL,
-                          .image_eoi = mc->image_close ? mc->image_close
-                                       : mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(tk, mc->eoi_id) : NULL,
-                          .image_wrap = mc->image_open != NULL,
                           .videos = has_video ? &vv : NULL, .no_video_reason = why,
                           .video_token = vpad >= 0 ? vc_tokenizer_id_to_token(tk, vpad) : NULL,
                           .filter_overlong = a->overlong == OVER_SKIP,
                           .truncation = a->overlong == OVER_TRUNCATE ? "left" : "error" };
+    o.image_wrap = vc_vl_markup_texts(mc, tk, &o.image_boi, &o.image_eoi); /* (Gemma 3, Gemma 4, InternVL) */
     if (!st) st = vc_rl_dataset_load(a->input, tk, *tmpl, &o, &ds);
     for (size_t i = 0; !st && i < ds->n; i++) {
         const vc_rl_prompt *p = &ds->p[i];

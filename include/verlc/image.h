@@ -82,6 +82,10 @@ typedef struct vc_vl_image_config {
      * its own, cut into those tiles, plus the whole image at one tile's size where there are several; each tile a
      * frame of the grid (grid_t tiles of fixed_h / patch x fixed_w / patch patches, row by row) */
     int got, min_tiles, max_tiles;
+    /* Gemma 4's processor (Gemma4ImageProcessor): each image resized (if its size changes) to the largest size of whole
+     * k x k blocks of patches (merge_size k: pooling_kernel_size) within max_soft_tokens k^2 patches, its aspect ratio
+     * kept; rescaled, not normalized by default; each patch's values (row, column, channel) */
+    int gemma4, max_soft;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -94,6 +98,10 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
 /* Kimi-VL's processor: the size an image of height x width leaves it at (scaled down to the token limit, padded or
  * cropped); VC_ERR_ARG naming the limit it passes (a side of 512 patches, no whole patch, no whole merge blocks) */
 vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
+
+/* Gemma 4's processor: the size an image of height x width is resized to (get_aspect_ratio_preserving_size);
+ * VC_ERR_ARG when it comes out 0 x 0 or over the patch budget */
+vc_status vc_vl_gemma4_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
 
 /* GOT-OCR2's tiling (get_optimal_tiled_canvas) of an image of height x width: *cols x *rows tiles; the tiles the
  * processor gives it (the thumbnail included) */

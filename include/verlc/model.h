@@ -177,8 +177,10 @@ typedef struct vc_model_config {
      * processor writes them around each image's tokens) */
     int image_id, video_id, vstart_id, boi_id, eoi_id;
     /* InternVL: the texts InternVLProcessor writes around each image's tokens ("<img>", "</img>"; the template's image
-     * token is its marker); NULL: none */
+     * token is its marker); NULL: none. image_wrap: the processor writes the texts (these, or the begin / end of image
+     * tokens: Gemma 4) around the pads, the pad its own marker (InternVL, Gemma 4; Gemma 3's marker is its begin token) */
     const char *image_open, *image_close;
+    int image_wrap;
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */

@@ -89,8 +89,9 @@ typedef struct vc_rl_data_opts {
     const struct vc_vl_image_config *vl; /* the model's preprocessor_config.json; NULL: rows with images refused */
     const char *no_image_reason; /* with vl NULL: why, for the refusal ("model_type llama has no vision_config") */
     const char *image_token;    /* NULL: "<|image_pad|>" */
-    const char *image_boi, *image_eoi; /* Gemma 3: its begin / end of image tokens' texts (vc_vl_pads_markup); NULL */
-    int image_wrap;                    /* 1: they are InternVL's texts around the pads instead (vc_vl_pads_wrap) */
+    const char *image_boi, *image_eoi; /* the markup's texts (vc_vl_markup_texts: Gemma 3's begin / end of image
+                                        * tokens, vc_vl_pads_markup); NULL */
+    int image_wrap;                    /* 1: they wrap the pads instead (InternVL, Gemma 4: vc_vl_pads_wrap) */
     const char *video_token;    /* NULL: "<|video_pad|>" */
     int image_patch_size;       /* data.image_patch_size for fetch_image; 0: vl's patch_size */
 } vc_rl_data_opts;

@@ -7,6 +7,7 @@
 #include "verlc/data.h"
 #include "verlc/image.h"
 #include "verlc/report.h"
+#include "verlc/tokenizer.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -348,6 +349,18 @@ void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi) {
 void vc_vl_pads_wrap(vc_vl_pads *p, const char *open, const char *close) {
     if (!open || !close) return;
     p->rep = p->image, p->open = open, p->close = close;
+}
+
+int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok, const char **open, const char **close) {
+    *open = mc->image_open ? mc->image_open : mc->boi_id >= 0 ? vc_tokenizer_id_to_token(tok, mc->boi_id) : NULL;
+    *close = mc->image_close ? mc->image_close : mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(tok, mc->eoi_id) : NULL;
+    return mc->image_wrap;
+}
+
+void vc_vl_pads_model(vc_vl_pads *p, const vc_model_config *mc, const struct vc_tokenizer *tok) {
+    const char *open, *close;
+    if (vc_vl_markup_texts(mc, tok, &open, &close)) vc_vl_pads_wrap(p, open, close);
+    else vc_vl_pads_markup(p, open, close);
 }
 
 vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,

@@ -33,6 +33,13 @@ typedef struct vc_vl_pads {
 /* p's image marker made Gemma 3's where the model's config names begin / end of image tokens (boi and eoi: their
  * texts; either NULL: p unchanged), its image token the pad repeated */
 void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi);
+/* model config mc's markup texts (tok: its tokenizer): InternVL's image_open / image_close, or the begin / end of image
+ * tokens' texts (NULL: none); 1 when they wrap the pads (vc_vl_pads_wrap: InternVL, Gemma 4), 0 when the begin token is
+ * the template's marker (vc_vl_pads_markup: Gemma 3) */
+struct vc_tokenizer;
+int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok, const char **open, const char **close);
+/* p's markup as model config mc's (either function above) */
+void vc_vl_pads_model(vc_vl_pads *p, const vc_model_config *mc, const struct vc_tokenizer *tok);
 /* InternVLProcessor's markup where open and close are given (a model config's image_open / image_close; either NULL:
  * p unchanged): each image pad of the rendering becomes open, the pad once per feature, close */
 void vc_vl_pads_wrap(vc_vl_pads *p, const char *open, const char *close);

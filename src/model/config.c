@@ -939,6 +939,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     snprintf(c->model_type, sizeof c->model_type, "%s", NESTED_TEXT[k].outer);
     if (!strcmp(c->model_type, "internvl")) c->image_open = "<img>", c->image_close = "</img>"; /* (the tokenizer's
                                                                     * start_image_token / end_image_token) */
+    c->image_wrap = !strcmp(c->model_type, "internvl") || !strcmp(c->model_type, "gemma4");
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)
         return vc_fail(VC_ERR_FORMAT, "%s: tie_word_embeddings with text_config.output_vocab_size %lld: a pruned LM head "

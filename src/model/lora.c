@@ -236,7 +236,7 @@ static ab_shape shapes(const vc_model *m, int layer, int slot, int64_t r, int sh
 /* the tower is frozen (vc_model_freeze_vision) */
 static int tower_frozen(const vc_model *m) {
     for (int i = m->n_params - 1; i >= 0 && m->params[i].slot == VC_SLOT_VISION; i--)
-        if (m->params[i].frozen) return 1;
+        if (m->params[i].frozen && !m->params[i].buffer) return 1; /* (its buffers never train) */
     return 0;
 }
 

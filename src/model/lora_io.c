@@ -221,9 +221,14 @@ static void json_string(const char *v, char *buf, size_t cap) {
 static vc_status write_config(const vc_model *m, const char *dir, const char *mods, const char *params,
                               const char *ranks, const char *alphas) {
     const vc_lora *a = m->lora;
-    char text[8192], tp[256], ex[1300];
+    char text[8192], tp[256], ex[1300], both[1100];
     snprintf(tp, sizeof tp, *params ? "[%s]" : "null", params);
-    json_string(a->exclude, ex, sizeof ex); /* PEFT applies it on load as verlc did: the same modules */
+    /* PEFT applies it on load as verlc did: the same modules; and the tower's wrappers of its linears (Gemma 4's
+     * Gemma4ClippableLinear, named as the text's q_proj ...: PEFT refuses to adapt them) left out */
+    const char *wrap = m->vision ? vc_vision_peft_exclude(m->vision) : NULL, *exc = a->exclude;
+    if (wrap && exc && *exc) snprintf(both, sizeof both, "(?:%s)|(?:%s)", exc, wrap), exc = both;
+    else if (wrap) exc = wrap;
+    json_string(exc, ex, sizeof ex);
     /* GPT-2's Conv1D modules: PEFT's adapters are laid out as for nn.Linear, and its merge transposes them */
     int conv1d = 0;
     for (int i = 0; i < m->n_src; i++) conv1d |= m->src[i].rule && m->src[i].rule->transform == VC_TR_CONV1D;

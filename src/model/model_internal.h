@@ -40,6 +40,9 @@ int vc_vision_hf_shape(const struct vc_vision *v, int i, int64_t *shape);
 /* 1 when tensor i is a buffer (loaded and exported, never trained; Gemma 4's clip bounds and standardization), *init
  * the value a random model starts it at */
 int vc_vision_buffer(const struct vc_vision *v, int i, float *init);
+/* a regular expression of the tower's modules PEFT must not take for targets (Gemma 4's wrappers of its linears, named
+ * as the text model's projections); NULL: none */
+const char *vc_vision_peft_exclude(const struct vc_vision *v);
 /* 1 when tensor i is kept transposed against its checkpoint's layout (Gemma 3's projection matrix): its shape as the
  * tower keeps it in rows x cols */
 int vc_vision_transposed(const struct vc_vision *v, int i, int64_t *rows, int64_t *cols);

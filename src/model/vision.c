@@ -483,6 +483,11 @@ vc_status vc_vision_plan(vc_model *m, const vc_checkpoint *ck) {
     return VC_OK;
 }
 
+const char *vc_vision_peft_exclude(const vc_vision *v) {
+    return v->c.kind == VIS_GEMMA4 ? ".*vision_tower\\..*\\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+                                   : NULL;
+}
+
 int vc_vision_buffer(const vc_vision *v, int i, float *init) {
     return v->c.kind == VIS_GEMMA4 && vis_gemma4_buffer(&v->c, v->slot_of[i], init);
 }
@@ -517,6 +522,8 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
     }
     if (v->c.kind == VIS_GEMMA4 && v->slot_of[i] < v->c.depth * B_COUNT && v->slot_of[i] % B_COUNT >= B_CLIP)
         return 0; /* a clip bound: a scalar */
+    if (v->c.kind == VIS_GEMMA4 && v->slot_of[i] == slot_index(&v->c, -1, G_PATCH))
+        return vc_vision_shape(v, i, shape); /* (an nn.Linear) */
     if (v->c.kind == VIS_GEMMA4 && v->slot_of[i] == slot_index(&v->c, -1, G_POS)) { /* [2, S, D] */
         int64_t s[3] = { 2, v->c.side, v->c.dim };
         memcpy(shape, s, sizeof s);
@@ -1131,7 +1138,9 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
         /* the module as transformers 5 names it (MoonViT: its remote code's, the checkpoint's names): the name past
          * the checkpoint's prefix under the last of the kind's prefixes */
         const char *rel = v->name[i];
-        const char *const *p = prefixes(v->c.kind, strstr(rel, "multi_modal_projector.") ? "multi_modal_projector." : "");
+        const char *const *p = prefixes(v->c.kind, strstr(rel, "multi_modal_projector.") ? "multi_modal_projector."
+                                                   : strstr(rel, "embed_vision.")        ? "embed_vision."
+                                                                                         : "");
         for (const char *const *q = p; *q; q++)
             if (**q && !strncmp(rel, *q, strlen(*q))) {
                 rel += strlen(*q);

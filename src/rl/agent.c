@@ -63,9 +63,7 @@ static vc_status render_ids(const vc_rl_trainer *t, const cJSON *msgs, const cJS
     int videos = 0; /* (as the dataset renders it: a video pad is a pad only in a row with videos) */
     for (int k = 0; k < n_im; k++) videos |= im[k].video != NULL;
     vc_vl_pads pads = { pad ? pad : VC_VL_IMAGE_TOKEN, videos ? (vpad ? vpad : VC_VL_VIDEO_TOKEN) : NULL };
-    if (mc) vc_vl_pads_markup(&pads, mc->boi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->boi_id) : NULL,
-                              mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->eoi_id) : NULL);
-    if (mc) vc_vl_pads_wrap(&pads, mc->image_open, mc->image_close);
+    if (mc) vc_vl_pads_model(&pads, mc, t->tok);
     if (!st && n_im) st = vc_vl_expand_visuals(text, &pads, im, n_im, 1, where, &full, NULL);
     if (!st) st = vc_tokenizer_encode(t->tok, full ? full : text, strlen(full ? full : text), 0, ids, n);
     free(text);

@@ -712,9 +712,7 @@ static vc_status data_images(vc_rl_trainer *t, vc_vl_image_config *vl, vc_vl_vid
         const vc_model_config *mc = vc_model_cfg(t->actor);
         int id = mc->image_id;
         o->image_token = id >= 0 ? vc_tokenizer_id_to_token(t->tok, id) : NULL;
-        o->image_boi = mc->boi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->boi_id) : NULL; /* (Gemma 3) */
-        o->image_eoi = mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(t->tok, mc->eoi_id) : NULL;
-        if (mc->image_open) o->image_boi = mc->image_open, o->image_eoi = mc->image_close, o->image_wrap = 1; /* InternVL */
+        o->image_wrap = vc_vl_markup_texts(mc, t->tok, &o->image_boi, &o->image_eoi); /* (Gemma 3, Gemma 4, InternVL) */
     }
     o->no_image_reason = o->no_video_reason = why;
     if (!st && o->vl) st = data_videos(t, dir, vv, why, cap, o);

@@ -111,10 +111,7 @@ static vc_status setup_images(sft_run *r, sft_tok *tk) {
     tk->pad_id = vc_tokenizer_token_to_id(r->tok, tk->pad);
     if (tk->pad_id < 0) return vc_fail(VC_ERR_MISSING, "tokenizer: no %s token for the model's images", tk->pad);
     tk->vl = &r->vl;
-    const vc_model_config *mc = vc_model_cfg(r->model); /* (Gemma 3's markup) */
-    tk->boi = mc->boi_id >= 0 ? vc_tokenizer_id_to_token(r->tok, mc->boi_id) : NULL;
-    tk->eoi = mc->eoi_id >= 0 ? vc_tokenizer_id_to_token(r->tok, mc->eoi_id) : NULL;
-    tk->open = mc->image_open, tk->close = mc->image_close;
+    tk->wrap = vc_vl_markup_texts(vc_model_cfg(r->model), r->tok, &tk->boi, &tk->eoi); /* (Gemma 3, Gemma 4, InternVL) */
     return VC_OK;
 }
 

@@ -43,8 +43,8 @@ typedef struct sft_tok {
     const char *no_video_reason;
     const char *video_pad;              /* the video pad token's text; video_pad_id its id */
     int32_t video_pad_id;
-    const char *boi, *eoi;              /* Gemma 3: its begin / end of image tokens' texts; NULL */
-    const char *open, *close;           /* InternVL: the texts around each image's pads; NULL */
+    const char *boi, *eoi;              /* the markup's texts (vc_vl_markup_texts); NULL */
+    int wrap;                           /* they wrap the pads (InternVL, Gemma 4) rather than Gemma 3's */
 } sft_tok;
 /* data.apply_chat_template_kwargs and its .KEY=VALUE items as one JSON object (*out NULL when empty) */
 vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out);

@@ -94,11 +94,12 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if (type && !strcmp(type, "KimiVLImageProcessor")) return vc_vl_kimi_parse(j, c, file);
     if (type && !strncmp(type, "Gemma3ImageProcessor", 20) && (st = parse_gemma3(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "GotOcr2ImageProcessor", 21) && (st = vc_vl_got_parse(j, c, file)) != VC_OK) return st;
-    int fixed = c->gemma3 || c->got; /* (a fixed tile size: no min / max pixels) */
+    if (type && !strncmp(type, "Gemma4ImageProcessor", 20) && (st = vc_vl_gemma4_parse(j, c, file)) != VC_OK) return st;
+    int fixed = c->gemma3 || c->got || c->gemma4; /* (their own sizes: no min / max pixels) */
     if (type && !c->glm && !fixed && strncmp(type, "Qwen2VLImageProcessor", 21))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
-                       "Glm4vImageProcessor's, KimiVLImageProcessor's, Gemma3ImageProcessor's and "
-                       "GotOcr2ImageProcessor's)", file, type);
+                       "Glm4vImageProcessor's, KimiVLImageProcessor's, Gemma3ImageProcessor's, "
+                       "Gemma4ImageProcessor's and GotOcr2ImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
     if (!fixed && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
@@ -224,6 +225,7 @@ vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, in
     int factor = c->patch_size * c->merge_size;
     if (c->kimi) return vc_vl_kimi_size(c, height, width, out_h, out_w);
     if (c->gemma3) return *out_h = c->fixed_h, *out_w = c->fixed_w, VC_OK;
+    if (c->gemma4) return vc_vl_gemma4_size(c, height, width, out_h, out_w);
     if (c->glm)
         return vc_glm4v_smart_resize(height, width, c->temporal_patch_size, factor, c->min_pixels, c->max_pixels, out_h,
                                      out_w);
@@ -294,8 +296,8 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
             if (!memcmp(keyed.rgb + i * 3, img->key, 3)) memset(keyed.rgb + i * 3, 255, 3);
         img = src = &keyed;
     }
-    if (c->got) { /* InternVL's tiles */
-        st = vc_vl_got_process(c, img, table, what, out);
+    if (c->got || c->gemma4) { /* InternVL's tiles; Gemma 4's patches */
+        st = c->got ? vc_vl_got_process(c, img, table, what, out) : vc_vl_gemma4_process(c, img, table, what, out);
         vc_image_free(&keyed);
         return st;
     }

@@ -282,7 +282,7 @@ static void agent(void) {
     char log[600], log0[600];
     snprintf(log, sizeof log, "%s/zoomplan.log", dir);
     snprintf(log0, sizeof log0, "%s/zoomnone.log", dir);
-    CHECK_MSG(cli_sh("grep -q 'may gain 2 tool images of up to 12 x 10 patches' %s", log) == 0 &&
+    CHECK_MSG(cli_sh("grep -q 'may gain 2 tool images of up to 1 tile of 12 x 10 patches' %s", log) == 0 &&
               cli_sh("grep -q 'tool image' %s", log0) != 0, "the plan's tool images (see %s)", log);
     double with = cli_planned_mib(log), without = cli_planned_mib(log0);
     CHECK_MSG(with > without && without > 0, "planned step arena %.3f MiB with the crops, %.3f without", with, without);
@@ -442,9 +442,11 @@ static void family_lora(const char *sub, const char *lin, const char *nrm, const
  * Gemma3Processor's markup (the template's <start_of_image> written as "\n\n<start_of_image>" + 4 image tokens +
  * "<end_of_image>\n\n"), the image tokens attending to each other both ways in the rollout's prefill and in training;
  * InternVL: GotOcr2ImageProcessor's tiles and thumbnail, InternVLProcessor's markup (the template's <IMG_CONTEXT>
- * written as <img>, the token once per feature, </img>) */
+ * written as <img>, the token once per feature, </img>); Gemma 4: Gemma4ImageProcessor's aspect-kept sizes and
+ * Gemma4Processor's markup (<|image|> written as <|image>, the token once per soft token, <image|>), the image tokens
+ * attending both ways in the sliding layer only */
 static void families(void) {
-    static const vl_family F[4] = {
+    static const vl_family F[5] = {
         { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
           "<|begin_of_image|><|image|><|end_of_image|>",
           { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
@@ -456,9 +458,12 @@ static void families(void) {
           { "model.vision_tower.embeddings.position_embedding.weight",
             "model.multi_modal_projector.mm_input_projection_weight" } },
         { "InternVL", "model_internvl", NULL, "internvl", "<IMG_CONTEXT>", "<img>", "</img>", "<IMG_CONTEXT></img>",
-          { "model.vision_tower.embeddings.cls_token", "model.multi_modal_projector.linear_2.weight" } } };
-    const char *cfgs[4] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG };
-    for (int i = 0; i < 4; i++) {
+          { "model.vision_tower.embeddings.cls_token", "model.multi_modal_projector.linear_2.weight" } },
+        { "Gemma 4", "model_gemma4", NULL, "gemma4", "<|image|>", "<|image>", "<image|>", "<|image|><image|>",
+          { "model.vision_tower.patch_embedder.position_embedding_table",
+            "model.embed_vision.embedding_projection.weight" } } };
+    const char *cfgs[5] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG };
+    for (int i = 0; i < 5; i++) {
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);
@@ -480,6 +485,9 @@ static void families(void) {
     family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",
                 "model.vision_tower.encoder.layers.0.layer_norm1.weight", "model.vision_tower.encoder.layers.0.mlp.fc1",
                 "model.vision_tower.encoder.layers.0.self_attn.q_proj");
+    family_lora("model_gemma4", "model.vision_tower.encoder.layers.0.self_attn.k_proj.linear.weight",
+                "model.vision_tower.encoder.layers.0.input_layernorm.weight",
+                "model.vision_tower.encoder.layers.0.mlp.gate_proj.linear", "model.embed_vision.embedding_projection");
     family_lora("model_internvl", "model.vision_tower.encoder.layer.0.attention.k_proj.weight",
                 "model.vision_tower.encoder.layer.0.layernorm_before.weight", "model.vision_tower.encoder.layer.0.mlp.fc1",
                 "model.multi_modal_projector.linear_1");

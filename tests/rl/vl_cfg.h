@@ -40,6 +40,23 @@
     "\"vision_config\":{\"model_type\":\"siglip_vision_model\",\"hidden_size\":32,\"intermediate_size\":48," \
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"image_size\":56,\"patch_size\":14," \
     "\"layer_norm_eps\":1e-6,\"vision_use_head\":false}}"
+/* A tiny Gemma 4 config.json: its tower on 4-pixel patches pooled 3 x 3 (clipped linears, standardization, 2-D rope),
+ * Gemma 4's text decoder (a sliding layer of a window of 4, then a full one; image tokens attending both ways in the
+ * sliding one); its image, begin- and end-of-image tokens the Qwen3 tokenizer's <|image_pad|>, <|vision_start|> and
+ * <|vision_end|> (renamed <|image|>, <|image> and <image|> by rl_cli_vl_model); %d: the vocabulary */
+#define RL_CLI_GEMMA4_CFG \
+    "{\"architectures\":[\"Gemma4ForConditionalGeneration\"],\"model_type\":\"gemma4\",\"image_token_id\":151655," \
+    "\"boi_token_id\":151652,\"eoi_token_id\":151653,\"tie_word_embeddings\":true,\"text_config\":{" \
+    "\"model_type\":\"gemma4_text\",\"vocab_size\":%d,\"hidden_size\":64,\"intermediate_size\":128," \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32," \
+    "\"max_position_embeddings\":4096,\"sliding_window\":4,\"rms_norm_eps\":1e-6,\"hidden_size_per_layer_input\":0," \
+    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],\"hidden_activation\":\"gelu_pytorch_tanh\"," \
+    "\"use_bidirectional_attention\":\"vision\",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\"," \
+    "\"rope_theta\":1000000.0},\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0}}," \
+    "\"bos_token_id\":151643,\"eos_token_id\":151645,\"pad_token_id\":0}," \
+    "\"vision_config\":{\"model_type\":\"gemma4_vision\",\"hidden_size\":32,\"intermediate_size\":48," \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,\"patch_size\":4," \
+    "\"pooling_kernel_size\":3,\"position_embedding_size\":256,\"use_clipped_linears\":true,\"standardize\":true}}"
 /* A tiny InternVL config.json: InternViT's layout on 56-pixel tiles (4 x 4 patches behind a class token, pixel-shuffled
  * to 4 tokens a tile) beside a Qwen2 text decoder; its image token the Qwen3 tokenizer's <|image_pad|> (renamed
  * <IMG_CONTEXT>, and <|vision_start|> / <|vision_end|> <img> / </img>, by rl_cli_vl_model); %d: the vocabulary */
