@@ -15,6 +15,7 @@
 #define GLM_DIR "tests/fixtures/models/glm4v_image" /* GLM-4.1V's tower: bicubic positions, downsample, its merger */
 #define GEMMA_DIR "tests/fixtures/models/gemma3_image" /* Gemma 3: SigLIP, bidirectional image runs */
 #define INTERN_DIR "tests/fixtures/models/internvl_image" /* InternVL: tiles behind class tokens */
+#define G4_DIR "tests/fixtures/models/gemma4_image" /* Gemma 4: 2-D rope, clipped linears, pooling */
 
 typedef struct {
     int32_t prompt[64], want[64], grid[3];
@@ -89,6 +90,18 @@ static void intern_images(vc_model *m, const greedy_ref *r) {
     forward_fails(m, r, &im, "tiles of 4 x 4 patches");
     im = r->im, im.grid = two;
     forward_fails(m, r, &im, "4 image tokens for images of 8 features");
+}
+
+/* Gemma 4: an image wider than its position table, several frames, a grid not whole pooling blocks: refused by name */
+static void gemma4_images(vc_model *m, const greedy_ref *r) {
+    vc_images im = r->im;
+    int32_t wide[3] = { 1, 4, 18 }, frames[3] = { 2, 4, 4 }, odd[3] = { 1, 4, 3 };
+    im.grid = wide;
+    forward_fails(m, r, &im, "at most 16 patches a side");
+    im.grid = frames;
+    forward_fails(m, r, &im, "single images");
+    im.grid = odd;
+    forward_fails(m, r, &im, "blocks of patches");
 }
 
 /* after a prompt with images, a decode step feeding the image token runs like any other token */
@@ -469,6 +482,10 @@ static void bad_checkpoints(void) {
     edited_fails(INTERN_DIR, "\"vision_feature_select_strategy\": \"default\"",
                  "\"vision_feature_select_strategy\": \"full\"", "vision_feature_select_strategy");
     edited_fails(INTERN_DIR, "\"norm_type\": \"layer_norm\"", "\"norm_type\": \"batch_norm\"", "norm_type");
+    /* Gemma 4: a rope it has not, a position table or key / value heads the checkpoint does not hold */
+    edited_fails(G4_DIR, "\"rope_type\": \"axial\"", "\"rope_type\": \"default\"", "rope_type");
+    edited_fails(G4_DIR, "\"position_embedding_size\": 16", "\"position_embedding_size\": 32", "position_embedding_table");
+    edited_fails(G4_DIR, "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2", "k_proj.linear.weight");
     vc_model *m = NULL;
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
@@ -562,6 +579,7 @@ int main(void) {
     with_fixture(GLM_DIR, bad_images); /* GLM-4.1V: bad images refused by its tower as by Qwen's */
     with_fixture(GEMMA_DIR, gemma_prefix);
     with_fixture(INTERN_DIR, intern_images);
+    with_fixture(G4_DIR, gemma4_images);
     bad_checkpoints();
     trainer_images(VL_DIR);
     trainer_images(GLM_DIR);

@@ -463,7 +463,7 @@ static void families(void) {
           { "model.vision_tower.patch_embedder.position_embedding_table",
             "model.embed_vision.embedding_projection.weight" } } };
     const char *cfgs[5] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG };
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < (LIGHT ? 3 : 5); i++) { /* (InternVL and Gemma 4: the release build) */
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);

@@ -206,6 +206,23 @@ static void test_internvl(void) {
               "SFT on InternVL with images: the tower was not trained");
 }
 
+/* Gemma 4 in SFT: Gemma4ImageProcessor's patches, Gemma4Processor's markup around each image token of the template;
+ * the tower and its embedder train, its clip bounds and standardization (buffers) do not (the release build) */
+static void test_gemma4(void) {
+    if (LIGHT) return;
+    rl_cli_vl_model("model_gemma4", RL_CLI_GEMMA4_CFG, "gemma4", "<|image|>", "<|image>", "<image|>");
+    CHECK_MSG(sft("model_gemma4", "rows.jsonl", "gemma4", "") == 0, "verlc sft with images on Gemma 4 failed: see "
+              "%s/gemma4.log", dir);
+    char init[600], out[600];
+    snprintf(init, sizeof init, "%s/model_gemma4/model.safetensors", dir);
+    snprintf(out, sizeof out, "%s/gemma4/step_2/model.safetensors", dir);
+    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.patch_embedder.position_embedding_table") == 0 &&
+              cli_same_tensor(init, out, "model.embed_vision.embedding_projection.weight") == 0 &&
+              cli_same_tensor(init, out, "model.vision_tower.std_scale") == 1 &&
+              cli_same_tensor(init, out, "model.vision_tower.encoder.layers.0.mlp.up_proj.output_max") == 1,
+              "SFT on Gemma 4 with images: the tower was not trained, or its buffers were");
+}
+
 /* the largest difference between two checkpoints' tensors of the same names (INFINITY: not comparable) */
 static double ckpt_diff(const char *a, const char *b) {
     vc_checkpoint *x = NULL, *y = NULL;
@@ -291,6 +308,7 @@ int main(void) {
     test_cli();
     test_gemma();
     test_internvl();
+    test_gemma4();
     test_dp();
     test_bad();
     if (!vc_t_fail && !getenv("KEEP")) cli_sh("rm -rf %s", dir);
