@@ -738,20 +738,18 @@ static vc_status plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p) {
     return p->down ? VC_OK : vc_graph_status(g);
 }
 
-/* MoonViT: its processor's rows run row by row over each image; the tower takes them in whole merge x merge blocks
- * (the other processors' order), so that the merger's rows are consecutive */
-static vc_status plan_order(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
+vc_status vis_plan_order(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, int cls) {
     int m = v->c.merge;
     int32_t *o = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->N, 0);
     if (!o) return vc_graph_status(g);
     int64_t r = 0, base = 0;
     for (int i = 0; i < im->n; i++) {
         const int32_t *gr = im->grid + 3 * i;
-        for (int t = 0; t < gr[0]; t++, base += (int64_t)gr[1] * gr[2])
+        for (int t = 0; t < gr[0]; t++, base += cls + (int64_t)gr[1] * gr[2])
             for (int bh = 0; bh < gr[1] / m; bh++)
                 for (int bw = 0; bw < gr[2] / m; bw++)
                     for (int k = 0; k < m * m; k++)
-                        o[r++] = (int32_t)(base + (int64_t)(bh * m + k / m) * gr[2] + bw * m + k % m);
+                        o[r++] = (int32_t)(base + cls + (int64_t)(bh * m + k / m) * gr[2] + bw * m + k % m);
     }
     p->order = vc_graph_upload(g, o, sizeof(int32_t) * (size_t)p->N);
     return p->order ? VC_OK : vc_graph_status(g);
@@ -774,10 +772,10 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
         for (int t = 0; t < im->grid[3 * i]; t++, p->n_full++)
             p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + cls + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
     p->R = p->N + (cls ? frames : 0);
-    if (cls) return vis_plan_intern(v, im, g, p);
+    if (cls) return vis_plan_order(v, im, g, p, 1); /* (InternVL: past each tile's class token) */
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
-    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4) && (st = plan_order(v, im, g, p)))
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4) && (st = vis_plan_order(v, im, g, p, 0)))
         return st;
     if (v->c.kind == VIS_GEMMA4) return vis_plan_gemma4(v, im, g, p);
     return v->c.kind == VIS_SIGLIP ? VC_OK : plan_rope(v, im, g, p, perm); /* (SigLIP: no rope) */

@@ -93,24 +93,6 @@ vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidde
     return VC_OK;
 }
 
-/* each patch's row in its tile after the class token, in whole merge blocks (the merged rows' order) */
-vc_status vis_plan_intern(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p) {
-    int m = v->c.merge;
-    int32_t *o = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->N, 0);
-    if (!o) return vc_graph_status(g);
-    int64_t r = 0, base = 0;
-    for (int i = 0; i < im->n; i++) {
-        const int32_t *gr = im->grid + 3 * i;
-        for (int t = 0; t < gr[0]; t++, base += 1 + (int64_t)gr[1] * gr[2])
-            for (int bh = 0; bh < gr[1] / m; bh++)
-                for (int bw = 0; bw < gr[2] / m; bw++)
-                    for (int k = 0; k < m * m; k++)
-                        o[r++] = (int32_t)(base + 1 + (int64_t)(bh * m + k / m) * gr[2] + bw * m + k % m);
-    }
-    p->order = vc_graph_upload(g, o, sizeof(int32_t) * (size_t)p->N);
-    return p->order ? VC_OK : vc_graph_status(g);
-}
-
 /* the blocks' rows [R, D]: each tile's class token, then its patches (x [N, D], the processor's order), plus their
  * learned positions (the class token's first) */
 static vc_tensor *embed(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p) {

@@ -114,9 +114,12 @@ vc_status vis_plan_gemma4(const vc_vision *v, const vc_images *im, vc_graph *g, 
 vc_tensor *vis_gemma4_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
 int vis_gemma4_buffer(const vis_cfg *c, int s, float *init);
 
+/* p->order: the processor's patches (row by row in each frame) taken in whole merge x merge blocks, so that merged
+ * rows are consecutive (MoonViT, SigLIP, Gemma 4; InternVL's past the class token (cls 1) before each tile's) */
+vc_status vis_plan_order(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, int cls);
+
 /* InternVL (vision_intern.c): its keys; the forward from the patch embedding x [N, D] on */
 vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
-vc_status vis_plan_intern(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p);
 vc_tensor *vis_intern_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
 
 #endif

@@ -15,12 +15,7 @@
 /* transformers' OPENAI_CLIP mean and std are the class defaults; InternVL's checkpoints give ImageNet's */
 vc_status vc_vl_got_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
     int64_t h = 384, w = 384, r = 3, lo = 1, hi = 12;
-    const cJSON *size = vc_json_member(j, "size");
-    char ctx[1100];
-    snprintf(ctx, sizeof ctx, "%s: size", file);
-    if (size && !cJSON_IsObject(size)) return vc_fail(VC_ERR_FORMAT, "%s: size is not an object", file);
-    vc_status st = size ? vc_vl_get_pos_int(size, "height", 1 << 14, &h, ctx) : VC_OK;
-    if (!st && size) st = vc_vl_get_pos_int(size, "width", 1 << 14, &w, ctx);
+    vc_status st = vc_vl_get_hw(j, 1 << 14, &h, &w, file);
     if (!st) st = vc_json_get_int(j, "resample", 3, &r, file);
     if (!st) st = vc_vl_get_pos_int(j, "min_patches", 1 << 10, &lo, file);
     if (!st) st = vc_vl_get_pos_int(j, "max_patches", 1 << 10, &hi, file);

@@ -9,6 +9,8 @@
 extern const double VC_CLIP_MEAN[3], VC_CLIP_STD[3];
 /* key: 3 numbers (one per RGB channel) or one number for all; absent: out kept; positive: each must be > 0 */
 vc_status vc_vl_get_triple(const cJSON *j, const char *key, double out[3], int positive, const char *file);
+/* the size dict's height and width, each an integer in [1, max]; absent: kept */
+vc_status vc_vl_get_hw(const cJSON *j, int64_t max, int64_t *h, int64_t *w, const char *file);
 /* key: an integer in [1, max]; absent: *v kept */
 vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_t *v, const char *file);
 /* n frames [n][h][w][3] of processed values into out's rows in transformers' order (frame groups of T, merge x merge

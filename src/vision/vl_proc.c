@@ -25,15 +25,19 @@ void vc_vl_image_config_default(vc_vl_image_config *c) {
 /* Gemma 3's processor: size {height, width}, its BILINEAR default, transformers' IMAGENET_STANDARD mean and std (0.5),
  * image_seq_length tokens an image (the tower's pooling: a square whose side divides the patch grid's), pan and scan
  * refused by name */
-static vc_status parse_gemma3(const cJSON *j, vc_vl_image_config *c, const char *file) {
-    int64_t h = 224, w = 224, seq = 256, p = 14, r = 2;
-    int pas = 0;
+vc_status vc_vl_get_hw(const cJSON *j, int64_t max, int64_t *h, int64_t *w, const char *file) {
     const cJSON *size = vc_json_member(j, "size");
     char ctx[1100];
     snprintf(ctx, sizeof ctx, "%s: size", file);
     if (size && !cJSON_IsObject(size)) return vc_fail(VC_ERR_FORMAT, "%s: size is not an object", file);
-    vc_status st = size ? vc_vl_get_pos_int(size, "height", 1 << 16, &h, ctx) : VC_OK;
-    if (!st && size) st = vc_vl_get_pos_int(size, "width", 1 << 16, &w, ctx);
+    vc_status st = size ? vc_vl_get_pos_int(size, "height", max, h, ctx) : VC_OK;
+    return !st && size ? vc_vl_get_pos_int(size, "width", max, w, ctx) : st;
+}
+
+static vc_status parse_gemma3(const cJSON *j, vc_vl_image_config *c, const char *file) {
+    int64_t h = 224, w = 224, seq = 256, p = 14, r = 2;
+    int pas = 0;
+    vc_status st = vc_vl_get_hw(j, 1 << 16, &h, &w, file);
     if (!st) st = vc_vl_get_pos_int(j, "image_seq_length", 1 << 20, &seq, file);
     if (!st) st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
     if (!st) st = vc_json_get_int(j, "resample", 2, &r, file);

@@ -191,36 +191,35 @@ static void test_gemma(void) {
                  dir) == 0);
 }
 
-/* InternVL in SFT: GotOcr2's tiles, InternVLProcessor's <img> ... </img> around each image's tokens (a wrong count
- * of them stops the run by name); the tower and projector train (the release build) */
-static void test_internvl(void) {
+/* SFT with images on the family model `name` (model_<name>, its processor and template from
+ * tests/fixtures/vision/<name>, the Qwen3 tokenizer's pad / start / end renamed): tensors moved[] train, kept[] (its
+ * buffers) do not (the release build) */
+static void sft_family(const char *name, const char *cfg, const char *const pads[3], const char *const moved[2],
+                       const char *kept) {
     if (LIGHT) return;
-    rl_cli_vl_model("model_internvl", RL_CLI_INTERNVL_CFG, "internvl", "<IMG_CONTEXT>", "<img>", "</img>");
-    CHECK_MSG(sft("model_internvl", "rows.jsonl", "internvl", "") == 0, "verlc sft with images on InternVL failed: see "
-              "%s/internvl.log", dir);
-    char init[600], out[600];
-    snprintf(init, sizeof init, "%s/model_internvl/model.safetensors", dir);
-    snprintf(out, sizeof out, "%s/internvl/step_2/model.safetensors", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.embeddings.cls_token") == 0 &&
-              cli_same_tensor(init, out, "model.multi_modal_projector.linear_1.weight") == 0,
-              "SFT on InternVL with images: the tower was not trained");
+    char sub[64], init[600], out[600];
+    snprintf(sub, sizeof sub, "model_%s", name);
+    rl_cli_vl_model(sub, cfg, name, pads[0], pads[1], pads[2]);
+    CHECK_MSG(sft(sub, "rows.jsonl", name, "") == 0, "verlc sft with images on %s failed: see %s/%s.log", name, dir, name);
+    snprintf(init, sizeof init, "%s/%s/model.safetensors", dir, sub);
+    snprintf(out, sizeof out, "%s/%s/step_2/model.safetensors", dir, name);
+    CHECK_MSG(cli_same_tensor(init, out, moved[0]) == 0 && cli_same_tensor(init, out, moved[1]) == 0 &&
+              (!kept || cli_same_tensor(init, out, kept) == 1),
+              "SFT on %s with images: the tower was not trained, or its buffers were", name);
 }
 
-/* Gemma 4 in SFT: Gemma4ImageProcessor's patches, Gemma4Processor's markup around each image token of the template;
- * the tower and its embedder train, its clip bounds and standardization (buffers) do not (the release build) */
-static void test_gemma4(void) {
-    if (LIGHT) return;
-    rl_cli_vl_model("model_gemma4", RL_CLI_GEMMA4_CFG, "gemma4", "<|image|>", "<|image>", "<image|>");
-    CHECK_MSG(sft("model_gemma4", "rows.jsonl", "gemma4", "") == 0, "verlc sft with images on Gemma 4 failed: see "
-              "%s/gemma4.log", dir);
-    char init[600], out[600];
-    snprintf(init, sizeof init, "%s/model_gemma4/model.safetensors", dir);
-    snprintf(out, sizeof out, "%s/gemma4/step_2/model.safetensors", dir);
-    CHECK_MSG(cli_same_tensor(init, out, "model.vision_tower.patch_embedder.position_embedding_table") == 0 &&
-              cli_same_tensor(init, out, "model.embed_vision.embedding_projection.weight") == 0 &&
-              cli_same_tensor(init, out, "model.vision_tower.std_scale") == 1 &&
-              cli_same_tensor(init, out, "model.vision_tower.encoder.layers.0.mlp.up_proj.output_max") == 1,
-              "SFT on Gemma 4 with images: the tower was not trained, or its buffers were");
+/* InternVL: GotOcr2's tiles, InternVLProcessor's <img> ... </img> around each image's tokens (a wrong count of them
+ * stops the run by name); Gemma 4: Gemma4ImageProcessor's patches, Gemma4Processor's markup around each image token of
+ * the template, its clip bounds untouched */
+static void test_internvl_gemma4(void) {
+    static const char *const ip[3] = { "<IMG_CONTEXT>", "<img>", "</img>" }, *const gp[3] = { "<|image|>", "<|image>",
+                                                                                          "<image|>" };
+    static const char *const im[2] = { "model.vision_tower.embeddings.cls_token",
+                                       "model.multi_modal_projector.linear_1.weight" },
+                             *const gm[2] = { "model.vision_tower.patch_embedder.position_embedding_table",
+                                              "model.embed_vision.embedding_projection.weight" };
+    sft_family("internvl", RL_CLI_INTERNVL_CFG, ip, im, NULL);
+    sft_family("gemma4", RL_CLI_GEMMA4_CFG, gp, gm, "model.vision_tower.encoder.layers.0.mlp.up_proj.output_max");
 }
 
 /* the largest difference between two checkpoints' tensors of the same names (INFINITY: not comparable) */
@@ -307,8 +306,7 @@ int main(void) {
     test_rows();
     test_cli();
     test_gemma();
-    test_internvl();
-    test_gemma4();
+    test_internvl_gemma4();
     test_dp();
     test_bad();
     if (!vc_t_fail && !getenv("KEEP")) cli_sh("rm -rf %s", dir);

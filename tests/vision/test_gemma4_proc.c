@@ -14,27 +14,16 @@
 
 /* image s at setting c against the reference's NAME.pixels and NAME.size: the worst difference */
 static double check_one(const vc_vl_image_config *c, const vc_checkpoint *ck, const char *s, const char *name) {
-    vc_image img;
-    vc_vl_pixels px = { 0 };
-    char key[64], sk[64];
-    snprintf(key, sizeof key, "%s.pixels", name);
-    snprintf(sk, sizeof sk, "%s.size", name);
-    CHECK_OK(vc_image_load(img_path(s), VC_ALPHA_QWEN_VL_UTILS, &img));
-    CHECK_OK(vc_vl_verl_image(c, &img, NULL, s, &px));
-    vc_image_free(&img);
-    const vc_st_tensor *p = vc_ckpt_find(ck, key), *z = vc_ckpt_find(ck, sk);
-    const int64_t *ref = z ? z->data : NULL; /* fetched height and width, patch rows and columns */
+    vc_vl_pixels px;
+    const vc_st_tensor *p;
+    const int64_t *ref = verl_pixels_ref(c, ck, s, name, "size", &px, &p); /* fetched height, width; patch rows, columns */
     int h = 0, w = 0;
     int same = p && ref && px.grid_t == 1 && px.grid_h == ref[2] && px.grid_w == ref[3] && p->shape[0] == px.rows &&
                p->shape[1] == px.cols && !vc_vl_processor_resize(c, ref[0], ref[1], &h, &w) &&
                h == ref[2] * c->patch_size && w == ref[3] * c->patch_size;
-    CHECK_MSG(same, "%s: %lld x %lld values, grid %d x %d", key, (long long)px.rows, (long long)px.cols, px.grid_h,
+    CHECK_MSG(same, "%s: %lld x %lld values, grid %d x %d", name, (long long)px.rows, (long long)px.cols, px.grid_h,
               px.grid_w);
-    double worst = 0;
-    for (int64_t k = 0; same && k < px.rows * px.cols; k++)
-        worst = fmax(worst, fabs((double)px.data[k] - (double)((const float *)p->data)[k]));
-    vc_vl_pixels_free(&px);
-    return same ? worst : INFINITY;
+    return pixels_diff(&px, p, same);
 }
 
 static void check_pixels(void) {

@@ -14,26 +14,15 @@
 
 /* image s at setting c: its pixels against the reference's NAME.pixels and NAME.tiles; the worst difference */
 static double check_one(const vc_vl_image_config *c, const vc_checkpoint *ck, const char *s, const char *name) {
-    vc_image img;
-    vc_vl_pixels px = { 0 };
-    char key[64], tk[64];
-    snprintf(key, sizeof key, "%s.pixels", name);
-    snprintf(tk, sizeof tk, "%s.tiles", name);
-    CHECK_OK(vc_image_load(img_path(s), VC_ALPHA_QWEN_VL_UTILS, &img));
-    CHECK_OK(vc_vl_verl_image(c, &img, NULL, s, &px));
-    vc_image_free(&img);
-    const vc_st_tensor *p = vc_ckpt_find(ck, key), *t = vc_ckpt_find(ck, tk);
-    const int64_t *ref = t ? t->data : NULL; /* tiles, fetched height, fetched width */
+    vc_vl_pixels px;
+    const vc_st_tensor *p;
+    const int64_t *ref = verl_pixels_ref(c, ck, s, name, "tiles", &px, &p); /* tiles, fetched height and width */
     int side = c->fixed_h / 14, cols, rows;
     int same = p && ref && px.grid_t == ref[0] && px.grid_h == side && px.grid_w == side && p->shape[0] == px.rows &&
                p->shape[1] == px.cols && vc_vl_got_tiles(c, ref[1], ref[2], &cols, &rows) == ref[0];
-    CHECK_MSG(same, "%s: %lld x %lld values, %d tiles of %d x %d", key, (long long)px.rows, (long long)px.cols, px.grid_t,
-              px.grid_h, px.grid_w);
-    double worst = 0;
-    for (int64_t k = 0; same && k < px.rows * px.cols; k++)
-        worst = fmax(worst, fabs((double)px.data[k] - (double)((const float *)p->data)[k]));
-    vc_vl_pixels_free(&px);
-    return same ? worst : INFINITY;
+    CHECK_MSG(same, "%s: %lld x %lld values, %d tiles of %d x %d", name, (long long)px.rows, (long long)px.cols,
+              px.grid_t, px.grid_h, px.grid_w);
+    return pixels_diff(&px, p, same);
 }
 
 static void check_pixels(void) {

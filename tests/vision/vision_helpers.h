@@ -2,6 +2,7 @@
  * tests run from the source root). */
 #ifndef VC_TEST_VISION_HELPERS_H
 #define VC_TEST_VISION_HELPERS_H
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,35 @@ static inline long cmp_u8_image(const vc_checkpoint *ref, const char *key, const
     }
     return bad;
 }
+/* image file s through verl's path (fetch_image, the processor) at setting c into *px (the caller frees it, or
+ * pixels_diff does), the reference's NAME.pixels into *p and its NAME.AUX integers returned (NULL: absent); needs
+ * vc_test.h */
+static inline const int64_t *verl_pixels_ref(const vc_vl_image_config *c, const vc_checkpoint *ck, const char *s,
+                                             const char *name, const char *aux, vc_vl_pixels *px,
+                                             const vc_st_tensor **p) {
+    vc_image img;
+    char key[64];
+    memset(px, 0, sizeof *px);
+    CHECK_OK(vc_image_load(img_path(s), VC_ALPHA_QWEN_VL_UTILS, &img));
+    CHECK_OK(vc_vl_verl_image(c, &img, NULL, s, px));
+    vc_image_free(&img);
+    snprintf(key, sizeof key, "%s.pixels", name);
+    *p = vc_ckpt_find(ck, key);
+    snprintf(key, sizeof key, "%s.%s", name, aux);
+    const vc_st_tensor *t = vc_ckpt_find(ck, key);
+    return t && t->dtype == VC_I64 ? (const int64_t *)t->data : NULL;
+}
+
+/* the largest difference between px's values and the reference p's where `same` (their shapes agree), else INFINITY;
+ * px freed */
+static inline double pixels_diff(vc_vl_pixels *px, const vc_st_tensor *p, int same) {
+    double worst = 0;
+    for (int64_t k = 0; same && k < px->rows * px->cols; k++)
+        worst = fmax(worst, fabs((double)px->data[k] - (double)((const float *)p->data)[k]));
+    vc_vl_pixels_free(px);
+    return same ? worst : INFINITY;
+}
+
 /* each bad[i][0] (a preprocessor_config.json entry) in a config of processor `type` after `base`'s keys (the last of
  * duplicate keys counts, as in Python's json) is refused naming bad[i][1] and the file; needs vc_test.h */
 static inline void refused_configs(const char *type, const char *base, const char *const (*bad)[2], size_t n) {
