@@ -178,7 +178,8 @@ static int tower_kind_deep(const char *mt, int *deep) {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
         { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
-        { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 }, { "gemma4", VIS_GEMMA4, 0 } };
+        { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 }, { "gemma4", VIS_GEMMA4, 0 },
+        { "mistral3", VIS_PIXTRAL, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -236,15 +237,16 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3, Gemma 4 and InternVL are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3, Gemma 4, InternVL and Mistral 3 are)", m->dir, mt);
     if (!st)
         st = c->kind == VIS_MOON     ? parse_moon(o, m->cfg.hidden, ctx, c)
              : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_INTERN ? vis_parse_intern(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_GEMMA4 ? vis_parse_gemma4(o, root, m->cfg.hidden, ctx, c)
+             : c->kind == VIS_PIXTRAL ? vis_parse_pixtral(o, root, m->cfg.hidden, ctx, c)
                                      : parse_qwen_glm(o, m, ctx, c);
     /* (the towers without rope take any head width; Gemma 4's heads have their own) */
-    if (!st && c->kind != VIS_GEMMA4 &&
+    if (!st && c->kind != VIS_GEMMA4 && c->kind != VIS_PIXTRAL &&
         (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP && c->kind != VIS_INTERN)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
@@ -323,6 +325,7 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "embeddings.patch_embeddings.projection.bias", "embeddings.position_embeddings", NULL, "layernorm.weight",
         [G_POSTB] = "layernorm.bias", [G_CLS] = "embeddings.cls_token" };
     if (c->kind == VIS_GEMMA4) return vis_gemma4_slot(c, b, k, shape, ndim);
+    if (c->kind == VIS_PIXTRAL) return vis_pixtral_slot(c, b, k, shape, ndim);
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
     int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP, in = c->kind == VIS_INTERN;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
@@ -368,9 +371,11 @@ static const char *const *prefixes(int kind, const char *n) {
     static const char *const QWEN[] = { "visual.", "model.visual.", NULL };
     static const char *const INTERN[] = { "vision_tower.", "model.vision_tower.", NULL };
     static const char *const GEMMA4[] = { "model.vision_tower.", NULL }, *const MODEL[] = { "model.", NULL };
+    static const char *const PIXTRAL[] = { "vision_tower.", "model.vision_tower.", NULL };
     if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
     if (!strncmp(n, "embed_vision.", 13)) return MODEL;
-    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : kind == VIS_GEMMA4 ? GEMMA4 : QWEN;
+    return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : kind == VIS_GEMMA4 ? GEMMA4
+           : kind == VIS_PIXTRAL ? PIXTRAL : QWEN;
 }
 
 /* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first */
@@ -430,7 +435,8 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         char rel[80], full[96];
         if (b >= 0)
             snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ||
-                     v->c.kind == VIS_GEMMA4 ? "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer" : "blocks", b, n);
+                     v->c.kind == VIS_GEMMA4 ? "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer"
+                     : v->c.kind == VIS_PIXTRAL ? "transformer.layers" : "blocks", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
@@ -452,6 +458,7 @@ static const char *probe_name(int kind) {
     return kind == VIS_SIGLIP   ? "embeddings.patch_embedding.weight"
            : kind == VIS_INTERN ? "embeddings.patch_embeddings.projection.weight"
            : kind == VIS_GEMMA4 ? "patch_embedder.input_proj.weight"
+           : kind == VIS_PIXTRAL ? "patch_conv.weight"
                                 : "patch_embed.proj.weight";
 }
 
@@ -510,7 +517,7 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
         shape[0] = v->shape[i][1], shape[1] = v->shape[i][0];
         return 2;
     }
-    if (v->slot_of[i] == slot_index(&v->c, -1, G_DOWN)) { /* GLM-4V's Conv2d [out, D, merge, merge] */
+    if (v->slot_of[i] == slot_index(&v->c, -1, G_DOWN) && v->c.kind == VIS_GLM4V) { /* GLM-4V's Conv2d [out, D, merge, merge] */
         int64_t s[4] = { v->c.out, v->c.dim, v->c.merge, v->c.merge };
         memcpy(shape, s, sizeof s);
         return 4;
@@ -535,7 +542,7 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
         memcpy(shape, s, sizeof s);
         return 3;
     }
-    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN) &&
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN || v->c.kind == VIS_PIXTRAL) &&
         v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) {
         /* a Conv2d [D, C, P, P] */
         int64_t s[4] = { v->c.dim, v->c.in_ch, v->c.patch, v->c.patch };
@@ -725,7 +732,7 @@ static vc_status plan_rope(const vc_vision *v, const vc_images *im, vc_graph *g,
 
 /* GLM-4V's downsample reads each merged unit's merge^2 patches as a Conv2d does, channel by channel: the element order
  * (unit, channel, patch in unit) of the patches' rows [N, D], as indexes of their values */
-static vc_status plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p) {
+vc_status vis_plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p) {
     int64_t D = v->c.dim, mm = (int64_t)v->c.merge * v->c.merge, n = p->N * D;
     if (n > INT32_MAX) return vc_fail(VC_ERR_UNSUPPORTED, "vision: %lld patches of width %lld are too many at once",
                                       (long long)p->N, (long long)D);
@@ -774,10 +781,12 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     p->R = p->N + (cls ? frames : 0);
     if (cls) return vis_plan_order(v, im, g, p, 1); /* (InternVL: past each tile's class token) */
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
-    if (v->c.kind == VIS_GLM4V && (st = plan_downsample(v, g, p))) return st;
-    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4) && (st = vis_plan_order(v, im, g, p, 0)))
+    if (v->c.kind == VIS_GLM4V && (st = vis_plan_downsample(v, g, p))) return st;
+    if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4 || v->c.kind == VIS_PIXTRAL) &&
+        (st = vis_plan_order(v, im, g, p, 0)))
         return st;
     if (v->c.kind == VIS_GEMMA4) return vis_plan_gemma4(v, im, g, p);
+    if (v->c.kind == VIS_PIXTRAL) return vis_plan_pixtral(v, im, g, p);
     return v->c.kind == VIS_SIGLIP ? VC_OK : plan_rope(v, im, g, p, perm); /* (SigLIP: no rope) */
 }
 
@@ -1052,6 +1061,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     float *pix = vc_graph_upload(g, im->pixels, sizeof(float) * (size_t)(p.N * im->row));
     vc_tensor *x = pix ? vc_tensor_wrap(g, pix, 2, ps) : NULL;
     if (v->c.kind == VIS_GEMMA4) return vis_gemma4_forward(v, g, x, &p);
+    if (v->c.kind == VIS_PIXTRAL) return vis_pixtral_forward(v, g, x, &p);
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
     if (v->c.kind == VIS_INTERN) return vis_intern_forward(v, g, x, &p);
     if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, p.N));
@@ -1120,6 +1130,7 @@ static int is_linear(const vis_cfg *c, int b, int k) {
     if (b >= 0) return k == B_QKV || k == B_PROJ || k == B_M0 || k == B_M1 || k == B_M2 || k == B_K || k == B_V;
     if (b == -1 && k == G_FC0 && c->kind == VIS_SIGLIP) return 0; /* (an nn.Parameter: PEFT's all-linear skips it) */
     if (b == -1 && k == G_PATCH && c->kind == VIS_GEMMA4) return 1; /* (Gemma 4's patch embedding is an nn.Linear) */
+    if (b == -1 && k == G_DOWN && c->kind == VIS_PIXTRAL) return 1; /* (Mistral 3's patch merger is an nn.Linear) */
     if (b == -1) return k == G_FC0 || k == G_FC2 || k == G_MPROJ || k == G_MGATE || k == G_MUP || k == G_MDOWN;
     return k == D_FC0 || k == D_FC2;
 }

@@ -7,7 +7,7 @@
 #include "model_internal.h"
 #include <cjson/cJSON.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN, VIS_GEMMA4 };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN, VIS_GEMMA4, VIS_PIXTRAL };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -30,6 +30,8 @@ typedef struct {
      * text model's bidirectional image runs: 1 in every layer (Gemma 3), 2 in its sliding layers only (Gemma 4's
      * use_bidirectional_attention "vision"), 0 none */
     int kv_heads, clipped, standardize, bidi;
+    int m_bias;   /* Mistral 3: its projector's linears' biases (multimodal_projector_bias) */
+    float m_eps;  /* Mistral 3: its projector's RMSNorm epsilon (text_config.rms_norm_eps) */
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
@@ -117,6 +119,15 @@ int vis_gemma4_buffer(const vis_cfg *c, int s, float *init);
 /* p->order: the processor's patches (row by row in each frame) taken in whole merge x merge blocks, so that merged
  * rows are consecutive (MoonViT, SigLIP, Gemma 4; InternVL's past the class token (cls 1) before each tile's) */
 vc_status vis_plan_order(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p, int cls);
+
+/* GLM-4V's and Mistral 3's merge: p->down, each merged unit's values as (channel, patch in the unit) */
+vc_status vis_plan_downsample(const vc_vision *v, vc_graph *g, vis_plan *p);
+
+/* Mistral 3 (vision_pixtral.c): its keys; slot names; its rope table and merge; the forward from the pixel rows on */
+vc_status vis_parse_pixtral(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
+const char *vis_pixtral_slot(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim);
+vc_status vis_plan_pixtral(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p);
+vc_tensor *vis_pixtral_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
 
 /* InternVL (vision_intern.c): its keys; the forward from the patch embedding x [N, D] on */
 vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
