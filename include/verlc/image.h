@@ -86,6 +86,9 @@ typedef struct vc_vl_image_config {
      * k x k blocks of patches (merge_size k: pooling_kernel_size) within max_soft_tokens k^2 patches, its aspect ratio
      * kept; rescaled, not normalized by default; each patch's values (row, column, channel) */
     int gemma4, max_soft;
+    /* Mistral 3's processor (PixtralImageProcessor): longest_edge in fixed_h; sides rounded up to whole patch x merge
+     * steps; patches row by row */
+    int pixtral;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -98,6 +101,10 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
 /* Kimi-VL's processor: the size an image of height x width leaves it at (scaled down to the token limit, padded or
  * cropped); VC_ERR_ARG naming the limit it passes (a side of 512 patches, no whole patch, no whole merge blocks) */
 vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
+
+/* Mistral 3's processor: the size an image of height x width is resized to (get_resize_output_image_size at patch x
+ * merge); VC_ERR_ARG past 32768 pixels a side */
+vc_status vc_vl_pixtral_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
 
 /* Gemma 4's processor: the size an image of height x width is resized to (get_aspect_ratio_preserving_size);
  * VC_ERR_ARG when it comes out 0 x 0 or over the patch budget */

@@ -180,7 +180,8 @@ typedef struct vc_model_config {
      * token is its marker); NULL: none. image_wrap: the processor writes the texts (these, or the begin / end of image
      * tokens: Gemma 4) around the pads, the pad its own marker (InternVL, Gemma 4; Gemma 3's marker is its begin token) */
     const char *image_open, *image_close;
-    int image_wrap;
+    int image_wrap; /* 2: Mistral 3's rows of image tokens, each followed by image_open ([IMG_BREAK]), the last by
+                     * image_close ([IMG_END]) */
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */

@@ -91,7 +91,8 @@ typedef struct vc_rl_data_opts {
     const char *image_token;    /* NULL: "<|image_pad|>" */
     const char *image_boi, *image_eoi; /* the markup's texts (vc_vl_markup_texts: Gemma 3's begin / end of image
                                         * tokens, vc_vl_pads_markup); NULL */
-    int image_wrap;                    /* 1: they wrap the pads instead (InternVL, Gemma 4: vc_vl_pads_wrap) */
+    int image_wrap;                    /* how they mark the pads up: 1 around them (InternVL, Gemma 4), 2 as rows (Mistral
+                                        * 3; vc_vl_pads_apply) */
     const char *video_token;    /* NULL: "<|video_pad|>" */
     int image_patch_size;       /* data.image_patch_size for fetch_image; 0: vl's patch_size */
 } vc_rl_data_opts;

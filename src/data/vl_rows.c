@@ -317,6 +317,19 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
     if (!!e->video != video)
         return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt's %s pad %d stands where the row's %s is", where,
                        video ? "video" : "image", k, e->video ? "video" : "image");
+    if (!video && p->brk) { /* Mistral 3: rows of the merged grid, each closed by a break, the last by the end */
+        int64_t m2 = e->tokens > 0 ? (int64_t)e->grid[1] * e->grid[2] / e->tokens : 0;
+        int64_t m = (int64_t)(sqrt((double)m2) + 0.5), h = m ? e->grid[1] / m : 0, w = m ? e->grid[2] / m : 0;
+        if (m < 1 || m * m != m2 || h * w != e->tokens)
+            return vc_fail(VC_ERR_INTERNAL, "%s: image %d's %lld tokens are not rows of its grid", where, k,
+                           (long long)e->tokens);
+        for (int64_t r = 0; r < h; r++) {
+            for (int64_t t = 0; t < w; t++) vc_sb_puts(o, p->rep);
+            vc_sb_puts(o, r + 1 < h ? p->brk : p->close);
+        }
+        *taken = 1;
+        return VC_OK;
+    }
     if (!video && p->close) { /* Gemma 3's full_image_sequence; InternVL's <img> ... </img> */
         if (!p->open) vc_sb_puts(o, "\n\n");
         vc_sb_puts(o, p->open ? p->open : p->image);
@@ -357,10 +370,16 @@ int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok
     return mc->image_wrap;
 }
 
+void vc_vl_pads_apply(vc_vl_pads *p, int mode, const char *a, const char *b) {
+    if (mode == 2 && a && b) p->rep = p->image, p->brk = a, p->close = b, p->open = NULL;
+    else if (mode == 1) vc_vl_pads_wrap(p, a, b);
+    else if (mode == 0) vc_vl_pads_markup(p, a, b);
+}
+
 void vc_vl_pads_model(vc_vl_pads *p, const vc_model_config *mc, const struct vc_tokenizer *tok) {
     const char *open, *close;
-    if (vc_vl_markup_texts(mc, tok, &open, &close)) vc_vl_pads_wrap(p, open, close);
-    else vc_vl_pads_markup(p, open, close);
+    int mode = vc_vl_markup_texts(mc, tok, &open, &close);
+    vc_vl_pads_apply(p, mode, open, close);
 }
 
 vc_status vc_vl_expand_visuals(const char *text, const vc_vl_pads *pads, const vc_rl_image *im, int n, int exact,

@@ -29,15 +29,19 @@ typedef struct vc_vl_videos {
 typedef struct vc_vl_pads {
     const char *image, *video, *rep, *close;
     const char *open; /* InternVL (close not NULL): the text before the pads, the marker being the pad itself */
+    const char *brk;  /* Mistral 3 (close its end-of-image text): each row of pads followed by this, the last by close */
 } vc_vl_pads;
 /* p's image marker made Gemma 3's where the model's config names begin / end of image tokens (boi and eoi: their
  * texts; either NULL: p unchanged), its image token the pad repeated */
 void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi);
-/* model config mc's markup texts (tok: its tokenizer): InternVL's image_open / image_close, or the begin / end of image
- * tokens' texts (NULL: none); 1 when they wrap the pads (vc_vl_pads_wrap: InternVL, Gemma 4), 0 when the begin token is
- * the template's marker (vc_vl_pads_markup: Gemma 3) */
+/* model config mc's markup texts (tok: its tokenizer): its image_open / image_close (InternVL's; Mistral 3's row break
+ * and end), or the begin / end of image tokens' texts (NULL: none); its image_wrap: how they mark the pads up
+ * (vc_vl_pads_apply) */
 struct vc_tokenizer;
 int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok, const char **open, const char **close);
+/* p marked up with texts a and b as mode says: 0 Gemma 3's (vc_vl_pads_markup), 1 around the pads (vc_vl_pads_wrap),
+ * 2 rows of pads each followed by a, the last by b (Mistral 3's [IMG_BREAK] / [IMG_END]) */
+void vc_vl_pads_apply(vc_vl_pads *p, int mode, const char *a, const char *b);
 /* p's markup as model config mc's (either function above) */
 void vc_vl_pads_model(vc_vl_pads *p, const vc_model_config *mc, const struct vc_tokenizer *tok);
 /* InternVLProcessor's markup where open and close are given (a model config's image_open / image_close; either NULL:

@@ -940,6 +940,7 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
     if (!strcmp(c->model_type, "internvl")) c->image_open = "<img>", c->image_close = "</img>"; /* (the tokenizer's
                                                                     * start_image_token / end_image_token) */
     c->image_wrap = !strcmp(c->model_type, "internvl") || !strcmp(c->model_type, "gemma4");
+    if (!strcmp(c->model_type, "mistral3")) c->image_open = "[IMG_BREAK]", c->image_close = "[IMG_END]", c->image_wrap = 2;
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)
         return vc_fail(VC_ERR_FORMAT, "%s: tie_word_embeddings with text_config.output_vocab_size %lld: a pruned LM head "

@@ -17,6 +17,27 @@ static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t 
     int64_t H = gr[1] / mg, W = gr[2] / mg, n = vc_vision_image_tokens(m->vision, im, i);
     int64_t run = 0;
     while (t + run < t1 && b->ids[t + run] == b->ids[t] && vc_image_row(&m->cfg, b, s, t + run, 0)) run++;
+    if (m->cfg.image_wrap == 2 && run != n) { /* Mistral 3's processor: H rows of W image tokens, a break token between
+                                               * rows (plain positions; one run of them is taken too, as transformers
+                                               * takes any placement) */
+        int64_t span = 0;
+        for (int64_t r = 0; r < H; r++) {
+            int64_t k = 0;
+            while (t + span + k < t1 && b->ids[t + span + k] == b->ids[t] && vc_image_row(&m->cfg, b, s, t + span + k, 0)) k++;
+            if (k != W || (r + 1 < H && (t + span + k >= t1 || vc_image_row(&m->cfg, b, s, t + span + k, 0))))
+                return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld rows of %lld image tokens "
+                               "with a break token after each but the last, from position %lld; row %lld has %lld", s, i,
+                               gr[0], gr[1], gr[2], (long long)H, (long long)W, (long long)(t - b->cu_seqlens[s]),
+                               (long long)r, (long long)k);
+            span += k + (r + 1 < H);
+        }
+        for (int64_t k = 0; k < span; k++) {
+            for (int x = 0; x < 3 && pos; x++) pos[x * T + t + k] = cur + k;
+            if (cur + k > *maxp) *maxp = cur + k;
+        }
+        *n_out = span, *adv = span;
+        return VC_OK;
+    }
     if (run != n)
         return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld image tokens from position "
                        "%lld; the run there has %lld", s, i, gr[0], gr[1], gr[2], (long long)n,

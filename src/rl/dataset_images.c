@@ -82,8 +82,7 @@ vc_status rl_render_image_row(const vc_jsonl *j, size_t i, const vc_tokenizer *t
         st = vc_fail_ctx(st, "%s:%lld: chat template", ROW(j, i));
     vc_vl_pads pads = { o->image_token ? o->image_token : RL_IMAGE_TOKEN,
                         nv ? (o->video_token ? o->video_token : VC_VL_VIDEO_TOKEN) : NULL };
-    if (o->image_wrap) vc_vl_pads_wrap(&pads, o->image_boi, o->image_eoi);
-    else vc_vl_pads_markup(&pads, o->image_boi, o->image_eoi);
+    vc_vl_pads_apply(&pads, o->image_wrap, o->image_boi, o->image_eoi);
     if (!st) st = tokenize_expanded(j, i, tok, text, &pads, p);
     free(text);
     if (st) return cJSON_Delete(vm), st;

@@ -55,8 +55,7 @@ static vc_status render(const sft_tok *tk, const cJSON *msgs, int n, int gen, co
     if (st || !ro->n_img) return st;
     char *x = NULL; /* the whole conversation holds every image; its first messages the first ones */
     vc_vl_pads pads = { tk->pad, ro->n_vid ? tk->video_pad : NULL };
-    if (tk->wrap) vc_vl_pads_wrap(&pads, tk->boi, tk->eoi);
-    else vc_vl_pads_markup(&pads, tk->boi, tk->eoi);
+    vc_vl_pads_apply(&pads, tk->wrap, tk->boi, tk->eoi);
     st = vc_vl_expand_visuals(*out, &pads, ro->img, ro->n_img, n == cJSON_GetArraySize(msgs), ro->where, &x, NULL);
     free(*out);
     *out = x;

@@ -44,7 +44,7 @@ typedef struct sft_tok {
     const char *video_pad;              /* the video pad token's text; video_pad_id its id */
     int32_t video_pad_id;
     const char *boi, *eoi;              /* the markup's texts (vc_vl_markup_texts); NULL */
-    int wrap;                           /* they wrap the pads (InternVL, Gemma 4) rather than Gemma 3's */
+    int wrap;                           /* how they mark the pads up (vc_vl_pads_apply's mode) */
 } sft_tok;
 /* data.apply_chat_template_kwargs and its .KEY=VALUE items as one JSON object (*out NULL when empty) */
 vc_status vc_sft_chat_kwargs(const vc_sft_config *c, cJSON **out);

@@ -99,11 +99,12 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if (type && !strncmp(type, "Gemma3ImageProcessor", 20) && (st = parse_gemma3(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "GotOcr2ImageProcessor", 21) && (st = vc_vl_got_parse(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "Gemma4ImageProcessor", 20) && (st = vc_vl_gemma4_parse(j, c, file)) != VC_OK) return st;
-    int fixed = c->gemma3 || c->got || c->gemma4; /* (their own sizes: no min / max pixels) */
+    if (type && !strncmp(type, "PixtralImageProcessor", 21) && (st = vc_vl_pixtral_parse(j, c, file)) != VC_OK) return st;
+    int fixed = c->gemma3 || c->got || c->gemma4 || c->pixtral; /* (their own sizes: no min / max pixels) */
     if (type && !c->glm && !fixed && strncmp(type, "Qwen2VLImageProcessor", 21))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
                        "Glm4vImageProcessor's, KimiVLImageProcessor's, Gemma3ImageProcessor's, "
-                       "Gemma4ImageProcessor's and GotOcr2ImageProcessor's)", file, type);
+                       "Gemma4ImageProcessor's, GotOcr2ImageProcessor's and PixtralImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
     if (!fixed && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
@@ -230,6 +231,7 @@ vc_status vc_vl_processor_resize(const vc_vl_image_config *c, int64_t height, in
     if (c->kimi) return vc_vl_kimi_size(c, height, width, out_h, out_w);
     if (c->gemma3) return *out_h = c->fixed_h, *out_w = c->fixed_w, VC_OK;
     if (c->gemma4) return vc_vl_gemma4_size(c, height, width, out_h, out_w);
+    if (c->pixtral) return vc_vl_pixtral_size(c, height, width, out_h, out_w);
     if (c->glm)
         return vc_glm4v_smart_resize(height, width, c->temporal_patch_size, factor, c->min_pixels, c->max_pixels, out_h,
                                      out_w);
@@ -281,8 +283,9 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     if (!c->do_convert_rgb && img->mode != VC_IMG_RGB)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: a %s image with do_convert_rgb false (transformers keeps its "
                        "channels and refuses them)", what, vc_image_mode_name(img->mode));
-    /* (Gemma 3: patches row by row, blocks of one) */
-    const int P = c->patch_size, M = c->gemma3 ? 1 : c->merge_size, T = c->temporal_patch_size, factor = P * M;
+    /* (Gemma 3, Mistral 3: patches row by row, blocks of one) */
+    const int P = c->patch_size, M = c->gemma3 || c->pixtral ? 1 : c->merge_size, T = c->temporal_patch_size;
+    const int factor = P * (c->pixtral ? c->merge_size : M);
     vc_image resized = { 0 }, keyed = { 0 };
     float table[3][256];
     vc_vl_level_table(c, table);

@@ -63,9 +63,10 @@ static inline void rl_cli_vl_model(const char *sub, const char *tmpl, const char
     snprintf(cfg, sizeof cfg, tmpl, rl_cli_vocab());
     rl_cli_init_model(sub, cfg);
     CHECK(cli_sh("cp tests/fixtures/vision/%s/chat_template.jinja tests/fixtures/vision/%s/preprocessor_config.json "
-                 "%s/%s/ && sed -i 's#<|image_pad|>#%s#g; s#<|vision_start|>#%s#g; s#<|vision_end|>#%s#g' "
-                 "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", fix, fix, dir, sub, pad, start, end, dir, sub, dir,
-                 sub) == 0);
+                 "%s/%s/ && { ! test -f tests/fixtures/vision/%s/processor_config.json || cp "
+                 "tests/fixtures/vision/%s/processor_config.json %s/%s/; } && sed -i 's#<|image_pad|>#%s#g; s#<|vision_start|>#%s#g; s#<|vision_end|>#%s#g' "
+                 "%s/%s/tokenizer.json %s/%s/tokenizer_config.json", fix, fix, dir, sub, fix, fix, dir, sub, pad, start, end,
+                 dir, sub, dir, sub) == 0);
 }
 
 /* <dir>/data from the shared GSM8K rows; <dir>/model: a Qwen3 of the given sizes (2 query heads, 1 KV

@@ -444,9 +444,10 @@ static void family_lora(const char *sub, const char *lin, const char *nrm, const
  * InternVL: GotOcr2ImageProcessor's tiles and thumbnail, InternVLProcessor's markup (the template's <IMG_CONTEXT>
  * written as <img>, the token once per feature, </img>); Gemma 4: Gemma4ImageProcessor's aspect-kept sizes and
  * Gemma4Processor's markup (<|image|> written as <|image>, the token once per soft token, <image|>), the image tokens
- * attending both ways in the sliding layer only */
+ * attending both ways in the sliding layer only; Mistral 3: PixtralImageProcessor's sizes and PixtralProcessor's rows of
+ * [IMG] closed by [IMG_BREAK] and [IMG_END] */
 static void families(void) {
-    static const vl_family F[5] = {
+    static const vl_family F[6] = {
         { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
           "<|begin_of_image|><|image|><|end_of_image|>",
           { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
@@ -461,9 +462,12 @@ static void families(void) {
           { "model.vision_tower.embeddings.cls_token", "model.multi_modal_projector.linear_2.weight" } },
         { "Gemma 4", "model_gemma4", NULL, "gemma4", "<|image|>", "<|image>", "<image|>", "<|image|><image|>",
           { "model.vision_tower.patch_embedder.position_embedding_table",
-            "model.embed_vision.embedding_projection.weight" } } };
-    const char *cfgs[5] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG };
-    for (int i = 0; i < (LIGHT ? 3 : 5); i++) { /* (InternVL and Gemma 4: the release build) */
+            "model.embed_vision.embedding_projection.weight" } },
+        { "Mistral 3", "model_mistral3", NULL, "mistral3", "[IMG]", "[IMG_BREAK]", "[IMG_END]", "[IMG][IMG_END]",
+          { "model.vision_tower.ln_pre.weight", "model.multi_modal_projector.patch_merger.merging_layer.weight" } } };
+    const char *cfgs[6] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG,
+                            RL_CLI_MISTRAL3_CFG };
+    for (int i = 0; i < (LIGHT ? 3 : 6); i++) { /* (InternVL, Gemma 4 and Mistral 3: the release build) */
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);
@@ -488,6 +492,10 @@ static void families(void) {
     family_lora("model_gemma4", "model.vision_tower.encoder.layers.0.self_attn.k_proj.linear.weight",
                 "model.vision_tower.encoder.layers.0.input_layernorm.weight",
                 "model.vision_tower.encoder.layers.0.mlp.gate_proj.linear", "model.embed_vision.embedding_projection");
+    family_lora("model_mistral3", "model.vision_tower.transformer.layers.0.attention.k_proj.weight",
+                "model.vision_tower.transformer.layers.0.attention_norm.weight",
+                "model.vision_tower.transformer.layers.0.feed_forward.gate_proj",
+                "model.multi_modal_projector.patch_merger.merging_layer");
     family_lora("model_internvl", "model.vision_tower.encoder.layer.0.attention.k_proj.weight",
                 "model.vision_tower.encoder.layer.0.layernorm_before.weight", "model.vision_tower.encoder.layer.0.mlp.fc1",
                 "model.multi_modal_projector.linear_1");

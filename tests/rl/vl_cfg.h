@@ -57,6 +57,18 @@
     "\"vision_config\":{\"model_type\":\"gemma4_vision\",\"hidden_size\":32,\"intermediate_size\":48," \
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,\"patch_size\":4," \
     "\"pooling_kernel_size\":3,\"position_embedding_size\":256,\"use_clipped_linears\":true,\"standardize\":true}}"
+/* A tiny Mistral 3 config.json: Pixtral's tower on 4-pixel patches merged 2 x 2 beside a Mistral text decoder; its
+ * image token the Qwen3 tokenizer's <|image_pad|> (renamed [IMG], and <|vision_start|> / <|vision_end|> [IMG_BREAK] /
+ * [IMG_END], by rl_cli_vl_model); %d: the vocabulary */
+#define RL_CLI_MISTRAL3_CFG \
+    "{\"architectures\":[\"Mistral3ForConditionalGeneration\"],\"model_type\":\"mistral3\",\"image_token_index\":151655," \
+    "\"spatial_merge_size\":2,\"multimodal_projector_bias\":false,\"tie_word_embeddings\":true,\"text_config\":{" \
+    "\"model_type\":\"mistral\",\"vocab_size\":%d,\"hidden_size\":64,\"intermediate_size\":128," \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32," \
+    "\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-5,\"rope_theta\":1000000.0,\"hidden_act\":\"silu\"," \
+    "\"bos_token_id\":151643,\"eos_token_id\":151645},\"vision_config\":{\"model_type\":\"pixtral\"," \
+    "\"hidden_size\":32,\"intermediate_size\":48,\"num_hidden_layers\":1,\"num_attention_heads\":2," \
+    "\"patch_size\":4,\"image_size\":64,\"hidden_act\":\"silu\",\"rope_theta\":10000.0}}"
 /* A tiny InternVL config.json: InternViT's layout on 56-pixel tiles (4 x 4 patches behind a class token, pixel-shuffled
  * to 4 tokens a tile) beside a Qwen2 text decoder; its image token the Qwen3 tokenizer's <|image_pad|> (renamed
  * <IMG_CONTEXT>, and <|vision_start|> / <|vision_end|> <img> / </img>, by rl_cli_vl_model); %d: the vocabulary */
