@@ -486,6 +486,10 @@ static void bad_checkpoints(void) {
     edited_fails(G4_DIR, "\"rope_type\": \"axial\"", "\"rope_type\": \"default\"", "rope_type");
     edited_fails(G4_DIR, "\"position_embedding_size\": 16", "\"position_embedding_size\": 32", "position_embedding_table");
     edited_fails(G4_DIR, "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2", "k_proj.linear.weight");
+    /* Mistral 3: a merge its patch merger does not hold, a rope Pixtral has not */
+    const char *m3 = "tests/fixtures/models/mistral3_image";
+    edited_fails(m3, "\"spatial_merge_size\": 2", "\"spatial_merge_size\": 3", "merging_layer");
+    edited_fails(m3, "\"rope_type\": \"axial\"", "\"rope_type\": \"default\"", "rope_type");
     vc_model *m = NULL;
     char text_model[1024];
     snprintf(text_model, sizeof text_model, "%s/fixtures/models/qwen2", vc_test_shared());
