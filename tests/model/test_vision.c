@@ -88,8 +88,10 @@ static void intern_images(vc_model *m, const greedy_ref *r) {
     int32_t wide[3] = { 1, 4, 6 }, two[3] = { 2, 4, 4 };
     im.grid = wide;
     forward_fails(m, r, &im, "tiles of 4 x 4 patches");
-    im = r->im, im.grid = two;
-    forward_fails(m, r, &im, "4 image tokens for images of 8 features");
+    float *pix = calloc((size_t)(32 * r->im.row), sizeof(float)); /* (pixels for both tiles) */
+    im = r->im, im.grid = two, im.pixels = pix;
+    if (pix) forward_fails(m, r, &im, "4 image tokens for images of 8 features");
+    free(pix);
 }
 
 /* Gemma 4: an image wider than its position table, several frames, a grid not whole pooling blocks: refused by name */
