@@ -44,6 +44,30 @@ vc_status vis_get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo,
     return VC_OK;
 }
 
+vc_status vis_parse_vit(const cJSON *o, const char *ctx, vis_cfg *c, int depth, int dim, int heads, int inter) {
+    vc_status st = vis_get_int(o, "num_hidden_layers", depth, 1, VIS_MAX_DEPTH, &c->depth, ctx);
+    if (!st) st = vis_get_int(o, "hidden_size", dim, 2, 1 << 16, &c->dim, ctx);
+    if (!st) st = vis_get_int(o, "num_attention_heads", heads, 1, 1024, &c->heads, ctx);
+    return st ? st : vis_get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
+}
+
+void vis_top_ctx(const char *ctx, char *top, size_t cap) {
+    size_t n = strlen(ctx), k = strlen(": vision_config");
+    snprintf(top, cap, "%.*s", (int)(n >= k ? n - k : n), ctx);
+}
+
+int vis_rule_name(const vis_name_rule *r, size_t n, int k, const int64_t *dims, int64_t *shape, int *ndim,
+                  const char **name) {
+    for (size_t i = 0; i < n; i++)
+        if (r[i].k == k) {
+            shape[0] = dims[r[i].rows];
+            if (r[i].cols >= 0) shape[1] = dims[r[i].cols], *ndim = 2;
+            *name = r[i].name;
+            return 1;
+        }
+    return 0;
+}
+
 vc_status vis_parse_act(const cJSON *o, const char *key, const char *ctx, int *act) {
     const char *a = NULL;
     vc_status st = vc_json_get_str(o, key, NULL, &a, ctx);
@@ -97,10 +121,7 @@ static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
 /* MoonViT (Kimi-VL's vision_config, model_type moonvit): its keys and the constants of its remote code (LayerNorms of
  * eps 1e-5, GELU-tanh, biases on wqkv and wo, a rope base of 10000, grids of at most 512 x 512 patches) */
 static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx, vis_cfg *c) {
-    vc_status st = vis_get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = vis_get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = vis_get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    vc_status st = vis_parse_vit(o, ctx, c, 27, 1152, 16, 4304);
     if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
     if (!st) st = vis_get_int(o, "init_pos_emb_height", 64, 1, 512, &c->side, ctx);
     if (!st) st = vis_get_int(o, "init_pos_emb_width", 64, 1, 512, &c->side_w, ctx);
@@ -127,16 +148,13 @@ static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx
 static vc_status parse_siglip(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c) {
     int image = 896, tokens = 256;
     double eps = 1e-6;
-    vc_status st = vis_get_int(o, "num_hidden_layers", 27, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = vis_get_int(o, "hidden_size", 1152, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = vis_get_int(o, "intermediate_size", 4304, 1, 1 << 20, &c->inter, ctx);
+    vc_status st = vis_parse_vit(o, ctx, c, 27, 1152, 16, 4304);
     if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
     if (!st) st = vis_get_int(o, "image_size", 896, 1, 1 << 16, &image, ctx);
     if (!st) st = vis_get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
     if (!st) st = vc_json_get_num(o, "layer_norm_eps", 1e-6, &eps, ctx);
     char top[640]; /* (a key beside vision_config) */
-    snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
+    vis_top_ctx(ctx, top, sizeof top);
     if (!st) st = vis_get_int(root, "mm_tokens_per_image", 256, 1, 1 << 20, &tokens, top);
     c->act = VC_ACT_GELU_TANH;
     if (!st) st = vis_parse_act(o, "hidden_act", ctx, &c->act);

@@ -49,13 +49,10 @@ vc_status vis_parse_gemma4(const cJSON *o, const cJSON *root, int64_t text_hidde
     double eps = 1e-6;
     int bias = 0;
     char top[640]; /* (the keys beside vision_config) */
-    snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
-    vc_status st = vis_get_int(o, "num_hidden_layers", 16, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = vis_get_int(o, "hidden_size", 768, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = vis_get_int(o, "num_attention_heads", 12, 1, 1024, &c->heads, ctx);
+    vis_top_ctx(ctx, top, sizeof top);
+    vc_status st = vis_parse_vit(o, ctx, c, 16, 768, 12, 3072);
     if (!st) st = vis_get_int(o, "num_key_value_heads", c->heads, 1, 1024, &c->kv_heads, ctx);
     if (!st) st = vis_get_int(o, "head_dim", 64, 4, 1024, &c->hd, ctx);
-    if (!st) st = vis_get_int(o, "intermediate_size", 3072, 1, 1 << 20, &c->inter, ctx);
     if (!st) st = vis_get_int(o, "patch_size", 16, 1, 1024, &c->patch, ctx);
     if (!st) st = vis_get_int(o, "pooling_kernel_size", 3, 1, 64, &c->merge, ctx);
     if (!st) st = vis_get_int(o, "position_embedding_size", 10240, 1, 1 << 20, &c->side, ctx);
@@ -89,7 +86,7 @@ const char *vis_gemma4_slot(const vis_cfg *c, int b, int k, int64_t *shape, int 
         shape[0] = 1;
         return bound;
     }
-    static const struct { int k; const char *name; int rows, cols; } B[] = { /* rows, cols: 0 D, 1 Q, 2 KV, 3 I, 4 hd */
+    static const vis_name_rule B[] = { /* rows, cols: 0 D, 1 Q, 2 KV, 3 I, 4 hd */
         { B_N1, "input_layernorm.weight", 0, -1 }, { B_POST1, "post_attention_layernorm.weight", 0, -1 },
         { B_N2, "pre_feedforward_layernorm.weight", 0, -1 }, { B_POST2, "post_feedforward_layernorm.weight", 0, -1 },
         { B_QKV, "self_attn.q_proj.linear.weight", 1, 0 }, { B_K, "self_attn.k_proj.linear.weight", 2, 0 },
@@ -98,13 +95,8 @@ const char *vis_gemma4_slot(const vis_cfg *c, int b, int k, int64_t *shape, int 
         { B_M0, "mlp.gate_proj.linear.weight", 3, 0 }, { B_M1, "mlp.up_proj.linear.weight", 3, 0 },
         { B_M2, "mlp.down_proj.linear.weight", 0, 3 } };
     int64_t dim[5] = { D, Q, KV, I, c->hd };
-    for (size_t i = 0; b >= 0 && i < sizeof B / sizeof B[0]; i++)
-        if (B[i].k == k) {
-            shape[0] = dim[B[i].rows];
-            if (B[i].cols >= 0) shape[1] = dim[B[i].cols], *ndim = 2;
-            return B[i].name;
-        }
-    if (b >= 0) return NULL;
+    const char *name = NULL;
+    if (b >= 0) return vis_rule_name(B, sizeof B / sizeof B[0], k, dim, shape, ndim, &name) ? name : NULL;
     switch (k) {
     case G_PATCH: shape[0] = D, shape[1] = 3 * (int64_t)c->patch * c->patch, *ndim = 2; return "patch_embedder.input_proj.weight";
     case G_POS: shape[0] = c->n_pos, shape[1] = D, *ndim = 2; return "patch_embedder.position_embedding_table";

@@ -62,11 +62,8 @@ vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidde
     double eps = 1e-6;
     const char *nt = NULL;
     char top[640]; /* (the keys beside vision_config) */
-    snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
-    vc_status st = vis_get_int(o, "num_hidden_layers", 24, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = vis_get_int(o, "hidden_size", 1024, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = vis_get_int(o, "intermediate_size", 4096, 1, 1 << 20, &c->inter, ctx);
+    vis_top_ctx(ctx, top, sizeof top);
+    vc_status st = vis_parse_vit(o, ctx, c, 24, 1024, 16, 4096);
     if (!st) st = vis_get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
     if (!st) st = square_key(o, "image_size", 448, ctx, &image);
     if (!st) st = square_key(o, "patch_size", 14, ctx, &c->patch);

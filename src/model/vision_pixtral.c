@@ -38,11 +38,8 @@ static vc_status parse_top(const cJSON *root, const char *top, vis_cfg *c) {
 
 vc_status vis_parse_pixtral(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c) {
     char top[640]; /* (the keys beside vision_config) */
-    snprintf(top, sizeof top, "%.*s", (int)(strlen(ctx) - strlen(": vision_config")), ctx);
-    vc_status st = vis_get_int(o, "num_hidden_layers", 24, 1, VIS_MAX_DEPTH, &c->depth, ctx);
-    if (!st) st = vis_get_int(o, "hidden_size", 1024, 2, 1 << 16, &c->dim, ctx);
-    if (!st) st = vis_get_int(o, "num_attention_heads", 16, 1, 1024, &c->heads, ctx);
-    if (!st) st = vis_get_int(o, "intermediate_size", 4096, 1, 1 << 20, &c->inter, ctx);
+    vis_top_ctx(ctx, top, sizeof top);
+    vc_status st = vis_parse_vit(o, ctx, c, 24, 1024, 16, 4096);
     if (!st) st = vis_get_int(o, "patch_size", 16, 1, 1024, &c->patch, ctx);
     if (!st) st = vis_get_int(o, "num_channels", 3, 3, 3, &c->in_ch, ctx);
     c->act = VC_ACT_GELU_ERF;
@@ -66,21 +63,16 @@ vc_status vis_parse_pixtral(const cJSON *o, const cJSON *root, int64_t text_hidd
 
 const char *vis_pixtral_slot(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim) {
     int64_t D = c->dim, I = c->inter, O = c->out, M = D * c->merge * c->merge;
-    static const struct { int k; const char *name; int rows, cols; } B[] = { /* 0 D, 1 I */
+    static const vis_name_rule B[] = { /* 0 D, 1 I */
         { B_N1, "attention_norm.weight", 0, -1 }, { B_N2, "ffn_norm.weight", 0, -1 },
         { B_QKV, "attention.q_proj.weight", 0, 0 }, { B_K, "attention.k_proj.weight", 0, 0 },
         { B_V, "attention.v_proj.weight", 0, 0 }, { B_PROJ, "attention.o_proj.weight", 0, 0 },
         { B_M0, "feed_forward.gate_proj.weight", 1, 0 }, { B_M1, "feed_forward.up_proj.weight", 1, 0 },
         { B_M2, "feed_forward.down_proj.weight", 0, 1 } };
     int64_t dim[2] = { D, I };
+    const char *name = NULL;
     *ndim = 1;
-    for (size_t i = 0; b >= 0 && i < sizeof B / sizeof B[0]; i++)
-        if (B[i].k == k) {
-            shape[0] = dim[B[i].rows];
-            if (B[i].cols >= 0) shape[1] = dim[B[i].cols], *ndim = 2;
-            return B[i].name;
-        }
-    if (b >= 0) return NULL;
+    if (b >= 0) return vis_rule_name(B, sizeof B / sizeof B[0], k, dim, shape, ndim, &name) ? name : NULL;
     int bias = c->m_bias;
     switch (k) {
     case G_PATCH: shape[0] = D, shape[1] = 3 * (int64_t)c->patch * c->patch, *ndim = 2; return "patch_conv.weight";

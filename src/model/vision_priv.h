@@ -98,6 +98,19 @@ typedef struct {
 
 /* keys[0..] (space-separated; the first present) of o as an int in [lo, hi], def when none is */
 vc_status vis_get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out, const char *ctx);
+/* a ViT's num_hidden_layers, hidden_size, num_attention_heads and intermediate_size (defaults as given) */
+vc_status vis_parse_vit(const cJSON *o, const char *ctx, vis_cfg *c, int depth, int dim, int heads, int inter);
+/* the config's context for the keys beside vision_config (ctx less its ": vision_config") */
+void vis_top_ctx(const char *ctx, char *top, size_t cap);
+/* a family's slot names: slot k's name, its rows and columns as indexes into the family's dims (cols -1: 1-D) */
+typedef struct {
+    int k;
+    const char *name;
+    int rows, cols;
+} vis_name_rule;
+/* rule k of r[n]: *name and its shape from dims (*ndim 2 when it has columns); 0 when none */
+int vis_rule_name(const vis_name_rule *r, size_t n, int k, const int64_t *dims, int64_t *shape, int *ndim,
+                  const char **name);
 /* o's activation key (hidden_act, ...) as a VC_ACT_* (unchanged when absent) */
 vc_status vis_parse_act(const cJSON *o, const char *key, const char *ctx, int *act);
 /* x W^T + b of slot k of block b with bias slot kb (-1: none), plus the slot's LoRA adapter while adapters are on */
