@@ -51,6 +51,20 @@ vc_status vis_parse_vit(const cJSON *o, const char *ctx, vis_cfg *c, int depth, 
     return st ? st : vis_get_int(o, "intermediate_size", inter, 1, 1 << 20, &c->inter, ctx);
 }
 
+vc_status vis_parse_projector(const cJSON *root, const char *top, vis_cfg *c) {
+    int64_t layer = -1;
+    c->m_act = VC_ACT_GELU_ERF;
+    vc_status st = vis_parse_act(root, "projector_hidden_act", top, &c->m_act);
+    if (!st && cJSON_IsArray(vc_json_member(root, "vision_feature_layer")))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is a list (features of several layers are "
+                       "not built; -1 is)", top);
+    if (!st) st = vc_json_get_int(root, "vision_feature_layer", -1, &layer, top);
+    if (!st && layer != -1)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is %lld (the last layer's features, -1, are "
+                       "built)", top, (long long)layer);
+    return st;
+}
+
 void vis_top_ctx(const char *ctx, char *top, size_t cap) {
     size_t n = strlen(ctx), k = strlen(": vision_config");
     snprintf(top, cap, "%.*s", (int)(n >= k ? n - k : n), ctx);

@@ -34,23 +34,14 @@ static vc_status square_key(const cJSON *o, const char *key, int def, const char
  * selection */
 static vc_status parse_top(const cJSON *root, const char *top, vis_cfg *c) {
     double r = 0.5;
-    int64_t layer = -1;
     const char *sel = NULL;
     vc_status st = vc_json_get_num(root, "downsample_ratio", 0.5, &r, top);
-    c->m_act = VC_ACT_GELU_ERF;
-    if (!st) st = vis_parse_act(root, "projector_hidden_act", top, &c->m_act);
-    if (!st && cJSON_IsArray(vc_json_member(root, "vision_feature_layer")))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is a list (features of several layers are "
-                       "not built; -1 is)", top);
-    if (!st) st = vc_json_get_int(root, "vision_feature_layer", -1, &layer, top);
+    if (!st) st = vis_parse_projector(root, top, c);
     if (!st) st = vc_json_get_str(root, "vision_feature_select_strategy", "default", &sel, top);
     if (st) return st;
     c->merge = r > 0 ? (int)lround(1.0 / r) : 0;
     if (c->merge < 1 || c->merge > 16 || fabs(1.0 / c->merge - r) > 1e-9)
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'downsample_ratio' is %g, not 1 / n for an integer n in [1, 16]", top, r);
-    if (layer != -1)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is %lld (the last layer's features, -1, are "
-                       "built)", top, (long long)layer);
     if (strcmp(sel, "default"))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_select_strategy' is '%s' (transformers' InternVL "
                        "takes 'default': the class token dropped)", top, sel);

@@ -15,22 +15,13 @@
 /* the keys beside vision_config: the merge, the projector's bias and activation, the features' layer, the text
  * model's rms_norm_eps (the projector's norm) */
 static vc_status parse_top(const cJSON *root, const char *top, vis_cfg *c) {
-    int64_t layer = -1;
     double eps = 1e-5;
     const cJSON *tc = vc_json_member(root, "text_config");
     vc_status st = vis_get_int(root, "spatial_merge_size", 2, 1, 16, &c->merge, top);
     if (!st) st = vc_json_get_bool(root, "multimodal_projector_bias", 0, &c->m_bias, top);
-    c->m_act = VC_ACT_GELU_ERF;
-    if (!st) st = vis_parse_act(root, "projector_hidden_act", top, &c->m_act);
-    if (!st && cJSON_IsArray(vc_json_member(root, "vision_feature_layer")))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is a list (features of several layers are "
-                       "not built; -1 is)", top);
-    if (!st) st = vc_json_get_int(root, "vision_feature_layer", -1, &layer, top);
+    if (!st) st = vis_parse_projector(root, top, c);
     if (!st && cJSON_IsObject(tc)) st = vc_json_get_num(tc, "rms_norm_eps", 1e-5, &eps, top);
     if (st) return st;
-    if (layer != -1)
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'vision_feature_layer' is %lld (the last layer's features, -1, are "
-                       "built)", top, (long long)layer);
     if (!(eps > 0 && eps < 1)) return vc_fail(VC_ERR_FORMAT, "%s: text_config.rms_norm_eps %g is outside (0, 1)", top, eps);
     c->eps = 1e-5f, c->m_eps = (float)eps;
     return VC_OK;

@@ -100,6 +100,9 @@ typedef struct {
 vc_status vis_get_int(const cJSON *o, const char *keys, int64_t def, int64_t lo, int64_t hi, int *out, const char *ctx);
 /* a ViT's num_hidden_layers, hidden_size, num_attention_heads and intermediate_size (defaults as given) */
 vc_status vis_parse_vit(const cJSON *o, const char *ctx, vis_cfg *c, int depth, int dim, int heads, int inter);
+/* the LLaVA-style keys beside vision_config (InternVL, Mistral 3): projector_hidden_act (default GELU) into m_act, and
+ * vision_feature_layer, which must be -1 (the last layer's features) */
+vc_status vis_parse_projector(const cJSON *root, const char *top, vis_cfg *c);
 /* the config's context for the keys beside vision_config (ctx less its ": vision_config") */
 void vis_top_ctx(const char *ctx, char *top, size_t cap);
 /* a family's slot names: slot k's name, its rows and columns as indexes into the family's dims (cols -1: 1-D) */
