@@ -31,28 +31,13 @@ static void check_pixels(void) {
     CHECK_OK(vc_vl_image_config_load(G4_VIS, &cfg));
     CHECK(cfg.gemma4 && cfg.patch_size == 4 && cfg.merge_size == 3 && cfg.max_soft == 70 && cfg.resample == 3 &&
           !cfg.do_normalize && cfg.temporal_patch_size == 1);
-    cJSON *ref = NULL;
-    vc_checkpoint *ck = NULL;
-    CHECK_OK(vc_json_load_file(G4_VIS "/reference.json", &ref));
-    CHECK_OK(vc_ckpt_open(G4_VIS "/reference.safetensors", &ck));
-    if (!ref || !ck) return;
+    vc_vl_image_config big = cfg;
+    big.patch_size = 2, big.max_soft = 140, big.merge_size = 2, big.resample = 2;
     int n = 0;
-    double worst = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        vc_vl_image_config c = cfg;
-        if (pass) c.patch_size = 2, c.max_soft = 140, c.merge_size = 2, c.resample = 2;
-        int i = 0;
-        for (const cJSON *s = cJSON_GetObjectItem(ref, "images")->child; s; s = s->next, i++, n++) {
-            char name[32];
-            snprintf(name, sizeof name, "%d%s", i, pass ? ".big" : "");
-            worst = fmax(worst, check_one(&c, ck, s->valuestring, name));
-        }
-    }
+    double worst = check_settings(G4_VIS, &cfg, &big, check_one, &n);
     printf("gemma4 processor: %d images through fetch_image and Gemma4ImageProcessor, max pixel difference %g\n", n,
            worst);
     CHECK_MSG(n == 10 && worst == 0, "Gemma 4 pixel values differ from transformers by %g", worst);
-    vc_ckpt_close(ck);
-    cJSON_Delete(ref);
 }
 
 /* get_aspect_ratio_preserving_size: the budget of 70 soft tokens of 3 x 3 patches of 16 pixels (630 patches); a thin

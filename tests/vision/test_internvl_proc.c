@@ -31,28 +31,13 @@ static void check_pixels(void) {
     CHECK(cfg.got && cfg.fixed_h == 56 && cfg.fixed_w == 56 && cfg.resample == 3 && cfg.min_tiles == 1 &&
           cfg.max_tiles == 6 && cfg.temporal_patch_size == 1 && cfg.patch_size == 14 && cfg.merge_size == 2 &&
           cfg.image_mean[0] == 0.485 && cfg.image_std[2] == 0.225);
-    cJSON *ref = NULL;
-    vc_checkpoint *ck = NULL;
-    CHECK_OK(vc_json_load_file(INTERN_VIS "/reference.json", &ref));
-    CHECK_OK(vc_ckpt_open(INTERN_VIS "/reference.safetensors", &ck));
-    if (!ref || !ck) return;
+    vc_vl_image_config big = cfg;
+    big.fixed_h = big.fixed_w = 42, big.resample = 2, big.min_tiles = 2, big.max_tiles = 4;
     int n = 0;
-    double worst = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        vc_vl_image_config c = cfg;
-        if (pass) c.fixed_h = c.fixed_w = 42, c.resample = 2, c.min_tiles = 2, c.max_tiles = 4;
-        int i = 0;
-        for (const cJSON *s = cJSON_GetObjectItem(ref, "images")->child; s; s = s->next, i++, n++) {
-            char name[32];
-            snprintf(name, sizeof name, "%d%s", i, pass ? ".big" : "");
-            worst = fmax(worst, check_one(&c, ck, s->valuestring, name));
-        }
-    }
+    double worst = check_settings(INTERN_VIS, &cfg, &big, check_one, &n);
     printf("internvl processor: %d images through fetch_image and GotOcr2ImageProcessor's tiles, max pixel difference "
            "%g\n", n, worst);
     CHECK_MSG(n == 10 && worst == 0, "InternVL pixel values differ from transformers by %g", worst);
-    vc_ckpt_close(ck);
-    cJSON_Delete(ref);
 }
 
 /* get_optimal_tiled_canvas: the nearest aspect ratio; on a tie the later (larger) tiling while the image covers more

@@ -31,28 +31,13 @@ static void check_pixels(void) {
     CHECK_OK(vc_vl_image_config_load(M3_VIS, &cfg));
     CHECK(cfg.pixtral && cfg.patch_size == 4 && cfg.merge_size == 2 && cfg.fixed_h == 64 && cfg.resample == 3 &&
           cfg.temporal_patch_size == 1 && cfg.image_mean[0] > 0.48);
-    cJSON *ref = NULL;
-    vc_checkpoint *ck = NULL;
-    CHECK_OK(vc_json_load_file(M3_VIS "/reference.json", &ref));
-    CHECK_OK(vc_ckpt_open(M3_VIS "/reference.safetensors", &ck));
-    if (!ref || !ck) return;
+    vc_vl_image_config big = cfg;
+    big.patch_size = 2, big.fixed_h = 96, big.resample = 2;
     int n = 0;
-    double worst = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        vc_vl_image_config c = cfg;
-        if (pass) c.patch_size = 2, c.fixed_h = 96, c.resample = 2;
-        int i = 0;
-        for (const cJSON *s = cJSON_GetObjectItem(ref, "images")->child; s; s = s->next, i++, n++) {
-            char name[32];
-            snprintf(name, sizeof name, "%d%s", i, pass ? ".big" : "");
-            worst = fmax(worst, check_one(&c, ck, s->valuestring, name));
-        }
-    }
+    double worst = check_settings(M3_VIS, &cfg, &big, check_one, &n);
     printf("mistral3 processor: %d images through fetch_image and PixtralImageProcessor, max pixel difference %g\n", n,
            worst);
     CHECK_MSG(n == 10 && worst == 0, "Mistral 3 pixel values differ from transformers by %g", worst);
-    vc_ckpt_close(ck);
-    cJSON_Delete(ref);
     /* a side scaled to no pixel (transformers' resize fails too): refused by name */
     int h, w;
     CHECK(vc_vl_pixtral_size(&cfg, 5, 3000, &h, &w) && strstr(vc_last_error(), "0 pixels"));

@@ -83,6 +83,36 @@ static inline double pixels_diff(vc_vl_pixels *px, const vc_st_tensor *p, int sa
     return same ? worst : INFINITY;
 }
 
+/* one reference image's check: its file s at setting c against the reference's NAME.* entries; the worst difference */
+typedef double (*pixels_check_fn)(const vc_vl_image_config *c, const vc_checkpoint *ck, const char *s, const char *name);
+
+/* every image of dir's reference.json through f at setting c (names "0".."4") and at big ("0.big"..): the worst
+ * difference, *n the images checked; needs vc_test.h */
+static inline double check_settings(const char *dir, const vc_vl_image_config *c, const vc_vl_image_config *big,
+                                    pixels_check_fn f, int *n) {
+    char path[512];
+    cJSON *ref = NULL;
+    vc_checkpoint *ck = NULL;
+    double worst = 0;
+    *n = 0;
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    CHECK_OK(vc_json_load_file(path, &ref));
+    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    CHECK_OK(vc_ckpt_open(path, &ck));
+    const cJSON *images = ref ? cJSON_GetObjectItem(ref, "images") : NULL;
+    for (int pass = 0; pass < 2 && images && ck; pass++) {
+        int i = 0;
+        for (const cJSON *s = images->child; s; s = s->next, i++, (*n)++) {
+            char name[32];
+            snprintf(name, sizeof name, "%d%s", i, pass ? ".big" : "");
+            worst = fmax(worst, f(pass ? big : c, ck, s->valuestring, name));
+        }
+    }
+    vc_ckpt_close(ck);
+    cJSON_Delete(ref);
+    return worst;
+}
+
 /* each bad[i][0] (a preprocessor_config.json entry) in a config of processor `type` after `base`'s keys (the last of
  * duplicate keys counts, as in Python's json) is refused naming bad[i][1] and the file; needs vc_test.h */
 static inline void refused_configs(const char *type, const char *base, const char *const (*bad)[2], size_t n) {
