@@ -74,6 +74,9 @@ typedef struct vc_vl_image_config {
      * (pad_input) or cropped to whole patches, patches row by row (temporal_patch_size 1) */
     int kimi, pad_input;
     int64_t in_token_limit;
+    /* Kimi K2.5's (kimi 2: media_proc_cfg): in_token_limit is its in_patch_limit, side_limit its
+     * patch_limit_on_one_side; always padded */
+    int64_t side_limit;
     /* Gemma 3's processor (Gemma3ImageProcessor): every image resized to fixed_h x fixed_w with Pillow's filter
      * `resample` (2 BILINEAR, 3 BICUBIC; the others' 3), patches row by row; its prompt markup (vc_vl_pads) */
     int gemma3, fixed_h, fixed_w, resample;

@@ -132,31 +132,6 @@ static vc_status parse_glm(const cJSON *o, const char *ctx, vis_cfg *c) {
     return VC_OK;
 }
 
-/* MoonViT (Kimi-VL's vision_config, model_type moonvit): its keys and the constants of its remote code (LayerNorms of
- * eps 1e-5, GELU-tanh, biases on wqkv and wo, a rope base of 10000, grids of at most 512 x 512 patches) */
-static vc_status parse_moon(const cJSON *o, int64_t text_hidden, const char *ctx, vis_cfg *c) {
-    vc_status st = vis_parse_vit(o, ctx, c, 27, 1152, 16, 4304);
-    if (!st) st = vis_get_int(o, "patch_size", 14, 1, 1024, &c->patch, ctx);
-    if (!st) st = vis_get_int(o, "init_pos_emb_height", 64, 1, 512, &c->side, ctx);
-    if (!st) st = vis_get_int(o, "init_pos_emb_width", 64, 1, 512, &c->side_w, ctx);
-    if (st) return st;
-    const cJSON *mk = vc_json_member(o, "merge_kernel_size");
-    c->merge = 2;
-    if (mk) {
-        const cJSON *a = cJSON_GetArrayItem(mk, 0), *b = cJSON_GetArrayItem(mk, 1);
-        if (!cJSON_IsArray(mk) || cJSON_GetArraySize(mk) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
-            a->valuedouble != b->valuedouble || !(a->valuedouble >= 1 && a->valuedouble <= 64) ||
-            a->valuedouble != floor(a->valuedouble))
-            return vc_fail(VC_ERR_UNSUPPORTED, "%s: key 'merge_kernel_size' must be two equal integers in [1, 64] (a "
-                           "square merge)", ctx);
-        c->merge = (int)a->valuedouble;
-    }
-    c->n_pos = c->side * c->side_w, c->tpatch = 1, c->in_ch = 3, c->out = (int)text_hidden;
-    c->act = VC_ACT_GELU_TANH, c->eps = 1e-5f, c->theta = 10000.0;
-    memset(c->full, 1, sizeof c->full);
-    return VC_OK;
-}
-
 /* Gemma 3's SigLIP (vision_config siglip_vision_model): images of image_size pixels, one learned position per patch,
  * the projector's average pooling to mm_tokens_per_image tokens (a square dividing the patch grid's side) */
 static vc_status parse_siglip(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c) {
@@ -210,6 +185,7 @@ static int tower_kind_deep(const char *mt, int *deep) {
         { "qwen2_vl", VIS_QWEN2, 0 }, { "qwen2_5_vl", VIS_QWEN25, 0 }, { "qwen3_vl", VIS_QWEN3, 1 },
         { "qwen3_vl_moe", VIS_QWEN3, 1 }, { "qwen3_5", VIS_QWEN3, 0 }, { "qwen3_5_moe", VIS_QWEN3, 0 },
         { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
+        { "kimi_k25", VIS_MOON, 0 },
         { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 }, { "gemma4", VIS_GEMMA4, 0 },
         { "mistral3", VIS_PIXTRAL, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
@@ -269,9 +245,9 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Gemma 3, Gemma 4, InternVL and Mistral 3 are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Kimi K2.5, Gemma 3, Gemma 4, InternVL and Mistral 3 are)", m->dir, mt);
     if (!st)
-        st = c->kind == VIS_MOON     ? parse_moon(o, m->cfg.hidden, ctx, c)
+        st = c->kind == VIS_MOON     ? vis_parse_moon(o, root, m->cfg.hidden, ctx, !strcmp(mt, "kimi_k25"), c)
              : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_INTERN ? vis_parse_intern(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_GEMMA4 ? vis_parse_gemma4(o, root, m->cfg.hidden, ctx, c)
@@ -335,6 +311,11 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         "multi_modal_projector.linear_1.bias", "multi_modal_projector.linear_2.weight",
         "multi_modal_projector.linear_2.bias", "patch_embed.proj.bias", "patch_embed.pos_emb.weight", NULL,
         "encoder.final_layernorm.weight", [G_POSTB] = "encoder.final_layernorm.bias" };
+    /* Kimi K2.5's MoonViT: Kimi-VL's names beside its mm_projector */
+    static const char *const GK[G_COUNT] = { "patch_embed.proj.weight", "mm_projector.pre_norm.weight",
+        "mm_projector.pre_norm.bias", "mm_projector.proj.0.weight", "mm_projector.proj.0.bias",
+        "mm_projector.proj.2.weight", "mm_projector.proj.2.bias", "patch_embed.proj.bias", "patch_embed.pos_emb.weight",
+        NULL, "encoder.final_layernorm.weight", [G_POSTB] = "encoder.final_layernorm.bias" };
     /* SigLIP: under vision_tower. (hub: vision_tower.vision_model.); the projector's names are whole */
     static const char *const BS[B_COUNT] = { "layer_norm1.weight", "layer_norm1.bias", "layer_norm2.weight",
         "layer_norm2.bias", "self_attn.q_proj.weight", "self_attn.q_proj.bias", "self_attn.out_proj.weight",
@@ -362,7 +343,7 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
     int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP, in = c->kind == VIS_INTERN;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
     const char *n = b >= 0    ? (in ? BI : sig ? BS : moon ? BM : glm ? BG : q25 ? BQ25 : q3 ? BQ3 : BQ2)[k]
-                    : b == -1 ? (in ? GI : sig ? GS : moon ? GM : glm ? GG : q3 ? G3 : G)[k] : DS[k];
+                    : b == -1 ? (in ? GI : sig ? GS : moon ? (c->k25 ? GK : GM) : glm ? GG : q3 ? G3 : G)[k] : DS[k];
     if (!n || (b == -1 && k == G_LNB && q25) || (b >= 0 && k == B_QKVB && glm && !c->qkv_bias)) return NULL;
     if (in && !intern_has(c, b, k)) return NULL;
     *ndim = 1;
@@ -405,6 +386,7 @@ static const char *const *prefixes(int kind, const char *n) {
     static const char *const GEMMA4[] = { "model.vision_tower.", NULL }, *const MODEL[] = { "model.", NULL };
     static const char *const PIXTRAL[] = { "vision_tower.", "model.vision_tower.", NULL };
     if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
+    if (!strncmp(n, "mm_projector.", 13)) return WHOLE;
     if (!strncmp(n, "embed_vision.", 13)) return MODEL;
     return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : kind == VIS_GEMMA4 ? GEMMA4
            : kind == VIS_PIXTRAL ? PIXTRAL : QWEN;
@@ -935,11 +917,12 @@ static vc_tensor *positions(vc_vision *v, vc_graph *g, const vc_images *im, int6
  * deepstack mergers, b -2 - j: the norm over the merged row) and its two linears with a GELU between */
 static vc_tensor *merger(vc_vision *v, vc_graph *g, vc_tensor *x, int b, const vis_plan *p) {
     int64_t us[2] = { p->U, (int64_t)v->c.merge * v->c.merge * v->c.dim };
-    int pre = b == -1;
-    if (pre) x = vis_norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
+    int pre = b == -1, moon = v->c.kind == VIS_MOON; /* (MoonViT's projector: its own epsilon and activation) */
+    if (pre && moon) x = vc_op_layernorm(g, x, slot(v, b, G_LN), slot(v, b, G_LNB), v->c.m_eps);
+    else if (pre) x = vis_norm(v, g, x, slot(v, b, G_LN), slot(v, b, G_LNB));
     x = x ? vc_reshape(g, x, 2, us) : NULL;
     if (!pre) x = vc_op_layernorm(g, x, slot(v, b, D_LN), slot(v, b, D_LNB), 1e-6f);
-    x = vc_op_act(g, vis_lin(v, g, x, b, pre ? G_FC0 : D_FC0, pre ? G_FC0B : D_FC0B), VC_ACT_GELU_ERF);
+    x = vc_op_act(g, vis_lin(v, g, x, b, pre ? G_FC0 : D_FC0, pre ? G_FC0B : D_FC0B), moon ? v->c.m_act : VC_ACT_GELU_ERF);
     return vis_lin(v, g, x, b, pre ? G_FC2 : D_FC2, pre ? G_FC2B : D_FC2B);
 }
 
@@ -1180,6 +1163,7 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
          * the checkpoint's prefix under the last of the kind's prefixes */
         const char *rel = v->name[i];
         const char *const *p = prefixes(v->c.kind, strstr(rel, "multi_modal_projector.") ? "multi_modal_projector."
+                                                   : strstr(rel, "mm_projector.")        ? "mm_projector."
                                                    : strstr(rel, "embed_vision.")        ? "embed_vision."
                                                                                          : "");
         for (const char *const *q = p; *q; q++)

@@ -31,7 +31,8 @@ typedef struct {
      * use_bidirectional_attention "vision"), 0 none */
     int kv_heads, clipped, standardize, bidi;
     int m_bias;   /* Mistral 3: its projector's linears' biases (multimodal_projector_bias) */
-    float m_eps;  /* Mistral 3: its projector's RMSNorm epsilon (text_config.rms_norm_eps) */
+    float m_eps;  /* Mistral 3: its projector's RMSNorm epsilon (text_config.rms_norm_eps); MoonViT's LayerNorm's */
+    int k25;      /* MoonViT: Kimi K2.5's (its projector's names) */
 } vis_cfg;
 
 /* per block: norm1 w/b, norm2 w/b, qkv w/b, proj w/b, then the MLP: fc1 w/b, fc2 w/b (Qwen2-VL) or gate w/b, up w/b,
@@ -144,6 +145,9 @@ vc_status vis_parse_pixtral(const cJSON *o, const cJSON *root, int64_t text_hidd
 const char *vis_pixtral_slot(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim);
 vc_status vis_plan_pixtral(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p);
 vc_tensor *vis_pixtral_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
+
+/* MoonViT (vision_moon.c): Kimi-VL's keys, or Kimi K2.5's (k25 1) */
+vc_status vis_parse_moon(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, int k25, vis_cfg *c);
 
 /* InternVL (vision_intern.c): its keys; the forward from the patch embedding x [N, D] on */
 vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);

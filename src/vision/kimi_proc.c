@@ -1,8 +1,12 @@
-/* Kimi-VL's image processor (KimiVLImageProcessor in the checkpoints' image_processing_kimi_vl.py), behind qwen_vl_utils'
- * fetch_image as verl runs every processor: an image of more than in_token_limit patches is scaled by
- * sqrt(limit / patches) (sides truncated, Pillow's bicubic filter), then padded with black at the right and bottom to
- * whole merge blocks (pad_input) or centre-cropped to whole patches; to_tensor's x / 255 and normalize's (x - mean) /
- * std in float32; the patches row by row, each (channel, row, column). */
+/* Kimi-VL's image processor (KimiVLImageProcessor in the checkpoints' image_processing_kimi_vl.py) and Kimi K2.5 /
+ * K2.6's (the media_proc_cfg of their preprocessor_config.json, read by the checkpoints' remote processor and by vLLM's
+ * port of it), behind qwen_vl_utils' fetch_image as verl runs every processor. Kimi-VL: an image of more than
+ * in_token_limit patches is scaled by sqrt(limit / patches) (sides truncated, Pillow's bicubic filter), then padded
+ * with black at the right and bottom to whole merge blocks (pad_input) or centre-cropped to whole patches; to_tensor's
+ * x / 255 and normalize's (x - mean) / std in float32. Kimi K2.5 (navit_resize_image): scaled by the least of 1,
+ * sqrt(in_patch_limit / patches) and patch_limit_on_one_side patches over each side (sides truncated, at most that
+ * limit), padded with black to whole merge blocks; x / 255 in double rounded to float32, then (x - mean) * (1 / std)
+ * in float32. Both: the patches row by row, each (channel, row, column). */
 #include "verlc/image.h"
 #include "vl_internal.h"
 #include "verlc/json.h"
@@ -31,11 +35,56 @@ vc_status vc_vl_kimi_parse(const cJSON *j, vc_vl_image_config *c, const char *fi
     return st;
 }
 
+static int whole(const cJSON *x) { return cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble); }
+
+/* Kimi K2.5's keys: media_proc_cfg's (fixed_output_tokens null; its video keys are not read) */
+vc_status vc_vl_kimi25_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
+    const cJSON *m = vc_json_member(j, "media_proc_cfg"), *mk = vc_json_member(m, "merge_kernel_size");
+    const cJSON *fixed = vc_json_member(m, "fixed_output_tokens");
+    int64_t p = 14, lim = 16384, side = 512, merge = 2;
+    if (!cJSON_IsObject(m)) return vc_fail(VC_ERR_FORMAT, "%s: media_proc_cfg is not an object", file);
+    if (fixed && !cJSON_IsNull(fixed))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: media_proc_cfg.fixed_output_tokens is set (only null, each image's own "
+                       "token count, is built)", file);
+    const cJSON *a = cJSON_IsArray(mk) && cJSON_GetArraySize(mk) == 2 ? cJSON_GetArrayItem(mk, 0) : mk;
+    const cJSON *b = a == mk ? mk : cJSON_GetArrayItem(mk, 1);
+    if (mk && !(whole(a) && whole(b) && a->valuedouble == b->valuedouble))
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: media_proc_cfg.merge_kernel_size must be an integer or two equal ones (a "
+                       "square merge)", file);
+    if (mk) merge = (int64_t)a->valuedouble;
+    vc_status st = merge >= 1 && merge <= 64 ? VC_OK
+                                             : vc_fail(VC_ERR_ARG, "%s: media_proc_cfg.merge_kernel_size = %lld (1 to 64)",
+                                                       file, (long long)merge);
+    if (!st) st = vc_vl_get_pos_int(m, "patch_size", 1024, &p, file);
+    if (!st) st = vc_vl_get_pos_int(m, "in_patch_limit", INT64_C(1) << 30, &lim, file);
+    if (!st) st = vc_vl_get_pos_int(m, "patch_limit_on_one_side", 1 << 16, &side, file);
+    c->image_mean[0] = c->image_mean[1] = c->image_mean[2] = 0.5;
+    c->image_std[0] = c->image_std[1] = c->image_std[2] = 0.5;
+    if (!st) st = vc_vl_get_triple(m, "image_mean", c->image_mean, 0, file);
+    if (!st) st = vc_vl_get_triple(m, "image_std", c->image_std, 1, file);
+    c->kimi = 2, c->pad_input = 1, c->patch_size = (int)p, c->in_token_limit = lim, c->side_limit = side;
+    c->merge_size = (int)merge, c->temporal_patch_size = 1;
+    c->do_resize = c->do_rescale = c->do_normalize = c->do_convert_rgb = 1, c->rescale_factor = 1.0 / 255;
+    return st;
+}
+
+/* Kimi K2.5's navit_resize_image: the least of 1 and the three limits' scales, sides truncated (at least 1, at most
+ * the side limit) */
+static void navit(const vc_vl_image_config *c, int64_t h, int64_t w, int64_t *sh, int64_t *sw) {
+    double P = c->patch_size, per = (double)c->side_limit * P;
+    double np = fmax(1.0, (double)(w / c->patch_size)) * fmax(1.0, (double)(h / c->patch_size));
+    double scale = fmin(fmin(1.0, sqrt((double)c->in_token_limit / np)), fmin(per / (double)w, per / (double)h));
+    *sw = (int64_t)((double)w * scale), *sh = (int64_t)((double)h * scale);
+    *sw = *sw < 1 ? 1 : *sw > (int64_t)per ? (int64_t)per : *sw;
+    *sh = *sh < 1 ? 1 : *sh > (int64_t)per ? (int64_t)per : *sh;
+}
+
 /* the scaled size (rescale's first step): sides truncated as int(w * scale) */
 static vc_status scaled(const vc_vl_image_config *c, int64_t h, int64_t w, int64_t *sh, int64_t *sw) {
     int64_t P = c->patch_size, n = (w / P) * (h / P);
     *sh = h, *sw = w;
-    if (n > c->in_token_limit) {
+    if (c->kimi == 2) navit(c, h, w, sh, sw);
+    else if (n > c->in_token_limit) {
         double scale = sqrt((double)c->in_token_limit / (double)n);
         *sw = (int64_t)((double)w * scale), *sh = (int64_t)((double)h * scale);
     }
@@ -54,7 +103,11 @@ vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t w
     if (h < P || w < P)
         return vc_fail(VC_ERR_ARG, "image of %lldx%lld: cropped to whole %lld-pixel patches it has none", (long long)width,
                        (long long)height, (long long)P);
-    if (w / P >= 512 || h / P >= 512) /* the processor's "Exceed pos emb" */
+    if (c->kimi == 2 && (w / P > c->side_limit || h / P > c->side_limit)) /* (navit_resize_image's assertion) */
+        return vc_fail(VC_ERR_ARG, "image of %lldx%lld: padded to whole merge blocks it is %lld x %lld patches, past "
+                       "patch_limit_on_one_side %lld", (long long)width, (long long)height, (long long)(h / P),
+                       (long long)(w / P), (long long)c->side_limit);
+    if (c->kimi == 1 && (w / P >= 512 || h / P >= 512)) /* the processor's "Exceed pos emb" */
         return vc_fail(VC_ERR_ARG, "image of %lldx%lld: a grid of %lld x %lld patches exceeds MoonViT's 512 per side "
                        "(in_token_limit %lld)", (long long)width, (long long)height, (long long)(h / P),
                        (long long)(w / P), (long long)c->in_token_limit);
@@ -84,7 +137,8 @@ vc_status vc_vl_kimi_process(const vc_vl_image_config *c, const vc_image *img, c
     float table[3][256];
     for (int ch = 0; ch < 3; ch++)
         for (int v = 0; v < 256; v++)
-            table[ch][v] = ((float)v / 255.0f - (float)c->image_mean[ch]) / (float)c->image_std[ch];
+            table[ch][v] = c->kimi == 2 ? ((float)(v / 255.0) - (float)c->image_mean[ch]) * (1.0f / (float)c->image_std[ch])
+                                        : ((float)v / 255.0f - (float)c->image_mean[ch]) / (float)c->image_std[ch];
     float *plane = malloc(sizeof(float) * (size_t)H * (size_t)W * 3);
     if (!plane) {
         vc_image_free(&resized);

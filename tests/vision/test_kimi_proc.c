@@ -1,17 +1,21 @@
 /* Kimi-VL's image processor (KimiVLImageProcessor: scaled to in_token_limit patches, padded to whole merge blocks or
- * cropped to whole patches, patches row by row) behind qwen_vl_utils' fetch_image, as verl runs it, against the same
- * steps in Pillow and torchvision (tools/fixtures/make_kimi_image_fixture.py): preprocessor_config.json, the pixel
- * values and grids of five images at three settings, the images it cannot take refused by name, bad configs. */
+ * cropped to whole patches, patches row by row) and Kimi K2.5's (media_proc_cfg: navit_resize_image's limits, padded
+ * to whole merge blocks) behind qwen_vl_utils' fetch_image, as verl runs them, against the same steps in Pillow,
+ * torchvision and NumPy (tools/fixtures/make_kimi_image_fixture.py): preprocessor_config.json, the pixel values and
+ * grids of five images at three settings each, the images they cannot take refused by name, bad configs. */
 #include "vc_test.h"
 #include "vision_helpers.h"
 #include <math.h>
 #include <unistd.h>
 
 #define KIMI_VIS VISION_DIR "/kimi_vl"
+#define K25_VIS VISION_DIR "/kimi_k25"
 
 static void setting(vc_vl_image_config *c, const cJSON *over) {
     const cJSON *l = cJSON_GetObjectItem(over, "in_token_limit"), *p = cJSON_GetObjectItem(over, "pad_input");
-    if (l) c->in_token_limit = (int64_t)l->valuedouble;
+    const cJSON *l25 = cJSON_GetObjectItem(over, "in_patch_limit"), *s = cJSON_GetObjectItem(over, "patch_limit_on_one_side");
+    if (l || l25) c->in_token_limit = (int64_t)(l ? l : l25)->valuedouble;
+    if (s) c->side_limit = (int64_t)s->valuedouble;
     if (p) c->pad_input = cJSON_IsTrue(p);
 }
 
@@ -21,15 +25,17 @@ static int refused(const cJSON *ref, const char *key) {
     return 0;
 }
 
-static void check_pixels(void) {
-    vc_vl_image_config cfg;
-    CHECK_OK(vc_vl_image_config_load(KIMI_VIS, &cfg));
-    CHECK(cfg.kimi && cfg.pad_input && cfg.in_token_limit == 4096 && cfg.patch_size == 14 && cfg.merge_size == 2 &&
-          cfg.temporal_patch_size == 1 && cfg.image_mean[1] == 0.5);
+/* the processor of fixture folder dir (its config as loaded: cfg) on the reference's images and settings: n_want
+ * images whose pixels equal Python's, n_refused refused naming the merge blocks */
+static void check_pixels(const char *dir, const char *label, const vc_vl_image_config *base, int n_want, int n_refused) {
+    vc_vl_image_config cfg = *base;
+    char path[256];
     cJSON *ref = NULL;
     vc_checkpoint *ck = NULL;
-    CHECK_OK(vc_json_load_file(KIMI_VIS "/reference.json", &ref));
-    CHECK_OK(vc_ckpt_open(KIMI_VIS "/reference.safetensors", &ck));
+    snprintf(path, sizeof path, "%s/reference.json", dir);
+    CHECK_OK(vc_json_load_file(path, &ref));
+    snprintf(path, sizeof path, "%s/reference.safetensors", dir);
+    CHECK_OK(vc_ckpt_open(path, &ck));
     if (!ref || !ck) return;
     int n = 0, nref = 0;
     double worst = 0;
@@ -80,9 +86,10 @@ static void check_pixels(void) {
             n++;
         }
     }
-    printf("kimi-vl processor: %d images through fetch_image and KimiVLImageProcessor's steps (%d refused), max pixel "
-           "difference %g\n", n, nref, worst);
-    CHECK_MSG(n == 13 && nref == 2 && worst == 0, "Kimi-VL pixel values differ from Python by %g (%d images)", worst, n);
+    printf("%s processor: %d images through fetch_image and its steps (%d refused), max pixel difference %g\n", label, n,
+           nref, worst);
+    CHECK_MSG(n == n_want && nref == n_refused && worst == 0, "%s pixel values differ from Python by %g (%d images)",
+              label, worst, n);
     vc_ckpt_close(ck);
     cJSON_Delete(ref);
 }
@@ -114,9 +121,53 @@ static void bad_configs(void) {
     refused_configs("KimiVLImageProcessor", "", bad, sizeof bad / sizeof bad[0]);
 }
 
+/* Kimi K2.5's media_proc_cfg: its keys; past patch_limit_on_one_side padded, refused by name; bad values and
+ * transformers 5's torchvision processor refused naming the key */
+static void k25(void) {
+    vc_vl_image_config c;
+    CHECK_OK(vc_vl_image_config_load(K25_VIS, &c));
+    CHECK(c.kimi == 2 && c.pad_input && c.in_token_limit == 16384 && c.side_limit == 512 && c.patch_size == 14 &&
+          c.merge_size == 2 && c.temporal_patch_size == 1 && c.image_mean[1] == 0.5 && c.image_std[2] == 0.5);
+    check_pixels(K25_VIS, "kimi-k2.5", &c, 15, 0);
+    int h, w;
+    vc_vl_image_config s = c;
+    s.side_limit = 3; /* 42 x 42 pixels: 3 x 3 patches, padded to 4 x 4 */
+    CHECK(vc_vl_kimi_size(&s, 42, 42, &h, &w) && strstr(vc_last_error(), "patch_limit_on_one_side 3"));
+    s.side_limit = 4;
+    CHECK_OK(vc_vl_kimi_size(&s, 14 * 300, 14 * 30, &h, &w)); /* scaled to 4 patches a side at most */
+    CHECK(h == 56 && w == 28);
+    CHECK_OK(vc_vl_kimi_size(&c, 14 * 500, 126, &h, &w)); /* 4,500 patches: not scaled (under 16,384), padded */
+    CHECK(h == 14 * 500 && w == 140);
+    CHECK_OK(vc_vl_kimi_size(&c, 14 * 600, 126, &h, &w)); /* 600 rows: scaled to 512 (7,168 pixels), 126 to 107 */
+    CHECK(h == 7168 && w == 112);
+    static const char *const bad[][2] = { { "\"merge_kernel_size\": [2, 3]", "merge_kernel_size" },
+                                          { "\"merge_kernel_size\": 2.5", "merge_kernel_size" },
+                                          { "\"in_patch_limit\": 0", "in_patch_limit" },
+                                          { "\"patch_limit_on_one_side\": -1", "patch_limit_on_one_side" },
+                                          { "\"fixed_output_tokens\": 64", "fixed_output_tokens" },
+                                          { "\"image_std\": [0.5, 0, 0.5]", "image_std" } };
+    char path[128], text[512];
+    snprintf(path, sizeof path, "/tmp/verlc_k25proc_%d.json", (int)getpid());
+    for (size_t i = 0; i <= sizeof bad / sizeof bad[0]; i++) {
+        if (i < sizeof bad / sizeof bad[0]) snprintf(text, sizeof text, "{\"media_proc_cfg\": {%s}}", bad[i][0]);
+        else snprintf(text, sizeof text, "{\"image_processor_type\": \"Kimi_K25ImageProcessor\"}");
+        const char *key = i < sizeof bad / sizeof bad[0] ? bad[i][1] : "Kimi_K25ImageProcessor";
+        CHECK_OK(vc_write_file_atomic(path, text, strlen(text)));
+        vc_status st = vc_vl_image_config_load(path, &s);
+        CHECK_MSG(st && strstr(vc_last_error(), key) && strstr(vc_last_error(), path), "%s: %s", text,
+                  st ? vc_last_error() : "accepted");
+    }
+    remove(path);
+}
+
 int main(void) {
-    check_pixels();
+    vc_vl_image_config cfg;
+    CHECK_OK(vc_vl_image_config_load(KIMI_VIS, &cfg));
+    CHECK(cfg.kimi == 1 && cfg.pad_input && cfg.in_token_limit == 4096 && cfg.patch_size == 14 && cfg.merge_size == 2 &&
+          cfg.temporal_patch_size == 1 && cfg.image_mean[1] == 0.5);
+    check_pixels(KIMI_VIS, "kimi-vl", &cfg, 13, 2);
     limits();
     bad_configs();
+    k25();
     return vc_test_done();
 }
