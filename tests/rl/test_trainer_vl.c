@@ -63,6 +63,23 @@ static const char *CFG_KIMI =
     "\"num_attention_heads\":2,\"intermediate_size\":48,\"patch_size\":14,\"init_pos_emb_height\":4,"
     "\"init_pos_emb_width\":6,\"merge_kernel_size\":[2,2]}}";
 
+/* Kimi K2.5 (kimi_k25): the same tower under the hub's vt_* keys (a 4 x 4 table) behind mm_projector, a DeepSeek-V3
+ * text decoder with a q LoRA (Kimi K2's) under a kimi_k2 text_config */
+static const char *CFG_K25 =
+    "{\"architectures\":[\"KimiK25ForConditionalGeneration\"],\"model_type\":\"kimi_k25\","
+    "\"media_placeholder_token_id\":151655,\"tie_word_embeddings\":false,\"pad_token_id\":0,"
+    "\"text_config\":{\"model_type\":\"kimi_k2\",\"vocab_size\":%d,\"hidden_size\":64,\"num_hidden_layers\":2,"
+    "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"intermediate_size\":128,\"moe_intermediate_size\":32,"
+    "\"n_routed_experts\":4,\"num_experts_per_tok\":2,\"n_shared_experts\":1,\"first_k_dense_replace\":1,"
+    "\"n_group\":1,\"topk_group\":1,\"q_lora_rank\":24,\"kv_lora_rank\":16,\"qk_nope_head_dim\":16,"
+    "\"qk_rope_head_dim\":16,\"v_head_dim\":16,\"routed_scaling_factor\":2.827,\"norm_topk_prob\":true,"
+    "\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-5,\"hidden_act\":\"silu\",\"bos_token_id\":151643,"
+    "\"eos_token_id\":151645,\"rope_theta\":50000},"
+    "\"vision_config\":{\"model_type\":\"kimi_k25_vision\",\"vt_num_hidden_layers\":1,\"vt_hidden_size\":32,"
+    "\"vt_num_attention_heads\":2,\"vt_intermediate_size\":48,\"patch_size\":14,\"init_pos_emb_height\":4,"
+    "\"init_pos_emb_width\":4,\"merge_kernel_size\":[2,2],\"mm_hidden_size\":32,\"projector_hidden_act\":\"gelu\","
+    "\"projector_ln_eps\":1e-5}}";
+
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -445,9 +462,10 @@ static void family_lora(const char *sub, const char *lin, const char *nrm, const
  * written as <img>, the token once per feature, </img>); Gemma 4: Gemma4ImageProcessor's aspect-kept sizes and
  * Gemma4Processor's markup (<|image|> written as <|image>, the token once per soft token, <image|>), the image tokens
  * attending both ways in the sliding layer only; Mistral 3: PixtralImageProcessor's sizes and PixtralProcessor's rows of
- * [IMG] closed by [IMG_BREAK] and [IMG_END] */
+ * [IMG] closed by [IMG_BREAK] and [IMG_END]; Kimi K2.5: media_proc_cfg's navit sizes, padded, and the media markup
+ * (<|media_begin|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded) */
 static void families(void) {
-    static const vl_family F[6] = {
+    static const vl_family F[7] = {
         { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
           "<|begin_of_image|><|image|><|end_of_image|>",
           { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
@@ -464,10 +482,13 @@ static void families(void) {
           { "model.vision_tower.patch_embedder.position_embedding_table",
             "model.embed_vision.embedding_projection.weight" } },
         { "Mistral 3", "model_mistral3", NULL, "mistral3", "[IMG]", "[IMG_BREAK]", "[IMG_END]", "[IMG][IMG_END]",
-          { "model.vision_tower.ln_pre.weight", "model.multi_modal_projector.patch_merger.merging_layer.weight" } } };
-    const char *cfgs[6] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG,
-                            RL_CLI_MISTRAL3_CFG };
-    for (int i = 0; i < (LIGHT ? 3 : 6); i++) { /* (InternVL, Gemma 4 and Mistral 3: the release build) */
+          { "model.vision_tower.ln_pre.weight", "model.multi_modal_projector.patch_merger.merging_layer.weight" } },
+        { "Kimi K2.5", "model_k25", NULL, "kimi_k25", "<|media_pad|>", "<|media_begin|>", "<|media_end|>",
+          "<|media_content|><|media_pad|><|media_end|>",
+          { "vision_tower.patch_embed.pos_emb.weight", "mm_projector.proj.2.weight" } } };
+    const char *cfgs[7] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG,
+                            RL_CLI_MISTRAL3_CFG, CFG_K25 };
+    for (int i = 0; i < (LIGHT ? 3 : 7); i++) { /* (InternVL, Gemma 4, Mistral 3 and Kimi K2.5: the release build) */
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);
@@ -480,12 +501,15 @@ static void families(void) {
     printf("Gemma 3 with use_prefix_grouper: rollout vs trainer max probability diff %g, step-1 KL %g\n", diff, kl);
     CHECK_MSG(diff >= 0 && diff < 1e-9 && kl >= 0 && kl < 1e-7, "Gemma 3 with use_prefix_grouper: rollout vs trainer %g, "
               "step-1 KL %g", diff, kl);
-    /* under LoRA: adapters on Kimi-VL's tower and projector linears (wqkv, wo, fc0, fc1, linear_1, linear_2) and on
+    /* under LoRA: adapters on Kimi-VL's and Kimi K2.5's tower and projector linears (wqkv, wo, fc0, fc1, linear_1 /
+     * proj.0, linear_2 / proj.2: the remote code's names) and on
      * Gemma 3's tower linears (q / k / v / out_proj, fc1, fc2; its projection matrix is no nn.Linear), PEFT's names
      * (the release build) */
     if (LIGHT) return;
     family_lora("model_kimi", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm0.weight",
                 "vision_tower.encoder.blocks.0.mlp.fc0", "multi_modal_projector.linear_1");
+    family_lora("model_k25", "vision_tower.encoder.blocks.0.wqkv.weight", "vision_tower.encoder.blocks.0.norm1.weight",
+                "vision_tower.encoder.blocks.0.mlp.fc1", "mm_projector.proj.0");
     family_lora("model_gemma", "model.vision_tower.encoder.layers.0.self_attn.k_proj.weight",
                 "model.vision_tower.encoder.layers.0.layer_norm1.weight", "model.vision_tower.encoder.layers.0.mlp.fc1",
                 "model.vision_tower.encoder.layers.0.self_attn.q_proj");
