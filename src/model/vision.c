@@ -187,7 +187,7 @@ static int tower_kind_deep(const char *mt, int *deep) {
         { "glm4v", VIS_GLM4V, 0 }, { "glm4v_moe", VIS_GLM4V, 0 }, { "glm46v", VIS_GLM4V, 0 }, { "kimi_vl", VIS_MOON, 0 },
         { "kimi_k25", VIS_MOON, 0 },
         { "gemma3", VIS_SIGLIP, 0 }, { "internvl", VIS_INTERN, 0 }, { "gemma4", VIS_GEMMA4, 0 },
-        { "mistral3", VIS_PIXTRAL, 0 } };
+        { "mistral3", VIS_PIXTRAL, 0 }, { "llama4", VIS_LLAMA4, 0 } };
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(mt, T[i].type)) return *deep = T[i].deep, T[i].kind;
     return -1;
@@ -245,16 +245,17 @@ static vc_status parse_cfg(const vc_model *m, vis_cfg *c) {
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(o)) st = vc_fail(VC_ERR_MISSING, "%s: key 'vision_config' is missing", ctx);
     else if ((c->kind = tower_kind(mt)) < 0) st = vc_fail(VC_ERR_UNSUPPORTED, "%s: image inputs of model_type '%s' are not built (Qwen2-VL, Qwen2.5-VL, "
-                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Kimi K2.5, Gemma 3, Gemma 4, InternVL and Mistral 3 are)", m->dir, mt);
+                      "Qwen3-VL, Qwen3-VL-MoE, Qwen3.5, Qwen3.5-MoE, GLM-4V, Kimi-VL, Kimi K2.5, Gemma 3, Gemma 4, InternVL, Mistral 3 and Llama 4 are)", m->dir, mt);
     if (!st)
         st = c->kind == VIS_MOON     ? vis_parse_moon(o, root, m->cfg.hidden, ctx, !strcmp(mt, "kimi_k25"), c)
              : c->kind == VIS_SIGLIP ? parse_siglip(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_INTERN ? vis_parse_intern(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_GEMMA4 ? vis_parse_gemma4(o, root, m->cfg.hidden, ctx, c)
              : c->kind == VIS_PIXTRAL ? vis_parse_pixtral(o, root, m->cfg.hidden, ctx, c)
+             : c->kind == VIS_LLAMA4 ? vis_parse_llama4(o, root, m->cfg.hidden, ctx, c)
                                      : parse_qwen_glm(o, m, ctx, c);
     /* (the towers without rope take any head width; Gemma 4's heads have their own) */
-    if (!st && c->kind != VIS_GEMMA4 && c->kind != VIS_PIXTRAL &&
+    if (!st && c->kind != VIS_GEMMA4 && c->kind != VIS_PIXTRAL && c->kind != VIS_LLAMA4 &&
         (c->dim % c->heads || ((c->dim / c->heads) % 4 && c->kind != VIS_SIGLIP && c->kind != VIS_INTERN)))
         st = vc_fail(VC_ERR_FORMAT, "%s: width %d over %d heads is not a multiple of 4 per head", ctx, c->dim, c->heads);
     if (!st && c->out != m->cfg.hidden)
@@ -339,6 +340,7 @@ static const char *slot_name(const vis_cfg *c, int b, int k, int64_t *shape, int
         [G_POSTB] = "layernorm.bias", [G_CLS] = "embeddings.cls_token" };
     if (c->kind == VIS_GEMMA4) return vis_gemma4_slot(c, b, k, shape, ndim);
     if (c->kind == VIS_PIXTRAL) return vis_pixtral_slot(c, b, k, shape, ndim);
+    if (c->kind == VIS_LLAMA4) return vis_llama4_slot(c, b, k, shape, ndim);
     int q25 = c->kind == VIS_QWEN25, q3 = c->kind == VIS_QWEN3, glm = c->kind == VIS_GLM4V, sw = q25 || glm;
     int moon = c->kind == VIS_MOON, sig = c->kind == VIS_SIGLIP, in = c->kind == VIS_INTERN;
     int64_t D = c->dim, I = c->inter, M = (int64_t)c->dim * c->merge * c->merge, O = c->out, MI = c->m_inter;
@@ -385,19 +387,21 @@ static const char *const *prefixes(int kind, const char *n) {
     static const char *const INTERN[] = { "vision_tower.", "model.vision_tower.", NULL };
     static const char *const GEMMA4[] = { "model.vision_tower.", NULL }, *const MODEL[] = { "model.", NULL };
     static const char *const PIXTRAL[] = { "vision_tower.", "model.vision_tower.", NULL };
+    static const char *const LLAMA4[] = { "vision_model.", NULL }; /* (at the top in transformers 5 too) */
     if (!strncmp(n, "multi_modal_projector.", 22)) return WHOLE;
     if (!strncmp(n, "mm_projector.", 13)) return WHOLE;
     if (!strncmp(n, "embed_vision.", 13)) return MODEL;
     return kind == VIS_MOON ? MOON : kind == VIS_SIGLIP ? SIG : kind == VIS_INTERN ? INTERN : kind == VIS_GEMMA4 ? GEMMA4
-           : kind == VIS_PIXTRAL ? PIXTRAL : QWEN;
+           : kind == VIS_PIXTRAL ? PIXTRAL : kind == VIS_LLAMA4 ? LLAMA4 : QWEN;
 }
 
-/* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first */
+/* the name `verlc init` writes: the last prefix (transformers 5's) of a nested-text config, else the first (MoonViT's
+ * and Llama 4's: their names are the same in both) */
 static const char *prefix(int kind, const char *n, int nested) {
     const char *const *p = prefixes(kind, n);
     int last = 0;
     while (p[last + 1]) last++;
-    return nested && kind != VIS_MOON ? p[last] : p[0];
+    return nested && kind != VIS_MOON && kind != VIS_LLAMA4 ? p[last] : p[0];
 }
 
 static const vc_st_tensor *find(const vc_checkpoint *ck, int kind, const char *n, char *full, size_t cap) {
@@ -426,6 +430,7 @@ static vc_status check_shape(const vc_model *m, const vc_st_tensor *t, const cha
     /* MoonViT's learned positions: [height, width, D] (Gemma 4's [2, S, D]) */
     if (have == want && nd == 2 && t->ndim == 3 && t->shape[0] * t->shape[1] == shape[0]) return VC_OK;
     if (have == 1 && want == 1 && t->ndim == 0) return VC_OK; /* a scalar (Gemma 4's clip bounds) */
+    if (have == want && nd == 2 && shape[0] == 1 && t->ndim == 1) return VC_OK; /* one row as a vector (Llama 4's class token) */
     return vc_fail(VC_ERR_SHAPE, "%s: tensor '%s' has %lld values in %d dims; vision_config implies [%lld%s%lld]",
                    m->dir, name, (long long)have, t->ndim, (long long)shape[0], nd > 1 ? ", " : "",
                    nd > 1 ? (long long)shape[1] : 0LL);
@@ -450,7 +455,8 @@ static vc_status list_tensors(vc_vision *v, const vc_model *m, const vc_checkpoi
         if (b >= 0)
             snprintf(rel, sizeof rel, "%s.%d.%s", v->c.kind == VIS_MOON ? "encoder.blocks" : v->c.kind == VIS_SIGLIP ||
                      v->c.kind == VIS_GEMMA4 ? "encoder.layers" : v->c.kind == VIS_INTERN ? "encoder.layer"
-                     : v->c.kind == VIS_PIXTRAL ? "transformer.layers" : "blocks", b, n);
+                     : v->c.kind == VIS_PIXTRAL ? "transformer.layers" : v->c.kind == VIS_LLAMA4 ? "model.layers"
+                     : "blocks", b, n);
         else if (b == -1) snprintf(rel, sizeof rel, "%s", n);
         else snprintf(rel, sizeof rel, "deepstack_merger_list.%d.%s", -2 - b, n);
         if (ck) {
@@ -473,6 +479,7 @@ static const char *probe_name(int kind) {
            : kind == VIS_INTERN ? "embeddings.patch_embeddings.projection.weight"
            : kind == VIS_GEMMA4 ? "patch_embedder.input_proj.weight"
            : kind == VIS_PIXTRAL ? "patch_conv.weight"
+           : kind == VIS_LLAMA4 ? "patch_embedding.linear.weight"
                                 : "patch_embed.proj.weight";
 }
 
@@ -556,6 +563,11 @@ int vc_vision_hf_shape(const vc_vision *v, int i, int64_t *shape) {
         memcpy(shape, s, sizeof s);
         return 3;
     }
+    if (v->c.kind == VIS_LLAMA4 && v->slot_of[i] == slot_index(&v->c, -1, G_CLS)) { /* [D] */
+        shape[0] = v->c.dim;
+        return 1;
+    }
+    if (v->c.kind == VIS_LLAMA4) return vc_vision_shape(v, i, shape); /* (its patch embedding an nn.Linear) */
     if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN || v->c.kind == VIS_PIXTRAL) &&
         v->slot_of[i] == slot_index(&v->c, -1, G_PATCH)) {
         /* a Conv2d [D, C, P, P] */
@@ -666,7 +678,7 @@ static vc_status check_images(const vc_vision *v, const vc_images *im, int64_t *
         if (c->kind == VIS_GEMMA4 && (g[0] != 1 || g[1] > c->side || g[2] > c->side))
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): Gemma 4's tower takes single images of at "
                            "most %d patches a side (position_embedding_size)", i, g[0], g[1], g[2], c->side);
-        if (c->kind == VIS_INTERN && (g[1] != c->side || g[2] != c->side))
+        if ((c->kind == VIS_INTERN || c->kind == VIS_LLAMA4) && (g[1] != c->side || g[2] != c->side))
             return vc_fail(VC_ERR_SHAPE, "vision: image %d's grid (%d, %d, %d): InternVL's tower takes tiles of %d x %d "
                            "patches (its image_size)", i, g[0], g[1], g[2], c->side, c->side);
         *N += (int64_t)g[0] * g[1] * g[2];
@@ -788,12 +800,13 @@ static vc_status plan(const vc_vision *v, const vc_images *im, vc_graph *g, vis_
     int32_t *perm = v->c.kind == VIS_QWEN25 ? vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->U, 0) : NULL;
     if (!p->cu_full || !p->cu_win || (v->c.kind == VIS_QWEN25 && !perm)) return vc_graph_status(g);
     p->cu_full[0] = 0;
-    int cls = v->c.kind == VIS_INTERN; /* (a class token a tile) */
+    int cls = v->c.kind == VIS_INTERN || v->c.kind == VIS_LLAMA4; /* (a class token a tile) */
     for (int i = 0; i < im->n; i++)
         for (int t = 0; t < im->grid[3 * i]; t++, p->n_full++)
             p->cu_full[p->n_full + 1] = p->cu_full[p->n_full] + cls + (int64_t)im->grid[3 * i + 1] * im->grid[3 * i + 2];
     p->R = p->N + (cls ? frames : 0);
-    if (cls) return vis_plan_order(v, im, g, p, 1); /* (InternVL: past each tile's class token) */
+    if (cls && (st = vis_plan_order(v, im, g, p, 1))) return st; /* (past each tile's class token) */
+    if (cls) return v->c.kind == VIS_LLAMA4 ? vis_plan_llama4(v, im, g, p) : VC_OK;
     if (perm && (st = plan_windows(v, im, g, p, perm))) return st;
     if (v->c.kind == VIS_GLM4V && (st = vis_plan_downsample(v, g, p))) return st;
     if ((v->c.kind == VIS_MOON || v->c.kind == VIS_SIGLIP || v->c.kind == VIS_GEMMA4 || v->c.kind == VIS_PIXTRAL) &&
@@ -829,7 +842,7 @@ vc_tensor *vis_block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_p
     vc_tensor *h = vis_norm(v, g, x, slot(v, b, B_N1), slot(v, b, B_N1B));
     vc_op_hold(h, 1);
     vc_tensor *q, *k, *val;
-    if (v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN) { /* q, k and v apart, no rope */
+    if (v->c.kind == VIS_SIGLIP || v->c.kind == VIS_INTERN || v->c.kind == VIS_LLAMA4) { /* q, k and v apart */
         int64_t s3[3] = { p->R, v->c.heads, v->c.hd };
         q = vis_lin(v, g, h, b, B_QKV, B_QKVB), k = vis_lin(v, g, h, b, B_K, B_KB), val = vis_lin(v, g, h, b, B_V, B_VB);
         vc_op_hold(h, 0);
@@ -839,6 +852,10 @@ vc_tensor *vis_block(vc_vision *v, vc_graph *g, int b, vc_tensor *x, const vis_p
         }
         q = q ? vc_reshape(g, q, 3, s3) : NULL, k = k ? vc_reshape(g, k, 3, s3) : NULL;
         val = val ? vc_reshape(g, val, 3, s3) : NULL;
+        if (v->c.kind == VIS_LLAMA4) { /* (its rope on complex pairs, as MoonViT's) */
+            q = vc_op_rope(g, q, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, 1);
+            k = vc_op_rope(g, k, p->cos, p->sin, v->c.heads, v->c.hd, v->c.hd, 1);
+        }
     } else {
         vc_tensor *qkv = vis_lin(v, g, h, b, B_QKV, B_QKVB);
         vc_op_hold(h, 0);
@@ -1079,6 +1096,7 @@ vc_tensor *vc_vision_forward(vc_vision *v, vc_graph *g, const vc_images *im) {
     if (v->c.kind == VIS_PIXTRAL) return vis_pixtral_forward(v, g, x, &p);
     x = vc_op_linear(g, x, slot(v, -1, G_PATCH), slot(v, -1, G_PATCHB));
     if (v->c.kind == VIS_INTERN) return vis_intern_forward(v, g, x, &p);
+    if (v->c.kind == VIS_LLAMA4) return vis_llama4_forward(v, g, x, &p);
     if (v->c.kind == VIS_SIGLIP && x) x = vc_op_add(g, x, siglip_positions(v, g, p.N));
     if (p.perm && x) x = vc_op_gather_rows(g, x, p.U, p.perm, p.U); /* rows of whole merged units, in window order */
     if (p.order && x) x = vc_op_gather_rows(g, x, p.N, p.order, p.N); /* MoonViT: whole merge blocks */
@@ -1146,6 +1164,7 @@ static int is_linear(const vis_cfg *c, int b, int k) {
     if (b == -1 && k == G_FC0 && c->kind == VIS_SIGLIP) return 0; /* (an nn.Parameter: PEFT's all-linear skips it) */
     if (b == -1 && k == G_PATCH && c->kind == VIS_GEMMA4) return 1; /* (Gemma 4's patch embedding is an nn.Linear) */
     if (b == -1 && k == G_DOWN && c->kind == VIS_PIXTRAL) return 1; /* (Mistral 3's patch merger is an nn.Linear) */
+    if (b == -1 && k == G_PATCH && c->kind == VIS_LLAMA4) return 1; /* (Llama 4's unfolded patches: an nn.Linear) */
     if (b == -1) return k == G_FC0 || k == G_FC2 || k == G_MPROJ || k == G_MGATE || k == G_MUP || k == G_MDOWN;
     return k == D_FC0 || k == D_FC2;
 }

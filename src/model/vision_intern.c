@@ -81,9 +81,7 @@ vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidde
     return VC_OK;
 }
 
-/* the blocks' rows [R, D]: each tile's class token, then its patches (x [N, D], the processor's order), plus their
- * learned positions (the class token's first) */
-static vc_tensor *embed(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p) {
+vc_tensor *vis_embed_cls(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p, int last) {
     int64_t tiles = p->R - p->N;
     int32_t *at = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->R, 0);
     int32_t *pos = vc_graph_alloc(g, sizeof(int32_t) * (size_t)p->R, 0);
@@ -92,8 +90,8 @@ static vc_tensor *embed(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan 
     /* at: the patches' rows, then the class tokens'; pos: each row's position */
     for (int64_t t = 0, j = 0; t < tiles; t++) {
         int64_t b = v->c.side * (int64_t)v->c.side, row = t * (b + 1);
-        at[p->N + t] = (int32_t)row, pos[row] = 0, zero[t] = 0;
-        for (int64_t k = 0; k < b; k++, j++) at[j] = (int32_t)(row + 1 + k), pos[row + 1 + k] = (int32_t)(1 + k);
+        at[p->N + t] = (int32_t)row, pos[row] = last ? (int32_t)b : 0, zero[t] = 0;
+        for (int64_t k = 0; k < b; k++, j++) at[j] = (int32_t)(row + 1 + k), pos[row + 1 + k] = (int32_t)(k + !last);
     }
     int32_t *dat = vc_graph_upload(g, at, sizeof(int32_t) * (size_t)p->R);
     if (!dat) return NULL;
@@ -104,7 +102,7 @@ static vc_tensor *embed(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan 
 
 vc_tensor *vis_intern_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p) {
     int64_t mm = (int64_t)v->c.merge * v->c.merge, us[2] = { p->U, mm * v->c.dim };
-    x = x ? embed(v, g, x, p) : NULL;
+    x = x ? vis_embed_cls(v, g, x, p, 0) : NULL;
     for (int b = 0; b < v->c.feat && x; b++) x = vis_block(v, g, b, x, p);
     if (v->c.post_ln && v->c.feat == v->c.depth)
         x = vc_op_layernorm(g, x, slot(v, -1, G_POST), slot(v, -1, G_POSTB), v->c.eps);

@@ -7,7 +7,8 @@
 #include "model_internal.h"
 #include <cjson/cJSON.h>
 
-enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN, VIS_GEMMA4, VIS_PIXTRAL };
+enum { VIS_QWEN2, VIS_QWEN25, VIS_QWEN3, VIS_GLM4V, VIS_MOON, VIS_SIGLIP, VIS_INTERN, VIS_GEMMA4, VIS_PIXTRAL,
+       VIS_LLAMA4 };
 #define VIS_MAX_DEPTH 128
 #define VIS_MAX_DEEP 16
 
@@ -148,6 +149,18 @@ vc_tensor *vis_pixtral_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vi
 
 /* MoonViT (vision_moon.c): Kimi-VL's keys, or Kimi K2.5's (k25 1) */
 vc_status vis_parse_moon(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, int k25, vis_cfg *c);
+
+/* the blocks' rows [R, D] of tiles behind class tokens (InternVL, Llama 4): each tile's class token, then its patches
+ * (x [N, D], the processor's order), plus their learned positions: the class token's the table's first row (last 0)
+ * or its last (last 1, Llama 4's, whose class token follows the patches: its place among the rows does not matter,
+ * attention within a tile being unordered) */
+vc_tensor *vis_embed_cls(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p, int last);
+
+/* Llama 4 (vision_llama4.c): its keys; slot names; its rope table; the forward from the patch embedding x [N, D] on */
+vc_status vis_parse_llama4(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
+const char *vis_llama4_slot(const vis_cfg *c, int b, int k, int64_t *shape, int *ndim);
+vc_status vis_plan_llama4(const vc_vision *v, const vc_images *im, vc_graph *g, vis_plan *p);
+vc_tensor *vis_llama4_forward(vc_vision *v, vc_graph *g, vc_tensor *x, const vis_plan *p);
 
 /* InternVL (vision_intern.c): its keys; the forward from the patch embedding x [N, D] on */
 vc_status vis_parse_intern(const cJSON *o, const cJSON *root, int64_t text_hidden, const char *ctx, vis_cfg *c);
