@@ -60,6 +60,9 @@ const char *vc_image_mode_name(vc_image_mode m); /* Pillow's name: "L", "I;16", 
 vc_status vc_image_resize_bicubic(const vc_image *in, int out_w, int out_h, vc_image *out);
 /* the same with Pillow's filter `filter`: 2 (BILINEAR) or 3 (BICUBIC) */
 vc_status vc_image_resize(const vc_image *in, int out_w, int out_h, int filter, vc_image *out);
+/* torchvision's antialiased resize of a uint8 image as torch's AVX2 kernel computes it (the filter's weights in 16-bit
+ * fixed point, horizontal pass first): what transformers 5's torchvision image processors give on x86-64 */
+vc_status vc_image_resize_tv(const vc_image *in, int out_w, int out_h, int filter, vc_image *out);
 
 /* ---- Qwen2-VL image processor ---- */
 

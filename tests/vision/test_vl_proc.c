@@ -32,6 +32,34 @@ static void check_resizes(void) {
     CHECK(vc_image_resize_bicubic(&in, 0, 5, &out) == VC_ERR_ARG);
 }
 
+/* torchvision's antialiased resize (vc_image_resize_tv) against torch's bytes (tools/fixtures/make_tv_resize_fixture.py):
+ * both filters, up and down, an axis unchanged, a height shrinking far more than the width */
+static void check_tv_resizes(void) {
+    cJSON *ref = NULL;
+    vc_checkpoint *ck = NULL;
+    CHECK_OK(vc_json_load_file(vis_path("tv_resize/reference.json"), &ref));
+    CHECK_OK(vc_ckpt_open(vis_path("tv_resize/reference.safetensors"), &ck));
+    int n = 0;
+    for (const cJSON *c = ref && ck ? cJSON_GetObjectItem(ref, "resizes")->child : NULL; c; c = c->next, n++) {
+        const char *src = cJSON_GetObjectItem(c, "src")->valuestring;
+        int w = cJSON_GetObjectItem(c, "width")->valueint, h = cJSON_GetObjectItem(c, "height")->valueint;
+        int f = cJSON_GetObjectItem(c, "filter")->valueint, maxd = 0;
+        vc_image in, out;
+        CHECK_OK(vc_image_load(img_path(src), VC_ALPHA_QWEN_VL_UTILS, &in));
+        CHECK_OK(vc_image_resize_tv(&in, w, h, f, &out));
+        char key[64];
+        snprintf(key, sizeof key, "tv.%d", n);
+        long bad = out.rgb ? cmp_u8_image(ck, key, &out, &maxd) : -1;
+        CHECK_MSG(bad == 0, "%s (%s %dx%d -> %dx%d, filter %d): %ld bytes differ from torchvision's, by up to %d", key,
+                  src, in.width, in.height, w, h, f, bad, maxd);
+        vc_image_free(&in), vc_image_free(&out);
+    }
+    printf("%d antialiased resizes equal to torchvision's bytes\n", n);
+    CHECK(n == 8);
+    cJSON_Delete(ref);
+    vc_ckpt_close(ck);
+}
+
 static void check_smart_resize(void) {
     cJSON *t = NULL;
     CHECK_OK(vc_json_load_file(vis_path("smart_resize.json"), &t));
@@ -264,6 +292,7 @@ int main(void) {
     CHECK_OK(vc_ckpt_open(vis_path("reference.safetensors"), &CK));
     if (REF && CK) {
         check_resizes();
+        check_tv_resizes();
         check_smart_resize();
         check_configs();
         check_processor();
