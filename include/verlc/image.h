@@ -95,6 +95,10 @@ typedef struct vc_vl_image_config {
     /* Mistral 3's processor (PixtralImageProcessor): longest_edge in fixed_h; sides rounded up to whole patch x merge
      * steps; patches row by row */
     int pixtral;
+    /* Llama 4's processor (Llama4ImageProcessor): fixed_h x fixed_w tiles (at most max_tiles of them) of the canvas
+     * that best fits the image (resize_to_max_canvas: to_max_canvas), plus the whole image as one tile past one;
+     * torchvision's resize, bfloat16 normalization */
+    int llama4, to_max_canvas;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -107,6 +111,13 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c);
 /* Kimi-VL's processor: the size an image of height x width leaves it at (scaled down to the token limit, padded or
  * cropped); VC_ERR_ARG naming the limit it passes (a side of 512 patches, no whole patch, no whole merge blocks) */
 vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t width, int *out_h, int *out_w);
+
+/* Llama 4's processor: the tiling of an image of height x width (*rows x *cols tiles; the returned count adds the
+ * whole-image tile past one) and the size it is resized to within that canvas (*rh x *rw) */
+int vc_vl_llama4_tiles(const vc_vl_image_config *c, int64_t height, int64_t width, int *rows, int *cols, int *rh,
+                       int *rw);
+/* Llama 4's levels: each 8-bit level rescaled and normalized as its processor does in bfloat16 */
+void vc_vl_llama4_levels(const vc_vl_image_config *c, float table[3][256]);
 
 /* Mistral 3's processor: the size an image of height x width is resized to (get_resize_output_image_size at patch x
  * merge); VC_ERR_ARG past 32768 pixels a side */

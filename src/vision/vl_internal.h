@@ -18,6 +18,13 @@ vc_status vc_vl_get_pos_int(const cJSON *j, const char *key, int64_t max, int64_
 struct vc_vl_pixels;
 vc_status vc_vl_patchify(const float *frames, int n, int h, int w, int P, int M, int T, const char *what,
                          struct vc_vl_pixels *out);
+/* Llama 4's processor (llama4_proc.c): its keys (max_patches at most VL_LLAMA4_MAX_TILES, whose tilings number under
+ * VL_LLAMA4_CANVASES); one image's tiles' pixel values */
+#define VL_LLAMA4_MAX_TILES 256
+#define VL_LLAMA4_CANVASES 2048
+vc_status vc_vl_llama4_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
+vc_status vc_vl_llama4_process(const struct vc_vl_image_config *c, const struct vc_image *img, const char *what,
+                               struct vc_vl_pixels *out);
 /* Kimi-VL's processor (kimi_proc.c): its keys from preprocessor_config.json; one image's pixel values */
 struct vc_vl_image_config;
 struct vc_image;

@@ -104,11 +104,12 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if (type && !strncmp(type, "GotOcr2ImageProcessor", 21) && (st = vc_vl_got_parse(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "Gemma4ImageProcessor", 20) && (st = vc_vl_gemma4_parse(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "PixtralImageProcessor", 21) && (st = vc_vl_pixtral_parse(j, c, file)) != VC_OK) return st;
-    int fixed = c->gemma3 || c->got || c->gemma4 || c->pixtral; /* (their own sizes: no min / max pixels) */
+    if (type && !strncmp(type, "Llama4ImageProcessor", 20) && (st = vc_vl_llama4_parse(j, c, file)) != VC_OK) return st;
+    int fixed = c->gemma3 || c->got || c->gemma4 || c->pixtral || c->llama4; /* (their own sizes: no min / max pixels) */
     if (type && !c->glm && !fixed && strncmp(type, "Qwen2VLImageProcessor", 21))
         return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type %s (verlc has Qwen2VLImageProcessor's, "
                        "Glm4vImageProcessor's, KimiVLImageProcessor's, Gemma3ImageProcessor's, "
-                       "Gemma4ImageProcessor's, GotOcr2ImageProcessor's and PixtralImageProcessor's)", file, type);
+                       "Gemma4ImageProcessor's, GotOcr2ImageProcessor's, PixtralImageProcessor's and Llama4ImageProcessor's)", file, type);
     if (c->glm) c->min_pixels = 112 * 112, c->max_pixels = INT64_C(28) * 28 * 15000; /* its class defaults */
     int64_t resample = 3;
     if (!fixed && (st = vc_json_get_int(j, "resample", 3, &resample, file)) != VC_OK) return st;
@@ -144,6 +145,9 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if (!isfinite(c->rescale_factor) || c->rescale_factor <= 0)
         return vc_fail(VC_ERR_ARG, "%s: rescale_factor = %g (a positive number is needed)", file, c->rescale_factor);
     if ((st = vc_json_get_bool(j, "do_resize", c->do_resize, &c->do_resize, file)) != VC_OK) return st;
+    if (c->llama4 && !c->do_resize)
+        return vc_fail(VC_ERR_UNSUPPORTED, "%s: do_resize = false (Llama 4's processor always resizes to its canvases, "
+                       "and refuses it too)", file);
     if ((st = vc_json_get_bool(j, "do_rescale", c->do_rescale, &c->do_rescale, file)) != VC_OK) return st;
     if ((st = vc_json_get_bool(j, "do_normalize", c->do_normalize, &c->do_normalize, file)) != VC_OK) return st;
     return vc_json_get_bool(j, "do_convert_rgb", c->do_convert_rgb, &c->do_convert_rgb, file);
@@ -306,6 +310,11 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
         for (size_t i = 0; i < np; i++)
             if (!memcmp(keyed.rgb + i * 3, img->key, 3)) memset(keyed.rgb + i * 3, 255, 3);
         img = src = &keyed;
+    }
+    if (c->llama4) { /* Llama 4's tiles (torchvision's resize, its own bfloat16 levels) */
+        st = vc_vl_llama4_process(c, img, what, out);
+        vc_image_free(&keyed);
+        return st;
     }
     if (c->got || c->gemma4) { /* InternVL's tiles; Gemma 4's patches */
         st = c->got ? vc_vl_got_process(c, img, table, what, out) : vc_vl_gemma4_process(c, img, table, what, out);
