@@ -181,7 +181,8 @@ typedef struct vc_model_config {
      * tokens: Gemma 4) around the pads, the pad its own marker (InternVL, Gemma 4; Gemma 3's marker is its begin token) */
     const char *image_open, *image_close;
     int image_wrap; /* 2: Mistral 3's rows of image tokens, each followed by image_open ([IMG_BREAK]), the last by
-                     * image_close ([IMG_END]) */
+                     * image_close ([IMG_END]); 3: Llama 4's tiles between image_open and image_close, each a run of
+                     * image tokens, the tile separators between, <|image|> before the whole-image tile */
 } vc_model_config;
 
 /* a layer's attention shape (Gemma 4's full layers have their own) and MLP width */

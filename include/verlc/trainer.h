@@ -24,6 +24,8 @@ typedef struct vc_rl_image {
     int64_t min_pixels, max_pixels; /* the row's per-image bounds for fetch_image; 0: its defaults */
     int resized_h, resized_w;  /* the row's resized_height / resized_width (both or neither); 0: none */
     int32_t grid[3];           /* image_grid_thw: t, h, w patches */
+    int tiles_h, tiles_w;      /* Llama 4: the canvas's tile rows and columns (grid[0] counts them and, past one, the
+                                * whole-image tile); 0 elsewhere */
     int64_t tokens;            /* its <|image_pad|> tokens in ids: t h w / merge_size^2 */
     int width, height;         /* the decoded source's pixels (0 where not known) */
     /* a video (an entry of the row's data.video_key list; src its path, or NULL for a frame list): its frames

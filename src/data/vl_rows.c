@@ -130,6 +130,13 @@ static vc_status image_grid(const vc_vl_image_config *c, int patch, const vc_ima
                        : vc_qwen_vl_utils_smart_resize(img->height, img->width, factor, mn, mx, &fh, &fw);
     if (st) return vc_fail_ctx(st, "%s: fetch_image", what);
     const int P = c->patch_size, M = c->merge_size;
+    if (c->llama4) { /* Llama 4: its canvas's tiles and, past one, the whole image, each a frame */
+        int rh, rw;
+        int n = vc_vl_llama4_tiles(c, fh, fw, &im->tiles_h, &im->tiles_w, &rh, &rw);
+        im->grid[0] = n, im->grid[1] = c->fixed_h / P, im->grid[2] = c->fixed_w / P;
+        im->tokens = (int64_t)n * im->grid[1] * im->grid[2] / ((int64_t)M * M);
+        return VC_OK;
+    }
     if (c->got) { /* InternVL: tiles, each a frame */
         int cols, rows, n = vc_vl_got_tiles(c, fh, fw, &cols, &rows);
         if (c->max_tiles <= 1 && !c->do_resize && (fh != c->fixed_h || fw != c->fixed_w))
@@ -317,6 +324,26 @@ static vc_status visual_text(const vc_vl_pads *p, int video, const vc_rl_image *
     if (!!e->video != video)
         return vc_fail(VC_ERR_FORMAT, "%s: the rendered prompt's %s pad %d stands where the row's %s is", where,
                        video ? "video" : "image", k, e->video ? "video" : "image");
+    if (!video && p->tiles) { /* Llama 4: the tiles row by row between separators, then <|image|> and the whole image */
+        int rows = e->tiles_h, cols = e->tiles_w;
+        int64_t per = e->grid[0] > 0 ? e->tokens / e->grid[0] : 0;
+        if (rows < 1 || cols < 1 || e->grid[0] != rows * cols + (rows * cols > 1) || per * e->grid[0] != e->tokens)
+            return vc_fail(VC_ERR_INTERNAL, "%s: image %d's %lld tokens are not its %d x %d tiles'", where, k,
+                           (long long)e->tokens, rows, cols);
+        vc_sb_puts(o, p->open);
+        for (int y = 0; rows * cols > 1 && y < rows; y++) {
+            for (int x = 0; x < cols; x++) {
+                for (int64_t t = 0; t < per; t++) vc_sb_puts(o, p->rep);
+                if (x + 1 < cols) vc_sb_puts(o, "<|tile_x_separator|>");
+            }
+            vc_sb_puts(o, "<|tile_y_separator|>");
+        }
+        vc_sb_puts(o, p->image);
+        for (int64_t t = 0; t < per; t++) vc_sb_puts(o, p->rep);
+        vc_sb_puts(o, p->close);
+        *taken = 1;
+        return VC_OK;
+    }
     if (!video && p->brk) { /* Mistral 3: rows of the merged grid, each closed by a break, the last by the end */
         int64_t m2 = e->tokens > 0 ? (int64_t)e->grid[1] * e->grid[2] / e->tokens : 0;
         int64_t m = (int64_t)(sqrt((double)m2) + 0.5), h = m ? e->grid[1] / m : 0, w = m ? e->grid[2] / m : 0;
@@ -371,7 +398,9 @@ int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok
 }
 
 void vc_vl_pads_apply(vc_vl_pads *p, int mode, const char *a, const char *b) {
-    if (mode == 2 && a && b) p->rep = p->image, p->brk = a, p->close = b, p->open = NULL;
+    if (mode == 3 && a && b) /* (Llama4Processor: the template's <|image|> marks the image, the pad its tokens) */
+        p->rep = p->image, p->image = "<|image|>", p->open = a, p->close = b, p->brk = NULL, p->tiles = 1;
+    else if (mode == 2 && a && b) p->rep = p->image, p->brk = a, p->close = b, p->open = NULL;
     else if (mode == 1) vc_vl_pads_wrap(p, a, b);
     else if (mode == 0) vc_vl_pads_markup(p, a, b);
 }

@@ -30,6 +30,8 @@ typedef struct vc_vl_pads {
     const char *image, *video, *rep, *close;
     const char *open; /* InternVL (close not NULL): the text before the pads, the marker being the pad itself */
     const char *brk;  /* Mistral 3 (close its end-of-image text): each row of pads followed by this, the last by close */
+    int tiles;        /* Llama 4: open, the tiles' pads row by row between tile separators, image, the whole image's
+                       * pads, close */
 } vc_vl_pads;
 /* p's image marker made Gemma 3's where the model's config names begin / end of image tokens (boi and eoi: their
  * texts; either NULL: p unchanged), its image token the pad repeated */
@@ -40,7 +42,8 @@ void vc_vl_pads_markup(vc_vl_pads *p, const char *boi, const char *eoi);
 struct vc_tokenizer;
 int vc_vl_markup_texts(const vc_model_config *mc, const struct vc_tokenizer *tok, const char **open, const char **close);
 /* p marked up with texts a and b as mode says: 0 Gemma 3's (vc_vl_pads_markup), 1 around the pads (vc_vl_pads_wrap),
- * 2 rows of pads each followed by a, the last by b (Mistral 3's [IMG_BREAK] / [IMG_END]) */
+ * 2 rows of pads each followed by a, the last by b (Mistral 3's [IMG_BREAK] / [IMG_END]), 3 Llama 4's tiles between a
+ * and b (<|image_start|>, <|image_end|>), the template's <|image|> the marker */
 void vc_vl_pads_apply(vc_vl_pads *p, int mode, const char *a, const char *b);
 /* p's markup as model config mc's (either function above) */
 void vc_vl_pads_model(vc_vl_pads *p, const vc_model_config *mc, const struct vc_tokenizer *tok);

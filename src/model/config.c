@@ -941,6 +941,8 @@ static vc_status parse_nested_text(const cJSON *o, const char *path, vc_model_co
                                                                     * start_image_token / end_image_token) */
     c->image_wrap = !strcmp(c->model_type, "internvl") || !strcmp(c->model_type, "gemma4");
     if (!strcmp(c->model_type, "mistral3")) c->image_open = "[IMG_BREAK]", c->image_close = "[IMG_END]", c->image_wrap = 2;
+    if (!strcmp(c->model_type, "llama4")) /* (Llama4Processor's texts around each image's tiles) */
+        c->image_open = "<|image_start|>", c->image_close = "<|image_end|>", c->image_wrap = 3;
     c->tied = vc_mcfg_flag(o, "tie_word_embeddings", c->tied);
     if (c->tied && c->out_vocab)
         return vc_fail(VC_ERR_FORMAT, "%s: tie_word_embeddings with text_config.output_vocab_size %lld: a pruned LM head "

@@ -38,6 +38,30 @@ static vc_status image_run(const vc_model *m, const vc_batch *b, int s, int64_t 
         *n_out = span, *adv = span;
         return VC_OK;
     }
+    if (m->cfg.image_wrap == 3 && run != n) { /* Llama 4's processor: a run of image tokens a tile, one or two
+                                               * separators between (tile_x / tile_y, and <|image|> before the whole-
+                                               * image tile); plain positions */
+        int64_t per = n / gr[0], span = 0;
+        for (int64_t tile = 0; tile < gr[0]; tile++) {
+            int64_t k = 0, gap = 0;
+            while (t + span + k < t1 && b->ids[t + span + k] == b->ids[t] && vc_image_row(&m->cfg, b, s, t + span + k, 0)) k++;
+            while (tile + 1 < gr[0] && gap < 3 && t + span + k + gap < t1 &&
+                   !vc_image_row(&m->cfg, b, s, t + span + k + gap, 0))
+                gap++;
+            if (k != per || (tile + 1 < gr[0] && (gap < 1 || gap > 2 || t + span + k + gap >= t1)))
+                return vc_fail(VC_ERR_ARG, "sequence %d: image %d (%d tiles of %d x %d) needs %d runs of %lld image "
+                               "tokens with one or two separators between, from position %lld; run %lld has %lld", s, i,
+                               gr[0], gr[1], gr[2], gr[0], (long long)per, (long long)(t - b->cu_seqlens[s]),
+                               (long long)tile, (long long)k);
+            span += k + (tile + 1 < gr[0] ? gap : 0);
+        }
+        for (int64_t k = 0; k < span; k++) {
+            for (int x = 0; x < 3 && pos; x++) pos[x * T + t + k] = cur + k;
+            if (cur + k > *maxp) *maxp = cur + k;
+        }
+        *n_out = span, *adv = span;
+        return VC_OK;
+    }
     if (run != n)
         return vc_fail(VC_ERR_ARG, "sequence %d: image %d (grid %d x %d x %d) needs %lld image tokens from position "
                        "%lld; the run there has %lld", s, i, gr[0], gr[1], gr[2], (long long)n,

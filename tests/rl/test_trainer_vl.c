@@ -80,6 +80,21 @@ static const char *CFG_K25 =
     "\"init_pos_emb_width\":4,\"merge_kernel_size\":[2,2],\"mm_hidden_size\":32,\"projector_hidden_act\":\"gelu\","
     "\"projector_ln_eps\":1e-5}}";
 
+/* Llama 4 (llama4): its vision model on 56-pixel tiles behind the pixel shuffle, adapter and projector, beside Llama
+ * 4's text model (chunked attention, a NoPE layer, MoE every second layer); its image token <|patch|> is the Qwen3
+ * tokenizer's <|image_pad|> id, renamed */
+static const char *CFG_LLAMA4 =
+    "{\"architectures\":[\"Llama4ForConditionalGeneration\"],\"model_type\":\"llama4\",\"image_token_index\":151655,"
+    "\"tie_word_embeddings\":false,"
+    "\"text_config\":{\"model_type\":\"llama4_text\",\"vocab_size\":%d,\"hidden_size\":64,\"num_hidden_layers\":2,"
+    "\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":32,\"intermediate_size\":32,"
+    "\"intermediate_size_mlp\":128,\"num_local_experts\":2,\"num_experts_per_tok\":1,\"interleave_moe_layer_step\":2,"
+    "\"attention_chunk_size\":64,\"no_rope_layers\":[1,0],\"use_qk_norm\":true,\"max_position_embeddings\":4096,"
+    "\"rms_norm_eps\":1e-5,\"rope_theta\":500000,\"bos_token_id\":151643,\"eos_token_id\":151645},"
+    "\"vision_config\":{\"hidden_size\":32,\"intermediate_size\":128,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+    "\"image_size\":56,\"patch_size\":14,\"vision_output_dim\":48,\"projector_input_dim\":48,"
+    "\"projector_output_dim\":48,\"pixel_shuffle_ratio\":0.5}}";
+
 static const char *msub = "model"; /* the model folder the runs train */
 
 /* four rows: one image, two images, an image after text (verl's geometry3k data source and reward), no image (gsm8k) */
@@ -409,12 +424,15 @@ typedef struct {
     const char *pad, *start, *end; /* the family's names of <|image_pad|>, <|vision_start|>, <|vision_end|> */
     const char *markup;            /* an image's markup in generate's output rows */
     const char *moved[2];          /* tower tensors the step moves */
+    const char *sed;               /* more of the tokenizer's special tokens renamed (a sed script), or NULL */
 } vl_family;
 
 static void family(const vl_family *v) {
     char init[600], out[600], name[64], p[700];
     msub = v->sub;
     rl_cli_vl_model(v->sub, v->cfg, v->fix, v->pad, v->start, v->end);
+    if (v->sed)
+        CHECK(cli_sh("sed -i '%s' %s/%s/tokenizer.json %s/%s/tokenizer_config.json", v->sed, dir, v->sub, dir, v->sub) == 0);
     CHECK_MSG(cli_sh("%s generate --model %s/%s --input %s/rows.jsonl --output %s/%s.jsonl --greedy "
                      "--max-new-tokens 3 2>%s/%s_gen.err", bin, dir, v->sub, dir, dir, v->sub, dir, v->sub) == 0,
               "verlc generate with images on %s failed (%s/%s_gen.err)", v->label, dir, v->sub);
@@ -465,7 +483,7 @@ static void family_lora(const char *sub, const char *lin, const char *nrm, const
  * [IMG] closed by [IMG_BREAK] and [IMG_END]; Kimi K2.5: media_proc_cfg's navit sizes, padded, and the media markup
  * (<|media_begin|>image<|media_content|><|media_pad|><|media_end|>, each <|media_pad|> expanded) */
 static void families(void) {
-    static const vl_family F[7] = {
+    static const vl_family F[8] = {
         { "GLM-4.1V", "model_glm", NULL, "glm4v", "<|image|>", "<|begin_of_image|>", "<|end_of_image|>",
           "<|begin_of_image|><|image|><|end_of_image|>",
           { "model.visual.downsample.weight", "model.visual.embeddings.position_embedding.weight" } },
@@ -485,10 +503,14 @@ static void families(void) {
           { "model.vision_tower.ln_pre.weight", "model.multi_modal_projector.patch_merger.merging_layer.weight" } },
         { "Kimi K2.5", "model_k25", NULL, "kimi_k25", "<|media_pad|>", "<|media_begin|>", "<|media_end|>",
           "<|media_content|><|media_pad|><|media_end|>",
-          { "vision_tower.patch_embed.pos_emb.weight", "mm_projector.proj.2.weight" } } };
-    const char *cfgs[7] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG,
-                            RL_CLI_MISTRAL3_CFG, CFG_K25 };
-    for (int i = 0; i < (LIGHT ? 3 : 7); i++) { /* (InternVL, Gemma 4, Mistral 3 and Kimi K2.5: the release build) */
+          { "vision_tower.patch_embed.pos_emb.weight", "mm_projector.proj.2.weight" } },
+        { "Llama 4", "model_llama4", NULL, "llama4", "<|patch|>", "<|image_start|>", "<|image_end|>",
+          "<|image|><|patch|><|image_end|>",
+          { "vision_model.positional_embedding_vlm", "vision_model.vision_adapter.mlp.fc2.weight" },
+          "s#<|quad_start|>#<|image|>#g; s#<|box_start|>#<|tile_x_separator|>#g; s#<|box_end|>#<|tile_y_separator|>#g" } };
+    const char *cfgs[8] = { CFG_GLM, CFG_KIMI, RL_CLI_GEMMA3_CFG, RL_CLI_INTERNVL_CFG, RL_CLI_GEMMA4_CFG,
+                            RL_CLI_MISTRAL3_CFG, CFG_K25, CFG_LLAMA4 };
+    for (int i = 0; i < (LIGHT ? 3 : 8); i++) { /* (InternVL, Gemma 4, Mistral 3, Kimi K2.5, Llama 4: the release build) */
         vl_family v = F[i];
         v.cfg = cfgs[i];
         family(&v);

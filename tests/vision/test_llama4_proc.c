@@ -2,9 +2,11 @@
  * antialiased resize without distortion, black padding, bfloat16 normalization, the tiles and past one the whole image
  * as one more) behind qwen_vl_utils' fetch_image, as verl's image path runs it, against transformers 5.25
  * (tools/fixtures/make_llama4_image_fixture.py): the pixel values and tilings of five images at two settings, the
- * canvases and resized sizes of 468 random sizes from the processor's own functions, bad configs. */
+ * canvases and resized sizes of 468 random sizes from the processor's own functions, the data path's grids and
+ * Llama4Processor's markup, bad configs. */
 #include "vc_test.h"
 #include "vision_helpers.h"
+#include "data/vl_rows.h"
 #include <math.h>
 #include <unistd.h>
 
@@ -64,6 +66,37 @@ static void tilings(void) {
     cJSON_Delete(ref);
 }
 
+/* the data path's grid (tiles, each side x side) and tiling before the pixels, and Llama4Processor's markup: the
+ * template's <|image|> becomes <|image_start|>, each tile's pads row by row between tile separators, <|image|>, the
+ * whole image's pads, <|image_end|>; one tile alone has no separators and no second copy */
+static void grids_markup(void) {
+    vc_vl_image_config c;
+    CHECK_OK(vc_vl_image_config_load(L4_VIS, &c));
+    cJSON *imgs = cJSON_CreateArray();
+    cJSON_AddItemToArray(imgs, cJSON_CreateString(img_path("rgb444_200x90.jpg")));
+    cJSON_AddItemToArray(imgs, cJSON_CreateString(img_path("rgb_37x53.png")));
+    vc_rl_image *im = NULL;
+    CHECK_OK(vc_vl_parse_images(imgs, &c, 14, "test", "images", &im));
+    /* (fetched 196 x 84: 2 x 3 tiles of 56 and the whole image; 28 x 56: 2 x 1 and it) */
+    CHECK(im && im[0].grid[0] == 7 && im[0].grid[1] == 4 && im[0].grid[2] == 4 && im[0].tokens == 28 &&
+          im[0].tiles_h == 2 && im[0].tiles_w == 3);
+    CHECK(im && im[1].grid[0] == 3 && im[1].tiles_h == 2 && im[1].tiles_w == 1 && im[1].tokens == 12);
+    vc_vl_pads p = { "<|patch|>", NULL, NULL, NULL, NULL, NULL, 0 };
+    vc_vl_pads_apply(&p, 3, "<|image_start|>", "<|image_end|>");
+    vc_rl_image two[2] = { { .tokens = 3, .grid = { 3, 2, 2 }, .tiles_h = 1, .tiles_w = 2 },
+                           { .tokens = 1, .grid = { 1, 2, 2 }, .tiles_h = 1, .tiles_w = 1 } };
+    char *out = NULL;
+    CHECK_OK(vc_vl_expand_visuals("A <|image|> and <|image|>?", &p, two, 2, 1, "test", &out, NULL));
+    CHECK_MSG(out && !strcmp(out, "A <|image_start|><|patch|><|tile_x_separator|><|patch|><|tile_y_separator|><|image|>"
+                                  "<|patch|><|image_end|> and <|image_start|><|image|><|patch|><|image_end|>?"),
+              "markup: %s", out);
+    free(out);
+    CHECK(vc_vl_expand_visuals("one <|image|> only", &p, two, 2, 1, "test", &out, NULL) &&
+          strstr(vc_last_error(), "<|image|>"));
+    free(im);
+    cJSON_Delete(imgs);
+}
+
 static void bad_configs(void) {
     static const char *const bad[][2] = { { "\"resample\": 0", "resample" },
                                           { "\"size\": {\"height\": 56, \"width\": 70}", "size" },
@@ -79,6 +112,7 @@ static void bad_configs(void) {
 int main(void) {
     check_pixels();
     tilings();
+    grids_markup();
     bad_configs();
     return vc_test_done();
 }
