@@ -1193,7 +1193,7 @@ vc_tensor *vc_vision_linear(const vc_vision *v, int s, char *path, size_t cap) {
         const char *last = p[0];
         for (const char *const *q = p; *q; q++) last = *q;
         const char *w = strstr(rel, ".weight");
-        snprintf(path, cap, "%s%.*s", v->c.kind == VIS_MOON ? p[0] : last, (int)(w ? w - rel : (ptrdiff_t)strlen(rel)),
+        snprintf(path, cap, "%s%.*s", v->c.kind == VIS_MOON || v->c.kind == VIS_LLAMA4 ? p[0] : last, (int)(w ? w - rel : (ptrdiff_t)strlen(rel)),
                  rel);
         return v->t[s];
     }
