@@ -94,6 +94,40 @@ static void intern_images(vc_model *m, const greedy_ref *r) {
     free(pix);
 }
 
+/* Llama 4: an image's tiles are runs of image tokens with one or two separators between (Llama4Processor's
+ * tile_x / tile_y separators, <|image|> before the whole-image tile): the placement the rollout engine and the check
+ * plan (vc_mrope_positions) takes them, and refuses three tokens between or runs of other lengths by name; the model
+ * forward, as transformers' masked scatter, takes the image tokens wherever they are */
+static void llama4_images(vc_model *m, const greedy_ref *r) {
+    int32_t two[3] = { 2, 4, 4 }, img = vc_model_cfg(m)->image_id, ids[3][16];
+    float *pix = calloc((size_t)(32 * r->im.row), sizeof(float)); /* (pixels for both tiles) */
+    for (int k = 0; pix && k < 32 * r->im.row; k++) pix[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
+    vc_images im = { 1, two, pix, r->im.row, NULL };
+    /* 5 6 [4 image] 7 [4 image] 8; 5 6 [4 image] 7 9 10 [4 image] 8 (three between); 5 6 [3 image] 7 [5 image] 8 */
+    int64_t len[3] = { 12, 14, 12 };
+    for (int v = 0; v < 3; v++) {
+        int n = 0, gap = v == 1 ? 3 : 1, first = v == 2 ? 3 : 4;
+        ids[v][n++] = 5, ids[v][n++] = 6;
+        for (int k = 0; k < first; k++) ids[v][n++] = img;
+        for (int k = 0; k < gap; k++) ids[v][n++] = 7 + (k ? k + 1 : 0);
+        for (int k = 0; k < 8 - first; k++) ids[v][n++] = img;
+        ids[v][n++] = 8;
+    }
+    for (int v = 0; v < 3 && pix; v++) {
+        int64_t cu[2] = { 0, len[v] }, delta = 0;
+        vc_batch b = { 1, cu, ids[v], .images = &im };
+        vc_status st = vc_mrope_positions(m, &b, NULL, NULL, &delta);
+        if (v == 0) CHECK_MSG(!st && delta == 0, "Llama 4's two tiles with a separator between: %s", vc_last_error());
+        else CHECK_MSG(st && strstr(vc_last_error(), "runs of 4 image tokens with one or two separators"),
+                       "Llama 4's tiles, layout %d: %s", v, st ? vc_last_error() : "accepted");
+        vc_graph *g = vc_graph_new();
+        vc_graph_set_grad(g, 0);
+        CHECK_MSG(vc_model_forward(m, g, &b, NULL) != NULL, "Llama 4's forward, layout %d: %s", v, vc_last_error());
+        vc_graph_free(g);
+    }
+    free(pix);
+}
+
 /* Gemma 4: an image wider than its position table, several frames, a grid not whole pooling blocks: refused by name */
 static void gemma4_images(vc_model *m, const greedy_ref *r) {
     vc_images im = r->im;
@@ -585,6 +619,7 @@ int main(void) {
     with_fixture(GLM_DIR, bad_images); /* GLM-4.1V: bad images refused by its tower as by Qwen's */
     with_fixture(GEMMA_DIR, gemma_prefix);
     with_fixture(INTERN_DIR, intern_images);
+    with_fixture("tests/fixtures/models/llama4_image", llama4_images);
     with_fixture(G4_DIR, gemma4_images);
     bad_checkpoints();
     trainer_images(VL_DIR);
