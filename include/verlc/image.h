@@ -99,6 +99,12 @@ typedef struct vc_vl_image_config {
      * that best fits the image (resize_to_max_canvas: to_max_canvas), plus the whole image as one tile past one;
      * torchvision's resize, bfloat16 normalization */
     int llama4, to_max_canvas;
+    /* transformers' torchvision backend (the class transformers 5 picks where torchvision is installed): its
+     * antialiased uint8 resize (vc_image_resize_tv) and its rescale and normalize fused in float32 ((x - mean / f) /
+     * (std / f), f the rescale factor); 0: the PIL backend's (Pillow's resize, x f in float64 then (x - mean) / std in
+     * float32). Set by VERLC_IMAGE_BACKEND (torchvision or pil), else by an image_processor_type ending in Fast
+     * (transformers 4's torchvision classes); Llama 4's processor is torchvision's only */
+    int tv;
 } vc_vl_image_config;
 
 /* transformers' Qwen2VLImageProcessor class defaults (min 56*56, max 28*28*1280, patch 14, temporal 2, merge 2,
@@ -116,6 +122,8 @@ vc_status vc_vl_kimi_size(const vc_vl_image_config *c, int64_t height, int64_t w
  * whole-image tile past one) and the size it is resized to within that canvas (*rh x *rw) */
 int vc_vl_llama4_tiles(const vc_vl_image_config *c, int64_t height, int64_t width, int *rows, int *cols, int *rh,
                        int *rw);
+/* the processor's resize: Pillow's filter, or torchvision's with c->tv */
+vc_status vc_vl_resize(const vc_vl_image_config *c, const vc_image *in, int out_w, int out_h, int filter, vc_image *out);
 /* Llama 4's levels: each 8-bit level rescaled and normalized as its processor does in bfloat16 */
 void vc_vl_llama4_levels(const vc_vl_image_config *c, float table[3][256]);
 

@@ -60,7 +60,7 @@ vc_status vc_vl_gemma4_process(const vc_vl_image_config *c, const vc_image *img,
                        "is false", what, W, H, P * M);
     vc_image resized = { 0 };
     const vc_image *src = img;
-    if ((H != img->height || W != img->width) && (st = vc_image_resize(img, W, H, c->resample, &resized)))
+    if ((H != img->height || W != img->width) && (st = vc_vl_resize(c, img, W, H, c->resample, &resized)))
         return vc_fail_ctx(st, "%s", what);
     if (resized.rgb) src = &resized;
     int gh = H / P, gw = W / P;

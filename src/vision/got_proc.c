@@ -69,10 +69,10 @@ vc_status vc_vl_got_process(const vc_vl_image_config *c, const vc_image *img, co
     if (!plane) return vc_fail(VC_ERR_NOMEM, "%s: %d tiles of %dx%d pixel values", what, n, TW, TH);
     vc_image big = { 0 }, thumb = { 0 };
     /* (cropping resizes whatever do_resize says, as the processor's crop_image_to_patches does) */
-    vc_status st = c->max_tiles > 1 || c->do_resize ? vc_image_resize(img, TW * cols, TH * rows, c->resample, &big) : VC_OK;
+    vc_status st = c->max_tiles > 1 || c->do_resize ? vc_vl_resize(c, img, TW * cols, TH * rows, c->resample, &big) : VC_OK;
     const vc_image *src = big.rgb ? &big : img;
     for (int i = 0; !st && i < cols * rows; i++) put_tile(src, i % cols * TW, i / cols * TH, TW, TH, table, plane + fp * i);
-    if (!st && n > cols * rows && !(st = vc_image_resize(img, TW, TH, c->resample, &thumb)))
+    if (!st && n > cols * rows && !(st = vc_vl_resize(c, img, TW, TH, c->resample, &thumb)))
         put_tile(&thumb, 0, 0, TW, TH, table, plane + fp * (size_t)(n - 1));
     if (!st) st = vc_vl_patchify(plane, n, TH, TW, c->patch_size, 1, 1, what, out); /* (each tile a frame) */
     else st = vc_fail_ctx(st, "%s", what);

@@ -163,9 +163,23 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c) {
     vc_status st = vc_json_load_file(file, &j);
     if (st == VC_OK && !cJSON_IsObject(j)) st = vc_fail(VC_ERR_FORMAT, "%s: not a JSON object", file);
     if (st == VC_OK) st = parse_config(j, c, file);
+    const char *type = NULL, *env = getenv("VERLC_IMAGE_BACKEND");
+    size_t tl = 0;
+    if (st == VC_OK && (st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) == VC_OK && type)
+        tl = strlen(type);
+    c->tv = c->llama4 || (tl > 4 && !strcmp(type + tl - 4, "Fast"));
+    if (st == VC_OK && env && *env && !c->llama4 && !c->kimi) {
+        if (strcmp(env, "torchvision") && strcmp(env, "pil"))
+            st = vc_fail(VC_ERR_ARG, "VERLC_IMAGE_BACKEND=%s: torchvision or pil", env);
+        c->tv = !strcmp(env, "torchvision");
+    }
     cJSON_Delete(j);
     free(file);
     return st;
+}
+
+vc_status vc_vl_resize(const vc_vl_image_config *c, const vc_image *in, int out_w, int out_h, int filter, vc_image *out) {
+    return c->tv ? vc_image_resize_tv(in, out_w, out_h, filter, out) : vc_image_resize(in, out_w, out_h, filter, out);
 }
 
 /* ---- smart_resize ---- */
@@ -273,10 +287,21 @@ vc_status vc_qwen_vl_utils_smart_resize(int64_t height, int64_t width, int facto
 /* ---- the processor ---- */
 
 /* rescale (float64 times the factor, then float32) and normalize ((x - mean) / std in float32), as transformers'
- * numpy functions compute: the value of each 8-bit level of each channel, once */
+ * numpy functions compute; with c->tv its torchvision backend's: rescale and normalize fused (mean and std as float32
+ * tensors times 1 / factor, in float32), or the level times the factor in float32 alone: the value of each 8-bit level
+ * of each channel, once */
 void vc_vl_level_table(const vc_vl_image_config *c, float table[3][256]) {
     for (int ch = 0; ch < 3; ch++) {
         float mean = (float)c->image_mean[ch], std = (float)c->image_std[ch];
+        if (c->tv) {
+            float inv = (float)(1.0 / c->rescale_factor), fm = mean * inv, fs = std * inv;
+            for (int v = 0; v < 256; v++)
+                table[ch][v] = c->do_rescale && c->do_normalize ? ((float)v - fm) / fs
+                               : c->do_normalize                ? ((float)v - mean) / std
+                               : c->do_rescale                  ? (float)v * (float)c->rescale_factor
+                                                                : (float)v;
+            continue;
+        }
         for (int v = 0; v < 256; v++) {
             float x = c->do_rescale ? (float)((double)v * c->rescale_factor) : (float)v;
             table[ch][v] = c->do_normalize ? (x - mean) / std : x;
@@ -324,7 +349,7 @@ vc_status vc_vl_image_process(const vc_vl_image_config *c, const vc_image *img, 
     if (c->do_resize) {
         int h, w;
         if ((st = vc_vl_processor_resize(c, img->height, img->width, &h, &w)) != VC_OK ||
-            (st = vc_image_resize(img, w, h, c->resample, &resized)) != VC_OK) {
+            (st = vc_vl_resize(c, img, w, h, c->resample, &resized)) != VC_OK) {
             vc_image_free(&keyed);
             return vc_fail_ctx(st, "%s", what);
         }

@@ -28,6 +28,9 @@ static double check_one(const vc_vl_image_config *c, const vc_checkpoint *ck, co
 static void check_pixels(void) {
     vc_vl_image_config cfg;
     CHECK_OK(vc_vl_image_config_load(INTERN_VIS, &cfg));
+    CHECK(cfg.tv); /* (its Fast class name picks torchvision's backend; these references are the PIL backend's,
+                      * tests/vision/test_tv_proc.c checks the other) */
+    cfg.tv = 0;
     CHECK(cfg.got && cfg.fixed_h == 56 && cfg.fixed_w == 56 && cfg.resample == 3 && cfg.min_tiles == 1 &&
           cfg.max_tiles == 6 && cfg.temporal_patch_size == 1 && cfg.patch_size == 14 && cfg.merge_size == 2 &&
           cfg.image_mean[0] == 0.485 && cfg.image_std[2] == 0.225);
