@@ -68,6 +68,32 @@ vc_status vc_vl_kimi25_parse(const cJSON *j, vc_vl_image_config *c, const char *
     return st;
 }
 
+/* transformers 5's Kimi_K25ImageProcessor: max_patches, size's max_height (= max_width), patch_size, merge_size,
+ * IMAGENET_STANDARD's mean and std, BICUBIC; torchvision's resize and fused rescale and normalize */
+vc_status vc_vl_kimi25_native_parse(const cJSON *j, vc_vl_image_config *c, const char *file) {
+    int64_t p = 14, lim = 16384, merge = 2, side = 512, sw = 512, r = 3;
+    const cJSON *size = vc_json_member(j, "size");
+    char ctx[1100];
+    snprintf(ctx, sizeof ctx, "%s: size", file);
+    vc_status st = size && !cJSON_IsObject(size) ? vc_fail(VC_ERR_FORMAT, "%s is not an object", ctx) : VC_OK;
+    if (!st && size) st = vc_vl_get_pos_int(size, "max_height", 1 << 16, &side, ctx);
+    if (!st && size) st = vc_vl_get_pos_int(size, "max_width", 1 << 16, &sw, ctx);
+    if (!st && sw != side) st = vc_fail(VC_ERR_FORMAT, "%s: max_height %lld and max_width %lld differ (the processor "
+                                        "takes them equal)", ctx, (long long)side, (long long)sw);
+    if (!st) st = vc_vl_get_pos_int(j, "patch_size", 1024, &p, file);
+    if (!st) st = vc_vl_get_pos_int(j, "merge_size", 64, &merge, file);
+    if (!st) st = vc_vl_get_pos_int(j, "max_patches", INT64_C(1) << 30, &lim, file);
+    if (!st) st = vc_json_get_int(j, "resample", 3, &r, file);
+    if (!st && r != 3 && r != 2)
+        st = vc_fail(VC_ERR_UNSUPPORTED, "%s: resample = %lld (2, BILINEAR, and 3, BICUBIC, are built)", file, (long long)r);
+    for (int k = 0; k < 3; k++) c->image_mean[k] = c->image_std[k] = 0.5;
+    if (!st) st = vc_vl_get_triple(j, "image_mean", c->image_mean, 0, file);
+    if (!st) st = vc_vl_get_triple(j, "image_std", c->image_std, 1, file);
+    c->kimi = 2, c->pad_input = 1, c->patch_size = (int)p, c->in_token_limit = lim, c->side_limit = side, c->tv = 1;
+    c->merge_size = (int)merge, c->temporal_patch_size = 1, c->resample = (int)r;
+    return st;
+}
+
 /* Kimi K2.5's navit_resize_image: the least of 1 and the three limits' scales, sides truncated (at least 1, at most
  * the side limit) */
 static void navit(const vc_vl_image_config *c, int64_t h, int64_t w, int64_t *sh, int64_t *sw) {
@@ -128,14 +154,17 @@ vc_status vc_vl_kimi_process(const vc_vl_image_config *c, const vc_image *img, c
     vc_image resized = { 0 };
     const vc_image *src = img;
     if (sh != img->height || sw != img->width) {
-        if ((st = vc_image_resize_bicubic(img, (int)sw, (int)sh, &resized))) return vc_fail_ctx(st, "%s", what);
+        st = c->tv ? vc_image_resize_tv(img, (int)sw, (int)sh, c->resample, &resized)
+                   : vc_image_resize_bicubic(img, (int)sw, (int)sh, &resized);
+        if (st) return vc_fail_ctx(st, "%s", what);
         src = &resized;
     }
     /* padding: black pixels at the right and bottom; cropping: the centre (torchvision's int(round((h - H) / 2))) */
     int top = c->pad_input ? 0 : (int)vc_py_round((double)(src->height - H) / 2.0);
     int left = c->pad_input ? 0 : (int)vc_py_round((double)(src->width - W) / 2.0);
     float table[3][256];
-    for (int ch = 0; ch < 3; ch++)
+    if (c->tv) vc_vl_level_table(c, table); /* (transformers' torchvision backend: Kimi_K25ImageProcessor) */
+    for (int ch = 0; ch < 3 && !c->tv; ch++)
         for (int v = 0; v < 256; v++)
             table[ch][v] = c->kimi == 2 ? ((float)(v / 255.0) - (float)c->image_mean[ch]) * (1.0f / (float)c->image_std[ch])
                                         : ((float)v / 255.0f - (float)c->image_mean[ch]) / (float)c->image_std[ch];

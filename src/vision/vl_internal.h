@@ -31,6 +31,8 @@ struct vc_image;
 vc_status vc_vl_kimi_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
 /* Kimi K2.5's: media_proc_cfg's keys */
 vc_status vc_vl_kimi25_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
+/* transformers 5's Kimi_K25ImageProcessor (torchvision only): the same steps at its keys, on the torchvision backend */
+vc_status vc_vl_kimi25_native_parse(const cJSON *j, struct vc_vl_image_config *c, const char *file);
 vc_status vc_vl_kimi_process(const struct vc_vl_image_config *c, const struct vc_image *img, const char *what,
                              struct vc_vl_pixels *out);
 /* GOT-OCR2's processor (got_proc.c): its keys; one image's tiles' pixel values (levels through table) */

@@ -96,9 +96,7 @@ static vc_status parse_config(const cJSON *j, vc_vl_image_config *c, const char 
     if ((st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) != VC_OK) return st;
     c->glm = type && (!strncmp(type, "Glm4vImageProcessor", 19) || !strncmp(type, "Glm46VImageProcessor", 20));
     if (type && !strcmp(type, "KimiVLImageProcessor")) return vc_vl_kimi_parse(j, c, file);
-    if (type && !strcmp(type, "Kimi_K25ImageProcessor"))
-        return vc_fail(VC_ERR_UNSUPPORTED, "%s: image_processor_type Kimi_K25ImageProcessor (transformers 5's torchvision "
-                       "processor, its resize a level off Pillow's) is not built; the checkpoints' media_proc_cfg is", file);
+    if (type && !strcmp(type, "Kimi_K25ImageProcessor")) return vc_vl_kimi25_native_parse(j, c, file);
     if (vc_json_member(j, "media_proc_cfg")) return vc_vl_kimi25_parse(j, c, file); /* (Kimi K2.5 / K2.6) */
     if (type && !strncmp(type, "Gemma3ImageProcessor", 20) && (st = parse_gemma3(j, c, file)) != VC_OK) return st;
     if (type && !strncmp(type, "GotOcr2ImageProcessor", 21) && (st = vc_vl_got_parse(j, c, file)) != VC_OK) return st;
@@ -167,7 +165,7 @@ vc_status vc_vl_image_config_load(const char *path, vc_vl_image_config *c) {
     size_t tl = 0;
     if (st == VC_OK && (st = vc_json_get_str(j, "image_processor_type", NULL, &type, file)) == VC_OK && type)
         tl = strlen(type);
-    c->tv = c->llama4 || (tl > 4 && !strcmp(type + tl - 4, "Fast"));
+    c->tv = c->tv || c->llama4 || (tl > 4 && !strcmp(type + tl - 4, "Fast"));
     if (st == VC_OK && env && *env && !c->llama4 && !c->kimi) {
         if (strcmp(env, "torchvision") && strcmp(env, "pil"))
             st = vc_fail(VC_ERR_ARG, "VERLC_IMAGE_BACKEND=%s: torchvision or pil", env);

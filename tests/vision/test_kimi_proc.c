@@ -121,8 +121,47 @@ static void bad_configs(void) {
     refused_configs("KimiVLImageProcessor", "", bad, sizeof bad / sizeof bad[0]);
 }
 
-/* Kimi K2.5's media_proc_cfg: its keys; past patch_limit_on_one_side padded, refused by name; bad values and
- * transformers 5's torchvision processor refused naming the key */
+/* transformers 5's Kimi_K25ImageProcessor at the media_proc_cfg c's settings (max_patches, size's max side): its pixels
+ * (torchvision's resize, the fused rescale and normalize) against transformers' (NAME.native.pixels); unequal sides
+ * refused by name */
+static void native(const vc_vl_image_config *c) {
+    char path[128], text[512];
+    snprintf(path, sizeof path, "/tmp/verlc_k25native_%d.json", (int)getpid());
+    snprintf(text, sizeof text, "{\"image_processor_type\": \"Kimi_K25ImageProcessor\", \"max_patches\": %lld, "
+             "\"size\": {\"max_height\": %lld, \"max_width\": %lld}, \"patch_size\": 14, \"merge_size\": 2}",
+             (long long)c->in_token_limit, (long long)c->side_limit, (long long)c->side_limit);
+    CHECK_OK(vc_write_file_atomic(path, text, strlen(text)));
+    vc_vl_image_config n;
+    CHECK_OK(vc_vl_image_config_load(path, &n));
+    CHECK(n.kimi == 2 && n.tv && n.in_token_limit == c->in_token_limit && n.side_limit == c->side_limit);
+    cJSON *ref = NULL;
+    vc_checkpoint *ck = NULL;
+    CHECK_OK(vc_json_load_file(K25_VIS "/reference.json", &ref));
+    CHECK_OK(vc_ckpt_open(K25_VIS "/reference.safetensors", &ck));
+    int i = 0;
+    double worst = 0;
+    for (const cJSON *im = ref && ck ? cJSON_GetObjectItem(ref, "images")->child : NULL; im; im = im->next, i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%d.native", i);
+        vc_vl_pixels px;
+        const vc_st_tensor *p;
+        verl_pixels_ref(&n, ck, im->valuestring, name, "none", &px, &p);
+        int same = p && p->shape[0] == px.rows && p->shape[1] == px.cols;
+        worst = fmax(worst, pixels_diff(&px, p, same));
+    }
+    printf("kimi-k2.5 transformers processor: %d images, max pixel difference %g\n", i, worst);
+    CHECK(i == 5 && worst == 0);
+    snprintf(text, sizeof text, "{\"image_processor_type\": \"Kimi_K25ImageProcessor\", \"size\": {\"max_height\": 512, "
+             "\"max_width\": 256}}");
+    CHECK_OK(vc_write_file_atomic(path, text, strlen(text)));
+    CHECK(vc_vl_image_config_load(path, &n) && strstr(vc_last_error(), "max_width"));
+    remove(path);
+    vc_ckpt_close(ck);
+    cJSON_Delete(ref);
+}
+
+/* Kimi K2.5's media_proc_cfg: its keys; past patch_limit_on_one_side padded, refused by name; transformers 5's
+ * processor; bad values refused naming the key */
 static void k25(void) {
     vc_vl_image_config c;
     CHECK_OK(vc_vl_image_config_load(K25_VIS, &c));
@@ -140,6 +179,7 @@ static void k25(void) {
     CHECK(h == 14 * 500 && w == 140);
     CHECK_OK(vc_vl_kimi_size(&c, 14 * 600, 126, &h, &w)); /* 600 rows: scaled to 512 (7,168 pixels), 126 to 107 */
     CHECK(h == 7168 && w == 112);
+    native(&c);
     static const char *const bad[][2] = { { "\"merge_kernel_size\": [2, 3]", "merge_kernel_size" },
                                           { "\"merge_kernel_size\": 2.5", "merge_kernel_size" },
                                           { "\"in_patch_limit\": 0", "in_patch_limit" },
@@ -148,10 +188,9 @@ static void k25(void) {
                                           { "\"image_std\": [0.5, 0, 0.5]", "image_std" } };
     char path[128], text[512];
     snprintf(path, sizeof path, "/tmp/verlc_k25proc_%d.json", (int)getpid());
-    for (size_t i = 0; i <= sizeof bad / sizeof bad[0]; i++) {
-        if (i < sizeof bad / sizeof bad[0]) snprintf(text, sizeof text, "{\"media_proc_cfg\": {%s}}", bad[i][0]);
-        else snprintf(text, sizeof text, "{\"image_processor_type\": \"Kimi_K25ImageProcessor\"}");
-        const char *key = i < sizeof bad / sizeof bad[0] ? bad[i][1] : "Kimi_K25ImageProcessor";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "{\"media_proc_cfg\": {%s}}", bad[i][0]);
+        const char *key = bad[i][1];
         CHECK_OK(vc_write_file_atomic(path, text, strlen(text)));
         vc_status st = vc_vl_image_config_load(path, &s);
         CHECK_MSG(st && strstr(vc_last_error(), key) && strstr(vc_last_error(), path), "%s: %s", text,
